@@ -1,0 +1,228 @@
+/* Replaceable allocator, strings and small buffers. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tp_common.h"
+
+static tp_allocator_t alloc = {malloc, calloc, realloc, free};
+
+void tp_alloc_set(const tp_allocator_t *a)
+{
+	if (a)
+		alloc = *a;
+	else
+		alloc = (tp_allocator_t){malloc, calloc, realloc, free};
+}
+
+void *tp_malloc(size_t size)
+{
+	return alloc.malloc_fn(size ? size : 1);
+}
+
+void *tp_calloc(size_t n, size_t size)
+{
+	return alloc.calloc_fn(n ? n : 1, size ? size : 1);
+}
+
+void *tp_realloc(void *p, size_t size)
+{
+	return alloc.realloc_fn(p, size ? size : 1);
+}
+
+void tp_free(void *p)
+{
+	if (p)
+		alloc.free_fn(p);
+}
+
+tp_err_t tp_grow(void **arr, size_t *cap_p, size_t need, size_t elem)
+{
+	size_t cap = *cap_p;
+	void *p;
+
+	if (need <= cap)
+		return TP_OK;
+	if (cap < 8)
+		cap = 8;
+	while (cap < need)
+		cap *= 2;
+	if (cap > SIZE_MAX / elem)
+		return TP_ERR_NOMEM;
+	p = tp_realloc(*arr, cap * elem);
+	if (!p)
+		return TP_ERR_NOMEM;
+	*arr = p;
+	*cap_p = cap;
+	return TP_OK;
+}
+
+char *tp_strndup(const char *s, size_t n)
+{
+	char *d = tp_malloc(n + 1);
+
+	if (!d)
+		return NULL;
+	memcpy(d, s, n);
+	d[n] = '\0';
+	return d;
+}
+
+char *tp_strdup(const char *s)
+{
+	return s ? tp_strndup(s, strlen(s)) : NULL;
+}
+
+char *tp_vasprintf(const char *fmt, va_list ap)
+{
+	va_list ap2;
+	int n;
+	char *s;
+
+	va_copy(ap2, ap);
+	n = vsnprintf(NULL, 0, fmt, ap2);
+	va_end(ap2);
+	if (n < 0)
+		return NULL;
+	s = tp_malloc((size_t)n + 1);
+	if (!s)
+		return NULL;
+	vsnprintf(s, (size_t)n + 1, fmt, ap);
+	return s;
+}
+
+char *tp_asprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	s = tp_vasprintf(fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+void tp_strbuf_append(tp_strbuf_t *sb, const char *s, size_t n)
+{
+	void *buf = sb->buf;
+
+	if (sb->failed)
+		return;
+	if (tp_grow(&buf, &sb->cap, sb->len + n + 1, 1) != TP_OK) {
+		sb->failed = true;
+		return;
+	}
+	sb->buf = buf;
+	memcpy(sb->buf + sb->len, s, n);
+	sb->len += n;
+	sb->buf[sb->len] = '\0';
+}
+
+void tp_strbuf_printf(tp_strbuf_t *sb, const char *fmt, ...)
+{
+	char small[256];
+	va_list ap;
+	int n;
+
+	if (sb->failed)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		sb->failed = true;
+		return;
+	}
+	if ((size_t)n < sizeof(small)) {
+		tp_strbuf_append(sb, small, (size_t)n);
+		return;
+	}
+	va_start(ap, fmt);
+	char *big = tp_vasprintf(fmt, ap);
+	va_end(ap);
+	if (!big) {
+		sb->failed = true;
+		return;
+	}
+	tp_strbuf_append(sb, big, (size_t)n);
+	tp_free(big);
+}
+
+tp_err_t tp_file_read(const char *path, char **buf_p, size_t *len_p)
+{
+	FILE *fp = fopen(path, "rb");
+	char *buf = NULL;
+	size_t len = 0, cap = 0, n;
+	tp_err_t err = TP_OK;
+
+	if (!fp)
+		return errno == ENOENT ? TP_ERR_NOTFOUND : TP_ERR_IO;
+	for (;;) {
+		void *p = buf;
+		if (tp_grow(&p, &cap, len + 65536 + 1, 1) != TP_OK) {
+			err = TP_ERR_NOMEM;
+			goto out;
+		}
+		buf = p;
+		n = fread(buf + len, 1, cap - len - 1, fp);
+		len += n;
+		if (n == 0)
+			break;
+	}
+	if (ferror(fp)) {
+		err = TP_ERR_IO;
+		goto out;
+	}
+	buf[len] = '\0';
+	*buf_p = buf;
+	*len_p = len;
+	buf = NULL;
+out:
+	tp_free(buf);
+	fclose(fp);
+	return err;
+}
+
+char *tp_strtrim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' ||
+			 e[-1] == '\n'))
+		e--;
+	*e = '\0';
+	return s;
+}
+
+bool tp_parse_guid(const char *s, uint64_t *guid_p)
+{
+	uint64_t v = 0;
+	int nd = 0;
+
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	for (; *s; s++, nd++) {
+		int d;
+		if (*s >= '0' && *s <= '9')
+			d = *s - '0';
+		else if (*s >= 'a' && *s <= 'f')
+			d = *s - 'a' + 10;
+		else if (*s >= 'A' && *s <= 'F')
+			d = *s - 'A' + 10;
+		else
+			return false;
+		if (nd >= 16)
+			return false;
+		v = (v << 4) | (uint64_t)d;
+	}
+	if (nd == 0)
+		return false;
+	*guid_p = v;
+	return true;
+}

@@ -1,0 +1,156 @@
+/*
+ * tp_common.h - errors, logging, allocation, hash maps and host lists shared
+ * by every topoplace module.
+ *
+ * Thread safety: tp_strerror() and the hash maps/host lists (per object) are
+ * safe to use from several threads as long as one object is not modified by
+ * two threads at once. tp_log_set() and tp_alloc_set() change process-wide
+ * state: call them once at start-up, before other threads use the library.
+ *
+ * Nothing here prints, exits or aborts; allocation failure is reported as
+ * TP_ERR_NOMEM.
+ */
+#ifndef TP_COMMON_H
+#define TP_COMMON_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- errors ---------------------------------------------------------- */
+
+/* One table, one enum, one strerror (X-macro). Values are negative. */
+#define TP_ERROR_MAP(X)                                                        \
+	X(NOMEM, -1, "out of memory")                                          \
+	X(IO, -2, "I/O error")                                                 \
+	X(PARSE, -3, "malformed input")                                        \
+	X(INVAL, -4, "invalid argument")                                       \
+	X(NOTFOUND, -5, "not found")                                           \
+	X(UNSUPPORTED, -6, "not supported by this build")                      \
+	X(FORMAT, -7, "unsupported format or version")                         \
+	X(RANGE, -8, "value out of range")                                     \
+	X(EXISTS, -9, "already exists")
+
+typedef enum tp_err {
+	TP_OK = 0,
+#define TP__ERR_ENUM(name, val, msg) TP_ERR_##name = (val),
+	TP_ERROR_MAP(TP__ERR_ENUM)
+#undef TP__ERR_ENUM
+} tp_err_t;
+
+/* Static description of an error code; never NULL. */
+const char *tp_strerror(tp_err_t err);
+
+/* ---- logging ---------------------------------------------------------- */
+
+typedef enum tp_log_level {
+	TP_LOG_ERROR = 0,
+	TP_LOG_WARN = 1,
+	TP_LOG_INFO = 2,
+	TP_LOG_DEBUG = 3,
+} tp_log_level_t;
+
+/* Receives one formatted message without trailing newline. The string is
+ * borrowed for the duration of the call. */
+typedef void (*tp_log_fn_t)(tp_log_level_t level, const char *msg, void *arg);
+
+/* Install the process-wide log sink; NULL discards all messages (default). */
+void tp_log_set(tp_log_fn_t fn, void *arg);
+
+/* Internal: format and deliver one message to the sink. */
+void tp__log(tp_log_level_t level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* ---- allocation -------------------------------------------------------- */
+
+/* Replaceable allocator (for tests that inject failures). All four must be
+ * given; tp_alloc_set(NULL, NULL, NULL, NULL) restores libc. */
+typedef struct tp_allocator {
+	void *(*malloc_fn)(size_t size);
+	void *(*calloc_fn)(size_t n, size_t size);
+	void *(*realloc_fn)(void *p, size_t size);
+	void (*free_fn)(void *p);
+} tp_allocator_t;
+
+void tp_alloc_set(const tp_allocator_t *alloc);
+void *tp_malloc(size_t size);
+void *tp_calloc(size_t n, size_t size);
+void *tp_realloc(void *p, size_t size);
+/* Grow *arr so it holds at least need elements of size elem; doubles the
+ * capacity in *cap_p. Returns TP_ERR_NOMEM and leaves *arr intact on failure. */
+tp_err_t tp_grow(void **arr, size_t *cap_p, size_t need, size_t elem);
+void tp_free(void *p);
+char *tp_strdup(const char *s);
+char *tp_strndup(const char *s, size_t n);
+/* printf into a new string; caller frees with tp_free(). NULL on NOMEM. */
+char *tp_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *tp_vasprintf(const char *fmt, va_list ap);
+
+/* ---- string buffer ------------------------------------------------------ */
+
+/* Growable string. A failed append sets failed and leaves buf untouched;
+ * check failed once at the end. Free buf with tp_free(). */
+typedef struct tp_strbuf {
+	char *buf;
+	size_t len;
+	size_t cap;
+	bool failed;
+} tp_strbuf_t;
+
+void tp_strbuf_printf(tp_strbuf_t *sb, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void tp_strbuf_append(tp_strbuf_t *sb, const char *s, size_t n);
+
+/* ---- hash maps ---------------------------------------------------------- */
+
+/* Open-addressing maps to uint32_t values. Keys of tp_strmap are borrowed:
+ * they must outlive the map (the fabric keeps its strings). */
+typedef struct tp_u64map {
+	uint64_t *keys;
+	uint32_t *vals; /* UINT32_MAX marks an empty slot */
+	size_t cap;
+	size_t len;
+} tp_u64map_t;
+
+typedef struct tp_strmap {
+	const char **keys;
+	uint32_t *vals;
+	size_t cap;
+	size_t len;
+} tp_strmap_t;
+
+#define TP_MAP_NONE UINT32_MAX
+
+tp_err_t tp_u64map_put(tp_u64map_t *m, uint64_t key, uint32_t val);
+uint32_t tp_u64map_get(const tp_u64map_t *m, uint64_t key);
+void tp_u64map_clear(tp_u64map_t *m);
+tp_err_t tp_strmap_put(tp_strmap_t *m, const char *key, uint32_t val);
+uint32_t tp_strmap_get(const tp_strmap_t *m, const char *key);
+void tp_strmap_clear(tp_strmap_t *m);
+
+/* ---- host lists ----------------------------------------------------------- */
+
+/* Expand a Slurm-style host list ("gpu[001-004,7],cpu1") into names.
+ * On success *names_p is an array of *n_p strings; free with
+ * tp_hostlist_free(). On error returns TP_ERR_PARSE or TP_ERR_NOMEM and
+ * leaves outputs untouched. */
+tp_err_t tp_hostlist_expand(const char *list, char ***names_p, size_t *n_p);
+void tp_hostlist_free(char **names, size_t n);
+/* Compress names into Slurm's bracket form ("gpu[001-003,007]"), keeping
+ * zero padding. Caller frees with tp_free(); NULL on NOMEM. */
+char *tp_hostlist_compress(const char *const *names, size_t n);
+
+/* ---- misc ---------------------------------------------------------------- */
+
+/* Read a whole file into a NUL-terminated buffer (binary safe: *len_p is the
+ * byte count). Caller frees with tp_free(). */
+tp_err_t tp_file_read(const char *path, char **buf_p, size_t *len_p);
+
+/* Trim leading and trailing ASCII whitespace in place; returns s. */
+char *tp_strtrim(char *s);
+
+/* Parse a GUID ("0x0002c90300a1b2c3" or "0002c90300a1b2c3"). */
+bool tp_parse_guid(const char *s, uint64_t *guid_p);
+
+#endif /* TP_COMMON_H */

@@ -1,0 +1,21 @@
+# TP_CHECK_CUDA: optional CUDA toolkit (nvcc) for the cuda/ kernels.
+# Looks in --with-cuda=DIR, then PATH, then /usr/local/cuda.
+AC_DEFUN([TP_CHECK_CUDA], [
+  AC_ARG_WITH([cuda],
+    [AS_HELP_STRING([--with-cuda=guess|yes|no|DIR], [CUDA kernels via nvcc (default: guess)])],
+    [], [with_cuda=guess])
+  tp_have_cuda=no
+  NVCC=""
+  AS_CASE([$with_cuda],
+    [no], [],
+    [yes|guess], [AC_PATH_PROG([NVCC], [nvcc], [], [$PATH:/usr/local/cuda/bin])],
+    [AC_PATH_PROG([NVCC], [nvcc], [], [$with_cuda/bin])])
+  AS_IF([test -n "$NVCC"], [tp_have_cuda="yes ($NVCC)"],
+    [AS_CASE([$with_cuda],
+      [no|guess], [],
+      [AC_MSG_ERROR([--with-cuda=$with_cuda but nvcc not found])])])
+  AS_IF([test "x$with_cuda" = xguess && test -z "$NVCC"],
+    [AC_MSG_WARN([nvcc not found: CUDA kernels disabled (CPU fallbacks only)])])
+  AC_SUBST([NVCC])
+  AM_CONDITIONAL([TP_HAVE_CUDA], [test -n "$NVCC"])
+])

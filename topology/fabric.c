@@ -1,0 +1,420 @@
+/* The fabric object: storage, builder API for readers, accessors. */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "topology_int.h"
+
+/* GUIDs are unique per subnet only in theory: rails cabled as separate
+ * subnets keep distinct GUIDs in practice, but a dump taken twice (two
+ * files of the same subnet) must not merge with itself wrongly either, so
+ * lookups are per subnet. The key mixes the subnet into the high bits of a
+ * second hash round instead of widening the map. */
+static uint64_t node_key(int subnet, uint64_t guid)
+{
+	return guid ^ ((uint64_t)(uint32_t)subnet * 0x9e3779b97f4a7c15ULL);
+}
+
+static uint64_t port_key(tp_node_kind_t kind, uint32_t node, int port)
+{
+	return ((uint64_t)kind << 63) | ((uint64_t)node << 16) |
+	       (uint64_t)(uint16_t)port;
+}
+
+tp_fabric_t *tp_fabric_create(void)
+{
+	return tp_calloc(1, sizeof(tp_fabric_t));
+}
+
+void tp__gpu_free_strings(tp_gpu_t *g)
+{
+	tp_free(g->model);
+	tp_free(g->pci);
+	g->model = g->pci = NULL;
+}
+
+static void free_derived(tp_fabric_t *f)
+{
+	for (size_t i = 0; i < f->ngroup; i++) {
+		tp_free(f->group[i].hosts);
+		tp_free(f->group[i].switches);
+	}
+	tp_free(f->group);
+	f->group = NULL;
+	f->ngroup = 0;
+	for (size_t i = 0; i < f->nnvdom; i++) {
+		tp_free(f->nvdom[i].name);
+		tp_free(f->nvdom[i].hosts);
+	}
+	tp_free(f->nvdom);
+	f->nvdom = NULL;
+	f->nnvdom = 0;
+}
+
+void tp_fabric_destroy(tp_fabric_t *f)
+{
+	if (!f)
+		return;
+	free_derived(f);
+	for (size_t i = 0; i < f->nsw; i++)
+		tp_free(f->sw[i].desc);
+	for (size_t i = 0; i < f->nca; i++) {
+		tp_free(f->ca[i].desc);
+		tp_free(f->ca[i].dev);
+	}
+	for (size_t i = 0; i < f->nhost; i++) {
+		tp_host_t *h = &f->host[i];
+		tp_free(h->name);
+		tp_free(h->cas);
+		tp_free(h->leaves);
+		for (size_t g = 0; g < h->ngpus; g++)
+			tp__gpu_free_strings(&h->gpus[g]);
+		tp_free(h->gpus);
+	}
+	for (size_t i = 0; i < f->nguid_names; i++)
+		tp_free(f->guid_names[i]);
+	for (size_t i = 0; i < f->ndom_entries; i++) {
+		tp_free(f->dom_name[i]);
+		tp_free(f->dom_host[i]);
+	}
+	for (size_t i = 0; i < f->nwarn; i++)
+		tp_free(f->warn[i]);
+	tp_free(f->sw);
+	tp_free(f->ca);
+	tp_free(f->host);
+	tp_free(f->link);
+	tp_free(f->guid_names);
+	tp_free(f->dom_name);
+	tp_free(f->dom_host);
+	tp_free(f->warn);
+	tp_u64map_clear(f->sw_by_guid);
+	tp_u64map_clear(f->ca_by_guid);
+	tp_u64map_clear(f->port_link);
+	tp_u64map_clear(f->guid_name);
+	tp_strmap_clear(f->host_by_name);
+	tp_free(f);
+}
+
+void tp__fabric_free_derived(tp_fabric_t *f)
+{
+	free_derived(f);
+}
+
+const char *tp_fabric_error(const tp_fabric_t *f)
+{
+	return f ? f->err : "";
+}
+
+tp_err_t tp__fabric_fail(tp_fabric_t *f, tp_err_t err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(f->err, sizeof(f->err), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+void tp__fabric_warn(tp_fabric_t *f, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+	void *arr = f->warn;
+
+	va_start(ap, fmt);
+	msg = tp_vasprintf(fmt, ap);
+	va_end(ap);
+	if (!msg)
+		return;
+	tp__log(TP_LOG_WARN, "%s", msg);
+	if (f->nwarn >= TP__MAX_WARNINGS ||
+	    tp_grow(&arr, &f->capwarn, f->nwarn + 1, sizeof(char *))) {
+		f->warn_dropped++;
+		tp_free(msg);
+		return;
+	}
+	f->warn = arr;
+	f->warn[f->nwarn++] = msg;
+}
+
+int tp__fabric_new_subnet(tp_fabric_t *f)
+{
+	return f->nsubnets++;
+}
+
+uint32_t tp__fabric_find_node(const tp_fabric_t *f, tp_node_kind_t kind,
+			      int subnet, uint64_t guid)
+{
+	const tp_u64map_t *m = kind == TP_NODE_SWITCH ? f->sw_by_guid
+						      : f->ca_by_guid;
+	return tp_u64map_get(m, node_key(subnet, guid));
+}
+
+tp_err_t tp__fabric_add_switch(tp_fabric_t *f, int subnet, uint64_t guid,
+			       const char *desc, int nports, uint32_t *idx_p)
+{
+	uint32_t idx = tp__fabric_find_node(f, TP_NODE_SWITCH, subnet, guid);
+	void *arr = f->sw;
+	tp_switch_t *s;
+
+	if (idx != TP_MAP_NONE) {
+		*idx_p = idx;
+		return TP_OK;
+	}
+	if (tp_grow(&arr, &f->capsw, f->nsw + 1, sizeof(*f->sw)))
+		return TP_ERR_NOMEM;
+	f->sw = arr;
+	s = &f->sw[f->nsw];
+	memset(s, 0, sizeof(*s));
+	s->guid = guid;
+	s->desc = tp_strdup(desc ? desc : "");
+	s->nports = nports;
+	s->subnet = subnet;
+	s->group = TP_ID_NONE;
+	if (!s->desc ||
+	    tp_u64map_put(f->sw_by_guid, node_key(subnet, guid),
+			  (uint32_t)f->nsw)) {
+		tp_free(s->desc);
+		return TP_ERR_NOMEM;
+	}
+	*idx_p = (uint32_t)f->nsw++;
+	f->finalized = false;
+	return TP_OK;
+}
+
+tp_err_t tp__fabric_add_ca(tp_fabric_t *f, int subnet, uint64_t guid,
+			   const char *desc, int nports, uint32_t *idx_p)
+{
+	uint32_t idx = tp__fabric_find_node(f, TP_NODE_CA, subnet, guid);
+	void *arr = f->ca;
+	tp_ca_t *c;
+
+	if (idx != TP_MAP_NONE) {
+		*idx_p = idx;
+		return TP_OK;
+	}
+	if (tp_grow(&arr, &f->capca, f->nca + 1, sizeof(*f->ca)))
+		return TP_ERR_NOMEM;
+	f->ca = arr;
+	c = &f->ca[f->nca];
+	memset(c, 0, sizeof(*c));
+	c->guid = guid;
+	c->desc = tp_strdup(desc ? desc : "");
+	c->nports = nports;
+	c->subnet = subnet;
+	c->role = TP_CA_UNNAMED;
+	c->host = TP_ID_NONE;
+	c->leaf = TP_ID_NONE;
+	if (!c->desc || tp_u64map_put(f->ca_by_guid, node_key(subnet, guid),
+				      (uint32_t)f->nca)) {
+		tp_free(c->desc);
+		return TP_ERR_NOMEM;
+	}
+	*idx_p = (uint32_t)f->nca++;
+	f->finalized = false;
+	return TP_OK;
+}
+
+tp_err_t tp__fabric_add_link(tp_fabric_t *f, tp_node_kind_t ka, uint32_t a,
+			     int pa, tp_node_kind_t kb, uint32_t b, int pb,
+			     int width, double lane_gbps, bool active,
+			     bool *added_p)
+{
+	uint64_t k1 = port_key(ka, a, pa), k2 = port_key(kb, b, pb);
+	uint32_t l1 = tp_u64map_get(f->port_link, k1);
+	uint32_t l2 = tp_u64map_get(f->port_link, k2);
+	void *arr = f->link;
+	tp_link_t *l;
+
+	if (added_p)
+		*added_p = false;
+	if (l1 != TP_MAP_NONE || l2 != TP_MAP_NONE) {
+		/* Same cable seen from its other end: fine. */
+		if (l1 == l2)
+			return TP_OK;
+		return TP_ERR_EXISTS;
+	}
+	if (tp_grow(&arr, &f->caplink, f->nlink + 1, sizeof(*f->link)))
+		return TP_ERR_NOMEM;
+	f->link = arr;
+	if (tp_u64map_put(f->port_link, k1, (uint32_t)f->nlink) ||
+	    tp_u64map_put(f->port_link, k2, (uint32_t)f->nlink))
+		return TP_ERR_NOMEM;
+	l = &f->link[f->nlink++];
+	l->kind[0] = ka;
+	l->node[0] = a;
+	l->port[0] = pa;
+	l->kind[1] = kb;
+	l->node[1] = b;
+	l->port[1] = pb;
+	l->width = width;
+	l->lane_gbps = lane_gbps;
+	l->gbps = width * lane_gbps;
+	l->active = active;
+	f->finalized = false;
+	if (added_p)
+		*added_p = true;
+	return TP_OK;
+}
+
+tp_err_t tp__fabric_host_get(tp_fabric_t *f, const char *name, bool create,
+			     uint32_t *idx_p)
+{
+	uint32_t idx = tp_strmap_get(f->host_by_name, name);
+	void *arr = f->host;
+	tp_host_t *h;
+
+	if (idx != TP_MAP_NONE) {
+		*idx_p = idx;
+		return TP_OK;
+	}
+	if (!create)
+		return TP_ERR_NOTFOUND;
+	if (tp_grow(&arr, &f->caphost, f->nhost + 1, sizeof(*f->host)))
+		return TP_ERR_NOMEM;
+	f->host = arr;
+	h = &f->host[f->nhost];
+	memset(h, 0, sizeof(*h));
+	h->name = tp_strdup(name);
+	h->nvdomain = TP_ID_NONE;
+	for (int l = 0; l < TP_MAX_LEVELS; l++)
+		h->group[l] = TP_ID_NONE;
+	if (!h->name ||
+	    tp_strmap_put(f->host_by_name, h->name, (uint32_t)f->nhost)) {
+		tp_free(h->name);
+		return TP_ERR_NOMEM;
+	}
+	*idx_p = (uint32_t)f->nhost++;
+	f->finalized = false;
+	return TP_OK;
+}
+
+void tp__fabric_host_set_gpus(tp_fabric_t *f, uint32_t host, tp_gpu_t *gpus,
+			      size_t ngpus)
+{
+	tp_host_t *h = &f->host[host];
+
+	for (size_t g = 0; g < h->ngpus; g++)
+		tp__gpu_free_strings(&h->gpus[g]);
+	tp_free(h->gpus);
+	h->gpus = gpus;
+	h->ngpus = ngpus;
+	h->has_node_data = true;
+	f->finalized = false;
+}
+
+tp_err_t tp__fabric_domain_add(tp_fabric_t *f, const char *domain,
+			       const char *host)
+{
+	void *a1 = f->dom_name, *a2 = f->dom_host;
+	size_t cap1 = f->capdom, cap2 = f->capdom;
+	char *d, *h;
+
+	for (size_t i = 0; i < f->ndom_entries; i++)
+		if (strcmp(f->dom_host[i], host) == 0)
+			return TP_ERR_EXISTS;
+	if (tp_grow(&a1, &cap1, f->ndom_entries + 1, sizeof(char *)))
+		return TP_ERR_NOMEM;
+	f->dom_name = a1;
+	if (tp_grow(&a2, &cap2, f->ndom_entries + 1, sizeof(char *)))
+		return TP_ERR_NOMEM;
+	f->dom_host = a2;
+	f->capdom = cap1 < cap2 ? cap1 : cap2;
+	d = tp_strdup(domain);
+	h = tp_strdup(host);
+	if (!d || !h) {
+		tp_free(d);
+		tp_free(h);
+		return TP_ERR_NOMEM;
+	}
+	f->dom_name[f->ndom_entries] = d;
+	f->dom_host[f->ndom_entries] = h;
+	f->ndom_entries++;
+	f->finalized = false;
+	return TP_OK;
+}
+
+/* ---- accessors ---- */
+
+size_t tp_fabric_nswitches(const tp_fabric_t *f) { return f->nsw; }
+size_t tp_fabric_ncas(const tp_fabric_t *f) { return f->nca; }
+size_t tp_fabric_nhosts(const tp_fabric_t *f) { return f->nhost; }
+size_t tp_fabric_nlinks(const tp_fabric_t *f) { return f->nlink; }
+size_t tp_fabric_ngroups(const tp_fabric_t *f) { return f->ngroup; }
+size_t tp_fabric_nnvdomains(const tp_fabric_t *f) { return f->nnvdom; }
+int tp_fabric_nsubnets(const tp_fabric_t *f) { return f->nsubnets; }
+int tp_fabric_nlevels(const tp_fabric_t *f) { return f->nlevels; }
+int tp_fabric_ngroup_levels(const tp_fabric_t *f) { return f->ngroup_levels; }
+int tp_fabric_rails(const tp_fabric_t *f) { return f->rails; }
+size_t tp_fabric_unnamed_cas(const tp_fabric_t *f) { return f->unnamed_cas; }
+size_t tp_fabric_sharp_cas(const tp_fabric_t *f) { return f->sharp_cas; }
+size_t tp_fabric_degraded_hosts(const tp_fabric_t *f) { return f->degraded; }
+size_t tp_fabric_nwarnings(const tp_fabric_t *f) { return f->nwarn; }
+
+const tp_switch_t *tp_fabric_switch(const tp_fabric_t *f, size_t i)
+{
+	return i < f->nsw ? &f->sw[i] : NULL;
+}
+
+const tp_ca_t *tp_fabric_ca(const tp_fabric_t *f, size_t i)
+{
+	return i < f->nca ? &f->ca[i] : NULL;
+}
+
+const tp_host_t *tp_fabric_host(const tp_fabric_t *f, size_t i)
+{
+	return i < f->nhost ? &f->host[i] : NULL;
+}
+
+const tp_link_t *tp_fabric_link(const tp_fabric_t *f, size_t i)
+{
+	return i < f->nlink ? &f->link[i] : NULL;
+}
+
+const tp_group_t *tp_fabric_group(const tp_fabric_t *f, size_t i)
+{
+	return i < f->ngroup ? &f->group[i] : NULL;
+}
+
+const tp_nvdomain_t *tp_fabric_nvdomain(const tp_fabric_t *f, size_t i)
+{
+	return i < f->nnvdom ? &f->nvdom[i] : NULL;
+}
+
+const char *tp_fabric_warning(const tp_fabric_t *f, size_t i)
+{
+	return i < f->nwarn ? f->warn[i] : NULL;
+}
+
+uint32_t tp_fabric_host_find(const tp_fabric_t *f, const char *name)
+{
+	return tp_strmap_get(f->host_by_name, name);
+}
+
+size_t tp_fabric_switches_at(const tp_fabric_t *f, int level)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < f->nsw; i++)
+		n += f->sw[i].level == level;
+	return n;
+}
+
+size_t tp_fabric_groups_at(const tp_fabric_t *f, int level)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < f->ngroup; i++)
+		n += f->group[i].level == level;
+	return n;
+}
+
+size_t tp_fabric_total_gpus(const tp_fabric_t *f)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < f->nhost; i++)
+		n += f->host[i].ngpus;
+	return n;
+}

@@ -1,0 +1,110 @@
+/*
+ * topology_int.h - private to topology/: the fabric object and the builder
+ * API the readers and generators use. Never include it from elsewhere.
+ */
+#ifndef TP_TOPOLOGY_INT_H
+#define TP_TOPOLOGY_INT_H
+
+#include "tp_topology.h"
+
+/* Warnings kept in the fabric; more are counted but not stored. */
+#define TP__MAX_WARNINGS 200
+
+struct tp_fabric {
+	tp_switch_t *sw;
+	size_t nsw, capsw;
+	tp_ca_t *ca;
+	size_t nca, capca;
+	tp_host_t *host;
+	size_t nhost, caphost;
+	tp_link_t *link;
+	size_t nlink, caplink;
+	int nsubnets;
+
+	/* derived by finalize */
+	tp_group_t *group;
+	size_t ngroup;
+	tp_nvdomain_t *nvdom;
+	size_t nnvdom;
+	int nlevels;       /* highest switch level */
+	int ngroup_levels;
+	int rails;
+	size_t unnamed_cas, sharp_cas, degraded;
+
+	/* lookups; keys borrowed from the arrays above */
+	tp_u64map_t sw_by_guid[1];  /* key: guid ^ subnet salt, see fabric.c */
+	tp_u64map_t ca_by_guid[1];
+	tp_u64map_t port_link[1];   /* (kind, node, port) -> link index */
+	tp_strmap_t host_by_name[1];
+	tp_u64map_t guid_name[1];   /* from --guid-map: guid -> index */
+	char **guid_names;
+	size_t nguid_names, capguid_names;
+
+	/* multi-node NVLink domains given by map or generator */
+	char **dom_name;
+	char **dom_host;   /* parallel arrays: host name -> domain name */
+	size_t ndom_entries, capdom;
+
+	char **warn;
+	size_t nwarn, capwarn, warn_dropped;
+	char err[512];
+	bool finalized;
+};
+
+/* Record a failure detail (printf-style) and return err. */
+tp_err_t tp__fabric_fail(tp_fabric_t *f, tp_err_t err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Record a warning (also logged). */
+void tp__fabric_warn(tp_fabric_t *f, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Start a new subnet (one per source file / live port); returns its index. */
+int tp__fabric_new_subnet(tp_fabric_t *f);
+
+/* Add or find a switch / CA by GUID within a subnet. The same GUID in one
+ * subnet is one node (desc and nports of the first sighting win). On
+ * success *idx_p is the index. */
+tp_err_t tp__fabric_add_switch(tp_fabric_t *f, int subnet, uint64_t guid,
+			       const char *desc, int nports, uint32_t *idx_p);
+tp_err_t tp__fabric_add_ca(tp_fabric_t *f, int subnet, uint64_t guid,
+			   const char *desc, int nports, uint32_t *idx_p);
+uint32_t tp__fabric_find_node(const tp_fabric_t *f, tp_node_kind_t kind,
+			      int subnet, uint64_t guid);
+
+/* Add a cable. A cable already recorded from the other end (same two
+ * ports) is not added again: *added_p tells (may be NULL). A port already
+ * cabled elsewhere is TP_ERR_EXISTS (caller decides how to report). */
+tp_err_t tp__fabric_add_link(tp_fabric_t *f, tp_node_kind_t ka, uint32_t a,
+			     int pa, tp_node_kind_t kb, uint32_t b, int pb,
+			     int width, double lane_gbps, bool active,
+			     bool *added_p);
+
+/* Host by name, created when absent (for generators and node data). */
+tp_err_t tp__fabric_host_get(tp_fabric_t *f, const char *name, bool create,
+			     uint32_t *idx_p);
+/* Replace a host's GPUs (takes ownership of gpus, allocated with
+ * tp_malloc, strings inside too). */
+void tp__fabric_host_set_gpus(tp_fabric_t *f, uint32_t host, tp_gpu_t *gpus,
+			      size_t ngpus);
+/* Put a host into a named multi-node NVLink domain. */
+tp_err_t tp__fabric_domain_add(tp_fabric_t *f, const char *domain,
+			       const char *host);
+
+/* IB width code from text ("4x") and lane rate from speed text ("NDR",
+ * "HDR", "25.78125 Gbps", "QDR", "2.5 Gbps"); 0 when unknown. */
+int tp__ib_width(const char *s);
+double tp__ib_lane_gbps(const char *s);
+/* Name for an IB rate ("4x NDR" style), static string. */
+const char *tp__ib_speed_name(double lane_gbps);
+
+/* Host name from a CA node description, or NULL when the description
+ * holds none (vendor defaults, "localhost", SHArP). *dev_p receives the
+ * device token ("mlx5_3", "HCA-1") or NULL. Both freshly allocated. */
+tp_err_t tp__desc_hostname(const char *desc, char **host_p, char **dev_p);
+bool tp__desc_is_sharp(const char *desc);
+
+void tp__gpu_free_strings(tp_gpu_t *g);
+/* Drop groups and NVLink domains (before recomputing them). */
+void tp__fabric_free_derived(tp_fabric_t *f);
+
+#endif /* TP_TOPOLOGY_INT_H */

@@ -1,0 +1,289 @@
+/*
+ * tp_topology.h - the fabric model: switches, HCAs, hosts, GPUs, links, the
+ * derived hierarchy (groups per level, rails, oversubscription) and NVLink
+ * domains; every reader fills it and every consumer reads it.
+ *
+ * Life cycle:
+ *   f = tp_fabric_create();
+ *   tp_fabric_read_*(f, ...)        any number of IB sources (one per subnet)
+ *   tp_fabric_finalize(f, &opts)    names hosts, computes levels and groups
+ *   tp_fabric_read_node_*(f, ...)   optional per-node GPU/NIC data
+ *   tp_fabric_finalize(f, &opts)    again, to refresh derived data
+ *   ... read with the accessors ...
+ *   tp_fabric_destroy(f);
+ * A fabric loaded from JSON or made by a generator is already finalized.
+ *
+ * Errors: functions return tp_err_t. When one fails, tp_fabric_error(f)
+ * gives a one-line detail naming the file, line or object
+ * ("fabric.txt:12: port 70 out of range (switch has 36 ports)").
+ * Warnings (odd but loadable input) accumulate in the fabric and are also
+ * sent to the log sink at TP_LOG_WARN.
+ *
+ * Ownership: every pointer returned by an accessor is borrowed from the
+ * fabric and valid until the next call that modifies it (read/finalize/
+ * set) or tp_fabric_destroy(). The structs are read-only for callers.
+ *
+ * Thread safety: a finalized fabric may be read from any number of threads
+ * at once; modification needs exclusive access. No Slurm context
+ * restriction: the library never blocks except for file I/O and live
+ * discovery.
+ */
+#ifndef TP_TOPOLOGY_H
+#define TP_TOPOLOGY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tp_common.h"
+
+#define TP_FABRIC_FORMAT "topoplace-fabric/1"
+#define TP_ID_NONE UINT32_MAX
+/* Deepest hierarchy the model represents (levels 1..TP_MAX_LEVELS). */
+#define TP_MAX_LEVELS 8
+
+typedef struct tp_fabric tp_fabric_t;
+
+typedef enum tp_node_kind {
+	TP_NODE_SWITCH = 0,
+	TP_NODE_CA = 1,
+} tp_node_kind_t;
+
+/* What a channel adapter turned out to be once names were resolved. */
+typedef enum tp_ca_role {
+	TP_CA_HOST = 0,    /* belongs to a named host */
+	TP_CA_UNNAMED = 1, /* no usable hostname and no --guid-map entry */
+	TP_CA_SHARP = 2,   /* SHArP aggregation node inside a switch */
+} tp_ca_role_t;
+
+typedef struct tp_switch {
+	uint64_t guid;
+	char *desc;    /* node description, trimmed */
+	int nports;    /* number of external ports */
+	int subnet;    /* index of the source (file or live port) */
+	int level;     /* 1 = leaf (has host links), 2.. above; 0 = isolated */
+	uint32_t group; /* group at this switch's level, TP_ID_NONE if none */
+} tp_switch_t;
+
+typedef struct tp_ca {
+	uint64_t guid;
+	char *desc;      /* node description, trimmed */
+	char *dev;       /* device name from the description ("mlx5_3") or NULL */
+	int nports;
+	int subnet;
+	tp_ca_role_t role;
+	uint32_t host;   /* host index, TP_ID_NONE unless role == TP_CA_HOST */
+	uint32_t leaf;   /* switch its first cabled port reaches, or TP_ID_NONE */
+} tp_ca_t;
+
+typedef struct tp_gpu {
+	int index;        /* local index (CUDA / nvidia-smi order) */
+	char *model;      /* "NVIDIA A100-SXM4-40GB", or NULL */
+	char *pci;        /* PCI bus id "0000:07:00.0", or NULL */
+	int numa;         /* NUMA node, -1 unknown */
+	int hca;          /* nearest HCA: index into host->cas, -1 unknown */
+	double nvlink_gbps; /* NVLink bandwidth of this GPU (sum), 0 = none */
+} tp_gpu_t;
+
+typedef struct tp_host {
+	char *name;
+	uint32_t *cas;     /* CA indices, ordered by subnet then GUID */
+	size_t ncas;
+	uint32_t *leaves;  /* distinct leaf switches cabled, ascending */
+	size_t nleaves;
+	tp_gpu_t *gpus;
+	size_t ngpus;
+	uint32_t nvdomain; /* NVLink domain index, TP_ID_NONE without GPUs */
+	uint32_t group[TP_MAX_LEVELS]; /* group[l-1]: group at level l */
+	bool degraded;     /* cabled to fewer leaves than the fabric's rails */
+	bool has_node_data; /* GPUs came from hwloc/nvidia-smi, not a default */
+} tp_host_t;
+
+typedef struct tp_link {
+	tp_node_kind_t kind[2];
+	uint32_t node[2]; /* switch or CA index according to kind */
+	int port[2];
+	int width;        /* lanes: 1, 2, 4, 8, 12 */
+	double lane_gbps; /* per-lane signalling rate: 2.5 SDR .. 100 NDR */
+	double gbps;      /* width * lane_gbps */
+	bool active;
+} tp_link_t;
+
+typedef struct tp_group {
+	int level;        /* 1 = leaf group / scalable unit, 2.. above */
+	uint32_t parent;  /* group at level + 1, TP_ID_NONE at the top */
+	uint32_t *hosts;  /* ascending */
+	size_t nhosts;
+	uint32_t *switches; /* switches at this level that form the group */
+	size_t nswitches;
+	double down_gbps; /* capacity into the group's switches from below */
+	double up_gbps;   /* capacity from its switches to the level above */
+} tp_group_t;
+
+typedef struct tp_nvdomain {
+	char *name;       /* host name for node-local domains, else given */
+	uint32_t *hosts;
+	size_t nhosts;
+	bool multi_node;  /* NVL72-style rack, from a generator or map */
+} tp_nvdomain_t;
+
+/* ---- life cycle ----------------------------------------------------------- */
+
+/* New empty fabric; NULL on NOMEM. Free with tp_fabric_destroy(). */
+tp_fabric_t *tp_fabric_create(void);
+/* NULL is a no-op. */
+void tp_fabric_destroy(tp_fabric_t *f);
+
+/* Detail of the last failure ("" if none); borrowed. */
+const char *tp_fabric_error(const tp_fabric_t *f);
+
+typedef struct tp_finalize_opts {
+	/* Hosts without node data get this many GPUs (0: leave them GPU-less). */
+	int default_gpus;
+} tp_finalize_opts_t;
+
+/* Resolve host names (GUID map, node descriptions), compute switch levels,
+ * groups, rails, degraded hosts, NVLink domains and GPU-to-HCA affinity.
+ * Idempotent; opts may be NULL. */
+tp_err_t tp_fabric_finalize(tp_fabric_t *f, const tp_finalize_opts_t *opts);
+
+/* ---- readers (IB fabric) -------------------------------------------------- */
+
+/* GUID -> host name map ("0x0002c903000a1b2c  node17" per line, '#'
+ * comments). Applied at finalize; names CAs the descriptions do not. */
+tp_err_t tp_fabric_read_guid_map(tp_fabric_t *f, const char *path);
+
+/* ibnetdiscover output (plain, -s, -p forms) of one subnet; call once per
+ * file. Unknown or malformed lines are errors with file:line; odd but
+ * meaningful content (self-cabled ports, uncabled ports, vendor default
+ * descriptions) loads with warnings. */
+tp_err_t tp_fabric_read_ibnetdiscover(tp_fabric_t *f, const char *path);
+/* Same from memory; name is used in messages. */
+tp_err_t tp_fabric_parse_ibnetdiscover(tp_fabric_t *f, const char *name,
+				       const char *buf, size_t len);
+
+/* Live discovery through libibnetdisc (ca may be NULL, port 0 = default).
+ * TP_ERR_UNSUPPORTED when built without libibnetdisc. */
+tp_err_t tp_fabric_discover_live(tp_fabric_t *f, const char *ca, int port);
+/* A libibnetdisc cache file (ibnetdiscover --cache / ibnd_cache_fabric). */
+tp_err_t tp_fabric_read_ibnd_cache(tp_fabric_t *f, const char *path);
+
+/* ---- readers (GPU nodes) -------------------------------------------------- */
+
+/* hwloc XML of one node; the host must exist (finalized fabric) unless
+ * create_host is true. TP_ERR_UNSUPPORTED without hwloc; TP_ERR_FORMAT for
+ * XML that hwloc refuses (e.g. format 3.0). */
+tp_err_t tp_fabric_read_node_hwloc(tp_fabric_t *f, const char *host,
+				   const char *path);
+/* `nvidia-smi topo -m` text of one node. */
+tp_err_t tp_fabric_read_node_nvsmi(tp_fabric_t *f, const char *host,
+				   const char *path);
+/* Every <host>.xml / <host>.txt in dir; files for unknown hosts are warned
+ * about and skipped. */
+tp_err_t tp_fabric_read_node_dir(tp_fabric_t *f, const char *dir, bool hwloc);
+
+/* Multi-node NVLink domains: "domain-name host[01-18]" per line. */
+tp_err_t tp_fabric_read_domain_map(tp_fabric_t *f, const char *path);
+
+/* ---- generators ------------------------------------------------------------ */
+
+typedef struct tp_gen_fat_tree {
+	int leaves;          /* leaf switches */
+	int spines;          /* spine switches (each leaf to each spine) */
+	int hosts_per_leaf;
+	int uplinks_per_spine; /* parallel links leaf->each spine (>= 1) */
+	int gpus_per_host;
+	double link_gbps;    /* 4x lane rate: 200 HDR, 400 NDR */
+	const char *host_prefix; /* "node" */
+	bool interleave;     /* host i on leaf i % leaves (names not in order) */
+} tp_gen_fat_tree_t;
+
+typedef struct tp_gen_rail {
+	int sus;             /* scalable units */
+	int hosts_per_su;
+	int rails;           /* HCAs per host = leaves per SU */
+	int spines_per_rail;
+	int gpus_per_host;
+	double link_gbps;
+	const char *host_prefix;
+} tp_gen_rail_t;
+
+typedef struct tp_gen_nvl72 {
+	int racks;
+	int hosts_per_rack;  /* 18 compute trays */
+	int gpus_per_host;   /* 4 */
+	int leaves_per_rack; /* IB leaves per rack (hosts split evenly) */
+	int spines;
+	double link_gbps;
+	const char *host_prefix;
+} tp_gen_nvl72_t;
+
+void tp_gen_fat_tree_defaults(tp_gen_fat_tree_t *p);
+void tp_gen_rail_defaults(tp_gen_rail_t *p);
+void tp_gen_nvl72_defaults(tp_gen_nvl72_t *p);
+/* Deterministic: same parameters, same fabric (GUIDs included). The result
+ * is finalized. *f_p is set only on success. */
+tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p);
+tp_err_t tp_gen_rail(const tp_gen_rail_t *p, tp_fabric_t **f_p);
+tp_err_t tp_gen_nvl72(const tp_gen_nvl72_t *p, tp_fabric_t **f_p);
+
+/* ---- JSON (topoplace-fabric/1) -------------------------------------------- */
+
+/* Serialise a finalized fabric; stable order, so save(load(save(f))) is
+ * byte-identical to save(f). Caller frees *json_p with tp_free(). */
+tp_err_t tp_fabric_to_json(const tp_fabric_t *f, char **json_p);
+tp_err_t tp_fabric_save_json(const tp_fabric_t *f, const char *path);
+/* Load and finalize. *f_p set only on success; on failure, if err_p is not
+ * NULL, *err_p receives a one-line detail to free with tp_free(). */
+tp_err_t tp_fabric_load_json(const char *path, tp_fabric_t **f_p, char **err_p);
+tp_err_t tp_fabric_parse_json(const char *name, const char *buf,
+			      tp_fabric_t **f_p, char **err_p);
+
+/* ---- writers --------------------------------------------------------------- */
+
+/* Slurm topology.conf, tree format (SwitchName=... Nodes=/Switches=), or
+ * block format (BlockName=... Nodes=) with NVLink domains as blocks.
+ * Caller frees *text_p with tp_free(). */
+tp_err_t tp_fabric_topology_conf(const tp_fabric_t *f, bool block,
+				 char **text_p);
+/* ibsim net file (one subnet: subnet < 0 means all, valid only when the
+ * fabric has a single subnet). Caller frees *text_p. */
+tp_err_t tp_fabric_ibsim_net(const tp_fabric_t *f, int subnet, char **text_p);
+
+/* ---- accessors --------------------------------------------------------------- */
+
+size_t tp_fabric_nswitches(const tp_fabric_t *f);
+size_t tp_fabric_ncas(const tp_fabric_t *f);
+size_t tp_fabric_nhosts(const tp_fabric_t *f);
+size_t tp_fabric_nlinks(const tp_fabric_t *f);
+size_t tp_fabric_ngroups(const tp_fabric_t *f);
+size_t tp_fabric_nnvdomains(const tp_fabric_t *f);
+int tp_fabric_nsubnets(const tp_fabric_t *f);
+const tp_switch_t *tp_fabric_switch(const tp_fabric_t *f, size_t i);
+const tp_ca_t *tp_fabric_ca(const tp_fabric_t *f, size_t i);
+const tp_host_t *tp_fabric_host(const tp_fabric_t *f, size_t i);
+const tp_link_t *tp_fabric_link(const tp_fabric_t *f, size_t i);
+const tp_group_t *tp_fabric_group(const tp_fabric_t *f, size_t i);
+const tp_nvdomain_t *tp_fabric_nvdomain(const tp_fabric_t *f, size_t i);
+
+/* Host index by name, TP_ID_NONE if absent. */
+uint32_t tp_fabric_host_find(const tp_fabric_t *f, const char *name);
+
+/* Highest switch level (0 when there are no switches). */
+int tp_fabric_nlevels(const tp_fabric_t *f);
+/* Switches at a level (1 = leaf). */
+size_t tp_fabric_switches_at(const tp_fabric_t *f, int level);
+/* Group hierarchy depth and group count per level (level 1 first). */
+int tp_fabric_ngroup_levels(const tp_fabric_t *f);
+size_t tp_fabric_groups_at(const tp_fabric_t *f, int level);
+/* Rails: the most distinct leaves any host is cabled to. */
+int tp_fabric_rails(const tp_fabric_t *f);
+size_t tp_fabric_unnamed_cas(const tp_fabric_t *f);
+size_t tp_fabric_sharp_cas(const tp_fabric_t *f);
+size_t tp_fabric_degraded_hosts(const tp_fabric_t *f);
+size_t tp_fabric_total_gpus(const tp_fabric_t *f);
+
+size_t tp_fabric_nwarnings(const tp_fabric_t *f);
+const char *tp_fabric_warning(const tp_fabric_t *f, size_t i);
+
+#endif /* TP_TOPOLOGY_H */
