@@ -31,7 +31,8 @@ void tp__gpu_free_strings(tp_gpu_t *g)
 {
 	tp_free(g->model);
 	tp_free(g->pci);
-	g->model = g->pci = NULL;
+	tp_free(g->nic);
+	g->model = g->pci = g->nic = NULL;
 }
 
 static void free_derived(tp_fabric_t *f)

@@ -81,7 +81,10 @@ typedef struct tp_gpu {
 	char *model;      /* "NVIDIA A100-SXM4-40GB", or NULL */
 	char *pci;        /* PCI bus id "0000:07:00.0", or NULL */
 	int numa;         /* NUMA node, -1 unknown */
-	int hca;          /* nearest HCA: index into host->cas, -1 unknown */
+	char *nic;        /* nearest NIC device from node data ("mlx5_3") or NULL */
+	int hca;          /* nearest HCA: index into host->cas, -1 unknown;
+			   * finalize matches nic against the CAs' dev names,
+			   * else spreads GPUs over the host's CAs in order */
 	double nvlink_gbps; /* NVLink bandwidth of this GPU (sum), 0 = none */
 } tp_gpu_t;
 
@@ -170,9 +173,9 @@ tp_err_t tp_fabric_read_ibnd_cache(tp_fabric_t *f, const char *path);
 
 /* ---- readers (GPU nodes) -------------------------------------------------- */
 
-/* hwloc XML of one node; the host must exist (finalized fabric) unless
- * create_host is true. TP_ERR_UNSUPPORTED without hwloc; TP_ERR_FORMAT for
- * XML that hwloc refuses (e.g. format 3.0). */
+/* hwloc XML of one node; the host is created if the fabric lacks it.
+ * Replaces the host's GPUs. TP_ERR_UNSUPPORTED without hwloc;
+ * TP_ERR_FORMAT for XML that hwloc refuses (e.g. format 3.0). */
 tp_err_t tp_fabric_read_node_hwloc(tp_fabric_t *f, const char *host,
 				   const char *path);
 /* `nvidia-smi topo -m` text of one node. */
