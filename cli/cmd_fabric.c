@@ -1,1 +1,402 @@
+/* topoplace fabric: generate, show, hosts, topology-conf, ibsim-net. */
 #include "config.h"
+
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+	"Usage: topoplace fabric generate fat-tree|rail|nvl72 [PARAMS] -o FABRIC.json\n"
+	"       topoplace fabric show FABRIC.json [--json]\n"
+	"       topoplace fabric hosts FABRIC.json [--json]\n"
+	"       topoplace fabric topology-conf FABRIC.json [--block] [-o FILE]\n"
+	"       topoplace fabric ibsim-net FABRIC.json [--subnet N] [-o FILE]\n"
+	"\n"
+	"generate: a deterministic synthetic fabric.\n"
+	"  fat-tree  --leaves N (8) --spines N (4) --hosts-per-leaf N (16)\n"
+	"            --uplinks N (2, parallel links leaf->each spine) --interleave\n"
+	"            (host i on leaf i mod leaves, so groups do not follow names)\n"
+	"  rail      --sus N (4) --hosts-per-su N (32) --rails N (8)\n"
+	"            --spines-per-rail N (4); each rail is its own subnet\n"
+	"  nvl72     --racks N (4) --hosts-per-rack N (18) --leaves-per-rack N (2)\n"
+	"            --spines N (4); each rack is one NVLink domain\n"
+	"  all       --gpus-per-host N --link-gbps G --prefix NAME\n"
+	"show:           counts, levels, groups, oversubscription, warnings\n"
+	"hosts:          one row per host: leaf switches, groups, GPUs\n"
+	"topology-conf:  Slurm topology.conf (tree; --block: NVLink blocks)\n"
+	"ibsim-net:      net file for ibsim (one subnet)\n"
+	"\n"
+	"  --json        machine-readable output\n"
+	"  -o FILE       output file ('-' = stdout)\n"
+	"  -h, --help    this text\n";
+
+/* ---- generate ---- */
+
+static int cmd_generate(int argc, char **argv)
+{
+	enum { O_LEAVES = 256, O_SPINES, O_HPL, O_UPL, O_INTER, O_SUS, O_HPS,
+	       O_RAILS, O_SPR, O_RACKS, O_HPR, O_LPR, O_GPUS, O_GBPS, O_PREFIX };
+	static const struct option opts[] = {
+		{"leaves", required_argument, NULL, O_LEAVES},
+		{"spines", required_argument, NULL, O_SPINES},
+		{"hosts-per-leaf", required_argument, NULL, O_HPL},
+		{"uplinks", required_argument, NULL, O_UPL},
+		{"interleave", no_argument, NULL, O_INTER},
+		{"sus", required_argument, NULL, O_SUS},
+		{"hosts-per-su", required_argument, NULL, O_HPS},
+		{"rails", required_argument, NULL, O_RAILS},
+		{"spines-per-rail", required_argument, NULL, O_SPR},
+		{"racks", required_argument, NULL, O_RACKS},
+		{"hosts-per-rack", required_argument, NULL, O_HPR},
+		{"leaves-per-rack", required_argument, NULL, O_LPR},
+		{"gpus-per-host", required_argument, NULL, O_GPUS},
+		{"link-gbps", required_argument, NULL, O_GBPS},
+		{"prefix", required_argument, NULL, O_PREFIX},
+		{"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	tp_gen_fat_tree_t ft;
+	tp_gen_rail_t rl;
+	tp_gen_nvl72_t nv;
+	const char *kind, *out = NULL;
+	tp_fabric_t *f = NULL;
+	char *json = NULL;
+	int c, rc = TP_EXIT_INPUT;
+	long v;
+	double d;
+	tp_err_t err;
+
+	if (argc < 2 || argv[1][0] == '-') {
+		if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+			fputs(usage, stdout);
+			return TP_EXIT_OK;
+		}
+		tp_cli_err("fabric generate: give fat-tree, rail or nvl72");
+		return TP_EXIT_INPUT;
+	}
+	kind = argv[1];
+	if (strcmp(kind, "fat-tree") && strcmp(kind, "rail") && strcmp(kind, "nvl72")) {
+		tp_cli_err("fabric generate: unknown kind '%s' (fat-tree, rail, nvl72)", kind);
+		return TP_EXIT_INPUT;
+	}
+	tp_gen_fat_tree_defaults(&ft);
+	tp_gen_rail_defaults(&rl);
+	tp_gen_nvl72_defaults(&nv);
+	optind = 1;
+	argc--;
+	argv++;
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		const char *name = NULL;
+		for (int i = 0; opts[i].name; i++)
+			if (opts[i].val == c)
+				name = opts[i].name;
+		if (c >= O_LEAVES && c <= O_GPUS && c != O_INTER) {
+			if (!tp_cli_int(name, optarg, 1, 1 << 20, &v))
+				return TP_EXIT_INPUT;
+		}
+		switch (c) {
+		case O_LEAVES: ft.leaves = (int)v; break;
+		case O_SPINES: ft.spines = nv.spines = (int)v; break;
+		case O_HPL: ft.hosts_per_leaf = (int)v; break;
+		case O_UPL: ft.uplinks_per_spine = (int)v; break;
+		case O_INTER: ft.interleave = true; break;
+		case O_SUS: rl.sus = (int)v; break;
+		case O_HPS: rl.hosts_per_su = (int)v; break;
+		case O_RAILS: rl.rails = (int)v; break;
+		case O_SPR: rl.spines_per_rail = (int)v; break;
+		case O_RACKS: nv.racks = (int)v; break;
+		case O_HPR: nv.hosts_per_rack = (int)v; break;
+		case O_LPR: nv.leaves_per_rack = (int)v; break;
+		case O_GPUS:
+			ft.gpus_per_host = rl.gpus_per_host = nv.gpus_per_host = (int)v;
+			break;
+		case O_GBPS:
+			if (!tp_cli_double("--link-gbps", optarg, 1, 1e5, &d))
+				return TP_EXIT_INPUT;
+			ft.link_gbps = rl.link_gbps = nv.link_gbps = d;
+			break;
+		case O_PREFIX:
+			ft.host_prefix = rl.host_prefix = nv.host_prefix = optarg;
+			break;
+		case 'o': out = optarg; break;
+		case 'h': fputs(usage, stdout); return TP_EXIT_OK;
+		default: fputs(usage, stderr); return TP_EXIT_INPUT;
+		}
+	}
+	if (optind < argc) {
+		tp_cli_err("fabric generate: unexpected argument '%s'", argv[optind]);
+		return TP_EXIT_INPUT;
+	}
+	if (!out) {
+		tp_cli_err("fabric generate: -o FABRIC.json is required");
+		return TP_EXIT_INPUT;
+	}
+	if (!strcmp(kind, "fat-tree"))
+		err = tp_gen_fat_tree(&ft, &f);
+	else if (!strcmp(kind, "rail"))
+		err = tp_gen_rail(&rl, &f);
+	else
+		err = tp_gen_nvl72(&nv, &f);
+	if (err) {
+		tp_cli_err("fabric generate %s: %s", kind, tp_strerror(err));
+		return tp_cli_exit_code(err);
+	}
+	if ((err = tp_fabric_to_json(f, &json))) {
+		tp_cli_err("fabric generate: %s", tp_strerror(err));
+		rc = tp_cli_exit_code(err);
+	} else {
+		rc = tp_cli_write(out, json);
+	}
+	tp_free(json);
+	tp_fabric_destroy(f);
+	return rc;
+}
+
+/* ---- show ---- */
+
+/* Worst (highest) down:up ratio among the groups of a level. */
+static double level_oversub(const tp_fabric_t *f, int level)
+{
+	double worst = 0;
+
+	for (size_t i = 0; i < tp_fabric_ngroups(f); i++) {
+		const tp_group_t *g = tp_fabric_group(f, i);
+		if (g->level == level && g->up_gbps > 0 &&
+		    g->down_gbps / g->up_gbps > worst)
+			worst = g->down_gbps / g->up_gbps;
+	}
+	return worst;
+}
+
+static size_t multi_node_domains(const tp_fabric_t *f)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < tp_fabric_nnvdomains(f); i++)
+		n += tp_fabric_nvdomain(f, i)->multi_node;
+	return n;
+}
+
+static cJSON *show_json(const tp_fabric_t *f)
+{
+	cJSON *o = cJSON_CreateObject(), *a;
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "format", TP_FABRIC_FORMAT);
+	cJSON_AddNumberToObject(o, "hosts", (double)tp_fabric_nhosts(f));
+	cJSON_AddNumberToObject(o, "switches", (double)tp_fabric_nswitches(f));
+	cJSON_AddNumberToObject(o, "links", (double)tp_fabric_nlinks(f));
+	cJSON_AddNumberToObject(o, "cas", (double)tp_fabric_ncas(f));
+	cJSON_AddNumberToObject(o, "sharp_cas", (double)tp_fabric_sharp_cas(f));
+	cJSON_AddNumberToObject(o, "subnets", tp_fabric_nsubnets(f));
+	a = cJSON_AddArrayToObject(o, "switch_levels");
+	for (int l = 1; a && l <= tp_fabric_nlevels(f); l++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber((double)tp_fabric_switches_at(f, l)));
+	cJSON_AddNumberToObject(o, "rails", tp_fabric_rails(f));
+	a = cJSON_AddArrayToObject(o, "groups");
+	for (int l = 1; a && l <= tp_fabric_ngroup_levels(f); l++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber((double)tp_fabric_groups_at(f, l)));
+	a = cJSON_AddArrayToObject(o, "oversubscription");
+	for (int l = 1; a && l <= tp_fabric_ngroup_levels(f); l++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(level_oversub(f, l)));
+	cJSON_AddNumberToObject(o, "gpus", (double)tp_fabric_total_gpus(f));
+	cJSON_AddNumberToObject(o, "nvlink_domains", (double)tp_fabric_nnvdomains(f));
+	cJSON_AddNumberToObject(o, "multi_node_nvlink_domains", (double)multi_node_domains(f));
+	cJSON_AddNumberToObject(o, "unnamed_cas", (double)tp_fabric_unnamed_cas(f));
+	cJSON_AddNumberToObject(o, "degraded_hosts", (double)tp_fabric_degraded_hosts(f));
+	a = cJSON_AddArrayToObject(o, "warnings");
+	for (size_t i = 0; a && i < tp_fabric_nwarnings(f); i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(tp_fabric_warning(f, i)));
+	return o;
+}
+
+static void show_text(const tp_fabric_t *f, const char *path)
+{
+	printf("fabric %s\n", path);
+	printf("  hosts          %zu (%zu GPUs, %zu degraded)\n", tp_fabric_nhosts(f),
+	       tp_fabric_total_gpus(f), tp_fabric_degraded_hosts(f));
+	printf("  switches       %zu", tp_fabric_nswitches(f));
+	for (int l = 1; l <= tp_fabric_nlevels(f); l++)
+		printf("%s level %d: %zu", l == 1 ? " (" : ",", l, tp_fabric_switches_at(f, l));
+	printf("%s\n", tp_fabric_nlevels(f) ? ")" : "");
+	printf("  CAs            %zu (%zu SHArP, %zu without hostname)\n", tp_fabric_ncas(f),
+	       tp_fabric_sharp_cas(f), tp_fabric_unnamed_cas(f));
+	printf("  links          %zu\n", tp_fabric_nlinks(f));
+	printf("  subnets        %d\n", tp_fabric_nsubnets(f));
+	printf("  rails          %d\n", tp_fabric_rails(f));
+	for (int l = 1; l <= tp_fabric_ngroup_levels(f); l++) {
+		double os = level_oversub(f, l);
+		printf("  level %d groups %zu", l, tp_fabric_groups_at(f, l));
+		if (os > 0)
+			printf(" (oversubscription up to %.2f:1)", os);
+		printf("\n");
+	}
+	printf("  NVLink domains %zu (%zu multi-node)\n", tp_fabric_nnvdomains(f),
+	       multi_node_domains(f));
+	if (tp_fabric_nwarnings(f)) {
+		printf("warnings:\n");
+		for (size_t i = 0; i < tp_fabric_nwarnings(f); i++)
+			printf("  %s\n", tp_fabric_warning(f, i));
+	}
+}
+
+static const char *switch_name(const tp_fabric_t *f, uint32_t s, char *buf,
+			       size_t n)
+{
+	const tp_switch_t *sw = tp_fabric_switch(f, s);
+
+	if (sw->desc[0])
+		return sw->desc;
+	snprintf(buf, n, "0x%016llx", (unsigned long long)sw->guid);
+	return buf;
+}
+
+static int hosts_out(const tp_fabric_t *f, bool json)
+{
+	char buf[32];
+	cJSON *arr = json ? cJSON_CreateArray() : NULL;
+	int levels = tp_fabric_ngroup_levels(f);
+
+	if (json && !arr)
+		return TP_EXIT_FAIL;
+	if (!json)
+		printf("%-24s %-5s %-20s %s\n", "HOST", "GPUS", "GROUPS", "LEAVES");
+	for (size_t i = 0; i < tp_fabric_nhosts(f); i++) {
+		const tp_host_t *h = tp_fabric_host(f, i);
+		if (json) {
+			cJSON *o = cJSON_CreateObject(), *a;
+			cJSON_AddItemToArray(arr, o);
+			cJSON_AddStringToObject(o, "name", h->name);
+			cJSON_AddNumberToObject(o, "gpus", (double)h->ngpus);
+			a = cJSON_AddArrayToObject(o, "leaves");
+			for (size_t l = 0; a && l < h->nleaves; l++)
+				cJSON_AddItemToArray(a, cJSON_CreateString(switch_name(f, h->leaves[l], buf, sizeof(buf))));
+			a = cJSON_AddArrayToObject(o, "groups");
+			for (int l = 0; a && l < levels; l++)
+				cJSON_AddItemToArray(a, h->group[l] == TP_ID_NONE ? cJSON_CreateNull() : cJSON_CreateNumber(h->group[l]));
+			cJSON_AddBoolToObject(o, "degraded", h->degraded);
+			if (h->nvdomain != TP_ID_NONE)
+				cJSON_AddStringToObject(o, "nvlink_domain", tp_fabric_nvdomain(f, h->nvdomain)->name);
+			continue;
+		}
+		char groups[128] = "";
+		size_t gl = 0;
+		for (int l = 0; l < levels && gl < sizeof(groups) - 16; l++) {
+			if (h->group[l] == TP_ID_NONE)
+				gl += (size_t)snprintf(groups + gl, sizeof(groups) - gl, "%s-", l ? "/" : "");
+			else
+				gl += (size_t)snprintf(groups + gl, sizeof(groups) - gl, "%s%u", l ? "/" : "", h->group[l]);
+		}
+		printf("%-24s %-5zu %-20s ", h->name, h->ngpus, gl ? groups : "-");
+		for (size_t l = 0; l < h->nleaves; l++)
+			printf("%s%s", l ? "," : "", switch_name(f, h->leaves[l], buf, sizeof(buf)));
+		printf("%s\n", h->degraded ? " (degraded)" : "");
+	}
+	if (json) {
+		char *s = cJSON_Print(arr);
+		cJSON_Delete(arr);
+		if (!s)
+			return TP_EXIT_FAIL;
+		puts(s);
+		cJSON_free(s);
+	}
+	return TP_EXIT_OK;
+}
+
+static int cmd_view(const char *sub, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"block", no_argument, NULL, 'b'},
+		{"subnet", required_argument, NULL, 's'},
+		{"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	bool json = false, block = false;
+	const char *out = NULL;
+	long subnet = -1;
+	int c, rc = TP_EXIT_OK;
+	tp_fabric_t *f;
+	char *text = NULL;
+	tp_err_t err;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = true; break;
+		case 'b': block = true; break;
+		case 's':
+			if (!tp_cli_int("--subnet", optarg, 0, 1024, &subnet))
+				return TP_EXIT_INPUT;
+			break;
+		case 'o': out = optarg; break;
+		case 'h': fputs(usage, stdout); return TP_EXIT_OK;
+		default: fputs(usage, stderr); return TP_EXIT_INPUT;
+		}
+	}
+	if (optind != argc - 1) {
+		tp_cli_err("fabric %s: give exactly one FABRIC.json", sub);
+		return TP_EXIT_INPUT;
+	}
+	bool is_show = !strcmp(sub, "show"), is_hosts = !strcmp(sub, "hosts");
+	if ((json && !is_show && !is_hosts) || (block && strcmp(sub, "topology-conf")) ||
+	    (subnet >= 0 && strcmp(sub, "ibsim-net")) || (out && (is_show || is_hosts))) {
+		tp_cli_err("fabric %s: option not valid here (see --help)", sub);
+		return TP_EXIT_INPUT;
+	}
+	if (!(f = tp_cli_load(argv[optind], &rc)))
+		return rc;
+	if (is_show) {
+		if (json) {
+			cJSON *o = show_json(f);
+			char *s = o ? cJSON_Print(o) : NULL;
+			cJSON_Delete(o);
+			if (s) {
+				puts(s);
+				cJSON_free(s);
+			} else {
+				rc = TP_EXIT_FAIL;
+			}
+		} else {
+			show_text(f, argv[optind]);
+		}
+	} else if (is_hosts) {
+		rc = hosts_out(f, json);
+	} else {
+		err = !strcmp(sub, "topology-conf")
+			      ? tp_fabric_topology_conf(f, block, &text)
+			      : tp_fabric_ibsim_net(f, (int)subnet, &text);
+		if (err) {
+			tp_cli_err("%s: %s", argv[optind],
+				   *tp_fabric_error(f) ? tp_fabric_error(f) : tp_strerror(err));
+			rc = tp_cli_exit_code(err);
+		} else {
+			rc = tp_cli_write(out, text);
+		}
+	}
+	tp_free(text);
+	tp_fabric_destroy(f);
+	return rc;
+}
+
+int tp_cmd_fabric(int argc, char **argv)
+{
+	const char *sub = argc > 1 ? argv[1] : NULL;
+
+	if (!sub || !strcmp(sub, "-h") || !strcmp(sub, "--help")) {
+		fputs(usage, sub ? stdout : stderr);
+		return sub ? TP_EXIT_OK : TP_EXIT_INPUT;
+	}
+	if (!strcmp(sub, "generate"))
+		return cmd_generate(argc - 1, argv + 1);
+	if (!strcmp(sub, "show") || !strcmp(sub, "hosts") ||
+	    !strcmp(sub, "topology-conf") || !strcmp(sub, "ibsim-net"))
+		return cmd_view(sub, argc - 1, argv + 1);
+	tp_cli_err("fabric: unknown subcommand '%s' (generate, show, hosts, topology-conf, ibsim-net)", sub);
+	return TP_EXIT_INPUT;
+}

@@ -1,2 +1,176 @@
+/* topoplace: the admins' and developers' front door. */
 #include "config.h"
-int main(void){return 0;}
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+bool tp_cli_quiet;
+
+static const char usage[] =
+	"Usage: topoplace COMMAND [ARGS]\n"
+	"\n"
+	"Topology-aware placement for Slurm on InfiniBand + NVLink GPU clusters.\n"
+	"\n"
+	"Commands:\n"
+	"  discover        build a fabric model from ibnetdiscover dumps, live\n"
+	"                  libibnetdisc discovery, node hwloc XML / nvidia-smi\n"
+	"  fabric          generate, show, list hosts, write topology.conf\n"
+	"  help [COMMAND]  show help for a command\n"
+	"\n"
+	"Options:\n"
+	"  -h, --help      this text\n"
+	"  -V, --version   print the version\n"
+	"\n"
+	"Run 'topoplace COMMAND --help' for a command's options; man topoplace(1).\n"
+	"Exit status: 0 success, 1 internal failure, 2 bad input or usage.\n";
+
+void tp_cli_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("topoplace: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int tp_cli_exit_code(tp_err_t err)
+{
+	switch (err) {
+	case TP_OK:
+		return TP_EXIT_OK;
+	case TP_ERR_NOMEM:
+		return TP_EXIT_FAIL;
+	default:
+		return TP_EXIT_INPUT;
+	}
+}
+
+tp_fabric_t *tp_cli_load(const char *path, int *rc_p)
+{
+	tp_fabric_t *f = NULL;
+	char *msg = NULL;
+	tp_err_t err = tp_fabric_load_json(path, &f, &msg);
+
+	if (err) {
+		tp_cli_err("%s", msg ? msg : tp_strerror(err));
+		tp_free(msg);
+		*rc_p = tp_cli_exit_code(err);
+		return NULL;
+	}
+	return f;
+}
+
+int tp_cli_write(const char *path, const char *text)
+{
+	FILE *fp;
+	size_t n = strlen(text);
+
+	if (!path || strcmp(path, "-") == 0) {
+		if (fwrite(text, 1, n, stdout) != n || fflush(stdout)) {
+			tp_cli_err("stdout: %s", strerror(errno));
+			return TP_EXIT_FAIL;
+		}
+		return TP_EXIT_OK;
+	}
+	fp = fopen(path, "w");
+	if (!fp) {
+		tp_cli_err("%s: cannot write: %s", path, strerror(errno));
+		return TP_EXIT_INPUT;
+	}
+	if (fwrite(text, 1, n, fp) != n) {
+		tp_cli_err("%s: write failed: %s", path, strerror(errno));
+		fclose(fp);
+		return TP_EXIT_FAIL;
+	}
+	if (fclose(fp)) {
+		tp_cli_err("%s: write failed: %s", path, strerror(errno));
+		return TP_EXIT_FAIL;
+	}
+	return TP_EXIT_OK;
+}
+
+bool tp_cli_int(const char *opt, const char *s, long lo, long hi, long *v_p)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi) {
+		tp_cli_err("%s: expected an integer %ld..%ld, got '%s'", opt, lo,
+			   hi, s);
+		return false;
+	}
+	*v_p = v;
+	return true;
+}
+
+bool tp_cli_double(const char *opt, const char *s, double lo, double hi,
+		   double *v_p)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+		tp_cli_err("%s: expected a number %g..%g, got '%s'", opt, lo, hi,
+			   s);
+		return false;
+	}
+	*v_p = v;
+	return true;
+}
+
+static void log_stderr(tp_log_level_t level, const char *msg, void *arg)
+{
+	(void)arg;
+	if (level <= TP_LOG_WARN && !tp_cli_quiet)
+		fprintf(stderr, "topoplace: %s%s\n",
+			level == TP_LOG_WARN ? "warning: " : "", msg);
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd;
+
+	tp_log_set(log_stderr, NULL);
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return TP_EXIT_INPUT;
+	}
+	cmd = argv[1];
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
+		fputs(usage, stdout);
+		return TP_EXIT_OK;
+	}
+	if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
+		printf("topoplace %s\n", PACKAGE_VERSION);
+		return TP_EXIT_OK;
+	}
+	if (!strcmp(cmd, "help")) {
+		if (argc < 3) {
+			fputs(usage, stdout);
+			return TP_EXIT_OK;
+		}
+		char *hargv[] = {argv[2], "--help", NULL};
+		if (!strcmp(argv[2], "discover"))
+			return tp_cmd_discover(2, hargv);
+		if (!strcmp(argv[2], "fabric"))
+			return tp_cmd_fabric(2, hargv);
+		tp_cli_err("help: unknown command '%s'", argv[2]);
+		return TP_EXIT_INPUT;
+	}
+	if (!strcmp(cmd, "discover"))
+		return tp_cmd_discover(argc - 1, argv + 1);
+	if (!strcmp(cmd, "fabric"))
+		return tp_cmd_fabric(argc - 1, argv + 1);
+	tp_cli_err("unknown command '%s' (see topoplace --help)", cmd);
+	return TP_EXIT_INPUT;
+}

@@ -1,0 +1,80 @@
+#!/bin/sh
+# Quick start, part 2: install what topoplace needs (Debian 12, as root),
+# build with warnings as errors, and run the whole test suite:
+#   1. make check        unit tests (CMocka/TAP) + integration tests
+#                        (CLI on real fixtures, live discovery via ibsim)
+#   2. ASan+UBSan build of the unit tests
+#   3. libFuzzer run of the ibnetdiscover reader (clang), briefly
+#   4. make distcheck
+# Ends with one line "N passed, N failed, N skipped".
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+"$top/contrib/install-deps.sh"
+./autogen.sh >/dev/null
+
+pass=0 fail=0 skip=0
+count() { # $1 = build dir: add up automake's per-test results
+	for f in $(find "$1/tests" -name '*.trs'); do
+		while read -r key val; do
+			case "$key $val" in
+			":test-result: PASS"|":test-result: XFAIL") pass=$((pass + 1)) ;;
+			":test-result: SKIP") skip=$((skip + 1)) ;;
+			":test-result: "*) fail=$((fail + 1)) ;;
+			esac
+		done < "$f"
+	done
+}
+step() { printf '\n=== %s\n' "$*"; }
+status=0
+
+step "build (-Werror) and make check"
+BUILD_DIR="$top/build" "$top/contrib/build.sh" >/dev/null
+rm -f $(find "$top/build/tests" -name '*.trs' 2>/dev/null) 2>/dev/null || true
+make -C "$top/build" check -j2 || status=1
+count "$top/build"
+
+step "ASan + UBSan unit tests"
+san="$top/build-asan"
+mkdir -p "$san"
+(cd "$san" && [ -f Makefile ] || "$top/configure" -q --enable-werror \
+	CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	LDFLAGS="-fsanitize=address,undefined")
+make -C "$san" -j2 >/dev/null
+rm -f $(find "$san/tests" -name '*.trs' 2>/dev/null) 2>/dev/null || true
+make -C "$san/tests" check -j2 TESTS='$(UNIT_TESTS)' \
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 || status=1
+count "$san"
+
+step "libFuzzer: ibnetdiscover reader (${TP_FUZZ_SECONDS:=30} s)"
+fz="$top/build-fuzz"
+mkdir -p "$fz"
+(cd "$fz" && [ -f Makefile ] || "$top/configure" -q CC=clang --enable-fuzz \
+	--without-hwloc CFLAGS="-O1 -g -fsanitize=fuzzer-no-link,address,undefined")
+make -C "$fz" -j2 >/dev/null
+make -C "$fz/tests" fuzz >/dev/null
+corpus="$fz/fuzz-corpus"
+mkdir -p "$corpus"
+cp "$top/tests/topology/data/"ibn-* "$corpus/" 2>/dev/null || true
+if "$fz/tests/fuzz/fuzz_ibnetdiscover" -max_total_time="$TP_FUZZ_SECONDS" \
+	-max_len=4096 -artifact_prefix="$fz/" "$corpus" >"$fz/fuzz.log" 2>&1; then
+	echo "fuzz: $(grep -c . "$corpus"/* 2>/dev/null | wc -l) corpus files, no findings"
+	pass=$((pass + 1))
+else
+	tail -30 "$fz/fuzz.log"
+	fail=$((fail + 1))
+	status=1
+fi
+
+step "make distcheck"
+if make -C "$top/build" distcheck >"$top/build/distcheck.log" 2>&1; then
+	grep -A3 'archives ready' "$top/build/distcheck.log" || true
+	pass=$((pass + 1))
+else
+	tail -40 "$top/build/distcheck.log"
+	fail=$((fail + 1))
+	status=1
+fi
+
+printf '\n%d passed, %d failed, %d skipped\n' "$pass" "$fail" "$skip"
+exit $status

@@ -81,6 +81,9 @@ void tp_fabric_destroy(tp_fabric_t *f)
 	}
 	for (size_t i = 0; i < f->nwarn; i++)
 		tp_free(f->warn[i]);
+	for (size_t i = 0; i < f->nfwarn; i++)
+		tp_free(f->fwarn[i]);
+	tp_free(f->fwarn);
 	tp_free(f->sw);
 	tp_free(f->ca);
 	tp_free(f->host);
@@ -121,7 +124,10 @@ void tp__fabric_warn(tp_fabric_t *f, const char *fmt, ...)
 {
 	va_list ap;
 	char *msg;
-	void *arr = f->warn;
+	char ***list = f->in_finalize ? &f->fwarn : &f->warn;
+	size_t *n = f->in_finalize ? &f->nfwarn : &f->nwarn;
+	size_t *cap = f->in_finalize ? &f->capfwarn : &f->capwarn;
+	void *arr = *list;
 
 	va_start(ap, fmt);
 	msg = tp_vasprintf(fmt, ap);
@@ -129,14 +135,14 @@ void tp__fabric_warn(tp_fabric_t *f, const char *fmt, ...)
 	if (!msg)
 		return;
 	tp__log(TP_LOG_WARN, "%s", msg);
-	if (f->nwarn >= TP__MAX_WARNINGS ||
-	    tp_grow(&arr, &f->capwarn, f->nwarn + 1, sizeof(char *))) {
+	if (*n >= TP__MAX_WARNINGS ||
+	    tp_grow(&arr, cap, *n + 1, sizeof(char *))) {
 		f->warn_dropped++;
 		tp_free(msg);
 		return;
 	}
-	f->warn = arr;
-	f->warn[f->nwarn++] = msg;
+	*list = arr;
+	(*list)[(*n)++] = msg;
 }
 
 int tp__fabric_new_subnet(tp_fabric_t *f)
@@ -351,7 +357,10 @@ int tp_fabric_rails(const tp_fabric_t *f) { return f->rails; }
 size_t tp_fabric_unnamed_cas(const tp_fabric_t *f) { return f->unnamed_cas; }
 size_t tp_fabric_sharp_cas(const tp_fabric_t *f) { return f->sharp_cas; }
 size_t tp_fabric_degraded_hosts(const tp_fabric_t *f) { return f->degraded; }
-size_t tp_fabric_nwarnings(const tp_fabric_t *f) { return f->nwarn; }
+size_t tp_fabric_nwarnings(const tp_fabric_t *f)
+{
+	return f->nwarn + f->nfwarn;
+}
 
 const tp_switch_t *tp_fabric_switch(const tp_fabric_t *f, size_t i)
 {
@@ -385,7 +394,10 @@ const tp_nvdomain_t *tp_fabric_nvdomain(const tp_fabric_t *f, size_t i)
 
 const char *tp_fabric_warning(const tp_fabric_t *f, size_t i)
 {
-	return i < f->nwarn ? f->warn[i] : NULL;
+	if (i < f->nwarn)
+		return f->warn[i];
+	i -= f->nwarn;
+	return i < f->nfwarn ? f->fwarn[i] : NULL;
 }
 
 uint32_t tp_fabric_host_find(const tp_fabric_t *f, const char *name)

@@ -1,1 +1,770 @@
+/*
+ * Derived model: host names, switch levels, the group hierarchy, rails,
+ * NVLink domains and GPU-to-HCA affinity. Everything here is recomputed
+ * from the raw switches, CAs, links and node data, so finalize can run
+ * again after more data arrives, and a fabric loaded from JSON derives the
+ * same hierarchy it was saved with.
+ */
 #include "config.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topology_int.h"
+
+/* Natural order: "node2" < "node10". Keeps hosts listed the way admins
+ * count them, independent of the order a dump happened to list CAs. */
+static int natcmp(const char *a, const char *b)
+{
+	while (*a && *b) {
+		if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+			const char *sa = a, *sb = b;
+			while (*sa == '0')
+				sa++;
+			while (*sb == '0')
+				sb++;
+			const char *ea = sa, *eb = sb;
+			while (isdigit((unsigned char)*ea))
+				ea++;
+			while (isdigit((unsigned char)*eb))
+				eb++;
+			if (ea - sa != eb - sb)
+				return (ea - sa) < (eb - sb) ? -1 : 1;
+			int c = strncmp(sa, sb, (size_t)(ea - sa));
+			if (c)
+				return c;
+			/* equal value: fewer leading zeros first */
+			if ((sa - a) != (sb - b))
+				return (sa - a) < (sb - b) ? -1 : 1;
+			a = ea;
+			b = eb;
+			continue;
+		}
+		if (*a != *b)
+			return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+		a++;
+		b++;
+	}
+	return (unsigned char)*a - (unsigned char)*b;
+}
+
+static int host_cmp(const void *x, const void *y)
+{
+	return natcmp(((const tp_host_t *)x)->name, ((const tp_host_t *)y)->name);
+}
+
+static int u32_cmp(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* CA order within a host: rail (subnet) first, then GUID. */
+static const tp_fabric_t *sort_fabric;
+static int ca_cmp(const void *x, const void *y)
+{
+	const tp_ca_t *a = &sort_fabric->ca[*(const uint32_t *)x];
+	const tp_ca_t *b = &sort_fabric->ca[*(const uint32_t *)y];
+
+	if (a->subnet != b->subnet)
+		return a->subnet < b->subnet ? -1 : 1;
+	if (a->dev && b->dev && strcmp(a->dev, b->dev))
+		return natcmp(a->dev, b->dev);
+	return a->guid < b->guid ? -1 : a->guid > b->guid;
+}
+
+/* ---- union-find ---- */
+
+static uint32_t uf_find(uint32_t *p, uint32_t x)
+{
+	while (p[x] != x) {
+		p[x] = p[p[x]];
+		x = p[x];
+	}
+	return x;
+}
+
+static void uf_union(uint32_t *p, uint32_t a, uint32_t b)
+{
+	a = uf_find(p, a);
+	b = uf_find(p, b);
+	if (a != b)
+		p[a < b ? b : a] = a < b ? a : b;
+}
+
+/* ---- step 1: names ---- */
+
+static tp_err_t name_cas(tp_fabric_t *f)
+{
+	size_t unnamed = 0;
+	const tp_ca_t *example = NULL;
+	tp_err_t err;
+
+	f->unnamed_cas = f->sharp_cas = 0;
+	for (size_t i = 0; i < f->nca; i++) {
+		tp_ca_t *c = &f->ca[i];
+		char *host = NULL, *dev = NULL;
+		uint32_t g, h;
+
+		c->host = TP_ID_NONE;
+		if (tp__desc_is_sharp(c->desc)) {
+			c->role = TP_CA_SHARP;
+			f->sharp_cas++;
+			continue;
+		}
+		err = tp__desc_hostname(c->desc, &host, &dev);
+		if (err)
+			return err;
+		tp_free(c->dev);
+		c->dev = dev;
+		g = tp_u64map_get(f->guid_name, c->guid);
+		if (g != TP_MAP_NONE) {
+			tp_free(host);
+			host = tp_strdup(f->guid_names[g]);
+			if (!host)
+				return TP_ERR_NOMEM;
+		}
+		if (!host) {
+			c->role = TP_CA_UNNAMED;
+			if (!example)
+				example = c;
+			unnamed++;
+			continue;
+		}
+		c->role = TP_CA_HOST;
+		err = tp__fabric_host_get(f, host, true, &h);
+		tp_free(host);
+		if (err)
+			return err;
+	}
+	f->unnamed_cas = unnamed;
+	if (unnamed)
+		tp__fabric_warn(f,
+				"%zu CA%s without a usable hostname (e.g. GUID "
+				"0x%016llx \"%s\"): not hosts; name them with "
+				"--guid-map",
+				unnamed, unnamed == 1 ? "" : "s",
+				(unsigned long long)example->guid, example->desc);
+	return TP_OK;
+}
+
+static tp_err_t sort_hosts(tp_fabric_t *f)
+{
+	qsort(f->host, f->nhost, sizeof(*f->host), host_cmp);
+	tp_strmap_clear(f->host_by_name);
+	for (size_t i = 0; i < f->nhost; i++) {
+		if (i && strcmp(f->host[i - 1].name, f->host[i].name) == 0)
+			continue;
+		if (tp_strmap_put(f->host_by_name, f->host[i].name, (uint32_t)i))
+			return TP_ERR_NOMEM;
+	}
+	return TP_OK;
+}
+
+/* ---- step 2: CA attachment, host CA lists ---- */
+
+static tp_err_t attach_cas(tp_fabric_t *f)
+{
+	int *minport = tp_malloc(f->nca * sizeof(int));
+	size_t *count = tp_calloc(f->nhost, sizeof(size_t));
+	tp_err_t err = TP_ERR_NOMEM;
+
+	if (!minport || !count)
+		goto out;
+	for (size_t i = 0; i < f->nca; i++) {
+		tp_ca_t *c = &f->ca[i];
+		c->leaf = TP_ID_NONE;
+		minport[i] = 1 << 30;
+		if (c->role == TP_CA_HOST) {
+			char *host = NULL, *dev = NULL;
+			uint32_t g = tp_u64map_get(f->guid_name, c->guid);
+			if (g != TP_MAP_NONE) {
+				c->host = tp_strmap_get(f->host_by_name,
+							f->guid_names[g]);
+			} else {
+				if (tp__desc_hostname(c->desc, &host, &dev))
+					goto out;
+				c->host = tp_strmap_get(f->host_by_name, host);
+				tp_free(host);
+				tp_free(dev);
+			}
+			count[c->host]++;
+		}
+	}
+	for (size_t i = 0; i < f->nlink; i++) {
+		const tp_link_t *l = &f->link[i];
+		for (int e = 0; e < 2; e++) {
+			if (l->kind[e] != TP_NODE_CA ||
+			    l->kind[1 - e] != TP_NODE_SWITCH)
+				continue;
+			uint32_t ci = l->node[e];
+			if (l->port[e] < minport[ci]) {
+				minport[ci] = l->port[e];
+				f->ca[ci].leaf = l->node[1 - e];
+			}
+		}
+	}
+	for (size_t h = 0; h < f->nhost; h++) {
+		tp_host_t *hp = &f->host[h];
+		tp_free(hp->cas);
+		hp->cas = NULL;
+		hp->ncas = 0;
+		if (count[h] && !(hp->cas = tp_malloc(count[h] * sizeof(uint32_t))))
+			goto out;
+	}
+	for (size_t i = 0; i < f->nca; i++)
+		if (f->ca[i].role == TP_CA_HOST) {
+			tp_host_t *hp = &f->host[f->ca[i].host];
+			hp->cas[hp->ncas++] = (uint32_t)i;
+		}
+	sort_fabric = f;
+	for (size_t h = 0; h < f->nhost; h++)
+		qsort(f->host[h].cas, f->host[h].ncas, sizeof(uint32_t), ca_cmp);
+	err = TP_OK;
+out:
+	tp_free(minport);
+	tp_free(count);
+	return err;
+}
+
+/* ---- step 3: switch levels (BFS up from the leaves) ---- */
+
+typedef struct adj {
+	size_t *off; /* CSR over switches: switch-switch neighbours */
+	uint32_t *nbr;
+	uint32_t *lnk;
+} adj_t;
+
+static void adj_free(adj_t *a)
+{
+	tp_free(a->off);
+	tp_free(a->nbr);
+	tp_free(a->lnk);
+}
+
+static tp_err_t adj_build(const tp_fabric_t *f, adj_t *a)
+{
+	size_t n = 0;
+
+	memset(a, 0, sizeof(*a));
+	a->off = tp_calloc(f->nsw + 1, sizeof(size_t));
+	if (!a->off)
+		return TP_ERR_NOMEM;
+	for (size_t i = 0; i < f->nlink; i++) {
+		const tp_link_t *l = &f->link[i];
+		if (l->kind[0] == TP_NODE_SWITCH && l->kind[1] == TP_NODE_SWITCH &&
+		    l->node[0] != l->node[1]) {
+			a->off[l->node[0] + 1]++;
+			a->off[l->node[1] + 1]++;
+			n += 2;
+		}
+	}
+	for (size_t s = 0; s < f->nsw; s++)
+		a->off[s + 1] += a->off[s];
+	a->nbr = tp_malloc(n * sizeof(uint32_t));
+	a->lnk = tp_malloc(n * sizeof(uint32_t));
+	size_t *fill = tp_malloc((f->nsw + 1) * sizeof(size_t));
+	if (!a->nbr || !a->lnk || !fill) {
+		tp_free(fill);
+		adj_free(a);
+		return TP_ERR_NOMEM;
+	}
+	memcpy(fill, a->off, (f->nsw + 1) * sizeof(size_t));
+	for (size_t i = 0; i < f->nlink; i++) {
+		const tp_link_t *l = &f->link[i];
+		if (l->kind[0] == TP_NODE_SWITCH && l->kind[1] == TP_NODE_SWITCH &&
+		    l->node[0] != l->node[1]) {
+			size_t p = fill[l->node[0]]++;
+			a->nbr[p] = l->node[1];
+			a->lnk[p] = (uint32_t)i;
+			p = fill[l->node[1]]++;
+			a->nbr[p] = l->node[0];
+			a->lnk[p] = (uint32_t)i;
+		}
+	}
+	tp_free(fill);
+	return TP_OK;
+}
+
+static tp_err_t switch_levels(tp_fabric_t *f, const adj_t *a)
+{
+	uint32_t *queue = tp_malloc((f->nsw + 1) * sizeof(uint32_t));
+	size_t head = 0, tail = 0;
+
+	if (!queue)
+		return TP_ERR_NOMEM;
+	for (size_t s = 0; s < f->nsw; s++) {
+		f->sw[s].level = 0;
+		f->sw[s].group = TP_ID_NONE;
+	}
+	for (size_t i = 0; i < f->nlink; i++) {
+		const tp_link_t *l = &f->link[i];
+		for (int e = 0; e < 2; e++)
+			if (l->kind[e] == TP_NODE_SWITCH &&
+			    l->kind[1 - e] == TP_NODE_CA &&
+			    f->ca[l->node[1 - e]].role != TP_CA_SHARP &&
+			    f->sw[l->node[e]].level == 0) {
+				f->sw[l->node[e]].level = 1;
+				queue[tail++] = l->node[e];
+			}
+	}
+	f->nlevels = tail ? 1 : 0;
+	while (head < tail) {
+		uint32_t s = queue[head++];
+		for (size_t p = a->off[s]; p < a->off[s + 1]; p++) {
+			uint32_t n = a->nbr[p];
+			if (f->sw[n].level)
+				continue;
+			f->sw[n].level = f->sw[s].level + 1;
+			if (f->sw[n].level > f->nlevels)
+				f->nlevels = f->sw[n].level;
+			queue[tail++] = n;
+		}
+	}
+	tp_free(queue);
+	return TP_OK;
+}
+
+/* ---- step 4: leaves, rails, degraded ---- */
+
+static tp_err_t host_leaves(tp_fabric_t *f)
+{
+	size_t degraded = 0;
+	const tp_host_t *example = NULL;
+
+	f->rails = 0;
+	for (size_t h = 0; h < f->nhost; h++) {
+		tp_host_t *hp = &f->host[h];
+		size_t n = 0;
+		tp_free(hp->leaves);
+		hp->leaves = NULL;
+		hp->nleaves = 0;
+		if (hp->ncas &&
+		    !(hp->leaves = tp_malloc(hp->ncas * sizeof(uint32_t))))
+			return TP_ERR_NOMEM;
+		for (size_t c = 0; c < hp->ncas; c++) {
+			uint32_t leaf = f->ca[hp->cas[c]].leaf;
+			if (leaf != TP_ID_NONE)
+				hp->leaves[n++] = leaf;
+		}
+		qsort(hp->leaves, n, sizeof(uint32_t), u32_cmp);
+		size_t u = 0;
+		for (size_t i = 0; i < n; i++)
+			if (!u || hp->leaves[u - 1] != hp->leaves[i])
+				hp->leaves[u++] = hp->leaves[i];
+		hp->nleaves = u;
+		if ((int)u > f->rails)
+			f->rails = (int)u;
+	}
+	for (size_t h = 0; h < f->nhost; h++) {
+		tp_host_t *hp = &f->host[h];
+		hp->degraded = (int)hp->nleaves < f->rails;
+		if (hp->degraded) {
+			degraded++;
+			if (!example)
+				example = hp;
+		}
+	}
+	f->degraded = degraded;
+	if (degraded)
+		tp__fabric_warn(f,
+				"%zu host%s cabled to fewer than %d leaf "
+				"switch%s (e.g. %s: %zu): marked degraded",
+				degraded, degraded == 1 ? "" : "s", f->rails,
+				f->rails == 1 ? "" : "es", example->name,
+				example->nleaves);
+	return TP_OK;
+}
+
+/* ---- step 5: group hierarchy ---- */
+
+static tp_err_t group_push(tp_fabric_t *f, size_t *cap, int level,
+			   uint32_t **sw_p, size_t nsw, uint32_t *idx_p)
+{
+	void *arr = f->group;
+	tp_group_t *g;
+
+	if (tp_grow(&arr, cap, f->ngroup + 1, sizeof(tp_group_t)))
+		return TP_ERR_NOMEM;
+	f->group = arr;
+	g = &f->group[f->ngroup];
+	memset(g, 0, sizeof(*g));
+	g->level = level;
+	g->parent = TP_ID_NONE;
+	g->switches = *sw_p;
+	g->nswitches = nsw;
+	*sw_p = NULL;
+	*idx_p = (uint32_t)f->ngroup++;
+	return TP_OK;
+}
+
+/* Link capacity of group g's switches towards level lv (0: the hosts). */
+static double group_capacity(const tp_fabric_t *f, const adj_t *a,
+			     const double *ca_gbps, const tp_group_t *g, int lv)
+{
+	double sum = 0;
+
+	for (size_t i = 0; i < g->nswitches; i++) {
+		uint32_t s = g->switches[i];
+		if (lv == 0) {
+			sum += ca_gbps[s];
+			continue;
+		}
+		for (size_t p = a->off[s]; p < a->off[s + 1]; p++)
+			if (f->sw[a->nbr[p]].level == lv)
+				sum += f->link[a->lnk[p]].gbps;
+	}
+	return sum;
+}
+
+static tp_err_t build_groups(tp_fabric_t *f, const adj_t *a)
+{
+	uint32_t *uf = tp_malloc((f->nsw + 1) * sizeof(uint32_t));
+	uint32_t *root_group = tp_malloc((f->nsw + 1) * sizeof(uint32_t));
+	double *ca_gbps = tp_calloc(f->nsw + 1, sizeof(double));
+	size_t *count = NULL;
+	size_t cap = 0, first, last;
+	tp_err_t err = TP_ERR_NOMEM;
+
+	f->ngroup_levels = 0;
+	for (size_t h = 0; h < f->nhost; h++)
+		for (int l = 0; l < TP_MAX_LEVELS; l++)
+			f->host[h].group[l] = TP_ID_NONE;
+	if (!uf || !root_group || !ca_gbps)
+		goto out;
+	for (size_t i = 0; i < f->nlink; i++) {
+		const tp_link_t *l = &f->link[i];
+		for (int e = 0; e < 2; e++)
+			if (l->kind[e] == TP_NODE_SWITCH &&
+			    l->kind[1 - e] == TP_NODE_CA &&
+			    f->ca[l->node[1 - e]].role != TP_CA_SHARP)
+				ca_gbps[l->node[e]] += l->gbps;
+	}
+
+	/* Level 1: leaves joined by the hosts cabled to them. */
+	for (size_t s = 0; s < f->nsw; s++) {
+		uf[s] = (uint32_t)s;
+		root_group[s] = TP_ID_NONE;
+	}
+	for (size_t h = 0; h < f->nhost; h++)
+		for (size_t i = 1; i < f->host[h].nleaves; i++)
+			uf_union(uf, f->host[h].leaves[0], f->host[h].leaves[i]);
+	/* groups are numbered in host order: stable for the same fabric */
+	for (size_t h = 0; h < f->nhost; h++) {
+		tp_host_t *hp = &f->host[h];
+		if (!hp->nleaves)
+			continue;
+		uint32_t r = uf_find(uf, hp->leaves[0]);
+		if (root_group[r] == TP_ID_NONE) {
+			uint32_t *sw = NULL;
+			size_t n = 0, c2 = 0;
+			for (size_t s = 0; s < f->nsw; s++)
+				if (f->sw[s].level == 1 && uf_find(uf, (uint32_t)s) == r) {
+					void *p = sw;
+					if (tp_grow(&p, &c2, n + 1, sizeof(uint32_t))) {
+						tp_free(sw);
+						goto out;
+					}
+					sw = p;
+					sw[n++] = (uint32_t)s;
+				}
+			if (group_push(f, &cap, 1, &sw, n, &root_group[r])) {
+				tp_free(sw);
+				goto out;
+			}
+		}
+		hp->group[0] = root_group[r];
+	}
+	first = 0;
+	last = f->ngroup;
+	if (last)
+		f->ngroup_levels = 1;
+
+	/* Level k+1: level-k groups joined by the switches above them. */
+	for (int lv = 1; lv < TP_MAX_LEVELS && first < last; lv++) {
+		for (size_t g = first; g < last; g++)
+			for (size_t i = 0; i < f->group[g].nswitches; i++)
+				f->sw[f->group[g].switches[i]].group = (uint32_t)g;
+		/* uf over level-(lv+1) switches, keyed by switch index */
+		for (size_t s = 0; s < f->nsw; s++) {
+			uf[s] = (uint32_t)s;
+			root_group[s] = TP_ID_NONE;
+		}
+		bool any = false;
+		for (size_t g = first; g < last; g++) {
+			uint32_t prev = TP_ID_NONE;
+			for (size_t i = 0; i < f->group[g].nswitches; i++) {
+				uint32_t s = f->group[g].switches[i];
+				for (size_t p = a->off[s]; p < a->off[s + 1]; p++) {
+					uint32_t u = a->nbr[p];
+					if (f->sw[u].level != lv + 1)
+						continue;
+					any = true;
+					if (prev != TP_ID_NONE)
+						uf_union(uf, prev, u);
+					prev = u;
+				}
+			}
+		}
+		if (!any)
+			break;
+		size_t next_first = f->ngroup;
+		for (size_t g = first; g < last; g++) {
+			uint32_t up = TP_ID_NONE;
+			for (size_t i = 0; i < f->group[g].nswitches && up == TP_ID_NONE; i++) {
+				uint32_t s = f->group[g].switches[i];
+				for (size_t p = a->off[s]; p < a->off[s + 1]; p++)
+					if (f->sw[a->nbr[p]].level == lv + 1) {
+						up = a->nbr[p];
+						break;
+					}
+			}
+			if (up == TP_ID_NONE)
+				continue;
+			uint32_t r = uf_find(uf, up);
+			if (root_group[r] == TP_ID_NONE) {
+				uint32_t *sw = NULL;
+				size_t n = 0, c2 = 0;
+				for (size_t s = 0; s < f->nsw; s++)
+					if (f->sw[s].level == lv + 1 &&
+					    uf_find(uf, (uint32_t)s) == r) {
+						void *p = sw;
+						if (tp_grow(&p, &c2, n + 1, sizeof(uint32_t))) {
+							tp_free(sw);
+							goto out;
+						}
+						sw = p;
+						sw[n++] = (uint32_t)s;
+					}
+				if (group_push(f, &cap, lv + 1, &sw, n, &root_group[r])) {
+					tp_free(sw);
+					goto out;
+				}
+			}
+			f->group[g].parent = root_group[r];
+		}
+		first = next_first;
+		last = f->ngroup;
+		if (last > first)
+			f->ngroup_levels = lv + 1;
+	}
+	for (size_t g = first; g < last; g++)
+		for (size_t i = 0; i < f->group[g].nswitches; i++)
+			f->sw[f->group[g].switches[i]].group = (uint32_t)g;
+
+	/* hosts per group through the parent chain */
+	for (size_t h = 0; h < f->nhost; h++) {
+		tp_host_t *hp = &f->host[h];
+		uint32_t g = hp->group[0];
+		for (int l = 1; g != TP_ID_NONE && l < TP_MAX_LEVELS; l++) {
+			g = f->group[g].parent;
+			hp->group[l] = g;
+		}
+	}
+	if (!(count = tp_calloc(f->ngroup + 1, sizeof(size_t))))
+		goto out;
+	for (size_t h = 0; h < f->nhost; h++)
+		for (int l = 0; l < TP_MAX_LEVELS; l++)
+			if (f->host[h].group[l] != TP_ID_NONE)
+				count[f->host[h].group[l]]++;
+	for (size_t g = 0; g < f->ngroup; g++)
+		if (count[g] &&
+		    !(f->group[g].hosts = tp_malloc(count[g] * sizeof(uint32_t))))
+			goto out;
+	for (size_t h = 0; h < f->nhost; h++)
+		for (int l = 0; l < TP_MAX_LEVELS; l++) {
+			uint32_t g = f->host[h].group[l];
+			if (g != TP_ID_NONE)
+				f->group[g].hosts[f->group[g].nhosts++] = (uint32_t)h;
+		}
+	for (size_t g = 0; g < f->ngroup; g++) {
+		tp_group_t *gp = &f->group[g];
+		gp->up_gbps = group_capacity(f, a, ca_gbps, gp, gp->level + 1);
+		gp->down_gbps = group_capacity(f, a, ca_gbps, gp, gp->level - 1);
+	}
+	err = TP_OK;
+out:
+	tp_free(uf);
+	tp_free(root_group);
+	tp_free(count);
+	tp_free(ca_gbps);
+	return err;
+}
+
+/* ---- step 6: GPUs and NVLink domains ---- */
+
+static tp_err_t default_gpus(tp_fabric_t *f, int n)
+{
+	for (size_t h = 0; h < f->nhost && n > 0; h++) {
+		tp_host_t *hp = &f->host[h];
+		if (hp->ngpus || hp->has_node_data)
+			continue;
+		hp->gpus = tp_calloc((size_t)n, sizeof(tp_gpu_t));
+		if (!hp->gpus)
+			return TP_ERR_NOMEM;
+		hp->ngpus = (size_t)n;
+		for (int g = 0; g < n; g++) {
+			hp->gpus[g].index = g;
+			hp->gpus[g].numa = -1;
+			hp->gpus[g].hca = -1;
+		}
+	}
+	return TP_OK;
+}
+
+static void gpu_affinity(tp_fabric_t *f)
+{
+	for (size_t h = 0; h < f->nhost; h++) {
+		tp_host_t *hp = &f->host[h];
+		for (size_t g = 0; g < hp->ngpus; g++) {
+			tp_gpu_t *gp = &hp->gpus[g];
+			gp->hca = -1;
+			if (!hp->ncas)
+				continue;
+			if (gp->nic)
+				for (size_t c = 0; c < hp->ncas; c++) {
+					const char *dev = f->ca[hp->cas[c]].dev;
+					if (dev && strcmp(dev, gp->nic) == 0) {
+						gp->hca = (int)c;
+						break;
+					}
+				}
+			if (gp->hca < 0)
+				gp->hca = (int)(g * hp->ncas / hp->ngpus);
+		}
+	}
+}
+
+static tp_err_t nvdom_push(tp_fabric_t *f, size_t *cap, const char *name,
+			   bool multi)
+{
+	void *arr = f->nvdom;
+	tp_nvdomain_t *d;
+
+	if (tp_grow(&arr, cap, f->nnvdom + 1, sizeof(tp_nvdomain_t)))
+		return TP_ERR_NOMEM;
+	f->nvdom = arr;
+	d = &f->nvdom[f->nnvdom];
+	memset(d, 0, sizeof(*d));
+	if (!(d->name = tp_strdup(name)))
+		return TP_ERR_NOMEM;
+	d->multi_node = multi;
+	f->nnvdom++;
+	return TP_OK;
+}
+
+static tp_err_t nvdom_add_host(tp_nvdomain_t *d, uint32_t h)
+{
+	uint32_t *p = tp_realloc(d->hosts, (d->nhosts + 1) * sizeof(uint32_t));
+
+	if (!p)
+		return TP_ERR_NOMEM;
+	d->hosts = p;
+	d->hosts[d->nhosts++] = h;
+	return TP_OK;
+}
+
+static int str_ptr_cmp(const void *x, const void *y)
+{
+	return natcmp(*(char *const *)x, *(char *const *)y);
+}
+
+static tp_err_t build_nvdomains(tp_fabric_t *f)
+{
+	size_t cap = 0, unknown = 0;
+	const char *unknown_ex = NULL;
+	char **names = NULL;
+	size_t nnames = 0;
+	tp_err_t err = TP_ERR_NOMEM;
+
+	for (size_t h = 0; h < f->nhost; h++)
+		f->host[h].nvdomain = TP_ID_NONE;
+	if (f->ndom_entries) {
+		names = tp_malloc(f->ndom_entries * sizeof(char *));
+		if (!names)
+			return TP_ERR_NOMEM;
+		for (size_t i = 0; i < f->ndom_entries; i++)
+			names[nnames++] = f->dom_name[i];
+		qsort(names, nnames, sizeof(char *), str_ptr_cmp);
+	}
+	for (size_t i = 0; i < nnames; i++) {
+		if (i && strcmp(names[i], names[i - 1]) == 0)
+			continue;
+		if (nvdom_push(f, &cap, names[i], true))
+			goto out;
+	}
+	for (size_t i = 0; i < f->ndom_entries; i++) {
+		uint32_t h = tp_strmap_get(f->host_by_name, f->dom_host[i]);
+		if (h == TP_MAP_NONE) {
+			if (!unknown++)
+				unknown_ex = f->dom_host[i];
+			continue;
+		}
+		for (size_t d = 0; d < f->nnvdom; d++)
+			if (strcmp(f->nvdom[d].name, f->dom_name[i]) == 0) {
+				if (nvdom_add_host(&f->nvdom[d], h))
+					goto out;
+				f->host[h].nvdomain = (uint32_t)d;
+				break;
+			}
+	}
+	for (size_t d = 0; d < f->nnvdom; d++)
+		qsort(f->nvdom[d].hosts, f->nvdom[d].nhosts, sizeof(uint32_t),
+		      u32_cmp);
+	if (unknown)
+		tp__fabric_warn(f,
+				"%zu host%s in the NVLink domain map not in the "
+				"fabric (e.g. %s): ignored",
+				unknown, unknown == 1 ? "" : "s", unknown_ex);
+	for (size_t h = 0; h < f->nhost; h++) {
+		tp_host_t *hp = &f->host[h];
+		if (hp->nvdomain != TP_ID_NONE || !hp->ngpus)
+			continue;
+		if (nvdom_push(f, &cap, hp->name, false) ||
+		    nvdom_add_host(&f->nvdom[f->nnvdom - 1], (uint32_t)h))
+			goto out;
+		hp->nvdomain = (uint32_t)(f->nnvdom - 1);
+	}
+	err = TP_OK;
+out:
+	tp_free(names);
+	return err;
+}
+
+tp_err_t tp_fabric_finalize(tp_fabric_t *f, const tp_finalize_opts_t *opts)
+{
+	adj_t a;
+	tp_err_t err;
+
+	if (!f)
+		return TP_ERR_INVAL;
+	tp__fabric_free_derived(f);
+	/* finalize may run repeatedly: its own warnings are recomputed */
+	for (size_t i = 0; i < f->nfwarn; i++)
+		tp_free(f->fwarn[i]);
+	f->nfwarn = 0;
+	f->in_finalize = true;
+	if ((err = name_cas(f)) || (err = sort_hosts(f)) ||
+	    (err = attach_cas(f)))
+		goto fail;
+	if ((err = adj_build(f, &a)))
+		goto fail;
+	if (!(err = switch_levels(f, &a)) && !(err = host_leaves(f)))
+		err = build_groups(f, &a);
+	adj_free(&a);
+	if (err)
+		goto fail;
+	if (opts && opts->default_gpus > 0 &&
+	    (err = default_gpus(f, opts->default_gpus)))
+		goto fail;
+	gpu_affinity(f);
+	if ((err = build_nvdomains(f)))
+		goto fail;
+	f->finalized = true;
+	f->in_finalize = false;
+	return TP_OK;
+fail:
+	f->in_finalize = false;
+	return tp__fabric_fail(f, err, "finalize: %s", tp_strerror(err));
+}

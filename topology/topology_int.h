@@ -45,8 +45,11 @@ struct tp_fabric {
 	char **dom_host;   /* parallel arrays: host name -> domain name */
 	size_t ndom_entries, capdom;
 
-	char **warn;
+	char **warn;       /* from readers (saved in JSON) */
 	size_t nwarn, capwarn, warn_dropped;
+	char **fwarn;      /* from finalize (recomputed each time) */
+	size_t nfwarn, capfwarn;
+	bool in_finalize;
 	char err[512];
 	bool finalized;
 };

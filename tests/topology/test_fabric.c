@@ -1,7 +1,279 @@
+/* Fabric model core: builder, finalize (names, levels, groups, rails,
+ * capacities, NVLink domains, GPU affinity), accessors. Fabrics here are
+ * built by hand so each expectation follows from the picture above it. */
 #include "tp_test.h"
-static void test_placeholder(void **state) { (void)state; skip(); }
+
+#include <string.h>
+
+#include "topology_int.h"
+
+#define LANE 25.0 /* 4 x 25 = 100 Gb/s links */
+
+static uint32_t sw(tp_fabric_t *f, int subnet, uint64_t guid, const char *d)
+{
+	uint32_t i;
+	assert_int_equal(tp__fabric_add_switch(f, subnet, guid, d, 36, &i), TP_OK);
+	return i;
+}
+
+static uint32_t ca(tp_fabric_t *f, int subnet, uint64_t guid, const char *d)
+{
+	uint32_t i;
+	assert_int_equal(tp__fabric_add_ca(f, subnet, guid, d, 1, &i), TP_OK);
+	return i;
+}
+
+static void cable(tp_fabric_t *f, tp_node_kind_t ka, uint32_t a, int pa,
+		  tp_node_kind_t kb, uint32_t b, int pb)
+{
+	bool added;
+	assert_int_equal(tp__fabric_add_link(f, ka, a, pa, kb, b, pb, 4, LANE,
+					     true, &added),
+			 TP_OK);
+	assert_true(added);
+}
+
+/*
+ * spine0 (2 links to each leaf)     spine1 (1 link to each leaf)
+ *     leaf0            leaf1              leaf2
+ *   h1 h2 h3        h4 h5 + "MT25408..."   h6 + SHArP on every switch
+ * Level-1 groups: {leaf0}, {leaf1}, {leaf2}; level 2: one group.
+ * leaf0: down 3x100, up 3x100 (2 to spine0 + 1 to spine1).
+ */
+static tp_fabric_t *small_tree(void)
+{
+	tp_fabric_t *f = tp_fabric_create();
+	int sn = tp__fabric_new_subnet(f);
+	uint32_t leaf[3], spine[2];
+	char d[64];
+
+	for (int i = 0; i < 3; i++) {
+		snprintf(d, sizeof(d), "leaf%d", i);
+		leaf[i] = sw(f, sn, 0x100 + i, d);
+	}
+	for (int i = 0; i < 2; i++) {
+		snprintf(d, sizeof(d), "spine%d", i);
+		spine[i] = sw(f, sn, 0x200 + i, d);
+	}
+	for (int l = 0; l < 3; l++) {
+		cable(f, TP_NODE_SWITCH, leaf[l], 30, TP_NODE_SWITCH, spine[0], 1 + 2 * l);
+		cable(f, TP_NODE_SWITCH, leaf[l], 31, TP_NODE_SWITCH, spine[0], 2 + 2 * l);
+		cable(f, TP_NODE_SWITCH, leaf[l], 32, TP_NODE_SWITCH, spine[1], 1 + l);
+	}
+	const int where[] = {0, 0, 0, 1, 1, 2};
+	for (int h = 0; h < 6; h++) {
+		snprintf(d, sizeof(d), "h%d mlx5_0", h + 1);
+		uint32_t c = ca(f, sn, 0x1000 + h, d);
+		cable(f, TP_NODE_CA, c, 1, TP_NODE_SWITCH, leaf[where[h]], 1 + h);
+	}
+	uint32_t anon = ca(f, sn, 0x2000, "MT25408 ConnectX Mellanox Technologies");
+	cable(f, TP_NODE_CA, anon, 1, TP_NODE_SWITCH, leaf[1], 20);
+	for (int s = 0; s < 5; s++) {
+		uint32_t sharp = ca(f, sn, 0x3000 + s,
+				    "Mellanox Technologies Aggregation Node");
+		cable(f, TP_NODE_CA, sharp, 1, TP_NODE_SWITCH, s < 3 ? leaf[s] : spine[s - 3], 35);
+	}
+	return f;
+}
+
+static void test_small_tree(void **state)
+{
+	(void)state;
+	tp_fabric_t *f = small_tree();
+
+	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
+	assert_int_equal(tp_fabric_nhosts(f), 6);
+	assert_int_equal(tp_fabric_nswitches(f), 5);
+	assert_int_equal(tp_fabric_nlinks(f), 9 + 6 + 1 + 5);
+	assert_int_equal(tp_fabric_nlevels(f), 2);
+	assert_int_equal(tp_fabric_switches_at(f, 1), 3);
+	assert_int_equal(tp_fabric_switches_at(f, 2), 2);
+	assert_int_equal(tp_fabric_sharp_cas(f), 5);
+	assert_int_equal(tp_fabric_unnamed_cas(f), 1);
+	assert_int_equal(tp_fabric_rails(f), 1);
+	assert_int_equal(tp_fabric_degraded_hosts(f), 0);
+	assert_int_equal(tp_fabric_ngroup_levels(f), 2);
+	assert_int_equal(tp_fabric_groups_at(f, 1), 3);
+	assert_int_equal(tp_fabric_groups_at(f, 2), 1);
+
+	/* hosts in natural name order; groups numbered in host order */
+	const tp_host_t *h1 = tp_fabric_host(f, 0), *h4 = tp_fabric_host(f, 3);
+	assert_string_equal(h1->name, "h1");
+	assert_string_equal(h4->name, "h4");
+	assert_int_equal(h1->group[0], 0);
+	assert_int_equal(h4->group[0], 1);
+	assert_int_equal(h1->group[1], h4->group[1]);
+	const tp_group_t *g0 = tp_fabric_group(f, 0);
+	assert_int_equal(g0->level, 1);
+	assert_int_equal(g0->nhosts, 3);
+	assert_true(g0->down_gbps == 300.0);
+	assert_true(g0->up_gbps == 300.0);
+	/* leaf1: two named hosts + the unnamed CA are all downlinks */
+	assert_true(tp_fabric_group(f, 1)->down_gbps == 300.0);
+	const tp_group_t *top = tp_fabric_group(f, h1->group[1]);
+	assert_int_equal(top->level, 2);
+	assert_int_equal(top->nhosts, 6);
+	assert_int_equal(top->nswitches, 2);
+	assert_true(top->down_gbps == 900.0);
+	assert_true(top->up_gbps == 0.0);
+	assert_int_equal(top->parent, TP_ID_NONE);
+	assert_int_equal(tp_fabric_ca(f, 6)->role, TP_CA_UNNAMED);
+	assert_int_equal(tp_fabric_ca(f, 7)->role, TP_CA_SHARP);
+	assert_string_equal(tp_fabric_ca(f, 0)->dev, "mlx5_0");
+	/* one aggregated warning for the unnamed CA */
+	assert_int_equal(tp_fabric_nwarnings(f), 1);
+	assert_non_null(strstr(tp_fabric_warning(f, 0), "0x0000000000002000"));
+
+	/* finalize is idempotent */
+	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
+	assert_int_equal(tp_fabric_ngroups(f), 4);
+	assert_int_equal(tp_fabric_nwarnings(f), 1);
+	tp_fabric_destroy(f);
+}
+
+/* Two rails as two subnets; 2 SUs of 2 hosts; host d4 has rail 1 uncabled.
+ * Level-1 groups are SUs (hosts sharing rail leaves), rails = 2. */
+static void test_rails(void **state)
+{
+	(void)state;
+	tp_fabric_t *f = tp_fabric_create();
+	uint32_t leaf[2][2], spine[2];
+	char d[64];
+
+	for (int r = 0; r < 2; r++) {
+		int sn = tp__fabric_new_subnet(f);
+		assert_int_equal(sn, r);
+		spine[r] = sw(f, sn, 0x900 + r, "spine");
+		for (int su = 0; su < 2; su++) {
+			leaf[su][r] = sw(f, sn, 0x100 + su * 16 + r, "leaf");
+			cable(f, TP_NODE_SWITCH, leaf[su][r], 10, TP_NODE_SWITCH, spine[r], 1 + su);
+		}
+		for (int h = 0; h < 4; h++) {
+			snprintf(d, sizeof(d), "d%d mlx5_%d", h + 1, r);
+			uint32_t c = ca(f, sn, 0x1000 + h * 16 + r, d);
+			if (h == 3 && r == 1)
+				continue;
+			cable(f, TP_NODE_CA, c, 1, TP_NODE_SWITCH, leaf[h / 2][r], 1 + h % 2);
+		}
+	}
+	assert_int_equal(tp_fabric_finalize(f, &(tp_finalize_opts_t){.default_gpus = 8}), TP_OK);
+	assert_int_equal(tp_fabric_nsubnets(f), 2);
+	assert_int_equal(tp_fabric_nhosts(f), 4);
+	assert_int_equal(tp_fabric_rails(f), 2);
+	assert_int_equal(tp_fabric_degraded_hosts(f), 1);
+	assert_true(tp_fabric_host(f, 3)->degraded);
+	assert_int_equal(tp_fabric_groups_at(f, 1), 2);
+	assert_int_equal(tp_fabric_groups_at(f, 2), 1);
+	const tp_host_t *d1 = tp_fabric_host(f, 0);
+	assert_int_equal(d1->ncas, 2);
+	assert_int_equal(d1->nleaves, 2);
+	assert_int_equal(tp_fabric_group(f, d1->group[0])->nswitches, 2);
+	/* 8 default GPUs over 2 HCAs: GPUs 0-3 on rail 0, 4-7 on rail 1 */
+	assert_int_equal(d1->ngpus, 8);
+	assert_int_equal(d1->gpus[3].hca, 0);
+	assert_int_equal(d1->gpus[4].hca, 1);
+	assert_int_equal(tp_fabric_total_gpus(f), 32);
+	/* node-local NVLink domain per host with GPUs */
+	assert_int_equal(tp_fabric_nnvdomains(f), 4);
+	assert_false(tp_fabric_nvdomain(f, 0)->multi_node);
+	tp_fabric_destroy(f);
+}
+
+static void test_domains_and_guid_names(void **state)
+{
+	(void)state;
+	tp_fabric_t *f = small_tree();
+
+	assert_int_equal(tp__fabric_domain_add(f, "rackB", "h4"), TP_OK);
+	assert_int_equal(tp__fabric_domain_add(f, "rackA", "h1"), TP_OK);
+	assert_int_equal(tp__fabric_domain_add(f, "rackA", "h2"), TP_OK);
+	assert_int_equal(tp__fabric_domain_add(f, "rackA", "nosuch"), TP_OK);
+	assert_int_equal(tp__fabric_domain_add(f, "rackB", "h2"), TP_ERR_EXISTS);
+	f->guid_names = tp_calloc(1, sizeof(char *));
+	f->guid_names[0] = tp_strdup("named7");
+	f->nguid_names = f->capguid_names = 1;
+	assert_int_equal(tp_u64map_put(f->guid_name, 0x2000, 0), TP_OK);
+	assert_int_equal(tp_fabric_finalize(f, &(tp_finalize_opts_t){.default_gpus = 4}), TP_OK);
+	assert_int_equal(tp_fabric_unnamed_cas(f), 0);
+	assert_int_equal(tp_fabric_nhosts(f), 7);
+	assert_int_not_equal(tp_fabric_host_find(f, "named7"), TP_ID_NONE);
+	/* multi-node domains first, sorted by name; then one per host */
+	assert_string_equal(tp_fabric_nvdomain(f, 0)->name, "rackA");
+	assert_int_equal(tp_fabric_nvdomain(f, 0)->nhosts, 2);
+	assert_true(tp_fabric_nvdomain(f, 0)->multi_node);
+	assert_string_equal(tp_fabric_nvdomain(f, 1)->name, "rackB");
+	assert_int_equal(tp_fabric_nnvdomains(f), 2 + 4);
+	bool warned = false;
+	for (size_t i = 0; i < tp_fabric_nwarnings(f); i++)
+		warned |= strstr(tp_fabric_warning(f, i), "nosuch") != NULL;
+	assert_true(warned);
+	tp_fabric_destroy(f);
+}
+
+static void test_links_dedup_and_conflicts(void **state)
+{
+	(void)state;
+	tp_fabric_t *f = tp_fabric_create();
+	int sn = tp__fabric_new_subnet(f);
+	uint32_t a = sw(f, sn, 1, "a"), b = sw(f, sn, 2, "b"), c = sw(f, sn, 3, "c");
+	bool added;
+
+	cable(f, TP_NODE_SWITCH, a, 1, TP_NODE_SWITCH, b, 1);
+	/* the same cable seen from b */
+	assert_int_equal(tp__fabric_add_link(f, TP_NODE_SWITCH, b, 1, TP_NODE_SWITCH, a, 1, 4, LANE, true, &added), TP_OK);
+	assert_false(added);
+	/* a:1 is taken */
+	assert_int_equal(tp__fabric_add_link(f, TP_NODE_SWITCH, a, 1, TP_NODE_SWITCH, c, 1, 4, LANE, true, &added), TP_ERR_EXISTS);
+	assert_int_equal(tp_fabric_nlinks(f), 1);
+	assert_true(tp_fabric_link(f, 0)->gbps == 100.0);
+	/* same GUID in another subnet is another switch */
+	int sn2 = tp__fabric_new_subnet(f);
+	assert_int_not_equal(sw(f, sn2, 1, "a2"), a);
+	assert_int_equal(sw(f, sn, 1, "again"), a);
+	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
+	assert_int_equal(tp_fabric_nhosts(f), 0);
+	assert_int_equal(tp_fabric_nlevels(f), 0);
+	assert_int_equal(tp_fabric_ngroups(f), 0);
+	assert_null(tp_fabric_switch(f, 99));
+	tp_fabric_destroy(NULL);
+	tp_fabric_destroy(f);
+}
+
+/* Allocation failure anywhere in build + finalize is reported, not fatal. */
+static int fail_after;
+static void *fail_malloc(size_t n) { return fail_after-- > 0 ? malloc(n) : NULL; }
+static void *fail_calloc(size_t n, size_t s) { return fail_after-- > 0 ? calloc(n, s) : NULL; }
+static void *fail_realloc(void *p, size_t n) { return fail_after-- > 0 ? realloc(p, n) : NULL; }
+
+static void test_alloc_failure(void **state)
+{
+	(void)state;
+	const tp_allocator_t failing = {fail_malloc, fail_calloc, fail_realloc, free};
+	int failures = 0;
+
+	for (int n = 0; n < 400; n += 3) {
+		tp_fabric_t *f = small_tree();
+		fail_after = n;
+		tp_alloc_set(&failing);
+		tp_err_t err = tp_fabric_finalize(f, &(tp_finalize_opts_t){.default_gpus = 2});
+		tp_alloc_set(NULL);
+		if (err) {
+			assert_int_equal(err, TP_ERR_NOMEM);
+			failures++;
+		}
+		tp_fabric_destroy(f);
+	}
+	assert_true(failures > 10);
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {cmocka_unit_test(test_placeholder)};
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_small_tree),
+		cmocka_unit_test(test_rails),
+		cmocka_unit_test(test_domains_and_guid_names),
+		cmocka_unit_test(test_links_dedup_and_conflicts),
+		cmocka_unit_test(test_alloc_failure),
+	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
