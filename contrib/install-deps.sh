@@ -8,7 +8,7 @@ libcjson-dev libcmocka-dev libhwloc-dev hwloc
 libibnetdisc-dev libibumad-dev libibmad-dev infiniband-diags
 ibsim-utils libumad2sim0
 clang libclang-rt-14-dev
-procps iproute2 util-linux"
+procps iproute2 util-linux jq"
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps.sh: run as root (it uses apt-get)" >&2

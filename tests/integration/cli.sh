@@ -1,2 +1,140 @@
 #!/bin/sh
-exit 77
+# The topoplace command on real fixtures and generated fabrics: exit codes,
+# JSON fields the issue promises, one-line errors for bad input.
+. "$(dirname "$0")/lib.sh"
+T=$TOPOPLACE
+
+expect 0 "--help" $T --help
+expect 0 "--version" $T --version
+grep -q "topoplace 0" "$tmp/out" && ok "version printed" || bad "version printed"
+expect 2 "unknown command" $T frobnicate
+expect 0 "discover --help" $T discover --help
+expect 0 "fabric --help" $T fabric --help
+expect 2 "discover without a source" $T discover -o "$tmp/x.json"
+expect 2 "discover without -o" $T discover --ibnetdiscover /dev/null
+expect 2 "generate bad kind" $T fabric generate torus -o "$tmp/x.json"
+expect 2 "generate bad number" $T fabric generate fat-tree --leaves zero -o "$tmp/x.json"
+
+# ---- generated fabrics ----
+expect 0 "generate fat-tree" $T fabric generate fat-tree --leaves 4 --spines 2 --hosts-per-leaf 8 --uplinks 2 --interleave -o "$tmp/ft.json"
+$T fabric show "$tmp/ft.json" --json >"$tmp/ft.show"
+jeq "$tmp/ft.show" .hosts 32 "fat-tree hosts"
+jeq "$tmp/ft.show" .switches 6 "fat-tree switches"
+jeq "$tmp/ft.show" '.switch_levels|join(",")' "4,2" "fat-tree levels"
+jeq "$tmp/ft.show" '.groups|join(",")' "4,1" "fat-tree groups"
+jeq "$tmp/ft.show" .rails 1 "fat-tree rails"
+jeq "$tmp/ft.show" '.oversubscription[0]' 2 "fat-tree 8 down : 4 up"
+jeq "$tmp/ft.show" '.links' $((32 + 4 * 2 * 2)) "fat-tree links (parallel counted)"
+$T fabric hosts "$tmp/ft.json" --json >"$tmp/ft.hosts"
+jeq "$tmp/ft.hosts" 'length' 32 "hosts rows"
+jeq "$tmp/ft.hosts" '.[0].gpus' 8 "hosts gpus"
+# interleaved: node001 and node002 are on different leaves
+jeq "$tmp/ft.hosts" '(.[0].groups[0] != .[1].groups[0])' true "interleaved groups"
+expect 0 "topology-conf" $T fabric topology-conf "$tmp/ft.json" -o "$tmp/topology.conf"
+grep -q '^SwitchName=.*Nodes=' "$tmp/topology.conf" && ok "tree has leaf lines" || bad "tree has leaf lines"
+grep -q '^SwitchName=.*Switches=' "$tmp/topology.conf" && ok "tree has a top line" || bad "tree has a top line"
+expect 0 "topology-conf --block" $T fabric topology-conf "$tmp/ft.json" --block
+grep -q '^BlockName=' "$tmp/out" && ok "block lines" || bad "block lines"
+expect 2 "show takes no -o" $T fabric show "$tmp/ft.json" -o x
+
+expect 0 "generate rail" $T fabric generate rail --sus 2 --hosts-per-su 4 --rails 4 --spines-per-rail 2 -o "$tmp/rail.json"
+$T fabric show "$tmp/rail.json" --json >"$tmp/rail.show"
+jeq "$tmp/rail.show" .rails 4 "rail rails"
+jeq "$tmp/rail.show" .subnets 4 "rail subnets"
+jeq "$tmp/rail.show" '.groups[0]' 2 "rail level-1 groups = SUs"
+jeq "$tmp/rail.show" .degraded_hosts 0 "rail degraded"
+expect 0 "generate nvl72" $T fabric generate nvl72 --racks 2 -o "$tmp/nvl.json"
+$T fabric show "$tmp/nvl.json" --json >"$tmp/nvl.show"
+jeq "$tmp/nvl.show" .multi_node_nvlink_domains 2 "nvl72 racks are domains"
+jeq "$tmp/nvl.show" .gpus 144 "nvl72 GPUs"
+
+# ---- generated fabric through the ibnetdiscover reader + node data ----
+expect 0 "ibsim-net" $T fabric ibsim-net "$tmp/ft.json" -o "$tmp/ft.net"
+mkdir -p "$tmp/xml" "$tmp/smi"
+if [ -n "$TP_FIXTURES" ] && [ -d "$TP_FIXTURES/hwloc" ]; then
+	cp "$TP_FIXTURES/hwloc/ParaStation-psmgmt/topo.jrc0386.xml" "$tmp/xml/node001.xml"
+	cp "$TP_FIXTURES/nvidia-smi/dgx-a100_topo-m.gengwg-cheatsheets.txt" "$tmp/smi/node002.txt"
+	cp "$TP_FIXTURES/hwloc/ParaStation-psmgmt/topo.jrc0386.xml" "$tmp/xml/stranger.xml"
+fi
+expect 0 "discover generated text + node data" $T discover --ibnetdiscover "$tmp/ft.net" \
+	--node-xml "$tmp/xml" --nvidia-smi "$tmp/smi" --gpus-per-host 2 -o "$tmp/ftd.json"
+$T fabric hosts "$tmp/ftd.json" --json >"$tmp/ftd.hosts"
+jeq "$tmp/ftd.hosts" 'length' 32 "same hosts through text"
+jeq "$tmp/ftd.hosts" '.[2].gpus' 2 "--gpus-per-host default"
+if [ -n "$TP_FIXTURES" ] && [ -d "$TP_FIXTURES/hwloc" ]; then
+	jeq "$tmp/ftd.hosts" '.[0].gpus' 4 "JURECA-DC hwloc XML: 4 A100"
+	jeq "$tmp/ftd.hosts" '.[1].gpus' 8 "DGX A100 nvidia-smi: 8 GPUs"
+	grep -q stranger "$tmp/err" && ok "unknown host's XML warned" || bad "unknown host's XML warned"
+fi
+
+# ---- every real fabric dump ----
+if [ -z "$TP_FIXTURES" ] || [ ! -d "$TP_FIXTURES/ib" ]; then
+	echo "# fixtures absent: real-dump checks skipped"
+	finish
+fi
+n=0
+for f in $(find "$TP_FIXTURES/ib" \( -name '*.out' -o -name '*.topo' -o -name 'ib-subnet-*.txt' \) | sort); do
+	if $T discover -q --ibnetdiscover "$f" -o "$tmp/fx.json" 2>"$tmp/err"; then
+		$T fabric show "$tmp/fx.json" --json >"$tmp/fx.show" &&
+			jq -e '(.hosts|type=="number") and (.switches|type=="number") and (.links|type=="number")
+			 and (.switch_levels|type=="array") and (.rails|type=="number") and (.groups|type=="array")
+			 and (.unnamed_cas|type=="number") and (.degraded_hosts|type=="number")
+			 and (.warnings|type=="array")' "$tmp/fx.show" >/dev/null &&
+			n=$((n + 1)) || bad "show --json fields for $f"
+	else
+		bad "discover $f: $(cat "$tmp/err")"
+	fi
+done
+[ "$n" -ge 10 ] && ok "$n real dumps discovered and shown" || bad "only $n real dumps discovered"
+
+nv="$TP_FIXTURES/ib/NVIDIA-topograph/ibnetdiscover-example.out"
+$T discover -q --ibnetdiscover "$nv" -o "$tmp/nv.json"
+$T fabric show "$tmp/nv.json" --json >"$tmp/nv.show"
+jeq "$tmp/nv.show" .switches 40 "SuperPOD switches"
+jeq "$tmp/nv.show" .sharp_cas 40 "SuperPOD SHArP nodes are not hosts"
+expect 0 "SuperPOD topology.conf" $T fabric topology-conf "$tmp/nv.json"
+
+# two subnets, one discover
+p2="$TP_FIXTURES/ib/hwloc-netloc/plafrim2"
+expect 0 "two subnets" $T discover -q --ibnetdiscover "$p2"/ib-subnet-*.txt -o "$tmp/p2.json"
+$T fabric show "$tmp/p2.json" --json >"$tmp/p2.show"
+jeq "$tmp/p2.show" .subnets 2 "plafrim2 subnets"
+
+# unnamed CAs named through a GUID map
+pf="$TP_FIXTURES/ib/hwloc-netloc/plafrim/ib-subnet-fe80_0000_0000_0000.txt"
+$T discover -q --ibnetdiscover "$pf" -o "$tmp/pf.json"
+$T fabric show "$tmp/pf.json" --json >"$tmp/pf.show"
+un=$(jq .unnamed_cas "$tmp/pf.show")
+if [ "$un" -gt 0 ]; then
+	ok "plafrim has $un unnamed CAs"
+	guid=$(jq -r '[.cas[] | select(.desc | test("^MT[0-9]+ "))][0].guid' "$tmp/pf.json")
+	printf '# test map\n%s  mapped-host\n' "$guid" >"$tmp/gmap"
+	$T discover -q --ibnetdiscover "$pf" --guid-map "$tmp/gmap" -o "$tmp/pfm.json"
+	$T fabric show "$tmp/pfm.json" --json >"$tmp/pfm.show"
+	jeq "$tmp/pfm.show" .unnamed_cas $((un - 1)) "--guid-map names one CA"
+	$T fabric hosts "$tmp/pfm.json" --json | jq -e 'any(.[]; .name == "mapped-host")' >/dev/null &&
+		ok "mapped host listed" || bad "mapped host listed"
+else
+	bad "plafrim should have unnamed CAs"
+fi
+
+# ---- bad input: one line naming the file, exit 2 ----
+head -c 3000 "$nv" >"$tmp/trunc.txt"
+printf 'Switch 36 "S-00' >>"$tmp/trunc.txt"
+expect 2 "truncated dump" $T discover --ibnetdiscover "$tmp/trunc.txt" -o "$tmp/t.json"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "^topoplace: $tmp/trunc.txt:[0-9]*: " "$tmp/err" &&
+	ok "truncated: one line with file:line" || bad "truncated: $(cat "$tmp/err")"
+head -c 4096 /dev/urandom >"$tmp/bin.txt"
+expect 2 "binary dump" $T discover --ibnetdiscover "$tmp/bin.txt" -o "$tmp/t.json"
+grep -q "^topoplace: $tmp/bin.txt" "$tmp/err" && ok "binary: names the file" || bad "binary: $(cat "$tmp/err")"
+: >"$tmp/empty.txt"
+expect 2 "empty dump" $T discover --ibnetdiscover "$tmp/empty.txt" -o "$tmp/t.json"
+expect 2 "missing file" $T discover --ibnetdiscover "$tmp/nope.txt" -o "$tmp/t.json"
+echo '{"format":"topoplace-fabric/1"' >"$tmp/bad.json"
+expect 2 "corrupt fabric JSON" $T fabric show "$tmp/bad.json"
+grep -q "^topoplace: $tmp/bad.json: " "$tmp/err" && ok "corrupt JSON names the file" || bad "corrupt JSON: $(cat "$tmp/err")"
+mkdir -p "$tmp/x3"
+cp "$TP_FIXTURES/hwloc/hwloc-tests/v3.0-format/nvidiaDGX2.xml" "$tmp/x3/node001.xml"
+expect 2 "hwloc XML format 3.0" $T discover --ibnetdiscover "$tmp/ft.net" --node-xml "$tmp/x3" -o "$tmp/t.json"
+grep -q "node001.xml" "$tmp/err" && ok "3.0 error names the file" || bad "3.0 error: $(cat "$tmp/err")"
+finish
