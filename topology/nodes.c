@@ -1,1 +1,216 @@
+/*
+ * Per-node GPU data for a whole directory, and the multi-node NVLink
+ * domain map.
+ *
+ * Node files are matched to hosts the IB readers already found: a file
+ * for an unknown host is a typo or a node off the fabric, and creating a
+ * host for it would give placement a node it cannot reach. Files are read
+ * in name order so warnings and results do not depend on readdir.
+ */
 #include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "topology_int.h"
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void names_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		tp_free(names[i]);
+	tp_free(names);
+}
+
+/* Regular files in dir ending in ext (with a non-empty stem), sorted. */
+static tp_err_t list_dir(tp_fabric_t *f, const char *dir, const char *ext,
+			 char ***names_p, size_t *n_p)
+{
+	size_t elen = strlen(ext), n = 0, cap = 0;
+	char **names = NULL;
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return tp__fabric_fail(
+		    f, errno == ENOENT ? TP_ERR_NOTFOUND : TP_ERR_IO,
+		    "%s: cannot open directory: %s", dir, strerror(errno));
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		struct stat st;
+		void *arr = names;
+		char *path;
+		int rc;
+
+		if (de->d_name[0] == '.' || len <= elen ||
+		    strcmp(de->d_name + len - elen, ext) != 0)
+			continue;
+		path = tp_asprintf("%s/%s", dir, de->d_name);
+		if (!path)
+			goto nomem;
+		rc = stat(path, &st);
+		tp_free(path);
+		if (rc != 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (tp_grow(&arr, &cap, n + 1, sizeof(*names)))
+			goto nomem;
+		names = arr;
+		if (!(names[n] = tp_strdup(de->d_name)))
+			goto nomem;
+		n++;
+	}
+	closedir(d);
+	if (n > 1)
+		qsort(names, n, sizeof(*names), name_cmp);
+	*names_p = names;
+	*n_p = n;
+	return TP_OK;
+nomem:
+	closedir(d);
+	names_free(names, n);
+	return tp__fabric_fail(f, TP_ERR_NOMEM, "%s: out of memory", dir);
+}
+
+tp_err_t tp_fabric_read_node_dir(tp_fabric_t *f, const char *dir, bool hwloc)
+{
+	const char *ext = hwloc ? ".xml" : ".txt";
+	char **names = NULL;
+	size_t n = 0;
+	tp_err_t err;
+
+	err = list_dir(f, dir, ext, &names, &n);
+	if (err)
+		return err;
+	if (n == 0)
+		tp__fabric_warn(f, "%s: no *%s node files", dir, ext);
+	for (size_t i = 0; i < n && !err; i++) {
+		size_t stem = strlen(names[i]) - strlen(ext);
+		char *host = tp_strndup(names[i], stem);
+		char *path = tp_asprintf("%s/%s", dir, names[i]);
+		uint32_t idx;
+
+		if (!host || !path) {
+			err = tp__fabric_fail(f, TP_ERR_NOMEM,
+					      "%s: out of memory", dir);
+		} else if (tp__fabric_host_get(f, host, false, &idx) != TP_OK) {
+			tp__fabric_warn(f,
+					"%s: host %s is not in the fabric; "
+					"skipped",
+					path, host);
+		} else if (hwloc) {
+			err = tp_fabric_read_node_hwloc(f, host, path);
+		} else {
+			err = tp_fabric_read_node_nvsmi(f, host, path);
+		}
+		tp_free(host);
+		tp_free(path);
+	}
+	names_free(names, n);
+	return err;
+}
+
+static const char *domain_of(const tp_fabric_t *f, const char *host)
+{
+	for (size_t i = 0; i < f->ndom_entries; i++)
+		if (strcmp(f->dom_host[i], host) == 0)
+			return f->dom_name[i];
+	return "?";
+}
+
+static tp_err_t domain_line(tp_fabric_t *f, const char *path, size_t line,
+			    char *s)
+{
+	char *hash = strchr(s, '#'), *list, **names = NULL;
+	size_t n = 0;
+	tp_err_t err;
+
+	if (hash)
+		*hash = '\0';
+	s = tp_strtrim(s);
+	if (!*s)
+		return TP_OK;
+	list = s + strcspn(s, " \t");
+	if (*list)
+		*list++ = '\0';
+	list = tp_strtrim(list);
+	if (!*list)
+		return tp__fabric_fail(f, TP_ERR_PARSE,
+				       "%s:%zu: domain %s has no hosts", path,
+				       line, s);
+	/* One host list, no spaces: a stray word is a typo, not a host. */
+	if (list[strcspn(list, " \t")])
+		return tp__fabric_fail(f, TP_ERR_PARSE,
+				       "%s:%zu: expected 'domain hostlist', "
+				       "got more fields",
+				       path, line);
+	err = tp_hostlist_expand(list, &names, &n);
+	if (err == TP_ERR_NOMEM)
+		return tp__fabric_fail(f, err, "%s: out of memory", path);
+	if (err)
+		return tp__fabric_fail(f, TP_ERR_PARSE,
+				       "%s:%zu: bad host list '%.64s': %s",
+				       path, line, list, tp_strerror(err));
+	for (size_t i = 0; i < n && !err; i++) {
+		err = tp__fabric_domain_add(f, s, names[i]);
+		if (err == TP_ERR_EXISTS)
+			err = tp__fabric_fail(f, TP_ERR_PARSE,
+					      "%s:%zu: host %s already in "
+					      "domain %s",
+					      path, line, names[i],
+					      domain_of(f, names[i]));
+		else if (err)
+			err =
+			    tp__fabric_fail(f, err, "%s: out of memory", path);
+	}
+	tp_hostlist_free(names, n);
+	return err;
+}
+
+/* A map that fails half way must not leave half its domains behind. */
+static void domain_rollback(tp_fabric_t *f, size_t keep)
+{
+	while (f->ndom_entries > keep) {
+		f->ndom_entries--;
+		tp_free(f->dom_name[f->ndom_entries]);
+		tp_free(f->dom_host[f->ndom_entries]);
+	}
+}
+
+tp_err_t tp_fabric_read_domain_map(tp_fabric_t *f, const char *path)
+{
+	size_t len, line = 0, keep = f->ndom_entries;
+	char *buf = NULL, *s, *end;
+	tp_err_t err;
+
+	err = tp_file_read(path, &buf, &len);
+	if (err)
+		return tp__fabric_fail(f, err, "%s: cannot read: %s", path,
+				       tp_strerror(err));
+	end = buf + len;
+	for (s = buf; s < end && !err; s++) {
+		char *e = memchr(s, '\n', (size_t)(end - s));
+
+		if (!e)
+			e = end;
+		line++;
+		if (memchr(s, '\0', (size_t)(e - s))) {
+			err = tp__fabric_fail(
+			    f, TP_ERR_PARSE, "%s:%zu: binary data", path, line);
+			break;
+		}
+		*e = '\0';
+		err = domain_line(f, path, line, s);
+		s = e;
+	}
+	tp_free(buf);
+	if (err)
+		domain_rollback(f, keep);
+	return err;
+}

@@ -1,7 +1,928 @@
+/* Node readers: hwloc XML, nvidia-smi topo -m, node directories and the
+ * NVLink domain map.
+ *
+ * Every expectation on a shared fixture was established from the file
+ * itself, not from the reader; the comment beside it says how. "lstopo"
+ * below means
+ *   lstopo-no-graphics --if xml --input FILE -p --no-caches --merge
+ * whose tree shows which PCI bridge, NUMA node and package each GPU and
+ * OpenFabrics device hangs off. */
 #include "tp_test.h"
-static void test_placeholder(void **state) { (void)state; skip(); }
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "topology_int.h"
+
+#define MAXG 16
+
+typedef struct want {
+	const char *rel; /* fixture path */
+	size_t ngpus;
+	const char *model;     /* every GPU's model, NULL = none */
+	const char *pci[MAXG]; /* NULL = not checked */
+	int numa[MAXG];
+	const char *nic[MAXG]; /* "" = no NIC expected */
+	double nvlink;	       /* every GPU's, Gbit/s */
+} want_t;
+
+static const tp_host_t *host_of(tp_fabric_t *f, const char *name)
+{
+	uint32_t i = tp_fabric_host_find(f, name);
+
+	assert_int_not_equal(i, TP_ID_NONE);
+	return tp_fabric_host(f, i);
+}
+
+static void check_want(tp_fabric_t *f, const char *host, const want_t *w)
+{
+	const tp_host_t *h = host_of(f, host);
+
+	assert_true(h->has_node_data);
+	assert_int_equal(h->ngpus, w->ngpus);
+	for (size_t g = 0; g < w->ngpus; g++) {
+		const tp_gpu_t *gpu = &h->gpus[g];
+
+		assert_int_equal(gpu->index, (int)g);
+		assert_int_equal(gpu->hca, -1);
+		if (w->model)
+			assert_string_equal(gpu->model, w->model);
+		else
+			assert_null(gpu->model);
+		if (w->pci[g])
+			assert_string_equal(gpu->pci, w->pci[g]);
+		assert_int_equal(gpu->numa, w->numa[g]);
+		if (w->nic[g][0])
+			assert_string_equal(gpu->nic, w->nic[g]);
+		else
+			assert_null(gpu->nic);
+		assert_true(gpu->nvlink_gbps == w->nvlink);
+	}
+}
+
+/* hwloc may be compiled out: the stub then answers UNSUPPORTED. */
+static bool have_hwloc(void)
+{
+	tp_fabric_t *f = tp_fabric_create();
+	tp_err_t err = tp_fabric_read_node_hwloc(f, "probe", "/nonexistent");
+
+	tp_fabric_destroy(f);
+	return err != TP_ERR_UNSUPPORTED;
+}
+
+#define HWLOC_OR_SKIP()                                                        \
+	do {                                                                   \
+		if (!have_hwloc())                                             \
+			skip();                                                \
+	} while (0)
+
+static void load_hwloc_want(const want_t *w)
+{
+	TP_FIXTURE_OR_SKIP(path, w->rel);
+	tp_fabric_t *f = tp_fabric_create();
+
+	assert_non_null(f);
+	assert_int_equal(tp_fabric_read_node_hwloc(f, "node", path), TP_OK);
+	check_want(f, "node", w);
+	tp_fabric_destroy(f);
+}
+
+/* ---- hwloc: every XML under fixtures/hwloc ------------------------------ */
+
+/* JSC nodes: no CUDA/NVML OS devices
+ * (grep -c 'name="cuda\|name="nvml' -> 0) and no PCI names
+ * (grep -c PCIDevice -> 0), so GPUs come from PCI class and have no model.
+ * GPU count: grep -c 'pci_type="0302 \[10de:' FILE. Bus ids:
+ * grep -o 'pci_busid="[^"]*" pci_type="0302 \[10de' FILE, in bus order.
+ * NUMA and NIC from lstopo: each A100 shares a PCI switch with one HDR
+ * HCA; which mlx5 that is differs from node to node. */
+static void test_hwloc_jureca_dc(void **state)
+{
+	static const want_t w0323 = {
+	    "hwloc/ParaStation-psmgmt/topo.jrc0323.xml",
+	    4,
+	    NULL,
+	    {"0000:03:00.0", "0000:44:00.0", "0000:84:00.0", "0000:c4:00.0"},
+	    {3, 1, 7, 5},
+	    {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"},
+	    0};
+	/* hwloc 1.x format (hwloc.dtd, <topology> without version). */
+	static const want_t w0386 = {
+	    "hwloc/ParaStation-psmgmt/topo.jrc0386.xml",
+	    4,
+	    NULL,
+	    {"0000:03:00.0", "0000:44:00.0", "0000:84:00.0", "0000:c4:00.0"},
+	    {3, 1, 7, 5},
+	    {"mlx5_1", "mlx5_0", "mlx5_3", "mlx5_2"},
+	    0};
+
+	(void)state;
+	HWLOC_OR_SKIP();
+	load_hwloc_want(&w0323);
+	load_hwloc_want(&w0386);
+}
+
+static void test_hwloc_juwels_booster(void **state)
+{
+	static const want_t w1 = {
+	    "hwloc/ParaStation-psmgmt/topo.jwb0001.xml",
+	    4,
+	    NULL,
+	    {"0000:03:00.0", "0000:44:00.0", "0000:84:00.0", "0000:c4:00.0"},
+	    {3, 1, 7, 5},
+	    {"mlx5_1", "mlx5_0", "mlx5_3", "mlx5_2"},
+	    0};
+	static const want_t w4 = {
+	    "hwloc/ParaStation-psmgmt/topo.jwb0004.xml",
+	    4,
+	    NULL,
+	    {"0000:03:00.0", "0000:44:00.0", "0000:84:00.0", "0000:c4:00.0"},
+	    {3, 1, 7, 5},
+	    {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"},
+	    0};
+
+	(void)state;
+	HWLOC_OR_SKIP();
+	load_hwloc_want(&w1);
+	load_hwloc_want(&w4);
+}
+
+static void test_hwloc_other_jsc(void **state)
+{
+	/* JUWELS Cluster GPU: 4x V100 10de:1db1, two per socket behind one
+	 * PCI switch with one EDR HCA each (lstopo). */
+	static const want_t jwc = {
+	    "hwloc/ParaStation-psmgmt/topo.jwc09n003.xml",
+	    4,
+	    NULL,
+	    {"0000:5d:00.0", "0000:5e:00.0", "0000:88:00.0", "0000:89:00.0"},
+	    {0, 0, 1, 1},
+	    {"mlx5_0", "mlx5_0", "mlx5_1", "mlx5_1"},
+	    0};
+	/* MeluXina: 4 A100 but only 2 HCAs, on NUMA 1 and 7 (lstopo); the
+	 * GPUs on NUMA 3 and 5 take the HCA of their own package. */
+	static const want_t mel = {
+	    "hwloc/ParaStation-psmgmt/topo.mel2001.xml",
+	    4,
+	    NULL,
+	    {"0000:03:00.0", "0000:44:00.0", "0000:84:00.0", "0000:c3:00.0"},
+	    {3, 1, 7, 5},
+	    {"mlx5_0", "mlx5_0", "mlx5_1", "mlx5_1"},
+	    0};
+	/* JUSUF: one V100 PCIe (10de:1db4) on NUMA 3. mlx5_0 (class 0200,
+	 * Ethernet) and mlx5_1 (0207, InfiniBand) sit on NUMA 2 of the same
+	 * package: the IB port must win although mlx5_0 sorts first. */
+	static const want_t jsfc = {"hwloc/ParaStation-psmgmt/topo.jsfc005.xml",
+				    1,
+				    NULL,
+				    {"0000:01:00.0"},
+				    {3},
+				    {"mlx5_1"},
+				    0};
+
+	(void)state;
+	HWLOC_OR_SKIP();
+	load_hwloc_want(&jwc);
+	load_hwloc_want(&mel);
+	load_hwloc_want(&jsfc);
+}
+
+/* DGX-2: grep -c 'name="nvml[0-9]*"' -> 16 NVML OS devices, model from
+ * their GPUModel info. 12 NVSwitches (grep -c 'subtype="NVSwitch"'; 11
+ * of class 0680, one with an all-zero pci_type) are not GPUs. No
+ * OpenFabrics device in the file. NVLinkBandwidth: every GPU
+ * row holds six 25000 MB/s entries (to NVSwitch ports) = 150 GB/s =
+ * 1200 Gbit/s. lstopo: nvml0-7 under Package 0 / NUMA 0, nvml8-15 under
+ * NUMA 1. */
+static void test_hwloc_dgx2(void **state)
+{
+	static const want_t w = {
+	    "hwloc/hwloc-tests/nvidiaDGX2.xml",
+	    16,
+	    "Tesla V100-SXM3-32GB-H",
+	    {"0000:34:00.0", "0000:36:00.0", "0000:39:00.0", "0000:3b:00.0",
+	     "0000:57:00.0", "0000:59:00.0", "0000:5c:00.0", "0000:5e:00.0",
+	     "0000:b7:00.0", "0000:b9:00.0", "0000:bc:00.0", "0000:be:00.0",
+	     "0000:e0:00.0", "0000:e2:00.0", "0000:e5:00.0", "0000:e7:00.0"},
+	    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
+	    {"", "", "", "", "", "", "", "", "", "", "", "", "", "", "", ""},
+	    1200};
+
+	(void)state;
+	HWLOC_OR_SKIP();
+	load_hwloc_want(&w);
+}
+
+/* POWER8 Minsky: cuda0-3, opencl0d0-3 and nvml0-3 on 4 PCI functions
+ * (grep -o 'pci_busid="[^"]*" pci_type="0302' -> 0002: 0003: 000a: 000b:)
+ * = 4 GPUs, not 12. NVLinkBandwidth rows: 40000 MB/s to the peer GPU and
+ * 40000 to the package = 80 GB/s = 640 Gbit/s. */
+static void test_hwloc_power8(void **state)
+{
+	static const want_t w = {
+	    "hwloc/hwloc-tests/power8gpudistances.xml",
+	    4,
+	    "Tesla P100-SXM2-16GB",
+	    {"0002:01:00.0", "0003:01:00.0", "000a:01:00.0", "000b:01:00.0"},
+	    {0, 0, 1, 1},
+	    {"", "", "", ""},
+	    640};
+
+	(void)state;
+	HWLOC_OR_SKIP();
+	load_hwloc_want(&w);
+}
+
+/* Three 10de:1094 PCI GPUs (grep -c '0302 \[10de:1094\]' -> 3) but only
+ * 84:00.0 has a CUDA device (cuda0, "Tesla K40m"): when CUDA/NVML devices
+ * exist they are the GPUs the node can use. opencl0d1 is the AMD card at
+ * 84:00.1, the Matrox VGA at 05:03.0 is the BMC. mlx5_0 is the only
+ * OpenFabrics device. */
+static void test_hwloc_32em64t(void **state)
+{
+	static const want_t normal = {
+	    "hwloc/hwloc-tests/32em64t-2n8c2t-pci-normalio.xml",
+	    1,
+	    "Tesla K40m",
+	    {"0000:84:00.0"},
+	    {1},
+	    {"mlx5_0"},
+	    0};
+	static const want_t whole = {
+	    "hwloc/hwloc-tests/32em64t-2n8c2t-pci-wholeio.xml",
+	    1,
+	    "Tesla K40m",
+	    {"0000:84:00.0"},
+	    {1},
+	    {"mlx5_0"},
+	    0};
+
+	(void)state;
+	HWLOC_OR_SKIP();
+	load_hwloc_want(&normal);
+	load_hwloc_want(&whole);
+}
+
+/* PlaFRIM mirage: 3x Tesla M2070 as PCI devices only
+ * (grep -c '0302 \[10de:06d2\]' -> 3); lstopo: 06:00.0 on NUMA 0 next to
+ * mlx4_0, 11:00.0 and 14:00.0 on NUMA 1. */
+static void test_hwloc_plafrim(void **state)
+{
+	static const want_t mirage = {
+	    "hwloc/netloc-nodes/plafrim-mirage006.xml",
+	    3,
+	    NULL,
+	    {"0000:06:00.0", "0000:11:00.0", "0000:14:00.0"},
+	    {0, 1, 1},
+	    {"mlx4_0", "mlx4_0", "mlx4_0"},
+	    0};
+	/* CPU nodes and test files without NVIDIA devices:
+	 * grep -c '\[10de:' -> 0 in each. */
+	static const want_t none[] = {
+	    {"hwloc/netloc-nodes/plafrim-bonobo001.xml",
+	     0,
+	     NULL,
+	     {0},
+	     {0},
+	     {0},
+	     0},
+	    {"hwloc/hwloc-tests/devel09-pci.xml", 0, NULL, {0}, {0}, {0}, 0},
+	    {"hwloc/hwloc-tests/16intel64-manyVFs.xml",
+	     0,
+	     NULL,
+	     {0},
+	     {0},
+	     {0},
+	     0},
+	};
+
+	(void)state;
+	HWLOC_OR_SKIP();
+	load_hwloc_want(&mirage);
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
+		load_hwloc_want(&none[i]);
+}
+
+/* GH200 export without I/O (grep -c PCIDev -> 0): the GPU count is
+ * unknown, so the host gets no node data and a warning, not zero GPUs. */
+static void test_hwloc_no_io(void **state)
+{
+	TP_FIXTURE_OR_SKIP(
+	    path, "hwloc/uliegecsm-hwloc-xml-parser/nvidia-gh-200.xml");
+	tp_fabric_t *f = tp_fabric_create();
+	const tp_host_t *h;
+
+	(void)state;
+	HWLOC_OR_SKIP();
+	assert_int_equal(tp_fabric_read_node_hwloc(f, "gh", path), TP_OK);
+	h = host_of(f, "gh");
+	assert_false(h->has_node_data);
+	assert_int_equal(h->ngpus, 0);
+	assert_int_equal(tp_fabric_nwarnings(f), 1);
+	assert_non_null(strstr(tp_fabric_warning(f, 0), "without I/O"));
+	tp_fabric_destroy(f);
+}
+
+/* <topology version="3.0"> in every file of v3.0-format/. */
+static void test_hwloc_v3_refused(void **state)
+{
+	static const char *files[] = {
+	    "16intel64-manyVFs.xml",
+	    "32em64t-2n8c2t-pci-normalio.xml",
+	    "32em64t-2n8c2t-pci-wholeio.xml",
+	    "nvidia-dgx-gb10.xml",
+	    "nvidiaDGX2.xml",
+	    "power8gpudistances.xml",
+	};
+
+	(void)state;
+	HWLOC_OR_SKIP();
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char rel[256];
+		snprintf(rel, sizeof(rel), "hwloc/hwloc-tests/v3.0-format/%s",
+			 files[i]);
+		TP_FIXTURE_OR_SKIP(path, rel);
+		tp_fabric_t *f = tp_fabric_create();
+		const char *e;
+
+		assert_int_equal(tp_fabric_read_node_hwloc(f, "n", path),
+				 TP_ERR_FORMAT);
+		e = tp_fabric_error(f);
+		assert_non_null(strstr(e, files[i]));
+		assert_non_null(strstr(e, "format 3.0"));
+		assert_non_null(strstr(e, "cannot read this XML"));
+		assert_null(strchr(e, '\n'));
+		/* Nothing half-built. */
+		assert_int_equal(tp_fabric_nhosts(f), 0);
+		tp_fabric_destroy(f);
+	}
+}
+
+/* Replacing a host's GPUs with a second read. */
+static void test_hwloc_replace(void **state)
+{
+	char p8[4096];
+	tp_fabric_t *f;
+
+	(void)state;
+	HWLOC_OR_SKIP();
+	TP_FIXTURE_OR_SKIP(dgx2, "hwloc/hwloc-tests/nvidiaDGX2.xml");
+	f = tp_fabric_create();
+	snprintf(p8, sizeof(p8), "%s", dgx2);
+	strcpy(strrchr(p8, '/') + 1, "power8gpudistances.xml");
+	assert_int_equal(tp_fabric_read_node_hwloc(f, "n", p8), TP_OK);
+	assert_int_equal(host_of(f, "n")->ngpus, 4);
+	assert_int_equal(tp_fabric_read_node_hwloc(f, "n", dgx2), TP_OK);
+	assert_int_equal(host_of(f, "n")->ngpus, 16);
+	assert_int_equal(tp_fabric_nhosts(f), 1);
+	tp_fabric_destroy(f);
+}
+
+static char *write_tmp(const void *data, size_t len)
+{
+	char tmpl[] = "/tmp/tp-test-node-XXXXXX";
+	int fd = mkstemp(tmpl);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	close(fd);
+	return strdup(tmpl);
+}
+
+static void expect_fail(tp_err_t (*rd)(tp_fabric_t *, const char *,
+				       const char *),
+			const char *path, tp_err_t want, const char *msg)
+{
+	tp_fabric_t *f = tp_fabric_create();
+	const char *e;
+
+	assert_int_equal(rd(f, "n", path), want);
+	e = tp_fabric_error(f);
+	if (!strstr(e, msg))
+		fail_msg("error '%s' lacks '%s'", e, msg);
+	assert_null(strchr(e, '\n'));
+	assert_int_equal(tp_fabric_nhosts(f), 0);
+	tp_fabric_destroy(f);
+}
+
+/* Built without hwloc: the stub names the file and the reason. */
+static void test_hwloc_stub(void **state)
+{
+	(void)state;
+	if (have_hwloc())
+		skip();
+	expect_fail(tp_fabric_read_node_hwloc, "/some/node.xml",
+		    TP_ERR_UNSUPPORTED, "/some/node.xml: built without hwloc");
+}
+
+static void test_hwloc_hostile(void **state)
+{
+	static const char garbage[] = "\x7f"
+				      "ELF\x02\x01\x01\0\0\0binary";
+	char *bin;
+
+	(void)state;
+	HWLOC_OR_SKIP();
+	expect_fail(tp_fabric_read_node_hwloc, tp_test_data("node-empty.txt"),
+		    TP_ERR_PARSE, "node-empty.txt: hwloc cannot parse");
+	expect_fail(tp_fabric_read_node_hwloc,
+		    tp_test_data("node-hwloc-truncated.xml"), TP_ERR_PARSE,
+		    "node-hwloc-truncated.xml: hwloc cannot parse");
+	expect_fail(tp_fabric_read_node_hwloc,
+		    tp_test_data("node-nvsmi-spaces.txt"), TP_ERR_PARSE,
+		    "hwloc cannot parse");
+	expect_fail(tp_fabric_read_node_hwloc, "/nonexistent/n.xml",
+		    TP_ERR_NOTFOUND, "/nonexistent/n.xml: cannot read");
+	bin = write_tmp(garbage, sizeof(garbage));
+	expect_fail(tp_fabric_read_node_hwloc, bin, TP_ERR_PARSE,
+		    "hwloc cannot parse");
+	unlink(bin);
+	free(bin);
+}
+
+/* ---- nvidia-smi --------------------------------------------------------- */
+
+static void load_nvsmi_want(const want_t *w, bool fixture)
+{
+	const char *path =
+	    fixture ? tp_test_fixture(w->rel) : tp_test_data(w->rel);
+	tp_fabric_t *f;
+
+	if (!path)
+		skip();
+	f = tp_fabric_create();
+	assert_int_equal(tp_fabric_read_node_nvsmi(f, "node", path), TP_OK);
+	check_want(f, "node", w);
+	tp_fabric_destroy(f);
+}
+
+/* DGX A100 (NPS4): 8 GPU columns; NUMA Affinity column 3 3 1 1 7 7 5 5.
+ * PXB cells: GPU0/1 -> mlx5_0, mlx5_1 (tie: first column, mlx5_0);
+ * GPU2/3 -> mlx5_2,3; GPU4/5 -> mlx5_6,7; GPU6/7 -> mlx5_8,9. mlx5_4/5
+ * and 10/11 are SYS to every GPU (storage). NV12 to all 7 peers is the
+ * NVSwitch picture: 12 links x 200 Gbit/s = 2400, not 7 x 12 links. */
+static void test_nvsmi_dgx_a100(void **state)
+{
+	static const want_t w = {
+	    "nvidia-smi/dgx-a100_topo-m.gengwg-cheatsheets.txt",
+	    8,
+	    NULL,
+	    {0},
+	    {3, 3, 1, 1, 7, 7, 5, 5},
+	    {"mlx5_0", "mlx5_0", "mlx5_2", "mlx5_2", "mlx5_6", "mlx5_6",
+	     "mlx5_8", "mlx5_8"},
+	    2400};
+
+	(void)state;
+	load_nvsmi_want(&w, true);
+}
+
+/* DGX-1 topo -mp: PCIe only, no NV cells. PIX: GPU0/1 -> mlx5_0,
+ * GPU2/3 -> mlx5_1, GPU4/5 -> mlx5_2, GPU6/7 -> mlx5_3. NUMA Affinity
+ * 0 x4, 1 x4. */
+static void test_nvsmi_dgx1_mp(void **state)
+{
+	static const want_t w = {
+	    "nvidia-smi/dgx1_topo-mp.gengwg-cheatsheets.txt",
+	    8,
+	    NULL,
+	    {0},
+	    {0, 0, 0, 0, 1, 1, 1, 1},
+	    {"mlx5_0", "mlx5_0", "mlx5_1", "mlx5_1", "mlx5_2", "mlx5_2",
+	     "mlx5_3", "mlx5_3"},
+	    0};
+
+	(void)state;
+	load_nvsmi_want(&w, true);
+}
+
+/* DGX-1V (msccl): header order mlx5_0 mlx5_2 mlx5_1 mlx5_3, no NUMA
+ * Affinity column (numa -1). PIX: GPU0/1 -> mlx5_0, GPU2/3 -> mlx5_1,
+ * GPU4/5 -> mlx5_2, GPU6/7 -> mlx5_3. Hybrid cube-mesh: every GPU row
+ * holds NV1 NV1 NV2 NV2 = 6 links = 1200 Gbit/s. */
+static void test_nvsmi_dgx1v(void **state)
+{
+	static const want_t w = {"nvidia-smi/dgx1-v100_topo-m.msccl-tools.txt",
+				 8,
+				 NULL,
+				 {0},
+				 {-1, -1, -1, -1, -1, -1, -1, -1},
+				 {"mlx5_0", "mlx5_0", "mlx5_1", "mlx5_1",
+				  "mlx5_2", "mlx5_2", "mlx5_3", "mlx5_3"},
+				 1200};
+
+	(void)state;
+	load_nvsmi_want(&w, true);
+}
+
+/* Newer drivers: NIC0.. columns named in a NIC Legend (here NIC1 is
+ * mlx5_3), ANSI-underlined header, "GPU NUMA ID" column, CRLF, a prompt
+ * above. GPU3 is NODE to NIC2 and NIC3: the tie goes to the first
+ * column. NV18 to 3 peers is switched: 18 links. */
+static void test_nvsmi_nic_legend(void **state)
+{
+	static const want_t w = {"node-nvsmi-nic-legend.txt",
+				 4,
+				 NULL,
+				 {0},
+				 {0, 0, 1, 1},
+				 {"mlx5_0", "mlx5_3", "mlx5_4", "mlx5_4"},
+				 3600};
+
+	(void)state;
+	load_nvsmi_want(&w, false);
+}
+
+/* Tabs expanded to spaces; two GPUs joined by NV4 (direct, 800 Gbit/s). */
+static void test_nvsmi_spaces(void **state)
+{
+	static const want_t w = {"node-nvsmi-spaces.txt", 2,  NULL, {0}, {0, 1},
+				 {"mlx5_0", "mlx5_0"},	  800};
+
+	(void)state;
+	load_nvsmi_want(&w, false);
+}
+
+static void test_nvsmi_hostile(void **state)
+{
+	static const struct {
+		const char *file, *msg;
+	} bad[] = {
+	    {"node-empty.txt", "node-empty.txt:1: empty file"},
+	    {"node-nvsmi-noheader.txt",
+	     "node-nvsmi-noheader.txt:2: no GPU0 header"},
+	    {"node-nvsmi-ragged.txt",
+	     "node-nvsmi-ragged.txt:3: row GPU1 has 2 cells, header has 4"},
+	    {"node-nvsmi-badcell.txt", "node-nvsmi-badcell.txt:2: unknown link "
+				       "'QQQ' in row GPU0 column GPU1"},
+	    {"node-nvsmi-missing-row.txt", ": no row for GPU1"},
+	    {"node-nvsmi-dup-row.txt",
+	     "node-nvsmi-dup-row.txt:4: row GPU1 twice"},
+	    {"node-nvsmi-unknown-row.txt",
+	     "node-nvsmi-unknown-row.txt:3: row mlx5_9 is not in the header"},
+	    {"node-hwloc-truncated.xml", "no GPU0 header"},
+	};
+	static const char binary[] =
+	    "\tGPU0\tCPU Affinity\nGPU0\t X \t0\x01\x02\n";
+	char *p, *big;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		expect_fail(tp_fabric_read_node_nvsmi,
+			    tp_test_data(bad[i].file), TP_ERR_PARSE,
+			    bad[i].msg);
+	expect_fail(tp_fabric_read_node_nvsmi, "/nonexistent/n.txt",
+		    TP_ERR_NOTFOUND, "/nonexistent/n.txt: cannot read");
+
+	p = write_tmp(binary, sizeof(binary) - 1);
+	expect_fail(tp_fabric_read_node_nvsmi, p, TP_ERR_PARSE,
+		    ":2: binary data");
+	unlink(p);
+	free(p);
+
+	/* A 1 MB line after a valid header row. */
+	big = malloc((1 << 20) + 64);
+	assert_non_null(big);
+	strcpy(big, "\tGPU0\tCPU Affinity\n");
+	memset(big + strlen(big), 'A', 1 << 20);
+	p = write_tmp(big, strlen("\tGPU0\tCPU Affinity\n") + (1 << 20));
+	expect_fail(tp_fabric_read_node_nvsmi, p, TP_ERR_PARSE,
+		    ":2: line longer than");
+	unlink(p);
+	free(p);
+	free(big);
+
+	/* Thousands of columns. */
+	{
+		size_t n = 0, cap = 2000 * 8 + 64;
+		char *s = malloc(cap);
+		assert_non_null(s);
+		for (int c = 0; c < 2000; c++)
+			n += (size_t)snprintf(s + n, cap - n, "\tGPU%d", c);
+		s[n++] = '\n';
+		p = write_tmp(s, n);
+		expect_fail(tp_fabric_read_node_nvsmi, p, TP_ERR_PARSE,
+			    ":1: more than");
+		unlink(p);
+		free(p);
+		free(s);
+	}
+}
+
+/* ---- node directories ---------------------------------------------------- */
+
+static char *make_dir(void)
+{
+	char tmpl[] = "/tmp/tp-test-nodedir-XXXXXX";
+
+	assert_non_null(mkdtemp(tmpl));
+	return strdup(tmpl);
+}
+
+static void link_into(const char *dir, const char *name, const char *target)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(symlink(target, path), 0);
+}
+
+static void remove_dir(const char *dir, const char *const *names, size_t n)
+{
+	char path[4096];
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		if (unlink(path) != 0)
+			rmdir(path);
+	}
+	rmdir(dir);
+}
+
+static void test_node_dir_nvsmi(void **state)
+{
+	static const char *const names[] = {
+	    "gpu001.txt", "gpu002.txt", "stranger.txt", "notes.md", "sub.txt"};
+	char a100[4096], mp[4096], sub[4096];
+	char *dir;
+	tp_fabric_t *f;
+
+	(void)state;
+	if (!tp_test_fixture("nvidia-smi/dgx1_topo-mp.gengwg-cheatsheets.txt"))
+		skip();
+	snprintf(
+	    mp, sizeof(mp), "%s",
+	    tp_test_fixture("nvidia-smi/dgx1_topo-mp.gengwg-cheatsheets.txt"));
+	snprintf(a100, sizeof(a100), "%s",
+		 tp_test_fixture(
+		     "nvidia-smi/dgx-a100_topo-m.gengwg-cheatsheets.txt"));
+	dir = make_dir();
+	link_into(dir, "gpu002.txt", mp);
+	link_into(dir, "gpu001.txt", a100);
+	link_into(dir, "stranger.txt", a100);
+	link_into(dir, "notes.md", a100);
+	snprintf(sub, sizeof(sub), "%s/sub.txt", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+
+	/* The IB fabric would have named these hosts; a node read stands in. */
+	f = tp_fabric_create();
+	assert_int_equal(
+	    tp_fabric_read_node_nvsmi(f, "gpu001",
+				      tp_test_data("node-nvsmi-spaces.txt")),
+	    TP_OK);
+	assert_int_equal(
+	    tp_fabric_read_node_nvsmi(f, "gpu002",
+				      tp_test_data("node-nvsmi-spaces.txt")),
+	    TP_OK);
+	assert_int_equal(tp_fabric_read_node_dir(f, dir, false), TP_OK);
+	assert_int_equal(tp_fabric_nhosts(f), 2);
+	assert_int_equal(host_of(f, "gpu001")->ngpus, 8);
+	assert_true(host_of(f, "gpu001")->gpus[0].nvlink_gbps == 2400);
+	assert_int_equal(host_of(f, "gpu002")->ngpus, 8);
+	assert_true(host_of(f, "gpu002")->gpus[0].nvlink_gbps == 0);
+	assert_int_equal(tp_fabric_nwarnings(f), 1);
+	assert_non_null(strstr(tp_fabric_warning(f, 0), "stranger.txt"));
+	assert_non_null(strstr(tp_fabric_warning(f, 0), "not in the fabric"));
+	tp_fabric_destroy(f);
+
+	/* A broken file fails the call and names itself. */
+	link_into(dir, "gpu000.txt", tp_test_data("node-nvsmi-ragged.txt"));
+	f = tp_fabric_create();
+	assert_int_equal(
+	    tp_fabric_read_node_nvsmi(f, "gpu000",
+				      tp_test_data("node-nvsmi-spaces.txt")),
+	    TP_OK);
+	assert_int_equal(tp_fabric_read_node_dir(f, dir, false), TP_ERR_PARSE);
+	assert_non_null(strstr(tp_fabric_error(f), "gpu000.txt:3:"));
+	tp_fabric_destroy(f);
+	{
+		char p0[4096];
+		snprintf(p0, sizeof(p0), "%s/gpu000.txt", dir);
+		unlink(p0);
+	}
+
+	remove_dir(dir, names, sizeof(names) / sizeof(names[0]));
+	free(dir);
+
+	f = tp_fabric_create();
+	assert_int_equal(tp_fabric_read_node_dir(f, "/nonexistent/dir", false),
+			 TP_ERR_NOTFOUND);
+	assert_non_null(strstr(tp_fabric_error(f), "/nonexistent/dir"));
+	tp_fabric_destroy(f);
+}
+
+static void test_node_dir_hwloc(void **state)
+{
+	static const char *const names[] = {"gpuA.xml", "gpuB.xml"};
+	char jwc[4096], v3[4096];
+	char *dir;
+	tp_fabric_t *f;
+
+	(void)state;
+	HWLOC_OR_SKIP();
+	if (!tp_test_fixture("hwloc/hwloc-tests/v3.0-format/nvidiaDGX2.xml"))
+		skip();
+	snprintf(
+	    v3, sizeof(v3), "%s",
+	    tp_test_fixture("hwloc/hwloc-tests/v3.0-format/nvidiaDGX2.xml"));
+	snprintf(
+	    jwc, sizeof(jwc), "%s",
+	    tp_test_fixture("hwloc/ParaStation-psmgmt/topo.jwc09n003.xml"));
+	dir = make_dir();
+	link_into(dir, "gpuA.xml", jwc);
+	link_into(dir, "gpuB.xml", v3);
+	f = tp_fabric_create();
+	assert_int_equal(tp_fabric_read_node_hwloc(f, "gpuA", v3),
+			 TP_ERR_FORMAT);
+	assert_int_equal(tp_fabric_read_node_nvsmi(
+			     f, "gpuA", tp_test_data("node-nvsmi-spaces.txt")),
+			 TP_OK);
+	assert_int_equal(tp_fabric_read_node_nvsmi(
+			     f, "gpuB", tp_test_data("node-nvsmi-spaces.txt")),
+			 TP_OK);
+	/* Name order: gpuA loads, then gpuB fails with its own message. */
+	assert_int_equal(tp_fabric_read_node_dir(f, dir, true), TP_ERR_FORMAT);
+	assert_non_null(strstr(tp_fabric_error(f), "gpuB.xml"));
+	assert_int_equal(host_of(f, "gpuA")->ngpus, 4);
+	assert_string_equal(host_of(f, "gpuA")->gpus[0].pci, "0000:5d:00.0");
+	tp_fabric_destroy(f);
+	remove_dir(dir, names, 2);
+	free(dir);
+}
+
+/* ---- domain map -------------------------------------------------------- */
+
+static void test_domain_map(void **state)
+{
+	tp_fabric_t *f = tp_fabric_create();
+
+	(void)state;
+	assert_int_equal(
+	    tp_fabric_read_domain_map(f, tp_test_data("node-domains.txt")),
+	    TP_OK);
+	/* gpu001..018 in rack01, gpu019 gpu020 gpu100 in rack02. */
+	assert_int_equal(f->ndom_entries, 21);
+	assert_string_equal(f->dom_host[0], "gpu001");
+	assert_string_equal(f->dom_name[0], "rack01");
+	assert_string_equal(f->dom_host[17], "gpu018");
+	assert_string_equal(f->dom_name[17], "rack01");
+	assert_string_equal(f->dom_host[18], "gpu019");
+	assert_string_equal(f->dom_name[18], "rack02");
+	assert_string_equal(f->dom_host[20], "gpu100");
+	assert_string_equal(f->dom_name[20], "rack02");
+	assert_int_equal(tp_fabric_nwarnings(f), 0);
+	tp_fabric_destroy(f);
+}
+
+static void test_domain_map_bad(void **state)
+{
+	static const struct {
+		const char *file;
+		tp_err_t err;
+		const char *msg;
+	} bad[] = {
+	    {"node-domains-nohosts.txt", TP_ERR_PARSE,
+	     "node-domains-nohosts.txt:3: domain rack02 has no hosts"},
+	    {"node-domains-badlist.txt", TP_ERR_PARSE,
+	     "node-domains-badlist.txt:1: bad host list 'gpu[001-'"},
+	    {"node-domains-dup.txt", TP_ERR_PARSE,
+	     "node-domains-dup.txt:3: host gpu004 already in domain rack01"},
+	    {"node-nvsmi-noheader.txt", TP_ERR_PARSE, "noheader.txt:1:"},
+	};
+	static const char binary[] = "rack01 gpu[1-2]\nrack\0 x\n";
+	tp_fabric_t *f;
+	char *p;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		f = tp_fabric_create();
+		assert_int_equal(
+		    tp_fabric_read_domain_map(f, tp_test_data(bad[i].file)),
+		    bad[i].err);
+		if (!strstr(tp_fabric_error(f), bad[i].msg))
+			fail_msg("error '%s' lacks '%s'", tp_fabric_error(f),
+				 bad[i].msg);
+		/* Lines before the bad one are rolled back. */
+		assert_int_equal(f->ndom_entries, 0);
+		tp_fabric_destroy(f);
+	}
+	f = tp_fabric_create();
+	p = write_tmp(binary, sizeof(binary) - 1);
+	assert_int_equal(tp_fabric_read_domain_map(f, p), TP_ERR_PARSE);
+	assert_non_null(strstr(tp_fabric_error(f), ":2: binary data"));
+	unlink(p);
+	free(p);
+	assert_int_equal(tp_fabric_read_domain_map(f, "/nonexistent/map"),
+			 TP_ERR_NOTFOUND);
+	tp_fabric_destroy(f);
+}
+
+/* ---- allocation failure ---------------------------------------------------
+ */
+
+static long alloc_budget = -1;
+
+static bool alloc_ok(void)
+{
+	if (alloc_budget < 0)
+		return true;
+	if (alloc_budget == 0)
+		return false;
+	alloc_budget--;
+	return true;
+}
+
+static void *fail_malloc(size_t n)
+{
+	return alloc_ok() ? malloc(n) : NULL;
+}
+static void *fail_calloc(size_t n, size_t s)
+{
+	return alloc_ok() ? calloc(n, s) : NULL;
+}
+static void *fail_realloc(void *p, size_t n)
+{
+	return alloc_ok() ? realloc(p, n) : NULL;
+}
+
+/* Fail the 1st, 2nd, ... allocation until the call succeeds; each run
+ * must report NOMEM cleanly (ASan catches leaks and bad frees). */
+static void fail_each_alloc(tp_err_t (*rd)(tp_fabric_t *, const char *,
+					   const char *),
+			    const char *path)
+{
+	static const tp_allocator_t failing = {fail_malloc, fail_calloc,
+					       fail_realloc, free};
+
+	for (long budget = 0;; budget++) {
+		tp_fabric_t *f = tp_fabric_create();
+		tp_err_t err;
+
+		tp_alloc_set(&failing);
+		alloc_budget = budget;
+		err = rd(f, "n", path);
+		alloc_budget = -1;
+		tp_alloc_set(NULL);
+		tp_fabric_destroy(f);
+		if (err == TP_OK)
+			break;
+		assert_int_equal(err, TP_ERR_NOMEM);
+		assert_true(budget < 10000);
+	}
+}
+
+static tp_err_t read_map(tp_fabric_t *f, const char *host, const char *path)
+{
+	(void)host;
+	return tp_fabric_read_domain_map(f, path);
+}
+
+static void test_alloc_failure(void **state)
+{
+	(void)state;
+	fail_each_alloc(tp_fabric_read_node_nvsmi,
+			tp_test_data("node-nvsmi-nic-legend.txt"));
+	fail_each_alloc(read_map, tp_test_data("node-domains.txt"));
+	if (have_hwloc() &&
+	    tp_test_fixture("hwloc/ParaStation-psmgmt/topo.jwc09n003.xml")) {
+		char p[4096];
+		snprintf(p, sizeof(p), "%s",
+			 tp_test_fixture(
+			     "hwloc/ParaStation-psmgmt/topo.jwc09n003.xml"));
+		fail_each_alloc(tp_fabric_read_node_hwloc, p);
+	}
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {cmocka_unit_test(test_placeholder)};
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_hwloc_jureca_dc),
+	    cmocka_unit_test(test_hwloc_juwels_booster),
+	    cmocka_unit_test(test_hwloc_other_jsc),
+	    cmocka_unit_test(test_hwloc_dgx2),
+	    cmocka_unit_test(test_hwloc_power8),
+	    cmocka_unit_test(test_hwloc_32em64t),
+	    cmocka_unit_test(test_hwloc_plafrim),
+	    cmocka_unit_test(test_hwloc_no_io),
+	    cmocka_unit_test(test_hwloc_v3_refused),
+	    cmocka_unit_test(test_hwloc_replace),
+	    cmocka_unit_test(test_hwloc_stub),
+	    cmocka_unit_test(test_hwloc_hostile),
+	    cmocka_unit_test(test_nvsmi_dgx_a100),
+	    cmocka_unit_test(test_nvsmi_dgx1_mp),
+	    cmocka_unit_test(test_nvsmi_dgx1v),
+	    cmocka_unit_test(test_nvsmi_nic_legend),
+	    cmocka_unit_test(test_nvsmi_spaces),
+	    cmocka_unit_test(test_nvsmi_hostile),
+	    cmocka_unit_test(test_node_dir_nvsmi),
+	    cmocka_unit_test(test_node_dir_hwloc),
+	    cmocka_unit_test(test_domain_map),
+	    cmocka_unit_test(test_domain_map_bad),
+	    cmocka_unit_test(test_alloc_failure),
+	};
+
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
