@@ -133,8 +133,9 @@ void tp_strmap_clear(tp_strmap_t *m);
 
 /* Expand a Slurm-style host list ("gpu[001-004,7],cpu1") into names.
  * On success *names_p is an array of *n_p strings; free with
- * tp_hostlist_free(). On error returns TP_ERR_PARSE or TP_ERR_NOMEM and
- * leaves outputs untouched. */
+ * tp_hostlist_free(). On error returns TP_ERR_PARSE (syntax), TP_ERR_RANGE
+ * (more than 1,000,000 names), TP_ERR_INVAL (NULL argument) or
+ * TP_ERR_NOMEM and leaves outputs untouched. */
 tp_err_t tp_hostlist_expand(const char *list, char ***names_p, size_t *n_p);
 void tp_hostlist_free(char **names, size_t n);
 /* Compress names into Slurm's bracket form ("gpu[001-003,007]"), keeping

@@ -74,6 +74,14 @@ static int ca_cmp(const void *x, const void *y)
 	return a->guid < b->guid ? -1 : a->guid > b->guid;
 }
 
+/* qsort with an empty array is fine in practice but undefined for NULL. */
+static void sort_n(void *base, size_t n, size_t size,
+		   int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
+
 /* ---- union-find ---- */
 
 static uint32_t uf_find(uint32_t *p, uint32_t x)
@@ -151,7 +159,7 @@ static tp_err_t name_cas(tp_fabric_t *f)
 
 static tp_err_t sort_hosts(tp_fabric_t *f)
 {
-	qsort(f->host, f->nhost, sizeof(*f->host), host_cmp);
+	sort_n(f->host, f->nhost, sizeof(*f->host), host_cmp);
 	tp_strmap_clear(f->host_by_name);
 	for (size_t i = 0; i < f->nhost; i++) {
 		if (i && strcmp(f->host[i - 1].name, f->host[i].name) == 0)
@@ -220,7 +228,7 @@ static tp_err_t attach_cas(tp_fabric_t *f)
 		}
 	sort_fabric = f;
 	for (size_t h = 0; h < f->nhost; h++)
-		qsort(f->host[h].cas, f->host[h].ncas, sizeof(uint32_t), ca_cmp);
+		sort_n(f->host[h].cas, f->host[h].ncas, sizeof(uint32_t), ca_cmp);
 	err = TP_OK;
 out:
 	tp_free(minport);
@@ -348,7 +356,7 @@ static tp_err_t host_leaves(tp_fabric_t *f)
 			if (leaf != TP_ID_NONE)
 				hp->leaves[n++] = leaf;
 		}
-		qsort(hp->leaves, n, sizeof(uint32_t), u32_cmp);
+		sort_n(hp->leaves, n, sizeof(uint32_t), u32_cmp);
 		size_t u = 0;
 		for (size_t i = 0; i < n; i++)
 			if (!u || hp->leaves[u - 1] != hp->leaves[i])
@@ -686,7 +694,7 @@ static tp_err_t build_nvdomains(tp_fabric_t *f)
 			return TP_ERR_NOMEM;
 		for (size_t i = 0; i < f->ndom_entries; i++)
 			names[nnames++] = f->dom_name[i];
-		qsort(names, nnames, sizeof(char *), str_ptr_cmp);
+		sort_n(names, nnames, sizeof(char *), str_ptr_cmp);
 	}
 	for (size_t i = 0; i < nnames; i++) {
 		if (i && strcmp(names[i], names[i - 1]) == 0)
@@ -710,7 +718,7 @@ static tp_err_t build_nvdomains(tp_fabric_t *f)
 			}
 	}
 	for (size_t d = 0; d < f->nnvdom; d++)
-		qsort(f->nvdom[d].hosts, f->nvdom[d].nhosts, sizeof(uint32_t),
+		sort_n(f->nvdom[d].hosts, f->nvdom[d].nhosts, sizeof(uint32_t),
 		      u32_cmp);
 	if (unknown)
 		tp__fabric_warn(f,

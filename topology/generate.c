@@ -1,1 +1,532 @@
+/*
+ * Synthetic fabrics: a two-level fat tree, a rail-optimized SuperPOD-style
+ * fabric (one subnet per rail) and NVL72 racks over a fat tree.
+ *
+ * Everything is derived from the parameters and creation order, never from
+ * time or randomness, so two runs give the same GUIDs, names and ports and
+ * tests can compare generated fabrics byte for byte.
+ *
+ * The generated hosts get their GPUs as node data (has_node_data): the
+ * generator is the authority on them, exactly as hwloc would be.
+ */
 #include "config.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "topology_int.h"
+
+#define SW_GUID_BASE 0x0002c90300000000ULL
+#define CA_GUID_BASE 0x0002c90400000000ULL
+
+#define MAX_COUNT     65536
+#define MAX_HOSTS     (1 << 20)
+#define MAX_GPUS      64
+#define MAX_RAILS     32
+#define MAX_LINK_GBPS 3200.0
+/* Bound memory: a typo in a parameter must not build a billion cables. */
+#define MAX_LINKS (1 << 24)
+
+typedef struct gen {
+	tp_fabric_t *f;
+	uint64_t next_sw, next_ca;
+	int host_width; /* digits in host names */
+	const char *prefix;
+	int width; /* link lanes */
+	double lane_gbps;
+} gen_t;
+
+static int digits(long long n)
+{
+	int d = 1;
+
+	while (n >= 10) {
+		n /= 10;
+		d++;
+	}
+	return d;
+}
+
+static int name_width(long long n, int min)
+{
+	int d = digits(n);
+	return d < min ? min : d;
+}
+
+/* Names are short (widths come from counts capped above), so a fixed
+ * buffer never truncates; vsnprintf keeps the compiler from assuming
+ * arbitrary widths. */
+static void fmt(char *buf, size_t len, const char *f, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fmt(char *buf, size_t len, const char *f, ...)
+{
+	va_list ap;
+
+	va_start(ap, f);
+	vsnprintf(buf, len, f, ap);
+	va_end(ap);
+}
+
+static tp_err_t check_count(const char *what, const char *name, long long v,
+			    long long lo, long long hi)
+{
+	if (v < lo || v > hi) {
+		tp__log(TP_LOG_ERROR, "%s: %s %lld out of range %lld..%lld",
+			what, name, v, lo, hi);
+		return TP_ERR_RANGE;
+	}
+	return TP_OK;
+}
+
+/* Host names become node descriptions ("<host> mlx5_0") and Slurm node
+ * names, so the prefix must be one token of hostname characters. */
+static tp_err_t check_prefix(const char *what, const char *p)
+{
+	if (!p || !*p || strlen(p) > 48)
+		goto bad;
+	for (const char *s = p; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_' &&
+		    *s != '.')
+			goto bad;
+	return TP_OK;
+bad:
+	tp__log(TP_LOG_ERROR, "%s: host prefix \"%s\" is not a hostname prefix",
+		what, p ? p : "(null)");
+	return TP_ERR_RANGE;
+}
+
+static tp_err_t check_gbps(const char *what, double g)
+{
+	if (!(g > 0 && g <= MAX_LINK_GBPS)) {
+		tp__log(TP_LOG_ERROR, "%s: link_gbps %g out of range (0, %g]",
+			what, g, MAX_LINK_GBPS);
+		return TP_ERR_RANGE;
+	}
+	return TP_OK;
+}
+
+static tp_err_t gen_start(gen_t *g, const char *prefix, long long nhosts,
+			  double link_gbps)
+{
+	memset(g, 0, sizeof(*g));
+	g->f = tp_fabric_create();
+	if (!g->f)
+		return TP_ERR_NOMEM;
+	g->next_sw = 1;
+	g->next_ca = 1;
+	g->host_width = name_width(nhosts, 3);
+	g->prefix = prefix;
+	g->width = 4;
+	g->lane_gbps = link_gbps / 4;
+	return TP_OK;
+}
+
+static tp_err_t add_switch(gen_t *g, int subnet, const char *desc, int nports,
+			   uint32_t *idx_p)
+{
+	return tp__fabric_add_switch(g->f, subnet, SW_GUID_BASE | g->next_sw++,
+				     desc, nports, idx_p);
+}
+
+static tp_err_t link_sw(gen_t *g, uint32_t a, int pa, uint32_t b, int pb)
+{
+	return tp__fabric_add_link(g->f, TP_NODE_SWITCH, a, pa, TP_NODE_SWITCH,
+				   b, pb, g->width, g->lane_gbps, true, NULL);
+}
+
+static void host_name(const gen_t *g, long long i, char *buf, size_t len)
+{
+	fmt(buf, len, "%s%0*lld", g->prefix, g->host_width, i + 1);
+}
+
+/* One CA of host i on (leaf, port), device mlx5_<dev>. */
+static tp_err_t add_host_ca(gen_t *g, int subnet, long long i, int dev,
+			    uint32_t leaf, int port)
+{
+	char host[80], desc[96];
+	uint32_t ca;
+	tp_err_t err;
+
+	host_name(g, i, host, sizeof(host));
+	fmt(desc, sizeof(desc), "%s mlx5_%d", host, dev);
+	err = tp__fabric_add_ca(g->f, subnet, CA_GUID_BASE | g->next_ca++, desc,
+				1, &ca);
+	if (err)
+		return err;
+	return tp__fabric_add_link(g->f, TP_NODE_SWITCH, leaf, port, TP_NODE_CA,
+				   ca, 1, g->width, g->lane_gbps, true, NULL);
+}
+
+/* GPUs of host i; GPU k's nearest NIC spreads the GPUs over the HCAs. */
+static tp_err_t add_host_gpus(gen_t *g, long long i, int ngpus, int ncas)
+{
+	char host[80];
+	tp_gpu_t *gpus;
+	uint32_t h;
+	tp_err_t err;
+
+	host_name(g, i, host, sizeof(host));
+	if ((err = tp__fabric_host_get(g->f, host, true, &h)))
+		return err;
+	if (!ngpus)
+		return TP_OK;
+	gpus = tp_calloc((size_t)ngpus, sizeof(*gpus));
+	if (!gpus)
+		return TP_ERR_NOMEM;
+	for (int k = 0; k < ngpus; k++) {
+		tp_gpu_t *gp = &gpus[k];
+		gp->index = k;
+		gp->numa = -1;
+		gp->hca = -1;
+		gp->model = tp_strdup("generated");
+		gp->nic = tp_asprintf("mlx5_%d", k * ncas / ngpus);
+		if (!gp->model || !gp->nic) {
+			for (int j = 0; j <= k; j++)
+				tp__gpu_free_strings(&gpus[j]);
+			tp_free(gpus);
+			return TP_ERR_NOMEM;
+		}
+	}
+	tp__fabric_host_set_gpus(g->f, h, gpus, (size_t)ngpus);
+	return TP_OK;
+}
+
+static tp_err_t gen_finish(gen_t *g, const char *what, tp_err_t err,
+			   tp_fabric_t **f_p)
+{
+	if (!err)
+		err = tp_fabric_finalize(g->f, NULL);
+	if (err) {
+		if (err == TP_ERR_NOMEM)
+			tp__log(TP_LOG_ERROR, "%s: out of memory", what);
+		else
+			tp__log(TP_LOG_ERROR, "%s: %s", what,
+				tp_fabric_error(g->f));
+		tp_fabric_destroy(g->f);
+		return err;
+	}
+	*f_p = g->f;
+	return TP_OK;
+}
+
+/* ---- fat tree ---- */
+
+void tp_gen_fat_tree_defaults(tp_gen_fat_tree_t *p)
+{
+	/* 16 hosts down, 4 spines x 2 cables up per leaf: 2:1 oversubscribed,
+	 * the common cost-saving choice, so placement has something to avoid */
+	memset(p, 0, sizeof(*p));
+	p->leaves = 8;
+	p->spines = 4;
+	p->hosts_per_leaf = 16;
+	p->uplinks_per_spine = 2;
+	p->gpus_per_host = 8;
+	p->link_gbps = 400;
+	p->host_prefix = "node";
+	p->interleave = false;
+}
+
+tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
+{
+	const char *what = "fat tree";
+	long long nhosts;
+	uint32_t *leaf = NULL, *spine = NULL;
+	char desc[64];
+	gen_t g;
+	tp_err_t err;
+	int lw, sw, sub;
+
+	if (!p || !f_p)
+		return TP_ERR_INVAL;
+	if ((err = check_count(what, "leaves", p->leaves, 1, MAX_COUNT)) ||
+	    (err = check_count(what, "spines", p->spines, 1, MAX_COUNT)) ||
+	    (err = check_count(what, "hosts_per_leaf", p->hosts_per_leaf, 1,
+			       MAX_COUNT)) ||
+	    (err = check_count(what, "uplinks_per_spine", p->uplinks_per_spine,
+			       1, 256)) ||
+	    (err = check_count(what, "gpus_per_host", p->gpus_per_host, 0,
+			       MAX_GPUS)) ||
+	    (err = check_gbps(what, p->link_gbps)) ||
+	    (err = check_prefix(what, p->host_prefix)))
+		return err;
+	nhosts = (long long)p->leaves * p->hosts_per_leaf;
+	if ((err = check_count(what, "hosts", nhosts, 1, MAX_HOSTS)) ||
+	    (err = check_count(what, "uplinks",
+			       (long long)p->leaves * p->spines *
+				   p->uplinks_per_spine,
+			       1, MAX_LINKS)))
+		return err;
+	if ((err = gen_start(&g, p->host_prefix, nhosts, p->link_gbps)))
+		return err;
+	leaf = tp_malloc((size_t)p->leaves * sizeof(uint32_t));
+	spine = tp_malloc((size_t)p->spines * sizeof(uint32_t));
+	if (!leaf || !spine) {
+		err = TP_ERR_NOMEM;
+		goto out;
+	}
+	sub = tp__fabric_new_subnet(g.f);
+	lw = name_width(p->leaves, 2);
+	sw = name_width(p->spines, 2);
+	for (int l = 0; l < p->leaves; l++) {
+		fmt(desc, sizeof(desc), "leaf%0*d", lw, l + 1);
+		if ((err = add_switch(&g, sub, desc,
+				      p->hosts_per_leaf +
+					  p->spines * p->uplinks_per_spine,
+				      &leaf[l])))
+			goto out;
+	}
+	for (int s = 0; s < p->spines; s++) {
+		fmt(desc, sizeof(desc), "spine%0*d", sw, s + 1);
+		if ((err = add_switch(&g, sub, desc,
+				      p->leaves * p->uplinks_per_spine,
+				      &spine[s])))
+			goto out;
+	}
+	for (long long i = 0; i < nhosts; i++) {
+		long long l =
+		    p->interleave ? i % p->leaves : i / p->hosts_per_leaf;
+		long long slot =
+		    p->interleave ? i / p->leaves : i % p->hosts_per_leaf;
+
+		if ((err =
+			 add_host_ca(&g, sub, i, 0, leaf[l], (int)slot + 1)) ||
+		    (err = add_host_gpus(&g, i, p->gpus_per_host, 1)))
+			goto out;
+	}
+	for (int l = 0; l < p->leaves; l++)
+		for (int s = 0; s < p->spines; s++)
+			for (int u = 0; u < p->uplinks_per_spine; u++) {
+				int lp = p->hosts_per_leaf +
+					 s * p->uplinks_per_spine + u + 1;
+				int sp = l * p->uplinks_per_spine + u + 1;
+				if ((err = link_sw(&g, leaf[l], lp, spine[s],
+						   sp)))
+					goto out;
+			}
+out:
+	tp_free(leaf);
+	tp_free(spine);
+	return gen_finish(&g, what, err, f_p);
+}
+
+/* ---- rail-optimized ---- */
+
+void tp_gen_rail_defaults(tp_gen_rail_t *p)
+{
+	/* DGX SuperPOD shape: 32 nodes per SU, 8 compute rails */
+	memset(p, 0, sizeof(*p));
+	p->sus = 4;
+	p->hosts_per_su = 32;
+	p->rails = 8;
+	p->spines_per_rail = 4;
+	p->gpus_per_host = 8;
+	p->link_gbps = 400;
+	p->host_prefix = "dgx";
+}
+
+tp_err_t tp_gen_rail(const tp_gen_rail_t *p, tp_fabric_t **f_p)
+{
+	const char *what = "rail fabric";
+	long long nhosts;
+	uint32_t *leaf = NULL, *spine = NULL;
+	char desc[64];
+	gen_t g;
+	tp_err_t err;
+	int suw, spw, up;
+
+	if (!p || !f_p)
+		return TP_ERR_INVAL;
+	if ((err = check_count(what, "sus", p->sus, 1, MAX_COUNT)) ||
+	    (err = check_count(what, "hosts_per_su", p->hosts_per_su, 1,
+			       MAX_COUNT)) ||
+	    (err = check_count(what, "rails", p->rails, 1, MAX_RAILS)) ||
+	    (err = check_count(what, "spines_per_rail", p->spines_per_rail, 1,
+			       MAX_COUNT)) ||
+	    (err = check_count(what, "gpus_per_host", p->gpus_per_host, 0,
+			       MAX_GPUS)) ||
+	    (err = check_gbps(what, p->link_gbps)) ||
+	    (err = check_prefix(what, p->host_prefix)))
+		return err;
+	nhosts = (long long)p->sus * p->hosts_per_su;
+	/* non-blocking leaves: as much capacity up as down, spread evenly
+	 * (rounded up when the spines do not divide the hosts) */
+	up = (p->hosts_per_su + p->spines_per_rail - 1) / p->spines_per_rail;
+	if ((err = check_count(what, "hosts", nhosts, 1, MAX_HOSTS)) ||
+	    (err = check_count(
+		 what, "links",
+		 (long long)p->rails * p->sus *
+		     (p->hosts_per_su + (long long)p->spines_per_rail * up),
+		 1, MAX_LINKS)))
+		return err;
+	if ((err = gen_start(&g, p->host_prefix, nhosts, p->link_gbps)))
+		return err;
+	leaf = tp_malloc((size_t)p->rails * p->sus * sizeof(uint32_t));
+	spine =
+	    tp_malloc((size_t)p->rails * p->spines_per_rail * sizeof(uint32_t));
+	if (!leaf || !spine) {
+		err = TP_ERR_NOMEM;
+		goto out;
+	}
+	suw = name_width(p->sus, 2);
+	spw = name_width(p->spines_per_rail, 2);
+	/* each rail is a separate subnet, as on a real SuperPOD */
+	for (int r = 0; r < p->rails; r++) {
+		int sub = tp__fabric_new_subnet(g.f);
+
+		for (int s = 0; s < p->sus; s++) {
+			fmt(desc, sizeof(desc), "su%0*d-rail%d-leaf", suw,
+			    s + 1, r + 1);
+			if ((err = add_switch(&g, sub, desc,
+					      p->hosts_per_su +
+						  p->spines_per_rail * up,
+					      &leaf[r * p->sus + s])))
+				goto out;
+		}
+		for (int k = 0; k < p->spines_per_rail; k++) {
+			fmt(desc, sizeof(desc), "rail%d-spine%0*d", r + 1, spw,
+			    k + 1);
+			if ((err = add_switch(
+				 &g, sub, desc, p->sus * up,
+				 &spine[r * p->spines_per_rail + k])))
+				goto out;
+		}
+	}
+	for (long long i = 0; i < nhosts; i++) {
+		int s = (int)(i / p->hosts_per_su);
+		int slot = (int)(i % p->hosts_per_su);
+
+		for (int r = 0; r < p->rails; r++)
+			if ((err = add_host_ca(&g, r, i, r,
+					       leaf[r * p->sus + s], slot + 1)))
+				goto out;
+		if ((err = add_host_gpus(&g, i, p->gpus_per_host, p->rails)))
+			goto out;
+	}
+	for (int r = 0; r < p->rails; r++)
+		for (int s = 0; s < p->sus; s++)
+			for (int k = 0; k < p->spines_per_rail; k++)
+				for (int u = 0; u < up; u++) {
+					int lp =
+					    p->hosts_per_su + k * up + u + 1;
+					int sp = s * up + u + 1;
+					if ((err = link_sw(
+						 &g, leaf[r * p->sus + s], lp,
+						 spine[r * p->spines_per_rail +
+						       k],
+						 sp)))
+						goto out;
+				}
+out:
+	tp_free(leaf);
+	tp_free(spine);
+	return gen_finish(&g, what, err, f_p);
+}
+
+/* ---- NVL72 ---- */
+
+void tp_gen_nvl72_defaults(tp_gen_nvl72_t *p)
+{
+	/* GB200 NVL72: 18 compute trays x 4 GPUs per rack */
+	memset(p, 0, sizeof(*p));
+	p->racks = 4;
+	p->hosts_per_rack = 18;
+	p->gpus_per_host = 4;
+	p->leaves_per_rack = 2;
+	p->spines = 4;
+	p->link_gbps = 400;
+	p->host_prefix = "nvl";
+}
+
+tp_err_t tp_gen_nvl72(const tp_gen_nvl72_t *p, tp_fabric_t **f_p)
+{
+	const char *what = "NVL72 fabric";
+	long long nhosts, nleaves;
+	uint32_t *leaf = NULL, *spine = NULL;
+	char desc[64], host[80], dom[32];
+	gen_t g;
+	tp_err_t err;
+	int rw, spw, down, up, sub;
+
+	if (!p || !f_p)
+		return TP_ERR_INVAL;
+	if ((err = check_count(what, "racks", p->racks, 1, MAX_COUNT)) ||
+	    (err = check_count(what, "hosts_per_rack", p->hosts_per_rack, 1,
+			       1024)) ||
+	    (err = check_count(what, "gpus_per_host", p->gpus_per_host, 0,
+			       MAX_GPUS)) ||
+	    (err = check_count(what, "leaves_per_rack", p->leaves_per_rack, 1,
+			       p->hosts_per_rack)) ||
+	    (err = check_count(what, "spines", p->spines, 1, MAX_COUNT)) ||
+	    (err = check_gbps(what, p->link_gbps)) ||
+	    (err = check_prefix(what, p->host_prefix)))
+		return err;
+	nhosts = (long long)p->racks * p->hosts_per_rack;
+	nleaves = (long long)p->racks * p->leaves_per_rack;
+	down =
+	    (p->hosts_per_rack + p->leaves_per_rack - 1) / p->leaves_per_rack;
+	up = (down + p->spines - 1) / p->spines;
+	if ((err = check_count(what, "hosts", nhosts, 1, MAX_HOSTS)) ||
+	    (err = check_count(what, "leaves", nleaves, 1, MAX_COUNT)) ||
+	    (err = check_count(what, "uplinks", nleaves * p->spines * up, 1,
+			       MAX_LINKS)))
+		return err;
+	if ((err = gen_start(&g, p->host_prefix, nhosts, p->link_gbps)))
+		return err;
+	leaf = tp_malloc((size_t)nleaves * sizeof(uint32_t));
+	spine = tp_malloc((size_t)p->spines * sizeof(uint32_t));
+	if (!leaf || !spine) {
+		err = TP_ERR_NOMEM;
+		goto out;
+	}
+	sub = tp__fabric_new_subnet(g.f);
+	rw = name_width(p->racks, 2);
+	spw = name_width(p->spines, 2);
+	for (int r = 0; r < p->racks; r++)
+		for (int l = 0; l < p->leaves_per_rack; l++) {
+			fmt(desc, sizeof(desc), "rack%0*d-leaf%d", rw, r + 1,
+			    l + 1);
+			if ((err = add_switch(
+				 &g, sub, desc, down + p->spines * up,
+				 &leaf[r * p->leaves_per_rack + l])))
+				goto out;
+		}
+	for (int s = 0; s < p->spines; s++) {
+		fmt(desc, sizeof(desc), "spine%0*d", spw, s + 1);
+		if ((err = add_switch(&g, sub, desc, (int)nleaves * up,
+				      &spine[s])))
+			goto out;
+	}
+	for (long long i = 0; i < nhosts; i++) {
+		int r = (int)(i / p->hosts_per_rack);
+		int j = (int)(i % p->hosts_per_rack);
+		/* contiguous trays share a leaf, as cabled in the rack */
+		int l = j * p->leaves_per_rack / p->hosts_per_rack;
+		int first = (l * p->hosts_per_rack + p->leaves_per_rack - 1) /
+			    p->leaves_per_rack;
+
+		if ((err = add_host_ca(&g, sub, i, 0,
+				       leaf[r * p->leaves_per_rack + l],
+				       j - first + 1)) ||
+		    (err = add_host_gpus(&g, i, p->gpus_per_host, 1)))
+			goto out;
+		host_name(&g, i, host, sizeof(host));
+		fmt(dom, sizeof(dom), "rack%0*d", rw, r + 1);
+		if ((err = tp__fabric_domain_add(g.f, dom, host)))
+			goto out;
+	}
+	for (long long l = 0; l < nleaves; l++)
+		for (int s = 0; s < p->spines; s++)
+			for (int u = 0; u < up; u++) {
+				int lp = down + s * up + u + 1;
+				int sp = (int)l * up + u + 1;
+				if ((err = link_sw(&g, leaf[l], lp, spine[s],
+						   sp)))
+					goto out;
+			}
+out:
+	tp_free(leaf);
+	tp_free(spine);
+	return gen_finish(&g, what, err, f_p);
+}

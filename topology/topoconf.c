@@ -1,1 +1,424 @@
+/*
+ * Slurm topology.conf writer, tree and block formats.
+ *
+ * The tree is written from the derived groups, not from raw switches: Slurm's
+ * tree plugin assumes a host hangs below one leaf, which a rail-optimized
+ * host (one HCA on each of eight rail leaves) does not. A level-1 group (a
+ * leaf in a fat tree, a scalable unit across rails) is exactly the unit
+ * inside which every pair of hosts is one switch hop apart on every rail,
+ * so it is what Slurm should see as a "leaf switch".
+ *
+ * Slurm's parsers care about the names: SwitchName is at most 64
+ * characters and every name goes through its hostlist parser, so only
+ * [A-Za-z0-9._-] are used; anything else gets a synthetic name.
+ */
 #include "config.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topology_int.h"
+
+/* Slurm keeps at most this many block levels (MAX_BLOCK_LEVELS). */
+#define MAX_BLOCK_LEVELS 16
+
+static bool slurm_name_ok(const char *s)
+{
+	size_t n = 0;
+
+	if (!s || !*s)
+		return false;
+	for (; *s; s++, n++)
+		if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_' &&
+		    *s != '.')
+			return false;
+	return n <= 64;
+}
+
+/* "g<level>-<n>" could clash with a switch that happens to be named so. */
+static bool synthetic_like(const char *s)
+{
+	if (*s++ != 'g' || !isdigit((unsigned char)*s))
+		return false;
+	while (isdigit((unsigned char)*s))
+		s++;
+	if (*s++ != '-' || !isdigit((unsigned char)*s))
+		return false;
+	while (isdigit((unsigned char)*s))
+		s++;
+	return *s == '\0';
+}
+
+/* One name per group: the switch description for a one-switch group when
+ * that is a usable, unique Slurm name, else g<level>-<ordinal>. */
+static tp_err_t group_names(const tp_fabric_t *f, char ***names_p)
+{
+	char **names = tp_calloc(f->ngroup + 1, sizeof(char *));
+	size_t ord[TP_MAX_LEVELS + 2] = {0};
+	tp_strmap_t seen = {0};
+	uint32_t *dup = tp_calloc(f->ngroup + 1, sizeof(uint32_t));
+	tp_err_t err = TP_ERR_NOMEM;
+
+	if (!names || !dup)
+		goto out;
+	for (size_t g = 0; g < f->ngroup; g++) {
+		const tp_group_t *gp = &f->group[g];
+		const char *d;
+		uint32_t prev;
+
+		if (gp->nswitches != 1)
+			continue;
+		d = f->sw[gp->switches[0]].desc;
+		if (!slurm_name_ok(d) || synthetic_like(d))
+			continue;
+		prev = tp_strmap_get(&seen, d);
+		if (prev != TP_MAP_NONE) {
+			dup[prev] = 1;
+			dup[g] = 1;
+			continue;
+		}
+		if (tp_strmap_put(&seen, d, (uint32_t)g))
+			goto out;
+	}
+	for (size_t g = 0; g < f->ngroup; g++) {
+		const tp_group_t *gp = &f->group[g];
+		int lv = gp->level < 1			 ? 0
+			 : gp->level > TP_MAX_LEVELS + 1 ? TP_MAX_LEVELS + 1
+							 : gp->level;
+
+		ord[lv]++;
+		if (gp->nswitches == 1 && !dup[g] &&
+		    tp_strmap_get(&seen, f->sw[gp->switches[0]].desc) == g)
+			names[g] = tp_strdup(f->sw[gp->switches[0]].desc);
+		else
+			names[g] = tp_asprintf("g%d-%zu", gp->level, ord[lv]);
+		if (!names[g])
+			goto out;
+	}
+	*names_p = names;
+	names = NULL;
+	err = TP_OK;
+out:
+	if (names)
+		for (size_t g = 0; g < f->ngroup; g++)
+			tp_free(names[g]);
+	tp_free(names);
+	tp_free(dup);
+	tp_strmap_clear(&seen);
+	return err;
+}
+
+static void free_names(const tp_fabric_t *f, char **names)
+{
+	if (!names)
+		return;
+	for (size_t g = 0; g < f->ngroup; g++)
+		tp_free(names[g]);
+	tp_free(names);
+}
+
+/* Append a compressed host list of host indices. */
+static void put_hosts(tp_strbuf_t *sb, const tp_fabric_t *f,
+		      const uint32_t *hosts, size_t n)
+{
+	const char **v = tp_malloc((n ? n : 1) * sizeof(char *));
+	char *s;
+
+	if (!v) {
+		sb->failed = true;
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		v[i] = f->host[hosts[i]].name;
+	s = tp_hostlist_compress(v, n);
+	tp_free(v);
+	if (!s) {
+		sb->failed = true;
+		return;
+	}
+	tp_strbuf_printf(sb, "%s", s);
+	tp_free(s);
+}
+
+/* Hosts with no entry in the output are listed, never silently dropped:
+ * Slurm would refuse jobs spanning them, and the admin must know why. */
+static void put_orphans(tp_strbuf_t *sb, const tp_fabric_t *f,
+			const bool *listed, const char *why)
+{
+	uint32_t *v = tp_malloc((f->nhost ? f->nhost : 1) * sizeof(uint32_t));
+	size_t n = 0;
+
+	if (!v) {
+		sb->failed = true;
+		return;
+	}
+	for (size_t h = 0; h < f->nhost; h++)
+		if (!listed[h])
+			v[n++] = (uint32_t)h;
+	if (n) {
+		tp_strbuf_printf(sb, "# %zu host%s %s: ", n, n == 1 ? "" : "s",
+				 why);
+		put_hosts(sb, f, v, n);
+		tp_strbuf_append(sb, "\n", 1);
+	}
+	tp_free(v);
+}
+
+/* Switch descriptions of a synthetic group, as a reading aid. */
+static void put_group_comment(tp_strbuf_t *sb, const tp_fabric_t *f,
+			      const tp_group_t *gp, const char *name)
+{
+	const char **v;
+	char *s;
+
+	if (gp->nswitches == 1 &&
+	    strcmp(name, f->sw[gp->switches[0]].desc) == 0)
+		return;
+	v = tp_malloc((gp->nswitches ? gp->nswitches : 1) * sizeof(char *));
+	if (!v) {
+		sb->failed = true;
+		return;
+	}
+	for (size_t i = 0; i < gp->nswitches; i++)
+		v[i] = f->sw[gp->switches[i]].desc;
+	s = tp_hostlist_compress(v, gp->nswitches);
+	tp_free(v);
+	if (!s) {
+		sb->failed = true;
+		return;
+	}
+	/* a description may hold anything; keep the comment on one line */
+	for (char *p = s; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+	tp_strbuf_printf(sb, "# %s: %zu switch%s: %s\n", name, gp->nswitches,
+			 gp->nswitches == 1 ? "" : "es", s);
+	tp_free(s);
+}
+
+static void put_children(tp_strbuf_t *sb, const tp_fabric_t *f, char **names,
+			 size_t g)
+{
+	const char **v =
+	    tp_malloc((f->ngroup ? f->ngroup : 1) * sizeof(char *));
+	size_t n = 0;
+	char *s;
+
+	if (!v) {
+		sb->failed = true;
+		return;
+	}
+	for (size_t c = 0; c < f->ngroup; c++)
+		if (f->group[c].parent == g)
+			v[n++] = names[c];
+	s = tp_hostlist_compress(v, n);
+	tp_free(v);
+	if (!s) {
+		sb->failed = true;
+		return;
+	}
+	tp_strbuf_printf(sb, "%s", s);
+	tp_free(s);
+}
+
+static void write_tree(tp_strbuf_t *sb, const tp_fabric_t *f, char **names)
+{
+	bool *listed = tp_calloc(f->nhost + 1, sizeof(bool));
+
+	if (!listed) {
+		sb->failed = true;
+		return;
+	}
+	tp_strbuf_printf(sb,
+			 "# Slurm topology.conf (topology/tree) written by "
+			 "topoplace: %zu hosts, %d group level%s\n"
+			 "# LinkSpeed: Gb/s from the group's switches to the "
+			 "level above\n",
+			 f->nhost, f->ngroup_levels,
+			 f->ngroup_levels == 1 ? "" : "s");
+	/* top down, like Slurm's own examples */
+	for (int lv = f->ngroup_levels; lv >= 1; lv--)
+		for (size_t g = 0; g < f->ngroup; g++) {
+			const tp_group_t *gp = &f->group[g];
+
+			if (gp->level != lv)
+				continue;
+			put_group_comment(sb, f, gp, names[g]);
+			tp_strbuf_printf(sb, "SwitchName=%s ", names[g]);
+			if (lv == 1) {
+				tp_strbuf_printf(sb, "Nodes=");
+				put_hosts(sb, f, gp->hosts, gp->nhosts);
+				for (size_t i = 0; i < gp->nhosts; i++)
+					listed[gp->hosts[i]] = true;
+			} else {
+				tp_strbuf_printf(sb, "Switches=");
+				put_children(sb, f, names, g);
+			}
+			/* Slurm reads LinkSpeed as an integer */
+			if (gp->up_gbps > 0)
+				tp_strbuf_printf(sb, " LinkSpeed=%.0f",
+						 gp->up_gbps);
+			tp_strbuf_append(sb, "\n", 1);
+		}
+	put_orphans(sb, f, listed, "in no switch group (no IB link)");
+	tp_free(listed);
+}
+
+/* ---- block format ---- */
+
+typedef struct block {
+	const char *name;
+	const uint32_t *hosts;
+	size_t nhosts;
+	uint32_t key[TP_MAX_LEVELS]; /* groups of its first host, top first */
+	size_t index;
+} block_t;
+
+static int block_cmp(const void *x, const void *y)
+{
+	const block_t *a = x, *b = y;
+
+	for (int l = 0; l < TP_MAX_LEVELS; l++)
+		if (a->key[l] != b->key[l])
+			return a->key[l] < b->key[l] ? -1 : 1;
+	return a->index < b->index ? -1 : a->index > b->index;
+}
+
+/* Slurm pairs neighbouring blocks into bigger ones, so blocks are ordered
+ * by the IB groups they sit in: aggregated blocks then share switches. */
+static void block_key(const tp_fabric_t *f, block_t *b)
+{
+	const tp_host_t *h = b->nhosts ? &f->host[b->hosts[0]] : NULL;
+
+	for (int l = 0; l < TP_MAX_LEVELS; l++) {
+		int src = f->ngroup_levels - 1 - l;
+		b->key[l] = h && src >= 0 ? h->group[src] : TP_ID_NONE;
+	}
+}
+
+static void write_block(tp_strbuf_t *sb, const tp_fabric_t *f, char **names)
+{
+	bool *listed = tp_calloc(f->nhost + 1, sizeof(bool));
+	block_t *b = tp_calloc(f->nnvdom + f->ngroup + 1, sizeof(block_t));
+	char **alt = tp_calloc(f->nnvdom + 1, sizeof(char *));
+	size_t nb = 0, base = 0;
+	bool multi = false;
+
+	if (!listed || !b || !alt) {
+		sb->failed = true;
+		goto out;
+	}
+	for (size_t d = 0; d < f->nnvdom; d++)
+		multi |= f->nvdom[d].multi_node;
+	if (multi) {
+		size_t ord = 0;
+		for (size_t d = 0; d < f->nnvdom; d++) {
+			const tp_nvdomain_t *dp = &f->nvdom[d];
+			if (!dp->multi_node || !dp->nhosts)
+				continue;
+			ord++;
+			b[nb].name = dp->name;
+			if (!slurm_name_ok(dp->name)) {
+				alt[d] = tp_asprintf("nvl-%zu", ord);
+				if (!alt[d]) {
+					sb->failed = true;
+					goto out;
+				}
+				b[nb].name = alt[d];
+			}
+			b[nb].hosts = dp->hosts;
+			b[nb].nhosts = dp->nhosts;
+			b[nb].index = d;
+			block_key(f, &b[nb]);
+			nb++;
+		}
+	} else {
+		for (size_t g = 0; g < f->ngroup; g++) {
+			const tp_group_t *gp = &f->group[g];
+			if (gp->level != 1 || !gp->nhosts)
+				continue;
+			b[nb].name = names[g];
+			b[nb].hosts = gp->hosts;
+			b[nb].nhosts = gp->nhosts;
+			b[nb].index = g;
+			block_key(f, &b[nb]);
+			nb++;
+		}
+	}
+	qsort(b, nb, sizeof(*b), block_cmp);
+	tp_strbuf_printf(sb,
+			 "# Slurm topology.conf (topology/block) written by "
+			 "topoplace: %zu hosts, %zu blocks (%s)\n",
+			 f->nhost, nb,
+			 multi ? "multi-node NVLink domains"
+			       : "level-1 switch groups");
+	for (size_t i = 0; i < nb; i++) {
+		if (multi && b[i].name != f->nvdom[b[i].index].name)
+			tp_strbuf_printf(sb, "# %s: NVLink domain \"%s\"\n",
+					 b[i].name, f->nvdom[b[i].index].name);
+		tp_strbuf_printf(sb, "BlockName=%s Nodes=", b[i].name);
+		put_hosts(sb, f, b[i].hosts, b[i].nhosts);
+		tp_strbuf_append(sb, "\n", 1);
+		for (size_t k = 0; k < b[i].nhosts; k++)
+			listed[b[i].hosts[k]] = true;
+		if (!base || b[i].nhosts < base)
+			base = b[i].nhosts;
+	}
+	/*
+	 * Without BlockSizes Slurm takes the first block's size as the base
+	 * and refuses to start if a later block is smaller (one degraded rack
+	 * is enough), so the smallest block is stated as the base; higher
+	 * sizes double up to the block count, the aggregation Slurm does.
+	 */
+	if (nb) {
+		tp_strbuf_printf(sb, "BlockSizes=%zu", base);
+		for (int k = 1; k < MAX_BLOCK_LEVELS && ((size_t)1 << k) <= nb;
+		     k++)
+			tp_strbuf_printf(sb, ",%zu", base << k);
+		tp_strbuf_append(sb, "\n", 1);
+	}
+	put_orphans(sb, f, listed,
+		    multi ? "in no multi-node NVLink domain"
+			  : "in no switch group (no IB link)");
+out:
+	if (alt)
+		for (size_t d = 0; d < f->nnvdom; d++)
+			tp_free(alt[d]);
+	tp_free(alt);
+	tp_free(b);
+	tp_free(listed);
+}
+
+tp_err_t tp_fabric_topology_conf(const tp_fabric_t *f, bool block,
+				 char **text_p)
+{
+	/* The detail buffer is the only state a failing writer touches. */
+	tp_fabric_t *fw = (tp_fabric_t *)f;
+	tp_strbuf_t sb = {0};
+	char **names = NULL;
+	tp_err_t err;
+
+	if (!f || !text_p)
+		return TP_ERR_INVAL;
+	if (!f->finalized)
+		return tp__fabric_fail(fw, TP_ERR_INVAL,
+				       "topology.conf: fabric not finalized");
+	if ((err = group_names(f, &names)))
+		return tp__fabric_fail(fw, err, "topology.conf: %s",
+				       tp_strerror(err));
+	if (block)
+		write_block(&sb, f, names);
+	else
+		write_tree(&sb, f, names);
+	free_names(f, names);
+	tp_strbuf_append(&sb, "", 0);
+	if (sb.failed) {
+		tp_free(sb.buf);
+		return tp__fabric_fail(fw, TP_ERR_NOMEM,
+				       "topology.conf: out of memory");
+	}
+	*text_p = sb.buf;
+	return TP_OK;
+}

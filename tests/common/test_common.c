@@ -1,7 +1,511 @@
+/* Unit tests for common/: host lists, hash maps, strings, files, allocator. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tp_common.h"
 #include "tp_test.h"
-static void test_placeholder(void **state) { (void)state; skip(); }
+
+/* ---- helpers ---- */
+
+static char *join(char **v, size_t n)
+{
+	tp_strbuf_t sb = {0};
+
+	for (size_t i = 0; i < n; i++)
+		tp_strbuf_printf(&sb, "%s%s", i ? " " : "", v[i]);
+	tp_strbuf_append(&sb, "", 0);
+	assert_false(sb.failed);
+	return sb.buf;
+}
+
+static void check_expand(const char *list, const char *want, size_t n)
+{
+	char **v = NULL;
+	size_t got = 0;
+	char *s;
+
+	assert_int_equal(tp_hostlist_expand(list, &v, &got), TP_OK);
+	assert_int_equal(got, n);
+	s = join(v, got);
+	assert_string_equal(s, want);
+	tp_free(s);
+	tp_hostlist_free(v, got);
+}
+
+static void check_compress(const char *list, const char *want)
+{
+	char **v = NULL;
+	size_t n = 0;
+	char *s;
+
+	assert_int_equal(tp_hostlist_expand(list, &v, &n), TP_OK);
+	s = tp_hostlist_compress((const char *const *)v, n);
+	assert_non_null(s);
+	assert_string_equal(s, want);
+	tp_free(s);
+	tp_hostlist_free(v, n);
+}
+
+static void check_error(const char *list, tp_err_t want)
+{
+	char **v = (char **)0x1;
+	size_t n = 12345;
+
+	assert_int_equal(tp_hostlist_expand(list, &v, &n), want);
+	/* outputs untouched on error */
+	assert_ptr_equal(v, (char **)0x1);
+	assert_int_equal(n, 12345);
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* ---- host lists ---- */
+
+static void test_hostlist_expand(void **state)
+{
+	(void)state;
+	check_expand("gpu[001-004,7],cpu1",
+		     "gpu001 gpu002 gpu003 gpu004 gpu7 cpu1", 6);
+	check_expand("node[08-10]", "node08 node09 node10", 3);
+	check_expand("n[9-11]", "n9 n10 n11", 3);
+}
+
+static void test_hostlist_expand_plain(void **state)
+{
+	(void)state;
+	check_expand("a", "a", 1);
+	check_expand("a,b c", "a b c", 3);
+	check_expand(" a , ,b ", "a b", 2);
+	check_expand("", "", 0);
+	check_expand("rack[1-2]-gpu", "rack1-gpu rack2-gpu", 2);
+	check_expand("x[5]", "x5", 1);
+	check_expand("x[0]", "x0", 1);
+}
+
+static void test_hostlist_cartesian(void **state)
+{
+	(void)state;
+	/* first bracket varies slowest, as in Slurm */
+	check_expand("a[1-2]b[3-4]", "a1b3 a1b4 a2b3 a2b4", 4);
+	check_expand("r[1-2]s[01,03]x", "r1s01x r1s03x r2s01x r2s03x", 4);
+	check_expand("[1-2][1-2]", "11 12 21 22", 4);
+}
+
+static void test_hostlist_padding(void **state)
+{
+	char **v = NULL;
+	size_t n = 0;
+
+	(void)state;
+	/* width of the lower bound is kept past 99 */
+	assert_int_equal(tp_hostlist_expand("n[098-101]", &v, &n), TP_OK);
+	assert_int_equal(n, 4);
+	assert_string_equal(v[0], "n098");
+	assert_string_equal(v[2], "n100");
+	assert_string_equal(v[3], "n101");
+	tp_hostlist_free(v, n);
+	assert_int_equal(tp_hostlist_expand("n[01-100]", &v, &n), TP_OK);
+	assert_int_equal(n, 100);
+	assert_string_equal(v[0], "n01");
+	assert_string_equal(v[98], "n99");
+	assert_string_equal(v[99], "n100");
+	tp_hostlist_free(v, n);
+}
+
+static void test_hostlist_errors(void **state)
+{
+	(void)state;
+	check_error("a[1-2", TP_ERR_PARSE);
+	check_error("a]", TP_ERR_PARSE);
+	check_error("a[]", TP_ERR_PARSE);
+	check_error("a[2-1]", TP_ERR_PARSE);
+	check_error("a[1-]", TP_ERR_PARSE);
+	check_error("a[-1]", TP_ERR_PARSE);
+	check_error("a[1,]", TP_ERR_PARSE);
+	check_error("a[x]", TP_ERR_PARSE);
+	check_error("a[[1]]", TP_ERR_PARSE);
+	check_error("a[1 2]", TP_ERR_PARSE);
+	check_error("a[1234567890123456789]", TP_ERR_PARSE);
+	/* size caps: one range, a product, a sum */
+	check_error("a[1-1000001]", TP_ERR_RANGE);
+	check_error("a[1-1000]b[1-1001]", TP_ERR_RANGE);
+	check_error("a[1-600000],b[1-600000]", TP_ERR_RANGE);
+	check_error("a[0-18446744073709551]", TP_ERR_RANGE);
+	assert_int_equal(tp_hostlist_expand(NULL, NULL, NULL), TP_ERR_INVAL);
+}
+
+static void test_hostlist_max(void **state)
+{
+	char **v = NULL;
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(tp_hostlist_expand("n[1-1000000]", &v, &n), TP_OK);
+	assert_int_equal(n, 1000000);
+	assert_string_equal(v[999999], "n1000000");
+	tp_hostlist_free(v, n);
+	tp_hostlist_free(NULL, 0);
+}
+
+static void test_hostlist_compress(void **state)
+{
+	char *s;
+	const char *odd[] = {"gpu3", "cpu2", "gpu1", "cpu1", "gpu2", "login"};
+	const char *dup[] = {"a1", "a1", "a2", "b", "b"};
+
+	(void)state;
+	check_compress("gpu[001-003,007]", "gpu[001-003,007]");
+	check_compress("gpu007,gpu001,gpu002,gpu003", "gpu[001-003,007]");
+	check_compress("n[9-11]", "n[9-11]");
+	check_compress("n[098-101]", "n[098-101]");
+	/* an unpadded number cannot print at a smaller padded width */
+	check_compress("n9,n10,n099", "n[9-10],n099");
+	check_compress("x", "x");
+	check_compress("x5", "x5");
+	check_compress("n0,n00,n1", "n[0-1],n00");
+	check_compress("a[1-2]b[3-4]", "a1b[3-4],a2b[3-4]");
+	/* prefixes keep input order, numbers are sorted */
+	s = tp_hostlist_compress(odd, 6);
+	assert_string_equal(s, "gpu[1-3],cpu[1-2],login");
+	tp_free(s);
+	s = tp_hostlist_compress(dup, 5);
+	assert_string_equal(s, "a[1-2],b");
+	tp_free(s);
+	s = tp_hostlist_compress(NULL, 0);
+	assert_string_equal(s, "");
+	tp_free(s);
+}
+
+/* expand(compress(x)) is x as a set, for a scrambled mix of widths. */
+static void test_hostlist_roundtrip(void **state)
+{
+	const char *lists[] = {
+	    "gpu[001-004,7],cpu1",   "node[1-300],node[0001-0020]",
+	    "a[1-2]b[3-4],c",	     "rack[01-12]-n[1-18]",
+	    "x[098-102,999-1001],y", "n[0-9],n[00-03]",
+	};
+	(void)state;
+	for (size_t t = 0; t < sizeof(lists) / sizeof(*lists); t++) {
+		char **a = NULL, **b = NULL, *c;
+		size_t na = 0, nb = 0;
+
+		assert_int_equal(tp_hostlist_expand(lists[t], &a, &na), TP_OK);
+		/* scramble deterministically */
+		for (size_t i = 0; i + 1 < na; i++) {
+			size_t j = (i * 7919 + 13) % na;
+			char *tmp = a[i];
+			a[i] = a[j];
+			a[j] = tmp;
+		}
+		c = tp_hostlist_compress((const char *const *)a, na);
+		assert_non_null(c);
+		assert_int_equal(tp_hostlist_expand(c, &b, &nb), TP_OK);
+		assert_int_equal(na, nb);
+		qsort(a, na, sizeof(char *), str_cmp);
+		qsort(b, nb, sizeof(char *), str_cmp);
+		for (size_t i = 0; i < na; i++)
+			assert_string_equal(a[i], b[i]);
+		tp_free(c);
+		tp_hostlist_free(a, na);
+		tp_hostlist_free(b, nb);
+	}
+}
+
+/* ---- maps ---- */
+
+static void test_u64map(void **state)
+{
+	tp_u64map_t m = {0};
+	const uint32_t n = 100000;
+
+	(void)state;
+	assert_int_equal(tp_u64map_get(&m, 42), TP_MAP_NONE);
+	for (uint32_t i = 0; i < n; i++)
+		assert_int_equal(
+		    tp_u64map_put(&m, 0x0002c90300000000ULL + i * 977ULL, i),
+		    TP_OK);
+	assert_int_equal(m.len, n);
+	for (uint32_t i = 0; i < n; i++)
+		assert_int_equal(
+		    tp_u64map_get(&m, 0x0002c90300000000ULL + i * 977ULL), i);
+	assert_int_equal(tp_u64map_get(&m, 1), TP_MAP_NONE);
+	assert_int_equal(tp_u64map_put(&m, 0x0002c90300000000ULL, 7), TP_OK);
+	assert_int_equal(tp_u64map_get(&m, 0x0002c90300000000ULL), 7);
+	assert_int_equal(m.len, n);
+	/* key 0 is an ordinary key */
+	assert_int_equal(tp_u64map_put(&m, 0, 5), TP_OK);
+	assert_int_equal(tp_u64map_get(&m, 0), 5);
+	tp_u64map_clear(&m);
+	assert_int_equal(tp_u64map_get(&m, 0), TP_MAP_NONE);
+	tp_u64map_clear(&m);
+}
+
+static void test_strmap(void **state)
+{
+	tp_strmap_t m = {0};
+	const size_t n = 50000;
+	char **keys = calloc(n, sizeof(char *));
+
+	(void)state;
+	assert_non_null(keys);
+	assert_int_equal(tp_strmap_get(&m, "x"), TP_MAP_NONE);
+	for (size_t i = 0; i < n; i++) {
+		keys[i] = tp_asprintf("node%05zu", i);
+		assert_int_equal(tp_strmap_put(&m, keys[i], (uint32_t)i),
+				 TP_OK);
+	}
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(tp_strmap_get(&m, keys[i]), i);
+	assert_int_equal(tp_strmap_get(&m, "node"), TP_MAP_NONE);
+	assert_int_equal(tp_strmap_get(&m, ""), TP_MAP_NONE);
+	assert_int_equal(tp_strmap_put(&m, keys[3], 99), TP_OK);
+	assert_int_equal(tp_strmap_get(&m, "node00003"), 99);
+	assert_int_equal(m.len, n);
+	tp_strmap_clear(&m);
+	for (size_t i = 0; i < n; i++)
+		tp_free(keys[i]);
+	free(keys);
+}
+
+/* ---- strings, files ---- */
+
+static void test_strbuf(void **state)
+{
+	tp_strbuf_t sb = {0};
+	char big[1000];
+
+	(void)state;
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	tp_strbuf_printf(&sb, "%d-%s", 12, "ab");
+	tp_strbuf_append(&sb, "cd", 2);
+	assert_string_equal(sb.buf, "12-abcd");
+	tp_strbuf_printf(&sb, "%s", big);
+	assert_int_equal(sb.len, 7 + 999);
+	assert_int_equal(strlen(sb.buf), sb.len);
+	assert_false(sb.failed);
+	tp_free(sb.buf);
+}
+
+static void test_parse_guid(void **state)
+{
+	uint64_t g = 0;
+
+	(void)state;
+	assert_true(tp_parse_guid("0x0002c90300a1b2c3", &g));
+	assert_true(g == 0x0002c90300a1b2c3ULL);
+	assert_true(tp_parse_guid("0002C90300A1B2C4", &g));
+	assert_true(g == 0x0002c90300a1b2c4ULL);
+	assert_true(tp_parse_guid("1", &g));
+	assert_true(g == 1);
+	assert_true(tp_parse_guid("0xffffffffffffffff", &g));
+	assert_true(g == UINT64_MAX);
+	g = 77;
+	assert_false(tp_parse_guid("0x10000000000000000", &g));
+	assert_false(tp_parse_guid("", &g));
+	assert_false(tp_parse_guid("0x", &g));
+	assert_false(tp_parse_guid("0x12g4", &g));
+	assert_false(tp_parse_guid(" 0x12", &g));
+	assert_true(g == 77);
+}
+
+static void test_strtrim(void **state)
+{
+	char a[] = "  node01 HCA-1 \t\r\n";
+	char b[] = "\t\n ";
+	char c[] = "x";
+
+	(void)state;
+	assert_string_equal(tp_strtrim(a), "node01 HCA-1");
+	assert_string_equal(tp_strtrim(b), "");
+	assert_string_equal(tp_strtrim(c), "x");
+}
+
+static void test_file_read(void **state)
+{
+	char path[] = "/tmp/tp-test-common-XXXXXX";
+	const char data[] = "line1\n\0binary\nend";
+	char *buf = NULL;
+	size_t len = 0;
+	int fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, sizeof(data) - 1), sizeof(data) - 1);
+	close(fd);
+	assert_int_equal(tp_file_read(path, &buf, &len), TP_OK);
+	assert_int_equal(len, sizeof(data) - 1);
+	assert_memory_equal(buf, data, len);
+	assert_int_equal(buf[len], '\0');
+	tp_free(buf);
+	unlink(path);
+	assert_int_equal(tp_file_read(path, &buf, &len), TP_ERR_NOTFOUND);
+	assert_int_equal(tp_strerror(TP_ERR_NOTFOUND)[0] != '\0', 1);
+	assert_string_equal(tp_strerror(TP_OK), "success");
+}
+
+/* ---- allocation failure ---- */
+
+static long fail_after; /* allocations left before failing; <0: never */
+static long live;	/* outstanding allocations */
+
+static void *t_malloc(size_t n)
+{
+	void *p;
+
+	if (fail_after == 0)
+		return NULL;
+	if (fail_after > 0)
+		fail_after--;
+	p = malloc(n);
+	if (p)
+		live++;
+	return p;
+}
+
+static void *t_calloc(size_t n, size_t m)
+{
+	void *p;
+
+	if (fail_after == 0)
+		return NULL;
+	if (fail_after > 0)
+		fail_after--;
+	p = calloc(n, m);
+	if (p)
+		live++;
+	return p;
+}
+
+static void *t_realloc(void *old, size_t n)
+{
+	void *p;
+
+	if (fail_after == 0)
+		return NULL;
+	if (fail_after > 0)
+		fail_after--;
+	p = realloc(old, n);
+	if (p && !old)
+		live++;
+	return p;
+}
+
+static void t_free(void *p)
+{
+	if (p)
+		live--;
+	free(p);
+}
+
+static const tp_allocator_t failing = {t_malloc, t_calloc, t_realloc, t_free};
+
+/* Every allocation point fails once; each must report NOMEM and leak
+ * nothing, and the outputs stay untouched. */
+static void test_alloc_failure_expand(void **state)
+{
+	const char *list = "gpu[001-040,77],cpu[1-3]x[1-2],login";
+	bool ok = false;
+
+	(void)state;
+	tp_alloc_set(&failing);
+	for (long k = 0; k < 10000 && !ok; k++) {
+		char **v = (char **)0x1;
+		size_t n = 999;
+		tp_err_t err;
+
+		live = 0;
+		fail_after = k;
+		err = tp_hostlist_expand(list, &v, &n);
+		fail_after = -1;
+		if (err == TP_OK) {
+			assert_int_equal(n, 40 + 1 + 6 + 1);
+			tp_hostlist_free(v, n);
+			ok = true;
+		} else {
+			assert_int_equal(err, TP_ERR_NOMEM);
+			assert_ptr_equal(v, (char **)0x1);
+			assert_int_equal(n, 999);
+		}
+		assert_int_equal(live, 0);
+	}
+	tp_alloc_set(NULL);
+	assert_true(ok);
+}
+
+static void test_alloc_failure_compress(void **state)
+{
+	const char *names[] = {"gpu003", "gpu001", "gpu7", "cpu1", "n9", "n10"};
+	bool ok = false;
+
+	(void)state;
+	tp_alloc_set(&failing);
+	for (long k = 0; k < 10000 && !ok; k++) {
+		char *s;
+
+		live = 0;
+		fail_after = k;
+		s = tp_hostlist_compress(names, 6);
+		fail_after = -1;
+		if (s) {
+			assert_string_equal(s,
+					    "gpu[001,003],gpu7,cpu1,n[9-10]");
+			tp_free(s);
+			ok = true;
+		}
+		assert_int_equal(live, 0);
+	}
+	tp_alloc_set(NULL);
+	assert_true(ok);
+}
+
+static void test_alloc_failure_strbuf(void **state)
+{
+	tp_strbuf_t sb = {0};
+
+	(void)state;
+	tp_alloc_set(&failing);
+	live = 0;
+	fail_after = 0;
+	tp_strbuf_printf(&sb, "%s", "abc");
+	fail_after = -1;
+	assert_true(sb.failed);
+	assert_null(sb.buf);
+	/* a failed buffer stays failed */
+	tp_strbuf_append(&sb, "x", 1);
+	assert_true(sb.failed);
+	assert_null(sb.buf);
+	tp_alloc_set(NULL);
+	assert_int_equal(live, 0);
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {cmocka_unit_test(test_placeholder)};
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_hostlist_expand),
+	    cmocka_unit_test(test_hostlist_expand_plain),
+	    cmocka_unit_test(test_hostlist_cartesian),
+	    cmocka_unit_test(test_hostlist_padding),
+	    cmocka_unit_test(test_hostlist_errors),
+	    cmocka_unit_test(test_hostlist_max),
+	    cmocka_unit_test(test_hostlist_compress),
+	    cmocka_unit_test(test_hostlist_roundtrip),
+	    cmocka_unit_test(test_u64map),
+	    cmocka_unit_test(test_strmap),
+	    cmocka_unit_test(test_strbuf),
+	    cmocka_unit_test(test_parse_guid),
+	    cmocka_unit_test(test_strtrim),
+	    cmocka_unit_test(test_file_read),
+	    cmocka_unit_test(test_alloc_failure_expand),
+	    cmocka_unit_test(test_alloc_failure_compress),
+	    cmocka_unit_test(test_alloc_failure_strbuf),
+	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

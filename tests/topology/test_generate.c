@@ -1,7 +1,731 @@
+/* Generators (fat tree, rail-optimized, NVL72) and the writers built on the
+ * model: Slurm topology.conf (tree, block) and the ibsim net file. The
+ * expectations are the model's view of each generated shape, derived from
+ * the parameters in the comment above each test. */
 #include "tp_test.h"
-static void test_placeholder(void **state) { (void)state; skip(); }
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topology_int.h"
+
+/* ---- helpers ---- */
+
+static const tp_group_t *group_of(const tp_fabric_t *f, const char *host,
+				  int level)
+{
+	uint32_t h = tp_fabric_host_find(f, host);
+
+	assert_int_not_equal(h, TP_ID_NONE);
+	uint32_t g = tp_fabric_host(f, h)->group[level - 1];
+	assert_int_not_equal(g, TP_ID_NONE);
+	return tp_fabric_group(f, g);
+}
+
+static size_t parallel_links(const tp_fabric_t *f, const char *a, const char *b)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < tp_fabric_nlinks(f); i++) {
+		const tp_link_t *l = tp_fabric_link(f, i);
+		if (l->kind[0] != TP_NODE_SWITCH ||
+		    l->kind[1] != TP_NODE_SWITCH)
+			continue;
+		const char *x = tp_fabric_switch(f, l->node[0])->desc;
+		const char *y = tp_fabric_switch(f, l->node[1])->desc;
+		if ((!strcmp(x, a) && !strcmp(y, b)) ||
+		    (!strcmp(x, b) && !strcmp(y, a)))
+			n++;
+	}
+	return n;
+}
+
+/* Compare with tests/topology/data/<name>; TP_UPDATE_GOLDEN=1 rewrites it. */
+static void check_golden(const char *name, const char *text)
+{
+	const char *path = tp_test_data(name);
+	char *want = NULL;
+	size_t len = 0;
+
+	if (getenv("TP_UPDATE_GOLDEN")) {
+		FILE *fp = fopen(path, "w");
+		assert_non_null(fp);
+		fputs(text, fp);
+		fclose(fp);
+		return;
+	}
+	assert_int_equal(tp_file_read(path, &want, &len), TP_OK);
+	assert_string_equal(text, want);
+	tp_free(want);
+}
+
+static char *conf(const tp_fabric_t *f, bool block)
+{
+	char *text = NULL;
+
+	assert_int_equal(tp_fabric_topology_conf(f, block, &text), TP_OK);
+	assert_non_null(text);
+	return text;
+}
+
+/* The text without "LinkSpeed=..." fields. */
+static char *strip_linkspeed(const char *s)
+{
+	tp_strbuf_t sb = {0};
+
+	while (*s) {
+		const char *e = strchr(s, '\n');
+		const char *ls = strstr(s, " LinkSpeed=");
+		size_t n = e ? (size_t)(e - s) : strlen(s);
+		if (ls && ls < s + n)
+			tp_strbuf_append(&sb, s, (size_t)(ls - s));
+		else
+			tp_strbuf_append(&sb, s, n);
+		tp_strbuf_append(&sb, "\n", 1);
+		s += n + (e ? 1 : 0);
+	}
+	tp_strbuf_append(&sb, "", 0);
+	assert_false(sb.failed);
+	return sb.buf;
+}
+
+/* ---- fat tree ---- */
+
+/* Defaults: 8 leaves x 16 hosts, 4 spines, 2 cables leaf->each spine,
+ * 8 GPUs per host, 400 Gb/s: 16 x 400 down vs 8 x 400 up per leaf. */
+static void test_fat_tree_defaults(void **state)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+
+	(void)state;
+	tp_gen_fat_tree_defaults(&p);
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	assert_non_null(f);
+	assert_int_equal(tp_fabric_nsubnets(f), 1);
+	assert_int_equal(tp_fabric_nswitches(f), 12);
+	assert_int_equal(tp_fabric_nlevels(f), 2);
+	assert_int_equal(tp_fabric_switches_at(f, 1), 8);
+	assert_int_equal(tp_fabric_switches_at(f, 2), 4);
+	assert_int_equal(tp_fabric_nhosts(f), 128);
+	assert_int_equal(tp_fabric_ncas(f), 128);
+	assert_int_equal(tp_fabric_nlinks(f), 128 + 8 * 4 * 2);
+	assert_int_equal(parallel_links(f, "leaf03", "spine04"), 2);
+	assert_int_equal(tp_fabric_total_gpus(f), 128 * 8);
+	assert_int_equal(tp_fabric_rails(f), 1);
+	assert_int_equal(tp_fabric_degraded_hosts(f), 0);
+	assert_int_equal(tp_fabric_unnamed_cas(f), 0);
+	assert_int_equal(tp_fabric_nwarnings(f), 0);
+	assert_int_equal(tp_fabric_ngroup_levels(f), 2);
+	assert_int_equal(tp_fabric_groups_at(f, 1), 8);
+	assert_int_equal(tp_fabric_groups_at(f, 2), 1);
+
+	const tp_switch_t *s0 = tp_fabric_switch(f, 0);
+	assert_string_equal(s0->desc, "leaf01");
+	assert_int_equal(s0->level, 1);
+	assert_int_equal(s0->nports, 16 + 4 * 2);
+	assert_string_equal(tp_fabric_switch(f, 8)->desc, "spine01");
+	assert_int_equal(tp_fabric_switch(f, 8)->nports, 8 * 2);
+	assert_string_equal(tp_fabric_ca(f, 0)->desc, "node001 mlx5_0");
+	assert_string_equal(tp_fabric_ca(f, 0)->dev, "mlx5_0");
+
+	const tp_link_t *l = tp_fabric_link(f, 0);
+	assert_int_equal(l->width, 4);
+	assert_true(fabs(l->gbps - 400) < 1e-9);
+	assert_true(l->active);
+
+	/* leaf group: 16 hosts x 400 down, 4 spines x 2 x 400 up = 2:1 */
+	const tp_group_t *g1 = group_of(f, "node001", 1);
+	assert_int_equal(g1->level, 1);
+	assert_int_equal(g1->nhosts, 16);
+	assert_int_equal(g1->nswitches, 1);
+	assert_true(fabs(g1->down_gbps - 6400) < 1e-6);
+	assert_true(fabs(g1->up_gbps - 3200) < 1e-6);
+	assert_true(fabs(g1->down_gbps / g1->up_gbps - 2.0) < 1e-9);
+	assert_ptr_equal(group_of(f, "node016", 1), g1);
+	assert_ptr_not_equal(group_of(f, "node017", 1), g1);
+
+	const tp_group_t *g2 = group_of(f, "node001", 2);
+	assert_int_equal(g2->level, 2);
+	assert_int_equal(g2->parent, TP_ID_NONE);
+	assert_int_equal(g2->nhosts, 128);
+	assert_int_equal(g2->nswitches, 4);
+	assert_true(fabs(g2->down_gbps - 8 * 4 * 2 * 400) < 1e-6);
+	assert_true(fabs(g2->up_gbps) < 1e-9);
+	assert_ptr_equal(tp_fabric_group(f, g1->parent), g2);
+
+	/* GPUs: node data from the generator, all near the one HCA */
+	const tp_host_t *h =
+	    tp_fabric_host(f, tp_fabric_host_find(f, "node128"));
+	assert_non_null(h);
+	assert_int_equal(h->ngpus, 8);
+	assert_true(h->has_node_data);
+	assert_int_equal(h->ncas, 1);
+	assert_int_equal(h->nleaves, 1);
+	for (size_t g = 0; g < h->ngpus; g++) {
+		assert_int_equal(h->gpus[g].index, (int)g);
+		assert_string_equal(h->gpus[g].model, "generated");
+		assert_string_equal(h->gpus[g].nic, "mlx5_0");
+		assert_int_equal(h->gpus[g].numa, -1);
+		assert_int_equal(h->gpus[g].hca, 0);
+	}
+	/* node-local NVLink domains only */
+	assert_int_equal(tp_fabric_nnvdomains(f), 128);
+	assert_false(tp_fabric_nvdomain(f, 0)->multi_node);
+	tp_fabric_destroy(f);
+}
+
+/* Interleave: host i on leaf i % leaves, so leaf groups are strided. */
+static void test_fat_tree_interleave(void **state)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+
+	(void)state;
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 4;
+	p.hosts_per_leaf = 3;
+	p.spines = 2;
+	p.uplinks_per_spine = 1;
+	p.gpus_per_host = 0;
+	p.interleave = true;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	const tp_group_t *g = group_of(f, "node001", 1);
+	assert_int_equal(g->nhosts, 3);
+	assert_string_equal(tp_fabric_host(f, g->hosts[0])->name, "node001");
+	assert_string_equal(tp_fabric_host(f, g->hosts[1])->name, "node005");
+	assert_string_equal(tp_fabric_host(f, g->hosts[2])->name, "node009");
+	assert_ptr_not_equal(group_of(f, "node002", 1), g);
+	assert_int_equal(tp_fabric_total_gpus(f), 0);
+	/* 3 down, 2 up: 1.5:1 */
+	assert_true(fabs(g->down_gbps / g->up_gbps - 1.5) < 1e-9);
+	tp_fabric_destroy(f);
+}
+
+/* ---- rail-optimized ---- */
+
+/* Defaults: 4 SUs x 32 DGX, 8 rails (each its own subnet), 4 spines per
+ * rail; leaves non-blocking: 32 hosts down, 4 x 8 cables up. */
+static void test_rail_defaults(void **state)
+{
+	tp_gen_rail_t p;
+	tp_fabric_t *f = NULL;
+
+	(void)state;
+	tp_gen_rail_defaults(&p);
+	assert_int_equal(tp_gen_rail(&p, &f), TP_OK);
+	assert_int_equal(tp_fabric_nsubnets(f), 8);
+	assert_int_equal(tp_fabric_rails(f), 8);
+	assert_int_equal(tp_fabric_nhosts(f), 128);
+	assert_int_equal(tp_fabric_ncas(f), 128 * 8);
+	assert_int_equal(tp_fabric_nswitches(f), 4 * 8 + 8 * 4);
+	assert_int_equal(tp_fabric_switches_at(f, 1), 32);
+	assert_int_equal(tp_fabric_switches_at(f, 2), 32);
+	assert_int_equal(tp_fabric_nlinks(f), 1024 + 8 * 4 * 4 * 8);
+	assert_int_equal(parallel_links(f, "su02-rail3-leaf", "rail3-spine04"),
+			 8);
+	assert_int_equal(parallel_links(f, "su02-rail3-leaf", "rail4-spine01"),
+			 0);
+	assert_int_equal(tp_fabric_total_gpus(f), 128 * 8);
+	assert_int_equal(tp_fabric_degraded_hosts(f), 0);
+	assert_int_equal(tp_fabric_ngroup_levels(f), 2);
+	/* a level-1 group is a scalable unit across all 8 rails */
+	assert_int_equal(tp_fabric_groups_at(f, 1), 4);
+	assert_int_equal(tp_fabric_groups_at(f, 2), 1);
+
+	const tp_group_t *su = group_of(f, "dgx033", 1);
+	assert_int_equal(su->nhosts, 32);
+	assert_int_equal(su->nswitches, 8);
+	assert_string_equal(tp_fabric_host(f, su->hosts[0])->name, "dgx033");
+	assert_true(fabs(su->down_gbps - 32 * 8 * 400) < 1e-6);
+	assert_true(fabs(su->up_gbps - 8 * 32 * 400) < 1e-6);
+	assert_ptr_equal(group_of(f, "dgx064", 1), su);
+	assert_ptr_not_equal(group_of(f, "dgx065", 1), su);
+	assert_int_equal(group_of(f, "dgx001", 2)->nswitches, 32);
+
+	/* HCA r on rail r: GPU g nearest to mlx5_g, CAs ordered by rail */
+	const tp_host_t *h =
+	    tp_fabric_host(f, tp_fabric_host_find(f, "dgx007"));
+	assert_int_equal(h->ncas, 8);
+	assert_int_equal(h->nleaves, 8);
+	for (size_t c = 0; c < h->ncas; c++) {
+		const tp_ca_t *ca = tp_fabric_ca(f, h->cas[c]);
+		char dev[32];
+		snprintf(dev, sizeof(dev), "mlx5_%zu", c);
+		assert_string_equal(ca->dev, dev);
+		assert_int_equal(ca->subnet, (int)c);
+	}
+	for (size_t g = 0; g < h->ngpus; g++)
+		assert_int_equal(h->gpus[g].hca, (int)g);
+	tp_fabric_destroy(f);
+}
+
+/* Spines that do not divide the hosts: uplinks round up per spine. */
+static void test_rail_uneven(void **state)
+{
+	tp_gen_rail_t p;
+	tp_fabric_t *f = NULL;
+
+	(void)state;
+	tp_gen_rail_defaults(&p);
+	p.sus = 2;
+	p.hosts_per_su = 5;
+	p.rails = 2;
+	p.spines_per_rail = 2;
+	p.gpus_per_host = 4;
+	assert_int_equal(tp_gen_rail(&p, &f), TP_OK);
+	assert_int_equal(parallel_links(f, "su01-rail1-leaf", "rail1-spine02"),
+			 3);
+	const tp_group_t *su = group_of(f, "dgx001", 1);
+	assert_true(su->up_gbps >= su->down_gbps);
+	/* 4 GPUs over 2 HCAs: two per HCA */
+	const tp_host_t *h = tp_fabric_host(f, 0);
+	assert_string_equal(h->gpus[1].nic, "mlx5_0");
+	assert_string_equal(h->gpus[2].nic, "mlx5_1");
+	assert_int_equal(h->gpus[3].hca, 1);
+	tp_fabric_destroy(f);
+}
+
+/* ---- NVL72 ---- */
+
+/* Defaults: 4 racks x 18 trays x 4 GPUs, 2 leaves per rack (9 trays
+ * each), 4 spines, ceil(9 / 4) = 3 cables leaf->each spine. */
+static void test_nvl72_defaults(void **state)
+{
+	tp_gen_nvl72_t p;
+	tp_fabric_t *f = NULL;
+
+	(void)state;
+	tp_gen_nvl72_defaults(&p);
+	assert_int_equal(tp_gen_nvl72(&p, &f), TP_OK);
+	assert_int_equal(tp_fabric_nhosts(f), 72);
+	assert_int_equal(tp_fabric_total_gpus(f), 288);
+	assert_int_equal(tp_fabric_nswitches(f), 8 + 4);
+	assert_int_equal(tp_fabric_switches_at(f, 1), 8);
+	assert_int_equal(tp_fabric_nlinks(f), 72 + 8 * 4 * 3);
+	assert_int_equal(parallel_links(f, "rack02-leaf2", "spine03"), 3);
+	assert_int_equal(tp_fabric_groups_at(f, 1), 8);
+	assert_int_equal(tp_fabric_groups_at(f, 2), 1);
+	assert_int_equal(group_of(f, "nvl010", 1)->nhosts, 9);
+	assert_ptr_not_equal(group_of(f, "nvl009", 1),
+			     group_of(f, "nvl010", 1));
+
+	/* one multi-node NVLink domain per rack, nothing node-local */
+	assert_int_equal(tp_fabric_nnvdomains(f), 4);
+	for (size_t d = 0; d < 4; d++) {
+		const tp_nvdomain_t *dp = tp_fabric_nvdomain(f, d);
+		char name[32];
+		snprintf(name, sizeof(name), "rack%02zu", d + 1);
+		assert_string_equal(dp->name, name);
+		assert_true(dp->multi_node);
+		assert_int_equal(dp->nhosts, 18);
+		assert_int_equal(tp_fabric_host(f, dp->hosts[0])->nvdomain, d);
+	}
+	assert_string_equal(
+	    tp_fabric_host(f, tp_fabric_nvdomain(f, 1)->hosts[0])->name,
+	    "nvl019");
+	tp_fabric_destroy(f);
+}
+
+/* ---- determinism ---- */
+
+static void same_fabric(const tp_fabric_t *a, const tp_fabric_t *b)
+{
+	char *ja = NULL, *jb = NULL;
+
+	assert_int_equal(tp_fabric_nswitches(a), tp_fabric_nswitches(b));
+	assert_int_equal(tp_fabric_ncas(a), tp_fabric_ncas(b));
+	assert_int_equal(tp_fabric_nlinks(a), tp_fabric_nlinks(b));
+	for (size_t i = 0; i < tp_fabric_nswitches(a); i++) {
+		assert_true(tp_fabric_switch(a, i)->guid ==
+			    tp_fabric_switch(b, i)->guid);
+		assert_string_equal(tp_fabric_switch(a, i)->desc,
+				    tp_fabric_switch(b, i)->desc);
+	}
+	for (size_t i = 0; i < tp_fabric_ncas(a); i++)
+		assert_true(tp_fabric_ca(a, i)->guid ==
+			    tp_fabric_ca(b, i)->guid);
+	for (size_t i = 0; i < tp_fabric_nlinks(a); i++) {
+		const tp_link_t *x = tp_fabric_link(a, i),
+				*y = tp_fabric_link(b, i);
+		for (int e = 0; e < 2; e++) {
+			assert_int_equal(x->kind[e], y->kind[e]);
+			assert_int_equal(x->node[e], y->node[e]);
+			assert_int_equal(x->port[e], y->port[e]);
+		}
+		assert_true(x->gbps == y->gbps);
+	}
+	assert_int_equal(tp_fabric_to_json(a, &ja), TP_OK);
+	assert_int_equal(tp_fabric_to_json(b, &jb), TP_OK);
+	assert_string_equal(ja, jb);
+	tp_free(ja);
+	tp_free(jb);
+}
+
+static void test_deterministic(void **state)
+{
+	tp_gen_fat_tree_t ft;
+	tp_gen_rail_t rl;
+	tp_gen_nvl72_t nv;
+	tp_fabric_t *a = NULL, *b = NULL;
+
+	(void)state;
+	tp_gen_fat_tree_defaults(&ft);
+	ft.interleave = true;
+	assert_int_equal(tp_gen_fat_tree(&ft, &a), TP_OK);
+	assert_int_equal(tp_gen_fat_tree(&ft, &b), TP_OK);
+	same_fabric(a, b);
+	/* distinct GUIDs, switches and CAs in their own ranges */
+	assert_true(tp_fabric_switch(a, 0)->guid == 0x0002c90300000001ULL);
+	assert_true(tp_fabric_switch(a, 11)->guid == 0x0002c9030000000cULL);
+	assert_true(tp_fabric_ca(a, 0)->guid == 0x0002c90400000001ULL);
+	assert_true(tp_fabric_ca(a, 127)->guid == 0x0002c90400000080ULL);
+	tp_fabric_destroy(a);
+	tp_fabric_destroy(b);
+
+	tp_gen_rail_defaults(&rl);
+	assert_int_equal(tp_gen_rail(&rl, &a), TP_OK);
+	assert_int_equal(tp_gen_rail(&rl, &b), TP_OK);
+	same_fabric(a, b);
+	tp_fabric_destroy(a);
+	tp_fabric_destroy(b);
+
+	tp_gen_nvl72_defaults(&nv);
+	assert_int_equal(tp_gen_nvl72(&nv, &a), TP_OK);
+	assert_int_equal(tp_gen_nvl72(&nv, &b), TP_OK);
+	same_fabric(a, b);
+	tp_fabric_destroy(a);
+	tp_fabric_destroy(b);
+}
+
+/* ---- parameter errors ---- */
+
+#define FT_BAD(field, value)                                                   \
+	do {                                                                   \
+		tp_gen_fat_tree_defaults(&ft);                                 \
+		ft.field = value;                                              \
+		assert_int_equal(tp_gen_fat_tree(&ft, &f), TP_ERR_RANGE);      \
+		assert_ptr_equal(f, (tp_fabric_t *)0x1);                       \
+	} while (0)
+#define RAIL_BAD(field, value)                                                 \
+	do {                                                                   \
+		tp_gen_rail_defaults(&rl);                                     \
+		rl.field = value;                                              \
+		assert_int_equal(tp_gen_rail(&rl, &f), TP_ERR_RANGE);          \
+		assert_ptr_equal(f, (tp_fabric_t *)0x1);                       \
+	} while (0)
+#define NVL_BAD(field, value)                                                  \
+	do {                                                                   \
+		tp_gen_nvl72_defaults(&nv);                                    \
+		nv.field = value;                                              \
+		assert_int_equal(tp_gen_nvl72(&nv, &f), TP_ERR_RANGE);         \
+		assert_ptr_equal(f, (tp_fabric_t *)0x1);                       \
+	} while (0)
+
+static void test_param_errors(void **state)
+{
+	tp_gen_fat_tree_t ft;
+	tp_gen_rail_t rl;
+	tp_gen_nvl72_t nv;
+	tp_fabric_t *f = (tp_fabric_t *)0x1;
+
+	(void)state;
+	FT_BAD(leaves, 0);
+	FT_BAD(leaves, -3);
+	FT_BAD(leaves, 65537);
+	FT_BAD(spines, 0);
+	FT_BAD(hosts_per_leaf, 0);
+	FT_BAD(uplinks_per_spine, 0);
+	FT_BAD(gpus_per_host, -1);
+	FT_BAD(gpus_per_host, 65);
+	FT_BAD(link_gbps, 0);
+	FT_BAD(link_gbps, -400);
+	FT_BAD(link_gbps, NAN);
+	FT_BAD(link_gbps, 1e9);
+	FT_BAD(host_prefix, NULL);
+	FT_BAD(host_prefix, "");
+	FT_BAD(host_prefix, "gpu node");
+	FT_BAD(host_prefix, "gpu[1]");
+	/* each count fine, their product too many hosts */
+	tp_gen_fat_tree_defaults(&ft);
+	ft.leaves = 65536;
+	ft.hosts_per_leaf = 65536;
+	assert_int_equal(tp_gen_fat_tree(&ft, &f), TP_ERR_RANGE);
+	assert_ptr_equal(f, (tp_fabric_t *)0x1);
+
+	RAIL_BAD(sus, 0);
+	RAIL_BAD(hosts_per_su, 0);
+	RAIL_BAD(rails, 0);
+	RAIL_BAD(rails, 33);
+	RAIL_BAD(spines_per_rail, 0);
+	RAIL_BAD(link_gbps, 0);
+	RAIL_BAD(host_prefix, "a,b");
+
+	NVL_BAD(racks, 0);
+	NVL_BAD(hosts_per_rack, 0);
+	NVL_BAD(leaves_per_rack, 0);
+	NVL_BAD(leaves_per_rack, 19); /* more leaves than trays */
+	NVL_BAD(spines, 0);
+	NVL_BAD(gpus_per_host, 100);
+
+	assert_int_equal(tp_gen_fat_tree(NULL, &f), TP_ERR_INVAL);
+	assert_int_equal(tp_gen_rail(&rl, NULL), TP_ERR_INVAL);
+	assert_ptr_equal(f, (tp_fabric_t *)0x1);
+}
+
+/* ---- topology.conf ---- */
+
+/* Tiny fat tree: 2 leaves x 3 hosts, interleaved, 2 spines x 1 cable. */
+static tp_fabric_t *tiny_fat_tree(void)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 2;
+	p.hosts_per_leaf = 3;
+	p.spines = 2;
+	p.uplinks_per_spine = 1;
+	p.gpus_per_host = 2;
+	p.interleave = true;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	return f;
+}
+
+/* Tiny rail fabric: 2 SUs x 2 hosts, 2 rails, 1 spine per rail. */
+static tp_fabric_t *tiny_rail(void)
+{
+	tp_gen_rail_t p;
+	tp_fabric_t *f = NULL;
+
+	tp_gen_rail_defaults(&p);
+	p.sus = 2;
+	p.hosts_per_su = 2;
+	p.rails = 2;
+	p.spines_per_rail = 1;
+	p.gpus_per_host = 2;
+	assert_int_equal(tp_gen_rail(&p, &f), TP_OK);
+	return f;
+}
+
+/* Tiny NVL72-style: 3 racks x 4 trays, one leaf each, 1 spine. */
+static tp_fabric_t *tiny_nvl(void)
+{
+	tp_gen_nvl72_t p;
+	tp_fabric_t *f = NULL;
+
+	tp_gen_nvl72_defaults(&p);
+	p.racks = 3;
+	p.hosts_per_rack = 4;
+	p.leaves_per_rack = 1;
+	p.spines = 1;
+	assert_int_equal(tp_gen_nvl72(&p, &f), TP_OK);
+	return f;
+}
+
+static void test_topoconf_tree(void **state)
+{
+	tp_fabric_t *f;
+	char *t;
+
+	(void)state;
+	f = tiny_fat_tree();
+	t = conf(f, false);
+	check_golden("gen-fat-tree.conf", t);
+	/* leaf descriptions are valid Slurm names: used as switch names */
+	assert_non_null(strstr(t, "SwitchName=leaf01 Nodes=node[001,003,005]"));
+	assert_non_null(strstr(t, "Switches=leaf[01-02]"));
+	tp_free(t);
+	tp_fabric_destroy(f);
+
+	f = tiny_rail();
+	t = conf(f, false);
+	check_golden("gen-rail.conf", t);
+	/* an SU spans one leaf per rail: a synthetic name */
+	assert_non_null(strstr(t, "SwitchName=g1-1 Nodes=dgx[001-002]"));
+	tp_free(t);
+	tp_fabric_destroy(f);
+}
+
+static void test_topoconf_block(void **state)
+{
+	tp_fabric_t *f;
+	char *t;
+
+	(void)state;
+	f = tiny_nvl();
+	t = conf(f, true);
+	check_golden("gen-nvl72-block.conf", t);
+	assert_non_null(strstr(t, "BlockName=rack02 Nodes=nvl[005-008]\n"));
+	assert_non_null(strstr(t, "BlockSizes=4,8\n"));
+	tp_free(t);
+	tp_fabric_destroy(f);
+
+	/* no multi-node domain: leaf groups are the blocks */
+	f = tiny_fat_tree();
+	t = conf(f, true);
+	check_golden("gen-fat-tree-block.conf", t);
+	assert_non_null(
+	    strstr(t, "BlockName=leaf02 Nodes=node[002,004,006]\n"));
+	assert_non_null(strstr(t, "BlockSizes=3,6\n"));
+	tp_free(t);
+	tp_fabric_destroy(f);
+}
+
+/* Hosts without IB links or outside every block are listed, and a
+ * smaller block sets the BlockSizes base. */
+static void test_topoconf_orphans(void **state)
+{
+	tp_fabric_t *f = tiny_nvl();
+	uint32_t h;
+	char *t;
+
+	(void)state;
+	assert_int_equal(tp__fabric_host_get(f, "login01", true, &h), TP_OK);
+	assert_int_equal(tp__fabric_host_get(f, "extra01", true, &h), TP_OK);
+	assert_int_equal(tp__fabric_domain_add(f, "rack99", "extra01"), TP_OK);
+	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
+	t = conf(f, false);
+	assert_non_null(strstr(t, "# 2 hosts in no switch group (no IB link): "
+				  "extra01,login01\n"));
+	tp_free(t);
+	t = conf(f, true);
+	assert_non_null(strstr(t, "BlockName=rack99 Nodes=extra01\n"));
+	assert_non_null(strstr(t, "BlockSizes=1,2,4\n"));
+	assert_non_null(strstr(t, "# 1 host in no multi-node NVLink domain: "
+				  "login01\n"));
+	/* the IB-less block sorts last */
+	assert_true(strstr(t, "rack99") > strstr(t, "rack03"));
+	tp_free(t);
+	tp_fabric_destroy(f);
+
+	f = tp_fabric_create();
+	assert_int_equal(tp_fabric_topology_conf(f, false, &t), TP_ERR_INVAL);
+	assert_non_null(strstr(tp_fabric_error(f), "not finalized"));
+	tp_fabric_destroy(f);
+}
+
+/* ---- ibsim net ---- */
+
+static void test_ibsim_net(void **state)
+{
+	tp_fabric_t *f = tiny_fat_tree(), *g;
+	char *net = NULL, *a, *b, *ta, *tb;
+
+	(void)state;
+	assert_int_equal(tp_fabric_ibsim_net(f, -1, &net), TP_OK);
+	check_golden("gen-fat-tree.net", net);
+	/* ibsim 0.10 knows no NDR: 4x NDR goes out as 8x HDR (400 Gb/s) */
+	assert_non_null(strstr(net, "lid 0 8xHDR\n"));
+	assert_null(strstr(net, "NDR"));
+	assert_non_null(strstr(net, "switchguid=0x0002c90300000001\n"
+				    "Switch\t5 \"S-0002c90300000001\""));
+	assert_non_null(strstr(net, "caguid=0x0002c90400000006\n"));
+
+	/* it reads back as the same fabric */
+	g = tp_fabric_create();
+	assert_int_equal(
+	    tp_fabric_parse_ibnetdiscover(g, "gen.net", net, strlen(net)),
+	    TP_OK);
+	assert_int_equal(tp_fabric_finalize(g, NULL), TP_OK);
+	assert_int_equal(tp_fabric_nswitches(g), tp_fabric_nswitches(f));
+	assert_int_equal(tp_fabric_ncas(g), tp_fabric_ncas(f));
+	assert_int_equal(tp_fabric_nlinks(g), tp_fabric_nlinks(f));
+	assert_int_equal(tp_fabric_nhosts(g), tp_fabric_nhosts(f));
+	assert_int_equal(tp_fabric_nwarnings(g), 0);
+	for (size_t i = 0; i < tp_fabric_nswitches(f); i++) {
+		uint64_t guid = tp_fabric_switch(f, i)->guid;
+		assert_int_not_equal(
+		    tp__fabric_find_node(g, TP_NODE_SWITCH, 0, guid),
+		    TP_MAP_NONE);
+	}
+	/* every link keeps its bandwidth as the reader counts NDR */
+	for (size_t i = 0; i < tp_fabric_nlinks(g); i++)
+		assert_true(fabs(tp_fabric_link(g, i)->gbps -
+				 4 * tp__ib_lane_gbps("NDR")) < 1e-6);
+	ta = conf(f, false);
+	tb = conf(g, false);
+	a = strip_linkspeed(ta);
+	b = strip_linkspeed(tb);
+	assert_string_equal(a, b);
+	tp_free(a);
+	tp_free(b);
+	tp_free(ta);
+	tp_free(tb);
+	tp_free(net);
+	tp_fabric_destroy(g);
+	tp_fabric_destroy(f);
+}
+
+static void test_ibsim_net_subnets(void **state)
+{
+	tp_fabric_t *f = tiny_rail();
+	char *net = (char *)0x1;
+
+	(void)state;
+	/* one file per rail: which one must be said */
+	assert_int_equal(tp_fabric_ibsim_net(f, -1, &net), TP_ERR_INVAL);
+	assert_non_null(strstr(tp_fabric_error(f), "2 subnets"));
+	assert_int_equal(tp_fabric_ibsim_net(f, 2, &net), TP_ERR_RANGE);
+	assert_ptr_equal(net, (char *)0x1);
+	assert_int_equal(tp_fabric_ibsim_net(f, 1, &net), TP_OK);
+	/* rail 2 only: its 2 leaves, 1 spine and 4 HCAs (mlx5_1) */
+	assert_non_null(strstr(net, "3 switches, 4 CAs, 8 links"));
+	assert_non_null(strstr(net, "\"dgx001 mlx5_1\""));
+	assert_null(strstr(net, "mlx5_0"));
+	tp_free(net);
+	tp_fabric_destroy(f);
+}
+
+/* A switch with more ports than IB can number is refused. */
+static void test_ibsim_net_limits(void **state)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+	char *net = (char *)0x1;
+
+	(void)state;
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 300;
+	p.hosts_per_leaf = 1;
+	p.spines = 1;
+	p.uplinks_per_spine = 1;
+	p.gpus_per_host = 0;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	assert_int_equal(tp_fabric_ibsim_net(f, 0, &net), TP_ERR_RANGE);
+	assert_non_null(
+	    strstr(tp_fabric_error(f), "\"spine01\" has 300 ports"));
+	assert_ptr_equal(net, (char *)0x1);
+	tp_fabric_destroy(f);
+
+	/* above ibsim's default limits the header says how to start it */
+	p.leaves = 100;
+	p.hosts_per_leaf = 30;
+	p.spines = 2;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	assert_int_equal(tp_fabric_ibsim_net(f, 0, &net), TP_OK);
+	assert_non_null(strstr(net, "# needs: ibsim -N 3102 -S 102 -P "));
+	tp_free(net);
+	tp_fabric_destroy(f);
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {cmocka_unit_test(test_placeholder)};
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_fat_tree_defaults),
+	    cmocka_unit_test(test_fat_tree_interleave),
+	    cmocka_unit_test(test_rail_defaults),
+	    cmocka_unit_test(test_rail_uneven),
+	    cmocka_unit_test(test_nvl72_defaults),
+	    cmocka_unit_test(test_deterministic),
+	    cmocka_unit_test(test_param_errors),
+	    cmocka_unit_test(test_topoconf_tree),
+	    cmocka_unit_test(test_topoconf_block),
+	    cmocka_unit_test(test_topoconf_orphans),
+	    cmocka_unit_test(test_ibsim_net),
+	    cmocka_unit_test(test_ibsim_net_subnets),
+	    cmocka_unit_test(test_ibsim_net_limits),
+	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
