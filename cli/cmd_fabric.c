@@ -221,7 +221,7 @@ static void show_text(const tp_fabric_t *f, const char *path)
 	       tp_fabric_total_gpus(f), tp_fabric_degraded_hosts(f));
 	printf("  switches       %zu", tp_fabric_nswitches(f));
 	for (int l = 1; l <= tp_fabric_nlevels(f); l++)
-		printf("%s level %d: %zu", l == 1 ? " (" : ",", l, tp_fabric_switches_at(f, l));
+		printf("%slevel %d: %zu", l == 1 ? " (" : ", ", l, tp_fabric_switches_at(f, l));
 	printf("%s\n", tp_fabric_nlevels(f) ? ")" : "");
 	printf("  CAs            %zu (%zu SHArP, %zu without hostname)\n", tp_fabric_ncas(f),
 	       tp_fabric_sharp_cas(f), tp_fabric_unnamed_cas(f));

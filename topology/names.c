@@ -1,1 +1,215 @@
+/* IB link rate names and host names from node descriptions. */
 #include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "topology_int.h"
+
+/*
+ * Raw per-lane signalling rates, as ibnetdiscover and iblinkinfo print them
+ * ("25.78125 Gbps" for EDR), not the post-encoding data rates: the model
+ * compares links with each other, and the raw rate is what the tools show
+ * the operator. FDR10 precedes FDR so the exact-name lookup needs no order,
+ * but the nearest-rate lookup must prefer QDR for a plain 10.
+ */
+static const struct ib_speed {
+	const char *name;
+	double gbps;
+} ib_speeds[] = {
+	{ "SDR", 2.5 },	      { "DDR", 5.0 },	   { "QDR", 10.0 },
+	{ "FDR10", 10.3125 }, { "FDR", 14.0625 },  { "EDR", 25.78125 },
+	{ "HDR", 53.125 },    { "NDR", 106.25 },   { "XDR", 212.5 },
+};
+
+#define NSPEEDS (sizeof(ib_speeds) / sizeof(ib_speeds[0]))
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* [s, e) without surrounding blanks. */
+static void span_trim(const char **s, const char **e)
+{
+	while (*s < *e && is_space(**s))
+		(*s)++;
+	while (*e > *s && is_space((*e)[-1]))
+		(*e)--;
+}
+
+int tp__ib_width(const char *s)
+{
+	const char *e;
+	int w = 0;
+
+	if (!s)
+		return 0;
+	e = s + strlen(s);
+	span_trim(&s, &e);
+	if (e - s < 2 || e - s > 3 || (e[-1] != 'x' && e[-1] != 'X'))
+		return 0;
+	for (; s < e - 1; s++) {
+		if (*s < '0' || *s > '9')
+			return 0;
+		w = w * 10 + (*s - '0');
+	}
+	switch (w) {
+	case 1:
+	case 2:
+	case 4:
+	case 8:
+	case 12:
+		return w;
+	}
+	return 0;
+}
+
+double tp__ib_lane_gbps(const char *s)
+{
+	const char *e;
+	char num[32];
+	char *end;
+	double v;
+	size_t n;
+
+	if (!s)
+		return 0;
+	e = s + strlen(s);
+	span_trim(&s, &e);
+	n = (size_t)(e - s);
+	for (size_t i = 0; i < NSPEEDS; i++)
+		if (strlen(ib_speeds[i].name) == n &&
+		    strncasecmp(s, ib_speeds[i].name, n) == 0)
+			return ib_speeds[i].gbps;
+
+	/* "25.78125 Gbps" / "2.5Gbps" / "10.0 Gb/s": a number and a unit. */
+	if (n == 0 || n >= sizeof(num) || !(*s >= '0' && *s <= '9'))
+		return 0;
+	memcpy(num, s, n);
+	num[n] = '\0';
+	v = strtod(num, &end);
+	while (is_space(*end))
+		end++;
+	if (strcasecmp(end, "Gbps") != 0 && strcasecmp(end, "Gb/s") != 0)
+		return 0;
+	if (!isfinite(v) || v <= 0 || v > 10000)
+		return 0;
+	return v;
+}
+
+const char *tp__ib_speed_name(double lane_gbps)
+{
+	const char *best = "???";
+	double best_d = 0.08; /* generators round NDR to 100, HDR to 50 */
+
+	if (!(lane_gbps > 0))
+		return best;
+	for (size_t i = 0; i < NSPEEDS; i++) {
+		double d = fabs(log(lane_gbps / ib_speeds[i].gbps));
+		if (d < best_d) {
+			best_d = d;
+			best = ib_speeds[i].name;
+		}
+	}
+	return best;
+}
+
+bool tp__desc_is_sharp(const char *desc)
+{
+	return desc && strstr(desc, "Aggregation Node") != NULL;
+}
+
+static bool word_eq(const char *s, size_t n, const char *w)
+{
+	return strlen(w) == n && strncasecmp(s, w, n) == 0;
+}
+
+static bool host_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+}
+
+/*
+ * Which descriptions carry a host name. Linux sets a CA's node description
+ * to "<hostname> <device>" ("gpu017 HCA-1", "a08-p1-dgx-04-c01 mlx5_5",
+ * "miriel066 qib0"); until it does (no driver, early boot, a VM image), the
+ * firmware default stays, which names the chip, never the host:
+ *   "MT25408 ConnectX Mellanox Technologies", "MT4129 ConnectX7   Mellanox
+ *   Technologies", "MT23108 InfiniHost Mellanox Technologies".
+ * So the first word is the host unless it is one of those defaults:
+ *   - first word "MT" followed by digits only (a Mellanox part number),
+ *   - any description ending in "Mellanox Technologies" or starting with
+ *     "Mellanox" (vendor text, SHArP "Mellanox Technologies Aggregation
+ *     Node" included),
+ *   - "localhost" / "localhost.localdomain": seen on several distinct DGX
+ *     nodes in one fabric, so it would merge unrelated machines,
+ *   - a first word with characters no host name has (quotes, ';', ':').
+ * "ubuntu mlx5_0" is kept: it is one real (if badly named) machine whose two
+ * HCAs share the name, which is what a host is.
+ */
+static bool vendor_default(const char *s, size_t n, const char *all,
+			   size_t alln)
+{
+	static const char tail[] = "Mellanox Technologies";
+	size_t tn = sizeof(tail) - 1;
+
+	if (n > 2 && (s[0] == 'M' || s[0] == 'm') &&
+	    (s[1] == 'T' || s[1] == 't')) {
+		size_t i = 2;
+		while (i < n && s[i] >= '0' && s[i] <= '9')
+			i++;
+		if (i == n)
+			return true;
+	}
+	if (word_eq(s, n, "Mellanox") || word_eq(s, n, "localhost") ||
+	    word_eq(s, n, "localhost.localdomain"))
+		return true;
+	if (alln >= tn && strncasecmp(all + alln - tn, tail, tn) == 0)
+		return true;
+	for (size_t i = 0; i < n; i++)
+		if (!host_char(s[i]))
+			return true;
+	return false;
+}
+
+tp_err_t tp__desc_hostname(const char *desc, char **host_p, char **dev_p)
+{
+	const char *s, *e, *w, *we, *d, *de;
+	char *host = NULL, *dev = NULL;
+
+	*host_p = NULL;
+	*dev_p = NULL;
+	if (!desc)
+		return TP_OK;
+	s = desc;
+	e = desc + strlen(desc);
+	span_trim(&s, &e);
+	if (s == e || tp__desc_is_sharp(desc))
+		return TP_OK;
+	w = s;
+	for (we = w; we < e && !is_space(*we); we++)
+		;
+	if (vendor_default(w, (size_t)(we - w), s, (size_t)(e - s)))
+		return TP_OK;
+	for (d = we; d < e && is_space(*d); d++)
+		;
+	for (de = d; de < e && !is_space(*de); de++)
+		;
+	host = tp_strndup(w, (size_t)(we - w));
+	if (!host)
+		return TP_ERR_NOMEM;
+	if (de > d) {
+		dev = tp_strndup(d, (size_t)(de - d));
+		if (!dev) {
+			tp_free(host);
+			return TP_ERR_NOMEM;
+		}
+	}
+	*host_p = host;
+	*dev_p = dev;
+	return TP_OK;
+}

@@ -1,1 +1,799 @@
-int main(void){return 0;}
+/*
+ * bench_load - how fast a large fabric loads, against libibnetdisc.
+ *
+ *   bench_load [HOSTS [WORKDIR]]      (make -C tests bench)
+ *
+ * Builds a three-tier fat tree of 64-port NDR switches (k = 64: pods of
+ * 32 leaves x 32 hosts and 32 aggregation switches, 1024 core switches),
+ * HOSTS rounded up to a whole pod (default 65,536 = 64 pods, 5,120
+ * switches, 196,608 cables, one subnet). The two-level generator cannot
+ * reach that size with switches of at most 255 ports (the IB limit and
+ * the cache format's), so the fabric is written here, twice from the same
+ * description: as `ibnetdiscover` text (Debian's format) and as a
+ * libibnetdisc cache file (rdma-core libibnetdisc/ibnetdisc_cache.c,
+ * version 1). Writing the cache directly takes a second; producing it
+ * through ibsim + `ibnetdiscover --cache` takes minutes at this size.
+ *
+ * Timed, best of 3, each in a forked child so peak RSS (ru_maxrss) is the
+ * child's own:
+ *   text  tp_fabric_read_ibnetdiscover + tp_fabric_finalize
+ *   ibnd  ibnd_load_fabric of the cache file
+ *   cache tp_fabric_read_ibnd_cache + tp_fabric_finalize (same model as
+ *         text, checked by an order-independent hash)
+ *   json  tp_fabric_save_json, then tp_fabric_load_json (same model)
+ * One line per result, then one JSON object. Exit 1 when a route fails or
+ * the models differ; targets missed are reported, not fatal.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef TP_HAVE_IBNETDISC
+#include <infiniband/ibnetdisc.h>
+#include <infiniband/mad.h>
+#endif
+
+#include "tp_topology.h"
+
+#define RADIX 64
+#define HALF (RADIX / 2)
+#define POD_HOSTS (HALF * HALF)
+#define NCORE (HALF * HALF)
+#define REPEAT 3
+#define SMP_DATA 64
+/* One run longer than this is not repeated (ibnd_load_fabric hashes
+ * ports into 137 buckets and slows quadratically at this size). */
+#define SLOW_S 10.0
+
+enum tier { LEAF, AGG, CORE, HOST };
+
+typedef struct shape {
+	int pods;
+	long hosts;
+	long nsw;
+	long nlinks;
+} shape_t;
+
+typedef struct end {
+	enum tier tier;
+	long idx;
+	int port;
+} end_t;
+
+typedef struct result {
+	int ok;
+	double best_s;
+	double first_s; /* json: save time */
+	int runs;       /* REPEAT, or fewer when one run is already slow */
+	size_t nsw, nca, nlinks;
+	uint64_t hash;
+	char msg[256];
+} result_t;
+
+static shape_t shape_of(long hosts)
+{
+	shape_t s;
+
+	s.pods = (int)((hosts + POD_HOSTS - 1) / POD_HOSTS);
+	if (s.pods < 1)
+		s.pods = 1;
+	if (s.pods > RADIX)
+		s.pods = RADIX;
+	s.hosts = (long)s.pods * POD_HOSTS;
+	s.nsw = 2L * HALF * s.pods + NCORE;
+	s.nlinks = s.hosts + 2L * HALF * HALF * s.pods;
+	return s;
+}
+
+static long tier_count(const shape_t *s, enum tier t)
+{
+	return t == CORE ? NCORE : t == HOST ? s->hosts : (long)HALF * s->pods;
+}
+
+static uint64_t node_guid(enum tier t, long i)
+{
+	static const uint64_t base[] = {
+		0x0002c90300100000ULL, 0x0002c90300200000ULL,
+		0x0002c90300300000ULL, 0x0c42a10300000000ULL,
+	};
+
+	return base[t] + (t == HOST ? 2 * (uint64_t)i : (uint64_t)i);
+}
+
+/* Port GUID as libibnetdisc keys it: one per switch, one per CA port. */
+static uint64_t port_guid(enum tier t, long i)
+{
+	return node_guid(t, i) + (t == HOST);
+}
+
+static const char *tier_name(enum tier t)
+{
+	return t == LEAF ? "leaf" : t == AGG ? "spine" : "core";
+}
+
+static void node_desc(enum tier t, long i, char *buf, size_t size)
+{
+	if (t == HOST)
+		snprintf(buf, size, "node%05ld mlx5_0", i + 1);
+	else
+		snprintf(buf, size, "MF0;%s-%04ld:MQM9700/U1", tier_name(t), i);
+}
+
+static int nports(enum tier t)
+{
+	return t == HOST ? 1 : RADIX;
+}
+
+/* The cable on a port, false when the port is empty. */
+static bool peer(const shape_t *s, enum tier t, long i, int p, end_t *e)
+{
+	long pod;
+
+	switch (t) {
+	case HOST:
+		if (p != 1)
+			return false;
+		*e = (end_t){ LEAF, i / HALF, (int)(i % HALF) + 1 };
+		return true;
+	case LEAF:
+		pod = i / HALF;
+		if (p <= HALF)
+			*e = (end_t){ HOST, i * HALF + p - 1, 1 };
+		else
+			*e = (end_t){ AGG, pod * HALF + p - HALF - 1,
+				      (int)(i % HALF) + 1 };
+		return true;
+	case AGG:
+		pod = i / HALF;
+		if (p <= HALF)
+			*e = (end_t){ LEAF, pod * HALF + p - 1,
+				      (int)(i % HALF) + HALF + 1 };
+		else
+			*e = (end_t){ CORE, (i % HALF) * HALF + p - HALF - 1,
+				      (int)pod + 1 };
+		return true;
+	case CORE:
+		if (p > s->pods)
+			return false;
+		*e = (end_t){ AGG, (long)(p - 1) * HALF + i / HALF,
+			      (int)(i % HALF) + HALF + 1 };
+		return true;
+	}
+	return false;
+}
+
+/* ---- ibnetdiscover text, as Debian's ibnetdiscover prints it ---- */
+
+static int write_text(const shape_t *s, const char *path)
+{
+	FILE *fp = fopen(path, "w");
+	char desc[64], rdesc[64];
+	static char buf[1 << 20];
+
+	if (!fp)
+		return -1;
+	setvbuf(fp, buf, _IOFBF, sizeof(buf));
+	fprintf(fp, "#\n# Topology file: generated by bench_load\n#\n"
+		    "# Initiated from node %016llx port %016llx\n",
+		(unsigned long long)node_guid(LEAF, 0),
+		(unsigned long long)port_guid(LEAF, 0));
+	for (enum tier t = LEAF; t <= CORE; t++) {
+		for (long i = 0; i < tier_count(s, t); i++) {
+			uint64_t g = node_guid(t, i);
+
+			node_desc(t, i, desc, sizeof(desc));
+			fprintf(fp,
+				"\nvendid=0x2c9\ndevid=0xd2f0\nsysimgguid=0x%llx\n"
+				"switchguid=0x%llx(%llx)\n"
+				"Switch\t%d \"S-%016llx\"\t\t# \"%s\" enhanced port 0 lid 0 lmc 0\n",
+				(unsigned long long)g, (unsigned long long)g,
+				(unsigned long long)g, RADIX,
+				(unsigned long long)g, desc);
+			for (int p = 1; p <= RADIX; p++) {
+				end_t e;
+
+				if (!peer(s, t, i, p, &e))
+					continue;
+				node_desc(e.tier, e.idx, rdesc, sizeof(rdesc));
+				if (e.tier == HOST)
+					fprintf(fp,
+						"[%d]\t\"H-%016llx\"[%d](%llx) \t\t# \"%s\" lid 0 4xNDR\n",
+						p,
+						(unsigned long long)node_guid(HOST, e.idx),
+						e.port,
+						(unsigned long long)port_guid(HOST, e.idx),
+						rdesc);
+				else
+					fprintf(fp,
+						"[%d]\t\"S-%016llx\"[%d]\t\t# \"%s\" lid 0 4xNDR\n",
+						p,
+						(unsigned long long)node_guid(e.tier, e.idx),
+						e.port, rdesc);
+			}
+		}
+	}
+	for (long i = 0; i < s->hosts; i++) {
+		uint64_t g = node_guid(HOST, i);
+		end_t e;
+
+		peer(s, HOST, i, 1, &e);
+		node_desc(HOST, i, desc, sizeof(desc));
+		node_desc(e.tier, e.idx, rdesc, sizeof(rdesc));
+		fprintf(fp,
+			"\nvendid=0x2c9\ndevid=0x1021\nsysimgguid=0x%llx\ncaguid=0x%llx\n"
+			"Ca\t1 \"H-%016llx\"\t\t# \"%s\"\n"
+			"[1](%llx) \t\"S-%016llx\"[%d]\t\t# lid 0 lmc 0 \"%s\" lid 0 4xNDR\n",
+			(unsigned long long)g, (unsigned long long)g,
+			(unsigned long long)g, desc,
+			(unsigned long long)port_guid(HOST, i),
+			(unsigned long long)node_guid(e.tier, e.idx), e.port,
+			rdesc);
+	}
+	if (fclose(fp) != 0)
+		return -1;
+	return 0;
+}
+
+/* ---- libibnetdisc cache file (little endian, version 1) ---- */
+
+#ifdef TP_HAVE_IBNETDISC
+static void put(FILE *fp, uint64_t v, int bytes)
+{
+	for (int b = 0; b < bytes; b++)
+		putc((int)((v >> (8 * b)) & 0xff), fp);
+}
+
+static void node_info(enum tier t, long i, uint8_t *info)
+{
+	memset(info, 0, SMP_DATA);
+	mad_set_field(info, 0, IB_NODE_TYPE_F,
+		      t == HOST ? IB_NODE_CA : IB_NODE_SWITCH);
+	mad_set_field(info, 0, IB_NODE_NPORTS_F, (uint32_t)nports(t));
+	mad_set_field64(info, 0, IB_NODE_SYSTEM_GUID_F, node_guid(t, i));
+	mad_set_field64(info, 0, IB_NODE_GUID_F, node_guid(t, i));
+	mad_set_field64(info, 0, IB_NODE_PORT_GUID_F, port_guid(t, i));
+	mad_set_field(info, 0, IB_NODE_VENDORID_F, 0x2c9);
+	mad_set_field(info, 0, IB_NODE_DEVID_F, t == HOST ? 0x1021 : 0xd2f0);
+}
+
+/* NDR 4x, Active; extended speeds advertised (on port 0 for switches). */
+static void port_info(uint8_t *info)
+{
+	memset(info, 0, SMP_DATA);
+	mad_set_field(info, 0, IB_PORT_CAPMASK_F, 0x4000);
+	mad_set_field(info, 0, IB_PORT_LINK_WIDTH_ACTIVE_F, 2);
+	mad_set_field(info, 0, IB_PORT_LINK_SPEED_ACTIVE_F, 4);
+	mad_set_field(info, 0, IB_PORT_LINK_SPEED_EXT_ACTIVE_F, 8);
+	mad_set_field(info, 0, IB_PORT_STATE_F, 4);
+	mad_set_field(info, 0, IB_PORT_PHYS_STATE_F, 5);
+}
+
+static void cache_port(FILE *fp, enum tier t, long i, int p, const end_t *e)
+{
+	uint8_t info[SMP_DATA];
+
+	port_info(info);
+	put(fp, port_guid(t, i), 8);
+	put(fp, (uint64_t)p, 1);
+	put(fp, 0, 1); /* external port number */
+	put(fp, 0, 2); /* base LID: none without a subnet manager */
+	put(fp, 0, 1); /* LMC */
+	fwrite(info, 1, SMP_DATA, fp);
+	put(fp, node_guid(t, i), 8);
+	put(fp, e != NULL, 1);
+	put(fp, e ? port_guid(e->tier, e->idx) : 0, 8);
+	put(fp, e ? (uint64_t)e->port : 0, 1);
+}
+
+static int write_cache(const shape_t *s, const char *path)
+{
+	FILE *fp = fopen(path, "w+");
+	static char buf[1 << 20];
+	uint8_t info[SMP_DATA], zero[SMP_DATA] = { 0 };
+	char desc[SMP_DATA + 1];
+	uint32_t nnodes = 0, nports_total = 0;
+
+	if (!fp)
+		return -1;
+	setvbuf(fp, buf, _IOFBF, sizeof(buf));
+	put(fp, 0x8FE7832BULL, 4); /* magic */
+	put(fp, 1, 4);             /* version */
+	put(fp, 0, 4);             /* node count, patched below */
+	put(fp, 0, 4);             /* port count */
+	put(fp, node_guid(LEAF, 0), 8);
+	put(fp, 0, 4); /* max hops */
+	for (enum tier t = LEAF; t <= HOST; t++) {
+		for (long i = 0; i < tier_count(s, t); i++) {
+			int stored = 0;
+			end_t e;
+
+			for (int p = 1; p <= nports(t); p++)
+				stored += peer(s, t, i, p, &e);
+			stored += t != HOST; /* switch port 0 */
+			put(fp, 0, 2); /* SMA LID */
+			put(fp, 0, 1);
+			put(fp, t != HOST, 1); /* enhanced port 0 */
+			fwrite(zero, 1, SMP_DATA, fp); /* SwitchInfo */
+			put(fp, node_guid(t, i), 8);
+			put(fp, t == HOST ? IB_NODE_CA : IB_NODE_SWITCH, 1);
+			put(fp, (uint64_t)nports(t), 1);
+			node_info(t, i, info);
+			fwrite(info, 1, SMP_DATA, fp);
+			memset(desc, 0, sizeof(desc));
+			node_desc(t, i, desc, sizeof(desc));
+			fwrite(desc, 1, SMP_DATA, fp);
+			put(fp, (uint64_t)stored, 1);
+			for (int p = t == HOST; p <= nports(t); p++) {
+				if (p && !peer(s, t, i, p, &e))
+					continue;
+				put(fp, port_guid(t, i), 8);
+				put(fp, (uint64_t)p, 1);
+			}
+			nnodes++;
+		}
+	}
+	for (enum tier t = LEAF; t <= HOST; t++) {
+		for (long i = 0; i < tier_count(s, t); i++) {
+			end_t e;
+
+			if (t != HOST) {
+				cache_port(fp, t, i, 0, NULL);
+				nports_total++;
+			}
+			for (int p = 1; p <= nports(t); p++) {
+				if (!peer(s, t, i, p, &e))
+					continue;
+				cache_port(fp, t, i, p, &e);
+				nports_total++;
+			}
+		}
+	}
+	if (fseek(fp, 8, SEEK_SET) != 0)
+		goto fail;
+	put(fp, nnodes, 4);
+	put(fp, nports_total, 4);
+	if (fclose(fp) != 0)
+		return -1;
+	return 0;
+fail:
+	fclose(fp);
+	return -1;
+}
+#endif
+
+/* ---- measurement ---- */
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t mix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
+}
+
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+static uint64_t end_key(const tp_fabric_t *f, tp_node_kind_t k, uint32_t n,
+			int port)
+{
+	uint64_t g = k == TP_NODE_SWITCH ? tp_fabric_switch(f, n)->guid
+					 : tp_fabric_ca(f, n)->guid;
+
+	return mix(g ^ mix((uint64_t)port << 1 | k));
+}
+
+/* Order-independent: the same switches, CAs and cables in any order give
+ * the same value. */
+static uint64_t model_hash(const tp_fabric_t *f)
+{
+	uint64_t h = 0;
+
+	for (size_t i = 0; i < tp_fabric_nswitches(f); i++) {
+		const tp_switch_t *s = tp_fabric_switch(f, i);
+
+		h += mix(s->guid ^ mix(str_hash(s->desc) + (uint64_t)s->nports));
+	}
+	for (size_t i = 0; i < tp_fabric_ncas(f); i++) {
+		const tp_ca_t *c = tp_fabric_ca(f, i);
+
+		h += mix(~c->guid ^ mix(str_hash(c->desc) + (uint64_t)c->nports));
+	}
+	for (size_t i = 0; i < tp_fabric_nlinks(f); i++) {
+		const tp_link_t *l = tp_fabric_link(f, i);
+		uint64_t a = end_key(f, l->kind[0], l->node[0], l->port[0]);
+		uint64_t b = end_key(f, l->kind[1], l->node[1], l->port[1]);
+
+		h += mix((a ^ b) + mix((uint64_t)l->width << 32 |
+				       (uint64_t)(l->gbps * 1000)));
+	}
+	return h;
+}
+
+static void model_counts(const tp_fabric_t *f, result_t *r)
+{
+	r->nsw = tp_fabric_nswitches(f);
+	r->nca = tp_fabric_ncas(f);
+	r->nlinks = tp_fabric_nlinks(f);
+	r->hash = model_hash(f);
+}
+
+typedef struct job {
+	const char *path;
+	const char *json;
+	tp_err_t (*read)(tp_fabric_t *f, const char *path);
+} job_t;
+
+static int fail_msg(result_t *r, tp_err_t err, const char *what,
+		    const char *detail)
+{
+	snprintf(r->msg, sizeof(r->msg), "%s: %s%s%s", what, tp_strerror(err),
+		 detail && *detail ? ": " : "", detail ? detail : "");
+	return -1;
+}
+
+/* read + finalize, best of REPEAT */
+static int job_read(const job_t *j, result_t *r)
+{
+	for (int k = 0; k < REPEAT; k++) {
+		tp_fabric_t *f = tp_fabric_create();
+		double t0 = now(), dt;
+		tp_err_t err;
+
+		if (!f)
+			return fail_msg(r, TP_ERR_NOMEM, "create", NULL);
+		err = j->read(f, j->path);
+		if (!err)
+			err = tp_fabric_finalize(f, NULL);
+		dt = now() - t0;
+		if (err) {
+			fail_msg(r, err, j->path, tp_fabric_error(f));
+			tp_fabric_destroy(f);
+			return -1;
+		}
+		if (k == 0)
+			model_counts(f, r);
+		tp_fabric_destroy(f);
+		if (k == 0 || dt < r->best_s)
+			r->best_s = dt;
+		r->runs = k + 1;
+		if (dt > SLOW_S)
+			break;
+	}
+	r->ok = 1;
+	return 0;
+}
+
+/* text -> model -> JSON file, timing the save */
+static int job_json_save(const job_t *j, result_t *r)
+{
+	tp_fabric_t *f = tp_fabric_create();
+	tp_err_t err;
+
+	if (!f)
+		return fail_msg(r, TP_ERR_NOMEM, "create", NULL);
+	err = tp_fabric_read_ibnetdiscover(f, j->path);
+	if (!err)
+		err = tp_fabric_finalize(f, NULL);
+	for (int k = 0; !err && k < REPEAT; k++) {
+		double t0 = now(), dt;
+
+		err = tp_fabric_save_json(f, j->json);
+		dt = now() - t0;
+		if (k == 0 || dt < r->first_s)
+			r->first_s = dt;
+	}
+	if (err) {
+		fail_msg(r, err, "save json", tp_fabric_error(f));
+		tp_fabric_destroy(f);
+		return -1;
+	}
+	tp_fabric_destroy(f);
+	r->ok = 1;
+	return 0;
+}
+
+static int job_json_load(const job_t *j, result_t *r)
+{
+	for (int k = 0; k < REPEAT; k++) {
+		tp_fabric_t *f = NULL;
+		char *detail = NULL;
+		double t0 = now(), dt;
+		tp_err_t err = tp_fabric_load_json(j->json, &f, &detail);
+
+		dt = now() - t0;
+		if (err) {
+			fail_msg(r, err, "load json", detail);
+			tp_free(detail);
+			return -1;
+		}
+		if (k == 0)
+			model_counts(f, r);
+		tp_fabric_destroy(f);
+		if (k == 0 || dt < r->best_s)
+			r->best_s = dt;
+	}
+	r->ok = 1;
+	return 0;
+}
+
+#ifdef TP_HAVE_IBNETDISC
+static int job_ibnd(const job_t *j, result_t *r)
+{
+	for (int k = 0; k < REPEAT; k++) {
+		double t0 = now(), dt;
+		ibnd_fabric_t *fab = ibnd_load_fabric(j->path, 0);
+		size_t ends = 0;
+
+		dt = now() - t0;
+		if (!fab) {
+			snprintf(r->msg, sizeof(r->msg),
+				 "ibnd_load_fabric(%s) failed", j->path);
+			return -1;
+		}
+		if (k == 0) {
+			for (ibnd_node_t *n = fab->nodes; n; n = n->next) {
+				if (n->type == IB_NODE_SWITCH)
+					r->nsw++;
+				else
+					r->nca++;
+				for (int p = 1; p <= n->numports; p++)
+					ends += n->ports[p] &&
+						n->ports[p]->remoteport;
+			}
+			r->nlinks = ends / 2;
+		}
+		ibnd_destroy_fabric(fab);
+		if (k == 0 || dt < r->best_s)
+			r->best_s = dt;
+		r->runs = k + 1;
+		if (dt > SLOW_S)
+			break;
+	}
+	r->ok = 1;
+	return 0;
+}
+#endif
+
+/* Run fn in a child; its result and peak RSS (KiB) come back. */
+static void run_child(int (*fn)(const job_t *, result_t *), const job_t *j,
+		      result_t *r, long *rss_kb)
+{
+	int fds[2];
+	pid_t pid;
+	struct rusage ru;
+	int st;
+
+	memset(r, 0, sizeof(*r));
+	*rss_kb = 0;
+	if (pipe(fds) < 0) {
+		snprintf(r->msg, sizeof(r->msg), "pipe: %s", strerror(errno));
+		return;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		snprintf(r->msg, sizeof(r->msg), "fork: %s", strerror(errno));
+		close(fds[0]);
+		close(fds[1]);
+		return;
+	}
+	if (pid == 0) {
+		result_t res;
+
+		close(fds[0]);
+		memset(&res, 0, sizeof(res));
+		fn(j, &res);
+		if (write(fds[1], &res, sizeof(res)) != (ssize_t)sizeof(res))
+			_exit(2);
+		_exit(0);
+	}
+	close(fds[1]);
+	if (read(fds[0], r, sizeof(*r)) != (ssize_t)sizeof(*r)) {
+		memset(r, 0, sizeof(*r));
+		snprintf(r->msg, sizeof(r->msg), "child died");
+	}
+	close(fds[0]);
+	if (wait4(pid, &st, 0, &ru) == pid)
+		*rss_kb = ru.ru_maxrss;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		r->ok = 0;
+		if (!r->msg[0])
+			snprintf(r->msg, sizeof(r->msg), "child failed");
+	}
+}
+
+static const char *verdict(bool ok)
+{
+	return ok ? "ok" : "MISSED";
+}
+
+static char *path_in(const char *dir, const char *name)
+{
+	return tp_asprintf("%s/%s", dir, name);
+}
+
+int main(int argc, char **argv)
+{
+	long want = argc > 1 ? atol(argv[1]) : 65536;
+	shape_t s = shape_of(want);
+	char tmpl[] = "/tmp/tp-bench.XXXXXX";
+	const char *dir = argc > 2 ? argv[2] : NULL;
+	char *text, *cache, *json;
+	result_t rt, rc, rj, rl, rb;
+	long rss_t = 0, rss_c = 0, rss_j = 0, rss_l = 0, rss_b = 0;
+	job_t j = { 0 };
+	struct stat st;
+	double t0, gen_s, ratio = 0;
+	int status = 0;
+	bool have_ibnd = false, have_json;
+
+	if (want <= 0) {
+		fprintf(stderr, "usage: bench_load [HOSTS [WORKDIR]]\n");
+		return 2;
+	}
+	if (!dir && !(dir = mkdtemp(tmpl))) {
+		perror("mkdtemp");
+		return 1;
+	}
+	text = path_in(dir, "fabric.ibnetdiscover");
+	cache = path_in(dir, "fabric.ibnd-cache");
+	json = path_in(dir, "fabric.json");
+	if (!text || !cache || !json)
+		return 1;
+
+	printf("fabric: %ld hosts, %ld switches (%d pods, radix %d), %ld cables, NDR 4x\n",
+	       s.hosts, s.nsw, s.pods, RADIX, s.nlinks);
+	t0 = now();
+	if (write_text(&s, text) < 0) {
+		perror(text);
+		return 1;
+	}
+#ifdef TP_HAVE_IBNETDISC
+	if (write_cache(&s, cache) < 0) {
+		perror(cache);
+		return 1;
+	}
+	have_ibnd = true;
+#endif
+	gen_s = now() - t0;
+	stat(text, &st);
+	printf("wrote ibnetdiscover text (%.1f MB)%s in %.2f s\n",
+	       (double)st.st_size / 1e6,
+	       have_ibnd ? " and libibnetdisc cache" : "", gen_s);
+
+	j.path = text;
+	j.json = json;
+	j.read = tp_fabric_read_ibnetdiscover;
+	run_child(job_read, &j, &rt, &rss_t);
+	if (!rt.ok) {
+		printf("text: FAILED: %s\n", rt.msg);
+		status = 1;
+	} else {
+		printf("text:  tp_fabric_read_ibnetdiscover + finalize  %.3f s  peak RSS %.1f MB  (%zu switches, %zu CAs, %zu links)\n",
+		       rt.best_s, rss_t / 1024.0, rt.nsw, rt.nca, rt.nlinks);
+		if (rt.nsw != (size_t)s.nsw || rt.nca != (size_t)s.hosts ||
+		    rt.nlinks != (size_t)s.nlinks) {
+			printf("text: FAILED: counts differ from the fabric written\n");
+			status = 1;
+		}
+	}
+
+	memset(&rb, 0, sizeof(rb));
+	memset(&rc, 0, sizeof(rc));
+#ifdef TP_HAVE_IBNETDISC
+	j.path = cache;
+	run_child(job_ibnd, &j, &rb, &rss_b);
+	if (!rb.ok) {
+		printf("ibnd: FAILED: %s\n", rb.msg);
+		status = 1;
+	} else {
+		printf("ibnd:  ibnd_load_fabric                          %.3f s  peak RSS %.1f MB  (%zu switches, %zu CAs, %zu links; best of %d)\n",
+		       rb.best_s, rss_b / 1024.0, rb.nsw, rb.nca, rb.nlinks,
+		       rb.runs);
+		if (rb.nsw != (size_t)s.nsw || rb.nca != (size_t)s.hosts ||
+		    rb.nlinks != (size_t)s.nlinks) {
+			printf("ibnd: FAILED: cache counts differ from the fabric written\n");
+			status = 1;
+		}
+	}
+	j.read = tp_fabric_read_ibnd_cache;
+	run_child(job_read, &j, &rc, &rss_c);
+	if (!rc.ok) {
+		printf("cache: FAILED: %s\n", rc.msg);
+		status = 1;
+	} else {
+		printf("cache: tp_fabric_read_ibnd_cache + finalize     %.3f s  peak RSS %.1f MB  (model %s text; best of %d)\n",
+		       rc.best_s, rss_c / 1024.0,
+		       rt.ok && rc.hash == rt.hash ? "==" : "!=", rc.runs);
+		if (rt.ok && rc.hash != rt.hash)
+			status = 1;
+	}
+	if (rt.ok && rb.ok && rb.best_s > 0)
+		ratio = rt.best_s / rb.best_s;
+#else
+	printf("ibnd: skipped (built without libibnetdisc)\n");
+#endif
+
+	j.path = text;
+	run_child(job_json_save, &j, &rj, &rss_j);
+	have_json = rj.ok;
+	memset(&rl, 0, sizeof(rl));
+	if (!rj.ok) {
+		printf("json: skipped: %s\n", rj.msg);
+	} else {
+		run_child(job_json_load, &j, &rl, &rss_l);
+		stat(json, &st);
+		if (!rl.ok) {
+			printf("json: FAILED: %s\n", rl.msg);
+			status = 1;
+		} else {
+			printf("json:  tp_fabric_save_json %.3f s (%.1f MB); tp_fabric_load_json %.3f s  peak RSS %.1f MB  (model %s text)\n",
+			       rj.first_s, (double)st.st_size / 1e6, rl.best_s,
+			       rss_l / 1024.0,
+			       rl.hash == rt.hash ? "==" : "!=");
+			if (rl.hash != rt.hash)
+				status = 1;
+		}
+	}
+
+	if (rt.ok)
+		printf("targets: text load < 1 s: %s; text peak RSS < 200 MB: %s",
+		       verdict(rt.best_s < 1.0), verdict(rss_t < 200 * 1024));
+	if (ratio > 0)
+		printf("; ours/ibnd = %.2f <= 2: %s", ratio,
+		       verdict(ratio <= 2.0));
+	if (rl.ok)
+		printf("; json load < 0.5 s: %s", verdict(rl.best_s < 0.5));
+	printf("\n");
+
+	printf("{\"bench\":\"load\",\"hosts\":%ld,\"switches\":%ld,\"links\":%ld,"
+	       "\"repeat\":%d,\"text_bytes\":%lld,"
+	       "\"text_load_s\":%.4f,\"text_rss_mb\":%.1f,"
+	       "\"ibnd_load_s\":%.4f,\"ibnd_rss_mb\":%.1f,"
+	       "\"ratio_ours_ibnd\":%.3f,"
+	       "\"cache_load_s\":%.4f,\"cache_rss_mb\":%.1f,"
+	       "\"json_save_s\":%.4f,\"json_load_s\":%.4f,\"json_rss_mb\":%.1f,"
+	       "\"json\":%s,\"ok\":%s}\n",
+	       s.hosts, s.nsw, s.nlinks, REPEAT,
+	       (long long)(stat(text, &st) == 0 ? st.st_size : 0),
+	       rt.best_s, rss_t / 1024.0, rb.best_s, rss_b / 1024.0, ratio,
+	       rc.best_s, rss_c / 1024.0, rj.first_s, rl.best_s,
+	       rss_l / 1024.0, have_json ? "true" : "false",
+	       status ? "false" : "true");
+
+	unlink(text);
+	unlink(cache);
+	unlink(json);
+	if (argc <= 2)
+		rmdir(dir);
+	tp_free(text);
+	tp_free(cache);
+	tp_free(json);
+	return status;
+}

@@ -101,12 +101,12 @@ $T fabric show "$tmp/p2.json" --json >"$tmp/p2.show"
 jeq "$tmp/p2.show" .subnets 2 "plafrim2 subnets"
 
 # unnamed CAs named through a GUID map
-pf="$TP_FIXTURES/ib/hwloc-netloc/plafrim/ib-subnet-fe80_0000_0000_0000.txt"
+pf="$TP_FIXTURES/ib/hwloc-netloc/plafrim2/ib-subnet-fe80_0000_0000_0001.txt"
 $T discover -q --ibnetdiscover "$pf" -o "$tmp/pf.json"
 $T fabric show "$tmp/pf.json" --json >"$tmp/pf.show"
 un=$(jq .unnamed_cas "$tmp/pf.show")
 if [ "$un" -gt 0 ]; then
-	ok "plafrim has $un unnamed CAs"
+	ok "plafrim2 subnet 1 has $un unnamed CAs"
 	guid=$(jq -r '[.cas[] | select(.desc | test("^MT[0-9]+ "))][0].guid' "$tmp/pf.json")
 	printf '# test map\n%s  mapped-host\n' "$guid" >"$tmp/gmap"
 	$T discover -q --ibnetdiscover "$pf" --guid-map "$tmp/gmap" -o "$tmp/pfm.json"
@@ -115,7 +115,7 @@ if [ "$un" -gt 0 ]; then
 	$T fabric hosts "$tmp/pfm.json" --json | jq -e 'any(.[]; .name == "mapped-host")' >/dev/null &&
 		ok "mapped host listed" || bad "mapped host listed"
 else
-	bad "plafrim should have unnamed CAs"
+	bad "plafrim2 subnet 1 should have unnamed CAs"
 fi
 
 # ---- bad input: one line naming the file, exit 2 ----

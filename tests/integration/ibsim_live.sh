@@ -1,2 +1,181 @@
 #!/bin/sh
-exit 77
+# ibsim_live.sh - live discovery through libibnetdisc must build the same
+# fabric model as reading Debian's `ibnetdiscover` output (and its --cache
+# file) of the same simulated fabric.
+#
+# Fabrics: a generated fat tree, every rail of a generated rail-optimized
+# fabric (each rail is its own subnet, so one ibsim per rail), Debian's
+# example net file and a real ibnetdiscover dump used as the net file.
+# Each runs in its own ibsim (contrib/ibsim-run.sh), stopped by PID.
+#
+# Needs ibsim-utils, libumad2sim0, infiniband-diags and a build with
+# libibnetdisc; exits 77 (skip) without them.
+set -eu
+
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+srcdir=${TP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+builddir=${TP_BUILDDIR:-$srcdir}
+lc=$builddir/tests/integration/tp_livecheck
+run=$srcdir/contrib/ibsim-run.sh
+# Bounds every umad2sim client: without an answering ibsim one blocks forever.
+TP_IBSIM_TIMEOUT=${TP_IBSIM_TIMEOUT:-60}
+TP_IBSIM_START_TIMEOUT=${TP_IBSIM_START_TIMEOUT:-60}
+export TP_IBSIM_TIMEOUT TP_IBSIM_START_TIMEOUT
+unset SIM_HOST || true
+
+command -v ibsim >/dev/null 2>&1 || skip "ibsim not installed (ibsim-utils)"
+command -v ibnetdiscover >/dev/null 2>&1 ||
+	skip "ibnetdiscover not installed (infiniband-diags)"
+command -v timeout >/dev/null 2>&1 || skip "timeout(1) not available"
+umad=${TP_UMAD2SIM:-}
+if [ -z "$umad" ]; then
+	for lib in /usr/lib/*/umad2sim/libumad2sim.so \
+		/usr/lib64/umad2sim/libumad2sim.so /usr/lib/umad2sim/libumad2sim.so; do
+		[ -r "$lib" ] && umad=$lib && break
+	done
+fi
+[ -n "$umad" ] && [ -r "$umad" ] || skip "libumad2sim.so not found (libumad2sim0)"
+[ -x "$lc" ] || skip "$lc not built (make check builds it)"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tp-ibsim-live.XXXXXX")
+pids=
+cleanup() {
+	for p in $pids; do
+		"$run" stop "$p" >/dev/null 2>&1 || true
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+failures=0
+checked=0
+fail() {
+	echo "FAIL: $*"
+	failures=$((failures + 1))
+}
+
+show() {
+	[ -s "$1" ] && sed 's/^/    /' "$1" | head -n 20
+	return 0
+}
+
+# check NAME NETFILE [EXPECTED-COUNT-LINE]
+check() {
+	name=$1
+	net=$2
+	before=$failures
+	expect=${3:-}
+	d=$tmp/$name
+	mkdir -p "$d"
+
+	if ! "$run" start "$net" "tp-live-$$-$name" >"$d/env" 2>"$d/start.err"; then
+		fail "$name: ibsim did not start"
+		show "$d/start.err"
+		return 0
+	fi
+	IBSIM_PID=
+	IBSIM_SOCKNAME=
+	. "$d/env"
+	pids="$pids $IBSIM_PID"
+	sock=$IBSIM_SOCKNAME
+
+	rc=0
+	"$run" exec "$sock" -- "$lc" live >"$d/live.dump" 2>"$d/live.err" || rc=$?
+	if [ "$rc" -eq 77 ]; then
+		show "$d/live.err"
+		skip "built without libibnetdisc"
+	fi
+	if [ "$rc" -ne 0 ]; then
+		fail "$name: live discovery failed (rc $rc)"
+		show "$d/live.err"
+	fi
+	rc=0
+	"$run" exec "$sock" -- ibnetdiscover --cache "$d/fabric.cache" \
+		>"$d/ibnetdiscover.out" 2>"$d/ibnetdiscover.err" || rc=$?
+	if [ "$rc" -ne 0 ]; then
+		fail "$name: ibnetdiscover failed (rc $rc)"
+		show "$d/ibnetdiscover.err"
+	fi
+
+	# Both routes done: the simulator is no longer needed.
+	"$run" stop "$IBSIM_PID" >/dev/null 2>&1 || true
+	pids=$(echo "$pids" | sed "s/ $IBSIM_PID\$//; s/ $IBSIM_PID / /")
+
+	if ! timeout 60 "$lc" text "$d/ibnetdiscover.out" >"$d/text.dump" 2>"$d/text.err"; then
+		fail "$name: reading ibnetdiscover output failed"
+		show "$d/text.err"
+	elif ! diff -u "$d/text.dump" "$d/live.dump" >"$d/text-live.diff"; then
+		fail "$name: live model differs from the ibnetdiscover text model"
+		show "$d/text-live.diff"
+	fi
+	if ! timeout 60 "$lc" cache "$d/fabric.cache" >"$d/cache.dump" 2>"$d/cache.err"; then
+		fail "$name: reading the ibnetdiscover --cache file failed"
+		show "$d/cache.err"
+	elif ! diff -u "$d/cache.dump" "$d/live.dump" >"$d/cache-live.diff"; then
+		fail "$name: live model differs from the cache-file model"
+		show "$d/cache-live.diff"
+	fi
+	if [ -n "$expect" ]; then
+		got=$(grep '^count ' "$d/live.dump" || true)
+		[ "$got" = "$expect" ] ||
+			fail "$name: simulated fabric has '$got', net file had '$expect'"
+	fi
+	checked=$((checked + 1))
+	[ "$failures" -eq "$before" ] || return 0
+	echo "ok: $name ($(grep '^count ' "$d/live.dump" || echo 'no counts'))"
+}
+
+# netfile NAME KIND [SUBNET]: generate; prints the expected counts line.
+netfile() {
+	rc=0
+	timeout 60 "$lc" netfile "$2" "$tmp/$1.net" ${3:+"$3"} \
+		>"$tmp/$1.count" 2>"$tmp/$1.gen.err" || rc=$?
+	if [ "$rc" -eq 77 ]; then
+		echo "note: $1: generator or net writer not available, case skipped"
+		show "$tmp/$1.gen.err"
+		return 1
+	fi
+	if [ "$rc" -ne 0 ]; then
+		fail "$1: generating the net file failed (rc $rc)"
+		show "$tmp/$1.gen.err"
+		return 1
+	fi
+	return 0
+}
+
+if netfile fat-tree fat-tree; then
+	check fat-tree "$tmp/fat-tree.net" "$(cat "$tmp/fat-tree.count")"
+fi
+
+nrails=$(timeout 60 "$lc" nsubnets rail 2>/dev/null || echo 0)
+r=0
+while [ "$r" -lt "$nrails" ]; do
+	if netfile "rail$r" rail "$r"; then
+		check "rail$r" "$tmp/rail$r.net" "$(cat "$tmp/rail$r.count")"
+	fi
+	r=$((r + 1))
+done
+[ "$nrails" -gt 0 ] || echo "note: rail generator not available, case skipped"
+
+example=/usr/share/doc/ibsim-utils/net-examples/net.2sw2path4hca
+[ -r "$example" ] && check debian-example "$example"
+
+# A real dump as the net file: ibsim keeps its shape (not its GUIDs).
+real=${TP_FIXTURES:-}/ib/NVIDIA-topograph/ibnetdiscover-example.out
+if [ -n "${TP_FIXTURES:-}" ] && [ -r "$real" ]; then
+	expect=$(timeout 60 "$lc" text "$real" 2>/dev/null | grep '^count ' || true)
+	check real-dump "$real" "$expect"
+fi
+
+[ "$checked" -gt 0 ] || skip "no fabric could be checked"
+if [ "$failures" -ne 0 ]; then
+	echo "$failures failure(s)"
+	exit 1
+fi
+echo "PASS: $checked fabric(s): live == ibnetdiscover text == cache"
+exit 0

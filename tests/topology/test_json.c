@@ -157,7 +157,7 @@ static void test_hostile(void **state)
 {
 	(void)state;
 	expect_error("", "not valid JSON");
-	expect_error("{\n\"a\":\n", "2: not valid JSON");
+	expect_error("{\n\"a\":\n", "3: not valid JSON");
 	expect_error("[]", "not a topoplace fabric");
 	expect_error("{\"format\":\"topoplace-fabric/2\"}", "is not topoplace-fabric/1");
 	expect_error(HEAD "\"switches\":{}}", "\"switches\"");
