@@ -1,0 +1,77 @@
+/*
+ * placement_int.h - private to placement/: the policy interface and the
+ * state layout. Never include it from elsewhere.
+ */
+#ifndef TP_PLACEMENT_INT_H
+#define TP_PLACEMENT_INT_H
+
+#include "tp_placement.h"
+
+/* One job's share of one host. */
+typedef struct tp__share {
+	uint64_t job;
+	uint32_t host;
+	int gpus;
+} tp__share_t;
+
+struct tp_state {
+	const tp_fabric_t *f;
+	int *free;        /* free GPUs per host */
+	int *njobs;       /* jobs per host */
+	bool *up;         /* host usable */
+	double *health;   /* per link, 1 = healthy */
+	double *bg;       /* per link, other jobs' Gb/s per direction */
+	tp__share_t *share;
+	size_t nshare, capshare;
+	size_t busy;      /* GPUs allocated */
+};
+
+/* What a policy gets: the request already normalised. */
+typedef struct tp__policy_in {
+	const tp_fabric_t *f;
+	const tp_state_t *s;
+	const tp_request_t *r;
+	const tp_policy_params_t *params;
+	const tp_cost_ctx_t *cost;   /* may be NULL */
+	uint64_t seed;
+	/* normalised request: either nhosts hosts with gpus_per_host each
+	 * (gpus_per_host == 0: whole idle hosts), or total_gpus spread over
+	 * as few hosts as the policy likes (nhosts == 0). */
+	size_t nhosts;
+	int gpus_per_host;
+	int total_gpus;
+	bool exclusive;
+} tp__policy_in_t;
+
+/* A policy writes at most max hosts into hosts[]/gpus[] (any order: the
+ * caller puts them in ring order) and *n_p; it may write a short reason
+ * (why these hosts) into why[0..whylen). Returns TP_ERR_NOTFOUND when it
+ * finds no fit. It must not modify the state. */
+struct tp_policy {
+	const char *name;
+	const char *doc;
+	tp_err_t (*choose)(const tp__policy_in_t *in, uint32_t *hosts,
+			   int *gpus, size_t max, size_t *n_p, char *why,
+			   size_t whylen);
+};
+
+/* Can host h serve the request on its own terms? Returns the GPUs it
+ * would give (0 = not usable). */
+int tp__host_offer(const tp__policy_in_t *in, uint32_t h);
+
+extern const tp_policy_t tp__policy_topoplace;
+extern const tp_policy_t tp__policy_slurm_tree;
+extern const tp_policy_t tp__policy_slurm_linear;
+extern const tp_policy_t tp__policy_first_fit;
+extern const tp_policy_t tp__policy_random;
+
+/* Small deterministic PRNG (splitmix64) for seeded policies. */
+static inline uint64_t tp__rand_next(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+#endif

@@ -1,0 +1,207 @@
+/*
+ * tp_placement.h - choosing hosts for a job, predicting what its
+ * collectives cost there, and simulating policies over job traces.
+ *
+ * Pure C on top of the fabric model (tp_topology.h); no Slurm. The same
+ * calls run in the CLI, the simulator, the tests and (through thin
+ * adapters) inside slurmctld.
+ *
+ * Objects:
+ *   tp_state_t   allocation state of one fabric: free GPUs per host,
+ *                down/drained hosts, degraded links, other jobs' traffic
+ *   tp_request_t what a job asks for (nodes x GPUs per node, or GPUs)
+ *   tp_policy_t  a placement policy behind one interface
+ *   tp_placement_t  the answer: hosts in ring order, spans, cost, why
+ *   tp_cost_ctx_t   routing and link tables for the cost model
+ *
+ * Ownership: functions that return objects through *_p give the caller
+ * ownership (free with the matching _destroy/_free); pointers into a
+ * fabric are borrowed and valid while the fabric lives. A state refers
+ * to its fabric and must not outlive it.
+ *
+ * Thread safety: a policy run reads the fabric and state only; several
+ * runs may proceed in parallel on the same (unmodified) state. Changing a
+ * state needs exclusive access.
+ */
+#ifndef TP_PLACEMENT_H
+#define TP_PLACEMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tp_common.h"
+#include "tp_topology.h"
+
+/* ---- allocation state ------------------------------------------------------ */
+
+typedef struct tp_state tp_state_t;
+
+/* All hosts up and free, no background traffic. NULL on NOMEM. */
+tp_state_t *tp_state_create(const tp_fabric_t *f);
+void tp_state_destroy(tp_state_t *s);
+tp_state_t *tp_state_clone(const tp_state_t *s);
+const tp_fabric_t *tp_state_fabric(const tp_state_t *s);
+
+int tp_state_free_gpus(const tp_state_t *s, uint32_t host);
+bool tp_state_host_up(const tp_state_t *s, uint32_t host);
+/* Host with no job at all (for exclusive requests). */
+bool tp_state_host_idle(const tp_state_t *s, uint32_t host);
+tp_err_t tp_state_set_host_up(tp_state_t *s, uint32_t host, bool up);
+/* Fraction of a link's capacity still working (1 = healthy, 0.5 = half
+ * its lanes or a bad cable), and other jobs' traffic on it in Gb/s per
+ * direction. */
+tp_err_t tp_state_set_link(tp_state_t *s, uint32_t link, double health,
+			   double background_gbps);
+double tp_state_link_health(const tp_state_t *s, uint32_t link);
+double tp_state_link_background(const tp_state_t *s, uint32_t link);
+
+/* Give job_id gpus[i] GPUs on hosts[i]. Fails (TP_ERR_RANGE) without
+ * changing anything when a host lacks the GPUs or is down. */
+tp_err_t tp_state_alloc(tp_state_t *s, uint64_t job_id, const uint32_t *hosts,
+			const int *gpus, size_t n);
+/* Release everything job_id holds; TP_ERR_NOTFOUND if nothing. */
+tp_err_t tp_state_release(tp_state_t *s, uint64_t job_id);
+/* Job holding most GPUs on a host (for pictures), 0 when free. */
+uint64_t tp_state_host_job(const tp_state_t *s, uint32_t host);
+size_t tp_state_busy_gpus(const tp_state_t *s);
+
+/* State JSON ("topoplace-state/1"):
+ *   {"format":"topoplace-state/1",
+ *    "down":["host",...],
+ *    "jobs":[{"id":7,"hosts":{"node001":8,"node002":4}}],
+ *    "links":[{"link":12,"health":0.5,"background_gbps":100}]}
+ * Hosts are named; unknown names are errors naming the object. */
+tp_err_t tp_state_load_json(const tp_fabric_t *f, const char *path,
+			    tp_state_t **s_p, char **err_p);
+tp_err_t tp_state_to_json(const tp_state_t *s, char **json_p);
+
+/* ---- requests --------------------------------------------------------------- */
+
+typedef struct tp_request {
+	int nodes;         /* 0: any number of hosts (gpus given) */
+	int gpus_per_node; /* 0 with nodes: whole hosts (all their GPUs) */
+	int gpus;          /* total GPUs when nodes == 0 */
+	bool exclusive;    /* hosts may not be shared with other jobs */
+	double bytes;      /* all-reduce message size for cost (0: 1 GiB) */
+} tp_request_t;
+
+/* "nodes=4,gpus-per-node=8", "nodes=2", "gpus=12", ",exclusive",
+ * ",bytes=256M". On error *err_p (free with tp_free) names the token. */
+tp_err_t tp_request_parse(const char *text, tp_request_t *r, char **err_p);
+
+/* ---- cost model -------------------------------------------------------------- */
+
+typedef enum tp_algo {
+	TP_ALGO_RING = 0,         /* ring all-reduce */
+	TP_ALGO_HIERARCHICAL = 1, /* node, then group, then leaders */
+	TP_ALGO_TREE = 2,         /* double binary tree all-reduce */
+	TP_ALGO_REDUCE_SCATTER = 3,
+	TP_ALGO_ALL_GATHER = 4,
+} tp_algo_t;
+
+const char *tp_algo_name(tp_algo_t a);
+tp_err_t tp_algo_parse(const char *s, tp_algo_t *a_p);
+
+typedef struct tp_cost_params {
+	double alpha_s;        /* per step software latency (default 5 us) */
+	double hop_s;          /* per switch hop (default 0.3 us) */
+	double nvlink_gbps;    /* per GPU when node data has none (2400) */
+	double pcie_gbps;      /* GPU <-> NIC when no NVLink path (256) */
+} tp_cost_params_t;
+
+void tp_cost_params_defaults(tp_cost_params_t *p);
+
+/* Routing tables for one fabric (up/down routes, ECMP by destination),
+ * built once; read-only afterwards and shareable between threads. */
+typedef struct tp_cost_ctx tp_cost_ctx_t;
+tp_err_t tp_cost_ctx_create(const tp_fabric_t *f, const tp_cost_params_t *p,
+			    tp_cost_ctx_t **ctx_p);
+void tp_cost_ctx_destroy(tp_cost_ctx_t *ctx);
+
+typedef struct tp_cost {
+	double seconds;         /* predicted time of the collective */
+	double bandwidth_s;     /* bandwidth term */
+	double latency_s;       /* latency term */
+	double bottleneck_gbps; /* rate of the slowest flow */
+	uint32_t bottleneck_link; /* fabric link index, TP_ID_NONE: NVLink */
+	double cross_top_bytes; /* bytes crossing the top level of the tree */
+} tp_cost_t;
+
+/* Predict one collective of `bytes` over hosts[0..n) in that (ring)
+ * order, gpus[i] ranks on host i. state may be NULL (healthy, idle
+ * fabric) or give degraded links and background traffic. Flows are
+ * routed over the fabric; link capacity is shared max-min fairly among
+ * the flows crossing it. */
+tp_err_t tp_cost_predict(const tp_cost_ctx_t *ctx, const tp_state_t *state,
+			 const uint32_t *hosts, const int *gpus, size_t n,
+			 double bytes, tp_algo_t algo, tp_cost_t *out);
+
+/* ---- placement ---------------------------------------------------------------- */
+
+/* Span levels reported for every placement. */
+typedef enum tp_span_level {
+	TP_SPAN_HOSTS = 0,
+	TP_SPAN_NVDOMAINS = 1,
+	TP_SPAN_GROUPS = 2,      /* level-1 groups (leaf / scalable unit) */
+	TP_SPAN_SPINE_GROUPS = 3, /* level-2 groups */
+	TP_SPAN_NLEVELS = 4,
+} tp_span_level_t;
+
+typedef struct tp_policy_params {
+	/* topoplace policy weights; see the config table in policy.c */
+	double w_time;        /* predicted all-reduce time */
+	double w_frag;        /* fragmentation: breaking up free groups */
+	double w_churn;       /* moving away from the last choice */
+	/* job-size mix for look-ahead: share of future jobs needing a
+	 * whole group / spine group (0..1) */
+	double big_job_share;
+} tp_policy_params_t;
+
+void tp_policy_params_defaults(tp_policy_params_t *p);
+
+typedef struct tp_placement {
+	uint32_t *hosts;        /* ring order */
+	int *gpus;              /* GPUs taken on each host */
+	size_t nhosts;
+	size_t span[TP_SPAN_NLEVELS];
+	size_t min_span_empty[TP_SPAN_NLEVELS]; /* best on an empty fabric */
+	size_t min_span_free[TP_SPAN_NLEVELS];  /* best on this free state */
+	double predicted_s;     /* ring/hierarchical, whichever is faster */
+	double ideal_s;         /* the same on the best empty-fabric hosts */
+	char *explain;          /* one or two sentences for humans */
+	double decision_s;      /* time spent choosing (not predicting) */
+} tp_placement_t;
+
+void tp_placement_free(tp_placement_t *p); /* frees members; p itself not */
+
+typedef struct tp_policy tp_policy_t;
+
+/* Policies by name: "topoplace", "slurm-tree", "slurm-linear",
+ * "first-fit", "random". NULL if unknown. Static; do not free. */
+const tp_policy_t *tp_policy_find(const char *name);
+const char *tp_policy_name(const tp_policy_t *p);
+/* Names joined by ", " for help texts (static). */
+const char *tp_policy_names(void);
+
+/* Choose hosts for r on the free part of s. TP_ERR_RANGE when the
+ * request can never fit this fabric, TP_ERR_NOTFOUND when it does not
+ * fit now. Deterministic for a given seed. ctx may be NULL (then no
+ * prediction: predicted_s = ideal_s = 0). On success fills *out (caller
+ * frees with tp_placement_free). */
+tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
+		      const tp_request_t *r, const tp_policy_params_t *params,
+		      const tp_cost_ctx_t *ctx, uint64_t seed,
+		      tp_placement_t *out);
+
+/* Spans of a host set and the minimum spans for the same size. */
+void tp_span_of(const tp_fabric_t *f, const uint32_t *hosts, size_t n,
+		size_t span[TP_SPAN_NLEVELS]);
+void tp_span_min(const tp_fabric_t *f, const tp_state_t *s,
+		 const tp_request_t *r, size_t span[TP_SPAN_NLEVELS]);
+
+/* Reorder hosts so each level-1 group is contiguous and groups follow
+ * their spine groups (fewest group-boundary crossings on a ring). */
+void tp_ring_order(const tp_fabric_t *f, uint32_t *hosts, int *gpus, size_t n);
+
+#endif /* TP_PLACEMENT_H */
