@@ -204,4 +204,74 @@ void tp_span_min(const tp_fabric_t *f, const tp_state_t *s,
  * their spine groups (fewest group-boundary crossings on a ring). */
 void tp_ring_order(const tp_fabric_t *f, uint32_t *hosts, int *gpus, size_t n);
 
+/* ---- traces and the simulator -------------------------------------------- */
+
+typedef struct tp_job_spec {
+	double submit_s;   /* arrival time */
+	int nodes;         /* hosts (0: gpus anywhere) */
+	int gpus_per_node; /* with nodes; 0 = whole hosts */
+	int gpus;          /* total GPUs (derived when nodes is set) */
+	double run_s;      /* run time on an ideal placement */
+	double comm_frac;  /* share of run_s spent in all-reduce (0..1) */
+	double bytes;      /* all-reduce size per step */
+} tp_job_spec_t;
+
+typedef struct tp_trace {
+	char *name;
+	tp_job_spec_t *jobs; /* sorted by submit time */
+	size_t njobs;
+} tp_trace_t;
+
+void tp_trace_free(tp_trace_t *t); /* members only */
+
+/* CSV with a header line naming the columns, any order:
+ *   submit_s, gpus | (nodes, gpus_per_node), run_s,
+ *   comm_frac | model_bytes (one of them; the other gets a default)
+ * '#' comments. Errors name FILE:LINE. */
+tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p);
+/* Built-in synthetic traces, seeded: "philly", "helios", "llm"; GPU
+ * counts capped at max_gpus; arrival rate set so the offered load is
+ * `load` (e.g. 0.9) of max_gpus. */
+tp_err_t tp_trace_synthetic(const char *name, size_t njobs, uint64_t seed,
+			    int max_gpus, int gpus_per_host, double load,
+			    tp_trace_t *t);
+/* "philly, helios, llm" and the citation for each (static). */
+const char *tp_trace_synthetic_names(void);
+const char *tp_trace_synthetic_source(const char *name);
+
+typedef struct tp_sim_sample {
+	double t;           /* seconds since the first arrival */
+	double util;        /* busy GPUs / all GPUs */
+	double frag;        /* free GPUs outside wholly free level-1 groups,
+			     * as a share of free GPUs */
+} tp_sim_sample_t;
+
+typedef struct tp_sim_result {
+	const char *policy;
+	size_t jobs, multi_node_jobs, unplaceable;
+	double gpu_util;          /* busy GPU-seconds / (GPUs * makespan) */
+	double makespan_s;
+	double mean_wait_s, p50_wait_s, p95_wait_s;
+	double mean_jct_s, p50_jct_s, p95_jct_s;
+	double comm_slowdown_mean, comm_slowdown_p95; /* multi-node jobs */
+	double min_span_fraction; /* multi-node jobs at the minimum group
+				   * span the free state allowed */
+	double min_span_empty_fraction; /* ... the empty fabric allows */
+	double cross_spine_bytes;
+	double decision_p99_s;
+	double *slowdowns;        /* per multi-node job, for plots */
+	tp_sim_sample_t *samples; /* over time */
+	size_t nsamples;
+} tp_sim_result_t;
+
+void tp_sim_result_free(tp_sim_result_t *r); /* members only */
+
+/* FCFS with EASY backfill over the trace, placing with `policy`; a job's
+ * run time stretches by its predicted communication time on the hosts it
+ * got compared with an ideal placement. Deterministic for a seed. */
+tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
+		    const tp_policy_t *policy, const tp_policy_params_t *pp,
+		    const tp_cost_ctx_t *ctx, uint64_t seed,
+		    tp_sim_result_t *out);
+
 #endif /* TP_PLACEMENT_H */

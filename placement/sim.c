@@ -1,0 +1,457 @@
+/*
+ * Trace-driven scheduling simulator: FCFS with EASY backfill, the way
+ * Slurm's sched/backfill treats the queue head, with any placement policy.
+ *
+ * A job's run time is its ideal run time with the communication share
+ * stretched by predicted/ideal collective time on the hosts it got, so a
+ * bad placement costs time here as it does on a cluster. Run-time
+ * estimates for backfill are the true run times on an ideal placement
+ * (users' limits would only blur the comparison between policies).
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "placement_int.h"
+
+/* Backfill looks this far down the queue per pass (Slurm's
+ * bf_max_job_test plays the same role). */
+#define BACKFILL_DEPTH 64
+#define MAX_SAMPLES 2000
+
+typedef struct running {
+	double end;
+	size_t job;
+	int gpus;
+} running_t;
+
+typedef struct sim {
+	const tp_fabric_t *f;
+	const tp_trace_t *t;
+	const tp_policy_t *policy;
+	const tp_policy_params_t *pp;
+	const tp_cost_ctx_t *ctx;
+	uint64_t seed;
+	tp_state_t *s;
+	size_t total_gpus;
+	int max_host_gpus;
+	/* min-heap of running jobs by end time */
+	running_t *heap;
+	size_t nheap;
+	size_t *queue; /* pending jobs, FCFS */
+	size_t nqueue;
+	double *wait, *jct, *slow, *decide;
+	size_t nstarted, nslow, ndecide;
+	size_t at_min, at_min_empty;
+	double busy_gpu_s, last_t, first_t, cross;
+	tp_sim_sample_t *samples;
+	size_t nsamples, capsamples;
+	bool changed; /* resources freed since the last backfill pass */
+	size_t unplaceable;
+} sim_t;
+
+static void heap_push(sim_t *m, running_t r)
+{
+	size_t i = m->nheap++;
+
+	m->heap[i] = r;
+	while (i && m->heap[(i - 1) / 2].end > m->heap[i].end) {
+		running_t tmp = m->heap[i];
+		m->heap[i] = m->heap[(i - 1) / 2];
+		m->heap[(i - 1) / 2] = tmp;
+		i = (i - 1) / 2;
+	}
+}
+
+static running_t heap_pop(sim_t *m)
+{
+	running_t top = m->heap[0];
+	size_t i = 0;
+
+	m->heap[0] = m->heap[--m->nheap];
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, min = i;
+		if (l < m->nheap && m->heap[l].end < m->heap[min].end)
+			min = l;
+		if (r < m->nheap && m->heap[r].end < m->heap[min].end)
+			min = r;
+		if (min == i)
+			break;
+		running_t tmp = m->heap[i];
+		m->heap[i] = m->heap[min];
+		m->heap[min] = tmp;
+		i = min;
+	}
+	return top;
+}
+
+static int job_need(const sim_t *m, const tp_job_spec_t *j)
+{
+	if (j->nodes > 0)
+		return j->nodes * (j->gpus_per_node > 0 ? j->gpus_per_node
+							: m->max_host_gpus);
+	return j->gpus;
+}
+
+static void to_request(const tp_job_spec_t *j, tp_request_t *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->nodes = j->nodes;
+	r->gpus_per_node = j->gpus_per_node;
+	r->gpus = j->nodes > 0 ? 0 : j->gpus;
+	r->exclusive = j->nodes > 1;
+	r->bytes = j->bytes;
+}
+
+static void advance(sim_t *m, double now)
+{
+	if (now > m->last_t) {
+		m->busy_gpu_s += (double)tp_state_busy_gpus(m->s) * (now - m->last_t);
+		m->last_t = now;
+	}
+}
+
+/* Share of free GPUs that sit outside wholly free level-1 groups: the
+ * capacity a large job can no longer get in one piece. */
+static double fragmentation(const sim_t *m)
+{
+	const tp_fabric_t *f = m->f;
+	size_t free_all = 0, free_whole = 0;
+
+	for (size_t g = 0; g < tp_fabric_ngroups(f); g++) {
+		const tp_group_t *gp = tp_fabric_group(f, g);
+		size_t fr = 0, all = 0;
+		if (gp->level != 1)
+			continue;
+		for (size_t i = 0; i < gp->nhosts; i++) {
+			uint32_t h = gp->hosts[i];
+			all += tp_fabric_host(f, h)->ngpus;
+			if (tp_state_host_up(m->s, h))
+				fr += (size_t)tp_state_free_gpus(m->s, h);
+		}
+		free_all += fr;
+		if (fr == all)
+			free_whole += fr;
+	}
+	return free_all ? 1.0 - (double)free_whole / (double)free_all : 0.0;
+}
+
+static void sample(sim_t *m, double now)
+{
+	void *p = m->samples;
+
+	if (tp_grow(&p, &m->capsamples, m->nsamples + 1, sizeof(tp_sim_sample_t)))
+		return; /* a missing sample only thins the plot */
+	m->samples = p;
+	m->samples[m->nsamples++] = (tp_sim_sample_t){
+		now - m->first_t,
+		m->total_gpus ? (double)tp_state_busy_gpus(m->s) / (double)m->total_gpus : 0,
+		fragmentation(m)};
+}
+
+/* Place and start job j now; false when it does not fit. */
+static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
+{
+	const tp_job_spec_t *js = &m->t->jobs[j];
+	tp_request_t r;
+	tp_placement_t pl;
+	tp_err_t err;
+
+	*started = false;
+	to_request(js, &r);
+	memset(&pl, 0, sizeof(pl));
+	err = tp_place_run(m->policy, m->s, &r, m->pp, m->ctx,
+			   m->seed + j, &pl);
+	if (err == TP_ERR_NOTFOUND)
+		return TP_OK;
+	if (err == TP_ERR_RANGE) {
+		/* can never fit this fabric: counted and dropped by the caller */
+		return err;
+	}
+	if (err)
+		return err;
+	m->decide[m->ndecide++] = pl.decision_s;
+	err = tp_state_alloc(m->s, j + 1, pl.hosts, pl.gpus, pl.nhosts);
+	if (err) {
+		tp_placement_free(&pl);
+		return err;
+	}
+	double slowdown = 1.0;
+	if (pl.nhosts > 1) {
+		if (pl.ideal_s > 0 && pl.predicted_s > 0)
+			slowdown = pl.predicted_s / pl.ideal_s;
+		m->slow[m->nslow++] = slowdown;
+		m->at_min += pl.span[TP_SPAN_GROUPS] <= pl.min_span_free[TP_SPAN_GROUPS];
+		m->at_min_empty += pl.span[TP_SPAN_GROUPS] <= pl.min_span_empty[TP_SPAN_GROUPS];
+		if (m->ctx && pl.predicted_s > 0) {
+			tp_cost_t c;
+			if (tp_cost_predict(m->ctx, m->s, pl.hosts, pl.gpus, pl.nhosts,
+					    r.bytes, TP_ALGO_RING, &c) == TP_OK) {
+				double steps = js->comm_frac * js->run_s / pl.ideal_s;
+				m->cross += steps * c.cross_top_bytes;
+			}
+		}
+	}
+	double run = js->run_s * ((1 - js->comm_frac) + js->comm_frac * slowdown);
+	int gpus = 0;
+	for (size_t i = 0; i < pl.nhosts; i++)
+		gpus += pl.gpus[i];
+	heap_push(m, (running_t){now + run, j, gpus});
+	m->wait[m->nstarted] = now - js->submit_s;
+	m->jct[m->nstarted++] = now + run - js->submit_s;
+	tp_placement_free(&pl);
+	*started = true;
+	return TP_OK;
+}
+
+static void queue_remove(sim_t *m, size_t qi)
+{
+	memmove(&m->queue[qi], &m->queue[qi + 1],
+		(m->nqueue - qi - 1) * sizeof(size_t));
+	m->nqueue--;
+}
+
+/* When and with how many spare GPUs the head job could start, from the
+ * running jobs' end times (EASY's shadow time and extra GPUs). */
+static void reservation(sim_t *m, int need, double now, double *shadow,
+			int *extra)
+{
+	running_t *r = tp_malloc((m->nheap + 1) * sizeof(*r));
+	int avail = (int)(m->total_gpus - tp_state_busy_gpus(m->s));
+
+	*shadow = now;
+	*extra = avail - need;
+	if (avail >= need || !r) {
+		if (!r)
+			*extra = 0;
+		tp_free(r);
+		return;
+	}
+	memcpy(r, m->heap, m->nheap * sizeof(*r));
+	size_t n = m->nheap;
+	/* selection by repeated minimum keeps this allocation-free; the heap
+	 * is small compared with the work placement does */
+	while (n && avail < need) {
+		size_t min = 0;
+		for (size_t i = 1; i < n; i++)
+			if (r[i].end < r[min].end)
+				min = i;
+		avail += r[min].gpus;
+		*shadow = r[min].end;
+		r[min] = r[--n];
+	}
+	*extra = avail - need;
+	if (avail < need) {
+		*shadow = INFINITY;
+		*extra = 0;
+	}
+	tp_free(r);
+}
+
+static tp_err_t schedule(sim_t *m, double now)
+{
+	bool started;
+	tp_err_t err;
+	size_t qi = 0;
+
+	/* FCFS: start jobs from the head while they fit */
+	while (qi < m->nqueue) {
+		size_t j = m->queue[qi];
+		int need = job_need(m, &m->t->jobs[j]);
+		started = false;
+		if ((size_t)need <= m->total_gpus - tp_state_busy_gpus(m->s) &&
+		    (err = try_start(m, j, now, &started))) {
+			if (err != TP_ERR_RANGE)
+				return err;
+			m->unplaceable++;
+			queue_remove(m, qi);
+			continue;
+		}
+		if (!started)
+			break;
+		queue_remove(m, qi);
+	}
+	if (qi >= m->nqueue || !m->changed)
+		return TP_OK;
+	m->changed = false;
+
+	/* EASY backfill behind the blocked head */
+	double shadow;
+	int extra;
+	reservation(m, job_need(m, &m->t->jobs[m->queue[0]]), now, &shadow, &extra);
+	for (qi = 1; qi < m->nqueue && qi <= BACKFILL_DEPTH;) {
+		size_t j = m->queue[qi];
+		const tp_job_spec_t *js = &m->t->jobs[j];
+		int need = job_need(m, js);
+		bool ends_in_time = now + js->run_s <= shadow;
+		started = false;
+		if ((ends_in_time || need <= extra) &&
+		    (size_t)need <= m->total_gpus - tp_state_busy_gpus(m->s) &&
+		    (err = try_start(m, j, now, &started))) {
+			if (err != TP_ERR_RANGE)
+				return err;
+			m->unplaceable++;
+			queue_remove(m, qi);
+			continue;
+		}
+		if (started) {
+			if (!ends_in_time)
+				extra -= need;
+			queue_remove(m, qi);
+		} else {
+			qi++;
+		}
+	}
+	return TP_OK;
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double pct(double *v, size_t n, double p)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(double), dbl_cmp);
+	size_t i = (size_t)ceil(p * (double)n) - 1;
+	return v[i >= n ? n - 1 : i];
+}
+
+static double mean(const double *v, size_t n)
+{
+	double s = 0;
+
+	for (size_t i = 0; i < n; i++)
+		s += v[i];
+	return n ? s / (double)n : 0;
+}
+
+void tp_sim_result_free(tp_sim_result_t *r)
+{
+	if (!r)
+		return;
+	tp_free(r->slowdowns);
+	tp_free(r->samples);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Keep at most MAX_SAMPLES evenly spread samples for reports. */
+static void thin_samples(sim_t *m)
+{
+	if (m->nsamples <= MAX_SAMPLES)
+		return;
+	for (size_t i = 0; i < MAX_SAMPLES; i++)
+		m->samples[i] = m->samples[i * m->nsamples / MAX_SAMPLES];
+	m->nsamples = MAX_SAMPLES;
+}
+
+tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
+		    const tp_policy_t *policy, const tp_policy_params_t *pp,
+		    const tp_cost_ctx_t *ctx, uint64_t seed,
+		    tp_sim_result_t *out)
+{
+	sim_t m = {.f = f, .t = t, .policy = policy, .pp = pp, .ctx = ctx, .seed = seed};
+	size_t next = 0, n = t->njobs;
+	tp_err_t err = TP_ERR_NOMEM;
+
+	if (!f || !t || !policy || !out || !n)
+		return TP_ERR_INVAL;
+	m.total_gpus = tp_fabric_total_gpus(f);
+	for (size_t h = 0; h < tp_fabric_nhosts(f); h++)
+		if ((int)tp_fabric_host(f, h)->ngpus > m.max_host_gpus)
+			m.max_host_gpus = (int)tp_fabric_host(f, h)->ngpus;
+	if (!m.total_gpus)
+		return TP_ERR_INVAL;
+	m.s = tp_state_create(f);
+	m.heap = tp_malloc(n * sizeof(running_t));
+	m.queue = tp_malloc(n * sizeof(size_t));
+	m.wait = tp_malloc(n * sizeof(double));
+	m.jct = tp_malloc(n * sizeof(double));
+	m.slow = tp_malloc(n * sizeof(double));
+	m.decide = tp_malloc(n * sizeof(double));
+	if (!m.s || !m.heap || !m.queue || !m.wait || !m.jct || !m.slow || !m.decide)
+		goto out;
+	m.first_t = m.last_t = t->jobs[0].submit_s;
+
+	while (next < n || m.nheap || m.nqueue) {
+		double now;
+		if (next < n && (!m.nheap || t->jobs[next].submit_s <= m.heap[0].end))
+			now = t->jobs[next].submit_s;
+		else if (m.nheap)
+			now = m.heap[0].end;
+		else
+			now = m.last_t; /* idle fabric, queued jobs: retry now */
+		advance(&m, now);
+		while (m.nheap && m.heap[0].end <= now) {
+			running_t r = heap_pop(&m);
+			if ((err = tp_state_release(m.s, r.job + 1)))
+				goto out;
+			m.changed = true;
+		}
+		while (next < n && t->jobs[next].submit_s <= now) {
+			/* a job bigger than the fabric would block FCFS forever */
+			if (job_need(&m, &t->jobs[next]) > (int)m.total_gpus) {
+				m.unplaceable++;
+			} else {
+				m.queue[m.nqueue++] = next;
+				m.changed = true;
+			}
+			next++;
+		}
+		if ((err = schedule(&m, now)))
+			goto out;
+		/* a head job no policy can ever place (e.g. more whole hosts of
+		 * one size than exist) would stall the queue: drop it */
+		if (m.nqueue && !m.nheap && next >= n) {
+			m.unplaceable++;
+			queue_remove(&m, 0);
+			m.changed = true;
+		}
+		sample(&m, now);
+	}
+	thin_samples(&m);
+	memset(out, 0, sizeof(*out));
+	out->policy = tp_policy_name(policy);
+	out->jobs = m.nstarted;
+	out->multi_node_jobs = m.nslow;
+	out->unplaceable = m.unplaceable;
+	out->makespan_s = m.last_t - m.first_t;
+	out->gpu_util = out->makespan_s > 0
+				? m.busy_gpu_s / ((double)m.total_gpus * out->makespan_s)
+				: 0;
+	out->mean_wait_s = mean(m.wait, m.nstarted);
+	out->p50_wait_s = pct(m.wait, m.nstarted, 0.5);
+	out->p95_wait_s = pct(m.wait, m.nstarted, 0.95);
+	out->mean_jct_s = mean(m.jct, m.nstarted);
+	out->p50_jct_s = pct(m.jct, m.nstarted, 0.5);
+	out->p95_jct_s = pct(m.jct, m.nstarted, 0.95);
+	out->comm_slowdown_mean = m.nslow ? mean(m.slow, m.nslow) : 1.0;
+	out->min_span_fraction = m.nslow ? (double)m.at_min / (double)m.nslow : 1.0;
+	out->min_span_empty_fraction = m.nslow ? (double)m.at_min_empty / (double)m.nslow : 1.0;
+	out->cross_spine_bytes = m.cross;
+	out->decision_p99_s = pct(m.decide, m.ndecide, 0.99);
+	/* slowdowns: keep a sorted copy for plots; p95 sorts in place */
+	out->comm_slowdown_p95 = m.nslow ? pct(m.slow, m.nslow, 0.95) : 1.0;
+	out->slowdowns = m.slow;
+	m.slow = NULL;
+	out->samples = m.samples;
+	out->nsamples = m.nsamples;
+	m.samples = NULL;
+	err = TP_OK;
+out:
+	tp_state_destroy(m.s);
+	tp_free(m.heap);
+	tp_free(m.queue);
+	tp_free(m.wait);
+	tp_free(m.jct);
+	tp_free(m.slow);
+	tp_free(m.decide);
+	tp_free(m.samples);
+	return err;
+}

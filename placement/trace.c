@@ -1,0 +1,348 @@
+/*
+ * Job traces: CSV files and built-in synthetic traces that follow
+ * published job-size mixes.
+ *
+ * Sources of the mixes (GPUs per job):
+ *  - philly: Jeon et al., "Analysis of Large-Scale Multi-Tenant GPU
+ *    Clusters for DNN Training Workloads", USENIX ATC'19 (Microsoft
+ *    Philly: average 1.93 GPUs/job, median 1, max 128); shape of the
+ *    small sizes from Gavel's Philly sampler (Narayanan et al., OSDI'20:
+ *    1/2/4/8 GPUs at 70/10/15/5%).
+ *  - helios: Hu et al., "Characterization and Prediction of Deep Learning
+ *    Workloads in Large-Scale GPU Datacenters", SC'21 (SenseTime Helios:
+ *    average 3.72 GPUs/job, max 2048).
+ *  - llm: Hu et al., "Characterization of Large Language Model Development
+ *    in the Datacenter", NSDI'24 (Shanghai AI Lab Acme, Kalos cluster:
+ *    average 26.77 GPUs/job, max 1024).
+ * The tails are ours: the papers give averages, medians and maxima, not
+ * full histograms, so each table is a power-of-two histogram whose mean
+ * lands near the published average (checked in the unit tests).
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "placement_int.h"
+
+typedef struct mix {
+	const char *name;
+	const char *source;
+	double share[12]; /* GPUs 1, 2, 4, ..., 2048 */
+	double run_median_s;
+	double published_avg;
+} mix_t;
+
+static const mix_t mixes[] = {
+	{"philly",
+	 "Jeon et al., USENIX ATC'19 (Philly: avg 1.93 GPUs/job, max 128); "
+	 "Gavel's sampler for 1-8 GPUs",
+	 {0.72, 0.10, 0.13, 0.04, 0.007, 0.002, 0.0007, 0.0003},
+	 1800,
+	 1.93},
+	{"helios",
+	 "Hu et al., SC'21 (Helios: avg 3.72 GPUs/job, max 2048)",
+	 {0.64, 0.10, 0.12, 0.10, 0.025, 0.010, 0.004, 0.0015, 0.0006, 0.0002,
+	  0.00008, 0.00002},
+	 1200,
+	 3.72},
+	{"llm",
+	 "Hu et al., NSDI'24 (Kalos LLM cluster: avg 26.77 GPUs/job, max 1024)",
+	 {0.34, 0.05, 0.08, 0.25, 0.08, 0.07, 0.06, 0.045, 0.018, 0.005,
+	  0.0015},
+	 3600,
+	 26.77},
+};
+
+const char *tp_trace_synthetic_names(void)
+{
+	return "philly, helios, llm";
+}
+
+static const mix_t *mix_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(mixes) / sizeof(mixes[0]); i++)
+		if (!strcmp(mixes[i].name, name))
+			return &mixes[i];
+	return NULL;
+}
+
+const char *tp_trace_synthetic_source(const char *name)
+{
+	const mix_t *m = mix_find(name);
+
+	return m ? m->source : NULL;
+}
+
+void tp_trace_free(tp_trace_t *t)
+{
+	if (!t)
+		return;
+	tp_free(t->name);
+	tp_free(t->jobs);
+	memset(t, 0, sizeof(*t));
+}
+
+static double uniform(uint64_t *x)
+{
+	return ((tp__rand_next(x) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+static double normal(uint64_t *x)
+{
+	/* Box-Muller; one value per call keeps the stream simple */
+	return sqrt(-2.0 * log(uniform(x))) * cos(2 * M_PI * uniform(x));
+}
+
+static int job_cmp(const void *a, const void *b)
+{
+	const tp_job_spec_t *x = a, *y = b;
+
+	return x->submit_s < y->submit_s ? -1 : x->submit_s > y->submit_s;
+}
+
+/* Jobs larger than a host ask for whole hosts, as multi-node training
+ * does; smaller ones ask for GPUs on one host. */
+static void shape_job(tp_job_spec_t *j, int gpus, int gpus_per_host)
+{
+	j->gpus = gpus;
+	if (gpus_per_host > 0 && gpus > gpus_per_host) {
+		j->nodes = (gpus + gpus_per_host - 1) / gpus_per_host;
+		j->gpus_per_node = gpus_per_host;
+		j->gpus = j->nodes * gpus_per_host;
+	} else {
+		j->nodes = 0;
+		j->gpus_per_node = 0;
+	}
+}
+
+tp_err_t tp_trace_synthetic(const char *name, size_t njobs, uint64_t seed,
+			    int max_gpus, int gpus_per_host, double load,
+			    tp_trace_t *t)
+{
+	const mix_t *m = mix_find(name ? name : "");
+	uint64_t x = seed ^ 0x5eed5eed5eedULL;
+	double total = 0, work = 0, now = 0, rate;
+	tp_job_spec_t *jobs;
+
+	if (!m || !njobs || njobs > 10000000 || max_gpus < 1 || load <= 0 ||
+	    load > 10 || gpus_per_host < 0)
+		return TP_ERR_INVAL;
+	for (int k = 0; k < 12; k++)
+		total += m->share[k];
+	if (!(jobs = tp_calloc(njobs, sizeof(*jobs))))
+		return TP_ERR_NOMEM;
+	for (size_t i = 0; i < njobs; i++) {
+		tp_job_spec_t *j = &jobs[i];
+		double u = uniform(&x) * total, acc = 0;
+		int gpus = 1;
+		for (int k = 0; k < 12; k++) {
+			acc += m->share[k];
+			if (u <= acc) {
+				gpus = 1 << k;
+				break;
+			}
+		}
+		while (gpus > max_gpus)
+			gpus /= 2;
+		shape_job(j, gpus, gpus_per_host);
+		/* bigger jobs run longer (both papers), log-normal spread */
+		j->run_s = exp(log(m->run_median_s) + 0.25 * log2(gpus) +
+			       1.0 * normal(&x));
+		if (j->run_s < 60)
+			j->run_s = 60;
+		if (j->run_s > 7 * 86400)
+			j->run_s = 7 * 86400;
+		j->comm_frac = j->nodes > 1 ? 0.15 + 0.3 * uniform(&x)
+					    : 0.05 + 0.1 * uniform(&x);
+		j->bytes = (double)(256u << (tp__rand_next(&x) % 5)) * 1048576.0;
+		work += j->gpus * j->run_s;
+	}
+	/* Poisson arrivals at the rate that offers `load` of the GPUs */
+	rate = load * max_gpus / (work / (double)njobs);
+	for (size_t i = 0; i < njobs; i++) {
+		jobs[i].submit_s = now;
+		now += -log(uniform(&x)) / rate;
+	}
+	t->name = tp_strdup(m->name);
+	if (!t->name) {
+		tp_free(jobs);
+		return TP_ERR_NOMEM;
+	}
+	t->jobs = jobs;
+	t->njobs = njobs;
+	return TP_OK;
+}
+
+/* ---- CSV ---- */
+
+enum { C_SUBMIT, C_GPUS, C_NODES, C_GPN, C_RUN, C_FRAC, C_BYTES, C_N };
+static const char *const colnames[C_N] = {
+	"submit_s", "gpus", "nodes", "gpus_per_node", "run_s", "comm_frac",
+	"model_bytes",
+};
+
+static int split(char *line, char **cell, int max)
+{
+	int n = 0;
+
+	for (char *p = line;; p++) {
+		if (n < max)
+			cell[n] = p;
+		n++;
+		p = strchr(p, ',');
+		if (!p)
+			break;
+		*p = '\0';
+	}
+	for (int i = 0; i < n && i < max; i++)
+		cell[i] = tp_strtrim(cell[i]);
+	return n;
+}
+
+static bool num(const char *s, double lo, double hi, double *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtod(s, &end);
+	return *s && !*end && !errno && *v >= lo && *v <= hi;
+}
+
+tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p)
+{
+	char *buf = NULL, *line, *next, *cell[32];
+	size_t len, cap = 0, n = 0;
+	int col[C_N], lineno = 0, ncols = 0;
+	tp_job_spec_t *jobs = NULL;
+	tp_err_t err = tp_file_read(path, &buf, &len);
+	char *msg = NULL;
+
+	if (err) {
+		msg = tp_asprintf("%s: cannot read: %s", path, strerror(errno));
+		goto out;
+	}
+	if (strlen(buf) != len) {
+		err = TP_ERR_PARSE;
+		msg = tp_asprintf("%s: binary data (NUL byte)", path);
+		goto out;
+	}
+	for (int c = 0; c < C_N; c++)
+		col[c] = -1;
+	for (line = buf; line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		lineno++;
+		char *l = tp_strtrim(line);
+		if (!*l || *l == '#')
+			continue;
+		int nc = split(l, cell, 32);
+		if (nc > 32) {
+			err = TP_ERR_PARSE;
+			msg = tp_asprintf("%s:%d: more than 32 columns", path, lineno);
+			goto out;
+		}
+		if (!ncols) {
+			for (int i = 0; i < nc; i++) {
+				int c;
+				for (c = 0; c < C_N && strcmp(cell[i], colnames[c]); c++)
+					;
+				if (c == C_N) {
+					err = TP_ERR_PARSE;
+					msg = tp_asprintf("%s:%d: unknown column '%s' (known: submit_s, gpus, nodes, gpus_per_node, run_s, comm_frac, model_bytes)", path, lineno, cell[i]);
+					goto out;
+				}
+				col[c] = i;
+			}
+			ncols = nc;
+			if (col[C_SUBMIT] < 0 || col[C_RUN] < 0 ||
+			    (col[C_GPUS] < 0 && col[C_NODES] < 0)) {
+				err = TP_ERR_PARSE;
+				msg = tp_asprintf("%s:%d: header needs submit_s, run_s and gpus or nodes", path, lineno);
+				goto out;
+			}
+			continue;
+		}
+		if (nc != ncols) {
+			err = TP_ERR_PARSE;
+			msg = tp_asprintf("%s:%d: %d fields, header has %d", path, lineno, nc, ncols);
+			goto out;
+		}
+		void *p = jobs;
+		if (tp_grow(&p, &cap, n + 1, sizeof(*jobs))) {
+			err = TP_ERR_NOMEM;
+			goto out;
+		}
+		jobs = p;
+		tp_job_spec_t *j = &jobs[n];
+		memset(j, 0, sizeof(*j));
+		double v, nodes = 0, gpn = 0, gpus = 0;
+		const char *bad = NULL;
+		if (!num(cell[col[C_SUBMIT]], 0, 1e12, &j->submit_s))
+			bad = "submit_s";
+		else if (!num(cell[col[C_RUN]], 0, 1e9, &j->run_s))
+			bad = "run_s";
+		else if (col[C_GPUS] >= 0 && *cell[col[C_GPUS]] &&
+			 !num(cell[col[C_GPUS]], 0, 1e6, &gpus))
+			bad = "gpus";
+		else if (col[C_NODES] >= 0 && *cell[col[C_NODES]] &&
+			 !num(cell[col[C_NODES]], 0, 1e6, &nodes))
+			bad = "nodes";
+		else if (col[C_GPN] >= 0 && *cell[col[C_GPN]] &&
+			 !num(cell[col[C_GPN]], 0, 1024, &gpn))
+			bad = "gpus_per_node";
+		else if (col[C_FRAC] >= 0 && *cell[col[C_FRAC]] &&
+			 !num(cell[col[C_FRAC]], 0, 1, &j->comm_frac))
+			bad = "comm_frac";
+		else if (col[C_BYTES] >= 0 && *cell[col[C_BYTES]] &&
+			 !num(cell[col[C_BYTES]], 0, 1e15, &v))
+			bad = "model_bytes";
+		if (bad) {
+			err = TP_ERR_PARSE;
+			msg = tp_asprintf("%s:%d: %s: not a valid number", path, lineno, bad);
+			goto out;
+		}
+		if (nodes != floor(nodes) || gpus != floor(gpus) || gpn != floor(gpn) ||
+		    (nodes < 1 && gpus < 1)) {
+			err = TP_ERR_PARSE;
+			msg = tp_asprintf("%s:%d: a job needs whole gpus >= 1 or nodes >= 1", path, lineno);
+			goto out;
+		}
+		j->nodes = (int)nodes;
+		j->gpus_per_node = (int)gpn;
+		j->gpus = nodes >= 1 ? (int)(nodes * (gpn > 0 ? gpn : 0)) : (int)gpus;
+		if (col[C_BYTES] >= 0 && *cell[col[C_BYTES]])
+			j->bytes = v;
+		else
+			j->bytes = 1073741824.0;
+		if (!(col[C_FRAC] >= 0 && *cell[col[C_FRAC]]))
+			j->comm_frac = j->nodes > 1 ? 0.3 : 0.1;
+		n++;
+	}
+	if (!n) {
+		err = TP_ERR_PARSE;
+		msg = tp_asprintf("%s: no jobs", path);
+		goto out;
+	}
+	qsort(jobs, n, sizeof(*jobs), job_cmp);
+	const char *base = strrchr(path, '/');
+	if (!(t->name = tp_strdup(base ? base + 1 : path))) {
+		err = TP_ERR_NOMEM;
+		goto out;
+	}
+	t->jobs = jobs;
+	t->njobs = n;
+	jobs = NULL;
+out:
+	tp_free(buf);
+	tp_free(jobs);
+	if (err && err_p)
+		*err_p = msg ? msg : tp_strdup(tp_strerror(err));
+	else
+		tp_free(msg);
+	return err;
+}
