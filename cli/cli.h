@@ -27,5 +27,9 @@ bool tp_cli_double(const char *opt, const char *s, double lo, double hi,
 
 int tp_cmd_discover(int argc, char **argv);
 int tp_cmd_fabric(int argc, char **argv);
+int tp_cmd_place(int argc, char **argv);
+int tp_cmd_cost(int argc, char **argv);
+int tp_cmd_draw(int argc, char **argv);
+int tp_cmd_simulate(int argc, char **argv);
 
 #endif

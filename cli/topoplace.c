@@ -19,6 +19,10 @@ static const char usage[] =
 	"  discover        build a fabric model from ibnetdiscover dumps, live\n"
 	"                  libibnetdisc discovery, node hwloc XML / nvidia-smi\n"
 	"  fabric          generate, show, list hosts, write topology.conf\n"
+	"  place           choose hosts for one job and explain the choice\n"
+	"  simulate        compare placement policies on a job trace\n"
+	"  cost            predict a collective's time on given hosts\n"
+	"  draw            the fabric and its jobs as an SVG picture\n"
 	"  help [COMMAND]  show help for a command\n"
 	"\n"
 	"Options:\n"
@@ -136,6 +140,15 @@ static void log_stderr(tp_log_level_t level, const char *msg, void *arg)
 			level == TP_LOG_WARN ? "warning: " : "", msg);
 }
 
+static const struct {
+	const char *name;
+	int (*fn)(int, char **);
+} cmds[] = {
+	{"discover", tp_cmd_discover}, {"fabric", tp_cmd_fabric},
+	{"place", tp_cmd_place},       {"simulate", tp_cmd_simulate},
+	{"cost", tp_cmd_cost},         {"draw", tp_cmd_draw},
+};
+
 int main(int argc, char **argv)
 {
 	const char *cmd;
@@ -160,17 +173,15 @@ int main(int argc, char **argv)
 			return TP_EXIT_OK;
 		}
 		char *hargv[] = {argv[2], "--help", NULL};
-		if (!strcmp(argv[2], "discover"))
-			return tp_cmd_discover(2, hargv);
-		if (!strcmp(argv[2], "fabric"))
-			return tp_cmd_fabric(2, hargv);
+		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+			if (!strcmp(argv[2], cmds[i].name))
+				return cmds[i].fn(2, hargv);
 		tp_cli_err("help: unknown command '%s'", argv[2]);
 		return TP_EXIT_INPUT;
 	}
-	if (!strcmp(cmd, "discover"))
-		return tp_cmd_discover(argc - 1, argv + 1);
-	if (!strcmp(cmd, "fabric"))
-		return tp_cmd_fabric(argc - 1, argv + 1);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(cmd, cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
 	tp_cli_err("unknown command '%s' (see topoplace --help)", cmd);
 	return TP_EXIT_INPUT;
 }
