@@ -237,9 +237,16 @@ tp_err_t tp__fabric_add_link(tp_fabric_t *f, tp_node_kind_t ka, uint32_t a,
 	if (added_p)
 		*added_p = false;
 	if (l1 != TP_MAP_NONE || l2 != TP_MAP_NONE) {
-		/* Same cable seen from its other end: fine. */
-		if (l1 == l2)
+		/* Same cable seen from its other end. The ends may disagree
+		 * on width when a link trained down; trust the narrower. */
+		if (l1 == l2) {
+			l = &f->link[l1];
+			if (width > 0 && width < l->width) {
+				l->width = width;
+				l->gbps = width * l->lane_gbps;
+			}
 			return TP_OK;
+		}
 		return TP_ERR_EXISTS;
 	}
 	if (tp_grow(&arr, &f->caplink, f->nlink + 1, sizeof(*f->link)))

@@ -51,6 +51,9 @@ struct parser {
 	int cur_nports;
 
 	size_t uncabled, routers, unknown_rate;
+	/* last speed text and its rate: a fabric has one or two */
+	char rate_word[32];
+	double rate_lane;
 	char raw[LINE_MAX_LEN + 1];
 };
 
@@ -180,8 +183,8 @@ static bool parse_noderef(char **pp, char *type_p, uint64_t *guid_p)
  * "(4X 25.78125 Gbps Active/  LinkUp)". Anything after the speed is
  * ignored (-f adds "s=.. w=.. v=..", Xsigo adds "slot N").
  */
-static bool parse_rate(char **pp, int *width_p, double *lane_p,
-		       bool *unknown_p)
+static bool parse_rate(struct parser *ps, char **pp, int *width_p,
+		       double *lane_p, bool *unknown_p)
 {
 	char *p = *pp, *w, word[32];
 	unsigned long v;
@@ -228,7 +231,11 @@ static bool parse_rate(char **pp, int *width_p, double *lane_p,
 	}
 	if (*p && !is_blank(*p) && *p != ')')
 		return false;
-	*lane_p = tp__ib_lane_gbps(word);
+	if (strcmp(word, ps->rate_word) != 0) {
+		memcpy(ps->rate_word, word, sizeof(word));
+		ps->rate_lane = tp__ib_lane_gbps(word);
+	}
+	*lane_p = ps->rate_lane;
 	if (*lane_p == 0 && strcmp(word, "???") != 0)
 		*unknown_p = true;
 	*pp = p;
@@ -516,7 +523,7 @@ static tp_err_t port_line(struct parser *ps, char *s)
 	if (!parse_uint(&p, 0xffffffffUL, &lid))
 		return bad_line(ps, "bad peer lid", s);
 	p = skip_ws(p);
-	if (!parse_rate(&p, &width, &lane, &unknown))
+	if (!parse_rate(ps, &p, &width, &lane, &unknown))
 		return bad_line(ps, "bad link width or speed", s);
 	ps->nodes++;
 	if (!ps->build || ps->blk == BLK_ROUTER)
@@ -616,7 +623,7 @@ static tp_err_t ports_line(struct parser *ps, char *s)
 	if (!parse_pend(&p, &a))
 		return bad_line(ps, "bad port line", s);
 	p = skip_ws(p);
-	if (!parse_rate(&p, &width, &lane, &unknown))
+	if (!parse_rate(ps, &p, &width, &lane, &unknown))
 		return bad_line(ps, "bad link width or speed", s);
 	p = skip_ws(p);
 	if (p[0] == '-' && is_blank(p[1])) {
@@ -684,17 +691,23 @@ static bool stderr_line(const char *s)
 	return *p == ';' || *p == ':';
 }
 
+/* "vendid=0x2c9", "switchguid=0x...(...)": identification lines, not
+ * needed (the node line repeats the GUID). */
 static bool id_line(const char *s)
 {
-	static const char *const keys[] = { "vendid=", "devid=",
-					    "sysimgguid=", "switchguid=",
-					    "caguid=", "rtguid=" };
+	static const char *const keys[] = { "vendid", "devid", "sysimgguid",
+					    "switchguid", "caguid", "rtguid" };
 	const char *p;
+	size_t n;
 
+	for (n = 0; n < 12 && s[n] >= 'a' && s[n] <= 'z'; n++)
+		;
+	if (s[n] != '=')
+		return false;
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		if (!starts(s, keys[i]))
+		if (strlen(keys[i]) != n || memcmp(s, keys[i], n) != 0)
 			continue;
-		p = s + strlen(keys[i]);
+		p = s + n + 1;
 		if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
 			p += 2;
 		return hexval(*p) >= 0;
@@ -705,16 +718,29 @@ static bool id_line(const char *s)
 static tp_err_t do_line(struct parser *ps, char *s)
 {
 	s = skip_ws(s);
-	if (!*s || *s == '#' || starts(s, "DR path "))
+	switch (*s) {
+	case '\0':
+	case '#':
 		return TP_OK;
-	if (*s == '[')
+	case '[':
 		return port_line(ps, s);
-	if (starts(s, "Switch") && is_blank(s[6]))
-		return node_header(ps, s, BLK_SWITCH, 6);
-	if (starts(s, "Ca") && is_blank(s[2]))
-		return node_header(ps, s, BLK_CA, 2);
-	if (starts(s, "Rt") && is_blank(s[2]))
-		return node_header(ps, s, BLK_ROUTER, 2);
+	case 'S':
+		if (starts(s, "Switch") && is_blank(s[6]))
+			return node_header(ps, s, BLK_SWITCH, 6);
+		break;
+	case 'C':
+		if (s[1] == 'a' && is_blank(s[2]))
+			return node_header(ps, s, BLK_CA, 2);
+		break;
+	case 'R':
+		if (s[1] == 't' && is_blank(s[2]))
+			return node_header(ps, s, BLK_ROUTER, 2);
+		break;
+	case 'D':
+		if (starts(s, "DR path "))
+			return TP_OK;
+		break;
+	}
 	if ((starts(s, "SW") || starts(s, "CA") || starts(s, "RT")) &&
 	    is_blank(s[2]))
 		return ports_line(ps, s);

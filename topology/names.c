@@ -9,19 +9,23 @@
 #include "topology_int.h"
 
 /*
- * Raw per-lane signalling rates, as ibnetdiscover and iblinkinfo print them
- * ("25.78125 Gbps" for EDR), not the post-encoding data rates: the model
- * compares links with each other, and the raw rate is what the tools show
- * the operator. FDR10 precedes FDR so the exact-name lookup needs no order,
- * but the nearest-rate lookup must prefer QDR for a plain 10.
+ * The model uses nominal per-lane rates, the ones a "4x NDR = 400 Gb/s"
+ * port is sold and provisioned by, so generated fabrics, dumps, live
+ * discovery and admins' own figures agree. Tools sometimes print the raw
+ * signalling rate instead ("25.78125 Gbps" for EDR); those snap to the
+ * nominal rate of the nearest generation. FDR10 precedes FDR so a plain
+ * 10 resolves to QDR in the nearest-rate lookup.
  */
 static const struct ib_speed {
 	const char *name;
+	double signal_gbps;
 	double gbps;
 } ib_speeds[] = {
-	{ "SDR", 2.5 },	      { "DDR", 5.0 },	   { "QDR", 10.0 },
-	{ "FDR10", 10.3125 }, { "FDR", 14.0625 },  { "EDR", 25.78125 },
-	{ "HDR", 53.125 },    { "NDR", 106.25 },   { "XDR", 212.5 },
+	{ "SDR", 2.5, 2.5 },	    { "DDR", 5.0, 5.0 },
+	{ "QDR", 10.0, 10.0 },	    { "FDR10", 10.3125, 10.0 },
+	{ "FDR", 14.0625, 14.0 },   { "EDR", 25.78125, 25.0 },
+	{ "HDR", 53.125, 50.0 },    { "NDR", 106.25, 100.0 },
+	{ "XDR", 212.5, 200.0 },
 };
 
 #define NSPEEDS (sizeof(ib_speeds) / sizeof(ib_speeds[0]))
@@ -97,6 +101,9 @@ double tp__ib_lane_gbps(const char *s)
 		return 0;
 	if (!isfinite(v) || v <= 0 || v > 10000)
 		return 0;
+	for (size_t i = 0; i < NSPEEDS; i++)
+		if (v == ib_speeds[i].signal_gbps || v == ib_speeds[i].gbps)
+			return ib_speeds[i].gbps;
 	return v;
 }
 
