@@ -1,0 +1,79 @@
+#!/bin/sh
+# place / cost / draw / simulate through the CLI: JSON fields the issue
+# promises, one-line errors, and the decisions themselves on a fabric whose
+# groups do not follow host-name order.
+. "$(dirname "$0")/lib.sh"
+T=$TOPOPLACE
+
+# 4 leaves x 4 hosts x 8 GPUs, 2:1 oversubscribed; host i on leaf i mod 4
+$T fabric generate fat-tree --leaves 4 --spines 2 --hosts-per-leaf 4 --uplinks 1 --interleave -o "$tmp/ft.json" ||
+	{ bad "generate"; finish; }
+
+expect 0 "place nodes=4" $T place --fabric "$tmp/ft.json" --request nodes=4,gpus-per-node=8 --json
+cp "$tmp/out" "$tmp/p4.json"
+jeq "$tmp/p4.json" .policy topoplace "default policy"
+jeq "$tmp/p4.json" '.hosts|length' 4 "4 hosts"
+jeq "$tmp/p4.json" .span.groups 1 "one leaf group"
+jeq "$tmp/p4.json" .span.min_groups 1 "minimum 1"
+jq -e '.predicted_s > 0 and .ideal_s > 0 and (.explain|length) > 0' "$tmp/p4.json" >/dev/null &&
+	ok "predicted, ideal, explain" || bad "predicted, ideal, explain: $(cat "$tmp/p4.json")"
+# the 4 hosts are one leaf: node001, node005, node009, node013
+jeq "$tmp/p4.json" '.hosts|join(",")' "node001,node005,node009,node013" "interleaved leaf, ring order"
+
+expect 0 "place slurm-linear" $T place --fabric "$tmp/ft.json" --request nodes=4 --policy slurm-linear --json
+jeq "$tmp/out" .span.groups 4 "slurm-linear takes consecutive names across 4 leaves"
+
+expect 0 "place text" $T place --fabric "$tmp/ft.json" --request gpus=4
+grep -q '^why' "$tmp/out" && ok "text has why" || bad "text has why"
+expect 2 "bad request" $T place --fabric "$tmp/ft.json" --request nodes=x
+grep -q "nodes=x" "$tmp/err" && ok "bad request names the token" || bad "bad request: $(cat "$tmp/err")"
+expect 2 "unknown policy" $T place --fabric "$tmp/ft.json" --request nodes=1 --policy best
+expect 2 "never fits" $T place --fabric "$tmp/ft.json" --request nodes=17
+expect 2 "missing fabric" $T place --fabric "$tmp/none.json" --request nodes=1
+
+# a state: one leaf half busy, node002 down
+cat >"$tmp/state.json" <<'J'
+{"format":"topoplace-state/1","down":["node002"],
+ "jobs":[{"id":7,"hosts":{"node001":8,"node005":8}}],"links":[]}
+J
+expect 0 "place on a state" $T place --fabric "$tmp/ft.json" --state "$tmp/state.json" --request nodes=4,gpus-per-node=8 --json
+jq -e '[.hosts[] | select(. == "node001" or . == "node005" or . == "node002")] | length == 0' "$tmp/out" >/dev/null &&
+	ok "busy and down hosts avoided" || bad "busy/down hosts used: $(cat "$tmp/out")"
+jeq "$tmp/out" .span.groups 1 "still one group"
+echo '{"format":"topoplace-state/1","down":["nosuch"],"jobs":[],"links":[]}' >"$tmp/bad-state.json"
+expect 2 "state with unknown host" $T place --fabric "$tmp/ft.json" --state "$tmp/bad-state.json" --request nodes=1
+grep -q "nosuch" "$tmp/err" && ok "state error names the host" || bad "state error: $(cat "$tmp/err")"
+
+# cost: the closed form on one leaf, and a crossing ring is slower
+expect 0 "cost one leaf" $T cost --fabric "$tmp/ft.json" --hosts node001,node005,node009,node013 --bytes 1G --algo ring --json
+cp "$tmp/out" "$tmp/c1.json"
+expect 0 "cost across leaves" $T cost --fabric "$tmp/ft.json" --hosts "node[001-004]" --bytes 1G --algo ring --json
+cp "$tmp/out" "$tmp/c2.json"
+jq -e --slurpfile a "$tmp/c1.json" '.seconds > $a[0].seconds' "$tmp/c2.json" >/dev/null &&
+	ok "crossing the 2:1 up-links costs more" || bad "cost across leaves not slower"
+jq -e '.bottleneck_gbps > 0 and (.bottleneck_link|type=="string")' "$tmp/c2.json" >/dev/null &&
+	ok "bottleneck reported" || bad "bottleneck: $(cat "$tmp/c2.json")"
+expect 0 "cost hierarchical" $T cost --fabric "$tmp/ft.json" --hosts "node[001-008]" --bytes 256M --algo hierarchical
+expect 0 "cost tree" $T cost --fabric "$tmp/ft.json" --hosts "node[001-008]" --bytes 256M --algo tree
+expect 2 "cost unknown host" $T cost --fabric "$tmp/ft.json" --hosts node999 --bytes 1G
+
+# draw
+expect 0 "draw" $T draw --fabric "$tmp/ft.json" --state "$tmp/state.json" -o "$tmp/f.svg"
+grep -q '<svg' "$tmp/f.svg" && grep -q 'node005' "$tmp/f.svg" && ok "svg drawn" || bad "svg drawn"
+
+# simulate: small run, all policies, JSON and SVG
+expect 0 "simulate small" $T simulate --fabric "$tmp/ft.json" --synthetic llm --jobs 150 --seed 3 --json --svg "$tmp/sim.svg"
+cp "$tmp/out" "$tmp/sim.json"
+for p in topoplace slurm-tree slurm-linear first-fit random; do
+	jq -e --arg p "$p" '.policies[$p] | (.gpu_util > 0) and (.mean_wait_s >= 0) and (.mean_jct_s > 0)
+		and (.comm_slowdown_mean >= 1) and (.min_span_fraction >= 0) and (.cross_spine_bytes >= 0)' \
+		"$tmp/sim.json" >/dev/null && ok "simulate metrics for $p" || bad "simulate metrics for $p"
+done
+grep -q '<polyline' "$tmp/sim.svg" && ok "simulate svg" || bad "simulate svg"
+printf 'submit_s,gpus,run_s\n0,8,100\n10,16,50\n20,1,10\n' >"$tmp/trace.csv"
+expect 0 "simulate CSV trace" $T simulate --fabric "$tmp/ft.json" --trace "$tmp/trace.csv" --policies topoplace,slurm-tree --json
+jeq "$tmp/out" '.policies.topoplace.jobs' 3 "CSV jobs run"
+printf 'submit_s,gpus,run_s\n0,eight,100\n' >"$tmp/bad.csv"
+expect 2 "bad CSV" $T simulate --fabric "$tmp/ft.json" --trace "$tmp/bad.csv"
+grep -q "bad.csv:2: gpus" "$tmp/err" && ok "CSV error names file:line" || bad "CSV error: $(cat "$tmp/err")"
+finish
