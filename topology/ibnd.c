@@ -11,13 +11,15 @@
 
 #include "topology_int.h"
 
-/* PortInfo:CapabilityMask bit IsExtendedSpeedsSupported, in host order
- * as mad_get_field() returns it (infiniband-diags' IB_PORT_CAP_HAS_EXT_SPEEDS
- * is the same bit stored big-endian). */
-#define CAP_HAS_EXT_SPEEDS 0x00004000u
-/* MLNX ExtendedPortInfo:LinkSpeedActive bit for FDR10. */
-#define MLNX_SPEED_FDR10 0x01u
-#define PORT_STATE_DOWN 1
+enum {
+	/* PortInfo:CapabilityMask IsExtendedSpeedsSupported in host order,
+	 * as mad_get_field() returns it (infiniband-diags'
+	 * IB_PORT_CAP_HAS_EXT_SPEEDS is the same bit stored big-endian). */
+	CAP_HAS_EXT_SPEEDS = 0x4000,
+	/* Mellanox ExtendedPortInfo:LinkSpeedActive bit for FDR10. */
+	MLNX_SPEED_FDR10 = 0x01,
+	PORT_STATE_DOWN = 1,
+};
 
 typedef struct walk {
 	tp_fabric_t *f;
@@ -82,8 +84,8 @@ static int width_lanes(uint32_t code)
 static const char *port_speed(ibnd_port_t *port)
 {
 	ibnd_node_t *node = port->node;
-	uint32_t speed = mad_get_field(port->info, 0,
-				       IB_PORT_LINK_SPEED_ACTIVE_F);
+	uint32_t speed =
+	    mad_get_field(port->info, 0, IB_PORT_LINK_SPEED_ACTIVE_F);
 	uint32_t fdr10 = mad_get_field(port->ext_info, 0,
 				       IB_MLNX_EXT_PORT_LINK_SPEED_ACTIVE_F);
 	uint32_t cap, espeed = 0;
@@ -144,9 +146,9 @@ static void add_node(ibnd_node_t *node, void *arg)
 		err = tp__fabric_add_ca(w->f, w->subnet, node->guid, desc,
 					node->numports, &idx);
 	if (err)
-		w->err = tp__fabric_fail(w->f, err,
-					 "node 0x%016llx: out of memory",
-					 (unsigned long long)node->guid);
+		w->err =
+		    tp__fabric_fail(w->f, err, "node 0x%016llx: out of memory",
+				    (unsigned long long)node->guid);
 }
 
 static void add_links(ibnd_node_t *node, void *arg)
@@ -168,43 +170,50 @@ static void add_links(ibnd_node_t *node, void *arg)
 		if (rp->node->type != IB_NODE_SWITCH &&
 		    rp->node->type != IB_NODE_CA)
 			continue;
-		if (rp == port) {
-			tp__fabric_warn(w->f,
-					"node 0x%016llx port %d cabled to itself, ignored",
-					(unsigned long long)node->guid, p);
+		/* A loopback plug or a cable between two ports of one switch
+		 * carries no traffic between nodes; the text reader drops
+		 * them too. */
+		if (rp->node == node) {
+			if (rp->portnum >= p)
+				tp__fabric_warn(
+				    w->f,
+				    "node 0x%016llx port %d is cabled to its "
+				    "own port %d; ignored",
+				    (unsigned long long)node->guid, p,
+				    rp->portnum);
 			continue;
 		}
 		b = tp__fabric_find_node(w->f, node_kind(rp->node), w->subnet,
 					 rp->node->guid);
-		width = width_lanes(mad_get_field(port->info, 0,
-						  IB_PORT_LINK_WIDTH_ACTIVE_F));
+		width = width_lanes(
+		    mad_get_field(port->info, 0, IB_PORT_LINK_WIDTH_ACTIVE_F));
 		/* libibnetdisc follows a port only when its link is up, so a
 		 * remote port means the cable is up, as in ibnetdiscover
 		 * output, even before a subnet manager made it Active. */
 		err = tp__fabric_add_link(
-			w->f, node_kind(node), a, p, node_kind(rp->node), b,
-			rp->portnum, width, tp__ib_lane_gbps(port_speed(port)),
-			mad_get_field(port->info, 0, IB_PORT_STATE_F) !=
-				PORT_STATE_DOWN,
-			NULL);
+		    w->f, node_kind(node), a, p, node_kind(rp->node), b,
+		    rp->portnum, width, tp__ib_lane_gbps(port_speed(port)),
+		    mad_get_field(port->info, 0, IB_PORT_STATE_F) !=
+			PORT_STATE_DOWN,
+		    NULL);
 		if (err == TP_ERR_EXISTS)
-			tp__fabric_warn(w->f,
-					"node 0x%016llx port %d: link to 0x%016llx port %d conflicts with an earlier cable, ignored",
-					(unsigned long long)node->guid, p,
-					(unsigned long long)rp->node->guid,
-					rp->portnum);
+			tp__fabric_warn(
+			    w->f,
+			    "node 0x%016llx port %d: link to 0x%016llx port %d "
+			    "conflicts with an earlier cable, ignored",
+			    (unsigned long long)node->guid, p,
+			    (unsigned long long)rp->node->guid, rp->portnum);
 		else if (err)
-			w->err = tp__fabric_fail(w->f, err,
-						 "node 0x%016llx port %d: out of memory",
-						 (unsigned long long)node->guid,
-						 p);
+			w->err = tp__fabric_fail(
+			    w->f, err, "node 0x%016llx port %d: out of memory",
+			    (unsigned long long)node->guid, p);
 	}
 }
 
 static tp_err_t load_fabric(tp_fabric_t *f, ibnd_fabric_t *fab,
 			    const char *what)
 {
-	walk_t w = { .f = f, .subnet = tp__fabric_new_subnet(f) };
+	walk_t w = {.f = f, .subnet = tp__fabric_new_subnet(f)};
 
 	/* Switches first, then CAs: the order ibnetdiscover prints them, so
 	 * a cable seen from both ends keeps the same end's numbers. */
@@ -221,7 +230,7 @@ static tp_err_t load_fabric(tp_fabric_t *f, ibnd_fabric_t *fab,
 
 tp_err_t tp_fabric_discover_live(tp_fabric_t *f, const char *ca, int port)
 {
-	struct ibnd_config cfg = { 0 };
+	struct ibnd_config cfg = {0};
 	ibnd_fabric_t *fab;
 	char *ca_copy = NULL;
 	tp_err_t err;
@@ -238,9 +247,11 @@ tp_err_t tp_fabric_discover_live(tp_fabric_t *f, const char *ca, int port)
 	fab = ibnd_discover_fabric(ca_copy, port, NULL, &cfg);
 	tp_free(ca_copy);
 	if (!fab)
-		return tp__fabric_fail(f, TP_ERR_IO,
-				       "live discovery through %s port %d failed (no IB device, no access to /dev/infiniband/umad*, or no response)",
-				       ca ? ca : "the default CA", port);
+		return tp__fabric_fail(
+		    f, TP_ERR_IO,
+		    "live discovery through %s port %d failed (no IB device, "
+		    "no access to /dev/infiniband/umad*, or no response)",
+		    ca ? ca : "the default CA", port);
 	err = load_fabric(f, fab, "live discovery");
 	ibnd_destroy_fabric(fab);
 	return err;
@@ -259,11 +270,14 @@ tp_err_t tp_fabric_read_ibnd_cache(tp_fabric_t *f, const char *path)
 	if (stat(path, &st) < 0)
 		return tp__fabric_fail(f, TP_ERR_IO, "%s: %s", path,
 				       strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return tp__fabric_fail(f, TP_ERR_IO, "%s: %s", path,
+				       strerror(EISDIR));
 	fab = ibnd_load_fabric(path, 0);
 	if (!fab)
-		return tp__fabric_fail(f, TP_ERR_FORMAT,
-				       "%s: not a readable libibnetdisc cache file",
-				       path);
+		return tp__fabric_fail(
+		    f, TP_ERR_FORMAT,
+		    "%s: not a readable libibnetdisc cache file", path);
 	err = load_fabric(f, fab, path);
 	ibnd_destroy_fabric(fab);
 	return err;

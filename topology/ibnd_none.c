@@ -8,7 +8,8 @@ tp_err_t tp_fabric_discover_live(tp_fabric_t *f, const char *ca, int port)
 	if (!f)
 		return TP_ERR_INVAL;
 	return tp__fabric_fail(f, TP_ERR_UNSUPPORTED,
-			       "live discovery: built without libibnetdisc (install libibnetdisc-dev and reconfigure)");
+			       "live discovery: built without libibnetdisc "
+			       "(install libibnetdisc-dev and reconfigure)");
 }
 
 tp_err_t tp_fabric_read_ibnd_cache(tp_fabric_t *f, const char *path)
@@ -16,6 +17,7 @@ tp_err_t tp_fabric_read_ibnd_cache(tp_fabric_t *f, const char *path)
 	if (!f)
 		return TP_ERR_INVAL;
 	return tp__fabric_fail(f, TP_ERR_UNSUPPORTED,
-			       "%s: built without libibnetdisc (install libibnetdisc-dev and reconfigure)",
+			       "%s: built without libibnetdisc (install "
+			       "libibnetdisc-dev and reconfigure)",
 			       path ? path : "cache file");
 }

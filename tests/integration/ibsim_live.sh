@@ -41,6 +41,11 @@ fi
 [ -n "$umad" ] && [ -r "$umad" ] || skip "libumad2sim.so not found (libumad2sim0)"
 [ -x "$lc" ] || skip "$lc not built (make check builds it)"
 
+# The CLI routes (topoplace discover --live / --ibnetdiscover, via JSON)
+# are checked too when the CLI is built.
+cli=
+[ -n "${TOPOPLACE:-}" ] && [ -x "$TOPOPLACE" ] && cli=$TOPOPLACE
+
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tp-ibsim-live.XXXXXX")
 pids=
 cleanup() {
@@ -102,7 +107,17 @@ check() {
 		show "$d/ibnetdiscover.err"
 	fi
 
-	# Both routes done: the simulator is no longer needed.
+	if [ -n "$cli" ]; then
+		rc=0
+		"$run" exec "$sock" -- "$cli" discover --live -o "$d/cli-live.json" \
+			>/dev/null 2>"$d/cli-live.err" || rc=$?
+		if [ "$rc" -ne 0 ]; then
+			fail "$name: topoplace discover --live failed (rc $rc)"
+			show "$d/cli-live.err"
+		fi
+	fi
+
+	# All live routes done: the simulator is no longer needed.
 	"$run" stop "$IBSIM_PID" >/dev/null 2>&1 || true
 	pids=$(echo "$pids" | sed "s/ $IBSIM_PID\$//; s/ $IBSIM_PID / /")
 
@@ -119,6 +134,23 @@ check() {
 	elif ! diff -u "$d/cache.dump" "$d/live.dump" >"$d/cache-live.diff"; then
 		fail "$name: live model differs from the cache-file model"
 		show "$d/cache-live.diff"
+	fi
+	if [ -n "$cli" ]; then
+		# The CLI's JSON, loaded back, must be the same model too.
+		timeout 60 "$cli" discover --ibnetdiscover "$d/ibnetdiscover.out" \
+			-o "$d/cli-text.json" >/dev/null 2>"$d/cli-text.err" ||
+			{ fail "$name: topoplace discover --ibnetdiscover failed"
+			  show "$d/cli-text.err"; }
+		for j in cli-live cli-text; do
+			[ -s "$d/$j.json" ] || continue
+			if ! timeout 60 "$lc" json "$d/$j.json" >"$d/$j.dump" 2>"$d/$j.err"; then
+				fail "$name: loading $j.json failed"
+				show "$d/$j.err"
+			elif ! diff -u "$d/$j.dump" "$d/live.dump" >"$d/$j.diff"; then
+				fail "$name: $j.json differs from the live model"
+				show "$d/$j.diff"
+			fi
+		done
 	fi
 	if [ -n "$expect" ]; then
 		got=$(grep '^count ' "$d/live.dump" || true)
@@ -177,5 +209,5 @@ if [ "$failures" -ne 0 ]; then
 	echo "$failures failure(s)"
 	exit 1
 fi
-echo "PASS: $checked fabric(s): live == ibnetdiscover text == cache"
+echo "PASS: $checked fabric(s): live == ibnetdiscover text == cache${cli:+ == CLI JSON}"
 exit 0
