@@ -27,28 +27,22 @@ static uint64_t hash_str(const char *s)
 
 static tp_err_t u64_rehash(tp_u64map_t *m, size_t cap)
 {
-	uint64_t *keys = tp_malloc(cap * sizeof(*keys));
-	uint32_t *vals = tp_malloc(cap * sizeof(*vals));
+	tp_u64map_slot_t *slot = tp_malloc(cap * sizeof(*slot));
 
-	if (!keys || !vals) {
-		tp_free(keys);
-		tp_free(vals);
+	if (!slot)
 		return TP_ERR_NOMEM;
-	}
-	memset(vals, 0xff, cap * sizeof(*vals));
+	for (size_t i = 0; i < cap; i++)
+		slot[i].val = TP_MAP_NONE;
 	for (size_t i = 0; i < m->cap; i++) {
-		if (m->vals[i] == TP_MAP_NONE)
+		if (m->slot[i].val == TP_MAP_NONE)
 			continue;
-		size_t j = mix64(m->keys[i]) & (cap - 1);
-		while (vals[j] != TP_MAP_NONE)
+		size_t j = mix64(m->slot[i].key) & (cap - 1);
+		while (slot[j].val != TP_MAP_NONE)
 			j = (j + 1) & (cap - 1);
-		keys[j] = m->keys[i];
-		vals[j] = m->vals[i];
+		slot[j] = m->slot[i];
 	}
-	tp_free(m->keys);
-	tp_free(m->vals);
-	m->keys = keys;
-	m->vals = vals;
+	tp_free(m->slot);
+	m->slot = slot;
 	m->cap = cap;
 	return TP_OK;
 }
@@ -63,15 +57,15 @@ tp_err_t tp_u64map_put(tp_u64map_t *m, uint64_t key, uint32_t val)
 			return err;
 	}
 	j = mix64(key) & (m->cap - 1);
-	while (m->vals[j] != TP_MAP_NONE) {
-		if (m->keys[j] == key) {
-			m->vals[j] = val;
+	while (m->slot[j].val != TP_MAP_NONE) {
+		if (m->slot[j].key == key) {
+			m->slot[j].val = val;
 			return TP_OK;
 		}
 		j = (j + 1) & (m->cap - 1);
 	}
-	m->keys[j] = key;
-	m->vals[j] = val;
+	m->slot[j].key = key;
+	m->slot[j].val = val;
 	m->len++;
 	return TP_OK;
 }
@@ -83,9 +77,9 @@ uint32_t tp_u64map_get(const tp_u64map_t *m, uint64_t key)
 	if (!m->cap)
 		return TP_MAP_NONE;
 	j = mix64(key) & (m->cap - 1);
-	while (m->vals[j] != TP_MAP_NONE) {
-		if (m->keys[j] == key)
-			return m->vals[j];
+	while (m->slot[j].val != TP_MAP_NONE) {
+		if (m->slot[j].key == key)
+			return m->slot[j].val;
 		j = (j + 1) & (m->cap - 1);
 	}
 	return TP_MAP_NONE;
@@ -93,8 +87,7 @@ uint32_t tp_u64map_get(const tp_u64map_t *m, uint64_t key)
 
 void tp_u64map_clear(tp_u64map_t *m)
 {
-	tp_free(m->keys);
-	tp_free(m->vals);
+	tp_free(m->slot);
 	memset(m, 0, sizeof(*m));
 }
 

@@ -106,9 +106,14 @@ void tp_strbuf_append(tp_strbuf_t *sb, const char *s, size_t n);
 
 /* Open-addressing maps to uint32_t values. Keys of tp_strmap are borrowed:
  * they must outlive the map (the fabric keeps its strings). */
+/* Key and value side by side: one cache miss per probe. */
+typedef struct tp_u64map_slot {
+	uint64_t key;
+	uint32_t val; /* UINT32_MAX marks an empty slot */
+} tp_u64map_slot_t;
+
 typedef struct tp_u64map {
-	uint64_t *keys;
-	uint32_t *vals; /* UINT32_MAX marks an empty slot */
+	tp_u64map_slot_t *slot; /* cap slots; iterate and skip empty ones */
 	size_t cap;
 	size_t len;
 } tp_u64map_t;

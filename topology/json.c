@@ -4,215 +4,228 @@
  * GUID names, NVLink domain entries, reader warnings) is authoritative;
  * derived data (levels, groups, rails) is written for scripts and
  * recomputed on load, so a file can never disagree with itself.
+ *
+ * Written and read directly (tp_strbuf out, flat tokens in) rather than
+ * through a DOM: a 65,536-host fabric is ~30 MB of JSON and must load in
+ * well under a second.
  */
 #include "config.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "jscan_int.h"
 #include "topology_int.h"
 
 /* ---- save ---- */
 
-static cJSON *guid_str(uint64_t guid)
+static void put_lit(tp_strbuf_t *sb, const char *s)
 {
-	char buf[24];
-
-	snprintf(buf, sizeof(buf), "0x%016llx", (unsigned long long)guid);
-	return cJSON_CreateString(buf);
+	tp_strbuf_append(sb, s, strlen(s));
 }
 
-static bool add(cJSON *obj, const char *key, cJSON *item)
+static void put_str(tp_strbuf_t *sb, const char *s)
 {
-	return item && cJSON_AddItemToObject(obj, key, item);
-}
+	static const char hex[] = "0123456789abcdef";
+	const char *run = s;
 
-static bool push(cJSON *arr, cJSON *item)
-{
-	return item && cJSON_AddItemToArray(arr, item);
-}
-
-static cJSON *node_ref(tp_node_kind_t kind, uint32_t node, int port)
-{
-	cJSON *a = cJSON_CreateArray();
-
-	if (!a || !push(a, cJSON_CreateString(kind == TP_NODE_SWITCH ? "switch"
-								     : "ca")) ||
-	    !push(a, cJSON_CreateNumber(node)) ||
-	    !push(a, cJSON_CreateNumber(port))) {
-		cJSON_Delete(a);
-		return NULL;
+	put_lit(sb, "\"");
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		tp_strbuf_append(sb, run, (size_t)(s - run));
+		run = s + 1;
+		switch (c) {
+		case '"': put_lit(sb, "\\\""); break;
+		case '\\': put_lit(sb, "\\\\"); break;
+		case '\n': put_lit(sb, "\\n"); break;
+		case '\r': put_lit(sb, "\\r"); break;
+		case '\t': put_lit(sb, "\\t"); break;
+		default: {
+			char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+			tp_strbuf_append(sb, u, 6);
+		}
+		}
 	}
-	return a;
+	tp_strbuf_append(sb, run, (size_t)(s - run));
+	put_lit(sb, "\"");
 }
 
-static cJSON *host_json(const tp_fabric_t *f, const tp_host_t *h)
+/* Shortest text that reads back as the same double. */
+static void put_num(tp_strbuf_t *sb, double v)
 {
-	cJSON *o = cJSON_CreateObject(), *gpus, *groups;
+	char buf[32];
 
-	if (!o || !add(o, "name", cJSON_CreateString(h->name)) ||
-	    !add(o, "node_data", cJSON_CreateBool(h->has_node_data)) ||
-	    !add(o, "gpus", gpus = cJSON_CreateArray()))
-		goto fail;
+	if (v == floor(v) && fabs(v) < 1e15) {
+		snprintf(buf, sizeof(buf), "%.0f", v);
+	} else {
+		snprintf(buf, sizeof(buf), "%.15g", v);
+		if (strtod(buf, NULL) != v)
+			snprintf(buf, sizeof(buf), "%.17g", v);
+	}
+	tp_strbuf_append(sb, buf, strlen(buf));
+}
+
+static void put_guid(tp_strbuf_t *sb, uint64_t g)
+{
+	tp_strbuf_printf(sb, "\"0x%016llx\"", (unsigned long long)g);
+}
+
+static void put_key(tp_strbuf_t *sb, bool first, const char *key)
+{
+	tp_strbuf_printf(sb, "%s\"%s\":", first ? "" : ",", key);
+}
+
+static void put_host(tp_strbuf_t *sb, const tp_fabric_t *f, const tp_host_t *h)
+{
+	put_lit(sb, "{\"name\":");
+	put_str(sb, h->name);
+	tp_strbuf_printf(sb, ",\"node_data\":%s,\"gpus\":[",
+			 h->has_node_data ? "true" : "false");
 	for (size_t g = 0; g < h->ngpus; g++) {
 		const tp_gpu_t *gp = &h->gpus[g];
-		cJSON *go = cJSON_CreateObject();
-		if (!push(gpus, go) ||
-		    !add(go, "index", cJSON_CreateNumber(gp->index)) ||
-		    (gp->model && !add(go, "model", cJSON_CreateString(gp->model))) ||
-		    (gp->pci && !add(go, "pci", cJSON_CreateString(gp->pci))) ||
-		    !add(go, "numa", cJSON_CreateNumber(gp->numa)) ||
-		    (gp->nic && !add(go, "nic", cJSON_CreateString(gp->nic))) ||
-		    !add(go, "nvlink_gbps", cJSON_CreateNumber(gp->nvlink_gbps)) ||
-		    !add(go, "hca", cJSON_CreateNumber(gp->hca)))
-			goto fail;
+		tp_strbuf_printf(sb, "%s{\"index\":%d", g ? "," : "", gp->index);
+		if (gp->model) {
+			put_key(sb, false, "model");
+			put_str(sb, gp->model);
+		}
+		if (gp->pci) {
+			put_key(sb, false, "pci");
+			put_str(sb, gp->pci);
+		}
+		tp_strbuf_printf(sb, ",\"numa\":%d", gp->numa);
+		if (gp->nic) {
+			put_key(sb, false, "nic");
+			put_str(sb, gp->nic);
+		}
+		put_key(sb, false, "nvlink_gbps");
+		put_num(sb, gp->nvlink_gbps);
+		tp_strbuf_printf(sb, ",\"hca\":%d}", gp->hca);
 	}
 	/* derived, for scripts; ignored on load */
-	if (!add(o, "degraded", cJSON_CreateBool(h->degraded)) ||
-	    !add(o, "groups", groups = cJSON_CreateArray()))
-		goto fail;
-	for (int l = 0; l < f->ngroup_levels; l++)
-		if (!push(groups, h->group[l] == TP_ID_NONE
-					  ? cJSON_CreateNull()
-					  : cJSON_CreateNumber(h->group[l])))
-			goto fail;
-	return o;
-fail:
-	cJSON_Delete(o);
-	return NULL;
+	tp_strbuf_printf(sb, "],\"degraded\":%s,\"groups\":[",
+			 h->degraded ? "true" : "false");
+	for (int l = 0; l < f->ngroup_levels; l++) {
+		if (h->group[l] == TP_ID_NONE)
+			tp_strbuf_printf(sb, "%snull", l ? "," : "");
+		else
+			tp_strbuf_printf(sb, "%s%u", l ? "," : "", h->group[l]);
+	}
+	put_lit(sb, "]}");
 }
 
-static cJSON *fabric_json(const tp_fabric_t *f)
+static void put_fabric(tp_strbuf_t *sb, const tp_fabric_t *f)
 {
-	cJSON *root = cJSON_CreateObject(), *arr, *d;
-
-	if (!root || !add(root, "format", cJSON_CreateString(TP_FABRIC_FORMAT)) ||
-	    !add(root, "subnets", cJSON_CreateNumber(f->nsubnets)) ||
-	    !add(root, "switches", arr = cJSON_CreateArray()))
-		goto fail;
+	tp_strbuf_printf(sb, "{\"format\":\"%s\",\"subnets\":%d,\"switches\":[",
+			 TP_FABRIC_FORMAT, f->nsubnets);
 	for (size_t i = 0; i < f->nsw; i++) {
 		const tp_switch_t *s = &f->sw[i];
-		cJSON *o = cJSON_CreateObject();
-		if (!push(arr, o) || !add(o, "guid", guid_str(s->guid)) ||
-		    !add(o, "desc", cJSON_CreateString(s->desc)) ||
-		    !add(o, "ports", cJSON_CreateNumber(s->nports)) ||
-		    !add(o, "subnet", cJSON_CreateNumber(s->subnet)) ||
-		    !add(o, "level", cJSON_CreateNumber(s->level)))
-			goto fail;
+		put_lit(sb, i ? ",{\"guid\":" : "{\"guid\":");
+		put_guid(sb, s->guid);
+		put_key(sb, false, "desc");
+		put_str(sb, s->desc);
+		tp_strbuf_printf(sb, ",\"ports\":%d,\"subnet\":%d,\"level\":%d}",
+				 s->nports, s->subnet, s->level);
 	}
-	if (!add(root, "cas", arr = cJSON_CreateArray()))
-		goto fail;
+	put_lit(sb, "],\"cas\":[");
 	for (size_t i = 0; i < f->nca; i++) {
 		const tp_ca_t *c = &f->ca[i];
-		cJSON *o = cJSON_CreateObject();
-		if (!push(arr, o) || !add(o, "guid", guid_str(c->guid)) ||
-		    !add(o, "desc", cJSON_CreateString(c->desc)) ||
-		    !add(o, "ports", cJSON_CreateNumber(c->nports)) ||
-		    !add(o, "subnet", cJSON_CreateNumber(c->subnet)))
-			goto fail;
+		put_lit(sb, i ? ",{\"guid\":" : "{\"guid\":");
+		put_guid(sb, c->guid);
+		put_key(sb, false, "desc");
+		put_str(sb, c->desc);
+		tp_strbuf_printf(sb, ",\"ports\":%d,\"subnet\":%d}", c->nports,
+				 c->subnet);
 	}
-	if (!add(root, "links", arr = cJSON_CreateArray()))
-		goto fail;
+	put_lit(sb, "],\"links\":[");
 	for (size_t i = 0; i < f->nlink; i++) {
 		const tp_link_t *l = &f->link[i];
-		cJSON *o = cJSON_CreateObject();
-		if (!push(arr, o) ||
-		    !add(o, "a", node_ref(l->kind[0], l->node[0], l->port[0])) ||
-		    !add(o, "b", node_ref(l->kind[1], l->node[1], l->port[1])) ||
-		    !add(o, "width", cJSON_CreateNumber(l->width)) ||
-		    !add(o, "lane_gbps", cJSON_CreateNumber(l->lane_gbps)) ||
-		    !add(o, "active", cJSON_CreateBool(l->active)))
-			goto fail;
+		tp_strbuf_printf(sb,
+				 "%s{\"a\":[\"%s\",%u,%d],\"b\":[\"%s\",%u,%d],"
+				 "\"width\":%d,\"lane_gbps\":",
+				 i ? "," : "",
+				 l->kind[0] == TP_NODE_SWITCH ? "switch" : "ca",
+				 l->node[0], l->port[0],
+				 l->kind[1] == TP_NODE_SWITCH ? "switch" : "ca",
+				 l->node[1], l->port[1], l->width);
+		put_num(sb, l->lane_gbps);
+		tp_strbuf_printf(sb, ",\"active\":%s}", l->active ? "true" : "false");
 	}
-	if (!add(root, "hosts", arr = cJSON_CreateArray()))
-		goto fail;
-	for (size_t i = 0; i < f->nhost; i++)
-		if (!push(arr, host_json(f, &f->host[i])))
-			goto fail;
-	if (!add(root, "guid_map", arr = cJSON_CreateArray()))
-		goto fail;
+	put_lit(sb, "],\"hosts\":[");
+	for (size_t i = 0; i < f->nhost; i++) {
+		if (i)
+			put_lit(sb, ",");
+		put_host(sb, f, &f->host[i]);
+	}
+	put_lit(sb, "],\"guid_map\":[");
 	/* map slots are in hash order: emit in the order names were read */
-	if (f->nguid_names) {
-		uint64_t *guids = tp_calloc(f->nguid_names, sizeof(uint64_t));
-		if (!guids)
-			goto fail;
-		for (size_t i = 0; i < f->guid_name->cap; i++)
-			if (f->guid_name->vals[i] < f->nguid_names)
-				guids[f->guid_name->vals[i]] = f->guid_name->keys[i];
-		for (size_t n = 0; n < f->nguid_names; n++) {
-			cJSON *o = cJSON_CreateObject();
-			if (!push(arr, o) || !add(o, "guid", guid_str(guids[n])) ||
-			    !add(o, "name", cJSON_CreateString(f->guid_names[n]))) {
-				tp_free(guids);
-				goto fail;
-			}
-		}
-		tp_free(guids);
+	uint64_t *guids = f->nguid_names ? tp_calloc(f->nguid_names, sizeof(uint64_t)) : NULL;
+	if (f->nguid_names && !guids) {
+		sb->failed = true;
+		return;
 	}
-	if (!add(root, "nvlink_domains", arr = cJSON_CreateArray()))
-		goto fail;
+	for (size_t i = 0; i < f->guid_name->cap; i++)
+		if (f->guid_name->slot[i].val < f->nguid_names)
+			guids[f->guid_name->slot[i].val] = f->guid_name->slot[i].key;
+	for (size_t n = 0; n < f->nguid_names; n++) {
+		put_lit(sb, n ? ",{\"guid\":" : "{\"guid\":");
+		put_guid(sb, guids[n]);
+		put_key(sb, false, "name");
+		put_str(sb, f->guid_names[n]);
+		put_lit(sb, "}");
+	}
+	tp_free(guids);
+	put_lit(sb, "],\"nvlink_domains\":[");
 	for (size_t i = 0; i < f->ndom_entries; i++) {
-		cJSON *o = cJSON_CreateObject();
-		if (!push(arr, o) ||
-		    !add(o, "domain", cJSON_CreateString(f->dom_name[i])) ||
-		    !add(o, "host", cJSON_CreateString(f->dom_host[i])))
-			goto fail;
+		put_lit(sb, i ? ",{\"domain\":" : "{\"domain\":");
+		put_str(sb, f->dom_name[i]);
+		put_key(sb, false, "host");
+		put_str(sb, f->dom_host[i]);
+		put_lit(sb, "}");
 	}
-	if (!add(root, "warnings", arr = cJSON_CreateArray()))
-		goto fail;
-	for (size_t i = 0; i < f->nwarn; i++)
-		if (!push(arr, cJSON_CreateString(f->warn[i])))
-			goto fail;
-
-	if (!add(root, "derived", d = cJSON_CreateObject()) ||
-	    !add(d, "rails", cJSON_CreateNumber(f->rails)) ||
-	    !add(d, "levels", cJSON_CreateNumber(f->nlevels)) ||
-	    !add(d, "groups", arr = cJSON_CreateArray()))
-		goto fail;
+	put_lit(sb, "],\"warnings\":[");
+	for (size_t i = 0; i < f->nwarn; i++) {
+		if (i)
+			put_lit(sb, ",");
+		put_str(sb, f->warn[i]);
+	}
+	tp_strbuf_printf(sb, "],\"derived\":{\"rails\":%d,\"levels\":%d,\"groups\":[",
+			 f->rails, f->nlevels);
 	for (size_t i = 0; i < f->ngroup; i++) {
 		const tp_group_t *g = &f->group[i];
-		cJSON *o = cJSON_CreateObject(), *sw;
-		if (!push(arr, o) || !add(o, "level", cJSON_CreateNumber(g->level)) ||
-		    !add(o, "parent", g->parent == TP_ID_NONE
-					      ? cJSON_CreateNull()
-					      : cJSON_CreateNumber(g->parent)) ||
-		    !add(o, "hosts", cJSON_CreateNumber((double)g->nhosts)) ||
-		    !add(o, "switches", sw = cJSON_CreateArray()) ||
-		    !add(o, "down_gbps", cJSON_CreateNumber(g->down_gbps)) ||
-		    !add(o, "up_gbps", cJSON_CreateNumber(g->up_gbps)))
-			goto fail;
+		tp_strbuf_printf(sb, "%s{\"level\":%d,\"parent\":", i ? "," : "", g->level);
+		if (g->parent == TP_ID_NONE)
+			put_lit(sb, "null");
+		else
+			tp_strbuf_printf(sb, "%u", g->parent);
+		tp_strbuf_printf(sb, ",\"hosts\":%zu,\"switches\":[", g->nhosts);
 		for (size_t s = 0; s < g->nswitches; s++)
-			if (!push(sw, cJSON_CreateNumber(g->switches[s])))
-				goto fail;
+			tp_strbuf_printf(sb, "%s%u", s ? "," : "", g->switches[s]);
+		put_lit(sb, "],\"down_gbps\":");
+		put_num(sb, g->down_gbps);
+		put_lit(sb, ",\"up_gbps\":");
+		put_num(sb, g->up_gbps);
+		put_lit(sb, "}");
 	}
-	return root;
-fail:
-	cJSON_Delete(root);
-	return NULL;
+	put_lit(sb, "]}}\n");
 }
 
 tp_err_t tp_fabric_to_json(const tp_fabric_t *f, char **json_p)
 {
-	cJSON *root;
-	char *text, *out;
+	tp_strbuf_t sb = {0};
 
 	if (!f || !f->finalized)
 		return TP_ERR_INVAL;
-	if (!(root = fabric_json(f)))
+	put_fabric(&sb, f);
+	if (sb.failed || !sb.buf) {
+		tp_free(sb.buf);
 		return TP_ERR_NOMEM;
-	text = cJSON_PrintUnformatted(root);
-	cJSON_Delete(root);
-	if (!text)
-		return TP_ERR_NOMEM;
-	/* cJSON allocates with its own hooks; hand back our allocation */
-	out = tp_asprintf("%s\n", text);
-	cJSON_free(text);
-	if (!out)
-		return TP_ERR_NOMEM;
-	*json_p = out;
+	}
+	*json_p = sb.buf;
 	return TP_OK;
 }
 
@@ -241,6 +254,7 @@ tp_err_t tp_fabric_save_json(const tp_fabric_t *f, const char *path)
 typedef struct loader {
 	const char *name;
 	tp_fabric_t *f;
+	const tp__jdoc_t *d;
 	char *err;
 } loader_t;
 
@@ -261,45 +275,64 @@ static tp_err_t lfail(loader_t *ld, tp_err_t err, const char *fmt, ...)
 	return err;
 }
 
-static bool get_int(const cJSON *o, const char *key, long lo, long hi,
-		    long *v_p)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+#define FOR_ITEMS(d, v, arr)                                                   \
+	for (uint32_t v = tp__jfirst(d, arr); v != TP_J_NONE;                  \
+	     v = tp__jnext(d, v, false, arr))
 
-	if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble) ||
-	    it->valuedouble < (double)lo || it->valuedouble > (double)hi)
+static bool num_of(const tp__jdoc_t *d, uint32_t v, double *x)
+{
+	if (tp__jtype(d, v) != TP_J_NUM)
 		return false;
-	*v_p = (long)it->valuedouble;
+	*x = d->tok[v].v.num;
 	return true;
 }
 
-static const char *get_str(const cJSON *o, const char *key)
+static bool int_of(const tp__jdoc_t *d, uint32_t v, long lo, long hi, long *x)
 {
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+	double n;
 
-	return cJSON_IsString(it) ? it->valuestring : NULL;
+	if (!num_of(d, v, &n) || n != floor(n) || n < (double)lo || n > (double)hi)
+		return false;
+	*x = (long)n;
+	return true;
 }
 
-static const cJSON *get_arr(loader_t *ld, const cJSON *o, const char *key)
+static bool get_int(const tp__jdoc_t *d, uint32_t o, const char *key, long lo,
+		    long hi, long *x)
 {
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+	return int_of(d, tp__jget(d, o, key), lo, hi, x);
+}
 
-	if (!cJSON_IsArray(it)) {
+static const char *get_str(const tp__jdoc_t *d, uint32_t o, const char *key)
+{
+	return tp__jstr(d, tp__jget(d, o, key));
+}
+
+static bool is_bool(const tp__jdoc_t *d, uint32_t v)
+{
+	return tp__jtype(d, v) == TP_J_TRUE || tp__jtype(d, v) == TP_J_FALSE;
+}
+
+static uint32_t get_arr(loader_t *ld, uint32_t o, const char *key)
+{
+	uint32_t v = tp__jget(ld->d, o, key);
+
+	if (tp__jtype(ld->d, v) != TP_J_ARR) {
 		lfail(ld, TP_ERR_PARSE, "\"%s\": missing or not an array", key);
-		return NULL;
+		return TP_J_NONE;
 	}
-	return it;
+	return v;
 }
 
-static tp_err_t load_nodes(loader_t *ld, const cJSON *arr, bool sw)
+static tp_err_t load_nodes(loader_t *ld, uint32_t arr, bool sw)
 {
+	const tp__jdoc_t *d = ld->d;
 	const char *what = sw ? "switches" : "cas";
-	const cJSON *o;
 	int i = 0;
 
-	cJSON_ArrayForEach(o, arr)
+	FOR_ITEMS(d, o, arr)
 	{
-		const char *gs = get_str(o, "guid"), *desc = get_str(o, "desc");
+		const char *gs = get_str(d, o, "guid"), *desc = get_str(d, o, "desc");
 		long ports, subnet;
 		uint64_t guid;
 		uint32_t idx;
@@ -309,9 +342,9 @@ static tp_err_t load_nodes(loader_t *ld, const cJSON *arr, bool sw)
 			return lfail(ld, TP_ERR_PARSE, "%s[%d].guid: expected a hex GUID string", what, i);
 		if (!desc)
 			return lfail(ld, TP_ERR_PARSE, "%s[%d].desc: expected a string", what, i);
-		if (!get_int(o, "ports", 0, 255, &ports))
+		if (!get_int(d, o, "ports", 0, 255, &ports))
 			return lfail(ld, TP_ERR_PARSE, "%s[%d].ports: expected an integer 0..255", what, i);
-		if (!get_int(o, "subnet", 0, ld->f->nsubnets - 1, &subnet))
+		if (!get_int(d, o, "subnet", 0, ld->f->nsubnets - 1, &subnet))
 			return lfail(ld, TP_ERR_PARSE, "%s[%d].subnet: expected an integer 0..%d", what, i, ld->f->nsubnets - 1);
 		size_t before = sw ? ld->f->nsw : ld->f->nca;
 		err = sw ? tp__fabric_add_switch(ld->f, (int)subnet, guid, desc, (int)ports, &idx)
@@ -325,55 +358,59 @@ static tp_err_t load_nodes(loader_t *ld, const cJSON *arr, bool sw)
 	return TP_OK;
 }
 
-static bool parse_ref(const tp_fabric_t *f, const cJSON *r, tp_node_kind_t *k,
+static bool parse_ref(const loader_t *ld, uint32_t r, tp_node_kind_t *k,
 		      uint32_t *node, int *port)
 {
-	const cJSON *a = cJSON_GetArrayItem(r, 0), *b = cJSON_GetArrayItem(r, 1),
-		    *c = cJSON_GetArrayItem(r, 2);
+	const tp__jdoc_t *d = ld->d;
+	uint32_t a, b, c;
+	long n, p;
+	const char *kind;
 
-	if (!cJSON_IsArray(r) || cJSON_GetArraySize(r) != 3 ||
-	    !cJSON_IsString(a) || !cJSON_IsNumber(b) || !cJSON_IsNumber(c))
+	if (tp__jtype(d, r) != TP_J_ARR || d->tok[r].size != 3)
 		return false;
-	if (strcmp(a->valuestring, "switch") == 0)
+	a = r + 1;
+	b = d->tok[a].next;
+	c = d->tok[b].next;
+	if (!(kind = tp__jstr(d, a)))
+		return false;
+	if (strcmp(kind, "switch") == 0)
 		*k = TP_NODE_SWITCH;
-	else if (strcmp(a->valuestring, "ca") == 0)
+	else if (strcmp(kind, "ca") == 0)
 		*k = TP_NODE_CA;
 	else
 		return false;
-	size_t lim = *k == TP_NODE_SWITCH ? f->nsw : f->nca;
-	if (b->valuedouble < 0 || b->valuedouble >= (double)lim ||
-	    b->valuedouble != floor(b->valuedouble) || c->valuedouble < 0 ||
-	    c->valuedouble > 255 || c->valuedouble != floor(c->valuedouble))
+	size_t lim = *k == TP_NODE_SWITCH ? ld->f->nsw : ld->f->nca;
+	if (!lim || !int_of(d, b, 0, (long)lim - 1, &n) || !int_of(d, c, 0, 255, &p))
 		return false;
-	*node = (uint32_t)b->valuedouble;
-	*port = (int)c->valuedouble;
+	*node = (uint32_t)n;
+	*port = (int)p;
 	return true;
 }
 
-static tp_err_t load_links(loader_t *ld, const cJSON *arr)
+static tp_err_t load_links(loader_t *ld, uint32_t arr)
 {
-	const cJSON *o;
+	const tp__jdoc_t *d = ld->d;
 	int i = 0;
 
-	cJSON_ArrayForEach(o, arr)
+	FOR_ITEMS(d, o, arr)
 	{
 		tp_node_kind_t ka, kb;
-		uint32_t a, b;
+		uint32_t a, b, act = tp__jget(d, o, "active");
 		int pa, pb;
 		long width;
-		const cJSON *lane = cJSON_GetObjectItemCaseSensitive(o, "lane_gbps");
-		const cJSON *act = cJSON_GetObjectItemCaseSensitive(o, "active");
+		double lane;
 		bool added;
 		tp_err_t err;
 
-		if (!parse_ref(ld->f, cJSON_GetObjectItemCaseSensitive(o, "a"), &ka, &a, &pa) ||
-		    !parse_ref(ld->f, cJSON_GetObjectItemCaseSensitive(o, "b"), &kb, &b, &pb))
+		if (!parse_ref(ld, tp__jget(d, o, "a"), &ka, &a, &pa) ||
+		    !parse_ref(ld, tp__jget(d, o, "b"), &kb, &b, &pb))
 			return lfail(ld, TP_ERR_PARSE, "links[%d]: endpoints must be [\"switch\"|\"ca\", index, port] naming existing nodes", i);
-		if (!get_int(o, "width", 0, 32, &width) || !cJSON_IsNumber(lane) ||
-		    lane->valuedouble < 0 || lane->valuedouble > 1e4 || !cJSON_IsBool(act))
+		if (!get_int(d, o, "width", 0, 32, &width) ||
+		    !num_of(d, tp__jget(d, o, "lane_gbps"), &lane) || !(lane >= 0 && lane <= 1e4) ||
+		    !is_bool(d, act))
 			return lfail(ld, TP_ERR_PARSE, "links[%d]: width (0..32), lane_gbps (number) and active (bool) required", i);
-		err = tp__fabric_add_link(ld->f, ka, a, pa, kb, b, pb, (int)width,
-					  lane->valuedouble, cJSON_IsTrue(act), &added);
+		err = tp__fabric_add_link(ld->f, ka, a, pa, kb, b, pb, (int)width, lane,
+					  tp__jtype(d, act) == TP_J_TRUE, &added);
 		if (err == TP_ERR_EXISTS || (!err && !added))
 			return lfail(ld, TP_ERR_PARSE, "links[%d]: a port is cabled twice", i);
 		if (err)
@@ -383,35 +420,28 @@ static tp_err_t load_links(loader_t *ld, const cJSON *arr)
 	return TP_OK;
 }
 
-static char *opt_strdup(loader_t *ld, const cJSON *o, const char *key,
-			bool *bad)
+/* Optional string member: absent is fine, another type is not. */
+static bool opt_str(const tp__jdoc_t *d, uint32_t o, const char *key, char **out)
 {
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-	char *s;
+	uint32_t v = tp__jget(d, o, key);
 
-	if (!it)
-		return NULL;
-	if (!cJSON_IsString(it)) {
-		*bad = true;
-		return NULL;
-	}
-	if (!(s = tp_strdup(it->valuestring)))
-		*bad = true;
-	(void)ld;
-	return s;
+	*out = NULL;
+	if (v == TP_J_NONE)
+		return true;
+	if (tp__jtype(d, v) != TP_J_STR)
+		return false;
+	return (*out = tp_strdup(tp__jstr(d, v))) != NULL;
 }
 
-static tp_err_t load_hosts(loader_t *ld, const cJSON *arr)
+static tp_err_t load_hosts(loader_t *ld, uint32_t arr)
 {
-	const cJSON *o;
+	const tp__jdoc_t *d = ld->d;
 	int i = 0;
 
-	cJSON_ArrayForEach(o, arr)
+	FOR_ITEMS(d, o, arr)
 	{
-		const char *name = get_str(o, "name");
-		const cJSON *nd = cJSON_GetObjectItemCaseSensitive(o, "node_data");
-		const cJSON *gpus = cJSON_GetObjectItemCaseSensitive(o, "gpus");
-		const cJSON *g;
+		const char *name = get_str(d, o, "name");
+		uint32_t nd = tp__jget(d, o, "node_data"), gpus = tp__jget(d, o, "gpus");
 		uint32_t h;
 		tp_gpu_t *gv = NULL;
 		size_t n = 0;
@@ -419,30 +449,28 @@ static tp_err_t load_hosts(loader_t *ld, const cJSON *arr)
 
 		if (!name || !*name)
 			return lfail(ld, TP_ERR_PARSE, "hosts[%d].name: expected a non-empty string", i);
-		if (!cJSON_IsBool(nd) || !cJSON_IsArray(gpus))
+		if (!is_bool(d, nd) || tp__jtype(d, gpus) != TP_J_ARR)
 			return lfail(ld, TP_ERR_PARSE, "hosts[%d] (%s): node_data (bool) and gpus (array) required", i, name);
 		if (tp_fabric_host_find(ld->f, name) != TP_ID_NONE)
 			return lfail(ld, TP_ERR_PARSE, "hosts[%d]: host %s appears twice", i, name);
 		if ((err = tp__fabric_host_get(ld->f, name, true, &h)))
 			return lfail(ld, err, "hosts[%d]: %s", i, tp_strerror(err));
-		if (cJSON_GetArraySize(gpus) > 4096)
+		if (d->tok[gpus].size > 4096)
 			return lfail(ld, TP_ERR_PARSE, "hosts[%d] (%s): too many GPUs", i, name);
-		if (cJSON_GetArraySize(gpus) &&
-		    !(gv = tp_calloc((size_t)cJSON_GetArraySize(gpus), sizeof(*gv))))
+		if (d->tok[gpus].size && !(gv = tp_calloc(d->tok[gpus].size, sizeof(*gv))))
 			return lfail(ld, TP_ERR_NOMEM, "out of memory");
-		cJSON_ArrayForEach(g, gpus)
+		FOR_ITEMS(d, g, gpus)
 		{
 			tp_gpu_t *gp = &gv[n++];
 			long idx, numa;
-			bool bad = false;
-			const cJSON *nv = cJSON_GetObjectItemCaseSensitive(g, "nvlink_gbps");
-
-			gp->model = opt_strdup(ld, g, "model", &bad);
-			gp->pci = opt_strdup(ld, g, "pci", &bad);
-			gp->nic = opt_strdup(ld, g, "nic", &bad);
-			if (bad || !get_int(g, "index", 0, 4095, &idx) ||
-			    !get_int(g, "numa", -1, 65535, &numa) ||
-			    !cJSON_IsNumber(nv) || nv->valuedouble < 0) {
+			bool ok = opt_str(d, g, "model", &gp->model) &&
+				  opt_str(d, g, "pci", &gp->pci) &&
+				  opt_str(d, g, "nic", &gp->nic) &&
+				  get_int(d, g, "index", 0, 4095, &idx) &&
+				  get_int(d, g, "numa", -1, 65535, &numa) &&
+				  num_of(d, tp__jget(d, g, "nvlink_gbps"), &gp->nvlink_gbps) &&
+				  gp->nvlink_gbps >= 0;
+			if (!ok) {
 				for (size_t k = 0; k < n; k++)
 					tp__gpu_free_strings(&gv[k]);
 				tp_free(gv);
@@ -450,27 +478,27 @@ static tp_err_t load_hosts(loader_t *ld, const cJSON *arr)
 			}
 			gp->index = (int)idx;
 			gp->numa = (int)numa;
-			gp->nvlink_gbps = nv->valuedouble;
 			gp->hca = -1;
 		}
 		tp__fabric_host_set_gpus(ld->f, h, gv, n);
-		ld->f->host[h].has_node_data = cJSON_IsTrue(nd);
+		ld->f->host[h].has_node_data = tp__jtype(d, nd) == TP_J_TRUE;
 		i++;
 	}
 	return TP_OK;
 }
 
-static tp_err_t load_misc(loader_t *ld, const cJSON *root)
+static tp_err_t load_misc(loader_t *ld, uint32_t root)
 {
-	const cJSON *arr, *o;
-	int i = 0;
+	const tp__jdoc_t *d = ld->d;
 	tp_fabric_t *f = ld->f;
+	uint32_t arr;
+	int i = 0;
 
-	if (!(arr = get_arr(ld, root, "guid_map")))
+	if ((arr = get_arr(ld, root, "guid_map")) == TP_J_NONE)
 		return TP_ERR_PARSE;
-	cJSON_ArrayForEach(o, arr)
+	FOR_ITEMS(d, o, arr)
 	{
-		const char *gs = get_str(o, "guid"), *name = get_str(o, "name");
+		const char *gs = get_str(d, o, "guid"), *name = get_str(d, o, "name");
 		uint64_t guid;
 		void *p = f->guid_names;
 		if (!gs || !name || !*name || !tp_parse_guid(gs, &guid))
@@ -484,12 +512,12 @@ static tp_err_t load_misc(loader_t *ld, const cJSON *root)
 		f->nguid_names++;
 		i++;
 	}
-	if (!(arr = get_arr(ld, root, "nvlink_domains")))
+	if ((arr = get_arr(ld, root, "nvlink_domains")) == TP_J_NONE)
 		return TP_ERR_PARSE;
 	i = 0;
-	cJSON_ArrayForEach(o, arr)
+	FOR_ITEMS(d, o, arr)
 	{
-		const char *dom = get_str(o, "domain"), *host = get_str(o, "host");
+		const char *dom = get_str(d, o, "domain"), *host = get_str(d, o, "host");
 		tp_err_t err;
 		if (!dom || !host || !*dom || !*host)
 			return lfail(ld, TP_ERR_PARSE, "nvlink_domains[%d]: domain and host strings required", i);
@@ -499,17 +527,17 @@ static tp_err_t load_misc(loader_t *ld, const cJSON *root)
 				     err == TP_ERR_EXISTS ? "is in two domains" : tp_strerror(err));
 		i++;
 	}
-	if (!(arr = get_arr(ld, root, "warnings")))
+	if ((arr = get_arr(ld, root, "warnings")) == TP_J_NONE)
 		return TP_ERR_PARSE;
 	i = 0;
-	cJSON_ArrayForEach(o, arr)
+	FOR_ITEMS(d, o, arr)
 	{
 		void *p = f->warn;
 		char *w;
-		if (!cJSON_IsString(o))
+		if (tp__jtype(d, o) != TP_J_STR)
 			return lfail(ld, TP_ERR_PARSE, "warnings[%d]: expected a string", i);
 		if (tp_grow(&p, &f->capwarn, f->nwarn + 1, sizeof(char *)) ||
-		    !(w = tp_strdup(o->valuestring)))
+		    !(w = tp_strdup(tp__jstr(d, o))))
 			return lfail(ld, TP_ERR_NOMEM, "out of memory");
 		f->warn = p;
 		f->warn[f->nwarn++] = w;
@@ -518,68 +546,73 @@ static tp_err_t load_misc(loader_t *ld, const cJSON *root)
 	return TP_OK;
 }
 
-tp_err_t tp_fabric_parse_json(const char *name, const char *buf,
-			      tp_fabric_t **f_p, char **err_p)
+static tp_err_t parse_doc(loader_t *ld, const tp__jdoc_t *d, tp_fabric_t **f_p)
 {
-	loader_t ld = {name ? name : "<json>", NULL, NULL};
-	cJSON *root = cJSON_Parse(buf);
-	const cJSON *arr;
-	const char *fmt;
+	const uint32_t root = 0;
+	const char *fmt = get_str(d, root, "format");
+	uint32_t arr;
 	long subnets;
-	tp_err_t err = TP_ERR_PARSE;
+	tp_err_t err;
 
-	if (!root) {
-		const char *at = cJSON_GetErrorPtr();
-		int line = 1;
-		for (const char *p = buf; at && p < at && *p; p++)
-			line += *p == '\n';
-		lfail(&ld, TP_ERR_PARSE, "%d: not valid JSON", line);
-		goto out;
-	}
-	fmt = get_str(root, "format");
-	if (!fmt) {
-		lfail(&ld, TP_ERR_FORMAT, "no \"format\" key: not a topoplace fabric file");
-		err = TP_ERR_FORMAT;
-		goto out;
-	}
-	if (strcmp(fmt, TP_FABRIC_FORMAT) != 0) {
-		lfail(&ld, TP_ERR_FORMAT, "format \"%s\" is not %s", fmt, TP_FABRIC_FORMAT);
-		err = TP_ERR_FORMAT;
-		goto out;
-	}
-	if (!(ld.f = tp_fabric_create())) {
-		err = lfail(&ld, TP_ERR_NOMEM, "out of memory");
-		goto out;
-	}
-	if (!get_int(root, "subnets", 0, 1024, &subnets)) {
-		lfail(&ld, TP_ERR_PARSE, "\"subnets\": expected an integer 0..1024");
-		goto out;
-	}
-	ld.f->nsubnets = (int)subnets;
-	if (!(arr = get_arr(&ld, root, "switches")) || (err = load_nodes(&ld, arr, true)) ||
-	    !(arr = get_arr(&ld, root, "cas")) || (err = load_nodes(&ld, arr, false)) ||
-	    !(arr = get_arr(&ld, root, "links")) || (err = load_links(&ld, arr)) ||
-	    !(arr = get_arr(&ld, root, "hosts")) || (err = load_hosts(&ld, arr)) ||
-	    (err = load_misc(&ld, root))) {
-		if (!err)
-			err = TP_ERR_PARSE;
-		goto out;
-	}
-	if ((err = tp_fabric_finalize(ld.f, NULL))) {
-		lfail(&ld, err, "%s", tp_fabric_error(ld.f));
-		goto out;
-	}
-	*f_p = ld.f;
-	ld.f = NULL;
-	err = TP_OK;
-out:
-	cJSON_Delete(root);
+	ld->d = d;
+	if (!fmt)
+		return lfail(ld, TP_ERR_FORMAT, "no \"format\" key: not a topoplace fabric file");
+	if (strcmp(fmt, TP_FABRIC_FORMAT) != 0)
+		return lfail(ld, TP_ERR_FORMAT, "format \"%s\" is not %s", fmt, TP_FABRIC_FORMAT);
+	if (!get_int(d, root, "subnets", 0, 1024, &subnets))
+		return lfail(ld, TP_ERR_PARSE, "\"subnets\": expected an integer 0..1024");
+	if (!(ld->f = tp_fabric_create()))
+		return lfail(ld, TP_ERR_NOMEM, "out of memory");
+	ld->f->nsubnets = (int)subnets;
+	if ((arr = get_arr(ld, root, "switches")) == TP_J_NONE)
+		return TP_ERR_PARSE;
+	if ((err = load_nodes(ld, arr, true)))
+		return err;
+	if ((arr = get_arr(ld, root, "cas")) == TP_J_NONE)
+		return TP_ERR_PARSE;
+	if ((err = load_nodes(ld, arr, false)))
+		return err;
+	if ((arr = get_arr(ld, root, "links")) == TP_J_NONE)
+		return TP_ERR_PARSE;
+	if ((err = load_links(ld, arr)))
+		return err;
+	if ((arr = get_arr(ld, root, "hosts")) == TP_J_NONE)
+		return TP_ERR_PARSE;
+	if ((err = load_hosts(ld, arr)) || (err = load_misc(ld, root)))
+		return err;
+	if ((err = tp_fabric_finalize(ld->f, NULL)))
+		return lfail(ld, err, "%s", tp_fabric_error(ld->f));
+	*f_p = ld->f;
+	ld->f = NULL;
+	return TP_OK;
+}
+
+static tp_err_t parse_buf(const char *name, const char *buf, size_t len,
+			  tp_fabric_t **f_p, char **err_p)
+{
+	loader_t ld = {name ? name : "<json>", NULL, NULL, NULL};
+	tp__jdoc_t d;
+	tp_err_t err = tp__jdoc_parse(&d, buf, len);
+
+	if (err == TP_ERR_PARSE)
+		lfail(&ld, err, "%zu: %s", d.errline, d.errmsg);
+	else if (err)
+		lfail(&ld, err, "%s", tp_strerror(err));
+	else
+		err = parse_doc(&ld, &d, f_p);
+	tp__jdoc_free(&d);
 	tp_fabric_destroy(ld.f);
 	if (err && err_p)
 		*err_p = ld.err ? ld.err : tp_strdup(tp_strerror(err));
 	else
 		tp_free(ld.err);
 	return err;
+}
+
+tp_err_t tp_fabric_parse_json(const char *name, const char *buf,
+			      tp_fabric_t **f_p, char **err_p)
+{
+	return parse_buf(name, buf, strlen(buf), f_p, err_p);
 }
 
 tp_err_t tp_fabric_load_json(const char *path, tp_fabric_t **f_p, char **err_p)
@@ -600,7 +633,7 @@ tp_err_t tp_fabric_load_json(const char *path, tp_fabric_t **f_p, char **err_p)
 			*err_p = tp_asprintf("%s: binary data (NUL byte) in JSON", path);
 		return TP_ERR_PARSE;
 	}
-	err = tp_fabric_parse_json(path, buf, f_p, err_p);
+	err = parse_buf(path, buf, len, f_p, err_p);
 	tp_free(buf);
 	return err;
 }
