@@ -1,1 +1,1252 @@
+/*
+ * Collective cost model: alpha-beta per algorithm on the routed link graph.
+ *
+ * Notes
+ *
+ * Routing follows what an InfiniBand subnet manager does on a fat tree
+ * (up/down with D-mod-K ECMP): CA -> its leaf, up while the current switch
+ * cannot reach the destination leaf downward, then down. At every choice
+ * only links towards switches that reach the destination qualify, and the
+ * pick is a mixed-radix digit of the destination's dense index in its
+ * subnet (its "LID"), so hosts under one leaf spread over its up-links the
+ * way D-mod-K spreads them. Links the state marks dead (health 0) are
+ * skipped, as the SM would route around them. Rails are separate subnets:
+ * two hosts talk over pairs of CAs on the same subnet (the k-th CA of each
+ * host on that subnet), never across.
+ *
+ * Each link direction is its own resource (full duplex) with capacity
+ * gbps * health - background, floored at MIN_RESIDUAL of gbps * health.
+ * The flows of one phase share them max-min fairly (progressive filling);
+ * a transfer lasts bytes / rate of its slowest flow.
+ *
+ * Formulas (S bytes, n hosts in the given order, P = sum of ranks, alpha
+ * and hop_s from the params, h = most switches any flow of the phase
+ * crosses: 1 under one switch, 3 leaf-spine-leaf; NVLink hops count 0):
+ *   ring       V = 2(P-1)/P * S on every ring edge; latency
+ *              2(P-1) * (alpha + h * hop_s). Inside a host with g > 1
+ *              ranks the ring passes g-1 NVLink edges of V each.
+ *   RS / AG    the same ring with V = (P-1)/P * S, latency (P-1) * (...).
+ *   tree       NCCL double binary tree over hosts: each tree edge carries
+ *              S/2 up and S/2 down per tree, all pipelined at once; in
+ *              the chain inside a host each GPU sends S towards the root
+ *              and S away from it over NVLink (2S, where a ring GPU sends
+ *              V); latency
+ *              2 * ceil(log2 n) * (alpha + h * hop_s) + 2(g-1) * alpha.
+ *   hierarchical
+ *              intra-host reduce-scatter (NVLink, (g-1)/g * S), then hosts
+ *              grouped by level-1 group (m groups, largest K hosts):
+ *              reduce-scatter inside each group ((n_j-1)/n_j * S per edge),
+ *              K concurrent rings across the groups (member s mod n_j of
+ *              each group, 2(m-1)/m * S/K per edge), all-gather inside the
+ *              group, all-gather inside the host. Bandwidth
+ *              2 t_host + 2 t_group + t_cross; latency 2(g-1) * alpha +
+ *              2(K-1) * (alpha + h_group * hop_s) + 2(m-1) * (alpha +
+ *              h_cross * hop_s).
+ * An inter-host edge is split into R equal sub-flows, one per CA pair of
+ * the rails its GPUs use (NCCL runs one channel per NIC; R is at most the
+ * ranks on either host because a GPU drives its nearest NIC). Channels
+ * are static, so the edge lasts (V/R) / slowest sub-flow: one degraded
+ * rail slows the whole collective, as it does on a cluster. Consecutive
+ * hosts in one multi-node NVLink domain talk over NVLink instead.
+ * So on one switch with 1 GPU per host and links of B Gb/s, ring costs
+ * exactly 2(P-1)/P * S/B + 2(P-1) * (alpha + hop_s).
+ *
+ * cross_top_bytes counts every flow that reaches a top-level switch once
+ * with the bytes it carries (top = highest switch level, at least 2).
+ *
+ * GPUs without an NVLink rate (generated fabrics, nvidia-smi without
+ * NVLink columns) get params.nvlink_gbps, as the header says; pcie_gbps
+ * is checked but not used yet, because node data does not tell "no
+ * NVLink" from "not measured".
+ */
 #include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "placement_int.h"
+
+/* A link saturated by other jobs still passes some of ours (IB arbitrates
+ * between flows rather than starving one), and a finite prediction lets
+ * policies rank placements on a loaded fabric. */
+#define MIN_RESIDUAL 0.05
+/* A host never has this many GPUs; bounds P so it cannot overflow. */
+#define MAX_RANKS_PER_HOST (1 << 20)
+
+typedef struct hop {
+	uint32_t sw;  /* switch at the other end */
+	uint32_t res; /* directed link: 2 * link + (0: node[0] -> node[1]) */
+} hop_t;
+
+struct tp_cost_ctx {
+	const tp_fabric_t *f;
+	tp_cost_params_t p;
+	int top;		   /* highest switch level */
+	size_t maxpath;		   /* most directed links one route can take */
+	size_t maxcas;		   /* most CAs on one host */
+	int *level;		   /* per switch */
+	uint32_t *up_off, *dn_off; /* CSR per switch into up[] / dn[] */
+	hop_t *up, *dn;		   /* dn[] sorted by child per switch */
+	bool *up_same;	    /* all parents reach the same leaves (fat trees) */
+	uint32_t *leaf_bit; /* level-1 switch: its bit in its subnet's sets */
+	size_t *reach_off;  /* level >= 2: first word of its leaf set */
+	uint64_t *reach;
+	uint32_t *ca_up, *ca_dn; /* CA -> leaf and leaf -> CA resources */
+	uint32_t *ca_key;	 /* dense index of the CA in its subnet */
+};
+
+void tp_cost_params_defaults(tp_cost_params_t *p)
+{
+	if (!p)
+		return;
+	p->alpha_s = 5e-6;
+	p->hop_s = 0.3e-6;
+	/* H100 NVLink 4: 18 links x 25 GB/s per direction */
+	p->nvlink_gbps = 3600;
+	p->pcie_gbps = 256;
+}
+
+static bool params_ok(const tp_cost_params_t *p)
+{
+	return isfinite(p->alpha_s) && p->alpha_s >= 0 && isfinite(p->hop_s) &&
+	       p->hop_s >= 0 && isfinite(p->nvlink_gbps) &&
+	       p->nvlink_gbps > 0 && isfinite(p->pcie_gbps) && p->pcie_gbps > 0;
+}
+
+void tp_cost_ctx_destroy(tp_cost_ctx_t *c)
+{
+	if (!c)
+		return;
+	tp_free(c->level);
+	tp_free(c->up_off);
+	tp_free(c->dn_off);
+	tp_free(c->up);
+	tp_free(c->dn);
+	tp_free(c->up_same);
+	tp_free(c->leaf_bit);
+	tp_free(c->reach_off);
+	tp_free(c->reach);
+	tp_free(c->ca_up);
+	tp_free(c->ca_dn);
+	tp_free(c->ca_key);
+	tp_free(c);
+}
+
+static uint32_t res_from(const tp_link_t *l, size_t i, tp_node_kind_t kind,
+			 uint32_t from)
+{
+	bool fwd = l->kind[0] == kind && l->node[0] == from;
+	return (uint32_t)(2 * i + (fwd ? 0 : 1));
+}
+
+/* A usable switch-switch link one level apart: *lo_p below, *hi_p above.
+ * Links inside a level carry no up/down route; cables between subnets
+ * cannot exist but would break the per-subnet leaf numbering. */
+static bool updown(const tp_fabric_t *f, const int *level, size_t i,
+		   uint32_t *lo_p, uint32_t *hi_p)
+{
+	const tp_link_t *l = tp_fabric_link(f, i);
+	uint32_t a = l->node[0], b = l->node[1];
+
+	if (l->kind[0] != TP_NODE_SWITCH || l->kind[1] != TP_NODE_SWITCH ||
+	    !l->active || !(l->gbps > 0) || a == b ||
+	    tp_fabric_switch(f, a)->subnet != tp_fabric_switch(f, b)->subnet)
+		return false;
+	if (level[a] >= 1 && level[b] == level[a] + 1) {
+		*lo_p = a;
+		*hi_p = b;
+		return true;
+	}
+	if (level[b] >= 1 && level[a] == level[b] + 1) {
+		*lo_p = b;
+		*hi_p = a;
+		return true;
+	}
+	return false;
+}
+
+static int hop_cmp(const void *x, const void *y)
+{
+	const hop_t *a = x, *b = y;
+
+	if (a->sw != b->sw)
+		return a->sw < b->sw ? -1 : 1;
+	return a->res < b->res ? -1 : a->res > b->res;
+}
+
+static tp_err_t build_adjacency(tp_cost_ctx_t *c, size_t nsw, size_t nlink)
+{
+	const tp_fabric_t *f = c->f;
+	uint32_t *fill_up = NULL, *fill_dn = NULL;
+	uint32_t lo, hi;
+	tp_err_t err = TP_ERR_NOMEM;
+
+	c->up_off = tp_calloc(nsw + 1, sizeof(uint32_t));
+	c->dn_off = tp_calloc(nsw + 1, sizeof(uint32_t));
+	if (!c->up_off || !c->dn_off)
+		return TP_ERR_NOMEM;
+	for (size_t i = 0; i < nlink; i++)
+		if (updown(f, c->level, i, &lo, &hi)) {
+			c->up_off[lo + 1]++;
+			c->dn_off[hi + 1]++;
+		}
+	for (size_t s = 0; s < nsw; s++) {
+		c->up_off[s + 1] += c->up_off[s];
+		c->dn_off[s + 1] += c->dn_off[s];
+	}
+	c->up = tp_malloc((c->up_off[nsw] + 1) * sizeof(hop_t));
+	c->dn = tp_malloc((c->dn_off[nsw] + 1) * sizeof(hop_t));
+	fill_up = tp_malloc((nsw + 1) * sizeof(uint32_t));
+	fill_dn = tp_malloc((nsw + 1) * sizeof(uint32_t));
+	if (!c->up || !c->dn || !fill_up || !fill_dn)
+		goto out;
+	memcpy(fill_up, c->up_off, (nsw + 1) * sizeof(uint32_t));
+	memcpy(fill_dn, c->dn_off, (nsw + 1) * sizeof(uint32_t));
+	for (size_t i = 0; i < nlink; i++) {
+		const tp_link_t *l = tp_fabric_link(f, i);
+		if (!updown(f, c->level, i, &lo, &hi))
+			continue;
+		c->up[fill_up[lo]++] =
+		    (hop_t){hi, res_from(l, i, TP_NODE_SWITCH, lo)};
+		c->dn[fill_dn[hi]++] =
+		    (hop_t){lo, res_from(l, i, TP_NODE_SWITCH, hi)};
+	}
+	/* a spine finds the cables to one leaf by binary search */
+	for (size_t s = 0; s < nsw; s++)
+		if (c->dn_off[s + 1] - c->dn_off[s] > 1)
+			qsort(&c->dn[c->dn_off[s]],
+			      c->dn_off[s + 1] - c->dn_off[s], sizeof(hop_t),
+			      hop_cmp);
+	err = TP_OK;
+out:
+	tp_free(fill_up);
+	tp_free(fill_dn);
+	return err;
+}
+
+static int subnet_of(int subnet, int nsub)
+{
+	return subnet >= 0 && subnet < nsub ? subnet : 0;
+}
+
+/* Leaves reachable downward, as one bitset per switch at level >= 2 over
+ * the leaves of its own subnet: a 16k-host rail fabric has a few thousand
+ * leaves split over its rails, so the sets stay small and a route test is
+ * one bit. Built bottom-up: a switch reaches what its children reach. */
+static tp_err_t build_reach(tp_cost_ctx_t *c, size_t nsw, int nsub)
+{
+	const tp_fabric_t *f = c->f;
+	uint32_t *nleaf = tp_calloc((size_t)nsub, sizeof(uint32_t));
+	size_t *lvl_off = tp_calloc((size_t)c->top + 2, sizeof(size_t));
+	uint32_t *order = tp_malloc((nsw + 1) * sizeof(uint32_t));
+	size_t words = 0;
+	tp_err_t err = TP_ERR_NOMEM;
+
+	c->leaf_bit = tp_malloc((nsw + 1) * sizeof(uint32_t));
+	c->reach_off = tp_malloc((nsw + 1) * sizeof(size_t));
+	if (!nleaf || !lvl_off || !order || !c->leaf_bit || !c->reach_off)
+		goto out;
+	for (size_t s = 0; s < nsw; s++) {
+		int sub = subnet_of(tp_fabric_switch(f, s)->subnet, nsub);
+		c->leaf_bit[s] = c->level[s] == 1 ? nleaf[sub]++ : TP_ID_NONE;
+	}
+	for (size_t s = 0; s < nsw; s++) {
+		int sub = subnet_of(tp_fabric_switch(f, s)->subnet, nsub);
+		c->reach_off[s] = SIZE_MAX;
+		if (c->level[s] >= 2) {
+			c->reach_off[s] = words;
+			words += (nleaf[sub] + 63) / 64;
+		}
+	}
+	if (!(c->reach = tp_calloc(words + 1, sizeof(uint64_t))))
+		goto out;
+	for (size_t s = 0; s < nsw; s++)
+		lvl_off[c->level[s] + 1]++;
+	for (int l = 0; l <= c->top; l++)
+		lvl_off[l + 1] += lvl_off[l];
+	for (size_t s = 0; s < nsw; s++)
+		order[lvl_off[c->level[s]]++] = (uint32_t)s;
+	for (size_t k = 0; k < nsw; k++) {
+		uint32_t s = order[k];
+		int sub = subnet_of(tp_fabric_switch(f, s)->subnet, nsub);
+		size_t nw = (nleaf[sub] + 63) / 64;
+		uint64_t *set = &c->reach[c->reach_off[s]];
+
+		if (c->level[s] < 2)
+			continue;
+		for (uint32_t p = c->dn_off[s]; p < c->dn_off[s + 1]; p++) {
+			uint32_t ch = c->dn[p].sw;
+			if (c->level[ch] == 1) {
+				set[c->leaf_bit[ch] / 64] |=
+				    1ULL << (c->leaf_bit[ch] % 64);
+				continue;
+			}
+			for (size_t w = 0; w < nw; w++)
+				set[w] |= c->reach[c->reach_off[ch] + w];
+		}
+	}
+	/* In a fat tree every parent of a switch reaches the same leaves, so
+	 * a route asks one of them instead of all (most of a route's time). */
+	if (!(c->up_same = tp_calloc(nsw + 1, sizeof(bool))))
+		goto out;
+	for (size_t s = 0; s < nsw; s++) {
+		uint32_t lo = c->up_off[s], hi = c->up_off[s + 1];
+		uint32_t a = lo < hi ? c->up[lo].sw : 0;
+		int sub = subnet_of(tp_fabric_switch(f, s)->subnet, nsub);
+		size_t nw = (nleaf[sub] + 63) / 64;
+		bool same = true;
+
+		for (uint32_t p = lo + 1; p < hi && same; p++) {
+			uint32_t b = c->up[p].sw;
+			if (b == a)
+				continue;
+			same = c->level[a] >= 2 && c->level[b] >= 2 &&
+			       !memcmp(&c->reach[c->reach_off[a]],
+				       &c->reach[c->reach_off[b]],
+				       nw * sizeof(uint64_t));
+		}
+		c->up_same[s] = same;
+	}
+	err = TP_OK;
+out:
+	tp_free(nleaf);
+	tp_free(lvl_off);
+	tp_free(order);
+	return err;
+}
+
+static tp_err_t build_cas(tp_cost_ctx_t *c, size_t nca, size_t nlink, int nsub)
+{
+	const tp_fabric_t *f = c->f;
+	int *port = tp_malloc((nca + 1) * sizeof(int));
+	uint32_t *next = tp_calloc((size_t)nsub, sizeof(uint32_t));
+	tp_err_t err = TP_ERR_NOMEM;
+
+	c->ca_up = tp_malloc((nca + 1) * sizeof(uint32_t));
+	c->ca_dn = tp_malloc((nca + 1) * sizeof(uint32_t));
+	c->ca_key = tp_malloc((nca + 1) * sizeof(uint32_t));
+	if (!port || !next || !c->ca_up || !c->ca_dn || !c->ca_key)
+		goto out;
+	for (size_t i = 0; i < nca; i++) {
+		c->ca_up[i] = c->ca_dn[i] = TP_ID_NONE;
+		port[i] = 1 << 30;
+		c->ca_key[i] =
+		    next[subnet_of(tp_fabric_ca(f, i)->subnet, nsub)]++;
+	}
+	/* The cable finalize took for ca->leaf: the lowest cabled CA port. */
+	for (size_t i = 0; i < nlink; i++) {
+		const tp_link_t *l = tp_fabric_link(f, i);
+		for (int e = 0; e < 2; e++) {
+			uint32_t ca = l->node[e], sw = l->node[1 - e];
+			if (l->kind[e] != TP_NODE_CA ||
+			    l->kind[1 - e] != TP_NODE_SWITCH ||
+			    tp_fabric_ca(f, ca)->leaf != sw ||
+			    l->port[e] >= port[ca])
+				continue;
+			port[ca] = l->port[e];
+			if (l->active && l->gbps > 0) {
+				c->ca_up[ca] = res_from(l, i, TP_NODE_CA, ca);
+				c->ca_dn[ca] =
+				    res_from(l, i, TP_NODE_SWITCH, sw);
+			} else {
+				c->ca_up[ca] = c->ca_dn[ca] = TP_ID_NONE;
+			}
+		}
+	}
+	err = TP_OK;
+out:
+	tp_free(port);
+	tp_free(next);
+	return err;
+}
+
+tp_err_t tp_cost_ctx_create(const tp_fabric_t *f, const tp_cost_params_t *p,
+			    tp_cost_ctx_t **ctx_p)
+{
+	tp_cost_params_t def;
+	tp_cost_ctx_t *c;
+	size_t nsw, nca, nlink, nhost;
+	int nsub = 1;
+	tp_err_t err = TP_ERR_NOMEM;
+
+	if (!f || !ctx_p)
+		return TP_ERR_INVAL;
+	if (!p) {
+		tp_cost_params_defaults(&def);
+		p = &def;
+	}
+	if (!params_ok(p))
+		return TP_ERR_INVAL;
+	nsw = tp_fabric_nswitches(f);
+	nca = tp_fabric_ncas(f);
+	nlink = tp_fabric_nlinks(f);
+	nhost = tp_fabric_nhosts(f);
+	/* resource ids are 2 * link + direction in 32 bits */
+	if (nlink >= UINT32_MAX / 2 || nsw >= UINT32_MAX / 2 ||
+	    nca >= UINT32_MAX / 2 || nhost >= UINT32_MAX / 2)
+		return TP_ERR_RANGE;
+	for (size_t s = 0; s < nsw; s++)
+		if (tp_fabric_switch(f, s)->subnet >= nsub)
+			nsub = tp_fabric_switch(f, s)->subnet + 1;
+	for (size_t i = 0; i < nca; i++)
+		if (tp_fabric_ca(f, i)->subnet >= nsub)
+			nsub = tp_fabric_ca(f, i)->subnet + 1;
+	if (!(c = tp_calloc(1, sizeof(*c))))
+		return TP_ERR_NOMEM;
+	c->f = f;
+	c->p = *p;
+	c->top = 0;
+	if (!(c->level = tp_malloc((nsw + 1) * sizeof(int))))
+		goto fail;
+	for (size_t s = 0; s < nsw; s++) {
+		int l = tp_fabric_switch(f, s)->level;
+		c->level[s] = l > 0 ? l : 0;
+		if (c->level[s] > c->top)
+			c->top = c->level[s];
+	}
+	/* up strictly climbs and down strictly descends a level */
+	c->maxpath = 2 * (size_t)c->top + 2;
+	for (size_t h = 0; h < nhost; h++)
+		if (tp_fabric_host(f, h)->ncas > c->maxcas)
+			c->maxcas = tp_fabric_host(f, h)->ncas;
+	if ((err = build_adjacency(c, nsw, nlink)) ||
+	    (err = build_reach(c, nsw, nsub)) ||
+	    (err = build_cas(c, nca, nlink, nsub)))
+		goto fail;
+	*ctx_p = c;
+	return TP_OK;
+fail:
+	tp_cost_ctx_destroy(c);
+	return err ? err : TP_ERR_NOMEM;
+}
+
+/* ---- max-min fair rates (progressive filling) ---- */
+
+typedef struct hent {
+	double key;
+	uint32_t r;
+} hent_t;
+
+static bool hless(const hent_t *a, const hent_t *b)
+{
+	return a->key < b->key || (a->key == b->key && a->r < b->r);
+}
+
+static void hpush(hent_t *h, size_t *n, double key, uint32_t r)
+{
+	size_t i = (*n)++;
+
+	h[i] = (hent_t){key, r};
+	while (i) {
+		size_t p = (i - 1) / 2;
+		if (!hless(&h[i], &h[p]))
+			break;
+		hent_t t = h[p];
+		h[p] = h[i];
+		h[i] = t;
+		i = p;
+	}
+}
+
+static hent_t hpop(hent_t *h, size_t *n)
+{
+	hent_t top = h[0];
+	size_t i = 0;
+
+	h[0] = h[--(*n)];
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < *n && hless(&h[l], &h[m]))
+			m = l;
+		if (r < *n && hless(&h[r], &h[m]))
+			m = r;
+		if (m == i)
+			break;
+		hent_t t = h[m];
+		h[m] = h[i];
+		h[i] = t;
+		i = m;
+	}
+	return top;
+}
+
+/*
+ * Flow i crosses resources res[off[i] .. off[i+1]) (indices < nres, each
+ * of capacity cap[]). Fills rate[i] and bott[i], the resource that froze
+ * it (TP_ID_NONE for a flow crossing nothing: rate INFINITY).
+ *
+ * Freezing the flows of the resource with the smallest fair share
+ * rc/count never lowers another resource's share (it loses at most its
+ * fair share per frozen flow), so a heap with lazy re-insertion gives the
+ * exact progressive-filling answer in O(E log E), E = path entries.
+ */
+tp_err_t tp__cost_maxmin(size_t nflows, const uint32_t *off,
+			 const uint32_t *res, size_t nres, const double *cap,
+			 double *rate, uint32_t *bott)
+{
+	size_t nent = off[nflows], nh = 0;
+	uint32_t *roff = tp_calloc(nres + 2, sizeof(uint32_t));
+	uint32_t *fill = tp_malloc((nres + 1) * sizeof(uint32_t));
+	uint32_t *rfl = tp_malloc((nent + 1) * sizeof(uint32_t));
+	uint32_t *cnt = tp_malloc((nres + 1) * sizeof(uint32_t));
+	double *rc = tp_malloc((nres + 1) * sizeof(double));
+	hent_t *heap = tp_malloc((nres + nent + 1) * sizeof(hent_t));
+	bool *done = tp_calloc(nflows + 1, sizeof(bool));
+	tp_err_t err = TP_ERR_NOMEM;
+
+	if (!roff || !fill || !rfl || !cnt || !rc || !heap || !done)
+		goto out;
+	for (size_t j = 0; j < nent; j++)
+		roff[res[j] + 1]++;
+	for (size_t r = 0; r < nres; r++)
+		roff[r + 1] += roff[r];
+	memcpy(fill, roff, nres * sizeof(uint32_t));
+	for (size_t i = 0; i < nflows; i++) {
+		rate[i] = INFINITY;
+		bott[i] = TP_ID_NONE;
+		for (uint32_t j = off[i]; j < off[i + 1]; j++)
+			rfl[fill[res[j]]++] = (uint32_t)i;
+	}
+	for (size_t r = 0; r < nres; r++) {
+		cnt[r] = roff[r + 1] - roff[r];
+		rc[r] = cap[r] > 0 ? cap[r] : 0;
+		if (cnt[r])
+			hpush(heap, &nh, rc[r] / cnt[r], (uint32_t)r);
+	}
+	while (nh) {
+		hent_t e = hpop(heap, &nh);
+		uint32_t r = e.r;
+		double share;
+
+		if (!cnt[r])
+			continue;
+		share = (rc[r] > 0 ? rc[r] : 0) / cnt[r];
+		if (share > e.key * (1 + 1e-12) + 1e-300) {
+			hpush(heap, &nh, share, r);
+			continue;
+		}
+		for (uint32_t k = roff[r]; k < roff[r + 1]; k++) {
+			uint32_t i = rfl[k];
+			if (done[i])
+				continue;
+			done[i] = true;
+			rate[i] = share;
+			bott[i] = r;
+			for (uint32_t j = off[i]; j < off[i + 1]; j++) {
+				uint32_t q = res[j];
+				rc[q] -= share;
+				if (--cnt[q] && q != r)
+					hpush(heap, &nh,
+					      (rc[q] > 0 ? rc[q] : 0) / cnt[q],
+					      q);
+			}
+		}
+	}
+	err = TP_OK;
+out:
+	tp_free(roff);
+	tp_free(fill);
+	tp_free(rfl);
+	tp_free(cnt);
+	tp_free(rc);
+	tp_free(heap);
+	tp_free(done);
+	return err;
+}
+
+/* ---- one prediction ---- */
+
+typedef struct flow {
+	double bytes;
+	uint32_t off; /* first entry in the phase's path[] */
+	int hops;     /* switches crossed */
+	bool top;     /* reaches a top-level switch */
+} flow_t;
+
+/* What one phase (a set of concurrent transfers) costs. */
+typedef struct phase_out {
+	double time_s;
+	int hops;
+	double cross_bytes;
+	double bott_gbps;
+	uint32_t bott_link;
+} phase_out_t;
+
+typedef struct call {
+	const tp_cost_ctx_t *c;
+	const tp_fabric_t *f;
+	const tp_state_t *st;
+	const uint32_t *hosts;
+	const int *gpus;
+	size_t n;
+	double *nv;	   /* NVLink rate of the GPUs used on each host */
+	uint32_t *use_off; /* CAs the used GPUs sit next to, per host */
+	uint32_t *use;
+	uint32_t *pa, *pb; /* CA pairs of one edge */
+	/* current phase */
+	flow_t *fl;
+	size_t nfl, capfl;
+	uint32_t *path;
+	size_t npath, cappath;
+	double nv_s, nv_gbps; /* slowest NVLink transfer */
+} call_t;
+
+static bool link_dead(const call_t *k, uint32_t res)
+{
+	return k->st && !(k->st->health[res / 2] > 0);
+}
+
+static double link_cap(const call_t *k, uint32_t res)
+{
+	double base = tp_fabric_link(k->f, res / 2)->gbps, bg = 0, r;
+
+	if (k->st) {
+		double h = k->st->health[res / 2];
+		base *= h > 0 ? h : 0;
+		bg = k->st->bg[res / 2] > 0 ? k->st->bg[res / 2] : 0;
+	}
+	r = base - bg;
+	return r > MIN_RESIDUAL * base ? r : MIN_RESIDUAL * base;
+}
+
+static bool reaches(const tp_cost_ctx_t *c, uint32_t s, uint32_t leaf)
+{
+	uint32_t b = c->leaf_bit[leaf];
+
+	if (s == leaf)
+		return true;
+	if (c->reach_off[s] == SIZE_MAX || b == TP_ID_NONE)
+		return false;
+	return c->reach[c->reach_off[s] + b / 64] >> (b % 64) & 1;
+}
+
+/* Pick the key-th (mod count) of the live hops from hop[lo..hi) towards
+ * switches reaching dst (all of them when all_reach). Going up the digit
+ * is consumed (D-mod-K: the next level uses D / K), so two levels do not
+ * repeat one choice; going down the path below a switch is nearly fixed
+ * and parallel cables are spread by D mod count afresh, as the switch's
+ * forwarding table would. */
+static const hop_t *pick(const call_t *k, const hop_t *hop, uint32_t lo,
+			 uint32_t hi, uint32_t dst, uint64_t *key, bool consume,
+			 bool all_reach)
+{
+	const tp_cost_ctx_t *c = k->c;
+	uint32_t cnt = 0, want;
+
+	for (uint32_t p = lo; p < hi; p++)
+		if (!link_dead(k, hop[p].res) &&
+		    (all_reach || reaches(c, hop[p].sw, dst)))
+			cnt++;
+	if (!cnt)
+		return NULL;
+	want = (uint32_t)(*key % cnt);
+	if (consume)
+		*key /= cnt;
+	for (uint32_t p = lo; p < hi; p++)
+		if (!link_dead(k, hop[p].res) &&
+		    (all_reach || reaches(c, hop[p].sw, dst)) && !want--)
+			return &hop[p];
+	return NULL;
+}
+
+static const hop_t *pick_up(const call_t *k, uint32_t cur, uint32_t dst,
+			    uint64_t *key)
+{
+	const tp_cost_ctx_t *c = k->c;
+	uint32_t lo = c->up_off[cur], hi = c->up_off[cur + 1];
+
+	if (c->up_same[cur])
+		return lo < hi && reaches(c, c->up[lo].sw, dst)
+			   ? pick(k, c->up, lo, hi, dst, key, true, true)
+			   : NULL;
+	return pick(k, c->up, lo, hi, dst, key, true, false);
+}
+
+static const hop_t *pick_down(const call_t *k, uint32_t cur, uint32_t dst,
+			      uint64_t *key)
+{
+	const tp_cost_ctx_t *c = k->c;
+	uint32_t lo = c->dn_off[cur], hi = c->dn_off[cur + 1], a, b;
+
+	if (c->level[cur] != 2)
+		return pick(k, c->dn, lo, hi, dst, key, false, false);
+	/* children are leaves: the cables to dst are one sorted run */
+	a = lo;
+	b = hi;
+	while (a < b) {
+		uint32_t m = a + (b - a) / 2;
+		if (c->dn[m].sw < dst)
+			a = m + 1;
+		else
+			b = m;
+	}
+	for (b = a; b < hi && c->dn[b].sw == dst; b++)
+		;
+	return pick(k, c->dn, a, b, dst, key, false, true);
+}
+
+/* Route CA a -> CA b (same subnet) into out[0..maxpath); returns the
+ * number of directed links, 0 when there is no live route. */
+static size_t route(const call_t *k, uint32_t a, uint32_t b, uint32_t *out,
+		    int *hops_p, bool *top_p)
+{
+	const tp_cost_ctx_t *c = k->c;
+	uint32_t cur = tp_fabric_ca(k->f, a)->leaf;
+	uint32_t dst = tp_fabric_ca(k->f, b)->leaf;
+	uint64_t key = c->ca_key[b], dkey = c->ca_key[b];
+	size_t n = 0;
+	const hop_t *h;
+
+	*hops_p = 1;
+	*top_p = false;
+	if (cur == TP_ID_NONE || dst == TP_ID_NONE ||
+	    c->ca_up[a] == TP_ID_NONE || c->ca_dn[b] == TP_ID_NONE ||
+	    link_dead(k, c->ca_up[a]) || link_dead(k, c->ca_dn[b]))
+		return 0;
+	out[n++] = c->ca_up[a];
+	while (!reaches(c, cur, dst)) {
+		h = pick_up(k, cur, dst, &key);
+		if (!h || n + 2 > c->maxpath)
+			return 0;
+		out[n++] = h->res;
+		cur = h->sw;
+		(*hops_p)++;
+	}
+	if (c->top >= 2 && c->level[cur] == c->top)
+		*top_p = true;
+	while (cur != dst) {
+		h = pick_down(k, cur, dst, &dkey);
+		if (!h || n + 2 > c->maxpath)
+			return 0;
+		out[n++] = h->res;
+		cur = h->sw;
+		(*hops_p)++;
+	}
+	out[n++] = c->ca_dn[b];
+	return n;
+}
+
+static void phase_reset(call_t *k)
+{
+	k->nfl = k->npath = 0;
+	k->nv_s = k->nv_gbps = 0;
+}
+
+static void add_nvlink(call_t *k, double bytes, double gbps)
+{
+	double t = bytes * 8 / (gbps * 1e9);
+
+	if (t > k->nv_s) {
+		k->nv_s = t;
+		k->nv_gbps = gbps;
+	}
+}
+
+/* The k-th CA of host position i on each subnet pairs with the k-th of
+ * position j on the same subnet. Returns the number of pairs. */
+static size_t pair_cas(call_t *k, const uint32_t *a, size_t na,
+		       const uint32_t *b, size_t nb)
+{
+	size_t x = 0, y = 0, np = 0;
+
+	while (x < na && y < nb) {
+		int sa = tp_fabric_ca(k->f, a[x])->subnet;
+		int sb = tp_fabric_ca(k->f, b[y])->subnet;
+		if (sa < sb) {
+			x++;
+		} else if (sb < sa) {
+			y++;
+		} else {
+			k->pa[np] = a[x++];
+			k->pb[np++] = b[y++];
+		}
+	}
+	return np;
+}
+
+static tp_err_t grow_phase(call_t *k, size_t nfl, size_t npath)
+{
+	void *p;
+
+	p = k->fl;
+	if (tp_grow(&p, &k->capfl, nfl, sizeof(flow_t)))
+		return TP_ERR_NOMEM;
+	k->fl = p;
+	p = k->path;
+	if (tp_grow(&p, &k->cappath, npath, sizeof(uint32_t)))
+		return TP_ERR_NOMEM;
+	k->path = p;
+	return TP_OK;
+}
+
+/* Transfer of `bytes` from host position i to j, split over the rails. */
+static tp_err_t add_edge(call_t *k, size_t i, size_t j, double bytes)
+{
+	const tp_host_t *hi = tp_fabric_host(k->f, k->hosts[i]);
+	const tp_host_t *hj = tp_fabric_host(k->f, k->hosts[j]);
+	size_t np, routed = 0, first = k->nfl;
+	tp_err_t err;
+
+	if (hi->nvdomain != TP_ID_NONE && hi->nvdomain == hj->nvdomain &&
+	    tp_fabric_nvdomain(k->f, hi->nvdomain)->multi_node) {
+		add_nvlink(k, bytes, k->nv[i] < k->nv[j] ? k->nv[i] : k->nv[j]);
+		return TP_OK;
+	}
+	np = pair_cas(k, &k->use[k->use_off[i]],
+		      k->use_off[i + 1] - k->use_off[i], &k->use[k->use_off[j]],
+		      k->use_off[j + 1] - k->use_off[j]);
+	/* GPUs next to different rails on the two hosts: NCCL crosses
+	 * over PCIe to a common rail rather than fail */
+	if (!np)
+		np = pair_cas(k, hi->cas, hi->ncas, hj->cas, hj->ncas);
+	if ((err = grow_phase(k, k->nfl + np, k->npath + np * k->c->maxpath)))
+		return err;
+	for (size_t p = 0; p < np; p++) {
+		flow_t *fl = &k->fl[k->nfl];
+		size_t len = route(k, k->pa[p], k->pb[p], &k->path[k->npath],
+				   &fl->hops, &fl->top);
+		if (!len)
+			continue;
+		fl->off = (uint32_t)k->npath;
+		k->npath += len;
+		k->nfl++;
+		routed++;
+	}
+	if (!routed)
+		return TP_ERR_NOTFOUND;
+	for (size_t f = first; f < k->nfl; f++)
+		k->fl[f].bytes = bytes / (double)routed;
+	return TP_OK;
+}
+
+/* Compact the resources the phase's flows use, share them max-min and
+ * take the slowest transfer. */
+static tp_err_t phase_solve(call_t *k, phase_out_t *o)
+{
+	size_t hcap = 16, nres = 0;
+	uint32_t *hkey = NULL, *hval = NULL, *rlink = NULL, *off = NULL;
+	uint32_t *bott = NULL;
+	double *cap = NULL, *rate = NULL;
+	tp_err_t err = TP_ERR_NOMEM;
+
+	memset(o, 0, sizeof(*o));
+	o->bott_link = TP_ID_NONE;
+	if (k->nv_s > 0) {
+		o->time_s = k->nv_s;
+		o->bott_gbps = k->nv_gbps;
+	}
+	if (!k->nfl)
+		return TP_OK;
+	while (hcap < 2 * k->npath)
+		hcap *= 2;
+	hkey = tp_malloc(hcap * sizeof(uint32_t));
+	hval = tp_malloc(hcap * sizeof(uint32_t));
+	rlink = tp_malloc((k->npath + 1) * sizeof(uint32_t));
+	cap = tp_malloc((k->npath + 1) * sizeof(double));
+	off = tp_malloc((k->nfl + 1) * sizeof(uint32_t));
+	rate = tp_malloc((k->nfl + 1) * sizeof(double));
+	bott = tp_malloc((k->nfl + 1) * sizeof(uint32_t));
+	if (!hkey || !hval || !rlink || !cap || !off || !rate || !bott)
+		goto out;
+	memset(hkey, 0xff, hcap * sizeof(uint32_t));
+	for (size_t j = 0; j < k->npath; j++) {
+		uint32_t r = k->path[j];
+		size_t s = (r * 0x9e3779b1u) & (hcap - 1);
+		while (hkey[s] != UINT32_MAX && hkey[s] != r)
+			s = (s + 1) & (hcap - 1);
+		if (hkey[s] == UINT32_MAX) {
+			hkey[s] = r;
+			hval[s] = (uint32_t)nres;
+			rlink[nres] = r;
+			cap[nres] = link_cap(k, r);
+			nres++;
+		}
+		k->path[j] = hval[s];
+	}
+	for (size_t i = 0; i < k->nfl; i++)
+		off[i] = k->fl[i].off;
+	off[k->nfl] = (uint32_t)k->npath;
+	if ((err =
+		 tp__cost_maxmin(k->nfl, off, k->path, nres, cap, rate, bott)))
+		goto out;
+	for (size_t i = 0; i < k->nfl; i++) {
+		const flow_t *fl = &k->fl[i];
+		double t = fl->bytes * 8 / (rate[i] * 1e9);
+
+		if (fl->hops > o->hops)
+			o->hops = fl->hops;
+		if (fl->top)
+			o->cross_bytes += fl->bytes;
+		/* the fabric wins a tie with NVLink: it is what a placement
+		 * can change */
+		if (t > o->time_s ||
+		    (t == o->time_s && o->bott_link == TP_ID_NONE)) {
+			o->time_s = t;
+			o->bott_gbps = rate[i];
+			o->bott_link = bott[i] == TP_ID_NONE
+					   ? TP_ID_NONE
+					   : rlink[bott[i]] / 2;
+		}
+	}
+	err = TP_OK;
+out:
+	tp_free(hkey);
+	tp_free(hval);
+	tp_free(rlink);
+	tp_free(cap);
+	tp_free(off);
+	tp_free(rate);
+	tp_free(bott);
+	return err;
+}
+
+/* Per-host data every algorithm needs: NVLink rate of the GPUs in use and
+ * the CAs next to them (rail affinity from gpu.hca). */
+static tp_err_t call_setup(call_t *k)
+{
+	size_t total = 0;
+
+	for (size_t i = 0; i < k->n; i++)
+		total += tp_fabric_host(k->f, k->hosts[i])->ncas;
+	k->nv = tp_malloc(k->n * sizeof(double));
+	k->use_off = tp_malloc((k->n + 1) * sizeof(uint32_t));
+	k->use = tp_malloc((total + 1) * sizeof(uint32_t));
+	k->pa = tp_malloc((k->c->maxcas + 1) * sizeof(uint32_t));
+	k->pb = tp_malloc((k->c->maxcas + 1) * sizeof(uint32_t));
+	if (!k->nv || !k->use_off || !k->use || !k->pa || !k->pb)
+		return TP_ERR_NOMEM;
+	total = 0;
+	for (size_t i = 0; i < k->n; i++) {
+		const tp_host_t *h = tp_fabric_host(k->f, k->hosts[i]);
+		size_t g = (size_t)k->gpus[i];
+		double nv = INFINITY;
+		uint64_t mask = 0;
+
+		for (size_t x = 0; x < g; x++) {
+			double r = k->c->p.nvlink_gbps;
+			if (x < h->ngpus && h->gpus[x].nvlink_gbps > 0)
+				r = h->gpus[x].nvlink_gbps;
+			if (r < nv)
+				nv = r;
+			if (x < h->ngpus && h->gpus[x].hca >= 0 &&
+			    h->gpus[x].hca < 64)
+				mask |= 1ULL << h->gpus[x].hca;
+			if (x >= h->ngpus)
+				break;
+		}
+		k->nv[i] = nv;
+		k->use_off[i] = (uint32_t)total;
+		/* no affinity known (or more CAs than a mask holds): all */
+		if (!mask || h->ncas > 64)
+			mask = ~0ULL;
+		for (size_t x = 0; x < h->ncas; x++)
+			if (mask >> (x % 64) & 1)
+				k->use[total++] = h->cas[x];
+	}
+	k->use_off[k->n] = (uint32_t)total;
+	return TP_OK;
+}
+
+static void call_free(call_t *k)
+{
+	tp_free(k->nv);
+	tp_free(k->use_off);
+	tp_free(k->use);
+	tp_free(k->pa);
+	tp_free(k->pb);
+	tp_free(k->fl);
+	tp_free(k->path);
+}
+
+static void take_bottleneck(tp_cost_t *out, const phase_out_t *o, double *worst)
+{
+	if (o->time_s > *worst) {
+		*worst = o->time_s;
+		out->bottleneck_gbps = o->bott_gbps;
+		out->bottleneck_link = o->bott_link;
+	}
+}
+
+/* Ring over all ranks, each edge carrying v bytes. */
+static tp_err_t ring_phase(call_t *k, double v, phase_out_t *o)
+{
+	tp_err_t err;
+
+	phase_reset(k);
+	for (size_t i = 0; i < k->n; i++)
+		if (k->gpus[i] > 1)
+			add_nvlink(k, v, k->nv[i]);
+	for (size_t i = 0; k->n > 1 && i < k->n; i++)
+		if ((err = add_edge(k, i, (i + 1) % k->n, v)))
+			return err;
+	return phase_solve(k, o);
+}
+
+static tp_err_t predict_ring(call_t *k, double steps, double v, tp_cost_t *out)
+{
+	const tp_cost_params_t *p = &k->c->p;
+	phase_out_t o;
+	double worst = 0;
+	tp_err_t err;
+
+	if ((err = ring_phase(k, v, &o)))
+		return err;
+	out->bandwidth_s = o.time_s;
+	out->latency_s = steps * (p->alpha_s + o.hops * p->hop_s);
+	out->cross_top_bytes = o.cross_bytes;
+	take_bottleneck(out, &o, &worst);
+	return TP_OK;
+}
+
+/* NCCL's binary tree (ncclGetBtree): rank 0 is the root; a rank's parent
+ * clears its lowest set bit and sets the next one up, folding back when
+ * that leaves the range. */
+static size_t btree_parent(size_t r, size_t n)
+{
+	size_t bit, up;
+
+	if (r == 0)
+		return SIZE_MAX;
+	bit = r & (~r + 1);
+	up = (r ^ bit) | (bit << 1);
+	return up < n ? up : (r ^ bit);
+}
+
+/* The second tree (ncclGetDtree): mirrored for even n, shifted by one for
+ * odd n, so a rank that is interior in one tree is a leaf in the other. */
+static size_t dtree_parent(size_t r, size_t n)
+{
+	size_t p;
+
+	if (n % 2) {
+		p = btree_parent((r + n - 1) % n, n);
+		return p == SIZE_MAX ? p : (p + 1) % n;
+	}
+	p = btree_parent(n - 1 - r, n);
+	return p == SIZE_MAX ? p : n - 1 - p;
+}
+
+static tp_err_t predict_tree(call_t *k, double bytes, int gmax, tp_cost_t *out)
+{
+	const tp_cost_params_t *p = &k->c->p;
+	phase_out_t o;
+	double worst = 0;
+	int depth = 0;
+	tp_err_t err;
+
+	phase_reset(k);
+	/* a GPU of the chain inside a host sends both trees' halves up and
+	 * down: NVLink rates are per GPU, so 2S leave it */
+	for (size_t i = 0; i < k->n; i++)
+		if (k->gpus[i] > 1)
+			add_nvlink(k, 2 * bytes, k->nv[i]);
+	for (int t = 0; t < 2 && k->n > 1; t++)
+		for (size_t r = 0; r < k->n; r++) {
+			size_t up =
+			    t ? dtree_parent(r, k->n) : btree_parent(r, k->n);
+			if (up == SIZE_MAX)
+				continue;
+			if ((err = add_edge(k, r, up, bytes / 2)) ||
+			    (err = add_edge(k, up, r, bytes / 2)))
+				return err;
+		}
+	if ((err = phase_solve(k, &o)))
+		return err;
+	while (((size_t)1 << depth) < k->n)
+		depth++;
+	out->bandwidth_s = o.time_s;
+	out->latency_s = 2.0 * depth * (p->alpha_s + o.hops * p->hop_s) +
+			 2.0 * (gmax - 1) * p->alpha_s;
+	out->cross_top_bytes = o.cross_bytes;
+	take_bottleneck(out, &o, &worst);
+	return TP_OK;
+}
+
+static tp_err_t predict_hier(call_t *k, double bytes, int gmax, tp_cost_t *out)
+{
+	const tp_cost_params_t *p = &k->c->p;
+	size_t ngroup = tp_fabric_ngroups(k->f), m = 0, kmax = 0;
+	uint32_t *local = tp_malloc((ngroup + 1) * sizeof(uint32_t));
+	uint32_t *gof = tp_malloc(k->n * sizeof(uint32_t));
+	uint32_t *goff = tp_calloc(k->n + 2, sizeof(uint32_t));
+	uint32_t *mem = tp_malloc(k->n * sizeof(uint32_t));
+	phase_out_t oh, og, oc;
+	double worst = 0;
+	tp_err_t err = TP_ERR_NOMEM;
+
+	if (!local || !gof || !goff || !mem)
+		goto out;
+	memset(local, 0xff, (ngroup + 1) * sizeof(uint32_t));
+	/* groups in order of first appearance, members in the given order;
+	 * a host outside every group is a group of its own */
+	for (size_t i = 0; i < k->n; i++) {
+		uint32_t g = tp_fabric_host(k->f, k->hosts[i])->group[0];
+		if (g == TP_ID_NONE || g >= ngroup) {
+			gof[i] = (uint32_t)m++;
+			continue;
+		}
+		if (local[g] == TP_ID_NONE)
+			local[g] = (uint32_t)m++;
+		gof[i] = local[g];
+	}
+	for (size_t i = 0; i < k->n; i++)
+		goff[gof[i] + 1]++;
+	for (size_t j = 0; j < m; j++) {
+		if (goff[j + 1] > kmax)
+			kmax = goff[j + 1];
+		goff[j + 1] += goff[j];
+	}
+	for (size_t i = 0; i < k->n; i++)
+		mem[goff[gof[i]]++] = (uint32_t)i;
+	for (size_t j = m; j > 0; j--)
+		goff[j] = goff[j - 1];
+	goff[0] = 0;
+
+	/* inside each host: reduce-scatter (and the same all-gather) */
+	phase_reset(k);
+	for (size_t i = 0; i < k->n; i++)
+		if (k->gpus[i] > 1)
+			add_nvlink(k, (k->gpus[i] - 1.0) / k->gpus[i] * bytes,
+				   k->nv[i]);
+	if ((err = phase_solve(k, &oh)))
+		goto out;
+
+	/* inside each group: reduce-scatter (and the same all-gather) */
+	phase_reset(k);
+	for (size_t j = 0; j < m; j++) {
+		size_t nj = goff[j + 1] - goff[j];
+		for (size_t t = 0; nj > 1 && t < nj; t++)
+			if ((err = add_edge(k, mem[goff[j] + t],
+					    mem[goff[j] + (t + 1) % nj],
+					    (nj - 1.0) / nj * bytes)))
+				goto out;
+	}
+	if ((err = phase_solve(k, &og)))
+		goto out;
+
+	/* across groups: shard s lives on member s mod n_j of group j */
+	phase_reset(k);
+	for (size_t s = 0; m > 1 && s < kmax; s++)
+		for (size_t j = 0; j < m; j++) {
+			size_t j2 = (j + 1) % m;
+			size_t nj = goff[j + 1] - goff[j];
+			size_t nj2 = goff[j2 + 1] - goff[j2];
+			if ((err = add_edge(k, mem[goff[j] + s % nj],
+					    mem[goff[j2] + s % nj2],
+					    2.0 * (m - 1) / m * bytes / kmax)))
+				goto out;
+		}
+	if ((err = phase_solve(k, &oc)))
+		goto out;
+
+	out->bandwidth_s = 2 * oh.time_s + 2 * og.time_s + oc.time_s;
+	out->latency_s = 2.0 * (gmax - 1) * p->alpha_s +
+			 2.0 * (kmax - 1) * (p->alpha_s + og.hops * p->hop_s) +
+			 2.0 * (m - 1) * (p->alpha_s + oc.hops * p->hop_s);
+	out->cross_top_bytes = 2 * og.cross_bytes + oc.cross_bytes;
+	take_bottleneck(out, &oh, &worst);
+	take_bottleneck(out, &og, &worst);
+	take_bottleneck(out, &oc, &worst);
+	err = TP_OK;
+out:
+	tp_free(local);
+	tp_free(gof);
+	tp_free(goff);
+	tp_free(mem);
+	return err;
+}
+
+static tp_err_t check_input(const tp_cost_ctx_t *c, const tp_state_t *st,
+			    const uint32_t *hosts, const int *gpus, size_t n,
+			    double bytes, tp_algo_t algo, double *ranks_p,
+			    int *gmax_p)
+{
+	size_t nhost = tp_fabric_nhosts(c->f);
+	uint8_t *seen;
+	tp_err_t err = TP_OK;
+
+	if (!hosts || !gpus || !n || !isfinite(bytes) || bytes < 0 ||
+	    (st && (st->f != c->f || !st->health || !st->bg)))
+		return TP_ERR_INVAL;
+	switch (algo) {
+	case TP_ALGO_RING:
+	case TP_ALGO_HIERARCHICAL:
+	case TP_ALGO_TREE:
+	case TP_ALGO_REDUCE_SCATTER:
+	case TP_ALGO_ALL_GATHER:
+		break;
+	default:
+		return TP_ERR_INVAL;
+	}
+	if (!(seen = tp_calloc(nhost / 8 + 1, 1)))
+		return TP_ERR_NOMEM;
+	*ranks_p = 0;
+	*gmax_p = 0;
+	for (size_t i = 0; i < n && !err; i++) {
+		uint32_t h = hosts[i];
+		if (h >= nhost || gpus[i] < 1 || gpus[i] > MAX_RANKS_PER_HOST ||
+		    seen[h / 8] >> (h % 8) & 1)
+			err = TP_ERR_INVAL;
+		else if (n > 1 && !tp_fabric_host(c->f, h)->ncas)
+			err = TP_ERR_INVAL;
+		else
+			seen[h / 8] |= (uint8_t)(1u << (h % 8));
+		*ranks_p += gpus[i];
+		if (gpus[i] > *gmax_p)
+			*gmax_p = gpus[i];
+	}
+	tp_free(seen);
+	return err;
+}
+
+tp_err_t tp_cost_predict(const tp_cost_ctx_t *ctx, const tp_state_t *state,
+			 const uint32_t *hosts, const int *gpus, size_t n,
+			 double bytes, tp_algo_t algo, tp_cost_t *out)
+{
+	call_t k;
+	tp_cost_t res;
+	double P;
+	int gmax;
+	tp_err_t err;
+
+	if (!ctx || !out)
+		return TP_ERR_INVAL;
+	if ((err = check_input(ctx, state, hosts, gpus, n, bytes, algo, &P,
+			       &gmax)))
+		return err;
+	memset(&k, 0, sizeof(k));
+	memset(&res, 0, sizeof(res));
+	res.bottleneck_link = TP_ID_NONE;
+	k.c = ctx;
+	k.f = ctx->f;
+	k.st = state;
+	k.hosts = hosts;
+	k.gpus = gpus;
+	k.n = n;
+	if ((err = call_setup(&k)))
+		goto out;
+	switch (algo) {
+	case TP_ALGO_RING:
+		err = predict_ring(&k, 2 * (P - 1), 2 * (P - 1) / P * bytes,
+				   &res);
+		break;
+	case TP_ALGO_REDUCE_SCATTER:
+	case TP_ALGO_ALL_GATHER:
+		err = predict_ring(&k, P - 1, (P - 1) / P * bytes, &res);
+		break;
+	case TP_ALGO_TREE:
+		err = predict_tree(&k, bytes, gmax, &res);
+		break;
+	case TP_ALGO_HIERARCHICAL:
+		err = predict_hier(&k, bytes, gmax, &res);
+		break;
+	}
+	if (err)
+		goto out;
+	res.seconds = res.bandwidth_s + res.latency_s;
+	*out = res;
+out:
+	call_free(&k);
+	return err;
+}

@@ -65,6 +65,14 @@ extern const tp_policy_t tp__policy_slurm_linear;
 extern const tp_policy_t tp__policy_first_fit;
 extern const tp_policy_t tp__policy_random;
 
+/* Max-min fair rates for flows over shared resources (progressive
+ * filling). Flow i crosses res[off[i]..off[i+1]); cap[r] is resource r's
+ * capacity. Writes rate[i] and the resource that limited it (bott[i]).
+ * Exposed for its unit test. */
+tp_err_t tp__cost_maxmin(size_t nflows, const uint32_t *off,
+			 const uint32_t *res, size_t nres, const double *cap,
+			 double *rate, uint32_t *bott);
+
 /* Small deterministic PRNG (splitmix64) for seeded policies. */
 static inline uint64_t tp__rand_next(uint64_t *x)
 {

@@ -106,7 +106,7 @@ tp_err_t tp_algo_parse(const char *s, tp_algo_t *a_p);
 typedef struct tp_cost_params {
 	double alpha_s;        /* per step software latency (default 5 us) */
 	double hop_s;          /* per switch hop (default 0.3 us) */
-	double nvlink_gbps;    /* per GPU when node data has none (2400) */
+	double nvlink_gbps;    /* per GPU when node data has none (3600) */
 	double pcie_gbps;      /* GPU <-> NIC when no NVLink path (256) */
 } tp_cost_params_t;
 
@@ -131,8 +131,13 @@ typedef struct tp_cost {
 /* Predict one collective of `bytes` over hosts[0..n) in that (ring)
  * order, gpus[i] ranks on host i. state may be NULL (healthy, idle
  * fabric) or give degraded links and background traffic. Flows are
- * routed over the fabric; link capacity is shared max-min fairly among
- * the flows crossing it. */
+ * routed over the fabric (up/down, D-mod-K by destination, around dead
+ * links); link capacity is shared max-min fairly among the flows crossing
+ * it. Each step costs alpha + h * hop_s, h = the most switches a flow of
+ * the phase crosses (1 under one leaf, 3 leaf-spine-leaf, 0 on NVLink).
+ * bottleneck_gbps is the rate of the slowest flow (one rail's share).
+ * TP_ERR_NOTFOUND when two consecutive hosts share no rail (subnet) or
+ * no live route; TP_ERR_INVAL for bad arguments. */
 tp_err_t tp_cost_predict(const tp_cost_ctx_t *ctx, const tp_state_t *state,
 			 const uint32_t *hosts, const int *gpus, size_t n,
 			 double bytes, tp_algo_t algo, tp_cost_t *out);

@@ -1,7 +1,822 @@
+/*
+ * Cost model against closed forms. Every case says what it checks.
+ *
+ * Conventions of the model (see placement/cost.c): S bytes, links of B
+ * Gb/s, P ranks; a step costs alpha + h * hop_s where h is the most
+ * switches a flow of that phase crosses (1 under one switch, 3 through a
+ * spine); ring all-reduce moves V = 2(P-1)/P * S over every ring edge.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
 #include "tp_test.h"
-static void test_placeholder(void **state) { (void)state; skip(); }
+
+#include "placement_int.h"
+#include "topology_int.h"
+
+#define S_BYTES (1024.0 * 1024 * 1024)
+#define B_GBPS	400.0
+
+static double xfer(double bytes, double gbps)
+{
+	return bytes * 8 / (gbps * 1e9);
+}
+
+static void assert_close(double got, double want)
+{
+	double tol = 1e-9 * fabs(want) + 1e-15;
+	if (fabs(got - want) > tol)
+		fail_msg("got %.15g, want %.15g", got, want);
+}
+
+/* A state of our own: the cost model reads only f, health and bg, and
+ * this keeps the test independent of state.c. */
+static tp_state_t *mkstate(const tp_fabric_t *f)
+{
+	size_t nl = tp_fabric_nlinks(f);
+	tp_state_t *s = calloc(1, sizeof(*s));
+
+	assert_non_null(s);
+	s->f = f;
+	s->health = calloc(nl + 1, sizeof(double));
+	s->bg = calloc(nl + 1, sizeof(double));
+	assert_non_null(s->health);
+	assert_non_null(s->bg);
+	for (size_t i = 0; i < nl; i++)
+		s->health[i] = 1;
+	return s;
+}
+
+static void freestate(tp_state_t *s)
+{
+	free(s->health);
+	free(s->bg);
+	free(s);
+}
+
+static tp_fabric_t *fat_tree(int leaves, int hosts_per_leaf, int uplinks,
+			     int gpus)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = leaves;
+	p.spines = 1;
+	p.hosts_per_leaf = hosts_per_leaf;
+	p.uplinks_per_spine = uplinks;
+	p.gpus_per_host = gpus;
+	p.link_gbps = B_GBPS;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	return f;
+}
+
+static tp_cost_ctx_t *mkctx(const tp_fabric_t *f)
+{
+	tp_cost_ctx_t *c = NULL;
+	assert_int_equal(tp_cost_ctx_create(f, NULL, &c), TP_OK);
+	return c;
+}
+
+static tp_cost_t predict(const tp_cost_ctx_t *c, const tp_state_t *s,
+			 const uint32_t *hosts, const int *gpus, size_t n,
+			 tp_algo_t algo)
+{
+	tp_cost_t out;
+	assert_int_equal(
+	    tp_cost_predict(c, s, hosts, gpus, n, S_BYTES, algo, &out), TP_OK);
+	return out;
+}
+
+/* Bit-identical results (the struct has padding: compare fields). */
+static void assert_same(const tp_cost_t *a, const tp_cost_t *b)
+{
+	assert_memory_equal(&a->seconds, &b->seconds, sizeof(double));
+	assert_memory_equal(&a->bandwidth_s, &b->bandwidth_s, sizeof(double));
+	assert_memory_equal(&a->latency_s, &b->latency_s, sizeof(double));
+	assert_memory_equal(&a->bottleneck_gbps, &b->bottleneck_gbps,
+			    sizeof(double));
+	assert_int_equal(a->bottleneck_link, b->bottleneck_link);
+	assert_memory_equal(&a->cross_top_bytes, &b->cross_top_bytes,
+			    sizeof(double));
+}
+
+static void ones(int *g, size_t n, int v)
+{
+	for (size_t i = 0; i < n; i++)
+		g[i] = v;
+}
+
+/* Indices of the switch-switch links of the switch named desc. */
+static size_t uplinks_of(const tp_fabric_t *f, const char *desc, uint32_t *out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < tp_fabric_nlinks(f); i++) {
+		const tp_link_t *l = tp_fabric_link(f, i);
+		if (l->kind[0] != TP_NODE_SWITCH ||
+		    l->kind[1] != TP_NODE_SWITCH)
+			continue;
+		for (int e = 0; e < 2; e++)
+			if (!strcmp(tp_fabric_switch(f, l->node[e])->desc,
+				    desc))
+				out[n++] = (uint32_t)i;
+	}
+	return n;
+}
+
+/* Ring on one switch, 1 GPU per host: every CA link direction carries
+ * exactly one flow at B, so bandwidth = 2(n-1)/n * S/B and latency =
+ * 2(n-1) * (alpha + 1 hop). Reduce-scatter and all-gather halve both. */
+static void test_ring_single_switch(void **state)
+{
+	tp_cost_params_t p;
+	tp_fabric_t *f = fat_tree(1, 16, 1, 1);
+	tp_cost_ctx_t *c = mkctx(f);
+	uint32_t hosts[16];
+	int gpus[16];
+
+	(void)state;
+	tp_cost_params_defaults(&p);
+	for (uint32_t i = 0; i < 16; i++)
+		hosts[i] = i;
+	ones(gpus, 16, 1);
+	for (size_t n = 2; n <= 16; n++) {
+		tp_cost_t r = predict(c, NULL, hosts, gpus, n, TP_ALGO_RING);
+		double bw = xfer(2.0 * (n - 1) / n * S_BYTES, B_GBPS);
+		double lat = 2.0 * (n - 1) * (p.alpha_s + p.hop_s);
+
+		assert_close(r.bandwidth_s, bw);
+		assert_close(r.latency_s, lat);
+		assert_close(r.seconds, bw + lat);
+		assert_close(r.bottleneck_gbps, B_GBPS);
+		assert_true(r.bottleneck_link != TP_ID_NONE);
+		assert_close(r.cross_top_bytes, 0);
+
+		r = predict(c, NULL, hosts, gpus, n, TP_ALGO_REDUCE_SCATTER);
+		assert_close(r.bandwidth_s, bw / 2);
+		assert_close(r.latency_s, lat / 2);
+		r = predict(c, NULL, hosts, gpus, n, TP_ALGO_ALL_GATHER);
+		assert_close(r.seconds, (bw + lat) / 2);
+	}
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
+/* 8 GPUs per host: P = 8n ranks; NVLink (3600) is faster than the NIC,
+ * so the ring still runs at B with V = 2(P-1)/P * S, and every one of the
+ * 2(P-1) steps pays alpha + 1 hop. */
+static void test_ring_multi_gpu(void **state)
+{
+	tp_cost_params_t p;
+	tp_fabric_t *f = fat_tree(1, 4, 1, 8);
+	tp_cost_ctx_t *c = mkctx(f);
+	uint32_t hosts[4] = {0, 1, 2, 3};
+	int gpus[4];
+	double P = 32;
+
+	(void)state;
+	tp_cost_params_defaults(&p);
+	ones(gpus, 4, 8);
+	tp_cost_t r = predict(c, NULL, hosts, gpus, 4, TP_ALGO_RING);
+	assert_close(r.bandwidth_s, xfer(2 * (P - 1) / P * S_BYTES, B_GBPS));
+	assert_close(r.latency_s, 2 * (P - 1) * (p.alpha_s + p.hop_s));
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
+/* One host: only NVLink. 8 GPUs: 2(G-1)/G * S at the default NVLink rate
+ * (generated GPUs carry none) and 2(G-1) alpha without hops (the tree's
+ * chain: 2S, same latency); a per-GPU
+ * rate, when node data has one, wins (the slowest GPU sets the pace);
+ * 1 GPU costs nothing. */
+static void test_single_host(void **state)
+{
+	tp_cost_params_t p;
+	tp_fabric_t *f = fat_tree(1, 2, 1, 8);
+	tp_cost_ctx_t *c = mkctx(f);
+	uint32_t h = 0;
+	int g = 8;
+	tp_cost_t r;
+
+	(void)state;
+	tp_cost_params_defaults(&p);
+	r = predict(c, NULL, &h, &g, 1, TP_ALGO_RING);
+	assert_close(r.bandwidth_s, xfer(2 * 7.0 / 8 * S_BYTES, p.nvlink_gbps));
+	assert_close(r.latency_s, 14 * p.alpha_s);
+	assert_int_equal(r.bottleneck_link, TP_ID_NONE);
+	assert_close(r.bottleneck_gbps, p.nvlink_gbps);
+
+	/* tree: each GPU of the chain sends S up and S down */
+	r = predict(c, NULL, &h, &g, 1, TP_ALGO_TREE);
+	assert_close(r.bandwidth_s, xfer(2 * S_BYTES, p.nvlink_gbps));
+	assert_close(r.latency_s, 14 * p.alpha_s);
+
+	f->host[0].gpus[3].nvlink_gbps = 1200;
+	r = predict(c, NULL, &h, &g, 1, TP_ALGO_RING);
+	assert_close(r.bandwidth_s, xfer(2 * 7.0 / 8 * S_BYTES, 1200));
+	r = predict(c, NULL, &h, &g, 1, TP_ALGO_HIERARCHICAL);
+	assert_close(r.bandwidth_s, xfer(2 * 7.0 / 8 * S_BYTES, 1200));
+
+	g = 1;
+	r = predict(c, NULL, &h, &g, 1, TP_ALGO_RING);
+	assert_close(r.seconds, 0);
+	assert_int_equal(r.bottleneck_link, TP_ID_NONE);
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
+/* Two leaves of 4 hosts under one spine, one up-link each. A contiguous
+ * ring crosses the spine twice, one flow per direction, at full B; with
+ * health 0.5 on leaf01's up-link the crossing flows get B/2 and the
+ * bandwidth term doubles (the link is the bottleneck); a ring that stays
+ * on leaf01 does not cross it and costs exactly the same as before. */
+static void test_uplink_halving(void **state)
+{
+	tp_fabric_t *f = fat_tree(2, 4, 1, 1);
+	tp_cost_ctx_t *c = mkctx(f);
+	tp_state_t *s = mkstate(f);
+	uint32_t hosts[8] = {0, 1, 2, 3, 4, 5, 6, 7}, up[4];
+	int gpus[8];
+	tp_cost_t a, b;
+
+	(void)state;
+	ones(gpus, 8, 1);
+	assert_int_equal(uplinks_of(f, "leaf01", up), 1);
+
+	a = predict(c, s, hosts, gpus, 8, TP_ALGO_RING);
+	assert_close(a.bandwidth_s, xfer(2 * 7.0 / 8 * S_BYTES, B_GBPS));
+	s->health[up[0]] = 0.5;
+	b = predict(c, s, hosts, gpus, 8, TP_ALGO_RING);
+	assert_close(b.bandwidth_s, 2 * a.bandwidth_s);
+	assert_close(b.latency_s, a.latency_s);
+	assert_int_equal(b.bottleneck_link, up[0]);
+	assert_close(b.bottleneck_gbps, B_GBPS / 2);
+
+	a = predict(c, NULL, hosts, gpus, 4, TP_ALGO_RING);
+	b = predict(c, s, hosts, gpus, 4, TP_ALGO_RING);
+	assert_same(&a, &b);
+	freestate(s);
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
+/* Oversubscription and ECMP: a ring alternating between two leaves sends
+ * 4 flows up each leaf. With u parallel up-links (and u cables down from
+ * the spine) D-mod-K spreads the 4 destinations evenly, so each flow gets
+ * u/4 of B: bandwidth term x4 for u = 1, x2 for u = 2, x1 for u = 4
+ * (compared with the same ring on one switch). Latency: 3 switches. */
+static void test_oversubscription(void **state)
+{
+	tp_cost_params_t p;
+	uint32_t hosts[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+	int gpus[8];
+
+	(void)state;
+	tp_cost_params_defaults(&p);
+	ones(gpus, 8, 1);
+	for (int u = 1; u <= 4; u *= 2) {
+		tp_fabric_t *f = fat_tree(2, 4, u, 1);
+		tp_cost_ctx_t *c = mkctx(f);
+		tp_cost_t r = predict(c, NULL, hosts, gpus, 8, TP_ALGO_RING);
+
+		assert_close(r.bandwidth_s,
+			     xfer(2 * 7.0 / 8 * S_BYTES, B_GBPS) * 4 / u);
+		assert_close(r.bottleneck_gbps, B_GBPS * u / 4);
+		assert_close(r.latency_s, 14 * (p.alpha_s + 3 * p.hop_s));
+		tp_cost_ctx_destroy(c);
+		tp_fabric_destroy(f);
+	}
+}
+
+/* A dead link (health 0) is routed around, as the subnet manager would:
+ * with two up-links per leaf and one dead, the alternating ring's 4 flows
+ * share the survivor (B/4 each) instead of 2 per link (B/2). */
+static void test_dead_link_reroute(void **state)
+{
+	tp_fabric_t *f = fat_tree(2, 4, 2, 1);
+	tp_cost_ctx_t *c = mkctx(f);
+	tp_state_t *s = mkstate(f);
+	uint32_t hosts[8] = {0, 4, 1, 5, 2, 6, 3, 7}, up[4];
+	int gpus[8];
+	tp_cost_t a, b;
+
+	(void)state;
+	ones(gpus, 8, 1);
+	assert_int_equal(uplinks_of(f, "leaf01", up), 2);
+	a = predict(c, s, hosts, gpus, 8, TP_ALGO_RING);
+	s->health[up[0]] = 0;
+	b = predict(c, s, hosts, gpus, 8, TP_ALGO_RING);
+	assert_close(a.bottleneck_gbps, B_GBPS / 2);
+	assert_close(b.bottleneck_gbps, B_GBPS / 4);
+	assert_close(b.bandwidth_s, 2 * a.bandwidth_s);
+	assert_int_equal(b.bottleneck_link, up[1]);
+	freestate(s);
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
+/* Other jobs' traffic: B/4 of background on the crossed up-link leaves
+ * 3B/4, so the bandwidth term grows by 4/3. A link saturated by others
+ * keeps 5% of its capacity for us (finite, still rankable). */
+static void test_background(void **state)
+{
+	tp_fabric_t *f = fat_tree(2, 4, 1, 1);
+	tp_cost_ctx_t *c = mkctx(f);
+	tp_state_t *s = mkstate(f);
+	uint32_t hosts[8] = {0, 1, 2, 3, 4, 5, 6, 7}, up[4];
+	int gpus[8];
+	tp_cost_t a, b;
+
+	(void)state;
+	ones(gpus, 8, 1);
+	assert_int_equal(uplinks_of(f, "leaf02", up), 1);
+	a = predict(c, s, hosts, gpus, 8, TP_ALGO_RING);
+	s->bg[up[0]] = B_GBPS / 4;
+	b = predict(c, s, hosts, gpus, 8, TP_ALGO_RING);
+	assert_close(b.bandwidth_s, a.bandwidth_s * 4 / 3);
+	assert_close(b.bottleneck_gbps, B_GBPS * 3 / 4);
+	assert_int_equal(b.bottleneck_link, up[0]);
+
+	s->bg[up[0]] = 10 * B_GBPS;
+	b = predict(c, s, hosts, gpus, 8, TP_ALGO_RING);
+	assert_close(b.bandwidth_s, a.bandwidth_s * 20);
+	assert_true(isfinite(b.seconds));
+	freestate(s);
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
+/* Hierarchical vs ring on the same hosts, m leaf groups of k hosts, 1 GPU
+ * each, non-blocking up-links. A ring alternating between groups crosses
+ * the spine on all n = mk edges, 2(n-1)/n * S each: 2(n-1) S in all. The
+ * hierarchical algorithm crosses only in its cross-group phase: k rings of
+ * m members, 2(m-1)/m * S/k per edge: 2(m-1) S in all. Ratio
+ * (mk-1)/(m-1) >= k, tending to the group size k as m grows. A contiguous
+ * ring already crosses only m times: 2m(n-1)/n * S. */
+static void test_hier_cross_spine(void **state)
+{
+	int gpus[16];
+
+	(void)state;
+	ones(gpus, 16, 1);
+	for (int m = 2; m <= 4; m += 2) {
+		int k = 4, n = m * k;
+		tp_fabric_t *f = fat_tree(m, k, k, 1);
+		tp_cost_ctx_t *c = mkctx(f);
+		uint32_t alt[16], seq[16];
+		tp_cost_t ra, rs, ha, hs;
+
+		for (int i = 0; i < n; i++) {
+			alt[i] = (uint32_t)((i % m) * k + i / m);
+			seq[i] = (uint32_t)i;
+		}
+		ra = predict(c, NULL, alt, gpus, (size_t)n, TP_ALGO_RING);
+		rs = predict(c, NULL, seq, gpus, (size_t)n, TP_ALGO_RING);
+		ha = predict(c, NULL, alt, gpus, (size_t)n,
+			     TP_ALGO_HIERARCHICAL);
+		hs = predict(c, NULL, seq, gpus, (size_t)n,
+			     TP_ALGO_HIERARCHICAL);
+		assert_close(ra.cross_top_bytes, 2.0 * (n - 1) * S_BYTES);
+		assert_close(rs.cross_top_bytes,
+			     2.0 * m * (n - 1) / n * S_BYTES);
+		assert_close(ha.cross_top_bytes, 2.0 * (m - 1) * S_BYTES);
+		/* grouping is by leaf group, not by the order given */
+		assert_same(&ha, &hs);
+		assert_true(ra.cross_top_bytes / ha.cross_top_bytes >= k);
+		assert_close(ra.cross_top_bytes / ha.cross_top_bytes,
+			     (n - 1.0) / (m - 1.0));
+		tp_cost_ctx_destroy(c);
+		tp_fabric_destroy(f);
+	}
+}
+
+/* All hosts in one leaf group: hierarchical degenerates to a ring inside
+ * the group (reduce-scatter + all-gather = 2(n-1)/n * S) and costs the
+ * same as the ring, latency included. */
+static void test_hier_one_group(void **state)
+{
+	tp_fabric_t *f = fat_tree(1, 8, 1, 1);
+	tp_cost_ctx_t *c = mkctx(f);
+	uint32_t hosts[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+	int gpus[8];
+	tp_cost_t r, h;
+
+	(void)state;
+	ones(gpus, 8, 1);
+	r = predict(c, NULL, hosts, gpus, 8, TP_ALGO_RING);
+	h = predict(c, NULL, hosts, gpus, 8, TP_ALGO_HIERARCHICAL);
+	assert_close(h.bandwidth_s, r.bandwidth_s);
+	assert_close(h.latency_s, r.latency_s);
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
+/* Tree latency is logarithmic: 2 ceil(log2 n) (alpha + 1 hop) on one
+ * switch, where the ring pays 2(n-1). Bandwidth for n = 2: both trees
+ * send S/2 each way on the one pair, two flows per direction at B/2: S/B
+ * (the ring's 2(n-1)/n * S/B too). For n = 4 the interior ranks 1 and 2
+ * each send 4 half-size flows (3 in the tree where they are interior, 1
+ * in the other): B/4 each, so 2 S/B. */
+static void test_tree(void **state)
+{
+	tp_cost_params_t p;
+	tp_fabric_t *f = fat_tree(1, 32, 1, 1);
+	tp_cost_ctx_t *c = mkctx(f);
+	uint32_t hosts[32];
+	int gpus[32];
+	tp_cost_t r;
+
+	(void)state;
+	tp_cost_params_defaults(&p);
+	for (uint32_t i = 0; i < 32; i++)
+		hosts[i] = i;
+	ones(gpus, 32, 1);
+	for (size_t n = 2, d = 1; n <= 32; n *= 2, d++) {
+		r = predict(c, NULL, hosts, gpus, n, TP_ALGO_TREE);
+		assert_close(r.latency_s, 2.0 * d * (p.alpha_s + p.hop_s));
+		tp_cost_t ring = predict(c, NULL, hosts, gpus, n, TP_ALGO_RING);
+		assert_close(ring.latency_s,
+			     2.0 * (n - 1) * (p.alpha_s + p.hop_s));
+	}
+	r = predict(c, NULL, hosts, gpus, 5, TP_ALGO_TREE);
+	assert_close(r.latency_s, 2.0 * 3 * (p.alpha_s + p.hop_s));
+	r = predict(c, NULL, hosts, gpus, 2, TP_ALGO_TREE);
+	assert_close(r.bandwidth_s, xfer(S_BYTES, B_GBPS));
+	r = predict(c, NULL, hosts, gpus, 4, TP_ALGO_TREE);
+	assert_close(r.bandwidth_s, xfer(2 * S_BYTES, B_GBPS));
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
+static tp_fabric_t *rail(int sus, int hosts_per_su, int rails, int spines,
+			 int gpus)
+{
+	tp_gen_rail_t p;
+	tp_fabric_t *f = NULL;
+
+	tp_gen_rail_defaults(&p);
+	p.sus = sus;
+	p.hosts_per_su = hosts_per_su;
+	p.rails = rails;
+	p.spines_per_rail = spines;
+	p.gpus_per_host = gpus;
+	p.link_gbps = B_GBPS;
+	assert_int_equal(tp_gen_rail(&p, &f), TP_OK);
+	return f;
+}
+
+/* Multi-rail: 2 GPUs per host, each next to its own rail. With 2 rails
+ * every ring edge runs 2 channels of V/2 at B: half the bandwidth term of
+ * the 1-rail fabric. With 1 GPU per host only the rail next to it is
+ * used (a GPU drives its nearest NIC), so 2 rails give nothing. Across
+ * scalable units the flows go through each rail's spines. */
+static void test_multi_rail(void **state)
+{
+	tp_fabric_t *f1 = rail(2, 4, 1, 1, 2), *f2 = rail(2, 4, 2, 1, 2);
+	tp_cost_ctx_t *c1 = mkctx(f1), *c2 = mkctx(f2);
+	uint32_t hosts[4] = {0, 1, 2, 3}, cross[2] = {0, 4};
+	int gpus[4];
+	tp_cost_t a, b;
+
+	(void)state;
+	ones(gpus, 4, 2);
+	a = predict(c1, NULL, hosts, gpus, 4, TP_ALGO_RING);
+	b = predict(c2, NULL, hosts, gpus, 4, TP_ALGO_RING);
+	assert_close(a.bandwidth_s, xfer(2 * 7.0 / 8 * S_BYTES, B_GBPS));
+	assert_close(b.bandwidth_s, a.bandwidth_s / 2);
+	assert_close(a.latency_s, b.latency_s);
+
+	ones(gpus, 4, 1);
+	a = predict(c1, NULL, hosts, gpus, 4, TP_ALGO_RING);
+	b = predict(c2, NULL, hosts, gpus, 4, TP_ALGO_RING);
+	assert_close(a.bandwidth_s, b.bandwidth_s);
+
+	ones(gpus, 2, 2);
+	b = predict(c2, NULL, cross, gpus, 2, TP_ALGO_RING);
+	/* two edges of V = 2(P-1)/P * S, P = 4, both across the spines */
+	assert_close(b.cross_top_bytes, 2 * (2 * 3.0 / 4 * S_BYTES));
+	assert_close(b.bandwidth_s, xfer(2 * 3.0 / 4 * S_BYTES / 2, B_GBPS));
+	tp_cost_ctx_destroy(c1);
+	tp_cost_ctx_destroy(c2);
+	tp_fabric_destroy(f1);
+	tp_fabric_destroy(f2);
+}
+
+/* Hosts of one multi-node NVLink domain (NVL72 rack) talk over NVLink:
+ * no switch hops, no fabric bottleneck, nothing across the spines. */
+static void test_nvlink_domain(void **state)
+{
+	tp_gen_nvl72_t p;
+	tp_cost_params_t cp;
+	tp_fabric_t *f = NULL;
+	tp_cost_ctx_t *c;
+	uint32_t hosts[4] = {0, 1, 2, 3};
+	int gpus[4];
+	tp_cost_t r;
+	double P = 16;
+
+	(void)state;
+	tp_gen_nvl72_defaults(&p);
+	tp_cost_params_defaults(&cp);
+	assert_int_equal(tp_gen_nvl72(&p, &f), TP_OK);
+	c = mkctx(f);
+	ones(gpus, 4, 4);
+	r = predict(c, NULL, hosts, gpus, 4, TP_ALGO_RING);
+	assert_close(r.bandwidth_s,
+		     xfer(2 * (P - 1) / P * S_BYTES, cp.nvlink_gbps));
+	assert_close(r.latency_s, 2 * (P - 1) * cp.alpha_s);
+	assert_int_equal(r.bottleneck_link, TP_ID_NONE);
+	assert_close(r.cross_top_bytes, 0);
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
+/* Max-min fairness, textbook case: link 0 (capacity 1) carries flows A
+ * and B, link 1 (capacity 2) carries A and C. Link 0 saturates first at
+ * 1/2 each; C then takes what A leaves on link 1: 1.5. */
+static void test_maxmin_textbook(void **state)
+{
+	uint32_t off[4] = {0, 2, 3, 4}, res[4] = {0, 1, 0, 1}, bott[3];
+	double cap[2] = {1, 2}, rate[3];
+
+	(void)state;
+	assert_int_equal(tp__cost_maxmin(3, off, res, 2, cap, rate, bott),
+			 TP_OK);
+	assert_close(rate[0], 0.5);
+	assert_close(rate[1], 0.5);
+	assert_close(rate[2], 1.5);
+	assert_int_equal(bott[0], 0);
+	assert_int_equal(bott[1], 0);
+	assert_int_equal(bott[2], 1);
+
+	/* a chain: flow 0 crosses links 0..2 (capacity 1, 2, 3), flows 1..3
+	 * one link each. Link 0 freezes flows 0 and 1 at 1/2; link 1 then
+	 * gives flow 2 1.5, link 2 gives flow 3 2.5. */
+	uint32_t off2[5] = {0, 3, 4, 5, 6}, res2[6] = {0, 1, 2, 0, 1, 2};
+	uint32_t bott2[4];
+	double cap2[3] = {1, 2, 3}, rate2[4];
+	assert_int_equal(tp__cost_maxmin(4, off2, res2, 3, cap2, rate2, bott2),
+			 TP_OK);
+	assert_close(rate2[0], 0.5);
+	assert_close(rate2[1], 0.5);
+	assert_close(rate2[2], 1.5);
+	assert_close(rate2[3], 2.5);
+}
+
+/* Same inputs, same answer, bit for bit, from the same or a fresh
+ * context, for every algorithm. */
+static void test_determinism(void **state)
+{
+	tp_fabric_t *f = rail(4, 32, 8, 4, 8);
+	tp_cost_ctx_t *c1 = mkctx(f), *c2 = mkctx(f);
+	tp_state_t *s = mkstate(f);
+	uint32_t hosts[40];
+	int gpus[40];
+	uint64_t x = 42;
+
+	(void)state;
+	for (size_t i = 0; i < 40; i++) {
+		bool dup;
+		do {
+			hosts[i] = (uint32_t)(tp__rand_next(&x) % 128);
+			dup = false;
+			for (size_t j = 0; j < i; j++)
+				dup |= hosts[j] == hosts[i];
+		} while (dup);
+		gpus[i] = 1 + (int)(tp__rand_next(&x) % 8);
+	}
+	for (size_t i = 0; i < tp_fabric_nlinks(f); i += 7) {
+		s->health[i] = 0.5 + (double)(i % 3) / 4;
+		s->bg[i] = (double)(i % 5) * 20;
+	}
+	for (int a = TP_ALGO_RING; a <= TP_ALGO_ALL_GATHER; a++) {
+		tp_cost_t r1 = predict(c1, s, hosts, gpus, 40, (tp_algo_t)a);
+		tp_cost_t r2 = predict(c1, s, hosts, gpus, 40, (tp_algo_t)a);
+		tp_cost_t r3 = predict(c2, s, hosts, gpus, 40, (tp_algo_t)a);
+		assert_same(&r1, &r2);
+		assert_same(&r1, &r3);
+		assert_true(r1.seconds > 0 && isfinite(r1.seconds));
+	}
+	freestate(s);
+	tp_cost_ctx_destroy(c1);
+	tp_cost_ctx_destroy(c2);
+	tp_fabric_destroy(f);
+}
+
+/* Bad input is refused with a code, never a crash: NULLs, empty or
+ * out-of-range hosts, zero GPUs, duplicates, negative bytes, unknown
+ * algorithm, bad parameters, a host without HCAs in a multi-host job,
+ * a state of another fabric. */
+static void test_errors(void **state)
+{
+	tp_fabric_t *f = fat_tree(1, 4, 1, 1), *g = fat_tree(1, 2, 1, 1);
+	tp_cost_ctx_t *c = mkctx(f), *bad = NULL;
+	tp_state_t *sg = mkstate(g);
+	tp_cost_params_t p;
+	uint32_t hosts[3] = {0, 1, 2}, dup[2] = {1, 1}, oob[2] = {0, 99};
+	int gpus[3] = {1, 1, 1}, zero[2] = {1, 0};
+	tp_cost_t r;
+	uint32_t lonely;
+
+	(void)state;
+	assert_int_equal(tp_cost_ctx_create(NULL, NULL, &bad), TP_ERR_INVAL);
+	assert_int_equal(tp_cost_ctx_create(f, NULL, NULL), TP_ERR_INVAL);
+	tp_cost_params_defaults(&p);
+	p.nvlink_gbps = 0;
+	assert_int_equal(tp_cost_ctx_create(f, &p, &bad), TP_ERR_INVAL);
+	tp_cost_params_defaults(&p);
+	p.alpha_s = NAN;
+	assert_int_equal(tp_cost_ctx_create(f, &p, &bad), TP_ERR_INVAL);
+	assert_null(bad);
+	tp_cost_ctx_destroy(NULL);
+
+	assert_int_equal(
+	    tp_cost_predict(NULL, NULL, hosts, gpus, 3, 1, TP_ALGO_RING, &r),
+	    TP_ERR_INVAL);
+	assert_int_equal(
+	    tp_cost_predict(c, NULL, hosts, gpus, 3, 1, TP_ALGO_RING, NULL),
+	    TP_ERR_INVAL);
+	assert_int_equal(
+	    tp_cost_predict(c, NULL, NULL, gpus, 3, 1, TP_ALGO_RING, &r),
+	    TP_ERR_INVAL);
+	assert_int_equal(
+	    tp_cost_predict(c, NULL, hosts, gpus, 0, 1, TP_ALGO_RING, &r),
+	    TP_ERR_INVAL);
+	assert_int_equal(
+	    tp_cost_predict(c, NULL, oob, gpus, 2, 1, TP_ALGO_RING, &r),
+	    TP_ERR_INVAL);
+	assert_int_equal(
+	    tp_cost_predict(c, NULL, hosts, zero, 2, 1, TP_ALGO_RING, &r),
+	    TP_ERR_INVAL);
+	assert_int_equal(
+	    tp_cost_predict(c, NULL, dup, gpus, 2, 1, TP_ALGO_RING, &r),
+	    TP_ERR_INVAL);
+	assert_int_equal(
+	    tp_cost_predict(c, NULL, hosts, gpus, 3, -1, TP_ALGO_RING, &r),
+	    TP_ERR_INVAL);
+	assert_int_equal(
+	    tp_cost_predict(c, NULL, hosts, gpus, 3, NAN, TP_ALGO_RING, &r),
+	    TP_ERR_INVAL);
+	assert_int_equal(
+	    tp_cost_predict(c, NULL, hosts, gpus, 3, 1, (tp_algo_t)99, &r),
+	    TP_ERR_INVAL);
+	assert_int_equal(
+	    tp_cost_predict(c, sg, hosts, gpus, 3, 1, TP_ALGO_RING, &r),
+	    TP_ERR_INVAL);
+	tp_cost_ctx_destroy(c);
+
+	/* a host known from node data only: no HCA, no route */
+	assert_int_equal(tp__fabric_host_get(f, "zz-lonely", true, &lonely),
+			 TP_OK);
+	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
+	lonely = tp_fabric_host_find(f, "zz-lonely");
+	c = mkctx(f);
+	hosts[1] = lonely;
+	assert_int_equal(
+	    tp_cost_predict(c, NULL, hosts, gpus, 2, 1, TP_ALGO_RING, &r),
+	    TP_ERR_INVAL);
+	assert_int_equal(
+	    tp_cost_predict(c, NULL, &lonely, gpus, 1, 1, TP_ALGO_RING, &r),
+	    TP_OK);
+	tp_cost_ctx_destroy(c);
+	freestate(sg);
+	tp_fabric_destroy(f);
+	tp_fabric_destroy(g);
+}
+
+/* Allocation failure at every allocation of create and predict returns
+ * TP_ERR_NOMEM, leaves the output untouched and leaks nothing (run under
+ * ASan to check the last part). */
+static int fail_after;
+static void *fmalloc(size_t n)
+{
+	return fail_after-- > 0 ? malloc(n) : NULL;
+}
+static void *fcalloc(size_t n, size_t m)
+{
+	return fail_after-- > 0 ? calloc(n, m) : NULL;
+}
+static void *frealloc(void *p, size_t n)
+{
+	return fail_after-- > 0 ? realloc(p, n) : NULL;
+}
+
+static void test_nomem(void **state)
+{
+	tp_allocator_t a = {fmalloc, fcalloc, frealloc, free};
+	tp_fabric_t *f = rail(2, 4, 2, 1, 2);
+	uint32_t hosts[6] = {0, 4, 1, 5, 2, 6};
+	int gpus[6] = {2, 2, 2, 2, 2, 2};
+	bool created = false;
+
+	(void)state;
+	for (int k = 0; !created; k++) {
+		tp_cost_ctx_t *c = NULL;
+		fail_after = k;
+		tp_alloc_set(&a);
+		tp_err_t err = tp_cost_ctx_create(f, NULL, &c);
+		tp_alloc_set(NULL);
+		if (err) {
+			assert_int_equal(err, TP_ERR_NOMEM);
+			assert_null(c);
+			continue;
+		}
+		created = true;
+		tp_cost_ctx_destroy(c);
+	}
+	tp_cost_ctx_t *c = mkctx(f);
+	for (int alg = TP_ALGO_RING; alg <= TP_ALGO_TREE; alg++) {
+		for (int k = 0;; k++) {
+			tp_cost_t r;
+			memset(&r, 0x5a, sizeof(r));
+			fail_after = k;
+			tp_alloc_set(&a);
+			tp_err_t err =
+			    tp_cost_predict(c, NULL, hosts, gpus, 6, S_BYTES,
+					    (tp_algo_t)alg, &r);
+			tp_alloc_set(NULL);
+			if (!err)
+				break;
+			assert_int_equal(err, TP_ERR_NOMEM);
+			assert_int_equal(r.bottleneck_link, 0x5a5a5a5a);
+		}
+	}
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Speed on a 2,048-host rail fabric (8 rails, 64 SUs): context build,
+ * 64-host and 1,024-host rings. Bounds are 10-50x the targets (under
+ * 1 ms and about 20 ms) so sanitizer builds pass; the numbers go to the
+ * TAP log as comments. */
+static void test_speed(void **state)
+{
+	tp_fabric_t *f = rail(64, 32, 8, 4, 8);
+	tp_cost_ctx_t *c;
+	static uint32_t hosts[1024];
+	static int gpus[1024];
+	double t0, t_ctx, t64, t1k, th;
+	tp_cost_t r;
+	int reps = 20;
+
+	(void)state;
+	t0 = now();
+	c = mkctx(f);
+	t_ctx = now() - t0;
+	for (uint32_t i = 0; i < 1024; i++)
+		hosts[i] = i * 2 % 2048 + (i >= 1024);
+	ones(gpus, 1024, 8);
+	t0 = now();
+	for (int i = 0; i < reps; i++)
+		r = predict(c, NULL, hosts, gpus, 64, TP_ALGO_RING);
+	t64 = (now() - t0) / reps;
+	t0 = now();
+	r = predict(c, NULL, hosts, gpus, 1024, TP_ALGO_RING);
+	t1k = now() - t0;
+	t0 = now();
+	r = predict(c, NULL, hosts, gpus, 1024, TP_ALGO_HIERARCHICAL);
+	th = now() - t0;
+	(void)r;
+	print_message("# cost speed: ctx %.2f ms, ring 64 hosts %.3f ms, "
+		      "ring 1024 hosts %.2f ms, hierarchical 1024 %.2f ms\n",
+		      t_ctx * 1e3, t64 * 1e3, t1k * 1e3, th * 1e3);
+	assert_true(t64 < 0.05);
+	assert_true(t1k < 1.0);
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {cmocka_unit_test(test_placeholder)};
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_ring_single_switch),
+	    cmocka_unit_test(test_ring_multi_gpu),
+	    cmocka_unit_test(test_single_host),
+	    cmocka_unit_test(test_uplink_halving),
+	    cmocka_unit_test(test_oversubscription),
+	    cmocka_unit_test(test_dead_link_reroute),
+	    cmocka_unit_test(test_background),
+	    cmocka_unit_test(test_hier_cross_spine),
+	    cmocka_unit_test(test_hier_one_group),
+	    cmocka_unit_test(test_tree),
+	    cmocka_unit_test(test_multi_rail),
+	    cmocka_unit_test(test_nvlink_domain),
+	    cmocka_unit_test(test_maxmin_textbook),
+	    cmocka_unit_test(test_determinism),
+	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_nomem),
+	    cmocka_unit_test(test_speed),
+	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
