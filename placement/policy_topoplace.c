@@ -1,1 +1,906 @@
+/*
+ * policy_topoplace.c - the product policy: place a job in the smallest
+ * part of the fabric that holds it, best fit, leaving whole groups and
+ * NVLink domains free.
+ *
+ * Notes
+ *
+ * Why a structural score and not the cost model per candidate: a decision
+ * has to take well under a millisecond on 2,048 hosts and under 10 ms on
+ * 16,384; routing every flow of every candidate ring through
+ * tp_cost_predict() would multiply the model's cost by the candidates.
+ * The structure stands in for the model: traffic that stays inside an
+ * NVLink domain never touches InfiniBand, traffic inside one level-1 group
+ * never touches an up-link, and a ring over k groups crosses the up-links
+ * of exactly those k groups. So, in order:
+ *   1. time: fewest hosts (total-GPU requests), then the smallest scope
+ *      (one host, one multi-node NVLink domain, one level-1 group, the
+ *      fewest level-1 groups inside one level-2 group, ...), then no
+ *      degraded hosts in a ring that uses the network, then the best
+ *      up-links (capacity left after health and other jobs' traffic,
+ *      relative to what comes up from below) for the groups a ring spans;
+ *   2. fragmentation: best fit (fewest offering hosts left over in the
+ *      chosen scope), with untouched groups and domains charged
+ *      big_job_share * their size in hosts (when w_frag > 0): the
+ *      expected loss of a whole group to the big jobs that follow.
+ *      Spanning jobs take the largest free groups whole and only the last
+ *      one best fit, which reaches the fewest groups and leaves the
+ *      medium ones intact;
+ *   3. churn: not applicable yet. tp__policy_in_t carries no previous
+ *      placement; when the Slurm plugin passes one, w_churn should break
+ *      ties towards the hosts the job had.
+ *
+ * Everything is one pass over the hosts (offers and per-scope counts),
+ * passes over the groups and, only when a ring spans groups, one pass
+ * over the links; sorting touches only the hosts of the chosen scope.
+ * The seed is unused: every tie ends on an index, so the result is
+ * deterministic.
+ */
 #include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "placement_int.h"
+
+/* Offering hosts and their GPUs in one scope (group or NVLink domain). */
+typedef struct stat {
+	uint32_t cnt;  /* hosts with an offer */
+	uint32_t good; /* of them not degraded */
+	uint32_t idle; /* hosts up with no job: == size means untouched */
+	uint64_t gpus; /* GPUs offered */
+} stat_t;
+
+typedef enum why_kind {
+	WHY_NONE = 0,
+	WHY_HOST,
+	WHY_DOMAIN,
+	WHY_GROUP,
+	WHY_SPAN,
+	WHY_ANY,
+} why_kind_t;
+
+typedef struct ctx {
+	const tp__policy_in_t *in;
+	const tp_fabric_t *f;
+	const tp_state_t *s;
+	size_t nh, ng, nd;
+	int nlev;
+	int *off;      /* GPUs host h offers this job, 0 = not eligible */
+	stat_t *gs;    /* per group */
+	stat_t *ds;    /* per NVLink domain (multi-node ones only) */
+	uint32_t *gtmp; /* scratch per group, kept zero between uses */
+	uint32_t *dtmp; /* scratch per domain, kept zero between uses */
+	double *upq;   /* per group: usable up-link share, NULL until needed */
+	double *upbg;  /* per group: other jobs' Gb/s on its up-links */
+	bool total;    /* total-GPU request */
+	bool shared;   /* G GPUs of a host, others may share it */
+	bool good_only; /* inside a spread that can avoid degraded hosts */
+	bool hosts_only; /* total request being spread: count hosts, trim later */
+	size_t need;   /* hosts (for total requests: the fewest possible) */
+	int tgpus;     /* total requests: GPUs wanted */
+	double pen;    /* charge per host for breaking an untouched group */
+	uint32_t *hosts;
+	int *gpus;
+	size_t max, n;
+	/* the top-level decision, for `why` */
+	why_kind_t wk;
+	uint32_t wid, wparent;
+	int wlevel;
+	size_t wspare, wk_groups;
+	bool wdeg;
+} ctx_t;
+
+typedef struct cand {
+	uint32_t h;
+	int k[6];
+} cand_t;
+
+static const tp_host_t *host(const ctx_t *c, uint32_t h)
+{
+	return tp_fabric_host(c->f, h);
+}
+
+static const tp_group_t *group(const ctx_t *c, uint32_t g)
+{
+	return tp_fabric_group(c->f, g);
+}
+
+static uint32_t count(const ctx_t *c, const stat_t *st)
+{
+	return c->good_only ? st->good : st->cnt;
+}
+
+static bool eligible(const ctx_t *c, uint32_t h)
+{
+	return c->off[h] > 0 && !(c->good_only && host(c, h)->degraded);
+}
+
+static bool untouched(const stat_t *st, size_t size)
+{
+	return size && st->idle == size;
+}
+
+/* Holds `need` hosts; a total request also needs its GPUs on the `need`
+ * largest offers (summed from a histogram of the scope's offers). */
+static bool scope_fits(const ctx_t *c, const stat_t *st, const uint32_t *hs,
+		       size_t nhs, size_t need)
+{
+	int top[64 + 1];
+	long sum = 0;
+	size_t k = need;
+
+	if (count(c, st) < need)
+		return false;
+	if (!c->total || c->hosts_only)
+		return true;
+	if (st->gpus < (uint64_t)c->tgpus)
+		return false;
+	memset(top, 0, sizeof(top));
+	for (size_t i = 0; i < nhs; i++)
+		if (eligible(c, hs[i]))
+			top[c->off[hs[i]] > 64 ? 64 : c->off[hs[i]]]++;
+	for (int v = 64; v > 0 && k; v--) {
+		size_t t = (size_t)top[v] < k ? (size_t)top[v] : k;
+		sum += (long)t * v;
+		k -= t;
+	}
+	return sum >= c->tgpus;
+}
+
+/* ---- up-links ---------------------------------------------------------- */
+
+/* Share of each group's up-link capacity left after health and background
+ * traffic, relative to the capacity from below (so 2:1 oversubscription
+ * reads 0.5), capped at 1; one pass over the links. */
+static tp_err_t uplinks(ctx_t *c)
+{
+	double *eff;
+
+	if (c->upq)
+		return TP_OK;
+	c->upq = tp_calloc(c->ng + 1, sizeof(double));
+	c->upbg = tp_calloc(c->ng + 1, sizeof(double));
+	eff = tp_calloc(c->ng + 1, sizeof(double));
+	if (!c->upq || !c->upbg || !eff) {
+		tp_free(eff);
+		return TP_ERR_NOMEM;
+	}
+	size_t nl = tp_fabric_nlinks(c->f);
+	for (size_t i = 0; i < nl; i++) {
+		const tp_link_t *l = tp_fabric_link(c->f, i);
+		if (!l->active || l->kind[0] != TP_NODE_SWITCH ||
+		    l->kind[1] != TP_NODE_SWITCH)
+			continue;
+		const tp_switch_t *a = tp_fabric_switch(c->f, l->node[0]);
+		const tp_switch_t *b = tp_fabric_switch(c->f, l->node[1]);
+		const tp_switch_t *lo = a->level < b->level ? a : b;
+		if (abs(a->level - b->level) != 1 || lo->group == TP_ID_NONE ||
+		    lo->group >= c->ng)
+			continue;
+		double health = c->s->health ? c->s->health[i] : 1.0;
+		double bg = c->s->bg ? c->s->bg[i] : 0.0;
+		double left = l->gbps * health - bg;
+		eff[lo->group] += left > 0 ? left : 0;
+		c->upbg[lo->group] += bg;
+	}
+	for (size_t g = 0; g < c->ng; g++) {
+		const tp_group_t *gp = group(c, (uint32_t)g);
+		double below = gp->down_gbps > 0 ? gp->down_gbps : gp->up_gbps;
+		double q = 1.0;
+		if (gp->up_gbps > 0 && below > 0)
+			q = eff[g] / below;
+		c->upq[g] = q > 1.0 ? 1.0 : q;
+	}
+	tp_free(eff);
+	return TP_OK;
+}
+
+/* ---- choosing hosts inside a scope -------------------------------------- */
+
+static int cand_cmp(const void *pa, const void *pb)
+{
+	const cand_t *a = pa, *b = pb;
+
+	for (int i = 0; i < 6; i++)
+		if (a->k[i] != b->k[i])
+			return a->k[i] < b->k[i] ? -1 : 1;
+	return a->h < b->h ? -1 : a->h > b->h;
+}
+
+/* Rank of a cluster (level-1 group or NVLink domain) holding cnt of the
+ * candidates: clusters that hold the whole need come first, smallest
+ * (best fit); then the largest, so the job touches few clusters. */
+static int cluster_rank(uint32_t cnt, size_t need)
+{
+	if (cnt >= need)
+		return (int)cnt;
+	return (1 << 24) - (int)cnt;
+}
+
+static bool out_push(ctx_t *c, uint32_t h, int g)
+{
+	if (c->n >= c->max)
+		return false;
+	c->hosts[c->n] = h;
+	c->gpus[c->n] = g;
+	c->n++;
+	return true;
+}
+
+/* Take `need` eligible hosts out of hs (NULL: all hosts). network: the
+ * job's traffic leaves the NVLink domain, so degraded hosts go last. */
+static tp_err_t take_hosts(ctx_t *c, const uint32_t *hs, size_t nhs,
+			   size_t need, bool network)
+{
+	cand_t *v;
+	size_t nv = 0;
+	tp_err_t err = TP_ERR_NOTFOUND;
+
+	if (!hs)
+		nhs = c->nh;
+	if (!(v = tp_malloc((nhs + 1) * sizeof(cand_t))))
+		return TP_ERR_NOMEM;
+	for (size_t i = 0; i < nhs; i++) {
+		uint32_t h = hs ? hs[i] : (uint32_t)i;
+		if (!eligible(c, h))
+			continue;
+		const tp_host_t *hp = host(c, h);
+		if (hp->group[0] != TP_ID_NONE)
+			c->gtmp[hp->group[0]]++;
+		if (hp->nvdomain != TP_ID_NONE)
+			c->dtmp[hp->nvdomain]++;
+		v[nv++].h = h;
+	}
+	for (size_t i = 0; i < nv; i++) {
+		uint32_t h = v[i].h;
+		const tp_host_t *hp = host(c, h);
+		uint32_t g = hp->group[0], d = hp->nvdomain;
+		bool multi = d != TP_ID_NONE &&
+			     tp_fabric_nvdomain(c->f, d)->multi_node;
+		int key[6], nk = 0;
+
+		if (c->total)
+			key[nk++] = -c->off[h]; /* fewest hosts: largest first */
+		key[nk++] = network && hp->degraded;
+		key[nk++] = g == TP_ID_NONE ? 1 << 25
+					    : cluster_rank(c->gtmp[g], need);
+		key[nk++] = g == TP_ID_NONE ? 0 : (int)g;
+		key[nk++] = multi ? cluster_rank(c->dtmp[d], need) : 0;
+		key[nk++] = multi ? (int)d : 0;
+		/* shared jobs onto partly used hosts (best fit on GPUs) */
+		if (!c->total)
+			key[nk++] = c->shared ? c->s->free[h] - c->off[h] : 0;
+		memcpy(v[i].k, key, sizeof(v[i].k));
+	}
+	for (size_t i = 0; i < nv; i++) {
+		const tp_host_t *hp = host(c, v[i].h);
+		if (hp->group[0] != TP_ID_NONE)
+			c->gtmp[hp->group[0]] = 0;
+		if (hp->nvdomain != TP_ID_NONE)
+			c->dtmp[hp->nvdomain] = 0;
+	}
+	if (nv < need)
+		goto out;
+	qsort(v, nv, sizeof(cand_t), cand_cmp);
+	if (c->total && !c->hosts_only) {
+		/* the largest offers, but the last host best fit: the smallest
+		 * offer that still covers what is left */
+		long sum = 0;
+		for (size_t i = 0; i + 1 < need; i++)
+			sum += c->off[v[i].h];
+		long rest = c->tgpus - sum;
+		size_t last = need - 1;
+		if (rest > 0)
+			for (size_t i = need - 1; i < nv; i++)
+				if (c->off[v[i].h] >= rest &&
+				    c->off[v[i].h] < c->off[v[last].h])
+					last = i;
+		for (size_t i = 0; i + 1 < need; i++)
+			if (!out_push(c, v[i].h, c->off[v[i].h]))
+				goto out;
+		if (!out_push(c, v[last].h, c->off[v[last].h]))
+			goto out;
+	} else {
+		for (size_t i = 0; i < need; i++)
+			if (!out_push(c, v[i].h, c->off[v[i].h]))
+				goto out;
+	}
+	err = TP_OK;
+out:
+	tp_free(v);
+	return err;
+}
+
+/* ---- scopes ---------------------------------------------------------------- */
+
+/* Is group g (any level) inside scope (level slv group sg; NONE: all)? */
+static bool group_in(const ctx_t *c, uint32_t g, uint32_t sg, int slv)
+{
+	if (sg == TP_ID_NONE)
+		return true;
+	while (g != TP_ID_NONE && group(c, g)->level < slv)
+		g = group(c, g)->parent;
+	return g == sg;
+}
+
+static bool host_in(const ctx_t *c, uint32_t h, uint32_t sg, int slv)
+{
+	return sg == TP_ID_NONE || (slv >= 1 && slv <= TP_MAX_LEVELS &&
+				    host(c, h)->group[slv - 1] == sg);
+}
+
+static double frag_score(const ctx_t *c, const stat_t *st, size_t size,
+			 size_t need)
+{
+	double spare = (double)(count(c, st) - need);
+	return spare + (untouched(st, size) ? c->pen * (double)size : 0.0);
+}
+
+/* Fewest children of group p (level lv, NONE: the top level) that hold
+ * need hosts, largest first; 0 if they cannot. */
+static size_t min_children(ctx_t *c, uint32_t p, int clv, size_t need,
+			   uint32_t *buf)
+{
+	size_t n = 0, k = 0, sum = 0;
+
+	for (size_t g = 0; g < c->ng; g++) {
+		const tp_group_t *gp = group(c, (uint32_t)g);
+		if (gp->level == clv && gp->parent == p && count(c, &c->gs[g]))
+			buf[n++] = count(c, &c->gs[g]);
+	}
+	/* partial selection: repeatedly take the largest */
+	while (sum < need && k < n) {
+		size_t best = k;
+		for (size_t i = k + 1; i < n; i++)
+			if (buf[i] > buf[best])
+				best = i;
+		uint32_t t = buf[k];
+		buf[k] = buf[best];
+		buf[best] = t;
+		sum += buf[k++];
+	}
+	return sum >= need ? k : 0;
+}
+
+static tp_err_t place_in(ctx_t *c, uint32_t sg, int slv, size_t need);
+
+typedef struct child {
+	uint32_t g;
+	uint32_t cnt;
+	int q;      /* up-link quality in 1/64 */
+	bool whole; /* untouched */
+} child_t;
+
+static int child_cmp(const void *pa, const void *pb)
+{
+	const child_t *a = pa, *b = pb;
+
+	if (a->cnt != b->cnt)
+		return a->cnt > b->cnt ? -1 : 1;
+	if (a->whole != b->whole)
+		return a->whole ? 1 : -1; /* partly used first: keep whole ones */
+	if (a->q != b->q)
+		return a->q > b->q ? -1 : 1;
+	return a->g < b->g ? -1 : a->g > b->g;
+}
+
+/* Spread need hosts over the fewest children (level clv) of p: the
+ * largest first, whole; the last one best fit. Among sets of that size,
+ * the one whose worst up-link is best. */
+static tp_err_t spread(ctx_t *c, uint32_t p, int clv, size_t need, bool top)
+{
+	child_t *ch;
+	size_t n = 0, k = 0, sum = 0;
+	tp_err_t err;
+
+	if ((err = uplinks(c)))
+		return err;
+	if (!(ch = tp_malloc((c->ng + 1) * sizeof(child_t))))
+		return TP_ERR_NOMEM;
+	/* once spread, a total request counts hosts; the GPUs are trimmed to
+	 * the request (or found short) at the end */
+	c->hosts_only = c->total;
+	for (size_t g = 0; g < c->ng; g++) {
+		const tp_group_t *gp = group(c, (uint32_t)g);
+		uint32_t cnt = count(c, &c->gs[g]);
+		if (gp->level != clv || gp->parent != p || !cnt)
+			continue;
+		ch[n].g = (uint32_t)g;
+		ch[n].cnt = cnt;
+		ch[n].q = (int)(c->upq[g] * 64.0 + 0.5);
+		ch[n].whole = untouched(&c->gs[g], gp->nhosts);
+		n++;
+	}
+	qsort(ch, n, sizeof(child_t), child_cmp);
+	while (k < n && sum < need)
+		sum += ch[k++].cnt;
+	err = TP_ERR_NOTFOUND;
+	if (sum < need)
+		goto out;
+	/* raise the quality floor while k children still hold the job */
+	int floor = -1;
+	for (int t = 64; t >= 0 && floor < 0; t--) {
+		size_t m = 0, s2 = 0;
+		for (size_t i = 0; i < n && m < k; i++)
+			if (ch[i].q >= t) {
+				s2 += ch[i].cnt;
+				m++;
+			}
+		if (s2 >= need)
+			floor = t;
+	}
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (ch[i].q >= floor)
+			ch[m++] = ch[i];
+	bool skipped = m < n;
+	n = m;
+	sum = 0;
+	for (size_t i = 0; i + 1 < k; i++)
+		sum += ch[i].cnt;
+	size_t rest = need - sum, last = SIZE_MAX;
+	for (size_t i = k - 1; i < n; i++) {
+		if (ch[i].cnt < rest)
+			continue;
+		if (last == SIZE_MAX || ch[i].cnt < ch[last].cnt ||
+		    (ch[i].cnt == ch[last].cnt && !ch[i].whole &&
+		     ch[last].whole))
+			last = i;
+	}
+	if (last == SIZE_MAX)
+		goto out;
+	if (top) {
+		c->wk = WHY_SPAN;
+		c->wparent = p;
+		c->wlevel = clv;
+		c->wk_groups = k;
+		c->wdeg = skipped;
+	}
+	for (size_t i = 0; i + 1 < k; i++) {
+		const tp_group_t *gp = group(c, ch[i].g);
+		if ((err = take_hosts(c, gp->hosts, gp->nhosts, ch[i].cnt, true)))
+			goto out;
+	}
+	err = place_in(c, ch[last].g, clv, rest);
+out:
+	tp_free(ch);
+	return err;
+}
+
+/* Spread, avoiding degraded hosts when that needs no more children. */
+static tp_err_t spread_best(ctx_t *c, uint32_t p, int clv, size_t need,
+			    bool top)
+{
+	bool was = c->good_only;
+	size_t k_all, k_good;
+	tp_err_t err;
+
+	if (!was && tp_fabric_degraded_hosts(c->f)) {
+		uint32_t *tmp = tp_malloc((c->ng + 1) * sizeof(uint32_t));
+		if (!tmp)
+			return TP_ERR_NOMEM;
+		k_all = min_children(c, p, clv, need, tmp);
+		c->good_only = true;
+		k_good = min_children(c, p, clv, need, tmp);
+		tp_free(tmp);
+		if (!k_good || k_good != k_all)
+			c->good_only = false;
+	}
+	err = spread(c, p, clv, need, top);
+	c->good_only = was;
+	return err;
+}
+
+/* Place need hosts inside scope (level slv group sg; NONE: the fabric),
+ * the smallest fitting scope first. */
+static tp_err_t place_in(ctx_t *c, uint32_t sg, int slv, size_t need)
+{
+	bool top = sg == TP_ID_NONE && c->wk == WHY_NONE;
+	uint32_t best = TP_ID_NONE;
+	double bscore = 0;
+	size_t bdeg = 0;
+
+	/* 1. one multi-node NVLink domain: no InfiniBand at all */
+	for (size_t d = 0; d < c->nd && need > 1; d++) {
+		const tp_nvdomain_t *dp = tp_fabric_nvdomain(c->f, d);
+		if (!dp->multi_node || !dp->nhosts ||
+		    !scope_fits(c, &c->ds[d], dp->hosts, dp->nhosts, need))
+			continue;
+		bool inside = true;
+		for (size_t i = 0; i < dp->nhosts && inside; i++)
+			inside = host_in(c, dp->hosts[i], sg, slv);
+		if (!inside)
+			continue;
+		double sc = frag_score(c, &c->ds[d], dp->nhosts, need);
+		size_t deg = c->ds[d].cnt - c->ds[d].good;
+		if (best == TP_ID_NONE || sc < bscore ||
+		    (sc == bscore && deg < bdeg)) {
+			best = (uint32_t)d;
+			bscore = sc;
+			bdeg = deg;
+		}
+	}
+	if (best != TP_ID_NONE) {
+		const tp_nvdomain_t *dp = tp_fabric_nvdomain(c->f, best);
+		if (top) {
+			c->wk = WHY_DOMAIN;
+			c->wid = best;
+			c->wspare = count(c, &c->ds[best]) - need;
+		}
+		return take_hosts(c, dp->hosts, dp->nhosts, need, false);
+	}
+
+	/* 2. one group, lowest level first */
+	int toplv = sg == TP_ID_NONE ? c->nlev : slv;
+	uint32_t *buf = tp_malloc((c->ng + 1) * sizeof(uint32_t));
+	if (!buf)
+		return TP_ERR_NOMEM;
+	for (int lv = 1; lv <= toplv && best == TP_ID_NONE; lv++) {
+		size_t bk = 0, bfd = 0;
+		double bbg = 0;
+		if (lv > 1 && uplinks(c)) {
+			tp_free(buf);
+			return TP_ERR_NOMEM;
+		}
+		for (size_t g = 0; g < c->ng; g++) {
+			const tp_group_t *gp = group(c, (uint32_t)g);
+			const stat_t *st = &c->gs[g];
+			if (gp->level != lv || !group_in(c, (uint32_t)g, sg, slv) ||
+			    !scope_fits(c, st, gp->hosts, gp->nhosts, need))
+				continue;
+			/* time: fewest children to cross, no forced degraded
+			 * hosts; then fragmentation; then the quieter up-links */
+			size_t k = lv > 1 ? min_children(c, (uint32_t)g, lv - 1,
+							 need, buf)
+					  : 1;
+			size_t fd = need > st->good ? need - st->good : 0;
+			double sc = frag_score(c, st, gp->nhosts, need);
+			size_t deg = st->cnt - st->good;
+			double bg = 0;
+			if (c->good_only)
+				fd = 0;
+			if (k == 0)
+				k = SIZE_MAX;
+			/* up-link traffic only breaks ties: computed on the
+			 * first one */
+			if (best != TP_ID_NONE && k == bk && fd == bfd &&
+			    sc == bscore && deg == bdeg && !uplinks(c)) {
+				bg = c->upbg[g];
+				bbg = c->upbg[best];
+			}
+			bool better = best == TP_ID_NONE || k < bk ||
+				      (k == bk && fd < bfd) ||
+				      (k == bk && fd == bfd && sc < bscore) ||
+				      (k == bk && fd == bfd && sc == bscore &&
+				       deg < bdeg) ||
+				      (k == bk && fd == bfd && sc == bscore &&
+				       deg == bdeg && bg < bbg);
+			if (better) {
+				best = (uint32_t)g;
+				bk = k;
+				bfd = fd;
+				bscore = sc;
+				bdeg = deg;
+				bbg = bg;
+			}
+		}
+	}
+	tp_free(buf);
+	if (best != TP_ID_NONE) {
+		const tp_group_t *gp = group(c, best);
+		if (gp->level == 1) {
+			if (top) {
+				c->wk = WHY_GROUP;
+				c->wid = best;
+				c->wlevel = 1;
+				c->wspare = count(c, &c->gs[best]) - need;
+			}
+			return take_hosts(c, gp->hosts, gp->nhosts, need,
+					  need > 1);
+		}
+		return spread_best(c, best, gp->level - 1, need, top);
+	}
+	if (sg != TP_ID_NONE || c->nlev < 1)
+		return TP_ERR_NOTFOUND;
+	/* 3. more than any top-level group holds */
+	return spread_best(c, TP_ID_NONE, c->nlev, need, top);
+}
+
+/* One host: pack (best fit on GPUs), inside the fullest group, degraded
+ * hosts first (a one-host job never uses their missing rails). */
+static tp_err_t place_one(ctx_t *c)
+{
+	uint32_t best = TP_ID_NONE;
+	int bspare = 0, bdeg = 0;
+	double bgrp = 0;
+
+	for (uint32_t h = 0; h < c->nh; h++) {
+		if (!c->off[h])
+			continue;
+		const tp_host_t *hp = host(c, h);
+		int spare = c->total ? c->off[h] - c->tgpus
+			    : c->shared ? c->s->free[h] - c->off[h] : 0;
+		double grp = 1e18;
+		if (hp->group[0] != TP_ID_NONE) {
+			const tp_group_t *gp = group(c, hp->group[0]);
+			grp = frag_score(c, &c->gs[hp->group[0]], gp->nhosts, 1);
+		}
+		int deg = !hp->degraded;
+		if (best == TP_ID_NONE || spare < bspare ||
+		    (spare == bspare && grp < bgrp) ||
+		    (spare == bspare && grp == bgrp && deg < bdeg)) {
+			best = h;
+			bspare = spare;
+			bgrp = grp;
+			bdeg = deg;
+		}
+	}
+	if (best == TP_ID_NONE)
+		return TP_ERR_NOTFOUND;
+	c->wk = WHY_HOST;
+	c->wid = best;
+	c->wspare = (size_t)bspare;
+	return out_push(c, best, c->total ? c->tgpus : c->off[best])
+		       ? TP_OK
+		       : TP_ERR_NOTFOUND;
+}
+
+/* ---- explanation ------------------------------------------------------------ */
+
+static void group_label(const ctx_t *c, uint32_t g, char *buf, size_t len)
+{
+	int lv = group(c, g)->level;
+	size_t ord = 0;
+
+	for (uint32_t i = 0; i < g; i++)
+		ord += group(c, i)->level == lv;
+	snprintf(buf, len, "g%d-%zu", lv, ord);
+}
+
+static void explain(const ctx_t *c, char *why, size_t whylen)
+{
+	char a[48], b[48];
+	size_t ngr = 0;
+
+	if (!why || !whylen)
+		return;
+	switch (c->wk) {
+	case WHY_HOST:
+		snprintf(why, whylen, "fits one host %s (best fit: %zu GPU%s spare)",
+			 host(c, c->wid)->name, c->wspare,
+			 c->wspare == 1 ? "" : "s");
+		break;
+	case WHY_DOMAIN:
+		snprintf(why, whylen,
+			 "fits one NVLink domain %s (best fit: %zu host%s spare)",
+			 tp_fabric_nvdomain(c->f, c->wid)->name, c->wspare,
+			 c->wspare == 1 ? "" : "s");
+		break;
+	case WHY_GROUP:
+		group_label(c, c->wid, a, sizeof(a));
+		snprintf(why, whylen,
+			 "fits one leaf group %s (best fit: %zu host%s spare)", a,
+			 c->wspare, c->wspare == 1 ? "" : "s");
+		break;
+	case WHY_SPAN:
+		for (size_t i = 0; i < c->n; i++) {
+			uint32_t g = host(c, c->hosts[i])->group[0];
+			if (g != TP_ID_NONE && !c->gtmp[g]++)
+				ngr++;
+		}
+		for (size_t i = 0; i < c->n; i++) {
+			uint32_t g = host(c, c->hosts[i])->group[0];
+			if (g != TP_ID_NONE)
+				c->gtmp[g] = 0;
+		}
+		if (c->wparent != TP_ID_NONE)
+			group_label(c, c->wparent, b, sizeof(b));
+		snprintf(why, whylen,
+			 "needs %zu level-%d group%s%s%s (%zu level-1); took the "
+			 "largest free first, the last best fit%s",
+			 c->wk_groups, c->wlevel, c->wk_groups == 1 ? "" : "s",
+			 c->wparent != TP_ID_NONE ? " under " : " across the fabric",
+			 c->wparent != TP_ID_NONE ? b : "", ngr,
+			 c->wdeg ? "; avoided weaker up-links" : "");
+		break;
+	case WHY_ANY:
+		snprintf(why, whylen,
+			 "no group structure fits; took the largest offers");
+		break;
+	case WHY_NONE:
+		why[0] = '\0';
+		break;
+	}
+}
+
+/* ---- the policy ---------------------------------------------------------------- */
+
+/* Total requests: trim the GPUs to exactly what was asked, dropping hosts
+ * that the trim would empty (smallest first). */
+static void trim_total(ctx_t *c)
+{
+	long sum = 0;
+
+	for (size_t i = 0; i < c->n; i++)
+		sum += c->gpus[i];
+	long excess = sum - c->tgpus;
+	while (excess > 0 && c->n) {
+		size_t lo = 0;
+		for (size_t i = 1; i < c->n; i++)
+			if (c->gpus[i] < c->gpus[lo])
+				lo = i;
+		if (c->gpus[lo] <= excess) {
+			excess -= c->gpus[lo];
+			c->hosts[lo] = c->hosts[c->n - 1];
+			c->gpus[lo] = c->gpus[c->n - 1];
+			c->n--;
+		} else {
+			c->gpus[lo] -= (int)excess;
+			excess = 0;
+		}
+	}
+}
+
+static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in)
+{
+	const tp_policy_params_t *pp = in->params;
+
+	c->in = in;
+	c->f = in->f;
+	c->s = in->s;
+	c->nh = tp_fabric_nhosts(c->f);
+	c->ng = tp_fabric_ngroups(c->f);
+	c->nd = tp_fabric_nnvdomains(c->f);
+	c->nlev = tp_fabric_ngroup_levels(c->f);
+	c->total = in->nhosts == 0;
+	c->tgpus = in->total_gpus;
+	c->shared = !c->total && !in->exclusive && in->gpus_per_host > 0;
+	/* Time and fragmentation are ranked, not summed, so w_frag only
+	 * switches the look-ahead on; big_job_share sizes it. */
+	c->pen = pp && pp->w_frag > 0 && pp->big_job_share > 0
+		     ? pp->big_job_share
+		     : 0;
+	if (!c->s)
+		return TP_ERR_INVAL;
+	c->off = tp_malloc((c->nh + 1) * sizeof(int));
+	c->gs = tp_calloc(c->ng + 1, sizeof(stat_t));
+	c->ds = tp_calloc(c->nd + 1, sizeof(stat_t));
+	c->gtmp = tp_calloc(c->ng + 1, sizeof(uint32_t));
+	c->dtmp = tp_calloc(c->nd + 1, sizeof(uint32_t));
+	if (!c->off || !c->gs || !c->ds || !c->gtmp || !c->dtmp)
+		return TP_ERR_NOMEM;
+
+	long hist[64 + 1];
+	uint64_t offered = 0;
+	size_t hosts = 0;
+	memset(hist, 0, sizeof(hist));
+	for (uint32_t h = 0; h < c->nh; h++) {
+		int o = tp__host_offer(in, h);
+		c->off[h] = o > 0 ? o : 0;
+		if (o > 0) {
+			hist[o > 64 ? 64 : o]++;
+			offered += (uint64_t)o;
+			hosts++;
+		}
+	}
+	if (c->total) {
+		/* fewest hosts: the largest offers; a host offering less than
+		 * what the others cannot cover is of no use */
+		long sum = 0, vmax = 0;
+		size_t k = 0;
+		if (in->total_gpus <= 0 || offered < (uint64_t)in->total_gpus)
+			return TP_ERR_NOTFOUND;
+		for (int v = 64; v > 0 && sum < c->tgpus; v--) {
+			if (hist[v] && !vmax)
+				vmax = v;
+			for (long i = 0; i < hist[v] && sum < c->tgpus; i++) {
+				sum += v;
+				k++;
+			}
+		}
+		c->need = k;
+		long floor = c->tgpus - (long)(k - 1) * vmax;
+		for (uint32_t h = 0; h < c->nh; h++)
+			if (c->off[h] < floor)
+				c->off[h] = 0;
+	} else {
+		c->need = in->nhosts;
+		if (hosts < c->need)
+			return TP_ERR_NOTFOUND;
+	}
+	if (!c->need || c->need > c->max)
+		return TP_ERR_NOTFOUND;
+
+	for (uint32_t h = 0; h < c->nh; h++) {
+		const tp_host_t *hp = tp_fabric_host(c->f, h);
+		bool idle = c->s->up[h] && c->s->njobs[h] == 0;
+		bool o = c->off[h] > 0;
+		for (int l = 0; l < TP_MAX_LEVELS; l++) {
+			uint32_t g = hp->group[l];
+			if (g == TP_ID_NONE || g >= c->ng)
+				break;
+			c->gs[g].idle += idle;
+			c->gs[g].cnt += o;
+			c->gs[g].good += o && !hp->degraded;
+			c->gs[g].gpus += (uint64_t)c->off[h];
+		}
+		uint32_t d = hp->nvdomain;
+		if (d != TP_ID_NONE && d < c->nd &&
+		    tp_fabric_nvdomain(c->f, d)->multi_node) {
+			c->ds[d].idle += idle;
+			c->ds[d].cnt += o;
+			c->ds[d].good += o && !hp->degraded;
+			c->ds[d].gpus += (uint64_t)c->off[h];
+		}
+	}
+	return TP_OK;
+}
+
+static void teardown(ctx_t *c)
+{
+	tp_free(c->off);
+	tp_free(c->gs);
+	tp_free(c->ds);
+	tp_free(c->gtmp);
+	tp_free(c->dtmp);
+	tp_free(c->upq);
+	tp_free(c->upbg);
+}
+
+static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
+				 int *gpus, size_t max, size_t *n_p, char *why,
+				 size_t whylen)
+{
+	ctx_t c;
+	tp_err_t err;
+
+	memset(&c, 0, sizeof(c));
+	c.hosts = hosts;
+	c.gpus = gpus;
+	c.max = max;
+	if ((err = setup(&c, in)))
+		goto out;
+	if (c.need == 1)
+		err = place_one(&c);
+	else
+		err = place_in(&c, TP_ID_NONE, 0, c.need);
+	if (err == TP_ERR_NOTFOUND) {
+		/* the structure gave no answer (hosts outside any group):
+		 * any hosts, largest offers first */
+		c.n = 0;
+		c.wk = WHY_ANY;
+		c.hosts_only = false;
+		c.good_only = false;
+		err = take_hosts(&c, NULL, 0, c.need, c.need > 1);
+	}
+	if (!err && c.total) {
+		long sum = 0;
+		for (size_t i = 0; i < c.n; i++)
+			sum += c.gpus[i];
+		if (sum < c.tgpus) {
+			c.n = 0;
+			c.wk = WHY_ANY;
+			c.hosts_only = false;
+			c.good_only = false;
+			err = take_hosts(&c, NULL, 0, c.need, c.need > 1);
+		}
+	}
+	if (err)
+		goto out;
+	if (c.total)
+		trim_total(&c);
+	explain(&c, why, whylen);
+	*n_p = c.n;
+out:
+	teardown(&c);
+	return err;
+}
+
+const tp_policy_t tp__policy_topoplace = {
+	.name = "topoplace",
+	.doc = "smallest scope that fits (NVLink domain, leaf group, fewest "
+	       "groups), best fit, whole groups kept free",
+	.choose = topoplace_choose,
+};

@@ -1,0 +1,610 @@
+/*
+ * The topoplace policy on generated fabrics: the smallest scope, best fit,
+ * the fewest groups on fragmented states, degraded hosts, NVL72 racks, the
+ * invariants every policy keeps, and (printed, not asserted) the time of
+ * one decision on 2,048 and 16,384 hosts with half the GPUs busy.
+ */
+#include "config.h"
+
+#include <cjson/cJSON.h>
+#include <string.h>
+#include <time.h>
+
+#include "tp_test.h"
+#include "placement_int.h"
+
+static const tp_policy_t *topo(void)
+{
+	const tp_policy_t *p = tp_policy_find("topoplace");
+	assert_non_null(p);
+	return p;
+}
+
+/* 2:1 oversubscribed fat tree, hosts interleaved over the leaves. */
+static tp_fabric_t *fat_tree(int leaves, int hosts_per_leaf, int spines,
+			     int uplinks)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = leaves;
+	p.hosts_per_leaf = hosts_per_leaf;
+	p.spines = spines;
+	p.uplinks_per_spine = uplinks;
+	p.interleave = true;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	return f;
+}
+
+static uint32_t leaf_of(const tp_fabric_t *f, uint32_t h)
+{
+	return tp_fabric_host(f, h)->group[0];
+}
+
+/* Occupy `busy` hosts of level-1 group g (whole hosts) as job id. */
+static void fill_group(tp_state_t *s, uint32_t g, size_t busy, uint64_t id)
+{
+	const tp_group_t *gp = tp_fabric_group(tp_state_fabric(s), g);
+	const tp_fabric_t *f = tp_state_fabric(s);
+
+	assert_true(busy <= gp->nhosts);
+	for (size_t i = 0; i < busy; i++) {
+		uint32_t h = gp->hosts[i];
+		int n = (int)tp_fabric_host(f, h)->ngpus;
+		assert_int_equal(tp_state_alloc(s, id, &h, &n, 1), TP_OK);
+	}
+}
+
+static tp_request_t req(int nodes, int gpn, int gpus, bool excl)
+{
+	tp_request_t r;
+
+	memset(&r, 0, sizeof(r));
+	r.nodes = nodes;
+	r.gpus_per_node = gpn;
+	r.gpus = gpus;
+	r.exclusive = excl;
+	return r;
+}
+
+/* The invariants: never a busy GPU or a down host, no host twice, exactly
+ * the size asked. */
+static void check_valid(const tp_state_t *s, const tp_request_t *r,
+			const tp_placement_t *p)
+{
+	const tp_fabric_t *f = tp_state_fabric(s);
+	int total = 0;
+
+	if (r->nodes > 0)
+		assert_int_equal(p->nhosts, (size_t)r->nodes);
+	for (size_t i = 0; i < p->nhosts; i++) {
+		uint32_t h = p->hosts[i];
+		assert_true(h < tp_fabric_nhosts(f));
+		assert_true(tp_state_host_up(s, h));
+		assert_true(p->gpus[i] > 0);
+		assert_true(p->gpus[i] <= tp_state_free_gpus(s, h));
+		if (r->nodes > 0 && r->gpus_per_node > 0)
+			assert_int_equal(p->gpus[i], r->gpus_per_node);
+		if (r->nodes > 0 && r->gpus_per_node == 0)
+			assert_int_equal(p->gpus[i],
+					 (int)tp_fabric_host(f, h)->ngpus);
+		if (r->exclusive || (r->nodes > 0 && r->gpus_per_node == 0))
+			assert_true(tp_state_host_idle(s, h));
+		for (size_t j = 0; j < i; j++)
+			assert_int_not_equal(p->hosts[j], h);
+		total += p->gpus[i];
+	}
+	if (r->nodes == 0)
+		assert_int_equal(total, r->gpus);
+}
+
+static void place(const tp_state_t *s, const tp_request_t *r,
+		  tp_placement_t *p)
+{
+	assert_int_equal(tp_place_run(topo(), s, r, NULL, NULL, 1, p), TP_OK);
+	check_valid(s, r, p);
+}
+
+static size_t groups_of(const tp_fabric_t *f, const tp_placement_t *p)
+{
+	size_t span[TP_SPAN_NLEVELS];
+
+	tp_span_of(f, p->hosts, p->nhosts, span);
+	return span[TP_SPAN_GROUPS];
+}
+
+/* An empty fabric: a job the size of a leaf or less lands in one leaf. */
+static void test_one_group(void **state)
+{
+	tp_fabric_t *f = fat_tree(8, 16, 4, 2);
+	tp_state_t *s = tp_state_create(f);
+	tp_placement_t p;
+
+	for (int n = 2; n <= 16; n += 7) {
+		tp_request_t r = req(n, 8, 0, false);
+		place(s, &r, &p);
+		assert_int_equal(groups_of(f, &p), 1);
+		assert_non_null(strstr(p.explain, "fits one leaf group"));
+		tp_placement_free(&p);
+	}
+	/* 8 hosts' worth of GPUs: 8 whole hosts, one leaf */
+	tp_request_t r = req(0, 0, 64, false);
+	place(s, &r, &p);
+	assert_int_equal(p.nhosts, 8);
+	assert_int_equal(groups_of(f, &p), 1);
+	tp_placement_free(&p);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+/* Best fit: the partly used leaf takes the job, the whole ones stay
+ * whole; of two partly used leaves the tighter one wins. */
+static void test_best_fit(void **state)
+{
+	tp_fabric_t *f = fat_tree(8, 16, 4, 2);
+	tp_state_t *s = tp_state_create(f);
+	tp_placement_t p;
+
+	fill_group(s, 3, 10, 100); /* leaf 3: 6 free */
+	fill_group(s, 5, 4, 101);  /* leaf 5: 12 free */
+	tp_request_t r = req(4, 8, 0, false);
+	place(s, &r, &p);
+	for (size_t i = 0; i < p.nhosts; i++)
+		assert_int_equal(leaf_of(f, p.hosts[i]), 3);
+	assert_non_null(strstr(p.explain, "2 hosts spare"));
+	tp_placement_free(&p);
+
+	/* 8 hosts do not fit leaf 3: leaf 5 (12 free), not a whole leaf */
+	r = req(8, 8, 0, false);
+	place(s, &r, &p);
+	for (size_t i = 0; i < p.nhosts; i++)
+		assert_int_equal(leaf_of(f, p.hosts[i]), 5);
+	tp_placement_free(&p);
+
+	/* a shared 2-GPU job packs onto a partly used host */
+	uint32_t h = tp_fabric_group(f, 6)->hosts[0];
+	int g = 6;
+	assert_int_equal(tp_state_alloc(s, 102, &h, &g, 1), TP_OK);
+	r = req(1, 2, 0, false);
+	place(s, &r, &p);
+	assert_int_equal(p.hosts[0], h);
+	tp_placement_free(&p);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+/* Fragmented state: the fewest leaves, the largest first, the last one
+ * best fit, and the medium leaf left alone. */
+static void test_min_groups(void **state)
+{
+	tp_fabric_t *f = fat_tree(8, 16, 4, 2);
+	tp_state_t *s = tp_state_create(f);
+	tp_placement_t p;
+	size_t free_of[8] = {16, 12, 10, 8, 6, 4, 2, 1};
+
+	for (uint32_t g = 0; g < 8; g++)
+		fill_group(s, g, 16 - free_of[g], 200 + g);
+	tp_request_t r = req(30, 8, 0, true);
+	place(s, &r, &p);
+	size_t min[TP_SPAN_NLEVELS];
+	tp_span_min(f, s, &r, min);
+	assert_int_equal(groups_of(f, &p), 3);
+	assert_int_equal(groups_of(f, &p), min[TP_SPAN_GROUPS]);
+	size_t per[8] = {0};
+	for (size_t i = 0; i < p.nhosts; i++)
+		per[leaf_of(f, p.hosts[i])]++;
+	assert_int_equal(per[0], 16);
+	assert_int_equal(per[1], 12);
+	assert_int_equal(per[6], 2); /* remainder 2: best fit */
+	assert_int_equal(per[2], 0); /* 10 free stays for the next job */
+	assert_non_null(strstr(p.explain, "needs 3 level-1 groups"));
+	tp_placement_free(&p);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+/* Random fragmented states: the group span always equals the least any
+ * placement could have on that free state. */
+static void test_min_groups_random(void **state)
+{
+	tp_fabric_t *f = fat_tree(16, 16, 8, 1);
+	uint64_t rng = 42;
+	size_t at_min = 0, runs = 0;
+
+	for (int t = 0; t < 200; t++) {
+		tp_state_t *s = tp_state_create(f);
+		for (uint32_t g = 0; g < 16; g++)
+			fill_group(s, g, tp__rand_next(&rng) % 17, 300 + g);
+		tp_request_t r = req(1 + (int)(tp__rand_next(&rng) % 60), 8, 0,
+				     false);
+		tp_placement_t p;
+		if (tp_place_run(topo(), s, &r, NULL, NULL, 1, &p) == TP_OK) {
+			size_t min[TP_SPAN_NLEVELS];
+			check_valid(s, &r, &p);
+			tp_span_min(f, s, &r, min);
+			at_min += groups_of(f, &p) == min[TP_SPAN_GROUPS];
+			runs++;
+			tp_placement_free(&p);
+		}
+		tp_state_destroy(s);
+	}
+	assert_true(runs > 100);
+	assert_int_equal(at_min, runs);
+	tp_fabric_destroy(f);
+}
+
+/* Rail fabric with hosts missing one rail cable. */
+static tp_fabric_t *rail_degraded(const char *const *names, size_t n)
+{
+	tp_gen_rail_t p;
+	tp_fabric_t *f = NULL, *g = NULL;
+	char *json = NULL;
+
+	tp_gen_rail_defaults(&p);
+	assert_int_equal(tp_gen_rail(&p, &f), TP_OK);
+	assert_int_equal(tp_fabric_to_json(f, &json), TP_OK);
+	cJSON *root = cJSON_Parse(json);
+	assert_non_null(root);
+	cJSON *cas = cJSON_GetObjectItem(root, "cas");
+	cJSON *links = cJSON_GetObjectItem(root, "links");
+	for (size_t k = 0; k < n; k++) {
+		char desc[64];
+		int ca = -1, i = 0;
+		cJSON *it;
+		snprintf(desc, sizeof(desc), "%s mlx5_7", names[k]);
+		cJSON_ArrayForEach(it, cas)
+		{
+			if (!strcmp(cJSON_GetObjectItem(it, "desc")->valuestring,
+				    desc))
+				ca = i;
+			i++;
+		}
+		assert_true(ca >= 0);
+		i = 0;
+		cJSON_ArrayForEach(it, links)
+		{
+			cJSON *b = cJSON_GetObjectItem(it, "b");
+			if (!strcmp(cJSON_GetArrayItem(b, 0)->valuestring, "ca") &&
+			    cJSON_GetArrayItem(b, 1)->valueint == ca)
+				break;
+			i++;
+		}
+		assert_non_null(it);
+		cJSON_DeleteItemFromArray(links, i);
+	}
+	char *out = cJSON_PrintUnformatted(root);
+	assert_int_equal(tp_fabric_parse_json("degraded", out, &g, NULL), TP_OK);
+	cJSON_free(out);
+	cJSON_Delete(root);
+	tp_free(json);
+	tp_fabric_destroy(f);
+	assert_int_equal(tp_fabric_degraded_hosts(g), n);
+	return g;
+}
+
+static void test_degraded(void **state)
+{
+	static const char *const bad[] = {"dgx001", "dgx002", "dgx003", "dgx004"};
+	tp_fabric_t *f = rail_degraded(bad, 4);
+	tp_state_t *s = tp_state_create(f);
+	uint32_t su0 = leaf_of(f, tp_fabric_host_find(f, "dgx001"));
+	tp_placement_t p;
+
+	/* SU 0 partly used: best fit, and 16 of its free hosts are healthy */
+	for (int i = 5; i <= 20; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "dgx%03d", i);
+		uint32_t h = tp_fabric_host_find(f, name);
+		int g = 8;
+		assert_int_equal(leaf_of(f, h), su0);
+		assert_int_equal(tp_state_alloc(s, 400, &h, &g, 1), TP_OK);
+	}
+	tp_request_t r = req(8, 8, 0, false);
+	place(s, &r, &p);
+	for (size_t i = 0; i < p.nhosts; i++) {
+		assert_false(tp_fabric_host(f, p.hosts[i])->degraded);
+		assert_int_equal(leaf_of(f, p.hosts[i]), su0);
+	}
+	tp_placement_free(&p);
+	/* 14 would need 2 degraded hosts in SU 0: a whole healthy SU instead */
+	r = req(14, 8, 0, false);
+	place(s, &r, &p);
+	assert_int_equal(groups_of(f, &p), 1);
+	for (size_t i = 0; i < p.nhosts; i++)
+		assert_false(tp_fabric_host(f, p.hosts[i])->degraded);
+	tp_placement_free(&p);
+	/* a one-host job never uses the missing rail: it takes a degraded
+	 * host and keeps the healthy ones for rings */
+	r = req(1, 0, 0, true);
+	place(s, &r, &p);
+	assert_true(tp_fabric_host(f, p.hosts[0])->degraded);
+	tp_placement_free(&p);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+/* Spanning leaves: the one with degraded up-links is left out when an
+ * equally small set of healthy ones holds the job. */
+static void test_uplinks(void **state)
+{
+	tp_fabric_t *f = fat_tree(4, 8, 2, 1);
+	tp_state_t *s = tp_state_create(f);
+	tp_placement_t p;
+
+	/* halve every up-link of leaf 0 */
+	for (size_t i = 0; i < tp_fabric_nlinks(f); i++) {
+		const tp_link_t *l = tp_fabric_link(f, i);
+		if (l->kind[0] != TP_NODE_SWITCH || l->kind[1] != TP_NODE_SWITCH)
+			continue;
+		for (int e = 0; e < 2; e++) {
+			const tp_switch_t *sw = tp_fabric_switch(f, l->node[e]);
+			if (sw->level == 1 && sw->group == 0)
+				assert_int_equal(
+				    tp_state_set_link(s, (uint32_t)i, 0.5, 0),
+				    TP_OK);
+		}
+	}
+	tp_request_t r = req(12, 8, 0, false);
+	place(s, &r, &p);
+	assert_int_equal(groups_of(f, &p), 2);
+	for (size_t i = 0; i < p.nhosts; i++)
+		assert_int_not_equal(leaf_of(f, p.hosts[i]), 0);
+	tp_placement_free(&p);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+/* NVL72: up to 18 hosts stay in one rack (one NVLink domain), best fit
+ * among racks. */
+static void test_nvl72(void **state)
+{
+	tp_gen_nvl72_t g;
+	tp_fabric_t *f = NULL;
+	tp_placement_t p;
+
+	tp_gen_nvl72_defaults(&g);
+	assert_int_equal(tp_gen_nvl72(&g, &f), TP_OK);
+	tp_state_t *s = tp_state_create(f);
+	for (int n = 2; n <= 18; n += 4) {
+		tp_request_t r = req(n, 4, 0, false);
+		size_t span[TP_SPAN_NLEVELS];
+		place(s, &r, &p);
+		tp_span_of(f, p.hosts, p.nhosts, span);
+		assert_int_equal(span[TP_SPAN_NVDOMAINS], 1);
+		assert_non_null(strstr(p.explain, "NVLink domain"));
+		tp_placement_free(&p);
+	}
+	/* rack 2 partly used (4 trays busy): a 12-host job goes there */
+	uint32_t d2 = tp_fabric_host(f, 36)->nvdomain;
+	const tp_nvdomain_t *dp = tp_fabric_nvdomain(f, d2);
+	for (size_t i = 0; i < 4; i++) {
+		uint32_t h = dp->hosts[i];
+		int n = 4;
+		assert_int_equal(tp_state_alloc(s, 500, &h, &n, 1), TP_OK);
+	}
+	tp_request_t r = req(12, 4, 0, false);
+	place(s, &r, &p);
+	for (size_t i = 0; i < p.nhosts; i++)
+		assert_int_equal(tp_fabric_host(f, p.hosts[i])->nvdomain, d2);
+	tp_placement_free(&p);
+	/* 8 GPUs: two trays of one rack */
+	r = req(0, 0, 8, false);
+	place(s, &r, &p);
+	assert_int_equal(p.nhosts, 2);
+	assert_int_equal(tp_fabric_host(f, p.hosts[0])->nvdomain,
+			 tp_fabric_host(f, p.hosts[1])->nvdomain);
+	tp_placement_free(&p);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+/* Fill 1.5 x `share` of the GPUs with a job mix (1..8 GPUs shared, 2..16
+ * whole hosts) placed by topoplace itself, then release every third job
+ * and random ones down to `share`: a fragmented state. */
+static void fragment(tp_state_t *s, double share, uint64_t seed)
+{
+	const tp_fabric_t *f = tp_state_fabric(s);
+	size_t total = tp_fabric_total_gpus(f);
+	uint64_t id = 1000;
+
+	while ((double)tp_state_busy_gpus(s) < share * (double)total * 1.5) {
+		uint64_t x = tp__rand_next(&seed);
+		tp_request_t r = x % 3 ? req(0, 0, 1 + (int)((x >> 8) % 8), false)
+				       : req(2 + (int)((x >> 8) % 15), 0, 0,
+					     true);
+		tp_placement_t p;
+		if (tp_place_run(topo(), s, &r, NULL, NULL, seed, &p) != TP_OK)
+			break;
+		assert_int_equal(tp_state_alloc(s, id++, p.hosts, p.gpus,
+						p.nhosts),
+				 TP_OK);
+		tp_placement_free(&p);
+	}
+	for (uint64_t j = 1000; j < id; j += 3)
+		tp_state_release(s, j);
+	while ((double)tp_state_busy_gpus(s) > share * (double)total) {
+		uint64_t j = 1000 + tp__rand_next(&seed) % (id - 1000);
+		tp_state_release(s, j);
+	}
+}
+
+/* Never busy, exact size, deterministic (same answer for any seed: the
+ * policy breaks every tie on an index), on all three fabric kinds. */
+static void test_invariants(void **state)
+{
+	tp_fabric_t *fabs[3];
+	tp_gen_rail_t rp;
+	tp_gen_nvl72_t np;
+
+	fabs[0] = fat_tree(8, 16, 4, 2);
+	tp_gen_rail_defaults(&rp);
+	assert_int_equal(tp_gen_rail(&rp, &fabs[1]), TP_OK);
+	tp_gen_nvl72_defaults(&np);
+	assert_int_equal(tp_gen_nvl72(&np, &fabs[2]), TP_OK);
+	for (int k = 0; k < 3; k++) {
+		tp_fabric_t *f = fabs[k];
+		uint64_t rng = 7 + (uint64_t)k;
+		for (int t = 0; t < 40; t++) {
+			tp_state_t *s = tp_state_create(f);
+			fragment(s, 0.2 + 0.6 * (double)(t % 4) / 3.0, rng++);
+			tp_state_set_host_up(s, (uint32_t)(t % tp_fabric_nhosts(f)),
+					     false);
+			for (int q = 0; q < 12; q++) {
+				uint64_t x = tp__rand_next(&rng);
+				int gph = (int)tp_fabric_host(f, 0)->ngpus;
+				tp_request_t r;
+				switch (x % 4) {
+				case 0:
+					r = req(1 + (int)((x >> 8) % 24), 0, 0, true);
+					break;
+				case 1:
+					r = req(1 + (int)((x >> 8) % 24),
+						1 + (int)((x >> 16) % gph), 0,
+						false);
+					break;
+				case 2:
+					r = req(0, 0, 1 + (int)((x >> 8) % 100),
+						false);
+					break;
+				default:
+					r = req(0, 0, 1 + (int)((x >> 8) % 100),
+						true);
+					break;
+				}
+				tp_placement_t a, b;
+				tp_err_t ea = tp_place_run(topo(), s, &r, NULL,
+							   NULL, 1, &a);
+				tp_err_t eb = tp_place_run(topo(), s, &r, NULL,
+							   NULL, 99, &b);
+				assert_int_equal(ea, eb);
+				if (ea != TP_OK) {
+					assert_true(ea == TP_ERR_NOTFOUND ||
+						    ea == TP_ERR_RANGE);
+					continue;
+				}
+				check_valid(s, &r, &a);
+				assert_int_equal(a.nhosts, b.nhosts);
+				assert_memory_equal(a.hosts, b.hosts,
+						    a.nhosts * sizeof(uint32_t));
+				assert_memory_equal(a.gpus, b.gpus,
+						    a.nhosts * sizeof(int));
+				tp_placement_free(&a);
+				tp_placement_free(&b);
+			}
+			tp_state_destroy(s);
+		}
+		tp_fabric_destroy(f);
+	}
+}
+
+/* Not found when it does not fit now; never a partial answer. */
+static void test_no_fit(void **state)
+{
+	tp_fabric_t *f = fat_tree(2, 4, 2, 1);
+	tp_state_t *s = tp_state_create(f);
+	tp_placement_t p;
+
+	fill_group(s, 0, 3, 600);
+	tp_request_t r = req(6, 0, 0, true);
+	assert_int_equal(tp_place_run(topo(), s, &r, NULL, NULL, 1, &p),
+			 TP_ERR_NOTFOUND);
+	r = req(0, 0, 41, false);
+	assert_int_not_equal(tp_place_run(topo(), s, &r, NULL, NULL, 1, &p),
+			     TP_OK);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int dbl_cmp(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* Decision time through the policy alone (no ring order, no prediction),
+ * printed for the issue note; the thresholds are goals, not asserts,
+ * because CI machines vary. */
+static void time_fabric(int leaves, int hosts_per_leaf, int spines)
+{
+	tp_fabric_t *f = fat_tree(leaves, hosts_per_leaf, spines, 1);
+	tp_state_t *s = tp_state_create(f);
+	tp_policy_params_t pp;
+	enum { RUNS = 400 };
+	double t[RUNS];
+	uint64_t rng = 5;
+	uint32_t *hosts = tp_malloc(2048 * sizeof(uint32_t));
+	int *gpus = tp_malloc(2048 * sizeof(int));
+	char why[256];
+
+	tp_policy_params_defaults(&pp);
+	fragment(s, 0.5, 11);
+	for (int i = 0; i < RUNS; i++) {
+		uint64_t x = tp__rand_next(&rng);
+		tp_request_t r = x % 2 ? req(0, 0, 1 + (int)((x >> 8) % 64), false)
+				       : req(1 + (int)((x >> 8) % 128), 8, 0,
+					     true);
+		tp__policy_in_t in = {.f = f, .s = s, .r = &r, .params = &pp};
+		size_t n = 0;
+		in.nhosts = (size_t)r.nodes;
+		in.gpus_per_host = r.gpus_per_node;
+		in.total_gpus = r.gpus;
+		in.exclusive = r.exclusive;
+		double t0 = now();
+		tp__policy_topoplace.choose(&in, hosts, gpus, 2048, &n, why,
+					    sizeof(why));
+		t[i] = now() - t0;
+	}
+	qsort(t, RUNS, sizeof(double), dbl_cmp);
+	printf("# topoplace decision on %zu hosts / %zu GPUs, %.0f%% busy: "
+	       "p50 %.1f us, p99 %.1f us, max %.1f us\n",
+	       tp_fabric_nhosts(f), tp_fabric_total_gpus(f),
+	       100.0 * (double)tp_state_busy_gpus(s) /
+		   (double)tp_fabric_total_gpus(f),
+	       t[RUNS / 2] * 1e6, t[RUNS * 99 / 100] * 1e6, t[RUNS - 1] * 1e6);
+	tp_free(hosts);
+	tp_free(gpus);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+static void test_timing(void **state)
+{
+	time_fabric(64, 32, 16);   /* 2,048 hosts, 16,384 GPUs */
+	time_fabric(512, 32, 16);  /* 16,384 hosts */
+}
+
+/* A policy that breaks its contract is logged by tp_place_run: show it. */
+static void log_stderr(tp_log_level_t level, const char *msg, void *arg)
+{
+	if (level <= TP_LOG_WARN)
+		fprintf(stderr, "# %s\n", msg);
+}
+
+int main(void)
+{
+	tp_log_set(log_stderr, NULL);
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_one_group),
+	    cmocka_unit_test(test_best_fit),
+	    cmocka_unit_test(test_min_groups),
+	    cmocka_unit_test(test_min_groups_random),
+	    cmocka_unit_test(test_degraded),
+	    cmocka_unit_test(test_uplinks),
+	    cmocka_unit_test(test_nvl72),
+	    cmocka_unit_test(test_invariants),
+	    cmocka_unit_test(test_no_fit),
+	    cmocka_unit_test(test_timing),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
