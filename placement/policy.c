@@ -1,1 +1,493 @@
+/*
+ * The policy registry and the placement driver shared by every policy.
+ *
+ * tp_place_run does everything that must not differ between policies, so
+ * that comparing them measures only their choice: request normalisation,
+ * the "never fits" / "does not fit now" verdicts, checking the answer
+ * (a policy that hands out a busy GPU is a bug, reported as such rather
+ * than passed on to the scheduler), ring order, spans and the cost
+ * prediction. Only choose() is timed.
+ */
 #include "config.h"
+
+#include <limits.h>
+#include <stddef.h>
+#include <string.h>
+#include <time.h>
+
+#include "placement_int.h"
+
+/* Cost is predicted for 1 GiB when the request gives no size: large
+ * enough that bandwidth, which placement changes, dominates latency. */
+#define DEFAULT_BYTES (1024.0 * 1024.0 * 1024.0)
+
+/* ---- registry ---- */
+
+static const tp_policy_t *const policies[] = {
+    &tp__policy_topoplace, &tp__policy_slurm_tree, &tp__policy_slurm_linear,
+    &tp__policy_first_fit, &tp__policy_random,
+};
+
+#define NPOLICIES (sizeof(policies) / sizeof(policies[0]))
+
+const tp_policy_t *tp_policy_find(const char *name)
+{
+	if (!name)
+		return NULL;
+	for (size_t i = 0; i < NPOLICIES; i++)
+		if (!strcmp(name, policies[i]->name))
+			return policies[i];
+	return NULL;
+}
+
+const char *tp_policy_name(const tp_policy_t *p)
+{
+	return p ? p->name : "(none)";
+}
+
+const char *tp_policy_names(void)
+{
+	/* a literal, not built at run time: no state, no thread worries;
+	 * test_policy checks it against the table */
+	return "topoplace, slurm-tree, slurm-linear, first-fit, random";
+}
+
+/* ---- parameters (one table: defaults, ranges, documentation) ---- */
+
+typedef struct param_def {
+	const char *name;
+	size_t off;
+	double def, lo, hi;
+	const char *doc;
+} param_def_t;
+
+static const param_def_t param_table[] = {
+    {"w_time", offsetof(tp_policy_params_t, w_time), 1.0, 0.0, 1e6,
+     "weight of the predicted all-reduce time (relative to ideal)"},
+    {"w_frag", offsetof(tp_policy_params_t, w_frag), 0.2, 0.0, 1e6,
+     "weight of breaking up free level-1 groups and NVLink domains"},
+    {"w_churn", offsetof(tp_policy_params_t, w_churn), 0.05, 0.0, 1e6,
+     "weight of moving away from the previous choice"},
+    {"big_job_share", offsetof(tp_policy_params_t, big_job_share), 0.25, 0.0,
+     1.0, "share of future jobs that need a whole group (look-ahead)"},
+};
+
+void tp_policy_params_defaults(tp_policy_params_t *p)
+{
+	if (!p)
+		return;
+	memset(p, 0, sizeof(*p));
+	for (size_t i = 0; i < sizeof(param_table) / sizeof(param_table[0]);
+	     i++)
+		*(double *)((char *)p + param_table[i].off) =
+		    param_table[i].def;
+}
+
+/* ---- shared helpers ---- */
+
+int tp__host_offer(const tp__policy_in_t *in, uint32_t h)
+{
+	const tp_host_t *hp = tp_fabric_host(in->f, h);
+	int ng = (int)hp->ngpus;
+	/* no state: the empty fabric (used for "can it ever fit" and the
+	 * ideal placement) */
+	int free = in->s ? in->s->free[h] : ng;
+	bool idle = in->s ? in->s->njobs[h] == 0 : true;
+
+	if (in->s && !in->s->up[h])
+		return 0;
+	if (in->nhosts && in->gpus_per_host == 0)
+		return idle && ng > 0 ? ng : 0; /* whole host */
+	if (in->exclusive && !idle)
+		return 0;
+	if (in->nhosts)
+		return free >= in->gpus_per_host ? in->gpus_per_host : 0;
+	return free;
+}
+
+void tp_placement_free(tp_placement_t *p)
+{
+	if (!p)
+		return;
+	tp_free(p->hosts);
+	tp_free(p->gpus);
+	tp_free(p->explain);
+	memset(p, 0, sizeof(*p));
+}
+
+/* ---- the ideal placement (for ideal_s) ---- */
+
+/*
+ * Best hosts on the empty fabric: the smallest group (lowest level first,
+ * best fit by capacity) that holds the whole job; inside it, whole child
+ * groups largest first while the rest exceeds every child, then the
+ * tightest child that holds the rest, recursively; hosts in index order
+ * inside a level-1 group. That gives the fewest groups at every level,
+ * which is what the cost model rewards on a healthy idle tree.
+ */
+typedef struct pack {
+	const tp__policy_in_t *in;
+	int *offer;  /* per host, 0 once taken */
+	size_t *cap; /* per group: capacity in hosts (or GPUs) */
+	uint32_t *hosts;
+	int *gpus;
+	size_t n, max;
+	size_t need;
+} pack_t;
+
+static size_t unit(const pack_t *pk, int offer)
+{
+	return pk->in->nhosts ? (offer > 0) : (size_t)offer;
+}
+
+static void take_host(pack_t *pk, uint32_t h)
+{
+	int g = pk->offer[h];
+
+	if (!g || !pk->need || pk->n >= pk->max)
+		return;
+	if (!pk->in->nhosts && (size_t)g > pk->need)
+		g = (int)pk->need;
+	pk->hosts[pk->n] = h;
+	pk->gpus[pk->n++] = g;
+	pk->need -= unit(pk, g);
+	pk->offer[h] = 0;
+}
+
+static void fill_group(pack_t *pk, uint32_t g)
+{
+	const tp_fabric_t *f = pk->in->f;
+	const tp_group_t *gp = tp_fabric_group(f, g);
+	size_t ng = tp_fabric_ngroups(f);
+	bool *done;
+
+	if (gp->level <= 1) {
+		for (size_t i = 0; i < gp->nhosts && pk->need; i++)
+			take_host(pk, gp->hosts[i]);
+		return;
+	}
+	if (!(done = tp_calloc(ng + 1, sizeof(bool))))
+		goto hosts;
+	while (pk->need) {
+		uint32_t big = TP_ID_NONE, fit = TP_ID_NONE;
+		for (uint32_t c = 0; c < ng; c++) {
+			const tp_group_t *cp = tp_fabric_group(f, c);
+			if (cp->parent != g || done[c] || !pk->cap[c])
+				continue;
+			if (big == TP_ID_NONE || pk->cap[c] > pk->cap[big])
+				big = c;
+			if (pk->cap[c] >= pk->need &&
+			    (fit == TP_ID_NONE || pk->cap[c] < pk->cap[fit]))
+				fit = c;
+		}
+		if (big == TP_ID_NONE)
+			break;
+		done[fit != TP_ID_NONE ? fit : big] = true;
+		fill_group(pk, fit != TP_ID_NONE ? fit : big);
+	}
+	tp_free(done);
+hosts:
+	/* children short of memory or capacity: any host of the group */
+	for (size_t i = 0; i < gp->nhosts && pk->need; i++)
+		take_host(pk, gp->hosts[i]);
+}
+
+static void pack_ideal(pack_t *pk)
+{
+	const tp_fabric_t *f = pk->in->f;
+	size_t nh = tp_fabric_nhosts(f), ng = tp_fabric_ngroups(f);
+	uint32_t best = TP_ID_NONE;
+
+	for (uint32_t h = 0; h < nh; h++) {
+		const tp_host_t *hp = tp_fabric_host(f, h);
+		pk->offer[h] = tp__host_offer(pk->in, h);
+		for (int l = 0; l < TP_MAX_LEVELS; l++)
+			if (hp->group[l] != TP_ID_NONE)
+				pk->cap[hp->group[l]] += unit(pk, pk->offer[h]);
+	}
+	for (int lv = 1; lv <= tp_fabric_ngroup_levels(f) && best == TP_ID_NONE;
+	     lv++)
+		for (uint32_t g = 0; g < ng; g++)
+			if (tp_fabric_group(f, g)->level == lv &&
+			    pk->cap[g] >= pk->need &&
+			    (best == TP_ID_NONE || pk->cap[g] < pk->cap[best]))
+				best = g;
+	if (best != TP_ID_NONE) {
+		fill_group(pk, best);
+		return;
+	}
+	/* no single tree holds it: top-level groups largest first */
+	while (pk->need) {
+		uint32_t big = TP_ID_NONE;
+		for (uint32_t g = 0; g < ng; g++) {
+			const tp_group_t *gp = tp_fabric_group(f, g);
+			if (gp->parent == TP_ID_NONE && pk->cap[g] &&
+			    (big == TP_ID_NONE || pk->cap[g] > pk->cap[big]))
+				big = g;
+		}
+		if (big == TP_ID_NONE)
+			break;
+		fill_group(pk, big);
+		pk->cap[big] = 0;
+	}
+	for (uint32_t h = 0; h < nh && pk->need; h++)
+		take_host(pk, h);
+}
+
+/* ---- the driver ---- */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Faster of ring and hierarchical: what NCCL would pick. */
+static tp_err_t predict(const tp_cost_ctx_t *ctx, const tp_state_t *s,
+			const uint32_t *hosts, const int *gpus, size_t n,
+			double bytes, double *s_p)
+{
+	static const tp_algo_t algos[] = {TP_ALGO_RING, TP_ALGO_HIERARCHICAL};
+	tp_err_t first = TP_OK;
+	double best = -1;
+
+	for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
+		tp_cost_t c;
+		tp_err_t err = tp_cost_predict(ctx, s, hosts, gpus, n, bytes,
+					       algos[i], &c);
+		if (err) {
+			if (!first)
+				first = err;
+			continue;
+		}
+		if (best < 0 || c.seconds < best)
+			best = c.seconds;
+	}
+	if (best < 0)
+		return first;
+	*s_p = best;
+	return TP_OK;
+}
+
+static tp_err_t ideal_seconds(const tp__policy_in_t *in, double bytes,
+			      double *s_p)
+{
+	const tp_fabric_t *f = in->f;
+	tp__policy_in_t e = *in;
+	size_t nh = tp_fabric_nhosts(f);
+	pack_t pk = {.in = &e};
+	tp_err_t err = TP_ERR_NOMEM;
+
+	e.s = NULL; /* the empty fabric */
+	pk.need = in->nhosts ? in->nhosts : (size_t)in->total_gpus;
+	pk.max = nh;
+	pk.offer = tp_calloc(nh + 1, sizeof(int));
+	pk.cap = tp_calloc(tp_fabric_ngroups(f) + 1, sizeof(size_t));
+	pk.hosts = tp_malloc((nh + 1) * sizeof(uint32_t));
+	pk.gpus = tp_malloc((nh + 1) * sizeof(int));
+	if (!pk.offer || !pk.cap || !pk.hosts || !pk.gpus)
+		goto out;
+	pack_ideal(&pk);
+	/* cannot happen once the "never fits" check passed */
+	err = TP_ERR_RANGE;
+	if (pk.need)
+		goto out;
+	tp_ring_order(f, pk.hosts, pk.gpus, pk.n);
+	err = predict(in->cost, NULL, pk.hosts, pk.gpus, pk.n, bytes, s_p);
+out:
+	tp_free(pk.offer);
+	tp_free(pk.cap);
+	tp_free(pk.hosts);
+	tp_free(pk.gpus);
+	return err;
+}
+
+/* Would the request fit on the empty fabric (*ever_p) and now? One pass
+ * for both: the driver's overhead must stay small next to choose().
+ * *n_p: hosts offering now. */
+static bool fits(const tp__policy_in_t *in, bool *ever_p, size_t *n_p)
+{
+	tp__policy_in_t empty = *in;
+	size_t nh = tp_fabric_nhosts(in->f), n = 0, n0 = 0;
+	long long gpus = 0, gpus0 = 0;
+
+	empty.s = NULL;
+	for (uint32_t h = 0; h < nh; h++) {
+		int g = tp__host_offer(in, h), g0 = tp__host_offer(&empty, h);
+		if (g > 0) {
+			n++;
+			gpus += g;
+		}
+		if (g0 > 0) {
+			n0++;
+			gpus0 += g0;
+		}
+	}
+	*n_p = n;
+	*ever_p = in->nhosts ? n0 >= in->nhosts : gpus0 >= in->total_gpus;
+	return in->nhosts ? n >= in->nhosts : gpus >= in->total_gpus;
+}
+
+/* The answer must be exactly the request on free, usable GPUs:
+ * TP_ERR_INVAL (with *why_p) when it is not. */
+static tp_err_t check_answer(const tp__policy_in_t *in, const uint32_t *hosts,
+			     const int *gpus, size_t n, size_t max,
+			     const char **why_p)
+{
+	size_t nh = tp_fabric_nhosts(in->f);
+	long long total = 0;
+	bool *seen;
+	tp_err_t err = TP_ERR_INVAL;
+
+	if (n > max || !n) {
+		*why_p = "wrong number of hosts";
+		return TP_ERR_INVAL;
+	}
+	if (!(seen = tp_calloc(nh + 1, sizeof(bool))))
+		return TP_ERR_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		int offer;
+		if (hosts[i] >= nh || seen[hosts[i]]) {
+			*why_p = "a host out of range or twice";
+			goto out;
+		}
+		seen[hosts[i]] = true;
+		offer = tp__host_offer(in, hosts[i]);
+		if (in->nhosts ? gpus[i] != offer || !offer
+			       : gpus[i] < 1 || gpus[i] > offer) {
+			*why_p = "a host that is down, busy or short of GPUs";
+			goto out;
+		}
+		total += gpus[i];
+	}
+	if (in->nhosts ? n != in->nhosts : total != in->total_gpus) {
+		*why_p = "not the size asked";
+		goto out;
+	}
+	err = TP_OK;
+out:
+	tp_free(seen);
+	return err;
+}
+
+static char *explain(const tp__policy_in_t *in, const tp_placement_t *p,
+		     const char *why)
+{
+	tp_strbuf_t sb = {0};
+	size_t g = p->span[TP_SPAN_GROUPS];
+
+	tp_strbuf_printf(&sb,
+			 "%zu host%s in %zu level-1 group%s (minimum %zu on "
+			 "the free fabric, %zu empty)",
+			 p->nhosts, p->nhosts == 1 ? "" : "s", g,
+			 g == 1 ? "" : "s", p->min_span_free[TP_SPAN_GROUPS],
+			 p->min_span_empty[TP_SPAN_GROUPS]);
+	if (in->cost)
+		tp_strbuf_printf(&sb, "; predicted %.3g ms vs ideal %.3g ms",
+				 p->predicted_s * 1e3, p->ideal_s * 1e3);
+	tp_strbuf_printf(&sb, ".%s%s", why && *why ? " " : "", why ? why : "");
+	tp_strbuf_append(&sb, "", 0);
+	if (sb.failed) {
+		tp_free(sb.buf);
+		return NULL;
+	}
+	return sb.buf;
+}
+
+tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
+		      const tp_request_t *r, const tp_policy_params_t *params,
+		      const tp_cost_ctx_t *ctx, uint64_t seed,
+		      tp_placement_t *out)
+{
+	tp_policy_params_t defaults;
+	tp__policy_in_t in = {0};
+	tp_placement_t p = {0};
+	char why[256] = "";
+	const char *bad;
+	size_t max, offering;
+	bool ever;
+	double t0, bytes;
+	tp_err_t err;
+
+	if (!policy || !policy->choose || !s || !r || !out || r->nodes < 0 ||
+	    r->gpus < 0 || r->gpus_per_node < 0 || !(r->bytes >= 0))
+		return TP_ERR_INVAL;
+	if (!params) {
+		tp_policy_params_defaults(&defaults);
+		params = &defaults;
+	}
+	in.f = tp_state_fabric(s);
+	in.s = s;
+	in.r = r;
+	in.params = params;
+	in.cost = ctx;
+	in.seed = seed;
+	in.exclusive = r->exclusive;
+	if (r->nodes > 0) {
+		/* a hand-made request may ask beyond int; no fabric has that */
+		if ((long long)r->nodes * r->gpus_per_node > INT_MAX)
+			return TP_ERR_RANGE;
+		in.nhosts = (size_t)r->nodes;
+		in.gpus_per_host = r->gpus_per_node;
+		in.total_gpus = r->nodes * r->gpus_per_node;
+	} else if (r->gpus > 0) {
+		in.total_gpus = r->gpus;
+	} else {
+		return TP_ERR_INVAL;
+	}
+	if (!fits(&in, &ever, &offering))
+		return ever ? TP_ERR_NOTFOUND : TP_ERR_RANGE;
+	max = in.nhosts
+		  ? in.nhosts
+		  : (offering < (size_t)in.total_gpus ? offering
+						      : (size_t)in.total_gpus);
+	p.hosts = tp_malloc(max * sizeof(uint32_t));
+	p.gpus = tp_malloc(max * sizeof(int));
+	if (!p.hosts || !p.gpus) {
+		err = TP_ERR_NOMEM;
+		goto fail;
+	}
+	t0 = now_s();
+	err = policy->choose(&in, p.hosts, p.gpus, max, &p.nhosts, why,
+			     sizeof(why));
+	p.decision_s = now_s() - t0;
+	why[sizeof(why) - 1] = '\0';
+	if (err)
+		goto fail;
+	if ((err = check_answer(&in, p.hosts, p.gpus, p.nhosts, max, &bad))) {
+		if (err == TP_ERR_INVAL)
+			tp__log(TP_LOG_ERROR,
+				"policy %s broke its contract: %s",
+				policy->name, bad);
+		goto fail;
+	}
+	tp_ring_order(in.f, p.hosts, p.gpus, p.nhosts);
+	tp_span_of(in.f, p.hosts, p.nhosts, p.span);
+	tp_span_min(in.f, NULL, r, p.min_span_empty);
+	tp_span_min(in.f, s, r, p.min_span_free);
+	/* the request fits, so a zero minimum means tp_span_min ran out of
+	 * memory (it has no error return) */
+	if (!p.min_span_empty[TP_SPAN_HOSTS] ||
+	    !p.min_span_free[TP_SPAN_HOSTS]) {
+		err = TP_ERR_NOMEM;
+		goto fail;
+	}
+	if (ctx) {
+		bytes = r->bytes > 0 ? r->bytes : DEFAULT_BYTES;
+		if ((err = predict(ctx, s, p.hosts, p.gpus, p.nhosts, bytes,
+				   &p.predicted_s)) ||
+		    (err = ideal_seconds(&in, bytes, &p.ideal_s)))
+			goto fail;
+	}
+	if (!(p.explain = explain(&in, &p, why))) {
+		err = TP_ERR_NOMEM;
+		goto fail;
+	}
+	*out = p;
+	return TP_OK;
+fail:
+	tp_placement_free(&p);
+	return err;
+}

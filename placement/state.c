@@ -1,1 +1,694 @@
+/*
+ * Allocation state: free GPUs per host, job shares, host health, link
+ * health and other jobs' traffic.
+ *
+ * Shares are one flat array of (job, host, GPUs) rather than per-job
+ * lists: the simulator allocates and releases tens of thousands of jobs,
+ * and one compacting pass on release is cheaper than many small
+ * allocations. Per-host counters (free GPUs, jobs) are kept up to date so
+ * that the hot questions a policy asks are O(1).
+ */
 #include "config.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "placement_int.h"
+
+/* Job ids travel through JSON as doubles: keep them exact. */
+#define MAX_JOB_ID   ((uint64_t)1 << 53)
+#define STATE_FORMAT "topoplace-state/1"
+
+static int host_gpus(const tp_fabric_t *f, uint32_t h)
+{
+	return (int)tp_fabric_host(f, h)->ngpus;
+}
+
+tp_state_t *tp_state_create(const tp_fabric_t *f)
+{
+	tp_state_t *s;
+	size_t nh, nl;
+
+	if (!f)
+		return NULL;
+	nh = tp_fabric_nhosts(f);
+	nl = tp_fabric_nlinks(f);
+	if (!(s = tp_calloc(1, sizeof(*s))))
+		return NULL;
+	s->f = f;
+	s->free = tp_malloc((nh + 1) * sizeof(int));
+	s->njobs = tp_calloc(nh + 1, sizeof(int));
+	s->up = tp_malloc((nh + 1) * sizeof(bool));
+	s->health = tp_malloc((nl + 1) * sizeof(double));
+	s->bg = tp_calloc(nl + 1, sizeof(double));
+	if (!s->free || !s->njobs || !s->up || !s->health || !s->bg) {
+		tp_state_destroy(s);
+		return NULL;
+	}
+	for (size_t h = 0; h < nh; h++) {
+		s->free[h] = host_gpus(f, (uint32_t)h);
+		s->up[h] = true;
+	}
+	for (size_t l = 0; l < nl; l++)
+		s->health[l] = 1.0;
+	return s;
+}
+
+void tp_state_destroy(tp_state_t *s)
+{
+	if (!s)
+		return;
+	tp_free(s->free);
+	tp_free(s->njobs);
+	tp_free(s->up);
+	tp_free(s->health);
+	tp_free(s->bg);
+	tp_free(s->share);
+	tp_free(s);
+}
+
+static void *dup_mem(const void *p, size_t n)
+{
+	void *q = tp_malloc(n ? n : 1);
+
+	if (q && n)
+		memcpy(q, p, n);
+	return q;
+}
+
+tp_state_t *tp_state_clone(const tp_state_t *s)
+{
+	tp_state_t *c;
+	size_t nh, nl;
+
+	if (!s)
+		return NULL;
+	nh = tp_fabric_nhosts(s->f);
+	nl = tp_fabric_nlinks(s->f);
+	if (!(c = tp_calloc(1, sizeof(*c))))
+		return NULL;
+	c->f = s->f;
+	c->free = dup_mem(s->free, nh * sizeof(int));
+	c->njobs = dup_mem(s->njobs, nh * sizeof(int));
+	c->up = dup_mem(s->up, nh * sizeof(bool));
+	c->health = dup_mem(s->health, nl * sizeof(double));
+	c->bg = dup_mem(s->bg, nl * sizeof(double));
+	c->share = dup_mem(s->share, s->nshare * sizeof(tp__share_t));
+	if (!c->free || !c->njobs || !c->up || !c->health || !c->bg ||
+	    !c->share) {
+		tp_state_destroy(c);
+		return NULL;
+	}
+	c->nshare = c->capshare = s->nshare;
+	c->busy = s->busy;
+	return c;
+}
+
+const tp_fabric_t *tp_state_fabric(const tp_state_t *s)
+{
+	return s ? s->f : NULL;
+}
+
+static bool host_ok(const tp_state_t *s, uint32_t host)
+{
+	return s && host < tp_fabric_nhosts(s->f);
+}
+
+int tp_state_free_gpus(const tp_state_t *s, uint32_t host)
+{
+	return host_ok(s, host) ? s->free[host] : 0;
+}
+
+bool tp_state_host_up(const tp_state_t *s, uint32_t host)
+{
+	return host_ok(s, host) && s->up[host];
+}
+
+bool tp_state_host_idle(const tp_state_t *s, uint32_t host)
+{
+	return host_ok(s, host) && s->njobs[host] == 0;
+}
+
+tp_err_t tp_state_set_host_up(tp_state_t *s, uint32_t host, bool up)
+{
+	if (!s)
+		return TP_ERR_INVAL;
+	if (!host_ok(s, host))
+		return TP_ERR_RANGE;
+	/* jobs already there keep their GPUs: a node can fail under a job */
+	s->up[host] = up;
+	return TP_OK;
+}
+
+tp_err_t tp_state_set_link(tp_state_t *s, uint32_t link, double health,
+			   double background_gbps)
+{
+	if (!s)
+		return TP_ERR_INVAL;
+	if (link >= tp_fabric_nlinks(s->f) || !(health >= 0 && health <= 1) ||
+	    !(background_gbps >= 0) || isinf(background_gbps))
+		return TP_ERR_RANGE;
+	s->health[link] = health;
+	s->bg[link] = background_gbps;
+	return TP_OK;
+}
+
+double tp_state_link_health(const tp_state_t *s, uint32_t link)
+{
+	if (!s || link >= tp_fabric_nlinks(s->f))
+		return 1.0;
+	return s->health[link];
+}
+
+double tp_state_link_background(const tp_state_t *s, uint32_t link)
+{
+	if (!s || link >= tp_fabric_nlinks(s->f))
+		return 0.0;
+	return s->bg[link];
+}
+
+tp_err_t tp_state_alloc(tp_state_t *s, uint64_t job_id, const uint32_t *hosts,
+			const int *gpus, size_t n)
+{
+	size_t nh, need;
+	size_t *slot; /* per host: 1 + index of job_id's share there, 0: none */
+	int *ask;
+	tp_err_t err = TP_ERR_RANGE;
+
+	if (!s || (n && (!hosts || !gpus)) || job_id == 0 ||
+	    job_id > MAX_JOB_ID)
+		return TP_ERR_INVAL;
+	nh = tp_fabric_nhosts(s->f);
+	ask = tp_calloc(nh + 1, sizeof(int));
+	slot = tp_calloc(nh + 1, sizeof(size_t));
+	if (!ask || !slot) {
+		err = TP_ERR_NOMEM;
+		goto out;
+	}
+	/* the same host may appear twice in one call: check sums, not items,
+	 * so that a refused call changes nothing */
+	for (size_t i = 0; i < n; i++) {
+		if (gpus[i] < 0) {
+			err = TP_ERR_INVAL;
+			goto out;
+		}
+		if (hosts[i] >= nh || !s->up[hosts[i]] ||
+		    gpus[i] > s->free[hosts[i]] - ask[hosts[i]])
+			goto out;
+		ask[hosts[i]] += gpus[i];
+	}
+	/* one pass over the shares, not one per host: the simulator calls
+	 * this for every job start */
+	for (size_t i = 0; i < s->nshare; i++)
+		if (s->share[i].job == job_id)
+			slot[s->share[i].host] = i + 1;
+	need = s->nshare;
+	for (size_t i = 0; i < n; i++)
+		if (!slot[hosts[i]] && ask[hosts[i]] >= 0) {
+			need++;
+			ask[hosts[i]] = -1; /* counted */
+		}
+	if (need > s->capshare) {
+		void *arr = s->share;
+		if (tp_grow(&arr, &s->capshare, need, sizeof(tp__share_t))) {
+			err = TP_ERR_NOMEM;
+			goto out;
+		}
+		s->share = arr;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint32_t h = hosts[i];
+		if (!slot[h]) {
+			s->share[s->nshare] =
+			    (tp__share_t){.job = job_id, .host = h, .gpus = 0};
+			slot[h] = ++s->nshare;
+			s->njobs[h]++;
+		}
+		s->share[slot[h] - 1].gpus += gpus[i];
+		s->free[h] -= gpus[i];
+		s->busy += (size_t)gpus[i];
+	}
+	err = TP_OK;
+out:
+	tp_free(ask);
+	tp_free(slot);
+	return err;
+}
+
+tp_err_t tp_state_release(tp_state_t *s, uint64_t job_id)
+{
+	size_t w = 0;
+	bool found = false;
+
+	if (!s)
+		return TP_ERR_INVAL;
+	for (size_t i = 0; i < s->nshare; i++) {
+		tp__share_t *sh = &s->share[i];
+		if (sh->job != job_id) {
+			s->share[w++] = *sh;
+			continue;
+		}
+		found = true;
+		s->free[sh->host] += sh->gpus;
+		s->njobs[sh->host]--;
+		s->busy -= (size_t)sh->gpus;
+	}
+	s->nshare = w;
+	return found ? TP_OK : TP_ERR_NOTFOUND;
+}
+
+uint64_t tp_state_host_job(const tp_state_t *s, uint32_t host)
+{
+	uint64_t best = 0;
+	int most = -1;
+
+	if (!host_ok(s, host) || !s->njobs[host])
+		return 0;
+	/* ties go to the lower id so pictures do not flicker */
+	for (size_t i = 0; i < s->nshare; i++) {
+		const tp__share_t *sh = &s->share[i];
+		if (sh->host != host)
+			continue;
+		if (sh->gpus > most || (sh->gpus == most && sh->job < best)) {
+			most = sh->gpus;
+			best = sh->job;
+		}
+	}
+	return best;
+}
+
+size_t tp_state_busy_gpus(const tp_state_t *s)
+{
+	return s ? s->busy : 0;
+}
+
+/* ---- JSON ---- */
+
+static bool add(cJSON *obj, const char *key, cJSON *item)
+{
+	return item && cJSON_AddItemToObject(obj, key, item);
+}
+
+static bool push(cJSON *arr, cJSON *item)
+{
+	return item && cJSON_AddItemToArray(arr, item);
+}
+
+static int share_cmp(const void *x, const void *y)
+{
+	const tp__share_t *a = x, *b = y;
+
+	if (a->job != b->job)
+		return a->job < b->job ? -1 : 1;
+	return a->host < b->host ? -1 : a->host > b->host;
+}
+
+/* Jobs by ascending id, hosts by index: the same state always writes the
+ * same text, whatever order the jobs arrived in. */
+static cJSON *state_json(const tp_state_t *s, tp__share_t *sorted)
+{
+	const tp_fabric_t *f = s->f;
+	cJSON *root = cJSON_CreateObject(), *arr, *job = NULL, *hosts = NULL;
+
+	if (!root || !add(root, "format", cJSON_CreateString(STATE_FORMAT)) ||
+	    !add(root, "down", arr = cJSON_CreateArray()))
+		goto fail;
+	for (size_t h = 0; h < tp_fabric_nhosts(f); h++)
+		if (!s->up[h] &&
+		    !push(arr, cJSON_CreateString(tp_fabric_host(f, h)->name)))
+			goto fail;
+	if (!add(root, "jobs", arr = cJSON_CreateArray()))
+		goto fail;
+	for (size_t i = 0; i < s->nshare; i++) {
+		const tp__share_t *sh = &sorted[i];
+		if (!i || sh->job != sorted[i - 1].job) {
+			job = cJSON_CreateObject();
+			if (!push(arr, job) ||
+			    !add(job, "id",
+				 cJSON_CreateNumber((double)sh->job)) ||
+			    !add(job, "hosts", hosts = cJSON_CreateObject()))
+				goto fail;
+		}
+		if (!add(hosts, tp_fabric_host(f, sh->host)->name,
+			 cJSON_CreateNumber(sh->gpus)))
+			goto fail;
+	}
+	if (!add(root, "links", arr = cJSON_CreateArray()))
+		goto fail;
+	for (size_t l = 0; l < tp_fabric_nlinks(f); l++) {
+		cJSON *o;
+		if (s->health[l] == 1.0 && s->bg[l] == 0.0)
+			continue;
+		o = cJSON_CreateObject();
+		if (!push(arr, o) ||
+		    !add(o, "link", cJSON_CreateNumber((double)l)) ||
+		    !add(o, "health", cJSON_CreateNumber(s->health[l])) ||
+		    !add(o, "background_gbps", cJSON_CreateNumber(s->bg[l])))
+			goto fail;
+	}
+	return root;
+fail:
+	cJSON_Delete(root);
+	return NULL;
+}
+
+tp_err_t tp_state_to_json(const tp_state_t *s, char **json_p)
+{
+	tp__share_t *sorted;
+	cJSON *root;
+	char *text;
+
+	if (!s || !json_p)
+		return TP_ERR_INVAL;
+	if (!(sorted = dup_mem(s->share, s->nshare * sizeof(tp__share_t))))
+		return TP_ERR_NOMEM;
+	if (s->nshare)
+		qsort(sorted, s->nshare, sizeof(*sorted), share_cmp);
+	root = state_json(s, sorted);
+	tp_free(sorted);
+	if (!root)
+		return TP_ERR_NOMEM;
+	text = cJSON_PrintUnformatted(root);
+	cJSON_Delete(root);
+	if (!text)
+		return TP_ERR_NOMEM;
+	/* cJSON allocates with its own hooks; hand back our allocation */
+	*json_p = tp_strdup(text);
+	cJSON_free(text);
+	return *json_p ? TP_OK : TP_ERR_NOMEM;
+}
+
+typedef struct loader {
+	const char *name;
+	const tp_fabric_t *f;
+	tp_state_t *s;
+	char *err;
+} loader_t;
+
+static tp_err_t lfail(loader_t *ld, tp_err_t err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static tp_err_t lfail(loader_t *ld, tp_err_t err, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	if (ld->err)
+		return err;
+	va_start(ap, fmt);
+	msg = tp_vasprintf(fmt, ap);
+	va_end(ap);
+	ld->err = msg ? tp_asprintf("%s: %s", ld->name, msg) : NULL;
+	tp_free(msg);
+	return err;
+}
+
+/* Strict: a misspelt key would otherwise silently mean "healthy" or
+ * "free", which is the wrong way to fail for a placement input. */
+static tp_err_t only_keys(loader_t *ld, const cJSON *o, const char *where,
+			  const char *const *keys)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, o)
+	{
+		bool known = false;
+		for (const char *const *k = keys; *k; k++)
+			known |= strcmp(it->string, *k) == 0;
+		if (!known)
+			return lfail(ld, TP_ERR_PARSE, "%s%s%s: unknown key",
+				     where, *where ? "." : "", it->string);
+	}
+	return TP_OK;
+}
+
+static bool whole(const cJSON *it, double lo, double hi)
+{
+	return cJSON_IsNumber(it) &&
+	       it->valuedouble == floor(it->valuedouble) &&
+	       it->valuedouble >= lo && it->valuedouble <= hi;
+}
+
+static tp_err_t load_down(loader_t *ld, const cJSON *arr)
+{
+	const cJSON *it;
+	int i = 0;
+
+	if (!cJSON_IsArray(arr))
+		return lfail(ld, TP_ERR_PARSE,
+			     "down: expected an array of host names");
+	cJSON_ArrayForEach(it, arr)
+	{
+		uint32_t h;
+		if (!cJSON_IsString(it))
+			return lfail(ld, TP_ERR_PARSE,
+				     "down[%d]: expected a host name", i);
+		h = tp_fabric_host_find(ld->f, it->valuestring);
+		if (h == TP_ID_NONE)
+			return lfail(ld, TP_ERR_NOTFOUND,
+				     "down[%d].%s: unknown host", i,
+				     it->valuestring);
+		ld->s->up[h] = false;
+		i++;
+	}
+	return TP_OK;
+}
+
+typedef struct job_ref {
+	uint64_t id;
+	int index;
+} job_ref_t;
+
+static int ref_cmp(const void *x, const void *y)
+{
+	const job_ref_t *a = x, *b = y;
+
+	if (a->id != b->id)
+		return a->id < b->id ? -1 : 1;
+	return a->index - b->index;
+}
+
+/* Shape and id of jobs[i]; the hosts are loaded by load_job. */
+static tp_err_t check_job(loader_t *ld, const cJSON *o, int i, uint64_t *id_p)
+{
+	static const char *const keys[] = {"id", "hosts", NULL};
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+	const cJSON *hosts = cJSON_GetObjectItemCaseSensitive(o, "hosts");
+	char where[32];
+
+	snprintf(where, sizeof(where), "jobs[%d]", i);
+	if (!cJSON_IsObject(o))
+		return lfail(ld, TP_ERR_PARSE, "%s: expected an object", where);
+	if (only_keys(ld, o, where, keys))
+		return TP_ERR_PARSE;
+	if (!whole(id, 1, (double)MAX_JOB_ID))
+		return lfail(ld, TP_ERR_PARSE,
+			     "%s.id: expected an integer 1..2^53", where);
+	if (!cJSON_IsObject(hosts))
+		return lfail(ld, TP_ERR_PARSE,
+			     "%s.hosts: expected an object {\"host\": GPUs}",
+			     where);
+	*id_p = (uint64_t)id->valuedouble;
+	return TP_OK;
+}
+
+/* Ids first, so a repeated id is reported as such and not as whatever
+ * its merged hosts would trip over. Sorting keeps big files linear-ish. */
+static tp_err_t check_jobs(loader_t *ld, const cJSON *jobs)
+{
+	int n = cJSON_GetArraySize(jobs), i = 0, dup = -1;
+	job_ref_t *v = tp_malloc(((size_t)n + 1) * sizeof(job_ref_t));
+	const cJSON *it;
+	tp_err_t err = TP_OK;
+
+	if (!v)
+		return lfail(ld, TP_ERR_NOMEM, "out of memory");
+	cJSON_ArrayForEach(it, jobs)
+	{
+		if ((err = check_job(ld, it, i, &v[i].id)))
+			goto out;
+		v[i].index = i;
+		i++;
+	}
+	qsort(v, (size_t)n, sizeof(*v), ref_cmp);
+	for (i = 1; i < n; i++)
+		if (v[i].id == v[i - 1].id &&
+		    (dup < 0 || v[i].index < v[dup].index))
+			dup = i;
+	if (dup >= 0)
+		err = lfail(ld, TP_ERR_EXISTS,
+			    "jobs[%d].id: job %llu appears twice", v[dup].index,
+			    (unsigned long long)v[dup].id);
+out:
+	tp_free(v);
+	return err;
+}
+
+static tp_err_t load_job(loader_t *ld, const cJSON *o, int i)
+{
+	const cJSON *hosts = cJSON_GetObjectItemCaseSensitive(o, "hosts");
+	uint64_t job =
+	    (uint64_t)cJSON_GetObjectItemCaseSensitive(o, "id")->valuedouble;
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, hosts)
+	{
+		uint32_t h = tp_fabric_host_find(ld->f, it->string);
+		int n;
+		tp_err_t err;
+
+		if (h == TP_ID_NONE)
+			return lfail(ld, TP_ERR_NOTFOUND,
+				     "jobs[%d].hosts.%s: unknown host", i,
+				     it->string);
+		if (!whole(it, 0, 1 << 20))
+			return lfail(ld, TP_ERR_PARSE,
+				     "jobs[%d].hosts.%s: expected a GPU count",
+				     i, it->string);
+		n = (int)it->valuedouble;
+		for (const cJSON *p = hosts->child; p != it; p = p->next)
+			if (!strcmp(p->string, it->string))
+				return lfail(
+				    ld, TP_ERR_EXISTS,
+				    "jobs[%d].hosts.%s: host listed twice", i,
+				    it->string);
+		if (n > ld->s->free[h])
+			return lfail(
+			    ld, TP_ERR_RANGE,
+			    "jobs[%d].hosts.%s: %d GPUs asked, %d free of %d",
+			    i, it->string, n, ld->s->free[h],
+			    host_gpus(ld->f, h));
+		if ((err = tp_state_alloc(ld->s, job, &h, &n, 1)))
+			return lfail(ld, err, "jobs[%d].hosts.%s: %s", i,
+				     it->string, tp_strerror(err));
+	}
+	return TP_OK;
+}
+
+static tp_err_t load_link(loader_t *ld, const cJSON *o, int i)
+{
+	static const char *const keys[] = {"link", "health", "background_gbps",
+					   NULL};
+	const cJSON *l = cJSON_GetObjectItemCaseSensitive(o, "link");
+	const cJSON *h = cJSON_GetObjectItemCaseSensitive(o, "health");
+	const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "background_gbps");
+	size_t nl = tp_fabric_nlinks(ld->f);
+	char where[32];
+	uint32_t li;
+
+	snprintf(where, sizeof(where), "links[%d]", i);
+	if (!cJSON_IsObject(o))
+		return lfail(ld, TP_ERR_PARSE, "%s: expected an object", where);
+	if (only_keys(ld, o, where, keys))
+		return TP_ERR_PARSE;
+	if (!nl || !whole(l, 0, (double)nl - 1))
+		return lfail(ld, TP_ERR_RANGE,
+			     "%s.link: expected a link index 0..%zu", where,
+			     nl ? nl - 1 : 0);
+	li = (uint32_t)l->valuedouble;
+	if (h &&
+	    !(cJSON_IsNumber(h) && h->valuedouble >= 0 && h->valuedouble <= 1))
+		return lfail(ld, TP_ERR_RANGE,
+			     "%s.health: expected a number 0..1", where);
+	if (b && !(cJSON_IsNumber(b) && b->valuedouble >= 0 &&
+		   isfinite(b->valuedouble)))
+		return lfail(ld, TP_ERR_RANGE,
+			     "%s.background_gbps: expected a number >= 0",
+			     where);
+	ld->s->health[li] = h ? h->valuedouble : 1.0;
+	ld->s->bg[li] = b ? b->valuedouble : 0.0;
+	return TP_OK;
+}
+
+static tp_err_t load_root(loader_t *ld, const cJSON *root)
+{
+	static const char *const keys[] = {"format", "down", "jobs", "links",
+					   NULL};
+	const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+	const cJSON *down = cJSON_GetObjectItemCaseSensitive(root, "down");
+	const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(root, "jobs");
+	const cJSON *links = cJSON_GetObjectItemCaseSensitive(root, "links");
+	const cJSON *it;
+	tp_err_t err;
+	int i;
+
+	if (!cJSON_IsObject(root))
+		return lfail(ld, TP_ERR_PARSE, "expected a JSON object");
+	if (!cJSON_IsString(fmt))
+		return lfail(ld, TP_ERR_FORMAT,
+			     "format: missing; expected \"%s\"", STATE_FORMAT);
+	if (strcmp(fmt->valuestring, STATE_FORMAT) != 0)
+		return lfail(ld, TP_ERR_FORMAT, "format: \"%s\" is not \"%s\"",
+			     fmt->valuestring, STATE_FORMAT);
+	if ((err = only_keys(ld, root, "", keys)))
+		return err;
+	/* jobs before down: a job may sit on a host that failed under it,
+	 * and allocation refuses down hosts */
+	if (jobs) {
+		if (!cJSON_IsArray(jobs))
+			return lfail(ld, TP_ERR_PARSE,
+				     "jobs: expected an array");
+		if ((err = check_jobs(ld, jobs)))
+			return err;
+		i = 0;
+		cJSON_ArrayForEach(
+		    it, jobs) if ((err = load_job(ld, it, i++))) return err;
+	}
+	if (down && (err = load_down(ld, down)))
+		return err;
+	if (links) {
+		if (!cJSON_IsArray(links))
+			return lfail(ld, TP_ERR_PARSE,
+				     "links: expected an array");
+		i = 0;
+		cJSON_ArrayForEach(
+		    it, links) if ((err = load_link(ld, it, i++))) return err;
+	}
+	return TP_OK;
+}
+
+tp_err_t tp_state_load_json(const tp_fabric_t *f, const char *path,
+			    tp_state_t **s_p, char **err_p)
+{
+	loader_t ld = {.name = path, .f = f};
+	const char *end = NULL;
+	cJSON *root = NULL;
+	char *buf = NULL;
+	size_t len;
+	tp_err_t err;
+
+	if (!f || !path || !s_p)
+		return TP_ERR_INVAL;
+	if ((err = tp_file_read(path, &buf, &len))) {
+		lfail(&ld, err, "%s", tp_strerror(err));
+		goto out;
+	}
+	root = cJSON_ParseWithLengthOpts(buf, len, &end, false);
+	if (!root) {
+		err =
+		    lfail(&ld, TP_ERR_PARSE, "not valid JSON near byte %zu",
+			  end && end >= buf ? (size_t)(end - buf) : (size_t)0);
+		goto out;
+	}
+	if (!(ld.s = tp_state_create(f))) {
+		err = lfail(&ld, TP_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	if ((err = load_root(&ld, root)))
+		goto out;
+	*s_p = ld.s;
+	ld.s = NULL;
+out:
+	if (err && err_p) {
+		*err_p = ld.err;
+		ld.err = NULL;
+	}
+	tp_free(ld.err);
+	tp_state_destroy(ld.s);
+	cJSON_Delete(root);
+	tp_free(buf);
+	return err;
+}

@@ -1,7 +1,1069 @@
+/*
+ * Placement policies: invariants every policy must keep on generated
+ * fabrics with random fragmented states, and hand-worked cases for
+ * slurm-tree (doc/slurm-tree-model.md sections 4, 6 and 7.4),
+ * slurm-linear (section 9) and first-fit.
+ */
 #include "tp_test.h"
-static void test_placeholder(void **state) { (void)state; skip(); }
+
+#include <string.h>
+
+#include "placement_int.h"
+#include "topology_int.h"
+
+static const char *const policy_names[] = {
+    "topoplace", "slurm-tree", "slurm-linear", "first-fit", "random"};
+#define NPOL (sizeof(policy_names) / sizeof(policy_names[0]))
+
+/* ---- fabrics ---- */
+
+/*
+ * A switch tree from a table: switch i has parent par[i] (-1: none) and
+ * nh[i] hosts (leaves only), 8 GPUs each. Hosts are named n01, n02, ...
+ * through the leaves in switch order, so the table fixes both the node
+ * index order and the leaf (topology.conf line) order.
+ */
+static tp_fabric_t *tree_fabric(int nsw, const int *par, const int *nh)
+{
+	tp_fabric_t *f = tp_fabric_create();
+	tp_finalize_opts_t opts = {.default_gpus = 8};
+	uint32_t sw[16];
+	int next_port[16] = {0}, k = 0, sub;
+
+	assert_non_null(f);
+	assert_true(nsw <= 16);
+	sub = tp__fabric_new_subnet(f);
+	for (int i = 0; i < nsw; i++) {
+		char desc[16];
+		snprintf(desc, sizeof(desc), "sw%d", i);
+		assert_int_equal(
+		    tp__fabric_add_switch(f, sub, 0x1000 + i, desc, 64, &sw[i]),
+		    TP_OK);
+	}
+	for (int i = 0; i < nsw; i++) {
+		for (int j = 0; j < nh[i]; j++) {
+			char desc[32];
+			uint32_t ca;
+			snprintf(desc, sizeof(desc), "n%02d mlx5_0", ++k);
+			assert_int_equal(
+			    tp__fabric_add_ca(f, sub, 0x2000 + k, desc, 1, &ca),
+			    TP_OK);
+			assert_int_equal(
+			    tp__fabric_add_link(f, TP_NODE_SWITCH, sw[i],
+						++next_port[i], TP_NODE_CA, ca,
+						1, 4, 100, true, NULL),
+			    TP_OK);
+		}
+		if (par[i] >= 0)
+			assert_int_equal(
+			    tp__fabric_add_link(f, TP_NODE_SWITCH, sw[i], 64,
+						TP_NODE_SWITCH, sw[par[i]],
+						++next_port[par[i]], 4, 100,
+						true, NULL),
+			    TP_OK);
+	}
+	assert_int_equal(tp_fabric_finalize(f, &opts), TP_OK);
+	return f;
+}
+
+static uint32_t host(const tp_fabric_t *f, const char *name)
+{
+	uint32_t h = tp_fabric_host_find(f, name);
+
+	assert_int_not_equal(h, TP_ID_NONE);
+	return h;
+}
+
+/* Take all GPUs of the named hosts (job ids from 1000 up). */
+static void busy(tp_state_t *s, const char *const *names, size_t n)
+{
+	static uint64_t job = 1000;
+	const tp_fabric_t *f = tp_state_fabric(s);
+
+	for (size_t i = 0; i < n; i++) {
+		uint32_t h = host(f, names[i]);
+		int g = tp_state_free_gpus(s, h);
+		assert_int_equal(tp_state_alloc(s, job++, &h, &g, 1), TP_OK);
+	}
+}
+
+/* Busy hosts n<from>..n<to>. */
+static void busy_range(tp_state_t *s, int from, int to)
+{
+	for (int i = from; i <= to; i++) {
+		char name[16];
+		const char *p = name;
+		snprintf(name, sizeof(name), "n%02d", i);
+		busy(s, &p, 1);
+	}
+}
+
+static tp_err_t place(const char *policy, const tp_state_t *s, const char *req,
+		      tp_placement_t *out)
+{
+	tp_request_t r;
+
+	assert_int_equal(tp_request_parse(req, &r, NULL), TP_OK);
+	return tp_place_run(tp_policy_find(policy), s, &r, NULL, NULL, 1, out);
+}
+
+/* The placement's hosts, sorted by index, as "n03 n04 ..." names. */
+static void expect_hosts(const tp_fabric_t *f, const tp_placement_t *p,
+			 const char *want)
+{
+	char got[512] = "";
+	uint32_t v[128];
+
+	assert_true(p->nhosts <= 128);
+	memcpy(v, p->hosts, p->nhosts * sizeof(uint32_t));
+	for (size_t i = 0; i < p->nhosts; i++)
+		for (size_t j = i + 1; j < p->nhosts; j++)
+			if (v[j] < v[i]) {
+				uint32_t t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+			}
+	for (size_t i = 0; i < p->nhosts; i++) {
+		if (i)
+			strcat(got, " ");
+		strcat(got, tp_fabric_host(f, v[i])->name);
+	}
+	assert_string_equal(got, want);
+}
+
+static int gpus_on(const tp_fabric_t *f, const tp_placement_t *p,
+		   const char *name)
+{
+	for (size_t i = 0; i < p->nhosts; i++)
+		if (p->hosts[i] == host(f, name))
+			return p->gpus[i];
+	return 0;
+}
+
+/* ---- registry ---- */
+
+static void test_registry(void **unused)
+{
+	char names[256] = "";
+	tp_policy_params_t p;
+
+	(void)unused;
+	for (size_t i = 0; i < NPOL; i++) {
+		const tp_policy_t *pol = tp_policy_find(policy_names[i]);
+		assert_non_null(pol);
+		assert_string_equal(tp_policy_name(pol), policy_names[i]);
+		if (i)
+			strcat(names, ", ");
+		strcat(names, policy_names[i]);
+	}
+	assert_string_equal(tp_policy_names(), names);
+	assert_null(tp_policy_find("best"));
+	assert_null(tp_policy_find(NULL));
+	tp_policy_params_defaults(&p);
+	assert_true(p.w_time > 0 && p.w_frag >= 0 && p.w_churn >= 0);
+	assert_true(p.big_job_share >= 0 && p.big_job_share <= 1);
+}
+
+/* ---- invariants ---- */
+
+typedef struct scen {
+	const char *text;
+} scen_t;
+
+/* What the test itself thinks a host can give (independent of
+ * tp__host_offer): -1 when it cannot serve the request. */
+static int can_give(const tp_state_t *s, const tp_request_t *r, uint32_t h)
+{
+	const tp_host_t *hp = tp_fabric_host(tp_state_fabric(s), h);
+	int ng = (int)hp->ngpus;
+	int free = s ? tp_state_free_gpus(s, h) : ng;
+	bool idle = s ? tp_state_host_idle(s, h) : true;
+
+	if (s && !tp_state_host_up(s, h))
+		return -1;
+	if (r->nodes && !r->gpus_per_node)
+		return idle && ng ? ng : -1;
+	if (r->exclusive && !idle)
+		return -1;
+	if (r->nodes)
+		return free >= r->gpus_per_node ? r->gpus_per_node : -1;
+	return free > 0 ? free : -1;
+}
+
+/* 0: fits, 1: not now, 2: never. */
+static int verdict(const tp_state_t *s, const tp_state_t *empty,
+		   const tp_request_t *r)
+{
+	size_t nh = tp_fabric_nhosts(tp_state_fabric(s));
+	long long n[2] = {0, 0}, g[2] = {0, 0};
+	const tp_state_t *st[2] = {empty, s};
+
+	for (int k = 0; k < 2; k++)
+		for (uint32_t h = 0; h < nh; h++) {
+			int c = can_give(st[k], r, h);
+			if (c > 0) {
+				n[k]++;
+				g[k] += c;
+			}
+		}
+	for (int k = 0; k < 2; k++) {
+		bool ok = r->nodes ? n[k] >= r->nodes : g[k] >= r->gpus;
+		if (!ok)
+			return k == 0 ? 2 : 1;
+	}
+	return 0;
+}
+
+static void check_answer(const tp_state_t *s, const tp_request_t *r,
+			 const tp_placement_t *p)
+{
+	const tp_fabric_t *f = tp_state_fabric(s);
+	size_t span[TP_SPAN_NLEVELS];
+	long long total = 0;
+
+	assert_true(p->nhosts > 0);
+	for (size_t i = 0; i < p->nhosts; i++) {
+		uint32_t h = p->hosts[i];
+		int c = can_give(s, r, h);
+
+		assert_true(h < tp_fabric_nhosts(f));
+		for (size_t j = 0; j < i; j++)
+			assert_int_not_equal(p->hosts[j], h);
+		/* never a down host, never a busy GPU */
+		assert_true(tp_state_host_up(s, h));
+		assert_true(p->gpus[i] >= 1);
+		assert_true(p->gpus[i] <= tp_state_free_gpus(s, h));
+		assert_true(c > 0);
+		if (r->exclusive || (r->nodes && !r->gpus_per_node))
+			assert_true(tp_state_host_idle(s, h));
+		if (r->nodes)
+			assert_int_equal(p->gpus[i], c);
+		total += p->gpus[i];
+		/* ring order: group keys never go back */
+		if (i) {
+			const tp_host_t *a = tp_fabric_host(f, p->hosts[i - 1]);
+			const tp_host_t *b = tp_fabric_host(f, h);
+			for (int l = TP_MAX_LEVELS - 1; l >= 0; l--) {
+				if (a->group[l] == b->group[l])
+					continue;
+				assert_true(a->group[l] < b->group[l]);
+				break;
+			}
+		}
+	}
+	/* exactly the size asked */
+	if (r->nodes)
+		assert_int_equal(p->nhosts, (size_t)r->nodes);
+	else
+		assert_int_equal(total, r->gpus);
+	tp_span_of(f, p->hosts, p->nhosts, span);
+	for (int l = 0; l < TP_SPAN_NLEVELS; l++) {
+		assert_int_equal(span[l], p->span[l]);
+		assert_true(p->min_span_free[l] >= 1);
+		assert_true(p->min_span_free[l] <= span[l]);
+		assert_true(p->min_span_empty[l] <= p->min_span_free[l]);
+	}
+	assert_non_null(p->explain);
+	assert_true(strlen(p->explain) > 10);
+	assert_true(p->decision_s >= 0);
+}
+
+/* A fragmented state: ~8% of hosts down, jobs of random sizes. */
+static tp_state_t *random_state(const tp_fabric_t *f, uint64_t seed)
+{
+	tp_state_t *s = tp_state_create(f);
+	size_t nh = tp_fabric_nhosts(f);
+	uint64_t x = seed;
+
+	assert_non_null(s);
+	for (uint32_t h = 0; h < nh; h++)
+		if (tp__rand_next(&x) % 100 < 8)
+			assert_int_equal(tp_state_set_host_up(s, h, false),
+					 TP_OK);
+	for (uint64_t j = 1; j <= nh; j++) {
+		uint32_t h = (uint32_t)(tp__rand_next(&x) % nh);
+		int ng = (int)tp_fabric_host(f, h)->ngpus;
+		int g = 1 + (int)(tp__rand_next(&x) % (uint64_t)ng);
+		if (tp_state_host_up(s, h) && tp_state_free_gpus(s, h) >= g)
+			assert_int_equal(tp_state_alloc(s, j, &h, &g, 1),
+					 TP_OK);
+	}
+	return s;
+}
+
+static const char *const requests[] = {
+    "nodes=1,gpus-per-node=1",
+    "nodes=2,gpus-per-node=4",
+    "nodes=4,gpus-per-node=8",
+    "nodes=3",
+    "nodes=9",
+    "nodes=5,gpus-per-node=2,exclusive",
+    "gpus=1",
+    "gpus=5",
+    "gpus=24",
+    "gpus=40,exclusive",
+    "gpus=100",
+    "nodes=20,gpus-per-node=1",
+    /* never fit the fabrics below */
+    "nodes=100000",
+    "nodes=1,gpus-per-node=9",
+    "gpus=1000000",
+};
+
+static size_t invariant_runs, invariant_skips, invariant_placed,
+    invariant_notfound;
+
+static void check_fabric(tp_fabric_t *f, int nstates)
+{
+	tp_state_t *empty = tp_state_create(f);
+
+	for (int k = 0; k < nstates; k++) {
+		tp_state_t *s = random_state(f, 77 + (uint64_t)k * 1000003);
+		char *before = NULL, *after = NULL;
+
+		assert_int_equal(tp_state_to_json(s, &before), TP_OK);
+		for (size_t q = 0; q < sizeof(requests) / sizeof(requests[0]);
+		     q++) {
+			tp_request_t r;
+			int v;
+
+			assert_int_equal(
+			    tp_request_parse(requests[q], &r, NULL), TP_OK);
+			v = verdict(s, empty, &r);
+			for (size_t i = 0; i < NPOL; i++) {
+				const tp_policy_t *pol =
+				    tp_policy_find(policy_names[i]);
+				tp_placement_t p = {0}, p2 = {0};
+				uint64_t seed = (uint64_t)k * 31 + q;
+				tp_err_t err = tp_place_run(pol, s, &r, NULL,
+							    NULL, seed, &p);
+
+				if (err == TP_ERR_UNSUPPORTED) {
+					invariant_skips++;
+					continue;
+				}
+				invariant_runs++;
+				if (v == 2) {
+					assert_int_equal(err, TP_ERR_RANGE);
+					continue;
+				}
+				if (v == 1) {
+					invariant_notfound++;
+					assert_int_equal(err, TP_ERR_NOTFOUND);
+					continue;
+				}
+				/* all test fabrics are single trees, where
+				 * even slurm-tree finds what fits */
+				if (err)
+					fail_msg("%s on \"%s\" (state %d): %s",
+						 policy_names[i], requests[q],
+						 k, tp_strerror(err));
+				check_answer(s, &r, &p);
+				invariant_placed++;
+				/* deterministic for a seed */
+				assert_int_equal(tp_place_run(pol, s, &r, NULL,
+							      NULL, seed, &p2),
+						 TP_OK);
+				assert_int_equal(p.nhosts, p2.nhosts);
+				assert_memory_equal(p.hosts, p2.hosts,
+						    p.nhosts *
+							sizeof(uint32_t));
+				assert_memory_equal(p.gpus, p2.gpus,
+						    p.nhosts * sizeof(int));
+				assert_string_equal(p.explain, p2.explain);
+				tp_placement_free(&p);
+				tp_placement_free(&p2);
+				tp_placement_free(&p2); /* idempotent */
+			}
+		}
+		/* policies never modify the state */
+		assert_int_equal(tp_state_to_json(s, &after), TP_OK);
+		assert_string_equal(before, after);
+		tp_free(before);
+		tp_free(after);
+		tp_state_destroy(s);
+	}
+	tp_state_destroy(empty);
+	tp_fabric_destroy(f);
+}
+
+static void test_invariants_fat_tree(void **unused)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+
+	(void)unused;
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 4;
+	p.spines = 2;
+	p.hosts_per_leaf = 6;
+	p.interleave = true;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	check_fabric(f, 12);
+}
+
+static void test_invariants_rail(void **unused)
+{
+	tp_gen_rail_t p;
+	tp_fabric_t *f = NULL;
+
+	(void)unused;
+	tp_gen_rail_defaults(&p);
+	p.sus = 3;
+	p.hosts_per_su = 8;
+	p.rails = 4;
+	p.spines_per_rail = 2;
+	assert_int_equal(tp_gen_rail(&p, &f), TP_OK);
+	check_fabric(f, 12);
+}
+
+static void test_invariants_nvl72(void **unused)
+{
+	tp_gen_nvl72_t p;
+	tp_fabric_t *f = NULL;
+
+	(void)unused;
+	tp_gen_nvl72_defaults(&p);
+	p.racks = 3;
+	p.spines = 2;
+	assert_int_equal(tp_gen_nvl72(&p, &f), TP_OK);
+	check_fabric(f, 12);
+}
+
+static void test_invariants_three_levels(void **unused)
+{
+	static const int par[] = {4, 4, 5, 5, 6, 6, -1};
+	static const int nh[] = {8, 8, 8, 8, 0, 0, 0};
+
+	(void)unused;
+	check_fabric(tree_fabric(7, par, nh), 12);
+	print_message("# %zu policy runs checked (%zu placed, %zu not fitting "
+		      "now), %zu skipped (unsupported)\n",
+		      invariant_runs, invariant_placed, invariant_notfound,
+		      invariant_skips);
+	/* the random states must leave room for both outcomes */
+	assert_true(invariant_placed > invariant_runs / 3);
+	assert_true(invariant_notfound > 0);
+}
+
+/* Random spreads differently for different seeds (floor, not fixed). */
+static void test_random_seeds(void **unused)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+	tp_state_t *s;
+	tp_request_t r = {.nodes = 6, .gpus_per_node = 8};
+	tp_placement_t a = {0}, b = {0};
+	const tp_policy_t *pol = tp_policy_find("random");
+
+	(void)unused;
+	tp_gen_fat_tree_defaults(&p);
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	s = tp_state_create(f);
+	assert_int_equal(tp_place_run(pol, s, &r, NULL, NULL, 1, &a), TP_OK);
+	assert_int_equal(tp_place_run(pol, s, &r, NULL, NULL, 2, &b), TP_OK);
+	assert_memory_not_equal(a.hosts, b.hosts, 6 * sizeof(uint32_t));
+	tp_placement_free(&a);
+	tp_placement_free(&b);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+/* ---- the driver's checks ---- */
+
+static tp_err_t bad_choose(const tp__policy_in_t *in, uint32_t *hosts,
+			   int *gpus, size_t max, size_t *n_p, char *why,
+			   size_t whylen)
+{
+	/* host 0 whatever its state: busy in the test below */
+	(void)why;
+	(void)whylen;
+	for (size_t i = 0; i < max; i++) {
+		hosts[i] = (uint32_t)i;
+		gpus[i] = in->gpus_per_host;
+	}
+	*n_p = max;
+	return TP_OK;
+}
+
+static tp_err_t short_choose(const tp__policy_in_t *in, uint32_t *hosts,
+			     int *gpus, size_t max, size_t *n_p, char *why,
+			     size_t whylen)
+{
+	(void)why;
+	(void)whylen;
+	(void)max;
+	hosts[0] = 5;
+	gpus[0] = in->gpus_per_host;
+	*n_p = 1;
+	return TP_OK;
+}
+
+static void test_driver_rejects_bad_policies(void **unused)
+{
+	static const tp_policy_t bad = {"bad", "uses a busy host", bad_choose};
+	static const tp_policy_t shrt = {"short", "one host short",
+					 short_choose};
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+	tp_state_t *s;
+	tp_request_t r = {.nodes = 2, .gpus_per_node = 4};
+	tp_placement_t out = {0};
+	uint32_t h = 0;
+	int g = 6;
+
+	(void)unused;
+	tp_gen_fat_tree_defaults(&p);
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	s = tp_state_create(f);
+	assert_int_equal(tp_place_run(&bad, s, &r, NULL, NULL, 0, &out), TP_OK);
+	tp_placement_free(&out);
+	assert_int_equal(tp_state_alloc(s, 1, &h, &g, 1), TP_OK);
+	assert_int_equal(tp_place_run(&bad, s, &r, NULL, NULL, 0, &out),
+			 TP_ERR_INVAL);
+	assert_null(out.hosts);
+	assert_int_equal(tp_place_run(&shrt, s, &r, NULL, NULL, 0, &out),
+			 TP_ERR_INVAL);
+	/* malformed requests */
+	r.nodes = 0;
+	assert_int_equal(tp_place_run(&bad, s, &r, NULL, NULL, 0, &out),
+			 TP_ERR_INVAL);
+	r.nodes = -1;
+	assert_int_equal(tp_place_run(&bad, s, &r, NULL, NULL, 0, &out),
+			 TP_ERR_INVAL);
+	assert_int_equal(tp_place_run(NULL, s, &r, NULL, NULL, 0, &out),
+			 TP_ERR_INVAL);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+/* Spans, explanation and (when the cost model is built) prediction. */
+static void test_driver_outputs(void **unused)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+	tp_state_t *s;
+	tp_request_t r = {.nodes = 4, .gpus_per_node = 8};
+	tp_placement_t out = {0};
+	tp_cost_ctx_t *ctx = NULL;
+	const tp_policy_t *ff = tp_policy_find("first-fit");
+
+	(void)unused;
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 4;
+	p.hosts_per_leaf = 6;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	s = tp_state_create(f);
+	busy(s, (const char *[]){"node002", "node003", "node004"}, 3);
+	assert_int_equal(tp_place_run(ff, s, &r, NULL, NULL, 0, &out), TP_OK);
+	expect_hosts(f, &out, "node001 node005 node006 node007");
+	assert_int_equal(out.span[TP_SPAN_GROUPS], 2);
+	assert_int_equal(out.min_span_free[TP_SPAN_GROUPS], 1);
+	assert_int_equal(out.min_span_empty[TP_SPAN_GROUPS], 1);
+	assert_int_equal(out.span[TP_SPAN_SPINE_GROUPS], 1);
+	assert_true(out.predicted_s == 0 && out.ideal_s == 0);
+	assert_string_equal(
+	    out.explain, "4 hosts in 2 level-1 groups (minimum 1 on the free "
+			 "fabric, 1 empty). first-fit: the lowest-numbered "
+			 "hosts that fit.");
+	tp_placement_free(&out);
+
+	if (tp_cost_ctx_create(f, NULL, &ctx) != TP_OK) {
+		tp_state_destroy(s);
+		tp_fabric_destroy(f);
+		skip();
+	}
+	assert_int_equal(tp_place_run(ff, s, &r, NULL, ctx, 0, &out), TP_OK);
+	assert_true(out.predicted_s > 0 && out.ideal_s > 0);
+	/* the ideal is one leaf; this placement crosses the spines */
+	assert_true(out.ideal_s <= out.predicted_s);
+	assert_non_null(strstr(out.explain, " ms vs ideal "));
+	tp_placement_free(&out);
+	/* on an empty fabric first-fit takes one leaf: the ideal itself */
+	tp_state_destroy(s);
+	s = tp_state_create(f);
+	assert_int_equal(tp_place_run(ff, s, &r, NULL, ctx, 0, &out), TP_OK);
+	assert_true(out.predicted_s == out.ideal_s);
+	tp_placement_free(&out);
+	tp_cost_ctx_destroy(ctx);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+/* ---- slurm-tree hand cases ---- */
+
+/* Section 6.1: leaves s0..s3 (8 nodes each) under one root, available
+ * s0=8, s1=5, s2=3, s3=8. */
+static tp_state_t *doc61(tp_fabric_t **f_p)
+{
+	static const int par[] = {4, 4, 4, 4, -1};
+	static const int nh[] = {8, 8, 8, 8, 0};
+	tp_fabric_t *f = tree_fabric(5, par, nh);
+	tp_state_t *s = tp_state_create(f);
+
+	/* s1 = n09..n16: n09, n11, n13 busy; s2 = n17..n24: 5 busy */
+	busy(s, (const char *[]){"n09", "n11", "n13"}, 3);
+	busy_range(s, 17, 21);
+	*f_p = f;
+	return s;
+}
+
+static void test_slurm_tree_doc61(void **unused)
+{
+	tp_fabric_t *f;
+	tp_state_t *s = doc61(&f);
+	tp_placement_t p = {0};
+
+	(void)unused;
+	/* -N 4: the tightest leaf that fits is s1; its first 4 free nodes */
+	assert_int_equal(place("slurm-tree", s, "nodes=4,gpus-per-node=8", &p),
+			 TP_OK);
+	expect_hosts(f, &p, "n10 n12 n14 n15");
+	tp_placement_free(&p);
+	/* -N 10: no leaf fits; s0 (largest, first of the tie with s3), then
+	 * the scan s1 -> s2 (tighter) -> not s3: 2 nodes of s2 */
+	assert_int_equal(place("slurm-tree", s, "nodes=10,gpus-per-node=8", &p),
+			 TP_OK);
+	expect_hosts(f, &p, "n01 n02 n03 n04 n05 n06 n07 n08 n22 n23");
+	tp_placement_free(&p);
+	/* --gpus=12 (7.4): rem_nodes = 1, every leaf fits, the one with the
+	 * fewest free nodes goes first (s2); each node credits all 8 GPUs */
+	assert_int_equal(place("slurm-tree", s, "gpus=12", &p), TP_OK);
+	expect_hosts(f, &p, "n22 n23");
+	assert_int_equal(gpus_on(f, &p, "n22"), 8);
+	assert_int_equal(gpus_on(f, &p, "n23"), 4);
+	tp_placement_free(&p);
+	/* 1-node jobs land in the fullest leaf too */
+	assert_int_equal(place("slurm-tree", s, "nodes=1,gpus-per-node=1", &p),
+			 TP_OK);
+	expect_hosts(f, &p, "n22");
+	tp_placement_free(&p);
+	/* first-fit for contrast */
+	assert_int_equal(place("first-fit", s, "nodes=4,gpus-per-node=8", &p),
+			 TP_OK);
+	expect_hosts(f, &p, "n01 n02 n03 n04");
+	tp_placement_free(&p);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+/* Section 6.2: s0,s1 under p0, s2,s3 under p1, root r; available s0=6,
+ * s1=2, s2=7, s3=7; -N 10. The sequential scan keeps s0 (earlier, tighter
+ * fit for the remaining 3) over s3 (closer): the job spans both spines. */
+static void test_slurm_tree_doc62(void **unused)
+{
+	static const int par[] = {4, 4, 5, 5, 6, 6, -1};
+	static const int nh[] = {8, 8, 8, 8, 0, 0, 0};
+	tp_fabric_t *f = tree_fabric(7, par, nh);
+	tp_state_t *s = tp_state_create(f);
+	tp_placement_t p = {0};
+
+	(void)unused;
+	busy_range(s, 1, 2);   /* s0: 6 left */
+	busy_range(s, 9, 14);  /* s1: 2 left */
+	busy_range(s, 17, 17); /* s2: 7 left */
+	busy_range(s, 25, 25); /* s3: 7 left */
+	assert_int_equal(place("slurm-tree", s, "nodes=10,gpus-per-node=8", &p),
+			 TP_OK);
+	expect_hosts(f, &p, "n03 n04 n05 n18 n19 n20 n21 n22 n23 n24");
+	assert_int_equal(p.span[TP_SPAN_SPINE_GROUPS], 2);
+	assert_int_equal(p.min_span_free[TP_SPAN_SPINE_GROUPS], 1);
+	tp_placement_free(&p);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+/* The same tree with the spines' leaves in the other file order (p1's
+ * leaves first): now the result stays inside one spine (s2 + s3). */
+static void test_slurm_tree_doc62_reversed(void **unused)
+{
+	static const int par[] = {4, 4, 5, 5, 6, 6, -1};
+	static const int nh[] = {8, 8, 8, 8, 0, 0, 0};
+	tp_fabric_t *f = tree_fabric(7, par, nh);
+	tp_state_t *s = tp_state_create(f);
+	tp_placement_t p = {0};
+
+	(void)unused;
+	busy_range(s, 1, 1);   /* old s2: 7 left */
+	busy_range(s, 9, 9);   /* old s3: 7 left */
+	busy_range(s, 17, 18); /* old s0: 6 left */
+	busy_range(s, 25, 30); /* old s1: 2 left */
+	assert_int_equal(place("slurm-tree", s, "nodes=10,gpus-per-node=8", &p),
+			 TP_OK);
+	expect_hosts(f, &p, "n02 n03 n04 n05 n06 n07 n08 n10 n11 n12");
+	assert_int_equal(p.span[TP_SPAN_SPINE_GROUPS], 1);
+	tp_placement_free(&p);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+/* Section 4.3: when neither leaf fits and their parents tie on (stale)
+ * counts, the earlier leaf wins although the later one is bigger. s0=2,
+ * s1=4 under p0 (6); s2=5, s3=1 under p1 (6); -N 7: s1 (bigger than s0,
+ * and s2 cannot beat it: p1 ties p0), then s0 (closer), then s3 (the
+ * tightest fit for the last node at equal distance). */
+static void test_slurm_tree_parent_tie(void **unused)
+{
+	static const int par[] = {4, 4, 5, 5, 6, 6, -1};
+	static const int nh[] = {8, 8, 8, 8, 0, 0, 0};
+	tp_fabric_t *f = tree_fabric(7, par, nh);
+	tp_state_t *s = tp_state_create(f);
+	tp_placement_t p = {0};
+
+	(void)unused;
+	busy_range(s, 1, 6);
+	busy_range(s, 9, 12);
+	busy_range(s, 17, 19);
+	busy_range(s, 25, 31);
+	assert_int_equal(place("slurm-tree", s, "nodes=7,gpus-per-node=8", &p),
+			 TP_OK);
+	expect_hosts(f, &p, "n07 n08 n13 n14 n15 n16 n32");
+	tp_placement_free(&p);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+/* T4 and T6: two separate trees (leaves with no spine). The top switch is
+ * the last of the highest level with enough nodes, so a 3-node job goes
+ * to the second leaf; a 6-node job fits neither tree and never runs,
+ * although 8 nodes are free. */
+static void test_slurm_tree_disjoint(void **unused)
+{
+	static const int par[] = {-1, -1};
+	static const int nh[] = {4, 4};
+	tp_fabric_t *f = tree_fabric(2, par, nh);
+	tp_state_t *s = tp_state_create(f);
+	tp_placement_t p = {0};
+
+	(void)unused;
+	assert_int_equal(place("slurm-tree", s, "nodes=3,gpus-per-node=8", &p),
+			 TP_OK);
+	expect_hosts(f, &p, "n05 n06 n07");
+	tp_placement_free(&p);
+	assert_int_equal(place("slurm-tree", s, "nodes=6,gpus-per-node=8", &p),
+			 TP_ERR_NOTFOUND);
+	assert_int_equal(place("slurm-tree", s, "gpus=40", &p),
+			 TP_ERR_NOTFOUND);
+	assert_int_equal(place("first-fit", s, "nodes=6,gpus-per-node=8", &p),
+			 TP_OK);
+	tp_placement_free(&p);
+	/* when only the first tree has enough, it is the top */
+	busy_range(s, 5, 6);
+	assert_int_equal(place("slurm-tree", s, "nodes=3,gpus-per-node=8", &p),
+			 TP_OK);
+	expect_hosts(f, &p, "n01 n02 n03");
+	tp_placement_free(&p);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+/* Candidates are nodes with enough free GPUs per node (7.3): a partly
+ * busy node counts like an idle one; one short of GPUs not at all. */
+static void test_slurm_tree_candidates(void **unused)
+{
+	static const int par[] = {2, 2, -1};
+	static const int nh[] = {4, 4, 0};
+	tp_fabric_t *f = tree_fabric(3, par, nh);
+	tp_state_t *s = tp_state_create(f);
+	tp_placement_t p = {0};
+	uint32_t h;
+	int g = 6;
+
+	(void)unused;
+	/* s0: n01 has 2 free, n02-n04 idle; s1 all idle */
+	h = host(f, "n01");
+	assert_int_equal(tp_state_alloc(s, 1, &h, &g, 1), TP_OK);
+	/* 2 GPUs per node: s0 still has 4 candidates, ties s1, first wins */
+	assert_int_equal(place("slurm-tree", s, "nodes=4,gpus-per-node=2", &p),
+			 TP_OK);
+	expect_hosts(f, &p, "n01 n02 n03 n04");
+	tp_placement_free(&p);
+	/* 4 GPUs per node: n01 drops out, s0 has 3 and s1 (4) is the fit */
+	assert_int_equal(place("slurm-tree", s, "nodes=4,gpus-per-node=4", &p),
+			 TP_OK);
+	expect_hosts(f, &p, "n05 n06 n07 n08");
+	tp_placement_free(&p);
+	/* 3 nodes exclusive: n01 is not idle, s0 (3) is the tightest fit */
+	assert_int_equal(place("slurm-tree", s, "nodes=3", &p), TP_OK);
+	expect_hosts(f, &p, "n02 n03 n04");
+	tp_placement_free(&p);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+/* ---- slurm-linear and first-fit hand cases ---- */
+
+/* Section 9's example: n1..n16 free except n4 and n11: runs [1-3],
+ * [5-10], [12-16]. */
+static void test_slurm_linear_doc(void **unused)
+{
+	static const int par[] = {2, 2, -1};
+	static const int nh[] = {8, 8, 0};
+	tp_fabric_t *f = tree_fabric(3, par, nh);
+	tp_state_t *s = tp_state_create(f);
+	tp_placement_t p = {0};
+
+	(void)unused;
+	busy(s, (const char *[]){"n04", "n11"}, 2);
+	/* -N 4 --exclusive: the tightest run that holds 4 is [12-16] */
+	assert_int_equal(place("slurm-linear", s, "nodes=4,exclusive", &p),
+			 TP_OK);
+	expect_hosts(f, &p, "n12 n13 n14 n15");
+	tp_placement_free(&p);
+	/* -N 12: [5-10] whole, then the biggest of the rest, then n1 */
+	assert_int_equal(
+	    place("slurm-linear", s, "nodes=12,gpus-per-node=8", &p), TP_OK);
+	expect_hosts(f, &p, "n01 n05 n06 n07 n08 n09 n10 n12 n13 n14 n15 n16");
+	tp_placement_free(&p);
+	/* -N 3: [1-3] is an exact fit */
+	assert_int_equal(place("slurm-linear", s, "nodes=3", &p), TP_OK);
+	expect_hosts(f, &p, "n01 n02 n03");
+	tp_placement_free(&p);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+/* Single-node best fit (L4) and the CPU-count run choice (L3), with free
+ * GPUs standing in for free CPUs. */
+static void test_slurm_linear_best_fit(void **unused)
+{
+	static const int par[] = {2, 2, -1};
+	static const int nh[] = {8, 8, 0};
+	tp_fabric_t *f = tree_fabric(3, par, nh);
+	tp_state_t *s = tp_state_create(f);
+	tp_placement_t p = {0};
+	uint32_t h = 0;
+	int g = 5;
+
+	(void)unused;
+	busy(s, (const char *[]){"n04", "n11"}, 2);
+	h = host(f, "n03");
+	assert_int_equal(tp_state_alloc(s, 1, &h, &g, 1), TP_OK);
+	/* --gpus=2: run [1-3] has the fewest free "CPUs" (8+8+3); inside it
+	 * the tightest node that holds 2 GPUs is n03 */
+	assert_int_equal(place("slurm-linear", s, "gpus=2", &p), TP_OK);
+	expect_hosts(f, &p, "n03");
+	assert_int_equal(p.gpus[0], 2);
+	tp_placement_free(&p);
+	/* --gpus=4: n03 is too small; the run is still the fittest, and its
+	 * tightest node holding 4 is n01 */
+	assert_int_equal(place("slurm-linear", s, "gpus=4", &p), TP_OK);
+	expect_hosts(f, &p, "n01");
+	tp_placement_free(&p);
+	/* --gpus=20: no run... [1-3] has 19, so the tightest sufficient run
+	 * is [12-16] (40); walked upward, each node crediting 8 */
+	assert_int_equal(place("slurm-linear", s, "gpus=20", &p), TP_OK);
+	expect_hosts(f, &p, "n12 n13 n14");
+	assert_int_equal(gpus_on(f, &p, "n14"), 4);
+	tp_placement_free(&p);
+	/* -N 3 with 1 GPU each: runs measured in free GPUs; [1-3] (19) is the
+	 * tightest sufficient run */
+	assert_int_equal(
+	    place("slurm-linear", s, "nodes=3,gpus-per-node=1", &p), TP_OK);
+	expect_hosts(f, &p, "n01 n02 n03");
+	tp_placement_free(&p);
+	/* with 4 GPUs per node n03 drops out and ends the first run: [1-2]
+	 * (16 "CPUs", 2 nodes) is the tightest that holds -N 2 */
+	assert_int_equal(
+	    place("slurm-linear", s, "nodes=2,gpus-per-node=4", &p), TP_OK);
+	expect_hosts(f, &p, "n01 n02");
+	tp_placement_free(&p);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+/* L3: "not sufficient and more CPUs" replaces even a sufficient best.
+ * Runs [1-3] with 3 nodes of 1 free GPU (3 "CPUs") and [5-6] with two
+ * idle nodes (16): for -N 3 --gpus-per-node=1, [1-3] is sufficient, yet
+ * [5-6] replaces it; Slurm takes [5-6] whole, then one node of [1-3]. */
+static void test_slurm_linear_cpu_quirk(void **unused)
+{
+	static const int par[] = {1, -1};
+	static const int nh[] = {8, 0};
+	tp_fabric_t *f = tree_fabric(2, par, nh);
+	tp_state_t *s = tp_state_create(f);
+	tp_placement_t p = {0};
+	int g = 7;
+
+	(void)unused;
+	for (int i = 1; i <= 3; i++) {
+		char name[16];
+		uint32_t h;
+		snprintf(name, sizeof(name), "n%02d", i);
+		h = host(f, name);
+		assert_int_equal(tp_state_alloc(s, (uint64_t)i, &h, &g, 1),
+				 TP_OK);
+	}
+	busy(s, (const char *[]){"n04", "n07", "n08"}, 3);
+	assert_int_equal(
+	    place("slurm-linear", s, "nodes=3,gpus-per-node=1", &p), TP_OK);
+	expect_hosts(f, &p, "n01 n05 n06");
+	tp_placement_free(&p);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+static void test_first_fit(void **unused)
+{
+	static const int par[] = {2, 2, -1};
+	static const int nh[] = {4, 4, 0};
+	tp_fabric_t *f = tree_fabric(3, par, nh);
+	tp_state_t *s = tp_state_create(f);
+	tp_placement_t p = {0};
+	uint32_t h;
+	int g = 2;
+
+	(void)unused;
+	busy(s, (const char *[]){"n01"}, 1);
+	assert_int_equal(tp_state_set_host_up(s, host(f, "n02"), false), TP_OK);
+	h = host(f, "n03");
+	assert_int_equal(tp_state_alloc(s, 1, &h, &g, 1), TP_OK);
+	assert_int_equal(place("first-fit", s, "nodes=2,gpus-per-node=4", &p),
+			 TP_OK);
+	expect_hosts(f, &p, "n03 n04");
+	tp_placement_free(&p);
+	/* whole hosts skip the partly used n03 */
+	assert_int_equal(place("first-fit", s, "nodes=2", &p), TP_OK);
+	expect_hosts(f, &p, "n04 n05");
+	assert_int_equal(p.gpus[0], 8);
+	tp_placement_free(&p);
+	/* GPU counts take what each host has, the last host the rest */
+	assert_int_equal(place("first-fit", s, "gpus=12", &p), TP_OK);
+	expect_hosts(f, &p, "n03 n04");
+	assert_int_equal(gpus_on(f, &p, "n03"), 6);
+	assert_int_equal(gpus_on(f, &p, "n04"), 6);
+	tp_placement_free(&p);
+	assert_int_equal(place("first-fit", s, "gpus=12,exclusive", &p), TP_OK);
+	expect_hosts(f, &p, "n04 n05");
+	tp_placement_free(&p);
+	/* 6 usable hosts; 7 never fit now, 9 never fit at all */
+	assert_int_equal(place("first-fit", s, "nodes=7,gpus-per-node=1", &p),
+			 TP_ERR_NOTFOUND);
+	assert_int_equal(place("first-fit", s, "nodes=9,gpus-per-node=1", &p),
+			 TP_ERR_RANGE);
+	assert_int_equal(place("first-fit", s, "nodes=1,gpus-per-node=9", &p),
+			 TP_ERR_RANGE);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+/* ---- allocation failure ---- */
+
+static long fail_after = -1; /* allocations left before failing; <0: never */
+
+static bool alloc_ok(void)
+{
+	if (fail_after == 0)
+		return false;
+	if (fail_after > 0)
+		fail_after--;
+	return true;
+}
+
+static void *t_malloc(size_t n)
+{
+	return alloc_ok() ? malloc(n) : NULL;
+}
+
+static void *t_calloc(size_t n, size_t m)
+{
+	return alloc_ok() ? calloc(n, m) : NULL;
+}
+
+static void *t_realloc(void *p, size_t n)
+{
+	return alloc_ok() ? realloc(p, n) : NULL;
+}
+
+static const tp_allocator_t failing = {t_malloc, t_calloc, t_realloc, free};
+
+/* Every allocation in tp_place_run may fail: the answer is then NOMEM,
+ * nothing leaks (ASan build) and nothing is half-filled. */
+static void test_alloc_failure(void **unused)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+	tp_state_t *s;
+	tp_cost_ctx_t *ctx = NULL;
+	static const char *const reqs[] = {"nodes=20,gpus-per-node=4",
+					   "gpus=30"};
+
+	(void)unused;
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 4;
+	p.hosts_per_leaf = 8;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	s = random_state(f, 5);
+	if (tp_cost_ctx_create(f, NULL, &ctx) != TP_OK)
+		ctx = NULL;
+	for (size_t i = 0; i < NPOL; i++)
+		for (size_t q = 0; q < 2; q++) {
+			const tp_policy_t *pol =
+			    tp_policy_find(policy_names[i]);
+			tp_request_t r;
+			tp_err_t err = TP_ERR_NOMEM;
+
+			assert_int_equal(tp_request_parse(reqs[q], &r, NULL),
+					 TP_OK);
+			for (long k = 0; err == TP_ERR_NOMEM && k < 10000;
+			     k++) {
+				tp_placement_t out = {0};
+
+				fail_after = k;
+				tp_alloc_set(&failing);
+				err = tp_place_run(pol, s, &r, NULL, ctx, 3,
+						   &out);
+				tp_alloc_set(NULL);
+				fail_after = -1;
+				if (err == TP_ERR_UNSUPPORTED)
+					break;
+				if (err == TP_ERR_NOMEM)
+					assert_null(out.hosts);
+				else
+					assert_int_equal(err, TP_OK);
+				tp_placement_free(&out);
+			}
+			assert_int_not_equal(err, TP_ERR_NOMEM);
+		}
+	/* the state's own allocations */
+	for (long k = 0; k < 100; k++) {
+		tp_state_t *c;
+		fail_after = k;
+		tp_alloc_set(&failing);
+		c = tp_state_clone(s);
+		tp_alloc_set(NULL);
+		fail_after = -1;
+		tp_state_destroy(c);
+		if (c)
+			break;
+	}
+	tp_cost_ctx_destroy(ctx);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {cmocka_unit_test(test_placeholder)};
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_registry),
+	    cmocka_unit_test(test_invariants_fat_tree),
+	    cmocka_unit_test(test_invariants_rail),
+	    cmocka_unit_test(test_invariants_nvl72),
+	    cmocka_unit_test(test_invariants_three_levels),
+	    cmocka_unit_test(test_random_seeds),
+	    cmocka_unit_test(test_driver_rejects_bad_policies),
+	    cmocka_unit_test(test_driver_outputs),
+	    cmocka_unit_test(test_slurm_tree_doc61),
+	    cmocka_unit_test(test_slurm_tree_doc62),
+	    cmocka_unit_test(test_slurm_tree_doc62_reversed),
+	    cmocka_unit_test(test_slurm_tree_parent_tie),
+	    cmocka_unit_test(test_slurm_tree_disjoint),
+	    cmocka_unit_test(test_slurm_tree_candidates),
+	    cmocka_unit_test(test_slurm_linear_doc),
+	    cmocka_unit_test(test_slurm_linear_best_fit),
+	    cmocka_unit_test(test_slurm_linear_cpu_quirk),
+	    cmocka_unit_test(test_first_fit),
+	    cmocka_unit_test(test_alloc_failure),
+	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

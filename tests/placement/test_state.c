@@ -1,7 +1,616 @@
+/*
+ * Allocation state, state JSON, request parsing, spans and ring order.
+ */
 #include "tp_test.h"
-static void test_placeholder(void **state) { (void)state; skip(); }
+
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tp_placement.h"
+
+/* 4 leaves x 4 hosts x 8 GPUs, 2 spines: node001-004 on leaf01, ... */
+static tp_fabric_t *fat_tree(bool interleave)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 4;
+	p.spines = 2;
+	p.hosts_per_leaf = 4;
+	p.uplinks_per_spine = 1;
+	p.interleave = interleave;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	return f;
+}
+
+static uint32_t host(const tp_fabric_t *f, const char *name)
+{
+	uint32_t h = tp_fabric_host_find(f, name);
+
+	assert_int_not_equal(h, TP_ID_NONE);
+	return h;
+}
+
+/* ---- state ---- */
+
+static void test_state_basics(void **unused)
+{
+	tp_fabric_t *f = fat_tree(false);
+	tp_state_t *s = tp_state_create(f), *c;
+	uint32_t hs[3] = {0, 1, 1};
+	int gs[3] = {8, 2, 3};
+
+	(void)unused;
+	assert_non_null(s);
+	assert_ptr_equal(tp_state_fabric(s), f);
+	assert_int_equal(tp_state_free_gpus(s, 0), 8);
+	assert_true(tp_state_host_up(s, 0));
+	assert_true(tp_state_host_idle(s, 0));
+	assert_int_equal(tp_state_busy_gpus(s), 0);
+	/* out-of-range hosts read as unusable, never crash */
+	assert_int_equal(tp_state_free_gpus(s, 1000), 0);
+	assert_false(tp_state_host_up(s, 1000));
+
+	/* the same host twice in one call: the sum counts */
+	assert_int_equal(tp_state_alloc(s, 7, hs, gs, 3), TP_OK);
+	assert_int_equal(tp_state_free_gpus(s, 0), 0);
+	assert_int_equal(tp_state_free_gpus(s, 1), 3);
+	assert_int_equal(tp_state_busy_gpus(s), 13);
+	assert_false(tp_state_host_idle(s, 1));
+	assert_int_equal(tp_state_host_job(s, 1), 7);
+	assert_int_equal(tp_state_host_job(s, 2), 0);
+
+	/* a second job on host 1 with more GPUs becomes its "main" job */
+	gs[0] = 3;
+	assert_int_equal(tp_state_alloc(s, 9, &hs[1], gs, 1), TP_OK);
+	assert_int_equal(tp_state_free_gpus(s, 1), 0);
+	assert_int_equal(tp_state_host_job(s, 1), 7); /* 5 vs 3 */
+
+	/* refused calls change nothing */
+	gs[0] = 1;
+	assert_int_equal(tp_state_alloc(s, 11, &hs[1], gs, 1), TP_ERR_RANGE);
+	assert_int_equal(tp_state_alloc(s, 0, &hs[1], gs, 1), TP_ERR_INVAL);
+	{
+		uint32_t two[2] = {2, 2};
+		int g2[2] = {5, 4}; /* 9 > 8 on one host */
+		assert_int_equal(tp_state_alloc(s, 12, two, g2, 2),
+				 TP_ERR_RANGE);
+		assert_int_equal(tp_state_free_gpus(s, 2), 8);
+	}
+	assert_int_equal(tp_state_busy_gpus(s), 16);
+
+	/* down hosts refuse new jobs but keep old ones */
+	assert_int_equal(tp_state_set_host_up(s, 3, false), TP_OK);
+	assert_int_equal(tp_state_set_host_up(s, 999, false), TP_ERR_RANGE);
+	hs[0] = 3;
+	assert_int_equal(tp_state_alloc(s, 13, hs, gs, 1), TP_ERR_RANGE);
+
+	/* links */
+	assert_true(tp_state_link_health(s, 0) == 1.0);
+	assert_int_equal(tp_state_set_link(s, 0, 0.5, 100), TP_OK);
+	assert_true(tp_state_link_health(s, 0) == 0.5);
+	assert_true(tp_state_link_background(s, 0) == 100);
+	assert_int_equal(tp_state_set_link(s, 0, 1.5, 0), TP_ERR_RANGE);
+	assert_int_equal(tp_state_set_link(s, 0, NAN, 0), TP_ERR_RANGE);
+	assert_int_equal(tp_state_set_link(s, 0, 1, -1), TP_ERR_RANGE);
+	assert_int_equal(tp_state_set_link(s, 1u << 30, 1, 0), TP_ERR_RANGE);
+
+	/* a clone is independent */
+	c = tp_state_clone(s);
+	assert_non_null(c);
+	assert_int_equal(tp_state_release(c, 7), TP_OK);
+	assert_int_equal(tp_state_free_gpus(c, 0), 8);
+	assert_int_equal(tp_state_free_gpus(s, 0), 0);
+	assert_int_equal(tp_state_busy_gpus(c), 3);
+	assert_int_equal(tp_state_host_job(c, 1), 9);
+	assert_false(tp_state_host_up(c, 3));
+	assert_true(tp_state_link_health(c, 0) == 0.5);
+
+	assert_int_equal(tp_state_release(s, 7), TP_OK);
+	assert_int_equal(tp_state_release(s, 7), TP_ERR_NOTFOUND);
+	assert_int_equal(tp_state_release(s, 9), TP_OK);
+	assert_int_equal(tp_state_busy_gpus(s), 0);
+	assert_true(tp_state_host_idle(s, 1));
+	assert_int_equal(tp_state_free_gpus(s, 1), 8);
+
+	tp_state_destroy(c);
+	tp_state_destroy(s);
+	tp_state_destroy(NULL);
+	tp_fabric_destroy(f);
+}
+
+/* ---- JSON ---- */
+
+static char *write_tmp(const char *text)
+{
+	static char path[64];
+	int fd;
+
+	strcpy(path, "/tmp/tp-state-XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+static void test_state_json_roundtrip(void **unused)
+{
+	tp_fabric_t *f = fat_tree(false);
+	tp_state_t *s = tp_state_create(f), *t = NULL;
+	uint32_t hs[2] = {host(f, "node002"), host(f, "node005")};
+	int gs[2] = {8, 4};
+	char *a = NULL, *b = NULL, *err = NULL, *path;
+
+	(void)unused;
+	/* jobs written by id, whatever order they came in */
+	assert_int_equal(tp_state_alloc(s, 20, hs, gs, 2), TP_OK);
+	assert_int_equal(tp_state_alloc(s, 3, &hs[1], gs + 1, 1), TP_OK);
+	assert_int_equal(tp_state_set_host_up(s, host(f, "node016"), false),
+			 TP_OK);
+	assert_int_equal(tp_state_set_link(s, 2, 0.25, 50), TP_OK);
+	assert_int_equal(tp_state_to_json(s, &a), TP_OK);
+	assert_string_equal(
+	    a, "{\"format\":\"topoplace-state/1\",\"down\":[\"node016\"],"
+	       "\"jobs\":[{\"id\":3,\"hosts\":{\"node005\":4}},"
+	       "{\"id\":20,\"hosts\":{\"node002\":8,\"node005\":4}}],"
+	       "\"links\":[{\"link\":2,\"health\":0.25,"
+	       "\"background_gbps\":50}]}");
+	path = write_tmp(a);
+	assert_int_equal(tp_state_load_json(f, path, &t, &err), TP_OK);
+	unlink(path);
+	assert_null(err);
+	assert_int_equal(tp_state_to_json(t, &b), TP_OK);
+	assert_string_equal(a, b);
+	assert_int_equal(tp_state_free_gpus(t, hs[1]), 0);
+	assert_false(tp_state_host_up(t, host(f, "node016")));
+	tp_free(a);
+	tp_free(b);
+	tp_state_destroy(s);
+	tp_state_destroy(t);
+	tp_fabric_destroy(f);
+}
+
+/* A job on a host that went down after it started still loads. */
+static void test_state_json_job_on_down_host(void **unused)
+{
+	tp_fabric_t *f = fat_tree(false);
+	tp_state_t *t = NULL;
+	char *err = NULL;
+	char *path =
+	    write_tmp("{\"format\":\"topoplace-state/1\","
+		      "\"down\":[\"node001\"],"
+		      "\"jobs\":[{\"id\":1,\"hosts\":{\"node001\":8}}]}");
+
+	(void)unused;
+	assert_int_equal(tp_state_load_json(f, path, &t, &err), TP_OK);
+	unlink(path);
+	assert_int_equal(tp_state_free_gpus(t, 0), 0);
+	assert_false(tp_state_host_up(t, 0));
+	tp_state_destroy(t);
+	tp_fabric_destroy(f);
+}
+
+static void test_state_json_errors(void **unused)
+{
+	static const struct {
+		const char *text;
+		tp_err_t err;
+		const char *msg; /* after "FILE: " */
+	} cases[] = {
+	    {"{\"format\":\"topoplace-state/1\",\"jobs\":["
+	     "{\"id\":1,\"hosts\":{\"node001\":1}},"
+	     "{\"id\":2,\"hosts\":{\"node002\":1}},"
+	     "{\"id\":3,\"hosts\":{\"node009\":1,\"node99\":2}}]}",
+	     TP_ERR_NOTFOUND, "jobs[2].hosts.node99: unknown host"},
+	    {"{\"format\":\"topoplace-state/1\",\"down\":[\"node001\",\"x\"]}",
+	     TP_ERR_NOTFOUND, "down[1].x: unknown host"},
+	    {"{\"format\":\"topoplace-state/1\",\"down\":[\"node001\",3]}",
+	     TP_ERR_PARSE, "down[1]: expected a host name"},
+	    {"{\"format\":\"topoplace-state/2\"}", TP_ERR_FORMAT,
+	     "format: \"topoplace-state/2\" is not \"topoplace-state/1\""},
+	    {"{\"jobs\":[]}", TP_ERR_FORMAT,
+	     "format: missing; expected \"topoplace-state/1\""},
+	    {"{\"format\":\"topoplace-state/1\",\"job\":[]}", TP_ERR_PARSE,
+	     "job: unknown key"},
+	    {"{\"format\":\"topoplace-state/1\",\"jobs\":[{\"id\":1,"
+	     "\"hosts\":{},\"gpus\":4}]}",
+	     TP_ERR_PARSE, "jobs[0].gpus: unknown key"},
+	    {"{\"format\":\"topoplace-state/1\",\"jobs\":[{\"id\":0,"
+	     "\"hosts\":{}}]}",
+	     TP_ERR_PARSE, "jobs[0].id: expected an integer 1..2^53"},
+	    {"{\"format\":\"topoplace-state/1\",\"jobs\":[{\"id\":1.5,"
+	     "\"hosts\":{}}]}",
+	     TP_ERR_PARSE, "jobs[0].id: expected an integer 1..2^53"},
+	    {"{\"format\":\"topoplace-state/1\",\"jobs\":["
+	     "{\"id\":4,\"hosts\":{}},{\"id\":4,\"hosts\":{\"node001\":1}},"
+	     "{\"id\":4,\"hosts\":{}}]}",
+	     TP_ERR_EXISTS, "jobs[1].id: job 4 appears twice"},
+	    {"{\"format\":\"topoplace-state/1\",\"jobs\":["
+	     "{\"id\":1,\"hosts\":{\"node001\":6}},"
+	     "{\"id\":2,\"hosts\":{\"node001\":4}}]}",
+	     TP_ERR_RANGE, "jobs[1].hosts.node001: 4 GPUs asked, 2 free of 8"},
+	    {"{\"format\":\"topoplace-state/1\",\"jobs\":["
+	     "{\"id\":1,\"hosts\":{\"node001\":-1}}]}",
+	     TP_ERR_PARSE, "jobs[0].hosts.node001: expected a GPU count"},
+	    {"{\"format\":\"topoplace-state/1\",\"jobs\":["
+	     "{\"id\":1,\"hosts\":{\"node001\":1,\"node001\":1}}]}",
+	     TP_ERR_EXISTS, "jobs[0].hosts.node001: host listed twice"},
+	    {"{\"format\":\"topoplace-state/1\",\"jobs\":{}}", TP_ERR_PARSE,
+	     "jobs: expected an array"},
+	    {"{\"format\":\"topoplace-state/1\",\"jobs\":[{\"id\":1}]}",
+	     TP_ERR_PARSE,
+	     "jobs[0].hosts: expected an object {\"host\": GPUs}"},
+	    {"{\"format\":\"topoplace-state/1\",\"links\":[{\"link\":100000}]}",
+	     TP_ERR_RANGE, "links[0].link: expected a link index 0..%zu"},
+	    {"{\"format\":\"topoplace-state/1\",\"links\":[{\"link\":1,"
+	     "\"health\":2}]}",
+	     TP_ERR_RANGE, "links[0].health: expected a number 0..1"},
+	    {"{\"format\":\"topoplace-state/1\",\"links\":[{\"link\":1,"
+	     "\"background_gbps\":-3}]}",
+	     TP_ERR_RANGE, "links[0].background_gbps: expected a number >= 0"},
+	    {"{\"format\":\"topoplace-state/1\",\"links\":[{\"link\":1,"
+	     "\"bg\":3}]}",
+	     TP_ERR_PARSE, "links[0].bg: unknown key"},
+	    {"[1,2]", TP_ERR_PARSE, "expected a JSON object"},
+	    {"{\"format\":\"topoplace-state/1\",", TP_ERR_PARSE,
+	     "not valid JSON near byte 29"},
+	    {"", TP_ERR_PARSE, "not valid JSON near byte 0"},
+	};
+	tp_fabric_t *f = fat_tree(false);
+
+	(void)unused;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *path = write_tmp(cases[i].text), *err = NULL, want[256],
+		     msg[200];
+		tp_state_t *s = (tp_state_t *)0x1;
+
+		snprintf(msg, sizeof(msg), cases[i].msg,
+			 tp_fabric_nlinks(f) - 1);
+		snprintf(want, sizeof(want), "%s: %s", path, msg);
+		assert_int_equal(tp_state_load_json(f, path, &s, &err),
+				 cases[i].err);
+		unlink(path);
+		/* output untouched on failure */
+		assert_ptr_equal(s, (tp_state_t *)0x1);
+		assert_non_null(err);
+		assert_string_equal(err, want);
+		tp_free(err);
+	}
+	{
+		char *err = NULL;
+		tp_state_t *s = NULL;
+		assert_int_equal(
+		    tp_state_load_json(f, "/nonexistent/s.json", &s, &err),
+		    TP_ERR_NOTFOUND);
+		assert_string_equal(err, "/nonexistent/s.json: not found");
+		tp_free(err);
+	}
+	tp_fabric_destroy(f);
+}
+
+/* ---- requests ---- */
+
+static void test_request_parse(void **unused)
+{
+	tp_request_t r;
+	char *err = NULL;
+
+	(void)unused;
+	assert_int_equal(tp_request_parse("nodes=4,gpus-per-node=8", &r, &err),
+			 TP_OK);
+	assert_int_equal(r.nodes, 4);
+	assert_int_equal(r.gpus_per_node, 8);
+	assert_int_equal(r.gpus, 32);
+	assert_false(r.exclusive);
+	assert_true(r.bytes == 0);
+	assert_null(err);
+
+	/* nodes alone: whole hosts */
+	assert_int_equal(tp_request_parse("nodes=2", &r, NULL), TP_OK);
+	assert_int_equal(r.nodes, 2);
+	assert_int_equal(r.gpus_per_node, 0);
+	assert_int_equal(r.gpus, 0);
+
+	assert_int_equal(
+	    tp_request_parse(" gpus=12 , exclusive,bytes=256M ", &r, NULL),
+	    TP_OK);
+	assert_int_equal(r.nodes, 0);
+	assert_int_equal(r.gpus, 12);
+	assert_true(r.exclusive);
+	assert_true(r.bytes == 256.0 * 1024 * 1024);
+
+	assert_int_equal(
+	    tp_request_parse("gpus=16,gpus-per-node=8,shared", &r, NULL),
+	    TP_OK);
+	assert_int_equal(r.nodes, 2);
+	assert_false(r.exclusive);
+	assert_int_equal(tp_request_parse("nodes=2,gpus=16", &r, NULL), TP_OK);
+	assert_int_equal(r.gpus_per_node, 8);
+
+	assert_int_equal(tp_request_parse("gpus=1,bytes=1.5KiB", &r, NULL),
+			 TP_OK);
+	assert_true(r.bytes == 1536);
+	assert_int_equal(tp_request_parse("gpus=1,bytes=4096", &r, NULL),
+			 TP_OK);
+	assert_true(r.bytes == 4096);
+	assert_int_equal(tp_request_parse("gpus=1,bytes=2g", &r, NULL), TP_OK);
+	assert_true(r.bytes == 2.0 * 1024 * 1024 * 1024);
+}
+
+static void test_request_errors(void **unused)
+{
+	static const struct {
+		const char *text;
+		tp_err_t err;
+		const char *msg;
+	} cases[] = {
+	    {"", TP_ERR_PARSE, "empty request: give nodes=N or gpus=T"},
+	    {"nodes=0", TP_ERR_RANGE,
+	     "\"nodes=0\": expected a whole number 1..1000000"},
+	    {"nodes=4x", TP_ERR_RANGE,
+	     "\"nodes=4x\": expected a whole number 1..1000000"},
+	    {"nodes=-2", TP_ERR_RANGE,
+	     "\"nodes=-2\": expected a whole number 1..1000000"},
+	    {"nodes=2,gpus-per-node=2000", TP_ERR_RANGE,
+	     "\"gpus-per-node=2000\": expected a whole number 1..1024"},
+	    {"gpus=99999999999", TP_ERR_RANGE,
+	     "\"gpus=99999999999\": expected a whole number 1..16777216"},
+	    {"nodes=2,nodes=3", TP_ERR_PARSE, "\"nodes\" given twice"},
+	    {"nodes=2,color=red", TP_ERR_PARSE,
+	     "\"color\": unknown item (expected nodes=, gpus-per-node=, "
+	     "gpus=, bytes=, exclusive or shared)"},
+	    {"nodes=2,,exclusive", TP_ERR_PARSE,
+	     "\"nodes=2,,exclusive\": empty item"},
+	    {"nodes=2,", TP_ERR_PARSE, "\"nodes=2,\": empty item"},
+	    {"nodes=2, ,shared", TP_ERR_PARSE, "empty item"},
+	    {"nodes", TP_ERR_PARSE, "\"nodes\": expected nodes=VALUE"},
+	    {"nodes=", TP_ERR_PARSE, "\"nodes\": expected nodes=VALUE"},
+	    {"exclusive=yes,nodes=1", TP_ERR_PARSE,
+	     "\"exclusive=yes\": exclusive takes no value"},
+	    {"nodes=1,exclusive,shared", TP_ERR_PARSE,
+	     "\"exclusive\" and \"shared\" contradict each other"},
+	    {"gpus-per-node=4", TP_ERR_PARSE,
+	     "\"gpus-per-node\" needs nodes= or gpus="},
+	    {"exclusive", TP_ERR_PARSE, "request needs nodes=N or gpus=T"},
+	    {"gpus=12,gpus-per-node=8", TP_ERR_RANGE,
+	     "\"gpus=12\" is not a multiple of \"gpus-per-node=8\""},
+	    {"nodes=5,gpus=12", TP_ERR_RANGE,
+	     "\"gpus=12\" does not split evenly over \"nodes=5\""},
+	    {"nodes=2,gpus-per-node=4,gpus=9", TP_ERR_RANGE,
+	     "\"gpus=9\" is not nodes x gpus-per-node (2 x 4)"},
+	    {"nodes=1000000,gpus-per-node=1000", TP_ERR_RANGE,
+	     "nodes=1000000 x gpus-per-node=1000: more than 16777216 GPUs"},
+	    {"gpus=1,bytes=12Q", TP_ERR_RANGE,
+	     "\"bytes=12Q\": expected a size such as 4096, 256M or 1G "
+	     "(binary units, 1 B .. 1 PiB)"},
+	    {"gpus=1,bytes=0", TP_ERR_RANGE,
+	     "\"bytes=0\": expected a size such as 4096, 256M or 1G (binary "
+	     "units, 1 B .. 1 PiB)"},
+	    {"gpus=1,bytes=2P", TP_ERR_RANGE,
+	     "\"bytes=2P\": expected a size such as 4096, 256M or 1G (binary "
+	     "units, 1 B .. 1 PiB)"},
+	};
+	tp_request_t r = {.nodes = 77};
+
+	(void)unused;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *err = NULL;
+		assert_int_equal(tp_request_parse(cases[i].text, &r, &err),
+				 cases[i].err);
+		assert_non_null(err);
+		assert_string_equal(err, cases[i].msg);
+		tp_free(err);
+		assert_int_equal(r.nodes, 77); /* untouched on error */
+	}
+	assert_int_equal(tp_request_parse(NULL, &r, NULL), TP_ERR_INVAL);
+}
+
+static void test_algo_names(void **unused)
+{
+	tp_algo_t a;
+
+	(void)unused;
+	for (int i = 0; i <= TP_ALGO_ALL_GATHER; i++) {
+		assert_int_equal(tp_algo_parse(tp_algo_name((tp_algo_t)i), &a),
+				 TP_OK);
+		assert_int_equal(a, i);
+	}
+	assert_string_equal(tp_algo_name(TP_ALGO_REDUCE_SCATTER),
+			    "reduce-scatter");
+	assert_string_equal(tp_algo_name((tp_algo_t)42), "unknown");
+	assert_int_equal(tp_algo_parse("butterfly", &a), TP_ERR_NOTFOUND);
+}
+
+/* ---- spans and ring order ---- */
+
+static void test_span_of(void **unused)
+{
+	tp_fabric_t *f = fat_tree(false);
+	uint32_t hs[5];
+	size_t span[TP_SPAN_NLEVELS];
+
+	(void)unused;
+	hs[0] = host(f, "node001");
+	hs[1] = host(f, "node002");
+	hs[2] = host(f, "node006");
+	hs[3] = host(f, "node016");
+	hs[4] = host(f, "node003");
+	tp_span_of(f, hs, 5, span);
+	assert_int_equal(span[TP_SPAN_HOSTS], 5);
+	assert_int_equal(span[TP_SPAN_NVDOMAINS], 5); /* one per host */
+	assert_int_equal(span[TP_SPAN_GROUPS], 3);
+	assert_int_equal(span[TP_SPAN_SPINE_GROUPS], 1);
+	tp_span_of(f, hs, 0, span);
+	assert_int_equal(span[TP_SPAN_GROUPS], 0);
+	tp_fabric_destroy(f);
+}
+
+/* NVL72: racks are multi-node NVLink domains over two leaves each. */
+static void test_span_nvl72(void **unused)
+{
+	tp_gen_nvl72_t p;
+	tp_fabric_t *f = NULL;
+	tp_request_t r = {.nodes = 18, .gpus_per_node = 4};
+	uint32_t hs[3];
+	size_t span[TP_SPAN_NLEVELS];
+
+	(void)unused;
+	tp_gen_nvl72_defaults(&p);
+	assert_int_equal(tp_gen_nvl72(&p, &f), TP_OK);
+	hs[0] = host(f, "nvl001");
+	hs[1] = host(f, "nvl018");
+	hs[2] = host(f, "nvl019");
+	tp_span_of(f, hs, 3, span);
+	assert_int_equal(span[TP_SPAN_NVDOMAINS], 2);
+	assert_int_equal(span[TP_SPAN_GROUPS], 3);
+	tp_span_min(f, NULL, &r, span);
+	assert_int_equal(span[TP_SPAN_HOSTS], 18);
+	assert_int_equal(span[TP_SPAN_NVDOMAINS], 1);
+	assert_int_equal(span[TP_SPAN_GROUPS], 2);
+	assert_int_equal(span[TP_SPAN_SPINE_GROUPS], 1);
+	tp_fabric_destroy(f);
+}
+
+static void test_span_min(void **unused)
+{
+	tp_fabric_t *f = fat_tree(false);
+	tp_state_t *s = tp_state_create(f);
+	tp_request_t r = {.nodes = 6, .gpus_per_node = 8};
+	size_t span[TP_SPAN_NLEVELS];
+	int eight = 8, two = 2;
+	uint32_t h;
+
+	(void)unused;
+	tp_span_min(f, NULL, &r, span);
+	assert_int_equal(span[TP_SPAN_HOSTS], 6);
+	assert_int_equal(span[TP_SPAN_NVDOMAINS], 6);
+	assert_int_equal(span[TP_SPAN_GROUPS], 2);
+	assert_int_equal(span[TP_SPAN_SPINE_GROUPS], 1);
+	/* free state: leaf01 has 1 usable host (3 busy), leaf02 2 (1 busy,
+	 * 1 down), leaf03 3 (1 with 2 GPUs taken), leaf04 4 */
+	for (int i = 1; i <= 3; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "node%03d", i);
+		h = host(f, name);
+		assert_int_equal(tp_state_alloc(s, (uint64_t)i, &h, &eight, 1),
+				 TP_OK);
+	}
+	h = host(f, "node005");
+	assert_int_equal(tp_state_alloc(s, 5, &h, &eight, 1), TP_OK);
+	assert_int_equal(tp_state_set_host_up(s, host(f, "node006"), false),
+			 TP_OK);
+	h = host(f, "node009");
+	assert_int_equal(tp_state_alloc(s, 9, &h, &two, 1), TP_OK);
+	tp_span_min(f, s, &r, span);
+	assert_int_equal(span[TP_SPAN_GROUPS], 2); /* 4 + 3 */
+	r.nodes = 8;
+	tp_span_min(f, s, &r, span);
+	assert_int_equal(span[TP_SPAN_GROUPS], 3); /* 4 + 3 + 2 */
+	/* 2 GPUs per node: node009 (6 free) counts again */
+	r.gpus_per_node = 2;
+	tp_span_min(f, s, &r, span);
+	assert_int_equal(span[TP_SPAN_GROUPS], 2); /* 4 + 4 */
+	/* whole hosts: node009 is not idle */
+	r.gpus_per_node = 0;
+	tp_span_min(f, s, &r, span);
+	assert_int_equal(span[TP_SPAN_GROUPS], 3); /* 4 + 3 + 2 */
+	r.nodes = 11;
+	tp_span_min(f, s, &r, span);
+	assert_int_equal(span[TP_SPAN_GROUPS], 0); /* cannot fit */
+	assert_int_equal(span[TP_SPAN_HOSTS], 0);
+	/* GPU counts: fewest hosts by free GPUs */
+	r = (tp_request_t){.gpus = 20};
+	tp_span_min(f, s, &r, span);
+	assert_int_equal(span[TP_SPAN_HOSTS], 3);
+	assert_int_equal(span[TP_SPAN_GROUPS], 1);
+	r.gpus = 33;
+	tp_span_min(f, s, &r, span);
+	assert_int_equal(span[TP_SPAN_GROUPS], 2);
+	r.gpus = 8 + 16 + 30 + 32 + 1; /* one more than is free */
+	tp_span_min(f, s, &r, span);
+	assert_int_equal(span[TP_SPAN_HOSTS], 0);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+/* A fabric with one group level reports spine span 1 (the shared "no
+ * group" unit), for spans and minimum spans alike. */
+static void test_span_one_level(void **unused)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+	tp_request_t r = {.nodes = 3};
+	size_t span[TP_SPAN_NLEVELS];
+	uint32_t hs[2] = {0, 3};
+
+	(void)unused;
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 1;
+	p.spines = 1;
+	p.hosts_per_leaf = 4;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	tp_span_of(f, hs, 2, span);
+	assert_int_equal(span[TP_SPAN_GROUPS], 1);
+	assert_int_equal(span[TP_SPAN_SPINE_GROUPS], 1);
+	tp_span_min(f, NULL, &r, span);
+	assert_int_equal(span[TP_SPAN_GROUPS], 1);
+	assert_int_equal(span[TP_SPAN_SPINE_GROUPS], 1);
+	tp_fabric_destroy(f);
+}
+
+static void test_ring_order(void **unused)
+{
+	/* interleaved: node001 on leaf01, node002 on leaf02, ... */
+	tp_fabric_t *f = fat_tree(true);
+	uint32_t hs[6];
+	int gs[6];
+	const char *names[6] = {"node001", "node002", "node005",
+				"node006", "node009", "node003"};
+
+	(void)unused;
+	for (int i = 0; i < 6; i++) {
+		hs[i] = host(f, names[i]);
+		gs[i] = i + 1;
+	}
+	tp_ring_order(f, hs, gs, 6);
+	for (int i = 1; i < 6; i++) {
+		const tp_host_t *a = tp_fabric_host(f, hs[i - 1]);
+		const tp_host_t *b = tp_fabric_host(f, hs[i]);
+		/* groups contiguous, in group order, hosts ascending inside */
+		assert_true(a->group[0] < b->group[0] ||
+			    (a->group[0] == b->group[0] && hs[i - 1] < hs[i]));
+	}
+	/* gpus follow their hosts */
+	for (int i = 0; i < 6; i++)
+		for (int k = 0; k < 6; k++)
+			if (hs[i] == host(f, names[k]))
+				assert_int_equal(gs[i], k + 1);
+	/* leaf01 holds node001, node005, node009 */
+	assert_int_equal(hs[0], host(f, "node001"));
+	assert_int_equal(hs[1], host(f, "node005"));
+	assert_int_equal(hs[2], host(f, "node009"));
+	tp_ring_order(f, hs, NULL, 6); /* gpus optional */
+	tp_fabric_destroy(f);
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {cmocka_unit_test(test_placeholder)};
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_state_basics),
+	    cmocka_unit_test(test_state_json_roundtrip),
+	    cmocka_unit_test(test_state_json_job_on_down_host),
+	    cmocka_unit_test(test_state_json_errors),
+	    cmocka_unit_test(test_request_parse),
+	    cmocka_unit_test(test_request_errors),
+	    cmocka_unit_test(test_algo_names),
+	    cmocka_unit_test(test_span_of),
+	    cmocka_unit_test(test_span_nvl72),
+	    cmocka_unit_test(test_span_min),
+	    cmocka_unit_test(test_span_one_level),
+	    cmocka_unit_test(test_ring_order),
+	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
