@@ -24,13 +24,13 @@ static const char usage[] =
 	"\n"
 	"With no arguments: the built-in rail-optimized SuperPOD-style fabric\n"
 	"(4 scalable units x 32 hosts x 8 rails, 1,024 GPUs) and a synthetic\n"
-	"LLM-cluster trace (Kalos job-size mix), 1,000 jobs, seed 1, load 0.9.\n"
+	"LLM-cluster trace (Kalos job-size mix), 2,000 jobs, seed 1, load 0.9.\n"
 	"\n"
 	"  --fabric F.json    fabric model (default: built-in)\n"
 	"  --trace T.csv      CSV: submit_s, gpus | nodes[, gpus_per_node], run_s\n"
 	"                     [, comm_frac][, model_bytes]\n"
 	"  --synthetic NAME   philly | helios | llm (default llm)\n"
-	"  --jobs N           synthetic trace length (default 1000)\n"
+	"  --jobs N           synthetic trace length (default 2000)\n"
 	"  --seed S           seed for the trace and seeded policies (default 1)\n"
 	"  --load L           offered load, share of all GPUs (default 0.9)\n"
 	"  --policies LIST    default " DEFAULT_POLICIES "\n"
@@ -171,7 +171,7 @@ int tp_cmd_simulate(int argc, char **argv)
 	};
 	const char *fabric = NULL, *trace = NULL, *synth = NULL, *svg = NULL;
 	char *plist = NULL;
-	long njobs = 1000, seed = 1;
+	long njobs = 2000, seed = 1;
 	double load = 0.9;
 	bool json = false;
 	int c, rc = TP_EXIT_INPUT;

@@ -105,7 +105,8 @@ static int job_cmp(const void *a, const void *b)
 }
 
 /* Jobs larger than a host ask for whole hosts, as multi-node training
- * does; smaller ones ask for GPUs on one host. */
+ * does (-N n --gpus-per-node=G); smaller ones ask for GPUs on one host
+ * (-N 1 --gpus-per-node=g), the way such jobs are submitted in practice. */
 static void shape_job(tp_job_spec_t *j, int gpus, int gpus_per_host)
 {
 	j->gpus = gpus;
@@ -113,6 +114,9 @@ static void shape_job(tp_job_spec_t *j, int gpus, int gpus_per_host)
 		j->nodes = (gpus + gpus_per_host - 1) / gpus_per_host;
 		j->gpus_per_node = gpus_per_host;
 		j->gpus = j->nodes * gpus_per_host;
+	} else if (gpus_per_host > 0) {
+		j->nodes = 1;
+		j->gpus_per_node = gpus;
 	} else {
 		j->nodes = 0;
 		j->gpus_per_node = 0;
