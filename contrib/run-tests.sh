@@ -3,6 +3,8 @@
 # build with warnings as errors, and run the whole test suite:
 #   1. make check        unit tests (CMocka/TAP) + integration tests
 #                        (CLI on real fixtures, live discovery via ibsim)
+#      make check-slurm  a real Slurm 22.05 cluster: slurmctld + 8 slurmd in
+#                        network namespaces (contrib/slurm-cluster.sh)
 #   2. ASan+UBSan build of the unit tests
 #   3. libFuzzer run of the ibnetdiscover reader (clang), briefly
 #   4. make distcheck
@@ -32,6 +34,8 @@ step "build (-Werror) and make check"
 BUILD_DIR="$top/build" "$top/contrib/build.sh" >/dev/null
 rm -f $(find "$top/build/tests" -name '*.trs' 2>/dev/null) 2>/dev/null || true
 make -C "$top/build" check -j2 || status=1
+"$top/contrib/install-slurm.sh"
+make -C "$top/build" check-slurm || status=1
 count "$top/build"
 
 step "ASan + UBSan unit tests"

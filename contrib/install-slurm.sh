@@ -1,0 +1,65 @@
+#!/bin/sh
+# Install the Debian 12 Slurm 22.05 packages that the mini-cluster
+# (contrib/slurm-cluster.sh) and the Slurm plugins need. Idempotent.
+#
+# Debian's postinst scripts start munge, slurmctld and slurmd through
+# invoke-rc.d; those system daemons would hold the default ports and key and
+# interfere with the private mini-cluster. During the install a policy-rc.d
+# that answers 101 ("action not allowed") keeps them from starting; it is only
+# put in place when the machine has none, and removed afterwards. As a second
+# line of defence, any munged/slurmctld/slurmd that appears during the install
+# (and was not running before it) is stopped by PID.
+set -eu
+
+PKGS="slurmctld slurmd slurm-client munge libslurm-dev slurm-wlm-basic-plugins-dev
+iproute2 procps util-linux"
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-slurm.sh: run as root (it uses apt-get)" >&2
+	exit 1
+fi
+
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
+done
+if [ -z "$missing" ]; then
+	echo "install-slurm.sh: all packages present ($(dpkg-query -W -f='${Version}' slurmctld))"
+	exit 0
+fi
+
+daemons() { # PIDs of the daemons the packages could start, one per line
+	for d in munged slurmctld slurmd slurmdbd; do pgrep -x "$d" || true; done | sort -n
+}
+before=$(daemons)
+
+policy=/usr/sbin/policy-rc.d
+ours=""
+cleanup() { [ -z "$ours" ] || rm -f "$policy"; }
+trap cleanup EXIT
+trap 'cleanup; exit 1' INT TERM HUP
+if [ ! -e "$policy" ]; then
+	printf '#!/bin/sh\n# temporary, contrib/install-slurm.sh\nexit 101\n' >"$policy"
+	chmod 755 "$policy"
+	ours=1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+stamp=/var/lib/apt/periodic/topoplace-update-stamp
+if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +360 2>/dev/null)" ]; then
+	apt-get update -q
+	mkdir -p "$(dirname "$stamp")" && touch "$stamp"
+fi
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing
+cleanup
+ours=""
+
+# Anything the install started anyway is ours to stop, by PID.
+for pid in $(daemons); do
+	echo "$before" | grep -qx "$pid" && continue
+	echo "install-slurm.sh: stopping $(cat "/proc/$pid/comm" 2>/dev/null) (pid $pid) started by the install"
+	kill "$pid" 2>/dev/null || true
+done
+echo "install-slurm.sh: installed Slurm $(dpkg-query -W -f='${Version}' slurmctld)"

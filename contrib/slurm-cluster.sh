@@ -1,0 +1,407 @@
+#!/bin/sh
+# A real multi-node Slurm cluster on one machine, for tests and evaluation.
+#
+#   contrib/slurm-cluster.sh start [--nodes N] [--gpus-per-node G] [--dir DIR]
+#       [--plugin-dir DIR] [--topology none|tree|topoplace] [--fabric FILE]
+#       [--slurm-conf-extra FILE] [--extra-file FILE]... [--timeout SECS]
+#       [--port PORT]
+#   contrib/slurm-cluster.sh stop   [--dir DIR]
+#   contrib/slurm-cluster.sh status [--dir DIR]
+#
+# Runs munged (private key and socket under DIR), slurmctld (root network
+# namespace, hostname "tpctl" through unshare --uts, listening on a bridge at
+# 10.200.0.1) and N slurmd, node001..nodeNNN, each in its own network
+# namespace (veth into the bridge, 10.200.0.(10+i), no default route, its own
+# hostname, /etc/netns/<ns>/hosts). Each node has G fake GPUs: gres.conf
+# entries on character devices made with mknod c 1 3 under DIR/dev. Clients
+# (sinfo, srun, sbatch, scontrol) work from the root namespace with
+# SLURM_CONF=DIR/slurm.conf; batch scripts reach slurmctld from the nodes.
+#
+# --topology tree       TopologyPlugin=topology/tree with a topology.conf that
+#                       `$TOPOPLACE fabric topology-conf` writes from the fabric
+# --topology topoplace  TopologyPlugin=topology/topoplace, loaded from
+#                       --plugin-dir (needs the built plugin), then Debian's dir
+# --topology none       no topology plugin (the default)
+# --plugin-dir DIR      put first in PluginDir whenever it exists (default
+#                       build/plugin/.libs), so job_submit/topoplace or SPANK
+#                       plugins from the build tree load with any topology
+# --slurm-conf-extra F  lines appended to slurm.conf (e.g. JobSubmitPlugins=)
+# --extra-file F        copied beside slurm.conf (e.g. topoplace.conf), with
+#                       @DIR@ replaced by DIR (the fabric is DIR/fabric.json)
+# Without --fabric, the fabric is generated: a 2-leaf fat tree with odd hosts
+# on one leaf and even hosts on the other (groups do not follow names).
+# TOPOPLACE = the topoplace CLI (default: build/cli/topoplace in this tree).
+#
+# Every process started is listed in DIR/pids ("PID NAME"); stop ends exactly
+# those (and whatever runs inside the cluster's own namespaces: job steps),
+# then deletes the namespaces, the bridge and /etc/netns entries it created
+# (DIR/netres). Runs as root. Debian 12: contrib/install-slurm.sh first.
+set -eu
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+me=slurm-cluster.sh
+die() { echo "$me: $*" >&2; exit 1; }
+say() { echo "$me: $*"; }
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+case $cmd in -h|--help) set -- --help ;; esac
+DIR=${TMPDIR:-/tmp}/topoplace-slurm
+NODES=8
+GPUS=4
+PLUGIN_DIR=$top/build/plugin/.libs
+TOPO=none
+FABRIC=
+EXTRA=
+EXTRA_FILES=
+PLUGIN_DIR_SET=
+TIMEOUT=60
+PORT=6817
+NET=10.200.0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--nodes) NODES=$2; shift ;;
+	--gpus-per-node) GPUS=$2; shift ;;
+	--dir) DIR=$2; shift ;;
+	--plugin-dir) PLUGIN_DIR=$2; PLUGIN_DIR_SET=1; shift ;;
+	--topology) TOPO=$2; shift ;;
+	--fabric) FABRIC=$2; shift ;;
+	--slurm-conf-extra) EXTRA=$2; shift ;;
+	--extra-file) EXTRA_FILES="$EXTRA_FILES
+$2"; shift ;;
+	--timeout) TIMEOUT=$2; shift ;;
+	--port) PORT=$2; shift ;;
+	-h|--help) sed -n '2,/^set -eu/p' "$0" | sed '$d;s/^# \{0,1\}//'; exit 0 ;;
+	*) die "unknown option '$1' (try --help)" ;;
+	esac
+	shift
+done
+case $cmd in start|stop|status) ;; *) die "usage: $me start|stop|status [options] (try --help)" ;; esac
+case $NODES in ''|*[!0-9]*) die "--nodes: not a number" ;; esac
+case $GPUS in ''|*[!0-9]*) die "--gpus-per-node: not a number" ;; esac
+case $TOPO in none|tree|topoplace) ;; *) die "--topology: none, tree or topoplace" ;; esac
+[ "$(id -u)" -eq 0 ] || die "run as root (network namespaces, mknod)"
+mkdir -p "$DIR"
+DIR=$(cd "$DIR" && pwd)
+# Names of the namespaces and the bridge carry a tag derived from DIR.
+tag=$(printf '%04x' $(($(printf %s "$DIR" | cksum | cut -d' ' -f1) % 65536)))
+BR=tp${tag}br
+CTL=tpctl
+export SLURM_CONF=$DIR/slurm.conf
+node() { printf 'node%03d' "$1"; }
+nsname() { printf 'tp%sn%03d' "$tag" "$1"; }
+
+# ---- pid bookkeeping ----
+alive() { # PID NAME: is PID running (not a zombie) as NAME?
+	[ -r "/proc/$1/comm" ] && [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ] &&
+		! sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | grep -q '^[ZX]'
+}
+running() { # any listed process still alive?
+	[ -f "$DIR/pids" ] || return 1
+	while read -r pid name; do
+		alive "$pid" "$name" && return 0
+	done <"$DIR/pids"
+	return 1
+}
+
+stop_all() {
+	t0=$(date +%s)
+	# 1. everything inside our own node namespaces (slurmd, slurmstepd, job
+	#    tasks): all started by this cluster
+	if [ -f "$DIR/netres" ]; then
+		for ns in $(awk '$1 == "netns" {print $2}' "$DIR/netres"); do
+			pids=$(ip netns pids "$ns" 2>/dev/null || true)
+			[ -z "$pids" ] || kill -TERM $pids 2>/dev/null || true
+		done
+	fi
+	# 2. the listed daemons, nodes first, controller, then munged
+	if [ -f "$DIR/pids" ]; then
+		for want in slurmd slurmctld munged; do
+			while read -r pid name; do
+				[ "$name" = "$want" ] && alive "$pid" "$name" && kill -TERM "$pid" 2>/dev/null || true
+			done <"$DIR/pids"
+		done
+		i=0
+		while running && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+		while read -r pid name; do
+			alive "$pid" "$name" && { say "killing $name $pid"; kill -KILL "$pid" 2>/dev/null || true; }
+		done <"$DIR/pids"
+	fi
+	# 3. namespaces (after their processes), bridge, /etc/netns entries
+	if [ -f "$DIR/netres" ]; then
+		for ns in $(awk '$1 == "netns" {print $2}' "$DIR/netres"); do
+			i=0
+			while [ -n "$(ip netns pids "$ns" 2>/dev/null)" ] && [ $i -lt 50 ]; do
+				sleep 0.1; i=$((i + 1))
+			done
+			pids=$(ip netns pids "$ns" 2>/dev/null || true)
+			[ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
+		done
+		while read -r kind name; do
+			case $kind in
+			netns) ip netns del "$name" 2>/dev/null || true ;;
+			bridge) ip link del "$name" 2>/dev/null || true ;;
+			etcnetns) rm -rf "/etc/netns/$name" ;;
+			esac
+		done <"$DIR/netres"
+		grep -q '^etcnetnsdir ' "$DIR/netres" && { rmdir /etc/netns 2>/dev/null || true; }
+		rm -f "$DIR/netres"
+	fi
+	rm -f "$DIR/pids" "$DIR/env"
+	say "stopped ($(($(date +%s) - t0)) s)"
+}
+
+if [ "$cmd" = stop ]; then
+	if [ ! -f "$DIR/pids" ] && [ ! -f "$DIR/netres" ]; then
+		say "nothing to stop in $DIR"
+		exit 0
+	fi
+	stop_all
+	exit 0
+fi
+
+if [ "$cmd" = status ]; then
+	if ! running; then
+		say "no cluster running in $DIR"
+		exit 1
+	fi
+	while read -r pid name; do
+		if alive "$pid" "$name"; then s=running; else s=DEAD; fi
+		echo "$name $pid $s"
+	done <"$DIR/pids"
+	timeout 10 sinfo -N -o '%N %T %G' 2>&1 || true
+	echo "export SLURM_CONF=$SLURM_CONF"
+	exit 0
+fi
+
+# ================= start =================
+t0=$(date +%s)
+running && die "a cluster is already running in $DIR (contrib/slurm-cluster.sh stop --dir $DIR)"
+# leftovers of a cluster that died: clean up first
+[ -f "$DIR/pids" ] || [ -f "$DIR/netres" ] && stop_all >/dev/null
+[ "$NODES" -ge 1 ] && [ "$NODES" -le 200 ] || die "--nodes: 1..200"
+for b in munged slurmctld slurmd sinfo scontrol ip unshare; do
+	command -v $b >/dev/null 2>&1 || die "$b not found (contrib/install-slurm.sh installs Slurm)"
+done
+[ -z "$(ip -4 route show "$NET.0/24" 2>/dev/null)" ] ||
+	die "$NET.0/24 is already routed here (another cluster?): $(ip -4 route show "$NET.0/24")"
+if ss -ltnH "sport = :$PORT" 2>/dev/null | grep -q .; then
+	die "port $PORT is in use (another slurmctld?); pick one with --port"
+fi
+SYSPLUGINS=$(dirname "$(ls /usr/lib/*/slurm-wlm/select_cons_tres.so /usr/lib/slurm/select_cons_tres.so 2>/dev/null | head -1)")
+[ -f "$SYSPLUGINS/select_cons_tres.so" ] || die "Slurm's plugin directory not found"
+TOPOPLACE=${TOPOPLACE:-$top/build/cli/topoplace}
+[ -z "$EXTRA" ] || [ -r "$EXTRA" ] || die "--slurm-conf-extra $EXTRA: not readable"
+echo "$EXTRA_FILES" | while read -r f; do
+	[ -z "$f" ] || [ -r "$f" ] || die "--extra-file $f: not readable"
+done
+# slurmctld refuses a PluginDir entry that does not exist
+if [ -n "$PLUGIN_DIR_SET" ] || [ "$TOPO" = topoplace ]; then
+	[ -d "$PLUGIN_DIR" ] || die "--plugin-dir $PLUGIN_DIR: no such directory (build the plugins first)"
+fi
+plugindir=$SYSPLUGINS
+[ ! -d "$PLUGIN_DIR" ] || plugindir=$(cd "$PLUGIN_DIR" && pwd):$SYSPLUGINS
+
+# fresh state (only our own subdirectories of DIR)
+rm -rf "${DIR:?}/state" "$DIR/spool" "$DIR/log" "$DIR/run" "$DIR/munge" "$DIR/dev" "$DIR/topology.conf"
+mkdir -p "$DIR/state" "$DIR/spool" "$DIR/log" "$DIR/run" "$DIR/munge" "$DIR/dev"
+: >"$DIR/pids"
+: >"$DIR/netres"
+# A failed start leaves nothing behind.
+started=
+trap '[ -n "$started" ] || { echo "$me: start failed; logs in $DIR/log" >&2; stop_all >/dev/null 2>&1; }' EXIT
+trap 'exit 1' INT TERM HUP
+
+# ---- fabric + topology ----
+if [ -n "$FABRIC" ]; then
+	[ -r "$FABRIC" ] || die "--fabric $FABRIC: not readable"
+	[ "$(cd "$(dirname "$FABRIC")" && pwd)/$(basename "$FABRIC")" = "$DIR/fabric.json" ] ||
+		cp "$FABRIC" "$DIR/fabric.json"
+elif [ "$TOPO" != none ] || [ -x "$TOPOPLACE" ]; then
+	[ -x "$TOPOPLACE" ] || die "$TOPOPLACE not built (set TOPOPLACE or build the tree)"
+	[ $((NODES % 2)) -eq 0 ] || die "the default fabric needs an even --nodes (or give --fabric)"
+	fgpus=$GPUS # a fabric host has at least one GPU
+	[ "$fgpus" -gt 0 ] || fgpus=1
+	"$TOPOPLACE" fabric generate fat-tree --leaves 2 --spines 1 --hosts-per-leaf $((NODES / 2)) \
+		--interleave --gpus-per-host "$fgpus" --prefix node -o "$DIR/fabric.json" >/dev/null ||
+		die "fabric generate failed"
+else
+	rm -f "$DIR/fabric.json"
+fi
+case $TOPO in
+tree)
+	[ -x "$TOPOPLACE" ] || die "$TOPOPLACE not built (set TOPOPLACE or build the tree)"
+	"$TOPOPLACE" fabric topology-conf "$DIR/fabric.json" -o "$DIR/topology.conf" ||
+		die "topology-conf failed"
+	topo_lines="TopologyPlugin=topology/tree" ;;
+topoplace)
+	# needs topology_topoplace.so in --plugin-dir (plugin/ in the build tree)
+	[ -f "$PLUGIN_DIR/topology_topoplace.so" ] ||
+		say "warning: $PLUGIN_DIR/topology_topoplace.so not found; slurmctld will not start without it"
+	topo_lines="TopologyPlugin=topology/topoplace" ;;
+none)
+	topo_lines="TopologyPlugin=topology/none" ;;
+esac
+
+# ---- configuration ----
+# Fake GPUs: character devices (gres.conf rejects plain files).
+g=0
+while [ $g -lt "$GPUS" ]; do
+	mknod "$DIR/dev/gpu$g" c 1 3
+	g=$((g + 1))
+done
+last=$(node "$NODES")
+cat >"$DIR/slurm.conf" <<EOF
+# Written by contrib/slurm-cluster.sh: $NODES nodes, $GPUS fake GPUs each
+ClusterName=topoplace
+SlurmctldHost=$CTL($NET.1)
+SlurmctldPort=$PORT
+SlurmdPort=6818
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$DIR/munge/munge.socket.2
+PluginDir=$plugindir
+StateSaveLocation=$DIR/state
+SlurmdSpoolDir=$DIR/spool/%n
+SlurmctldPidFile=$DIR/run/slurmctld.pid
+SlurmdPidFile=$DIR/run/slurmd-%n.pid
+SlurmctldLogFile=$DIR/log/slurmctld.log
+SlurmdLogFile=$DIR/log/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SwitchType=switch/none
+MpiDefault=none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+GresTypes=gpu
+SlurmdParameters=config_overrides
+DefMemPerCPU=500
+MessageTimeout=5
+SlurmdTimeout=30
+ReturnToService=2
+MinJobAge=600
+KillWait=5
+$topo_lines
+EOF
+gres=
+[ "$GPUS" -eq 0 ] || gres=" Gres=gpu:$GPUS"
+i=1
+while [ $i -le "$NODES" ]; do
+	echo "NodeName=$(node $i) NodeAddr=$NET.$((10 + i)) CPUs=8 RealMemory=8000$gres State=UNKNOWN"
+	i=$((i + 1))
+done >>"$DIR/slurm.conf"
+echo "PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP" >>"$DIR/slurm.conf"
+if [ -n "$EXTRA" ]; then
+	{ echo "# from $EXTRA"; cat "$EXTRA"; } >>"$DIR/slurm.conf"
+fi
+# slurmd 22.05 always initialises cgroups; inside ip netns exec /sys/fs/cgroup
+# is empty, and cgroup/v1 is the one that copes with that.
+echo "CgroupPlugin=cgroup/v1" >"$DIR/cgroup.conf"
+if [ "$GPUS" -gt 0 ]; then
+	files=$DIR/dev/gpu0
+	[ "$GPUS" -eq 1 ] || files="$DIR/dev/gpu[0-$((GPUS - 1))]"
+	echo "NodeName=node[001-${last#node}] Name=gpu File=$files" >"$DIR/gres.conf"
+else
+	: >"$DIR/gres.conf"
+fi
+{
+	echo "127.0.0.1 localhost"
+	echo "$NET.1 $CTL"
+	i=1
+	while [ $i -le "$NODES" ]; do
+		echo "$NET.$((10 + i)) $(node $i)"
+		i=$((i + 1))
+	done
+} >"$DIR/hosts"
+
+# extra files last: they may replace cgroup.conf or gres.conf
+echo "$EXTRA_FILES" | while read -r f; do
+	[ -z "$f" ] || sed "s|@DIR@|$DIR|g" "$f" >"$DIR/$(basename "$f")"
+done
+
+# ---- munge ----
+head -c 1024 /dev/urandom >"$DIR/munge/munge.key"
+chmod 700 "$DIR/munge"
+chmod 400 "$DIR/munge/munge.key"
+munged --foreground --force --socket="$DIR/munge/munge.socket.2" \
+	--key-file="$DIR/munge/munge.key" --pid-file="$DIR/munge/munged.pid" \
+	--seed-file="$DIR/munge/munged.seed" --log-file="$DIR/log/munged.log" \
+	</dev/null >>"$DIR/log/munged.out" 2>&1 &
+echo "$! munged" >>"$DIR/pids"
+i=0
+until [ -S "$DIR/munge/munge.socket.2" ]; do
+	i=$((i + 1))
+	[ $i -le 50 ] || die "munged did not start: $(tail -n 3 "$DIR/log/munged.out" "$DIR/log/munged.log" 2>/dev/null)"
+	sleep 0.1
+done
+
+# ---- network: bridge in the root namespace, one namespace per node ----
+ip link add "$BR" type bridge
+echo "bridge $BR" >>"$DIR/netres"
+ip addr add "$NET.1/24" dev "$BR"
+ip link set "$BR" up
+[ -d /etc/netns ] || { mkdir /etc/netns && echo "etcnetnsdir /etc/netns" >>"$DIR/netres"; }
+i=1
+while [ $i -le "$NODES" ]; do
+	ns=$(nsname $i)
+	ip netns add "$ns"
+	echo "netns $ns" >>"$DIR/netres"
+	ip link add "tp${tag}v$(printf %03d $i)" type veth peer name eth0 netns "$ns"
+	ip link set "tp${tag}v$(printf %03d $i)" master "$BR" up
+	ip -n "$ns" addr add "$NET.$((10 + i))/24" dev eth0
+	ip -n "$ns" link set eth0 up
+	ip -n "$ns" link set lo up
+	mkdir -p "/etc/netns/$ns"
+	echo "etcnetns $ns" >>"$DIR/netres"
+	cp "$DIR/hosts" "/etc/netns/$ns/hosts"
+	i=$((i + 1))
+done
+
+# ---- slurmctld (root namespace, hostname $CTL) ----
+unshare --uts sh -c 'hostname "$1" && exec slurmctld -D -i' sh "$CTL" \
+	</dev/null >>"$DIR/log/slurmctld.out" 2>&1 &
+echo "$! slurmctld" >>"$DIR/pids"
+ctlpid=$!
+i=0
+until timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP'; do
+	i=$((i + 1))
+	alive $ctlpid slurmctld || [ $i -lt 3 ] ||
+		die "slurmctld exited: $(tail -n 5 "$DIR/log/slurmctld.log" "$DIR/log/slurmctld.out" 2>/dev/null)"
+	[ $i -le 100 ] || die "slurmctld did not answer: $(tail -n 5 "$DIR/log/slurmctld.log")"
+	sleep 0.2
+done
+
+# ---- slurmd, one per namespace ----
+i=1
+while [ $i -le "$NODES" ]; do
+	n=$(node $i)
+	mkdir -p "$DIR/spool/$n"
+	ip netns exec "$(nsname $i)" unshare --uts sh -c 'hostname "$1" && exec slurmd -D -N "$1"' sh "$n" \
+		</dev/null >>"$DIR/log/slurmd-$n.out" 2>&1 &
+	echo "$! slurmd" >>"$DIR/pids"
+	i=$((i + 1))
+done
+
+# ---- wait for every node to be idle ----
+end=$(($(date +%s) + TIMEOUT))
+while :; do
+	states=$(timeout 10 sinfo -h -N -o '%T' 2>/dev/null | sort | uniq -c | tr -s ' ' | tr '\n' ',' || true)
+	idle=$(timeout 10 sinfo -h -N -t idle -o '%N' 2>/dev/null | wc -l || true)
+	[ "$idle" -eq "$NODES" ] && break
+	[ "$(date +%s)" -lt "$end" ] || die "nodes not idle after $TIMEOUT s:$states see $DIR/log"
+	while read -r pid name; do
+		alive "$pid" "$name" || die "$name (pid $pid) exited; see $DIR/log"
+	done <"$DIR/pids"
+	sleep 0.3
+done
+started=1
+echo "export SLURM_CONF=$SLURM_CONF" >"$DIR/env"
+say "$NODES nodes idle in $(($(date +%s) - t0)) s (topology: $TOPO, $GPUS GPUs/node, dir $DIR)"
+echo "export SLURM_CONF=$SLURM_CONF"
