@@ -103,7 +103,9 @@ static void uf_union(uint32_t *p, uint32_t a, uint32_t b)
 
 /* ---- step 1: names ---- */
 
-static tp_err_t name_cas(tp_fabric_t *f)
+/* cname[i] receives CA i's host name (borrowed from the host, whose
+ * string stays put when the host array moves or is sorted). */
+static tp_err_t name_cas(tp_fabric_t *f, const char **cname)
 {
 	size_t unnamed = 0;
 	const tp_ca_t *example = NULL;
@@ -116,6 +118,7 @@ static tp_err_t name_cas(tp_fabric_t *f)
 		uint32_t g, h;
 
 		c->host = TP_ID_NONE;
+		cname[i] = NULL;
 		if (tp__desc_is_sharp(c->desc)) {
 			c->role = TP_CA_SHARP;
 			f->sharp_cas++;
@@ -145,6 +148,7 @@ static tp_err_t name_cas(tp_fabric_t *f)
 		tp_free(host);
 		if (err)
 			return err;
+		cname[i] = f->host[h].name;
 	}
 	f->unnamed_cas = unnamed;
 	if (unnamed)
@@ -172,7 +176,7 @@ static tp_err_t sort_hosts(tp_fabric_t *f)
 
 /* ---- step 2: CA attachment, host CA lists ---- */
 
-static tp_err_t attach_cas(tp_fabric_t *f)
+static tp_err_t attach_cas(tp_fabric_t *f, const char *const *cname)
 {
 	int *minport = tp_malloc(f->nca * sizeof(int));
 	size_t *count = tp_calloc(f->nhost, sizeof(size_t));
@@ -185,18 +189,7 @@ static tp_err_t attach_cas(tp_fabric_t *f)
 		c->leaf = TP_ID_NONE;
 		minport[i] = 1 << 30;
 		if (c->role == TP_CA_HOST) {
-			char *host = NULL, *dev = NULL;
-			uint32_t g = tp_u64map_get(f->guid_name, c->guid);
-			if (g != TP_MAP_NONE) {
-				c->host = tp_strmap_get(f->host_by_name,
-							f->guid_names[g]);
-			} else {
-				if (tp__desc_hostname(c->desc, &host, &dev))
-					goto out;
-				c->host = tp_strmap_get(f->host_by_name, host);
-				tp_free(host);
-				tp_free(dev);
-			}
+			c->host = tp_strmap_get(f->host_by_name, cname[i]);
 			count[c->host]++;
 		}
 	}
@@ -753,8 +746,15 @@ tp_err_t tp_fabric_finalize(tp_fabric_t *f, const tp_finalize_opts_t *opts)
 		tp_free(f->fwarn[i]);
 	f->nfwarn = 0;
 	f->in_finalize = true;
-	if ((err = name_cas(f)) || (err = sort_hosts(f)) ||
-	    (err = attach_cas(f)))
+	const char **cname = tp_malloc((f->nca + 1) * sizeof(char *));
+	if (!cname) {
+		err = TP_ERR_NOMEM;
+		goto fail;
+	}
+	if (!(err = name_cas(f, cname)) && !(err = sort_hosts(f)))
+		err = attach_cas(f, cname);
+	tp_free(cname);
+	if (err)
 		goto fail;
 	if ((err = adj_build(f, &a)))
 		goto fail;

@@ -20,7 +20,7 @@ static tp_err_t push_tok(tp__jdoc_t *d, uint8_t type, uint32_t *idx)
 		return TP_ERR_NOMEM;
 	d->tok = p;
 	memset(&d->tok[d->ntok], 0, sizeof(tp__jtok_t));
-	d->tok[d->ntok].type = type;
+	d->tok[d->ntok].size = (uint32_t)type << 27;
 	*idx = (uint32_t)d->ntok++;
 	return TP_OK;
 }
@@ -182,19 +182,30 @@ static bool literal(const char *t, size_t len, size_t *pos, const char *w)
 
 tp_err_t tp__jdoc_parse(tp__jdoc_t *d, const char *buf, size_t len)
 {
-	uint32_t stack[MAX_DEPTH];
-	int depth = 0;
-	size_t i = 0;
-	bool want_value = true, done = false;
-	char *t;
-	tp_err_t err;
+	char *copy;
 
 	memset(d, 0, sizeof(*d));
 	if (len >= UINT32_MAX)
 		return TP_ERR_RANGE;
-	if (!(t = d->text = tp_malloc(len + 1)))
+	if (!(copy = tp_malloc(len + 1)))
 		return TP_ERR_NOMEM;
-	memcpy(t, buf, len);
+	memcpy(copy, buf, len);
+	return tp__jdoc_parse_owned(d, copy, len);
+}
+
+tp_err_t tp__jdoc_parse_owned(tp__jdoc_t *d, char *buf, size_t len)
+{
+	uint32_t stack[MAX_DEPTH];
+	int depth = 0;
+	size_t i = 0;
+	bool want_value = true, done = false;
+	char *t = buf;
+	tp_err_t err;
+
+	memset(d, 0, sizeof(*d));
+	d->text = buf;
+	if (len >= UINT32_MAX)
+		return TP_ERR_RANGE;
 	t[len] = '\0';
 	/* about one token per 8 bytes in fabric files: grow rarely */
 	d->captok = len / 8 + 16;
@@ -211,12 +222,12 @@ tp_err_t tp__jdoc_parse(tp__jdoc_t *d, const char *buf, size_t len)
 			goto bad;
 		char c = t[i];
 		uint32_t idx, top = depth ? stack[depth - 1] : TP_J_NONE;
-		bool in_obj = depth && d->tok[top].type == TP_J_OBJ;
+		bool in_obj = depth && TP__JTYPE(&d->tok[top]) == TP_J_OBJ;
 		if (c == '}' || c == ']') {
 			if (!depth || (c == '}') != in_obj)
 				goto bad;
 			/* "[1,]" and "{"a":}" leave a value pending */
-			if (want_value && d->tok[top].size)
+			if (want_value && (d->tok[top].size & 0x87ffffffu))
 				goto bad;
 			d->tok[top].next = (uint32_t)d->ntok;
 			depth--;
@@ -288,6 +299,8 @@ tp_err_t tp__jdoc_parse(tp__jdoc_t *d, const char *buf, size_t len)
 		} else {
 			if (depth) {
 				d->tok[top].size &= ~0x80000000u;
+				if (TP__JCOUNT(&d->tok[top]) == 0x07ffffffu)
+					goto bad;
 				d->tok[top].size++;
 			}
 			want_value = false;
@@ -304,8 +317,9 @@ tp_err_t tp__jdoc_parse(tp__jdoc_t *d, const char *buf, size_t len)
 	return TP_OK;
 bad:
 	d->errline = 1;
+	/* strings were unescaped in place up to i, but never across lines */
 	for (size_t k = 0; k < i && k < len; k++)
-		d->errline += buf[k] == '\n';
+		d->errline += t[k] == '\n';
 	return TP_ERR_PARSE;
 }
 

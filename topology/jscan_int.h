@@ -24,15 +24,20 @@ typedef enum tp__jtype {
 	TP_J_NULL,
 } tp__jtype_t;
 
+/* 16 bytes: a 30 MB file makes a few million of these. */
 typedef struct tp__jtok {
-	uint8_t type;
 	uint32_t next;  /* token after this value's subtree */
-	uint32_t size;  /* members (objects: key/value pairs) */
+	uint32_t size;  /* members (objects: key/value pairs), see TP__JSIZE */
 	union {
 		double num;
 		uint32_t str; /* offset of the NUL-terminated text */
 	} v;
 } tp__jtok_t;
+
+/* size packs the member count (low 27 bits), the type (bits 27-30) and,
+ * while parsing, a "key read, value due" flag (bit 31). */
+#define TP__JCOUNT(t) ((t)->size & 0x07ffffffu)
+#define TP__JTYPE(t) (((t)->size >> 27) & 0xfu)
 
 typedef struct tp__jdoc {
 	char *text;      /* private copy, strings unescaped in place */
@@ -47,16 +52,23 @@ typedef struct tp__jdoc {
 /* Parse len bytes of buf (need not be NUL-terminated). TP_ERR_PARSE
  * with errline/errmsg set, or TP_ERR_NOMEM. Free with tp__jdoc_free. */
 tp_err_t tp__jdoc_parse(tp__jdoc_t *d, const char *buf, size_t len);
+/* Same, taking ownership of buf (len + 1 bytes, allocated with
+ * tp_malloc): no copy. buf is freed by tp__jdoc_free even on error. */
+tp_err_t tp__jdoc_parse_owned(tp__jdoc_t *d, char *buf, size_t len);
 void tp__jdoc_free(tp__jdoc_t *d);
 
 static inline int tp__jtype(const tp__jdoc_t *d, uint32_t v)
 {
-	return v == TP_J_NONE ? -1 : d->tok[v].type;
+	return v == TP_J_NONE ? -1 : (int)TP__JTYPE(&d->tok[v]);
+}
+static inline uint32_t tp__jcount(const tp__jdoc_t *d, uint32_t v)
+{
+	return TP__JCOUNT(&d->tok[v]);
 }
 /* First member (arrays: value; objects: key, whose value is key + 1). */
 static inline uint32_t tp__jfirst(const tp__jdoc_t *d, uint32_t v)
 {
-	return d->tok[v].size ? v + 1 : TP_J_NONE;
+	return TP__JCOUNT(&d->tok[v]) ? v + 1 : TP_J_NONE;
 }
 /* Next member after m inside the container that ends at end. */
 static inline uint32_t tp__jnext(const tp__jdoc_t *d, uint32_t m, bool obj,

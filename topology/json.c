@@ -366,7 +366,7 @@ static bool parse_ref(const loader_t *ld, uint32_t r, tp_node_kind_t *k,
 	long n, p;
 	const char *kind;
 
-	if (tp__jtype(d, r) != TP_J_ARR || d->tok[r].size != 3)
+	if (tp__jtype(d, r) != TP_J_ARR || tp__jcount(d, r) != 3)
 		return false;
 	a = r + 1;
 	b = d->tok[a].next;
@@ -451,13 +451,14 @@ static tp_err_t load_hosts(loader_t *ld, uint32_t arr)
 			return lfail(ld, TP_ERR_PARSE, "hosts[%d].name: expected a non-empty string", i);
 		if (!is_bool(d, nd) || tp__jtype(d, gpus) != TP_J_ARR)
 			return lfail(ld, TP_ERR_PARSE, "hosts[%d] (%s): node_data (bool) and gpus (array) required", i, name);
-		if (tp_fabric_host_find(ld->f, name) != TP_ID_NONE)
-			return lfail(ld, TP_ERR_PARSE, "hosts[%d]: host %s appears twice", i, name);
+		size_t before = ld->f->nhost;
 		if ((err = tp__fabric_host_get(ld->f, name, true, &h)))
 			return lfail(ld, err, "hosts[%d]: %s", i, tp_strerror(err));
-		if (d->tok[gpus].size > 4096)
+		if (ld->f->nhost == before)
+			return lfail(ld, TP_ERR_PARSE, "hosts[%d]: host %s appears twice", i, name);
+		if (tp__jcount(d, gpus) > 4096)
 			return lfail(ld, TP_ERR_PARSE, "hosts[%d] (%s): too many GPUs", i, name);
-		if (d->tok[gpus].size && !(gv = tp_calloc(d->tok[gpus].size, sizeof(*gv))))
+		if (tp__jcount(d, gpus) && !(gv = tp_calloc(tp__jcount(d, gpus), sizeof(*gv))))
 			return lfail(ld, TP_ERR_NOMEM, "out of memory");
 		FOR_ITEMS(d, g, gpus)
 		{
@@ -587,12 +588,13 @@ static tp_err_t parse_doc(loader_t *ld, const tp__jdoc_t *d, tp_fabric_t **f_p)
 	return TP_OK;
 }
 
-static tp_err_t parse_buf(const char *name, const char *buf, size_t len,
+/* buf: len + 1 bytes from tp_malloc, owned from here on. */
+static tp_err_t parse_buf(const char *name, char *buf, size_t len,
 			  tp_fabric_t **f_p, char **err_p)
 {
 	loader_t ld = {name ? name : "<json>", NULL, NULL, NULL};
 	tp__jdoc_t d;
-	tp_err_t err = tp__jdoc_parse(&d, buf, len);
+	tp_err_t err = tp__jdoc_parse_owned(&d, buf, len);
 
 	if (err == TP_ERR_PARSE)
 		lfail(&ld, err, "%zu: %s", d.errline, d.errmsg);
@@ -612,7 +614,16 @@ static tp_err_t parse_buf(const char *name, const char *buf, size_t len,
 tp_err_t tp_fabric_parse_json(const char *name, const char *buf,
 			      tp_fabric_t **f_p, char **err_p)
 {
-	return parse_buf(name, buf, strlen(buf), f_p, err_p);
+	size_t len = strlen(buf);
+	char *copy = tp_malloc(len + 1);
+
+	if (!copy) {
+		if (err_p)
+			*err_p = tp_strdup(tp_strerror(TP_ERR_NOMEM));
+		return TP_ERR_NOMEM;
+	}
+	memcpy(copy, buf, len + 1);
+	return parse_buf(name, copy, len, f_p, err_p);
 }
 
 tp_err_t tp_fabric_load_json(const char *path, tp_fabric_t **f_p, char **err_p)
@@ -633,7 +644,5 @@ tp_err_t tp_fabric_load_json(const char *path, tp_fabric_t **f_p, char **err_p)
 			*err_p = tp_asprintf("%s: binary data (NUL byte) in JSON", path);
 		return TP_ERR_PARSE;
 	}
-	err = parse_buf(path, buf, len, f_p, err_p);
-	tp_free(buf);
-	return err;
+	return parse_buf(path, buf, len, f_p, err_p);
 }
