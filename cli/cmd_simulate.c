@@ -51,6 +51,17 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Mean share of free GPUs outside wholly free level-1 groups, over the
+ * samples (taken at every scheduling event, thinned evenly). */
+static double frag_mean(const tp_sim_result_t *r)
+{
+	double s = 0;
+
+	for (size_t k = 0; k < r->nsamples; k++)
+		s += r->samples[k].frag;
+	return r->nsamples ? s / (double)r->nsamples : 0;
+}
+
 static cJSON *metrics_json(const tp_sim_result_t *r, double wall)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -72,6 +83,17 @@ static cJSON *metrics_json(const tp_sim_result_t *r, double wall)
 	cJSON_AddNumberToObject(o, "min_span_empty_fraction", r->min_span_empty_fraction);
 	cJSON_AddNumberToObject(o, "cross_spine_bytes", r->cross_spine_bytes);
 	cJSON_AddNumberToObject(o, "decision_p99_s", r->decision_p99_s);
+	cJSON_AddNumberToObject(o, "fragmentation_mean", frag_mean(r));
+	cJSON *ts = cJSON_AddArrayToObject(o, "over_time");
+	/* a coarse time series for scripts: at most 100 points */
+	size_t step = r->nsamples > 100 ? r->nsamples / 100 : 1;
+	for (size_t k = 0; ts && k < r->nsamples; k += step) {
+		cJSON *p = cJSON_CreateObject();
+		cJSON_AddNumberToObject(p, "t_s", r->samples[k].t);
+		cJSON_AddNumberToObject(p, "util", r->samples[k].util);
+		cJSON_AddNumberToObject(p, "fragmentation", r->samples[k].frag);
+		cJSON_AddItemToArray(ts, p);
+	}
 	cJSON_AddNumberToObject(o, "sim_wall_s", wall);
 	return o;
 }
@@ -98,7 +120,7 @@ static int write_svg(const char *path, const run_t *runs, size_t n)
 			if (runs[i].res.samples[k].t > tmax)
 				tmax = runs[i].res.samples[k].t;
 	tp_strbuf_printf(&sb, "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' font-family='sans-serif' font-size='11'>\n"
-			 "<rect width='100%%' height='100%%' fill='white'/>\n", W, 2 * H);
+			 "<rect width='100%%' height='100%%' fill='white'/>\n", W, 3 * H);
 	/* panel 1: utilisation over time */
 	tp_strbuf_printf(&sb, "<text x='%d' y='18' font-size='13'>GPU utilisation over time</text>\n"
 			 "<rect x='%d' y='%d' width='%d' height='%d' fill='none' stroke='#999'/>\n"
@@ -147,6 +169,22 @@ static int write_svg(const char *path, const run_t *runs, size_t n)
 		tp_strbuf_printf(&sb, "'/>\n<text x='%d' y='%d' fill='%s'>%s</text>\n", L + PW + 10,
 				 y0 + 15 + 15 * (int)i, palette[i % 8], r->policy);
 		tp_free(v);
+	}
+	/* panel 3: fragmentation over time */
+	int y3 = 2 * H + T;
+	tp_strbuf_printf(&sb, "<text x='%d' y='%d' font-size='13'>Fragmentation: share of free GPUs outside wholly free level-1 groups</text>\n"
+			 "<rect x='%d' y='%d' width='%d' height='%d' fill='none' stroke='#999'/>\n"
+			 "<text x='%d' y='%d'>0</text><text x='%d' y='%d'>100%%</text>"
+			 "<text x='%d' y='%d'>%.1f h</text>\n",
+			 L, 2 * H + 18, L, y3, PW, PH, L - 20, y3 + PH, L - 40, y3 + 10, L + PW - 30, y3 + PH + 15, tmax / 3600);
+	for (size_t i = 0; i < n; i++) {
+		const tp_sim_result_t *r = &runs[i].res;
+		tp_strbuf_printf(&sb, "<polyline fill='none' stroke='%s' stroke-width='1.2' points='", palette[i % 8]);
+		for (size_t k = 0; k < r->nsamples; k++)
+			tp_strbuf_printf(&sb, "%.1f,%.1f ", L + PW * r->samples[k].t / tmax,
+					 y3 + PH * (1 - r->samples[k].frag));
+		tp_strbuf_printf(&sb, "'/>\n<text x='%d' y='%d' fill='%s'>%s</text>\n", L + PW + 10,
+				 y3 + 15 + 15 * (int)i, palette[i % 8], r->policy);
 	}
 	tp_strbuf_printf(&sb, "</svg>\n");
 	int rc = sb.failed ? TP_EXIT_FAIL : tp_cli_write(path, sb.buf);
@@ -333,18 +371,18 @@ int tp_cmd_simulate(int argc, char **argv)
 		       fabric ? fabric : "built-in rail-optimized 4 SU x 32 hosts x 8 rails",
 		       tp_fabric_nhosts(f), tp_fabric_total_gpus(f), trace ? trace : synth,
 		       tr.njobs, seed);
-		printf("%-13s %6s %10s %10s %10s %8s %8s %8s %9s %8s\n", "policy", "util%",
+		printf("%-13s %6s %10s %10s %10s %8s %8s %8s %6s %9s %8s\n", "policy", "util%",
 		       "wait mean", "wait p95", "JCT mean", "slow", "slow p95", "minspan%",
-		       "xspine TB", "JCT/tree");
+		       "frag%", "xspine TB", "JCT/tree");
 		for (size_t i = 0; i < nruns; i++) {
 			const tp_sim_result_t *r = &runs[i].res;
 			char ratio[16] = "-";
 			if (base && base->res.mean_jct_s > 0)
 				snprintf(ratio, sizeof(ratio), "%.3f", r->mean_jct_s / base->res.mean_jct_s);
-			printf("%-13s %6.1f %9.0fs %9.0fs %9.0fs %8.3f %8.3f %8.1f %9.2f %8s\n", r->policy,
+			printf("%-13s %6.1f %9.0fs %9.0fs %9.0fs %8.3f %8.3f %8.1f %6.1f %9.2f %8s\n", r->policy,
 			       100 * r->gpu_util, r->mean_wait_s, r->p95_wait_s, r->mean_jct_s,
 			       r->comm_slowdown_mean, r->comm_slowdown_p95, 100 * r->min_span_fraction,
-			       r->cross_spine_bytes / 1e12, ratio);
+			       100 * frag_mean(r), r->cross_spine_bytes / 1e12, ratio);
 		}
 	}
 	rc = TP_EXIT_OK;
