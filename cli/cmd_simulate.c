@@ -163,7 +163,9 @@ static int write_svg(const char *path, const run_t *runs, size_t n)
 		qsort(v, m, sizeof(double), dbl_cmp);
 		tp_strbuf_printf(&sb, "<polyline fill='none' stroke='%s' stroke-width='1.5' points='", palette[i % 8]);
 		for (size_t k = 0; k < m; k++) {
-			double x = (fmin(v[k], smax) - 1.0) / (smax - 1.0);
+			/* a placement can beat the "ideal" one by a hair
+			 * (another algorithm wins there): clamp to the axis */
+			double x = (fmax(1.0, fmin(v[k], smax)) - 1.0) / (smax - 1.0);
 			tp_strbuf_printf(&sb, "%.1f,%.1f ", L + PW * x, y0 + PH * (1 - (double)(k + 1) / (double)m));
 		}
 		tp_strbuf_printf(&sb, "'/>\n<text x='%d' y='%d' fill='%s'>%s</text>\n", L + PW + 10,
