@@ -1,0 +1,386 @@
+/*
+ * topoplace.conf: one table drives defaults, parsing, validation and the
+ * dump, so a key cannot be documented but not parsed or the reverse.
+ *
+ * Parsing fills a scratch struct and swaps it in only at the end: a bad
+ * file leaves the caller's configuration as it was, which is what a
+ * controller re-reading its files on `scontrol reconfigure` needs.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "tp_plugin.h"
+
+#define OFF(field) offsetof(tp_pconf_t, field)
+
+static const tp_pconf_key_t keys[] = {
+	{"FabricFile", TP_PCONF_STRING, NULL, 0, 0,
+	 "fabric JSON written by `topoplace discover` or `fabric generate`; "
+	 "unset: flat topology",
+	 OFF(fabric_file)},
+	{"RankNodes", TP_PCONF_BOOL, "yes", 0, 1,
+	 "order Slurm's node table by the fabric (task ranks follow it)",
+	 OFF(rank_nodes)},
+	{"NVLinkLevel", TP_PCONF_BOOL, "yes", 0, 1,
+	 "multi-node NVLink domains become the leaf switches",
+	 OFF(nvlink_level)},
+	{"SetSwitches", TP_PCONF_BOOL, "yes", 0, 1,
+	 "job_submit/topoplace sets --switches on multi-node jobs",
+	 OFF(set_switches)},
+	{"SwitchWait", TP_PCONF_UINT, "300", 0, 7 * 86400,
+	 "seconds a job may wait for its switch count (wait4switch)",
+	 OFF(switch_wait)},
+	{"MinNodes", TP_PCONF_UINT, "2", 2, 1000000,
+	 "smallest job (nodes) given --switches", OFF(min_nodes)},
+	{"MaxNodes", TP_PCONF_UINT, "0", 0, 1000000,
+	 "largest job (nodes) given --switches; 0: no limit", OFF(max_nodes)},
+	{"GpusPerNode", TP_PCONF_UINT, "0", 0, 1024,
+	 "GPUs per node for --gpus jobs; 0: from the nodes' Gres",
+	 OFF(gpus_per_node)},
+	{"Partitions", TP_PCONF_LIST, NULL, 0, 0,
+	 "partitions whose jobs job_submit/topoplace touches; unset: all",
+	 OFF(partitions)},
+};
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+size_t tp_pconf_nkeys(void)
+{
+	return NKEYS;
+}
+
+const tp_pconf_key_t *tp_pconf_key(size_t i)
+{
+	return i < NKEYS ? &keys[i] : NULL;
+}
+
+static bool parse_bool(const char *v, bool *b_p)
+{
+	static const char *const yes[] = {"yes", "true", "on", "1"};
+	static const char *const no[] = {"no", "false", "off", "0"};
+
+	for (size_t i = 0; i < 4; i++) {
+		if (!strcasecmp(v, yes[i])) {
+			*b_p = true;
+			return true;
+		}
+		if (!strcasecmp(v, no[i])) {
+			*b_p = false;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool list_ok(const char *v)
+{
+	if (!*v || *v == ',')
+		return false;
+	for (; *v; v++)
+		if (*v == ',' && (v[1] == ',' || v[1] == '\0'))
+			return false;
+	return true;
+}
+
+/* Store one value; *why_p gets a static reason on failure. */
+static tp_err_t set_value(tp_pconf_t *c, const tp_pconf_key_t *k,
+			  const char *v, const char **why_p)
+{
+	void *field = (char *)c + k->offset;
+	unsigned long long n;
+	char *end, *s;
+
+	switch (k->type) {
+	case TP_PCONF_STRING:
+	case TP_PCONF_LIST:
+		if (!*v) {
+			*why_p = "empty value";
+			return TP_ERR_PARSE;
+		}
+		if (k->type == TP_PCONF_LIST && !list_ok(v)) {
+			*why_p = "empty item in list";
+			return TP_ERR_PARSE;
+		}
+		if (!(s = tp_strdup(v)))
+			return TP_ERR_NOMEM;
+		tp_free(*(char **)field);
+		*(char **)field = s;
+		return TP_OK;
+	case TP_PCONF_BOOL:
+		if (!parse_bool(v, (bool *)field)) {
+			*why_p = "expected yes or no";
+			return TP_ERR_PARSE;
+		}
+		return TP_OK;
+	case TP_PCONF_UINT:
+		if (!isdigit((unsigned char)*v)) {
+			*why_p = "expected a non-negative integer";
+			return TP_ERR_PARSE;
+		}
+		errno = 0;
+		n = strtoull(v, &end, 10);
+		if (*end) {
+			*why_p = "expected a non-negative integer";
+			return TP_ERR_PARSE;
+		}
+		if (errno || n < k->min || n > k->max) {
+			*why_p = "out of range";
+			return TP_ERR_RANGE;
+		}
+		*(uint32_t *)field = (uint32_t)n;
+		return TP_OK;
+	}
+	*why_p = "bad key type";
+	return TP_ERR_INVAL;
+}
+
+void tp_pconf_defaults(tp_pconf_t *c)
+{
+	const char *why;
+
+	memset(c, 0, sizeof(*c));
+	/* defaults are literals of the table; only NOMEM can fail, and then
+	 * the string keys stay unset, which is their default anyway */
+	for (size_t i = 0; i < NKEYS; i++)
+		if (keys[i].def)
+			(void)set_value(c, &keys[i], keys[i].def, &why);
+}
+
+void tp_pconf_free(tp_pconf_t *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < NKEYS; i++)
+		if (keys[i].type == TP_PCONF_STRING ||
+		    keys[i].type == TP_PCONF_LIST) {
+			char **p = (char **)((char *)c + keys[i].offset);
+			tp_free(*p);
+			*p = NULL;
+		}
+	memset(c, 0, sizeof(*c));
+}
+
+static const tp_pconf_key_t *find_key(const char *name, size_t n)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (strlen(keys[i].name) == n &&
+		    !strncasecmp(keys[i].name, name, n))
+			return &keys[i];
+	return NULL;
+}
+
+static tp_err_t failf(char **err_p, tp_err_t err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static tp_err_t failf(char **err_p, tp_err_t err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err_p && err != TP_ERR_NOMEM) {
+		va_start(ap, fmt);
+		*err_p = tp_vasprintf(fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
+static bool blank(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\r';
+}
+
+/* One "Key=Value" at *pp; advances *pp past it. */
+static tp_err_t parse_pair(const char *name, size_t lineno, char **pp,
+			   tp_pconf_t *c, bool *seen, char **err_p)
+{
+	const tp_pconf_key_t *k;
+	const char *why = "";
+	char *p = *pp, *key = p, *val, *vend, save;
+	size_t klen;
+	tp_err_t err;
+
+	while (*p && *p != '=' && !blank(*p) && *p != '#')
+		p++;
+	klen = (size_t)(p - key);
+	if (*p != '=' || !klen) {
+		while (*p && !blank(*p))
+			p++;
+		return failf(err_p, TP_ERR_PARSE, "%s:%zu: '%.*s': expected "
+			     "Key=Value", name, lineno, (int)(p - key), key);
+	}
+	k = find_key(key, klen);
+	if (!k)
+		return failf(err_p, TP_ERR_PARSE, "%s:%zu: unknown key '%.*s'",
+			     name, lineno, (int)klen, key);
+	if (seen[k - keys])
+		return failf(err_p, TP_ERR_PARSE, "%s:%zu: %s given twice",
+			     name, lineno, k->name);
+	seen[k - keys] = true;
+	p++;
+	if (*p == '"') {
+		val = ++p;
+		if (!(vend = strchr(p, '"')))
+			return failf(err_p, TP_ERR_PARSE,
+				     "%s:%zu: %s: unterminated quote", name,
+				     lineno, k->name);
+		p = vend + 1;
+		if (*p && !blank(*p) && *p != '#')
+			return failf(err_p, TP_ERR_PARSE,
+				     "%s:%zu: %s: text after closing quote",
+				     name, lineno, k->name);
+	} else {
+		val = p;
+		while (*p && !blank(*p) && *p != '#')
+			p++;
+		vend = p;
+	}
+	save = *vend;
+	*vend = '\0';
+	err = set_value(c, k, val, &why);
+	if (err)
+		err = failf(err_p, err, "%s:%zu: %s=%s: %s", name, lineno,
+			    k->name, val, why);
+	*vend = save;
+	*pp = p;
+	return err;
+}
+
+tp_err_t tp_pconf_parse(const char *name, const char *text, tp_pconf_t *c,
+			char **err_p)
+{
+	tp_pconf_t tmp;
+	bool seen[NKEYS] = {false};
+	char *buf, *line, *next;
+	size_t lineno = 0;
+	tp_err_t err = TP_OK;
+
+	if (!text || !c)
+		return TP_ERR_INVAL;
+	if (!name)
+		name = "topoplace.conf";
+	if (!(buf = tp_strdup(text)))
+		return TP_ERR_NOMEM;
+	tp_pconf_defaults(&tmp);
+	for (line = buf; line && !err; line = next) {
+		char *p = line;
+
+		lineno++;
+		if ((next = strchr(line, '\n')))
+			*next++ = '\0';
+		while (!err) {
+			while (blank(*p))
+				p++;
+			if (!*p || *p == '#')
+				break;
+			err = parse_pair(name, lineno, &p, &tmp, seen, err_p);
+		}
+	}
+	tp_free(buf);
+	if (err) {
+		tp_pconf_free(&tmp);
+		return err;
+	}
+	tp_pconf_free(c);
+	*c = tmp;
+	return TP_OK;
+}
+
+tp_err_t tp_pconf_load(const char *path, tp_pconf_t *c, char **err_p)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	tp_err_t err;
+
+	if (!path || !c)
+		return TP_ERR_INVAL;
+	err = tp_file_read(path, &buf, &len);
+	if (err) {
+		if (err_p)
+			*err_p = tp_asprintf("%s: %s", path,
+					     err == TP_ERR_NOTFOUND
+						 ? "no such file"
+						 : tp_strerror(err));
+		return err;
+	}
+	if (strlen(buf) != len) {
+		tp_free(buf);
+		if (err_p)
+			*err_p = tp_asprintf("%s: NUL byte in file", path);
+		return TP_ERR_PARSE;
+	}
+	err = tp_pconf_parse(path, buf, c, err_p);
+	tp_free(buf);
+	return err;
+}
+
+bool tp_pconf_partition_enabled(const tp_pconf_t *c, const char *partition)
+{
+	const char *p;
+
+	if (!c || !c->partitions)
+		return true;
+	if (!partition || !*partition)
+		return false;
+	/* any job partition that appears in the configured list */
+	for (p = partition; *p;) {
+		size_t n = strcspn(p, ",");
+		const char *q = c->partitions;
+
+		while (*q) {
+			size_t m = strcspn(q, ",");
+			if (m == n && n && !strncmp(p, q, n))
+				return true;
+			q += m;
+			if (*q == ',')
+				q++;
+		}
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
+char *tp_pconf_dump(const tp_pconf_t *c)
+{
+	tp_strbuf_t sb = {0};
+
+	for (size_t i = 0; c && i < NKEYS; i++) {
+		const void *field = (const char *)c + keys[i].offset;
+		const char *s;
+
+		switch (keys[i].type) {
+		case TP_PCONF_STRING:
+		case TP_PCONF_LIST:
+			s = *(char *const *)field;
+			if (!s)
+				tp_strbuf_printf(&sb, "#%s=\n", keys[i].name);
+			else if (strpbrk(s, " \t#"))
+				tp_strbuf_printf(&sb, "%s=\"%s\"\n",
+						 keys[i].name, s);
+			else
+				tp_strbuf_printf(&sb, "%s=%s\n", keys[i].name,
+						 s);
+			break;
+		case TP_PCONF_BOOL:
+			tp_strbuf_printf(&sb, "%s=%s\n", keys[i].name,
+					 *(const bool *)field ? "yes" : "no");
+			break;
+		case TP_PCONF_UINT:
+			tp_strbuf_printf(&sb, "%s=%u\n", keys[i].name,
+					 *(const uint32_t *)field);
+			break;
+		}
+	}
+	tp_strbuf_append(&sb, "", 0);
+	if (sb.failed) {
+		tp_free(sb.buf);
+		return NULL;
+	}
+	return sb.buf;
+}

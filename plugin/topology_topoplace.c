@@ -1,0 +1,457 @@
+/*
+ * topology/topoplace for Slurm 22.05 (compatible mode).
+ *
+ * Node selection stays in select/cons_tres; this plugin only gives it a
+ * better switch table: the fabric's groups (tp_stree_build) instead of a
+ * hand-written topology.conf, and a node order that follows the fabric so
+ * that a job's task ranks walk its groups in order.
+ *
+ * Notes:
+ * - slurmctld calls topo_generate_node_ranking() before
+ *   topo_build_config() on start-up and on every `scontrol reconfigure`,
+ *   before the node hash is rebuilt: the files are (re)read in the former,
+ *   and only node_record_table_ptr is walked there, never find_node_record().
+ * - init() and every callback succeed whatever the input: Slurm makes a
+ *   failing topology plugin fatal to slurmctld. Bad input is logged once per
+ *   read and replaced by a flat table (one switch holding every node).
+ * - slurmd and the clients load this plugin too; only slurmctld builds
+ *   anything.
+ * - All state is behind one mutex; slurmctld calls the build callbacks
+ *   with its configuration write lock held, and readers of
+ *   switch_record_table hold at least its read lock.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "src/common/slurm_xlator.h"
+
+#include "slurm/slurm_errno.h"
+#include "src/common/bitstring.h"
+#include "src/common/hostlist.h"
+#include "src/common/log.h"
+#include "src/common/node_conf.h"
+#include "src/common/read_config.h"
+#include "src/common/slurm_topology.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/slurmctld/slurmctld.h"
+
+#include "tp_plugin.h"
+
+#define TP_EXPORT __attribute__((visibility("default")))
+
+TP_EXPORT extern const char plugin_name[];
+TP_EXPORT extern const char plugin_type[];
+TP_EXPORT extern const uint32_t plugin_version;
+TP_EXPORT extern int init(void);
+TP_EXPORT extern int fini(void);
+TP_EXPORT extern int topo_build_config(void);
+TP_EXPORT extern bool topo_generate_node_ranking(void);
+TP_EXPORT extern int topo_get_node_addr(char *node_name, char **paddr,
+					char **ppattern);
+
+const char plugin_name[] = "topology topoplace plugin";
+const char plugin_type[] = "topology/topoplace";
+const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+static tp_pconf_t pconf;
+static tp_fabric_t *fabric;
+static tp_stree_t tree;
+static bool loaded;     /* files read at least once */
+static bool have_tree;  /* fabric loaded and tree built */
+static bool mismatch_logged;
+static bool table_ours; /* switch_record_table was built here */
+
+static void log_sink(tp_log_level_t level, const char *msg, void *arg)
+{
+	switch (level) {
+	case TP_LOG_ERROR:
+		error("%s: %s", plugin_type, msg);
+		break;
+	case TP_LOG_WARN:
+	case TP_LOG_INFO:
+		info("%s: %s", plugin_type, msg);
+		break;
+	default:
+		debug("%s: %s", plugin_type, msg);
+		break;
+	}
+}
+
+static long usec_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (t1.tv_sec - t0->tv_sec) * 1000000L +
+	       (t1.tv_nsec - t0->tv_nsec) / 1000;
+}
+
+static void drop_fabric(void)
+{
+	tp_stree_free(&tree);
+	tp_fabric_destroy(fabric);
+	fabric = NULL;
+	have_tree = false;
+}
+
+/* Read topoplace.conf and the fabric it names; on any failure have_tree
+ * stays false and the reason is logged here, once. */
+static void load_files(void)
+{
+	char *path = get_extra_conf_path("topoplace.conf");
+	char *msg = NULL, *fpath = NULL;
+	tp_pconf_t c;
+	tp_err_t err;
+
+	drop_fabric();
+	tp_pconf_free(&pconf);
+	tp_pconf_defaults(&pconf);
+	loaded = true;
+	mismatch_logged = false;
+
+	memset(&c, 0, sizeof(c));
+	err = tp_pconf_load(path, &c, &msg);
+	if (err == TP_ERR_NOTFOUND) {
+		info("%s: %s not found: flat topology", plugin_type, path);
+		goto out;
+	} else if (err) {
+		error("%s: %s: flat topology", plugin_type,
+		      msg ? msg : tp_strerror(err));
+		goto out;
+	}
+	tp_pconf_free(&pconf);
+	pconf = c;
+	if (!pconf.fabric_file) {
+		info("%s: %s sets no FabricFile: flat topology", plugin_type,
+		     path);
+		goto out;
+	}
+	fpath = pconf.fabric_file[0] == '/'
+			? xstrdup(pconf.fabric_file)
+			: get_extra_conf_path(pconf.fabric_file);
+	err = tp_fabric_load_json(fpath, &fabric, &msg);
+	if (err) {
+		error("%s: fabric %s: %s: flat topology", plugin_type, fpath,
+		      msg ? msg : tp_strerror(err));
+		fabric = NULL;
+		goto out;
+	}
+	err = tp_stree_build(fabric, pconf.nvlink_level, &tree, &msg);
+	if (err) {
+		error("%s: fabric %s: %s: flat topology", plugin_type, fpath,
+		      msg ? msg : tp_strerror(err));
+		drop_fabric();
+		goto out;
+	}
+	if (tree.nsw > UINT16_MAX) {
+		error("%s: fabric %s: %zu switches, Slurm takes at most %u: "
+		      "flat topology",
+		      plugin_type, fpath, tree.nsw, UINT16_MAX);
+		drop_fabric();
+		goto out;
+	}
+	have_tree = true;
+	info("%s: fabric %s: %zu hosts, %zu switches, %d levels above the "
+	     "leaves%s",
+	     plugin_type, fpath, tree.norder, tree.nsw, tree.levels,
+	     tree.nvlink ? ", NVLink domains as leaves" : "");
+out:
+	tp_free(msg);
+	xfree(fpath);
+	xfree(path);
+}
+
+/* Every node of slurm.conf in the tree and every host of the tree in
+ * slurm.conf; names the first few strays once per read. */
+static bool nodes_match(void)
+{
+	node_record_t *node_ptr;
+	bool *seen, ok = true;
+	char *missing = NULL, *extra = NULL;
+	int nmissing = 0, nextra = 0;
+
+	if (!have_tree)
+		return false;
+	seen = xcalloc(tree.nhosts + 1, sizeof(bool));
+	for (int i = 0; (node_ptr = next_node(&i)); i++) {
+		uint32_t h = tp_fabric_host_find(fabric, node_ptr->name);
+		if (h == TP_ID_NONE || h >= tree.nhosts ||
+		    tree.rank[h] == TP_ID_NONE) {
+			if (nmissing++ < 5)
+				xstrfmtcat(missing, "%s%s", missing ? "," : "",
+					   node_ptr->name);
+			continue;
+		}
+		seen[h] = true;
+	}
+	for (size_t k = 0; k < tree.norder; k++) {
+		uint32_t h = tree.order[k];
+		if (!seen[h] && nextra++ < 5)
+			xstrfmtcat(extra, "%s%s", extra ? "," : "",
+				   tp_fabric_host(fabric, h)->name);
+	}
+	if (nmissing || nextra) {
+		ok = false;
+		if (!mismatch_logged)
+			error("%s: fabric does not match slurm.conf: %d "
+			      "node(s) not in the fabric's switch groups%s%s%s, "
+			      "%d fabric host(s) not in slurm.conf%s%s%s: flat "
+			      "topology",
+			      plugin_type, nmissing, missing ? " (" : "",
+			      missing ? missing : "", missing ? ")" : "",
+			      nextra, extra ? " (" : "", extra ? extra : "",
+			      extra ? ")" : "");
+		mismatch_logged = true;
+	}
+	xfree(seen);
+	xfree(missing);
+	xfree(extra);
+	return ok;
+}
+
+static void free_switch_table(void)
+{
+	if (!table_ours || !switch_record_table)
+		return;
+	for (int i = 0; i < switch_record_cnt; i++) {
+		switch_record_t *s = &switch_record_table[i];
+		xfree(s->name);
+		xfree(s->nodes);
+		xfree(s->switches);
+		xfree(s->switches_dist);
+		xfree(s->switch_desc_index);
+		xfree(s->switch_index);
+		FREE_NULL_BITMAP(s->node_bitmap);
+	}
+	xfree(switch_record_table);
+	switch_record_cnt = 0;
+	switch_levels = 0;
+	table_ours = false;
+}
+
+static void build_flat(void)
+{
+	switch_record_t *s;
+
+	switch_record_table = xcalloc(1, sizeof(switch_record_t));
+	switch_record_cnt = 1;
+	switch_levels = 0;
+	table_ours = true;
+	s = &switch_record_table[0];
+	s->name = xstrdup("topoplace-flat");
+	s->level = 0;
+	s->link_speed = 1;
+	s->parent = 0;
+	s->node_bitmap = bit_alloc(node_record_count);
+	for (int i = 0; i < node_record_count; i++)
+		if (node_record_table_ptr[i])
+			bit_set(s->node_bitmap, i);
+	s->nodes = bitmap2node_name(s->node_bitmap);
+	s->switches_dist = xcalloc(1, sizeof(uint32_t));
+	s->switch_desc_index = xcalloc(1, sizeof(uint16_t));
+}
+
+/* Descendants of switch i appended to s->switch_desc_index. */
+static void add_desc(switch_record_t *s, uint32_t i)
+{
+	for (size_t k = 0; k < tree.sw[i].nchildren; k++) {
+		uint32_t c = tree.sw[i].children[k];
+		s->switch_desc_index[s->num_desc_switches++] = (uint16_t)c;
+		add_desc(s, c);
+	}
+}
+
+static void build_from_tree(void)
+{
+	int n = (int)tree.nsw;
+	node_record_t *node_ptr;
+	int *node_of;
+
+	/* fabric host -> node table index (indices are final here) */
+	node_of = xcalloc(tree.nhosts + 1, sizeof(int));
+	for (size_t h = 0; h < tree.nhosts; h++)
+		node_of[h] = -1;
+	for (int i = 0; (node_ptr = next_node(&i)); i++) {
+		uint32_t h = tp_fabric_host_find(fabric, node_ptr->name);
+		if (h != TP_ID_NONE && h < tree.nhosts)
+			node_of[h] = node_ptr->index;
+	}
+
+	switch_record_table = xcalloc(n, sizeof(switch_record_t));
+	switch_record_cnt = n;
+	switch_levels = tree.levels;
+	table_ours = true;
+	for (int i = 0; i < n; i++) {
+		switch_record_t *s = &switch_record_table[i];
+		const tp_stree_sw_t *t = &tree.sw[i];
+
+		s->name = xstrdup(t->name);
+		s->level = t->level;
+		s->link_speed = t->link_speed;
+		s->parent = (uint16_t)t->parent;
+		s->node_bitmap = bit_alloc(node_record_count);
+		s->num_switches = (uint16_t)t->nchildren;
+		s->switch_index = xcalloc(t->nchildren + 1, sizeof(uint16_t));
+		for (size_t k = 0; k < t->nchildren; k++) {
+			s->switch_index[k] = (uint16_t)t->children[k];
+			xstrfmtcat(s->switches, "%s%s", k ? "," : "",
+				   tree.sw[t->children[k]].name);
+		}
+		s->switch_desc_index = xcalloc(n, sizeof(uint16_t));
+		add_desc(s, (uint32_t)i);
+		s->switches_dist = xcalloc(n, sizeof(uint32_t));
+		for (int j = 0; j < n; j++) {
+			uint32_t d =
+			    tp_stree_dist(&tree, (uint32_t)i, (uint32_t)j);
+			s->switches_dist[j] = d == UINT32_MAX ? INFINITE : d;
+		}
+	}
+	/* leaf hosts into every ancestor's bitmap */
+	for (int i = 0; i < n; i++)
+		for (size_t k = 0; k < tree.sw[i].nhosts; k++) {
+			int inx = node_of[tree.sw[i].hosts[k]];
+			uint32_t p = (uint32_t)i;
+			if (inx < 0)
+				continue;
+			for (;;) {
+				bit_set(switch_record_table[p].node_bitmap,
+					inx);
+				if (tree.sw[p].parent == p)
+					break;
+				p = tree.sw[p].parent;
+			}
+		}
+	for (int i = 0; i < n; i++) {
+		switch_record_t *s = &switch_record_table[i];
+		s->nodes = bitmap2node_name(s->node_bitmap);
+		debug("%s: switch %s level %d parent %s nodes %s switches %s",
+		      plugin_type, s->name, s->level,
+		      switch_record_table[s->parent].name, s->nodes,
+		      s->switches ? s->switches : "-");
+	}
+	xfree(node_of);
+}
+
+extern int init(void)
+{
+	tp_log_set(log_sink, NULL);
+	verbose("%s loaded", plugin_name);
+	return SLURM_SUCCESS;
+}
+
+extern int fini(void)
+{
+	slurm_mutex_lock(&state_lock);
+	if (running_in_slurmctld())
+		free_switch_table();
+	drop_fabric();
+	tp_pconf_free(&pconf);
+	loaded = false;
+	slurm_mutex_unlock(&state_lock);
+	tp_log_set(NULL, NULL);
+	return SLURM_SUCCESS;
+}
+
+extern bool topo_generate_node_ranking(void)
+{
+	struct timespec t0;
+	node_record_t *node_ptr;
+	bool ranked = false;
+
+	if (!running_in_slurmctld())
+		return false;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	slurm_mutex_lock(&state_lock);
+	load_files();
+	if (have_tree && pconf.rank_nodes && nodes_match()) {
+		for (int i = 0; (node_ptr = next_node(&i)); i++) {
+			uint32_t h =
+			    tp_fabric_host_find(fabric, node_ptr->name);
+			node_ptr->node_rank = tree.rank[h];
+		}
+		ranked = true;
+	}
+	slurm_mutex_unlock(&state_lock);
+	debug("%s: %s: %s in %ld usec", plugin_type, __func__,
+	      ranked ? "nodes in fabric order" : "no ranking",
+	      usec_since(&t0));
+	return ranked;
+}
+
+extern int topo_build_config(void)
+{
+	struct timespec t0;
+	bool from_tree;
+
+	if (!running_in_slurmctld() || !node_record_count)
+		return SLURM_SUCCESS;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	slurm_mutex_lock(&state_lock);
+	if (!loaded)
+		load_files();
+	free_switch_table();
+	/* another plugin's table is not ours to free; it is gone with it */
+	switch_record_table = NULL;
+	switch_record_cnt = 0;
+	from_tree = nodes_match();
+	if (from_tree)
+		build_from_tree();
+	else
+		build_flat();
+	slurm_mutex_unlock(&state_lock);
+	debug("%s: %s: %d switches (%s) in %ld usec", plugin_type, __func__,
+	      switch_record_cnt, from_tree ? "fabric" : "flat",
+	      usec_since(&t0));
+	return SLURM_SUCCESS;
+}
+
+/* Address "s0.s4.s8.node1" with pattern "switch.switch.switch.node", as
+ * topology/tree prints it. */
+extern int topo_get_node_addr(char *node_name, char **paddr, char **ppattern)
+{
+	node_record_t *node_ptr;
+	int max_level = 0;
+
+	if (!switch_record_cnt || !switch_record_table) {
+		*paddr = xstrdup(node_name);
+		*ppattern = xstrdup("node");
+		return SLURM_SUCCESS;
+	}
+	if (!(node_ptr = find_node_record(node_name)))
+		return SLURM_ERROR;
+	for (int i = 0; i < switch_record_cnt; i++)
+		if (switch_record_table[i].level > max_level)
+			max_level = switch_record_table[i].level;
+	*paddr = xstrdup("");
+	*ppattern = xstrdup("");
+	for (int lv = max_level; lv >= 0; lv--) {
+		hostlist_t hl = NULL;
+		for (int i = 0; i < switch_record_cnt; i++) {
+			if (switch_record_table[i].level != lv ||
+			    !bit_test(switch_record_table[i].node_bitmap,
+				      node_ptr->index))
+				continue;
+			if (!hl)
+				hl = hostlist_create(switch_record_table[i].name);
+			else
+				hostlist_push_host(hl,
+						   switch_record_table[i].name);
+		}
+		if (hl) {
+			char *buf = hostlist_ranged_string_xmalloc(hl);
+			xstrcat(*paddr, buf);
+			xfree(buf);
+			hostlist_destroy(hl);
+		}
+		xstrcat(*paddr, ".");
+		xstrcat(*ppattern, "switch.");
+	}
+	xstrcat(*paddr, node_name);
+	xstrcat(*ppattern, "node");
+	return SLURM_SUCCESS;
+}

@@ -1,0 +1,151 @@
+/*
+ * tp_plugin.h - the Slurm-free half of the Slurm plugins: topoplace.conf
+ * (one table of keys, parsed once into a struct) and the switch tree that
+ * topology/topoplace hands to Slurm 22.05 as switch_record_table.
+ *
+ * Nothing here includes Slurm: the plugins translate Slurm types to these
+ * and back, so this part is unit-tested without a controller
+ * (tests/plugin/test_plugin_config.c).
+ *
+ * Ownership: every struct filled here owns its members; free them with the
+ * matching *_free() (NULL-safe, idempotent). Error details (*err_p) are
+ * one-line strings the caller frees with tp_free().
+ *
+ * Thread safety: no global state except the log sink of tp_common.h; a
+ * filled struct may be read from several threads at once. In slurmctld the
+ * plugins call these under their own mutex, from any context.
+ */
+#ifndef TP_PLUGIN_H
+#define TP_PLUGIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tp_common.h"
+#include "tp_topology.h"
+
+/* ---- topoplace.conf --------------------------------------------------------
+ *
+ * Syntax, as Slurm's own files: "Key=Value" pairs, one or more per line,
+ * separated by blanks; keys are case-insensitive; '#' starts a comment; a
+ * value with blanks is written in double quotes. Each key at most once.
+ * Unknown keys, malformed lines, bad values and out-of-range numbers are
+ * errors naming the file and line ("topoplace.conf:3: unknown key 'Fabric'").
+ */
+
+typedef struct tp_pconf {
+	char *fabric_file;      /* FabricFile: fabric JSON; NULL = none */
+	bool rank_nodes;        /* RankNodes: order Slurm's node table */
+	bool nvlink_level;      /* NVLinkLevel: NVLink domains as leaves */
+	bool set_switches;      /* SetSwitches: job_submit sets --switches */
+	uint32_t switch_wait;   /* SwitchWait: seconds for wait4switch */
+	uint32_t min_nodes;     /* MinNodes: smallest job touched */
+	uint32_t max_nodes;     /* MaxNodes: largest job touched, 0 = any */
+	uint32_t gpus_per_node; /* GpusPerNode: 0 = from the nodes' Gres */
+	char *partitions;       /* Partitions: "a,b"; NULL = all */
+} tp_pconf_t;
+
+typedef enum tp_pconf_type {
+	TP_PCONF_STRING = 0,
+	TP_PCONF_BOOL = 1, /* yes/no, true/false, 1/0, on/off */
+	TP_PCONF_UINT = 2, /* decimal, within [min, max] */
+	TP_PCONF_LIST = 3, /* comma-separated names, no empty items */
+} tp_pconf_type_t;
+
+/* One row of the key table (borrowed, static). */
+typedef struct tp_pconf_key {
+	const char *name;
+	tp_pconf_type_t type;
+	const char *def; /* default as written in the file; NULL = unset */
+	uint32_t min, max;
+	const char *doc;
+	size_t offset; /* into tp_pconf_t */
+} tp_pconf_key_t;
+
+size_t tp_pconf_nkeys(void);
+/* NULL past the end. */
+const tp_pconf_key_t *tp_pconf_key(size_t i);
+
+/* Fill c with the table's defaults (c's old members are not freed). */
+void tp_pconf_defaults(tp_pconf_t *c);
+/* Free members and reset to zero. */
+void tp_pconf_free(tp_pconf_t *c);
+
+/* Parse text (name is used in messages). On success c is replaced
+ * (old members freed); on failure c is untouched, TP_ERR_PARSE (syntax,
+ * unknown or repeated key), TP_ERR_RANGE or TP_ERR_NOMEM is returned and
+ * *err_p, if err_p is not NULL, gets "name:line: what". */
+tp_err_t tp_pconf_parse(const char *name, const char *text, tp_pconf_t *c,
+			char **err_p);
+/* Same from a file; TP_ERR_NOTFOUND when it does not exist, TP_ERR_IO
+ * when it cannot be read. */
+tp_err_t tp_pconf_load(const char *path, tp_pconf_t *c, char **err_p);
+
+/* Whether a job in partition (a comma list as Slurm's --partition allows;
+ * NULL = the default partition) is covered by Partitions: true when
+ * Partitions is unset or names any of them. */
+bool tp_pconf_partition_enabled(const tp_pconf_t *c, const char *partition);
+
+/* Every key as "Key=Value\n", table order; caller frees with tp_free(). */
+char *tp_pconf_dump(const tp_pconf_t *c);
+
+/* ---- the switch tree for Slurm 22.05 -----------------------------------
+ *
+ * Built from the fabric exactly as `topoplace fabric topology-conf` writes
+ * topology.conf (same switch names: one switch per derived group, so a
+ * rail-optimized scalable unit is one leaf), then, when nvlink is set and
+ * the fabric has multi-node NVLink domains, each domain becomes a leaf of
+ * its own under the lowest group holding all its hosts: an NVL72 rack is
+ * then what Slurm packs a job into first, the IB groups above it. Hosts of
+ * a group outside any domain stay on a leaf of their own ("<group>-rest"
+ * when the group also holds domains); groups left without hosts vanish.
+ *
+ * Switch 0..nsw-1 are in no particular order; level 0 is a leaf (has
+ * hosts, no children), levels above hold children only; a root has
+ * parent == its own index. Host lists are fabric host indices in rank
+ * order; order[] is the whole rank order: a depth-first walk in which each
+ * switch's hosts are contiguous and siblings follow the fabric's order.
+ */
+
+typedef struct tp_stree_sw {
+	char *name;
+	int level;           /* 0 = leaf */
+	uint32_t parent;     /* own index at a root */
+	uint32_t *children;  /* rank order */
+	size_t nchildren;
+	uint32_t *hosts;     /* leaves only: fabric host indices, rank order */
+	size_t nhosts;
+	uint32_t nbelow;     /* hosts in the whole subtree */
+	uint32_t link_speed; /* Gb/s to the level above (1 when unknown) */
+	bool nvlink;         /* an NVLink domain */
+} tp_stree_sw_t;
+
+typedef struct tp_stree {
+	tp_stree_sw_t *sw;
+	size_t nsw;
+	int levels;          /* highest level */
+	bool nvlink;         /* NVLink domains were made leaves */
+	uint32_t *order;     /* fabric host indices in rank order */
+	size_t norder;
+	uint32_t *rank;      /* per fabric host: position in order[] or
+			      * TP_ID_NONE (host in no group) */
+	size_t nhosts;       /* fabric host count (length of rank[]) */
+} tp_stree_t;
+
+/* Build the tree. With nvlink set but a domain whose hosts are not all in
+ * the tree, the NVLink level is skipped (a warning goes to the log sink).
+ * On failure t is untouched and *err_p (if not NULL) says why. */
+tp_err_t tp_stree_build(const tp_fabric_t *f, bool nvlink, tp_stree_t *t,
+			char **err_p);
+void tp_stree_free(tp_stree_t *t);
+
+/* Hops between two switches along the tree (0 for i == j), UINT32_MAX
+ * when they share no root. */
+uint32_t tp_stree_dist(const tp_stree_t *t, uint32_t i, uint32_t j);
+
+/* Fewest leaves that can hold need nodes when leaf i offers avail[i]:
+ * the largest first. 0 when need is 0 or the leaves cannot hold it. */
+uint32_t tp_stree_min_leaves(const uint32_t *avail, size_t n, uint64_t need);
+
+#endif /* TP_PLUGIN_H */

@@ -1,0 +1,415 @@
+/* Unit tests of plugin/'s Slurm-free half: topoplace.conf and the switch
+ * tree topology/topoplace gives Slurm 22.05. */
+#include "config.h"
+
+#include "tp_test.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include "tp_plugin.h"
+#include "tp_topology.h"
+
+/* ---- topoplace.conf ---- */
+
+static void test_defaults(void **state)
+{
+	tp_pconf_t c;
+
+	tp_pconf_defaults(&c);
+	assert_null(c.fabric_file);
+	assert_true(c.rank_nodes);
+	assert_true(c.nvlink_level);
+	assert_true(c.set_switches);
+	assert_int_equal(c.switch_wait, 300);
+	assert_int_equal(c.min_nodes, 2);
+	assert_int_equal(c.max_nodes, 0);
+	assert_int_equal(c.gpus_per_node, 0);
+	assert_null(c.partitions);
+	tp_pconf_free(&c);
+	tp_pconf_free(&c); /* idempotent */
+	tp_pconf_free(NULL);
+}
+
+static void test_parse_ok(void **state)
+{
+	tp_pconf_t c;
+	char *err = NULL;
+	const char *text = "# topoplace.conf\n"
+			   "FabricFile=/etc/slurm/fabric.json\n"
+			   "\n"
+			   "  switchwait=60   MINNODES=4 # two on one line\r\n"
+			   "Partitions=gpu,big RankNodes=no\n"
+			   "NVLinkLevel=off SetSwitches=true\n"
+			   "MaxNodes=64 GpusPerNode=8";
+
+	tp_pconf_defaults(&c);
+	assert_int_equal(tp_pconf_parse("t.conf", text, &c, &err), TP_OK);
+	assert_null(err);
+	assert_string_equal(c.fabric_file, "/etc/slurm/fabric.json");
+	assert_int_equal(c.switch_wait, 60);
+	assert_int_equal(c.min_nodes, 4);
+	assert_int_equal(c.max_nodes, 64);
+	assert_int_equal(c.gpus_per_node, 8);
+	assert_string_equal(c.partitions, "gpu,big");
+	assert_false(c.rank_nodes);
+	assert_false(c.nvlink_level);
+	assert_true(c.set_switches);
+	tp_pconf_free(&c);
+}
+
+static void test_parse_quoted(void **state)
+{
+	tp_pconf_t c;
+
+	tp_pconf_defaults(&c);
+	assert_int_equal(tp_pconf_parse("q", "FabricFile=\"/a b/f#1.json\" "
+					     "SwitchWait=0\n",
+					&c, NULL),
+			 TP_OK);
+	assert_string_equal(c.fabric_file, "/a b/f#1.json");
+	assert_int_equal(c.switch_wait, 0);
+	tp_pconf_free(&c);
+}
+
+/* Each bad input: the error code and the exact message. */
+static void test_parse_errors(void **state)
+{
+	static const struct {
+		const char *text;
+		tp_err_t err;
+		const char *msg;
+	} cases[] = {
+	    {"SwitchWait=5\n\nFabric=/x\n", TP_ERR_PARSE,
+	     "t.conf:3: unknown key 'Fabric'"},
+	    {"SwitchWait=5 Bogus=1\n", TP_ERR_PARSE,
+	     "t.conf:1: unknown key 'Bogus'"},
+	    {"RankNodes=maybe\n", TP_ERR_PARSE,
+	     "t.conf:1: RankNodes=maybe: expected yes or no"},
+	    {"#\nMinNodes=1\n", TP_ERR_RANGE,
+	     "t.conf:2: MinNodes=1: out of range"},
+	    {"SwitchWait=604801\n", TP_ERR_RANGE,
+	     "t.conf:1: SwitchWait=604801: out of range"},
+	    {"SwitchWait=99999999999999999999999\n", TP_ERR_RANGE,
+	     "t.conf:1: SwitchWait=99999999999999999999999: out of range"},
+	    {"SwitchWait=-1\n", TP_ERR_PARSE,
+	     "t.conf:1: SwitchWait=-1: expected a non-negative integer"},
+	    {"SwitchWait=10s\n", TP_ERR_PARSE,
+	     "t.conf:1: SwitchWait=10s: expected a non-negative integer"},
+	    {"SwitchWait=1\nswitchwait=2\n", TP_ERR_PARSE,
+	     "t.conf:2: SwitchWait given twice"},
+	    {"FabricFile\n", TP_ERR_PARSE,
+	     "t.conf:1: 'FabricFile': expected Key=Value"},
+	    {"=x\n", TP_ERR_PARSE, "t.conf:1: '=x': expected Key=Value"},
+	    {"FabricFile=\n", TP_ERR_PARSE,
+	     "t.conf:1: FabricFile=: empty value"},
+	    {"Partitions=a,,b\n", TP_ERR_PARSE,
+	     "t.conf:1: Partitions=a,,b: empty item in list"},
+	    {"Partitions=a,\n", TP_ERR_PARSE,
+	     "t.conf:1: Partitions=a,: empty item in list"},
+	    {"FabricFile=\"/x\n", TP_ERR_PARSE,
+	     "t.conf:1: FabricFile: unterminated quote"},
+	    {"FabricFile=\"/x\"y\n", TP_ERR_PARSE,
+	     "t.conf:1: FabricFile: text after closing quote"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		tp_pconf_t c;
+		char *err = NULL;
+
+		tp_pconf_defaults(&c);
+		c.switch_wait = 77; /* must survive a failed parse */
+		assert_int_equal(tp_pconf_parse("t.conf", cases[i].text, &c,
+						&err),
+				 cases[i].err);
+		assert_non_null(err);
+		assert_string_equal(err, cases[i].msg);
+		assert_int_equal(c.switch_wait, 77);
+		tp_free(err);
+		tp_pconf_free(&c);
+	}
+}
+
+static void test_load(void **state)
+{
+	char path[] = "/tmp/tp-pconf.XXXXXX";
+	int fd = mkstemp(path);
+	tp_pconf_t c;
+	char *err = NULL;
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "FabricFile=f.json\n", 18), 18);
+	close(fd);
+	tp_pconf_defaults(&c);
+	assert_int_equal(tp_pconf_load(path, &c, &err), TP_OK);
+	assert_string_equal(c.fabric_file, "f.json");
+	unlink(path);
+	assert_int_equal(tp_pconf_load(path, &c, &err), TP_ERR_NOTFOUND);
+	assert_non_null(err);
+	tp_free(err);
+	assert_string_equal(c.fabric_file, "f.json");
+	tp_pconf_free(&c);
+}
+
+static void test_partitions(void **state)
+{
+	tp_pconf_t c;
+
+	tp_pconf_defaults(&c);
+	assert_true(tp_pconf_partition_enabled(&c, "any"));
+	assert_true(tp_pconf_partition_enabled(&c, NULL));
+	assert_int_equal(tp_pconf_parse("p", "Partitions=gpu,big", &c, NULL),
+			 TP_OK);
+	assert_true(tp_pconf_partition_enabled(&c, "gpu"));
+	assert_true(tp_pconf_partition_enabled(&c, "big"));
+	assert_true(tp_pconf_partition_enabled(&c, "debug,big"));
+	assert_false(tp_pconf_partition_enabled(&c, "gp"));
+	assert_false(tp_pconf_partition_enabled(&c, "gpus"));
+	assert_false(tp_pconf_partition_enabled(&c, "debug"));
+	assert_false(tp_pconf_partition_enabled(&c, NULL));
+	tp_pconf_free(&c);
+}
+
+static void test_dump_roundtrip(void **state)
+{
+	tp_pconf_t a, b;
+	char *d1, *d2;
+
+	tp_pconf_defaults(&a);
+	assert_int_equal(tp_pconf_parse("d",
+					"FabricFile=\"/x y/f.json\" "
+					"Partitions=a,b SwitchWait=5 "
+					"RankNodes=no",
+					&a, NULL),
+			 TP_OK);
+	d1 = tp_pconf_dump(&a);
+	assert_non_null(d1);
+	assert_non_null(strstr(d1, "FabricFile=\"/x y/f.json\"\n"));
+	assert_non_null(strstr(d1, "RankNodes=no\n"));
+	tp_pconf_defaults(&b);
+	assert_int_equal(tp_pconf_parse("d", d1, &b, NULL), TP_OK);
+	d2 = tp_pconf_dump(&b);
+	assert_string_equal(d1, d2);
+	/* every key of the table appears, documented */
+	for (size_t i = 0; i < tp_pconf_nkeys(); i++) {
+		assert_non_null(strstr(d1, tp_pconf_key(i)->name));
+		assert_true(strlen(tp_pconf_key(i)->doc) > 10);
+	}
+	assert_null(tp_pconf_key(tp_pconf_nkeys()));
+	tp_free(d1);
+	tp_free(d2);
+	tp_pconf_free(&a);
+	tp_pconf_free(&b);
+}
+
+/* Allocation failure at every point: NOMEM or success, never a crash or a
+ * half-filled struct (the ASan build checks for leaks). */
+static int fail_after;
+static void *f_malloc(size_t n)
+{
+	return fail_after-- > 0 ? malloc(n) : NULL;
+}
+static void *f_calloc(size_t n, size_t s)
+{
+	return fail_after-- > 0 ? calloc(n, s) : NULL;
+}
+static void *f_realloc(void *p, size_t n)
+{
+	return fail_after-- > 0 ? realloc(p, n) : NULL;
+}
+
+static void test_parse_nomem(void **state)
+{
+	static const tp_allocator_t a = {f_malloc, f_calloc, f_realloc, free};
+	bool ok = false;
+
+	for (int n = 0; n < 50 && !ok; n++) {
+		tp_pconf_t c;
+		char *err = NULL;
+		tp_err_t rc;
+
+		memset(&c, 0, sizeof(c));
+		fail_after = n;
+		tp_alloc_set(&a);
+		rc = tp_pconf_parse("m", "FabricFile=/f Partitions=a,b\n", &c,
+				    &err);
+		tp_alloc_set(NULL);
+		assert_true(rc == TP_OK || rc == TP_ERR_NOMEM);
+		if (rc == TP_OK) {
+			assert_string_equal(c.fabric_file, "/f");
+			ok = true;
+		} else {
+			assert_null(c.fabric_file);
+		}
+		tp_free(err);
+		tp_pconf_free(&c);
+	}
+	assert_true(ok);
+}
+
+/* ---- switch tree ---- */
+
+static uint32_t find_sw(const tp_stree_t *t, const char *name)
+{
+	for (size_t i = 0; i < t->nsw; i++)
+		if (!strcmp(t->sw[i].name, name))
+			return (uint32_t)i;
+	fail_msg("switch %s not in the tree", name);
+	return TP_ID_NONE;
+}
+
+static const char *host_name(const tp_fabric_t *f, uint32_t h)
+{
+	return tp_fabric_host(f, h)->name;
+}
+
+/* Interleaved fat tree: odd hosts on leaf01, even on leaf02. The tree is
+ * topology.conf's, and the rank order walks leaf01 then leaf02. */
+static void test_stree_fat_tree(void **state)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+	tp_stree_t t = {0};
+	char *err = NULL;
+	uint32_t l1, l2, sp;
+
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 2;
+	p.spines = 1;
+	p.hosts_per_leaf = 4;
+	p.interleave = true;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	assert_int_equal(tp_stree_build(f, true, &t, &err), TP_OK);
+	assert_int_equal(t.nsw, 3);
+	assert_false(t.nvlink);
+	assert_int_equal(t.levels, 1);
+	l1 = find_sw(&t, "leaf01");
+	l2 = find_sw(&t, "leaf02");
+	sp = find_sw(&t, "spine01");
+	assert_int_equal(t.sw[l1].level, 0);
+	assert_int_equal(t.sw[sp].level, 1);
+	assert_int_equal(t.sw[sp].parent, sp);
+	assert_int_equal(t.sw[l1].parent, sp);
+	assert_int_equal(t.sw[sp].nchildren, 2);
+	assert_int_equal(t.sw[sp].children[0], l1);
+	assert_int_equal(t.sw[sp].nbelow, 8);
+	assert_int_equal(t.sw[l1].nhosts, 4);
+	assert_int_equal(t.sw[l1].link_speed, 800);
+	assert_int_equal(t.norder, 8);
+	static const char *const want[] = {"node001", "node003", "node005",
+					   "node007", "node002", "node004",
+					   "node006", "node008"};
+	for (size_t k = 0; k < 8; k++) {
+		assert_string_equal(host_name(f, t.order[k]), want[k]);
+		assert_int_equal(t.rank[t.order[k]], k);
+	}
+	assert_int_equal(tp_stree_dist(&t, l1, l1), 0);
+	assert_int_equal(tp_stree_dist(&t, l1, sp), 1);
+	assert_int_equal(tp_stree_dist(&t, l1, l2), 2);
+	assert_int_equal(tp_stree_dist(&t, l1, 99), UINT32_MAX);
+	tp_stree_free(&t);
+	tp_stree_free(&t);
+	tp_fabric_destroy(f);
+}
+
+/* Rail-optimized: a scalable unit (one leaf per rail) is one Slurm leaf. */
+static void test_stree_rail(void **state)
+{
+	tp_gen_rail_t p;
+	tp_fabric_t *f = NULL;
+	tp_stree_t t = {0};
+
+	tp_gen_rail_defaults(&p);
+	p.sus = 2;
+	p.hosts_per_su = 4;
+	p.rails = 2;
+	p.spines_per_rail = 1;
+	assert_int_equal(tp_gen_rail(&p, &f), TP_OK);
+	assert_int_equal(tp_stree_build(f, true, &t, NULL), TP_OK);
+	assert_int_equal(t.nsw, 3);
+	assert_int_equal(t.sw[find_sw(&t, "g1-1")].nhosts, 4);
+	assert_int_equal(t.sw[find_sw(&t, "g1-2")].level, 0);
+	assert_int_equal(t.sw[find_sw(&t, "g2-1")].level, 1);
+	tp_stree_free(&t);
+	tp_fabric_destroy(f);
+}
+
+/* NVL72-style racks split over two IB leaves each: with NVLinkLevel the
+ * racks become the leaves (under the spines, their common ancestor) and
+ * the emptied IB leaves vanish; without, topology.conf's tree. */
+static void test_stree_nvl72(void **state)
+{
+	tp_gen_nvl72_t p;
+	tp_fabric_t *f = NULL;
+	tp_stree_t t = {0};
+	uint32_t top;
+
+	tp_gen_nvl72_defaults(&p);
+	p.racks = 2;
+	p.hosts_per_rack = 4;
+	p.leaves_per_rack = 2;
+	p.spines = 2;
+	assert_int_equal(tp_gen_nvl72(&p, &f), TP_OK);
+	assert_int_equal(tp_stree_build(f, true, &t, NULL), TP_OK);
+	assert_true(t.nvlink);
+	assert_int_equal(t.nsw, 3);
+	top = find_sw(&t, "g2-1");
+	assert_int_equal(t.sw[top].level, 1);
+	assert_int_equal(t.sw[top].nchildren, 2);
+	for (size_t k = 0; k < 2; k++) {
+		const tp_stree_sw_t *d = &t.sw[t.sw[top].children[k]];
+		assert_true(d->nvlink);
+		assert_int_equal(d->level, 0);
+		assert_int_equal(d->nhosts, 4);
+		assert_int_equal(d->parent, top);
+	}
+	/* a rack's hosts are contiguous in the rank order */
+	for (size_t k = 0; k < 8; k++)
+		assert_int_equal(
+		    tp_fabric_host(f, t.order[k])->nvdomain,
+		    tp_fabric_host(f, t.order[k - k % 4])->nvdomain);
+	tp_stree_free(&t);
+
+	assert_int_equal(tp_stree_build(f, false, &t, NULL), TP_OK);
+	assert_false(t.nvlink);
+	assert_int_equal(t.nsw, 5);
+	assert_int_equal(t.sw[find_sw(&t, "rack01-leaf1")].nhosts, 2);
+	tp_stree_free(&t);
+	tp_fabric_destroy(f);
+}
+
+static void test_min_leaves(void **state)
+{
+	const uint32_t a[] = {4, 4};
+	const uint32_t b[] = {3, 1, 4, 0};
+
+	assert_int_equal(tp_stree_min_leaves(a, 2, 4), 1);
+	assert_int_equal(tp_stree_min_leaves(a, 2, 5), 2);
+	assert_int_equal(tp_stree_min_leaves(a, 2, 8), 2);
+	assert_int_equal(tp_stree_min_leaves(a, 2, 9), 0);
+	assert_int_equal(tp_stree_min_leaves(a, 2, 0), 0);
+	assert_int_equal(tp_stree_min_leaves(b, 4, 4), 1);
+	assert_int_equal(tp_stree_min_leaves(b, 4, 5), 2);
+	assert_int_equal(tp_stree_min_leaves(b, 4, 8), 3);
+	assert_int_equal(tp_stree_min_leaves(b, 4, 9), 0);
+	assert_int_equal(tp_stree_min_leaves(NULL, 0, 1), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_parse_ok),
+	    cmocka_unit_test(test_parse_quoted),
+	    cmocka_unit_test(test_parse_errors),
+	    cmocka_unit_test(test_load),
+	    cmocka_unit_test(test_partitions),
+	    cmocka_unit_test(test_dump_roundtrip),
+	    cmocka_unit_test(test_parse_nomem),
+	    cmocka_unit_test(test_stree_fat_tree),
+	    cmocka_unit_test(test_stree_rail),
+	    cmocka_unit_test(test_stree_nvl72),
+	    cmocka_unit_test(test_min_leaves),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
