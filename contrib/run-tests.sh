@@ -3,7 +3,8 @@
 # build with warnings as errors, and run the whole test suite:
 #   1. make check        unit tests (CMocka/TAP) + integration tests
 #                        (CLI on real fixtures, live discovery via ibsim)
-#      make check-slurm  a real Slurm 22.05 cluster: slurmctld + 8 slurmd in
+#      make check-slurm  real Slurm clusters, 22.05 (Debian's) and 24.11
+#                        (contrib/build-slurm.sh): slurmctld + 8 slurmd in
 #                        network namespaces (contrib/slurm-cluster.sh)
 #   2. ASan+UBSan build of the unit tests
 #   3. libFuzzer run of the ibnetdiscover reader (clang), briefly
@@ -14,9 +15,11 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 "$top/contrib/install-deps.sh"
 # Slurm 22.05 (Debian 12's) for the mini-cluster, and its source tree for
-# the controller plugins (configure finds it in the fetch script's cache).
+# the controller plugins (configure finds it in the fetch script's cache);
+# Slurm 24.11 built into a private prefix for native mode (~2.5 min once).
 "$top/contrib/install-slurm.sh"
 "$top/contrib/fetch-slurm-src.sh" >/dev/null
+"$top/contrib/build-slurm.sh"
 ./autogen.sh >/dev/null
 
 pass=0 fail=0 skip=0

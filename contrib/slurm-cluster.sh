@@ -4,9 +4,10 @@
 #   contrib/slurm-cluster.sh start [--nodes N] [--gpus-per-node G] [--dir DIR]
 #       [--plugin-dir DIR] [--topology none|tree|topoplace] [--fabric FILE]
 #       [--slurm-conf-extra FILE] [--extra-file FILE]... [--timeout SECS]
-#       [--port PORT]
+#       [--port PORT] [--slurm-prefix DIR]
 #   contrib/slurm-cluster.sh stop   [--dir DIR]
 #   contrib/slurm-cluster.sh status [--dir DIR]
+#   contrib/slurm-cluster.sh env    [--dir DIR]   (the exports for clients)
 #
 # Runs munged (private key and socket under DIR), slurmctld (root network
 # namespace, hostname "tpctl" through unshare --uts, listening on a bridge at
@@ -21,7 +22,8 @@
 #                       `$TOPOPLACE fabric topology-conf` writes from the fabric
 # --topology topoplace  TopologyPlugin=topology/topoplace, loaded from
 #                       --plugin-dir (needs the built plugin), then Debian's dir
-# --topology none       no topology plugin (the default)
+# --topology none       no topology plugin (the default; topology/default
+#                       with --slurm-prefix)
 # --plugin-dir DIR      put first in PluginDir whenever it exists (default
 #                       build/plugin/.libs), so job_submit/topoplace or SPANK
 #                       plugins from the build tree load with any topology
@@ -30,6 +32,15 @@
 #                       @DIR@ replaced by DIR (the fabric is DIR/fabric.json)
 # Without --fabric, the fabric is generated: a 2-leaf fat tree with odd hosts
 # on one leaf and even hosts on the other (groups do not follow names).
+# --slurm-prefix DIR    a private Slurm (contrib/build-slurm.sh: 24.11 in
+#                       /opt/topoplace/slurm-24.11): slurmctld, slurmd and the
+#                       clients from DIR/bin and DIR/sbin, plugins from
+#                       DIR/lib/slurm; munged stays the system's. The config
+#                       then follows 24.11: TopologyPlugin=topology/default for
+#                       none, CgroupPlugin=disabled, PriorityType=priority/basic,
+#                       no SwitchType/JobAcctGatherType/AccountingStorageType
+#                       (their "none" plugins are gone). Clients need the PATH
+#                       that start prints (also in DIR/env, and `env`).
 # TOPOPLACE = the topoplace CLI (default: build/cli/topoplace in this tree).
 #
 # Every process started is listed in DIR/pids ("PID NAME"); stop ends exactly
@@ -58,6 +69,7 @@ PLUGIN_DIR_SET=
 TIMEOUT=60
 PORT=6817
 NET=10.200.0
+SLURM_PREFIX=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--nodes) NODES=$2; shift ;;
@@ -71,18 +83,32 @@ while [ $# -gt 0 ]; do
 $2"; shift ;;
 	--timeout) TIMEOUT=$2; shift ;;
 	--port) PORT=$2; shift ;;
+	--slurm-prefix) SLURM_PREFIX=$2; shift ;;
 	-h|--help) sed -n '2,/^set -eu/p' "$0" | sed '$d;s/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown option '$1' (try --help)" ;;
 	esac
 	shift
 done
-case $cmd in start|stop|status) ;; *) die "usage: $me start|stop|status [options] (try --help)" ;; esac
+case $cmd in start|stop|status|env) ;; *) die "usage: $me start|stop|status|env [options] (try --help)" ;; esac
 case $NODES in ''|*[!0-9]*) die "--nodes: not a number" ;; esac
 case $GPUS in ''|*[!0-9]*) die "--gpus-per-node: not a number" ;; esac
 case $TOPO in none|tree|topoplace) ;; *) die "--topology: none, tree or topoplace" ;; esac
-[ "$(id -u)" -eq 0 ] || die "run as root (network namespaces, mknod)"
+[ "$cmd" = env ] || [ "$(id -u)" -eq 0 ] || die "run as root (network namespaces, mknod)"
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
+# A private Slurm (--slurm-prefix) for start; status/env find the one the
+# running cluster was started with in DIR/slurm-prefix.
+if [ -z "$SLURM_PREFIX" ] && [ "$cmd" != start ] && [ -f "$DIR/slurm-prefix" ]; then
+	SLURM_PREFIX=$(cat "$DIR/slurm-prefix")
+fi
+if [ -n "$SLURM_PREFIX" ]; then
+	[ -d "$SLURM_PREFIX" ] || die "--slurm-prefix $SLURM_PREFIX: no such directory"
+	SLURM_PREFIX=$(cd "$SLURM_PREFIX" && pwd)
+	[ -x "$SLURM_PREFIX/sbin/slurmctld" ] && [ -x "$SLURM_PREFIX/bin/sinfo" ] ||
+		die "--slurm-prefix $SLURM_PREFIX: no sbin/slurmctld or bin/sinfo (contrib/build-slurm.sh)"
+	PATH=$SLURM_PREFIX/bin:$SLURM_PREFIX/sbin:$PATH
+	export PATH
+fi
 # Names of the namespaces and the bridge carry a tag derived from DIR.
 tag=$(printf '%04x' $(($(printf %s "$DIR" | cksum | cut -d' ' -f1) % 65536)))
 BR=tp${tag}br
@@ -147,7 +173,7 @@ stop_all() {
 		grep -q '^etcnetnsdir ' "$DIR/netres" && { rmdir /etc/netns 2>/dev/null || true; }
 		rm -f "$DIR/netres"
 	fi
-	rm -f "$DIR/pids" "$DIR/env"
+	rm -f "$DIR/pids" "$DIR/env" "$DIR/slurm-prefix"
 	say "stopped ($(($(date +%s) - t0)) s)"
 }
 
@@ -170,7 +196,14 @@ if [ "$cmd" = status ]; then
 		echo "$name $pid $s"
 	done <"$DIR/pids"
 	timeout 10 sinfo -N -o '%N %T %G' 2>&1 || true
+	[ -z "$SLURM_PREFIX" ] || echo "export PATH=$SLURM_PREFIX/bin:$SLURM_PREFIX/sbin:\$PATH"
 	echo "export SLURM_CONF=$SLURM_CONF"
+	exit 0
+fi
+
+if [ "$cmd" = env ]; then
+	[ -f "$DIR/env" ] || die "no cluster started in $DIR"
+	cat "$DIR/env"
 	exit 0
 fi
 
@@ -188,7 +221,21 @@ done
 if ss -ltnH "sport = :$PORT" 2>/dev/null | grep -q .; then
 	die "port $PORT is in use (another slurmctld?); pick one with --port"
 fi
-SYSPLUGINS=$(dirname "$(ls /usr/lib/*/slurm-wlm/select_cons_tres.so /usr/lib/slurm/select_cons_tres.so 2>/dev/null | head -1)")
+if [ -n "$SLURM_PREFIX" ]; then
+	SYSPLUGINS=$SLURM_PREFIX/lib/slurm
+	for b in slurmctld slurmd sinfo scontrol; do
+		[ "$(command -v $b)" = "$SLURM_PREFIX/bin/$b" ] || [ "$(command -v $b)" = "$SLURM_PREFIX/sbin/$b" ] ||
+			die "$b not in $SLURM_PREFIX"
+	done
+	SLURM_VER=$(slurmctld -V 2>/dev/null | awk '{print $2}')
+	case $SLURM_VER in
+	2[3-9].*|[3-9][0-9].*) NEW=1 ;; # 23.x+: the 24.11 configuration
+	*) NEW= ;;
+	esac
+else
+	SYSPLUGINS=$(dirname "$(ls /usr/lib/*/slurm-wlm/select_cons_tres.so /usr/lib/slurm/select_cons_tres.so 2>/dev/null | head -1)")
+	NEW=
+fi
 [ -f "$SYSPLUGINS/select_cons_tres.so" ] || die "Slurm's plugin directory not found"
 TOPOPLACE=${TOPOPLACE:-$top/build/cli/topoplace}
 [ -z "$EXTRA" ] || [ -r "$EXTRA" ] || die "--slurm-conf-extra $EXTRA: not readable"
@@ -240,7 +287,9 @@ topoplace)
 		say "warning: $PLUGIN_DIR/topology_topoplace.so not found; slurmctld will not start without it"
 	topo_lines="TopologyPlugin=topology/topoplace" ;;
 none)
-	topo_lines="TopologyPlugin=topology/none" ;;
+	topo_lines="TopologyPlugin=topology/none"
+	# 24.11 has no topology/none (it maps it to topology/default)
+	[ -z "$NEW" ] || topo_lines="TopologyPlugin=topology/default" ;;
 esac
 
 # ---- configuration ----
@@ -273,9 +322,15 @@ SlurmctldDebug=info
 SlurmdDebug=info
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-SwitchType=switch/none
+$(if [ -z "$NEW" ]; then
+	echo "JobAcctGatherType=jobacct_gather/none"
+	echo "AccountingStorageType=accounting_storage/none"
+	echo "SwitchType=switch/none"
+else
+	# 24.11: those "none" plugins are gone (the keys are left unset);
+	# the default PriorityType became priority/multifactor
+	echo "PriorityType=priority/basic"
+fi)
 MpiDefault=none
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
@@ -302,8 +357,13 @@ if [ -n "$EXTRA" ]; then
 	{ echo "# from $EXTRA"; cat "$EXTRA"; } >>"$DIR/slurm.conf"
 fi
 # slurmd 22.05 always initialises cgroups; inside ip netns exec /sys/fs/cgroup
-# is empty, and cgroup/v1 is the one that copes with that.
-echo "CgroupPlugin=cgroup/v1" >"$DIR/cgroup.conf"
+# is empty, and cgroup/v1 is the one that copes with that. 24.11 can switch
+# cgroups off.
+if [ -z "$NEW" ]; then
+	echo "CgroupPlugin=cgroup/v1" >"$DIR/cgroup.conf"
+else
+	echo "CgroupPlugin=disabled" >"$DIR/cgroup.conf"
+fi
 if [ "$GPUS" -gt 0 ]; then
 	files=$DIR/dev/gpu0
 	[ "$GPUS" -eq 1 ] || files="$DIR/dev/gpu[0-$((GPUS - 1))]"
@@ -402,6 +462,10 @@ while :; do
 	sleep 0.3
 done
 started=1
-echo "export SLURM_CONF=$SLURM_CONF" >"$DIR/env"
-say "$NODES nodes idle in $(($(date +%s) - t0)) s (topology: $TOPO, $GPUS GPUs/node, dir $DIR)"
-echo "export SLURM_CONF=$SLURM_CONF"
+{
+	[ -z "$SLURM_PREFIX" ] || echo "export PATH=$SLURM_PREFIX/bin:$SLURM_PREFIX/sbin:\$PATH"
+	echo "export SLURM_CONF=$SLURM_CONF"
+} >"$DIR/env"
+[ -z "$SLURM_PREFIX" ] || echo "$SLURM_PREFIX" >"$DIR/slurm-prefix"
+say "$NODES nodes idle in $(($(date +%s) - t0)) s (topology: $TOPO, $GPUS GPUs/node, dir $DIR${SLURM_PREFIX:+, Slurm $SLURM_VER from $SLURM_PREFIX})"
+cat "$DIR/env"
