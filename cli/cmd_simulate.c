@@ -70,6 +70,7 @@ static cJSON *metrics_json(const tp_sim_result_t *r, double wall)
 	cJSON_AddNumberToObject(o, "multi_node_jobs", (double)r->multi_node_jobs);
 	cJSON_AddNumberToObject(o, "unplaceable", (double)r->unplaceable);
 	cJSON_AddNumberToObject(o, "gpu_util", r->gpu_util);
+	cJSON_AddNumberToObject(o, "useful_util", r->useful_util);
 	cJSON_AddNumberToObject(o, "makespan_s", r->makespan_s);
 	cJSON_AddNumberToObject(o, "mean_wait_s", r->mean_wait_s);
 	cJSON_AddNumberToObject(o, "p50_wait_s", r->p50_wait_s);
@@ -373,7 +374,7 @@ int tp_cmd_simulate(int argc, char **argv)
 		       fabric ? fabric : "built-in rail-optimized 4 SU x 32 hosts x 8 rails",
 		       tp_fabric_nhosts(f), tp_fabric_total_gpus(f), trace ? trace : synth,
 		       tr.njobs, seed);
-		printf("%-13s %6s %10s %10s %10s %8s %8s %8s %6s %9s %8s\n", "policy", "util%",
+		printf("%-13s %6s %7s %10s %10s %10s %8s %8s %8s %6s %9s %8s\n", "policy", "util%", "useful%",
 		       "wait mean", "wait p95", "JCT mean", "slow", "slow p95", "minspan%",
 		       "frag%", "xspine TB", "JCT/tree");
 		for (size_t i = 0; i < nruns; i++) {
@@ -381,8 +382,8 @@ int tp_cmd_simulate(int argc, char **argv)
 			char ratio[16] = "-";
 			if (base && base->res.mean_jct_s > 0)
 				snprintf(ratio, sizeof(ratio), "%.3f", r->mean_jct_s / base->res.mean_jct_s);
-			printf("%-13s %6.1f %9.0fs %9.0fs %9.0fs %8.3f %8.3f %8.1f %6.1f %9.2f %8s\n", r->policy,
-			       100 * r->gpu_util, r->mean_wait_s, r->p95_wait_s, r->mean_jct_s,
+			printf("%-13s %6.1f %7.1f %9.0fs %9.0fs %9.0fs %8.3f %8.3f %8.1f %6.1f %9.2f %8s\n", r->policy,
+			       100 * r->gpu_util, 100 * r->useful_util, r->mean_wait_s, r->p95_wait_s, r->mean_jct_s,
 			       r->comm_slowdown_mean, r->comm_slowdown_p95, 100 * r->min_span_fraction,
 			       100 * frag_mean(r), r->cross_spine_bytes / 1e12, ratio);
 		}

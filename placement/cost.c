@@ -51,6 +51,10 @@
  * So on one switch with 1 GPU per host and links of B Gb/s, ring costs
  * exactly 2(P-1)/P * S/B + 2(P-1) * (alpha + hop_s).
  *
+ * tp_cost_link_load runs the same phases and adds up the bytes of every
+ * flow on every directed link it crosses (hierarchical: the in-group
+ * phase twice, reduce-scatter and all-gather).
+ *
  * cross_top_bytes counts every flow that reaches a top-level switch once
  * with the bytes it carries (top = highest switch level, at least 2).
  *
@@ -590,6 +594,13 @@ typedef struct call {
 	uint32_t *path;
 	size_t npath, cappath;
 	double nv_s, nv_gbps; /* slowest NVLink transfer */
+	/* tp_cost_link_load only: bytes per directed link over the whole
+	 * collective, the directed links touched, and how many times the
+	 * current phase runs */
+	double *load;
+	uint32_t *touched;
+	size_t ntouched;
+	double load_mult;
 } call_t;
 
 static bool link_dead(const call_t *k, uint32_t res)
@@ -870,6 +881,17 @@ static tp_err_t phase_solve(call_t *k, phase_out_t *o)
 	if ((err =
 		 tp__cost_maxmin(k->nfl, off, k->path, nres, cap, rate, bott)))
 		goto out;
+	if (k->load)
+		for (size_t i = 0; i < k->nfl; i++)
+			for (uint32_t j = off[i]; j < off[i + 1]; j++) {
+				uint32_t r = rlink[k->path[j]];
+				double b = k->fl[i].bytes * k->load_mult;
+				if (!(b > 0))
+					continue;
+				if (k->load[r] == 0)
+					k->touched[k->ntouched++] = r;
+				k->load[r] += b;
+			}
 	for (size_t i = 0; i < k->nfl; i++) {
 		const flow_t *fl = &k->fl[i];
 		double t = fl->bytes * 8 / (rate[i] * 1e9);
@@ -1114,6 +1136,7 @@ static tp_err_t predict_hier(call_t *k, double bytes, int gmax, tp_cost_t *out)
 
 	/* inside each group: reduce-scatter (and the same all-gather) */
 	phase_reset(k);
+	k->load_mult = 2;
 	for (size_t j = 0; j < m; j++) {
 		size_t nj = goff[j + 1] - goff[j];
 		for (size_t t = 0; nj > 1 && t < nj; t++)
@@ -1127,6 +1150,7 @@ static tp_err_t predict_hier(call_t *k, double bytes, int gmax, tp_cost_t *out)
 
 	/* across groups: shard s lives on member s mod n_j of group j */
 	phase_reset(k);
+	k->load_mult = 1;
 	for (size_t s = 0; m > 1 && s < kmax; s++)
 		for (size_t j = 0; j < m; j++) {
 			size_t j2 = (j + 1) % m;
@@ -1200,9 +1224,13 @@ static tp_err_t check_input(const tp_cost_ctx_t *c, const tp_state_t *st,
 	return err;
 }
 
-tp_err_t tp_cost_predict(const tp_cost_ctx_t *ctx, const tp_state_t *state,
+/* One collective; with load non-NULL (2 * nlinks zeroed doubles, and
+ * touched room for as many entries) also the bytes each directed link
+ * carries, listed in touched[0..*ntouched_p). */
+static tp_err_t run_call(const tp_cost_ctx_t *ctx, const tp_state_t *state,
 			 const uint32_t *hosts, const int *gpus, size_t n,
-			 double bytes, tp_algo_t algo, tp_cost_t *out)
+			 double bytes, tp_algo_t algo, double *load,
+			 uint32_t *touched, size_t *ntouched_p, tp_cost_t *out)
 {
 	call_t k;
 	tp_cost_t res;
@@ -1224,6 +1252,9 @@ tp_err_t tp_cost_predict(const tp_cost_ctx_t *ctx, const tp_state_t *state,
 	k.hosts = hosts;
 	k.gpus = gpus;
 	k.n = n;
+	k.load = load;
+	k.touched = touched;
+	k.load_mult = 1;
 	if ((err = call_setup(&k)))
 		goto out;
 	switch (algo) {
@@ -1245,8 +1276,64 @@ tp_err_t tp_cost_predict(const tp_cost_ctx_t *ctx, const tp_state_t *state,
 	if (err)
 		goto out;
 	res.seconds = res.bandwidth_s + res.latency_s;
+	if (ntouched_p)
+		*ntouched_p = k.ntouched;
 	*out = res;
 out:
 	call_free(&k);
+	return err;
+}
+
+tp_err_t tp_cost_predict(const tp_cost_ctx_t *ctx, const tp_state_t *state,
+			 const uint32_t *hosts, const int *gpus, size_t n,
+			 double bytes, tp_algo_t algo, tp_cost_t *out)
+{
+	return run_call(ctx, state, hosts, gpus, n, bytes, algo, NULL, NULL,
+			NULL, out);
+}
+
+/*
+ * A link's load is the bytes the collective moves over it divided by the
+ * collective's whole time, not the max-min rate of its flows: the
+ * collective is bulk-synchronous, so a flow that could run faster than
+ * the slowest edge of its phase waits for it and, averaged over the
+ * call, moves no more than that. On the links the bottleneck flows cross
+ * the two agree.
+ */
+tp_err_t tp_cost_link_load(const tp_cost_ctx_t *ctx, const tp_state_t *state,
+			   const uint32_t *hosts, const int *gpus, size_t n,
+			   double bytes, tp_algo_t algo, double duty,
+			   double *link_gbps)
+{
+	size_t nlink, ntouched = 0;
+	double *load;
+	uint32_t *touched;
+	tp_cost_t c;
+	tp_err_t err;
+
+	if (!ctx || !link_gbps || !isfinite(duty) || duty < 0 || duty > 1)
+		return TP_ERR_INVAL;
+	nlink = tp_fabric_nlinks(ctx->f);
+	load = tp_calloc(2 * nlink + 1, sizeof(double));
+	touched = tp_malloc((2 * nlink + 1) * sizeof(uint32_t));
+	if (!load || !touched) {
+		err = TP_ERR_NOMEM;
+		goto out;
+	}
+	if ((err = run_call(ctx, state, hosts, gpus, n, bytes, algo, load,
+			    touched, &ntouched, &c)))
+		goto out;
+	for (size_t i = 0; c.seconds > 0 && i < ntouched; i++) {
+		uint32_t l = touched[i] / 2;
+		double v = load[2 * l] > load[2 * l + 1] ? load[2 * l]
+							 : load[2 * l + 1];
+		/* the other direction of a link already counted reads 0 */
+		load[2 * l] = load[2 * l + 1] = 0;
+		if (v > 0)
+			link_gbps[l] += duty * v * 8 / (c.seconds * 1e9);
+	}
+out:
+	tp_free(load);
+	tp_free(touched);
 	return err;
 }

@@ -7,6 +7,25 @@
  * bad placement costs time here as it does on a cluster. Run-time
  * estimates for backfill are the true run times on an ideal placement
  * (users' limits would only blur the comparison between policies).
+ *
+ * Contention: every running multi-node job loads the links its
+ * collective crosses (tp_cost_link_load, with the algorithm the
+ * placement's prediction chose, times its communication duty cycle) and
+ * the sum is the state's background, so the policy choosing a job's hosts
+ * and the prediction of its time both see the other jobs' traffic. The
+ * ideal stays on the idle fabric: slowdown includes contention. A job's
+ * run time is fixed when it starts; jobs starting later slow down, it
+ * does not (a discrete-event model without re-rating running jobs).
+ * The duty cycle is the share of the stretched run spent communicating,
+ * f * x / ((1 - f) + f * x) for comm_frac f and slowdown x: the average
+ * rate over the run then equals the bytes the job really moves.
+ * Each job keeps only the links it loads (a few per host it spans), so
+ * 10,000 jobs on a 16k-GPU fabric stay small; a per-link count of the
+ * jobs loading it resets the background to exactly 0 when the last one
+ * ends, so rounding never leaves ghost traffic behind.
+ * A newcomer is not starved by whoever came first: the background it sees
+ * on a link is capped at k/(k+1) of the link when k jobs load it, the
+ * share max-min fairness would leave it among k + 1 competitors.
  */
 #include "config.h"
 
@@ -21,10 +40,17 @@
 #define BACKFILL_DEPTH 64
 #define MAX_SAMPLES 2000
 
+typedef struct link_load {
+	uint32_t link;
+	double gbps;
+} link_load_t;
+
 typedef struct running {
 	double end;
 	size_t job;
 	int gpus;
+	link_load_t *load; /* owned: the links this job loads */
+	size_t nload;
 } running_t;
 
 typedef struct sim {
@@ -45,11 +71,15 @@ typedef struct sim {
 	double *wait, *jct, *slow, *decide;
 	size_t nstarted, nslow, ndecide;
 	size_t at_min, at_min_empty;
-	double busy_gpu_s, last_t, first_t, cross;
+	double busy_gpu_s, useful_gpu_s, last_t, first_t, cross;
 	tp_sim_sample_t *samples;
 	size_t nsamples, capsamples;
 	bool changed; /* resources freed since the last backfill pass */
 	size_t unplaceable;
+	size_t nlinks;
+	double *scratch;  /* nlinks zeroes between uses */
+	uint32_t *bgcnt;  /* per link: running jobs loading it */
+	double *loadsum;  /* per link: their summed average Gb/s */
 } sim_t;
 
 static void heap_push(sim_t *m, running_t r)
@@ -151,13 +181,99 @@ static void sample(sim_t *m, double now)
 		fragmentation(m)};
 }
 
-/* Place and start job j now; false when it does not fit. */
+/* Which of ring and hierarchical tp_place_run's prediction took (the
+ * faster; ring on a tie, as there) and its cost, on the same state. */
+static tp_err_t chosen_algo(const sim_t *m, const tp_placement_t *pl,
+			    double bytes, tp_algo_t *algo_p, tp_cost_t *c_p)
+{
+	tp_cost_t ring, hier;
+	tp_err_t er = tp_cost_predict(m->ctx, m->s, pl->hosts, pl->gpus,
+				      pl->nhosts, bytes, TP_ALGO_RING, &ring);
+	tp_err_t eh =
+	    tp_cost_predict(m->ctx, m->s, pl->hosts, pl->gpus, pl->nhosts,
+			    bytes, TP_ALGO_HIERARCHICAL, &hier);
+
+	if (er && eh)
+		return er;
+	if (!er && (eh || ring.seconds <= hier.seconds)) {
+		*algo_p = TP_ALGO_RING;
+		*c_p = ring;
+	} else {
+		*algo_p = TP_ALGO_HIERARCHICAL;
+		*c_p = hier;
+	}
+	return TP_OK;
+}
+
+/* Background a new job meets on link l: the other jobs' load, but no
+ * more than a fair share leaves (see the notes at the top). */
+static void fair_background(sim_t *m, uint32_t l)
+{
+	double cap = tp_fabric_link(m->f, l)->gbps * m->s->health[l];
+	double k = m->bgcnt[l];
+	double fair = k > 0 ? cap * k / (k + 1) : 0;
+
+	m->s->bg[l] = m->loadsum[l] < fair ? m->loadsum[l] : fair;
+}
+
+/* Add the job's traffic to the background and keep the links it loads. */
+static tp_err_t load_add(sim_t *m, const tp_placement_t *pl, double bytes,
+			 tp_algo_t algo, double duty, running_t *run)
+{
+	size_t n = 0, k = 0;
+	tp_err_t err;
+
+	if (!(duty > 0))
+		return TP_OK;
+	if ((err = tp_cost_link_load(m->ctx, m->s, pl->hosts, pl->gpus,
+				     pl->nhosts, bytes, algo, duty,
+				     m->scratch)))
+		/* no route now: the job cannot load what it cannot use */
+		return err == TP_ERR_NOMEM ? err : TP_OK;
+	for (size_t l = 0; l < m->nlinks; l++)
+		n += m->scratch[l] > 0;
+	if (n && !(run->load = tp_malloc(n * sizeof(link_load_t)))) {
+		memset(m->scratch, 0, m->nlinks * sizeof(double));
+		return TP_ERR_NOMEM;
+	}
+	for (size_t l = 0; l < m->nlinks; l++) {
+		if (!(m->scratch[l] > 0))
+			continue;
+		run->load[k++] = (link_load_t){(uint32_t)l, m->scratch[l]};
+		m->loadsum[l] += m->scratch[l];
+		m->bgcnt[l]++;
+		fair_background(m, (uint32_t)l);
+		m->scratch[l] = 0;
+	}
+	run->nload = n;
+	return TP_OK;
+}
+
+static void load_remove(sim_t *m, running_t *run)
+{
+	for (size_t i = 0; i < run->nload; i++) {
+		uint32_t l = run->load[i].link;
+		m->loadsum[l] -= run->load[i].gbps;
+		if (!--m->bgcnt[l] || m->loadsum[l] < 0)
+			m->loadsum[l] = 0;
+		fair_background(m, l);
+	}
+	tp_free(run->load);
+	run->load = NULL;
+	run->nload = 0;
+}
+
+/* Place and start job j now; false when it does not fit. The state's
+ * background holds the running jobs' traffic, so both the policy and the
+ * prediction see it. */
 static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 {
 	const tp_job_spec_t *js = &m->t->jobs[j];
+	running_t run = {.job = j};
 	tp_request_t r;
 	tp_placement_t pl;
 	tp_err_t err;
+	double slowdown = 1.0;
 
 	*started = false;
 	to_request(js, &r);
@@ -178,29 +294,38 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 		tp_placement_free(&pl);
 		return err;
 	}
-	double slowdown = 1.0;
 	if (pl.nhosts > 1) {
 		if (pl.ideal_s > 0 && pl.predicted_s > 0)
 			slowdown = pl.predicted_s / pl.ideal_s;
 		m->slow[m->nslow++] = slowdown;
 		m->at_min += pl.span[TP_SPAN_GROUPS] <= pl.min_span_free[TP_SPAN_GROUPS];
 		m->at_min_empty += pl.span[TP_SPAN_GROUPS] <= pl.min_span_empty[TP_SPAN_GROUPS];
-		if (m->ctx && pl.predicted_s > 0) {
-			tp_cost_t c;
-			if (tp_cost_predict(m->ctx, m->s, pl.hosts, pl.gpus, pl.nhosts,
-					    r.bytes, TP_ALGO_RING, &c) == TP_OK) {
-				double steps = js->comm_frac * js->run_s / pl.ideal_s;
-				m->cross += steps * c.cross_top_bytes;
+	}
+	if (pl.nhosts > 1 && m->ctx && pl.predicted_s > 0) {
+		double bytes = r.bytes > 0 ? r.bytes : 1024.0 * 1024 * 1024;
+		double f = js->comm_frac;
+		double duty = f * slowdown / ((1 - f) + f * slowdown);
+		tp_algo_t algo;
+		tp_cost_t c;
+
+		if (chosen_algo(m, &pl, bytes, &algo, &c) == TP_OK) {
+			double steps = js->comm_frac * js->run_s / pl.ideal_s;
+			m->cross += steps * c.cross_top_bytes;
+			if ((err = load_add(m, &pl, bytes, algo, duty, &run))) {
+				tp_state_release(m->s, j + 1);
+				tp_placement_free(&pl);
+				return err;
 			}
 		}
 	}
-	double run = js->run_s * ((1 - js->comm_frac) + js->comm_frac * slowdown);
-	int gpus = 0;
+	run.end = now + js->run_s * ((1 - js->comm_frac) + js->comm_frac * slowdown);
 	for (size_t i = 0; i < pl.nhosts; i++)
-		gpus += pl.gpus[i];
-	heap_push(m, (running_t){now + run, j, gpus});
+		run.gpus += pl.gpus[i];
+	/* the work the job came for: its run time on an ideal placement */
+	m->useful_gpu_s += run.gpus * js->run_s;
+	heap_push(m, run);
 	m->wait[m->nstarted] = now - js->submit_s;
-	m->jct[m->nstarted++] = now + run - js->submit_s;
+	m->jct[m->nstarted++] = run.end - js->submit_s;
 	tp_placement_free(&pl);
 	*started = true;
 	return TP_OK;
@@ -357,10 +482,10 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 		    tp_sim_result_t *out)
 {
 	sim_t m = {.f = f, .t = t, .policy = policy, .pp = pp, .ctx = ctx, .seed = seed};
-	size_t next = 0, n = t->njobs;
+	size_t next = 0, n;
 	tp_err_t err = TP_ERR_NOMEM;
 
-	if (!f || !t || !policy || !out || !n)
+	if (!f || !t || !policy || !out || !(n = t->njobs) || !t->jobs)
 		return TP_ERR_INVAL;
 	m.total_gpus = tp_fabric_total_gpus(f);
 	for (size_t h = 0; h < tp_fabric_nhosts(f); h++)
@@ -375,7 +500,12 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 	m.jct = tp_malloc(n * sizeof(double));
 	m.slow = tp_malloc(n * sizeof(double));
 	m.decide = tp_malloc(n * sizeof(double));
-	if (!m.s || !m.heap || !m.queue || !m.wait || !m.jct || !m.slow || !m.decide)
+	m.nlinks = tp_fabric_nlinks(f);
+	m.scratch = tp_calloc(m.nlinks + 1, sizeof(double));
+	m.bgcnt = tp_calloc(m.nlinks + 1, sizeof(uint32_t));
+	m.loadsum = tp_calloc(m.nlinks + 1, sizeof(double));
+	if (!m.s || !m.heap || !m.queue || !m.wait || !m.jct || !m.slow ||
+	    !m.decide || !m.scratch || !m.bgcnt || !m.loadsum)
 		goto out;
 	m.first_t = m.last_t = t->jobs[0].submit_s;
 
@@ -390,6 +520,7 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 		advance(&m, now);
 		while (m.nheap && m.heap[0].end <= now) {
 			running_t r = heap_pop(&m);
+			load_remove(&m, &r);
 			if ((err = tp_state_release(m.s, r.job + 1)))
 				goto out;
 			m.changed = true;
@@ -422,6 +553,9 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 	out->multi_node_jobs = m.nslow;
 	out->unplaceable = m.unplaceable;
 	out->makespan_s = m.last_t - m.first_t;
+	out->useful_util = out->makespan_s > 0
+				   ? m.useful_gpu_s / ((double)m.total_gpus * out->makespan_s)
+				   : 0;
 	out->gpu_util = out->makespan_s > 0
 				? m.busy_gpu_s / ((double)m.total_gpus * out->makespan_s)
 				: 0;
@@ -445,7 +579,12 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 	m.samples = NULL;
 	err = TP_OK;
 out:
+	for (size_t i = 0; i < m.nheap; i++)
+		tp_free(m.heap[i].load);
 	tp_state_destroy(m.s);
+	tp_free(m.scratch);
+	tp_free(m.bgcnt);
+	tp_free(m.loadsum);
 	tp_free(m.heap);
 	tp_free(m.queue);
 	tp_free(m.wait);

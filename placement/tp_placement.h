@@ -142,6 +142,25 @@ tp_err_t tp_cost_predict(const tp_cost_ctx_t *ctx, const tp_state_t *state,
 			 const uint32_t *hosts, const int *gpus, size_t n,
 			 double bytes, tp_algo_t algo, tp_cost_t *out);
 
+/* The traffic this collective puts on the fabric, as background for the
+ * next prediction: ADDS to link_gbps[l] (tp_fabric_nlinks entries, which
+ * the caller owns and zeroes once) the average Gb/s the collective moves
+ * over fabric link l while it runs, times duty (0..1, the share of time
+ * the job spends communicating). Routing, the state's health and
+ * background and the max-min rates are those of tp_cost_predict with the
+ * same arguments; the average is the bytes crossing l divided by the
+ * predicted seconds (flows that could go faster than their phase's
+ * slowest wait for it). A link counts the busier of its two directions,
+ * matching the state's "Gb/s per direction" background. Links the job
+ * does not cross, NVLink and single-host jobs add nothing.
+ * TP_ERR_INVAL for bad arguments or duty outside 0..1, otherwise
+ * tp_cost_predict's errors; link_gbps is untouched on error. Reads ctx
+ * and state only: thread safety as tp_cost_predict. */
+tp_err_t tp_cost_link_load(const tp_cost_ctx_t *ctx, const tp_state_t *state,
+			   const uint32_t *hosts, const int *gpus, size_t n,
+			   double bytes, tp_algo_t algo, double duty,
+			   double *link_gbps);
+
 /* ---- placement ---------------------------------------------------------------- */
 
 /* Span levels reported for every placement. */
@@ -255,6 +274,9 @@ typedef struct tp_sim_result {
 	const char *policy;
 	size_t jobs, multi_node_jobs, unplaceable;
 	double gpu_util;          /* busy GPU-seconds / (GPUs * makespan) */
+	double useful_util;       /* the same counting each job at its ideal
+				   * run time: GPUs held while slowed by a bad
+				   * placement do not count as useful */
 	double makespan_s;
 	double mean_wait_s, p50_wait_s, p95_wait_s;
 	double mean_jct_s, p50_jct_s, p95_jct_s;

@@ -350,6 +350,140 @@ static void test_background(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* Load a job puts on the fabric (tp_cost_link_load). Three leaves of 4
+ * hosts under one spine, one up-link each, 1 GPU per host, no latency
+ * (alpha = hop = 0) so the collective lasts exactly its bandwidth term.
+ *  - A contiguous ring over leaf01 and leaf02 sends one flow each way
+ *    over both their up-links at B: each gets exactly B, leaf03's none;
+ *    every host link of the ring carries one flow out at B as well.
+ *  - duty scales the load and calls add up.
+ *  - A ring under leaf01 loads its host links and no up-link.
+ *  - With B/2 of background on leaf02's up-link the crossing flows get
+ *    B/2 and the ring takes twice as long, so every link of the ring,
+ *    the fast in-leaf ones too, averages B/2 (bulk-synchronous ring).
+ *  - Hierarchical over the two leaves: in-group rings (RS + AG, 3/4 S
+ *    per edge each) then 4 cross rings of 2 members (S/4 per edge, 4
+ *    flows sharing an up-link at B/4): T = 2.5 S/B, and each up-link
+ *    direction moves S, so it carries B/2.5 = 0.4 B.
+ *  - Single host: nothing. Bad duty: TP_ERR_INVAL, array untouched. */
+static void test_link_load(void **state)
+{
+	tp_cost_params_t p;
+	tp_fabric_t *f = fat_tree(3, 4, 1, 1);
+	tp_cost_ctx_t *c = NULL;
+	tp_state_t *s = mkstate(f);
+	size_t nl = tp_fabric_nlinks(f);
+	double *ld = calloc(nl, sizeof(double));
+	uint32_t hosts[8] = {0, 1, 2, 3, 4, 5, 6, 7}, up1[2], up2[2], up3[2];
+	int gpus[8];
+	bool on_ring[64] = {false};
+
+	(void)state;
+	assert_non_null(ld);
+	assert_true(nl < 64);
+	tp_cost_params_defaults(&p);
+	p.alpha_s = p.hop_s = 0;
+	assert_int_equal(tp_cost_ctx_create(f, &p, &c), TP_OK);
+	ones(gpus, 8, 1);
+	assert_int_equal(uplinks_of(f, "leaf01", up1), 1);
+	assert_int_equal(uplinks_of(f, "leaf02", up2), 1);
+	assert_int_equal(uplinks_of(f, "leaf03", up3), 1);
+	for (size_t i = 0; i < nl; i++) {
+		const tp_link_t *l = tp_fabric_link(f, i);
+		for (int e = 0; e < 2; e++)
+			if (l->kind[e] == TP_NODE_CA &&
+			    tp_fabric_ca(f, l->node[e])->host < 8)
+				on_ring[i] = true;
+	}
+	on_ring[up1[0]] = on_ring[up2[0]] = true;
+
+	assert_int_equal(tp_cost_link_load(c, s, hosts, gpus, 8, S_BYTES,
+					   TP_ALGO_RING, 1.0, ld),
+			 TP_OK);
+	for (size_t i = 0; i < nl; i++)
+		assert_close(ld[i], on_ring[i] ? B_GBPS : 0);
+
+	memset(ld, 0, nl * sizeof(double));
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(tp_cost_link_load(c, NULL, hosts, gpus, 8,
+						   S_BYTES, TP_ALGO_RING, 0.25,
+						   ld),
+				 TP_OK);
+	assert_close(ld[up1[0]], B_GBPS / 2);
+	assert_close(ld[up2[0]], B_GBPS / 2);
+	assert_close(ld[up3[0]], 0);
+
+	memset(ld, 0, nl * sizeof(double));
+	assert_int_equal(tp_cost_link_load(c, s, hosts, gpus, 4, S_BYTES,
+					   TP_ALGO_RING, 1.0, ld),
+			 TP_OK);
+	assert_close(ld[up1[0]], 0);
+	assert_close(ld[up2[0]], 0);
+	for (size_t i = 0, n = 0; i < nl; i++) {
+		const tp_link_t *l = tp_fabric_link(f, i);
+		bool mine = l->kind[0] == TP_NODE_CA
+				? tp_fabric_ca(f, l->node[0])->host < 4
+				: l->kind[1] == TP_NODE_CA &&
+				      tp_fabric_ca(f, l->node[1])->host < 4;
+		assert_close(ld[i], mine ? B_GBPS : 0);
+		n += mine;
+		if (i == nl - 1)
+			assert_int_equal(n, 4);
+	}
+
+	memset(ld, 0, nl * sizeof(double));
+	s->bg[up2[0]] = B_GBPS / 2;
+	assert_int_equal(tp_cost_link_load(c, s, hosts, gpus, 8, S_BYTES,
+					   TP_ALGO_RING, 1.0, ld),
+			 TP_OK);
+	for (size_t i = 0; i < nl; i++)
+		assert_close(ld[i], on_ring[i] ? B_GBPS / 2 : 0);
+	s->bg[up2[0]] = 0;
+
+	memset(ld, 0, nl * sizeof(double));
+	assert_int_equal(tp_cost_link_load(c, s, hosts, gpus, 8, S_BYTES,
+					   TP_ALGO_HIERARCHICAL, 1.0, ld),
+			 TP_OK);
+	assert_close(ld[up1[0]], B_GBPS / 2.5);
+	assert_close(ld[up2[0]], B_GBPS / 2.5);
+	assert_close(ld[up3[0]], 0);
+
+	memset(ld, 0, nl * sizeof(double));
+	gpus[0] = 1;
+	assert_int_equal(tp_cost_link_load(c, s, hosts, gpus, 1, S_BYTES,
+					   TP_ALGO_RING, 1.0, ld),
+			 TP_OK);
+	for (size_t i = 0; i < nl; i++)
+		assert_close(ld[i], 0);
+
+	ld[0] = 7;
+	assert_int_equal(tp_cost_link_load(c, s, hosts, gpus, 8, S_BYTES,
+					   TP_ALGO_RING, 1.5, ld),
+			 TP_ERR_INVAL);
+	assert_int_equal(tp_cost_link_load(c, s, hosts, gpus, 8, S_BYTES,
+					   TP_ALGO_RING, -0.1, ld),
+			 TP_ERR_INVAL);
+	assert_int_equal(tp_cost_link_load(c, s, hosts, gpus, 8, S_BYTES,
+					   TP_ALGO_RING, NAN, ld),
+			 TP_ERR_INVAL);
+	assert_int_equal(tp_cost_link_load(c, s, hosts, gpus, 8, S_BYTES,
+					   TP_ALGO_RING, 1.0, NULL),
+			 TP_ERR_INVAL);
+	assert_int_equal(tp_cost_link_load(NULL, s, hosts, gpus, 8, S_BYTES,
+					   TP_ALGO_RING, 1.0, ld),
+			 TP_ERR_INVAL);
+	assert_int_equal(tp_cost_link_load(c, s, hosts, gpus, 0, S_BYTES,
+					   TP_ALGO_RING, 1.0, ld),
+			 TP_ERR_INVAL);
+	assert_close(ld[0], 7);
+	for (size_t i = 1; i < nl; i++)
+		assert_close(ld[i], 0);
+	free(ld);
+	freestate(s);
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
 /* Hierarchical vs ring on the same hosts, m leaf groups of k hosts, 1 GPU
  * each, non-blocking up-links. A ring alternating between groups crosses
  * the spine on all n = mk edges, 2(n-1)/n * S each: 2(n-1) S in all. The
@@ -745,6 +879,25 @@ static void test_nomem(void **state)
 			assert_int_equal(r.bottleneck_link, 0x5a5a5a5a);
 		}
 	}
+	for (int k = 0;; k++) {
+		double ld[64] = {0};
+		assert_true(tp_fabric_nlinks(f) <= 64);
+		fail_after = k;
+		tp_alloc_set(&a);
+		tp_err_t err = tp_cost_link_load(
+		    c, NULL, hosts, gpus, 6, S_BYTES, TP_ALGO_RING, 1.0, ld);
+		tp_alloc_set(NULL);
+		if (!err) {
+			double sum = 0;
+			for (size_t i = 0; i < 64; i++)
+				sum += ld[i];
+			assert_true(sum > 0);
+			break;
+		}
+		assert_int_equal(err, TP_ERR_NOMEM);
+		for (size_t i = 0; i < 64; i++)
+			assert_true(ld[i] == 0);
+	}
 	tp_cost_ctx_destroy(c);
 	tp_fabric_destroy(f);
 }
@@ -807,6 +960,7 @@ int main(void)
 	    cmocka_unit_test(test_oversubscription),
 	    cmocka_unit_test(test_dead_link_reroute),
 	    cmocka_unit_test(test_background),
+	    cmocka_unit_test(test_link_load),
 	    cmocka_unit_test(test_hier_cross_spine),
 	    cmocka_unit_test(test_hier_one_group),
 	    cmocka_unit_test(test_tree),

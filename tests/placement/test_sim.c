@@ -1,0 +1,555 @@
+/*
+ * Simulator: FCFS with EASY backfill checked against hand-worked traces,
+ * contention between running jobs, determinism, traces from CSV (good
+ * and broken), bad arguments and allocation failure.
+ *
+ * The hand traces run on 2 leaves x 2 hosts x 2 GPUs (8 GPUs) with
+ * first-fit and comm_frac 0, so run times are exactly run_s and every
+ * number below is worked out in the comment above its test.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tp_test.h"
+
+#include "tp_placement.h"
+
+static void assert_close(double got, double want)
+{
+	double tol = 1e-9 * fabs(want) + 1e-12;
+	if (fabs(got - want) > tol)
+		fail_msg("got %.15g, want %.15g", got, want);
+}
+
+static tp_fabric_t *fat_tree(int leaves, int hosts_per_leaf, int gpus,
+			     bool interleave)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = leaves;
+	p.spines = 1;
+	p.uplinks_per_spine = 1;
+	p.hosts_per_leaf = hosts_per_leaf;
+	p.gpus_per_host = gpus;
+	p.link_gbps = 400;
+	p.interleave = interleave;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	return f;
+}
+
+/* submit, nodes, gpus per node, gpus (when nodes is 0), run, comm_frac */
+typedef struct row {
+	double submit;
+	int nodes, gpn, gpus;
+	double run, frac;
+} row_t;
+
+static void mktrace(tp_trace_t *t, const row_t *rows, size_t n)
+{
+	t->name = strdup("hand");
+	t->jobs = calloc(n, sizeof(*t->jobs));
+	t->njobs = n;
+	assert_non_null(t->name);
+	assert_non_null(t->jobs);
+	for (size_t i = 0; i < n; i++) {
+		tp_job_spec_t *j = &t->jobs[i];
+		j->submit_s = rows[i].submit;
+		j->nodes = rows[i].nodes;
+		j->gpus_per_node = rows[i].gpn;
+		j->gpus =
+		    rows[i].nodes ? rows[i].nodes * rows[i].gpn : rows[i].gpus;
+		j->run_s = rows[i].run;
+		j->comm_frac = rows[i].frac;
+		j->bytes = 1024.0 * 1024 * 1024;
+	}
+}
+
+/* trace_free frees with tp_free, which is libc free unless a test swaps
+ * the allocator; the traces here are built with libc. */
+static void freetrace(tp_trace_t *t)
+{
+	free(t->name);
+	free(t->jobs);
+	memset(t, 0, sizeof(*t));
+}
+
+static void run(const tp_fabric_t *f, const tp_trace_t *t, const char *pol,
+		uint64_t seed, tp_sim_result_t *r)
+{
+	tp_cost_ctx_t *c = NULL;
+	tp_policy_params_t pp;
+
+	tp_policy_params_defaults(&pp);
+	assert_int_equal(tp_cost_ctx_create(f, NULL, &c), TP_OK);
+	assert_int_equal(tp_sim_run(f, t, tp_policy_find(pol), &pp, c, seed, r),
+			 TP_OK);
+	tp_cost_ctx_destroy(c);
+}
+
+/*
+ * EASY: a short job backfills ahead of the blocked head when it ends
+ * before the head's reservation; a long one that does not fit the spare
+ * GPUs waits although GPUs are free.
+ *   J0 t=0  2 nodes x 2 GPUs, 100 s: starts 0, ends 100.
+ *   J1 t=1  4 nodes x 2 GPUs (all 8), 50 s: blocked; reservation at 100
+ *           (J0's end), spare GPUs then 8 - 8 = 0.
+ *   J2 t=2  2 GPUs, 90 s: ends at 92 <= 100, backfills at 2.
+ *   J3 t=3  2 GPUs, 200 s: would end at 203 > 100 and 2 > 0 spare:
+ *           waits while 2 GPUs sit free; again at 92 (J2 ends).
+ *   100: J1 starts (ends 150). 150: J3 starts (ends 350).
+ * Waits 0, 99, 0, 147: mean 61.5, p50 0, p95 147. Completion 100, 149,
+ * 90, 347: mean 171.5, p50 100. Busy GPU-seconds 4*100 + 8*50 + 2*90 +
+ * 2*200 = 1380 over 8 GPUs * 350 s. No multi-node job has a slowdown.
+ */
+static void test_backfill_reservation(void **state)
+{
+	static const row_t rows[] = {
+	    {0, 2, 2, 0, 100, 0},
+	    {1, 4, 2, 0, 50, 0},
+	    {2, 0, 0, 2, 90, 0},
+	    {3, 0, 0, 2, 200, 0},
+	};
+	tp_fabric_t *f = fat_tree(2, 2, 2, false);
+	tp_trace_t t;
+	tp_sim_result_t r;
+
+	(void)state;
+	mktrace(&t, rows, 4);
+	run(f, &t, "first-fit", 1, &r);
+	assert_int_equal(r.jobs, 4);
+	assert_int_equal(r.unplaceable, 0);
+	assert_int_equal(r.multi_node_jobs, 2);
+	assert_close(r.makespan_s, 350);
+	assert_close(r.mean_wait_s, 61.5);
+	assert_close(r.p50_wait_s, 0);
+	assert_close(r.p95_wait_s, 147);
+	assert_close(r.mean_jct_s, 171.5);
+	assert_close(r.p50_jct_s, 100);
+	assert_close(r.p95_jct_s, 347);
+	assert_close(r.gpu_util, 1380.0 / (8 * 350));
+	assert_close(r.comm_slowdown_mean, 1);
+	assert_close(r.min_span_fraction, 1);
+	tp_sim_result_free(&r);
+	freetrace(&t);
+	tp_fabric_destroy(f);
+}
+
+/*
+ * EASY's second rule: a job that runs past the reservation still
+ * backfills when it fits the GPUs the head will not need.
+ *   J0 t=0  2 x 2 GPUs, 100 s: ends 100.
+ *   J1 t=1  3 x 2 GPUs (6), 50 s: blocked; at 100 there are 8, so 2 spare.
+ *   J2 t=2  2 GPUs, 500 s: ends 502 > 100 but 2 <= 2 spare: starts at 2
+ *           (on the fourth host, leaving J1 its three).
+ *   J3 t=3  2 GPUs, 500 s: the spare GPUs are taken (0 left): waits.
+ *   100: J1 starts, ends 150. 150: J3 starts, ends 650.
+ * Waits 0, 99, 0, 147 (mean 61.5); completions 100, 149, 500, 647 (mean
+ * 349); busy GPU-seconds 400 + 300 + 1000 + 1000 = 2700 over 8 * 650.
+ */
+static void test_backfill_spare(void **state)
+{
+	static const row_t rows[] = {
+	    {0, 2, 2, 0, 100, 0},
+	    {1, 3, 2, 0, 50, 0},
+	    {2, 0, 0, 2, 500, 0},
+	    {3, 0, 0, 2, 500, 0},
+	};
+	tp_fabric_t *f = fat_tree(2, 2, 2, false);
+	tp_trace_t t;
+	tp_sim_result_t r;
+
+	(void)state;
+	mktrace(&t, rows, 4);
+	run(f, &t, "first-fit", 1, &r);
+	assert_int_equal(r.jobs, 4);
+	assert_close(r.makespan_s, 650);
+	assert_close(r.mean_wait_s, 61.5);
+	assert_close(r.p95_wait_s, 147);
+	assert_close(r.mean_jct_s, 349);
+	assert_close(r.p95_jct_s, 647);
+	assert_close(r.gpu_util, 2700.0 / (8 * 650));
+	tp_sim_result_free(&r);
+	freetrace(&t);
+	tp_fabric_destroy(f);
+}
+
+/*
+ * FCFS without backfill chances: jobs start strictly in order, each as
+ * soon as the one before has the GPUs, and an arrival into an idle
+ * fabric starts at once. A job larger than the fabric is dropped
+ * (unplaceable), not left blocking the queue.
+ *   J0 t=0   8 GPUs (4 x 2), 10 s: 0-10.
+ *   J1 t=0   8 GPUs, 10 s: 10-20 (wait 10).
+ *   J2 t=5   16 GPUs: never fits, dropped.
+ *   J3 t=100 2 GPUs, 10 s: 100-110 on an idle fabric.
+ * Busy GPU-seconds 80 + 80 + 20 = 180 over 8 GPUs * 110 s.
+ */
+static void test_fcfs(void **state)
+{
+	static const row_t rows[] = {
+	    {0, 4, 2, 0, 10, 0},
+	    {0, 4, 2, 0, 10, 0},
+	    {5, 8, 2, 0, 10, 0},
+	    {100, 0, 0, 2, 10, 0},
+	};
+	tp_fabric_t *f = fat_tree(2, 2, 2, false);
+	tp_trace_t t;
+	tp_sim_result_t r;
+
+	(void)state;
+	mktrace(&t, rows, 4);
+	run(f, &t, "first-fit", 1, &r);
+	assert_int_equal(r.jobs, 3);
+	assert_int_equal(r.unplaceable, 1);
+	assert_close(r.makespan_s, 110);
+	assert_close(r.mean_wait_s, 10.0 / 3);
+	assert_close(r.mean_jct_s, (10.0 + 20 + 10) / 3);
+	assert_close(r.gpu_util, 180.0 / (8 * 110));
+	tp_sim_result_free(&r);
+	freetrace(&t);
+	tp_fabric_destroy(f);
+}
+
+/*
+ * Contention. 2 leaves x 2 hosts x 1 GPU, one 400 Gb/s up-link per leaf
+ * (2:1). Two 2-host jobs, comm_frac 0.5, start together; a third comes
+ * alone after both ended.
+ *  - Interleaved host numbering: first-fit gives each job one host per
+ *    leaf, so both rings cross both up-links. The first one sees an idle
+ *    fabric (slowdown 1 but for two extra switch hops of latency), then
+ *    loads each up-link direction with ~B/2 (full rate, duty ~0.5); the
+ *    second gets the ~B/2 left: its collective takes about twice the
+ *    ideal. The third starts on a fabric the others left: the background
+ *    is gone and it is back near 1.
+ *  - Numbered by leaf: each job stays under its leaf, shares nothing and
+ *    matches the ideal exactly.
+ */
+static void test_contention(void **state)
+{
+	static const row_t rows[] = {
+	    {0, 2, 0, 0, 1000, 0.5},
+	    {0, 2, 0, 0, 1000, 0.5},
+	    {5000, 2, 0, 0, 1000, 0.5},
+	};
+	tp_trace_t t;
+	tp_sim_result_t r;
+
+	(void)state;
+	mktrace(&t, rows, 3);
+
+	tp_fabric_t *f = fat_tree(2, 2, 1, true);
+	run(f, &t, "first-fit", 1, &r);
+	assert_int_equal(r.multi_node_jobs, 3);
+	/* slowdowns come back sorted */
+	assert_true(r.slowdowns[0] >= 1 && r.slowdowns[0] < 1.001);
+	assert_true(r.slowdowns[1] >= 1 && r.slowdowns[1] < 1.001);
+	assert_true(r.slowdowns[2] > 1.9 && r.slowdowns[2] < 2.1);
+	assert_true(r.comm_slowdown_mean > 1.3);
+	/* the slowed job runs 0.5 + 0.5 * x of its 1000 s */
+	assert_true(r.mean_jct_s > 1000 + 0.5 * 1000 * 0.9 / 3);
+	assert_true(r.cross_spine_bytes > 0);
+	tp_sim_result_free(&r);
+	tp_fabric_destroy(f);
+
+	f = fat_tree(2, 2, 1, false);
+	run(f, &t, "first-fit", 1, &r);
+	assert_int_equal(r.multi_node_jobs, 3);
+	for (size_t i = 0; i < 3; i++)
+		assert_close(r.slowdowns[i], 1);
+	assert_close(r.comm_slowdown_mean, 1);
+	assert_close(r.mean_jct_s, 1000);
+	assert_true(r.cross_spine_bytes == 0);
+	tp_sim_result_free(&r);
+	tp_fabric_destroy(f);
+	freetrace(&t);
+}
+
+/*
+ * The policy sees the background too. 4 leaves x 2 hosts x 1 GPU, one
+ * up-link each. Job A (3 hosts) spans two leaves, one of them half, and
+ * loads both their up-links with ~B/2. Job B (3 hosts) must span two
+ * leaves as well: with the half-used leaf it would share A's loaded
+ * up-link (about twice the ideal time); topoplace, which reads the
+ * state's background, takes the two untouched leaves and matches the
+ * ideal. (On an idle fabric it would take the half-used leaf first, to
+ * keep whole leaves free: a policy blind to the background fails here.)
+ * first-fit, blind to it, pays.
+ */
+static void test_policy_sees_background(void **state)
+{
+	static const row_t rows[] = {
+	    {0, 3, 0, 0, 1000, 0.5},
+	    {0, 3, 0, 0, 1000, 0.5},
+	};
+	tp_fabric_t *f = fat_tree(4, 2, 1, false);
+	tp_trace_t t;
+	tp_sim_result_t r;
+
+	(void)state;
+	mktrace(&t, rows, 2);
+	run(f, &t, "topoplace", 1, &r);
+	assert_int_equal(r.multi_node_jobs, 2);
+	assert_true(r.slowdowns[1] < 1.001);
+	tp_sim_result_free(&r);
+	run(f, &t, "first-fit", 1, &r);
+	assert_int_equal(r.multi_node_jobs, 2);
+	assert_true(r.slowdowns[1] > 1.5);
+	tp_sim_result_free(&r);
+	freetrace(&t);
+	tp_fabric_destroy(f);
+}
+
+static void assert_same_result(const tp_sim_result_t *a,
+			       const tp_sim_result_t *b)
+{
+	const double x[] = {
+	    a->gpu_util,	  a->makespan_s,	a->mean_wait_s,
+	    a->p50_wait_s,	  a->p95_wait_s,	a->mean_jct_s,
+	    a->p50_jct_s,	  a->p95_jct_s,		a->comm_slowdown_mean,
+	    a->comm_slowdown_p95, a->min_span_fraction, a->cross_spine_bytes};
+	const double y[] = {
+	    b->gpu_util,	  b->makespan_s,	b->mean_wait_s,
+	    b->p50_wait_s,	  b->p95_wait_s,	b->mean_jct_s,
+	    b->p50_jct_s,	  b->p95_jct_s,		b->comm_slowdown_mean,
+	    b->comm_slowdown_p95, b->min_span_fraction, b->cross_spine_bytes};
+
+	assert_memory_equal(x, y, sizeof(x));
+	assert_int_equal(a->jobs, b->jobs);
+	assert_int_equal(a->multi_node_jobs, b->multi_node_jobs);
+	assert_int_equal(a->unplaceable, b->unplaceable);
+	assert_memory_equal(a->slowdowns, b->slowdowns,
+			    a->multi_node_jobs * sizeof(double));
+}
+
+/* Same trace, policy and seed: bit-identical results, with contention
+ * in play (a 2:1 fat tree, LLM mix at 90% load). */
+static void test_determinism(void **state)
+{
+	static const char *const pols[] = {"topoplace", "slurm-tree", "random"};
+	tp_fabric_t *f = fat_tree(4, 4, 8, true);
+	tp_trace_t t;
+
+	(void)state;
+	assert_int_equal(tp_trace_synthetic("llm", 300, 7,
+					    (int)tp_fabric_total_gpus(f), 8,
+					    0.9, &t),
+			 TP_OK);
+	for (size_t i = 0; i < 3; i++) {
+		tp_sim_result_t a, b;
+		run(f, &t, pols[i], 11, &a);
+		run(f, &t, pols[i], 11, &b);
+		assert_same_result(&a, &b);
+		assert_true(a.jobs + a.unplaceable == 300);
+		tp_sim_result_free(&a);
+		tp_sim_result_free(&b);
+	}
+	tp_trace_free(&t);
+	tp_fabric_destroy(f);
+}
+
+static char *write_tmp(const char *text, size_t len)
+{
+	char *path = strdup("/tmp/tp_test_sim_XXXXXX");
+	int fd;
+
+	assert_non_null(path);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	close(fd);
+	return path;
+}
+
+/* The backfill trace of test_backfill_reservation as CSV (columns in any
+ * order, comments, blank lines, nodes or gpus) gives the same result. */
+static void test_csv_trace(void **state)
+{
+	static const char csv[] = "# hand trace\n"
+				  "run_s, submit_s, nodes, gpus_per_node, "
+				  "gpus, comm_frac\n"
+				  "100, 0, 2, 2, , 0\n"
+				  "\n"
+				  "90, 2, , , 2, 0\n"
+				  "50, 1, 4, 2, , 0\n"
+				  "200, 3, , , 2, 0\n";
+	char *path = write_tmp(csv, sizeof(csv) - 1), *err = NULL;
+	tp_fabric_t *f = fat_tree(2, 2, 2, false);
+	tp_trace_t t;
+	tp_sim_result_t r;
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(tp_trace_load_csv(path, &t, &err), TP_OK);
+	assert_null(err);
+	assert_int_equal(t.njobs, 4);
+	assert_close(t.jobs[1].submit_s, 1); /* sorted by submit time */
+	assert_int_equal(t.jobs[1].gpus, 8);
+	run(f, &t, "first-fit", 1, &r);
+	assert_close(r.mean_wait_s, 61.5);
+	assert_close(r.mean_jct_s, 171.5);
+	assert_close(r.gpu_util, 1380.0 / (8 * 350));
+	tp_sim_result_free(&r);
+	tp_trace_free(&t);
+	tp_fabric_destroy(f);
+	unlink(path);
+	free(path);
+}
+
+/* Broken traces: each error names the file and, where there is one, the
+ * line; nothing is returned. */
+static void test_csv_errors(void **state)
+{
+	static const struct {
+		const char *text;
+		size_t len;
+		const char *want;
+	} cases[] = {
+	    {"submit_s,gpus,run_s,color\n0,1,10,red\n", 0,
+	     ":1: unknown column 'color'"},
+	    {"submit_s,gpus\n0,1\n", 0, ":1: header needs"},
+	    {"# c\nsubmit_s,gpus,run_s\n0,1,10\n1,x,10\n", 0,
+	     ":4: gpus: not a valid number"},
+	    {"submit_s,gpus,run_s\n0,1,10,5\n", 0,
+	     ":2: 4 fields, header has 3"},
+	    {"submit_s,gpus,run_s\n0,1.5,10\n", 0, ":2: a job needs whole"},
+	    {"submit_s,gpus,run_s\n0,0,10\n", 0, ":2: a job needs whole"},
+	    {"submit_s,gpus,run_s\n-1,1,10\n", 0, ":2: submit_s"},
+	    {"submit_s,gpus,run_s,comm_frac\n0,1,10,1.5\n", 0, ":2: comm_frac"},
+	    {"submit_s,gpus,run_s\n# only a comment\n", 0, ": no jobs"},
+	    {"submit_s,gpus,run_s\n0,1\0,10\n", 28, "NUL byte"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t len =
+		    cases[i].len ? cases[i].len : strlen(cases[i].text);
+		char *path = write_tmp(cases[i].text, len), *err = NULL;
+		tp_trace_t t;
+
+		memset(&t, 0, sizeof(t));
+		assert_int_equal(tp_trace_load_csv(path, &t, &err),
+				 TP_ERR_PARSE);
+		assert_non_null(err);
+		if (!strstr(err, cases[i].want) ||
+		    strncmp(err, path, strlen(path)))
+			fail_msg("case %zu: '%s' lacks '%s'", i, err,
+				 cases[i].want);
+		assert_null(t.jobs);
+		tp_free(err);
+		unlink(path);
+		free(path);
+	}
+	char *err = NULL;
+	tp_trace_t t;
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(tp_trace_load_csv("/nonexistent/trace.csv", &t, &err),
+			 TP_ERR_NOTFOUND);
+	assert_non_null(strstr(err, "/nonexistent/trace.csv: cannot read"));
+	tp_free(err);
+}
+
+static void test_bad_args(void **state)
+{
+	static const row_t rows[] = {{0, 0, 0, 1, 10, 0}};
+	tp_fabric_t *f = fat_tree(2, 2, 2, false);
+	const tp_policy_t *p = tp_policy_find("first-fit");
+	tp_trace_t t, empty = {0};
+	tp_sim_result_t r;
+
+	(void)state;
+	mktrace(&t, rows, 1);
+	assert_int_equal(tp_sim_run(NULL, &t, p, NULL, NULL, 1, &r),
+			 TP_ERR_INVAL);
+	assert_int_equal(tp_sim_run(f, NULL, p, NULL, NULL, 1, &r),
+			 TP_ERR_INVAL);
+	assert_int_equal(tp_sim_run(f, &t, NULL, NULL, NULL, 1, &r),
+			 TP_ERR_INVAL);
+	assert_int_equal(tp_sim_run(f, &t, p, NULL, NULL, 1, NULL),
+			 TP_ERR_INVAL);
+	assert_int_equal(tp_sim_run(f, &empty, p, NULL, NULL, 1, &r),
+			 TP_ERR_INVAL);
+	/* without a cost context: no predictions, no contention, runs */
+	assert_int_equal(tp_sim_run(f, &t, p, NULL, NULL, 1, &r), TP_OK);
+	assert_int_equal(r.jobs, 1);
+	tp_sim_result_free(&r);
+	tp_sim_result_free(NULL);
+	freetrace(&t);
+	tp_fabric_destroy(f);
+}
+
+static int fail_after;
+static void *fmalloc(size_t n)
+{
+	return fail_after-- > 0 ? malloc(n) : NULL;
+}
+static void *fcalloc(size_t n, size_t m)
+{
+	return fail_after-- > 0 ? calloc(n, m) : NULL;
+}
+static void *frealloc(void *p, size_t n)
+{
+	return fail_after-- > 0 ? realloc(p, n) : NULL;
+}
+
+/* Every allocation failing in turn: TP_ERR_NOMEM (or a run that did not
+ * need the allocation), never a crash or a leak (the ASan build checks),
+ * and once it gets through, the hand-worked answer with contention. */
+static void test_nomem(void **state)
+{
+	static const row_t rows[] = {
+	    {0, 2, 0, 0, 1000, 0.5},
+	    {0, 2, 0, 0, 1000, 0.5},
+	    {1, 0, 0, 1, 10, 0},
+	};
+	tp_allocator_t a = {fmalloc, fcalloc, frealloc, free};
+	tp_fabric_t *f = fat_tree(2, 2, 1, true);
+	tp_cost_ctx_t *c = NULL;
+	tp_trace_t t;
+	tp_sim_result_t r;
+	tp_err_t err = TP_ERR_NOMEM;
+
+	(void)state;
+	mktrace(&t, rows, 3);
+	assert_int_equal(tp_cost_ctx_create(f, NULL, &c), TP_OK);
+	for (int k = 0; err; k++) {
+		memset(&r, 0, sizeof(r));
+		fail_after = k;
+		tp_alloc_set(&a);
+		err = tp_sim_run(f, &t, tp_policy_find("first-fit"), NULL, c, 1,
+				 &r);
+		tp_alloc_set(NULL);
+		if (err)
+			assert_int_equal(err, TP_ERR_NOMEM);
+		assert_true(k < 100000);
+	}
+	assert_int_equal(r.multi_node_jobs, 2);
+	assert_true(r.slowdowns[1] > 1.9);
+	tp_sim_result_free(&r);
+	tp_cost_ctx_destroy(c);
+	freetrace(&t);
+	tp_fabric_destroy(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_backfill_reservation),
+	    cmocka_unit_test(test_backfill_spare),
+	    cmocka_unit_test(test_fcfs),
+	    cmocka_unit_test(test_contention),
+	    cmocka_unit_test(test_policy_sees_background),
+	    cmocka_unit_test(test_determinism),
+	    cmocka_unit_test(test_csv_trace),
+	    cmocka_unit_test(test_csv_errors),
+	    cmocka_unit_test(test_bad_args),
+	    cmocka_unit_test(test_nomem),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
