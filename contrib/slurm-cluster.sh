@@ -4,7 +4,7 @@
 #   contrib/slurm-cluster.sh start [--nodes N] [--gpus-per-node G] [--dir DIR]
 #       [--plugin-dir DIR] [--topology none|tree|topoplace] [--fabric FILE]
 #       [--slurm-conf-extra FILE] [--extra-file FILE]... [--timeout SECS]
-#       [--port PORT] [--slurm-prefix DIR]
+#       [--port PORT] [--net A.B.C] [--slurm-prefix DIR]
 #   contrib/slurm-cluster.sh stop   [--dir DIR]
 #   contrib/slurm-cluster.sh status [--dir DIR]
 #   contrib/slurm-cluster.sh env    [--dir DIR]   (the exports for clients)
@@ -41,6 +41,8 @@
 #                       no SwitchType/JobAcctGatherType/AccountingStorageType
 #                       (their "none" plugins are gone). Clients need the PATH
 #                       that start prints (also in DIR/env, and `env`).
+# --net A.B.C          the cluster's /24 (default 10.200.0); with a distinct
+#                       --dir and --port, two clusters can run side by side
 # TOPOPLACE = the topoplace CLI (default: build/cli/topoplace in this tree).
 #
 # Every process started is listed in DIR/pids ("PID NAME"); stop ends exactly
@@ -83,6 +85,7 @@ while [ $# -gt 0 ]; do
 $2"; shift ;;
 	--timeout) TIMEOUT=$2; shift ;;
 	--port) PORT=$2; shift ;;
+	--net) NET=$2; shift ;;
 	--slurm-prefix) SLURM_PREFIX=$2; shift ;;
 	-h|--help) sed -n '2,/^set -eu/p' "$0" | sed '$d;s/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown option '$1' (try --help)" ;;
