@@ -110,10 +110,38 @@ static const char *const palette[] = {"#1b9e77", "#d95f02", "#7570b3",
 				      "#e7298a", "#66a61e", "#e6ab02",
 				      "#a6761d", "#666666"};
 
+enum { SVG_W = 900, SVG_H = 300, SVG_L = 60, SVG_T = 30,
+       SVG_PW = SVG_W - SVG_L - 160, SVG_PH = SVG_H - 70 };
+
+/* One panel of a per-policy quantity over time, top edge at y. */
+static void time_panel(tp_strbuf_t *sb, const run_t *runs, size_t n, int y,
+		       double tmax, const char *title, bool frag)
+{
+	const int L = SVG_L, PW = SVG_PW, PH = SVG_PH, y0 = y + SVG_T;
+
+	tp_strbuf_printf(sb, "<text x='%d' y='%d' font-size='13'>%s</text>\n"
+			 "<rect x='%d' y='%d' width='%d' height='%d' fill='none' stroke='#999'/>\n"
+			 "<text x='%d' y='%d'>0</text><text x='%d' y='%d'>100%%</text>"
+			 "<text x='%d' y='%d'>%.1f h</text>\n",
+			 L, y + 18, title, L, y0, PW, PH, L - 20, y0 + PH, L - 40, y0 + 10,
+			 L + PW - 30, y0 + PH + 15, tmax / 3600);
+	for (size_t i = 0; i < n; i++) {
+		const tp_sim_result_t *r = &runs[i].res;
+		tp_strbuf_printf(sb, "<polyline fill='none' stroke='%s' stroke-width='1.2' points='", palette[i % 8]);
+		for (size_t k = 0; k < r->nsamples; k++) {
+			double v = frag ? r->samples[k].frag : r->samples[k].util;
+			tp_strbuf_printf(sb, "%.1f,%.1f ", L + PW * r->samples[k].t / tmax,
+					 y0 + PH * (1 - v));
+		}
+		tp_strbuf_printf(sb, "'/>\n<text x='%d' y='%d' fill='%s'>%s</text>\n", L + PW + 10,
+				 y0 + 15 + 15 * (int)i, palette[i % 8], r->policy);
+	}
+}
+
 static int write_svg(const char *path, const run_t *runs, size_t n)
 {
 	tp_strbuf_t sb = {0};
-	const int W = 900, H = 300, L = 60, T = 30, PW = W - L - 160, PH = H - 70;
+	const int W = SVG_W, H = SVG_H, L = SVG_L, T = SVG_T, PW = SVG_PW, PH = SVG_PH;
 	double tmax = 1;
 
 	for (size_t i = 0; i < n; i++)
@@ -122,21 +150,7 @@ static int write_svg(const char *path, const run_t *runs, size_t n)
 				tmax = runs[i].res.samples[k].t;
 	tp_strbuf_printf(&sb, "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' font-family='sans-serif' font-size='11'>\n"
 			 "<rect width='100%%' height='100%%' fill='white'/>\n", W, 3 * H);
-	/* panel 1: utilisation over time */
-	tp_strbuf_printf(&sb, "<text x='%d' y='18' font-size='13'>GPU utilisation over time</text>\n"
-			 "<rect x='%d' y='%d' width='%d' height='%d' fill='none' stroke='#999'/>\n"
-			 "<text x='%d' y='%d'>0</text><text x='%d' y='%d'>100%%</text>"
-			 "<text x='%d' y='%d'>%.1f h</text>\n",
-			 L, L, T, PW, PH, L - 20, T + PH, L - 40, T + 10, L + PW - 30, T + PH + 15, tmax / 3600);
-	for (size_t i = 0; i < n; i++) {
-		const tp_sim_result_t *r = &runs[i].res;
-		tp_strbuf_printf(&sb, "<polyline fill='none' stroke='%s' stroke-width='1.2' points='", palette[i % 8]);
-		for (size_t k = 0; k < r->nsamples; k++)
-			tp_strbuf_printf(&sb, "%.1f,%.1f ", L + PW * r->samples[k].t / tmax,
-					 T + PH * (1 - r->samples[k].util));
-		tp_strbuf_printf(&sb, "'/>\n<text x='%d' y='%d' fill='%s'>%s</text>\n", L + PW + 10,
-				 T + 15 + 15 * (int)i, palette[i % 8], r->policy);
-	}
+	time_panel(&sb, runs, n, 0, tmax, "GPU utilisation over time", false);
 	/* panel 2: CDF of communication slowdown (multi-node jobs) */
 	double smax = 1.05;
 	for (size_t i = 0; i < n; i++)
@@ -173,22 +187,8 @@ static int write_svg(const char *path, const run_t *runs, size_t n)
 				 y0 + 15 + 15 * (int)i, palette[i % 8], r->policy);
 		tp_free(v);
 	}
-	/* panel 3: fragmentation over time */
-	int y3 = 2 * H + T;
-	tp_strbuf_printf(&sb, "<text x='%d' y='%d' font-size='13'>Fragmentation: share of free GPUs outside wholly free level-1 groups</text>\n"
-			 "<rect x='%d' y='%d' width='%d' height='%d' fill='none' stroke='#999'/>\n"
-			 "<text x='%d' y='%d'>0</text><text x='%d' y='%d'>100%%</text>"
-			 "<text x='%d' y='%d'>%.1f h</text>\n",
-			 L, 2 * H + 18, L, y3, PW, PH, L - 20, y3 + PH, L - 40, y3 + 10, L + PW - 30, y3 + PH + 15, tmax / 3600);
-	for (size_t i = 0; i < n; i++) {
-		const tp_sim_result_t *r = &runs[i].res;
-		tp_strbuf_printf(&sb, "<polyline fill='none' stroke='%s' stroke-width='1.2' points='", palette[i % 8]);
-		for (size_t k = 0; k < r->nsamples; k++)
-			tp_strbuf_printf(&sb, "%.1f,%.1f ", L + PW * r->samples[k].t / tmax,
-					 y3 + PH * (1 - r->samples[k].frag));
-		tp_strbuf_printf(&sb, "'/>\n<text x='%d' y='%d' fill='%s'>%s</text>\n", L + PW + 10,
-				 y3 + 15 + 15 * (int)i, palette[i % 8], r->policy);
-	}
+	time_panel(&sb, runs, n, 2 * H, tmax,
+		   "Fragmentation: share of free GPUs outside wholly free level-1 groups", true);
 	tp_strbuf_printf(&sb, "</svg>\n");
 	int rc = sb.failed ? TP_EXIT_FAIL : tp_cli_write(path, sb.buf);
 	tp_free(sb.buf);
