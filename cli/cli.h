@@ -31,5 +31,6 @@ int tp_cmd_place(int argc, char **argv);
 int tp_cmd_cost(int argc, char **argv);
 int tp_cmd_draw(int argc, char **argv);
 int tp_cmd_simulate(int argc, char **argv);
+int tp_cmd_plan(int argc, char **argv);
 
 #endif

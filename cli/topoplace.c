@@ -23,6 +23,8 @@ static const char usage[] =
 	"  simulate        compare placement policies on a job trace\n"
 	"  cost            predict a collective's time on given hosts\n"
 	"  draw            the fabric and its jobs as an SVG picture\n"
+	"  plan            a job's ring, trees, groups, NIC affinity and\n"
+	"                  recommended all-reduce per message size\n"
 	"  help [COMMAND]  show help for a command\n"
 	"\n"
 	"Options:\n"
@@ -147,6 +149,7 @@ static const struct {
 	{"discover", tp_cmd_discover}, {"fabric", tp_cmd_fabric},
 	{"place", tp_cmd_place},       {"simulate", tp_cmd_simulate},
 	{"cost", tp_cmd_cost},         {"draw", tp_cmd_draw},
+	{"plan", tp_cmd_plan},
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,289 @@
+/* topoplace plan: what a job's processes should do on the hosts it got. */
+#include "config.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "tp_runtime.h"
+
+static const char plan_usage[] =
+    "Usage: topoplace plan --fabric F.json --nodes LIST [--gpus-per-host N]\n"
+    "                      [--no-predict] [--json] [-o FILE]\n"
+    "\n"
+    "The job-start plan for these hosts (LIST: gpu[001-016], any order):\n"
+    "ring order with the fewest group crossings, hierarchical double binary\n"
+    "trees, groups with leaders (and one leader per rail), ranks, each GPU's\n"
+    "nearest HCA, and the cost model's all-reduce prediction and\n"
+    "recommendation for 64 KiB .. 1 GiB.\n"
+    "  --gpus-per-host N  ranks per host (default: the host's GPUs)\n"
+    "  --no-predict       skip the cost model (recommendation by rule)\n"
+    "  --json             the plan as topoplace-plan/1 JSON\n"
+    "  -o FILE            output file ('-' = stdout)\n";
+
+/* A group's hosts in Slurm's bracket form. */
+static char *members(const tp_plan_t *p, const tp_plan_group_t *g)
+{
+	const char **names = tp_malloc(g->nhosts * sizeof(char *));
+	char *s;
+
+	if (!names)
+		return NULL;
+	for (uint32_t i = 0; i < g->nhosts; i++)
+		names[i] = tp_plan_host(p, g->first + i)->name;
+	s = tp_hostlist_compress(names, g->nhosts);
+	tp_free(names);
+	return s;
+}
+
+static void put_size(tp_strbuf_t *sb, double b)
+{
+	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	char buf[32];
+	int u = 0;
+
+	while (b >= 1024 && u < 4) {
+		b /= 1024;
+		u++;
+	}
+	snprintf(buf, sizeof(buf), "%g %s", b, unit[u]);
+	tp_strbuf_printf(sb, "%-10s", buf);
+}
+
+static void put_time(tp_strbuf_t *sb, double s)
+{
+	char buf[32];
+
+	if (isnan(s))
+		snprintf(buf, sizeof(buf), "-");
+	else if (s < 1e-3)
+		snprintf(buf, sizeof(buf), "%.1f us", s * 1e6);
+	else if (s < 1)
+		snprintf(buf, sizeof(buf), "%.3f ms", s * 1e3);
+	else
+		snprintf(buf, sizeof(buf), "%.3f s", s);
+	tp_strbuf_printf(sb, "%-14s", buf);
+}
+
+static void tree_stats(const tp_plan_t *p, int t, size_t *depth_p,
+		       size_t *cross_p)
+{
+	size_t depth = 0, cross = 0;
+
+	for (size_t r = 0; r < tp_plan_nhosts(p); r++) {
+		size_t d = 0;
+		uint32_t up = tp_plan_tree_parent(p, t, r);
+		if (up != TP_PLAN_NONE &&
+		    tp_plan_host(p, up)->group != tp_plan_host(p, r)->group)
+			cross++;
+		for (size_t x = r;
+		     (up = tp_plan_tree_parent(p, t, x)) != TP_PLAN_NONE &&
+		     d <= tp_plan_nhosts(p);
+		     x = up)
+			d++;
+		if (d > depth)
+			depth = d;
+	}
+	*depth_p = depth;
+	*cross_p = cross;
+}
+
+static char *plan_text(const tp_plan_t *p)
+{
+	tp_strbuf_t sb = {0};
+	size_t n = tp_plan_nhosts(p), ng = tp_plan_ngroups(p);
+	int nrails = tp_plan_nrails(p);
+
+	tp_strbuf_printf(
+	    &sb, "plan: %zu host%s, %zu rank%s, %zu group%s, %d rail%s\n", n,
+	    n == 1 ? "" : "s", tp_plan_world_size(p),
+	    tp_plan_world_size(p) == 1 ? "" : "s", ng, ng == 1 ? "" : "s",
+	    nrails, nrails == 1 ? "" : "s");
+	tp_strbuf_printf(&sb, "ring:");
+	for (size_t g = 0; g < ng; g++) {
+		char *m = members(p, tp_plan_group(p, g));
+		tp_strbuf_printf(&sb, "%s%s", g ? "," : " ", m ? m : "?");
+		tp_free(m);
+	}
+	tp_strbuf_printf(&sb,
+			 "\n\ngroups (leader: lowest rank)\n"
+			 "  %-5s %-7s %-7s %-6s %-16s %s\n",
+			 "GROUP", "FABRIC", "SPINE", "HOSTS", "LEADER",
+			 "MEMBERS");
+	for (size_t g = 0; g < ng; g++) {
+		const tp_plan_group_t *gp = tp_plan_group(p, g);
+		char id[16] = "-", sp[16] = "-";
+		char *m = members(p, gp);
+		if (gp->id != TP_ID_NONE)
+			snprintf(id, sizeof(id), "%u", gp->id);
+		if (gp->spine != TP_ID_NONE)
+			snprintf(sp, sizeof(sp), "%u", gp->spine);
+		tp_strbuf_printf(
+		    &sb, "  %-5zu %-7s %-7s %-6u %-16s %s\n", g, id, sp,
+		    gp->nhosts, tp_plan_host(p, gp->leader)->name, m ? m : "?");
+		tp_free(m);
+		if (gp->nrail_leaders)
+			tp_strbuf_printf(
+			    &sb,
+			    "        rail leaders (rail host/local rank hca):");
+		for (size_t i = 0; i < gp->nrail_leaders; i++) {
+			const tp_plan_rail_leader_t *rl = &gp->rail_leaders[i];
+			const tp_plan_host_t *h =
+			    tp_plan_host(p, rl->node_rank);
+			const char *hca = h->ranks[rl->local_rank].hca;
+			tp_strbuf_printf(
+			    &sb, "%s %d %s/%u %s", i % 4 ? "," : "\n         ",
+			    rl->rail, h->name, rl->local_rank, hca ? hca : "?");
+		}
+		if (gp->nrail_leaders)
+			tp_strbuf_printf(&sb, "\n");
+	}
+	tp_strbuf_printf(&sb, "\ntrees (double binary, built per group then "
+			      "across groups)\n");
+	for (int t = 0; t < 2; t++) {
+		size_t depth, cross;
+		tree_stats(p, t, &depth, &cross);
+		tp_strbuf_printf(&sb,
+				 "  tree %d: root %s, depth %zu, %zu edge%s "
+				 "across groups\n",
+				 t,
+				 tp_plan_host(p, tp_plan_tree_root(p, t))->name,
+				 depth, cross, cross == 1 ? "" : "s");
+	}
+	tp_strbuf_printf(&sb, "\nhosts\n  %-6s %-20s %-13s %s\n", "RANK",
+			 "HOST", "GLOBAL RANKS", "HCAS (rail order)");
+	for (size_t r = 0; r < n; r++) {
+		const tp_plan_host_t *h = tp_plan_host(p, r);
+		char rk[32];
+		snprintf(rk, sizeof(rk), "%u-%u", h->first_rank,
+			 h->first_rank + h->nranks - 1);
+		tp_strbuf_printf(&sb, "  %-6zu %-20s %-13s ", r, h->name, rk);
+		for (int i = 0; i < nrails; i++)
+			tp_strbuf_printf(&sb, "%s%s", i ? "," : "",
+					 h->hcas[i] ? h->hcas[i] : "-");
+		tp_strbuf_printf(&sb, "%s\n", nrails ? "" : "-");
+	}
+	tp_strbuf_printf(&sb, "\nall-reduce (%s)\n  %-10s%-14s%-14s%-14s%s\n",
+			 tp_plan_predicted(p)
+			     ? "cost model, healthy idle fabric"
+			     : "no predictions: recommendation by rule",
+			 "SIZE", "RING", "HIERARCHICAL", "TREE", "RECOMMEND");
+	for (size_t i = 0; i < tp_plan_nsizes(p); i++) {
+		tp_strbuf_printf(&sb, "  ");
+		put_size(&sb, tp_plan_size(p, i));
+		for (int a = 0; a < TP_PLAN_NALGOS; a++)
+			put_time(&sb, tp_plan_predict_s(p, i, (tp_algo_t)a));
+		tp_strbuf_printf(&sb, "%s (%s)\n",
+				 tp_algo_name(tp_plan_recommend(p, i)),
+				 tp_plan_recommend_basis(p, i));
+	}
+	if (sb.failed) {
+		tp_free(sb.buf);
+		return NULL;
+	}
+	return sb.buf;
+}
+
+int tp_cmd_plan(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"fabric", required_argument, NULL, 'f'},
+	    {"nodes", required_argument, NULL, 'n'},
+	    {"gpus-per-host", required_argument, NULL, 'g'},
+	    {"no-predict", no_argument, NULL, 'P'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *fabric = NULL, *nodes = NULL, *out = NULL;
+	bool json = false;
+	long gph = 0;
+	int c, rc = TP_EXIT_INPUT;
+	tp_plan_opts_t po;
+	tp_fabric_t *f = NULL;
+	tp_cost_ctx_t *ctx = NULL;
+	tp_plan_t *plan = NULL;
+	char **names = NULL, *msg = NULL, *text = NULL;
+	size_t n = 0;
+	tp_err_t err;
+
+	tp_plan_opts_defaults(&po);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			fabric = optarg;
+			break;
+		case 'n':
+			nodes = optarg;
+			break;
+		case 'g':
+			if (!tp_cli_int("--gpus-per-host", optarg, 1, 4096,
+					&gph))
+				return TP_EXIT_INPUT;
+			break;
+		case 'P':
+			po.predict = false;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'h':
+			fputs(plan_usage, stdout);
+			return TP_EXIT_OK;
+		default:
+			fputs(plan_usage, stderr);
+			return TP_EXIT_INPUT;
+		}
+	}
+	if (optind < argc || !fabric || !nodes) {
+		tp_cli_err(
+		    "plan: --fabric and --nodes are required (see --help)");
+		return TP_EXIT_INPUT;
+	}
+	po.gpus_per_host = (int)gph;
+	if ((err = tp_hostlist_expand(nodes, &names, &n))) {
+		tp_cli_err("plan: --nodes '%s': %s", nodes, tp_strerror(err));
+		return tp_cli_exit_code(err);
+	}
+	if (!(f = tp_cli_load(fabric, &rc)))
+		goto out;
+	if (po.predict && (err = tp_cost_ctx_create(f, NULL, &ctx))) {
+		tp_cli_err("plan: cost model: %s", tp_strerror(err));
+		rc = tp_cli_exit_code(err);
+		goto out;
+	}
+	err = tp_plan_build(f, ctx, (const char *const *)names, n, &po, &plan,
+			    &msg);
+	if (err) {
+		tp_cli_err("plan: %s", msg ? msg : tp_strerror(err));
+		rc = tp_cli_exit_code(err);
+		goto out;
+	}
+	if (json) {
+		if ((err = tp_plan_to_json(plan, &text))) {
+			tp_cli_err("plan: %s", tp_strerror(err));
+			rc = TP_EXIT_FAIL;
+			goto out;
+		}
+	} else if (!(text = plan_text(plan))) {
+		tp_cli_err("plan: %s", tp_strerror(TP_ERR_NOMEM));
+		rc = TP_EXIT_FAIL;
+		goto out;
+	}
+	rc = tp_cli_write(out, text);
+out:
+	tp_free(text);
+	tp_free(msg);
+	tp_plan_destroy(plan);
+	tp_cost_ctx_destroy(ctx);
+	tp_fabric_destroy(f);
+	tp_hostlist_free(names, n);
+	return rc;
+}

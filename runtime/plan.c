@@ -1,0 +1,746 @@
+/*
+ * Building a plan: ring, ranks, groups and rail leaders, hierarchical
+ * double binary trees, HCAs per rank, predictions.
+ *
+ * Notes:
+ * - The ring is tp_ring_order()'s (groups contiguous at every level, top
+ *   level first); we check that every group of every level came out as
+ *   one run, because trees and groups below rely on it and the sort
+ *   silently keeps the given order when it cannot allocate.
+ * - Trees are built bottom-up over runs: the trees inside level-1 groups
+ *   first, then a tree over the group roots inside each level-2 run, and
+ *   so on, which is what bounds the boundary-crossing edges.
+ * - One prediction per algorithm, at the largest size: the model's time
+ *   is a latency term plus a bandwidth term proportional to the bytes
+ *   (max-min rates do not depend on the size), so smaller sizes are exact
+ *   rescalings and the expensive routing runs three times, not fifteen.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdalign.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime_int.h"
+
+/* ---- arena ---- */
+
+struct tp__arena_blk {
+	tp__arena_blk_t *next;
+	size_t used, cap;
+	alignas(max_align_t) unsigned char data[];
+};
+
+tp_plan_t *tp__plan_new(void)
+{
+	tp_plan_t *p = tp_calloc(1, sizeof(*p));
+
+	if (p)
+		p->root[0] = p->root[1] = TP_PLAN_NONE;
+	return p;
+}
+
+void *tp__plan_alloc(tp_plan_t *p, size_t n, size_t size)
+{
+	const size_t al = alignof(max_align_t);
+	tp__arena_blk_t *b = p->arena;
+	size_t need;
+
+	if (size && n > SIZE_MAX / 2 / size)
+		return NULL;
+	need = (n * size + al - 1) / al * al;
+	if (!need)
+		need = al;
+	if (!b || b->cap - b->used < need) {
+		size_t cap = b ? 2 * b->cap : 16384;
+		if (cap < need)
+			cap = need;
+		if (!(b = tp_calloc(1, sizeof(*b) + cap)))
+			return NULL;
+		b->cap = cap;
+		b->next = p->arena;
+		p->arena = b;
+	}
+	b->used += need;
+	return b->data + b->used - need;
+}
+
+char *tp__plan_strdup(tp_plan_t *p, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = tp__plan_alloc(p, n, 1);
+
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+void tp_plan_destroy(tp_plan_t *p)
+{
+	if (!p)
+		return;
+	while (p->arena) {
+		tp__arena_blk_t *next = p->arena->next;
+		tp_free(p->arena);
+		p->arena = next;
+	}
+	tp_strmap_clear(&p->byname);
+	tp_free(p);
+}
+
+/* ---- shared with the JSON reader ---- */
+
+tp_err_t tp__plan_index_names(tp_plan_t *p, uint32_t *dup_p)
+{
+	tp_err_t err;
+
+	for (uint32_t r = 0; r < p->nhosts; r++) {
+		if (tp_strmap_get(&p->byname, p->hosts[r].name) !=
+		    TP_MAP_NONE) {
+			*dup_p = r;
+			return TP_ERR_EXISTS;
+		}
+		if ((err = tp_strmap_put(&p->byname, p->hosts[r].name, r)))
+			return err;
+	}
+	return TP_OK;
+}
+
+tp_err_t tp__plan_index_trees(tp_plan_t *p)
+{
+	for (int t = 0; t < 2; t++) {
+		uint32_t *off = tp__plan_alloc(p, p->nhosts + 1, sizeof(*off));
+		uint32_t *ch = tp__plan_alloc(p, p->nhosts, sizeof(*ch));
+		if (!off || !ch)
+			return TP_ERR_NOMEM;
+		for (size_t r = 0; r < p->nhosts; r++)
+			if (p->parent[t][r] < p->nhosts)
+				off[p->parent[t][r] + 1]++;
+		for (size_t r = 0; r < p->nhosts; r++)
+			off[r + 1] += off[r];
+		/* ascending children: fill in node rank order, then rewind */
+		for (uint32_t r = 0; r < p->nhosts; r++)
+			if (p->parent[t][r] < p->nhosts)
+				ch[off[p->parent[t][r]]++] = r;
+		for (size_t r = p->nhosts; r > 0; r--)
+			off[r] = off[r - 1];
+		off[0] = 0;
+		p->coff[t] = off;
+		p->child[t] = ch;
+	}
+	return TP_OK;
+}
+
+bool tp__plan_tree_ok(const tp_plan_t *p, int t, uint32_t *bad_p)
+{
+	const uint32_t *par = p->parent[t];
+	uint8_t *state;
+
+	if (p->root[t] >= p->nhosts || par[p->root[t]] != TP_PLAN_NONE) {
+		*bad_p = p->root[t];
+		return false;
+	}
+	/* 0 unvisited, 1 on the current walk, 2 known to reach the root */
+	if (!(state = tp_calloc(p->nhosts, 1))) {
+		*bad_p = TP_PLAN_NONE;
+		return false;
+	}
+	state[p->root[t]] = 2;
+	for (uint32_t r = 0; r < p->nhosts; r++) {
+		uint32_t x = r;
+		while (state[x] == 0) {
+			state[x] = 1;
+			if (par[x] >= p->nhosts)
+				break; /* a second root */
+			x = par[x];
+		}
+		if (state[x] == 1) {
+			*bad_p = x;
+			tp_free(state);
+			return false;
+		}
+		for (x = r; state[x] == 1; x = par[x])
+			state[x] = 2;
+	}
+	tp_free(state);
+	return true;
+}
+
+/* Tree up to 1 MiB on more than two hosts; see tp_plan_recommend_basis(). */
+static tp_algo_t rule(const tp_plan_t *p, double bytes)
+{
+	if (bytes <= 1048576 && p->nhosts > 2)
+		return TP_ALGO_TREE;
+	return p->ngroups > 1 ? TP_ALGO_HIERARCHICAL : TP_ALGO_RING;
+}
+
+void tp__plan_recommend(tp_plan_t *p)
+{
+	for (size_t i = 0; i < p->nsizes; i++) {
+		int best = -1;
+		for (int a = 0; p->predicted && a < TP_PLAN_NALGOS; a++)
+			if (!isnan(p->pred[a][i]) &&
+			    (best < 0 || p->pred[a][i] < p->pred[best][i]))
+				best = a;
+		p->rec_model[i] = best >= 0;
+		p->rec[i] = best >= 0 ? (tp_algo_t)best : rule(p, p->sizes[i]);
+	}
+}
+
+/* ---- building ---- */
+
+static tp_err_t bfail(char **err_p, tp_err_t err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static tp_err_t bfail(char **err_p, tp_err_t err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err_p) {
+		va_start(ap, fmt);
+		*err_p = tp_vasprintf(fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
+void tp_plan_opts_defaults(tp_plan_opts_t *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->predict = true;
+}
+
+static const double default_sizes[] = {65536.0, 1048576.0, 16777216.0,
+				       268435456.0, 1073741824.0};
+
+/* NCCL's binary tree (ncclGetBtree): 0 is the root; a rank's parent
+ * clears its lowest set bit and sets the next one up, folding back when
+ * that leaves the range. (The cost model has the same pair; its copy is
+ * private to placement/.) */
+static uint32_t btree_parent(uint32_t r, uint32_t n)
+{
+	uint32_t bit, up;
+
+	if (r == 0)
+		return TP_PLAN_NONE;
+	bit = r & (~r + 1);
+	up = (r ^ bit) | (bit << 1);
+	return up < n ? up : (r ^ bit);
+}
+
+/* ncclGetDtree: mirrored for even n, shifted by one for odd n. */
+static uint32_t dtree_parent(uint32_t r, uint32_t n)
+{
+	uint32_t p;
+
+	if (n % 2) {
+		p = btree_parent((r + n - 1) % n, n);
+		return p == TP_PLAN_NONE ? p : (p + 1) % n;
+	}
+	p = btree_parent(n - 1 - r, n);
+	return p == TP_PLAN_NONE ? p : n - 1 - p;
+}
+
+static uint32_t tree_parent(int t, uint32_t r, uint32_t n)
+{
+	return t ? dtree_parent(r, n) : btree_parent(r, n);
+}
+
+static uint32_t tree_root(int t, uint32_t n)
+{
+	if (!t || n == 1)
+		return 0;
+	return n % 2 ? 1 : n - 1;
+}
+
+typedef struct unit {
+	uint32_t first; /* node rank of its first host */
+	uint32_t root;	/* node rank of its root in the tree being built */
+} unit_t;
+
+/* Key of node rank r at level lv >= 2 (level-lv group; one shared key
+ * for hosts outside any, and for the level above the top). */
+static uint32_t level_key(const tp_fabric_t *f, const uint32_t *fidx,
+			  uint32_t r, int lv, int nlev)
+{
+	if (lv > nlev)
+		return 0;
+	return tp_fabric_host(f, fidx[r])->group[lv - 1];
+}
+
+static void build_tree(tp_plan_t *p, const tp_fabric_t *f, const uint32_t *fidx,
+		       int t, int nlev, unit_t *u, unit_t *v)
+{
+	size_t nu = p->ngroups, nv;
+	uint32_t *par = p->parent[t];
+
+	for (size_t g = 0; g < p->ngroups; g++) {
+		const tp_plan_group_t *gp = &p->groups[g];
+		for (uint32_t i = 0; i < gp->nhosts; i++) {
+			uint32_t up = tree_parent(t, i, gp->nhosts);
+			par[gp->first + i] =
+			    up == TP_PLAN_NONE ? up : gp->first + up;
+		}
+		u[g].first = gp->first;
+		u[g].root = gp->first + tree_root(t, gp->nhosts);
+	}
+	for (int lv = 2; lv <= nlev + 1 && nu > 1; lv++) {
+		nv = 0;
+		for (size_t a = 0, b; a < nu; a = b) {
+			uint32_t key = level_key(f, fidx, u[a].first, lv, nlev);
+			uint32_t k;
+			for (b = a + 1; b < nu && level_key(f, fidx, u[b].first,
+							    lv, nlev) == key;
+			     b++)
+				;
+			k = (uint32_t)(b - a);
+			for (uint32_t i = 0; i < k; i++) {
+				uint32_t up = tree_parent(t, i, k);
+				if (up != TP_PLAN_NONE)
+					par[u[a + i].root] = u[a + up].root;
+			}
+			v[nv].first = u[a].first;
+			v[nv].root = u[a + tree_root(t, k)].root;
+			nv++;
+		}
+		memcpy(u, v, nv * sizeof(*u));
+		nu = nv;
+	}
+	p->root[t] = u[0].root;
+}
+
+/* Every group of every level one run in the ring (see the notes). */
+static bool ring_contiguous(const tp_fabric_t *f, const uint32_t *fidx,
+			    size_t n, int nlev, uint8_t *seen, size_t ng)
+{
+	for (int l = 0; l < nlev; l++) {
+		memset(seen, 0, ng);
+		for (size_t r = 0; r < n; r++) {
+			uint32_t g = tp_fabric_host(f, fidx[r])->group[l];
+			if (g >= ng ||
+			    (r &&
+			     g == tp_fabric_host(f, fidx[r - 1])->group[l]))
+				continue;
+			if (seen[g])
+				return false;
+			seen[g] = 1;
+		}
+	}
+	return true;
+}
+
+/* Rail of the CA at position i of a host: its subnet on a fabric with
+ * one subnet per rail, else its position. */
+static int rail_of(const tp_fabric_t *f, const tp_host_t *hp, size_t i,
+		   int nsub)
+{
+	return nsub > 1 ? tp_fabric_ca(f, hp->cas[i])->subnet : (int)i;
+}
+
+static tp_err_t fill_hosts(tp_plan_t *p, const tp_fabric_t *f,
+			   const uint32_t *fidx, int gph, char **err_p)
+{
+	int nsub = tp_fabric_nsubnets(f), nrails = 0;
+	uint32_t rank = 0;
+
+	for (size_t r = 0; r < p->nhosts; r++) {
+		const tp_host_t *hp = tp_fabric_host(f, fidx[r]);
+		for (size_t i = 0; i < hp->ncas; i++)
+			if (rail_of(f, hp, i, nsub) + 1 > nrails)
+				nrails = rail_of(f, hp, i, nsub) + 1;
+		if (gph > 0 && hp->ngpus && (size_t)gph > hp->ngpus)
+			return bfail(err_p, TP_ERR_RANGE,
+				     "host '%s' has %zu GPUs, %d asked for",
+				     hp->name, hp->ngpus, gph);
+	}
+	p->nrails = nrails;
+	for (uint32_t r = 0; r < p->nhosts; r++) {
+		const tp_host_t *hp = tp_fabric_host(f, fidx[r]);
+		tp_plan_host_t *h = &p->hosts[r];
+		uint32_t nr = gph > 0	  ? (uint32_t)gph
+			      : hp->ngpus ? (uint32_t)hp->ngpus
+					  : 1;
+		tp_plan_rank_t *rk = tp__plan_alloc(p, nr, sizeof(*rk));
+		const char **hcas = tp__plan_alloc(
+		    p, nrails ? (size_t)nrails : 1, sizeof(char *));
+		/* one copy of each device name, shared by hcas[] and ranks */
+		const char **dev =
+		    tp__plan_alloc(p, hp->ncas ? hp->ncas : 1, sizeof(char *));
+
+		if (!rk || !hcas || !dev ||
+		    !(h->name = tp__plan_strdup(p, hp->name)))
+			return TP_ERR_NOMEM;
+		for (size_t i = 0; i < hp->ncas; i++) {
+			const char *d = tp_fabric_ca(f, hp->cas[i])->dev;
+			int rail = rail_of(f, hp, i, nsub);
+			if (d && !(dev[i] = tp__plan_strdup(p, d)))
+				return TP_ERR_NOMEM;
+			if (!hcas[rail])
+				hcas[rail] = dev[i];
+		}
+		for (uint32_t l = 0; l < nr; l++) {
+			int ca = -1;
+			rk[l].rank = rank + l;
+			rk[l].gpu = l < hp->ngpus ? (int)l : -1;
+			rk[l].rail = -1;
+			if (rk[l].gpu >= 0 && hp->gpus[l].hca >= 0 &&
+			    (size_t)hp->gpus[l].hca < hp->ncas)
+				ca = hp->gpus[l].hca;
+			else if (hp->ncas)
+				/* no GPU data: spread ranks over the CAs */
+				ca = (int)((size_t)l * hp->ncas / nr);
+			if (ca >= 0) {
+				rk[l].rail = rail_of(f, hp, (size_t)ca, nsub);
+				rk[l].hca = dev[ca];
+			}
+		}
+		h->node_rank = r;
+		h->first_rank = rank;
+		h->nranks = nr;
+		h->ranks = rk;
+		h->hcas = hcas;
+		rank += nr;
+	}
+	p->world = rank;
+	return TP_OK;
+}
+
+static tp_err_t fill_groups(tp_plan_t *p, const tp_fabric_t *f,
+			    const uint32_t *fidx)
+{
+	size_t ng = 0;
+
+	for (uint32_t r = 0; r < p->nhosts; r++) {
+		uint32_t g = tp_fabric_host(f, fidx[r])->group[0];
+		if (!r || g == TP_ID_NONE ||
+		    g != tp_fabric_host(f, fidx[r - 1])->group[0])
+			ng++;
+	}
+	if (!(p->groups = tp__plan_alloc(p, ng, sizeof(*p->groups))))
+		return TP_ERR_NOMEM;
+	p->ngroups = 0;
+	for (uint32_t r = 0; r < p->nhosts; r++) {
+		const tp_host_t *hp = tp_fabric_host(f, fidx[r]);
+		tp_plan_group_t *gp;
+		if (r && hp->group[0] != TP_ID_NONE &&
+		    hp->group[0] == tp_fabric_host(f, fidx[r - 1])->group[0]) {
+			p->groups[p->ngroups - 1].nhosts++;
+			p->hosts[r].group = (uint32_t)p->ngroups - 1;
+			continue;
+		}
+		gp = &p->groups[p->ngroups];
+		gp->id = hp->group[0];
+		gp->spine =
+		    hp->group[0] == TP_ID_NONE ? TP_ID_NONE : hp->group[1];
+		gp->first = gp->leader = r;
+		gp->nhosts = 1;
+		p->hosts[r].group = (uint32_t)p->ngroups++;
+	}
+	return TP_OK;
+}
+
+/* Rail r of a group is led by its (r mod nhosts)-th host, or the next
+ * one round that has the rail, through the lowest local rank on it: the
+ * cross-group traffic of different rails then leaves from different
+ * hosts instead of piling onto the leader's NVLink. */
+static tp_err_t fill_rail_leaders(tp_plan_t *p)
+{
+	for (size_t g = 0; g < p->ngroups && p->nrails > 1; g++) {
+		tp_plan_group_t *gp = &p->groups[g];
+		tp_plan_rail_leader_t *rl =
+		    tp__plan_alloc(p, (size_t)p->nrails, sizeof(*rl));
+		size_t m = 0;
+		if (!rl)
+			return TP_ERR_NOMEM;
+		for (int rail = 0; rail < p->nrails; rail++) {
+			bool found = false;
+			for (uint32_t j = 0; j < gp->nhosts && !found; j++) {
+				uint32_t r = gp->first +
+					     ((uint32_t)rail + j) % gp->nhosts;
+				const tp_plan_host_t *h = &p->hosts[r];
+				for (uint32_t l = 0; l < h->nranks && !found;
+				     l++)
+					if (h->ranks[l].rail == rail) {
+						rl[m].rail = rail;
+						rl[m].node_rank = r;
+						rl[m].local_rank = l;
+						m++;
+						found = true;
+					}
+			}
+		}
+		gp->rail_leaders = rl;
+		gp->nrail_leaders = m;
+	}
+	return TP_OK;
+}
+
+static tp_err_t predict(tp_plan_t *p, const tp_cost_ctx_t *ctx,
+			const uint32_t *fidx)
+{
+	double ref = p->sizes[p->nsizes - 1];
+	int *gpus = tp_malloc(p->nhosts * sizeof(int));
+	tp_err_t err = TP_OK, why = TP_OK;
+	tp_strbuf_t missing = {0};
+
+	if (!gpus)
+		return TP_ERR_NOMEM;
+	for (size_t r = 0; r < p->nhosts; r++)
+		gpus[r] = (int)p->hosts[r].nranks;
+	p->predicted = true;
+	for (int a = 0; a < TP_PLAN_NALGOS; a++) {
+		tp_cost_t c;
+		tp_err_t e = tp_cost_predict(ctx, NULL, fidx, gpus, p->nhosts,
+					     ref, (tp_algo_t)a, &c);
+		if (e == TP_ERR_NOMEM) {
+			err = e;
+			break;
+		}
+		for (size_t i = 0; i < p->nsizes; i++)
+			p->pred[a][i] =
+			    e ? NAN
+			      : c.latency_s +
+				    c.bandwidth_s * (p->sizes[i] / ref);
+		if (e) {
+			tp_strbuf_printf(&missing, "%s%s", why ? ", " : "",
+					 tp_algo_name((tp_algo_t)a));
+			why = e;
+		}
+	}
+	if (!err && why)
+		tp__log(TP_LOG_WARN,
+			"plan for %zu hosts from %s: no %s "
+			"prediction: %s",
+			p->nhosts, p->hosts[0].name,
+			missing.failed ? "?" : missing.buf, tp_strerror(why));
+	tp_free(missing.buf);
+	tp_free(gpus);
+	return err;
+}
+
+static tp_err_t check_opts(const tp_plan_opts_t *o, char **err_p)
+{
+	if (o->gpus_per_host < 0 || o->gpus_per_host > 4096)
+		return bfail(err_p, TP_ERR_INVAL,
+			     "gpus per host %d out of range 0..4096",
+			     o->gpus_per_host);
+	if (!o->sizes)
+		return TP_OK;
+	if (!o->nsizes || o->nsizes > TP_PLAN_MAX_SIZES)
+		return bfail(err_p, TP_ERR_INVAL,
+			     "%zu message sizes (expected 1..%d)", o->nsizes,
+			     TP_PLAN_MAX_SIZES);
+	for (size_t i = 0; i < o->nsizes; i++)
+		if (!(o->sizes[i] > 0) || !isfinite(o->sizes[i]) ||
+		    (i && !(o->sizes[i] > o->sizes[i - 1])))
+			return bfail(err_p, TP_ERR_INVAL,
+				     "message size %zu (%g): sizes must be "
+				     "positive and ascending",
+				     i, o->sizes[i]);
+	return TP_OK;
+}
+
+tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
+		       const char *const *hosts, size_t n,
+		       const tp_plan_opts_t *opts, tp_plan_t **plan_p,
+		       char **err_p)
+{
+	tp_plan_opts_t def;
+	size_t nfh, ngf;
+	int nlev;
+	uint32_t *fidx = NULL, dup;
+	uint8_t *seen = NULL;
+	unit_t *u = NULL, *v = NULL;
+	tp_plan_t *p = NULL;
+	tp_err_t err;
+
+	if (!f || !plan_p)
+		return bfail(err_p, TP_ERR_INVAL, "no fabric or output");
+	if (!opts) {
+		tp_plan_opts_defaults(&def);
+		opts = &def;
+	}
+	if ((err = check_opts(opts, err_p)))
+		return err;
+	if (!hosts || !n)
+		return bfail(err_p, TP_ERR_INVAL, "empty host list");
+	if (n >= TP_PLAN_NONE)
+		return bfail(err_p, TP_ERR_RANGE, "%zu hosts: too many", n);
+	nfh = tp_fabric_nhosts(f);
+	ngf = tp_fabric_ngroups(f);
+	nlev = tp_fabric_ngroup_levels(f);
+	if (nlev > TP_MAX_LEVELS)
+		nlev = TP_MAX_LEVELS;
+	fidx = tp_malloc(n * sizeof(*fidx));
+	seen = tp_calloc(nfh > ngf ? nfh : ngf ? ngf : 1, 1);
+	if (!fidx || !seen) {
+		err = bfail(err_p, TP_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint32_t h;
+		if (!hosts[i]) {
+			err = bfail(err_p, TP_ERR_INVAL, "host %zu: NULL", i);
+			goto out;
+		}
+		h = tp_fabric_host_find(f, hosts[i]);
+		if (h == TP_ID_NONE || h >= nfh) {
+			err = bfail(err_p, TP_ERR_NOTFOUND,
+				    "unknown host '%s' (not in the fabric)",
+				    hosts[i]);
+			goto out;
+		}
+		if (seen[h]) {
+			err = bfail(err_p, TP_ERR_INVAL,
+				    "host '%s' listed twice", hosts[i]);
+			goto out;
+		}
+		seen[h] = 1;
+		fidx[i] = h;
+	}
+	tp_ring_order(f, fidx, NULL, n);
+	if (!ring_contiguous(f, fidx, n, nlev, seen, ngf)) {
+		err = bfail(err_p, TP_ERR_NOMEM, "out of memory (ring order)");
+		goto out;
+	}
+
+	err = TP_ERR_NOMEM;
+	if (!(p = tp__plan_new()))
+		goto nomem;
+	p->nhosts = n;
+	p->nsizes = opts->sizes ? opts->nsizes : 5;
+	memcpy(p->sizes, opts->sizes ? opts->sizes : default_sizes,
+	       p->nsizes * sizeof(double));
+	for (int a = 0; a < TP_PLAN_NALGOS; a++)
+		for (size_t i = 0; i < TP_PLAN_MAX_SIZES; i++)
+			p->pred[a][i] = NAN;
+	if (!(p->hosts = tp__plan_alloc(p, n, sizeof(*p->hosts))) ||
+	    !(p->parent[0] = tp__plan_alloc(p, n, sizeof(uint32_t))) ||
+	    !(p->parent[1] = tp__plan_alloc(p, n, sizeof(uint32_t))))
+		goto nomem;
+	err = fill_hosts(p, f, fidx, opts->gpus_per_host, err_p);
+	if (err == TP_ERR_NOMEM)
+		goto nomem;
+	if (err)
+		goto out;
+	if ((err = fill_groups(p, f, fidx)) || (err = fill_rail_leaders(p)))
+		goto nomem;
+	err = TP_ERR_NOMEM;
+	if (!(u = tp_malloc(p->ngroups * sizeof(*u))) ||
+	    !(v = tp_malloc(p->ngroups * sizeof(*v))))
+		goto nomem;
+	for (int t = 0; t < 2; t++)
+		build_tree(p, f, fidx, t, nlev, u, v);
+	/* names are unique in a fabric: only NOMEM can fail here */
+	if ((err = tp__plan_index_names(p, &dup)) ||
+	    (err = tp__plan_index_trees(p)))
+		goto nomem;
+	if (ctx && opts->predict && (err = predict(p, ctx, fidx)))
+		goto nomem;
+	tp__plan_recommend(p);
+	*plan_p = p;
+	p = NULL;
+	err = TP_OK;
+	goto out;
+nomem:
+	err = bfail(err_p, TP_ERR_NOMEM, "out of memory");
+out:
+	tp_free(u);
+	tp_free(v);
+	tp_free(fidx);
+	tp_free(seen);
+	tp_plan_destroy(p);
+	return err;
+}
+
+/* ---- accessors ---- */
+
+size_t tp_plan_nhosts(const tp_plan_t *p)
+{
+	return p ? p->nhosts : 0;
+}
+
+size_t tp_plan_world_size(const tp_plan_t *p)
+{
+	return p ? p->world : 0;
+}
+
+int tp_plan_nrails(const tp_plan_t *p)
+{
+	return p ? p->nrails : 0;
+}
+
+const tp_plan_host_t *tp_plan_host(const tp_plan_t *p, size_t r)
+{
+	return p && r < p->nhosts ? &p->hosts[r] : NULL;
+}
+
+uint32_t tp_plan_rank_of(const tp_plan_t *p, const char *host)
+{
+	return p && host ? tp_strmap_get(&p->byname, host) : TP_PLAN_NONE;
+}
+
+size_t tp_plan_ngroups(const tp_plan_t *p)
+{
+	return p ? p->ngroups : 0;
+}
+
+const tp_plan_group_t *tp_plan_group(const tp_plan_t *p, size_t i)
+{
+	return p && i < p->ngroups ? &p->groups[i] : NULL;
+}
+
+uint32_t tp_plan_tree_root(const tp_plan_t *p, int t)
+{
+	return p && (t == 0 || t == 1) ? p->root[t] : TP_PLAN_NONE;
+}
+
+uint32_t tp_plan_tree_parent(const tp_plan_t *p, int t, size_t r)
+{
+	if (!p || (t != 0 && t != 1) || r >= p->nhosts)
+		return TP_PLAN_NONE;
+	return p->parent[t][r];
+}
+
+size_t tp_plan_tree_children(const tp_plan_t *p, int t, size_t r,
+			     const uint32_t **children_p)
+{
+	if (!p || (t != 0 && t != 1) || r >= p->nhosts || !children_p)
+		return 0;
+	*children_p = p->child[t] + p->coff[t][r];
+	return p->coff[t][r + 1] - p->coff[t][r];
+}
+
+size_t tp_plan_nsizes(const tp_plan_t *p)
+{
+	return p ? p->nsizes : 0;
+}
+
+double tp_plan_size(const tp_plan_t *p, size_t i)
+{
+	return p && i < p->nsizes ? p->sizes[i] : 0;
+}
+
+bool tp_plan_predicted(const tp_plan_t *p)
+{
+	return p && p->predicted;
+}
+
+double tp_plan_predict_s(const tp_plan_t *p, size_t i, tp_algo_t a)
+{
+	if (!p || !p->predicted || i >= p->nsizes || (int)a < 0 ||
+	    (int)a >= TP_PLAN_NALGOS)
+		return NAN;
+	return p->pred[a][i];
+}
+
+tp_algo_t tp_plan_recommend(const tp_plan_t *p, size_t i)
+{
+	return p && i < p->nsizes ? p->rec[i] : TP_ALGO_RING;
+}
+
+const char *tp_plan_recommend_basis(const tp_plan_t *p, size_t i)
+{
+	return p && i < p->nsizes && p->rec_model[i] ? "model" : "rule";
+}

@@ -1,0 +1,248 @@
+/*
+ * tp_runtime.h - the job-start plan: how a job's processes should talk on
+ * the hosts they actually got.
+ *
+ * From the fabric model (tp_topology.h) and a job's host list, in any
+ * order, tp_plan_build() computes:
+ *
+ *   ring     hosts in an order that crosses every level-1 group (leaf
+ *            group / scalable unit) and every higher group (spine group)
+ *            boundary as few times as a ring can: each group's hosts are
+ *            contiguous, groups follow their spine groups. A ring over k
+ *            groups of some level crosses their boundaries exactly k
+ *            times (0 when k = 1), which is the minimum.
+ *   ranks    node rank = position in the ring; global ranks are handed out
+ *            host by host in ring order, local rank l of host h being
+ *            global rank first_rank(h) + l; world size = all local ranks.
+ *   groups   one per level-1 group the job touches, in ring order (a host
+ *            outside every group is a group of its own), with its leader
+ *            (the member with the lowest node rank) and, when the job's
+ *            hosts have more than one rail, one rail leader per rail: the
+ *            host/local rank that carries the group's traffic on that
+ *            rail, spread round-robin over the group's hosts.
+ *   trees    NCCL-style double binary trees over node ranks, built level
+ *            by level: inside each level-1 group a binary tree over its
+ *            hosts, then a binary tree over the groups' roots inside each
+ *            spine group, and so on up. So every tree edge stays inside
+ *            the smallest group it can: for each level, exactly (units at
+ *            that level - 1) edges cross its boundaries, the least any
+ *            spanning tree needs. Tree 0 is NCCL's ncclGetBtree at every
+ *            level, tree 1 NCCL's ncclGetDtree (mirrored for an even
+ *            count, shifted by one for an odd count). When every level-1
+ *            group has an even number (>= 2) of hosts, no host is
+ *            interior in both trees; for a single group the trees are
+ *            exactly NCCL's.
+ *   HCAs     per host, its HCA device names in rail order ("rails": one
+ *            subnet per rail when the fabric has several subnets, else
+ *            the host's CAs in their fabric order), and per local rank
+ *            the GPU it drives and that GPU's nearest HCA.
+ *   cost     with a cost context: the predicted time of ring,
+ *            hierarchical and tree all-reduce (tp_cost_predict, healthy
+ *            idle fabric) for a few message sizes, and the fastest one
+ *            per size as the recommendation. Without one, the
+ *            recommendation follows a fixed rule (see
+ *            tp_plan_recommend_basis()).
+ *
+ * Cost: without predictions a 1,024-host plan builds in well under a
+ * millisecond. Each prediction routes the whole job over the fabric;
+ * three of them (one per algorithm, at the largest size: all-reduce time
+ * is latency + bytes x a per-byte term, so smaller sizes are exact
+ * rescalings) take tens of milliseconds on a 1,024-host, 8-rail job. A
+ * caller on a latency budget (job start) sets opts.predict = false or
+ * passes no cost context.
+ *
+ * Ownership: a tp_plan_t is self-contained (it copies every name it
+ * needs) and does not refer to the fabric or cost context after
+ * tp_plan_build() returns; free it with tp_plan_destroy(). Every pointer
+ * an accessor returns is borrowed from the plan, read-only, and valid
+ * until tp_plan_destroy(). Error strings (*err_p) belong to the caller,
+ * who frees them with tp_free().
+ *
+ * Thread safety: building reads the fabric and cost context only, so
+ * several plans may be built from one finalized fabric at once. A built
+ * plan is immutable: any number of threads may read it.
+ *
+ * Slurm context: no restriction; the library does not print, exit, block
+ * (except the file read of tp_plan_load_json) or touch the environment,
+ * so the SPANK plugin may call it in the remote (slurmstepd) context.
+ */
+#ifndef TP_RUNTIME_H
+#define TP_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tp_common.h"
+#include "tp_placement.h"
+#include "tp_topology.h"
+
+#define TP_PLAN_FORMAT "topoplace-plan/1"
+/* "No such rank / parent / group" in the uint32_t fields below. */
+#define TP_PLAN_NONE UINT32_MAX
+/* Most message sizes one plan predicts. */
+#define TP_PLAN_MAX_SIZES 16
+/* Algorithms a plan predicts and recommends among, in this order:
+ * TP_ALGO_RING, TP_ALGO_HIERARCHICAL, TP_ALGO_TREE (enum values 0..2). */
+#define TP_PLAN_NALGOS 3
+
+typedef struct tp_plan tp_plan_t;
+
+typedef struct tp_plan_opts {
+	/* Local ranks per host. 0: each host's GPU count from the fabric
+	 * (1 for a host without GPUs). Larger than a host's GPU count is an
+	 * error unless the fabric knows no GPUs for that host. */
+	int gpus_per_host;
+	/* Predict with the cost context (when one is given). */
+	bool predict;
+	/* All-reduce sizes in bytes, each > 0, strictly ascending, at most
+	 * TP_PLAN_MAX_SIZES; NULL: 64 KiB, 1 MiB, 16 MiB, 256 MiB, 1 GiB.
+	 * Copied. */
+	const double *sizes;
+	size_t nsizes;
+} tp_plan_opts_t;
+
+/* gpus_per_host 0, predict true, default sizes. */
+void tp_plan_opts_defaults(tp_plan_opts_t *o);
+
+/* One local rank of a host. */
+typedef struct tp_plan_rank {
+	uint32_t rank;   /* global rank */
+	int gpu;         /* GPU index on the host, -1 without GPU data */
+	int rail;        /* rail of its HCA, -1 when the host has no HCA */
+	const char *hca; /* that HCA's device ("mlx5_3"); NULL when unknown */
+} tp_plan_rank_t;
+
+typedef struct tp_plan_host {
+	const char *name;
+	uint32_t node_rank;  /* position in the ring */
+	uint32_t first_rank; /* global rank of local rank 0 */
+	uint32_t nranks;     /* local ranks (GPUs used) */
+	const tp_plan_rank_t *ranks; /* [local rank] */
+	uint32_t group;      /* index of its plan group */
+	/* [rail], tp_plan_nrails() entries: HCA device on that rail, NULL
+	 * where the host lacks the rail or the device has no name. */
+	const char *const *hcas;
+} tp_plan_host_t;
+
+typedef struct tp_plan_rail_leader {
+	int rail;
+	uint32_t node_rank;  /* the host */
+	uint32_t local_rank; /* the rank on it whose HCA is on this rail */
+} tp_plan_rail_leader_t;
+
+typedef struct tp_plan_group {
+	uint32_t id;     /* fabric level-1 group, TP_ID_NONE: no group */
+	uint32_t spine;  /* fabric level-2 group, TP_ID_NONE: none */
+	uint32_t first;  /* node rank of its first host; members are
+			  * first .. first + nhosts - 1 */
+	uint32_t nhosts;
+	uint32_t leader; /* node rank (== first) */
+	/* one per rail some member has, ascending rail; none when the plan
+	 * has a single rail */
+	const tp_plan_rail_leader_t *rail_leaders;
+	size_t nrail_leaders;
+} tp_plan_group_t;
+
+/* ---- life cycle ---------------------------------------------------------- */
+
+/* Build the plan for hosts[0..n) (names, any order, each once) on the
+ * finalized fabric f. ctx (may be NULL: no predictions) must have been
+ * made for f. opts may be NULL (defaults).
+ * Returns TP_ERR_INVAL for NULL/empty/duplicate input or bad options,
+ * TP_ERR_NOTFOUND for a host the fabric lacks, TP_ERR_RANGE when
+ * gpus_per_host exceeds a host's GPUs, TP_ERR_NOMEM. On failure *err_p
+ * (when err_p is not NULL) gets a one-line detail naming the host or
+ * option. A prediction the cost model cannot make (TP_ERR_NOTFOUND: two
+ * hosts without a common rail) is left out (NAN) and logged at
+ * TP_LOG_WARN; it does not fail the plan. *plan_p is set only on
+ * success. Deterministic: the same host set gives the same plan (and
+ * JSON) whatever the order of hosts[]. */
+tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
+		       const char *const *hosts, size_t n,
+		       const tp_plan_opts_t *opts, tp_plan_t **plan_p,
+		       char **err_p);
+
+/* NULL is a no-op. */
+void tp_plan_destroy(tp_plan_t *plan);
+
+/* ---- accessors ----------------------------------------------------------- */
+
+size_t tp_plan_nhosts(const tp_plan_t *plan);
+/* Sum of all hosts' local ranks. */
+size_t tp_plan_world_size(const tp_plan_t *plan);
+/* Rails the job's hosts have (>= 1 when any host has an HCA, else 0). */
+int tp_plan_nrails(const tp_plan_t *plan);
+/* Host at a node rank (= ring position); NULL out of range. */
+const tp_plan_host_t *tp_plan_host(const tp_plan_t *plan, size_t node_rank);
+/* Node rank of a host by name, TP_PLAN_NONE when not in the plan. */
+uint32_t tp_plan_rank_of(const tp_plan_t *plan, const char *host);
+
+size_t tp_plan_ngroups(const tp_plan_t *plan);
+const tp_plan_group_t *tp_plan_group(const tp_plan_t *plan, size_t i);
+
+/* Trees 0 and 1 over node ranks. Root: TP_PLAN_NONE for a bad tree.
+ * Parent: TP_PLAN_NONE for the root or bad arguments. Children: count,
+ * ascending node ranks in *children_p (borrowed); 0 for bad arguments. */
+uint32_t tp_plan_tree_root(const tp_plan_t *plan, int tree);
+uint32_t tp_plan_tree_parent(const tp_plan_t *plan, int tree,
+			     size_t node_rank);
+size_t tp_plan_tree_children(const tp_plan_t *plan, int tree,
+			     size_t node_rank, const uint32_t **children_p);
+
+size_t tp_plan_nsizes(const tp_plan_t *plan);
+/* Message size i in bytes; 0 out of range. */
+double tp_plan_size(const tp_plan_t *plan, size_t i);
+/* Whether the plan carries model predictions. */
+bool tp_plan_predicted(const tp_plan_t *plan);
+/* Predicted seconds of algo (one of the TP_PLAN_NALGOS) at size i; NAN
+ * when not predicted or out of range. */
+double tp_plan_predict_s(const tp_plan_t *plan, size_t i, tp_algo_t algo);
+/* Recommended algorithm at size i (TP_ALGO_RING when out of range). */
+tp_algo_t tp_plan_recommend(const tp_plan_t *plan, size_t i);
+/* "model": the fastest predicted algorithm (ties: ring, hierarchical,
+ * tree in that order). "rule" (no predictions): tree up to 1 MiB when
+ * the job has more than two hosts (latency-bound, log-depth), else
+ * hierarchical when it spans more than one group, else ring - NCCL's
+ * tree/ring split by size, plus the group structure. Static string. */
+const char *tp_plan_recommend_basis(const tp_plan_t *plan, size_t i);
+
+/* ---- JSON (topoplace-plan/1) --------------------------------------------- */
+
+/*
+ * {"format": "topoplace-plan/1", "world_size": W, "nodes": N, "rails": R,
+ *  "ring": [host, ...],                          node rank order
+ *  "hosts": [{"name", "rank" (node rank), "first_rank", "group",
+ *             "gpus" (local ranks),
+ *             "local_ranks": [{"local_rank", "rank", "gpu", "hca", "rail"}],
+ *             "hcas": [device or null, ...]}], rail order
+ *  "groups": [{"id", "spine" (fabric group ids or null), "hosts": [...],
+ *              "leader": host,
+ *              "rail_leaders": [{"rail", "host", "local_rank", "gpu",
+ *                                "hca"}]}],       only when R > 1
+ *  "trees": [{"root": host,
+ *             "ranks": [{"rank", "host", "parent" (-1: root),
+ *                        "children": [node ranks]}]}, x2],
+ *  "sizes": [bytes, ...],
+ *  "predicted": {"ring": [s, ...], "hierarchical": [...], "tree": [...]}
+ *               or null; a prediction the model could not make is null,
+ *  "recommend": [{"bytes", "algo", "basis"}]}
+ * Arrays are in node rank / ring / size order; numbers print as the
+ * shortest text that reads back exactly, so to_json(load(to_json(p))) is
+ * byte-identical to to_json(p).
+ */
+
+/* Caller frees *json_p with tp_free(). */
+tp_err_t tp_plan_to_json(const tp_plan_t *plan, char **json_p);
+/* Strict: unknown keys, missing keys, wrong types and any inconsistency
+ * (ranks, groups not contiguous in the ring, a tree that is not a tree
+ * over all node ranks, children that disagree with parents) are
+ * TP_ERR_PARSE (TP_ERR_FORMAT for another format string) with a one-line
+ * *err_p naming the file and the element ("plan.json:
+ * trees[1].ranks[7].parent: cycle"). *plan_p set only on success. */
+tp_err_t tp_plan_load_json(const char *path, tp_plan_t **plan_p,
+			   char **err_p);
+tp_err_t tp_plan_parse_json(const char *name, const char *buf, size_t len,
+			    tp_plan_t **plan_p, char **err_p);
+
+#endif /* TP_RUNTIME_H */
