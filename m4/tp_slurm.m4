@@ -14,7 +14,8 @@
 # Sets TP_SLURM_CPPFLAGS (config.h dir, then the tree, as -isystem: their
 # headers are not ours to warn about; never -l: symbols
 # resolve from slurmctld/libslurmfull at dlopen), TP_SLURM_VERSION,
-# slurmplugindir, and AM_CONDITIONAL TP_HAVE_SLURM_SRC.
+# slurmplugindir, and AM_CONDITIONAL TP_HAVE_SLURM_SRC; then
+# TP_CHECK_SLURM24 (below) for the native-mode 24.11 plugin.
 AC_DEFUN([TP_CHECK_SLURM], [
   AC_ARG_WITH([slurm-src],
     [AS_HELP_STRING([--with-slurm-src=DIR],
@@ -79,4 +80,81 @@ AC_DEFUN([TP_CHECK_SLURM], [
   AC_SUBST([TP_SLURM_CPPFLAGS])
   AC_SUBST([TP_SLURM_VERSION])
   AM_CONDITIONAL([TP_HAVE_SLURM_SRC], [test "x$tp_have_slurm_src" = xyes])
+  TP_CHECK_SLURM24
+])
+
+# TP_CHECK_SLURM24: topology/topoplace in native mode, for a private Slurm
+# 24.11 built by contrib/build-slurm.sh (node selection lives in the
+# topology plugin there). Expanded by TP_CHECK_SLURM.
+#   --with-slurm24=PREFIX  that build: PREFIX/topoplace-build.env names its
+#                          source (SLURM_SRC) and build (SLURM_BUILD) trees
+#   --with-slurm24=guess   (default) /opt/topoplace/slurm-24.11
+#   --without-slurm24      do not build the native plugin
+# An explicit PREFIX that is not a usable 24.11 build is an error; a failed
+# guess is a warning. The module links Slurm's own selection helpers from
+# the build tree (libtopology_common.a, tree/eval_nodes_tree.o): they are
+# compiled into each topology plugin, slurmctld does not export them.
+#
+# Sets TP_SLURM24_CPPFLAGS (-DHAVE_CONFIG_H, then the build tree's config.h
+# and slurm/slurm_version.h ahead of the source tree, as -isystem: an
+# installed <slurm/slurm_version.h> of another Slurm must not win),
+# TP_SLURM24_LDADD (the two, as -Wl,FILE), TP_SLURM24_VERSION,
+# slurm24plugindir, and AM_CONDITIONAL TP_HAVE_SLURM24.
+AC_DEFUN([TP_CHECK_SLURM24], [
+  AC_ARG_WITH([slurm24],
+    [AS_HELP_STRING([--with-slurm24=PREFIX],
+      [private Slurm 24.11 build (contrib/build-slurm.sh) for the native-mode topology plugin (default: guess /opt/topoplace/slurm-24.11)])],
+    [], [with_slurm24=guess])
+  AC_ARG_WITH([slurm24-plugindir],
+    [AS_HELP_STRING([--with-slurm24-plugindir=DIR],
+      [where `make install` puts the native-mode topology_topoplace.so (default: PKGLIBDIR/slurm24; put it first in 24.11's PluginDir)])],
+    [slurm24plugindir="$withval"], [slurm24plugindir='${pkglibdir}/slurm24'])
+  AC_SUBST([slurm24plugindir])
+
+  tp_have_slurm24=no
+  TP_SLURM24_VERSION=none
+  TP_SLURM24_CPPFLAGS=
+  TP_SLURM24_LDADD=
+  tp_s24_prefix=
+  AS_CASE([$with_slurm24],
+    [no], [],
+    [guess|yes], [tp_s24_prefix=/opt/topoplace/slurm-24.11],
+    [tp_s24_prefix="$with_slurm24"])
+  AS_IF([test -n "$tp_s24_prefix"], [
+    AC_MSG_CHECKING([for a Slurm 24.11 build in $tp_s24_prefix])
+    tp_s24_why=
+    tp_s24_env="$tp_s24_prefix/topoplace-build.env"
+    AS_IF([test ! -r "$tp_s24_env"],
+      [tp_s24_why="no $tp_s24_env (contrib/build-slurm.sh)"],
+      [tp_s24_src=`sed -n 's/^SLURM_SRC=//p' "$tp_s24_env" | tail -1`
+       tp_s24_bld=`sed -n 's/^SLURM_BUILD=//p' "$tp_s24_env" | tail -1`
+       tp_s24_ver=`sed -n 's/^SLURM_VERSION=//p' "$tp_s24_env" | tail -1`
+       tp_s24_common="$tp_s24_bld/src/plugins/topology/common/.libs/libtopology_common.a"
+       tp_s24_tree="$tp_s24_bld/src/plugins/topology/tree/.libs/eval_nodes_tree.o"
+       AS_CASE([$tp_s24_ver],
+         [24.11.*], [],
+         [tp_s24_why="$tp_s24_env: SLURM_VERSION=${tp_s24_ver:-?}, not 24.11.x"])
+       for tp_f in "$tp_s24_src/src/interfaces/topology.h" \
+                   "$tp_s24_src/src/plugins/topology/common/eval_nodes.h" \
+                   "$tp_s24_src/src/plugins/topology/tree/eval_nodes_tree.h" \
+                   "$tp_s24_bld/config.h" "$tp_s24_bld/slurm/slurm_version.h" \
+                   "$tp_s24_common" "$tp_s24_tree"; do
+         AS_IF([test -z "$tp_s24_why" && test ! -f "$tp_f"],
+           [tp_s24_why="$tp_f missing (contrib/build-slurm.sh builds it)"])
+       done])
+    AS_IF([test -z "$tp_s24_why"], [
+      TP_SLURM24_VERSION=$tp_s24_ver
+      TP_SLURM24_CPPFLAGS="-DHAVE_CONFIG_H -isystem $tp_s24_bld -isystem $tp_s24_bld/slurm -isystem $tp_s24_src"
+      TP_SLURM24_LDADD="-Wl,$tp_s24_tree -Wl,$tp_s24_common"
+      tp_have_slurm24=yes
+      AC_MSG_RESULT([Slurm $tp_s24_ver])],
+      [AC_MSG_RESULT([no])
+       AS_IF([test "x$with_slurm24" = xguess],
+         [AC_MSG_WARN([not building the Slurm 24.11 plugin: $tp_s24_why])],
+         [AC_MSG_ERROR([--with-slurm24: $tp_s24_why])])])
+  ])
+  AC_SUBST([TP_SLURM24_CPPFLAGS])
+  AC_SUBST([TP_SLURM24_LDADD])
+  AC_SUBST([TP_SLURM24_VERSION])
+  AM_CONDITIONAL([TP_HAVE_SLURM24], [test "x$tp_have_slurm24" = xyes])
 ])

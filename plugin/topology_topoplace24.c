@@ -1,0 +1,1288 @@
+/*
+ * topology/topoplace for Slurm 24.11 (native mode).
+ *
+ * Since 24.05 node selection lives in the topology plugin: cons_tres
+ * filters the nodes (free cores, memory, per-node GPUs) and calls
+ * topology_p_eval_nodes(), which picks the job's nodes. Here the topoplace
+ * policy picks them: the free state Slurm computed is mapped onto a
+ * tp_state_t, tp_place_run() chooses the hosts, and the choice is
+ * committed through Slurm's own helpers (eval_nodes_select_cores,
+ * eval_nodes_cpus_to_use, gres_sched_*) exactly as eval_nodes_tree does
+ * after its own choice, so cores and GPUs are accounted by Slurm.
+ *
+ * Notes:
+ * - The switch table is built from the fabric (tp_stree_build, the same
+ *   tree the 22.05 plugin hands to slurmctld) and has the layout of
+ *   topology/tree's, under the same names: Slurm's eval_nodes_tree (linked
+ *   from the 24.11 build tree) runs on it unchanged for what the engine
+ *   does not take (--switches, required nodes, contiguous, ranges of node
+ *   counts, GPUs per task or socket, partitions not in Partitions=) and
+ *   when the engine fails for another reason than "does not fit now".
+ * - Whatever the input, slurmctld keeps running: a missing, corrupt or
+ *   mismatched fabric is logged once per read and leaves a flat table (one
+ *   switch) and Slurm's default selection (eval_nodes without a hook).
+ * - Selection runs several times per job (submit, scheduling, backfill,
+ *   retries in common_topo_choose_nodes): it changes nothing but what
+ *   topo_eval says it may. A decision is recorded only once the job runs
+ *   on exactly the chosen nodes (checked on the next selection, on
+ *   reconfigure and on shutdown, with slurmctld's job lock held).
+ * - slurmd and the clients load this plugin too (addresses, hostlist
+ *   splitting, printing the table); only slurmctld reads the files.
+ * - slurmctld calls build_config and eval_nodes with its own locks held
+ *   (configuration write lock, job write lock); state_lock only orders
+ *   our members against the rare other callers (fini, the clients'
+ *   topology_p_get).
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "src/common/slurm_xlator.h"
+
+#include "slurm/slurm_errno.h"
+#include "src/common/bitstring.h"
+#include "src/common/hostlist.h"
+#include "src/common/log.h"
+#include "src/common/node_conf.h"
+#include "src/common/pack.h"
+#include "src/common/read_config.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/interfaces/gres.h"
+#include "src/interfaces/topology.h"
+#include "src/slurmctld/slurmctld.h"
+
+#include "src/plugins/topology/common/common_topo.h"
+#include "src/plugins/topology/common/eval_nodes.h"
+#include "src/plugins/topology/common/gres_sched.h"
+#include "src/plugins/topology/tree/eval_nodes_tree.h"
+
+#include "tp_placement.h"
+#include "tp_plugin.h"
+
+#define TP_EXPORT __attribute__((visibility("default")))
+
+/* Not one of slurm.h's TOPOLOGY_PLUGIN_* (100-103): packed topology
+ * carries it and only the active plugin unpacks its own id. */
+#define TOPOLOGY_PLUGIN_TOPOPLACE 190
+
+/* Decisions kept in StateSaveLocation/DECISIONS_FILE: the last
+ * DECISIONS_KEEP, the file trimmed once it holds twice as many lines. */
+#define DECISIONS_FILE "topoplace-decisions.jsonl"
+#define DECISIONS_KEEP 1000
+/* Decisions waiting for their job to start (a ring: oldest dropped). */
+#define PENDING_MAX 256
+/* tp_state_alloc's job id for everything Slurm already gave away. */
+#define BUSY_JOB UINT64_C(0xffffffffffff)
+
+TP_EXPORT extern const char plugin_name[];
+TP_EXPORT extern const char plugin_type[];
+TP_EXPORT extern const uint32_t plugin_id;
+TP_EXPORT extern const uint32_t plugin_version;
+TP_EXPORT extern int init(void);
+TP_EXPORT extern int fini(void);
+TP_EXPORT extern int topology_p_build_config(void);
+TP_EXPORT extern int topology_p_eval_nodes(topology_eval_t *topo_eval);
+TP_EXPORT extern int topology_p_whole_topo(bitstr_t *node_mask);
+TP_EXPORT extern bitstr_t *topology_p_get_bitmap(char *name);
+TP_EXPORT extern bool topology_p_generate_node_ranking(void);
+TP_EXPORT extern int topology_p_get_node_addr(char *node_name, char **paddr,
+					      char **ppattern);
+TP_EXPORT extern int topology_p_split_hostlist(hostlist_t *hl,
+					       hostlist_t ***sp_hl, int *count,
+					       uint16_t tree_width);
+TP_EXPORT extern int topology_p_topology_free(void *topoinfo_ptr);
+TP_EXPORT extern int topology_p_get(topology_data_t type, void *data);
+TP_EXPORT extern int topology_p_topology_pack(void *topoinfo_ptr,
+					      buf_t *buffer,
+					      uint16_t protocol_version);
+TP_EXPORT extern int topology_p_topology_print(void *topoinfo_ptr,
+					       char *nodes_list, char **out);
+TP_EXPORT extern int topology_p_topology_unpack(void **topoinfo_pptr,
+						buf_t *buffer,
+						uint16_t protocol_version);
+TP_EXPORT extern uint32_t topology_p_get_fragmentation(bitstr_t *node_mask);
+
+const char plugin_name[] = "topology topoplace plugin (native)";
+const char plugin_type[] = "topology/topoplace";
+const uint32_t plugin_id = TOPOLOGY_PLUGIN_TOPOPLACE;
+const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+/* topology/tree's table, under its names: eval_nodes_tree reads these.
+ * Hidden by the version script, so they never meet another plugin's. */
+switch_record_t *switch_record_table = NULL;
+int switch_record_cnt = 0;
+int switch_levels = 0;
+
+typedef topo_info_t topoinfo_switch_t;
+
+typedef struct topoinfo_tree {
+	uint32_t record_count;
+	topoinfo_switch_t *topo_array;
+} topoinfo_tree_t;
+
+/* One choice of the engine, until its job is seen running on it. */
+typedef struct decision {
+	uint32_t job_id;
+	bitstr_t *nodes;        /* Slurm node indices chosen */
+	uint32_t *hosts;        /* fabric hosts, ring order */
+	int *gpus;
+	size_t nhosts;
+	tp_request_t req;
+	size_t span_groups, min_groups_free, min_groups_empty;
+	double ms;              /* whole eval, engine and commit */
+	char *reason;           /* the engine's explanation */
+	time_t when;
+} decision_t;
+
+static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+static tp_pconf_t pconf;
+static tp_fabric_t *fabric;
+static tp_stree_t tree;
+static tp_cost_ctx_t *cost_ctx;
+static const tp_policy_t *policy;
+static bool loaded;          /* files read at least once */
+static bool have_tree;       /* fabric loaded and tree built */
+static bool engine_on;       /* the table is the fabric's, hosts mapped */
+static bool mismatch_logged;
+static uint32_t *host_of;    /* node index -> fabric host (TP_ID_NONE) */
+static int host_of_cnt;
+static decision_t pending[PENDING_MAX];
+static size_t npending, pending_next;
+static size_t decisions_lines = SIZE_MAX; /* lines in the file; MAX = unknown */
+
+static void log_sink(tp_log_level_t level, const char *msg, void *arg)
+{
+	switch (level) {
+	case TP_LOG_ERROR:
+		error("%s: %s", plugin_type, msg);
+		break;
+	case TP_LOG_WARN:
+	case TP_LOG_INFO:
+		info("%s: %s", plugin_type, msg);
+		break;
+	default:
+		debug("%s: %s", plugin_type, msg);
+		break;
+	}
+}
+
+static double ms_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (t1.tv_sec - t0->tv_sec) * 1e3 +
+	       (t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* ---- the files -------------------------------------------------------- */
+
+static void drop_fabric(void)
+{
+	tp_cost_ctx_destroy(cost_ctx);
+	cost_ctx = NULL;
+	tp_stree_free(&tree);
+	tp_fabric_destroy(fabric);
+	fabric = NULL;
+	have_tree = false;
+}
+
+/* Read topoplace.conf and the fabric it names; on any failure have_tree
+ * stays false and the reason is logged here, once. */
+static void load_files(void)
+{
+	char *path = get_extra_conf_path("topoplace.conf");
+	char *msg = NULL, *fpath = NULL;
+	tp_cost_params_t cp;
+	tp_pconf_t c;
+	tp_err_t err;
+
+	drop_fabric();
+	tp_pconf_free(&pconf);
+	tp_pconf_defaults(&pconf);
+	loaded = true;
+	mismatch_logged = false;
+
+	memset(&c, 0, sizeof(c));
+	err = tp_pconf_load(path, &c, &msg);
+	if (err == TP_ERR_NOTFOUND) {
+		info("%s: %s not found: flat topology, Slurm's selection",
+		     plugin_type, path);
+		goto out;
+	} else if (err) {
+		error("%s: %s: flat topology, Slurm's selection", plugin_type,
+		      msg ? msg : tp_strerror(err));
+		goto out;
+	}
+	tp_pconf_free(&pconf);
+	pconf = c;
+	if (!pconf.fabric_file) {
+		info("%s: %s sets no FabricFile: flat topology, Slurm's "
+		     "selection", plugin_type, path);
+		goto out;
+	}
+	fpath = pconf.fabric_file[0] == '/'
+			? xstrdup(pconf.fabric_file)
+			: get_extra_conf_path(pconf.fabric_file);
+	err = tp_fabric_load_json(fpath, &fabric, &msg);
+	if (err) {
+		error("%s: fabric %s: %s: flat topology, Slurm's selection",
+		      plugin_type, fpath, msg ? msg : tp_strerror(err));
+		fabric = NULL;
+		goto out;
+	}
+	err = tp_stree_build(fabric, pconf.nvlink_level, &tree, &msg);
+	if (err) {
+		error("%s: fabric %s: %s: flat topology, Slurm's selection",
+		      plugin_type, fpath, msg ? msg : tp_strerror(err));
+		drop_fabric();
+		goto out;
+	}
+	if (tree.nsw >= SWITCH_NO_PARENT) {
+		error("%s: fabric %s: %zu switches, Slurm takes fewer than %u: "
+		      "flat topology, Slurm's selection",
+		      plugin_type, fpath, tree.nsw, SWITCH_NO_PARENT);
+		drop_fabric();
+		goto out;
+	}
+	/* the cost model only prices recorded decisions; without it they
+	 * are recorded unpriced */
+	tp_cost_params_defaults(&cp);
+	if ((err = tp_cost_ctx_create(fabric, &cp, &cost_ctx))) {
+		info("%s: fabric %s: cost model: %s: decisions unpriced",
+		     plugin_type, fpath, tp_strerror(err));
+		cost_ctx = NULL;
+	}
+	have_tree = true;
+	info("%s: fabric %s: %zu hosts, %zu switches, %d levels above the "
+	     "leaves%s",
+	     plugin_type, fpath, tree.norder, tree.nsw, tree.levels,
+	     tree.nvlink ? ", NVLink domains as leaves" : "");
+out:
+	tp_free(msg);
+	xfree(fpath);
+	xfree(path);
+}
+
+/* Every node of slurm.conf in the tree and every host of the tree in
+ * slurm.conf; names the first few strays once per read. */
+static bool nodes_match(void)
+{
+	node_record_t *node_ptr;
+	bool *seen, ok = true;
+	char *missing = NULL, *extra = NULL;
+	int nmissing = 0, nextra = 0;
+
+	if (!have_tree)
+		return false;
+	seen = xcalloc(tree.nhosts + 1, sizeof(bool));
+	for (int i = 0; (node_ptr = next_node(&i)); i++) {
+		uint32_t h = tp_fabric_host_find(fabric, node_ptr->name);
+		if (h == TP_ID_NONE || h >= tree.nhosts ||
+		    tree.rank[h] == TP_ID_NONE) {
+			if (nmissing++ < 5)
+				xstrfmtcat(missing, "%s%s", missing ? "," : "",
+					   node_ptr->name);
+			continue;
+		}
+		seen[h] = true;
+	}
+	for (size_t k = 0; k < tree.norder; k++) {
+		uint32_t h = tree.order[k];
+		if (!seen[h] && nextra++ < 5)
+			xstrfmtcat(extra, "%s%s", extra ? "," : "",
+				   tp_fabric_host(fabric, h)->name);
+	}
+	if (nmissing || nextra) {
+		ok = false;
+		if (!mismatch_logged)
+			error("%s: fabric does not match slurm.conf: %d "
+			      "node(s) not in the fabric's switch groups%s%s%s, "
+			      "%d fabric host(s) not in slurm.conf%s%s%s: flat "
+			      "topology, Slurm's selection",
+			      plugin_type, nmissing, missing ? " (" : "",
+			      missing ? missing : "", missing ? ")" : "",
+			      nextra, extra ? " (" : "", extra ? extra : "",
+			      extra ? ")" : "");
+		mismatch_logged = true;
+	}
+	xfree(seen);
+	xfree(missing);
+	xfree(extra);
+	return ok;
+}
+
+/* ---- the switch table ------------------------------------------------- */
+
+static void free_switch_table(void)
+{
+	if (!switch_record_table)
+		return;
+	for (int i = 0; i < switch_record_cnt; i++) {
+		switch_record_t *s = &switch_record_table[i];
+		xfree(s->name);
+		xfree(s->nodes);
+		xfree(s->switches);
+		xfree(s->switches_dist);
+		xfree(s->switch_desc_index);
+		xfree(s->switch_index);
+		FREE_NULL_BITMAP(s->node_bitmap);
+	}
+	xfree(switch_record_table);
+	switch_record_cnt = 0;
+	switch_levels = 0;
+}
+
+static void build_flat(void)
+{
+	switch_record_t *s;
+
+	switch_record_table = xcalloc(1, sizeof(switch_record_t));
+	switch_record_cnt = 1;
+	switch_levels = 0;
+	s = &switch_record_table[0];
+	s->name = xstrdup("topoplace-flat");
+	s->level = 0;
+	s->link_speed = 1;
+	s->parent = SWITCH_NO_PARENT;
+	s->node_bitmap = bit_alloc(node_record_count);
+	for (int i = 0; i < node_record_count; i++)
+		if (node_record_table_ptr[i])
+			bit_set(s->node_bitmap, i);
+	s->nodes = bitmap2node_name(s->node_bitmap);
+	s->switches_dist = xcalloc(1, sizeof(uint32_t));
+	s->switch_desc_index = xcalloc(1, sizeof(uint16_t));
+}
+
+/* Descendants of switch i appended to s->switch_desc_index. */
+static void add_desc(switch_record_t *s, uint32_t i)
+{
+	for (size_t k = 0; k < tree.sw[i].nchildren; k++) {
+		uint32_t c = tree.sw[i].children[k];
+		s->switch_desc_index[s->num_desc_switches++] = (uint16_t)c;
+		add_desc(s, c);
+	}
+}
+
+/* topology/tree's table from the fabric's tree (node indices final),
+ * and host_of[] for the engine. */
+static void build_from_tree(void)
+{
+	int n = (int)tree.nsw;
+	node_record_t *node_ptr;
+	int *node_of;
+
+	node_of = xcalloc(tree.nhosts + 1, sizeof(int));
+	for (size_t h = 0; h < tree.nhosts; h++)
+		node_of[h] = -1;
+	xfree(host_of);
+	host_of = xcalloc(node_record_count + 1, sizeof(uint32_t));
+	host_of_cnt = node_record_count;
+	for (int i = 0; i < node_record_count; i++)
+		host_of[i] = TP_ID_NONE;
+	for (int i = 0; (node_ptr = next_node(&i)); i++) {
+		uint32_t h = tp_fabric_host_find(fabric, node_ptr->name);
+		if (h != TP_ID_NONE && h < tree.nhosts) {
+			node_of[h] = node_ptr->index;
+			host_of[node_ptr->index] = h;
+		}
+	}
+
+	switch_record_table = xcalloc(n, sizeof(switch_record_t));
+	switch_record_cnt = n;
+	switch_levels = tree.levels;
+	for (int i = 0; i < n; i++) {
+		switch_record_t *s = &switch_record_table[i];
+		const tp_stree_sw_t *t = &tree.sw[i];
+
+		s->name = xstrdup(t->name);
+		s->level = t->level;
+		s->link_speed = t->link_speed;
+		s->parent = t->parent == (uint32_t)i ? SWITCH_NO_PARENT
+						     : (uint16_t)t->parent;
+		s->node_bitmap = bit_alloc(node_record_count);
+		s->num_switches = (uint16_t)t->nchildren;
+		s->switch_index = xcalloc(t->nchildren + 1, sizeof(uint16_t));
+		for (size_t k = 0; k < t->nchildren; k++) {
+			s->switch_index[k] = (uint16_t)t->children[k];
+			xstrfmtcat(s->switches, "%s%s", k ? "," : "",
+				   tree.sw[t->children[k]].name);
+		}
+		s->switch_desc_index = xcalloc(n, sizeof(uint16_t));
+		add_desc(s, (uint32_t)i);
+		s->switches_dist = xcalloc(n, sizeof(uint32_t));
+		for (int j = 0; j < n; j++) {
+			uint32_t d =
+			    tp_stree_dist(&tree, (uint32_t)i, (uint32_t)j);
+			s->switches_dist[j] = d == UINT32_MAX ? INFINITE : d;
+		}
+	}
+	for (int i = 0; i < n; i++)
+		for (size_t k = 0; k < tree.sw[i].nhosts; k++) {
+			int inx = node_of[tree.sw[i].hosts[k]];
+			uint32_t p = (uint32_t)i;
+			if (inx < 0)
+				continue;
+			for (;;) {
+				bit_set(switch_record_table[p].node_bitmap,
+					inx);
+				if (tree.sw[p].parent == p)
+					break;
+				p = tree.sw[p].parent;
+			}
+		}
+	/* as topology/tree: Nodes= on the leaves, Switches= above */
+	for (int i = 0; i < n; i++) {
+		switch_record_t *s = &switch_record_table[i];
+		if (s->level == 0)
+			s->nodes = bitmap2node_name(s->node_bitmap);
+		debug("%s: switch %s level %d parent %s nodes %s switches %s",
+		      plugin_type, s->name, s->level,
+		      s->parent == SWITCH_NO_PARENT
+			      ? "-"
+			      : switch_record_table[s->parent].name,
+		      s->nodes ? s->nodes : "-",
+		      s->switches ? s->switches : "-");
+	}
+	xfree(node_of);
+}
+
+/* ---- decisions -------------------------------------------------------- */
+
+static void decision_free(decision_t *d)
+{
+	FREE_NULL_BITMAP(d->nodes);
+	xfree(d->hosts);
+	xfree(d->gpus);
+	xfree(d->reason);
+	memset(d, 0, sizeof(*d));
+}
+
+static void pending_clear(void)
+{
+	for (size_t i = 0; i < PENDING_MAX; i++)
+		decision_free(&pending[i]);
+	npending = pending_next = 0;
+}
+
+/* Predicted all-reduce on the hosts and on the best hosts of an empty
+ * fabric, both on a healthy idle fabric (ring or hierarchical, the
+ * faster). false when there is no cost model or it fails. */
+static bool price(const decision_t *d, double *pred_p, double *ideal_p)
+{
+	tp_placement_t best = {0};
+	tp_state_t *empty;
+	double bytes = d->req.bytes > 0 ? d->req.bytes : 1073741824.0;
+	double pred = -1;
+	bool ok = false;
+
+	if (!cost_ctx || !d->nhosts)
+		return false;
+	for (int a = 0; a < 2; a++) {
+		tp_cost_t c;
+		if (tp_cost_predict(cost_ctx, NULL, d->hosts, d->gpus,
+				    d->nhosts, bytes,
+				    a ? TP_ALGO_HIERARCHICAL : TP_ALGO_RING,
+				    &c) == TP_OK &&
+		    (pred < 0 || c.seconds < pred))
+			pred = c.seconds;
+	}
+	if (pred < 0 || !(empty = tp_state_create(fabric)))
+		return false;
+	if (tp_place_run(policy, empty, &d->req, NULL, cost_ctx, 1, &best) ==
+	    TP_OK) {
+		*pred_p = pred;
+		*ideal_p = best.predicted_s;
+		ok = true;
+	}
+	tp_placement_free(&best);
+	tp_state_destroy(empty);
+	return ok;
+}
+
+static void json_str(char **out, const char *s)
+{
+	xstrcat(*out, "\"");
+	for (; s && *s; s++) {
+		if (*s == '"' || *s == '\\')
+			xstrfmtcat(*out, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			xstrfmtcat(*out, "\\u%04x", (unsigned char)*s);
+		else
+			xstrfmtcat(*out, "%c", *s);
+	}
+	xstrcat(*out, "\"");
+}
+
+/* Keep the last DECISIONS_KEEP lines of the file (rewritten through a
+ * temporary file and rename). */
+static void decisions_trim(const char *path)
+{
+	char *tmp = NULL, *line = NULL;
+	size_t cap = 0, total = 0, skip;
+	FILE *in, *out;
+
+	if (!(in = fopen(path, "r")))
+		return;
+	while (getline(&line, &cap, in) > 0)
+		total++;
+	skip = total > DECISIONS_KEEP ? total - DECISIONS_KEEP : 0;
+	rewind(in);
+	xstrfmtcat(tmp, "%s.new", path);
+	if ((out = fopen(tmp, "w"))) {
+		size_t k = 0;
+		while (getline(&line, &cap, in) > 0)
+			if (k++ >= skip)
+				fputs(line, out);
+		if (fclose(out) == 0 && rename(tmp, path) == 0)
+			decisions_lines = total - skip;
+		else
+			unlink(tmp);
+	}
+	fclose(in);
+	free(line);
+	xfree(tmp);
+}
+
+/* One JSON line per decision (topoplace-decision/1):
+ * {"format":"topoplace-decision/1","job_id":N,"time":EPOCH,
+ *  "hosts":"node[001,003]","ring":["node001",...],"gpus":[2,...],
+ *  "span_groups":1,"min_groups":1,"min_groups_empty":1,
+ *  "predicted_s":X,"ideal_s":Y (absent when unpriced),
+ *  "policy":"topoplace","decision_ms":Z,"reason":"..."} */
+static void decision_write(const decision_t *d)
+{
+	char *path = NULL, *line = NULL, *hl;
+	double pred = 0, ideal = 0;
+	FILE *fp;
+
+	if (!slurm_conf.state_save_location)
+		return;
+	xstrfmtcat(path, "%s/%s", slurm_conf.state_save_location,
+		   DECISIONS_FILE);
+	hl = bitmap2node_name(d->nodes);
+	xstrfmtcat(line,
+		   "{\"format\":\"topoplace-decision/1\",\"job_id\":%u,"
+		   "\"time\":%" PRId64 ",\"hosts\":",
+		   d->job_id, (int64_t)d->when);
+	json_str(&line, hl);
+	xstrcat(line, ",\"ring\":[");
+	for (size_t i = 0; i < d->nhosts; i++) {
+		if (i)
+			xstrcat(line, ",");
+		json_str(&line, tp_fabric_host(fabric, d->hosts[i])->name);
+	}
+	xstrcat(line, "],\"gpus\":[");
+	for (size_t i = 0; i < d->nhosts; i++)
+		xstrfmtcat(line, "%s%d", i ? "," : "", d->gpus[i]);
+	xstrfmtcat(line,
+		   "],\"span_groups\":%zu,\"min_groups\":%zu,"
+		   "\"min_groups_empty\":%zu,",
+		   d->span_groups, d->min_groups_free, d->min_groups_empty);
+	if (price(d, &pred, &ideal))
+		xstrfmtcat(line, "\"predicted_s\":%.9g,\"ideal_s\":%.9g,",
+			   pred, ideal);
+	xstrfmtcat(line, "\"policy\":\"%s\",\"decision_ms\":%.3f,\"reason\":",
+		   tp_policy_name(policy), d->ms);
+	json_str(&line, d->reason);
+	xstrcat(line, "}\n");
+
+	if ((fp = fopen(path, "a"))) {
+		fputs(line, fp);
+		if (fclose(fp) == 0 && decisions_lines != SIZE_MAX)
+			decisions_lines++;
+		if (decisions_lines == SIZE_MAX ||
+		    decisions_lines > 2 * DECISIONS_KEEP)
+			decisions_trim(path);
+	} else {
+		debug("%s: %s: %m", plugin_type, path);
+	}
+	xfree(hl);
+	xfree(line);
+	xfree(path);
+}
+
+/* Write the decisions whose job now runs on exactly the chosen nodes;
+ * drop those of jobs gone or running elsewhere. Needs the job read lock
+ * (held by every caller in slurmctld). */
+static void decisions_flush(void)
+{
+	for (size_t i = 0; i < PENDING_MAX && npending; i++) {
+		decision_t *d = &pending[i];
+		job_record_t *job_ptr;
+
+		if (!d->job_id)
+			continue;
+		job_ptr = find_job_record(d->job_id);
+		if (job_ptr && IS_JOB_PENDING(job_ptr))
+			continue;
+		if (job_ptr && job_ptr->node_bitmap &&
+		    bit_size(job_ptr->node_bitmap) == bit_size(d->nodes) &&
+		    bit_equal(job_ptr->node_bitmap, d->nodes) &&
+		    job_ptr->start_time >= d->when)
+			decision_write(d);
+		decision_free(d);
+		npending--;
+	}
+}
+
+/* Remember a choice (the last one per job wins). Takes d's members. */
+static void decision_keep(decision_t *d)
+{
+	decision_t *slot = NULL;
+
+	for (size_t i = 0; i < PENDING_MAX; i++)
+		if (pending[i].job_id == d->job_id) {
+			slot = &pending[i];
+			break;
+		}
+	if (!slot) {
+		slot = &pending[pending_next];
+		pending_next = (pending_next + 1) % PENDING_MAX;
+		if (!slot->job_id)
+			npending++;
+	}
+	decision_free(slot);
+	*slot = *d;
+	memset(d, 0, sizeof(*d));
+}
+
+/* ---- selection -------------------------------------------------------- */
+
+/* The job's GPUs: per node and per job. false for what the engine does
+ * not express (GPUs per task or per socket). */
+static bool job_gpus(job_record_t *job_ptr, uint64_t *per_node_p,
+		     uint64_t *per_job_p)
+{
+	uint32_t gpu_id = gres_get_gpu_plugin_id();
+	uint64_t per_node = 0, per_job = 0;
+	list_itr_t *it;
+	gres_state_t *gs;
+
+	if (!job_ptr->gres_list_req) {
+		*per_node_p = *per_job_p = 0;
+		return true;
+	}
+	it = list_iterator_create(job_ptr->gres_list_req);
+	while ((gs = list_next(it))) {
+		gres_job_state_t *js = gs->gres_data;
+		if (gs->plugin_id != gpu_id || !js)
+			continue;
+		if (js->gres_per_task || js->gres_per_socket) {
+			list_iterator_destroy(it);
+			return false;
+		}
+		per_node += js->gres_per_node;
+		per_job += js->gres_per_job;
+	}
+	list_iterator_destroy(it);
+	*per_node_p = per_node;
+	*per_job_p = per_job;
+	return true;
+}
+
+/* Why the engine does not take this job (NULL: it does). */
+static const char *not_ours(topology_eval_t *topo_eval, uint32_t nodes)
+{
+	job_record_t *job_ptr = topo_eval->job_ptr;
+	job_details_t *details = job_ptr->details;
+
+	if (job_ptr->req_switch)
+		return "--switches";
+	if (details->req_node_bitmap)
+		return "required nodes";
+	if (details->contiguous)
+		return "contiguous";
+	if (job_ptr->part_ptr &&
+	    !tp_pconf_partition_enabled(&pconf, job_ptr->part_ptr->name))
+		return "partition not in Partitions";
+	if (!nodes || nodes > (uint32_t)tp_fabric_nhosts(fabric))
+		return "node count";
+	if (topo_eval->max_nodes < nodes)
+		return "node limit";
+	return NULL;
+}
+
+/* Slurm's free state for this job as a tp_state_t: hosts not in node_map
+ * are down (or busy when Slurm gave them away); hosts in it offer the
+ * GPUs Slurm found for the job (all, for jobs without GPUs), unless
+ * Slurm found no CPUs there. */
+static tp_state_t *map_state(topology_eval_t *topo_eval,
+			     const uint16_t *avail_cpus, bool want_gpus)
+{
+	tp_state_t *s = tp_state_create(fabric);
+	size_t nh = tp_fabric_nhosts(fabric);
+	bool *mapped;
+
+	if (!s)
+		return NULL;
+	mapped = xcalloc(nh + 1, sizeof(bool));
+	for (int i = 0; i < host_of_cnt && i < node_record_count; i++) {
+		node_record_t *node_ptr = node_record_table_ptr[i];
+		uint32_t h = host_of[i];
+		const tp_host_t *hp;
+		int ngpus, busy;
+
+		if (!node_ptr || h == TP_ID_NONE || h >= nh)
+			continue;
+		mapped[h] = true;
+		hp = tp_fabric_host(fabric, h);
+		ngpus = (int)hp->ngpus;
+		if (bit_test(topo_eval->node_map, i) && avail_cpus[i]) {
+			busy = 0;
+			if (want_gpus) {
+				int avail = topo_eval->avail_res_array[i]
+						    ? topo_eval
+							      ->avail_res_array[i]
+							      ->avail_gpus
+						    : 0;
+				busy = ngpus - (avail < ngpus ? avail : ngpus);
+			}
+		} else if (!IS_NODE_DOWN(node_ptr) &&
+			   !IS_NODE_DRAIN(node_ptr) &&
+			   !IS_NODE_FUTURE(node_ptr) &&
+			   !IS_NODE_NO_RESPOND(node_ptr) &&
+			   !IS_NODE_POWERED_DOWN(node_ptr) && ngpus > 0) {
+			busy = ngpus; /* up, but given away */
+		} else {
+			tp_state_set_host_up(s, h, false);
+			continue;
+		}
+		if (busy > 0 &&
+		    tp_state_alloc(s, BUSY_JOB, &h, &busy, 1) != TP_OK)
+			tp_state_set_host_up(s, h, false);
+	}
+	for (size_t h = 0; h < nh; h++)
+		if (!mapped[h])
+			tp_state_set_host_up(s, (uint32_t)h, false);
+	xfree(mapped);
+	return s;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The hook common_topo_choose_nodes() runs through eval_nodes() (after
+ * Slurm's own spread, busy-first, LLN and pack_serial_at_end choices).
+ * ESLURM_NOT_SUPPORTED sends eval_nodes() on to its default (consecutive)
+ * selection; for jobs the engine does not take, eval_nodes_tree runs
+ * instead on the same table.
+ */
+static int eval_nodes_topoplace(topology_eval_t *topo_eval)
+{
+	job_record_t *job_ptr = topo_eval->job_ptr;
+	job_details_t *details = job_ptr->details;
+	uint32_t min_nodes = topo_eval->min_nodes;
+	uint32_t req_nodes = topo_eval->req_nodes;
+	uint64_t per_node = 0, per_job = 0, maxtasks;
+	int64_t rem_max_cpus;
+	int rem_cpus, rem_nodes, min_rem_nodes, rc = SLURM_ERROR;
+	uint16_t *avail_cpus = NULL;
+	int *chosen = NULL;
+	size_t nchosen = 0;
+	int64_t offered_cpus = 0;
+	tp_placement_t pl = {0};
+	tp_state_t *s = NULL;
+	tp_request_t r = {0};
+	decision_t d = {0};
+	struct timespec t0;
+	const char *why;
+	tp_err_t err;
+	node_record_t *node_ptr;
+	bool gres_per_job;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	slurm_mutex_lock(&state_lock);
+	decisions_flush();
+	if (!engine_on) {
+		slurm_mutex_unlock(&state_lock);
+		return ESLURM_NOT_SUPPORTED;
+	}
+
+	topo_eval->avail_cpus = 0;
+	rem_cpus = details->min_cpus;
+	min_rem_nodes = min_nodes;
+	gres_per_job = gres_sched_init(job_ptr->gres_list_req);
+	topo_eval->gres_per_job = gres_per_job;
+	if (gres_per_job)
+		rem_nodes = MIN(min_nodes, req_nodes);
+	else
+		rem_nodes = MAX(min_nodes, req_nodes);
+
+	/* the request, or hand the job to topology/tree's selection */
+	why = not_ours(topo_eval, (uint32_t)rem_nodes);
+	if (!why && !job_gpus(job_ptr, &per_node, &per_job))
+		why = "GPUs per task or socket";
+	if (!why && per_job) {
+		if (min_nodes == topo_eval->max_nodes &&
+		    per_job % min_nodes == 0) {
+			r.nodes = (int)min_nodes;
+			r.gpus_per_node = (int)(per_job / min_nodes);
+		} else if (per_node) {
+			why = "--gpus with --gpus-per-node";
+		} else {
+			r.gpus = (int)MIN(per_job, (uint64_t)INT32_MAX);
+		}
+	} else if (!why) {
+		if (min_nodes != req_nodes && req_nodes != topo_eval->max_nodes)
+			why = "node count range";
+		r.nodes = rem_nodes;
+		r.gpus_per_node = (int)MIN(per_node, (uint64_t)INT32_MAX);
+	}
+	r.exclusive = details->whole_node & WHOLE_NODE_REQUIRED;
+	if (why) {
+		slurm_mutex_unlock(&state_lock);
+		debug("%s: %pJ: %s: topology/tree's selection", plugin_type,
+		       job_ptr, why);
+		return eval_nodes_tree(topo_eval);
+	}
+
+	rem_max_cpus = eval_nodes_get_rem_max_cpus(details, rem_nodes);
+	maxtasks = eval_nodes_set_max_tasks(job_ptr, rem_max_cpus,
+					    topo_eval->max_nodes);
+
+	/* cores as Slurm computes them (eval_nodes_tree does the same to
+	 * every candidate before choosing) */
+	avail_cpus = xcalloc(node_record_count + 1, sizeof(uint16_t));
+	for (int i = 0; (node_ptr = next_node_bitmap(topo_eval->node_map, &i));
+	     i++) {
+		eval_nodes_select_cores(topo_eval, i, min_rem_nodes);
+		avail_cpus[i] = topo_eval->avail_cpus;
+	}
+
+	if (!(s = map_state(topo_eval, avail_cpus,
+			    per_node || per_job))) {
+		why = "out of memory";
+		goto tree;
+	}
+	err = tp_place_run(policy, s, &r, NULL, NULL, 1, &pl);
+	if (err == TP_ERR_NOTFOUND) {
+		debug("%s: %pJ: does not fit the free nodes now (%.3f ms)",
+		      plugin_type, job_ptr, ms_since(&t0));
+		rc = SLURM_ERROR;
+		goto out;
+	} else if (err) {
+		why = tp_strerror(err);
+		goto tree;
+	}
+
+	chosen = xcalloc(pl.nhosts + 1, sizeof(int));
+	for (size_t k = 0; k < pl.nhosts; k++) {
+		const char *name = tp_fabric_host(fabric, pl.hosts[k])->name;
+		node_record_t *np = find_node_record((char *)name);
+		if (!np || !bit_test(topo_eval->node_map, np->index)) {
+			why = "engine chose a node Slurm does not offer";
+			goto tree;
+		}
+		chosen[nchosen++] = np->index;
+		offered_cpus += avail_cpus[np->index];
+	}
+	if (offered_cpus < rem_cpus) {
+		why = "the chosen nodes have too few CPUs";
+		goto tree;
+	}
+	qsort(chosen, nchosen, sizeof(int), cmp_int);
+
+	/* commit as eval_nodes_tree does after its choice */
+	bit_clear_all(topo_eval->node_map);
+	for (size_t k = 0; k < nchosen && topo_eval->max_nodes > 0; k++) {
+		int i = chosen[k];
+		topo_eval->avail_cpus = avail_cpus[i];
+		if (!eval_nodes_cpus_to_use(topo_eval, i, rem_max_cpus,
+					    min_rem_nodes, &maxtasks, true)) {
+			debug("%s: %pJ: GRES layout leaves %s unusable",
+			      plugin_type, job_ptr,
+			      node_record_table_ptr[i]->name);
+			rc = SLURM_ERROR;
+			goto out;
+		}
+		rem_nodes--;
+		min_rem_nodes--;
+		topo_eval->max_nodes--;
+		rem_cpus -= topo_eval->avail_cpus;
+		rem_max_cpus -= topo_eval->avail_cpus;
+		bit_set(topo_eval->node_map, i);
+	}
+	if ((min_rem_nodes <= 0) && (rem_cpus <= 0) &&
+	    (!gres_per_job ||
+	     gres_sched_test(job_ptr->gres_list_req, job_ptr->job_id)))
+		rc = SLURM_SUCCESS;
+	else
+		rc = SLURM_ERROR;
+	if (rc == SLURM_SUCCESS)
+		eval_nodes_clip_socket_cores(topo_eval);
+
+	d.ms = ms_since(&t0);
+	debug("%s: JobId=%u %zu nodes in %.3f ms (engine %.3f ms): %s, "
+	      "%zu groups (minimum %zu now)%s",
+	      plugin_type, job_ptr->job_id, nchosen, d.ms,
+	      pl.decision_s * 1e3, pl.explain ? pl.explain : "",
+	      pl.span[TP_SPAN_GROUPS], pl.min_span_free[TP_SPAN_GROUPS],
+	      rc == SLURM_SUCCESS ? "" : "; Slurm's accounting refused it");
+	if (rc == SLURM_SUCCESS) {
+		d.job_id = job_ptr->job_id;
+		d.nodes = bit_copy(topo_eval->node_map);
+		d.nhosts = pl.nhosts;
+		d.hosts = xcalloc(pl.nhosts + 1, sizeof(uint32_t));
+		d.gpus = xcalloc(pl.nhosts + 1, sizeof(int));
+		memcpy(d.hosts, pl.hosts, pl.nhosts * sizeof(uint32_t));
+		memcpy(d.gpus, pl.gpus, pl.nhosts * sizeof(int));
+		d.req = r;
+		d.span_groups = pl.span[TP_SPAN_GROUPS];
+		d.min_groups_free = pl.min_span_free[TP_SPAN_GROUPS];
+		d.min_groups_empty = pl.min_span_empty[TP_SPAN_GROUPS];
+		d.reason = xstrdup(pl.explain);
+		d.when = time(NULL);
+		decision_keep(&d);
+	}
+	goto out;
+
+tree:
+	/* nothing of topo_eval changed yet but the cores Slurm itself
+	 * selected, which eval_nodes_tree selects again */
+	debug("%s: %pJ: %s: topology/tree's selection", plugin_type, job_ptr,
+	      why);
+	tp_placement_free(&pl);
+	tp_state_destroy(s);
+	xfree(avail_cpus);
+	xfree(chosen);
+	slurm_mutex_unlock(&state_lock);
+	return eval_nodes_tree(topo_eval);
+out:
+	tp_placement_free(&pl);
+	tp_state_destroy(s);
+	xfree(avail_cpus);
+	xfree(chosen);
+	slurm_mutex_unlock(&state_lock);
+	return rc;
+}
+
+/* ---- the plugin API --------------------------------------------------- */
+
+extern int init(void)
+{
+	tp_log_set(log_sink, NULL);
+	policy = tp_policy_find("topoplace");
+	verbose("%s loaded", plugin_name);
+	return SLURM_SUCCESS;
+}
+
+extern int fini(void)
+{
+	slurm_mutex_lock(&state_lock);
+	if (running_in_slurmctld() && engine_on)
+		decisions_flush();
+	pending_clear();
+	free_switch_table();
+	drop_fabric();
+	tp_pconf_free(&pconf);
+	xfree(host_of);
+	host_of_cnt = 0;
+	engine_on = false;
+	loaded = false;
+	slurm_mutex_unlock(&state_lock);
+	tp_log_set(NULL, NULL);
+	return SLURM_SUCCESS;
+}
+
+extern bool topology_p_generate_node_ranking(void)
+{
+	node_record_t *node_ptr;
+	bool ranked = false;
+
+	if (!running_in_slurmctld())
+		return false;
+	slurm_mutex_lock(&state_lock);
+	load_files();
+	if (have_tree && pconf.rank_nodes && nodes_match()) {
+		for (int i = 0; (node_ptr = next_node(&i)); i++) {
+			uint32_t h =
+			    tp_fabric_host_find(fabric, node_ptr->name);
+			node_ptr->node_rank = tree.rank[h];
+		}
+		ranked = true;
+	}
+	slurm_mutex_unlock(&state_lock);
+	return ranked;
+}
+
+extern int topology_p_build_config(void)
+{
+	struct timespec t0;
+
+	if (!running_in_slurmctld() || !node_record_count)
+		return SLURM_SUCCESS;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	slurm_mutex_lock(&state_lock);
+	if (engine_on)
+		decisions_flush();
+	/* node indices change with the configuration */
+	pending_clear();
+	if (!loaded)
+		load_files();
+	free_switch_table();
+	xfree(host_of);
+	host_of_cnt = 0;
+	engine_on = nodes_match() && policy;
+	if (engine_on)
+		build_from_tree();
+	else
+		build_flat();
+	slurm_mutex_unlock(&state_lock);
+	debug("%s: %d switches (%s) in %.3f ms", plugin_type, switch_record_cnt,
+	      engine_on ? "fabric, topoplace selection"
+			: "flat, Slurm's selection",
+	      ms_since(&t0));
+	return SLURM_SUCCESS;
+}
+
+extern int topology_p_eval_nodes(topology_eval_t *topo_eval)
+{
+	/* engine_on only changes under the configuration write lock, which
+	 * excludes every scheduling pass */
+	topo_eval->eval_nodes = engine_on ? eval_nodes_topoplace : NULL;
+	topo_eval->trump_others = false;
+	return common_topo_choose_nodes(topo_eval);
+}
+
+extern int topology_p_whole_topo(bitstr_t *node_mask)
+{
+	for (int i = 0; i < switch_record_cnt; i++) {
+		if (switch_record_table[i].level != 0 ||
+		    !bit_overlap_any(switch_record_table[i].node_bitmap,
+				     node_mask))
+			continue;
+		bit_or(node_mask, switch_record_table[i].node_bitmap);
+	}
+	return SLURM_SUCCESS;
+}
+
+extern bitstr_t *topology_p_get_bitmap(char *name)
+{
+	for (int i = 0; i < switch_record_cnt; i++)
+		if (!xstrcmp(switch_record_table[i].name, name))
+			return switch_record_table[i].node_bitmap;
+	return NULL;
+}
+
+/* Address "leaf01.spine01.node1"-style as topology/tree builds it:
+ * switches from the top level down, then the node. */
+extern int topology_p_get_node_addr(char *node_name, char **paddr,
+				    char **ppattern)
+{
+	node_record_t *node_ptr;
+	int max_level = 0;
+
+	if (!switch_record_cnt || !switch_record_table)
+		return common_topo_get_node_addr(node_name, paddr, ppattern);
+	if (!(node_ptr = find_node_record(node_name)))
+		return SLURM_ERROR;
+	for (int i = 0; i < switch_record_cnt; i++)
+		if (switch_record_table[i].level > max_level)
+			max_level = switch_record_table[i].level;
+	*paddr = xstrdup("");
+	*ppattern = xstrdup("");
+	for (int lv = max_level; lv >= 0; lv--) {
+		hostlist_t *hl = NULL;
+		for (int i = 0; i < switch_record_cnt; i++) {
+			if (switch_record_table[i].level != lv ||
+			    !bit_test(switch_record_table[i].node_bitmap,
+				      node_ptr->index))
+				continue;
+			if (!hl)
+				hl = hostlist_create(switch_record_table[i].name);
+			else
+				hostlist_push_host(hl,
+						   switch_record_table[i].name);
+		}
+		if (hl) {
+			char *buf = hostlist_ranged_string_xmalloc(hl);
+			xstrcat(*paddr, buf);
+			xfree(buf);
+			hostlist_destroy(hl);
+		}
+		xstrcat(*paddr, ".");
+		xstrcat(*ppattern, "switch.");
+	}
+	xstrcat(*paddr, node_name);
+	xstrcat(*ppattern, "node");
+	return SLURM_SUCCESS;
+}
+
+/* Message fan-out by TreeWidth (topology/tree's RouteTree is not
+ * reproduced: the table exists in slurmctld only). */
+extern int topology_p_split_hostlist(hostlist_t *hl, hostlist_t ***sp_hl,
+				     int *count, uint16_t tree_width)
+{
+	return common_topo_split_hostlist_treewidth(hl, sp_hl, count,
+						    tree_width);
+}
+
+extern int topology_p_topology_free(void *topoinfo_ptr)
+{
+	topoinfo_tree_t *topoinfo = topoinfo_ptr;
+
+	if (!topoinfo)
+		return SLURM_SUCCESS;
+	if (topoinfo->topo_array) {
+		for (uint32_t i = 0; i < topoinfo->record_count; i++) {
+			xfree(topoinfo->topo_array[i].name);
+			xfree(topoinfo->topo_array[i].nodes);
+			xfree(topoinfo->topo_array[i].switches);
+		}
+		xfree(topoinfo->topo_array);
+	}
+	xfree(topoinfo);
+	return SLURM_SUCCESS;
+}
+
+extern int topology_p_get(topology_data_t type, void *data)
+{
+	switch (type) {
+	case TOPO_DATA_TOPOLOGY_PTR: {
+		dynamic_plugin_data_t **topoinfo_pptr = data;
+		topoinfo_tree_t *ti = xmalloc(sizeof(*ti));
+
+		*topoinfo_pptr = xmalloc(sizeof(dynamic_plugin_data_t));
+		(*topoinfo_pptr)->data = ti;
+		(*topoinfo_pptr)->plugin_id = plugin_id;
+		ti->record_count = switch_record_cnt;
+		ti->topo_array = xcalloc(ti->record_count + 1,
+					 sizeof(topoinfo_switch_t));
+		for (uint32_t i = 0; i < ti->record_count; i++) {
+			switch_record_t *s = &switch_record_table[i];
+			ti->topo_array[i].level = s->level;
+			ti->topo_array[i].link_speed = s->link_speed;
+			ti->topo_array[i].name = xstrdup(s->name);
+			ti->topo_array[i].nodes = xstrdup(s->nodes);
+			ti->topo_array[i].switches = xstrdup(s->switches);
+		}
+		return SLURM_SUCCESS;
+	}
+	case TOPO_DATA_REC_CNT:
+		*(int *)data = switch_record_cnt;
+		return SLURM_SUCCESS;
+	case TOPO_DATA_EXCLUSIVE_TOPO:
+		*(int *)data = 0;
+		return SLURM_SUCCESS;
+	default:
+		error("%s: unsupported option %d", plugin_type, type);
+		return SLURM_ERROR;
+	}
+}
+
+/* The wire format of topology/tree, so `scontrol show topology` prints
+ * the same lines. */
+extern int topology_p_topology_pack(void *topoinfo_ptr, buf_t *buffer,
+				    uint16_t protocol_version)
+{
+	topoinfo_tree_t *ti = topoinfo_ptr;
+
+	pack32(ti->record_count, buffer);
+	for (uint32_t i = 0; i < ti->record_count; i++) {
+		pack16(ti->topo_array[i].level, buffer);
+		pack32(ti->topo_array[i].link_speed, buffer);
+		packstr(ti->topo_array[i].name, buffer);
+		packstr(ti->topo_array[i].nodes, buffer);
+		packstr(ti->topo_array[i].switches, buffer);
+	}
+	return SLURM_SUCCESS;
+}
+
+static void print_record(topoinfo_switch_t *t, char **out)
+{
+	char *line = NULL, *pos = NULL, *env;
+
+	xstrfmtcatat(line, &pos, "SwitchName=%s Level=%u LinkSpeed=%u",
+		     t->name, t->level, t->link_speed);
+	if (t->nodes)
+		xstrfmtcatat(line, &pos, " Nodes=%s", t->nodes);
+	if (t->switches)
+		xstrfmtcatat(line, &pos, " Switches=%s", t->switches);
+	if ((env = getenv("SLURM_TOPO_LEN")))
+		xstrfmtcat(*out, "%.*s\n", atoi(env), line);
+	else
+		xstrfmtcat(*out, "%s\n", line);
+	xfree(line);
+}
+
+extern int topology_p_topology_print(void *topoinfo_ptr, char *nodes_list,
+				     char **out)
+{
+	topoinfo_tree_t *ti = topoinfo_ptr;
+	int match_cnt = 0;
+
+	*out = NULL;
+	if (!nodes_list || !nodes_list[0]) {
+		if (!ti->record_count) {
+			error("No topology information available");
+			return SLURM_SUCCESS;
+		}
+		for (uint32_t i = 0; i < ti->record_count; i++)
+			print_record(&ti->topo_array[i], out);
+		return SLURM_SUCCESS;
+	}
+	for (uint32_t i = 0; i < ti->record_count; i++)
+		if (!xstrcmp(ti->topo_array[i].name, nodes_list)) {
+			print_record(&ti->topo_array[i], out);
+			return SLURM_SUCCESS;
+		}
+	for (uint32_t i = 0; i < ti->record_count; i++) {
+		hostset_t *hs;
+		int match;
+
+		if (!ti->topo_array[i].nodes || !ti->topo_array[i].nodes[0])
+			continue;
+		if (!(hs = hostset_create(ti->topo_array[i].nodes)))
+			continue;
+		match = hostset_within(hs, nodes_list);
+		hostset_destroy(hs);
+		if (!match)
+			continue;
+		match_cnt++;
+		print_record(&ti->topo_array[i], out);
+	}
+	if (!match_cnt)
+		error("Topology information contains no switch or node named %s",
+		      nodes_list);
+	return SLURM_SUCCESS;
+}
+
+extern int topology_p_topology_unpack(void **topoinfo_pptr, buf_t *buffer,
+				      uint16_t protocol_version)
+{
+	topoinfo_tree_t *ti = xmalloc(sizeof(*ti));
+
+	*topoinfo_pptr = ti;
+	safe_unpack32(&ti->record_count, buffer);
+	safe_xcalloc(ti->topo_array, ti->record_count + 1,
+		     sizeof(topoinfo_switch_t));
+	for (uint32_t i = 0; i < ti->record_count; i++) {
+		safe_unpack16(&ti->topo_array[i].level, buffer);
+		safe_unpack32(&ti->topo_array[i].link_speed, buffer);
+		safe_unpackstr(&ti->topo_array[i].name, buffer);
+		safe_unpackstr(&ti->topo_array[i].nodes, buffer);
+		safe_unpackstr(&ti->topo_array[i].switches, buffer);
+	}
+	return SLURM_SUCCESS;
+
+unpack_error:
+	topology_p_topology_free(ti);
+	*topoinfo_pptr = NULL;
+	return SLURM_ERROR;
+}
+
+extern uint32_t topology_p_get_fragmentation(bitstr_t *node_mask)
+{
+	return 0;
+}

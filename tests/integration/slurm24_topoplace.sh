@@ -1,0 +1,338 @@
+#!/bin/sh
+# topology/topoplace in native mode (Slurm 24.11: the plugin's eval_nodes
+# picks the nodes) in a real mini-cluster (contrib/slurm-cluster.sh with the
+# private 24.11 of contrib/build-slurm.sh: munged, slurmctld, 8 slurmd in
+# network namespaces, 4 fake GPUs each), loaded from the build tree
+# (plugin/slurm24/.libs), on the interleaved fabric (odd hosts on one leaf,
+# even hosts on the other):
+#   - scontrol show topology shows the fabric's groups (no topology.conf)
+#   - a 4-node --exclusive --gres=gpu:2 job lands on one leaf group, on
+#     exactly the hosts `topoplace place` picks on the same free state
+#   - with part of a leaf busy, the next jobs go where `topoplace place
+#     --state` says (and where Slurm's accounting lets them run)
+#   - the debug log has the per-job decision time; the decisions file in
+#     StateSaveLocation records the job
+#   - a corrupt fabric + scontrol reconfigure: slurmctld keeps running and
+#     jobs still run (flat table, Slurm's selection)
+# Needs root, the 24.11 build (SLURM24_PREFIX, default
+# /opt/topoplace/slurm-24.11) and the native plugin (configure
+# --with-slurm24); exit 77 if not.
+. "$(dirname "$0")/lib.sh"
+
+PREFIX=${SLURM24_PREFIX:-/opt/topoplace/slurm-24.11}
+[ "$(id -u)" -eq 0 ] || skip_all "needs root (network namespaces)"
+[ -f "$PREFIX/topoplace-build.env" ] || skip_all "Slurm 24.11 not built in $PREFIX (contrib/build-slurm.sh)"
+for b in bin/srun bin/sbatch bin/scontrol bin/sinfo bin/squeue sbin/slurmctld sbin/slurmd sbin/slurmstepd; do
+	[ -x "$PREFIX/$b" ] || skip_all "$PREFIX/$b missing (contrib/build-slurm.sh)"
+done
+for b in munged ip unshare; do
+	command -v $b >/dev/null 2>&1 || skip_all "$b not installed (contrib/install-slurm.sh)"
+done
+unshare --net --uts true 2>/dev/null || skip_all "cannot create network namespaces here"
+[ -x "$TOPOPLACE" ] || skip_all "$TOPOPLACE not built"
+srcdir=${TP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+builddir=${TP_BUILDDIR:-$(cd "$(dirname "$TOPOPLACE")/.." && pwd)}
+PLUGIN_DIR=${TP_PLUGIN24_DIR:-$builddir/plugin/slurm24/.libs}
+[ -f "$PLUGIN_DIR/topology_topoplace.so" ] ||
+	skip_all "native plugin not built in $PLUGIN_DIR (configure --with-slurm24)"
+CLUSTER=$srcdir/contrib/slurm-cluster.sh
+dir=$tmp/cluster
+export TOPOPLACE
+PATH=$PREFIX/bin:$PREFIX/sbin:$PATH
+export PATH
+
+t0=$(date +%s)
+cleanup() {
+	t1=$(date +%s)
+	# scontrol reconfigure restarts slurmctld (24.11): stop the one that
+	# runs now, whatever its pid
+	if [ -f "$dir/pids" ] && [ -s "$dir/run/slurmctld.pid" ]; then
+		p=$(cat "$dir/run/slurmctld.pid")
+		grep -q "^$p " "$dir/pids" || echo "$p slurmctld" >>"$dir/pids"
+	fi
+	if [ -f "$dir/pids" ]; then
+		"$CLUSTER" stop --dir "$dir" >/dev/null 2>&1 || true
+		echo "# teardown $(($(date +%s) - t1)) s"
+	fi
+	if [ "$failures" -ne 0 ] && [ -d "$dir/log" ]; then
+		echo "# slurmctld.log (topoplace lines, tail):"
+		grep -i 'topoplace\|fatal\|error' "$dir/log/slurmctld.log" 2>/dev/null | tail -n 25 | sed 's/^/#   /'
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+cat >"$tmp/topoplace.conf" <<'EOF'
+# topology/topoplace, native mode (test)
+FabricFile=@DIR@/fabric.json
+EOF
+
+# one mini-cluster at a time on this machine (they share 10.200.0.0/24)
+i=0
+while [ -n "$(ip -4 route show 10.200.0.0/24 2>/dev/null)" ] && [ $i -lt 120 ]; do
+	sleep 1
+	i=$((i + 1))
+done
+echo "# $CLUSTER start --slurm-prefix $PREFIX --topology topoplace --plugin-dir $PLUGIN_DIR --nodes 8 --dir $dir"
+if ! timeout 90 "$CLUSTER" start --slurm-prefix "$PREFIX" --topology topoplace \
+	--plugin-dir "$PLUGIN_DIR" --nodes 8 --gpus-per-node 4 --dir "$dir" --timeout 40 \
+	--extra-file "$tmp/topoplace.conf" >"$tmp/start.out" 2>&1; then
+	cat "$tmp/start.out"
+	bad "cluster start"
+	finish
+fi
+ok "cluster up in $(($(date +%s) - t0)) s"
+export SLURM_CONF=$dir/slurm.conf
+log=$dir/log/slurmctld.log
+fabric=$dir/fabric.json
+timeout 10 scontrol setdebug debug >/dev/null 2>&1 || bad "scontrol setdebug debug"
+
+field() { # JOBID KEY
+	timeout 10 scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
+}
+wait_state() { # JOBID STATE...: wait (<= 30 s) for one of the states
+	j=$1
+	shift
+	i=0
+	while [ $i -lt 150 ]; do
+		st=$(field "$j" JobState)
+		for w in "$@"; do [ "$st" = "$w" ] && return 0; done
+		sleep 0.2
+		i=$((i + 1))
+	done
+	return 1
+}
+submit() { # NAME SBATCH-ARGS...: job id on stdout
+	name=$1
+	shift
+	timeout 10 sbatch --parsable -J "$name" -o "$tmp/%x.out" "$@"
+}
+hostset() { # NODELIST -> sorted host names, one line
+	timeout 10 scontrol show hostnames "$1" | sort | tr '\n' ' '
+}
+# place REQUEST [STATE]: the hosts `topoplace place` picks, sorted
+place() {
+	if [ -n "${2:-}" ]; then
+		"$TOPOPLACE" place --fabric "$fabric" --request "$1" --state "$2" --json
+	else
+		"$TOPOPLACE" place --fabric "$fabric" --request "$1" --json
+	fi >"$tmp/place.json" 2>"$tmp/place.err" || { echo "none"; return; }
+	jq -r '.hosts[]' "$tmp/place.json" | sort | tr '\n' ' '
+}
+# busy JOBID[:GPUS]...: a topoplace-state/1 file with each job holding GPUS
+# (default: all 4) on each of its hosts
+busy_state() {
+	{
+		printf '{"format":"topoplace-state/1","down":[],"jobs":['
+		sep=
+		for jg in "$@"; do
+			j=${jg%%:*}
+			g=4
+			[ "$j" = "$jg" ] || g=${jg#*:}
+			printf '%s{"id":%s,"hosts":{' "$sep" "$j"
+			hs=
+			for h in $(hostset "$(field "$j" NodeList)"); do
+				printf '%s"%s":%s' "$hs" "$h" "$g"
+				hs=,
+			done
+			printf '}}'
+			sep=,
+		done
+		printf ']}\n'
+	} >"$tmp/state.json"
+	echo "$tmp/state.json"
+}
+
+# ---- the switch table is the fabric's ----
+"$TOPOPLACE" fabric topology-conf "$fabric" -o "$tmp/topology.conf" || bad "topology-conf"
+grep '^SwitchName=.* Nodes=' "$tmp/topology.conf" |
+	sed 's/^SwitchName=\([^ ]*\) .*Nodes=\([^ ]*\).*/\1 \2/' >"$tmp/leaves"
+timeout 10 scontrol show topology >"$tmp/topo" 2>&1
+sed 's/^/# /' "$tmp/topo"
+[ "$(wc -l <"$tmp/leaves")" -eq 2 ] || bad "fabric has 2 leaf groups ($(wc -l <"$tmp/leaves"))"
+while read -r sw nodes; do
+	awk -v s="SwitchName=$sw" -v n="Nodes=$nodes" '$1 == s && $2 == "Level=0" && $NF == n { f = 1 }
+		END { exit !f }' "$tmp/topo" &&
+		ok "scontrol show topology: $sw = $nodes" || bad "scontrol show topology: $sw = $nodes"
+done <"$tmp/leaves"
+grep -q '^SwitchName=.* Level=1 .*Switches=' "$tmp/topo" && ok "scontrol show topology: a level-1 switch" ||
+	bad "scontrol show topology: a level-1 switch"
+grep -q 'topology/topoplace: fabric .*: 8 hosts' "$log" && ok "plugin loaded the fabric" ||
+	bad "plugin loaded the fabric"
+leaf_of() { # NODELIST -> leaf name, or "none" when it is not inside one leaf
+	hs=$(hostset "$1")
+	while read -r sw nodes; do
+		all=$(hostset "$nodes")
+		inside=1
+		for h in $hs; do
+			case " $all" in *" $h "*) ;; *) inside= ;; esac
+		done
+		[ -n "$inside" ] && { echo "$sw"; return; }
+	done <"$tmp/leaves"
+	echo none
+}
+
+# ---- a 4-node exclusive GPU job on an idle cluster ----
+want1=$(place nodes=4,gpus-per-node=2,exclusive)
+j1=$(submit a -N 4 --exclusive --gres=gpu:2 --wrap 'echo "nodelist $SLURM_JOB_NODELIST"; srun -l hostname | sort -n')
+[ -n "$j1" ] || { bad "sbatch -N 4 --exclusive --gres=gpu:2"; finish; }
+wait_state "$j1" COMPLETED FAILED CANCELLED && ok "job $j1 finished" || bad "job $j1 finished in 30 s"
+nl1=$(field "$j1" NodeList)
+st1=$(field "$j1" JobState)
+echo "# job $j1 ($st1): NodeList=$nl1; topoplace place: $want1"
+[ "$st1" = COMPLETED ] && ok "job $j1 completed" || bad "job $j1 state $st1"
+[ "$(leaf_of "$nl1")" != none ] && ok "job $j1 on one leaf group: $nl1 ($(leaf_of "$nl1"))" ||
+	bad "job $j1 spans leaf groups: $nl1"
+[ "$(hostset "$nl1")" = "$want1" ] && ok "job $j1 hosts = topoplace place ($want1)" ||
+	bad "job $j1 hosts $(hostset "$nl1")!= topoplace place ($want1)"
+grep -qxF "nodelist $nl1" "$tmp/a.out" && ok "job $j1 SLURM_JOB_NODELIST = $nl1" ||
+	bad "job $j1 SLURM_JOB_NODELIST ($(head -1 "$tmp/a.out" 2>/dev/null))"
+hs=$(sed -n 's/^[0-9]*: //p' "$tmp/a.out" | sort | tr '\n' ' ')
+[ "$hs" = "$(hostset "$nl1")" ] && ok "job $j1 steps ran on $hs" || bad "job $j1 steps ran on '$hs'"
+# per-node lines of scontrol show job -d: GPU indices Slurm picked
+timeout 10 scontrol show job -d "$j1" >"$tmp/j1d" 2>&1
+# (24.11 gives an --exclusive job every GPU of its nodes)
+grep -q 'JOB_GRES=gpu:16$' "$tmp/j1d" &&
+	ok "Slurm accounted job $j1's GPUs (JOB_GRES=gpu:16: all GPUs of 4 exclusive nodes)" ||
+	{ bad "job $j1: GPU accounting"; grep -i 'gres\|nodes=' "$tmp/j1d" | sed 's/^/#    /'; }
+grep -q "topology/topoplace: JobId=$j1 4 nodes in [0-9.]* ms" "$log" &&
+	ok "debug log: $(grep -o "topology/topoplace: JobId=$j1 4 nodes in [0-9.]* ms" "$log" | tail -1)" ||
+	bad "debug log has the decision time of job $j1"
+
+# ---- part of a leaf busy ----
+# A: 2 nodes held; B: 3 nodes (the leaf of A has only 2 free): the other
+# leaf; C: 2 nodes sharing nodes with GPUs left: where the engine says.
+ja=$(submit busy-a -N 2 --exclusive --wrap 'sleep 60')
+wanta=$(place nodes=2,exclusive)
+wait_state "$ja" RUNNING || bad "job $ja running"
+nla=$(field "$ja" NodeList)
+[ "$(hostset "$nla")" = "$wanta" ] && ok "job $ja (2 nodes) = topoplace place ($wanta)" ||
+	bad "job $ja hosts $(hostset "$nla")!= topoplace place ($wanta)"
+
+wantb=$(place nodes=3,gpus-per-node=2,exclusive "$(busy_state "$ja")")
+jb=$(submit busy-b -N 3 --exclusive --gres=gpu:2 --wrap 'sleep 60')
+wait_state "$jb" RUNNING || bad "job $jb running"
+nlb=$(field "$jb" NodeList)
+echo "# busy: job $ja on $nla ($(leaf_of "$nla")); job $jb: $nlb; topoplace place: $wantb"
+[ "$(hostset "$nlb")" = "$wantb" ] && ok "job $jb beside a busy leaf = topoplace place --state ($wantb)" ||
+	bad "job $jb hosts $(hostset "$nlb")!= topoplace place --state ($wantb)"
+[ "$(leaf_of "$nlb")" != none ] && [ "$(leaf_of "$nlb")" != "$(leaf_of "$nla")" ] &&
+	ok "job $jb on the other leaf ($(leaf_of "$nlb"))" || bad "job $jb not on the other leaf: $nlb"
+
+wantc=$(place nodes=2,gpus-per-node=1,exclusive "$(busy_state "$ja" "$jb")")
+jc=$(submit busy-c -N 2 --exclusive --gres=gpu:1 --wrap 'hostname')
+wait_state "$jc" COMPLETED FAILED || bad "job $jc finished"
+nlc=$(field "$jc" NodeList)
+[ "$(hostset "$nlc")" = "$wantc" ] && ok "job $jc in the gaps = topoplace place --state ($wantc)" ||
+	bad "job $jc hosts $(hostset "$nlc")!= topoplace place --state ($wantc)"
+
+# a job the engine cannot place now stays pending (not forced elsewhere)
+jp=$(submit pend -N 4 --exclusive --gres=gpu:2 --wrap 'hostname')
+sleep 3
+[ "$(field "$jp" JobState)" = PENDING ] && ok "job $jp (no whole 4 nodes free) pending" ||
+	bad "job $jp state $(field "$jp" JobState) (wanted PENDING)"
+timeout 10 scancel "$ja" "$jb" 2>/dev/null
+wait_state "$jp" COMPLETED FAILED && ok "job $jp ran once nodes freed ($(field "$jp" NodeList))" ||
+	bad "job $jp ran once nodes freed"
+
+# GPUs shared: D takes 3 of 4 GPUs on 2 nodes; E (2 GPUs per node) can
+# only go where Slurm's GRES accounting left 2, and goes where the engine
+# says on that state
+wantd=$(place nodes=2,gpus-per-node=3)
+jd=$(submit share-d -N 2 --gres=gpu:3 --wrap 'sleep 60')
+wait_state "$jd" RUNNING || bad "job $jd running"
+nld=$(field "$jd" NodeList)
+[ "$(hostset "$nld")" = "$wantd" ] && ok "job $jd (gpu:3, shared) = topoplace place ($wantd)" ||
+	bad "job $jd hosts $(hostset "$nld")!= topoplace place ($wantd)"
+timeout 10 scontrol show job -d "$jd" >"$tmp/jdd" 2>&1
+grep -q 'JOB_GRES=gpu:6$' "$tmp/jdd" && grep -F "Nodes=$nld " "$tmp/jdd" | grep -q ' GRES=gpu:3(IDX:' &&
+	ok "job $jd holds 3 GPUs on each node (Slurm's accounting: $(grep -o 'JOB_GRES=[^ ]*' "$tmp/jdd"))" ||
+	{ bad "job $jd GPU accounting"; grep -i 'gres\|nodes=' "$tmp/jdd" | sed 's/^/#    /'; }
+wante=$(place nodes=2,gpus-per-node=2 "$(busy_state "$jd:3")")
+je=$(submit share-e -N 2 --gres=gpu:2 --wrap 'sleep 60')
+wait_state "$je" RUNNING || bad "job $je running"
+nle=$(field "$je" NodeList)
+echo "# shared: job $jd on $nld; job $je: $nle; topoplace place --state: $wante"
+[ "$(hostset "$nle")" = "$wante" ] && ok "job $je = topoplace place --state ($wante)" ||
+	bad "job $je hosts $(hostset "$nle")!= topoplace place --state ($wante)"
+overlap=
+for h in $(hostset "$nle"); do case " $(hostset "$nld")" in *" $h "*) overlap="$overlap $h" ;; esac; done
+[ -z "$overlap" ] && ok "job $je avoids the nodes with 1 GPU left" || bad "job $je shares$overlap with job $jd"
+timeout 10 scancel "$jd" "$je" 2>/dev/null
+
+# jobs the engine does not take go to Slurm's tree selection on the same
+# table, and run: required nodes; more CPUs than one node has
+expect 0 "srun -w node002,node004 (required nodes: tree selection)" \
+	timeout 30 srun -w node002,node004 hostname
+[ "$(sort "$tmp/out" | tr '\n' ' ')" = "node002 node004 " ] && ok "ran on node002 node004" ||
+	bad "-w node002,node004 ran on: $(tr '\n' ' ' <"$tmp/out")"
+expect 0 "srun -n 12 (CPUs beyond one node: tree selection)" timeout 30 srun -n 12 hostname
+[ "$(wc -l <"$tmp/out")" -eq 12 ] && ok "12 tasks on $(sort -u "$tmp/out" | tr '\n' ' ')" ||
+	bad "-n 12: $(wc -l <"$tmp/out") tasks"
+grep -q 'topology/topoplace: .*required nodes: topology/tree' "$log" &&
+	ok "debug log: required nodes handed to topology/tree's selection" ||
+	bad "debug log names the hand-over for required nodes"
+
+# --gpus (per job, no node count): the engine picks the hosts
+i=0
+while [ -n "$(timeout 10 squeue -h -o %i 2>/dev/null)" ] && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
+wantg=$(place gpus=6)
+expect 0 "srun --gpus=6" timeout 30 srun --gpus=6 sh -c 'echo $SLURM_JOB_NODELIST'
+nlg=$(head -1 "$tmp/out")
+[ -n "$nlg" ] && [ "$(hostset "$nlg")" = "$wantg" ] && ok "--gpus=6 job on $nlg = topoplace place gpus=6 ($wantg)" ||
+	bad "--gpus=6 job on '$nlg', topoplace place gpus=6: $wantg"
+
+# ---- the decisions file (written once a job is seen running) ----
+dec=$dir/state/topoplace-decisions.jsonl
+if [ -s "$dec" ] && jq -e . "$dec" >/dev/null 2>&1; then
+	ok "decisions file is JSON lines ($(wc -l <"$dec") decisions)"
+	jq -c "select(.job_id == $j1)" "$dec" | head -1 | sed 's/^/# /'
+	[ "$(jq -r "select(.job_id == $j1) | .hosts" "$dec" | head -1)" = "$nl1" ] &&
+		ok "decision of job $j1 recorded (hosts $nl1)" || bad "decision of job $j1 recorded"
+	[ "$(jq -r "select(.job_id == $jb) | .span_groups" "$dec" | head -1)" = 1 ] &&
+		ok "decision of job $jb: span 1 group" || bad "decision of job $jb: span"
+else
+	bad "decisions file $dec ($(head -c 200 "$dec" 2>/dev/null))"
+fi
+
+# ---- a corrupt fabric: slurmctld keeps running and scheduling ----
+cp "$fabric" "$tmp/fabric.good"
+echo '{"format": "topoplace-fabric/1", "hosts": [' >"$fabric"
+timeout 20 scontrol reconfigure >"$tmp/reconf" 2>&1 || bad "scontrol reconfigure: $(cat "$tmp/reconf")"
+i=0
+until timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP' && [ $i -gt 5 ]; do
+	sleep 0.5
+	i=$((i + 1))
+	[ $i -lt 60 ] || break
+done
+timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP' && ok "slurmctld up after reconfigure with a corrupt fabric" ||
+	bad "slurmctld up after reconfigure with a corrupt fabric"
+grep -q 'topology/topoplace: fabric .*flat topology' "$log" && ok "log: $(grep -o 'topology/topoplace: fabric .*flat topology.*' "$log" | tail -1 | cut -c1-150)" ||
+	bad "log names the corrupt fabric"
+timeout 10 scontrol show topology >"$tmp/topo2" 2>&1
+grep -q '^SwitchName=topoplace-flat Level=0' "$tmp/topo2" && ok "scontrol show topology: flat table" ||
+	bad "scontrol show topology after a corrupt fabric: $(head -2 "$tmp/topo2")"
+expect 0 "srun -N 4 --gres=gpu:1 after a corrupt fabric" timeout 30 srun -N 4 --gres=gpu:1 hostname
+[ "$(sort -u "$tmp/out" | wc -l)" -eq 4 ] && ok "job ran on 4 nodes" || bad "job ran on: $(tr '\n' ' ' <"$tmp/out")"
+
+# a good fabric + reconfigure brings the groups back
+cp "$tmp/fabric.good" "$fabric"
+timeout 20 scontrol reconfigure >/dev/null 2>&1
+i=0
+until timeout 10 scontrol show topology 2>/dev/null | grep -q '^SwitchName=.* Level=1 '; do
+	sleep 0.5
+	i=$((i + 1))
+	[ $i -lt 60 ] || break
+done
+timeout 10 scontrol show topology 2>/dev/null | grep -q '^SwitchName=.* Level=1 ' &&
+	ok "a good fabric + reconfigure: groups back" || bad "a good fabric + reconfigure: groups back"
+
+timeout 10 scontrol ping 2>&1 | grep -q 'is UP' && ok "slurmctld still up" || bad "slurmctld still up"
+if grep -h 'RaisedSignal\|Segmentation' "$dir"/log/slurmd-*.log "$log" >"$tmp/crash" 2>/dev/null && [ -s "$tmp/crash" ]; then
+	bad "a crash: $(head -1 "$tmp/crash")"
+else
+	ok "no crash"
+fi
+echo "# total $(($(date +%s) - t0)) s before teardown"
+finish
