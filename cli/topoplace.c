@@ -25,6 +25,8 @@ static const char usage[] =
 	"  draw            the fabric and its jobs as an SVG picture\n"
 	"  plan            a job's ring, trees, groups, NIC affinity and\n"
 	"                  recommended all-reduce per message size\n"
+	"  show            what Slurm jobs got: span, predicted time, why\n"
+	"  config          topoplace.conf: dump the keys, check a file\n"
 	"  help [COMMAND]  show help for a command\n"
 	"\n"
 	"Options:\n"
@@ -150,6 +152,8 @@ static const struct {
 	{"place", tp_cmd_place},       {"simulate", tp_cmd_simulate},
 	{"cost", tp_cmd_cost},         {"draw", tp_cmd_draw},
 	{"plan", tp_cmd_plan},
+	{"show", tp_cmd_show},
+	{"config", tp_cmd_config},
 };
 
 int main(int argc, char **argv)

@@ -15,6 +15,22 @@ expect 2 "discover without -o" $T discover --ibnetdiscover /dev/null
 expect 2 "generate bad kind" $T fabric generate torus -o "$tmp/x.json"
 expect 2 "generate bad number" $T fabric generate fat-tree --leaves zero -o "$tmp/x.json"
 
+# ---- topoplace.conf: the key table, its man page, a check ----
+expect 0 "config --dump" $T config --dump
+cp "$tmp/out" "$tmp/dump"
+man5="${TP_SRCDIR:-.}/doc/topoplace.conf.5"
+for k in $(sed -n 's/^#\([A-Za-z]*\)=.*/\1/p' "$tmp/dump"); do
+	grep -q "^\.BI $k=" "$man5" && ok "key $k documented in topoplace.conf(5)" ||
+		bad "key $k missing from topoplace.conf(5)"
+done
+printf 'FabricFile=/etc/slurm/fabric.json\nSwitchWait=60 Partitions=gpu,gpu2\n' >"$tmp/tp.conf"
+expect 0 "config --check good" $T config --check "$tmp/tp.conf"
+grep -q '^SwitchWait=60$' "$tmp/out" && ok "effective setting printed" || bad "effective setting: $(cat "$tmp/out")"
+printf 'FabricFile=/x\nFabric=/y\n' >"$tmp/bad.conf"
+expect 2 "config --check bad" $T config --check "$tmp/bad.conf"
+grep -q "bad.conf:2: unknown key" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+	ok "bad key named with its line" || bad "bad conf: $(cat "$tmp/err")"
+
 # ---- generated fabrics ----
 expect 0 "generate fat-tree" $T fabric generate fat-tree --leaves 4 --spines 2 --hosts-per-leaf 8 --uplinks 2 --interleave -o "$tmp/ft.json"
 $T fabric show "$tmp/ft.json" --json >"$tmp/ft.show"

@@ -1,0 +1,97 @@
+/* topoplace config: topoplace.conf from the plugins' own key table. */
+#include "config.h"
+
+#include <getopt.h>
+#include <string.h>
+
+#include "cli.h"
+#include "tp_plugin.h"
+
+static const char usage[] =
+	"Usage: topoplace config --dump\n"
+	"       topoplace config --check FILE\n"
+	"\n"
+	"topoplace.conf (beside slurm.conf) configures the Slurm plugins; see\n"
+	"topoplace.conf(5).\n"
+	"  --dump        every key with its type, default, range and meaning, as\n"
+	"                a commented file of defaults (the table the plugins use)\n"
+	"  --check FILE  parse FILE as the plugins do: exit 0 and print the\n"
+	"                effective settings, or one line FILE:LINE: error, exit 2\n";
+
+static const char *type_name(tp_pconf_type_t t)
+{
+	switch (t) {
+	case TP_PCONF_STRING: return "path";
+	case TP_PCONF_BOOL: return "yes|no";
+	case TP_PCONF_UINT: return "integer";
+	case TP_PCONF_LIST: return "list";
+	}
+	return "?";
+}
+
+static void dump_table(void)
+{
+	printf("# topoplace.conf - keys, defaults and meaning (topoplace.conf(5))\n");
+	for (size_t i = 0; i < tp_pconf_nkeys(); i++) {
+		const tp_pconf_key_t *k = tp_pconf_key(i);
+		printf("\n# %s (%s", k->name, type_name(k->type));
+		if (k->type == TP_PCONF_UINT)
+			printf(", %u..%u", k->min, k->max);
+		printf("): %s\n", k->doc);
+		if (k->def)
+			printf("#%s=%s\n", k->name, k->def);
+		else
+			printf("#%s=\n", k->name);
+	}
+}
+
+int tp_cmd_config(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"dump", no_argument, NULL, 'd'},
+		{"check", required_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *check = NULL;
+	bool dump = false;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': dump = true; break;
+		case 'c': check = optarg; break;
+		case 'h': fputs(usage, stdout); return TP_EXIT_OK;
+		default: fputs(usage, stderr); return TP_EXIT_INPUT;
+		}
+	}
+	if (optind < argc || dump == (check != NULL)) {
+		tp_cli_err("config: give --dump or --check FILE (see --help)");
+		return TP_EXIT_INPUT;
+	}
+	if (dump) {
+		dump_table();
+		return TP_EXIT_OK;
+	}
+	tp_pconf_t conf;
+	char *msg = NULL, *text;
+	tp_pconf_defaults(&conf);
+	tp_err_t err = tp_pconf_load(check, &conf, &msg);
+	if (err) {
+		if (err == TP_ERR_NOTFOUND && !msg)
+			tp_cli_err("%s: no such file", check);
+		else
+			tp_cli_err("%s", msg ? msg : tp_strerror(err));
+		tp_free(msg);
+		tp_pconf_free(&conf);
+		return tp_cli_exit_code(err);
+	}
+	text = tp_pconf_dump(&conf);
+	tp_pconf_free(&conf);
+	if (!text)
+		return TP_EXIT_FAIL;
+	fputs(text, stdout);
+	tp_free(text);
+	return TP_EXIT_OK;
+}
