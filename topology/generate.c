@@ -201,7 +201,9 @@ static tp_err_t gen_finish(gen_t *g, const char *what, tp_err_t err,
 	if (err) {
 		if (err == TP_ERR_NOMEM)
 			tp__log(TP_LOG_ERROR, "%s: out of memory", what);
-		else
+		else if (*tp_fabric_error(g->f))
+			/* a builder failure; range errors were logged where
+			 * they were found */
 			tp__log(TP_LOG_ERROR, "%s: %s", what,
 				tp_fabric_error(g->f));
 		tp_fabric_destroy(g->f);

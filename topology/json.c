@@ -342,8 +342,11 @@ static tp_err_t load_nodes(loader_t *ld, uint32_t arr, bool sw)
 			return lfail(ld, TP_ERR_PARSE, "%s[%d].guid: expected a hex GUID string", what, i);
 		if (!desc)
 			return lfail(ld, TP_ERR_PARSE, "%s[%d].desc: expected a string", what, i);
-		if (!get_int(d, o, "ports", 0, 255, &ports))
-			return lfail(ld, TP_ERR_PARSE, "%s[%d].ports: expected an integer 0..255", what, i);
+		/* generated fabrics may hold logical switches wider than IB's
+		 * 8-bit port numbers (a director as one node, a big spine for
+		 * a scale study); the ibsim writer refuses those */
+		if (!get_int(d, o, "ports", 0, 65535, &ports))
+			return lfail(ld, TP_ERR_PARSE, "%s[%d].ports: expected an integer 0..65535", what, i);
 		if (!get_int(d, o, "subnet", 0, ld->f->nsubnets - 1, &subnet))
 			return lfail(ld, TP_ERR_PARSE, "%s[%d].subnet: expected an integer 0..%d", what, i, ld->f->nsubnets - 1);
 		size_t before = sw ? ld->f->nsw : ld->f->nca;
@@ -380,7 +383,7 @@ static bool parse_ref(const loader_t *ld, uint32_t r, tp_node_kind_t *k,
 	else
 		return false;
 	size_t lim = *k == TP_NODE_SWITCH ? ld->f->nsw : ld->f->nca;
-	if (!lim || !int_of(d, b, 0, (long)lim - 1, &n) || !int_of(d, c, 0, 255, &p))
+	if (!lim || !int_of(d, b, 0, (long)lim - 1, &n) || !int_of(d, c, 0, 65535, &p))
 		return false;
 	*node = (uint32_t)n;
 	*port = (int)p;

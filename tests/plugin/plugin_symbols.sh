@@ -29,4 +29,9 @@ check topology_topoplace.so plugin_name plugin_type plugin_version init fini \
 	topo_build_config topo_generate_node_ranking topo_get_node_addr
 check job_submit_topoplace.so plugin_name plugin_type plugin_version init fini \
 	job_submit job_modify
+if [ -f "$dir/spank_topoplace.so" ]; then
+	check spank_topoplace.so plugin_name plugin_type plugin_version \
+		spank_plugin_version slurm_spank_init slurm_spank_init_post_opt \
+		slurm_spank_task_init slurm_spank_exit slurm_spank_job_epilog
+fi
 exit $fail

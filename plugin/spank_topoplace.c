@@ -1,0 +1,843 @@
+/*
+ * spank_topoplace: at step start, the plan for the hosts the step got,
+ * in a job-private file, plus the environment that points the job's
+ * processes at it (public <slurm/spank.h> only).
+ *
+ * plugstack.conf:
+ *   optional /path/spank_topoplace.so fabric=PATH | conf=PATH
+ *            [basedir=DIR] [mode=auto|off|verbose] [topodir=DIR]
+ * fabric= names the fabric JSON, conf= a topoplace.conf whose FabricFile
+ * does; basedir (default /run/topoplace) holds one directory per job, "%h"
+ * in it is this host's hostname (for several slurmd on one machine);
+ * topodir holds NCCL topology files as <host>.xml. Users override the
+ * mode with srun/sbatch --topoplace=auto|off|verbose.
+ *
+ * Environment of every task of an srun step (never of the batch script):
+ *   TOPOPLACE_PLAN        the plan file (topoplace-plan/1 JSON)
+ *   TOPOPLACE_NODE_RANK   this host's position in the plan's ring
+ *   TOPOPLACE_RANK        global rank in plan order: the tasks of the
+ *                         hosts before this one in the ring (the step's
+ *                         real layout, SLURM_STEP_TASKS_PER_NODE) plus
+ *   TOPOPLACE_LOCAL_RANK  the task's local id on this host
+ *   TOPOPLACE_WORLD_SIZE  the step's task count
+ *   NCCL_IB_HCA           "=dev,dev,...": this host's HCAs in rail order,
+ *                         exact names ("mlx5_1" alone would also match
+ *                         mlx5_10..mlx5_17)
+ *   NCCL_CROSS_NIC        0 on a rail-optimized fabric (rails > 1: a
+ *                         ring or tree must stay on its rail); 1 when the
+ *                         host has several HCAs on one fat tree (any NIC
+ *                         reaches any peer alike); unset with one HCA
+ *   NCCL_TOPO_FILE        topodir/<host>.xml when that file is an NCCL
+ *                         topology (<system> root); an hwloc XML is not
+ *                         converted
+ * A variable already in the step's environment is kept (one info line).
+ *
+ * Notes:
+ * - Remote context only. The plan is built in init_post_opt, which
+ *   slurmstepd calls as root before it drops privileges and forks the
+ *   tasks: the directory can be made and chowned, and spank_setenv there
+ *   reaches every task. Per-task ranks are set in task_init, inside each
+ *   task's process just before exec.
+ * - The batch step (and extern/interactive steps) is skipped: srun copies
+ *   the batch script's environment into its steps, where per-node values
+ *   of the batch host would then pass for the user's own.
+ * - SLURMD_NODENAME is not in a step's environment at this point; this
+ *   host is the S_JOB_NODEID-th name of SLURM_STEP_NODELIST.
+ * - Files: basedir is root's (created 0755 when missing; refused when a
+ *   symlink, not root's, or writable by others); basedir/job<ID> is made
+ *   by root, then owned by the job's user, 0700; plan-step<STEP>.json in
+ *   it 0600, the user's. Everything below basedir goes through directory
+ *   descriptors with O_NOFOLLOW, and the file with O_CREAT|O_EXCL, so a
+ *   link planted by the user is never followed. The step's file goes at
+ *   step exit, the directory with the last step; the job epilog sweeps
+ *   what a crashed step left (our file names only).
+ * - Never fails or delays a job: every callback returns 0; any problem
+ *   is one slurmd log line and the environment is left as it was.
+ * - Option callbacks may run more than once: they only store the value.
+ *   A bad --topoplace value is refused by srun/sbatch (local context,
+ *   before anything is submitted); in slurmstepd it is ignored.
+ * - The plan file's own ranks are the step's when every host runs the
+ *   same number of tasks, at most its GPUs (gpus_per_host = that count);
+ *   otherwise it holds one rank per GPU and only TOPOPLACE_RANK follows
+ *   the step's layout.
+ * - Cost per node and step: reading the fabric JSON (dominant: 40-50 ms for
+ *   a 1,024-host 8-rail fabric of 2.7 MB on the 2-core test box, ~1 ms
+ *   for 8 hosts) plus the plan without predictions (~1 ms at 1,024).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#pragma GCC visibility push(default)
+#include <slurm/spank.h>
+SPANK_PLUGIN(topoplace, 1);
+#pragma GCC visibility pop
+
+#include "tp_plugin.h"
+#include "tp_runtime.h"
+
+#define TP_EXPORT __attribute__((visibility("default")))
+
+/* slurm.h's: step ids above this are batch, extern, interactive, ... */
+#define MAX_NORMAL_STEP_ID 0xfffffff0u
+#define DEFAULT_BASEDIR	   "/run/topoplace"
+#define PLUGIN		   "spank/topoplace"
+
+enum mode { MODE_AUTO = 0, MODE_OFF = 1, MODE_VERBOSE = 2 };
+
+/* plugstack.conf arguments, parsed in slurm_spank_init */
+static struct {
+	bool ok;
+	const char *fabric;
+	const char *conf;
+	const char *basedir;
+	const char *topodir;
+	int mode;
+} args;
+
+/* --topoplace, -1 when not given */
+static int user_mode = -1;
+
+/* What init_post_opt left for task_init and exit (one step per process). */
+static struct {
+	bool active;
+	bool keep_rank, keep_local;
+	bool verbose;
+	uint32_t rank_base;
+	uint32_t jobid, stepid;
+	bool wrote;
+	char *summary;
+} cur;
+
+static int parse_mode(const char *s)
+{
+	if (!s || !strcmp(s, "auto"))
+		return MODE_AUTO;
+	if (!strcmp(s, "off"))
+		return MODE_OFF;
+	if (!strcmp(s, "verbose"))
+		return MODE_VERBOSE;
+	return -1;
+}
+
+static int opt_cb(int val, const char *optarg, int remote)
+{
+	int m = parse_mode(optarg);
+
+	if (m < 0) {
+		if (remote) /* never fails a job: the default applies */
+			return 0;
+		slurm_error("--topoplace=%s: expected auto, off or verbose",
+			    optarg);
+		return -1;
+	}
+	user_mode = m;
+	return 0;
+}
+
+static struct spank_option topoplace_opt = {
+    .name = "topoplace",
+    .arginfo = "auto|off|verbose",
+    .usage = "topology-aware plan and NCCL settings at step start "
+	     "(verbose: print them on each node's first task)",
+    .has_arg = 2,
+    .val = 0,
+    .cb = opt_cb,
+};
+
+/* The core's messages: debug only, the adapter logs the one line. */
+static void log_sink(tp_log_level_t level, const char *msg, void *arg)
+{
+	slurm_debug("%s: %s", PLUGIN, msg);
+}
+
+static bool parse_args(int ac, char **av)
+{
+	args.mode = MODE_AUTO;
+	args.basedir = DEFAULT_BASEDIR;
+	for (int i = 0; i < ac; i++) {
+		const char *a = av[i];
+
+		if (!strncmp(a, "fabric=", 7) && a[7])
+			args.fabric = a + 7;
+		else if (!strncmp(a, "conf=", 5) && a[5])
+			args.conf = a + 5;
+		else if (!strncmp(a, "basedir=", 8) && a[8] == '/')
+			args.basedir = a + 8;
+		else if (!strncmp(a, "topodir=", 8) && a[8])
+			args.topodir = a + 8;
+		else if (!strncmp(a, "mode=", 5) && parse_mode(a + 5) >= 0)
+			args.mode = parse_mode(a + 5);
+		else {
+			slurm_error("%s: plugstack.conf: bad argument '%s' "
+				    "(fabric=PATH conf=PATH basedir=/DIR "
+				    "mode=auto|off|verbose topodir=DIR): "
+				    "inactive",
+				    PLUGIN, a);
+			return false;
+		}
+	}
+	if (!args.fabric == !args.conf) {
+		slurm_error("%s: plugstack.conf: give one of fabric= and "
+			    "conf=: inactive",
+			    PLUGIN);
+		return false;
+	}
+	return true;
+}
+
+TP_EXPORT int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	spank_context_t ctx = spank_context();
+
+	if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR ||
+	    ctx == S_CTX_REMOTE) {
+		if (spank_option_register(sp, &topoplace_opt) != ESPANK_SUCCESS)
+			slurm_error("%s: cannot register --topoplace", PLUGIN);
+	}
+	if (ctx == S_CTX_REMOTE) {
+		tp_log_set(log_sink, NULL);
+		args.ok = parse_args(ac, av);
+	}
+	return ESPANK_SUCCESS;
+}
+
+/* ---- environment --------------------------------------------------------- */
+
+/* A job environment variable into a new string (NULL: unset or error). */
+static char *getenv_dup(spank_t sp, const char *name)
+{
+	size_t len = 4096;
+
+	for (;;) {
+		char *buf = malloc(len);
+		spank_err_t rc;
+
+		if (!buf)
+			return NULL;
+		rc = spank_getenv(sp, name, buf, (int)len);
+		if (rc == ESPANK_SUCCESS)
+			return buf;
+		free(buf);
+		if (rc != ESPANK_NOSPACE || len >= (64u << 20))
+			return NULL;
+		len *= 2;
+	}
+}
+
+static bool env_has(spank_t sp, const char *name)
+{
+	char c[1];
+	spank_err_t rc = spank_getenv(sp, name, c, sizeof(c));
+
+	return rc == ESPANK_SUCCESS || rc == ESPANK_NOSPACE;
+}
+
+/* "4(x2),2,1" into counts[0..n); false when it does not cover n hosts. */
+static bool parse_tasks_per_node(const char *s, uint32_t *counts, size_t n)
+{
+	size_t i = 0;
+
+	while (*s) {
+		char *end;
+		unsigned long c = strtoul(s, &end, 10), rep = 1;
+
+		if (end == s)
+			return false;
+		s = end;
+		if (s[0] == '(' && s[1] == 'x') {
+			rep = strtoul(s + 2, &end, 10);
+			if (end == s + 2 || *end != ')' || !rep)
+				return false;
+			s = end + 1;
+		}
+		if (rep > n - i || c > UINT32_MAX)
+			return false;
+		while (rep--)
+			counts[i++] = (uint32_t)c;
+		if (*s == ',')
+			s++;
+		else if (*s)
+			return false;
+	}
+	return i == n;
+}
+
+/* ---- the job directory ------------------------------------------------- */
+
+/* args.basedir with %h expanded, once per process ("" when too long). */
+static const char *basedir(void)
+{
+	static char buf[4096];
+	static bool done;
+	char host[256] = "";
+	size_t o = 0;
+
+	if (done)
+		return buf;
+	done = true;
+	if (gethostname(host, sizeof(host) - 1) < 0)
+		host[0] = '\0';
+	for (const char *p = args.basedir; *p; p++) {
+		const char *add = p;
+		size_t len = 1;
+
+		if (p[0] == '%' && p[1] == 'h') {
+			add = host;
+			len = strlen(host);
+			p++;
+		} else if (p[0] == '%' && p[1] == '%') {
+			p++;
+		}
+		if (o + len >= sizeof(buf)) {
+			buf[0] = '\0';
+			return buf;
+		}
+		memcpy(buf + o, add, len);
+		o += len;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+/* basedir, made when missing; must be root's and not writable by others. */
+static int open_base(bool create, char *why, size_t whylen)
+{
+	const char *dir = basedir();
+	struct stat st;
+	int fd;
+
+	if (create && mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		snprintf(why, whylen, "mkdir %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why, whylen, "%s: %s", dir,
+			 errno == ELOOP ? "a symlink" : strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 022)) {
+		snprintf(why, whylen,
+			 "%s: not root's or writable by others: refused", dir);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* basedir/job<ID>: made by root, then the user's, 0700. */
+static int open_jobdir(int base, uint32_t jobid, uid_t uid, gid_t gid,
+		       char *why, size_t whylen)
+{
+	char name[32];
+	struct stat st;
+	int fd;
+
+	snprintf(name, sizeof(name), "job%u", jobid);
+	if (mkdirat(base, name, 0700) < 0 && errno != EEXIST) {
+		snprintf(why, whylen, "mkdir %s/%s: %s", basedir(), name,
+			 strerror(errno));
+		return -1;
+	}
+	fd =
+	    openat(base, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why, whylen, "%s/%s: %s", basedir(), name,
+			 errno == ELOOP || errno == ENOTDIR
+			     ? "not a directory: refused"
+			     : strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0 || (st.st_uid != 0 && st.st_uid != uid)) {
+		snprintf(why, whylen, "%s/%s: owned by uid %u: refused",
+			 basedir(), name, (unsigned)st.st_uid);
+		close(fd);
+		return -1;
+	}
+	if ((st.st_uid != uid || st.st_gid != gid) &&
+	    fchown(fd, uid, gid) < 0) {
+		snprintf(why, whylen, "chown %s/%s: %s", basedir(), name,
+			 strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if ((st.st_mode & 07777) != 0700 && fchmod(fd, 0700) < 0) {
+		snprintf(why, whylen, "chmod %s/%s: %s", basedir(), name,
+			 strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static bool write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t w = write(fd, buf, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		buf += w;
+		len -= (size_t)w;
+	}
+	return true;
+}
+
+/* The plan as basedir/job<ID>/plan-step<STEP>.json, the user's, 0600.
+ * A concurrent step's exit may remove the (empty) directory between our
+ * mkdir and create: ENOENT is retried. */
+static bool write_plan(uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gid,
+		       const char *json, char *path, size_t pathlen, char *why,
+		       size_t whylen)
+{
+	char name[48];
+
+	snprintf(name, sizeof(name), "plan-step%u.json", stepid);
+	for (int attempt = 0; attempt < 3; attempt++) {
+		int base = open_base(true, why, whylen), dir, fd;
+		bool ok;
+
+		if (base < 0)
+			return false;
+		dir = open_jobdir(base, jobid, uid, gid, why, whylen);
+		close(base);
+		if (dir < 0)
+			return false;
+		fd = openat(
+		    dir, name,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 && errno == EEXIST) {
+			/* a requeued job's leftover (or a planted link:
+			 * unlinkat removes the link, not its target) */
+			unlinkat(dir, name, 0);
+			fd = openat(dir, name,
+				    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+					O_CLOEXEC,
+				    0600);
+		}
+		if (fd < 0) {
+			int e = errno;
+
+			close(dir);
+			snprintf(why, whylen, "create %s/job%u/%s: %s",
+				 basedir(), jobid, name, strerror(e));
+			if (e == ENOENT)
+				continue;
+			return false;
+		}
+		ok = write_all(fd, json, strlen(json)) &&
+		     fchown(fd, uid, gid) == 0 && fchmod(fd, 0600) == 0;
+		if (close(fd) < 0)
+			ok = false;
+		if (!ok) {
+			snprintf(why, whylen, "write %s/job%u/%s: %s",
+				 basedir(), jobid, name, strerror(errno));
+			unlinkat(dir, name, 0);
+			close(dir);
+			return false;
+		}
+		close(dir);
+		snprintf(path, pathlen, "%s/job%u/%s", basedir(), jobid, name);
+		return true;
+	}
+	return false;
+}
+
+static bool our_file(const char *name)
+{
+	unsigned step;
+	int n = 0;
+
+	return sscanf(name, "plan-step%u.json%n", &step, &n) == 1 &&
+	       name[n] == '\0';
+}
+
+/* Remove our files (one step's, or all with stepid == UINT32_MAX) and the
+ * job directory when that leaves it empty. Files the user put there stay,
+ * and so does the directory then. */
+static void remove_plan(uint32_t jobid, uint32_t stepid)
+{
+	char why[256], jname[32];
+	int base = open_base(false, why, sizeof(why)), dir;
+
+	if (base < 0)
+		return;
+	snprintf(jname, sizeof(jname), "job%u", jobid);
+	dir = openat(base, jname,
+		     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir >= 0) {
+		if (stepid != UINT32_MAX) {
+			char name[48];
+
+			snprintf(name, sizeof(name), "plan-step%u.json",
+				 stepid);
+			unlinkat(dir, name, 0);
+		} else {
+			int dup_fd = dup(dir);
+			DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+			struct dirent *e;
+
+			if (!d && dup_fd >= 0)
+				close(dup_fd);
+			while (d && (e = readdir(d)))
+				if (our_file(e->d_name))
+					unlinkat(dir, e->d_name, 0);
+			if (d)
+				closedir(d);
+		}
+		close(dir);
+		if (unlinkat(base, jname, AT_REMOVEDIR) < 0 &&
+		    errno != ENOTEMPTY && errno != EEXIST && errno != ENOENT)
+			slurm_debug("%s: rmdir %s/%s: %s", PLUGIN, basedir(),
+				    jname, strerror(errno));
+	}
+	close(base);
+}
+
+/* ---- step start ------------------------------------------------------------
+ */
+
+/* topodir/<host>.xml when it is an NCCL topology file (root <system>). */
+static char *nccl_topo_file(const char *host)
+{
+	char head[4096], *path;
+	ssize_t n;
+	int fd;
+
+	if (!args.topodir ||
+	    !(path = tp_asprintf("%s/%s.xml", args.topodir, host)))
+		return NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, head, sizeof(head) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n > 0) {
+		head[n] = '\0';
+		if (strstr(head, "<system"))
+			return path;
+		slurm_debug("%s: %s is not an NCCL topology file (an hwloc "
+			    "XML is not converted): NCCL_TOPO_FILE not set",
+			    PLUGIN, path);
+	}
+	tp_free(path);
+	return NULL;
+}
+
+typedef struct env_var {
+	const char *name;
+	char *value; /* NULL: not set */
+} env_var_t;
+
+static long msec_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (t1.tv_sec - t0->tv_sec) * 1000L +
+	       (t1.tv_nsec - t0->tv_nsec) / 1000000L;
+}
+
+/* Everything up to the first setenv may fail (one log line, nothing set);
+ * the environment is only touched once the plan file is in place. */
+static void step_start(spank_t sp, bool verbose)
+{
+	uint32_t jobid = 0, stepid = 0, nodeid = 0, ntasks = 0;
+	uid_t uid;
+	gid_t gid;
+	char *nodelist = NULL, *tpn = NULL, *json = NULL, *msg = NULL;
+	char **names = NULL, why[512] = "", path[4096], kept[256] = "";
+	const char *fabric_path = args.fabric, *me;
+	size_t n = 0, world = 0;
+	uint32_t *counts = NULL, base = 0, myrank = TP_PLAN_NONE;
+	tp_pconf_t conf;
+	tp_fabric_t *f = NULL;
+	tp_plan_t *plan = NULL;
+	tp_plan_opts_t opts;
+	const tp_plan_host_t *ph;
+	struct timespec t0;
+	tp_err_t err;
+	env_var_t env[6];
+	size_t nenv = 0;
+	tp_strbuf_t hca = {0};
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	memset(&conf, 0, sizeof(conf));
+	if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_NODEID, &nodeid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) !=
+		ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
+		slurm_error("%s: job items not available: environment "
+			    "unchanged",
+			    PLUGIN);
+		return;
+	}
+	if (stepid > MAX_NORMAL_STEP_ID)
+		return; /* batch, extern, interactive: see the notes */
+
+	if (!(nodelist = getenv_dup(sp, "SLURM_STEP_NODELIST"))) {
+		snprintf(why, sizeof(why), "no SLURM_STEP_NODELIST");
+		goto fail;
+	}
+	if ((err = tp_hostlist_expand(nodelist, &names, &n)) || !n ||
+	    nodeid >= n) {
+		snprintf(why, sizeof(why),
+			 "SLURM_STEP_NODELIST %.200s: %s (node id %u)",
+			 nodelist, err ? tp_strerror(err) : "too short",
+			 nodeid);
+		goto fail;
+	}
+	me = names[nodeid];
+	if (!(counts = tp_calloc(n, sizeof(*counts))) ||
+	    !(tpn = getenv_dup(sp, "SLURM_STEP_TASKS_PER_NODE")) ||
+	    !parse_tasks_per_node(tpn, counts, n)) {
+		snprintf(why, sizeof(why),
+			 "SLURM_STEP_TASKS_PER_NODE '%.100s' does not cover "
+			 "%zu hosts",
+			 tpn ? tpn : "", n);
+		goto fail;
+	}
+
+	if (args.conf) {
+		if ((err = tp_pconf_load(args.conf, &conf, &msg))) {
+			snprintf(why, sizeof(why), "%s",
+				 msg ? msg : tp_strerror(err));
+			goto fail;
+		}
+		if (!(fabric_path = conf.fabric_file)) {
+			snprintf(why, sizeof(why), "%s: no FabricFile",
+				 args.conf);
+			goto fail;
+		}
+	}
+	if ((err = tp_fabric_load_json(fabric_path, &f, &msg))) {
+		if (msg) /* names the file */
+			snprintf(why, sizeof(why), "fabric %s", msg);
+		else
+			snprintf(why, sizeof(why), "fabric %s: %s", fabric_path,
+				 tp_strerror(err));
+		goto fail;
+	}
+
+	/* Uniform tasks per node up to the GPUs: the plan's ranks are the
+	 * step's; otherwise the plan keeps one rank per GPU and
+	 * TOPOPLACE_RANK still follows the step's real layout. */
+	tp_plan_opts_defaults(&opts);
+	opts.predict = false;
+	opts.gpus_per_host = counts[0] <= INT32_MAX ? (int)counts[0] : 0;
+	for (size_t i = 1; i < n; i++)
+		if (counts[i] != counts[0])
+			opts.gpus_per_host = 0;
+	err = tp_plan_build(f, NULL, (const char *const *)names, n, &opts,
+			    &plan, &msg);
+	if (err == TP_ERR_RANGE && opts.gpus_per_host) {
+		tp_free(msg);
+		msg = NULL;
+		opts.gpus_per_host = 0;
+		err = tp_plan_build(f, NULL, (const char *const *)names, n,
+				    &opts, &plan, &msg);
+	}
+	if (err) {
+		snprintf(why, sizeof(why), "plan for %.200s: %s", nodelist,
+			 msg ? msg : tp_strerror(err));
+		goto fail;
+	}
+	/* TOPOPLACE_RANK base: the tasks of the hosts before us in the ring.
+	 * Hosts are few per step; a linear match keeps this simple. */
+	for (size_t r = 0; r < n; r++) {
+		const char *name = tp_plan_host(plan, r)->name;
+		size_t i = 0;
+
+		while (i < n && strcmp(names[i], name))
+			i++;
+		if (i == n) {
+			snprintf(why, sizeof(why), "plan host %s not in step",
+				 name);
+			goto fail;
+		}
+		if (i == nodeid)
+			base = (uint32_t)world;
+		world += counts[i];
+	}
+	if (world != ntasks) {
+		snprintf(why, sizeof(why),
+			 "SLURM_STEP_TASKS_PER_NODE '%.100s' gives %zu tasks, "
+			 "the step has %u",
+			 tpn, world, ntasks);
+		goto fail;
+	}
+	myrank = tp_plan_rank_of(plan, me);
+	ph = tp_plan_host(plan, myrank);
+	if (!ph) {
+		snprintf(why, sizeof(why), "%s not in its own plan", me);
+		goto fail;
+	}
+	if ((err = tp_plan_to_json(plan, &json))) {
+		snprintf(why, sizeof(why), "plan JSON: %s", tp_strerror(err));
+		goto fail;
+	}
+	if (!write_plan(jobid, stepid, uid, gid, json, path, sizeof(path), why,
+			sizeof(why)))
+		goto fail;
+	cur.wrote = true;
+	cur.jobid = jobid;
+	cur.stepid = stepid;
+
+	/* ---- from here on: set, never fail ---- */
+	for (int r = 0; r < tp_plan_nrails(plan); r++)
+		if (ph->hcas[r])
+			tp_strbuf_printf(&hca, "%s%s", hca.len ? "," : "=",
+					 ph->hcas[r]);
+	env[nenv++] = (env_var_t){"TOPOPLACE_PLAN", tp_strdup(path)};
+	env[nenv++] = (env_var_t){"TOPOPLACE_NODE_RANK",
+				  tp_asprintf("%u", ph->node_rank)};
+	env[nenv++] =
+	    (env_var_t){"TOPOPLACE_WORLD_SIZE", tp_asprintf("%zu", world)};
+	env[nenv++] =
+	    (env_var_t){"NCCL_IB_HCA", hca.failed || !hca.len ? NULL : hca.buf};
+	if (env[nenv - 1].value)
+		hca.buf = NULL; /* else freed at out: */
+	env[nenv++] = (env_var_t){
+	    "NCCL_CROSS_NIC",
+	    tp_fabric_rails(f) > 1
+		? tp_strdup("0")
+		: (tp_plan_nrails(plan) > 1 ? tp_strdup("1") : NULL)};
+	env[nenv++] = (env_var_t){"NCCL_TOPO_FILE", nccl_topo_file(me)};
+	for (size_t i = 0; i < nenv; i++) {
+		if (!env[i].value)
+			continue;
+		if (env_has(sp, env[i].name)) {
+			size_t l = strlen(kept);
+			snprintf(kept + l, sizeof(kept) - l, "%s%s",
+				 l ? "," : "", env[i].name);
+			continue;
+		}
+		if (spank_setenv(sp, env[i].name, env[i].value, 1) !=
+		    ESPANK_SUCCESS)
+			slurm_debug("%s: setenv %s failed", PLUGIN,
+				    env[i].name);
+	}
+	cur.keep_rank = env_has(sp, "TOPOPLACE_RANK");
+	cur.keep_local = env_has(sp, "TOPOPLACE_LOCAL_RANK");
+	if (cur.keep_rank || cur.keep_local) {
+		size_t l = strlen(kept);
+		snprintf(kept + l, sizeof(kept) - l, "%s%s%s", l ? "," : "",
+			 cur.keep_rank ? "TOPOPLACE_RANK" : "",
+			 cur.keep_local
+			     ? (cur.keep_rank ? ",TOPOPLACE_LOCAL_RANK"
+					      : "TOPOPLACE_LOCAL_RANK")
+			     : "");
+	}
+	if (kept[0])
+		slurm_info("%s: job %u step %u: kept the job's own %s", PLUGIN,
+			   jobid, stepid, kept);
+	cur.active = true;
+	cur.rank_base = base;
+	cur.verbose = verbose;
+	if (verbose)
+		cur.summary = tp_asprintf(
+		    "topoplace: %s node %u/%zu ranks %u.. world %zu plan "
+		    "%s NCCL_IB_HCA=%s NCCL_CROSS_NIC=%s (%ld ms)",
+		    me, ph->node_rank, n, base, world, path,
+		    env[3].value ? env[3].value : "-",
+		    env[4].value ? env[4].value : "-", msec_since(&t0));
+	slurm_debug("%s: job %u step %u: %s node rank %u, plan %s in %ld ms",
+		    PLUGIN, jobid, stepid, me, ph->node_rank, path,
+		    msec_since(&t0));
+	for (size_t i = 0; i < nenv; i++)
+		tp_free(env[i].value);
+	goto out;
+
+fail:
+	slurm_error("%s: job %u step %u: %s: environment unchanged", PLUGIN,
+		    jobid, stepid, why);
+out:
+	tp_free(hca.buf);
+	tp_free(json);
+	tp_free(msg);
+	tp_plan_destroy(plan);
+	tp_fabric_destroy(f);
+	tp_pconf_free(&conf);
+	tp_free(counts);
+	free(tpn);
+	free(nodelist);
+	if (names)
+		tp_hostlist_free(names, n);
+}
+
+TP_EXPORT int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
+{
+	int mode;
+
+	if (spank_context() != S_CTX_REMOTE || !args.ok)
+		return ESPANK_SUCCESS;
+	mode = user_mode >= 0 ? user_mode : args.mode;
+	if (mode != MODE_OFF)
+		step_start(sp, mode == MODE_VERBOSE);
+	return ESPANK_SUCCESS;
+}
+
+/* In each task's process, after fork, before exec. */
+TP_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+	int local;
+	char buf[16];
+
+	if (!cur.active || spank_context() != S_CTX_REMOTE ||
+	    spank_get_item(sp, S_TASK_ID, &local) != ESPANK_SUCCESS ||
+	    local < 0)
+		return ESPANK_SUCCESS;
+	if (!cur.keep_rank) {
+		snprintf(buf, sizeof(buf), "%u",
+			 cur.rank_base + (uint32_t)local);
+		spank_setenv(sp, "TOPOPLACE_RANK", buf, 1);
+	}
+	if (!cur.keep_local) {
+		snprintf(buf, sizeof(buf), "%d", local);
+		spank_setenv(sp, "TOPOPLACE_LOCAL_RANK", buf, 1);
+	}
+	if (cur.verbose && local == 0 && cur.summary)
+		fprintf(stderr, "%s\n", cur.summary);
+	return ESPANK_SUCCESS;
+}
+
+/* slurmstepd, as root again, after the step's tasks are gone. */
+TP_EXPORT int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+	if (spank_context() != S_CTX_REMOTE)
+		return ESPANK_SUCCESS;
+	if (cur.wrote)
+		remove_plan(cur.jobid, cur.stepid);
+	tp_free(cur.summary);
+	memset(&cur, 0, sizeof(cur));
+	return ESPANK_SUCCESS;
+}
+
+/* A private slurmstepd of slurmd's, on every node of the job at its end:
+ * what a crashed step left. slurm_spank_init is not called there (22.05
+ * calls job_epilog alone), so the arguments are parsed here. */
+TP_EXPORT int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
+{
+	uint32_t jobid;
+
+	tp_log_set(log_sink, NULL);
+	if (!parse_args(ac, av) ||
+	    spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS)
+		return ESPANK_SUCCESS;
+	remove_plan(jobid, UINT32_MAX);
+	return ESPANK_SUCCESS;
+}

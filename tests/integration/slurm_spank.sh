@@ -1,0 +1,300 @@
+#!/bin/sh
+# spank_topoplace in a real mini-cluster (contrib/slurm-cluster.sh, Slurm
+# 22.05: munged, slurmctld, 8 slurmd in network namespaces, 4 fake GPUs
+# each) with topology/topoplace, on the default interleaved fabric (odd
+# hosts on leaf01, even on leaf02), jobs run by a non-root user (tpuser,
+# created when absent):
+#   - every task of an 8-node srun step sees TOPOPLACE_PLAN/RANK/
+#     LOCAL_RANK/WORLD_SIZE/NODE_RANK and NCCL_IB_HCA; the batch script
+#     itself sees none of them
+#   - the plan file is the user's, 0600, in a 0700 directory of the user;
+#     its ring is `topoplace plan --json`'s for the job's nodes
+#   - SLURM_PROCID follows the fabric (topology plugin), and TOPOPLACE_RANK
+#     equals it
+#   - a user-set NCCL_IB_HCA survives (and slurmd says it was kept);
+#     --topoplace=off sets nothing; --topoplace=bogus is refused by srun;
+#     --topoplace=verbose prints one line per node
+#   - a planted symlink in place of the job directory is refused, the job
+#     runs; with the fabric file removed the job runs, untouched, and each
+#     slurmd logs one line
+#   - job directories are gone after the jobs
+# Needs root, the Slurm packages, the built SPANK and topology plugins;
+# exit 77 if not. Network and port: TP_SPANK_NET (10.202.0), TP_SPANK_PORT
+# (7017), so it runs beside the other mini-cluster tests.
+. "$(dirname "$0")/lib.sh"
+
+[ "$(id -u)" -eq 0 ] || skip_all "needs root (network namespaces)"
+for b in munged slurmctld slurmd srun sbatch scontrol sinfo squeue ip unshare runuser; do
+	command -v $b >/dev/null 2>&1 || skip_all "$b not installed (contrib/install-slurm.sh)"
+done
+unshare --net --uts true 2>/dev/null || skip_all "cannot create network namespaces here"
+[ -x "$TOPOPLACE" ] || skip_all "$TOPOPLACE not built"
+srcdir=${TP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+builddir=${TP_BUILDDIR:-$srcdir/build}
+PLUGIN_DIR=${TP_PLUGIN_DIR:-$builddir/plugin/.libs}
+[ -f "$PLUGIN_DIR/spank_topoplace.so" ] ||
+	skip_all "spank_topoplace.so not built in $PLUGIN_DIR (needs <slurm/spank.h>: libslurm-dev)"
+[ -f "$PLUGIN_DIR/topology_topoplace.so" ] ||
+	skip_all "topology_topoplace.so not built in $PLUGIN_DIR (configure --with-slurm-src)"
+CLUSTER=$srcdir/contrib/slurm-cluster.sh
+[ -x "$CLUSTER" ] || skip_all "$CLUSTER missing"
+NET=${TP_SPANK_NET:-10.202.0}
+PORT=${TP_SPANK_PORT:-7017}
+USER_NAME=${TP_SPANK_USER:-tpuser}
+if ! id "$USER_NAME" >/dev/null 2>&1; then
+	useradd -M -r -d /nonexistent -s /bin/sh "$USER_NAME" 2>/dev/null ||
+		skip_all "cannot create user $USER_NAME"
+fi
+uid=$(id -u "$USER_NAME")
+PLUGIN_SO=$(cd "$PLUGIN_DIR" && pwd)/spank_topoplace.so
+export TOPOPLACE
+
+# The job's user must reach the cluster directory (plans, slurm.conf) and
+# a working directory of its own.
+chmod 755 "$tmp"
+dir=$tmp/cluster
+work=$tmp/work
+mkdir -p "$work"
+chown "$USER_NAME" "$work"
+
+t0=$(date +%s)
+cleanup() {
+	t1=$(date +%s)
+	if [ -f "$dir/pids" ]; then
+		"$CLUSTER" stop --dir "$dir" >/dev/null 2>&1 || true
+		echo "# teardown $(($(date +%s) - t1)) s"
+	fi
+	if [ "$failures" -ne 0 ] && [ -d "$dir/log" ]; then
+		echo "# slurmd logs (topoplace lines, tail):"
+		grep -h 'topoplace' "$dir"/log/slurmd-node*.log 2>/dev/null | tail -n 20 | sed 's/^/#   /'
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+# basedir per "node": they share one file system here (a real node's /run
+# is its own); %h is the node's hostname.
+cat >"$tmp/plugstack.conf" <<EOF
+optional $PLUGIN_SO fabric=@DIR@/fabric.json basedir=@DIR@/tprun/%h mode=auto topodir=@DIR@/nccltopo
+EOF
+cat >"$tmp/topoplace.conf" <<'EOF'
+FabricFile=@DIR@/fabric.json
+EOF
+echo "PlugStackConfig=$dir/plugstack.conf" >"$tmp/extra.conf"
+
+echo "# $CLUSTER start --topology topoplace --nodes 8 --net $NET --port $PORT --dir $dir"
+if ! timeout 90 "$CLUSTER" start --topology topoplace --plugin-dir "$PLUGIN_DIR" \
+	--nodes 8 --gpus-per-node 4 --dir "$dir" --timeout 40 --net "$NET" --port "$PORT" \
+	--extra-file "$tmp/topoplace.conf" --extra-file "$tmp/plugstack.conf" \
+	--slurm-conf-extra "$tmp/extra.conf" >"$tmp/start.out" 2>&1; then
+	cat "$tmp/start.out"
+	bad "cluster start"
+	finish
+fi
+ok "cluster up in $(($(date +%s) - t0)) s"
+export SLURM_CONF=$dir/slurm.conf
+# munge clients of the job's user need the socket's directory (the key
+# stays root's, 0400); the per-node plan directories' parent
+chmod 755 "$dir/munge"
+mkdir -p "$dir/tprun"
+
+as_user() { (cd "$work" && runuser -u "$USER_NAME" -- "$@"); }
+wait_done() { # JOBID: wait (<= 60 s) until it left the queue
+	i=0
+	while [ $i -lt 300 ]; do
+		[ -z "$(timeout 10 squeue -h -j "$1" -o %i 2>/dev/null)" ] && return 0
+		sleep 0.2
+		i=$((i + 1))
+	done
+	return 1
+}
+jobdirs() { # JOBID: job directories left on any node
+	ls -d "$dir"/tprun/*/"job$1" 2>/dev/null | wc -l
+}
+nodelog() { # NODE: its slurmd log
+	echo "$dir/log/slurmd-$1.log"
+}
+
+# ---- one job, 8 nodes, 2 tasks each ----
+cat >"$work/job.sh" <<'EOF'
+#!/bin/sh
+echo "batch nodelist=$SLURM_JOB_NODELIST plan=${TOPOPLACE_PLAN:-unset} hca=${NCCL_IB_HCA:-unset}"
+srun -l sh -c 'echo "env $(hostname) $SLURM_PROCID ${TOPOPLACE_RANK:-x} ${TOPOPLACE_LOCAL_RANK:-x} ${TOPOPLACE_WORLD_SIZE:-x} ${TOPOPLACE_NODE_RANK:-x} ${NCCL_IB_HCA:-x} ${NCCL_CROSS_NIC:-x} ${TOPOPLACE_PLAN:-x}"
+if [ "$SLURM_LOCALID" = 0 ] && [ -n "${TOPOPLACE_PLAN:-}" ]; then
+	echo "stat $(hostname) $(stat -c "%U %a" "$TOPOPLACE_PLAN") $(stat -c "%U %a" "$(dirname "$TOPOPLACE_PLAN")")"
+	cp "$TOPOPLACE_PLAN" "plan-$(hostname).json"
+	# the job epilog sweeps our file names only: a stale plan file goes,
+	# a file of the user stays (and keeps its directory)
+	case $(hostname) in
+	node003) : >"$(dirname "$TOPOPLACE_PLAN")/plan-step99.json" ;;
+	node005) : >"$(dirname "$TOPOPLACE_PLAN")/mine.txt" ;;
+	esac
+fi'
+NCCL_IB_HCA==mlx5_7 srun -l sh -c 'echo "user $(hostname) ${NCCL_IB_HCA:-x} ${TOPOPLACE_PLAN:-x}"'
+srun -l --topoplace=off sh -c 'echo "off $(hostname) ${TOPOPLACE_PLAN:-x} ${NCCL_IB_HCA:-x}"'
+srun --topoplace=verbose -N 2 -n 2 true
+if srun --topoplace=bogus true 2>bogus.err; then echo "bogus accepted"; else echo "bogus refused"; fi
+EOF
+chmod 755 "$work/job.sh"
+j1=$(as_user timeout 10 sbatch --parsable -J a -N 8 --ntasks-per-node=2 -o "$work/a.out" "$work/job.sh")
+[ -n "$j1" ] || { bad "sbatch as $USER_NAME"; finish; }
+wait_done "$j1" && ok "job $j1 ($USER_NAME, 8 nodes x 2 tasks) finished" || bad "job $j1 finished in 60 s"
+state=$(timeout 10 scontrol show job "$j1" | tr ' ' '\n' | sed -n 's/^JobState=//p')
+[ "$state" = COMPLETED ] && ok "job $j1 COMPLETED" || bad "job $j1 state $state"
+sed -n 1p "$work/a.out" | sed 's/^/# /'
+grep -q '^batch .*plan=unset hca=unset' "$work/a.out" && ok "batch script: no TOPOPLACE_PLAN/NCCL_IB_HCA" ||
+	bad "batch script saw the variables: $(sed -n 1p "$work/a.out")"
+
+# env lines, "N: env " cut: host procid rank local world noderank hca crossnic plan
+grep ': env ' "$work/a.out" | sed 's/^ *[0-9]*: env //' | sort -k2,2n >"$tmp/env"
+n=$(wc -l <"$tmp/env")
+[ "$n" -eq 16 ] && ok "16 tasks reported" || bad "tasks reported: $n"
+missing=$(awk '$3 == "x" || $4 == "x" || $5 == "x" || $6 == "x" || $7 == "x" || $9 == "x"' "$tmp/env" | wc -l)
+[ "$missing" -eq 0 ] && ok "every task sees TOPOPLACE_PLAN/RANK/LOCAL_RANK/WORLD_SIZE/NODE_RANK and NCCL_IB_HCA" ||
+	bad "$missing task(s) miss a variable"
+awk '$5 != 16' "$tmp/env" | grep -q . && bad "TOPOPLACE_WORLD_SIZE != 16" || ok "TOPOPLACE_WORLD_SIZE = 16 everywhere"
+awk '$7 != "=mlx5_0"' "$tmp/env" | grep -q . && bad "NCCL_IB_HCA: $(cut -d' ' -f7 "$tmp/env" | sort -u | tr '\n' ' ')" ||
+	ok "NCCL_IB_HCA = =mlx5_0 (the hosts' HCA, exact match)"
+awk '$8 != "x"' "$tmp/env" | grep -q . && bad "NCCL_CROSS_NIC set with one HCA per host" ||
+	ok "NCCL_CROSS_NIC left unset (one HCA per host)"
+awk '$2 != $3' "$tmp/env" | grep -q . && bad "TOPOPLACE_RANK != SLURM_PROCID: $(awk '$2 != $3' "$tmp/env" | head -3 | tr '\n' ';')" ||
+	ok "TOPOPLACE_RANK = SLURM_PROCID for all 16 tasks"
+ranks=$(awk '$4 == 0 { printf "%s=%s ", $2, $1 }' "$tmp/env")
+echo "# SLURM_PROCID of each node's first task: $ranks"
+[ "$ranks" = "0=node001 2=node003 4=node005 6=node007 8=node002 10=node004 12=node006 14=node008 " ] &&
+	ok "SLURM_PROCID follows the fabric (leaf01's hosts, then leaf02's)" || bad "SLURM_PROCID order: $ranks"
+bad_nr=$(awk '{ if ($6 != int($2 / 2)) print }' "$tmp/env" | wc -l)
+[ "$bad_nr" -eq 0 ] && ok "TOPOPLACE_NODE_RANK = ring position" || bad "TOPOPLACE_NODE_RANK wrong on $bad_nr task(s)"
+
+# ownership and modes, seen from the tasks
+grep ': stat ' "$work/a.out" | sed 's/^ *[0-9]*: stat //' | sort >"$tmp/stat"
+sn=$(wc -l <"$tmp/stat")
+badst=$(awk -v u="$USER_NAME" '!($2 == u && $3 == 600 && $4 == u && $5 == 700)' "$tmp/stat" | wc -l)
+[ "$sn" -eq 8 ] && [ "$badst" -eq 0 ] && ok "plan file $USER_NAME 0600, directory $USER_NAME 0700 on all 8 nodes" ||
+	bad "plan ownership/modes: $(tr '\n' ';' <"$tmp/stat")"
+echo "# TOPOPLACE_PLAN on node001: $(awk '$1 == "node001" {print $9; exit}' "$tmp/env")"
+
+# the ring against topoplace plan for the job's nodes
+nodes=$(timeout 10 scontrol show job "$j1" | tr ' ' '\n' | sed -n 's/^NodeList=//p')
+"$TOPOPLACE" plan --fabric "$dir/fabric.json" --nodes "$nodes" --json >"$tmp/plan.json" 2>"$tmp/err"
+want=$(jq -c .ring "$tmp/plan.json")
+echo "# topoplace plan --nodes $nodes: ring $want"
+same=0
+for f in "$work"/plan-node*.json; do
+	[ -f "$f" ] || continue
+	got=$(jq -c .ring "$f")
+	[ "$got" = "$want" ] && same=$((same + 1)) || echo "# $f: ring $got"
+done
+[ "$same" -eq 8 ] && ok "all 8 plan files: ring = topoplace plan's ($want)" || bad "plan rings: $same of 8 match"
+jq -e '.world_size == 16 and .format == "topoplace-plan/1"' "$work/plan-node001.json" >/dev/null 2>&1 &&
+	ok "plan: topoplace-plan/1, world_size 16 (2 ranks per host)" || bad "plan world_size/format"
+
+# a user-set NCCL_IB_HCA survives
+un=$(grep -c ': user node[0-9]* =mlx5_7 /' "$work/a.out")
+[ "$un" -eq 16 ] && ok "user's NCCL_IB_HCA==mlx5_7 survives in all 16 tasks (TOPOPLACE_PLAN still set)" ||
+	bad "user's NCCL_IB_HCA: $(grep ': user ' "$work/a.out" | head -2 | tr '\n' ';')"
+grep -q "spank/topoplace: job $j1 step 1: kept the job's own NCCL_IB_HCA" "$(nodelog node001)" &&
+	ok "slurmd: kept the job's own NCCL_IB_HCA" || bad "slurmd: no 'kept' line"
+off=$(grep -c ': off node[0-9]* x x$' "$work/a.out")
+[ "$off" -eq 16 ] && ok "--topoplace=off: nothing set in 16 tasks" || bad "--topoplace=off: $off of 16 clean"
+vb=$(grep -c '^topoplace: node[0-9]* node [0-9]*/2 ' "$work/a.out")
+[ "$vb" -eq 2 ] && ok "--topoplace=verbose: one line per node ($(grep -m1 '^topoplace: ' "$work/a.out"))" ||
+	bad "--topoplace=verbose lines: $vb"
+grep -q '^bogus refused' "$work/a.out" && ok "--topoplace=bogus refused by srun ($(head -1 "$work/bogus.err"))" ||
+	bad "--topoplace=bogus: $(grep bogus "$work/a.out")"
+sleep 1
+left=$(jobdirs "$j1")
+kept=$(ls -A "$dir/tprun/node005/job$j1" 2>/dev/null | tr '\n' ' ')
+[ "$left" -eq 1 ] && [ "$kept" = "mine.txt " ] &&
+	ok "job $j1: job directories gone (a stale plan-step99.json swept by the epilog), but node005's, which holds only the user's mine.txt" ||
+	bad "job $j1: $left job directories left ($(ls -d "$dir"/tprun/*/job"$j1" 2>/dev/null | tr '\n' ' ')), node005 holds '$kept'"
+rm -rf "$dir/tprun/node005/job$j1"
+
+# ---- a planted symlink where the next job's directory goes ----
+j2=$((j1 + 1))
+mkdir -p "$tmp/target"
+ln -s "$tmp/target" "$dir/tprun/node001/job$j2"
+j=$(as_user timeout 10 sbatch --parsable -J b -N 8 -o "$work/b.out" \
+	--wrap 'srun sh -c "echo \$(hostname) \${TOPOPLACE_PLAN:-x}"')
+wait_done "$j" || bad "job $j finished in 60 s"
+if [ "$j" = "$j2" ]; then
+	grep -q "node001 x$" "$work/b.out" && ok "symlinked job directory: node001 left untouched, job ran" ||
+		bad "symlinked job directory: node001 $(grep node001 "$work/b.out")"
+	grep -q "spank/topoplace: job $j2 step 0: .*job$j2: not a directory: refused" "$(nodelog node001)" &&
+		ok "slurmd node001: $(grep -o "spank/topoplace: job $j2 step 0: .*" "$(nodelog node001)" | head -1)" ||
+		bad "symlink refusal not logged"
+	[ -z "$(ls -A "$tmp/target")" ] && [ -L "$dir/tprun/node001/job$j2" ] &&
+		ok "symlink target untouched" || bad "symlink target written or link removed"
+	others=$(grep -c "node00[2-8] $dir/tprun/node00[2-8]/job$j2/plan-step0.json" "$work/b.out")
+	[ "$others" -eq 7 ] && ok "the other 7 nodes got their plan" || bad "other nodes: $others of 7"
+else
+	echo "# job id $j, not $j2 (another job in between): symlink check skipped"
+fi
+rm -f "$dir/tprun/node001/job$j2"
+
+# ---- no fabric: the job runs, untouched; each slurmd logs one line ----
+mv "$dir/fabric.json" "$tmp/fabric.json"
+j=$(as_user timeout 10 sbatch --parsable -J c -N 8 -o "$work/c.out" \
+	--wrap 'srun sh -c "echo \$(hostname) \${TOPOPLACE_PLAN:-x} \${NCCL_IB_HCA:-x}"')
+wait_done "$j" || bad "job $j finished in 60 s"
+state=$(timeout 10 scontrol show job "$j" | tr ' ' '\n' | sed -n 's/^JobState=//p')
+clean=$(grep -c '^node[0-9]* x x$' "$work/c.out")
+[ "$state" = COMPLETED ] && [ "$clean" -eq 8 ] && ok "fabric removed: job $j COMPLETED, 8 tasks without variables" ||
+	bad "fabric removed: state $state, $clean of 8 clean"
+lines=0
+for i in 1 2 3 4 5 6 7 8; do
+	c=$(grep -c "spank/topoplace: job $j " "$(nodelog "$(printf node%03d $i)")")
+	[ "$c" -eq 1 ] && lines=$((lines + 1))
+done
+[ "$lines" -eq 8 ] && ok "fabric removed: exactly one line in each slurmd log" ||
+	bad "fabric removed: $lines of 8 slurmd logs with exactly one line"
+echo "# $(grep -h "spank/topoplace: job $j " "$(nodelog node001)" | head -1)"
+
+# ---- a rail-optimized fabric (read at each step; slurmctld keeps its
+# interleaved table): 4 HCAs in rail order, NCCL_CROSS_NIC=0, and
+# TOPOPLACE_RANK in the plan's order even where SLURM_PROCID is not; an
+# NCCL topology file for node001, an hwloc XML (not converted) for node002
+"$TOPOPLACE" fabric generate rail --sus 2 --hosts-per-su 4 --rails 4 --spines-per-rail 1 \
+	--gpus-per-host 4 --prefix node -o "$dir/fabric.json" >/dev/null
+mkdir -p "$dir/nccltopo"
+printf '<system version="1">\n</system>\n' >"$dir/nccltopo/node001.xml"
+printf '<?xml version="1.0"?>\n<topology version="2.0">\n</topology>\n' >"$dir/nccltopo/node002.xml"
+j=$(as_user timeout 10 sbatch --parsable -J d -N 8 -o "$work/d.out" \
+	--wrap 'srun sh -c "echo rail \$(hostname) \$SLURM_PROCID \$TOPOPLACE_RANK \$NCCL_IB_HCA \${NCCL_CROSS_NIC:-x} \${NCCL_TOPO_FILE:-x}"')
+wait_done "$j" || bad "job $j finished in 60 s"
+grep '^rail ' "$work/d.out" | sort -k2 >"$tmp/rail"
+n=$(awk '$5 == "=mlx5_0,mlx5_1,mlx5_2,mlx5_3" && $6 == 0' "$tmp/rail" | wc -l)
+[ "$n" -eq 8 ] && ok "rail fabric: NCCL_IB_HCA==mlx5_0,mlx5_1,mlx5_2,mlx5_3 and NCCL_CROSS_NIC=0 on all 8 nodes" ||
+	bad "rail fabric: $(tr '\n' ';' <"$tmp/rail")"
+rk=$(awk '{ printf "%s=%s ", $2, $4 }' "$tmp/rail")
+pr=$(awk '{ printf "%s=%s ", $2, $3 }' "$tmp/rail")
+echo "# rail fabric: TOPOPLACE_RANK $rk"
+echo "# rail fabric: SLURM_PROCID   $pr (slurmctld's interleaved table)"
+[ "$rk" = "node001=0 node002=1 node003=2 node004=3 node005=4 node006=5 node007=6 node008=7 " ] &&
+	ok "rail fabric: TOPOPLACE_RANK follows the plan's ring (SU 1, then SU 2)" || bad "rail fabric ranks: $rk"
+t1=$(awk '$2 == "node001" { print $7 }' "$tmp/rail")
+t2=$(awk '$2 == "node002" { print $7 }' "$tmp/rail")
+[ "$t1" = "$dir/nccltopo/node001.xml" ] && [ "$t2" = x ] &&
+	ok "NCCL_TOPO_FILE: node001's NCCL topology set, node002's hwloc XML not" ||
+	bad "NCCL_TOPO_FILE: node001 '$t1', node002 '$t2'"
+
+# ---- a fabric without the job's hosts: runs, untouched, one line ----
+"$TOPOPLACE" fabric generate fat-tree --leaves 2 --spines 1 --hosts-per-leaf 4 \
+	--prefix gpu -o "$dir/fabric.json" >/dev/null
+j=$(as_user timeout 10 sbatch --parsable -J e -N 8 -o "$work/e.out" \
+	--wrap 'srun sh -c "echo \$(hostname) \${TOPOPLACE_PLAN:-x} \${NCCL_IB_HCA:-x}"')
+wait_done "$j" || bad "job $j finished in 60 s"
+clean=$(grep -c '^node[0-9]* x x$' "$work/e.out")
+c=$(grep -c "spank/topoplace: job $j " "$(nodelog node004)")
+[ "$clean" -eq 8 ] && [ "$c" -eq 1 ] && ok "hosts not in the fabric: 8 tasks untouched, one line on node004" ||
+	bad "hosts not in the fabric: $clean of 8 clean, $c lines"
+echo "# $(grep -h "spank/topoplace: job $j " "$(nodelog node004)" | head -1)"
+mv "$tmp/fabric.json" "$dir/fabric.json"
+
+sleep 1
+left=$(ls -d "$dir"/tprun/*/job* 2>/dev/null | wc -l)
+[ "$left" -eq 0 ] && ok "no job directory left anywhere" || bad "$left job directories left"
+timeout 10 scontrol ping 2>&1 | grep -q 'is UP' && ok "slurmctld still up" || bad "slurmctld still up"
+echo "# total $(($(date +%s) - t0)) s before teardown"
+finish
