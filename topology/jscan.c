@@ -10,17 +10,16 @@
  * exhaust memory on hostile input). */
 #define MAX_DEPTH 64
 
-static tp_err_t push_tok(tp__jdoc_t *d, uint8_t type, uint32_t *idx)
+static inline tp_err_t push_tok(tp__jdoc_t *d, uint8_t type, uint32_t *idx)
 {
-	void *p = d->tok;
-
-	if (d->ntok >= UINT32_MAX - 1)
-		return TP_ERR_NOMEM;
-	if (tp_grow(&p, &d->captok, d->ntok + 1, sizeof(tp__jtok_t)))
-		return TP_ERR_NOMEM;
-	d->tok = p;
-	memset(&d->tok[d->ntok], 0, sizeof(tp__jtok_t));
-	d->tok[d->ntok].size = (uint32_t)type << 27;
+	if (d->ntok >= d->captok) {
+		void *p = d->tok;
+		if (d->ntok >= UINT32_MAX - 1 ||
+		    tp_grow(&p, &d->captok, d->ntok + 1, sizeof(tp__jtok_t)))
+			return TP_ERR_NOMEM;
+		d->tok = p;
+	}
+	d->tok[d->ntok] = (tp__jtok_t){.size = (uint32_t)type << 27};
 	*idx = (uint32_t)d->ntok++;
 	return TP_OK;
 }
@@ -64,8 +63,13 @@ static size_t put_utf8(char *o, uint32_t cp)
  * decoded text never outgrows the escaped one. */
 static bool scan_string(char *t, size_t len, size_t *pos)
 {
-	size_t i = *pos, o = *pos;
+	size_t i = *pos, o;
 
+	/* most strings hold no escapes: skip to the first special byte */
+	while (i < len && t[i] != '"' && t[i] != '\\' &&
+	       (unsigned char)t[i] >= 0x20)
+		i++;
+	o = i;
 	while (i < len && t[i] != '"') {
 		unsigned char c = (unsigned char)t[i];
 		if (c < 0x20)
@@ -335,8 +339,10 @@ uint32_t tp__jget(const tp__jdoc_t *d, uint32_t obj, const char *key)
 	if (tp__jtype(d, obj) != TP_J_OBJ)
 		return TP_J_NONE;
 	for (uint32_t k = tp__jfirst(d, obj); k != TP_J_NONE;
-	     k = tp__jnext(d, k, true, obj))
-		if (!strcmp(d->text + d->tok[k].v.str, key))
+	     k = tp__jnext(d, k, true, obj)) {
+		const char *name = d->text + d->tok[k].v.str;
+		if (name[0] == key[0] && !strcmp(name, key))
 			return k + 1;
+	}
 	return TP_J_NONE;
 }
