@@ -39,6 +39,7 @@
 #include "cli.h"
 #include "tp_placement.h"
 #include "tp_plugin.h"
+#include "tp_runtime.h"
 
 static const char show_usage[] =
 	"Usage: topoplace show job JOBID [--json] [--fabric F.json] [--timeout S]\n"
@@ -78,6 +79,7 @@ typedef struct show_job {
 	char policy[64];
 	char reason[320];
 	const char *source;      /* "analysis", "record", "none" */
+	tp_plan_t *plan;         /* the job-start plan of its hosts, or NULL */
 } show_job_t;
 
 static unsigned alarm_s;
@@ -523,6 +525,16 @@ static cJSON *job_json(const show_job_t *sj)
 		cJSON_AddNullToObject(o, "policy");
 	cJSON_AddStringToObject(o, "reason", sj->reason);
 	cJSON_AddStringToObject(o, "source", sj->source);
+	/* the plan the SPANK plugin gives the job's steps: deterministic for
+	 * the host set, so rebuilt here rather than read from the job's
+	 * private directory (gone once the job ends) */
+	char *pj = NULL;
+	cJSON *plan = sj->plan && !tp_plan_to_json(sj->plan, &pj) ? cJSON_Parse(pj) : NULL;
+	tp_free(pj);
+	if (plan)
+		cJSON_AddItemToObject(o, "plan", plan);
+	else
+		cJSON_AddNullToObject(o, "plan");
 	return o;
 }
 
@@ -546,10 +558,19 @@ static void job_text(const show_job_t *sj)
 	if (*sj->policy)
 		printf("  policy     %s\n", sj->policy);
 	printf("  why        %s\n", sj->reason);
+	if (sj->plan) {
+		printf("  plan       %zu ranks; group leaders", tp_plan_world_size(sj->plan));
+		for (size_t g = 0; g < tp_plan_ngroups(sj->plan); g++) {
+			const tp_plan_group_t *gp = tp_plan_group(sj->plan, g);
+			printf(" %s", tp_plan_host(sj->plan, gp->leader)->name);
+		}
+		printf(" (topoplace plan --nodes %s for the rest)\n", sj->nodelist);
+	}
 }
 
 static void show_job_free(show_job_t *sj, char **own)
 {
+	tp_plan_destroy(sj->plan);
 	tp_hostlist_free(own, sj->n);
 	tp_free(sj->gpus);
 	memset(sj, 0, sizeof(*sj));
@@ -722,6 +743,12 @@ int tp_cmd_show(int argc, char **argv)
 			analyse(&sj, j, f, ctx);
 			if (rec && record_matches(rec, &sj))
 				apply_record(&sj, rec);
+			tp_plan_opts_t po;
+			tp_plan_opts_defaults(&po);
+			po.predict = false;
+			if (tp_plan_build(f, NULL, (const char *const *)sj.names, sj.n,
+					  &po, &sj.plan, NULL))
+				sj.plan = NULL;
 		}
 		if (json) {
 			cJSON *o = job_json(&sj);
