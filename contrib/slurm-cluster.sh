@@ -428,14 +428,18 @@ while [ $i -le "$NODES" ]; do
 done
 
 # ---- slurmctld (root namespace, hostname $CTL) ----
-unshare --uts sh -c 'hostname "$1" && exec slurmctld -D -i' sh "$CTL" \
+# TP_CTLD_WRAPPER runs it under a tool (valgrind: the process is then
+# named TP_CTLD_NAME, e.g. memcheck-amd64-, for the bookkeeping below).
+CTLD_NAME=${TP_CTLD_NAME:-slurmctld}
+unshare --uts sh -c 'hostname "$1" && shift && exec "$@"' sh "$CTL" \
+	${TP_CTLD_WRAPPER:-} slurmctld -D -i \
 	</dev/null >>"$DIR/log/slurmctld.out" 2>&1 &
-echo "$! slurmctld" >>"$DIR/pids"
+echo "$! $CTLD_NAME" >>"$DIR/pids"
 ctlpid=$!
 i=0
 until timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP'; do
 	i=$((i + 1))
-	alive $ctlpid slurmctld || [ $i -lt 3 ] ||
+	alive $ctlpid "$CTLD_NAME" || [ $i -lt 3 ] ||
 		die "slurmctld exited: $(tail -n 5 "$DIR/log/slurmctld.log" "$DIR/log/slurmctld.out" 2>/dev/null)"
 	[ $i -le 100 ] || die "slurmctld did not answer: $(tail -n 5 "$DIR/log/slurmctld.log")"
 	sleep 0.2
