@@ -682,3 +682,47 @@ uint32_t tp_stree_min_leaves(const uint32_t *avail, size_t n, uint64_t need)
 	tp_free(v);
 	return sum >= need ? k : 0;
 }
+
+/* Appends name to a list of at most five, counting the rest. */
+static void stray(tp_strbuf_t *sb, size_t *count, const char *name)
+{
+	if ((*count)++ < 5)
+		tp_strbuf_printf(sb, "%s%s", sb->len ? "," : "", name);
+}
+
+bool tp_stree_match(const tp_stree_t *t, const tp_fabric_t *f,
+		    const char *const *names, size_t n, char **why_p)
+{
+	tp_strbuf_t missing = {0}, extra = {0};
+	size_t nmissing = 0, nextra = 0;
+	bool *seen = tp_calloc(t->nhosts + 1, sizeof(bool));
+	bool ok;
+
+	if (!seen) {
+		if (why_p)
+			*why_p = tp_strdup(tp_strerror(TP_ERR_NOMEM));
+		return false;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint32_t h = tp_fabric_host_find(f, names[i]);
+		if (h == TP_ID_NONE || h >= t->nhosts || t->rank[h] == TP_ID_NONE)
+			stray(&missing, &nmissing, names[i]);
+		else
+			seen[h] = true;
+	}
+	for (size_t k = 0; k < t->norder; k++)
+		if (!seen[t->order[k]])
+			stray(&extra, &nextra, tp_fabric_host(f, t->order[k])->name);
+	ok = !nmissing && !nextra;
+	if (!ok && why_p)
+		*why_p = tp_asprintf("%zu node(s) not in the fabric's switch groups%s%s%s, "
+				     "%zu fabric host(s) not in slurm.conf%s%s%s",
+				     nmissing, nmissing ? " (" : "",
+				     missing.buf ? missing.buf : "", nmissing ? ")" : "",
+				     nextra, nextra ? " (" : "",
+				     extra.buf ? extra.buf : "", nextra ? ")" : "");
+	tp_free(missing.buf);
+	tp_free(extra.buf);
+	tp_free(seen);
+	return ok;
+}

@@ -166,51 +166,30 @@ out:
 	xfree(path);
 }
 
+#define MISMATCH_FALLBACK "flat topology"
+
 /* Every node of slurm.conf in the tree and every host of the tree in
- * slurm.conf; names the first few strays once per read. */
+ * slurm.conf (tp_stree_match); the strays are named once per read. */
 static bool nodes_match(void)
 {
 	node_record_t *node_ptr;
-	bool *seen, ok = true;
-	char *missing = NULL, *extra = NULL;
-	int nmissing = 0, nextra = 0;
+	const char **names;
+	char *why = NULL;
+	size_t n = 0;
+	bool ok;
 
 	if (!have_tree)
 		return false;
-	seen = xcalloc(tree.nhosts + 1, sizeof(bool));
-	for (int i = 0; (node_ptr = next_node(&i)); i++) {
-		uint32_t h = tp_fabric_host_find(fabric, node_ptr->name);
-		if (h == TP_ID_NONE || h >= tree.nhosts ||
-		    tree.rank[h] == TP_ID_NONE) {
-			if (nmissing++ < 5)
-				xstrfmtcat(missing, "%s%s", missing ? "," : "",
-					   node_ptr->name);
-			continue;
-		}
-		seen[h] = true;
-	}
-	for (size_t k = 0; k < tree.norder; k++) {
-		uint32_t h = tree.order[k];
-		if (!seen[h] && nextra++ < 5)
-			xstrfmtcat(extra, "%s%s", extra ? "," : "",
-				   tp_fabric_host(fabric, h)->name);
-	}
-	if (nmissing || nextra) {
-		ok = false;
-		if (!mismatch_logged)
-			error("%s: fabric does not match slurm.conf: %d "
-			      "node(s) not in the fabric's switch groups%s%s%s, "
-			      "%d fabric host(s) not in slurm.conf%s%s%s: flat "
-			      "topology",
-			      plugin_type, nmissing, missing ? " (" : "",
-			      missing ? missing : "", missing ? ")" : "",
-			      nextra, extra ? " (" : "", extra ? extra : "",
-			      extra ? ")" : "");
-		mismatch_logged = true;
-	}
-	xfree(seen);
-	xfree(missing);
-	xfree(extra);
+	names = xcalloc(node_record_count + 1, sizeof(char *));
+	for (int i = 0; (node_ptr = next_node(&i)); i++)
+		names[n++] = node_ptr->name;
+	ok = tp_stree_match(&tree, fabric, names, n, &why);
+	if (!ok && !mismatch_logged)
+		error("%s: fabric does not match slurm.conf: %s: %s", plugin_type,
+		      why ? why : "out of memory", MISMATCH_FALLBACK);
+	mismatch_logged |= !ok;
+	tp_free(why);
+	xfree(names);
 	return ok;
 }
 

@@ -140,6 +140,15 @@ tp_err_t tp_stree_build(const tp_fabric_t *f, bool nvlink, tp_stree_t *t,
 			char **err_p);
 void tp_stree_free(tp_stree_t *t);
 
+/* Whether Slurm's node names (slurm.conf) and the tree's hosts are the
+ * same set. When not, returns false and *why_p (if not NULL; free with
+ * tp_free) says how: "N node(s) not in the fabric's switch groups (a,b,..),
+ * M fabric host(s) not in slurm.conf (c,..)", the first five of each.
+ * Both Slurm generations' plugins call this with their node table's
+ * names, so the rule and the message are one. */
+bool tp_stree_match(const tp_stree_t *t, const tp_fabric_t *f,
+		    const char *const *names, size_t n, char **why_p);
+
 /* Hops between two switches along the tree (0 for i == j), UINT32_MAX
  * when they share no root. */
 uint32_t tp_stree_dist(const tp_stree_t *t, uint32_t i, uint32_t j);

@@ -395,6 +395,40 @@ static void test_min_leaves(void **state)
 	assert_int_equal(tp_stree_min_leaves(NULL, 0, 1), 0);
 }
 
+/* slurm.conf's nodes against the tree's hosts: same set, a node the
+ * fabric lacks, a fabric host slurm.conf lacks. */
+static void test_stree_match(void **state)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f;
+	tp_stree_t t;
+	const char *names[9];
+	char *why = NULL;
+
+	(void)state;
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 2;
+	p.hosts_per_leaf = 4;
+	p.spines = 1;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	assert_int_equal(tp_stree_build(f, true, &t, NULL), TP_OK);
+	for (size_t i = 0; i < 8; i++)
+		names[i] = tp_fabric_host(f, i)->name;
+	assert_true(tp_stree_match(&t, f, names, 8, &why));
+	assert_null(why);
+	names[8] = "ghost";
+	assert_false(tp_stree_match(&t, f, names, 9, &why));
+	assert_string_equal(why, "1 node(s) not in the fabric's switch groups "
+				 "(ghost), 0 fabric host(s) not in slurm.conf");
+	tp_free(why);
+	why = NULL;
+	assert_false(tp_stree_match(&t, f, names + 1, 7, &why));
+	assert_non_null(strstr(why, "1 fabric host(s) not in slurm.conf (node001)"));
+	tp_free(why);
+	tp_stree_free(&t);
+	tp_fabric_destroy(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -407,6 +441,7 @@ int main(void)
 	    cmocka_unit_test(test_dump_roundtrip),
 	    cmocka_unit_test(test_parse_nomem),
 	    cmocka_unit_test(test_stree_fat_tree),
+	    cmocka_unit_test(test_stree_match),
 	    cmocka_unit_test(test_stree_rail),
 	    cmocka_unit_test(test_stree_nvl72),
 	    cmocka_unit_test(test_min_leaves),
