@@ -163,6 +163,14 @@ static tp_err_t name_cas(tp_fabric_t *f, const char **cname)
 
 static tp_err_t sort_hosts(tp_fabric_t *f)
 {
+	size_t k = 1;
+
+	/* a fabric loaded from JSON (or finalized before) comes sorted, and
+	 * its name map is then still right: check in one pass */
+	while (k < f->nhost && host_cmp(&f->host[k - 1], &f->host[k]) < 0)
+		k++;
+	if (k >= f->nhost && f->host_by_name->len == f->nhost)
+		return TP_OK;
 	sort_n(f->host, f->nhost, sizeof(*f->host), host_cmp);
 	tp_strmap_clear(f->host_by_name);
 	for (size_t i = 0; i < f->nhost; i++) {
