@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "tp_common.h"
 
@@ -160,9 +161,22 @@ tp_err_t tp_file_read(const char *path, char **buf_p, size_t *len_p)
 
 	if (!fp)
 		return errno == ENOENT ? TP_ERR_NOTFOUND : TP_ERR_IO;
+	/* a regular file's size is known: one allocation, no regrowth
+	 * copies (a 65k-host fabric is ~30 MB) */
+	struct stat st;
+	if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    (uint64_t)st.st_size < SIZE_MAX / 2) {
+		void *p = NULL;
+		if (tp_grow(&p, &cap, (size_t)st.st_size + 2, 1) != TP_OK) {
+			fclose(fp);
+			return TP_ERR_NOMEM;
+		}
+		buf = p;
+	}
 	for (;;) {
 		void *p = buf;
-		if (tp_grow(&p, &cap, len + 65536 + 1, 1) != TP_OK) {
+		if (len + 1 >= cap &&
+		    tp_grow(&p, &cap, len + 65536 + 1, 1) != TP_OK) {
 			err = TP_ERR_NOMEM;
 			goto out;
 		}
