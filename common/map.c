@@ -70,6 +70,15 @@ tp_err_t tp_u64map_put(tp_u64map_t *m, uint64_t key, uint32_t val)
 	return TP_OK;
 }
 
+tp_err_t tp_u64map_reserve(tp_u64map_t *m, size_t n)
+{
+	size_t cap = m->cap ? m->cap : 64;
+
+	while (cap < 2 * n + 2)
+		cap *= 2;
+	return cap > m->cap ? u64_rehash(m, cap) : TP_OK;
+}
+
 uint32_t tp_u64map_get(const tp_u64map_t *m, uint64_t key)
 {
 	size_t j;

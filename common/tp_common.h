@@ -128,6 +128,8 @@ typedef struct tp_strmap {
 #define TP_MAP_NONE UINT32_MAX
 
 tp_err_t tp_u64map_put(tp_u64map_t *m, uint64_t key, uint32_t val);
+/* Make room for n keys in all without rehashing on the way. */
+tp_err_t tp_u64map_reserve(tp_u64map_t *m, size_t n);
 uint32_t tp_u64map_get(const tp_u64map_t *m, uint64_t key);
 void tp_u64map_clear(tp_u64map_t *m);
 tp_err_t tp_strmap_put(tp_strmap_t *m, const char *key, uint32_t val);

@@ -578,6 +578,9 @@ static tp_err_t parse_doc(loader_t *ld, const tp__jdoc_t *d, tp_fabric_t **f_p)
 		return err;
 	if ((arr = get_arr(ld, root, "links")) == TP_J_NONE)
 		return TP_ERR_PARSE;
+	/* two port keys per cable: size the map once */
+	if (tp_u64map_reserve(ld->f->port_link, 2 * (size_t)tp__jcount(d, arr)))
+		return lfail(ld, TP_ERR_NOMEM, "out of memory");
 	if ((err = load_links(ld, arr)))
 		return err;
 	if ((arr = get_arr(ld, root, "hosts")) == TP_J_NONE)
