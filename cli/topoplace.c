@@ -27,6 +27,7 @@ static const char usage[] =
 	"                  recommended all-reduce per message size\n"
 	"  show            what Slurm jobs got: span, predicted time, why\n"
 	"  config          topoplace.conf: dump the keys, check a file\n"
+	"  nccl-topo       node hwloc XML -> NCCL_TOPO_FILE per host\n"
 	"  help [COMMAND]  show help for a command\n"
 	"\n"
 	"Options:\n"
@@ -154,6 +155,7 @@ static const struct {
 	{"plan", tp_cmd_plan},
 	{"show", tp_cmd_show},
 	{"config", tp_cmd_config},
+	{"nccl-topo", tp_cmd_nccl_topo},
 };
 
 int main(int argc, char **argv)

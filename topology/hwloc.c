@@ -203,18 +203,23 @@ static void xml_version(const char *buf, unsigned *major_p, unsigned *minor_p)
 		*major_p = 0;
 }
 
-static tp_err_t load_xml(tp_fabric_t *f, const char *path, const char *buf,
-			 size_t len, hwloc_topology_t *topo_p)
+/* Load one XML; on failure *err_p is "<path>: why" (tp_free it), left NULL
+ * when even that allocation failed. */
+static tp_err_t load_xml(const char *path, const char *buf, size_t len,
+			 hwloc_topology_t *topo_p, char **err_p)
 {
 	hwloc_topology_t topo;
 	unsigned major, minor;
 
-	if (len >= INT_MAX)
-		return tp__fabric_fail(f, TP_ERR_RANGE, "%s: file too large",
-				       path);
-	if (hwloc_topology_init(&topo) < 0)
-		return tp__fabric_fail(
-		    f, TP_ERR_NOMEM, "%s: cannot create hwloc topology", path);
+	*err_p = NULL;
+	if (len >= INT_MAX) {
+		*err_p = tp_asprintf("%s: file too large", path);
+		return TP_ERR_RANGE;
+	}
+	if (hwloc_topology_init(&topo) < 0) {
+		*err_p = tp_asprintf("%s: cannot create hwloc topology", path);
+		return TP_ERR_NOMEM;
+	}
 	if (hwloc_topology_set_io_types_filter(
 		topo, HWLOC_TYPE_FILTER_KEEP_ALL) == 0 &&
 	    hwloc_topology_set_xmlbuffer(topo, buf, (int)len + 1) == 0 &&
@@ -226,13 +231,31 @@ static tp_err_t load_xml(tp_fabric_t *f, const char *path, const char *buf,
 	xml_version(buf, &major, &minor);
 	if (major > 2) {
 		unsigned api = hwloc_get_api_version();
-		return tp__fabric_fail(f, TP_ERR_FORMAT,
-				       "%s: hwloc %u.x cannot read this XML "
-				       "(format %u.%u, from hwloc %u?)",
-				       path, api >> 16, major, minor, major);
+		*err_p = tp_asprintf("%s: hwloc %u.x cannot read this XML "
+				     "(format %u.%u, from hwloc %u?)",
+				     path, api >> 16, major, minor, major);
+		return TP_ERR_FORMAT;
 	}
-	return tp__fabric_fail(f, TP_ERR_PARSE,
-			       "%s: hwloc cannot parse this XML", path);
+	*err_p = tp_asprintf("%s: hwloc cannot parse this XML", path);
+	return TP_ERR_PARSE;
+}
+
+/* Read and load path; errors as load_xml. */
+static tp_err_t read_xml(const char *path, hwloc_topology_t *topo_p,
+			 char **err_p)
+{
+	char *buf = NULL;
+	size_t len;
+	tp_err_t err = tp_file_read(path, &buf, &len);
+
+	if (err) {
+		*err_p =
+		    tp_asprintf("%s: cannot read: %s", path, tp_strerror(err));
+		return err;
+	}
+	err = load_xml(path, buf, len, topo_p, err_p);
+	tp_free(buf);
+	return err;
 }
 
 static tp_err_t add_cand(gpu_cand_t **c_p, size_t *n_p, size_t *cap_p,
@@ -432,22 +455,21 @@ tp_err_t tp_fabric_read_node_hwloc(tp_fabric_t *f, const char *host,
 	hwloc_topology_t topo = NULL;
 	gpu_cand_t *c = NULL;
 	tp_gpu_t *gpus = NULL;
-	size_t n = 0, len;
-	char *buf = NULL;
+	size_t n = 0;
+	char *msg = NULL;
 	uint32_t hidx;
 	tp_err_t err;
 
 	if (!host || !*host)
 		return tp__fabric_fail(f, TP_ERR_INVAL, "%s: no host name",
 				       path);
-	err = tp_file_read(path, &buf, &len);
-	if (err)
-		return tp__fabric_fail(f, err, "%s: cannot read: %s", path,
-				       tp_strerror(err));
-	err = load_xml(f, path, buf, len, &topo);
-	tp_free(buf);
-	if (err)
+	err = read_xml(path, &topo, &msg);
+	if (err) {
+		err =
+		    tp__fabric_fail(f, err, "%s", msg ? msg : tp_strerror(err));
+		tp_free(msg);
 		return err;
+	}
 	err = find_gpus(topo, &c, &n);
 	if (err)
 		goto nomem;
@@ -479,4 +501,556 @@ nomem:
 	tp_free(c);
 	hwloc_topology_destroy(topo);
 	return tp__fabric_fail(f, TP_ERR_NOMEM, "%s: out of memory", path);
+}
+
+/* ---- NCCL topology (NCCL_TOPO_FILE) ---------------------------------------
+ *
+ * Notes:
+ * - NCCL reads the file first and then fills in, from sysfs, NVML and its
+ *   network plugin, only the attributes the file lacks ("if unset"). A
+ *   value written here therefore overrides NCCL's own probe. So gpu dev,
+ *   sm, rank, gdr and net dev, speed, guid, maxconn, gdr, latency are left
+ *   out: hwloc does not know them, or (dev: NVML index in bus order) they
+ *   change inside a job's device cgroup.
+ * - NCCL skips its sysfs walk for a NIC whose <net name> is already in the
+ *   file, so that NIC's <pci> chain and <cpu> must be complete: every <pci>
+ *   carries class, ids, link_speed and link_width, and a <net> is written
+ *   only under a <cpu> with arch (and, on x86, vendor/family/model).
+ *   Otherwise the NIC's <pci> is written bare and NCCL fills it.
+ * - NCCL's parser knows no entities, comments or <?xml?> declaration and
+ *   takes values up to 255 characters: values are checked, never escaped.
+ * - hwloc keeps class without prog-if (class 0x0604 -> "0x060400") and
+ *   link bandwidth without width/generation: the widest x16-first
+ *   (generation, width) pair giving that bandwidth is written; NCCL's
+ *   bandwidth model only uses their product. Unknown: "" and 0, which is
+ *   how NCCL itself records an unreadable sysfs link (Gen3 x16 for it).
+ */
+
+#define NCCL_MAX_STR 255
+/* hwloc's NVLink per-link figures (MB/s): NVLink 1 = 20000, 2-4 = 25000. */
+#define NVL_MBS_V2 25000
+#define NVL_MBS_V1 20000
+
+typedef struct nccl_cpu {
+	int numaid;
+	hwloc_obj_t numa; /* NULL when unknown */
+	const char *arch; /* NCCL spelling, NULL unknown */
+	const char *vendor;
+	int family, model; /* NCCL's encoding, -1 unknown */
+	bool complete;
+} nccl_cpu_t;
+
+/* A host bridge or device hanging off a CPU-side object. */
+typedef struct nccl_top {
+	hwloc_obj_t io;
+	int numaid;
+} nccl_top_t;
+
+typedef struct nccl_ctx {
+	hwloc_topology_t topo;
+	gpu_cand_t *gpus;
+	size_t ngpus;
+	struct hwloc_distances_s *nvl; /* NVLinkBandwidth, NULL if none */
+	unsigned cpuset_words;	       /* 32-bit words in Linux cpumap */
+	nccl_top_t *tops;
+	size_t ntops, captops;
+	tp_strbuf_t sb;
+	size_t nnics_bare; /* NICs written without <net> */
+} nccl_ctx_t;
+
+/* Address of this marks an I/O object with a GPU or NIC below it. */
+static int nccl_mark;
+
+static bool nccl_safe(const char *s)
+{
+	size_t n = 0;
+
+	if (!s || !*s)
+		return false;
+	for (; *s; s++, n++)
+		if (*s < 0x20 || *s > 0x7e || strchr("\"'&<>", *s))
+			return false;
+	return n <= NCCL_MAX_STR;
+}
+
+static bool is_io_pci(hwloc_obj_t o)
+{
+	return o->type == HWLOC_OBJ_PCI_DEVICE ||
+	       (o->type == HWLOC_OBJ_BRIDGE &&
+		o->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_PCI);
+}
+
+static const struct hwloc_pcidev_attr_s *pci_attr(hwloc_obj_t o)
+{
+	return o->type == HWLOC_OBJ_PCI_DEVICE ? &o->attr->pcidev
+					       : &o->attr->bridge.upstream.pci;
+}
+
+static bool is_ofed(hwloc_obj_t o)
+{
+	return o->type == HWLOC_OBJ_OS_DEVICE &&
+	       o->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS && o->name;
+}
+
+static void mark_up(hwloc_obj_t o)
+{
+	for (; o && !o->cpuset; o = o->parent)
+		o->userdata = &nccl_mark;
+}
+
+static bool is_gpu_pci(const nccl_ctx_t *x, hwloc_obj_t o)
+{
+	for (size_t i = 0; i < x->ngpus; i++)
+		if (x->gpus[i].pci == o)
+			return true;
+	return false;
+}
+
+/* NUMA node of a CPU-side object: its only one, else its first (Linux
+ * reports one numa_node per device), -1 without NUMA information. */
+static int obj_numa(hwloc_obj_t o)
+{
+	if (!o->nodeset || hwloc_bitmap_iszero(o->nodeset))
+		return -1;
+	return hwloc_bitmap_first(o->nodeset);
+}
+
+static tp_err_t collect_tops(nccl_ctx_t *x, hwloc_obj_t o)
+{
+	for (hwloc_obj_t c = o->io_first_child; c; c = c->next_sibling) {
+		void *arr = x->tops;
+		if (c->userdata != &nccl_mark)
+			continue;
+		if (tp_grow(&arr, &x->captops, x->ntops + 1, sizeof(*x->tops)))
+			return TP_ERR_NOMEM;
+		x->tops = arr;
+		x->tops[x->ntops++] = (nccl_top_t){c, obj_numa(o)};
+	}
+	for (hwloc_obj_t c = o->first_child; c; c = c->next_sibling)
+		if (collect_tops(x, c))
+			return TP_ERR_NOMEM;
+	return TP_OK;
+}
+
+static const char *nccl_arch(const char *a)
+{
+	if (!a)
+		return NULL;
+	if (!strcmp(a, "x86_64"))
+		return "x86_64";
+	if (!strcmp(a, "aarch64") || !strcmp(a, "arm64"))
+		return "arm64";
+	if (!strncmp(a, "ppc64", 5))
+		return "ppc64";
+	return NULL;
+}
+
+static int info_int(hwloc_obj_t o, const char *name)
+{
+	const char *v = o ? hwloc_obj_get_info_by_name(o, name) : NULL;
+	char *end;
+	long n;
+
+	if (!v)
+		return -1;
+	n = strtol(v, &end, 0);
+	return (end == v || *end || n < 0 || n > 0xffff) ? -1 : (int)n;
+}
+
+static void cpu_describe(nccl_ctx_t *x, nccl_cpu_t *c, int numaid)
+{
+	hwloc_obj_t root = hwloc_get_root_obj(x->topo), pkg = NULL;
+	int fam;
+
+	c->numaid = numaid;
+	c->numa =
+	    numaid >= 0
+		? hwloc_get_numanode_obj_by_os_index(x->topo, (unsigned)numaid)
+		: NULL;
+	for (hwloc_obj_t o = c->numa; o && !pkg; o = o->parent)
+		if (o->type == HWLOC_OBJ_PACKAGE)
+			pkg = o;
+	if (!pkg)
+		pkg = hwloc_get_obj_by_type(x->topo, HWLOC_OBJ_PACKAGE, 0);
+	c->arch = nccl_arch(hwloc_obj_get_info_by_name(root, "Architecture"));
+	c->vendor = pkg ? hwloc_obj_get_info_by_name(pkg, "CPUVendor") : NULL;
+	if (!nccl_safe(c->vendor))
+		c->vendor = NULL;
+	/* hwloc: display family (base + extended). NCCL: base + (extended
+	 * << 4), e.g. AMD 0x17 -> 0x8f. The model is the same in both. */
+	fam = info_int(pkg, "CPUFamilyNumber");
+	c->family = fam >= 15 ? 15 + ((fam - 15) << 4) : fam;
+	c->model = info_int(pkg, "CPUModelNumber");
+	c->complete =
+	    c->arch && (strcmp(c->arch, "x86_64") != 0 ||
+			(c->vendor && c->family >= 0 && c->model >= 0));
+}
+
+/* Linux cpumap text: 32-bit words, most significant first. */
+static void put_affinity(nccl_ctx_t *x, hwloc_const_bitmap_t set)
+{
+	size_t start = x->sb.len;
+
+	if (!set || hwloc_bitmap_iszero(set) || x->cpuset_words == 0)
+		return;
+	tp_strbuf_printf(&x->sb, " affinity=\"");
+	for (unsigned w = x->cpuset_words; w-- > 0;) {
+		unsigned long v = 0;
+		for (unsigned b = 0; b < 32; b++)
+			if (hwloc_bitmap_isset(set, w * 32 + b))
+				v |= 1UL << b;
+		tp_strbuf_printf(&x->sb, "%08lx%s", v, w ? "," : "");
+	}
+	tp_strbuf_printf(&x->sb, "\"");
+	/* Past NCCL's limit: leave it to NCCL (affinity is optional). */
+	if (!x->sb.failed &&
+	    x->sb.len - start - sizeof(" affinity=\"\"") + 1 > NCCL_MAX_STR) {
+		x->sb.len = start;
+		x->sb.buf[start] = '\0';
+	}
+}
+
+static void indent(nccl_ctx_t *x, int depth)
+{
+	tp_strbuf_printf(&x->sb, "%*s", depth * 2, "");
+}
+
+static void put_link(nccl_ctx_t *x, float gbs)
+{
+	static const struct {
+		const char *name; /* NCCL's kvDictPciGen spelling */
+		double lane_gbs;
+	} gen[] = {
+	    {"2.5 GT/s", 0.25},
+	    {"5 GT/s", 0.5},
+	    {"8 GT/s", 8.0 * 128 / 130 / 8},
+	    {"16 GT/s", 16.0 * 128 / 130 / 8},
+	    {"32 GT/s", 32.0 * 128 / 130 / 8},
+	    {"64.0 GT/s PCIe", 64.0 * 242 / 256 / 8},
+	};
+	static const int widths[] = {16, 8, 4, 2, 1, 32};
+
+	for (size_t w = 0; gbs > 0 && w < sizeof(widths) / sizeof(*widths); w++)
+		for (size_t g = 0; g < sizeof(gen) / sizeof(*gen); g++) {
+			double want = gen[g].lane_gbs * widths[w];
+			if (gbs > want * 0.97 && gbs < want * 1.03) {
+				tp_strbuf_printf(
+				    &x->sb,
+				    " link_speed=\"%s\" link_width=\"%d\"",
+				    gen[g].name, widths[w]);
+				return;
+			}
+		}
+	tp_strbuf_printf(&x->sb, " link_speed=\"\" link_width=\"0\"");
+}
+
+static void put_busid(nccl_ctx_t *x, const char *key,
+		      const struct hwloc_pcidev_attr_s *a)
+{
+	tp_strbuf_printf(&x->sb, " %s=\"%04x:%02x:%02x.%x\"", key,
+			 (unsigned)a->domain, a->bus, a->dev, a->func);
+}
+
+static void put_pci_open(nccl_ctx_t *x, hwloc_obj_t o, int depth)
+{
+	const struct hwloc_pcidev_attr_s *a = pci_attr(o);
+
+	indent(x, depth);
+	tp_strbuf_printf(&x->sb, "<pci");
+	put_busid(x, "busid", a);
+	tp_strbuf_printf(&x->sb,
+			 " class=\"0x%04x00\" vendor=\"0x%04x\" "
+			 "device=\"0x%04x\" subsystem_vendor=\"0x%04x\" "
+			 "subsystem_device=\"0x%04x\"",
+			 a->class_id, a->vendor_id, a->device_id,
+			 a->subvendor_id, a->subdevice_id);
+	put_link(x, a->linkspeed);
+}
+
+static unsigned nvlink_count(uint64_t mbs)
+{
+	if (mbs % NVL_MBS_V2 == 0)
+		return (unsigned)(mbs / NVL_MBS_V2);
+	if (mbs % NVL_MBS_V1 == 0)
+		return (unsigned)(mbs / NVL_MBS_V1);
+	return mbs < NVL_MBS_V2
+		   ? 1
+		   : (unsigned)((mbs + NVL_MBS_V2 / 2) / NVL_MBS_V2);
+}
+
+typedef struct nvl_peer {
+	hwloc_obj_t pci; /* NULL: the CPU (POWER NVLink) */
+	uint64_t mbs;
+} nvl_peer_t;
+
+/* One <nvlink> per peer: GPUs by bus id and class, NVSwitches (any other
+ * PCI peer hwloc reports) as 0x068000, CPU-side peers as NCCL's POWER NPU
+ * class 0x068001, whose target NCCL ignores (hwloc does not keep the NPU's
+ * bus id, so the GPU's own is written). */
+static tp_err_t put_nvlinks(nccl_ctx_t *x, hwloc_obj_t gpu, int depth,
+			    bool *any_p)
+{
+	struct hwloc_distances_s *d = x->nvl;
+	nvl_peer_t *p = NULL;
+	size_t np = 0, cap = 0;
+
+	*any_p = false;
+	if (!d)
+		return TP_OK;
+	for (unsigned i = 0; i < d->nbobjs; i++) {
+		if (pci_parent(d->objs[i]) != gpu)
+			continue;
+		for (unsigned j = 0; j < d->nbobjs; j++) {
+			uint64_t v = d->values[i * d->nbobjs + j];
+			hwloc_obj_t peer = pci_parent(d->objs[j]);
+			size_t k;
+			void *arr = p;
+
+			if (j == i || v == 0 || peer == gpu)
+				continue;
+			for (k = 0; k < np && p[k].pci != peer; k++)
+				;
+			if (k == np) {
+				if (tp_grow(&arr, &cap, np + 1, sizeof(*p))) {
+					tp_free(p);
+					return TP_ERR_NOMEM;
+				}
+				p = arr;
+				p[np++] = (nvl_peer_t){peer, 0};
+			}
+			p[k].mbs += v;
+		}
+	}
+	for (size_t k = 0; k < np; k++) {
+		const struct hwloc_pcidev_attr_s *t =
+		    pci_attr(p[k].pci ? p[k].pci : gpu);
+		unsigned tclass = !p[k].pci ? 0x068001
+				  : (t->class_id >> 8) == 0x03
+				      ? (unsigned)t->class_id << 8
+				      : 0x068000;
+
+		indent(x, depth);
+		tp_strbuf_printf(&x->sb, "<nvlink");
+		put_busid(x, "target", t);
+		tp_strbuf_printf(&x->sb, " count=\"%u\" tclass=\"0x%06x\"/>\n",
+				 nvlink_count(p[k].mbs), tclass);
+	}
+	*any_p = np > 0;
+	tp_free(p);
+	return TP_OK;
+}
+
+/* The single port hwloc describes ("Port<N>State"), 0 if not exactly one. */
+static unsigned ofed_port(hwloc_obj_t o)
+{
+	unsigned port = 0, n = 0;
+
+	for (unsigned i = 0; i < o->infos_count; i++) {
+		unsigned p;
+		int end = 0;
+		if (sscanf(o->infos[i].name, "Port%u%n", &p, &end) == 1 &&
+		    end > 0 && !strcmp(o->infos[i].name + end, "State")) {
+			port = p;
+			n++;
+		}
+	}
+	return n == 1 ? port : 0;
+}
+
+static tp_err_t put_io(nccl_ctx_t *x, hwloc_obj_t o, int depth,
+		       const nccl_cpu_t *cpu)
+{
+	bool gpu, nic = false, sub = false;
+
+	if (o->userdata != &nccl_mark)
+		return TP_OK;
+	if (!is_io_pci(o)) {
+		/* Host bridge: NCCL hangs what is below it off the <cpu>. */
+		for (hwloc_obj_t c = o->io_first_child; c; c = c->next_sibling)
+			if (put_io(x, c, depth, cpu))
+				return TP_ERR_NOMEM;
+		return TP_OK;
+	}
+	gpu = o->type == HWLOC_OBJ_PCI_DEVICE && is_gpu_pci(x, o);
+	for (hwloc_obj_t c = o->io_first_child; c; c = c->next_sibling) {
+		if (is_ofed(c) && nccl_safe(c->name))
+			nic = true;
+		else if (c->userdata == &nccl_mark)
+			sub = true;
+	}
+	if (nic && !cpu->complete) {
+		nic = false;
+		x->nnics_bare++;
+	}
+	put_pci_open(x, o, depth);
+	if (!gpu && !nic && !sub) {
+		tp_strbuf_printf(&x->sb, "/>\n");
+		return TP_OK;
+	}
+	tp_strbuf_printf(&x->sb, ">\n");
+	if (gpu) {
+		size_t at;
+		bool any;
+
+		indent(x, depth + 1);
+		at = x->sb.len;
+		tp_strbuf_printf(&x->sb, "<gpu>\n");
+		if (put_nvlinks(x, o, depth + 2, &any))
+			return TP_ERR_NOMEM;
+		if (any) {
+			indent(x, depth + 1);
+			tp_strbuf_printf(&x->sb, "</gpu>\n");
+		} else if (!x->sb.failed) {
+			x->sb.len = at;
+			tp_strbuf_printf(&x->sb, "<gpu/>\n");
+		}
+	}
+	if (nic) {
+		indent(x, depth + 1);
+		tp_strbuf_printf(&x->sb, "<nic>\n");
+		for (hwloc_obj_t c = o->io_first_child; c;
+		     c = c->next_sibling) {
+			unsigned port;
+			if (!is_ofed(c) || !nccl_safe(c->name))
+				continue;
+			indent(x, depth + 2);
+			tp_strbuf_printf(&x->sb, "<net name=\"%s\"", c->name);
+			if ((port = ofed_port(c)))
+				tp_strbuf_printf(&x->sb, " port=\"%u\"", port);
+			tp_strbuf_printf(&x->sb, "/>\n");
+		}
+		indent(x, depth + 1);
+		tp_strbuf_printf(&x->sb, "</nic>\n");
+	}
+	for (hwloc_obj_t c = o->io_first_child; c; c = c->next_sibling)
+		if (!is_ofed(c) && put_io(x, c, depth + 1, cpu))
+			return TP_ERR_NOMEM;
+	indent(x, depth);
+	tp_strbuf_printf(&x->sb, "</pci>\n");
+	return TP_OK;
+}
+
+static int int_cmp(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+static tp_err_t put_system(nccl_ctx_t *x)
+{
+	int *ids = tp_calloc(x->ntops ? x->ntops : 1, sizeof(*ids));
+	size_t nids = 0;
+
+	if (!ids)
+		return TP_ERR_NOMEM;
+	for (size_t i = 0; i < x->ntops; i++)
+		ids[nids++] = x->tops[i].numaid;
+	if (nids > 1)
+		qsort(ids, nids, sizeof(*ids), int_cmp);
+	tp_strbuf_printf(&x->sb, "<system version=\"1\">\n");
+	for (size_t i = 0; i < nids; i++) {
+		nccl_cpu_t cpu;
+
+		if (i > 0 && ids[i] == ids[i - 1])
+			continue;
+		cpu_describe(x, &cpu, ids[i]);
+		tp_strbuf_printf(&x->sb, "  <cpu numaid=\"%d\"", cpu.numaid);
+		if (cpu.numa)
+			put_affinity(x, cpu.numa->cpuset);
+		if (cpu.arch)
+			tp_strbuf_printf(&x->sb, " arch=\"%s\"", cpu.arch);
+		if (cpu.vendor)
+			tp_strbuf_printf(&x->sb, " vendor=\"%s\"", cpu.vendor);
+		if (cpu.family >= 0)
+			tp_strbuf_printf(&x->sb, " familyid=\"%d\"",
+					 cpu.family);
+		if (cpu.model >= 0)
+			tp_strbuf_printf(&x->sb, " modelid=\"%d\"", cpu.model);
+		tp_strbuf_printf(&x->sb, ">\n");
+		for (size_t t = 0; t < x->ntops; t++)
+			if (x->tops[t].numaid == ids[i] &&
+			    put_io(x, x->tops[t].io, 2, &cpu)) {
+				tp_free(ids);
+				return TP_ERR_NOMEM;
+			}
+		tp_strbuf_printf(&x->sb, "  </cpu>\n");
+	}
+	tp_strbuf_printf(&x->sb, "</system>\n");
+	tp_free(ids);
+	return x->sb.failed ? TP_ERR_NOMEM : TP_OK;
+}
+
+static tp_err_t nccl_build(nccl_ctx_t *x)
+{
+	hwloc_obj_t o = NULL, root = hwloc_get_root_obj(x->topo);
+	unsigned nr = 1;
+	int last;
+
+	if (find_gpus(x->topo, &x->gpus, &x->ngpus))
+		return TP_ERR_NOMEM;
+	for (size_t i = 0; i < x->ngpus; i++)
+		mark_up(x->gpus[i].pci);
+	while ((o = hwloc_get_next_osdev(x->topo, o)))
+		if (is_ofed(o) && pci_parent(o))
+			mark_up(pci_parent(o));
+	if (collect_tops(x, root))
+		return TP_ERR_NOMEM;
+	if (x->ntops == 0)
+		return TP_ERR_NOTFOUND;
+	last = root->complete_cpuset ? hwloc_bitmap_last(root->complete_cpuset)
+				     : -1;
+	x->cpuset_words = last >= 0 ? (unsigned)last / 32 + 1 : 0;
+	if (hwloc_distances_get_by_name(x->topo, "NVLinkBandwidth", &nr,
+					&x->nvl, 0) < 0 ||
+	    nr == 0)
+		x->nvl = NULL;
+	else if (!(x->nvl->kind & HWLOC_DISTANCES_KIND_MEANS_BANDWIDTH)) {
+		hwloc_distances_release(x->topo, x->nvl);
+		x->nvl = NULL;
+	}
+	return put_system(x);
+}
+
+tp_err_t tp_node_nccl_topo_from_hwloc(const char *path, char **xml_p,
+				      char **err_p)
+{
+	nccl_ctx_t x = {0};
+	char *msg = NULL;
+	tp_err_t err;
+
+	if (err_p)
+		*err_p = NULL;
+	err = read_xml(path, &x.topo, &msg);
+	if (err)
+		goto out;
+	err = nccl_build(&x);
+	if (err == TP_ERR_NOTFOUND)
+		msg = tp_asprintf("%s: no GPU or InfiniBand device in this "
+				  "XML (exported without I/O?)",
+				  path);
+	else if (err)
+		msg = tp_asprintf("%s: out of memory", path);
+	else if (x.nnics_bare)
+		tp__log(TP_LOG_WARN,
+			"%s: CPU vendor/model unknown: %zu NIC(s) written "
+			"without <net> (NCCL fills them in)",
+			path, x.nnics_bare);
+out:
+	if (x.nvl)
+		hwloc_distances_release(x.topo, x.nvl);
+	if (x.topo)
+		hwloc_topology_destroy(x.topo);
+	tp_free(x.gpus);
+	tp_free(x.tops);
+	if (err) {
+		tp_free(x.sb.buf);
+		if (err_p)
+			*err_p = msg;
+		else
+			tp_free(msg);
+		return err;
+	}
+	*xml_p = x.sb.buf;
+	return TP_OK;
 }

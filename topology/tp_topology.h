@@ -178,6 +178,25 @@ tp_err_t tp_fabric_read_ibnd_cache(tp_fabric_t *f, const char *path);
  * TP_ERR_FORMAT for XML that hwloc refuses (e.g. format 3.0). */
 tp_err_t tp_fabric_read_node_hwloc(tp_fabric_t *f, const char *host,
 				   const char *path);
+/* NCCL topology (the NCCL_TOPO_FILE format, <system version="1">) from one
+ * node's hwloc XML: a <cpu> per NUMA node holding GPUs or OpenFabrics
+ * NICs, the PCI bridges down to them, <gpu> with <nvlink> children from
+ * hwloc's NVLinkBandwidth matrix, and <nic><net name=.../></nic>. Only
+ * what hwloc knows is written; NCCL fills the rest (dev, sm, rank, gdr,
+ * NIC speed, GUID) on the node, where a value in the file would override
+ * its probe. Pure function of the file: nothing is added to any fabric.
+ * On success *xml_p (caller frees with tp_free()) is the file's text.
+ * On failure *xml_p is untouched and, if err_p is not NULL, *err_p
+ * receives a one-line "<path>: why" to free with tp_free() (NULL if even
+ * that allocation failed). Returns TP_ERR_NOTFOUND when the file is
+ * missing or holds no GPU and no OpenFabrics device (exported without I/O),
+ * TP_ERR_FORMAT for XML hwloc refuses (format 3.0), TP_ERR_PARSE,
+ * TP_ERR_NOMEM, and TP_ERR_UNSUPPORTED when built without hwloc.
+ * Warnings (NICs left for NCCL to fill) go to the log sink. Thread-safe
+ * as long as the log sink is. Offline use only (CLI): hwloc's XML
+ * importer is not trusted inside a Slurm daemon. */
+tp_err_t tp_node_nccl_topo_from_hwloc(const char *path, char **xml_p,
+				      char **err_p);
 /* `nvidia-smi topo -m` text of one node. */
 tp_err_t tp_fabric_read_node_nvsmi(tp_fabric_t *f, const char *host,
 				   const char *path);

@@ -753,6 +753,316 @@ static void test_node_dir_hwloc(void **state)
 	free(dir);
 }
 
+/* ---- NCCL topology from hwloc XML --------------------------------------- */
+
+/* Well-formed in the subset NCCL's parser reads (src/graph/xml.cc): no
+ * declaration, comment, text or entity; one space before each key="value";
+ * values <= 255 characters; matching tags; a single <system version="1">
+ * root. Returns the number of elements. */
+static size_t check_nccl_xml(const char *x)
+{
+	char stack[64][32];
+	size_t depth = 0, elems = 0;
+
+	assert_non_null(x);
+	assert_int_equal(strncmp(x, "<system version=\"1\">\n", 21), 0);
+	while (*x) {
+		char name[32];
+		size_t n;
+
+		while (*x == ' ' || *x == '\n')
+			x++;
+		if (!*x)
+			break;
+		assert_int_equal(*x, '<');
+		x++;
+		if (*x == '/') {
+			x++;
+			n = strcspn(x, ">");
+			assert_true(depth > 0);
+			depth--;
+			assert_int_equal(strlen(stack[depth]), n);
+			assert_int_equal(strncmp(stack[depth], x, n), 0);
+			x += n + 1;
+			continue;
+		}
+		n = strcspn(x, " />");
+		assert_true(n > 0 && n < sizeof(name));
+		memcpy(name, x, n);
+		name[n] = '\0';
+		/* only the root may be <system>, and only once */
+		assert_true((depth == 0) == (strcmp(name, "system") == 0));
+		assert_true(depth > 0 || elems == 0);
+		x += n;
+		while (*x == ' ') {
+			const char *q;
+			x++;
+			n = strcspn(x, "=\" />");
+			assert_true(n > 0);
+			x += n;
+			assert_int_equal(strncmp(x, "=\"", 2), 0);
+			x += 2;
+			q = strchr(x, '"');
+			assert_non_null(q);
+			assert_true(q - x <= 255);
+			assert_null(memchr(x, '<', (size_t)(q - x)));
+			assert_null(memchr(x, '&', (size_t)(q - x)));
+			x = q + 1;
+		}
+		elems++;
+		if (x[0] == '/' && x[1] == '>') {
+			x += 2;
+			continue;
+		}
+		assert_int_equal(*x, '>');
+		x++;
+		assert_true(depth < 64);
+		memcpy(stack[depth], name, sizeof(name));
+		depth++;
+	}
+	assert_int_equal(depth, 0);
+	return elems;
+}
+
+static size_t count_of(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+static char *nccl_of(const char *rel)
+{
+	const char *path = tp_test_fixture(rel);
+	char *xml = NULL, *msg = NULL;
+
+	if (!path)
+		return NULL;
+	assert_int_equal(tp_node_nccl_topo_from_hwloc(path, &xml, &msg),
+			 TP_OK);
+	assert_null(msg);
+	check_nccl_xml(xml);
+	return xml;
+}
+
+static void assert_gpu_busids(const char *xml, const char *const *pci,
+			      size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char want[96];
+		snprintf(want, sizeof(want), "busid=\"%s\" class=\"0x0302",
+			 pci[i]);
+		if (!strstr(xml, want))
+			fail_msg("no GPU <pci %s...>", want);
+	}
+}
+
+/* JURECA-DC jrc0386 (hwloc 1.x format): as test_hwloc_jureca_dc, four
+ * A100s on NUMA 3, 1, 7, 5, each next to one HDR HCA on the same PCI
+ * switch; AMD family 23 (grep CPUFamilyNumber) is NCCL's 0x8f = 143. No
+ * NVLinkBandwidth matrix (grep -c NVLink -> 0). */
+static void test_nccl_jureca_dc(void **state)
+{
+	static const char *const pci[] = {"0000:03:00.0", "0000:44:00.0",
+					  "0000:84:00.0", "0000:c4:00.0"};
+	char *xml;
+
+	(void)state;
+	HWLOC_OR_SKIP();
+	if (!(xml = nccl_of("hwloc/ParaStation-psmgmt/topo.jrc0386.xml")))
+		skip();
+	assert_int_equal(count_of(xml, "<gpu"), 4);
+	assert_int_equal(count_of(xml, "<nvlink"), 0);
+	assert_int_equal(count_of(xml, "<net "), 4);
+	assert_int_equal(count_of(xml, "<cpu "), 4);
+	assert_gpu_busids(xml, pci, 4);
+	for (int i = 0; i < 4; i++) {
+		char want[32];
+		snprintf(want, sizeof(want), "<net name=\"mlx5_%d\"", i);
+		assert_non_null(strstr(xml, want));
+	}
+	/* GPU 0000:03:00.0 and mlx5_1 share NUMA 3's PCI switch. */
+	{
+		const char *cpu = strstr(xml, "<cpu numaid=\"3\"");
+		const char *end = cpu ? strstr(cpu, "</cpu>") : NULL;
+		const char *g = strstr(xml, "busid=\"0000:03:00.0\"");
+		const char *n = strstr(xml, "name=\"mlx5_1\"");
+		assert_non_null(end);
+		assert_true(g > cpu && g < end && n > cpu && n < end);
+	}
+	assert_non_null(strstr(xml, "arch=\"x86_64\" vendor=\"AuthenticAMD\" "
+				    "familyid=\"143\" modelid=\"49\""));
+	/* NCCL's spelling of a Gen4 x16 link; class with prog-if 00. */
+	assert_non_null(strstr(xml, "link_speed=\"16 GT/s\" link_width=\"16\""));
+	assert_non_null(strstr(xml, "class=\"0x020700\""));
+	/* Left to NCCL: never written. */
+	assert_null(strstr(xml, " rank="));
+	assert_null(strstr(xml, " gdr="));
+	assert_null(strstr(xml, " dev="));
+	assert_null(strstr(xml, " speed="));
+	tp_free(xml);
+}
+
+/* DGX-2: 16 GPUs, each with six 25000 MB/s NVLinkBandwidth entries to
+ * six different NVSwitch PCI devices (test_hwloc_dgx2) = six
+ * <nvlink count="1" tclass="0x068000">. No OpenFabrics device. */
+static void test_nccl_dgx2(void **state)
+{
+	static const char *const pci[] = {
+	    "0000:34:00.0", "0000:36:00.0", "0000:39:00.0", "0000:3b:00.0",
+	    "0000:57:00.0", "0000:59:00.0", "0000:5c:00.0", "0000:5e:00.0",
+	    "0000:b7:00.0", "0000:b9:00.0", "0000:bc:00.0", "0000:be:00.0",
+	    "0000:e0:00.0", "0000:e2:00.0", "0000:e5:00.0", "0000:e7:00.0"};
+	size_t elems;
+	char *xml;
+
+	(void)state;
+	HWLOC_OR_SKIP();
+	if (!(xml = nccl_of("hwloc/hwloc-tests/nvidiaDGX2.xml")))
+		skip();
+	elems = check_nccl_xml(xml);
+	assert_int_equal(count_of(xml, "<gpu>"), 16);
+	assert_int_equal(count_of(xml, "<nvlink "), 96);
+	assert_int_equal(count_of(xml, "count=\"1\" tclass=\"0x068000\""), 96);
+	assert_int_equal(count_of(xml, "<net "), 0);
+	assert_int_equal(count_of(xml, "<cpu "), 2);
+	assert_gpu_busids(xml, pci, 16);
+	/* Older NCCL releases hold at most 256 XML nodes. */
+	assert_true(elems < 256);
+	assert_non_null(strstr(xml, "vendor=\"GenuineIntel\" familyid=\"6\" "
+				    "modelid=\"85\""));
+	tp_free(xml);
+}
+
+/* POWER8 Minsky: 40000 MB/s = two NVLink 1 links (20000 each) to the
+ * peer GPU and two to the package: the latter as NCCL's CPU class. */
+static void test_nccl_power8(void **state)
+{
+	static const char *const pci[] = {"0002:01:00.0", "0003:01:00.0",
+					  "000a:01:00.0", "000b:01:00.0"};
+	char *xml;
+
+	(void)state;
+	HWLOC_OR_SKIP();
+	if (!(xml = nccl_of("hwloc/hwloc-tests/power8gpudistances.xml")))
+		skip();
+	assert_int_equal(count_of(xml, "<gpu>"), 4);
+	assert_gpu_busids(xml, pci, 4);
+	assert_int_equal(count_of(xml, "<nvlink "), 8);
+	assert_int_equal(count_of(xml, "count=\"2\" tclass=\"0x030200\""), 4);
+	assert_int_equal(count_of(xml, "count=\"2\" tclass=\"0x068001\""), 4);
+	assert_non_null(
+	    strstr(xml, "<nvlink target=\"0003:01:00.0\" count=\"2\" "
+			"tclass=\"0x030200\"/>"));
+	assert_non_null(strstr(xml, "arch=\"ppc64\""));
+	tp_free(xml);
+}
+
+static char nccl_warn[512];
+
+static void keep_warn(tp_log_level_t level, const char *msg, void *arg)
+{
+	(void)arg;
+	if (level == TP_LOG_WARN)
+		snprintf(nccl_warn, sizeof(nccl_warn), "%s", msg);
+}
+
+/* 2n8c2t wholeio: one CUDA GPU (84:00.0, test_hwloc_32em64t) and mlx5_0
+ * at 04:00.0, both below bridge 80:03.0 on NUMA 1; no pci_link_speed and
+ * no CPUVendor (grep -c -> 0): links are NCCL's "unknown" and the NIC
+ * gets no <net>, so NCCL fills CPU and NIC from the node itself. */
+static void test_nccl_32em64t(void **state)
+{
+	char *xml;
+
+	(void)state;
+	HWLOC_OR_SKIP();
+	nccl_warn[0] = '\0';
+	tp_log_set(keep_warn, NULL);
+	xml = nccl_of("hwloc/hwloc-tests/32em64t-2n8c2t-pci-wholeio.xml");
+	tp_log_set(NULL, NULL);
+	if (!xml)
+		skip();
+	assert_int_equal(count_of(xml, "<gpu/>"), 1);
+	assert_int_equal(count_of(xml, "<gpu"), 1);
+	assert_int_equal(count_of(xml, "<net "), 0);
+	assert_int_equal(count_of(xml, "<nic>"), 0);
+	assert_non_null(strstr(xml, "busid=\"0000:84:00.0\" class=\"0x030200\""));
+	assert_non_null(strstr(xml, "busid=\"0000:04:00.0\" class=\"0x020700\""));
+	assert_non_null(strstr(xml, "<cpu numaid=\"1\" affinity=\"ff00ff00\" "
+				    "arch=\"x86_64\">"));
+	assert_non_null(strstr(xml, "link_speed=\"\" link_width=\"0\""));
+	assert_non_null(strstr(nccl_warn, "1 NIC(s) written without <net>"));
+	tp_free(xml);
+}
+
+static void expect_nccl_fail(const char *path, tp_err_t want,
+			     const char *msg)
+{
+	char *xml = (char *)"untouched", *e = NULL;
+
+	assert_int_equal(tp_node_nccl_topo_from_hwloc(path, &xml, &e), want);
+	assert_string_equal(xml, "untouched");
+	assert_non_null(e);
+	if (!strstr(e, msg))
+		fail_msg("error '%s' lacks '%s'", e, msg);
+	assert_null(strchr(e, '\n'));
+	tp_free(e);
+	/* err_p is optional */
+	assert_int_equal(tp_node_nccl_topo_from_hwloc(path, &xml, NULL), want);
+}
+
+static void test_nccl_errors(void **state)
+{
+	static const char garbage[] = "\x7f"
+				      "ELF\x02\x01\x01\0\0\0binary";
+	char *bin;
+
+	(void)state;
+	if (!have_hwloc()) {
+		expect_nccl_fail("/some/node.xml", TP_ERR_UNSUPPORTED,
+				 "/some/node.xml: built without hwloc");
+		return;
+	}
+	{
+		TP_FIXTURE_OR_SKIP(v3,
+				   "hwloc/hwloc-tests/v3.0-format/nvidiaDGX2.xml");
+		expect_nccl_fail(v3, TP_ERR_FORMAT, "format 3.0");
+	}
+	{
+		TP_FIXTURE_OR_SKIP(
+		    gh, "hwloc/uliegecsm-hwloc-xml-parser/nvidia-gh-200.xml");
+		expect_nccl_fail(gh, TP_ERR_NOTFOUND,
+				 "no GPU or InfiniBand device");
+	}
+	{
+		/* CPU node with one mlx4 HCA (old IB class 0c06) and no
+		 * CPUVendor: a NIC-only file converts, the HCA bare. */
+		TP_FIXTURE_OR_SKIP(b, "hwloc/netloc-nodes/plafrim-bonobo001.xml");
+		char *xml = NULL;
+		assert_int_equal(tp_node_nccl_topo_from_hwloc(b, &xml, NULL),
+				 TP_OK);
+		check_nccl_xml(xml);
+		assert_int_equal(count_of(xml, "<gpu"), 0);
+		assert_int_equal(count_of(xml, "<net "), 0);
+		assert_non_null(strstr(xml, "<pci busid=\"0000:0a:00.0\" "
+					    "class=\"0x0c0600\""));
+		tp_free(xml);
+	}
+	expect_nccl_fail(tp_test_data("node-hwloc-truncated.xml"), TP_ERR_PARSE,
+			 "node-hwloc-truncated.xml: hwloc cannot parse");
+	expect_nccl_fail(tp_test_data("node-empty.txt"), TP_ERR_PARSE,
+			 "hwloc cannot parse");
+	expect_nccl_fail("/nonexistent/n.xml", TP_ERR_NOTFOUND,
+			 "/nonexistent/n.xml: cannot read");
+	bin = write_tmp(garbage, sizeof(garbage));
+	expect_nccl_fail(bin, TP_ERR_PARSE, "hwloc cannot parse");
+	unlink(bin);
+	free(bin);
+}
+
 /* ---- domain map -------------------------------------------------------- */
 
 static void test_domain_map(void **state)
@@ -880,6 +1190,21 @@ static tp_err_t read_map(tp_fabric_t *f, const char *host, const char *path)
 	return tp_fabric_read_domain_map(f, path);
 }
 
+/* The converter under fail_each_alloc's signature. */
+static tp_err_t nccl_into_fabric(tp_fabric_t *f, const char *host,
+				 const char *path)
+{
+	char *xml = NULL;
+	tp_err_t err = tp_node_nccl_topo_from_hwloc(path, &xml, NULL);
+
+	(void)f;
+	(void)host;
+	if (!err)
+		check_nccl_xml(xml);
+	tp_free(xml);
+	return err;
+}
+
 static void test_alloc_failure(void **state)
 {
 	(void)state;
@@ -893,6 +1218,10 @@ static void test_alloc_failure(void **state)
 			 tp_test_fixture(
 			     "hwloc/ParaStation-psmgmt/topo.jwc09n003.xml"));
 		fail_each_alloc(tp_fabric_read_node_hwloc, p);
+		fail_each_alloc(nccl_into_fabric, p);
+		snprintf(p, sizeof(p), "%s",
+			 tp_test_fixture("hwloc/hwloc-tests/nvidiaDGX2.xml"));
+		fail_each_alloc(nccl_into_fabric, p);
 	}
 }
 
@@ -919,6 +1248,11 @@ int main(void)
 	    cmocka_unit_test(test_nvsmi_hostile),
 	    cmocka_unit_test(test_node_dir_nvsmi),
 	    cmocka_unit_test(test_node_dir_hwloc),
+	    cmocka_unit_test(test_nccl_jureca_dc),
+	    cmocka_unit_test(test_nccl_dgx2),
+	    cmocka_unit_test(test_nccl_power8),
+	    cmocka_unit_test(test_nccl_32em64t),
+	    cmocka_unit_test(test_nccl_errors),
 	    cmocka_unit_test(test_domain_map),
 	    cmocka_unit_test(test_domain_map_bad),
 	    cmocka_unit_test(test_alloc_failure),
