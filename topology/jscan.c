@@ -346,3 +346,27 @@ uint32_t tp__jget(const tp__jdoc_t *d, uint32_t obj, const char *key)
 	}
 	return TP_J_NONE;
 }
+
+void tp__jgetv(const tp__jdoc_t *d, uint32_t obj, const char *const *keys,
+	       size_t n, uint32_t *vals)
+{
+	size_t pos = 0;
+
+	for (size_t i = 0; i < n; i++)
+		vals[i] = TP_J_NONE;
+	if (tp__jtype(d, obj) != TP_J_OBJ)
+		return;
+	for (uint32_t k = tp__jfirst(d, obj); k != TP_J_NONE;
+	     k = tp__jnext(d, k, true, obj), pos++) {
+		const char *name = d->text + d->tok[k].v.str;
+		if (pos < n && !strcmp(name, keys[pos])) {
+			vals[pos] = k + 1;
+			continue;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (name[0] == keys[i][0] && !strcmp(name, keys[i])) {
+				vals[i] = k + 1;
+				break;
+			}
+	}
+}

@@ -83,5 +83,9 @@ static inline const char *tp__jstr(const tp__jdoc_t *d, uint32_t v)
 }
 /* Value of key in object obj, TP_J_NONE when absent or obj no object. */
 uint32_t tp__jget(const tp__jdoc_t *d, uint32_t obj, const char *key);
+/* The values of n keys in one pass over obj's members (TP_J_NONE for an
+ * absent key); members in the order of keys[] match at the first try. */
+void tp__jgetv(const tp__jdoc_t *d, uint32_t obj, const char *const *keys,
+	       size_t n, uint32_t *vals);
 
 #endif

@@ -330,9 +330,13 @@ static tp_err_t load_nodes(loader_t *ld, uint32_t arr, bool sw)
 	const char *what = sw ? "switches" : "cas";
 	int i = 0;
 
+	static const char *const keys[] = {"guid", "desc", "ports", "subnet"};
+	uint32_t v[4];
+
 	FOR_ITEMS(d, o, arr)
 	{
-		const char *gs = get_str(d, o, "guid"), *desc = get_str(d, o, "desc");
+		tp__jgetv(d, o, keys, 4, v);
+		const char *gs = tp__jstr(d, v[0]), *desc = tp__jstr(d, v[1]);
 		long ports, subnet;
 		uint64_t guid;
 		uint32_t idx;
@@ -345,9 +349,9 @@ static tp_err_t load_nodes(loader_t *ld, uint32_t arr, bool sw)
 		/* generated fabrics may hold logical switches wider than IB's
 		 * 8-bit port numbers (a director as one node, a big spine for
 		 * a scale study); the ibsim writer refuses those */
-		if (!get_int(d, o, "ports", 0, 65535, &ports))
+		if (!int_of(d, v[2], 0, 65535, &ports))
 			return lfail(ld, TP_ERR_PARSE, "%s[%d].ports: expected an integer 0..65535", what, i);
-		if (!get_int(d, o, "subnet", 0, ld->f->nsubnets - 1, &subnet))
+		if (!int_of(d, v[3], 0, ld->f->nsubnets - 1, &subnet))
 			return lfail(ld, TP_ERR_PARSE, "%s[%d].subnet: expected an integer 0..%d", what, i, ld->f->nsubnets - 1);
 		size_t before = sw ? ld->f->nsw : ld->f->nca;
 		err = sw ? tp__fabric_add_switch(ld->f, (int)subnet, guid, desc, (int)ports, &idx)
@@ -392,28 +396,32 @@ static bool parse_ref(const loader_t *ld, uint32_t r, tp_node_kind_t *k,
 
 static tp_err_t load_links(loader_t *ld, uint32_t arr)
 {
+	static const char *const keys[] = {"a", "b", "width", "lane_gbps",
+					   "active"};
 	const tp__jdoc_t *d = ld->d;
+	uint32_t v[5];
 	int i = 0;
 
 	FOR_ITEMS(d, o, arr)
 	{
 		tp_node_kind_t ka, kb;
-		uint32_t a, b, act = tp__jget(d, o, "active");
+		uint32_t a, b;
 		int pa, pb;
 		long width;
 		double lane;
 		bool added;
 		tp_err_t err;
 
-		if (!parse_ref(ld, tp__jget(d, o, "a"), &ka, &a, &pa) ||
-		    !parse_ref(ld, tp__jget(d, o, "b"), &kb, &b, &pb))
+		tp__jgetv(d, o, keys, 5, v);
+		if (!parse_ref(ld, v[0], &ka, &a, &pa) ||
+		    !parse_ref(ld, v[1], &kb, &b, &pb))
 			return lfail(ld, TP_ERR_PARSE, "links[%d]: endpoints must be [\"switch\"|\"ca\", index, port] naming existing nodes", i);
-		if (!get_int(d, o, "width", 0, 32, &width) ||
-		    !num_of(d, tp__jget(d, o, "lane_gbps"), &lane) || !(lane >= 0 && lane <= 1e4) ||
-		    !is_bool(d, act))
+		if (!int_of(d, v[2], 0, 32, &width) ||
+		    !num_of(d, v[3], &lane) || !(lane >= 0 && lane <= 1e4) ||
+		    !is_bool(d, v[4]))
 			return lfail(ld, TP_ERR_PARSE, "links[%d]: width (0..32), lane_gbps (number) and active (bool) required", i);
 		err = tp__fabric_add_link(ld->f, ka, a, pa, kb, b, pb, (int)width, lane,
-					  tp__jtype(d, act) == TP_J_TRUE, &added);
+					  tp__jtype(d, v[4]) == TP_J_TRUE, &added);
 		if (err == TP_ERR_EXISTS || (!err && !added))
 			return lfail(ld, TP_ERR_PARSE, "links[%d]: a port is cabled twice", i);
 		if (err)
