@@ -141,19 +141,20 @@ static void put_fabric(tp_strbuf_t *sb, const tp_fabric_t *f)
 		tp_strbuf_printf(sb, ",\"ports\":%d,\"subnet\":%d}", c->nports,
 				 c->subnet);
 	}
+	/* links are most of a big fabric: one compact array each,
+	 * [kind_a, node_a, port_a, kind_b, node_b, port_b, width, lane_gbps,
+	 * active] (the loader also takes the object form) */
 	put_lit(sb, "],\"links\":[");
 	for (size_t i = 0; i < f->nlink; i++) {
 		const tp_link_t *l = &f->link[i];
-		tp_strbuf_printf(sb,
-				 "%s{\"a\":[\"%s\",%u,%d],\"b\":[\"%s\",%u,%d],"
-				 "\"width\":%d,\"lane_gbps\":",
+		tp_strbuf_printf(sb, "%s[\"%s\",%u,%d,\"%s\",%u,%d,%d,",
 				 i ? "," : "",
 				 l->kind[0] == TP_NODE_SWITCH ? "switch" : "ca",
 				 l->node[0], l->port[0],
 				 l->kind[1] == TP_NODE_SWITCH ? "switch" : "ca",
 				 l->node[1], l->port[1], l->width);
 		put_num(sb, l->lane_gbps);
-		tp_strbuf_printf(sb, ",\"active\":%s}", l->active ? "true" : "false");
+		tp_strbuf_printf(sb, ",%s]", l->active ? "true" : "false");
 	}
 	put_lit(sb, "],\"hosts\":[");
 	for (size_t i = 0; i < f->nhost; i++) {
@@ -365,19 +366,15 @@ static tp_err_t load_nodes(loader_t *ld, uint32_t arr, bool sw)
 	return TP_OK;
 }
 
-static bool parse_ref(const loader_t *ld, uint32_t r, tp_node_kind_t *k,
+/* An endpoint: three values kind, node, port starting at token a. */
+static bool parse_end(const loader_t *ld, uint32_t a, tp_node_kind_t *k,
 		      uint32_t *node, int *port)
 {
 	const tp__jdoc_t *d = ld->d;
-	uint32_t a, b, c;
+	uint32_t b = d->tok[a].next, c = d->tok[b].next;
 	long n, p;
 	const char *kind;
 
-	if (tp__jtype(d, r) != TP_J_ARR || tp__jcount(d, r) != 3)
-		return false;
-	a = r + 1;
-	b = d->tok[a].next;
-	c = d->tok[b].next;
 	if (!(kind = tp__jstr(d, a)))
 		return false;
 	if (strcmp(kind, "switch") == 0)
@@ -392,6 +389,15 @@ static bool parse_ref(const loader_t *ld, uint32_t r, tp_node_kind_t *k,
 	*node = (uint32_t)n;
 	*port = (int)p;
 	return true;
+}
+
+static bool parse_ref(const loader_t *ld, uint32_t r, tp_node_kind_t *k,
+		      uint32_t *node, int *port)
+{
+	const tp__jdoc_t *d = ld->d;
+
+	return tp__jtype(d, r) == TP_J_ARR && tp__jcount(d, r) == 3 &&
+	       parse_end(ld, r + 1, k, node, port);
 }
 
 static tp_err_t load_links(loader_t *ld, uint32_t arr)
@@ -412,10 +418,26 @@ static tp_err_t load_links(loader_t *ld, uint32_t arr)
 		bool added;
 		tp_err_t err;
 
-		tp__jgetv(d, o, keys, 5, v);
-		if (!parse_ref(ld, v[0], &ka, &a, &pa) ||
-		    !parse_ref(ld, v[1], &kb, &b, &pb))
-			return lfail(ld, TP_ERR_PARSE, "links[%d]: endpoints must be [\"switch\"|\"ca\", index, port] naming existing nodes", i);
+		if (tp__jtype(d, o) == TP_J_ARR) {
+			/* compact: [ka, a, pa, kb, b, pb, width, lane, active] */
+			uint32_t e = o + 1;
+			if (tp__jcount(d, o) != 9 || !parse_end(ld, e, &ka, &a, &pa))
+				return lfail(ld, TP_ERR_PARSE, "links[%d]: expected [kind, node, port, kind, node, port, width, lane_gbps, active] naming existing nodes", i);
+			for (int k = 0; k < 3; k++)
+				e = d->tok[e].next;
+			if (!parse_end(ld, e, &kb, &b, &pb))
+				return lfail(ld, TP_ERR_PARSE, "links[%d]: second endpoint must be \"switch\"|\"ca\", index, port naming an existing node", i);
+			for (int k = 0; k < 3; k++)
+				e = d->tok[e].next;
+			v[2] = e;
+			v[3] = d->tok[e].next;
+			v[4] = d->tok[v[3]].next;
+		} else {
+			tp__jgetv(d, o, keys, 5, v);
+			if (!parse_ref(ld, v[0], &ka, &a, &pa) ||
+			    !parse_ref(ld, v[1], &kb, &b, &pb))
+				return lfail(ld, TP_ERR_PARSE, "links[%d]: endpoints must be [\"switch\"|\"ca\", index, port] naming existing nodes", i);
+		}
 		if (!int_of(d, v[2], 0, 32, &width) ||
 		    !num_of(d, v[3], &lane) || !(lane >= 0 && lane <= 1e4) ||
 		    !is_bool(d, v[4]))

@@ -264,9 +264,9 @@ static tp_fabric_t *rail_degraded(const char *const *names, size_t n)
 		i = 0;
 		cJSON_ArrayForEach(it, links)
 		{
-			cJSON *b = cJSON_GetObjectItem(it, "b");
-			if (!strcmp(cJSON_GetArrayItem(b, 0)->valuestring, "ca") &&
-			    cJSON_GetArrayItem(b, 1)->valueint == ca)
+			/* [kind_a, a, port_a, kind_b, b, port_b, ...] */
+			if (!strcmp(cJSON_GetArrayItem(it, 3)->valuestring, "ca") &&
+			    cJSON_GetArrayItem(it, 4)->valueint == ca)
 				break;
 			i++;
 		}

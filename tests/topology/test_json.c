@@ -167,6 +167,10 @@ static void test_hostile(void **state)
 	expect_error(HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0 "],\"links\":[{\"a\":[\"switch\",0,1],\"b\":[\"ca\",7,1],\"width\":4,\"lane_gbps\":25,\"active\":true}]," TAIL, "links[0]");
 	expect_error(HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0 "],\"links\":[{\"a\":[\"switch\",0,1],\"b\":[\"ca\",0,1],\"width\":4,\"lane_gbps\":25,\"active\":true},{\"a\":[\"switch\",0,1],\"b\":[\"ca\",0,1],\"width\":4,\"lane_gbps\":25,\"active\":true}]," TAIL, "links[1]: a port is cabled twice");
 	expect_error(HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{\"name\":\"a\",\"node_data\":true,\"gpus\":[{\"index\":\"0\"}]}]," TAIL, "hosts[0] (a).gpus[0]");
+	/* the compact link form the writer uses */
+	expect_error(HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0 "],\"links\":[[\"switch\",0,1,\"ca\",0,1,4,25]]," TAIL, "links[0]: expected [kind, node, port");
+	expect_error(HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0 "],\"links\":[[\"switch\",0,1,\"ca\",3,1,4,25,true]]," TAIL, "links[0]: second endpoint");
+	expect_error(HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0 "],\"links\":[[\"switch\",0,1,\"ca\",0,1,4,25,1]]," TAIL, "links[0]: width");
 	expect_error(HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{\"name\":\"a\",\"node_data\":true,\"gpus\":[]},{\"name\":\"a\",\"node_data\":true,\"gpus\":[]}]," TAIL, "host a appears twice");
 	expect_error(HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[],\"guid_map\":[],\"nvlink_domains\":[{\"domain\":\"r\",\"host\":\"a\"},{\"domain\":\"q\",\"host\":\"a\"}],\"warnings\":[]}", "two domains");
 	expect_error(HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[],\"guid_map\":[],\"nvlink_domains\":[],\"warnings\":[1]}", "warnings[0]");
