@@ -21,7 +21,7 @@ static const char usage[] =
 static const char *type_name(tp_pconf_type_t t)
 {
 	switch (t) {
-	case TP_PCONF_STRING: return "path";
+	case TP_PCONF_STRING: return "string";
 	case TP_PCONF_BOOL: return "yes|no";
 	case TP_PCONF_UINT: return "integer";
 	case TP_PCONF_LIST: return "list";
@@ -34,7 +34,8 @@ static void dump_table(void)
 	printf("# topoplace.conf - keys, defaults and meaning (topoplace.conf(5))\n");
 	for (size_t i = 0; i < tp_pconf_nkeys(); i++) {
 		const tp_pconf_key_t *k = tp_pconf_key(i);
-		printf("\n# %s (%s", k->name, type_name(k->type));
+		printf("\n# %s (%s", k->name,
+		       k->choices ? k->choices : type_name(k->type));
 		if (k->type == TP_PCONF_UINT)
 			printf(", %u..%u", k->min, k->max);
 		printf("): %s\n", k->doc);

@@ -23,29 +23,35 @@ static const tp_pconf_key_t keys[] = {
 	{"FabricFile", TP_PCONF_STRING, NULL, 0, 0,
 	 "fabric JSON written by `topoplace discover` or `fabric generate`; "
 	 "unset: flat topology",
-	 OFF(fabric_file)},
+	 OFF(fabric_file), NULL},
 	{"RankNodes", TP_PCONF_BOOL, "yes", 0, 1,
 	 "order Slurm's node table by the fabric (task ranks follow it)",
-	 OFF(rank_nodes)},
+	 OFF(rank_nodes), NULL},
 	{"NVLinkLevel", TP_PCONF_BOOL, "yes", 0, 1,
 	 "multi-node NVLink domains become the leaf switches",
-	 OFF(nvlink_level)},
+	 OFF(nvlink_level), NULL},
 	{"SetSwitches", TP_PCONF_BOOL, "yes", 0, 1,
 	 "job_submit/topoplace sets --switches on multi-node jobs",
-	 OFF(set_switches)},
+	 OFF(set_switches), NULL},
 	{"SwitchWait", TP_PCONF_UINT, "300", 0, 7 * 86400,
 	 "seconds a job may wait for its switch count (wait4switch)",
-	 OFF(switch_wait)},
+	 OFF(switch_wait), NULL},
 	{"MinNodes", TP_PCONF_UINT, "2", 2, 1000000,
-	 "smallest job (nodes) given --switches", OFF(min_nodes)},
+	 "smallest job (nodes) given --switches", OFF(min_nodes), NULL},
 	{"MaxNodes", TP_PCONF_UINT, "0", 0, 1000000,
-	 "largest job (nodes) given --switches; 0: no limit", OFF(max_nodes)},
+	 "largest job (nodes) given --switches; 0: no limit",
+	 OFF(max_nodes), NULL},
 	{"GpusPerNode", TP_PCONF_UINT, "0", 0, 1024,
 	 "GPUs per node for --gpus jobs; 0: from the nodes' Gres",
-	 OFF(gpus_per_node)},
+	 OFF(gpus_per_node), NULL},
 	{"Partitions", TP_PCONF_LIST, NULL, 0, 0,
 	 "partitions whose jobs job_submit/topoplace touches; unset: all",
-	 OFF(partitions)},
+	 OFF(partitions), NULL},
+	{"Selection", TP_PCONF_STRING, "engine", 0, 0,
+	 "who picks a job's nodes in native mode (Slurm 24.11); "
+	 "tree: every job goes to Slurm's own topology/tree selection on the "
+	 "same switch table, timed the same way, for comparing decision time",
+	 OFF(selection), "engine|tree"},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -87,6 +93,28 @@ static bool list_ok(const char *v)
 	return true;
 }
 
+/* v among k->choices ("a|b"), without case; *canon_p gets the table's
+ * spelling. */
+static bool choice_ok(const tp_pconf_key_t *k, const char *v,
+		      const char **canon_p, size_t *len_p)
+{
+	const char *p = k->choices;
+	size_t vlen = strlen(v);
+
+	while (p && *p) {
+		size_t n = strcspn(p, "|");
+		if (n == vlen && n && !strncasecmp(p, v, n)) {
+			*canon_p = p;
+			*len_p = n;
+			return true;
+		}
+		p += n;
+		if (*p == '|')
+			p++;
+	}
+	return false;
+}
+
 /* Store one value; *why_p gets a static reason on failure. */
 static tp_err_t set_value(tp_pconf_t *c, const tp_pconf_key_t *k,
 			  const char *v, const char **why_p)
@@ -106,8 +134,21 @@ static tp_err_t set_value(tp_pconf_t *c, const tp_pconf_key_t *k,
 			*why_p = "empty item in list";
 			return TP_ERR_PARSE;
 		}
-		if (!(s = tp_strdup(v)))
+		if (k->type == TP_PCONF_STRING && k->choices) {
+			const char *canon;
+			size_t len;
+
+			if (!choice_ok(k, v, &canon, &len)) {
+				*why_p = "expected one of ";
+				return TP_ERR_PARSE;
+			}
+			if (!(s = tp_malloc(len + 1)))
+				return TP_ERR_NOMEM;
+			memcpy(s, canon, len);
+			s[len] = '\0';
+		} else if (!(s = tp_strdup(v))) {
 			return TP_ERR_NOMEM;
+		}
 		tp_free(*(char **)field);
 		*(char **)field = s;
 		return TP_OK;
@@ -243,8 +284,12 @@ static tp_err_t parse_pair(const char *name, size_t lineno, char **pp,
 	*vend = '\0';
 	err = set_value(c, k, val, &why);
 	if (err)
-		err = failf(err_p, err, "%s:%zu: %s=%s: %s", name, lineno,
-			    k->name, val, why);
+		err = failf(err_p, err, "%s:%zu: %s=%s: %s%s", name, lineno,
+			    k->name, val, why,
+			    k->type == TP_PCONF_STRING && k->choices &&
+				    err == TP_ERR_PARSE && *val
+				? k->choices
+				: "");
 	*vend = save;
 	*pp = p;
 	return err;
@@ -316,6 +361,11 @@ tp_err_t tp_pconf_load(const char *path, tp_pconf_t *c, char **err_p)
 	err = tp_pconf_parse(path, buf, c, err_p);
 	tp_free(buf);
 	return err;
+}
+
+bool tp_pconf_select_tree(const tp_pconf_t *c)
+{
+	return c && c->selection && !strcmp(c->selection, "tree");
 }
 
 bool tp_pconf_partition_enabled(const tp_pconf_t *c, const char *partition)

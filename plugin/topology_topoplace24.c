@@ -18,6 +18,9 @@
  *   does not take (--switches, required nodes, contiguous, ranges of node
  *   counts, GPUs per task or socket, partitions not in Partitions=) and
  *   when the engine fails for another reason than "does not fit now".
+ * - Selection=tree (topoplace.conf) sends every job to eval_nodes_tree on
+ *   the same table, timed and logged like the engine's decisions, to
+ *   compare decision times in one controller build.
  * - Whatever the input, slurmctld keeps running: a missing, corrupt or
  *   mismatched fabric is logged once per read and leaves a flat table (one
  *   switch) and Slurm's default selection (eval_nodes without a hook).
@@ -148,6 +151,7 @@ static const tp_policy_t *policy;
 static bool loaded;          /* files read at least once */
 static bool have_tree;       /* fabric loaded and tree built */
 static bool engine_on;       /* the table is the fabric's, hosts mapped */
+static bool select_tree;     /* Selection=tree: every job to eval_nodes_tree */
 static bool mismatch_logged;
 static uint32_t *host_of;    /* node index -> fabric host (TP_ID_NONE) */
 static int host_of_cnt;
@@ -946,6 +950,44 @@ out:
 	return rc;
 }
 
+/*
+ * Selection=tree: every job goes to Slurm's eval_nodes_tree on the same
+ * table, timed over the same span as eval_nodes_topoplace (from the hook's
+ * entry, state_lock and the decisions flush included, to the end of Slurm's
+ * commit of cores and GPUs) and logged in the same shape, so the debug log
+ * compares the two decision times directly. Nothing is recorded.
+ */
+static int eval_nodes_tree_timed(topology_eval_t *topo_eval)
+{
+	job_record_t *job_ptr = topo_eval->job_ptr;
+	struct timespec t0;
+	double ms;
+	int rc, nleaves = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	slurm_mutex_lock(&state_lock);
+	decisions_flush();
+	slurm_mutex_unlock(&state_lock);
+	rc = eval_nodes_tree(topo_eval);
+	ms = ms_since(&t0);
+	if (rc != SLURM_SUCCESS) {
+		debug("%s: %pJ: does not fit the free nodes now (%.3f ms) "
+		      "(tree)", plugin_type, job_ptr, ms);
+		return rc;
+	}
+	/* counted after the clock stopped */
+	for (int i = 0; i < switch_record_cnt; i++)
+		if (switch_record_table[i].level == 0 &&
+		    bit_overlap_any(switch_record_table[i].node_bitmap,
+				    topo_eval->node_map))
+			nleaves++;
+	debug("%s: JobId=%u %d nodes in %.3f ms (tree): Slurm's topology/tree "
+	      "selection, %d leaf switches",
+	      plugin_type, job_ptr->job_id, bit_set_count(topo_eval->node_map),
+	      ms, nleaves);
+	return rc;
+}
+
 /* ---- the plugin API --------------------------------------------------- */
 
 extern int init(void)
@@ -968,6 +1010,7 @@ extern int fini(void)
 	xfree(host_of);
 	host_of_cnt = 0;
 	engine_on = false;
+	select_tree = false;
 	loaded = false;
 	slurm_mutex_unlock(&state_lock);
 	tp_log_set(NULL, NULL);
@@ -1013,23 +1056,31 @@ extern int topology_p_build_config(void)
 	xfree(host_of);
 	host_of_cnt = 0;
 	engine_on = nodes_match() && policy;
+	select_tree = engine_on && tp_pconf_select_tree(&pconf);
 	if (engine_on)
 		build_from_tree();
 	else
 		build_flat();
 	slurm_mutex_unlock(&state_lock);
 	debug("%s: %d switches (%s) in %.3f ms", plugin_type, switch_record_cnt,
-	      engine_on ? "fabric, topoplace selection"
-			: "flat, Slurm's selection",
+	      !engine_on    ? "flat, Slurm's selection"
+	      : select_tree ? "fabric, Selection=tree: topology/tree's "
+			      "selection"
+			    : "fabric, topoplace selection",
 	      ms_since(&t0));
 	return SLURM_SUCCESS;
 }
 
 extern int topology_p_eval_nodes(topology_eval_t *topo_eval)
 {
-	/* engine_on only changes under the configuration write lock, which
-	 * excludes every scheduling pass */
-	topo_eval->eval_nodes = engine_on ? eval_nodes_topoplace : NULL;
+	/* engine_on and select_tree only change under the configuration
+	 * write lock, which excludes every scheduling pass */
+	if (!engine_on)
+		topo_eval->eval_nodes = NULL;
+	else if (select_tree)
+		topo_eval->eval_nodes = eval_nodes_tree_timed;
+	else
+		topo_eval->eval_nodes = eval_nodes_topoplace;
 	topo_eval->trump_others = false;
 	return common_topo_choose_nodes(topo_eval);
 }

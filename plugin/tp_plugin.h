@@ -44,6 +44,7 @@ typedef struct tp_pconf {
 	uint32_t max_nodes;     /* MaxNodes: largest job touched, 0 = any */
 	uint32_t gpus_per_node; /* GpusPerNode: 0 = from the nodes' Gres */
 	char *partitions;       /* Partitions: "a,b"; NULL = all */
+	char *selection;        /* Selection: "engine" (default) or "tree" */
 } tp_pconf_t;
 
 typedef enum tp_pconf_type {
@@ -61,6 +62,9 @@ typedef struct tp_pconf_key {
 	uint32_t min, max;
 	const char *doc;
 	size_t offset; /* into tp_pconf_t */
+	/* TP_PCONF_STRING only: the values allowed, "a|b|c" (compared without
+	 * case, stored as written in the table); NULL = any non-empty text */
+	const char *choices;
 } tp_pconf_key_t;
 
 size_t tp_pconf_nkeys(void);
@@ -81,6 +85,10 @@ tp_err_t tp_pconf_parse(const char *name, const char *text, tp_pconf_t *c,
 /* Same from a file; TP_ERR_NOTFOUND when it does not exist, TP_ERR_IO
  * when it cannot be read. */
 tp_err_t tp_pconf_load(const char *path, tp_pconf_t *c, char **err_p);
+
+/* Whether Selection= sends every job to Slurm's own topology/tree
+ * selection (a benchmark mode) instead of the engine. */
+bool tp_pconf_select_tree(const tp_pconf_t *c);
 
 /* Whether a job in partition (a comma list as Slurm's --partition allows;
  * NULL = the default partition) is covered by Partitions: true when

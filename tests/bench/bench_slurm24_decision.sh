@@ -1,0 +1,184 @@
+#!/bin/sh
+# Per-job decision time inside slurmctld 24.11: topology/topoplace's engine
+# against Slurm's own topology/tree selection, on the same switch table and
+# the same job sequence, in the same controller build (issue 4's goal: the
+# engine at most 2x tree).
+#
+# The mini-cluster (contrib/slurm-cluster.sh, private 24.11, 8 nodes with 4
+# fake GPUs, topology/topoplace from the build tree) is started twice with
+# SlurmctldDebug=debug: once with Selection=engine, once with
+# Selection=tree (topoplace.conf(5)). Each run submits the same sequence of
+# JOBS jobs (1-8 nodes, --exclusive whole-node GPU jobs and shared GPU jobs,
+# a few seconds each, submitted 0.25 s apart), waits for them to finish and
+# reads the plugin's debug lines from slurmctld.log:
+#   topology/topoplace: JobId=N K nodes in X ms (engine Y ms): ...
+#   topology/topoplace: JobId=N K nodes in X ms (tree): ...
+# X is the same span in both: the whole selection hook, from its entry to
+# the end of Slurm's commit of cores and GPUs. Every such line is one
+# decision (slurmctld evaluates a job several times: submit, scheduling
+# passes, backfill); the figures are over all of them, and over the first
+# decision of each job.
+# Prints p50/p99/mean per mode, the ratio engine/tree, and one JSON line.
+#   TP_BENCH_JOBS (40), TP_BENCH_NET (10.204.0), TP_BENCH_PORT (7217),
+#   SLURM24_PREFIX (/opt/topoplace/slurm-24.11), TP_BENCH_DIR (a temp dir)
+# Exit 77 when root, the 24.11 build or the native plugin is missing; 1 when
+# a cluster does not start or a mode logs no decision; 0 otherwise (the
+# figure is reported, not judged: the machine is shared).
+srcdir=${TP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+builddir=${TP_BUILDDIR:-$srcdir/build}
+TOPOPLACE=${TOPOPLACE:-$builddir/cli/topoplace}
+export TOPOPLACE
+. "$srcdir/tests/integration/lib.sh"
+
+PREFIX=${SLURM24_PREFIX:-/opt/topoplace/slurm-24.11}
+[ "$(id -u)" -eq 0 ] || skip_all "needs root (network namespaces)"
+[ -f "$PREFIX/topoplace-build.env" ] || skip_all "Slurm 24.11 not built in $PREFIX (contrib/build-slurm.sh)"
+for b in bin/sbatch bin/scontrol bin/sinfo bin/squeue sbin/slurmctld sbin/slurmd sbin/slurmstepd; do
+	[ -x "$PREFIX/$b" ] || skip_all "$PREFIX/$b missing (contrib/build-slurm.sh)"
+done
+for b in munged ip unshare awk; do
+	command -v $b >/dev/null 2>&1 || skip_all "$b not installed"
+done
+[ -x "$TOPOPLACE" ] || skip_all "$TOPOPLACE not built"
+PLUGIN_DIR=${TP_PLUGIN24_DIR:-$builddir/plugin/slurm24/.libs}
+[ -f "$PLUGIN_DIR/topology_topoplace.so" ] ||
+	skip_all "native plugin not built in $PLUGIN_DIR (configure --with-slurm24)"
+CLUSTER=$srcdir/contrib/slurm-cluster.sh
+NET=${TP_BENCH_NET:-10.204.0}
+PORT=${TP_BENCH_PORT:-7217}
+JOBS=${TP_BENCH_JOBS:-40}
+dir=${TP_BENCH_DIR:-$tmp/cluster}
+PATH=$PREFIX/bin:$PREFIX/sbin:$PATH
+export PATH
+
+stop_cluster() {
+	# scontrol reconfigure restarts slurmctld in 24.11; none is done here,
+	# but stop the one that runs whatever its pid
+	if [ -f "$dir/pids" ] && [ -s "$dir/run/slurmctld.pid" ]; then
+		p=$(cat "$dir/run/slurmctld.pid")
+		grep -q "^$p " "$dir/pids" || echo "$p slurmctld" >>"$dir/pids"
+	fi
+	[ ! -f "$dir/pids" ] || "$CLUSTER" stop --dir "$dir" >/dev/null 2>&1 || true
+}
+cleanup() {
+	stop_cluster
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+echo "SlurmctldDebug=debug" >"$tmp/extra.conf"
+
+# The job sequence: "NODES KIND GPUS SECONDS" per line; KIND is excl (whole
+# nodes, all 4 GPUs) or shared (GPUS per node, 1 task of 1 CPU per node).
+sizes="1 2 4 8 3 1 2 6 5 1 4 2 7 1 3 2 8 1 2 4"
+i=0
+: >"$tmp/jobs"
+while [ $i -lt "$JOBS" ]; do
+	set -- $sizes
+	k=$((i % 20 + 1))
+	eval "n=\${$k}"
+	if [ $((i % 3)) -eq 0 ]; then kind=excl g=4; else kind=shared g=$((1 + i % 2)); fi
+	echo "$n $kind $g $((1 + i % 3))" >>"$tmp/jobs"
+	i=$((i + 1))
+done
+
+# run MODE: start the cluster with Selection=MODE, submit the sequence,
+# wait for it, keep the log as $tmp/MODE.log
+run() {
+	mode=$1
+	printf 'FabricFile=@DIR@/fabric.json\nSelection=%s\n' "$mode" >"$tmp/topoplace.conf"
+	t0=$(date +%s)
+	if ! timeout 120 "$CLUSTER" start --slurm-prefix "$PREFIX" --topology topoplace \
+		--plugin-dir "$PLUGIN_DIR" --nodes 8 --gpus-per-node 4 --dir "$dir" --timeout 60 \
+		--net "$NET" --port "$PORT" --extra-file "$tmp/topoplace.conf" \
+		--slurm-conf-extra "$tmp/extra.conf" >"$tmp/start.out" 2>&1; then
+		cat "$tmp/start.out" >&2
+		echo "bench_slurm24_decision: cluster start ($mode) failed" >&2
+		exit 1
+	fi
+	export SLURM_CONF=$dir/slurm.conf
+	log=$dir/log/slurmctld.log
+	# the debug level from slurm.conf; setdebug as well, in case
+	timeout 10 scontrol setdebug debug >/dev/null 2>&1 || true
+	echo "# $mode: cluster up in $(($(date +%s) - t0)) s"
+	submitted=0
+	while read -r n kind g secs; do
+		if [ "$kind" = excl ]; then
+			set -- -N "$n" --exclusive --gres=gpu:4
+		else
+			set -- -N "$n" --ntasks-per-node=1 -c 1 --gres=gpu:"$g"
+		fi
+		timeout 10 sbatch --parsable -J "b$submitted" -o /dev/null "$@" \
+			--wrap "sleep $secs" >/dev/null 2>>"$tmp/sbatch.err" &&
+			submitted=$((submitted + 1))
+		sleep 0.25
+	done <"$tmp/jobs"
+	i=0
+	while [ -n "$(timeout 10 squeue -h -o %i 2>/dev/null)" ] && [ $i -lt 600 ]; do
+		sleep 0.5
+		i=$((i + 1))
+	done
+	left=$(timeout 10 squeue -h -o %i 2>/dev/null | wc -l)
+	echo "# $mode: $submitted jobs submitted, $left left after the wait, $(($(date +%s) - t0)) s"
+	grep "topology/topoplace: .*switches (" "$log" | tail -n 1 | sed 's/^/#   /'
+	cp "$log" "$tmp/$mode.log"
+	stop_cluster
+}
+
+run engine
+run tree
+
+# decisions MODE: "JOBID MS" per decision line
+decisions() {
+	sed -n "s/.*topology\/topoplace: JobId=\([0-9]*\) [0-9]* nodes in \([0-9.]*\) ms ($1[ )].*/\1 \2/p" \
+		"$tmp/$1.log"
+}
+# stats: "n p50 p99 mean" of the numbers on stdin
+stats() {
+	sort -g | awk '{ v[NR] = $1; s += $1 }
+	END {
+		if (NR == 0) { print "0 0 0 0"; exit }
+		p50 = v[int((NR - 1) * 0.50) + 1]
+		p99 = v[int((NR - 1) * 0.99 + 0.999999) + 1]
+		printf "%d %.3f %.3f %.3f\n", NR, p50, p99, s / NR
+	}'
+}
+for m in engine tree; do
+	decisions $m >"$tmp/$m.all"
+	awk '!seen[$1]++' "$tmp/$m.all" >"$tmp/$m.first"
+	cut -d' ' -f2 "$tmp/$m.all" | stats >"$tmp/$m.stat"
+	cut -d' ' -f2 "$tmp/$m.first" | stats >"$tmp/$m.fstat"
+	# the engine's own share (placement alone), for the record
+	[ $m = engine ] && sed -n 's/.*nodes in [0-9.]* ms (engine \([0-9.]*\) ms).*/\1/p' \
+		"$tmp/engine.log" | stats >"$tmp/engine.inner"
+done
+read -r en ep50 ep99 emean <"$tmp/engine.stat"
+read -r tn tp50 tp99 tmean <"$tmp/tree.stat"
+read -r efn efp50 efp99 efmean <"$tmp/engine.fstat"
+read -r tfn tfp50 tfp99 tfmean <"$tmp/tree.fstat"
+read -r _ ip50 ip99 imean <"$tmp/engine.inner"
+if [ "$en" -eq 0 ] || [ "$tn" -eq 0 ]; then
+	echo "bench_slurm24_decision: no decision lines (engine $en, tree $tn); slurmctld at debug level?" >&2
+	grep -i 'topoplace' "$tmp/engine.log" "$tmp/tree.log" 2>/dev/null | tail -n 10 >&2
+	exit 1
+fi
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "null" }'; }
+r50=$(ratio "$ep50" "$tp50")
+r99=$(ratio "$ep99" "$tp99")
+rmean=$(ratio "$emean" "$tmean")
+rf50=$(ratio "$efp50" "$tfp50")
+printf '%-26s %6s %9s %9s %9s\n' "decision time (ms)" n p50 p99 mean
+printf '%-26s %6s %9s %9s %9s\n' "engine, all decisions" "$en" "$ep50" "$ep99" "$emean"
+printf '%-26s %6s %9s %9s %9s\n' "tree, all decisions" "$tn" "$tp50" "$tp99" "$tmean"
+printf '%-26s %6s %9s %9s %9s\n' "engine, first per job" "$efn" "$efp50" "$efp99" "$efmean"
+printf '%-26s %6s %9s %9s %9s\n' "tree, first per job" "$tfn" "$tfp50" "$tfp99" "$tfmean"
+printf '%-26s %6s %9s %9s %9s\n' "(engine's placement alone)" "$en" "$ip50" "$ip99" "$imean"
+echo "ratio engine/tree: p50 $r50, p99 $r99, mean $rmean (first per job: p50 $rf50); goal <= 2"
+printf '{"bench":"slurm24_decision","slurm":"%s","jobs":%s,"nodes":8,' \
+	"$(slurmctld -V 2>/dev/null | awk '{print $2}')" "$JOBS"
+printf '"engine":{"n":%s,"p50_ms":%s,"p99_ms":%s,"mean_ms":%s,"placement_p50_ms":%s},' \
+	"$en" "$ep50" "$ep99" "$emean" "$ip50"
+printf '"tree":{"n":%s,"p50_ms":%s,"p99_ms":%s,"mean_ms":%s},' "$tn" "$tp50" "$tp99" "$tmean"
+printf '"ratio":{"p50":%s,"p99":%s,"mean":%s,"first_p50":%s}}\n' "$r50" "$r99" "$rmean" "$rf50"
+exit 0
