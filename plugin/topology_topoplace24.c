@@ -592,9 +592,21 @@ static void decision_write(const decision_t *d)
 
 /* Write the decisions whose job now runs on exactly the chosen nodes;
  * drop those of jobs gone or running elsewhere. Needs the job read lock
- * (held by every caller in slurmctld). */
-static void decisions_flush(void)
+ * (held by every caller in slurmctld). force: at reconfigure and unload. */
+static void decisions_flush(bool force)
 {
+	static struct timespec last;
+	struct timespec now;
+
+	/* a scan of every slot per selection would cost each job more than
+	 * its own decision: once a second is soon enough for a record, or
+	 * at once when the slots run short */
+	if (!npending)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (!force && npending < PENDING_MAX / 2 && now.tv_sec - last.tv_sec < 1)
+		return;
+	last = now;
 	for (size_t i = 0; i < PENDING_MAX && npending; i++) {
 		decision_t *d = &pending[i];
 		job_record_t *job_ptr;
@@ -786,7 +798,7 @@ static int eval_nodes_topoplace(topology_eval_t *topo_eval)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	slurm_mutex_lock(&state_lock);
-	decisions_flush();
+	decisions_flush(false);
 	if (!engine_on) {
 		slurm_mutex_unlock(&state_lock);
 		return ESLURM_NOT_SUPPORTED;
@@ -966,7 +978,7 @@ static int eval_nodes_tree_timed(topology_eval_t *topo_eval)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	slurm_mutex_lock(&state_lock);
-	decisions_flush();
+	decisions_flush(false);
 	slurm_mutex_unlock(&state_lock);
 	rc = eval_nodes_tree(topo_eval);
 	ms = ms_since(&t0);
@@ -1002,7 +1014,7 @@ extern int fini(void)
 {
 	slurm_mutex_lock(&state_lock);
 	if (running_in_slurmctld() && engine_on)
-		decisions_flush();
+		decisions_flush(true);
 	pending_clear();
 	free_switch_table();
 	drop_fabric();
@@ -1047,7 +1059,7 @@ extern int topology_p_build_config(void)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	slurm_mutex_lock(&state_lock);
 	if (engine_on)
-		decisions_flush();
+		decisions_flush(true);
 	/* node indices change with the configuration */
 	pending_clear();
 	if (!loaded)
