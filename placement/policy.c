@@ -244,14 +244,16 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Faster of ring and hierarchical: what NCCL would pick. */
+/* Faster of ring and hierarchical, what NCCL would pick (ring on a tie);
+ * algo_p and c_p may be NULL. */
 static tp_err_t predict(const tp_cost_ctx_t *ctx, const tp_state_t *s,
 			const uint32_t *hosts, const int *gpus, size_t n,
-			double bytes, double *s_p)
+			double bytes, tp_algo_t *algo_p, tp_cost_t *c_p)
 {
 	static const tp_algo_t algos[] = {TP_ALGO_RING, TP_ALGO_HIERARCHICAL};
 	tp_err_t first = TP_OK;
-	double best = -1;
+	tp_cost_t best = {.seconds = -1};
+	tp_algo_t best_algo = TP_ALGO_RING;
 
 	for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
 		tp_cost_t c;
@@ -262,12 +264,17 @@ static tp_err_t predict(const tp_cost_ctx_t *ctx, const tp_state_t *s,
 				first = err;
 			continue;
 		}
-		if (best < 0 || c.seconds < best)
-			best = c.seconds;
+		if (best.seconds < 0 || c.seconds < best.seconds) {
+			best = c;
+			best_algo = algos[i];
+		}
 	}
-	if (best < 0)
+	if (best.seconds < 0)
 		return first;
-	*s_p = best;
+	if (algo_p)
+		*algo_p = best_algo;
+	if (c_p)
+		*c_p = best;
 	return TP_OK;
 }
 
@@ -295,7 +302,10 @@ static tp_err_t ideal_seconds(const tp__policy_in_t *in, double bytes,
 	if (pk.need)
 		goto out;
 	tp_ring_order(f, pk.hosts, pk.gpus, pk.n);
-	err = predict(in->cost, NULL, pk.hosts, pk.gpus, pk.n, bytes, s_p);
+	tp_cost_t c;
+	err = predict(in->cost, NULL, pk.hosts, pk.gpus, pk.n, bytes, NULL, &c);
+	if (!err)
+		*s_p = c.seconds;
 out:
 	tp_free(pk.offer);
 	tp_free(pk.cap);
@@ -476,10 +486,13 @@ tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
 	}
 	if (ctx) {
 		bytes = r->bytes > 0 ? r->bytes : DEFAULT_BYTES;
+		tp_cost_t c;
 		if ((err = predict(ctx, s, p.hosts, p.gpus, p.nhosts, bytes,
-				   &p.predicted_s)) ||
+				   &p.algo, &c)) ||
 		    (err = ideal_seconds(&in, bytes, &p.ideal_s)))
 			goto fail;
+		p.predicted_s = c.seconds;
+		p.cross_top_bytes = c.cross_top_bytes;
 	}
 	if (!(p.explain = explain(&in, &p, why))) {
 		err = TP_ERR_NOMEM;

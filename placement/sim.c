@@ -181,30 +181,6 @@ static void sample(sim_t *m, double now)
 		fragmentation(m)};
 }
 
-/* Which of ring and hierarchical tp_place_run's prediction took (the
- * faster; ring on a tie, as there) and its cost, on the same state. */
-static tp_err_t chosen_algo(const sim_t *m, const tp_placement_t *pl,
-			    double bytes, tp_algo_t *algo_p, tp_cost_t *c_p)
-{
-	tp_cost_t ring, hier;
-	tp_err_t er = tp_cost_predict(m->ctx, m->s, pl->hosts, pl->gpus,
-				      pl->nhosts, bytes, TP_ALGO_RING, &ring);
-	tp_err_t eh =
-	    tp_cost_predict(m->ctx, m->s, pl->hosts, pl->gpus, pl->nhosts,
-			    bytes, TP_ALGO_HIERARCHICAL, &hier);
-
-	if (er && eh)
-		return er;
-	if (!er && (eh || ring.seconds <= hier.seconds)) {
-		*algo_p = TP_ALGO_RING;
-		*c_p = ring;
-	} else {
-		*algo_p = TP_ALGO_HIERARCHICAL;
-		*c_p = hier;
-	}
-	return TP_OK;
-}
-
 /* Background a new job meets on link l: the other jobs' load, but no
  * more than a fair share leaves (see the notes at the top). */
 static void fair_background(sim_t *m, uint32_t l)
@@ -305,17 +281,13 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 		double bytes = r.bytes > 0 ? r.bytes : 1024.0 * 1024 * 1024;
 		double f = js->comm_frac;
 		double duty = f * slowdown / ((1 - f) + f * slowdown);
-		tp_algo_t algo;
-		tp_cost_t c;
+		double steps = js->comm_frac * js->run_s / pl.ideal_s;
 
-		if (chosen_algo(m, &pl, bytes, &algo, &c) == TP_OK) {
-			double steps = js->comm_frac * js->run_s / pl.ideal_s;
-			m->cross += steps * c.cross_top_bytes;
-			if ((err = load_add(m, &pl, bytes, algo, duty, &run))) {
-				tp_state_release(m->s, j + 1);
-				tp_placement_free(&pl);
-				return err;
-			}
+		m->cross += steps * pl.cross_top_bytes;
+		if ((err = load_add(m, &pl, bytes, pl.algo, duty, &run))) {
+			tp_state_release(m->s, j + 1);
+			tp_placement_free(&pl);
+			return err;
 		}
 	}
 	run.end = now + js->run_s * ((1 - js->comm_frac) + js->comm_frac * slowdown);

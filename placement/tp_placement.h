@@ -192,6 +192,8 @@ typedef struct tp_placement {
 	size_t min_span_empty[TP_SPAN_NLEVELS]; /* best on an empty fabric */
 	size_t min_span_free[TP_SPAN_NLEVELS];  /* best on this free state */
 	double predicted_s;     /* ring/hierarchical, whichever is faster */
+	tp_algo_t algo;         /* the one that was (ring on a tie) */
+	double cross_top_bytes; /* its bytes across the top switch level */
 	double ideal_s;         /* the same on the best empty-fabric hosts */
 	char *explain;          /* one or two sentences for humans */
 	double decision_s;      /* time spent choosing (not predicting) */
