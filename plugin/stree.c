@@ -726,3 +726,60 @@ bool tp_stree_match(const tp_stree_t *t, const tp_fabric_t *f,
 	tp_free(seen);
 	return ok;
 }
+
+tp_err_t tp_pconf_load_fabric(const char *conf_path, size_t max_switches,
+			      tp_pconf_t *c, tp_fabric_t **f_p, tp_stree_t *t,
+			      char **why_p)
+{
+	const char *slash = strrchr(conf_path, '/');
+	char *msg = NULL, *fpath = NULL;
+	tp_fabric_t *f = NULL;
+	tp_pconf_t conf;
+	tp_err_t err;
+
+	*why_p = NULL;
+	memset(&conf, 0, sizeof(conf));
+	err = tp_pconf_load(conf_path, &conf, &msg);
+	if (err) {
+		*why_p = err == TP_ERR_NOTFOUND ? tp_asprintf("%s not found", conf_path)
+						 : tp_strdup(msg ? msg : tp_strerror(err));
+		goto out;
+	}
+	tp_pconf_free(c);
+	*c = conf;
+	if (!c->fabric_file) {
+		err = TP_ERR_NOTFOUND;
+		*why_p = tp_asprintf("%s sets no FabricFile", conf_path);
+		goto out;
+	}
+	fpath = c->fabric_file[0] == '/' || !slash
+			? tp_strdup(c->fabric_file)
+			: tp_asprintf("%.*s/%s", (int)(slash - conf_path), conf_path,
+				      c->fabric_file);
+	if (!fpath) {
+		err = TP_ERR_NOMEM;
+		goto out;
+	}
+	if ((err = tp_fabric_load_json(fpath, &f, &msg)) ||
+	    (err = tp_stree_build(f, c->nvlink_level, t, &msg))) {
+		*why_p = tp_asprintf("fabric %s: %s", fpath,
+				     msg ? msg : tp_strerror(err));
+		goto out;
+	}
+	if (t->nsw >= max_switches) {
+		err = TP_ERR_RANGE;
+		*why_p = tp_asprintf("fabric %s: %zu switches, Slurm takes fewer than %zu",
+				     fpath, t->nsw, max_switches);
+		tp_stree_free(t);
+		goto out;
+	}
+	*f_p = f;
+	f = NULL;
+out:
+	if (err == TP_ERR_NOMEM && !*why_p)
+		*why_p = tp_strdup(tp_strerror(err));
+	tp_fabric_destroy(f);
+	tp_free(fpath);
+	tp_free(msg);
+	return err;
+}

@@ -104,8 +104,7 @@ static void drop_fabric(void)
 static void load_files(void)
 {
 	char *path = get_extra_conf_path("topoplace.conf");
-	char *msg = NULL, *fpath = NULL;
-	tp_pconf_t c;
+	char *why = NULL;
 	tp_err_t err;
 
 	drop_fabric();
@@ -114,55 +113,21 @@ static void load_files(void)
 	loaded = true;
 	mismatch_logged = false;
 
-	memset(&c, 0, sizeof(c));
-	err = tp_pconf_load(path, &c, &msg);
-	if (err == TP_ERR_NOTFOUND) {
-		info("%s: %s not found: flat topology", plugin_type, path);
-		goto out;
-	} else if (err) {
+	err = tp_pconf_load_fabric(path, (size_t)UINT16_MAX + 1, &pconf, &fabric, &tree, &why);
+	if (err == TP_ERR_NOTFOUND)
+		info("%s: %s: flat topology", plugin_type, why);
+	else if (err)
 		error("%s: %s: flat topology", plugin_type,
-		      msg ? msg : tp_strerror(err));
+		      why ? why : tp_strerror(err));
+	if (err)
 		goto out;
-	}
-	tp_pconf_free(&pconf);
-	pconf = c;
-	if (!pconf.fabric_file) {
-		info("%s: %s sets no FabricFile: flat topology", plugin_type,
-		     path);
-		goto out;
-	}
-	fpath = pconf.fabric_file[0] == '/'
-			? xstrdup(pconf.fabric_file)
-			: get_extra_conf_path(pconf.fabric_file);
-	err = tp_fabric_load_json(fpath, &fabric, &msg);
-	if (err) {
-		error("%s: fabric %s: %s: flat topology", plugin_type, fpath,
-		      msg ? msg : tp_strerror(err));
-		fabric = NULL;
-		goto out;
-	}
-	err = tp_stree_build(fabric, pconf.nvlink_level, &tree, &msg);
-	if (err) {
-		error("%s: fabric %s: %s: flat topology", plugin_type, fpath,
-		      msg ? msg : tp_strerror(err));
-		drop_fabric();
-		goto out;
-	}
-	if (tree.nsw > UINT16_MAX) {
-		error("%s: fabric %s: %zu switches, Slurm takes at most %u: "
-		      "flat topology",
-		      plugin_type, fpath, tree.nsw, UINT16_MAX);
-		drop_fabric();
-		goto out;
-	}
 	have_tree = true;
 	info("%s: fabric %s: %zu hosts, %zu switches, %d levels above the "
 	     "leaves%s",
-	     plugin_type, fpath, tree.norder, tree.nsw, tree.levels,
-	     tree.nvlink ? ", NVLink domains as leaves" : "");
+	     plugin_type, pconf.fabric_file, tree.norder, tree.nsw,
+	     tree.levels, tree.nvlink ? ", NVLink domains as leaves" : "");
 out:
-	tp_free(msg);
-	xfree(fpath);
+	tp_free(why);
 	xfree(path);
 }
 

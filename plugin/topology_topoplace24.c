@@ -201,10 +201,9 @@ static void drop_fabric(void)
 static void load_files(void)
 {
 	char *path = get_extra_conf_path("topoplace.conf");
-	char *msg = NULL, *fpath = NULL;
-	tp_cost_params_t cp;
-	tp_pconf_t c;
+	char *why = NULL;
 	tp_err_t err;
+	tp_cost_params_t cp;
 
 	drop_fabric();
 	tp_pconf_free(&pconf);
@@ -212,64 +211,29 @@ static void load_files(void)
 	loaded = true;
 	mismatch_logged = false;
 
-	memset(&c, 0, sizeof(c));
-	err = tp_pconf_load(path, &c, &msg);
-	if (err == TP_ERR_NOTFOUND) {
-		info("%s: %s not found: flat topology, Slurm's selection",
-		     plugin_type, path);
-		goto out;
-	} else if (err) {
+	err = tp_pconf_load_fabric(path, SWITCH_NO_PARENT, &pconf, &fabric, &tree, &why);
+	if (err == TP_ERR_NOTFOUND)
+		info("%s: %s: flat topology, Slurm's selection", plugin_type, why);
+	else if (err)
 		error("%s: %s: flat topology, Slurm's selection", plugin_type,
-		      msg ? msg : tp_strerror(err));
+		      why ? why : tp_strerror(err));
+	if (err)
 		goto out;
-	}
-	tp_pconf_free(&pconf);
-	pconf = c;
-	if (!pconf.fabric_file) {
-		info("%s: %s sets no FabricFile: flat topology, Slurm's "
-		     "selection", plugin_type, path);
-		goto out;
-	}
-	fpath = pconf.fabric_file[0] == '/'
-			? xstrdup(pconf.fabric_file)
-			: get_extra_conf_path(pconf.fabric_file);
-	err = tp_fabric_load_json(fpath, &fabric, &msg);
-	if (err) {
-		error("%s: fabric %s: %s: flat topology, Slurm's selection",
-		      plugin_type, fpath, msg ? msg : tp_strerror(err));
-		fabric = NULL;
-		goto out;
-	}
-	err = tp_stree_build(fabric, pconf.nvlink_level, &tree, &msg);
-	if (err) {
-		error("%s: fabric %s: %s: flat topology, Slurm's selection",
-		      plugin_type, fpath, msg ? msg : tp_strerror(err));
-		drop_fabric();
-		goto out;
-	}
-	if (tree.nsw >= SWITCH_NO_PARENT) {
-		error("%s: fabric %s: %zu switches, Slurm takes fewer than %u: "
-		      "flat topology, Slurm's selection",
-		      plugin_type, fpath, tree.nsw, SWITCH_NO_PARENT);
-		drop_fabric();
-		goto out;
-	}
 	/* the cost model only prices recorded decisions; without it they
 	 * are recorded unpriced */
 	tp_cost_params_defaults(&cp);
 	if ((err = tp_cost_ctx_create(fabric, &cp, &cost_ctx))) {
 		info("%s: fabric %s: cost model: %s: decisions unpriced",
-		     plugin_type, fpath, tp_strerror(err));
+		     plugin_type, pconf.fabric_file, tp_strerror(err));
 		cost_ctx = NULL;
 	}
 	have_tree = true;
 	info("%s: fabric %s: %zu hosts, %zu switches, %d levels above the "
 	     "leaves%s",
-	     plugin_type, fpath, tree.norder, tree.nsw, tree.levels,
-	     tree.nvlink ? ", NVLink domains as leaves" : "");
+	     plugin_type, pconf.fabric_file, tree.norder, tree.nsw,
+	     tree.levels, tree.nvlink ? ", NVLink domains as leaves" : "");
 out:
-	tp_free(msg);
-	xfree(fpath);
+	tp_free(why);
 	xfree(path);
 }
 

@@ -148,6 +148,18 @@ tp_err_t tp_stree_build(const tp_fabric_t *f, bool nvlink, tp_stree_t *t,
 			char **err_p);
 void tp_stree_free(tp_stree_t *t);
 
+/* Everything a topology plugin reads at (re)configuration: topoplace.conf
+ * at conf_path, the fabric it names (a relative FabricFile lies beside
+ * conf_path) and its switch tree, which may hold fewer than max_switches
+ * switches. On TP_OK, c, *f_p (free with tp_fabric_destroy) and t are
+ * filled. Otherwise none of f_p and t is, c holds what could be read
+ * (defaults at worst) and *why_p (free with tp_free) says why in one
+ * line: TP_ERR_NOTFOUND when the file is absent or names no fabric (a
+ * flat topology by choice), any other code for a broken input. */
+tp_err_t tp_pconf_load_fabric(const char *conf_path, size_t max_switches,
+			      tp_pconf_t *c, tp_fabric_t **f_p, tp_stree_t *t,
+			      char **why_p);
+
 /* Whether Slurm's node names (slurm.conf) and the tree's hosts are the
  * same set. When not, returns false and *why_p (if not NULL; free with
  * tp_free) says how: "N node(s) not in the fabric's switch groups (a,b,..),

@@ -429,6 +429,66 @@ static void test_stree_match(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* topoplace.conf -> fabric -> tree, the way both topology plugins read
+ * them: a relative FabricFile lies beside the conf file. */
+static void write_file(const char *path, const char *text)
+{
+	FILE *fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs(text, fp);
+	fclose(fp);
+}
+
+static void test_load_fabric(void **state)
+{
+	char dir[] = "/tmp/tp-pconf-XXXXXX", conf[128], fab[128];
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL, *g = NULL;
+	tp_stree_t t;
+	tp_pconf_t c;
+	char *why = NULL;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(conf, sizeof(conf), "%s/topoplace.conf", dir);
+	snprintf(fab, sizeof(fab), "%s/fabric.json", dir);
+	tp_pconf_defaults(&c);
+	assert_int_equal(tp_pconf_load_fabric(conf, 100, &c, &f, &t, &why), TP_ERR_NOTFOUND);
+	assert_non_null(strstr(why, "not found"));
+	tp_free(why);
+	write_file(conf, "SwitchWait=5\n");
+	assert_int_equal(tp_pconf_load_fabric(conf, 100, &c, &f, &t, &why), TP_ERR_NOTFOUND);
+	assert_non_null(strstr(why, "sets no FabricFile"));
+	assert_int_equal(c.switch_wait, 5);
+	tp_free(why);
+	write_file(conf, "FabricFile=fabric.json\n");
+	write_file(fab, "{\"format\":");
+	assert_int_equal(tp_pconf_load_fabric(conf, 100, &c, &f, &t, &why), TP_ERR_PARSE);
+	assert_non_null(strstr(why, fab));
+	assert_null(f);
+	tp_free(why);
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 2;
+	p.hosts_per_leaf = 2;
+	p.spines = 1;
+	assert_int_equal(tp_gen_fat_tree(&p, &g), TP_OK);
+	assert_int_equal(tp_fabric_save_json(g, fab), TP_OK);
+	assert_int_equal(tp_pconf_load_fabric(conf, 2, &c, &f, &t, &why), TP_ERR_RANGE);
+	assert_non_null(strstr(why, "3 switches"));
+	tp_free(why);
+	assert_int_equal(tp_pconf_load_fabric(conf, 100, &c, &f, &t, &why), TP_OK);
+	assert_null(why);
+	assert_int_equal(tp_fabric_nhosts(f), 4);
+	assert_int_equal(t.nsw, 3);
+	tp_stree_free(&t);
+	tp_fabric_destroy(f);
+	tp_fabric_destroy(g);
+	tp_pconf_free(&c);
+	unlink(conf);
+	unlink(fab);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -442,6 +502,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_nomem),
 	    cmocka_unit_test(test_stree_fat_tree),
 	    cmocka_unit_test(test_stree_match),
+	    cmocka_unit_test(test_load_fabric),
 	    cmocka_unit_test(test_stree_rail),
 	    cmocka_unit_test(test_stree_nvl72),
 	    cmocka_unit_test(test_min_leaves),
