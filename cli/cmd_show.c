@@ -582,10 +582,11 @@ static tp_fabric_t *fabric_from_conf(const char *fabric, int *rc_p)
 {
 	const char *conf = getenv("SLURM_CONF");
 	char path[4096];
-	char *msg = NULL;
+	char *why = NULL;
 	const char *slash;
 	tp_pconf_t pc;
-	tp_fabric_t *f;
+	tp_stree_t tree;
+	tp_fabric_t *f = NULL;
 	tp_err_t err;
 
 	if (fabric)
@@ -595,27 +596,20 @@ static tp_fabric_t *fabric_from_conf(const char *fabric, int *rc_p)
 	slash = strrchr(conf, '/');
 	snprintf(path, sizeof(path), "%.*s%stopoplace.conf",
 		 slash ? (int)(slash - conf) : 0, conf, slash ? "/" : "");
+	/* the fabric exactly as the plugins find it */
 	tp_pconf_defaults(&pc);
-	err = tp_pconf_load(path, &pc, &msg);
+	err = tp_pconf_load_fabric(path, SIZE_MAX, &pc, &f, &tree, &why);
 	if (err) {
 		if (err == TP_ERR_NOTFOUND)
-			tp_cli_err("show: no fabric: %s does not exist (give --fabric F.json)",
-				   path);
+			tp_cli_err("show: no fabric: %s (give --fabric F.json)",
+				   why ? why : tp_strerror(err));
 		else
-			tp_cli_err("show: %s", msg ? msg : tp_strerror(err));
-		tp_free(msg);
-		tp_pconf_free(&pc);
+			tp_cli_err("show: %s", why ? why : tp_strerror(err));
 		*rc_p = err == TP_ERR_NOMEM ? TP_EXIT_FAIL : TP_EXIT_INPUT;
-		return NULL;
+	} else {
+		tp_stree_free(&tree);
 	}
-	if (!pc.fabric_file) {
-		tp_cli_err("show: no fabric: %s sets no FabricFile (give --fabric F.json)",
-			   path);
-		tp_pconf_free(&pc);
-		*rc_p = TP_EXIT_INPUT;
-		return NULL;
-	}
-	f = tp_cli_load(pc.fabric_file, rc_p);
+	tp_free(why);
 	tp_pconf_free(&pc);
 	return f;
 }
