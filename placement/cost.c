@@ -320,23 +320,48 @@ out:
 	return err;
 }
 
+typedef struct ca_pos {
+	uint32_t subnet, leaf, port, ca;
+} ca_pos_t;
+
+static int ca_pos_cmp(const void *x, const void *y)
+{
+	const ca_pos_t *a = x, *b = y;
+
+	if (a->subnet != b->subnet)
+		return a->subnet < b->subnet ? -1 : 1;
+	if (a->leaf != b->leaf)
+		return a->leaf < b->leaf ? -1 : 1;
+	if (a->port != b->port)
+		return a->port < b->port ? -1 : 1;
+	return a->ca < b->ca ? -1 : a->ca > b->ca;
+}
+
+/* Each CA's cable to its leaf, and its key: its dense index in its
+ * subnet counted leaf by leaf in switch-port order, the order a subnet
+ * manager discovers (and numbers) end ports in. D-mod-K on that key
+ * spreads the hosts of one leaf over its up-links; a key in name order
+ * would not (hosts cabled round-robin over leaves would all share one
+ * residue and so one up-link). CAs without a leaf come last. */
 static tp_err_t build_cas(tp_cost_ctx_t *c, size_t nca, size_t nlink, int nsub)
 {
 	const tp_fabric_t *f = c->f;
 	int *port = tp_malloc((nca + 1) * sizeof(int));
+	ca_pos_t *pos = tp_malloc((nca + 1) * sizeof(ca_pos_t));
 	uint32_t *next = tp_calloc((size_t)nsub, sizeof(uint32_t));
 	tp_err_t err = TP_ERR_NOMEM;
 
 	c->ca_up = tp_malloc((nca + 1) * sizeof(uint32_t));
 	c->ca_dn = tp_malloc((nca + 1) * sizeof(uint32_t));
 	c->ca_key = tp_malloc((nca + 1) * sizeof(uint32_t));
-	if (!port || !next || !c->ca_up || !c->ca_dn || !c->ca_key)
+	if (!port || !pos || !next || !c->ca_up || !c->ca_dn || !c->ca_key)
 		goto out;
 	for (size_t i = 0; i < nca; i++) {
+		const tp_ca_t *ca = tp_fabric_ca(f, i);
 		c->ca_up[i] = c->ca_dn[i] = TP_ID_NONE;
 		port[i] = 1 << 30;
-		c->ca_key[i] =
-		    next[subnet_of(tp_fabric_ca(f, i)->subnet, nsub)]++;
+		pos[i] = (ca_pos_t){(uint32_t)subnet_of(ca->subnet, nsub),
+				    ca->leaf, UINT32_MAX, (uint32_t)i};
 	}
 	/* The cable finalize took for ca->leaf: the lowest cabled CA port. */
 	for (size_t i = 0; i < nlink; i++) {
@@ -349,6 +374,7 @@ static tp_err_t build_cas(tp_cost_ctx_t *c, size_t nca, size_t nlink, int nsub)
 			    l->port[e] >= port[ca])
 				continue;
 			port[ca] = l->port[e];
+			pos[ca].port = (uint32_t)l->port[1 - e];
 			if (l->active && l->gbps > 0) {
 				c->ca_up[ca] = res_from(l, i, TP_NODE_CA, ca);
 				c->ca_dn[ca] =
@@ -358,9 +384,13 @@ static tp_err_t build_cas(tp_cost_ctx_t *c, size_t nca, size_t nlink, int nsub)
 			}
 		}
 	}
+	qsort(pos, nca, sizeof(*pos), ca_pos_cmp);
+	for (size_t i = 0; i < nca; i++)
+		c->ca_key[pos[i].ca] = next[pos[i].subnet]++;
 	err = TP_OK;
 out:
 	tp_free(port);
+	tp_free(pos);
 	tp_free(next);
 	return err;
 }
@@ -615,7 +645,7 @@ static double link_cap(const call_t *k, uint32_t res)
 	if (k->st) {
 		double h = k->st->health[res / 2];
 		base *= h > 0 ? h : 0;
-		bg = k->st->bg[res / 2] > 0 ? k->st->bg[res / 2] : 0;
+		bg = k->st->bg[res] > 0 ? k->st->bg[res] : 0;
 	}
 	r = base - bg;
 	return r > MIN_RESIDUAL * base ? r : MIN_RESIDUAL * base;
@@ -1324,13 +1354,10 @@ tp_err_t tp_cost_link_load(const tp_cost_ctx_t *ctx, const tp_state_t *state,
 			    touched, &ntouched, &c)))
 		goto out;
 	for (size_t i = 0; c.seconds > 0 && i < ntouched; i++) {
-		uint32_t l = touched[i] / 2;
-		double v = load[2 * l] > load[2 * l + 1] ? load[2 * l]
-							 : load[2 * l + 1];
-		/* the other direction of a link already counted reads 0 */
-		load[2 * l] = load[2 * l + 1] = 0;
-		if (v > 0)
-			link_gbps[l] += duty * v * 8 / (c.seconds * 1e9);
+		uint32_t r = touched[i];
+		if (load[r] > 0)
+			link_gbps[r] += duty * load[r] * 8 / (c.seconds * 1e9);
+		load[r] = 0; /* a resource listed twice counts once */
 	}
 out:
 	tp_free(load);

@@ -9,7 +9,8 @@
  * (users' limits would only blur the comparison between policies).
  *
  * Contention: every running multi-node job loads the links its
- * collective crosses (tp_cost_link_load, with the algorithm the
+ * collective crosses, each direction on its own as on a full-duplex
+ * cable (tp_cost_link_load, with the algorithm the
  * placement's prediction chose, times its communication duty cycle) and
  * the sum is the state's background, so the policy choosing a job's hosts
  * and the prediction of its time both see the other jobs' traffic. The
@@ -41,7 +42,7 @@
 #define MAX_SAMPLES 2000
 
 typedef struct link_load {
-	uint32_t link;
+	uint32_t res; /* directed link: 2 * link + direction */
 	double gbps;
 } link_load_t;
 
@@ -76,10 +77,10 @@ typedef struct sim {
 	size_t nsamples, capsamples;
 	bool changed; /* resources freed since the last backfill pass */
 	size_t unplaceable;
-	size_t nlinks;
-	double *scratch;  /* nlinks zeroes between uses */
-	uint32_t *bgcnt;  /* per link: running jobs loading it */
-	double *loadsum;  /* per link: their summed average Gb/s */
+	size_t nres;      /* directed links: 2 per link */
+	double *scratch;  /* nres zeroes between uses */
+	uint32_t *bgcnt;  /* per directed link: running jobs loading it */
+	double *loadsum;  /* per directed link: their summed average Gb/s */
 } sim_t;
 
 static void heap_push(sim_t *m, running_t r)
@@ -181,15 +182,15 @@ static void sample(sim_t *m, double now)
 		fragmentation(m)};
 }
 
-/* Background a new job meets on link l: the other jobs' load, but no
- * more than a fair share leaves (see the notes at the top). */
-static void fair_background(sim_t *m, uint32_t l)
+/* Background a new job meets on directed link r: the other jobs' load,
+ * but no more than a fair share leaves (see the notes at the top). */
+static void fair_background(sim_t *m, uint32_t r)
 {
-	double cap = tp_fabric_link(m->f, l)->gbps * m->s->health[l];
-	double k = m->bgcnt[l];
+	double cap = tp_fabric_link(m->f, r / 2)->gbps * m->s->health[r / 2];
+	double k = m->bgcnt[r];
 	double fair = k > 0 ? cap * k / (k + 1) : 0;
 
-	m->s->bg[l] = m->loadsum[l] < fair ? m->loadsum[l] : fair;
+	m->s->bg[r] = m->loadsum[r] < fair ? m->loadsum[r] : fair;
 }
 
 /* Add the job's traffic to the background and keep the links it loads. */
@@ -206,20 +207,20 @@ static tp_err_t load_add(sim_t *m, const tp_placement_t *pl, double bytes,
 				     m->scratch)))
 		/* no route now: the job cannot load what it cannot use */
 		return err == TP_ERR_NOMEM ? err : TP_OK;
-	for (size_t l = 0; l < m->nlinks; l++)
-		n += m->scratch[l] > 0;
+	for (size_t r = 0; r < m->nres; r++)
+		n += m->scratch[r] > 0;
 	if (n && !(run->load = tp_malloc(n * sizeof(link_load_t)))) {
-		memset(m->scratch, 0, m->nlinks * sizeof(double));
+		memset(m->scratch, 0, m->nres * sizeof(double));
 		return TP_ERR_NOMEM;
 	}
-	for (size_t l = 0; l < m->nlinks; l++) {
-		if (!(m->scratch[l] > 0))
+	for (size_t r = 0; r < m->nres; r++) {
+		if (!(m->scratch[r] > 0))
 			continue;
-		run->load[k++] = (link_load_t){(uint32_t)l, m->scratch[l]};
-		m->loadsum[l] += m->scratch[l];
-		m->bgcnt[l]++;
-		fair_background(m, (uint32_t)l);
-		m->scratch[l] = 0;
+		run->load[k++] = (link_load_t){(uint32_t)r, m->scratch[r]};
+		m->loadsum[r] += m->scratch[r];
+		m->bgcnt[r]++;
+		fair_background(m, (uint32_t)r);
+		m->scratch[r] = 0;
 	}
 	run->nload = n;
 	return TP_OK;
@@ -228,11 +229,11 @@ static tp_err_t load_add(sim_t *m, const tp_placement_t *pl, double bytes,
 static void load_remove(sim_t *m, running_t *run)
 {
 	for (size_t i = 0; i < run->nload; i++) {
-		uint32_t l = run->load[i].link;
-		m->loadsum[l] -= run->load[i].gbps;
-		if (!--m->bgcnt[l] || m->loadsum[l] < 0)
-			m->loadsum[l] = 0;
-		fair_background(m, l);
+		uint32_t r = run->load[i].res;
+		m->loadsum[r] -= run->load[i].gbps;
+		if (!--m->bgcnt[r] || m->loadsum[r] < 0)
+			m->loadsum[r] = 0;
+		fair_background(m, r);
 	}
 	tp_free(run->load);
 	run->load = NULL;
@@ -472,10 +473,10 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 	m.jct = tp_malloc(n * sizeof(double));
 	m.slow = tp_malloc(n * sizeof(double));
 	m.decide = tp_malloc(n * sizeof(double));
-	m.nlinks = tp_fabric_nlinks(f);
-	m.scratch = tp_calloc(m.nlinks + 1, sizeof(double));
-	m.bgcnt = tp_calloc(m.nlinks + 1, sizeof(uint32_t));
-	m.loadsum = tp_calloc(m.nlinks + 1, sizeof(double));
+	m.nres = 2 * tp_fabric_nlinks(f);
+	m.scratch = tp_calloc(m.nres + 1, sizeof(double));
+	m.bgcnt = tp_calloc(m.nres + 1, sizeof(uint32_t));
+	m.loadsum = tp_calloc(m.nres + 1, sizeof(double));
 	if (!m.s || !m.heap || !m.queue || !m.wait || !m.jct || !m.slow ||
 	    !m.decide || !m.scratch || !m.bgcnt || !m.loadsum)
 		goto out;

@@ -44,7 +44,7 @@ tp_state_t *tp_state_create(const tp_fabric_t *f)
 	s->njobs = tp_calloc(nh + 1, sizeof(int));
 	s->up = tp_malloc((nh + 1) * sizeof(bool));
 	s->health = tp_malloc((nl + 1) * sizeof(double));
-	s->bg = tp_calloc(nl + 1, sizeof(double));
+	s->bg = tp_calloc(2 * nl + 1, sizeof(double));
 	if (!s->free || !s->njobs || !s->up || !s->health || !s->bg) {
 		tp_state_destroy(s);
 		return NULL;
@@ -96,7 +96,7 @@ tp_state_t *tp_state_clone(const tp_state_t *s)
 	c->njobs = dup_mem(s->njobs, nh * sizeof(int));
 	c->up = dup_mem(s->up, nh * sizeof(bool));
 	c->health = dup_mem(s->health, nl * sizeof(double));
-	c->bg = dup_mem(s->bg, nl * sizeof(double));
+	c->bg = dup_mem(s->bg, 2 * nl * sizeof(double));
 	c->share = dup_mem(s->share, s->nshare * sizeof(tp__share_t));
 	if (!c->free || !c->njobs || !c->up || !c->health || !c->bg ||
 	    !c->share) {
@@ -153,7 +153,7 @@ tp_err_t tp_state_set_link(tp_state_t *s, uint32_t link, double health,
 	    !(background_gbps >= 0) || isinf(background_gbps))
 		return TP_ERR_RANGE;
 	s->health[link] = health;
-	s->bg[link] = background_gbps;
+	s->bg[2 * link] = s->bg[2 * link + 1] = background_gbps;
 	return TP_OK;
 }
 
@@ -168,7 +168,8 @@ double tp_state_link_background(const tp_state_t *s, uint32_t link)
 {
 	if (!s || link >= tp_fabric_nlinks(s->f))
 		return 0.0;
-	return s->bg[link];
+	return s->bg[2 * link] > s->bg[2 * link + 1] ? s->bg[2 * link]
+						     : s->bg[2 * link + 1];
 }
 
 tp_err_t tp_state_alloc(tp_state_t *s, uint64_t job_id, const uint32_t *hosts,
@@ -340,14 +341,18 @@ static cJSON *state_json(const tp_state_t *s, tp__share_t *sorted)
 	if (!add(root, "links", arr = cJSON_CreateArray()))
 		goto fail;
 	for (size_t l = 0; l < tp_fabric_nlinks(f); l++) {
-		cJSON *o;
-		if (s->health[l] == 1.0 && s->bg[l] == 0.0)
+		cJSON *o, *bg;
+		double b0 = s->bg[2 * l], b1 = s->bg[2 * l + 1];
+		if (s->health[l] == 1.0 && b0 == 0.0 && b1 == 0.0)
 			continue;
 		o = cJSON_CreateObject();
+		/* one number when both directions carry the same */
+		bg = b0 == b1 ? cJSON_CreateNumber(b0)
+			      : cJSON_CreateDoubleArray((const double[]){b0, b1}, 2);
 		if (!push(arr, o) ||
 		    !add(o, "link", cJSON_CreateNumber((double)l)) ||
 		    !add(o, "health", cJSON_CreateNumber(s->health[l])) ||
-		    !add(o, "background_gbps", cJSON_CreateNumber(s->bg[l])))
+		    !add(o, "background_gbps", bg))
 			goto fail;
 	}
 	return root;
@@ -568,6 +573,29 @@ static tp_err_t load_job(loader_t *ld, const cJSON *o, int i)
 	return TP_OK;
 }
 
+static bool gbps_ok(const cJSON *v)
+{
+	return cJSON_IsNumber(v) && v->valuedouble >= 0 &&
+	       isfinite(v->valuedouble);
+}
+
+/* background_gbps: one number for both directions, or one per direction
+ * in the link's node order. */
+static bool gbps_pair(const cJSON *b, double out[2])
+{
+	if (gbps_ok(b)) {
+		out[0] = out[1] = b->valuedouble;
+		return true;
+	}
+	if (!cJSON_IsArray(b) || cJSON_GetArraySize(b) != 2 ||
+	    !gbps_ok(cJSON_GetArrayItem(b, 0)) ||
+	    !gbps_ok(cJSON_GetArrayItem(b, 1)))
+		return false;
+	out[0] = cJSON_GetArrayItem(b, 0)->valuedouble;
+	out[1] = cJSON_GetArrayItem(b, 1)->valuedouble;
+	return true;
+}
+
 static tp_err_t load_link(loader_t *ld, const cJSON *o, int i)
 {
 	static const char *const keys[] = {"link", "health", "background_gbps",
@@ -593,13 +621,15 @@ static tp_err_t load_link(loader_t *ld, const cJSON *o, int i)
 	    !(cJSON_IsNumber(h) && h->valuedouble >= 0 && h->valuedouble <= 1))
 		return lfail(ld, TP_ERR_RANGE,
 			     "%s.health: expected a number 0..1", where);
-	if (b && !(cJSON_IsNumber(b) && b->valuedouble >= 0 &&
-		   isfinite(b->valuedouble)))
+	double bg[2] = {0, 0};
+	if (b && !gbps_pair(b, bg))
 		return lfail(ld, TP_ERR_RANGE,
-			     "%s.background_gbps: expected a number >= 0",
+			     "%s.background_gbps: expected a number >= 0 or "
+			     "a pair of them",
 			     where);
 	ld->s->health[li] = h ? h->valuedouble : 1.0;
-	ld->s->bg[li] = b ? b->valuedouble : 0.0;
+	ld->s->bg[2 * li] = bg[0];
+	ld->s->bg[2 * li + 1] = bg[1];
 	return TP_OK;
 }
 

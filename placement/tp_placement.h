@@ -49,8 +49,10 @@ bool tp_state_host_up(const tp_state_t *s, uint32_t host);
 bool tp_state_host_idle(const tp_state_t *s, uint32_t host);
 tp_err_t tp_state_set_host_up(tp_state_t *s, uint32_t host, bool up);
 /* Fraction of a link's capacity still working (1 = healthy, 0.5 = half
- * its lanes or a bad cable), and other jobs' traffic on it in Gb/s per
- * direction. */
+ * its lanes or a bad cable), and other jobs' traffic on it in Gb/s, the
+ * same in each direction (links are full duplex; the state keeps the two
+ * directions apart, and the JSON below can give them separately).
+ * tp_state_link_background returns the busier direction. */
 tp_err_t tp_state_set_link(tp_state_t *s, uint32_t link, double health,
 			   double background_gbps);
 double tp_state_link_health(const tp_state_t *s, uint32_t link);
@@ -70,8 +72,11 @@ size_t tp_state_busy_gpus(const tp_state_t *s);
  *   {"format":"topoplace-state/1",
  *    "down":["host",...],
  *    "jobs":[{"id":7,"hosts":{"node001":8,"node002":4}}],
- *    "links":[{"link":12,"health":0.5,"background_gbps":100}]}
- * Hosts are named; unknown names are errors naming the object. */
+ *    "links":[{"link":12,"health":0.5,"background_gbps":100},
+ *             {"link":13,"background_gbps":[100,20]}]}
+ * Hosts are named; unknown names are errors naming the object.
+ * background_gbps is one number for both directions of the link or a pair
+ * [node[0] -> node[1], node[1] -> node[0]]. */
 tp_err_t tp_state_load_json(const tp_fabric_t *f, const char *path,
 			    tp_state_t **s_p, char **err_p);
 tp_err_t tp_state_to_json(const tp_state_t *s, char **json_p);
@@ -143,16 +148,16 @@ tp_err_t tp_cost_predict(const tp_cost_ctx_t *ctx, const tp_state_t *state,
 			 double bytes, tp_algo_t algo, tp_cost_t *out);
 
 /* The traffic this collective puts on the fabric, as background for the
- * next prediction: ADDS to link_gbps[l] (tp_fabric_nlinks entries, which
- * the caller owns and zeroes once) the average Gb/s the collective moves
- * over fabric link l while it runs, times duty (0..1, the share of time
+ * next prediction: ADDS to link_gbps[2 * l + d] (2 * tp_fabric_nlinks
+ * entries, which the caller owns and zeroes once) the average Gb/s the
+ * collective moves over fabric link l in direction d (0: node[0] ->
+ * node[1], 1: back) while it runs, times duty (0..1, the share of time
  * the job spends communicating). Routing, the state's health and
  * background and the max-min rates are those of tp_cost_predict with the
  * same arguments; the average is the bytes crossing l divided by the
  * predicted seconds (flows that could go faster than their phase's
- * slowest wait for it). A link counts the busier of its two directions,
- * matching the state's "Gb/s per direction" background. Links the job
- * does not cross, NVLink and single-host jobs add nothing.
+ * slowest wait for it). Links the job does not cross, NVLink and
+ * single-host jobs add nothing.
  * TP_ERR_INVAL for bad arguments or duty outside 0..1, otherwise
  * tp_cost_predict's errors; link_gbps is untouched on error. Reads ctx
  * and state only: thread safety as tp_cost_predict. */

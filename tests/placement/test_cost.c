@@ -42,13 +42,26 @@ static tp_state_t *mkstate(const tp_fabric_t *f)
 	assert_non_null(s);
 	s->f = f;
 	s->health = calloc(nl + 1, sizeof(double));
-	s->bg = calloc(nl + 1, sizeof(double));
+	s->bg = calloc(2 * nl + 1, sizeof(double));
 	assert_non_null(s->health);
 	assert_non_null(s->bg);
 	for (size_t i = 0; i < nl; i++)
 		s->health[i] = 1;
 	return s;
 }
+
+/* The same background both ways, as tp_state_set_link gives it. */
+static void set_bg(tp_state_t *s, uint32_t link, double gbps)
+{
+	s->bg[2 * link] = s->bg[2 * link + 1] = gbps;
+}
+
+/* A directed load pair: both directions of link l carry v. */
+#define assert_both(ld, l, v)                                                  \
+	do {                                                                   \
+		assert_close((ld)[2 * (l)], (v));                              \
+		assert_close((ld)[2 * (l) + 1], (v));                          \
+	} while (0)
 
 static void freestate(tp_state_t *s)
 {
@@ -335,13 +348,13 @@ static void test_background(void **state)
 	ones(gpus, 8, 1);
 	assert_int_equal(uplinks_of(f, "leaf02", up), 1);
 	a = predict(c, s, hosts, gpus, 8, TP_ALGO_RING);
-	s->bg[up[0]] = B_GBPS / 4;
+	set_bg(s, up[0], B_GBPS / 4);
 	b = predict(c, s, hosts, gpus, 8, TP_ALGO_RING);
 	assert_close(b.bandwidth_s, a.bandwidth_s * 4 / 3);
 	assert_close(b.bottleneck_gbps, B_GBPS * 3 / 4);
 	assert_int_equal(b.bottleneck_link, up[0]);
 
-	s->bg[up[0]] = 10 * B_GBPS;
+	set_bg(s, up[0], 10 * B_GBPS);
 	b = predict(c, s, hosts, gpus, 8, TP_ALGO_RING);
 	assert_close(b.bandwidth_s, a.bandwidth_s * 20);
 	assert_true(isfinite(b.seconds));
@@ -354,8 +367,9 @@ static void test_background(void **state)
  * hosts under one spine, one up-link each, 1 GPU per host, no latency
  * (alpha = hop = 0) so the collective lasts exactly its bandwidth term.
  *  - A contiguous ring over leaf01 and leaf02 sends one flow each way
- *    over both their up-links at B: each gets exactly B, leaf03's none;
- *    every host link of the ring carries one flow out at B as well.
+ *    over both their up-links at B: each direction gets exactly B,
+ *    leaf03's none; every host link of the ring carries one flow out and
+ *    one in at B as well.
  *  - duty scales the load and calls add up.
  *  - A ring under leaf01 loads its host links and no up-link.
  *  - With B/2 of background on leaf02's up-link the crossing flows get
@@ -366,6 +380,66 @@ static void test_background(void **state)
  *    flows sharing an up-link at B/4): T = 2.5 S/B, and each up-link
  *    direction moves S, so it carries B/2.5 = 0.4 B.
  *  - Single host: nothing. Bad duty: TP_ERR_INVAL, array untouched. */
+/* D-mod-K keys end ports leaf by leaf in switch-port order, as a subnet
+ * manager numbers them: hosts cabled round-robin over two leaves (host
+ * names interleaved) still spread over all four up-links of a leaf. A
+ * two-host ring from host 0 (leaf01) to each host of leaf02 leaves
+ * leaf01 up the cable its partner's key picks: four partners, four
+ * different up-links. Keys in name order would send all four up one. */
+static void test_dmodk_keys(void **state)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+	tp_cost_ctx_t *c;
+	uint32_t up[4];
+	bool used[4] = {false};
+	size_t nl, nused = 0;
+	double *ld;
+
+	(void)state;
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 2;
+	p.spines = 1;
+	p.hosts_per_leaf = 4;
+	p.uplinks_per_spine = 4;
+	p.gpus_per_host = 1;
+	p.link_gbps = B_GBPS;
+	p.interleave = true; /* node001 on leaf01, node002 on leaf02, ... */
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	c = mkctx(f);
+	nl = tp_fabric_nlinks(f);
+	assert_non_null(ld = calloc(2 * nl, sizeof(double)));
+	assert_int_equal(uplinks_of(f, "leaf01", up), 4);
+	for (uint32_t b = 1; b < 8; b += 2) { /* the hosts on leaf02 */
+		uint32_t hosts[2] = {0, b};
+		int gpus[2] = {1, 1};
+		memset(ld, 0, 2 * nl * sizeof(double));
+		assert_string_equal(
+		    tp_fabric_switch(f, tp_fabric_host(f, b)->leaves[0])->desc,
+		    "leaf02");
+		assert_int_equal(tp_cost_link_load(c, NULL, hosts, gpus, 2,
+						   S_BYTES, TP_ALGO_RING, 1.0,
+						   ld),
+				 TP_OK);
+		for (int u = 0; u < 4; u++) {
+			const tp_link_t *l = tp_fabric_link(f, up[u]);
+			/* leaf01 -> spine: the direction away from leaf01 */
+			int d = strcmp(tp_fabric_switch(f, l->node[0])->desc,
+				       "leaf01")
+				    ? 1
+				    : 0;
+			if (ld[2 * up[u] + (uint32_t)d] > 0 && !used[u]) {
+				used[u] = true;
+				nused++;
+			}
+		}
+	}
+	assert_int_equal(nused, 4);
+	free(ld);
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
 static void test_link_load(void **state)
 {
 	tp_cost_params_t p;
@@ -373,7 +447,7 @@ static void test_link_load(void **state)
 	tp_cost_ctx_t *c = NULL;
 	tp_state_t *s = mkstate(f);
 	size_t nl = tp_fabric_nlinks(f);
-	double *ld = calloc(nl, sizeof(double));
+	double *ld = calloc(2 * nl, sizeof(double));
 	uint32_t hosts[8] = {0, 1, 2, 3, 4, 5, 6, 7}, up1[2], up2[2], up3[2];
 	int gpus[8];
 	bool on_ring[64] = {false};
@@ -401,59 +475,59 @@ static void test_link_load(void **state)
 					   TP_ALGO_RING, 1.0, ld),
 			 TP_OK);
 	for (size_t i = 0; i < nl; i++)
-		assert_close(ld[i], on_ring[i] ? B_GBPS : 0);
+		assert_both(ld, i, on_ring[i] ? B_GBPS : 0);
 
-	memset(ld, 0, nl * sizeof(double));
+	memset(ld, 0, 2 * nl * sizeof(double));
 	for (int k = 0; k < 2; k++)
 		assert_int_equal(tp_cost_link_load(c, NULL, hosts, gpus, 8,
 						   S_BYTES, TP_ALGO_RING, 0.25,
 						   ld),
 				 TP_OK);
-	assert_close(ld[up1[0]], B_GBPS / 2);
-	assert_close(ld[up2[0]], B_GBPS / 2);
-	assert_close(ld[up3[0]], 0);
+	assert_both(ld, up1[0], B_GBPS / 2);
+	assert_both(ld, up2[0], B_GBPS / 2);
+	assert_both(ld, up3[0], 0);
 
-	memset(ld, 0, nl * sizeof(double));
+	memset(ld, 0, 2 * nl * sizeof(double));
 	assert_int_equal(tp_cost_link_load(c, s, hosts, gpus, 4, S_BYTES,
 					   TP_ALGO_RING, 1.0, ld),
 			 TP_OK);
-	assert_close(ld[up1[0]], 0);
-	assert_close(ld[up2[0]], 0);
+	assert_both(ld, up1[0], 0);
+	assert_both(ld, up2[0], 0);
 	for (size_t i = 0, n = 0; i < nl; i++) {
 		const tp_link_t *l = tp_fabric_link(f, i);
 		bool mine = l->kind[0] == TP_NODE_CA
 				? tp_fabric_ca(f, l->node[0])->host < 4
 				: l->kind[1] == TP_NODE_CA &&
 				      tp_fabric_ca(f, l->node[1])->host < 4;
-		assert_close(ld[i], mine ? B_GBPS : 0);
+		assert_both(ld, i, mine ? B_GBPS : 0);
 		n += mine;
 		if (i == nl - 1)
 			assert_int_equal(n, 4);
 	}
 
-	memset(ld, 0, nl * sizeof(double));
-	s->bg[up2[0]] = B_GBPS / 2;
+	memset(ld, 0, 2 * nl * sizeof(double));
+	set_bg(s, up2[0], B_GBPS / 2);
 	assert_int_equal(tp_cost_link_load(c, s, hosts, gpus, 8, S_BYTES,
 					   TP_ALGO_RING, 1.0, ld),
 			 TP_OK);
 	for (size_t i = 0; i < nl; i++)
-		assert_close(ld[i], on_ring[i] ? B_GBPS / 2 : 0);
-	s->bg[up2[0]] = 0;
+		assert_both(ld, i, on_ring[i] ? B_GBPS / 2 : 0);
+	set_bg(s, up2[0], 0);
 
-	memset(ld, 0, nl * sizeof(double));
+	memset(ld, 0, 2 * nl * sizeof(double));
 	assert_int_equal(tp_cost_link_load(c, s, hosts, gpus, 8, S_BYTES,
 					   TP_ALGO_HIERARCHICAL, 1.0, ld),
 			 TP_OK);
-	assert_close(ld[up1[0]], B_GBPS / 2.5);
-	assert_close(ld[up2[0]], B_GBPS / 2.5);
-	assert_close(ld[up3[0]], 0);
+	assert_both(ld, up1[0], B_GBPS / 2.5);
+	assert_both(ld, up2[0], B_GBPS / 2.5);
+	assert_both(ld, up3[0], 0);
 
-	memset(ld, 0, nl * sizeof(double));
+	memset(ld, 0, 2 * nl * sizeof(double));
 	gpus[0] = 1;
 	assert_int_equal(tp_cost_link_load(c, s, hosts, gpus, 1, S_BYTES,
 					   TP_ALGO_RING, 1.0, ld),
 			 TP_OK);
-	for (size_t i = 0; i < nl; i++)
+	for (size_t i = 0; i < 2 * nl; i++)
 		assert_close(ld[i], 0);
 
 	ld[0] = 7;
@@ -476,7 +550,7 @@ static void test_link_load(void **state)
 					   TP_ALGO_RING, 1.0, ld),
 			 TP_ERR_INVAL);
 	assert_close(ld[0], 7);
-	for (size_t i = 1; i < nl; i++)
+	for (size_t i = 1; i < 2 * nl; i++)
 		assert_close(ld[i], 0);
 	free(ld);
 	freestate(s);
@@ -725,7 +799,8 @@ static void test_determinism(void **state)
 	}
 	for (size_t i = 0; i < tp_fabric_nlinks(f); i += 7) {
 		s->health[i] = 0.5 + (double)(i % 3) / 4;
-		s->bg[i] = (double)(i % 5) * 20;
+		s->bg[2 * i] = (double)(i % 5) * 20;
+		s->bg[2 * i + 1] = (double)(i % 3) * 20;
 	}
 	for (int a = TP_ALGO_RING; a <= TP_ALGO_ALL_GATHER; a++) {
 		tp_cost_t r1 = predict(c1, s, hosts, gpus, 40, (tp_algo_t)a);
@@ -961,6 +1036,7 @@ int main(void)
 	    cmocka_unit_test(test_dead_link_reroute),
 	    cmocka_unit_test(test_background),
 	    cmocka_unit_test(test_link_load),
+	    cmocka_unit_test(test_dmodk_keys),
 	    cmocka_unit_test(test_hier_cross_spine),
 	    cmocka_unit_test(test_hier_one_group),
 	    cmocka_unit_test(test_tree),

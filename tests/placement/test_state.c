@@ -168,6 +168,20 @@ static void test_state_json_roundtrip(void **unused)
 	assert_false(tp_state_host_up(t, host(f, "node016")));
 	tp_free(a);
 	tp_free(b);
+	tp_state_destroy(t);
+	t = NULL;
+
+	/* the two directions of a link apart: read back as given, the
+	 * busier one as the link's background */
+	path = write_tmp("{\"format\":\"topoplace-state/1\",\"links\":["
+			 "{\"link\":3,\"background_gbps\":[100,20]}]}");
+	assert_int_equal(tp_state_load_json(f, path, &t, &err), TP_OK);
+	unlink(path);
+	assert_true(tp_state_link_background(t, 3) == 100);
+	assert_int_equal(tp_state_to_json(t, &a), TP_OK);
+	assert_non_null(strstr(a, "{\"link\":3,\"health\":1,"
+				  "\"background_gbps\":[100,20]}"));
+	tp_free(a);
 	tp_state_destroy(s);
 	tp_state_destroy(t);
 	tp_fabric_destroy(f);
@@ -250,7 +264,19 @@ static void test_state_json_errors(void **unused)
 	     TP_ERR_RANGE, "links[0].health: expected a number 0..1"},
 	    {"{\"format\":\"topoplace-state/1\",\"links\":[{\"link\":1,"
 	     "\"background_gbps\":-3}]}",
-	     TP_ERR_RANGE, "links[0].background_gbps: expected a number >= 0"},
+	     TP_ERR_RANGE,
+	     "links[0].background_gbps: expected a number >= 0 or a pair of "
+	     "them"},
+	    {"{\"format\":\"topoplace-state/1\",\"links\":[{\"link\":1,"
+	     "\"background_gbps\":[3]}]}",
+	     TP_ERR_RANGE,
+	     "links[0].background_gbps: expected a number >= 0 or a pair of "
+	     "them"},
+	    {"{\"format\":\"topoplace-state/1\",\"links\":[{\"link\":1,"
+	     "\"background_gbps\":[3,-1]}]}",
+	     TP_ERR_RANGE,
+	     "links[0].background_gbps: expected a number >= 0 or a pair of "
+	     "them"},
 	    {"{\"format\":\"topoplace-state/1\",\"links\":[{\"link\":1,"
 	     "\"bg\":3}]}",
 	     TP_ERR_PARSE, "links[0].bg: unknown key"},
