@@ -302,7 +302,8 @@ static tp_err_t ideal_seconds(const tp__policy_in_t *in, double bytes,
 		goto out;
 	tp_ring_order(f, pk.hosts, pk.gpus, pk.n);
 	tp_cost_t c;
-	err = tp__predict_best(in->cost, NULL, pk.hosts, pk.gpus, pk.n, bytes, NULL, &c);
+	err = tp__predict_best(in->cost, NULL, pk.hosts, pk.gpus, pk.n, bytes,
+			       NULL, &c);
 	if (!err)
 		*s_p = c.seconds;
 out:
@@ -486,8 +487,8 @@ tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
 	if (ctx) {
 		bytes = r->bytes > 0 ? r->bytes : TP__DEFAULT_BYTES;
 		tp_cost_t c;
-		if ((err = tp__predict_best(ctx, s, p.hosts, p.gpus, p.nhosts, bytes,
-				   &p.algo, &c)) ||
+		if ((err = tp__predict_best(ctx, s, p.hosts, p.gpus, p.nhosts,
+					    bytes, &p.algo, &c)) ||
 		    (err = ideal_seconds(&in, bytes, &p.ideal_s)))
 			goto fail;
 		p.predicted_s = c.seconds;

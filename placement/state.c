@@ -347,8 +347,9 @@ static cJSON *state_json(const tp_state_t *s, tp__share_t *sorted)
 			continue;
 		o = cJSON_CreateObject();
 		/* one number when both directions carry the same */
-		bg = b0 == b1 ? cJSON_CreateNumber(b0)
-			      : cJSON_CreateDoubleArray((const double[]){b0, b1}, 2);
+		bg = b0 == b1
+			 ? cJSON_CreateNumber(b0)
+			 : cJSON_CreateDoubleArray((const double[]){b0, b1}, 2);
 		if (!push(arr, o) ||
 		    !add(o, "link", cJSON_CreateNumber((double)l)) ||
 		    !add(o, "health", cJSON_CreateNumber(s->health[l])) ||
