@@ -61,15 +61,6 @@ struct tp_policy {
  * would give (0 = not usable). */
 int tp__host_offer(const tp__policy_in_t *in, uint32_t h);
 
-/* All-reduce message size when the request gives none. */
-#define TP__DEFAULT_BYTES (1024.0 * 1024.0 * 1024.0)
-
-/* The faster of ring and hierarchical all-reduce on hosts in the order
- * given (the ring's order), with s's health and background (s may be
- * NULL: the idle fabric); *algo_p gets the one chosen (ring on a tie). */
-tp_err_t tp__predict_best(const tp_cost_ctx_t *ctx, const tp_state_t *s,
-			  const uint32_t *hosts, const int *gpus, size_t n,
-			  double bytes, tp_algo_t *algo_p, tp_cost_t *c_p);
 
 extern const tp_policy_t tp__policy_topoplace;
 extern const tp_policy_t tp__policy_slurm_tree;

@@ -81,7 +81,6 @@ typedef struct ctx {
 	size_t need;   /* hosts (for total requests: the fewest possible) */
 	int tgpus;     /* total requests: GPUs wanted */
 	double pen;    /* charge per host for breaking an untouched group */
-	unsigned alt;  /* ALT_* bits: which variant of the heuristic runs */
 	uint32_t *hosts;
 	int *gpus;
 	size_t max, n;
@@ -97,14 +96,6 @@ typedef struct cand {
 	uint32_t h;
 	int k[6];
 } cand_t;
-
-/* Variants of the structural choice for jobs that must span groups, the
- * cost model picking among them (see topoplace_choose). */
-enum {
-	ALT_FIT = 1,  /* the set of groups with the least room left over */
-	ALT_HIGH = 2, /* inside a group, the highest host indices first */
-	ALT_ALL = 4,  /* number of variants */
-};
 
 static const tp_host_t *host(const ctx_t *c, uint32_t h)
 {
@@ -219,19 +210,6 @@ static int cand_cmp(const void *pa, const void *pb)
 	return a->h < b->h ? -1 : a->h > b->h;
 }
 
-/* The same, highest index first among equals: a ring enters the group at
- * another host, and D-mod-K routes the traffic into it over other
- * up-links. */
-static int cand_cmp_high(const void *pa, const void *pb)
-{
-	const cand_t *a = pa, *b = pb;
-
-	for (int i = 0; i < 6; i++)
-		if (a->k[i] != b->k[i])
-			return a->k[i] < b->k[i] ? -1 : 1;
-	return a->h > b->h ? -1 : a->h < b->h;
-}
-
 /* Rank of a cluster (level-1 group or NVLink domain) holding cnt of the
  * candidates: clusters that hold the whole need come first, smallest
  * (best fit); then the largest, so the job touches few clusters. */
@@ -306,8 +284,7 @@ static tp_err_t take_hosts(ctx_t *c, const uint32_t *hs, size_t nhs,
 	}
 	if (nv < need)
 		goto out;
-	qsort(v, nv, sizeof(cand_t),
-	      c->alt & ALT_HIGH ? cand_cmp_high : cand_cmp);
+	qsort(v, nv, sizeof(cand_t), cand_cmp);
 	if (c->total && !c->hosts_only) {
 		/* the largest offers, but the last host best fit: the smallest
 		 * offer that still covers what is left */
@@ -410,50 +387,9 @@ static int child_cmp(const void *pa, const void *pb)
 	return a->g < b->g ? -1 : a->g > b->g;
 }
 
-/* ALT_FIT: of the k children holding need hosts, the set with the least
- * room left over. From the set in ch[0..k) (last: the one taken in
- * part), swap a member for the smallest non-member that keeps the set
- * large enough while one does (each swap shrinks the total, so it ends);
- * then largest first, the smallest taking the remainder. Leaves the
- * biggest free groups whole for the jobs that follow. */
-static void fit_set(child_t *ch, size_t n, size_t k, size_t last, size_t need)
-{
-	child_t t = ch[last];
-	size_t tot = 0;
-	bool again = true;
-
-	ch[last] = ch[k - 1];
-	ch[k - 1] = t;
-	for (size_t i = 0; i < k; i++)
-		tot += ch[i].cnt;
-	while (again) {
-		again = false;
-		for (size_t i = 0; i < k; i++) {
-			size_t b = SIZE_MAX;
-			for (size_t j = k; j < n; j++) {
-				if (ch[j].cnt >= ch[i].cnt ||
-				    tot - ch[i].cnt + ch[j].cnt < need)
-					continue;
-				if (b == SIZE_MAX || ch[j].cnt < ch[b].cnt ||
-				    (ch[j].cnt == ch[b].cnt && !ch[j].whole &&
-				     ch[b].whole))
-					b = j;
-			}
-			if (b == SIZE_MAX)
-				continue;
-			tot = tot - ch[i].cnt + ch[b].cnt;
-			t = ch[i];
-			ch[i] = ch[b];
-			ch[b] = t;
-			again = true;
-		}
-	}
-	qsort(ch, k, sizeof(child_t), child_cmp);
-}
-
 /* Spread need hosts over the fewest children (level clv) of p: the
- * largest first, whole; the last one best fit (ALT_FIT: the tightest
- * set). Among sets of that size, the one whose worst up-link is best. */
+ * largest first, whole; the last one best fit. Among sets of that size,
+ * the one whose worst up-link is best. */
 static tp_err_t spread(ctx_t *c, uint32_t p, int clv, size_t need, bool top)
 {
 	child_t *ch;
@@ -516,14 +452,6 @@ static tp_err_t spread(ctx_t *c, uint32_t p, int clv, size_t need, bool top)
 	}
 	if (last == SIZE_MAX)
 		goto out;
-	if (c->alt & ALT_FIT && k > 1) {
-		fit_set(ch, n, k, last, need);
-		last = k - 1;
-		sum = 0;
-		for (size_t i = 0; i + 1 < k; i++)
-			sum += ch[i].cnt;
-		rest = need - sum;
-	}
 	if (top) {
 		c->wk = WHY_SPAN;
 		c->wparent = p;
@@ -922,11 +850,9 @@ static void teardown(ctx_t *c)
 	tp_free(c->upbg);
 }
 
-/* One run of the structural choice with the variant bits alt; *spans_p:
- * the job spans more than one level-1 group. */
-static tp_err_t choose_alt(const tp__policy_in_t *in, unsigned alt,
-			   uint32_t *hosts, int *gpus, size_t max, size_t *n_p,
-			   char *why, size_t whylen, bool *spans_p)
+static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
+				 int *gpus, size_t max, size_t *n_p, char *why,
+				 size_t whylen)
 {
 	ctx_t c;
 	tp_err_t err;
@@ -935,7 +861,6 @@ static tp_err_t choose_alt(const tp__policy_in_t *in, unsigned alt,
 	c.hosts = hosts;
 	c.gpus = gpus;
 	c.max = max;
-	c.alt = alt;
 	if ((err = setup(&c, in)))
 		goto out;
 	if (c.need == 1)
@@ -969,75 +894,9 @@ static tp_err_t choose_alt(const tp__policy_in_t *in, unsigned alt,
 		trim_total(&c);
 	explain(&c, why, whylen);
 	*n_p = c.n;
-	*spans_p = false;
-	for (size_t i = 1; i < c.n && !*spans_p; i++)
-		*spans_p = host(&c, c.hosts[i])->group[0] !=
-			   host(&c, c.hosts[0])->group[0];
 out:
 	teardown(&c);
 	return err;
-}
-
-static tp_err_t predict_hosts(const tp__policy_in_t *in, uint32_t *hosts,
-			      int *gpus, size_t n, double *s_p)
-{
-	tp_cost_t cost;
-	tp_err_t err;
-
-	tp_ring_order(in->f, hosts, gpus, n);
-	err = tp__predict_best(in->cost, in->s, hosts, gpus, n,
-			       in->r && in->r->bytes > 0 ? in->r->bytes
-							: TP__DEFAULT_BYTES,
-			       NULL, &cost);
-	*s_p = cost.seconds;
-	return err;
-}
-
-/* A job that spans level-1 groups crosses up-links, and which ones is
- * fixed by the hosts: D-mod-K routes traffic into a group by its
- * destination, the host the ring enters the group at. The structural
- * choice cannot see that, nor the other jobs' traffic on those
- * particular cables, so its variants (the tightest set of groups, the
- * other end of each group) are priced by the cost model with the state's
- * background, and the fastest is kept; on a tie the earlier variant (the
- * plain choice first). Jobs inside one group never pay for this. */
-static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
-				 int *gpus, size_t max, size_t *n_p, char *why,
-				 size_t whylen)
-{
-	uint32_t *ah;
-	int *ag;
-	char *aw;
-	double best, t;
-	size_t an;
-	bool spans;
-	tp_err_t err;
-
-	err = choose_alt(in, 0, hosts, gpus, max, n_p, why, whylen, &spans);
-	if (err || !spans || !in->cost)
-		return err;
-	ah = tp_malloc((max + 1) * sizeof(uint32_t));
-	ag = tp_malloc((max + 1) * sizeof(int));
-	aw = tp_malloc(whylen + 1);
-	/* without memory or a prediction the plain choice stands */
-	if (!ah || !ag || !aw || predict_hosts(in, hosts, gpus, *n_p, &best))
-		goto out;
-	for (unsigned alt = 1; alt < ALT_ALL; alt++) {
-		if (choose_alt(in, alt, ah, ag, max, &an, aw, whylen, &spans) ||
-		    predict_hosts(in, ah, ag, an, &t) || !(t < best * 0.999))
-			continue;
-		best = t;
-		*n_p = an;
-		memcpy(hosts, ah, an * sizeof(uint32_t));
-		memcpy(gpus, ag, an * sizeof(int));
-		if (whylen)
-			memcpy(why, aw, whylen);
-	}
-out:
-	tp_free(ah);
-	tp_free(ag);
-	tp_free(aw);
-	return TP_OK;
 }
 
 const tp_policy_t tp__policy_topoplace = {

@@ -1,6 +1,12 @@
 /*
  * Trace-driven scheduling simulator: FCFS with EASY backfill, the way
  * Slurm's sched/backfill treats the queue head, with any placement policy.
+ * The blocked head is planned on hosts: running jobs end (in a copy of
+ * the state) until the policy can place it, which gives its start time
+ * (the shadow) and its hosts; a backfilled job that would still run then
+ * must stay off those hosts. A head short of whole idle hosts while
+ * enough GPUs are free is therefore not overtaken for ever, and a
+ * policy that packs well is not penalised for it.
  *
  * A job's run time is its ideal run time with the communication share
  * stretched by predicted/ideal collective time on the hosts it got, so a
@@ -311,41 +317,92 @@ static void queue_remove(sim_t *m, size_t qi)
 	m->nqueue--;
 }
 
-/* When and with how many spare GPUs the head job could start, from the
- * running jobs' end times (EASY's shadow time and extra GPUs). */
-static void reservation(sim_t *m, int need, double now, double *shadow,
-			int *extra)
+static int end_cmp(const void *x, const void *y)
 {
-	running_t *r = tp_malloc((m->nheap + 1) * sizeof(*r));
-	int avail = (int)(m->total_gpus - tp_state_busy_gpus(m->s));
+	const running_t *a = x, *b = y;
 
-	*shadow = now;
-	*extra = avail - need;
-	if (avail >= need || !r) {
-		if (!r)
-			*extra = 0;
-		tp_free(r);
-		return;
-	}
+	return a->end < b->end ? -1 : a->end > b->end;
+}
+
+/* Plan the blocked head job j the way Slurm's backfill does: on a copy
+ * of the state, end the running jobs in end-time order until the policy
+ * places j; *shadow_p = that time and resv (tp_malloc'd, *nresv_p hosts)
+ * the hosts it would get, which jobs still running at the shadow time
+ * must leave alone. The head can be short of whole idle hosts while
+ * enough GPUs are free, so counting GPUs alone would let backfill keep
+ * it waiting for ever. INFINITY and no hosts when it never fits. */
+static tp_err_t plan_head(sim_t *m, size_t j, double *shadow_p,
+			  uint32_t **resv_p, size_t *nresv_p)
+{
+	const tp_job_spec_t *js = &m->t->jobs[j];
+	running_t *r = tp_malloc((m->nheap + 1) * sizeof(*r));
+	tp_state_t *s = tp_state_clone(m->s);
+	size_t need = (size_t)job_need(m, js);
+	tp_request_t req;
+	tp_err_t err = TP_ERR_NOMEM;
+
+	*shadow_p = INFINITY;
+	*resv_p = NULL;
+	*nresv_p = 0;
+	if (!r || !s)
+		goto out;
 	memcpy(r, m->heap, m->nheap * sizeof(*r));
-	size_t n = m->nheap;
-	/* selection by repeated minimum keeps this allocation-free; the heap
-	 * is small compared with the work placement does */
-	while (n && avail < need) {
-		size_t min = 0;
-		for (size_t i = 1; i < n; i++)
-			if (r[i].end < r[min].end)
-				min = i;
-		avail += r[min].gpus;
-		*shadow = r[min].end;
-		r[min] = r[--n];
+	qsort(r, m->nheap, sizeof(*r), end_cmp);
+	to_request(js, &req);
+	err = TP_OK;
+	for (size_t i = 0; i < m->nheap; i++) {
+		tp_placement_t pl;
+		if ((err = tp_state_release(s, r[i].job + 1)))
+			goto out;
+		/* jobs ending together free their hosts together */
+		if ((i + 1 < m->nheap && r[i + 1].end <= r[i].end) ||
+		    m->total_gpus - tp_state_busy_gpus(s) < need)
+			continue;
+		memset(&pl, 0, sizeof(pl));
+		err = tp_place_run(m->policy, s, &req, m->pp, NULL,
+				   m->seed + j, &pl);
+		if (err == TP_ERR_NOTFOUND) {
+			err = TP_OK;
+			continue;
+		}
+		if (err == TP_ERR_RANGE) {
+			err = TP_OK;
+			break;
+		}
+		if (err)
+			goto out;
+		*shadow_p = r[i].end;
+		*resv_p = pl.hosts;
+		*nresv_p = pl.nhosts;
+		pl.hosts = NULL;
+		tp_placement_free(&pl);
+		break;
 	}
-	*extra = avail - need;
-	if (avail < need) {
-		*shadow = INFINITY;
-		*extra = 0;
-	}
+out:
+	tp_state_destroy(s);
 	tp_free(r);
+	return err;
+}
+
+/* Try job j now on every host but the head's reserved ones. */
+static tp_err_t try_start_around(sim_t *m, size_t j, double now,
+				 const uint32_t *resv, size_t nresv,
+				 bool *started)
+{
+	bool *was = nresv ? tp_malloc(nresv * sizeof(bool)) : NULL;
+	tp_err_t err;
+
+	if (nresv && !was)
+		return TP_ERR_NOMEM;
+	for (size_t i = 0; i < nresv; i++) {
+		was[i] = m->s->up[resv[i]];
+		m->s->up[resv[i]] = false;
+	}
+	err = try_start(m, j, now, started);
+	for (size_t i = nresv; i-- > 0;)
+		m->s->up[resv[i]] = was[i];
+	tp_free(was);
+	return err;
 }
 
 static tp_err_t schedule(sim_t *m, double now)
@@ -375,33 +432,40 @@ static tp_err_t schedule(sim_t *m, double now)
 		return TP_OK;
 	m->changed = false;
 
-	/* EASY backfill behind the blocked head */
+	/* EASY backfill behind the blocked head: a job that ends before the
+	 * head's planned start may go anywhere, a longer one only around the
+	 * hosts the head is planned on */
 	double shadow;
-	int extra;
-	reservation(m, job_need(m, &m->t->jobs[m->queue[0]]), now, &shadow, &extra);
+	uint32_t *resv;
+	size_t nresv;
+	if ((err = plan_head(m, m->queue[0], &shadow, &resv, &nresv)))
+		return err;
 	for (qi = 1; qi < m->nqueue && qi <= BACKFILL_DEPTH;) {
 		size_t j = m->queue[qi];
 		const tp_job_spec_t *js = &m->t->jobs[j];
 		int need = job_need(m, js);
 		bool ends_in_time = now + js->run_s <= shadow;
 		started = false;
-		if ((ends_in_time || need <= extra) &&
-		    (size_t)need <= m->total_gpus - tp_state_busy_gpus(m->s) &&
-		    (err = try_start(m, j, now, &started))) {
-			if (err != TP_ERR_RANGE)
+		err = TP_OK;
+		if ((size_t)need <= m->total_gpus - tp_state_busy_gpus(m->s))
+			err = ends_in_time ? try_start(m, j, now, &started)
+					   : try_start_around(m, j, now, resv,
+							      nresv, &started);
+		if (err) {
+			if (err != TP_ERR_RANGE) {
+				tp_free(resv);
 				return err;
+			}
 			m->unplaceable++;
 			queue_remove(m, qi);
 			continue;
 		}
-		if (started) {
-			if (!ends_in_time)
-				extra -= need;
+		if (started)
 			queue_remove(m, qi);
-		} else {
+		else
 			qi++;
-		}
 	}
+	tp_free(resv);
 	return TP_OK;
 }
 

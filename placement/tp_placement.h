@@ -199,7 +199,8 @@ typedef struct tp_placement {
 	double predicted_s;     /* ring/hierarchical, whichever is faster */
 	tp_algo_t algo;         /* the one that was (ring on a tie) */
 	double cross_top_bytes; /* its bytes across the top switch level */
-	double ideal_s;         /* the same on the best empty-fabric hosts */
+	double ideal_s;         /* the same on the best empty-fabric hosts
+				 * (these hosts on the idle fabric if faster) */
 	char *explain;          /* one or two sentences for humans */
 	double decision_s;      /* time spent choosing (not predicting) */
 } tp_placement_t;
