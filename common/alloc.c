@@ -95,6 +95,22 @@ char *tp_vasprintf(const char *fmt, va_list ap)
 	return s;
 }
 
+tp_err_t tp_first_error(char **slot, const char *name, tp_err_t err,
+			const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	if (*slot)
+		return err;
+	va_start(ap, fmt);
+	msg = tp_vasprintf(fmt, ap);
+	va_end(ap);
+	*slot = msg ? tp_asprintf("%s: %s", name, msg) : NULL;
+	tp_free(msg);
+	return err;
+}
+
 char *tp_asprintf(const char *fmt, ...)
 {
 	va_list ap;

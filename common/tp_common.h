@@ -86,6 +86,11 @@ char *tp_strndup(const char *s, size_t n);
 /* printf into a new string; caller frees with tp_free(). NULL on NOMEM. */
 char *tp_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *tp_vasprintf(const char *fmt, va_list ap);
+/* A reader's first error as "NAME: message" in *slot (caller frees with
+ * tp_free): once one is there later ones are its consequences and are
+ * dropped. Returns err, so `return tp_first_error(...)` reads as a fail. */
+tp_err_t tp_first_error(char **slot, const char *name, tp_err_t err,
+			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* ---- string buffer ------------------------------------------------------ */
 

@@ -395,22 +395,9 @@ typedef struct loader {
 	char *err;
 } loader_t;
 
-static tp_err_t lfail(loader_t *ld, tp_err_t err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static tp_err_t lfail(loader_t *ld, tp_err_t err, const char *fmt, ...)
-{
-	va_list ap;
-	char *msg;
-
-	if (ld->err)
-		return err;
-	va_start(ap, fmt);
-	msg = tp_vasprintf(fmt, ap);
-	va_end(ap);
-	ld->err = msg ? tp_asprintf("%s: %s", ld->name, msg) : NULL;
-	tp_free(msg);
-	return err;
-}
+/* The loader's first error, "name: message" (tp_first_error). */
+#define lfail(ld_, code_, ...)                                                 \
+	tp_first_error(&(ld_)->err, (ld_)->name, (code_), __VA_ARGS__)
 
 /* Strict: a misspelt key would otherwise silently mean "healthy" or
  * "free", which is the wrong way to fail for a placement input. */

@@ -293,6 +293,22 @@ static void test_strbuf(void **state)
 	tp_free(sb.buf);
 }
 
+/* The first error sticks, named; later ones only pass their code back. */
+static void test_first_error(void **state)
+{
+	char *slot = NULL;
+
+	(void)state;
+	assert_int_equal(
+	    tp_first_error(&slot, "f.json", TP_ERR_PARSE, "links[%d]: bad", 3),
+	    TP_ERR_PARSE);
+	assert_string_equal(slot, "f.json: links[3]: bad");
+	assert_int_equal(tp_first_error(&slot, "f.json", TP_ERR_RANGE, "later"),
+			 TP_ERR_RANGE);
+	assert_string_equal(slot, "f.json: links[3]: bad");
+	tp_free(slot);
+}
+
 static void test_parse_guid(void **state)
 {
 	uint64_t g = 0;
@@ -500,6 +516,7 @@ int main(void)
 	    cmocka_unit_test(test_u64map),
 	    cmocka_unit_test(test_strmap),
 	    cmocka_unit_test(test_strbuf),
+	    cmocka_unit_test(test_first_error),
 	    cmocka_unit_test(test_parse_guid),
 	    cmocka_unit_test(test_strtrim),
 	    cmocka_unit_test(test_file_read),
