@@ -43,6 +43,9 @@ typedef struct tp__policy_in {
 	int gpus_per_host;
 	int total_gpus;
 	bool exclusive;
+	/* tp__host_offer's answers per host for s and this request, when
+	 * the driver has them (NULL: computed on each call) */
+	const int *offer;
 } tp__policy_in_t;
 
 /* A policy writes at most max hosts into hosts[]/gpus[] (any order: the
@@ -60,6 +63,13 @@ struct tp_policy {
 /* Can host h serve the request on its own terms? Returns the GPUs it
  * would give (0 = not usable). */
 int tp__host_offer(const tp__policy_in_t *in, uint32_t h);
+
+/* tp_span_min on the free state s (span) and, span0 non-NULL, on the
+ * empty fabric, in one pass over the hosts. offers: NULL, or the hosts'
+ * offers on s then on the empty fabric (2 x hosts), already known. */
+void tp__span_min2(const tp_fabric_t *f, const tp_state_t *s,
+		   const tp_request_t *r, const int *offers,
+		   size_t span[TP_SPAN_NLEVELS], size_t span0[TP_SPAN_NLEVELS]);
 
 
 extern const tp_policy_t tp__policy_topoplace;

@@ -87,6 +87,8 @@ void tp_policy_params_defaults(tp_policy_params_t *p)
 
 int tp__host_offer(const tp__policy_in_t *in, uint32_t h)
 {
+	if (in->offer)
+		return in->offer[h];
 	const tp_host_t *hp = tp_fabric_host(in->f, h);
 	int ng = (int)hp->ngpus;
 	/* no state: the empty fabric (used for "can it ever fit" and the
@@ -288,6 +290,7 @@ static tp_err_t ideal_seconds(const tp__policy_in_t *in, double bytes,
 	tp_err_t err = TP_ERR_NOMEM;
 
 	e.s = NULL; /* the empty fabric */
+	e.offer = NULL;
 	pk.need = in->nhosts ? in->nhosts : (size_t)in->total_gpus;
 	pk.max = nh;
 	pk.offer = tp_calloc(nh + 1, sizeof(int));
@@ -316,16 +319,21 @@ out:
 
 /* Would the request fit on the empty fabric (*ever_p) and now? One pass
  * for both: the driver's overhead must stay small next to choose().
- * *n_p: hosts offering now. */
-static bool fits(const tp__policy_in_t *in, bool *ever_p, size_t *n_p)
+ * *n_p: hosts offering now. offers (2 x hosts) gets every host's offer
+ * now, then on the empty fabric, for the policy and the spans. */
+static bool fits(const tp__policy_in_t *in, bool *ever_p, size_t *n_p,
+		 int *offers)
 {
 	tp__policy_in_t empty = *in;
 	size_t nh = tp_fabric_nhosts(in->f), n = 0, n0 = 0;
 	long long gpus = 0, gpus0 = 0;
 
 	empty.s = NULL;
+	empty.offer = NULL;
 	for (uint32_t h = 0; h < nh; h++) {
 		int g = tp__host_offer(in, h), g0 = tp__host_offer(&empty, h);
+		offers[h] = g > 0 ? g : 0;
+		offers[nh + h] = g0 > 0 ? g0 : 0;
 		if (g > 0) {
 			n++;
 			gpus += g;
@@ -419,6 +427,7 @@ tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
 	size_t max, offering;
 	bool ever;
 	double t0, bytes;
+	int *offers;
 	tp_err_t err;
 
 	if (!policy || !policy->choose || !s || !r || !out || r->nodes < 0 ||
@@ -447,8 +456,14 @@ tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
 	} else {
 		return TP_ERR_INVAL;
 	}
-	if (!fits(&in, &ever, &offering))
+	if (!(offers =
+		  tp_malloc((2 * tp_fabric_nhosts(in.f) + 1) * sizeof(int))))
+		return TP_ERR_NOMEM;
+	if (!fits(&in, &ever, &offering, offers)) {
+		tp_free(offers);
 		return ever ? TP_ERR_NOTFOUND : TP_ERR_RANGE;
+	}
+	in.offer = offers;
 	max = in.nhosts
 		  ? in.nhosts
 		  : (offering < (size_t)in.total_gpus ? offering
@@ -475,8 +490,7 @@ tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
 	}
 	tp_ring_order(in.f, p.hosts, p.gpus, p.nhosts);
 	tp_span_of(in.f, p.hosts, p.nhosts, p.span);
-	tp_span_min(in.f, NULL, r, p.min_span_empty);
-	tp_span_min(in.f, s, r, p.min_span_free);
+	tp__span_min2(in.f, s, r, offers, p.min_span_free, p.min_span_empty);
 	/* the request fits, so a zero minimum means tp_span_min ran out of
 	 * memory (it has no error return) */
 	if (!p.min_span_empty[TP_SPAN_HOSTS] ||
@@ -507,9 +521,11 @@ tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
 		err = TP_ERR_NOMEM;
 		goto fail;
 	}
+	tp_free(offers);
 	*out = p;
 	return TP_OK;
 fail:
+	tp_free(offers);
 	tp_placement_free(&p);
 	return err;
 }

@@ -137,15 +137,22 @@ static size_t fewest(size_t *cap, size_t n, size_t need)
 	return 0;
 }
 
-void tp_span_min(const tp_fabric_t *f, const tp_state_t *s,
-		 const tp_request_t *r, size_t span[TP_SPAN_NLEVELS])
+/* Minimum spans on the empty fabric (span0, may be NULL) and on the free
+ * state s (spans, s may be NULL: then the empty fabric too) in one pass
+ * over the hosts: every placement needs both, and the pass is most of
+ * their cost. */
+void tp__span_min2(const tp_fabric_t *f, const tp_state_t *s,
+		   const tp_request_t *r, const int *offers,
+		   size_t span[TP_SPAN_NLEVELS], size_t span0[TP_SPAN_NLEVELS])
 {
 	tp__policy_in_t in = {.f = f, .s = s, .r = r};
-	size_t nh, need;
-	size_t *cap[TP_SPAN_NLEVELS] = {NULL};
+	size_t nh, need, nc = span0 ? 2 : 1;
+	size_t *cap[2][TP_SPAN_NLEVELS] = {{NULL}};
 	uint32_t nu[TP_SPAN_NLEVELS];
 
 	memset(span, 0, TP_SPAN_NLEVELS * sizeof(size_t));
+	if (span0)
+		memset(span0, 0, TP_SPAN_NLEVELS * sizeof(size_t));
 	if (!f || !r || (s && tp_state_fabric(s) != f))
 		return;
 	/* the same normalisation as tp_place_run */
@@ -160,41 +167,55 @@ void tp_span_min(const tp_fabric_t *f, const tp_state_t *s,
 		return;
 	}
 	in.exclusive = r->exclusive;
+	tp__policy_in_t empty = in;
+	empty.s = NULL;
 	nh = tp_fabric_nhosts(f);
 	if (!nh)
 		return;
-	/* one pass over the hosts feeds all levels: this runs twice per
-	 * placement and must stay well under the decision itself */
 	for (int lv = 0; lv < TP_SPAN_NLEVELS; lv++) {
 		unit_of(f, 0, lv, &nu[lv]);
-		if (!(cap[lv] = tp_calloc(nu[lv] + 1, sizeof(size_t))))
-			goto out;
+		for (size_t k = 0; k < nc; k++)
+			if (!(cap[k][lv] =
+				  tp_calloc(nu[lv] + 1, sizeof(size_t))))
+				goto out;
 	}
 	for (uint32_t h = 0; h < nh; h++) {
-		int g = tp__host_offer(&in, h);
-		const tp_host_t *hp;
-		size_t c;
-		if (g <= 0)
-			continue;
+		const tp_host_t *hp = tp_fabric_host(f, h);
 		/* unit_of() inlined by hand: this loop is the hot part */
-		hp = tp_fabric_host(f, h);
-		c = in.nhosts ? 1 : (size_t)g;
-		cap[TP_SPAN_HOSTS][h] += c;
-		cap[TP_SPAN_NVDOMAINS][hp->nvdomain < nu[TP_SPAN_NVDOMAINS]
-					   ? hp->nvdomain
-					   : nu[TP_SPAN_NVDOMAINS] - 1] += c;
-		cap[TP_SPAN_GROUPS][hp->group[0] < nu[TP_SPAN_GROUPS]
-					? hp->group[0]
-					: nu[TP_SPAN_GROUPS] - 1] += c;
-		cap[TP_SPAN_SPINE_GROUPS][hp->group[1] < nu[TP_SPAN_GROUPS]
-					      ? hp->group[1]
-					      : nu[TP_SPAN_GROUPS] - 1] += c;
+		uint32_t u[TP_SPAN_NLEVELS] = {
+		    h,
+		    hp->nvdomain < nu[TP_SPAN_NVDOMAINS]
+			? hp->nvdomain
+			: nu[TP_SPAN_NVDOMAINS] - 1,
+		    hp->group[0] < nu[TP_SPAN_GROUPS] ? hp->group[0]
+						      : nu[TP_SPAN_GROUPS] - 1,
+		    hp->group[1] < nu[TP_SPAN_GROUPS] ? hp->group[1]
+						      : nu[TP_SPAN_GROUPS] - 1};
+		for (size_t k = 0; k < nc; k++) {
+			int g = offers ? offers[k * nh + h]
+				       : tp__host_offer(k ? &empty : &in, h);
+			size_t c = in.nhosts ? 1 : (size_t)g;
+			if (g <= 0)
+				continue;
+			for (int lv = 0; lv < TP_SPAN_NLEVELS; lv++)
+				cap[k][lv][u[lv]] += c;
+		}
 	}
-	for (int lv = 0; lv < TP_SPAN_NLEVELS; lv++)
-		span[lv] = fewest(cap[lv], nu[lv], need);
+	for (int lv = 0; lv < TP_SPAN_NLEVELS; lv++) {
+		span[lv] = fewest(cap[0][lv], nu[lv], need);
+		if (span0)
+			span0[lv] = fewest(cap[1][lv], nu[lv], need);
+	}
 out:
-	for (int lv = 0; lv < TP_SPAN_NLEVELS; lv++)
-		tp_free(cap[lv]);
+	for (size_t k = 0; k < 2; k++)
+		for (int lv = 0; lv < TP_SPAN_NLEVELS; lv++)
+			tp_free(cap[k][lv]);
+}
+
+void tp_span_min(const tp_fabric_t *f, const tp_state_t *s,
+		 const tp_request_t *r, size_t span[TP_SPAN_NLEVELS])
+{
+	tp__span_min2(f, s, r, NULL, span, NULL);
 }
 
 typedef struct ring_item {
