@@ -26,23 +26,56 @@
  *   switch) and Slurm's default selection (eval_nodes without a hook).
  * - Selection runs several times per job (submit, scheduling, backfill,
  *   retries in common_topo_choose_nodes): it changes nothing but what
- *   topo_eval says it may. A decision is recorded only once the job runs
- *   on exactly the chosen nodes (checked on the next selection, on
- *   reconfigure and on shutdown, with slurmctld's job lock held).
+ *   topo_eval says it may. It is also on slurmctld's critical path (the
+ *   goal: at most twice eval_nodes_tree's time), so it only chooses and
+ *   commits: the free state is one tp_state_t per fabric load, reset per
+ *   call; no file I/O, no cost prediction.
+ * - A decision is recorded only once the job runs on exactly the chosen
+ *   nodes. That needs the job lock, so it is checked at the start of a
+ *   selection (at most once a second, or at once when half the pending
+ *   slots are taken) and at build_config. Confirmed decisions
+ *   go to a bounded queue; a writer thread prices them (cost model),
+ *   formats them and appends each with one write(2) to
+ *   StateSaveLocation/topoplace-decisions.jsonl, trimming it to the last
+ *   DECISIONS_KEEP (and dropping a line cut short) at its first write
+ *   after a start and whenever it holds twice as many. The selection
+ *   does not wake the writer (it looks every second): a wake-up is a
+ *   system call, and the woken thread ran at once on the waker's CPU;
+ *   the writer runs SCHED_BATCH, which does not preempt on wake-up.
+ *   A record reaches the file within about 2 s of the first selection
+ *   after its job started.
+ * - Restarts: the file is all that survives. fini writes what is queued
+ *   and joins the writer, but 24.11 calls it only in MEMORY_LEAK_DEBUG
+ *   builds (after job_fini: no job left to confirm a decision against);
+ *   shutdown and scontrol reconfigure (a new process) exit without it.
+ *   Lost then: decisions whose job started after the last check, and
+ *   records the writer had not reached (up to a second's). No test of
+ *   job_list at fini: slurmd loads the plugin and data symbols bind at
+ *   dlopen, so only libslurmfull's may be named.
  * - slurmd and the clients load this plugin too (addresses, hostlist
- *   splitting, printing the table); only slurmctld reads the files.
+ *   splitting, printing the table); only slurmctld reads the files and
+ *   runs the writer.
  * - slurmctld calls build_config and eval_nodes with its own locks held
  *   (configuration write lock, job write lock); state_lock only orders
  *   our members against the rare other callers (fini, the clients'
- *   topology_p_get).
+ *   topology_p_get). The writer takes wq_lock only, never one of
+ *   slurmctld's, and reads no Slurm structure: a record carries fabric
+ *   hosts, not node indices; what else it reads (fabric, cost model,
+ *   path) changes only after writer_sync() has found it idle.
  */
+#define _GNU_SOURCE /* SCHED_BATCH (as Slurm's own sources do) */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "src/common/slurm_xlator.h"
 
@@ -79,6 +112,11 @@
 #define DECISIONS_KEEP 1000
 /* Decisions waiting for their job to start (a ring: oldest dropped). */
 #define PENDING_MAX 256
+/* Confirmed decisions waiting for the writer thread (oldest dropped). */
+#define WRITE_MAX 1024
+/* The writer looks at its queue every second; after WRITER_NAPS empty
+ * looks it sleeps until a record wakes it. */
+#define WRITER_NAPS 60
 /* tp_state_alloc's job id for everything Slurm already gave away. */
 #define BUSY_JOB UINT64_C(0xffffffffffff)
 
@@ -128,17 +166,22 @@ typedef struct topoinfo_tree {
 	topoinfo_switch_t *topo_array;
 } topoinfo_tree_t;
 
-/* One choice of the engine, until its job is seen running on it. */
+/* A node the engine chose and Slurm committed. */
+typedef struct pick {
+	int node;      /* Slurm node index */
+	uint32_t host; /* fabric host */
+} pick_t;
+
+/* One choice of the engine, until its job is seen running on it and then
+ * until the writer has recorded it. Self-contained but for the fabric:
+ * the writer reads no Slurm structure. */
 typedef struct decision {
 	uint32_t job_id;
-	bitstr_t *nodes;        /* Slurm node indices chosen */
-	uint32_t *hosts;        /* fabric hosts, ring order */
-	int *gpus;
-	size_t nhosts;
+	pick_t *picks;     /* committed nodes, ascending node index */
+	size_t npicks;
+	tp_placement_t pl; /* the engine's answer: ring, GPUs, spans, reason */
 	tp_request_t req;
-	size_t span_groups, min_groups_free, min_groups_empty;
-	double ms;              /* whole eval, engine and commit */
-	char *reason;           /* the engine's explanation */
+	double ms;         /* whole eval, engine and commit */
 	time_t when;
 } decision_t;
 
@@ -155,8 +198,32 @@ static bool select_tree;     /* Selection=tree: every job to eval_nodes_tree */
 static bool mismatch_logged;
 static uint32_t *host_of;    /* node index -> fabric host (TP_ID_NONE) */
 static int host_of_cnt;
+static int *node_of;         /* fabric host -> node index (-1) */
+/* The selection's working set, allocated with host_of: the free state
+ * (reset, not rebuilt, per call) and scratch arrays. */
+static tp_state_t *sel_state;
+static uint32_t *busy_hosts;
+static int *busy_gpus;
+static uint16_t *avail_cpus_buf;
+static int avail_cpus_cnt;
+static pick_t *picks_buf;
 static decision_t pending[PENDING_MAX];
 static size_t npending, pending_next;
+
+/* The writer thread and its queue, under wq_lock (never under any lock
+ * of slurmctld's). Besides the queue the writer reads fabric, cost_ctx,
+ * policy and decisions_path: these change only with state_lock held and
+ * after writer_sync(), when it holds no record; decisions_lines is the
+ * writer's own. */
+static pthread_mutex_t wq_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wq_work = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t wq_idle = PTHREAD_COND_INITIALIZER;
+static decision_t wq[WRITE_MAX];
+static size_t wq_head, wq_len, wq_dropped;
+static bool wq_busy, wq_stop, wq_asleep;
+static bool wq_running;      /* under state_lock */
+static pthread_t wq_thread;
+static char *decisions_path;
 static size_t decisions_lines = SIZE_MAX; /* lines in the file; MAX = unknown */
 
 static void log_sink(tp_log_level_t level, const char *msg, void *arg)
@@ -175,19 +242,51 @@ static void log_sink(tp_log_level_t level, const char *msg, void *arg)
 	}
 }
 
+static double ms_between(const struct timespec *t0, const struct timespec *t1)
+{
+	return (t1->tv_sec - t0->tv_sec) * 1e3 +
+	       (t1->tv_nsec - t0->tv_nsec) / 1e6;
+}
+
 static double ms_since(const struct timespec *t0)
 {
 	struct timespec t1;
 
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	return (t1.tv_sec - t0->tv_sec) * 1e3 +
-	       (t1.tv_nsec - t0->tv_nsec) / 1e6;
+	return ms_between(t0, &t1);
 }
+
+static void decisions_confirm(bool force);
+static void pending_clear(void);
+static void writer_sync(void);
 
 /* ---- the files -------------------------------------------------------- */
 
+/* The selection's working set (build_from_tree); the state refers to the
+ * fabric. */
+static void selection_free(void)
+{
+	tp_state_destroy(sel_state);
+	sel_state = NULL;
+	xfree(host_of);
+	host_of_cnt = 0;
+	xfree(node_of);
+	xfree(busy_hosts);
+	xfree(busy_gpus);
+	xfree(avail_cpus_buf);
+	avail_cpus_cnt = 0;
+	xfree(picks_buf);
+}
+
+/* Pending decisions name this fabric's hosts and the writer reads it:
+ * both are done with it first. */
 static void drop_fabric(void)
 {
+	decisions_confirm(true);
+	pending_clear();
+	writer_sync();
+	selection_free();
+	engine_on = false; /* until build_config maps the new one */
 	tp_cost_ctx_destroy(cost_ctx);
 	cost_ctx = NULL;
 	tp_stree_free(&tree);
@@ -317,17 +416,18 @@ static void add_desc(switch_record_t *s, uint32_t i)
 }
 
 /* topology/tree's table from the fabric's tree (node indices final),
- * and host_of[] for the engine. */
+ * and the engine's working set: host_of[], node_of[], the free state
+ * (hosts without a node down for good) and the scratch arrays. */
 static void build_from_tree(void)
 {
 	int n = (int)tree.nsw;
+	size_t nh = tp_fabric_nhosts(fabric);
 	node_record_t *node_ptr;
-	int *node_of;
 
-	node_of = xcalloc(tree.nhosts + 1, sizeof(int));
-	for (size_t h = 0; h < tree.nhosts; h++)
+	selection_free();
+	node_of = xcalloc(nh + 1, sizeof(int));
+	for (size_t h = 0; h < nh; h++)
 		node_of[h] = -1;
-	xfree(host_of);
 	host_of = xcalloc(node_record_count + 1, sizeof(uint32_t));
 	host_of_cnt = node_record_count;
 	for (int i = 0; i < node_record_count; i++)
@@ -396,17 +496,26 @@ static void build_from_tree(void)
 		      s->nodes ? s->nodes : "-",
 		      s->switches ? s->switches : "-");
 	}
-	xfree(node_of);
+
+	busy_hosts = xcalloc(nh + 1, sizeof(uint32_t));
+	busy_gpus = xcalloc(nh + 1, sizeof(int));
+	picks_buf = xcalloc(nh + 1, sizeof(pick_t));
+	avail_cpus_buf = xcalloc(node_record_count + 1, sizeof(uint16_t));
+	avail_cpus_cnt = node_record_count;
+	/* NULL sends every job to eval_nodes_tree ("out of memory") */
+	if ((sel_state = tp_state_create(fabric)))
+		for (size_t h = 0; h < nh; h++)
+			if (node_of[h] < 0)
+				tp_state_set_host_up(sel_state, (uint32_t)h,
+						     false);
 }
 
 /* ---- decisions -------------------------------------------------------- */
 
 static void decision_free(decision_t *d)
 {
-	FREE_NULL_BITMAP(d->nodes);
-	xfree(d->hosts);
-	xfree(d->gpus);
-	xfree(d->reason);
+	xfree(d->picks);
+	tp_placement_free(&d->pl);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -428,12 +537,12 @@ static bool price(const decision_t *d, double *pred_p, double *ideal_p)
 	double pred = -1;
 	bool ok = false;
 
-	if (!cost_ctx || !d->nhosts)
+	if (!cost_ctx || !d->pl.nhosts)
 		return false;
 	for (int a = 0; a < 2; a++) {
 		tp_cost_t c;
-		if (tp_cost_predict(cost_ctx, NULL, d->hosts, d->gpus,
-				    d->nhosts, bytes,
+		if (tp_cost_predict(cost_ctx, NULL, d->pl.hosts, d->pl.gpus,
+				    d->pl.nhosts, bytes,
 				    a ? TP_ALGO_HIERARCHICAL : TP_ALGO_RING,
 				    &c) == TP_OK &&
 		    (pred < 0 || c.seconds < pred))
@@ -467,24 +576,28 @@ static void json_str(char **out, const char *s)
 }
 
 /* Keep the last DECISIONS_KEEP lines of the file (rewritten through a
- * temporary file and rename). */
+ * temporary file and rename). A last line without its newline is a write
+ * cut short (disk full, or an older plugin killed mid-record): dropped,
+ * or the next record would be glued to it. */
 static void decisions_trim(const char *path)
 {
 	char *tmp = NULL, *line = NULL;
 	size_t cap = 0, total = 0, skip;
+	ssize_t len;
 	FILE *in, *out;
 
 	if (!(in = fopen(path, "r")))
 		return;
-	while (getline(&line, &cap, in) > 0)
-		total++;
+	while ((len = getline(&line, &cap, in)) > 0)
+		if (line[len - 1] == '\n')
+			total++;
 	skip = total > DECISIONS_KEEP ? total - DECISIONS_KEEP : 0;
 	rewind(in);
 	xstrfmtcat(tmp, "%s.new", path);
 	if ((out = fopen(tmp, "w"))) {
 		size_t k = 0;
-		while (getline(&line, &cap, in) > 0)
-			if (k++ >= skip)
+		while ((len = getline(&line, &cap, in)) > 0)
+			if (line[len - 1] == '\n' && k++ >= skip)
 				fputs(line, out);
 		if (fclose(out) == 0 && rename(tmp, path) == 0)
 			decisions_lines = total - skip;
@@ -496,71 +609,266 @@ static void decisions_trim(const char *path)
 	xfree(tmp);
 }
 
+/* The node list as slurmctld prints it (bitmap2node_name: sorted,
+ * ranged), from the fabric's names of the nodes, which are slurm.conf's:
+ * the writer reads no node table. */
+static char *picks_hostlist(const decision_t *d)
+{
+	hostlist_t *hl = hostlist_create(NULL);
+	char *s;
+
+	for (size_t i = 0; i < d->npicks; i++)
+		hostlist_push_host(
+		    hl, tp_fabric_host(fabric, d->picks[i].host)->name);
+	hostlist_sort(hl);
+	s = hostlist_ranged_string_xmalloc(hl);
+	hostlist_destroy(hl);
+	return s;
+}
+
 /* One JSON line per decision (topoplace-decision/1):
  * {"format":"topoplace-decision/1","job_id":N,"time":EPOCH,
  *  "hosts":"node[001,003]","ring":["node001",...],"gpus":[2,...],
  *  "span_groups":1,"min_groups":1,"min_groups_empty":1,
  *  "predicted_s":X,"ideal_s":Y (absent when unpriced),
- *  "policy":"topoplace","decision_ms":Z,"reason":"..."} */
+ *  "policy":"topoplace","decision_ms":Z,"reason":"..."}
+ * appended with one write(2) on an O_APPEND descriptor, so a record is in
+ * the file whole or not at all. The writer thread's (or, without one,
+ * writer_sync's caller's). */
 static void decision_write(const decision_t *d)
 {
-	char *path = NULL, *line = NULL, *hl;
+	const tp_placement_t *pl = &d->pl;
+	char *line = NULL, *hl;
 	double pred = 0, ideal = 0;
-	FILE *fp;
+	size_t len;
+	ssize_t w;
+	int fd;
 
-	if (!slurm_conf.state_save_location)
+	if (!decisions_path)
 		return;
-	xstrfmtcat(path, "%s/%s", slurm_conf.state_save_location,
-		   DECISIONS_FILE);
-	hl = bitmap2node_name(d->nodes);
+	hl = picks_hostlist(d);
 	xstrfmtcat(line,
 		   "{\"format\":\"topoplace-decision/1\",\"job_id\":%u,"
 		   "\"time\":%" PRId64 ",\"hosts\":",
 		   d->job_id, (int64_t)d->when);
 	json_str(&line, hl);
 	xstrcat(line, ",\"ring\":[");
-	for (size_t i = 0; i < d->nhosts; i++) {
+	for (size_t i = 0; i < pl->nhosts; i++) {
 		if (i)
 			xstrcat(line, ",");
-		json_str(&line, tp_fabric_host(fabric, d->hosts[i])->name);
+		json_str(&line, tp_fabric_host(fabric, pl->hosts[i])->name);
 	}
 	xstrcat(line, "],\"gpus\":[");
-	for (size_t i = 0; i < d->nhosts; i++)
-		xstrfmtcat(line, "%s%d", i ? "," : "", d->gpus[i]);
+	for (size_t i = 0; i < pl->nhosts; i++)
+		xstrfmtcat(line, "%s%d", i ? "," : "", pl->gpus[i]);
 	xstrfmtcat(line,
 		   "],\"span_groups\":%zu,\"min_groups\":%zu,"
 		   "\"min_groups_empty\":%zu,",
-		   d->span_groups, d->min_groups_free, d->min_groups_empty);
+		   pl->span[TP_SPAN_GROUPS], pl->min_span_free[TP_SPAN_GROUPS],
+		   pl->min_span_empty[TP_SPAN_GROUPS]);
 	if (price(d, &pred, &ideal))
 		xstrfmtcat(line, "\"predicted_s\":%.9g,\"ideal_s\":%.9g,",
 			   pred, ideal);
 	xstrfmtcat(line, "\"policy\":\"%s\",\"decision_ms\":%.3f,\"reason\":",
 		   tp_policy_name(policy), d->ms);
-	json_str(&line, d->reason);
+	json_str(&line, pl->explain);
 	xstrcat(line, "}\n");
 
-	if ((fp = fopen(path, "a"))) {
-		fputs(line, fp);
-		if (fclose(fp) == 0 && decisions_lines != SIZE_MAX)
-			decisions_lines++;
-		if (decisions_lines == SIZE_MAX ||
-		    decisions_lines > 2 * DECISIONS_KEEP)
-			decisions_trim(path);
-	} else {
-		debug("%s: %s: %m", plugin_type, path);
+	/* first write since the start or a failed one: count the lines and
+	 * drop a last one cut short before appending to it */
+	if (decisions_lines == SIZE_MAX)
+		decisions_trim(decisions_path);
+	len = strlen(line);
+	fd = open(decisions_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+		  0666);
+	if (fd < 0) {
+		debug("%s: %s: %m", plugin_type, decisions_path);
+		goto out;
 	}
+	do {
+		w = write(fd, line, len);
+	} while (w < 0 && errno == EINTR);
+	if (close(fd) == 0 && w == (ssize_t)len) {
+		if (decisions_lines != SIZE_MAX)
+			decisions_lines++;
+	} else {
+		/* a part may be there: the next write's trim drops it */
+		debug("%s: %s: record of JobId=%u not written", plugin_type,
+		      decisions_path, d->job_id);
+		decisions_lines = SIZE_MAX;
+	}
+	if (decisions_lines != SIZE_MAX && decisions_lines > 2 * DECISIONS_KEEP)
+		decisions_trim(decisions_path);
+out:
 	xfree(hl);
 	xfree(line);
-	xfree(path);
 }
 
-/* Write the decisions whose job now runs on exactly the chosen nodes;
- * drop those of jobs gone or running elsewhere. Needs the job read lock
- * (held by every caller in slurmctld). force: at reconfigure and unload. */
-static void decisions_flush(bool force)
+/* Write and free the oldest queued record; wq_lock held on entry and on
+ * return, released while writing. false when the queue is empty. */
+static bool write_one(void)
+{
+	struct timespec t0;
+	decision_t d;
+	size_t dropped;
+
+	if (!wq_len)
+		return false;
+	d = wq[wq_head];
+	memset(&wq[wq_head], 0, sizeof(d));
+	wq_head = (wq_head + 1) % WRITE_MAX;
+	wq_len--;
+	dropped = wq_dropped;
+	wq_dropped = 0;
+	wq_busy = true;
+	slurm_mutex_unlock(&wq_lock);
+	if (dropped)
+		error("%s: %zu decision records dropped: %s fell behind",
+		      plugin_type, dropped, decisions_path);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	decision_write(&d);
+	debug2("%s: record of JobId=%u written in %.3f ms", plugin_type,
+	       d.job_id, ms_since(&t0));
+	decision_free(&d);
+	slurm_mutex_lock(&wq_lock);
+	wq_busy = false;
+	if (!wq_len)
+		slurm_cond_broadcast(&wq_idle);
+	return true;
+}
+
+static void *writer_main(void *arg)
+{
+	struct sched_param sp = {0};
+
+	/* background work on slurmctld's CPUs: the wake-ups of a SCHED_BATCH
+	 * thread never preempt the thread running there (a normal one's
+	 * would, mid-selection: measured). Not niced: a starved writer
+	 * holding a malloc arena lock would stall the threads sharing it. */
+	if ((errno = pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp)))
+		debug("%s: decision writer: SCHED_BATCH: %m", plugin_type);
+	slurm_mutex_lock(&wq_lock);
+	for (int naps = 0;;) {
+		struct timespec ts;
+
+		if (write_one()) {
+			naps = 0;
+			continue;
+		}
+		if (wq_stop)
+			break;
+		if (naps++ < WRITER_NAPS) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec++;
+			slurm_cond_timedwait(&wq_work, &wq_lock, &ts);
+			continue;
+		}
+		wq_asleep = true;
+		slurm_cond_wait(&wq_work, &wq_lock);
+		wq_asleep = false;
+		naps = 0;
+	}
+	slurm_mutex_unlock(&wq_lock);
+	return NULL;
+}
+
+/* In slurmctld, once the daemon has forked (build_config). Signals stay
+ * with slurmctld's own threads. Without a thread the records are written
+ * by writer_sync, in the selection: slower, nothing lost. */
+static void writer_start(void)
+{
+	sigset_t all, old;
+	int rc;
+
+	if (wq_running)
+		return;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&wq_thread, NULL, writer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		error("%s: decision writer thread: %s: records written during "
+		      "selection",
+		      plugin_type, strerror(rc));
+		return;
+	}
+	wq_running = true;
+}
+
+/* Everything queued is in the file (or failed to be) and the writer holds
+ * no record. */
+static void writer_sync(void)
+{
+	slurm_mutex_lock(&wq_lock);
+	if (wq_running) {
+		slurm_cond_signal(&wq_work);
+		while (wq_len || wq_busy)
+			slurm_cond_wait(&wq_idle, &wq_lock);
+	} else
+		while (write_one())
+			;
+	slurm_mutex_unlock(&wq_lock);
+}
+
+/* Drains the queue, then joins the thread. */
+static void writer_stop(void)
+{
+	if (!wq_running) {
+		writer_sync();
+		return;
+	}
+	slurm_mutex_lock(&wq_lock);
+	wq_stop = true;
+	slurm_cond_signal(&wq_work);
+	slurm_mutex_unlock(&wq_lock);
+	pthread_join(wq_thread, NULL);
+	wq_running = false;
+	wq_stop = false;
+}
+
+/* Queue a confirmed decision for the writer. Takes d's members. No
+ * wake-up (a futex call, and the woken writer competing for the CPU)
+ * unless the writer has been idle for a minute: it looks every second. */
+static void writer_push(decision_t *d)
+{
+	slurm_mutex_lock(&wq_lock);
+	if (wq_len == WRITE_MAX) {
+		decision_free(&wq[wq_head]);
+		wq_head = (wq_head + 1) % WRITE_MAX;
+		wq_len--;
+		wq_dropped++;
+	}
+	wq[(wq_head + wq_len) % WRITE_MAX] = *d;
+	wq_len++;
+	if (wq_asleep)
+		slurm_cond_signal(&wq_work);
+	slurm_mutex_unlock(&wq_lock);
+	memset(d, 0, sizeof(*d));
+}
+
+/* The job runs on exactly the nodes the decision committed. */
+static bool runs_on(job_record_t *job_ptr, const decision_t *d)
+{
+	bitstr_t *b = job_ptr->node_bitmap;
+
+	if (!b || job_ptr->start_time < d->when ||
+	    bit_set_count(b) != (int64_t)d->npicks)
+		return false;
+	for (size_t i = 0; i < d->npicks; i++)
+		if (d->picks[i].node >= bit_size(b) ||
+		    !bit_test(b, d->picks[i].node))
+			return false;
+	return true;
+}
+
+/* Hand the decisions whose job now runs on exactly the chosen nodes to
+ * the writer; drop those of jobs gone or running elsewhere. Needs the job
+ * read lock (held by every caller in slurmctld). force: at reconfigure. */
+static void decisions_confirm(bool force)
 {
 	static struct timespec last;
 	struct timespec now;
+	size_t pushed = 0;
 
 	/* a scan of every slot per selection would cost each job more than
 	 * its own decision: once a second is soon enough for a record, or
@@ -568,7 +876,8 @@ static void decisions_flush(bool force)
 	if (!npending)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (!force && npending < PENDING_MAX / 2 && now.tv_sec - last.tv_sec < 1)
+	if (!force && npending < PENDING_MAX / 2 &&
+	    now.tv_sec - last.tv_sec < 1)
 		return;
 	last = now;
 	for (size_t i = 0; i < PENDING_MAX && npending; i++) {
@@ -580,14 +889,16 @@ static void decisions_flush(bool force)
 		job_ptr = find_job_record(d->job_id);
 		if (job_ptr && IS_JOB_PENDING(job_ptr))
 			continue;
-		if (job_ptr && job_ptr->node_bitmap &&
-		    bit_size(job_ptr->node_bitmap) == bit_size(d->nodes) &&
-		    bit_equal(job_ptr->node_bitmap, d->nodes) &&
-		    job_ptr->start_time >= d->when)
-			decision_write(d);
-		decision_free(d);
+		if (job_ptr && runs_on(job_ptr, d)) {
+			writer_push(d);
+			pushed++;
+		} else {
+			decision_free(d);
+		}
 		npending--;
 	}
+	if (pushed && !wq_running)
+		writer_sync();
 }
 
 /* Remember a choice (the last one per job wins). Takes d's members. */
@@ -670,28 +981,30 @@ static const char *not_ours(topology_eval_t *topo_eval, uint32_t nodes)
 /* Slurm's free state for this job as a tp_state_t: hosts not in node_map
  * are down (or busy when Slurm gave them away); hosts in it offer the
  * GPUs Slurm found for the job (all, for jobs without GPUs), unless
- * Slurm found no CPUs there. */
+ * Slurm found no CPUs there. The state is the one of build_from_tree,
+ * reset: the previous call's busy GPUs released, every mapped host's
+ * up/down set again (hosts without a node stay down). */
 static tp_state_t *map_state(topology_eval_t *topo_eval,
 			     const uint16_t *avail_cpus, bool want_gpus)
 {
-	tp_state_t *s = tp_state_create(fabric);
-	size_t nh = tp_fabric_nhosts(fabric);
-	bool *mapped;
+	tp_state_t *s = sel_state;
+	size_t nh = tp_fabric_nhosts(fabric), nbusy = 0;
 
 	if (!s)
 		return NULL;
-	mapped = xcalloc(nh + 1, sizeof(bool));
+	(void)tp_state_release(s, BUSY_JOB); /* NOTFOUND: nothing was busy */
 	for (int i = 0; i < host_of_cnt && i < node_record_count; i++) {
 		node_record_t *node_ptr = node_record_table_ptr[i];
 		uint32_t h = host_of[i];
-		const tp_host_t *hp;
 		int ngpus, busy;
 
-		if (!node_ptr || h == TP_ID_NONE || h >= nh)
+		if (h == TP_ID_NONE || h >= nh)
 			continue;
-		mapped[h] = true;
-		hp = tp_fabric_host(fabric, h);
-		ngpus = (int)hp->ngpus;
+		if (!node_ptr) {
+			tp_state_set_host_up(s, h, false);
+			continue;
+		}
+		ngpus = (int)tp_fabric_host(fabric, h)->ngpus;
 		if (bit_test(topo_eval->node_map, i) && avail_cpus[i]) {
 			busy = 0;
 			if (want_gpus) {
@@ -712,20 +1025,25 @@ static tp_state_t *map_state(topology_eval_t *topo_eval,
 			tp_state_set_host_up(s, h, false);
 			continue;
 		}
-		if (busy > 0 &&
-		    tp_state_alloc(s, BUSY_JOB, &h, &busy, 1) != TP_OK)
-			tp_state_set_host_up(s, h, false);
+		tp_state_set_host_up(s, h, true);
+		if (busy > 0) {
+			busy_hosts[nbusy] = h;
+			busy_gpus[nbusy++] = busy;
+		}
 	}
-	for (size_t h = 0; h < nh; h++)
-		if (!mapped[h])
-			tp_state_set_host_up(s, (uint32_t)h, false);
-	xfree(mapped);
+	/* one call; should it fail, host by host, a host refusing left out */
+	if (nbusy &&
+	    tp_state_alloc(s, BUSY_JOB, busy_hosts, busy_gpus, nbusy) != TP_OK)
+		for (size_t k = 0; k < nbusy; k++)
+			if (tp_state_alloc(s, BUSY_JOB, &busy_hosts[k],
+					   &busy_gpus[k], 1) != TP_OK)
+				tp_state_set_host_up(s, busy_hosts[k], false);
 	return s;
 }
 
-static int cmp_int(const void *a, const void *b)
+static int cmp_pick(const void *a, const void *b)
 {
-	int x = *(const int *)a, y = *(const int *)b;
+	int x = ((const pick_t *)a)->node, y = ((const pick_t *)b)->node;
 
 	return (x > y) - (x < y);
 }
@@ -735,7 +1053,9 @@ static int cmp_int(const void *a, const void *b)
  * Slurm's own spread, busy-first, LLN and pack_serial_at_end choices).
  * ESLURM_NOT_SUPPORTED sends eval_nodes() on to its default (consecutive)
  * selection; for jobs the engine does not take, eval_nodes_tree runs
- * instead on the same table.
+ * instead on the same table. Nothing here but choosing and committing:
+ * no file, no cost prediction, no allocation but the engine's own and,
+ * for a successful choice, the decision's node list.
  */
 static int eval_nodes_topoplace(topology_eval_t *topo_eval)
 {
@@ -746,15 +1066,15 @@ static int eval_nodes_topoplace(topology_eval_t *topo_eval)
 	uint64_t per_node = 0, per_job = 0, maxtasks;
 	int64_t rem_max_cpus;
 	int rem_cpus, rem_nodes, min_rem_nodes, rc = SLURM_ERROR;
-	uint16_t *avail_cpus = NULL;
-	int *chosen = NULL;
-	size_t nchosen = 0;
+	uint16_t *avail_cpus;
+	pick_t *picks = picks_buf;
+	size_t npicks = 0, ncommitted = 0, nh;
 	int64_t offered_cpus = 0;
 	tp_placement_t pl = {0};
 	tp_state_t *s = NULL;
 	tp_request_t r = {0};
 	decision_t d = {0};
-	struct timespec t0;
+	struct timespec t0, t_conf, t_cores, t_map, t_place, t_end;
 	const char *why;
 	tp_err_t err;
 	node_record_t *node_ptr;
@@ -762,7 +1082,8 @@ static int eval_nodes_topoplace(topology_eval_t *topo_eval)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	slurm_mutex_lock(&state_lock);
-	decisions_flush(false);
+	decisions_confirm(false);
+	clock_gettime(CLOCK_MONOTONIC, &t_conf);
 	if (!engine_on) {
 		slurm_mutex_unlock(&state_lock);
 		return ESLURM_NOT_SUPPORTED;
@@ -811,20 +1132,30 @@ static int eval_nodes_topoplace(topology_eval_t *topo_eval)
 					    topo_eval->max_nodes);
 
 	/* cores as Slurm computes them (eval_nodes_tree does the same to
-	 * every candidate before choosing) */
-	avail_cpus = xcalloc(node_record_count + 1, sizeof(uint16_t));
+	 * every candidate before choosing); nodes created since
+	 * build_config (scontrol create node) grow the table */
+	if (node_record_count > avail_cpus_cnt) {
+		xrecalloc(avail_cpus_buf, node_record_count + 1,
+			  sizeof(uint16_t));
+		avail_cpus_cnt = node_record_count;
+	}
+	avail_cpus = avail_cpus_buf;
+	memset(avail_cpus, 0, (node_record_count + 1) * sizeof(uint16_t));
 	for (int i = 0; (node_ptr = next_node_bitmap(topo_eval->node_map, &i));
 	     i++) {
 		eval_nodes_select_cores(topo_eval, i, min_rem_nodes);
 		avail_cpus[i] = topo_eval->avail_cpus;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t_cores);
 
 	if (!(s = map_state(topo_eval, avail_cpus,
 			    per_node || per_job))) {
 		why = "out of memory";
 		goto tree;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t_map);
 	err = tp_place_run(policy, s, &r, NULL, NULL, 1, &pl);
+	clock_gettime(CLOCK_MONOTONIC, &t_place);
 	if (err == TP_ERR_NOTFOUND) {
 		debug("%s: %pJ: does not fit the free nodes now (%.3f ms)",
 		      plugin_type, job_ptr, ms_since(&t0));
@@ -835,27 +1166,28 @@ static int eval_nodes_topoplace(topology_eval_t *topo_eval)
 		goto tree;
 	}
 
-	chosen = xcalloc(pl.nhosts + 1, sizeof(int));
+	nh = tp_fabric_nhosts(fabric);
 	for (size_t k = 0; k < pl.nhosts; k++) {
-		const char *name = tp_fabric_host(fabric, pl.hosts[k])->name;
-		node_record_t *np = find_node_record((char *)name);
-		if (!np || !bit_test(topo_eval->node_map, np->index)) {
+		uint32_t h = pl.hosts[k];
+		int i = h < nh ? node_of[h] : -1;
+		if (i < 0 || !bit_test(topo_eval->node_map, i)) {
 			why = "engine chose a node Slurm does not offer";
 			goto tree;
 		}
-		chosen[nchosen++] = np->index;
-		offered_cpus += avail_cpus[np->index];
+		picks[npicks].node = i;
+		picks[npicks++].host = h;
+		offered_cpus += avail_cpus[i];
 	}
 	if (offered_cpus < rem_cpus) {
 		why = "the chosen nodes have too few CPUs";
 		goto tree;
 	}
-	qsort(chosen, nchosen, sizeof(int), cmp_int);
+	qsort(picks, npicks, sizeof(pick_t), cmp_pick);
 
 	/* commit as eval_nodes_tree does after its choice */
 	bit_clear_all(topo_eval->node_map);
-	for (size_t k = 0; k < nchosen && topo_eval->max_nodes > 0; k++) {
-		int i = chosen[k];
+	for (size_t k = 0; k < npicks && topo_eval->max_nodes > 0; k++) {
+		int i = picks[k].node;
 		topo_eval->avail_cpus = avail_cpus[i];
 		if (!eval_nodes_cpus_to_use(topo_eval, i, rem_max_cpus,
 					    min_rem_nodes, &maxtasks, true)) {
@@ -871,6 +1203,7 @@ static int eval_nodes_topoplace(topology_eval_t *topo_eval)
 		rem_cpus -= topo_eval->avail_cpus;
 		rem_max_cpus -= topo_eval->avail_cpus;
 		bit_set(topo_eval->node_map, i);
+		ncommitted++;
 	}
 	if ((min_rem_nodes <= 0) && (rem_cpus <= 0) &&
 	    (!gres_per_job ||
@@ -881,26 +1214,27 @@ static int eval_nodes_topoplace(topology_eval_t *topo_eval)
 	if (rc == SLURM_SUCCESS)
 		eval_nodes_clip_socket_cores(topo_eval);
 
-	d.ms = ms_since(&t0);
+	clock_gettime(CLOCK_MONOTONIC, &t_end);
+	d.ms = ms_between(&t0, &t_end);
 	debug("%s: JobId=%u %zu nodes in %.3f ms (engine %.3f ms): %s, "
 	      "%zu groups (minimum %zu now)%s",
-	      plugin_type, job_ptr->job_id, nchosen, d.ms,
+	      plugin_type, job_ptr->job_id, ncommitted, d.ms,
 	      pl.decision_s * 1e3, pl.explain ? pl.explain : "",
 	      pl.span[TP_SPAN_GROUPS], pl.min_span_free[TP_SPAN_GROUPS],
 	      rc == SLURM_SUCCESS ? "" : "; Slurm's accounting refused it");
+	debug2("%s: JobId=%u time split (ms): confirm %.3f, cores %.3f, "
+	       "state %.3f, placement %.3f, commit %.3f",
+	       plugin_type, job_ptr->job_id, ms_between(&t0, &t_conf),
+	       ms_between(&t_conf, &t_cores), ms_between(&t_cores, &t_map),
+	       ms_between(&t_map, &t_place), ms_between(&t_place, &t_end));
 	if (rc == SLURM_SUCCESS) {
 		d.job_id = job_ptr->job_id;
-		d.nodes = bit_copy(topo_eval->node_map);
-		d.nhosts = pl.nhosts;
-		d.hosts = xcalloc(pl.nhosts + 1, sizeof(uint32_t));
-		d.gpus = xcalloc(pl.nhosts + 1, sizeof(int));
-		memcpy(d.hosts, pl.hosts, pl.nhosts * sizeof(uint32_t));
-		memcpy(d.gpus, pl.gpus, pl.nhosts * sizeof(int));
+		d.npicks = ncommitted;
+		d.picks = xcalloc(ncommitted + 1, sizeof(pick_t));
+		memcpy(d.picks, picks, ncommitted * sizeof(pick_t));
+		d.pl = pl; /* the record's ring, GPUs, spans and reason */
+		memset(&pl, 0, sizeof(pl));
 		d.req = r;
-		d.span_groups = pl.span[TP_SPAN_GROUPS];
-		d.min_groups_free = pl.min_span_free[TP_SPAN_GROUPS];
-		d.min_groups_empty = pl.min_span_empty[TP_SPAN_GROUPS];
-		d.reason = xstrdup(pl.explain);
 		d.when = time(NULL);
 		decision_keep(&d);
 	}
@@ -912,16 +1246,10 @@ tree:
 	debug("%s: %pJ: %s: topology/tree's selection", plugin_type, job_ptr,
 	      why);
 	tp_placement_free(&pl);
-	tp_state_destroy(s);
-	xfree(avail_cpus);
-	xfree(chosen);
 	slurm_mutex_unlock(&state_lock);
 	return eval_nodes_tree(topo_eval);
 out:
 	tp_placement_free(&pl);
-	tp_state_destroy(s);
-	xfree(avail_cpus);
-	xfree(chosen);
 	slurm_mutex_unlock(&state_lock);
 	return rc;
 }
@@ -929,9 +1257,10 @@ out:
 /*
  * Selection=tree: every job goes to Slurm's eval_nodes_tree on the same
  * table, timed over the same span as eval_nodes_topoplace (from the hook's
- * entry, state_lock and the decisions flush included, to the end of Slurm's
- * commit of cores and GPUs) and logged in the same shape, so the debug log
- * compares the two decision times directly. Nothing is recorded.
+ * entry, state_lock and the decisions' confirmation included, to the end
+ * of Slurm's commit of cores and GPUs) and logged in the same shape, so
+ * the debug log compares the two decision times directly. Nothing is
+ * recorded.
  */
 static int eval_nodes_tree_timed(topology_eval_t *topo_eval)
 {
@@ -942,7 +1271,7 @@ static int eval_nodes_tree_timed(topology_eval_t *topo_eval)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	slurm_mutex_lock(&state_lock);
-	decisions_flush(false);
+	decisions_confirm(false);
 	slurm_mutex_unlock(&state_lock);
 	rc = eval_nodes_tree(topo_eval);
 	ms = ms_since(&t0);
@@ -977,14 +1306,16 @@ extern int init(void)
 extern int fini(void)
 {
 	slurm_mutex_lock(&state_lock);
-	if (running_in_slurmctld() && engine_on)
-		decisions_flush(true);
+	/* the queued records go to the file before the writer is joined;
+	 * the pending ones cannot be confirmed: 24.11 unloads plugins only
+	 * in MEMORY_LEAK_DEBUG builds, after job_fini freed the jobs */
 	pending_clear();
+	writer_stop();
 	free_switch_table();
 	drop_fabric();
 	tp_pconf_free(&pconf);
-	xfree(host_of);
-	host_of_cnt = 0;
+	xfree(decisions_path);
+	decisions_lines = SIZE_MAX;
 	engine_on = false;
 	select_tree = false;
 	loaded = false;
@@ -1023,20 +1354,37 @@ extern int topology_p_build_config(void)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	slurm_mutex_lock(&state_lock);
 	if (engine_on)
-		decisions_flush(true);
+		decisions_confirm(true);
 	/* node indices change with the configuration */
 	pending_clear();
+	writer_sync();
 	if (!loaded)
 		load_files();
 	free_switch_table();
-	xfree(host_of);
-	host_of_cnt = 0;
+	selection_free();
 	engine_on = nodes_match() && policy;
 	select_tree = engine_on && tp_pconf_select_tree(&pconf);
 	if (engine_on)
 		build_from_tree();
 	else
 		build_flat();
+	/* the writer is idle (writer_sync) and stays so until state_lock
+	 * is released */
+	if (slurm_conf.state_save_location) {
+		char *path = NULL;
+		xstrfmtcat(path, "%s/%s", slurm_conf.state_save_location,
+			   DECISIONS_FILE);
+		if (xstrcmp(path, decisions_path)) {
+			xfree(decisions_path);
+			decisions_path = path;
+			/* counted at the first write */
+			decisions_lines = SIZE_MAX;
+		} else {
+			xfree(path);
+		}
+	}
+	if (engine_on && !select_tree)
+		writer_start();
 	slurm_mutex_unlock(&state_lock);
 	debug("%s: %d switches (%s) in %.3f ms", plugin_type, switch_record_cnt,
 	      !engine_on    ? "flat, Slurm's selection"

@@ -19,7 +19,11 @@
 # passes, backfill); the figures are over all of them, and over the first
 # decision of each job.
 # Prints p50/p99/mean per mode, the ratio engine/tree, and one JSON line.
-#   TP_BENCH_JOBS (40), TP_BENCH_NET (10.204.0), TP_BENCH_PORT (7217),
+# The modes alternate for TP_BENCH_ROUNDS rounds (engine, tree, engine,
+# tree, ...) and the figures pool the rounds, so a slow spell of the
+# machine does not land on one mode only.
+#   TP_BENCH_JOBS (40), TP_BENCH_ROUNDS (2), TP_BENCH_NET (10.204.0),
+#   TP_BENCH_PORT (7217),
 #   SLURM24_PREFIX (/opt/topoplace/slurm-24.11), TP_BENCH_DIR (a temp dir)
 # Exit 77 when root, the 24.11 build or the native plugin is missing; 1 when
 # a cluster does not start or a mode logs no decision; 0 otherwise (the
@@ -47,6 +51,7 @@ CLUSTER=$srcdir/contrib/slurm-cluster.sh
 NET=${TP_BENCH_NET:-10.204.0}
 PORT=${TP_BENCH_PORT:-7217}
 JOBS=${TP_BENCH_JOBS:-40}
+ROUNDS=${TP_BENCH_ROUNDS:-2}
 dir=${TP_BENCH_DIR:-$tmp/cluster}
 PATH=$PREFIX/bin:$PREFIX/sbin:$PATH
 export PATH
@@ -122,17 +127,27 @@ run() {
 	left=$(timeout 10 squeue -h -o %i 2>/dev/null | wc -l)
 	echo "# $mode: $submitted jobs submitted, $left left after the wait, $(($(date +%s) - t0)) s"
 	grep "topology/topoplace: .*switches (" "$log" | tail -n 1 | sed 's/^/#   /'
-	cp "$log" "$tmp/$mode.log"
+	cp "$log" "$tmp/$mode.$round.log"
+	cat "$log" >>"$tmp/$mode.log"
 	stop_cluster
 }
 
-run engine
-run tree
+round=1
+while [ $round -le "$ROUNDS" ]; do
+	run engine
+	run tree
+	round=$((round + 1))
+done
 
-# decisions MODE: "JOBID MS" per decision line
+# decisions MODE: "ROUND.JOBID MS" per decision line (job ids restart with
+# each cluster)
 decisions() {
-	sed -n "s/.*topology\/topoplace: JobId=\([0-9]*\) [0-9]* nodes in \([0-9.]*\) ms ($1[ )].*/\1 \2/p" \
-		"$tmp/$1.log"
+	r=1
+	while [ $r -le "$ROUNDS" ]; do
+		sed -n "s/.*topology\/topoplace: JobId=\([0-9]*\) [0-9]* nodes in \([0-9.]*\) ms ($1[ )].*/$r.\1 \2/p" \
+			"$tmp/$1.$r.log"
+		r=$((r + 1))
+	done
 }
 # stats: "n p50 p99 mean" of the numbers on stdin
 stats() {
@@ -175,8 +190,8 @@ printf '%-26s %6s %9s %9s %9s\n' "engine, first per job" "$efn" "$efp50" "$efp99
 printf '%-26s %6s %9s %9s %9s\n' "tree, first per job" "$tfn" "$tfp50" "$tfp99" "$tfmean"
 printf '%-26s %6s %9s %9s %9s\n' "(engine's placement alone)" "$en" "$ip50" "$ip99" "$imean"
 echo "ratio engine/tree: p50 $r50, p99 $r99, mean $rmean (first per job: p50 $rf50); goal <= 2"
-printf '{"bench":"slurm24_decision","slurm":"%s","jobs":%s,"nodes":8,' \
-	"$(slurmctld -V 2>/dev/null | awk '{print $2}')" "$JOBS"
+printf '{"bench":"slurm24_decision","slurm":"%s","jobs":%s,"rounds":%s,"nodes":8,' \
+	"$(slurmctld -V 2>/dev/null | awk '{print $2}')" "$JOBS" "$ROUNDS"
 printf '"engine":{"n":%s,"p50_ms":%s,"p99_ms":%s,"mean_ms":%s,"placement_p50_ms":%s},' \
 	"$en" "$ep50" "$ep99" "$emean" "$ip50"
 printf '"tree":{"n":%s,"p50_ms":%s,"p99_ms":%s,"mean_ms":%s},' "$tn" "$tp50" "$tp99" "$tmean"

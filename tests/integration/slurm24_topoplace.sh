@@ -14,6 +14,9 @@
 #     StateSaveLocation records the job
 #   - a corrupt fabric + scontrol reconfigure: slurmctld keeps running and
 #     jobs still run (flat table, Slurm's selection)
+#   - the decisions survive the restart (24.11's reconfigure starts a new
+#     slurmctld): the new one trims the file to the last 1000 records,
+#     drops a record cut short, and appends the next decisions
 # Needs root, the 24.11 build (SLURM24_PREFIX, default
 # /opt/topoplace/slurm-24.11) and the native plugin (configure
 # --with-slurm24); exit 77 if not.
@@ -316,7 +319,18 @@ grep -q '^SwitchName=topoplace-flat Level=0' "$tmp/topo2" && ok "scontrol show t
 expect 0 "srun -N 4 --gres=gpu:1 after a corrupt fabric" timeout 30 srun -N 4 --gres=gpu:1 hostname
 [ "$(sort -u "$tmp/out" | wc -l)" -eq 4 ] && ok "job ran on 4 nodes" || bad "job ran on: $(tr '\n' ' ' <"$tmp/out")"
 
-# a good fabric + reconfigure brings the groups back
+# a good fabric + reconfigure brings the groups back, in a new slurmctld.
+# The controller with the corrupt fabric records nothing: the decisions
+# file gets 2500 filler records before the real ones and a last record cut
+# short (a disk full, a write killed), for the new one to trim.
+if [ -s "$dec" ]; then
+	awk 'BEGIN { for (i = 1; i <= 2500; i++)
+		printf "{\"format\":\"topoplace-decision/1\",\"job_id\":%d,\"hosts\":\"filler\"}\n", 900000 + i }' \
+		>"$tmp/dec.new"
+	cat "$dec" >>"$tmp/dec.new"
+	printf '{"format":"topoplace-decision/1","job_id":99' >>"$tmp/dec.new"
+	cat "$tmp/dec.new" >"$dec"
+fi
 cp "$tmp/fabric.good" "$fabric"
 timeout 20 scontrol reconfigure >/dev/null 2>&1
 i=0
@@ -327,6 +341,36 @@ until timeout 10 scontrol show topology 2>/dev/null | grep -q '^SwitchName=.* Le
 done
 timeout 10 scontrol show topology 2>/dev/null | grep -q '^SwitchName=.* Level=1 ' &&
 	ok "a good fabric + reconfigure: groups back" || bad "a good fabric + reconfigure: groups back"
+
+# ---- decisions across the restart ----
+# R's decision is confirmed (R seen running) at a selection at least a
+# second later: S's
+jr=$(submit restart-r -N 2 --exclusive --gres=gpu:1 --wrap 'sleep 4')
+wait_state "$jr" RUNNING || bad "job $jr running"
+sleep 1.5
+js=$(submit restart-s -N 2 --exclusive --wrap 'hostname')
+wait_state "$js" COMPLETED FAILED || bad "job $js finished"
+nlr=$(field "$jr" NodeList)
+i=0
+until [ -n "$(jq -r "select(.job_id == $jr) | .hosts" "$dec" 2>/dev/null)" ] || [ $i -ge 25 ]; do
+	sleep 0.2
+	i=$((i + 1))
+done
+n=$(wc -l <"$dec")
+if jq -e . "$dec" >/dev/null 2>&1 && [ "$(tail -c 1 "$dec" | od -An -c | tr -d ' ')" = '\n' ]; then
+	ok "decisions file after the restart: $n whole JSON lines"
+else
+	bad "decisions file after the restart: not whole JSON lines ($(tail -c 120 "$dec"))"
+fi
+[ "$n" -ge 1001 ] && [ "$n" -le 1002 ] && ok "trimmed to the last 1000 records, then appended ($n lines)" ||
+	bad "decisions file after the restart has $n lines (wanted 1001-1002)"
+[ "$(jq -r "select(.job_id == $j1) | .hosts" "$dec" | head -1)" = "$nl1" ] &&
+	ok "decision of job $j1 (before the restart) kept" || bad "decision of job $j1 lost in the restart"
+[ "$(jq -r "select(.job_id == $jr) | .hosts" "$dec" | tail -1)" = "$nlr" ] &&
+	ok "decision of job $jr (after the restart) recorded: $nlr" ||
+	bad "decision of job $jr (after the restart) recorded ($nlr)"
+grep -q '"job_id":99$' "$dec" && bad "the record cut short is still there" ||
+	ok "the record cut short was dropped"
 
 timeout 10 scontrol ping 2>&1 | grep -q 'is UP' && ok "slurmctld still up" || bad "slurmctld still up"
 if grep -h 'RaisedSignal\|Segmentation' "$dir"/log/slurmd-*.log "$log" >"$tmp/crash" 2>/dev/null && [ -s "$tmp/crash" ]; then
