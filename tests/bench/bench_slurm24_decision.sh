@@ -34,27 +34,13 @@ TOPOPLACE=${TOPOPLACE:-$builddir/cli/topoplace}
 export TOPOPLACE
 . "$srcdir/tests/integration/lib.sh"
 
-PREFIX=${SLURM24_PREFIX:-/opt/topoplace/slurm-24.11}
-[ "$(id -u)" -eq 0 ] || skip_all "needs root (network namespaces)"
-[ -f "$PREFIX/topoplace-build.env" ] || skip_all "Slurm 24.11 not built in $PREFIX (contrib/build-slurm.sh)"
-for b in bin/sbatch bin/scontrol bin/sinfo bin/squeue sbin/slurmctld sbin/slurmd sbin/slurmstepd; do
-	[ -x "$PREFIX/$b" ] || skip_all "$PREFIX/$b missing (contrib/build-slurm.sh)"
-done
-for b in munged ip unshare awk; do
-	command -v $b >/dev/null 2>&1 || skip_all "$b not installed"
-done
-[ -x "$TOPOPLACE" ] || skip_all "$TOPOPLACE not built"
-PLUGIN_DIR=${TP_PLUGIN24_DIR:-$builddir/plugin/slurm24/.libs}
-[ -f "$PLUGIN_DIR/topology_topoplace.so" ] ||
-	skip_all "native plugin not built in $PLUGIN_DIR (configure --with-slurm24)"
-CLUSTER=$srcdir/contrib/slurm-cluster.sh
+need_slurm 24 awk
+need_plugins topology_topoplace
 NET=${TP_BENCH_NET:-10.204.0}
 PORT=${TP_BENCH_PORT:-7217}
 JOBS=${TP_BENCH_JOBS:-40}
 ROUNDS=${TP_BENCH_ROUNDS:-2}
 dir=${TP_BENCH_DIR:-$tmp/cluster}
-PATH=$PREFIX/bin:$PREFIX/sbin:$PATH
-export PATH
 
 stop_cluster() {
 	# scontrol reconfigure restarts slurmctld in 24.11; none is done here,

@@ -10,22 +10,12 @@
 # figure is reported, not judged: this box is shared and small).
 . "$(dirname "$0")/../integration/lib.sh"
 
-[ "$(id -u)" -eq 0 ] || skip_all "needs root (network namespaces)"
-for b in munged slurmctld slurmd srun scontrol ip unshare; do
-	command -v $b >/dev/null 2>&1 || skip_all "$b not installed (contrib/install-slurm.sh)"
-done
-[ -x "$TOPOPLACE" ] || skip_all "$TOPOPLACE not built"
-srcdir=${TP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-builddir=${TP_BUILDDIR:-$srcdir/build}
-PLUGIN_DIR=${TP_PLUGIN_DIR:-$builddir/plugin/.libs}
-[ -f "$PLUGIN_DIR/spank_topoplace.so" ] && [ -f "$PLUGIN_DIR/topology_topoplace.so" ] ||
-	skip_all "plugins not built in $PLUGIN_DIR"
-CLUSTER=$srcdir/contrib/slurm-cluster.sh
+need_slurm 22
+need_plugins spank_topoplace topology_topoplace
 NET=${TP_SPANK_NET:-10.202.0}
 PORT=${TP_SPANK_PORT:-7017}
 RUNS=${TP_BENCH_RUNS:-10}
 dir=$tmp/cluster
-export TOPOPLACE
 
 cleanup() {
 	[ ! -f "$dir/pids" ] || "$CLUSTER" stop --dir "$dir" >/dev/null 2>&1 || true

@@ -31,4 +31,46 @@ finish() {
 	echo "$failures failed"
 	exit 1
 }
+# need_slurm GEN [CMD...]: skip (77) unless a mini-cluster of Slurm GEN can
+# run here: root, network namespaces, our CLI, and Slurm itself (22:
+# Debian's 22.05 in PATH; 24: the private 24.11 build in SLURM24_PREFIX,
+# then put first in PATH), plus each CMD. Sets srcdir, builddir, CLUSTER,
+# PLUGIN_DIR (our plugins for GEN) and, for 24, PREFIX; exports TOPOPLACE.
+need_slurm() {
+	gen=$1
+	shift
+	[ "$(id -u)" -eq 0 ] || skip_all "needs root (network namespaces)"
+	srcdir=${TP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+	builddir=${TP_BUILDDIR:-$(cd "$(dirname "$TOPOPLACE")/.." 2>/dev/null && pwd || echo "$srcdir/build")}
+	CLUSTER=$srcdir/contrib/slurm-cluster.sh
+	if [ "$gen" = 24 ]; then
+		PREFIX=${SLURM24_PREFIX:-/opt/topoplace/slurm-24.11}
+		[ -f "$PREFIX/topoplace-build.env" ] ||
+			skip_all "Slurm 24.11 not built in $PREFIX (contrib/build-slurm.sh)"
+		for b in bin/srun bin/sbatch bin/scontrol bin/sinfo bin/squeue \
+			sbin/slurmctld sbin/slurmd sbin/slurmstepd; do
+			[ -x "$PREFIX/$b" ] || skip_all "$PREFIX/$b missing (contrib/build-slurm.sh)"
+		done
+		PATH=$PREFIX/bin:$PREFIX/sbin:$PATH
+		export PATH
+		PLUGIN_DIR=${TP_PLUGIN24_DIR:-$builddir/plugin/slurm24/.libs}
+		set -- munged ip unshare "$@"
+	else
+		PLUGIN_DIR=${TP_PLUGIN_DIR:-$builddir/plugin/.libs}
+		set -- munged slurmctld slurmd srun sbatch scontrol sinfo squeue ip unshare "$@"
+	fi
+	for b in "$@"; do
+		command -v "$b" >/dev/null 2>&1 || skip_all "$b not installed (contrib/install-slurm.sh)"
+	done
+	unshare --net --uts true 2>/dev/null || skip_all "cannot create network namespaces here"
+	[ -x "$TOPOPLACE" ] || skip_all "$TOPOPLACE not built"
+	export TOPOPLACE
+}
+# need_plugins NAME...: skip (77) unless PLUGIN_DIR holds each NAME.so
+need_plugins() {
+	for p in "$@"; do
+		[ -f "$PLUGIN_DIR/$p.so" ] ||
+			skip_all "$p.so not built in $PLUGIN_DIR (configure --with-slurm-src or --with-slurm24; spank needs libslurm-dev)"
+	done
+}
 command -v jq >/dev/null 2>&1 || skip_all "jq not installed (contrib/install-deps.sh installs it)"

@@ -14,23 +14,8 @@
 # when it is not built (contrib/build-slurm.sh), or without root.
 . "$(dirname "$0")/lib.sh"
 
-PREFIX=${SLURM24_PREFIX:-/opt/topoplace/slurm-24.11}
-[ "$(id -u)" -eq 0 ] || skip_all "needs root (network namespaces)"
-[ -f "$PREFIX/topoplace-build.env" ] || skip_all "Slurm 24.11 not built in $PREFIX (contrib/build-slurm.sh)"
-for b in bin/srun bin/sbatch bin/scontrol bin/sinfo bin/squeue sbin/slurmctld sbin/slurmd sbin/slurmstepd; do
-	[ -x "$PREFIX/$b" ] || skip_all "$PREFIX/$b missing (contrib/build-slurm.sh)"
-done
-for b in munged ip unshare; do
-	command -v $b >/dev/null 2>&1 || skip_all "$b not installed (contrib/install-slurm.sh)"
-done
-unshare --net --uts true 2>/dev/null || skip_all "cannot create network namespaces here"
-[ -x "$TOPOPLACE" ] || skip_all "$TOPOPLACE not built"
-srcdir=${TP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-CLUSTER=$srcdir/contrib/slurm-cluster.sh
+need_slurm 24
 dir=$tmp/cluster
-export TOPOPLACE
-PATH=$PREFIX/bin:$PREFIX/sbin:$PATH
-export PATH
 ver=$(sed -n 's/^SLURM_VERSION=//p' "$PREFIX/topoplace-build.env")
 
 t0=$(date +%s)

@@ -22,27 +22,9 @@
 # --with-slurm24); exit 77 if not.
 . "$(dirname "$0")/lib.sh"
 
-PREFIX=${SLURM24_PREFIX:-/opt/topoplace/slurm-24.11}
-[ "$(id -u)" -eq 0 ] || skip_all "needs root (network namespaces)"
-[ -f "$PREFIX/topoplace-build.env" ] || skip_all "Slurm 24.11 not built in $PREFIX (contrib/build-slurm.sh)"
-for b in bin/srun bin/sbatch bin/scontrol bin/sinfo bin/squeue sbin/slurmctld sbin/slurmd sbin/slurmstepd; do
-	[ -x "$PREFIX/$b" ] || skip_all "$PREFIX/$b missing (contrib/build-slurm.sh)"
-done
-for b in munged ip unshare; do
-	command -v $b >/dev/null 2>&1 || skip_all "$b not installed (contrib/install-slurm.sh)"
-done
-unshare --net --uts true 2>/dev/null || skip_all "cannot create network namespaces here"
-[ -x "$TOPOPLACE" ] || skip_all "$TOPOPLACE not built"
-srcdir=${TP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-builddir=${TP_BUILDDIR:-$(cd "$(dirname "$TOPOPLACE")/.." && pwd)}
-PLUGIN_DIR=${TP_PLUGIN24_DIR:-$builddir/plugin/slurm24/.libs}
-[ -f "$PLUGIN_DIR/topology_topoplace.so" ] ||
-	skip_all "native plugin not built in $PLUGIN_DIR (configure --with-slurm24)"
-CLUSTER=$srcdir/contrib/slurm-cluster.sh
+need_slurm 24
+need_plugins topology_topoplace
 dir=$tmp/cluster
-export TOPOPLACE
-PATH=$PREFIX/bin:$PREFIX/sbin:$PATH
-export PATH
 
 t0=$(date +%s)
 cleanup() {

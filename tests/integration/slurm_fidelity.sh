@@ -18,19 +18,11 @@
 # Needs root and the Slurm packages (contrib/install-slurm.sh); exit 77 if not.
 . "$(dirname "$0")/lib.sh"
 
-[ "$(id -u)" -eq 0 ] || skip_all "needs root (network namespaces)"
-for b in munged slurmctld slurmd sbatch scontrol sinfo squeue scancel ip unshare; do
-	command -v $b >/dev/null 2>&1 || skip_all "$b not installed (contrib/install-slurm.sh)"
-done
-unshare --net --uts true 2>/dev/null || skip_all "cannot create network namespaces here"
-[ -x "$TOPOPLACE" ] || skip_all "$TOPOPLACE not built"
-srcdir=${TP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-CLUSTER=$srcdir/contrib/slurm-cluster.sh
+need_slurm 22 scancel
 [ -x "$CLUSTER" ] || skip_all "$CLUSTER missing"
 NET=${TP_FIDELITY_NET:-10.202.0}
 PORT=${TP_FIDELITY_PORT:-6927}
 dir=$tmp/cluster
-export TOPOPLACE
 
 t0=$(date +%s)
 cleanup() {

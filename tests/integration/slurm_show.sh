@@ -17,24 +17,13 @@
 # libslurm; exit 77 if not.
 . "$(dirname "$0")/lib.sh"
 
-[ "$(id -u)" -eq 0 ] || skip_all "needs root (network namespaces)"
-for b in munged slurmctld slurmd sbatch scontrol sinfo squeue scancel ip unshare; do
-	command -v $b >/dev/null 2>&1 || skip_all "$b not installed (contrib/install-slurm.sh)"
-done
-unshare --net --uts true 2>/dev/null || skip_all "cannot create network namespaces here"
-[ -x "$TOPOPLACE" ] || skip_all "$TOPOPLACE not built"
+need_slurm 22 scancel
 "$TOPOPLACE" show --help >/dev/null 2>&1 || skip_all "topoplace show built without libslurm"
-srcdir=${TP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-builddir=${TP_BUILDDIR:-$srcdir/build}
-PLUGIN_DIR=${TP_PLUGIN_DIR:-$builddir/plugin/.libs}
-[ -f "$PLUGIN_DIR/topology_topoplace.so" ] ||
-	skip_all "plugins not built in $PLUGIN_DIR (configure --with-slurm-src, contrib/fetch-slurm-src.sh)"
-CLUSTER=$srcdir/contrib/slurm-cluster.sh
+need_plugins topology_topoplace
 [ -x "$CLUSTER" ] || skip_all "$CLUSTER missing"
 NET=${TP_SHOW_NET:-10.201.0}
 PORT=${TP_SHOW_PORT:-6917}
 dir=$tmp/cluster
-export TOPOPLACE
 
 t0=$(date +%s)
 cleanup() {

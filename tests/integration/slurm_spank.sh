@@ -23,20 +23,8 @@
 # (7017), so it runs beside the other mini-cluster tests.
 . "$(dirname "$0")/lib.sh"
 
-[ "$(id -u)" -eq 0 ] || skip_all "needs root (network namespaces)"
-for b in munged slurmctld slurmd srun sbatch scontrol sinfo squeue ip unshare runuser; do
-	command -v $b >/dev/null 2>&1 || skip_all "$b not installed (contrib/install-slurm.sh)"
-done
-unshare --net --uts true 2>/dev/null || skip_all "cannot create network namespaces here"
-[ -x "$TOPOPLACE" ] || skip_all "$TOPOPLACE not built"
-srcdir=${TP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-builddir=${TP_BUILDDIR:-$srcdir/build}
-PLUGIN_DIR=${TP_PLUGIN_DIR:-$builddir/plugin/.libs}
-[ -f "$PLUGIN_DIR/spank_topoplace.so" ] ||
-	skip_all "spank_topoplace.so not built in $PLUGIN_DIR (needs <slurm/spank.h>: libslurm-dev)"
-[ -f "$PLUGIN_DIR/topology_topoplace.so" ] ||
-	skip_all "topology_topoplace.so not built in $PLUGIN_DIR (configure --with-slurm-src)"
-CLUSTER=$srcdir/contrib/slurm-cluster.sh
+need_slurm 22 runuser
+need_plugins spank_topoplace topology_topoplace
 [ -x "$CLUSTER" ] || skip_all "$CLUSTER missing"
 NET=${TP_SPANK_NET:-10.202.0}
 PORT=${TP_SPANK_PORT:-7017}
@@ -47,7 +35,6 @@ if ! id "$USER_NAME" >/dev/null 2>&1; then
 fi
 uid=$(id -u "$USER_NAME")
 PLUGIN_SO=$(cd "$PLUGIN_DIR" && pwd)/spank_topoplace.so
-export TOPOPLACE
 
 # The job's user must reach the cluster directory (plans, slurm.conf) and
 # a working directory of its own.

@@ -14,21 +14,10 @@
 # Needs root, the Slurm packages and the built plugins; exit 77 if not.
 . "$(dirname "$0")/lib.sh"
 
-[ "$(id -u)" -eq 0 ] || skip_all "needs root (network namespaces)"
-for b in munged slurmctld slurmd srun sbatch scontrol sinfo squeue ip unshare; do
-	command -v $b >/dev/null 2>&1 || skip_all "$b not installed (contrib/install-slurm.sh)"
-done
-unshare --net --uts true 2>/dev/null || skip_all "cannot create network namespaces here"
-[ -x "$TOPOPLACE" ] || skip_all "$TOPOPLACE not built"
-srcdir=${TP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-builddir=${TP_BUILDDIR:-$srcdir/build}
-PLUGIN_DIR=${TP_PLUGIN_DIR:-$builddir/plugin/.libs}
-[ -f "$PLUGIN_DIR/topology_topoplace.so" ] && [ -f "$PLUGIN_DIR/job_submit_topoplace.so" ] ||
-	skip_all "plugins not built in $PLUGIN_DIR (configure --with-slurm-src, contrib/fetch-slurm-src.sh)"
-CLUSTER=$srcdir/contrib/slurm-cluster.sh
+need_slurm 22
+need_plugins topology_topoplace job_submit_topoplace
 [ -x "$CLUSTER" ] || skip_all "$CLUSTER missing"
 dir=$tmp/cluster
-export TOPOPLACE
 
 t0=$(date +%s)
 cleanup() {
