@@ -72,6 +72,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -575,35 +576,63 @@ static void json_str(char **out, const char *s)
 	xstrcat(*out, "\"");
 }
 
-/* Keep the last DECISIONS_KEEP lines of the file (rewritten through a
- * temporary file and rename). A last line without its newline is a write
- * cut short (disk full, or an older plugin killed mid-record): dropped,
- * or the next record would be glued to it. */
+/* Keep the last DECISIONS_KEEP lines of the file. A last line without
+ * its newline is a write cut short (disk full, or an older plugin killed
+ * mid-record): cut off in place first (truncate needs no space), or the
+ * next record would be glued to it. With more lines than DECISIONS_KEEP
+ * the rest is copied byte for byte to a private temporary file, synced
+ * and renamed over the file. decisions_lines gets the count whatever
+ * happens to the copy, so a failed one is retried at the next 2x mark,
+ * not at every record. */
 static void decisions_trim(const char *path)
 {
 	char *tmp = NULL, *line = NULL;
-	size_t cap = 0, total = 0, skip;
+	size_t cap = 0, total = 0, skip, k = 0;
+	off_t pos = 0, whole = 0;
 	ssize_t len;
 	FILE *in, *out;
+	int fd;
+	bool ok;
 
-	if (!(in = fopen(path, "r")))
+	if (!(in = fopen(path, "re"))) {
+		if (errno == ENOENT)
+			decisions_lines = 0;
 		return;
-	while ((len = getline(&line, &cap, in)) > 0)
-		if (line[len - 1] == '\n')
-			total++;
-	skip = total > DECISIONS_KEEP ? total - DECISIONS_KEEP : 0;
-	rewind(in);
-	xstrfmtcat(tmp, "%s.new", path);
-	if ((out = fopen(tmp, "w"))) {
-		size_t k = 0;
-		while ((len = getline(&line, &cap, in)) > 0)
-			if (line[len - 1] == '\n' && k++ >= skip)
-				fputs(line, out);
-		if (fclose(out) == 0 && rename(tmp, path) == 0)
-			decisions_lines = total - skip;
-		else
-			unlink(tmp);
 	}
+	while ((len = getline(&line, &cap, in)) > 0) {
+		pos += len;
+		if (line[len - 1] == '\n') {
+			total++;
+			whole = pos;
+		}
+	}
+	if (ferror(in))
+		goto out;
+	if (pos > whole && truncate(path, whole) != 0)
+		debug("%s: %s: cannot drop a record cut short: %m", plugin_type,
+		      path);
+	decisions_lines = total;
+	if (total <= DECISIONS_KEEP)
+		goto out;
+	skip = total - DECISIONS_KEEP;
+	rewind(in);
+	xstrfmtcat(tmp, "%s.XXXXXX", path);
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0)
+		goto out;
+	if (fchmod(fd, 0644) != 0 || !(out = fdopen(fd, "w"))) {
+		close(fd);
+		unlink(tmp);
+		goto out;
+	}
+	while ((len = getline(&line, &cap, in)) > 0)
+		if (line[len - 1] == '\n' && k++ >= skip)
+			fwrite(line, 1, (size_t)len, out);
+	ok = !ferror(in) && fflush(out) == 0 && fsync(fileno(out)) == 0;
+	if (fclose(out) == 0 && ok && rename(tmp, path) == 0)
+		decisions_lines = total - skip;
+	else
+		unlink(tmp);
+out:
 	fclose(in);
 	free(line);
 	xfree(tmp);
@@ -680,7 +709,7 @@ static void decision_write(const decision_t *d)
 		decisions_trim(decisions_path);
 	len = strlen(line);
 	fd = open(decisions_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-		  0666);
+		  0644);
 	if (fd < 0) {
 		debug("%s: %s: %m", plugin_type, decisions_path);
 		goto out;
@@ -758,7 +787,7 @@ static void *writer_main(void *arg)
 		if (wq_stop)
 			break;
 		if (naps++ < WRITER_NAPS) {
-			clock_gettime(CLOCK_REALTIME, &ts);
+			clock_gettime(CLOCK_MONOTONIC, &ts);
 			ts.tv_sec++;
 			slurm_cond_timedwait(&wq_work, &wq_lock, &ts);
 			continue;
@@ -782,6 +811,15 @@ static void writer_start(void)
 
 	if (wq_running)
 		return;
+	/* the writer's naps count on the monotonic clock: on the wall clock
+	 * a step back would keep it asleep, unwoken, while records pile up
+	 * (nobody waits on wq_work before the thread exists) */
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_destroy(&wq_work);
+	pthread_cond_init(&wq_work, &ca);
+	pthread_condattr_destroy(&ca);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	rc = pthread_create(&wq_thread, NULL, writer_main, NULL);
@@ -851,7 +889,9 @@ static bool runs_on(job_record_t *job_ptr, const decision_t *d)
 {
 	bitstr_t *b = job_ptr->node_bitmap;
 
-	if (!b || job_ptr->start_time < d->when ||
+	/* select_nodes takes its "now" before the hook stamps the decision:
+	 * a second boundary between them is not another start */
+	if (!b || job_ptr->start_time + 2 < d->when ||
 	    bit_set_count(b) != (int64_t)d->npicks)
 		return false;
 	for (size_t i = 0; i < d->npicks; i++)
@@ -904,18 +944,25 @@ static void decisions_confirm(bool force)
 /* Remember a choice (the last one per job wins). Takes d's members. */
 static void decision_keep(decision_t *d)
 {
-	decision_t *slot = NULL;
+	decision_t *slot = NULL, *free_slot = NULL;
 
-	for (size_t i = 0; i < PENDING_MAX; i++)
+	for (size_t i = 0; i < PENDING_MAX; i++) {
 		if (pending[i].job_id == d->job_id) {
 			slot = &pending[i];
 			break;
 		}
-	if (!slot) {
+		if (!free_slot && !pending[i].job_id)
+			free_slot = &pending[i];
+	}
+	/* a free slot before evicting anyone: selections for jobs that do
+	 * not start (submit-time tests, backfill's will-run checks) come in
+	 * bursts between two confirmations */
+	if (!slot && free_slot) {
+		slot = free_slot;
+		npending++;
+	} else if (!slot) {
 		slot = &pending[pending_next];
 		pending_next = (pending_next + 1) % PENDING_MAX;
-		if (!slot->job_id)
-			npending++;
 	}
 	decision_free(slot);
 	*slot = *d;
