@@ -1,17 +1,31 @@
 #!/bin/sh
-# A real Slurm 22.05 mini-cluster (contrib/slurm-cluster.sh: munged,
-# slurmctld, 8 slurmd in network namespaces, 4 fake GPUs each) with Slurm's own
-# topology/tree and the topology.conf that `topoplace fabric topology-conf`
-# writes for an interleaved fabric (odd hosts on leaf01, even on leaf02):
-#   - srun -N 8 reaches every node
+# The mini-cluster (contrib/slurm-cluster.sh: munged, slurmctld, 8 slurmd in
+# network namespaces, 4 fake GPUs each) with Slurm's own topology/tree and
+# the topology.conf `topoplace fabric topology-conf` writes for an
+# interleaved fabric (odd hosts on leaf01, even on leaf02), on Debian's
+# Slurm 22.05, or with TP_GEN=24 (slurm24_cluster.sh) on the private 24.11
+# that contrib/build-slurm.sh builds (native mode):
+#   - 24.11 only: the daemons and clients are the 24.11 ones, with the
+#     24.11 config (topology/tree, CgroupPlugin=disabled)
+#   - srun -N 8 reaches every node (in 24.11 launches are forwarded
+#     between slurmd)
 #   - scontrol show topology shows exactly the leaf groups of topology.conf
-#   - 4-node exclusive GPU jobs each land on ONE leaf group, in batch and
-#     steps, also when the other leaf is partly busy
-# Needs root and the Slurm packages (contrib/install-slurm.sh); exit 77 if not.
+#   - 4-node exclusive GPU jobs each land on ONE leaf group (batch and steps),
+#     also when the other leaf is partly busy
+# Needs root and Slurm (contrib/install-slurm.sh; for 24.11 SLURM24_PREFIX,
+# default /opt/topoplace/slurm-24.11, built by contrib/build-slurm.sh);
+# exit 77 if not.
 . "$(dirname "$0")/lib.sh"
 
-need_slurm 22
+gen=${TP_GEN:-22}
+need_slurm "$gen"
 dir=$tmp/cluster
+if [ "$gen" = 24 ]; then
+	ver=$(sed -n 's/^SLURM_VERSION=//p' "$PREFIX/topoplace-build.env")
+	set -- --slurm-prefix "$PREFIX"
+else
+	set --
+fi
 
 t0=$(date +%s)
 cleanup() {
@@ -23,15 +37,20 @@ cleanup() {
 	if [ "$failures" -ne 0 ] && [ -d "$dir/log" ]; then
 		echo "# slurmctld.log (tail):"
 		tail -n 15 "$dir/log/slurmctld.log" 2>/dev/null | sed 's/^/#   /'
+		if [ "$gen" = 24 ]; then
+			echo "# slurmd errors:"
+			grep -h 'error' "$dir"/log/slurmd-*.log 2>/dev/null | tail -n 10 | sed 's/^/#   /'
+		fi
 	fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-echo "# $CLUSTER start --topology tree --nodes 8 --gpus-per-node 4 --dir $dir"
-if ! timeout 90 "$CLUSTER" start --topology tree --nodes 8 --gpus-per-node 4 --dir "$dir" \
-	--timeout 40 >"$tmp/start.out" 2>&1; then
+[ "$gen" = 24 ] && echo "# Slurm $ver from $PREFIX"
+echo "# $CLUSTER start $* --topology tree --nodes 8 --gpus-per-node 4 --dir $dir"
+if ! timeout 90 "$CLUSTER" start "$@" --topology tree --nodes 8 --gpus-per-node 4 \
+	--dir "$dir" --timeout 40 >"$tmp/start.out" 2>&1; then
 	cat "$tmp/start.out"
 	bad "cluster start"
 	finish
@@ -39,6 +58,28 @@ fi
 ok "cluster up in $(($(date +%s) - t0)) s"
 export SLURM_CONF=$dir/slurm.conf
 sed 's/^/# /' "$dir/topology.conf"
+if [ "$gen" = 24 ]; then
+	grep -qxF "export PATH=$PREFIX/bin:$PREFIX/sbin:\$PATH" "$dir/env" && ok "start prints the PATH for 24.11 clients" ||
+		bad "start prints the PATH for 24.11 clients ($(cat "$dir/env"))"
+
+	# ---- it is 24.11, configured as 24.11 ----
+	timeout 10 scontrol show config >"$tmp/config" 2>&1
+	v=$(sed -n 's/^SLURM_VERSION *= *//p' "$tmp/config")
+	case $v in 24.11.*) ok "slurmctld is $v" ;; *) bad "slurmctld version '$v' (wanted 24.11.x)" ;; esac
+	[ "$v" = "$ver" ] && ok "slurmctld is the build of $PREFIX ($ver)" || bad "slurmctld $v, build $ver"
+	grep -q '^TopologyPlugin *= *topology/tree$' "$tmp/config" && ok "TopologyPlugin = topology/tree" ||
+		bad "TopologyPlugin: $(grep '^TopologyPlugin' "$tmp/config")"
+	grep -qx 'CgroupPlugin=disabled' "$dir/cgroup.conf" && ok "cgroup.conf: CgroupPlugin=disabled" ||
+		bad "cgroup.conf: $(cat "$dir/cgroup.conf")"
+	grep -q '^PluginDir *= *.*'"$PREFIX/lib/slurm"'$' "$tmp/config" && ok "plugins from $PREFIX/lib/slurm" ||
+		bad "PluginDir: $(grep '^PluginDir' "$tmp/config")"
+	for pid in $(awk '$2 == "slurmctld" || $2 == "slurmd" { print $1 }' "$dir/pids"); do
+		exe=$(readlink "/proc/$pid/exe" 2>/dev/null)
+		case $exe in "$PREFIX"/sbin/*) ;; *) bad "pid $pid runs $exe, not from $PREFIX"; exe=bad ;; esac
+		[ "$exe" = bad ] && break
+	done
+	[ "${exe:-}" != bad ] && ok "slurmctld and every slurmd run from $PREFIX/sbin"
+fi
 
 # leaf groups of topology.conf: "leaf01 node[001,003,005,007]"
 grep '^SwitchName=.* Nodes=' "$dir/topology.conf" |
@@ -48,7 +89,7 @@ grep '^SwitchName=.* Nodes=' "$dir/topology.conf" |
 grep -q ' node\[001,003,005,007\]$' "$tmp/leaves" && grep -q ' node\[002,004,006,008\]$' "$tmp/leaves" &&
 	ok "groups interleave host names (odd / even)" || bad "groups interleave host names"
 
-# ---- srun across all nodes ----
+# ---- srun across all nodes (24.11: the launch is forwarded from slurmd to slurmd) ----
 expect 0 "srun -N 8 hostname" timeout 30 srun -N 8 hostname
 got=$(sort "$tmp/out" | tr '\n' ' ')
 want="node001 node002 node003 node004 node005 node006 node007 node008 "
@@ -66,7 +107,7 @@ done <"$tmp/leaves"
 grep -q '^SwitchName=.* Level=1 .*Switches=' "$tmp/topo" && ok "scontrol show topology: a level-1 switch" ||
 	bad "scontrol show topology: a level-1 switch"
 
-# ---- placement by topology/tree ----
+# ---- placement by topology/tree (in 24.11: the plugin's eval_nodes) ----
 leaf_of() { # NODELIST -> leaf name, or "none" when it is not one whole leaf
 	awk -v nl="$1" '$2 == nl { print $1; found = 1 } END { if (!found) print "none" }' "$tmp/leaves"
 }
@@ -121,8 +162,7 @@ eval "l1=\$leaf_$j1 l2=\$leaf_$j2"
 	bad "the two jobs got the same leaf ($l1)"
 
 # One leaf partly busy: a 2-node job holds part of a leaf; the next 4-node
-# job can only be whole on the other leaf. (Without topology/tree, cons_tres
-# would take the lowest free names and span both leaves.)
+# job can only be whole on the other leaf.
 j3=$(submit c -N 2 --exclusive --wrap 'sleep 6')
 i=0
 while [ "$(field "$j3" JobState)" != RUNNING ] && [ $i -lt 50 ]; do sleep 0.2; i=$((i + 1)); done
@@ -139,7 +179,14 @@ echo "# job $j3: NodeList=$nl3 (in $leaf3); job $j4: NodeList=$nl4 -> $leaf4"
 	bad "4-node job beside a busy leaf: $nl4 (busy: $nl3)"
 timeout 10 scancel "$j3" 2>/dev/null || true
 
-# The controller is still healthy.
+# The controller is still healthy (and, 24.11, no slurmstepd crashed).
 timeout 10 scontrol ping 2>&1 | grep -q 'is UP' && ok "slurmctld still up" || bad "slurmctld still up"
+if [ "$gen" = 24 ]; then
+	if grep -h 'RaisedSignal\|Segmentation' "$dir"/log/slurmd-*.log >"$tmp/crash" 2>/dev/null && [ -s "$tmp/crash" ]; then
+		bad "a step crashed: $(head -1 "$tmp/crash")"
+	else
+		ok "no step crashed"
+	fi
+fi
 echo "# total $(($(date +%s) - t0)) s before teardown"
 finish
