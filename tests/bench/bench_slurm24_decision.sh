@@ -42,20 +42,7 @@ JOBS=${TP_BENCH_JOBS:-40}
 ROUNDS=${TP_BENCH_ROUNDS:-2}
 dir=${TP_BENCH_DIR:-$tmp/cluster}
 
-stop_cluster() {
-	# scontrol reconfigure restarts slurmctld in 24.11; none is done here,
-	# but stop the one that runs whatever its pid
-	if [ -f "$dir/pids" ] && [ -s "$dir/run/slurmctld.pid" ]; then
-		p=$(cat "$dir/run/slurmctld.pid")
-		grep -q "^$p " "$dir/pids" || echo "$p slurmctld" >>"$dir/pids"
-	fi
-	[ ! -f "$dir/pids" ] || "$CLUSTER" stop --dir "$dir" >/dev/null 2>&1 || true
-}
-cleanup() {
-	stop_cluster
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap 'stop_cluster; rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM HUP
 
 echo "SlurmctldDebug=debug" >"$tmp/extra.conf"

@@ -17,11 +17,7 @@ PORT=${TP_SPANK_PORT:-7017}
 RUNS=${TP_BENCH_RUNS:-10}
 dir=$tmp/cluster
 
-cleanup() {
-	[ ! -f "$dir/pids" ] || "$CLUSTER" stop --dir "$dir" >/dev/null 2>&1 || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap 'stop_cluster; rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM HUP
 
 cat >"$tmp/plugstack.conf" <<EOF

@@ -73,4 +73,37 @@ need_plugins() {
 			skip_all "$p.so not built in $PLUGIN_DIR (configure --with-slurm-src or --with-slurm24; spank needs libslurm-dev)"
 	done
 }
+# stop_cluster: stop the mini-cluster in $dir (contrib/slurm-cluster.sh),
+# whatever slurmctld runs now: 24.11's scontrol reconfigure execs a new
+# one under a new pid, which the pid list must learn first.
+stop_cluster() {
+	if [ -f "$dir/pids" ] && [ -s "$dir/run/slurmctld.pid" ]; then
+		p=$(cat "$dir/run/slurmctld.pid")
+		grep -q "^$p " "$dir/pids" || echo "$p slurmctld" >>"$dir/pids"
+	fi
+	[ ! -f "$dir/pids" ] || "$CLUSTER" stop --dir "$dir" >/dev/null 2>&1 || true
+}
+# cluster_trap [LOG [PATTERN [LINES]]]: at exit stop the cluster (timed)
+# and, after a failed check, print the last LINES (15) lines of
+# $dir/log/LOG (slurmctld.log; a glob for several) that match PATTERN
+# (grep -i; default: every line); then remove $tmp.
+cluster_trap() {
+	trap_log=${1:-slurmctld.log} trap_pat=${2:-} trap_lines=${3:-15}
+	trap cluster_cleanup EXIT
+	trap 'exit 1' INT TERM HUP
+}
+cluster_cleanup() {
+	t1=$(date +%s)
+	if [ -f "$dir/pids" ]; then
+		stop_cluster
+		echo "# teardown $(($(date +%s) - t1)) s"
+	fi
+	if [ "$failures" -ne 0 ] && [ -d "$dir/log" ]; then
+		echo "# $trap_log${trap_pat:+ (lines matching $trap_pat)}, tail:"
+		# shellcheck disable=SC2086 # trap_log may be a glob
+		cat "$dir"/log/$trap_log 2>/dev/null | grep -i -- "${trap_pat:-.}" |
+			tail -n "$trap_lines" | sed 's/^/#   /'
+	fi
+	rm -rf "$tmp"
+}
 command -v jq >/dev/null 2>&1 || skip_all "jq not installed (contrib/install-deps.sh installs it)"

@@ -27,26 +27,7 @@ need_plugins topology_topoplace
 dir=$tmp/cluster
 
 t0=$(date +%s)
-cleanup() {
-	t1=$(date +%s)
-	# scontrol reconfigure restarts slurmctld (24.11): stop the one that
-	# runs now, whatever its pid
-	if [ -f "$dir/pids" ] && [ -s "$dir/run/slurmctld.pid" ]; then
-		p=$(cat "$dir/run/slurmctld.pid")
-		grep -q "^$p " "$dir/pids" || echo "$p slurmctld" >>"$dir/pids"
-	fi
-	if [ -f "$dir/pids" ]; then
-		"$CLUSTER" stop --dir "$dir" >/dev/null 2>&1 || true
-		echo "# teardown $(($(date +%s) - t1)) s"
-	fi
-	if [ "$failures" -ne 0 ] && [ -d "$dir/log" ]; then
-		echo "# slurmctld.log (topoplace lines, tail):"
-		grep -i 'topoplace\|fatal\|error' "$dir/log/slurmctld.log" 2>/dev/null | tail -n 25 | sed 's/^/#   /'
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+cluster_trap slurmctld.log 'topoplace\|fatal\|error' 25
 
 cat >"$tmp/topoplace.conf" <<'EOF'
 # topology/topoplace, native mode (test)

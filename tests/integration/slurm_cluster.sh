@@ -31,7 +31,7 @@ t0=$(date +%s)
 cleanup() {
 	t1=$(date +%s)
 	if [ -f "$dir/pids" ]; then
-		"$CLUSTER" stop --dir "$dir" || true
+		stop_cluster
 		echo "# teardown $(($(date +%s) - t1)) s"
 	fi
 	if [ "$failures" -ne 0 ] && [ -d "$dir/log" ]; then

@@ -26,20 +26,7 @@ PORT=${TP_SHOW_PORT:-6917}
 dir=$tmp/cluster
 
 t0=$(date +%s)
-cleanup() {
-	t1=$(date +%s)
-	if [ -f "$dir/pids" ]; then
-		"$CLUSTER" stop --dir "$dir" >/dev/null 2>&1 || true
-		echo "# teardown $(($(date +%s) - t1)) s"
-	fi
-	if [ "$failures" -ne 0 ] && [ -d "$dir/log" ]; then
-		echo "# slurmctld.log (tail):"
-		tail -n 15 "$dir/log/slurmctld.log" 2>/dev/null | sed 's/^/#   /'
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+cluster_trap
 
 cat >"$tmp/topoplace.conf" <<'EOF'
 FabricFile=@DIR@/fabric.json

@@ -45,20 +45,7 @@ mkdir -p "$work"
 chown "$USER_NAME" "$work"
 
 t0=$(date +%s)
-cleanup() {
-	t1=$(date +%s)
-	if [ -f "$dir/pids" ]; then
-		"$CLUSTER" stop --dir "$dir" >/dev/null 2>&1 || true
-		echo "# teardown $(($(date +%s) - t1)) s"
-	fi
-	if [ "$failures" -ne 0 ] && [ -d "$dir/log" ]; then
-		echo "# slurmd logs (topoplace lines, tail):"
-		grep -h 'topoplace' "$dir"/log/slurmd-node*.log 2>/dev/null | tail -n 20 | sed 's/^/#   /'
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+cluster_trap 'slurmd-node*.log' topoplace 20
 
 # basedir per "node": they share one file system here (a real node's /run
 # is its own); %h is the node's hostname.

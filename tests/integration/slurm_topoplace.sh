@@ -20,20 +20,7 @@ need_plugins topology_topoplace job_submit_topoplace
 dir=$tmp/cluster
 
 t0=$(date +%s)
-cleanup() {
-	t1=$(date +%s)
-	if [ -f "$dir/pids" ]; then
-		"$CLUSTER" stop --dir "$dir" >/dev/null 2>&1 || true
-		echo "# teardown $(($(date +%s) - t1)) s"
-	fi
-	if [ "$failures" -ne 0 ] && [ -d "$dir/log" ]; then
-		echo "# slurmctld.log (topoplace lines, tail):"
-		grep -i 'topoplace\|fatal' "$dir/log/slurmctld.log" 2>/dev/null | tail -n 20 | sed 's/^/#   /'
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+cluster_trap slurmctld.log 'topoplace\|fatal' 20
 
 cat >"$tmp/topoplace.conf" <<'EOF'
 # topology/topoplace + job_submit/topoplace (test)

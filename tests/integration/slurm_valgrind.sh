@@ -27,12 +27,7 @@ fi
 dir=$tmp/cluster
 vg=$tmp/valgrind.log
 
-cleanup() {
-	[ -f "$dir/pids" ] && "$CLUSTER" stop --dir "$dir" >/dev/null 2>&1
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+cluster_trap
 
 cat >"$tmp/topoplace.conf" <<'EOF2'
 FabricFile=@DIR@/fabric.json
