@@ -30,7 +30,11 @@
 	X(UNSUPPORTED, -6, "not supported by this build")                      \
 	X(FORMAT, -7, "unsupported format or version")                         \
 	X(RANGE, -8, "value out of range")                                     \
-	X(EXISTS, -9, "already exists")
+	X(EXISTS, -9, "already exists")                                        \
+	X(PEER_LOST, -10, "peer lost")                                         \
+	X(TIMEOUT, -11, "timed out")                                           \
+	X(MISMATCH, -12, "peers disagree")                                     \
+	X(ADDRINUSE, -13, "address in use")
 
 typedef enum tp_err {
 	TP_OK = 0,

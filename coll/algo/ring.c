@@ -1,0 +1,225 @@
+/* ring.c - ring reduce-scatter, all-gather, all-reduce and the pipelined
+ * chain broadcast.
+ *
+ * Notes: a ring phase of n members runs n-1 steps; each step moves one
+ * segment (count / n elements) cut into chunks. The unit of work is
+ * (step, chunk) in that order; the chunk a rank reduces at step s is the
+ * one it sends at step s+1, so it goes out as soon as it is reduced, not
+ * when the whole step ends: that overlaps reduction with the transfer.
+ * At most TP__COLL_WINDOW receives and sends are in flight, receives
+ * landing in the communicator's slots (reduce-scatter) or straight in
+ * place (all-gather, broadcast). Every segment uses the same number of
+ * chunks (empty ones complete at once), so both ends agree on the units
+ * without exchanging sizes. */
+#include "config.h"
+
+#include "coll_int.h"
+
+#define W TP__COLL_WINDOW
+
+static int mod(int a, int n)
+{
+	a %= n;
+	return a < 0 ? a + n : a;
+}
+
+/* Chunk ch of segment seg: byte offset and length in buf. */
+static void unit(size_t count, int n, int seg, size_t ch, size_t ce,
+		 size_t dsz, size_t *off_p, size_t *len_p)
+{
+	size_t off, cnt, lo = ch * ce;
+
+	tp__coll_seg(count, n, seg, &off, &cnt);
+	*off_p = (off + lo) * dsz;
+	*len_p = lo < cnt ? ((cnt - lo < ce ? cnt - lo : ce) * dsz) : 0;
+}
+
+static size_t chunk_elems(const tp_coll_comm_t *c, size_t dsz)
+{
+	size_t ce = c->chunk_bytes / dsz;
+	return ce ? ce : 1;
+}
+
+tp_err_t tp__coll_ring_reduce_scatter(tp_coll_comm_t *c,
+				      const tp__coll_ring_t *r, char *buf,
+				      size_t count, tp_coll_dtype_t dt,
+				      tp_coll_op_t op, int shift)
+{
+	const tp__coll_xport_ops_t *xp = c->xp;
+	int n = r->n, me = r->me;
+	if (n <= 1 || count == 0)
+		return TP_OK;
+	size_t dsz = tp_coll_dtype_size(dt), ce = chunk_elems(c, dsz);
+	size_t maxseg = (count + (size_t)n - 1) / (size_t)n;
+	size_t nch = (maxseg + ce - 1) / ce;
+	size_t nunits = (size_t)(n - 1) * nch;
+	int prev = (int)r->members[mod(me - 1, n)];
+	int next = (int)r->members[mod(me + 1, n)];
+	tp__coll_req_t *rq = c->reqs, *sq = c->reqs + W;
+	size_t rpost = 0, rdone = 0, spost = 0, sdone = 0;
+
+	while (rdone < nunits || sdone < nunits) {
+		bool moved = false;
+
+		while (rpost < nunits && rpost - rdone < W) {
+			int s = (int)(rpost / nch);
+			size_t off, len;
+			unit(count, n, mod(me - s - 1 + shift, n), rpost % nch,
+			     ce, dsz, &off, &len);
+			xp->irecv(c, prev, c->slots + (rpost % W) * c->chunk_bytes,
+				  len, &rq[rpost % W]);
+			rpost++;
+			moved = true;
+		}
+		while (rdone < rpost && rq[rdone % W].done) {
+			int s = (int)(rdone / nch);
+			size_t off, len;
+			unit(count, n, mod(me - s - 1 + shift, n), rdone % nch,
+			     ce, dsz, &off, &len);
+			c->kern->reduce(buf + off,
+					c->slots + (rdone % W) * c->chunk_bytes,
+					len / dsz, dt, op, NULL);
+			rdone++;
+			moved = true;
+		}
+		/* Unit u of step s > 0 sends what unit u - nch reduced. */
+		while (spost < nunits && spost - sdone < W &&
+		       (spost < nch || spost - nch < rdone)) {
+			int s = (int)(spost / nch);
+			size_t off, len;
+			unit(count, n, mod(me - s + shift, n), spost % nch, ce,
+			     dsz, &off, &len);
+			xp->isend(c, next, buf + off, len, &sq[spost % W]);
+			spost++;
+			moved = true;
+		}
+		while (sdone < spost && sq[sdone % W].done) {
+			sdone++;
+			moved = true;
+		}
+		if (!moved) {
+			tp_err_t err = xp->progress(c);
+			if (err)
+				return err;
+		}
+	}
+	return TP_OK;
+}
+
+tp_err_t tp__coll_ring_allgather(tp_coll_comm_t *c, const tp__coll_ring_t *r,
+				 char *buf, size_t count, tp_coll_dtype_t dt,
+				 int own)
+{
+	const tp__coll_xport_ops_t *xp = c->xp;
+	int n = r->n, me = r->me;
+	if (n <= 1 || count == 0)
+		return TP_OK;
+	size_t dsz = tp_coll_dtype_size(dt), ce = chunk_elems(c, dsz);
+	size_t maxseg = (count + (size_t)n - 1) / (size_t)n;
+	size_t nch = (maxseg + ce - 1) / ce;
+	size_t nunits = (size_t)(n - 1) * nch;
+	int prev = (int)r->members[mod(me - 1, n)];
+	int next = (int)r->members[mod(me + 1, n)];
+	tp__coll_req_t *rq = c->reqs, *sq = c->reqs + W;
+	size_t rpost = 0, rdone = 0, spost = 0, sdone = 0;
+
+	while (rdone < nunits || sdone < nunits) {
+		bool moved = false;
+
+		while (rpost < nunits && rpost - rdone < W) {
+			int s = (int)(rpost / nch);
+			size_t off, len;
+			unit(count, n, mod(own - s - 1, n), rpost % nch, ce, dsz,
+			     &off, &len);
+			xp->irecv(c, prev, buf + off, len, &rq[rpost % W]);
+			rpost++;
+			moved = true;
+		}
+		while (rdone < rpost && rq[rdone % W].done) {
+			rdone++;
+			moved = true;
+		}
+		while (spost < nunits && spost - sdone < W &&
+		       (spost < nch || spost - nch < rdone)) {
+			int s = (int)(spost / nch);
+			size_t off, len;
+			unit(count, n, mod(own - s, n), spost % nch, ce, dsz,
+			     &off, &len);
+			xp->isend(c, next, buf + off, len, &sq[spost % W]);
+			spost++;
+			moved = true;
+		}
+		while (sdone < spost && sq[sdone % W].done) {
+			sdone++;
+			moved = true;
+		}
+		if (!moved) {
+			tp_err_t err = xp->progress(c);
+			if (err)
+				return err;
+		}
+	}
+	return TP_OK;
+}
+
+tp_err_t tp__coll_ring_allreduce(tp_coll_comm_t *c, const tp__coll_ring_t *r,
+				 char *buf, size_t count, tp_coll_dtype_t dt,
+				 tp_coll_op_t op)
+{
+	/* Reduce-scatter leaves segment me+1 complete here; the all-gather
+	 * starts by sending it. All reduce-scatter sends have completed when
+	 * it returns, so the all-gather may overwrite their source. */
+	tp_err_t err = tp__coll_ring_reduce_scatter(c, r, buf, count, dt, op, 0);
+	if (err)
+		return err;
+	return tp__coll_ring_allgather(c, r, buf, count, dt, r->me + 1);
+}
+
+tp_err_t tp__coll_ring_broadcast(tp_coll_comm_t *c, char *buf, size_t bytes,
+				 int root)
+{
+	const tp__coll_xport_ops_t *xp = c->xp;
+	int n = c->size, pos = mod(c->rank - root, n);
+	if (n <= 1 || bytes == 0)
+		return TP_OK;
+	size_t cb = c->chunk_bytes, nch = (bytes + cb - 1) / cb;
+	int prev = mod(c->rank - 1, n), next = mod(c->rank + 1, n);
+	bool recv = pos > 0, send = pos < n - 1;
+	tp__coll_req_t *rq = c->reqs, *sq = c->reqs + W;
+	size_t rpost = 0, rdone = recv ? 0 : nch, spost = 0;
+	size_t sdone = send ? 0 : nch;
+
+	while (rdone < nch || sdone < nch) {
+		bool moved = false;
+
+		while (recv && rpost < nch && rpost - rdone < W) {
+			size_t off = rpost * cb;
+			size_t len = bytes - off < cb ? bytes - off : cb;
+			xp->irecv(c, prev, buf + off, len, &rq[rpost % W]);
+			rpost++;
+			moved = true;
+		}
+		while (recv && rdone < rpost && rq[rdone % W].done) {
+			rdone++;
+			moved = true;
+		}
+		while (send && spost < nch && spost - sdone < W &&
+		       (!recv || spost < rdone)) {
+			size_t off = spost * cb;
+			size_t len = bytes - off < cb ? bytes - off : cb;
+			xp->isend(c, next, buf + off, len, &sq[spost % W]);
+			spost++;
+			moved = true;
+		}
+		while (send && sdone < spost && sq[sdone % W].done) {
+			sdone++;
+			moved = true;
+		}
+		if (!moved) {
+			tp_err_t err = xp->progress(c);
+			if (err)
+				return err;
+		}
+	}
+	return TP_OK;
+}

@@ -1,0 +1,556 @@
+/* bootstrap.c - rendezvous through rank 0 and the direct peer connections.
+ *
+ * Notes: every socket is non-blocking from the start and every wait goes
+ * through poll() against one deadline, so init fails with TP_ERR_TIMEOUT
+ * instead of hanging on a rank that never comes. The higher rank connects
+ * to the lower one: a connect completes in the listener's backlog before
+ * the lower rank calls accept(), so the order in which ranks reach the
+ * accept loop cannot deadlock. The wire structs are host-endian: the
+ * hello's magic catches a peer of another byte order or protocol. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "coll_int.h"
+
+#define MAGIC 0x74706331u /* "tpc1" */
+#define SOCK_BUF (4 << 20)
+
+typedef struct hello {
+	uint32_t magic;
+	int32_t rank;
+	int32_t size;
+	uint32_t channel;
+	uint64_t hash;
+	uint64_t chunk;
+	uint32_t addr; /* network order */
+	uint16_t port; /* network order */
+	uint16_t pad;
+} hello_t;
+
+typedef struct reply {
+	uint32_t magic;
+	int32_t status;
+	char why[248];
+} reply_t;
+
+typedef struct entry {
+	uint32_t addr;
+	uint16_t port;
+	uint16_t pad;
+} entry_t;
+
+typedef struct boot {
+	tp_coll_comm_t *c;
+	int64_t deadline;
+	char **err_p;
+} boot_t;
+
+static tp_err_t bfail(boot_t *b, tp_err_t err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static tp_err_t bfail(boot_t *b, tp_err_t err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (b->err_p && !*b->err_p) {
+		char *m;
+		va_start(ap, fmt);
+		m = tp_vasprintf(fmt, ap);
+		va_end(ap);
+		*b->err_p = tp_asprintf("rank %d: %s", b->c->rank,
+					m ? m : "?");
+		tp_free(m);
+	}
+	return err;
+}
+
+static int left_ms(const boot_t *b)
+{
+	int64_t left = b->deadline - tp__coll_now_ns();
+	return left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+}
+
+static int new_socket(void)
+{
+	return socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}
+
+/* Wait for ev on fd until the deadline: 1 ready, 0 timed out, -1 error. */
+static int wait_fd(const boot_t *b, int fd, short ev)
+{
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = ev};
+		int ms = left_ms(b);
+		if (ms == 0)
+			return 0;
+		int n = poll(&p, 1, ms);
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n < 0 ? -1 : n;
+	}
+}
+
+/* Send or receive exactly len bytes before the deadline. */
+static tp_err_t xfer(boot_t *b, int fd, void *buf, size_t len, bool out,
+		     const char *what)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		ssize_t n = out ? send(fd, (char *)buf + off, len - off,
+				       MSG_NOSIGNAL)
+				: recv(fd, (char *)buf + off, len - off, 0);
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return bfail(b, TP_ERR_PEER_LOST,
+				     "%s: connection closed", what);
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return bfail(b, TP_ERR_PEER_LOST, "%s: %s", what,
+				     strerror(errno));
+		int r = wait_fd(b, fd, out ? POLLOUT : POLLIN);
+		if (r == 0)
+			return bfail(b, TP_ERR_TIMEOUT, "%s: timed out after %g s",
+				     what, b->c->timeout_s);
+		if (r < 0)
+			return bfail(b, TP_ERR_IO, "%s: poll: %s", what,
+				     strerror(errno));
+	}
+	return TP_OK;
+}
+
+/* Connect to sa before the deadline; with retry, a refused connection
+ * (listener not up yet) is tried again every 20 ms. */
+static tp_err_t connect_to(boot_t *b, const struct sockaddr_in *sa,
+			   bool retry, const char *what, int *fd_p)
+{
+	for (;;) {
+		int fd = new_socket(), e = 0;
+		if (fd < 0)
+			return bfail(b, TP_ERR_IO, "socket: %s", strerror(errno));
+		if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0) {
+			e = errno;
+			if (e == EINPROGRESS) {
+				socklen_t sl = sizeof(e);
+				int r = wait_fd(b, fd, POLLOUT);
+				if (r <= 0) {
+					close(fd);
+					return bfail(b, TP_ERR_TIMEOUT,
+						     "%s: connect timed out after %g s",
+						     what, b->c->timeout_s);
+				}
+				e = 0;
+				getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &sl);
+			}
+		}
+		if (e == 0) {
+			*fd_p = fd;
+			return TP_OK;
+		}
+		close(fd);
+		if (!retry || (e != ECONNREFUSED && e != ECONNRESET &&
+			       e != ETIMEDOUT))
+			return bfail(b, TP_ERR_PEER_LOST, "%s: connect: %s",
+				     what, strerror(e));
+		if (left_ms(b) <= 20)
+			return bfail(b, TP_ERR_TIMEOUT,
+				     "%s: nobody listening after %g s (%s)", what,
+				     b->c->timeout_s, strerror(e));
+		poll(NULL, 0, 20);
+	}
+}
+
+static tp_err_t listen_on(boot_t *b, struct sockaddr_in *sa, int *fd_p,
+			  const char *host)
+{
+	int fd = new_socket(), one = 1;
+	char ip[INET_ADDRSTRLEN];
+
+	if (fd < 0)
+		return bfail(b, TP_ERR_IO, "socket: %s", strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	inet_ntop(AF_INET, &sa->sin_addr, ip, sizeof(ip));
+	if (bind(fd, (struct sockaddr *)sa, sizeof(*sa)) < 0) {
+		int e = errno;
+		close(fd);
+		if (e == EADDRINUSE)
+			return bfail(b, TP_ERR_ADDRINUSE,
+				     "rendezvous port %d on %s is in use",
+				     ntohs(sa->sin_port), ip);
+		if (e == EADDRNOTAVAIL)
+			return bfail(b, TP_ERR_INVAL,
+				     "rank 0 must run on the master host %s "
+				     "(%s is not a local address)",
+				     host, ip);
+		return bfail(b, TP_ERR_IO, "bind %s:%d: %s", ip,
+			     ntohs(sa->sin_port), strerror(e));
+	}
+	if (listen(fd, SOMAXCONN) < 0) {
+		int e = errno;
+		close(fd);
+		if (e == EADDRINUSE)
+			return bfail(b, TP_ERR_ADDRINUSE, "port %d in use",
+				     ntohs(sa->sin_port));
+		return bfail(b, TP_ERR_IO, "listen: %s", strerror(e));
+	}
+	socklen_t sl = sizeof(*sa);
+	getsockname(fd, (struct sockaddr *)sa, &sl);
+	*fd_p = fd;
+	return TP_OK;
+}
+
+static tp_err_t accept_one(boot_t *b, int lfd, const char *what, int *fd_p)
+{
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0) {
+			*fd_p = fd;
+			return TP_OK;
+		}
+		if (errno == EINTR || errno == ECONNABORTED)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return bfail(b, TP_ERR_IO, "accept: %s", strerror(errno));
+		int r = wait_fd(b, lfd, POLLIN);
+		if (r == 0)
+			return bfail(b, TP_ERR_TIMEOUT, "%s: timed out after %g s",
+				     what, b->c->timeout_s);
+		if (r < 0)
+			return bfail(b, TP_ERR_IO, "poll: %s", strerror(errno));
+	}
+}
+
+static tp_err_t resolve(boot_t *b, const char *host, int port,
+			struct sockaddr_in *sa)
+{
+	struct addrinfo hints = {.ai_family = AF_INET,
+				 .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res = NULL;
+	int rc = getaddrinfo(host, NULL, &hints, &res);
+
+	if (rc != 0 || !res)
+		return bfail(b, TP_ERR_NOTFOUND,
+			     "master address '%s' does not resolve: %s", host,
+			     gai_strerror(rc));
+	memcpy(sa, res->ai_addr, sizeof(*sa));
+	sa->sin_port = htons((uint16_t)port);
+	freeaddrinfo(res);
+	return TP_OK;
+}
+
+static void hello_fill(const tp_coll_comm_t *c, hello_t *h, int channel)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = MAGIC;
+	h->rank = c->rank;
+	h->size = c->size;
+	h->channel = (uint32_t)channel;
+	h->hash = c->plan_hash;
+	h->chunk = c->chunk_bytes;
+}
+
+/* Why rank 0 refuses h, or NULL. */
+static char *check_hello(const tp_coll_comm_t *c, const hello_t *h,
+			 const bool *seen)
+{
+	if (h->magic != MAGIC)
+		return tp_asprintf("a peer speaks another protocol "
+				   "(magic 0x%08x)",
+				   h->magic);
+	if (h->size != c->size)
+		return tp_asprintf("rank %d has world size %d, rank 0 has %d "
+				   "(another plan?)",
+				   h->rank, h->size, c->size);
+	if (h->rank <= 0 || h->rank >= c->size)
+		return tp_asprintf("a peer claims rank %d of %d", h->rank,
+				   c->size);
+	if (seen[h->rank])
+		return tp_asprintf("rank %d joined twice", h->rank);
+	if (h->hash != c->plan_hash)
+		return tp_asprintf("rank %d brought another plan (hash "
+				   "%016llx, rank 0 has %016llx)",
+				   h->rank, (unsigned long long)h->hash,
+				   (unsigned long long)c->plan_hash);
+	if (h->chunk != c->chunk_bytes)
+		return tp_asprintf("rank %d uses chunk_bytes %llu, rank 0 %zu",
+				   h->rank, (unsigned long long)h->chunk,
+				   c->chunk_bytes);
+	return NULL;
+}
+
+/* Rank 0: collect every hello, answer with the table or the refusal. */
+static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
+		       uint16_t peer_port, entry_t *tab)
+{
+	tp_coll_comm_t *c = b->c;
+	int lfd = -1, *fds = tp_calloc((size_t)c->size, sizeof(int));
+	bool *seen = tp_calloc((size_t)c->size, sizeof(bool));
+	char *why = NULL;
+	tp_err_t err = TP_ERR_NOMEM;
+	int nfd = 0;
+
+	if (!fds || !seen)
+		goto out;
+	err = listen_on(b, msa, &lfd, host);
+	if (err)
+		goto out;
+	for (int i = 1; i < c->size && !why; i++) {
+		hello_t h;
+		int fd;
+		err = accept_one(b, lfd, "rendezvous: waiting for the other ranks",
+				 &fd);
+		if (err)
+			goto out;
+		fds[nfd++] = fd;
+		err = xfer(b, fd, &h, sizeof(h), false, "rendezvous hello");
+		if (err)
+			goto out;
+		why = check_hello(c, &h, seen);
+		if (!why) {
+			seen[h.rank] = true;
+			tab[h.rank].addr = h.addr;
+			tab[h.rank].port = h.port;
+		}
+		if (i == 1) {
+			struct sockaddr_in me;
+			socklen_t sl = sizeof(me);
+			getsockname(fd, (struct sockaddr *)&me, &sl);
+			tab[0].addr = me.sin_addr.s_addr;
+		}
+	}
+	tab[0].port = peer_port;
+	reply_t rep = {.magic = MAGIC, .status = why ? TP_ERR_MISMATCH : TP_OK};
+	if (why)
+		snprintf(rep.why, sizeof(rep.why), "%s", why);
+	for (int i = 0; i < nfd; i++) {
+		/* A refused rank may be gone already: best effort. */
+		tp_err_t e = xfer(b, fds[i], &rep, sizeof(rep), true,
+				  "rendezvous reply");
+		if (!e && !why)
+			e = xfer(b, fds[i], tab, (size_t)c->size * sizeof(*tab),
+				 true, "rendezvous table");
+		if (e && !why) {
+			err = e;
+			goto out;
+		}
+	}
+	err = why ? bfail(b, TP_ERR_MISMATCH, "%s", why) : TP_OK;
+out:
+	for (int i = 0; i < nfd; i++)
+		close(fds[i]);
+	if (lfd >= 0)
+		close(lfd);
+	tp_free(why);
+	tp_free(fds);
+	tp_free(seen);
+	return err;
+}
+
+/* Rank > 0: say who we are and where peers reach us; get the table. */
+static tp_err_t join(boot_t *b, const struct sockaddr_in *msa,
+		     uint16_t peer_port, entry_t *tab)
+{
+	tp_coll_comm_t *c = b->c;
+	char what[128], ip[INET_ADDRSTRLEN];
+	struct sockaddr_in me;
+	socklen_t sl = sizeof(me);
+	hello_t h;
+	reply_t rep;
+	int fd;
+
+	inet_ntop(AF_INET, &msa->sin_addr, ip, sizeof(ip));
+	snprintf(what, sizeof(what), "rendezvous with rank 0 at %s:%d", ip,
+		 ntohs(msa->sin_port));
+	tp_err_t err = connect_to(b, msa, true, what, &fd);
+	if (err)
+		return err;
+	getsockname(fd, (struct sockaddr *)&me, &sl);
+	hello_fill(c, &h, 0);
+	h.addr = me.sin_addr.s_addr;
+	h.port = peer_port;
+	err = xfer(b, fd, &h, sizeof(h), true, what);
+	if (!err)
+		err = xfer(b, fd, &rep, sizeof(rep), false, what);
+	if (!err && rep.magic != MAGIC)
+		err = bfail(b, TP_ERR_MISMATCH, "%s: bad reply", what);
+	if (!err && rep.status != TP_OK) {
+		rep.why[sizeof(rep.why) - 1] = '\0';
+		err = bfail(b, (tp_err_t)rep.status, "rank 0 refused: %s",
+			    rep.why);
+	}
+	if (!err)
+		err = xfer(b, fd, tab, (size_t)c->size * sizeof(*tab), false,
+			   what);
+	close(fd);
+	return err;
+}
+
+static void tune(int fd)
+{
+	int one = 1, buf = SOCK_BUF;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+}
+
+/* Connect to the wanted lower ranks, accept the wanted higher ones. */
+static tp_err_t mesh(boot_t *b, int lfd, const entry_t *tab,
+		     const uint8_t *want)
+{
+	tp_coll_comm_t *c = b->c;
+	int expect = 0;
+	char what[200], who[160];
+
+	for (int ch = 0; ch < 2; ch++) {
+		for (int p = 0; p < c->size; p++) {
+			if (!want[ch * c->size + p])
+				continue;
+			if (p > c->rank) {
+				expect++;
+				continue;
+			}
+			struct sockaddr_in sa = {.sin_family = AF_INET,
+						 .sin_addr.s_addr = tab[p].addr,
+						 .sin_port = tab[p].port};
+			hello_t h;
+			int fd;
+			snprintf(what, sizeof(what), "connecting to %s",
+				 tp__coll_peer_name(c, p, who, sizeof(who)));
+			tp_err_t err = connect_to(b, &sa, false, what, &fd);
+			if (err)
+				return err;
+			c->peers[ch * c->size + p].fd = fd;
+			hello_fill(c, &h, ch);
+			err = xfer(b, fd, &h, sizeof(h), true, what);
+			if (err)
+				return err;
+		}
+	}
+	while (expect-- > 0) {
+		hello_t h;
+		int fd;
+		tp_err_t err = accept_one(b, lfd, "waiting for peer connections",
+					  &fd);
+		if (err)
+			return err;
+		err = xfer(b, fd, &h, sizeof(h), false, "peer hello");
+		if (err) {
+			close(fd);
+			return err;
+		}
+		int idx = (int)h.channel * c->size + h.rank;
+		if (h.magic != MAGIC || h.hash != c->plan_hash ||
+		    h.channel > 1 || h.rank <= c->rank || h.rank >= c->size ||
+		    !want[idx] || c->peers[idx].fd >= 0) {
+			close(fd);
+			return bfail(b, TP_ERR_MISMATCH,
+				     "unexpected peer hello (rank %d channel %u)",
+				     h.rank, h.channel);
+		}
+		c->peers[idx].fd = fd;
+	}
+	return TP_OK;
+}
+
+/* Which peers (channel x size + rank) our schedules use. */
+static void wanted(const tp_coll_comm_t *c, uint8_t *want)
+{
+	int n = c->size;
+
+	if (n <= 1)
+		return;
+	want[(c->rank + 1) % n] = want[(c->rank + n - 1) % n] = 1;
+	for (int l = 0; l < c->nlevels; l++) {
+		const tp__coll_ring_t *r = &c->level[l];
+		want[r->members[(r->me + 1) % r->n]] = 1;
+		want[r->members[(r->me + r->n - 1) % r->n]] = 1;
+	}
+	for (int t = 0; t < 2; t++) {
+		const tp__coll_tree_t *tr = &c->tree[t];
+		if (tr->parent >= 0)
+			want[tr->parent] = 1;
+		for (int k = 0; k < tr->nchildren; k++)
+			want[tr->children[k]] = 1;
+	}
+	want[c->rank] = want[n + c->rank] = 0;
+}
+
+tp_err_t tp__coll_connect(tp_coll_comm_t *c, const tp_coll_opts_t *o,
+			  const char *default_host, char **err_p)
+{
+	boot_t b = {.c = c, .err_p = err_p};
+	const char *host = o->master_addr;
+	const char *env;
+	int port = o->master_port, lfd = -1;
+	struct sockaddr_in msa, psa = {.sin_family = AF_INET};
+	entry_t *tab = NULL;
+	uint8_t *want = NULL;
+	tp_err_t err;
+
+	b.deadline = tp__coll_now_ns() + (int64_t)(c->timeout_s * 1e9);
+	if (c->size == 1)
+		return TP_OK;
+	if (!host)
+		host = (env = getenv("MASTER_ADDR")) && *env ? env : default_host;
+	if (port == 0 && (env = getenv("MASTER_PORT")) && *env) {
+		char *end;
+		long v = strtol(env, &end, 10);
+		if (*end || v <= 0 || v > 65535)
+			return bfail(&b, TP_ERR_INVAL, "MASTER_PORT='%s' is not a port",
+				     env);
+		port = (int)v;
+	}
+	if (port == 0 && (env = getenv("SLURM_JOB_ID")) && *env)
+		port = 20000 + (int)(strtoul(env, NULL, 10) % 10000);
+	if (port == 0)
+		port = 29500;
+	err = resolve(&b, host, port, &msa);
+	if (err)
+		return err;
+	tab = tp_calloc((size_t)c->size, sizeof(*tab));
+	want = tp_calloc(2 * (size_t)c->size, 1);
+	if (!tab || !want) {
+		err = bfail(&b, TP_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	err = listen_on(&b, &psa, &lfd, host);
+	if (err)
+		goto out;
+	err = c->rank == 0 ? master(&b, &msa, host, psa.sin_port, tab)
+			   : join(&b, &msa, psa.sin_port, tab);
+	if (err)
+		goto out;
+	wanted(c, want);
+	err = mesh(&b, lfd, tab, want);
+	if (err)
+		goto out;
+	for (int i = 0; i < 2 * c->size; i++) {
+		if (c->peers[i].fd < 0)
+			continue;
+		tune(c->peers[i].fd);
+		c->active[c->nactive++] = i;
+	}
+out:
+	if (lfd >= 0)
+		close(lfd);
+	tp_free(tab);
+	tp_free(want);
+	return err;
+}

@@ -1,0 +1,177 @@
+/* coll_int.h - private to coll/: communicator layout, transport ops table,
+ * reduction kernel interface and the algorithms' entry points. */
+#ifndef TP_COLL_INT_H
+#define TP_COLL_INT_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tp_coll.h"
+
+/* Requests in flight per direction of one ring / tree phase. */
+#define TP__COLL_WINDOW 4
+/* Hierarchy levels: host, level-1 group, across groups. */
+#define TP__COLL_MAX_LEVELS 3
+
+/* One posted send or receive. Owned by the algorithm (in the
+ * communicator's arrays); the transport links it into a peer's queue
+ * until done. */
+typedef struct tp__coll_req {
+	struct tp__coll_req *next;
+	char *buf;
+	size_t len;
+	size_t off;
+	int peer;
+	bool done;
+} tp__coll_req_t;
+
+typedef struct tp__coll_peer {
+	int fd; /* -1: not connected (not needed by any schedule) */
+	tp__coll_req_t *sq_head, *sq_tail;
+	tp__coll_req_t *rq_head, *rq_tail;
+} tp__coll_peer_t;
+
+/*
+ * The transport interface the algorithms see. isend/irecv queue r (which
+ * must stay valid until r->done) and never block; progress moves bytes on
+ * every queued request and, when none could move, sleeps in the
+ * transport's wait (poll) until one can or the communicator's timeout
+ * expires. Errors break the communicator (see tp__coll_fail()).
+ */
+typedef struct tp__coll_xport_ops {
+	const char *name;
+	void (*isend)(tp_coll_comm_t *c, int peer, const void *buf,
+		      size_t len, tp__coll_req_t *r);
+	void (*irecv)(tp_coll_comm_t *c, int peer, void *buf, size_t len,
+		      tp__coll_req_t *r);
+	tp_err_t (*progress)(tp_coll_comm_t *c);
+	void (*close)(tp_coll_comm_t *c);
+} tp__coll_xport_ops_t;
+
+extern const tp__coll_xport_ops_t tp__coll_xport_tcp;
+
+/*
+ * Reduction kernels: dst[i] = dst[i] op src[i]; scale divides by n (the
+ * second half of AVG). `stream` is for a device implementation (CUDA
+ * stream); the CPU kernels ignore it. op is never AVG here (the
+ * algorithms reduce AVG as SUM and scale at the end).
+ */
+typedef struct tp__coll_kernel {
+	const char *name;
+	void (*reduce)(void *dst, const void *src, size_t count,
+		       tp_coll_dtype_t dtype, tp_coll_op_t op, void *stream);
+	void (*scale)(void *buf, size_t count, tp_coll_dtype_t dtype,
+		      int n, void *stream);
+} tp__coll_kernel_t;
+
+extern const tp__coll_kernel_t tp__coll_kernel_cpu;
+
+/* A ring over a subset of ranks: members[0..n), me = my index. */
+typedef struct tp__coll_ring {
+	uint32_t *members;
+	int n;
+	int me;
+} tp__coll_ring_t;
+
+/* One tree over ranks (parent -1 at the root). Parent and children are
+ * transport peer indices: rank + t x size for tree t (see peers). */
+typedef struct tp__coll_tree {
+	int parent;
+	int nchildren;
+	int *children;
+} tp__coll_tree_t;
+
+struct tp_coll_comm {
+	int rank;
+	int size;
+	int nhosts;
+	int local_rank;
+	double timeout_s;
+	size_t chunk_bytes;
+	uint64_t plan_hash;
+
+	/* Schedules, from the plan at init. */
+	char **host_of;     /* [rank] host name (for error lines) */
+	tp__coll_ring_t ring; /* all ranks, plan order */
+	tp__coll_ring_t level[TP__COLL_MAX_LEVELS]; /* hierarchical */
+	int nlevels;        /* 0: hierarchical runs the ring */
+	tp__coll_tree_t tree[2];
+	int max_children;
+	/* Recommendation per plan size. */
+	size_t nsizes;
+	double *sizes;
+	tp_coll_algo_t *recommend;
+
+	/* Transport. */
+	const tp__coll_xport_ops_t *xp;
+	const tp__coll_kernel_t *kern;
+	/* [channel x size + rank]: channel 0 carries the ring, hierarchical
+	 * and tree 0 traffic, channel 1 tree 1's. Both trees may use one
+	 * pair of ranks at once, in orders that depend on timing; a stream
+	 * each keeps every stream's sends and receives in the same order. */
+	tp__coll_peer_t *peers;
+	int *active;            /* connected peers */
+	int nactive;
+	struct pollfd *pfd;     /* [nactive] */
+	int64_t last_move_ns;   /* last time a byte moved */
+	bool broken;
+	const char *call;       /* name of the call in progress */
+	char detail[320];
+
+	/* Scratch: W receive slots of chunk_bytes for the ring, W x
+	 * max_children x 2 trees for the tree; work buffer for
+	 * reduce-scatter (grown on demand). */
+	char *slots;
+	size_t nslots;
+	tp__coll_req_t *reqs; /* carved by each algorithm */
+	size_t nreqs;
+	char *work;
+	size_t work_cap;
+};
+
+/* Monotonic clock in ns. */
+int64_t tp__coll_now_ns(void);
+/* Record a failure in c->detail ("<call>: <what>") and return err.
+ * Transport errors (PEER_LOST, TIMEOUT, IO) also break c and close its
+ * connections. */
+tp_err_t tp__coll_fail(tp_coll_comm_t *c, tp_err_t err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* "rank 3 (host node07)" into buf. */
+const char *tp__coll_peer_name(const tp_coll_comm_t *c, int rank, char *buf,
+			       size_t len);
+
+/* Bootstrap (bootstrap.c): rendezvous and peer connections. */
+tp_err_t tp__coll_connect(tp_coll_comm_t *c, const tp_coll_opts_t *o,
+			  const char *default_host, char **err_p);
+
+/* Segment i of count elements split over n: offset and count. */
+static inline void tp__coll_seg(size_t count, int n, int i, size_t *off_p,
+				size_t *cnt_p)
+{
+	size_t base = count / (size_t)n, rem = count % (size_t)n;
+	size_t ui = (size_t)i;
+
+	*off_p = ui * base + (ui < rem ? ui : rem);
+	*cnt_p = base + (ui < rem ? 1 : 0);
+}
+
+/* Algorithms (algo/). buf is in place; op is never AVG. */
+tp_err_t tp__coll_ring_reduce_scatter(tp_coll_comm_t *c,
+				      const tp__coll_ring_t *r, char *buf,
+				      size_t count, tp_coll_dtype_t dt,
+				      tp_coll_op_t op, int shift);
+tp_err_t tp__coll_ring_allgather(tp_coll_comm_t *c, const tp__coll_ring_t *r,
+				 char *buf, size_t count, tp_coll_dtype_t dt,
+				 int own);
+tp_err_t tp__coll_ring_allreduce(tp_coll_comm_t *c, const tp__coll_ring_t *r,
+				 char *buf, size_t count, tp_coll_dtype_t dt,
+				 tp_coll_op_t op);
+tp_err_t tp__coll_ring_broadcast(tp_coll_comm_t *c, char *buf, size_t bytes,
+				 int root);
+tp_err_t tp__coll_tree_allreduce(tp_coll_comm_t *c, char *buf, size_t count,
+				 tp_coll_dtype_t dt, tp_coll_op_t op);
+tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, size_t count,
+				 tp_coll_dtype_t dt, tp_coll_op_t op);
+
+#endif

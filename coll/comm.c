@@ -1,0 +1,638 @@
+/* comm.c - communicators: schedules from the plan, life cycle, and the
+ * public collectives dispatching to algo/.
+ *
+ * Notes: the schedules are resolved into rank arrays once at init so a
+ * call only walks arrays. AVG is reduced as SUM and divided once at the
+ * end, by every rank on identical sums, so every rank ends with the same
+ * bits. */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coll_int.h"
+#include "tp_runtime.h"
+
+#define W TP__COLL_WINDOW
+
+int64_t tp__coll_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+const char *tp__coll_peer_name(const tp_coll_comm_t *c, int peer, char *buf,
+			       size_t len)
+{
+	int r = peer % c->size;
+
+	snprintf(buf, len, "rank %d (host %s)", r,
+		 c->host_of ? c->host_of[r] : "?");
+	return buf;
+}
+
+tp_err_t tp__coll_fail(tp_coll_comm_t *c, tp_err_t err, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	snprintf(c->detail, sizeof(c->detail), "%s: %s",
+		 c->call ? c->call : "coll", msg);
+	tp__log(TP_LOG_DEBUG, "coll rank %d: %s", c->rank, c->detail);
+	if (err == TP_ERR_PEER_LOST || err == TP_ERR_TIMEOUT ||
+	    err == TP_ERR_IO) {
+		c->broken = true;
+		if (c->xp)
+			c->xp->close(c);
+	}
+	return err;
+}
+
+void tp_coll_opts_defaults(tp_coll_opts_t *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->timeout_s = 30.0;
+	o->chunk_bytes = 256 << 10;
+}
+
+size_t tp_coll_dtype_size(tp_coll_dtype_t dt)
+{
+	static const size_t sz[TP_COLL_NDTYPES] = {4, 8, 2, 2, 4, 8};
+	return (unsigned)dt < TP_COLL_NDTYPES ? sz[dt] : 0;
+}
+
+static const char *const algo_names[] = {"auto", "ring", "hierarchical",
+					 "tree"};
+
+const char *tp_coll_algo_name(tp_coll_algo_t a)
+{
+	return (unsigned)a < 4 ? algo_names[a] : NULL;
+}
+
+tp_err_t tp_coll_algo_parse(const char *name, tp_coll_algo_t *algo_p)
+{
+	for (int i = 0; name && i < 4; i++) {
+		if (!strcmp(name, algo_names[i])) {
+			*algo_p = (tp_coll_algo_t)i;
+			return TP_OK;
+		}
+	}
+	return TP_ERR_INVAL;
+}
+
+/* ---- schedules ------------------------------------------------------------ */
+
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	return h;
+}
+
+static tp_err_t ring_set(tp__coll_ring_t *r, int n)
+{
+	r->members = tp_calloc((size_t)n, sizeof(uint32_t));
+	r->n = n;
+	return r->members ? TP_OK : TP_ERR_NOMEM;
+}
+
+/* Hierarchical levels; none (ring) unless every host runs as many ranks. */
+static tp_err_t build_levels(tp_coll_comm_t *c, const tp_plan_t *plan,
+			     uint32_t my_host)
+{
+	size_t nh = tp_plan_nhosts(plan), ng = tp_plan_ngroups(plan);
+	uint32_t L = tp_plan_host(plan, 0)->nranks;
+	const tp_plan_host_t *mh = tp_plan_host(plan, my_host);
+	const tp_plan_group_t *mg = tp_plan_group(plan, mh->group);
+	uint32_t G = tp_plan_group(plan, 0)->nhosts, lr = (uint32_t)c->local_rank;
+	bool even_groups = ng > 1 && G > 1;
+	tp__coll_ring_t lv[TP__COLL_MAX_LEVELS];
+	int nl = 0;
+
+	for (size_t h = 0; h < nh; h++)
+		if (tp_plan_host(plan, h)->nranks != L)
+			return TP_OK;
+	for (size_t g = 0; g < ng; g++)
+		if (tp_plan_group(plan, g)->nhosts != G)
+			even_groups = false;
+	memset(lv, 0, sizeof(lv));
+	if (ring_set(&lv[nl], (int)L))
+		goto nomem;
+	for (uint32_t l = 0; l < L; l++)
+		lv[nl].members[l] = mh->first_rank + l;
+	lv[nl++].me = (int)lr;
+	if (even_groups) {
+		uint32_t pos = my_host - mg->first;
+		if (ring_set(&lv[nl], (int)G))
+			goto nomem;
+		for (uint32_t j = 0; j < G; j++)
+			lv[nl].members[j] =
+			    tp_plan_host(plan, mg->first + j)->first_rank + lr;
+		lv[nl++].me = (int)pos;
+		if (ring_set(&lv[nl], (int)ng))
+			goto nomem;
+		for (size_t g = 0; g < ng; g++)
+			lv[nl].members[g] =
+			    tp_plan_host(plan, tp_plan_group(plan, g)->first + pos)
+				->first_rank +
+			    lr;
+		lv[nl++].me = (int)mh->group;
+	} else {
+		if (ring_set(&lv[nl], (int)nh))
+			goto nomem;
+		for (size_t h = 0; h < nh; h++)
+			lv[nl].members[h] = tp_plan_host(plan, h)->first_rank + lr;
+		lv[nl++].me = (int)my_host;
+	}
+	/* Levels of one member do nothing; keep the others in order. */
+	for (int i = 0; i < nl; i++) {
+		if (lv[i].n > 1)
+			c->level[c->nlevels++] = lv[i];
+		else
+			tp_free(lv[i].members);
+	}
+	return TP_OK;
+nomem:
+	for (int i = 0; i < nl + 1 && i < TP__COLL_MAX_LEVELS; i++)
+		tp_free(lv[i].members);
+	return TP_ERR_NOMEM;
+}
+
+/* Tree t over ranks: the plan's host tree between local ranks 0, a chain
+ * of local ranks below each. Peers encoded as rank + t x size. */
+static tp_err_t build_tree(tp_coll_comm_t *c, const tp_plan_t *plan, int t,
+			   uint32_t my_host)
+{
+	const tp_plan_host_t *mh = tp_plan_host(plan, my_host);
+	tp__coll_tree_t *tr = &c->tree[t];
+	int off = t * c->size, lr = c->local_rank;
+	const uint32_t *kids = NULL;
+	size_t nk = 0;
+
+	tr->children = tp_calloc(tp_plan_nhosts(plan) + 1, sizeof(int));
+	if (!tr->children)
+		return TP_ERR_NOMEM;
+	if (lr > 0) {
+		tr->parent = c->rank - 1 + off;
+	} else {
+		uint32_t ph = tp_plan_tree_parent(plan, t, my_host);
+		tr->parent = ph == TP_PLAN_NONE
+				 ? -1
+				 : (int)tp_plan_host(plan, ph)->first_rank + off;
+		nk = tp_plan_tree_children(plan, t, my_host, &kids);
+	}
+	if ((uint32_t)lr + 1 < mh->nranks)
+		tr->children[tr->nchildren++] = c->rank + 1 + off;
+	for (size_t k = 0; k < nk; k++)
+		tr->children[tr->nchildren++] =
+		    (int)tp_plan_host(plan, kids[k])->first_rank + off;
+	return TP_OK;
+}
+
+static tp_err_t build_schedules(tp_coll_comm_t *c, const tp_plan_t *plan)
+{
+	size_t nh = tp_plan_nhosts(plan);
+	uint32_t my_host = 0;
+	tp_err_t err;
+
+	c->host_of = tp_calloc((size_t)c->size, sizeof(char *));
+	if (!c->host_of || ring_set(&c->ring, c->size))
+		return TP_ERR_NOMEM;
+	for (int r = 0; r < c->size; r++)
+		c->ring.members[r] = (uint32_t)r;
+	c->ring.me = c->rank;
+	for (size_t h = 0; h < nh; h++) {
+		const tp_plan_host_t *ph = tp_plan_host(plan, h);
+		for (uint32_t l = 0; l < ph->nranks; l++) {
+			c->host_of[ph->first_rank + l] = tp_strdup(ph->name);
+			if (!c->host_of[ph->first_rank + l])
+				return TP_ERR_NOMEM;
+			if ((int)(ph->first_rank + l) == c->rank) {
+				my_host = (uint32_t)h;
+				c->local_rank = (int)l;
+			}
+		}
+	}
+	if ((err = build_levels(c, plan, my_host)) ||
+	    (err = build_tree(c, plan, 0, my_host)) ||
+	    (err = build_tree(c, plan, 1, my_host)))
+		return err;
+	c->max_children = 1;
+	for (int t = 0; t < 2; t++)
+		if (c->tree[t].nchildren > c->max_children)
+			c->max_children = c->tree[t].nchildren;
+	c->nsizes = tp_plan_nsizes(plan);
+	c->sizes = tp_calloc(c->nsizes + 1, sizeof(double));
+	c->recommend = tp_calloc(c->nsizes + 1, sizeof(tp_coll_algo_t));
+	if (!c->sizes || !c->recommend)
+		return TP_ERR_NOMEM;
+	for (size_t i = 0; i < c->nsizes; i++) {
+		tp_algo_t a = tp_plan_recommend(plan, i);
+		c->sizes[i] = tp_plan_size(plan, i);
+		c->recommend[i] = a == TP_ALGO_TREE	    ? TP_COLL_ALGO_TREE
+				  : a == TP_ALGO_HIERARCHICAL ? TP_COLL_ALGO_HIERARCHICAL
+							      : TP_COLL_ALGO_RING;
+	}
+	return TP_OK;
+}
+
+static tp_err_t alloc_scratch(tp_coll_comm_t *c)
+{
+	size_t mc = (size_t)c->max_children;
+
+	c->nslots = 2 * W * mc;
+	c->nreqs = 2 * W * (2 * mc + 2);
+	c->slots = tp_malloc(c->nslots * c->chunk_bytes);
+	c->reqs = tp_calloc(c->nreqs, sizeof(tp__coll_req_t));
+	c->peers = tp_calloc(2 * (size_t)c->size, sizeof(tp__coll_peer_t));
+	c->active = tp_calloc(2 * (size_t)c->size, sizeof(int));
+	c->pfd = tp_calloc(2 * (size_t)c->size, sizeof(struct pollfd));
+	if (!c->slots || !c->reqs || !c->peers || !c->active || !c->pfd)
+		return TP_ERR_NOMEM;
+	for (int i = 0; i < 2 * c->size; i++)
+		c->peers[i].fd = -1;
+	return TP_OK;
+}
+
+/* ---- life cycle ------------------------------------------------------------ */
+
+static tp_err_t init_fail(char **err_p, tp_err_t err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static tp_err_t init_fail(char **err_p, tp_err_t err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err_p && !*err_p) {
+		va_start(ap, fmt);
+		*err_p = tp_vasprintf(fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
+tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
+			   const tp_coll_opts_t *opts, tp_coll_comm_t **comm_p,
+			   char **err_p)
+{
+	tp_coll_opts_t o;
+	tp_coll_comm_t *c = NULL;
+	char *json = NULL, *why = NULL;
+	tp_err_t err;
+
+	if (opts)
+		o = *opts;
+	else
+		tp_coll_opts_defaults(&o);
+	if (!plan || !comm_p)
+		return init_fail(err_p, TP_ERR_INVAL, "no plan or no comm_p");
+	size_t world = tp_plan_world_size(plan);
+	if (world == 0 || world > INT32_MAX / 2)
+		return init_fail(err_p, TP_ERR_INVAL, "plan has %zu ranks",
+				 world);
+	if (rank < 0 || (size_t)rank >= world)
+		return init_fail(err_p, TP_ERR_INVAL,
+				 "rank %d is not in the plan (world size %zu)",
+				 rank, world);
+	if (!(o.timeout_s > 0) || o.chunk_bytes < 8 ||
+	    o.chunk_bytes > (1u << 30) || o.master_port < 0 ||
+	    o.master_port > 65535)
+		return init_fail(err_p, TP_ERR_INVAL,
+				 "bad options (timeout_s %g, chunk_bytes %zu, "
+				 "master_port %d)",
+				 o.timeout_s, o.chunk_bytes, o.master_port);
+	c = tp_calloc(1, sizeof(*c));
+	if (!c)
+		return init_fail(err_p, TP_ERR_NOMEM, "out of memory");
+	c->rank = rank;
+	c->size = (int)world;
+	c->nhosts = (int)tp_plan_nhosts(plan);
+	c->timeout_s = o.timeout_s;
+	c->chunk_bytes = o.chunk_bytes & ~(size_t)7;
+	c->xp = &tp__coll_xport_tcp;
+	c->kern = &tp__coll_kernel_cpu;
+	c->call = "init";
+	err = tp_plan_to_json(plan, &json);
+	if (!err) {
+		c->plan_hash = fnv1a(json);
+		tp_free(json);
+		err = build_schedules(c, plan);
+	}
+	if (!err)
+		err = alloc_scratch(c);
+	if (err) {
+		tp_coll_comm_destroy(c);
+		return init_fail(err_p, err, "rank %d: %s", rank,
+				 tp_strerror(err));
+	}
+	err = tp__coll_connect(c, &o, tp_plan_host(plan, 0)->name, &why);
+	if (err) {
+		tp_coll_comm_destroy(c);
+		if (err_p)
+			*err_p = why;
+		else
+			tp_free(why);
+		return err;
+	}
+	c->call = NULL;
+	*comm_p = c;
+	return TP_OK;
+}
+
+tp_err_t tp_coll_comm_init_file(const char *path, int rank,
+				const tp_coll_opts_t *opts,
+				tp_coll_comm_t **comm_p, char **err_p)
+{
+	tp_plan_t *plan = NULL;
+	char *why = NULL;
+	tp_err_t err;
+
+	if (!path)
+		return init_fail(err_p, TP_ERR_INVAL, "no plan file");
+	err = tp_plan_load_json(path, &plan, &why);
+	if (err) {
+		init_fail(err_p, err, "%s", why ? why : tp_strerror(err));
+		tp_free(why);
+		return err;
+	}
+	err = tp_coll_comm_init(plan, rank, opts, comm_p, err_p);
+	tp_plan_destroy(plan);
+	return err;
+}
+
+/* A non-negative integer variable; -1 when unset, -2 when malformed. */
+static long env_int(const char *name)
+{
+	const char *v = getenv(name);
+	char *end;
+
+	if (!v || !*v)
+		return -1;
+	long x = strtol(v, &end, 10);
+	return (*end || x < 0 || x > INT32_MAX) ? -2 : x;
+}
+
+tp_err_t tp_coll_comm_init_env(const tp_coll_opts_t *opts,
+			       tp_coll_comm_t **comm_p, char **err_p)
+{
+	const char *path = getenv("TOPOPLACE_PLAN");
+	long rank = env_int("TOPOPLACE_RANK");
+	long world = env_int("TOPOPLACE_WORLD_SIZE");
+	long local = env_int("TOPOPLACE_LOCAL_RANK");
+	tp_coll_comm_t *c = NULL;
+	tp_err_t err;
+
+	if (!path || !*path)
+		return init_fail(err_p, TP_ERR_INVAL,
+				 "TOPOPLACE_PLAN is not set");
+	if (rank < 0)
+		return init_fail(err_p, TP_ERR_INVAL,
+				 "TOPOPLACE_RANK is %s",
+				 rank == -1 ? "not set" : "not a rank");
+	if (world == -2 || local == -2)
+		return init_fail(err_p, TP_ERR_INVAL,
+				 "TOPOPLACE_%s is not a number",
+				 world == -2 ? "WORLD_SIZE" : "LOCAL_RANK");
+	err = tp_coll_comm_init_file(path, (int)rank, opts, &c, err_p);
+	if (err)
+		return err;
+	if (world >= 0 && world != c->size) {
+		err = init_fail(err_p, TP_ERR_MISMATCH,
+				"TOPOPLACE_WORLD_SIZE=%ld but the plan %s has %d "
+				"ranks",
+				world, path, c->size);
+	} else if (local >= 0 && local != c->local_rank) {
+		err = init_fail(err_p, TP_ERR_MISMATCH,
+				"TOPOPLACE_LOCAL_RANK=%ld but rank %ld is local "
+				"rank %d in the plan %s",
+				local, rank, c->local_rank, path);
+	}
+	if (err) {
+		tp_coll_comm_destroy(c);
+		return err;
+	}
+	*comm_p = c;
+	return TP_OK;
+}
+
+void tp_coll_comm_destroy(tp_coll_comm_t *c)
+{
+	if (!c)
+		return;
+	if (c->peers) {
+		for (int i = 0; i < 2 * c->size; i++)
+			if (c->peers[i].fd >= 0)
+				close(c->peers[i].fd);
+	}
+	if (c->host_of)
+		for (int r = 0; r < c->size; r++)
+			tp_free(c->host_of[r]);
+	tp_free(c->host_of);
+	tp_free(c->ring.members);
+	for (int l = 0; l < c->nlevels; l++)
+		tp_free(c->level[l].members);
+	for (int t = 0; t < 2; t++)
+		tp_free(c->tree[t].children);
+	tp_free(c->sizes);
+	tp_free(c->recommend);
+	tp_free(c->slots);
+	tp_free(c->reqs);
+	tp_free(c->peers);
+	tp_free(c->active);
+	tp_free(c->pfd);
+	tp_free(c->work);
+	tp_free(c);
+}
+
+int tp_coll_comm_rank(const tp_coll_comm_t *c)
+{
+	return c->rank;
+}
+
+int tp_coll_comm_size(const tp_coll_comm_t *c)
+{
+	return c->size;
+}
+
+int tp_coll_comm_nhosts(const tp_coll_comm_t *c)
+{
+	return c->nhosts;
+}
+
+const char *tp_coll_comm_detail(const tp_coll_comm_t *c)
+{
+	return c->detail;
+}
+
+tp_coll_algo_t tp_coll_algo_select(const tp_coll_comm_t *c, size_t bytes)
+{
+	if (c->nsizes == 0)
+		return TP_COLL_ALGO_RING;
+	for (size_t i = 0; i < c->nsizes; i++)
+		if ((double)bytes <= c->sizes[i])
+			return c->recommend[i];
+	return c->recommend[c->nsizes - 1];
+}
+
+/* ---- collectives ------------------------------------------------------------ */
+
+/* Common entry checks; names the call for the detail string. */
+static tp_err_t begin(tp_coll_comm_t *c, const char *call, size_t count,
+		      const void *a, const void *b, tp_coll_dtype_t dt,
+		      tp_coll_op_t op)
+{
+	if (!c)
+		return TP_ERR_INVAL;
+	c->call = call;
+	if (c->broken)
+		return TP_ERR_PEER_LOST; /* detail keeps the first cause */
+	c->detail[0] = '\0';
+	if (tp_coll_dtype_size(dt) == 0 || (unsigned)op >= TP_COLL_NOPS)
+		return tp__coll_fail(c, TP_ERR_INVAL, "bad dtype %d or op %d",
+				     (int)dt, (int)op);
+	if (count > 0 && (!a || !b))
+		return tp__coll_fail(c, TP_ERR_INVAL, "NULL buffer");
+	if (count > SIZE_MAX / 8 / (size_t)c->size)
+		return tp__coll_fail(c, TP_ERR_INVAL, "count %zu too large",
+				     count);
+	c->last_move_ns = tp__coll_now_ns();
+	return TP_OK;
+}
+
+static tp_err_t finish(tp_coll_comm_t *c, tp_err_t err)
+{
+	if (err && !c->detail[0])
+		tp__coll_fail(c, err, "%s", tp_strerror(err));
+	return err;
+}
+
+tp_err_t tp_coll_allreduce(tp_coll_comm_t *c, const void *sendbuf,
+			   void *recvbuf, size_t count, tp_coll_dtype_t dt,
+			   tp_coll_op_t op, tp_coll_algo_t algo)
+{
+	tp_err_t err = begin(c, "allreduce", count, sendbuf, recvbuf, dt, op);
+	size_t dsz = tp_coll_dtype_size(dt);
+	tp_coll_op_t rop = op == TP_COLL_AVG ? TP_COLL_SUM : op;
+
+	if (err)
+		return err;
+	if ((unsigned)algo > TP_COLL_ALGO_TREE)
+		return tp__coll_fail(c, TP_ERR_INVAL, "bad algorithm %d",
+				     (int)algo);
+	if (count == 0)
+		return TP_OK;
+	if (sendbuf != recvbuf)
+		memcpy(recvbuf, sendbuf, count * dsz);
+	if (algo == TP_COLL_ALGO_AUTO)
+		algo = tp_coll_algo_select(c, count * dsz);
+	switch (algo) {
+	case TP_COLL_ALGO_TREE:
+		err = tp__coll_tree_allreduce(c, recvbuf, count, dt, rop);
+		break;
+	case TP_COLL_ALGO_HIERARCHICAL:
+		err = tp__coll_hier_allreduce(c, recvbuf, count, dt, rop);
+		break;
+	default:
+		err = tp__coll_ring_allreduce(c, &c->ring, recvbuf, count, dt,
+					      rop);
+		break;
+	}
+	if (!err && op == TP_COLL_AVG)
+		c->kern->scale(recvbuf, count, dt, c->size, NULL);
+	return finish(c, err);
+}
+
+tp_err_t tp_coll_reduce_scatter(tp_coll_comm_t *c, const void *sendbuf,
+				void *recvbuf, size_t recvcount,
+				tp_coll_dtype_t dt, tp_coll_op_t op)
+{
+	tp_err_t err = begin(c, "reduce_scatter", recvcount, sendbuf, recvbuf,
+			     dt, op);
+	size_t dsz = tp_coll_dtype_size(dt);
+
+	if (err)
+		return err;
+	if (recvcount == 0)
+		return TP_OK;
+	size_t total = recvcount * (size_t)c->size, bytes = total * dsz;
+	if (bytes > c->work_cap) {
+		char *w = tp_realloc(c->work, bytes);
+		if (!w)
+			return tp__coll_fail(c, TP_ERR_NOMEM,
+					     "scratch of %zu bytes", bytes);
+		c->work = w;
+		c->work_cap = bytes;
+	}
+	memcpy(c->work, sendbuf, bytes);
+	err = tp__coll_ring_reduce_scatter(
+	    c, &c->ring, c->work, total, dt,
+	    op == TP_COLL_AVG ? TP_COLL_SUM : op, c->size - 1);
+	if (!err) {
+		memcpy(recvbuf, c->work + (size_t)c->rank * recvcount * dsz,
+		       recvcount * dsz);
+		if (op == TP_COLL_AVG)
+			c->kern->scale(recvbuf, recvcount, dt, c->size, NULL);
+	}
+	return finish(c, err);
+}
+
+tp_err_t tp_coll_allgather(tp_coll_comm_t *c, const void *sendbuf,
+			   void *recvbuf, size_t sendcount,
+			   tp_coll_dtype_t dt)
+{
+	tp_err_t err = begin(c, "allgather", sendcount, sendbuf, recvbuf, dt,
+			     TP_COLL_SUM);
+	size_t dsz = tp_coll_dtype_size(dt);
+
+	if (err)
+		return err;
+	if (sendcount == 0)
+		return TP_OK;
+	char *mine = (char *)recvbuf + (size_t)c->rank * sendcount * dsz;
+	if (sendbuf != mine)
+		memcpy(mine, sendbuf, sendcount * dsz);
+	err = tp__coll_ring_allgather(c, &c->ring, recvbuf,
+				      sendcount * (size_t)c->size, dt, c->rank);
+	return finish(c, err);
+}
+
+tp_err_t tp_coll_broadcast(tp_coll_comm_t *c, void *buf, size_t count,
+			   tp_coll_dtype_t dt, int root)
+{
+	tp_err_t err = begin(c, "broadcast", count, buf, buf, dt, TP_COLL_SUM);
+
+	if (err)
+		return err;
+	if (root < 0 || root >= c->size)
+		return tp__coll_fail(c, TP_ERR_INVAL, "root %d out of range",
+				     root);
+	err = tp__coll_ring_broadcast(c, buf, count * tp_coll_dtype_size(dt),
+				      root);
+	return finish(c, err);
+}
+
+tp_err_t tp_coll_barrier(tp_coll_comm_t *c)
+{
+	int32_t token = 0;
+	tp_err_t err = begin(c, "barrier", 1, &token, &token, TP_COLL_INT32,
+			     TP_COLL_SUM);
+
+	if (err)
+		return err;
+	/* One element: the tree carrying it reduces at the root and sends
+	 * back down, so nobody leaves before everybody arrived. */
+	err = tp__coll_tree_allreduce(c, (char *)&token, 1, TP_COLL_INT32,
+				      TP_COLL_SUM);
+	return finish(c, err);
+}

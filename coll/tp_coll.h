@@ -1,0 +1,252 @@
+/*
+ * tp_coll.h - libtopoplace-coll: collectives that run a job's topoplace
+ * plan (ring order, double binary trees, level-1 groups).
+ *
+ * A communicator joins the `world_size` processes of one plan. Global
+ * ranks follow the plan: host by host in ring (node rank) order, local
+ * rank l of host h being rank first_rank(h) + l. The algorithms use the
+ * plan's schedule only:
+ *
+ *   ring          all-reduce as reduce-scatter + all-gather around the
+ *                 global rank order (the plan's ring), chunked and
+ *                 pipelined so a chunk is reduced while the next arrives.
+ *   tree          NCCL-style double binary tree: the plan's two trees
+ *                 over hosts, each carrying half of the data, reduce up
+ *                 then broadcast down, pipelined by chunk. Inside a host
+ *                 the local ranks hang below local rank 0 as a chain.
+ *   hierarchical  reduce-scatter inside the host, then inside each
+ *                 level-1 group among the ranks with the same local rank,
+ *                 a ring across the groups among corresponding ranks,
+ *                 and all-gathers back down. It needs every host to run
+ *                 the same number of ranks (else it runs the ring) and
+ *                 uses the group level only when every group has the
+ *                 same number of hosts (else host level + ring).
+ *   auto          the plan's recommendation for the nearest predicted
+ *                 size (tp_plan_recommend()).
+ *
+ * Rendezvous: one TCP port. Rank 0 listens on master_addr:master_port;
+ * every other rank connects and sends its rank, the world size, a hash of
+ * the plan and the address peers reach it at (the local address of its
+ * connection to the master, so it works on loopback and inside network
+ * namespaces). Rank 0 checks them and sends back the address table or the
+ * reason it refused; then each rank connects directly to the peers its
+ * schedules need (ring, tree and hierarchical neighbours only, never all
+ * pairs), the higher rank connecting to the lower. IPv4 only.
+ *
+ * Transport: TCP between every pair, non-blocking sockets driven by
+ * poll(); a rank waiting for data sleeps in poll() and never spins. Ranks
+ * of one host also use TCP over loopback (no shared-memory transport yet).
+ *
+ * Errors: every function returns TP_OK or a negative tp_err_t
+ * (tp_common.h; tp_strerror() describes it). A failed call leaves a
+ * one-line reason in tp_coll_comm_detail() that names the call and, for
+ * TP_ERR_PEER_LOST / TP_ERR_TIMEOUT, the peer by rank and host, e.g.
+ * "allreduce: rank 3 (host node07) closed the connection". After a
+ * transport error (PEER_LOST, TIMEOUT, IO) the communicator is broken: it
+ * closes its connections, so its neighbours fail too (each naming the
+ * peer it lost) instead of waiting, and every later call returns
+ * TP_ERR_PEER_LOST at once. Only tp_coll_comm_destroy() remains useful.
+ * Argument errors (TP_ERR_INVAL) do not break the communicator.
+ *
+ * Timeouts: a call fails with TP_ERR_TIMEOUT when no byte has moved on
+ * any of its connections for `timeout_s` seconds (default 30). A large
+ * transfer on a slow link therefore never times out while it advances.
+ *
+ * Memory: scratch buffers belong to the communicator; they are sized at
+ * init and grown at most once per new largest reduce-scatter or tree
+ * size, so calls in steady state do not allocate. User buffers are
+ * borrowed for the duration of the call only.
+ *
+ * Thread safety: a communicator is used by one thread at a time (all
+ * ranks must call collectives on it in the same order). Different
+ * communicators are independent and may be used from different threads
+ * concurrently. The library installs no signal handlers (sockets are
+ * written with MSG_NOSIGNAL, so a closed peer never raises SIGPIPE),
+ * prints nothing and never exits; log messages go to tp_log_set()'s sink.
+ *
+ * Example (every rank of the job runs it; the SPANK plugin exported the
+ * TOPOPLACE_* variables, MASTER_ADDR/MASTER_PORT are optional):
+ *
+ *	tp_coll_comm_t *comm;
+ *	char *why = NULL;
+ *	float grad[1024];
+ *
+ *	if (tp_coll_comm_init_env(NULL, &comm, &why) != TP_OK) {
+ *		fprintf(stderr, "coll: %s\n", why);
+ *		tp_free(why);
+ *		return 1;
+ *	}
+ *	if (tp_coll_allreduce(comm, grad, grad, 1024, TP_COLL_FP32,
+ *			      TP_COLL_AVG, TP_COLL_ALGO_AUTO) != TP_OK)
+ *		fprintf(stderr, "coll: %s\n", tp_coll_comm_detail(comm));
+ *	tp_coll_comm_destroy(comm);
+ *
+ * Build with `pkg-config --cflags --libs topoplace-coll`.
+ */
+#ifndef TP_COLL_H
+#define TP_COLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tp_common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The plan (tp_runtime.h); opaque here. */
+typedef struct tp_plan tp_plan_t;
+typedef struct tp_coll_comm tp_coll_comm_t;
+
+typedef enum tp_coll_dtype {
+	TP_COLL_FP32 = 0,
+	TP_COLL_FP64 = 1,
+	TP_COLL_FP16 = 2, /* IEEE binary16, reduced in fp32 per step */
+	TP_COLL_BF16 = 3, /* bfloat16, reduced in fp32 per step */
+	TP_COLL_INT32 = 4,
+	TP_COLL_INT64 = 5,
+} tp_coll_dtype_t;
+#define TP_COLL_NDTYPES 6
+
+typedef enum tp_coll_op {
+	TP_COLL_SUM = 0,
+	TP_COLL_AVG = 1, /* sum / world size (integer division for ints) */
+	TP_COLL_MAX = 2,
+	TP_COLL_MIN = 3,
+} tp_coll_op_t;
+#define TP_COLL_NOPS 4
+
+typedef enum tp_coll_algo {
+	TP_COLL_ALGO_AUTO = 0,
+	TP_COLL_ALGO_RING = 1,
+	TP_COLL_ALGO_HIERARCHICAL = 2,
+	TP_COLL_ALGO_TREE = 3,
+} tp_coll_algo_t;
+
+typedef struct tp_coll_opts {
+	/* Rendezvous host (name or dotted IPv4). NULL: $MASTER_ADDR, else
+	 * the plan's first host (node rank 0, where rank 0 runs). Copied. */
+	const char *master_addr;
+	/* Rendezvous port. 0: $MASTER_PORT, else 20000 + $SLURM_JOB_ID %
+	 * 10000, else 29500. Each communicator being created at the same
+	 * time on one host needs its own port; the port is released when
+	 * init returns. */
+	int master_port;
+	/* Seconds without progress before a call (or init) fails with
+	 * TP_ERR_TIMEOUT; > 0. Default 30. */
+	double timeout_s;
+	/* Pipelining unit in bytes (rounded down to whole elements, at least
+	 * one); default 256 KiB. Every rank must use the same value. */
+	size_t chunk_bytes;
+} tp_coll_opts_t;
+
+/* Defaults as described above (master_addr NULL, master_port 0). */
+void tp_coll_opts_defaults(tp_coll_opts_t *o);
+
+/* ---- communicators ----------------------------------------------------- */
+
+/*
+ * Join the communicator of `plan` as global rank `rank` (0 <= rank <
+ * tp_plan_world_size(plan)). Collective: every rank of the plan must call
+ * it with the same plan, chunk size and rendezvous address; it returns
+ * when all ranks are connected, or fails after opts->timeout_s without
+ * progress. opts may be NULL (defaults). The plan is copied (as its JSON
+ * hash and the schedules); the caller keeps ownership of it.
+ *
+ * Returns TP_OK and sets *comm_p (free with tp_coll_comm_destroy()), or
+ * one of TP_ERR_INVAL (bad rank or options), TP_ERR_MISMATCH (a rank
+ * brought another plan, world size or chunk size, or a rank joined twice;
+ * every rank fails), TP_ERR_ADDRINUSE (rank 0 cannot listen on the
+ * port), TP_ERR_NOTFOUND (master address does not resolve), TP_ERR_TIMEOUT
+ * (a rank never came), TP_ERR_PEER_LOST, TP_ERR_IO, TP_ERR_NOMEM. On
+ * failure *err_p (when err_p is not NULL) gets a one-line reason the
+ * caller frees with tp_free(); nothing else is written.
+ */
+tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
+			   const tp_coll_opts_t *opts, tp_coll_comm_t **comm_p,
+			   char **err_p);
+
+/* As tp_coll_comm_init(), loading the plan from a topoplace-plan/1 file.
+ * A plan that does not load fails with the loader's code (TP_ERR_PARSE,
+ * TP_ERR_FORMAT, TP_ERR_IO) and its "file: element: what" line. */
+tp_err_t tp_coll_comm_init_file(const char *plan_path, int rank,
+				const tp_coll_opts_t *opts,
+				tp_coll_comm_t **comm_p, char **err_p);
+
+/* As tp_coll_comm_init_file(), with the plan path from $TOPOPLACE_PLAN
+ * and the rank from $TOPOPLACE_RANK (what the SPANK plugin exports). When
+ * set, $TOPOPLACE_WORLD_SIZE must equal the plan's world size and
+ * $TOPOPLACE_LOCAL_RANK the rank's local rank in the plan (TP_ERR_MISMATCH
+ * otherwise). A missing or malformed variable is TP_ERR_INVAL naming it. */
+tp_err_t tp_coll_comm_init_env(const tp_coll_opts_t *opts,
+			       tp_coll_comm_t **comm_p, char **err_p);
+
+/* Close the connections and free everything. Not collective: peers still
+ * inside a call on this communicator fail with TP_ERR_PEER_LOST. NULL is
+ * a no-op. */
+void tp_coll_comm_destroy(tp_coll_comm_t *comm);
+
+int tp_coll_comm_rank(const tp_coll_comm_t *comm);
+int tp_coll_comm_size(const tp_coll_comm_t *comm);
+/* Hosts in the plan. */
+int tp_coll_comm_nhosts(const tp_coll_comm_t *comm);
+/* Reason for the last failed call ("" when none); borrowed, valid until
+ * the next call on the communicator. */
+const char *tp_coll_comm_detail(const tp_coll_comm_t *comm);
+
+/* ---- collectives --------------------------------------------------------
+ * Collective: every rank calls the same function with the same count,
+ * dtype, op, algo (and root). Buffers are host memory. sendbuf may equal
+ * recvbuf (in place) where noted; otherwise they must not overlap.
+ * count 0 is a no-op that still returns TP_OK. Returns TP_OK,
+ * TP_ERR_INVAL (NULL buffer with count > 0, bad dtype/op/algo/root),
+ * TP_ERR_PEER_LOST, TP_ERR_TIMEOUT, TP_ERR_IO or TP_ERR_NOMEM (first use
+ * of a larger scratch buffer); the detail string says which call and
+ * which peer. On failure the contents of recvbuf are unspecified.
+ */
+
+/* recvbuf[i] = op over ranks of sendbuf[i], count elements; in place
+ * allowed. algo TP_COLL_ALGO_AUTO follows the plan's recommendation. */
+tp_err_t tp_coll_allreduce(tp_coll_comm_t *comm, const void *sendbuf,
+			   void *recvbuf, size_t count, tp_coll_dtype_t dtype,
+			   tp_coll_op_t op, tp_coll_algo_t algo);
+
+/* sendbuf holds size x recvcount elements; rank r receives block r of
+ * the reduction in recvbuf (recvcount elements). Ring order. In place
+ * when recvbuf == sendbuf + r x recvcount elements. */
+tp_err_t tp_coll_reduce_scatter(tp_coll_comm_t *comm, const void *sendbuf,
+				void *recvbuf, size_t recvcount,
+				tp_coll_dtype_t dtype, tp_coll_op_t op);
+
+/* recvbuf (size x sendcount elements) gets every rank's sendbuf in rank
+ * order. In place when sendbuf == recvbuf + r x sendcount elements. */
+tp_err_t tp_coll_allgather(tp_coll_comm_t *comm, const void *sendbuf,
+			   void *recvbuf, size_t sendcount,
+			   tp_coll_dtype_t dtype);
+
+/* buf of root is copied to every rank's buf (pipelined along the ring
+ * starting at root). */
+tp_err_t tp_coll_broadcast(tp_coll_comm_t *comm, void *buf, size_t count,
+			   tp_coll_dtype_t dtype, int root);
+
+/* Returns once every rank has entered the barrier. */
+tp_err_t tp_coll_barrier(tp_coll_comm_t *comm);
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* Bytes per element; 0 for a bad dtype. */
+size_t tp_coll_dtype_size(tp_coll_dtype_t dtype);
+/* The algorithm an all-reduce of `bytes` runs with TP_COLL_ALGO_AUTO
+ * (never AUTO itself). */
+tp_coll_algo_t tp_coll_algo_select(const tp_coll_comm_t *comm, size_t bytes);
+/* "auto", "ring", "hierarchical", "tree"; NULL for a bad value. Static. */
+const char *tp_coll_algo_name(tp_coll_algo_t algo);
+/* Inverse of tp_coll_algo_name(); TP_ERR_INVAL for an unknown name. */
+tp_err_t tp_coll_algo_parse(const char *name, tp_coll_algo_t *algo_p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TP_COLL_H */
