@@ -1,0 +1,751 @@
+/*
+ * test_coll.c - libtopoplace-coll: every op x dtype x algorithm on plans
+ * of 1-9 ranks over 1-4 hosts, checked against a long-double reference;
+ * init errors; a killed and a hung peer.
+ *
+ * Each rank is a fork()ed child talking TCP over 127.0.0.1; a child
+ * reports through its exit status (and a line on stderr), never through
+ * CMocka, whose assertions must stay in the parent.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tp_test.h"
+
+#include "tp_coll.h"
+#include "tp_runtime.h"
+
+/* ---- plans ---------------------------------------------------------------- */
+
+static tp_fabric_t *fabric(void)
+{
+	static tp_fabric_t *f;
+	tp_gen_fat_tree_t p;
+
+	if (f)
+		return f;
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 2;
+	p.spines = 2;
+	p.hosts_per_leaf = 2;
+	p.uplinks_per_spine = 1;
+	p.gpus_per_host = 4;
+	p.interleave = true; /* 4 hosts: two level-1 groups of two */
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	return f;
+}
+
+/* Plan over hosts first .. first+nh-1 of the fabric, L ranks each. */
+static tp_plan_t *plan_of(int nh, int L, int first)
+{
+	tp_fabric_t *f = fabric();
+	const char *names[8];
+	tp_plan_opts_t o;
+	tp_plan_t *p = NULL;
+	char *msg = NULL;
+
+	for (int i = 0; i < nh; i++)
+		names[i] = tp_fabric_host(f, (size_t)(first + i))->name;
+	tp_plan_opts_defaults(&o);
+	o.gpus_per_host = L;
+	o.predict = false;
+	if (tp_plan_build(f, NULL, names, (size_t)nh, &o, &p, &msg))
+		fail_msg("plan: %s", msg);
+	return p;
+}
+
+static int next_port(void)
+{
+	static int k;
+	return 20000 + (int)((getpid() * 131 + 97 * k++) % 12000);
+}
+
+static void opts_for(tp_coll_opts_t *o, int port, double timeout_s,
+		     size_t chunk)
+{
+	tp_coll_opts_defaults(o);
+	o->master_addr = "127.0.0.1";
+	o->master_port = port;
+	o->timeout_s = timeout_s;
+	o->chunk_bytes = chunk;
+}
+
+typedef int (*rank_fn)(tp_coll_comm_t *c, void *arg);
+
+/* Child: join, run fn, exit with its status (99: init failed). */
+static void child(const tp_plan_t *p, int rank, const tp_coll_opts_t *o,
+		  rank_fn fn, void *arg)
+{
+	tp_coll_comm_t *c = NULL;
+	char *why = NULL;
+
+	if (tp_coll_comm_init(p, rank, o, &c, &why)) {
+		fprintf(stderr, "# rank %d: init: %s\n", rank, why);
+		_exit(99);
+	}
+	int rc = fn(c, arg);
+	tp_coll_comm_destroy(c);
+	_exit(rc);
+}
+
+/* Fork every rank of p; wait at most limit_s; statuses into st[]. Kills
+ * the stragglers (status -1). Returns the wall time. */
+static double run_ranks(const tp_plan_t *p, const tp_coll_opts_t *o,
+			rank_fn fn, void *arg, double limit_s, int *st)
+{
+	int n = (int)tp_plan_world_size(p), left = n;
+	pid_t pid[16];
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	fflush(NULL);
+	for (int r = 0; r < n; r++) {
+		pid[r] = fork();
+		assert_true(pid[r] >= 0);
+		if (pid[r] == 0)
+			child(p, r, o, fn, arg);
+		st[r] = -1;
+	}
+	while (left > 0) {
+		int ws;
+		pid_t w = waitpid(-1, &ws, WNOHANG);
+		if (w > 0) {
+			for (int r = 0; r < n; r++)
+				if (pid[r] == w)
+					st[r] = WIFEXITED(ws) ? WEXITSTATUS(ws)
+							      : 128 + WTERMSIG(ws);
+			left--;
+			continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if ((double)(t1.tv_sec - t0.tv_sec) +
+			(double)(t1.tv_nsec - t0.tv_nsec) * 1e-9 >
+		    limit_s) {
+			for (int r = 0; r < n; r++)
+				if (st[r] == -1)
+					kill(pid[r], SIGKILL);
+			while (waitpid(-1, NULL, 0) > 0)
+				;
+			break;
+		}
+		usleep(2000);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0.tv_sec) +
+	       (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+}
+
+/* ---- values and reference ------------------------------------------------ */
+
+/* Exact in every dtype: quarters in [-2, 2]. */
+static long double input(int rank, size_t i, tp_coll_dtype_t dt)
+{
+	long v = (long)((rank * 7 + (long)i * 3 + (long)(i / 5)) % 17) - 8;
+	return dt == TP_COLL_INT32 || dt == TP_COLL_INT64 ? (long double)v * 3
+							  : (long double)v * 0.25L;
+}
+
+static uint16_t to_half(float f, bool bf)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	if (bf)
+		return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+	/* Values here are normal or zero and exact in binary16. */
+	if ((u & 0x7fffffffu) == 0)
+		return (uint16_t)(u >> 16);
+	uint32_t s = (u >> 16) & 0x8000u;
+	int e = (int)((u >> 23) & 0xff) - 127 + 15;
+	return (uint16_t)(s | ((uint32_t)e << 10) | ((u & 0x7fffffu) >> 13));
+}
+
+static long double from_half(uint16_t h, bool bf)
+{
+	if (bf) {
+		uint32_t u = (uint32_t)h << 16;
+		float f;
+		memcpy(&f, &u, 4);
+		return f;
+	}
+	int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	long double v = e == 0 ? ldexpl(m, -24) : ldexpl(m + 1024, e - 25);
+	return (h & 0x8000) ? -v : v;
+}
+
+static void store(void *buf, size_t i, tp_coll_dtype_t dt, long double v)
+{
+	switch (dt) {
+	case TP_COLL_FP32: ((float *)buf)[i] = (float)v; break;
+	case TP_COLL_FP64: ((double *)buf)[i] = (double)v; break;
+	case TP_COLL_FP16: ((uint16_t *)buf)[i] = to_half((float)v, false); break;
+	case TP_COLL_BF16: ((uint16_t *)buf)[i] = to_half((float)v, true); break;
+	case TP_COLL_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+	case TP_COLL_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
+	}
+}
+
+static long double load(const void *buf, size_t i, tp_coll_dtype_t dt)
+{
+	switch (dt) {
+	case TP_COLL_FP32: return ((const float *)buf)[i];
+	case TP_COLL_FP64: return ((const double *)buf)[i];
+	case TP_COLL_FP16: return from_half(((const uint16_t *)buf)[i], false);
+	case TP_COLL_BF16: return from_half(((const uint16_t *)buf)[i], true);
+	case TP_COLL_INT32: return ((const int32_t *)buf)[i];
+	case TP_COLL_INT64: return (long double)((const int64_t *)buf)[i];
+	}
+	return 0;
+}
+
+static long double reference(int n, size_t i, tp_coll_dtype_t dt,
+			     tp_coll_op_t op)
+{
+	long double acc = input(0, i, dt);
+
+	for (int r = 1; r < n; r++) {
+		long double v = input(r, i, dt);
+		if (op == TP_COLL_MAX)
+			acc = v > acc ? v : acc;
+		else if (op == TP_COLL_MIN)
+			acc = v < acc ? v : acc;
+		else
+			acc += v;
+	}
+	if (op == TP_COLL_AVG) {
+		if (dt == TP_COLL_INT32 || dt == TP_COLL_INT64)
+			return (long double)((long long)acc / n);
+		acc /= n;
+	}
+	return acc;
+}
+
+/* Rounding allowance of dtype (relative, at least absolute for |x|<1). */
+static long double tolerance(tp_coll_dtype_t dt)
+{
+	switch (dt) {
+	case TP_COLL_FP32: return 1e-6L;
+	case TP_COLL_FP64: return 1e-12L;
+	case TP_COLL_FP16: return 1.0L / 1024;
+	case TP_COLL_BF16: return 1.0L / 128;
+	default: return 0;
+	}
+}
+
+static bool close_enough(long double got, long double want,
+			 tp_coll_dtype_t dt)
+{
+	long double tol = tolerance(dt) * (fabsl(want) > 1 ? fabsl(want) : 1);
+	return fabsl(got - want) <= tol;
+}
+
+/* ---- the matrix ---------------------------------------------------------- */
+
+#define MAXCOUNT 1031
+static const size_t counts[] = {0, 1, 2, 3, 7, 31, 97, MAXCOUNT};
+static const char *const dt_names[] = {"fp32", "fp64", "fp16",
+				       "bf16", "int32", "int64"};
+
+static int check(tp_coll_comm_t *c, const char *what, const void *buf,
+		 size_t count, size_t first, tp_coll_dtype_t dt,
+		 tp_coll_op_t op)
+{
+	int n = tp_coll_comm_size(c);
+
+	for (size_t i = 0; i < count; i++) {
+		long double want = reference(n, first + i, dt, op);
+		long double got = load(buf, i, dt);
+		if (!close_enough(got, want, dt)) {
+			fprintf(stderr,
+				"# rank %d: %s %s op %d count %zu: [%zu] = %Lg, "
+				"want %Lg\n",
+				tp_coll_comm_rank(c), what, dt_names[dt], (int)op,
+				count, first + i, got, want);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int call_failed(tp_coll_comm_t *c, const char *what, tp_err_t err)
+{
+	fprintf(stderr, "# rank %d: %s: %s: %s\n", tp_coll_comm_rank(c), what,
+		tp_strerror(err), tp_coll_comm_detail(c));
+	return 2;
+}
+
+static int matrix(tp_coll_comm_t *c, void *arg)
+{
+	static char in[MAXCOUNT * 16 * 8], out[MAXCOUNT * 16 * 8];
+	int n = tp_coll_comm_size(c), me = tp_coll_comm_rank(c);
+	tp_err_t err;
+
+	(void)arg;
+	for (int dti = 0; dti < TP_COLL_NDTYPES; dti++) {
+		tp_coll_dtype_t dt = (tp_coll_dtype_t)dti;
+		size_t dsz = tp_coll_dtype_size(dt);
+		for (size_t k = 0; k < sizeof(counts) / sizeof(*counts); k++) {
+			size_t cnt = counts[k];
+			for (int a = 0; a < 4; a++) {
+				for (int op = 0; op < TP_COLL_NOPS; op++) {
+					for (size_t i = 0; i < cnt; i++)
+						store(in, i, dt, input(me, i, dt));
+					/* odd counts in place, even out of place */
+					void *dst = cnt % 2 ? in : out;
+					err = tp_coll_allreduce(
+					    c, in, dst, cnt, dt, (tp_coll_op_t)op,
+					    (tp_coll_algo_t)a);
+					if (err)
+						return call_failed(c, "allreduce", err);
+					if (check(c, tp_coll_algo_name(a), dst, cnt,
+						  0, dt, (tp_coll_op_t)op))
+						return 1;
+				}
+			}
+			/* reduce-scatter: block r of n x cnt elements */
+			for (size_t i = 0; i < cnt * (size_t)n; i++)
+				store(in, i, dt, input(me, i, dt));
+			err = tp_coll_reduce_scatter(c, in, out, cnt, dt,
+						     TP_COLL_SUM);
+			if (err)
+				return call_failed(c, "reduce_scatter", err);
+			if (check(c, "reduce_scatter", out, cnt,
+				  (size_t)me * cnt, dt, TP_COLL_SUM))
+				return 1;
+			/* all-gather: rank r contributes input(r, r*cnt + i) */
+			for (size_t i = 0; i < cnt; i++)
+				store(in, i, dt, input(me, (size_t)me * cnt + i, dt));
+			memset(out, 0, cnt * (size_t)n * dsz);
+			err = tp_coll_allgather(c, in, out, cnt, dt);
+			if (err)
+				return call_failed(c, "allgather", err);
+			for (size_t i = 0; i < cnt * (size_t)n; i++) {
+				int r = (int)(i / cnt);
+				if (load(out, i, dt) != input(r, i, dt)) {
+					fprintf(stderr, "# rank %d: allgather "
+							"[%zu] wrong\n", me, i);
+					return 1;
+				}
+			}
+			/* broadcast from the last rank */
+			for (size_t i = 0; i < cnt; i++)
+				store(in, i, dt,
+				      me == n - 1 ? input(n - 1, i, dt) : 0);
+			err = tp_coll_broadcast(c, in, cnt, dt, n - 1);
+			if (err)
+				return call_failed(c, "broadcast", err);
+			for (size_t i = 0; i < cnt; i++)
+				if (load(in, i, dt) != input(n - 1, i, dt))
+					return 1;
+		}
+	}
+	err = tp_coll_barrier(c);
+	return err ? call_failed(c, "barrier", err) : 0;
+}
+
+static void run_matrix(int nh, int L)
+{
+	tp_plan_t *p = plan_of(nh, L, 0);
+	int n = (int)tp_plan_world_size(p), st[16];
+	tp_coll_opts_t o;
+
+	/* 96-byte chunks: 1031 elements cross many, never evenly. */
+	opts_for(&o, next_port(), 20, 96);
+	run_ranks(p, &o, matrix, NULL, 60, st);
+	for (int r = 0; r < n; r++)
+		if (st[r] != 0)
+			fail_msg("%d hosts x %d: rank %d exit %d", nh, L, r,
+				 st[r]);
+	tp_plan_destroy(p);
+}
+
+static void test_1x1(void **s) { (void)s; run_matrix(1, 1); }
+static void test_1x3(void **s) { (void)s; run_matrix(1, 3); }
+static void test_2x1(void **s) { (void)s; run_matrix(2, 1); }
+static void test_2x2(void **s) { (void)s; run_matrix(2, 2); }
+static void test_3x3(void **s) { (void)s; run_matrix(3, 3); }
+static void test_4x2(void **s) { (void)s; run_matrix(4, 2); }
+
+/* Larger messages with the default chunk: pipelining over many chunks. */
+static int large(tp_coll_comm_t *c, void *arg)
+{
+	size_t cnt = 3 * 65536 + 17;
+	float *b = malloc(cnt * sizeof(float));
+	int n = tp_coll_comm_size(c), me = tp_coll_comm_rank(c);
+
+	(void)arg;
+	if (!b)
+		return 3;
+	for (int a = 1; a < 4; a++) {
+		for (size_t i = 0; i < cnt; i++)
+			b[i] = (float)((me + 1) * (int)(i % 101));
+		tp_err_t err = tp_coll_allreduce(c, b, b, cnt, TP_COLL_FP32,
+						 TP_COLL_SUM, (tp_coll_algo_t)a);
+		if (err) {
+			free(b);
+			return call_failed(c, "allreduce", err);
+		}
+		for (size_t i = 0; i < cnt; i++) {
+			if (b[i] != (float)((n * (n + 1) / 2) * (int)(i % 101))) {
+				fprintf(stderr, "# large %s [%zu] = %g\n",
+					tp_coll_algo_name(a), i, b[i]);
+				free(b);
+				return 1;
+			}
+		}
+	}
+	free(b);
+	return 0;
+}
+
+static void test_large(void **s)
+{
+	tp_plan_t *p = plan_of(2, 2, 0);
+	tp_coll_opts_t o;
+	int st[16];
+
+	(void)s;
+	opts_for(&o, next_port(), 20, 64 << 10);
+	run_ranks(p, &o, large, NULL, 60, st);
+	for (int r = 0; r < 4; r++)
+		assert_int_equal(st[r], 0);
+	tp_plan_destroy(p);
+}
+
+/* Two communicators on one process, used alternately. */
+static int two_comms(tp_coll_comm_t *c, void *arg)
+{
+	const tp_plan_t *p = arg;
+	tp_coll_opts_t o;
+	tp_coll_comm_t *d = NULL;
+	char *why = NULL;
+	int me = tp_coll_comm_rank(c);
+	int64_t x[5];
+
+	/* The second port is agreed through the first communicator. */
+	int32_t port = me == 0 ? next_port() : 0;
+	if (tp_coll_broadcast(c, &port, 1, TP_COLL_INT32, 0))
+		return 2;
+	opts_for(&o, port, 20, 4096);
+	if (tp_coll_comm_init(p, me, &o, &d, &why)) {
+		fprintf(stderr, "# second comm: %s\n", why);
+		return 2;
+	}
+	for (int it = 0; it < 3; it++) {
+		tp_coll_comm_t *e = it % 2 ? d : c;
+		for (int i = 0; i < 5; i++)
+			x[i] = me + i;
+		if (tp_coll_allreduce(e, x, x, 5, TP_COLL_INT64, TP_COLL_MAX,
+				      TP_COLL_ALGO_AUTO))
+			return 2;
+		for (int i = 0; i < 5; i++)
+			if (x[i] != tp_coll_comm_size(c) - 1 + i)
+				return 1;
+	}
+	tp_coll_comm_destroy(d);
+	return 0;
+}
+
+static void test_two_comms(void **s)
+{
+	tp_plan_t *p = plan_of(2, 2, 0);
+	tp_coll_opts_t o;
+	int st[16];
+
+	(void)s;
+	opts_for(&o, next_port(), 20, 4096);
+	run_ranks(p, &o, two_comms, p, 30, st);
+	for (int r = 0; r < 4; r++)
+		assert_int_equal(st[r], 0);
+	tp_plan_destroy(p);
+}
+
+/* ---- faults --------------------------------------------------------------- */
+
+#define VICTIM 2
+typedef struct fault {
+	bool hang; /* the victim stops answering instead of dying */
+} fault_t;
+
+/* Survivors: 0 = failed naming the victim, 3 = failed naming someone
+ * else, 1 = the call succeeded (impossible), 4 = wrong error code. */
+static int fault_rank(tp_coll_comm_t *c, void *arg)
+{
+	const fault_t *f = arg;
+	static float b[1 << 18];
+	tp_err_t err = TP_OK;
+
+	struct timespec t0, t1;
+
+	if (tp_coll_comm_rank(c) == VICTIM) {
+		if (f->hang)
+			sleep(4); /* silent, connections open */
+		raise(SIGKILL);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int it = 0; it < 1000 && !err; it++)
+		err = tp_coll_allreduce(c, b, b, 1 << 18, TP_COLL_FP32,
+					TP_COLL_SUM, TP_COLL_ALGO_RING);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (!err)
+		return 1;
+	/* Within the 1.5 s timeout (dead) or one more for the cascade. */
+	if ((double)(t1.tv_sec - t0.tv_sec) > (f->hang ? 3.5 : 1.5))
+		return 6;
+	if (err != TP_ERR_PEER_LOST && err != TP_ERR_TIMEOUT)
+		return 4;
+	/* A broken communicator fails at once, keeping the first reason. */
+	if (tp_coll_barrier(c) != TP_ERR_PEER_LOST)
+		return 5;
+	const char *d = tp_coll_comm_detail(c);
+	fprintf(stderr, "# rank %d: %s\n", tp_coll_comm_rank(c), d);
+	return strstr(d, "rank 2 (host ") ? 0 : 3;
+}
+
+static void run_fault(bool hang)
+{
+	tp_plan_t *p = plan_of(2, 2, 0);
+	tp_coll_opts_t o;
+	fault_t f = {.hang = hang};
+	int st[16], named = 0;
+
+	opts_for(&o, next_port(), 1.5, 64 << 10);
+	double t = run_ranks(p, &o, fault_rank, &f, 10, st);
+	for (int r = 0; r < 4; r++) {
+		if (r == VICTIM)
+			continue;
+		if (st[r] != 0 && st[r] != 3)
+			fail_msg("rank %d exit %d", r, st[r]);
+		named += st[r] == 0;
+	}
+	assert_true(named >= 1);
+	/* the hung victim itself lives 4 s */
+	assert_true(t < (hang ? 7.0 : 4.0));
+	tp_plan_destroy(p);
+}
+
+static void test_killed_peer(void **s)
+{
+	(void)s;
+	run_fault(false);
+}
+
+static void test_hung_peer(void **s)
+{
+	(void)s;
+	run_fault(true);
+}
+
+/* ---- init errors ---------------------------------------------------------- */
+
+static void test_bad_rank(void **s)
+{
+	tp_plan_t *p = plan_of(2, 2, 0);
+	tp_coll_comm_t *c = NULL;
+	char *why = NULL;
+
+	(void)s;
+	assert_int_equal(tp_coll_comm_init(p, 4, NULL, &c, &why),
+			 TP_ERR_INVAL);
+	assert_non_null(strstr(why, "rank 4 is not in the plan"));
+	assert_null(c);
+	tp_free(why);
+	why = NULL;
+	assert_int_equal(tp_coll_comm_init(p, -1, NULL, &c, &why),
+			 TP_ERR_INVAL);
+	tp_free(why);
+	tp_plan_destroy(p);
+}
+
+static char *write_plan(const tp_plan_t *p, size_t cut)
+{
+	static char path[64];
+	char *json = NULL;
+
+	snprintf(path, sizeof(path), "/tmp/tp_coll_plan_%d.json", (int)getpid());
+	assert_int_equal(tp_plan_to_json(p, &json), TP_OK);
+	FILE *fp = fopen(path, "w");
+	assert_non_null(fp);
+	size_t len = strlen(json);
+	fwrite(json, 1, cut && cut < len ? cut : len, fp);
+	fclose(fp);
+	tp_free(json);
+	return path;
+}
+
+static void test_truncated_plan(void **s)
+{
+	tp_plan_t *p = plan_of(2, 2, 0);
+	tp_coll_comm_t *c = NULL;
+	char *why = NULL, *path = write_plan(p, 200);
+
+	(void)s;
+	assert_int_equal(tp_coll_comm_init_file(path, 0, NULL, &c, &why),
+			 TP_ERR_PARSE);
+	assert_non_null(strstr(why, path));
+	assert_null(c);
+	tp_free(why);
+	unlink(path);
+	tp_plan_destroy(p);
+}
+
+static int never(tp_coll_comm_t *c, void *arg)
+{
+	(void)c;
+	(void)arg;
+	return 0;
+}
+
+/* Rank 1 brings a plan over other hosts (same world size). */
+static void test_mismatched_plan(void **s)
+{
+	tp_plan_t *a = plan_of(2, 1, 0), *b = plan_of(2, 1, 2);
+	tp_coll_opts_t o;
+	int port = next_port();
+	pid_t pid[2];
+
+	(void)s;
+	opts_for(&o, port, 5, 4096);
+	fflush(NULL);
+	for (int r = 0; r < 2; r++) {
+		pid[r] = fork();
+		if (pid[r] == 0) {
+			tp_coll_comm_t *c = NULL;
+			char *why = NULL;
+			tp_err_t err = tp_coll_comm_init(r ? b : a, r, &o, &c, &why);
+			if (err == TP_ERR_MISMATCH && strstr(why, "another plan"))
+				_exit(0);
+			fprintf(stderr, "# rank %d: %s: %s\n", r,
+				tp_strerror(err), why ? why : "");
+			(void)never;
+			_exit(1);
+		}
+	}
+	for (int r = 0; r < 2; r++) {
+		int ws;
+		assert_int_equal(waitpid(pid[r], &ws, 0), pid[r]);
+		assert_true(WIFEXITED(ws));
+		assert_int_equal(WEXITSTATUS(ws), 0);
+	}
+	tp_plan_destroy(a);
+	tp_plan_destroy(b);
+}
+
+static void test_port_in_use(void **s)
+{
+	tp_plan_t *p = plan_of(2, 1, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t sl = sizeof(sa);
+	tp_coll_comm_t *c = NULL;
+	tp_coll_opts_t o;
+	char *why = NULL;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	(void)s;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 1), 0);
+	getsockname(fd, (struct sockaddr *)&sa, &sl);
+	opts_for(&o, ntohs(sa.sin_port), 2, 4096);
+	assert_int_equal(tp_coll_comm_init(p, 0, &o, &c, &why),
+			 TP_ERR_ADDRINUSE);
+	assert_non_null(strstr(why, "in use"));
+	tp_free(why);
+	close(fd);
+	tp_plan_destroy(p);
+}
+
+static void test_env(void **s)
+{
+	tp_plan_t *p = plan_of(1, 1, 0);
+	tp_coll_comm_t *c = NULL;
+	char *why = NULL, *path = write_plan(p, 0);
+	float x = 2.5f;
+
+	(void)s;
+	unsetenv("TOPOPLACE_RANK");
+	setenv("TOPOPLACE_PLAN", path, 1);
+	assert_int_equal(tp_coll_comm_init_env(NULL, &c, &why), TP_ERR_INVAL);
+	assert_non_null(strstr(why, "TOPOPLACE_RANK"));
+	tp_free(why);
+	why = NULL;
+	setenv("TOPOPLACE_RANK", "0", 1);
+	setenv("TOPOPLACE_WORLD_SIZE", "2", 1);
+	assert_int_equal(tp_coll_comm_init_env(NULL, &c, &why),
+			 TP_ERR_MISMATCH);
+	assert_non_null(strstr(why, "TOPOPLACE_WORLD_SIZE"));
+	tp_free(why);
+	why = NULL;
+	setenv("TOPOPLACE_WORLD_SIZE", "1", 1);
+	setenv("TOPOPLACE_LOCAL_RANK", "0", 1);
+	assert_int_equal(tp_coll_comm_init_env(NULL, &c, &why), TP_OK);
+	assert_int_equal(tp_coll_comm_size(c), 1);
+	assert_int_equal(tp_coll_allreduce(c, &x, &x, 1, TP_COLL_FP32,
+					   TP_COLL_AVG, TP_COLL_ALGO_AUTO),
+			 TP_OK);
+	assert_true(x == 2.5f);
+	assert_int_equal(tp_coll_allreduce(c, &x, &x, 1, (tp_coll_dtype_t)9,
+					   TP_COLL_SUM, TP_COLL_ALGO_AUTO),
+			 TP_ERR_INVAL);
+	assert_non_null(strstr(tp_coll_comm_detail(c), "allreduce: bad dtype"));
+	tp_coll_comm_destroy(c);
+	tp_coll_comm_destroy(NULL);
+	unsetenv("TOPOPLACE_PLAN");
+	unsetenv("TOPOPLACE_RANK");
+	unsetenv("TOPOPLACE_WORLD_SIZE");
+	unsetenv("TOPOPLACE_LOCAL_RANK");
+	unlink(path);
+	tp_plan_destroy(p);
+}
+
+static void test_names(void **s)
+{
+	tp_coll_algo_t a;
+
+	(void)s;
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(
+		    tp_coll_algo_parse(tp_coll_algo_name((tp_coll_algo_t)i), &a),
+		    TP_OK);
+		assert_int_equal(a, i);
+	}
+	assert_int_equal(tp_coll_algo_parse("rings", &a), TP_ERR_INVAL);
+	assert_null(tp_coll_algo_name((tp_coll_algo_t)7));
+	assert_int_equal(tp_coll_dtype_size(TP_COLL_BF16), 2);
+	assert_int_equal(tp_coll_dtype_size((tp_coll_dtype_t)6), 0);
+	assert_string_equal(tp_strerror(TP_ERR_PEER_LOST), "peer lost");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_bad_rank),
+	    cmocka_unit_test(test_truncated_plan),
+	    cmocka_unit_test(test_port_in_use),
+	    cmocka_unit_test(test_env),
+	    cmocka_unit_test(test_mismatched_plan),
+	    cmocka_unit_test(test_1x1),
+	    cmocka_unit_test(test_1x3),
+	    cmocka_unit_test(test_2x1),
+	    cmocka_unit_test(test_2x2),
+	    cmocka_unit_test(test_3x3),
+	    cmocka_unit_test(test_4x2),
+	    cmocka_unit_test(test_large),
+	    cmocka_unit_test(test_two_comms),
+	    cmocka_unit_test(test_killed_peer),
+	    cmocka_unit_test(test_hung_peer),
+	};
+
+	signal(SIGPIPE, SIG_DFL); /* the library must not need SIG_IGN */
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
