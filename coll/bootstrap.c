@@ -547,6 +547,7 @@ tp_err_t tp__coll_connect(tp_coll_comm_t *c, const tp_coll_opts_t *o,
 		tune(c->peers[i].fd);
 		c->active[c->nactive++] = i;
 	}
+	err = tp__coll_shm_setup(c, b.deadline, err_p);
 out:
 	if (lfd >= 0)
 		close(lfd);

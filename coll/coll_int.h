@@ -26,10 +26,20 @@ typedef struct tp__coll_req {
 	bool done;
 } tp__coll_req_t;
 
+typedef struct tp__coll_shm_ring tp__coll_shm_ring_t;
+
 typedef struct tp__coll_peer {
 	int fd; /* -1: not connected (not needed by any schedule) */
 	tp__coll_req_t *sq_head, *sq_tail;
 	tp__coll_req_t *rq_head, *rq_tail;
+	/* Same-host peer over shared memory (xport/shm.c): the data moves
+	 * through the rings, fd only carries wake-up bytes and tells when
+	 * the peer is gone. NULL: bytes go over fd. */
+	tp__coll_shm_ring_t *tx, *rx;
+	void *map;
+	size_t map_len;
+	bool eof; /* shared memory: the peer closed; what it left in the ring
+		   * can still be read */
 } tp__coll_peer_t;
 
 /*
@@ -50,6 +60,23 @@ typedef struct tp__coll_xport_ops {
 } tp__coll_xport_ops_t;
 
 extern const tp__coll_xport_ops_t tp__coll_xport_tcp;
+
+/* Shared memory between ranks of one host (xport/shm.c), driven by the
+ * TCP transport's progress loop. setup turns every connected same-host
+ * peer into a shared-memory peer (both ends agree over the connection;
+ * either may refuse, e.g. TOPOPLACE_COLL_SHM=0, and the pair stays on
+ * TCP). pump moves bytes without blocking; arm asks the peer to wake us
+ * and returns true when there is work after all (no need to sleep);
+ * drain eats wake-up bytes after poll() saw the fd readable. */
+tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline,
+			    char **err_p);
+tp_err_t tp__coll_shm_pump(tp_coll_comm_t *c, int peer, bool *moved_p);
+bool tp__coll_shm_arm(tp_coll_comm_t *c, int peer);
+tp_err_t tp__coll_shm_drain(tp_coll_comm_t *c, int peer);
+/* PEER_LOST when the peer left with requests still queued to it (call
+ * after a pump that moved nothing). */
+tp_err_t tp__coll_shm_check(tp_coll_comm_t *c, int peer);
+void tp__coll_shm_close(tp__coll_peer_t *p);
 
 /*
  * Reduction kernels: dst[i] = dst[i] op src[i]; scale divides by n (the
@@ -114,6 +141,7 @@ struct tp_coll_comm {
 	int *active;            /* connected peers */
 	int nactive;
 	struct pollfd *pfd;     /* [nactive] */
+	int *pfd_peer;          /* peer of each pfd entry */
 	int64_t last_move_ns;   /* last time a byte moved */
 	bool broken;
 	const char *call;       /* name of the call in progress */

@@ -258,7 +258,9 @@ static tp_err_t alloc_scratch(tp_coll_comm_t *c)
 	c->peers = tp_calloc(2 * (size_t)c->size, sizeof(tp__coll_peer_t));
 	c->active = tp_calloc(2 * (size_t)c->size, sizeof(int));
 	c->pfd = tp_calloc(2 * (size_t)c->size, sizeof(struct pollfd));
-	if (!c->slots || !c->reqs || !c->peers || !c->active || !c->pfd)
+	c->pfd_peer = tp_calloc(2 * (size_t)c->size, sizeof(int));
+	if (!c->slots || !c->reqs || !c->peers || !c->active || !c->pfd ||
+	    !c->pfd_peer)
 		return TP_ERR_NOMEM;
 	for (int i = 0; i < 2 * c->size; i++)
 		c->peers[i].fd = -1;
@@ -431,9 +433,11 @@ void tp_coll_comm_destroy(tp_coll_comm_t *c)
 	if (!c)
 		return;
 	if (c->peers) {
-		for (int i = 0; i < 2 * c->size; i++)
+		for (int i = 0; i < 2 * c->size; i++) {
 			if (c->peers[i].fd >= 0)
 				close(c->peers[i].fd);
+			tp__coll_shm_close(&c->peers[i]);
+		}
 	}
 	if (c->host_of)
 		for (int r = 0; r < c->size; r++)
@@ -451,6 +455,7 @@ void tp_coll_comm_destroy(tp_coll_comm_t *c)
 	tp_free(c->peers);
 	tp_free(c->active);
 	tp_free(c->pfd);
+	tp_free(c->pfd_peer);
 	tp_free(c->work);
 	tp_free(c);
 }

@@ -33,9 +33,13 @@
  * schedules need (ring, tree and hierarchical neighbours only, never all
  * pairs), the higher rank connecting to the lower. IPv4 only.
  *
- * Transport: TCP between every pair, non-blocking sockets driven by
- * poll(); a rank waiting for data sleeps in poll() and never spins. Ranks
- * of one host also use TCP over loopback (no shared-memory transport yet).
+ * Transport: TCP between hosts, non-blocking sockets driven by poll();
+ * between ranks of one plan host, shared-memory rings (one POSIX shm
+ * segment per pair, unlinked as soon as both ends mapped it) with
+ * wake-ups over the pair's TCP connection. A rank waiting for data
+ * sleeps in poll() and never spins. TOPOPLACE_COLL_SHM=0 in the
+ * environment keeps same-host pairs on TCP over loopback (a pair uses
+ * shared memory only when both ends allow it).
  *
  * Errors: every function returns TP_OK or a negative tp_err_t
  * (tp_common.h; tp_strerror() describes it). A failed call leaves a

@@ -74,6 +74,9 @@ static tp_err_t pump(tp_coll_comm_t *c, int peer, bool *moved_p)
 {
 	tp__coll_peer_t *p = &c->peers[peer];
 
+	if (p->tx)
+		return tp__coll_shm_pump(c, peer, moved_p);
+
 	while (p->sq_head) {
 		tp__coll_req_t *r = p->sq_head;
 		ssize_t n = send(p->fd, r->buf + r->off, r->len - r->off,
@@ -157,19 +160,31 @@ static tp_err_t tcp_progress(tp_coll_comm_t *c)
 			c->last_move_ns = now;
 			return TP_OK;
 		}
+		bool ready = false;
 		for (int i = 0; i < c->nactive; i++) {
 			tp__coll_peer_t *p = &c->peers[c->active[i]];
 			short ev = (p->sq_head ? POLLOUT : 0) |
 				   (p->rq_head ? POLLIN : 0);
 			if (!ev)
 				continue;
+			if (p->tx) {
+				tp_err_t err = tp__coll_shm_check(c, c->active[i]);
+				if (err)
+					return err;
+				/* shared memory: sleep on the wake-up bytes */
+				ready |= tp__coll_shm_arm(c, c->active[i]);
+				ev = POLLIN;
+			}
 			c->pfd[np].fd = p->fd;
 			c->pfd[np].events = ev;
 			c->pfd[np].revents = 0;
+			c->pfd_peer[np] = c->active[i];
 			np++;
 		}
 		if (np == 0)
 			return TP_OK; /* nothing queued: caller's step is local */
+		if (ready)
+			continue;
 		int64_t left = c->last_move_ns +
 			       (int64_t)(c->timeout_s * 1e9) - now;
 		if (left <= 0)
@@ -179,6 +194,13 @@ static tp_err_t tcp_progress(tp_coll_comm_t *c)
 		if (n < 0 && errno != EINTR)
 			return tp__coll_fail(c, TP_ERR_IO, "poll: %s",
 					     strerror(errno));
+		for (int i = 0; i < np && n > 0; i++) {
+			if (!c->pfd[i].revents || !c->peers[c->pfd_peer[i]].tx)
+				continue;
+			tp_err_t err = tp__coll_shm_drain(c, c->pfd_peer[i]);
+			if (err)
+				return err;
+		}
 	}
 }
 
@@ -189,6 +211,7 @@ static void tcp_close(tp_coll_comm_t *c)
 		if (p->fd >= 0)
 			close(p->fd);
 		p->fd = -1;
+		tp__coll_shm_close(p);
 		p->sq_head = p->sq_tail = p->rq_head = p->rq_tail = NULL;
 	}
 	c->nactive = 0;

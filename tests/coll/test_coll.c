@@ -343,9 +343,14 @@ static int matrix(tp_coll_comm_t *c, void *arg)
 			err = tp_coll_broadcast(c, in, cnt, dt, n - 1);
 			if (err)
 				return call_failed(c, "broadcast", err);
-			for (size_t i = 0; i < cnt; i++)
-				if (load(in, i, dt) != input(n - 1, i, dt))
+			for (size_t i = 0; i < cnt; i++) {
+				if (load(in, i, dt) != input(n - 1, i, dt)) {
+					fprintf(stderr, "# rank %d: broadcast %s "
+							"count %zu [%zu] wrong\n",
+						me, dt_names[dt], cnt, i);
 					return 1;
+				}
+			}
 		}
 	}
 	err = tp_coll_barrier(c);
@@ -747,5 +752,7 @@ int main(void)
 	};
 
 	signal(SIGPIPE, SIG_DFL); /* the library must not need SIG_IGN */
+	if (getenv("TP_TEST_FILTER")) /* e.g. TP_TEST_FILTER='test_2x*' */
+		cmocka_set_test_filter(getenv("TP_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
