@@ -82,6 +82,9 @@ static void opts_for(tp_coll_opts_t *o, int port, double timeout_s,
 
 typedef int (*rank_fn)(tp_coll_comm_t *c, void *arg);
 
+/* This rank refuses shared memory (its pairs stay on TCP); -1: none. */
+static int refuse_shm_rank = -1;
+
 /* Child: join, run fn, exit with its status (99: init failed). */
 static void child(const tp_plan_t *p, int rank, const tp_coll_opts_t *o,
 		  rank_fn fn, void *arg)
@@ -89,6 +92,8 @@ static void child(const tp_plan_t *p, int rank, const tp_coll_opts_t *o,
 	tp_coll_comm_t *c = NULL;
 	char *why = NULL;
 
+	if (rank == refuse_shm_rank)
+		setenv("TOPOPLACE_COLL_SHM", "0", 1);
 	if (tp_coll_comm_init(p, rank, o, &c, &why)) {
 		fprintf(stderr, "# rank %d: init: %s\n", rank, why);
 		_exit(99);
@@ -379,6 +384,16 @@ static void test_2x1(void **s) { (void)s; run_matrix(2, 1); }
 static void test_2x2(void **s) { (void)s; run_matrix(2, 2); }
 static void test_3x3(void **s) { (void)s; run_matrix(3, 3); }
 static void test_4x2(void **s) { (void)s; run_matrix(4, 2); }
+
+/* One host, rank 1 refuses shared memory: pairs with it stay on TCP,
+ * the 0-2 pair uses shared memory. */
+static void test_shm_refused(void **s)
+{
+	(void)s;
+	refuse_shm_rank = 1;
+	run_matrix(1, 3);
+	refuse_shm_rank = -1;
+}
 
 /* Larger messages with the default chunk: pipelining over many chunks. */
 static int large(tp_coll_comm_t *c, void *arg)
@@ -745,6 +760,7 @@ int main(void)
 	    cmocka_unit_test(test_2x2),
 	    cmocka_unit_test(test_3x3),
 	    cmocka_unit_test(test_4x2),
+	    cmocka_unit_test(test_shm_refused),
 	    cmocka_unit_test(test_large),
 	    cmocka_unit_test(test_two_comms),
 	    cmocka_unit_test(test_killed_peer),
