@@ -169,34 +169,45 @@ nomem:
 	return TP_ERR_NOMEM;
 }
 
-/* Tree t over ranks: the plan's host tree between local ranks 0, a chain
- * of local ranks below each. Peers encoded as rank + t x size. */
+/* Rank at position q of host h's local tree t: tree 1 numbers the local
+ * ranks from the other end, so the two trees' anchors (position 0, the
+ * rank that talks to other hosts) and interior ranks differ. */
+static int tree_rank(const tp_plan_host_t *h, int t, uint32_t q)
+{
+	return (int)(h->first_rank + (t ? h->nranks - 1 - q : q));
+}
+
+/* Tree t over ranks: the plan's host tree between the hosts' anchors, a
+ * binary tree of local ranks below each anchor (log depth: the tree is
+ * the latency path). Peers encoded as rank + t x size. */
 static tp_err_t build_tree(tp_coll_comm_t *c, const tp_plan_t *plan, int t,
 			   uint32_t my_host)
 {
 	const tp_plan_host_t *mh = tp_plan_host(plan, my_host);
 	tp__coll_tree_t *tr = &c->tree[t];
-	int off = t * c->size, lr = c->local_rank;
+	int off = t * c->size;
+	uint32_t L = mh->nranks;
+	uint32_t q = t ? L - 1 - (uint32_t)c->local_rank : (uint32_t)c->local_rank;
 	const uint32_t *kids = NULL;
 	size_t nk = 0;
 
-	tr->children = tp_calloc(tp_plan_nhosts(plan) + 1, sizeof(int));
+	tr->children = tp_calloc(tp_plan_nhosts(plan) + 2, sizeof(int));
 	if (!tr->children)
 		return TP_ERR_NOMEM;
-	if (lr > 0) {
-		tr->parent = c->rank - 1 + off;
+	if (q > 0) {
+		tr->parent = tree_rank(mh, t, (q - 1) / 2) + off;
 	} else {
 		uint32_t ph = tp_plan_tree_parent(plan, t, my_host);
 		tr->parent = ph == TP_PLAN_NONE
 				 ? -1
-				 : (int)tp_plan_host(plan, ph)->first_rank + off;
+				 : tree_rank(tp_plan_host(plan, ph), t, 0) + off;
 		nk = tp_plan_tree_children(plan, t, my_host, &kids);
 	}
-	if ((uint32_t)lr + 1 < mh->nranks)
-		tr->children[tr->nchildren++] = c->rank + 1 + off;
+	for (uint32_t k = 2 * q + 1; k <= 2 * q + 2 && k < L; k++)
+		tr->children[tr->nchildren++] = tree_rank(mh, t, k) + off;
 	for (size_t k = 0; k < nk; k++)
 		tr->children[tr->nchildren++] =
-		    (int)tp_plan_host(plan, kids[k])->first_rank + off;
+		    tree_rank(tp_plan_host(plan, kids[k]), t, 0) + off;
 	return TP_OK;
 }
 
