@@ -1,0 +1,75 @@
+#!/bin/sh
+# topoplace-coll-bench, whose command line and --json lines are a contract
+# with the benchmark harness: every rank from one plan over 127.0.0.1,
+# --check, the table, the JSON fields, K/M suffixes, the environment path
+# and a clear failure for a rank the plan lacks.
+. "$(dirname "$0")/lib.sh"
+T=$TOPOPLACE
+B=${TP_BUILDDIR:?}/coll/topoplace-coll-bench
+[ -x "$B" ] || skip_all "no $B"
+command -v jq >/dev/null || skip_all "no jq"
+
+$T fabric generate fat-tree --leaves 2 --spines 2 --hosts-per-leaf 2 \
+	--gpus-per-host 2 --interleave -o "$tmp/f.json" >/dev/null 2>&1 || bad "fabric"
+$T plan --fabric "$tmp/f.json" --nodes 'node[001-002]' --json --no-predict \
+	-o "$tmp/p.json" >/dev/null 2>&1 || bad "plan"
+port=$((21000 + $$ % 9000))
+
+# jseq FILE FILTER VALUE DESC: jq -s (all lines as one array) equals VALUE
+jseq() {
+	v=$(jq -s -r "$2" "$1" 2>/dev/null)
+	if [ "$v" = "$3" ]; then ok "$4"; else bad "$4 ('$v', wanted '$3')"; fi
+}
+
+# run_all ARGS...: every rank of the 4-rank plan; rank 0's output in out.
+run_all() {
+	for r in 1 2 3; do
+		"$B" --plan "$tmp/p.json" --rank $r "$@" >/dev/null 2>"$tmp/err$r" &
+	done
+	"$B" --plan "$tmp/p.json" --rank 0 "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	wait
+	return $rc
+}
+
+for algo in ring tree hierarchical auto; do
+	rm -f "$tmp/j.json"
+	if run_all --master 127.0.0.1:$port --algo $algo --min-bytes 4K \
+		--max-bytes 1M --factor 16 --iters 3 --warmup 1 --check \
+		--json "$tmp/j.json" --timeout 20; then
+		ok "$algo: 4 ranks, --check passes"
+	else
+		bad "$algo: exit $rc: $(cat "$tmp/err")"
+	fi
+	port=$((port + 1))
+	[ "$(grep -c '^ *[0-9]' "$tmp/out")" -eq 3 ] && ok "$algo: 3 sizes in the table" ||
+		bad "$algo: table: $(cat "$tmp/out")"
+	grep -q 'bytes *time_us *algbw_GBps *busbw_GBps' "$tmp/out" &&
+		ok "$algo: table header" || bad "$algo: header"
+	[ "$(wc -l <"$tmp/j.json")" -eq 3 ] && ok "$algo: one JSON line per size" ||
+		bad "$algo: json lines"
+	jseq "$tmp/j.json" 'map(.bytes)|join(",")' "4096,65536,1048576" "$algo: sizes"
+	jseq "$tmp/j.json" "map(.impl == \"topoplace\" and .algo == \"$algo\" and
+		.order == \"plan\" and .ranks == 4 and .hosts == 2 and
+		.seconds > 0 and .busbw_gbps > 0)|all" true "$algo: fields"
+done
+
+# The environment path (TOPOPLACE_* as the SPANK plugin exports them).
+for r in 1 2 3; do
+	TOPOPLACE_PLAN="$tmp/p.json" TOPOPLACE_RANK=$r MASTER_ADDR=127.0.0.1 \
+		MASTER_PORT=$port "$B" --min-bytes 8 --max-bytes 8 --iters 2 \
+		--check >/dev/null 2>&1 &
+done
+TOPOPLACE_PLAN="$tmp/p.json" TOPOPLACE_RANK=0 MASTER_ADDR=127.0.0.1 \
+	MASTER_PORT=$port "$B" --min-bytes 8 --max-bytes 8 --iters 2 --check \
+	>"$tmp/out" 2>"$tmp/err"
+rc=$?
+wait
+[ $rc -eq 0 ] && grep -q '^ *8 ' "$tmp/out" && ok "from the environment" ||
+	bad "environment: $(cat "$tmp/err")"
+
+expect 1 "rank outside the plan" "$B" --plan "$tmp/p.json" --rank 9 --master 127.0.0.1:$port
+grep -q "rank 9 is not in the plan" "$tmp/err" && ok "rank named" || bad "rank: $(cat "$tmp/err")"
+expect 2 "bad --algo" "$B" --plan "$tmp/p.json" --rank 0 --algo fastest
+expect 2 "bad size" "$B" --plan "$tmp/p.json" --rank 0 --max-bytes 3X
+finish
