@@ -239,9 +239,47 @@ static bool same_host(const tp_coll_comm_t *c, int peer)
 	return !strcmp(c->host_of[peer % c->size], c->host_of[c->rank]);
 }
 
-tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
+/* Lower rank of a pair: make and map a segment, its name into name
+ * (empty when it could not: the pair stays on TCP). */
+static void create_segment(tp_coll_comm_t *c, int peer, char *name)
 {
 	static _Atomic unsigned seq;
+	void *m = NULL;
+
+	snprintf(name, NAME_LEN, "/tpcoll-%d-%u-%d", (int)getpid(),
+		 atomic_fetch_add(&seq, 1), peer);
+	int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+	if (fd < 0) {
+		name[0] = '\0';
+		return;
+	}
+	if (ftruncate(fd, (off_t)(2 * RING_BYTES)) == 0)
+		m = map_fd(fd); /* zero-filled: counters start at 0 */
+	close(fd);
+	if (m) {
+		attach(&c->peers[peer], m, true);
+	} else {
+		shm_unlink(name);
+		name[0] = '\0';
+	}
+}
+
+/* Higher rank of a pair: map the named segment; 1 when it did. */
+static char open_segment(tp_coll_comm_t *c, int peer, const char *name)
+{
+	int fd = shm_open(name, O_RDWR, 0);
+	void *m = fd >= 0 ? map_fd(fd) : NULL;
+
+	if (fd >= 0)
+		close(fd);
+	if (!m)
+		return 0;
+	attach(&c->peers[peer], m, false);
+	return 1;
+}
+
+tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
+{
 	const char *env = getenv("TOPOPLACE_COLL_SHM");
 	bool enabled = !(env && !strcmp(env, "0"));
 	char (*names)[NAME_LEN] = tp_calloc(2 * (size_t)c->size, NAME_LEN);
@@ -255,26 +293,10 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 		int peer = c->active[i];
 		if (!same_host(c, peer) || peer % c->size < c->rank)
 			continue;
-		char *name = names[peer];
-		if (enabled) {
-			snprintf(name, NAME_LEN, "/tpcoll-%d-%u-%d",
-				 (int)getpid(), atomic_fetch_add(&seq, 1), peer);
-			int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-			void *m = NULL;
-			if (fd >= 0) {
-				if (ftruncate(fd, (off_t)(2 * RING_BYTES)) == 0)
-					m = map_fd(fd);
-				close(fd);
-			}
-			if (m) { /* ftruncate zero-fills: counters start at 0 */
-				attach(&c->peers[peer], m, true);
-			} else {
-				if (fd >= 0)
-					shm_unlink(name);
-				name[0] = '\0';
-			}
-		}
-		err = xfer(c->peers[peer].fd, name, NAME_LEN, true, deadline);
+		if (enabled)
+			create_segment(c, peer, names[peer]);
+		err = xfer(c->peers[peer].fd, names[peer], NAME_LEN, true,
+			   deadline);
 	}
 	/* 2: map what the lower ranks named; ack 1 (mapped) or 0. */
 	for (int i = 0; i < c->nactive && !err; i++) {
@@ -286,16 +308,8 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 		if (err)
 			break;
 		name[NAME_LEN - 1] = '\0';
-		if (enabled && name[0]) {
-			int fd = shm_open(name, O_RDWR, 0);
-			void *m = fd >= 0 ? map_fd(fd) : NULL;
-			if (fd >= 0)
-				close(fd);
-			if (m) {
-				attach(&c->peers[peer], m, false);
-				ack = 1;
-			}
-		}
+		if (enabled && name[0])
+			ack = open_segment(c, peer, name);
 		err = xfer(c->peers[peer].fd, &ack, 1, true, deadline);
 	}
 	/* 3: collect the acks, unlink the names. */
@@ -307,6 +321,7 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 		err = xfer(c->peers[peer].fd, &ack, 1, false, deadline);
 		if (names[peer][0])
 			shm_unlink(names[peer]);
+		names[peer][0] = '\0';
 		if (!err && !ack)
 			tp__coll_shm_close(&c->peers[peer]);
 	}
