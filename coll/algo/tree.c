@@ -1,6 +1,7 @@
 /* tree.c - double binary tree all-reduce.
  *
- * Notes: tree t carries half t of the data, cut into chunks. Per tree a
+ * Notes: tree t carries half t of the data (tree 1 all of it below 8 KiB),
+ * cut into chunks. Per tree a
  * chunk goes through: children's copies received into slots, reduced into
  * the user buffer, sent to the parent (the root instead starts the way
  * down), then the final chunk received from the parent into the user
@@ -15,6 +16,7 @@
 #include "coll_int.h"
 
 #define W TP__COLL_WINDOW
+#define TREE_SPLIT 8192
 
 typedef struct tstate {
 	const tp__coll_tree_t *t;
@@ -122,7 +124,9 @@ tp_err_t tp__coll_tree_allreduce(tp_coll_comm_t *c, char *buf, size_t count,
 		return TP_OK;
 	size_t dsz = tp_coll_dtype_size(dt), ce = c->chunk_bytes / dsz;
 	size_t mc = (size_t)c->max_children, per = W * (2 * mc + 2);
-	size_t half = count / 2;
+	/* Below TREE_SPLIT bytes one tree carries everything: latency is
+	 * the hop count, and a second tree only doubles the wake-ups. */
+	size_t half = count * dsz < TREE_SPLIT ? 0 : count / 2;
 	tstate_t st[2];
 
 	if (!ce)
