@@ -24,6 +24,11 @@ typedef struct tp__coll_req {
 	size_t off;
 	int peer;
 	bool done;
+	/* irecv_reduce: reduce the incoming bytes into acc (dt, op) instead
+	 * of storing them; buf is a staging area the transport may use. */
+	char *acc;
+	tp_coll_dtype_t dt;
+	tp_coll_op_t op;
 } tp__coll_req_t;
 
 typedef struct tp__coll_shm_ring tp__coll_shm_ring_t;
@@ -38,6 +43,7 @@ typedef struct tp__coll_peer {
 	tp__coll_shm_ring_t *tx, *rx;
 	void *map;
 	size_t map_len;
+	size_t ring_cap; /* bytes per direction */
 	bool eof; /* shared memory: the peer closed; what it left in the ring
 		   * can still be read */
 } tp__coll_peer_t;
@@ -55,6 +61,13 @@ typedef struct tp__coll_xport_ops {
 		      size_t len, tp__coll_req_t *r);
 	void (*irecv)(tp_coll_comm_t *c, int peer, void *buf, size_t len,
 		      tp__coll_req_t *r);
+	/* Receive len bytes of dt and reduce them into acc (acc op= data);
+	 * done once all are reduced. staging (len bytes) is the transport's
+	 * until then: TCP lands the bytes there first, shared memory reduces
+	 * straight out of the ring and never touches it. */
+	void (*irecv_reduce)(tp_coll_comm_t *c, int peer, void *acc,
+			     void *staging, size_t len, tp_coll_dtype_t dt,
+			     tp_coll_op_t op, tp__coll_req_t *r);
 	tp_err_t (*progress)(tp_coll_comm_t *c);
 	void (*close)(tp_coll_comm_t *c);
 } tp__coll_xport_ops_t;

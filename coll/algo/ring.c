@@ -6,9 +6,10 @@
  * (step, chunk) in that order; the chunk a rank reduces at step s is the
  * one it sends at step s+1, so it goes out as soon as it is reduced, not
  * when the whole step ends: that overlaps reduction with the transfer.
- * At most TP__COLL_WINDOW receives and sends are in flight, receives
- * landing in the communicator's slots (reduce-scatter) or straight in
- * place (all-gather, broadcast). Every segment uses the same number of
+ * At most TP__COLL_WINDOW receives and sends are in flight; the
+ * reduce-scatter's receives reduce as they arrive (out of the shared
+ * memory ring, or from a slot after TCP), all-gather and broadcast
+ * receive in place. Every segment uses the same number of
  * chunks (empty ones complete at once), so both ends agree on the units
  * without exchanging sizes. */
 #include "config.h"
@@ -66,19 +67,13 @@ tp_err_t tp__coll_ring_reduce_scatter(tp_coll_comm_t *c,
 			size_t off, len;
 			unit(count, n, mod(me - s - 1 + shift, n), rpost % nch,
 			     ce, dsz, &off, &len);
-			xp->irecv(c, prev, c->slots + (rpost % W) * c->chunk_bytes,
-				  len, &rq[rpost % W]);
+			xp->irecv_reduce(c, prev, buf + off,
+					 c->slots + (rpost % W) * c->chunk_bytes,
+					 len, dt, op, &rq[rpost % W]);
 			rpost++;
 			moved = true;
 		}
 		while (rdone < rpost && rq[rdone % W].done) {
-			int s = (int)(rdone / nch);
-			size_t off, len;
-			unit(count, n, mod(me - s - 1 + shift, n), rdone % nch,
-			     ce, dsz, &off, &len);
-			c->kern->reduce(buf + off,
-					c->slots + (rdone % W) * c->chunk_bytes,
-					len / dsz, dt, op, NULL);
 			rdone++;
 			moved = true;
 		}

@@ -28,7 +28,10 @@
 
 #include "coll_int.h"
 
-#define CAP ((size_t)1 << 21) /* bytes per direction, power of two */
+/* Bytes per direction, a power of two: 2 MiB, or TOPOPLACE_COLL_SHM_RING
+ * (64 B .. 1 GiB; small values let the tests wrap and split elements).
+ * The creator's choice travels as the segment's size. */
+#define CAP_DEFAULT ((size_t)1 << 21)
 #define NAME_LEN 64
 
 struct tp__coll_shm_ring {
@@ -43,7 +46,7 @@ struct tp__coll_shm_ring {
 	char data[];
 };
 
-#define RING_BYTES (sizeof(tp__coll_shm_ring_t) + CAP)
+#define HDR sizeof(tp__coll_shm_ring_t)
 
 static tp_err_t lost(tp_coll_comm_t *c, int peer, int e)
 {
@@ -59,14 +62,13 @@ static tp_err_t lost(tp_coll_comm_t *c, int peer, int e)
 
 /* Best effort: a peer that finished and left may still have a stale
  * flag set; a peer that died is found by poll() when we need it. */
-static tp_err_t wake(tp_coll_comm_t *c, int peer)
+static void wake(tp_coll_comm_t *c, int peer)
 {
 	char b = 1;
 
 	if (!c->peers[peer].eof)
 		(void)!send(c->peers[peer].fd, &b, 1,
 			    MSG_NOSIGNAL | MSG_DONTWAIT);
-	return TP_OK;
 }
 
 static void finish_req(tp__coll_req_t **head, tp__coll_req_t **tail)
@@ -79,57 +81,121 @@ static void finish_req(tp__coll_req_t **head, tp__coll_req_t **tail)
 		*tail = NULL;
 }
 
-tp_err_t tp__coll_shm_pump(tp_coll_comm_t *c, int peer, bool *moved_p)
+/* Messages occupy a multiple of 8 bytes in the ring, so every message
+ * starts 8-aligned and no element of any dtype straddles the wrap: the
+ * receiver can reduce straight out of the ring. */
+static size_t padded(size_t len)
+{
+	return (len + 7) & ~(size_t)7;
+}
+
+static void to_ring(const tp__coll_peer_t *p, tp__coll_shm_ring_t *g,
+		    uint64_t h, const char *src, size_t n)
+{
+	size_t pos = (size_t)h & (p->ring_cap - 1), first = p->ring_cap - pos;
+
+	if (first > n)
+		first = n;
+	memcpy(g->data + pos, src, first);
+	memcpy(g->data, src + first, n - first);
+}
+
+/* Copy or reduce n bytes at ring position t into r (at r->off). */
+static void from_ring(tp_coll_comm_t *c, const tp__coll_peer_t *p,
+		      tp__coll_shm_ring_t *g, uint64_t t, tp__coll_req_t *r,
+		      size_t n)
+{
+	size_t pos = (size_t)t & (p->ring_cap - 1), first = p->ring_cap - pos;
+
+	if (first > n)
+		first = n;
+	if (!r->acc) {
+		memcpy(r->buf + r->off, g->data + pos, first);
+		memcpy(r->buf + r->off + first, g->data, n - first);
+		return;
+	}
+	size_t dsz = tp_coll_dtype_size(r->dt);
+	c->kern->reduce(r->acc + r->off, g->data + pos, first / dsz, r->dt,
+			r->op, NULL);
+	if (n > first)
+		c->kern->reduce(r->acc + r->off + first, g->data,
+				(n - first) / dsz, r->dt, r->op, NULL);
+}
+
+static tp_err_t pump_send(tp_coll_comm_t *c, int peer, bool *moved_p)
 {
 	tp__coll_peer_t *p = &c->peers[peer];
-	tp__coll_shm_ring_t *tx = p->tx, *rx = p->rx;
-	tp_err_t err;
+	tp__coll_shm_ring_t *tx = p->tx;
 
 	while (p->sq_head) {
 		tp__coll_req_t *r = p->sq_head;
 		uint64_t h = atomic_load_explicit(&tx->head, memory_order_relaxed);
 		uint64_t t = atomic_load_explicit(&tx->tail, memory_order_acquire);
-		size_t room = CAP - (size_t)(h - t), n = r->len - r->off;
+		size_t room = p->ring_cap - (size_t)(h - t);
+		size_t n = padded(r->len) - r->off;
 		if (room == 0)
 			break;
 		if (n > room)
 			n = room;
-		size_t pos = (size_t)h & (CAP - 1), first = CAP - pos;
-		if (first > n)
-			first = n;
-		memcpy(tx->data + pos, r->buf + r->off, first);
-		memcpy(tx->data, r->buf + r->off + first, n - first);
+		if (r->off < r->len) /* the pad bytes are never written */
+			to_ring(p, tx, h, r->buf + r->off,
+				n < r->len - r->off ? n : r->len - r->off);
 		atomic_store(&tx->head, h + n);
-		if (atomic_exchange(&tx->rsleep, 0) && (err = wake(c, peer)))
-			return err;
+		if (atomic_exchange(&tx->rsleep, 0))
+			wake(c, peer);
 		*moved_p = true;
 		r->off += n;
-		if (r->off == r->len)
+		if (r->off == padded(r->len))
 			finish_req(&p->sq_head, &p->sq_tail);
 	}
+	return TP_OK;
+}
+
+static tp_err_t pump_recv(tp_coll_comm_t *c, int peer, bool *moved_p)
+{
+	tp__coll_peer_t *p = &c->peers[peer];
+	tp__coll_shm_ring_t *rx = p->rx;
+
 	while (p->rq_head) {
 		tp__coll_req_t *r = p->rq_head;
 		uint64_t t = atomic_load_explicit(&rx->tail, memory_order_relaxed);
 		uint64_t h = atomic_load_explicit(&rx->head, memory_order_acquire);
-		size_t avail = (size_t)(h - t), n = r->len - r->off;
+		size_t avail = (size_t)(h - t), take = 0;
 		if (avail == 0)
 			break;
-		if (n > avail)
-			n = avail;
-		size_t pos = (size_t)t & (CAP - 1), first = CAP - pos;
-		if (first > n)
-			first = n;
-		memcpy(r->buf + r->off, rx->data + pos, first);
-		memcpy(r->buf + r->off + first, rx->data, n - first);
-		atomic_store(&rx->tail, t + n);
-		if (atomic_exchange(&rx->wsleep, 0) && (err = wake(c, peer)))
-			return err;
+		if (r->off < r->len) {
+			size_t n = r->len - r->off;
+			if (n > avail)
+				n = avail;
+			if (r->acc) /* whole elements only */
+				n -= n % tp_coll_dtype_size(r->dt);
+			if (n == 0)
+				break;
+			from_ring(c, p, rx, t, r, n);
+			r->off += n;
+			take = n;
+		}
+		if (r->off >= r->len) {
+			size_t pad = padded(r->len) - r->off;
+			if (pad > avail - take)
+				pad = avail - take;
+			r->off += pad;
+			take += pad;
+		}
+		atomic_store(&rx->tail, t + take);
+		if (atomic_exchange(&rx->wsleep, 0))
+			wake(c, peer);
 		*moved_p = true;
-		r->off += n;
-		if (r->off == r->len)
+		if (r->off == padded(r->len))
 			finish_req(&p->rq_head, &p->rq_tail);
 	}
 	return TP_OK;
+}
+
+tp_err_t tp__coll_shm_pump(tp_coll_comm_t *c, int peer, bool *moved_p)
+{
+	tp_err_t err = pump_send(c, peer, moved_p);
+	return err ? err : pump_recv(c, peer, moved_p);
 }
 
 bool tp__coll_shm_arm(tp_coll_comm_t *c, int peer)
@@ -140,7 +206,7 @@ bool tp__coll_shm_arm(tp_coll_comm_t *c, int peer)
 	if (p->sq_head) {
 		atomic_store(&p->tx->wsleep, 1);
 		ready |= atomic_load(&p->tx->head) - atomic_load(&p->tx->tail) <
-			 CAP;
+			 p->ring_cap;
 	}
 	if (p->rq_head) {
 		atomic_store(&p->rx->rsleep, 1);
@@ -217,19 +283,34 @@ static tp_err_t xfer(int fd, void *buf, size_t len, bool out,
 	return TP_OK;
 }
 
-static void *map_fd(int fd)
+static size_t ring_cap(void)
 {
-	void *m = mmap(NULL, 2 * RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
-		       fd, 0);
+	const char *env = getenv("TOPOPLACE_COLL_SHM_RING");
+	char *end;
+	unsigned long long v;
+
+	if (!env || !*env)
+		return CAP_DEFAULT;
+	v = strtoull(env, &end, 10);
+	if (*end || v < 64 || v > (1ull << 30) || (v & (v - 1)))
+		return CAP_DEFAULT;
+	return (size_t)v;
+}
+
+static void *map_fd(int fd, size_t len)
+{
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	return m == MAP_FAILED ? NULL : m;
 }
 
-static void attach(tp__coll_peer_t *p, void *m, bool creator)
+static void attach(tp__coll_peer_t *p, void *m, size_t len, bool creator)
 {
-	tp__coll_shm_ring_t *a = m, *b = (void *)((char *)m + RING_BYTES);
+	size_t cap = len / 2 - HDR;
+	tp__coll_shm_ring_t *a = m, *b = (void *)((char *)m + HDR + cap);
 
 	p->map = m;
-	p->map_len = 2 * RING_BYTES;
+	p->map_len = len;
+	p->ring_cap = cap;
 	p->tx = creator ? a : b;
 	p->rx = creator ? b : a;
 }
@@ -249,15 +330,16 @@ static void create_segment(tp_coll_comm_t *c, int peer, char *name)
 	snprintf(name, NAME_LEN, "/tpcoll-%d-%u-%d", (int)getpid(),
 		 atomic_fetch_add(&seq, 1), peer);
 	int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+	size_t len = 2 * (HDR + ring_cap());
 	if (fd < 0) {
 		name[0] = '\0';
 		return;
 	}
-	if (ftruncate(fd, (off_t)(2 * RING_BYTES)) == 0)
-		m = map_fd(fd); /* zero-filled: counters start at 0 */
+	if (ftruncate(fd, (off_t)len) == 0)
+		m = map_fd(fd, len); /* zero-filled: counters start at 0 */
 	close(fd);
 	if (m) {
-		attach(&c->peers[peer], m, true);
+		attach(&c->peers[peer], m, len, true);
 	} else {
 		shm_unlink(name);
 		name[0] = '\0';
@@ -268,13 +350,17 @@ static void create_segment(tp_coll_comm_t *c, int peer, char *name)
 static char open_segment(tp_coll_comm_t *c, int peer, const char *name)
 {
 	int fd = shm_open(name, O_RDWR, 0);
-	void *m = fd >= 0 ? map_fd(fd) : NULL;
+	struct stat st;
+	void *m = NULL;
 
-	if (fd >= 0)
-		close(fd);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) == 0 && st.st_size > (off_t)(2 * HDR))
+		m = map_fd(fd, (size_t)st.st_size);
+	close(fd);
 	if (!m)
 		return 0;
-	attach(&c->peers[peer], m, false);
+	attach(&c->peers[peer], m, (size_t)st.st_size, false);
 	return 1;
 }
 

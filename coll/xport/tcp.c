@@ -34,6 +34,7 @@ static void prep(tp__coll_req_t *r, int peer, const void *buf, size_t len)
 	r->off = 0;
 	r->peer = peer;
 	r->done = len == 0;
+	r->acc = NULL;
 }
 
 static void tcp_isend(tp_coll_comm_t *c, int peer, const void *buf,
@@ -54,6 +55,16 @@ static void tcp_irecv(tp_coll_comm_t *c, int peer, void *buf, size_t len,
 	prep(r, peer, buf, len);
 	if (!r->done)
 		enqueue(&p->rq_head, &p->rq_tail, r);
+}
+
+static void tcp_irecv_reduce(tp_coll_comm_t *c, int peer, void *acc,
+			     void *staging, size_t len, tp_coll_dtype_t dt,
+			     tp_coll_op_t op, tp__coll_req_t *r)
+{
+	tcp_irecv(c, peer, staging, len, r);
+	r->acc = acc;
+	r->dt = dt;
+	r->op = op;
 }
 
 static tp_err_t lost(tp_coll_comm_t *c, int peer, int e)
@@ -113,6 +124,10 @@ static tp_err_t pump(tp_coll_comm_t *c, int peer, bool *moved_p)
 		*moved_p = true;
 		r->off += (size_t)n;
 		if (r->off == r->len) {
+			if (r->acc)
+				c->kern->reduce(r->acc, r->buf,
+						r->len / tp_coll_dtype_size(r->dt),
+						r->dt, r->op, NULL);
 			r->done = true;
 			p->rq_head = r->next;
 			if (!p->rq_head)
@@ -221,6 +236,7 @@ const tp__coll_xport_ops_t tp__coll_xport_tcp = {
 	.name = "tcp",
 	.isend = tcp_isend,
 	.irecv = tcp_irecv,
+	.irecv_reduce = tcp_irecv_reduce,
 	.progress = tcp_progress,
 	.close = tcp_close,
 };

@@ -385,6 +385,16 @@ static void test_2x2(void **s) { (void)s; run_matrix(2, 2); }
 static void test_3x3(void **s) { (void)s; run_matrix(3, 3); }
 static void test_4x2(void **s) { (void)s; run_matrix(4, 2); }
 
+/* One host, 64-byte rings: every message wraps, and elements arrive
+ * split across the ring's room (the receiver reduces whole ones only). */
+static void test_shm_tiny_ring(void **s)
+{
+	(void)s;
+	setenv("TOPOPLACE_COLL_SHM_RING", "64", 1);
+	run_matrix(1, 3);
+	unsetenv("TOPOPLACE_COLL_SHM_RING");
+}
+
 /* One host, rank 1 refuses shared memory: pairs with it stay on TCP,
  * the 0-2 pair uses shared memory. */
 static void test_shm_refused(void **s)
@@ -761,6 +771,7 @@ int main(void)
 	    cmocka_unit_test(test_3x3),
 	    cmocka_unit_test(test_4x2),
 	    cmocka_unit_test(test_shm_refused),
+	    cmocka_unit_test(test_shm_tiny_ring),
 	    cmocka_unit_test(test_large),
 	    cmocka_unit_test(test_two_comms),
 	    cmocka_unit_test(test_killed_peer),
