@@ -197,22 +197,26 @@ static inline void tp__coll_seg(size_t count, int n, int i, size_t *off_p,
 	*cnt_p = base + (ui < rem ? 1 : 0);
 }
 
-/* Algorithms (algo/). buf is in place; op is never AVG. */
+/* Algorithms (algo/). op is never AVG. buf is the result; src (NULL: buf
+ * itself) is the input of the ones that take it, read chunk by chunk so
+ * an out-of-place call needs no up-front copy. */
 tp_err_t tp__coll_ring_reduce_scatter(tp_coll_comm_t *c,
 				      const tp__coll_ring_t *r, char *buf,
-				      size_t count, tp_coll_dtype_t dt,
-				      tp_coll_op_t op, int shift);
+				      const char *src, size_t count,
+				      tp_coll_dtype_t dt, tp_coll_op_t op,
+				      int shift);
 tp_err_t tp__coll_ring_allgather(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 				 char *buf, size_t count, tp_coll_dtype_t dt,
 				 int own);
 tp_err_t tp__coll_ring_allreduce(tp_coll_comm_t *c, const tp__coll_ring_t *r,
-				 char *buf, size_t count, tp_coll_dtype_t dt,
-				 tp_coll_op_t op);
+				 char *buf, const char *src, size_t count,
+				 tp_coll_dtype_t dt, tp_coll_op_t op);
 tp_err_t tp__coll_ring_broadcast(tp_coll_comm_t *c, char *buf, size_t bytes,
 				 int root);
 tp_err_t tp__coll_tree_allreduce(tp_coll_comm_t *c, char *buf, size_t count,
 				 tp_coll_dtype_t dt, tp_coll_op_t op);
-tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, size_t count,
+tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf,
+				 const char *src, size_t count,
 				 tp_coll_dtype_t dt, tp_coll_op_t op);
 
 #endif

@@ -548,20 +548,21 @@ tp_err_t tp_coll_allreduce(tp_coll_comm_t *c, const void *sendbuf,
 				     (int)algo);
 	if (count == 0)
 		return TP_OK;
-	if (sendbuf != recvbuf)
-		memcpy(recvbuf, sendbuf, count * dsz);
+	const char *src = sendbuf != recvbuf ? sendbuf : NULL;
 	if (algo == TP_COLL_ALGO_AUTO)
 		algo = tp_coll_algo_select(c, count * dsz);
 	switch (algo) {
 	case TP_COLL_ALGO_TREE:
+		if (src)
+			memcpy(recvbuf, src, count * dsz);
 		err = tp__coll_tree_allreduce(c, recvbuf, count, dt, rop);
 		break;
 	case TP_COLL_ALGO_HIERARCHICAL:
-		err = tp__coll_hier_allreduce(c, recvbuf, count, dt, rop);
+		err = tp__coll_hier_allreduce(c, recvbuf, src, count, dt, rop);
 		break;
 	default:
-		err = tp__coll_ring_allreduce(c, &c->ring, recvbuf, count, dt,
-					      rop);
+		err = tp__coll_ring_allreduce(c, &c->ring, recvbuf, src, count,
+					      dt, rop);
 		break;
 	}
 	if (!err && op == TP_COLL_AVG)
@@ -590,12 +591,12 @@ tp_err_t tp_coll_reduce_scatter(tp_coll_comm_t *c, const void *sendbuf,
 		c->work = w;
 		c->work_cap = bytes;
 	}
-	memcpy(c->work, sendbuf, bytes);
 	err = tp__coll_ring_reduce_scatter(
-	    c, &c->ring, c->work, total, dt,
+	    c, &c->ring, c->work, sendbuf, total, dt,
 	    op == TP_COLL_AVG ? TP_COLL_SUM : op, c->size - 1);
 	if (!err) {
-		memcpy(recvbuf, c->work + (size_t)c->rank * recvcount * dsz,
+		const char *mine = c->size > 1 ? c->work : sendbuf;
+		memcpy(recvbuf, mine + (size_t)c->rank * recvcount * dsz,
 		       recvcount * dsz);
 		if (op == TP_COLL_AVG)
 			c->kern->scale(recvbuf, recvcount, dt, c->size, NULL);

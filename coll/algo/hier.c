@@ -13,7 +13,8 @@
 
 #include "coll_int.h"
 
-tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, size_t count,
+tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf,
+				 const char *src, size_t count,
 				 tp_coll_dtype_t dt, tp_coll_op_t op)
 {
 	size_t dsz = tp_coll_dtype_size(dt);
@@ -21,17 +22,21 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, size_t count,
 	int top = c->nlevels - 1;
 	tp_err_t err;
 
-	if (c->nlevels == 0)
-		return tp__coll_ring_allreduce(c, &c->ring, buf, count, dt, op);
+	if (c->nlevels <= 1) /* one level is a ring over all ranks */
+		return tp__coll_ring_allreduce(c, c->nlevels ? &c->level[0]
+							     : &c->ring,
+					       buf, src, count, dt, op);
 	off[0] = 0;
 	cnt[0] = count;
 	for (int l = 0; l < top; l++) {
 		const tp__coll_ring_t *r = &c->level[l];
 		size_t so, sc;
 
-		/* shift n-1: member i ends with segment i. */
-		err = tp__coll_ring_reduce_scatter(c, r, buf + off[l] * dsz,
-						   cnt[l], dt, op, r->n - 1);
+		/* shift n-1: member i ends with segment i. Only the
+		 * first level reads src: the others work on its result. */
+		err = tp__coll_ring_reduce_scatter(
+		    c, r, buf + off[l] * dsz, l == 0 ? src : NULL, cnt[l], dt,
+		    op, r->n - 1);
 		if (err)
 			return err;
 		tp__coll_seg(cnt[l], r->n, r->me, &so, &sc);
@@ -39,7 +44,7 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, size_t count,
 		cnt[l + 1] = sc;
 	}
 	err = tp__coll_ring_allreduce(c, &c->level[top], buf + off[top] * dsz,
-				      cnt[top], dt, op);
+				      NULL, cnt[top], dt, op);
 	if (err)
 		return err;
 	for (int l = top - 1; l >= 0; l--) {

@@ -14,6 +14,8 @@
  * without exchanging sizes. */
 #include "config.h"
 
+#include <string.h>
+
 #include "coll_int.h"
 
 #define W TP__COLL_WINDOW
@@ -43,8 +45,9 @@ static size_t chunk_elems(const tp_coll_comm_t *c, size_t dsz)
 
 tp_err_t tp__coll_ring_reduce_scatter(tp_coll_comm_t *c,
 				      const tp__coll_ring_t *r, char *buf,
-				      size_t count, tp_coll_dtype_t dt,
-				      tp_coll_op_t op, int shift)
+				      const char *src, size_t count,
+				      tp_coll_dtype_t dt, tp_coll_op_t op,
+				      int shift)
 {
 	const tp__coll_xport_ops_t *xp = c->xp;
 	int n = r->n, me = r->me;
@@ -67,6 +70,10 @@ tp_err_t tp__coll_ring_reduce_scatter(tp_coll_comm_t *c,
 			size_t off, len;
 			unit(count, n, mod(me - s - 1 + shift, n), rpost % nch,
 			     ce, dsz, &off, &len);
+			/* Out of place: this chunk's input goes where the
+			 * peer's copy is reduced into, just before (hot). */
+			if (src && len)
+				memcpy(buf + off, src + off, len);
 			xp->irecv_reduce(c, prev, buf + off,
 					 c->slots + (rpost % W) * c->chunk_bytes,
 					 len, dt, op, &rq[rpost % W]);
@@ -84,7 +91,9 @@ tp_err_t tp__coll_ring_reduce_scatter(tp_coll_comm_t *c,
 			size_t off, len;
 			unit(count, n, mod(me - s + shift, n), spost % nch, ce,
 			     dsz, &off, &len);
-			xp->isend(c, next, buf + off, len, &sq[spost % W]);
+			/* Step 0 sends the untouched input. */
+			xp->isend(c, next, (src && s == 0 ? src : buf) + off, len,
+				  &sq[spost % W]);
 			spost++;
 			moved = true;
 		}
@@ -158,13 +167,20 @@ tp_err_t tp__coll_ring_allgather(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 }
 
 tp_err_t tp__coll_ring_allreduce(tp_coll_comm_t *c, const tp__coll_ring_t *r,
-				 char *buf, size_t count, tp_coll_dtype_t dt,
-				 tp_coll_op_t op)
+				 char *buf, const char *src, size_t count,
+				 tp_coll_dtype_t dt, tp_coll_op_t op)
 {
 	/* Reduce-scatter leaves segment me+1 complete here; the all-gather
 	 * starts by sending it. All reduce-scatter sends have completed when
 	 * it returns, so the all-gather may overwrite their source. */
-	tp_err_t err = tp__coll_ring_reduce_scatter(c, r, buf, count, dt, op, 0);
+	tp_err_t err;
+
+	if (r->n <= 1) {
+		if (src && count)
+			memcpy(buf, src, count * tp_coll_dtype_size(dt));
+		return TP_OK;
+	}
+	err = tp__coll_ring_reduce_scatter(c, r, buf, src, count, dt, op, 0);
 	if (err)
 		return err;
 	return tp__coll_ring_allgather(c, r, buf, count, dt, r->me + 1);
