@@ -694,6 +694,27 @@ static void test_port_in_use(void **s)
 	tp_plan_destroy(p);
 }
 
+/* A rank that never comes: rank 0 and a lone rank 1 both give up. */
+static void test_init_timeout(void **s)
+{
+	tp_plan_t *p = plan_of(2, 1, 0);
+	tp_coll_comm_t *c = NULL;
+	tp_coll_opts_t o;
+	char *why = NULL;
+
+	(void)s;
+	opts_for(&o, next_port(), 0.4, 4096);
+	assert_int_equal(tp_coll_comm_init(p, 0, &o, &c, &why), TP_ERR_TIMEOUT);
+	assert_non_null(strstr(why, "waiting for the other ranks"));
+	tp_free(why);
+	why = NULL;
+	assert_int_equal(tp_coll_comm_init(p, 1, &o, &c, &why), TP_ERR_TIMEOUT);
+	assert_non_null(strstr(why, "rendezvous with rank 0 at 127.0.0.1"));
+	assert_null(c);
+	tp_free(why);
+	tp_plan_destroy(p);
+}
+
 static void test_env(void **s)
 {
 	tp_plan_t *p = plan_of(1, 1, 0);
@@ -763,6 +784,7 @@ int main(void)
 	    cmocka_unit_test(test_truncated_plan),
 	    cmocka_unit_test(test_port_in_use),
 	    cmocka_unit_test(test_env),
+	    cmocka_unit_test(test_init_timeout),
 	    cmocka_unit_test(test_mismatched_plan),
 	    cmocka_unit_test(test_1x1),
 	    cmocka_unit_test(test_1x3),
