@@ -187,7 +187,8 @@ static int run_size(tp_coll_comm_t *c, const args_t *a, size_t bytes,
 	qsort(t, (size_t)a->iters, sizeof(double), cmp_d);
 	double med = a->iters % 2 ? t[a->iters / 2]
 				  : (t[a->iters / 2 - 1] + t[a->iters / 2]) / 2;
-	double algbw = (double)count * sizeof(float) / med / 1e9;
+	double algbw = count && med > 0 ? (double)count * sizeof(float) / med / 1e9
+				       : 0;
 	double busbw = algbw * 2.0 * (n - 1) / n;
 	if (rank == 0) {
 		printf("%12zu %12.1f %12.3f %12.3f%s\n", count * sizeof(float),

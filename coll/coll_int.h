@@ -160,9 +160,9 @@ struct tp_coll_comm {
 	const char *call;       /* name of the call in progress */
 	char detail[320];
 
-	/* Scratch: W receive slots of chunk_bytes for the ring, W x
-	 * max_children x 2 trees for the tree; work buffer for
-	 * reduce-scatter (grown on demand). */
+	/* Scratch: slots of chunk_bytes, W x max_children per tree (the
+	 * tree's child receives; the ring's TCP staging uses the first W);
+	 * work buffer for reduce-scatter (grown on demand). */
 	char *slots;
 	size_t nslots;
 	tp__coll_req_t *reqs; /* carved by each algorithm */

@@ -59,9 +59,10 @@
  * transfer on a slow link therefore never times out while it advances.
  *
  * Memory: scratch buffers belong to the communicator; they are sized at
- * init and grown at most once per new largest reduce-scatter or tree
- * size, so calls in steady state do not allocate. User buffers are
- * borrowed for the duration of the call only.
+ * init (a few MiB of pipelining slots, and 2 x 2 MiB of shared memory
+ * per same-host peer) and only reduce-scatter grows one, when it sees a
+ * larger size than before, so calls in steady state do not allocate.
+ * User buffers are borrowed for the duration of the call only.
  *
  * Thread safety: a communicator is used by one thread at a time (all
  * ranks must call collectives on it in the same order). Different
