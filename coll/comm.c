@@ -396,6 +396,17 @@ static long env_int(const char *name)
 	return (*end || x < 0 || x > INT32_MAX) ? -2 : x;
 }
 
+/* Local rank of rank in plan, -1 when out of range. */
+static long local_of(const tp_plan_t *plan, long rank)
+{
+	for (size_t h = 0; h < tp_plan_nhosts(plan); h++) {
+		const tp_plan_host_t *ph = tp_plan_host(plan, h);
+		if (rank >= ph->first_rank && rank < ph->first_rank + ph->nranks)
+			return rank - (long)ph->first_rank;
+	}
+	return -1;
+}
+
 tp_err_t tp_coll_comm_init_env(const tp_coll_opts_t *opts,
 			       tp_coll_comm_t **comm_p, char **err_p)
 {
@@ -403,7 +414,8 @@ tp_err_t tp_coll_comm_init_env(const tp_coll_opts_t *opts,
 	long rank = env_int("TOPOPLACE_RANK");
 	long world = env_int("TOPOPLACE_WORLD_SIZE");
 	long local = env_int("TOPOPLACE_LOCAL_RANK");
-	tp_coll_comm_t *c = NULL;
+	tp_plan_t *plan = NULL;
+	char *why = NULL;
 	tp_err_t err;
 
 	if (!path || !*path)
@@ -417,26 +429,28 @@ tp_err_t tp_coll_comm_init_env(const tp_coll_opts_t *opts,
 		return init_fail(err_p, TP_ERR_INVAL,
 				 "TOPOPLACE_%s is not a number",
 				 world == -2 ? "WORLD_SIZE" : "LOCAL_RANK");
-	err = tp_coll_comm_init_file(path, (int)rank, opts, &c, err_p);
-	if (err)
+	err = tp_plan_load_json(path, &plan, &why);
+	if (err) {
+		init_fail(err_p, err, "%s", why ? why : tp_strerror(err));
+		tp_free(why);
 		return err;
-	if (world >= 0 && world != c->size) {
+	}
+	/* Checked before the rendezvous, so a wrong step fails alone. */
+	long lr = local_of(plan, rank);
+	if (world >= 0 && (size_t)world != tp_plan_world_size(plan))
 		err = init_fail(err_p, TP_ERR_MISMATCH,
-				"TOPOPLACE_WORLD_SIZE=%ld but the plan %s has %d "
-				"ranks",
-				world, path, c->size);
-	} else if (local >= 0 && local != c->local_rank) {
+				"TOPOPLACE_WORLD_SIZE=%ld but the plan %s has "
+				"%zu ranks",
+				world, path, tp_plan_world_size(plan));
+	else if (local >= 0 && lr >= 0 && local != lr)
 		err = init_fail(err_p, TP_ERR_MISMATCH,
 				"TOPOPLACE_LOCAL_RANK=%ld but rank %ld is local "
-				"rank %d in the plan %s",
-				local, rank, c->local_rank, path);
-	}
-	if (err) {
-		tp_coll_comm_destroy(c);
-		return err;
-	}
-	*comm_p = c;
-	return TP_OK;
+				"rank %ld in the plan %s",
+				local, rank, lr, path);
+	else
+		err = tp_coll_comm_init(plan, (int)rank, opts, comm_p, err_p);
+	tp_plan_destroy(plan);
+	return err;
 }
 
 void tp_coll_comm_destroy(tp_coll_comm_t *c)

@@ -737,6 +737,12 @@ static void test_env(void **s)
 	tp_free(why);
 	why = NULL;
 	setenv("TOPOPLACE_WORLD_SIZE", "1", 1);
+	setenv("TOPOPLACE_LOCAL_RANK", "1", 1);
+	assert_int_equal(tp_coll_comm_init_env(NULL, &c, &why),
+			 TP_ERR_MISMATCH);
+	assert_non_null(strstr(why, "TOPOPLACE_LOCAL_RANK=1"));
+	tp_free(why);
+	why = NULL;
 	setenv("TOPOPLACE_LOCAL_RANK", "0", 1);
 	assert_int_equal(tp_coll_comm_init_env(NULL, &c, &why), TP_OK);
 	assert_int_equal(tp_coll_comm_size(c), 1);
