@@ -50,10 +50,23 @@ static int parse_size(const char *s, size_t *out)
 	if (end == s || errno)
 		return -1;
 	switch (*end) {
-	case 'k': case 'K': m = 1024.0; end++; break;
-	case 'm': case 'M': m = 1024.0 * 1024; end++; break;
-	case 'g': case 'G': m = 1024.0 * 1024 * 1024; end++; break;
-	default: break;
+	case 'k':
+	case 'K':
+		m = 1024.0;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		m = 1024.0 * 1024;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		m = 1024.0 * 1024 * 1024;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if (*end == 'B' || *end == 'b')
 		end++;
@@ -82,15 +95,26 @@ static int parse_args(int argc, char **argv, args_t *a)
 	    {NULL, 0, NULL, 0}};
 	int o;
 
-	*a = (args_t){.rank = -1, .algo = TP_COLL_ALGO_AUTO,
-		      .min_bytes = 4096, .max_bytes = 256u << 20,
-		      .factor = 4, .iters = 20, .warmup = 5, .timeout_s = 30};
+	*a = (args_t){.rank = -1,
+		      .algo = TP_COLL_ALGO_AUTO,
+		      .min_bytes = 4096,
+		      .max_bytes = 256u << 20,
+		      .factor = 4,
+		      .iters = 20,
+		      .warmup = 5,
+		      .timeout_s = 30};
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		char *end = NULL;
 		switch (o) {
-		case 'p': a->plan = optarg; break;
-		case 'r': a->rank = (int)strtol(optarg, &end, 10); break;
-		case 'm': a->master = optarg; break;
+		case 'p':
+			a->plan = optarg;
+			break;
+		case 'r':
+			a->rank = (int)strtol(optarg, &end, 10);
+			break;
+		case 'm':
+			a->master = optarg;
+			break;
 		case 'a':
 			if (tp_coll_algo_parse(optarg, &a->algo)) {
 				fprintf(stderr, "bad --algo '%s'\n", optarg);
@@ -100,19 +124,35 @@ static int parse_args(int argc, char **argv, args_t *a)
 		case 'b':
 		case 'e':
 			if (parse_size(optarg, o == 'b' ? &a->min_bytes
-							 : &a->max_bytes)) {
+							: &a->max_bytes)) {
 				fprintf(stderr, "bad size '%s'\n", optarg);
 				return -1;
 			}
 			break;
-		case 'f': a->factor = strtod(optarg, &end); break;
-		case 'n': a->iters = (int)strtol(optarg, &end, 10); break;
-		case 'w': a->warmup = (int)strtol(optarg, &end, 10); break;
-		case 'c': a->check = true; break;
-		case 'j': a->json = optarg; break;
-		case 't': a->timeout_s = strtod(optarg, &end); break;
-		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); return -1;
+		case 'f':
+			a->factor = strtod(optarg, &end);
+			break;
+		case 'n':
+			a->iters = (int)strtol(optarg, &end, 10);
+			break;
+		case 'w':
+			a->warmup = (int)strtol(optarg, &end, 10);
+			break;
+		case 'c':
+			a->check = true;
+			break;
+		case 'j':
+			a->json = optarg;
+			break;
+		case 't':
+			a->timeout_s = strtod(optarg, &end);
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
 		}
 		if (end && *end) {
 			fprintf(stderr, "bad number '%s'\n", optarg);
@@ -147,8 +187,8 @@ static float val(int rank, size_t i, int it)
 	return (float)((rank + 1) * (int)((i + (size_t)it) % 13 + 1));
 }
 
-static int run_size(tp_coll_comm_t *c, const args_t *a, size_t bytes,
-		    float *in, float *out, double *t, FILE *js)
+static int run_size(tp_coll_comm_t *c, const args_t *a, size_t bytes, float *in,
+		    float *out, double *t, FILE *js)
 {
 	int rank = tp_coll_comm_rank(c), n = tp_coll_comm_size(c);
 	size_t count = bytes / sizeof(float);
@@ -170,7 +210,8 @@ static int run_size(tp_coll_comm_t *c, const args_t *a, size_t bytes,
 		if (a->check) {
 			/* sum over r of (r+1) x k = k n (n+1) / 2 */
 			for (size_t i = 0; i < count; i++) {
-				float k = (float)((int)((i + (size_t)it) % 13 + 1));
+				float k =
+				    (float)((int)((i + (size_t)it) % 13 + 1));
 				if (out[i] != k * (float)(n * (n + 1) / 2))
 					bad++;
 			}
@@ -187,8 +228,8 @@ static int run_size(tp_coll_comm_t *c, const args_t *a, size_t bytes,
 	qsort(t, (size_t)a->iters, sizeof(double), cmp_d);
 	double med = a->iters % 2 ? t[a->iters / 2]
 				  : (t[a->iters / 2 - 1] + t[a->iters / 2]) / 2;
-	double algbw = count && med > 0 ? (double)count * sizeof(float) / med / 1e9
-				       : 0;
+	double algbw =
+	    count && med > 0 ? (double)count * sizeof(float) / med / 1e9 : 0;
 	double busbw = algbw * 2.0 * (n - 1) / n;
 	if (rank == 0) {
 		printf("%12zu %12.1f %12.3f %12.3f%s\n", count * sizeof(float),
@@ -208,8 +249,9 @@ static int run_size(tp_coll_comm_t *c, const args_t *a, size_t bytes,
 	}
 	if (nbad) {
 		if (rank == 0)
-			fprintf(stderr, "check failed: %lld wrong elements at "
-					"%zu bytes\n",
+			fprintf(stderr,
+				"check failed: %lld wrong elements at "
+				"%zu bytes\n",
 				(long long)nbad, count * sizeof(float));
 		return 2;
 	}
@@ -266,19 +308,20 @@ int main(int argc, char **argv)
 		in[i] = 1.0f;
 	if (tp_coll_comm_rank(c) == 0) {
 		if (a.json && !(js = fopen(a.json, "a"))) {
-			fprintf(stderr, "topoplace-coll-bench: %s: %s\n", a.json,
-				strerror(errno));
+			fprintf(stderr, "topoplace-coll-bench: %s: %s\n",
+				a.json, strerror(errno));
 			jsrc = 1;
 		}
 		printf("# topoplace-coll-bench: %d ranks on %d hosts, algo %s, "
 		       "fp32 sum, %d iters (median of the slowest rank)\n",
 		       tp_coll_comm_size(c), tp_coll_comm_nhosts(c),
 		       tp_coll_algo_name(a.algo), a.iters);
-		printf("%12s %12s %12s %12s\n", "bytes", "time_us", "algbw_GBps",
-		       "busbw_GBps");
+		printf("%12s %12s %12s %12s\n", "bytes", "time_us",
+		       "algbw_GBps", "busbw_GBps");
 	}
 	/* Every rank must run the same sizes even if rank 0 cannot write. */
-	for (double b = (double)a.min_bytes; rc == 0 && b <= (double)a.max_bytes;
+	for (double b = (double)a.min_bytes;
+	     rc == 0 && b <= (double)a.max_bytes;
 	     b = b * a.factor < b + 4 ? b + 4 : b * a.factor) {
 		size_t bytes = (size_t)b / sizeof(float) * sizeof(float);
 		rc = run_size(c, &a, bytes, in, out, t, js);

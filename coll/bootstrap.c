@@ -24,7 +24,7 @@
 
 #include "coll_int.h"
 
-#define MAGIC 0x74706331u /* "tpc1" */
+#define MAGIC	 0x74706331u /* "tpc1" */
 #define SOCK_BUF (4 << 20)
 
 typedef struct hello {
@@ -58,7 +58,7 @@ typedef struct boot {
 } boot_t;
 
 static tp_err_t bfail(boot_t *b, tp_err_t err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static tp_err_t bfail(boot_t *b, tp_err_t err, const char *fmt, ...)
 {
@@ -69,8 +69,7 @@ static tp_err_t bfail(boot_t *b, tp_err_t err, const char *fmt, ...)
 		va_start(ap, fmt);
 		m = tp_vasprintf(fmt, ap);
 		va_end(ap);
-		*b->err_p = tp_asprintf("rank %d: %s", b->c->rank,
-					m ? m : "?");
+		*b->err_p = tp_asprintf("rank %d: %s", b->c->rank, m ? m : "?");
 		tp_free(m);
 	}
 	return err;
@@ -109,9 +108,9 @@ static tp_err_t xfer(boot_t *b, int fd, void *buf, size_t len, bool out,
 	size_t off = 0;
 
 	while (off < len) {
-		ssize_t n = out ? send(fd, (char *)buf + off, len - off,
-				       MSG_NOSIGNAL)
-				: recv(fd, (char *)buf + off, len - off, 0);
+		ssize_t n =
+		    out ? send(fd, (char *)buf + off, len - off, MSG_NOSIGNAL)
+			: recv(fd, (char *)buf + off, len - off, 0);
 		if (n > 0) {
 			off += (size_t)n;
 			continue;
@@ -126,8 +125,9 @@ static tp_err_t xfer(boot_t *b, int fd, void *buf, size_t len, bool out,
 				     strerror(errno));
 		int r = wait_fd(b, fd, out ? POLLOUT : POLLIN);
 		if (r == 0)
-			return bfail(b, TP_ERR_TIMEOUT, "%s: timed out after %g s",
-				     what, b->c->timeout_s);
+			return bfail(b, TP_ERR_TIMEOUT,
+				     "%s: timed out after %g s", what,
+				     b->c->timeout_s);
 		if (r < 0)
 			return bfail(b, TP_ERR_IO, "%s: poll: %s", what,
 				     strerror(errno));
@@ -137,13 +137,14 @@ static tp_err_t xfer(boot_t *b, int fd, void *buf, size_t len, bool out,
 
 /* Connect to sa before the deadline; with retry, a refused connection
  * (listener not up yet) is tried again every 20 ms. */
-static tp_err_t connect_to(boot_t *b, const struct sockaddr_in *sa,
-			   bool retry, const char *what, int *fd_p)
+static tp_err_t connect_to(boot_t *b, const struct sockaddr_in *sa, bool retry,
+			   const char *what, int *fd_p)
 {
 	for (;;) {
 		int fd = new_socket(), e = 0;
 		if (fd < 0)
-			return bfail(b, TP_ERR_IO, "socket: %s", strerror(errno));
+			return bfail(b, TP_ERR_IO, "socket: %s",
+				     strerror(errno));
 		if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0) {
 			e = errno;
 			if (e == EINPROGRESS) {
@@ -151,9 +152,10 @@ static tp_err_t connect_to(boot_t *b, const struct sockaddr_in *sa,
 				int r = wait_fd(b, fd, POLLOUT);
 				if (r <= 0) {
 					close(fd);
-					return bfail(b, TP_ERR_TIMEOUT,
-						     "%s: connect timed out after %g s",
-						     what, b->c->timeout_s);
+					return bfail(
+					    b, TP_ERR_TIMEOUT,
+					    "%s: connect timed out after %g s",
+					    what, b->c->timeout_s);
 				}
 				e = 0;
 				getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &sl);
@@ -164,14 +166,14 @@ static tp_err_t connect_to(boot_t *b, const struct sockaddr_in *sa,
 			return TP_OK;
 		}
 		close(fd);
-		if (!retry || (e != ECONNREFUSED && e != ECONNRESET &&
-			       e != ETIMEDOUT))
+		if (!retry ||
+		    (e != ECONNREFUSED && e != ECONNRESET && e != ETIMEDOUT))
 			return bfail(b, TP_ERR_PEER_LOST, "%s: connect: %s",
 				     what, strerror(e));
 		if (left_ms(b) <= 20)
 			return bfail(b, TP_ERR_TIMEOUT,
-				     "%s: nobody listening after %g s (%s)", what,
-				     b->c->timeout_s, strerror(e));
+				     "%s: nobody listening after %g s (%s)",
+				     what, b->c->timeout_s, strerror(e));
 		poll(NULL, 0, 20);
 	}
 }
@@ -226,11 +228,13 @@ static tp_err_t accept_one(boot_t *b, int lfd, const char *what, int *fd_p)
 		if (errno == EINTR || errno == ECONNABORTED)
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return bfail(b, TP_ERR_IO, "accept: %s", strerror(errno));
+			return bfail(b, TP_ERR_IO, "accept: %s",
+				     strerror(errno));
 		int r = wait_fd(b, lfd, POLLIN);
 		if (r == 0)
-			return bfail(b, TP_ERR_TIMEOUT, "%s: timed out after %g s",
-				     what, b->c->timeout_s);
+			return bfail(b, TP_ERR_TIMEOUT,
+				     "%s: timed out after %g s", what,
+				     b->c->timeout_s);
 		if (r < 0)
 			return bfail(b, TP_ERR_IO, "poll: %s", strerror(errno));
 	}
@@ -313,8 +317,8 @@ static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 	for (int i = 1; i < c->size && !why; i++) {
 		hello_t h;
 		int fd;
-		err = accept_one(b, lfd, "rendezvous: waiting for the other ranks",
-				 &fd);
+		err = accept_one(
+		    b, lfd, "rendezvous: waiting for the other ranks", &fd);
 		if (err)
 			goto out;
 		fds[nfd++] = fd;
@@ -446,8 +450,8 @@ static tp_err_t mesh(boot_t *b, int lfd, const entry_t *tab,
 	while (expect-- > 0) {
 		hello_t h;
 		int fd;
-		tp_err_t err = accept_one(b, lfd, "waiting for peer connections",
-					  &fd);
+		tp_err_t err =
+		    accept_one(b, lfd, "waiting for peer connections", &fd);
 		if (err)
 			return err;
 		err = xfer(b, fd, &h, sizeof(h), false, "peer hello");
@@ -460,9 +464,10 @@ static tp_err_t mesh(boot_t *b, int lfd, const entry_t *tab,
 		    h.channel > 1 || h.rank <= c->rank || h.rank >= c->size ||
 		    !want[idx] || c->peers[idx].fd >= 0) {
 			close(fd);
-			return bfail(b, TP_ERR_MISMATCH,
-				     "unexpected peer hello (rank %d channel %u)",
-				     h.rank, h.channel);
+			return bfail(
+			    b, TP_ERR_MISMATCH,
+			    "unexpected peer hello (rank %d channel %u)",
+			    h.rank, h.channel);
 		}
 		c->peers[idx].fd = fd;
 	}
@@ -508,13 +513,14 @@ tp_err_t tp__coll_connect(tp_coll_comm_t *c, const tp_coll_opts_t *o,
 	if (c->size == 1)
 		return TP_OK;
 	if (!host)
-		host = (env = getenv("MASTER_ADDR")) && *env ? env : default_host;
+		host =
+		    (env = getenv("MASTER_ADDR")) && *env ? env : default_host;
 	if (port == 0 && (env = getenv("MASTER_PORT")) && *env) {
 		char *end;
 		long v = strtol(env, &end, 10);
 		if (*end || v <= 0 || v > 65535)
-			return bfail(&b, TP_ERR_INVAL, "MASTER_PORT='%s' is not a port",
-				     env);
+			return bfail(&b, TP_ERR_INVAL,
+				     "MASTER_PORT='%s' is not a port", env);
 		port = (int)v;
 	}
 	if (port == 0 && (env = getenv("SLURM_JOB_ID")) && *env)

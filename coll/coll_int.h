@@ -57,8 +57,8 @@ typedef struct tp__coll_peer {
  */
 typedef struct tp__coll_xport_ops {
 	const char *name;
-	void (*isend)(tp_coll_comm_t *c, int peer, const void *buf,
-		      size_t len, tp__coll_req_t *r);
+	void (*isend)(tp_coll_comm_t *c, int peer, const void *buf, size_t len,
+		      tp__coll_req_t *r);
 	void (*irecv)(tp_coll_comm_t *c, int peer, void *buf, size_t len,
 		      tp__coll_req_t *r);
 	/* Receive len bytes of dt and reduce them into acc (acc op= data);
@@ -81,8 +81,7 @@ extern const tp__coll_xport_ops_t tp__coll_xport_tcp;
  * TCP). pump moves bytes without blocking; arm asks the peer to wake us
  * and returns true when there is work after all (no need to sleep);
  * drain eats wake-up bytes after poll() saw the fd readable. */
-tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline,
-			    char **err_p);
+tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p);
 tp_err_t tp__coll_shm_pump(tp_coll_comm_t *c, int peer, bool *moved_p);
 bool tp__coll_shm_arm(tp_coll_comm_t *c, int peer);
 tp_err_t tp__coll_shm_drain(tp_coll_comm_t *c, int peer);
@@ -101,8 +100,8 @@ typedef struct tp__coll_kernel {
 	const char *name;
 	void (*reduce)(void *dst, const void *src, size_t count,
 		       tp_coll_dtype_t dtype, tp_coll_op_t op, void *stream);
-	void (*scale)(void *buf, size_t count, tp_coll_dtype_t dtype,
-		      int n, void *stream);
+	void (*scale)(void *buf, size_t count, tp_coll_dtype_t dtype, int n,
+		      void *stream);
 } tp__coll_kernel_t;
 
 extern const tp__coll_kernel_t tp__coll_kernel_cpu;
@@ -132,10 +131,10 @@ struct tp_coll_comm {
 	uint64_t plan_hash;
 
 	/* Schedules, from the plan at init. */
-	char **host_of;     /* [rank] host name (for error lines) */
+	char **host_of;	      /* [rank] host name (for error lines) */
 	tp__coll_ring_t ring; /* all ranks, plan order */
 	tp__coll_ring_t level[TP__COLL_MAX_LEVELS]; /* hierarchical */
-	int nlevels;        /* 0: hierarchical runs the ring */
+	int nlevels; /* 0: hierarchical runs the ring */
 	tp__coll_tree_t tree[2];
 	int max_children;
 	/* Recommendation per plan size. */
@@ -151,13 +150,13 @@ struct tp_coll_comm {
 	 * pair of ranks at once, in orders that depend on timing; a stream
 	 * each keeps every stream's sends and receives in the same order. */
 	tp__coll_peer_t *peers;
-	int *active;            /* connected peers */
+	int *active; /* connected peers */
 	int nactive;
-	struct pollfd *pfd;     /* [nactive] */
-	int *pfd_peer;          /* peer of each pfd entry */
-	int64_t last_move_ns;   /* last time a byte moved */
+	struct pollfd *pfd;   /* [nactive] */
+	int *pfd_peer;	      /* peer of each pfd entry */
+	int64_t last_move_ns; /* last time a byte moved */
 	bool broken;
-	const char *call;       /* name of the call in progress */
+	const char *call; /* name of the call in progress */
 	char detail[320];
 
 	/* Scratch: slots of chunk_bytes, W x max_children per tree (the
@@ -177,7 +176,7 @@ int64_t tp__coll_now_ns(void);
  * Transport errors (PEER_LOST, TIMEOUT, IO) also break c and close its
  * connections. */
 tp_err_t tp__coll_fail(tp_coll_comm_t *c, tp_err_t err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* "rank 3 (host node07)" into buf. */
 const char *tp__coll_peer_name(const tp_coll_comm_t *c, int rank, char *buf,
 			       size_t len);
@@ -215,8 +214,8 @@ tp_err_t tp__coll_ring_broadcast(tp_coll_comm_t *c, char *buf, size_t bytes,
 				 int root);
 tp_err_t tp__coll_tree_allreduce(tp_coll_comm_t *c, char *buf, size_t count,
 				 tp_coll_dtype_t dt, tp_coll_op_t op);
-tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf,
-				 const char *src, size_t count,
-				 tp_coll_dtype_t dt, tp_coll_op_t op);
+tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
+				 size_t count, tp_coll_dtype_t dt,
+				 tp_coll_op_t op);
 
 #endif

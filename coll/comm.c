@@ -89,7 +89,8 @@ tp_err_t tp_coll_algo_parse(const char *name, tp_coll_algo_t *algo_p)
 	return TP_ERR_INVAL;
 }
 
-/* ---- schedules ------------------------------------------------------------ */
+/* ---- schedules ------------------------------------------------------------
+ */
 
 static uint64_t fnv1a(const char *s)
 {
@@ -115,7 +116,8 @@ static tp_err_t build_levels(tp_coll_comm_t *c, const tp_plan_t *plan,
 	uint32_t L = tp_plan_host(plan, 0)->nranks;
 	const tp_plan_host_t *mh = tp_plan_host(plan, my_host);
 	const tp_plan_group_t *mg = tp_plan_group(plan, mh->group);
-	uint32_t G = tp_plan_group(plan, 0)->nhosts, lr = (uint32_t)c->local_rank;
+	uint32_t G = tp_plan_group(plan, 0)->nhosts,
+		 lr = (uint32_t)c->local_rank;
 	bool even_groups = ng > 1 && G > 1;
 	tp__coll_ring_t lv[TP__COLL_MAX_LEVELS];
 	int nl = 0;
@@ -144,7 +146,8 @@ static tp_err_t build_levels(tp_coll_comm_t *c, const tp_plan_t *plan,
 			goto nomem;
 		for (size_t g = 0; g < ng; g++)
 			lv[nl].members[g] =
-			    tp_plan_host(plan, tp_plan_group(plan, g)->first + pos)
+			    tp_plan_host(plan,
+					 tp_plan_group(plan, g)->first + pos)
 				->first_rank +
 			    lr;
 		lv[nl++].me = (int)mh->group;
@@ -152,7 +155,8 @@ static tp_err_t build_levels(tp_coll_comm_t *c, const tp_plan_t *plan,
 		if (ring_set(&lv[nl], (int)nh))
 			goto nomem;
 		for (size_t h = 0; h < nh; h++)
-			lv[nl].members[h] = tp_plan_host(plan, h)->first_rank + lr;
+			lv[nl].members[h] =
+			    tp_plan_host(plan, h)->first_rank + lr;
 		lv[nl++].me = (int)my_host;
 	}
 	/* Levels of one member do nothing; keep the others in order. */
@@ -187,7 +191,8 @@ static tp_err_t build_tree(tp_coll_comm_t *c, const tp_plan_t *plan, int t,
 	tp__coll_tree_t *tr = &c->tree[t];
 	int off = t * c->size;
 	uint32_t L = mh->nranks;
-	uint32_t q = t ? L - 1 - (uint32_t)c->local_rank : (uint32_t)c->local_rank;
+	uint32_t q =
+	    t ? L - 1 - (uint32_t)c->local_rank : (uint32_t)c->local_rank;
 	const uint32_t *kids = NULL;
 	size_t nk = 0;
 
@@ -198,9 +203,10 @@ static tp_err_t build_tree(tp_coll_comm_t *c, const tp_plan_t *plan, int t,
 		tr->parent = tree_rank(mh, t, (q - 1) / 2) + off;
 	} else {
 		uint32_t ph = tp_plan_tree_parent(plan, t, my_host);
-		tr->parent = ph == TP_PLAN_NONE
-				 ? -1
-				 : tree_rank(tp_plan_host(plan, ph), t, 0) + off;
+		tr->parent =
+		    ph == TP_PLAN_NONE
+			? -1
+			: tree_rank(tp_plan_host(plan, ph), t, 0) + off;
 		nk = tp_plan_tree_children(plan, t, my_host, &kids);
 	}
 	for (uint32_t k = 2 * q + 1; k <= 2 * q + 2 && k < L; k++)
@@ -251,9 +257,10 @@ static tp_err_t build_schedules(tp_coll_comm_t *c, const tp_plan_t *plan)
 	for (size_t i = 0; i < c->nsizes; i++) {
 		tp_algo_t a = tp_plan_recommend(plan, i);
 		c->sizes[i] = tp_plan_size(plan, i);
-		c->recommend[i] = a == TP_ALGO_TREE	    ? TP_COLL_ALGO_TREE
-				  : a == TP_ALGO_HIERARCHICAL ? TP_COLL_ALGO_HIERARCHICAL
-							      : TP_COLL_ALGO_RING;
+		c->recommend[i] = a == TP_ALGO_TREE ? TP_COLL_ALGO_TREE
+				  : a == TP_ALGO_HIERARCHICAL
+				      ? TP_COLL_ALGO_HIERARCHICAL
+				      : TP_COLL_ALGO_RING;
 	}
 	return TP_OK;
 }
@@ -278,10 +285,11 @@ static tp_err_t alloc_scratch(tp_coll_comm_t *c)
 	return TP_OK;
 }
 
-/* ---- life cycle ------------------------------------------------------------ */
+/* ---- life cycle ------------------------------------------------------------
+ */
 
 static tp_err_t init_fail(char **err_p, tp_err_t err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static tp_err_t init_fail(char **err_p, tp_err_t err, const char *fmt, ...)
 {
@@ -401,7 +409,8 @@ static long local_of(const tp_plan_t *plan, long rank)
 {
 	for (size_t h = 0; h < tp_plan_nhosts(plan); h++) {
 		const tp_plan_host_t *ph = tp_plan_host(plan, h);
-		if (rank >= ph->first_rank && rank < ph->first_rank + ph->nranks)
+		if (rank >= ph->first_rank &&
+		    rank < ph->first_rank + ph->nranks)
 			return rank - (long)ph->first_rank;
 	}
 	return -1;
@@ -422,8 +431,7 @@ tp_err_t tp_coll_comm_init_env(const tp_coll_opts_t *opts,
 		return init_fail(err_p, TP_ERR_INVAL,
 				 "TOPOPLACE_PLAN is not set");
 	if (rank < 0)
-		return init_fail(err_p, TP_ERR_INVAL,
-				 "TOPOPLACE_RANK is %s",
+		return init_fail(err_p, TP_ERR_INVAL, "TOPOPLACE_RANK is %s",
 				 rank == -1 ? "not set" : "not a rank");
 	if (world == -2 || local == -2)
 		return init_fail(err_p, TP_ERR_INVAL,
@@ -443,10 +451,11 @@ tp_err_t tp_coll_comm_init_env(const tp_coll_opts_t *opts,
 				"%zu ranks",
 				world, path, tp_plan_world_size(plan));
 	else if (local >= 0 && lr >= 0 && local != lr)
-		err = init_fail(err_p, TP_ERR_MISMATCH,
-				"TOPOPLACE_LOCAL_RANK=%ld but rank %ld is local "
-				"rank %ld in the plan %s",
-				local, rank, lr, path);
+		err =
+		    init_fail(err_p, TP_ERR_MISMATCH,
+			      "TOPOPLACE_LOCAL_RANK=%ld but rank %ld is local "
+			      "rank %ld in the plan %s",
+			      local, rank, lr, path);
 	else
 		err = tp_coll_comm_init(plan, (int)rank, opts, comm_p, err_p);
 	tp_plan_destroy(plan);
@@ -515,7 +524,8 @@ tp_coll_algo_t tp_coll_algo_select(const tp_coll_comm_t *c, size_t bytes)
 	return c->recommend[c->nsizes - 1];
 }
 
-/* ---- collectives ------------------------------------------------------------ */
+/* ---- collectives ------------------------------------------------------------
+ */
 
 /* Common entry checks; names the call for the detail string. */
 static tp_err_t begin(tp_coll_comm_t *c, const char *call, size_t count,
@@ -588,8 +598,8 @@ tp_err_t tp_coll_reduce_scatter(tp_coll_comm_t *c, const void *sendbuf,
 				void *recvbuf, size_t recvcount,
 				tp_coll_dtype_t dt, tp_coll_op_t op)
 {
-	tp_err_t err = begin(c, "reduce_scatter", recvcount, sendbuf, recvbuf,
-			     dt, op);
+	tp_err_t err =
+	    begin(c, "reduce_scatter", recvcount, sendbuf, recvbuf, dt, op);
 	size_t dsz = tp_coll_dtype_size(dt);
 
 	if (err)
@@ -619,11 +629,10 @@ tp_err_t tp_coll_reduce_scatter(tp_coll_comm_t *c, const void *sendbuf,
 }
 
 tp_err_t tp_coll_allgather(tp_coll_comm_t *c, const void *sendbuf,
-			   void *recvbuf, size_t sendcount,
-			   tp_coll_dtype_t dt)
+			   void *recvbuf, size_t sendcount, tp_coll_dtype_t dt)
 {
-	tp_err_t err = begin(c, "allgather", sendcount, sendbuf, recvbuf, dt,
-			     TP_COLL_SUM);
+	tp_err_t err =
+	    begin(c, "allgather", sendcount, sendbuf, recvbuf, dt, TP_COLL_SUM);
 	size_t dsz = tp_coll_dtype_size(dt);
 
 	if (err)
@@ -656,8 +665,8 @@ tp_err_t tp_coll_broadcast(tp_coll_comm_t *c, void *buf, size_t count,
 tp_err_t tp_coll_barrier(tp_coll_comm_t *c)
 {
 	int32_t token = 0;
-	tp_err_t err = begin(c, "barrier", 1, &token, &token, TP_COLL_INT32,
-			     TP_COLL_SUM);
+	tp_err_t err =
+	    begin(c, "barrier", 1, &token, &token, TP_COLL_INT32, TP_COLL_SUM);
 
 	if (err)
 		return err;

@@ -134,8 +134,8 @@ static void sum_i64w(void *d, const void *s, size_t n)
 		dd[i] += ss[i];
 }
 
-static void cpu_reduce(void *dst, const void *src, size_t n,
-		       tp_coll_dtype_t dt, tp_coll_op_t op, void *stream)
+static void cpu_reduce(void *dst, const void *src, size_t n, tp_coll_dtype_t dt,
+		       tp_coll_op_t op, void *stream)
 {
 	int o = op == TP_COLL_MAX ? 1 : op == TP_COLL_MIN ? 2 : 0;
 
@@ -151,8 +151,7 @@ static void cpu_reduce(void *dst, const void *src, size_t n,
 		(o == 0 ? sum_f16 : o == 1 ? max_f16 : min_f16)(dst, src, n);
 		break;
 	case TP_COLL_BF16:
-		(o == 0 ? sum_bf16 : o == 1 ? max_bf16 : min_bf16)(dst, src,
-								   n);
+		(o == 0 ? sum_bf16 : o == 1 ? max_bf16 : min_bf16)(dst, src, n);
 		break;
 	case TP_COLL_INT32:
 		if (o == 0)
@@ -214,7 +213,7 @@ static void cpu_scale(void *buf, size_t n, tp_coll_dtype_t dt, int by,
 }
 
 const tp__coll_kernel_t tp__coll_kernel_cpu = {
-	.name = "cpu",
-	.reduce = cpu_reduce,
-	.scale = cpu_scale,
+    .name = "cpu",
+    .reduce = cpu_reduce,
+    .scale = cpu_scale,
 };

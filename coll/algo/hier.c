@@ -13,9 +13,9 @@
 
 #include "coll_int.h"
 
-tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf,
-				 const char *src, size_t count,
-				 tp_coll_dtype_t dt, tp_coll_op_t op)
+tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
+				 size_t count, tp_coll_dtype_t dt,
+				 tp_coll_op_t op)
 {
 	size_t dsz = tp_coll_dtype_size(dt);
 	size_t off[TP__COLL_MAX_LEVELS + 1], cnt[TP__COLL_MAX_LEVELS + 1];
@@ -23,9 +23,9 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf,
 	tp_err_t err;
 
 	if (c->nlevels <= 1) /* one level is a ring over all ranks */
-		return tp__coll_ring_allreduce(c, c->nlevels ? &c->level[0]
-							     : &c->ring,
-					       buf, src, count, dt, op);
+		return tp__coll_ring_allreduce(
+		    c, c->nlevels ? &c->level[0] : &c->ring, buf, src, count,
+		    dt, op);
 	off[0] = 0;
 	cnt[0] = count;
 	for (int l = 0; l < top; l++) {
@@ -34,9 +34,9 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf,
 
 		/* shift n-1: member i ends with segment i. Only the
 		 * first level reads src: the others work on its result. */
-		err = tp__coll_ring_reduce_scatter(
-		    c, r, buf + off[l] * dsz, l == 0 ? src : NULL, cnt[l], dt,
-		    op, r->n - 1);
+		err = tp__coll_ring_reduce_scatter(c, r, buf + off[l] * dsz,
+						   l == 0 ? src : NULL, cnt[l],
+						   dt, op, r->n - 1);
 		if (err)
 			return err;
 		tp__coll_seg(cnt[l], r->n, r->me, &so, &sc);

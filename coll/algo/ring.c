@@ -27,8 +27,8 @@ static int mod(int a, int n)
 }
 
 /* Chunk ch of segment seg: byte offset and length in buf. */
-static void unit(size_t count, int n, int seg, size_t ch, size_t ce,
-		 size_t dsz, size_t *off_p, size_t *len_p)
+static void unit(size_t count, int n, int seg, size_t ch, size_t ce, size_t dsz,
+		 size_t *off_p, size_t *len_p)
 {
 	size_t off, cnt, lo = ch * ce;
 
@@ -75,7 +75,8 @@ tp_err_t tp__coll_ring_reduce_scatter(tp_coll_comm_t *c,
 			if (src && len)
 				memcpy(buf + off, src + off, len);
 			xp->irecv_reduce(c, prev, buf + off,
-					 c->slots + (rpost % W) * c->chunk_bytes,
+					 c->slots +
+					     (rpost % W) * c->chunk_bytes,
 					 len, dt, op, &rq[rpost % W]);
 			rpost++;
 			moved = true;
@@ -92,8 +93,8 @@ tp_err_t tp__coll_ring_reduce_scatter(tp_coll_comm_t *c,
 			unit(count, n, mod(me - s + shift, n), spost % nch, ce,
 			     dsz, &off, &len);
 			/* Step 0 sends the untouched input. */
-			xp->isend(c, next, (src && s == 0 ? src : buf) + off, len,
-				  &sq[spost % W]);
+			xp->isend(c, next, (src && s == 0 ? src : buf) + off,
+				  len, &sq[spost % W]);
 			spost++;
 			moved = true;
 		}
@@ -133,8 +134,8 @@ tp_err_t tp__coll_ring_allgather(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 		while (rpost < nunits && rpost - rdone < W) {
 			int s = (int)(rpost / nch);
 			size_t off, len;
-			unit(count, n, mod(own - s - 1, n), rpost % nch, ce, dsz,
-			     &off, &len);
+			unit(count, n, mod(own - s - 1, n), rpost % nch, ce,
+			     dsz, &off, &len);
 			xp->irecv(c, prev, buf + off, len, &rq[rpost % W]);
 			rpost++;
 			moved = true;

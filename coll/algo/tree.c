@@ -15,7 +15,7 @@
 
 #include "coll_int.h"
 
-#define W TP__COLL_WINDOW
+#define W	   TP__COLL_WINDOW
 #define TREE_SPLIT 8192
 
 typedef struct tstate {
@@ -73,7 +73,8 @@ static bool step(tp_coll_comm_t *c, tstate_t *s, size_t ce, size_t dsz,
 		chunk(s, s->up_done, ce, dsz, &off, &len);
 		for (int k = 0; k < nc; k++)
 			c->kern->reduce(s->base + off,
-					s->slots + (w * (size_t)mc + (size_t)k) * cb,
+					s->slots +
+					    (w * (size_t)mc + (size_t)k) * cb,
 					len / dsz, dt, op, NULL);
 		if (root) {
 			for (int k = 0; k < nc; k++)
@@ -87,11 +88,13 @@ static bool step(tp_coll_comm_t *c, tstate_t *s, size_t ce, size_t dsz,
 		moved = true;
 	}
 	if (!root) {
-		while (s->sup_done < s->up_done && s->sup[s->sup_done % W].done) {
+		while (s->sup_done < s->up_done &&
+		       s->sup[s->sup_done % W].done) {
 			s->sup_done++;
 			moved = true;
 		}
-		while (s->dn_post < s->sup_done && s->dn_post - s->dn_done < W) {
+		while (s->dn_post < s->sup_done &&
+		       s->dn_post - s->dn_done < W) {
 			chunk(s, s->dn_post, ce, dsz, &off, &len);
 			xp->irecv(c, t->parent, s->base + off, len,
 				  &s->rdn[s->dn_post % W]);

@@ -32,7 +32,7 @@
  * (64 B .. 1 GiB; small values let the tests wrap and split elements).
  * The creator's choice travels as the segment's size. */
 #define CAP_DEFAULT ((size_t)1 << 21)
-#define NAME_LEN 64
+#define NAME_LEN    64
 
 struct tp__coll_shm_ring {
 	_Atomic uint64_t head; /* written by the sender */
@@ -56,8 +56,7 @@ static tp_err_t lost(tp_coll_comm_t *c, int peer, int e)
 	if (e == 0)
 		return tp__coll_fail(c, TP_ERR_PEER_LOST,
 				     "%s closed the connection", who);
-	return tp__coll_fail(c, TP_ERR_PEER_LOST, "%s: %s", who,
-			     strerror(e));
+	return tp__coll_fail(c, TP_ERR_PEER_LOST, "%s: %s", who, strerror(e));
 }
 
 /* Best effort: a peer that finished and left may still have a stale
@@ -129,8 +128,10 @@ static tp_err_t pump_send(tp_coll_comm_t *c, int peer, bool *moved_p)
 
 	while (p->sq_head) {
 		tp__coll_req_t *r = p->sq_head;
-		uint64_t h = atomic_load_explicit(&tx->head, memory_order_relaxed);
-		uint64_t t = atomic_load_explicit(&tx->tail, memory_order_acquire);
+		uint64_t h =
+		    atomic_load_explicit(&tx->head, memory_order_relaxed);
+		uint64_t t =
+		    atomic_load_explicit(&tx->tail, memory_order_acquire);
 		size_t room = p->ring_cap - (size_t)(h - t);
 		size_t n = padded(r->len) - r->off;
 		if (room == 0)
@@ -158,8 +159,10 @@ static tp_err_t pump_recv(tp_coll_comm_t *c, int peer, bool *moved_p)
 
 	while (p->rq_head) {
 		tp__coll_req_t *r = p->rq_head;
-		uint64_t t = atomic_load_explicit(&rx->tail, memory_order_relaxed);
-		uint64_t h = atomic_load_explicit(&rx->head, memory_order_acquire);
+		uint64_t t =
+		    atomic_load_explicit(&rx->tail, memory_order_relaxed);
+		uint64_t h =
+		    atomic_load_explicit(&rx->head, memory_order_acquire);
 		size_t avail = (size_t)(h - t), take = 0;
 		if (avail == 0)
 			break;
@@ -227,7 +230,8 @@ tp_err_t tp__coll_shm_drain(tp_coll_comm_t *c, int peer)
 	char buf[256];
 
 	for (;;) {
-		ssize_t n = recv(c->peers[peer].fd, buf, sizeof(buf), MSG_DONTWAIT);
+		ssize_t n =
+		    recv(c->peers[peer].fd, buf, sizeof(buf), MSG_DONTWAIT);
 		if (n > 0)
 			continue;
 		if (n == 0) {
@@ -254,16 +258,15 @@ void tp__coll_shm_close(tp__coll_peer_t *p)
 
 /* ---- setup ------------------------------------------------------------- */
 
-static tp_err_t xfer(int fd, void *buf, size_t len, bool out,
-		     int64_t deadline)
+static tp_err_t xfer(int fd, void *buf, size_t len, bool out, int64_t deadline)
 {
 	size_t off = 0;
 
 	while (off < len) {
-		ssize_t n = out ? send(fd, (char *)buf + off, len - off,
-				       MSG_NOSIGNAL | MSG_DONTWAIT)
-				: recv(fd, (char *)buf + off, len - off,
-				       MSG_DONTWAIT);
+		ssize_t n =
+		    out ? send(fd, (char *)buf + off, len - off,
+			       MSG_NOSIGNAL | MSG_DONTWAIT)
+			: recv(fd, (char *)buf + off, len - off, MSG_DONTWAIT);
 		if (n > 0) {
 			off += (size_t)n;
 			continue;
@@ -368,7 +371,7 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 {
 	const char *env = getenv("TOPOPLACE_COLL_SHM");
 	bool enabled = !(env && !strcmp(env, "0"));
-	char (*names)[NAME_LEN] = tp_calloc(2 * (size_t)c->size, NAME_LEN);
+	char(*names)[NAME_LEN] = tp_calloc(2 * (size_t)c->size, NAME_LEN);
 	tp_err_t err = TP_OK;
 
 	if (!names)
@@ -412,9 +415,9 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 			tp__coll_shm_close(&c->peers[peer]);
 	}
 	if (err && err_p && !*err_p)
-		*err_p = tp_asprintf("rank %d: shared-memory setup on host %s: %s",
-				     c->rank, c->host_of[c->rank],
-				     tp_strerror(err));
+		*err_p =
+		    tp_asprintf("rank %d: shared-memory setup on host %s: %s",
+				c->rank, c->host_of[c->rank], tp_strerror(err));
 	/* A failed setup may leave names behind: remove them. */
 	for (int i = 0; err && i < 2 * c->size; i++)
 		if (names[i][0])

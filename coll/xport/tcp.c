@@ -37,8 +37,8 @@ static void prep(tp__coll_req_t *r, int peer, const void *buf, size_t len)
 	r->acc = NULL;
 }
 
-static void tcp_isend(tp_coll_comm_t *c, int peer, const void *buf,
-		      size_t len, tp__coll_req_t *r)
+static void tcp_isend(tp_coll_comm_t *c, int peer, const void *buf, size_t len,
+		      tp__coll_req_t *r)
 {
 	tp__coll_peer_t *p = &c->peers[peer];
 
@@ -75,8 +75,7 @@ static tp_err_t lost(tp_coll_comm_t *c, int peer, int e)
 	if (e == 0)
 		return tp__coll_fail(c, TP_ERR_PEER_LOST,
 				     "%s closed the connection", who);
-	return tp__coll_fail(c, TP_ERR_PEER_LOST, "%s: %s", who,
-			     strerror(e));
+	return tp__coll_fail(c, TP_ERR_PEER_LOST, "%s: %s", who, strerror(e));
 }
 
 /* Move bytes on one peer until the kernel would block; *moved_p set when
@@ -110,8 +109,8 @@ static tp_err_t pump(tp_coll_comm_t *c, int peer, bool *moved_p)
 	}
 	while (p->rq_head) {
 		tp__coll_req_t *r = p->rq_head;
-		ssize_t n = recv(p->fd, r->buf + r->off, r->len - r->off,
-				 MSG_DONTWAIT);
+		ssize_t n =
+		    recv(p->fd, r->buf + r->off, r->len - r->off, MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				break;
@@ -126,7 +125,8 @@ static tp_err_t pump(tp_coll_comm_t *c, int peer, bool *moved_p)
 		if (r->off == r->len) {
 			if (r->acc)
 				c->kern->reduce(r->acc, r->buf,
-						r->len / tp_coll_dtype_size(r->dt),
+						r->len /
+						    tp_coll_dtype_size(r->dt),
 						r->dt, r->op, NULL);
 			r->done = true;
 			p->rq_head = r->next;
@@ -149,8 +149,8 @@ static tp_err_t timed_out(tp_coll_comm_t *c)
 			tp__coll_peer_name(c, peer, who, sizeof(who));
 			return tp__coll_fail(
 			    c, TP_ERR_TIMEOUT,
-			    "no progress for %.3g s waiting for %s", c->timeout_s,
-			    who);
+			    "no progress for %.3g s waiting for %s",
+			    c->timeout_s, who);
 		}
 	}
 	return tp__coll_fail(c, TP_ERR_TIMEOUT, "no progress for %.3g s",
@@ -183,7 +183,8 @@ static tp_err_t tcp_progress(tp_coll_comm_t *c)
 			if (!ev)
 				continue;
 			if (p->tx) {
-				tp_err_t err = tp__coll_shm_check(c, c->active[i]);
+				tp_err_t err =
+				    tp__coll_shm_check(c, c->active[i]);
 				if (err)
 					return err;
 				/* shared memory: sleep on the wake-up bytes */
@@ -197,11 +198,12 @@ static tp_err_t tcp_progress(tp_coll_comm_t *c)
 			np++;
 		}
 		if (np == 0)
-			return TP_OK; /* nothing queued: caller's step is local */
+			return TP_OK; /* nothing queued: caller's step is local
+				       */
 		if (ready)
 			continue;
-		int64_t left = c->last_move_ns +
-			       (int64_t)(c->timeout_s * 1e9) - now;
+		int64_t left =
+		    c->last_move_ns + (int64_t)(c->timeout_s * 1e9) - now;
 		if (left <= 0)
 			return timed_out(c);
 		int ms = (int)((left + 999999) / 1000000);
@@ -233,10 +235,10 @@ static void tcp_close(tp_coll_comm_t *c)
 }
 
 const tp__coll_xport_ops_t tp__coll_xport_tcp = {
-	.name = "tcp",
-	.isend = tcp_isend,
-	.irecv = tcp_irecv,
-	.irecv_reduce = tcp_irecv_reduce,
-	.progress = tcp_progress,
-	.close = tcp_close,
+    .name = "tcp",
+    .isend = tcp_isend,
+    .irecv = tcp_irecv,
+    .irecv_reduce = tcp_irecv_reduce,
+    .progress = tcp_progress,
+    .close = tcp_close,
 };

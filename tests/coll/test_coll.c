@@ -25,7 +25,8 @@
 #include "tp_coll.h"
 #include "tp_runtime.h"
 
-/* ---- plans ---------------------------------------------------------------- */
+/* ---- plans ----------------------------------------------------------------
+ */
 
 static tp_fabric_t *fabric(void)
 {
@@ -105,8 +106,8 @@ static void child(const tp_plan_t *p, int rank, const tp_coll_opts_t *o,
 
 /* Fork every rank of p; wait at most limit_s; statuses into st[]. Kills
  * the stragglers (status -1). Returns the wall time. */
-static double run_ranks(const tp_plan_t *p, const tp_coll_opts_t *o,
-			rank_fn fn, void *arg, double limit_s, int *st)
+static double run_ranks(const tp_plan_t *p, const tp_coll_opts_t *o, rank_fn fn,
+			void *arg, double limit_s, int *st)
 {
 	int n = (int)tp_plan_world_size(p), left = n;
 	pid_t pid[16];
@@ -127,8 +128,9 @@ static double run_ranks(const tp_plan_t *p, const tp_coll_opts_t *o,
 		if (w > 0) {
 			for (int r = 0; r < n; r++)
 				if (pid[r] == w)
-					st[r] = WIFEXITED(ws) ? WEXITSTATUS(ws)
-							      : 128 + WTERMSIG(ws);
+					st[r] = WIFEXITED(ws)
+						    ? WEXITSTATUS(ws)
+						    : 128 + WTERMSIG(ws);
 			left--;
 			continue;
 		}
@@ -156,8 +158,9 @@ static double run_ranks(const tp_plan_t *p, const tp_coll_opts_t *o,
 static long double input(int rank, size_t i, tp_coll_dtype_t dt)
 {
 	long v = (long)((rank * 7 + (long)i * 3 + (long)(i / 5)) % 17) - 8;
-	return dt == TP_COLL_INT32 || dt == TP_COLL_INT64 ? (long double)v * 3
-							  : (long double)v * 0.25L;
+	return dt == TP_COLL_INT32 || dt == TP_COLL_INT64
+		   ? (long double)v * 3
+		   : (long double)v * 0.25L;
 }
 
 static uint16_t to_half(float f, bool bf)
@@ -190,24 +193,42 @@ static long double from_half(uint16_t h, bool bf)
 static void store(void *buf, size_t i, tp_coll_dtype_t dt, long double v)
 {
 	switch (dt) {
-	case TP_COLL_FP32: ((float *)buf)[i] = (float)v; break;
-	case TP_COLL_FP64: ((double *)buf)[i] = (double)v; break;
-	case TP_COLL_FP16: ((uint16_t *)buf)[i] = to_half((float)v, false); break;
-	case TP_COLL_BF16: ((uint16_t *)buf)[i] = to_half((float)v, true); break;
-	case TP_COLL_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
-	case TP_COLL_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
+	case TP_COLL_FP32:
+		((float *)buf)[i] = (float)v;
+		break;
+	case TP_COLL_FP64:
+		((double *)buf)[i] = (double)v;
+		break;
+	case TP_COLL_FP16:
+		((uint16_t *)buf)[i] = to_half((float)v, false);
+		break;
+	case TP_COLL_BF16:
+		((uint16_t *)buf)[i] = to_half((float)v, true);
+		break;
+	case TP_COLL_INT32:
+		((int32_t *)buf)[i] = (int32_t)v;
+		break;
+	case TP_COLL_INT64:
+		((int64_t *)buf)[i] = (int64_t)v;
+		break;
 	}
 }
 
 static long double load(const void *buf, size_t i, tp_coll_dtype_t dt)
 {
 	switch (dt) {
-	case TP_COLL_FP32: return ((const float *)buf)[i];
-	case TP_COLL_FP64: return ((const double *)buf)[i];
-	case TP_COLL_FP16: return from_half(((const uint16_t *)buf)[i], false);
-	case TP_COLL_BF16: return from_half(((const uint16_t *)buf)[i], true);
-	case TP_COLL_INT32: return ((const int32_t *)buf)[i];
-	case TP_COLL_INT64: return (long double)((const int64_t *)buf)[i];
+	case TP_COLL_FP32:
+		return ((const float *)buf)[i];
+	case TP_COLL_FP64:
+		return ((const double *)buf)[i];
+	case TP_COLL_FP16:
+		return from_half(((const uint16_t *)buf)[i], false);
+	case TP_COLL_BF16:
+		return from_half(((const uint16_t *)buf)[i], true);
+	case TP_COLL_INT32:
+		return ((const int32_t *)buf)[i];
+	case TP_COLL_INT64:
+		return (long double)((const int64_t *)buf)[i];
 	}
 	return 0;
 }
@@ -238,16 +259,20 @@ static long double reference(int n, size_t i, tp_coll_dtype_t dt,
 static long double tolerance(tp_coll_dtype_t dt)
 {
 	switch (dt) {
-	case TP_COLL_FP32: return 1e-6L;
-	case TP_COLL_FP64: return 1e-12L;
-	case TP_COLL_FP16: return 1.0L / 1024;
-	case TP_COLL_BF16: return 1.0L / 128;
-	default: return 0;
+	case TP_COLL_FP32:
+		return 1e-6L;
+	case TP_COLL_FP64:
+		return 1e-12L;
+	case TP_COLL_FP16:
+		return 1.0L / 1024;
+	case TP_COLL_BF16:
+		return 1.0L / 128;
+	default:
+		return 0;
 	}
 }
 
-static bool close_enough(long double got, long double want,
-			 tp_coll_dtype_t dt)
+static bool close_enough(long double got, long double want, tp_coll_dtype_t dt)
 {
 	long double tol = tolerance(dt) * (fabsl(want) > 1 ? fabsl(want) : 1);
 	return fabsl(got - want) <= tol;
@@ -257,7 +282,7 @@ static bool close_enough(long double got, long double want,
 
 #define MAXCOUNT 1031
 static const size_t counts[] = {0, 1, 2, 3, 7, 31, 97, MAXCOUNT};
-static const char *const dt_names[] = {"fp32", "fp64", "fp16",
+static const char *const dt_names[] = {"fp32", "fp64",	"fp16",
 				       "bf16", "int32", "int64"};
 
 static int check(tp_coll_comm_t *c, const char *what, const void *buf,
@@ -270,11 +295,12 @@ static int check(tp_coll_comm_t *c, const char *what, const void *buf,
 		long double want = reference(n, first + i, dt, op);
 		long double got = load(buf, i, dt);
 		if (!close_enough(got, want, dt)) {
-			fprintf(stderr,
-				"# rank %d: %s %s op %d count %zu: [%zu] = %Lg, "
-				"want %Lg\n",
-				tp_coll_comm_rank(c), what, dt_names[dt], (int)op,
-				count, first + i, got, want);
+			fprintf(
+			    stderr,
+			    "# rank %d: %s %s op %d count %zu: [%zu] = %Lg, "
+			    "want %Lg\n",
+			    tp_coll_comm_rank(c), what, dt_names[dt], (int)op,
+			    count, first + i, got, want);
 			return 1;
 		}
 	}
@@ -303,16 +329,20 @@ static int matrix(tp_coll_comm_t *c, void *arg)
 			for (int a = 0; a < 4; a++) {
 				for (int op = 0; op < TP_COLL_NOPS; op++) {
 					for (size_t i = 0; i < cnt; i++)
-						store(in, i, dt, input(me, i, dt));
-					/* odd counts in place, even out of place */
+						store(in, i, dt,
+						      input(me, i, dt));
+					/* odd counts in place, even out of
+					 * place */
 					void *dst = cnt % 2 ? in : out;
 					err = tp_coll_allreduce(
-					    c, in, dst, cnt, dt, (tp_coll_op_t)op,
+					    c, in, dst, cnt, dt,
+					    (tp_coll_op_t)op,
 					    (tp_coll_algo_t)a);
 					if (err)
-						return call_failed(c, "allreduce", err);
-					if (check(c, tp_coll_algo_name(a), dst, cnt,
-						  0, dt, (tp_coll_op_t)op))
+						return call_failed(
+						    c, "allreduce", err);
+					if (check(c, tp_coll_algo_name(a), dst,
+						  cnt, 0, dt, (tp_coll_op_t)op))
 						return 1;
 				}
 			}
@@ -328,7 +358,8 @@ static int matrix(tp_coll_comm_t *c, void *arg)
 				return 1;
 			/* all-gather: rank r contributes input(r, r*cnt + i) */
 			for (size_t i = 0; i < cnt; i++)
-				store(in, i, dt, input(me, (size_t)me * cnt + i, dt));
+				store(in, i, dt,
+				      input(me, (size_t)me * cnt + i, dt));
 			memset(out, 0, cnt * (size_t)n * dsz);
 			err = tp_coll_allgather(c, in, out, cnt, dt);
 			if (err)
@@ -336,8 +367,10 @@ static int matrix(tp_coll_comm_t *c, void *arg)
 			for (size_t i = 0; i < cnt * (size_t)n; i++) {
 				int r = (int)(i / cnt);
 				if (load(out, i, dt) != input(r, i, dt)) {
-					fprintf(stderr, "# rank %d: allgather "
-							"[%zu] wrong\n", me, i);
+					fprintf(stderr,
+						"# rank %d: allgather "
+						"[%zu] wrong\n",
+						me, i);
 					return 1;
 				}
 			}
@@ -350,8 +383,9 @@ static int matrix(tp_coll_comm_t *c, void *arg)
 				return call_failed(c, "broadcast", err);
 			for (size_t i = 0; i < cnt; i++) {
 				if (load(in, i, dt) != input(n - 1, i, dt)) {
-					fprintf(stderr, "# rank %d: broadcast %s "
-							"count %zu [%zu] wrong\n",
+					fprintf(stderr,
+						"# rank %d: broadcast %s "
+						"count %zu [%zu] wrong\n",
 						me, dt_names[dt], cnt, i);
 					return 1;
 				}
@@ -378,12 +412,36 @@ static void run_matrix(int nh, int L)
 	tp_plan_destroy(p);
 }
 
-static void test_1x1(void **s) { (void)s; run_matrix(1, 1); }
-static void test_1x3(void **s) { (void)s; run_matrix(1, 3); }
-static void test_2x1(void **s) { (void)s; run_matrix(2, 1); }
-static void test_2x2(void **s) { (void)s; run_matrix(2, 2); }
-static void test_3x3(void **s) { (void)s; run_matrix(3, 3); }
-static void test_4x2(void **s) { (void)s; run_matrix(4, 2); }
+static void test_1x1(void **s)
+{
+	(void)s;
+	run_matrix(1, 1);
+}
+static void test_1x3(void **s)
+{
+	(void)s;
+	run_matrix(1, 3);
+}
+static void test_2x1(void **s)
+{
+	(void)s;
+	run_matrix(2, 1);
+}
+static void test_2x2(void **s)
+{
+	(void)s;
+	run_matrix(2, 2);
+}
+static void test_3x3(void **s)
+{
+	(void)s;
+	run_matrix(3, 3);
+}
+static void test_4x2(void **s)
+{
+	(void)s;
+	run_matrix(4, 2);
+}
 
 /* One host, 64-byte rings: every message wraps, and elements arrive
  * split across the ring's room (the receiver reduces whole ones only). */
@@ -418,14 +476,15 @@ static int large(tp_coll_comm_t *c, void *arg)
 	for (int a = 1; a < 4; a++) {
 		for (size_t i = 0; i < cnt; i++)
 			b[i] = (float)((me + 1) * (int)(i % 101));
-		tp_err_t err = tp_coll_allreduce(c, b, b, cnt, TP_COLL_FP32,
-						 TP_COLL_SUM, (tp_coll_algo_t)a);
+		tp_err_t err = tp_coll_allreduce(
+		    c, b, b, cnt, TP_COLL_FP32, TP_COLL_SUM, (tp_coll_algo_t)a);
 		if (err) {
 			free(b);
 			return call_failed(c, "allreduce", err);
 		}
 		for (size_t i = 0; i < cnt; i++) {
-			if (b[i] != (float)((n * (n + 1) / 2) * (int)(i % 101))) {
+			if (b[i] !=
+			    (float)((n * (n + 1) / 2) * (int)(i % 101))) {
 				fprintf(stderr, "# large %s [%zu] = %g\n",
 					tp_coll_algo_name(a), i, b[i]);
 				free(b);
@@ -499,7 +558,8 @@ static void test_two_comms(void **s)
 	tp_plan_destroy(p);
 }
 
-/* ---- faults --------------------------------------------------------------- */
+/* ---- faults ---------------------------------------------------------------
+ */
 
 #define VICTIM 2
 typedef struct fault {
@@ -575,7 +635,8 @@ static void test_hung_peer(void **s)
 	run_fault(true);
 }
 
-/* ---- init errors ---------------------------------------------------------- */
+/* ---- init errors ----------------------------------------------------------
+ */
 
 static void test_bad_rank(void **s)
 {
@@ -584,8 +645,7 @@ static void test_bad_rank(void **s)
 	char *why = NULL;
 
 	(void)s;
-	assert_int_equal(tp_coll_comm_init(p, 4, NULL, &c, &why),
-			 TP_ERR_INVAL);
+	assert_int_equal(tp_coll_comm_init(p, 4, NULL, &c, &why), TP_ERR_INVAL);
 	assert_non_null(strstr(why, "rank 4 is not in the plan"));
 	assert_null(c);
 	tp_free(why);
@@ -601,7 +661,8 @@ static char *write_plan(const tp_plan_t *p, size_t cut)
 	static char path[64];
 	char *json = NULL;
 
-	snprintf(path, sizeof(path), "/tmp/tp_coll_plan_%d.json", (int)getpid());
+	snprintf(path, sizeof(path), "/tmp/tp_coll_plan_%d.json",
+		 (int)getpid());
 	assert_int_equal(tp_plan_to_json(p, &json), TP_OK);
 	FILE *fp = fopen(path, "w");
 	assert_non_null(fp);
@@ -651,8 +712,10 @@ static void test_mismatched_plan(void **s)
 		if (pid[r] == 0) {
 			tp_coll_comm_t *c = NULL;
 			char *why = NULL;
-			tp_err_t err = tp_coll_comm_init(r ? b : a, r, &o, &c, &why);
-			if (err == TP_ERR_MISMATCH && strstr(why, "another plan"))
+			tp_err_t err =
+			    tp_coll_comm_init(r ? b : a, r, &o, &c, &why);
+			if (err == TP_ERR_MISMATCH &&
+			    strstr(why, "another plan"))
 				_exit(0);
 			fprintf(stderr, "# rank %d: %s: %s\n", r,
 				tp_strerror(err), why ? why : "");
@@ -770,9 +833,9 @@ static void test_names(void **s)
 
 	(void)s;
 	for (int i = 0; i < 4; i++) {
-		assert_int_equal(
-		    tp_coll_algo_parse(tp_coll_algo_name((tp_coll_algo_t)i), &a),
-		    TP_OK);
+		assert_int_equal(tp_coll_algo_parse(
+				     tp_coll_algo_name((tp_coll_algo_t)i), &a),
+				 TP_OK);
 		assert_int_equal(a, i);
 	}
 	assert_int_equal(tp_coll_algo_parse("rings", &a), TP_ERR_INVAL);
@@ -806,7 +869,7 @@ int main(void)
 	    cmocka_unit_test(test_hung_peer),
 	};
 
-	signal(SIGPIPE, SIG_DFL); /* the library must not need SIG_IGN */
+	signal(SIGPIPE, SIG_DFL);     /* the library must not need SIG_IGN */
 	if (getenv("TP_TEST_FILTER")) /* e.g. TP_TEST_FILTER='test_2x*' */
 		cmocka_set_test_filter(getenv("TP_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
