@@ -212,8 +212,20 @@ bool tp__coll_shm_arm(tp_coll_comm_t *c, int peer)
 			 p->ring_cap;
 	}
 	if (p->rq_head) {
+		const tp__coll_req_t *r = p->rq_head;
 		atomic_store(&p->rx->rsleep, 1);
-		ready |= atomic_load(&p->rx->head) != atomic_load(&p->rx->tail);
+		size_t avail = (size_t)(atomic_load(&p->rx->head) -
+					atomic_load(&p->rx->tail));
+		/* A reducing receive needs a whole element: part of one
+		 * is no reason to stay awake (it would spin until the
+		 * sender writes the rest). */
+		size_t need = 1;
+		if (r->acc && r->off < r->len) {
+			need = tp_coll_dtype_size(r->dt);
+			if (need > r->len - r->off)
+				need = r->len - r->off;
+		}
+		ready |= avail >= need;
 	}
 	return ready;
 }
