@@ -33,7 +33,9 @@
  * namespaces). Rank 0 checks them and sends back the address table or the
  * reason it refused; then each rank connects directly to the peers its
  * schedules need (ring, tree and hierarchical neighbours only, never all
- * pairs), the higher rank connecting to the lower. IPv4 only.
+ * pairs), the higher rank connecting to the lower. IPv4 only. During
+ * the rendezvous rank 0 holds one socket per rank: the world size must
+ * stay below its open-file limit.
  *
  * Transport: TCP between hosts, non-blocking sockets driven by poll();
  * between ranks of one plan host, shared-memory rings (one POSIX shm
