@@ -167,8 +167,8 @@ void tp_coll_opts_defaults(tp_coll_opts_t *o);
  * one of TP_ERR_INVAL (bad rank or options), TP_ERR_MISMATCH (a rank
  * brought another plan, world size or chunk size, or a rank joined twice:
  * rank 0 and every rank already connected fail with it, later ones with
- * TP_ERR_TIMEOUT as rank 0 is gone), TP_ERR_ADDRINUSE (rank 0 cannot listen on the
- * port), TP_ERR_NOTFOUND (master address does not resolve), TP_ERR_TIMEOUT
+ * TP_ERR_TIMEOUT as rank 0 is gone), TP_ERR_ADDRINUSE (rank 0 cannot listen on
+ * the port), TP_ERR_NOTFOUND (master address does not resolve), TP_ERR_TIMEOUT
  * (a rank never came), TP_ERR_PEER_LOST, TP_ERR_IO, TP_ERR_NOMEM. On
  * failure *err_p (when err_p is not NULL) gets a one-line reason the
  * caller frees with tp_free(); nothing else is written.
