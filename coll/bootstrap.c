@@ -298,6 +298,34 @@ static char *check_hello(const tp_coll_comm_t *c, const hello_t *h,
 	return NULL;
 }
 
+/* Replace a rendezvous timeout's reason with the ranks that never came. */
+static tp_err_t missing(boot_t *b, const bool *seen)
+{
+	const tp_coll_comm_t *c = b->c;
+	char buf[200];
+	int n = 0, shown = 0;
+	size_t off;
+
+	for (int r = 1; r < c->size; r++)
+		n += !seen[r];
+	off = (size_t)snprintf(buf, sizeof(buf),
+			       "rendezvous: waiting for the other ranks: %d of "
+			       "%d never came (",
+			       n, c->size - 1);
+	for (int r = 1; r < c->size && shown < 4 && off < sizeof(buf); r++)
+		if (!seen[r])
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off,
+						"%s%d", shown++ ? ", " : "", r);
+	if (off < sizeof(buf))
+		snprintf(buf + off, sizeof(buf) - off, "%s) after %g s",
+			 n > 4 ? ", ..." : "", c->timeout_s);
+	if (b->err_p) {
+		tp_free(*b->err_p);
+		*b->err_p = NULL;
+	}
+	return bfail(b, TP_ERR_TIMEOUT, "%s", buf);
+}
+
 /* Rank 0: collect every hello, answer with the table or the refusal. */
 static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 		       uint16_t peer_port, entry_t *tab)
@@ -317,8 +345,9 @@ static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 	for (int i = 1; i < c->size && !why; i++) {
 		hello_t h;
 		int fd;
-		err = accept_one(
-		    b, lfd, "rendezvous: waiting for the other ranks", &fd);
+		err = accept_one(b, lfd, "rendezvous", &fd);
+		if (err == TP_ERR_TIMEOUT)
+			err = missing(b, seen);
 		if (err)
 			goto out;
 		fds[nfd++] = fd;
