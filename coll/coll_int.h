@@ -44,6 +44,9 @@ typedef struct tp__coll_peer {
 	void *map;
 	size_t map_len;
 	size_t ring_cap; /* bytes per direction */
+	/* Wake-ups through a FIFO pair when /dev/shm takes them (half the
+	 * cost of a byte over loopback TCP); -1: over fd. */
+	int wake_rd, wake_wr;
 	bool eof; /* shared memory: the peer closed; what it left in the ring
 		   * can still be read */
 } tp__coll_peer_t;
@@ -84,7 +87,7 @@ extern const tp__coll_xport_ops_t tp__coll_xport_tcp;
 tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p);
 tp_err_t tp__coll_shm_pump(tp_coll_comm_t *c, int peer, bool *moved_p);
 bool tp__coll_shm_arm(tp_coll_comm_t *c, int peer);
-tp_err_t tp__coll_shm_drain(tp_coll_comm_t *c, int peer);
+tp_err_t tp__coll_shm_drain(tp_coll_comm_t *c, int peer, int fd);
 /* PEER_LOST when the peer left with requests still queued to it (call
  * after a pump that moved nothing). */
 tp_err_t tp__coll_shm_check(tp_coll_comm_t *c, int peer);

@@ -275,13 +275,13 @@ static tp_err_t alloc_scratch(tp_coll_comm_t *c)
 	c->reqs = tp_calloc(c->nreqs, sizeof(tp__coll_req_t));
 	c->peers = tp_calloc(2 * (size_t)c->size, sizeof(tp__coll_peer_t));
 	c->active = tp_calloc(2 * (size_t)c->size, sizeof(int));
-	c->pfd = tp_calloc(2 * (size_t)c->size, sizeof(struct pollfd));
-	c->pfd_peer = tp_calloc(2 * (size_t)c->size, sizeof(int));
+	c->pfd = tp_calloc(4 * (size_t)c->size, sizeof(struct pollfd));
+	c->pfd_peer = tp_calloc(4 * (size_t)c->size, sizeof(int));
 	if (!c->slots || !c->reqs || !c->peers || !c->active || !c->pfd ||
 	    !c->pfd_peer)
 		return TP_ERR_NOMEM;
 	for (int i = 0; i < 2 * c->size; i++)
-		c->peers[i].fd = -1;
+		c->peers[i].fd = c->peers[i].wake_rd = c->peers[i].wake_wr = -1;
 	return TP_OK;
 }
 

@@ -39,11 +39,14 @@
  *
  * Transport: TCP between hosts, non-blocking sockets driven by poll();
  * between ranks of one plan host, shared-memory rings (one POSIX shm
- * segment per pair, unlinked as soon as both ends mapped it) with
- * wake-ups over the pair's TCP connection. A rank waiting for data
- * sleeps in poll() and never spins. TOPOPLACE_COLL_SHM=0 in the
- * environment keeps same-host pairs on TCP over loopback (a pair uses
- * shared memory only when both ends allow it).
+ * segment and two FIFOs per pair in /dev/shm, unlinked as soon as both
+ * ends opened them) with wake-ups through the FIFOs. A rank waiting for
+ * data sleeps in poll() and never spins. In the environment,
+ * TOPOPLACE_COLL_SHM=0 keeps same-host pairs on TCP over loopback (a
+ * pair uses shared memory only when both ends allow it), =nofifo sends
+ * the wake-ups over the pair's TCP connection, and
+ * TOPOPLACE_COLL_SHM_RING sets the ring size (bytes, a power of two,
+ * default 2 MiB).
  *
  * Errors: every function returns TP_OK or a negative tp_err_t
  * (tp_common.h; tp_strerror() describes it). A failed call leaves a

@@ -2,17 +2,19 @@
  *
  * Notes: each connected same-host pair (per channel) shares one POSIX
  * shared-memory segment holding two single-producer single-consumer
- * rings, one per direction, with free-running head/tail counters. The
- * lower rank creates the segment under a unique name and sends the name
- * over the pair's TCP connection; the higher rank maps it and acks; the
- * creator unlinks it, so nothing is left in /dev/shm even if a rank dies
- * later. The TCP connection stays open: a rank that must wait sets its
- * "asleep" flag in the ring, re-checks, and sleeps in poll() on the
- * connection; the other side, after moving its counter, sends one byte
- * when it finds the flag set. Counter store and flag test are both
- * sequentially consistent on either side (Dekker), so a wake-up cannot be
- * lost, and nobody spins. A dead peer closes the connection, which poll()
- * reports as for TCP. */
+ * rings, one per direction, with free-running head/tail counters, and
+ * two FIFOs next to it in /dev/shm for wake-ups. The lower rank creates
+ * them under a unique name and sends the name over the pair's TCP
+ * connection; the higher rank opens them and acks; the creator unlinks
+ * them, so nothing is left in /dev/shm even if a rank dies later. A rank
+ * that must wait sets its "asleep" flag in the ring, re-checks, and
+ * sleeps in poll() on its FIFO; the other side, after moving its counter,
+ * writes one byte to that FIFO when it finds the flag set (a FIFO costs
+ * half what a byte over loopback TCP does; without FIFOs the byte goes
+ * over the connection). Counter store and flag test are both sequentially
+ * consistent on either side (Dekker), so a wake-up cannot be lost, and
+ * nobody spins. The TCP connection stays open and polled: a dead peer
+ * closes it, as for TCP. */
 #include "config.h"
 
 #include <errno.h>
@@ -63,11 +65,15 @@ static tp_err_t lost(tp_coll_comm_t *c, int peer, int e)
  * flag set; a peer that died is found by poll() when we need it. */
 static void wake(tp_coll_comm_t *c, int peer)
 {
+	const tp__coll_peer_t *p = &c->peers[peer];
 	char b = 1;
 
-	if (!c->peers[peer].eof)
-		(void)!send(c->peers[peer].fd, &b, 1,
-			    MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (p->eof)
+		return;
+	if (p->wake_wr >= 0) /* full FIFO: the peer has a wake-up pending */
+		(void)!write(p->wake_wr, &b, 1);
+	else
+		(void)!send(p->fd, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 static void finish_req(tp__coll_req_t **head, tp__coll_req_t **tail)
@@ -237,18 +243,19 @@ tp_err_t tp__coll_shm_check(tp_coll_comm_t *c, int peer)
 	return p->eof && (p->sq_head || p->rq_head) ? lost(c, peer, 0) : TP_OK;
 }
 
-tp_err_t tp__coll_shm_drain(tp_coll_comm_t *c, int peer)
+tp_err_t tp__coll_shm_drain(tp_coll_comm_t *c, int peer, int fd)
 {
 	char buf[256];
 
 	for (;;) {
-		ssize_t n =
-		    recv(c->peers[peer].fd, buf, sizeof(buf), MSG_DONTWAIT);
+		ssize_t n = read(fd, buf, sizeof(buf));
 		if (n > 0)
 			continue;
 		if (n == 0) {
-			/* Data it wrote before leaving is still in the ring:
-			 * progress fails only when nothing more can move. */
+			/* The connection (a FIFO we hold open for writing
+			 * never ends). Data it wrote before leaving is still
+			 * in the ring: progress fails only when nothing more
+			 * can move. */
 			c->peers[peer].eof = true;
 			return TP_OK;
 		}
@@ -264,8 +271,13 @@ void tp__coll_shm_close(tp__coll_peer_t *p)
 {
 	if (p->map)
 		munmap(p->map, p->map_len);
+	if (p->wake_rd >= 0)
+		close(p->wake_rd);
+	if (p->wake_wr >= 0)
+		close(p->wake_wr);
 	p->map = NULL;
 	p->tx = p->rx = NULL;
+	p->wake_rd = p->wake_wr = -1;
 }
 
 /* ---- setup ------------------------------------------------------------- */
@@ -335,9 +347,55 @@ static bool same_host(const tp_coll_comm_t *c, int peer)
 	return !strcmp(c->host_of[peer % c->size], c->host_of[c->rank]);
 }
 
+/* The pair's wake-up FIFOs live next to the segment: i = 0 wakes the
+ * lower rank, 1 the higher. */
+static void fifo_path(char *buf, size_t len, const char *name, int i)
+{
+	snprintf(buf, len, "/dev/shm%s.w%d", name, i);
+}
+
+static void unlink_all(const char *name)
+{
+	char path[NAME_LEN + 16];
+
+	shm_unlink(name);
+	for (int i = 0; i < 2; i++) {
+		fifo_path(path, sizeof(path), name, i);
+		unlink(path);
+	}
+}
+
+/* Open the pair's FIFOs (lower: reads 0, writes 1); false if not. */
+static bool open_fifos(tp__coll_peer_t *p, const char *name, bool lower,
+		       bool create)
+{
+	char path[NAME_LEN + 16];
+	int fd[2] = {-1, -1};
+
+	for (int i = 0; i < 2; i++) {
+		fifo_path(path, sizeof(path), name, i);
+		if (create && mkfifo(path, 0600) < 0)
+			break;
+		/* O_RDWR: never blocks, never reads end-of-file */
+		fd[i] = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+		if (fd[i] < 0)
+			break;
+	}
+	if (fd[0] < 0 || fd[1] < 0) {
+		for (int i = 0; i < 2; i++)
+			if (fd[i] >= 0)
+				close(fd[i]);
+		return false;
+	}
+	p->wake_rd = fd[lower ? 0 : 1];
+	p->wake_wr = fd[lower ? 1 : 0];
+	return true;
+}
+
 /* Lower rank of a pair: make and map a segment, its name into name
- * (empty when it could not: the pair stays on TCP). */
-static void create_segment(tp_coll_comm_t *c, int peer, char *name)
+ * (empty when it could not: the pair stays on TCP); name's last byte
+ * says whether wake-up FIFOs exist too. */
+static void create_segment(tp_coll_comm_t *c, int peer, char *name, bool fifos)
 {
 	static _Atomic unsigned seq;
 	void *m = NULL;
@@ -355,14 +413,18 @@ static void create_segment(tp_coll_comm_t *c, int peer, char *name)
 	close(fd);
 	if (m) {
 		attach(&c->peers[peer], m, len, true);
+		if (fifos && open_fifos(&c->peers[peer], name, true, true))
+			name[NAME_LEN - 1] = 'f';
 	} else {
 		shm_unlink(name);
 		name[0] = '\0';
 	}
 }
 
-/* Higher rank of a pair: map the named segment; 1 when it did. */
-static char open_segment(tp_coll_comm_t *c, int peer, const char *name)
+/* Higher rank of a pair: map the named segment; 0 when it could not,
+ * 1 with wake-ups over the connection, 2 over the FIFOs. */
+static char open_segment(tp_coll_comm_t *c, int peer, const char *name,
+			 bool fifos)
 {
 	int fd = shm_open(name, O_RDWR, 0);
 	struct stat st;
@@ -376,13 +438,15 @@ static char open_segment(tp_coll_comm_t *c, int peer, const char *name)
 	if (!m)
 		return 0;
 	attach(&c->peers[peer], m, (size_t)st.st_size, false);
-	return 1;
+	return fifos && open_fifos(&c->peers[peer], name, false, false) ? 2 : 1;
 }
 
 tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 {
+	/* "0": no shared memory; "nofifo": wake-ups over the connection */
 	const char *env = getenv("TOPOPLACE_COLL_SHM");
 	bool enabled = !(env && !strcmp(env, "0"));
+	bool fifos_ok = !(env && !strcmp(env, "nofifo"));
 	char(*names)[NAME_LEN] = tp_calloc(2 * (size_t)c->size, NAME_LEN);
 	tp_err_t err = TP_OK;
 
@@ -395,11 +459,12 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 		if (!same_host(c, peer) || peer % c->size < c->rank)
 			continue;
 		if (enabled)
-			create_segment(c, peer, names[peer]);
+			create_segment(c, peer, names[peer], fifos_ok);
 		err = xfer(c->peers[peer].fd, names[peer], NAME_LEN, true,
 			   deadline);
 	}
-	/* 2: map what the lower ranks named; ack 1 (mapped) or 0. */
+	/* 2: map what the lower ranks named; ack 0 (no), 1 (mapped), 2
+	 * (mapped, FIFOs open). */
 	for (int i = 0; i < c->nactive && !err; i++) {
 		int peer = c->active[i];
 		char name[NAME_LEN], ack = 0;
@@ -408,9 +473,10 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 		err = xfer(c->peers[peer].fd, name, NAME_LEN, false, deadline);
 		if (err)
 			break;
+		bool fifos = name[NAME_LEN - 1] == 'f';
 		name[NAME_LEN - 1] = '\0';
 		if (enabled && name[0])
-			ack = open_segment(c, peer, name);
+			ack = open_segment(c, peer, name, fifos && fifos_ok);
 		err = xfer(c->peers[peer].fd, &ack, 1, true, deadline);
 	}
 	/* 3: collect the acks, unlink the names. */
@@ -421,10 +487,16 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 			continue;
 		err = xfer(c->peers[peer].fd, &ack, 1, false, deadline);
 		if (names[peer][0])
-			shm_unlink(names[peer]);
+			unlink_all(names[peer]);
 		names[peer][0] = '\0';
+		tp__coll_peer_t *p = &c->peers[peer];
 		if (!err && !ack)
-			tp__coll_shm_close(&c->peers[peer]);
+			tp__coll_shm_close(p);
+		if (!err && ack == 1 && p->wake_rd >= 0) {
+			close(p->wake_rd); /* the peer could not open them */
+			close(p->wake_wr);
+			p->wake_rd = p->wake_wr = -1;
+		}
 	}
 	if (err && err_p && !*err_p)
 		*err_p =
@@ -433,7 +505,7 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 	/* A failed setup may leave names behind: remove them. */
 	for (int i = 0; err && i < 2 * c->size; i++)
 		if (names[i][0])
-			shm_unlink(names[i]);
+			unlink_all(names[i]);
 	tp_free(names);
 	return err;
 }

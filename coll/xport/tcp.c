@@ -187,9 +187,16 @@ static tp_err_t tcp_progress(tp_coll_comm_t *c)
 				    tp__coll_shm_check(c, c->active[i]);
 				if (err)
 					return err;
-				/* shared memory: sleep on the wake-up bytes */
+				/* shared memory: sleep on the wake-up bytes,
+				 * and on fd for a peer that dies */
 				ready |= tp__coll_shm_arm(c, c->active[i]);
 				ev = POLLIN;
+				if (p->wake_rd >= 0) {
+					c->pfd[np].fd = p->wake_rd;
+					c->pfd[np].events = POLLIN;
+					c->pfd[np].revents = 0;
+					c->pfd_peer[np++] = c->active[i];
+				}
 			}
 			c->pfd[np].fd = p->fd;
 			c->pfd[np].events = ev;
@@ -214,7 +221,8 @@ static tp_err_t tcp_progress(tp_coll_comm_t *c)
 		for (int i = 0; i < np && n > 0; i++) {
 			if (!c->pfd[i].revents || !c->peers[c->pfd_peer[i]].tx)
 				continue;
-			tp_err_t err = tp__coll_shm_drain(c, c->pfd_peer[i]);
+			tp_err_t err =
+			    tp__coll_shm_drain(c, c->pfd_peer[i], c->pfd[i].fd);
 			if (err)
 				return err;
 		}

@@ -83,8 +83,11 @@ static void opts_for(tp_coll_opts_t *o, int port, double timeout_s,
 
 typedef int (*rank_fn)(tp_coll_comm_t *c, void *arg);
 
-/* This rank refuses shared memory (its pairs stay on TCP); -1: none. */
+/* This rank sets TOPOPLACE_COLL_SHM to shm_value (0: refuse shared
+ * memory, its pairs stay on TCP; nofifo: wake-ups over the socket);
+ * -1: none. */
 static int refuse_shm_rank = -1;
+static const char *shm_value = "0";
 
 /* Child: join, run fn, exit with its status (99: init failed). */
 static void child(const tp_plan_t *p, int rank, const tp_coll_opts_t *o,
@@ -94,7 +97,7 @@ static void child(const tp_plan_t *p, int rank, const tp_coll_opts_t *o,
 	char *why = NULL;
 
 	if (rank == refuse_shm_rank)
-		setenv("TOPOPLACE_COLL_SHM", "0", 1);
+		setenv("TOPOPLACE_COLL_SHM", shm_value, 1);
 	if (tp_coll_comm_init(p, rank, o, &c, &why)) {
 		fprintf(stderr, "# rank %d: init: %s\n", rank, why);
 		_exit(99);
@@ -461,6 +464,18 @@ static void test_shm_refused(void **s)
 	refuse_shm_rank = 1;
 	run_matrix(1, 3);
 	refuse_shm_rank = -1;
+}
+
+/* Rank 1 takes no wake-up FIFOs: rank 0 must drop the ones it made and
+ * wake rank 1 over the socket; rank 1 wakes rank 2 over it too. */
+static void test_shm_nofifo(void **s)
+{
+	(void)s;
+	refuse_shm_rank = 1;
+	shm_value = "nofifo";
+	run_matrix(1, 3);
+	refuse_shm_rank = -1;
+	shm_value = "0";
 }
 
 /* Larger messages with the default chunk: pipelining over many chunks. */
@@ -862,6 +877,7 @@ int main(void)
 	    cmocka_unit_test(test_3x3),
 	    cmocka_unit_test(test_4x2),
 	    cmocka_unit_test(test_shm_refused),
+	    cmocka_unit_test(test_shm_nofifo),
 	    cmocka_unit_test(test_shm_tiny_ring),
 	    cmocka_unit_test(test_large),
 	    cmocka_unit_test(test_two_comms),
