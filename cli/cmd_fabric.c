@@ -18,6 +18,10 @@ static const char usage[] =
 	"  fat-tree  --leaves N (8) --spines N (4) --hosts-per-leaf N (16)\n"
 	"            --uplinks N (2, parallel links leaf->each spine) --interleave\n"
 	"            (host i on leaf i mod leaves, so groups do not follow names)\n"
+	"            --nics-per-host N (1; 0 = one per GPU, as DGX-class hosts;\n"
+	"            without --uplinks, enough up-links for 2:1)\n"
+	"            --degrade F (0: share of cables down or at half width)\n"
+	"            --degrade-seed S (0: which cables)\n"
 	"  rail      --sus N (4) --hosts-per-su N (32) --rails N (8)\n"
 	"            --spines-per-rail N (4); each rail is its own subnet\n"
 	"  nvl72     --racks N (4) --hosts-per-rack N (18) --leaves-per-rack N (2)\n"
@@ -37,7 +41,8 @@ static const char usage[] =
 static int cmd_generate(int argc, char **argv)
 {
 	enum { O_LEAVES = 256, O_SPINES, O_HPL, O_UPL, O_INTER, O_SUS, O_HPS,
-	       O_RAILS, O_SPR, O_RACKS, O_HPR, O_LPR, O_GPUS, O_GBPS, O_PREFIX };
+	       O_RAILS, O_SPR, O_RACKS, O_HPR, O_LPR, O_GPUS, O_GBPS, O_PREFIX,
+	       O_NICS, O_DEGRADE, O_DSEED };
 	static const struct option opts[] = {
 		{"leaves", required_argument, NULL, O_LEAVES},
 		{"spines", required_argument, NULL, O_SPINES},
@@ -54,6 +59,9 @@ static int cmd_generate(int argc, char **argv)
 		{"gpus-per-host", required_argument, NULL, O_GPUS},
 		{"link-gbps", required_argument, NULL, O_GBPS},
 		{"prefix", required_argument, NULL, O_PREFIX},
+		{"nics-per-host", required_argument, NULL, O_NICS},
+		{"degrade", required_argument, NULL, O_DEGRADE},
+		{"degrade-seed", required_argument, NULL, O_DSEED},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -67,6 +75,7 @@ static int cmd_generate(int argc, char **argv)
 	int c, rc = TP_EXIT_INPUT;
 	long v;
 	double d;
+	bool upl_given = false;
 	tp_err_t err;
 
 	if (argc < 2 || argv[1][0] == '-') {
@@ -101,7 +110,10 @@ static int cmd_generate(int argc, char **argv)
 		case O_LEAVES: ft.leaves = (int)v; break;
 		case O_SPINES: ft.spines = nv.spines = (int)v; break;
 		case O_HPL: ft.hosts_per_leaf = (int)v; break;
-		case O_UPL: ft.uplinks_per_spine = (int)v; break;
+		case O_UPL:
+			ft.uplinks_per_spine = (int)v;
+			upl_given = true;
+			break;
 		case O_INTER: ft.interleave = true; break;
 		case O_SUS: rl.sus = (int)v; break;
 		case O_HPS: rl.hosts_per_su = (int)v; break;
@@ -120,6 +132,23 @@ static int cmd_generate(int argc, char **argv)
 			break;
 		case O_PREFIX:
 			ft.host_prefix = rl.host_prefix = nv.host_prefix = optarg;
+			break;
+		case O_NICS:
+			if (!tp_cli_int("--nics-per-host", optarg, 0, 64, &v))
+				return TP_EXIT_INPUT;
+			ft.nics_per_host = (int)v;
+			if (!upl_given)
+				ft.uplinks_per_spine = 0;
+			break;
+		case O_DEGRADE:
+			if (!tp_cli_double("--degrade", optarg, 0, 1, &d))
+				return TP_EXIT_INPUT;
+			ft.degrade = d;
+			break;
+		case O_DSEED:
+			if (!tp_cli_int("--degrade-seed", optarg, 0, 1L << 62, &v))
+				return TP_EXIT_INPUT;
+			ft.degrade_seed = (uint64_t)v;
 			break;
 		case 'o': out = optarg; break;
 		case 'h': fputs(usage, stdout); return TP_EXIT_OK;

@@ -45,7 +45,7 @@
 /* Backfill looks this far down the queue per pass (Slurm's
  * bf_max_job_test plays the same role). */
 #define BACKFILL_DEPTH 64
-#define MAX_SAMPLES 2000
+#define MAX_SAMPLES    2000
 
 typedef struct link_load {
 	uint32_t res; /* directed link: 2 * link + direction */
@@ -79,14 +79,17 @@ typedef struct sim {
 	size_t nstarted, nslow, ndecide;
 	size_t at_min, at_min_empty;
 	double busy_gpu_s, useful_gpu_s, last_t, first_t, cross;
+	double frag_now, frag_int; /* last sampled frag, its time integral */
+	double class_jct[TP_SIM_NCLASSES];
+	size_t class_n[TP_SIM_NCLASSES];
 	tp_sim_sample_t *samples;
 	size_t nsamples, capsamples;
 	bool changed; /* resources freed since the last backfill pass */
 	size_t unplaceable;
-	size_t nres;      /* directed links: 2 per link */
-	double *scratch;  /* nres zeroes between uses */
-	uint32_t *bgcnt;  /* per directed link: running jobs loading it */
-	double *loadsum;  /* per directed link: their summed average Gb/s */
+	size_t nres;	 /* directed links: 2 per link */
+	double *scratch; /* nres zeroes between uses */
+	uint32_t *bgcnt; /* per directed link: running jobs loading it */
+	double *loadsum; /* per directed link: their summed average Gb/s */
 } sim_t;
 
 static void heap_push(sim_t *m, running_t r)
@@ -145,7 +148,9 @@ static void to_request(const tp_job_spec_t *j, tp_request_t *r)
 static void advance(sim_t *m, double now)
 {
 	if (now > m->last_t) {
-		m->busy_gpu_s += (double)tp_state_busy_gpus(m->s) * (now - m->last_t);
+		m->busy_gpu_s +=
+		    (double)tp_state_busy_gpus(m->s) * (now - m->last_t);
+		m->frag_int += m->frag_now * (now - m->last_t);
 		m->last_t = now;
 	}
 }
@@ -179,13 +184,17 @@ static void sample(sim_t *m, double now)
 {
 	void *p = m->samples;
 
-	if (tp_grow(&p, &m->capsamples, m->nsamples + 1, sizeof(tp_sim_sample_t)))
+	m->frag_now = fragmentation(m);
+	if (tp_grow(&p, &m->capsamples, m->nsamples + 1,
+		    sizeof(tp_sim_sample_t)))
 		return; /* a missing sample only thins the plot */
 	m->samples = p;
-	m->samples[m->nsamples++] = (tp_sim_sample_t){
-		now - m->first_t,
-		m->total_gpus ? (double)tp_state_busy_gpus(m->s) / (double)m->total_gpus : 0,
-		fragmentation(m)};
+	m->samples[m->nsamples++] =
+	    (tp_sim_sample_t){now - m->first_t,
+			      m->total_gpus ? (double)tp_state_busy_gpus(m->s) /
+						  (double)m->total_gpus
+					    : 0,
+			      m->frag_now};
 }
 
 /* Background a new job meets on directed link r: the other jobs' load,
@@ -208,9 +217,9 @@ static tp_err_t load_add(sim_t *m, const tp_placement_t *pl, double bytes,
 
 	if (!(duty > 0))
 		return TP_OK;
-	if ((err = tp_cost_link_load(m->ctx, m->s, pl->hosts, pl->gpus,
-				     pl->nhosts, bytes, algo, duty,
-				     m->scratch)))
+	if ((err =
+		 tp_cost_link_load(m->ctx, m->s, pl->hosts, pl->gpus,
+				   pl->nhosts, bytes, algo, duty, m->scratch)))
 		/* no route now: the job cannot load what it cannot use */
 		return err == TP_ERR_NOMEM ? err : TP_OK;
 	for (size_t r = 0; r < m->nres; r++)
@@ -261,12 +270,13 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 	*started = false;
 	to_request(js, &r);
 	memset(&pl, 0, sizeof(pl));
-	err = tp_place_run(m->policy, m->s, &r, m->pp, m->ctx,
-			   m->seed + j, &pl);
+	err =
+	    tp_place_run(m->policy, m->s, &r, m->pp, m->ctx, m->seed + j, &pl);
 	if (err == TP_ERR_NOTFOUND)
 		return TP_OK;
 	if (err == TP_ERR_RANGE) {
-		/* can never fit this fabric: counted and dropped by the caller */
+		/* can never fit this fabric: counted and dropped by the caller
+		 */
 		return err;
 	}
 	if (err)
@@ -281,8 +291,10 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 		if (pl.ideal_s > 0 && pl.predicted_s > 0)
 			slowdown = pl.predicted_s / pl.ideal_s;
 		m->slow[m->nslow++] = slowdown;
-		m->at_min += pl.span[TP_SPAN_GROUPS] <= pl.min_span_free[TP_SPAN_GROUPS];
-		m->at_min_empty += pl.span[TP_SPAN_GROUPS] <= pl.min_span_empty[TP_SPAN_GROUPS];
+		m->at_min +=
+		    pl.span[TP_SPAN_GROUPS] <= pl.min_span_free[TP_SPAN_GROUPS];
+		m->at_min_empty += pl.span[TP_SPAN_GROUPS] <=
+				   pl.min_span_empty[TP_SPAN_GROUPS];
 	}
 	if (pl.nhosts > 1 && m->ctx && pl.predicted_s > 0) {
 		double bytes = r.bytes > 0 ? r.bytes : 1024.0 * 1024 * 1024;
@@ -297,7 +309,8 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 			return err;
 		}
 	}
-	run.end = now + js->run_s * ((1 - js->comm_frac) + js->comm_frac * slowdown);
+	run.end =
+	    now + js->run_s * ((1 - js->comm_frac) + js->comm_frac * slowdown);
 	for (size_t i = 0; i < pl.nhosts; i++)
 		run.gpus += pl.gpus[i];
 	/* the work the job came for: its run time on an ideal placement */
@@ -305,6 +318,13 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 	heap_push(m, run);
 	m->wait[m->nstarted] = now - js->submit_s;
 	m->jct[m->nstarted++] = run.end - js->submit_s;
+	/* by the request, so a job is in the same class under every policy */
+	int cls = tp_sim_class_of(
+	    js->nodes > 0 ? (size_t)js->nodes
+			  : (size_t)((js->gpus + m->max_host_gpus - 1) /
+				     m->max_host_gpus));
+	m->class_jct[cls] += run.end - js->submit_s;
+	m->class_n[cls]++;
 	tp_placement_free(&pl);
 	*started = true;
 	return TP_OK;
@@ -359,8 +379,8 @@ static tp_err_t plan_head(sim_t *m, size_t j, double *shadow_p,
 		    m->total_gpus - tp_state_busy_gpus(s) < need)
 			continue;
 		memset(&pl, 0, sizeof(pl));
-		err = tp_place_run(m->policy, s, &req, m->pp, NULL,
-				   m->seed + j, &pl);
+		err = tp_place_run(m->policy, s, &req, m->pp, NULL, m->seed + j,
+				   &pl);
 		if (err == TP_ERR_NOTFOUND) {
 			err = TP_OK;
 			continue;
@@ -494,6 +514,19 @@ static double mean(const double *v, size_t n)
 	return n ? s / (double)n : 0;
 }
 
+int tp_sim_class_of(size_t nhosts)
+{
+	return nhosts <= 1 ? 0 : nhosts <= 8 ? 1 : nhosts <= 32 ? 2 : 3;
+}
+
+const char *tp_sim_class_name(int cls)
+{
+	static const char *const names[TP_SIM_NCLASSES] = {"1", "2-8", "9-32",
+							   ">32"};
+
+	return cls >= 0 && cls < TP_SIM_NCLASSES ? names[cls] : "?";
+}
+
 void tp_sim_result_free(tp_sim_result_t *r)
 {
 	if (!r)
@@ -518,7 +551,12 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 		    const tp_cost_ctx_t *ctx, uint64_t seed,
 		    tp_sim_result_t *out)
 {
-	sim_t m = {.f = f, .t = t, .policy = policy, .pp = pp, .ctx = ctx, .seed = seed};
+	sim_t m = {.f = f,
+		   .t = t,
+		   .policy = policy,
+		   .pp = pp,
+		   .ctx = ctx,
+		   .seed = seed};
 	size_t next = 0, n;
 	tp_err_t err = TP_ERR_NOMEM;
 
@@ -548,12 +586,14 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 
 	while (next < n || m.nheap || m.nqueue) {
 		double now;
-		if (next < n && (!m.nheap || t->jobs[next].submit_s <= m.heap[0].end))
+		if (next < n &&
+		    (!m.nheap || t->jobs[next].submit_s <= m.heap[0].end))
 			now = t->jobs[next].submit_s;
 		else if (m.nheap)
 			now = m.heap[0].end;
 		else
-			now = m.last_t; /* idle fabric, queued jobs: retry now */
+			now =
+			    m.last_t; /* idle fabric, queued jobs: retry now */
 		advance(&m, now);
 		while (m.nheap && m.heap[0].end <= now) {
 			running_t r = heap_pop(&m);
@@ -563,7 +603,8 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 			m.changed = true;
 		}
 		while (next < n && t->jobs[next].submit_s <= now) {
-			/* a job bigger than the fabric would block FCFS forever */
+			/* a job bigger than the fabric would block FCFS forever
+			 */
 			if (job_need(&m, &t->jobs[next]) > (int)m.total_gpus) {
 				m.unplaceable++;
 			} else {
@@ -590,12 +631,14 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 	out->multi_node_jobs = m.nslow;
 	out->unplaceable = m.unplaceable;
 	out->makespan_s = m.last_t - m.first_t;
-	out->useful_util = out->makespan_s > 0
-				   ? m.useful_gpu_s / ((double)m.total_gpus * out->makespan_s)
-				   : 0;
-	out->gpu_util = out->makespan_s > 0
-				? m.busy_gpu_s / ((double)m.total_gpus * out->makespan_s)
-				: 0;
+	out->useful_util =
+	    out->makespan_s > 0
+		? m.useful_gpu_s / ((double)m.total_gpus * out->makespan_s)
+		: 0;
+	out->gpu_util =
+	    out->makespan_s > 0
+		? m.busy_gpu_s / ((double)m.total_gpus * out->makespan_s)
+		: 0;
 	out->mean_wait_s = mean(m.wait, m.nstarted);
 	out->p50_wait_s = pct(m.wait, m.nstarted, 0.5);
 	out->p95_wait_s = pct(m.wait, m.nstarted, 0.95);
@@ -603,9 +646,18 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 	out->p50_jct_s = pct(m.jct, m.nstarted, 0.5);
 	out->p95_jct_s = pct(m.jct, m.nstarted, 0.95);
 	out->comm_slowdown_mean = m.nslow ? mean(m.slow, m.nslow) : 1.0;
-	out->min_span_fraction = m.nslow ? (double)m.at_min / (double)m.nslow : 1.0;
-	out->min_span_empty_fraction = m.nslow ? (double)m.at_min_empty / (double)m.nslow : 1.0;
+	out->min_span_fraction =
+	    m.nslow ? (double)m.at_min / (double)m.nslow : 1.0;
+	out->min_span_empty_fraction =
+	    m.nslow ? (double)m.at_min_empty / (double)m.nslow : 1.0;
 	out->cross_spine_bytes = m.cross;
+	out->frag_time_mean =
+	    out->makespan_s > 0 ? m.frag_int / out->makespan_s : 0;
+	for (int c = 0; c < TP_SIM_NCLASSES; c++) {
+		out->class_jobs[c] = m.class_n[c];
+		out->class_jct_mean_s[c] =
+		    m.class_n[c] ? m.class_jct[c] / (double)m.class_n[c] : 0;
+	}
 	out->decision_p99_s = pct(m.decide, m.ndecide, 0.99);
 	/* slowdowns: keep a sorted copy for plots; p95 sorts in place */
 	out->comm_slowdown_p95 = m.nslow ? pct(m.slow, m.nslow, 0.95) : 1.0;
