@@ -984,20 +984,6 @@ static bool *weak_hosts(const tp__policy_in_t *in, bool *any_p)
 	return weak;
 }
 
-/* Predicted all-reduce seconds of a host set in ring order (reorders it),
- * on the state's links and traffic; -1 when it cannot be priced. */
-static double price(const tp__policy_in_t *in, uint32_t *hosts, int *gpus,
-		    size_t n)
-{
-	double bytes = in->r->bytes > 0 ? in->r->bytes : TP__DEFAULT_BYTES;
-	tp_cost_t c;
-
-	tp_ring_order(in->f, hosts, gpus, n);
-	if (tp__place_predict(in->cost, in->s, hosts, gpus, n, bytes, NULL, &c))
-		return -1;
-	return c.seconds;
-}
-
 /* Groups a host set spans (level 1). */
 static size_t nspan(const tp_fabric_t *f, const uint32_t *hosts, size_t n)
 {
@@ -1007,129 +993,201 @@ static size_t nspan(const tp_fabric_t *f, const uint32_t *hosts, size_t n)
 	return sp[TP_SPAN_GROUPS];
 }
 
-/* Local search on the priced choice: swap one chosen host for a free one
- * (the first and last that offer the same GPUs in each level-1 group)
- * while that makes the predicted all-reduce at least 2% cheaper (half
- * the time when it spans another group); at most SWAP_BUDGET
- * predictions, so a decision stays within its time goal. */
-#define SWAP_BUDGET 48
-static void improve(const tp__policy_in_t *in, uint32_t *hosts, int *gpus,
-		    size_t n, double *best_p, char *why, size_t whylen,
-		    double base, bool *in_set, uint32_t *th, int *tg)
-{
-	const tp_fabric_t *f = in->f;
-	size_t nh = tp_fabric_nhosts(f), ng = tp_fabric_ngroups(f),
-	       budget = SWAP_BUDGET;
-	size_t span0 = nspan(f, hosts, n), swaps = 0;
-	double best = *best_p;
+/* Scratch for pricing candidates, allocated once per decision. */
+typedef struct pricer {
+	const tp__policy_in_t *in;
+	bool *in_set; /* per host */
+	bool *skip;   /* per host */
+	uint32_t *th; /* a trial set */
+	int *tg;
+	uint32_t *cand; /* hosts to swap in, and their offers */
+	int *coff;
+	size_t ncand_max;
+	size_t budget; /* predictions left */
+} pricer_t;
 
-	memset(in_set, 0, (nh + 1) * sizeof(bool));
+/* Predicted all-reduce seconds of a host set in ring order (reorders it),
+ * on the state's links and traffic; -1 when it cannot be priced. */
+static double price(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n)
+{
+	const tp__policy_in_t *in = pr->in;
+	double bytes = in->r->bytes > 0 ? in->r->bytes : TP__DEFAULT_BYTES;
+	tp_cost_t c;
+
+	if (pr->budget)
+		pr->budget--;
+	tp_ring_order(in->f, hosts, gpus, n);
+	if (tp__place_predict(in->cost, in->s, hosts, gpus, n, bytes, NULL, &c))
+		return -1;
+	return c.seconds;
+}
+
+/* How much cheaper a set must be to replace one over fewer groups: more
+ * groups load more shared up-links for every job that follows. */
+static double gain_needed(const tp_fabric_t *f, const uint32_t *from,
+			  size_t nfrom, const uint32_t *to, size_t nto)
+{
+	return nspan(f, to, nto) > nspan(f, from, nfrom) ? 0.5 : 0.98;
+}
+
+/* Local search: swap one host of the set for a free one (the first and
+ * the last that offer enough GPUs in each level-1 group) while that makes
+ * the predicted all-reduce cheaper by gain_needed(), steepest first, for
+ * at most `budget` predictions. Returns the swaps made; *t_p is the
+ * set's price, updated. */
+static size_t improve(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n,
+		      double *t_p, size_t budget)
+{
+	const tp__policy_in_t *in = pr->in;
+	const tp_fabric_t *f = in->f;
+	size_t nh = tp_fabric_nhosts(f), ng = tp_fabric_ngroups(f), swaps = 0;
+	double best = *t_p;
+
+	if (budget > pr->budget)
+		budget = pr->budget;
+	memset(pr->in_set, 0, (nh + 1) * sizeof(bool));
 	for (size_t i = 0; i < n; i++)
-		in_set[hosts[i]] = true;
+		pr->in_set[hosts[i]] = true;
+	/* the hosts to swap in, found once: the first and last free host
+	 * offering GPUs in each level-1 group */
+	size_t nc = 0;
+	for (size_t g = 0; g < ng && nc + 2 <= pr->ncand_max; g++) {
+		const tp_group_t *gp = tp_fabric_group(f, (uint32_t)g);
+		if (gp->level != 1)
+			continue;
+		for (int end = 0; end < 2; end++) {
+			for (size_t j = 0; j < gp->nhosts; j++) {
+				uint32_t c =
+				    gp->hosts[end ? gp->nhosts - 1 - j : j];
+				int off;
+				if (pr->in_set[c] ||
+				    (off = tp__host_offer(in, c)) <= 0)
+					continue;
+				if (!end || !nc || pr->cand[nc - 1] != c) {
+					pr->cand[nc] = c;
+					pr->coff[nc++] = off;
+				}
+				break;
+			}
+		}
+	}
 	for (bool again = true; again && budget;) {
-		again = false;
 		size_t bi = SIZE_MAX;
 		uint32_t bh = 0;
 		double bt = best;
-		for (size_t g = 0; g < ng && budget; g++) {
-			const tp_group_t *gp = tp_fabric_group(f, (uint32_t)g);
-			if (gp->level != 1)
+		again = false;
+		for (size_t ci = 0; ci < nc && budget; ci++) {
+			uint32_t h = pr->cand[ci];
+			if (pr->in_set[h])
 				continue;
-			for (int end = 0; end < 2 && budget; end++) {
-				uint32_t h = TP_ID_NONE;
-				for (size_t j = 0; j < gp->nhosts; j++) {
-					uint32_t c =
-					    gp->hosts[end ? gp->nhosts - 1 - j
-							  : j];
-					if (!in_set[c] &&
-					    tp__host_offer(in, c) > 0) {
-						h = c;
-						break;
-					}
-				}
-				if (h == TP_ID_NONE)
+			for (size_t i = 0; i < n && budget; i++) {
+				if (pr->coff[ci] < gpus[i])
 					continue;
-				for (size_t i = 0; i < n && budget; i++) {
-					if (tp__host_offer(in, h) < gpus[i])
-						continue;
-					memcpy(th, hosts, n * sizeof(uint32_t));
-					memcpy(tg, gpus, n * sizeof(int));
-					th[i] = h;
-					double t = price(in, th, tg, n);
-					budget--;
-					double need = nspan(f, th, n) > span0
-							  ? 0.5
-							  : 0.98;
-					if (t >= 0 && t < bt &&
-					    t < best * need) {
-						bt = t;
-						bi = i;
-						bh = h;
-					}
+				memcpy(pr->th, hosts, n * sizeof(uint32_t));
+				memcpy(pr->tg, gpus, n * sizeof(int));
+				pr->th[i] = h;
+				double need =
+				    gain_needed(f, hosts, n, pr->th, n);
+				double t = price(pr, pr->th, pr->tg, n);
+				budget--;
+				if (t >= 0 && t < bt && t < best * need) {
+					bt = t;
+					bi = i;
+					bh = h;
 				}
 			}
 		}
 		if (bi != SIZE_MAX) {
-			in_set[hosts[bi]] = false;
-			in_set[bh] = true;
+			pr->in_set[hosts[bi]] = false;
+			pr->in_set[bh] = true;
 			hosts[bi] = bh;
 			best = bt;
 			swaps++;
 			again = true;
 		}
 	}
-	if (swaps && why && whylen) {
-		size_t len = strlen(why);
-		snprintf(why + len, whylen - len,
-			 "; %zu host%s swapped for a cheaper all-reduce "
-			 "(%.3g ms vs %.3g ms for the best fit)",
-			 swaps, swaps == 1 ? "" : "s", best * 1e3, base * 1e3);
-	}
-	*best_p = best;
+	*t_p = best;
+	return swaps;
 }
 
 /*
  * Structure proposes, the cost model disposes. The structural choice
  * (smallest scope, best fit, whole groups kept) is candidate 0; when the
- * job uses the network, a few variants are priced beside it with the
- * state's link health and other jobs' traffic: without the weakly cabled
- * hosts, from the other end of each group (other D-mod-K up-links), and
- * without the group whose up-links are weakest (k+1 groups or other
- * groups around a bad or busy cable). The cheapest predicted all-reduce
- * wins; within 1% the earlier candidate stays, which is the tie-break on
- * fragmentation: candidate 0 is the structurally best fit.
+ * job uses the network, a few variants are made beside it: without the
+ * weakly cabled hosts, from the other end of each group (other D-mod-K
+ * up-links), and without each group it spans, weakest up-links first (k+1
+ * groups, or other groups, around a bad or busy cable). Each candidate is
+ * priced with the state's link health and other jobs' traffic and then
+ * improved by a bounded local search of host swaps. The cheapest
+ * predicted all-reduce wins; a candidate must be 2% cheaper than the one
+ * it replaces (half the time when it spans more groups), so ties go to
+ * the earlier candidate, the structurally best fit: that is the
+ * tie-break on fragmentation. A bounded number of predictions per
+ * decision (fewer for jobs with more host-rail flows to route) keeps it
+ * within the decision-time goals.
  */
+#define PRICE_BUDGET 96
+/* A prediction routes one flow per host and rail: spend about this many
+ * host-rail routes per decision; a job that leaves fewer than 4
+ * predictions is placed by the structure alone. */
+#define PRICE_ROUTES 512
+#define MAX_VARIANTS 3
+
 static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 				 int *gpus, size_t max, size_t *n_p, char *why,
 				 size_t whylen)
 {
-	size_t nh = tp_fabric_nhosts(in->f), n = 0, vn, tried = 1;
-	uint32_t worst = TP_ID_NONE, *vh = NULL;
+	size_t nh = tp_fabric_nhosts(in->f), n = 0, vn, tried = 1, won = 0;
+	size_t swaps, wswaps;
+	uint32_t worst = TP_ID_NONE, *vh = NULL, used[MAX_VARIANTS];
 	int *vg = NULL;
-	bool *skip = NULL, *weak = NULL, any_weak = false;
+	bool *weak = NULL, any_weak = false;
 	double best, base;
 	char vwhy[256];
+	pricer_t pr = {.in = in, .budget = PRICE_BUDGET};
 	tp_err_t err;
 
 	err = choose_once(in, NULL, false, hosts, gpus, max, &n, why, whylen,
 			  &worst);
 	if (err || !in->cost || n < 2)
 		goto out;
-	if ((best = base = price(in, hosts, gpus, n)) < 0)
-		goto out;
 	vh = tp_malloc((max + 1) * sizeof(uint32_t));
 	vg = tp_malloc((max + 1) * sizeof(int));
-	skip = tp_calloc(nh + 1, sizeof(bool));
+	pr.th = tp_malloc((max + 1) * sizeof(uint32_t));
+	pr.tg = tp_malloc((max + 1) * sizeof(int));
+	pr.skip = tp_calloc(nh + 1, sizeof(bool));
+	pr.in_set = tp_calloc(nh + 1, sizeof(bool));
+	pr.ncand_max = 2 * tp_fabric_ngroups(in->f) + 2;
+	pr.cand = tp_malloc(pr.ncand_max * sizeof(uint32_t));
+	pr.coff = tp_malloc(pr.ncand_max * sizeof(int));
 	weak = weak_hosts(in, &any_weak);
-	if (!vh || !vg || !skip || !weak)
+	if (!vh || !vg || !pr.th || !pr.tg || !pr.skip || !pr.in_set ||
+	    !pr.cand || !pr.coff || !weak)
 		goto out; /* keep the structural answer */
-	/* the level-1 groups of the structural pick, weakest up-links first:
-	 * each is left out once (k+1 groups, or other groups, around it) */
-	uint32_t used[8];
+	/* inside one level-1 group on well cabled hosts nothing is shared
+	 * with other jobs and every choice costs the same */
+	bool on_weak = false;
+	for (size_t i = 0; i < n && !on_weak; i++)
+		on_weak = weak[hosts[i]];
+	if (worst == TP_ID_NONE && !on_weak)
+		goto out;
+	size_t rails = 0;
+	for (size_t i = 0; i < n; i++)
+		rails += tp_fabric_host(in->f, hosts[i])->ncas;
+	pr.budget = PRICE_ROUTES / (rails ? rails : 1);
+	if (pr.budget < 4)
+		goto out; /* too large to price in time: the structure decides
+			   */
+	if (pr.budget > PRICE_BUDGET)
+		pr.budget = PRICE_BUDGET;
+	if ((best = base = price(&pr, hosts, gpus, n)) < 0)
+		goto out;
+	/* the level-1 groups of the structural pick, weakest up-links first */
 	size_t nused = 0;
 	if (worst != TP_ID_NONE)
 		used[nused++] = worst;
-	for (size_t i = 0; i < n && worst != TP_ID_NONE && nused < 8; i++) {
+	for (size_t i = 0; i < n && worst != TP_ID_NONE && nused < MAX_VARIANTS;
+	     i++) {
 		uint32_t g = tp_fabric_host(in->f, hosts[i])->group[0];
 		bool seen = g == TP_ID_NONE;
 		for (size_t j = 0; j < nused && !seen; j++)
@@ -1137,14 +1195,13 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 		if (!seen)
 			used[nused++] = g;
 	}
-	for (size_t v = 1; v < 3 + nused; v++) {
+	size_t nvar = 3 + nused, per = pr.budget / (nvar + 1);
+	wswaps = swaps = improve(&pr, hosts, gpus, n, &best, per);
+	for (size_t v = 1; v < nvar && pr.budget; v++) {
 		const bool *sk = NULL;
 		bool rev = false;
 		if (v == 1) {
-			bool on = false;
-			for (size_t i = 0; i < n && !on; i++)
-				on = weak[hosts[i]];
-			if (!any_weak || !on)
+			if (!any_weak || !on_weak)
 				continue;
 			sk = weak;
 		} else if (v == 2) {
@@ -1152,45 +1209,55 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 				continue;
 			rev = true;
 		} else {
-			memset(skip, 0, (nh + 1) * sizeof(bool));
 			const tp_group_t *g =
 			    tp_fabric_group(in->f, used[v - 3]);
+			memset(pr.skip, 0, (nh + 1) * sizeof(bool));
 			for (size_t i = 0; i < g->nhosts; i++)
-				skip[g->hosts[i]] = true;
-			sk = skip;
+				pr.skip[g->hosts[i]] = true;
+			sk = pr.skip;
 		}
 		if (choose_once(in, sk, rev, vh, vg, max, &vn, vwhy,
 				sizeof(vwhy), NULL) ||
-		    vn < 1)
+		    vn < 2)
 			continue;
 		tried++;
-		double t = vn > 1 ? price(in, vh, vg, vn) : 0;
-		/* more groups load more shared up-links for every job that
-		 * follows: only for a large gain */
-		size_t s0[TP_SPAN_NLEVELS], s1[TP_SPAN_NLEVELS];
-		tp_span_of(in->f, hosts, n, s0);
-		tp_span_of(in->f, vh, vn, s1);
-		double gain =
-		    s1[TP_SPAN_GROUPS] > s0[TP_SPAN_GROUPS] ? 0.5 : 0.9;
-		if (t < 0 || !(t < best * gain))
+		double t = price(&pr, vh, vg, vn);
+		if (t < 0)
+			continue;
+		swaps = improve(&pr, vh, vg, vn, &t, per);
+		if (!(t < best * gain_needed(in->f, hosts, n, vh, vn)))
 			continue;
 		best = t;
 		n = vn;
+		won = v;
+		wswaps = swaps;
 		memcpy(hosts, vh, vn * sizeof(uint32_t));
 		memcpy(gpus, vg, vn * sizeof(int));
 		if (why && whylen)
-			snprintf(why, whylen,
-				 "%s; cheapest of %zu priced candidates "
-				 "(%.3g ms vs %.3g ms for the best fit)",
-				 vwhy, tried, best * 1e3, base * 1e3);
+			snprintf(why, whylen, "%s", vwhy);
+	}
+	if ((won || wswaps) && why && whylen) {
+		size_t len = strlen(why);
+		snprintf(
+		    why + len, whylen - len,
+		    "; priced %zu candidate%s%s: %.3g ms vs %.3g ms for the "
+		    "best fit%s",
+		    tried, tried == 1 ? "" : "s",
+		    wswaps ? " and swapped hosts" : "", best * 1e3, base * 1e3,
+		    won == 1   ? " (weakly cabled hosts avoided)"
+		    : won == 2 ? " (other ends of the groups)"
+		    : won      ? " (a weak group left out)"
+			       : "");
 	}
 out:
-	if (vh && vg && skip && weak)
-		improve(in, hosts, gpus, n, &best, why, whylen, base, skip, vh,
-			vg);
 	tp_free(vh);
 	tp_free(vg);
-	tp_free(skip);
+	tp_free(pr.th);
+	tp_free(pr.tg);
+	tp_free(pr.skip);
+	tp_free(pr.in_set);
+	tp_free(pr.cand);
+	tp_free(pr.coff);
 	tp_free(weak);
 	if (!err)
 		*n_p = n;

@@ -6,14 +6,15 @@
  * answer) and the policy's pick is compared with the cheapest. The
  * cases are seeded, so the figures are exact and printed. Issue 12's
  * goal is within 5% of the cheapest in >= 95% of the cases and never
- * worse than 1.5x; the priced policy reaches 88.3% and 1.56x here (the
+ * worse than 1.5x; the priced policy reaches 90.8% and 1.56x here (the
  * structural one alone: 75.8% and 2.02x), so the test holds that floor
- * (>= 85%, <= 1.6x) until the goal is met.
+ * (>= 90%, <= 1.6x) until the goal is met.
  */
 #include "config.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tp_test.h"
@@ -29,6 +30,7 @@ typedef struct brute {
 	uint32_t pick[16];
 	int gpus[16];
 	double best;
+	uint32_t best_set[16];
 } brute_t;
 
 static void enumerate(brute_t *b, size_t from, size_t depth)
@@ -42,8 +44,10 @@ static void enumerate(brute_t *b, size_t from, size_t depth)
 		tp_ring_order(tp_state_fabric(b->s), h, g, b->k);
 		if (!tp__place_predict(b->ctx, b->s, h, g, b->k,
 				       TP__DEFAULT_BYTES, NULL, &c) &&
-		    (b->best < 0 || c.seconds < b->best))
+		    (b->best < 0 || c.seconds < b->best)) {
 			b->best = c.seconds;
+			memcpy(b->best_set, h, b->k * sizeof(uint32_t));
+		}
 		return;
 	}
 	for (size_t i = from; i + (b->k - depth) <= b->ncand; i++) {
@@ -136,6 +140,18 @@ static void test_brute_force(void **st)
 		/* the brute force includes the pick: it can never beat it */
 		assert_true(ratio >= 1 - 1e-9);
 		within += ratio <= 1.05;
+		if (ratio > 1.05 && getenv("TP_BRUTE_VERBOSE")) {
+			printf("# case %zu seed %llu k=%zu ratio %.3f pick",
+			       cases, (unsigned long long)seed, k, ratio);
+			for (size_t i = 0; i < pl.nhosts; i++)
+				printf(" %s",
+				       tp_fabric_host(f, pl.hosts[i])->name);
+			printf(" | best");
+			for (size_t i = 0; i < k; i++)
+				printf(" %s",
+				       tp_fabric_host(f, b.best_set[i])->name);
+			printf(" | %s\n", pl.explain);
+		}
 		sum += ratio;
 		if (ratio > worst)
 			worst = ratio;
@@ -148,7 +164,7 @@ static void test_brute_force(void **st)
 	       "mean ratio %.3f, worst %.3f\n",
 	       cases, within, 100.0 * (double)within / (double)cases,
 	       sum / (double)cases, worst);
-	assert_true((double)within >= 0.85 * (double)cases);
+	assert_true((double)within >= 0.90 * (double)cases);
 	assert_true(worst <= 1.6);
 	tp_cost_ctx_destroy(ctx);
 	tp_fabric_destroy(f);
