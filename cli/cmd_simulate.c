@@ -17,49 +17,53 @@
 #define DEFAULT_POLICIES "topoplace,slurm-tree,slurm-linear,first-fit,random"
 
 static const char usage[] =
-	"Usage: topoplace simulate [--fabric F.json] [--trace T.csv |\n"
-	"                          --synthetic NAME --jobs N --seed S --load L]\n"
-	"                          [--seeds N] [--policies a,b,...] [--baseline P]\n"
-	"                          [--json] [--svg FILE]\n"
-	"\n"
-	"Replay a job trace under each policy (FCFS + EASY backfill; a job's run\n"
-	"time stretches with its predicted all-reduce time on the hosts it got\n"
-	"versus an ideal placement) and compare them in one table, over several\n"
-	"seeds (synthetic traces: one trace per seed, the same for every policy).\n"
-	"Each figure is the mean over seeds; JCT/base is the mean of the per-seed\n"
-	"ratios of mean JCT to the baseline's, +- its standard error, and reads\n"
-	"'better' or 'worse' only beyond 2 standard errors ('tie' otherwise).\n"
-	"\n"
-	"Columns: util% GPU time allocated; useful% GPU time at the jobs' ideal\n"
-	"run times (what a slowed job holds beyond that waits on the network);\n"
-	"wait/JCT mean; slow: communication slowdown of multi-node jobs vs an\n"
-	"ideal placement (mean, p95); span%/span0%: multi-node jobs at the fewest\n"
-	"leaf groups the free fabric / the empty fabric allowed; frag%: free GPUs\n"
-	"outside wholly free leaf groups, averaged over time; top TB/h: bytes\n"
-	"across the top switch level per hour of simulated time. A second table\n"
-	"gives JCT/base per job size (hosts asked for: 1, 2-8, 9-32, >32).\n"
-	"\n"
-	"With no arguments: the built-in fabric (a 2:1 fat tree, 8 leaves x 8\n"
-	"hosts x 8 GPUs, one 400G NIC per GPU, 5% of cables degraded, seed 1) and\n"
-	"a synthetic LLM-cluster trace (Kalos job-size mix), 2,000 jobs, load 0.9,\n"
-	"seeds 1-8, every policy, baseline slurm-tree. Every job's all-reduce\n"
-	"size is its model_bytes (default 1 GiB) and its communication share\n"
-	"comm_frac (synthetic: 0.3 for multi-node LLM jobs, 0.1 otherwise; CSV\n"
-	"default 0.3); the trace keeps its order for equal submit times.\n"
-	"\n"
-	"  --fabric F.json    fabric model (default: built-in)\n"
-	"  --trace T.csv      CSV with a header: submit_s, gpus | nodes[,\n"
-	"                     gpus_per_node], run_s [, comm_frac][, model_bytes]\n"
-	"  --synthetic NAME   philly | helios | llm (default llm)\n"
-	"  --jobs N           synthetic trace length (default 2000)\n"
-	"  --seed S           first seed (default 1)\n"
-	"  --seeds N          seeds S .. S+N-1 (default 8; 1 with --trace, where\n"
-	"                     only seeded policies change)\n"
-	"  --load L           offered load, share of all GPUs (default 0.9)\n"
-	"  --policies LIST    default " DEFAULT_POLICIES "\n"
-	"  --baseline P       policy the ratios are against (default slurm-tree)\n"
-	"  --json             metrics per policy as JSON (means, per seed, ratios)\n"
-	"  --svg FILE         utilisation, slowdowns and fragmentation (first seed)\n";
+    "Usage: topoplace simulate [--fabric F.json] [--trace T.csv |\n"
+    "                          --synthetic NAME --jobs N --seed S --load L]\n"
+    "                          [--seeds N] [--policies a,b,...] [--baseline "
+    "P]\n"
+    "                          [--json] [--svg FILE]\n"
+    "\n"
+    "Replay a job trace under each policy (FCFS + EASY backfill; a job's run\n"
+    "time stretches with its predicted all-reduce time on the hosts it got\n"
+    "versus an ideal placement) and compare them in one table, over several\n"
+    "seeds (synthetic traces: one trace per seed, the same for every policy).\n"
+    "Each figure is the mean over seeds; JCT/base is the mean of the per-seed\n"
+    "ratios of mean JCT to the baseline's, +- its standard error, and reads\n"
+    "'better' or 'worse' only beyond 2 standard errors ('tie' otherwise).\n"
+    "\n"
+    "Columns: util% GPU time allocated; useful% GPU time at the jobs' ideal\n"
+    "run times (what a slowed job holds beyond that waits on the network);\n"
+    "wait/JCT mean; slow: communication slowdown of multi-node jobs vs an\n"
+    "ideal placement (mean, p95); span%/span0%: multi-node jobs at the fewest\n"
+    "leaf groups the free fabric / the empty fabric allowed; frag%: free GPUs\n"
+    "outside wholly free leaf groups, averaged over time; top TB/h: bytes\n"
+    "across the top switch level per hour of simulated time. A second table\n"
+    "gives JCT/base per job size (hosts asked for: 1, 2-8, 9-32, >32).\n"
+    "\n"
+    "With no arguments: the built-in fabric (a 2:1 fat tree, 8 leaves x 8\n"
+    "hosts x 8 GPUs, one 400G NIC per GPU, 5% of cables degraded, seed 1) and\n"
+    "a synthetic LLM-cluster trace (Kalos job-size mix), 2,000 jobs, load "
+    "0.9,\n"
+    "seeds 1-8, every policy, baseline slurm-tree. Every job's all-reduce\n"
+    "size is its model_bytes (default 1 GiB) and its communication share\n"
+    "comm_frac (synthetic: 0.3 for multi-node LLM jobs, 0.1 otherwise; CSV\n"
+    "default 0.3); the trace keeps its order for equal submit times.\n"
+    "\n"
+    "  --fabric F.json    fabric model (default: built-in)\n"
+    "  --trace T.csv      CSV with a header: submit_s, gpus | nodes[,\n"
+    "                     gpus_per_node], run_s [, comm_frac][, model_bytes]\n"
+    "  --synthetic NAME   philly | helios | llm (default llm)\n"
+    "  --jobs N           synthetic trace length (default 2000)\n"
+    "  --seed S           first seed (default 1)\n"
+    "  --seeds N          seeds S .. S+N-1 (default 8; 1 with --trace, where\n"
+    "                     only seeded policies change)\n"
+    "  --load L           offered load, share of all GPUs (default 0.9)\n"
+    "  --policies LIST    default " DEFAULT_POLICIES "\n"
+    "  --baseline P       policy the ratios are against (default slurm-tree)\n"
+    "  --json             metrics per policy as JSON (means, per seed, "
+    "ratios)\n"
+    "  --svg FILE         utilisation, slowdowns and fragmentation (first "
+    "seed)\n";
 
 typedef struct run {
 	const tp_policy_t *policy;
@@ -79,7 +83,9 @@ static double now_s(void)
 static double get_top_tb_h(const tp_sim_result_t *r, size_t arg)
 {
 	(void)arg;
-	return r->makespan_s > 0 ? r->cross_spine_bytes / 1e12 / (r->makespan_s / 3600) : 0;
+	return r->makespan_s > 0
+		   ? r->cross_spine_bytes / 1e12 / (r->makespan_s / 3600)
+		   : 0;
 }
 
 static cJSON *metrics_json(const tp_sim_result_t *r, double wall)
@@ -87,7 +93,8 @@ static cJSON *metrics_json(const tp_sim_result_t *r, double wall)
 	cJSON *o = cJSON_CreateObject();
 
 	cJSON_AddNumberToObject(o, "jobs", (double)r->jobs);
-	cJSON_AddNumberToObject(o, "multi_node_jobs", (double)r->multi_node_jobs);
+	cJSON_AddNumberToObject(o, "multi_node_jobs",
+				(double)r->multi_node_jobs);
 	cJSON_AddNumberToObject(o, "unplaceable", (double)r->unplaceable);
 	cJSON_AddNumberToObject(o, "gpu_util", r->gpu_util);
 	cJSON_AddNumberToObject(o, "useful_util", r->useful_util);
@@ -101,7 +108,8 @@ static cJSON *metrics_json(const tp_sim_result_t *r, double wall)
 	cJSON_AddNumberToObject(o, "comm_slowdown_mean", r->comm_slowdown_mean);
 	cJSON_AddNumberToObject(o, "comm_slowdown_p95", r->comm_slowdown_p95);
 	cJSON_AddNumberToObject(o, "min_span_fraction", r->min_span_fraction);
-	cJSON_AddNumberToObject(o, "min_span_empty_fraction", r->min_span_empty_fraction);
+	cJSON_AddNumberToObject(o, "min_span_empty_fraction",
+				r->min_span_empty_fraction);
 	cJSON_AddNumberToObject(o, "cross_spine_bytes", r->cross_spine_bytes);
 	cJSON_AddNumberToObject(o, "decision_p99_s", r->decision_p99_s);
 	cJSON_AddNumberToObject(o, "fragmentation_mean", r->frag_time_mean);
@@ -131,8 +139,14 @@ static const char *const palette[] = {"#1b9e77", "#d95f02", "#7570b3",
 				      "#e7298a", "#66a61e", "#e6ab02",
 				      "#a6761d", "#666666"};
 
-enum { SVG_W = 900, SVG_H = 300, SVG_L = 60, SVG_T = 30,
-       SVG_PW = SVG_W - SVG_L - 160, SVG_PH = SVG_H - 70 };
+enum {
+	SVG_W = 900,
+	SVG_H = 300,
+	SVG_L = 60,
+	SVG_T = 30,
+	SVG_PW = SVG_W - SVG_L - 160,
+	SVG_PH = SVG_H - 70
+};
 
 /* One panel of a per-policy quantity over time, top edge at y. */
 static void time_panel(tp_strbuf_t *sb, const run_t *runs, size_t n, int y,
@@ -140,37 +154,52 @@ static void time_panel(tp_strbuf_t *sb, const run_t *runs, size_t n, int y,
 {
 	const int L = SVG_L, PW = SVG_PW, PH = SVG_PH, y0 = y + SVG_T;
 
-	tp_strbuf_printf(sb, "<text x='%d' y='%d' font-size='13'>%s</text>\n"
-			 "<rect x='%d' y='%d' width='%d' height='%d' fill='none' stroke='#999'/>\n"
-			 "<text x='%d' y='%d'>0</text><text x='%d' y='%d'>100%%</text>"
-			 "<text x='%d' y='%d'>%.1f h</text>\n",
-			 L, y + 18, title, L, y0, PW, PH, L - 20, y0 + PH, L - 40, y0 + 10,
-			 L + PW - 30, y0 + PH + 15, tmax / 3600);
+	tp_strbuf_printf(
+	    sb,
+	    "<text x='%d' y='%d' font-size='13'>%s</text>\n"
+	    "<rect x='%d' y='%d' width='%d' height='%d' fill='none' "
+	    "stroke='#999'/>\n"
+	    "<text x='%d' y='%d'>0</text><text x='%d' y='%d'>100%%</text>"
+	    "<text x='%d' y='%d'>%.1f h</text>\n",
+	    L, y + 18, title, L, y0, PW, PH, L - 20, y0 + PH, L - 40, y0 + 10,
+	    L + PW - 30, y0 + PH + 15, tmax / 3600);
 	for (size_t i = 0; i < n; i++) {
 		const tp_sim_result_t *r = &runs[i].res;
-		tp_strbuf_printf(sb, "<polyline fill='none' stroke='%s' stroke-width='1.2' points='", palette[i % 8]);
+		tp_strbuf_printf(sb,
+				 "<polyline fill='none' stroke='%s' "
+				 "stroke-width='1.2' points='",
+				 palette[i % 8]);
 		for (size_t k = 0; k < r->nsamples; k++) {
-			double v = frag ? r->samples[k].frag : r->samples[k].util;
-			tp_strbuf_printf(sb, "%.1f,%.1f ", L + PW * r->samples[k].t / tmax,
+			double v =
+			    frag ? r->samples[k].frag : r->samples[k].util;
+			tp_strbuf_printf(sb, "%.1f,%.1f ",
+					 L + PW * r->samples[k].t / tmax,
 					 y0 + PH * (1 - v));
 		}
-		tp_strbuf_printf(sb, "'/>\n<text x='%d' y='%d' fill='%s'>%s</text>\n", L + PW + 10,
-				 y0 + 15 + 15 * (int)i, palette[i % 8], r->policy);
+		tp_strbuf_printf(
+		    sb, "'/>\n<text x='%d' y='%d' fill='%s'>%s</text>\n",
+		    L + PW + 10, y0 + 15 + 15 * (int)i, palette[i % 8],
+		    r->policy);
 	}
 }
 
 static int write_svg(const char *path, const run_t *runs, size_t n)
 {
 	tp_strbuf_t sb = {0};
-	const int W = SVG_W, H = SVG_H, L = SVG_L, T = SVG_T, PW = SVG_PW, PH = SVG_PH;
+	const int W = SVG_W, H = SVG_H, L = SVG_L, T = SVG_T, PW = SVG_PW,
+		  PH = SVG_PH;
 	double tmax = 1;
 
 	for (size_t i = 0; i < n; i++)
 		for (size_t k = 0; k < runs[i].res.nsamples; k++)
 			if (runs[i].res.samples[k].t > tmax)
 				tmax = runs[i].res.samples[k].t;
-	tp_strbuf_printf(&sb, "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' font-family='sans-serif' font-size='11'>\n"
-			 "<rect width='100%%' height='100%%' fill='white'/>\n", W, 3 * H);
+	tp_strbuf_printf(
+	    &sb,
+	    "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' "
+	    "font-family='sans-serif' font-size='11'>\n"
+	    "<rect width='100%%' height='100%%' fill='white'/>\n",
+	    W, 3 * H);
 	time_panel(&sb, runs, n, 0, tmax, "GPU utilisation over time", false);
 	/* panel 2: CDF of communication slowdown (multi-node jobs) */
 	double smax = 1.05;
@@ -181,12 +210,16 @@ static int write_svg(const char *path, const run_t *runs, size_t n)
 	if (smax > 4)
 		smax = 4;
 	int y0 = H + T;
-	tp_strbuf_printf(&sb, "<text x='%d' y='%d' font-size='13'>Communication slowdown vs ideal placement (CDF, multi-node jobs)</text>\n"
-			 "<rect x='%d' y='%d' width='%d' height='%d' fill='none' stroke='#999'/>\n"
-			 "<text x='%d' y='%d'>1.0</text><text x='%d' y='%d'>%.2f</text>"
-			 "<text x='%d' y='%d'>0</text><text x='%d' y='%d'>1</text>\n",
-			 L, H + 18, L, y0, PW, PH, L - 5, y0 + PH + 15, L + PW - 20, y0 + PH + 15, smax,
-			 L - 15, y0 + PH, L - 15, y0 + 10);
+	tp_strbuf_printf(
+	    &sb,
+	    "<text x='%d' y='%d' font-size='13'>Communication slowdown vs "
+	    "ideal placement (CDF, multi-node jobs)</text>\n"
+	    "<rect x='%d' y='%d' width='%d' height='%d' fill='none' "
+	    "stroke='#999'/>\n"
+	    "<text x='%d' y='%d'>1.0</text><text x='%d' y='%d'>%.2f</text>"
+	    "<text x='%d' y='%d'>0</text><text x='%d' y='%d'>1</text>\n",
+	    L, H + 18, L, y0, PW, PH, L - 5, y0 + PH + 15, L + PW - 20,
+	    y0 + PH + 15, smax, L - 15, y0 + PH, L - 15, y0 + 10);
 	for (size_t i = 0; i < n; i++) {
 		const tp_sim_result_t *r = &runs[i].res;
 		size_t m = r->multi_node_jobs;
@@ -197,19 +230,29 @@ static int write_svg(const char *path, const run_t *runs, size_t n)
 			continue;
 		memcpy(v, r->slowdowns, m * sizeof(double));
 		qsort(v, m, sizeof(double), dbl_cmp);
-		tp_strbuf_printf(&sb, "<polyline fill='none' stroke='%s' stroke-width='1.5' points='", palette[i % 8]);
+		tp_strbuf_printf(&sb,
+				 "<polyline fill='none' stroke='%s' "
+				 "stroke-width='1.5' points='",
+				 palette[i % 8]);
 		for (size_t k = 0; k < m; k++) {
 			/* a placement can beat the "ideal" one by a hair
 			 * (another algorithm wins there): clamp to the axis */
-			double x = (fmax(1.0, fmin(v[k], smax)) - 1.0) / (smax - 1.0);
-			tp_strbuf_printf(&sb, "%.1f,%.1f ", L + PW * x, y0 + PH * (1 - (double)(k + 1) / (double)m));
+			double x =
+			    (fmax(1.0, fmin(v[k], smax)) - 1.0) / (smax - 1.0);
+			tp_strbuf_printf(
+			    &sb, "%.1f,%.1f ", L + PW * x,
+			    y0 + PH * (1 - (double)(k + 1) / (double)m));
 		}
-		tp_strbuf_printf(&sb, "'/>\n<text x='%d' y='%d' fill='%s'>%s</text>\n", L + PW + 10,
-				 y0 + 15 + 15 * (int)i, palette[i % 8], r->policy);
+		tp_strbuf_printf(
+		    &sb, "'/>\n<text x='%d' y='%d' fill='%s'>%s</text>\n",
+		    L + PW + 10, y0 + 15 + 15 * (int)i, palette[i % 8],
+		    r->policy);
 		tp_free(v);
 	}
 	time_panel(&sb, runs, n, 2 * H, tmax,
-		   "Fragmentation: share of free GPUs outside wholly free level-1 groups", true);
+		   "Fragmentation: share of free GPUs outside wholly free "
+		   "level-1 groups",
+		   true);
 	tp_strbuf_printf(&sb, "</svg>\n");
 	int rc = sb.failed ? TP_EXIT_FAIL : tp_cli_write(path, sb.buf);
 	tp_free(sb.buf);
@@ -223,7 +266,7 @@ typedef struct sims {
 	const tp_cost_ctx_t *ctx;
 	const tp_policy_params_t *pp;
 	tp_trace_t *traces; /* [seed] */
-	run_t *runs;        /* [seed * npol + policy] */
+	run_t *runs;	    /* [seed * npol + policy] */
 	size_t nseeds, npol;
 	long seed0;
 	pthread_mutex_t lock;
@@ -244,8 +287,9 @@ static void *sim_worker(void *arg)
 			return NULL;
 		run_t *r = &S->runs[k];
 		double t0 = now_s();
-		tp_err_t err = tp_sim_run(S->f, &S->traces[k / S->npol], r->policy, S->pp, S->ctx,
-					  (uint64_t)S->seed0 + k / S->npol, &r->res);
+		tp_err_t err = tp_sim_run(
+		    S->f, &S->traces[k / S->npol], r->policy, S->pp, S->ctx,
+		    (uint64_t)S->seed0 + k / S->npol, &r->res);
 		r->wall_s = now_s() - t0;
 		if (err) {
 			pthread_mutex_lock(&S->lock);
@@ -303,7 +347,8 @@ static const char *verdict(double mean, double se)
 
 /* Per-seed ratio of policy p's mean JCT (class cls, -1: all jobs) to the
  * baseline's, into x; returns how many seeds had both. */
-static size_t jct_ratios(const sims_t *S, size_t p, size_t b, int cls, double *x)
+static size_t jct_ratios(const sims_t *S, size_t p, size_t b, int cls,
+			 double *x)
 {
 	size_t n = 0;
 
@@ -325,7 +370,6 @@ static double get_field(const tp_sim_result_t *r, size_t off)
 	return *(const double *)(const void *)((const char *)r + off);
 }
 
-
 static double get_class_jobs(const tp_sim_result_t *r, size_t cls)
 {
 	return (double)r->class_jobs[cls];
@@ -341,13 +385,14 @@ static double seed_mean(const sims_t *S, size_t p, getter_t get, size_t arg)
 	return acc / (double)S->nseeds;
 }
 
-#define MEAN_OF(S, p, field) seed_mean(S, p, get_field, offsetof(tp_sim_result_t, field))
+#define MEAN_OF(S, p, field)                                                   \
+	seed_mean(S, p, get_field, offsetof(tp_sim_result_t, field))
 
 static void print_table(const sims_t *S, size_t b, double *x)
 {
-	printf("%-13s %6s %7s %9s %9s %6s %6s %6s %6s %6s %7s  %-22s\n", "policy", "util%",
-	       "useful%", "wait", "JCT", "slow", "p95", "span%", "span0%", "frag%", "top TB/h",
-	       "JCT/base (+- se)");
+	printf("%-13s %6s %7s %9s %9s %6s %6s %6s %6s %6s %7s  %-22s\n",
+	       "policy", "util%", "useful%", "wait", "JCT", "slow", "p95",
+	       "span%", "span0%", "frag%", "top TB/h", "JCT/base (+- se)");
 	for (size_t p = 0; p < S->npol; p++) {
 		double m, se;
 		char ratio[48];
@@ -356,17 +401,24 @@ static void print_table(const sims_t *S, size_t b, double *x)
 		if (p == b)
 			snprintf(ratio, sizeof(ratio), "1 (baseline)");
 		else
-			snprintf(ratio, sizeof(ratio), "%.3f +- %.3f %s", m, se, verdict(m, se));
-		printf("%-13s %6.1f %7.1f %8.0fs %8.0fs %6.3f %6.3f %6.1f %6.1f %6.1f %7.1f  %s\n",
+			snprintf(ratio, sizeof(ratio), "%.3f +- %.3f %s", m, se,
+				 verdict(m, se));
+		printf("%-13s %6.1f %7.1f %8.0fs %8.0fs %6.3f %6.3f %6.1f "
+		       "%6.1f %6.1f %7.1f  %s\n",
 		       tp_policy_name(S->runs[p].policy),
-		       100 * MEAN_OF(S, p, gpu_util), 100 * MEAN_OF(S, p, useful_util),
+		       100 * MEAN_OF(S, p, gpu_util),
+		       100 * MEAN_OF(S, p, useful_util),
 		       MEAN_OF(S, p, mean_wait_s), MEAN_OF(S, p, mean_jct_s),
-		       MEAN_OF(S, p, comm_slowdown_mean), MEAN_OF(S, p, comm_slowdown_p95),
+		       MEAN_OF(S, p, comm_slowdown_mean),
+		       MEAN_OF(S, p, comm_slowdown_p95),
 		       100 * MEAN_OF(S, p, min_span_fraction),
 		       100 * MEAN_OF(S, p, min_span_empty_fraction),
-		       100 * MEAN_OF(S, p, frag_time_mean), seed_mean(S, p, get_top_tb_h, 0), ratio);
+		       100 * MEAN_OF(S, p, frag_time_mean),
+		       seed_mean(S, p, get_top_tb_h, 0), ratio);
 	}
-	printf("\nJCT/base by job size (hosts asked for; mean +- se over seeds)\n%-13s", "policy");
+	printf("\nJCT/base by job size (hosts asked for; mean +- se over "
+	       "seeds)\n%-13s",
+	       "policy");
 	for (int c = 0; c < TP_SIM_NCLASSES; c++)
 		printf(" %22s", tp_sim_class_name(c));
 	printf("\n%-13s", "jobs/seed");
@@ -383,7 +435,8 @@ static void print_table(const sims_t *S, size_t b, double *x)
 			size_t n = jct_ratios(S, p, b, c, x);
 			if (n) {
 				mean_se(x, n, &m, &se);
-				snprintf(cell, sizeof(cell), "%.3f +- %.3f %s", m, se, verdict(m, se));
+				snprintf(cell, sizeof(cell), "%.3f +- %.3f %s",
+					 m, se, verdict(m, se));
 			}
 			printf(" %22s", cell);
 		}
@@ -391,7 +444,8 @@ static void print_table(const sims_t *S, size_t b, double *x)
 	}
 }
 
-static cJSON *ratio_json(const sims_t *S, size_t p, size_t b, int cls, double *x)
+static cJSON *ratio_json(const sims_t *S, size_t p, size_t b, int cls,
+			 double *x)
 {
 	cJSON *o = cJSON_CreateObject();
 	double m, se;
@@ -405,8 +459,9 @@ static cJSON *ratio_json(const sims_t *S, size_t p, size_t b, int cls, double *x
 	return o;
 }
 
-static void print_json(const sims_t *S, size_t b, double *x, const char *fabric_name,
-		       const char *trace_name, const char *source)
+static void print_json(const sims_t *S, size_t b, double *x,
+		       const char *fabric_name, const char *trace_name,
+		       const char *source)
 {
 	cJSON *o = cJSON_CreateObject(), *pol, *seeds;
 
@@ -419,49 +474,73 @@ static void print_json(const sims_t *S, size_t b, double *x, const char *fabric_
 	cJSON_AddNumberToObject(o, "seed", (double)S->seed0);
 	seeds = cJSON_AddArrayToObject(o, "seeds");
 	for (size_t s = 0; s < S->nseeds; s++)
-		cJSON_AddItemToArray(seeds, cJSON_CreateNumber((double)S->seed0 + (double)s));
-	cJSON_AddStringToObject(o, "baseline", tp_policy_name(S->runs[b].policy));
+		cJSON_AddItemToArray(
+		    seeds, cJSON_CreateNumber((double)S->seed0 + (double)s));
+	cJSON_AddStringToObject(o, "baseline",
+				tp_policy_name(S->runs[b].policy));
 	pol = cJSON_AddObjectToObject(o, "policies");
 	for (size_t p = 0; p < S->npol; p++) {
 		/* the first seed's full metrics, then means and ratios */
 		cJSON *m = metrics_json(&S->runs[p].res, S->runs[p].wall_s);
 		cJSON *mean = cJSON_AddObjectToObject(m, "mean");
-		cJSON_AddNumberToObject(mean, "gpu_util", MEAN_OF(S, p, gpu_util));
-		cJSON_AddNumberToObject(mean, "useful_util", MEAN_OF(S, p, useful_util));
-		cJSON_AddNumberToObject(mean, "mean_wait_s", MEAN_OF(S, p, mean_wait_s));
-		cJSON_AddNumberToObject(mean, "mean_jct_s", MEAN_OF(S, p, mean_jct_s));
-		cJSON_AddNumberToObject(mean, "comm_slowdown_mean", MEAN_OF(S, p, comm_slowdown_mean));
-		cJSON_AddNumberToObject(mean, "comm_slowdown_p95", MEAN_OF(S, p, comm_slowdown_p95));
-		cJSON_AddNumberToObject(mean, "min_span_fraction", MEAN_OF(S, p, min_span_fraction));
-		cJSON_AddNumberToObject(mean, "min_span_empty_fraction", MEAN_OF(S, p, min_span_empty_fraction));
-		cJSON_AddNumberToObject(mean, "fragmentation_time_mean", MEAN_OF(S, p, frag_time_mean));
-		cJSON_AddNumberToObject(mean, "top_level_tb_per_hour", seed_mean(S, p, get_top_tb_h, 0));
+		cJSON_AddNumberToObject(mean, "gpu_util",
+					MEAN_OF(S, p, gpu_util));
+		cJSON_AddNumberToObject(mean, "useful_util",
+					MEAN_OF(S, p, useful_util));
+		cJSON_AddNumberToObject(mean, "mean_wait_s",
+					MEAN_OF(S, p, mean_wait_s));
+		cJSON_AddNumberToObject(mean, "mean_jct_s",
+					MEAN_OF(S, p, mean_jct_s));
+		cJSON_AddNumberToObject(mean, "comm_slowdown_mean",
+					MEAN_OF(S, p, comm_slowdown_mean));
+		cJSON_AddNumberToObject(mean, "comm_slowdown_p95",
+					MEAN_OF(S, p, comm_slowdown_p95));
+		cJSON_AddNumberToObject(mean, "min_span_fraction",
+					MEAN_OF(S, p, min_span_fraction));
+		cJSON_AddNumberToObject(mean, "min_span_empty_fraction",
+					MEAN_OF(S, p, min_span_empty_fraction));
+		cJSON_AddNumberToObject(mean, "fragmentation_time_mean",
+					MEAN_OF(S, p, frag_time_mean));
+		cJSON_AddNumberToObject(mean, "top_level_tb_per_hour",
+					seed_mean(S, p, get_top_tb_h, 0));
 		cJSON *ps = cJSON_AddArrayToObject(m, "per_seed");
 		for (size_t s = 0; s < S->nseeds; s++) {
 			const run_t *r = &S->runs[s * S->npol + p];
 			cJSON *e = cJSON_CreateObject();
-			cJSON_AddNumberToObject(e, "seed", (double)S->seed0 + (double)s);
-			cJSON_AddNumberToObject(e, "mean_jct_s", r->res.mean_jct_s);
-			cJSON_AddNumberToObject(e, "useful_util", r->res.useful_util);
-			cJSON_AddNumberToObject(e, "comm_slowdown_mean", r->res.comm_slowdown_mean);
+			cJSON_AddNumberToObject(e, "seed",
+						(double)S->seed0 + (double)s);
+			cJSON_AddNumberToObject(e, "mean_jct_s",
+						r->res.mean_jct_s);
+			cJSON_AddNumberToObject(e, "useful_util",
+						r->res.useful_util);
+			cJSON_AddNumberToObject(e, "comm_slowdown_mean",
+						r->res.comm_slowdown_mean);
 			cJSON_AddItemToArray(ps, e);
 		}
 		cJSON *all = ratio_json(S, p, b, -1, x);
-		cJSON_AddNumberToObject(m, "jct_ratio_mean",
-					cJSON_GetObjectItem(all, "jct_ratio_mean")->valuedouble);
-		cJSON_AddNumberToObject(m, "jct_ratio_se",
-					cJSON_GetObjectItem(all, "jct_ratio_se")->valuedouble);
-		cJSON_AddStringToObject(m, "verdict", p == b ? "baseline"
-					: cJSON_GetObjectItem(all, "verdict")->valuestring);
+		cJSON_AddNumberToObject(
+		    m, "jct_ratio_mean",
+		    cJSON_GetObjectItem(all, "jct_ratio_mean")->valuedouble);
+		cJSON_AddNumberToObject(
+		    m, "jct_ratio_se",
+		    cJSON_GetObjectItem(all, "jct_ratio_se")->valuedouble);
+		cJSON_AddStringToObject(
+		    m, "verdict",
+		    p == b ? "baseline"
+			   : cJSON_GetObjectItem(all, "verdict")->valuestring);
 		cJSON_Delete(all);
 		cJSON *cl = cJSON_AddArrayToObject(m, "by_size");
 		for (int c = 0; c < TP_SIM_NCLASSES; c++) {
 			cJSON *e = ratio_json(S, p, b, c, x);
-			cJSON_AddStringToObject(e, "hosts", tp_sim_class_name(c));
-			cJSON_AddNumberToObject(e, "jobs_per_seed", seed_mean(S, p, get_class_jobs, (size_t)c));
+			cJSON_AddStringToObject(e, "hosts",
+						tp_sim_class_name(c));
+			cJSON_AddNumberToObject(
+			    e, "jobs_per_seed",
+			    seed_mean(S, p, get_class_jobs, (size_t)c));
 			cJSON_AddItemToArray(cl, e);
 		}
-		cJSON_AddItemToObject(pol, tp_policy_name(S->runs[p].policy), m);
+		cJSON_AddItemToObject(pol, tp_policy_name(S->runs[p].policy),
+				      m);
 	}
 	char *txt = cJSON_Print(o);
 	cJSON_Delete(o);
@@ -487,9 +566,12 @@ static tp_err_t builtin_fabric(tp_fabric_t **f_p)
 	return tp_gen_fat_tree(&g, f_p);
 }
 
-#define BUILTIN_NAME "built-in 2:1 fat tree 8 leaves x 8 hosts x 8 GPUs, 1 NIC/GPU, 5% cables degraded"
+#define BUILTIN_NAME                                                           \
+	"built-in 2:1 fat tree 8 leaves x 8 hosts x 8 GPUs, 1 NIC/GPU, 5% "    \
+	"cables degraded"
 
-static const char *policy_list(char *plist, const tp_policy_t **pol, size_t *n_p)
+static const char *policy_list(char *plist, const tp_policy_t **pol,
+			       size_t *n_p)
 {
 	for (char *tok = strtok(plist, ","); tok; tok = strtok(NULL, ",")) {
 		const tp_policy_t *p = tp_policy_find(tp_strtrim(tok));
@@ -505,19 +587,19 @@ static const char *policy_list(char *plist, const tp_policy_t **pol, size_t *n_p
 int tp_cmd_simulate(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"fabric", required_argument, NULL, 'f'},
-		{"trace", required_argument, NULL, 't'},
-		{"synthetic", required_argument, NULL, 'y'},
-		{"jobs", required_argument, NULL, 'n'},
-		{"seed", required_argument, NULL, 's'},
-		{"seeds", required_argument, NULL, 'S'},
-		{"load", required_argument, NULL, 'l'},
-		{"policies", required_argument, NULL, 'p'},
-		{"baseline", required_argument, NULL, 'b'},
-		{"json", no_argument, NULL, 'j'},
-		{"svg", required_argument, NULL, 'g'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"fabric", required_argument, NULL, 'f'},
+	    {"trace", required_argument, NULL, 't'},
+	    {"synthetic", required_argument, NULL, 'y'},
+	    {"jobs", required_argument, NULL, 'n'},
+	    {"seed", required_argument, NULL, 's'},
+	    {"seeds", required_argument, NULL, 'S'},
+	    {"load", required_argument, NULL, 'l'},
+	    {"policies", required_argument, NULL, 'p'},
+	    {"baseline", required_argument, NULL, 'b'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"svg", required_argument, NULL, 'g'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *fabric = NULL, *trace = NULL, *synth = NULL, *svg = NULL;
 	const char *basename = "slurm-tree";
@@ -538,9 +620,15 @@ int tp_cmd_simulate(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'f': fabric = optarg; break;
-		case 't': trace = optarg; break;
-		case 'y': synth = optarg; break;
+		case 'f':
+			fabric = optarg;
+			break;
+		case 't':
+			trace = optarg;
+			break;
+		case 'y':
+			synth = optarg;
+			break;
 		case 'n':
 			if (!tp_cli_int("--jobs", optarg, 1, 10000000, &njobs))
 				return TP_EXIT_INPUT;
@@ -561,11 +649,22 @@ int tp_cmd_simulate(int argc, char **argv)
 			tp_free(plist);
 			plist = tp_strdup(optarg);
 			break;
-		case 'b': basename = optarg; break;
-		case 'j': json = true; break;
-		case 'g': svg = optarg; break;
-		case 'h': fputs(usage, stdout); rc = TP_EXIT_OK; goto out;
-		default: fputs(usage, stderr); goto out;
+		case 'b':
+			basename = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'g':
+			svg = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			rc = TP_EXIT_OK;
+			goto out;
+		default:
+			fputs(usage, stderr);
+			goto out;
 		}
 	}
 	if (optind < argc) {
@@ -584,7 +683,8 @@ int tp_cmd_simulate(int argc, char **argv)
 	}
 	const char *bad = policy_list(plist, pol, &npol);
 	if (bad) {
-		tp_cli_err("simulate: unknown policy '%s' (%s)", bad, tp_policy_names());
+		tp_cli_err("simulate: unknown policy '%s' (%s)", bad,
+			   tp_policy_names());
 		goto out;
 	}
 	for (size_t i = 0; i < npol; i++)
@@ -592,11 +692,13 @@ int tp_cmd_simulate(int argc, char **argv)
 			b = i;
 	if (b == SIZE_MAX) {
 		if (!tp_policy_find(basename)) {
-			tp_cli_err("simulate: unknown baseline '%s' (%s)", basename, tp_policy_names());
+			tp_cli_err("simulate: unknown baseline '%s' (%s)",
+				   basename, tp_policy_names());
 			goto out;
 		}
 		if (npol == 16) {
-			tp_cli_err("simulate: at most 16 policies with the baseline");
+			tp_cli_err(
+			    "simulate: at most 16 policies with the baseline");
 			goto out;
 		}
 		b = npol;
@@ -615,14 +717,16 @@ int tp_cmd_simulate(int argc, char **argv)
 		if ((int)tp_fabric_host(f, h)->ngpus > gph)
 			gph = (int)tp_fabric_host(f, h)->ngpus;
 	if (!tp_fabric_total_gpus(f)) {
-		tp_cli_err("simulate: %s: the fabric has no GPUs (discover with --gpus-per-host N or node data)",
+		tp_cli_err("simulate: %s: the fabric has no GPUs (discover "
+			   "with --gpus-per-host N or node data)",
 			   fabric ? fabric : "built-in");
 		goto out;
 	}
 	if (!synth)
 		synth = "llm";
 	if (!trace && !tp_trace_synthetic_source(synth)) {
-		tp_cli_err("simulate: unknown synthetic trace '%s' (%s)", synth, tp_trace_synthetic_names());
+		tp_cli_err("simulate: unknown synthetic trace '%s' (%s)", synth,
+			   tp_trace_synthetic_names());
 		goto out;
 	}
 	S.nseeds = (size_t)nseeds;
@@ -640,16 +744,19 @@ int tp_cmd_simulate(int argc, char **argv)
 			S.runs[s * npol + p].policy = pol[p];
 		if (trace) {
 			char *msg = NULL;
-			if ((err = tp_trace_load_csv(trace, &S.traces[s], &msg))) {
+			if ((err = tp_trace_load_csv(trace, &S.traces[s],
+						     &msg))) {
 				tp_cli_err("%s", msg ? msg : tp_strerror(err));
 				tp_free(msg);
 				rc = tp_cli_exit_code(err);
 				goto out;
 			}
-		} else if ((err = tp_trace_synthetic(synth, (size_t)njobs, (uint64_t)seed + s,
-						     (int)tp_fabric_total_gpus(f), gph, load,
-						     &S.traces[s]))) {
-			tp_cli_err("simulate: synthetic trace: %s", tp_strerror(err));
+		} else if ((err = tp_trace_synthetic(
+				synth, (size_t)njobs, (uint64_t)seed + s,
+				(int)tp_fabric_total_gpus(f), gph, load,
+				&S.traces[s]))) {
+			tp_cli_err("simulate: synthetic trace: %s",
+				   tp_strerror(err));
 			rc = tp_cli_exit_code(err);
 			goto out;
 		}
@@ -676,11 +783,14 @@ int tp_cmd_simulate(int argc, char **argv)
 	const char *fname = fabric ? fabric : BUILTIN_NAME;
 	const char *tname = trace ? trace : synth;
 	if (json) {
-		print_json(&S, b, x, fname, tname, trace ? NULL : tp_trace_synthetic_source(synth));
+		print_json(&S, b, x, fname, tname,
+			   trace ? NULL : tp_trace_synthetic_source(synth));
 	} else {
-		printf("fabric %s: %zu hosts, %zu GPUs\ntrace %s: %zu jobs; seeds %ld-%ld; baseline %s\n\n",
-		       fname, tp_fabric_nhosts(f), tp_fabric_total_gpus(f), tname,
-		       S.traces[0].njobs, seed, seed + nseeds - 1, tp_policy_name(pol[b]));
+		printf("fabric %s: %zu hosts, %zu GPUs\ntrace %s: %zu jobs; "
+		       "seeds %ld-%ld; baseline %s\n\n",
+		       fname, tp_fabric_nhosts(f), tp_fabric_total_gpus(f),
+		       tname, S.traces[0].njobs, seed, seed + nseeds - 1,
+		       tp_policy_name(pol[b]));
 		print_table(&S, b, x);
 	}
 	rc = TP_EXIT_OK;

@@ -307,6 +307,7 @@ typedef struct tp_sim_result {
 	double class_jct_mean_s[4];
 	size_t class_jobs[4];
 	double decision_p99_s;
+	size_t rerated;           /* re-predictions of running jobs */
 	double *slowdowns;        /* per multi-node job, for plots */
 	tp_sim_sample_t *samples; /* over time */
 	size_t nsamples;
