@@ -16,10 +16,11 @@ static const char usage[] =
 	"\n"
 	"generate: a deterministic synthetic fabric.\n"
 	"  fat-tree  --leaves N (8) --spines N (4) --hosts-per-leaf N (16)\n"
-	"            --uplinks N (2, parallel links leaf->each spine) --interleave\n"
+	"            --uplinks N (parallel links leaf->each spine; default: as many\n"
+	"            as keep each leaf 2:1 oversubscribed) --interleave\n"
 	"            (host i on leaf i mod leaves, so groups do not follow names)\n"
-	"            --nics-per-host N (1; 0 = one per GPU, as DGX-class hosts;\n"
-	"            without --uplinks, enough up-links for 2:1)\n"
+	"            --nics-per-host N (default one per GPU, as DGX-class hosts;\n"
+	"            all on the host's leaf)\n"
 	"            --degrade F (0: share of cables down or at half width)\n"
 	"            --degrade-seed S (0: which cables)\n"
 	"  rail      --sus N (4) --hosts-per-su N (32) --rails N (8)\n"
@@ -75,7 +76,6 @@ static int cmd_generate(int argc, char **argv)
 	int c, rc = TP_EXIT_INPUT;
 	long v;
 	double d;
-	bool upl_given = false;
 	tp_err_t err;
 
 	if (argc < 2 || argv[1][0] == '-') {
@@ -92,6 +92,10 @@ static int cmd_generate(int argc, char **argv)
 		return TP_EXIT_INPUT;
 	}
 	tp_gen_fat_tree_defaults(&ft);
+	/* DGX-class hosts have one NIC per GPU; the up-links then follow
+	 * (2:1) unless --uplinks says otherwise */
+	ft.nics_per_host = 0;
+	ft.uplinks_per_spine = 0;
 	tp_gen_rail_defaults(&rl);
 	tp_gen_nvl72_defaults(&nv);
 	optind = 1;
@@ -110,10 +114,7 @@ static int cmd_generate(int argc, char **argv)
 		case O_LEAVES: ft.leaves = (int)v; break;
 		case O_SPINES: ft.spines = nv.spines = (int)v; break;
 		case O_HPL: ft.hosts_per_leaf = (int)v; break;
-		case O_UPL:
-			ft.uplinks_per_spine = (int)v;
-			upl_given = true;
-			break;
+		case O_UPL: ft.uplinks_per_spine = (int)v; break;
 		case O_INTER: ft.interleave = true; break;
 		case O_SUS: rl.sus = (int)v; break;
 		case O_HPS: rl.hosts_per_su = (int)v; break;
@@ -137,8 +138,6 @@ static int cmd_generate(int argc, char **argv)
 			if (!tp_cli_int("--nics-per-host", optarg, 0, 64, &v))
 				return TP_EXIT_INPUT;
 			ft.nics_per_host = (int)v;
-			if (!upl_given)
-				ft.uplinks_per_spine = 0;
 			break;
 		case O_DEGRADE:
 			if (!tp_cli_double("--degrade", optarg, 0, 1, &d))

@@ -6,7 +6,7 @@
 T=$TOPOPLACE
 
 # 4 leaves x 4 hosts x 8 GPUs, 2:1 oversubscribed; host i on leaf i mod 4
-$T fabric generate fat-tree --leaves 4 --spines 2 --hosts-per-leaf 4 --uplinks 1 --interleave -o "$tmp/ft.json" ||
+$T fabric generate fat-tree --nics-per-host 1 --leaves 4 --spines 2 --hosts-per-leaf 4 --uplinks 1 --interleave -o "$tmp/ft.json" ||
 	{ bad "generate"; finish; }
 
 expect 0 "place nodes=4" $T place --fabric "$tmp/ft.json" --request nodes=4,gpus-per-node=8 --json
