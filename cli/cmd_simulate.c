@@ -459,6 +459,23 @@ static cJSON *ratio_json(const sims_t *S, size_t p, size_t b, int cls,
 	return o;
 }
 
+/* The result fields averaged over seeds in the JSON's "mean". */
+static const struct {
+	const char *name;
+	size_t off;
+} mean_fields[] = {
+    {"gpu_util", offsetof(tp_sim_result_t, gpu_util)},
+    {"useful_util", offsetof(tp_sim_result_t, useful_util)},
+    {"mean_wait_s", offsetof(tp_sim_result_t, mean_wait_s)},
+    {"mean_jct_s", offsetof(tp_sim_result_t, mean_jct_s)},
+    {"comm_slowdown_mean", offsetof(tp_sim_result_t, comm_slowdown_mean)},
+    {"comm_slowdown_p95", offsetof(tp_sim_result_t, comm_slowdown_p95)},
+    {"min_span_fraction", offsetof(tp_sim_result_t, min_span_fraction)},
+    {"min_span_empty_fraction",
+     offsetof(tp_sim_result_t, min_span_empty_fraction)},
+    {"fragmentation_time_mean", offsetof(tp_sim_result_t, frag_time_mean)},
+};
+
 static void print_json(const sims_t *S, size_t b, double *x,
 		       const char *fabric_name, const char *trace_name,
 		       const char *source)
@@ -483,24 +500,11 @@ static void print_json(const sims_t *S, size_t b, double *x,
 		/* the first seed's full metrics, then means and ratios */
 		cJSON *m = metrics_json(&S->runs[p].res, S->runs[p].wall_s);
 		cJSON *mean = cJSON_AddObjectToObject(m, "mean");
-		cJSON_AddNumberToObject(mean, "gpu_util",
-					MEAN_OF(S, p, gpu_util));
-		cJSON_AddNumberToObject(mean, "useful_util",
-					MEAN_OF(S, p, useful_util));
-		cJSON_AddNumberToObject(mean, "mean_wait_s",
-					MEAN_OF(S, p, mean_wait_s));
-		cJSON_AddNumberToObject(mean, "mean_jct_s",
-					MEAN_OF(S, p, mean_jct_s));
-		cJSON_AddNumberToObject(mean, "comm_slowdown_mean",
-					MEAN_OF(S, p, comm_slowdown_mean));
-		cJSON_AddNumberToObject(mean, "comm_slowdown_p95",
-					MEAN_OF(S, p, comm_slowdown_p95));
-		cJSON_AddNumberToObject(mean, "min_span_fraction",
-					MEAN_OF(S, p, min_span_fraction));
-		cJSON_AddNumberToObject(mean, "min_span_empty_fraction",
-					MEAN_OF(S, p, min_span_empty_fraction));
-		cJSON_AddNumberToObject(mean, "fragmentation_time_mean",
-					MEAN_OF(S, p, frag_time_mean));
+		for (size_t k = 0;
+		     k < sizeof(mean_fields) / sizeof(mean_fields[0]); k++)
+			cJSON_AddNumberToObject(
+			    mean, mean_fields[k].name,
+			    seed_mean(S, p, get_field, mean_fields[k].off));
 		cJSON_AddNumberToObject(mean, "top_level_tb_per_hour",
 					seed_mean(S, p, get_top_tb_h, 0));
 		cJSON *ps = cJSON_AddArrayToObject(m, "per_seed");

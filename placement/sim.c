@@ -121,28 +121,6 @@ static void heap_push(sim_t *m, running_t r)
 	}
 }
 
-static running_t heap_pop(sim_t *m)
-{
-	running_t top = m->heap[0];
-	size_t i = 0;
-
-	m->heap[0] = m->heap[--m->nheap];
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, min = i;
-		if (l < m->nheap && m->heap[l].end < m->heap[min].end)
-			min = l;
-		if (r < m->nheap && m->heap[r].end < m->heap[min].end)
-			min = r;
-		if (min == i)
-			break;
-		running_t tmp = m->heap[i];
-		m->heap[i] = m->heap[min];
-		m->heap[min] = tmp;
-		i = min;
-	}
-	return top;
-}
-
 static void sift_down(sim_t *m, size_t i)
 {
 	for (;;) {
@@ -158,6 +136,15 @@ static void sift_down(sim_t *m, size_t i)
 		m->heap[min] = tmp;
 		i = min;
 	}
+}
+
+static running_t heap_pop(sim_t *m)
+{
+	running_t top = m->heap[0];
+
+	m->heap[0] = m->heap[--m->nheap];
+	sift_down(m, 0);
+	return top;
 }
 
 static void running_free(running_t *r)
