@@ -478,8 +478,11 @@ tp_err_t tp_sched_build(const tp_sched_job_t *job, tp_sched_algo_t algo,
 	}
 	build_groups(s, &w);
 	build_leaders(s, &w);
-	build_tree(s, &w, 0);
-	build_tree(s, &w, 1);
+	s->root[0] = s->root[1] = TP_SCHED_NONE;
+	if (algo == TP_SCHED_TREE) {
+		build_tree(s, &w, 0);
+		build_tree(s, &w, 1);
+	}
 	ne = count_edges(s, &w);
 	if (!(s->edges = tp_malloc((ne ? ne : 1) * sizeof(*s->edges)))) {
 		tp_free(s);
@@ -574,7 +577,8 @@ uint32_t tp_sched_tree_root(const tp_sched_t *s, int t)
 
 uint32_t tp_sched_tree_parent(const tp_sched_t *s, int t, size_t node)
 {
-	if (!s || (t != 0 && t != 1) || node >= s->n)
+	if (!s || (t != 0 && t != 1) || node >= s->n ||
+	    s->algo != TP_SCHED_TREE)
 		return TP_SCHED_NONE;
 	return s->parent[t][node];
 }

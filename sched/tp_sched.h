@@ -179,11 +179,12 @@ size_t tp_sched_group_nodes(const tp_sched_t *s, size_t g,
 uint32_t tp_sched_group_of(const tp_sched_t *s, size_t node);
 /* Node leading rail r of group g (see hier above); TP_SCHED_NONE when no
  * member drives r, nrails <= 1 or out of range. Every algorithm's
- * schedule answers it. */
+ * schedule answers it (and the group calls above). */
 uint32_t tp_sched_rail_leader(const tp_sched_t *s, size_t g, int rail);
 
-/* Trees 0 and 1 (every algorithm's schedule has them): root, parent
- * (TP_SCHED_NONE for the root or out of range) and depth in edges. */
+/* Trees 0 and 1 of a TP_SCHED_TREE schedule (the others have none:
+ * TP_SCHED_NONE, depth 0): root, parent (TP_SCHED_NONE for the root or
+ * out of range) and depth in edges. */
 uint32_t tp_sched_tree_root(const tp_sched_t *s, int tree);
 uint32_t tp_sched_tree_parent(const tp_sched_t *s, int tree, size_t node);
 uint32_t tp_sched_tree_depth(const tp_sched_t *s, int tree);
