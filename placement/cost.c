@@ -26,25 +26,32 @@
  *              2(P-1) * (alpha + h * hop_s). Inside a host with g > 1
  *              ranks the ring passes g-1 NVLink edges of V each.
  *   RS / AG    the same ring with V = (P-1)/P * S, latency (P-1) * (...).
- *   tree       NCCL double binary tree over hosts: each tree edge carries
- *              S/2 up and S/2 down per tree, all pipelined at once; in
- *              the chain inside a host each GPU sends S towards the root
- *              and S away from it over NVLink (2S, where a ring GPU sends
- *              V); latency
- *              2 * ceil(log2 n) * (alpha + h * hop_s) + 2(g-1) * alpha.
- *   hierarchical
- *              intra-host reduce-scatter (NVLink, (g-1)/g * S), then hosts
- *              grouped by level-1 group (m groups, largest K hosts):
- *              reduce-scatter inside each group ((n_j-1)/n_j * S per edge),
- *              K concurrent rings across the groups (member s mod n_j of
- *              each group, 2(m-1)/m * S/K per edge), all-gather inside the
- *              group, all-gather inside the host. Bandwidth
- *              2 t_host + 2 t_group + t_cross; latency 2(g-1) * alpha +
- *              2(K-1) * (alpha + h_group * hop_s) + 2(m-1) * (alpha +
- *              h_cross * hop_s).
- * An inter-host edge is split into R equal sub-flows, one per CA pair of
- * the rails its GPUs use (NCCL runs one channel per NIC; R is at most the
- * ranks on either host because a GPU drives its nearest NIC). Channels
+ *   tree and hierarchical
+ *              the schedules of sched/ (tp_sched.h), the ones the plan
+ *              records and the collective library runs, routed edge by
+ *              edge, phase after phase:
+ *              tree: the plan's two level-wise double binary trees (NCCL's
+ *              btree/dtree inside each level-1 group, then over the groups'
+ *              roots level by level), every edge S/2 up and S/2 down, both
+ *              trees pipelined in one phase; in the chain inside a host
+ *              each GPU sends S towards the root and S away from it over
+ *              NVLink (2S); latency 2 * depth * (alpha + h * hop_s) +
+ *              2(g-1) * alpha, depth = the deeper tree's.
+ *              hierarchical: reduce-scatter inside the host ((g-1)/g * S
+ *              on NVLink), a ring reduce-scatter inside each level-1 group
+ *              of C shards, cross-group ring all-reduces of each shard
+ *              between its channel hosts (C = rails, led by the plan's
+ *              rail leaders and kept on their rail, when the job has
+ *              several rails; else C = the largest group, member c mod
+ *              n_j: corresponding ranks), the all-gathers back. Latency
+ *              2(g-1) * alpha + 2(K-1) * (alpha + h_group * hop_s) +
+ *              2(m-1) * (alpha + h_cross * hop_s). A phase that mirrors an
+ *              earlier one (the all-gathers, when shares are even) is
+ *              priced once.
+ * An inter-host edge (one that sched/ does not keep to a rail) is split
+ * into R equal sub-flows, one per CA pair of the rails its GPUs use (NCCL
+ * runs one channel per NIC; R is at most the ranks on either host because
+ * a GPU drives its nearest NIC). Channels
  * are static, so the edge lasts (V/R) / slowest sub-flow: one degraded
  * rail slows the whole collective, as it does on a cluster. Consecutive
  * hosts in one multi-node NVLink domain talk over NVLink instead.
@@ -52,8 +59,7 @@
  * exactly 2(P-1)/P * S/B + 2(P-1) * (alpha + hop_s).
  *
  * tp_cost_link_load runs the same phases and adds up the bytes of every
- * flow on every directed link it crosses (hierarchical: the in-group
- * phase twice, reduce-scatter and all-gather).
+ * flow on every directed link it crosses (a mirrored phase counts twice).
  *
  * cross_top_bytes counts every flow that reaches a top-level switch once
  * with the bytes it carries (top = highest switch level, at least 2).
