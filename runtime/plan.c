@@ -600,6 +600,55 @@ out:
 	return err;
 }
 
+/* ---- the plan's schedule ---- */
+
+static uint32_t pjob_group(const void *arg, size_t r, int level)
+{
+	const tp_plan_t *p = arg;
+	uint32_t g = p->hosts[r].group;
+
+	return level == 0 ? g : p->groups[g].spine;
+}
+
+static uint32_t pjob_nranks(const void *arg, size_t r)
+{
+	const tp_plan_t *p = arg;
+
+	return p->hosts[r].nranks;
+}
+
+static uint64_t pjob_rails(const void *arg, size_t r)
+{
+	sjob_t j = {arg, NULL, NULL};
+
+	return sjob_rails(&j, r);
+}
+
+tp_err_t tp_plan_sched(const tp_plan_t *p, tp_sched_algo_t algo,
+		       tp_sched_t **sched_p)
+{
+	tp_sched_job_t job;
+	tp_sched_t *s = NULL;
+	tp_err_t err;
+
+	if (!p || !sched_p || !p->nhosts)
+		return TP_ERR_INVAL;
+	if (p->nrails > TP_SCHED_MAX_RAILS)
+		return TP_ERR_RANGE;
+	job = (tp_sched_job_t){p->nhosts,  2,		p->nrails, p,
+			       pjob_group, pjob_nranks, pjob_rails};
+	if ((err = tp_sched_build(&job, algo, &s)))
+		return err;
+	for (int t = 0; algo == TP_SCHED_TREE && t < 2; t++)
+		for (size_t r = 0; r < p->nhosts; r++)
+			if (tp_sched_tree_parent(s, t, r) != p->parent[t][r]) {
+				tp_sched_destroy(s);
+				return TP_ERR_UNSUPPORTED;
+			}
+	*sched_p = s;
+	return TP_OK;
+}
+
 /* ---- accessors ---- */
 
 size_t tp_plan_nhosts(const tp_plan_t *p)

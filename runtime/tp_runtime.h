@@ -75,6 +75,7 @@
 
 #include "tp_common.h"
 #include "tp_placement.h"
+#include "tp_sched.h"
 #include "tp_topology.h"
 
 #define TP_PLAN_FORMAT "topoplace-plan/1"
@@ -206,6 +207,19 @@ tp_algo_t tp_plan_recommend(const tp_plan_t *plan, size_t i);
  * hierarchical when it spans more than one group, else ring - NCCL's
  * tree/ring split by size, plus the group structure. Static string. */
 const char *tp_plan_recommend_basis(const tp_plan_t *plan, size_t i);
+
+/* The plan's schedule for algo (see tp_sched.h): the edges the cost model
+ * priced for this plan and a collective library runs, rebuilt from what
+ * the plan records (groups, spine groups, local ranks and their rails),
+ * so a plan loaded from JSON gives the same schedule as the one built.
+ * TP_SCHED_TREE: the trees must be the plan's (they are for fabrics of up
+ * to two group levels); TP_ERR_UNSUPPORTED otherwise - use the
+ * tp_plan_tree_* accessors then. TP_ERR_INVAL for bad arguments,
+ * TP_ERR_RANGE for more than TP_SCHED_MAX_RAILS rails, TP_ERR_NOMEM.
+ * Caller frees *sched_p with tp_sched_destroy(); it does not refer to
+ * the plan. */
+tp_err_t tp_plan_sched(const tp_plan_t *plan, tp_sched_algo_t algo,
+		       tp_sched_t **sched_p);
 
 /* ---- JSON (topoplace-plan/1) --------------------------------------------- */
 

@@ -181,7 +181,11 @@ static void build_tree(tp_sched_t *s, work_t *w, int t)
 		w->ufirst[g] = m[0];
 		w->uroot[g] = m[tree_root(t, k)];
 	}
-	for (int lv = 1; lv <= w->job->nlevels && nu > 1; lv++) {
+	/* the last level (key 0 for all) joins what is left, even when the
+	 * job describes no levels */
+	int top = w->job->nlevels > 0 ? w->job->nlevels : 1;
+
+	for (int lv = 1; lv <= top && nu > 1; lv++) {
 		size_t nv;
 		for (size_t u = 0; u < nu; u++)
 			w->kv[u] = (kv_t){key_of(w->job, w->ufirst[u], lv),

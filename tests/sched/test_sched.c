@@ -168,6 +168,21 @@ static void test_nokey(void **state)
 	tp_sched_destroy(s);
 }
 
+/* No levels described: every node is a group of its own, and the last
+ * level still joins them into one tree each. */
+static void test_no_levels(void **state)
+{
+	uint32_t key[5] = {0, 1, 2, 3, 4};
+	tjob_t t = {{key, key}, NULL, NULL};
+	tp_sched_t *s = build(&t, 5, 0, 0, TP_SCHED_TREE);
+
+	(void)state;
+	assert_int_equal(tp_sched_ngroups(s), 5);
+	for (int tr = 0; tr < 2; tr++)
+		assert_int_equal(crossing(s, tr, key), 4);
+	tp_sched_destroy(s);
+}
+
 /* Ring: 2(P-1)/P of S on every node edge and on the self edge of a node
  * with several ranks; 2(P-1) steps. */
 static void test_ring(void **state)
@@ -368,6 +383,7 @@ int main(void)
 	    cmocka_unit_test(test_tree_one_group),
 	    cmocka_unit_test(test_tree_levelwise),
 	    cmocka_unit_test(test_nokey),
+	    cmocka_unit_test(test_no_levels),
 	    cmocka_unit_test(test_ring),
 	    cmocka_unit_test(test_hier_one_rail),
 	    cmocka_unit_test(test_hier_rails),
