@@ -278,6 +278,56 @@ static void test_env_errors(void **state)
 	tp_fabric_destroy(f);
 }
 
+static int fail_after;
+static void *fmalloc(size_t n)
+{
+	return fail_after-- > 0 ? malloc(n) : NULL;
+}
+static void *fcalloc(size_t n, size_t m)
+{
+	return fail_after-- > 0 ? calloc(n, m) : NULL;
+}
+static void *frealloc(void *p, size_t n)
+{
+	return fail_after-- > 0 ? realloc(p, n) : NULL;
+}
+
+/* Allocation failure anywhere: TP_ERR_NOMEM, nothing half-filled (ASan
+ * checks that nothing leaks). */
+static void test_env_nomem(void **state)
+{
+	tp_allocator_t a = {fmalloc, fcalloc, frealloc, free};
+	tp_fabric_t *f = rail(1, 2, 2, 2);
+	const char *hosts[2] = {name(f, 0), name(f, 1)};
+	uint32_t tasks[2] = {2, 2};
+	tp_plan_t *plan = NULL;
+
+	(void)state;
+	assert_int_equal(tp_plan_build_step(f, hosts, 2, tasks, &plan, NULL),
+			 TP_OK);
+	for (int k = 0;; k++) {
+		tp_step_in_t in = step(hosts, tasks, 2, 1, 4, 2);
+		tp_step_env_t env;
+		tp_err_t err;
+
+		in.topo_file = "/x.xml";
+		memset(&env, 0x5a, sizeof(env));
+		fail_after = k;
+		tp_alloc_set(&a);
+		err = tp_plan_step_env(plan, &in, &env, NULL);
+		tp_alloc_set(NULL);
+		if (!err) {
+			assert_int_equal(env.nvars, 6);
+			tp_step_env_free(&env);
+			break;
+		}
+		assert_int_equal(err, TP_ERR_NOMEM);
+		assert_int_equal(env.nvars, 0x5a5a5a5a5a5a5a5a);
+	}
+	tp_plan_destroy(plan);
+	tp_fabric_destroy(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -286,6 +336,7 @@ int main(void)
 	    cmocka_unit_test(test_env_uneven),
 	    cmocka_unit_test(test_env_rails),
 	    cmocka_unit_test(test_env_errors),
+	    cmocka_unit_test(test_env_nomem),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
