@@ -998,21 +998,36 @@ out:
 }
 
 /* Rails the ranks of host i drive, as the plan assigns them: a GPU's
- * nearest CA, else the ranks spread over the CAs. */
+ * nearest CA, else rank l on CA l * ncas / g. Ranks beyond the GPUs (up
+ * to MAX_RANKS_PER_HOST) cover a run of CAs: that run, not every rank. */
 static uint64_t host_rails(call_t *k, const tp_host_t *h, size_t g)
 {
+	size_t lo = g, hi = 0;
 	uint64_t m = 0;
 
 	for (size_t x = 0; x < h->ncas; x++)
 		if (rail_of(k, h, x) + 1 > k->nrails)
 			k->nrails = rail_of(k, h, x) + 1;
-	for (size_t l = 0; l < g && h->ncas; l++) {
+	if (!h->ncas)
+		return 0;
+	for (size_t l = 0; l < g; l++) {
 		size_t ca = l * h->ncas / g;
 		int r;
+		if (l >= h->ngpus && g - l > h->ncas) {
+			/* g > ncas here: l * ncas / g steps by at most 1 */
+			lo = ca;
+			hi = (g - 1) * h->ncas / g;
+			break;
+		}
 		if (l < h->ngpus && h->gpus[l].hca >= 0 &&
 		    (size_t)h->gpus[l].hca < h->ncas)
 			ca = (size_t)h->gpus[l].hca;
 		r = rail_of(k, h, ca);
+		if (r >= 0 && r < TP_SCHED_MAX_RAILS)
+			m |= 1ULL << r;
+	}
+	for (size_t ca = lo; ca <= hi && ca < h->ncas; ca++) {
+		int r = rail_of(k, h, ca);
 		if (r >= 0 && r < TP_SCHED_MAX_RAILS)
 			m |= 1ULL << r;
 	}

@@ -201,6 +201,38 @@ static void test_predictions_are_the_schedule(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* Hosts the fabric knows no GPUs of, many ranks each: the ranks spread
+ * over the CAs, so every rail has a leader in every group, and the
+ * hierarchical prediction (which derives the same rails) is made. */
+static void test_many_ranks_no_gpus(void **state)
+{
+	tp_fabric_t *f = rail(2, 2, 4, 0);
+	tp_cost_ctx_t *ctx = NULL;
+	const char *hosts[4];
+	tp_plan_t *p = NULL;
+	tp_plan_opts_t o;
+	tp_sched_t *s = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < 4; i++)
+		hosts[i] = tp_fabric_host(f, i)->name;
+	tp_plan_opts_defaults(&o);
+	o.gpus_per_host = 4000;
+	assert_int_equal(tp_cost_ctx_create(f, NULL, &ctx), TP_OK);
+	assert_int_equal(tp_plan_build(f, ctx, hosts, 4, &o, &p, NULL), TP_OK);
+	assert_int_equal(tp_plan_nrails(p), 4);
+	assert_int_equal(tp_plan_group(p, 0)->nrail_leaders, 4);
+	assert_true(isfinite(tp_plan_predict_s(p, 0, TP_ALGO_HIERARCHICAL)));
+	assert_int_equal(tp_plan_sched(p, TP_SCHED_HIER, &s), TP_OK);
+	for (size_t e = 0; e < tp_sched_phase(s, 2)->nedges; e++)
+		assert_int_equal(tp_sched_phase(s, 2)->edges[e].rail,
+				 (int)tp_sched_phase(s, 2)->edges[e].chan);
+	tp_sched_destroy(s);
+	tp_plan_destroy(p);
+	tp_cost_ctx_destroy(ctx);
+	tp_fabric_destroy(f);
+}
+
 static void test_errors(void **state)
 {
 	tp_sched_t *s = NULL;
@@ -215,6 +247,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_rail_leaders_and_json),
 	    cmocka_unit_test(test_predictions_are_the_schedule),
+	    cmocka_unit_test(test_many_ranks_no_gpus),
 	    cmocka_unit_test(test_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
