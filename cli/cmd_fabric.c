@@ -16,8 +16,13 @@ static const char usage[] =
 	"\n"
 	"generate: a deterministic synthetic fabric.\n"
 	"  fat-tree  --leaves N (8) --spines N (4) --hosts-per-leaf N (16)\n"
-	"            --uplinks N (2, parallel links leaf->each spine) --interleave\n"
+	"            --uplinks N (parallel links leaf->each spine; default: as many\n"
+	"            as keep each leaf 2:1 oversubscribed) --interleave\n"
 	"            (host i on leaf i mod leaves, so groups do not follow names)\n"
+	"            --nics-per-host N (default one per GPU, as DGX-class hosts;\n"
+	"            all on the host's leaf)\n"
+	"            --degrade F (0: share of cables down or at half width)\n"
+	"            --degrade-seed S (0: which cables)\n"
 	"  rail      --sus N (4) --hosts-per-su N (32) --rails N (8)\n"
 	"            --spines-per-rail N (4); each rail is its own subnet\n"
 	"  nvl72     --racks N (4) --hosts-per-rack N (18) --leaves-per-rack N (2)\n"
@@ -37,7 +42,8 @@ static const char usage[] =
 static int cmd_generate(int argc, char **argv)
 {
 	enum { O_LEAVES = 256, O_SPINES, O_HPL, O_UPL, O_INTER, O_SUS, O_HPS,
-	       O_RAILS, O_SPR, O_RACKS, O_HPR, O_LPR, O_GPUS, O_GBPS, O_PREFIX };
+	       O_RAILS, O_SPR, O_RACKS, O_HPR, O_LPR, O_GPUS, O_GBPS, O_PREFIX,
+	       O_NICS, O_DEGRADE, O_DSEED };
 	static const struct option opts[] = {
 		{"leaves", required_argument, NULL, O_LEAVES},
 		{"spines", required_argument, NULL, O_SPINES},
@@ -54,6 +60,9 @@ static int cmd_generate(int argc, char **argv)
 		{"gpus-per-host", required_argument, NULL, O_GPUS},
 		{"link-gbps", required_argument, NULL, O_GBPS},
 		{"prefix", required_argument, NULL, O_PREFIX},
+		{"nics-per-host", required_argument, NULL, O_NICS},
+		{"degrade", required_argument, NULL, O_DEGRADE},
+		{"degrade-seed", required_argument, NULL, O_DSEED},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -83,6 +92,10 @@ static int cmd_generate(int argc, char **argv)
 		return TP_EXIT_INPUT;
 	}
 	tp_gen_fat_tree_defaults(&ft);
+	/* DGX-class hosts have one NIC per GPU; the up-links then follow
+	 * (2:1) unless --uplinks says otherwise */
+	ft.nics_per_host = 0;
+	ft.uplinks_per_spine = 0;
 	tp_gen_rail_defaults(&rl);
 	tp_gen_nvl72_defaults(&nv);
 	optind = 1;
@@ -120,6 +133,21 @@ static int cmd_generate(int argc, char **argv)
 			break;
 		case O_PREFIX:
 			ft.host_prefix = rl.host_prefix = nv.host_prefix = optarg;
+			break;
+		case O_NICS:
+			if (!tp_cli_int("--nics-per-host", optarg, 0, 64, &v))
+				return TP_EXIT_INPUT;
+			ft.nics_per_host = (int)v;
+			break;
+		case O_DEGRADE:
+			if (!tp_cli_double("--degrade", optarg, 0, 1, &d))
+				return TP_EXIT_INPUT;
+			ft.degrade = d;
+			break;
+		case O_DSEED:
+			if (!tp_cli_int("--degrade-seed", optarg, 0, 1L << 62, &v))
+				return TP_EXIT_INPUT;
+			ft.degrade_seed = (uint64_t)v;
 			break;
 		case 'o': out = optarg; break;
 		case 'h': fputs(usage, stdout); return TP_EXIT_OK;

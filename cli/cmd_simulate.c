@@ -4,9 +4,12 @@
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "tp_placement.h"
@@ -14,30 +17,53 @@
 #define DEFAULT_POLICIES "topoplace,slurm-tree,slurm-linear,first-fit,random"
 
 static const char usage[] =
-	"Usage: topoplace simulate [--fabric F.json] [--trace T.csv |\n"
-	"                          --synthetic NAME --jobs N --seed S --load L]\n"
-	"                          [--policies a,b,...] [--json] [--svg FILE]\n"
-	"\n"
-	"Replay a job trace under each policy (FCFS + EASY backfill; a job's run\n"
-	"time stretches with its predicted all-reduce time on the hosts it got\n"
-	"versus an ideal placement) and compare them in one table. util%:\n"
-	"GPU time allocated; useful%: GPU time at the jobs' ideal run times\n"
-	"(what a slowed job holds beyond that is spent waiting on the network).\n"
-	"\n"
-	"With no arguments: the built-in rail-optimized SuperPOD-style fabric\n"
-	"(4 scalable units x 32 hosts x 8 rails, 1,024 GPUs) and a synthetic\n"
-	"LLM-cluster trace (Kalos job-size mix), 2,000 jobs, seed 1, load 0.9.\n"
-	"\n"
-	"  --fabric F.json    fabric model (default: built-in)\n"
-	"  --trace T.csv      CSV: submit_s, gpus | nodes[, gpus_per_node], run_s\n"
-	"                     [, comm_frac][, model_bytes]\n"
-	"  --synthetic NAME   philly | helios | llm (default llm)\n"
-	"  --jobs N           synthetic trace length (default 2000)\n"
-	"  --seed S           seed for the trace and seeded policies (default 1)\n"
-	"  --load L           offered load, share of all GPUs (default 0.9)\n"
-	"  --policies LIST    default " DEFAULT_POLICIES "\n"
-	"  --json             metrics per policy as JSON\n"
-	"  --svg FILE         utilisation over time and slowdown distributions\n";
+    "Usage: topoplace simulate [--fabric F.json] [--trace T.csv |\n"
+    "                          --synthetic NAME --jobs N --seed S --load L]\n"
+    "                          [--seeds N] [--policies a,b,...] [--baseline "
+    "P]\n"
+    "                          [--json] [--svg FILE]\n"
+    "\n"
+    "Replay a job trace under each policy (FCFS + EASY backfill; a job's run\n"
+    "time stretches with its predicted all-reduce time on the hosts it got\n"
+    "versus an ideal placement) and compare them in one table, over several\n"
+    "seeds (synthetic traces: one trace per seed, the same for every policy).\n"
+    "Each figure is the mean over seeds; JCT/base is the mean of the per-seed\n"
+    "ratios of mean JCT to the baseline's, +- its standard error, and reads\n"
+    "'better' or 'worse' only beyond 2 standard errors ('tie' otherwise).\n"
+    "\n"
+    "Columns: util% GPU time allocated; useful% GPU time at the jobs' ideal\n"
+    "run times (what a slowed job holds beyond that waits on the network);\n"
+    "wait/JCT mean; slow: communication slowdown of multi-node jobs vs an\n"
+    "ideal placement (mean, p95); span%/span0%: multi-node jobs at the fewest\n"
+    "leaf groups the free fabric / the empty fabric allowed; frag%: free GPUs\n"
+    "outside wholly free leaf groups, averaged over time; top TB/h: bytes\n"
+    "across the top switch level per hour of simulated time. A second table\n"
+    "gives JCT/base per job size (hosts asked for: 1, 2-8, 9-32, >32).\n"
+    "\n"
+    "With no arguments: the built-in fabric (a 2:1 fat tree, 8 leaves x 8\n"
+    "hosts x 8 GPUs, one 400G NIC per GPU, 5% of cables degraded, seed 1) and\n"
+    "a synthetic LLM-cluster trace (Kalos job-size mix), 2,000 jobs, load "
+    "0.9,\n"
+    "seeds 1-8, every policy, baseline slurm-tree. Every job's all-reduce\n"
+    "size is its model_bytes (default 1 GiB) and its communication share\n"
+    "comm_frac (synthetic: 0.3 for multi-node LLM jobs, 0.1 otherwise; CSV\n"
+    "default 0.3); the trace keeps its order for equal submit times.\n"
+    "\n"
+    "  --fabric F.json    fabric model (default: built-in)\n"
+    "  --trace T.csv      CSV with a header: submit_s, gpus | nodes[,\n"
+    "                     gpus_per_node], run_s [, comm_frac][, model_bytes]\n"
+    "  --synthetic NAME   philly | helios | llm (default llm)\n"
+    "  --jobs N           synthetic trace length (default 2000)\n"
+    "  --seed S           first seed (default 1)\n"
+    "  --seeds N          seeds S .. S+N-1 (default 8; 1 with --trace, where\n"
+    "                     only seeded policies change)\n"
+    "  --load L           offered load, share of all GPUs (default 0.9)\n"
+    "  --policies LIST    default " DEFAULT_POLICIES "\n"
+    "  --baseline P       policy the ratios are against (default slurm-tree)\n"
+    "  --json             metrics per policy as JSON (means, per seed, "
+    "ratios)\n"
+    "  --svg FILE         utilisation, slowdowns and fragmentation (first "
+    "seed)\n";
 
 typedef struct run {
 	const tp_policy_t *policy;
@@ -53,15 +79,13 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Mean share of free GPUs outside wholly free level-1 groups, over the
- * samples (taken at every scheduling event, thinned evenly). */
-static double frag_mean(const tp_sim_result_t *r)
+/* Bytes across the top switch level per hour of simulated time, in TB. */
+static double get_top_tb_h(const tp_sim_result_t *r, size_t arg)
 {
-	double s = 0;
-
-	for (size_t k = 0; k < r->nsamples; k++)
-		s += r->samples[k].frag;
-	return r->nsamples ? s / (double)r->nsamples : 0;
+	(void)arg;
+	return r->makespan_s > 0
+		   ? r->cross_spine_bytes / 1e12 / (r->makespan_s / 3600)
+		   : 0;
 }
 
 static cJSON *metrics_json(const tp_sim_result_t *r, double wall)
@@ -69,7 +93,8 @@ static cJSON *metrics_json(const tp_sim_result_t *r, double wall)
 	cJSON *o = cJSON_CreateObject();
 
 	cJSON_AddNumberToObject(o, "jobs", (double)r->jobs);
-	cJSON_AddNumberToObject(o, "multi_node_jobs", (double)r->multi_node_jobs);
+	cJSON_AddNumberToObject(o, "multi_node_jobs",
+				(double)r->multi_node_jobs);
 	cJSON_AddNumberToObject(o, "unplaceable", (double)r->unplaceable);
 	cJSON_AddNumberToObject(o, "gpu_util", r->gpu_util);
 	cJSON_AddNumberToObject(o, "useful_util", r->useful_util);
@@ -83,10 +108,12 @@ static cJSON *metrics_json(const tp_sim_result_t *r, double wall)
 	cJSON_AddNumberToObject(o, "comm_slowdown_mean", r->comm_slowdown_mean);
 	cJSON_AddNumberToObject(o, "comm_slowdown_p95", r->comm_slowdown_p95);
 	cJSON_AddNumberToObject(o, "min_span_fraction", r->min_span_fraction);
-	cJSON_AddNumberToObject(o, "min_span_empty_fraction", r->min_span_empty_fraction);
+	cJSON_AddNumberToObject(o, "min_span_empty_fraction",
+				r->min_span_empty_fraction);
 	cJSON_AddNumberToObject(o, "cross_spine_bytes", r->cross_spine_bytes);
 	cJSON_AddNumberToObject(o, "decision_p99_s", r->decision_p99_s);
-	cJSON_AddNumberToObject(o, "fragmentation_mean", frag_mean(r));
+	cJSON_AddNumberToObject(o, "fragmentation_mean", r->frag_time_mean);
+	cJSON_AddNumberToObject(o, "top_level_tb_per_hour", get_top_tb_h(r, 0));
 	cJSON *ts = cJSON_AddArrayToObject(o, "over_time");
 	/* a coarse time series for scripts: at most 100 points */
 	size_t step = r->nsamples > 100 ? r->nsamples / 100 : 1;
@@ -112,8 +139,14 @@ static const char *const palette[] = {"#1b9e77", "#d95f02", "#7570b3",
 				      "#e7298a", "#66a61e", "#e6ab02",
 				      "#a6761d", "#666666"};
 
-enum { SVG_W = 900, SVG_H = 300, SVG_L = 60, SVG_T = 30,
-       SVG_PW = SVG_W - SVG_L - 160, SVG_PH = SVG_H - 70 };
+enum {
+	SVG_W = 900,
+	SVG_H = 300,
+	SVG_L = 60,
+	SVG_T = 30,
+	SVG_PW = SVG_W - SVG_L - 160,
+	SVG_PH = SVG_H - 70
+};
 
 /* One panel of a per-policy quantity over time, top edge at y. */
 static void time_panel(tp_strbuf_t *sb, const run_t *runs, size_t n, int y,
@@ -121,37 +154,52 @@ static void time_panel(tp_strbuf_t *sb, const run_t *runs, size_t n, int y,
 {
 	const int L = SVG_L, PW = SVG_PW, PH = SVG_PH, y0 = y + SVG_T;
 
-	tp_strbuf_printf(sb, "<text x='%d' y='%d' font-size='13'>%s</text>\n"
-			 "<rect x='%d' y='%d' width='%d' height='%d' fill='none' stroke='#999'/>\n"
-			 "<text x='%d' y='%d'>0</text><text x='%d' y='%d'>100%%</text>"
-			 "<text x='%d' y='%d'>%.1f h</text>\n",
-			 L, y + 18, title, L, y0, PW, PH, L - 20, y0 + PH, L - 40, y0 + 10,
-			 L + PW - 30, y0 + PH + 15, tmax / 3600);
+	tp_strbuf_printf(
+	    sb,
+	    "<text x='%d' y='%d' font-size='13'>%s</text>\n"
+	    "<rect x='%d' y='%d' width='%d' height='%d' fill='none' "
+	    "stroke='#999'/>\n"
+	    "<text x='%d' y='%d'>0</text><text x='%d' y='%d'>100%%</text>"
+	    "<text x='%d' y='%d'>%.1f h</text>\n",
+	    L, y + 18, title, L, y0, PW, PH, L - 20, y0 + PH, L - 40, y0 + 10,
+	    L + PW - 30, y0 + PH + 15, tmax / 3600);
 	for (size_t i = 0; i < n; i++) {
 		const tp_sim_result_t *r = &runs[i].res;
-		tp_strbuf_printf(sb, "<polyline fill='none' stroke='%s' stroke-width='1.2' points='", palette[i % 8]);
+		tp_strbuf_printf(sb,
+				 "<polyline fill='none' stroke='%s' "
+				 "stroke-width='1.2' points='",
+				 palette[i % 8]);
 		for (size_t k = 0; k < r->nsamples; k++) {
-			double v = frag ? r->samples[k].frag : r->samples[k].util;
-			tp_strbuf_printf(sb, "%.1f,%.1f ", L + PW * r->samples[k].t / tmax,
+			double v =
+			    frag ? r->samples[k].frag : r->samples[k].util;
+			tp_strbuf_printf(sb, "%.1f,%.1f ",
+					 L + PW * r->samples[k].t / tmax,
 					 y0 + PH * (1 - v));
 		}
-		tp_strbuf_printf(sb, "'/>\n<text x='%d' y='%d' fill='%s'>%s</text>\n", L + PW + 10,
-				 y0 + 15 + 15 * (int)i, palette[i % 8], r->policy);
+		tp_strbuf_printf(
+		    sb, "'/>\n<text x='%d' y='%d' fill='%s'>%s</text>\n",
+		    L + PW + 10, y0 + 15 + 15 * (int)i, palette[i % 8],
+		    r->policy);
 	}
 }
 
 static int write_svg(const char *path, const run_t *runs, size_t n)
 {
 	tp_strbuf_t sb = {0};
-	const int W = SVG_W, H = SVG_H, L = SVG_L, T = SVG_T, PW = SVG_PW, PH = SVG_PH;
+	const int W = SVG_W, H = SVG_H, L = SVG_L, T = SVG_T, PW = SVG_PW,
+		  PH = SVG_PH;
 	double tmax = 1;
 
 	for (size_t i = 0; i < n; i++)
 		for (size_t k = 0; k < runs[i].res.nsamples; k++)
 			if (runs[i].res.samples[k].t > tmax)
 				tmax = runs[i].res.samples[k].t;
-	tp_strbuf_printf(&sb, "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' font-family='sans-serif' font-size='11'>\n"
-			 "<rect width='100%%' height='100%%' fill='white'/>\n", W, 3 * H);
+	tp_strbuf_printf(
+	    &sb,
+	    "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' "
+	    "font-family='sans-serif' font-size='11'>\n"
+	    "<rect width='100%%' height='100%%' fill='white'/>\n",
+	    W, 3 * H);
 	time_panel(&sb, runs, n, 0, tmax, "GPU utilisation over time", false);
 	/* panel 2: CDF of communication slowdown (multi-node jobs) */
 	double smax = 1.05;
@@ -162,12 +210,16 @@ static int write_svg(const char *path, const run_t *runs, size_t n)
 	if (smax > 4)
 		smax = 4;
 	int y0 = H + T;
-	tp_strbuf_printf(&sb, "<text x='%d' y='%d' font-size='13'>Communication slowdown vs ideal placement (CDF, multi-node jobs)</text>\n"
-			 "<rect x='%d' y='%d' width='%d' height='%d' fill='none' stroke='#999'/>\n"
-			 "<text x='%d' y='%d'>1.0</text><text x='%d' y='%d'>%.2f</text>"
-			 "<text x='%d' y='%d'>0</text><text x='%d' y='%d'>1</text>\n",
-			 L, H + 18, L, y0, PW, PH, L - 5, y0 + PH + 15, L + PW - 20, y0 + PH + 15, smax,
-			 L - 15, y0 + PH, L - 15, y0 + 10);
+	tp_strbuf_printf(
+	    &sb,
+	    "<text x='%d' y='%d' font-size='13'>Communication slowdown vs "
+	    "ideal placement (CDF, multi-node jobs)</text>\n"
+	    "<rect x='%d' y='%d' width='%d' height='%d' fill='none' "
+	    "stroke='#999'/>\n"
+	    "<text x='%d' y='%d'>1.0</text><text x='%d' y='%d'>%.2f</text>"
+	    "<text x='%d' y='%d'>0</text><text x='%d' y='%d'>1</text>\n",
+	    L, H + 18, L, y0, PW, PH, L - 5, y0 + PH + 15, L + PW - 20,
+	    y0 + PH + 15, smax, L - 15, y0 + PH, L - 15, y0 + 10);
 	for (size_t i = 0; i < n; i++) {
 		const tp_sim_result_t *r = &runs[i].res;
 		size_t m = r->multi_node_jobs;
@@ -178,66 +230,419 @@ static int write_svg(const char *path, const run_t *runs, size_t n)
 			continue;
 		memcpy(v, r->slowdowns, m * sizeof(double));
 		qsort(v, m, sizeof(double), dbl_cmp);
-		tp_strbuf_printf(&sb, "<polyline fill='none' stroke='%s' stroke-width='1.5' points='", palette[i % 8]);
+		tp_strbuf_printf(&sb,
+				 "<polyline fill='none' stroke='%s' "
+				 "stroke-width='1.5' points='",
+				 palette[i % 8]);
 		for (size_t k = 0; k < m; k++) {
 			/* a placement can beat the "ideal" one by a hair
 			 * (another algorithm wins there): clamp to the axis */
-			double x = (fmax(1.0, fmin(v[k], smax)) - 1.0) / (smax - 1.0);
-			tp_strbuf_printf(&sb, "%.1f,%.1f ", L + PW * x, y0 + PH * (1 - (double)(k + 1) / (double)m));
+			double x =
+			    (fmax(1.0, fmin(v[k], smax)) - 1.0) / (smax - 1.0);
+			tp_strbuf_printf(
+			    &sb, "%.1f,%.1f ", L + PW * x,
+			    y0 + PH * (1 - (double)(k + 1) / (double)m));
 		}
-		tp_strbuf_printf(&sb, "'/>\n<text x='%d' y='%d' fill='%s'>%s</text>\n", L + PW + 10,
-				 y0 + 15 + 15 * (int)i, palette[i % 8], r->policy);
+		tp_strbuf_printf(
+		    &sb, "'/>\n<text x='%d' y='%d' fill='%s'>%s</text>\n",
+		    L + PW + 10, y0 + 15 + 15 * (int)i, palette[i % 8],
+		    r->policy);
 		tp_free(v);
 	}
 	time_panel(&sb, runs, n, 2 * H, tmax,
-		   "Fragmentation: share of free GPUs outside wholly free level-1 groups", true);
+		   "Fragmentation: share of free GPUs outside wholly free "
+		   "level-1 groups",
+		   true);
 	tp_strbuf_printf(&sb, "</svg>\n");
 	int rc = sb.failed ? TP_EXIT_FAIL : tp_cli_write(path, sb.buf);
 	tp_free(sb.buf);
 	return rc;
 }
 
+/* ---- seeds side by side ---- */
+
+typedef struct sims {
+	const tp_fabric_t *f;
+	const tp_cost_ctx_t *ctx;
+	const tp_policy_params_t *pp;
+	tp_trace_t *traces; /* [seed] */
+	run_t *runs;	    /* [seed * npol + policy] */
+	size_t nseeds, npol;
+	long seed0;
+	pthread_mutex_t lock;
+	size_t next;
+	tp_err_t err;
+	size_t err_at;
+} sims_t;
+
+static void *sim_worker(void *arg)
+{
+	sims_t *S = arg;
+
+	for (;;) {
+		pthread_mutex_lock(&S->lock);
+		size_t k = S->err ? S->nseeds * S->npol : S->next++;
+		pthread_mutex_unlock(&S->lock);
+		if (k >= S->nseeds * S->npol)
+			return NULL;
+		run_t *r = &S->runs[k];
+		double t0 = now_s();
+		tp_err_t err = tp_sim_run(
+		    S->f, &S->traces[k / S->npol], r->policy, S->pp, S->ctx,
+		    (uint64_t)S->seed0 + k / S->npol, &r->res);
+		r->wall_s = now_s() - t0;
+		if (err) {
+			pthread_mutex_lock(&S->lock);
+			if (!S->err) {
+				S->err = err;
+				S->err_at = k;
+			}
+			pthread_mutex_unlock(&S->lock);
+		}
+	}
+}
+
+/* Every (seed, policy) simulation, on up to as many threads as CPUs. */
+static tp_err_t sims_run(sims_t *S)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t nthr = ncpu > 1 ? (size_t)ncpu : 1, started = 0;
+	pthread_t thr[16];
+
+	if (nthr > 16)
+		nthr = 16;
+	if (nthr > S->nseeds * S->npol)
+		nthr = S->nseeds * S->npol;
+	pthread_mutex_init(&S->lock, NULL);
+	for (size_t i = 1; i < nthr; i++)
+		if (!pthread_create(&thr[started], NULL, sim_worker, S))
+			started++;
+	sim_worker(S);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(thr[i], NULL);
+	pthread_mutex_destroy(&S->lock);
+	return S->err;
+}
+
+/* Mean and standard error of x[0..n) (se 0 for n < 2). */
+static void mean_se(const double *x, size_t n, double *mean_p, double *se_p)
+{
+	double m = 0, v = 0;
+
+	for (size_t i = 0; i < n; i++)
+		m += x[i];
+	m = n ? m / (double)n : 0;
+	for (size_t i = 0; i < n; i++)
+		v += (x[i] - m) * (x[i] - m);
+	*mean_p = m;
+	*se_p = n > 1 ? sqrt(v / (double)(n - 1) / (double)n) : 0;
+}
+
+static const char *verdict(double mean, double se)
+{
+	if (!(se > 0) || fabs(mean - 1.0) <= 2 * se)
+		return "tie";
+	return mean < 1.0 ? "better" : "worse";
+}
+
+/* Per-seed ratio of policy p's mean JCT (class cls, -1: all jobs) to the
+ * baseline's, into x; returns how many seeds had both. */
+static size_t jct_ratios(const sims_t *S, size_t p, size_t b, int cls,
+			 double *x)
+{
+	size_t n = 0;
+
+	for (size_t s = 0; s < S->nseeds; s++) {
+		const tp_sim_result_t *r = &S->runs[s * S->npol + p].res;
+		const tp_sim_result_t *q = &S->runs[s * S->npol + b].res;
+		double a = cls < 0 ? r->mean_jct_s : r->class_jct_mean_s[cls];
+		double c = cls < 0 ? q->mean_jct_s : q->class_jct_mean_s[cls];
+		if (a > 0 && c > 0)
+			x[n++] = a / c;
+	}
+	return n;
+}
+
+typedef double (*getter_t)(const tp_sim_result_t *r, size_t arg);
+
+static double get_field(const tp_sim_result_t *r, size_t off)
+{
+	return *(const double *)(const void *)((const char *)r + off);
+}
+
+static double get_class_jobs(const tp_sim_result_t *r, size_t cls)
+{
+	return (double)r->class_jobs[cls];
+}
+
+/* Mean over seeds of get(result, arg) for policy p. */
+static double seed_mean(const sims_t *S, size_t p, getter_t get, size_t arg)
+{
+	double acc = 0;
+
+	for (size_t s = 0; s < S->nseeds; s++)
+		acc += get(&S->runs[s * S->npol + p].res, arg);
+	return acc / (double)S->nseeds;
+}
+
+#define MEAN_OF(S, p, field)                                                   \
+	seed_mean(S, p, get_field, offsetof(tp_sim_result_t, field))
+
+static void print_table(const sims_t *S, size_t b, double *x)
+{
+	printf("%-13s %6s %7s %9s %9s %6s %6s %6s %6s %6s %7s  %-22s\n",
+	       "policy", "util%", "useful%", "wait", "JCT", "slow", "p95",
+	       "span%", "span0%", "frag%", "top TB/h", "JCT/base (+- se)");
+	for (size_t p = 0; p < S->npol; p++) {
+		double m, se;
+		char ratio[48];
+		size_t n = jct_ratios(S, p, b, -1, x);
+		mean_se(x, n, &m, &se);
+		if (p == b)
+			snprintf(ratio, sizeof(ratio), "1 (baseline)");
+		else
+			snprintf(ratio, sizeof(ratio), "%.3f +- %.3f %s", m, se,
+				 verdict(m, se));
+		printf("%-13s %6.1f %7.1f %8.0fs %8.0fs %6.3f %6.3f %6.1f "
+		       "%6.1f %6.1f %7.1f  %s\n",
+		       tp_policy_name(S->runs[p].policy),
+		       100 * MEAN_OF(S, p, gpu_util),
+		       100 * MEAN_OF(S, p, useful_util),
+		       MEAN_OF(S, p, mean_wait_s), MEAN_OF(S, p, mean_jct_s),
+		       MEAN_OF(S, p, comm_slowdown_mean),
+		       MEAN_OF(S, p, comm_slowdown_p95),
+		       100 * MEAN_OF(S, p, min_span_fraction),
+		       100 * MEAN_OF(S, p, min_span_empty_fraction),
+		       100 * MEAN_OF(S, p, frag_time_mean),
+		       seed_mean(S, p, get_top_tb_h, 0), ratio);
+	}
+	printf("\nJCT/base by job size (hosts asked for; mean +- se over "
+	       "seeds)\n%-13s",
+	       "policy");
+	for (int c = 0; c < TP_SIM_NCLASSES; c++)
+		printf(" %22s", tp_sim_class_name(c));
+	printf("\n%-13s", "jobs/seed");
+	for (int c = 0; c < TP_SIM_NCLASSES; c++)
+		printf(" %22.0f", seed_mean(S, b, get_class_jobs, (size_t)c));
+	printf("\n");
+	for (size_t p = 0; p < S->npol; p++) {
+		if (p == b)
+			continue;
+		printf("%-13s", tp_policy_name(S->runs[p].policy));
+		for (int c = 0; c < TP_SIM_NCLASSES; c++) {
+			double m, se;
+			char cell[48] = "-";
+			size_t n = jct_ratios(S, p, b, c, x);
+			if (n) {
+				mean_se(x, n, &m, &se);
+				snprintf(cell, sizeof(cell), "%.3f +- %.3f %s",
+					 m, se, verdict(m, se));
+			}
+			printf(" %22s", cell);
+		}
+		printf("\n");
+	}
+}
+
+static cJSON *ratio_json(const sims_t *S, size_t p, size_t b, int cls,
+			 double *x)
+{
+	cJSON *o = cJSON_CreateObject();
+	double m, se;
+	size_t n = jct_ratios(S, p, b, cls, x);
+
+	mean_se(x, n, &m, &se);
+	cJSON_AddNumberToObject(o, "seeds", (double)n);
+	cJSON_AddNumberToObject(o, "jct_ratio_mean", n ? m : 0);
+	cJSON_AddNumberToObject(o, "jct_ratio_se", se);
+	cJSON_AddStringToObject(o, "verdict", n ? verdict(m, se) : "none");
+	return o;
+}
+
+/* The result fields averaged over seeds in the JSON's "mean". */
+static const struct {
+	const char *name;
+	size_t off;
+} mean_fields[] = {
+    {"gpu_util", offsetof(tp_sim_result_t, gpu_util)},
+    {"useful_util", offsetof(tp_sim_result_t, useful_util)},
+    {"mean_wait_s", offsetof(tp_sim_result_t, mean_wait_s)},
+    {"mean_jct_s", offsetof(tp_sim_result_t, mean_jct_s)},
+    {"comm_slowdown_mean", offsetof(tp_sim_result_t, comm_slowdown_mean)},
+    {"comm_slowdown_p95", offsetof(tp_sim_result_t, comm_slowdown_p95)},
+    {"min_span_fraction", offsetof(tp_sim_result_t, min_span_fraction)},
+    {"min_span_empty_fraction",
+     offsetof(tp_sim_result_t, min_span_empty_fraction)},
+    {"fragmentation_time_mean", offsetof(tp_sim_result_t, frag_time_mean)},
+};
+
+static void print_json(const sims_t *S, size_t b, double *x,
+		       const char *fabric_name, const char *trace_name,
+		       const char *source)
+{
+	cJSON *o = cJSON_CreateObject(), *pol, *seeds;
+
+	cJSON_AddStringToObject(o, "fabric", fabric_name);
+	cJSON_AddStringToObject(o, "trace", trace_name);
+	if (source)
+		cJSON_AddStringToObject(o, "trace_source", source);
+	cJSON_AddNumberToObject(o, "jobs", (double)S->traces[0].njobs);
+	cJSON_AddNumberToObject(o, "gpus", (double)tp_fabric_total_gpus(S->f));
+	cJSON_AddNumberToObject(o, "seed", (double)S->seed0);
+	seeds = cJSON_AddArrayToObject(o, "seeds");
+	for (size_t s = 0; s < S->nseeds; s++)
+		cJSON_AddItemToArray(
+		    seeds, cJSON_CreateNumber((double)S->seed0 + (double)s));
+	cJSON_AddStringToObject(o, "baseline",
+				tp_policy_name(S->runs[b].policy));
+	pol = cJSON_AddObjectToObject(o, "policies");
+	for (size_t p = 0; p < S->npol; p++) {
+		/* the first seed's full metrics, then means and ratios */
+		cJSON *m = metrics_json(&S->runs[p].res, S->runs[p].wall_s);
+		cJSON *mean = cJSON_AddObjectToObject(m, "mean");
+		for (size_t k = 0;
+		     k < sizeof(mean_fields) / sizeof(mean_fields[0]); k++)
+			cJSON_AddNumberToObject(
+			    mean, mean_fields[k].name,
+			    seed_mean(S, p, get_field, mean_fields[k].off));
+		cJSON_AddNumberToObject(mean, "top_level_tb_per_hour",
+					seed_mean(S, p, get_top_tb_h, 0));
+		cJSON *ps = cJSON_AddArrayToObject(m, "per_seed");
+		for (size_t s = 0; s < S->nseeds; s++) {
+			const run_t *r = &S->runs[s * S->npol + p];
+			cJSON *e = cJSON_CreateObject();
+			cJSON_AddNumberToObject(e, "seed",
+						(double)S->seed0 + (double)s);
+			cJSON_AddNumberToObject(e, "mean_jct_s",
+						r->res.mean_jct_s);
+			cJSON_AddNumberToObject(e, "useful_util",
+						r->res.useful_util);
+			cJSON_AddNumberToObject(e, "comm_slowdown_mean",
+						r->res.comm_slowdown_mean);
+			cJSON_AddItemToArray(ps, e);
+		}
+		cJSON *all = ratio_json(S, p, b, -1, x);
+		cJSON_AddNumberToObject(
+		    m, "jct_ratio_mean",
+		    cJSON_GetObjectItem(all, "jct_ratio_mean")->valuedouble);
+		cJSON_AddNumberToObject(
+		    m, "jct_ratio_se",
+		    cJSON_GetObjectItem(all, "jct_ratio_se")->valuedouble);
+		cJSON_AddStringToObject(
+		    m, "verdict",
+		    p == b ? "baseline"
+			   : cJSON_GetObjectItem(all, "verdict")->valuestring);
+		cJSON_Delete(all);
+		cJSON *cl = cJSON_AddArrayToObject(m, "by_size");
+		for (int c = 0; c < TP_SIM_NCLASSES; c++) {
+			cJSON *e = ratio_json(S, p, b, c, x);
+			cJSON_AddStringToObject(e, "hosts",
+						tp_sim_class_name(c));
+			cJSON_AddNumberToObject(
+			    e, "jobs_per_seed",
+			    seed_mean(S, p, get_class_jobs, (size_t)c));
+			cJSON_AddItemToArray(cl, e);
+		}
+		cJSON_AddItemToObject(pol, tp_policy_name(S->runs[p].policy),
+				      m);
+	}
+	char *txt = cJSON_Print(o);
+	cJSON_Delete(o);
+	if (txt)
+		puts(txt);
+	cJSON_free(txt);
+}
+
+/* The main job's fabric: where placement matters as on real clusters. */
+static tp_err_t builtin_fabric(tp_fabric_t **f_p)
+{
+	tp_gen_fat_tree_t g;
+
+	tp_gen_fat_tree_defaults(&g);
+	g.leaves = 8;
+	g.hosts_per_leaf = 8;
+	g.gpus_per_host = 8;
+	g.nics_per_host = 8;
+	g.spines = 4;
+	g.uplinks_per_spine = 8; /* 64 NICs down, 32 cables up: 2:1 */
+	g.degrade = 0.05;
+	g.degrade_seed = 1;
+	return tp_gen_fat_tree(&g, f_p);
+}
+
+#define BUILTIN_NAME                                                           \
+	"built-in 2:1 fat tree 8 leaves x 8 hosts x 8 GPUs, 1 NIC/GPU, 5% "    \
+	"cables degraded"
+
+static const char *policy_list(char *plist, const tp_policy_t **pol,
+			       size_t *n_p)
+{
+	for (char *tok = strtok(plist, ","); tok; tok = strtok(NULL, ",")) {
+		const tp_policy_t *p = tp_policy_find(tp_strtrim(tok));
+		if (!p)
+			return tok;
+		if (*n_p == 16)
+			return "(more than 16)";
+		pol[(*n_p)++] = p;
+	}
+	return NULL;
+}
+
 int tp_cmd_simulate(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"fabric", required_argument, NULL, 'f'},
-		{"trace", required_argument, NULL, 't'},
-		{"synthetic", required_argument, NULL, 'y'},
-		{"jobs", required_argument, NULL, 'n'},
-		{"seed", required_argument, NULL, 's'},
-		{"load", required_argument, NULL, 'l'},
-		{"policies", required_argument, NULL, 'p'},
-		{"json", no_argument, NULL, 'j'},
-		{"svg", required_argument, NULL, 'g'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"fabric", required_argument, NULL, 'f'},
+	    {"trace", required_argument, NULL, 't'},
+	    {"synthetic", required_argument, NULL, 'y'},
+	    {"jobs", required_argument, NULL, 'n'},
+	    {"seed", required_argument, NULL, 's'},
+	    {"seeds", required_argument, NULL, 'S'},
+	    {"load", required_argument, NULL, 'l'},
+	    {"policies", required_argument, NULL, 'p'},
+	    {"baseline", required_argument, NULL, 'b'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"svg", required_argument, NULL, 'g'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *fabric = NULL, *trace = NULL, *synth = NULL, *svg = NULL;
+	const char *basename = "slurm-tree";
 	char *plist = NULL;
-	long njobs = 2000, seed = 1;
+	long njobs = 2000, seed = 1, nseeds = -1;
 	double load = 0.9;
 	bool json = false;
 	int c, rc = TP_EXIT_INPUT;
 	tp_fabric_t *f = NULL;
 	tp_cost_ctx_t *ctx = NULL;
-	tp_trace_t tr = {0};
-	run_t runs[16];
-	size_t nruns = 0;
+	const tp_policy_t *pol[16];
+	size_t npol = 0, b = SIZE_MAX;
+	sims_t S;
+	double *x = NULL;
 	tp_err_t err;
 
-	memset(runs, 0, sizeof(runs));
+	memset(&S, 0, sizeof(S));
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'f': fabric = optarg; break;
-		case 't': trace = optarg; break;
-		case 'y': synth = optarg; break;
+		case 'f':
+			fabric = optarg;
+			break;
+		case 't':
+			trace = optarg;
+			break;
+		case 'y':
+			synth = optarg;
+			break;
 		case 'n':
 			if (!tp_cli_int("--jobs", optarg, 1, 10000000, &njobs))
 				return TP_EXIT_INPUT;
 			break;
 		case 's':
 			if (!tp_cli_int("--seed", optarg, 0, 1L << 62, &seed))
+				return TP_EXIT_INPUT;
+			break;
+		case 'S':
+			if (!tp_cli_int("--seeds", optarg, 1, 1000, &nseeds))
 				return TP_EXIT_INPUT;
 			break;
 		case 'l':
@@ -248,10 +653,22 @@ int tp_cmd_simulate(int argc, char **argv)
 			tp_free(plist);
 			plist = tp_strdup(optarg);
 			break;
-		case 'j': json = true; break;
-		case 'g': svg = optarg; break;
-		case 'h': fputs(usage, stdout); rc = TP_EXIT_OK; goto out;
-		default: fputs(usage, stderr); goto out;
+		case 'b':
+			basename = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'g':
+			svg = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			rc = TP_EXIT_OK;
+			goto out;
+		default:
+			fputs(usage, stderr);
+			goto out;
 		}
 	}
 	if (optind < argc) {
@@ -262,61 +679,88 @@ int tp_cmd_simulate(int argc, char **argv)
 		tp_cli_err("simulate: give --trace or --synthetic, not both");
 		goto out;
 	}
+	if (nseeds < 0)
+		nseeds = trace ? 1 : 8;
 	if (!plist && !(plist = tp_strdup(DEFAULT_POLICIES))) {
 		rc = TP_EXIT_FAIL;
 		goto out;
 	}
-	for (char *tok = strtok(plist, ","); tok; tok = strtok(NULL, ",")) {
-		const tp_policy_t *p = tp_policy_find(tp_strtrim(tok));
-		if (!p) {
-			tp_cli_err("simulate: unknown policy '%s' (%s)", tok, tp_policy_names());
+	const char *bad = policy_list(plist, pol, &npol);
+	if (bad) {
+		tp_cli_err("simulate: unknown policy '%s' (%s)", bad,
+			   tp_policy_names());
+		goto out;
+	}
+	for (size_t i = 0; i < npol; i++)
+		if (!strcmp(tp_policy_name(pol[i]), basename))
+			b = i;
+	if (b == SIZE_MAX) {
+		if (!tp_policy_find(basename)) {
+			tp_cli_err("simulate: unknown baseline '%s' (%s)",
+				   basename, tp_policy_names());
 			goto out;
 		}
-		if (nruns == 16) {
-			tp_cli_err("simulate: at most 16 policies");
+		if (npol == 16) {
+			tp_cli_err(
+			    "simulate: at most 16 policies with the baseline");
 			goto out;
 		}
-		runs[nruns++].policy = p;
+		b = npol;
+		pol[npol++] = tp_policy_find(basename);
 	}
 	if (fabric) {
 		if (!(f = tp_cli_load(fabric, &rc)))
 			goto out;
-	} else {
-		tp_gen_rail_t g;
-		tp_gen_rail_defaults(&g);
-		if ((err = tp_gen_rail(&g, &f))) {
-			tp_cli_err("simulate: built-in fabric: %s", tp_strerror(err));
-			rc = TP_EXIT_FAIL;
-			goto out;
-		}
+	} else if ((err = builtin_fabric(&f))) {
+		tp_cli_err("simulate: built-in fabric: %s", tp_strerror(err));
+		rc = TP_EXIT_FAIL;
+		goto out;
 	}
 	int gph = 0;
 	for (size_t h = 0; h < tp_fabric_nhosts(f); h++)
 		if ((int)tp_fabric_host(f, h)->ngpus > gph)
 			gph = (int)tp_fabric_host(f, h)->ngpus;
 	if (!tp_fabric_total_gpus(f)) {
-		tp_cli_err("simulate: %s: the fabric has no GPUs (discover with --gpus-per-host N or node data)",
+		tp_cli_err("simulate: %s: the fabric has no GPUs (discover "
+			   "with --gpus-per-host N or node data)",
 			   fabric ? fabric : "built-in");
 		goto out;
 	}
-	if (trace) {
-		char *msg = NULL;
-		if ((err = tp_trace_load_csv(trace, &tr, &msg))) {
-			tp_cli_err("%s", msg ? msg : tp_strerror(err));
-			tp_free(msg);
-			rc = tp_cli_exit_code(err);
-			goto out;
-		}
-	} else {
-		if (!synth)
-			synth = "llm";
-		if (!tp_trace_synthetic_source(synth)) {
-			tp_cli_err("simulate: unknown synthetic trace '%s' (%s)", synth, tp_trace_synthetic_names());
-			goto out;
-		}
-		if ((err = tp_trace_synthetic(synth, (size_t)njobs, (uint64_t)seed,
-					      (int)tp_fabric_total_gpus(f), gph, load, &tr))) {
-			tp_cli_err("simulate: synthetic trace: %s", tp_strerror(err));
+	if (!synth)
+		synth = "llm";
+	if (!trace && !tp_trace_synthetic_source(synth)) {
+		tp_cli_err("simulate: unknown synthetic trace '%s' (%s)", synth,
+			   tp_trace_synthetic_names());
+		goto out;
+	}
+	S.nseeds = (size_t)nseeds;
+	S.npol = npol;
+	S.seed0 = seed;
+	S.traces = tp_calloc(S.nseeds, sizeof(tp_trace_t));
+	S.runs = tp_calloc(S.nseeds * npol, sizeof(run_t));
+	x = tp_calloc(S.nseeds + 1, sizeof(double));
+	if (!S.traces || !S.runs || !x) {
+		rc = TP_EXIT_FAIL;
+		goto out;
+	}
+	for (size_t s = 0; s < S.nseeds; s++) {
+		for (size_t p = 0; p < npol; p++)
+			S.runs[s * npol + p].policy = pol[p];
+		if (trace) {
+			char *msg = NULL;
+			if ((err = tp_trace_load_csv(trace, &S.traces[s],
+						     &msg))) {
+				tp_cli_err("%s", msg ? msg : tp_strerror(err));
+				tp_free(msg);
+				rc = tp_cli_exit_code(err);
+				goto out;
+			}
+		} else if ((err = tp_trace_synthetic(
+				synth, (size_t)njobs, (uint64_t)seed + s,
+				(int)tp_fabric_total_gpus(f), gph, load,
+				&S.traces[s]))) {
+			tp_cli_err("simulate: synthetic trace: %s",
+				   tp_strerror(err));
 			rc = tp_cli_exit_code(err);
 			goto out;
 		}
@@ -330,73 +774,40 @@ int tp_cmd_simulate(int argc, char **argv)
 	}
 	tp_policy_params_t pp;
 	tp_policy_params_defaults(&pp);
-	for (size_t i = 0; i < nruns; i++) {
-		double t0 = now_s();
-		err = tp_sim_run(f, &tr, runs[i].policy, &pp, ctx, (uint64_t)seed, &runs[i].res);
-		runs[i].wall_s = now_s() - t0;
-		if (err) {
-			tp_cli_err("simulate: policy %s: %s", tp_policy_name(runs[i].policy), tp_strerror(err));
-			rc = tp_cli_exit_code(err);
-			goto out;
-		}
+	S.f = f;
+	S.ctx = ctx;
+	S.pp = &pp;
+	if ((err = sims_run(&S))) {
+		tp_cli_err("simulate: policy %s, seed %ld: %s",
+			   tp_policy_name(S.runs[S.err_at].policy),
+			   seed + (long)(S.err_at / npol), tp_strerror(err));
+		rc = tp_cli_exit_code(err);
+		goto out;
 	}
-	const run_t *base = NULL;
-	for (size_t i = 0; i < nruns; i++)
-		if (!strcmp(tp_policy_name(runs[i].policy), "slurm-tree"))
-			base = &runs[i];
+	const char *fname = fabric ? fabric : BUILTIN_NAME;
+	const char *tname = trace ? trace : synth;
 	if (json) {
-		cJSON *o = cJSON_CreateObject(), *pol;
-		cJSON_AddStringToObject(o, "fabric", fabric ? fabric : "built-in rail 4x32x8");
-		cJSON_AddStringToObject(o, "trace", trace ? trace : synth);
-		if (!trace)
-			cJSON_AddStringToObject(o, "trace_source", tp_trace_synthetic_source(synth));
-		cJSON_AddNumberToObject(o, "jobs", (double)tr.njobs);
-		cJSON_AddNumberToObject(o, "gpus", (double)tp_fabric_total_gpus(f));
-		cJSON_AddNumberToObject(o, "seed", (double)seed);
-		pol = cJSON_AddObjectToObject(o, "policies");
-		for (size_t i = 0; i < nruns; i++)
-			cJSON_AddItemToObject(pol, tp_policy_name(runs[i].policy),
-					      metrics_json(&runs[i].res, runs[i].wall_s));
-		if (base) {
-			cJSON *r = cJSON_AddObjectToObject(o, "vs_slurm_tree");
-			for (size_t i = 0; i < nruns; i++) {
-				cJSON *x = cJSON_AddObjectToObject(r, tp_policy_name(runs[i].policy));
-				cJSON_AddNumberToObject(x, "mean_jct_ratio", base->res.mean_jct_s > 0 ? runs[i].res.mean_jct_s / base->res.mean_jct_s : 0);
-				cJSON_AddNumberToObject(x, "comm_slowdown_ratio", runs[i].res.comm_slowdown_mean / base->res.comm_slowdown_mean);
-				cJSON_AddNumberToObject(x, "gpu_util_points", 100 * (runs[i].res.gpu_util - base->res.gpu_util));
-			}
-		}
-		char *txt = cJSON_Print(o);
-		cJSON_Delete(o);
-		if (txt)
-			puts(txt);
-		cJSON_free(txt);
+		print_json(&S, b, x, fname, tname,
+			   trace ? NULL : tp_trace_synthetic_source(synth));
 	} else {
-		printf("fabric %s: %zu hosts, %zu GPUs; trace %s: %zu jobs (seed %ld)\n",
-		       fabric ? fabric : "built-in rail-optimized 4 SU x 32 hosts x 8 rails",
-		       tp_fabric_nhosts(f), tp_fabric_total_gpus(f), trace ? trace : synth,
-		       tr.njobs, seed);
-		printf("%-13s %6s %7s %10s %10s %10s %8s %8s %8s %6s %9s %8s\n", "policy", "util%", "useful%",
-		       "wait mean", "wait p95", "JCT mean", "slow", "slow p95", "minspan%",
-		       "frag%", "xspine TB", "JCT/tree");
-		for (size_t i = 0; i < nruns; i++) {
-			const tp_sim_result_t *r = &runs[i].res;
-			char ratio[16] = "-";
-			if (base && base->res.mean_jct_s > 0)
-				snprintf(ratio, sizeof(ratio), "%.3f", r->mean_jct_s / base->res.mean_jct_s);
-			printf("%-13s %6.1f %7.1f %9.0fs %9.0fs %9.0fs %8.3f %8.3f %8.1f %6.1f %9.2f %8s\n", r->policy,
-			       100 * r->gpu_util, 100 * r->useful_util, r->mean_wait_s, r->p95_wait_s, r->mean_jct_s,
-			       r->comm_slowdown_mean, r->comm_slowdown_p95, 100 * r->min_span_fraction,
-			       100 * frag_mean(r), r->cross_spine_bytes / 1e12, ratio);
-		}
+		printf("fabric %s: %zu hosts, %zu GPUs\ntrace %s: %zu jobs; "
+		       "seeds %ld-%ld; baseline %s\n\n",
+		       fname, tp_fabric_nhosts(f), tp_fabric_total_gpus(f),
+		       tname, S.traces[0].njobs, seed, seed + nseeds - 1,
+		       tp_policy_name(pol[b]));
+		print_table(&S, b, x);
 	}
 	rc = TP_EXIT_OK;
 	if (svg)
-		rc = write_svg(svg, runs, nruns);
+		rc = write_svg(svg, S.runs, npol);
 out:
-	for (size_t i = 0; i < nruns; i++)
-		tp_sim_result_free(&runs[i].res);
-	tp_trace_free(&tr);
+	for (size_t i = 0; S.runs && i < S.nseeds * S.npol; i++)
+		tp_sim_result_free(&S.runs[i].res);
+	for (size_t s = 0; S.traces && s < S.nseeds; s++)
+		tp_trace_free(&S.traces[s]);
+	tp_free(S.runs);
+	tp_free(S.traces);
+	tp_free(x);
 	tp_cost_ctx_destroy(ctx);
 	tp_fabric_destroy(f);
 	tp_free(plist);

@@ -272,7 +272,7 @@ elif [ "$TOPO" != none ] || [ -x "$TOPOPLACE" ]; then
 	[ $((NODES % 2)) -eq 0 ] || die "the default fabric needs an even --nodes (or give --fabric)"
 	fgpus=$GPUS # a fabric host has at least one GPU
 	[ "$fgpus" -gt 0 ] || fgpus=1
-	"$TOPOPLACE" fabric generate fat-tree --leaves 2 --spines 1 --hosts-per-leaf $((NODES / 2)) \
+	"$TOPOPLACE" fabric generate fat-tree --nics-per-host 1 --uplinks 2 --leaves 2 --spines 1 --hosts-per-leaf $((NODES / 2)) \
 		--interleave --gpus-per-host "$fgpus" --prefix node -o "$DIR/fabric.json" >/dev/null ||
 		die "fabric generate failed"
 else

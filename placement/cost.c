@@ -26,25 +26,32 @@
  *              2(P-1) * (alpha + h * hop_s). Inside a host with g > 1
  *              ranks the ring passes g-1 NVLink edges of V each.
  *   RS / AG    the same ring with V = (P-1)/P * S, latency (P-1) * (...).
- *   tree       NCCL double binary tree over hosts: each tree edge carries
- *              S/2 up and S/2 down per tree, all pipelined at once; in
- *              the chain inside a host each GPU sends S towards the root
- *              and S away from it over NVLink (2S, where a ring GPU sends
- *              V); latency
- *              2 * ceil(log2 n) * (alpha + h * hop_s) + 2(g-1) * alpha.
- *   hierarchical
- *              intra-host reduce-scatter (NVLink, (g-1)/g * S), then hosts
- *              grouped by level-1 group (m groups, largest K hosts):
- *              reduce-scatter inside each group ((n_j-1)/n_j * S per edge),
- *              K concurrent rings across the groups (member s mod n_j of
- *              each group, 2(m-1)/m * S/K per edge), all-gather inside the
- *              group, all-gather inside the host. Bandwidth
- *              2 t_host + 2 t_group + t_cross; latency 2(g-1) * alpha +
- *              2(K-1) * (alpha + h_group * hop_s) + 2(m-1) * (alpha +
- *              h_cross * hop_s).
- * An inter-host edge is split into R equal sub-flows, one per CA pair of
- * the rails its GPUs use (NCCL runs one channel per NIC; R is at most the
- * ranks on either host because a GPU drives its nearest NIC). Channels
+ *   tree and hierarchical
+ *              the schedules of sched/ (tp_sched.h), the ones the plan
+ *              records and the collective library runs, routed edge by
+ *              edge, phase after phase:
+ *              tree: the plan's two level-wise double binary trees (NCCL's
+ *              btree/dtree inside each level-1 group, then over the groups'
+ *              roots level by level), every edge S/2 up and S/2 down, both
+ *              trees pipelined in one phase; in the chain inside a host
+ *              each GPU sends S towards the root and S away from it over
+ *              NVLink (2S); latency 2 * depth * (alpha + h * hop_s) +
+ *              2(g-1) * alpha, depth = the deeper tree's.
+ *              hierarchical: reduce-scatter inside the host ((g-1)/g * S
+ *              on NVLink), a ring reduce-scatter inside each level-1 group
+ *              of C shards, cross-group ring all-reduces of each shard
+ *              between its channel hosts (C = rails, led by the plan's
+ *              rail leaders and kept on their rail, when the job has
+ *              several rails; else C = the largest group, member c mod
+ *              n_j: corresponding ranks), the all-gathers back. Latency
+ *              2(g-1) * alpha + 2(K-1) * (alpha + h_group * hop_s) +
+ *              2(m-1) * (alpha + h_cross * hop_s). A phase that mirrors an
+ *              earlier one (the all-gathers, when shares are even) is
+ *              priced once.
+ * An inter-host edge (one that sched/ does not keep to a rail) is split
+ * into R equal sub-flows, one per CA pair of the rails its GPUs use (NCCL
+ * runs one channel per NIC; R is at most the ranks on either host because
+ * a GPU drives its nearest NIC). Channels
  * are static, so the edge lasts (V/R) / slowest sub-flow: one degraded
  * rail slows the whole collective, as it does on a cluster. Consecutive
  * hosts in one multi-node NVLink domain talk over NVLink instead.
@@ -52,8 +59,7 @@
  * exactly 2(P-1)/P * S/B + 2(P-1) * (alpha + hop_s).
  *
  * tp_cost_link_load runs the same phases and adds up the bytes of every
- * flow on every directed link it crosses (hierarchical: the in-group
- * phase twice, reduce-scatter and all-gather).
+ * flow on every directed link it crosses (a mirrored phase counts twice).
  *
  * cross_top_bytes counts every flow that reaches a top-level switch once
  * with the bytes it carries (top = highest switch level, at least 2).
@@ -70,6 +76,7 @@
 #include <string.h>
 
 #include "placement_int.h"
+#include "tp_sched.h"
 
 /* A link saturated by other jobs still passes some of ours (IB arbitrates
  * between flows rather than starving one), and a finite prediction lets
@@ -615,6 +622,8 @@ typedef struct call {
 	const int *gpus;
 	size_t n;
 	double *nv;	   /* NVLink rate of the GPUs used on each host */
+	uint64_t *rails;   /* per host: rails its ranks drive (the plan's) */
+	int nrails, nsub;  /* rails of the job's hosts, fabric subnets */
 	uint32_t *use_off; /* CAs the used GPUs sit next to, per host */
 	uint32_t *use;
 	uint32_t *pa, *pb; /* CA pairs of one edge */
@@ -821,8 +830,26 @@ static tp_err_t grow_phase(call_t *k, size_t nfl, size_t npath)
 	return TP_OK;
 }
 
-/* Transfer of `bytes` from host position i to j, split over the rails. */
-static tp_err_t add_edge(call_t *k, size_t i, size_t j, double bytes)
+/* Rail of the CA at position x of a host: its subnet on a fabric with one
+ * subnet per rail, else its position (the plan's rule). */
+static int rail_of(const call_t *k, const tp_host_t *h, size_t x)
+{
+	return k->nsub > 1 ? tp_fabric_ca(k->f, h->cas[x])->subnet : (int)x;
+}
+
+/* Position of host h's first CA on rail r, SIZE_MAX when it has none. */
+static size_t ca_on_rail(const call_t *k, const tp_host_t *h, int r)
+{
+	for (size_t x = 0; x < h->ncas; x++)
+		if (rail_of(k, h, x) == r)
+			return x;
+	return SIZE_MAX;
+}
+
+/* Transfer of `bytes` from host position i to j, split over the rails, or
+ * on rail `rail` alone (>= 0) when both hosts have it. */
+static tp_err_t add_edge_rail(call_t *k, size_t i, size_t j, double bytes,
+			      int rail)
 {
 	const tp_host_t *hi = tp_fabric_host(k->f, k->hosts[i]);
 	const tp_host_t *hj = tp_fabric_host(k->f, k->hosts[j]);
@@ -834,9 +861,21 @@ static tp_err_t add_edge(call_t *k, size_t i, size_t j, double bytes)
 		add_nvlink(k, bytes, k->nv[i] < k->nv[j] ? k->nv[i] : k->nv[j]);
 		return TP_OK;
 	}
-	np = pair_cas(k, &k->use[k->use_off[i]],
-		      k->use_off[i + 1] - k->use_off[i], &k->use[k->use_off[j]],
-		      k->use_off[j + 1] - k->use_off[j]);
+	np = 0;
+	if (rail >= 0) {
+		size_t xa = ca_on_rail(k, hi, rail),
+		       xb = ca_on_rail(k, hj, rail);
+		if (xa != SIZE_MAX && xb != SIZE_MAX) {
+			k->pa[0] = hi->cas[xa];
+			k->pb[0] = hj->cas[xb];
+			np = 1;
+		}
+	}
+	if (!np)
+		np = pair_cas(k, &k->use[k->use_off[i]],
+			      k->use_off[i + 1] - k->use_off[i],
+			      &k->use[k->use_off[j]],
+			      k->use_off[j + 1] - k->use_off[j]);
 	/* GPUs next to different rails on the two hosts: NCCL crosses
 	 * over PCIe to a common rail rather than fail */
 	if (!np)
@@ -859,6 +898,11 @@ static tp_err_t add_edge(call_t *k, size_t i, size_t j, double bytes)
 	for (size_t f = first; f < k->nfl; f++)
 		k->fl[f].bytes = bytes / (double)routed;
 	return TP_OK;
+}
+
+static tp_err_t add_edge(call_t *k, size_t i, size_t j, double bytes)
+{
+	return add_edge_rail(k, i, j, bytes, -1);
 }
 
 /* Compact the resources the phase's flows use, share them max-min and
@@ -953,21 +997,64 @@ out:
 	return err;
 }
 
-/* Per-host data every algorithm needs: NVLink rate of the GPUs in use and
- * the CAs next to them (rail affinity from gpu.hca). */
+/* Rails the ranks of host i drive, as the plan assigns them: a GPU's
+ * nearest CA, else rank l on CA l * ncas / g. Ranks beyond the GPUs (up
+ * to MAX_RANKS_PER_HOST) cover a run of CAs: that run, not every rank. */
+static uint64_t host_rails(call_t *k, const tp_host_t *h, size_t g)
+{
+	size_t lo = g, hi = 0;
+	uint64_t m = 0;
+
+	for (size_t x = 0; x < h->ncas; x++)
+		if (rail_of(k, h, x) + 1 > k->nrails)
+			k->nrails = rail_of(k, h, x) + 1;
+	if (!h->ncas)
+		return 0;
+	for (size_t l = 0; l < g; l++) {
+		size_t ca = l * h->ncas / g;
+		int r;
+		if (l >= h->ngpus && g - l > h->ncas) {
+			/* g > ncas here: l * ncas / g steps by at most 1 */
+			lo = ca;
+			hi = (g - 1) * h->ncas / g;
+			break;
+		}
+		if (l < h->ngpus && h->gpus[l].hca >= 0 &&
+		    (size_t)h->gpus[l].hca < h->ncas)
+			ca = (size_t)h->gpus[l].hca;
+		r = rail_of(k, h, ca);
+		if (r >= 0 && r < TP_SCHED_MAX_RAILS)
+			m |= 1ULL << r;
+	}
+	for (size_t ca = lo; ca <= hi && ca < h->ncas; ca++) {
+		int r = rail_of(k, h, ca);
+		if (r >= 0 && r < TP_SCHED_MAX_RAILS)
+			m |= 1ULL << r;
+	}
+	return m;
+}
+
+/* Per-host data every algorithm needs: NVLink rate of the GPUs in use, the
+ * CAs next to them (rail affinity from gpu.hca) and their rails. One
+ * block for all of it: the call allocates little on the hot path. */
 static tp_err_t call_setup(call_t *k)
 {
-	size_t total = 0;
+	size_t total = 0, mc = k->c->maxcas + 1;
+	unsigned char *b;
 
 	for (size_t i = 0; i < k->n; i++)
 		total += tp_fabric_host(k->f, k->hosts[i])->ncas;
-	k->nv = tp_malloc(k->n * sizeof(double));
-	k->use_off = tp_malloc((k->n + 1) * sizeof(uint32_t));
-	k->use = tp_malloc((total + 1) * sizeof(uint32_t));
-	k->pa = tp_malloc((k->c->maxcas + 1) * sizeof(uint32_t));
-	k->pb = tp_malloc((k->c->maxcas + 1) * sizeof(uint32_t));
-	if (!k->nv || !k->use_off || !k->use || !k->pa || !k->pb)
+	b = tp_malloc(k->n * (sizeof(double) + sizeof(uint64_t)) +
+		      (k->n + 1 + total + 1 + 2 * mc) * sizeof(uint32_t));
+	if (!b)
 		return TP_ERR_NOMEM;
+	k->nv = (double *)b;
+	k->rails = (uint64_t *)(k->nv + k->n);
+	k->use_off = (uint32_t *)(k->rails + k->n);
+	k->use = k->use_off + k->n + 1;
+	k->pa = k->use + total + 1;
+	k->pb = k->pa + mc;
+	k->nsub = tp_fabric_nsubnets(k->f);
 	total = 0;
 	for (size_t i = 0; i < k->n; i++) {
 		const tp_host_t *h = tp_fabric_host(k->f, k->hosts[i]);
@@ -988,6 +1075,7 @@ static tp_err_t call_setup(call_t *k)
 				break;
 		}
 		k->nv[i] = nv;
+		k->rails[i] = host_rails(k, h, g);
 		k->use_off[i] = (uint32_t)total;
 		/* no affinity known (or more CAs than a mask holds): all */
 		if (!mask || h->ncas > 64)
@@ -1002,11 +1090,7 @@ static tp_err_t call_setup(call_t *k)
 
 static void call_free(call_t *k)
 {
-	tp_free(k->nv);
-	tp_free(k->use_off);
-	tp_free(k->use);
-	tp_free(k->pa);
-	tp_free(k->pb);
+	tp_free(k->nv); /* the block of call_setup */
 	tp_free(k->fl);
 	tp_free(k->path);
 }
@@ -1051,163 +1135,126 @@ static tp_err_t predict_ring(call_t *k, double steps, double v, tp_cost_t *out)
 	return TP_OK;
 }
 
-/* NCCL's binary tree (ncclGetBtree): rank 0 is the root; a rank's parent
- * clears its lowest set bit and sets the next one up, folding back when
- * that leaves the range. */
-static size_t btree_parent(size_t r, size_t n)
+/* The job as sched/ sees it: node i is hosts[i]. */
+static uint32_t job_group(const void *arg, size_t i, int level)
 {
-	size_t bit, up;
+	const call_t *k = arg;
 
-	if (r == 0)
-		return SIZE_MAX;
-	bit = r & (~r + 1);
-	up = (r ^ bit) | (bit << 1);
-	return up < n ? up : (r ^ bit);
+	return tp_fabric_host(k->f, k->hosts[i])->group[level];
 }
 
-/* The second tree (ncclGetDtree): mirrored for even n, shifted by one for
- * odd n, so a rank that is interior in one tree is a leaf in the other. */
-static size_t dtree_parent(size_t r, size_t n)
+static uint32_t job_nranks(const void *arg, size_t i)
 {
-	size_t p;
+	const call_t *k = arg;
 
-	if (n % 2) {
-		p = btree_parent((r + n - 1) % n, n);
-		return p == SIZE_MAX ? p : (p + 1) % n;
-	}
-	p = btree_parent(n - 1 - r, n);
-	return p == SIZE_MAX ? p : n - 1 - p;
+	return (uint32_t)k->gpus[i];
 }
 
-static tp_err_t predict_tree(call_t *k, double bytes, int gmax, tp_cost_t *out)
+static uint64_t job_rails(const void *arg, size_t i)
 {
-	const tp_cost_params_t *p = &k->c->p;
-	phase_out_t o;
-	double worst = 0;
-	int depth = 0;
+	const call_t *k = arg;
+
+	return k->rails[i];
+}
+
+static tp_err_t sched_of(call_t *k, tp_sched_algo_t algo, tp_sched_t **s_p)
+{
+	int nlev = tp_fabric_ngroup_levels(k->f);
+	tp_sched_job_t job = {
+	    .n = k->n,
+	    .nlevels = nlev < TP_MAX_LEVELS ? nlev : TP_MAX_LEVELS,
+	    /* more rails than a mask holds: no rail leaders (the plan
+	     * refuses such jobs) */
+	    .nrails = k->nrails <= TP_SCHED_MAX_RAILS ? k->nrails : 0,
+	    .arg = k,
+	    .group = job_group,
+	    .nranks = job_nranks,
+	    .rails = job_rails,
+	};
+
+	return tp_sched_build(&job, algo, s_p);
+}
+
+/* Route and share one phase of a schedule. Self edges (inside a host)
+ * come after the others, a host's next to each other: their shares add
+ * up to what each of its GPUs moves over NVLink. */
+static tp_err_t price_phase(call_t *k, const tp_sched_phase_t *ph, double bytes,
+			    phase_out_t *o)
+{
+	uint32_t self = TP_SCHED_NONE;
+	double acc = 0;
 	tp_err_t err;
 
 	phase_reset(k);
-	/* a GPU of the chain inside a host sends both trees' halves up and
-	 * down: NVLink rates are per GPU, so 2S leave it */
-	for (size_t i = 0; i < k->n; i++)
-		if (k->gpus[i] > 1)
-			add_nvlink(k, 2 * bytes, k->nv[i]);
-	for (int t = 0; t < 2 && k->n > 1; t++)
-		for (size_t r = 0; r < k->n; r++) {
-			size_t up =
-			    t ? dtree_parent(r, k->n) : btree_parent(r, k->n);
-			if (up == SIZE_MAX)
-				continue;
-			if ((err = add_edge(k, r, up, bytes / 2)) ||
-			    (err = add_edge(k, up, r, bytes / 2)))
+	for (size_t x = 0; x < ph->nedges; x++) {
+		const tp_sched_edge_t *e = &ph->edges[x];
+		if (e->src != e->dst) {
+			if ((err = add_edge_rail(k, e->src, e->dst,
+						 e->frac * bytes, e->rail)))
+				return err;
+			continue;
+		}
+		if (e->src != self && self != TP_SCHED_NONE) {
+			add_nvlink(k, acc * bytes, k->nv[self]);
+			acc = 0;
+		}
+		self = e->src;
+		acc += e->frac;
+	}
+	if (self != TP_SCHED_NONE)
+		add_nvlink(k, acc * bytes, k->nv[self]);
+	return phase_solve(k, o);
+}
+
+/* Every phase of the schedule, in order: they run one after the other.
+ * A phase mirroring an earlier one (the all-gathers) is priced once and
+ * its traffic counted twice. */
+static tp_err_t price_sched(call_t *k, const tp_sched_t *s, double bytes,
+			    tp_cost_t *out)
+{
+	const tp_cost_params_t *p = &k->c->p;
+	size_t np = tp_sched_nphases(s);
+	phase_out_t o[8];
+	int hops[8];
+	double worst = 0;
+	tp_err_t err;
+
+	if (np > 8)
+		return TP_ERR_INVAL;
+	out->bandwidth_s = out->cross_top_bytes = 0;
+	for (size_t i = 0; i < np; i++) {
+		const tp_sched_phase_t *ph = tp_sched_phase(s, i);
+		if (ph->mirror < i) {
+			o[i] = o[ph->mirror];
+		} else {
+			k->load_mult = 1;
+			for (size_t j = i + 1; j < np; j++)
+				k->load_mult +=
+				    tp_sched_phase(s, j)->mirror == i;
+			if ((err = price_phase(k, ph, bytes, &o[i])))
 				return err;
 		}
-	if ((err = phase_solve(k, &o)))
-		return err;
-	while (((size_t)1 << depth) < k->n)
-		depth++;
-	out->bandwidth_s = o.time_s;
-	out->latency_s = 2.0 * depth * (p->alpha_s + o.hops * p->hop_s) +
-			 2.0 * (gmax - 1) * p->alpha_s;
-	out->cross_top_bytes = o.cross_bytes;
-	take_bottleneck(out, &o, &worst);
+		hops[i] = o[i].hops;
+		out->bandwidth_s += o[i].time_s;
+		out->cross_top_bytes += o[i].cross_bytes;
+		take_bottleneck(out, &o[i], &worst);
+	}
+	out->latency_s = tp_sched_latency(s, p->alpha_s, p->hop_s, hops);
 	return TP_OK;
 }
 
-static tp_err_t predict_hier(call_t *k, double bytes, int gmax, tp_cost_t *out)
+/* Tree and hierarchical all-reduce: the schedules the plan records and
+ * the library runs (tp_sched.h), routed edge by edge. */
+static tp_err_t predict_sched(call_t *k, tp_sched_algo_t algo, double bytes,
+			      tp_cost_t *out)
 {
-	const tp_cost_params_t *p = &k->c->p;
-	size_t ngroup = tp_fabric_ngroups(k->f), m = 0, kmax = 0;
-	uint32_t *local = tp_malloc((ngroup + 1) * sizeof(uint32_t));
-	uint32_t *gof = tp_malloc(k->n * sizeof(uint32_t));
-	uint32_t *goff = tp_calloc(k->n + 2, sizeof(uint32_t));
-	uint32_t *mem = tp_malloc(k->n * sizeof(uint32_t));
-	phase_out_t oh, og, oc;
-	double worst = 0;
-	tp_err_t err = TP_ERR_NOMEM;
+	tp_sched_t *s = NULL;
+	tp_err_t err;
 
-	if (!local || !gof || !goff || !mem)
-		goto out;
-	memset(local, 0xff, (ngroup + 1) * sizeof(uint32_t));
-	/* groups in order of first appearance, members in the given order;
-	 * a host outside every group is a group of its own */
-	for (size_t i = 0; i < k->n; i++) {
-		uint32_t g = tp_fabric_host(k->f, k->hosts[i])->group[0];
-		if (g == TP_ID_NONE || g >= ngroup) {
-			gof[i] = (uint32_t)m++;
-			continue;
-		}
-		if (local[g] == TP_ID_NONE)
-			local[g] = (uint32_t)m++;
-		gof[i] = local[g];
-	}
-	for (size_t i = 0; i < k->n; i++)
-		goff[gof[i] + 1]++;
-	for (size_t j = 0; j < m; j++) {
-		if (goff[j + 1] > kmax)
-			kmax = goff[j + 1];
-		goff[j + 1] += goff[j];
-	}
-	for (size_t i = 0; i < k->n; i++)
-		mem[goff[gof[i]]++] = (uint32_t)i;
-	for (size_t j = m; j > 0; j--)
-		goff[j] = goff[j - 1];
-	goff[0] = 0;
-
-	/* inside each host: reduce-scatter (and the same all-gather) */
-	phase_reset(k);
-	for (size_t i = 0; i < k->n; i++)
-		if (k->gpus[i] > 1)
-			add_nvlink(k, (k->gpus[i] - 1.0) / k->gpus[i] * bytes,
-				   k->nv[i]);
-	if ((err = phase_solve(k, &oh)))
-		goto out;
-
-	/* inside each group: reduce-scatter (and the same all-gather) */
-	phase_reset(k);
-	k->load_mult = 2;
-	for (size_t j = 0; j < m; j++) {
-		size_t nj = goff[j + 1] - goff[j];
-		for (size_t t = 0; nj > 1 && t < nj; t++)
-			if ((err = add_edge(k, mem[goff[j] + t],
-					    mem[goff[j] + (t + 1) % nj],
-					    (nj - 1.0) / nj * bytes)))
-				goto out;
-	}
-	if ((err = phase_solve(k, &og)))
-		goto out;
-
-	/* across groups: shard s lives on member s mod n_j of group j */
-	phase_reset(k);
-	k->load_mult = 1;
-	for (size_t s = 0; m > 1 && s < kmax; s++)
-		for (size_t j = 0; j < m; j++) {
-			size_t j2 = (j + 1) % m;
-			size_t nj = goff[j + 1] - goff[j];
-			size_t nj2 = goff[j2 + 1] - goff[j2];
-			if ((err = add_edge(k, mem[goff[j] + s % nj],
-					    mem[goff[j2] + s % nj2],
-					    2.0 * (m - 1) / m * bytes / kmax)))
-				goto out;
-		}
-	if ((err = phase_solve(k, &oc)))
-		goto out;
-
-	out->bandwidth_s = 2 * oh.time_s + 2 * og.time_s + oc.time_s;
-	out->latency_s = 2.0 * (gmax - 1) * p->alpha_s +
-			 2.0 * (kmax - 1) * (p->alpha_s + og.hops * p->hop_s) +
-			 2.0 * (m - 1) * (p->alpha_s + oc.hops * p->hop_s);
-	out->cross_top_bytes = 2 * og.cross_bytes + oc.cross_bytes;
-	take_bottleneck(out, &oh, &worst);
-	take_bottleneck(out, &og, &worst);
-	take_bottleneck(out, &oc, &worst);
-	err = TP_OK;
-out:
-	tp_free(local);
-	tp_free(gof);
-	tp_free(goff);
-	tp_free(mem);
+	if ((err = sched_of(k, algo, &s)))
+		return err;
+	err = price_sched(k, s, bytes, out);
+	tp_sched_destroy(s);
 	return err;
 }
 
@@ -1297,10 +1344,10 @@ static tp_err_t run_call(const tp_cost_ctx_t *ctx, const tp_state_t *state,
 		err = predict_ring(&k, P - 1, (P - 1) / P * bytes, &res);
 		break;
 	case TP_ALGO_TREE:
-		err = predict_tree(&k, bytes, gmax, &res);
+		err = predict_sched(&k, TP_SCHED_TREE, bytes, &res);
 		break;
 	case TP_ALGO_HIERARCHICAL:
-		err = predict_hier(&k, bytes, gmax, &res);
+		err = predict_sched(&k, TP_SCHED_HIER, bytes, &res);
 		break;
 	}
 	if (err)

@@ -72,6 +72,16 @@ void tp__span_min2(const tp_fabric_t *f, const tp_state_t *s,
 		   size_t span[TP_SPAN_NLEVELS], size_t span0[TP_SPAN_NLEVELS]);
 
 
+/* All-reduce bytes priced when the request gives none (1 GiB). */
+#define TP__DEFAULT_BYTES (1024.0 * 1024.0 * 1024.0)
+
+/* The faster of ring and hierarchical all-reduce of bytes over hosts in
+ * that order (ring on a tie), as the driver reports a placement's cost;
+ * s may be NULL (idle fabric). algo_p and c_p may be NULL. */
+tp_err_t tp__place_predict(const tp_cost_ctx_t *ctx, const tp_state_t *s,
+			   const uint32_t *hosts, const int *gpus, size_t n,
+			   double bytes, tp_algo_t *algo_p, tp_cost_t *c_p);
+
 extern const tp_policy_t tp__policy_topoplace;
 extern const tp_policy_t tp__policy_slurm_tree;
 extern const tp_policy_t tp__policy_slurm_linear;

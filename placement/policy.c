@@ -17,9 +17,9 @@
 
 #include "placement_int.h"
 
-/* Cost is predicted for 1 GiB when the request gives no size: large
- * enough that bandwidth, which placement changes, dominates latency. */
-#define DEFAULT_BYTES (1024.0 * 1024.0 * 1024.0)
+/* Cost is predicted for TP__DEFAULT_BYTES (1 GiB) when the request gives
+ * no size: large enough that bandwidth, which placement changes,
+ * dominates latency. */
 
 /* ---- registry ---- */
 
@@ -248,9 +248,9 @@ static double now_s(void)
 
 /* Faster of ring and hierarchical, what NCCL would pick (ring on a tie);
  * algo_p and c_p may be NULL. */
-static tp_err_t predict(const tp_cost_ctx_t *ctx, const tp_state_t *s,
-			const uint32_t *hosts, const int *gpus, size_t n,
-			double bytes, tp_algo_t *algo_p, tp_cost_t *c_p)
+tp_err_t tp__place_predict(const tp_cost_ctx_t *ctx, const tp_state_t *s,
+			   const uint32_t *hosts, const int *gpus, size_t n,
+			   double bytes, tp_algo_t *algo_p, tp_cost_t *c_p)
 {
 	static const tp_algo_t algos[] = {TP_ALGO_RING, TP_ALGO_HIERARCHICAL};
 	tp_err_t first = TP_OK;
@@ -306,7 +306,8 @@ static tp_err_t ideal_seconds(const tp__policy_in_t *in, double bytes,
 		goto out;
 	tp_ring_order(f, pk.hosts, pk.gpus, pk.n);
 	tp_cost_t c;
-	err = predict(in->cost, NULL, pk.hosts, pk.gpus, pk.n, bytes, NULL, &c);
+	err = tp__place_predict(in->cost, NULL, pk.hosts, pk.gpus, pk.n, bytes,
+				NULL, &c);
 	if (!err)
 		*s_p = c.seconds;
 out:
@@ -499,10 +500,10 @@ tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
 		goto fail;
 	}
 	if (ctx) {
-		bytes = r->bytes > 0 ? r->bytes : DEFAULT_BYTES;
+		bytes = r->bytes > 0 ? r->bytes : TP__DEFAULT_BYTES;
 		tp_cost_t c;
-		if ((err = predict(ctx, s, p.hosts, p.gpus, p.nhosts, bytes,
-				   &p.algo, &c)) ||
+		if ((err = tp__place_predict(ctx, s, p.hosts, p.gpus, p.nhosts,
+					     bytes, &p.algo, &c)) ||
 		    (err = ideal_seconds(&in, bytes, &p.ideal_s)))
 			goto fail;
 		p.predicted_s = c.seconds;
@@ -512,8 +513,8 @@ tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
 		 * they are the ideal, so slowdown never reads below 1. */
 		tp_cost_t e;
 		if (p.nhosts > 1 &&
-		    !predict(ctx, NULL, p.hosts, p.gpus, p.nhosts, bytes, NULL,
-			     &e) &&
+		    !tp__place_predict(ctx, NULL, p.hosts, p.gpus, p.nhosts,
+				       bytes, NULL, &e) &&
 		    e.seconds < p.ideal_s)
 			p.ideal_s = e.seconds;
 	}

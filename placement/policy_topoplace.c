@@ -67,20 +67,22 @@ typedef struct ctx {
 	const tp_state_t *s;
 	size_t nh, ng, nd;
 	int nlev;
-	int *off;      /* GPUs host h offers this job, 0 = not eligible */
-	stat_t *gs;    /* per group */
-	stat_t *ds;    /* per NVLink domain (multi-node ones only) */
+	int *off;	/* GPUs host h offers this job, 0 = not eligible */
+	stat_t *gs;	/* per group */
+	stat_t *ds;	/* per NVLink domain (multi-node ones only) */
 	uint32_t *gtmp; /* scratch per group, kept zero between uses */
 	uint32_t *dtmp; /* scratch per domain, kept zero between uses */
-	double *upq;   /* per group: usable up-link share, NULL until needed */
-	double *upbg;  /* per group: other jobs' Gb/s on its up-links */
-	bool total;    /* total-GPU request */
-	bool shared;   /* G GPUs of a host, others may share it */
+	double *upq;	/* per group: usable up-link share, NULL until needed */
+	double *upbg;	/* per group: other jobs' Gb/s on its up-links */
+	bool total;	/* total-GPU request */
+	bool shared;	/* G GPUs of a host, others may share it */
 	bool good_only; /* inside a spread that can avoid degraded hosts */
-	bool hosts_only; /* total request being spread: count hosts, trim later */
-	size_t need;   /* hosts (for total requests: the fewest possible) */
-	int tgpus;     /* total requests: GPUs wanted */
-	double pen;    /* charge per host for breaking an untouched group */
+	bool hosts_only; /* total request being spread: count hosts, trim later
+			  */
+	bool reverse; /* variant: take each group's hosts from its other end */
+	size_t need;  /* hosts (for total requests: the fewest possible) */
+	int tgpus;    /* total requests: GPUs wanted */
+	double pen;   /* charge per host for breaking an untouched group */
 	uint32_t *hosts;
 	int *gpus;
 	size_t max, n;
@@ -94,7 +96,7 @@ typedef struct ctx {
 
 typedef struct cand {
 	uint32_t h;
-	int k[6];
+	int k[7];
 } cand_t;
 
 static const tp_host_t *host(const ctx_t *c, uint32_t h)
@@ -204,7 +206,7 @@ static int cand_cmp(const void *pa, const void *pb)
 {
 	const cand_t *a = pa, *b = pb;
 
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 7; i++)
 		if (a->k[i] != b->k[i])
 			return a->k[i] < b->k[i] ? -1 : 1;
 	return a->h < b->h ? -1 : a->h > b->h;
@@ -258,21 +260,24 @@ static tp_err_t take_hosts(ctx_t *c, const uint32_t *hs, size_t nhs,
 		uint32_t h = v[i].h;
 		const tp_host_t *hp = host(c, h);
 		uint32_t g = hp->group[0], d = hp->nvdomain;
-		bool multi = d != TP_ID_NONE &&
-			     tp_fabric_nvdomain(c->f, d)->multi_node;
-		int key[6], nk = 0;
+		bool multi =
+		    d != TP_ID_NONE && tp_fabric_nvdomain(c->f, d)->multi_node;
+		int key[7] = {0}, nk = 0;
 
 		if (c->total)
-			key[nk++] = -c->off[h]; /* fewest hosts: largest first */
+			key[nk++] =
+			    -c->off[h]; /* fewest hosts: largest first */
 		key[nk++] = network && hp->degraded;
-		key[nk++] = g == TP_ID_NONE ? 1 << 25
-					    : cluster_rank(c->gtmp[g], need);
+		key[nk++] =
+		    g == TP_ID_NONE ? 1 << 25 : cluster_rank(c->gtmp[g], need);
 		key[nk++] = g == TP_ID_NONE ? 0 : (int)g;
 		key[nk++] = multi ? cluster_rank(c->dtmp[d], need) : 0;
 		key[nk++] = multi ? (int)d : 0;
 		/* shared jobs onto partly used hosts (best fit on GPUs) */
 		if (!c->total)
 			key[nk++] = c->shared ? c->s->free[h] - c->off[h] : 0;
+		/* the other end of the group: other D-mod-K up-links */
+		key[nk++] = c->reverse ? -(int)h : (int)h;
 		memcpy(v[i].k, key, sizeof(v[i].k));
 	}
 	for (size_t i = 0; i < nv; i++) {
@@ -314,7 +319,8 @@ out:
 	return err;
 }
 
-/* ---- scopes ---------------------------------------------------------------- */
+/* ---- scopes ----------------------------------------------------------------
+ */
 
 /* Is group g (any level) inside scope (level slv group sg; NONE: all)? */
 static bool group_in(const ctx_t *c, uint32_t g, uint32_t sg, int slv)
@@ -370,7 +376,7 @@ static tp_err_t place_in(ctx_t *c, uint32_t sg, int slv, size_t need);
 typedef struct child {
 	uint32_t g;
 	uint32_t cnt;
-	int q;      /* up-link quality in 1/64 */
+	int q;	    /* up-link quality in 1/64 */
 	bool whole; /* untouched */
 } child_t;
 
@@ -381,7 +387,8 @@ static int child_cmp(const void *pa, const void *pb)
 	if (a->cnt != b->cnt)
 		return a->cnt > b->cnt ? -1 : 1;
 	if (a->whole != b->whole)
-		return a->whole ? 1 : -1; /* partly used first: keep whole ones */
+		return a->whole ? 1
+				: -1; /* partly used first: keep whole ones */
 	if (a->q != b->q)
 		return a->q > b->q ? -1 : 1;
 	return a->g < b->g ? -1 : a->g > b->g;
@@ -461,7 +468,8 @@ static tp_err_t spread(ctx_t *c, uint32_t p, int clv, size_t need, bool top)
 	}
 	for (size_t i = 0; i + 1 < k; i++) {
 		const tp_group_t *gp = group(c, ch[i].g);
-		if ((err = take_hosts(c, gp->hosts, gp->nhosts, ch[i].cnt, true)))
+		if ((err =
+			 take_hosts(c, gp->hosts, gp->nhosts, ch[i].cnt, true)))
 			goto out;
 	}
 	err = place_in(c, ch[last].g, clv, rest);
@@ -548,11 +556,13 @@ static tp_err_t place_in(ctx_t *c, uint32_t sg, int slv, size_t need)
 		for (size_t g = 0; g < c->ng; g++) {
 			const tp_group_t *gp = group(c, (uint32_t)g);
 			const stat_t *st = &c->gs[g];
-			if (gp->level != lv || !group_in(c, (uint32_t)g, sg, slv) ||
+			if (gp->level != lv ||
+			    !group_in(c, (uint32_t)g, sg, slv) ||
 			    !scope_fits(c, st, gp->hosts, gp->nhosts, need))
 				continue;
 			/* time: fewest children to cross, no forced degraded
-			 * hosts; then fragmentation; then the quieter up-links */
+			 * hosts; then fragmentation; then the quieter up-links
+			 */
 			size_t k = lv > 1 ? min_children(c, (uint32_t)g, lv - 1,
 							 need, buf)
 					  : 1;
@@ -621,12 +631,14 @@ static tp_err_t place_one(ctx_t *c)
 		if (!c->off[h])
 			continue;
 		const tp_host_t *hp = host(c, h);
-		int spare = c->total ? c->off[h] - c->tgpus
-			    : c->shared ? c->s->free[h] - c->off[h] : 0;
+		int spare = c->total	? c->off[h] - c->tgpus
+			    : c->shared ? c->s->free[h] - c->off[h]
+					: 0;
 		double grp = 1e18;
 		if (hp->group[0] != TP_ID_NONE) {
 			const tp_group_t *gp = group(c, hp->group[0]);
-			grp = frag_score(c, &c->gs[hp->group[0]], gp->nhosts, 1);
+			grp =
+			    frag_score(c, &c->gs[hp->group[0]], gp->nhosts, 1);
 		}
 		int deg = !hp->degraded;
 		if (best == TP_ID_NONE || spare < bspare ||
@@ -644,11 +656,12 @@ static tp_err_t place_one(ctx_t *c)
 	c->wid = best;
 	c->wspare = (size_t)bspare;
 	return out_push(c, best, c->total ? c->tgpus : c->off[best])
-		       ? TP_OK
-		       : TP_ERR_NOTFOUND;
+		   ? TP_OK
+		   : TP_ERR_NOTFOUND;
 }
 
-/* ---- explanation ------------------------------------------------------------ */
+/* ---- explanation ------------------------------------------------------------
+ */
 
 static void group_label(const ctx_t *c, uint32_t g, char *buf, size_t len)
 {
@@ -669,21 +682,23 @@ static void explain(const ctx_t *c, char *why, size_t whylen)
 		return;
 	switch (c->wk) {
 	case WHY_HOST:
-		snprintf(why, whylen, "fits one host %s (best fit: %zu GPU%s spare)",
+		snprintf(why, whylen,
+			 "fits one host %s (best fit: %zu GPU%s spare)",
 			 host(c, c->wid)->name, c->wspare,
 			 c->wspare == 1 ? "" : "s");
 		break;
 	case WHY_DOMAIN:
-		snprintf(why, whylen,
-			 "fits one NVLink domain %s (best fit: %zu host%s spare)",
-			 tp_fabric_nvdomain(c->f, c->wid)->name, c->wspare,
-			 c->wspare == 1 ? "" : "s");
+		snprintf(
+		    why, whylen,
+		    "fits one NVLink domain %s (best fit: %zu host%s spare)",
+		    tp_fabric_nvdomain(c->f, c->wid)->name, c->wspare,
+		    c->wspare == 1 ? "" : "s");
 		break;
 	case WHY_GROUP:
 		group_label(c, c->wid, a, sizeof(a));
 		snprintf(why, whylen,
-			 "fits one leaf group %s (best fit: %zu host%s spare)", a,
-			 c->wspare, c->wspare == 1 ? "" : "s");
+			 "fits one leaf group %s (best fit: %zu host%s spare)",
+			 a, c->wspare, c->wspare == 1 ? "" : "s");
 		break;
 	case WHY_SPAN:
 		for (size_t i = 0; i < c->n; i++) {
@@ -698,13 +713,14 @@ static void explain(const ctx_t *c, char *why, size_t whylen)
 		}
 		if (c->wparent != TP_ID_NONE)
 			group_label(c, c->wparent, b, sizeof(b));
-		snprintf(why, whylen,
-			 "needs %zu level-%d group%s%s%s (%zu level-1); took the "
-			 "largest free first, the last best fit%s",
-			 c->wk_groups, c->wlevel, c->wk_groups == 1 ? "" : "s",
-			 c->wparent != TP_ID_NONE ? " under " : " across the fabric",
-			 c->wparent != TP_ID_NONE ? b : "", ngr,
-			 c->wdeg ? "; avoided weaker up-links" : "");
+		snprintf(
+		    why, whylen,
+		    "needs %zu level-%d group%s%s%s (%zu level-1); took the "
+		    "largest free first, the last best fit%s",
+		    c->wk_groups, c->wlevel, c->wk_groups == 1 ? "" : "s",
+		    c->wparent != TP_ID_NONE ? " under " : " across the fabric",
+		    c->wparent != TP_ID_NONE ? b : "", ngr,
+		    c->wdeg ? "; avoided weaker up-links" : "");
 		break;
 	case WHY_ANY:
 		snprintf(why, whylen,
@@ -716,7 +732,8 @@ static void explain(const ctx_t *c, char *why, size_t whylen)
 	}
 }
 
-/* ---- the policy ---------------------------------------------------------------- */
+/* ---- the policy
+ * ---------------------------------------------------------------- */
 
 /* Total requests: trim the GPUs to exactly what was asked, dropping hosts
  * that the trim would empty (smallest first). */
@@ -744,7 +761,7 @@ static void trim_total(ctx_t *c)
 	}
 }
 
-static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in)
+static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip)
 {
 	const tp_policy_params_t *pp = in->params;
 
@@ -778,7 +795,7 @@ static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in)
 	size_t hosts = 0;
 	memset(hist, 0, sizeof(hist));
 	for (uint32_t h = 0; h < c->nh; h++) {
-		int o = tp__host_offer(in, h);
+		int o = skip && skip[h] ? 0 : tp__host_offer(in, h);
 		c->off[h] = o > 0 ? o : 0;
 		if (o > 0) {
 			hist[o > 64 ? 64 : o]++;
@@ -850,9 +867,38 @@ static void teardown(ctx_t *c)
 	tp_free(c->upbg);
 }
 
-static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
-				 int *gpus, size_t max, size_t *n_p, char *why,
-				 size_t whylen)
+/* The level-1 group with the weakest up-links among those the chosen
+ * hosts span, TP_ID_NONE when they stay in one group. */
+static uint32_t weakest_group(ctx_t *c)
+{
+	uint32_t first = TP_ID_NONE, worst = TP_ID_NONE;
+	bool spans = false;
+
+	for (size_t i = 0; i < c->n; i++) {
+		uint32_t g = host(c, c->hosts[i])->group[0];
+		if (first == TP_ID_NONE)
+			first = g;
+		else if (g != first)
+			spans = true;
+	}
+	if (!spans || uplinks(c))
+		return TP_ID_NONE;
+	for (size_t i = 0; i < c->n; i++) {
+		uint32_t g = host(c, c->hosts[i])->group[0];
+		if (g != TP_ID_NONE &&
+		    (worst == TP_ID_NONE || c->upq[g] < c->upq[worst]))
+			worst = g;
+	}
+	return worst;
+}
+
+/* One structural choice: skip (NULL: none) takes hosts out of the
+ * running, reverse takes each group's hosts from its other end.
+ * *worst_p: see weakest_group. */
+static tp_err_t choose_once(const tp__policy_in_t *in, const bool *skip,
+			    bool reverse, uint32_t *hosts, int *gpus,
+			    size_t max, size_t *n_p, char *why, size_t whylen,
+			    uint32_t *worst_p)
 {
 	ctx_t c;
 	tp_err_t err;
@@ -861,7 +907,8 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	c.hosts = hosts;
 	c.gpus = gpus;
 	c.max = max;
-	if ((err = setup(&c, in)))
+	c.reverse = reverse;
+	if ((err = setup(&c, in, skip)))
 		goto out;
 	if (c.need == 1)
 		err = place_one(&c);
@@ -893,15 +940,333 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	if (c.total)
 		trim_total(&c);
 	explain(&c, why, whylen);
+	if (worst_p)
+		*worst_p = weakest_group(&c);
 	*n_p = c.n;
 out:
 	teardown(&c);
 	return err;
 }
 
+/* Hosts whose cables carry less than the best-cabled host's (a NIC
+ * missing or at half width, or a link the state marks unhealthy): a ring
+ * through them runs at their pace. NULL on NOMEM; *any_p: some are. */
+static bool *weak_hosts(const tp__policy_in_t *in, bool *any_p)
+{
+	size_t nh = tp_fabric_nhosts(in->f), nl = tp_fabric_nlinks(in->f);
+	double *cap = tp_calloc(nh + 1, sizeof(double)), top = 0;
+	bool *weak = tp_calloc(nh + 1, sizeof(bool));
+
+	*any_p = false;
+	if (!cap || !weak) {
+		tp_free(cap);
+		tp_free(weak);
+		return NULL;
+	}
+	for (size_t i = 0; i < nl; i++) {
+		const tp_link_t *l = tp_fabric_link(in->f, i);
+		for (int e = 0; e < 2 && l->active; e++) {
+			if (l->kind[e] != TP_NODE_CA)
+				continue;
+			uint32_t h = tp_fabric_ca(in->f, l->node[e])->host;
+			if (h < nh)
+				cap[h] += l->gbps * tp_state_link_health(
+							in->s, (uint32_t)i);
+		}
+	}
+	for (size_t h = 0; h < nh; h++)
+		if (cap[h] > top)
+			top = cap[h];
+	for (size_t h = 0; h < nh; h++)
+		if ((weak[h] = cap[h] < 0.99 * top))
+			*any_p = true;
+	tp_free(cap);
+	return weak;
+}
+
+/* Groups a host set spans (level 1). */
+static size_t nspan(const tp_fabric_t *f, const uint32_t *hosts, size_t n)
+{
+	size_t sp[TP_SPAN_NLEVELS];
+
+	tp_span_of(f, hosts, n, sp);
+	return sp[TP_SPAN_GROUPS];
+}
+
+/* Scratch for pricing candidates, allocated once per decision. */
+typedef struct pricer {
+	const tp__policy_in_t *in;
+	bool *in_set; /* per host */
+	bool *skip;   /* per host */
+	uint32_t *th; /* a trial set */
+	int *tg;
+	uint32_t *cand; /* hosts to swap in, and their offers */
+	int *coff;
+	size_t ncand_max;
+	size_t budget; /* predictions left */
+} pricer_t;
+
+/* Predicted all-reduce seconds of a host set in ring order (reorders it),
+ * on the state's links and traffic; -1 when it cannot be priced. */
+static double price(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n)
+{
+	const tp__policy_in_t *in = pr->in;
+	double bytes = in->r->bytes > 0 ? in->r->bytes : TP__DEFAULT_BYTES;
+	tp_cost_t c;
+
+	if (pr->budget)
+		pr->budget--;
+	tp_ring_order(in->f, hosts, gpus, n);
+	if (tp__place_predict(in->cost, in->s, hosts, gpus, n, bytes, NULL, &c))
+		return -1;
+	return c.seconds;
+}
+
+/* How much cheaper a set must be to replace one over fewer groups: more
+ * groups load more shared up-links for every job that follows. */
+static double gain_needed(const tp_fabric_t *f, const uint32_t *from,
+			  size_t nfrom, const uint32_t *to, size_t nto)
+{
+	return nspan(f, to, nto) > nspan(f, from, nfrom) ? 0.5 : 0.98;
+}
+
+/* Local search: swap one host of the set for a free one (the first and
+ * the last that offer enough GPUs in each level-1 group) while that makes
+ * the predicted all-reduce cheaper by gain_needed(), steepest first, for
+ * at most `budget` predictions. Returns the swaps made; *t_p is the
+ * set's price, updated. */
+static size_t improve(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n,
+		      double *t_p, size_t budget)
+{
+	const tp__policy_in_t *in = pr->in;
+	const tp_fabric_t *f = in->f;
+	size_t nh = tp_fabric_nhosts(f), ng = tp_fabric_ngroups(f), swaps = 0;
+	double best = *t_p;
+
+	if (budget > pr->budget)
+		budget = pr->budget;
+	memset(pr->in_set, 0, (nh + 1) * sizeof(bool));
+	for (size_t i = 0; i < n; i++)
+		pr->in_set[hosts[i]] = true;
+	/* the hosts to swap in, found once: the first and last free host
+	 * offering GPUs in each level-1 group */
+	size_t nc = 0;
+	for (size_t g = 0; g < ng && nc + 2 <= pr->ncand_max; g++) {
+		const tp_group_t *gp = tp_fabric_group(f, (uint32_t)g);
+		if (gp->level != 1)
+			continue;
+		for (int end = 0; end < 2; end++) {
+			for (size_t j = 0; j < gp->nhosts; j++) {
+				uint32_t c =
+				    gp->hosts[end ? gp->nhosts - 1 - j : j];
+				int off;
+				if (pr->in_set[c] ||
+				    (off = tp__host_offer(in, c)) <= 0)
+					continue;
+				if (!end || !nc || pr->cand[nc - 1] != c) {
+					pr->cand[nc] = c;
+					pr->coff[nc++] = off;
+				}
+				break;
+			}
+		}
+	}
+	for (bool again = true; again && budget;) {
+		size_t bi = SIZE_MAX;
+		uint32_t bh = 0;
+		double bt = best;
+		again = false;
+		for (size_t ci = 0; ci < nc && budget; ci++) {
+			uint32_t h = pr->cand[ci];
+			if (pr->in_set[h])
+				continue;
+			for (size_t i = 0; i < n && budget; i++) {
+				if (pr->coff[ci] < gpus[i])
+					continue;
+				memcpy(pr->th, hosts, n * sizeof(uint32_t));
+				memcpy(pr->tg, gpus, n * sizeof(int));
+				pr->th[i] = h;
+				double need =
+				    gain_needed(f, hosts, n, pr->th, n);
+				double t = price(pr, pr->th, pr->tg, n);
+				budget--;
+				if (t >= 0 && t < bt && t < best * need) {
+					bt = t;
+					bi = i;
+					bh = h;
+				}
+			}
+		}
+		if (bi != SIZE_MAX) {
+			pr->in_set[hosts[bi]] = false;
+			pr->in_set[bh] = true;
+			hosts[bi] = bh;
+			best = bt;
+			swaps++;
+			again = true;
+		}
+	}
+	*t_p = best;
+	return swaps;
+}
+
+/*
+ * Structure proposes, the cost model disposes. The structural choice
+ * (smallest scope, best fit, whole groups kept) is candidate 0; when the
+ * job uses the network, a few variants are made beside it: without the
+ * weakly cabled hosts, from the other end of each group (other D-mod-K
+ * up-links), and without each group it spans, weakest up-links first (k+1
+ * groups, or other groups, around a bad or busy cable). Each candidate is
+ * priced with the state's link health and other jobs' traffic and then
+ * improved by a bounded local search of host swaps. The cheapest
+ * predicted all-reduce wins; a candidate must be 2% cheaper than the one
+ * it replaces (half the time when it spans more groups), so ties go to
+ * the earlier candidate, the structurally best fit: that is the
+ * tie-break on fragmentation. A bounded number of predictions per
+ * decision (fewer for jobs with more host-rail flows to route) keeps it
+ * within the decision-time goals.
+ */
+#define PRICE_BUDGET 96
+/* A prediction routes one flow per host and rail: spend about this many
+ * host-rail routes per decision; a job that leaves fewer than 4
+ * predictions is placed by the structure alone. */
+#define PRICE_ROUTES 512
+#define MAX_VARIANTS 3
+
+static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
+				 int *gpus, size_t max, size_t *n_p, char *why,
+				 size_t whylen)
+{
+	size_t nh = tp_fabric_nhosts(in->f), n = 0, vn, tried = 1, won = 0;
+	size_t swaps, wswaps;
+	uint32_t worst = TP_ID_NONE, *vh = NULL, used[MAX_VARIANTS];
+	int *vg = NULL;
+	bool *weak = NULL, any_weak = false;
+	double best, base;
+	char vwhy[256];
+	pricer_t pr = {.in = in, .budget = PRICE_BUDGET};
+	tp_err_t err;
+
+	err = choose_once(in, NULL, false, hosts, gpus, max, &n, why, whylen,
+			  &worst);
+	if (err || !in->cost || n < 2)
+		goto out;
+	vh = tp_malloc((max + 1) * sizeof(uint32_t));
+	vg = tp_malloc((max + 1) * sizeof(int));
+	pr.th = tp_malloc((max + 1) * sizeof(uint32_t));
+	pr.tg = tp_malloc((max + 1) * sizeof(int));
+	pr.skip = tp_calloc(nh + 1, sizeof(bool));
+	pr.in_set = tp_calloc(nh + 1, sizeof(bool));
+	pr.ncand_max = 2 * tp_fabric_ngroups(in->f) + 2;
+	pr.cand = tp_malloc(pr.ncand_max * sizeof(uint32_t));
+	pr.coff = tp_malloc(pr.ncand_max * sizeof(int));
+	weak = weak_hosts(in, &any_weak);
+	if (!vh || !vg || !pr.th || !pr.tg || !pr.skip || !pr.in_set ||
+	    !pr.cand || !pr.coff || !weak)
+		goto out; /* keep the structural answer */
+	/* inside one level-1 group on well cabled hosts nothing is shared
+	 * with other jobs and every choice costs the same */
+	bool on_weak = false;
+	for (size_t i = 0; i < n && !on_weak; i++)
+		on_weak = weak[hosts[i]];
+	if (worst == TP_ID_NONE && !on_weak)
+		goto out;
+	size_t rails = 0;
+	for (size_t i = 0; i < n; i++)
+		rails += tp_fabric_host(in->f, hosts[i])->ncas;
+	pr.budget = PRICE_ROUTES / (rails ? rails : 1);
+	if (pr.budget < 4)
+		goto out; /* too large to price in time: the structure decides
+			   */
+	if (pr.budget > PRICE_BUDGET)
+		pr.budget = PRICE_BUDGET;
+	if ((best = base = price(&pr, hosts, gpus, n)) < 0)
+		goto out;
+	/* the level-1 groups of the structural pick, weakest up-links first */
+	size_t nused = 0;
+	if (worst != TP_ID_NONE)
+		used[nused++] = worst;
+	for (size_t i = 0; i < n && worst != TP_ID_NONE && nused < MAX_VARIANTS;
+	     i++) {
+		uint32_t g = tp_fabric_host(in->f, hosts[i])->group[0];
+		bool seen = g == TP_ID_NONE;
+		for (size_t j = 0; j < nused && !seen; j++)
+			seen = used[j] == g;
+		if (!seen)
+			used[nused++] = g;
+	}
+	size_t nvar = 3 + nused, per = pr.budget / (nvar + 1);
+	wswaps = swaps = improve(&pr, hosts, gpus, n, &best, per);
+	for (size_t v = 1; v < nvar && pr.budget; v++) {
+		const bool *sk = NULL;
+		bool rev = false;
+		if (v == 1) {
+			if (!any_weak || !on_weak)
+				continue;
+			sk = weak;
+		} else if (v == 2) {
+			if (worst == TP_ID_NONE)
+				continue;
+			rev = true;
+		} else {
+			const tp_group_t *g =
+			    tp_fabric_group(in->f, used[v - 3]);
+			memset(pr.skip, 0, (nh + 1) * sizeof(bool));
+			for (size_t i = 0; i < g->nhosts; i++)
+				pr.skip[g->hosts[i]] = true;
+			sk = pr.skip;
+		}
+		if (choose_once(in, sk, rev, vh, vg, max, &vn, vwhy,
+				sizeof(vwhy), NULL) ||
+		    vn < 2)
+			continue;
+		tried++;
+		double t = price(&pr, vh, vg, vn);
+		if (t < 0)
+			continue;
+		swaps = improve(&pr, vh, vg, vn, &t, per);
+		if (!(t < best * gain_needed(in->f, hosts, n, vh, vn)))
+			continue;
+		best = t;
+		n = vn;
+		won = v;
+		wswaps = swaps;
+		memcpy(hosts, vh, vn * sizeof(uint32_t));
+		memcpy(gpus, vg, vn * sizeof(int));
+		if (why && whylen)
+			snprintf(why, whylen, "%s", vwhy);
+	}
+	if ((won || wswaps) && why && whylen) {
+		size_t len = strlen(why);
+		snprintf(
+		    why + len, whylen - len,
+		    "; priced %zu candidate%s%s: %.3g ms vs %.3g ms for the "
+		    "best fit%s",
+		    tried, tried == 1 ? "" : "s",
+		    wswaps ? " and swapped hosts" : "", best * 1e3, base * 1e3,
+		    won == 1   ? " (weakly cabled hosts avoided)"
+		    : won == 2 ? " (other ends of the groups)"
+		    : won      ? " (a weak group left out)"
+			       : "");
+	}
+out:
+	tp_free(vh);
+	tp_free(vg);
+	tp_free(pr.th);
+	tp_free(pr.tg);
+	tp_free(pr.skip);
+	tp_free(pr.in_set);
+	tp_free(pr.cand);
+	tp_free(pr.coff);
+	tp_free(weak);
+	if (!err)
+		*n_p = n;
+	return err;
+}
+
 const tp_policy_t tp__policy_topoplace = {
-	.name = "topoplace",
-	.doc = "smallest scope that fits (NVLink domain, leaf group, fewest "
-	       "groups), best fit, whole groups kept free",
-	.choose = topoplace_choose,
+    .name = "topoplace",
+    .doc = "smallest scope that fits (NVLink domain, leaf group, fewest "
+	   "groups), best fit, whole groups kept free",
+    .choose = topoplace_choose,
 };

@@ -20,9 +20,13 @@
  * placement's prediction chose, times its communication duty cycle) and
  * the sum is the state's background, so the policy choosing a job's hosts
  * and the prediction of its time both see the other jobs' traffic. The
- * ideal stays on the idle fabric: slowdown includes contention. A job's
- * run time is fixed when it starts; jobs starting later slow down, it
- * does not (a discrete-event model without re-rating running jobs).
+ * ideal stays on the idle fabric: slowdown includes contention. Running
+ * jobs are re-rated: when a job starts or ends, every running job that
+ * shares a directed link with it is predicted again on the new background
+ * (without its own traffic), keeps the progress it made at its old rate
+ * and gets a new end time (one pass: its changed traffic does not re-rate
+ * others again, which would not terminate in general). JCT is taken when
+ * a job really ends.
  * The duty cycle is the share of the stretched run spent communicating,
  * f * x / ((1 - f) + f * x) for comm_frac f and slowdown x: the average
  * rate over the run then equals the bytes the job really moves.
@@ -45,7 +49,7 @@
 /* Backfill looks this far down the queue per pass (Slurm's
  * bf_max_job_test plays the same role). */
 #define BACKFILL_DEPTH 64
-#define MAX_SAMPLES 2000
+#define MAX_SAMPLES    2000
 
 typedef struct link_load {
 	uint32_t res; /* directed link: 2 * link + direction */
@@ -58,6 +62,14 @@ typedef struct running {
 	int gpus;
 	link_load_t *load; /* owned: the links this job loads */
 	size_t nload;
+	/* re-rating (multi-node jobs with a prediction): progress in ideal
+	 * run seconds as of t_last, at `rate` ideal seconds per second */
+	uint32_t *hosts; /* owned, ring order; NULL: never re-rated */
+	int *hgpus;	 /* owned */
+	size_t nhosts;
+	tp_algo_t algo;
+	double ideal_s; /* one collective on the idle ideal hosts */
+	double progress, rate, t_last;
 } running_t;
 
 typedef struct sim {
@@ -79,14 +91,21 @@ typedef struct sim {
 	size_t nstarted, nslow, ndecide;
 	size_t at_min, at_min_empty;
 	double busy_gpu_s, useful_gpu_s, last_t, first_t, cross;
+	double frag_now, frag_int; /* last sampled frag, its time integral */
+	double class_jct[TP_SIM_NCLASSES];
+	size_t class_n[TP_SIM_NCLASSES];
 	tp_sim_sample_t *samples;
 	size_t nsamples, capsamples;
 	bool changed; /* resources freed since the last backfill pass */
 	size_t unplaceable;
-	size_t nres;      /* directed links: 2 per link */
-	double *scratch;  /* nres zeroes between uses */
-	uint32_t *bgcnt;  /* per directed link: running jobs loading it */
-	double *loadsum;  /* per directed link: their summed average Gb/s */
+	size_t nended;
+	uint32_t *mark; /* per directed link: stamp of the job that changed */
+	uint32_t stamp;
+	size_t rerated;	 /* re-predictions of running jobs */
+	size_t nres;	 /* directed links: 2 per link */
+	double *scratch; /* nres zeroes between uses */
+	uint32_t *bgcnt; /* per directed link: running jobs loading it */
+	double *loadsum; /* per directed link: their summed average Gb/s */
 } sim_t;
 
 static void heap_push(sim_t *m, running_t r)
@@ -102,12 +121,8 @@ static void heap_push(sim_t *m, running_t r)
 	}
 }
 
-static running_t heap_pop(sim_t *m)
+static void sift_down(sim_t *m, size_t i)
 {
-	running_t top = m->heap[0];
-	size_t i = 0;
-
-	m->heap[0] = m->heap[--m->nheap];
 	for (;;) {
 		size_t l = 2 * i + 1, r = l + 1, min = i;
 		if (l < m->nheap && m->heap[l].end < m->heap[min].end)
@@ -115,13 +130,32 @@ static running_t heap_pop(sim_t *m)
 		if (r < m->nheap && m->heap[r].end < m->heap[min].end)
 			min = r;
 		if (min == i)
-			break;
+			return;
 		running_t tmp = m->heap[i];
 		m->heap[i] = m->heap[min];
 		m->heap[min] = tmp;
 		i = min;
 	}
+}
+
+static running_t heap_pop(sim_t *m)
+{
+	running_t top = m->heap[0];
+
+	m->heap[0] = m->heap[--m->nheap];
+	sift_down(m, 0);
 	return top;
+}
+
+static void running_free(running_t *r)
+{
+	tp_free(r->load);
+	tp_free(r->hosts);
+	tp_free(r->hgpus);
+	r->load = NULL;
+	r->hosts = NULL;
+	r->hgpus = NULL;
+	r->nload = 0;
 }
 
 static int job_need(const sim_t *m, const tp_job_spec_t *j)
@@ -145,7 +179,9 @@ static void to_request(const tp_job_spec_t *j, tp_request_t *r)
 static void advance(sim_t *m, double now)
 {
 	if (now > m->last_t) {
-		m->busy_gpu_s += (double)tp_state_busy_gpus(m->s) * (now - m->last_t);
+		m->busy_gpu_s +=
+		    (double)tp_state_busy_gpus(m->s) * (now - m->last_t);
+		m->frag_int += m->frag_now * (now - m->last_t);
 		m->last_t = now;
 	}
 }
@@ -179,13 +215,17 @@ static void sample(sim_t *m, double now)
 {
 	void *p = m->samples;
 
-	if (tp_grow(&p, &m->capsamples, m->nsamples + 1, sizeof(tp_sim_sample_t)))
+	m->frag_now = fragmentation(m);
+	if (tp_grow(&p, &m->capsamples, m->nsamples + 1,
+		    sizeof(tp_sim_sample_t)))
 		return; /* a missing sample only thins the plot */
 	m->samples = p;
-	m->samples[m->nsamples++] = (tp_sim_sample_t){
-		now - m->first_t,
-		m->total_gpus ? (double)tp_state_busy_gpus(m->s) / (double)m->total_gpus : 0,
-		fragmentation(m)};
+	m->samples[m->nsamples++] =
+	    (tp_sim_sample_t){now - m->first_t,
+			      m->total_gpus ? (double)tp_state_busy_gpus(m->s) /
+						  (double)m->total_gpus
+					    : 0,
+			      m->frag_now};
 }
 
 /* Background a new job meets on directed link r: the other jobs' load,
@@ -199,18 +239,22 @@ static void fair_background(sim_t *m, uint32_t r)
 	m->s->bg[r] = m->loadsum[r] < fair ? m->loadsum[r] : fair;
 }
 
-/* Add the job's traffic to the background and keep the links it loads. */
-static tp_err_t load_add(sim_t *m, const tp_placement_t *pl, double bytes,
-			 tp_algo_t algo, double duty, running_t *run)
+/* Add the traffic of a job on hosts[0..n) to the background and keep
+ * the links it loads in run (replacing what run kept). */
+static tp_err_t load_add(sim_t *m, const uint32_t *hosts, const int *gpus,
+			 size_t nh, double bytes, tp_algo_t algo, double duty,
+			 running_t *run)
 {
 	size_t n = 0, k = 0;
 	tp_err_t err;
 
+	tp_free(run->load);
+	run->load = NULL;
+	run->nload = 0;
 	if (!(duty > 0))
 		return TP_OK;
-	if ((err = tp_cost_link_load(m->ctx, m->s, pl->hosts, pl->gpus,
-				     pl->nhosts, bytes, algo, duty,
-				     m->scratch)))
+	if ((err = tp_cost_link_load(m->ctx, m->s, hosts, gpus, nh, bytes, algo,
+				     duty, m->scratch)))
 		/* no route now: the job cannot load what it cannot use */
 		return err == TP_ERR_NOMEM ? err : TP_OK;
 	for (size_t r = 0; r < m->nres; r++)
@@ -232,6 +276,8 @@ static tp_err_t load_add(sim_t *m, const tp_placement_t *pl, double bytes,
 	return TP_OK;
 }
 
+/* Take the job's traffic off the background; run keeps its link list
+ * (for rerate_sharing) until load_add or running_free. */
 static void load_remove(sim_t *m, running_t *run)
 {
 	for (size_t i = 0; i < run->nload; i++) {
@@ -241,9 +287,74 @@ static void load_remove(sim_t *m, running_t *run)
 			m->loadsum[r] = 0;
 		fair_background(m, r);
 	}
-	tp_free(run->load);
-	run->load = NULL;
-	run->nload = 0;
+}
+
+/* Run time left at a communication slowdown x: the job's rate in ideal
+ * seconds per second and the share of time it communicates. */
+static void rate_of(double f, double x, double *rate_p, double *duty_p)
+{
+	double d = (1 - f) + f * x;
+
+	*rate_p = 1 / d;
+	*duty_p = f * x / d;
+}
+
+/* Re-rate a running job on the current background: its progress so far
+ * at the old rate, then a new prediction without its own traffic. */
+static tp_err_t rerate(sim_t *m, running_t *r, double now)
+{
+	const tp_job_spec_t *js = &m->t->jobs[r->job];
+	double bytes = js->bytes > 0 ? js->bytes : 1024.0 * 1024 * 1024;
+	double x = 1, duty;
+	tp_cost_t c;
+
+	r->progress += (now - r->t_last) * r->rate;
+	if (r->progress > js->run_s)
+		r->progress = js->run_s;
+	r->t_last = now;
+	load_remove(m, r);
+	if (!tp_cost_predict(m->ctx, m->s, r->hosts, r->hgpus, r->nhosts, bytes,
+			     r->algo, &c) &&
+	    r->ideal_s > 0)
+		x = c.seconds / r->ideal_s;
+	rate_of(js->comm_frac, x, &r->rate, &duty);
+	r->end = now + (js->run_s - r->progress) / r->rate;
+	m->rerated++;
+	return load_add(m, r->hosts, r->hgpus, r->nhosts, bytes, r->algo, duty,
+			r);
+}
+
+/* A job started or ended, changing the background on the links in
+ * load[0..nload): re-rate every other running job that shares one of
+ * them (one pass: the re-rated jobs' new traffic does not re-rate
+ * others again), then restore the heap order. */
+static tp_err_t rerate_sharing(sim_t *m, const link_load_t *load, size_t nload,
+			       size_t job, double now)
+{
+	bool any = false;
+	tp_err_t err;
+
+	if (!nload || !m->ctx)
+		return TP_OK;
+	m->stamp++;
+	for (size_t i = 0; i < nload; i++)
+		m->mark[load[i].res] = m->stamp;
+	for (size_t i = 0; i < m->nheap; i++) {
+		running_t *r = &m->heap[i];
+		bool shares = false;
+		if (r->job == job || !r->hosts)
+			continue;
+		for (size_t k = 0; k < r->nload && !shares; k++)
+			shares = m->mark[r->load[k].res] == m->stamp;
+		if (!shares)
+			continue;
+		if ((err = rerate(m, r, now)))
+			return err;
+		any = true;
+	}
+	for (size_t i = m->nheap / 2 + 1; any && i-- > 0;)
+		sift_down(m, i);
+	return TP_OK;
 }
 
 /* Place and start job j now; false when it does not fit. The state's
@@ -261,12 +372,13 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 	*started = false;
 	to_request(js, &r);
 	memset(&pl, 0, sizeof(pl));
-	err = tp_place_run(m->policy, m->s, &r, m->pp, m->ctx,
-			   m->seed + j, &pl);
+	err =
+	    tp_place_run(m->policy, m->s, &r, m->pp, m->ctx, m->seed + j, &pl);
 	if (err == TP_ERR_NOTFOUND)
 		return TP_OK;
 	if (err == TP_ERR_RANGE) {
-		/* can never fit this fabric: counted and dropped by the caller */
+		/* can never fit this fabric: counted and dropped by the caller
+		 */
 		return err;
 	}
 	if (err)
@@ -281,8 +393,10 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 		if (pl.ideal_s > 0 && pl.predicted_s > 0)
 			slowdown = pl.predicted_s / pl.ideal_s;
 		m->slow[m->nslow++] = slowdown;
-		m->at_min += pl.span[TP_SPAN_GROUPS] <= pl.min_span_free[TP_SPAN_GROUPS];
-		m->at_min_empty += pl.span[TP_SPAN_GROUPS] <= pl.min_span_empty[TP_SPAN_GROUPS];
+		m->at_min +=
+		    pl.span[TP_SPAN_GROUPS] <= pl.min_span_free[TP_SPAN_GROUPS];
+		m->at_min_empty += pl.span[TP_SPAN_GROUPS] <=
+				   pl.min_span_empty[TP_SPAN_GROUPS];
 	}
 	if (pl.nhosts > 1 && m->ctx && pl.predicted_s > 0) {
 		double bytes = r.bytes > 0 ? r.bytes : 1024.0 * 1024 * 1024;
@@ -291,23 +405,37 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 		double steps = js->comm_frac * js->run_s / pl.ideal_s;
 
 		m->cross += steps * pl.cross_top_bytes;
-		if ((err = load_add(m, &pl, bytes, pl.algo, duty, &run))) {
+		if ((err = load_add(m, pl.hosts, pl.gpus, pl.nhosts, bytes,
+				    pl.algo, duty, &run))) {
 			tp_state_release(m->s, j + 1);
 			tp_placement_free(&pl);
 			return err;
 		}
+		/* keep what a re-rating needs */
+		run.hosts = pl.hosts;
+		run.hgpus = pl.gpus;
+		run.nhosts = pl.nhosts;
+		run.algo = pl.algo;
+		run.ideal_s = pl.ideal_s;
+		run.t_last = now;
+		rate_of(f, slowdown, &run.rate, &duty);
 	}
-	run.end = now + js->run_s * ((1 - js->comm_frac) + js->comm_frac * slowdown);
+	run.end =
+	    now + js->run_s * ((1 - js->comm_frac) + js->comm_frac * slowdown);
 	for (size_t i = 0; i < pl.nhosts; i++)
 		run.gpus += pl.gpus[i];
+	if (run.hosts) {
+		pl.hosts = NULL;
+		pl.gpus = NULL;
+	}
 	/* the work the job came for: its run time on an ideal placement */
 	m->useful_gpu_s += run.gpus * js->run_s;
 	heap_push(m, run);
-	m->wait[m->nstarted] = now - js->submit_s;
-	m->jct[m->nstarted++] = run.end - js->submit_s;
+	m->wait[m->nstarted++] = now - js->submit_s;
 	tp_placement_free(&pl);
 	*started = true;
-	return TP_OK;
+	/* its traffic slows the jobs already on its links */
+	return rerate_sharing(m, run.load, run.nload, j, now);
 }
 
 static void queue_remove(sim_t *m, size_t qi)
@@ -359,8 +487,8 @@ static tp_err_t plan_head(sim_t *m, size_t j, double *shadow_p,
 		    m->total_gpus - tp_state_busy_gpus(s) < need)
 			continue;
 		memset(&pl, 0, sizeof(pl));
-		err = tp_place_run(m->policy, s, &req, m->pp, NULL,
-				   m->seed + j, &pl);
+		err = tp_place_run(m->policy, s, &req, m->pp, NULL, m->seed + j,
+				   &pl);
 		if (err == TP_ERR_NOTFOUND) {
 			err = TP_OK;
 			continue;
@@ -494,6 +622,19 @@ static double mean(const double *v, size_t n)
 	return n ? s / (double)n : 0;
 }
 
+int tp_sim_class_of(size_t nhosts)
+{
+	return nhosts <= 1 ? 0 : nhosts <= 8 ? 1 : nhosts <= 32 ? 2 : 3;
+}
+
+const char *tp_sim_class_name(int cls)
+{
+	static const char *const names[TP_SIM_NCLASSES] = {"1", "2-8", "9-32",
+							   ">32"};
+
+	return cls >= 0 && cls < TP_SIM_NCLASSES ? names[cls] : "?";
+}
+
 void tp_sim_result_free(tp_sim_result_t *r)
 {
 	if (!r)
@@ -518,7 +659,12 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 		    const tp_cost_ctx_t *ctx, uint64_t seed,
 		    tp_sim_result_t *out)
 {
-	sim_t m = {.f = f, .t = t, .policy = policy, .pp = pp, .ctx = ctx, .seed = seed};
+	sim_t m = {.f = f,
+		   .t = t,
+		   .policy = policy,
+		   .pp = pp,
+		   .ctx = ctx,
+		   .seed = seed};
 	size_t next = 0, n;
 	tp_err_t err = TP_ERR_NOMEM;
 
@@ -541,29 +687,46 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 	m.scratch = tp_calloc(m.nres + 1, sizeof(double));
 	m.bgcnt = tp_calloc(m.nres + 1, sizeof(uint32_t));
 	m.loadsum = tp_calloc(m.nres + 1, sizeof(double));
+	m.mark = tp_calloc(m.nres + 1, sizeof(uint32_t));
 	if (!m.s || !m.heap || !m.queue || !m.wait || !m.jct || !m.slow ||
-	    !m.decide || !m.scratch || !m.bgcnt || !m.loadsum)
+	    !m.decide || !m.scratch || !m.bgcnt || !m.loadsum || !m.mark)
 		goto out;
 	m.first_t = m.last_t = t->jobs[0].submit_s;
 
 	while (next < n || m.nheap || m.nqueue) {
 		double now;
-		if (next < n && (!m.nheap || t->jobs[next].submit_s <= m.heap[0].end))
+		if (next < n &&
+		    (!m.nheap || t->jobs[next].submit_s <= m.heap[0].end))
 			now = t->jobs[next].submit_s;
 		else if (m.nheap)
 			now = m.heap[0].end;
 		else
-			now = m.last_t; /* idle fabric, queued jobs: retry now */
+			now =
+			    m.last_t; /* idle fabric, queued jobs: retry now */
 		advance(&m, now);
 		while (m.nheap && m.heap[0].end <= now) {
 			running_t r = heap_pop(&m);
+			const tp_job_spec_t *js = &t->jobs[r.job];
+			/* by the request, so a job is in the same class
+			 * under every policy */
+			int cls = tp_sim_class_of(
+			    js->nodes > 0
+				? (size_t)js->nodes
+				: (size_t)((js->gpus + m.max_host_gpus - 1) /
+					   m.max_host_gpus));
+			m.jct[m.nended++] = r.end - js->submit_s;
+			m.class_jct[cls] += r.end - js->submit_s;
+			m.class_n[cls]++;
 			load_remove(&m, &r);
-			if ((err = tp_state_release(m.s, r.job + 1)))
+			err = rerate_sharing(&m, r.load, r.nload, r.job, now);
+			running_free(&r);
+			if (err || (err = tp_state_release(m.s, r.job + 1)))
 				goto out;
 			m.changed = true;
 		}
 		while (next < n && t->jobs[next].submit_s <= now) {
-			/* a job bigger than the fabric would block FCFS forever */
+			/* a job bigger than the fabric would block FCFS forever
+			 */
 			if (job_need(&m, &t->jobs[next]) > (int)m.total_gpus) {
 				m.unplaceable++;
 			} else {
@@ -590,22 +753,34 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 	out->multi_node_jobs = m.nslow;
 	out->unplaceable = m.unplaceable;
 	out->makespan_s = m.last_t - m.first_t;
-	out->useful_util = out->makespan_s > 0
-				   ? m.useful_gpu_s / ((double)m.total_gpus * out->makespan_s)
-				   : 0;
-	out->gpu_util = out->makespan_s > 0
-				? m.busy_gpu_s / ((double)m.total_gpus * out->makespan_s)
-				: 0;
+	out->useful_util =
+	    out->makespan_s > 0
+		? m.useful_gpu_s / ((double)m.total_gpus * out->makespan_s)
+		: 0;
+	out->gpu_util =
+	    out->makespan_s > 0
+		? m.busy_gpu_s / ((double)m.total_gpus * out->makespan_s)
+		: 0;
 	out->mean_wait_s = mean(m.wait, m.nstarted);
 	out->p50_wait_s = pct(m.wait, m.nstarted, 0.5);
 	out->p95_wait_s = pct(m.wait, m.nstarted, 0.95);
-	out->mean_jct_s = mean(m.jct, m.nstarted);
-	out->p50_jct_s = pct(m.jct, m.nstarted, 0.5);
-	out->p95_jct_s = pct(m.jct, m.nstarted, 0.95);
+	out->mean_jct_s = mean(m.jct, m.nended);
+	out->p50_jct_s = pct(m.jct, m.nended, 0.5);
+	out->p95_jct_s = pct(m.jct, m.nended, 0.95);
+	out->rerated = m.rerated;
 	out->comm_slowdown_mean = m.nslow ? mean(m.slow, m.nslow) : 1.0;
-	out->min_span_fraction = m.nslow ? (double)m.at_min / (double)m.nslow : 1.0;
-	out->min_span_empty_fraction = m.nslow ? (double)m.at_min_empty / (double)m.nslow : 1.0;
+	out->min_span_fraction =
+	    m.nslow ? (double)m.at_min / (double)m.nslow : 1.0;
+	out->min_span_empty_fraction =
+	    m.nslow ? (double)m.at_min_empty / (double)m.nslow : 1.0;
 	out->cross_spine_bytes = m.cross;
+	out->frag_time_mean =
+	    out->makespan_s > 0 ? m.frag_int / out->makespan_s : 0;
+	for (int c = 0; c < TP_SIM_NCLASSES; c++) {
+		out->class_jobs[c] = m.class_n[c];
+		out->class_jct_mean_s[c] =
+		    m.class_n[c] ? m.class_jct[c] / (double)m.class_n[c] : 0;
+	}
 	out->decision_p99_s = pct(m.decide, m.ndecide, 0.99);
 	/* slowdowns: keep a sorted copy for plots; p95 sorts in place */
 	out->comm_slowdown_p95 = m.nslow ? pct(m.slow, m.nslow, 0.95) : 1.0;
@@ -617,11 +792,12 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 	err = TP_OK;
 out:
 	for (size_t i = 0; i < m.nheap; i++)
-		tp_free(m.heap[i].load);
+		running_free(&m.heap[i]);
 	tp_state_destroy(m.s);
 	tp_free(m.scratch);
 	tp_free(m.bgcnt);
 	tp_free(m.loadsum);
+	tp_free(m.mark);
 	tp_free(m.heap);
 	tp_free(m.queue);
 	tp_free(m.wait);

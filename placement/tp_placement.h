@@ -278,6 +278,13 @@ typedef struct tp_sim_sample {
 			     * as a share of free GPUs */
 } tp_sim_sample_t;
 
+/* Job-size classes of tp_sim_result_t.class_*: hosts a job asks for. */
+#define TP_SIM_NCLASSES 4
+/* Class of a job on n hosts: 0 (1), 1 (2-8), 2 (9-32), 3 (> 32). */
+int tp_sim_class_of(size_t nhosts);
+/* "1", "2-8", "9-32", ">32" (static). */
+const char *tp_sim_class_name(int cls);
+
 typedef struct tp_sim_result {
 	const char *policy;
 	size_t jobs, multi_node_jobs, unplaceable;
@@ -293,7 +300,14 @@ typedef struct tp_sim_result {
 				   * span the free state allowed */
 	double min_span_empty_fraction; /* ... the empty fabric allows */
 	double cross_spine_bytes;
+	double frag_time_mean;    /* sample frag weighted by time */
+	/* mean JCT per job-size class (TP_SIM_NCLASSES) by the hosts the
+	 * job asks for (nodes, or its GPUs over the largest host): 1, 2-8,
+	 * 9-32, more than 32; 0 where a class has no job */
+	double class_jct_mean_s[4];
+	size_t class_jobs[4];
 	double decision_p99_s;
+	size_t rerated;           /* re-predictions of running jobs */
 	double *slowdowns;        /* per multi-node job, for plots */
 	tp_sim_sample_t *samples; /* over time */
 	size_t nsamples;

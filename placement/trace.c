@@ -37,24 +37,23 @@ typedef struct mix {
 } mix_t;
 
 static const mix_t mixes[] = {
-	{"philly",
-	 "Jeon et al., USENIX ATC'19 (Philly: avg 1.93 GPUs/job, max 128); "
-	 "Gavel's sampler for 1-8 GPUs",
-	 {0.72, 0.10, 0.13, 0.04, 0.007, 0.002, 0.0007, 0.0003},
-	 1800,
-	 1.93},
-	{"helios",
-	 "Hu et al., SC'21 (Helios: avg 3.72 GPUs/job, max 2048)",
-	 {0.64, 0.10, 0.12, 0.10, 0.025, 0.010, 0.004, 0.0015, 0.0006, 0.0002,
-	  0.00008, 0.00002},
-	 1200,
-	 3.72},
-	{"llm",
-	 "Hu et al., NSDI'24 (Kalos LLM cluster: avg 26.77 GPUs/job, max 1024)",
-	 {0.34, 0.05, 0.08, 0.25, 0.08, 0.07, 0.06, 0.045, 0.018, 0.005,
-	  0.0015},
-	 3600,
-	 26.77},
+    {"philly",
+     "Jeon et al., USENIX ATC'19 (Philly: avg 1.93 GPUs/job, max 128); "
+     "Gavel's sampler for 1-8 GPUs",
+     {0.72, 0.10, 0.13, 0.04, 0.007, 0.002, 0.0007, 0.0003},
+     1800,
+     1.93},
+    {"helios",
+     "Hu et al., SC'21 (Helios: avg 3.72 GPUs/job, max 2048)",
+     {0.64, 0.10, 0.12, 0.10, 0.025, 0.010, 0.004, 0.0015, 0.0006, 0.0002,
+      0.00008, 0.00002},
+     1200,
+     3.72},
+    {"llm",
+     "Hu et al., NSDI'24 (Kalos LLM cluster: avg 26.77 GPUs/job, max 1024)",
+     {0.34, 0.05, 0.08, 0.25, 0.08, 0.07, 0.06, 0.045, 0.018, 0.005, 0.0015},
+     3600,
+     26.77},
 };
 
 const char *tp_trace_synthetic_names(void)
@@ -97,11 +96,49 @@ static double normal(uint64_t *x)
 	return sqrt(-2.0 * log(uniform(x))) * cos(2 * M_PI * uniform(x));
 }
 
+typedef struct job_ix {
+	double submit_s;
+	size_t i;
+} job_ix_t;
+
+/* Submit time, then file order: equal times keep their order on every
+ * libc (qsort is not stable). */
 static int job_cmp(const void *a, const void *b)
 {
-	const tp_job_spec_t *x = a, *y = b;
+	const job_ix_t *x = a, *y = b;
 
-	return x->submit_s < y->submit_s ? -1 : x->submit_s > y->submit_s;
+	if (x->submit_s != y->submit_s)
+		return x->submit_s < y->submit_s ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Sort jobs[0..n) by submit time, stably; TP_ERR_NOMEM leaves them. */
+static tp_err_t sort_jobs(tp_job_spec_t *jobs, size_t n)
+{
+	job_ix_t *ix;
+	tp_job_spec_t *tmp;
+	size_t i;
+
+	for (i = 1; i < n && jobs[i - 1].submit_s <= jobs[i].submit_s; i++)
+		;
+	if (i >= n)
+		return TP_OK;
+	ix = tp_malloc(n * sizeof(*ix));
+	tmp = tp_malloc(n * sizeof(*tmp));
+	if (!ix || !tmp) {
+		tp_free(ix);
+		tp_free(tmp);
+		return TP_ERR_NOMEM;
+	}
+	for (i = 0; i < n; i++)
+		ix[i] = (job_ix_t){jobs[i].submit_s, i};
+	qsort(ix, n, sizeof(*ix), job_cmp);
+	for (i = 0; i < n; i++)
+		tmp[i] = jobs[ix[i].i];
+	memcpy(jobs, tmp, n * sizeof(*tmp));
+	tp_free(ix);
+	tp_free(tmp);
+	return TP_OK;
 }
 
 /* Jobs larger than a host ask for whole hosts, as multi-node training
@@ -162,7 +199,8 @@ tp_err_t tp_trace_synthetic(const char *name, size_t njobs, uint64_t seed,
 			j->run_s = 7 * 86400;
 		j->comm_frac = j->nodes > 1 ? 0.15 + 0.3 * uniform(&x)
 					    : 0.05 + 0.1 * uniform(&x);
-		j->bytes = (double)(256u << (tp__rand_next(&x) % 5)) * 1048576.0;
+		j->bytes =
+		    (double)(256u << (tp__rand_next(&x) % 5)) * 1048576.0;
 		work += j->gpus * j->run_s;
 	}
 	/* Poisson arrivals at the rate that offers `load` of the GPUs */
@@ -185,8 +223,8 @@ tp_err_t tp_trace_synthetic(const char *name, size_t njobs, uint64_t seed,
 
 enum { C_SUBMIT, C_GPUS, C_NODES, C_GPN, C_RUN, C_FRAC, C_BYTES, C_N };
 static const char *const colnames[C_N] = {
-	"submit_s", "gpus", "nodes", "gpus_per_node", "run_s", "comm_frac",
-	"model_bytes",
+    "submit_s", "gpus",	     "nodes",	    "gpus_per_node",
+    "run_s",	"comm_frac", "model_bytes",
 };
 
 static int split(char *line, char **cell, int max)
@@ -247,17 +285,25 @@ tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p)
 		int nc = split(l, cell, 32);
 		if (nc > 32) {
 			err = TP_ERR_PARSE;
-			msg = tp_asprintf("%s:%d: more than 32 columns", path, lineno);
+			msg = tp_asprintf("%s:%d: more than 32 columns", path,
+					  lineno);
 			goto out;
 		}
 		if (!ncols) {
 			for (int i = 0; i < nc; i++) {
 				int c;
-				for (c = 0; c < C_N && strcmp(cell[i], colnames[c]); c++)
+				for (c = 0;
+				     c < C_N && strcmp(cell[i], colnames[c]);
+				     c++)
 					;
 				if (c == C_N) {
 					err = TP_ERR_PARSE;
-					msg = tp_asprintf("%s:%d: unknown column '%s' (known: submit_s, gpus, nodes, gpus_per_node, run_s, comm_frac, model_bytes)", path, lineno, cell[i]);
+					msg = tp_asprintf(
+					    "%s:%d: unknown column '%s' "
+					    "(known: submit_s, gpus, nodes, "
+					    "gpus_per_node, run_s, comm_frac, "
+					    "model_bytes)",
+					    path, lineno, cell[i]);
 					goto out;
 				}
 				col[c] = i;
@@ -266,14 +312,18 @@ tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p)
 			if (col[C_SUBMIT] < 0 || col[C_RUN] < 0 ||
 			    (col[C_GPUS] < 0 && col[C_NODES] < 0)) {
 				err = TP_ERR_PARSE;
-				msg = tp_asprintf("%s:%d: header needs submit_s, run_s and gpus or nodes", path, lineno);
+				msg =
+				    tp_asprintf("%s:%d: header needs submit_s, "
+						"run_s and gpus or nodes",
+						path, lineno);
 				goto out;
 			}
 			continue;
 		}
 		if (nc != ncols) {
 			err = TP_ERR_PARSE;
-			msg = tp_asprintf("%s:%d: %d fields, header has %d", path, lineno, nc, ncols);
+			msg = tp_asprintf("%s:%d: %d fields, header has %d",
+					  path, lineno, nc, ncols);
 			goto out;
 		}
 		void *p = jobs;
@@ -307,18 +357,22 @@ tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p)
 			bad = "model_bytes";
 		if (bad) {
 			err = TP_ERR_PARSE;
-			msg = tp_asprintf("%s:%d: %s: not a valid number", path, lineno, bad);
+			msg = tp_asprintf("%s:%d: %s: not a valid number", path,
+					  lineno, bad);
 			goto out;
 		}
-		if (nodes != floor(nodes) || gpus != floor(gpus) || gpn != floor(gpn) ||
-		    (nodes < 1 && gpus < 1)) {
+		if (nodes != floor(nodes) || gpus != floor(gpus) ||
+		    gpn != floor(gpn) || (nodes < 1 && gpus < 1)) {
 			err = TP_ERR_PARSE;
-			msg = tp_asprintf("%s:%d: a job needs whole gpus >= 1 or nodes >= 1", path, lineno);
+			msg = tp_asprintf(
+			    "%s:%d: a job needs whole gpus >= 1 or nodes >= 1",
+			    path, lineno);
 			goto out;
 		}
 		j->nodes = (int)nodes;
 		j->gpus_per_node = (int)gpn;
-		j->gpus = nodes >= 1 ? (int)(nodes * (gpn > 0 ? gpn : 0)) : (int)gpus;
+		j->gpus =
+		    nodes >= 1 ? (int)(nodes * (gpn > 0 ? gpn : 0)) : (int)gpus;
 		if (col[C_BYTES] >= 0 && *cell[col[C_BYTES]])
 			j->bytes = v;
 		else
@@ -332,7 +386,8 @@ tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p)
 		msg = tp_asprintf("%s: no jobs", path);
 		goto out;
 	}
-	qsort(jobs, n, sizeof(*jobs), job_cmp);
+	if ((err = sort_jobs(jobs, n)))
+		goto out;
 	const char *base = strrchr(path, '/');
 	if (!(t->name = tp_strdup(base ? base + 1 : path))) {
 		err = TP_ERR_NOMEM;

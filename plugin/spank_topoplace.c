@@ -31,6 +31,9 @@
  *                         topology (<system> root); an hwloc XML is not
  *                         converted
  * A variable already in the step's environment is kept (one info line).
+ * The ranks and values are computed by runtime/ (tp_plan_step_env, unit
+ * tested without Slurm); this file reads Slurm's items, writes the plan
+ * file and sets what that returns.
  *
  * Notes:
  * - Remote context only. The plan is built in init_post_opt, which
@@ -240,36 +243,6 @@ static bool env_has(spank_t sp, const char *name)
 	spank_err_t rc = spank_getenv(sp, name, c, sizeof(c));
 
 	return rc == ESPANK_SUCCESS || rc == ESPANK_NOSPACE;
-}
-
-/* "4(x2),2,1" into counts[0..n); false when it does not cover n hosts. */
-static bool parse_tasks_per_node(const char *s, uint32_t *counts, size_t n)
-{
-	size_t i = 0;
-
-	while (*s) {
-		char *end;
-		unsigned long c = strtoul(s, &end, 10), rep = 1;
-
-		if (end == s)
-			return false;
-		s = end;
-		if (s[0] == '(' && s[1] == 'x') {
-			rep = strtoul(s + 2, &end, 10);
-			if (end == s + 2 || *end != ')' || !rep)
-				return false;
-			s = end + 1;
-		}
-		if (rep > n - i || c > UINT32_MAX)
-			return false;
-		while (rep--)
-			counts[i++] = (uint32_t)c;
-		if (*s == ',')
-			s++;
-		else if (*s)
-			return false;
-	}
-	return i == n;
 }
 
 /* ---- the job directory ------------------------------------------------- */
@@ -535,11 +508,6 @@ static char *nccl_topo_file(const char *host)
 	return NULL;
 }
 
-typedef struct env_var {
-	const char *name;
-	char *value; /* NULL: not set */
-} env_var_t;
-
 static long msec_since(const struct timespec *t0)
 {
 	struct timespec t1;
@@ -550,7 +518,9 @@ static long msec_since(const struct timespec *t0)
 }
 
 /* Everything up to the first setenv may fail (one log line, nothing set);
- * the environment is only touched once the plan file is in place. */
+ * the environment is only touched once the plan file is in place. The
+ * ranks and values are runtime/'s (tp_plan_step_env): this adapter only
+ * reads Slurm's items and sets what it returns. */
 static void step_start(spank_t sp, bool verbose)
 {
 	uint32_t jobid = 0, stepid = 0, nodeid = 0, ntasks = 0;
@@ -559,18 +529,16 @@ static void step_start(spank_t sp, bool verbose)
 	char *nodelist = NULL, *tpn = NULL, *json = NULL, *msg = NULL;
 	char **names = NULL, why[512] = "", path[4096], kept[256] = "";
 	const char *fabric_path = args.fabric, *me;
-	size_t n = 0, world = 0;
-	uint32_t *counts = NULL, base = 0, myrank = TP_PLAN_NONE;
+	size_t n = 0;
+	uint32_t *counts = NULL;
 	tp_pconf_t conf;
 	tp_fabric_t *f = NULL;
 	tp_plan_t *plan = NULL;
-	tp_plan_opts_t opts;
-	const tp_plan_host_t *ph;
+	tp_step_in_t in;
+	tp_step_env_t env = {0};
+	char *topo = NULL;
 	struct timespec t0;
 	tp_err_t err;
-	env_var_t env[6];
-	size_t nenv = 0;
-	tp_strbuf_t hca = {0};
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	memset(&conf, 0, sizeof(conf));
@@ -604,7 +572,7 @@ static void step_start(spank_t sp, bool verbose)
 	me = names[nodeid];
 	if (!(counts = tp_calloc(n, sizeof(*counts))) ||
 	    !(tpn = getenv_dup(sp, "SLURM_STEP_TASKS_PER_NODE")) ||
-	    !parse_tasks_per_node(tpn, counts, n)) {
+	    tp_step_tasks_parse(tpn, counts, n)) {
 		snprintf(why, sizeof(why),
 			 "SLURM_STEP_TASKS_PER_NODE '%.100s' does not cover "
 			 "%zu hosts",
@@ -632,58 +600,33 @@ static void step_start(spank_t sp, bool verbose)
 				 tp_strerror(err));
 		goto fail;
 	}
-
-	/* Uniform tasks per node up to the GPUs: the plan's ranks are the
-	 * step's; otherwise the plan keeps one rank per GPU and
-	 * TOPOPLACE_RANK still follows the step's real layout. */
-	tp_plan_opts_defaults(&opts);
-	opts.predict = false;
-	opts.gpus_per_host = counts[0] <= INT32_MAX ? (int)counts[0] : 0;
-	for (size_t i = 1; i < n; i++)
-		if (counts[i] != counts[0])
-			opts.gpus_per_host = 0;
-	err = tp_plan_build(f, NULL, (const char *const *)names, n, &opts,
-			    &plan, &msg);
-	if (err == TP_ERR_RANGE && opts.gpus_per_host) {
-		tp_free(msg);
-		msg = NULL;
-		opts.gpus_per_host = 0;
-		err = tp_plan_build(f, NULL, (const char *const *)names, n,
-				    &opts, &plan, &msg);
-	}
-	if (err) {
+	if ((err = tp_plan_build_step(f, (const char *const *)names, n, counts,
+				      &plan, &msg))) {
 		snprintf(why, sizeof(why), "plan for %.200s: %s", nodelist,
 			 msg ? msg : tp_strerror(err));
 		goto fail;
 	}
-	/* TOPOPLACE_RANK base: the tasks of the hosts before us in the ring.
-	 * Hosts are few per step; a linear match keeps this simple. */
-	for (size_t r = 0; r < n; r++) {
-		const char *name = tp_plan_host(plan, r)->name;
-		size_t i = 0;
-
-		while (i < n && strcmp(names[i], name))
-			i++;
-		if (i == n) {
-			snprintf(why, sizeof(why), "plan host %s not in step",
-				 name);
-			goto fail;
-		}
-		if (i == nodeid)
-			base = (uint32_t)world;
-		world += counts[i];
-	}
-	if (world != ntasks) {
-		snprintf(why, sizeof(why),
-			 "SLURM_STEP_TASKS_PER_NODE '%.100s' gives %zu tasks, "
-			 "the step has %u",
-			 tpn, world, ntasks);
-		goto fail;
-	}
-	myrank = tp_plan_rank_of(plan, me);
-	ph = tp_plan_host(plan, myrank);
-	if (!ph) {
-		snprintf(why, sizeof(why), "%s not in its own plan", me);
+	snprintf(path, sizeof(path), "%s/job%u/plan-step%u.json", basedir(),
+		 jobid, stepid);
+	topo = nccl_topo_file(me);
+	in = (tp_step_in_t){
+	    .hosts = (const char *const *)names,
+	    .tasks = counts,
+	    .n = n,
+	    .node_id = nodeid,
+	    .ntasks = ntasks,
+	    .fabric_rails = tp_fabric_rails(f),
+	    .plan_path = path,
+	    .topo_file = topo,
+	};
+	if ((err = tp_plan_step_env(plan, &in, &env, &msg))) {
+		if (err == TP_ERR_RANGE)
+			snprintf(why, sizeof(why),
+				 "SLURM_STEP_TASKS_PER_NODE '%.100s': %s", tpn,
+				 msg ? msg : tp_strerror(err));
+		else
+			snprintf(why, sizeof(why), "%s",
+				 msg ? msg : tp_strerror(err));
 		goto fail;
 	}
 	if ((err = tp_plan_to_json(plan, &json))) {
@@ -698,38 +641,17 @@ static void step_start(spank_t sp, bool verbose)
 	cur.stepid = stepid;
 
 	/* ---- from here on: set, never fail ---- */
-	for (int r = 0; r < tp_plan_nrails(plan); r++)
-		if (ph->hcas[r])
-			tp_strbuf_printf(&hca, "%s%s", hca.len ? "," : "=",
-					 ph->hcas[r]);
-	env[nenv++] = (env_var_t){"TOPOPLACE_PLAN", tp_strdup(path)};
-	env[nenv++] = (env_var_t){"TOPOPLACE_NODE_RANK",
-				  tp_asprintf("%u", ph->node_rank)};
-	env[nenv++] =
-	    (env_var_t){"TOPOPLACE_WORLD_SIZE", tp_asprintf("%zu", world)};
-	env[nenv++] =
-	    (env_var_t){"NCCL_IB_HCA", hca.failed || !hca.len ? NULL : hca.buf};
-	if (env[nenv - 1].value)
-		hca.buf = NULL; /* else freed at out: */
-	env[nenv++] = (env_var_t){
-	    "NCCL_CROSS_NIC",
-	    tp_fabric_rails(f) > 1
-		? tp_strdup("0")
-		: (tp_plan_nrails(plan) > 1 ? tp_strdup("1") : NULL)};
-	env[nenv++] = (env_var_t){"NCCL_TOPO_FILE", nccl_topo_file(me)};
-	for (size_t i = 0; i < nenv; i++) {
-		if (!env[i].value)
-			continue;
-		if (env_has(sp, env[i].name)) {
+	for (size_t i = 0; i < env.nvars; i++) {
+		if (env_has(sp, env.vars[i].name)) {
 			size_t l = strlen(kept);
 			snprintf(kept + l, sizeof(kept) - l, "%s%s",
-				 l ? "," : "", env[i].name);
+				 l ? "," : "", env.vars[i].name);
 			continue;
 		}
-		if (spank_setenv(sp, env[i].name, env[i].value, 1) !=
+		if (spank_setenv(sp, env.vars[i].name, env.vars[i].value, 1) !=
 		    ESPANK_SUCCESS)
 			slurm_debug("%s: setenv %s failed", PLUGIN,
-				    env[i].name);
+				    env.vars[i].name);
 	}
 	cur.keep_rank = env_has(sp, "TOPOPLACE_RANK");
 	cur.keep_local = env_has(sp, "TOPOPLACE_LOCAL_RANK");
@@ -746,27 +668,29 @@ static void step_start(spank_t sp, bool verbose)
 		slurm_info("%s: job %u step %u: kept the job's own %s", PLUGIN,
 			   jobid, stepid, kept);
 	cur.active = true;
-	cur.rank_base = base;
+	cur.rank_base = tp_step_task_rank(&env, 0);
 	cur.verbose = verbose;
-	if (verbose)
+	if (verbose) {
+		const char *hca = tp_step_env_get(&env, "NCCL_IB_HCA");
+		const char *cross = tp_step_env_get(&env, "NCCL_CROSS_NIC");
 		cur.summary = tp_asprintf(
-		    "topoplace: %s node %u/%zu ranks %u.. world %zu plan "
+		    "topoplace: %s node %u/%zu ranks %u.. world %llu plan "
 		    "%s NCCL_IB_HCA=%s NCCL_CROSS_NIC=%s (%ld ms)",
-		    me, ph->node_rank, n, base, world, path,
-		    env[3].value ? env[3].value : "-",
-		    env[4].value ? env[4].value : "-", msec_since(&t0));
+		    me, env.node_rank, n, env.rank_base,
+		    (unsigned long long)env.world, path, hca ? hca : "-",
+		    cross ? cross : "-", msec_since(&t0));
+	}
 	slurm_debug("%s: job %u step %u: %s node rank %u, plan %s in %ld ms",
-		    PLUGIN, jobid, stepid, me, ph->node_rank, path,
+		    PLUGIN, jobid, stepid, me, env.node_rank, path,
 		    msec_since(&t0));
-	for (size_t i = 0; i < nenv; i++)
-		tp_free(env[i].value);
 	goto out;
 
 fail:
 	slurm_error("%s: job %u step %u: %s: environment unchanged", PLUGIN,
 		    jobid, stepid, why);
 out:
-	tp_free(hca.buf);
+	tp_step_env_free(&env);
+	tp_free(topo);
 	tp_free(json);
 	tp_free(msg);
 	tp_plan_destroy(plan);

@@ -7,9 +7,10 @@
  *   level first); we check that every group of every level came out as
  *   one run, because trees and groups below rely on it and the sort
  *   silently keeps the given order when it cannot allocate.
- * - Trees are built bottom-up over runs: the trees inside level-1 groups
- *   first, then a tree over the group roots inside each level-2 run, and
- *   so on, which is what bounds the boundary-crossing edges.
+ * - Groups, rail leaders and trees come from sched/ (tp_sched.h), the one
+ *   place that defines the schedules: the cost model prices the same
+ *   trees and hierarchical phases the plan records here, and the
+ *   collective library runs them.
  * - One prediction per algorithm, at the largest size: the model's time
  *   is a latency term plus a bandwidth term proportional to the bytes
  *   (max-min rates do not depend on the size), so smaller sizes are exact
@@ -24,6 +25,7 @@
 #include <string.h>
 
 #include "runtime_int.h"
+#include "tp_sched.h"
 
 /* ---- arena ---- */
 
@@ -214,100 +216,48 @@ void tp_plan_opts_defaults(tp_plan_opts_t *o)
 static const double default_sizes[] = {65536.0, 1048576.0, 16777216.0,
 				       268435456.0, 1073741824.0};
 
-/* NCCL's binary tree (ncclGetBtree): 0 is the root; a rank's parent
- * clears its lowest set bit and sets the next one up, folding back when
- * that leaves the range. (The cost model has the same pair; its copy is
- * private to placement/.) */
-static uint32_t btree_parent(uint32_t r, uint32_t n)
-{
-	uint32_t bit, up;
+/* The job as sched/ sees it: node r is fidx[r] of the fabric. */
+typedef struct sjob {
+	const tp_plan_t *p;
+	const tp_fabric_t *f;
+	const uint32_t *fidx;
+} sjob_t;
 
-	if (r == 0)
-		return TP_PLAN_NONE;
-	bit = r & (~r + 1);
-	up = (r ^ bit) | (bit << 1);
-	return up < n ? up : (r ^ bit);
+static uint32_t sjob_group(const void *arg, size_t r, int level)
+{
+	const sjob_t *j = arg;
+
+	return tp_fabric_host(j->f, j->fidx[r])->group[level];
 }
 
-/* ncclGetDtree: mirrored for even n, shifted by one for odd n. */
-static uint32_t dtree_parent(uint32_t r, uint32_t n)
+static uint32_t sjob_nranks(const void *arg, size_t r)
 {
-	uint32_t p;
+	const sjob_t *j = arg;
 
-	if (n % 2) {
-		p = btree_parent((r + n - 1) % n, n);
-		return p == TP_PLAN_NONE ? p : (p + 1) % n;
+	return j->p->hosts[r].nranks;
+}
+
+static uint64_t sjob_rails(const void *arg, size_t r)
+{
+	const sjob_t *j = arg;
+	const tp_plan_host_t *h = &j->p->hosts[r];
+	uint64_t m = 0;
+
+	for (uint32_t l = 0; l < h->nranks; l++)
+		if (h->ranks[l].rail >= 0 &&
+		    h->ranks[l].rail < TP_SCHED_MAX_RAILS)
+			m |= 1ULL << h->ranks[l].rail;
+	return m;
+}
+
+/* The trees, as sched/ builds them for every consumer. */
+static void copy_trees(tp_plan_t *p, const tp_sched_t *s)
+{
+	for (int t = 0; t < 2; t++) {
+		for (size_t r = 0; r < p->nhosts; r++)
+			p->parent[t][r] = tp_sched_tree_parent(s, t, r);
+		p->root[t] = tp_sched_tree_root(s, t);
 	}
-	p = btree_parent(n - 1 - r, n);
-	return p == TP_PLAN_NONE ? p : n - 1 - p;
-}
-
-static uint32_t tree_parent(int t, uint32_t r, uint32_t n)
-{
-	return t ? dtree_parent(r, n) : btree_parent(r, n);
-}
-
-static uint32_t tree_root(int t, uint32_t n)
-{
-	if (!t || n == 1)
-		return 0;
-	return n % 2 ? 1 : n - 1;
-}
-
-typedef struct unit {
-	uint32_t first; /* node rank of its first host */
-	uint32_t root;	/* node rank of its root in the tree being built */
-} unit_t;
-
-/* Key of node rank r at level lv >= 2 (level-lv group; one shared key
- * for hosts outside any, and for the level above the top). */
-static uint32_t level_key(const tp_fabric_t *f, const uint32_t *fidx,
-			  uint32_t r, int lv, int nlev)
-{
-	if (lv > nlev)
-		return 0;
-	return tp_fabric_host(f, fidx[r])->group[lv - 1];
-}
-
-static void build_tree(tp_plan_t *p, const tp_fabric_t *f, const uint32_t *fidx,
-		       int t, int nlev, unit_t *u, unit_t *v)
-{
-	size_t nu = p->ngroups, nv;
-	uint32_t *par = p->parent[t];
-
-	for (size_t g = 0; g < p->ngroups; g++) {
-		const tp_plan_group_t *gp = &p->groups[g];
-		for (uint32_t i = 0; i < gp->nhosts; i++) {
-			uint32_t up = tree_parent(t, i, gp->nhosts);
-			par[gp->first + i] =
-			    up == TP_PLAN_NONE ? up : gp->first + up;
-		}
-		u[g].first = gp->first;
-		u[g].root = gp->first + tree_root(t, gp->nhosts);
-	}
-	for (int lv = 2; lv <= nlev + 1 && nu > 1; lv++) {
-		nv = 0;
-		for (size_t a = 0, b; a < nu; a = b) {
-			uint32_t key = level_key(f, fidx, u[a].first, lv, nlev);
-			uint32_t k;
-			for (b = a + 1; b < nu && level_key(f, fidx, u[b].first,
-							    lv, nlev) == key;
-			     b++)
-				;
-			k = (uint32_t)(b - a);
-			for (uint32_t i = 0; i < k; i++) {
-				uint32_t up = tree_parent(t, i, k);
-				if (up != TP_PLAN_NONE)
-					par[u[a + i].root] = u[a + up].root;
-			}
-			v[nv].first = u[a].first;
-			v[nv].root = u[a + tree_root(t, k)].root;
-			nv++;
-		}
-		memcpy(u, v, nv * sizeof(*u));
-		nu = nv;
-	}
-	p->root[t] = u[0].root;
 }
 
 /* Every group of every level one run in the ring (see the notes). */
@@ -406,45 +356,37 @@ static tp_err_t fill_hosts(tp_plan_t *p, const tp_fabric_t *f,
 	return TP_OK;
 }
 
+/* Groups are the schedule's level-1 units, which the contiguous ring
+ * makes runs of node ranks. */
 static tp_err_t fill_groups(tp_plan_t *p, const tp_fabric_t *f,
-			    const uint32_t *fidx)
+			    const uint32_t *fidx, const tp_sched_t *s)
 {
-	size_t ng = 0;
-
-	for (uint32_t r = 0; r < p->nhosts; r++) {
-		uint32_t g = tp_fabric_host(f, fidx[r])->group[0];
-		if (!r || g == TP_ID_NONE ||
-		    g != tp_fabric_host(f, fidx[r - 1])->group[0])
-			ng++;
-	}
-	if (!(p->groups = tp__plan_alloc(p, ng, sizeof(*p->groups))))
+	p->ngroups = tp_sched_ngroups(s);
+	if (!(p->groups = tp__plan_alloc(p, p->ngroups, sizeof(*p->groups))))
 		return TP_ERR_NOMEM;
-	p->ngroups = 0;
-	for (uint32_t r = 0; r < p->nhosts; r++) {
-		const tp_host_t *hp = tp_fabric_host(f, fidx[r]);
-		tp_plan_group_t *gp;
-		if (r && hp->group[0] != TP_ID_NONE &&
-		    hp->group[0] == tp_fabric_host(f, fidx[r - 1])->group[0]) {
-			p->groups[p->ngroups - 1].nhosts++;
-			p->hosts[r].group = (uint32_t)p->ngroups - 1;
-			continue;
-		}
-		gp = &p->groups[p->ngroups];
+	for (size_t g = 0; g < p->ngroups; g++) {
+		const uint32_t *m;
+		size_t k = tp_sched_group_nodes(s, g, &m);
+		const tp_host_t *hp = tp_fabric_host(f, fidx[m[0]]);
+		tp_plan_group_t *gp = &p->groups[g];
+
 		gp->id = hp->group[0];
 		gp->spine =
 		    hp->group[0] == TP_ID_NONE ? TP_ID_NONE : hp->group[1];
-		gp->first = gp->leader = r;
-		gp->nhosts = 1;
-		p->hosts[r].group = (uint32_t)p->ngroups++;
+		gp->first = gp->leader = m[0];
+		gp->nhosts = (uint32_t)k;
+		for (size_t i = 0; i < k; i++)
+			p->hosts[m[i]].group = (uint32_t)g;
 	}
 	return TP_OK;
 }
 
-/* Rail r of a group is led by its (r mod nhosts)-th host, or the next
- * one round that has the rail, through the lowest local rank on it: the
- * cross-group traffic of different rails then leaves from different
- * hosts instead of piling onto the leader's NVLink. */
-static tp_err_t fill_rail_leaders(tp_plan_t *p)
+/* Rail leaders are the schedule's (see tp_sched.h: rail r by the group's
+ * (r mod nhosts)-th host or the next one round with the rail, so the
+ * cross-group traffic of different rails leaves from different hosts
+ * instead of piling onto the leader's NVLink), through the lowest local
+ * rank on the rail. */
+static tp_err_t fill_rail_leaders(tp_plan_t *p, const tp_sched_t *s)
 {
 	for (size_t g = 0; g < p->ngroups && p->nrails > 1; g++) {
 		tp_plan_group_t *gp = &p->groups[g];
@@ -454,21 +396,19 @@ static tp_err_t fill_rail_leaders(tp_plan_t *p)
 		if (!rl)
 			return TP_ERR_NOMEM;
 		for (int rail = 0; rail < p->nrails; rail++) {
-			bool found = false;
-			for (uint32_t j = 0; j < gp->nhosts && !found; j++) {
-				uint32_t r = gp->first +
-					     ((uint32_t)rail + j) % gp->nhosts;
-				const tp_plan_host_t *h = &p->hosts[r];
-				for (uint32_t l = 0; l < h->nranks && !found;
-				     l++)
-					if (h->ranks[l].rail == rail) {
-						rl[m].rail = rail;
-						rl[m].node_rank = r;
-						rl[m].local_rank = l;
-						m++;
-						found = true;
-					}
-			}
+			uint32_t r = tp_sched_rail_leader(s, g, rail);
+			const tp_plan_host_t *h;
+			if (r == TP_SCHED_NONE)
+				continue;
+			h = &p->hosts[r];
+			for (uint32_t l = 0; l < h->nranks; l++)
+				if (h->ranks[l].rail == rail) {
+					rl[m].rail = rail;
+					rl[m].node_rank = r;
+					rl[m].local_rank = l;
+					m++;
+					break;
+				}
 		}
 		gp->rail_leaders = rl;
 		gp->nrail_leaders = m;
@@ -551,8 +491,10 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 	int nlev;
 	uint32_t *fidx = NULL, dup;
 	uint8_t *seen = NULL;
-	unit_t *u = NULL, *v = NULL;
+	tp_sched_t *sch = NULL;
 	tp_plan_t *p = NULL;
+	sjob_t sj;
+	tp_sched_job_t job;
 	tp_err_t err;
 
 	if (!f || !plan_p)
@@ -624,14 +566,19 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 		goto nomem;
 	if (err)
 		goto out;
-	if ((err = fill_groups(p, f, fidx)) || (err = fill_rail_leaders(p)))
+	if (p->nrails > TP_SCHED_MAX_RAILS) {
+		err = bfail(err_p, TP_ERR_RANGE, "%d rails: at most %d",
+			    p->nrails, TP_SCHED_MAX_RAILS);
+		goto out;
+	}
+	sj = (sjob_t){p, f, fidx};
+	job = (tp_sched_job_t){n,	   nlev,	p->nrails, &sj,
+			       sjob_group, sjob_nranks, sjob_rails};
+	if ((err = tp_sched_build(&job, TP_SCHED_TREE, &sch)) ||
+	    (err = fill_groups(p, f, fidx, sch)) ||
+	    (err = fill_rail_leaders(p, sch)))
 		goto nomem;
-	err = TP_ERR_NOMEM;
-	if (!(u = tp_malloc(p->ngroups * sizeof(*u))) ||
-	    !(v = tp_malloc(p->ngroups * sizeof(*v))))
-		goto nomem;
-	for (int t = 0; t < 2; t++)
-		build_tree(p, f, fidx, t, nlev, u, v);
+	copy_trees(p, sch);
 	/* names are unique in a fabric: only NOMEM can fail here */
 	if ((err = tp__plan_index_names(p, &dup)) ||
 	    (err = tp__plan_index_trees(p)))
@@ -646,12 +593,60 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 nomem:
 	err = bfail(err_p, TP_ERR_NOMEM, "out of memory");
 out:
-	tp_free(u);
-	tp_free(v);
+	tp_sched_destroy(sch);
 	tp_free(fidx);
 	tp_free(seen);
 	tp_plan_destroy(p);
 	return err;
+}
+
+/* ---- the plan's schedule ---- */
+
+static uint32_t pjob_group(const void *arg, size_t r, int level)
+{
+	const tp_plan_t *p = arg;
+	uint32_t g = p->hosts[r].group;
+
+	return level == 0 ? g : p->groups[g].spine;
+}
+
+static uint32_t pjob_nranks(const void *arg, size_t r)
+{
+	const tp_plan_t *p = arg;
+
+	return p->hosts[r].nranks;
+}
+
+static uint64_t pjob_rails(const void *arg, size_t r)
+{
+	sjob_t j = {arg, NULL, NULL};
+
+	return sjob_rails(&j, r);
+}
+
+tp_err_t tp_plan_sched(const tp_plan_t *p, tp_sched_algo_t algo,
+		       tp_sched_t **sched_p)
+{
+	tp_sched_job_t job;
+	tp_sched_t *s = NULL;
+	tp_err_t err;
+
+	if (!p || !sched_p || !p->nhosts)
+		return TP_ERR_INVAL;
+	if (p->nrails > TP_SCHED_MAX_RAILS)
+		return TP_ERR_RANGE;
+	job = (tp_sched_job_t){p->nhosts,  2,		p->nrails, p,
+			       pjob_group, pjob_nranks, pjob_rails};
+	if ((err = tp_sched_build(&job, algo, &s)))
+		return err;
+	for (int t = 0; algo == TP_SCHED_TREE && t < 2; t++)
+		for (size_t r = 0; r < p->nhosts; r++)
+			if (tp_sched_tree_parent(s, t, r) != p->parent[t][r]) {
+				tp_sched_destroy(s);
+				return TP_ERR_UNSUPPORTED;
+			}
+	*sched_p = s;
+	return TP_OK;
 }
 
 /* ---- accessors ---- */

@@ -75,6 +75,7 @@
 
 #include "tp_common.h"
 #include "tp_placement.h"
+#include "tp_sched.h"
 #include "tp_topology.h"
 
 #define TP_PLAN_FORMAT "topoplace-plan/1"
@@ -207,6 +208,19 @@ tp_algo_t tp_plan_recommend(const tp_plan_t *plan, size_t i);
  * tree/ring split by size, plus the group structure. Static string. */
 const char *tp_plan_recommend_basis(const tp_plan_t *plan, size_t i);
 
+/* The plan's schedule for algo (see tp_sched.h): the edges the cost model
+ * priced for this plan and a collective library runs, rebuilt from what
+ * the plan records (groups, spine groups, local ranks and their rails),
+ * so a plan loaded from JSON gives the same schedule as the one built.
+ * TP_SCHED_TREE: the trees must be the plan's (they are for fabrics of up
+ * to two group levels); TP_ERR_UNSUPPORTED otherwise - use the
+ * tp_plan_tree_* accessors then. TP_ERR_INVAL for bad arguments,
+ * TP_ERR_RANGE for more than TP_SCHED_MAX_RAILS rails, TP_ERR_NOMEM.
+ * Caller frees *sched_p with tp_sched_destroy(); it does not refer to
+ * the plan. */
+tp_err_t tp_plan_sched(const tp_plan_t *plan, tp_sched_algo_t algo,
+		       tp_sched_t **sched_p);
+
 /* ---- JSON (topoplace-plan/1) --------------------------------------------- */
 
 /*
@@ -244,5 +258,87 @@ tp_err_t tp_plan_load_json(const char *path, tp_plan_t **plan_p,
 			   char **err_p);
 tp_err_t tp_plan_parse_json(const char *name, const char *buf, size_t len,
 			    tp_plan_t **plan_p, char **err_p);
+
+/* ---- a Slurm step's ranks and environment -------------------------------- */
+
+/*
+ * What the SPANK plugin hands every task of a step, computed without
+ * Slurm so that it is tested here and the collective library's bootstrap
+ * can share it. The plugin only reads Slurm's items and sets the pairs.
+ *
+ *   TOPOPLACE_PLAN        the plan file (in->plan_path)
+ *   TOPOPLACE_NODE_RANK   this host's position in the plan's ring
+ *   TOPOPLACE_WORLD_SIZE  the step's task count
+ *   NCCL_IB_HCA           "=dev,dev,...": this host's HCAs in rail order
+ *                         (exact names: "mlx5_1" alone would also match
+ *                         mlx5_10..mlx5_17); unset when it has none
+ *   NCCL_CROSS_NIC        "0" on a rail-optimized fabric (fabric rails >
+ *                         1: a ring or tree must stay on its rail); "1"
+ *                         when the host has several HCAs on one fat tree;
+ *                         unset with one HCA
+ *   NCCL_TOPO_FILE        in->topo_file, when given
+ * and per task (tp_step_task_rank): TOPOPLACE_RANK = rank_base + the
+ * task's local id, TOPOPLACE_LOCAL_RANK = the local id. Global ranks
+ * follow the plan's ring host by host with the step's real layout (the
+ * tasks of the hosts before this one in the ring).
+ */
+
+/* Most pairs tp_plan_step_env() returns. */
+#define TP_STEP_ENV_MAX 6
+
+typedef struct tp_step_in {
+	/* the step's hosts in Slurm's order (SLURM_STEP_NODELIST expanded)
+	 * and their task counts (SLURM_STEP_TASKS_PER_NODE) */
+	const char *const *hosts;
+	const uint32_t *tasks;
+	size_t n;
+	size_t node_id;	       /* this host: hosts[node_id] (S_JOB_NODEID) */
+	uint64_t ntasks;       /* the step's tasks (S_JOB_TOTAL_TASK_COUNT) */
+	int fabric_rails;      /* tp_fabric_rails() of the plan's fabric */
+	const char *plan_path; /* where the plan file is (not checked) */
+	const char *topo_file; /* NCCL topology file for this host, or NULL */
+} tp_step_in_t;
+
+typedef struct tp_step_var {
+	const char *name; /* static */
+	char *value;
+} tp_step_var_t;
+
+typedef struct tp_step_env {
+	uint32_t node_rank; /* this host's position in the ring */
+	uint32_t rank_base; /* TOPOPLACE_RANK of its local task 0 */
+	uint64_t world;	    /* the step's tasks */
+	size_t nvars;	    /* the pairs to set, in this order */
+	tp_step_var_t vars[TP_STEP_ENV_MAX];
+} tp_step_env_t;
+
+/* "4(x2),2,1" (SLURM_STEP_TASKS_PER_NODE) into counts[0..n).
+ * TP_ERR_PARSE when malformed or not exactly n hosts, TP_ERR_INVAL for
+ * NULL arguments. */
+tp_err_t tp_step_tasks_parse(const char *text, uint32_t *counts, size_t n);
+
+/* The step's plan: no predictions; when every host runs the same number
+ * of tasks, gpus_per_host is that count (so the plan's ranks are the
+ * step's), falling back to one rank per GPU when a host has fewer GPUs.
+ * Errors and *err_p as tp_plan_build(). */
+tp_err_t tp_plan_build_step(const tp_fabric_t *f, const char *const *hosts,
+			    size_t n, const uint32_t *tasks, tp_plan_t **plan_p,
+			    char **err_p);
+
+/* Ranks and pairs for in->hosts[in->node_id]. TP_ERR_INVAL for bad
+ * arguments, TP_ERR_NOTFOUND when a plan host is not in the step or this
+ * host not in the plan, TP_ERR_RANGE when the task counts do not add up
+ * to in->ntasks, TP_ERR_NOMEM; *err_p (caller frees with tp_free) gets
+ * one line naming the host or counts. *env_p is filled only on success;
+ * the caller frees it with tp_step_env_free(). Pure: reads the plan and
+ * in only. */
+tp_err_t tp_plan_step_env(const tp_plan_t *plan, const tp_step_in_t *in,
+			  tp_step_env_t *env_p, char **err_p);
+/* Frees the values and empties env; NULL is a no-op. */
+void tp_step_env_free(tp_step_env_t *env);
+/* Value of a pair by name, NULL when not set (borrowed). */
+const char *tp_step_env_get(const tp_step_env_t *env, const char *name);
+/* TOPOPLACE_RANK of local task `local`. */
+uint32_t tp_step_task_rank(const tp_step_env_t *env, uint32_t local);
 
 #endif /* TP_RUNTIME_H */

@@ -36,6 +36,7 @@ typedef struct gen {
 	const char *prefix;
 	int width; /* link lanes */
 	double lane_gbps;
+	uint64_t rng; /* splitmix64 state for degraded cables */
 } gen_t;
 
 static int digits(long long n)
@@ -159,6 +160,42 @@ static tp_err_t add_host_ca(gen_t *g, int subnet, long long i, int dev,
 				   ca, 1, g->width, g->lane_gbps, true, NULL);
 }
 
+/* Whether the next cable is degraded, from the generator's own seeded
+ * stream: 0 healthy, 1 down (missing), 2 half width. */
+static int degrade_pick(gen_t *g, double share)
+{
+	uint64_t z;
+	double u;
+
+	if (!(share > 0))
+		return 0;
+	z = (g->rng += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	z ^= z >> 31;
+	u = (double)(z >> 11) / 9007199254740992.0;
+	if (u >= share)
+		return 0;
+	return u < share / 2 ? 1 : 2;
+}
+
+/* add_host_ca with a degraded cable: kind 1 leaves the CA uncabled (it
+ * is not in the fabric, as a dump would not show it), 2 halves the width. */
+static tp_err_t add_host_ca_deg(gen_t *g, int subnet, long long i, int dev,
+				uint32_t leaf, int port, int kind)
+{
+	int w = g->width;
+	tp_err_t err;
+
+	if (kind == 1)
+		return TP_OK;
+	if (kind == 2)
+		g->width = w / 2;
+	err = add_host_ca(g, subnet, i, dev, leaf, port);
+	g->width = w;
+	return err;
+}
+
 /* GPUs of host i; GPU k's nearest NIC spreads the GPUs over the HCAs. */
 static tp_err_t add_host_gpus(gen_t *g, long long i, int ngpus, int ncas)
 {
@@ -228,11 +265,13 @@ void tp_gen_fat_tree_defaults(tp_gen_fat_tree_t *p)
 	p->link_gbps = 400;
 	p->host_prefix = "node";
 	p->interleave = false;
+	p->nics_per_host = 1;
 }
 
 tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
 {
 	const char *what = "fat tree";
+	int nics, up;
 	long long nhosts;
 	uint32_t *leaf = NULL, *spine = NULL;
 	char desc[64];
@@ -247,21 +286,40 @@ tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
 	    (err = check_count(what, "hosts_per_leaf", p->hosts_per_leaf, 1,
 			       MAX_COUNT)) ||
 	    (err = check_count(what, "uplinks_per_spine", p->uplinks_per_spine,
-			       1, 256)) ||
+			       0, 256)) ||
+	    (err =
+		 check_count(what, "nics_per_host", p->nics_per_host, 0, 64)) ||
 	    (err = check_count(what, "gpus_per_host", p->gpus_per_host, 0,
 			       MAX_GPUS)) ||
 	    (err = check_gbps(what, p->link_gbps)) ||
 	    (err = check_prefix(what, p->host_prefix)))
 		return err;
+	if (!(p->degrade >= 0 && p->degrade <= 1)) {
+		tp__log(TP_LOG_ERROR, "%s: degrade %g out of range [0, 1]",
+			what, p->degrade);
+		return TP_ERR_RANGE;
+	}
+	nics = p->nics_per_host > 0   ? p->nics_per_host
+	       : p->gpus_per_host > 0 ? p->gpus_per_host
+				      : 1;
+	up = p->uplinks_per_spine > 0
+		 ? p->uplinks_per_spine
+		 : (int)(((long long)p->hosts_per_leaf * nics / 2 + p->spines -
+			  1) /
+			 p->spines);
+	if (up < 1)
+		up = 1;
 	nhosts = (long long)p->leaves * p->hosts_per_leaf;
 	if ((err = check_count(what, "hosts", nhosts, 1, MAX_HOSTS)) ||
 	    (err = check_count(what, "uplinks",
-			       (long long)p->leaves * p->spines *
-				   p->uplinks_per_spine,
-			       1, MAX_LINKS)))
+			       (long long)p->leaves * p->spines * up, 1,
+			       MAX_LINKS)) ||
+	    (err =
+		 check_count(what, "host links", nhosts * nics, 1, MAX_LINKS)))
 		return err;
 	if ((err = gen_start(&g, p->host_prefix, nhosts, p->link_gbps)))
 		return err;
+	g.rng = p->degrade_seed ^ 0xdec0de5eedULL;
 	leaf = tp_malloc((size_t)p->leaves * sizeof(uint32_t));
 	spine = tp_malloc((size_t)p->spines * sizeof(uint32_t));
 	if (!leaf || !spine) {
@@ -274,16 +332,14 @@ tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
 	for (int l = 0; l < p->leaves; l++) {
 		fmt(desc, sizeof(desc), "leaf%0*d", lw, l + 1);
 		if ((err = add_switch(&g, sub, desc,
-				      p->hosts_per_leaf +
-					  p->spines * p->uplinks_per_spine,
+				      p->hosts_per_leaf * nics + p->spines * up,
 				      &leaf[l])))
 			goto out;
 	}
 	for (int s = 0; s < p->spines; s++) {
 		fmt(desc, sizeof(desc), "spine%0*d", sw, s + 1);
-		if ((err = add_switch(&g, sub, desc,
-				      p->leaves * p->uplinks_per_spine,
-				      &spine[s])))
+		if ((err =
+			 add_switch(&g, sub, desc, p->leaves * up, &spine[s])))
 			goto out;
 	}
 	for (long long i = 0; i < nhosts; i++) {
@@ -291,20 +347,36 @@ tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
 		    p->interleave ? i % p->leaves : i / p->hosts_per_leaf;
 		long long slot =
 		    p->interleave ? i / p->leaves : i % p->hosts_per_leaf;
+		int cabled = 0;
 
-		if ((err =
-			 add_host_ca(&g, sub, i, 0, leaf[l], (int)slot + 1)) ||
-		    (err = add_host_gpus(&g, i, p->gpus_per_host, 1)))
+		for (int n = 0; n < nics && !err; n++) {
+			int port = (int)slot * nics + n + 1;
+			int kind = degrade_pick(&g, p->degrade);
+			/* never strand a host: its last NIC is only halved */
+			if (kind == 1 && n == nics - 1 && !cabled)
+				kind = 2;
+			if (kind != 1)
+				cabled++;
+			err =
+			    add_host_ca_deg(&g, sub, i, n, leaf[l], port, kind);
+		}
+		if (err || (err = add_host_gpus(&g, i, p->gpus_per_host, nics)))
 			goto out;
 	}
 	for (int l = 0; l < p->leaves; l++)
 		for (int s = 0; s < p->spines; s++)
-			for (int u = 0; u < p->uplinks_per_spine; u++) {
-				int lp = p->hosts_per_leaf +
-					 s * p->uplinks_per_spine + u + 1;
-				int sp = l * p->uplinks_per_spine + u + 1;
-				if ((err = link_sw(&g, leaf[l], lp, spine[s],
-						   sp)))
+			for (int u = 0; u < up; u++) {
+				int lp =
+				    p->hosts_per_leaf * nics + s * up + u + 1;
+				int sp = l * up + u + 1;
+				int kind = degrade_pick(&g, p->degrade);
+				if (kind == 1)
+					continue;
+				if ((err = tp__fabric_add_link(
+					 g.f, TP_NODE_SWITCH, leaf[l], lp,
+					 TP_NODE_SWITCH, spine[s], sp,
+					 kind == 2 ? g.width / 2 : g.width,
+					 g.lane_gbps, true, NULL)))
 					goto out;
 			}
 out:

@@ -218,6 +218,18 @@ typedef struct tp_gen_fat_tree {
 	double link_gbps;    /* 4x lane rate: 200 HDR, 400 NDR */
 	const char *host_prefix; /* "node" */
 	bool interleave;     /* host i on leaf i % leaves (names not in order) */
+	/* NICs per host, all on the host's leaf (mlx5_0 ..); 0: one per GPU,
+	 * as DGX H100-class hosts have (1 for a host without GPUs).
+	 * Defaults to 1, the classic one-NIC model. */
+	int nics_per_host;
+	/* uplinks_per_spine 0: as many as keep each leaf 2:1 oversubscribed
+	 * (hosts_per_leaf x NICs / 2 cables up, spread over the spines) */
+	/* Share of cables (host and up-links, 0..1) to degrade, reproducibly
+	 * from degrade_seed, as real dumps show: each such cable is either
+	 * missing (down) or runs at half width, one or the other at random.
+	 * A host's last NIC cable is only ever halved, never taken down. */
+	double degrade;
+	uint64_t degrade_seed;
 } tp_gen_fat_tree_t;
 
 typedef struct tp_gen_rail {

@@ -13,7 +13,7 @@ expect 0 "fabric --help" $T fabric --help
 expect 2 "discover without a source" $T discover -o "$tmp/x.json"
 expect 2 "discover without -o" $T discover --ibnetdiscover /dev/null
 expect 2 "generate bad kind" $T fabric generate torus -o "$tmp/x.json"
-expect 2 "generate bad number" $T fabric generate fat-tree --leaves zero -o "$tmp/x.json"
+expect 2 "generate bad number" $T fabric generate fat-tree --nics-per-host 1 --leaves zero -o "$tmp/x.json"
 
 # ---- topoplace.conf: the key table, its man page, a check ----
 expect 0 "config --dump" $T config --dump
@@ -32,7 +32,7 @@ grep -q "bad.conf:2: unknown key" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ]
 	ok "bad key named with its line" || bad "bad conf: $(cat "$tmp/err")"
 
 # ---- generated fabrics ----
-expect 0 "generate fat-tree" $T fabric generate fat-tree --leaves 4 --spines 2 --hosts-per-leaf 8 --uplinks 2 --interleave -o "$tmp/ft.json"
+expect 0 "generate fat-tree" $T fabric generate fat-tree --nics-per-host 1 --leaves 4 --spines 2 --hosts-per-leaf 8 --uplinks 2 --interleave -o "$tmp/ft.json"
 $T fabric show "$tmp/ft.json" --json >"$tmp/ft.show"
 jeq "$tmp/ft.show" .hosts 32 "fat-tree hosts"
 jeq "$tmp/ft.show" .switches 6 "fat-tree switches"

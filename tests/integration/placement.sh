@@ -6,7 +6,7 @@
 T=$TOPOPLACE
 
 # 4 leaves x 4 hosts x 8 GPUs, 2:1 oversubscribed; host i on leaf i mod 4
-$T fabric generate fat-tree --leaves 4 --spines 2 --hosts-per-leaf 4 --uplinks 1 --interleave -o "$tmp/ft.json" ||
+$T fabric generate fat-tree --nics-per-host 1 --leaves 4 --spines 2 --hosts-per-leaf 4 --uplinks 1 --interleave -o "$tmp/ft.json" ||
 	{ bad "generate"; finish; }
 
 expect 0 "place nodes=4" $T place --fabric "$tmp/ft.json" --request nodes=4,gpus-per-node=8 --json
@@ -70,6 +70,19 @@ for p in topoplace slurm-tree slurm-linear first-fit random; do
 		"$tmp/sim.json" >/dev/null && ok "simulate metrics for $p" || bad "simulate metrics for $p"
 done
 grep -q '<polyline' "$tmp/sim.svg" && ok "simulate svg" || bad "simulate svg"
+jq -e '(.baseline == "slurm-tree") and (.seeds | length == 8) and (.seeds[0] == 3)
+	and (.policies["slurm-tree"].verdict == "baseline")
+	and (.policies.topoplace.jct_ratio_mean > 0) and (.policies.topoplace.jct_ratio_se >= 0)
+	and (.policies.topoplace.verdict | IN("better", "worse", "tie"))
+	and (.policies.topoplace.by_size | length == 4)
+	and (.policies.topoplace.per_seed | length == 8)
+	and (.policies.topoplace.mean.mean_jct_s > 0)' "$tmp/sim.json" >/dev/null &&
+	ok "simulate: 8 seeds, baseline, ratio +- se, by size" || bad "simulate seeds JSON"
+expect 0 "simulate --seeds 2 --baseline first-fit" $T simulate --fabric "$tmp/ft.json" --synthetic llm --jobs 100 --seeds 2 --baseline first-fit --policies topoplace --json
+jq -e '(.baseline == "first-fit") and (.seeds == [1, 2]) and (.policies | has("first-fit"))' "$tmp/out" >/dev/null &&
+	ok "simulate: the baseline joins the policies" || bad "simulate --baseline: $(head -c 300 "$tmp/out")"
+expect 2 "simulate unknown baseline" $T simulate --fabric "$tmp/ft.json" --baseline nope
+grep -q "unknown baseline 'nope'" "$tmp/err" && ok "unknown baseline named" || bad "unknown baseline: $(cat "$tmp/err")"
 printf 'submit_s,gpus,run_s\n0,8,100\n10,16,50\n20,1,10\n' >"$tmp/trace.csv"
 expect 0 "simulate CSV trace" $T simulate --fabric "$tmp/ft.json" --trace "$tmp/trace.csv" --policies topoplace,slurm-tree --json
 jeq "$tmp/out" '.policies.topoplace.jobs' 3 "CSV jobs run"

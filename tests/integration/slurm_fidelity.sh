@@ -28,7 +28,7 @@ t0=$(date +%s)
 cluster_trap
 
 fabric=$tmp/fabric.json
-"$TOPOPLACE" fabric generate fat-tree --leaves 3 --spines 2 --hosts-per-leaf 4 --interleave \
+"$TOPOPLACE" fabric generate fat-tree --nics-per-host 1 --uplinks 2 --leaves 3 --spines 2 --hosts-per-leaf 4 --interleave \
 	--gpus-per-host 4 --prefix node -o "$fabric" >/dev/null || { bad "fabric generate"; finish; }
 echo "# $CLUSTER start --topology tree --nodes 12 --net $NET --port $PORT --dir $dir"
 if ! timeout 120 "$CLUSTER" start --topology tree --fabric "$fabric" --nodes 12 --gpus-per-node 4 \

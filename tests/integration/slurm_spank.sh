@@ -254,7 +254,7 @@ t2=$(awk '$2 == "node002" { print $7 }' "$tmp/rail")
 	bad "NCCL_TOPO_FILE: node001 '$t1', node002 '$t2'"
 
 # ---- a fabric without the job's hosts: runs, untouched, one line ----
-"$TOPOPLACE" fabric generate fat-tree --leaves 2 --spines 1 --hosts-per-leaf 4 \
+"$TOPOPLACE" fabric generate fat-tree --nics-per-host 1 --uplinks 2 --leaves 2 --spines 1 --hosts-per-leaf 4 \
 	--prefix gpu -o "$dir/fabric.json" >/dev/null
 j=$(as_user timeout 10 sbatch --parsable -J e -N 8 -o "$work/e.out" \
 	--wrap 'srun sh -c "echo \$(hostname) \${TOPOPLACE_PLAN:-x} \${NCCL_IB_HCA:-x}"')

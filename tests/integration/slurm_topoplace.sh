@@ -139,7 +139,7 @@ topo_has topoplace-flat 0 'node[001-008]' && ok "flat table after a corrupt fabr
 expect 0 "srun -N 8 still schedules" timeout 30 srun -N 8 true
 
 # ---- a fabric that does not match slurm.conf: flat, logged ----
-"$TOPOPLACE" fabric generate fat-tree --leaves 2 --spines 1 --hosts-per-leaf 3 \
+"$TOPOPLACE" fabric generate fat-tree --nics-per-host 1 --uplinks 2 --leaves 2 --spines 1 --hosts-per-leaf 3 \
 	--prefix node -o "$dir/fabric.json" >/dev/null
 timeout 20 scontrol reconfigure >/dev/null 2>&1
 sleep 1

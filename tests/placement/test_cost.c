@@ -743,6 +743,96 @@ static void test_nvlink_domain(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* The tree prices the plan's level-wise trees (sched/), not a flat tree
+ * over the ring order. m leaf groups of 4 hosts in ring order: each tree
+ * has exactly m - 1 edges across groups, each carrying S/2 up and S/2
+ * down, so 2(m-1) S cross the spine - what the hierarchical algorithm's
+ * cross-group rings send too (a flat NCCL tree over the 8 hosts of m = 2
+ * crosses with 2 edges per tree: 4 S). */
+static void test_tree_levelwise_cross(void **state)
+{
+	int gpus[12];
+
+	(void)state;
+	ones(gpus, 12, 1);
+	for (int m = 2; m <= 3; m++) {
+		tp_fabric_t *f = fat_tree(m, 4, 4, 1);
+		tp_cost_ctx_t *c = mkctx(f);
+		uint32_t hosts[12];
+		tp_cost_t t, h;
+
+		for (uint32_t i = 0; i < 12; i++)
+			hosts[i] = i;
+		t = predict(c, NULL, hosts, gpus, 4 * (size_t)m, TP_ALGO_TREE);
+		h = predict(c, NULL, hosts, gpus, 4 * (size_t)m,
+			    TP_ALGO_HIERARCHICAL);
+		assert_close(t.cross_top_bytes, 2.0 * (m - 1) * S_BYTES);
+		assert_close(h.cross_top_bytes, 2.0 * (m - 1) * S_BYTES);
+		tp_cost_ctx_destroy(c);
+		tp_fabric_destroy(f);
+	}
+}
+
+/* Closed form of the level-wise double tree, 2 leaves x 2 hosts, 1 GPU,
+ * non-blocking up-links. Tree 0: 1 -> 0, 3 -> 2, 2 -> 0; tree 1 (NCCL's
+ * mirror): 0 -> 1, 2 -> 3, 1 -> 3. Every host is interior in exactly one
+ * tree, so it sends 3 flows of S/2 at B/3: 1.5 S/B (the flat tree over
+ * the same 4 hosts has hosts with 4 flows: 2 S/B). Depth 2, 3 switches
+ * per cross-leaf flow: latency 4 (alpha + 3 hop). */
+static void test_tree_levelwise_closed(void **state)
+{
+	tp_cost_params_t p;
+	tp_fabric_t *f = fat_tree(2, 2, 2, 1);
+	tp_cost_ctx_t *c = mkctx(f);
+	uint32_t hosts[4] = {0, 1, 2, 3};
+	int gpus[4];
+	tp_cost_t r;
+
+	(void)state;
+	tp_cost_params_defaults(&p);
+	ones(gpus, 4, 1);
+	r = predict(c, NULL, hosts, gpus, 4, TP_ALGO_TREE);
+	assert_close(r.bandwidth_s, xfer(1.5 * S_BYTES, B_GBPS));
+	assert_close(r.latency_s, 4 * (p.alpha_s + 3 * p.hop_s));
+	/* tree 0's 2 -> 0 and tree 1's 1 -> 3, both ways */
+	assert_close(r.cross_top_bytes, 2 * S_BYTES);
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
+/* Hierarchical on 2 rails prices the plan's rail leaders: 2 scalable
+ * units of 2 hosts, 2 GPUs each next to its own rail. One channel per
+ * rail, led by host r of each unit: reduce-scatter inside the host (S/2
+ * per GPU over NVLink), inside the unit (S/2 per edge over both rails:
+ * S/4 per NIC), then per rail one cross-unit ring of the leaders on that
+ * rail alone (2(m-1)/m / 2 = S/2 per edge, one NIC), and back. */
+static void test_hier_rail_leaders(void **state)
+{
+	tp_cost_params_t p;
+	tp_fabric_t *f = rail(2, 2, 2, 1, 2);
+	tp_cost_ctx_t *c = mkctx(f);
+	uint32_t hosts[4] = {0, 1, 2, 3};
+	int gpus[4];
+	double nv;
+	tp_cost_t h;
+
+	(void)state;
+	tp_cost_params_defaults(&p);
+	nv = tp_fabric_host(f, 0)->gpus[0].nvlink_gbps > 0
+		 ? tp_fabric_host(f, 0)->gpus[0].nvlink_gbps
+		 : p.nvlink_gbps;
+	ones(gpus, 4, 2);
+	h = predict(c, NULL, hosts, gpus, 4, TP_ALGO_HIERARCHICAL);
+	assert_close(h.bandwidth_s, 2 * xfer(S_BYTES / 2, nv) +
+					2 * xfer(S_BYTES / 4, B_GBPS) +
+					xfer(S_BYTES / 2, B_GBPS));
+	assert_close(h.cross_top_bytes, 2 * S_BYTES);
+	assert_close(h.latency_s, 2 * p.alpha_s + 2 * (p.alpha_s + p.hop_s) +
+				      2 * (p.alpha_s + 3 * p.hop_s));
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
 /* Max-min fairness, textbook case: link 0 (capacity 1) carries flows A
  * and B, link 1 (capacity 2) carries A and C. Link 0 saturates first at
  * 1/2 each; C then takes what A leaves on link 1: 1.5. */
@@ -1040,6 +1130,9 @@ int main(void)
 	    cmocka_unit_test(test_hier_cross_spine),
 	    cmocka_unit_test(test_hier_one_group),
 	    cmocka_unit_test(test_tree),
+	    cmocka_unit_test(test_tree_levelwise_cross),
+	    cmocka_unit_test(test_tree_levelwise_closed),
+	    cmocka_unit_test(test_hier_rail_leaders),
 	    cmocka_unit_test(test_multi_rail),
 	    cmocka_unit_test(test_nvlink_domain),
 	    cmocka_unit_test(test_maxmin_textbook),

@@ -423,6 +423,61 @@ static void test_deterministic(void **state)
 		assert_ptr_equal(f, (tp_fabric_t *)0x1);                       \
 	} while (0)
 
+/* One NIC per GPU on the host's leaf, up-links sized for 2:1, and the
+ * seeded degradation: the same seed the same cables, another seed others,
+ * no host left without a cable. */
+static void test_fat_tree_nics(void **state)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL, *g = NULL, *h = NULL;
+	char *a = NULL, *b = NULL, *c = NULL;
+
+	(void)state;
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 4;
+	p.hosts_per_leaf = 4;
+	p.spines = 2;
+	p.uplinks_per_spine = 0;
+	p.nics_per_host = 0;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	assert_int_equal(tp_fabric_nhosts(f), 16);
+	for (size_t i = 0; i < tp_fabric_nhosts(f); i++) {
+		assert_int_equal(tp_fabric_host(f, i)->ncas, 8);
+		assert_int_equal(tp_fabric_host(f, i)->nleaves, 1);
+	}
+	/* 16 hosts x 8 NICs + 4 leaves x 2 spines x 8 up-links (32 down,
+	 * 16 up per leaf: 2:1) */
+	assert_int_equal(tp_fabric_nlinks(f), 16 * 8 + 4 * 2 * 8);
+	const tp_group_t *gp = tp_fabric_group(f, tp_fabric_host(f, 0)->group[0]);
+	assert_true(fabs(gp->down_gbps - 2 * gp->up_gbps) < 1e-6);
+	tp_fabric_destroy(f);
+
+	p.degrade = 0.2;
+	p.degrade_seed = 7;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	assert_int_equal(tp_gen_fat_tree(&p, &g), TP_OK);
+	p.degrade_seed = 8;
+	assert_int_equal(tp_gen_fat_tree(&p, &h), TP_OK);
+	assert_int_equal(tp_fabric_to_json(f, &a), TP_OK);
+	assert_int_equal(tp_fabric_to_json(g, &b), TP_OK);
+	assert_int_equal(tp_fabric_to_json(h, &c), TP_OK);
+	assert_string_equal(a, b);
+	assert_true(strcmp(a, c) != 0);
+	size_t half = 0, links = tp_fabric_nlinks(f);
+	assert_true(links < 16 * 8 + 4 * 2 * 8); /* some cables down */
+	for (size_t i = 0; i < links; i++)
+		half += tp_fabric_link(f, i)->width == 2;
+	assert_true(half > 0); /* some at half width */
+	for (size_t i = 0; i < tp_fabric_nhosts(f); i++)
+		assert_true(tp_fabric_host(f, i)->ncas >= 1);
+	tp_free(a);
+	tp_free(b);
+	tp_free(c);
+	tp_fabric_destroy(f);
+	tp_fabric_destroy(g);
+	tp_fabric_destroy(h);
+}
+
 static void test_param_errors(void **state)
 {
 	tp_gen_fat_tree_t ft;
@@ -436,7 +491,12 @@ static void test_param_errors(void **state)
 	FT_BAD(leaves, 65537);
 	FT_BAD(spines, 0);
 	FT_BAD(hosts_per_leaf, 0);
-	FT_BAD(uplinks_per_spine, 0);
+	FT_BAD(uplinks_per_spine, -1);
+	FT_BAD(nics_per_host, -1);
+	FT_BAD(nics_per_host, 65);
+	FT_BAD(degrade, -0.1);
+	FT_BAD(degrade, 1.5);
+	FT_BAD(degrade, NAN);
 	FT_BAD(gpus_per_host, -1);
 	FT_BAD(gpus_per_host, 65);
 	FT_BAD(link_gbps, 0);
@@ -715,6 +775,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_fat_tree_defaults),
 	    cmocka_unit_test(test_fat_tree_interleave),
+	    cmocka_unit_test(test_fat_tree_nics),
 	    cmocka_unit_test(test_rail_defaults),
 	    cmocka_unit_test(test_rail_uneven),
 	    cmocka_unit_test(test_nvl72_defaults),

@@ -1,0 +1,212 @@
+/*
+ * A Slurm step's ranks and environment from its plan (tp_runtime.h).
+ *
+ * Notes:
+ * - This was the body of the SPANK plugin's step start; it moved here so
+ *   that the values are unit-tested and the collective library's
+ *   bootstrap computes the same ranks. The names, values and the order
+ *   of the pairs are the plugin's (tests/integration/slurm_spank.sh
+ *   checks them on a real cluster).
+ * - Hosts are few per step: a linear match of names keeps it simple.
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime_int.h"
+
+tp_err_t tp_step_tasks_parse(const char *s, uint32_t *counts, size_t n)
+{
+	size_t i = 0;
+
+	if (!s || !counts)
+		return TP_ERR_INVAL;
+	while (*s) {
+		char *end;
+		unsigned long c = strtoul(s, &end, 10), rep = 1;
+
+		if (end == s)
+			return TP_ERR_PARSE;
+		s = end;
+		if (s[0] == '(' && s[1] == 'x') {
+			rep = strtoul(s + 2, &end, 10);
+			if (end == s + 2 || *end != ')' || !rep)
+				return TP_ERR_PARSE;
+			s = end + 1;
+		}
+		if (rep > n - i || c > UINT32_MAX)
+			return TP_ERR_PARSE;
+		while (rep--)
+			counts[i++] = (uint32_t)c;
+		if (*s == ',')
+			s++;
+		else if (*s)
+			return TP_ERR_PARSE;
+	}
+	return i == n ? TP_OK : TP_ERR_PARSE;
+}
+
+tp_err_t tp_plan_build_step(const tp_fabric_t *f, const char *const *hosts,
+			    size_t n, const uint32_t *tasks, tp_plan_t **plan_p,
+			    char **err_p)
+{
+	tp_plan_opts_t opts;
+	tp_err_t err;
+
+	if (!tasks || !n)
+		return tp_plan_build(f, NULL, hosts, n, NULL, plan_p, err_p);
+	tp_plan_opts_defaults(&opts);
+	opts.predict = false;
+	opts.gpus_per_host = tasks[0] <= INT32_MAX ? (int)tasks[0] : 0;
+	for (size_t i = 1; i < n; i++)
+		if (tasks[i] != tasks[0])
+			opts.gpus_per_host = 0;
+	err = tp_plan_build(f, NULL, hosts, n, &opts, plan_p, err_p);
+	if (err == TP_ERR_RANGE && opts.gpus_per_host) {
+		if (err_p) {
+			tp_free(*err_p);
+			*err_p = NULL;
+		}
+		opts.gpus_per_host = 0;
+		err = tp_plan_build(f, NULL, hosts, n, &opts, plan_p, err_p);
+	}
+	return err;
+}
+
+static tp_err_t efail(char **err_p, tp_err_t err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static tp_err_t efail(char **err_p, tp_err_t err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err_p) {
+		va_start(ap, fmt);
+		*err_p = tp_vasprintf(fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
+static void put(tp_step_env_t *e, const char *name, char *value)
+{
+	if (value)
+		e->vars[e->nvars++] = (tp_step_var_t){name, value};
+}
+
+/* "=dev,dev": this host's HCAs in rail order; NULL when none (or NOMEM,
+ * which *nomem_p tells apart). */
+static char *hca_list(const tp_plan_t *plan, const tp_plan_host_t *ph,
+		      bool *nomem_p)
+{
+	tp_strbuf_t sb = {0};
+
+	for (int r = 0; r < tp_plan_nrails(plan); r++)
+		if (ph->hcas[r])
+			tp_strbuf_printf(&sb, "%s%s", sb.len ? "," : "=",
+					 ph->hcas[r]);
+	*nomem_p = sb.failed;
+	if (sb.failed || !sb.len) {
+		tp_free(sb.buf);
+		return NULL;
+	}
+	return sb.buf;
+}
+
+static tp_err_t fill_vars(const tp_plan_t *plan, const tp_step_in_t *in,
+			  const tp_plan_host_t *ph, tp_step_env_t *e)
+{
+	const char *cross = in->fabric_rails > 1       ? "0"
+			    : tp_plan_nrails(plan) > 1 ? "1"
+						       : NULL;
+	char *v[TP_STEP_ENV_MAX] = {NULL};
+	bool nomem = false;
+
+	v[0] = tp_strdup(in->plan_path);
+	v[1] = tp_asprintf("%u", ph->node_rank);
+	v[2] = tp_asprintf("%llu", (unsigned long long)e->world);
+	v[3] = hca_list(plan, ph, &nomem);
+	v[4] = cross ? tp_strdup(cross) : NULL;
+	v[5] = in->topo_file ? tp_strdup(in->topo_file) : NULL;
+	if (!v[0] || !v[1] || !v[2] || nomem || (cross && !v[4]) ||
+	    (in->topo_file && !v[5])) {
+		for (int i = 0; i < TP_STEP_ENV_MAX; i++)
+			tp_free(v[i]);
+		return TP_ERR_NOMEM;
+	}
+	put(e, "TOPOPLACE_PLAN", v[0]);
+	put(e, "TOPOPLACE_NODE_RANK", v[1]);
+	put(e, "TOPOPLACE_WORLD_SIZE", v[2]);
+	put(e, "NCCL_IB_HCA", v[3]);
+	put(e, "NCCL_CROSS_NIC", v[4]);
+	put(e, "NCCL_TOPO_FILE", v[5]);
+	return TP_OK;
+}
+
+tp_err_t tp_plan_step_env(const tp_plan_t *plan, const tp_step_in_t *in,
+			  tp_step_env_t *env_p, char **err_p)
+{
+	tp_step_env_t e;
+	const tp_plan_host_t *ph;
+	const char *me;
+	tp_err_t err;
+
+	if (!plan || !in || !env_p || !in->hosts || !in->tasks || !in->n ||
+	    in->node_id >= in->n || !in->hosts[in->node_id] || !in->plan_path)
+		return efail(err_p, TP_ERR_INVAL, "bad step arguments");
+	memset(&e, 0, sizeof(e));
+	me = in->hosts[in->node_id];
+	/* the tasks of the hosts before this one in the ring */
+	for (size_t r = 0; r < tp_plan_nhosts(plan); r++) {
+		const char *name = tp_plan_host(plan, r)->name;
+		size_t i = 0;
+
+		while (i < in->n &&
+		       (!in->hosts[i] || strcmp(in->hosts[i], name)))
+			i++;
+		if (i == in->n)
+			return efail(err_p, TP_ERR_NOTFOUND,
+				     "plan host %s not in step", name);
+		if (i == in->node_id)
+			e.rank_base = (uint32_t)e.world;
+		e.world += in->tasks[i];
+	}
+	if (e.world != in->ntasks)
+		return efail(err_p, TP_ERR_RANGE,
+			     "tasks per node give %llu tasks, the step has "
+			     "%llu",
+			     (unsigned long long)e.world,
+			     (unsigned long long)in->ntasks);
+	if (!(ph = tp_plan_host(plan, tp_plan_rank_of(plan, me))))
+		return efail(err_p, TP_ERR_NOTFOUND, "%s not in its own plan",
+			     me);
+	e.node_rank = ph->node_rank;
+	if ((err = fill_vars(plan, in, ph, &e)))
+		return efail(err_p, err, "out of memory");
+	*env_p = e;
+	return TP_OK;
+}
+
+void tp_step_env_free(tp_step_env_t *env)
+{
+	if (!env)
+		return;
+	for (size_t i = 0; i < env->nvars; i++)
+		tp_free(env->vars[i].value);
+	memset(env, 0, sizeof(*env));
+}
+
+const char *tp_step_env_get(const tp_step_env_t *env, const char *name)
+{
+	for (size_t i = 0; env && name && i < env->nvars; i++)
+		if (!strcmp(env->vars[i].name, name))
+			return env->vars[i].value;
+	return NULL;
+}
+
+uint32_t tp_step_task_rank(const tp_step_env_t *env, uint32_t local)
+{
+	return env ? env->rank_base + local : local;
+}

@@ -1,0 +1,192 @@
+/*
+ * tp_sched.h - collective schedules as data: who sends how much to whom.
+ *
+ * One schedule, three consumers: the cost model (placement/cost.c) routes
+ * and prices exactly these edges, the plan (runtime/) records the trees,
+ * groups and rail leaders they are built from, and the collective library
+ * executes them. A prediction that is not the schedule is a bug, so the
+ * schedules live here and nowhere else.
+ *
+ * A schedule is built over a job's nodes (hosts), numbered 0 .. n-1 in
+ * ring order (node rank), each with some local ranks (GPUs/processes),
+ * group keys per fabric level and the rails its ranks drive. It knows
+ * nothing of the fabric: the caller answers three questions through
+ * tp_sched_job_t (group of a node at a level, its rails, its ranks).
+ *
+ * Groups. At level 1 the nodes with the same key form a unit (a leaf
+ * group / scalable unit); a node whose key is TP_SCHED_NOKEY is a unit of
+ * its own. At level l >= 2 the units of level l-1 whose first node has
+ * the same key form a unit (TP_SCHED_NOKEY is a key like any other
+ * there), and one last level joins everything. Units are numbered in
+ * order of their first node, members keep node rank order. For a ring
+ * order in which every group is contiguous (tp_ring_order's, the plan's)
+ * the units are the runs of equal keys.
+ *
+ * Algorithms (S = the all-reduce's bytes, P = all local ranks):
+ *
+ *   ring   one phase: node i -> i+1 (mod n), 2(P-1)/P of S per edge;
+ *          inside a node with g > 1 ranks each rank passes the same
+ *          amount over the node's local fabric (a self edge i -> i).
+ *          Latency 2(P-1) steps.
+ *   tree   NCCL-style double binary tree, built level by level: inside
+ *          each level-1 unit a binary tree over its members, then a tree
+ *          over the units' roots inside each level-2 unit, and so on.
+ *          Tree 0 is NCCL's ncclGetBtree at every level, tree 1 its
+ *          ncclGetDtree (mirrored for an even count, shifted by one for an
+ *          odd one). Each tree carries half of S, reduced up and broadcast
+ *          down, both trees and both directions pipelined at once: one
+ *          phase, every tree edge child -> parent and parent -> child at
+ *          S/2, and per node with g > 1 ranks a self edge of S per tree
+ *          (the chain inside the node sends S/2 up and S/2 down). Exactly
+ *          (units at level l - 1) edges of each tree cross the boundaries
+ *          of the level-l units, the least a spanning tree needs.
+ *          Latency 2 x depth steps (depth: the deeper tree's longest
+ *          root-to-leaf path in edges) plus 2(g_max - 1) local steps.
+ *   hier   five phases over level-1 units (m units, the largest K nodes):
+ *          HOST_RS  reduce-scatter inside each node: self edge
+ *                   (g-1)/g of S, g_max - 1 local steps;
+ *          GROUP_RS ring reduce-scatter inside each unit of C equal
+ *                   shards ("channels"), shard c ending on its channel
+ *                   node; edge t -> t+1 carries every shard but those
+ *                   of t: (1 - w_t) of S, w_t = channels on t / C;
+ *                   K - 1 steps;
+ *          CROSS    per channel c a ring all-reduce of shard c across the
+ *                   units between their channel-c nodes: 2(m-1)/m x 1/C
+ *                   of S per edge, 2(m-1) steps;
+ *          GROUP_AG the ring all-gather back: edge t -> t+1 carries
+ *                   (1 - w_{t+1}) of S; K - 1 steps;
+ *          HOST_AG  as HOST_RS.
+ *          Channels: with more than one rail, one per rail, led by the
+ *          unit's rail leader (the plan's: rail r by the unit's
+ *          (r mod size)-th member, or the next one round driving rail r),
+ *          its CROSS edges on that rail (rail -1 where a unit lacks the
+ *          rail: any rail of its (r mod size)-th member); with one rail,
+ *          C = K channels, channel c on member c mod size of each unit
+ *          (corresponding ranks). A phase whose edges equal an earlier
+ *          one's (HOST_AG always, GROUP_AG when every unit's shares are
+ *          equal) names it in `mirror`, so a consumer can price it once.
+ *
+ * A phase's latency is steps x (alpha + hops x per-hop) + local_steps x
+ * alpha, hops being the most switches a flow of the phase crosses: the
+ * cost model's alpha-beta form.
+ *
+ * Ownership: tp_sched_build() returns a self-contained object (one
+ * allocation) that the caller frees with tp_sched_destroy(); every
+ * pointer an accessor returns is borrowed and valid until then. The job
+ * description and its callbacks are used during the build only.
+ *
+ * Thread safety: a built schedule is immutable; any number of threads may
+ * read it. Building calls the job's callbacks from the calling thread.
+ *
+ * Slurm context: any; the module does not print, block or touch the
+ * environment.
+ */
+#ifndef TP_SCHED_H
+#define TP_SCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tp_common.h"
+
+/* Most group levels a job describes (the fabric's TP_MAX_LEVELS fits). */
+#define TP_SCHED_MAX_LEVELS 8
+/* "No node / no group" in uint32_t fields and keys. */
+#define TP_SCHED_NONE  UINT32_MAX
+#define TP_SCHED_NOKEY UINT32_MAX
+/* Rails a node mask can hold. */
+#define TP_SCHED_MAX_RAILS 64
+
+typedef enum tp_sched_algo {
+	TP_SCHED_RING = 0,
+	TP_SCHED_HIER = 1,
+	TP_SCHED_TREE = 2,
+} tp_sched_algo_t;
+
+typedef enum tp_sched_phase_kind {
+	TP_SCHED_PH_RING = 0,	 /* ring all-reduce */
+	TP_SCHED_PH_TREE = 1,	 /* both trees, up and down, pipelined */
+	TP_SCHED_PH_HOST_RS = 2, /* hierarchical, in order */
+	TP_SCHED_PH_GROUP_RS = 3,
+	TP_SCHED_PH_CROSS = 4,
+	TP_SCHED_PH_GROUP_AG = 5,
+	TP_SCHED_PH_HOST_AG = 6,
+} tp_sched_phase_kind_t;
+
+/* The job, as callbacks so that callers need not build arrays. */
+typedef struct tp_sched_job {
+	size_t n;    /* nodes, 1 .. TP_SCHED_NONE - 1, in ring order */
+	int nlevels; /* group levels group() answers, 0..TP_SCHED_MAX_LEVELS */
+	int nrails;  /* rails the job's nodes have (0 or 1: one) */
+	const void *arg;
+	/* Key of node at level 0 .. nlevels-1 (level 1 groups at 0). */
+	uint32_t (*group)(const void *arg, size_t node, int level);
+	/* Local ranks of node, >= 1; NULL: 1 each. */
+	uint32_t (*nranks)(const void *arg, size_t node);
+	/* Bit r: some rank of node drives rail r (r < nrails); NULL: none. */
+	uint64_t (*rails)(const void *arg, size_t node);
+} tp_sched_job_t;
+
+typedef struct tp_sched_edge {
+	uint32_t src, dst; /* node ranks; src == dst: inside the node, per
+			    * local rank over its local fabric */
+	uint32_t chan;	   /* tree (0, 1) or hierarchical channel; else 0 */
+	int rail;	   /* the rail it must use, -1: any the nodes share */
+	double frac;	   /* bytes it carries, as a share of S */
+} tp_sched_edge_t;
+
+typedef struct tp_sched_phase {
+	tp_sched_phase_kind_t kind;
+	const tp_sched_edge_t *edges; /* borrowed; node-to-node edges first,
+				       * then the self edges */
+	size_t nedges;
+	double steps;	    /* each alpha + hops x per-hop */
+	double local_steps; /* each alpha */
+	/* an earlier phase with exactly these edges, TP_SCHED_NONE if none */
+	uint32_t mirror;
+} tp_sched_phase_t;
+
+typedef struct tp_sched tp_sched_t;
+
+/* Build algo's schedule for job. TP_ERR_INVAL for bad arguments (no
+ * nodes, n too large, nlevels or nrails out of range, a missing group
+ * callback with nlevels > 0, a node with 0 ranks), TP_ERR_NOMEM. *s_p is
+ * set only on success. */
+tp_err_t tp_sched_build(const tp_sched_job_t *job, tp_sched_algo_t algo,
+			tp_sched_t **s_p);
+/* NULL is a no-op. */
+void tp_sched_destroy(tp_sched_t *s);
+
+tp_sched_algo_t tp_sched_algo(const tp_sched_t *s);
+size_t tp_sched_nnodes(const tp_sched_t *s);
+/* Sum of the nodes' local ranks. */
+size_t tp_sched_nranks(const tp_sched_t *s);
+
+size_t tp_sched_nphases(const tp_sched_t *s);
+/* NULL out of range. */
+const tp_sched_phase_t *tp_sched_phase(const tp_sched_t *s, size_t i);
+/* Sum of every phase's steps x (alpha + hops[i] x hop_s) + local_steps
+ * x alpha; hops may be NULL (0). */
+double tp_sched_latency(const tp_sched_t *s, double alpha_s, double hop_s,
+			const int *hops);
+
+/* Level-1 units (groups), in order of their first node. */
+size_t tp_sched_ngroups(const tp_sched_t *s);
+/* Members of group g in node rank order (borrowed); 0 out of range. */
+size_t tp_sched_group_nodes(const tp_sched_t *s, size_t g,
+			    const uint32_t **nodes_p);
+/* Group of a node; TP_SCHED_NONE out of range. */
+uint32_t tp_sched_group_of(const tp_sched_t *s, size_t node);
+/* Node leading rail r of group g (see hier above); TP_SCHED_NONE when no
+ * member drives r, nrails <= 1 or out of range. Every algorithm's
+ * schedule answers it (and the group calls above). */
+uint32_t tp_sched_rail_leader(const tp_sched_t *s, size_t g, int rail);
+
+/* Trees 0 and 1 of a TP_SCHED_TREE schedule (the others have none:
+ * TP_SCHED_NONE, depth 0): root, parent (TP_SCHED_NONE for the root or
+ * out of range) and depth in edges. */
+uint32_t tp_sched_tree_root(const tp_sched_t *s, int tree);
+uint32_t tp_sched_tree_parent(const tp_sched_t *s, int tree, size_t node);
+uint32_t tp_sched_tree_depth(const tp_sched_t *s, int tree);
+
+#endif /* TP_SCHED_H */

@@ -1,0 +1,342 @@
+/*
+ * A Slurm step's ranks and environment (tp_plan_step_env and friends),
+ * without Slurm: the values the SPANK plugin sets, checked against what
+ * the plan says and against the layouts Slurm hands a step. The names
+ * and values are the ones tests/integration/slurm_spank.sh checks on a
+ * real cluster.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "tp_test.h"
+
+#include "tp_runtime.h"
+
+#define PATH "/run/topoplace/job7/plan-step0.json"
+
+static tp_fabric_t *fat_tree(int leaves, int hpl, int gpus)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = leaves;
+	p.spines = 2;
+	p.hosts_per_leaf = hpl;
+	p.uplinks_per_spine = 1;
+	p.gpus_per_host = gpus;
+	p.interleave = true; /* Slurm's order is not the ring's */
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	return f;
+}
+
+static tp_fabric_t *rail(int sus, int hps, int rails, int gpus)
+{
+	tp_gen_rail_t p;
+	tp_fabric_t *f = NULL;
+
+	tp_gen_rail_defaults(&p);
+	p.sus = sus;
+	p.hosts_per_su = hps;
+	p.rails = rails;
+	p.spines_per_rail = 1;
+	p.gpus_per_host = gpus;
+	assert_int_equal(tp_gen_rail(&p, &f), TP_OK);
+	return f;
+}
+
+static const char *name(const tp_fabric_t *f, size_t h)
+{
+	return tp_fabric_host(f, h)->name;
+}
+
+static tp_step_in_t step(const char *const *hosts, const uint32_t *tasks,
+			 size_t n, size_t id, uint64_t ntasks, int rails)
+{
+	return (tp_step_in_t){hosts, tasks, n, id, ntasks, rails, PATH, NULL};
+}
+
+/* SLURM_STEP_TASKS_PER_NODE's compressed form, and what it refuses. */
+static void test_tasks_parse(void **state)
+{
+	uint32_t c[4];
+
+	(void)state;
+	assert_int_equal(tp_step_tasks_parse("4(x2),2,1", c, 4), TP_OK);
+	assert_int_equal(c[0], 4);
+	assert_int_equal(c[1], 4);
+	assert_int_equal(c[2], 2);
+	assert_int_equal(c[3], 1);
+	assert_int_equal(tp_step_tasks_parse("3(x4)", c, 4), TP_OK);
+	assert_int_equal(c[3], 3);
+	assert_int_equal(tp_step_tasks_parse("8", c, 1), TP_OK);
+	assert_int_equal(c[0], 8);
+	/* too few, too many, malformed */
+	assert_int_equal(tp_step_tasks_parse("4(x2)", c, 3), TP_ERR_PARSE);
+	assert_int_equal(tp_step_tasks_parse("4(x4)", c, 3), TP_ERR_PARSE);
+	assert_int_equal(tp_step_tasks_parse("", c, 1), TP_ERR_PARSE);
+	assert_int_equal(tp_step_tasks_parse("x", c, 1), TP_ERR_PARSE);
+	assert_int_equal(tp_step_tasks_parse("4(x0)", c, 1), TP_ERR_PARSE);
+	assert_int_equal(tp_step_tasks_parse("4(x", c, 1), TP_ERR_PARSE);
+	assert_int_equal(tp_step_tasks_parse("4;2", c, 2), TP_ERR_PARSE);
+	assert_int_equal(tp_step_tasks_parse("99999999999", c, 1),
+			 TP_ERR_PARSE);
+	assert_int_equal(tp_step_tasks_parse(NULL, c, 1), TP_ERR_INVAL);
+}
+
+/* One HCA per host on a fat tree: the plan file, node rank = the host's
+ * ring position, world size, "=mlx5_0"-style HCA list, no
+ * NCCL_CROSS_NIC, no topology file; every host's rank base is the tasks
+ * of the hosts before it in the ring, so ranks cover 0 .. world-1 once.
+ * The pairs come in the plugin's order. */
+static void test_env_fat_tree(void **state)
+{
+	tp_fabric_t *f = fat_tree(2, 4, 8);
+	const char *hosts[8];
+	uint32_t tasks[8];
+	tp_plan_t *plan = NULL;
+	bool seen[16] = {false};
+
+	(void)state;
+	for (size_t i = 0; i < 8; i++) {
+		hosts[i] = name(f, i);
+		tasks[i] = 2;
+	}
+	assert_int_equal(tp_plan_build_step(f, hosts, 8, tasks, &plan, NULL),
+			 TP_OK);
+	/* uniform tasks: the plan's ranks are the step's */
+	assert_int_equal(tp_plan_world_size(plan), 16);
+	for (size_t id = 0; id < 8; id++) {
+		tp_step_in_t in = step(hosts, tasks, 8, id, 16, 1);
+		tp_step_env_t env;
+		const tp_plan_host_t *ph =
+		    tp_plan_host(plan, tp_plan_rank_of(plan, hosts[id]));
+		char want[64];
+
+		assert_int_equal(tp_plan_step_env(plan, &in, &env, NULL),
+				 TP_OK);
+		assert_int_equal(env.node_rank, ph->node_rank);
+		assert_int_equal(env.rank_base, 2 * ph->node_rank);
+		assert_int_equal(env.rank_base, ph->first_rank);
+		assert_int_equal(env.world, 16);
+		assert_int_equal(env.nvars, 4);
+		assert_string_equal(env.vars[0].name, "TOPOPLACE_PLAN");
+		assert_string_equal(env.vars[0].value, PATH);
+		assert_string_equal(env.vars[1].name, "TOPOPLACE_NODE_RANK");
+		snprintf(want, sizeof(want), "%u", ph->node_rank);
+		assert_string_equal(env.vars[1].value, want);
+		assert_string_equal(env.vars[2].name, "TOPOPLACE_WORLD_SIZE");
+		assert_string_equal(env.vars[2].value, "16");
+		assert_string_equal(env.vars[3].name, "NCCL_IB_HCA");
+		snprintf(want, sizeof(want), "=%s", ph->hcas[0]);
+		assert_string_equal(env.vars[3].value, want);
+		assert_null(tp_step_env_get(&env, "NCCL_CROSS_NIC"));
+		assert_null(tp_step_env_get(&env, "NCCL_TOPO_FILE"));
+		for (uint32_t l = 0; l < 2; l++) {
+			uint32_t r = tp_step_task_rank(&env, l);
+			assert_true(r < 16);
+			assert_false(seen[r]);
+			seen[r] = true;
+		}
+		tp_step_env_free(&env);
+		assert_int_equal(env.nvars, 0);
+	}
+	tp_step_env_free(NULL);
+	tp_plan_destroy(plan);
+	tp_fabric_destroy(f);
+}
+
+/* Uneven tasks per node (Slurm's layout, not the plan's): the base
+ * follows the ring over the step's real counts; the plan keeps one rank
+ * per GPU. A topology file is passed through. */
+static void test_env_uneven(void **state)
+{
+	tp_fabric_t *f = fat_tree(2, 2, 4);
+	const char *hosts[4];
+	uint32_t tasks[4] = {3, 1, 4, 2};
+	tp_plan_t *plan = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < 4; i++)
+		hosts[i] = name(f, i);
+	assert_int_equal(tp_plan_build_step(f, hosts, 4, tasks, &plan, NULL),
+			 TP_OK);
+	assert_int_equal(tp_plan_world_size(plan), 16);
+	for (size_t id = 0; id < 4; id++) {
+		tp_step_in_t in = step(hosts, tasks, 4, id, 10, 1);
+		tp_step_env_t env;
+		uint32_t want = 0;
+
+		in.topo_file = "/etc/nccl/topo.xml";
+		for (size_t r = 0; r < tp_plan_rank_of(plan, hosts[id]); r++)
+			for (size_t i = 0; i < 4; i++)
+				if (!strcmp(hosts[i],
+					    tp_plan_host(plan, r)->name))
+					want += tasks[i];
+		assert_int_equal(tp_plan_step_env(plan, &in, &env, NULL),
+				 TP_OK);
+		assert_int_equal(env.rank_base, want);
+		assert_int_equal(tp_step_task_rank(&env, 1), want + 1);
+		assert_string_equal(
+		    tp_step_env_get(&env, "TOPOPLACE_WORLD_SIZE"), "10");
+		assert_string_equal(tp_step_env_get(&env, "NCCL_TOPO_FILE"),
+				    "/etc/nccl/topo.xml");
+		assert_string_equal(env.vars[env.nvars - 1].name,
+				    "NCCL_TOPO_FILE");
+		tp_step_env_free(&env);
+	}
+	tp_plan_destroy(plan);
+	tp_fabric_destroy(f);
+}
+
+/* Rails: every HCA in rail order, exact names; NCCL_CROSS_NIC 0 on a
+ * rail-optimized fabric, 1 for several HCAs on one fat tree (the fabric's
+ * rails as the input says). Tasks beyond the GPUs: the plan falls back to
+ * one rank per GPU and the step's ranks still add up. */
+static void test_env_rails(void **state)
+{
+	tp_fabric_t *f = rail(2, 2, 4, 8);
+	const char *hosts[4];
+	uint32_t tasks[4] = {16, 16, 16, 16};
+	tp_plan_t *plan = NULL;
+	tp_step_env_t env;
+	tp_step_in_t in;
+	const tp_plan_host_t *ph;
+	tp_strbuf_t want = {0};
+
+	(void)state;
+	for (size_t i = 0; i < 4; i++)
+		hosts[i] = name(f, i);
+	assert_int_equal(tp_plan_build_step(f, hosts, 4, tasks, &plan, NULL),
+			 TP_OK);
+	assert_int_equal(tp_plan_world_size(plan), 32);
+	assert_int_equal(tp_plan_nrails(plan), 4);
+	in = step(hosts, tasks, 4, 2, 64, tp_fabric_rails(f));
+	assert_int_equal(tp_plan_step_env(plan, &in, &env, NULL), TP_OK);
+	ph = tp_plan_host(plan, tp_plan_rank_of(plan, hosts[2]));
+	for (int r = 0; r < 4; r++)
+		tp_strbuf_printf(&want, "%s%s", r ? "," : "=", ph->hcas[r]);
+	assert_string_equal(tp_step_env_get(&env, "NCCL_IB_HCA"), want.buf);
+	assert_string_equal(tp_step_env_get(&env, "NCCL_CROSS_NIC"), "0");
+	assert_int_equal(env.rank_base, 16 * ph->node_rank);
+	tp_step_env_free(&env);
+	in.fabric_rails = 1;
+	assert_int_equal(tp_plan_step_env(plan, &in, &env, NULL), TP_OK);
+	assert_string_equal(tp_step_env_get(&env, "NCCL_CROSS_NIC"), "1");
+	tp_step_env_free(&env);
+	tp_free(want.buf);
+	tp_plan_destroy(plan);
+	tp_fabric_destroy(f);
+}
+
+/* The errors the plugin logs instead of touching the environment. */
+static void test_env_errors(void **state)
+{
+	tp_fabric_t *f = fat_tree(2, 2, 1);
+	const char *hosts[4], *other[4];
+	uint32_t tasks[4] = {1, 1, 1, 1};
+	tp_plan_t *plan = NULL;
+	tp_step_env_t env;
+	tp_step_in_t in;
+	char *err = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < 4; i++)
+		hosts[i] = other[i] = name(f, i);
+	assert_int_equal(tp_plan_build_step(f, hosts, 3, tasks, &plan, NULL),
+			 TP_OK);
+	/* the step has 4 tasks by its counts, Slurm says 5 */
+	in = step(hosts, tasks, 3, 0, 5, 1);
+	assert_int_equal(tp_plan_step_env(plan, &in, &env, &err), TP_ERR_RANGE);
+	assert_string_equal(err, "tasks per node give 3 tasks, the step has 5");
+	tp_free(err);
+	err = NULL;
+	/* a plan host missing from the step */
+	other[1] = hosts[3];
+	in = step(other, tasks, 3, 0, 3, 1);
+	assert_int_equal(tp_plan_step_env(plan, &in, &env, &err),
+			 TP_ERR_NOTFOUND);
+	assert_non_null(strstr(err, "not in step"));
+	tp_free(err);
+	err = NULL;
+	/* this host outside the plan */
+	in = step(hosts, tasks, 4, 3, 3, 1);
+	assert_int_equal(tp_plan_step_env(plan, &in, &env, &err),
+			 TP_ERR_NOTFOUND);
+	assert_non_null(strstr(err, "not in its own plan"));
+	tp_free(err);
+	/* bad arguments */
+	in = step(hosts, tasks, 3, 3, 3, 1);
+	assert_int_equal(tp_plan_step_env(plan, &in, &env, NULL), TP_ERR_INVAL);
+	in = step(hosts, tasks, 3, 0, 3, 1);
+	in.plan_path = NULL;
+	assert_int_equal(tp_plan_step_env(plan, &in, &env, NULL), TP_ERR_INVAL);
+	assert_int_equal(tp_plan_step_env(NULL, &in, &env, NULL), TP_ERR_INVAL);
+	assert_null(tp_step_env_get(NULL, "TOPOPLACE_PLAN"));
+	tp_plan_destroy(plan);
+	tp_fabric_destroy(f);
+}
+
+static int fail_after;
+static void *fmalloc(size_t n)
+{
+	return fail_after-- > 0 ? malloc(n) : NULL;
+}
+static void *fcalloc(size_t n, size_t m)
+{
+	return fail_after-- > 0 ? calloc(n, m) : NULL;
+}
+static void *frealloc(void *p, size_t n)
+{
+	return fail_after-- > 0 ? realloc(p, n) : NULL;
+}
+
+/* Allocation failure anywhere: TP_ERR_NOMEM, nothing half-filled (ASan
+ * checks that nothing leaks). */
+static void test_env_nomem(void **state)
+{
+	tp_allocator_t a = {fmalloc, fcalloc, frealloc, free};
+	tp_fabric_t *f = rail(1, 2, 2, 2);
+	const char *hosts[2] = {name(f, 0), name(f, 1)};
+	uint32_t tasks[2] = {2, 2};
+	tp_plan_t *plan = NULL;
+
+	(void)state;
+	assert_int_equal(tp_plan_build_step(f, hosts, 2, tasks, &plan, NULL),
+			 TP_OK);
+	for (int k = 0;; k++) {
+		tp_step_in_t in = step(hosts, tasks, 2, 1, 4, 2);
+		tp_step_env_t env;
+		tp_err_t err;
+
+		in.topo_file = "/x.xml";
+		memset(&env, 0x5a, sizeof(env));
+		fail_after = k;
+		tp_alloc_set(&a);
+		err = tp_plan_step_env(plan, &in, &env, NULL);
+		tp_alloc_set(NULL);
+		if (!err) {
+			assert_int_equal(env.nvars, 6);
+			tp_step_env_free(&env);
+			break;
+		}
+		assert_int_equal(err, TP_ERR_NOMEM);
+		assert_int_equal(env.nvars, 0x5a5a5a5a5a5a5a5a);
+	}
+	tp_plan_destroy(plan);
+	tp_fabric_destroy(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_tasks_parse),
+	    cmocka_unit_test(test_env_fat_tree),
+	    cmocka_unit_test(test_env_uneven),
+	    cmocka_unit_test(test_env_rails),
+	    cmocka_unit_test(test_env_errors),
+	    cmocka_unit_test(test_env_nomem),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

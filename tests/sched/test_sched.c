@@ -1,0 +1,394 @@
+/*
+ * Collective schedules as data (sched/): NCCL's trees on one group, the
+ * level-wise trees' boundary crossings, grouping by key whatever the
+ * order, the hierarchical phases' closed forms (shares, channels, rail
+ * leaders, mirrors), latency steps, errors and allocation failure.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "tp_test.h"
+
+#include "tp_sched.h"
+
+/* A job from arrays: key[level][node], ranks[node], rails[node]. */
+typedef struct tjob {
+	const uint32_t *key[2];
+	const uint32_t *ranks;
+	const uint64_t *rails;
+} tjob_t;
+
+static uint32_t tj_group(const void *arg, size_t node, int level)
+{
+	return ((const tjob_t *)arg)->key[level][node];
+}
+
+static uint32_t tj_ranks(const void *arg, size_t node)
+{
+	const tjob_t *t = arg;
+	return t->ranks ? t->ranks[node] : 1;
+}
+
+static uint64_t tj_rails(const void *arg, size_t node)
+{
+	const tjob_t *t = arg;
+	return t->rails ? t->rails[node] : 0;
+}
+
+static tp_sched_t *build(const tjob_t *t, size_t n, int nlevels, int nrails,
+			 tp_sched_algo_t algo)
+{
+	tp_sched_job_t j = {0};
+	tp_sched_t *s = NULL;
+
+	j.n = n;
+	j.nlevels = nlevels;
+	j.nrails = nrails;
+	j.arg = t;
+	j.group = tj_group;
+	j.nranks = tj_ranks;
+	j.rails = tj_rails;
+	assert_int_equal(tp_sched_build(&j, algo, &s), TP_OK);
+	assert_non_null(s);
+	return s;
+}
+
+static void assert_close(double got, double want)
+{
+	if (fabs(got - want) > 1e-12 * fabs(want) + 1e-15)
+		fail_msg("got %.15g, want %.15g", got, want);
+}
+
+/* Every node reaches the root of tree t, and the number of tree edges
+ * whose ends have different keys. */
+static size_t crossing(const tp_sched_t *s, int t, const uint32_t *key)
+{
+	size_t n = tp_sched_nnodes(s), cross = 0;
+
+	for (size_t r = 0; r < n; r++) {
+		uint32_t x = (uint32_t)r, p = tp_sched_tree_parent(s, t, r);
+		size_t steps = 0;
+		while (x != tp_sched_tree_root(s, t)) {
+			x = tp_sched_tree_parent(s, t, x);
+			assert_true(x != TP_SCHED_NONE);
+			assert_true(++steps <= tp_sched_tree_depth(s, t));
+		}
+		if (p != TP_SCHED_NONE && key[p] != key[r])
+			cross++;
+	}
+	return cross;
+}
+
+/* One group: NCCL's btree and dtree exactly (8 nodes: 0 -> 4 -> {2, 6}
+ * -> odd ranks; the dtree mirrored, rooted at 7), depth log2 n. */
+static void test_tree_one_group(void **state)
+{
+	uint32_t key[8] = {0};
+	tjob_t t = {{key, key}, NULL, NULL};
+	tp_sched_t *s = build(&t, 8, 1, 0, TP_SCHED_TREE);
+	static const uint32_t p0[8] = {TP_SCHED_NONE, 2, 4, 2, 0, 6, 4, 6};
+
+	(void)state;
+	assert_int_equal(tp_sched_tree_root(s, 0), 0);
+	assert_int_equal(tp_sched_tree_root(s, 1), 7);
+	for (uint32_t r = 0; r < 8; r++) {
+		assert_int_equal(tp_sched_tree_parent(s, 0, r), p0[r]);
+		assert_int_equal(tp_sched_tree_parent(s, 1, 7 - r),
+				 p0[r] == TP_SCHED_NONE ? p0[r] : 7 - p0[r]);
+	}
+	assert_int_equal(tp_sched_tree_depth(s, 0), 3);
+	assert_int_equal(tp_sched_tree_depth(s, 1), 3);
+	assert_int_equal(tp_sched_ngroups(s), 1);
+	tp_sched_destroy(s);
+}
+
+/* Level-wise trees over m groups of k: exactly m - 1 edges of each tree
+ * cross a group boundary (a flat tree over the ring order crosses far
+ * more), and the phase sends S/2 each way on every edge. The same keys
+ * in an interleaved order give the same groups (by key, not by run). */
+static void test_tree_levelwise(void **state)
+{
+	uint32_t key[12], top[12] = {0}, ik[12];
+	tjob_t t = {{key, top}, NULL, NULL};
+	tjob_t ti = {{ik, top}, NULL, NULL};
+
+	(void)state;
+	for (size_t r = 0; r < 12; r++) {
+		key[r] = (uint32_t)(r / 4);
+		ik[r] = (uint32_t)(r % 3);
+	}
+	for (size_t m = 2; m <= 3; m++) {
+		tp_sched_t *s = build(&t, 4 * m, 2, 0, TP_SCHED_TREE);
+		const tp_sched_phase_t *ph = tp_sched_phase(s, 0);
+		double across = 0;
+
+		assert_int_equal(tp_sched_nphases(s), 1);
+		assert_int_equal(ph->kind, TP_SCHED_PH_TREE);
+		assert_int_equal(ph->nedges, 2 * 2 * (4 * m - 1));
+		for (int tr = 0; tr < 2; tr++)
+			assert_int_equal(crossing(s, tr, key), m - 1);
+		for (size_t e = 0; e < ph->nedges; e++) {
+			assert_close(ph->edges[e].frac, 0.5);
+			if (key[ph->edges[e].src] != key[ph->edges[e].dst])
+				across += ph->edges[e].frac;
+		}
+		/* two trees x (m-1) edges x S/2 up and S/2 down */
+		assert_close(across, 2.0 * (m - 1));
+		assert_int_equal(tp_sched_ngroups(s), m);
+		tp_sched_destroy(s);
+	}
+	{
+		tp_sched_t *s = build(&ti, 12, 2, 0, TP_SCHED_TREE);
+		const uint32_t *nodes;
+		assert_int_equal(tp_sched_ngroups(s), 3);
+		assert_int_equal(tp_sched_group_nodes(s, 1, &nodes), 4);
+		for (size_t i = 0; i < 4; i++)
+			assert_int_equal(nodes[i], 1 + 3 * i);
+		assert_int_equal(tp_sched_group_of(s, 4), 1);
+		for (int tr = 0; tr < 2; tr++)
+			assert_int_equal(crossing(s, tr, ik), 2);
+		tp_sched_destroy(s);
+	}
+}
+
+/* A node whose level-1 key is TP_SCHED_NOKEY is a group of its own. */
+static void test_nokey(void **state)
+{
+	uint32_t key[4] = {5, TP_SCHED_NOKEY, TP_SCHED_NOKEY, 5};
+	tjob_t t = {{key, key}, NULL, NULL};
+	tp_sched_t *s = build(&t, 4, 1, 0, TP_SCHED_HIER);
+
+	(void)state;
+	assert_int_equal(tp_sched_ngroups(s), 3);
+	assert_int_equal(tp_sched_group_of(s, 3), 0);
+	assert_int_equal(tp_sched_group_of(s, 1), 1);
+	assert_int_equal(tp_sched_group_of(s, 2), 2);
+	tp_sched_destroy(s);
+}
+
+/* No levels described: every node is a group of its own, and the last
+ * level still joins them into one tree each. */
+static void test_no_levels(void **state)
+{
+	uint32_t key[5] = {0, 1, 2, 3, 4};
+	tjob_t t = {{key, key}, NULL, NULL};
+	tp_sched_t *s = build(&t, 5, 0, 0, TP_SCHED_TREE);
+
+	(void)state;
+	assert_int_equal(tp_sched_ngroups(s), 5);
+	for (int tr = 0; tr < 2; tr++)
+		assert_int_equal(crossing(s, tr, key), 4);
+	tp_sched_destroy(s);
+}
+
+/* Ring: 2(P-1)/P of S on every node edge and on the self edge of a node
+ * with several ranks; 2(P-1) steps. */
+static void test_ring(void **state)
+{
+	uint32_t key[4] = {0}, ranks[4] = {2, 1, 1, 1};
+	tjob_t t = {{key, key}, ranks, NULL};
+	tp_sched_t *s = build(&t, 4, 1, 0, TP_SCHED_RING);
+	const tp_sched_phase_t *ph = tp_sched_phase(s, 0);
+
+	(void)state;
+	assert_int_equal(tp_sched_nranks(s), 5);
+	assert_int_equal(ph->nedges, 5);
+	for (size_t e = 0; e < 4; e++) {
+		assert_int_equal(ph->edges[e].src, e);
+		assert_int_equal(ph->edges[e].dst, (e + 1) % 4);
+		assert_close(ph->edges[e].frac, 1.6);
+	}
+	assert_int_equal(ph->edges[4].src, 0);
+	assert_int_equal(ph->edges[4].dst, 0);
+	assert_close(ph->edges[4].frac, 1.6);
+	assert_close(tp_sched_latency(s, 1, 0, NULL), 8);
+	/* no trees in a ring schedule */
+	assert_int_equal(tp_sched_tree_root(s, 0), TP_SCHED_NONE);
+	tp_sched_destroy(s);
+}
+
+/* Hierarchical, one rail, 2 groups of 4, 2 ranks per node: C = K = 4
+ * channels on corresponding members. Host phases (g-1)/g of S; in-group
+ * reduce-scatter (k-1)/k per edge; cross 2(m-1)/m / C per edge, 2(m-1) of
+ * S across in all; all-gathers mirror the reduce-scatters. Latency:
+ * 2(g-1) local + 2(k-1) + 2(m-1) steps. */
+static void test_hier_one_rail(void **state)
+{
+	uint32_t key[8] = {0, 0, 0, 0, 1, 1, 1, 1}, ranks[8];
+	tjob_t t = {{key, key}, ranks, NULL};
+	tp_sched_t *s;
+	const tp_sched_phase_t *ph;
+	double across = 0;
+
+	(void)state;
+	for (size_t r = 0; r < 8; r++)
+		ranks[r] = 2;
+	s = build(&t, 8, 1, 1, TP_SCHED_HIER);
+	assert_int_equal(tp_sched_nphases(s), 5);
+	ph = tp_sched_phase(s, 0);
+	assert_int_equal(ph->kind, TP_SCHED_PH_HOST_RS);
+	assert_int_equal(ph->nedges, 8);
+	assert_close(ph->edges[3].frac, 0.5);
+	assert_close(ph->local_steps, 1);
+	ph = tp_sched_phase(s, 1);
+	assert_int_equal(ph->kind, TP_SCHED_PH_GROUP_RS);
+	assert_int_equal(ph->nedges, 8);
+	for (size_t e = 0; e < 8; e++)
+		assert_close(ph->edges[e].frac, 0.75);
+	ph = tp_sched_phase(s, 2);
+	assert_int_equal(ph->kind, TP_SCHED_PH_CROSS);
+	assert_int_equal(ph->nedges, 4 * 2);
+	for (size_t e = 0; e < ph->nedges; e++) {
+		const tp_sched_edge_t *x = &ph->edges[e];
+		assert_close(x->frac, 0.25);
+		assert_int_equal(x->rail, -1);
+		/* channel c: member c of each group */
+		assert_int_equal(x->src % 4, x->chan);
+		assert_int_equal(x->dst % 4, x->chan);
+		assert_true(key[x->src] != key[x->dst]);
+		across += x->frac;
+	}
+	assert_close(across, 2);
+	assert_int_equal(tp_sched_phase(s, 3)->mirror, 1);
+	assert_int_equal(tp_sched_phase(s, 4)->mirror, 0);
+	assert_close(tp_sched_latency(s, 1, 0, NULL), 2 * 1 + 2 * 3 + 2 * 1);
+	tp_sched_destroy(s);
+}
+
+/* Hierarchical, 2 rails: one channel per rail, led by the group's rail
+ * leader (rail r by member r, or the next one round with the rail), its
+ * cross edges on that rail. Members holding no channel pass everything
+ * on: reduce-scatter shares 1/2, 1/2, 1, 1 and all-gather 1/2, 1, 1, 1/2,
+ * so the all-gather is priced on its own. */
+static void test_hier_rails(void **state)
+{
+	uint32_t key[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+	uint64_t rails[8] = {3, 3, 3, 3, 2, 3, 3, 3};
+	tjob_t t = {{key, key}, NULL, rails};
+	tp_sched_t *s = build(&t, 8, 1, 2, TP_SCHED_HIER);
+	const tp_sched_phase_t *ph;
+	static const double rs[4] = {0.5, 0.5, 1, 1}, ag[4] = {0.5, 1, 1, 0.5};
+
+	(void)state;
+	assert_int_equal(tp_sched_rail_leader(s, 0, 0), 0);
+	assert_int_equal(tp_sched_rail_leader(s, 0, 1), 1);
+	/* node 4 lacks rail 0: the next member round leads it */
+	assert_int_equal(tp_sched_rail_leader(s, 1, 0), 5);
+	assert_int_equal(tp_sched_rail_leader(s, 1, 1), 5);
+	assert_int_equal(tp_sched_rail_leader(s, 1, 2), TP_SCHED_NONE);
+	ph = tp_sched_phase(s, 1);
+	assert_int_equal(ph->nedges, 4 + 3); /* node 5 holds both: share 0 */
+	for (size_t e = 0; e < 4; e++)
+		assert_close(ph->edges[e].frac, rs[e]);
+	ph = tp_sched_phase(s, 2);
+	assert_int_equal(ph->nedges, 2 * 2);
+	for (size_t e = 0; e < ph->nedges; e++) {
+		assert_int_equal(ph->edges[e].rail, (int)ph->edges[e].chan);
+		assert_close(ph->edges[e].frac, 0.5);
+	}
+	assert_int_equal(ph->edges[0].src, 0);
+	assert_int_equal(ph->edges[0].dst, 5);
+	ph = tp_sched_phase(s, 3);
+	assert_int_equal(ph->mirror, TP_SCHED_NONE);
+	for (size_t e = 0; e < 4; e++)
+		assert_close(ph->edges[e].frac, ag[e]);
+	tp_sched_destroy(s);
+}
+
+/* Tree self edges: a node with g ranks moves S per tree over its local
+ * fabric; 2(g-1) local steps. One node: no node edges at all. */
+static void test_tree_local(void **state)
+{
+	uint32_t key[1] = {0}, ranks[1] = {4};
+	tjob_t t = {{key, key}, ranks, NULL};
+	tp_sched_t *s = build(&t, 1, 1, 0, TP_SCHED_TREE);
+	const tp_sched_phase_t *ph = tp_sched_phase(s, 0);
+
+	(void)state;
+	assert_int_equal(ph->nedges, 2);
+	assert_close(ph->edges[0].frac + ph->edges[1].frac, 2);
+	assert_close(ph->local_steps, 6);
+	assert_close(ph->steps, 0);
+	tp_sched_destroy(s);
+}
+
+static int fail_after;
+static void *fmalloc(size_t n)
+{
+	return fail_after-- > 0 ? malloc(n) : NULL;
+}
+static void *fcalloc(size_t n, size_t m)
+{
+	return fail_after-- > 0 ? calloc(n, m) : NULL;
+}
+static void *frealloc(void *p, size_t n)
+{
+	return fail_after-- > 0 ? realloc(p, n) : NULL;
+}
+
+static void test_errors(void **state)
+{
+	uint32_t key[4] = {0}, zero[4] = {0};
+	tjob_t t = {{key, key}, NULL, NULL};
+	tp_sched_job_t j = {4, 1, 0, &t, tj_group, NULL, NULL};
+	tp_allocator_t a = {fmalloc, fcalloc, frealloc, free};
+	tp_sched_t *s = NULL;
+
+	(void)state;
+	assert_int_equal(tp_sched_build(NULL, TP_SCHED_RING, &s), TP_ERR_INVAL);
+	assert_int_equal(tp_sched_build(&j, (tp_sched_algo_t)7, &s),
+			 TP_ERR_INVAL);
+	assert_int_equal(tp_sched_build(&j, TP_SCHED_RING, NULL), TP_ERR_INVAL);
+	j.n = 0;
+	assert_int_equal(tp_sched_build(&j, TP_SCHED_RING, &s), TP_ERR_INVAL);
+	j.n = 4;
+	j.nlevels = TP_SCHED_MAX_LEVELS + 1;
+	assert_int_equal(tp_sched_build(&j, TP_SCHED_RING, &s), TP_ERR_INVAL);
+	j.nlevels = 1;
+	j.nrails = TP_SCHED_MAX_RAILS + 1;
+	assert_int_equal(tp_sched_build(&j, TP_SCHED_RING, &s), TP_ERR_INVAL);
+	j.nrails = 0;
+	j.group = NULL;
+	assert_int_equal(tp_sched_build(&j, TP_SCHED_RING, &s), TP_ERR_INVAL);
+	j.group = tj_group;
+	t.ranks = zero;
+	j.nranks = tj_ranks;
+	assert_int_equal(tp_sched_build(&j, TP_SCHED_RING, &s), TP_ERR_INVAL);
+	assert_null(s);
+	t.ranks = NULL;
+	for (int k = 0;; k++) {
+		fail_after = k;
+		tp_alloc_set(&a);
+		tp_err_t err = tp_sched_build(&j, TP_SCHED_HIER, &s);
+		tp_alloc_set(NULL);
+		if (!err)
+			break;
+		assert_int_equal(err, TP_ERR_NOMEM);
+		assert_null(s);
+	}
+	tp_sched_destroy(s);
+	tp_sched_destroy(NULL);
+	assert_int_equal(tp_sched_nphases(NULL), 0);
+	assert_null(tp_sched_phase(NULL, 0));
+	assert_int_equal(tp_sched_group_of(NULL, 0), TP_SCHED_NONE);
+	assert_int_equal(tp_sched_rail_leader(NULL, 0, 0), TP_SCHED_NONE);
+	assert_int_equal(tp_sched_tree_parent(NULL, 0, 0), TP_SCHED_NONE);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_tree_one_group),
+	    cmocka_unit_test(test_tree_levelwise),
+	    cmocka_unit_test(test_nokey),
+	    cmocka_unit_test(test_no_levels),
+	    cmocka_unit_test(test_ring),
+	    cmocka_unit_test(test_hier_one_rail),
+	    cmocka_unit_test(test_hier_rails),
+	    cmocka_unit_test(test_tree_local),
+	    cmocka_unit_test(test_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
