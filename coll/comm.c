@@ -182,8 +182,8 @@ static int tree_rank(const tp_plan_host_t *h, int t, uint32_t q)
 }
 
 /* Tree t over ranks: the plan's host tree between the hosts' anchors, a
- * binary tree of local ranks below each anchor (log depth: the tree is
- * the latency path). Peers encoded as rank + t x size. */
+ * chain of local ranks below each anchor, as sched/ builds and prices it
+ * (2 (g - 1) local steps). Peers encoded as rank + t x size. */
 static tp_err_t build_tree(tp_coll_comm_t *c, const tp_plan_t *plan, int t,
 			   uint32_t my_host)
 {
@@ -200,7 +200,7 @@ static tp_err_t build_tree(tp_coll_comm_t *c, const tp_plan_t *plan, int t,
 	if (!tr->children)
 		return TP_ERR_NOMEM;
 	if (q > 0) {
-		tr->parent = tree_rank(mh, t, (q - 1) / 2) + off;
+		tr->parent = tree_rank(mh, t, q - 1) + off;
 	} else {
 		uint32_t ph = tp_plan_tree_parent(plan, t, my_host);
 		tr->parent =
@@ -209,8 +209,8 @@ static tp_err_t build_tree(tp_coll_comm_t *c, const tp_plan_t *plan, int t,
 			: tree_rank(tp_plan_host(plan, ph), t, 0) + off;
 		nk = tp_plan_tree_children(plan, t, my_host, &kids);
 	}
-	for (uint32_t k = 2 * q + 1; k <= 2 * q + 2 && k < L; k++)
-		tr->children[tr->nchildren++] = tree_rank(mh, t, k) + off;
+	if (q + 1 < L)
+		tr->children[tr->nchildren++] = tree_rank(mh, t, q + 1) + off;
 	for (size_t k = 0; k < nk; k++)
 		tr->children[tr->nchildren++] =
 		    tree_rank(tp_plan_host(plan, kids[k]), t, 0) + off;

@@ -13,9 +13,10 @@
  *   tree          NCCL-style double binary tree: the plan's two trees
  *                 over hosts, each carrying half of the data, reduce up
  *                 then broadcast down, pipelined by chunk. Inside a host
- *                 the local ranks form a binary tree below local rank 0
- *                 (tree 0) or the last local rank (tree 1), which link
- *                 the hosts.
+ *                 the local ranks form a chain from local rank 0 (tree
+ *                 0) or from the last local rank (tree 1), which link
+ *                 the hosts: the schedule sched/ prices. Below 8 KiB
+ *                 tree 1 alone carries the data (half the messages).
  *   hierarchical  reduce-scatter inside the host, then inside each
  *                 level-1 group among the ranks with the same local rank,
  *                 a ring across the groups among corresponding ranks,
