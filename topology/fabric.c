@@ -153,8 +153,8 @@ int tp__fabric_new_subnet(tp_fabric_t *f)
 uint32_t tp__fabric_find_node(const tp_fabric_t *f, tp_node_kind_t kind,
 			      int subnet, uint64_t guid)
 {
-	const tp_u64map_t *m = kind == TP_NODE_SWITCH ? f->sw_by_guid
-						      : f->ca_by_guid;
+	const tp_u64map_t *m =
+	    kind == TP_NODE_SWITCH ? f->sw_by_guid : f->ca_by_guid;
 	return tp_u64map_get(m, node_key(subnet, guid));
 }
 
@@ -179,9 +179,8 @@ tp_err_t tp__fabric_add_switch(tp_fabric_t *f, int subnet, uint64_t guid,
 	s->nports = nports;
 	s->subnet = subnet;
 	s->group = TP_ID_NONE;
-	if (!s->desc ||
-	    tp_u64map_put(f->sw_by_guid, node_key(subnet, guid),
-			  (uint32_t)f->nsw)) {
+	if (!s->desc || tp_u64map_put(f->sw_by_guid, node_key(subnet, guid),
+				      (uint32_t)f->nsw)) {
 		tp_free(s->desc);
 		return TP_ERR_NOMEM;
 	}
@@ -285,6 +284,8 @@ tp_err_t tp__fabric_host_get(tp_fabric_t *f, const char *name, bool create,
 	}
 	if (!create)
 		return TP_ERR_NOTFOUND;
+	if (!tp__name_ok(name))
+		return TP_ERR_INVAL;
 	if (tp_grow(&arr, &f->caphost, f->nhost + 1, sizeof(*f->host)))
 		return TP_ERR_NOMEM;
 	f->host = arr;
@@ -325,6 +326,8 @@ tp_err_t tp__fabric_domain_add(tp_fabric_t *f, const char *domain,
 	size_t cap1 = f->capdom, cap2 = f->capdom;
 	char *d, *h;
 
+	if (!tp__name_ok(domain) || !tp__name_ok(host))
+		return TP_ERR_INVAL;
 	for (size_t i = 0; i < f->ndom_entries; i++)
 		if (strcmp(f->dom_host[i], host) == 0)
 			return TP_ERR_EXISTS;
@@ -351,19 +354,58 @@ tp_err_t tp__fabric_domain_add(tp_fabric_t *f, const char *domain,
 
 /* ---- accessors ---- */
 
-size_t tp_fabric_nswitches(const tp_fabric_t *f) { return f->nsw; }
-size_t tp_fabric_ncas(const tp_fabric_t *f) { return f->nca; }
-size_t tp_fabric_nhosts(const tp_fabric_t *f) { return f->nhost; }
-size_t tp_fabric_nlinks(const tp_fabric_t *f) { return f->nlink; }
-size_t tp_fabric_ngroups(const tp_fabric_t *f) { return f->ngroup; }
-size_t tp_fabric_nnvdomains(const tp_fabric_t *f) { return f->nnvdom; }
-int tp_fabric_nsubnets(const tp_fabric_t *f) { return f->nsubnets; }
-int tp_fabric_nlevels(const tp_fabric_t *f) { return f->nlevels; }
-int tp_fabric_ngroup_levels(const tp_fabric_t *f) { return f->ngroup_levels; }
-int tp_fabric_rails(const tp_fabric_t *f) { return f->rails; }
-size_t tp_fabric_unnamed_cas(const tp_fabric_t *f) { return f->unnamed_cas; }
-size_t tp_fabric_sharp_cas(const tp_fabric_t *f) { return f->sharp_cas; }
-size_t tp_fabric_degraded_hosts(const tp_fabric_t *f) { return f->degraded; }
+size_t tp_fabric_nswitches(const tp_fabric_t *f)
+{
+	return f->nsw;
+}
+size_t tp_fabric_ncas(const tp_fabric_t *f)
+{
+	return f->nca;
+}
+size_t tp_fabric_nhosts(const tp_fabric_t *f)
+{
+	return f->nhost;
+}
+size_t tp_fabric_nlinks(const tp_fabric_t *f)
+{
+	return f->nlink;
+}
+size_t tp_fabric_ngroups(const tp_fabric_t *f)
+{
+	return f->ngroup;
+}
+size_t tp_fabric_nnvdomains(const tp_fabric_t *f)
+{
+	return f->nnvdom;
+}
+int tp_fabric_nsubnets(const tp_fabric_t *f)
+{
+	return f->nsubnets;
+}
+int tp_fabric_nlevels(const tp_fabric_t *f)
+{
+	return f->nlevels;
+}
+int tp_fabric_ngroup_levels(const tp_fabric_t *f)
+{
+	return f->ngroup_levels;
+}
+int tp_fabric_rails(const tp_fabric_t *f)
+{
+	return f->rails;
+}
+size_t tp_fabric_unnamed_cas(const tp_fabric_t *f)
+{
+	return f->unnamed_cas;
+}
+size_t tp_fabric_sharp_cas(const tp_fabric_t *f)
+{
+	return f->sharp_cas;
+}
+size_t tp_fabric_degraded_hosts(const tp_fabric_t *f)
+{
+	return f->degraded;
+}
 size_t tp_fabric_nwarnings(const tp_fabric_t *f)
 {
 	return f->nwarn + f->nfwarn;

@@ -469,6 +469,10 @@ static tp_err_t load_hosts(loader_t *ld, uint32_t arr)
 
 		if (!name || !*name)
 			return lfail(ld, TP_ERR_PARSE, "hosts[%d].name: expected a non-empty string", i);
+		if (!tp__name_ok(name))
+			return lfail(ld, TP_ERR_PARSE,
+				     "hosts[%d].name: not a host name (1-%d letters, digits, '-', '_', '.')", i,
+				     TP_NAME_MAX);
 		if (!is_bool(d, nd) || tp__jtype(d, gpus) != TP_J_ARR)
 			return lfail(ld, TP_ERR_PARSE, "hosts[%d] (%s): node_data (bool) and gpus (array) required", i, name);
 		size_t before = ld->f->nhost;
@@ -542,6 +546,10 @@ static tp_err_t load_misc(loader_t *ld, uint32_t root)
 		tp_err_t err;
 		if (!dom || !host || !*dom || !*host)
 			return lfail(ld, TP_ERR_PARSE, "nvlink_domains[%d]: domain and host strings required", i);
+		if (!tp__name_ok(dom) || !tp__name_ok(host))
+			return lfail(ld, TP_ERR_PARSE,
+				     "nvlink_domains[%d]: domain and host must be names (1-%d letters, digits, '-', '_', '.')",
+				     i, TP_NAME_MAX);
 		err = tp__fabric_domain_add(f, dom, host);
 		if (err)
 			return lfail(ld, TP_ERR_PARSE, "nvlink_domains[%d]: host %s %s", i, host,

@@ -21,11 +21,9 @@ static const struct ib_speed {
 	double signal_gbps;
 	double gbps;
 } ib_speeds[] = {
-	{ "SDR", 2.5, 2.5 },	    { "DDR", 5.0, 5.0 },
-	{ "QDR", 10.0, 10.0 },	    { "FDR10", 10.3125, 10.0 },
-	{ "FDR", 14.0625, 14.0 },   { "EDR", 25.78125, 25.0 },
-	{ "HDR", 53.125, 50.0 },    { "NDR", 106.25, 100.0 },
-	{ "XDR", 212.5, 200.0 },
+    {"SDR", 2.5, 2.5},	      {"DDR", 5.0, 5.0},      {"QDR", 10.0, 10.0},
+    {"FDR10", 10.3125, 10.0}, {"FDR", 14.0625, 14.0}, {"EDR", 25.78125, 25.0},
+    {"HDR", 53.125, 50.0},    {"NDR", 106.25, 100.0}, {"XDR", 212.5, 200.0},
 };
 
 #define NSPEEDS (sizeof(ib_speeds) / sizeof(ib_speeds[0]))
@@ -138,6 +136,18 @@ static bool host_char(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 	       (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+}
+
+bool tp__name_ok(const char *s)
+{
+	size_t n = 0;
+
+	if (!s || !*s)
+		return false;
+	for (; s[n]; n++)
+		if (n >= TP_NAME_MAX || !host_char(s[n]))
+			return false;
+	return true;
 }
 
 /*

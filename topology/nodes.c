@@ -144,6 +144,11 @@ static tp_err_t domain_line(tp_fabric_t *f, const char *path, size_t line,
 		return tp__fabric_fail(f, TP_ERR_PARSE,
 				       "%s:%zu: domain %s has no hosts", path,
 				       line, s);
+	if (!tp__name_ok(s))
+		return tp__fabric_fail(f, TP_ERR_PARSE,
+				       "%s:%zu: domain name: 1-%d letters, "
+				       "digits, '-', '_', '.'",
+				       path, line, TP_NAME_MAX);
 	/* One host list, no spaces: a stray word is a typo, not a host. */
 	if (list[strcspn(list, " \t")])
 		return tp__fabric_fail(f, TP_ERR_PARSE,
@@ -165,6 +170,11 @@ static tp_err_t domain_line(tp_fabric_t *f, const char *path, size_t line,
 					      "domain %s",
 					      path, line, names[i],
 					      domain_of(f, names[i]));
+		else if (err == TP_ERR_INVAL)
+			err = tp__fabric_fail(f, TP_ERR_PARSE,
+					      "%s:%zu: host %zu of the list: "
+					      "1-%d letters, digits, '-', '_', '.'",
+					      path, line, i + 1, TP_NAME_MAX);
 		else if (err)
 			err =
 			    tp__fabric_fail(f, err, "%s: out of memory", path);

@@ -105,6 +105,13 @@ const char *tp__ib_speed_name(double lane_gbps);
  * device token ("mlx5_3", "HCA-1") or NULL. Both freshly allocated. */
 tp_err_t tp__desc_hostname(const char *desc, char **host_p, char **dev_p);
 bool tp__desc_is_sharp(const char *desc);
+/* Longest host or NVLink domain name (a DNS name is at most 253). */
+#define TP_NAME_MAX 255
+/* The one name rule of every reader and writer: 1..TP_NAME_MAX bytes of
+ * letters, digits, '-', '_' and '.' - what host names from node
+ * descriptions are made of. So no name can inject a line into
+ * topology.conf or invalid UTF-8 into JSON. */
+bool tp__name_ok(const char *s);
 
 void tp__gpu_free_strings(tp_gpu_t *g);
 /* Drop groups and NVLink domains (before recomputing them). */

@@ -174,6 +174,12 @@ static void test_hostile(void **state)
 	expect_error(HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{\"name\":\"a\",\"node_data\":true,\"gpus\":[]},{\"name\":\"a\",\"node_data\":true,\"gpus\":[]}]," TAIL, "host a appears twice");
 	expect_error(HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[],\"guid_map\":[],\"nvlink_domains\":[{\"domain\":\"r\",\"host\":\"a\"},{\"domain\":\"q\",\"host\":\"a\"}],\"warnings\":[]}", "two domains");
 	expect_error(HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[],\"guid_map\":[],\"nvlink_domains\":[],\"warnings\":[1]}", "warnings[0]");
+	/* one name rule: a newline would inject a topology.conf line, bytes
+	 * >= 0x80 would make the plan JSON invalid UTF-8, and the error line
+	 * must not echo them */
+	expect_error(HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{\"name\":\"a\\nSwitchName=evil Nodes=node001\",\"node_data\":true,\"gpus\":[]}]," TAIL, "hosts[0].name: not a host name");
+	expect_error(HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{\"name\":\"caf\xc3\xa9\",\"node_data\":true,\"gpus\":[]}]," TAIL, "hosts[0].name: not a host name");
+	expect_error(HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[],\"guid_map\":[],\"nvlink_domains\":[{\"domain\":\"r\\n1\",\"host\":\"a\"}],\"warnings\":[]}", "nvlink_domains[0]: domain and host must be names");
 
 	/* a minimal valid document */
 	tp_fabric_t *f = NULL;

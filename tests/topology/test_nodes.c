@@ -840,15 +840,13 @@ static char *nccl_of(const char *rel)
 
 	if (!path)
 		return NULL;
-	assert_int_equal(tp_node_nccl_topo_from_hwloc(path, &xml, &msg),
-			 TP_OK);
+	assert_int_equal(tp_node_nccl_topo_from_hwloc(path, &xml, &msg), TP_OK);
 	assert_null(msg);
 	check_nccl_xml(xml);
 	return xml;
 }
 
-static void assert_gpu_busids(const char *xml, const char *const *pci,
-			      size_t n)
+static void assert_gpu_busids(const char *xml, const char *const *pci, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		char want[96];
@@ -895,7 +893,8 @@ static void test_nccl_jureca_dc(void **state)
 	assert_non_null(strstr(xml, "arch=\"x86_64\" vendor=\"AuthenticAMD\" "
 				    "familyid=\"143\" modelid=\"49\""));
 	/* NCCL's spelling of a Gen4 x16 link; class with prog-if 00. */
-	assert_non_null(strstr(xml, "link_speed=\"16 GT/s\" link_width=\"16\""));
+	assert_non_null(
+	    strstr(xml, "link_speed=\"16 GT/s\" link_width=\"16\""));
 	assert_non_null(strstr(xml, "class=\"0x020700\""));
 	/* Left to NCCL: never written. */
 	assert_null(strstr(xml, " rank="));
@@ -953,9 +952,9 @@ static void test_nccl_power8(void **state)
 	assert_int_equal(count_of(xml, "<nvlink "), 8);
 	assert_int_equal(count_of(xml, "count=\"2\" tclass=\"0x030200\""), 4);
 	assert_int_equal(count_of(xml, "count=\"2\" tclass=\"0x068001\""), 4);
-	assert_non_null(
-	    strstr(xml, "<nvlink target=\"0003:01:00.0\" count=\"2\" "
-			"tclass=\"0x030200\"/>"));
+	assert_non_null(strstr(xml,
+			       "<nvlink target=\"0003:01:00.0\" count=\"2\" "
+			       "tclass=\"0x030200\"/>"));
 	assert_non_null(strstr(xml, "arch=\"ppc64\""));
 	tp_free(xml);
 }
@@ -989,8 +988,10 @@ static void test_nccl_32em64t(void **state)
 	assert_int_equal(count_of(xml, "<gpu"), 1);
 	assert_int_equal(count_of(xml, "<net "), 0);
 	assert_int_equal(count_of(xml, "<nic>"), 0);
-	assert_non_null(strstr(xml, "busid=\"0000:84:00.0\" class=\"0x030200\""));
-	assert_non_null(strstr(xml, "busid=\"0000:04:00.0\" class=\"0x020700\""));
+	assert_non_null(
+	    strstr(xml, "busid=\"0000:84:00.0\" class=\"0x030200\""));
+	assert_non_null(
+	    strstr(xml, "busid=\"0000:04:00.0\" class=\"0x020700\""));
 	assert_non_null(strstr(xml, "<cpu numaid=\"1\" affinity=\"ff00ff00\" "
 				    "arch=\"x86_64\">"));
 	assert_non_null(strstr(xml, "link_speed=\"\" link_width=\"0\""));
@@ -998,8 +999,7 @@ static void test_nccl_32em64t(void **state)
 	tp_free(xml);
 }
 
-static void expect_nccl_fail(const char *path, tp_err_t want,
-			     const char *msg)
+static void expect_nccl_fail(const char *path, tp_err_t want, const char *msg)
 {
 	char *xml = (char *)"untouched", *e = NULL;
 
@@ -1027,8 +1027,8 @@ static void test_nccl_errors(void **state)
 		return;
 	}
 	{
-		TP_FIXTURE_OR_SKIP(v3,
-				   "hwloc/hwloc-tests/v3.0-format/nvidiaDGX2.xml");
+		TP_FIXTURE_OR_SKIP(
+		    v3, "hwloc/hwloc-tests/v3.0-format/nvidiaDGX2.xml");
 		expect_nccl_fail(v3, TP_ERR_FORMAT, "format 3.0");
 	}
 	{
@@ -1040,7 +1040,8 @@ static void test_nccl_errors(void **state)
 	{
 		/* CPU node with one mlx4 HCA (old IB class 0c06) and no
 		 * CPUVendor: a NIC-only file converts, the HCA bare. */
-		TP_FIXTURE_OR_SKIP(b, "hwloc/netloc-nodes/plafrim-bonobo001.xml");
+		TP_FIXTURE_OR_SKIP(b,
+				   "hwloc/netloc-nodes/plafrim-bonobo001.xml");
 		char *xml = NULL;
 		assert_int_equal(tp_node_nccl_topo_from_hwloc(b, &xml, NULL),
 				 TP_OK);
@@ -1123,6 +1124,21 @@ static void test_domain_map_bad(void **state)
 	p = write_tmp(binary, sizeof(binary) - 1);
 	assert_int_equal(tp_fabric_read_domain_map(f, p), TP_ERR_PARSE);
 	assert_non_null(strstr(tp_fabric_error(f), ":2: binary data"));
+	unlink(p);
+	free(p);
+	/* the name rule: no quotes, ';' or bytes >= 0x80 in a domain name, and
+	 * hosts from the list obey it too */
+	static const char badname[] = "rack\"01 gpu[1-2]\n";
+	p = write_tmp(badname, sizeof(badname) - 1);
+	assert_int_equal(tp_fabric_read_domain_map(f, p), TP_ERR_PARSE);
+	assert_non_null(strstr(tp_fabric_error(f), ":1: domain name: 1-255"));
+	unlink(p);
+	free(p);
+	static const char badhost[] = "rack01 g;pu[1-2]\n";
+	p = write_tmp(badhost, sizeof(badhost) - 1);
+	assert_int_equal(tp_fabric_read_domain_map(f, p), TP_ERR_PARSE);
+	assert_non_null(
+	    strstr(tp_fabric_error(f), ":1: host 1 of the list: 1-255"));
 	unlink(p);
 	free(p);
 	assert_int_equal(tp_fabric_read_domain_map(f, "/nonexistent/map"),
