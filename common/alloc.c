@@ -180,8 +180,8 @@ tp_err_t tp_file_read(const char *path, char **buf_p, size_t *len_p)
 	/* a regular file's size is known: one allocation, no regrowth
 	 * copies (a 65k-host fabric is ~30 MB) */
 	struct stat st;
-	if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-	    (uint64_t)st.st_size < SIZE_MAX / 2) {
+	if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size > 0 && (uint64_t)st.st_size < SIZE_MAX / 2) {
 		void *p = NULL;
 		if (tp_grow(&p, &cap, (size_t)st.st_size + 2, 1) != TP_OK) {
 			fclose(fp);
@@ -255,4 +255,37 @@ bool tp_parse_guid(const char *s, uint64_t *guid_p)
 		return false;
 	*guid_p = v;
 	return true;
+}
+
+char *tp_quote(char *dst, size_t len, const char *src, size_t max)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0, i = 0;
+
+	if (!dst || !len)
+		return dst;
+	if (!src)
+		src = "";
+	for (; src[i] && i < max; i++) {
+		unsigned char c = (unsigned char)src[i];
+		bool plain =
+		    c >= 0x20 && c < 0x7f && c != '\\' && c != '"' && c != '\'';
+		size_t need = plain ? 1 : 4;
+		if (o + need + 4 > len) /* room for "..." and the NUL */
+			break;
+		if (plain) {
+			dst[o++] = (char)c;
+		} else {
+			dst[o++] = '\\';
+			dst[o++] = 'x';
+			dst[o++] = hex[c >> 4];
+			dst[o++] = hex[c & 15];
+		}
+	}
+	if (src[i] && o + 4 <= len) {
+		memcpy(dst + o, "...", 3);
+		o += 3;
+	}
+	dst[o < len ? o : len - 1] = '\0';
+	return dst;
 }

@@ -22,6 +22,11 @@
 #define MAX_NAMES 1000000
 /* Up to 18 digits fit in a uint64_t without overflow checks. */
 #define MAX_DIGITS 18
+/* A host name is at most 255 bytes, and all of them together at most
+ * 64 MiB: a list from an untrusted client (a step's node list in
+ * slurmstepd, as root) cannot make us allocate more than that. */
+#define MAX_NAME_LEN 255
+#define MAX_BYTES    (64u << 20)
 
 typedef struct range {
 	uint64_t lo, hi;
@@ -41,6 +46,7 @@ typedef struct item {
 	size_t nseg, capseg;
 	range_t *r; /* all ranges of the item, segments point into it */
 	size_t nr, capr;
+	size_t namelen; /* longest name the item yields */
 } item_t;
 
 static void item_reset(item_t *it)
@@ -175,6 +181,21 @@ static tp_err_t parse_item(item_t *it, const char *s, const char *end,
 			return TP_ERR_RANGE;
 		s = rb + 1;
 	}
+	it->namelen = 0;
+	for (size_t i = 0; i < it->nseg; i++) {
+		int w = 0;
+		for (size_t k = 0; k < it->seg[i].nr; k++) {
+			const range_t *r = &it->r[it->seg[i].r0 + k];
+			int d = 1;
+			for (uint64_t v = r->hi; v >= 10; v /= 10)
+				d++;
+			d = d > r->width ? d : r->width;
+			w = d > w ? d : w;
+		}
+		it->namelen += it->seg[i].litlen + (size_t)w;
+	}
+	if (it->namelen > MAX_NAME_LEN)
+		return TP_ERR_RANGE;
 	*total_p = total;
 	return TP_OK;
 }
@@ -234,6 +255,48 @@ static tp_err_t emit_item(const item_t *it, uint64_t total, char **names,
 	return err;
 }
 
+/* First pass: validate and count, so nothing is built for a bad list. */
+static tp_err_t count_names(item_t *it, const char *list, uint64_t *total_p)
+{
+	uint64_t total = 0, bytes = 0, cnt;
+	const char *s, *e;
+	tp_err_t err;
+
+	for (s = list; *s;) {
+		int depth = 0;
+
+		if (is_sep(*s)) {
+			s++;
+			continue;
+		}
+		for (e = s; *e && (depth || !is_sep(*e)); e++)
+			depth += *e == '[' ? 1 : *e == ']' ? -1 : 0;
+		if ((err = parse_item(it, s, e, &cnt)))
+			return err;
+		total += cnt;
+		bytes += cnt * (it->namelen + 1);
+		if (total > MAX_NAMES || bytes > MAX_BYTES)
+			return TP_ERR_RANGE;
+		s = e;
+	}
+	*total_p = total;
+	return TP_OK;
+}
+
+tp_err_t tp_hostlist_count(const char *list, size_t *n_p)
+{
+	item_t it = {0};
+	uint64_t total = 0;
+	tp_err_t err;
+
+	if (!list || !n_p)
+		return TP_ERR_INVAL;
+	if (!(err = count_names(&it, list, &total)))
+		*n_p = (size_t)total;
+	item_free(&it);
+	return err;
+}
+
 tp_err_t tp_hostlist_expand(const char *list, char ***names_p, size_t *n_p)
 {
 	item_t it = {0};
@@ -245,25 +308,8 @@ tp_err_t tp_hostlist_expand(const char *list, char ***names_p, size_t *n_p)
 
 	if (!list || !names_p || !n_p)
 		return TP_ERR_INVAL;
-	/* first pass: validate and count, so nothing is built for a bad list */
-	for (s = list; *s;) {
-		int depth = 0;
-
-		if (is_sep(*s)) {
-			s++;
-			continue;
-		}
-		for (e = s; *e && (depth || !is_sep(*e)); e++)
-			depth += *e == '[' ? 1 : *e == ']' ? -1 : 0;
-		if ((err = parse_item(&it, s, e, &cnt)))
-			goto out;
-		total += cnt;
-		if (total > MAX_NAMES) {
-			err = TP_ERR_RANGE;
-			goto out;
-		}
-		s = e;
-	}
+	if ((err = count_names(&it, list, &total)))
+		goto out;
 	names = tp_malloc((size_t)(total ? total : 1) * sizeof(char *));
 	if (!names) {
 		err = TP_ERR_NOMEM;

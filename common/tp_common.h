@@ -150,9 +150,14 @@ void tp_strmap_clear(tp_strmap_t *m);
 /* Expand a Slurm-style host list ("gpu[001-004,7],cpu1") into names.
  * On success *names_p is an array of *n_p strings; free with
  * tp_hostlist_free(). On error returns TP_ERR_PARSE (syntax), TP_ERR_RANGE
- * (more than 1,000,000 names), TP_ERR_INVAL (NULL argument) or
- * TP_ERR_NOMEM and leaves outputs untouched. */
+ * (more than 1,000,000 names, a name longer than 255 bytes, or more than
+ * 64 MiB of names: checked before anything is built), TP_ERR_INVAL (NULL
+ * argument) or TP_ERR_NOMEM and leaves outputs untouched. */
 tp_err_t tp_hostlist_expand(const char *list, char ***names_p, size_t *n_p);
+/* How many names tp_hostlist_expand would give, with the same checks and
+ * errors, building nothing: to compare an untrusted list with a trusted
+ * count before expanding it. */
+tp_err_t tp_hostlist_count(const char *list, size_t *n_p);
 void tp_hostlist_free(char **names, size_t n);
 /* Compress names into Slurm's bracket form ("gpu[001-003,007]"), keeping
  * zero padding. Caller frees with tp_free(); NULL on NOMEM. */
@@ -166,6 +171,12 @@ tp_err_t tp_file_read(const char *path, char **buf_p, size_t *len_p);
 
 /* Trim leading and trailing ASCII whitespace in place; returns s. */
 char *tp_strtrim(char *s);
+/* Untrusted text for a log or error line: at most max bytes of src into
+ * dst (len bytes, always terminated), with control bytes, quotes,
+ * backslashes and bytes >= 0x80 written as \xNN and "..." when cut, so
+ * one value is always one printable ASCII line. src NULL reads as "".
+ * Returns dst. */
+char *tp_quote(char *dst, size_t len, const char *src, size_t max);
 
 /* Parse a GUID ("0x0002c90300a1b2c3" or "0002c90300a1b2c3"). */
 bool tp_parse_guid(const char *s, uint64_t *guid_p);

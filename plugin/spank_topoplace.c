@@ -216,7 +216,9 @@ TP_EXPORT int slurm_spank_init(spank_t sp, int ac, char **av)
 
 /* ---- environment --------------------------------------------------------- */
 
-/* A job environment variable into a new string (NULL: unset or error). */
+/* A job environment variable into a new string (NULL: unset, error or
+ * longer than 1 MiB: the step's variables come from the client, and a
+ * node list or task layout of a real step is a few KB). */
 static char *getenv_dup(spank_t sp, const char *name)
 {
 	size_t len = 4096;
@@ -231,7 +233,7 @@ static char *getenv_dup(spank_t sp, const char *name)
 		if (rc == ESPANK_SUCCESS)
 			return buf;
 		free(buf);
-		if (rc != ESPANK_NOSPACE || len >= (64u << 20))
+		if (rc != ESPANK_NOSPACE || len >= (1u << 20))
 			return NULL;
 		len *= 2;
 	}
@@ -421,8 +423,16 @@ static bool write_plan(uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gid,
 			close(dir);
 			return false;
 		}
+		int w = snprintf(path, pathlen, "%s/job%u/%s", basedir(), jobid,
+				 name);
+		if (w < 0 || (size_t)w >= pathlen) {
+			snprintf(why, whylen, "plan path under %s too long",
+				 basedir());
+			unlinkat(dir, name, 0);
+			close(dir);
+			return false;
+		}
 		close(dir);
-		snprintf(path, pathlen, "%s/job%u/%s", basedir(), jobid, name);
 		return true;
 	}
 	return false;
@@ -523,11 +533,12 @@ static long msec_since(const struct timespec *t0)
  * reads Slurm's items and sets what it returns. */
 static void step_start(spank_t sp, bool verbose)
 {
-	uint32_t jobid = 0, stepid = 0, nodeid = 0, ntasks = 0;
+	uint32_t jobid = 0, stepid = 0, nodeid = 0, ntasks = 0, nnodes = 0;
 	uid_t uid;
 	gid_t gid;
 	char *nodelist = NULL, *tpn = NULL, *json = NULL, *msg = NULL;
 	char **names = NULL, why[512] = "", path[4096], kept[256] = "";
+	char q[420];
 	const char *fabric_path = args.fabric, *me;
 	size_t n = 0;
 	uint32_t *counts = NULL;
@@ -561,12 +572,24 @@ static void step_start(spank_t sp, bool verbose)
 		snprintf(why, sizeof(why), "no SLURM_STEP_NODELIST");
 		goto fail;
 	}
-	if ((err = tp_hostlist_expand(nodelist, &names, &n)) || !n ||
-	    nodeid >= n) {
+	/* the list is the client's: count it (bounded, nothing built) and
+	 * hold it to Slurm's own node count before expanding it */
+	if (spank_get_item(sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS)
+		nnodes = 0;
+	if ((err = tp_hostlist_count(nodelist, &n)) || !n || nodeid >= n ||
+	    (nnodes && n > nnodes)) {
 		snprintf(why, sizeof(why),
-			 "SLURM_STEP_NODELIST %.200s: %s (node id %u)",
-			 nodelist, err ? tp_strerror(err) : "too short",
-			 nodeid);
+			 "SLURM_STEP_NODELIST \"%s\": %s (node id %u of %u)",
+			 tp_quote(q, sizeof(q), nodelist, 200),
+			 err	      ? tp_strerror(err)
+			 : n > nnodes ? "more hosts than the step's nodes"
+				      : "too short",
+			 nodeid, nnodes);
+		goto fail;
+	}
+	if ((err = tp_hostlist_expand(nodelist, &names, &n))) {
+		snprintf(why, sizeof(why), "SLURM_STEP_NODELIST: %s",
+			 tp_strerror(err));
 		goto fail;
 	}
 	me = names[nodeid];
@@ -574,9 +597,9 @@ static void step_start(spank_t sp, bool verbose)
 	    !(tpn = getenv_dup(sp, "SLURM_STEP_TASKS_PER_NODE")) ||
 	    tp_step_tasks_parse(tpn, counts, n)) {
 		snprintf(why, sizeof(why),
-			 "SLURM_STEP_TASKS_PER_NODE '%.100s' does not cover "
+			 "SLURM_STEP_TASKS_PER_NODE \"%s\" does not cover "
 			 "%zu hosts",
-			 tpn ? tpn : "", n);
+			 tp_quote(q, sizeof(q), tpn, 100), n);
 		goto fail;
 	}
 

@@ -151,6 +151,66 @@ static void test_hostlist_max(void **state)
 	assert_string_equal(v[999999], "n1000000");
 	tp_hostlist_free(v, n);
 	tp_hostlist_free(NULL, 0);
+
+	/* a client-made list (a step's node list in slurmstepd) must not make
+	 * us allocate without bound: a 100 KB prefix with [1-999999] asked for
+	 * ~100 GB before any check; names over 255 bytes and lists over
+	 * 64 MiB of names fail first, with nothing allocated for them */
+	char *big = malloc(100 * 1024 + 16);
+	assert_non_null(big);
+	memset(big, 'a', 100 * 1024);
+	strcpy(big + 100 * 1024, "[1-999999]");
+	v = (char **)0x1;
+	assert_int_equal(tp_hostlist_expand(big, &v, &n), TP_ERR_RANGE);
+	assert_ptr_equal(v, (char **)0x1);
+	big[255] = '\0';
+	assert_int_equal(tp_hostlist_expand(big, &v, &n), TP_OK); /* 255 */
+	assert_int_equal(n, 1);
+	tp_hostlist_free(v, n);
+	big[255] = 'a';
+	big[256] = '\0';
+	assert_int_equal(tp_hostlist_expand(big, &v, &n), TP_ERR_RANGE);
+	/* 250-byte names x 300,000 = 75 MB */
+	memset(big, 'b', 244);
+	strcpy(big + 244, "[1-300000]");
+	assert_int_equal(tp_hostlist_expand(big, &v, &n), TP_ERR_RANGE);
+	strcpy(big + 244, "[1-200000]"); /* 50 MB: allowed */
+	assert_int_equal(tp_hostlist_expand(big, &v, &n), TP_OK);
+	assert_int_equal(n, 200000);
+	tp_hostlist_free(v, n);
+	/* counting applies the same checks and builds nothing */
+	assert_int_equal(tp_hostlist_count(big, &n), TP_OK);
+	assert_int_equal(n, 200000);
+	strcpy(big + 244, "[1-300000]");
+	assert_int_equal(tp_hostlist_count(big, &n), TP_ERR_RANGE);
+	assert_int_equal(tp_hostlist_count("a[1-3],b,c[01-02]", &n), TP_OK);
+	assert_int_equal(n, 6);
+	assert_int_equal(tp_hostlist_count("a[1-", &n), TP_ERR_PARSE);
+	free(big);
+}
+
+/* Untrusted text in a log line: one printable ASCII line, cut. */
+static void test_quote(void **state)
+{
+	char buf[32];
+
+	(void)state;
+	assert_string_equal(tp_quote(buf, sizeof(buf), "node[1-4]", 100),
+			    "node[1-4]");
+	assert_string_equal(
+	    tp_quote(buf, sizeof(buf), "a\nb\"c\\\xc3\xa9", 100),
+	    "a\\x0ab\\x22c\\x5c\\xc3\\xa9");
+	assert_string_equal(tp_quote(buf, sizeof(buf), "abcdefgh", 4),
+			    "abcd...");
+	assert_string_equal(tp_quote(buf, 8, "abcdefgh", 100), "abcd...");
+	assert_string_equal(tp_quote(buf, sizeof(buf), NULL, 10), "");
+	char big[200];
+	memset(big, '\n', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	tp_quote(buf, sizeof(buf), big, 1000);
+	assert_true(strlen(buf) < sizeof(buf));
+	assert_null(strchr(buf, '\n'));
+	assert_non_null(strstr(buf, "..."));
 }
 
 static void test_hostlist_compress(void **state)
@@ -511,6 +571,7 @@ int main(void)
 	    cmocka_unit_test(test_hostlist_padding),
 	    cmocka_unit_test(test_hostlist_errors),
 	    cmocka_unit_test(test_hostlist_max),
+	    cmocka_unit_test(test_quote),
 	    cmocka_unit_test(test_hostlist_compress),
 	    cmocka_unit_test(test_hostlist_roundtrip),
 	    cmocka_unit_test(test_u64map),
