@@ -168,6 +168,22 @@ void tp_strbuf_printf(tp_strbuf_t *sb, const char *fmt, ...)
 	tp_free(big);
 }
 
+const char *tp_file_strerror(tp_err_t err)
+{
+	switch (err) {
+	case TP_ERR_NOTFOUND:
+		return "no such file";
+	case TP_ERR_INVAL:
+		return "not a regular file or pipe";
+	case TP_ERR_RANGE:
+		return "larger than 1 GiB";
+	case TP_ERR_IO:
+		return errno ? strerror(errno) : "I/O error";
+	default:
+		return tp_strerror(err);
+	}
+}
+
 tp_err_t tp_file_read(const char *path, char **buf_p, size_t *len_p)
 {
 	FILE *fp = fopen(path, "rb");
@@ -180,6 +196,13 @@ tp_err_t tp_file_read(const char *path, char **buf_p, size_t *len_p)
 	/* a regular file's size is known: one allocation, no regrowth
 	 * copies (a 65k-host fabric is ~30 MB) */
 	struct stat st;
+	if (fstat(fileno(fp), &st) == 0 &&
+	    (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ||
+	     S_ISDIR(st.st_mode) || S_ISSOCK(st.st_mode))) {
+		/* /dev/zero, a disk, a directory: never what a reader wants */
+		fclose(fp);
+		return TP_ERR_INVAL;
+	}
 	if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) &&
 	    st.st_size > 0 && (uint64_t)st.st_size < SIZE_MAX / 2) {
 		void *p = NULL;
@@ -191,6 +214,10 @@ tp_err_t tp_file_read(const char *path, char **buf_p, size_t *len_p)
 	}
 	for (;;) {
 		void *p = buf;
+		if (len >= TP_FILE_MAX) {
+			err = TP_ERR_RANGE;
+			goto out;
+		}
 		if (len + 1 >= cap &&
 		    tp_grow(&p, &cap, len + 65536 + 1, 1) != TP_OK) {
 			err = TP_ERR_NOMEM;

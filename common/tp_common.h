@@ -165,9 +165,16 @@ char *tp_hostlist_compress(const char *const *names, size_t n);
 
 /* ---- misc ---------------------------------------------------------------- */
 
+/* Largest file tp_file_read takes (a 65k-host fabric is ~30 MB). */
+#define TP_FILE_MAX ((size_t)1 << 30)
 /* Read a whole file into a NUL-terminated buffer (binary safe: *len_p is the
- * byte count). Caller frees with tp_free(). */
+ * byte count). Caller frees with tp_free(). TP_ERR_NOTFOUND: no such
+ * file; TP_ERR_INVAL: a device, directory or socket (pipes and FIFOs are
+ * read); TP_ERR_RANGE: more than TP_FILE_MAX bytes; TP_ERR_IO, NOMEM. */
 tp_err_t tp_file_read(const char *path, char **buf_p, size_t *len_p);
+/* Why tp_file_read failed, for "FILE: cannot read: ..." (static or
+ * strerror's text for TP_ERR_IO, read right after the call). */
+const char *tp_file_strerror(tp_err_t err);
 
 /* Trim leading and trailing ASCII whitespace in place; returns s. */
 char *tp_strtrim(char *s);

@@ -681,7 +681,7 @@ tp_err_t tp_state_load_json(const tp_fabric_t *f, const char *path,
 	if (!f || !path || !s_p)
 		return TP_ERR_INVAL;
 	if ((err = tp_file_read(path, &buf, &len))) {
-		lfail(&ld, err, "%s", tp_strerror(err));
+		lfail(&ld, err, "%s", tp_file_strerror(err));
 		goto out;
 	}
 	root = cJSON_ParseWithLengthOpts(buf, len, &end, false);

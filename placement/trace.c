@@ -264,7 +264,8 @@ tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p)
 	char *msg = NULL;
 
 	if (err) {
-		msg = tp_asprintf("%s: cannot read: %s", path, strerror(errno));
+		msg = tp_asprintf("%s: cannot read: %s", path,
+				  tp_file_strerror(err));
 		goto out;
 	}
 	if (strlen(buf) != len) {

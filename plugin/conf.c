@@ -347,9 +347,7 @@ tp_err_t tp_pconf_load(const char *path, tp_pconf_t *c, char **err_p)
 	if (err) {
 		if (err_p)
 			*err_p = tp_asprintf("%s: %s", path,
-					     err == TP_ERR_NOTFOUND
-						 ? "no such file"
-						 : tp_strerror(err));
+					     tp_file_strerror(err));
 		return err;
 	}
 	if (strlen(buf) != len) {

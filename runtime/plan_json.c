@@ -1051,7 +1051,7 @@ tp_err_t tp_plan_load_json(const char *path, tp_plan_t **plan_p, char **err_p)
 	}
 	if ((err = tp_file_read(path, &buf, &len))) {
 		if (err_p)
-			*err_p = tp_asprintf("%s: %s", path, tp_strerror(err));
+			*err_p = tp_asprintf("%s: %s", path, tp_file_strerror(err));
 		return err;
 	}
 	err = tp_plan_parse_json(path, buf, len, plan_p, err_p);

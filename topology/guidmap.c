@@ -163,7 +163,7 @@ tp_err_t tp_fabric_read_guid_map(tp_fabric_t *f, const char *path)
 	err = tp_file_read(path, &buf, &len);
 	if (err)
 		return tp__fabric_fail(f, err, "%s: cannot read: %s", path,
-				       tp_strerror(err));
+				       tp_file_strerror(err));
 	err = parse_map(f, path, buf, len);
 	tp_free(buf);
 	return err;

@@ -249,8 +249,8 @@ static tp_err_t read_xml(const char *path, hwloc_topology_t *topo_p,
 	tp_err_t err = tp_file_read(path, &buf, &len);
 
 	if (err) {
-		*err_p =
-		    tp_asprintf("%s: cannot read: %s", path, tp_strerror(err));
+		*err_p = tp_asprintf("%s: cannot read: %s", path,
+				     tp_file_strerror(err));
 		return err;
 	}
 	err = load_xml(path, buf, len, topo_p, err_p);

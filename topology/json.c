@@ -666,7 +666,7 @@ tp_err_t tp_fabric_load_json(const char *path, tp_fabric_t **f_p, char **err_p)
 	if (err) {
 		if (err_p)
 			*err_p = tp_asprintf("%s: cannot read: %s", path,
-					     strerror(errno));
+					     tp_file_strerror(err));
 		return err;
 	}
 	if (strlen(buf) != len) {

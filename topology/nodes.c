@@ -202,7 +202,7 @@ tp_err_t tp_fabric_read_domain_map(tp_fabric_t *f, const char *path)
 	err = tp_file_read(path, &buf, &len);
 	if (err)
 		return tp__fabric_fail(f, err, "%s: cannot read: %s", path,
-				       tp_strerror(err));
+				       tp_file_strerror(err));
 	end = buf + len;
 	for (s = buf; s < end && !err; s++) {
 		char *e = memchr(s, '\n', (size_t)(end - s));

@@ -420,7 +420,7 @@ tp_err_t tp_fabric_read_node_nvsmi(tp_fabric_t *f, const char *host,
 	err = tp_file_read(path, &buf, &len);
 	if (err)
 		return tp__fabric_fail(f, err, "%s: cannot read: %s", path,
-				       tp_strerror(err));
+				       tp_file_strerror(err));
 	err = parse(&p, buf, len);
 	if (!err && tp__fabric_host_get(f, host, true, &hidx))
 		err =

@@ -14,6 +14,11 @@ expect 2 "discover without a source" $T discover -o "$tmp/x.json"
 expect 2 "discover without -o" $T discover --ibnetdiscover /dev/null
 expect 2 "generate bad kind" $T fabric generate torus -o "$tmp/x.json"
 expect 2 "generate bad number" $T fabric generate fat-tree --nics-per-host 1 --leaves zero -o "$tmp/x.json"
+# a device where a file is expected: refused at once, not read for ever
+expect 2 "fabric show /dev/zero" timeout 10 $T fabric show /dev/zero
+grep -q "/dev/zero: cannot read: not a regular file or pipe" "$tmp/err" && ok "device refused, named" ||
+	bad "fabric show /dev/zero: $(cat "$tmp/err")"
+expect 2 "simulate --trace /dev/zero" timeout 10 $T simulate --trace /dev/zero
 
 # ---- topoplace.conf: the key table, its man page, a check ----
 expect 0 "config --dump" $T config --dump

@@ -311,7 +311,7 @@ static void test_state_json_errors(void **unused)
 		assert_int_equal(
 		    tp_state_load_json(f, "/nonexistent/s.json", &s, &err),
 		    TP_ERR_NOTFOUND);
-		assert_string_equal(err, "/nonexistent/s.json: not found");
+		assert_string_equal(err, "/nonexistent/s.json: no such file");
 		tp_free(err);
 	}
 	tp_fabric_destroy(f);
