@@ -26,6 +26,19 @@
 #     waits while 7 hosts are free but no pair holds 6;
 #   - 9-16 nodes: the whole system as one block, base blocks by the same
 #     rules (including the empty rack that is never picked).
+# A second cluster runs 5 racks x 4 hosts with node020 taken out of rack05's
+# NVLink domain (a rack with a missing tray): blocks of 4,4,4,4,3, so
+# BlockSizes=3,6,12, and node020 in no block:
+#   - a 13-node job needs more base blocks than the largest aggregated block
+#     has: the whole system is one block, with llblocks of 4 base blocks of
+#     which Slurm counts only the first; the llblock rules of
+#     _choose_best_bblock pick the base blocks;
+#   - a 17-node job (19 hosts in blocks) never runs: Slurm accepts it and
+#     leaves it pending (BadConstraints) on the idle cluster, slurm-block
+#     says it can never fit;
+#   - the short rack takes the small jobs (fewest candidates), a 4-node job
+#     is larger than the 3-host base and uses an aggregated pair, and the
+#     host in no block is never picked.
 # Not covered: --gpus=T jobs (the model follows Slurm's first pass only),
 # required nodes, weights, BlockSizes that skip a level.
 #
@@ -40,39 +53,53 @@ need_slurm 24 scancel
 [ -f "$PREFIX/lib/slurm/topology_block.so" ] || skip_all "$PREFIX has no topology/block"
 NET=${TP_FIDELITY_NET:-10.203.0}
 PORT=${TP_FIDELITY_PORT:-6937}
-NODES=16
 dir=$tmp/cluster
 
 t0=$(date +%s)
 cluster_trap slurmctld.log 'block\|fatal\|error' 20
 
-fabric=$tmp/fabric.json
-"$TOPOPLACE" fabric generate nvl72 --racks 4 --hosts-per-rack 4 --gpus-per-host 4 \
-	--prefix node -o "$fabric" >/dev/null || { bad "fabric generate"; finish; }
-echo "# $CLUSTER start --slurm-prefix $PREFIX --topology block --nodes $NODES --net $NET --port $PORT"
-if ! timeout 150 "$CLUSTER" start --slurm-prefix "$PREFIX" --topology block --fabric "$fabric" \
-	--nodes $NODES --gpus-per-node 4 --dir "$dir" --timeout 60 --net "$NET" --port "$PORT" \
-	>"$tmp/start.out" 2>&1; then
-	cat "$tmp/start.out"
-	bad "cluster start"
-	finish
-fi
-ok "cluster up in $(($(date +%s) - t0)) s"
-export SLURM_CONF=$dir/slurm.conf
-sed 's/^/# /' "$dir/topology.conf"
-# Slurm read the blocks as written: 4 base blocks, 2 + 1 aggregated
-timeout 10 scontrol show topology >"$tmp/topo" 2>&1
-if [ "$(grep -c '^BlockName=' "$tmp/topo")" -eq 4 ] &&
-	grep -q '^BlockName=rack01 .*Nodes=node\[001-004\] BlockSize=4' "$tmp/topo" &&
-	[ "$(grep -c '^AggregatedBlock=' "$tmp/topo")" -eq 3 ]; then
-	ok "scontrol show topology: 4 racks as base blocks, 3 aggregated blocks"
-else
-	bad "scontrol show topology"
-	sed 's/^/#   /' "$tmp/topo"
-fi
+# start_cluster FABRIC NODES: a 24.11 cluster with topology/block on FABRIC
+start_cluster() {
+	fabric=$1
+	NODES=$2
+	t1=$(date +%s)
+	echo "# $CLUSTER start --slurm-prefix $PREFIX --topology block --nodes $NODES --net $NET --port $PORT"
+	if ! timeout 150 "$CLUSTER" start --slurm-prefix "$PREFIX" --topology block \
+		--fabric "$fabric" --nodes "$NODES" --gpus-per-node 4 --dir "$dir" --timeout 60 \
+		--net "$NET" --port "$PORT" >"$tmp/start.out" 2>&1; then
+		cat "$tmp/start.out"
+		bad "cluster start"
+		finish
+	fi
+	ok "$NODES-node cluster up in $(($(date +%s) - t1)) s"
+	export SLURM_CONF="$dir/slurm.conf"
+	sed 's/^/# /' "$dir/topology.conf"
+}
+# check_topology BASE AGGREGATED: what scontrol show topology reports
+check_topology() {
+	timeout 10 scontrol show topology >"$tmp/topo" 2>&1
+	if [ "$(grep -c '^BlockName=' "$tmp/topo")" -eq "$1" ] &&
+		grep -q '^BlockName=rack01 .*Nodes=node\[001-004\] BlockSize=' "$tmp/topo" &&
+		[ "$(grep -c '^AggregatedBlock=' "$tmp/topo")" -eq "$2" ]; then
+		ok "scontrol show topology: $1 racks as base blocks, $2 aggregated blocks"
+	else
+		bad "scontrol show topology (wanted $1 base, $2 aggregated blocks)"
+		sed 's/^/#   /' "$tmp/topo"
+	fi
+}
 
+# cli CMD...: a Slurm client, retried when it fails (a loaded machine makes
+# them time out: MessageTimeout=5)
+cli() {
+	for _ in 1 2 3 4; do
+		timeout 20 "$@" 2>"$tmp/cli.err" && return 0
+		sleep 0.5
+	done
+	cat "$tmp/cli.err" >&2
+	return 1
+}
 field() { # JOBID KEY
-	timeout 10 scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
+	cli scontrol show job "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
 }
 wait_state() { # JOBID STATE SECONDS
 	i=0
@@ -87,71 +114,24 @@ hostset() { # NODELIST: sorted names on one line
 	timeout 10 scontrol show hostnames "$1" | sort | tr '\n' ' ' | sed 's/ $//'
 }
 # Until no job is completing and every node without a running job is idle
-# (no node ever runs two jobs in this sequence).
+# (no node ever runs two jobs in these sequences).
 settle() {
 	i=0
 	while [ $i -lt 150 ]; do
 		cg=$(timeout 10 squeue -h -t CG -o %i | wc -l)
 		busy=$(timeout 10 squeue -h -t R -o %D | awk '{ s += $1 } END { print s + 0 }')
 		idle=$(timeout 10 sinfo -h -N -t idle -o %N | sort -u | wc -l)
-		[ "$cg" -eq 0 ] && [ $((idle + busy)) -eq $NODES ] && return 0
+		[ "$cg" -eq 0 ] && [ $((idle + busy)) -eq "$NODES" ] && return 0
 		sleep 0.2
 		i=$((i + 1))
 	done
 	return 1
 }
-
-# ---- the sequence: NAME NODES GPUS x|s (exclusive, shared), or
-# "cancel NAME..."; the comment is what Slurm's rules give (the model's
-# answer is what is checked) ----
-cat >"$tmp/seq" <<'EOF'
-A 3 2 x
-B 1 2 s
-C 2 1 x
-D 5 2 x
-cancel A
-E 4 1 x
-F 3 4 x
-cancel C
-G 6 1 x
-cancel D
-H 7 2 x
-I 1 4 s
-cancel F B
-J 6 2 x
-cancel H I
-K 10 1 x
-cancel J
-L 2 1 s
-cancel K L
-M 16 4 x
-EOF
-# A: rack04 (all racks tie: the last)       B: node016 (rack04 fewest)
-# C: rack03 (rack04 has none idle)          D: rack02 + node001 (pair 1)
-# E: waits (8 idle, no rack holds 4)        F: rack04 (ties rack01: last)
-# G: waits (7 idle, no pair holds 6)        H: rack02 + node001-003
-# I: node004 (rack01: one host with 4 free) J: rack04 + node009-010
-# K: rack02, rack01, node011-012            L: node009-010 (rack03 fewest)
-# M: all 16
-: >"$tmp/jobs" # NAME ID NODES GPUS MODE
-while read -r name n g m; do
-	[ "$name" = cancel ] && continue
-	x=
-	[ "$m" = x ] && x=--exclusive
-	# shellcheck disable=SC2086
-	id=$(timeout 10 sbatch --parsable -H -J "bfid$name" -o /dev/null -N "$n" $x \
-		--gres=gpu:"$g" --wrap 'sleep 600')
-	[ -n "$id" ] || { bad "sbatch $name"; finish; }
-	echo "$name $id $n $g $m" >>"$tmp/jobs"
-done <"$tmp/seq"
-njobs=$(wc -l <"$tmp/jobs")
-ok "$njobs jobs submitted held"
-
 job_of() { awk -v n="$1" '$1 == n { print $2 }' "$tmp/jobs"; }
 # topoplace-state/1 of what runs now: an exclusive job holds every GPU of
 # its hosts, a shared one the GPUs it asked for
 state_now() {
-	timeout 10 squeue -h -t R,CG -o '%i %N' >"$tmp/running"
+	cli squeue -h -t R,CG -o '%i %N' >"$tmp/running" || bad "squeue"
 	{
 		printf '{"format": "topoplace-state/1", "jobs": ['
 		sep=
@@ -169,58 +149,179 @@ state_now() {
 		printf ']}\n'
 	} >"$tmp/state.json"
 }
+# sim_place STATE N G MODE: slurm-block's sorted host set, or "(none: why)";
+# an empty STATE is the idle fabric
+sim_place() {
+	req="nodes=$2,gpus-per-node=$3"
+	[ "$4" = x ] && req="$req,exclusive"
+	# shellcheck disable=SC2086
+	out=$("$TOPOPLACE" place --fabric "$fabric" ${1:+--state "$1"} \
+		--request "$req" --policy slurm-block --json 2>"$tmp/place.err" |
+		jq -r '.hosts[]' 2>/dev/null | sort | tr '\n' ' ' | sed 's/ $//')
+	[ -n "$out" ] || out="(none: $(sed 's/.*: //' "$tmp/place.err" | head -1))"
+	echo "$out"
+}
+
+# The machine may be loaded (MessageTimeout=5): a client that times out is
+# retried, and a submission that timed out after slurmctld took it is found
+# by name rather than submitted twice.
+# submit NAME SBATCH-ARGS...: the id of the held job bfidNAME
+submit() {
+	sname=$1
+	shift
+	for _ in 1 2 3; do
+		sid=$(timeout 20 sbatch --parsable -H -J "bfid$sname" -o /dev/null "$@" \
+			--wrap 'sleep 600' 2>"$tmp/sb.err")
+		[ -n "$sid" ] || sid=$(timeout 10 squeue -h -n "bfid$sname" -o %i | head -1)
+		[ -n "$sid" ] && { echo "$sid"; return 0; }
+		grep -q 'timed out' "$tmp/sb.err" || break
+		sleep 1
+	done
+	cat "$tmp/sb.err" >&2
+	return 1
+}
+# release ID: until it no longer waits for the release
+release() {
+	for _ in 1 2 3 4 5; do
+		timeout 10 scontrol release "$1" 2>/dev/null
+		r=$(field "$1" Reason)
+		[ -n "$r" ] && [ "$r" != JobHeldUser ] && return 0
+		sleep 0.5
+	done
+	return 1
+}
 
 matched=0
 mismatched=0
-while read -r name n g m; do
-	if [ "$name" = cancel ]; then
-		ids=
-		for c in $n $g $m; do ids="$ids $(job_of "$c")"; done
-		# shellcheck disable=SC2086
-		timeout 10 scancel $ids
-		settle || bad "nodes idle after cancelling$ids"
-		echo "# cancelled $n $g $m ($ids)"
-		continue
-	fi
-	id=$(job_of "$name")
-	settle || bad "nodes settled before $name"
-	state_now
-	free=$(timeout 10 sinfo -h -N -t idle -o %N | sort -u | tr '\n' ' ' | sed 's/ $//')
-	req="nodes=$n,gpus-per-node=$g"
-	[ "$m" = x ] && req="$req,exclusive"
-	sim=$("$TOPOPLACE" place --fabric "$fabric" --state "$tmp/state.json" \
-		--request "$req" --policy slurm-block --json 2>"$tmp/place.err" |
-		jq -r '.hosts[]' 2>/dev/null | sort | tr '\n' ' ' | sed 's/ $//')
-	[ -n "$sim" ] || sim="(none: $(sed 's/.*: //' "$tmp/place.err" | head -1))"
-	timeout 10 scontrol release "$id"
-	if wait_state "$id" RUNNING 8; then
-		got=$(hostset "$(field "$id" NodeList)")
+compared=0
+# never_job NAME NODES GPUS MODE: Slurm accepts it and leaves it pending
+# with Reason=BadConstraints (its own verdict that the job can never run);
+# slurm-block must say it can never fit
+never_job() {
+	x=
+	[ "$4" = x ] && x=--exclusive
+	sim=$(sim_place "" "$2" "$3" "$4")
+	settle || bad "nodes settled before $1"
+	# shellcheck disable=SC2086
+	if nid=$(submit "$1" -N "$2" $x --gres=gpu:"$3"); then
+		release "$nid" || bad "scontrol release $nid"
+		if wait_state "$nid" RUNNING 8; then
+			got="(running on $(field "$nid" NodeList))"
+		else
+			got="(none: $(field "$nid" JobState) $(field "$nid" Reason))"
+		fi
+		timeout 10 scancel "$nid"
 	else
-		got="(none: $(field "$id" JobState) $(field "$id" Reason))"
+		got="(rejected at submit)"
 	fi
-	desc="job $name ($id, -N $n gpu:$g $([ "$m" = x ] && echo exclusive || echo shared))"
+	compared=$((compared + 1))
 	case "$sim|$got" in
-	"(none: does not fit the free part of the fabric now)|(none: PENDING Resources)")
-		ok "$desc: both wait (slurm-block: does not fit now; Slurm: pending, Resources)"
-		matched=$((matched + 1))
-		timeout 10 scancel "$id"
-		continue ;;
+	"(none: can never fit this fabric)|(none: PENDING BadConstraints)")
+		ok "job $1 (-N $2): never runs: slurm-block: can never fit; Slurm: accepted, ${got#(none: }"
+		matched=$((matched + 1)) ;;
+	*)
+		bad "job $1 (-N $2): slurm-block [$sim], Slurm [$got]"
+		mismatched=$((mismatched + 1)) ;;
 	esac
-	if [ "$sim" = "$got" ]; then
-		ok "$desc: slurm-block = Slurm: $got"
-		matched=$((matched + 1))
-	else
-		bad "$desc free [$free]: slurm-block [$sim] != Slurm [$got]"
-		mismatched=$((mismatched + 1))
-		# a job only one side started would skew every later state
-		case $got in "(none"*) timeout 10 scancel "$id" ;; esac
-	fi
-done <"$tmp/seq"
-echo "# $matched placements matched, $mismatched differed"
-[ $((matched + mismatched)) -eq "$njobs" ] && ok "all $njobs jobs compared" ||
-	bad "$((matched + mismatched)) of $njobs jobs compared"
-[ "$mismatched" -eq 0 ] || bad "$mismatched of $njobs placements differ from Slurm's"
+}
+# run_seq FILE: lines NAME NODES GPUS x|s (exclusive, shared), "cancel
+# NAME...", or "never NAME NODES GPUS x|s"
+run_seq() {
+	: >"$tmp/jobs" # NAME ID NODES GPUS MODE
+	while read -r name n g m e; do
+		case $name in cancel | never) continue ;; esac
+		x=
+		[ "$m" = x ] && x=--exclusive
+		# shellcheck disable=SC2086
+		id=$(submit "$name" -N "$n" $x --gres=gpu:"$g") || { bad "sbatch $name"; finish; }
+		echo "$name $id $n $g $m" >>"$tmp/jobs"
+	done <"$1"
+	ok "$(wc -l <"$tmp/jobs") jobs submitted held"
+	while read -r name n g m e; do
+		if [ "$name" = never ]; then
+			never_job "$n" "$g" "$m" "$e"
+			continue
+		fi
+		if [ "$name" = cancel ]; then
+			ids=
+			for c in $n $g $m $e; do ids="$ids $(job_of "$c")"; done
+			# shellcheck disable=SC2086
+			timeout 10 scancel $ids
+			settle || bad "nodes idle after cancelling$ids"
+			echo "# cancelled $n $g $m $e($ids)"
+			continue
+		fi
+		id=$(job_of "$name")
+		settle || bad "nodes settled before $name"
+		state_now
+		free=$(cli sinfo -h -N -t idle -o %N | sort -u | tr '\n' ' ' | sed 's/ $//')
+		sim=$(sim_place "$tmp/state.json" "$n" "$g" "$m")
+		release "$id" || bad "scontrol release $id"
+		if wait_state "$id" RUNNING 8; then
+			got=$(hostset "$(field "$id" NodeList)")
+		else
+			got="(none: $(field "$id" JobState) $(field "$id" Reason))"
+		fi
+		compared=$((compared + 1))
+		desc="job $name ($id, -N $n gpu:$g $([ "$m" = x ] && echo exclusive || echo shared))"
+		case "$sim|$got" in
+		"(none: does not fit the free part of the fabric now)|(none: PENDING Resources)")
+			ok "$desc: both wait (slurm-block: does not fit now; Slurm: pending, Resources)"
+			matched=$((matched + 1))
+			timeout 10 scancel "$id"
+			continue ;;
+		esac
+		if [ "$sim" = "$got" ]; then
+			ok "$desc: slurm-block = Slurm: $got"
+			matched=$((matched + 1))
+		else
+			bad "$desc free [$free]: slurm-block [$sim] != Slurm [$got]"
+			mismatched=$((mismatched + 1))
+			# a job only one side started would skew every later state
+			case $got in "(none"*) timeout 10 scancel "$id" ;; esac
+		fi
+	done <"$1"
+	timeout 10 scancel --name="$(awk '{ printf "%sbfid%s", s, $1; s = "," }' "$tmp/jobs")" \
+		2>/dev/null || true
+}
 
-timeout 10 scancel --name="$(awk '{ printf "%sbfid%s", s, $1; s = "," }' "$tmp/jobs")" 2>/dev/null || true
+# ---- phase 1: 4 racks x 4 hosts. The comments are Slurm's rules worked by
+# hand; what is checked is the model against Slurm. ----
+"$TOPOPLACE" fabric generate nvl72 --racks 4 --hosts-per-rack 4 --gpus-per-host 4 \
+	--prefix node -o "$tmp/nvl4.json" >/dev/null || { bad "fabric generate"; finish; }
+printf '%s\n' 'A 3 2 x' 'B 1 2 s' 'C 2 1 x' 'D 5 2 x' 'cancel A' 'E 4 1 x' 'F 3 4 x' \
+	'cancel C' 'G 6 1 x' 'cancel D' 'H 7 2 x' 'I 1 4 s' 'cancel F B' 'J 6 2 x' \
+	'cancel H I' 'K 10 1 x' 'cancel J' 'L 2 1 s' 'cancel K L' 'M 16 4 x' >"$tmp/seq1"
+# A: rack04 (all racks tie: the last)       B: node016 (rack04 fewest)
+# C: rack03 (rack04 has none idle)          D: rack02 + node001 (pair 1)
+# E: waits (8 idle, no rack holds 4)        F: rack04 (ties rack01: last)
+# G: waits (7 idle, no pair holds 6)        H: rack02 + node001-003
+# I: node004 (rack01: one host with 4 free) J: rack04 + node009-010
+# K: rack02, rack01, node011-012            L: node009-010 (rack03 fewest)
+# M: all 16
+start_cluster "$tmp/nvl4.json" 16
+check_topology 4 3
+run_seq "$tmp/seq1"
+stop_cluster
+rm -f "$dir/pids"
+
+# ---- phase 2: 5 racks, rack05 short of node020 ----
+"$TOPOPLACE" fabric generate nvl72 --racks 5 --hosts-per-rack 4 --gpus-per-host 4 \
+	--prefix node -o "$tmp/nvl5.json" >/dev/null &&
+	jq '.nvlink_domains |= map(select(.host != "node020"))' "$tmp/nvl5.json" \
+		>"$tmp/nvl5u.json" || { bad "fabric generate (5 racks)"; finish; }
+printf '%s\n' 'N 13 1 x' 'cancel N' 'never O 17 1 x' 'P 2 2 x' 'Q 1 1 s' 'R 7 1 x' \
+	'S 4 2 x' >"$tmp/seq2"
+# N: whole system: rack04, rack03, rack02, node001 (first llblock only)
+# O: never runs (the first llblock has 16 of the 19 hosts in blocks)
+# P: node017-018 (rack05 has the fewest)    Q: node019 (never node020)
+# R: rack04 + node009-011                   S: pair (rack01,rack02): rack02
+start_cluster "$tmp/nvl5u.json" 20
+check_topology 5 3
+run_seq "$tmp/seq2"
+
+echo "# $matched placements matched, $mismatched differed"
+[ "$compared" -eq 19 ] && ok "all 19 jobs compared" || bad "$compared of 19 jobs compared"
+[ "$mismatched" -eq 0 ] || bad "$mismatched of $compared placements differ from Slurm's"
 echo "# total $(($(date +%s) - t0)) s before teardown"
 finish
