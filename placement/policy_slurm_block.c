@@ -27,8 +27,8 @@
  *    ties to the last fitting block with the fewest nodes or the last
  *    largest non-fitting one), the llblock budget, the stall stop, stale
  *    llblock counts, nodes of a base block in index order;
- *  - a job Slurm's rules reject on the idle system (sbatch's "Requested
- *    node configuration is not available") is TP_ERR_RANGE (6).
+ *  - a job Slurm's rules cannot place on the idle system is TP_ERR_RANGE
+ *    (6): Slurm rejects it at submit or holds it with BadConstraints.
  *
  * Request mapping as slurm-tree: nodes=N[,gpus-per-node=G] is -N N
  * (min = req = max = N); nodes=N alone takes whole idle nodes; gpus=T is
