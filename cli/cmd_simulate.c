@@ -697,8 +697,8 @@ int tp_cmd_simulate(int argc, char **argv)
 		nvl |= tp_fabric_nvdomain(f, d)->multi_node;
 	if (!basename)
 		basename = nvl ? "slurm-block" : "slurm-tree";
-	if (!plist &&
-	    !(plist = tp_strdup(nvl ? DEFAULT_POLICIES_NVL : DEFAULT_POLICIES))) {
+	if (!plist && !(plist = tp_strdup(nvl ? DEFAULT_POLICIES_NVL
+					      : DEFAULT_POLICIES))) {
 		rc = TP_EXIT_FAIL;
 		goto out;
 	}
