@@ -19,8 +19,8 @@ static const char place_usage[] =
 	"                  ,exclusive ,bytes=SIZE (all-reduce size, default 1G)\n"
 	"  --state S.json  allocation state (topoplace-state/1): busy GPUs, down\n"
 	"                  hosts, degraded links, other jobs' traffic\n"
-	"  --policy P      topoplace (default), slurm-tree, slurm-linear,\n"
-	"                  first-fit, random\n"
+	"  --policy P      topoplace (default), slurm-tree, slurm-block,\n"
+	"                  slurm-linear, first-fit, random\n"
 	"  --seed N        for seeded policies (default 1)\n"
 	"  --json          policy, hosts (ring order), gpus, span, predicted_s,\n"
 	"                  ideal_s, explain\n";

@@ -15,6 +15,9 @@
 #include "tp_placement.h"
 
 #define DEFAULT_POLICIES "topoplace,slurm-tree,slurm-linear,first-fit,random"
+/* With multi-node NVLink domains Slurm's own choice is topology/block. */
+#define DEFAULT_POLICIES_NVL                                                   \
+	"topoplace,slurm-block,slurm-tree,slurm-linear,first-fit,random"
 
 static const char usage[] =
     "Usage: topoplace simulate [--fabric F.json] [--trace T.csv |\n"
@@ -58,8 +61,12 @@ static const char usage[] =
     "  --seeds N          seeds S .. S+N-1 (default 8; 1 with --trace, where\n"
     "                     only seeded policies change)\n"
     "  --load L           offered load, share of all GPUs (default 0.9)\n"
-    "  --policies LIST    default " DEFAULT_POLICIES "\n"
-    "  --baseline P       policy the ratios are against (default slurm-tree)\n"
+    "  --policies LIST    default " DEFAULT_POLICIES ";\n"
+    "                     with multi-node NVLink domains (NVL72 racks)\n"
+    "                     " DEFAULT_POLICIES_NVL "\n"
+    "  --baseline P       policy the ratios are against (default slurm-tree;\n"
+    "                     slurm-block, Slurm's topology/block on the NVLink\n"
+    "                     domains, when the fabric has multi-node ones)\n"
     "  --json             metrics per policy as JSON (means, per seed, "
     "ratios)\n"
     "  --svg FILE         utilisation, slowdowns and fragmentation (first "
@@ -606,7 +613,7 @@ int tp_cmd_simulate(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	const char *fabric = NULL, *trace = NULL, *synth = NULL, *svg = NULL;
-	const char *basename = "slurm-tree";
+	const char *basename = NULL;
 	char *plist = NULL;
 	long njobs = 2000, seed = 1, nseeds = -1;
 	double load = 0.9;
@@ -681,7 +688,21 @@ int tp_cmd_simulate(int argc, char **argv)
 	}
 	if (nseeds < 0)
 		nseeds = trace ? 1 : 8;
-	if (!plist && !(plist = tp_strdup(DEFAULT_POLICIES))) {
+	if (fabric) {
+		if (!(f = tp_cli_load(fabric, &rc)))
+			goto out;
+	} else if ((err = builtin_fabric(&f))) {
+		tp_cli_err("simulate: built-in fabric: %s", tp_strerror(err));
+		rc = TP_EXIT_FAIL;
+		goto out;
+	}
+	bool nvl = false;
+	for (size_t d = 0; d < tp_fabric_nnvdomains(f); d++)
+		nvl |= tp_fabric_nvdomain(f, d)->multi_node;
+	if (!basename)
+		basename = nvl ? "slurm-block" : "slurm-tree";
+	if (!plist && !(plist = tp_strdup(nvl ? DEFAULT_POLICIES_NVL
+					      : DEFAULT_POLICIES))) {
 		rc = TP_EXIT_FAIL;
 		goto out;
 	}
@@ -707,14 +728,6 @@ int tp_cmd_simulate(int argc, char **argv)
 		}
 		b = npol;
 		pol[npol++] = tp_policy_find(basename);
-	}
-	if (fabric) {
-		if (!(f = tp_cli_load(fabric, &rc)))
-			goto out;
-	} else if ((err = builtin_fabric(&f))) {
-		tp_cli_err("simulate: built-in fabric: %s", tp_strerror(err));
-		rc = TP_EXIT_FAIL;
-		goto out;
 	}
 	int gph = 0;
 	for (size_t h = 0; h < tp_fabric_nhosts(f); h++)

@@ -2,7 +2,7 @@
 # A real multi-node Slurm cluster on one machine, for tests and evaluation.
 #
 #   contrib/slurm-cluster.sh start [--nodes N] [--gpus-per-node G] [--dir DIR]
-#       [--plugin-dir DIR] [--topology none|tree|topoplace] [--fabric FILE]
+#       [--plugin-dir DIR] [--topology none|tree|block|topoplace] [--fabric FILE]
 #       [--slurm-conf-extra FILE] [--extra-file FILE]... [--timeout SECS]
 #       [--port PORT] [--net A.B.C] [--slurm-prefix DIR]
 #   contrib/slurm-cluster.sh stop   [--dir DIR]
@@ -20,6 +20,10 @@
 #
 # --topology tree       TopologyPlugin=topology/tree with a topology.conf that
 #                       `$TOPOPLACE fabric topology-conf` writes from the fabric
+# --topology block      TopologyPlugin=topology/block (Slurm 23.x+, so with
+#                       --slurm-prefix) with the topology.conf that
+#                       `$TOPOPLACE fabric topology-conf --block` writes:
+#                       multi-node NVLink domains (or level-1 groups) as blocks
 # --topology topoplace  TopologyPlugin=topology/topoplace, loaded from
 #                       --plugin-dir (needs the built plugin), then Debian's dir
 # --topology none       no topology plugin (the default; topology/default
@@ -95,7 +99,7 @@ done
 case $cmd in start|stop|status|env) ;; *) die "usage: $me start|stop|status|env [options] (try --help)" ;; esac
 case $NODES in ''|*[!0-9]*) die "--nodes: not a number" ;; esac
 case $GPUS in ''|*[!0-9]*) die "--gpus-per-node: not a number" ;; esac
-case $TOPO in none|tree|topoplace) ;; *) die "--topology: none, tree or topoplace" ;; esac
+case $TOPO in none|tree|block|topoplace) ;; *) die "--topology: none, tree, block or topoplace" ;; esac
 [ "$cmd" = env ] || [ "$(id -u)" -eq 0 ] || die "run as root (network namespaces, mknod)"
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
@@ -284,6 +288,12 @@ tree)
 	"$TOPOPLACE" fabric topology-conf "$DIR/fabric.json" -o "$DIR/topology.conf" ||
 		die "topology-conf failed"
 	topo_lines="TopologyPlugin=topology/tree" ;;
+block)
+	[ -n "$NEW" ] || die "--topology block needs Slurm 23.x or later (--slurm-prefix)"
+	[ -x "$TOPOPLACE" ] || die "$TOPOPLACE not built (set TOPOPLACE or build the tree)"
+	"$TOPOPLACE" fabric topology-conf "$DIR/fabric.json" --block -o "$DIR/topology.conf" ||
+		die "topology-conf --block failed"
+	topo_lines="TopologyPlugin=topology/block" ;;
 topoplace)
 	# needs topology_topoplace.so in --plugin-dir (plugin/ in the build tree)
 	[ -f "$PLUGIN_DIR/topology_topoplace.so" ] ||

@@ -84,6 +84,7 @@ tp_err_t tp__place_predict(const tp_cost_ctx_t *ctx, const tp_state_t *s,
 
 extern const tp_policy_t tp__policy_topoplace;
 extern const tp_policy_t tp__policy_slurm_tree;
+extern const tp_policy_t tp__policy_slurm_block;
 extern const tp_policy_t tp__policy_slurm_linear;
 extern const tp_policy_t tp__policy_first_fit;
 extern const tp_policy_t tp__policy_random;

@@ -269,11 +269,8 @@ static void write_tree(tp_strbuf_t *sb, const tp_fabric_t *f, char **names)
 /* ---- block format ---- */
 
 typedef struct block {
-	const char *name;
-	const uint32_t *hosts;
-	size_t nhosts;
+	tp_block_t b;
 	uint32_t key[TP_MAX_LEVELS]; /* groups of its first host, top first */
-	size_t index;
 } block_t;
 
 static int block_cmp(const void *x, const void *y)
@@ -283,14 +280,14 @@ static int block_cmp(const void *x, const void *y)
 	for (int l = 0; l < TP_MAX_LEVELS; l++)
 		if (a->key[l] != b->key[l])
 			return a->key[l] < b->key[l] ? -1 : 1;
-	return a->index < b->index ? -1 : a->index > b->index;
+	return a->b.index < b->b.index ? -1 : a->b.index > b->b.index;
 }
 
 /* Slurm pairs neighbouring blocks into bigger ones, so blocks are ordered
  * by the IB groups they sit in: aggregated blocks then share switches. */
 static void block_key(const tp_fabric_t *f, block_t *b)
 {
-	const tp_host_t *h = b->nhosts ? &f->host[b->hosts[0]] : NULL;
+	const tp_host_t *h = b->b.nhosts ? &f->host[b->b.hosts[0]] : NULL;
 
 	for (int l = 0; l < TP_MAX_LEVELS; l++) {
 		int src = f->ngroup_levels - 1 - l;
@@ -298,56 +295,83 @@ static void block_key(const tp_fabric_t *f, block_t *b)
 	}
 }
 
-static void write_block(tp_strbuf_t *sb, const tp_fabric_t *f, char **names)
+tp_err_t tp_fabric_blocks(const tp_fabric_t *f, tp_block_t **blocks_p,
+			  size_t *n_p, size_t *base_p)
 {
-	bool *listed = tp_calloc(f->nhost + 1, sizeof(bool));
-	block_t *b = tp_calloc(f->nnvdom + f->ngroup + 1, sizeof(block_t));
-	char **alt = tp_calloc(f->nnvdom + 1, sizeof(char *));
+	block_t *b;
+	tp_block_t *out = NULL;
 	size_t nb = 0, base = 0;
 	bool multi = false;
 
-	if (!listed || !b || !alt) {
-		sb->failed = true;
-		goto out;
-	}
+	if (!f || !blocks_p || !n_p || !base_p)
+		return TP_ERR_INVAL;
+	b = tp_calloc(f->nnvdom + f->ngroup + 1, sizeof(block_t));
+	if (!b)
+		return TP_ERR_NOMEM;
 	for (size_t d = 0; d < f->nnvdom; d++)
 		multi |= f->nvdom[d].multi_node;
 	if (multi) {
-		size_t ord = 0;
 		for (size_t d = 0; d < f->nnvdom; d++) {
 			const tp_nvdomain_t *dp = &f->nvdom[d];
 			if (!dp->multi_node || !dp->nhosts)
 				continue;
-			ord++;
-			b[nb].name = dp->name;
-			if (!slurm_name_ok(dp->name)) {
-				alt[d] = tp_asprintf("nvl-%zu", ord);
-				if (!alt[d]) {
-					sb->failed = true;
-					goto out;
-				}
-				b[nb].name = alt[d];
-			}
-			b[nb].hosts = dp->hosts;
-			b[nb].nhosts = dp->nhosts;
-			b[nb].index = d;
-			block_key(f, &b[nb]);
-			nb++;
+			b[nb].b = (tp_block_t){dp->hosts, dp->nhosts, true,
+					       (uint32_t)d};
+			block_key(f, &b[nb++]);
 		}
 	} else {
 		for (size_t g = 0; g < f->ngroup; g++) {
 			const tp_group_t *gp = &f->group[g];
 			if (gp->level != 1 || !gp->nhosts)
 				continue;
-			b[nb].name = names[g];
-			b[nb].hosts = gp->hosts;
-			b[nb].nhosts = gp->nhosts;
-			b[nb].index = g;
-			block_key(f, &b[nb]);
-			nb++;
+			b[nb].b = (tp_block_t){gp->hosts, gp->nhosts, false,
+					       (uint32_t)g};
+			block_key(f, &b[nb++]);
 		}
 	}
 	qsort(b, nb, sizeof(*b), block_cmp);
+	if (nb && !(out = tp_malloc(nb * sizeof(*out)))) {
+		tp_free(b);
+		return TP_ERR_NOMEM;
+	}
+	for (size_t i = 0; i < nb; i++) {
+		out[i] = b[i].b;
+		if (!base || out[i].nhosts < base)
+			base = out[i].nhosts;
+	}
+	tp_free(b);
+	*blocks_p = out;
+	*n_p = nb;
+	*base_p = base;
+	return TP_OK;
+}
+
+static void write_block(tp_strbuf_t *sb, const tp_fabric_t *f, char **names)
+{
+	bool *listed = tp_calloc(f->nhost + 1, sizeof(bool));
+	char **alt = tp_calloc(f->nnvdom + 1, sizeof(char *));
+	tp_block_t *b = NULL;
+	size_t nb = 0, base = 0, ord = 0;
+	bool multi = false;
+
+	if (!listed || !alt || tp_fabric_blocks(f, &b, &nb, &base)) {
+		sb->failed = true;
+		goto out;
+	}
+	for (size_t d = 0; d < f->nnvdom; d++)
+		multi |= f->nvdom[d].multi_node;
+	/* synthetic names count the domains in index order, as before */
+	for (size_t d = 0; multi && d < f->nnvdom; d++) {
+		const tp_nvdomain_t *dp = &f->nvdom[d];
+		if (!dp->multi_node || !dp->nhosts)
+			continue;
+		ord++;
+		if (!slurm_name_ok(dp->name) &&
+		    !(alt[d] = tp_asprintf("nvl-%zu", ord))) {
+			sb->failed = true;
+			goto out;
+		}
+	}
 	tp_strbuf_printf(sb,
 			 "# Slurm topology.conf (topology/block) written by "
 			 "topoplace: %zu hosts, %zu blocks (%s)\n",
@@ -355,16 +379,18 @@ static void write_block(tp_strbuf_t *sb, const tp_fabric_t *f, char **names)
 			 multi ? "multi-node NVLink domains"
 			       : "level-1 switch groups");
 	for (size_t i = 0; i < nb; i++) {
-		if (multi && b[i].name != f->nvdom[b[i].index].name)
+		const char *name =
+		    multi ? f->nvdom[b[i].index].name : names[b[i].index];
+		if (multi && alt[b[i].index]) {
+			name = alt[b[i].index];
 			tp_strbuf_printf(sb, "# %s: NVLink domain \"%s\"\n",
-					 b[i].name, f->nvdom[b[i].index].name);
-		tp_strbuf_printf(sb, "BlockName=%s Nodes=", b[i].name);
+					 name, f->nvdom[b[i].index].name);
+		}
+		tp_strbuf_printf(sb, "BlockName=%s Nodes=", name);
 		put_hosts(sb, f, b[i].hosts, b[i].nhosts);
 		tp_strbuf_append(sb, "\n", 1);
 		for (size_t k = 0; k < b[i].nhosts; k++)
 			listed[b[i].hosts[k]] = true;
-		if (!base || b[i].nhosts < base)
-			base = b[i].nhosts;
 	}
 	/*
 	 * Without BlockSizes Slurm takes the first block's size as the base

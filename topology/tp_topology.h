@@ -280,6 +280,25 @@ tp_err_t tp_fabric_parse_json(const char *name, const char *buf,
  * Caller frees *text_p with tp_free(). */
 tp_err_t tp_fabric_topology_conf(const tp_fabric_t *f, bool block,
 				 char **text_p);
+/* The blocks of the block format, as Slurm's topology/block will index
+ * them: blocks[i] is the i-th BlockName line (Slurm's base block i). With
+ * any multi-node NVLink domain the blocks are those domains, else the
+ * level-1 groups; either way ordered by the IB groups of their first host
+ * (top level first), then by domain or group index, so that Slurm's
+ * aggregation of neighbouring blocks pairs blocks that share switches.
+ * *base_p is the smallest block's host count, the first BlockSizes value
+ * (Slurm's bblock_node_cnt); BlockSizes then doubles it while 2^k <= *n_p.
+ * Hosts in no block are in no entry. blocks[i].hosts is borrowed from the
+ * fabric (valid while it lives); the caller frees *blocks_p with tp_free().
+ * *blocks_p is NULL when *n_p is 0. */
+typedef struct tp_block {
+	const uint32_t *hosts; /* as the domain or group lists them */
+	size_t nhosts;
+	bool nvdomain; /* an NVLink domain (else a level-1 group) */
+	uint32_t index; /* its domain or group index */
+} tp_block_t;
+tp_err_t tp_fabric_blocks(const tp_fabric_t *f, tp_block_t **blocks_p,
+			  size_t *n_p, size_t *base_p);
 /* ibsim net file (one subnet: subnet < 0 means all, valid only when the
  * fabric has a single subnet). Caller frees *text_p. */
 tp_err_t tp_fabric_ibsim_net(const tp_fabric_t *f, int subnet, char **text_p);

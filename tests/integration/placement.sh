@@ -83,6 +83,15 @@ jq -e '(.baseline == "first-fit") and (.seeds == [1, 2]) and (.policies | has("f
 	ok "simulate: the baseline joins the policies" || bad "simulate --baseline: $(head -c 300 "$tmp/out")"
 expect 2 "simulate unknown baseline" $T simulate --fabric "$tmp/ft.json" --baseline nope
 grep -q "unknown baseline 'nope'" "$tmp/err" && ok "unknown baseline named" || bad "unknown baseline: $(cat "$tmp/err")"
+jeq "$tmp/sim.json" '.baseline' slurm-tree "fat tree: baseline slurm-tree"
+# NVLink-domain fabrics: Slurm's topology/block is the baseline and in the list
+$T fabric generate nvl72 --racks 2 --hosts-per-rack 4 -o "$tmp/nvl.json" >/dev/null
+expect 0 "simulate nvl72" $T simulate --fabric "$tmp/nvl.json" --jobs 60 --seeds 1 --json
+jeq "$tmp/out" '.baseline' slurm-block "nvl72: baseline slurm-block"
+jeq "$tmp/out" '.policies | has("slurm-block") and has("slurm-tree")' true "nvl72: both Slurm models run"
+expect 0 "simulate nvl72, baseline given" $T simulate --fabric "$tmp/nvl.json" --jobs 60 --seeds 1 \
+	--policies topoplace --baseline slurm-tree --json
+jeq "$tmp/out" '.baseline' slurm-tree "nvl72: --baseline wins over the default"
 printf 'submit_s,gpus,run_s\n0,8,100\n10,16,50\n20,1,10\n' >"$tmp/trace.csv"
 expect 0 "simulate CSV trace" $T simulate --fabric "$tmp/ft.json" --trace "$tmp/trace.csv" --policies topoplace,slurm-tree --json
 jeq "$tmp/out" '.policies.topoplace.jobs' 3 "CSV jobs run"

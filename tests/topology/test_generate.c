@@ -620,6 +620,23 @@ static void test_topoconf_block(void **state)
 	assert_non_null(strstr(t, "BlockName=rack02 Nodes=nvl[005-008]\n"));
 	assert_non_null(strstr(t, "BlockSizes=4,8\n"));
 	tp_free(t);
+	/* the table the slurm-block model reads: the lines, in order */
+	{
+		tp_block_t *b;
+		size_t n, base;
+		assert_int_equal(tp_fabric_blocks(f, &b, &n, &base), TP_OK);
+		assert_int_equal(n, 3);
+		assert_int_equal(base, 4);
+		assert_true(b[0].nvdomain && b[2].nvdomain);
+		assert_string_equal(tp_fabric_nvdomain(f, b[1].index)->name,
+				    "rack02");
+		assert_int_equal(b[1].nhosts, 4);
+		assert_string_equal(tp_fabric_host(f, b[1].hosts[0])->name,
+				    "nvl005");
+		tp_free(b);
+		assert_int_equal(tp_fabric_blocks(NULL, &b, &n, &base),
+				 TP_ERR_INVAL);
+	}
 	tp_fabric_destroy(f);
 
 	/* no multi-node domain: leaf groups are the blocks */
@@ -630,6 +647,15 @@ static void test_topoconf_block(void **state)
 	    strstr(t, "BlockName=leaf02 Nodes=node[002,004,006]\n"));
 	assert_non_null(strstr(t, "BlockSizes=3,6\n"));
 	tp_free(t);
+	{
+		tp_block_t *b;
+		size_t n, base;
+		assert_int_equal(tp_fabric_blocks(f, &b, &n, &base), TP_OK);
+		assert_int_equal(base, 3);
+		assert_false(b[0].nvdomain);
+		assert_int_equal(tp_fabric_group(f, b[0].index)->level, 1);
+		tp_free(b);
+	}
 	tp_fabric_destroy(f);
 }
 
