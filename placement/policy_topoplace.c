@@ -80,6 +80,7 @@ typedef struct ctx {
 	bool hosts_only; /* total request being spread: count hosts, trim later
 			  */
 	bool reverse; /* variant: take each group's hosts from its other end */
+	bool wait;    /* no fit worth taking now: the job waits */
 	size_t need;  /* hosts (for total requests: the fewest possible) */
 	int tgpus;    /* total requests: GPUs wanted */
 	double pen;   /* charge per host for breaking an untouched group */
@@ -540,6 +541,18 @@ static tp_err_t place_in(ctx_t *c, uint32_t sg, int slv, size_t need)
 		}
 		return take_hosts(c, dp->hosts, dp->nhosts, need, false);
 	}
+	/* A job one multi-node NVLink domain could hold waits for one, as
+	 * Slurm's topology/block makes it: spread over domains its traffic
+	 * leaves NVLink (an order of magnitude slower per GPU), which costs
+	 * more than the wait (NVL72 simulations: JCT 1.48x slurm-block's
+	 * when such jobs were spread). */
+	for (size_t d = 0; d < c->nd && need > 1 && sg == TP_ID_NONE; d++) {
+		const tp_nvdomain_t *dp = tp_fabric_nvdomain(c->f, d);
+		if (dp->multi_node && dp->nhosts >= need) {
+			c->wait = true;
+			return TP_ERR_NOTFOUND;
+		}
+	}
 
 	/* 2. one group, lowest level first */
 	int toplv = sg == TP_ID_NONE ? c->nlev : slv;
@@ -914,7 +927,7 @@ static tp_err_t choose_once(const tp__policy_in_t *in, const bool *skip,
 		err = place_one(&c);
 	else
 		err = place_in(&c, TP_ID_NONE, 0, c.need);
-	if (err == TP_ERR_NOTFOUND) {
+	if (err == TP_ERR_NOTFOUND && !c.wait) {
 		/* the structure gave no answer (hosts outside any group):
 		 * any hosts, largest offers first */
 		c.n = 0;

@@ -313,7 +313,9 @@ static const char *const requests[] = {
 };
 
 static size_t invariant_runs, invariant_skips, invariant_placed,
-    invariant_notfound, invariant_block_refused;
+    invariant_notfound, invariant_block_refused, invariant_topo_waits;
+
+static bool fits_a_domain(const tp_fabric_t *f, const tp_request_t *r);
 
 static void check_fabric(tp_fabric_t *f, int nstates)
 {
@@ -362,6 +364,15 @@ static void check_fabric(tp_fabric_t *f, int nstates)
 				     err == TP_ERR_RANGE) &&
 				    !strcmp(policy_names[i], "slurm-block")) {
 					invariant_block_refused++;
+					continue;
+				}
+				/* nor does topoplace split a job that one
+				 * multi-node NVLink domain can hold: it waits
+				 */
+				if (err == TP_ERR_NOTFOUND &&
+				    !strcmp(policy_names[i], "topoplace") &&
+				    fits_a_domain(tp_state_fabric(s), &r)) {
+					invariant_topo_waits++;
 					continue;
 				}
 				if (err)
@@ -427,6 +438,19 @@ static void test_invariants_rail(void **unused)
 	check_fabric(f, 12);
 }
 
+/* Could one multi-node NVLink domain of f hold request r (hosts)? */
+static bool fits_a_domain(const tp_fabric_t *f, const tp_request_t *r)
+{
+	size_t need = r->nodes > 0 ? (size_t)r->nodes : 2;
+
+	for (size_t d = 0; d < tp_fabric_nnvdomains(f); d++) {
+		const tp_nvdomain_t *dp = tp_fabric_nvdomain(f, d);
+		if (dp->multi_node && dp->nhosts >= need)
+			return true;
+	}
+	return false;
+}
+
 static void test_invariants_nvl72(void **unused)
 {
 	tp_gen_nvl72_t p;
@@ -448,10 +472,12 @@ static void test_invariants_three_levels(void **unused)
 	(void)unused;
 	check_fabric(tree_fabric(7, par, nh), 12);
 	print_message("# %zu policy runs checked (%zu placed, %zu not fitting "
-		      "now, %zu fitting but refused by slurm-block), %zu "
+		      "now, %zu fitting but refused by slurm-block, %zu "
+		      "waiting by topoplace for one NVLink domain), %zu "
 		      "skipped (unsupported)\n",
 		      invariant_runs, invariant_placed, invariant_notfound,
-		      invariant_block_refused, invariant_skips);
+		      invariant_block_refused, invariant_topo_waits,
+		      invariant_skips);
 	/* the random states must leave room for both outcomes */
 	assert_true(invariant_placed > invariant_runs / 3);
 	assert_true(invariant_notfound > 0);
