@@ -134,7 +134,11 @@ void tp__fabric_warn(tp_fabric_t *f, const char *fmt, ...)
 	va_end(ap);
 	if (!msg)
 		return;
-	tp__log(TP_LOG_WARN, "%s", msg);
+	bool seen = f->in_finalize && f->quiet_finalize;
+	for (size_t i = 0; f->in_finalize && i < f->npwarn && !seen; i++)
+		seen = !strcmp(f->pwarn[i], msg);
+	if (!seen)
+		tp__log(TP_LOG_WARN, "%s", msg);
 	if (*n >= TP__MAX_WARNINGS ||
 	    tp_grow(&arr, cap, *n + 1, sizeof(char *))) {
 		f->warn_dropped++;

@@ -51,7 +51,8 @@ static int natcmp(const char *a, const char *b)
 
 static int host_cmp(const void *x, const void *y)
 {
-	return natcmp(((const tp_host_t *)x)->name, ((const tp_host_t *)y)->name);
+	return natcmp(((const tp_host_t *)x)->name,
+		      ((const tp_host_t *)y)->name);
 }
 
 static int u32_cmp(const void *x, const void *y)
@@ -157,7 +158,8 @@ static tp_err_t name_cas(tp_fabric_t *f, const char **cname)
 				"0x%016llx \"%s\"): not hosts; name them with "
 				"--guid-map",
 				unnamed, unnamed == 1 ? "" : "s",
-				(unsigned long long)example->guid, example->desc);
+				(unsigned long long)example->guid,
+				example->desc);
 	return TP_OK;
 }
 
@@ -176,7 +178,8 @@ static tp_err_t sort_hosts(tp_fabric_t *f)
 	for (size_t i = 0; i < f->nhost; i++) {
 		if (i && strcmp(f->host[i - 1].name, f->host[i].name) == 0)
 			continue;
-		if (tp_strmap_put(f->host_by_name, f->host[i].name, (uint32_t)i))
+		if (tp_strmap_put(f->host_by_name, f->host[i].name,
+				  (uint32_t)i))
 			return TP_ERR_NOMEM;
 	}
 	return TP_OK;
@@ -219,7 +222,8 @@ static tp_err_t attach_cas(tp_fabric_t *f, const char *const *cname)
 		tp_free(hp->cas);
 		hp->cas = NULL;
 		hp->ncas = 0;
-		if (count[h] && !(hp->cas = tp_malloc(count[h] * sizeof(uint32_t))))
+		if (count[h] &&
+		    !(hp->cas = tp_malloc(count[h] * sizeof(uint32_t))))
 			goto out;
 	}
 	for (size_t i = 0; i < f->nca; i++)
@@ -229,7 +233,8 @@ static tp_err_t attach_cas(tp_fabric_t *f, const char *const *cname)
 		}
 	sort_fabric = f;
 	for (size_t h = 0; h < f->nhost; h++)
-		sort_n(f->host[h].cas, f->host[h].ncas, sizeof(uint32_t), ca_cmp);
+		sort_n(f->host[h].cas, f->host[h].ncas, sizeof(uint32_t),
+		       ca_cmp);
 	err = TP_OK;
 out:
 	tp_free(minport);
@@ -262,8 +267,8 @@ static tp_err_t adj_build(const tp_fabric_t *f, adj_t *a)
 		return TP_ERR_NOMEM;
 	for (size_t i = 0; i < f->nlink; i++) {
 		const tp_link_t *l = &f->link[i];
-		if (l->kind[0] == TP_NODE_SWITCH && l->kind[1] == TP_NODE_SWITCH &&
-		    l->node[0] != l->node[1]) {
+		if (l->kind[0] == TP_NODE_SWITCH &&
+		    l->kind[1] == TP_NODE_SWITCH && l->node[0] != l->node[1]) {
 			a->off[l->node[0] + 1]++;
 			a->off[l->node[1] + 1]++;
 			n += 2;
@@ -282,8 +287,8 @@ static tp_err_t adj_build(const tp_fabric_t *f, adj_t *a)
 	memcpy(fill, a->off, (f->nsw + 1) * sizeof(size_t));
 	for (size_t i = 0; i < f->nlink; i++) {
 		const tp_link_t *l = &f->link[i];
-		if (l->kind[0] == TP_NODE_SWITCH && l->kind[1] == TP_NODE_SWITCH &&
-		    l->node[0] != l->node[1]) {
+		if (l->kind[0] == TP_NODE_SWITCH &&
+		    l->kind[1] == TP_NODE_SWITCH && l->node[0] != l->node[1]) {
 			size_t p = fill[l->node[0]]++;
 			a->nbr[p] = l->node[1];
 			a->lnk[p] = (uint32_t)i;
@@ -458,7 +463,8 @@ static tp_err_t build_groups(tp_fabric_t *f, const adj_t *a)
 	}
 	for (size_t h = 0; h < f->nhost; h++)
 		for (size_t i = 1; i < f->host[h].nleaves; i++)
-			uf_union(uf, f->host[h].leaves[0], f->host[h].leaves[i]);
+			uf_union(uf, f->host[h].leaves[0],
+				 f->host[h].leaves[i]);
 	/* groups are numbered in host order: stable for the same fabric */
 	for (size_t h = 0; h < f->nhost; h++) {
 		tp_host_t *hp = &f->host[h];
@@ -469,9 +475,11 @@ static tp_err_t build_groups(tp_fabric_t *f, const adj_t *a)
 			uint32_t *sw = NULL;
 			size_t n = 0, c2 = 0;
 			for (size_t s = 0; s < f->nsw; s++)
-				if (f->sw[s].level == 1 && uf_find(uf, (uint32_t)s) == r) {
+				if (f->sw[s].level == 1 &&
+				    uf_find(uf, (uint32_t)s) == r) {
 					void *p = sw;
-					if (tp_grow(&p, &c2, n + 1, sizeof(uint32_t))) {
+					if (tp_grow(&p, &c2, n + 1,
+						    sizeof(uint32_t))) {
 						tp_free(sw);
 						goto out;
 					}
@@ -494,7 +502,8 @@ static tp_err_t build_groups(tp_fabric_t *f, const adj_t *a)
 	for (int lv = 1; lv < TP_MAX_LEVELS && first < last; lv++) {
 		for (size_t g = first; g < last; g++)
 			for (size_t i = 0; i < f->group[g].nswitches; i++)
-				f->sw[f->group[g].switches[i]].group = (uint32_t)g;
+				f->sw[f->group[g].switches[i]].group =
+				    (uint32_t)g;
 		/* uf over level-(lv+1) switches, keyed by switch index */
 		for (size_t s = 0; s < f->nsw; s++) {
 			uf[s] = (uint32_t)s;
@@ -505,7 +514,8 @@ static tp_err_t build_groups(tp_fabric_t *f, const adj_t *a)
 			uint32_t prev = TP_ID_NONE;
 			for (size_t i = 0; i < f->group[g].nswitches; i++) {
 				uint32_t s = f->group[g].switches[i];
-				for (size_t p = a->off[s]; p < a->off[s + 1]; p++) {
+				for (size_t p = a->off[s]; p < a->off[s + 1];
+				     p++) {
 					uint32_t u = a->nbr[p];
 					if (f->sw[u].level != lv + 1)
 						continue;
@@ -521,9 +531,12 @@ static tp_err_t build_groups(tp_fabric_t *f, const adj_t *a)
 		size_t next_first = f->ngroup;
 		for (size_t g = first; g < last; g++) {
 			uint32_t up = TP_ID_NONE;
-			for (size_t i = 0; i < f->group[g].nswitches && up == TP_ID_NONE; i++) {
+			for (size_t i = 0;
+			     i < f->group[g].nswitches && up == TP_ID_NONE;
+			     i++) {
 				uint32_t s = f->group[g].switches[i];
-				for (size_t p = a->off[s]; p < a->off[s + 1]; p++)
+				for (size_t p = a->off[s]; p < a->off[s + 1];
+				     p++)
 					if (f->sw[a->nbr[p]].level == lv + 1) {
 						up = a->nbr[p];
 						break;
@@ -539,14 +552,16 @@ static tp_err_t build_groups(tp_fabric_t *f, const adj_t *a)
 					if (f->sw[s].level == lv + 1 &&
 					    uf_find(uf, (uint32_t)s) == r) {
 						void *p = sw;
-						if (tp_grow(&p, &c2, n + 1, sizeof(uint32_t))) {
+						if (tp_grow(&p, &c2, n + 1,
+							    sizeof(uint32_t))) {
 							tp_free(sw);
 							goto out;
 						}
 						sw = p;
 						sw[n++] = (uint32_t)s;
 					}
-				if (group_push(f, &cap, lv + 1, &sw, n, &root_group[r])) {
+				if (group_push(f, &cap, lv + 1, &sw, n,
+					       &root_group[r])) {
 					tp_free(sw);
 					goto out;
 				}
@@ -578,19 +593,21 @@ static tp_err_t build_groups(tp_fabric_t *f, const adj_t *a)
 			if (f->host[h].group[l] != TP_ID_NONE)
 				count[f->host[h].group[l]]++;
 	for (size_t g = 0; g < f->ngroup; g++)
-		if (count[g] &&
-		    !(f->group[g].hosts = tp_malloc(count[g] * sizeof(uint32_t))))
+		if (count[g] && !(f->group[g].hosts =
+				      tp_malloc(count[g] * sizeof(uint32_t))))
 			goto out;
 	for (size_t h = 0; h < f->nhost; h++)
 		for (int l = 0; l < TP_MAX_LEVELS; l++) {
 			uint32_t g = f->host[h].group[l];
 			if (g != TP_ID_NONE)
-				f->group[g].hosts[f->group[g].nhosts++] = (uint32_t)h;
+				f->group[g].hosts[f->group[g].nhosts++] =
+				    (uint32_t)h;
 		}
 	for (size_t g = 0; g < f->ngroup; g++) {
 		tp_group_t *gp = &f->group[g];
 		gp->up_gbps = group_capacity(f, a, ca_gbps, gp, gp->level + 1);
-		gp->down_gbps = group_capacity(f, a, ca_gbps, gp, gp->level - 1);
+		gp->down_gbps =
+		    group_capacity(f, a, ca_gbps, gp, gp->level - 1);
 	}
 	err = TP_OK;
 out:
@@ -720,12 +737,13 @@ static tp_err_t build_nvdomains(tp_fabric_t *f)
 	}
 	for (size_t d = 0; d < f->nnvdom; d++)
 		sort_n(f->nvdom[d].hosts, f->nvdom[d].nhosts, sizeof(uint32_t),
-		      u32_cmp);
+		       u32_cmp);
 	if (unknown)
-		tp__fabric_warn(f,
-				"%zu host%s in the NVLink domain map not in the "
-				"fabric (e.g. %s): ignored",
-				unknown, unknown == 1 ? "" : "s", unknown_ex);
+		tp__fabric_warn(
+		    f,
+		    "%zu host%s in the NVLink domain map not in the "
+		    "fabric (e.g. %s): ignored",
+		    unknown, unknown == 1 ? "" : "s", unknown_ex);
 	for (size_t h = 0; h < f->nhost; h++) {
 		tp_host_t *hp = &f->host[h];
 		if (hp->nvdomain != TP_ID_NONE || !hp->ngpus)
@@ -749,10 +767,15 @@ tp_err_t tp_fabric_finalize(tp_fabric_t *f, const tp_finalize_opts_t *opts)
 	if (!f)
 		return TP_ERR_INVAL;
 	tp__fabric_free_derived(f);
-	/* finalize may run repeatedly: its own warnings are recomputed */
-	for (size_t i = 0; i < f->nfwarn; i++)
-		tp_free(f->fwarn[i]);
-	f->nfwarn = 0;
+	/* finalize may run repeatedly: its own warnings are recomputed, and
+	 * logged only when they are new (tp__fabric_warn looks at the last
+	 * run's, kept here until this one ends) */
+	char **prev = f->fwarn;
+	size_t nprev = f->nfwarn;
+	f->fwarn = NULL;
+	f->nfwarn = f->capfwarn = 0;
+	f->pwarn = (const char *const *)prev;
+	f->npwarn = nprev;
 	f->in_finalize = true;
 	const char **cname = tp_malloc((f->nca + 1) * sizeof(char *));
 	if (!cname) {
@@ -778,9 +801,15 @@ tp_err_t tp_fabric_finalize(tp_fabric_t *f, const tp_finalize_opts_t *opts)
 	if ((err = build_nvdomains(f)))
 		goto fail;
 	f->finalized = true;
-	f->in_finalize = false;
-	return TP_OK;
+	err = TP_OK;
 fail:
 	f->in_finalize = false;
+	f->pwarn = NULL;
+	f->npwarn = 0;
+	for (size_t i = 0; i < nprev; i++)
+		tp_free(prev[i]);
+	tp_free(prev);
+	if (!err)
+		return TP_OK;
 	return tp__fabric_fail(f, err, "finalize: %s", tp_strerror(err));
 }

@@ -612,7 +612,10 @@ static tp_err_t parse_doc(loader_t *ld, const tp__jdoc_t *d, tp_fabric_t **f_p)
 		return TP_ERR_PARSE;
 	if ((err = load_hosts(ld, arr)) || (err = load_misc(ld, root)))
 		return err;
-	if ((err = tp_fabric_finalize(ld->f, NULL)))
+	ld->f->quiet_finalize = true;
+	err = tp_fabric_finalize(ld->f, NULL);
+	ld->f->quiet_finalize = false;
+	if (err)
 		return lfail(ld, err, "%s", tp_fabric_error(ld->f));
 	*f_p = ld->f;
 	ld->f = NULL;

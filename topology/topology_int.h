@@ -50,6 +50,12 @@ struct tp_fabric {
 	char **fwarn;      /* from finalize (recomputed each time) */
 	size_t nfwarn, capfwarn;
 	bool in_finalize;
+	/* during finalize: the last run's warnings (not logged again) */
+	const char *const *pwarn;
+	size_t npwarn;
+	/* finalize logs nothing: a fabric loaded from JSON, whose warnings
+	 * were shown when it was discovered (fabric show lists them) */
+	bool quiet_finalize;
 	char err[512];
 	bool finalized;
 };

@@ -14,6 +14,20 @@ expect 2 "discover without a source" $T discover -o "$tmp/x.json"
 expect 2 "discover without -o" $T discover --ibnetdiscover /dev/null
 expect 2 "generate bad kind" $T fabric generate torus -o "$tmp/x.json"
 expect 2 "generate bad number" $T fabric generate fat-tree --nics-per-host 1 --leaves zero -o "$tmp/x.json"
+# a fabric's warnings: once when discovered, listed by fabric show, not
+# repeated by every command that loads it
+sp="${TP_FIXTURES:-../shared/fixtures}/ib/NVIDIA-topograph/ibnetdiscover-example.out"
+if [ -f "$sp" ]; then
+	expect 0 "discover the SuperPOD dump" $T discover --ibnetdiscover "$sp" -o "$tmp/sp.json"
+	[ "$(grep -c 'marked degraded' "$tmp/err")" -eq 1 ] && ok "discover warns once" ||
+		bad "discover warnings: $(cat "$tmp/err")"
+	expect 0 "plan on it" $T plan --fabric "$tmp/sp.json" --nodes B11-P1-CUFM-02
+	grep -q warning "$tmp/err" && bad "plan repeats the warnings: $(cat "$tmp/err")" ||
+		ok "plan does not repeat the fabric's warnings"
+	expect 0 "fabric show lists them" $T fabric show "$tmp/sp.json"
+	grep -q 'marked degraded' "$tmp/out" && ok "fabric show lists the warnings" ||
+		bad "fabric show: $(cat "$tmp/out")"
+fi
 # a device where a file is expected: refused at once, not read for ever
 expect 2 "fabric show /dev/zero" timeout 10 $T fabric show /dev/zero
 grep -q "/dev/zero: cannot read: not a regular file or pipe" "$tmp/err" && ok "device refused, named" ||
