@@ -11,36 +11,37 @@
 #include "tp_placement.h"
 
 static const char place_usage[] =
-	"Usage: topoplace place --fabric F.json --request REQ [--state S.json]\n"
-	"                       [--policy P] [--seed N] [--json]\n"
-	"\n"
-	"Choose hosts for one job on the free part of the fabric and say why.\n"
-	"  --request REQ   nodes=N[,gpus-per-node=G] | gpus=T, plus optional\n"
-	"                  ,exclusive ,bytes=SIZE (all-reduce size, default 1G)\n"
-	"  --state S.json  allocation state (topoplace-state/1): busy GPUs, down\n"
-	"                  hosts, degraded links, other jobs' traffic\n"
-	"  --policy P      topoplace (default), slurm-tree, slurm-block,\n"
-	"                  slurm-linear, first-fit, random\n"
-	"  --seed N        for seeded policies (default 1)\n"
-	"  --json          policy, hosts (ring order), gpus, span, predicted_s,\n"
-	"                  ideal_s, explain\n";
+    "Usage: topoplace place --fabric F.json --request REQ [--state S.json]\n"
+    "                       [--policy P] [--seed N] [--json]\n"
+    "\n"
+    "Choose hosts for one job on the free part of the fabric and say why.\n"
+    "  --request REQ   nodes=N[,gpus-per-node=G] | gpus=T, plus optional\n"
+    "                  ,exclusive ,bytes=SIZE (all-reduce size, default 1G)\n"
+    "  --state S.json  allocation state (topoplace-state/1): busy GPUs, down\n"
+    "                  hosts, degraded links, other jobs' traffic\n"
+    "  --policy P      topoplace (default), slurm-tree, slurm-block,\n"
+    "                  slurm-linear, first-fit, random\n"
+    "  --seed N        for seeded policies (default 1)\n"
+    "  --json          policy, hosts (ring order), gpus, span, predicted_s,\n"
+    "                  ideal_s, explain\n";
 
 static const char cost_usage[] =
-	"Usage: topoplace cost --fabric F.json --hosts LIST --bytes SIZE\n"
-	"                      [--algo ring|hierarchical|tree|reduce-scatter|all-gather]\n"
-	"                      [--gpus-per-host N] [--background S.json] [--json]\n"
-	"\n"
-	"The cost model's prediction for one collective over exactly these hosts\n"
-	"in this order (LIST: node[01-04],node09). --background gives degraded\n"
-	"links and other jobs' traffic (topoplace-state/1). --json: seconds,\n"
-	"bandwidth_s, latency_s, bottleneck_gbps, bottleneck_link.\n";
+    "Usage: topoplace cost --fabric F.json --hosts LIST --bytes SIZE\n"
+    "                      [--algo "
+    "ring|hierarchical|tree|reduce-scatter|all-gather]\n"
+    "                      [--gpus-per-host N] [--background S.json] [--json]\n"
+    "\n"
+    "The cost model's prediction for one collective over exactly these hosts\n"
+    "in this order (LIST: node[01-04],node09). --background gives degraded\n"
+    "links and other jobs' traffic (topoplace-state/1). --json: seconds,\n"
+    "bandwidth_s, latency_s, bottleneck_gbps, bottleneck_link.\n";
 
 static const char draw_usage[] =
-	"Usage: topoplace draw --fabric F.json [--state S.json] -o FILE.svg\n"
-	"\n"
-	"The fabric as a picture: level-1 groups as boxes under their spine\n"
-	"groups, hosts coloured by the job that holds them (grey: free, black:\n"
-	"down, red outline: degraded), so fragmentation shows at a glance.\n";
+    "Usage: topoplace draw --fabric F.json [--state S.json] -o FILE.svg\n"
+    "\n"
+    "The fabric as a picture: level-1 groups as boxes under their spine\n"
+    "groups, hosts coloured by the job that holds them (grey: free, black:\n"
+    "down, red outline: degraded), so fragmentation shows at a glance.\n";
 
 /* Parse "512M", "1G", "1048576". */
 static bool parse_bytes(const char *s, double *v)
@@ -51,11 +52,28 @@ static bool parse_bytes(const char *s, double *v)
 	if (end == s || !(x >= 0))
 		return false;
 	switch (*end) {
-	case 'k': case 'K': x *= 1024; end++; break;
-	case 'm': case 'M': x *= 1048576; end++; break;
-	case 'g': case 'G': x *= 1073741824; end++; break;
-	case 't': case 'T': x *= 1099511627776.0; end++; break;
-	default: break;
+	case 'k':
+	case 'K':
+		x *= 1024;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		x *= 1048576;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		x *= 1073741824;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		x *= 1099511627776.0;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if (*end == 'B' || *end == 'b')
 		end++;
@@ -88,29 +106,36 @@ static cJSON *span_json(const tp_placement_t *p)
 	cJSON *o = cJSON_CreateObject();
 
 	cJSON_AddNumberToObject(o, "hosts", (double)p->span[TP_SPAN_HOSTS]);
-	cJSON_AddNumberToObject(o, "nvlink_domains", (double)p->span[TP_SPAN_NVDOMAINS]);
+	cJSON_AddNumberToObject(o, "nvlink_domains",
+				(double)p->span[TP_SPAN_NVDOMAINS]);
 	cJSON_AddNumberToObject(o, "groups", (double)p->span[TP_SPAN_GROUPS]);
-	cJSON_AddNumberToObject(o, "spine_groups", (double)p->span[TP_SPAN_SPINE_GROUPS]);
-	cJSON_AddNumberToObject(o, "min_groups", (double)p->min_span_free[TP_SPAN_GROUPS]);
-	cJSON_AddNumberToObject(o, "min_groups_empty", (double)p->min_span_empty[TP_SPAN_GROUPS]);
-	cJSON_AddNumberToObject(o, "min_nvlink_domains", (double)p->min_span_free[TP_SPAN_NVDOMAINS]);
-	cJSON_AddNumberToObject(o, "min_spine_groups", (double)p->min_span_free[TP_SPAN_SPINE_GROUPS]);
+	cJSON_AddNumberToObject(o, "spine_groups",
+				(double)p->span[TP_SPAN_SPINE_GROUPS]);
+	cJSON_AddNumberToObject(o, "min_groups",
+				(double)p->min_span_free[TP_SPAN_GROUPS]);
+	cJSON_AddNumberToObject(o, "min_groups_empty",
+				(double)p->min_span_empty[TP_SPAN_GROUPS]);
+	cJSON_AddNumberToObject(o, "min_nvlink_domains",
+				(double)p->min_span_free[TP_SPAN_NVDOMAINS]);
+	cJSON_AddNumberToObject(o, "min_spine_groups",
+				(double)p->min_span_free[TP_SPAN_SPINE_GROUPS]);
 	return o;
 }
 
 int tp_cmd_place(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"fabric", required_argument, NULL, 'f'},
-		{"state", required_argument, NULL, 's'},
-		{"request", required_argument, NULL, 'r'},
-		{"policy", required_argument, NULL, 'p'},
-		{"seed", required_argument, NULL, 'S'},
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"fabric", required_argument, NULL, 'f'},
+	    {"state", required_argument, NULL, 's'},
+	    {"request", required_argument, NULL, 'r'},
+	    {"policy", required_argument, NULL, 'p'},
+	    {"seed", required_argument, NULL, 'S'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
-	const char *fabric = NULL, *state = NULL, *req = NULL, *pname = "topoplace";
+	const char *fabric = NULL, *state = NULL, *req = NULL,
+		   *pname = "topoplace";
 	bool json = false;
 	long seed = 1;
 	int c, rc = TP_EXIT_INPUT;
@@ -127,30 +152,47 @@ int tp_cmd_place(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'f': fabric = optarg; break;
-		case 's': state = optarg; break;
-		case 'r': req = optarg; break;
-		case 'p': pname = optarg; break;
+		case 'f':
+			fabric = optarg;
+			break;
+		case 's':
+			state = optarg;
+			break;
+		case 'r':
+			req = optarg;
+			break;
+		case 'p':
+			pname = optarg;
+			break;
 		case 'S':
 			if (!tp_cli_int("--seed", optarg, 0, 1L << 62, &seed))
 				return TP_EXIT_INPUT;
 			break;
-		case 'j': json = true; break;
-		case 'h': fputs(place_usage, stdout); return TP_EXIT_OK;
-		default: fputs(place_usage, stderr); return TP_EXIT_INPUT;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			fputs(place_usage, stdout);
+			return TP_EXIT_OK;
+		default:
+			fputs(place_usage, stderr);
+			return TP_EXIT_INPUT;
 		}
 	}
 	if (optind < argc || !fabric || !req) {
-		tp_cli_err("place: --fabric and --request are required (see --help)");
+		tp_cli_err(
+		    "place: --fabric and --request are required (see --help)");
 		return TP_EXIT_INPUT;
 	}
 	const tp_policy_t *policy = tp_policy_find(pname);
 	if (!policy) {
-		tp_cli_err("place: unknown policy '%s' (%s)", pname, tp_policy_names());
+		tp_cli_err("place: unknown policy '%s' (%s)", pname,
+			   tp_policy_names());
 		return TP_EXIT_INPUT;
 	}
 	if ((err = tp_request_parse(req, &r, &msg))) {
-		tp_cli_err("place: --request: %s", msg ? msg : tp_strerror(err));
+		tp_cli_err("place: --request: %s",
+			   msg ? msg : tp_strerror(err));
 		tp_free(msg);
 		return TP_EXIT_INPUT;
 	}
@@ -167,25 +209,31 @@ int tp_cmd_place(int argc, char **argv)
 	err = tp_place_run(policy, s, &r, &pp, ctx, (uint64_t)seed, &pl);
 	if (err) {
 		tp_cli_err("place: %s: %s", req,
-			   err == TP_ERR_NOTFOUND ? "does not fit the free part of the fabric now"
+			   err == TP_ERR_NOTFOUND
+			       ? "does not fit the free part of the fabric now"
 			   : err == TP_ERR_RANGE ? "can never fit this fabric"
 						 : tp_strerror(err));
-		rc = err == TP_ERR_NOTFOUND ? TP_EXIT_FAIL : tp_cli_exit_code(err);
+		rc = err == TP_ERR_NOTFOUND ? TP_EXIT_FAIL
+					    : tp_cli_exit_code(err);
 		goto out;
 	}
 	if (json) {
-		cJSON *o = cJSON_CreateObject(), *h = cJSON_AddArrayToObject(o, "hosts"),
+		cJSON *o = cJSON_CreateObject(),
+		      *h = cJSON_AddArrayToObject(o, "hosts"),
 		      *g = cJSON_AddArrayToObject(o, "gpus");
 		cJSON_AddStringToObject(o, "policy", tp_policy_name(policy));
 		for (size_t i = 0; i < pl.nhosts; i++) {
-			cJSON_AddItemToArray(h, cJSON_CreateString(tp_fabric_host(f, pl.hosts[i])->name));
+			cJSON_AddItemToArray(
+			    h, cJSON_CreateString(
+				   tp_fabric_host(f, pl.hosts[i])->name));
 			cJSON_AddItemToArray(g, cJSON_CreateNumber(pl.gpus[i]));
 		}
 		cJSON_AddItemToObject(o, "span", span_json(&pl));
 		cJSON_AddNumberToObject(o, "predicted_s", pl.predicted_s);
 		cJSON_AddNumberToObject(o, "ideal_s", pl.ideal_s);
 		cJSON_AddNumberToObject(o, "decision_s", pl.decision_s);
-		cJSON_AddStringToObject(o, "explain", pl.explain ? pl.explain : "");
+		cJSON_AddStringToObject(o, "explain",
+					pl.explain ? pl.explain : "");
 		char *txt = cJSON_Print(o);
 		cJSON_Delete(o);
 		if (txt)
@@ -195,17 +243,25 @@ int tp_cmd_place(int argc, char **argv)
 		char **names = tp_calloc(pl.nhosts + 1, sizeof(char *));
 		for (size_t i = 0; names && i < pl.nhosts; i++)
 			names[i] = tp_fabric_host(f, pl.hosts[i])->name;
-		char *list = names ? tp_hostlist_compress((const char *const *)names, pl.nhosts) : NULL;
+		char *list = names ? tp_hostlist_compress(
+					 (const char *const *)names, pl.nhosts)
+				   : NULL;
 		printf("policy     %s\n", tp_policy_name(policy));
 		printf("hosts      %s\n", list ? list : "?");
 		printf("ring order");
 		for (size_t i = 0; i < pl.nhosts; i++)
-			printf(" %s:%d", tp_fabric_host(f, pl.hosts[i])->name, pl.gpus[i]);
-		printf("\nspan       %zu hosts, %zu NVLink domains, %zu groups (minimum %zu now, %zu on an empty fabric), %zu spine groups\n",
-		       pl.span[TP_SPAN_HOSTS], pl.span[TP_SPAN_NVDOMAINS], pl.span[TP_SPAN_GROUPS],
-		       pl.min_span_free[TP_SPAN_GROUPS], pl.min_span_empty[TP_SPAN_GROUPS],
+			printf(" %s:%d", tp_fabric_host(f, pl.hosts[i])->name,
+			       pl.gpus[i]);
+		printf("\nspan       %zu hosts, %zu NVLink domains, %zu groups "
+		       "(minimum %zu now, %zu on an empty fabric), %zu spine "
+		       "groups\n",
+		       pl.span[TP_SPAN_HOSTS], pl.span[TP_SPAN_NVDOMAINS],
+		       pl.span[TP_SPAN_GROUPS],
+		       pl.min_span_free[TP_SPAN_GROUPS],
+		       pl.min_span_empty[TP_SPAN_GROUPS],
 		       pl.span[TP_SPAN_SPINE_GROUPS]);
-		printf("all-reduce predicted %.3f ms, ideal %.3f ms\n", pl.predicted_s * 1e3, pl.ideal_s * 1e3);
+		printf("all-reduce predicted %.3f ms, ideal %.3f ms\n",
+		       pl.predicted_s * 1e3, pl.ideal_s * 1e3);
 		printf("why        %s\n", pl.explain ? pl.explain : "");
 		tp_free(list);
 		tp_free(names);
@@ -230,8 +286,8 @@ static void link_name(const tp_fabric_t *f, uint32_t l, char *buf, size_t n)
 	}
 	for (int e = 0; e < 2; e++) {
 		const char *d = lk->kind[e] == TP_NODE_SWITCH
-					? tp_fabric_switch(f, lk->node[e])->desc
-					: tp_fabric_ca(f, lk->node[e])->desc;
+				    ? tp_fabric_switch(f, lk->node[e])->desc
+				    : tp_fabric_ca(f, lk->node[e])->desc;
 		snprintf(end[e], sizeof(end[e]), "%.80s/%d", d, lk->port[e]);
 	}
 	snprintf(buf, n, "%s - %s", end[0], end[1]);
@@ -240,15 +296,15 @@ static void link_name(const tp_fabric_t *f, uint32_t l, char *buf, size_t n)
 int tp_cmd_cost(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"fabric", required_argument, NULL, 'f'},
-		{"hosts", required_argument, NULL, 'H'},
-		{"bytes", required_argument, NULL, 'b'},
-		{"algo", required_argument, NULL, 'a'},
-		{"gpus-per-host", required_argument, NULL, 'g'},
-		{"background", required_argument, NULL, 'B'},
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"fabric", required_argument, NULL, 'f'},
+	    {"hosts", required_argument, NULL, 'H'},
+	    {"bytes", required_argument, NULL, 'b'},
+	    {"algo", required_argument, NULL, 'a'},
+	    {"gpus-per-host", required_argument, NULL, 'g'},
+	    {"background", required_argument, NULL, 'B'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *fabric = NULL, *hosts = NULL, *bg = NULL;
 	double bytes = -1;
@@ -268,36 +324,58 @@ int tp_cmd_cost(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'f': fabric = optarg; break;
-		case 'H': hosts = optarg; break;
+		case 'f':
+			fabric = optarg;
+			break;
+		case 'H':
+			hosts = optarg;
+			break;
 		case 'b':
 			if (!parse_bytes(optarg, &bytes)) {
-				tp_cli_err("cost: --bytes: expected a size like 1G or 262144, got '%s'", optarg);
+				tp_cli_err("cost: --bytes: expected a size "
+					   "like 1G or 262144, got '%s'",
+					   optarg);
 				return TP_EXIT_INPUT;
 			}
 			break;
 		case 'a':
 			if (tp_algo_parse(optarg, &algo)) {
-				tp_cli_err("cost: --algo: unknown algorithm '%s'", optarg);
+				tp_cli_err(
+				    "cost: --algo: unknown algorithm '%s'",
+				    optarg);
 				return TP_EXIT_INPUT;
 			}
 			break;
 		case 'g':
-			if (!tp_cli_int("--gpus-per-host", optarg, 1, 1024, &gph))
+			if (!tp_cli_int("--gpus-per-host", optarg, 1, 1024,
+					&gph))
 				return TP_EXIT_INPUT;
 			break;
-		case 'B': bg = optarg; break;
-		case 'j': json = true; break;
-		case 'h': fputs(cost_usage, stdout); return TP_EXIT_OK;
-		default: fputs(cost_usage, stderr); return TP_EXIT_INPUT;
+		case 'B':
+			bg = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			fputs(cost_usage, stdout);
+			return TP_EXIT_OK;
+		default:
+			fputs(cost_usage, stderr);
+			return TP_EXIT_INPUT;
 		}
 	}
 	if (optind < argc || !fabric || !hosts || bytes < 0) {
-		tp_cli_err("cost: --fabric, --hosts and --bytes are required (see --help)");
+		tp_cli_err("cost: --fabric, --hosts and --bytes are required "
+			   "(see --help)");
 		return TP_EXIT_INPUT;
 	}
 	if ((err = tp_hostlist_expand(hosts, &names, &n)) || !n) {
-		tp_cli_err("cost: --hosts: not a host list: '%s'", hosts);
+		char q[160];
+		if (!err)
+			tp_hostlist_free(names, n); /* an empty list */
+		tp_cli_err("cost: --hosts: not a host list: \"%s\"",
+			   tp_quote(q, sizeof(q), hosts, 100));
 		return TP_EXIT_INPUT;
 	}
 	if (!(f = tp_cli_load(fabric, &rc)) || !(s = load_state(f, bg, &rc)))
@@ -311,7 +389,8 @@ int tp_cmd_cost(int argc, char **argv)
 	for (size_t i = 0; i < n; i++) {
 		hv[i] = tp_fabric_host_find(f, names[i]);
 		if (hv[i] == TP_ID_NONE) {
-			tp_cli_err("cost: %s: host %s is not in the fabric", fabric, names[i]);
+			tp_cli_err("cost: %s: host %s is not in the fabric",
+				   fabric, names[i]);
 			rc = TP_EXIT_INPUT;
 			goto out;
 		}
@@ -338,20 +417,26 @@ int tp_cmd_cost(int argc, char **argv)
 		cJSON_AddNumberToObject(o, "seconds", out.seconds);
 		cJSON_AddNumberToObject(o, "bandwidth_s", out.bandwidth_s);
 		cJSON_AddNumberToObject(o, "latency_s", out.latency_s);
-		cJSON_AddNumberToObject(o, "bottleneck_gbps", out.bottleneck_gbps);
+		cJSON_AddNumberToObject(o, "bottleneck_gbps",
+					out.bottleneck_gbps);
 		cJSON_AddStringToObject(o, "bottleneck_link", lname);
 		if (out.bottleneck_link != TP_ID_NONE)
-			cJSON_AddNumberToObject(o, "bottleneck_link_index", out.bottleneck_link);
-		cJSON_AddNumberToObject(o, "cross_top_bytes", out.cross_top_bytes);
+			cJSON_AddNumberToObject(o, "bottleneck_link_index",
+						out.bottleneck_link);
+		cJSON_AddNumberToObject(o, "cross_top_bytes",
+					out.cross_top_bytes);
 		char *txt = cJSON_Print(o);
 		cJSON_Delete(o);
 		if (txt)
 			puts(txt);
 		cJSON_free(txt);
 	} else {
-		printf("%s of %.0f bytes over %zu hosts: %.6f s (bandwidth %.6f s, latency %.6f s)\n",
-		       tp_algo_name(algo), bytes, n, out.seconds, out.bandwidth_s, out.latency_s);
-		printf("bottleneck %.1f Gb/s on %s\n", out.bottleneck_gbps, lname);
+		printf("%s of %.0f bytes over %zu hosts: %.6f s (bandwidth "
+		       "%.6f s, latency %.6f s)\n",
+		       tp_algo_name(algo), bytes, n, out.seconds,
+		       out.bandwidth_s, out.latency_s);
+		printf("bottleneck %.1f Gb/s on %s\n", out.bottleneck_gbps,
+		       lname);
 	}
 	rc = TP_EXIT_OK;
 out:
@@ -376,11 +461,11 @@ static void job_colour(uint64_t job, char *buf, size_t n)
 int tp_cmd_draw(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"fabric", required_argument, NULL, 'f'},
-		{"state", required_argument, NULL, 's'},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"fabric", required_argument, NULL, 'f'},
+	    {"state", required_argument, NULL, 's'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *fabric = NULL, *state = NULL, *out = NULL;
 	int c, rc = TP_EXIT_INPUT;
@@ -391,15 +476,26 @@ int tp_cmd_draw(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'f': fabric = optarg; break;
-		case 's': state = optarg; break;
-		case 'o': out = optarg; break;
-		case 'h': fputs(draw_usage, stdout); return TP_EXIT_OK;
-		default: fputs(draw_usage, stderr); return TP_EXIT_INPUT;
+		case 'f':
+			fabric = optarg;
+			break;
+		case 's':
+			state = optarg;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'h':
+			fputs(draw_usage, stdout);
+			return TP_EXIT_OK;
+		default:
+			fputs(draw_usage, stderr);
+			return TP_EXIT_INPUT;
 		}
 	}
 	if (optind < argc || !fabric || !out) {
-		tp_cli_err("draw: --fabric and -o FILE.svg are required (see --help)");
+		tp_cli_err(
+		    "draw: --fabric and -o FILE.svg are required (see --help)");
 		return TP_EXIT_INPUT;
 	}
 	if (!(f = tp_cli_load(fabric, &rc)) || !(s = load_state(f, state, &rc)))
@@ -416,29 +512,43 @@ int tp_cmd_draw(int argc, char **argv)
 		if (gp->level == 1 && r > maxrows)
 			maxrows = r;
 	}
-	const int bw = cols * cell + 2 * pad, bh = maxrows * cell + 2 * pad + head;
+	const int bw = cols * cell + 2 * pad,
+		  bh = maxrows * cell + 2 * pad + head;
 	int ncol = (int)(n1 < (size_t)per_row ? n1 : (size_t)per_row);
 	int nrow = (int)((n1 + per_row - 1) / per_row);
-	int width = pad + (ncol ? ncol : 1) * (bw + pad), height = 28 + nrow * (bh + pad) + pad;
-	tp_strbuf_printf(&sb, "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' font-family='sans-serif'>\n"
+	int width = pad + (ncol ? ncol : 1) * (bw + pad),
+	    height = 28 + nrow * (bh + pad) + pad;
+	tp_strbuf_printf(&sb,
+			 "<svg xmlns='http://www.w3.org/2000/svg' width='%d' "
+			 "height='%d' font-family='sans-serif'>\n"
 			 "<rect width='100%%' height='100%%' fill='white'/>\n"
-			 "<text x='%d' y='16' font-size='12'>%s: %zu hosts, %zu level-1 groups, %zu/%zu GPUs busy</text>\n",
-			 width < 420 ? 420 : width, height, pad, fabric, tp_fabric_nhosts(f), n1,
-			 tp_state_busy_gpus(s), tp_fabric_total_gpus(f));
+			 "<text x='%d' y='16' font-size='12'>%s: %zu hosts, "
+			 "%zu level-1 groups, %zu/%zu GPUs busy</text>\n",
+			 width < 420 ? 420 : width, height, pad, fabric,
+			 tp_fabric_nhosts(f), n1, tp_state_busy_gpus(s),
+			 tp_fabric_total_gpus(f));
 	size_t k = 0;
 	for (size_t top = 0; top <= ng; top++) {
 		for (size_t g = 0; g < ng; g++) {
 			const tp_group_t *gp = tp_fabric_group(f, g);
-			uint32_t parent = gp->parent == TP_ID_NONE ? (uint32_t)ng : gp->parent;
+			uint32_t parent = gp->parent == TP_ID_NONE
+					      ? (uint32_t)ng
+					      : gp->parent;
 			if (gp->level != 1 || parent != top)
 				continue;
 			int gx = pad + (int)(k % per_row) * (bw + pad);
 			int gy = 28 + (int)(k / per_row) * (bh + pad);
-			tp_strbuf_printf(&sb, "<g><title>group %zu (parent %s): %zu hosts, up %.0f Gb/s, down %.0f Gb/s</title>"
-				"<rect x='%d' y='%d' width='%d' height='%d' fill='none' stroke='#555'/>"
-				"<text x='%d' y='%d' font-size='10'>g%zu</text></g>\n",
-				g, gp->parent == TP_ID_NONE ? "none" : "set", gp->nhosts, gp->up_gbps,
-				gp->down_gbps, gx, gy, bw, bh, gx + 3, gy + 11, g);
+			tp_strbuf_printf(
+			    &sb,
+			    "<g><title>group %zu (parent %s): %zu hosts, up "
+			    "%.0f Gb/s, down %.0f Gb/s</title>"
+			    "<rect x='%d' y='%d' width='%d' height='%d' "
+			    "fill='none' stroke='#555'/>"
+			    "<text x='%d' y='%d' "
+			    "font-size='10'>g%zu</text></g>\n",
+			    g, gp->parent == TP_ID_NONE ? "none" : "set",
+			    gp->nhosts, gp->up_gbps, gp->down_gbps, gx, gy, bw,
+			    bh, gx + 3, gy + 11, g);
 			for (size_t i = 0; i < gp->nhosts; i++) {
 				uint32_t h = gp->hosts[i];
 				const tp_host_t *hp = tp_fabric_host(f, h);
@@ -448,10 +558,18 @@ int tp_cmd_draw(int argc, char **argv)
 					snprintf(fill, sizeof(fill), "#000");
 				else if (job)
 					job_colour(job, fill, sizeof(fill));
-				tp_strbuf_printf(&sb, "<rect x='%d' y='%d' width='%d' height='%d' fill='%s' stroke='%s'><title>%s: %d of %zu GPUs free, job %llu</title></rect>\n",
-					gx + pad + (int)(i % cols) * cell, gy + head + pad + (int)(i / cols) * cell,
-					cell - 2, cell - 2, fill, hp->degraded ? "#d00" : "none", hp->name,
-					tp_state_free_gpus(s, h), hp->ngpus, (unsigned long long)job);
+				tp_strbuf_printf(
+				    &sb,
+				    "<rect x='%d' y='%d' width='%d' "
+				    "height='%d' fill='%s' "
+				    "stroke='%s'><title>%s: %d of %zu GPUs "
+				    "free, job %llu</title></rect>\n",
+				    gx + pad + (int)(i % cols) * cell,
+				    gy + head + pad + (int)(i / cols) * cell,
+				    cell - 2, cell - 2, fill,
+				    hp->degraded ? "#d00" : "none", hp->name,
+				    tp_state_free_gpus(s, h), hp->ngpus,
+				    (unsigned long long)job);
 			}
 			k++;
 		}

@@ -42,51 +42,56 @@
 #include "tp_runtime.h"
 
 static const char show_usage[] =
-	"Usage: topoplace show job JOBID [--json] [--fabric F.json] [--timeout S]\n"
-	"       topoplace show jobs [--json] [--fabric F.json] [--timeout S]\n"
-	"\n"
-	"What Slurm jobs got (running and recently finished ones slurmctld still\n"
-	"holds, as far as Slurm lets the caller see them): hosts, GPUs per host,\n"
-	"span against the minimum on an empty fabric, predicted against ideal\n"
-	"all-reduce time (1 GiB), the policy and a one-line reason. A decision\n"
-	"recorded by the native plugin (StateSaveLocation/topoplace-decisions.jsonl)\n"
-	"is shown as recorded; otherwise the allocation is analysed (compatible\n"
-	"mode).\n"
-	"  --fabric F.json  the fabric (default: FabricFile in topoplace.conf\n"
-	"                   beside slurm.conf: $SLURM_CONF or /etc/slurm/slurm.conf)\n"
-	"  --timeout S      give up on slurmctld after S seconds (default 5)\n"
-	"  --json           job_id, user, state, nodelist, hosts (ring order), gpus,\n"
-	"                   span{...}, predicted_s, ideal_s, policy, reason, source\n"
-	"Exit status: 2 unknown job or no fabric, 1 slurmctld unreachable.\n";
+    "Usage: topoplace show job JOBID [--json] [--fabric F.json] [--timeout S]\n"
+    "       topoplace show jobs [--json] [--fabric F.json] [--timeout S]\n"
+    "\n"
+    "What Slurm jobs got (running and recently finished ones slurmctld still\n"
+    "holds, as far as Slurm lets the caller see them): hosts, GPUs per host,\n"
+    "span against the minimum on an empty fabric, predicted against ideal\n"
+    "all-reduce time (1 GiB), the policy and a one-line reason. A decision\n"
+    "recorded by the native plugin "
+    "(StateSaveLocation/topoplace-decisions.jsonl)\n"
+    "is shown as recorded; otherwise the allocation is analysed (compatible\n"
+    "mode).\n"
+    "  --fabric F.json  the fabric (default: FabricFile in topoplace.conf\n"
+    "                   beside slurm.conf: $SLURM_CONF or "
+    "/etc/slurm/slurm.conf)\n"
+    "  --timeout S      give up on slurmctld after S seconds (default 5)\n"
+    "  --json           job_id, user, state, nodelist, hosts (ring order), "
+    "gpus,\n"
+    "                   span{...}, predicted_s, ideal_s, policy, reason, "
+    "source\n"
+    "Exit status: 2 unknown job or no fabric, 1 slurmctld unreachable.\n";
 
-#define SHOW_BYTES 1073741824.0 /* as tp_place_run without bytes= */
+#define SHOW_BYTES     1073741824.0 /* as tp_place_run without bytes= */
 #define DECISIONS_FILE "topoplace-decisions.jsonl"
-#define COMPAT_POLICY "slurm (compatible mode)"
+#define COMPAT_POLICY  "slurm (compatible mode)"
 
 /* One job as shown. Names and counts in ring order when analysed. */
 typedef struct show_job {
 	uint32_t id;
 	char user[64];
 	char state[32];
-	char *nodelist;          /* Slurm's, borrowed from the message */
-	char **names;            /* hosts */
-	int *gpus;               /* GPUs per host */
+	char *nodelist; /* Slurm's, borrowed from the message */
+	char **names;	/* hosts */
+	int *gpus;	/* GPUs per host */
 	size_t n;
-	bool analysed;           /* span and times below are valid */
+	bool analysed; /* span and times below are valid */
 	size_t span[TP_SPAN_NLEVELS];
 	size_t min[TP_SPAN_NLEVELS];
 	double predicted_s, ideal_s;
 	char policy[64];
 	char reason[320];
-	const char *source;      /* "analysis", "record", "none" */
-	tp_plan_t *plan;         /* the job-start plan of its hosts, or NULL */
+	const char *source; /* "analysis", "record", "none" */
+	tp_plan_t *plan;    /* the job-start plan of its hosts, or NULL */
 } show_job_t;
 
 static unsigned alarm_s;
 
 static void on_alarm(int sig)
 {
-	static const char m1[] = "topoplace: show: no answer from slurmctld in ";
+	static const char m1[] =
+	    "topoplace: show: no answer from slurmctld in ";
 	static const char m2[] = " s\n";
 	char num[16];
 	size_t k = sizeof(num);
@@ -108,9 +113,9 @@ static void on_alarm(int sig)
 static const char *state_name(uint32_t st)
 {
 	static const char *const names[] = {
-		"PENDING", "RUNNING",   "SUSPENDED", "COMPLETED",
-		"CANCELLED", "FAILED",  "TIMEOUT",   "NODE_FAIL",
-		"PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY",
+	    "PENDING",	 "RUNNING",   "SUSPENDED", "COMPLETED",
+	    "CANCELLED", "FAILED",    "TIMEOUT",   "NODE_FAIL",
+	    "PREEMPTED", "BOOT_FAIL", "DEADLINE",  "OUT_OF_MEMORY",
 	};
 	uint32_t b = st & JOB_STATE_BASE;
 
@@ -175,7 +180,8 @@ static void job_gpus(const slurm_job_info_t *j, size_t n, int *gpus)
 	if (j->gres_detail_cnt == n && j->gres_detail_str) {
 		bool ok = true;
 		for (size_t i = 0; i < n && ok; i++)
-			ok = (gpus[i] = gres_detail_gpus(j->gres_detail_str[i])) >= 0;
+			ok = (gpus[i] =
+				  gres_detail_gpus(j->gres_detail_str[i])) >= 0;
 		if (ok)
 			return;
 	}
@@ -270,21 +276,26 @@ static void analyse(show_job_t *sj, const slurm_job_info_t *j,
 	sj->ideal_s = ideal.ideal_s;
 	sj->analysed = true;
 	{
-		size_t g = sj->span[TP_SPAN_GROUPS], mg = sj->min[TP_SPAN_GROUPS];
+		size_t g = sj->span[TP_SPAN_GROUPS],
+		       mg = sj->min[TP_SPAN_GROUPS];
 		size_t sg = sj->span[TP_SPAN_SPINE_GROUPS];
 		size_t msg = sj->min[TP_SPAN_SPINE_GROUPS];
-		double ratio = sj->ideal_s > 0 ? sj->predicted_s / sj->ideal_s : 1;
+		double ratio =
+		    sj->ideal_s > 0 ? sj->predicted_s / sj->ideal_s : 1;
 		int k;
 
 		if (g <= mg && sg <= msg)
-			k = snprintf(sj->reason, sizeof(sj->reason),
-				     "%zu host(s) on %zu level-1 group(s), the minimum",
-				     sj->n, g);
+			k = snprintf(
+			    sj->reason, sizeof(sj->reason),
+			    "%zu host(s) on %zu level-1 group(s), the minimum",
+			    sj->n, g);
 		else
-			k = snprintf(sj->reason, sizeof(sj->reason),
-				     "%zu host(s) on %zu level-1 group(s) and %zu spine group(s) "
-				     "where %zu and %zu would do on an empty fabric",
-				     sj->n, g, sg, mg, msg);
+			k = snprintf(
+			    sj->reason, sizeof(sj->reason),
+			    "%zu host(s) on %zu level-1 group(s) and %zu spine "
+			    "group(s) "
+			    "where %zu and %zu would do on an empty fabric",
+			    sj->n, g, sg, mg, msg);
 		if (k > 0 && (size_t)k < sizeof(sj->reason))
 			snprintf(sj->reason + k, sizeof(sj->reason) - (size_t)k,
 				 ratio > 1.005 ? "; all-reduce %.2fx the ideal"
@@ -312,7 +323,7 @@ static cJSON *load_records(const char *dir)
 
 	if (!dir || !*dir ||
 	    snprintf(path, sizeof(path), "%s/%s", dir, DECISIONS_FILE) >=
-		    (int)sizeof(path))
+		(int)sizeof(path))
 		return NULL;
 	/* absent or unreadable (StateSaveLocation is usually SlurmUser's
 	 * alone): analyse instead, silently */
@@ -338,8 +349,10 @@ static cJSON *load_records(const char *dir)
 	}
 	tp_free(buf);
 	if (bad && !tp_cli_quiet)
-		fprintf(stderr, "topoplace: warning: %s: %zu line%s not JSON, skipped\n",
-			path, bad, bad == 1 ? "" : "s");
+		fprintf(
+		    stderr,
+		    "topoplace: warning: %s: %zu line%s not JSON, skipped\n",
+		    path, bad, bad == 1 ? "" : "s");
 	return arr;
 }
 
@@ -348,7 +361,8 @@ static const cJSON *find_record(const cJSON *recs, uint32_t id)
 	const cJSON *r, *found = NULL;
 
 	/* the last record for a job wins: a requeued job is placed again */
-	cJSON_ArrayForEach(r, recs) {
+	cJSON_ArrayForEach(r, recs)
+	{
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "job_id");
 		if (cJSON_IsNumber(v) && v->valuedouble == (double)id)
 			found = r;
@@ -380,8 +394,10 @@ static bool record_matches(const cJSON *rec, const show_job_t *sj)
 		if (!(a = tp_calloc(na + 1, sizeof(char *))))
 			return false;
 		size_t i = 0;
-		cJSON_ArrayForEach(e, h) {
-			if (!cJSON_IsString(e) || !(a[i++] = tp_strdup(e->valuestring)))
+		cJSON_ArrayForEach(e, h)
+		{
+			if (!cJSON_IsString(e) ||
+			    !(a[i++] = tp_strdup(e->valuestring)))
 				goto out;
 		}
 	} else {
@@ -403,15 +419,25 @@ out:
 
 /* Span counts from a record: keys "<prefix>hosts", ...; with plain set,
  * the unprefixed names too (a min_span object). */
+/* A count from a record: the records are files anyone with write access
+ * to StateSaveLocation could edit; (size_t) of a negative, huge or NaN
+ * double is undefined. Out of range: 0. */
+static size_t count_of(const cJSON *v)
+{
+	double d = v->valuedouble;
+
+	return d >= 0 && d <= 1e9 ? (size_t)d : 0;
+}
+
 static void span_from(const cJSON *o, size_t span[TP_SPAN_NLEVELS],
 		      const char *prefix, bool plain)
 {
 	static const char *const keys[TP_SPAN_NLEVELS] = {
-		"hosts", "nvlink_domains", "groups", "spine_groups"};
+	    "hosts", "nvlink_domains", "groups", "spine_groups"};
 	char k[64];
 
 	if (cJSON_IsNumber(o)) { /* a bare number is the group count */
-		span[TP_SPAN_GROUPS] = (size_t)o->valuedouble;
+		span[TP_SPAN_GROUPS] = count_of(o);
 		return;
 	}
 	for (int l = 0; l < TP_SPAN_NLEVELS; l++) {
@@ -420,8 +446,8 @@ static void span_from(const cJSON *o, size_t span[TP_SPAN_NLEVELS],
 		v = cJSON_GetObjectItemCaseSensitive(o, k);
 		if (!v && plain)
 			v = cJSON_GetObjectItemCaseSensitive(o, keys[l]);
-		if (cJSON_IsNumber(v) && v->valuedouble >= 0)
-			span[l] = (size_t)v->valuedouble;
+		if (cJSON_IsNumber(v))
+			span[l] = count_of(v);
 	}
 }
 
@@ -440,13 +466,17 @@ static void apply_record(show_job_t *sj, const cJSON *rec)
 	if ((v = cJSON_GetObjectItemCaseSensitive(rec, "min_span")))
 		span_from(v, sj->min, "min_", true);
 	/* topoplace-decision/1 as the native plugin writes it */
-	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(rec, "span_groups")))
-		sj->span[TP_SPAN_GROUPS] = (size_t)v->valuedouble;
-	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(rec, "min_groups_empty")))
-		sj->min[TP_SPAN_GROUPS] = (size_t)v->valuedouble;
-	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(rec, "predicted_s")))
+	if (cJSON_IsNumber(
+		v = cJSON_GetObjectItemCaseSensitive(rec, "span_groups")))
+		sj->span[TP_SPAN_GROUPS] = count_of(v);
+	if (cJSON_IsNumber(
+		v = cJSON_GetObjectItemCaseSensitive(rec, "min_groups_empty")))
+		sj->min[TP_SPAN_GROUPS] = count_of(v);
+	if (cJSON_IsNumber(
+		v = cJSON_GetObjectItemCaseSensitive(rec, "predicted_s")))
 		sj->predicted_s = v->valuedouble;
-	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(rec, "ideal_s")))
+	if (cJSON_IsNumber(
+		v = cJSON_GetObjectItemCaseSensitive(rec, "ideal_s")))
 		sj->ideal_s = v->valuedouble;
 	if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(rec, "policy")))
 		snprintf(sj->policy, sizeof(sj->policy), "%s", v->valuestring);
@@ -471,11 +501,12 @@ static tp_err_t show_job_fill(show_job_t *sj, const slurm_job_info_t *j)
 		snprintf(sj->user, sizeof(sj->user), "%u", j->user_id);
 	snprintf(sj->state, sizeof(sj->state), "%s", state_name(j->job_state));
 	sj->nodelist = j->nodes;
-	if (!j->nodes || !*j->nodes || (j->job_state & JOB_STATE_BASE) == JOB_PENDING) {
+	if (!j->nodes || !*j->nodes ||
+	    (j->job_state & JOB_STATE_BASE) == JOB_PENDING) {
 		snprintf(sj->reason, sizeof(sj->reason), "%s",
 			 (j->job_state & JOB_STATE_BASE) == JOB_PENDING
-				 ? "pending: no hosts yet"
-				 : "no hosts");
+			     ? "pending: no hosts yet"
+			     : "no hosts");
 		return TP_OK;
 	}
 	if ((err = tp_hostlist_expand(j->nodes, &sj->names, &sj->n)))
@@ -505,13 +536,20 @@ static cJSON *job_json(const show_job_t *sj)
 	}
 	if (sj->analysed) {
 		cJSON *s = cJSON_AddObjectToObject(o, "span");
-		cJSON_AddNumberToObject(s, "hosts", (double)sj->span[TP_SPAN_HOSTS]);
-		cJSON_AddNumberToObject(s, "nvlink_domains", (double)sj->span[TP_SPAN_NVDOMAINS]);
-		cJSON_AddNumberToObject(s, "groups", (double)sj->span[TP_SPAN_GROUPS]);
-		cJSON_AddNumberToObject(s, "spine_groups", (double)sj->span[TP_SPAN_SPINE_GROUPS]);
-		cJSON_AddNumberToObject(s, "min_nvlink_domains", (double)sj->min[TP_SPAN_NVDOMAINS]);
-		cJSON_AddNumberToObject(s, "min_groups", (double)sj->min[TP_SPAN_GROUPS]);
-		cJSON_AddNumberToObject(s, "min_spine_groups", (double)sj->min[TP_SPAN_SPINE_GROUPS]);
+		cJSON_AddNumberToObject(s, "hosts",
+					(double)sj->span[TP_SPAN_HOSTS]);
+		cJSON_AddNumberToObject(s, "nvlink_domains",
+					(double)sj->span[TP_SPAN_NVDOMAINS]);
+		cJSON_AddNumberToObject(s, "groups",
+					(double)sj->span[TP_SPAN_GROUPS]);
+		cJSON_AddNumberToObject(s, "spine_groups",
+					(double)sj->span[TP_SPAN_SPINE_GROUPS]);
+		cJSON_AddNumberToObject(s, "min_nvlink_domains",
+					(double)sj->min[TP_SPAN_NVDOMAINS]);
+		cJSON_AddNumberToObject(s, "min_groups",
+					(double)sj->min[TP_SPAN_GROUPS]);
+		cJSON_AddNumberToObject(s, "min_spine_groups",
+					(double)sj->min[TP_SPAN_SPINE_GROUPS]);
 		cJSON_AddNumberToObject(o, "predicted_s", sj->predicted_s);
 		cJSON_AddNumberToObject(o, "ideal_s", sj->ideal_s);
 	} else {
@@ -529,7 +567,9 @@ static cJSON *job_json(const show_job_t *sj)
 	 * the host set, so rebuilt here rather than read from the job's
 	 * private directory (gone once the job ends) */
 	char *pj = NULL;
-	cJSON *plan = sj->plan && !tp_plan_to_json(sj->plan, &pj) ? cJSON_Parse(pj) : NULL;
+	cJSON *plan = sj->plan && !tp_plan_to_json(sj->plan, &pj)
+			  ? cJSON_Parse(pj)
+			  : NULL;
 	tp_free(pj);
 	if (plan)
 		cJSON_AddItemToObject(o, "plan", plan);
@@ -548,23 +588,28 @@ static void job_text(const show_job_t *sj)
 		printf(")\n");
 	}
 	if (sj->analysed) {
-		printf("  span       %zu hosts, %zu NVLink domains, %zu groups (minimum %zu), %zu spine groups (minimum %zu)\n",
+		printf("  span       %zu hosts, %zu NVLink domains, %zu groups "
+		       "(minimum %zu), %zu spine groups (minimum %zu)\n",
 		       sj->span[TP_SPAN_HOSTS], sj->span[TP_SPAN_NVDOMAINS],
 		       sj->span[TP_SPAN_GROUPS], sj->min[TP_SPAN_GROUPS],
-		       sj->span[TP_SPAN_SPINE_GROUPS], sj->min[TP_SPAN_SPINE_GROUPS]);
-		printf("  all-reduce predicted %.3f ms, ideal %.3f ms (1 GiB)\n",
-		       sj->predicted_s * 1e3, sj->ideal_s * 1e3);
+		       sj->span[TP_SPAN_SPINE_GROUPS],
+		       sj->min[TP_SPAN_SPINE_GROUPS]);
+		printf(
+		    "  all-reduce predicted %.3f ms, ideal %.3f ms (1 GiB)\n",
+		    sj->predicted_s * 1e3, sj->ideal_s * 1e3);
 	}
 	if (*sj->policy)
 		printf("  policy     %s\n", sj->policy);
 	printf("  why        %s\n", sj->reason);
 	if (sj->plan) {
-		printf("  plan       %zu ranks; group leaders", tp_plan_world_size(sj->plan));
+		printf("  plan       %zu ranks; group leaders",
+		       tp_plan_world_size(sj->plan));
 		for (size_t g = 0; g < tp_plan_ngroups(sj->plan); g++) {
 			const tp_plan_group_t *gp = tp_plan_group(sj->plan, g);
 			printf(" %s", tp_plan_host(sj->plan, gp->leader)->name);
 		}
-		printf(" (topoplace plan --nodes %s for the rest)\n", sj->nodelist);
+		printf(" (topoplace plan --nodes %s for the rest)\n",
+		       sj->nodelist);
 	}
 }
 
@@ -617,11 +662,11 @@ static tp_fabric_t *fabric_from_conf(const char *fabric, int *rc_p)
 int tp_cmd_show(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"fabric", required_argument, NULL, 'f'},
-		{"timeout", required_argument, NULL, 't'},
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"fabric", required_argument, NULL, 'f'},
+	    {"timeout", required_argument, NULL, 't'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *fabric = NULL, *what;
 	bool json = false, one;
@@ -637,23 +682,33 @@ int tp_cmd_show(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'f': fabric = optarg; break;
+		case 'f':
+			fabric = optarg;
+			break;
 		case 't':
 			if (!tp_cli_int("--timeout", optarg, 1, 3600, &timeout))
 				return TP_EXIT_INPUT;
 			break;
-		case 'j': json = true; break;
-		case 'h': fputs(show_usage, stdout); return TP_EXIT_OK;
-		default: fputs(show_usage, stderr); return TP_EXIT_INPUT;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			fputs(show_usage, stdout);
+			return TP_EXIT_OK;
+		default:
+			fputs(show_usage, stderr);
+			return TP_EXIT_INPUT;
 		}
 	}
 	what = optind < argc ? argv[optind] : "";
 	one = !strcmp(what, "job");
-	if (one ? optind + 2 != argc : (strcmp(what, "jobs") || optind + 1 != argc)) {
+	if (one ? optind + 2 != argc
+		: (strcmp(what, "jobs") || optind + 1 != argc)) {
 		tp_cli_err("show: expected 'job JOBID' or 'jobs' (see --help)");
 		return TP_EXIT_INPUT;
 	}
-	if (one && !tp_cli_int("show job", argv[optind + 1], 1, 0xfffffffeL, &id))
+	if (one &&
+	    !tp_cli_int("show job", argv[optind + 1], 1, 0xfffffffeL, &id))
 		return TP_EXIT_INPUT;
 	if (!(f = fabric_from_conf(fabric, &rc)))
 		return rc;
@@ -672,8 +727,8 @@ int tp_cmd_show(int argc, char **argv)
 		if (!sc || !*sc)
 			sc = "/etc/slurm/slurm.conf";
 		if (access(sc, R_OK) && !getenv("SLURM_CONF_SERVER")) {
-			tp_cli_err("show: cannot read %s (set SLURM_CONF): %s", sc,
-				   strerror(errno));
+			tp_cli_err("show: cannot read %s (set SLURM_CONF): %s",
+				   sc, strerror(errno));
 			rc = TP_EXIT_FAIL;
 			goto out;
 		}
@@ -692,8 +747,11 @@ int tp_cmd_show(int argc, char **argv)
 		if (comm_error(e)) {
 			tp_cli_err("show: slurmctld: %s", slurm_strerror(e));
 			rc = TP_EXIT_FAIL;
-		} else if (one && (e == ESLURM_INVALID_JOB_ID || e == ESLURM_ACCESS_DENIED)) {
-			tp_cli_err("show: job %ld: no such job (or not visible to you)", id);
+		} else if (one && (e == ESLURM_INVALID_JOB_ID ||
+				   e == ESLURM_ACCESS_DENIED)) {
+			tp_cli_err("show: job %ld: no such job (or not visible "
+				   "to you)",
+				   id);
 			rc = TP_EXIT_INPUT;
 		} else {
 			tp_cli_err("show: slurmctld: %s", slurm_strerror(e));
@@ -716,8 +774,9 @@ int tp_cmd_show(int argc, char **argv)
 		if (one && j->job_id != (uint32_t)id)
 			continue; /* array / het siblings */
 		if ((err = show_job_fill(&sj, j))) {
-			tp_cli_err("show: job %u: node list '%s': %s", j->job_id,
-				   j->nodes ? j->nodes : "", tp_strerror(err));
+			tp_cli_err("show: job %u: node list '%s': %s",
+				   j->job_id, j->nodes ? j->nodes : "",
+				   tp_strerror(err));
 			show_job_free(&sj, sj.names);
 			rc = tp_cli_exit_code(err);
 			goto out;
@@ -740,7 +799,8 @@ int tp_cmd_show(int argc, char **argv)
 			tp_plan_opts_t po;
 			tp_plan_opts_defaults(&po);
 			po.predict = false;
-			if (tp_plan_build(f, NULL, (const char *const *)sj.names, sj.n,
+			if (tp_plan_build(f, NULL,
+					  (const char *const *)sj.names, sj.n,
 					  &po, &sj.plan, NULL))
 				sj.plan = NULL;
 		}
@@ -760,7 +820,8 @@ int tp_cmd_show(int argc, char **argv)
 		show_job_free(&sj, own);
 	}
 	if (one && !nshown) {
-		tp_cli_err("show: job %ld: no such job (or not visible to you)", id);
+		tp_cli_err("show: job %ld: no such job (or not visible to you)",
+			   id);
 		rc = TP_EXIT_INPUT;
 		goto out;
 	}

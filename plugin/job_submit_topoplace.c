@@ -51,8 +51,8 @@ TP_EXPORT extern int init(void);
 TP_EXPORT extern int fini(void);
 TP_EXPORT extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 				char **err_msg);
-TP_EXPORT extern int job_modify(job_desc_msg_t *job_desc,
-				job_record_t *job_ptr, uint32_t submit_uid);
+TP_EXPORT extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr,
+				uint32_t submit_uid);
 
 const char plugin_name[] = "job_submit topoplace plugin";
 const char plugin_type[] = "job_submit/topoplace";
@@ -152,8 +152,12 @@ static uint64_t gres_gpus(const char *gres)
 			if (c > p + 3) {
 				char *e;
 				unsigned long long v = strtoull(c, &e, 10);
+				/* saturate: a huge count must not wrap
+				 * into a small one */
 				if (e > c && e <= end)
-					total += v;
+					total = v > UINT64_MAX - total
+						    ? UINT64_MAX
+						    : total + v;
 			}
 		}
 		p += n;
@@ -173,7 +177,8 @@ static uint64_t job_gpus(const char *tres)
 		size_t n = strcspn(p, ",;");
 		if (!strncmp(p, "gres:", 5) || !strncmp(p, "gres/", 5)) {
 			char *item = xstrndup(p + 5, n - 5);
-			total += gres_gpus(item);
+			uint64_t v = gres_gpus(item);
+			total = v > UINT64_MAX - total ? UINT64_MAX : total + v;
 			xfree(item);
 		}
 		p += n;
@@ -253,8 +258,9 @@ static char *decide(uint32_t min_nodes, const char *tres_per_job,
 		return NULL;
 	}
 	if (!tp_pconf_partition_enabled(&pconf, partition ? partition
-				     : default_part_loc ? default_part_loc->name
-							: NULL)) {
+						: default_part_loc
+						    ? default_part_loc->name
+						    : NULL)) {
 		*why_p = "partition not in Partitions";
 		return NULL;
 	}
@@ -378,9 +384,8 @@ extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr,
 	slurm_mutex_lock(&conf_lock);
 	refresh_conf();
 	note = decide(job_desc->min_nodes != NO_VAL ? job_desc->min_nodes
-						    : job_ptr->details
-							  ? job_ptr->details->min_nodes
-							  : 1,
+		      : job_ptr->details ? job_ptr->details->min_nodes
+					 : 1,
 		      job_desc->tres_per_job ? job_desc->tres_per_job
 					     : job_ptr->tres_per_job,
 		      job_desc->partition ? job_desc->partition

@@ -28,6 +28,10 @@ if [ -f "$sp" ]; then
 	grep -q 'marked degraded' "$tmp/out" && ok "fabric show lists the warnings" ||
 		bad "fabric show: $(cat "$tmp/out")"
 fi
+# raw input in an error line is quoted and cut: one printable line
+expect 2 "cost with a newline in --hosts" $T cost --fabric "$tmp/ft.json" --hosts "$(printf 'a\nb[')" --bytes 1
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q 'not a host list: "a\\x0ab\["' "$tmp/err" &&
+	ok "bad --hosts quoted on one line" || bad "bad --hosts: $(cat "$tmp/err")"
 # a device where a file is expected: refused at once, not read for ever
 expect 2 "fabric show /dev/zero" timeout 10 $T fabric show /dev/zero
 grep -q "/dev/zero: cannot read: not a regular file or pipe" "$tmp/err" && ok "device refused, named" ||
