@@ -99,6 +99,9 @@ if want topoplace && [ ! -x "$coll_bench" ]; then
 	impls=${impls//topoplace/}
 fi
 
+impls=$(echo "$impls" | tr , '\n' | grep . | paste -sd, -)
+[ -n "$impls" ] || die "nothing to run"
+
 work=$(mktemp -d "${TMPDIR:-/tmp}/tpe-bench.XXXXXX")
 results=$work/results.jsonl
 : >"$results"
@@ -350,7 +353,7 @@ printf '%s\n' "$doc" | jq -r '
   "\nsummary (busbw at 4:1, >= 16 MiB; goals: topoplace/plan >= 3x each peer default/slurm,"
     + " >= 1x its best forced/plan):",
   ([.results[] | select(.uplink_ratio == 4 and .bytes >= 16777216) | .bytes] | unique[] as $b |
-   ("openmpi", "gloo") as $p |
+   ("openmpi", "gloo") as $p | select([$d.results[] | select(.impl == $p)] | length > 0) |
    ($d | best(.impl == "topoplace" and .uplink_ratio == 4 and .bytes == $b)) as $t |
    ($d | best(.impl == $p and .algo == "default" and .order == "slurm" and .uplink_ratio == 4 and .bytes == $b)) as $dflt |
    ($d | best(.impl == $p and .algo != "default" and .order == "plan" and .uplink_ratio == 4 and .bytes == $b)) as $forced |
