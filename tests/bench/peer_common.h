@@ -1,14 +1,18 @@
 /*
- * Shared by the peer benchmarks (peer_mpi.c, peer_gloo.cc): the command line, the table and the
- * JSON lines of topoplace-coll-bench, so the three programs read and print the same shape.
+ * Shared by the peer benchmarks (peer_mpi.c, peer_gloo.cc): the command line,
+ * the table and the JSON lines of topoplace-coll-bench, so the three programs
+ * read and print the same shape.
  *
- *   --min-bytes N (4096) --max-bytes N (268435456) --factor F (2) --iters N (20) --warmup N (3)
- *   --check --json FILE --timeout S (300) --algo NAME --order plan|slurm --hosts H
+ *   --min-bytes N (4096) --max-bytes N (268435456) --factor F (2) --iters N
+ * (20) --warmup N (3)
+ *   --check --json FILE --timeout S (300) --algo NAME --order plan|slurm
+ * --hosts H
  *
- * Time per size: the median over iterations of the slowest rank's time, a barrier before each
- * iteration. busbw = bytes / seconds * 2 (n - 1) / n, in Gbit/s (nccl-tests' all-reduce factor).
- * Rank 0 prints the table and appends one JSON line per size to --json FILE.
- * Header-only, C and C++; everything is static.
+ * Time per size: the median over iterations of the slowest rank's time, a
+ * barrier before each iteration. busbw = bytes / seconds * 2 (n - 1) / n, in
+ * Gbit/s (nccl-tests' all-reduce factor). Rank 0 prints the table and appends
+ * one JSON line per size to --json FILE. Header-only, C and C++; everything is
+ * static.
  */
 #ifndef PEER_COMMON_H
 #define PEER_COMMON_H
@@ -32,13 +36,16 @@ struct peer_opts {
 static void peer_usage(const char *prog, const char *extra)
 {
 	fprintf(stderr,
-		"usage: %s [--min-bytes N] [--max-bytes N] [--factor F] [--iters N] [--warmup N]\n"
-		"       [--check] [--json FILE] [--timeout S] [--algo NAME] [--order plan|slurm]\n"
+		"usage: %s [--min-bytes N] [--max-bytes N] [--factor F] "
+		"[--iters N] [--warmup N]\n"
+		"       [--check] [--json FILE] [--timeout S] [--algo NAME] "
+		"[--order plan|slurm]\n"
 		"       [--hosts H]%s\n",
 		prog, extra);
 }
 
-static int peer_num(const char *opt, const char *s, double lo, double hi, double *out)
+static int peer_num(const char *opt, const char *s, double lo, double hi,
+		    double *out)
 {
 	char *end;
 	double v;
@@ -46,7 +53,8 @@ static int peer_num(const char *opt, const char *s, double lo, double hi, double
 	errno = 0;
 	v = strtod(s, &end);
 	if (errno || end == s || *end || v < lo || v > hi) {
-		fprintf(stderr, "%s: expected a number %g..%g, got '%s'\n", opt, lo, hi, s);
+		fprintf(stderr, "%s: expected a number %g..%g, got '%s'\n", opt,
+			lo, hi, s);
 		return -1;
 	}
 	*out = v;
@@ -54,7 +62,8 @@ static int peer_num(const char *opt, const char *s, double lo, double hi, double
 }
 
 /* Returns 0, or -1 after printing why (unknown option, bad number). */
-static int peer_parse(int argc, char **argv, struct peer_opts *o, const char *extra)
+static int peer_parse(int argc, char **argv, struct peer_opts *o,
+		      const char *extra)
 {
 	double v;
 	int i;
@@ -70,7 +79,8 @@ static int peer_parse(int argc, char **argv, struct peer_opts *o, const char *ex
 	o->order = "slurm";
 	o->rank = -1;
 	for (i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		const char *a = argv[i],
+			   *val = i + 1 < argc ? argv[i + 1] : NULL;
 		int takes = 1;
 
 		if (!strcmp(a, "--check")) {
@@ -82,20 +92,27 @@ static int peer_parse(int argc, char **argv, struct peer_opts *o, const char *ex
 			exit(0);
 		}
 		if (!val) {
-			fprintf(stderr, "%s: unknown option or missing value\n", a);
+			fprintf(stderr, "%s: unknown option or missing value\n",
+				a);
 			return -1;
 		}
 		if (!strcmp(a, "--min-bytes") || !strcmp(a, "--max-bytes")) {
 			if (peer_num(a, val, 4, 4.0 * (1u << 30), &v))
 				return -1;
-			*(a[2] == 'm' && a[3] == 'i' ? &o->min_bytes : &o->max_bytes) = (size_t)v;
+			*(a[2] == 'm' && a[3] == 'i' ? &o->min_bytes
+						     : &o->max_bytes) =
+			    (size_t)v;
 		} else if (!strcmp(a, "--factor")) {
 			if (peer_num(a, val, 1.01, 1024, &o->factor))
 				return -1;
 		} else if (!strcmp(a, "--iters") || !strcmp(a, "--warmup") ||
 			   !strcmp(a, "--timeout") || !strcmp(a, "--hosts") ||
 			   !strcmp(a, "--rank") || !strcmp(a, "--size")) {
-			if (peer_num(a, val, !strcmp(a, "--iters") || !strcmp(a, "--size") ? 1 : 0,
+			if (peer_num(a, val,
+				     !strcmp(a, "--iters") ||
+					     !strcmp(a, "--size")
+					 ? 1
+					 : 0,
 				     1e6, &v))
 				return -1;
 			*(!strcmp(a, "--iters")	    ? &o->iters
@@ -110,7 +127,9 @@ static int peer_parse(int argc, char **argv, struct peer_opts *o, const char *ex
 			o->algo = val;
 		} else if (!strcmp(a, "--order")) {
 			if (strcmp(val, "plan") && strcmp(val, "slurm")) {
-				fprintf(stderr, "--order: plan or slurm, got '%s'\n", val);
+				fprintf(stderr,
+					"--order: plan or slurm, got '%s'\n",
+					val);
 				return -1;
 			}
 			o->order = val;
@@ -129,13 +148,15 @@ static int peer_parse(int argc, char **argv, struct peer_opts *o, const char *ex
 		i++;
 	}
 	if (o->min_bytes > o->max_bytes) {
-		fprintf(stderr, "--min-bytes %zu > --max-bytes %zu\n", o->min_bytes, o->max_bytes);
+		fprintf(stderr, "--min-bytes %zu > --max-bytes %zu\n",
+			o->min_bytes, o->max_bytes);
 		return -1;
 	}
 	return 0;
 }
 
-/* Next size: multiply by the factor, at least one float more, rounded to whole floats. */
+/* Next size: multiply by the factor, at least one float more, rounded to whole
+ * floats. */
 static size_t peer_next_size(size_t b, double f)
 {
 	size_t n = (size_t)((double)b * f);
@@ -159,18 +180,21 @@ static double peer_median(double *t, int n)
 	return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
 }
 
-static void peer_header(const char *impl, const struct peer_opts *o, int ranks, int hosts)
+static void peer_header(const char *impl, const struct peer_opts *o, int ranks,
+			int hosts)
 {
-	printf("# impl %s  algo %s  order %s  ranks %d  hosts %d  iters %d  warmup %d\n", impl,
-	       o->algo, o->order, ranks, hosts, o->iters, o->warmup);
-	printf("# %12s %12s %6s %12s %12s %12s %8s\n", "size(B)", "count", "type", "time(us)",
-	       "algbw(Gb/s)", "busbw(Gb/s)", "#wrong");
+	printf("# impl %s  algo %s  order %s  ranks %d  hosts %d  iters %d  "
+	       "warmup %d\n",
+	       impl, o->algo, o->order, ranks, hosts, o->iters, o->warmup);
+	printf("# %12s %12s %6s %12s %12s %12s %8s\n", "size(B)", "count",
+	       "type", "time(us)", "algbw(Gb/s)", "busbw(Gb/s)", "#wrong");
 	fflush(stdout);
 }
 
-/* One table row and, with --json, one JSON line (appended; the file is shared by many runs). */
-static int peer_report(const char *impl, const struct peer_opts *o, int ranks, int hosts,
-		       size_t bytes, double seconds, long wrong)
+/* One table row and, with --json, one JSON line (appended; the file is shared
+ * by many runs). */
+static int peer_report(const char *impl, const struct peer_opts *o, int ranks,
+		       int hosts, size_t bytes, double seconds, long wrong)
 {
 	double algbw = seconds > 0 ? (double)bytes * 8 / seconds / 1e9 : 0;
 	double busbw = ranks > 1 ? algbw * 2 * (ranks - 1) / ranks : algbw;
@@ -180,8 +204,8 @@ static int peer_report(const char *impl, const struct peer_opts *o, int ranks, i
 		snprintf(w, sizeof(w), "%ld", wrong);
 	else
 		snprintf(w, sizeof(w), "N/A");
-	printf("  %12zu %12zu %6s %12.1f %12.4f %12.4f %8s\n", bytes, bytes / 4, "float",
-	       seconds * 1e6, algbw, busbw, w);
+	printf("  %12zu %12zu %6s %12.1f %12.4f %12.4f %8s\n", bytes, bytes / 4,
+	       "float", seconds * 1e6, algbw, busbw, w);
 	fflush(stdout);
 	if (o->json) {
 		FILE *f = fopen(o->json, "a");
@@ -191,9 +215,11 @@ static int peer_report(const char *impl, const struct peer_opts *o, int ranks, i
 			return -1;
 		}
 		fprintf(f,
-			"{\"impl\":\"%s\",\"algo\":\"%s\",\"order\":\"%s\",\"ranks\":%d,\"hosts\":%d,"
+			"{\"impl\":\"%s\",\"algo\":\"%s\",\"order\":\"%s\","
+			"\"ranks\":%d,\"hosts\":%d,"
 			"\"bytes\":%zu,\"seconds\":%.9g,\"busbw_gbps\":%.6g}\n",
-			impl, o->algo, o->order, ranks, hosts, bytes, seconds, busbw);
+			impl, o->algo, o->order, ranks, hosts, bytes, seconds,
+			busbw);
 		if (fclose(f)) {
 			fprintf(stderr, "%s: %s\n", o->json, strerror(errno));
 			return -1;
@@ -214,7 +240,8 @@ static long peer_check(const float *buf, size_t count, int ranks)
 	size_t i;
 
 	for (i = 0; i < count; i++)
-		if (buf[i] != (float)(ranks * (ranks + 1) / 2 * (int)(i % 7 + 1)))
+		if (buf[i] !=
+		    (float)(ranks * (ranks + 1) / 2 * (int)(i % 7 + 1)))
 			wrong++;
 	return wrong;
 }

@@ -1,12 +1,15 @@
 /*
- * Open MPI's all-reduce, measured the way topoplace-coll-bench measures topoplace (peer_common.h):
- * float sum, sizes min..max by factor, median over iterations of the slowest rank.
+ * Open MPI's all-reduce, measured the way topoplace-coll-bench measures
+ * topoplace (peer_common.h): float sum, sizes min..max by factor, median over
+ * iterations of the slowest rank.
  *
  * --algo NAME forces Open MPI 4.1's tuned all-reduce algorithm (sets
- * OMPI_MCA_coll_tuned_use_dynamic_rules=1 and OMPI_MCA_coll_tuned_allreduce_algorithm before
- * MPI_Init): default, basic_linear, nonoverlapping, recursive_doubling, ring, segmented_ring,
- * rabenseifner (or their numbers 0..6). Without --algo the label comes from the environment
- * mpirun passed, so `--mca coll_tuned_allreduce_algorithm 4` is reported as "ring".
+ * OMPI_MCA_coll_tuned_use_dynamic_rules=1 and
+ * OMPI_MCA_coll_tuned_allreduce_algorithm before MPI_Init): default,
+ * basic_linear, nonoverlapping, recursive_doubling, ring, segmented_ring,
+ * rabenseifner (or their numbers 0..6). Without --algo the label comes from the
+ * environment mpirun passed, so `--mca coll_tuned_allreduce_algorithm 4` is
+ * reported as "ring".
  */
 #include <mpi.h>
 #include <signal.h>
@@ -15,9 +18,9 @@
 
 #include "peer_common.h"
 
-static const char *const algo_names[] = {"default", "basic_linear", "nonoverlapping",
-					 "recursive_doubling", "ring", "segmented_ring",
-					 "rabenseifner"};
+static const char *const algo_names[] = {
+    "default", "basic_linear",	 "nonoverlapping", "recursive_doubling",
+    "ring",    "segmented_ring", "rabenseifner"};
 #define N_ALGOS ((int)(sizeof(algo_names) / sizeof(algo_names[0])))
 
 static int algo_index(const char *s)
@@ -49,13 +52,15 @@ static int count_hosts(int rank, int size)
 	MPI_Get_processor_name(name, &len);
 	if (rank == 0)
 		all = calloc((size_t)size, MPI_MAX_PROCESSOR_NAME);
-	MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
-		   0, MPI_COMM_WORLD);
+	MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all,
+		   MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
 	if (rank == 0) {
 		for (i = 0; i < size; i++) {
 			for (j = 0; j < i; j++)
-				if (!strcmp(all + (size_t)i * MPI_MAX_PROCESSOR_NAME,
-					    all + (size_t)j * MPI_MAX_PROCESSOR_NAME))
+				if (!strcmp(all + (size_t)i *
+						      MPI_MAX_PROCESSOR_NAME,
+					    all + (size_t)j *
+						      MPI_MAX_PROCESSOR_NAME))
 					break;
 			hosts += j == i;
 		}
@@ -65,8 +70,9 @@ static int count_hosts(int rank, int size)
 	return hosts;
 }
 
-static int run_size(const struct peer_opts *o, int rank, int size, int hosts, size_t bytes,
-		    float *in, float *out, double *t, double *tmax)
+static int run_size(const struct peer_opts *o, int rank, int size, int hosts,
+		    size_t bytes, float *in, float *out, double *t,
+		    double *tmax)
 {
 	size_t count = bytes / 4, k;
 	long wrong = 0;
@@ -79,7 +85,8 @@ static int run_size(const struct peer_opts *o, int rank, int size, int hosts, si
 
 		MPI_Barrier(MPI_COMM_WORLD);
 		t0 = MPI_Wtime();
-		MPI_Allreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+		MPI_Allreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM,
+			      MPI_COMM_WORLD);
 		if (it >= o->warmup)
 			t[it - o->warmup] = MPI_Wtime() - t0;
 		if (it == 0 && o->check)
@@ -87,9 +94,10 @@ static int run_size(const struct peer_opts *o, int rank, int size, int hosts, si
 	}
 	MPI_Reduce(t, tmax, o->iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	if (o->check)
-		MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-	if (rank == 0 &&
-	    peer_report("openmpi", o, size, hosts, bytes, peer_median(tmax, o->iters), wrong))
+		MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM,
+			      MPI_COMM_WORLD);
+	if (rank == 0 && peer_report("openmpi", o, size, hosts, bytes,
+				     peer_median(tmax, o->iters), wrong))
 		return -1;
 	return wrong ? 1 : 0;
 }
@@ -103,14 +111,18 @@ int main(int argc, char **argv)
 	double *t, *tmax;
 	size_t b;
 
-	if (peer_parse(argc, argv, &o, " (Open MPI: --algo default|ring|rabenseifner|...)"))
+	if (peer_parse(argc, argv, &o,
+		       " (Open MPI: --algo default|ring|rabenseifner|...)"))
 		return 2;
 	if (strcmp(o.algo, "default")) {
 		char num[16];
 
 		ai = algo_index(o.algo);
 		if (ai < 0) {
-			fprintf(stderr, "--algo: unknown Open MPI all-reduce algorithm '%s'\n", o.algo);
+			fprintf(stderr,
+				"--algo: unknown Open MPI all-reduce algorithm "
+				"'%s'\n",
+				o.algo);
 			return 2;
 		}
 		snprintf(num, sizeof(num), "%d", ai);
@@ -134,14 +146,17 @@ int main(int argc, char **argv)
 	t = malloc(sizeof(*t) * (size_t)o.iters);
 	tmax = malloc(sizeof(*tmax) * (size_t)o.iters);
 	if (!in || !out || !t || !tmax) {
-		fprintf(stderr, "peer_mpi: out of memory for %zu bytes\n", o.max_bytes);
+		fprintf(stderr, "peer_mpi: out of memory for %zu bytes\n",
+			o.max_bytes);
 		MPI_Abort(MPI_COMM_WORLD, 1);
 	}
 	memset(out, 0, o.max_bytes);
 	if (rank == 0)
 		peer_header("openmpi", &o, size, hosts);
-	for (b = o.min_bytes & ~(size_t)3; b <= o.max_bytes; b = peer_next_size(b, o.factor)) {
-		/* Every rank runs every size, whatever rank 0's report did: no rank may leave early. */
+	for (b = o.min_bytes & ~(size_t)3; b <= o.max_bytes;
+	     b = peer_next_size(b, o.factor)) {
+		/* Every rank runs every size, whatever rank 0's report did: no
+		 * rank may leave early. */
 		if (run_size(&o, rank, size, hosts, b, in, out, t, tmax))
 			rc = 1;
 	}

@@ -1,11 +1,13 @@
 /*
- * Helper of integration/emu_fabric.sh: one TCP flow, its goodput measured at the receiver.
+ * Helper of integration/emu_fabric.sh: one TCP flow, its goodput measured at
+ * the receiver.
  *
- *   tp_flow recv PORT [TIMEOUT_S]   accept one connection, print "<bytes> <seconds> <Mbit/s>"
- *   tp_flow send ADDR PORT SECONDS  send as fast as the path allows for SECONDS, then close
+ *   tp_flow recv PORT [TIMEOUT_S]   accept one connection, print "<bytes>
+ * <seconds> <Mbit/s>" tp_flow send ADDR PORT SECONDS  send as fast as the path
+ * allows for SECONDS, then close
  *
- * The receiver times from the first byte to the sender's close, so connection set-up and the
- * launch skew between the two ends do not count.
+ * The receiver times from the first byte to the sender's close, so connection
+ * set-up and the launch skew between the two ends do not count.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,16 +30,19 @@ static double now(void)
 static int do_recv(int port, int timeout)
 {
 	static char buf[1 << 16];
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port)};
 	int one = 1, ls, s;
 	double t0 = 0, t1;
 	long long bytes = 0;
 	ssize_t n;
 
 	ls = socket(AF_INET, SOCK_STREAM, 0);
-	if (ls < 0 || setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	if (ls < 0 ||
+	    setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(ls, (struct sockaddr *)&sa, sizeof(sa)) || listen(ls, 1)) {
-		fprintf(stderr, "tp_flow recv: port %d: %s\n", port, strerror(errno));
+		fprintf(stderr, "tp_flow recv: port %d: %s\n", port,
+			strerror(errno));
 		return 1;
 	}
 	alarm((unsigned)timeout);
@@ -53,10 +58,12 @@ static int do_recv(int port, int timeout)
 	}
 	t1 = now();
 	if (n < 0 || !bytes || t1 <= t0) {
-		fprintf(stderr, "tp_flow recv: nothing measured (%s)\n", n < 0 ? strerror(errno) : "");
+		fprintf(stderr, "tp_flow recv: nothing measured (%s)\n",
+			n < 0 ? strerror(errno) : "");
 		return 1;
 	}
-	printf("%lld %.3f %.1f\n", bytes, t1 - t0, (double)bytes * 8 / (t1 - t0) / 1e6);
+	printf("%lld %.3f %.1f\n", bytes, t1 - t0,
+	       (double)bytes * 8 / (t1 - t0) / 1e6);
 	close(s);
 	close(ls);
 	return 0;
@@ -65,12 +72,14 @@ static int do_recv(int port, int timeout)
 static int do_send(const char *addr, int port, double seconds)
 {
 	static char buf[1 << 16];
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port)};
 	double end;
 	int s, tries;
 
 	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
-		fprintf(stderr, "tp_flow send: '%s': not an IPv4 address\n", addr);
+		fprintf(stderr, "tp_flow send: '%s': not an IPv4 address\n",
+			addr);
 		return 1;
 	}
 	/* The receiver may still be starting: retry for up to 5 s. */
@@ -81,7 +90,8 @@ static int do_send(const char *addr, int port, double seconds)
 		if (s >= 0)
 			close(s);
 		if (tries == 50) {
-			fprintf(stderr, "tp_flow send: %s:%d: %s\n", addr, port, strerror(errno));
+			fprintf(stderr, "tp_flow send: %s:%d: %s\n", addr, port,
+				strerror(errno));
 			return 1;
 		}
 		usleep(100000);
@@ -103,6 +113,8 @@ int main(int argc, char **argv)
 		return do_recv(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 30);
 	if (argc == 5 && !strcmp(argv[1], "send"))
 		return do_send(argv[2], atoi(argv[3]), atof(argv[4]));
-	fprintf(stderr, "usage: tp_flow recv PORT [TIMEOUT_S] | send ADDR PORT SECONDS\n");
+	fprintf(
+	    stderr,
+	    "usage: tp_flow recv PORT [TIMEOUT_S] | send ADDR PORT SECONDS\n");
 	return 2;
 }
