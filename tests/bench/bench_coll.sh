@@ -151,7 +151,7 @@ tag() {
 
 # show BAND LOG: rank 0's table (the header only from the first band).
 show() {
-	if [ "$1" = 0 ]; then cat "$2"; else grep -v '^#' "$2"; fi
+	if [ "$1" = 0 ]; then cat "$2"; else grep -v -e '^#' -e '^ *bytes ' "$2"; fi
 }
 
 case_fail() { # DESC RC LOG...

@@ -3,16 +3,15 @@
  * the table and the JSON lines of topoplace-coll-bench, so the three programs
  * read and print the same shape.
  *
- *   --min-bytes N (4096) --max-bytes N (268435456) --factor F (2) --iters N
- * (20) --warmup N (3)
- *   --check --json FILE --timeout S (300) --algo NAME --order plan|slurm
- * --hosts H
+ *   --min-bytes N (4K) --max-bytes N (256M) --factor F (4) --iters N (20)
+ *   --warmup N (5) --check --json FILE --timeout S (300) --algo NAME
+ *   --order plan|slurm --hosts H          (sizes take K, M, G)
  *
  * Time per size: the median over iterations of the slowest rank's time, a
- * barrier before each iteration. busbw = bytes / seconds * 2 (n - 1) / n, in
- * Gbit/s (nccl-tests' all-reduce factor). Rank 0 prints the table and appends
- * one JSON line per size to --json FILE. Header-only, C and C++; everything is
- * static.
+ * barrier before each iteration. busbw = algbw * 2 (n - 1) / n (nccl-tests'
+ * all-reduce factor): GB/s in the table, Gbit/s in the JSON. Rank 0 prints
+ * the table and appends one JSON line per size to --json FILE. Header-only,
+ * C and C++; everything is static.
  */
 #ifndef PEER_COMMON_H
 #define PEER_COMMON_H
@@ -52,6 +51,13 @@ static int peer_num(const char *opt, const char *s, double lo, double hi,
 
 	errno = 0;
 	v = strtod(s, &end);
+	/* Sizes take K, M, G (binary), as topoplace-coll-bench's do. */
+	if (end != s && *end && !end[1] && strchr("KkMmGg", *end)) {
+		v *= *end == 'K' || *end == 'k'	  ? 1024.0
+		     : *end == 'M' || *end == 'm' ? 1048576.0
+						  : 1073741824.0;
+		end++;
+	}
 	if (errno || end == s || *end || v < lo || v > hi) {
 		fprintf(stderr, "%s: expected a number %g..%g, got '%s'\n", opt,
 			lo, hi, s);
@@ -71,9 +77,9 @@ static int peer_parse(int argc, char **argv, struct peer_opts *o,
 	memset(o, 0, sizeof(*o));
 	o->min_bytes = 4096;
 	o->max_bytes = 256u << 20;
-	o->factor = 2;
+	o->factor = 4;
 	o->iters = 20;
-	o->warmup = 3;
+	o->warmup = 5;
 	o->timeout = 300;
 	o->algo = "default";
 	o->order = "slurm";
@@ -183,29 +189,25 @@ static double peer_median(double *t, int n)
 static void peer_header(const char *impl, const struct peer_opts *o, int ranks,
 			int hosts)
 {
-	printf("# impl %s  algo %s  order %s  ranks %d  hosts %d  iters %d  "
-	       "warmup %d\n",
-	       impl, o->algo, o->order, ranks, hosts, o->iters, o->warmup);
-	printf("# %12s %12s %6s %12s %12s %12s %8s\n", "size(B)", "count",
-	       "type", "time(us)", "algbw(Gb/s)", "busbw(Gb/s)", "#wrong");
+	printf("# %s: %d ranks on %d hosts, algo %s, order %s, fp32 sum, %d "
+	       "iters (median of the slowest rank)\n",
+	       impl, ranks, hosts, o->algo, o->order, o->iters);
+	printf("%12s %12s %12s %12s\n", "bytes", "time_us", "algbw_GBps",
+	       "busbw_GBps");
 	fflush(stdout);
 }
 
-/* One table row and, with --json, one JSON line (appended; the file is shared
- * by many runs). */
+/* One table row (GB/s, as topoplace-coll-bench prints it) and, with --json,
+ * one JSON line (busbw in Gbit/s; appended: the file is shared by many runs).
+ */
 static int peer_report(const char *impl, const struct peer_opts *o, int ranks,
 		       int hosts, size_t bytes, double seconds, long wrong)
 {
-	double algbw = seconds > 0 ? (double)bytes * 8 / seconds / 1e9 : 0;
-	double busbw = ranks > 1 ? algbw * 2 * (ranks - 1) / ranks : algbw;
-	char w[24];
+	double algbw = seconds > 0 ? (double)bytes / seconds / 1e9 : 0;
+	double busbw = algbw * 2 * (ranks - 1) / ranks;
 
-	if (o->check)
-		snprintf(w, sizeof(w), "%ld", wrong);
-	else
-		snprintf(w, sizeof(w), "N/A");
-	printf("  %12zu %12zu %6s %12.1f %12.4f %12.4f %8s\n", bytes, bytes / 4,
-	       "float", seconds * 1e6, algbw, busbw, w);
+	printf("%12zu %12.1f %12.3f %12.3f%s\n", bytes, seconds * 1e6, algbw,
+	       busbw, wrong ? "  WRONG" : "");
 	fflush(stdout);
 	if (o->json) {
 		FILE *f = fopen(o->json, "a");
@@ -219,7 +221,7 @@ static int peer_report(const char *impl, const struct peer_opts *o, int ranks,
 			"\"ranks\":%d,\"hosts\":%d,"
 			"\"bytes\":%zu,\"seconds\":%.9g,\"busbw_gbps\":%.6g}\n",
 			impl, o->algo, o->order, ranks, hosts, bytes, seconds,
-			busbw);
+			busbw * 8);
 		if (fclose(f)) {
 			fprintf(stderr, "%s: %s\n", o->json, strerror(errno));
 			return -1;
