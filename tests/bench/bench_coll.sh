@@ -5,6 +5,7 @@
 #
 #   bench_coll.sh [--json FILE] [--quick] [--sizes LIST] [--ratio R ...] [--impl LIST]
 #                 [--ranks-per-host N] [--one-host-ranks LIST] [--iters N] [--keep]
+#   bench_coll.sh --summary FILE...
 #
 #   --json FILE        write {"format":"topoplace-coll-bench/1","host_link_gbps":x,"results":[...]}
 #   --quick            ratio 4, sizes 64 KiB..16 MiB, few iterations, one forced algorithm per
@@ -17,6 +18,7 @@
 #   --one-host-ranks LIST  rank counts for ratio 0 (default "8"; the issue's goal uses 2,4,8)
 #   --iters N          timed iterations of the large sizes (default 3; small sizes get 3x)
 #   --keep             leave the fabric up and keep the work directory
+#   --summary FILE...  run nothing: print the goal ratios of earlier --json files together
 #
 # Environment: TOPOPLACE (CLI), TOPOPLACE_COLL_BENCH (default BUILD/coll/topoplace-coll-bench),
 # TP_BUILDDIR (default SRCDIR/build), HOST_RATE (400mbit), TPE_HOSTS (8), TPE_LEAVES (2).
@@ -38,7 +40,7 @@ nhosts=${TPE_HOSTS:-8}
 nleaves=${TPE_LEAVES:-2}
 
 json="" quick=0 sizes="" ratios="" impls="openmpi,gloo,topoplace" rph=1 one_host_ranks="8"
-iters=3 keep=0
+iters=3 keep=0 summary_files=""
 die() { echo "bench_coll: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -51,6 +53,7 @@ while [ $# -gt 0 ]; do
 	--one-host-ranks) one_host_ranks=$(echo "$2" | tr , ' '); shift 2 ;;
 	--iters) iters=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
+	--summary) shift; summary_files="$*"; break ;;
 	-h | --help) sed -n '2,/^set -u/p' "$0" | sed -e '/^set -u/d' -e 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown option $1 (try --help)" ;;
 	esac
@@ -82,6 +85,45 @@ sizes=$(for s in $(echo "$sizes" | tr , ' '); do
 	esac
 done | sort -n | uniq | tr '\n' ' ')
 
+summarise() { # JSON document on stdin
+	jq -r '
+  def best(f): [.results[] | select(f)] | max_by(.busbw_gbps);
+  def r(a; b): if a == null or b == null or b.busbw_gbps == 0 then "n/a"
+               else "\(a.busbw_gbps / b.busbw_gbps * 100 | round / 100)x" end;
+  def g(x): if x == null then "-" else "\(x.busbw_gbps * 1000 | round) Mb/s (\(x.algo))" end;
+  . as $d |
+  "\nsummary (busbw at 4:1, >= 16 MiB; goals: topoplace/plan >= 3x each peer default/slurm,"
+    + " >= 1x its best forced/plan):",
+  ([.results[] | select(.uplink_ratio == 4 and .bytes >= 16777216) | .bytes] | unique[] as $b |
+   ("openmpi", "gloo") as $p | select([$d.results[] | select(.impl == $p)] | length > 0) |
+   ($d | best(.impl == "topoplace" and .uplink_ratio == 4 and .bytes == $b)) as $t |
+   ($d | best(.impl == $p and .algo == "default" and .order == "slurm" and .uplink_ratio == 4 and .bytes == $b)) as $dflt |
+   ($d | best(.impl == $p and .algo != "default" and .order == "plan" and .uplink_ratio == 4 and .bytes == $b)) as $forced |
+   ($d | best(.impl == $p and .order == "plan" and .uplink_ratio == 4 and .bytes == $b)) as $pplan |
+   "  \($b / 1048576) MiB \($p): default/slurm \(g($dflt)), best forced/plan \(g($forced));"
+     + " topoplace \(g($t)): \(r($t; $dflt)) of default, \(r($t; $forced)) of best forced;"
+     + " plan order alone gives \($p) \(r($pplan; $dflt))"),
+  "summary (topoplace at >= 64 MiB vs the host link; goal >= 90%):",
+  ([.results[] | select(.impl == "topoplace" and .bytes >= 67108864 and .uplink_ratio > 0)] |
+   if length == 0 then "  n/a (no topoplace result >= 64 MiB)" else .[] |
+   "  \(.algo) \(.bytes / 1048576) MiB \(.uplink_ratio):1: \(.busbw_gbps / $d.host_link_gbps * 100 | round)%" end),
+  "summary (topoplace <= 64 KiB, hierarchical or tree vs ring; goal >= 1.3x at 16 ranks on 8 hosts):",
+  ([.results[] | select(.impl == "topoplace" and .bytes <= 65536 and .uplink_ratio > 0) |
+    [.uplink_ratio, .ranks, .bytes]] | unique[] as [$u, $n, $b] |
+   ($d | best(.impl == "topoplace" and .uplink_ratio == $u and .ranks == $n and .bytes == $b and
+              (.algo == "hierarchical" or .algo == "tree"))) as $h |
+   ($d | best(.impl == "topoplace" and .uplink_ratio == $u and .ranks == $n and .bytes == $b and
+              .algo == "ring")) as $ring |
+   "  \($u):1 \($n) ranks \($b / 1024) KiB: \(r($h; $ring)) (\(g($h)) vs ring \(g($ring)))")'
+}
+
+# --summary FILE...: the goal ratios of earlier runs' JSON files together.
+if [ -n "$summary_files" ]; then
+	# shellcheck disable=SC2086
+	jq -s '{format: "topoplace-coll-bench/1", host_link_gbps: .[0].host_link_gbps,
+		results: [.[].results[]]}' $summary_files | summarise
+	exit
+fi
 [ "$(id -u)" -eq 0 ] || { echo "bench_coll: needs root (network namespaces): skipped"; exit 77; }
 for t in ip tc jq bc timeout; do command -v $t >/dev/null || die "$t missing (contrib/install-deps.sh)"; done
 [ -x "$topoplace" ] || die "$topoplace not built"
@@ -344,25 +386,5 @@ doc=$(jq -s --argjson g "$link_gbps" \
 [ -n "$json" ] && printf '%s\n' "$doc" >"$json" && echo "bench_coll: results in $json"
 
 # The issue's goal ratios this run can compute (one line each; n/a where a side is missing).
-printf '%s\n' "$doc" | jq -r '
-  def best(f): [.results[] | select(f)] | max_by(.busbw_gbps);
-  def r(a; b): if a == null or b == null or b.busbw_gbps == 0 then "n/a"
-               else "\(a.busbw_gbps / b.busbw_gbps * 100 | round / 100)x" end;
-  def g(x): if x == null then "-" else "\(x.busbw_gbps * 1000 | round) Mb/s (\(x.algo))" end;
-  . as $d |
-  "\nsummary (busbw at 4:1, >= 16 MiB; goals: topoplace/plan >= 3x each peer default/slurm,"
-    + " >= 1x its best forced/plan):",
-  ([.results[] | select(.uplink_ratio == 4 and .bytes >= 16777216) | .bytes] | unique[] as $b |
-   ("openmpi", "gloo") as $p | select([$d.results[] | select(.impl == $p)] | length > 0) |
-   ($d | best(.impl == "topoplace" and .uplink_ratio == 4 and .bytes == $b)) as $t |
-   ($d | best(.impl == $p and .algo == "default" and .order == "slurm" and .uplink_ratio == 4 and .bytes == $b)) as $dflt |
-   ($d | best(.impl == $p and .algo != "default" and .order == "plan" and .uplink_ratio == 4 and .bytes == $b)) as $forced |
-   ($d | best(.impl == $p and .order == "plan" and .uplink_ratio == 4 and .bytes == $b)) as $pplan |
-   "  \($b / 1048576) MiB \($p): default/slurm \(g($dflt)), best forced/plan \(g($forced));"
-     + " topoplace \(g($t)): \(r($t; $dflt)) of default, \(r($t; $forced)) of best forced;"
-     + " plan order alone gives \($p) \(r($pplan; $dflt))"),
-  "summary (topoplace at >= 64 MiB vs the host link; goal >= 90%):",
-  ([.results[] | select(.impl == "topoplace" and .bytes >= 67108864 and .uplink_ratio > 0)] |
-   if length == 0 then "  n/a (no topoplace result >= 64 MiB)" else .[] |
-   "  \(.algo) \(.bytes / 1048576) MiB \(.uplink_ratio):1: \(.busbw_gbps / $d.host_link_gbps * 100 | round)%" end)'
+printf '%s\n' "$doc" | summarise
 [ "$failed" -eq 0 ] || { echo "bench_coll: $failed case(s) failed"; exit 1; }
