@@ -183,6 +183,8 @@ bands() {
 	done
 }
 
+where() { if [ "$1" = 0 ]; then echo "one host"; else echo "uplink $1:1"; fi; }
+
 host_addr() { awk -v h="$1" '$1 == h {print $3}' "/run/topoplace-emu/${TPE_PREFIX%-}/hosts"; }
 
 # tag RATIO FILE: add the up-link ratio to the case's JSON lines and keep them.
@@ -219,7 +221,7 @@ run_ompi() {
 		mca="--hostfile $hf --map-by slot --mca btl tcp,self --mca btl_tcp_if_include eth0"
 		mca="$mca --mca oob_tcp_if_include eth0"
 	fi
-	echo "== openmpi $algo, order $order, uplink $ratio:1, $np ranks"
+	echo "== openmpi $algo, order $order, $(where "$ratio"), $np ranks"
 	while read -r min max f it; do
 		# shellcheck disable=SC2086
 		"$emu" exec "$first" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
@@ -282,7 +284,7 @@ run_gloo() { # ORDER ALGO RATIO HOSTS...
 	shift 3
 	cj=$work/case.jsonl
 	: >"$cj"
-	echo "== gloo $galgo, order $gorder, uplink $ratio:1"
+	echo "== gloo $galgo, order $gorder, $(where "$ratio")"
 	while read -r min max f it; do
 		gstore=$work/store.$b.$RANDOM
 		mkdir -p "$gstore"
@@ -311,7 +313,7 @@ run_topo() { # ALGO RATIO HOSTS(plan order)...
 	shift 2
 	cj=$work/case.jsonl
 	: >"$cj"
-	echo "== topoplace $talgo, order plan, uplink $ratio:1"
+	echo "== topoplace $talgo, order plan, $(where "$ratio")"
 	while read -r min max f it; do
 		master="$(host_addr "$1"):$((29500 + (RANDOM % 2000)))"
 		launch_ranks topo topo_cmd "$@"
