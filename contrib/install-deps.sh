@@ -8,7 +8,8 @@ libcjson-dev libcmocka-dev libhwloc-dev hwloc
 libibnetdisc-dev libibumad-dev libibmad-dev infiniband-diags
 ibsim-utils libumad2sim0
 clang libclang-rt-14-dev
-procps iproute2 util-linux jq"
+procps iproute2 util-linux jq
+iputils-ping bc g++ openmpi-bin libopenmpi-dev libgloo-dev"
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps.sh: run as root (it uses apt-get)" >&2
