@@ -306,81 +306,119 @@ static tp_sched_edge_t *tree_edges(tp_sched_t *s, work_t *w, tp_sched_edge_t *e)
 	return e;
 }
 
-/* Channel c's node in group g and the rail its cross edges keep to. */
-static uint32_t chan_node(const tp_sched_t *s, size_t g, uint32_t c,
-			  int *rail_p)
+/* Rail of local rank l of node, -1 when unknown or the job has one rail. */
+static int rank_rail(const tp_sched_t *s, const work_t *w, uint32_t node,
+		     uint32_t l)
 {
-	const uint32_t *m = &s->gmem[s->goff[g]];
-	uint32_t k = s->goff[g + 1] - s->goff[g];
+	const tp_sched_job_t *j = w->job;
+	int r;
 
-	*rail_p = -1;
-	if (s->nrails > 1) {
-		uint32_t l = s->leader[g * (size_t)s->nrails + c];
-		if (l != TP_SCHED_NONE) {
-			*rail_p = (int)c;
-			return l;
-		}
+	if (s->nrails <= 1 || !j->rank_rail)
+		return -1;
+	r = j->rank_rail(j->arg, node, l);
+	return r >= 0 && r < s->nrails ? r : -1;
+}
+
+/* The channels of every local rank from node a to node b, each carrying
+ * f of S: one edge per rail they keep to (a rank's rail when the ranks
+ * at both ends drive the same one, else -1), so the cost model routes
+ * each rail's share on that rail and one-rail jobs get one edge. */
+static tp_sched_edge_t *chan_edges(const tp_sched_t *s, const work_t *w,
+				   tp_sched_edge_t *e, uint32_t a, uint32_t b,
+				   uint32_t chan, double f)
+{
+	tp_sched_edge_t *e0 = e;
+
+	for (uint32_t l = 0; l < w->nr[a]; l++) {
+		int ra = rank_rail(s, w, a, l), rb = rank_rail(s, w, b, l);
+		int r = ra == rb ? ra : -1;
+		tp_sched_edge_t *x = e0;
+		while (x < e && x->rail != r)
+			x++;
+		if (x < e)
+			x->frac += f;
+		else
+			e = put(e, a, b, chan, r, f);
 	}
-	return m[c % k];
+	return e;
+}
+
+/* Full hierarchy: every node has g ranks, every unit K members. */
+static bool hier_even(const tp_sched_t *s, const work_t *w)
+{
+	for (size_t r = 0; r < s->n; r++)
+		if (w->nr[r] != w->gmax)
+			return false;
+	for (size_t g = 0; g < s->ngroups; g++)
+		if (s->goff[g + 1] - s->goff[g] != w->kmax)
+			return false;
+	return true;
+}
+
+/* Ring reduce-scatter (or all-gather) among the ranks of each local rank
+ * l inside every unit: member t -> t+1, (K-1)/K of each rank's shard. */
+static tp_sched_edge_t *group_edges(tp_sched_t *s, const work_t *w,
+				    tp_sched_edge_t *e)
+{
+	uint32_t K = w->kmax;
+	double f = (K - 1.0) / K / w->gmax;
+
+	for (size_t g = 0; g < s->ngroups && K > 1; g++) {
+		const uint32_t *mm = &s->gmem[s->goff[g]];
+		for (uint32_t t = 0; t < K; t++)
+			e = chan_edges(s, w, e, mm[t], mm[(t + 1) % K], 0, f);
+	}
+	return e;
 }
 
 static tp_sched_edge_t *hier_edges(tp_sched_t *s, work_t *w, tp_sched_edge_t *e)
 {
-	uint32_t C = s->nrails > 1 ? (uint32_t)s->nrails : w->kmax;
 	size_t m = s->ngroups;
-	tp_sched_edge_t *e0 = e, *rs;
-	bool uniform = true;
+	uint32_t K = w->kmax, g = w->gmax;
+	tp_sched_edge_t *e0 = e;
 
+	bool even = hier_even(s, w);
+
+	for (size_t r = 0; !even && r < s->n; r++)
+		if (w->nr[r] != g) /* the ranks' shards would not line up */
+			return ring_edges(s, w, e);
 	e = self_edges(s, w, e, 0, 1, true);
-	phase(s, TP_SCHED_PH_HOST_RS, e0, e, 0, w->gmax - 1.0, TP_SCHED_NONE);
-
-	memset(w->cnt, 0, s->n * sizeof(uint32_t));
-	for (size_t g = 0; g < m; g++)
-		for (uint32_t c = 0; c < C; c++) {
-			int rail;
-			w->cnt[chan_node(s, g, c, &rail)]++;
-		}
-	rs = e;
-	for (size_t g = 0; g < m; g++) {
-		const uint32_t *mm = &s->gmem[s->goff[g]];
-		uint32_t k = s->goff[g + 1] - s->goff[g];
-		for (uint32_t t = 0; k > 1 && t < k; t++) {
-			double f = 1.0 - (double)w->cnt[mm[t]] / C;
-			if (w->cnt[mm[t]] != w->cnt[mm[(t + 1) % k]])
-				uniform = false;
-			if (f > 0)
-				e = put(e, mm[t], mm[(t + 1) % k], 0, -1, f);
-		}
+	phase(s, TP_SCHED_PH_HOST_RS, e0, e, 0, g - 1.0, TP_SCHED_NONE);
+	if (!even) {
+		/* uneven units: one cross ring over all nodes per local
+		 * rank, each carrying its rank's shard */
+		double n = (double)s->n, f = 2 * (n - 1) / n / g;
+		e0 = e;
+		for (uint32_t r = 0; s->n > 1 && r < s->n; r++)
+			e = chan_edges(s, w, e, r, (uint32_t)((r + 1) % s->n),
+				       0, f);
+		phase(s, TP_SCHED_PH_CROSS, e0, e, 2 * (n - 1), 0,
+		      TP_SCHED_NONE);
+		e0 = e;
+		e = self_edges(s, w, e, 0, 1, true);
+		phase(s, TP_SCHED_PH_HOST_AG, e0, e, 0, g - 1.0, 0);
+		return e;
 	}
-	phase(s, TP_SCHED_PH_GROUP_RS, rs, e, w->kmax - 1.0, 0, TP_SCHED_NONE);
-
 	e0 = e;
-	for (uint32_t c = 0; m > 1 && c < C; c++)
-		for (size_t g = 0; g < m; g++) {
-			int ra, rb;
-			uint32_t a = chan_node(s, g, c, &ra);
-			uint32_t b = chan_node(s, (g + 1) % m, c, &rb);
-			e = put(e, a, b, c, ra == rb ? ra : -1,
-				2.0 * (m - 1) / m / C);
-		}
+	e = group_edges(s, w, e);
+	phase(s, TP_SCHED_PH_GROUP_RS, e0, e, K - 1.0, 0, TP_SCHED_NONE);
+
+	/* channel (j, l): member j's rank l, one ring across the units */
+	e0 = e;
+	for (uint32_t j = 0; m > 1 && j < K; j++)
+		for (size_t u = 0; u < m; u++)
+			e = chan_edges(s, w, e, s->gmem[s->goff[u] + j],
+				       s->gmem[s->goff[(u + 1) % m] + j], j,
+				       2.0 * (m - 1) / m / ((double)K * g));
 	phase(s, TP_SCHED_PH_CROSS, e0, e, 2.0 * (m - 1), 0, TP_SCHED_NONE);
 
 	e0 = e;
-	for (size_t g = 0; g < m; g++) {
-		const uint32_t *mm = &s->gmem[s->goff[g]];
-		uint32_t k = s->goff[g + 1] - s->goff[g];
-		for (uint32_t t = 0; k > 1 && t < k; t++) {
-			double f = 1.0 - (double)w->cnt[mm[(t + 1) % k]] / C;
-			if (f > 0)
-				e = put(e, mm[t], mm[(t + 1) % k], 0, -1, f);
-		}
-	}
-	phase(s, TP_SCHED_PH_GROUP_AG, e0, e, w->kmax - 1.0, 0,
-	      uniform ? 1 : TP_SCHED_NONE);
+	e = group_edges(s, w, e);
+	phase(s, TP_SCHED_PH_GROUP_AG, e0, e, K - 1.0, 0, 1);
 
 	e0 = e;
 	e = self_edges(s, w, e, 0, 1, true);
-	phase(s, TP_SCHED_PH_HOST_AG, e0, e, 0, w->gmax - 1.0, 0);
+	phase(s, TP_SCHED_PH_HOST_AG, e0, e, 0, g - 1.0, 0);
 	return e;
 }
 
@@ -397,11 +435,8 @@ static size_t count_edges(const tp_sched_t *s, const work_t *w)
 		return 4 * s->n + 2 * self;
 	case TP_SCHED_HIER:
 	default:
-		return 2 * s->n + 2 * self +
-		       (s->ngroups > 1
-			    ? s->ngroups *
-				  (s->nrails > 1 ? (size_t)s->nrails : w->kmax)
-			    : 0);
+		/* at most one edge per rank and phase, or the ring */
+		return 2 * s->n + 2 * self + 3 * s->n * (size_t)w->gmax;
 	}
 }
 

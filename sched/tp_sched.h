@@ -42,30 +42,37 @@
  *          of the level-l units, the least a spanning tree needs.
  *          Latency 2 x depth steps (depth: the deeper tree's longest
  *          root-to-leaf path in edges) plus 2(g_max - 1) local steps.
- *   hier   five phases over level-1 units (m units, the largest K nodes):
- *          HOST_RS  reduce-scatter inside each node: self edge
- *                   (g-1)/g of S, g_max - 1 local steps;
- *          GROUP_RS ring reduce-scatter inside each unit of C equal
- *                   shards ("channels"), shard c ending on its channel
- *                   node; edge t -> t+1 carries every shard but those
- *                   of t: (1 - w_t) of S, w_t = channels on t / C;
- *                   K - 1 steps;
- *          CROSS    per channel c a ring all-reduce of shard c across the
- *                   units between their channel-c nodes: 2(m-1)/m x 1/C
- *                   of S per edge, 2(m-1) steps;
- *          GROUP_AG the ring all-gather back: edge t -> t+1 carries
- *                   (1 - w_{t+1}) of S; K - 1 steps;
- *          HOST_AG  as HOST_RS.
- *          Channels: with more than one rail, one per rail, led by the
- *          unit's rail leader (the plan's: rail r by the unit's
- *          (r mod size)-th member, or the next one round driving rail r),
- *          its CROSS edges on that rail (rail -1 where a unit lacks the
- *          rail: any rail of its (r mod size)-th member); with one rail,
- *          C = K channels, channel c on member c mod size of each unit
- *          (corresponding ranks). A phase whose edges equal an earlier
- *          one's (HOST_AG always, GROUP_AG when every unit's shares are
- *          equal) names it in `mirror`, so a consumer can price it once.
- *
+ *   hier   over level-1 units (m units of K nodes, g ranks per node),
+ *          the shards moving rank by rank: channel (j, l) is local rank
+ *          l of each unit's j-th member, so every rank of every node
+ *          carries its own shard across the units on its own rail (no
+ *          node funnels a unit's share through one NIC). Five phases:
+ *          HOST_RS  ring reduce-scatter inside each node: self edge
+ *                   (g-1)/g of S, g - 1 local steps; local rank l ends
+ *                   with shard l (S/g);
+ *          GROUP_RS per local rank l a ring reduce-scatter of shard l
+ *                   inside each unit, member t -> t+1: (K-1)/K of S/g
+ *                   per rank, (K-1)/K of S per node edge; member j ends
+ *                   with sub-shard j of it (S/(gK)); K - 1 steps;
+ *          CROSS    per channel (j, l) a ring all-reduce of its
+ *                   sub-shard across the units, member j of unit u ->
+ *                   member j of unit u+1: 2(m-1)/m x S/(gK) per rank,
+ *                   2(m-1)/m / K of S per node edge; 2(m-1) steps;
+ *          GROUP_AG the all-gathers back (mirror GROUP_RS), then
+ *          HOST_AG  (mirror HOST_RS).
+ *          Edges between two nodes are per rail: the ranks whose rank
+ *          at the other end drives the same rail share one edge on that
+ *          rail (job->rank_rail; -1 when they differ or it is unknown),
+ *          `chan` being j in CROSS, 0 elsewhere; with one rail, one
+ *          edge per node pair. Fallbacks, which the library runs too:
+ *          units of different sizes (ranks equal) - HOST_RS, then per
+ *          local rank l one CROSS ring over all nodes in node rank order
+ *          (2(n-1)/n x S/g per rank, 2(n-1) steps), HOST_AG; nodes with
+ *          different local ranks - the ring schedule (one RING phase).
+ *          Rail leaders (tp_sched_rail_leader) are no part of this
+ *          schedule any more: they stay as the plan's informational
+ *          "which host of a unit to prefer for rail r" (the
+ *          compression layer's one-per-rail exchange).
  * A phase's latency is steps x (alpha + hops x per-hop) + local_steps x
  * alpha, hops being the most switches a flow of the phase crosses: the
  * cost model's alpha-beta form.
@@ -125,12 +132,15 @@ typedef struct tp_sched_job {
 	uint32_t (*nranks)(const void *arg, size_t node);
 	/* Bit r: some rank of node drives rail r (r < nrails); NULL: none. */
 	uint64_t (*rails)(const void *arg, size_t node);
+	/* Rail (0 .. nrails-1) local rank l of node drives, -1 unknown;
+	 * NULL: unknown for all (hierarchical edges then use any rail). */
+	int (*rank_rail)(const void *arg, size_t node, uint32_t l);
 } tp_sched_job_t;
 
 typedef struct tp_sched_edge {
 	uint32_t src, dst; /* node ranks; src == dst: inside the node, per
 			    * local rank over its local fabric */
-	uint32_t chan;	   /* tree (0, 1) or hierarchical channel; else 0 */
+	uint32_t chan;	   /* tree (0, 1), CROSS member position; else 0 */
 	int rail;	   /* the rail it must use, -1: any the nodes share */
 	double frac;	   /* bytes it carries, as a share of S */
 } tp_sched_edge_t;
@@ -177,7 +187,9 @@ size_t tp_sched_group_nodes(const tp_sched_t *s, size_t g,
 			    const uint32_t **nodes_p);
 /* Group of a node; TP_SCHED_NONE out of range. */
 uint32_t tp_sched_group_of(const tp_sched_t *s, size_t node);
-/* Node leading rail r of group g (see hier above); TP_SCHED_NONE when no
+/* Rail leader of rail r in group g: its (r mod size)-th member, or the
+ * next one round driving r. Informational (the plan records it; no
+ * schedule routes through it, see hier above). TP_SCHED_NONE when no
  * member drives r, nrails <= 1 or out of range. Every algorithm's
  * schedule answers it (and the group calls above). */
 uint32_t tp_sched_rail_leader(const tp_sched_t *s, size_t g, int rail);
