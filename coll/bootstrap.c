@@ -510,9 +510,8 @@ static void wanted(const tp_coll_comm_t *c, uint8_t *want)
 
 	if (n <= 1)
 		return;
-	want[(c->rank + 1) % n] = want[(c->rank + n - 1) % n] = 1;
-	for (int l = 0; l < c->nlevels; l++) {
-		const tp__coll_ring_t *r = &c->level[l];
+	for (int l = -1; l < c->nlevels; l++) {
+		const tp__coll_ring_t *r = l < 0 ? &c->ring : &c->level[l];
 		want[r->members[(r->me + 1) % r->n]] = 1;
 		want[r->members[(r->me + r->n - 1) % r->n]] = 1;
 	}

@@ -171,6 +171,7 @@ struct tp_coll_comm {
 	size_t nreqs;
 	char *work;
 	size_t work_cap;
+	uint64_t *sent; /* [rank] bytes posted to it (stats) */
 };
 
 /* Monotonic clock in ns. */

@@ -108,69 +108,121 @@ static tp_err_t ring_set(tp__coll_ring_t *r, int n)
 	return r->members ? TP_OK : TP_ERR_NOMEM;
 }
 
-/* Hierarchical levels; none (ring) unless every host runs as many ranks. */
-static tp_err_t build_levels(tp_coll_comm_t *c, const tp_plan_t *plan,
-			     uint32_t my_host)
+/* The node ring a phase's edges make through node x: follow the edge out
+ * of each node (every edge out of a node in one ring phase goes to the
+ * same node) until back at x, then start at the smallest node so every
+ * member numbers the ring alike. Nodes into ring (capacity n); count. */
+static size_t node_ring(const tp_sched_phase_t *ph, uint32_t x, size_t n,
+			uint32_t *ring)
 {
-	size_t nh = tp_plan_nhosts(plan), ng = tp_plan_ngroups(plan);
-	uint32_t L = tp_plan_host(plan, 0)->nranks;
-	const tp_plan_host_t *mh = tp_plan_host(plan, my_host);
-	const tp_plan_group_t *mg = tp_plan_group(plan, mh->group);
-	uint32_t G = tp_plan_group(plan, 0)->nhosts,
-		 lr = (uint32_t)c->local_rank;
-	bool even_groups = ng > 1 && G > 1;
-	tp__coll_ring_t lv[TP__COLL_MAX_LEVELS];
-	int nl = 0;
+	size_t k = 0, lo = 0;
+	uint32_t y = x;
 
-	for (size_t h = 0; h < nh; h++)
-		if (tp_plan_host(plan, h)->nranks != L)
-			return TP_OK;
-	for (size_t g = 0; g < ng; g++)
-		if (tp_plan_group(plan, g)->nhosts != G)
-			even_groups = false;
-	memset(lv, 0, sizeof(lv));
-	if (ring_set(&lv[nl], (int)L))
-		goto nomem;
-	for (uint32_t l = 0; l < L; l++)
-		lv[nl].members[l] = mh->first_rank + l;
-	lv[nl++].me = (int)lr;
-	if (even_groups) {
-		uint32_t pos = my_host - mg->first;
-		if (ring_set(&lv[nl], (int)G))
-			goto nomem;
-		for (uint32_t j = 0; j < G; j++)
-			lv[nl].members[j] =
-			    tp_plan_host(plan, mg->first + j)->first_rank + lr;
-		lv[nl++].me = (int)pos;
-		if (ring_set(&lv[nl], (int)ng))
-			goto nomem;
-		for (size_t g = 0; g < ng; g++)
-			lv[nl].members[g] =
-			    tp_plan_host(plan,
-					 tp_plan_group(plan, g)->first + pos)
-				->first_rank +
-			    lr;
-		lv[nl++].me = (int)mh->group;
-	} else {
-		if (ring_set(&lv[nl], (int)nh))
-			goto nomem;
-		for (size_t h = 0; h < nh; h++)
-			lv[nl].members[h] =
-			    tp_plan_host(plan, h)->first_rank + lr;
-		lv[nl++].me = (int)my_host;
+	do {
+		uint32_t next = TP_SCHED_NONE;
+		for (size_t e = 0; e < ph->nedges && next == TP_SCHED_NONE; e++)
+			if (ph->edges[e].src == y && ph->edges[e].dst != y)
+				next = ph->edges[e].dst;
+		ring[k++] = y;
+		if (ring[k - 1] < ring[lo])
+			lo = k - 1;
+		y = next;
+	} while (y != TP_SCHED_NONE && y != x && k < n);
+	/* rotate: ring[lo] first */
+	for (size_t i = 0; i < lo; i++) {
+		uint32_t t = ring[0];
+		memmove(ring, ring + 1, (k - 1) * sizeof(uint32_t));
+		ring[k - 1] = t;
 	}
-	/* Levels of one member do nothing; keep the others in order. */
-	for (int i = 0; i < nl; i++) {
-		if (lv[i].n > 1)
-			c->level[c->nlevels++] = lv[i];
-		else
-			tp_free(lv[i].members);
+	return k;
+}
+
+/* A ring of ranks: local rank lr of each node of ring[0..k). */
+static tp_err_t rank_ring(tp__coll_ring_t *r, const tp_plan_t *plan,
+			  const uint32_t *ring, size_t k, uint32_t my_host,
+			  uint32_t lr)
+{
+	if (ring_set(r, (int)k))
+		return TP_ERR_NOMEM;
+	for (size_t i = 0; i < k; i++) {
+		r->members[i] = tp_plan_host(plan, ring[i])->first_rank + lr;
+		if (ring[i] == my_host)
+			r->me = (int)i;
 	}
 	return TP_OK;
-nomem:
-	for (int i = 0; i < nl + 1 && i < TP__COLL_MAX_LEVELS; i++)
-		tp_free(lv[i].members);
-	return TP_ERR_NOMEM;
+}
+
+/* Hierarchical levels from the plan's hierarchical schedule (sched/): a
+ * ring per phase down to the cross phase - the host's ranks for HOST_RS,
+ * for GROUP_RS and CROSS the ranks of our local rank on the nodes the
+ * phase's edges link to ours. The way back mirrors them. A RING schedule
+ * (hosts with different rank counts) leaves none: hierarchical runs the
+ * ring. Levels of one member do nothing and are left out. */
+static tp_err_t build_levels(tp_coll_comm_t *c, const tp_plan_t *plan,
+			     const tp_sched_t *s, uint32_t my_host)
+{
+	size_t nh = tp_plan_nhosts(plan);
+	const tp_plan_host_t *mh = tp_plan_host(plan, my_host);
+	uint32_t lr = (uint32_t)c->local_rank, *ring;
+	tp_err_t err = TP_OK;
+
+	ring = tp_calloc(nh > mh->nranks ? nh : mh->nranks, sizeof(uint32_t));
+	if (!ring)
+		return TP_ERR_NOMEM;
+	for (size_t i = 0; i < tp_sched_nphases(s) && !err; i++) {
+		const tp_sched_phase_t *ph = tp_sched_phase(s, i);
+		tp__coll_ring_t r = {0};
+		size_t k;
+
+		if (ph->kind == TP_SCHED_PH_HOST_RS) {
+			if (ring_set(&r, (int)mh->nranks)) {
+				err = TP_ERR_NOMEM;
+				break;
+			}
+			for (uint32_t l = 0; l < mh->nranks; l++)
+				r.members[l] = mh->first_rank + l;
+			r.me = (int)lr;
+		} else if (ph->kind == TP_SCHED_PH_GROUP_RS ||
+			   ph->kind == TP_SCHED_PH_CROSS) {
+			k = node_ring(ph, my_host, nh, ring);
+			if ((err = rank_ring(&r, plan, ring, k, my_host, lr)))
+				break;
+		} else {
+			continue; /* RING (none), the way back */
+		}
+		if (r.n > 1 && c->nlevels < TP__COLL_MAX_LEVELS)
+			c->level[c->nlevels++] = r;
+		else
+			tp_free(r.members);
+	}
+	tp_free(ring);
+	return err;
+}
+
+/* The ring: every rank in the order of the ring schedule's node ring
+ * (the plan's ring order), local ranks in order inside each node. */
+static tp_err_t build_ring(tp_coll_comm_t *c, const tp_plan_t *plan,
+			   const tp_sched_t *s)
+{
+	size_t nh = tp_plan_nhosts(plan), k, at = 0;
+	uint32_t *ring = tp_calloc(nh, sizeof(uint32_t));
+
+	if (!ring || ring_set(&c->ring, c->size)) {
+		tp_free(ring);
+		return TP_ERR_NOMEM;
+	}
+	k = node_ring(tp_sched_phase(s, 0), 0, nh, ring);
+	for (size_t i = 0; i < k; i++) {
+		const tp_plan_host_t *h = tp_plan_host(plan, ring[i]);
+		for (uint32_t l = 0; l < h->nranks && at < (size_t)c->size;
+		     l++) {
+			if ((int)(h->first_rank + l) == c->rank)
+				c->ring.me = (int)at;
+			c->ring.members[at++] = h->first_rank + l;
+		}
+	}
+	tp_free(ring);
+	return at == (size_t)c->size ? TP_OK : TP_ERR_INVAL;
 }
 
 /* Rank at position q of host h's local tree t: tree 1 numbers the local
@@ -181,39 +233,49 @@ static int tree_rank(const tp_plan_host_t *h, int t, uint32_t q)
 	return (int)(h->first_rank + (t ? h->nranks - 1 - q : q));
 }
 
-/* Tree t over ranks: the plan's host tree between the hosts' anchors, a
- * chain of local ranks below each anchor, as sched/ builds and prices it
- * (2 (g - 1) local steps). Peers encoded as rank + t x size. */
-static tp_err_t build_tree(tp_coll_comm_t *c, const tp_plan_t *plan, int t,
-			   uint32_t my_host)
+/* Parent of host h in tree t: the tree schedule's, or the plan's where
+ * tp_plan_sched() cannot rebuild the trees (fabrics of more than two
+ * group levels; the plan's are sched/'s all the same). */
+static uint32_t parent_of(const tp_plan_t *plan, const tp_sched_t *s, int t,
+			  size_t h)
+{
+	uint32_t p =
+	    s ? tp_sched_tree_parent(s, t, h) : tp_plan_tree_parent(plan, t, h);
+	return p == TP_PLAN_NONE ? TP_SCHED_NONE : p;
+}
+
+/* Tree t over ranks: the tree schedule's host tree between the hosts'
+ * anchors, a chain of local ranks below each anchor, as sched/ builds and
+ * prices it (2 (g - 1) local steps). Peers encoded as rank + t x size. */
+static tp_err_t build_tree(tp_coll_comm_t *c, const tp_plan_t *plan,
+			   const tp_sched_t *s, int t, uint32_t my_host)
 {
 	const tp_plan_host_t *mh = tp_plan_host(plan, my_host);
 	tp__coll_tree_t *tr = &c->tree[t];
+	size_t nh = tp_plan_nhosts(plan);
 	int off = t * c->size;
 	uint32_t L = mh->nranks;
 	uint32_t q =
 	    t ? L - 1 - (uint32_t)c->local_rank : (uint32_t)c->local_rank;
-	const uint32_t *kids = NULL;
-	size_t nk = 0;
 
-	tr->children = tp_calloc(tp_plan_nhosts(plan) + 2, sizeof(int));
+	tr->children = tp_calloc(nh + 2, sizeof(int));
 	if (!tr->children)
 		return TP_ERR_NOMEM;
 	if (q > 0) {
 		tr->parent = tree_rank(mh, t, q - 1) + off;
 	} else {
-		uint32_t ph = tp_plan_tree_parent(plan, t, my_host);
+		uint32_t ph = parent_of(plan, s, t, my_host);
 		tr->parent =
-		    ph == TP_PLAN_NONE
+		    ph == TP_SCHED_NONE
 			? -1
 			: tree_rank(tp_plan_host(plan, ph), t, 0) + off;
-		nk = tp_plan_tree_children(plan, t, my_host, &kids);
 	}
 	if (q + 1 < L)
 		tr->children[tr->nchildren++] = tree_rank(mh, t, q + 1) + off;
-	for (size_t k = 0; k < nk; k++)
-		tr->children[tr->nchildren++] =
-		    tree_rank(tp_plan_host(plan, kids[k]), t, 0) + off;
+	for (size_t h = 0; q == 0 && h < nh; h++)
+		if (parent_of(plan, s, t, h) == my_host)
+			tr->children[tr->nchildren++] =
+			    tree_rank(tp_plan_host(plan, h), t, 0) + off;
 	return TP_OK;
 }
 
@@ -224,11 +286,8 @@ static tp_err_t build_schedules(tp_coll_comm_t *c, const tp_plan_t *plan)
 	tp_err_t err;
 
 	c->host_of = tp_calloc((size_t)c->size, sizeof(char *));
-	if (!c->host_of || ring_set(&c->ring, c->size))
+	if (!c->host_of)
 		return TP_ERR_NOMEM;
-	for (int r = 0; r < c->size; r++)
-		c->ring.members[r] = (uint32_t)r;
-	c->ring.me = c->rank;
 	for (size_t h = 0; h < nh; h++) {
 		const tp_plan_host_t *ph = tp_plan_host(plan, h);
 		for (uint32_t l = 0; l < ph->nranks; l++) {
@@ -241,10 +300,26 @@ static tp_err_t build_schedules(tp_coll_comm_t *c, const tp_plan_t *plan)
 			}
 		}
 	}
-	if ((err = build_levels(c, plan, my_host)) ||
-	    (err = build_tree(c, plan, 0, my_host)) ||
-	    (err = build_tree(c, plan, 1, my_host)))
-		return err;
+	/* One schedule, three consumers: the edges the cost model priced
+	 * and the plan recorded are the ones run here. */
+	for (int a = 0; a < 3; a++) {
+		static const tp_sched_algo_t algos[3] = {
+		    TP_SCHED_RING, TP_SCHED_HIER, TP_SCHED_TREE};
+		tp_sched_t *s = NULL;
+		err = tp_plan_sched(plan, algos[a], &s);
+		if (err &&
+		    !(err == TP_ERR_UNSUPPORTED && algos[a] == TP_SCHED_TREE))
+			return err;
+		if (algos[a] == TP_SCHED_RING)
+			err = build_ring(c, plan, s);
+		else if (algos[a] == TP_SCHED_HIER)
+			err = build_levels(c, plan, s, my_host);
+		else if (!(err = build_tree(c, plan, s, 0, my_host)))
+			err = build_tree(c, plan, s, 1, my_host);
+		tp_sched_destroy(s);
+		if (err)
+			return err;
+	}
 	c->max_children = 1;
 	for (int t = 0; t < 2; t++)
 		if (c->tree[t].nchildren > c->max_children)
@@ -277,8 +352,9 @@ static tp_err_t alloc_scratch(tp_coll_comm_t *c)
 	c->active = tp_calloc(2 * (size_t)c->size, sizeof(int));
 	c->pfd = tp_calloc(4 * (size_t)c->size, sizeof(struct pollfd));
 	c->pfd_peer = tp_calloc(4 * (size_t)c->size, sizeof(int));
+	c->sent = tp_calloc((size_t)c->size, sizeof(uint64_t));
 	if (!c->slots || !c->reqs || !c->peers || !c->active || !c->pfd ||
-	    !c->pfd_peer)
+	    !c->pfd_peer || !c->sent)
 		return TP_ERR_NOMEM;
 	for (int i = 0; i < 2 * c->size; i++)
 		c->peers[i].fd = c->peers[i].wake_rd = c->peers[i].wake_wr = -1;
@@ -491,6 +567,7 @@ void tp_coll_comm_destroy(tp_coll_comm_t *c)
 	tp_free(c->pfd);
 	tp_free(c->pfd_peer);
 	tp_free(c->work);
+	tp_free(c->sent);
 	tp_free(c);
 }
 
@@ -512,6 +589,17 @@ int tp_coll_comm_nhosts(const tp_coll_comm_t *c)
 const char *tp_coll_comm_detail(const tp_coll_comm_t *c)
 {
 	return c->detail;
+}
+
+uint64_t tp_coll_comm_sent_bytes(const tp_coll_comm_t *c, int peer)
+{
+	return c && peer >= 0 && peer < c->size ? c->sent[peer] : 0;
+}
+
+void tp_coll_comm_stats_reset(tp_coll_comm_t *c)
+{
+	if (c)
+		memset(c->sent, 0, (size_t)c->size * sizeof(uint64_t));
 }
 
 tp_coll_algo_t tp_coll_algo_select(const tp_coll_comm_t *c, size_t bytes)

@@ -17,13 +17,16 @@
  *                 0) or from the last local rank (tree 1), which link
  *                 the hosts: the schedule sched/ prices. Below 8 KiB
  *                 tree 1 alone carries the data (half the messages).
- *   hierarchical  reduce-scatter inside the host, then inside each
+ *   hierarchical  the plan's hierarchical schedule (tp_plan_sched(),
+ *                 tp_sched.h), the one `topoplace plan` prices:
+ *                 reduce-scatter inside the host, then inside each
  *                 level-1 group among the ranks with the same local rank,
- *                 a ring across the groups among corresponding ranks,
- *                 and all-gathers back down. It needs every host to run
- *                 the same number of ranks (else it runs the ring) and
- *                 uses the group level only when every group has the
- *                 same number of hosts (else host level + ring).
+ *                 a ring across the groups among corresponding ranks
+ *                 (every rank carries its own shard), and all-gathers
+ *                 back down. Its fallbacks are the schedule's too: groups
+ *                 of different sizes - host level + one ring over all
+ *                 hosts per local rank; hosts with different rank counts
+ *                 - the ring.
  *   auto          the plan's recommendation for the nearest predicted
  *                 size (tp_plan_recommend()).
  *
@@ -208,6 +211,15 @@ int tp_coll_comm_nhosts(const tp_coll_comm_t *comm);
 /* Reason for the last failed call ("" when none); borrowed, valid until
  * the next call on the communicator. */
 const char *tp_coll_comm_detail(const tp_coll_comm_t *comm);
+/* Bytes this rank has handed to rank `peer` (over every connection to
+ * it) since init or the last tp_coll_comm_stats_reset(); 0 for a peer
+ * out of range. A debug accessor: with it a test or a benchmark checks
+ * that the edges the library runs are the schedule's (tp_plan_sched():
+ * summed over the ranks of two hosts, the bytes of an all-reduce of S
+ * bytes are S x the edges' fractions between those hosts). Counting
+ * costs one addition per message. Same thread rules as the calls. */
+uint64_t tp_coll_comm_sent_bytes(const tp_coll_comm_t *comm, int peer);
+void tp_coll_comm_stats_reset(tp_coll_comm_t *comm);
 
 /* ---- collectives --------------------------------------------------------
  * Collective: every rank calls the same function with the same count,

@@ -191,11 +191,16 @@ tp_err_t tp__coll_ring_broadcast(tp_coll_comm_t *c, char *buf, size_t bytes,
 				 int root)
 {
 	const tp__coll_xport_ops_t *xp = c->xp;
-	int n = c->size, pos = mod(c->rank - root, n);
+	const tp__coll_ring_t *r = &c->ring;
+	int n = r->n, at = 0;
 	if (n <= 1 || bytes == 0)
 		return TP_OK;
+	while (at < n - 1 && (int)r->members[at] != root)
+		at++;
+	int pos = mod(r->me - at, n);
 	size_t cb = c->chunk_bytes, nch = (bytes + cb - 1) / cb;
-	int prev = mod(c->rank - 1, n), next = mod(c->rank + 1, n);
+	int prev = (int)r->members[mod(r->me - 1, n)];
+	int next = (int)r->members[mod(r->me + 1, n)];
 	bool recv = pos > 0, send = pos < n - 1;
 	tp__coll_req_t *rq = c->reqs, *sq = c->reqs + W;
 	size_t rpost = 0, rdone = recv ? 0 : nch, spost = 0;

@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -616,6 +617,153 @@ static int fault_rank(tp_coll_comm_t *c, void *arg)
 	return strstr(d, "rank 2 (host ") ? 0 : 3;
 }
 
+/* ---- the library runs the schedule --------------------------------------
+ */
+
+typedef struct edges_arg {
+	tp_coll_algo_t algo;
+	size_t count;	/* fp32 elements */
+	uint64_t *sent; /* shared with the parent: [rank x size + peer] */
+} edges_arg_t;
+
+static int edges_rank(tp_coll_comm_t *c, void *arg)
+{
+	edges_arg_t *e = arg;
+	int n = tp_coll_comm_size(c), me = tp_coll_comm_rank(c);
+	float *b = malloc(e->count * sizeof(float));
+
+	if (!b)
+		return 3;
+	for (size_t i = 0; i < e->count; i++)
+		b[i] = (float)(i % 7);
+	tp_coll_comm_stats_reset(c);
+	if (tp_coll_allreduce(c, b, b, e->count, TP_COLL_FP32, TP_COLL_SUM,
+			      e->algo)) {
+		free(b);
+		return 1;
+	}
+	for (size_t i = 0; i < e->count; i++)
+		if (b[i] != (float)(i % 7) * (float)n) {
+			free(b);
+			return 2;
+		}
+	for (int q = 0; q < n; q++)
+		e->sent[(size_t)me * (size_t)n + (size_t)q] =
+		    tp_coll_comm_sent_bytes(c, q);
+	free(b);
+	return 0;
+}
+
+static uint32_t host_of_rank(const tp_plan_t *p, int r)
+{
+	for (size_t h = 0; h < tp_plan_nhosts(p); h++) {
+		const tp_plan_host_t *ph = tp_plan_host(p, h);
+		if ((uint32_t)r >= ph->first_rank &&
+		    (uint32_t)r < ph->first_rank + ph->nranks)
+			return (uint32_t)h;
+	}
+	return TP_PLAN_NONE;
+}
+
+/* Run algo on p, then compare what every rank sent with the plan's
+ * schedule for it: between two hosts, the bytes their ranks sent each
+ * other equal S x the fractions of the schedule's edges between them,
+ * every phase summed (mirrors included), exactly. Inside a host the self
+ * edges are per-rank loads: hierarchical's sum to g x frac per host; a
+ * ring rank passes at most the self edge's share. */
+static void check_edges(const tp_plan_t *p, tp_coll_algo_t algo,
+			tp_sched_algo_t salgo, size_t count)
+{
+	size_t n = tp_plan_world_size(p), nh = tp_plan_nhosts(p);
+	double S = (double)count * sizeof(float);
+	double got[8][8] = {{0}}, want[8][8] = {{0}}, self[8] = {0};
+	double maxself[8] = {0};
+	edges_arg_t e = {algo, count, NULL};
+	tp_sched_t *s = NULL;
+	tp_coll_opts_t o;
+	int st[16];
+
+	assert_true(nh <= 8 && n <= 16);
+	e.sent = mmap(NULL, n * n * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(e.sent != MAP_FAILED);
+	opts_for(&o, next_port(), 20, 256 << 10);
+	run_ranks(p, &o, edges_rank, &e, 30, st);
+	for (size_t r = 0; r < n; r++)
+		assert_int_equal(st[r], 0);
+	for (size_t r = 0; r < n; r++) {
+		uint32_t a = host_of_rank(p, (int)r);
+		double local = 0;
+		for (size_t q = 0; q < n; q++) {
+			uint32_t b = host_of_rank(p, (int)q);
+			got[a][b] += (double)e.sent[r * n + q];
+			if (a == b)
+				local += (double)e.sent[r * n + q];
+		}
+		if (local > maxself[a])
+			maxself[a] = local;
+	}
+	assert_int_equal(tp_plan_sched(p, salgo, &s), TP_OK);
+	for (size_t i = 0; i < tp_sched_nphases(s); i++) {
+		const tp_sched_phase_t *ph = tp_sched_phase(s, i);
+		for (size_t x = 0; x < ph->nedges; x++) {
+			const tp_sched_edge_t *d = &ph->edges[x];
+			if (d->src != d->dst)
+				want[d->src][d->dst] += d->frac * S;
+			else
+				self[d->src] += d->frac * S;
+		}
+	}
+	for (size_t a = 0; a < nh; a++) {
+		double g = tp_plan_host(p, a)->nranks;
+		for (size_t b = 0; b < nh; b++)
+			if (a != b && fabs(got[a][b] - want[a][b]) > 0.5)
+				fail_msg(
+				    "%s: hosts %zu -> %zu sent %.0f bytes, "
+				    "the schedule says %.1f",
+				    tp_coll_algo_name(algo), a, b, got[a][b],
+				    want[a][b]);
+		if (salgo == TP_SCHED_HIER &&
+		    fabs(got[a][a] - g * self[a]) > 0.5)
+			fail_msg("hierarchical: host %zu sent %.0f bytes "
+				 "inside, the schedule says %.1f",
+				 a, got[a][a], g * self[a]);
+		if (salgo == TP_SCHED_RING && maxself[a] > self[a] + 0.5)
+			fail_msg("ring: a rank of host %zu sent %.0f bytes "
+				 "inside, the schedule at most %.1f",
+				 a, maxself[a], self[a]);
+	}
+	tp_sched_destroy(s);
+	munmap(e.sent, n * n * sizeof(uint64_t));
+}
+
+/* Two level-1 groups of two hosts, two ranks per host (the shape the
+ * hierarchical channels are about), and three hosts in groups of two and
+ * one (the uneven fallback): for ring, hierarchical and tree the bytes
+ * each rank sends each peer, summed per pair of hosts, are the plan's
+ * schedule's edges. */
+static void test_runs_the_schedule(void **s)
+{
+	static const tp_coll_algo_t algo[3] = {
+	    TP_COLL_ALGO_RING, TP_COLL_ALGO_HIERARCHICAL, TP_COLL_ALGO_TREE};
+	static const tp_sched_algo_t salgo[3] = {TP_SCHED_RING, TP_SCHED_HIER,
+						 TP_SCHED_TREE};
+	tp_plan_t *p;
+
+	(void)s;
+	for (int shape = 0; shape < 2; shape++) {
+		p = shape ? plan_of(3, 2, 0) : plan_of(4, 2, 0);
+		if (!shape) {
+			assert_int_equal(tp_plan_ngroups(p), 2);
+			assert_int_equal(tp_plan_group(p, 0)->nhosts, 2);
+		}
+		for (int a = 0; a < 3; a++)
+			/* 12288 floats: every segment of every level even */
+			check_edges(p, algo[a], salgo[a], 12288);
+		tp_plan_destroy(p);
+	}
+}
+
 static void run_fault(bool hang)
 {
 	tp_plan_t *p = plan_of(2, 2, 0);
@@ -881,6 +1029,7 @@ int main(void)
 	    cmocka_unit_test(test_shm_tiny_ring),
 	    cmocka_unit_test(test_large),
 	    cmocka_unit_test(test_two_comms),
+	    cmocka_unit_test(test_runs_the_schedule),
 	    cmocka_unit_test(test_killed_peer),
 	    cmocka_unit_test(test_hung_peer),
 	};
