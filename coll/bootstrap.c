@@ -582,6 +582,8 @@ tp_err_t tp__coll_connect(tp_coll_comm_t *c, const tp_coll_opts_t *o,
 		c->active[c->nactive++] = i;
 	}
 	err = tp__coll_shm_setup(c, b.deadline, err_p);
+	if (!err)
+		err = tp__coll_host_setup(c, b.deadline, err_p);
 out:
 	if (lfd >= 0)
 		close(lfd);

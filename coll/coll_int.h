@@ -11,6 +11,10 @@
 
 /* Requests in flight per direction of one ring / tree phase. */
 #define TP__COLL_WINDOW 4
+/* All-reduces of at most this many bytes on a single-host communicator
+ * take the host segment's one-shot (xport/shm.c) under TP_COLL_ALGO_AUTO
+ * and for the barrier. */
+#define TP__COLL_SMALL 4096
 /* Hierarchy levels: host, level-1 group, across groups. */
 #define TP__COLL_MAX_LEVELS 3
 
@@ -32,6 +36,7 @@ typedef struct tp__coll_req {
 } tp__coll_req_t;
 
 typedef struct tp__coll_shm_ring tp__coll_shm_ring_t;
+typedef struct tp__coll_host tp__coll_host_t;
 
 typedef struct tp__coll_peer {
 	int fd; /* -1: not connected (not needed by any schedule) */
@@ -92,6 +97,16 @@ tp_err_t tp__coll_shm_drain(tp_coll_comm_t *c, int peer, int fd);
  * after a pump that moved nothing). */
 tp_err_t tp__coll_shm_check(tp_coll_comm_t *c, int peer);
 void tp__coll_shm_close(tp__coll_peer_t *p);
+/* The host segment of a single-host communicator (all its ranks agree
+ * over the ring's connections; none when any refuses, e.g.
+ * TOPOPLACE_COLL_SHM=0): c->host, or NULL. */
+tp_err_t tp__coll_host_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p);
+/* All-reduce of count <= TP__COLL_SMALL bytes through it: one wake-up
+ * per rank. src NULL: in place. */
+tp_err_t tp__coll_host_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
+				 size_t count, tp_coll_dtype_t dt,
+				 tp_coll_op_t op);
+void tp__coll_host_close(tp_coll_comm_t *c);
 
 /*
  * Reduction kernels: dst[i] = dst[i] op src[i]; scale divides by n (the
@@ -171,7 +186,8 @@ struct tp_coll_comm {
 	size_t nreqs;
 	char *work;
 	size_t work_cap;
-	uint64_t *sent; /* [rank] bytes posted to it (stats) */
+	uint64_t *sent;	       /* [rank] bytes posted to it (stats) */
+	tp__coll_host_t *host; /* one-host segment; NULL: none */
 };
 
 /* Monotonic clock in ns. */

@@ -542,6 +542,7 @@ void tp_coll_comm_destroy(tp_coll_comm_t *c)
 {
 	if (!c)
 		return;
+	tp__coll_host_close(c);
 	if (c->peers) {
 		for (int i = 0; i < 2 * c->size; i++) {
 			if (c->peers[i].fd >= 0)
@@ -661,9 +662,16 @@ tp_err_t tp_coll_allreduce(tp_coll_comm_t *c, const void *sendbuf,
 	if (count == 0)
 		return TP_OK;
 	const char *src = sendbuf != recvbuf ? sendbuf : NULL;
-	if (algo == TP_COLL_ALGO_AUTO)
+	if (algo == TP_COLL_ALGO_AUTO && c->host &&
+	    count * dsz <= TP__COLL_SMALL) {
+		err = tp__coll_host_allreduce(c, recvbuf, src, count, dt, rop);
+		algo = TP_COLL_ALGO_AUTO;
+	} else if (algo == TP_COLL_ALGO_AUTO) {
 		algo = tp_coll_algo_select(c, count * dsz);
+	}
 	switch (algo) {
+	case TP_COLL_ALGO_AUTO:
+		break;
 	case TP_COLL_ALGO_TREE:
 		if (src)
 			memcpy(recvbuf, src, count * dsz);
@@ -759,8 +767,13 @@ tp_err_t tp_coll_barrier(tp_coll_comm_t *c)
 	if (err)
 		return err;
 	/* One element: the tree carrying it reduces at the root and sends
-	 * back down, so nobody leaves before everybody arrived. */
-	err = tp__coll_tree_allreduce(c, (char *)&token, 1, TP_COLL_INT32,
-				      TP_COLL_SUM);
+	 * back down (the host segment's last arrival wakes everyone), so
+	 * nobody leaves before everybody arrived. */
+	if (c->host)
+		err = tp__coll_host_allreduce(c, (char *)&token, NULL, 1,
+					      TP_COLL_INT32, TP_COLL_SUM);
+	else
+		err = tp__coll_tree_allreduce(c, (char *)&token, 1,
+					      TP_COLL_INT32, TP_COLL_SUM);
 	return finish(c, err);
 }

@@ -28,7 +28,16 @@
  *                 hosts per local rank; hosts with different rank counts
  *                 - the ring.
  *   auto          the plan's recommendation for the nearest predicted
- *                 size (tp_plan_recommend()).
+ *                 size (tp_plan_recommend()); except that on a
+ *                 communicator whose ranks all share one host, an
+ *                 all-reduce of at most 4 KiB takes the shared-memory
+ *                 one-shot: every rank copies its input into a
+ *                 host-wide segment, the last to arrive reduces them in
+ *                 rank order and wakes the others with one futex call,
+ *                 who copy the result (one sleep per rank instead of
+ *                 2(P-1) dependent ring steps; it moves nothing over a
+ *                 fabric, so the plan has nothing to price). The barrier
+ *                 uses it too.
  *
  * Rendezvous: one TCP port. Rank 0 listens on master_addr:master_port;
  * every other rank connects and sends its rank, the world size, a hash of

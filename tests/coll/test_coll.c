@@ -579,7 +579,8 @@ static void test_two_comms(void **s)
 
 #define VICTIM 2
 typedef struct fault {
-	bool hang; /* the victim stops answering instead of dying */
+	bool hang;  /* the victim stops answering instead of dying */
+	bool small; /* 8-byte auto all-reduces (one host: the host segment) */
 } fault_t;
 
 /* Survivors: 0 = failed naming the victim, 3 = failed naming someone
@@ -598,9 +599,10 @@ static int fault_rank(tp_coll_comm_t *c, void *arg)
 		raise(SIGKILL);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (int it = 0; it < 1000 && !err; it++)
-		err = tp_coll_allreduce(c, b, b, 1 << 18, TP_COLL_FP32,
-					TP_COLL_SUM, TP_COLL_ALGO_RING);
+	for (int it = 0; it < (f->small ? 1000000 : 1000) && !err; it++)
+		err = tp_coll_allreduce(
+		    c, b, b, f->small ? 2 : 1 << 18, TP_COLL_FP32, TP_COLL_SUM,
+		    f->small ? TP_COLL_ALGO_AUTO : TP_COLL_ALGO_RING);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (!err)
 		return 1;
@@ -764,11 +766,11 @@ static void test_runs_the_schedule(void **s)
 	}
 }
 
-static void run_fault(bool hang)
+static void run_fault(bool hang, bool one_host)
 {
-	tp_plan_t *p = plan_of(2, 2, 0);
+	tp_plan_t *p = one_host ? plan_of(1, 4, 0) : plan_of(2, 2, 0);
 	tp_coll_opts_t o;
-	fault_t f = {.hang = hang};
+	fault_t f = {.hang = hang, .small = one_host};
 	int st[16], named = 0;
 
 	opts_for(&o, next_port(), 1.5, 64 << 10);
@@ -789,13 +791,22 @@ static void run_fault(bool hang)
 static void test_killed_peer(void **s)
 {
 	(void)s;
-	run_fault(false);
+	run_fault(false, false);
+}
+
+/* One host, small auto all-reduces: the host segment's waits notice a
+ * dead neighbour's closed connection, and time out naming a hung one. */
+static void test_small_faults(void **s)
+{
+	(void)s;
+	run_fault(false, true);
+	run_fault(true, true);
 }
 
 static void test_hung_peer(void **s)
 {
 	(void)s;
-	run_fault(true);
+	run_fault(true, false);
 }
 
 /* ---- init errors ----------------------------------------------------------
@@ -1032,6 +1043,7 @@ int main(void)
 	    cmocka_unit_test(test_runs_the_schedule),
 	    cmocka_unit_test(test_killed_peer),
 	    cmocka_unit_test(test_hung_peer),
+	    cmocka_unit_test(test_small_faults),
 	};
 
 	signal(SIGPIPE, SIG_DFL);     /* the library must not need SIG_IGN */
