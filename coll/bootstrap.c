@@ -510,8 +510,11 @@ static void wanted(const tp_coll_comm_t *c, uint8_t *want)
 
 	if (n <= 1)
 		return;
-	for (int l = -1; l < c->nlevels; l++) {
-		const tp__coll_ring_t *r = l < 0 ? &c->ring : &c->level[l];
+	for (int l = -1; l < c->nlevels + c->ncross; l++) {
+		const tp__coll_ring_t *r = l < 0 ? &c->ring
+					   : l < c->nlevels
+					       ? &c->level[l]
+					       : &c->cross[l - c->nlevels];
 		want[r->members[(r->me + 1) % r->n]] = 1;
 		want[r->members[(r->me + r->n - 1) % r->n]] = 1;
 	}

@@ -124,11 +124,16 @@ typedef struct tp__coll_kernel {
 
 extern const tp__coll_kernel_t tp__coll_kernel_cpu;
 
-/* A ring over a subset of ranks: members[0..n), me = my index. */
+/* A ring over a subset of ranks: members[0..n), me = my index. Its
+ * reduce-scatter splits the data into nseg (>= n) equal sub-shards,
+ * member i ending with the run [ceil(i nseg / n), ceil((i+1) nseg / n))
+ * of them (one each when nseg == n): a unit's members and the channels
+ * they hold in the hierarchical schedule (tp_sched.h). */
 typedef struct tp__coll_ring {
 	uint32_t *members;
 	int n;
 	int me;
+	int nseg;
 } tp__coll_ring_t;
 
 /* One tree over ranks (parent -1 at the root). Parent and children are
@@ -151,8 +156,17 @@ struct tp_coll_comm {
 	/* Schedules, from the plan at init. */
 	char **host_of;	      /* [rank] host name (for error lines) */
 	tp__coll_ring_t ring; /* all ranks, plan order */
-	tp__coll_ring_t level[TP__COLL_MAX_LEVELS]; /* hierarchical */
-	int nlevels; /* 0: hierarchical runs the ring */
+	/* Hierarchical (the plan's schedule): the host and group levels
+	 * (one-member levels left out), then per channel this rank's node
+	 * holds a ring all-reduce of its sub-shard across the groups. None
+	 * of either: hierarchical runs the ring. */
+	tp__coll_ring_t level[TP__COLL_MAX_LEVELS];
+	int nlevels;
+	int group_lv;		/* index of the group level, -1: none */
+	int nchan;		/* the schedule's channels C */
+	tp__coll_ring_t *cross; /* [ncross] */
+	int *cross_chan;	/* channel of each */
+	int ncross;
 	tp__coll_tree_t tree[2];
 	int max_children;
 	/* Recommendation per plan size. */
@@ -214,6 +228,35 @@ static inline void tp__coll_seg(size_t count, int n, int i, size_t *off_p,
 
 	*off_p = ui * base + (ui < rem ? ui : rem);
 	*cnt_p = base + (ui < rem ? 1 : 0);
+}
+
+/* Segment of member i of ring r: its run of sub-shards. */
+static inline void tp__coll_ring_seg(const tp__coll_ring_t *r, size_t count,
+				     int i, size_t *off_p, size_t *cnt_p)
+{
+	size_t lo, hi, end, x;
+
+	if (r->nseg == r->n) {
+		tp__coll_seg(count, r->n, i, off_p, cnt_p);
+		return;
+	}
+	lo = ((size_t)i * (size_t)r->nseg + (size_t)r->n - 1) / (size_t)r->n;
+	hi = ((size_t)(i + 1) * (size_t)r->nseg + (size_t)r->n - 1) /
+	     (size_t)r->n;
+	tp__coll_seg(count, r->nseg, (int)lo, off_p, &x);
+	if (hi < (size_t)r->nseg)
+		tp__coll_seg(count, r->nseg, (int)hi, &end, &x);
+	else
+		end = count;
+	*cnt_p = end - *off_p;
+}
+
+/* Most elements any member's segment of ring r holds. */
+static inline size_t tp__coll_ring_maxseg(const tp__coll_ring_t *r,
+					  size_t count)
+{
+	size_t per = ((size_t)r->nseg + (size_t)r->n - 1) / (size_t)r->n;
+	return per * ((count + (size_t)r->nseg - 1) / (size_t)r->nseg);
 }
 
 /* Algorithms (algo/). op is never AVG. buf is the result; src (NULL: buf

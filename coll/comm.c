@@ -104,16 +104,16 @@ static uint64_t fnv1a(const char *s)
 static tp_err_t ring_set(tp__coll_ring_t *r, int n)
 {
 	r->members = tp_calloc((size_t)n, sizeof(uint32_t));
-	r->n = n;
+	r->n = r->nseg = n;
 	return r->members ? TP_OK : TP_ERR_NOMEM;
 }
 
-/* The node ring a phase's edges make through node x: follow the edge out
- * of each node (every edge out of a node in one ring phase goes to the
- * same node) until back at x, then start at the smallest node so every
- * member numbers the ring alike. Nodes into ring (capacity n); count. */
-static size_t node_ring(const tp_sched_phase_t *ph, uint32_t x, size_t n,
-			uint32_t *ring)
+/* The node ring channel chan of a phase makes through node x: follow
+ * the channel's edge out of each node (they all go to one node) until
+ * back at x, then start at the smallest node so every member numbers the
+ * ring alike. Nodes into ring (capacity n); count. */
+static size_t node_ring(const tp_sched_phase_t *ph, uint32_t chan, uint32_t x,
+			size_t n, uint32_t *ring)
 {
 	size_t k = 0, lo = 0;
 	uint32_t y = x;
@@ -121,7 +121,8 @@ static size_t node_ring(const tp_sched_phase_t *ph, uint32_t x, size_t n,
 	do {
 		uint32_t next = TP_SCHED_NONE;
 		for (size_t e = 0; e < ph->nedges && next == TP_SCHED_NONE; e++)
-			if (ph->edges[e].src == y && ph->edges[e].dst != y)
+			if (ph->edges[e].src == y && ph->edges[e].dst != y &&
+			    ph->edges[e].chan == chan)
 				next = ph->edges[e].dst;
 		ring[k++] = y;
 		if (ring[k - 1] < ring[lo])
@@ -152,12 +153,56 @@ static tp_err_t rank_ring(tp__coll_ring_t *r, const tp_plan_t *plan,
 	return TP_OK;
 }
 
-/* Hierarchical levels from the plan's hierarchical schedule (sched/): a
- * ring per phase down to the cross phase - the host's ranks for HOST_RS,
- * for GROUP_RS and CROSS the ranks of our local rank on the nodes the
- * phase's edges link to ours. The way back mirrors them. A RING schedule
- * (hosts with different rank counts) leaves none: hierarchical runs the
- * ring. Levels of one member do nothing and are left out. */
+static void add_level(tp_coll_comm_t *c, tp__coll_ring_t *r)
+{
+	if (r->n > 1 && c->nlevels < TP__COLL_MAX_LEVELS)
+		c->level[c->nlevels++] = *r;
+	else
+		tp_free(r->members);
+}
+
+/* The cross rings of the channels my node holds (see tp_sched.h: member
+ * t of a unit of K holds [ceil(tC/K), ceil((t+1)C/K))), each the node
+ * ring its CROSS edges make. */
+static tp_err_t build_cross(tp_coll_comm_t *c, const tp_plan_t *plan,
+			    const tp_sched_t *s, const tp_sched_phase_t *ph,
+			    uint32_t my_host, uint32_t *ring)
+{
+	const uint32_t *mem;
+	size_t nh = tp_plan_nhosts(plan);
+	size_t K = tp_sched_group_nodes(s, tp_sched_group_of(s, my_host), &mem);
+	size_t t = 0, C = (size_t)c->nchan, lo, hi;
+
+	while (t < K && mem[t] != my_host)
+		t++;
+	lo = (t * C + K - 1) / K;
+	hi = ((t + 1) * C + K - 1) / K;
+	c->cross = tp_calloc(hi - lo + 1, sizeof(*c->cross));
+	c->cross_chan = tp_calloc(hi - lo + 1, sizeof(int));
+	if (!c->cross || !c->cross_chan)
+		return TP_ERR_NOMEM;
+	for (size_t ch = lo; ch < hi; ch++) {
+		tp__coll_ring_t r = {0};
+		size_t k = node_ring(ph, (uint32_t)ch, my_host, nh, ring);
+		if (rank_ring(&r, plan, ring, k, my_host,
+			      (uint32_t)c->local_rank))
+			return TP_ERR_NOMEM;
+		if (r.n < 2) {
+			tp_free(r.members);
+			continue;
+		}
+		c->cross_chan[c->ncross] = (int)ch;
+		c->cross[c->ncross++] = r;
+	}
+	return TP_OK;
+}
+
+/* Hierarchical levels from the plan's hierarchical schedule (sched/):
+ * HOST_RS the host's ranks, GROUP_RS the ranks of our local rank on our
+ * unit's members (its reduce-scatter leaves each member its channels'
+ * sub-shards), CROSS the rings of our node's channels. The way back
+ * mirrors them. A RING schedule (hosts with different rank counts)
+ * leaves none: hierarchical runs the ring. */
 static tp_err_t build_levels(tp_coll_comm_t *c, const tp_plan_t *plan,
 			     const tp_sched_t *s, uint32_t my_host)
 {
@@ -166,12 +211,15 @@ static tp_err_t build_levels(tp_coll_comm_t *c, const tp_plan_t *plan,
 	uint32_t lr = (uint32_t)c->local_rank, *ring;
 	tp_err_t err = TP_OK;
 
+	c->group_lv = -1;
+	c->nchan = (int)tp_sched_hier_channels(s);
 	ring = tp_calloc(nh > mh->nranks ? nh : mh->nranks, sizeof(uint32_t));
 	if (!ring)
 		return TP_ERR_NOMEM;
 	for (size_t i = 0; i < tp_sched_nphases(s) && !err; i++) {
 		const tp_sched_phase_t *ph = tp_sched_phase(s, i);
 		tp__coll_ring_t r = {0};
+		const uint32_t *mem;
 		size_t k;
 
 		if (ph->kind == TP_SCHED_PH_HOST_RS) {
@@ -182,18 +230,20 @@ static tp_err_t build_levels(tp_coll_comm_t *c, const tp_plan_t *plan,
 			for (uint32_t l = 0; l < mh->nranks; l++)
 				r.members[l] = mh->first_rank + l;
 			r.me = (int)lr;
-		} else if (ph->kind == TP_SCHED_PH_GROUP_RS ||
-			   ph->kind == TP_SCHED_PH_CROSS) {
-			k = node_ring(ph, my_host, nh, ring);
-			if ((err = rank_ring(&r, plan, ring, k, my_host, lr)))
+			add_level(c, &r);
+		} else if (ph->kind == TP_SCHED_PH_GROUP_RS) {
+			k = tp_sched_group_nodes(
+			    s, tp_sched_group_of(s, my_host), &mem);
+			if ((err = rank_ring(&r, plan, mem, k, my_host, lr)))
 				break;
-		} else {
-			continue; /* RING (none), the way back */
+			if (c->nchan >= r.n)
+				r.nseg = c->nchan;
+			if (r.n > 1)
+				c->group_lv = c->nlevels;
+			add_level(c, &r);
+		} else if (ph->kind == TP_SCHED_PH_CROSS) {
+			err = build_cross(c, plan, s, ph, my_host, ring);
 		}
-		if (r.n > 1 && c->nlevels < TP__COLL_MAX_LEVELS)
-			c->level[c->nlevels++] = r;
-		else
-			tp_free(r.members);
 	}
 	tp_free(ring);
 	return err;
@@ -211,7 +261,7 @@ static tp_err_t build_ring(tp_coll_comm_t *c, const tp_plan_t *plan,
 		tp_free(ring);
 		return TP_ERR_NOMEM;
 	}
-	k = node_ring(tp_sched_phase(s, 0), 0, nh, ring);
+	k = node_ring(tp_sched_phase(s, 0), 0, 0, nh, ring);
 	for (size_t i = 0; i < k; i++) {
 		const tp_plan_host_t *h = tp_plan_host(plan, ring[i]);
 		for (uint32_t l = 0; l < h->nranks && at < (size_t)c->size;
@@ -557,6 +607,10 @@ void tp_coll_comm_destroy(tp_coll_comm_t *c)
 	tp_free(c->ring.members);
 	for (int l = 0; l < c->nlevels; l++)
 		tp_free(c->level[l].members);
+	for (int k = 0; k < c->ncross; k++)
+		tp_free(c->cross[k].members);
+	tp_free(c->cross);
+	tp_free(c->cross_chan);
 	for (int t = 0; t < 2; t++)
 		tp_free(c->tree[t].children);
 	tp_free(c->sizes);

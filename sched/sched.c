@@ -33,6 +33,7 @@ struct tp_sched {
 	uint32_t *gmem; /* members, group by group */
 	uint32_t *goff; /* [ngroups + 1] into gmem */
 	size_t ngroups;
+	uint32_t nchan;	  /* hierarchical: channels C */
 	uint32_t *leader; /* [group * nrails + rail] */
 	uint32_t *parent[2];
 	uint32_t root[2], depth[2];
@@ -343,30 +344,35 @@ static tp_sched_edge_t *chan_edges(const tp_sched_t *s, const work_t *w,
 	return e;
 }
 
-/* Full hierarchy: every node has g ranks, every unit K members. */
-static bool hier_even(const tp_sched_t *s, const work_t *w)
+/* Channels member t of a unit of K holds when there are C >= K: the
+ * contiguous run [ceil(tC/K), ceil((t+1)C/K)), channel c's holder being
+ * member floor(cK/C). */
+static uint32_t chan_lo(uint32_t t, uint32_t K, uint32_t C)
 {
-	for (size_t r = 0; r < s->n; r++)
-		if (w->nr[r] != w->gmax)
-			return false;
-	for (size_t g = 0; g < s->ngroups; g++)
-		if (s->goff[g + 1] - s->goff[g] != w->kmax)
-			return false;
-	return true;
+	return (uint32_t)(((uint64_t)t * C + K - 1) / K);
 }
 
-/* Ring reduce-scatter (or all-gather) among the ranks of each local rank
- * l inside every unit: member t -> t+1, (K-1)/K of each rank's shard. */
+/* Ring reduce-scatter (rs) or all-gather among the ranks of each local
+ * rank inside every unit, member t -> t+1: every part but the one t ends
+ * with (rs) or but the one t+1 ends with (all-gather), member t's part
+ * being its channels' sub-shards. */
 static tp_sched_edge_t *group_edges(tp_sched_t *s, const work_t *w,
-				    tp_sched_edge_t *e)
+				    tp_sched_edge_t *e, bool rs)
 {
-	uint32_t K = w->kmax;
-	double f = (K - 1.0) / K / w->gmax;
+	uint32_t C = s->nchan;
 
-	for (size_t g = 0; g < s->ngroups && K > 1; g++) {
+	for (size_t g = 0; g < s->ngroups; g++) {
 		const uint32_t *mm = &s->gmem[s->goff[g]];
-		for (uint32_t t = 0; t < K; t++)
-			e = chan_edges(s, w, e, mm[t], mm[(t + 1) % K], 0, f);
+		uint32_t K = s->goff[g + 1] - s->goff[g];
+		for (uint32_t t = 0; K > 1 && t < K; t++) {
+			uint32_t own = rs ? t : (t + 1) % K;
+			uint32_t held =
+			    chan_lo(own + 1, K, C) - chan_lo(own, K, C);
+			double f = (1.0 - (double)held / C) / w->gmax;
+			if (f > 0)
+				e = chan_edges(s, w, e, mm[t], mm[(t + 1) % K],
+					       0, f);
+		}
 	}
 	return e;
 }
@@ -374,47 +380,48 @@ static tp_sched_edge_t *group_edges(tp_sched_t *s, const work_t *w,
 static tp_sched_edge_t *hier_edges(tp_sched_t *s, work_t *w, tp_sched_edge_t *e)
 {
 	size_t m = s->ngroups;
-	uint32_t K = w->kmax, g = w->gmax;
+	uint32_t g = w->gmax, C = w->kmax, most = 1;
 	tp_sched_edge_t *e0 = e;
 
-	bool even = hier_even(s, w);
-
-	for (size_t r = 0; !even && r < s->n; r++)
+	for (size_t r = 0; r < s->n; r++)
 		if (w->nr[r] != g) /* the ranks' shards would not line up */
 			return ring_edges(s, w, e);
+	s->nchan = C;
+	for (size_t u = 0; u < m; u++) {
+		uint32_t K = s->goff[u + 1] - s->goff[u];
+		if ((C + K - 1) / K > most)
+			most = (C + K - 1) / K;
+	}
 	e = self_edges(s, w, e, 0, 1, true);
 	phase(s, TP_SCHED_PH_HOST_RS, e0, e, 0, g - 1.0, TP_SCHED_NONE);
-	if (!even) {
-		/* uneven units: one cross ring over all nodes per local
-		 * rank, each carrying its rank's shard */
-		double n = (double)s->n, f = 2 * (n - 1) / n / g;
-		e0 = e;
-		for (uint32_t r = 0; s->n > 1 && r < s->n; r++)
-			e = chan_edges(s, w, e, r, (uint32_t)((r + 1) % s->n),
-				       0, f);
-		phase(s, TP_SCHED_PH_CROSS, e0, e, 2 * (n - 1), 0,
-		      TP_SCHED_NONE);
-		e0 = e;
-		e = self_edges(s, w, e, 0, 1, true);
-		phase(s, TP_SCHED_PH_HOST_AG, e0, e, 0, g - 1.0, 0);
-		return e;
-	}
-	e0 = e;
-	e = group_edges(s, w, e);
-	phase(s, TP_SCHED_PH_GROUP_RS, e0, e, K - 1.0, 0, TP_SCHED_NONE);
-
-	/* channel (j, l): member j's rank l, one ring across the units */
-	e0 = e;
-	for (uint32_t j = 0; m > 1 && j < K; j++)
-		for (size_t u = 0; u < m; u++)
-			e = chan_edges(s, w, e, s->gmem[s->goff[u] + j],
-				       s->gmem[s->goff[(u + 1) % m] + j], j,
-				       2.0 * (m - 1) / m / ((double)K * g));
-	phase(s, TP_SCHED_PH_CROSS, e0, e, 2.0 * (m - 1), 0, TP_SCHED_NONE);
 
 	e0 = e;
-	e = group_edges(s, w, e);
-	phase(s, TP_SCHED_PH_GROUP_AG, e0, e, K - 1.0, 0, 1);
+	e = group_edges(s, w, e, true);
+	phase(s, TP_SCHED_PH_GROUP_RS, e0, e, w->kmax - 1.0, 0, TP_SCHED_NONE);
+
+	/* channel (c, l): rank l of c's holder in each unit, one ring across
+	 * the units; a member holding several runs them one after another */
+	e0 = e;
+	for (uint32_t c = 0; m > 1 && c < C; c++)
+		for (size_t u = 0; u < m; u++) {
+			uint32_t K = s->goff[u + 1] - s->goff[u];
+			uint32_t K2 =
+			    s->goff[(u + 1) % m + 1] - s->goff[(u + 1) % m];
+			uint32_t a = s->gmem[s->goff[u] +
+					     (uint32_t)((uint64_t)c * K / C)];
+			uint32_t b = s->gmem[s->goff[(u + 1) % m] +
+					     (uint32_t)((uint64_t)c * K2 / C)];
+			e = chan_edges(s, w, e, a, b, c,
+				       2.0 * (m - 1) / m / ((double)C * g));
+		}
+	phase(s, TP_SCHED_PH_CROSS, e0, e, 2.0 * (m - 1) * most, 0,
+	      TP_SCHED_NONE);
+
+	e0 = e;
+	e = group_edges(s, w, e, false);
+	/* the same edges as the reduce-scatter's when all units are equal */
+	phase(s, TP_SCHED_PH_GROUP_AG, e0, e, w->kmax - 1.0, 0,
+	      most == 1 ? 1 : TP_SCHED_NONE);
 
 	e0 = e;
 	e = self_edges(s, w, e, 0, 1, true);
@@ -435,8 +442,11 @@ static size_t count_edges(const tp_sched_t *s, const work_t *w)
 		return 4 * s->n + 2 * self;
 	case TP_SCHED_HIER:
 	default:
-		/* at most one edge per rank and phase, or the ring */
-		return 2 * s->n + 2 * self + 3 * s->n * (size_t)w->gmax;
+		/* at most one edge per rank of a node and phase, per
+		 * channel and unit across, or the ring */
+		return 2 * s->n + 2 * self +
+		       (2 * s->n + s->ngroups * (size_t)w->kmax) *
+			   (size_t)w->gmax;
 	}
 }
 
@@ -607,6 +617,11 @@ uint32_t tp_sched_rail_leader(const tp_sched_t *s, size_t g, int rail)
 	    rail >= s->nrails)
 		return TP_SCHED_NONE;
 	return s->leader[g * (size_t)s->nrails + (size_t)rail];
+}
+
+uint32_t tp_sched_hier_channels(const tp_sched_t *s)
+{
+	return s ? s->nchan : 0;
 }
 
 uint32_t tp_sched_tree_root(const tp_sched_t *s, int t)

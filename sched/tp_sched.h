@@ -42,33 +42,40 @@
  *          of the level-l units, the least a spanning tree needs.
  *          Latency 2 x depth steps (depth: the deeper tree's longest
  *          root-to-leaf path in edges) plus 2(g_max - 1) local steps.
- *   hier   over level-1 units (m units of K nodes, g ranks per node),
- *          the shards moving rank by rank: channel (j, l) is local rank
- *          l of each unit's j-th member, so every rank of every node
- *          carries its own shard across the units on its own rail (no
- *          node funnels a unit's share through one NIC). Five phases:
+ *   hier   over level-1 units (m units, the largest K nodes, g ranks
+ *          per node), the shards moving rank by rank over C = K
+ *          channels: channel (c, l) is local rank l of member
+ *          floor(c K_u / C) of each unit u (member t of a unit of K_u
+ *          holds the run of channels [ceil(tC/K_u), ceil((t+1)C/K_u)),
+ *          one each when all units have K members: corresponding
+ *          ranks). So every rank carries its own shard across the
+ *          units on its own rail; no node funnels a unit's share
+ *          through one NIC. Five phases:
  *          HOST_RS  ring reduce-scatter inside each node: self edge
  *                   (g-1)/g of S, g - 1 local steps; local rank l ends
  *                   with shard l (S/g);
  *          GROUP_RS per local rank l a ring reduce-scatter of shard l
- *                   inside each unit, member t -> t+1: (K-1)/K of S/g
- *                   per rank, (K-1)/K of S per node edge; member j ends
- *                   with sub-shard j of it (S/(gK)); K - 1 steps;
- *          CROSS    per channel (j, l) a ring all-reduce of its
- *                   sub-shard across the units, member j of unit u ->
- *                   member j of unit u+1: 2(m-1)/m x S/(gK) per rank,
- *                   2(m-1)/m / K of S per node edge; 2(m-1) steps;
- *          GROUP_AG the all-gathers back (mirror GROUP_RS), then
+ *                   inside each unit, member t -> t+1, leaving member t
+ *                   its channels' sub-shards (S/(gC) each): the edge
+ *                   carries all but t's part, (1 - w_t)/g of S per rank,
+ *                   w_t = channels of t / C ((K-1)/K of S per node edge
+ *                   when all units have K members); K - 1 steps;
+ *          CROSS    per channel (c, l) a ring all-reduce of its
+ *                   sub-shard across the units between c's holders:
+ *                   2(m-1)/m x S/(gC) per rank; a member holding several
+ *                   channels runs their rings one after another:
+ *                   2(m-1) x (most channels on one member) steps;
+ *          GROUP_AG the ring all-gathers back, edge t -> t+1 carrying
+ *                   all but (t+1)'s part (mirrors GROUP_RS when all
+ *                   units have K members), then
  *          HOST_AG  (mirror HOST_RS).
  *          Edges between two nodes are per rail: the ranks whose rank
  *          at the other end drives the same rail share one edge on that
  *          rail (job->rank_rail; -1 when they differ or it is unknown),
- *          `chan` being j in CROSS, 0 elsewhere; with one rail, one
- *          edge per node pair. Fallbacks, which the library runs too:
- *          units of different sizes (ranks equal) - HOST_RS, then per
- *          local rank l one CROSS ring over all nodes in node rank order
- *          (2(n-1)/n x S/g per rank, 2(n-1) steps), HOST_AG; nodes with
- *          different local ranks - the ring schedule (one RING phase).
+ *          `chan` being c in CROSS, 0 elsewhere; with one rail, one
+ *          edge per node pair. Nodes with different local rank counts
+ *          get the ring schedule instead (one RING phase): the shards
+ *          would not line up. The collective library runs exactly this.
  *          Rail leaders (tp_sched_rail_leader) are no part of this
  *          schedule any more: they stay as the plan's informational
  *          "which host of a unit to prefer for rail r" (the
@@ -140,7 +147,7 @@ typedef struct tp_sched_job {
 typedef struct tp_sched_edge {
 	uint32_t src, dst; /* node ranks; src == dst: inside the node, per
 			    * local rank over its local fabric */
-	uint32_t chan;	   /* tree (0, 1), CROSS member position; else 0 */
+	uint32_t chan;	   /* tree (0, 1), CROSS channel; else 0 */
 	int rail;	   /* the rail it must use, -1: any the nodes share */
 	double frac;	   /* bytes it carries, as a share of S */
 } tp_sched_edge_t;
@@ -193,6 +200,11 @@ uint32_t tp_sched_group_of(const tp_sched_t *s, size_t node);
  * member drives r, nrails <= 1 or out of range. Every algorithm's
  * schedule answers it (and the group calls above). */
 uint32_t tp_sched_rail_leader(const tp_sched_t *s, size_t g, int rail);
+
+/* Hierarchical: C, its channels (see hier above: the largest unit's
+ * size); 0 for the other algorithms and for a hierarchical schedule that
+ * fell back to the ring. */
+uint32_t tp_sched_hier_channels(const tp_sched_t *s);
 
 /* Trees 0 and 1 of a TP_SCHED_TREE schedule (the others have none:
  * TP_SCHED_NONE, depth 0): root, parent (TP_SCHED_NONE for the root or

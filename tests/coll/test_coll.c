@@ -740,10 +740,11 @@ static void check_edges(const tp_plan_t *p, tp_coll_algo_t algo,
 }
 
 /* Two level-1 groups of two hosts, two ranks per host (the shape the
- * hierarchical channels are about), and three hosts in groups of two and
- * one (the uneven fallback): for ring, hierarchical and tree the bytes
- * each rank sends each peer, summed per pair of hosts, are the plan's
- * schedule's edges. */
+ * hierarchical channels are about: every rank crosses on its own rail),
+ * and three hosts in groups of two and one (uneven: the lone host holds
+ * both channels and runs both cross rings): for ring, hierarchical and
+ * tree the bytes each rank sends each peer, summed per pair of hosts,
+ * are the plan's schedule's edges. */
 static void test_runs_the_schedule(void **s)
 {
 	static const tp_coll_algo_t algo[3] = {

@@ -807,7 +807,8 @@ static void test_tree_levelwise_closed(void **state)
  * cross-unit ring between corresponding hosts on that GPU's rail
  * (2(m-1)/m / (K g) = S/4 per edge, every NIC of the unit busy), and
  * back. (Before, one rail leader per unit carried the rail's S/2 through
- * its one NIC: that schedule no longer runs.) */
+ * its one NIC: that schedule no longer runs.) The ring on the same hosts
+ * is now the slower one. */
 static void test_hier_rail_leaders(void **state)
 {
 	tp_cost_params_t p;
@@ -816,7 +817,7 @@ static void test_hier_rail_leaders(void **state)
 	uint32_t hosts[4] = {0, 1, 2, 3};
 	int gpus[4];
 	double nv;
-	tp_cost_t h;
+	tp_cost_t h, r;
 
 	(void)state;
 	tp_cost_params_defaults(&p);
@@ -831,6 +832,11 @@ static void test_hier_rail_leaders(void **state)
 	assert_close(h.cross_top_bytes, 2 * S_BYTES);
 	assert_close(h.latency_s, 2 * p.alpha_s + 2 * (p.alpha_s + p.hop_s) +
 				      2 * (p.alpha_s + 3 * p.hop_s));
+	/* the ring's edges carry 2(P-1)/P S = 7/8 S over both NICs: the
+	 * hierarchical network terms (3/4 S per NIC) beat it now */
+	r = predict(c, NULL, hosts, gpus, 4, TP_ALGO_RING);
+	assert_close(r.bandwidth_s, xfer(7.0 / 8 * S_BYTES, B_GBPS));
+	assert_true(h.bandwidth_s < r.bandwidth_s);
 	tp_cost_ctx_destroy(c);
 	tp_fabric_destroy(f);
 }

@@ -325,38 +325,55 @@ static void test_hier_rails(void **state)
 	tp_sched_destroy(s);
 }
 
-/* Groups of 3 and 2 nodes, 2 ranks each: the full hierarchy would not
- * line the shards up, so the fallback is host phases around one cross
- * ring over all nodes per local rank: 2(n-1)/n / g per rank, one edge
- * per node pair on one rail; 2(g-1) local + 2(n-1) steps. Nodes with
- * different rank counts get the ring schedule itself. */
+/* Groups of 3 and 2 nodes, 2 ranks each: C = 3 channels; in the small
+ * group node 3 holds channels 0 and 1, node 4 channel 2. Reduce-scatter
+ * edges pass all but the sender's part (2/3, or 1/3 from node 3), cross
+ * rings run between each channel's holders (2(m-1)/m / (g C) = 1/6 per
+ * rank), node 3 runs its two one after the other (2 x 2(m-1) steps); the
+ * all-gather passes all but the next member's part, so it is priced on
+ * its own. Nodes with different rank counts get the ring schedule. */
 static void test_hier_uneven(void **state)
 {
 	uint32_t key[5] = {0, 0, 0, 1, 1}, ranks[5] = {2, 2, 2, 2, 2};
 	tjob_t t = {{key, key}, ranks, NULL, NULL};
 	tp_sched_t *s = build(&t, 5, 1, 1, TP_SCHED_HIER), *r;
 	const tp_sched_phase_t *ph;
+	static const double rs[5] = {2 / 3., 2 / 3., 2 / 3., 1 / 3., 2 / 3.};
+	static const double ag[5] = {2 / 3., 2 / 3., 2 / 3., 2 / 3., 1 / 3.};
+	static const uint32_t src[6] = {0, 3, 1, 3, 2, 4};
+	static const uint32_t dst[6] = {3, 0, 3, 1, 4, 2};
 
 	(void)state;
-	assert_int_equal(tp_sched_nphases(s), 3);
-	assert_int_equal(tp_sched_phase(s, 0)->kind, TP_SCHED_PH_HOST_RS);
+	assert_int_equal(tp_sched_nphases(s), 5);
+	assert_int_equal(tp_sched_hier_channels(s), 3);
 	ph = tp_sched_phase(s, 1);
-	assert_int_equal(ph->kind, TP_SCHED_PH_CROSS);
+	assert_int_equal(ph->kind, TP_SCHED_PH_GROUP_RS);
 	assert_int_equal(ph->nedges, 5);
-	for (size_t e = 0; e < 5; e++) {
-		assert_int_equal(ph->edges[e].src, e);
-		assert_int_equal(ph->edges[e].dst, (e + 1) % 5);
-		assert_close(ph->edges[e].frac, 2 * 4.0 / 5);
+	for (size_t e = 0; e < 5; e++)
+		assert_close(ph->edges[e].frac, rs[e]);
+	ph = tp_sched_phase(s, 2);
+	assert_int_equal(ph->kind, TP_SCHED_PH_CROSS);
+	assert_int_equal(ph->nedges, 6);
+	for (size_t e = 0; e < 6; e++) {
+		assert_int_equal(ph->edges[e].src, src[e]);
+		assert_int_equal(ph->edges[e].dst, dst[e]);
+		assert_int_equal(ph->edges[e].chan, e / 2);
+		assert_close(ph->edges[e].frac, 1 / 3.);
 	}
-	assert_int_equal(tp_sched_phase(s, 2)->kind, TP_SCHED_PH_HOST_AG);
-	assert_int_equal(tp_sched_phase(s, 2)->mirror, 0);
-	assert_close(tp_sched_latency(s, 1, 0, NULL), 2 * 1 + 2 * 4);
+	assert_close(ph->steps, 4);
+	ph = tp_sched_phase(s, 3);
+	assert_int_equal(ph->mirror, TP_SCHED_NONE);
+	for (size_t e = 0; e < 5; e++)
+		assert_close(ph->edges[e].frac, ag[e]);
+	assert_int_equal(tp_sched_phase(s, 4)->mirror, 0);
+	assert_close(tp_sched_latency(s, 1, 0, NULL), 2 * 1 + 2 * 2 + 4);
 	tp_sched_destroy(s);
 
 	ranks[2] = 1;
 	s = build(&t, 5, 1, 1, TP_SCHED_HIER);
 	r = build(&t, 5, 1, 1, TP_SCHED_RING);
 	assert_int_equal(tp_sched_nphases(s), 1);
+	assert_int_equal(tp_sched_hier_channels(s), 0);
 	ph = tp_sched_phase(s, 0);
 	assert_int_equal(ph->kind, TP_SCHED_PH_RING);
 	assert_int_equal(ph->nedges, tp_sched_phase(r, 0)->nedges);
