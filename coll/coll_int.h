@@ -200,7 +200,11 @@ struct tp_coll_comm {
 	size_t nreqs;
 	char *work;
 	size_t work_cap;
-	uint64_t *sent;	       /* [rank] bytes posted to it (stats) */
+	uint64_t *sent; /* [rank] bytes posted to it (stats) */
+	/* This rank's HCA (the plan's, NULL: none) and its IPv4 address
+	 * (network order, 0: none) that its peer connections use. */
+	char *hca;
+	uint32_t hca_addr;
 	tp__coll_host_t *host; /* one-host segment; NULL: none */
 };
 

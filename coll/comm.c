@@ -347,6 +347,9 @@ static tp_err_t build_schedules(tp_coll_comm_t *c, const tp_plan_t *plan)
 			if ((int)(ph->first_rank + l) == c->rank) {
 				my_host = (uint32_t)h;
 				c->local_rank = (int)l;
+				if (ph->ranks[l].hca &&
+				    !(c->hca = tp_strdup(ph->ranks[l].hca)))
+					return TP_ERR_NOMEM;
 			}
 		}
 	}
@@ -623,6 +626,7 @@ void tp_coll_comm_destroy(tp_coll_comm_t *c)
 	tp_free(c->pfd_peer);
 	tp_free(c->work);
 	tp_free(c->sent);
+	tp_free(c->hca);
 	tp_free(c);
 }
 

@@ -50,6 +50,17 @@
  * the rendezvous rank 0 holds one socket per rank: the world size must
  * stay below its open-file limit.
  *
+ * Addresses: a rank whose plan entry names an HCA (tp_plan_rank_t.hca)
+ * makes and takes its peer connections on that HCA's IPv4 address - the
+ * first address of a network interface of the device in
+ * /sys/class/infiniband/DEV/device/net (IPoIB, RoCE) - so on a host with
+ * several HCAs each rank's connections, and with them the hierarchical
+ * schedule's per-rank cross-group rings, run on its own rail. The
+ * environment's TOPOPLACE_COLL_HCA_ADDRS="dev=ip,..." names the
+ * addresses instead (only those devices), "0" turns it off; an address
+ * that is not local fails init naming it. Without one, the address its
+ * connection to the master left from.
+ *
  * Transport: TCP between hosts, non-blocking sockets driven by poll();
  * between ranks of one plan host, shared-memory rings (one POSIX shm
  * segment and two FIFOs per pair in /dev/shm, unlinked as soon as both

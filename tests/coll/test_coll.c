@@ -47,10 +47,36 @@ static tp_fabric_t *fabric(void)
 	return f;
 }
 
+/* The same hosts with a NIC per GPU: 4 rails. */
+static tp_fabric_t *fabric_nics(void)
+{
+	static tp_fabric_t *f;
+	tp_gen_fat_tree_t p;
+
+	if (f)
+		return f;
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 2;
+	p.spines = 2;
+	p.hosts_per_leaf = 2;
+	p.uplinks_per_spine = 1;
+	p.gpus_per_host = 4;
+	p.nics_per_host = 0;
+	p.interleave = true;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	return f;
+}
+
+static tp_plan_t *plan_on(tp_fabric_t *f, int nh, int L, int first);
+
 /* Plan over hosts first .. first+nh-1 of the fabric, L ranks each. */
 static tp_plan_t *plan_of(int nh, int L, int first)
 {
-	tp_fabric_t *f = fabric();
+	return plan_on(fabric(), nh, L, first);
+}
+
+static tp_plan_t *plan_on(tp_fabric_t *f, int nh, int L, int first)
+{
 	const char *names[8];
 	tp_plan_opts_t o;
 	tp_plan_t *p = NULL;
@@ -754,9 +780,12 @@ static void test_runs_the_schedule(void **s)
 	tp_plan_t *p;
 
 	(void)s;
-	for (int shape = 0; shape < 2; shape++) {
-		p = shape ? plan_of(3, 2, 0) : plan_of(4, 2, 0);
-		if (!shape) {
+	for (int shape = 0; shape < 3; shape++) {
+		/* shape 2: a NIC per GPU, each rank's edges on its rail */
+		p = shape == 2	 ? plan_on(fabric_nics(), 4, 2, 0)
+		    : shape == 1 ? plan_of(3, 2, 0)
+				 : plan_of(4, 2, 0);
+		if (shape != 1) {
 			assert_int_equal(tp_plan_ngroups(p), 2);
 			assert_int_equal(tp_plan_group(p, 0)->nhosts, 2);
 		}
@@ -765,6 +794,78 @@ static void test_runs_the_schedule(void **s)
 			check_edges(p, algo[a], salgo[a], 12288);
 		tp_plan_destroy(p);
 	}
+}
+
+/* ---- HCA addresses -------------------------------------------------------
+ */
+
+/* Every TCP connection of this rank starts or ends at 127.0.0.(2 + the
+ * rail of its HCA), the address its HCA was given; the sockets work. */
+static int hca_rank(tp_coll_comm_t *c, void *arg)
+{
+	const tp_plan_t *p = arg;
+	int me = tp_coll_comm_rank(c), conns = 0;
+	const tp_plan_host_t *h = tp_plan_host(p, host_of_rank(p, me));
+	uint32_t lr = (uint32_t)h->ranks[(uint32_t)me - h->first_rank].rail;
+	float b[64];
+
+	for (int fd = 3; fd < 1024; fd++) {
+		struct sockaddr_in a, peer;
+		socklen_t al = sizeof(a), pl = sizeof(peer);
+		if (getsockname(fd, (struct sockaddr *)&a, &al) < 0 ||
+		    a.sin_family != AF_INET ||
+		    getpeername(fd, (struct sockaddr *)&peer, &pl) < 0)
+			continue;
+		conns++;
+		if (ntohl(a.sin_addr.s_addr) != 0x7f000002u + lr) {
+			fprintf(stderr, "# rank %d: a connection from %s\n", me,
+				inet_ntoa(a.sin_addr));
+			return 2;
+		}
+	}
+	for (int i = 0; i < 64; i++)
+		b[i] = 1;
+	if (conns == 0 || tp_coll_allreduce(c, b, b, 64, TP_COLL_FP32,
+					    TP_COLL_SUM, TP_COLL_ALGO_RING))
+		return 3;
+	return b[63] == (float)tp_coll_comm_size(c) ? 0 : 4;
+}
+
+/* TOPOPLACE_COLL_HCA_ADDRS gives each HCA an address: a rank's peer
+ * connections use its own HCA's (one rail per rank), and an address that
+ * is not local fails init naming it. */
+static void test_hca_addrs(void **s)
+{
+	tp_plan_t *p = plan_on(fabric_nics(), 2, 4, 0);
+	const tp_plan_host_t *h = tp_plan_host(p, 0);
+	tp_coll_opts_t o;
+	tp_coll_comm_t *c = NULL;
+	char env[256] = "", *why = NULL;
+	int st[16];
+
+	(void)s;
+	/* the generated hosts: rank l's HCA on rail r, every host alike */
+	for (uint32_t l = 0; l < h->nranks; l++) {
+		size_t n = strlen(env);
+		assert_non_null(h->ranks[l].hca);
+		snprintf(env + n, sizeof(env) - n, "%s%s=127.0.0.%d",
+			 n ? "," : "", h->ranks[l].hca, 2 + h->ranks[l].rail);
+	}
+	assert_int_not_equal(h->ranks[0].rail, h->ranks[3].rail);
+	setenv("TOPOPLACE_COLL_HCA_ADDRS", env, 1);
+	opts_for(&o, next_port(), 20, 4096);
+	run_ranks(p, &o, hca_rank, p, 30, st);
+	for (int r = 0; r < 8; r++)
+		assert_int_equal(st[r], 0);
+
+	snprintf(env, sizeof(env), "%s=192.0.2.7", h->ranks[0].hca);
+	setenv("TOPOPLACE_COLL_HCA_ADDRS", env, 1);
+	assert_int_equal(tp_coll_comm_init(p, 0, &o, &c, &why), TP_ERR_INVAL);
+	assert_non_null(strstr(why, "192.0.2.7"));
+	assert_null(c);
+	tp_free(why);
+	unsetenv("TOPOPLACE_COLL_HCA_ADDRS");
+	tp_plan_destroy(p);
 }
 
 static void run_fault(bool hang, bool one_host)
@@ -1042,6 +1143,7 @@ int main(void)
 	    cmocka_unit_test(test_large),
 	    cmocka_unit_test(test_two_comms),
 	    cmocka_unit_test(test_runs_the_schedule),
+	    cmocka_unit_test(test_hca_addrs),
 	    cmocka_unit_test(test_killed_peer),
 	    cmocka_unit_test(test_hung_peer),
 	    cmocka_unit_test(test_small_faults),
