@@ -45,10 +45,10 @@
  *              (so every host and NIC of a group carries cross traffic),
  *              the all-gathers back. Latency 2(g-1) * alpha + 2(K-1) *
  *              (alpha + h_group * hop_s) + 2(m-1) * (alpha + h_cross *
- *              hop_s). Uneven groups: host phases around one cross ring
- *              over all hosts per local rank; uneven ranks: the ring. A
- *              phase that mirrors an earlier one (the all-gathers) is
- *              priced once.
+ *              hop_s). Uneven groups: as many channels as the largest
+ *              group has hosts, a smaller group's hosts holding runs of
+ *              them; uneven ranks per host: the ring. A phase that
+ *              mirrors an earlier one (the all-gathers) is priced once.
  * An inter-host edge (one that sched/ does not keep to a rail) is split
  * into R equal sub-flows, one per CA pair of the rails its GPUs use (NCCL
  * runs one channel per NIC; R is at most the ranks on either host because

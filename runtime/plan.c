@@ -389,11 +389,11 @@ static tp_err_t fill_groups(tp_plan_t *p, const tp_fabric_t *f,
 	return TP_OK;
 }
 
-/* Rail leaders are the schedule's (see tp_sched.h: rail r by the group's
- * (r mod nhosts)-th host or the next one round with the rail, so the
- * cross-group traffic of different rails leaves from different hosts
- * instead of piling onto the leader's NVLink), through the lowest local
- * rank on the rail. */
+/* Rail leaders are sched/'s (tp_sched_rail_leader: rail r by the group's
+ * (r mod nhosts)-th host or the next one round with the rail), through
+ * the lowest local rank on the rail. Informational since the
+ * hierarchical schedule sends every rank's shard on its own rail: kept
+ * in the plan (and its JSON) for readers that want one host per rail. */
 static tp_err_t fill_rail_leaders(tp_plan_t *p, const tp_sched_t *s)
 {
 	for (size_t g = 0; g < p->ngroups && p->nrails > 1; g++) {
