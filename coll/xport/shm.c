@@ -675,8 +675,9 @@ static long futex(_Atomic uint32_t *w, int op, uint32_t v,
 	return syscall(SYS_futex, (uint32_t *)w, op, v, ts, NULL, 0);
 }
 
-/* A neighbour whose connection closed (it failed or died). */
-static tp_err_t host_check(tp_coll_comm_t *c)
+/* A neighbour whose connection closed (it failed, died, or left after
+ * this round): its peer index and errno (0: closed), or -1. */
+static int host_closed(const tp_coll_comm_t *c, int *errno_p)
 {
 	for (int i = 0; i < c->nactive; i++) {
 		int peer = c->active[i], fd = c->peers[peer].fd;
@@ -684,13 +685,12 @@ static tp_err_t host_check(tp_coll_comm_t *c)
 		if (fd < 0)
 			continue;
 		ssize_t k = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-		if (k == 0)
-			return lost(c, peer, 0);
-		if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
-		    errno != EINTR)
-			return lost(c, peer, errno);
+		*errno_p = k < 0 ? errno : 0;
+		if (k == 0 || (k < 0 && errno != EAGAIN &&
+			       errno != EWOULDBLOCK && errno != EINTR))
+			return peer;
 	}
-	return TP_OK;
+	return -1;
 }
 
 static tp_err_t host_wait(tp_coll_comm_t *c, tp__coll_host_t *h, uint32_t seq)
@@ -699,13 +699,19 @@ static tp_err_t host_wait(tp_coll_comm_t *c, tp__coll_host_t *h, uint32_t seq)
 	int64_t deadline = c->last_move_ns + (int64_t)(c->timeout_s * 1e9);
 
 	while (atomic_load(h->gen) == seq) {
+		int e, dead;
 		if (futex(h->gen, FUTEX_WAIT, seq, &slice) == 0 ||
 		    errno != ETIMEDOUT)
 			continue;
-		tp_err_t err = host_check(c);
-		if (err)
-			return err;
-		if (tp__coll_now_ns() < deadline)
+		/* probe first, then look at gen: a peer that left after
+		 * the round ended is no failure */
+		dead = host_closed(c, &e);
+		bool late = tp__coll_now_ns() >= deadline;
+		if (atomic_load(h->gen) != seq)
+			break;
+		if (dead >= 0)
+			return lost(c, dead, e);
+		if (!late)
 			continue;
 		for (int l = 0; l < h->n; l++) {
 			char who[160];
