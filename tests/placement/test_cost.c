@@ -623,6 +623,37 @@ static void test_hier_one_group(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* Uneven groups, the schedule the library runs for them: hosts 0, 1 on
+ * one leaf, host 2 alone on the other, 1 GPU each. C = 2 channels (the
+ * larger group's size): hosts 0 and 1 hold one each, host 2 both. Group
+ * reduce-scatter S/2 per edge; cross rings between each channel's
+ * holders, S/2 per edge, host 2 sending and receiving S over its one NIC
+ * (its two rings one after the other: 2 x 2(m-1) steps); the all-gather
+ * S/2 per edge. 2S / B in all, where the ring's edges carry 4/3 S. */
+static void test_hier_uneven(void **state)
+{
+	tp_cost_params_t p;
+	tp_fabric_t *f = fat_tree(2, 2, 2, 1);
+	tp_cost_ctx_t *c = mkctx(f);
+	uint32_t hosts[3] = {0, 1, 2};
+	int gpus[3];
+	tp_cost_t h, r;
+
+	(void)state;
+	tp_cost_params_defaults(&p);
+	ones(gpus, 3, 1);
+	h = predict(c, NULL, hosts, gpus, 3, TP_ALGO_HIERARCHICAL);
+	assert_close(h.bandwidth_s,
+		     2 * xfer(S_BYTES / 2, B_GBPS) + xfer(S_BYTES, B_GBPS));
+	assert_close(h.cross_top_bytes, 4 * S_BYTES / 2);
+	assert_close(h.latency_s,
+		     2 * (p.alpha_s + p.hop_s) + 4 * (p.alpha_s + 3 * p.hop_s));
+	r = predict(c, NULL, hosts, gpus, 3, TP_ALGO_RING);
+	assert_close(r.bandwidth_s, xfer(4.0 / 3 * S_BYTES, B_GBPS));
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
 /* Tree latency is logarithmic: 2 ceil(log2 n) (alpha + 1 hop) on one
  * switch, where the ring pays 2(n-1). Bandwidth for n = 2: both trees
  * send S/2 each way on the one pair, two flows per direction at B/2: S/B
@@ -1137,6 +1168,7 @@ int main(void)
 	    cmocka_unit_test(test_dmodk_keys),
 	    cmocka_unit_test(test_hier_cross_spine),
 	    cmocka_unit_test(test_hier_one_group),
+	    cmocka_unit_test(test_hier_uneven),
 	    cmocka_unit_test(test_tree),
 	    cmocka_unit_test(test_tree_levelwise_cross),
 	    cmocka_unit_test(test_tree_levelwise_closed),
