@@ -64,10 +64,14 @@
  * Transport: TCP between hosts, non-blocking sockets driven by poll();
  * between ranks of one plan host, shared-memory rings (one POSIX shm
  * segment and two FIFOs per pair in /dev/shm, unlinked as soon as both
- * ends opened them) with wake-ups through the FIFOs. A rank waiting for
- * data sleeps in poll() and never spins. In the environment,
- * TOPOPLACE_COLL_SHM=0 keeps same-host pairs on TCP over loopback (a
- * pair uses shared memory only when both ends allow it), =nofifo sends
+ * ends opened them) with wake-ups through the FIFOs, and on a
+ * single-host communicator one more segment shared by all its ranks (the
+ * small all-reduce of `auto` and the barrier; its waits sleep in
+ * FUTEX_WAIT in 50 ms slices that check the neighbours' connections). A
+ * rank waiting for data sleeps in poll() or on the futex and never
+ * spins. In the environment, TOPOPLACE_COLL_SHM=0 keeps same-host pairs
+ * on TCP over loopback (a pair uses shared memory only when both ends
+ * allow it; the host segment only when all do), =nofifo sends
  * the wake-ups over the pair's TCP connection, and
  * TOPOPLACE_COLL_SHM_RING sets the ring size (bytes, a power of two,
  * default 2 MiB).
