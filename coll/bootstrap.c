@@ -10,7 +10,10 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -145,6 +148,18 @@ static tp_err_t connect_to(boot_t *b, const struct sockaddr_in *sa, bool retry,
 		if (fd < 0)
 			return bfail(b, TP_ERR_IO, "socket: %s",
 				     strerror(errno));
+		/* peer connections leave from this rank's HCA address */
+		if (!retry && b->c->hca_addr) {
+			struct sockaddr_in src = {.sin_family = AF_INET};
+			src.sin_addr.s_addr = b->c->hca_addr;
+			if (bind(fd, (struct sockaddr *)&src, sizeof(src)) <
+			    0) {
+				e = errno;
+				close(fd);
+				return bfail(b, TP_ERR_IO, "%s: bind: %s", what,
+					     strerror(e));
+			}
+		}
 		if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0) {
 			e = errno;
 			if (e == EINPROGRESS) {
@@ -364,7 +379,8 @@ static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 			struct sockaddr_in me;
 			socklen_t sl = sizeof(me);
 			getsockname(fd, (struct sockaddr *)&me, &sl);
-			tab[0].addr = me.sin_addr.s_addr;
+			tab[0].addr =
+			    c->hca_addr ? c->hca_addr : me.sin_addr.s_addr;
 		}
 	}
 	tab[0].port = peer_port;
@@ -415,7 +431,7 @@ static tp_err_t join(boot_t *b, const struct sockaddr_in *msa,
 		return err;
 	getsockname(fd, (struct sockaddr *)&me, &sl);
 	hello_fill(c, &h, 0);
-	h.addr = me.sin_addr.s_addr;
+	h.addr = c->hca_addr ? c->hca_addr : me.sin_addr.s_addr;
 	h.port = peer_port;
 	err = xfer(b, fd, &h, sizeof(h), true, what);
 	if (!err)
@@ -510,9 +526,11 @@ static void wanted(const tp_coll_comm_t *c, uint8_t *want)
 
 	if (n <= 1)
 		return;
-	want[(c->rank + 1) % n] = want[(c->rank + n - 1) % n] = 1;
-	for (int l = 0; l < c->nlevels; l++) {
-		const tp__coll_ring_t *r = &c->level[l];
+	for (int l = -1; l < c->nlevels + c->ncross; l++) {
+		const tp__coll_ring_t *r = l < 0 ? &c->ring
+					   : l < c->nlevels
+					       ? &c->level[l]
+					       : &c->cross[l - c->nlevels];
 		want[r->members[(r->me + 1) % r->n]] = 1;
 		want[r->members[(r->me + r->n - 1) % r->n]] = 1;
 	}
@@ -524,6 +542,83 @@ static void wanted(const tp_coll_comm_t *c, uint8_t *want)
 			want[tr->children[k]] = 1;
 	}
 	want[c->rank] = want[n + c->rank] = 0;
+}
+
+/* IPv4 address of an HCA, network order, 0 when none. The override
+ * TOPOPLACE_COLL_HCA_ADDRS="dev=ip,..." wins ("0" turns the lookup off);
+ * else the first IPv4 address of a network interface of the device in
+ * sysfs (IPoIB or RoCE: /sys/class/infiniband/DEV/device/net/IF). */
+static uint32_t hca_lookup(const char *dev)
+{
+	const char *env = getenv("TOPOPLACE_COLL_HCA_ADDRS");
+	size_t dl = strlen(dev);
+	char path[PATH_MAX];
+	struct ifaddrs *ifa = NULL;
+	struct dirent *de;
+	uint32_t addr = 0;
+	DIR *d;
+
+	if (env && !strcmp(env, "0"))
+		return 0;
+	for (const char *p = env; p && *p;) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		if (n > dl + 1 && !strncmp(p, dev, dl) && p[dl] == '=') {
+			char ip[INET_ADDRSTRLEN] = "";
+			struct in_addr a;
+			if (n - dl - 1 < sizeof(ip))
+				memcpy(ip, p + dl + 1, n - dl - 1);
+			return inet_pton(AF_INET, ip, &a) == 1 ? a.s_addr
+							       : INADDR_NONE;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	if (env && *env) /* an explicit list names only its devices */
+		return 0;
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device/net",
+		 dev);
+	if (!(d = opendir(path)))
+		return 0;
+	if (getifaddrs(&ifa) < 0)
+		ifa = NULL;
+	while (!addr && (de = readdir(d))) {
+		for (struct ifaddrs *i = ifa; i && !addr; i = i->ifa_next)
+			if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+			    !strcmp(i->ifa_name, de->d_name))
+				addr = ((struct sockaddr_in *)i->ifa_addr)
+					   ->sin_addr.s_addr;
+	}
+	closedir(d);
+	if (ifa)
+		freeifaddrs(ifa);
+	return addr;
+}
+
+/* This rank's HCA address (c->hca_addr), checked to be local. */
+static tp_err_t hca_setup(boot_t *b, const char *dev)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	char ip[INET_ADDRSTRLEN];
+	int fd, e = 0;
+
+	b->c->hca_addr = 0;
+	if (!dev || !(sa.sin_addr.s_addr = hca_lookup(dev)))
+		return TP_OK;
+	inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
+	if (sa.sin_addr.s_addr == INADDR_NONE)
+		return bfail(b, TP_ERR_INVAL,
+			     "TOPOPLACE_COLL_HCA_ADDRS: bad address for %s",
+			     dev);
+	if ((fd = new_socket()) < 0)
+		return bfail(b, TP_ERR_IO, "socket: %s", strerror(errno));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		e = errno;
+	close(fd);
+	if (e)
+		return bfail(b, TP_ERR_INVAL, "address %s of HCA %s: %s", ip,
+			     dev, strerror(e));
+	b->c->hca_addr = sa.sin_addr.s_addr;
+	return TP_OK;
 }
 
 tp_err_t tp__coll_connect(tp_coll_comm_t *c, const tp_coll_opts_t *o,
@@ -541,6 +636,8 @@ tp_err_t tp__coll_connect(tp_coll_comm_t *c, const tp_coll_opts_t *o,
 	b.deadline = tp__coll_now_ns() + (int64_t)(c->timeout_s * 1e9);
 	if (c->size == 1)
 		return TP_OK;
+	if ((err = hca_setup(&b, c->hca)))
+		return err;
 	if (!host)
 		host =
 		    (env = getenv("MASTER_ADDR")) && *env ? env : default_host;
@@ -583,6 +680,8 @@ tp_err_t tp__coll_connect(tp_coll_comm_t *c, const tp_coll_opts_t *o,
 		c->active[c->nactive++] = i;
 	}
 	err = tp__coll_shm_setup(c, b.deadline, err_p);
+	if (!err)
+		err = tp__coll_host_setup(c, b.deadline, err_p);
 out:
 	if (lfd >= 0)
 		close(lfd);

@@ -11,6 +11,10 @@
 
 /* Requests in flight per direction of one ring / tree phase. */
 #define TP__COLL_WINDOW 4
+/* All-reduces of at most this many bytes on a single-host communicator
+ * take the host segment's one-shot (xport/shm.c) under TP_COLL_ALGO_AUTO
+ * and for the barrier. */
+#define TP__COLL_SMALL 4096
 /* Hierarchy levels: host, level-1 group, across groups. */
 #define TP__COLL_MAX_LEVELS 3
 
@@ -32,6 +36,7 @@ typedef struct tp__coll_req {
 } tp__coll_req_t;
 
 typedef struct tp__coll_shm_ring tp__coll_shm_ring_t;
+typedef struct tp__coll_host tp__coll_host_t;
 
 typedef struct tp__coll_peer {
 	int fd; /* -1: not connected (not needed by any schedule) */
@@ -92,6 +97,16 @@ tp_err_t tp__coll_shm_drain(tp_coll_comm_t *c, int peer, int fd);
  * after a pump that moved nothing). */
 tp_err_t tp__coll_shm_check(tp_coll_comm_t *c, int peer);
 void tp__coll_shm_close(tp__coll_peer_t *p);
+/* The host segment of a single-host communicator (all its ranks agree
+ * over the ring's connections; none when any refuses, e.g.
+ * TOPOPLACE_COLL_SHM=0): c->host, or NULL. */
+tp_err_t tp__coll_host_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p);
+/* All-reduce of count <= TP__COLL_SMALL bytes through it: one wake-up
+ * per rank. src NULL: in place. */
+tp_err_t tp__coll_host_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
+				 size_t count, tp_coll_dtype_t dt,
+				 tp_coll_op_t op);
+void tp__coll_host_close(tp_coll_comm_t *c);
 
 /*
  * Reduction kernels: dst[i] = dst[i] op src[i]; scale divides by n (the
@@ -109,11 +124,16 @@ typedef struct tp__coll_kernel {
 
 extern const tp__coll_kernel_t tp__coll_kernel_cpu;
 
-/* A ring over a subset of ranks: members[0..n), me = my index. */
+/* A ring over a subset of ranks: members[0..n), me = my index. Its
+ * reduce-scatter splits the data into nseg (>= n) equal sub-shards,
+ * member i ending with the run [ceil(i nseg / n), ceil((i+1) nseg / n))
+ * of them (one each when nseg == n): a unit's members and the channels
+ * they hold in the hierarchical schedule (tp_sched.h). */
 typedef struct tp__coll_ring {
 	uint32_t *members;
 	int n;
 	int me;
+	int nseg;
 } tp__coll_ring_t;
 
 /* One tree over ranks (parent -1 at the root). Parent and children are
@@ -136,8 +156,17 @@ struct tp_coll_comm {
 	/* Schedules, from the plan at init. */
 	char **host_of;	      /* [rank] host name (for error lines) */
 	tp__coll_ring_t ring; /* all ranks, plan order */
-	tp__coll_ring_t level[TP__COLL_MAX_LEVELS]; /* hierarchical */
-	int nlevels; /* 0: hierarchical runs the ring */
+	/* Hierarchical (the plan's schedule): the host and group levels
+	 * (one-member levels left out), then per channel this rank's node
+	 * holds a ring all-reduce of its sub-shard across the groups. None
+	 * of either: hierarchical runs the ring. */
+	tp__coll_ring_t level[TP__COLL_MAX_LEVELS];
+	int nlevels;
+	int group_lv;		/* index of the group level, -1: none */
+	int nchan;		/* the schedule's channels C */
+	tp__coll_ring_t *cross; /* [ncross] */
+	int *cross_chan;	/* channel of each */
+	int ncross;
 	tp__coll_tree_t tree[2];
 	int max_children;
 	/* Recommendation per plan size. */
@@ -171,6 +200,12 @@ struct tp_coll_comm {
 	size_t nreqs;
 	char *work;
 	size_t work_cap;
+	uint64_t *sent; /* [rank] bytes posted to it (stats) */
+	/* This rank's HCA (the plan's, NULL: none) and its IPv4 address
+	 * (network order, 0: none) that its peer connections use. */
+	char *hca;
+	uint32_t hca_addr;
+	tp__coll_host_t *host; /* one-host segment; NULL: none */
 };
 
 /* Monotonic clock in ns. */
@@ -197,6 +232,35 @@ static inline void tp__coll_seg(size_t count, int n, int i, size_t *off_p,
 
 	*off_p = ui * base + (ui < rem ? ui : rem);
 	*cnt_p = base + (ui < rem ? 1 : 0);
+}
+
+/* Segment of member i of ring r: its run of sub-shards. */
+static inline void tp__coll_ring_seg(const tp__coll_ring_t *r, size_t count,
+				     int i, size_t *off_p, size_t *cnt_p)
+{
+	size_t lo, hi, end, x;
+
+	if (r->nseg == r->n) {
+		tp__coll_seg(count, r->n, i, off_p, cnt_p);
+		return;
+	}
+	lo = ((size_t)i * (size_t)r->nseg + (size_t)r->n - 1) / (size_t)r->n;
+	hi = ((size_t)(i + 1) * (size_t)r->nseg + (size_t)r->n - 1) /
+	     (size_t)r->n;
+	tp__coll_seg(count, r->nseg, (int)lo, off_p, &x);
+	if (hi < (size_t)r->nseg)
+		tp__coll_seg(count, r->nseg, (int)hi, &end, &x);
+	else
+		end = count;
+	*cnt_p = end - *off_p;
+}
+
+/* Most elements any member's segment of ring r holds. */
+static inline size_t tp__coll_ring_maxseg(const tp__coll_ring_t *r,
+					  size_t count)
+{
+	size_t per = ((size_t)r->nseg + (size_t)r->n - 1) / (size_t)r->n;
+	return per * ((count + (size_t)r->nseg - 1) / (size_t)r->nseg);
 }
 
 /* Algorithms (algo/). op is never AVG. buf is the result; src (NULL: buf

@@ -104,73 +104,175 @@ static uint64_t fnv1a(const char *s)
 static tp_err_t ring_set(tp__coll_ring_t *r, int n)
 {
 	r->members = tp_calloc((size_t)n, sizeof(uint32_t));
-	r->n = n;
+	r->n = r->nseg = n;
 	return r->members ? TP_OK : TP_ERR_NOMEM;
 }
 
-/* Hierarchical levels; none (ring) unless every host runs as many ranks. */
-static tp_err_t build_levels(tp_coll_comm_t *c, const tp_plan_t *plan,
-			     uint32_t my_host)
+/* The node ring channel chan of a phase makes through node x: follow
+ * the channel's edge out of each node (they all go to one node) until
+ * back at x, then start at the smallest node so every member numbers the
+ * ring alike. Nodes into ring (capacity n); count. */
+static size_t node_ring(const tp_sched_phase_t *ph, uint32_t chan, uint32_t x,
+			size_t n, uint32_t *ring)
 {
-	size_t nh = tp_plan_nhosts(plan), ng = tp_plan_ngroups(plan);
-	uint32_t L = tp_plan_host(plan, 0)->nranks;
-	const tp_plan_host_t *mh = tp_plan_host(plan, my_host);
-	const tp_plan_group_t *mg = tp_plan_group(plan, mh->group);
-	uint32_t G = tp_plan_group(plan, 0)->nhosts,
-		 lr = (uint32_t)c->local_rank;
-	bool even_groups = ng > 1 && G > 1;
-	tp__coll_ring_t lv[TP__COLL_MAX_LEVELS];
-	int nl = 0;
+	size_t k = 0, lo = 0;
+	uint32_t y = x;
 
-	for (size_t h = 0; h < nh; h++)
-		if (tp_plan_host(plan, h)->nranks != L)
-			return TP_OK;
-	for (size_t g = 0; g < ng; g++)
-		if (tp_plan_group(plan, g)->nhosts != G)
-			even_groups = false;
-	memset(lv, 0, sizeof(lv));
-	if (ring_set(&lv[nl], (int)L))
-		goto nomem;
-	for (uint32_t l = 0; l < L; l++)
-		lv[nl].members[l] = mh->first_rank + l;
-	lv[nl++].me = (int)lr;
-	if (even_groups) {
-		uint32_t pos = my_host - mg->first;
-		if (ring_set(&lv[nl], (int)G))
-			goto nomem;
-		for (uint32_t j = 0; j < G; j++)
-			lv[nl].members[j] =
-			    tp_plan_host(plan, mg->first + j)->first_rank + lr;
-		lv[nl++].me = (int)pos;
-		if (ring_set(&lv[nl], (int)ng))
-			goto nomem;
-		for (size_t g = 0; g < ng; g++)
-			lv[nl].members[g] =
-			    tp_plan_host(plan,
-					 tp_plan_group(plan, g)->first + pos)
-				->first_rank +
-			    lr;
-		lv[nl++].me = (int)mh->group;
-	} else {
-		if (ring_set(&lv[nl], (int)nh))
-			goto nomem;
-		for (size_t h = 0; h < nh; h++)
-			lv[nl].members[h] =
-			    tp_plan_host(plan, h)->first_rank + lr;
-		lv[nl++].me = (int)my_host;
+	do {
+		uint32_t next = TP_SCHED_NONE;
+		for (size_t e = 0; e < ph->nedges && next == TP_SCHED_NONE; e++)
+			if (ph->edges[e].src == y && ph->edges[e].dst != y &&
+			    ph->edges[e].chan == chan)
+				next = ph->edges[e].dst;
+		ring[k++] = y;
+		if (ring[k - 1] < ring[lo])
+			lo = k - 1;
+		y = next;
+	} while (y != TP_SCHED_NONE && y != x && k < n);
+	/* rotate: ring[lo] first */
+	for (size_t i = 0; i < lo; i++) {
+		uint32_t t = ring[0];
+		memmove(ring, ring + 1, (k - 1) * sizeof(uint32_t));
+		ring[k - 1] = t;
 	}
-	/* Levels of one member do nothing; keep the others in order. */
-	for (int i = 0; i < nl; i++) {
-		if (lv[i].n > 1)
-			c->level[c->nlevels++] = lv[i];
-		else
-			tp_free(lv[i].members);
+	return k;
+}
+
+/* A ring of ranks: local rank lr of each node of ring[0..k). */
+static tp_err_t rank_ring(tp__coll_ring_t *r, const tp_plan_t *plan,
+			  const uint32_t *ring, size_t k, uint32_t my_host,
+			  uint32_t lr)
+{
+	if (ring_set(r, (int)k))
+		return TP_ERR_NOMEM;
+	for (size_t i = 0; i < k; i++) {
+		r->members[i] = tp_plan_host(plan, ring[i])->first_rank + lr;
+		if (ring[i] == my_host)
+			r->me = (int)i;
 	}
 	return TP_OK;
-nomem:
-	for (int i = 0; i < nl + 1 && i < TP__COLL_MAX_LEVELS; i++)
-		tp_free(lv[i].members);
-	return TP_ERR_NOMEM;
+}
+
+static void add_level(tp_coll_comm_t *c, tp__coll_ring_t *r)
+{
+	if (r->n > 1 && c->nlevels < TP__COLL_MAX_LEVELS)
+		c->level[c->nlevels++] = *r;
+	else
+		tp_free(r->members);
+}
+
+/* The cross rings of the channels my node holds (see tp_sched.h: member
+ * t of a unit of K holds [ceil(tC/K), ceil((t+1)C/K))), each the node
+ * ring its CROSS edges make. */
+static tp_err_t build_cross(tp_coll_comm_t *c, const tp_plan_t *plan,
+			    const tp_sched_t *s, const tp_sched_phase_t *ph,
+			    uint32_t my_host, uint32_t *ring)
+{
+	const uint32_t *mem;
+	size_t nh = tp_plan_nhosts(plan);
+	size_t K = tp_sched_group_nodes(s, tp_sched_group_of(s, my_host), &mem);
+	size_t t = 0, C = (size_t)c->nchan, lo, hi;
+
+	while (t < K && mem[t] != my_host)
+		t++;
+	lo = (t * C + K - 1) / K;
+	hi = ((t + 1) * C + K - 1) / K;
+	c->cross = tp_calloc(hi - lo + 1, sizeof(*c->cross));
+	c->cross_chan = tp_calloc(hi - lo + 1, sizeof(int));
+	if (!c->cross || !c->cross_chan)
+		return TP_ERR_NOMEM;
+	for (size_t ch = lo; ch < hi; ch++) {
+		tp__coll_ring_t r = {0};
+		size_t k = node_ring(ph, (uint32_t)ch, my_host, nh, ring);
+		if (rank_ring(&r, plan, ring, k, my_host,
+			      (uint32_t)c->local_rank))
+			return TP_ERR_NOMEM;
+		if (r.n < 2) {
+			tp_free(r.members);
+			continue;
+		}
+		c->cross_chan[c->ncross] = (int)ch;
+		c->cross[c->ncross++] = r;
+	}
+	return TP_OK;
+}
+
+/* Hierarchical levels from the plan's hierarchical schedule (sched/):
+ * HOST_RS the host's ranks, GROUP_RS the ranks of our local rank on our
+ * unit's members (its reduce-scatter leaves each member its channels'
+ * sub-shards), CROSS the rings of our node's channels. The way back
+ * mirrors them. A RING schedule (hosts with different rank counts)
+ * leaves none: hierarchical runs the ring. */
+static tp_err_t build_levels(tp_coll_comm_t *c, const tp_plan_t *plan,
+			     const tp_sched_t *s, uint32_t my_host)
+{
+	size_t nh = tp_plan_nhosts(plan);
+	const tp_plan_host_t *mh = tp_plan_host(plan, my_host);
+	uint32_t lr = (uint32_t)c->local_rank, *ring;
+	tp_err_t err = TP_OK;
+
+	c->group_lv = -1;
+	c->nchan = (int)tp_sched_hier_channels(s);
+	ring = tp_calloc(nh > mh->nranks ? nh : mh->nranks, sizeof(uint32_t));
+	if (!ring)
+		return TP_ERR_NOMEM;
+	for (size_t i = 0; i < tp_sched_nphases(s) && !err; i++) {
+		const tp_sched_phase_t *ph = tp_sched_phase(s, i);
+		tp__coll_ring_t r = {0};
+		const uint32_t *mem;
+		size_t k;
+
+		if (ph->kind == TP_SCHED_PH_HOST_RS) {
+			if (ring_set(&r, (int)mh->nranks)) {
+				err = TP_ERR_NOMEM;
+				break;
+			}
+			for (uint32_t l = 0; l < mh->nranks; l++)
+				r.members[l] = mh->first_rank + l;
+			r.me = (int)lr;
+			add_level(c, &r);
+		} else if (ph->kind == TP_SCHED_PH_GROUP_RS) {
+			k = tp_sched_group_nodes(
+			    s, tp_sched_group_of(s, my_host), &mem);
+			if ((err = rank_ring(&r, plan, mem, k, my_host, lr)))
+				break;
+			if (c->nchan >= r.n)
+				r.nseg = c->nchan;
+			if (r.n > 1)
+				c->group_lv = c->nlevels;
+			add_level(c, &r);
+		} else if (ph->kind == TP_SCHED_PH_CROSS) {
+			err = build_cross(c, plan, s, ph, my_host, ring);
+		}
+	}
+	tp_free(ring);
+	return err;
+}
+
+/* The ring: every rank in the order of the ring schedule's node ring
+ * (the plan's ring order), local ranks in order inside each node. */
+static tp_err_t build_ring(tp_coll_comm_t *c, const tp_plan_t *plan,
+			   const tp_sched_t *s)
+{
+	size_t nh = tp_plan_nhosts(plan), k, at = 0;
+	uint32_t *ring = tp_calloc(nh, sizeof(uint32_t));
+
+	if (!ring || ring_set(&c->ring, c->size)) {
+		tp_free(ring);
+		return TP_ERR_NOMEM;
+	}
+	k = node_ring(tp_sched_phase(s, 0), 0, 0, nh, ring);
+	for (size_t i = 0; i < k; i++) {
+		const tp_plan_host_t *h = tp_plan_host(plan, ring[i]);
+		for (uint32_t l = 0; l < h->nranks && at < (size_t)c->size;
+		     l++) {
+			if ((int)(h->first_rank + l) == c->rank)
+				c->ring.me = (int)at;
+			c->ring.members[at++] = h->first_rank + l;
+		}
+	}
+	tp_free(ring);
+	return at == (size_t)c->size ? TP_OK : TP_ERR_INVAL;
 }
 
 /* Rank at position q of host h's local tree t: tree 1 numbers the local
@@ -181,39 +283,49 @@ static int tree_rank(const tp_plan_host_t *h, int t, uint32_t q)
 	return (int)(h->first_rank + (t ? h->nranks - 1 - q : q));
 }
 
-/* Tree t over ranks: the plan's host tree between the hosts' anchors, a
- * chain of local ranks below each anchor, as sched/ builds and prices it
- * (2 (g - 1) local steps). Peers encoded as rank + t x size. */
-static tp_err_t build_tree(tp_coll_comm_t *c, const tp_plan_t *plan, int t,
-			   uint32_t my_host)
+/* Parent of host h in tree t: the tree schedule's, or the plan's where
+ * tp_plan_sched() cannot rebuild the trees (fabrics of more than two
+ * group levels; the plan's are sched/'s all the same). */
+static uint32_t parent_of(const tp_plan_t *plan, const tp_sched_t *s, int t,
+			  size_t h)
+{
+	uint32_t p =
+	    s ? tp_sched_tree_parent(s, t, h) : tp_plan_tree_parent(plan, t, h);
+	return p == TP_PLAN_NONE ? TP_SCHED_NONE : p;
+}
+
+/* Tree t over ranks: the tree schedule's host tree between the hosts'
+ * anchors, a chain of local ranks below each anchor, as sched/ builds and
+ * prices it (2 (g - 1) local steps). Peers encoded as rank + t x size. */
+static tp_err_t build_tree(tp_coll_comm_t *c, const tp_plan_t *plan,
+			   const tp_sched_t *s, int t, uint32_t my_host)
 {
 	const tp_plan_host_t *mh = tp_plan_host(plan, my_host);
 	tp__coll_tree_t *tr = &c->tree[t];
+	size_t nh = tp_plan_nhosts(plan);
 	int off = t * c->size;
 	uint32_t L = mh->nranks;
 	uint32_t q =
 	    t ? L - 1 - (uint32_t)c->local_rank : (uint32_t)c->local_rank;
-	const uint32_t *kids = NULL;
-	size_t nk = 0;
 
-	tr->children = tp_calloc(tp_plan_nhosts(plan) + 2, sizeof(int));
+	tr->children = tp_calloc(nh + 2, sizeof(int));
 	if (!tr->children)
 		return TP_ERR_NOMEM;
 	if (q > 0) {
 		tr->parent = tree_rank(mh, t, q - 1) + off;
 	} else {
-		uint32_t ph = tp_plan_tree_parent(plan, t, my_host);
+		uint32_t ph = parent_of(plan, s, t, my_host);
 		tr->parent =
-		    ph == TP_PLAN_NONE
+		    ph == TP_SCHED_NONE
 			? -1
 			: tree_rank(tp_plan_host(plan, ph), t, 0) + off;
-		nk = tp_plan_tree_children(plan, t, my_host, &kids);
 	}
 	if (q + 1 < L)
 		tr->children[tr->nchildren++] = tree_rank(mh, t, q + 1) + off;
-	for (size_t k = 0; k < nk; k++)
-		tr->children[tr->nchildren++] =
-		    tree_rank(tp_plan_host(plan, kids[k]), t, 0) + off;
+	for (size_t h = 0; q == 0 && h < nh; h++)
+		if (parent_of(plan, s, t, h) == my_host)
+			tr->children[tr->nchildren++] =
+			    tree_rank(tp_plan_host(plan, h), t, 0) + off;
 	return TP_OK;
 }
 
@@ -224,11 +336,8 @@ static tp_err_t build_schedules(tp_coll_comm_t *c, const tp_plan_t *plan)
 	tp_err_t err;
 
 	c->host_of = tp_calloc((size_t)c->size, sizeof(char *));
-	if (!c->host_of || ring_set(&c->ring, c->size))
+	if (!c->host_of)
 		return TP_ERR_NOMEM;
-	for (int r = 0; r < c->size; r++)
-		c->ring.members[r] = (uint32_t)r;
-	c->ring.me = c->rank;
 	for (size_t h = 0; h < nh; h++) {
 		const tp_plan_host_t *ph = tp_plan_host(plan, h);
 		for (uint32_t l = 0; l < ph->nranks; l++) {
@@ -238,13 +347,32 @@ static tp_err_t build_schedules(tp_coll_comm_t *c, const tp_plan_t *plan)
 			if ((int)(ph->first_rank + l) == c->rank) {
 				my_host = (uint32_t)h;
 				c->local_rank = (int)l;
+				if (ph->ranks[l].hca &&
+				    !(c->hca = tp_strdup(ph->ranks[l].hca)))
+					return TP_ERR_NOMEM;
 			}
 		}
 	}
-	if ((err = build_levels(c, plan, my_host)) ||
-	    (err = build_tree(c, plan, 0, my_host)) ||
-	    (err = build_tree(c, plan, 1, my_host)))
-		return err;
+	/* One schedule, three consumers: the edges the cost model priced
+	 * and the plan recorded are the ones run here. */
+	for (int a = 0; a < 3; a++) {
+		static const tp_sched_algo_t algos[3] = {
+		    TP_SCHED_RING, TP_SCHED_HIER, TP_SCHED_TREE};
+		tp_sched_t *s = NULL;
+		err = tp_plan_sched(plan, algos[a], &s);
+		if (err &&
+		    !(err == TP_ERR_UNSUPPORTED && algos[a] == TP_SCHED_TREE))
+			return err;
+		if (algos[a] == TP_SCHED_RING)
+			err = build_ring(c, plan, s);
+		else if (algos[a] == TP_SCHED_HIER)
+			err = build_levels(c, plan, s, my_host);
+		else if (!(err = build_tree(c, plan, s, 0, my_host)))
+			err = build_tree(c, plan, s, 1, my_host);
+		tp_sched_destroy(s);
+		if (err)
+			return err;
+	}
 	c->max_children = 1;
 	for (int t = 0; t < 2; t++)
 		if (c->tree[t].nchildren > c->max_children)
@@ -277,8 +405,9 @@ static tp_err_t alloc_scratch(tp_coll_comm_t *c)
 	c->active = tp_calloc(2 * (size_t)c->size, sizeof(int));
 	c->pfd = tp_calloc(4 * (size_t)c->size, sizeof(struct pollfd));
 	c->pfd_peer = tp_calloc(4 * (size_t)c->size, sizeof(int));
+	c->sent = tp_calloc((size_t)c->size, sizeof(uint64_t));
 	if (!c->slots || !c->reqs || !c->peers || !c->active || !c->pfd ||
-	    !c->pfd_peer)
+	    !c->pfd_peer || !c->sent)
 		return TP_ERR_NOMEM;
 	for (int i = 0; i < 2 * c->size; i++)
 		c->peers[i].fd = c->peers[i].wake_rd = c->peers[i].wake_wr = -1;
@@ -466,6 +595,7 @@ void tp_coll_comm_destroy(tp_coll_comm_t *c)
 {
 	if (!c)
 		return;
+	tp__coll_host_close(c);
 	if (c->peers) {
 		for (int i = 0; i < 2 * c->size; i++) {
 			if (c->peers[i].fd >= 0)
@@ -480,6 +610,10 @@ void tp_coll_comm_destroy(tp_coll_comm_t *c)
 	tp_free(c->ring.members);
 	for (int l = 0; l < c->nlevels; l++)
 		tp_free(c->level[l].members);
+	for (int k = 0; k < c->ncross; k++)
+		tp_free(c->cross[k].members);
+	tp_free(c->cross);
+	tp_free(c->cross_chan);
 	for (int t = 0; t < 2; t++)
 		tp_free(c->tree[t].children);
 	tp_free(c->sizes);
@@ -491,6 +625,8 @@ void tp_coll_comm_destroy(tp_coll_comm_t *c)
 	tp_free(c->pfd);
 	tp_free(c->pfd_peer);
 	tp_free(c->work);
+	tp_free(c->sent);
+	tp_free(c->hca);
 	tp_free(c);
 }
 
@@ -512,6 +648,17 @@ int tp_coll_comm_nhosts(const tp_coll_comm_t *c)
 const char *tp_coll_comm_detail(const tp_coll_comm_t *c)
 {
 	return c->detail;
+}
+
+uint64_t tp_coll_comm_sent_bytes(const tp_coll_comm_t *c, int peer)
+{
+	return c && peer >= 0 && peer < c->size ? c->sent[peer] : 0;
+}
+
+void tp_coll_comm_stats_reset(tp_coll_comm_t *c)
+{
+	if (c)
+		memset(c->sent, 0, (size_t)c->size * sizeof(uint64_t));
 }
 
 tp_coll_algo_t tp_coll_algo_select(const tp_coll_comm_t *c, size_t bytes)
@@ -573,9 +720,16 @@ tp_err_t tp_coll_allreduce(tp_coll_comm_t *c, const void *sendbuf,
 	if (count == 0)
 		return TP_OK;
 	const char *src = sendbuf != recvbuf ? sendbuf : NULL;
-	if (algo == TP_COLL_ALGO_AUTO)
+	if (algo == TP_COLL_ALGO_AUTO && c->host &&
+	    count * dsz <= TP__COLL_SMALL) {
+		err = tp__coll_host_allreduce(c, recvbuf, src, count, dt, rop);
+		algo = TP_COLL_ALGO_AUTO;
+	} else if (algo == TP_COLL_ALGO_AUTO) {
 		algo = tp_coll_algo_select(c, count * dsz);
+	}
 	switch (algo) {
+	case TP_COLL_ALGO_AUTO:
+		break;
 	case TP_COLL_ALGO_TREE:
 		if (src)
 			memcpy(recvbuf, src, count * dsz);
@@ -671,8 +825,13 @@ tp_err_t tp_coll_barrier(tp_coll_comm_t *c)
 	if (err)
 		return err;
 	/* One element: the tree carrying it reduces at the root and sends
-	 * back down, so nobody leaves before everybody arrived. */
-	err = tp__coll_tree_allreduce(c, (char *)&token, 1, TP_COLL_INT32,
-				      TP_COLL_SUM);
+	 * back down (the host segment's last arrival wakes everyone), so
+	 * nobody leaves before everybody arrived. */
+	if (c->host)
+		err = tp__coll_host_allreduce(c, (char *)&token, NULL, 1,
+					      TP_COLL_INT32, TP_COLL_SUM);
+	else
+		err = tp__coll_tree_allreduce(c, (char *)&token, 1,
+					      TP_COLL_INT32, TP_COLL_SUM);
 	return finish(c, err);
 }

@@ -17,15 +17,27 @@
  *                 0) or from the last local rank (tree 1), which link
  *                 the hosts: the schedule sched/ prices. Below 8 KiB
  *                 tree 1 alone carries the data (half the messages).
- *   hierarchical  reduce-scatter inside the host, then inside each
+ *   hierarchical  the plan's hierarchical schedule (tp_plan_sched(),
+ *                 tp_sched.h), the one `topoplace plan` prices:
+ *                 reduce-scatter inside the host, then inside each
  *                 level-1 group among the ranks with the same local rank,
- *                 a ring across the groups among corresponding ranks,
- *                 and all-gathers back down. It needs every host to run
- *                 the same number of ranks (else it runs the ring) and
- *                 uses the group level only when every group has the
- *                 same number of hosts (else host level + ring).
+ *                 a ring across the groups among corresponding ranks
+ *                 (every rank carries its own shard), and all-gathers
+ *                 back down. Its fallbacks are the schedule's too: groups
+ *                 of different sizes - host level + one ring over all
+ *                 hosts per local rank; hosts with different rank counts
+ *                 - the ring.
  *   auto          the plan's recommendation for the nearest predicted
- *                 size (tp_plan_recommend()).
+ *                 size (tp_plan_recommend()); except that on a
+ *                 communicator whose ranks all share one host, an
+ *                 all-reduce of at most 4 KiB takes the shared-memory
+ *                 one-shot: every rank copies its input into a
+ *                 host-wide segment, the last to arrive reduces them in
+ *                 rank order and wakes the others with one futex call,
+ *                 who copy the result (one sleep per rank instead of
+ *                 2(P-1) dependent ring steps; it moves nothing over a
+ *                 fabric, so the plan has nothing to price). The barrier
+ *                 uses it too.
  *
  * Rendezvous: one TCP port. Rank 0 listens on master_addr:master_port;
  * every other rank connects and sends its rank, the world size, a hash of
@@ -38,13 +50,28 @@
  * the rendezvous rank 0 holds one socket per rank: the world size must
  * stay below its open-file limit.
  *
+ * Addresses: a rank whose plan entry names an HCA (tp_plan_rank_t.hca)
+ * makes and takes its peer connections on that HCA's IPv4 address - the
+ * first address of a network interface of the device in
+ * /sys/class/infiniband/DEV/device/net (IPoIB, RoCE) - so on a host with
+ * several HCAs each rank's connections, and with them the hierarchical
+ * schedule's per-rank cross-group rings, run on its own rail. The
+ * environment's TOPOPLACE_COLL_HCA_ADDRS="dev=ip,..." names the
+ * addresses instead (only those devices), "0" turns it off; an address
+ * that is not local fails init naming it. Without one, the address its
+ * connection to the master left from.
+ *
  * Transport: TCP between hosts, non-blocking sockets driven by poll();
  * between ranks of one plan host, shared-memory rings (one POSIX shm
  * segment and two FIFOs per pair in /dev/shm, unlinked as soon as both
- * ends opened them) with wake-ups through the FIFOs. A rank waiting for
- * data sleeps in poll() and never spins. In the environment,
- * TOPOPLACE_COLL_SHM=0 keeps same-host pairs on TCP over loopback (a
- * pair uses shared memory only when both ends allow it), =nofifo sends
+ * ends opened them) with wake-ups through the FIFOs, and on a
+ * single-host communicator one more segment shared by all its ranks (the
+ * small all-reduce of `auto` and the barrier; its waits sleep in
+ * FUTEX_WAIT in 50 ms slices that check the neighbours' connections). A
+ * rank waiting for data sleeps in poll() or on the futex and never
+ * spins. In the environment, TOPOPLACE_COLL_SHM=0 keeps same-host pairs
+ * on TCP over loopback (a pair uses shared memory only when both ends
+ * allow it; the host segment only when all do), =nofifo sends
  * the wake-ups over the pair's TCP connection, and
  * TOPOPLACE_COLL_SHM_RING sets the ring size (bytes, a power of two,
  * default 2 MiB).
@@ -208,6 +235,15 @@ int tp_coll_comm_nhosts(const tp_coll_comm_t *comm);
 /* Reason for the last failed call ("" when none); borrowed, valid until
  * the next call on the communicator. */
 const char *tp_coll_comm_detail(const tp_coll_comm_t *comm);
+/* Bytes this rank has handed to rank `peer` (over every connection to
+ * it) since init or the last tp_coll_comm_stats_reset(); 0 for a peer
+ * out of range. A debug accessor: with it a test or a benchmark checks
+ * that the edges the library runs are the schedule's (tp_plan_sched():
+ * summed over the ranks of two hosts, the bytes of an all-reduce of S
+ * bytes are S x the edges' fractions between those hosts). Counting
+ * costs one addition per message. Same thread rules as the calls. */
+uint64_t tp_coll_comm_sent_bytes(const tp_coll_comm_t *comm, int peer);
+void tp_coll_comm_stats_reset(tp_coll_comm_t *comm);
 
 /* ---- collectives --------------------------------------------------------
  * Collective: every rank calls the same function with the same count,

@@ -38,16 +38,17 @@
  *              NVLink (2S); latency 2 * depth * (alpha + h * hop_s) +
  *              2(g-1) * alpha, depth = the deeper tree's.
  *              hierarchical: reduce-scatter inside the host ((g-1)/g * S
- *              on NVLink), a ring reduce-scatter inside each level-1 group
- *              of C shards, cross-group ring all-reduces of each shard
- *              between its channel hosts (C = rails, led by the plan's
- *              rail leaders and kept on their rail, when the job has
- *              several rails; else C = the largest group, member c mod
- *              n_j: corresponding ranks), the all-gathers back. Latency
- *              2(g-1) * alpha + 2(K-1) * (alpha + h_group * hop_s) +
- *              2(m-1) * (alpha + h_cross * hop_s). A phase that mirrors an
- *              earlier one (the all-gathers, when shares are even) is
- *              priced once.
+ *              on NVLink), per local rank a ring reduce-scatter of its
+ *              shard inside each level-1 group, per (member, local rank)
+ *              channel a cross-group ring all-reduce of its sub-shard
+ *              between corresponding members, each rank on its own rail
+ *              (so every host and NIC of a group carries cross traffic),
+ *              the all-gathers back. Latency 2(g-1) * alpha + 2(K-1) *
+ *              (alpha + h_group * hop_s) + 2(m-1) * (alpha + h_cross *
+ *              hop_s). Uneven groups: as many channels as the largest
+ *              group has hosts, a smaller group's hosts holding runs of
+ *              them; uneven ranks per host: the ring. A phase that
+ *              mirrors an earlier one (the all-gathers) is priced once.
  * An inter-host edge (one that sched/ does not keep to a rail) is split
  * into R equal sub-flows, one per CA pair of the rails its GPUs use (NCCL
  * runs one channel per NIC; R is at most the ranks on either host because
@@ -1157,6 +1158,22 @@ static uint64_t job_rails(const void *arg, size_t i)
 	return k->rails[i];
 }
 
+/* Rail of local rank l of host i, as the plan assigns it: its GPU's
+ * nearest CA, else CA l * ncas / g. */
+static int job_rank_rail(const void *arg, size_t i, uint32_t l)
+{
+	const call_t *k = arg;
+	const tp_host_t *h = tp_fabric_host(k->f, k->hosts[i]);
+	size_t g = (size_t)k->gpus[i], ca = (size_t)l * h->ncas / g;
+
+	if (!h->ncas)
+		return -1;
+	if (l < h->ngpus && h->gpus[l].hca >= 0 &&
+	    (size_t)h->gpus[l].hca < h->ncas)
+		ca = (size_t)h->gpus[l].hca;
+	return rail_of(k, h, ca);
+}
+
 static tp_err_t sched_of(call_t *k, tp_sched_algo_t algo, tp_sched_t **s_p)
 {
 	int nlev = tp_fabric_ngroup_levels(k->f);
@@ -1170,6 +1187,7 @@ static tp_err_t sched_of(call_t *k, tp_sched_algo_t algo, tp_sched_t **s_p)
 	    .group = job_group,
 	    .nranks = job_nranks,
 	    .rails = job_rails,
+	    .rank_rail = job_rank_rail,
 	};
 
 	return tp_sched_build(&job, algo, s_p);

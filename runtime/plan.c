@@ -250,6 +250,14 @@ static uint64_t sjob_rails(const void *arg, size_t r)
 	return m;
 }
 
+static int sjob_rank_rail(const void *arg, size_t r, uint32_t l)
+{
+	const sjob_t *j = arg;
+	const tp_plan_host_t *h = &j->p->hosts[r];
+
+	return l < h->nranks ? h->ranks[l].rail : -1;
+}
+
 /* The trees, as sched/ builds them for every consumer. */
 static void copy_trees(tp_plan_t *p, const tp_sched_t *s)
 {
@@ -381,11 +389,11 @@ static tp_err_t fill_groups(tp_plan_t *p, const tp_fabric_t *f,
 	return TP_OK;
 }
 
-/* Rail leaders are the schedule's (see tp_sched.h: rail r by the group's
- * (r mod nhosts)-th host or the next one round with the rail, so the
- * cross-group traffic of different rails leaves from different hosts
- * instead of piling onto the leader's NVLink), through the lowest local
- * rank on the rail. */
+/* Rail leaders are sched/'s (tp_sched_rail_leader: rail r by the group's
+ * (r mod nhosts)-th host or the next one round with the rail), through
+ * the lowest local rank on the rail. Informational since the
+ * hierarchical schedule sends every rank's shard on its own rail: kept
+ * in the plan (and its JSON) for readers that want one host per rail. */
 static tp_err_t fill_rail_leaders(tp_plan_t *p, const tp_sched_t *s)
 {
 	for (size_t g = 0; g < p->ngroups && p->nrails > 1; g++) {
@@ -572,8 +580,9 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 		goto out;
 	}
 	sj = (sjob_t){p, f, fidx};
-	job = (tp_sched_job_t){n,	   nlev,	p->nrails, &sj,
-			       sjob_group, sjob_nranks, sjob_rails};
+	job = (tp_sched_job_t){n,	   nlev,	  p->nrails,
+			       &sj,	   sjob_group,	  sjob_nranks,
+			       sjob_rails, sjob_rank_rail};
 	if ((err = tp_sched_build(&job, TP_SCHED_TREE, &sch)) ||
 	    (err = fill_groups(p, f, fidx, sch)) ||
 	    (err = fill_rail_leaders(p, sch)))
@@ -624,6 +633,13 @@ static uint64_t pjob_rails(const void *arg, size_t r)
 	return sjob_rails(&j, r);
 }
 
+static int pjob_rank_rail(const void *arg, size_t r, uint32_t l)
+{
+	sjob_t j = {arg, NULL, NULL};
+
+	return sjob_rank_rail(&j, r, l);
+}
+
 tp_err_t tp_plan_sched(const tp_plan_t *p, tp_sched_algo_t algo,
 		       tp_sched_t **sched_p)
 {
@@ -635,8 +651,9 @@ tp_err_t tp_plan_sched(const tp_plan_t *p, tp_sched_algo_t algo,
 		return TP_ERR_INVAL;
 	if (p->nrails > TP_SCHED_MAX_RAILS)
 		return TP_ERR_RANGE;
-	job = (tp_sched_job_t){p->nhosts,  2,		p->nrails, p,
-			       pjob_group, pjob_nranks, pjob_rails};
+	job = (tp_sched_job_t){
+	    p->nhosts,	2,	     p->nrails,	 p,
+	    pjob_group, pjob_nranks, pjob_rails, pjob_rank_rail};
 	if ((err = tp_sched_build(&job, algo, &s)))
 		return err;
 	for (int t = 0; algo == TP_SCHED_TREE && t < 2; t++)

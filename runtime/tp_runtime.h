@@ -17,9 +17,13 @@
  *   groups   one per level-1 group the job touches, in ring order (a host
  *            outside every group is a group of its own), with its leader
  *            (the member with the lowest node rank) and, when the job's
- *            hosts have more than one rail, one rail leader per rail: the
- *            host/local rank that carries the group's traffic on that
- *            rail, spread round-robin over the group's hosts.
+ *            hosts have more than one rail, one rail leader per rail
+ *            (a host/local rank on that rail, spread round-robin over
+ *            the group's hosts). Rail leaders are informational: the
+ *            hierarchical schedule (tp_sched.h) sends every rank's own
+ *            shard across groups on its own rail, not through them; the
+ *            JSON keeps them for compatibility and for per-rail
+ *            exchanges that want one host per rail (compression).
  *   trees    NCCL-style double binary trees over node ranks, built level
  *            by level: inside each level-1 group a binary tree over its
  *            hosts, then a binary tree over the groups' roots inside each
@@ -140,7 +144,8 @@ typedef struct tp_plan_group {
 	uint32_t nhosts;
 	uint32_t leader; /* node rank (== first) */
 	/* one per rail some member has, ascending rail; none when the plan
-	 * has a single rail */
+	 * has a single rail. Informational (see the top comment): no
+	 * schedule routes through them. */
 	const tp_plan_rail_leader_t *rail_leaders;
 	size_t nrail_leaders;
 } tp_plan_group_t;

@@ -33,6 +33,7 @@ struct tp_sched {
 	uint32_t *gmem; /* members, group by group */
 	uint32_t *goff; /* [ngroups + 1] into gmem */
 	size_t ngroups;
+	uint32_t nchan;	  /* hierarchical: channels C */
 	uint32_t *leader; /* [group * nrails + rail] */
 	uint32_t *parent[2];
 	uint32_t root[2], depth[2];
@@ -306,81 +307,125 @@ static tp_sched_edge_t *tree_edges(tp_sched_t *s, work_t *w, tp_sched_edge_t *e)
 	return e;
 }
 
-/* Channel c's node in group g and the rail its cross edges keep to. */
-static uint32_t chan_node(const tp_sched_t *s, size_t g, uint32_t c,
-			  int *rail_p)
+/* Rail of local rank l of node, -1 when unknown or the job has one rail. */
+static int rank_rail(const tp_sched_t *s, const work_t *w, uint32_t node,
+		     uint32_t l)
 {
-	const uint32_t *m = &s->gmem[s->goff[g]];
-	uint32_t k = s->goff[g + 1] - s->goff[g];
+	const tp_sched_job_t *j = w->job;
+	int r;
 
-	*rail_p = -1;
-	if (s->nrails > 1) {
-		uint32_t l = s->leader[g * (size_t)s->nrails + c];
-		if (l != TP_SCHED_NONE) {
-			*rail_p = (int)c;
-			return l;
+	if (s->nrails <= 1 || !j->rank_rail)
+		return -1;
+	r = j->rank_rail(j->arg, node, l);
+	return r >= 0 && r < s->nrails ? r : -1;
+}
+
+/* The channels of every local rank from node a to node b, each carrying
+ * f of S: one edge per rail they keep to (a rank's rail when the ranks
+ * at both ends drive the same one, else -1), so the cost model routes
+ * each rail's share on that rail and one-rail jobs get one edge. */
+static tp_sched_edge_t *chan_edges(const tp_sched_t *s, const work_t *w,
+				   tp_sched_edge_t *e, uint32_t a, uint32_t b,
+				   uint32_t chan, double f)
+{
+	tp_sched_edge_t *e0 = e;
+
+	for (uint32_t l = 0; l < w->nr[a]; l++) {
+		int ra = rank_rail(s, w, a, l), rb = rank_rail(s, w, b, l);
+		int r = ra == rb ? ra : -1;
+		tp_sched_edge_t *x = e0;
+		while (x < e && x->rail != r)
+			x++;
+		if (x < e)
+			x->frac += f;
+		else
+			e = put(e, a, b, chan, r, f);
+	}
+	return e;
+}
+
+/* Channels member t of a unit of K holds when there are C >= K: the
+ * contiguous run [ceil(tC/K), ceil((t+1)C/K)), channel c's holder being
+ * member floor(cK/C). */
+static uint32_t chan_lo(uint32_t t, uint32_t K, uint32_t C)
+{
+	return (uint32_t)(((uint64_t)t * C + K - 1) / K);
+}
+
+/* Ring reduce-scatter (rs) or all-gather among the ranks of each local
+ * rank inside every unit, member t -> t+1: every part but the one t ends
+ * with (rs) or but the one t+1 ends with (all-gather), member t's part
+ * being its channels' sub-shards. */
+static tp_sched_edge_t *group_edges(tp_sched_t *s, const work_t *w,
+				    tp_sched_edge_t *e, bool rs)
+{
+	uint32_t C = s->nchan;
+
+	for (size_t g = 0; g < s->ngroups; g++) {
+		const uint32_t *mm = &s->gmem[s->goff[g]];
+		uint32_t K = s->goff[g + 1] - s->goff[g];
+		for (uint32_t t = 0; K > 1 && t < K; t++) {
+			uint32_t own = rs ? t : (t + 1) % K;
+			uint32_t held =
+			    chan_lo(own + 1, K, C) - chan_lo(own, K, C);
+			double f = (1.0 - (double)held / C) / w->gmax;
+			if (f > 0)
+				e = chan_edges(s, w, e, mm[t], mm[(t + 1) % K],
+					       0, f);
 		}
 	}
-	return m[c % k];
+	return e;
 }
 
 static tp_sched_edge_t *hier_edges(tp_sched_t *s, work_t *w, tp_sched_edge_t *e)
 {
-	uint32_t C = s->nrails > 1 ? (uint32_t)s->nrails : w->kmax;
 	size_t m = s->ngroups;
-	tp_sched_edge_t *e0 = e, *rs;
-	bool uniform = true;
+	uint32_t g = w->gmax, C = w->kmax, most = 1;
+	tp_sched_edge_t *e0 = e;
 
-	e = self_edges(s, w, e, 0, 1, true);
-	phase(s, TP_SCHED_PH_HOST_RS, e0, e, 0, w->gmax - 1.0, TP_SCHED_NONE);
-
-	memset(w->cnt, 0, s->n * sizeof(uint32_t));
-	for (size_t g = 0; g < m; g++)
-		for (uint32_t c = 0; c < C; c++) {
-			int rail;
-			w->cnt[chan_node(s, g, c, &rail)]++;
-		}
-	rs = e;
-	for (size_t g = 0; g < m; g++) {
-		const uint32_t *mm = &s->gmem[s->goff[g]];
-		uint32_t k = s->goff[g + 1] - s->goff[g];
-		for (uint32_t t = 0; k > 1 && t < k; t++) {
-			double f = 1.0 - (double)w->cnt[mm[t]] / C;
-			if (w->cnt[mm[t]] != w->cnt[mm[(t + 1) % k]])
-				uniform = false;
-			if (f > 0)
-				e = put(e, mm[t], mm[(t + 1) % k], 0, -1, f);
-		}
+	for (size_t r = 0; r < s->n; r++)
+		if (w->nr[r] != g) /* the ranks' shards would not line up */
+			return ring_edges(s, w, e);
+	s->nchan = C;
+	for (size_t u = 0; u < m; u++) {
+		uint32_t K = s->goff[u + 1] - s->goff[u];
+		if ((C + K - 1) / K > most)
+			most = (C + K - 1) / K;
 	}
-	phase(s, TP_SCHED_PH_GROUP_RS, rs, e, w->kmax - 1.0, 0, TP_SCHED_NONE);
+	e = self_edges(s, w, e, 0, 1, true);
+	phase(s, TP_SCHED_PH_HOST_RS, e0, e, 0, g - 1.0, TP_SCHED_NONE);
 
+	e0 = e;
+	e = group_edges(s, w, e, true);
+	phase(s, TP_SCHED_PH_GROUP_RS, e0, e, w->kmax - 1.0, 0, TP_SCHED_NONE);
+
+	/* channel (c, l): rank l of c's holder in each unit, one ring across
+	 * the units; a member holding several runs them one after another */
 	e0 = e;
 	for (uint32_t c = 0; m > 1 && c < C; c++)
-		for (size_t g = 0; g < m; g++) {
-			int ra, rb;
-			uint32_t a = chan_node(s, g, c, &ra);
-			uint32_t b = chan_node(s, (g + 1) % m, c, &rb);
-			e = put(e, a, b, c, ra == rb ? ra : -1,
-				2.0 * (m - 1) / m / C);
+		for (size_t u = 0; u < m; u++) {
+			uint32_t K = s->goff[u + 1] - s->goff[u];
+			uint32_t K2 =
+			    s->goff[(u + 1) % m + 1] - s->goff[(u + 1) % m];
+			uint32_t a = s->gmem[s->goff[u] +
+					     (uint32_t)((uint64_t)c * K / C)];
+			uint32_t b = s->gmem[s->goff[(u + 1) % m] +
+					     (uint32_t)((uint64_t)c * K2 / C)];
+			e = chan_edges(s, w, e, a, b, c,
+				       2.0 * (m - 1) / m / ((double)C * g));
 		}
-	phase(s, TP_SCHED_PH_CROSS, e0, e, 2.0 * (m - 1), 0, TP_SCHED_NONE);
+	phase(s, TP_SCHED_PH_CROSS, e0, e, 2.0 * (m - 1) * most, 0,
+	      TP_SCHED_NONE);
 
 	e0 = e;
-	for (size_t g = 0; g < m; g++) {
-		const uint32_t *mm = &s->gmem[s->goff[g]];
-		uint32_t k = s->goff[g + 1] - s->goff[g];
-		for (uint32_t t = 0; k > 1 && t < k; t++) {
-			double f = 1.0 - (double)w->cnt[mm[(t + 1) % k]] / C;
-			if (f > 0)
-				e = put(e, mm[t], mm[(t + 1) % k], 0, -1, f);
-		}
-	}
+	e = group_edges(s, w, e, false);
+	/* the same edges as the reduce-scatter's when all units are equal */
 	phase(s, TP_SCHED_PH_GROUP_AG, e0, e, w->kmax - 1.0, 0,
-	      uniform ? 1 : TP_SCHED_NONE);
+	      most == 1 ? 1 : TP_SCHED_NONE);
 
 	e0 = e;
 	e = self_edges(s, w, e, 0, 1, true);
-	phase(s, TP_SCHED_PH_HOST_AG, e0, e, 0, w->gmax - 1.0, 0);
+	phase(s, TP_SCHED_PH_HOST_AG, e0, e, 0, g - 1.0, 0);
 	return e;
 }
 
@@ -397,11 +442,11 @@ static size_t count_edges(const tp_sched_t *s, const work_t *w)
 		return 4 * s->n + 2 * self;
 	case TP_SCHED_HIER:
 	default:
+		/* at most one edge per rank of a node and phase, per
+		 * channel and unit across, or the ring */
 		return 2 * s->n + 2 * self +
-		       (s->ngroups > 1
-			    ? s->ngroups *
-				  (s->nrails > 1 ? (size_t)s->nrails : w->kmax)
-			    : 0);
+		       (2 * s->n + s->ngroups * (size_t)w->kmax) *
+			   (size_t)w->gmax;
 	}
 }
 
@@ -572,6 +617,11 @@ uint32_t tp_sched_rail_leader(const tp_sched_t *s, size_t g, int rail)
 	    rail >= s->nrails)
 		return TP_SCHED_NONE;
 	return s->leader[g * (size_t)s->nrails + (size_t)rail];
+}
+
+uint32_t tp_sched_hier_channels(const tp_sched_t *s)
+{
+	return s ? s->nchan : 0;
 }
 
 uint32_t tp_sched_tree_root(const tp_sched_t *s, int t)

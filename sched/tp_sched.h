@@ -42,30 +42,44 @@
  *          of the level-l units, the least a spanning tree needs.
  *          Latency 2 x depth steps (depth: the deeper tree's longest
  *          root-to-leaf path in edges) plus 2(g_max - 1) local steps.
- *   hier   five phases over level-1 units (m units, the largest K nodes):
- *          HOST_RS  reduce-scatter inside each node: self edge
- *                   (g-1)/g of S, g_max - 1 local steps;
- *          GROUP_RS ring reduce-scatter inside each unit of C equal
- *                   shards ("channels"), shard c ending on its channel
- *                   node; edge t -> t+1 carries every shard but those
- *                   of t: (1 - w_t) of S, w_t = channels on t / C;
- *                   K - 1 steps;
- *          CROSS    per channel c a ring all-reduce of shard c across the
- *                   units between their channel-c nodes: 2(m-1)/m x 1/C
- *                   of S per edge, 2(m-1) steps;
- *          GROUP_AG the ring all-gather back: edge t -> t+1 carries
- *                   (1 - w_{t+1}) of S; K - 1 steps;
- *          HOST_AG  as HOST_RS.
- *          Channels: with more than one rail, one per rail, led by the
- *          unit's rail leader (the plan's: rail r by the unit's
- *          (r mod size)-th member, or the next one round driving rail r),
- *          its CROSS edges on that rail (rail -1 where a unit lacks the
- *          rail: any rail of its (r mod size)-th member); with one rail,
- *          C = K channels, channel c on member c mod size of each unit
- *          (corresponding ranks). A phase whose edges equal an earlier
- *          one's (HOST_AG always, GROUP_AG when every unit's shares are
- *          equal) names it in `mirror`, so a consumer can price it once.
- *
+ *   hier   over level-1 units (m units, the largest K nodes, g ranks
+ *          per node), the shards moving rank by rank over C = K
+ *          channels: channel (c, l) is local rank l of member
+ *          floor(c K_u / C) of each unit u (member t of a unit of K_u
+ *          holds the run of channels [ceil(tC/K_u), ceil((t+1)C/K_u)),
+ *          one each when all units have K members: corresponding
+ *          ranks). So every rank carries its own shard across the
+ *          units on its own rail; no node funnels a unit's share
+ *          through one NIC. Five phases:
+ *          HOST_RS  ring reduce-scatter inside each node: self edge
+ *                   (g-1)/g of S, g - 1 local steps; local rank l ends
+ *                   with shard l (S/g);
+ *          GROUP_RS per local rank l a ring reduce-scatter of shard l
+ *                   inside each unit, member t -> t+1, leaving member t
+ *                   its channels' sub-shards (S/(gC) each): the edge
+ *                   carries all but t's part, (1 - w_t)/g of S per rank,
+ *                   w_t = channels of t / C ((K-1)/K of S per node edge
+ *                   when all units have K members); K - 1 steps;
+ *          CROSS    per channel (c, l) a ring all-reduce of its
+ *                   sub-shard across the units between c's holders:
+ *                   2(m-1)/m x S/(gC) per rank; a member holding several
+ *                   channels runs their rings one after another:
+ *                   2(m-1) x (most channels on one member) steps;
+ *          GROUP_AG the ring all-gathers back, edge t -> t+1 carrying
+ *                   all but (t+1)'s part (mirrors GROUP_RS when all
+ *                   units have K members), then
+ *          HOST_AG  (mirror HOST_RS).
+ *          Edges between two nodes are per rail: the ranks whose rank
+ *          at the other end drives the same rail share one edge on that
+ *          rail (job->rank_rail; -1 when they differ or it is unknown),
+ *          `chan` being c in CROSS, 0 elsewhere; with one rail, one
+ *          edge per node pair. Nodes with different local rank counts
+ *          get the ring schedule instead (one RING phase): the shards
+ *          would not line up. The collective library runs exactly this.
+ *          Rail leaders (tp_sched_rail_leader) are no part of this
+ *          schedule any more: they stay as the plan's informational
+ *          "which host of a unit to prefer for rail r" (the
+ *          compression layer's one-per-rail exchange).
  * A phase's latency is steps x (alpha + hops x per-hop) + local_steps x
  * alpha, hops being the most switches a flow of the phase crosses: the
  * cost model's alpha-beta form.
@@ -125,12 +139,15 @@ typedef struct tp_sched_job {
 	uint32_t (*nranks)(const void *arg, size_t node);
 	/* Bit r: some rank of node drives rail r (r < nrails); NULL: none. */
 	uint64_t (*rails)(const void *arg, size_t node);
+	/* Rail (0 .. nrails-1) local rank l of node drives, -1 unknown;
+	 * NULL: unknown for all (hierarchical edges then use any rail). */
+	int (*rank_rail)(const void *arg, size_t node, uint32_t l);
 } tp_sched_job_t;
 
 typedef struct tp_sched_edge {
 	uint32_t src, dst; /* node ranks; src == dst: inside the node, per
 			    * local rank over its local fabric */
-	uint32_t chan;	   /* tree (0, 1) or hierarchical channel; else 0 */
+	uint32_t chan;	   /* tree (0, 1), CROSS channel; else 0 */
 	int rail;	   /* the rail it must use, -1: any the nodes share */
 	double frac;	   /* bytes it carries, as a share of S */
 } tp_sched_edge_t;
@@ -177,10 +194,17 @@ size_t tp_sched_group_nodes(const tp_sched_t *s, size_t g,
 			    const uint32_t **nodes_p);
 /* Group of a node; TP_SCHED_NONE out of range. */
 uint32_t tp_sched_group_of(const tp_sched_t *s, size_t node);
-/* Node leading rail r of group g (see hier above); TP_SCHED_NONE when no
+/* Rail leader of rail r in group g: its (r mod size)-th member, or the
+ * next one round driving r. Informational (the plan records it; no
+ * schedule routes through it, see hier above). TP_SCHED_NONE when no
  * member drives r, nrails <= 1 or out of range. Every algorithm's
  * schedule answers it (and the group calls above). */
 uint32_t tp_sched_rail_leader(const tp_sched_t *s, size_t g, int rail);
+
+/* Hierarchical: C, its channels (see hier above: the largest unit's
+ * size); 0 for the other algorithms and for a hierarchical schedule that
+ * fell back to the ring. */
+uint32_t tp_sched_hier_channels(const tp_sched_t *s);
 
 /* Trees 0 and 1 of a TP_SCHED_TREE schedule (the others have none:
  * TP_SCHED_NONE, depth 0): root, parent (TP_SCHED_NONE for the root or

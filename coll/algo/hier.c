@@ -1,15 +1,18 @@
-/* hier.c - hierarchical all-reduce over the plan's levels.
+/* hier.c - hierarchical all-reduce: the plan's hierarchical schedule.
  *
- * Notes: level 0 is the host (its local ranks), level 1 the ranks with the
- * same local rank on the hosts of one level-1 group, the last level the
- * corresponding ranks across groups (or across all hosts when groups are
- * uneven). Going down, each level reduce-scatters the part the level above
- * left to this rank, so the ring at the top moves only 1 / (ranks below)
- * of the data over the group boundaries; coming back, all-gathers in
- * reverse order. The levels are built at init (comm.c) only when every
- * member of a level sees the same shape, which is what makes the segment
- * each rank owns agree across levels. */
+ * Notes: the levels are the schedule's phases as rings of ranks (comm.c
+ * build_levels): the host's ranks, the ranks of our local rank on our
+ * level-1 unit's members, and per channel our node holds the ring of its
+ * holders across the units. Going down, the host and group levels
+ * reduce-scatter the part the level above left to this rank (the group
+ * level leaves each member its channels' sub-shards of the shard it got
+ * from the host level); each channel's ring all-reduces its sub-shard, a
+ * member holding several running them in channel order (every ring's
+ * members run it at the same point of that order, so none waits in a
+ * cycle); coming back, all-gathers in reverse order. */
 #include "config.h"
+
+#include <string.h>
 
 #include "coll_int.h"
 
@@ -19,16 +22,15 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 {
 	size_t dsz = tp_coll_dtype_size(dt);
 	size_t off[TP__COLL_MAX_LEVELS + 1], cnt[TP__COLL_MAX_LEVELS + 1];
-	int top = c->nlevels - 1;
+	size_t soff, scnt;
 	tp_err_t err;
 
-	if (c->nlevels <= 1) /* one level is a ring over all ranks */
-		return tp__coll_ring_allreduce(
-		    c, c->nlevels ? &c->level[0] : &c->ring, buf, src, count,
-		    dt, op);
+	if (c->nlevels == 0 && c->ncross == 0) /* the schedule is the ring */
+		return tp__coll_ring_allreduce(c, &c->ring, buf, src, count, dt,
+					       op);
 	off[0] = 0;
 	cnt[0] = count;
-	for (int l = 0; l < top; l++) {
+	for (int l = 0; l < c->nlevels; l++) {
 		const tp__coll_ring_t *r = &c->level[l];
 		size_t so, sc;
 
@@ -39,15 +41,25 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 						   dt, op, r->n - 1);
 		if (err)
 			return err;
-		tp__coll_seg(cnt[l], r->n, r->me, &so, &sc);
+		tp__coll_ring_seg(r, cnt[l], r->me, &so, &sc);
 		off[l + 1] = off[l] + so;
 		cnt[l + 1] = sc;
 	}
-	err = tp__coll_ring_allreduce(c, &c->level[top], buf + off[top] * dsz,
-				      NULL, cnt[top], dt, op);
-	if (err)
-		return err;
-	for (int l = top - 1; l >= 0; l--) {
+	/* the shard the channels split: the group level's input, or all
+	 * the host level left us when our unit is one node */
+	soff = off[c->group_lv >= 0 ? c->group_lv : c->nlevels];
+	scnt = cnt[c->group_lv >= 0 ? c->group_lv : c->nlevels];
+	if (c->nlevels == 0 && src)
+		memcpy(buf, src, count * dsz);
+	for (int k = 0; k < c->ncross; k++) {
+		size_t so, sc;
+		tp__coll_seg(scnt, c->nchan, c->cross_chan[k], &so, &sc);
+		err = tp__coll_ring_allreduce(
+		    c, &c->cross[k], buf + (soff + so) * dsz, NULL, sc, dt, op);
+		if (err)
+			return err;
+	}
+	for (int l = c->nlevels - 1; l >= 0; l--) {
 		const tp__coll_ring_t *r = &c->level[l];
 
 		err = tp__coll_ring_allgather(c, r, buf + off[l] * dsz, cnt[l],

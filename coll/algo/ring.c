@@ -27,12 +27,12 @@ static int mod(int a, int n)
 }
 
 /* Chunk ch of segment seg: byte offset and length in buf. */
-static void unit(size_t count, int n, int seg, size_t ch, size_t ce, size_t dsz,
-		 size_t *off_p, size_t *len_p)
+static void unit(const tp__coll_ring_t *r, size_t count, int seg, size_t ch,
+		 size_t ce, size_t dsz, size_t *off_p, size_t *len_p)
 {
 	size_t off, cnt, lo = ch * ce;
 
-	tp__coll_seg(count, n, seg, &off, &cnt);
+	tp__coll_ring_seg(r, count, seg, &off, &cnt);
 	*off_p = (off + lo) * dsz;
 	*len_p = lo < cnt ? ((cnt - lo < ce ? cnt - lo : ce) * dsz) : 0;
 }
@@ -54,7 +54,7 @@ tp_err_t tp__coll_ring_reduce_scatter(tp_coll_comm_t *c,
 	if (n <= 1 || count == 0)
 		return TP_OK;
 	size_t dsz = tp_coll_dtype_size(dt), ce = chunk_elems(c, dsz);
-	size_t maxseg = (count + (size_t)n - 1) / (size_t)n;
+	size_t maxseg = tp__coll_ring_maxseg(r, count);
 	size_t nch = (maxseg + ce - 1) / ce;
 	size_t nunits = (size_t)(n - 1) * nch;
 	int prev = (int)r->members[mod(me - 1, n)];
@@ -68,7 +68,7 @@ tp_err_t tp__coll_ring_reduce_scatter(tp_coll_comm_t *c,
 		while (rpost < nunits && rpost - rdone < W) {
 			int s = (int)(rpost / nch);
 			size_t off, len;
-			unit(count, n, mod(me - s - 1 + shift, n), rpost % nch,
+			unit(r, count, mod(me - s - 1 + shift, n), rpost % nch,
 			     ce, dsz, &off, &len);
 			/* Out of place: this chunk's input goes where the
 			 * peer's copy is reduced into, just before (hot). */
@@ -90,7 +90,7 @@ tp_err_t tp__coll_ring_reduce_scatter(tp_coll_comm_t *c,
 		       (spost < nch || spost - nch < rdone)) {
 			int s = (int)(spost / nch);
 			size_t off, len;
-			unit(count, n, mod(me - s + shift, n), spost % nch, ce,
+			unit(r, count, mod(me - s + shift, n), spost % nch, ce,
 			     dsz, &off, &len);
 			/* Step 0 sends the untouched input. */
 			xp->isend(c, next, (src && s == 0 ? src : buf) + off,
@@ -120,7 +120,7 @@ tp_err_t tp__coll_ring_allgather(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 	if (n <= 1 || count == 0)
 		return TP_OK;
 	size_t dsz = tp_coll_dtype_size(dt), ce = chunk_elems(c, dsz);
-	size_t maxseg = (count + (size_t)n - 1) / (size_t)n;
+	size_t maxseg = tp__coll_ring_maxseg(r, count);
 	size_t nch = (maxseg + ce - 1) / ce;
 	size_t nunits = (size_t)(n - 1) * nch;
 	int prev = (int)r->members[mod(me - 1, n)];
@@ -134,7 +134,7 @@ tp_err_t tp__coll_ring_allgather(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 		while (rpost < nunits && rpost - rdone < W) {
 			int s = (int)(rpost / nch);
 			size_t off, len;
-			unit(count, n, mod(own - s - 1, n), rpost % nch, ce,
+			unit(r, count, mod(own - s - 1, n), rpost % nch, ce,
 			     dsz, &off, &len);
 			xp->irecv(c, prev, buf + off, len, &rq[rpost % W]);
 			rpost++;
@@ -148,7 +148,7 @@ tp_err_t tp__coll_ring_allgather(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 		       (spost < nch || spost - nch < rdone)) {
 			int s = (int)(spost / nch);
 			size_t off, len;
-			unit(count, n, mod(own - s, n), spost % nch, ce, dsz,
+			unit(r, count, mod(own - s, n), spost % nch, ce, dsz,
 			     &off, &len);
 			xp->isend(c, next, buf + off, len, &sq[spost % W]);
 			spost++;
@@ -191,11 +191,16 @@ tp_err_t tp__coll_ring_broadcast(tp_coll_comm_t *c, char *buf, size_t bytes,
 				 int root)
 {
 	const tp__coll_xport_ops_t *xp = c->xp;
-	int n = c->size, pos = mod(c->rank - root, n);
+	const tp__coll_ring_t *r = &c->ring;
+	int n = r->n, at = 0;
 	if (n <= 1 || bytes == 0)
 		return TP_OK;
+	while (at < n - 1 && (int)r->members[at] != root)
+		at++;
+	int pos = mod(r->me - at, n);
 	size_t cb = c->chunk_bytes, nch = (bytes + cb - 1) / cb;
-	int prev = mod(c->rank - 1, n), next = mod(c->rank + 1, n);
+	int prev = (int)r->members[mod(r->me - 1, n)];
+	int next = (int)r->members[mod(r->me + 1, n)];
 	bool recv = pos > 0, send = pos < n - 1;
 	tp__coll_req_t *rq = c->reqs, *sq = c->reqs + W;
 	size_t rpost = 0, rdone = recv ? 0 : nch, spost = 0;

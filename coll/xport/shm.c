@@ -509,3 +509,252 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 	tp_free(names);
 	return err;
 }
+
+/* ---- one segment per host: the small all-reduce ----------------------- */
+
+/*
+ * Notes: a single-host communicator maps one more segment, shared by all
+ * its ranks: a slot per rank, two result buffers and three counters. A
+ * rank copies its input into its slot and adds one to `arrived`; the
+ * last to arrive reduces the slots in local rank order into the result
+ * buffer of the round's parity, resets `arrived`, bumps `gen` and wakes
+ * every waiter with one FUTEX_WAKE; the others sleep on `gen` in
+ * FUTEX_WAIT (no spinning) and copy the result. One wake-up per rank per
+ * call where the ring needs 2(P-1) dependent steps. Two result buffers
+ * suffice: round k+2 cannot finish before every rank has left round k+1,
+ * hence stopped reading round k's. The sleep is cut into 50 ms slices to
+ * notice a neighbour whose connection closed (a rank that failed closes
+ * its connections) and the communicator's timeout, naming the ranks that
+ * never arrived. The segment is set up along the chain of ranks (each
+ * connected to the next by the ring): the name goes down, the ranks' yes
+ * or no comes back up (all or none use it), the verdict goes down again.
+ */
+
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+
+#define HOST_HDR 192 /* arrived, gen at 0 and 64; stamps at 128.. */
+
+struct tp__coll_host {
+	void *map;
+	size_t len;
+	int n, me, first; /* ranks, my local rank, global rank of local 0 */
+	uint32_t seq;
+	_Atomic uint32_t *arrived, *gen, *stamp;
+	char *result, *slots; /* [2][SMALL], [n][SMALL] */
+};
+
+static size_t host_stamps(int n)
+{
+	return ((size_t)n * sizeof(uint32_t) + 63) & ~(size_t)63;
+}
+
+static size_t host_len(int n)
+{
+	return HOST_HDR + host_stamps(n) + (2 + (size_t)n) * TP__COLL_SMALL;
+}
+
+static tp__coll_host_t *host_attach(void *m, int n, int me, int first)
+{
+	tp__coll_host_t *h = tp_calloc(1, sizeof(*h));
+	char *b = m;
+
+	if (!h)
+		return NULL;
+	h->map = m;
+	h->len = host_len(n);
+	h->n = n;
+	h->me = me;
+	h->first = first;
+	h->arrived = (_Atomic uint32_t *)b;
+	h->gen = (_Atomic uint32_t *)(b + 64);
+	h->stamp = (_Atomic uint32_t *)(b + 128);
+	h->result = b + HOST_HDR + host_stamps(n);
+	h->slots = h->result + 2 * TP__COLL_SMALL;
+	return h;
+}
+
+void tp__coll_host_close(tp_coll_comm_t *c)
+{
+	if (!c->host)
+		return;
+	munmap(c->host->map, c->host->len);
+	tp_free(c->host);
+	c->host = NULL;
+}
+
+/* Local rank 0: a fresh zero-filled segment and its name ("" if none). */
+static void *host_create(int n, char *name)
+{
+	static _Atomic unsigned seq;
+	void *m = NULL;
+	int fd;
+
+	snprintf(name, NAME_LEN, "/tpcoll-h-%d-%u", (int)getpid(),
+		 atomic_fetch_add(&seq, 1));
+	fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+	if (fd < 0) {
+		name[0] = '\0';
+		return NULL;
+	}
+	if (ftruncate(fd, (off_t)host_len(n)) == 0)
+		m = map_fd(fd, host_len(n));
+	close(fd);
+	if (!m) {
+		shm_unlink(name);
+		name[0] = '\0';
+	}
+	return m;
+}
+
+static void *host_open(int n, const char *name)
+{
+	struct stat st;
+	void *m = NULL;
+	int fd = name[0] ? shm_open(name, O_RDWR, 0) : -1;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0 && (size_t)st.st_size == host_len(n))
+		m = map_fd(fd, host_len(n));
+	close(fd);
+	return m;
+}
+
+tp_err_t tp__coll_host_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
+{
+	const char *env = getenv("TOPOPLACE_COLL_SHM");
+	bool enabled = !(env && !strcmp(env, "0"));
+	int n = c->size, me = c->rank;
+	int up = me > 0 ? c->peers[me - 1].fd : -1;
+	int dn = me + 1 < n ? c->peers[me + 1].fd : -1;
+	char name[NAME_LEN] = "", ok, all = 1;
+	void *m = NULL;
+	tp_err_t err = TP_OK;
+
+	if (c->nhosts != 1 || n < 2)
+		return TP_OK;
+	if ((me > 0 && up < 0) || (dn < 0 && me + 1 < n))
+		return TP_OK; /* cannot happen: the ring links them */
+	if (me == 0 && enabled)
+		m = host_create(n, name);
+	else if (me > 0)
+		err = xfer(up, name, NAME_LEN, false, deadline);
+	if (!err && me > 0 && enabled)
+		m = host_open(n, name);
+	if (!err && dn >= 0)
+		err = xfer(dn, name, NAME_LEN, true, deadline);
+	ok = m != NULL;
+	/* up: all or none */
+	if (!err && dn >= 0)
+		err = xfer(dn, &all, 1, false, deadline);
+	all = (char)(all && ok);
+	if (!err && up >= 0)
+		err = xfer(up, &all, 1, true, deadline);
+	if (me == 0 && name[0])
+		shm_unlink(name);
+	/* down: the verdict */
+	if (!err && up >= 0)
+		err = xfer(up, &all, 1, false, deadline);
+	if (!err && dn >= 0)
+		err = xfer(dn, &all, 1, true, deadline);
+	if (!err && all && !(c->host = host_attach(m, n, me, 0)))
+		err = TP_ERR_NOMEM;
+	if (m && !c->host)
+		munmap(m, host_len(n));
+	if (err && err_p && !*err_p)
+		*err_p = tp_asprintf("rank %d: host segment setup: %s", c->rank,
+				     tp_strerror(err));
+	return err;
+}
+
+static long futex(_Atomic uint32_t *w, int op, uint32_t v,
+		  const struct timespec *ts)
+{
+	return syscall(SYS_futex, (uint32_t *)w, op, v, ts, NULL, 0);
+}
+
+/* A neighbour whose connection closed (it failed, died, or left after
+ * this round): its peer index and errno (0: closed), or -1. */
+static int host_closed(const tp_coll_comm_t *c, int *errno_p)
+{
+	for (int i = 0; i < c->nactive; i++) {
+		int peer = c->active[i], fd = c->peers[peer].fd;
+		char b;
+		if (fd < 0)
+			continue;
+		ssize_t k = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+		*errno_p = k < 0 ? errno : 0;
+		if (k == 0 || (k < 0 && errno != EAGAIN &&
+			       errno != EWOULDBLOCK && errno != EINTR))
+			return peer;
+	}
+	return -1;
+}
+
+static tp_err_t host_wait(tp_coll_comm_t *c, tp__coll_host_t *h, uint32_t seq)
+{
+	const struct timespec slice = {0, 50 * 1000 * 1000};
+	int64_t deadline = c->last_move_ns + (int64_t)(c->timeout_s * 1e9);
+
+	while (atomic_load(h->gen) == seq) {
+		int e, dead;
+		if (futex(h->gen, FUTEX_WAIT, seq, &slice) == 0 ||
+		    errno != ETIMEDOUT)
+			continue;
+		/* probe first, then look at gen: a peer that left after
+		 * the round ended is no failure */
+		dead = host_closed(c, &e);
+		bool late = tp__coll_now_ns() >= deadline;
+		if (atomic_load(h->gen) != seq)
+			break;
+		if (dead >= 0)
+			return lost(c, dead, e);
+		if (!late)
+			continue;
+		for (int l = 0; l < h->n; l++) {
+			char who[160];
+			if (atomic_load(&h->stamp[l]) == seq + 1)
+				continue;
+			tp__coll_peer_name(c, h->first + l, who, sizeof(who));
+			return tp__coll_fail(
+			    c, TP_ERR_TIMEOUT,
+			    "no progress for %.3g s waiting for %s",
+			    c->timeout_s, who);
+		}
+		return tp__coll_fail(c, TP_ERR_TIMEOUT,
+				     "no progress for %.3g s", c->timeout_s);
+	}
+	return TP_OK;
+}
+
+tp_err_t tp__coll_host_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
+				 size_t count, tp_coll_dtype_t dt,
+				 tp_coll_op_t op)
+{
+	tp__coll_host_t *h = c->host;
+	size_t bytes = count * tp_coll_dtype_size(dt);
+	uint32_t seq = h->seq++;
+	char *res = h->result + (seq & 1) * TP__COLL_SMALL;
+
+	memcpy(h->slots + (size_t)h->me * TP__COLL_SMALL, src ? src : buf,
+	       bytes);
+	atomic_store(&h->stamp[h->me], seq + 1);
+	if (atomic_fetch_add(h->arrived, 1) == (uint32_t)h->n - 1) {
+		memcpy(res, h->slots, bytes);
+		for (int l = 1; l < h->n; l++)
+			c->kern->reduce(res,
+					h->slots + (size_t)l * TP__COLL_SMALL,
+					count, dt, op, NULL);
+		atomic_store(h->arrived, 0);
+		atomic_store(h->gen, seq + 1);
+		futex(h->gen, FUTEX_WAKE, INT_MAX, NULL);
+	} else {
+		tp_err_t err = host_wait(c, h, seq);
+		if (err)
+			return err;
+	}
+	memcpy(buf, res, bytes);
+	return TP_OK;
+}

@@ -43,6 +43,7 @@ static void tcp_isend(tp_coll_comm_t *c, int peer, const void *buf, size_t len,
 	tp__coll_peer_t *p = &c->peers[peer];
 
 	prep(r, peer, buf, len);
+	c->sent[peer % c->size] += len;
 	if (!r->done)
 		enqueue(&p->sq_head, &p->sq_tail, r);
 }

@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -46,10 +47,36 @@ static tp_fabric_t *fabric(void)
 	return f;
 }
 
+/* The same hosts with a NIC per GPU: 4 rails. */
+static tp_fabric_t *fabric_nics(void)
+{
+	static tp_fabric_t *f;
+	tp_gen_fat_tree_t p;
+
+	if (f)
+		return f;
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 2;
+	p.spines = 2;
+	p.hosts_per_leaf = 2;
+	p.uplinks_per_spine = 1;
+	p.gpus_per_host = 4;
+	p.nics_per_host = 0;
+	p.interleave = true;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	return f;
+}
+
+static tp_plan_t *plan_on(tp_fabric_t *f, int nh, int L, int first);
+
 /* Plan over hosts first .. first+nh-1 of the fabric, L ranks each. */
 static tp_plan_t *plan_of(int nh, int L, int first)
 {
-	tp_fabric_t *f = fabric();
+	return plan_on(fabric(), nh, L, first);
+}
+
+static tp_plan_t *plan_on(tp_fabric_t *f, int nh, int L, int first)
+{
 	const char *names[8];
 	tp_plan_opts_t o;
 	tp_plan_t *p = NULL;
@@ -578,7 +605,8 @@ static void test_two_comms(void **s)
 
 #define VICTIM 2
 typedef struct fault {
-	bool hang; /* the victim stops answering instead of dying */
+	bool hang;  /* the victim stops answering instead of dying */
+	bool small; /* 8-byte auto all-reduces (one host: the host segment) */
 } fault_t;
 
 /* Survivors: 0 = failed naming the victim, 3 = failed naming someone
@@ -597,9 +625,10 @@ static int fault_rank(tp_coll_comm_t *c, void *arg)
 		raise(SIGKILL);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (int it = 0; it < 1000 && !err; it++)
-		err = tp_coll_allreduce(c, b, b, 1 << 18, TP_COLL_FP32,
-					TP_COLL_SUM, TP_COLL_ALGO_RING);
+	for (int it = 0; it < (f->small ? 1000000 : 1000) && !err; it++)
+		err = tp_coll_allreduce(
+		    c, b, b, f->small ? 2 : 1 << 18, TP_COLL_FP32, TP_COLL_SUM,
+		    f->small ? TP_COLL_ALGO_AUTO : TP_COLL_ALGO_RING);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (!err)
 		return 1;
@@ -616,11 +645,234 @@ static int fault_rank(tp_coll_comm_t *c, void *arg)
 	return strstr(d, "rank 2 (host ") ? 0 : 3;
 }
 
-static void run_fault(bool hang)
+/* ---- the library runs the schedule --------------------------------------
+ */
+
+typedef struct edges_arg {
+	tp_coll_algo_t algo;
+	size_t count;	/* fp32 elements */
+	uint64_t *sent; /* shared with the parent: [rank x size + peer] */
+} edges_arg_t;
+
+static int edges_rank(tp_coll_comm_t *c, void *arg)
 {
-	tp_plan_t *p = plan_of(2, 2, 0);
+	edges_arg_t *e = arg;
+	int n = tp_coll_comm_size(c), me = tp_coll_comm_rank(c);
+	float *b = malloc(e->count * sizeof(float));
+
+	if (!b)
+		return 3;
+	for (size_t i = 0; i < e->count; i++)
+		b[i] = (float)(i % 7);
+	tp_coll_comm_stats_reset(c);
+	if (tp_coll_allreduce(c, b, b, e->count, TP_COLL_FP32, TP_COLL_SUM,
+			      e->algo)) {
+		free(b);
+		return 1;
+	}
+	for (size_t i = 0; i < e->count; i++)
+		if (b[i] != (float)(i % 7) * (float)n) {
+			free(b);
+			return 2;
+		}
+	for (int q = 0; q < n; q++)
+		e->sent[(size_t)me * (size_t)n + (size_t)q] =
+		    tp_coll_comm_sent_bytes(c, q);
+	free(b);
+	return 0;
+}
+
+static uint32_t host_of_rank(const tp_plan_t *p, int r)
+{
+	for (size_t h = 0; h < tp_plan_nhosts(p); h++) {
+		const tp_plan_host_t *ph = tp_plan_host(p, h);
+		if ((uint32_t)r >= ph->first_rank &&
+		    (uint32_t)r < ph->first_rank + ph->nranks)
+			return (uint32_t)h;
+	}
+	return TP_PLAN_NONE;
+}
+
+/* Run algo on p, then compare what every rank sent with the plan's
+ * schedule for it: between two hosts, the bytes their ranks sent each
+ * other equal S x the fractions of the schedule's edges between them,
+ * every phase summed (mirrors included), exactly. Inside a host the self
+ * edges are per-rank loads: hierarchical's sum to g x frac per host; a
+ * ring rank passes at most the self edge's share. */
+static void check_edges(const tp_plan_t *p, tp_coll_algo_t algo,
+			tp_sched_algo_t salgo, size_t count)
+{
+	size_t n = tp_plan_world_size(p), nh = tp_plan_nhosts(p);
+	double S = (double)count * sizeof(float);
+	double got[8][8] = {{0}}, want[8][8] = {{0}}, self[8] = {0};
+	double maxself[8] = {0};
+	edges_arg_t e = {algo, count, NULL};
+	tp_sched_t *s = NULL;
 	tp_coll_opts_t o;
-	fault_t f = {.hang = hang};
+	int st[16];
+
+	assert_true(nh <= 8 && n <= 16);
+	e.sent = mmap(NULL, n * n * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(e.sent != MAP_FAILED);
+	opts_for(&o, next_port(), 20, 256 << 10);
+	run_ranks(p, &o, edges_rank, &e, 30, st);
+	for (size_t r = 0; r < n; r++)
+		assert_int_equal(st[r], 0);
+	for (size_t r = 0; r < n; r++) {
+		uint32_t a = host_of_rank(p, (int)r);
+		double local = 0;
+		for (size_t q = 0; q < n; q++) {
+			uint32_t b = host_of_rank(p, (int)q);
+			got[a][b] += (double)e.sent[r * n + q];
+			if (a == b)
+				local += (double)e.sent[r * n + q];
+		}
+		if (local > maxself[a])
+			maxself[a] = local;
+	}
+	assert_int_equal(tp_plan_sched(p, salgo, &s), TP_OK);
+	for (size_t i = 0; i < tp_sched_nphases(s); i++) {
+		const tp_sched_phase_t *ph = tp_sched_phase(s, i);
+		for (size_t x = 0; x < ph->nedges; x++) {
+			const tp_sched_edge_t *d = &ph->edges[x];
+			if (d->src != d->dst)
+				want[d->src][d->dst] += d->frac * S;
+			else
+				self[d->src] += d->frac * S;
+		}
+	}
+	for (size_t a = 0; a < nh; a++) {
+		double g = tp_plan_host(p, a)->nranks;
+		for (size_t b = 0; b < nh; b++)
+			if (a != b && fabs(got[a][b] - want[a][b]) > 0.5)
+				fail_msg(
+				    "%s: hosts %zu -> %zu sent %.0f bytes, "
+				    "the schedule says %.1f",
+				    tp_coll_algo_name(algo), a, b, got[a][b],
+				    want[a][b]);
+		if (salgo == TP_SCHED_HIER &&
+		    fabs(got[a][a] - g * self[a]) > 0.5)
+			fail_msg("hierarchical: host %zu sent %.0f bytes "
+				 "inside, the schedule says %.1f",
+				 a, got[a][a], g * self[a]);
+		if (salgo == TP_SCHED_RING && maxself[a] > self[a] + 0.5)
+			fail_msg("ring: a rank of host %zu sent %.0f bytes "
+				 "inside, the schedule at most %.1f",
+				 a, maxself[a], self[a]);
+	}
+	tp_sched_destroy(s);
+	munmap(e.sent, n * n * sizeof(uint64_t));
+}
+
+/* Two level-1 groups of two hosts, two ranks per host (the shape the
+ * hierarchical channels are about: every rank crosses on its own rail),
+ * and three hosts in groups of two and one (uneven: the lone host holds
+ * both channels and runs both cross rings): for ring, hierarchical and
+ * tree the bytes each rank sends each peer, summed per pair of hosts,
+ * are the plan's schedule's edges. */
+static void test_runs_the_schedule(void **s)
+{
+	static const tp_coll_algo_t algo[3] = {
+	    TP_COLL_ALGO_RING, TP_COLL_ALGO_HIERARCHICAL, TP_COLL_ALGO_TREE};
+	static const tp_sched_algo_t salgo[3] = {TP_SCHED_RING, TP_SCHED_HIER,
+						 TP_SCHED_TREE};
+	tp_plan_t *p;
+
+	(void)s;
+	for (int shape = 0; shape < 3; shape++) {
+		/* shape 2: a NIC per GPU, each rank's edges on its rail */
+		p = shape == 2	 ? plan_on(fabric_nics(), 4, 2, 0)
+		    : shape == 1 ? plan_of(3, 2, 0)
+				 : plan_of(4, 2, 0);
+		if (shape != 1) {
+			assert_int_equal(tp_plan_ngroups(p), 2);
+			assert_int_equal(tp_plan_group(p, 0)->nhosts, 2);
+		}
+		for (int a = 0; a < 3; a++)
+			/* 12288 floats: every segment of every level even */
+			check_edges(p, algo[a], salgo[a], 12288);
+		tp_plan_destroy(p);
+	}
+}
+
+/* ---- HCA addresses -------------------------------------------------------
+ */
+
+/* Every TCP connection of this rank starts or ends at 127.0.0.(2 + the
+ * rail of its HCA), the address its HCA was given; the sockets work. */
+static int hca_rank(tp_coll_comm_t *c, void *arg)
+{
+	const tp_plan_t *p = arg;
+	int me = tp_coll_comm_rank(c), conns = 0;
+	const tp_plan_host_t *h = tp_plan_host(p, host_of_rank(p, me));
+	uint32_t lr = (uint32_t)h->ranks[(uint32_t)me - h->first_rank].rail;
+	float b[64];
+
+	for (int fd = 3; fd < 1024; fd++) {
+		struct sockaddr_in a, peer;
+		socklen_t al = sizeof(a), pl = sizeof(peer);
+		if (getsockname(fd, (struct sockaddr *)&a, &al) < 0 ||
+		    a.sin_family != AF_INET ||
+		    getpeername(fd, (struct sockaddr *)&peer, &pl) < 0)
+			continue;
+		conns++;
+		if (ntohl(a.sin_addr.s_addr) != 0x7f000002u + lr) {
+			fprintf(stderr, "# rank %d: a connection from %s\n", me,
+				inet_ntoa(a.sin_addr));
+			return 2;
+		}
+	}
+	for (int i = 0; i < 64; i++)
+		b[i] = 1;
+	if (conns == 0 || tp_coll_allreduce(c, b, b, 64, TP_COLL_FP32,
+					    TP_COLL_SUM, TP_COLL_ALGO_RING))
+		return 3;
+	return b[63] == (float)tp_coll_comm_size(c) ? 0 : 4;
+}
+
+/* TOPOPLACE_COLL_HCA_ADDRS gives each HCA an address: a rank's peer
+ * connections use its own HCA's (one rail per rank), and an address that
+ * is not local fails init naming it. */
+static void test_hca_addrs(void **s)
+{
+	tp_plan_t *p = plan_on(fabric_nics(), 2, 4, 0);
+	const tp_plan_host_t *h = tp_plan_host(p, 0);
+	tp_coll_opts_t o;
+	tp_coll_comm_t *c = NULL;
+	char env[256] = "", *why = NULL;
+	int st[16];
+
+	(void)s;
+	/* the generated hosts: rank l's HCA on rail r, every host alike */
+	for (uint32_t l = 0; l < h->nranks; l++) {
+		size_t n = strlen(env);
+		assert_non_null(h->ranks[l].hca);
+		snprintf(env + n, sizeof(env) - n, "%s%s=127.0.0.%d",
+			 n ? "," : "", h->ranks[l].hca, 2 + h->ranks[l].rail);
+	}
+	assert_int_not_equal(h->ranks[0].rail, h->ranks[3].rail);
+	setenv("TOPOPLACE_COLL_HCA_ADDRS", env, 1);
+	opts_for(&o, next_port(), 20, 4096);
+	run_ranks(p, &o, hca_rank, p, 30, st);
+	for (int r = 0; r < 8; r++)
+		assert_int_equal(st[r], 0);
+
+	snprintf(env, sizeof(env), "%s=192.0.2.7", h->ranks[0].hca);
+	setenv("TOPOPLACE_COLL_HCA_ADDRS", env, 1);
+	assert_int_equal(tp_coll_comm_init(p, 0, &o, &c, &why), TP_ERR_INVAL);
+	assert_non_null(strstr(why, "192.0.2.7"));
+	assert_null(c);
+	tp_free(why);
+	unsetenv("TOPOPLACE_COLL_HCA_ADDRS");
+	tp_plan_destroy(p);
+}
+
+static void run_fault(bool hang, bool one_host)
+{
+	tp_plan_t *p = one_host ? plan_of(1, 4, 0) : plan_of(2, 2, 0);
+	tp_coll_opts_t o;
+	fault_t f = {.hang = hang, .small = one_host};
 	int st[16], named = 0;
 
 	opts_for(&o, next_port(), 1.5, 64 << 10);
@@ -641,13 +893,22 @@ static void run_fault(bool hang)
 static void test_killed_peer(void **s)
 {
 	(void)s;
-	run_fault(false);
+	run_fault(false, false);
+}
+
+/* One host, small auto all-reduces: the host segment's waits notice a
+ * dead neighbour's closed connection, and time out naming a hung one. */
+static void test_small_faults(void **s)
+{
+	(void)s;
+	run_fault(false, true);
+	run_fault(true, true);
 }
 
 static void test_hung_peer(void **s)
 {
 	(void)s;
-	run_fault(true);
+	run_fault(true, false);
 }
 
 /* ---- init errors ----------------------------------------------------------
@@ -881,8 +1142,11 @@ int main(void)
 	    cmocka_unit_test(test_shm_tiny_ring),
 	    cmocka_unit_test(test_large),
 	    cmocka_unit_test(test_two_comms),
+	    cmocka_unit_test(test_runs_the_schedule),
+	    cmocka_unit_test(test_hca_addrs),
 	    cmocka_unit_test(test_killed_peer),
 	    cmocka_unit_test(test_hung_peer),
+	    cmocka_unit_test(test_small_faults),
 	};
 
 	signal(SIGPIPE, SIG_DFL);     /* the library must not need SIG_IGN */

@@ -623,6 +623,37 @@ static void test_hier_one_group(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* Uneven groups, the schedule the library runs for them: hosts 0, 1 on
+ * one leaf, host 2 alone on the other, 1 GPU each. C = 2 channels (the
+ * larger group's size): hosts 0 and 1 hold one each, host 2 both. Group
+ * reduce-scatter S/2 per edge; cross rings between each channel's
+ * holders, S/2 per edge, host 2 sending and receiving S over its one NIC
+ * (its two rings one after the other: 2 x 2(m-1) steps); the all-gather
+ * S/2 per edge. 2S / B in all, where the ring's edges carry 4/3 S. */
+static void test_hier_uneven(void **state)
+{
+	tp_cost_params_t p;
+	tp_fabric_t *f = fat_tree(2, 2, 2, 1);
+	tp_cost_ctx_t *c = mkctx(f);
+	uint32_t hosts[3] = {0, 1, 2};
+	int gpus[3];
+	tp_cost_t h, r;
+
+	(void)state;
+	tp_cost_params_defaults(&p);
+	ones(gpus, 3, 1);
+	h = predict(c, NULL, hosts, gpus, 3, TP_ALGO_HIERARCHICAL);
+	assert_close(h.bandwidth_s,
+		     2 * xfer(S_BYTES / 2, B_GBPS) + xfer(S_BYTES, B_GBPS));
+	assert_close(h.cross_top_bytes, 4 * S_BYTES / 2);
+	assert_close(h.latency_s,
+		     2 * (p.alpha_s + p.hop_s) + 4 * (p.alpha_s + 3 * p.hop_s));
+	r = predict(c, NULL, hosts, gpus, 3, TP_ALGO_RING);
+	assert_close(r.bandwidth_s, xfer(4.0 / 3 * S_BYTES, B_GBPS));
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
 /* Tree latency is logarithmic: 2 ceil(log2 n) (alpha + 1 hop) on one
  * switch, where the ring pays 2(n-1). Bandwidth for n = 2: both trees
  * send S/2 each way on the one pair, two flows per direction at B/2: S/B
@@ -800,12 +831,15 @@ static void test_tree_levelwise_closed(void **state)
 	tp_fabric_destroy(f);
 }
 
-/* Hierarchical on 2 rails prices the plan's rail leaders: 2 scalable
- * units of 2 hosts, 2 GPUs each next to its own rail. One channel per
- * rail, led by host r of each unit: reduce-scatter inside the host (S/2
- * per GPU over NVLink), inside the unit (S/2 per edge over both rails:
- * S/4 per NIC), then per rail one cross-unit ring of the leaders on that
- * rail alone (2(m-1)/m / 2 = S/2 per edge, one NIC), and back. */
+/* Hierarchical on 2 rails: 2 scalable units of 2 hosts, 2 GPUs each next
+ * to its own rail. Every rank carries its own shard on its own rail:
+ * reduce-scatter inside the host (S/2 per GPU over NVLink), inside the
+ * unit (S/4 per rank, one NIC each), then per (host, GPU) channel a
+ * cross-unit ring between corresponding hosts on that GPU's rail
+ * (2(m-1)/m / (K g) = S/4 per edge, every NIC of the unit busy), and
+ * back. (Before, one rail leader per unit carried the rail's S/2 through
+ * its one NIC: that schedule no longer runs.) The ring on the same hosts
+ * is now the slower one. */
 static void test_hier_rail_leaders(void **state)
 {
 	tp_cost_params_t p;
@@ -814,7 +848,7 @@ static void test_hier_rail_leaders(void **state)
 	uint32_t hosts[4] = {0, 1, 2, 3};
 	int gpus[4];
 	double nv;
-	tp_cost_t h;
+	tp_cost_t h, r;
 
 	(void)state;
 	tp_cost_params_defaults(&p);
@@ -825,10 +859,15 @@ static void test_hier_rail_leaders(void **state)
 	h = predict(c, NULL, hosts, gpus, 4, TP_ALGO_HIERARCHICAL);
 	assert_close(h.bandwidth_s, 2 * xfer(S_BYTES / 2, nv) +
 					2 * xfer(S_BYTES / 4, B_GBPS) +
-					xfer(S_BYTES / 2, B_GBPS));
+					xfer(S_BYTES / 4, B_GBPS));
 	assert_close(h.cross_top_bytes, 2 * S_BYTES);
 	assert_close(h.latency_s, 2 * p.alpha_s + 2 * (p.alpha_s + p.hop_s) +
 				      2 * (p.alpha_s + 3 * p.hop_s));
+	/* the ring's edges carry 2(P-1)/P S = 7/8 S over both NICs: the
+	 * hierarchical network terms (3/4 S per NIC) beat it now */
+	r = predict(c, NULL, hosts, gpus, 4, TP_ALGO_RING);
+	assert_close(r.bandwidth_s, xfer(7.0 / 8 * S_BYTES, B_GBPS));
+	assert_true(h.bandwidth_s < r.bandwidth_s);
 	tp_cost_ctx_destroy(c);
 	tp_fabric_destroy(f);
 }
@@ -1129,6 +1168,7 @@ int main(void)
 	    cmocka_unit_test(test_dmodk_keys),
 	    cmocka_unit_test(test_hier_cross_spine),
 	    cmocka_unit_test(test_hier_one_group),
+	    cmocka_unit_test(test_hier_uneven),
 	    cmocka_unit_test(test_tree),
 	    cmocka_unit_test(test_tree_levelwise_cross),
 	    cmocka_unit_test(test_tree_levelwise_closed),

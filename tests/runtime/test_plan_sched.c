@@ -86,9 +86,11 @@ static void assert_same_sched(const tp_sched_t *a, const tp_sched_t *b)
 	}
 }
 
-/* Rail-optimized, 2 scalable units x 4 hosts, 4 rails: the hierarchical
- * schedule's channels are the plan's rail leaders, its cross edges run
- * between the leaders of one rail on that rail; groups are the plan's;
+/* Rail-optimized, 2 scalable units x 4 hosts, 4 rails, 8 GPUs: the
+ * hierarchical schedule's channels are (member, local rank): its cross
+ * edges run between corresponding members of the units, one per rail,
+ * on the rail of the ranks they carry; the rail leaders are recorded
+ * (informational) and answered by the schedule; groups are the plan's;
  * the tree schedule's trees are the plan's; everything survives a JSON
  * round trip. */
 static void test_rail_leaders_and_json(void **state)
@@ -115,19 +117,23 @@ static void test_rail_leaders_and_json(void **state)
 	}
 	cross = tp_sched_phase(s, 2);
 	assert_int_equal(cross->kind, TP_SCHED_PH_CROSS);
-	assert_int_equal(cross->nedges, 4 * 2);
+	assert_int_equal(cross->nedges, 4 * 2 * 4);
 	for (size_t e = 0; e < cross->nedges; e++) {
 		const tp_sched_edge_t *x = &cross->edges[e];
-		int r = x->rail;
-		assert_int_equal(r, (int)x->chan);
-		assert_int_equal(
-		    x->src, tp_plan_group(p, tp_plan_host(p, x->src)->group)
-				->rail_leaders[r]
-				.node_rank);
-		assert_int_equal(
-		    x->dst, tp_plan_group(p, tp_plan_host(p, x->dst)->group)
-				->rail_leaders[r]
-				.node_rank);
+		const tp_plan_host_t *a = tp_plan_host(p, x->src);
+		const tp_plan_host_t *b = tp_plan_host(p, x->dst);
+		bool on_rail = false;
+		assert_true(a->group != b->group);
+		assert_int_equal(x->src - tp_plan_group(p, a->group)->first,
+				 x->chan);
+		assert_int_equal(x->dst - tp_plan_group(p, b->group)->first,
+				 x->chan);
+		for (uint32_t l = 0; l < a->nranks; l++)
+			on_rail |= a->ranks[l].rail == x->rail &&
+				   b->ranks[l].rail == x->rail;
+		assert_true(on_rail);
+		/* 2 of the 8 ranks per rail: 2 x 2(m-1)/m / (K g) */
+		assert_true(fabs(x->frac - 2.0 / 32) < 1e-12);
 	}
 	assert_int_equal(tp_plan_sched(p, TP_SCHED_TREE, &t), TP_OK);
 	for (int tr = 0; tr < 2; tr++) {
@@ -202,8 +208,9 @@ static void test_predictions_are_the_schedule(void **state)
 }
 
 /* Hosts the fabric knows no GPUs of, many ranks each: the ranks spread
- * over the CAs, so every rail has a leader in every group, and the
- * hierarchical prediction (which derives the same rails) is made. */
+ * over the CAs, so every rail has a leader in every group, the
+ * hierarchical prediction (which derives the same rails) is made, and
+ * the cross edges keep to each rail the ranks drive. */
 static void test_many_ranks_no_gpus(void **state)
 {
 	tp_fabric_t *f = rail(2, 2, 4, 0);
@@ -224,9 +231,10 @@ static void test_many_ranks_no_gpus(void **state)
 	assert_int_equal(tp_plan_group(p, 0)->nrail_leaders, 4);
 	assert_true(isfinite(tp_plan_predict_s(p, 0, TP_ALGO_HIERARCHICAL)));
 	assert_int_equal(tp_plan_sched(p, TP_SCHED_HIER, &s), TP_OK);
+	assert_int_equal(tp_sched_phase(s, 2)->nedges, 2 * 2 * 4);
 	for (size_t e = 0; e < tp_sched_phase(s, 2)->nedges; e++)
 		assert_int_equal(tp_sched_phase(s, 2)->edges[e].rail,
-				 (int)tp_sched_phase(s, 2)->edges[e].chan);
+				 (int)(e % 4));
 	tp_sched_destroy(s);
 	tp_plan_destroy(p);
 	tp_cost_ctx_destroy(ctx);

@@ -18,6 +18,7 @@ typedef struct tjob {
 	const uint32_t *key[2];
 	const uint32_t *ranks;
 	const uint64_t *rails;
+	int (*rank_rail)(const void *arg, size_t node, uint32_t l);
 } tjob_t;
 
 static uint32_t tj_group(const void *arg, size_t node, int level)
@@ -50,6 +51,7 @@ static tp_sched_t *build(const tjob_t *t, size_t n, int nlevels, int nrails,
 	j.group = tj_group;
 	j.nranks = tj_ranks;
 	j.rails = tj_rails;
+	j.rank_rail = t->rank_rail;
 	assert_int_equal(tp_sched_build(&j, algo, &s), TP_OK);
 	assert_non_null(s);
 	return s;
@@ -86,7 +88,7 @@ static size_t crossing(const tp_sched_t *s, int t, const uint32_t *key)
 static void test_tree_one_group(void **state)
 {
 	uint32_t key[8] = {0};
-	tjob_t t = {{key, key}, NULL, NULL};
+	tjob_t t = {{key, key}, NULL, NULL, NULL};
 	tp_sched_t *s = build(&t, 8, 1, 0, TP_SCHED_TREE);
 	static const uint32_t p0[8] = {TP_SCHED_NONE, 2, 4, 2, 0, 6, 4, 6};
 
@@ -111,8 +113,8 @@ static void test_tree_one_group(void **state)
 static void test_tree_levelwise(void **state)
 {
 	uint32_t key[12], top[12] = {0}, ik[12];
-	tjob_t t = {{key, top}, NULL, NULL};
-	tjob_t ti = {{ik, top}, NULL, NULL};
+	tjob_t t = {{key, top}, NULL, NULL, NULL};
+	tjob_t ti = {{ik, top}, NULL, NULL, NULL};
 
 	(void)state;
 	for (size_t r = 0; r < 12; r++) {
@@ -157,7 +159,7 @@ static void test_tree_levelwise(void **state)
 static void test_nokey(void **state)
 {
 	uint32_t key[4] = {5, TP_SCHED_NOKEY, TP_SCHED_NOKEY, 5};
-	tjob_t t = {{key, key}, NULL, NULL};
+	tjob_t t = {{key, key}, NULL, NULL, NULL};
 	tp_sched_t *s = build(&t, 4, 1, 0, TP_SCHED_HIER);
 
 	(void)state;
@@ -173,7 +175,7 @@ static void test_nokey(void **state)
 static void test_no_levels(void **state)
 {
 	uint32_t key[5] = {0, 1, 2, 3, 4};
-	tjob_t t = {{key, key}, NULL, NULL};
+	tjob_t t = {{key, key}, NULL, NULL, NULL};
 	tp_sched_t *s = build(&t, 5, 0, 0, TP_SCHED_TREE);
 
 	(void)state;
@@ -188,7 +190,7 @@ static void test_no_levels(void **state)
 static void test_ring(void **state)
 {
 	uint32_t key[4] = {0}, ranks[4] = {2, 1, 1, 1};
-	tjob_t t = {{key, key}, ranks, NULL};
+	tjob_t t = {{key, key}, ranks, NULL, NULL};
 	tp_sched_t *s = build(&t, 4, 1, 0, TP_SCHED_RING);
 	const tp_sched_phase_t *ph = tp_sched_phase(s, 0);
 
@@ -217,7 +219,7 @@ static void test_ring(void **state)
 static void test_hier_one_rail(void **state)
 {
 	uint32_t key[8] = {0, 0, 0, 0, 1, 1, 1, 1}, ranks[8];
-	tjob_t t = {{key, key}, ranks, NULL};
+	tjob_t t = {{key, key}, ranks, NULL, NULL};
 	tp_sched_t *s;
 	const tp_sched_phase_t *ph;
 	double across = 0;
@@ -257,43 +259,130 @@ static void test_hier_one_rail(void **state)
 	tp_sched_destroy(s);
 }
 
-/* Hierarchical, 2 rails: one channel per rail, led by the group's rail
- * leader (rail r by member r, or the next one round with the rail), its
- * cross edges on that rail. Members holding no channel pass everything
- * on: reduce-scatter shares 1/2, 1/2, 1, 1 and all-gather 1/2, 1, 1, 1/2,
- * so the all-gather is priced on its own. */
+/* Rank l on rail l, but node 4 drives rail 1 only (both ranks). */
+static int tj_rank_rail(const void *arg, size_t node, uint32_t l)
+{
+	(void)arg;
+	return node == 4 ? 1 : (int)l;
+}
+
+/* Hierarchical, 2 rails, 2 ranks per node: channel (j, l) is rank l of
+ * member j, every rank carrying its own shard on its own rail (no rail
+ * leader funnels a group's share through one NIC). In-group edges
+ * (K-1)/K / g = 3/8 per rank, cross edges 2(m-1)/m / (K g) = 1/8 per
+ * rank, one edge per rail the two ends share; rank 0 of node 4 is on
+ * rail 1 while its partners' rank 0 is on rail 0: those edges take any
+ * rail (-1). Rail leaders stay answered (informational). */
 static void test_hier_rails(void **state)
 {
-	uint32_t key[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+	uint32_t key[8] = {0, 0, 0, 0, 1, 1, 1, 1}, ranks[8];
 	uint64_t rails[8] = {3, 3, 3, 3, 2, 3, 3, 3};
-	tjob_t t = {{key, key}, NULL, rails};
-	tp_sched_t *s = build(&t, 8, 1, 2, TP_SCHED_HIER);
+	tjob_t t = {{key, key}, ranks, rails, tj_rank_rail};
+	tp_sched_t *s;
 	const tp_sched_phase_t *ph;
-	static const double rs[4] = {0.5, 0.5, 1, 1}, ag[4] = {0.5, 1, 1, 0.5};
+	double across = 0;
+	size_t anyrail = 0;
 
 	(void)state;
+	for (size_t r = 0; r < 8; r++)
+		ranks[r] = 2;
+	s = build(&t, 8, 1, 2, TP_SCHED_HIER);
 	assert_int_equal(tp_sched_rail_leader(s, 0, 0), 0);
 	assert_int_equal(tp_sched_rail_leader(s, 0, 1), 1);
-	/* node 4 lacks rail 0: the next member round leads it */
 	assert_int_equal(tp_sched_rail_leader(s, 1, 0), 5);
 	assert_int_equal(tp_sched_rail_leader(s, 1, 1), 5);
 	assert_int_equal(tp_sched_rail_leader(s, 1, 2), TP_SCHED_NONE);
+	assert_int_equal(tp_sched_nphases(s), 5);
 	ph = tp_sched_phase(s, 1);
-	assert_int_equal(ph->nedges, 4 + 3); /* node 5 holds both: share 0 */
-	for (size_t e = 0; e < 4; e++)
+	assert_int_equal(ph->kind, TP_SCHED_PH_GROUP_RS);
+	assert_int_equal(ph->nedges, 8 * 2);
+	for (size_t e = 0; e < ph->nedges; e++) {
+		const tp_sched_edge_t *x = &ph->edges[e];
+		assert_close(x->frac, 3.0 / 8);
+		if (x->src != 4 && x->dst != 4)
+			assert_true(x->rail == 0 || x->rail == 1);
+		assert_int_equal(key[x->src], key[x->dst]);
+	}
+	ph = tp_sched_phase(s, 2);
+	assert_int_equal(ph->kind, TP_SCHED_PH_CROSS);
+	assert_int_equal(ph->nedges, 4 * 2 * 2);
+	for (size_t e = 0; e < ph->nedges; e++) {
+		const tp_sched_edge_t *x = &ph->edges[e];
+		assert_close(x->frac, 1.0 / 8);
+		assert_int_equal(x->src % 4, x->chan);
+		assert_int_equal(x->dst % 4, x->chan);
+		assert_true(key[x->src] != key[x->dst]);
+		anyrail += x->rail == -1;
+		if (x->rail == -1)
+			assert_true(x->src == 4 || x->dst == 4);
+		across += x->frac;
+	}
+	assert_int_equal(anyrail, 2);
+	assert_close(across, 2);
+	assert_int_equal(tp_sched_phase(s, 3)->mirror, 1);
+	assert_int_equal(tp_sched_phase(s, 4)->mirror, 0);
+	assert_close(tp_sched_latency(s, 1, 0, NULL), 2 * 1 + 2 * 3 + 2 * 1);
+	tp_sched_destroy(s);
+}
+
+/* Groups of 3 and 2 nodes, 2 ranks each: C = 3 channels; in the small
+ * group node 3 holds channels 0 and 1, node 4 channel 2. Reduce-scatter
+ * edges pass all but the sender's part (2/3, or 1/3 from node 3), cross
+ * rings run between each channel's holders (2(m-1)/m / (g C) = 1/6 per
+ * rank), node 3 runs its two one after the other (2 x 2(m-1) steps); the
+ * all-gather passes all but the next member's part, so it is priced on
+ * its own. Nodes with different rank counts get the ring schedule. */
+static void test_hier_uneven(void **state)
+{
+	uint32_t key[5] = {0, 0, 0, 1, 1}, ranks[5] = {2, 2, 2, 2, 2};
+	tjob_t t = {{key, key}, ranks, NULL, NULL};
+	tp_sched_t *s = build(&t, 5, 1, 1, TP_SCHED_HIER), *r;
+	const tp_sched_phase_t *ph;
+	static const double rs[5] = {2 / 3., 2 / 3., 2 / 3., 1 / 3., 2 / 3.};
+	static const double ag[5] = {2 / 3., 2 / 3., 2 / 3., 2 / 3., 1 / 3.};
+	static const uint32_t src[6] = {0, 3, 1, 3, 2, 4};
+	static const uint32_t dst[6] = {3, 0, 3, 1, 4, 2};
+
+	(void)state;
+	assert_int_equal(tp_sched_nphases(s), 5);
+	assert_int_equal(tp_sched_hier_channels(s), 3);
+	ph = tp_sched_phase(s, 1);
+	assert_int_equal(ph->kind, TP_SCHED_PH_GROUP_RS);
+	assert_int_equal(ph->nedges, 5);
+	for (size_t e = 0; e < 5; e++)
 		assert_close(ph->edges[e].frac, rs[e]);
 	ph = tp_sched_phase(s, 2);
-	assert_int_equal(ph->nedges, 2 * 2);
-	for (size_t e = 0; e < ph->nedges; e++) {
-		assert_int_equal(ph->edges[e].rail, (int)ph->edges[e].chan);
-		assert_close(ph->edges[e].frac, 0.5);
+	assert_int_equal(ph->kind, TP_SCHED_PH_CROSS);
+	assert_int_equal(ph->nedges, 6);
+	for (size_t e = 0; e < 6; e++) {
+		assert_int_equal(ph->edges[e].src, src[e]);
+		assert_int_equal(ph->edges[e].dst, dst[e]);
+		assert_int_equal(ph->edges[e].chan, e / 2);
+		assert_close(ph->edges[e].frac, 1 / 3.);
 	}
-	assert_int_equal(ph->edges[0].src, 0);
-	assert_int_equal(ph->edges[0].dst, 5);
+	assert_close(ph->steps, 4);
 	ph = tp_sched_phase(s, 3);
 	assert_int_equal(ph->mirror, TP_SCHED_NONE);
-	for (size_t e = 0; e < 4; e++)
+	for (size_t e = 0; e < 5; e++)
 		assert_close(ph->edges[e].frac, ag[e]);
+	assert_int_equal(tp_sched_phase(s, 4)->mirror, 0);
+	assert_close(tp_sched_latency(s, 1, 0, NULL), 2 * 1 + 2 * 2 + 4);
+	tp_sched_destroy(s);
+
+	ranks[2] = 1;
+	s = build(&t, 5, 1, 1, TP_SCHED_HIER);
+	r = build(&t, 5, 1, 1, TP_SCHED_RING);
+	assert_int_equal(tp_sched_nphases(s), 1);
+	assert_int_equal(tp_sched_hier_channels(s), 0);
+	ph = tp_sched_phase(s, 0);
+	assert_int_equal(ph->kind, TP_SCHED_PH_RING);
+	assert_int_equal(ph->nedges, tp_sched_phase(r, 0)->nedges);
+	for (size_t e = 0; e < ph->nedges; e++)
+		assert_close(ph->edges[e].frac,
+			     tp_sched_phase(r, 0)->edges[e].frac);
+	assert_close(tp_sched_latency(s, 1, 0, NULL),
+		     tp_sched_latency(r, 1, 0, NULL));
+	tp_sched_destroy(r);
 	tp_sched_destroy(s);
 }
 
@@ -302,7 +391,7 @@ static void test_hier_rails(void **state)
 static void test_tree_local(void **state)
 {
 	uint32_t key[1] = {0}, ranks[1] = {4};
-	tjob_t t = {{key, key}, ranks, NULL};
+	tjob_t t = {{key, key}, ranks, NULL, NULL};
 	tp_sched_t *s = build(&t, 1, 1, 0, TP_SCHED_TREE);
 	const tp_sched_phase_t *ph = tp_sched_phase(s, 0);
 
@@ -331,8 +420,8 @@ static void *frealloc(void *p, size_t n)
 static void test_errors(void **state)
 {
 	uint32_t key[4] = {0}, zero[4] = {0};
-	tjob_t t = {{key, key}, NULL, NULL};
-	tp_sched_job_t j = {4, 1, 0, &t, tj_group, NULL, NULL};
+	tjob_t t = {{key, key}, NULL, NULL, NULL};
+	tp_sched_job_t j = {4, 1, 0, &t, tj_group, NULL, NULL, NULL};
 	tp_allocator_t a = {fmalloc, fcalloc, frealloc, free};
 	tp_sched_t *s = NULL;
 
@@ -387,6 +476,7 @@ int main(void)
 	    cmocka_unit_test(test_ring),
 	    cmocka_unit_test(test_hier_one_rail),
 	    cmocka_unit_test(test_hier_rails),
+	    cmocka_unit_test(test_hier_uneven),
 	    cmocka_unit_test(test_tree_local),
 	    cmocka_unit_test(test_errors),
 	};
