@@ -218,6 +218,13 @@ never_job() {
 		if wait_state "$nid" RUNNING 8; then
 			got="(running on $(field "$nid" NodeList))"
 		else
+			# Reason stays None until slurmctld has evaluated the job,
+			# which a loaded machine can take longer than 8 s to do
+			i=0
+			while [ "$(field "$nid" Reason)" = None ] && [ $i -lt 30 ]; do
+				sleep 1
+				i=$((i + 1))
+			done
 			got="(none: $(field "$nid" JobState) $(field "$nid" Reason))"
 		fi
 		timeout 10 scancel "$nid"
