@@ -18,7 +18,8 @@
 # E2E_TOPO_ALGOS (ring hierarchical tree auto), E2E_OMPI_ALGOS (default ring),
 # E2E_GLOO_ALGOS (default halving_doubling), E2E_ORDERS (slurm names), E2E_DATA_IF (eth0).
 # Output: the tables on stdout; E2E_OUT/results.jsonl (topoplace-coll-bench/1 result lines,
-# "order" as above, "plan" for topoplace; the peers are told "slurm" and relabelled); E2E_OUT/orders (the host lists); exit 1 when a
+# "order" as above, "plan" for topoplace; the peers only know plan|slurm: they are told "slurm",
+# their table headings and JSON lines relabelled); E2E_OUT/orders (the host lists); exit 1 when a
 # program failed or a --check found a wrong element.
 set -u
 out=${E2E_OUT:-$PWD}
@@ -83,7 +84,8 @@ if [ -n "${PEER_MPI:-}" ]; then
 				--mca oob_tcp_if_include "$dif" --mca pml ob1 --bind-to none \
 				--mca mpi_yield_when_idle 1 \
 				"$PEER_MPI" --algo "$a" --order slurm $sizes --timeout "$tmo" $check \
-				--json "$out/ompi.jsonl" </dev/null || fail "openmpi $a $o"
+				--json "$out/ompi.jsonl" </dev/null | sed "s/, order slurm,/, order $o,/"
+			[ "${PIPESTATUS[0]}" -eq 0 ] || fail "openmpi $a $o"
 			label "$o" "$out/ompi.jsonl"
 		done
 	done
@@ -106,7 +108,8 @@ if [ -n "${PEER_GLOO:-}" ]; then
 				shift
 				exec "$@" --rank "$r" --addr "$addr"' sh "$(order_of "$o")" \
 				"$PEER_GLOO" --size "$n" --store "$st" --algo "$a" --order slurm $sizes \
-				--timeout "$tmo" $check --json "$out/gloo.jsonl" || fail "gloo $a $o"
+				--timeout "$tmo" $check --json "$out/gloo.jsonl" | sed "s/, order slurm,/, order $o,/"
+			[ "${PIPESTATUS[0]}" -eq 0 ] || fail "gloo $a $o"
 			rm -rf "$st"
 			label "$o" "$out/gloo.jsonl"
 		done
