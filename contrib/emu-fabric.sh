@@ -25,6 +25,8 @@
 #   --prefix P (tpe-) [TPE_PREFIX]: prefix of every namespace this script creates
 #   --fabric-out FILE: where to write the topoplace fabric JSON (default STATE/fabric.json)
 #   --gpus-per-host N (1): GPUs per host in the fabric JSON
+#   --subnet A.B.C (10.201.0) [TPE_SUBNET]: the hosts' /24 (host i is A.B.C.i); it only exists
+#       inside the fabric's namespaces, but two fabrics side by side should differ
 #   [TOPOPLACE]: the topoplace CLI (default: ../build/cli/topoplace next to this script)
 # State lives in /run/topoplace-emu/<prefix>: config, hosts, fabric.json, rsh-agent (an Open MPI
 # plm_rsh_agent that enters the host's namespace).
@@ -41,7 +43,7 @@ gpus=1
 fabric_out=""
 here=$(cd "$(dirname "$0")" && pwd)
 topoplace=${TOPOPLACE:-$here/../build/cli/topoplace}
-subnet=10.201.0
+subnet=${TPE_SUBNET:-10.201.0}
 
 die() { echo "emu-fabric: $*" >&2; exit 1; }
 usage() { sed -n '2,/^set -eu/p' "$0" | sed -e '/^set -eu/d' -e 's/^# \{0,1\}//'; }
@@ -58,6 +60,7 @@ while [ $# -gt 0 ]; do
 	--prefix) prefix=$2; shift 2 ;;
 	--fabric-out) fabric_out=$2; shift 2 ;;
 	--gpus-per-host) gpus=$2; shift 2 ;;
+	--subnet) subnet=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	-*) die "unknown option $1 (try --help)" ;;
 	*) break ;;
@@ -72,6 +75,7 @@ case $ratio in '' | *[!0-9]*) die "--uplink-ratio takes a whole number (0/1 = no
 { [ "$nleaves" -ge 1 ] && [ "$nleaves" -le 16 ]; } || die "--leaves: 1..16"
 [ $((nhosts % nleaves)) -eq 0 ] || die "--hosts must be a multiple of --leaves"
 [ ${#prefix} -le 6 ] || die "--prefix: at most 6 characters"
+echo "$subnet" | grep -Eq '^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$' || die "--subnet: A.B.C, got '$subnet'"
 state=/run/topoplace-emu/${prefix%-}
 hpl=$((nhosts / nleaves))
 
@@ -97,7 +101,7 @@ shape() { # NS DEV RATE
 
 config_line() {
 	echo "hosts=$nhosts leaves=$nleaves ratio=$ratio rate=$rate interleave=$interleave" \
-		"names=$name_prefix gpus=$gpus"
+		"names=$name_prefix gpus=$gpus subnet=$subnet"
 }
 
 our_namespaces() {

@@ -5,6 +5,8 @@
 #       [--plugin-dir DIR] [--topology none|tree|block|topoplace] [--fabric FILE]
 #       [--slurm-conf-extra FILE] [--extra-file FILE]... [--timeout SECS]
 #       [--port PORT] [--net A.B.C] [--slurm-prefix DIR]
+#       [--emu-fabric [--leaves L] [--uplink-ratio R] [--rate RATE]
+#        [--data-net A.B.C] [--emu-prefix P]]
 #   contrib/slurm-cluster.sh stop   [--dir DIR]
 #   contrib/slurm-cluster.sh status [--dir DIR]
 #   contrib/slurm-cluster.sh env    [--dir DIR]   (the exports for clients)
@@ -47,6 +49,25 @@
 #                       that start prints (also in DIR/env, and `env`).
 # --net A.B.C          the cluster's /24 (default 10.200.0); with a distinct
 #                       --dir and --port, two clusters can run side by side
+# --emu-fabric         the nodes are the hosts of an emulated fabric
+#                       (contrib/emu-fabric.sh, DESIGN.md section 8): each
+#                       slurmd's namespace is a fabric host with its data
+#                       link (eth0, --data-net A.B.C.i, tbf-shaped to --rate,
+#                       default 400mbit) on its leaf's bridge, L leaves
+#                       (--leaves, 2), names interleaved over the leaves, an
+#                       up-link of rate x hosts-per-leaf / R (--uplink-ratio,
+#                       4). Slurm's own traffic stays off the fabric: every
+#                       node also has an unshaped control interface (eth1,
+#                       --net, NodeAddr) on the root-namespace bridge where
+#                       slurmctld listens. In the nodes the host names
+#                       resolve to the data addresses (so a job's own
+#                       traffic, e.g. topoplace's collectives, crosses the
+#                       fabric), tpctl to the controller. The fabric JSON is
+#                       emu-fabric's, matching the cabling (--fabric is
+#                       refused). --data-net defaults to --net's next /24,
+#                       --emu-prefix (namespace prefix, <= 6 characters) to
+#                       e<tag>-; Open MPI's plm_rsh_agent for the nodes is
+#                       /run/topoplace-emu/<prefix without ->/rsh-agent.
 # TOPOPLACE = the topoplace CLI (default: build/cli/topoplace in this tree).
 #
 # Every process started is listed in DIR/pids ("PID NAME"); stop ends exactly
@@ -76,6 +97,12 @@ TIMEOUT=60
 PORT=6817
 NET=10.200.0
 SLURM_PREFIX=
+EMU=
+EMU_LEAVES=2
+EMU_RATIO=4
+EMU_RATE=400mbit
+EMU_NET=
+EMU_PREFIX=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--nodes) NODES=$2; shift ;;
@@ -91,6 +118,12 @@ $2"; shift ;;
 	--port) PORT=$2; shift ;;
 	--net) NET=$2; shift ;;
 	--slurm-prefix) SLURM_PREFIX=$2; shift ;;
+	--emu-fabric) EMU=1 ;;
+	--leaves) EMU_LEAVES=$2; shift ;;
+	--uplink-ratio) EMU_RATIO=$2; shift ;;
+	--rate) EMU_RATE=$2; shift ;;
+	--data-net) EMU_NET=$2; shift ;;
+	--emu-prefix) EMU_PREFIX=$2; shift ;;
 	-h|--help) sed -n '2,/^set -eu/p' "$0" | sed '$d;s/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown option '$1' (try --help)" ;;
 	esac
@@ -122,7 +155,18 @@ BR=tp${tag}br
 CTL=tpctl
 export SLURM_CONF=$DIR/slurm.conf
 node() { printf 'node%03d' "$1"; }
-nsname() { printf 'tp%sn%03d' "$tag" "$1"; }
+EMU_PREFIX=${EMU_PREFIX:-e$tag-}
+EMU_SH=$top/contrib/emu-fabric.sh
+if [ -z "$EMU_NET" ]; then
+	EMU_NET=${NET%.*}.$((${NET##*.} + 1))
+fi
+nsname() {
+	if [ -n "$EMU" ]; then
+		printf '%s%s' "$EMU_PREFIX" "$(node "$1")"
+	else
+		printf 'tp%sn%03d' "$tag" "$1"
+	fi
+}
 
 # ---- pid bookkeeping ----
 alive() { # PID NAME: is PID running (not a zombie) as NAME?
@@ -142,7 +186,7 @@ stop_all() {
 	# 1. everything inside our own node namespaces (slurmd, slurmstepd, job
 	#    tasks): all started by this cluster
 	if [ -f "$DIR/netres" ]; then
-		for ns in $(awk '$1 == "netns" {print $2}' "$DIR/netres"); do
+		for ns in $(awk '$1 == "netns" || $1 == "emuns" {print $2}' "$DIR/netres"); do
 			pids=$(ip netns pids "$ns" 2>/dev/null || true)
 			[ -z "$pids" ] || kill -TERM $pids 2>/dev/null || true
 		done
@@ -162,7 +206,7 @@ stop_all() {
 	fi
 	# 3. namespaces (after their processes), bridge, /etc/netns entries
 	if [ -f "$DIR/netres" ]; then
-		for ns in $(awk '$1 == "netns" {print $2}' "$DIR/netres"); do
+		for ns in $(awk '$1 == "netns" || $1 == "emuns" {print $2}' "$DIR/netres"); do
 			i=0
 			while [ -n "$(ip netns pids "$ns" 2>/dev/null)" ] && [ $i -lt 50 ]; do
 				sleep 0.1; i=$((i + 1))
@@ -177,10 +221,14 @@ stop_all() {
 			etcnetns) rm -rf "/etc/netns/$name" ;;
 			esac
 		done <"$DIR/netres"
+		# the emulated fabric last: its namespaces held the nodes
+		for p in $(awk '$1 == "emu" {print $2}' "$DIR/netres"); do
+			"$EMU_SH" --prefix "$p" stop >/dev/null 2>&1 || true
+		done
 		grep -q '^etcnetnsdir ' "$DIR/netres" && { rmdir /etc/netns 2>/dev/null || true; }
 		rm -f "$DIR/netres"
 	fi
-	rm -f "$DIR/pids" "$DIR/env" "$DIR/slurm-prefix"
+	rm -f "$DIR/pids" "$DIR/env" "$DIR/slurm-prefix" "$DIR/emu"
 	say "stopped ($(($(date +%s) - t0)) s)"
 }
 
@@ -220,6 +268,18 @@ running && die "a cluster is already running in $DIR (contrib/slurm-cluster.sh s
 # leftovers of a cluster that died: clean up first
 [ -f "$DIR/pids" ] || [ -f "$DIR/netres" ] && stop_all >/dev/null
 [ "$NODES" -ge 1 ] && [ "$NODES" -le 200 ] || die "--nodes: 1..200"
+if [ -n "$EMU" ]; then
+	[ -z "$FABRIC" ] || die "--emu-fabric writes the fabric JSON itself: no --fabric"
+	case $EMU_LEAVES$EMU_RATIO in ''|*[!0-9]*) die "--leaves, --uplink-ratio: numbers" ;; esac
+	[ "$EMU_LEAVES" -ge 1 ] && [ $((NODES % EMU_LEAVES)) -eq 0 ] ||
+		die "--emu-fabric: --nodes must be a multiple of --leaves"
+	[ ${#EMU_PREFIX} -le 6 ] || die "--emu-prefix: at most 6 characters"
+	[ "$EMU_NET" != "$NET" ] || die "--data-net must differ from --net"
+	[ -x "$EMU_SH" ] || die "$EMU_SH missing"
+	command -v tc >/dev/null 2>&1 || die "tc not found (iproute2)"
+	ip netns list 2>/dev/null | awk '{print $1}' | grep -q "^$EMU_PREFIX" &&
+		die "namespaces named $EMU_PREFIX* exist already (another fabric?); pick --emu-prefix"
+fi
 for b in munged slurmctld slurmd sinfo scontrol ip unshare; do
 	command -v $b >/dev/null 2>&1 || die "$b not found (contrib/install-slurm.sh installs Slurm)"
 done
@@ -267,7 +327,18 @@ trap '[ -n "$started" ] || { echo "$me: start failed; logs in $DIR/log" >&2; sto
 trap 'exit 1' INT TERM HUP
 
 # ---- fabric + topology ----
-if [ -n "$FABRIC" ]; then
+if [ -n "$EMU" ]; then
+	[ -x "$TOPOPLACE" ] || die "$TOPOPLACE not built (set TOPOPLACE or build the tree)"
+	fgpus=$GPUS
+	[ "$fgpus" -gt 0 ] || fgpus=1
+	echo "emu $EMU_PREFIX" >>"$DIR/netres"
+	for i in $(seq 1 "$NODES"); do echo "emuns $(nsname "$i")"; done >>"$DIR/netres"
+	TOPOPLACE=$TOPOPLACE "$EMU_SH" --prefix "$EMU_PREFIX" --hosts "$NODES" --leaves "$EMU_LEAVES" \
+		--uplink-ratio "$EMU_RATIO" --rate "$EMU_RATE" --subnet "$EMU_NET" --name-prefix node \
+		--gpus-per-host "$fgpus" --fabric-out "$DIR/fabric.json" start >"$DIR/log/emu.out" 2>&1 ||
+		die "emulated fabric: $(tail -n 3 "$DIR/log/emu.out")"
+	[ -s "$DIR/fabric.json" ] || die "emulated fabric: no fabric JSON ($(tail -n 3 "$DIR/log/emu.out"))"
+elif [ -n "$FABRIC" ]; then
 	[ -r "$FABRIC" ] || die "--fabric $FABRIC: not readable"
 	[ "$(cd "$(dirname "$FABRIC")" && pwd)/$(basename "$FABRIC")" = "$DIR/fabric.json" ] ||
 		cp "$FABRIC" "$DIR/fabric.json"
@@ -421,21 +492,56 @@ echo "bridge $BR" >>"$DIR/netres"
 ip addr add "$NET.1/24" dev "$BR"
 ip link set "$BR" up
 [ -d /etc/netns ] || { mkdir /etc/netns && echo "etcnetnsdir /etc/netns" >>"$DIR/netres"; }
+# --emu-fabric: the namespaces are the fabric's (eth0 is its data link);
+# the control interface is eth1, and the names resolve to data addresses.
+cif=eth0
+[ -z "$EMU" ] || cif=eth1
 i=1
 while [ $i -le "$NODES" ]; do
 	ns=$(nsname $i)
-	ip netns add "$ns"
-	echo "netns $ns" >>"$DIR/netres"
-	ip link add "tp${tag}v$(printf %03d $i)" type veth peer name eth0 netns "$ns"
+	if [ -z "$EMU" ]; then
+		ip netns add "$ns"
+		echo "netns $ns" >>"$DIR/netres"
+	fi
+	ip link add "tp${tag}v$(printf %03d $i)" type veth peer name $cif netns "$ns"
 	ip link set "tp${tag}v$(printf %03d $i)" master "$BR" up
-	ip -n "$ns" addr add "$NET.$((10 + i))/24" dev eth0
-	ip -n "$ns" link set eth0 up
+	ip -n "$ns" addr add "$NET.$((10 + i))/24" dev $cif
+	ip -n "$ns" link set $cif up
 	ip -n "$ns" link set lo up
-	mkdir -p "/etc/netns/$ns"
-	echo "etcnetns $ns" >>"$DIR/netres"
-	cp "$DIR/hosts" "/etc/netns/$ns/hosts"
+	if [ -z "$EMU" ]; then
+		mkdir -p "/etc/netns/$ns"
+		echo "etcnetns $ns" >>"$DIR/netres"
+		cp "$DIR/hosts" "/etc/netns/$ns/hosts"
+	else
+		# emu-fabric owns /etc/netns/$ns (names -> data addresses)
+		grep -q " $CTL\$" "/etc/netns/$ns/hosts" || echo "$NET.1 $CTL" >>"/etc/netns/$ns/hosts"
+	fi
 	i=$((i + 1))
 done
+if [ -n "$EMU" ]; then
+	# new veths drop packets for about a second: wait until each node
+	# answers the controller on its control address
+	i=1
+	pids=
+	while [ $i -le "$NODES" ]; do
+		ping -q -n -c 1 -i 0.2 -w 10 "$NET.$((10 + i))" >/dev/null 2>&1 &
+		pids="$pids $!"
+		i=$((i + 1))
+	done
+	for p in $pids; do wait "$p" || die "a node's control interface does not answer pings"; done
+	ep=${EMU_PREFIX%-}
+	cat >"$DIR/emu" <<EOF
+prefix=$EMU_PREFIX
+data_net=$EMU_NET
+leaves=$EMU_LEAVES
+uplink_ratio=$EMU_RATIO
+rate=$EMU_RATE
+state=/run/topoplace-emu/$ep
+rsh_agent=/run/topoplace-emu/$ep/rsh-agent
+data_if=eth0
+control_if=eth1
+EOF
+fi
 
 # ---- slurmctld (root namespace, hostname $CTL) ----
 # TP_CTLD_WRAPPER runs it under a tool (valgrind: the process is then
@@ -485,4 +591,5 @@ started=1
 } >"$DIR/env"
 [ -z "$SLURM_PREFIX" ] || echo "$SLURM_PREFIX" >"$DIR/slurm-prefix"
 say "$NODES nodes idle in $(($(date +%s) - t0)) s (topology: $TOPO, $GPUS GPUs/node, dir $DIR${SLURM_PREFIX:+, Slurm $SLURM_VER from $SLURM_PREFIX})"
+[ -z "$EMU" ] || say "emulated fabric: $EMU_LEAVES leaves, links $EMU_RATE, up-link $EMU_RATIO:1, data net $EMU_NET.0/24 (eth0), control $NET.0/24 (eth1); $DIR/emu"
 cat "$DIR/env"

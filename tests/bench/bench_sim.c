@@ -1,16 +1,18 @@
 /*
  * Simulator quality and speed.
  *
- * Quality: the built-in default (rail-optimized 4 SU x 32 x 8, LLM trace)
- * and a classic 2:1-oversubscribed fat tree, every policy on the same
- * traces (seeds 1..N, N = 16 unless --seeds=N: one seed's queue swings
- * with a few huge jobs, and one seed's JCT ratio between two policies
- * spreads by about 5%); prints topoplace's figures and its ratios against
- * slurm-tree: JCT as the mean of the per-seed ratios with its standard
- * error, so a difference can be told from noise.
- * Goals: comm slowdown mean <= 1.05, >= 95% of multi-node jobs at the
- * minimum group span, mean JCT below slurm-tree's, GPU utilisation no
- * more than 1 point below the best baseline.
+ * Quality (issue 12): the built-in default of `topoplace simulate` (a 2:1
+ * fat tree of 8 leaves x 8 hosts x 8 GPUs, one NIC per GPU, 5% of cables
+ * degraded), a larger one of the same kind (16 leaves, hosts interleaved
+ * over the leaves, another degradation seed) against slurm-tree, and an
+ * NVL72 fabric (8 racks) against slurm-block, LLM trace, every policy on
+ * the same traces (seeds 1..N, N = 16 unless --seeds=N); prints
+ * topoplace's figures and its ratios against the Slurm baseline: JCT as
+ * the mean of the per-seed ratios with its standard error, so a
+ * difference can be told from noise.
+ * Goals: mean JCT <= 0.95x the baseline's beyond 2 standard errors, comm
+ * slowdown mean <= 1.05 (fat trees), useful utilisation no more than 0.5
+ * points below the best baseline.
  * Utilisation is judged on useful utilisation (GPU-seconds of the jobs'
  * work at their ideal run times / capacity): allocated utilisation also
  * counts the GPU-seconds a slowed job holds while waiting on the
@@ -37,8 +39,8 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static const char *const policies[] = {"topoplace", "slurm-tree",
-				       "slurm-linear", "first-fit", "random"};
+static const char *policies[] = {"topoplace", "slurm-tree", "slurm-linear",
+				 "first-fit", "random"};
 #define NPOL 5
 
 /* One policy's figures over several seeds: utilisations and JCT are
@@ -80,9 +82,12 @@ static void agg_done(agg_t *a)
 	a->at_min = a->multi ? a->at_min / (double)a->multi : 1.0;
 }
 
+/* base: the baseline's index in policies[] (1: slurm-tree's slot, which
+ * the caller may point at slurm-block). */
 static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 		   FILE *js)
 {
+	const int base = 1;
 	tp_cost_params_t cp;
 	tp_cost_ctx_t *ctx;
 	tp_policy_params_t pp;
@@ -115,7 +120,7 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 			tp_sim_result_free(&r);
 		}
 		for (int i = 0; i < NPOL; i++) {
-			double q = jct[1] > 0 ? jct[i] / jct[1] : 1;
+			double q = jct[base] > 0 ? jct[i] / jct[base] : 1;
 			a[i].ratio += q;
 			a[i].ratio2 += q * q;
 		}
@@ -136,31 +141,33 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 		if (a[i].useful > best_useful)
 			best_useful = a[i].useful;
 	}
-	const agg_t *tp = &a[0], *st = &a[1];
-	printf("%-13s %d seeds x %zu jobs in %.1f s; topoplace vs slurm-tree: "
+	const agg_t *tp = &a[0], *st = &a[base];
+	printf("%-13s %d seeds x %zu jobs in %.1f s; topoplace vs %s: "
 	       "JCT ratio %.3f per seed (+- %.3f standard error; ratio of "
 	       "means %.3f), slowdown ratio %.3f; vs best baseline: useful "
 	       "util %+.2f points, allocated util %+.2f points\n",
-	       label, seeds, jobs, now() - t0, tp->ratio, tp->ratio2,
-	       tp->jct / st->jct, tp->slow_sum / st->slow_sum,
+	       label, seeds, jobs, now() - t0, policies[base], tp->ratio,
+	       tp->ratio2, tp->jct / st->jct, tp->slow_sum / st->slow_sum,
 	       100 * (tp->useful - best_useful), 100 * (tp->util - best_util));
-	printf("%-13s goals: slowdown<=1.05 %s, min-span>=95%% %s, "
-	       "JCT<slurm-tree %s, util>=best-1pt %s (allocated: %s)\n",
-	       label, tp->slow_sum <= 1.05 ? "met" : "MISSED",
-	       tp->at_min >= 0.95 ? "met" : "MISSED",
-	       tp->ratio < 1 ? "met" : "MISSED",
-	       tp->useful >= best_useful - 0.01 ? "met" : "MISSED",
-	       tp->util >= best_util - 0.01 ? "met" : "below");
+	printf("%-13s goals: JCT<=0.95x %s beyond 2 se %s, slowdown<=1.05 %s, "
+	       "useful util>=best-0.5pt %s (min-span %.1f%%)\n",
+	       label, policies[base],
+	       tp->ratio <= 0.95 && tp->ratio + 2 * tp->ratio2 < 1 ? "met"
+								     : "MISSED",
+	       tp->slow_sum <= 1.05 ? "met" : "MISSED",
+	       tp->useful >= best_useful - 0.005 ? "met" : "MISSED",
+	       100 * tp->at_min);
 	fprintf(js,
 		"  \"%s\": {\"seeds\": %d, \"jobs\": %zu, "
 		"\"comm_slowdown_mean\": %.4f, \"min_span_fraction\": %.4f, "
-		"\"mean_jct_ratio_vs_slurm_tree\": %.4f, "
-		"\"jct_ratio_stderr\": %.4f, "
-		"\"slowdown_ratio_vs_slurm_tree\": %.4f, "
+		"\"baseline\": \"%s\", \"jct_ratio_mean\": %.4f, "
+		"\"jct_ratio_se\": %.4f, "
+		"\"slowdown_ratio_vs_baseline\": %.4f, "
 		"\"useful_util\": %.4f, \"best_baseline_useful_util\": %.4f, "
 		"\"gpu_util\": %.4f, \"best_baseline_util\": %.4f, "
-		"\"slurm_tree_slowdown\": %.4f},\n",
-		label, seeds, jobs, tp->slow_sum, tp->at_min, tp->ratio,
+		"\"baseline_slowdown\": %.4f},\n",
+		label, seeds, jobs, tp->slow_sum, tp->at_min, policies[base],
+		tp->ratio,
 		tp->ratio2, tp->slow_sum / st->slow_sum, tp->useful,
 		best_useful, tp->util, best_util, st->slow_sum);
 	tp_cost_ctx_destroy(ctx);
@@ -186,17 +193,31 @@ int main(int argc, char **argv)
 	FILE *js = open_memstream(&buf, &len);
 
 	fprintf(js, "{\n");
-	tp_gen_rail_t rl;
-	tp_gen_rail_defaults(&rl);
-	if (tp_gen_rail(&rl, &f) || quality("default-rail", f, jobs, seeds, js))
+	tp_gen_fat_tree_t ft;
+	tp_gen_fat_tree_defaults(&ft); /* = topoplace simulate's built-in */
+	ft.leaves = 8;
+	ft.hosts_per_leaf = 8;
+	ft.nics_per_host = 8;
+	ft.uplinks_per_spine = 8;
+	ft.degrade = 0.05;
+	ft.degrade_seed = 1;
+	if (tp_gen_fat_tree(&ft, &f) || quality("default", f, jobs, seeds, js))
 		return 1;
 	tp_fabric_destroy(f);
-	tp_gen_fat_tree_t ft;
-	tp_gen_fat_tree_defaults(&ft); /* 8 leaves x 16 hosts, 2:1 */
+	ft.leaves = 16;
 	ft.interleave = true;
+	ft.degrade_seed = 2;
 	if (tp_gen_fat_tree(&ft, &f) ||
-	    quality("fat-tree-2to1", f, jobs, seeds, js))
+	    quality("ft-2to1-deg16", f, jobs, seeds, js))
 		return 1;
+	tp_fabric_destroy(f);
+	tp_gen_nvl72_t nv;
+	tp_gen_nvl72_defaults(&nv);
+	nv.racks = 8;
+	policies[1] = "slurm-block";
+	if (tp_gen_nvl72(&nv, &f) || quality("nvl72-8", f, jobs, seeds, js))
+		return 1;
+	policies[1] = "slurm-tree";
 	tp_fabric_destroy(f);
 
 	double wall = 0;
