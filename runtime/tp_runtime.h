@@ -208,9 +208,9 @@ double tp_plan_predict_s(const tp_plan_t *plan, size_t i, tp_algo_t algo);
 tp_algo_t tp_plan_recommend(const tp_plan_t *plan, size_t i);
 /* "model": the fastest predicted algorithm (ties: ring, hierarchical,
  * tree in that order). "rule" (no predictions): tree up to 1 MiB when
- * the job has more than two hosts (latency-bound, log-depth), else
- * hierarchical when it spans more than one group, else ring - NCCL's
- * tree/ring split by size, plus the group structure. Static string. */
+ * the job has more than two hosts (latency-bound, log-depth), else ring
+ * (the plan's ring crosses each group boundary the fewest times) -
+ * NCCL's tree/ring split by size. Static string. */
 const char *tp_plan_recommend_basis(const tp_plan_t *plan, size_t i);
 
 /* The plan's schedule for algo (see tp_sched.h): the edges the cost model

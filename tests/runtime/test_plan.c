@@ -955,7 +955,7 @@ static void test_predictions(void **state)
 	assert_true(isnan(tp_plan_predict_s(p, 0, TP_ALGO_RING)));
 	assert_string_equal(tp_plan_recommend_basis(p, 0), "rule");
 	assert_int_equal(tp_plan_recommend(p, 0), TP_ALGO_TREE);
-	assert_int_equal(tp_plan_recommend(p, 4), TP_ALGO_HIERARCHICAL);
+	assert_int_equal(tp_plan_recommend(p, 4), TP_ALGO_RING);
 	tp_plan_destroy(p);
 
 	/* custom sizes */
