@@ -34,7 +34,8 @@
 	X(PEER_LOST, -10, "peer lost")                                         \
 	X(TIMEOUT, -11, "timed out")                                           \
 	X(MISMATCH, -12, "peers disagree")                                     \
-	X(ADDRINUSE, -13, "address in use")
+	X(ADDRINUSE, -13, "address in use")                                    \
+	X(CUDA, -14, "CUDA runtime error")
 
 typedef enum tp_err {
 	TP_OK = 0,
