@@ -18,6 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- errors ---------------------------------------------------------- */
 
 /* One table, one enum, one strerror (X-macro). Values are negative. */
@@ -170,5 +174,9 @@ char *tp_strtrim(char *s);
 
 /* Parse a GUID ("0x0002c90300a1b2c3" or "0002c90300a1b2c3"). */
 bool tp_parse_guid(const char *s, uint64_t *guid_p);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* TP_COMMON_H */
