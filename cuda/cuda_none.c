@@ -27,6 +27,17 @@ tp_err_t tp_cuda_ptr_is_device(const void *p, bool *is_dev_p, char *detail,
 	return TP_OK;
 }
 
+tp_err_t tp_cuda_memcpy(void *dst, const void *src, size_t bytes, void *stream,
+			char *detail, size_t detail_len)
+{
+	return none(detail, detail_len);
+}
+
+tp_err_t tp_cuda_stream_sync(void *stream, char *detail, size_t detail_len)
+{
+	return none(detail, detail_len);
+}
+
 tp_err_t tp_cuda_reduce(void *dst, const void *a, const void *b, size_t count,
 			tp_cuda_dtype_t dtype, tp_cuda_op_t op, int avg_n,
 			void *stream, char *detail, size_t detail_len)

@@ -241,6 +241,26 @@ extern "C" tp_err_t tp_cuda_ptr_is_device(const void *p, bool *is_dev_p,
 	return TP_OK;
 }
 
+extern "C" tp_err_t tp_cuda_memcpy(void *dst, const void *src, size_t bytes,
+				   void *stream, char *detail,
+				   size_t detail_len)
+{
+	if (bytes == 0)
+		return TP_OK;
+	if (!dst || !src)
+		return TP_ERR_INVAL;
+	CU_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
+				 (cudaStream_t)stream));
+	return TP_OK;
+}
+
+extern "C" tp_err_t tp_cuda_stream_sync(void *stream, char *detail,
+					size_t detail_len)
+{
+	CU_CHECK(cudaStreamSynchronize((cudaStream_t)stream));
+	return TP_OK;
+}
+
 /* ---- int8 and 1-bit: one warp per block -------------------------------- */
 
 /* The 4 elements of x = g + r from block offset c0 (< nb) on. */

@@ -121,6 +121,15 @@ tp_err_t tp_cuda_device_count(int *ndev_p, char *detail, size_t detail_len);
 tp_err_t tp_cuda_ptr_is_device(const void *p, bool *is_dev_p, char *detail,
 			       size_t detail_len);
 
+/* Copy bytes between any two of host, device and managed memory
+ * (cudaMemcpyDefault), ordered on the stream; pageable host memory makes
+ * it return only once the host side has been read or written. */
+tp_err_t tp_cuda_memcpy(void *dst, const void *src, size_t bytes, void *stream,
+			char *detail, size_t detail_len);
+
+/* Wait until the stream has run everything enqueued so far. */
+tp_err_t tp_cuda_stream_sync(void *stream, char *detail, size_t detail_len);
+
 /* dst[i] = a[i] op b[i] for count elements of dtype, computed in fp32 and
  * rounded once to dtype. dst may equal a or b (in place); otherwise the
  * arrays must not overlap. avg_n (> 0) is the AVG divisor, ignored by the
