@@ -9,8 +9,8 @@
  * is read twice (amax / mean first, then quantise): the second read of a
  * 256-element block hits L1/L2, so DRAM sees g and the residual once.
  * Top-k: radix select of the threshold over three digits (on a sample in
- * sampled mode), then a tile count, one scan and a tile write that keeps the
- * index order. Launches are on the caller's stream and never synchronise. */
+ * sampled mode), then a tile count, one scan of the tile counts and a
+ * tile write that keeps the index order (ballots within a warp). Launches are on the caller's stream and never synchronise. */
 #include "config.h"
 
 #include <cuda_runtime.h>
@@ -705,52 +705,57 @@ __global__ void k_topk_scan(uint2 *tiles, uint32_t ntiles, topk_state *st,
 	}
 }
 
-/* Each thread takes TILE / THREADS consecutive elements of the tile, so a
- * CTA scan of per-thread counts gives every element its place in index
- * order. */
+/* A tile in rounds of THREADS consecutive elements (coalesced): ballots
+ * give each element its rank in the warp, the warp totals its rank in the
+ * round, and the running count carries over rounds and tiles, so every
+ * element finds its place in index order. */
 __global__ void k_topk_write(const float *g, float *r, uint32_t n,
 			     const topk_state *st, const uint2 *tiles,
 			     uint32_t cap, uint32_t *idx, float *val)
 {
-	__shared__ uint2 part[THREADS];
-	const uint32_t per = TILE / THREADS;
+	__shared__ uint2 wsum[THREADS / 32];
+	const unsigned lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+	const unsigned lt = (1u << lane) - 1;
 	uint32_t t = st->prefix, need = st->need_eq;
-	size_t lo = (size_t)blockIdx.x * TILE + threadIdx.x * per;
-	uint2 c = make_uint2(0, 0);
+	uint2 run = tiles[blockIdx.x];
+	size_t base0 = (size_t)blockIdx.x * TILE;
 
-	for (size_t i = lo; i < lo + per && i < n; i++) {
-		uint32_t key = tp_km_topk_key(ef_x(g, r, (uint32_t)i));
-		c.x += key > t;
-		c.y += key == t;
-	}
-	part[threadIdx.x] = c;
-	__syncthreads();
-	for (unsigned off = 1; off < THREADS; off *= 2) {
-		uint2 v = threadIdx.x >= off ? part[threadIdx.x - off]
-					     : make_uint2(0, 0);
-		__syncthreads();
-		part[threadIdx.x].x += v.x;
-		part[threadIdx.x].y += v.y;
-		__syncthreads();
-	}
-	uint2 before = tiles[blockIdx.x];
-	before.x += part[threadIdx.x].x - c.x;
-	before.y += part[threadIdx.x].y - c.y;
-	for (size_t i = lo; i < lo + per && i < n; i++) {
-		float x = ef_x(g, r, (uint32_t)i);
+	for (size_t base = base0; base < base0 + TILE && base < n;
+	     base += THREADS) {
+		size_t i = base + threadIdx.x;
+		bool in = i < n;
+		float x = in ? ef_x(g, r, (uint32_t)i) : 0.0f;
 		uint32_t key = tp_km_topk_key(x);
-		bool take = key > t || (key == t && before.y < need);
-		uint32_t pos = before.x + (before.y < need ? before.y : need);
-		if (take && pos < cap) {
-			idx[pos] = (uint32_t)i;
-			val[pos] = x;
-			if (r)
-				r[i] = 0.0f;
-		} else if (r) {
-			r[i] = x;
+		bool gt = in && key > t, eq = in && key == t;
+		unsigned bg = __ballot_sync(0xffffffffu, gt);
+		unsigned be = __ballot_sync(0xffffffffu, eq);
+		if (lane == 0)
+			wsum[warp] = make_uint2(__popc(bg), __popc(be));
+		__syncthreads();
+		uint2 before = run, tot = run;
+		for (unsigned w = 0; w < THREADS / 32; w++) {
+			uint2 v = wsum[w];
+			if (w < warp)
+				before.x += v.x, before.y += v.y;
+			tot.x += v.x, tot.y += v.y;
 		}
-		before.x += key > t;
-		before.y += key == t;
+		before.x += __popc(bg & lt);
+		before.y += __popc(be & lt);
+		if (in) {
+			bool take = gt || (eq && before.y < need);
+			uint32_t pos =
+			    before.x + (before.y < need ? before.y : need);
+			if (take && pos < cap) {
+				idx[pos] = (uint32_t)i;
+				val[pos] = x;
+				if (r)
+					r[i] = 0.0f;
+			} else if (r) {
+				r[i] = x;
+			}
+		}
+		run = tot;
+		__syncthreads(); /* wsum is rewritten next round */
 	}
 }
 
