@@ -7,6 +7,7 @@
  * compiler) and on the device, so the GPU and the CPU path agree bit for bit.
  * What makes that hold:
  *   - fp16/bf16 <-> fp32 conversions are integer arithmetic on the bits
+ *     (fp16 subnormals: one exact multiply by 2^-24)
  *     (round to nearest even, NaN kept quiet, overflow to Inf, subnormals
  *     exact);
  *   - each float operation is one IEEE operation rounded to nearest: on the
@@ -121,16 +122,10 @@ TP_KM_FN float tp_km_f16_to_f32(uint16_t h)
 	if (exp == 0x1f)
 		return tp_km_bits_f32(sign | 0x7f800000u | (man << 13));
 	if (exp == 0) {
-		if (man == 0)
-			return tp_km_bits_f32(sign);
-		/* subnormal: normalise the mantissa */
-		exp = 113;
-		while (!(man & 0x400u)) {
-			man <<= 1;
-			exp--;
-		}
-		return tp_km_bits_f32(sign | (exp << 23) |
-				      ((man & 0x3ffu) << 13));
+		/* zero or subnormal: man x 2^-24, exact in fp32 (no loop, so
+		 * the CPU loops over it vectorise) */
+		float f = tp_km_mul((float)man, 0x1p-24f);
+		return tp_km_bits_f32(tp_km_f32_bits(f) | sign);
 	}
 	return tp_km_bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
 }
@@ -189,14 +184,15 @@ TP_KM_FN uint16_t tp_km_f32_to_bf16(float f)
 #define TP_KM_MAX 2
 #define TP_KM_MIN 3
 
+/* `|`, not `||`: no branch, so CPU loops over it vectorise. */
 TP_KM_FN float tp_km_max(float a, float b)
 {
-	return (a != a || a > b) ? a : b;
+	return ((a != a) | (a > b)) ? a : b;
 }
 
 TP_KM_FN float tp_km_min(float a, float b)
 {
-	return (a != a || a < b) ? a : b;
+	return ((a != a) | (a < b)) ? a : b;
 }
 
 TP_KM_FN float tp_km_reduce(int op, float a, float b, float avg_n)
