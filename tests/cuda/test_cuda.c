@@ -175,6 +175,36 @@ static void test_kmath_misc(void **state)
 	assert_int_equal(tp_km_q8(3.5f, 1.0f, 0, 0, 0), 4);
 }
 
+/* The int8 rounding without libm: against rintf/floorf (round to nearest
+ * even is the default mode) on a sweep of bit patterns up to 2^22, every
+ * tie from -130.5 to 130.5, zeros and denormals. */
+static void test_round_small(void **state)
+{
+	for (uint32_t u = 0; u <= 0x4a800000u; u += 97) {
+		for (int sgn = 0; sgn < 2; sgn++) {
+			float v = tp_km_bits_f32(u | (sgn ? 0x80000000u : 0));
+			assert_true(tp_km_rint_small(v) == rintf(v));
+			assert_true(tp_km_floor_small(v) == floorf(v));
+		}
+	}
+	for (int i = -261; i <= 261; i += 2) {
+		float v = (float)i * 0.5f;
+		assert_true(tp_km_rint_small(v) == rintf(v));
+		assert_true(tp_km_floor_small(v) == floorf(v));
+	}
+	assert_true(tp_km_rint_small(0x1p-149f) == 0.0f);
+	assert_true(tp_km_floor_small(-0x1p-149f) == -1.0f);
+	assert_true(tp_km_rint_small(0x1p22f) == 0x1p22f);
+	/* q8 clamps before rounding: same as rounding then clamping */
+	assert_int_equal(tp_km_q8(127.4f, 1.0f, 0, 0, 0), 127);
+	assert_int_equal(tp_km_q8(127.6f, 1.0f, 0, 0, 0), 127);
+	assert_int_equal(tp_km_q8(-127.6f, 1.0f, 0, 0, 0), -127);
+	assert_int_equal(tp_km_q8(-0.3f, 1.0f, 0, 0, 0), 0);
+	assert_int_equal(tp_km_q8(-0.5f, 1.0f, 0, 0, 0), 0);
+	assert_int_equal(tp_km_q8(-1.5f, 1.0f, 0, 0, 0), -2);
+	assert_int_equal(tp_km_q8(1.0f, 0x1p-149f, 0, 0, 0), 127);
+}
+
 /* ---- reduction -------------------------------------------------------------
  */
 
@@ -758,6 +788,7 @@ int main(void)
 	    cmocka_unit_test(test_f16_exhaustive),
 	    cmocka_unit_test(test_bf16),
 	    cmocka_unit_test(test_kmath_misc),
+	    cmocka_unit_test(test_round_small),
 	    cmocka_unit_test(test_reduce_f32),
 	    cmocka_unit_test(test_reduce_half),
 	    cmocka_unit_test(test_reduce_inval),
