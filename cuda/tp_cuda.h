@@ -18,13 +18,13 @@
  * Errors: functions return TP_OK or a negative tp_err_t. TP_ERR_UNSUPPORTED:
  * the library was built without nvcc (every GPU function below except
  * tp_cuda_ptr_is_device(), which then reports host memory; the sizing and
- * option helpers and the CPU path work in every build). TP_ERR_CUDA: the CUDA runtime failed (no device, no
- * driver, bad pointer, launch failure); when `detail` is not NULL the CUDA
- * error name and string are written there ("cudaErrorNoDevice: no CUDA-capable
- * device is detected"), NUL-terminated and cut to detail_len. TP_ERR_INVAL:
- * a bad argument (unknown dtype/op, block size 0, ...). An asynchronous
- * kernel fault shows on a later call or stream synchronisation, as in CUDA.
- * Nothing prints, exits or aborts.
+ * option helpers and the CPU path work in every build). TP_ERR_CUDA: the
+ * CUDA runtime failed (no device, no driver, bad pointer, launch failure);
+ * when `detail` is not NULL the CUDA error name and string are written there
+ * ("cudaErrorNoDevice: no CUDA-capable device is detected"), NUL-terminated
+ * and cut to detail_len. TP_ERR_INVAL: a bad argument (unknown dtype/op,
+ * block size 0, ...). An asynchronous kernel fault shows on a later call or
+ * stream synchronisation, as in CUDA. Nothing prints, exits or aborts.
  *
  * Thread safety: every function may be called from several threads at once
  * on different buffers; none keeps state between calls.
