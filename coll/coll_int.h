@@ -177,6 +177,7 @@ struct tp_coll_comm {
 	/* Transport. */
 	const tp__coll_xport_ops_t *xp;
 	const tp__coll_kernel_t *kern;
+	void *stream; /* CUDA stream for device buffers (device.c) */
 	/* [channel x size + rank]: channel 0 carries the ring, hierarchical
 	 * and tree 0 traffic, channel 1 tree 1's. Both trees may use one
 	 * pair of ranks at once, in orders that depend on timing; a stream
@@ -218,6 +219,24 @@ tp_err_t tp__coll_fail(tp_coll_comm_t *c, tp_err_t err, const char *fmt, ...)
 /* "rank 3 (host node07)" into buf. */
 const char *tp__coll_peer_name(const tp_coll_comm_t *c, int rank, char *buf,
 			       size_t len);
+
+/* Device buffers (device.c, through tp_cuda.h): *dev_p set when a or b is
+ * CUDA device memory (both must be); the device_* calls stage them
+ * through host memory and run the host collective on the copies. */
+tp_err_t tp__coll_on_device(tp_coll_comm_t *c, const void *a, const void *b,
+			    bool *dev_p);
+tp_err_t tp__coll_device_allreduce(tp_coll_comm_t *c, const void *sendbuf,
+				   void *recvbuf, size_t count,
+				   tp_coll_dtype_t dt, tp_coll_op_t op,
+				   tp_coll_algo_t algo);
+tp_err_t tp__coll_device_reduce_scatter(tp_coll_comm_t *c, const void *sendbuf,
+					void *recvbuf, size_t recvcount,
+					tp_coll_dtype_t dt, tp_coll_op_t op);
+tp_err_t tp__coll_device_allgather(tp_coll_comm_t *c, const void *sendbuf,
+				   void *recvbuf, size_t sendcount,
+				   tp_coll_dtype_t dt);
+tp_err_t tp__coll_device_broadcast(tp_coll_comm_t *c, void *buf, size_t count,
+				   tp_coll_dtype_t dt, int root);
 
 /* Bootstrap (bootstrap.c): rendezvous and peer connections. */
 tp_err_t tp__coll_connect(tp_coll_comm_t *c, const tp_coll_opts_t *o,

@@ -719,6 +719,12 @@ tp_err_t tp_coll_allreduce(tp_coll_comm_t *c, const void *sendbuf,
 				     (int)algo);
 	if (count == 0)
 		return TP_OK;
+	bool dev = false;
+	if ((err = tp__coll_on_device(c, sendbuf, recvbuf, &dev)) || dev)
+		return finish(c, err ? err
+				     : tp__coll_device_allreduce(c, sendbuf,
+								 recvbuf, count,
+								 dt, op, algo));
 	const char *src = sendbuf != recvbuf ? sendbuf : NULL;
 	if (algo == TP_COLL_ALGO_AUTO && c->host &&
 	    count * dsz <= TP__COLL_SMALL) {
@@ -760,6 +766,12 @@ tp_err_t tp_coll_reduce_scatter(tp_coll_comm_t *c, const void *sendbuf,
 		return err;
 	if (recvcount == 0)
 		return TP_OK;
+	bool dev = false;
+	if ((err = tp__coll_on_device(c, sendbuf, recvbuf, &dev)) || dev)
+		return finish(
+		    c, err ? err
+			   : tp__coll_device_reduce_scatter(c, sendbuf, recvbuf,
+							    recvcount, dt, op));
 	size_t total = recvcount * (size_t)c->size, bytes = total * dsz;
 	if (bytes > c->work_cap) {
 		char *w = tp_realloc(c->work, bytes);
@@ -793,6 +805,11 @@ tp_err_t tp_coll_allgather(tp_coll_comm_t *c, const void *sendbuf,
 		return err;
 	if (sendcount == 0)
 		return TP_OK;
+	bool dev = false;
+	if ((err = tp__coll_on_device(c, sendbuf, recvbuf, &dev)) || dev)
+		return finish(c, err ? err
+				     : tp__coll_device_allgather(
+					   c, sendbuf, recvbuf, sendcount, dt));
 	char *mine = (char *)recvbuf + (size_t)c->rank * sendcount * dsz;
 	if (sendbuf != mine)
 		memcpy(mine, sendbuf, sendcount * dsz);
@@ -811,6 +828,11 @@ tp_err_t tp_coll_broadcast(tp_coll_comm_t *c, void *buf, size_t count,
 	if (root < 0 || root >= c->size)
 		return tp__coll_fail(c, TP_ERR_INVAL, "root %d out of range",
 				     root);
+	bool dev = false;
+	if (count && ((err = tp__coll_on_device(c, buf, buf, &dev)) || dev))
+		return finish(c, err ? err
+				     : tp__coll_device_broadcast(c, buf, count,
+								 dt, root));
 	err = tp__coll_ring_broadcast(c, buf, count * tp_coll_dtype_size(dt),
 				      root);
 	return finish(c, err);

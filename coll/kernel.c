@@ -10,79 +10,22 @@
 #include <string.h>
 
 #include "coll_int.h"
+#include "tp_kmath.h"
 
-static inline float bf16_to_f32(uint16_t h)
-{
-	uint32_t u = (uint32_t)h << 16;
-	float f;
-
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
-static inline uint16_t f32_to_bf16(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu))
-		return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
-	u += 0x7fffu + ((u >> 16) & 1u);
-	return (uint16_t)(u >> 16);
-}
-
-static inline float f16_to_f32(uint16_t h)
-{
-	uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-	uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, u;
-	float f;
-
-	if (exp == 0x1f) {
-		u = sign | 0x7f800000u | (man << 13);
-	} else if (exp == 0) {
-		/* zero or subnormal: man x 2^-24 */
-		f = (float)man * 0x1p-24f;
-		return sign ? -f : f;
-	} else {
-		u = sign | ((exp + 112u) << 23) | (man << 13);
-	}
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
-static inline uint16_t f32_to_f16(float f)
-{
-	uint32_t u, sign, exp, man;
-
-	memcpy(&u, &f, sizeof(u));
-	sign = (u >> 16) & 0x8000u;
-	exp = (u >> 23) & 0xffu;
-	man = u & 0x7fffffu;
-	if (exp == 0xff)
-		return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0));
-	int e = (int)exp - 127 + 15;
-	if (e >= 31)
-		return (uint16_t)(sign | 0x7c00u);
-	if (e <= 0) {
-		if (e < -10)
-			return (uint16_t)sign;
-		man |= 0x800000u;
-		int shift = 14 - e;
-		uint32_t half = 1u << (shift - 1);
-		uint32_t r = man >> shift, rest = man & ((1u << shift) - 1);
-		if (rest > half || (rest == half && (r & 1u)))
-			r++;
-		return (uint16_t)(sign | r);
-	}
-	uint32_t r = ((uint32_t)e << 10) | (man >> 13), rest = man & 0x1fffu;
-	if (rest > 0x1000u || (rest == 0x1000u && (r & 1u)))
-		r++; /* may carry into the exponent: still correct */
-	return (uint16_t)(sign | r);
-}
+/* One element-wise math with the CUDA kernels (tp_kmath.h): the same
+ * conversions and NaN-propagating max/min, so host and device buffers
+ * reduce to the same bits. */
+#define bf16_to_f32 tp_km_bf16_to_f32
+#define f32_to_bf16 tp_km_f32_to_bf16
+#define f16_to_f32  tp_km_f16_to_f32
+#define f32_to_f16  tp_km_f32_to_f16
 
 #define OP_SUM(a, b) ((a) + (b))
 #define OP_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define OP_MIN(a, b) ((a) < (b) ? (a) : (b))
+/* Floating point: NaN in either operand gives NaN, as tp_km_max/min. */
+#define OP_FMAX(a, b) (((a) != (a)) | ((a) > (b)) ? (a) : (b))
+#define OP_FMIN(a, b) (((a) != (a)) | ((a) < (b)) ? (a) : (b))
 
 #define KERNEL(name, T, OP)                                                    \
 	static void name(T *restrict d, const T *restrict s, size_t n)         \
@@ -99,21 +42,21 @@ static inline uint16_t f32_to_f16(float f)
 	}
 
 KERNEL(sum_f32, float, OP_SUM)
-KERNEL(max_f32, float, OP_MAX)
-KERNEL(min_f32, float, OP_MIN)
+KERNEL(max_f32, float, tp_km_max)
+KERNEL(min_f32, float, tp_km_min)
 KERNEL(sum_f64, double, OP_SUM)
-KERNEL(max_f64, double, OP_MAX)
-KERNEL(min_f64, double, OP_MIN)
+KERNEL(max_f64, double, OP_FMAX)
+KERNEL(min_f64, double, OP_FMIN)
 KERNEL(max_i32, int32_t, OP_MAX)
 KERNEL(min_i32, int32_t, OP_MIN)
 KERNEL(max_i64, int64_t, OP_MAX)
 KERNEL(min_i64, int64_t, OP_MIN)
 KERNEL16(sum_f16, f32_to_f16, f16_to_f32, OP_SUM)
-KERNEL16(max_f16, f32_to_f16, f16_to_f32, OP_MAX)
-KERNEL16(min_f16, f32_to_f16, f16_to_f32, OP_MIN)
+KERNEL16(max_f16, f32_to_f16, f16_to_f32, tp_km_max)
+KERNEL16(min_f16, f32_to_f16, f16_to_f32, tp_km_min)
 KERNEL16(sum_bf16, f32_to_bf16, bf16_to_f32, OP_SUM)
-KERNEL16(max_bf16, f32_to_bf16, bf16_to_f32, OP_MAX)
-KERNEL16(min_bf16, f32_to_bf16, bf16_to_f32, OP_MIN)
+KERNEL16(max_bf16, f32_to_bf16, bf16_to_f32, tp_km_max)
+KERNEL16(min_bf16, f32_to_bf16, bf16_to_f32, tp_km_min)
 
 /* Integer sums wrap like the unsigned type (no UB on overflow). */
 static void sum_i32w(void *d, const void *s, size_t n)

@@ -247,14 +247,28 @@ void tp_coll_comm_stats_reset(tp_coll_comm_t *comm);
 
 /* ---- collectives --------------------------------------------------------
  * Collective: every rank calls the same function with the same count,
- * dtype, op, algo (and root). Buffers are host memory. sendbuf may equal
- * recvbuf (in place) where noted; otherwise they must not overlap.
+ * dtype, op, algo (and root). Buffers are host memory or, in a build with
+ * CUDA, device memory of the current device (both buffers of a call on the
+ * same side; found with cudaPointerGetAttributes): device buffers are
+ * staged through host memory on the communicator's stream (see
+ * tp_coll_comm_set_stream()) and the call returns once the stream has
+ * finished. sendbuf may equal recvbuf (in place) where noted; otherwise
+ * they must not overlap.
  * count 0 is a no-op that still returns TP_OK. Returns TP_OK,
  * TP_ERR_INVAL (NULL buffer with count > 0, bad dtype/op/algo/root),
- * TP_ERR_PEER_LOST, TP_ERR_TIMEOUT, TP_ERR_IO or TP_ERR_NOMEM (first use
- * of a larger scratch buffer); the detail string says which call and
+ * TP_ERR_PEER_LOST, TP_ERR_TIMEOUT, TP_ERR_IO, TP_ERR_NOMEM (first use
+ * of a larger scratch buffer) or TP_ERR_CUDA (device buffers: the CUDA
+ * error string is in the detail); the detail string says which call and
  * which peer. On failure the contents of recvbuf are unspecified.
  */
+
+/* CUDA stream (a cudaStream_t) that device-buffer collectives order
+ * their copies and kernels on; NULL (the default) is the legacy default
+ * stream. Returns TP_ERR_UNSUPPORTED (built without CUDA) or TP_ERR_CUDA
+ * (no usable device; detail says why) for a non-NULL stream that cannot
+ * be used; the communicator keeps its previous stream then. Not
+ * collective; not while a call on the communicator is in progress. */
+tp_err_t tp_coll_comm_set_stream(tp_coll_comm_t *comm, void *stream);
 
 /* recvbuf[i] = op over ranks of sendbuf[i], count elements; in place
  * allowed. algo TP_COLL_ALGO_AUTO follows the plan's recommendation. */

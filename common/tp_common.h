@@ -18,6 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- errors ---------------------------------------------------------- */
 
 /* One table, one enum, one strerror (X-macro). Values are negative. */
@@ -34,7 +38,8 @@
 	X(PEER_LOST, -10, "peer lost")                                         \
 	X(TIMEOUT, -11, "timed out")                                           \
 	X(MISMATCH, -12, "peers disagree")                                     \
-	X(ADDRINUSE, -13, "address in use")
+	X(ADDRINUSE, -13, "address in use")                                    \
+	X(CUDA, -14, "CUDA runtime error")
 
 typedef enum tp_err {
 	TP_OK = 0,
@@ -187,5 +192,9 @@ char *tp_quote(char *dst, size_t len, const char *src, size_t max);
 
 /* Parse a GUID ("0x0002c90300a1b2c3" or "0002c90300a1b2c3"). */
 bool tp_parse_guid(const char *s, uint64_t *guid_p);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* TP_COMMON_H */

@@ -10,6 +10,14 @@ AC_DEFUN([TP_CHECK_CUDA], [
     [no], [],
     [yes|guess], [AC_PATH_PROG([NVCC], [nvcc], [], [$PATH:/usr/local/cuda/bin])],
     [AC_PATH_PROG([NVCC], [nvcc], [], [$with_cuda/bin])])
+  CUDA_HOME=""
+  AS_IF([test -n "$NVCC"],
+    [CUDA_HOME=`dirname "$NVCC"`; CUDA_HOME=`dirname "$CUDA_HOME"`
+     AS_IF([test -f "$CUDA_HOME/lib64/libcudart_static.a"], [],
+       [AS_CASE([$with_cuda],
+         [guess], [AC_MSG_WARN([no $CUDA_HOME/lib64/libcudart_static.a: CUDA kernels disabled])],
+         [AC_MSG_ERROR([--with-cuda=$with_cuda but no $CUDA_HOME/lib64/libcudart_static.a])])
+        NVCC=""; CUDA_HOME=""])])
   AS_IF([test -n "$NVCC"], [tp_have_cuda="yes ($NVCC)"],
     [AS_CASE([$with_cuda],
       [no|guess], [],
@@ -17,5 +25,11 @@ AC_DEFUN([TP_CHECK_CUDA], [
   AS_IF([test "x$with_cuda" = xguess && test -z "$NVCC"],
     [AC_MSG_WARN([nvcc not found: CUDA kernels disabled (CPU fallbacks only)])])
   AC_SUBST([NVCC])
+  AC_SUBST([CUDA_HOME])
+  # nvcc's own warnings and the host compiler's, as errors under --enable-werror.
+  NVCC_WERROR="-Xcompiler -Wall,-Wextra"
+  AS_IF([test "x$enable_werror" = xyes],
+    [NVCC_WERROR="$NVCC_WERROR -Werror all-warnings -Xcompiler -Werror"])
+  AC_SUBST([NVCC_WERROR])
   AM_CONDITIONAL([TP_HAVE_CUDA], [test -n "$NVCC"])
 ])

@@ -1033,6 +1033,42 @@ static void test_port_in_use(void **s)
 	tp_plan_destroy(p);
 }
 
+/* Host buffers take the CPU path in every build (with CUDA but no GPU,
+ * cudaPointerGetAttributes fails and every buffer is host memory); asking
+ * for a CUDA stream without a usable GPU is an error naming the cause, and
+ * leaves the communicator working. */
+static void test_device_stream(void **s)
+{
+	tp_plan_t *p = plan_of(1, 1, 0);
+	tp_coll_comm_t *c = NULL;
+	tp_coll_opts_t o;
+	char *why = NULL;
+	float a[5] = {1, 2, 3, 4, 5}, b[5];
+	tp_err_t err;
+
+	(void)s;
+	opts_for(&o, next_port(), 5, 4096);
+	assert_int_equal(tp_coll_comm_init(p, 0, &o, &c, &why), TP_OK);
+	assert_int_equal(tp_coll_allreduce(c, a, b, 5, TP_COLL_FP32,
+					   TP_COLL_AVG, TP_COLL_ALGO_AUTO),
+			 TP_OK);
+	assert_memory_equal(a, b, sizeof(a));
+	err = tp_coll_comm_set_stream(c, (void *)&err);
+	if (err != TP_OK) { /* no GPU here (the usual case) */
+		assert_true(err == TP_ERR_CUDA || err == TP_ERR_UNSUPPORTED);
+		assert_non_null(strstr(tp_coll_comm_detail(c), "set_stream: "));
+		assert_true(strlen(tp_coll_comm_detail(c)) > 14);
+	}
+	assert_int_equal(tp_coll_comm_set_stream(c, NULL), TP_OK);
+	assert_int_equal(tp_coll_allreduce(c, a, a, 5, TP_COLL_FP32,
+					   TP_COLL_SUM, TP_COLL_ALGO_RING),
+			 TP_OK);
+	assert_int_equal(tp_coll_broadcast(c, a, 5, TP_COLL_FP32, 0), TP_OK);
+	assert_memory_equal(a, b, sizeof(a));
+	tp_coll_comm_destroy(c);
+	tp_plan_destroy(p);
+}
+
 /* A rank that never comes: rank 0 and a lone rank 1 both give up. */
 static void test_init_timeout(void **s)
 {
@@ -1128,6 +1164,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_rank),
 	    cmocka_unit_test(test_truncated_plan),
 	    cmocka_unit_test(test_port_in_use),
+	    cmocka_unit_test(test_device_stream),
 	    cmocka_unit_test(test_env),
 	    cmocka_unit_test(test_init_timeout),
 	    cmocka_unit_test(test_mismatched_plan),
