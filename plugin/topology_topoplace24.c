@@ -118,6 +118,8 @@
 /* The writer looks at its queue every second; after WRITER_NAPS empty
  * looks it sleeps until a record wakes it. */
 #define WRITER_NAPS 60
+/* Running jobs whose traffic is background, at most (more run unseen). */
+#define RUNNING_MAX 4096
 /* tp_state_alloc's job id for everything Slurm already gave away. */
 #define BUSY_JOB UINT64_C(0xffffffffffff)
 
@@ -184,6 +186,8 @@ typedef struct decision {
 	tp_request_t req;
 	double ms;         /* whole eval, engine and commit */
 	time_t when;
+	bool track;        /* its traffic joins the background */
+	bool ended;        /* no decision: the job's traffic leaves */
 } decision_t;
 
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -210,6 +214,14 @@ static int avail_cpus_cnt;
 static pick_t *picks_buf;
 static decision_t pending[PENDING_MAX];
 static size_t npending, pending_next;
+/* The policy's parameters (PriceBudget) and the link state generation
+ * sel_state last took from ls_pub. */
+static tp_policy_params_t sel_params;
+static uint64_t sel_gen;
+/* Jobs whose traffic the writer holds as background: checked against the
+ * job list at each confirmation, an end queued to the writer. */
+static uint32_t *running;
+static size_t nrunning, caprunning;
 
 /* The writer thread and its queue, under wq_lock (never under any lock
  * of slurmctld's). Besides the queue the writer reads fabric, cost_ctx,
@@ -226,6 +238,25 @@ static bool wq_running;      /* under state_lock */
 static pthread_t wq_thread;
 static char *decisions_path;
 static size_t decisions_lines = SIZE_MAX; /* lines in the file; MAX = unknown */
+
+/* The links the selection prices with. ls_pub (and ls_gen) under ls_lock:
+ * the writer swaps a new one in, the selection copies it into sel_state
+ * when ls_gen moved. The rest is the writer's while ls_on (under wq_lock)
+ * holds, allocated with the selection's working set: LinkState's path
+ * and last look, the file's links (NULL: healthy), the running jobs'
+ * traffic, and the next snapshot being built. */
+static pthread_mutex_t ls_lock = PTHREAD_MUTEX_INITIALIZER;
+static tp_state_t *ls_pub;
+static uint64_t ls_gen;
+static bool ls_on;
+static char *ls_path;
+static tp_filesig_t ls_sig;
+static time_t ls_looked;      /* monotonic second of the last stat */
+static tp_state_t *ls_file;
+static tp_traffic_t *ls_traffic;
+static tp_state_t *ls_work;
+static double ls_duty;
+static bool ls_dirty;         /* ls_pub is behind */
 
 static void log_sink(tp_log_level_t level, const char *msg, void *arg)
 {
@@ -260,6 +291,7 @@ static double ms_since(const struct timespec *t0)
 static void decisions_confirm(bool force);
 static void pending_clear(void);
 static void writer_sync(void);
+static void links_stop(void);
 
 /* ---- the files -------------------------------------------------------- */
 
@@ -267,8 +299,12 @@ static void writer_sync(void);
  * fabric. */
 static void selection_free(void)
 {
+	links_stop();
+	xfree(running);
+	nrunning = caprunning = 0;
 	tp_state_destroy(sel_state);
 	sel_state = NULL;
+	sel_gen = 0;
 	xfree(host_of);
 	host_of_cnt = 0;
 	xfree(node_of);
@@ -511,6 +547,202 @@ static void build_from_tree(void)
 						     false);
 }
 
+/* ---- link state ------------------------------------------------------- */
+
+/* Re-read LinkState when it changed (tp_filesig_update): its links become
+ * ls_file; a removed file means healthy links. A bad file is logged once
+ * (until it changes again) and the last good links kept. The writer's,
+ * or build_config's with the writer idle. */
+static void links_read(void)
+{
+	tp_state_t *st = NULL;
+	size_t nl = tp_fabric_nlinks(fabric), weak = 0, busy = 0;
+	char *why = NULL;
+	tp_err_t err;
+
+	if (!ls_path || !tp_filesig_update(ls_path, &ls_sig))
+		return;
+	if (!ls_sig.exists) {
+		info("%s: LinkState %s: no such file: links healthy",
+		     plugin_type, ls_path);
+		tp_state_destroy(ls_file);
+		ls_file = NULL;
+		ls_dirty = true;
+		return;
+	}
+	if ((err = tp_state_load_json(fabric, ls_path, &st, &why))) {
+		error("%s: LinkState %s: %s: last good link state kept",
+		      plugin_type, ls_path, why ? why : tp_strerror(err));
+		tp_free(why);
+		return;
+	}
+	for (size_t l = 0; l < nl; l++) {
+		weak += tp_state_link_health(st, (uint32_t)l) < 1;
+		busy += tp_state_link_background(st, (uint32_t)l) > 0;
+	}
+	info("%s: LinkState %s: %zu of %zu links degraded, %zu with "
+	     "background traffic",
+	     plugin_type, ls_path, weak, nl, busy);
+	tp_state_destroy(ls_file);
+	ls_file = st;
+	ls_dirty = true;
+}
+
+/* The file's links plus the running jobs' traffic into ls_work, swapped
+ * in as ls_pub. */
+static void links_publish(void)
+{
+	tp_state_t *t;
+
+	if (!ls_work || tp_traffic_apply(ls_traffic, ls_file, ls_work))
+		return;
+	slurm_mutex_lock(&ls_lock);
+	t = ls_pub;
+	ls_pub = ls_work;
+	ls_work = t;
+	__atomic_store_n(&ls_gen, ls_gen + 1, __ATOMIC_RELEASE);
+	slurm_mutex_unlock(&ls_lock);
+	ls_dirty = false;
+}
+
+/* Faster of ring and hierarchical on the file's links (ring on a tie or
+ * when neither can be priced), as the engine's prediction picks. */
+static tp_algo_t faster_algo(const tp_placement_t *pl, double bytes)
+{
+	tp_cost_t r, h;
+
+	if (tp_cost_predict(cost_ctx, ls_file, pl->hosts, pl->gpus, pl->nhosts,
+			    bytes, TP_ALGO_RING, &r))
+		return TP_ALGO_RING;
+	if (!tp_cost_predict(cost_ctx, ls_file, pl->hosts, pl->gpus,
+			     pl->nhosts, bytes, TP_ALGO_HIERARCHICAL, &h) &&
+	    h.seconds < r.seconds)
+		return TP_ALGO_HIERARCHICAL;
+	return TP_ALGO_RING;
+}
+
+/* A running job's traffic joins the background, or an ended one's
+ * leaves it. The writer's (ls_on held when the record was taken). */
+static void links_job(const decision_t *d)
+{
+	double bytes = d->req.bytes > 0 ? d->req.bytes : 1073741824.0;
+	tp_err_t err;
+
+	if (!ls_traffic)
+		return;
+	if (d->ended) {
+		if (tp_traffic_remove(ls_traffic, d->job_id) == TP_OK)
+			ls_dirty = true;
+		return;
+	}
+	if (!d->track || !cost_ctx || d->pl.nhosts < 2 || !(ls_duty > 0))
+		return;
+	err = tp_traffic_add(ls_traffic, d->job_id, cost_ctx, ls_file,
+			     d->pl.hosts, d->pl.gpus, d->pl.nhosts, bytes,
+			     faster_algo(&d->pl, bytes), ls_duty);
+	ls_dirty = true; /* on error too: its old load is gone */
+	if (err)
+		debug("%s: JobId=%u: traffic not priced: %s", plugin_type,
+		      d->job_id, tp_strerror(err));
+}
+
+/* Once a second: LinkState looked at, and a new snapshot published when
+ * anything changed. wq_lock held on entry and on return, released while
+ * working (wq_busy set, so writer_sync and links_stop wait for it). */
+static void links_tick(void)
+{
+	struct timespec now;
+	bool look;
+
+	if (!ls_on)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	look = ls_path && now.tv_sec != ls_looked;
+	if (!look && !ls_dirty)
+		return;
+	wq_busy = true;
+	slurm_mutex_unlock(&wq_lock);
+	if (look) {
+		ls_looked = now.tv_sec;
+		links_read();
+	}
+	if (ls_dirty)
+		links_publish();
+	slurm_mutex_lock(&wq_lock);
+	wq_busy = false;
+	if (!wq_len)
+		slurm_cond_broadcast(&wq_idle);
+}
+
+/* With the selection's working set (build_config, writer idle): the
+ * file read and the first snapshot published before any selection. */
+static void links_start(void)
+{
+	char *conf = get_extra_conf_path("topoplace.conf");
+
+	ls_path = tp_pconf_path(conf, pconf.link_state);
+	xfree(conf);
+	ls_duty = pconf.comm_share / 100.0;
+	memset(&ls_sig, 0, sizeof(ls_sig));
+	ls_looked = 0;
+	ls_traffic = tp_traffic_create(fabric);
+	ls_work = tp_state_create(fabric);
+	slurm_mutex_lock(&ls_lock);
+	ls_pub = tp_state_create(fabric);
+	slurm_mutex_unlock(&ls_lock);
+	if (!ls_traffic || !ls_work || !ls_pub ||
+	    (pconf.link_state && !ls_path)) {
+		error("%s: link state: out of memory: links priced healthy",
+		      plugin_type);
+		links_stop();
+		return;
+	}
+	links_read();
+	links_publish();
+	slurm_mutex_lock(&wq_lock);
+	ls_on = true;
+	slurm_mutex_unlock(&wq_lock);
+}
+
+/* The writer done with the link state (it may be in links_tick), then
+ * all of it freed. */
+static void links_stop(void)
+{
+	slurm_mutex_lock(&wq_lock);
+	ls_on = false;
+	while (wq_running && wq_busy)
+		slurm_cond_wait(&wq_idle, &wq_lock);
+	slurm_mutex_unlock(&wq_lock);
+	tp_state_destroy(ls_file);
+	ls_file = NULL;
+	tp_traffic_destroy(ls_traffic);
+	ls_traffic = NULL;
+	tp_state_destroy(ls_work);
+	ls_work = NULL;
+	tp_free(ls_path);
+	ls_path = NULL;
+	ls_dirty = false;
+	slurm_mutex_lock(&ls_lock);
+	tp_state_destroy(ls_pub);
+	ls_pub = NULL;
+	slurm_mutex_unlock(&ls_lock);
+}
+
+/* The selection's copy of the links, when the writer published a newer
+ * one: a load and, rarely, a copy of every link's health and
+ * background. state_lock held. */
+static void links_take(void)
+{
+	if (!sel_state ||
+	    __atomic_load_n(&ls_gen, __ATOMIC_ACQUIRE) == sel_gen)
+		return;
+	slurm_mutex_lock(&ls_lock);
+	if (ls_pub)
+		(void)tp_traffic_apply(NULL, ls_pub, sel_state);
+	sel_gen = ls_gen;
+	slurm_mutex_unlock(&ls_lock);
+}
+
 /* ---- decisions -------------------------------------------------------- */
 
 static void decision_free(decision_t *d)
@@ -740,6 +972,7 @@ static bool write_one(void)
 	struct timespec t0;
 	decision_t d;
 	size_t dropped;
+	bool links;
 
 	if (!wq_len)
 		return false;
@@ -749,15 +982,19 @@ static bool write_one(void)
 	wq_len--;
 	dropped = wq_dropped;
 	wq_dropped = 0;
+	links = ls_on;
 	wq_busy = true;
 	slurm_mutex_unlock(&wq_lock);
 	if (dropped)
 		error("%s: %zu decision records dropped: %s fell behind",
 		      plugin_type, dropped, decisions_path);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	decision_write(&d);
-	debug2("%s: record of JobId=%u written in %.3f ms", plugin_type,
-	       d.job_id, ms_since(&t0));
+	if (!d.ended)
+		decision_write(&d);
+	if (links)
+		links_job(&d);
+	debug2("%s: %s of JobId=%u in %.3f ms", plugin_type,
+	       d.ended ? "end" : "record", d.job_id, ms_since(&t0));
 	decision_free(&d);
 	slurm_mutex_lock(&wq_lock);
 	wq_busy = false;
@@ -784,9 +1021,11 @@ static void *writer_main(void *arg)
 			naps = 0;
 			continue;
 		}
+		links_tick();
 		if (wq_stop)
 			break;
-		if (naps++ < WRITER_NAPS) {
+		/* LinkState is looked at every second */
+		if (naps++ < WRITER_NAPS || (ls_on && ls_path)) {
 			clock_gettime(CLOCK_MONOTONIC, &ts);
 			ts.tv_sec++;
 			slurm_cond_timedwait(&wq_work, &wq_lock, &ts);
@@ -842,9 +1081,11 @@ static void writer_sync(void)
 		slurm_cond_signal(&wq_work);
 		while (wq_len || wq_busy)
 			slurm_cond_wait(&wq_idle, &wq_lock);
-	} else
+	} else {
 		while (write_one())
 			;
+		links_tick();
+	}
 	slurm_mutex_unlock(&wq_lock);
 }
 
@@ -884,6 +1125,17 @@ static void writer_push(decision_t *d)
 	memset(d, 0, sizeof(*d));
 }
 
+/* Queue the end of a job whose traffic the writer holds. */
+static void writer_push_end(uint32_t job_id)
+{
+	decision_t *e = xmalloc(sizeof(*e));
+
+	e->job_id = job_id;
+	e->ended = true;
+	writer_push(e);
+	xfree(e);
+}
+
 /* The job runs on exactly the nodes the decision committed. */
 static bool runs_on(job_record_t *job_ptr, const decision_t *d)
 {
@@ -901,6 +1153,23 @@ static bool runs_on(job_record_t *job_ptr, const decision_t *d)
 	return true;
 }
 
+/* Remember a job whose traffic the writer will hold; false when
+ * RUNNING_MAX are already. */
+static bool running_add(uint32_t job_id)
+{
+	for (size_t i = 0; i < nrunning; i++)
+		if (running[i] == job_id)
+			return true;
+	if (nrunning == RUNNING_MAX)
+		return false;
+	if (nrunning == caprunning) {
+		caprunning = caprunning ? 2 * caprunning : 64;
+		xrecalloc(running, caprunning, sizeof(uint32_t));
+	}
+	running[nrunning++] = job_id;
+	return true;
+}
+
 /* Hand the decisions whose job now runs on exactly the chosen nodes to
  * the writer; drop those of jobs gone or running elsewhere. Needs the job
  * read lock (held by every caller in slurmctld). force: at reconfigure. */
@@ -913,7 +1182,7 @@ static void decisions_confirm(bool force)
 	/* a scan of every slot per selection would cost each job more than
 	 * its own decision: once a second is soon enough for a record, or
 	 * at once when the slots run short */
-	if (!npending)
+	if (!npending && !nrunning)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (!force && npending < PENDING_MAX / 2 &&
@@ -930,12 +1199,28 @@ static void decisions_confirm(bool force)
 		if (job_ptr && IS_JOB_PENDING(job_ptr))
 			continue;
 		if (job_ptr && runs_on(job_ptr, d)) {
+			d->track = d->npicks > 1 && pconf.comm_share &&
+				   running_add(d->job_id);
 			writer_push(d);
 			pushed++;
 		} else {
 			decision_free(d);
 		}
 		npending--;
+	}
+	/* jobs gone, or no longer running (ended, requeued, suspended):
+	 * their traffic leaves the background, queued after the records
+	 * pushed before it */
+	for (size_t i = 0; i < nrunning;) {
+		job_record_t *job_ptr = find_job_record(running[i]);
+
+		if (job_ptr && IS_JOB_RUNNING(job_ptr)) {
+			i++;
+			continue;
+		}
+		writer_push_end(running[i]);
+		pushed++;
+		running[i] = running[--nrunning];
 	}
 	if (pushed && !wq_running)
 		writer_sync();
@@ -1200,8 +1485,10 @@ static int eval_nodes_topoplace(topology_eval_t *topo_eval)
 		why = "out of memory";
 		goto tree;
 	}
+	links_take();
 	clock_gettime(CLOCK_MONOTONIC, &t_map);
-	err = tp_place_run(policy, s, &r, NULL, NULL, 1, &pl);
+	err = tp_place_choose(policy, s, &r, &sel_params,
+			      pconf.price_budget ? cost_ctx : NULL, 1, &pl);
 	clock_gettime(CLOCK_MONOTONIC, &t_place);
 	if (err == TP_ERR_NOTFOUND) {
 		debug("%s: %pJ: does not fit the free nodes now (%.3f ms)",
@@ -1415,6 +1702,10 @@ extern int topology_p_build_config(void)
 		build_from_tree();
 	else
 		build_flat();
+	tp_policy_params_defaults(&sel_params);
+	sel_params.price_budget = pconf.price_budget;
+	if (engine_on && !select_tree)
+		links_start();
 	/* the writer is idle (writer_sync) and stays so until state_lock
 	 * is released */
 	if (slurm_conf.state_save_location) {
