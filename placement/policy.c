@@ -394,7 +394,7 @@ out:
 }
 
 static char *explain(const tp__policy_in_t *in, const tp_placement_t *p,
-		     const char *why)
+		     bool predicted, const char *why)
 {
 	tp_strbuf_t sb = {0};
 	size_t g = p->span[TP_SPAN_GROUPS];
@@ -405,7 +405,7 @@ static char *explain(const tp__policy_in_t *in, const tp_placement_t *p,
 			 p->nhosts, p->nhosts == 1 ? "" : "s", g,
 			 g == 1 ? "" : "s", p->min_span_free[TP_SPAN_GROUPS],
 			 p->min_span_empty[TP_SPAN_GROUPS]);
-	if (in->cost && p->ideal_s > 0)
+	if (in->cost && predicted)
 		tp_strbuf_printf(&sb, "; predicted %.3g ms vs ideal %.3g ms",
 				 p->predicted_s * 1e3, p->ideal_s * 1e3);
 	tp_strbuf_printf(&sb, ".%s%s", why && *why ? " " : "", why ? why : "");
@@ -520,7 +520,7 @@ static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 		    e.seconds < p.ideal_s)
 			p.ideal_s = e.seconds;
 	}
-	if (!(p.explain = explain(&in, &p, why))) {
+	if (!(p.explain = explain(&in, &p, predict, why))) {
 		err = TP_ERR_NOMEM;
 		goto fail;
 	}
@@ -542,7 +542,8 @@ tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
 }
 
 tp_err_t tp_place_choose(const tp_policy_t *policy, const tp_state_t *s,
-			 const tp_request_t *r, const tp_policy_params_t *params,
+			 const tp_request_t *r,
+			 const tp_policy_params_t *params,
 			 const tp_cost_ctx_t *ctx, uint64_t seed,
 			 tp_placement_t *out)
 {

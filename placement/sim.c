@@ -247,7 +247,8 @@ static void fair_background(sim_t *m, uint32_t r)
 {
 	double cap = tp_fabric_link(m->f, r / 2)->gbps * m->s->health[r / 2];
 
-	m->s->bg[r] = tp_traffic_fair_background(cap, m->loadsum[r], m->bgcnt[r]);
+	m->s->bg[r] =
+	    tp_traffic_fair_background(cap, m->loadsum[r], m->bgcnt[r]);
 }
 
 /* Add the traffic of a job on hosts[0..n) to the background and keep

@@ -198,8 +198,7 @@ size_t tp_traffic_njobs(const tp_traffic_t *t);
  * running jobs load with load_gbps in all: their load, but no more than
  * the k/(k+1) share max-min fairness leaves them among k + 1 competitors
  * (0 when k is 0). The simulator's rule. */
-double tp_traffic_fair_background(double cap_gbps, double load_gbps,
-				  size_t k);
+double tp_traffic_fair_background(double cap_gbps, double load_gbps, size_t k);
 
 /* Set s's links: health and background of from (NULL: healthy, idle),
  * plus, t not NULL, the jobs' load on each direction as
@@ -279,7 +278,8 @@ tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
  * cross_top_bytes are 0, algo is ring. Same errors, ownership and thread
  * safety as tp_place_run. */
 tp_err_t tp_place_choose(const tp_policy_t *policy, const tp_state_t *s,
-			 const tp_request_t *r, const tp_policy_params_t *params,
+			 const tp_request_t *r,
+			 const tp_policy_params_t *params,
 			 const tp_cost_ctx_t *ctx, uint64_t seed,
 			 tp_placement_t *out);
 

@@ -29,7 +29,29 @@
  *   topo_eval says it may. It is also on slurmctld's critical path (the
  *   goal: at most twice eval_nodes_tree's time), so it only chooses and
  *   commits: the free state is one tp_state_t per fabric load, reset per
- *   call; no file I/O, no cost prediction.
+ *   call; no file I/O. The engine is the simulator's: tp_place_choose
+ *   with the cost context prices candidate host sets (at most
+ *   PriceBudget predictions, 0 = structure alone) on sel_state's links,
+ *   but the answer is not predicted again (the writer does that).
+ * - The links sel_state carries: LinkState's (a topoplace-state/1 file;
+ *   only its links are used) plus the running jobs' traffic. The writer
+ *   looks at the file at most once a second (tp_filesig_update: inode,
+ *   size, times) and parses it only when it changed; a bad file is
+ *   logged once and the last good links kept, a removed one means
+ *   healthy links. Each decision confirmed against its running job
+ *   carries the job's traffic to the writer, which keeps it per job
+ *   (tp_traffic: tp_cost_link_load with CommShare as duty, the
+ *   simulator's fair-share cap). Ends have no callback in 24.11: each
+ *   confirmation (above) also looks up the jobs whose traffic is held
+ *   and queues an end for those no longer running, in the same queue as
+ *   the records, so an end never overtakes its job's record. The writer
+ *   then builds the snapshot (file links + traffic) in ls_work and swaps
+ *   it with ls_pub under ls_lock; a selection copies ls_pub into
+ *   sel_state (O(links), under ls_lock) only when ls_gen moved: a file
+ *   change or a job start/end reaches the selections within about 2 s.
+ *   build_config reads the file and publishes before the first selection.
+ *   Jobs running before slurmctld started, or placed by Slurm's own
+ *   selection, carry no traffic.
  * - A decision is recorded only once the job runs on exactly the chosen
  *   nodes. That needs the job lock, so it is checked at the start of a
  *   selection (at most once a second, or at once when half the pending
@@ -58,10 +80,16 @@
  * - slurmctld calls build_config and eval_nodes with its own locks held
  *   (configuration write lock, job write lock); state_lock only orders
  *   our members against the rare other callers (fini, the clients'
- *   topology_p_get). The writer takes wq_lock only, never one of
- *   slurmctld's, and reads no Slurm structure: a record carries fabric
- *   hosts, not node indices; what else it reads (fabric, cost model,
- *   path) changes only after writer_sync() has found it idle.
+ *   topology_p_get). The writer takes wq_lock or ls_lock (one at a time,
+ *   never one of slurmctld's or state_lock) and reads no Slurm
+ *   structure: a record carries fabric hosts, not node indices; what
+ *   else it reads (fabric, cost model, path) changes only after
+ *   writer_sync() has found it idle, and the link state (ls_file,
+ *   ls_traffic, ls_work, ls_path) only after links_stop() has cleared
+ *   ls_on and waited for it: its once-a-second look runs with wq_busy
+ *   set, like a record. Lock order: state_lock, then wq_lock or
+ *   ls_lock; the selection takes ls_lock (links_take) only when a new
+ *   snapshot is there, and holds it for the copy alone.
  */
 #define _GNU_SOURCE /* SCHED_BATCH (as Slurm's own sources do) */
 #include <errno.h>
@@ -186,8 +214,8 @@ typedef struct decision {
 	tp_request_t req;
 	double ms;         /* whole eval, engine and commit */
 	time_t when;
-	bool track;        /* its traffic joins the background */
-	bool ended;        /* no decision: the job's traffic leaves */
+	bool track; /* its traffic joins the background */
+	bool ended; /* no decision: the job's traffic leaves */
 } decision_t;
 
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -227,7 +255,7 @@ static size_t nrunning, caprunning;
  * of slurmctld's). Besides the queue the writer reads fabric, cost_ctx,
  * policy and decisions_path: these change only with state_lock held and
  * after writer_sync(), when it holds no record; decisions_lines is the
- * writer's own. */
+ * writer's own, and so is the link state while ls_on holds (below). */
 static pthread_mutex_t wq_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wq_work = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t wq_idle = PTHREAD_COND_INITIALIZER;
@@ -251,12 +279,12 @@ static uint64_t ls_gen;
 static bool ls_on;
 static char *ls_path;
 static tp_filesig_t ls_sig;
-static time_t ls_looked;      /* monotonic second of the last stat */
+static time_t ls_looked; /* monotonic second of the last stat */
 static tp_state_t *ls_file;
 static tp_traffic_t *ls_traffic;
 static tp_state_t *ls_work;
 static double ls_duty;
-static bool ls_dirty;         /* ls_pub is behind */
+static bool ls_dirty; /* ls_pub is behind */
 
 static void log_sink(tp_log_level_t level, const char *msg, void *arg)
 {
@@ -614,8 +642,8 @@ static tp_algo_t faster_algo(const tp_placement_t *pl, double bytes)
 	if (tp_cost_predict(cost_ctx, ls_file, pl->hosts, pl->gpus, pl->nhosts,
 			    bytes, TP_ALGO_RING, &r))
 		return TP_ALGO_RING;
-	if (!tp_cost_predict(cost_ctx, ls_file, pl->hosts, pl->gpus,
-			     pl->nhosts, bytes, TP_ALGO_HIERARCHICAL, &h) &&
+	if (!tp_cost_predict(cost_ctx, ls_file, pl->hosts, pl->gpus, pl->nhosts,
+			     bytes, TP_ALGO_HIERARCHICAL, &h) &&
 	    h.seconds < r.seconds)
 		return TP_ALGO_HIERARCHICAL;
 	return TP_ALGO_RING;
@@ -733,8 +761,7 @@ static void links_stop(void)
  * background. state_lock held. */
 static void links_take(void)
 {
-	if (!sel_state ||
-	    __atomic_load_n(&ls_gen, __ATOMIC_ACQUIRE) == sel_gen)
+	if (!sel_state || __atomic_load_n(&ls_gen, __ATOMIC_ACQUIRE) == sel_gen)
 		return;
 	slurm_mutex_lock(&ls_lock);
 	if (ls_pub)
@@ -1386,8 +1413,9 @@ static int cmp_pick(const void *a, const void *b)
  * ESLURM_NOT_SUPPORTED sends eval_nodes() on to its default (consecutive)
  * selection; for jobs the engine does not take, eval_nodes_tree runs
  * instead on the same table. Nothing here but choosing and committing:
- * no file, no cost prediction, no allocation but the engine's own and,
- * for a successful choice, the decision's node list.
+ * no file, no prediction but the engine's bounded pricing, no allocation
+ * but the engine's own and, for a successful choice, the decision's node
+ * list.
  */
 static int eval_nodes_topoplace(topology_eval_t *topo_eval)
 {

@@ -163,9 +163,9 @@ static void test_link_keys(void **state)
 
 	tp_pconf_defaults(&c);
 	assert_int_equal(tp_pconf_parse("t.conf",
-					 "LinkState=links.json CommShare=0 "
-					 "PriceBudget=0",
-					 &c, &err),
+					"LinkState=links.json CommShare=0 "
+					"PriceBudget=0",
+					&c, &err),
 			 TP_OK);
 	assert_string_equal(c.link_state, "links.json");
 	assert_int_equal(c.comm_share, 0);
