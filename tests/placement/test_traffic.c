@@ -105,6 +105,10 @@ static void test_add_apply_remove(void **unused)
 	    TP_OK);
 	assert_int_equal(tp_traffic_njobs(t), 1);
 
+	assert_false(tp_state_links_plain(s));
+	assert_true(tp_state_links_plain(from));
+	assert_true(tp_state_links_plain(NULL));
+
 	/* the file's links under the traffic: health copied, background
 	 * added on top */
 	assert_int_equal(tp_state_set_link(from, 0, 0.5, 10), TP_OK);
@@ -118,6 +122,11 @@ static void test_add_apply_remove(void **unused)
 	assert_int_equal(tp_traffic_apply(t, NULL, s), TP_OK);
 	for (size_t l = 0; l < nl; l++)
 		assert_true(tp_state_link_background(s, (uint32_t)l) == 0);
+	assert_true(tp_state_links_plain(s));
+	assert_int_equal(tp_traffic_apply(t, from, s), TP_OK);
+	assert_false(tp_state_links_plain(s)); /* link 0 at half health */
+	assert_int_equal(tp_traffic_apply(NULL, NULL, s), TP_OK);
+	assert_true(tp_state_links_plain(s));
 
 	free(load);
 	tp_state_destroy(from);
@@ -251,6 +260,24 @@ static void test_place_choose(void **unused)
 	tp_placement_free(&a);
 	tp_placement_free(&b);
 	tp_placement_free(&c);
+
+	/* healthy, idle links: pricing keeps the structural answer (what
+	 * lets the plugin skip it there), for every job size */
+	assert_int_equal(tp_state_set_link(s, up, 1, 0), TP_OK);
+	assert_true(tp_state_links_plain(s));
+	for (int n = 2; n <= 8; n++) {
+		tp_request_t q = {.nodes = n, .exclusive = true};
+		assert_int_equal(tp_place_choose(tp_policy_find("topoplace"), s,
+						 &q, &pp, ctx, 1, &b),
+				 TP_OK);
+		assert_int_equal(tp_place_choose(tp_policy_find("topoplace"), s,
+						 &q, &off, ctx, 1, &c),
+				 TP_OK);
+		assert_memory_equal(b.hosts, c.hosts,
+				    b.nhosts * sizeof(uint32_t));
+		tp_placement_free(&b);
+		tp_placement_free(&c);
+	}
 	tp_state_destroy(s);
 	tp_cost_ctx_destroy(ctx);
 	tp_fabric_destroy(f);
