@@ -81,6 +81,10 @@ if [ "$gen" = 24 ]; then
 	sleep 3
 	timeout 120 srun -N 6 hostname >/dev/null 2>&1 || bad "srun -N 6 (corrupt links)"
 	ok "more steps ran"
+	[ "$(grep -c 'LinkState .*links degraded' "$dir/log/slurmctld.log")" -ge 2 ] &&
+		grep -q 'LinkState .*last good link state kept' "$dir/log/slurmctld.log" &&
+		ok "the LinkState file was read twice, then found corrupt" ||
+		bad "LinkState reads in the log: $(grep -c 'LinkState' "$dir/log/slurmctld.log")"
 	i=0
 	while [ ! -s "$dir/state/topoplace-decisions.jsonl" ] && [ $i -lt 100 ]; do
 		sleep 0.2
@@ -123,6 +127,9 @@ leak=$(grep 'definitely lost:' "$vg" | tail -n 1 | sed 's/^==[0-9]*== *//')
 [ -n "$leak" ] && echo "# slurmctld as a whole: $leak" ||
 	echo "# slurmctld as a whole: $(grep -E 'All heap blocks|in use at exit' "$vg" | tail -n 1 | sed 's/^==[0-9]*== *//')"
 ok "valgrind: $(grep 'ERROR SUMMARY' "$vg" | tail -n 1 | sed 's/^==[0-9]*== //')"
+# where Slurm's own findings come from, for whoever looks (not judged)
+awk 'BEGIN{RS=""} /definitely lost in loss record/' "$vg" | head -n 12 |
+	sed 's/^==[0-9]*== */#   /'
 # one record per blank-line separated block; ours when a frame is in our
 # plugins (their .so or source names) or the tp_ core, not merely under
 # a path with "topoplace" in it (the 24.11 build's prefix has)
