@@ -62,9 +62,10 @@ static const tp_pconf_key_t keys[] = {
 	 "percent of a running multi-node job's time spent in all-reduce: "
 	 "its traffic is background for later choices; 0: none",
 	 OFF(comm_share), NULL},
-	{"PriceBudget", TP_PCONF_UINT, "96", 0, 100000,
+	{"PriceBudget", TP_PCONF_UINT, "8", 0, 100000,
 	 "cost-model predictions a native selection may spend pricing "
-	 "candidate host sets; 0: the structural choice alone",
+	 "candidate host sets (96: the simulator's); 0: the structural "
+	 "choice alone",
 	 OFF(price_budget), NULL},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))

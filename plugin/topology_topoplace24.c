@@ -32,7 +32,9 @@
  *   call; no file I/O. The engine is the simulator's: tp_place_choose
  *   with the cost context prices candidate host sets (at most
  *   PriceBudget predictions, 0 = structure alone) on sel_state's links,
- *   but the answer is not predicted again (the writer does that).
+ *   but the answer is not predicted again (the writer does that). The
+ *   simulator's budget (96) put the mean decision at 4x eval_nodes_tree
+ *   on the 8-node bench with a degraded up-link; the default (8) at 2x.
  *   While every link is healthy and idle the structure decides alone:
  *   there pricing never changed its answer (fat trees, rail, NVL72) and
  *   costs tens of microseconds per spanning job.
@@ -605,8 +607,9 @@ static void links_read(void)
 		return;
 	}
 	if ((err = tp_state_load_json(fabric, ls_path, &st, &why))) {
-		error("%s: LinkState %s: %s: last good link state kept",
-		      plugin_type, ls_path, why ? why : tp_strerror(err));
+		/* why names the file */
+		error("%s: LinkState %s: last good link state kept",
+		      plugin_type, why ? why : tp_strerror(err));
 		tp_free(why);
 		return;
 	}
@@ -707,8 +710,7 @@ static void links_tick(void)
 		links_publish();
 	slurm_mutex_lock(&wq_lock);
 	wq_busy = false;
-	if (!wq_len)
-		slurm_cond_broadcast(&wq_idle);
+	slurm_cond_broadcast(&wq_idle);
 }
 
 /* With the selection's working set (build_config, writer idle): the

@@ -25,10 +25,13 @@ dir=$tmp/cluster
 t0=$(date +%s)
 cluster_trap slurmctld.log 'topoplace\|fatal\|error' 25
 
+# PriceBudget: the simulator's (tp_policy_params_defaults), which the CLI
+# uses, whatever the plugin's default
 cat >"$tmp/topoplace.conf" <<'EOF'
 # topology/topoplace, native mode, with a link state (test)
 FabricFile=@DIR@/fabric.json
 LinkState=links.json
+PriceBudget=96
 EOF
 
 echo "# $CLUSTER start --slurm-prefix $PREFIX --topology topoplace --nodes 8 --net $NET --port $PORT --dir $dir"

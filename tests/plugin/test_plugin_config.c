@@ -28,7 +28,7 @@ static void test_defaults(void **state)
 	assert_null(c.partitions);
 	assert_null(c.link_state);
 	assert_int_equal(c.comm_share, 30);
-	assert_int_equal(c.price_budget, 96);
+	assert_int_equal(c.price_budget, 8);
 	tp_pconf_free(&c);
 	tp_pconf_free(&c); /* idempotent */
 	tp_pconf_free(NULL);
