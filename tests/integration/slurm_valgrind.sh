@@ -128,8 +128,8 @@ leak=$(grep 'definitely lost:' "$vg" | tail -n 1 | sed 's/^==[0-9]*== *//')
 	echo "# slurmctld as a whole: $(grep -E 'All heap blocks|in use at exit' "$vg" | tail -n 1 | sed 's/^==[0-9]*== *//')"
 ok "valgrind: $(grep 'ERROR SUMMARY' "$vg" | tail -n 1 | sed 's/^==[0-9]*== //')"
 # where Slurm's own findings come from, for whoever looks (not judged)
-awk 'BEGIN{RS=""} /definitely lost in loss record/' "$vg" | head -n 12 |
-	sed 's/^==[0-9]*== */#   /'
+sed 's/^==[0-9]*== \{0,1\}//' "$vg" | awk 'BEGIN{RS=""} /definitely lost in loss record/' |
+	head -n 12 | sed 's/^/#   /'
 # one record per blank-line separated block; ours when a frame is in our
 # plugins (their .so or source names) or the tp_ core, not merely under
 # a path with "topoplace" in it (the 24.11 build's prefix has)
