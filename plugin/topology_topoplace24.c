@@ -53,7 +53,9 @@
  *   then builds the snapshot (file links + traffic) in ls_work and swaps
  *   it with ls_pub under ls_lock; a selection copies ls_pub into
  *   sel_state (O(links), under ls_lock) only when ls_gen moved: a file
- *   change or a job start/end reaches the selections within about 2 s.
+ *   change or a job start/end reaches the selections within about 2 s
+ *   (an end is found by a confirmation, so the selection that finds it
+ *   still prices with that job's traffic).
  *   build_config reads the file and publishes before the first selection.
  *   Jobs running before slurmctld started, or placed by Slurm's own
  *   selection, carry no traffic.
