@@ -70,7 +70,7 @@ if [ "$gen" = 24 ]; then
 	# more selections, so decisions are confirmed and the writer runs;
 	# a spanning job while another runs (its traffic in the background),
 	# the link file rewritten, then corrupt
-	timeout 60 sbatch -N 2 --exclusive --wrap 'sleep 20' >/dev/null 2>&1 || bad "sbatch -N 2"
+	timeout 60 sbatch -o /dev/null -N 2 --exclusive --wrap 'sleep 20' >/dev/null 2>&1 || bad "sbatch -N 2"
 	for n in 2 3 1 5; do
 		timeout 120 srun -N $n hostname >/dev/null 2>&1 || bad "srun -N $n"
 	done
