@@ -71,6 +71,8 @@ static const param_def_t param_table[] = {
      "weight of moving away from the previous choice"},
     {"big_job_share", offsetof(tp_policy_params_t, big_job_share), 0.25, 0.0,
      1.0, "share of future jobs that need a whole group (look-ahead)"},
+    {"price_budget", offsetof(tp_policy_params_t, price_budget), 96, 0, 1e6,
+     "cost-model predictions per decision for pricing candidates"},
 };
 
 void tp_policy_params_defaults(tp_policy_params_t *p)
@@ -393,7 +395,7 @@ out:
 }
 
 static char *explain(const tp__policy_in_t *in, const tp_placement_t *p,
-		     const char *why)
+		     bool predicted, const char *why)
 {
 	tp_strbuf_t sb = {0};
 	size_t g = p->span[TP_SPAN_GROUPS];
@@ -404,7 +406,7 @@ static char *explain(const tp__policy_in_t *in, const tp_placement_t *p,
 			 p->nhosts, p->nhosts == 1 ? "" : "s", g,
 			 g == 1 ? "" : "s", p->min_span_free[TP_SPAN_GROUPS],
 			 p->min_span_empty[TP_SPAN_GROUPS]);
-	if (in->cost)
+	if (in->cost && predicted)
 		tp_strbuf_printf(&sb, "; predicted %.3g ms vs ideal %.3g ms",
 				 p->predicted_s * 1e3, p->ideal_s * 1e3);
 	tp_strbuf_printf(&sb, ".%s%s", why && *why ? " " : "", why ? why : "");
@@ -416,9 +418,9 @@ static char *explain(const tp__policy_in_t *in, const tp_placement_t *p,
 	return sb.buf;
 }
 
-tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
+static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 		      const tp_request_t *r, const tp_policy_params_t *params,
-		      const tp_cost_ctx_t *ctx, uint64_t seed,
+		      const tp_cost_ctx_t *ctx, uint64_t seed, bool predict,
 		      tp_placement_t *out)
 {
 	tp_policy_params_t defaults;
@@ -500,7 +502,7 @@ tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
 		err = TP_ERR_NOMEM;
 		goto fail;
 	}
-	if (ctx) {
+	if (ctx && predict) {
 		bytes = r->bytes > 0 ? r->bytes : TP__DEFAULT_BYTES;
 		tp_cost_t c;
 		if ((err = tp__place_predict(ctx, s, p.hosts, p.gpus, p.nhosts,
@@ -519,7 +521,7 @@ tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
 		    e.seconds < p.ideal_s)
 			p.ideal_s = e.seconds;
 	}
-	if (!(p.explain = explain(&in, &p, why))) {
+	if (!(p.explain = explain(&in, &p, predict, why))) {
 		err = TP_ERR_NOMEM;
 		goto fail;
 	}
@@ -530,4 +532,21 @@ fail:
 	tp_free(offers);
 	tp_placement_free(&p);
 	return err;
+}
+
+tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
+		      const tp_request_t *r, const tp_policy_params_t *params,
+		      const tp_cost_ctx_t *ctx, uint64_t seed,
+		      tp_placement_t *out)
+{
+	return place(policy, s, r, params, ctx, seed, true, out);
+}
+
+tp_err_t tp_place_choose(const tp_policy_t *policy, const tp_state_t *s,
+			 const tp_request_t *r,
+			 const tp_policy_params_t *params,
+			 const tp_cost_ctx_t *ctx, uint64_t seed,
+			 tp_placement_t *out)
+{
+	return place(policy, s, r, params, ctx, seed, false, out);
 }

@@ -1136,8 +1136,8 @@ static size_t improve(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n,
  * it replaces (half the time when it spans more groups), so ties go to
  * the earlier candidate, the structurally best fit: that is the
  * tie-break on fragmentation. A bounded number of predictions per
- * decision (fewer for jobs with more host-rail flows to route) keeps it
- * within the decision-time goals.
+ * decision (fewer for jobs with more host-rail flows to route, and at
+ * most the caller's price_budget) keeps it within the decision-time goals.
  */
 #define PRICE_BUDGET 96
 /* A prediction routes one flow per host and rail: spend about this many
@@ -1188,11 +1188,15 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	for (size_t i = 0; i < n; i++)
 		rails += tp_fabric_host(in->f, hosts[i])->ncas;
 	pr.budget = PRICE_ROUTES / (rails ? rails : 1);
-	if (pr.budget < 4)
-		goto out; /* too large to price in time: the structure decides
-			   */
 	if (pr.budget > PRICE_BUDGET)
 		pr.budget = PRICE_BUDGET;
+	if (in->params->price_budget < (double)pr.budget)
+		pr.budget = in->params->price_budget > 0
+				? (size_t)in->params->price_budget
+				: 0;
+	if (pr.budget < 4)
+		goto out; /* too large to price in time, or pricing switched
+			   * off: the structure decides */
 	if ((best = base = price(&pr, hosts, gpus, n)) < 0)
 		goto out;
 	/* the level-1 groups of the structural pick, weakest up-links first */

@@ -233,10 +233,9 @@ static void sample(sim_t *m, double now)
 static void fair_background(sim_t *m, uint32_t r)
 {
 	double cap = tp_fabric_link(m->f, r / 2)->gbps * m->s->health[r / 2];
-	double k = m->bgcnt[r];
-	double fair = k > 0 ? cap * k / (k + 1) : 0;
 
-	m->s->bg[r] = m->loadsum[r] < fair ? m->loadsum[r] : fair;
+	m->s->bg[r] =
+	    tp_traffic_fair_background(cap, m->loadsum[r], m->bgcnt[r]);
 }
 
 /* Add the traffic of a job on hosts[0..n) to the background and keep

@@ -172,6 +172,17 @@ double tp_state_link_background(const tp_state_t *s, uint32_t link)
 						     : s->bg[2 * link + 1];
 }
 
+bool tp_state_links_plain(const tp_state_t *s)
+{
+	size_t nl = s ? tp_fabric_nlinks(s->f) : 0;
+
+	for (size_t l = 0; l < nl; l++)
+		if (!(s->health[l] >= 1) || s->bg[2 * l] > 0 ||
+		    s->bg[2 * l + 1] > 0)
+			return false;
+	return true;
+}
+
 tp_err_t tp_state_alloc(tp_state_t *s, uint64_t job_id, const uint32_t *hosts,
 			const int *gpus, size_t n)
 {

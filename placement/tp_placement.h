@@ -57,6 +57,8 @@ tp_err_t tp_state_set_link(tp_state_t *s, uint32_t link, double health,
 			   double background_gbps);
 double tp_state_link_health(const tp_state_t *s, uint32_t link);
 double tp_state_link_background(const tp_state_t *s, uint32_t link);
+/* Every link healthy and without background (a fresh state's links). */
+bool tp_state_links_plain(const tp_state_t *s);
 
 /* Give job_id gpus[i] GPUs on hosts[i]. Fails (TP_ERR_RANGE) without
  * changing anything when a host lacks the GPUs or is down. */
@@ -166,6 +168,47 @@ tp_err_t tp_cost_link_load(const tp_cost_ctx_t *ctx, const tp_state_t *state,
 			   double bytes, tp_algo_t algo, double duty,
 			   double *link_gbps);
 
+/* ---- running jobs' traffic ------------------------------------------------------ */
+
+/* The links that running jobs load, kept per job so a job's traffic leaves
+ * with it, and summed per link direction: what the simulator does with
+ * its running jobs, for callers that keep their own job list (the Slurm
+ * plugin). One object per fabric; it refers to the fabric and must not
+ * outlive it. Not thread-safe: one owner at a time. */
+typedef struct tp_traffic tp_traffic_t;
+
+/* NULL on NOMEM. */
+tp_traffic_t *tp_traffic_create(const tp_fabric_t *f);
+void tp_traffic_destroy(tp_traffic_t *t); /* NULL: no-op */
+
+/* Job job_id runs on hosts[0..n) (ring order, gpus[i] ranks on host i)
+ * and spends duty (0..1) of its time in collectives of bytes with algo:
+ * keep the load tp_cost_link_load gives for it on state s (NULL: healthy,
+ * idle), replacing what the job had. A job that loads no link (one host,
+ * duty 0, no route) keeps nothing. tp_cost_link_load's errors; on error
+ * the job's old load is gone. */
+tp_err_t tp_traffic_add(tp_traffic_t *t, uint64_t job_id,
+			const tp_cost_ctx_t *ctx, const tp_state_t *s,
+			const uint32_t *hosts, const int *gpus, size_t n,
+			double bytes, tp_algo_t algo, double duty);
+/* Drop the job's load; TP_ERR_NOTFOUND when it has none. */
+tp_err_t tp_traffic_remove(tp_traffic_t *t, uint64_t job_id);
+/* Jobs holding a load. */
+size_t tp_traffic_njobs(const tp_traffic_t *t);
+
+/* Fair background for a newcomer on a directed link of cap_gbps that k
+ * running jobs load with load_gbps in all: their load, but no more than
+ * the k/(k+1) share max-min fairness leaves them among k + 1 competitors
+ * (0 when k is 0). The simulator's rule. */
+double tp_traffic_fair_background(double cap_gbps, double load_gbps, size_t k);
+
+/* Set s's links: health and background of from (NULL: healthy, idle),
+ * plus, t not NULL, the jobs' load on each direction as
+ * tp_traffic_fair_background gives it for the link's capacity left
+ * (rate x health). s, from and t must share one fabric (TP_ERR_INVAL). */
+tp_err_t tp_traffic_apply(const tp_traffic_t *t, const tp_state_t *from,
+			  tp_state_t *s);
+
 /* ---- placement ---------------------------------------------------------------- */
 
 /* Span levels reported for every placement. */
@@ -185,6 +228,10 @@ typedef struct tp_policy_params {
 	/* job-size mix for look-ahead: share of future jobs needing a
 	 * whole group / spine group (0..1) */
 	double big_job_share;
+	/* topoplace: cost-model predictions a decision may spend pricing
+	 * candidates when a cost context is given (default 96; 0: the
+	 * structural choice alone, as without a context) */
+	double price_budget;
 } tp_policy_params_t;
 
 void tp_policy_params_defaults(tp_policy_params_t *p);
@@ -225,6 +272,18 @@ tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
 		      const tp_request_t *r, const tp_policy_params_t *params,
 		      const tp_cost_ctx_t *ctx, uint64_t seed,
 		      tp_placement_t *out);
+
+/* tp_place_run for callers on a time budget that price the answer
+ * later, if at all (the Slurm plugin's selection): ctx, may be NULL,
+ * serves only the policy's own choice (topoplace prices candidates with
+ * it); the answer itself is not predicted: predicted_s, ideal_s and
+ * cross_top_bytes are 0, algo is ring. Same errors, ownership and thread
+ * safety as tp_place_run. */
+tp_err_t tp_place_choose(const tp_policy_t *policy, const tp_state_t *s,
+			 const tp_request_t *r,
+			 const tp_policy_params_t *params,
+			 const tp_cost_ctx_t *ctx, uint64_t seed,
+			 tp_placement_t *out);
 
 /* Spans of a host set and the minimum spans for the same size. */
 void tp_span_of(const tp_fabric_t *f, const uint32_t *hosts, size_t n,

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "tp_plugin.h"
 
@@ -52,6 +53,20 @@ static const tp_pconf_key_t keys[] = {
 	 "tree: every job goes to Slurm's own topology/tree selection on the "
 	 "same switch table, timed the same way, for comparing decision time",
 	 OFF(selection), "engine|tree"},
+	{"LinkState", TP_PCONF_STRING, NULL, 0, 0,
+	 "topoplace-state/1 file (its links only: health, background_gbps) "
+	 "the native selection prices candidates with, re-read when it "
+	 "changes; unset: healthy links",
+	 OFF(link_state), NULL},
+	{"CommShare", TP_PCONF_UINT, "30", 0, 100,
+	 "percent of a running multi-node job's time spent in all-reduce: "
+	 "its traffic is background for later choices; 0: none",
+	 OFF(comm_share), NULL},
+	{"PriceBudget", TP_PCONF_UINT, "8", 0, 100000,
+	 "cost-model predictions a native selection may spend pricing "
+	 "candidate host sets (96: the simulator's); 0: the structural "
+	 "choice alone",
+	 OFF(price_budget), NULL},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -361,6 +376,18 @@ tp_err_t tp_pconf_load(const char *path, tp_pconf_t *c, char **err_p)
 	return err;
 }
 
+char *tp_pconf_path(const char *conf_path, const char *value)
+{
+	const char *slash = conf_path ? strrchr(conf_path, '/') : NULL;
+
+	if (!value)
+		return NULL;
+	if (value[0] == '/' || !slash)
+		return tp_strdup(value);
+	return tp_asprintf("%.*s/%s", (int)(slash - conf_path), conf_path,
+			   value);
+}
+
 bool tp_pconf_select_tree(const tp_pconf_t *c)
 {
 	return c && c->selection && !strcmp(c->selection, "tree");
@@ -431,4 +458,39 @@ char *tp_pconf_dump(const tp_pconf_t *c)
 		return NULL;
 	}
 	return sb.buf;
+}
+
+static bool sig_same(const tp_filesig_t *a, const tp_filesig_t *b)
+{
+	return a->exists == b->exists && a->dev == b->dev && a->ino == b->ino &&
+	       a->size == b->size && a->mtime_s == b->mtime_s &&
+	       a->mtime_ns == b->mtime_ns && a->ctime_s == b->ctime_s &&
+	       a->ctime_ns == b->ctime_ns;
+}
+
+bool tp_filesig_update(const char *path, tp_filesig_t *sig)
+{
+	tp_filesig_t now;
+	struct stat st;
+
+	if (!path || !sig)
+		return false;
+	memset(&now, 0, sizeof(now));
+	if (stat(path, &st) != 0) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			return false;
+	} else {
+		now.exists = true;
+		now.dev = (uint64_t)st.st_dev;
+		now.ino = (uint64_t)st.st_ino;
+		now.size = (int64_t)st.st_size;
+		now.mtime_s = (int64_t)st.st_mtim.tv_sec;
+		now.mtime_ns = (int64_t)st.st_mtim.tv_nsec;
+		now.ctime_s = (int64_t)st.st_ctim.tv_sec;
+		now.ctime_ns = (int64_t)st.st_ctim.tv_nsec;
+	}
+	if (sig_same(&now, sig))
+		return false;
+	*sig = now;
+	return true;
 }

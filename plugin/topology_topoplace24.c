@@ -29,7 +29,36 @@
  *   topo_eval says it may. It is also on slurmctld's critical path (the
  *   goal: at most twice eval_nodes_tree's time), so it only chooses and
  *   commits: the free state is one tp_state_t per fabric load, reset per
- *   call; no file I/O, no cost prediction.
+ *   call; no file I/O. The engine is the simulator's: tp_place_choose
+ *   with the cost context prices candidate host sets (at most
+ *   PriceBudget predictions, 0 = structure alone) on sel_state's links,
+ *   but the answer is not predicted again (the writer does that). The
+ *   simulator's budget (96) put the mean decision at 4x eval_nodes_tree
+ *   on the 8-node bench with a degraded up-link; the default (8) at 2x.
+ *   While every link is healthy and idle the structure decides alone:
+ *   there pricing never changed its answer (fat trees, rail, NVL72) and
+ *   costs tens of microseconds per spanning job.
+ * - The links sel_state carries: LinkState's (a topoplace-state/1 file;
+ *   only its links are used) plus the running jobs' traffic. The writer
+ *   looks at the file at most once a second (tp_filesig_update: inode,
+ *   size, times) and parses it only when it changed; a bad file is
+ *   logged once and the last good links kept, a removed one means
+ *   healthy links. Each decision confirmed against its running job
+ *   carries the job's traffic to the writer, which keeps it per job
+ *   (tp_traffic: tp_cost_link_load with CommShare as duty, the
+ *   simulator's fair-share cap). Ends have no callback in 24.11: each
+ *   confirmation (above) also looks up the jobs whose traffic is held
+ *   and queues an end for those no longer running, in the same queue as
+ *   the records, so an end never overtakes its job's record. The writer
+ *   then builds the snapshot (file links + traffic) in ls_work and swaps
+ *   it with ls_pub under ls_lock; a selection copies ls_pub into
+ *   sel_state (O(links), under ls_lock) only when ls_gen moved: a file
+ *   change or a job start/end reaches the selections within about 2 s
+ *   (an end is found by a confirmation, so the selection that finds it
+ *   still prices with that job's traffic).
+ *   build_config reads the file and publishes before the first selection.
+ *   Jobs running before slurmctld started, or placed by Slurm's own
+ *   selection, carry no traffic.
  * - A decision is recorded only once the job runs on exactly the chosen
  *   nodes. That needs the job lock, so it is checked at the start of a
  *   selection (at most once a second, or at once when half the pending
@@ -58,10 +87,16 @@
  * - slurmctld calls build_config and eval_nodes with its own locks held
  *   (configuration write lock, job write lock); state_lock only orders
  *   our members against the rare other callers (fini, the clients'
- *   topology_p_get). The writer takes wq_lock only, never one of
- *   slurmctld's, and reads no Slurm structure: a record carries fabric
- *   hosts, not node indices; what else it reads (fabric, cost model,
- *   path) changes only after writer_sync() has found it idle.
+ *   topology_p_get). The writer takes wq_lock or ls_lock (one at a time,
+ *   never one of slurmctld's or state_lock) and reads no Slurm
+ *   structure: a record carries fabric hosts, not node indices; what
+ *   else it reads (fabric, cost model, path) changes only after
+ *   writer_sync() has found it idle, and the link state (ls_file,
+ *   ls_traffic, ls_work, ls_path) only after links_stop() has cleared
+ *   ls_on and waited for it: its once-a-second look runs with wq_busy
+ *   set, like a record. Lock order: state_lock, then wq_lock or
+ *   ls_lock; the selection takes ls_lock (links_take) only when a new
+ *   snapshot is there, and holds it for the copy alone.
  */
 #define _GNU_SOURCE /* SCHED_BATCH (as Slurm's own sources do) */
 #include <errno.h>
@@ -118,6 +153,8 @@
 /* The writer looks at its queue every second; after WRITER_NAPS empty
  * looks it sleeps until a record wakes it. */
 #define WRITER_NAPS 60
+/* Running jobs whose traffic is background, at most (more run unseen). */
+#define RUNNING_MAX 4096
 /* tp_state_alloc's job id for everything Slurm already gave away. */
 #define BUSY_JOB UINT64_C(0xffffffffffff)
 
@@ -184,6 +221,8 @@ typedef struct decision {
 	tp_request_t req;
 	double ms;         /* whole eval, engine and commit */
 	time_t when;
+	bool track; /* its traffic joins the background */
+	bool ended; /* no decision: the job's traffic leaves */
 } decision_t;
 
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -210,12 +249,21 @@ static int avail_cpus_cnt;
 static pick_t *picks_buf;
 static decision_t pending[PENDING_MAX];
 static size_t npending, pending_next;
+/* The policy's parameters (PriceBudget) and the link state generation
+ * sel_state last took from ls_pub. */
+static tp_policy_params_t sel_params;
+static uint64_t sel_gen;
+static bool sel_links_plain; /* every link healthy and idle: no pricing */
+/* Jobs whose traffic the writer holds as background: checked against the
+ * job list at each confirmation, an end queued to the writer. */
+static uint32_t *running;
+static size_t nrunning, caprunning;
 
 /* The writer thread and its queue, under wq_lock (never under any lock
  * of slurmctld's). Besides the queue the writer reads fabric, cost_ctx,
  * policy and decisions_path: these change only with state_lock held and
  * after writer_sync(), when it holds no record; decisions_lines is the
- * writer's own. */
+ * writer's own, and so is the link state while ls_on holds (below). */
 static pthread_mutex_t wq_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wq_work = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t wq_idle = PTHREAD_COND_INITIALIZER;
@@ -226,6 +274,26 @@ static bool wq_running;      /* under state_lock */
 static pthread_t wq_thread;
 static char *decisions_path;
 static size_t decisions_lines = SIZE_MAX; /* lines in the file; MAX = unknown */
+
+/* The links the selection prices with. ls_pub (and ls_gen) under ls_lock:
+ * the writer swaps a new one in, the selection copies it into sel_state
+ * when ls_gen moved. The rest is the writer's while ls_on (under wq_lock)
+ * holds, allocated with the selection's working set: LinkState's path
+ * and last look, the file's links (NULL: healthy), the running jobs'
+ * traffic, and the next snapshot being built. */
+static pthread_mutex_t ls_lock = PTHREAD_MUTEX_INITIALIZER;
+static tp_state_t *ls_pub;
+static bool ls_pub_plain;
+static uint64_t ls_gen;
+static bool ls_on;
+static char *ls_path;
+static tp_filesig_t ls_sig;
+static time_t ls_looked; /* monotonic second of the last stat */
+static tp_state_t *ls_file;
+static tp_traffic_t *ls_traffic;
+static tp_state_t *ls_work;
+static double ls_duty;
+static bool ls_dirty; /* ls_pub is behind */
 
 static void log_sink(tp_log_level_t level, const char *msg, void *arg)
 {
@@ -260,6 +328,7 @@ static double ms_since(const struct timespec *t0)
 static void decisions_confirm(bool force);
 static void pending_clear(void);
 static void writer_sync(void);
+static void links_stop(void);
 
 /* ---- the files -------------------------------------------------------- */
 
@@ -267,8 +336,13 @@ static void writer_sync(void);
  * fabric. */
 static void selection_free(void)
 {
+	links_stop();
+	xfree(running);
+	nrunning = caprunning = 0;
 	tp_state_destroy(sel_state);
 	sel_state = NULL;
+	sel_gen = 0;
+	sel_links_plain = true;
 	xfree(host_of);
 	host_of_cnt = 0;
 	xfree(node_of);
@@ -511,6 +585,205 @@ static void build_from_tree(void)
 						     false);
 }
 
+/* ---- link state ------------------------------------------------------- */
+
+/* Re-read LinkState when it changed (tp_filesig_update): its links become
+ * ls_file; a removed file means healthy links. A bad file is logged once
+ * (until it changes again) and the last good links kept. The writer's,
+ * or build_config's with the writer idle. */
+static void links_read(void)
+{
+	tp_state_t *st = NULL;
+	size_t nl = tp_fabric_nlinks(fabric), weak = 0, busy = 0;
+	char *why = NULL;
+	tp_err_t err;
+
+	if (!ls_path || !tp_filesig_update(ls_path, &ls_sig))
+		return;
+	if (!ls_sig.exists) {
+		info("%s: LinkState %s: no such file: links healthy",
+		     plugin_type, ls_path);
+		tp_state_destroy(ls_file);
+		ls_file = NULL;
+		ls_dirty = true;
+		return;
+	}
+	if ((err = tp_state_load_json(fabric, ls_path, &st, &why))) {
+		/* why names the file */
+		error("%s: LinkState %s: last good link state kept",
+		      plugin_type, why ? why : tp_strerror(err));
+		tp_free(why);
+		return;
+	}
+	for (size_t l = 0; l < nl; l++) {
+		weak += tp_state_link_health(st, (uint32_t)l) < 1;
+		busy += tp_state_link_background(st, (uint32_t)l) > 0;
+	}
+	info("%s: LinkState %s: %zu of %zu links degraded, %zu with "
+	     "background traffic",
+	     plugin_type, ls_path, weak, nl, busy);
+	tp_state_destroy(ls_file);
+	ls_file = st;
+	ls_dirty = true;
+}
+
+/* The file's links plus the running jobs' traffic into ls_work, swapped
+ * in as ls_pub. */
+static void links_publish(void)
+{
+	tp_state_t *t;
+	bool plain;
+
+	if (!ls_work || tp_traffic_apply(ls_traffic, ls_file, ls_work))
+		return;
+	plain = tp_state_links_plain(ls_work);
+	slurm_mutex_lock(&ls_lock);
+	t = ls_pub;
+	ls_pub = ls_work;
+	ls_pub_plain = plain;
+	ls_work = t;
+	__atomic_store_n(&ls_gen, ls_gen + 1, __ATOMIC_RELEASE);
+	slurm_mutex_unlock(&ls_lock);
+	ls_dirty = false;
+}
+
+/* Faster of ring and hierarchical on the file's links (ring on a tie or
+ * when neither can be priced), as the engine's prediction picks. */
+static tp_algo_t faster_algo(const tp_placement_t *pl, double bytes)
+{
+	tp_cost_t r, h;
+
+	if (tp_cost_predict(cost_ctx, ls_file, pl->hosts, pl->gpus, pl->nhosts,
+			    bytes, TP_ALGO_RING, &r))
+		return TP_ALGO_RING;
+	if (!tp_cost_predict(cost_ctx, ls_file, pl->hosts, pl->gpus, pl->nhosts,
+			     bytes, TP_ALGO_HIERARCHICAL, &h) &&
+	    h.seconds < r.seconds)
+		return TP_ALGO_HIERARCHICAL;
+	return TP_ALGO_RING;
+}
+
+/* A running job's traffic joins the background, or an ended one's
+ * leaves it. The writer's (ls_on held when the record was taken). */
+static void links_job(const decision_t *d)
+{
+	double bytes = d->req.bytes > 0 ? d->req.bytes : 1073741824.0;
+	tp_err_t err;
+
+	if (!ls_traffic)
+		return;
+	if (d->ended) {
+		if (tp_traffic_remove(ls_traffic, d->job_id) == TP_OK)
+			ls_dirty = true;
+		return;
+	}
+	if (!d->track || !cost_ctx || d->pl.nhosts < 2 || !(ls_duty > 0))
+		return;
+	err = tp_traffic_add(ls_traffic, d->job_id, cost_ctx, ls_file,
+			     d->pl.hosts, d->pl.gpus, d->pl.nhosts, bytes,
+			     faster_algo(&d->pl, bytes), ls_duty);
+	ls_dirty = true; /* on error too: its old load is gone */
+	if (err)
+		debug("%s: JobId=%u: traffic not priced: %s", plugin_type,
+		      d->job_id, tp_strerror(err));
+}
+
+/* Once a second: LinkState looked at, and a new snapshot published when
+ * anything changed. wq_lock held on entry and on return, released while
+ * working (wq_busy set, so writer_sync and links_stop wait for it). */
+static void links_tick(void)
+{
+	struct timespec now;
+	bool look;
+
+	if (!ls_on)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	look = ls_path && now.tv_sec != ls_looked;
+	if (!look && !ls_dirty)
+		return;
+	wq_busy = true;
+	slurm_mutex_unlock(&wq_lock);
+	if (look) {
+		ls_looked = now.tv_sec;
+		links_read();
+	}
+	if (ls_dirty)
+		links_publish();
+	slurm_mutex_lock(&wq_lock);
+	wq_busy = false;
+	slurm_cond_broadcast(&wq_idle);
+}
+
+/* With the selection's working set (build_config, writer idle): the
+ * file read and the first snapshot published before any selection. */
+static void links_start(void)
+{
+	char *conf = get_extra_conf_path("topoplace.conf");
+
+	ls_path = tp_pconf_path(conf, pconf.link_state);
+	xfree(conf);
+	ls_duty = pconf.comm_share / 100.0;
+	memset(&ls_sig, 0, sizeof(ls_sig));
+	ls_looked = 0;
+	ls_traffic = tp_traffic_create(fabric);
+	ls_work = tp_state_create(fabric);
+	slurm_mutex_lock(&ls_lock);
+	ls_pub = tp_state_create(fabric);
+	slurm_mutex_unlock(&ls_lock);
+	if (!ls_traffic || !ls_work || !ls_pub ||
+	    (pconf.link_state && !ls_path)) {
+		error("%s: link state: out of memory: links priced healthy",
+		      plugin_type);
+		links_stop();
+		return;
+	}
+	links_read();
+	links_publish();
+	slurm_mutex_lock(&wq_lock);
+	ls_on = true;
+	slurm_mutex_unlock(&wq_lock);
+}
+
+/* The writer done with the link state (it may be in links_tick), then
+ * all of it freed. */
+static void links_stop(void)
+{
+	slurm_mutex_lock(&wq_lock);
+	ls_on = false;
+	while (wq_running && wq_busy)
+		slurm_cond_wait(&wq_idle, &wq_lock);
+	slurm_mutex_unlock(&wq_lock);
+	tp_state_destroy(ls_file);
+	ls_file = NULL;
+	tp_traffic_destroy(ls_traffic);
+	ls_traffic = NULL;
+	tp_state_destroy(ls_work);
+	ls_work = NULL;
+	tp_free(ls_path);
+	ls_path = NULL;
+	ls_dirty = false;
+	slurm_mutex_lock(&ls_lock);
+	tp_state_destroy(ls_pub);
+	ls_pub = NULL;
+	slurm_mutex_unlock(&ls_lock);
+}
+
+/* The selection's copy of the links, when the writer published a newer
+ * one: a load and, rarely, a copy of every link's health and
+ * background. state_lock held. */
+static void links_take(void)
+{
+	if (!sel_state || __atomic_load_n(&ls_gen, __ATOMIC_ACQUIRE) == sel_gen)
+		return;
+	slurm_mutex_lock(&ls_lock);
+	if (ls_pub)
+		(void)tp_traffic_apply(NULL, ls_pub, sel_state);
+	sel_links_plain = !ls_pub || ls_pub_plain;
+	sel_gen = ls_gen;
+	slurm_mutex_unlock(&ls_lock);
+}
+
 /* ---- decisions -------------------------------------------------------- */
 
 static void decision_free(decision_t *d)
@@ -740,6 +1013,7 @@ static bool write_one(void)
 	struct timespec t0;
 	decision_t d;
 	size_t dropped;
+	bool links;
 
 	if (!wq_len)
 		return false;
@@ -749,15 +1023,19 @@ static bool write_one(void)
 	wq_len--;
 	dropped = wq_dropped;
 	wq_dropped = 0;
+	links = ls_on;
 	wq_busy = true;
 	slurm_mutex_unlock(&wq_lock);
 	if (dropped)
 		error("%s: %zu decision records dropped: %s fell behind",
 		      plugin_type, dropped, decisions_path);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	decision_write(&d);
-	debug2("%s: record of JobId=%u written in %.3f ms", plugin_type,
-	       d.job_id, ms_since(&t0));
+	if (!d.ended)
+		decision_write(&d);
+	if (links)
+		links_job(&d);
+	debug2("%s: %s of JobId=%u in %.3f ms", plugin_type,
+	       d.ended ? "end" : "record", d.job_id, ms_since(&t0));
 	decision_free(&d);
 	slurm_mutex_lock(&wq_lock);
 	wq_busy = false;
@@ -784,9 +1062,11 @@ static void *writer_main(void *arg)
 			naps = 0;
 			continue;
 		}
+		links_tick();
 		if (wq_stop)
 			break;
-		if (naps++ < WRITER_NAPS) {
+		/* LinkState is looked at every second */
+		if (naps++ < WRITER_NAPS || (ls_on && ls_path)) {
 			clock_gettime(CLOCK_MONOTONIC, &ts);
 			ts.tv_sec++;
 			slurm_cond_timedwait(&wq_work, &wq_lock, &ts);
@@ -842,9 +1122,11 @@ static void writer_sync(void)
 		slurm_cond_signal(&wq_work);
 		while (wq_len || wq_busy)
 			slurm_cond_wait(&wq_idle, &wq_lock);
-	} else
+	} else {
 		while (write_one())
 			;
+		links_tick();
+	}
 	slurm_mutex_unlock(&wq_lock);
 }
 
@@ -884,6 +1166,17 @@ static void writer_push(decision_t *d)
 	memset(d, 0, sizeof(*d));
 }
 
+/* Queue the end of a job whose traffic the writer holds. */
+static void writer_push_end(uint32_t job_id)
+{
+	decision_t *e = xmalloc(sizeof(*e));
+
+	e->job_id = job_id;
+	e->ended = true;
+	writer_push(e);
+	xfree(e);
+}
+
 /* The job runs on exactly the nodes the decision committed. */
 static bool runs_on(job_record_t *job_ptr, const decision_t *d)
 {
@@ -901,6 +1194,23 @@ static bool runs_on(job_record_t *job_ptr, const decision_t *d)
 	return true;
 }
 
+/* Remember a job whose traffic the writer will hold; false when
+ * RUNNING_MAX are already. */
+static bool running_add(uint32_t job_id)
+{
+	for (size_t i = 0; i < nrunning; i++)
+		if (running[i] == job_id)
+			return true;
+	if (nrunning == RUNNING_MAX)
+		return false;
+	if (nrunning == caprunning) {
+		caprunning = caprunning ? 2 * caprunning : 64;
+		xrecalloc(running, caprunning, sizeof(uint32_t));
+	}
+	running[nrunning++] = job_id;
+	return true;
+}
+
 /* Hand the decisions whose job now runs on exactly the chosen nodes to
  * the writer; drop those of jobs gone or running elsewhere. Needs the job
  * read lock (held by every caller in slurmctld). force: at reconfigure. */
@@ -913,7 +1223,7 @@ static void decisions_confirm(bool force)
 	/* a scan of every slot per selection would cost each job more than
 	 * its own decision: once a second is soon enough for a record, or
 	 * at once when the slots run short */
-	if (!npending)
+	if (!npending && !nrunning)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (!force && npending < PENDING_MAX / 2 &&
@@ -930,12 +1240,28 @@ static void decisions_confirm(bool force)
 		if (job_ptr && IS_JOB_PENDING(job_ptr))
 			continue;
 		if (job_ptr && runs_on(job_ptr, d)) {
+			d->track = d->npicks > 1 && pconf.comm_share &&
+				   running_add(d->job_id);
 			writer_push(d);
 			pushed++;
 		} else {
 			decision_free(d);
 		}
 		npending--;
+	}
+	/* jobs gone, or no longer running (ended, requeued, suspended):
+	 * their traffic leaves the background, queued after the records
+	 * pushed before it */
+	for (size_t i = 0; i < nrunning;) {
+		job_record_t *job_ptr = find_job_record(running[i]);
+
+		if (job_ptr && IS_JOB_RUNNING(job_ptr)) {
+			i++;
+			continue;
+		}
+		writer_push_end(running[i]);
+		pushed++;
+		running[i] = running[--nrunning];
 	}
 	if (pushed && !wq_running)
 		writer_sync();
@@ -1101,8 +1427,9 @@ static int cmp_pick(const void *a, const void *b)
  * ESLURM_NOT_SUPPORTED sends eval_nodes() on to its default (consecutive)
  * selection; for jobs the engine does not take, eval_nodes_tree runs
  * instead on the same table. Nothing here but choosing and committing:
- * no file, no cost prediction, no allocation but the engine's own and,
- * for a successful choice, the decision's node list.
+ * no file, no prediction but the engine's bounded pricing, no allocation
+ * but the engine's own and, for a successful choice, the decision's node
+ * list.
  */
 static int eval_nodes_topoplace(topology_eval_t *topo_eval)
 {
@@ -1200,8 +1527,13 @@ static int eval_nodes_topoplace(topology_eval_t *topo_eval)
 		why = "out of memory";
 		goto tree;
 	}
+	links_take();
 	clock_gettime(CLOCK_MONOTONIC, &t_map);
-	err = tp_place_run(policy, s, &r, NULL, NULL, 1, &pl);
+	/* on healthy, idle links pricing never changed the structural
+	 * answer (measured on fat trees, rail and NVL72 fabrics): skipped */
+	err = tp_place_choose(
+	    policy, s, &r, &sel_params,
+	    pconf.price_budget && !sel_links_plain ? cost_ctx : NULL, 1, &pl);
 	clock_gettime(CLOCK_MONOTONIC, &t_place);
 	if (err == TP_ERR_NOTFOUND) {
 		debug("%s: %pJ: does not fit the free nodes now (%.3f ms)",
@@ -1415,6 +1747,10 @@ extern int topology_p_build_config(void)
 		build_from_tree();
 	else
 		build_flat();
+	tp_policy_params_defaults(&sel_params);
+	sel_params.price_budget = pconf.price_budget;
+	if (engine_on && !select_tree)
+		links_start();
 	/* the writer is idle (writer_sync) and stays so until state_lock
 	 * is released */
 	if (slurm_conf.state_save_location) {

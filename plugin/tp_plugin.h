@@ -45,6 +45,11 @@ typedef struct tp_pconf {
 	uint32_t gpus_per_node; /* GpusPerNode: 0 = from the nodes' Gres */
 	char *partitions;       /* Partitions: "a,b"; NULL = all */
 	char *selection;        /* Selection: "engine" (default) or "tree" */
+	char *link_state;       /* LinkState: topoplace-state/1 file whose
+				 * links the selection prices with; NULL = none */
+	uint32_t comm_share;    /* CommShare: percent of a running job's time
+				 * in collectives (its traffic's duty) */
+	uint32_t price_budget;  /* PriceBudget: predictions per decision */
 } tp_pconf_t;
 
 typedef enum tp_pconf_type {
@@ -90,6 +95,11 @@ tp_err_t tp_pconf_load(const char *path, tp_pconf_t *c, char **err_p);
  * selection (a benchmark mode) instead of the engine. */
 bool tp_pconf_select_tree(const tp_pconf_t *c);
 
+/* A path from the file as the plugins open it: absolute, or relative
+ * to the directory of conf_path (as FabricFile). NULL when value is NULL
+ * or out of memory; caller frees with tp_free(). */
+char *tp_pconf_path(const char *conf_path, const char *value);
+
 /* Whether a job in partition (a comma list as Slurm's --partition allows;
  * NULL = the default partition) is covered by Partitions: true when
  * Partitions is unset or names any of them. */
@@ -97,6 +107,24 @@ bool tp_pconf_partition_enabled(const tp_pconf_t *c, const char *partition);
 
 /* Every key as "Key=Value\n", table order; caller frees with tp_free(). */
 char *tp_pconf_dump(const tp_pconf_t *c);
+
+/* ---- watching a file ---------------------------------------------------
+ *
+ * What tells a rewritten file from the one read before without reading
+ * it: device, inode (a rename), size and both times to the nanosecond.
+ */
+
+typedef struct tp_filesig {
+	bool exists;
+	uint64_t dev, ino;
+	int64_t size, mtime_s, mtime_ns, ctime_s, ctime_ns;
+} tp_filesig_t;
+
+/* Look at path (one stat) and tell whether it differs from *sig: it
+ * appeared, vanished or changed; then *sig describes it now. A zeroed
+ * sig is "no file". A stat failing for another reason than a missing
+ * file (EACCES, EIO) reads as unchanged and leaves *sig alone. */
+bool tp_filesig_update(const char *path, tp_filesig_t *sig);
 
 /* ---- the switch tree for Slurm 22.05 -----------------------------------
  *

@@ -23,7 +23,8 @@
 # tree, ...) and the figures pool the rounds, so a slow spell of the
 # machine does not land on one mode only.
 #   TP_BENCH_JOBS (40), TP_BENCH_ROUNDS (2), TP_BENCH_NET (10.204.0),
-#   TP_BENCH_PORT (7217),
+#   TP_BENCH_PORT (7217), TP_BENCH_CONF (topoplace.conf lines added in
+#   both modes, e.g. "PriceBudget=0" or "LinkState=/path"),
 #   SLURM24_PREFIX (/opt/topoplace/slurm-24.11), TP_BENCH_DIR (a temp dir)
 # Exit 77 when root, the 24.11 build or the native plugin is missing; 1 when
 # a cluster does not start or a mode logs no decision; 0 otherwise (the
@@ -65,7 +66,8 @@ done
 # wait for it, keep the log as $tmp/MODE.log
 run() {
 	mode=$1
-	printf 'FabricFile=@DIR@/fabric.json\nSelection=%s\n' "$mode" >"$tmp/topoplace.conf"
+	printf 'FabricFile=@DIR@/fabric.json\nSelection=%s\n%s\n' "$mode" \
+		"${TP_BENCH_CONF:-}" >"$tmp/topoplace.conf"
 	t0=$(date +%s)
 	if ! timeout 120 "$CLUSTER" start --slurm-prefix "$PREFIX" --topology topoplace \
 		--plugin-dir "$PLUGIN_DIR" --nodes 8 --gpus-per-node 4 --dir "$dir" --timeout 60 \

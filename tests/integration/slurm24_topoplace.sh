@@ -29,9 +29,13 @@ dir=$tmp/cluster
 t0=$(date +%s)
 cluster_trap slurmctld.log 'topoplace\|fatal\|error' 25
 
+# CommShare=0: the jobs here are compared with `topoplace place --state`,
+# whose state holds the running jobs' GPUs but not their traffic
+# (slurm24_linkstate.sh tests the link state and traffic)
 cat >"$tmp/topoplace.conf" <<'EOF'
 # topology/topoplace, native mode (test)
 FabricFile=@DIR@/fabric.json
+CommShare=0
 EOF
 
 # one mini-cluster at a time on this machine (they share 10.200.0.0/24)

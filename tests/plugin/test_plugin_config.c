@@ -26,6 +26,9 @@ static void test_defaults(void **state)
 	assert_int_equal(c.max_nodes, 0);
 	assert_int_equal(c.gpus_per_node, 0);
 	assert_null(c.partitions);
+	assert_null(c.link_state);
+	assert_int_equal(c.comm_share, 30);
+	assert_int_equal(c.price_budget, 8);
 	tp_pconf_free(&c);
 	tp_pconf_free(&c); /* idempotent */
 	tp_pconf_free(NULL);
@@ -149,6 +152,89 @@ static void test_load(void **state)
 	tp_free(err);
 	assert_string_equal(c.fabric_file, "f.json");
 	tp_pconf_free(&c);
+}
+
+/* LinkState, CommShare, PriceBudget: parsed, ranges enforced, and the
+ * path resolved as FabricFile's. */
+static void test_link_keys(void **state)
+{
+	tp_pconf_t c;
+	char *err = NULL, *p;
+
+	tp_pconf_defaults(&c);
+	assert_int_equal(tp_pconf_parse("t.conf",
+					"LinkState=links.json CommShare=0 "
+					"PriceBudget=0",
+					&c, &err),
+			 TP_OK);
+	assert_string_equal(c.link_state, "links.json");
+	assert_int_equal(c.comm_share, 0);
+	assert_int_equal(c.price_budget, 0);
+	assert_int_equal(tp_pconf_parse("t.conf", "CommShare=101", &c, &err),
+			 TP_ERR_RANGE);
+	assert_non_null(strstr(err, "t.conf:1"));
+	tp_free(err);
+	err = NULL;
+	assert_int_equal(tp_pconf_parse("t.conf", "LinkState=", &c, &err),
+			 TP_ERR_PARSE);
+	tp_free(err);
+	assert_string_equal(c.link_state, "links.json"); /* untouched */
+
+	p = tp_pconf_path("/etc/slurm/topoplace.conf", "links.json");
+	assert_string_equal(p, "/etc/slurm/links.json");
+	tp_free(p);
+	p = tp_pconf_path("/etc/slurm/topoplace.conf", "/var/lib/l.json");
+	assert_string_equal(p, "/var/lib/l.json");
+	tp_free(p);
+	p = tp_pconf_path("topoplace.conf", "l.json");
+	assert_string_equal(p, "l.json");
+	tp_free(p);
+	assert_null(tp_pconf_path("/etc/slurm/topoplace.conf", NULL));
+	tp_pconf_free(&c);
+}
+
+/* A file watched as LinkState: created, unchanged, rewritten in place
+ * (same size), replaced by rename, removed. */
+static void test_filesig(void **state)
+{
+	char dir[] = "/tmp/tp-sig.XXXXXX", path[64], tmp[64];
+	tp_filesig_t sig;
+	FILE *fp;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/links.json", dir);
+	snprintf(tmp, sizeof(tmp), "%s/links.tmp", dir);
+	memset(&sig, 0, sizeof(sig));
+	assert_false(tp_filesig_update(path, &sig)); /* no file, as before */
+	assert_false(sig.exists);
+	assert_false(tp_filesig_update(NULL, &sig));
+	assert_false(tp_filesig_update(path, NULL));
+
+	assert_non_null(fp = fopen(path, "w"));
+	fputs("{}", fp);
+	fclose(fp);
+	assert_true(tp_filesig_update(path, &sig));
+	assert_true(sig.exists);
+	assert_false(tp_filesig_update(path, &sig)); /* looked at again */
+
+	usleep(20000); /* a later time stamp, same size */
+	assert_non_null(fp = fopen(path, "w"));
+	fputs("[]", fp);
+	fclose(fp);
+	assert_true(tp_filesig_update(path, &sig));
+	assert_false(tp_filesig_update(path, &sig));
+
+	assert_non_null(fp = fopen(tmp, "w"));
+	fputs("[]", fp);
+	fclose(fp);
+	assert_int_equal(rename(tmp, path), 0); /* another inode */
+	assert_true(tp_filesig_update(path, &sig));
+
+	assert_int_equal(unlink(path), 0);
+	assert_true(tp_filesig_update(path, &sig));
+	assert_false(sig.exists);
+	assert_false(tp_filesig_update(path, &sig));
+	assert_int_equal(rmdir(dir), 0);
 }
 
 static void test_partitions(void **state)
@@ -498,6 +584,8 @@ int main(void)
 	    cmocka_unit_test(test_parse_errors),
 	    cmocka_unit_test(test_load),
 	    cmocka_unit_test(test_partitions),
+	    cmocka_unit_test(test_link_keys),
+	    cmocka_unit_test(test_filesig),
 	    cmocka_unit_test(test_dump_roundtrip),
 	    cmocka_unit_test(test_parse_nomem),
 	    cmocka_unit_test(test_stree_fat_tree),
