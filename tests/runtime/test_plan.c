@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "tp_test.h"
+#include "tp_test_fabric.h"
 
 #include "tp_runtime.h"
 
@@ -28,21 +29,6 @@ static tp_fabric_t *fat_tree(int leaves, int hpl, int gpus)
 	p.gpus_per_host = gpus;
 	p.interleave = true; /* names do not follow groups */
 	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
-	return f;
-}
-
-static tp_fabric_t *rail(int sus, int hps, int rails, int gpus)
-{
-	tp_gen_rail_t p;
-	tp_fabric_t *f = NULL;
-
-	tp_gen_rail_defaults(&p);
-	p.sus = sus;
-	p.hosts_per_su = hps;
-	p.rails = rails;
-	p.spines_per_rail = 2;
-	p.gpus_per_host = gpus;
-	assert_int_equal(tp_gen_rail(&p, &f), TP_OK);
 	return f;
 }
 
@@ -510,7 +496,7 @@ static void test_trees_nccl(void **state)
 
 static void test_deterministic(void **state)
 {
-	tp_fabric_t *f = rail(3, 6, 4, 8);
+	tp_fabric_t *f = tp_test_rail(3, 6, 4, 2, 8);
 	tp_cost_ctx_t *ctx = NULL;
 	const char *names[18];
 	char *first = NULL;
@@ -628,7 +614,7 @@ static void roundtrip(const tp_plan_t *p)
 
 static void test_json_roundtrip(void **state)
 {
-	tp_fabric_t *f = rail(2, 4, 4, 8), *g = fat_tree(3, 3, 0);
+	tp_fabric_t *f = tp_test_rail(2, 4, 4, 2, 8), *g = fat_tree(3, 3, 0);
 	tp_cost_ctx_t *ctx = NULL;
 	const char *names[9];
 	char path[] = "/tmp/tp_plan_XXXXXX", *msg = NULL, *j;
@@ -710,7 +696,7 @@ static void expect_bad(const char *json, tp_err_t want, const char *needle)
 
 static void test_json_hostile(void **state)
 {
-	tp_fabric_t *f = rail(2, 4, 2, 4);
+	tp_fabric_t *f = tp_test_rail(2, 4, 2, 2, 4);
 	const char *names[8];
 	tp_plan_t *p;
 	char *j, *bad;
@@ -790,7 +776,7 @@ static void test_json_hostile(void **state)
 
 static void test_rail_leaders(void **state)
 {
-	tp_fabric_t *f = rail(3, 4, 4, 8);
+	tp_fabric_t *f = tp_test_rail(3, 4, 4, 2, 8);
 	const char *names[12];
 	tp_plan_t *p;
 
@@ -838,7 +824,7 @@ static void test_rail_leaders(void **state)
 
 static void test_gpu_hcas(void **state)
 {
-	tp_fabric_t *f = rail(2, 3, 4, 8), *g = fat_tree(2, 2, 0);
+	tp_fabric_t *f = tp_test_rail(2, 3, 4, 2, 8), *g = fat_tree(2, 2, 0);
 	const char *names[6];
 	tp_plan_opts_t o;
 	tp_plan_t *p;
@@ -903,7 +889,7 @@ static void test_gpu_hcas(void **state)
 
 static void test_predictions(void **state)
 {
-	tp_fabric_t *f = rail(3, 4, 2, 8);
+	tp_fabric_t *f = tp_test_rail(3, 4, 2, 2, 8);
 	tp_cost_ctx_t *ctx = NULL;
 	const char *names[12];
 	uint32_t ring[12];
@@ -994,7 +980,7 @@ static void *f_realloc(void *p, size_t n)
 static void test_nomem(void **state)
 {
 	static const tp_allocator_t a = {f_malloc, f_calloc, f_realloc, free};
-	tp_fabric_t *f = rail(2, 4, 2, 8);
+	tp_fabric_t *f = tp_test_rail(2, 4, 2, 2, 8);
 	tp_cost_ctx_t *ctx = NULL;
 	const char *names[8];
 	char *ref = NULL;

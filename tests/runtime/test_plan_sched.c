@@ -11,23 +11,9 @@
 #include <string.h>
 
 #include "tp_test.h"
+#include "tp_test_fabric.h"
 
 #include "tp_runtime.h"
-
-static tp_fabric_t *rail(int sus, int hps, int rails, int gpus)
-{
-	tp_gen_rail_t p;
-	tp_fabric_t *f = NULL;
-
-	tp_gen_rail_defaults(&p);
-	p.sus = sus;
-	p.hosts_per_su = hps;
-	p.rails = rails;
-	p.spines_per_rail = 2;
-	p.gpus_per_host = gpus;
-	assert_int_equal(tp_gen_rail(&p, &f), TP_OK);
-	return f;
-}
 
 static tp_fabric_t *fat_tree(int leaves, int hpl, int gpus)
 {
@@ -95,7 +81,7 @@ static void assert_same_sched(const tp_sched_t *a, const tp_sched_t *b)
  * round trip. */
 static void test_rail_leaders_and_json(void **state)
 {
-	tp_fabric_t *f = rail(2, 4, 4, 8);
+	tp_fabric_t *f = tp_test_rail(2, 4, 4, 2, 8);
 	tp_plan_t *p = plan_of(f, 8, false, NULL), *q = NULL;
 	tp_sched_t *s = NULL, *s2 = NULL, *t = NULL;
 	const tp_sched_phase_t *cross;
@@ -213,7 +199,7 @@ static void test_predictions_are_the_schedule(void **state)
  * the cross edges keep to each rail the ranks drive. */
 static void test_many_ranks_no_gpus(void **state)
 {
-	tp_fabric_t *f = rail(2, 2, 4, 0);
+	tp_fabric_t *f = tp_test_rail(2, 2, 4, 2, 0);
 	tp_cost_ctx_t *ctx = NULL;
 	const char *hosts[4];
 	tp_plan_t *p = NULL;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tp_test.h"
+#include "tp_test_fabric.h"
 
 #include "tp_runtime.h"
 
@@ -28,21 +29,6 @@ static tp_fabric_t *fat_tree(int leaves, int hpl, int gpus)
 	p.gpus_per_host = gpus;
 	p.interleave = true; /* Slurm's order is not the ring's */
 	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
-	return f;
-}
-
-static tp_fabric_t *rail(int sus, int hps, int rails, int gpus)
-{
-	tp_gen_rail_t p;
-	tp_fabric_t *f = NULL;
-
-	tp_gen_rail_defaults(&p);
-	p.sus = sus;
-	p.hosts_per_su = hps;
-	p.rails = rails;
-	p.spines_per_rail = 1;
-	p.gpus_per_host = gpus;
-	assert_int_equal(tp_gen_rail(&p, &f), TP_OK);
 	return f;
 }
 
@@ -196,7 +182,7 @@ static void test_env_uneven(void **state)
  * one rank per GPU and the step's ranks still add up. */
 static void test_env_rails(void **state)
 {
-	tp_fabric_t *f = rail(2, 2, 4, 8);
+	tp_fabric_t *f = tp_test_rail(2, 2, 4, 1, 8);
 	const char *hosts[4];
 	uint32_t tasks[4] = {16, 16, 16, 16};
 	tp_plan_t *plan = NULL;
@@ -297,7 +283,7 @@ static void *frealloc(void *p, size_t n)
 static void test_env_nomem(void **state)
 {
 	tp_allocator_t a = {fmalloc, fcalloc, frealloc, free};
-	tp_fabric_t *f = rail(1, 2, 2, 2);
+	tp_fabric_t *f = tp_test_rail(1, 2, 2, 1, 2);
 	const char *hosts[2] = {name(f, 0), name(f, 1)};
 	uint32_t tasks[2] = {2, 2};
 	tp_plan_t *plan = NULL;
