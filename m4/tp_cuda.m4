@@ -13,6 +13,14 @@ AC_DEFUN([TP_CHECK_CUDA], [
   CUDA_HOME=""
   AS_IF([test -n "$NVCC"],
     [CUDA_HOME=`dirname "$NVCC"`; CUDA_HOME=`dirname "$CUDA_HOME"`
+     # nvcc may be a wrapper (/usr/local/bin/nvcc exec'ing the toolkit's):
+     # then nvcc itself says where its toolkit is (TOP in --dryrun).
+     AS_IF([test -f "$CUDA_HOME/lib64/libcudart_static.a"], [],
+       [tp_cuda_top=`"$NVCC" --dryrun -x cu /dev/null -o /dev/null 2>&1 | sed -n 's/^#\$ TOP=//p' | head -n 1`
+        AS_IF([test -n "$tp_cuda_top" && test -f "$tp_cuda_top/lib64/libcudart_static.a"],
+          [CUDA_HOME=`cd "$tp_cuda_top" && pwd`])])
+     AC_MSG_CHECKING([for the CUDA toolkit of $NVCC])
+     AC_MSG_RESULT([$CUDA_HOME])
      AS_IF([test -f "$CUDA_HOME/lib64/libcudart_static.a"], [],
        [AS_CASE([$with_cuda],
          [guess], [AC_MSG_WARN([no $CUDA_HOME/lib64/libcudart_static.a: CUDA kernels disabled])],

@@ -35,6 +35,16 @@ if [ ! -x "$nvcc" ]; then
 	exit 77
 fi
 cuda_home=$(dirname "$(dirname "$nvcc")")
+if [ ! -f "$cuda_home/lib64/libcudart_static.a" ]; then
+	# A wrapper (e.g. /usr/local/bin/nvcc): nvcc says where its toolkit is.
+	top=$("$nvcc" --dryrun -x cu /dev/null -o /dev/null 2>&1 |
+		sed -n 's/^#\$ TOP=//p' | head -n 1)
+	[ -n "$top" ] && cuda_home=$(cd "$top" && pwd)
+fi
+if [ ! -f "$cuda_home/lib64/libcudart_static.a" ]; then
+	echo "SKIP: no libcudart_static.a beside $nvcc" >&2
+	exit 77
+fi
 cc=${CC:-cc}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tp-gpu.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT

@@ -113,6 +113,23 @@ wait_state() { # JOBID STATE SECONDS
 	done
 	return 1
 }
+# wait_decided JOBID: until slurmctld has decided on a released job -
+# RUNNING, or PENDING with a reason other than None (not evaluated yet) -
+# or 60 s; a loaded machine can take longer than a few seconds
+wait_decided() {
+	i=0
+	while [ $i -lt 120 ]; do
+		st=$(field "$1" JobState)
+		[ "$st" = RUNNING ] && return 0
+		if [ "$st" = PENDING ]; then
+			r=$(field "$1" Reason)
+			[ "$r" != None ] && [ "$r" != JobHeldUser ] && [ -n "$r" ] && return 1
+		fi
+		sleep 0.5
+		i=$((i + 1))
+	done
+	return 1
+}
 hostset() { # NODELIST: sorted names on one line
 	timeout 10 scontrol show hostnames "$1" | sort | tr '\n' ' ' | sed 's/ $//'
 }
@@ -275,7 +292,7 @@ run_seq() {
 		free=$(cli sinfo -h -N -t idle -o %N | sort -u | tr '\n' ' ' | sed 's/ $//')
 		sim=$(sim_place "$tmp/state.json" "$n" "$g" "$m")
 		release "$id" || bad "scontrol release $id"
-		if wait_state "$id" RUNNING 8; then
+		if wait_decided "$id"; then
 			got=$(hostset "$(field "$id" NodeList)")
 		else
 			got="(none: $(field "$id" JobState) $(field "$id" Reason))"
