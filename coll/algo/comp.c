@@ -1,0 +1,275 @@
+/* comp.c - compressed ring all-reduce: int8 / 1-bit reduce-scatter and
+ * all-gather of quantised segments, top-k all-gather.
+ *
+ * Notes: a hop is one message each way, whole segments at a time (a
+ * compressed segment is 4-28x smaller than the dense chunks the dense
+ * ring pipelines, and a quantised segment cannot be reduced before all of
+ * its block has arrived anyway). Messages are checked by comp_wire.c
+ * before anything is added; a bad one breaks the communicator, since the
+ * byte stream it came on can no longer be trusted. In the reduce-scatter
+ * this rank compresses each position at most once per call (the segment
+ * it sends at one step), so one residual per stage covers every hop; the
+ * all-gather's owner compresses its reduced segment with the second and
+ * decodes its own message, so every rank holds the same bits. Top-k sums
+ * the members' messages in member order on every rank, for the same
+ * reason. */
+#include "config.h"
+
+#include <string.h>
+
+#include "coll_int.h"
+#include "comp_wire.h"
+
+static int mod(int a, int n)
+{
+	a %= n;
+	return a < 0 ? a + n : a;
+}
+
+static float *res_at(const tp__coll_comp_call_t *k, int st, int which,
+		     size_t at)
+{
+	return k->res[st][which] ? k->res[st][which] + at : NULL;
+}
+
+/* The call's message buffer, at least bytes. */
+static tp_err_t scratch(tp_coll_comm_t *c, size_t bytes, char **p)
+{
+	if (bytes > c->cmsg_cap) {
+		char *n = tp_malloc(bytes);
+		if (!n)
+			return tp__coll_fail(c, TP_ERR_NOMEM,
+					     "%zu bytes of message buffer",
+					     bytes);
+		tp_free(c->cmsg);
+		c->cmsg = n;
+		c->cmsg_cap = bytes;
+	}
+	*p = c->cmsg;
+	return TP_OK;
+}
+
+static tp_err_t wait_reqs(tp_coll_comm_t *c, tp__coll_req_t *a,
+			  tp__coll_req_t *b)
+{
+	while (!a->done || !b->done) {
+		tp_err_t err = c->xp->progress(c);
+		if (err)
+			return err;
+	}
+	return TP_OK;
+}
+
+/* A wire error from peer: name it and break the communicator. */
+static tp_err_t wire_fail(tp_coll_comm_t *c, int peer, tp_err_t err,
+			  const char *why)
+{
+	char name[96];
+
+	tp__coll_fail(c, err, "%s from %s", why,
+		      tp__coll_peer_name(c, peer, name, sizeof(name)));
+	c->broken = true;
+	c->xp->close(c);
+	return err;
+}
+
+static tp_err_t decode(tp_coll_comm_t *c, int peer, const char *m, size_t len,
+		       const tp__coll_comp_call_t *k, size_t count, float *out,
+		       int overwrite)
+{
+	char why[96];
+	tp_err_t err = tp__comp_decode(m, len, k->kind, count, &k->o, out,
+				       overwrite, why, sizeof(why));
+	return err ? wire_fail(c, peer, err, why) : TP_OK;
+}
+
+static size_t align8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+/* This hop's options: the call's, with noise of its own. */
+static tp_cuda_comp_opts_t hop_opts(const tp_coll_comm_t *c,
+				    const tp__coll_comp_call_t *k, int st,
+				    int step)
+{
+	tp_cuda_comp_opts_t o = k->o;
+
+	o.seed += ((uint64_t)c->rank + 1) * 0x9e3779b97f4a7c15ull +
+		  ((uint64_t)(st * 1024 + step) + 1) * 0xd1b54a32d192ed03ull;
+	return o;
+}
+
+tp_err_t tp__coll_comp_ring_reduce_scatter(tp_coll_comm_t *c,
+					   const tp__coll_ring_t *r,
+					   tp__coll_comp_call_t *k, int st,
+					   float *buf, size_t at, size_t count)
+{
+	int n = r->n, me = r->me;
+	if (n <= 1 || count == 0)
+		return TP_OK;
+	int prev = (int)r->members[mod(me - 1, n)];
+	int next = (int)r->members[mod(me + 1, n)];
+	size_t cap = align8(
+	    tp__comp_max_bytes(k->kind, tp__coll_ring_maxseg(r, count), &k->o));
+	float *res = res_at(k, st, 0, at);
+	char *m = NULL;
+	tp_err_t err = scratch(c, 2 * cap, &m);
+
+	if (err)
+		return err;
+	for (int s = 0; s < n - 1; s++) {
+		int ss = mod(me - s - 1, n), rs = mod(me - s - 2, n);
+		size_t so, sc, ro, rc, slen, rlen;
+		tp_cuda_comp_opts_t o = hop_opts(c, k, st, s);
+
+		tp__coll_ring_seg(r, count, ss, &so, &sc);
+		tp__coll_ring_seg(r, count, rs, &ro, &rc);
+		err = tp__comp_encode(k->kind, buf + so, res ? res + so : NULL,
+				      sc, &o, m, cap, &slen);
+		if (err)
+			return tp__coll_fail(c, err, "compress: %s",
+					     tp_strerror(err));
+		rlen = tp__comp_max_bytes(k->kind, rc, &k->o);
+		c->xp->irecv(c, prev, m + cap, rlen, &c->reqs[1]);
+		c->xp->isend(c, next, m, slen, &c->reqs[0]);
+		if ((err = wait_reqs(c, &c->reqs[0], &c->reqs[1])))
+			return err;
+		err = decode(c, prev, m + cap, rlen, k, rc, buf + ro, 0);
+		if (err)
+			return err;
+	}
+	return TP_OK;
+}
+
+tp_err_t tp__coll_comp_ring_allgather(tp_coll_comm_t *c,
+				      const tp__coll_ring_t *r,
+				      tp__coll_comp_call_t *k, int st,
+				      float *buf, size_t at, size_t count)
+{
+	int n = r->n, me = r->me;
+	if (n <= 1 || count == 0)
+		return TP_OK;
+	int prev = (int)r->members[mod(me - 1, n)];
+	int next = (int)r->members[mod(me + 1, n)];
+	size_t cap = align8(
+	    tp__comp_max_bytes(k->kind, tp__coll_ring_maxseg(r, count), &k->o));
+	float *res = res_at(k, st, 1, at);
+	size_t mo, mc, len[2];
+	char *m = NULL;
+	tp_cuda_comp_opts_t o = hop_opts(c, k, st, n);
+	tp_err_t err = scratch(c, 2 * cap, &m);
+
+	if (err)
+		return err;
+	tp__coll_ring_seg(r, count, me, &mo, &mc);
+	err = tp__comp_encode(k->kind, buf + mo, res ? res + mo : NULL, mc, &o,
+			      m, cap, &len[0]);
+	if (err)
+		return tp__coll_fail(c, err, "compress: %s", tp_strerror(err));
+	if ((err = decode(c, c->rank, m, len[0], k, mc, buf + mo, 1)))
+		return err;
+	for (int s = 0; s < n - 1; s++) {
+		int rs = mod(me - s - 1, n), a = s % 2, b = 1 - a;
+		size_t ro, rc;
+
+		tp__coll_ring_seg(r, count, rs, &ro, &rc);
+		len[b] = tp__comp_max_bytes(k->kind, rc, &k->o);
+		c->xp->irecv(c, prev, m + (size_t)b * cap, len[b], &c->reqs[1]);
+		c->xp->isend(c, next, m + (size_t)a * cap, len[a], &c->reqs[0]);
+		if ((err = wait_reqs(c, &c->reqs[0], &c->reqs[1])))
+			return err;
+		err = decode(c, prev, m + (size_t)b * cap, len[b], k, rc,
+			     buf + ro, 1);
+		if (err)
+			return err;
+	}
+	return TP_OK;
+}
+
+/* Receive one top-k message from peer into slot (cap bytes): the header,
+ * checked, then the payload it announces. */
+static tp_err_t recv_topk(tp_coll_comm_t *c, int peer, char *slot, size_t cap,
+			  const tp__coll_comp_call_t *k, size_t count,
+			  tp__coll_req_t *send, size_t *len_p)
+{
+	tp__comp_hdr_t h;
+	char why[96];
+	tp_err_t err;
+
+	c->xp->irecv(c, peer, slot, TP__COMP_HDR, &c->reqs[1]);
+	while (!c->reqs[1].done)
+		if ((err = c->xp->progress(c)))
+			return err;
+	err = tp__comp_check_header(slot, TP__COMP_HDR, k->kind, count, &k->o,
+				    &h, why, sizeof(why));
+	if (err)
+		return wire_fail(c, peer, err, why);
+	if (TP__COMP_HDR + h.payload > cap)
+		return wire_fail(c, peer, TP_ERR_PARSE,
+				 "compressed message too long");
+	c->xp->irecv(c, peer, slot + TP__COMP_HDR, (size_t)h.payload,
+		     &c->reqs[1]);
+	if ((err = wait_reqs(c, send, &c->reqs[1])))
+		return err;
+	*len_p = TP__COMP_HDR + (size_t)h.payload;
+	return TP_OK;
+}
+
+static tp_err_t topk_allreduce(tp_coll_comm_t *c, const tp__coll_ring_t *r,
+			       tp__coll_comp_call_t *k, int st, float *buf,
+			       size_t at, size_t count)
+{
+	int n = r->n, me = r->me;
+	int prev = (int)r->members[mod(me - 1, n)];
+	int next = (int)r->members[mod(me + 1, n)];
+	size_t cap = align8(tp__comp_max_bytes(k->kind, count, &k->o));
+	tp_cuda_comp_opts_t o = hop_opts(c, k, st, 0);
+	size_t *len;
+	char *m = NULL;
+	tp_err_t err;
+
+	if (count > UINT32_MAX)
+		return tp__coll_fail(c, TP_ERR_RANGE,
+				     "top-k of %zu values (2^32 at most)",
+				     count);
+	/* n message slots, then their lengths */
+	if ((err = scratch(c, (size_t)n * (cap + sizeof(size_t)), &m)))
+		return err;
+	len = (size_t *)(void *)(m + (size_t)n * cap);
+	err = tp__comp_encode(k->kind, buf, res_at(k, st, 0, at), count, &o,
+			      m + (size_t)me * cap, cap, &len[me]);
+	if (err)
+		return tp__coll_fail(c, err, "compress: %s", tp_strerror(err));
+	for (int s = 0; s < n - 1; s++) {
+		int ss = mod(me - s, n), rs = mod(me - s - 1, n);
+
+		c->xp->isend(c, next, m + (size_t)ss * cap, len[ss],
+			     &c->reqs[0]);
+		err = recv_topk(c, prev, m + (size_t)rs * cap, cap, k, count,
+				&c->reqs[0], &len[rs]);
+		if (err)
+			return err;
+	}
+	for (int i = 0; i < n && !err; i++)
+		err = decode(c, i == me ? c->rank : prev, m + (size_t)i * cap,
+			     len[i], k, count, buf, i == 0);
+	return err;
+}
+
+tp_err_t tp__coll_comp_ring_allreduce(tp_coll_comm_t *c,
+				      const tp__coll_ring_t *r,
+				      tp__coll_comp_call_t *k, int st,
+				      float *buf, size_t at, size_t count)
+{
+	tp_err_t err;
+
+	if (r->n <= 1 || count == 0)
+		return TP_OK;
+	if (k->kind == TP__COMP_TOPK)
+		return topk_allreduce(c, r, k, st, buf, at, count);
+	err = tp__coll_comp_ring_reduce_scatter(c, r, k, st, buf, at, count);
+	if (err)
+		return err;
+	return tp__coll_comp_ring_allgather(c, r, k, st, buf, at, count);
+}
