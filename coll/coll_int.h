@@ -213,6 +213,7 @@ struct tp_coll_comm {
 	 * (the hierarchical schedule's), error-feedback state per key, and
 	 * the message buffer (grown on demand). */
 	uint32_t *group_of; /* [rank] */
+	bool groups_even;   /* every group has as many hosts */
 	struct tp__coll_ef *ef;
 	char *cmsg;
 	size_t cmsg_cap;

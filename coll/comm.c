@@ -209,6 +209,7 @@ static tp_err_t build_levels(tp_coll_comm_t *c, const tp_plan_t *plan,
 	size_t nh = tp_plan_nhosts(plan);
 	const tp_plan_host_t *mh = tp_plan_host(plan, my_host);
 	uint32_t lr = (uint32_t)c->local_rank, *ring;
+	const uint32_t *mem0;
 	tp_err_t err = TP_OK;
 
 	c->group_lv = -1;
@@ -225,6 +226,11 @@ static tp_err_t build_levels(tp_coll_comm_t *c, const tp_plan_t *plan,
 			c->group_of[ph->first_rank + l] =
 			    tp_sched_group_of(s, h);
 	}
+	c->groups_even = true;
+	for (size_t g = 0; g < tp_sched_ngroups(s); g++)
+		if (tp_sched_group_nodes(s, g, &mem0) !=
+		    tp_sched_group_nodes(s, 0, &mem0))
+			c->groups_even = false;
 	for (size_t i = 0; i < tp_sched_nphases(s) && !err; i++) {
 		const tp_sched_phase_t *ph = tp_sched_phase(s, i);
 		tp__coll_ring_t r = {0};

@@ -158,7 +158,11 @@ static tp_err_t hier(tp_coll_comm_t *c, tp__coll_comp_call_t *k, float *buf,
 		const tp__coll_ring_t *r = &c->level[l];
 		size_t so, sc;
 
-		comp_lv[l] = l == c->group_lv && (levels & TP_COLL_LEVEL_GROUP);
+		/* groups of different sizes: the group level stays dense,
+		 * else the groups that have one would re-quantise the
+		 * cross-group result and the others not */
+		comp_lv[l] = l == c->group_lv &&
+			     (levels & TP_COLL_LEVEL_GROUP) && c->groups_even;
 		err = comp_lv[l] ? tp__coll_comp_ring_reduce_scatter(
 				       c, r, k, 1, buf + off[l], off[l], cnt[l])
 				 : tp__coll_ring_reduce_scatter(

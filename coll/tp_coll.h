@@ -371,8 +371,9 @@ typedef enum tp_coll_comp {
 	TP_COLL_COMP_TOPK
 } tp_coll_comp_t;
 
-#define TP_COLL_LEVEL_HOST  1u /* hops between ranks of one host */
-#define TP_COLL_LEVEL_GROUP 2u /* hops between hosts of one level-1 group (leaf) */
+#define TP_COLL_LEVEL_HOST 1u /* hops between ranks of one host */
+#define TP_COLL_LEVEL_GROUP                                                    \
+	2u /* hops between hosts of one level-1 group (leaf) */
 #define TP_COLL_LEVEL_CROSS 4u /* hops across groups (the up-links) */
 
 typedef struct tp_coll_comp_opts {

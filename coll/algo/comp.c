@@ -88,110 +88,27 @@ static size_t align8(size_t n)
 	return (n + 7) & ~(size_t)7;
 }
 
-/* This hop's options: the call's, with noise of its own. */
-static tp_cuda_comp_opts_t hop_opts(const tp_coll_comm_t *c,
-				    const tp__coll_comp_call_t *k, int st,
-				    int step)
+/* This hop's options: the call's, with noise of its own. who: the rank
+ * (reduce-scatter, top-k), or the ring position in the all-gather, whose
+ * owners in every group quantise the same values and must draw the same
+ * noise to keep the groups' results equal. */
+static tp_cuda_comp_opts_t hop_opts(const tp__coll_comp_call_t *k, int who,
+				    int st, int step)
 {
 	tp_cuda_comp_opts_t o = k->o;
 
-	o.seed += ((uint64_t)c->rank + 1) * 0x9e3779b97f4a7c15ull +
+	o.seed += ((uint64_t)who + 1) * 0x9e3779b97f4a7c15ull +
 		  ((uint64_t)(st * 1024 + step) + 1) * 0xd1b54a32d192ed03ull;
 	return o;
 }
 
-tp_err_t tp__coll_comp_ring_reduce_scatter(tp_coll_comm_t *c,
-					   const tp__coll_ring_t *r,
-					   tp__coll_comp_call_t *k, int st,
-					   float *buf, size_t at, size_t count)
-{
-	int n = r->n, me = r->me;
-	if (n <= 1 || count == 0)
-		return TP_OK;
-	int prev = (int)r->members[mod(me - 1, n)];
-	int next = (int)r->members[mod(me + 1, n)];
-	size_t cap = align8(
-	    tp__comp_max_bytes(k->kind, tp__coll_ring_maxseg(r, count), &k->o));
-	float *res = res_at(k, st, 0, at);
-	char *m = NULL;
-	tp_err_t err = scratch(c, 2 * cap, &m);
-
-	if (err)
-		return err;
-	for (int s = 0; s < n - 1; s++) {
-		int ss = mod(me - s - 1, n), rs = mod(me - s - 2, n);
-		size_t so, sc, ro, rc, slen, rlen;
-		tp_cuda_comp_opts_t o = hop_opts(c, k, st, s);
-
-		tp__coll_ring_seg(r, count, ss, &so, &sc);
-		tp__coll_ring_seg(r, count, rs, &ro, &rc);
-		err = tp__comp_encode(k->kind, buf + so, res ? res + so : NULL,
-				      sc, &o, m, cap, &slen);
-		if (err)
-			return tp__coll_fail(c, err, "compress: %s",
-					     tp_strerror(err));
-		rlen = tp__comp_max_bytes(k->kind, rc, &k->o);
-		c->xp->irecv(c, prev, m + cap, rlen, &c->reqs[1]);
-		c->xp->isend(c, next, m, slen, &c->reqs[0]);
-		if ((err = wait_reqs(c, &c->reqs[0], &c->reqs[1])))
-			return err;
-		err = decode(c, prev, m + cap, rlen, k, rc, buf + ro, 0);
-		if (err)
-			return err;
-	}
-	return TP_OK;
-}
-
-tp_err_t tp__coll_comp_ring_allgather(tp_coll_comm_t *c,
-				      const tp__coll_ring_t *r,
-				      tp__coll_comp_call_t *k, int st,
-				      float *buf, size_t at, size_t count)
-{
-	int n = r->n, me = r->me;
-	if (n <= 1 || count == 0)
-		return TP_OK;
-	int prev = (int)r->members[mod(me - 1, n)];
-	int next = (int)r->members[mod(me + 1, n)];
-	size_t cap = align8(
-	    tp__comp_max_bytes(k->kind, tp__coll_ring_maxseg(r, count), &k->o));
-	float *res = res_at(k, st, 1, at);
-	size_t mo, mc, len[2];
-	char *m = NULL;
-	tp_cuda_comp_opts_t o = hop_opts(c, k, st, n);
-	tp_err_t err = scratch(c, 2 * cap, &m);
-
-	if (err)
-		return err;
-	tp__coll_ring_seg(r, count, me, &mo, &mc);
-	err = tp__comp_encode(k->kind, buf + mo, res ? res + mo : NULL, mc, &o,
-			      m, cap, &len[0]);
-	if (err)
-		return tp__coll_fail(c, err, "compress: %s", tp_strerror(err));
-	if ((err = decode(c, c->rank, m, len[0], k, mc, buf + mo, 1)))
-		return err;
-	for (int s = 0; s < n - 1; s++) {
-		int rs = mod(me - s - 1, n), a = s % 2, b = 1 - a;
-		size_t ro, rc;
-
-		tp__coll_ring_seg(r, count, rs, &ro, &rc);
-		len[b] = tp__comp_max_bytes(k->kind, rc, &k->o);
-		c->xp->irecv(c, prev, m + (size_t)b * cap, len[b], &c->reqs[1]);
-		c->xp->isend(c, next, m + (size_t)a * cap, len[a], &c->reqs[0]);
-		if ((err = wait_reqs(c, &c->reqs[0], &c->reqs[1])))
-			return err;
-		err = decode(c, prev, m + (size_t)b * cap, len[b], k, rc,
-			     buf + ro, 1);
-		if (err)
-			return err;
-	}
-	return TP_OK;
-}
-
-/* Receive one top-k message from peer into slot (cap bytes): the header,
- * checked, then the payload it announces. */
-static tp_err_t recv_topk(tp_coll_comm_t *c, int peer, char *slot, size_t cap,
-			  const tp__coll_comp_call_t *k, size_t count,
-			  tp__coll_req_t *send, size_t *len_p)
+/* Receive one message from peer into slot (cap bytes): the header,
+ * checked against what this rank expects, then the payload it announces;
+ * waits for send too. A peer that disagrees (another compressor, block or
+ * count) is caught at its header, before its payload's length matters. */
+static tp_err_t recv_msg(tp_coll_comm_t *c, int peer, char *slot, size_t cap,
+			 const tp__coll_comp_call_t *k, size_t count,
+			 tp__coll_req_t *send, size_t *len_p)
 {
 	tp__comp_hdr_t h;
 	char why[96];
@@ -216,6 +133,93 @@ static tp_err_t recv_topk(tp_coll_comm_t *c, int peer, char *slot, size_t cap,
 	return TP_OK;
 }
 
+tp_err_t tp__coll_comp_ring_reduce_scatter(tp_coll_comm_t *c,
+					   const tp__coll_ring_t *r,
+					   tp__coll_comp_call_t *k, int st,
+					   float *buf, size_t at, size_t count)
+{
+	int n = r->n, me = r->me;
+	if (n <= 1 || count == 0)
+		return TP_OK;
+	int prev = (int)r->members[mod(me - 1, n)];
+	int next = (int)r->members[mod(me + 1, n)];
+	size_t cap = align8(
+	    tp__comp_max_bytes(k->kind, tp__coll_ring_maxseg(r, count), &k->o));
+	float *res = res_at(k, st, 0, at);
+	char *m = NULL;
+	tp_err_t err = scratch(c, 2 * cap, &m);
+
+	if (err)
+		return err;
+	for (int s = 0; s < n - 1; s++) {
+		int ss = mod(me - s - 1, n), rs = mod(me - s - 2, n);
+		size_t so, sc, ro, rc, slen, rlen;
+		tp_cuda_comp_opts_t o = hop_opts(k, c->rank, st, s);
+
+		tp__coll_ring_seg(r, count, ss, &so, &sc);
+		tp__coll_ring_seg(r, count, rs, &ro, &rc);
+		err = tp__comp_encode(k->kind, buf + so, res ? res + so : NULL,
+				      sc, &o, m, cap, &slen);
+		if (err)
+			return tp__coll_fail(c, err, "compress: %s",
+					     tp_strerror(err));
+		c->xp->isend(c, next, m, slen, &c->reqs[0]);
+		err =
+		    recv_msg(c, prev, m + cap, cap, k, rc, &c->reqs[0], &rlen);
+		if (err)
+			return err;
+		err = decode(c, prev, m + cap, rlen, k, rc, buf + ro, 0);
+		if (err)
+			return err;
+	}
+	return TP_OK;
+}
+
+tp_err_t tp__coll_comp_ring_allgather(tp_coll_comm_t *c,
+				      const tp__coll_ring_t *r,
+				      tp__coll_comp_call_t *k, int st,
+				      float *buf, size_t at, size_t count)
+{
+	int n = r->n, me = r->me;
+	if (n <= 1 || count == 0)
+		return TP_OK;
+	int prev = (int)r->members[mod(me - 1, n)];
+	int next = (int)r->members[mod(me + 1, n)];
+	size_t cap = align8(
+	    tp__comp_max_bytes(k->kind, tp__coll_ring_maxseg(r, count), &k->o));
+	float *res = res_at(k, st, 1, at);
+	size_t mo, mc, len[2];
+	char *m = NULL;
+	tp_cuda_comp_opts_t o = hop_opts(k, me, st, n);
+	tp_err_t err = scratch(c, 2 * cap, &m);
+
+	if (err)
+		return err;
+	tp__coll_ring_seg(r, count, me, &mo, &mc);
+	err = tp__comp_encode(k->kind, buf + mo, res ? res + mo : NULL, mc, &o,
+			      m, cap, &len[0]);
+	if (err)
+		return tp__coll_fail(c, err, "compress: %s", tp_strerror(err));
+	if ((err = decode(c, c->rank, m, len[0], k, mc, buf + mo, 1)))
+		return err;
+	for (int s = 0; s < n - 1; s++) {
+		int rs = mod(me - s - 1, n), a = s % 2, b = 1 - a;
+		size_t ro, rc;
+
+		tp__coll_ring_seg(r, count, rs, &ro, &rc);
+		c->xp->isend(c, next, m + (size_t)a * cap, len[a], &c->reqs[0]);
+		err = recv_msg(c, prev, m + (size_t)b * cap, cap, k, rc,
+			       &c->reqs[0], &len[b]);
+		if (err)
+			return err;
+		err = decode(c, prev, m + (size_t)b * cap, len[b], k, rc,
+			     buf + ro, 1);
+		if (err)
+			return err;
+	}
+	return TP_OK;
+}
+
 static tp_err_t topk_allreduce(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 			       tp__coll_comp_call_t *k, int st, float *buf,
 			       size_t at, size_t count)
@@ -224,7 +228,7 @@ static tp_err_t topk_allreduce(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 	int prev = (int)r->members[mod(me - 1, n)];
 	int next = (int)r->members[mod(me + 1, n)];
 	size_t cap = align8(tp__comp_max_bytes(k->kind, count, &k->o));
-	tp_cuda_comp_opts_t o = hop_opts(c, k, st, 0);
+	tp_cuda_comp_opts_t o = hop_opts(k, c->rank, st, 0);
 	size_t *len;
 	char *m = NULL;
 	tp_err_t err;
@@ -246,8 +250,8 @@ static tp_err_t topk_allreduce(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 
 		c->xp->isend(c, next, m + (size_t)ss * cap, len[ss],
 			     &c->reqs[0]);
-		err = recv_topk(c, prev, m + (size_t)rs * cap, cap, k, count,
-				&c->reqs[0], &len[rs]);
+		err = recv_msg(c, prev, m + (size_t)rs * cap, cap, k, count,
+			       &c->reqs[0], &len[rs]);
 		if (err)
 			return err;
 	}
