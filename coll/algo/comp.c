@@ -102,6 +102,34 @@ static tp_cuda_comp_opts_t hop_opts(const tp__coll_comp_call_t *k, int who,
 	return o;
 }
 
+/* A ring phase's neighbours and message slots: nslots of cap bytes (a
+ * message of `most` elements), then `extra` bytes. */
+typedef struct hop {
+	int prev, next;
+	size_t cap;
+	char *m;
+} hop_t;
+
+static tp_err_t hop_setup(tp_coll_comm_t *c, const tp__coll_ring_t *r,
+			  const tp__coll_comp_call_t *k, size_t most,
+			  int nslots, size_t extra, hop_t *h)
+{
+	h->prev = (int)r->members[mod(r->me - 1, r->n)];
+	h->next = (int)r->members[mod(r->me + 1, r->n)];
+	h->cap = align8(tp__comp_max_bytes(k->kind, most, &k->o));
+	return scratch(c, (size_t)nslots * h->cap + extra, &h->m);
+}
+
+static tp_err_t encode(tp_coll_comm_t *c, const tp__coll_comp_call_t *k,
+		       const tp_cuda_comp_opts_t *o, float *x, float *res,
+		       size_t count, char *m, size_t cap, size_t *len_p)
+{
+	tp_err_t err =
+	    tp__comp_encode(k->kind, x, res, count, o, m, cap, len_p);
+	return err ? tp__coll_fail(c, err, "compress: %s", tp_strerror(err))
+		   : TP_OK;
+}
+
 /* Receive one message from peer into slot (cap bytes): the header,
  * checked against what this rank expects, then the payload it announces;
  * waits for send too. A peer that disagrees (another compressor, block or
@@ -139,16 +167,13 @@ tp_err_t tp__coll_comp_ring_reduce_scatter(tp_coll_comm_t *c,
 					   float *buf, size_t at, size_t count)
 {
 	int n = r->n, me = r->me;
+	float *res = res_at(k, st, 0, at);
+	hop_t h;
+	tp_err_t err;
+
 	if (n <= 1 || count == 0)
 		return TP_OK;
-	int prev = (int)r->members[mod(me - 1, n)];
-	int next = (int)r->members[mod(me + 1, n)];
-	size_t cap = align8(
-	    tp__comp_max_bytes(k->kind, tp__coll_ring_maxseg(r, count), &k->o));
-	float *res = res_at(k, st, 0, at);
-	char *m = NULL;
-	tp_err_t err = scratch(c, 2 * cap, &m);
-
+	err = hop_setup(c, r, k, tp__coll_ring_maxseg(r, count), 2, 0, &h);
 	if (err)
 		return err;
 	for (int s = 0; s < n - 1; s++) {
@@ -158,18 +183,15 @@ tp_err_t tp__coll_comp_ring_reduce_scatter(tp_coll_comm_t *c,
 
 		tp__coll_ring_seg(r, count, ss, &so, &sc);
 		tp__coll_ring_seg(r, count, rs, &ro, &rc);
-		err = tp__comp_encode(k->kind, buf + so, res ? res + so : NULL,
-				      sc, &o, m, cap, &slen);
-		if (err)
-			return tp__coll_fail(c, err, "compress: %s",
-					     tp_strerror(err));
-		c->xp->isend(c, next, m, slen, &c->reqs[0]);
-		err =
-		    recv_msg(c, prev, m + cap, cap, k, rc, &c->reqs[0], &rlen);
+		err = encode(c, k, &o, buf + so, res ? res + so : NULL, sc, h.m,
+			     h.cap, &slen);
 		if (err)
 			return err;
-		err = decode(c, prev, m + cap, rlen, k, rc, buf + ro, 0);
-		if (err)
+		c->xp->isend(c, h.next, h.m, slen, &c->reqs[0]);
+		err = recv_msg(c, h.prev, h.m + h.cap, h.cap, k, rc,
+			       &c->reqs[0], &rlen);
+		if (err || (err = decode(c, h.prev, h.m + h.cap, rlen, k, rc,
+					 buf + ro, 0)))
 			return err;
 	}
 	return TP_OK;
@@ -181,40 +203,33 @@ tp_err_t tp__coll_comp_ring_allgather(tp_coll_comm_t *c,
 				      float *buf, size_t at, size_t count)
 {
 	int n = r->n, me = r->me;
-	if (n <= 1 || count == 0)
-		return TP_OK;
-	int prev = (int)r->members[mod(me - 1, n)];
-	int next = (int)r->members[mod(me + 1, n)];
-	size_t cap = align8(
-	    tp__comp_max_bytes(k->kind, tp__coll_ring_maxseg(r, count), &k->o));
 	float *res = res_at(k, st, 1, at);
 	size_t mo, mc, len[2];
-	char *m = NULL;
 	tp_cuda_comp_opts_t o = hop_opts(k, me, st, n);
-	tp_err_t err = scratch(c, 2 * cap, &m);
+	hop_t h;
+	tp_err_t err;
 
+	if (n <= 1 || count == 0)
+		return TP_OK;
+	err = hop_setup(c, r, k, tp__coll_ring_maxseg(r, count), 2, 0, &h);
 	if (err)
 		return err;
 	tp__coll_ring_seg(r, count, me, &mo, &mc);
-	err = tp__comp_encode(k->kind, buf + mo, res ? res + mo : NULL, mc, &o,
-			      m, cap, &len[0]);
-	if (err)
-		return tp__coll_fail(c, err, "compress: %s", tp_strerror(err));
-	if ((err = decode(c, c->rank, m, len[0], k, mc, buf + mo, 1)))
+	err = encode(c, k, &o, buf + mo, res ? res + mo : NULL, mc, h.m, h.cap,
+		     &len[0]);
+	if (err || (err = decode(c, c->rank, h.m, len[0], k, mc, buf + mo, 1)))
 		return err;
 	for (int s = 0; s < n - 1; s++) {
 		int rs = mod(me - s - 1, n), a = s % 2, b = 1 - a;
 		size_t ro, rc;
 
 		tp__coll_ring_seg(r, count, rs, &ro, &rc);
-		c->xp->isend(c, next, m + (size_t)a * cap, len[a], &c->reqs[0]);
-		err = recv_msg(c, prev, m + (size_t)b * cap, cap, k, rc,
+		c->xp->isend(c, h.next, h.m + (size_t)a * h.cap, len[a],
+			     &c->reqs[0]);
+		err = recv_msg(c, h.prev, h.m + (size_t)b * h.cap, h.cap, k, rc,
 			       &c->reqs[0], &len[b]);
-		if (err)
-			return err;
-		err = decode(c, prev, m + (size_t)b * cap, len[b], k, rc,
-			     buf + ro, 1);
-		if (err)
+		if (err || (err = decode(c, h.prev, h.m + (size_t)b * h.cap,
+					 len[b], k, rc, buf + ro, 1)))
 			return err;
 	}
 	return TP_OK;
@@ -225,12 +240,9 @@ static tp_err_t topk_allreduce(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 			       size_t at, size_t count)
 {
 	int n = r->n, me = r->me;
-	int prev = (int)r->members[mod(me - 1, n)];
-	int next = (int)r->members[mod(me + 1, n)];
-	size_t cap = align8(tp__comp_max_bytes(k->kind, count, &k->o));
 	tp_cuda_comp_opts_t o = hop_opts(k, c->rank, st, 0);
 	size_t *len;
-	char *m = NULL;
+	hop_t h;
 	tp_err_t err;
 
 	if (count > UINT32_MAX)
@@ -238,26 +250,24 @@ static tp_err_t topk_allreduce(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 				     "top-k of %zu values (2^32 at most)",
 				     count);
 	/* n message slots, then their lengths */
-	if ((err = scratch(c, (size_t)n * (cap + sizeof(size_t)), &m)))
-		return err;
-	len = (size_t *)(void *)(m + (size_t)n * cap);
-	err = tp__comp_encode(k->kind, buf, res_at(k, st, 0, at), count, &o,
-			      m + (size_t)me * cap, cap, &len[me]);
+	err = hop_setup(c, r, k, count, n, (size_t)n * sizeof(size_t), &h);
 	if (err)
-		return tp__coll_fail(c, err, "compress: %s", tp_strerror(err));
-	for (int s = 0; s < n - 1; s++) {
+		return err;
+	len = (size_t *)(void *)(h.m + (size_t)n * h.cap);
+	err = encode(c, k, &o, buf, res_at(k, st, 0, at), count,
+		     h.m + (size_t)me * h.cap, h.cap, &len[me]);
+	for (int s = 0; s < n - 1 && !err; s++) {
 		int ss = mod(me - s, n), rs = mod(me - s - 1, n);
 
-		c->xp->isend(c, next, m + (size_t)ss * cap, len[ss],
+		c->xp->isend(c, h.next, h.m + (size_t)ss * h.cap, len[ss],
 			     &c->reqs[0]);
-		err = recv_msg(c, prev, m + (size_t)rs * cap, cap, k, count,
-			       &c->reqs[0], &len[rs]);
-		if (err)
-			return err;
+		err = recv_msg(c, h.prev, h.m + (size_t)rs * h.cap, h.cap, k,
+			       count, &c->reqs[0], &len[rs]);
 	}
 	for (int i = 0; i < n && !err; i++)
-		err = decode(c, i == me ? c->rank : prev, m + (size_t)i * cap,
-			     len[i], k, count, buf, i == 0);
+		err = decode(c, i == me ? c->rank : h.prev,
+			     h.m + (size_t)i * h.cap, len[i], k, count, buf,
+			     i == 0);
 	return err;
 }
 
