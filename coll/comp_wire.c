@@ -20,9 +20,9 @@
 #error "comp_wire.c: the compressed wire format needs a little-endian host"
 #endif
 
-#define P1 0x9e3779b185ebca87ull
-#define P2 0xc2b2ae3d27d4eb4full
-#define P3 0x165667b19e3779f9ull
+static const uint64_t p1 = 0x9e3779b185ebca87ull;
+static const uint64_t p2 = 0xc2b2ae3d27d4eb4full;
+static const uint64_t p3 = 0x165667b19e3779f9ull;
 
 static uint64_t rotl(uint64_t x, int r)
 {
@@ -39,7 +39,7 @@ static uint64_t rd64(const unsigned char *p)
 
 static uint64_t round64(uint64_t acc, uint64_t w)
 {
-	return rotl(acc + w * P2, 31) * P1;
+	return rotl(acc + w * p2, 31) * p1;
 }
 
 uint64_t tp__comp_hash(const void *p, size_t n, uint64_t seed)
@@ -48,8 +48,8 @@ uint64_t tp__comp_hash(const void *p, size_t n, uint64_t seed)
 	uint64_t h;
 
 	if (n >= 32) {
-		uint64_t a0 = seed + P1 + P2, a1 = seed + P2, a2 = seed,
-			 a3 = seed - P1;
+		uint64_t a0 = seed + p1 + p2, a1 = seed + p2, a2 = seed,
+			 a3 = seed - p1;
 		for (; end - b >= 32; b += 32) {
 			a0 = round64(a0, rd64(b));
 			a1 = round64(a1, rd64(b + 8));
@@ -58,17 +58,17 @@ uint64_t tp__comp_hash(const void *p, size_t n, uint64_t seed)
 		}
 		h = rotl(a0, 1) + rotl(a1, 7) + rotl(a2, 12) + rotl(a3, 18);
 	} else {
-		h = seed + P3;
+		h = seed + p3;
 	}
 	h += (uint64_t)n;
 	for (; end - b >= 8; b += 8)
-		h = rotl(h ^ round64(0, rd64(b)), 27) * P1 + P3;
+		h = rotl(h ^ round64(0, rd64(b)), 27) * p1 + p3;
 	for (; b < end; b++)
-		h = rotl(h ^ (*b * P3), 11) * P1;
+		h = rotl(h ^ (*b * p3), 11) * p1;
 	h ^= h >> 33;
-	h *= P2;
+	h *= p2;
 	h ^= h >> 29;
-	h *= P3;
+	h *= p3;
 	h ^= h >> 32;
 	return h;
 }

@@ -347,8 +347,9 @@ tp_err_t tp_coll_barrier(tp_coll_comm_t *comm);
  * per rank in residuals and added to the next call's input, so over
  * repeated calls the sum of the results approaches the sum of the dense
  * results (the error stays bounded instead of growing). The communicator
- * keeps the residuals per `key` (e.g. DDP's bucket index): count x 4
- * bytes per compressed stage and residual, zero on first use, and
+ * keeps the residuals per `key` (e.g. DDP's bucket index): four arrays of
+ * count floats per key (a reduce-scatter and an all-gather residual for
+ * each of the two stages that may be compressed), zero on first use, and
  * re-created (zero again) when the key comes with another count, kind,
  * block or levels. Freed with the communicator or by
  * tp_coll_comm_comp_reset().

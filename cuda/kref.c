@@ -188,7 +188,7 @@ static void q8_nearest(const float *g, float *r, size_t n, float scale,
 
 /* Elements of a block staged on the stack (x = g + r computed once);
  * larger blocks are read twice instead. */
-#define STAGE 1024
+#define TP_KREF_STAGE 1024
 
 /* x = g + r into x[0..n), and the bits of max |x| (see amax_bits). */
 static uint32_t stage_x(const float *g, const float *r, size_t n, float *x)
@@ -211,8 +211,8 @@ static uint32_t stage_x(const float *g, const float *r, size_t n, float *x)
 static void q8_block(const float *g, float *r, size_t i0, size_t n,
 		     const tp_cuda_comp_opts_t *o, int8_t *q, float *scale_p)
 {
-	float x[STAGE];
-	int staged = n <= STAGE && r;
+	float x[TP_KREF_STAGE];
+	int staged = n <= TP_KREF_STAGE && r;
 	uint32_t am = staged ? stage_x(g + i0, r + i0, n, x)
 			     : amax_bits(g + i0, r ? r + i0 : NULL, n);
 	int bad = bad_bits(am);
@@ -352,8 +352,8 @@ tp_err_t tp_cuda_cpu_1bit_compress(const float *g, float *residual,
 		return err ? err : TP_ERR_INVAL;
 	for (size_t b0 = 0; b0 < count; b0 += o->block) {
 		size_t n = count - b0 < o->block ? count - b0 : o->block;
-		float *r = residual ? residual + b0 : NULL, x[STAGE];
-		int staged = n <= STAGE && r;
+		float *r = residual ? residual + b0 : NULL, x[TP_KREF_STAGE];
+		int staged = n <= TP_KREF_STAGE && r;
 		const float *src = staged ? x : g + b0;
 		const float *rr = staged ? NULL : r;
 		int bad = bad_bits(staged ? stage_x(g + b0, r, n, x)
