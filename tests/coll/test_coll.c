@@ -1413,9 +1413,10 @@ static int comp_rank(tp_coll_comm_t *c, void *arg)
 	return memcmp(first, b, 257 * sizeof(float)) ? 6 : 0;
 }
 
-static void run_comp(int nh, int L, const comp_case_t *k, bool tcp_only)
+static void run_comp_on(tp_fabric_t *f, int nh, int L, const comp_case_t *k,
+			bool tcp_only)
 {
-	tp_plan_t *p = plan_of(nh, L, 0);
+	tp_plan_t *p = plan_on(f, nh, L, 0);
 	int n = (int)tp_plan_world_size(p), st[16];
 	tp_coll_opts_t o;
 
@@ -1431,6 +1432,11 @@ static void run_comp(int nh, int L, const comp_case_t *k, bool tcp_only)
 				 tp_coll_comp_name(k->kind), k->levels, nh, L,
 				 tcp_only ? " (TCP)" : "", r, st[r]);
 	tp_plan_destroy(p);
+}
+
+static void run_comp(int nh, int L, const comp_case_t *k, bool tcp_only)
+{
+	run_comp_on(fabric(), nh, L, k, tcp_only);
 }
 
 /* 2 groups (hosts alternate leaves): 2x1, 4x2 over shm and over TCP
@@ -1454,6 +1460,18 @@ static void test_comp_allreduce(void **s)
 				   true};
 		run_comp(1, 3, &one, false);
 	}
+}
+
+/* A NIC per GPU: 4 rails, so the group level leaves each rank its
+ * channels' sub-shards and 4 cross rings per group pair run at once. */
+static void test_comp_rails(void **s)
+{
+	(void)s;
+	for (int kind = 1; kind <= 3; kind++)
+		for (unsigned lv = 4; lv <= 6; lv += 2) {
+			comp_case_t k = {(tp_coll_comp_t)kind, lv, false};
+			run_comp_on(fabric_nics(), 4, 4, &k, false);
+		}
 }
 
 /* Bytes across the up-links: dense hierarchical against compressed, on
@@ -1571,6 +1589,7 @@ int main(void)
 	    cmocka_unit_test(test_comp_names),
 	    cmocka_unit_test(test_comp_wire),
 	    cmocka_unit_test(test_comp_allreduce),
+	    cmocka_unit_test(test_comp_rails),
 	    cmocka_unit_test(test_comp_cross_bytes),
 	    cmocka_unit_test(test_comp_mismatch),
 	};
