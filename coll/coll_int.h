@@ -292,6 +292,29 @@ static inline size_t tp__coll_ring_maxseg(const tp__coll_ring_t *r,
 	return per * ((count + (size_t)r->nseg - 1) / (size_t)r->nseg);
 }
 
+/* Where the hierarchical schedule's levels work on count elements:
+ * level l reduce-scatters [off[l], off[l] + cnt[l]) (this rank ending
+ * with [off[l+1], ...)); the channels split [*soff_p, + *scnt_p), the
+ * group level's input (or all the host level left, with no group
+ * level). */
+static inline void tp__coll_hier_spans(const tp_coll_comm_t *c, size_t count,
+				       size_t *off, size_t *cnt, size_t *soff_p,
+				       size_t *scnt_p)
+{
+	int s = c->group_lv >= 0 ? c->group_lv : c->nlevels;
+
+	off[0] = 0;
+	cnt[0] = count;
+	for (int l = 0; l < c->nlevels; l++) {
+		size_t so;
+		tp__coll_ring_seg(&c->level[l], cnt[l], c->level[l].me, &so,
+				  &cnt[l + 1]);
+		off[l + 1] = off[l] + so;
+	}
+	*soff_p = off[s];
+	*scnt_p = cnt[s];
+}
+
 /* Algorithms (algo/). op is never AVG. buf is the result; src (NULL: buf
  * itself) is the input of the ones that take it, read chunk by chunk so
  * an out-of-place call needs no up-front copy. */

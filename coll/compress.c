@@ -152,11 +152,9 @@ static tp_err_t hier(tp_coll_comm_t *c, tp__coll_comp_call_t *k, float *buf,
 	char *b = (char *)buf;
 	tp_err_t err;
 
-	off[0] = 0;
-	cnt[0] = count;
+	tp__coll_hier_spans(c, count, off, cnt, &soff, &scnt);
 	for (int l = 0; l < c->nlevels; l++) {
 		const tp__coll_ring_t *r = &c->level[l];
-		size_t so, sc;
 
 		/* groups of different sizes: the group level stays dense,
 		 * else the groups that have one would re-quantise the
@@ -170,12 +168,7 @@ static tp_err_t hier(tp_coll_comm_t *c, tp__coll_comp_call_t *k, float *buf,
 				       TP_COLL_FP32, TP_COLL_SUM, r->n - 1);
 		if (err)
 			return err;
-		tp__coll_ring_seg(r, cnt[l], r->me, &so, &sc);
-		off[l + 1] = off[l] + so;
-		cnt[l + 1] = sc;
 	}
-	soff = off[c->group_lv >= 0 ? c->group_lv : c->nlevels];
-	scnt = cnt[c->group_lv >= 0 ? c->group_lv : c->nlevels];
 	for (int x = 0; x < c->ncross; x++) {
 		size_t so, sc;
 		tp__coll_seg(scnt, c->nchan, c->cross_chan[x], &so, &sc);
