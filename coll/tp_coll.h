@@ -356,8 +356,11 @@ tp_err_t tp_coll_barrier(tp_coll_comm_t *comm);
  *
  * NaN and Inf: an int8 or 1-bit block holding NaN or Inf is sent with a
  * NaN scale, so the whole block of the result is NaN on every rank (a loss
- * scaler sees the overflow) and its residual restarts at zero; top-k always
- * selects NaN and Inf entries, which then propagate as in a dense sum.
+ * scaler sees the overflow) and its residual restarts at zero; top-k
+ * selects NaN and Inf entries first, which then propagate as in a dense
+ * sum (its sampled threshold sends every entry at or above it up to 2k, in
+ * index order: only when ties at the threshold fill those 2k can a NaN or
+ * Inf later in the buffer wait in the residual for the next call).
  *
  * Stochastic rounding (int8, opts->stochastic): the noise of an element is
  * a function of (seed, key, call number for the key, hop, rank, index).

@@ -1474,6 +1474,68 @@ static void test_comp_rails(void **s)
 		}
 }
 
+/* NaN and Inf from one rank: the result is NaN / non-finite there on
+ * every rank, the rest of the buffer survives (int8 and 1-bit lose the
+ * blocks around them, top-k nothing), and the next call is finite again:
+ * the residuals restarted instead of carrying the NaN on. */
+static int nan_rank(tp_coll_comm_t *c, void *arg)
+{
+	enum { N = 4096 };
+	const comp_case_t *k = arg;
+	static float b[N];
+	tp_coll_comp_opts_t o;
+	size_t bad = 0;
+
+	tp_coll_comp_opts_defaults(&o);
+	o.kind = k->kind;
+	o.levels = k->levels;
+	for (int call = 0; call < 2; call++) {
+		/* distinct values: sampled top-k's capacity (2k) is not
+		 * spent on ties before the Inf's index */
+		for (size_t i = 0; i < N; i++)
+			b[i] = sinf((float)i * 0.37f +
+				    (float)tp_coll_comm_rank(c));
+		if (call == 0 && tp_coll_comm_rank(c) == 1) {
+			b[5] = NAN;
+			b[3000] = INFINITY;
+		}
+		if (tp_coll_allreduce_compressed(c, b, N, TP_COLL_SUM, &o, 1))
+			return 2;
+		for (size_t i = 0; i < N; i++)
+			bad += !isfinite(b[i]);
+		if (call == 0 &&
+		    (!isnan(b[5]) || isfinite(b[3000]) || bad > N / 2))
+			return 3;
+		if (call == 1 && bad)
+			return 4;
+		bad = 0;
+	}
+	return 0;
+}
+
+static void test_comp_nan(void **s)
+{
+	tp_plan_t *p = plan_of(2, 2, 0);
+	tp_coll_opts_t o;
+	int st[16];
+
+	(void)s;
+	for (int kind = 1; kind <= 3; kind++) {
+		for (unsigned lv = 4; lv <= 7; lv += 3) {
+			comp_case_t k = {(tp_coll_comp_t)kind, lv, false};
+			opts_for(&o, next_port(), 20, 64 << 10);
+			run_ranks(p, &o, nan_rank, &k, 60, st);
+			for (int r = 0; r < 4; r++)
+				if (st[r])
+					fail_msg(
+					    "%s levels %u: rank %d exit %d",
+					    tp_coll_comp_name(k.kind), lv, r,
+					    st[r]);
+		}
+	}
+	tp_plan_destroy(p);
+}
+
 /* Bytes across the up-links: dense hierarchical against compressed, on
  * 4 hosts in 2 groups. */
 static int cross_rank(tp_coll_comm_t *c, void *arg)
@@ -1590,6 +1652,7 @@ int main(void)
 	    cmocka_unit_test(test_comp_wire),
 	    cmocka_unit_test(test_comp_allreduce),
 	    cmocka_unit_test(test_comp_rails),
+	    cmocka_unit_test(test_comp_nan),
 	    cmocka_unit_test(test_comp_cross_bytes),
 	    cmocka_unit_test(test_comp_mismatch),
 	};
