@@ -287,25 +287,19 @@ static float abs_sum(const float *g, const float *r, size_t n)
 	float part[TP_KM_LANES] = {0};
 	size_t full = n - n % (TP_KM_LANES * TP_KM_VEC), j;
 
-	for (j = 0; j < full; j += TP_KM_LANES * TP_KM_VEC) {
-		for (uint32_t v = 0; v < TP_KM_VEC; v++) {
-			const float *gj = g + j + v;
-			if (r) {
-				const float *rj = r + j + v;
-				for (uint32_t l = 0; l < TP_KM_LANES; l++)
-					part[l] = tp_km_add(
-					    part[l], tp_km_abs(tp_km_ef_in(
-							 gj[l * TP_KM_VEC],
-							 rj[l * TP_KM_VEC])));
-			} else {
-				for (uint32_t l = 0; l < TP_KM_LANES; l++)
-					part[l] = tp_km_add(
-					    part[l],
-					    tp_km_abs(gj[l * TP_KM_VEC]));
-			}
+	/* A lane's four elements of a 128 in one iteration: its partial
+	 * sum stays in a register for the four additions, and the loop
+	 * over the lanes is a de-interleaving load the vectoriser knows. */
+	for (j = 0; j < full && !r; j += TP_KM_LANES * TP_KM_VEC) {
+		for (uint32_t l = 0; l < TP_KM_LANES; l++) {
+			const float *e = g + j + l * TP_KM_VEC;
+			float p = part[l];
+			for (uint32_t v = 0; v < TP_KM_VEC; v++)
+				p = tp_km_add(p, tp_km_abs(e[v]));
+			part[l] = p;
 		}
 	}
-	for (; j < n; j++) {
+	for (j = r ? 0 : full; j < n; j++) {
 		float x = r ? tp_km_ef_in(g[j], r[j]) : g[j];
 		uint32_t l = tp_km_lane_of(j);
 		part[l] = tp_km_add(part[l], tp_km_abs(x));

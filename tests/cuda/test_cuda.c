@@ -146,6 +146,20 @@ static void test_kmath_misc(void **state)
 		p[l] = (float)(l + 1);
 	s = tp_km_tree32(p);
 	assert_true(same_bits(s, 528.0f));
+	/* the xor butterfly a warp runs, lane 0's result, on values whose
+	 * sums round: the same bits */
+	for (int t = 0; t < 1000; t++) {
+		float b[32], w[32];
+		for (int l = 0; l < 32; l++)
+			p[l] = b[l] =
+			    rnd_grad() * (float)(1 + (l * 7 + t) % 13);
+		for (int off = 16; off > 0; off /= 2) {
+			for (int l = 0; l < 32; l++)
+				w[l] = b[l] + b[l ^ off];
+			memcpy(b, w, sizeof(b));
+		}
+		assert_true(same_bits(tp_km_tree32(p), b[0]));
+	}
 	assert_int_equal(tp_km_lane_of(0), 0);
 	assert_int_equal(tp_km_lane_of(3), 0);
 	assert_int_equal(tp_km_lane_of(4), 1);
