@@ -1,7 +1,9 @@
 /* topoplace: the admins' and developers' front door. */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,31 +13,32 @@
 bool tp_cli_quiet;
 
 static const char usage[] =
-	"Usage: topoplace COMMAND [ARGS]\n"
-	"\n"
-	"Topology-aware placement for Slurm on InfiniBand + NVLink GPU clusters.\n"
-	"\n"
-	"Commands:\n"
-	"  discover        build a fabric model from ibnetdiscover dumps, live\n"
-	"                  libibnetdisc discovery, node hwloc XML / nvidia-smi\n"
-	"  fabric          generate, show, list hosts, write topology.conf\n"
-	"  place           choose hosts for one job and explain the choice\n"
-	"  simulate        compare placement policies on a job trace\n"
-	"  cost            predict a collective's time on given hosts\n"
-	"  draw            the fabric and its jobs as an SVG picture\n"
-	"  plan            a job's ring, trees, groups, NIC affinity and\n"
-	"                  recommended all-reduce per message size\n"
-	"  show            what Slurm jobs got: span, predicted time, why\n"
-	"  config          topoplace.conf: dump the keys, check a file\n"
-	"  nccl-topo       node hwloc XML -> NCCL_TOPO_FILE per host\n"
-	"  help [COMMAND]  show help for a command\n"
-	"\n"
-	"Options:\n"
-	"  -h, --help      this text\n"
-	"  -V, --version   print the version\n"
-	"\n"
-	"Run 'topoplace COMMAND --help' for a command's options; man topoplace(1).\n"
-	"Exit status: 0 success, 1 internal failure, 2 bad input or usage.\n";
+    "Usage: topoplace COMMAND [ARGS]\n"
+    "\n"
+    "Topology-aware placement for Slurm on InfiniBand + NVLink GPU clusters.\n"
+    "\n"
+    "Commands:\n"
+    "  discover        build a fabric model from ibnetdiscover dumps, live\n"
+    "                  libibnetdisc discovery, node hwloc XML / nvidia-smi\n"
+    "  fabric          generate, show, list hosts, write topology.conf\n"
+    "  place           choose hosts for one job and explain the choice\n"
+    "  simulate        compare placement policies on a job trace\n"
+    "  cost            predict a collective's time on given hosts\n"
+    "  draw            the fabric and its jobs as an SVG picture\n"
+    "  plan            a job's ring, trees, groups, NIC affinity and\n"
+    "                  recommended all-reduce per message size\n"
+    "  show            what Slurm jobs got: span, predicted time, why\n"
+    "  config          topoplace.conf: dump the keys, check a file\n"
+    "  nccl-topo       node hwloc XML -> NCCL_TOPO_FILE per host\n"
+    "  help [COMMAND]  show help for a command\n"
+    "\n"
+    "Options:\n"
+    "  -h, --help      this text\n"
+    "  -V, --version   print the version\n"
+    "\n"
+    "Run 'topoplace COMMAND --help' for a command's options; man "
+    "topoplace(1).\n"
+    "Exit status: 0 success, 1 internal failure, 2 bad input or usage.\n";
 
 void tp_cli_err(const char *fmt, ...)
 {
@@ -112,8 +115,8 @@ bool tp_cli_int(const char *opt, const char *s, long lo, long hi, long *v_p)
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (errno || end == s || *end || v < lo || v > hi) {
-		tp_cli_err("%s: expected an integer %ld..%ld, got '%s'", opt, lo,
-			   hi, s);
+		tp_cli_err("%s: expected an integer %ld..%ld, got '%s'", opt,
+			   lo, hi, s);
 		return false;
 	}
 	*v_p = v;
@@ -129,12 +132,52 @@ bool tp_cli_double(const char *opt, const char *s, double lo, double hi,
 	errno = 0;
 	v = strtod(s, &end);
 	if (errno || end == s || *end || !(v >= lo && v <= hi)) {
-		tp_cli_err("%s: expected a number %g..%g, got '%s'", opt, lo, hi,
-			   s);
+		tp_cli_err("%s: expected a number %g..%g, got '%s'", opt, lo,
+			   hi, s);
 		return false;
 	}
 	*v_p = v;
 	return true;
+}
+
+bool tp_cli_bytes(const char *opt, const char *s, double *v_p)
+{
+	char *end;
+	double x = strtod(s, &end);
+	static const char units[] = "kmgt";
+	const char *u =
+	    *end ? strchr(units, tolower((unsigned char)*end)) : NULL;
+
+	if (u) {
+		x *= pow(1024, (double)(u - units + 1));
+		end++;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (end == s || *end || !(x >= 0) || x > 1e15) {
+		tp_cli_err("%s: expected a size like 1G or 262144, got '%s'",
+			   opt, s);
+		return false;
+	}
+	*v_p = x;
+	return true;
+}
+
+tp_state_t *tp_cli_load_state(const tp_fabric_t *f, const char *path, int *rc_p)
+{
+	tp_state_t *s = NULL;
+	char *msg = NULL;
+	tp_err_t err;
+
+	if (!path)
+		return tp_state_create(f);
+	if ((err = tp_state_load_json(f, path, &s, &msg))) {
+		tp_cli_err("%s", msg ? msg : tp_strerror(err));
+		tp_free(msg);
+		*rc_p = tp_cli_exit_code(err);
+		return NULL;
+	}
+	return s;
 }
 
 static void log_stderr(tp_log_level_t level, const char *msg, void *arg)
@@ -149,13 +192,11 @@ static const struct {
 	const char *name;
 	int (*fn)(int, char **);
 } cmds[] = {
-	{"discover", tp_cmd_discover}, {"fabric", tp_cmd_fabric},
-	{"place", tp_cmd_place},       {"simulate", tp_cmd_simulate},
-	{"cost", tp_cmd_cost},         {"draw", tp_cmd_draw},
-	{"plan", tp_cmd_plan},
-	{"show", tp_cmd_show},
-	{"config", tp_cmd_config},
-	{"nccl-topo", tp_cmd_nccl_topo},
+    {"discover", tp_cmd_discover}, {"fabric", tp_cmd_fabric},
+    {"place", tp_cmd_place},	   {"simulate", tp_cmd_simulate},
+    {"cost", tp_cmd_cost},	   {"draw", tp_cmd_draw},
+    {"plan", tp_cmd_plan},	   {"show", tp_cmd_show},
+    {"config", tp_cmd_config},	   {"nccl-topo", tp_cmd_nccl_topo},
 };
 
 int main(int argc, char **argv)
