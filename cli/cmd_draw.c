@@ -118,7 +118,7 @@ typedef struct dnode {
 	uint32_t sw;	/* switch index, or TP_ID_NONE when a group */
 	uint32_t group; /* the switch's group at its level */
 	size_t nsw;	/* switches it stands for */
-	double x, y;
+	double x, y, w;
 } dnode_t;
 
 /* Cables between two drawn things (b < 0: a group box of hosts). */
@@ -266,8 +266,8 @@ static tp_err_t layout_boxes(draw_t *d)
 	/* room for a group's leaves side by side above its box */
 	for (size_t b = 0; b < d->nboxes; b++) {
 		double need =
-		    40.0 * (double)tp_fabric_group(f, d->boxes[b])->nswitches;
-		if (d->cells && need > d->box_w && need < 400)
+		    84.0 * (double)tp_fabric_group(f, d->boxes[b])->nswitches;
+		if (d->cells && need > d->box_w && need <= 840)
 			d->box_w = need;
 	}
 	for (size_t b = 0; b < d->nboxes; b++)
@@ -299,13 +299,16 @@ static tp_err_t layout_switches(draw_t *d)
 		if (sw->level < 1 || sw->level > TP_MAX_LEVELS)
 			continue;
 		if (!d->aggregated_level[sw->level] || sw->group == TP_ID_NONE)
-			d->nodes[d->nnodes++] = (dnode_t){
-			    sw->level, (uint32_t)i, sw->group, 1, 0, 0};
+			d->nodes[d->nnodes++] = (dnode_t){.level = sw->level,
+							  .sw = (uint32_t)i,
+							  .group = sw->group,
+							  .nsw = 1};
 		else if (tp_u64map_get(&grp, sw->group) == TP_MAP_NONE) {
 			if ((err = tp_u64map_put(&grp, sw->group, 0)))
 				goto out;
-			d->nodes[d->nnodes++] = (dnode_t){
-			    sw->level, TP_ID_NONE, sw->group, 0, 0, 0};
+			d->nodes[d->nnodes++] = (dnode_t){.level = sw->level,
+							  .sw = TP_ID_NONE,
+							  .group = sw->group};
 		}
 	}
 	qsort(d->nodes, d->nnodes, sizeof(dnode_t), dnode_cmp);
@@ -339,6 +342,7 @@ static tp_err_t layout_switches(draw_t *d)
 			dn->x = LEFT + (d->width - 2 * LEFT) *
 					   ((double)(j - first) + 0.5) /
 					   (double)n;
+			dn->w = fmin((d->width - 2 * LEFT) / (double)n - 4, 84);
 		}
 		first = k;
 	}
@@ -352,6 +356,7 @@ static tp_err_t layout_switches(draw_t *d)
 			d->nodes[k].x = d->box_x[b] + d->box_w *
 							  ((double)seen + 0.5) /
 							  (double)n;
+			d->nodes[k].w = fmin(d->box_w / (double)n - 4, 84);
 			seen++;
 		}
 	}
@@ -533,34 +538,48 @@ static void host_fill(const draw_t *d, uint32_t h, char buf[8])
 
 /* ---- drawing ---- */
 
+/* desc in at most n characters, cut in the middle: switch names differ
+ * at both ends ("su01-rail1-leaf"). */
+static void short_label(const char *desc, size_t n, char *buf, size_t cap)
+{
+	size_t len = strlen(desc);
+
+	if (len <= n || n < 5) {
+		snprintf(buf, cap, "%.*s", (int)n, desc);
+		return;
+	}
+	size_t head = (n - 1) / 2, tail = n - 1 - head;
+	snprintf(buf, cap, "%.*s~%s", (int)head, desc, desc + len - tail);
+}
+
 static void draw_switches(const draw_t *d, tp_strbuf_t *sb)
 {
 	for (size_t k = 0; k < d->nnodes; k++) {
 		const dnode_t *dn = &d->nodes[k];
-		char label[24];
-		const char *desc = "";
+		char label[64], name[160];
 		if (dn->sw != TP_ID_NONE) {
-			desc = tp_fabric_switch(d->f, dn->sw)->desc;
-			snprintf(label, sizeof(label), "%.7s", desc);
-		} else
+			const char *desc = tp_fabric_switch(d->f, dn->sw)->desc;
+			snprintf(name, sizeof(name), "switch %s", desc);
+			short_label(desc, (size_t)fmax(0, (dn->w - 4) / 4.8),
+				    label, sizeof(label));
+		} else {
+			snprintf(name, sizeof(name), "%zu switches", dn->nsw);
 			snprintf(label, sizeof(label), "g%u x%zu", dn->group,
 				 dn->nsw);
-		double w = d->cells || dn->level > 1 ? 38 : 12;
-		tp_strbuf_printf(
-		    sb,
-		    "<g><title>level %d: %s%s (group %u)</title>"
-		    "<rect x='%.1f' y='%.1f' width='%.0f' "
-		    "height='%d' fill='#f4f4f4' stroke='#555555'/>",
-		    dn->level, dn->sw != TP_ID_NONE ? "switch " : "",
-		    dn->sw != TP_ID_NONE ? "" : "switches", dn->group,
-		    dn->x - w / 2, dn->y - SW_H / 2.0, w, SW_H);
-		if (w > 12)
+		}
+		tp_strbuf_printf(sb, "<g><title>level %d: ", dn->level);
+		tp_svg_escape(sb, name);
+		tp_strbuf_printf(sb,
+				 " (group %u)</title><rect x='%.1f' y='%.1f' "
+				 "width='%.1f' height='%d' fill='#f4f4f4' "
+				 "stroke='#555555'/>",
+				 dn->group, dn->x - dn->w / 2,
+				 dn->y - SW_H / 2.0, dn->w, SW_H);
+		if (dn->w >= 20)
 			tp_svg_text(sb, dn->x, dn->y + 3,
 				    "font-size='8' text-anchor='middle'", "%s",
 				    label);
-		tp_strbuf_printf(sb, "<desc>");
-		tp_svg_escape(sb, desc);
-		tp_strbuf_printf(sb, "</desc></g>\n");
+		tp_strbuf_printf(sb, "</g>\n");
 	}
 }
 
@@ -810,8 +829,7 @@ static double draw_legends(const draw_t *d, tp_strbuf_t *sb, double y)
 	tp_svg_swatch(sb, x, y + 34, "legend-down", DOWN_COLOUR, false,
 		      "down (state)");
 	tp_svg_swatch(sb, x, y + 50, "legend-degraded", DEGRADED_HOST, false,
-		      "red outline: degraded, cabled to fewer leaves than "
-		      "the fabric's rails");
+		      "red outline: degraded (fewer rails cabled)");
 	tp_svg_text(sb, x, y + 66, NULL,
 		    "outline in a cable colour: the host's own cable");
 	if (d->njobs > d->nlegend)
