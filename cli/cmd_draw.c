@@ -157,6 +157,9 @@ typedef struct draw {
 	double *host_health; /* per host, its worst cable */
 	uint32_t *host_link;
 	double width;
+	const char *fabric_name, *state_name; /* as given, for the title */
+	double bytes, duty;		      /* of each job's all-reduce */
+	size_t unrouted;		      /* jobs without a live route */
 } draw_t;
 
 /* What the state says is left of a cable's rate (0 when inactive). */
@@ -277,6 +280,41 @@ static tp_err_t layout_boxes(draw_t *d)
 	return TP_OK;
 }
 
+/* Rows evenly spread, except a group's leaves over its box. */
+static void place_nodes(draw_t *d)
+{
+	int nlev = tp_fabric_nlevels(d->f);
+
+	for (size_t k = 0, first = 0; k <= d->nnodes; k++) {
+		if (k < d->nnodes && d->nodes[k].level == d->nodes[first].level)
+			continue;
+		size_t n = k - first;
+		for (size_t j = first; j < k; j++) {
+			dnode_t *dn = &d->nodes[j];
+			dn->y = TOP + (double)(nlev - dn->level) * ROW_H;
+			dn->x = LEFT + (d->width - 2 * LEFT) *
+					   ((double)(j - first) + 0.5) /
+					   (double)n;
+			dn->w = fmin((d->width - 2 * LEFT) / (double)n - 4, 84);
+		}
+		first = k;
+	}
+	for (size_t b = 0; b < d->nboxes; b++) {
+		const tp_group_t *gp = tp_fabric_group(d->f, d->boxes[b]);
+		size_t n = gp->nswitches, seen = 0;
+		for (size_t j = 0; j < n; j++) {
+			uint32_t k = d->node_of_sw[gp->switches[j]];
+			if (k == TP_ID_NONE || d->nodes[k].sw == TP_ID_NONE)
+				continue;
+			d->nodes[k].x = d->box_x[b] + d->box_w *
+							  ((double)seen + 0.5) /
+							  (double)n;
+			d->nodes[k].w = fmin(d->box_w / (double)n - 4, 84);
+			seen++;
+		}
+	}
+}
+
 /* Switches (or their groups) in rows, leaves above their boxes. */
 static tp_err_t layout_switches(draw_t *d)
 {
@@ -331,35 +369,7 @@ static tp_err_t layout_switches(draw_t *d)
 	for (size_t k = 0; k < d->nnodes; k++)
 		if (d->nodes[k].sw != TP_ID_NONE)
 			d->node_of_sw[d->nodes[k].sw] = (uint32_t)k;
-	/* rows: evenly spread, except leaves of a group over its box */
-	for (size_t k = 0, first = 0; k <= d->nnodes; k++) {
-		if (k < d->nnodes && d->nodes[k].level == d->nodes[first].level)
-			continue;
-		size_t n = k - first;
-		for (size_t j = first; j < k; j++) {
-			dnode_t *dn = &d->nodes[j];
-			dn->y = TOP + (double)(nlev - dn->level) * ROW_H;
-			dn->x = LEFT + (d->width - 2 * LEFT) *
-					   ((double)(j - first) + 0.5) /
-					   (double)n;
-			dn->w = fmin((d->width - 2 * LEFT) / (double)n - 4, 84);
-		}
-		first = k;
-	}
-	for (size_t b = 0; b < d->nboxes; b++) {
-		const tp_group_t *gp = tp_fabric_group(f, d->boxes[b]);
-		size_t n = gp->nswitches, seen = 0;
-		for (size_t j = 0; j < n; j++) {
-			uint32_t k = d->node_of_sw[gp->switches[j]];
-			if (k == TP_ID_NONE || d->nodes[k].sw == TP_ID_NONE)
-				continue;
-			d->nodes[k].x = d->box_x[b] + d->box_w *
-							  ((double)seen + 0.5) /
-							  (double)n;
-			d->nodes[k].w = fmin(d->box_w / (double)n - 4, 84);
-			seen++;
-		}
-	}
+	place_nodes(d);
 out:
 	tp_u64map_clear(&grp);
 	return err;
@@ -451,8 +461,7 @@ static tp_err_t collect_links(draw_t *d)
 }
 
 /* Per-link utilisation: background plus the jobs' predicted load. */
-static tp_err_t compute_util(draw_t *d, double bytes, double duty,
-			     size_t *unrouted_p)
+static tp_err_t compute_util(draw_t *d)
 {
 	size_t nl = tp_fabric_nlinks(d->f);
 	double *load = tp_calloc(2 * nl + 1, sizeof(double));
@@ -465,11 +474,10 @@ static tp_err_t compute_util(draw_t *d, double bytes, double duty,
 		return TP_ERR_NOMEM;
 	}
 	tp_cost_params_defaults(&cp);
-	if (d->heat && !(err = tp_cost_ctx_create(d->f, &cp, &ctx)))
-		err = tp_state_jobs_link_load(ctx, d->s, bytes, duty, load,
-					      unrouted_p);
-	else
-		err = TP_OK;
+	err = d->heat ? tp_cost_ctx_create(d->f, &cp, &ctx) : TP_OK;
+	if (ctx)
+		err = tp_state_jobs_link_load(ctx, d->s, d->bytes, d->duty,
+					      load, &d->unrouted);
 	for (size_t l = 0; !err && l < nl; l++) {
 		double cap = tp_fabric_link(d->f, (uint32_t)l)->gbps *
 			     link_health(d, (uint32_t)l);
@@ -909,9 +917,7 @@ static double draw_notes(const draw_t *d, tp_strbuf_t *sb, double y)
 	return y + 16 * (double)(shown + 1);
 }
 
-static void draw_header(const draw_t *d, tp_strbuf_t *sb, const char *fabric,
-			const char *state, double bytes, double duty,
-			size_t unrouted)
+static void draw_header(const draw_t *d, tp_strbuf_t *sb)
 {
 	const tp_fabric_t *f = d->f;
 	size_t down = 0, nlev = 0;
@@ -922,20 +928,21 @@ static void draw_header(const draw_t *d, tp_strbuf_t *sb, const char *fabric,
 	tp_svg_text(sb, LEFT, 18, "font-size='14' font-weight='bold'",
 		    "Fabric %s: %zu hosts, %zu switches in %d levels, %zu "
 		    "level-1 groups",
-		    fabric, tp_fabric_nhosts(f), tp_fabric_nswitches(f),
+		    d->fabric_name, tp_fabric_nhosts(f), tp_fabric_nswitches(f),
 		    tp_fabric_nlevels(f), d->nboxes);
-	tp_svg_text(sb, LEFT, 36, "font-size='12'",
-		    "State %s: %zu of %zu GPUs busy, %zu jobs, %zu hosts down",
-		    state ? state : "(none: all free, all healthy)",
-		    tp_state_busy_gpus(d->s), tp_fabric_total_gpus(f), d->njobs,
-		    down);
+	tp_svg_text(
+	    sb, LEFT, 36, "font-size='12'",
+	    "State %s: %zu of %zu GPUs busy, %zu jobs, %zu hosts down",
+	    d->state_name ? d->state_name : "(none: all free, all healthy)",
+	    tp_state_busy_gpus(d->s), tp_fabric_total_gpus(f), d->njobs, down);
 	if (d->heat)
 		tp_svg_text(sb, LEFT, 52, "font-size='11'",
 			    "Heat: every job's all-reduce of %.0f MiB at "
 			    "once (duty %.2f, fastest algorithm) plus the "
 			    "state's background%s",
-			    bytes / 1048576, duty,
-			    unrouted ? "; some jobs have no live route" : "");
+			    d->bytes / 1048576, d->duty,
+			    d->unrouted ? "; some jobs have no live route"
+					: "");
 	for (int l = 1; l <= TP_MAX_LEVELS; l++)
 		if (d->aggregated_level[l])
 			nlev += (size_t)snprintf(
@@ -948,6 +955,33 @@ static void draw_header(const draw_t *d, tp_strbuf_t *sb, const char *fabric,
 		    agg,
 		    d->cells ? "hosts one by one"
 			     : "hosts as one bar of GPUs per group");
+}
+
+/* The whole picture: the body first, as the height is known only at
+ * its end. */
+static int render(draw_t *d, const char *out)
+{
+	tp_strbuf_t sb = {0}, body = {0};
+	int rc;
+
+	if (d->width < 1000)
+		d->width = 1000;
+	draw_header(d, &body);
+	if (draw_links(d, &body))
+		body.failed = true;
+	draw_switches(d, &body);
+	draw_boxes(d, &body);
+	double y = draw_legends(d, &body, d->box_y + d->box_h + 30);
+	y = draw_notes(d, &body, y + 10);
+	tp_svg_begin(&sb, (int)d->width, (int)y + 10);
+	if (body.failed)
+		sb.failed = true;
+	else
+		tp_strbuf_append(&sb, body.buf, body.len);
+	rc = tp_svg_finish(&sb, out);
+	tp_free(body.buf);
+	tp_free(sb.buf);
+	return rc;
 }
 
 static void draw_free(draw_t *d)
@@ -984,9 +1018,7 @@ int tp_cmd_draw(int argc, char **argv)
 	int c, rc = TP_EXIT_INPUT;
 	tp_fabric_t *f = NULL;
 	tp_state_t *s = NULL;
-	tp_strbuf_t sb = {0}, body = {0};
 	draw_t d;
-	size_t unrouted = 0;
 	tp_err_t err;
 
 	memset(&d, 0, sizeof(d));
@@ -1031,38 +1063,22 @@ int tp_cmd_draw(int argc, char **argv)
 		goto out;
 	d.f = f;
 	d.s = s;
+	d.fabric_name = fabric;
+	d.state_name = state;
+	d.bytes = bytes;
+	d.duty = duty;
 	sort_fabric = f;
 	if ((err = shown_health(&d)) || (err = layout_boxes(&d)) ||
-	    (err = layout_switches(&d)) ||
-	    (err = compute_util(&d, bytes, duty, &unrouted)) ||
+	    (err = layout_switches(&d)) || (err = compute_util(&d)) ||
 	    (err = collect_links(&d)) || (err = pick_legend_jobs(&d)) ||
 	    (err = host_cables(&d))) {
 		tp_cli_err("draw: %s: %s", fabric, tp_strerror(err));
 		rc = tp_cli_exit_code(err);
 		goto out;
 	}
-	if (d.width < 1000)
-		d.width = 1000;
-	/* the body first: the height is known only at its end */
-	draw_header(&d, &body, fabric, state, bytes, duty, unrouted);
-	if ((err = draw_links(&d, &body))) {
-		rc = TP_EXIT_FAIL;
-		goto out;
-	}
-	draw_switches(&d, &body);
-	draw_boxes(&d, &body);
-	double y = draw_legends(&d, &body, d.box_y + d.box_h + 30);
-	y = draw_notes(&d, &body, y + 10);
-	tp_svg_begin(&sb, (int)d.width, (int)y + 10);
-	if (body.failed)
-		sb.failed = true;
-	else
-		tp_strbuf_append(&sb, body.buf, body.len);
-	rc = tp_svg_finish(&sb, out);
+	rc = render(&d, out);
 out:
 	draw_free(&d);
-	tp_free(body.buf);
-	tp_free(sb.buf);
 	tp_state_destroy(s);
 	tp_fabric_destroy(f);
 	return rc;
