@@ -939,10 +939,9 @@ static void draw_header(const draw_t *d, tp_strbuf_t *sb)
 		tp_svg_text(sb, LEFT, 52, "font-size='11'",
 			    "Heat: every job's all-reduce of %.0f MiB at "
 			    "once (duty %.2f, fastest algorithm) plus the "
-			    "state's background%s",
-			    d->bytes / 1048576, d->duty,
-			    d->unrouted ? "; some jobs have no live route"
-					: "");
+			    "state's background; %zu jobs without a live "
+			    "route left out",
+			    d->bytes / 1048576, d->duty, d->unrouted);
 	for (int l = 1; l <= TP_MAX_LEVELS; l++)
 		if (d->aggregated_level[l])
 			nlev += (size_t)snprintf(

@@ -7,12 +7,13 @@
 # a reader needs (fabric, state, job ids, aggregation) are in the text.
 . "$(dirname "$0")/lib.sh"
 T=$TOPOPLACE
-command -v rsvg-convert >/dev/null 2>&1 ||
-	skip_all "rsvg-convert absent (Debian librsvg2-bin; contrib/install-deps.sh)"
+RSVG=${TP_RSVG_CONVERT:-rsvg-convert}
+command -v "$RSVG" >/dev/null 2>&1 ||
+	skip_all "$RSVG absent (Debian librsvg2-bin; contrib/install-deps.sh)"
 PY=/usr/bin/python3
 [ -x "$PY" ] || skip_all "$PY absent (Debian python3)"
 LOOK="$PY $(dirname "$0")/svgpng.py"
-png() { rsvg-convert -o "$2" "$1" 2>"$tmp/rsvg.err" || { bad "rsvg-convert $1: $(cat "$tmp/rsvg.err")"; return 1; }; }
+png() { "$RSVG" -o "$2" "$1" 2>"$tmp/rsvg.err" || { bad "rsvg-convert $1: $(cat "$tmp/rsvg.err")"; return 1; }; }
 check() { if "$@" >"$tmp/look" 2>&1; then ok "$(tail -1 "$tmp/look")"; else bad "$(cat "$tmp/look")"; fi; }
 
 # 4 leaves x 4 hosts x 8 GPUs, 2 spines, one cable from each leaf to each
@@ -59,12 +60,17 @@ check $LOOK text "$tmp/d.svg" "node001: cable (link $hostl) at health 0.30 (stat
 # heat: job 7's all-reduce crosses the up-links at full rate
 expect 0 "draw --heat" $T draw --fabric "$tmp/ft.json" --state "$tmp/state.json" --heat -o "$tmp/h.svg"
 png "$tmp/h.svg" "$tmp/h.png"
-check $LOOK text "$tmp/h.svg" "Cables: predicted utilisation" "all-reduce of 1024 MiB"
+check $LOOK text "$tmp/h.svg" "Cables: predicted utilisation" "all-reduce of 1024 MiB" "0 jobs without a live route"
 # node001's cable carries job 7's ring: above 75% of its rate
 check $LOOK link "$tmp/h.svg" "$tmp/h.png" "$hostl" legend-util-4
 # a host cable no job uses is idle
 idle=$(jq '[.links | to_entries[] | select(.value[0] == "ca" or .value[3] == "ca")] | .[-1].key' "$tmp/ft.json")
 check $LOOK link "$tmp/h.svg" "$tmp/h.png" "$idle" legend-util-0
+# node001 down with its cable: job 7 has no route and is said to be left out
+sed 's/"down":\["node016"\]/"down":["node016","node001"]/; s/"links":\[.*\]}/"links":[{"link":'"$hostl"',"health":0}]}/' \
+	"$tmp/state.json" >"$tmp/cut.json"
+expect 0 "draw --heat, a job cut off" $T draw --fabric "$tmp/ft.json" --state "$tmp/cut.json" --heat -o "$tmp/c.svg"
+check $LOOK text "$tmp/c.svg" "1 jobs without a live route left out"
 expect 2 "draw --duty 2" $T draw --fabric "$tmp/ft.json" --heat --duty 2 -o "$tmp/x.svg"
 expect 2 "draw --bytes bad" $T draw --fabric "$tmp/ft.json" --heat --bytes 1Q -o "$tmp/x.svg"
 
