@@ -263,7 +263,8 @@ static void slowdown_panel(tp_strbuf_t *sb, const run_t *runs, size_t n, int k)
 }
 
 static int write_svg(const char *path, const run_t *runs, size_t n,
-		     const char *fabric, const char *trace, long seed)
+		     const char *fabric, const char *trace, const char *source,
+		     size_t njobs, long seed)
 {
 	tp_strbuf_t sb = {0};
 	double tmax = 1;
@@ -275,9 +276,10 @@ static int write_svg(const char *path, const run_t *runs, size_t n,
 	tp_svg_text(&sb, 10, 20, "font-size='14' font-weight='bold'",
 		    "Fabric: %s", fabric);
 	tp_svg_text(&sb, 10, 38, "font-size='12'",
-		    "Trace: %s, seed %ld; lines are means over %.1f-minute "
-		    "bins",
-		    trace, seed, tmax / SVG_BINS / 60);
+		    "Trace: %s%s%s%s, %zu jobs, seed %ld; lines are means "
+		    "over %.1f-minute bins",
+		    trace, source ? " (synthetic, " : "", source ? source : "",
+		    source ? ")" : "", njobs, seed, tmax / SVG_BINS / 60);
 	time_panel(&sb, runs, n, 0, tmax, "GPU utilisation over time", false);
 	slowdown_panel(&sb, runs, n, 1);
 	time_panel(&sb, runs, n, 2, tmax,
@@ -835,7 +837,9 @@ int tp_cmd_simulate(int argc, char **argv)
 	}
 	rc = TP_EXIT_OK;
 	if (svg)
-		rc = write_svg(svg, S.runs, npol, fname, tname, seed);
+		rc = write_svg(svg, S.runs, npol, fname, tname,
+			       trace ? NULL : tp_trace_synthetic_source(synth),
+			       S.traces[0].njobs, seed);
 out:
 	for (size_t i = 0; S.runs && i < S.nseeds * S.npol; i++)
 		tp_sim_result_free(&S.runs[i].res);

@@ -87,7 +87,7 @@ png "$tmp/big.svg" "$tmp/big.png" && ok "16,384 hosts render"
 expect 0 "simulate --svg" $T simulate --fabric "$tmp/ft.json" --synthetic llm --jobs 120 --seeds 1 \
 	--policies topoplace,first-fit --baseline first-fit --svg "$tmp/sim.svg"
 png "$tmp/sim.svg" "$tmp/sim.png" && ok "report rendered"
-check $LOOK text "$tmp/sim.svg" "Fabric: $tmp/ft.json" "Trace: llm" "Fragmentation" \
+check $LOOK text "$tmp/sim.svg" "Fabric: $tmp/ft.json" "Trace: llm (synthetic, Hu et al." "120 jobs, seed 1" "Fragmentation" \
 	"hours since the first arrival" "topoplace, mean" "first-fit, mean" "100%"
 np=$(grep -c '<polyline' "$tmp/sim.svg")
 [ "$np" -eq 6 ] && ok "3 panels x 2 policies" || bad "$np polylines, wanted 6"
