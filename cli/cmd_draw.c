@@ -33,7 +33,8 @@ static const char usage[] =
     "The fabric as a picture: switches in rows by level with their cables,\n"
     "level-1 groups as boxes of hosts under their leaves, hosts coloured by\n"
     "the job holding most of their GPUs (legend of job ids; grey free, black\n"
-    "down, red outline: degraded host, listed with the reason). Cables are\n"
+    "down; outlined red: fewer rails cabled, orange: own cable below full\n"
+    "health; both listed with the reason). Cables are\n"
     "coloured by health: the state's link health times the cable's rate\n"
     "over the best rate of its kind, so half width shows as 0.5 (grey\n"
     "healthy, yellow, orange, red as health falls, black dashed down).\n"
@@ -65,6 +66,7 @@ enum {
 #define DOWN_COLOUR   "#000000"
 #define OTHER_JOBS    "#8c8c5a"
 #define DEGRADED_HOST "#d62728"
+#define WEAK_CABLE    "#ff7f0e" /* outline: the host's own cable */
 
 /* ---- colour scales (legend order) ---- */
 
@@ -717,10 +719,7 @@ static void draw_cells(const draw_t *d, tp_strbuf_t *sb, size_t b)
 		if (hp->degraded)
 			outline = DEGRADED_HOST;
 		else if (d->host_health[h] < 1.0)
-			outline =
-			    health_bins[bin_of(health_bins, NBINS(health_bins),
-					       d->host_health[h])]
-				.colour;
+			outline = WEAK_CABLE;
 		tp_strbuf_printf(
 		    sb,
 		    "<rect id='host-%s' x='%.1f' y='%.1f' width='%d' "
@@ -838,8 +837,8 @@ static double draw_legends(const draw_t *d, tp_strbuf_t *sb, double y)
 		      "down (state)");
 	tp_svg_swatch(sb, x, y + 50, "legend-degraded", DEGRADED_HOST, false,
 		      "red outline: degraded (fewer rails cabled)");
-	tp_svg_text(sb, x, y + 66, NULL,
-		    "outline in a cable colour: the host's own cable");
+	tp_svg_swatch(sb, x, y + 66, "legend-weak", WEAK_CABLE, false,
+		      "orange outline: its own cable below full health");
 	if (d->njobs > d->nlegend)
 		tp_svg_swatch(sb, x, y + 82, "legend-other", OTHER_JOBS, false,
 			      "other jobs (smaller, not listed)");

@@ -56,6 +56,8 @@ expect 0 "draw, cable down" $T draw --fabric "$tmp/ft.json" --state "$tmp/down.j
 png "$tmp/d.svg" "$tmp/d.png" &&
 	check $LOOK link "$tmp/d.svg" "$tmp/d.png" "$up" legend-health-0
 check $LOOK text "$tmp/d.svg" "node001: cable (link $hostl) at health 0.30 (state x rate)"
+check $LOOK outline "$tmp/d.svg" "$tmp/d.png" node001 legend-weak
+check $LOOK host "$tmp/d.svg" "$tmp/d.png" node001 legend-job-7
 
 # heat: job 7's all-reduce crosses the up-links at full rate
 expect 0 "draw --heat" $T draw --fabric "$tmp/ft.json" --state "$tmp/state.json" --heat -o "$tmp/h.svg"

@@ -4,6 +4,7 @@ and what the legend says, decode the PNG rsvg-convert made of it, and
 check the colours at those places.
 
   svgpng.py host SVG PNG HOST LEGEND_ID   host cell has the legend colour
+  svgpng.py outline SVG PNG HOST LEGEND_ID  so has its outline (left edge)
   svgpng.py link SVG PNG LINK LEGEND_ID   line holding fabric link LINK
                                           has the legend colour
   svgpng.py text SVG WORDS...             each text is in the SVG's text
@@ -109,11 +110,15 @@ def main(argv):
         lp = ((float(lx.get("x1")) + float(lx.get("x2"))) / 2,
               float(lx.get("y1")))
     ok = look(pix, [lp], want, "legend swatch %s" % legend)
-    if cmd == "host":
+    if cmd in ("host", "outline"):
         el = by_id(svg, "host-" + thing)
         x, y = float(el.get("x")), float(el.get("y"))
         w, h = float(el.get("width")), float(el.get("height"))
-        ok &= look(pix, [(x + w / 2, y + h / 2)], want, "host " + thing)
+        if cmd == "host":
+            ok &= look(pix, [(x + w / 2, y + h / 2)], want, "host " + thing)
+        else:
+            ok &= look(pix, [(x, y + h / 2), (x - 0.6, y + h / 2)], want,
+                       "outline of host " + thing)
     elif cmd == "link":
         lines = [el for el in svg.iter(NS + "line")
                  if thing in (el.get("data-links") or "").split(",")]
