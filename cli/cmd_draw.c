@@ -64,7 +64,7 @@ enum {
 
 #define FREE_COLOUR   "#dddddd"
 #define DOWN_COLOUR   "#000000"
-#define OTHER_JOBS    "#8c8c5a"
+#define OTHER_JOBS    "#707070"
 #define DEGRADED_HOST "#d62728"
 #define WEAK_CABLE    "#ff7f0e" /* outline: the host's own cable */
 

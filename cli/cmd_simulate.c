@@ -242,7 +242,9 @@ static void slowdown_panel(tp_strbuf_t *sb, const run_t *runs, size_t n, int k)
 	    panel(k,
 		  "Communication slowdown vs ideal placement "
 		  "(CDF, multi-node jobs)",
-		  "slowdown (x ideal)", 1, fmin(smax, 4), 100, "%");
+		  smax > 4 ? "slowdown (x ideal; beyond 4 drawn at 4)"
+			   : "slowdown (x ideal)",
+		  1, fmin(smax, 4), 100, "%");
 	tp_svg_axes(sb, &c);
 	for (size_t i = 0; i < n; i++) {
 		const tp_sim_result_t *r = &runs[i].res;

@@ -33,9 +33,11 @@ cat >"$tmp/state.json" <<J
          {"id":12,"hosts":{"node010":4}}],
  "links":[{"link":$up,"health":0.5}]}
 J
-expect 0 "draw" $T draw --fabric "$tmp/ft.json" --state "$tmp/state.json" -o "$tmp/f.svg"
+# a file name with XML's special characters stays text
+cp "$tmp/state.json" "$tmp/s&<1>.json"
+expect 0 "draw" $T draw --fabric "$tmp/ft.json" --state "$tmp/s&<1>.json" -o "$tmp/f.svg"
 png "$tmp/f.svg" "$tmp/f.png" && ok "rendered to PNG"
-check $LOOK text "$tmp/f.svg" "$tmp/ft.json" "$tmp/state.json" "job 7 (32 GPUs)" "job 12 (4 GPUs)" \
+check $LOOK text "$tmp/f.svg" "$tmp/ft.json" "$tmp/s&<1>.json" "job 7 (32 GPUs)" "job 12 (4 GPUs)" \
 	"Cables: health" "hosts down" "Aggregated:"
 check $LOOK host "$tmp/f.svg" "$tmp/f.png" node001 legend-job-7
 check $LOOK host "$tmp/f.svg" "$tmp/f.png" node006 legend-job-7
