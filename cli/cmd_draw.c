@@ -1036,7 +1036,7 @@ int tp_cmd_draw(int argc, char **argv)
 			d.heat = true;
 			break;
 		case 'b':
-			if (!tp_cli_bytes("--bytes", optarg, &bytes))
+			if (!tp_cli_bytes("draw: --bytes", optarg, &bytes))
 				return TP_EXIT_INPUT;
 			break;
 		case 'd':

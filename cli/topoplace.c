@@ -13,32 +13,31 @@
 bool tp_cli_quiet;
 
 static const char usage[] =
-    "Usage: topoplace COMMAND [ARGS]\n"
-    "\n"
-    "Topology-aware placement for Slurm on InfiniBand + NVLink GPU clusters.\n"
-    "\n"
-    "Commands:\n"
-    "  discover        build a fabric model from ibnetdiscover dumps, live\n"
-    "                  libibnetdisc discovery, node hwloc XML / nvidia-smi\n"
-    "  fabric          generate, show, list hosts, write topology.conf\n"
-    "  place           choose hosts for one job and explain the choice\n"
-    "  simulate        compare placement policies on a job trace\n"
-    "  cost            predict a collective's time on given hosts\n"
-    "  draw            the fabric and its jobs as an SVG picture\n"
-    "  plan            a job's ring, trees, groups, NIC affinity and\n"
-    "                  recommended all-reduce per message size\n"
-    "  show            what Slurm jobs got: span, predicted time, why\n"
-    "  config          topoplace.conf: dump the keys, check a file\n"
-    "  nccl-topo       node hwloc XML -> NCCL_TOPO_FILE per host\n"
-    "  help [COMMAND]  show help for a command\n"
-    "\n"
-    "Options:\n"
-    "  -h, --help      this text\n"
-    "  -V, --version   print the version\n"
-    "\n"
-    "Run 'topoplace COMMAND --help' for a command's options; man "
-    "topoplace(1).\n"
-    "Exit status: 0 success, 1 internal failure, 2 bad input or usage.\n";
+	"Usage: topoplace COMMAND [ARGS]\n"
+	"\n"
+	"Topology-aware placement for Slurm on InfiniBand + NVLink GPU clusters.\n"
+	"\n"
+	"Commands:\n"
+	"  discover        build a fabric model from ibnetdiscover dumps, live\n"
+	"                  libibnetdisc discovery, node hwloc XML / nvidia-smi\n"
+	"  fabric          generate, show, list hosts, write topology.conf\n"
+	"  place           choose hosts for one job and explain the choice\n"
+	"  simulate        compare placement policies on a job trace\n"
+	"  cost            predict a collective's time on given hosts\n"
+	"  draw            the fabric and its jobs as an SVG picture\n"
+	"  plan            a job's ring, trees, groups, NIC affinity and\n"
+	"                  recommended all-reduce per message size\n"
+	"  show            what Slurm jobs got: span, predicted time, why\n"
+	"  config          topoplace.conf: dump the keys, check a file\n"
+	"  nccl-topo       node hwloc XML -> NCCL_TOPO_FILE per host\n"
+	"  help [COMMAND]  show help for a command\n"
+	"\n"
+	"Options:\n"
+	"  -h, --help      this text\n"
+	"  -V, --version   print the version\n"
+	"\n"
+	"Run 'topoplace COMMAND --help' for a command's options; man topoplace(1).\n"
+	"Exit status: 0 success, 1 internal failure, 2 bad input or usage.\n";
 
 void tp_cli_err(const char *fmt, ...)
 {
@@ -115,8 +114,8 @@ bool tp_cli_int(const char *opt, const char *s, long lo, long hi, long *v_p)
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (errno || end == s || *end || v < lo || v > hi) {
-		tp_cli_err("%s: expected an integer %ld..%ld, got '%s'", opt,
-			   lo, hi, s);
+		tp_cli_err("%s: expected an integer %ld..%ld, got '%s'", opt, lo,
+			   hi, s);
 		return false;
 	}
 	*v_p = v;
@@ -132,8 +131,8 @@ bool tp_cli_double(const char *opt, const char *s, double lo, double hi,
 	errno = 0;
 	v = strtod(s, &end);
 	if (errno || end == s || *end || !(v >= lo && v <= hi)) {
-		tp_cli_err("%s: expected a number %g..%g, got '%s'", opt, lo,
-			   hi, s);
+		tp_cli_err("%s: expected a number %g..%g, got '%s'", opt, lo, hi,
+			   s);
 		return false;
 	}
 	*v_p = v;
@@ -145,8 +144,9 @@ bool tp_cli_bytes(const char *opt, const char *s, double *v_p)
 	char *end;
 	double x = strtod(s, &end);
 	static const char units[] = "kmgt";
-	const char *u =
-	    *end ? strchr(units, tolower((unsigned char)*end)) : NULL;
+	const char *u = end != s && *end
+			    ? strchr(units, tolower((unsigned char)*end))
+			    : NULL;
 
 	if (u) {
 		x *= pow(1024, (double)(u - units + 1));
@@ -192,11 +192,13 @@ static const struct {
 	const char *name;
 	int (*fn)(int, char **);
 } cmds[] = {
-    {"discover", tp_cmd_discover}, {"fabric", tp_cmd_fabric},
-    {"place", tp_cmd_place},	   {"simulate", tp_cmd_simulate},
-    {"cost", tp_cmd_cost},	   {"draw", tp_cmd_draw},
-    {"plan", tp_cmd_plan},	   {"show", tp_cmd_show},
-    {"config", tp_cmd_config},	   {"nccl-topo", tp_cmd_nccl_topo},
+	{"discover", tp_cmd_discover}, {"fabric", tp_cmd_fabric},
+	{"place", tp_cmd_place},       {"simulate", tp_cmd_simulate},
+	{"cost", tp_cmd_cost},         {"draw", tp_cmd_draw},
+	{"plan", tp_cmd_plan},
+	{"show", tp_cmd_show},
+	{"config", tp_cmd_config},
+	{"nccl-topo", tp_cmd_nccl_topo},
 };
 
 int main(int argc, char **argv)

@@ -33,8 +33,7 @@
 #include "tp_common.h"
 #include "tp_topology.h"
 
-/* ---- allocation state ------------------------------------------------------
- */
+/* ---- allocation state ------------------------------------------------------ */
 
 typedef struct tp_state tp_state_t;
 
@@ -100,28 +99,26 @@ tp_err_t tp_state_load_json(const tp_fabric_t *f, const char *path,
 			    tp_state_t **s_p, char **err_p);
 tp_err_t tp_state_to_json(const tp_state_t *s, char **json_p);
 
-/* ---- requests ---------------------------------------------------------------
- */
+/* ---- requests --------------------------------------------------------------- */
 
 typedef struct tp_request {
-	int nodes;	   /* 0: any number of hosts (gpus given) */
+	int nodes;         /* 0: any number of hosts (gpus given) */
 	int gpus_per_node; /* 0 with nodes: whole hosts (all their GPUs) */
-	int gpus;	   /* total GPUs when nodes == 0 */
-	bool exclusive;	   /* hosts may not be shared with other jobs */
-	double bytes;	   /* all-reduce message size for cost (0: 1 GiB) */
+	int gpus;          /* total GPUs when nodes == 0 */
+	bool exclusive;    /* hosts may not be shared with other jobs */
+	double bytes;      /* all-reduce message size for cost (0: 1 GiB) */
 } tp_request_t;
 
 /* "nodes=4,gpus-per-node=8", "nodes=2", "gpus=12", ",exclusive",
  * ",bytes=256M". On error *err_p (free with tp_free) names the token. */
 tp_err_t tp_request_parse(const char *text, tp_request_t *r, char **err_p);
 
-/* ---- cost model
- * -------------------------------------------------------------- */
+/* ---- cost model -------------------------------------------------------------- */
 
 typedef enum tp_algo {
-	TP_ALGO_RING = 0,	  /* ring all-reduce */
+	TP_ALGO_RING = 0,         /* ring all-reduce */
 	TP_ALGO_HIERARCHICAL = 1, /* node, then group, then leaders */
-	TP_ALGO_TREE = 2,	  /* double binary tree all-reduce */
+	TP_ALGO_TREE = 2,         /* double binary tree all-reduce */
 	TP_ALGO_REDUCE_SCATTER = 3,
 	TP_ALGO_ALL_GATHER = 4,
 } tp_algo_t;
@@ -130,10 +127,10 @@ const char *tp_algo_name(tp_algo_t a);
 tp_err_t tp_algo_parse(const char *s, tp_algo_t *a_p);
 
 typedef struct tp_cost_params {
-	double alpha_s;	    /* per step software latency (default 5 us) */
-	double hop_s;	    /* per switch hop (default 0.3 us) */
-	double nvlink_gbps; /* per GPU when node data has none (3600) */
-	double pcie_gbps;   /* GPU <-> NIC when no NVLink path (256) */
+	double alpha_s;        /* per step software latency (default 5 us) */
+	double hop_s;          /* per switch hop (default 0.3 us) */
+	double nvlink_gbps;    /* per GPU when node data has none (3600) */
+	double pcie_gbps;      /* GPU <-> NIC when no NVLink path (256) */
 } tp_cost_params_t;
 
 void tp_cost_params_defaults(tp_cost_params_t *p);
@@ -146,12 +143,12 @@ tp_err_t tp_cost_ctx_create(const tp_fabric_t *f, const tp_cost_params_t *p,
 void tp_cost_ctx_destroy(tp_cost_ctx_t *ctx);
 
 typedef struct tp_cost {
-	double seconds;		  /* predicted time of the collective */
-	double bandwidth_s;	  /* bandwidth term */
-	double latency_s;	  /* latency term */
-	double bottleneck_gbps;	  /* rate of the slowest flow */
+	double seconds;         /* predicted time of the collective */
+	double bandwidth_s;     /* bandwidth term */
+	double latency_s;       /* latency term */
+	double bottleneck_gbps; /* rate of the slowest flow */
 	uint32_t bottleneck_link; /* fabric link index, TP_ID_NONE: NVLink */
-	double cross_top_bytes;	  /* bytes crossing the top level of the tree */
+	double cross_top_bytes; /* bytes crossing the top level of the tree */
 } tp_cost_t;
 
 /* Predict one collective of `bytes` over hosts[0..n) in that (ring)
@@ -198,8 +195,7 @@ tp_err_t tp_state_jobs_link_load(const tp_cost_ctx_t *ctx, const tp_state_t *s,
 				 double bytes, double duty, double *link_gbps,
 				 size_t *unrouted_p);
 
-/* ---- running jobs' traffic
- * ------------------------------------------------------ */
+/* ---- running jobs' traffic ------------------------------------------------------ */
 
 /* The links that running jobs load, kept per job so a job's traffic leaves
  * with it, and summed per link direction: what the simulator does with
@@ -240,23 +236,22 @@ double tp_traffic_fair_background(double cap_gbps, double load_gbps, size_t k);
 tp_err_t tp_traffic_apply(const tp_traffic_t *t, const tp_state_t *from,
 			  tp_state_t *s);
 
-/* ---- placement
- * ---------------------------------------------------------------- */
+/* ---- placement ---------------------------------------------------------------- */
 
 /* Span levels reported for every placement. */
 typedef enum tp_span_level {
 	TP_SPAN_HOSTS = 0,
 	TP_SPAN_NVDOMAINS = 1,
-	TP_SPAN_GROUPS = 2,	  /* level-1 groups (leaf / scalable unit) */
+	TP_SPAN_GROUPS = 2,      /* level-1 groups (leaf / scalable unit) */
 	TP_SPAN_SPINE_GROUPS = 3, /* level-2 groups */
 	TP_SPAN_NLEVELS = 4,
 } tp_span_level_t;
 
 typedef struct tp_policy_params {
 	/* topoplace policy weights; see the config table in policy.c */
-	double w_time;	/* predicted all-reduce time */
-	double w_frag;	/* fragmentation: breaking up free groups */
-	double w_churn; /* moving away from the last choice */
+	double w_time;        /* predicted all-reduce time */
+	double w_frag;        /* fragmentation: breaking up free groups */
+	double w_churn;       /* moving away from the last choice */
 	/* job-size mix for look-ahead: share of future jobs needing a
 	 * whole group / spine group (0..1) */
 	double big_job_share;
@@ -269,19 +264,19 @@ typedef struct tp_policy_params {
 void tp_policy_params_defaults(tp_policy_params_t *p);
 
 typedef struct tp_placement {
-	uint32_t *hosts; /* ring order */
-	int *gpus;	 /* GPUs taken on each host */
+	uint32_t *hosts;        /* ring order */
+	int *gpus;              /* GPUs taken on each host */
 	size_t nhosts;
 	size_t span[TP_SPAN_NLEVELS];
 	size_t min_span_empty[TP_SPAN_NLEVELS]; /* best on an empty fabric */
-	size_t min_span_free[TP_SPAN_NLEVELS];	/* best on this free state */
-	double predicted_s;	/* ring/hierarchical, whichever is faster */
-	tp_algo_t algo;		/* the one that was (ring on a tie) */
+	size_t min_span_free[TP_SPAN_NLEVELS];  /* best on this free state */
+	double predicted_s;     /* ring/hierarchical, whichever is faster */
+	tp_algo_t algo;         /* the one that was (ring on a tie) */
 	double cross_top_bytes; /* its bytes across the top switch level */
-	double ideal_s;		/* the same on the best empty-fabric hosts
+	double ideal_s;         /* the same on the best empty-fabric hosts
 				 * (these hosts on the idle fabric if faster) */
-	char *explain;		/* one or two sentences for humans */
-	double decision_s;	/* time spent choosing (not predicting) */
+	char *explain;          /* one or two sentences for humans */
+	double decision_s;      /* time spent choosing (not predicting) */
 } tp_placement_t;
 
 void tp_placement_free(tp_placement_t *p); /* frees members; p itself not */
@@ -331,12 +326,12 @@ void tp_ring_order(const tp_fabric_t *f, uint32_t *hosts, int *gpus, size_t n);
 
 typedef struct tp_job_spec {
 	double submit_s;   /* arrival time */
-	int nodes;	   /* hosts (0: gpus anywhere) */
+	int nodes;         /* hosts (0: gpus anywhere) */
 	int gpus_per_node; /* with nodes; 0 = whole hosts */
-	int gpus;	   /* total GPUs (derived when nodes is set) */
-	double run_s;	   /* run time on an ideal placement */
+	int gpus;          /* total GPUs (derived when nodes is set) */
+	double run_s;      /* run time on an ideal placement */
 	double comm_frac;  /* share of run_s spent in all-reduce (0..1) */
-	double bytes;	   /* all-reduce size per step */
+	double bytes;      /* all-reduce size per step */
 } tp_job_spec_t;
 
 typedef struct tp_trace {
@@ -363,10 +358,10 @@ const char *tp_trace_synthetic_names(void);
 const char *tp_trace_synthetic_source(const char *name);
 
 typedef struct tp_sim_sample {
-	double t;    /* seconds since the first arrival */
-	double util; /* busy GPUs / all GPUs */
-	double frag; /* free GPUs outside wholly free level-1 groups,
-		      * as a share of free GPUs */
+	double t;           /* seconds since the first arrival */
+	double util;        /* busy GPUs / all GPUs */
+	double frag;        /* free GPUs outside wholly free level-1 groups,
+			     * as a share of free GPUs */
 } tp_sim_sample_t;
 
 /* Job-size classes of tp_sim_result_t.class_*: hosts a job asks for. */
@@ -379,27 +374,27 @@ const char *tp_sim_class_name(int cls);
 typedef struct tp_sim_result {
 	const char *policy;
 	size_t jobs, multi_node_jobs, unplaceable;
-	double gpu_util;    /* busy GPU-seconds / (GPUs * makespan) */
-	double useful_util; /* the same counting each job at its ideal
-			     * run time: GPUs held while slowed by a bad
-			     * placement do not count as useful */
+	double gpu_util;          /* busy GPU-seconds / (GPUs * makespan) */
+	double useful_util;       /* the same counting each job at its ideal
+				   * run time: GPUs held while slowed by a bad
+				   * placement do not count as useful */
 	double makespan_s;
 	double mean_wait_s, p50_wait_s, p95_wait_s;
 	double mean_jct_s, p50_jct_s, p95_jct_s;
 	double comm_slowdown_mean, comm_slowdown_p95; /* multi-node jobs */
-	double min_span_fraction;	/* multi-node jobs at the minimum group
-					 * span the free state allowed */
+	double min_span_fraction; /* multi-node jobs at the minimum group
+				   * span the free state allowed */
 	double min_span_empty_fraction; /* ... the empty fabric allows */
 	double cross_spine_bytes;
-	double frag_time_mean; /* sample frag weighted by time */
+	double frag_time_mean;    /* sample frag weighted by time */
 	/* mean JCT per job-size class (TP_SIM_NCLASSES) by the hosts the
 	 * job asks for (nodes, or its GPUs over the largest host): 1, 2-8,
 	 * 9-32, more than 32; 0 where a class has no job */
 	double class_jct_mean_s[4];
 	size_t class_jobs[4];
 	double decision_p99_s;
-	size_t rerated;		  /* re-predictions of running jobs */
-	double *slowdowns;	  /* per multi-node job, for plots */
+	size_t rerated;           /* re-predictions of running jobs */
+	double *slowdowns;        /* per multi-node job, for plots */
 	tp_sim_sample_t *samples; /* over time */
 	size_t nsamples;
 } tp_sim_result_t;
