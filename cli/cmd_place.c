@@ -1,4 +1,4 @@
-/* topoplace place | cost | draw: one decision, one prediction, one picture. */
+/* topoplace place | cost: one decision, one prediction. */
 #include "config.h"
 
 #include <cjson/cJSON.h>
@@ -35,71 +35,6 @@ static const char cost_usage[] =
     "in this order (LIST: node[01-04],node09). --background gives degraded\n"
     "links and other jobs' traffic (topoplace-state/1). --json: seconds,\n"
     "bandwidth_s, latency_s, bottleneck_gbps, bottleneck_link.\n";
-
-static const char draw_usage[] =
-    "Usage: topoplace draw --fabric F.json [--state S.json] -o FILE.svg\n"
-    "\n"
-    "The fabric as a picture: level-1 groups as boxes under their spine\n"
-    "groups, hosts coloured by the job that holds them (grey: free, black:\n"
-    "down, red outline: degraded), so fragmentation shows at a glance.\n";
-
-/* Parse "512M", "1G", "1048576". */
-static bool parse_bytes(const char *s, double *v)
-{
-	char *end;
-	double x = strtod(s, &end);
-
-	if (end == s || !(x >= 0))
-		return false;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		x *= 1024;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		x *= 1048576;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		x *= 1073741824;
-		end++;
-		break;
-	case 't':
-	case 'T':
-		x *= 1099511627776.0;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end || x > 1e15)
-		return false;
-	*v = x;
-	return true;
-}
-
-static tp_state_t *load_state(const tp_fabric_t *f, const char *path, int *rc)
-{
-	tp_state_t *s = NULL;
-	char *msg = NULL;
-	tp_err_t err;
-
-	if (!path)
-		return tp_state_create(f);
-	err = tp_state_load_json(f, path, &s, &msg);
-	if (err) {
-		tp_cli_err("%s", msg ? msg : tp_strerror(err));
-		tp_free(msg);
-		*rc = tp_cli_exit_code(err);
-		return NULL;
-	}
-	return s;
-}
 
 static cJSON *span_json(const tp_placement_t *p)
 {
@@ -196,7 +131,8 @@ int tp_cmd_place(int argc, char **argv)
 		tp_free(msg);
 		return TP_EXIT_INPUT;
 	}
-	if (!(f = tp_cli_load(fabric, &rc)) || !(s = load_state(f, state, &rc)))
+	if (!(f = tp_cli_load(fabric, &rc)) ||
+	    !(s = tp_cli_load_state(f, state, &rc)))
 		goto out;
 	tp_cost_params_t cp;
 	tp_cost_params_defaults(&cp);
@@ -331,12 +267,8 @@ int tp_cmd_cost(int argc, char **argv)
 			hosts = optarg;
 			break;
 		case 'b':
-			if (!parse_bytes(optarg, &bytes)) {
-				tp_cli_err("cost: --bytes: expected a size "
-					   "like 1G or 262144, got '%s'",
-					   optarg);
+			if (!tp_cli_bytes("cost: --bytes", optarg, &bytes))
 				return TP_EXIT_INPUT;
-			}
 			break;
 		case 'a':
 			if (tp_algo_parse(optarg, &algo)) {
@@ -378,7 +310,8 @@ int tp_cmd_cost(int argc, char **argv)
 			   tp_quote(q, sizeof(q), hosts, 100));
 		return TP_EXIT_INPUT;
 	}
-	if (!(f = tp_cli_load(fabric, &rc)) || !(s = load_state(f, bg, &rc)))
+	if (!(f = tp_cli_load(fabric, &rc)) ||
+	    !(s = tp_cli_load_state(f, bg, &rc)))
 		goto out;
 	hv = tp_calloc(n, sizeof(*hv));
 	gv = tp_calloc(n, sizeof(*gv));
@@ -444,144 +377,6 @@ out:
 	tp_free(hv);
 	tp_free(gv);
 	tp_cost_ctx_destroy(ctx);
-	tp_state_destroy(s);
-	tp_fabric_destroy(f);
-	return rc;
-}
-
-/* ---- draw ---- */
-
-static void job_colour(uint64_t job, char *buf, size_t n)
-{
-	/* golden-angle hues: neighbouring job ids get distinct colours */
-	double hue = fmod((double)job * 137.508, 360.0);
-	snprintf(buf, n, "hsl(%.0f,65%%,55%%)", hue);
-}
-
-int tp_cmd_draw(int argc, char **argv)
-{
-	static const struct option opts[] = {
-	    {"fabric", required_argument, NULL, 'f'},
-	    {"state", required_argument, NULL, 's'},
-	    {"output", required_argument, NULL, 'o'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	const char *fabric = NULL, *state = NULL, *out = NULL;
-	int c, rc = TP_EXIT_INPUT;
-	tp_fabric_t *f = NULL;
-	tp_state_t *s = NULL;
-	tp_strbuf_t sb = {0};
-
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'f':
-			fabric = optarg;
-			break;
-		case 's':
-			state = optarg;
-			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 'h':
-			fputs(draw_usage, stdout);
-			return TP_EXIT_OK;
-		default:
-			fputs(draw_usage, stderr);
-			return TP_EXIT_INPUT;
-		}
-	}
-	if (optind < argc || !fabric || !out) {
-		tp_cli_err(
-		    "draw: --fabric and -o FILE.svg are required (see --help)");
-		return TP_EXIT_INPUT;
-	}
-	if (!(f = tp_cli_load(fabric, &rc)) || !(s = load_state(f, state, &rc)))
-		goto out;
-
-	/* level-1 groups in order of their parents, hosts as a grid inside,
-	 * groups laid out on a fixed grid of equal boxes */
-	const int cell = 10, cols = 8, pad = 8, head = 16, per_row = 16;
-	size_t ng = tp_fabric_ngroups(f), n1 = tp_fabric_groups_at(f, 1);
-	int maxrows = 1;
-	for (size_t g = 0; g < ng; g++) {
-		const tp_group_t *gp = tp_fabric_group(f, g);
-		int r = (int)((gp->nhosts + cols - 1) / cols);
-		if (gp->level == 1 && r > maxrows)
-			maxrows = r;
-	}
-	const int bw = cols * cell + 2 * pad,
-		  bh = maxrows * cell + 2 * pad + head;
-	int ncol = (int)(n1 < (size_t)per_row ? n1 : (size_t)per_row);
-	int nrow = (int)((n1 + per_row - 1) / per_row);
-	int width = pad + (ncol ? ncol : 1) * (bw + pad),
-	    height = 28 + nrow * (bh + pad) + pad;
-	tp_strbuf_printf(&sb,
-			 "<svg xmlns='http://www.w3.org/2000/svg' width='%d' "
-			 "height='%d' font-family='sans-serif'>\n"
-			 "<rect width='100%%' height='100%%' fill='white'/>\n"
-			 "<text x='%d' y='16' font-size='12'>%s: %zu hosts, "
-			 "%zu level-1 groups, %zu/%zu GPUs busy</text>\n",
-			 width < 420 ? 420 : width, height, pad, fabric,
-			 tp_fabric_nhosts(f), n1, tp_state_busy_gpus(s),
-			 tp_fabric_total_gpus(f));
-	size_t k = 0;
-	for (size_t top = 0; top <= ng; top++) {
-		for (size_t g = 0; g < ng; g++) {
-			const tp_group_t *gp = tp_fabric_group(f, g);
-			uint32_t parent = gp->parent == TP_ID_NONE
-					      ? (uint32_t)ng
-					      : gp->parent;
-			if (gp->level != 1 || parent != top)
-				continue;
-			int gx = pad + (int)(k % per_row) * (bw + pad);
-			int gy = 28 + (int)(k / per_row) * (bh + pad);
-			tp_strbuf_printf(
-			    &sb,
-			    "<g><title>group %zu (parent %s): %zu hosts, up "
-			    "%.0f Gb/s, down %.0f Gb/s</title>"
-			    "<rect x='%d' y='%d' width='%d' height='%d' "
-			    "fill='none' stroke='#555'/>"
-			    "<text x='%d' y='%d' "
-			    "font-size='10'>g%zu</text></g>\n",
-			    g, gp->parent == TP_ID_NONE ? "none" : "set",
-			    gp->nhosts, gp->up_gbps, gp->down_gbps, gx, gy, bw,
-			    bh, gx + 3, gy + 11, g);
-			for (size_t i = 0; i < gp->nhosts; i++) {
-				uint32_t h = gp->hosts[i];
-				const tp_host_t *hp = tp_fabric_host(f, h);
-				char fill[32] = "#ddd";
-				uint64_t job = tp_state_host_job(s, h);
-				if (!tp_state_host_up(s, h))
-					snprintf(fill, sizeof(fill), "#000");
-				else if (job)
-					job_colour(job, fill, sizeof(fill));
-				tp_strbuf_printf(
-				    &sb,
-				    "<rect x='%d' y='%d' width='%d' "
-				    "height='%d' fill='%s' "
-				    "stroke='%s'><title>%s: %d of %zu GPUs "
-				    "free, job %llu</title></rect>\n",
-				    gx + pad + (int)(i % cols) * cell,
-				    gy + head + pad + (int)(i / cols) * cell,
-				    cell - 2, cell - 2, fill,
-				    hp->degraded ? "#d00" : "none", hp->name,
-				    tp_state_free_gpus(s, h), hp->ngpus,
-				    (unsigned long long)job);
-			}
-			k++;
-		}
-	}
-	tp_strbuf_printf(&sb, "</svg>\n");
-	if (sb.failed) {
-		rc = TP_EXIT_FAIL;
-		goto out;
-	}
-	rc = tp_cli_write(out, sb.buf);
-out:
-	tp_free(sb.buf);
 	tp_state_destroy(s);
 	tp_fabric_destroy(f);
 	return rc;

@@ -148,120 +148,147 @@ static const char *const palette[] = {"#1b9e77", "#d95f02", "#7570b3",
 
 enum {
 	SVG_W = 900,
-	SVG_H = 300,
-	SVG_L = 60,
-	SVG_T = 30,
-	SVG_PW = SVG_W - SVG_L - 160,
-	SVG_PH = SVG_H - 70
+	SVG_H = 320,   /* per panel */
+	SVG_HEAD = 50, /* title lines */
+	SVG_BINS = 48, /* time bins of the over-time panels */
 };
 
-/* One panel of a per-policy quantity over time, top edge at y. */
-static void time_panel(tp_strbuf_t *sb, const run_t *runs, size_t n, int y,
-		       double tmax, const char *title, bool frag)
+static tp_svg_chart_t panel(int k, const char *title, const char *xlabel,
+			    double xmin, double xmax, double ymax,
+			    const char *yunit)
 {
-	const int L = SVG_L, PW = SVG_PW, PH = SVG_PH, y0 = y + SVG_T;
+	return (tp_svg_chart_t){70,
+				SVG_HEAD + k * SVG_H + 30,
+				SVG_W - 70 - 220,
+				SVG_H - 90,
+				xmin,
+				xmax,
+				ymax,
+				title,
+				xlabel,
+				yunit};
+}
 
-	tp_strbuf_printf(
-	    sb,
-	    "<text x='%d' y='%d' font-size='13'>%s</text>\n"
-	    "<rect x='%d' y='%d' width='%d' height='%d' fill='none' "
-	    "stroke='#999'/>\n"
-	    "<text x='%d' y='%d'>0</text><text x='%d' y='%d'>100%%</text>"
-	    "<text x='%d' y='%d'>%.1f h</text>\n",
-	    L, y + 18, title, L, y0, PW, PH, L - 20, y0 + PH, L - 40, y0 + 10,
-	    L + PW - 30, y0 + PH + 15, tmax / 3600);
+/* The legend right of a chart: policy names, with a figure each. */
+static void legend(tp_strbuf_t *sb, const tp_svg_chart_t *c, const run_t *runs,
+		   size_t n, const double *fig, const char *fmt)
+{
 	for (size_t i = 0; i < n; i++) {
-		const tp_sim_result_t *r = &runs[i].res;
-		tp_strbuf_printf(sb,
-				 "<polyline fill='none' stroke='%s' "
-				 "stroke-width='1.2' points='",
-				 palette[i % 8]);
-		for (size_t k = 0; k < r->nsamples; k++) {
-			double v =
-			    frag ? r->samples[k].frag : r->samples[k].util;
-			tp_strbuf_printf(sb, "%.1f,%.1f ",
-					 L + PW * r->samples[k].t / tmax,
-					 y0 + PH * (1 - v));
-		}
-		tp_strbuf_printf(
-		    sb, "'/>\n<text x='%d' y='%d' fill='%s'>%s</text>\n",
-		    L + PW + 10, y0 + 15 + 15 * (int)i, palette[i % 8],
-		    r->policy);
+		char label[96], id[32];
+		snprintf(label, sizeof(label), fmt, runs[i].res.policy,
+			 fig ? fig[i] : 0);
+		snprintf(id, sizeof(id), "legend-%d-%zu", c->y, i);
+		tp_svg_swatch(sb, c->x + c->w + 14, c->y + 12 + 16 * (double)i,
+			      id, palette[i % 8], true, label);
 	}
 }
 
-static int write_svg(const char *path, const run_t *runs, size_t n)
+/* Time-weighted mean of the samples (a step function) per bin, in %:
+ * each sample holds until the next. */
+static void bin_samples(const tp_sim_result_t *r, double tmax, bool frag,
+			double *mid, double *val)
+{
+	double w[SVG_BINS] = {0}, width = tmax / SVG_BINS;
+
+	for (size_t b = 0; b < SVG_BINS; b++) {
+		mid[b] = (b + 0.5) * width / 3600;
+		val[b] = 0;
+	}
+	for (size_t k = 0; k + 1 < r->nsamples; k++) {
+		double t0 = r->samples[k].t, t1 = r->samples[k + 1].t;
+		double v =
+		    100 * (frag ? r->samples[k].frag : r->samples[k].util);
+		for (size_t b = (size_t)fmax(0, floor(t0 / width));
+		     b < SVG_BINS && b * width < t1; b++) {
+			double lo = fmax(t0, b * width),
+			       hi = fmin(t1, (b + 1) * width);
+			if (hi > lo) {
+				val[b] += v * (hi - lo);
+				w[b] += hi - lo;
+			}
+		}
+	}
+	for (size_t b = 0; b < SVG_BINS; b++)
+		val[b] = w[b] > 0 ? val[b] / w[b] : 0;
+}
+
+/* A per-policy quantity over time, binned, as panel k. */
+static void time_panel(tp_strbuf_t *sb, const run_t *runs, size_t n, int k,
+		       double tmax, const char *title, bool frag)
+{
+	tp_svg_chart_t c = panel(k, title, "hours since the first arrival", 0,
+				 tmax / 3600, 100, "%");
+	double mid[SVG_BINS], val[SVG_BINS], mean[16];
+
+	tp_svg_axes(sb, &c);
+	for (size_t i = 0; i < n; i++) {
+		bin_samples(&runs[i].res, tmax, frag, mid, val);
+		tp_svg_series(sb, &c, mid, val, SVG_BINS, palette[i % 8]);
+		mean[i] = 100 * (frag ? runs[i].res.frag_time_mean
+				      : runs[i].res.gpu_util);
+	}
+	legend(sb, &c, runs, n, mean, "%s, mean %.1f%%");
+}
+
+/* CDF of the communication slowdown of multi-node jobs, as panel k. */
+static void slowdown_panel(tp_strbuf_t *sb, const run_t *runs, size_t n, int k)
+{
+	double smax = 1.05;
+
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < runs[i].res.multi_node_jobs; j++)
+			smax = fmax(smax, runs[i].res.slowdowns[j]);
+	tp_svg_chart_t c =
+	    panel(k,
+		  "Communication slowdown vs ideal placement "
+		  "(CDF, multi-node jobs)",
+		  smax > 4 ? "slowdown (x ideal; beyond 4 drawn at 4)"
+			   : "slowdown (x ideal)",
+		  1, fmin(smax, 4), 100, "%");
+	tp_svg_axes(sb, &c);
+	for (size_t i = 0; i < n; i++) {
+		const tp_sim_result_t *r = &runs[i].res;
+		size_t m = r->multi_node_jobs;
+		double *x = m ? tp_malloc(2 * m * sizeof(double)) : NULL;
+		if (!x)
+			continue;
+		memcpy(x, r->slowdowns, m * sizeof(double));
+		qsort(x, m, sizeof(double), dbl_cmp);
+		/* a placement can beat the "ideal" one by a hair (another
+		 * algorithm wins there): the series clamps it to the axis */
+		for (size_t j = 0; j < m; j++)
+			x[m + j] = 100.0 * (double)(j + 1) / (double)m;
+		tp_svg_series(sb, &c, x, x + m, m, palette[i % 8]);
+		tp_free(x);
+	}
+	legend(sb, &c, runs, n, NULL, "%s");
+}
+
+static int write_svg(const char *path, const run_t *runs, size_t n,
+		     const char *fabric, const char *trace, const char *source,
+		     size_t njobs, long seed)
 {
 	tp_strbuf_t sb = {0};
-	const int W = SVG_W, H = SVG_H, L = SVG_L, T = SVG_T, PW = SVG_PW,
-		  PH = SVG_PH;
 	double tmax = 1;
 
 	for (size_t i = 0; i < n; i++)
 		for (size_t k = 0; k < runs[i].res.nsamples; k++)
-			if (runs[i].res.samples[k].t > tmax)
-				tmax = runs[i].res.samples[k].t;
-	tp_strbuf_printf(
-	    &sb,
-	    "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' "
-	    "font-family='sans-serif' font-size='11'>\n"
-	    "<rect width='100%%' height='100%%' fill='white'/>\n",
-	    W, 3 * H);
+			tmax = fmax(tmax, runs[i].res.samples[k].t);
+	tp_svg_begin(&sb, SVG_W, SVG_HEAD + 3 * SVG_H);
+	tp_svg_text(&sb, 10, 20, "font-size='14' font-weight='bold'",
+		    "Fabric: %s", fabric);
+	tp_svg_text(&sb, 10, 38, "font-size='12'",
+		    "Trace: %s%s%s%s, %zu jobs, seed %ld; lines are means "
+		    "over %.1f-minute bins",
+		    trace, source ? " (synthetic, " : "", source ? source : "",
+		    source ? ")" : "", njobs, seed, tmax / SVG_BINS / 60);
 	time_panel(&sb, runs, n, 0, tmax, "GPU utilisation over time", false);
-	/* panel 2: CDF of communication slowdown (multi-node jobs) */
-	double smax = 1.05;
-	for (size_t i = 0; i < n; i++)
-		for (size_t k = 0; k < runs[i].res.multi_node_jobs; k++)
-			if (runs[i].res.slowdowns[k] > smax)
-				smax = runs[i].res.slowdowns[k];
-	if (smax > 4)
-		smax = 4;
-	int y0 = H + T;
-	tp_strbuf_printf(
-	    &sb,
-	    "<text x='%d' y='%d' font-size='13'>Communication slowdown vs "
-	    "ideal placement (CDF, multi-node jobs)</text>\n"
-	    "<rect x='%d' y='%d' width='%d' height='%d' fill='none' "
-	    "stroke='#999'/>\n"
-	    "<text x='%d' y='%d'>1.0</text><text x='%d' y='%d'>%.2f</text>"
-	    "<text x='%d' y='%d'>0</text><text x='%d' y='%d'>1</text>\n",
-	    L, H + 18, L, y0, PW, PH, L - 5, y0 + PH + 15, L + PW - 20,
-	    y0 + PH + 15, smax, L - 15, y0 + PH, L - 15, y0 + 10);
-	for (size_t i = 0; i < n; i++) {
-		const tp_sim_result_t *r = &runs[i].res;
-		size_t m = r->multi_node_jobs;
-		if (!m)
-			continue;
-		double *v = tp_malloc(m * sizeof(double));
-		if (!v)
-			continue;
-		memcpy(v, r->slowdowns, m * sizeof(double));
-		qsort(v, m, sizeof(double), dbl_cmp);
-		tp_strbuf_printf(&sb,
-				 "<polyline fill='none' stroke='%s' "
-				 "stroke-width='1.5' points='",
-				 palette[i % 8]);
-		for (size_t k = 0; k < m; k++) {
-			/* a placement can beat the "ideal" one by a hair
-			 * (another algorithm wins there): clamp to the axis */
-			double x =
-			    (fmax(1.0, fmin(v[k], smax)) - 1.0) / (smax - 1.0);
-			tp_strbuf_printf(
-			    &sb, "%.1f,%.1f ", L + PW * x,
-			    y0 + PH * (1 - (double)(k + 1) / (double)m));
-		}
-		tp_strbuf_printf(
-		    &sb, "'/>\n<text x='%d' y='%d' fill='%s'>%s</text>\n",
-		    L + PW + 10, y0 + 15 + 15 * (int)i, palette[i % 8],
-		    r->policy);
-		tp_free(v);
-	}
-	time_panel(&sb, runs, n, 2 * H, tmax,
-		   "Fragmentation: share of free GPUs outside wholly free "
-		   "level-1 groups",
+	slowdown_panel(&sb, runs, n, 1);
+	time_panel(&sb, runs, n, 2, tmax,
+		   "Fragmentation: free GPUs outside wholly free level-1 "
+		   "groups, share of free GPUs",
 		   true);
-	tp_strbuf_printf(&sb, "</svg>\n");
-	int rc = sb.failed ? TP_EXIT_FAIL : tp_cli_write(path, sb.buf);
+	int rc = tp_svg_finish(&sb, path);
 	tp_free(sb.buf);
 	return rc;
 }
@@ -812,7 +839,9 @@ int tp_cmd_simulate(int argc, char **argv)
 	}
 	rc = TP_EXIT_OK;
 	if (svg)
-		rc = write_svg(svg, S.runs, npol);
+		rc = write_svg(svg, S.runs, npol, fname, tname,
+			       trace ? NULL : tp_trace_synthetic_source(synth),
+			       S.traces[0].njobs, seed);
 out:
 	for (size_t i = 0; S.runs && i < S.nseeds * S.npol; i++)
 		tp_sim_result_free(&S.runs[i].res);

@@ -1,7 +1,9 @@
 /* topoplace: the admins' and developers' front door. */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +137,47 @@ bool tp_cli_double(const char *opt, const char *s, double lo, double hi,
 	}
 	*v_p = v;
 	return true;
+}
+
+bool tp_cli_bytes(const char *opt, const char *s, double *v_p)
+{
+	char *end;
+	double x = strtod(s, &end);
+	static const char units[] = "kmgt";
+	const char *u = end != s && *end
+			    ? strchr(units, tolower((unsigned char)*end))
+			    : NULL;
+
+	if (u) {
+		x *= pow(1024, (double)(u - units + 1));
+		end++;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (end == s || *end || !(x >= 0) || x > 1e15) {
+		tp_cli_err("%s: expected a size like 1G or 262144, got '%s'",
+			   opt, s);
+		return false;
+	}
+	*v_p = x;
+	return true;
+}
+
+tp_state_t *tp_cli_load_state(const tp_fabric_t *f, const char *path, int *rc_p)
+{
+	tp_state_t *s = NULL;
+	char *msg = NULL;
+	tp_err_t err;
+
+	if (!path)
+		return tp_state_create(f);
+	if ((err = tp_state_load_json(f, path, &s, &msg))) {
+		tp_cli_err("%s", msg ? msg : tp_strerror(err));
+		tp_free(msg);
+		*rc_p = tp_cli_exit_code(err);
+		return NULL;
+	}
+	return s;
 }
 
 static void log_stderr(tp_log_level_t level, const char *msg, void *arg)

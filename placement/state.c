@@ -373,6 +373,57 @@ fail:
 	return NULL;
 }
 
+void tp_state_jobs_free(tp_state_job_t *jobs, size_t n)
+{
+	for (size_t i = 0; jobs && i < n; i++) {
+		tp_free(jobs[i].hosts);
+		tp_free(jobs[i].gpus);
+	}
+	tp_free(jobs);
+}
+
+tp_err_t tp_state_jobs(const tp_state_t *s, tp_state_job_t **jobs_p,
+		       size_t *n_p)
+{
+	tp__share_t *sorted;
+	tp_state_job_t *jobs = NULL;
+	size_t n = 0;
+
+	if (!s || !jobs_p || !n_p)
+		return TP_ERR_INVAL;
+	if (!(sorted = dup_mem(s->share, s->nshare * sizeof(tp__share_t))))
+		return TP_ERR_NOMEM;
+	qsort(sorted, s->nshare, sizeof(*sorted), share_cmp);
+	for (size_t i = 0; i < s->nshare; i++)
+		n += !i || sorted[i].job != sorted[i - 1].job;
+	if (n && !(jobs = tp_calloc(n, sizeof(*jobs))))
+		goto nomem;
+	for (size_t i = 0, j = 0; i < s->nshare; j++) {
+		size_t k = i;
+		while (k < s->nshare && sorted[k].job == sorted[i].job)
+			k++;
+		tp_state_job_t *jb = &jobs[j];
+		jb->id = sorted[i].job;
+		jb->hosts = tp_malloc((k - i) * sizeof(uint32_t));
+		jb->gpus = tp_malloc((k - i) * sizeof(int));
+		if (!jb->hosts || !jb->gpus)
+			goto nomem;
+		for (; i < k; i++) {
+			jb->hosts[jb->nhosts] = sorted[i].host;
+			jb->gpus[jb->nhosts++] = sorted[i].gpus;
+			jb->total_gpus += (size_t)sorted[i].gpus;
+		}
+	}
+	tp_free(sorted);
+	*jobs_p = jobs;
+	*n_p = n;
+	return TP_OK;
+nomem:
+	tp_free(sorted);
+	tp_state_jobs_free(jobs, n);
+	return TP_ERR_NOMEM;
+}
+
 tp_err_t tp_state_to_json(const tp_state_t *s, char **json_p)
 {
 	tp__share_t *sorted;

@@ -70,6 +70,22 @@ tp_err_t tp_state_release(tp_state_t *s, uint64_t job_id);
 uint64_t tp_state_host_job(const tp_state_t *s, uint32_t host);
 size_t tp_state_busy_gpus(const tp_state_t *s);
 
+/* One job of a state: its id, the hosts it holds (ascending host index)
+ * and the GPUs it holds on each. */
+typedef struct tp_state_job {
+	uint64_t id;
+	uint32_t *hosts;
+	int *gpus;
+	size_t nhosts;
+	size_t total_gpus;
+} tp_state_job_t;
+/* Every job of s in ascending id. The caller frees the array with
+ * tp_state_jobs_free(); *jobs_p is NULL when there is none. TP_ERR_NOMEM,
+ * TP_ERR_INVAL. */
+tp_err_t tp_state_jobs(const tp_state_t *s, tp_state_job_t **jobs_p,
+		       size_t *n_p);
+void tp_state_jobs_free(tp_state_job_t *jobs, size_t n);
+
 /* State JSON ("topoplace-state/1"):
  *   {"format":"topoplace-state/1",
  *    "down":["host",...],
@@ -167,6 +183,17 @@ tp_err_t tp_cost_link_load(const tp_cost_ctx_t *ctx, const tp_state_t *state,
 			   const uint32_t *hosts, const int *gpus, size_t n,
 			   double bytes, tp_algo_t algo, double duty,
 			   double *link_gbps);
+
+/* Every job of s running one all-reduce of `bytes` over its hosts (in
+ * ascending host order) at the same time, each with the fastest algorithm
+ * tp_cost_predict finds for it on s (ring, hierarchical or tree): ADDS to
+ * link_gbps[2 * l + d] what tp_cost_link_load gives for each at duty.
+ * Jobs on one host add nothing; jobs without a live route add nothing and
+ * are counted in *unrouted_p (may be NULL). TP_ERR_NOMEM, TP_ERR_INVAL;
+ * link_gbps may hold a part of the sum on error. Reads ctx and s only. */
+tp_err_t tp_state_jobs_link_load(const tp_cost_ctx_t *ctx, const tp_state_t *s,
+				 double bytes, double duty, double *link_gbps,
+				 size_t *unrouted_p);
 
 /* ---- running jobs' traffic ------------------------------------------------------ */
 

@@ -176,3 +176,61 @@ tp_err_t tp_traffic_apply(const tp_traffic_t *t, const tp_state_t *from,
 	}
 	return TP_OK;
 }
+
+/* The algorithm tp_cost_predict finds fastest for these hosts on s. */
+static tp_err_t fastest_algo(const tp_cost_ctx_t *ctx, const tp_state_t *s,
+			     const tp_state_job_t *j, double bytes,
+			     tp_algo_t *algo_p)
+{
+	static const tp_algo_t algos[] = {TP_ALGO_RING, TP_ALGO_HIERARCHICAL,
+					  TP_ALGO_TREE};
+	double best = INFINITY;
+	tp_err_t first = TP_ERR_NOTFOUND;
+
+	for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
+		tp_cost_t c;
+		tp_err_t err = tp_cost_predict(ctx, s, j->hosts, j->gpus,
+					       j->nhosts, bytes, algos[a], &c);
+		if (err) {
+			first = err;
+			continue;
+		}
+		if (c.seconds < best) {
+			best = c.seconds;
+			*algo_p = algos[a];
+		}
+	}
+	return isfinite(best) ? TP_OK : first;
+}
+
+tp_err_t tp_state_jobs_link_load(const tp_cost_ctx_t *ctx, const tp_state_t *s,
+				 double bytes, double duty, double *link_gbps,
+				 size_t *unrouted_p)
+{
+	tp_state_job_t *jobs;
+	size_t n, unrouted = 0;
+	tp_err_t err;
+
+	if (!ctx || !s || !link_gbps)
+		return TP_ERR_INVAL;
+	if ((err = tp_state_jobs(s, &jobs, &n)))
+		return err;
+	for (size_t i = 0; i < n && !err; i++) {
+		tp_algo_t algo = TP_ALGO_RING;
+		if (jobs[i].nhosts < 2)
+			continue;
+		err = fastest_algo(ctx, s, &jobs[i], bytes, &algo);
+		if (!err)
+			err = tp_cost_link_load(ctx, s, jobs[i].hosts,
+						jobs[i].gpus, jobs[i].nhosts,
+						bytes, algo, duty, link_gbps);
+		if (err == TP_ERR_NOTFOUND) {
+			unrouted++;
+			err = TP_OK;
+		}
+	}
+	tp_state_jobs_free(jobs, n);
+	if (unrouted_p)
+		*unrouted_p = unrouted;
+	return err;
+}

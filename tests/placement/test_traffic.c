@@ -283,6 +283,81 @@ static void test_place_choose(void **unused)
 	tp_fabric_destroy(f);
 }
 
+/* A state's jobs, listed by id with their hosts, and their load: each
+ * multi-host job's fastest all-reduce as tp_cost_link_load gives it,
+ * summed; a one-host job adds nothing. */
+static void test_state_jobs_load(void **unused)
+{
+	tp_fabric_t *f = two_leaves();
+	tp_cost_ctx_t *ctx = NULL;
+	tp_state_t *s = tp_state_create(f);
+	size_t nl = tp_fabric_nlinks(f), n = 0, unrouted = 9;
+	double *got = calloc(2 * nl, sizeof(double)),
+	       *want = calloc(2 * nl, sizeof(double));
+	uint32_t a[2] = {host(f, "node005"), host(f, "node001")},
+		 b[1] = {host(f, "node003")};
+	int ga[2] = {4, 2}, gb[1] = {1};
+	tp_state_job_t *jobs = NULL;
+
+	(void)unused;
+	assert_non_null(got);
+	assert_non_null(want);
+	assert_int_equal(tp_cost_ctx_create(f, NULL, &ctx), TP_OK);
+	assert_int_equal(tp_state_jobs(s, &jobs, &n), TP_OK);
+	assert_int_equal(n, 0);
+	assert_null(jobs);
+	assert_int_equal(tp_state_alloc(s, 9, a, ga, 2), TP_OK);
+	assert_int_equal(tp_state_alloc(s, 4, b, gb, 1), TP_OK);
+	assert_int_equal(tp_state_jobs(s, &jobs, &n), TP_OK);
+	assert_int_equal(n, 2);
+	assert_true(jobs[0].id == 4 && jobs[1].id == 9);
+	assert_int_equal(jobs[0].nhosts, 1);
+	assert_int_equal(jobs[0].total_gpus, 1);
+	assert_int_equal(jobs[1].nhosts, 2);
+	assert_int_equal(jobs[1].total_gpus, 6);
+	/* ascending host index, each with its own GPU count */
+	assert_int_equal(jobs[1].hosts[0], a[1]);
+	assert_int_equal(jobs[1].gpus[0], 2);
+	assert_int_equal(jobs[1].hosts[1], a[0]);
+	assert_int_equal(jobs[1].gpus[1], 4);
+
+	/* the fastest of the three algorithms, priced as the state is */
+	double best = INFINITY;
+	tp_algo_t algo = TP_ALGO_RING;
+	for (int k = 0; k < 3; k++) {
+		tp_cost_t c;
+		assert_int_equal(tp_cost_predict(ctx, s, jobs[1].hosts,
+						 jobs[1].gpus, 2, 1e9,
+						 (tp_algo_t)k, &c),
+				 TP_OK);
+		if (c.seconds < best) {
+			best = c.seconds;
+			algo = (tp_algo_t)k;
+		}
+	}
+	assert_int_equal(tp_cost_link_load(ctx, s, jobs[1].hosts, jobs[1].gpus,
+					   2, 1e9, algo, 0.5, want),
+			 TP_OK);
+	assert_int_equal(
+	    tp_state_jobs_link_load(ctx, s, 1e9, 0.5, got, &unrouted), TP_OK);
+	assert_int_equal(unrouted, 0);
+	size_t loaded = 0;
+	for (size_t r = 0; r < 2 * nl; r++) {
+		assert_true(fabs(got[r] - want[r]) <= 1e-9 * (1 + want[r]));
+		loaded += got[r] > 0;
+	}
+	assert_true(loaded >= 4); /* two host cables, up and down */
+	assert_int_equal(tp_state_jobs_link_load(NULL, s, 1e9, 0.5, got, NULL),
+			 TP_ERR_INVAL);
+	tp_state_jobs_free(jobs, n);
+	tp_state_jobs_free(NULL, 0);
+	free(got);
+	free(want);
+	tp_state_destroy(s);
+	tp_cost_ctx_destroy(ctx);
+	tp_fabric_destroy(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -291,6 +366,7 @@ int main(void)
 	    cmocka_unit_test(test_many_jobs),
 	    cmocka_unit_test(test_bad_args),
 	    cmocka_unit_test(test_place_choose),
+	    cmocka_unit_test(test_state_jobs_load),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
