@@ -356,19 +356,13 @@ static double frag_score(const ctx_t *c, const stat_t *st, size_t size,
 	return spare + (untouched(st, size) ? c->pen * (double)size : 0.0);
 }
 
-/* Fewest children of group p (level lv, NONE: the top level) that hold
- * need hosts, largest first; 0 if they cannot. */
-static size_t min_children(ctx_t *c, uint32_t p, int clv, size_t need,
-			   uint32_t *buf)
+/* Partial selection: move the largest of buf[0..n) to the front until
+ * they sum to need; returns how many, *sum_p their sum. */
+static size_t largest_first(uint32_t *buf, size_t n, size_t need,
+			    size_t *sum_p)
 {
-	size_t n = 0, k = 0, sum = 0;
+	size_t k = 0, sum = 0;
 
-	for (size_t g = 0; g < c->ng; g++) {
-		const tp_group_t *gp = group(c, (uint32_t)g);
-		if (gp->level == clv && gp->parent == p && count(c, &c->gs[g]))
-			buf[n++] = count(c, &c->gs[g]);
-	}
-	/* partial selection: repeatedly take the largest */
 	while (sum < need && k < n) {
 		size_t best = k;
 		for (size_t i = k + 1; i < n; i++)
@@ -379,6 +373,23 @@ static size_t min_children(ctx_t *c, uint32_t p, int clv, size_t need,
 		buf[best] = t;
 		sum += buf[k++];
 	}
+	*sum_p = sum;
+	return k;
+}
+
+/* Fewest children of group p (level lv, NONE: the top level) that hold
+ * need hosts, largest first; 0 if they cannot. */
+static size_t min_children(ctx_t *c, uint32_t p, int clv, size_t need,
+			   uint32_t *buf)
+{
+	size_t n = 0, k, sum;
+
+	for (size_t g = 0; g < c->ng; g++) {
+		const tp_group_t *gp = group(c, (uint32_t)g);
+		if (gp->level == clv && gp->parent == p && count(c, &c->gs[g]))
+			buf[n++] = count(c, &c->gs[g]);
+	}
+	k = largest_first(buf, n, need, &sum);
 	return sum >= need ? k : 0;
 }
 
@@ -528,24 +539,14 @@ static bool all_in_domains(const ctx_t *c)
 /* Domains of the empty fabric that would hold need hosts: the fewest. */
 static size_t min_domains(const ctx_t *c, size_t need, uint32_t *buf)
 {
-	size_t n = 0, k = 0, sum = 0;
+	size_t n = 0, sum;
 
 	for (size_t d = 0; d < c->nd; d++) {
 		const tp_nvdomain_t *dp = tp_fabric_nvdomain(c->f, d);
 		if (dp->multi_node && dp->nhosts)
 			buf[n++] = (uint32_t)dp->nhosts;
 	}
-	while (sum < need && k < n) {
-		size_t best = k;
-		for (size_t i = k + 1; i < n; i++)
-			if (buf[i] > buf[best])
-				best = i;
-		uint32_t t = buf[k];
-		buf[k] = buf[best];
-		buf[best] = t;
-		sum += buf[k++];
-	}
-	return k;
+	return largest_first(buf, n, need, &sum);
 }
 
 /* More hosts than a domain holds on a fabric of NVLink domains: the

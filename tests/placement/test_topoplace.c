@@ -357,6 +357,17 @@ static void test_uplinks(void **state)
 
 /* NVL72: up to 18 hosts stay in one rack (one NVLink domain), best fit
  * among racks. */
+/* Trays from..to-1 of a rack busy with one 4-GPU job each (ids id..). */
+static void busy_trays(tp_state_t *s, const tp_nvdomain_t *dp, size_t from,
+		       size_t to, uint64_t id)
+{
+	for (size_t i = from; i < to; i++) {
+		uint32_t h = dp->hosts[i];
+		int n = 4;
+		assert_int_equal(tp_state_alloc(s, id + i, &h, &n, 1), TP_OK);
+	}
+}
+
 static void test_nvl72(void **state)
 {
 	tp_gen_nvl72_t g;
@@ -377,12 +388,7 @@ static void test_nvl72(void **state)
 	}
 	/* rack 2 partly used (4 trays busy): a 12-host job goes there */
 	uint32_t d2 = tp_fabric_host(f, 36)->nvdomain;
-	const tp_nvdomain_t *dp = tp_fabric_nvdomain(f, d2);
-	for (size_t i = 0; i < 4; i++) {
-		uint32_t h = dp->hosts[i];
-		int n = 4;
-		assert_int_equal(tp_state_alloc(s, 500, &h, &n, 1), TP_OK);
-	}
+	busy_trays(s, tp_fabric_nvdomain(f, d2), 0, 4, 500);
 	tp_request_t r = req(12, 4, 0, false);
 	place(s, &r, &p);
 	for (size_t i = 0; i < p.nhosts; i++)
@@ -417,13 +423,8 @@ static void test_nvl72_spread(void **state)
 	/* rack 1 has 4 trays busy, the others are idle: 32 hosts take one
 	 * idle rack whole and rack 1's 14 free trays (best fit), which
 	 * leaves two racks whole */
-	const tp_nvdomain_t *d0 =
-	    tp_fabric_nvdomain(f, tp_fabric_host(f, 0)->nvdomain);
-	for (size_t i = 0; i < 4; i++) {
-		uint32_t h = d0->hosts[i];
-		int n = 4;
-		assert_int_equal(tp_state_alloc(s, 500, &h, &n, 1), TP_OK);
-	}
+	busy_trays(s, tp_fabric_nvdomain(f, tp_fabric_host(f, 0)->nvdomain), 0,
+		   4, 500);
 	tp_request_t r = req(32, 4, 0, true);
 	place(s, &r, &p);
 	tp_span_of(f, p.hosts, p.nhosts, span);
@@ -436,16 +437,9 @@ static void test_nvl72_spread(void **state)
 	assert_non_null(strstr(p.explain, "2 NVLink domains"));
 	tp_placement_free(&p);
 	/* 10 trays busy in every rack: 32 hosts would need 4 racks: wait */
-	for (size_t d = 0; d < tp_fabric_nnvdomains(f); d++) {
-		const tp_nvdomain_t *dp = tp_fabric_nvdomain(f, d);
-		for (size_t i = d ? 0 : 4; i < 10; i++) {
-			uint32_t h = dp->hosts[i];
-			int n = 4;
-			assert_int_equal(
-			    tp_state_alloc(s, 600 + d * 20 + i, &h, &n, 1),
-			    TP_OK);
-		}
-	}
+	for (size_t d = 0; d < tp_fabric_nnvdomains(f); d++)
+		busy_trays(s, tp_fabric_nvdomain(f, d), d ? 0 : 4, 10,
+			   600 + d * 20);
 	memset(&p, 0, sizeof(p));
 	assert_int_equal(tp_place_run(topo(), s, &r, NULL, NULL, 1, &p),
 			 TP_ERR_NOTFOUND);
