@@ -358,8 +358,7 @@ static double frag_score(const ctx_t *c, const stat_t *st, size_t size,
 
 /* Partial selection: move the largest of buf[0..n) to the front until
  * they sum to need; returns how many, *sum_p their sum. */
-static size_t largest_first(uint32_t *buf, size_t n, size_t need,
-			    size_t *sum_p)
+static size_t largest_first(uint32_t *buf, size_t n, size_t need, size_t *sum_p)
 {
 	size_t k = 0, sum = 0;
 
