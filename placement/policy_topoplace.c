@@ -82,11 +82,9 @@ typedef struct ctx {
 			  */
 	bool reverse; /* variant: take each group's hosts from its other end */
 	bool wait;    /* no fit worth taking now: the job waits */
-	const bool *weak; /* per host: weakly cabled (weak_hosts), or NULL */
-	bool any_bad;	  /* some host is degraded or weak */
-	size_t need;	  /* hosts (for total requests: the fewest possible) */
-	int tgpus;	  /* total requests: GPUs wanted */
-	double pen;	  /* charge per host for breaking an untouched group */
+	size_t need;  /* hosts (for total requests: the fewest possible) */
+	int tgpus;    /* total requests: GPUs wanted */
+	double pen;   /* charge per host for breaking an untouched group */
 	uint32_t *hosts;
 	int *gpus;
 	size_t max, n;
@@ -118,16 +116,9 @@ static uint32_t count(const ctx_t *c, const stat_t *st)
 	return c->good_only ? st->good : st->cnt;
 }
 
-/* A host a ring over the network should avoid: cabled to fewer rails,
- * or with less cable capacity than the best-cabled host. */
-static bool bad(const ctx_t *c, uint32_t h)
-{
-	return host(c, h)->degraded || (c->weak && c->weak[h]);
-}
-
 static bool eligible(const ctx_t *c, uint32_t h)
 {
-	return c->off[h] > 0 && !(c->good_only && bad(c, h));
+	return c->off[h] > 0 && !(c->good_only && host(c, h)->degraded);
 }
 
 static bool untouched(const stat_t *st, size_t size)
@@ -278,7 +269,7 @@ static tp_err_t take_hosts(ctx_t *c, const uint32_t *hs, size_t nhs,
 		if (c->total)
 			key[nk++] =
 			    -c->off[h]; /* fewest hosts: largest first */
-		key[nk++] = network && bad(c, h);
+		key[nk++] = network && hp->degraded;
 		key[nk++] =
 		    g == TP_ID_NONE ? 1 << 25 : cluster_rank(c->gtmp[g], need);
 		key[nk++] = g == TP_ID_NONE ? 0 : (int)g;
@@ -507,7 +498,7 @@ static tp_err_t spread_best(ctx_t *c, uint32_t p, int clv, size_t need,
 	size_t k_all, k_good;
 	tp_err_t err;
 
-	if (!was && c->any_bad) {
+	if (!was && tp_fabric_degraded_hosts(c->f)) {
 		uint32_t *tmp = tp_malloc((c->ng + 1) * sizeof(uint32_t));
 		if (!tmp)
 			return TP_ERR_NOMEM;
@@ -764,7 +755,7 @@ static tp_err_t place_one(ctx_t *c)
 			grp =
 			    frag_score(c, &c->gs[hp->group[0]], gp->nhosts, 1);
 		}
-		int deg = !bad(c, h);
+		int deg = !hp->degraded;
 		if (best == TP_ID_NONE || spare < bspare ||
 		    (spare == bspare && grp < bgrp) ||
 		    (spare == bspare && grp == bgrp && deg < bdeg)) {
@@ -971,16 +962,15 @@ static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip)
 				break;
 			c->gs[g].idle += idle;
 			c->gs[g].cnt += o;
-			c->gs[g].good += o && !bad(c, h);
+			c->gs[g].good += o && !hp->degraded;
 			c->gs[g].gpus += (uint64_t)c->off[h];
 		}
-		c->any_bad = c->any_bad || bad(c, h);
 		uint32_t d = hp->nvdomain;
 		if (d != TP_ID_NONE && d < c->nd &&
 		    tp_fabric_nvdomain(c->f, d)->multi_node) {
 			c->ds[d].idle += idle;
 			c->ds[d].cnt += o;
-			c->ds[d].good += o && !bad(c, h);
+			c->ds[d].good += o && !hp->degraded;
 			c->ds[d].gpus += (uint64_t)c->off[h];
 		}
 	}
@@ -1023,49 +1013,13 @@ static uint32_t weakest_group(ctx_t *c)
 	return worst;
 }
 
-/* Hosts whose cables carry less than the best-cabled host's (a NIC
- * missing or at half width, or a link the state marks unhealthy): a ring
- * through them runs at their pace. NULL on NOMEM; *any_p: some are. */
-static bool *weak_hosts(const tp__policy_in_t *in, bool *any_p)
-{
-	size_t nh = tp_fabric_nhosts(in->f), nl = tp_fabric_nlinks(in->f);
-	double *cap = tp_calloc(nh + 1, sizeof(double)), top = 0;
-	bool *weak = tp_calloc(nh + 1, sizeof(bool));
-
-	*any_p = false;
-	if (!cap || !weak) {
-		tp_free(cap);
-		tp_free(weak);
-		return NULL;
-	}
-	for (size_t i = 0; i < nl; i++) {
-		const tp_link_t *l = tp_fabric_link(in->f, i);
-		for (int e = 0; e < 2 && l->active; e++) {
-			if (l->kind[e] != TP_NODE_CA)
-				continue;
-			uint32_t h = tp_fabric_ca(in->f, l->node[e])->host;
-			if (h < nh)
-				cap[h] += l->gbps * tp_state_link_health(
-							in->s, (uint32_t)i);
-		}
-	}
-	for (size_t h = 0; h < nh; h++)
-		if (cap[h] > top)
-			top = cap[h];
-	for (size_t h = 0; h < nh; h++)
-		if ((weak[h] = cap[h] < 0.99 * top))
-			*any_p = true;
-	tp_free(cap);
-	return weak;
-}
-
 /* One structural choice: skip (NULL: none) takes hosts out of the
  * running, reverse takes each group's hosts from its other end.
  * *worst_p: see weakest_group. */
 static tp_err_t choose_once(const tp__policy_in_t *in, const bool *skip,
-			    bool reverse, const bool *weak, uint32_t *hosts,
-			    int *gpus, size_t max, size_t *n_p, char *why,
-			    size_t whylen, uint32_t *worst_p)
+			    bool reverse, uint32_t *hosts, int *gpus,
+			    size_t max, size_t *n_p, char *why, size_t whylen,
+			    uint32_t *worst_p)
 {
 	ctx_t c;
 	tp_err_t err;
@@ -1075,7 +1029,6 @@ static tp_err_t choose_once(const tp__policy_in_t *in, const bool *skip,
 	c.gpus = gpus;
 	c.max = max;
 	c.reverse = reverse;
-	c.weak = weak;
 	if ((err = setup(&c, in, skip)))
 		goto out;
 	if (c.need == 1)
@@ -1114,6 +1067,42 @@ static tp_err_t choose_once(const tp__policy_in_t *in, const bool *skip,
 out:
 	teardown(&c);
 	return err;
+}
+
+/* Hosts whose cables carry less than the best-cabled host's (a NIC
+ * missing or at half width, or a link the state marks unhealthy): a ring
+ * through them runs at their pace. NULL on NOMEM; *any_p: some are. */
+static bool *weak_hosts(const tp__policy_in_t *in, bool *any_p)
+{
+	size_t nh = tp_fabric_nhosts(in->f), nl = tp_fabric_nlinks(in->f);
+	double *cap = tp_calloc(nh + 1, sizeof(double)), top = 0;
+	bool *weak = tp_calloc(nh + 1, sizeof(bool));
+
+	*any_p = false;
+	if (!cap || !weak) {
+		tp_free(cap);
+		tp_free(weak);
+		return NULL;
+	}
+	for (size_t i = 0; i < nl; i++) {
+		const tp_link_t *l = tp_fabric_link(in->f, i);
+		for (int e = 0; e < 2 && l->active; e++) {
+			if (l->kind[e] != TP_NODE_CA)
+				continue;
+			uint32_t h = tp_fabric_ca(in->f, l->node[e])->host;
+			if (h < nh)
+				cap[h] += l->gbps * tp_state_link_health(
+							in->s, (uint32_t)i);
+		}
+	}
+	for (size_t h = 0; h < nh; h++)
+		if (cap[h] > top)
+			top = cap[h];
+	for (size_t h = 0; h < nh; h++)
+		if ((weak[h] = cap[h] < 0.99 * top))
+			*any_p = true;
+	tp_free(cap);
+	return weak;
 }
 
 /* Groups a host set spans (level 1). */
@@ -1287,11 +1276,8 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	pricer_t pr = {.in = in, .budget = PRICE_BUDGET};
 	tp_err_t err;
 
-	/* weakly cabled hosts: single-host jobs first, rings over the
-	 * network last (NULL on NOMEM: only the fabric's degraded flag) */
-	weak = weak_hosts(in, &any_weak);
-	err = choose_once(in, NULL, false, weak, hosts, gpus, max, &n, why,
-			  whylen, &worst);
+	err = choose_once(in, NULL, false, hosts, gpus, max, &n, why, whylen,
+			  &worst);
 	if (err || !in->cost || n < 2)
 		goto out;
 	vh = tp_malloc((max + 1) * sizeof(uint32_t));
@@ -1303,6 +1289,7 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	pr.ncand_max = 2 * tp_fabric_ngroups(in->f) + 2;
 	pr.cand = tp_malloc(pr.ncand_max * sizeof(uint32_t));
 	pr.coff = tp_malloc(pr.ncand_max * sizeof(int));
+	weak = weak_hosts(in, &any_weak);
 	if (!vh || !vg || !pr.th || !pr.tg || !pr.skip || !pr.in_set ||
 	    !pr.cand || !pr.coff || !weak)
 		goto out; /* keep the structural answer */
@@ -1362,7 +1349,7 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 				pr.skip[g->hosts[i]] = true;
 			sk = pr.skip;
 		}
-		if (choose_once(in, sk, rev, weak, vh, vg, max, &vn, vwhy,
+		if (choose_once(in, sk, rev, vh, vg, max, &vn, vwhy,
 				sizeof(vwhy), NULL) ||
 		    vn < 2)
 			continue;
