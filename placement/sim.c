@@ -70,6 +70,7 @@ typedef struct running {
 	tp_algo_t algo;
 	double ideal_s; /* one collective on the idle ideal hosts */
 	double progress, rate, t_last;
+	double start;
 } running_t;
 
 typedef struct sim {
@@ -92,7 +93,8 @@ typedef struct sim {
 	size_t at_min, at_min_empty;
 	double busy_gpu_s, useful_gpu_s, last_t, first_t, cross;
 	double frag_now, frag_int; /* last sampled frag, its time integral */
-	double class_jct[TP_SIM_NCLASSES];
+	double class_jct[TP_SIM_NCLASSES], class_wait[TP_SIM_NCLASSES];
+	double class_ideal[TP_SIM_NCLASSES];
 	size_t class_n[TP_SIM_NCLASSES];
 	tp_sim_sample_t *samples;
 	size_t nsamples, capsamples;
@@ -362,7 +364,7 @@ static tp_err_t rerate_sharing(sim_t *m, const link_load_t *load, size_t nload,
 static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 {
 	const tp_job_spec_t *js = &m->t->jobs[j];
-	running_t run = {.job = j};
+	running_t run = {.job = j, .start = now};
 	tp_request_t r;
 	tp_placement_t pl;
 	tp_err_t err;
@@ -715,6 +717,8 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 					   m.max_host_gpus));
 			m.jct[m.nended++] = r.end - js->submit_s;
 			m.class_jct[cls] += r.end - js->submit_s;
+			m.class_wait[cls] += r.start - js->submit_s;
+			m.class_ideal[cls] += js->run_s;
 			m.class_n[cls]++;
 			load_remove(&m, &r);
 			err = rerate_sharing(&m, r.load, r.nload, r.job, now);
@@ -777,8 +781,12 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 	    out->makespan_s > 0 ? m.frag_int / out->makespan_s : 0;
 	for (int c = 0; c < TP_SIM_NCLASSES; c++) {
 		out->class_jobs[c] = m.class_n[c];
-		out->class_jct_mean_s[c] =
-		    m.class_n[c] ? m.class_jct[c] / (double)m.class_n[c] : 0;
+		double k = m.class_n[c] ? (double)m.class_n[c] : 1;
+		out->class_jct_mean_s[c] = m.class_jct[c] / k;
+		out->class_wait_mean_s[c] = m.class_wait[c] / k;
+		out->class_run_mean_s[c] =
+		    (m.class_jct[c] - m.class_wait[c]) / k;
+		out->class_ideal_run_mean_s[c] = m.class_ideal[c] / k;
 	}
 	out->decision_p99_s = pct(m.decide, m.ndecide, 0.99);
 	/* slowdowns: keep a sorted copy for plots; p95 sorts in place */

@@ -391,6 +391,11 @@ typedef struct tp_sim_result {
 	 * job asks for (nodes, or its GPUs over the largest host): 1, 2-8,
 	 * 9-32, more than 32; 0 where a class has no job */
 	double class_jct_mean_s[4];
+	/* ... split into the wait before the start and the run after it
+	 * (jct = wait + run); class_ideal_run_mean_s: the run each job would
+	 * take at its ideal placement on an idle fabric */
+	double class_wait_mean_s[4], class_run_mean_s[4];
+	double class_ideal_run_mean_s[4];
 	size_t class_jobs[4];
 	double decision_p99_s;
 	size_t rerated;           /* re-predictions of running jobs */

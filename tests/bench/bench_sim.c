@@ -19,8 +19,12 @@
  * network, so on one trace it rises with the slowdown a policy causes
  * (random placement holds GPUs longest). Both are printed.
  * Speed: a 10,000-job simulation on a 16,384-GPU fabric (goal < 60 s).
+ * Where the difference comes from: per job-size class, topoplace's JCT
+ * ratio and its mean wait and run against the baseline's, and a bound:
+ * the baseline on a network that slows no job (no cost context), the
+ * most that placing for the network could give on this trace.
  * Usage: bench_sim [jobs per quality run (default 2000)] [--no-speed]
- *        [--seeds=N]
+ *        [--seeds=N] [--only=default|ft-2to1-deg16|nvl72-8] [--quick]
  */
 #include "config.h"
 
@@ -42,6 +46,15 @@ static double now(void)
 static const char *policies[] = {"topoplace", "slurm-tree", "slurm-linear",
 				 "first-fit", "random"};
 #define NPOL 5
+/* --only=LABEL: that fabric alone; --quick: topoplace, the baseline and
+ * the bound only (the floors left out), for trying changes */
+static const char *only;
+static bool quick;
+
+static bool runs(int i)
+{
+	return !quick || i < 2 || i == NPOL;
+}
 
 /* One policy's figures over several seeds: utilisations and JCT are
  * means over the runs, slowdown and min-span fraction over every
@@ -50,6 +63,11 @@ typedef struct agg {
 	double util, useful, jct, slow_sum, at_min, p95;
 	double ratio, ratio2; /* per-seed JCT / slurm-tree's: sum, squares */
 	size_t multi, runs;
+	/* per job-size class: mean JCT, wait, run, ideal run; per-seed JCT
+	 * ratio to the baseline's (sum, squares, seeds with the class) */
+	double cj[TP_SIM_NCLASSES], cw[TP_SIM_NCLASSES], cr[TP_SIM_NCLASSES];
+	double ci[TP_SIM_NCLASSES], cq[TP_SIM_NCLASSES], cq2[TP_SIM_NCLASSES];
+	size_t cn[TP_SIM_NCLASSES], cruns[TP_SIM_NCLASSES];
 } agg_t;
 
 static void agg_add(agg_t *a, const tp_sim_result_t *r)
@@ -62,6 +80,57 @@ static void agg_add(agg_t *a, const tp_sim_result_t *r)
 	a->p95 += r->comm_slowdown_p95;
 	a->multi += r->multi_node_jobs;
 	a->runs++;
+	for (int c = 0; c < TP_SIM_NCLASSES; c++) {
+		double k = (double)r->class_jobs[c];
+		a->cj[c] += r->class_jct_mean_s[c] * k;
+		a->cw[c] += r->class_wait_mean_s[c] * k;
+		a->cr[c] += r->class_run_mean_s[c] * k;
+		a->ci[c] += r->class_ideal_run_mean_s[c] * k;
+		a->cn[c] += r->class_jobs[c];
+	}
+}
+
+/* Per-seed ratio of a to the baseline b, per class. */
+static void agg_ratio(agg_t *a, const tp_sim_result_t *r,
+		      const tp_sim_result_t *b)
+{
+	for (int c = 0; c < TP_SIM_NCLASSES; c++) {
+		if (!r->class_jobs[c] || !(b->class_jct_mean_s[c] > 0))
+			continue;
+		double q = r->class_jct_mean_s[c] / b->class_jct_mean_s[c];
+		a->cq[c] += q;
+		a->cq2[c] += q * q;
+		a->cruns[c]++;
+	}
+}
+
+static double se_of(double sum, double sq, size_t runs)
+{
+	double n = (double)runs, m = runs ? sum / n : 0;
+
+	return runs > 1 ? sqrt(fmax(sq / n - m * m, 0) / (n - 1)) : 0;
+}
+
+/* Where the JCT difference comes from: per class, mean wait and run of
+ * topoplace (t) and the baseline (b), the run at the ideal placement,
+ * and topoplace's per-seed JCT ratio. */
+static void print_classes(const char *label, const char *base, const agg_t *t,
+			  const agg_t *b)
+{
+	for (int c = 0; c < TP_SIM_NCLASSES; c++) {
+		double kt = t->cn[c] ? (double)t->cn[c] : 1;
+		double kb = b->cn[c] ? (double)b->cn[c] : 1;
+		if (!t->cn[c])
+			continue;
+		printf("%-13s class %-4s %5zu jobs: JCT ratio %.3f +- %.3f; "
+		       "wait %7.0f s vs %s %7.0f s; run %7.0f s vs %7.0f s "
+		       "(ideal %7.0f s)\n",
+		       label, tp_sim_class_name(c), t->cn[c] / t->runs,
+		       t->cruns[c] ? t->cq[c] / (double)t->cruns[c] : 0,
+		       se_of(t->cq[c], t->cq2[c], t->cruns[c]), t->cw[c] / kt,
+		       base, b->cw[c] / kb, t->cr[c] / kt, b->cr[c] / kb,
+		       t->ci[c] / kt);
+	}
 }
 
 static void agg_done(agg_t *a)
@@ -91,10 +160,12 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 	tp_cost_params_t cp;
 	tp_cost_ctx_t *ctx;
 	tp_policy_params_t pp;
-	agg_t a[NPOL];
+	agg_t a[NPOL + 1];
 	int gph = (int)tp_fabric_host(f, 0)->ngpus;
 	double t0 = now();
 
+	if (only && strcmp(only, label))
+		return 0;
 	memset(a, 0, sizeof(a));
 	tp_cost_params_defaults(&cp);
 	tp_policy_params_defaults(&pp);
@@ -106,27 +177,36 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 				       (int)tp_fabric_total_gpus(f), gph, 0.9,
 				       &tr))
 			return 1;
-		double jct[NPOL];
-		for (int i = 0; i < NPOL; i++) {
-			tp_sim_result_t r;
-			if (tp_sim_run(f, &tr, tp_policy_find(policies[i]), &pp,
-				       ctx, (uint64_t)sd, &r)) {
-				fprintf(stderr, "bench_sim: %s failed\n",
-					policies[i]);
+		tp_sim_result_t res[NPOL + 1];
+		for (int i = 0; i <= NPOL; i++) {
+			/* NPOL: the baseline on a network that never slows a
+			 * job (no cost context): the bound placement works in
+			 */
+			const char *pn = policies[i < NPOL ? i : base];
+			memset(&res[i], 0, sizeof(res[i]));
+			if (runs(i) && tp_sim_run(f, &tr, tp_policy_find(pn),
+						  &pp, i < NPOL ? ctx : NULL,
+						  (uint64_t)sd, &res[i])) {
+				fprintf(stderr, "bench_sim: %s failed\n", pn);
 				return 1;
 			}
-			agg_add(&a[i], &r);
-			jct[i] = r.mean_jct_s;
-			tp_sim_result_free(&r);
+			agg_add(&a[i], &res[i]);
 		}
-		for (int i = 0; i < NPOL; i++) {
-			double q = jct[base] > 0 ? jct[i] / jct[base] : 1;
+		for (int i = 0; i <= NPOL; i++) {
+			double q =
+			    res[base].mean_jct_s > 0
+				? res[i].mean_jct_s / res[base].mean_jct_s
+				: 1;
 			a[i].ratio += q;
 			a[i].ratio2 += q * q;
+			agg_ratio(&a[i], &res[i], &res[base]);
 		}
+		for (int i = 0; i <= NPOL; i++)
+			tp_sim_result_free(&res[i]);
 		tp_trace_free(&tr);
 	}
-	for (int i = 0; i < NPOL; i++) {
+	agg_done(&a[NPOL]);
+	for (int i = 0; i < NPOL && runs(i); i++) {
 		agg_done(&a[i]);
 		printf(
 		    "%-13s %-12s util %5.1f%% (useful %5.1f%%)  JCT %9.0f s  "
@@ -135,13 +215,18 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 		    a[i].jct, a[i].slow_sum, a[i].p95, 100 * a[i].at_min);
 	}
 	double best_util = 0, best_useful = 0;
-	for (int i = 1; i < NPOL; i++) {
+	for (int i = 1; i < NPOL && runs(i); i++) {
 		if (a[i].util > best_util)
 			best_util = a[i].util;
 		if (a[i].useful > best_useful)
 			best_useful = a[i].useful;
 	}
 	const agg_t *tp = &a[0], *st = &a[base];
+	print_classes(label, policies[base], tp, st);
+	printf("%-13s bound: %s on a network that slows no job: JCT ratio "
+	       "%.3f +- %.3f; its classes:\n",
+	       label, policies[base], a[NPOL].ratio, a[NPOL].ratio2);
+	print_classes(label, policies[base], &a[NPOL], st);
 	printf("%-13s %d seeds x %zu jobs in %.1f s; topoplace vs %s: "
 	       "JCT ratio %.3f per seed (+- %.3f standard error; ratio of "
 	       "means %.3f), slowdown ratio %.3f; vs best baseline: useful "
@@ -153,7 +238,7 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 	       "useful util>=best-0.5pt %s (min-span %.1f%%)\n",
 	       label, policies[base],
 	       tp->ratio <= 0.95 && tp->ratio + 2 * tp->ratio2 < 1 ? "met"
-								     : "MISSED",
+								   : "MISSED",
 	       tp->slow_sum <= 1.05 ? "met" : "MISSED",
 	       tp->useful >= best_useful - 0.005 ? "met" : "MISSED",
 	       100 * tp->at_min);
@@ -167,8 +252,7 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 		"\"gpu_util\": %.4f, \"best_baseline_util\": %.4f, "
 		"\"baseline_slowdown\": %.4f},\n",
 		label, seeds, jobs, tp->slow_sum, tp->at_min, policies[base],
-		tp->ratio,
-		tp->ratio2, tp->slow_sum / st->slow_sum, tp->useful,
+		tp->ratio, tp->ratio2, tp->slow_sum / st->slow_sum, tp->useful,
 		best_useful, tp->util, best_util, st->slow_sum);
 	tp_cost_ctx_destroy(ctx);
 	return 0;
@@ -184,6 +268,10 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--no-speed"))
 			speed = false;
+		else if (!strcmp(argv[i], "--quick"))
+			quick = true;
+		else if (!strncmp(argv[i], "--only=", 7))
+			only = argv[i] + 7;
 		else if (!strncmp(argv[i], "--seeds=", 8))
 			seeds = atoi(argv[i] + 8) > 0 ? atoi(argv[i] + 8) : 1;
 	}
