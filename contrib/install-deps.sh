@@ -9,7 +9,8 @@ libibnetdisc-dev libibumad-dev libibmad-dev infiniband-diags
 ibsim-utils libumad2sim0
 clang libclang-rt-14-dev
 procps iproute2 util-linux jq
-iputils-ping bc g++ openmpi-bin libopenmpi-dev libgloo-dev"
+iputils-ping bc g++ openmpi-bin libopenmpi-dev libgloo-dev
+python3 python3-torch"
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps.sh: run as root (it uses apt-get)" >&2
