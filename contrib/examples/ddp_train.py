@@ -33,6 +33,7 @@ import os
 import statistics
 import sys
 import time
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -72,6 +73,8 @@ def parse():
     p.add_argument("--name", default=None, help="run name in the output (default: from the options)")
     p.add_argument("--json", default=None, help="append rank 0's result line to FILE")
     p.add_argument("--plan", default=None, help="plan file (default: $TOPOPLACE_PLAN)")
+    p.add_argument("--timeout", type=float, default=120.0,
+                   help="seconds a collective may wait before it fails (gloo and the library)")
     return p.parse_args()
 
 
@@ -98,7 +101,7 @@ def main():
     torch.set_num_threads(1)
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29500")
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=timedelta(seconds=a.timeout))
 
     torch.manual_seed(a.seed)
     model = torch.nn.Sequential(torch.nn.Linear(IN, a.hidden), torch.nn.ReLU(),
@@ -113,9 +116,10 @@ def main():
         port = env_int("TOPO_MASTER_PORT") or int(os.environ["MASTER_PORT"]) + 1
         if a.plan:
             comm = tc.Communicator(plan=a.plan, rank=rank, master_addr=os.environ["MASTER_ADDR"],
-                                   master_port=port)
+                                   master_port=port, timeout_s=a.timeout)
         else:
-            comm = tc.Communicator(master_addr=os.environ["MASTER_ADDR"], master_port=port)
+            comm = tc.Communicator(master_addr=os.environ["MASTER_ADDR"], master_port=port,
+                                   timeout_s=a.timeout)
         state = TopoplaceState(comm, compressor=a.compressor, hierarchical=not a.flat,
                                error_feedback=not a.no_error_feedback, start_iter=a.start_iter,
                                algorithm=a.algorithm, topk_fraction=a.topk_fraction)

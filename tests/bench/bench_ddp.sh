@@ -43,8 +43,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 srcdir=${TP_SRCDIR:-$(cd "$here/../.." && pwd)}
 builddir=${TP_BUILDDIR:-$srcdir/build}
 topoplace=${TOPOPLACE:-$builddir/cli/topoplace}
-cluster=$srcdir/contrib/slurm-cluster.sh
-prefix24=${SLURM24_PREFIX:-/opt/topoplace/slurm-24.11}
 py=${TP_PYTHON:-/usr/bin/python3}
 net=${TP_DDP_NET:-10.210.0}
 data_net=${TP_DDP_DATA_NET:-10.211.0}
@@ -89,85 +87,25 @@ for r in $all; do
 done
 [ -n "$runs" ] || die "--runs: no known run in '$only'"
 
-if [ -z "$gen" ]; then
-	gen=22
-	[ -f "$prefix24/topoplace-build.env" ] && [ -f "$builddir/plugin/slurm24/.libs/spank_topoplace.so" ] && gen=24
-fi
-case $gen in
-24)
-	plugin_dir=$builddir/plugin/slurm24/.libs
-	slurm_opt="--slurm-prefix $prefix24"
-	PATH=$prefix24/bin:$prefix24/sbin:$PATH
-	export PATH ;;
-22)
-	plugin_dir=$builddir/plugin/.libs
-	slurm_opt="" ;;
-*) die "--slurm: 24 or 22" ;;
-esac
-for p in topology_topoplace spank_topoplace; do
-	[ -f "$plugin_dir/$p.so" ] || die "$plugin_dir/$p.so not built (configure --with-slurm24 / libslurm-dev)"
-done
-plugin_dir=$(cd "$plugin_dir" && pwd)
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/tpt-ddp.XXXXXX")
-chmod 755 "$work"
-dir=$work/cluster
-out=$work/out
-mkdir -p "$out"
+me=bench_ddp
+# shellcheck source=bench_cluster.sh
+. "$here/bench_cluster.sh"
 rc=0
-cleanup() {
-	if [ "$keep" = 0 ]; then
-		[ ! -f "$dir/pids" ] || "$cluster" stop --dir "$dir" >/dev/null 2>&1
-		[ "$rc" -eq 0 ] && rm -rf "$work"
-	else
-		echo "bench_ddp: cluster kept: $cluster stop --dir $dir"
-	fi
-	[ "$rc" -eq 0 ] || echo "bench_ddp: logs in $work"
-}
-trap cleanup EXIT
-trap 'rc=130; exit 130' INT TERM
-
-echo "FabricFile=@DIR@/fabric.json" >"$work/topoplace.conf"
-echo "optional $plugin_dir/spank_topoplace.so fabric=@DIR@/fabric.json basedir=@DIR@/tprun/%h mode=auto" \
-	>"$work/plugstack.conf"
-echo "PlugStackConfig=$dir/plugstack.conf" >"$work/extra.conf"
-
-t0=$(date +%s)
-echo "bench_ddp: $cluster start $slurm_opt --topology topoplace --nodes $nodes --gpus-per-node $tpn --emu-fabric --leaves 2 --uplink-ratio $ratio --net $net --data-net $data_net --port $port --emu-prefix $eprefix"
-# shellcheck disable=SC2086
-if ! timeout 120 "$cluster" start $slurm_opt --topology topoplace --plugin-dir "$plugin_dir" \
-	--nodes "$nodes" --gpus-per-node "$tpn" --dir "$dir" --timeout 60 --net "$net" --port "$port" \
-	--data-net "$data_net" --emu-fabric --leaves 2 --uplink-ratio "$ratio" --emu-prefix "$eprefix" \
-	--extra-file "$work/topoplace.conf" --extra-file "$work/plugstack.conf" \
-	--slurm-conf-extra "$work/extra.conf" >"$work/start.out" 2>&1; then
-	cat "$work/start.out"
-	rc=1
-	die "cluster start failed"
-fi
-sed 's/^/  /' "$work/start.out" | grep -v '^  export'
-export SLURM_CONF=$dir/slurm.conf
-mkdir -p "$dir/tprun"
-slurm_ver=$(slurmctld -V | awk '{print $2}')
+bench_slurm "$gen"
+bench_cluster_start tpt-ddp --nodes "$nodes" --gpus-per-node "$tpn" --net "$net" --port "$port" \
+	--data-net "$data_net" --uplink-ratio "$ratio" --emu-prefix "$eprefix"
 
 # ---- the job ----
 nruns=$(echo $runs | wc -w)
 job_limit=$((120 + nruns * (60 + steps * 3)))
-j=$(DDP_RUNS="$runs" DDP_ARGS="--steps $steps --hidden $hidden --bucket-mb 0.25" DDP_OUT=$out DDP_PY=$py \
+j=$(DDP_RUNS="$runs" DDP_ARGS="--steps $steps --hidden $hidden --bucket-mb 0.25 --timeout 60" DDP_OUT=$out DDP_PY=$py \
 	DDP_TRAIN=$srcdir/contrib/examples/ddp_train.py DDP_LEAF_NS="${eprefix}leaf0 ${eprefix}leaf1" \
 	DDP_TIMEOUT=$((60 + steps * 3)) PYTHONPATH=$srcdir/bindings/torch TOPOPLACE_COLL_LIB=$lib \
 	timeout 10 sbatch --parsable -J ddp -N "$nodes" --ntasks-per-node="$tpn" -t $((job_limit / 60 + 1)) \
 	-o "$out/job.out" "$here/ddp_job.sh")
 [ -n "$j" ] || { rc=1; die "sbatch -N $nodes --ntasks-per-node=$tpn failed"; }
 echo "bench_ddp: sbatch -N $nodes --ntasks-per-node=$tpn $here/ddp_job.sh: job $j (Slurm $slurm_ver), $nruns runs of $steps steps"
-end=$(($(date +%s) + job_limit + 60))
-while [ -n "$(timeout 10 squeue -h -j "$j" -o %i 2>/dev/null)" ]; do
-	[ "$(date +%s)" -lt "$end" ] || { timeout 10 scancel "$j"; rc=1; die "job $j still running after $job_limit s"; }
-	sleep 2
-done
-state=$(timeout 10 scontrol show job "$j" | tr ' ' '\n' | sed -n 's/^JobState=//p')
-sed 's/^/  | /' "$out/job.out"
-echo "bench_ddp: job $j $state after $(($(date +%s) - t0)) s"
-[ "$state" = COMPLETED ] || rc=1
+bench_job_wait "$j" "$job_limit"
 [ -s "$out/results.jsonl" ] || { rc=1; die "no results"; }
 
 doc=$(jq -s --arg v "$slurm_ver" --argjson r "$ratio" --argjson s "$steps" --argjson h "$hidden" \

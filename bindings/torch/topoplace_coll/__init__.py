@@ -38,6 +38,7 @@ __all__ = [
     "all_reduce",
     "default_communicator",
     "have_compression",
+    "hooks",
     "library_path",
 ]
 
