@@ -82,8 +82,10 @@ for run in $DDP_RUNS; do
 	[ $rc -ne 124 ] || err="no result after $tmo s (hung; killed)${err:+; $err}"
 	[ -n "$err" ] || err=$(grep -h 'error' "$out/run.out" | tail -1)
 	if grep -q CompressionUnavailable "$out/run.out"; then
-		unavailable=$(grep -o 'CompressionUnavailable: .*' "$out/run.out" | head -1)
-		jq -c --arg e "$unavailable" '. + {status: "unavailable", error: $e}' <<<"$base" >>"$json"
+		err=$(grep -o 'CompressionUnavailable: .*' "$out/run.out" | head -1)
+		unavailable="the library has no compression, as run $name found ($err)"
+		echo "   $err"
+		jq -c --arg e "$err" '. + {status: "unavailable", error: $e}' <<<"$base" >>"$json"
 		continue
 	fi
 	echo "FAILED: $name (exit $rc)"
