@@ -34,6 +34,7 @@
 #   --slurm       the private 24.11 (default when built) or Debian's 22.05
 #   --keep        leave the cluster up and the work directory
 # Environment: TOPOPLACE, TP_BUILDDIR (SRCDIR/build), SLURM24_PREFIX, TP_PYTHON (/usr/bin/python3),
+# TOPOPLACE_COLL_LIB (the library the runs load; default the build tree's),
 # TP_DDP_NET (10.210.0: Slurm's control net), TP_DDP_DATA_NET (10.211.0: the fabric's hosts),
 # TP_DDP_PORT (6950),
 # TP_DDP_PREFIX (tpt-: namespaces).
@@ -48,7 +49,7 @@ net=${TP_DDP_NET:-10.210.0}
 data_net=${TP_DDP_DATA_NET:-10.211.0}
 port=${TP_DDP_PORT:-6950}
 eprefix=${TP_DDP_PREFIX:-tpt-}
-lib=$builddir/coll/.libs/libtopoplace-coll.so
+lib=${TOPOPLACE_COLL_LIB:-$builddir/coll/.libs/libtopoplace-coll.so}
 
 json="" steps=40 hidden=512 ratio=4 only="" gen="" keep=0 nodes=4 tpn=2
 die() { echo "bench_ddp: $*" >&2; exit 2; }
