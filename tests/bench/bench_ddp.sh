@@ -34,9 +34,8 @@
 #   --slurm       the private 24.11 (default when built) or Debian's 22.05
 #   --keep        leave the cluster up and the work directory
 # Environment: TOPOPLACE, TP_BUILDDIR (SRCDIR/build), SLURM24_PREFIX, TP_PYTHON (/usr/bin/python3),
-# TOPOPLACE_COLL_LIB (the library the runs load; default the build tree's),
-# TP_DDP_NET (10.210.0: Slurm's control net), TP_DDP_DATA_NET (10.211.0: the fabric's hosts),
-# TP_DDP_PORT (6950),
+# TOPOPLACE_COLL_LIB (the library the runs load; default the build tree's), TP_DDP_NET (10.210.0:
+# Slurm's control net), TP_DDP_DATA_NET (10.211.0: the fabric's hosts), TP_DDP_PORT (6950),
 # TP_DDP_PREFIX (tpt-: namespaces).
 set -u
 
