@@ -36,7 +36,7 @@
 # Environment: TOPOPLACE, TP_BUILDDIR (SRCDIR/build), SLURM24_PREFIX, TP_PYTHON (/usr/bin/python3),
 # TOPOPLACE_COLL_LIB (the library the runs load; default the build tree's), TP_DDP_NET (10.210.0:
 # Slurm's control net), TP_DDP_DATA_NET (10.211.0: the fabric's hosts), TP_DDP_PORT (6950),
-# TP_DDP_PREFIX (tpt-: namespaces).
+# TP_DDP_PREFIX (tdd-: namespaces; tests/integration/emu_fabric.sh owns tpt-).
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -47,7 +47,7 @@ py=${TP_PYTHON:-/usr/bin/python3}
 net=${TP_DDP_NET:-10.210.0}
 data_net=${TP_DDP_DATA_NET:-10.211.0}
 port=${TP_DDP_PORT:-6950}
-eprefix=${TP_DDP_PREFIX:-tpt-}
+eprefix=${TP_DDP_PREFIX:-tdd-}
 lib=${TOPOPLACE_COLL_LIB:-$builddir/coll/.libs/libtopoplace-coll.so}
 
 json="" steps=40 hidden=512 ratio=4 only="" gen="" keep=0 nodes=4 tpn=2

@@ -11,7 +11,7 @@
 #     else "ok" with fewer up-link bytes than dense
 # Needs root, Slurm and the topology/SPANK plugins, torch for /usr/bin/python3 (or
 # $TP_PYTHON); exit 77 if not. Network: TP_DDP_NET (10.210.0), TP_DDP_DATA_NET (10.211.0),
-# TP_DDP_PORT (6950), namespaces TP_DDP_PREFIX (tpt-).
+# TP_DDP_PORT (6950), namespaces TP_DDP_PREFIX (tdd-).
 . "$(dirname "$0")/lib.sh"
 
 need_slurm 22 tc
