@@ -23,6 +23,7 @@ typedef struct args {
 	double factor, timeout_s;
 	int iters, warmup;
 	bool check;
+	tp_coll_comp_opts_t comp; /* kind NONE: the dense all-reduce */
 } args_t;
 
 static void usage(FILE *fp)
@@ -34,10 +35,15 @@ static void usage(FILE *fp)
 		"[--max-bytes N]\n"
 		"  [--factor F] [--iters N] [--warmup N] [--check] "
 		"[--json FILE] [--timeout S]\n"
+		"  [--compress none|int8|1bit|topk [--levels "
+		"host,group,cross]]\n"
 		"Plan and rank default to $TOPOPLACE_PLAN / $TOPOPLACE_RANK; "
 		"sizes take K/M/G;\n"
 		"defaults 4K..256M, factor 4, 20 iterations, 5 warm-up, "
-		"algo auto.\n");
+		"algo auto.\n"
+		"--compress runs tp_coll_allreduce_compressed() (error "
+		"feedback on) on the\nhops --levels names (default cross) "
+		"and adds the bytes rank 0 sent across\ngroups per call.\n");
 }
 
 static int parse_size(const char *s, size_t *out)
@@ -76,6 +82,26 @@ static int parse_size(const char *s, size_t *out)
 	return 0;
 }
 
+/* "host,group,cross" (any of them) into TP_COLL_LEVEL_* bits. */
+static int parse_levels(const char *s, unsigned *out)
+{
+	static const char *const names[] = {"host", "group", "cross"};
+	unsigned v = 0;
+
+	while (*s) {
+		size_t n = strcspn(s, ","), k = 0;
+		while (k < 3 &&
+		       !(strlen(names[k]) == n && !strncmp(s, names[k], n)))
+			k++;
+		if (k == 3)
+			return -1;
+		v |= 1u << k;
+		s += n + (s[n] == ',');
+	}
+	*out = v;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, args_t *a)
 {
 	static const struct option lo[] = {
@@ -91,6 +117,8 @@ static int parse_args(int argc, char **argv, args_t *a)
 	    {"check", no_argument, NULL, 'c'},
 	    {"json", required_argument, NULL, 'j'},
 	    {"timeout", required_argument, NULL, 't'},
+	    {"compress", required_argument, NULL, 'z'},
+	    {"levels", required_argument, NULL, 'l'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0}};
 	int o;
@@ -103,6 +131,7 @@ static int parse_args(int argc, char **argv, args_t *a)
 		      .iters = 20,
 		      .warmup = 5,
 		      .timeout_s = 30};
+	tp_coll_comp_opts_defaults(&a->comp);
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		char *end = NULL;
 		switch (o) {
@@ -147,6 +176,19 @@ static int parse_args(int argc, char **argv, args_t *a)
 		case 't':
 			a->timeout_s = strtod(optarg, &end);
 			break;
+		case 'z':
+			if (tp_coll_comp_parse(optarg, &a->comp.kind)) {
+				fprintf(stderr, "bad --compress '%s'\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case 'l':
+			if (parse_levels(optarg, &a->comp.levels)) {
+				fprintf(stderr, "bad --levels '%s'\n", optarg);
+				return -1;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -158,6 +200,11 @@ static int parse_args(int argc, char **argv, args_t *a)
 			fprintf(stderr, "bad number '%s'\n", optarg);
 			return -1;
 		}
+	}
+	if (a->check && a->comp.kind != TP_COLL_COMP_NONE) {
+		fprintf(stderr, "--check wants exact sums: not with "
+				"--compress\n");
+		return -1;
 	}
 	if (optind < argc || a->iters < 1 || a->warmup < 0 ||
 	    !(a->factor > 1) || !(a->timeout_s > 0) ||
@@ -200,11 +247,18 @@ static int run_size(tp_coll_comm_t *c, const args_t *a, size_t bytes, float *in,
 				in[i] = val(rank, i, it);
 		if (tp_coll_barrier(c))
 			goto fail;
+		if (a->comp.kind != TP_COLL_COMP_NONE)
+			memcpy(out, in, count * sizeof(float));
 		double t0 = now_s();
-		if (tp_coll_allreduce(c, in, out, count, TP_COLL_FP32,
-				      TP_COLL_SUM, a->algo))
+		if (a->comp.kind != TP_COLL_COMP_NONE
+			? tp_coll_allreduce_compressed(c, out, count,
+						       TP_COLL_SUM, &a->comp, 0)
+			: tp_coll_allreduce(c, in, out, count, TP_COLL_FP32,
+					    TP_COLL_SUM, a->algo))
 			goto fail;
 		double dt = now_s() - t0;
+		if (it == -1 || (it == 0 && a->warmup == 0))
+			tp_coll_comm_stats_reset(c);
 		if (it >= 0)
 			t[it] = dt;
 		if (a->check) {
@@ -231,19 +285,33 @@ static int run_size(tp_coll_comm_t *c, const args_t *a, size_t bytes, float *in,
 	double algbw =
 	    count && med > 0 ? (double)count * sizeof(float) / med / 1e9 : 0;
 	double busbw = algbw * 2.0 * (n - 1) / n;
+	/* counted since the stats reset before the last timed call */
+	uint64_t cross = tp_coll_comm_cross_bytes(c);
+	bool comp = a->comp.kind != TP_COLL_COMP_NONE;
 	if (rank == 0) {
-		printf("%12zu %12.1f %12.3f %12.3f%s\n", count * sizeof(float),
-		       med * 1e6, algbw, busbw, nbad ? "  WRONG" : "");
+		printf("%12zu %12.1f %12.3f %12.3f", count * sizeof(float),
+		       med * 1e6, algbw, busbw);
+		if (comp)
+			printf(" %12.0f", (double)cross / a->iters);
+		printf("%s\n", nbad ? "  WRONG" : "");
 		fflush(stdout);
 		if (js) {
 			fprintf(js,
 				"{\"impl\":\"topoplace\",\"algo\":\"%s\","
 				"\"order\":\"plan\",\"ranks\":%d,\"hosts\":%d,"
 				"\"bytes\":%zu,\"seconds\":%.9g,"
-				"\"busbw_gbps\":%.6g}\n",
+				"\"busbw_gbps\":%.6g",
 				tp_coll_algo_name(a->algo), n,
 				tp_coll_comm_nhosts(c), count * sizeof(float),
 				med, busbw * 8);
+			if (comp)
+				fprintf(js,
+					",\"compress\":\"%s\",\"levels\":%u,"
+					"\"cross_bytes_per_call\":%.0f",
+					tp_coll_comp_name(a->comp.kind),
+					a->comp.levels,
+					(double)cross / a->iters);
+			fprintf(js, "}\n");
 			fflush(js);
 		}
 	}
@@ -316,8 +384,13 @@ int main(int argc, char **argv)
 		       "fp32 sum, %d iters (median of the slowest rank)\n",
 		       tp_coll_comm_size(c), tp_coll_comm_nhosts(c),
 		       tp_coll_algo_name(a.algo), a.iters);
-		printf("%12s %12s %12s %12s\n", "bytes", "time_us",
-		       "algbw_GBps", "busbw_GBps");
+		if (a.comp.kind != TP_COLL_COMP_NONE)
+			printf("# compressed: %s, levels %#x (host 1, group "
+			       "2, cross 4), error feedback\n",
+			       tp_coll_comp_name(a.comp.kind), a.comp.levels);
+		printf("%12s %12s %12s %12s%s\n", "bytes", "time_us",
+		       "algbw_GBps", "busbw_GBps",
+		       a.comp.kind != TP_COLL_COMP_NONE ? "  cross_bytes" : "");
 	}
 	/* Every rank must run the same sizes even if rank 0 cannot write. */
 	for (double b = (double)a.min_bytes;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "tp_coll.h"
+#include "tp_cuda.h"
 
 /* Requests in flight per direction of one ring / tree phase. */
 #define TP__COLL_WINDOW 4
@@ -207,6 +208,15 @@ struct tp_coll_comm {
 	char *hca;
 	uint32_t hca_addr;
 	tp__coll_host_t *host; /* one-host segment; NULL: none */
+
+	/* Compressed all-reduce (compress.c): level-1 group of each rank
+	 * (the hierarchical schedule's), error-feedback state per key, and
+	 * the message buffer (grown on demand). */
+	uint32_t *group_of; /* [rank] */
+	bool groups_even;   /* every group has as many hosts */
+	struct tp__coll_ef *ef;
+	char *cmsg;
+	size_t cmsg_cap;
 };
 
 /* Monotonic clock in ns. */
@@ -282,6 +292,29 @@ static inline size_t tp__coll_ring_maxseg(const tp__coll_ring_t *r,
 	return per * ((count + (size_t)r->nseg - 1) / (size_t)r->nseg);
 }
 
+/* Where the hierarchical schedule's levels work on count elements:
+ * level l reduce-scatters [off[l], off[l] + cnt[l]) (this rank ending
+ * with [off[l+1], ...)); the channels split [*soff_p, + *scnt_p), the
+ * group level's input (or all the host level left, with no group
+ * level). */
+static inline void tp__coll_hier_spans(const tp_coll_comm_t *c, size_t count,
+				       size_t *off, size_t *cnt, size_t *soff_p,
+				       size_t *scnt_p)
+{
+	int s = c->group_lv >= 0 ? c->group_lv : c->nlevels;
+
+	off[0] = 0;
+	cnt[0] = count;
+	for (int l = 0; l < c->nlevels; l++) {
+		size_t so;
+		tp__coll_ring_seg(&c->level[l], cnt[l], c->level[l].me, &so,
+				  &cnt[l + 1]);
+		off[l + 1] = off[l] + so;
+	}
+	*soff_p = off[s];
+	*scnt_p = cnt[s];
+}
+
 /* Algorithms (algo/). op is never AVG. buf is the result; src (NULL: buf
  * itself) is the input of the ones that take it, read chunk by chunk so
  * an out-of-place call needs no up-front copy. */
@@ -303,5 +336,35 @@ tp_err_t tp__coll_tree_allreduce(tp_coll_comm_t *c, char *buf, size_t count,
 tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 				 size_t count, tp_coll_dtype_t dt,
 				 tp_coll_op_t op);
+
+/* One compressed all-reduce (compress.c, algo/comp.c). kind is a
+ * TP__COMP_* (comp_wire.h); o carries block, rounding and top-k options
+ * (o.seed: this call's, varied per hop). res[s][0] and res[s][1]: the
+ * reduce-scatter's (top-k: the only) and the all-gather's residuals of
+ * stage s (0 the flat or cross rings, 1 the group level), each indexed
+ * like the call's buffer; NULL without error feedback. */
+typedef struct tp__coll_comp_call {
+	int kind;
+	tp_cuda_comp_opts_t o;
+	float *res[2][2];
+} tp__coll_comp_call_t;
+
+/* Compressed all-reduce of buf[0..count) around ring r in stage st
+ * (buf and the residuals offset by `at` elements of the call's buffer). */
+tp_err_t tp__coll_comp_ring_allreduce(tp_coll_comm_t *c,
+				      const tp__coll_ring_t *r,
+				      tp__coll_comp_call_t *k, int st,
+				      float *buf, size_t at, size_t count);
+/* Its two halves for int8 / 1-bit: the reduce-scatter leaves member i
+ * segment i (tp__coll_ring_seg) reduced; the all-gather spreads them. */
+tp_err_t tp__coll_comp_ring_reduce_scatter(tp_coll_comm_t *c,
+					   const tp__coll_ring_t *r,
+					   tp__coll_comp_call_t *k, int st,
+					   float *buf, size_t at, size_t count);
+tp_err_t tp__coll_comp_ring_allgather(tp_coll_comm_t *c,
+				      const tp__coll_ring_t *r,
+				      tp__coll_comp_call_t *k, int st,
+				      float *buf, size_t at, size_t count);
+void tp__coll_comp_free(tp_coll_comm_t *c);
 
 #endif

@@ -209,13 +209,28 @@ static tp_err_t build_levels(tp_coll_comm_t *c, const tp_plan_t *plan,
 	size_t nh = tp_plan_nhosts(plan);
 	const tp_plan_host_t *mh = tp_plan_host(plan, my_host);
 	uint32_t lr = (uint32_t)c->local_rank, *ring;
+	const uint32_t *mem0;
 	tp_err_t err = TP_OK;
 
 	c->group_lv = -1;
 	c->nchan = (int)tp_sched_hier_channels(s);
+	c->group_of = tp_calloc((size_t)c->size, sizeof(uint32_t));
 	ring = tp_calloc(nh > mh->nranks ? nh : mh->nranks, sizeof(uint32_t));
-	if (!ring)
+	if (!ring || !c->group_of) {
+		tp_free(ring);
 		return TP_ERR_NOMEM;
+	}
+	for (size_t h = 0; h < nh; h++) {
+		const tp_plan_host_t *ph = tp_plan_host(plan, h);
+		for (uint32_t l = 0; l < ph->nranks; l++)
+			c->group_of[ph->first_rank + l] =
+			    tp_sched_group_of(s, h);
+	}
+	c->groups_even = true;
+	for (size_t g = 0; g < tp_sched_ngroups(s); g++)
+		if (tp_sched_group_nodes(s, g, &mem0) !=
+		    tp_sched_group_nodes(s, 0, &mem0))
+			c->groups_even = false;
 	for (size_t i = 0; i < tp_sched_nphases(s) && !err; i++) {
 		const tp_sched_phase_t *ph = tp_sched_phase(s, i);
 		tp__coll_ring_t r = {0};
@@ -596,6 +611,8 @@ void tp_coll_comm_destroy(tp_coll_comm_t *c)
 	if (!c)
 		return;
 	tp__coll_host_close(c);
+	tp__coll_comp_free(c);
+	tp_free(c->group_of);
 	if (c->peers) {
 		for (int i = 0; i < 2 * c->size; i++) {
 			if (c->peers[i].fd >= 0)

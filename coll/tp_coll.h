@@ -126,6 +126,7 @@
 #ifndef TP_COLL_H
 #define TP_COLL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -296,6 +297,130 @@ tp_err_t tp_coll_broadcast(tp_coll_comm_t *comm, void *buf, size_t count,
 
 /* Returns once every rank has entered the barrier. */
 tp_err_t tp_coll_barrier(tp_coll_comm_t *comm);
+
+/* ---- compressed all-reduce ------------------------------------------------
+ *
+ * Gradient compression with error feedback, applied only on the hops the
+ * caller names: by default only between level-1 groups (the oversubscribed
+ * up-links), dense and exact inside a host and a group.
+ *
+ * Compressors (the CPU path of tp_cuda.h, the same bits as its CUDA
+ * kernels): int8 with one fp32 scale per block (max |x| / 127; nearest or
+ * stochastic rounding), 1-bit sign with the block's mean magnitude as the
+ * scale, top-k (the ceil(fraction x n) largest |x| by a sampled threshold,
+ * up to twice that many; indices delta-encoded). Every message carries a
+ * versioned header and a checksum (see coll/comp_wire.h): a corrupt,
+ * truncated or mismatched message fails the call with TP_ERR_PARSE,
+ * TP_ERR_FORMAT or TP_ERR_MISMATCH naming the peer, and breaks the
+ * communicator as a lost peer does; it never yields a wrong gradient.
+ *
+ * Algorithms, over the hops compression applies to:
+ *   int8, 1-bit  reduce-scatter then all-gather of quantised segments
+ *                around a ring (1-bit Adam's two stages): each hop of the
+ *                reduce-scatter sends the partial sum quantised and the
+ *                receiver adds it to its own dense values; the owner of
+ *                a reduced segment quantises it again (with a second
+ *                residual) and the quantised segment travels the ring,
+ *                so every rank, the owner included, ends with the same
+ *                bits. Bytes per rank: (n-1)/n of the quantised size each
+ *                way, as a dense ring with 4x (int8) or ~28x (1-bit,
+ *                block 256) smaller messages.
+ *   top-k        all-gather of every member's (indices, values) around
+ *                the ring, summed in member order on every rank.
+ * Where (opts->levels):
+ *   TP_COLL_LEVEL_CROSS alone (the default): the hierarchical schedule
+ *                (see "hierarchical" above) with its cross-group rings
+ *                compressed: dense reduce-scatter inside the host and the
+ *                group, compressed all-reduce of each shard between the
+ *                ranks that carry it across, dense all-gather back. A
+ *                communicator of one group is then plain dense.
+ *   + TP_COLL_LEVEL_GROUP: the group level's reduce-scatter and
+ *                all-gather are compressed too (int8, 1-bit; top-k, which
+ *                has no reduce-scatter, runs flat instead).
+ *   TP_COLL_LEVEL_HOST set (e.g. all three): flat, every hop of the
+ *                plan's ring compressed.
+ *   0, or kind TP_COLL_COMP_NONE: the dense all-reduce (TP_COLL_ALGO_AUTO).
+ * A plan whose hosts run different rank counts has no hierarchy (its
+ * hierarchical schedule is the ring): any level set compresses the ring.
+ *
+ * Error feedback (opts->error_feedback): what compression dropped is kept
+ * per rank in residuals and added to the next call's input, so over
+ * repeated calls the sum of the results approaches the sum of the dense
+ * results (the error stays bounded instead of growing). The communicator
+ * keeps the residuals per `key` (e.g. DDP's bucket index): four arrays of
+ * count floats per key (a reduce-scatter and an all-gather residual for
+ * each of the two stages that may be compressed), zero on first use, and
+ * re-created (zero again) when the key comes with another count, kind,
+ * block or levels. Freed with the communicator or by
+ * tp_coll_comm_comp_reset().
+ *
+ * NaN and Inf: an int8 or 1-bit block holding NaN or Inf is sent with a
+ * NaN scale, so the whole block of the result is NaN on every rank (a loss
+ * scaler sees the overflow) and its residual restarts at zero; top-k
+ * selects NaN and Inf entries first, which then propagate as in a dense
+ * sum (its sampled threshold sends every entry at or above it up to 2k, in
+ * index order: only when ties at the threshold fill those 2k can a NaN or
+ * Inf later in the buffer wait in the residual for the next call).
+ *
+ * Stochastic rounding (int8, opts->stochastic): the noise of an element is
+ * a function of (seed, key, call number for the key, hop, rank, index).
+ *
+ * Memory: message buffers grow to the largest call and are reused; the
+ * first call of a key allocates its residuals.
+ */
+typedef enum tp_coll_comp {
+	TP_COLL_COMP_NONE = 0,
+	TP_COLL_COMP_INT8,
+	TP_COLL_COMP_1BIT,
+	TP_COLL_COMP_TOPK
+} tp_coll_comp_t;
+
+#define TP_COLL_LEVEL_HOST 1u /* hops between ranks of one host */
+#define TP_COLL_LEVEL_GROUP                                                    \
+	2u /* hops between hosts of one level-1 group (leaf) */
+#define TP_COLL_LEVEL_CROSS 4u /* hops across groups (the up-links) */
+
+typedef struct tp_coll_comp_opts {
+	tp_coll_comp_t kind;
+	unsigned levels;      /* which hops are compressed; default
+			       * TP_COLL_LEVEL_CROSS (hierarchical); all
+			       * three = flat compressed */
+	unsigned block;	      /* int8/1-bit block, default 256 (1-bit: a
+			       * multiple of 32) */
+	double topk_fraction; /* default 0.01; in (0, 1] */
+	bool stochastic;      /* int8 stochastic rounding, default false */
+	bool error_feedback;  /* default true */
+	uint64_t seed;
+} tp_coll_comp_opts_t;
+
+/* Defaults as above (kind NONE). */
+void tp_coll_comp_opts_defaults(tp_coll_comp_opts_t *o);
+/* "none", "int8", "1bit", "topk"; NULL for a bad value. Static. */
+const char *tp_coll_comp_name(tp_coll_comp_t kind);
+/* Inverse of tp_coll_comp_name(); TP_ERR_INVAL for an unknown name. */
+tp_err_t tp_coll_comp_parse(const char *name, tp_coll_comp_t *kind_p);
+
+/* In-place all-reduce of count fp32 values in host memory, op TP_COLL_SUM
+ * or TP_COLL_AVG, compressed on the hops opts->levels names (opts NULL:
+ * the defaults, which compress nothing). Collective: every rank passes
+ * the same count, op, opts and key. Returns TP_OK, TP_ERR_INVAL (NULL
+ * buffer with count > 0, another op, bad options), TP_ERR_UNSUPPORTED
+ * (device memory), TP_ERR_RANGE (top-k of 2^32 or more values), the
+ * transport's errors as tp_coll_allreduce(), and the wire errors above.
+ * The results are identical on every rank. */
+tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *comm, float *buf,
+				      size_t count, tp_coll_op_t op,
+				      const tp_coll_comp_opts_t *opts,
+				      uint64_t key);
+
+/* Free the error-feedback residuals of every key (the next call of each
+ * starts from zero). Not collective. */
+void tp_coll_comm_comp_reset(tp_coll_comm_t *comm);
+
+/* Bytes this rank sent across groups (up-links) since the last stats
+ * reset: tp_coll_comm_sent_bytes() summed over the ranks of other level-1
+ * groups of the plan's hierarchical schedule. For benchmarks. */
+uint64_t tp_coll_comm_cross_bytes(const tp_coll_comm_t *comm);
 
 /* ---- helpers ------------------------------------------------------------ */
 

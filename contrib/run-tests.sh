@@ -7,7 +7,8 @@
 #                        (contrib/build-slurm.sh): slurmctld + 8 slurmd in
 #                        network namespaces (contrib/slurm-cluster.sh)
 #   2. ASan+UBSan build of the unit tests
-#   3. libFuzzer run of the ibnetdiscover reader (clang), briefly
+#   3. libFuzzer runs of the ibnetdiscover reader and the compressed
+#      message decoder (clang), briefly
 #   4. make distcheck
 # Ends with one line "N passed, N failed, N skipped".
 set -eu
@@ -56,7 +57,7 @@ make -C "$san/tests" check -j2 TESTS='$(UNIT_TESTS)' \
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 || status=1
 count "$san"
 
-step "libFuzzer: ibnetdiscover reader (${TP_FUZZ_SECONDS:=30} s)"
+step "libFuzzer: ibnetdiscover reader (${TP_FUZZ_SECONDS:=25} s), compressed messages (${TP_FUZZ_COMPRESS_SECONDS:=5} s)"
 fz="$top/build-fuzz"
 mkdir -p "$fz"
 (cd "$fz" && [ -f Makefile ] || "$top/configure" -q CC=clang --enable-fuzz \
@@ -72,6 +73,17 @@ if "$fz/tests/fuzz/fuzz_ibnetdiscover" -max_total_time="$TP_FUZZ_SECONDS" \
 	pass=$((pass + 1))
 else
 	tail -30 "$fz/fuzz.log"
+	fail=$((fail + 1))
+	status=1
+fi
+ccorpus="$fz/fuzz-corpus-compress"
+mkdir -p "$ccorpus"
+if "$fz/tests/fuzz/fuzz_compress" -max_total_time="$TP_FUZZ_COMPRESS_SECONDS" \
+	-max_len=4096 -artifact_prefix="$fz/compress-" "$ccorpus" >"$fz/fuzz-compress.log" 2>&1; then
+	echo "fuzz (compressed messages): no findings"
+	pass=$((pass + 1))
+else
+	tail -30 "$fz/fuzz-compress.log"
 	fail=$((fail + 1))
 	status=1
 fi

@@ -115,12 +115,11 @@ tp_err_t tp_cuda_cpu_scale(void *buf, size_t count, tp_cuda_dtype_t dtype,
 }
 
 /* ---- int8 and 1-bit ---------------------------------------------------------
- */
-
-static float ef_x(const float *g, const float *r, size_t i)
-{
-	return r ? tp_km_ef_in(g[i], r[i]) : g[i];
-}
+ * Each block is read from memory once: the first loop over it (scale)
+ * brings g and residual into L1, the second (quantise, residual) reads
+ * them from there. The loops are branch-free over one block so the
+ * vectoriser takes them; the residual-or-not and stochastic-or-not
+ * choices are made once per block, outside them. */
 
 static tp_err_t check_block(const float *g, size_t count,
 			    const tp_cuda_comp_opts_t *o, size_t align)
@@ -128,6 +127,126 @@ static tp_err_t check_block(const float *g, size_t count,
 	if (!o || !o->block || o->block % align || (count && !g))
 		return TP_ERR_INVAL;
 	return TP_OK;
+}
+
+/* Bits of max |g + r| over n elements (r may be NULL). The bits of a
+ * non-negative float order like its value, so the integer max is the
+ * float max; Inf and NaN give >= 0x7f800000. */
+static uint32_t amax_bits(const float *g, const float *r, size_t n)
+{
+	uint32_t m = 0;
+
+	if (r) {
+		for (size_t i = 0; i < n; i++) {
+			uint32_t k = tp_km_f32_bits(tp_km_ef_in(g[i], r[i])) &
+				     0x7fffffffu;
+			m = k > m ? k : m;
+		}
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			uint32_t k = tp_km_f32_bits(g[i]) & 0x7fffffffu;
+			m = k > m ? k : m;
+		}
+	}
+	return m;
+}
+
+static int bad_bits(uint32_t amax)
+{
+	return amax >= 0x7f800000u;
+}
+
+/* Nearest rounding with a usable scale: tp_km_q8's arithmetic, inlined
+ * so the loop has no call and no branch. */
+static void q8_nearest(const float *g, float *r, size_t n, float scale,
+		       int8_t *q, int staged)
+{
+	if (staged && scale >= 0x1p-126f) {
+		/* A normal scale is max |x| / 127 to half an ulp, so |x| /
+		 * scale stays below 127.5 and rounds to at most 127: the
+		 * clamp changes nothing, and the loop is shorter without. */
+		for (size_t i = 0; i < n; i++) {
+			float x = g[i];
+			float v = tp_km_rint_small(tp_km_div(x, scale));
+			q[i] = (int8_t)v;
+			r[i] = tp_km_ef_out(x, tp_km_mul(v, scale));
+		}
+	} else if (staged) { /* g is x already */
+		for (size_t i = 0; i < n; i++) {
+			float x = g[i];
+			float v = tp_km_rint_small(
+			    tp_km_clamp127(tp_km_div(x, scale)));
+			q[i] = (int8_t)v;
+			r[i] = tp_km_ef_out(x, tp_km_mul(v, scale));
+		}
+	} else if (r) {
+		for (size_t i = 0; i < n; i++) {
+			float x = tp_km_ef_in(g[i], r[i]);
+			float v = tp_km_rint_small(
+			    tp_km_clamp127(tp_km_div(x, scale)));
+			q[i] = (int8_t)v;
+			r[i] = tp_km_ef_out(x, tp_km_mul(v, scale));
+		}
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			float v = tp_km_rint_small(
+			    tp_km_clamp127(tp_km_div(g[i], scale)));
+			q[i] = (int8_t)v;
+		}
+	}
+}
+
+/* Elements of a block staged on the stack (x = g + r computed once);
+ * larger blocks are read twice instead. */
+#define TP_KREF_STAGE 1024
+
+/* x = g + r into x[0..n), and the bits of max |x| (see amax_bits). */
+static uint32_t stage_x(const float *g, const float *r, size_t n, float *x)
+{
+	uint32_t m = 0;
+
+	if (!r) {
+		memcpy(x, g, n * sizeof(*x));
+		return amax_bits(g, NULL, n);
+	}
+	for (size_t i = 0; i < n; i++) {
+		float v = tp_km_ef_in(g[i], r[i]);
+		uint32_t k = tp_km_f32_bits(v) & 0x7fffffffu;
+		x[i] = v;
+		m = k > m ? k : m;
+	}
+	return m;
+}
+
+static void q8_block(const float *g, float *r, size_t i0, size_t n,
+		     const tp_cuda_comp_opts_t *o, int8_t *q, float *scale_p)
+{
+	float x[TP_KREF_STAGE];
+	int staged = n <= TP_KREF_STAGE && r;
+	uint32_t am = staged ? stage_x(g + i0, r + i0, n, x)
+			     : amax_bits(g + i0, r ? r + i0 : NULL, n);
+	int bad = bad_bits(am);
+	float scale = bad ? tp_km_bits_f32(0x7fc00000u)
+			  : tp_km_q8_scale(tp_km_bits_f32(am));
+
+	*scale_p = scale;
+	if (!bad && scale > 0.0f && o->round != TP_CUDA_ROUND_STOCHASTIC) {
+		if (staged) /* r = 0 + x: the same as the unstaged g + r */
+			q8_nearest(x, r + i0, n, scale, q + i0, 1);
+		else
+			q8_nearest(g + i0, r ? r + i0 : NULL, n, scale, q + i0,
+				   0);
+		return;
+	}
+	/* zero or bad scale, or stochastic rounding: tp_km_q8 itself */
+	for (size_t i = i0; i < i0 + n; i++) {
+		float xi = r ? tp_km_ef_in(g[i], r[i]) : g[i];
+		q[i] = tp_km_q8(xi, scale, o->round == TP_CUDA_ROUND_STOCHASTIC,
+				o->seed, i);
+		if (r)
+			r[i] = bad ? 0.0f
+				   : tp_km_ef_out(xi, tp_km_dq8(q[i], scale));
+	}
 }
 
 tp_err_t tp_cuda_cpu_int8_compress(const float *g, float *residual,
@@ -140,28 +259,7 @@ tp_err_t tp_cuda_cpu_int8_compress(const float *g, float *residual,
 		return err ? err : TP_ERR_INVAL;
 	for (size_t b0 = 0; b0 < count; b0 += o->block) {
 		size_t n = count - b0 < o->block ? count - b0 : o->block;
-		float amax = 0.0f, scale;
-		int bad = 0;
-
-		for (size_t i = b0; i < b0 + n; i++) {
-			float x = ef_x(g, residual, i);
-			bad |= !tp_km_is_finite(x);
-			amax = tp_km_max(amax, tp_km_abs(x));
-		}
-		scale =
-		    bad ? tp_km_bits_f32(0x7fc00000u) : tp_km_q8_scale(amax);
-		scales[b0 / o->block] = scale;
-		for (size_t i = b0; i < b0 + n; i++) {
-			float x = ef_x(g, residual, i);
-			q[i] = tp_km_q8(x, scale,
-					o->round == TP_CUDA_ROUND_STOCHASTIC,
-					o->seed, i);
-			if (residual)
-				residual[i] =
-				    bad ? 0.0f
-					: tp_km_ef_out(x,
-						       tp_km_dq8(q[i], scale));
-		}
+		q8_block(g, residual, b0, n, o, q, &scales[b0 / o->block]);
 	}
 	return TP_OK;
 }
@@ -173,10 +271,79 @@ tp_err_t tp_cuda_cpu_int8_decompress_acc(const int8_t *q, const float *scales,
 {
 	if (!o || !o->block || (count && (!q || !scales || !out)))
 		return TP_ERR_INVAL;
-	for (size_t i = 0; i < count; i++)
-		out[i] =
-		    tp_km_add(out[i], tp_km_dq8(q[i], scales[i / o->block]));
+	for (size_t b0 = 0; b0 < count; b0 += o->block) {
+		size_t n = count - b0 < o->block ? count - b0 : o->block;
+		float s = scales[b0 / o->block];
+		for (size_t i = b0; i < b0 + n; i++)
+			out[i] = tp_km_add(out[i], tp_km_dq8(q[i], s));
+	}
 	return TP_OK;
+}
+
+/* Sum of |g + r| over one block of n elements in the warp's order
+ * (tp_kmath.h): lane l adds elements 4l..4l+3 of every 128, in order. */
+static float abs_sum(const float *g, const float *r, size_t n)
+{
+	float part[TP_KM_LANES] = {0};
+	size_t full = n - n % (TP_KM_LANES * TP_KM_VEC), j;
+
+	/* A lane's four elements of a 128 in one iteration: its partial
+	 * sum stays in a register for the four additions, and the loop
+	 * over the lanes is a de-interleaving load the vectoriser knows. */
+	for (j = 0; j < full && !r; j += TP_KM_LANES * TP_KM_VEC) {
+		for (uint32_t l = 0; l < TP_KM_LANES; l++) {
+			const float *e = g + j + l * TP_KM_VEC;
+			float p = part[l];
+			for (uint32_t v = 0; v < TP_KM_VEC; v++)
+				p = tp_km_add(p, tp_km_abs(e[v]));
+			part[l] = p;
+		}
+	}
+	for (j = r ? 0 : full; j < n; j++) {
+		float x = r ? tp_km_ef_in(g[j], r[j]) : g[j];
+		uint32_t l = tp_km_lane_of(j);
+		part[l] = tp_km_add(part[l], tp_km_abs(x));
+	}
+	return tp_km_tree32(part);
+}
+
+/* Bit k of a word, as a table so the sign loop is a compare and an AND. */
+static const uint32_t bit_of[32] = {
+    1u << 0,  1u << 1,	1u << 2,  1u << 3,  1u << 4,  1u << 5,	1u << 6,
+    1u << 7,  1u << 8,	1u << 9,  1u << 10, 1u << 11, 1u << 12, 1u << 13,
+    1u << 14, 1u << 15, 1u << 16, 1u << 17, 1u << 18, 1u << 19, 1u << 20,
+    1u << 21, 1u << 22, 1u << 23, 1u << 24, 1u << 25, 1u << 26, 1u << 27,
+    1u << 28, 1u << 29, 1u << 30, 1u << 31};
+
+/* Signs of up to 32 elements x = g + rin (rin NULL: x = g) into one
+ * word; rout (NULL: none) gets x - dq1, or 0 in a bad block. */
+static uint32_t sign_word(const float *g, const float *rin, float *rout,
+			  size_t n, float scale, int bad)
+{
+	uint32_t w = 0;
+
+	if (rin && rout && !bad) {
+		for (size_t k = 0; k < n; k++) {
+			float x = tp_km_ef_in(g[k], rin[k]);
+			uint32_t s = tp_km_sign(x);
+			w |= s ? bit_of[k] : 0u;
+			rout[k] = tp_km_ef_out(x, s ? -scale : scale);
+		}
+	} else if (rout && !bad) {
+		for (size_t k = 0; k < n; k++) {
+			uint32_t s = tp_km_sign(g[k]);
+			w |= s ? bit_of[k] : 0u;
+			rout[k] = tp_km_ef_out(g[k], s ? -scale : scale);
+		}
+	} else {
+		for (size_t k = 0; k < n; k++)
+			w |= tp_km_sign(rin ? tp_km_ef_in(g[k], rin[k]) : g[k])
+				 ? bit_of[k]
+				 : 0u;
+		if (rout)
+			memset(rout, 0, n * sizeof(*rout));
+	}
+	return w;
 }
 
 tp_err_t tp_cuda_cpu_1bit_compress(const float *g, float *residual,
@@ -187,30 +354,23 @@ tp_err_t tp_cuda_cpu_1bit_compress(const float *g, float *residual,
 
 	if (err || (count && (!bits || !scales)))
 		return err ? err : TP_ERR_INVAL;
-	memset(bits, 0, tp_cuda_1bit_words(count) * sizeof(*bits));
 	for (size_t b0 = 0; b0 < count; b0 += o->block) {
 		size_t n = count - b0 < o->block ? count - b0 : o->block;
-		float part[TP_KM_LANES] = {0}, scale;
-		int bad = 0;
+		float *r = residual ? residual + b0 : NULL, x[TP_KREF_STAGE];
+		int staged = n <= TP_KREF_STAGE && r;
+		const float *src = staged ? x : g + b0;
+		const float *rr = staged ? NULL : r;
+		int bad = bad_bits(staged ? stage_x(g + b0, r, n, x)
+					  : amax_bits(g + b0, r, n));
+		float scale =
+		    bad ? tp_km_bits_f32(0x7fc00000u)
+			: tp_km_mean(abs_sum(src, rr, n), (uint32_t)n);
 
-		for (size_t j = 0; j < n; j++) {
-			float x = ef_x(g, residual, b0 + j);
-			uint32_t l = tp_km_lane_of(j);
-			bad |= !tp_km_is_finite(x);
-			part[l] = tp_km_add(part[l], tp_km_abs(x));
-		}
-		scale = bad ? tp_km_bits_f32(0x7fc00000u)
-			    : tp_km_mean(tp_km_tree32(part), (uint32_t)n);
 		scales[b0 / o->block] = scale;
-		for (size_t i = b0; i < b0 + n; i++) {
-			float x = ef_x(g, residual, i);
-			uint32_t s = tp_km_sign(x);
-			bits[i / 32] |= s << (i % 32);
-			if (residual)
-				residual[i] =
-				    bad ? 0.0f
-					: tp_km_ef_out(x, tp_km_dq1(s, scale));
-		}
+		for (size_t k = 0; k < n; k += 32)
+			bits[(b0 + k) / 32] = sign_word(
+			    src + k, rr ? rr + k : NULL, r ? r + k : NULL,
+			    n - k < 32 ? n - k : 32, scale, bad);
 	}
 	return TP_OK;
 }
@@ -223,20 +383,32 @@ tp_err_t tp_cuda_cpu_1bit_decompress_acc(const uint32_t *bits,
 	if (!o || !o->block || o->block % 32 ||
 	    (count && (!bits || !scales || !out)))
 		return TP_ERR_INVAL;
-	for (size_t i = 0; i < count; i++)
-		out[i] =
-		    tp_km_add(out[i], tp_km_dq1((bits[i / 32] >> (i % 32)) & 1u,
-						scales[i / o->block]));
+	for (size_t w0 = 0; w0 < count; w0 += 32) {
+		size_t n = count - w0 < 32 ? count - w0 : 32;
+		uint32_t w = bits[w0 / 32];
+		float s = scales[w0 / o->block], ns = -s;
+		float *ow = out + w0;
+
+		for (size_t k = 0; k < n; k++)
+			ow[k] = tp_km_add(ow[k], (w & bit_of[k]) ? ns : s);
+	}
 	return TP_OK;
 }
 
 /* ---- top-k -----------------------------------------------------------------
- */
+ * The threshold comes from the keys of m elements (all, or the sample),
+ * gathered once into scratch; the selection pass then reads g and the
+ * residual once, tile by tile: a branch-free loop writes x into the
+ * residual and tells whether any key of the tile reaches the threshold,
+ * and only such tiles (about frac x tile of them) are walked element by
+ * element in index order, as the device does. */
 
-/* k-th largest key among the m elements sample_index(j, m, n) (m == n: all).
- * *need_eq_p: how many elements equal to the threshold rank within the k. */
-static tp_err_t radix_select(const float *g, const float *r, size_t n, size_t m,
-			     size_t k, uint32_t *t_p, size_t *need_eq_p)
+static const size_t tile = 16;
+
+/* k-th largest of keys[0..m). *need_eq_p: how many elements equal to the
+ * threshold rank within the k. */
+static tp_err_t radix_select(const uint32_t *keys, size_t m, size_t k,
+			     uint32_t *t_p, size_t *need_eq_p)
 {
 	uint32_t prefix = 0, mask = 0;
 	size_t kk = k;
@@ -248,12 +420,9 @@ static tp_err_t radix_select(const float *g, const float *r, size_t n, size_t m,
 		uint32_t sh = tp_km_radix_shift(p), nb = tp_km_radix_bins(p);
 
 		memset(hist, 0, nb * sizeof(*hist));
-		for (size_t j = 0; j < m; j++) {
-			size_t i = m == n ? j : tp_km_sample_index(j, m, n);
-			uint32_t key = tp_km_topk_key(ef_x(g, r, i));
-			if ((key & mask) == prefix)
-				hist[(key >> sh) & (nb - 1)]++;
-		}
+		for (size_t j = 0; j < m; j++)
+			if ((keys[j] & mask) == prefix)
+				hist[(keys[j] >> sh) & (nb - 1)]++;
 		uint32_t d = nb;
 		while (d-- > 0) {
 			if (hist[d] >= kk)
@@ -267,6 +436,51 @@ static tp_err_t radix_select(const float *g, const float *r, size_t n, size_t m,
 	*t_p = prefix;
 	*need_eq_p = kk;
 	return TP_OK;
+}
+
+static tp_err_t topk_threshold(const float *g, const float *r, size_t n,
+			       size_t m, size_t k, uint32_t *t_p,
+			       size_t *need_eq_p)
+{
+	uint32_t *keys = tp_malloc(m * sizeof(*keys));
+	tp_err_t err;
+
+	if (!keys)
+		return TP_ERR_NOMEM;
+	if (m == n && r) {
+		for (size_t i = 0; i < n; i++)
+			keys[i] = tp_km_topk_key(tp_km_ef_in(g[i], r[i]));
+	} else if (m == n) {
+		for (size_t i = 0; i < n; i++)
+			keys[i] = tp_km_topk_key(g[i]);
+	} else {
+		for (size_t j = 0; j < m; j++) {
+			size_t i = tp_km_sample_index(j, m, n);
+			keys[j] =
+			    tp_km_topk_key(r ? tp_km_ef_in(g[i], r[i]) : g[i]);
+		}
+	}
+	err = radix_select(keys, m, k, t_p, need_eq_p);
+	tp_free(keys);
+	return err;
+}
+
+/* Whether any of x[0..n) has a key >= t, and x = g + r into r. */
+static int tile_hit(const float *g, float *r, size_t n, uint32_t t)
+{
+	uint32_t hit = 0;
+
+	if (r) {
+		for (size_t i = 0; i < n; i++) {
+			float x = tp_km_ef_in(g[i], r[i]);
+			r[i] = x;
+			hit |= tp_km_topk_key(x) >= t;
+		}
+	} else {
+		for (size_t i = 0; i < n; i++)
+			hit |= tp_km_topk_key(g[i]) >= t;
+	}
+	return hit != 0;
 }
 
 tp_err_t tp_cuda_cpu_topk_compress(const float *g, float *residual,
@@ -292,23 +506,27 @@ tp_err_t tp_cuda_cpu_topk_compress(const float *g, float *residual,
 		return TP_ERR_INVAL;
 	k = m == count ? tp_cuda_topk_k(count, o)
 		       : (size_t)tp_km_topk_k(m, o->topk_frac);
-	err = radix_select(g, residual, count, m, k, &t, &need_eq);
+	err = topk_threshold(g, residual, count, m, k, &t, &need_eq);
 	if (err)
 		return err;
 	if (!exact)
 		need_eq = SIZE_MAX;
-	for (size_t i = 0; i < count; i++) {
-		float x = ef_x(g, residual, i);
-		uint32_t key = tp_km_topk_key(x);
-		int take = key > t || (key == t && eq++ < need_eq);
+	for (size_t i0 = 0; i0 < count; i0 += tile) {
+		size_t n = count - i0 < tile ? count - i0 : tile;
 
-		if (take && nnz < cap) {
-			idx[nnz] = (uint32_t)i;
-			val[nnz++] = x;
-			if (residual)
-				residual[i] = 0.0f;
-		} else if (residual) {
-			residual[i] = x;
+		if (!tile_hit(g + i0, residual ? residual + i0 : NULL, n, t))
+			continue;
+		for (size_t i = i0; i < i0 + n; i++) {
+			float x = residual ? residual[i] : g[i];
+			uint32_t key = tp_km_topk_key(x);
+			int take = key > t || (key == t && eq++ < need_eq);
+
+			if (take && nnz < cap) {
+				idx[nnz] = (uint32_t)i;
+				val[nnz++] = x;
+				if (residual)
+					residual[i] = 0.0f;
+			}
 		}
 	}
 	*nnz_p = nnz;

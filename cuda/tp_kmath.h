@@ -220,17 +220,16 @@ TP_KM_FN uint32_t tp_km_lane_of(uint64_t j)
 	return (uint32_t)(j / TP_KM_VEC) % TP_KM_LANES;
 }
 
-/* Combine p[32] in the butterfly's order; p is overwritten. */
+/* Combine p[32] in the butterfly's order; p is overwritten. Lane 0's
+ * result needs, at the step of offset off, lanes [0, 2 off) only, and
+ * lane l + off (l < off) gets p[l + off] + p[l], which is p[l] + p[l +
+ * off] bit for bit: so each step halves the array, a contiguous add the
+ * host vectorises. */
 TP_KM_FN float tp_km_tree32(float *p)
 {
-	float t[TP_KM_LANES];
-
-	for (uint32_t off = TP_KM_LANES / 2; off > 0; off /= 2) {
-		for (uint32_t l = 0; l < TP_KM_LANES; l++)
-			t[l] = tp_km_add(p[l], p[l ^ off]);
-		for (uint32_t l = 0; l < TP_KM_LANES; l++)
-			p[l] = t[l];
-	}
+	for (uint32_t off = TP_KM_LANES / 2; off > 0; off /= 2)
+		for (uint32_t l = 0; l < off; l++)
+			p[l] = tp_km_add(p[l], p[l + off]);
 	return p[0];
 }
 

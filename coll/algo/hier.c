@@ -28,11 +28,9 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 	if (c->nlevels == 0 && c->ncross == 0) /* the schedule is the ring */
 		return tp__coll_ring_allreduce(c, &c->ring, buf, src, count, dt,
 					       op);
-	off[0] = 0;
-	cnt[0] = count;
+	tp__coll_hier_spans(c, count, off, cnt, &soff, &scnt);
 	for (int l = 0; l < c->nlevels; l++) {
 		const tp__coll_ring_t *r = &c->level[l];
-		size_t so, sc;
 
 		/* shift n-1: member i ends with segment i. Only the
 		 * first level reads src: the others work on its result. */
@@ -41,14 +39,7 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 						   dt, op, r->n - 1);
 		if (err)
 			return err;
-		tp__coll_ring_seg(r, cnt[l], r->me, &so, &sc);
-		off[l + 1] = off[l] + so;
-		cnt[l + 1] = sc;
 	}
-	/* the shard the channels split: the group level's input, or all
-	 * the host level left us when our unit is one node */
-	soff = off[c->group_lv >= 0 ? c->group_lv : c->nlevels];
-	scnt = cnt[c->group_lv >= 0 ? c->group_lv : c->nlevels];
 	if (c->nlevels == 0 && src)
 		memcpy(buf, src, count * dsz);
 	for (int k = 0; k < c->ncross; k++) {

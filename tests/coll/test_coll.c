@@ -1,7 +1,8 @@
 /*
  * test_coll.c - libtopoplace-coll: every op x dtype x algorithm on plans
  * of 1-9 ranks over 1-4 hosts, checked against a long-double reference;
- * init errors; a killed and a hung peer.
+ * init errors; a killed and a hung peer; the compressed all-reduce and
+ * its wire format.
  *
  * Each rank is a fork()ed child talking TCP over 127.0.0.1; a child
  * reports through its exit status (and a line on stderr), never through
@@ -23,6 +24,7 @@
 
 #include "tp_test.h"
 
+#include "comp_wire.h"
 #include "tp_coll.h"
 #include "tp_runtime.h"
 
@@ -1157,6 +1159,468 @@ static void test_names(void **s)
 	assert_string_equal(tp_strerror(TP_ERR_PEER_LOST), "peer lost");
 }
 
+/* ---- compressed all-reduce ------------------------------------------------
+ */
+
+static void test_comp_names(void **s)
+{
+	tp_coll_comp_opts_t o;
+	tp_coll_comp_t k;
+
+	(void)s;
+	tp_coll_comp_opts_defaults(&o);
+	assert_int_equal(o.kind, TP_COLL_COMP_NONE);
+	assert_int_equal(o.levels, TP_COLL_LEVEL_CROSS);
+	assert_int_equal(o.block, 256);
+	assert_true(o.topk_fraction == 0.01 && o.error_feedback &&
+		    !o.stochastic);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(tp_coll_comp_parse(
+				     tp_coll_comp_name((tp_coll_comp_t)i), &k),
+				 TP_OK);
+		assert_int_equal(k, i);
+	}
+	assert_string_equal(tp_coll_comp_name(TP_COLL_COMP_1BIT), "1bit");
+	assert_int_equal(tp_coll_comp_parse("int4", &k), TP_ERR_INVAL);
+	assert_null(tp_coll_comp_name((tp_coll_comp_t)4));
+}
+
+/* Every kind and odd count round-trips; every flipped byte, every
+ * truncation, an extension and a message of another kind, count or block
+ * are refused, and leave the output untouched. */
+static void test_comp_wire(void **s)
+{
+	static const size_t cnts[] = {0, 1, 7, 257, 1031};
+	static float g[1031], r[1031], out[1031], ref[1031];
+	static uint64_t msg[2048], bad[2048];
+	tp_cuda_comp_opts_t o;
+	char why[96];
+
+	(void)s;
+	tp_cuda_comp_opts_defaults(&o);
+	o.topk_frac = 0.05;
+	for (int kind = TP__COMP_INT8; kind <= TP__COMP_TOPK; kind++) {
+		for (size_t ci = 0; ci < 5; ci++) {
+			size_t n = cnts[ci], len;
+			for (size_t i = 0; i < n; i++) {
+				g[i] = (float)input(3, i, TP_COLL_FP32);
+				r[i] = 0.0f;
+				ref[i] = out[i] = 1.0f;
+			}
+			assert_true(tp__comp_max_bytes(kind, n, &o) <=
+				    sizeof(msg));
+			assert_int_equal(tp__comp_encode(kind, g, r, n, &o, msg,
+							 sizeof(msg), &len),
+					 TP_OK);
+			/* sent + kept == asked (error feedback) */
+			assert_int_equal(tp__comp_decode(msg, len, kind, n, &o,
+							 out, 1, why,
+							 sizeof(why)),
+					 TP_OK);
+			for (size_t i = 0; i < n; i++)
+				assert_true(fabsf(out[i] + r[i] - g[i]) <=
+					    fabsf(g[i]) * 0x1p-22f);
+			for (size_t i = 0; i < n; i++)
+				out[i] = ref[i];
+			for (size_t b = 0; b < len; b++) {
+				memcpy(bad, msg, len);
+				((unsigned char *)bad)[b] ^= 0x10;
+				assert_int_not_equal(
+				    tp__comp_decode(bad, len, kind, n, &o, out,
+						    0, why, sizeof(why)),
+				    TP_OK);
+			}
+			for (size_t l = 0; l < len; l++)
+				assert_int_not_equal(
+				    tp__comp_decode(msg, l, kind, n, &o, out, 0,
+						    why, sizeof(why)),
+				    TP_OK);
+			assert_int_equal(tp__comp_decode(msg, len + 4, kind, n,
+							 &o, out, 0, why,
+							 sizeof(why)),
+					 TP_ERR_PARSE);
+			assert_int_equal(tp__comp_decode(msg, len, kind % 3 + 1,
+							 n, &o, out, 0, why,
+							 sizeof(why)),
+					 TP_ERR_MISMATCH);
+			assert_int_equal(tp__comp_decode(msg, len, kind, n + 1,
+							 &o, out, 0, why,
+							 sizeof(why)),
+					 TP_ERR_MISMATCH);
+			assert_memory_equal(out, ref, n * sizeof(float));
+		}
+	}
+	/* Top-k indices that pass the checksum but not the checks: a
+	 * repeated index (gap 0), then one past the end. */
+	o.block = 128;
+	assert_int_equal(tp__comp_decode(msg, 40, TP__COMP_INT8, 0, &o, out, 0,
+					 why, sizeof(why)),
+			 TP_ERR_MISMATCH);
+	for (int t = 0; t < 2; t++) {
+		unsigned char *m = (unsigned char *)msg;
+		float v[2] = {1.0f, 2.0f};
+		uint64_t h;
+
+		memset(m, 0, 64);
+		memcpy(m, "TPCZ", 4);
+		m[4] = 1;
+		m[5] = TP__COMP_TOPK;
+		m[12] = 2;  /* nnz */
+		m[16] = 10; /* count */
+		m[24] = 10; /* payload: 2 values, 2 varints */
+		memcpy(m + 40, v, 8);
+		m[48] = 3;
+		m[49] = t ? 7 : 0; /* 3 + 7 = 10: out of range */
+		h = tp__comp_hash(m + 40, 10, tp__comp_hash(m, 32, 0));
+		memcpy(m + 32, &h, 8);
+		assert_int_equal(tp__comp_decode(m, 50, TP__COMP_TOPK, 10, &o,
+						 out, 0, why, sizeof(why)),
+				 TP_ERR_PARSE);
+		assert_non_null(strstr(why, "indices"));
+		m[49] = 6; /* 3, 9: fine */
+		h = tp__comp_hash(m + 40, 10, tp__comp_hash(m, 32, 0));
+		memcpy(m + 32, &h, 8);
+		assert_int_equal(tp__comp_decode(m, 50, TP__COMP_TOPK, 10, &o,
+						 out, 1, why, sizeof(why)),
+				 TP_OK);
+		assert_true(out[3] == 1.0f && out[9] == 2.0f && out[4] == 0.0f);
+	}
+}
+
+typedef struct comp_case {
+	tp_coll_comp_t kind;
+	unsigned levels;
+	bool exact; /* one group and levels CROSS: plain dense */
+} comp_case_t;
+
+/* Same bits on every rank: the dense max and min of buf agree. */
+static int same_everywhere(tp_coll_comm_t *c, const float *buf, size_t n)
+{
+	float *hi = malloc((n + 1) * sizeof(float));
+	float *lo = malloc((n + 1) * sizeof(float));
+	int rc = 0;
+
+	if (!hi || !lo ||
+	    tp_coll_allreduce(c, buf, hi, n, TP_COLL_FP32, TP_COLL_MAX,
+			      TP_COLL_ALGO_RING) ||
+	    tp_coll_allreduce(c, buf, lo, n, TP_COLL_FP32, TP_COLL_MIN,
+			      TP_COLL_ALGO_RING) ||
+	    memcmp(hi, lo, n * sizeof(float)))
+		rc = 1;
+	free(hi);
+	free(lo);
+	return rc;
+}
+
+/* Allowance of one call against the dense sum: each of at most n
+ * compressions of a partial sum (|.| <= A) errs by at most half a step
+ * (int8: A / 254) or the value plus the block's mean (1-bit: 2A), or
+ * drops it (top-k: A). */
+static double comp_bound(const comp_case_t *k, int n, double A)
+{
+	if (k->exact) /* fp32 rounding of the dense sum (and AVG) */
+		return 1e-6 * A;
+	return k->kind == TP_COLL_COMP_INT8   ? n * A / 127.0
+	       : k->kind == TP_COLL_COMP_1BIT ? 2.0 * n * A
+					      : n * A;
+}
+
+static int comp_call(tp_coll_comm_t *c, const comp_case_t *k, float *b,
+		     size_t n, tp_coll_op_t op, uint64_t key)
+{
+	tp_coll_comp_opts_t o;
+	tp_err_t err;
+
+	tp_coll_comp_opts_defaults(&o);
+	o.kind = k->kind;
+	o.levels = k->levels;
+	o.topk_fraction = 0.1;
+	for (size_t i = 0; i < n; i++)
+		b[i] = (float)input(tp_coll_comm_rank(c), i, TP_COLL_FP32);
+	err = tp_coll_allreduce_compressed(c, b, n, op, &o, key);
+	return err ? call_failed(c, "allreduce_compressed", err) : 0;
+}
+
+static int comp_rank(tp_coll_comm_t *c, void *arg)
+{
+	const comp_case_t *k = arg;
+	static const size_t cnts[] = {0, 1, 7, 257, MAXCOUNT};
+	int n = tp_coll_comm_size(c), rc;
+	double A = 2.0 * n; /* inputs are quarters in [-2, 2] */
+	static float b[MAXCOUNT], sum[MAXCOUNT], first[MAXCOUNT];
+	enum { T = 60 };
+
+	for (size_t ci = 0; ci < 5; ci++) {
+		size_t cnt = cnts[ci];
+		for (int avg = 0; avg < 2; avg++) {
+			tp_coll_op_t op = avg ? TP_COLL_AVG : TP_COLL_SUM;
+			if ((rc = comp_call(c, k, b, cnt, op, cnt + 100 * avg)))
+				return rc;
+			for (size_t i = 0; i < cnt; i++) {
+				double want =
+				    (double)reference(n, i, TP_COLL_FP32, op);
+				double lim =
+				    comp_bound(k, n, A) / (avg ? n : 1);
+				if (!(fabs(b[i] - want) <= lim)) {
+					fprintf(stderr,
+						"# rank %d: %s count %zu [%zu] "
+						"= %g, want %g +- %g\n",
+						tp_coll_comm_rank(c),
+						tp_coll_comp_name(k->kind), cnt,
+						i, b[i], want, lim);
+					return 1;
+				}
+			}
+			if (same_everywhere(c, b, cnt))
+				return 4;
+		}
+	}
+	/* error feedback: the mean of T calls approaches the dense sum */
+	memset(sum, 0, sizeof(sum));
+	for (int t = 0; t < T; t++) {
+		if ((rc = comp_call(c, k, b, MAXCOUNT, TP_COLL_SUM, 777)))
+			return rc;
+		for (size_t i = 0; i < MAXCOUNT; i++)
+			sum[i] += b[i];
+	}
+	for (size_t i = 0; i < MAXCOUNT; i++) {
+		double want =
+		    (double)reference(n, i, TP_COLL_FP32, TP_COLL_SUM);
+		double err = fabs(sum[i] / T - want);
+		/* the residuals stay bounded, so the mean of T calls errs
+		 * by ~1/T of them: measured here at 60 calls, int8 5e-5 A,
+		 * 1-bit 0.034 A, top-k 0.019 A (one call: up to 4e-3 A,
+		 * 0.5 A, 0.9 A) */
+		double lim = k->exact			    ? 1e-6 * A
+			     : k->kind == TP_COLL_COMP_INT8 ? 1e-3 * A
+			     : k->kind == TP_COLL_COMP_1BIT ? 0.08 * A
+							    : 0.05 * A;
+		if (err > lim) {
+			fprintf(stderr,
+				"# rank %d: %s mean of %d [%zu] = %g, "
+				"want %g\n",
+				tp_coll_comm_rank(c),
+				tp_coll_comp_name(k->kind), T, i, sum[i] / T,
+				want);
+			return 5;
+		}
+	}
+	/* a key whose count changes starts from fresh residuals: its call
+	 * gives what a new key gives */
+	if ((rc = comp_call(c, k, first, 257, TP_COLL_SUM, 4242)) ||
+	    (rc = comp_call(c, k, b, 257, TP_COLL_SUM, 777)))
+		return rc;
+	return memcmp(first, b, 257 * sizeof(float)) ? 6 : 0;
+}
+
+static void run_comp_on(tp_fabric_t *f, int nh, int L, const comp_case_t *k,
+			bool tcp_only)
+{
+	tp_plan_t *p = plan_on(f, nh, L, 0);
+	int n = (int)tp_plan_world_size(p), st[16];
+	tp_coll_opts_t o;
+
+	opts_for(&o, next_port(), 20, 1024);
+	if (tcp_only)
+		setenv("TOPOPLACE_COLL_SHM", "0", 1);
+	run_ranks(p, &o, comp_rank, (void *)k, 120, st);
+	unsetenv("TOPOPLACE_COLL_SHM");
+	for (int r = 0; r < n; r++)
+		if (st[r] != 0)
+			fail_msg("%s levels %u, %d hosts x %d%s: rank %d exit "
+				 "%d",
+				 tp_coll_comp_name(k->kind), k->levels, nh, L,
+				 tcp_only ? " (TCP)" : "", r, st[r]);
+	tp_plan_destroy(p);
+}
+
+static void run_comp(int nh, int L, const comp_case_t *k, bool tcp_only)
+{
+	run_comp_on(fabric(), nh, L, k, tcp_only);
+}
+
+/* 2 groups (hosts alternate leaves): 2x1, 4x2 over shm and over TCP
+ * only, 3x2 (groups of 2 and 1 hosts); flat, hierarchical, group+cross;
+ * one host (one group): levels CROSS is the dense all-reduce, exactly. */
+static void test_comp_allreduce(void **s)
+{
+	const unsigned lv[3] = {
+	    TP_COLL_LEVEL_CROSS, TP_COLL_LEVEL_GROUP | TP_COLL_LEVEL_CROSS,
+	    TP_COLL_LEVEL_HOST | TP_COLL_LEVEL_GROUP | TP_COLL_LEVEL_CROSS};
+
+	(void)s;
+	for (int kind = 1; kind <= 3; kind++) {
+		for (int l = 0; l < 3; l++) {
+			comp_case_t k = {(tp_coll_comp_t)kind, lv[l], false};
+			run_comp(2, 1, &k, false);
+			run_comp(4, 2, &k, l == 1);
+			run_comp(3, 2, &k, false);
+		}
+		comp_case_t one = {(tp_coll_comp_t)kind, TP_COLL_LEVEL_CROSS,
+				   true};
+		run_comp(1, 3, &one, false);
+	}
+}
+
+/* A NIC per GPU: 4 rails, so the group level leaves each rank its
+ * channels' sub-shards and 4 cross rings per group pair run at once. */
+static void test_comp_rails(void **s)
+{
+	(void)s;
+	for (int kind = 1; kind <= 3; kind++)
+		for (unsigned lv = 4; lv <= 6; lv += 2) {
+			comp_case_t k = {(tp_coll_comp_t)kind, lv, false};
+			run_comp_on(fabric_nics(), 4, 4, &k, false);
+		}
+}
+
+/* NaN and Inf from one rank: the result is NaN / non-finite there on
+ * every rank, the rest of the buffer survives (int8 and 1-bit lose the
+ * blocks around them, top-k nothing), and the next call is finite again:
+ * the residuals restarted instead of carrying the NaN on. */
+static int nan_rank(tp_coll_comm_t *c, void *arg)
+{
+	enum { N = 4096 };
+	const comp_case_t *k = arg;
+	static float b[N];
+	tp_coll_comp_opts_t o;
+	size_t bad = 0;
+
+	tp_coll_comp_opts_defaults(&o);
+	o.kind = k->kind;
+	o.levels = k->levels;
+	for (int call = 0; call < 2; call++) {
+		/* distinct values: sampled top-k's capacity (2k) is not
+		 * spent on ties before the Inf's index */
+		for (size_t i = 0; i < N; i++)
+			b[i] = sinf((float)i * 0.37f +
+				    (float)tp_coll_comm_rank(c));
+		if (call == 0 && tp_coll_comm_rank(c) == 1) {
+			b[5] = NAN;
+			b[3000] = INFINITY;
+		}
+		if (tp_coll_allreduce_compressed(c, b, N, TP_COLL_SUM, &o, 1))
+			return 2;
+		for (size_t i = 0; i < N; i++)
+			bad += !isfinite(b[i]);
+		if (call == 0 &&
+		    (!isnan(b[5]) || isfinite(b[3000]) || bad > N / 2))
+			return 3;
+		if (call == 1 && bad)
+			return 4;
+		bad = 0;
+	}
+	return 0;
+}
+
+static void test_comp_nan(void **s)
+{
+	tp_plan_t *p = plan_of(2, 2, 0);
+	tp_coll_opts_t o;
+	int st[16];
+
+	(void)s;
+	for (int kind = 1; kind <= 3; kind++) {
+		for (unsigned lv = 4; lv <= 7; lv += 3) {
+			comp_case_t k = {(tp_coll_comp_t)kind, lv, false};
+			opts_for(&o, next_port(), 20, 64 << 10);
+			run_ranks(p, &o, nan_rank, &k, 60, st);
+			for (int r = 0; r < 4; r++)
+				if (st[r])
+					fail_msg(
+					    "%s levels %u: rank %d exit %d",
+					    tp_coll_comp_name(k.kind), lv, r,
+					    st[r]);
+		}
+	}
+	tp_plan_destroy(p);
+}
+
+/* Bytes across the up-links: dense hierarchical against compressed, on
+ * 4 hosts in 2 groups. */
+static int cross_rank(tp_coll_comm_t *c, void *arg)
+{
+	enum { N = 1 << 16 };
+	static float b[N];
+	tp_coll_comp_opts_t o;
+	const double goal[4] = {0, 3.5, 10, 10};
+
+	(void)arg;
+	tp_coll_comp_opts_defaults(&o);
+	tp_coll_comm_stats_reset(c);
+	if (tp_coll_allreduce(c, b, b, N, TP_COLL_FP32, TP_COLL_SUM,
+			      TP_COLL_ALGO_HIERARCHICAL))
+		return 2;
+	uint64_t dense = tp_coll_comm_cross_bytes(c);
+	for (int kind = 1; kind <= 3; kind++) {
+		for (size_t i = 0; i < N; i++)
+			b[i] =
+			    (float)input(tp_coll_comm_rank(c), i, TP_COLL_FP32);
+		o.kind = (tp_coll_comp_t)kind;
+		tp_coll_comm_stats_reset(c);
+		if (tp_coll_allreduce_compressed(c, b, N, TP_COLL_SUM, &o, 1))
+			return 3;
+		uint64_t comp = tp_coll_comm_cross_bytes(c);
+		fprintf(stderr,
+			"# rank %d: %s: %llu cross bytes, dense %llu "
+			"(%.1fx)\n",
+			tp_coll_comm_rank(c), tp_coll_comp_name(o.kind),
+			(unsigned long long)comp, (unsigned long long)dense,
+			(double)dense / (double)comp);
+		if (dense == 0 || comp == 0 ||
+		    (double)dense / (double)comp < goal[kind])
+			return 10 + kind;
+	}
+	return 0;
+}
+
+static void test_comp_cross_bytes(void **s)
+{
+	tp_plan_t *p = plan_of(4, 1, 0);
+	tp_coll_opts_t o;
+	int st[16];
+
+	(void)s;
+	opts_for(&o, next_port(), 20, 64 << 10);
+	run_ranks(p, &o, cross_rank, NULL, 60, st);
+	for (int r = 0; r < 4; r++)
+		assert_int_equal(st[r], 0);
+	tp_plan_destroy(p);
+}
+
+/* Ranks that disagree (block 128 against 256) fail at the first header
+ * they read, naming the peer; nobody hangs. */
+static int mismatch_rank(tp_coll_comm_t *c, void *arg)
+{
+	static float b[1000];
+	tp_coll_comp_opts_t o;
+	tp_err_t err;
+
+	(void)arg;
+	tp_coll_comp_opts_defaults(&o);
+	o.kind = TP_COLL_COMP_INT8;
+	o.block = tp_coll_comm_rank(c) == 1 ? 128 : 256;
+	err = tp_coll_allreduce_compressed(c, b, 1000, TP_COLL_SUM, &o, 0);
+	if (err == TP_ERR_MISMATCH &&
+	    !strstr(tp_coll_comm_detail(c), "from rank"))
+		return 2;
+	return err == TP_ERR_MISMATCH || err == TP_ERR_PEER_LOST ? 0 : 1;
+}
+
+static void test_comp_mismatch(void **s)
+{
+	tp_plan_t *p = plan_of(2, 1, 0);
+	tp_coll_opts_t o;
+	int st[16];
+
+	(void)s;
+	opts_for(&o, next_port(), 5, 64 << 10);
+	run_ranks(p, &o, mismatch_rank, NULL, 20, st);
+	for (int r = 0; r < 2; r++)
+		assert_int_equal(st[r], 0);
+	tp_plan_destroy(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1184,6 +1648,13 @@ int main(void)
 	    cmocka_unit_test(test_killed_peer),
 	    cmocka_unit_test(test_hung_peer),
 	    cmocka_unit_test(test_small_faults),
+	    cmocka_unit_test(test_comp_names),
+	    cmocka_unit_test(test_comp_wire),
+	    cmocka_unit_test(test_comp_allreduce),
+	    cmocka_unit_test(test_comp_rails),
+	    cmocka_unit_test(test_comp_nan),
+	    cmocka_unit_test(test_comp_cross_bytes),
+	    cmocka_unit_test(test_comp_mismatch),
 	};
 
 	signal(SIGPIPE, SIG_DFL);     /* the library must not need SIG_IGN */

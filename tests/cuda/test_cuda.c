@@ -146,6 +146,20 @@ static void test_kmath_misc(void **state)
 		p[l] = (float)(l + 1);
 	s = tp_km_tree32(p);
 	assert_true(same_bits(s, 528.0f));
+	/* the xor butterfly a warp runs, lane 0's result, on values whose
+	 * sums round: the same bits */
+	for (int t = 0; t < 1000; t++) {
+		float b[32], w[32];
+		for (int l = 0; l < 32; l++)
+			p[l] = b[l] =
+			    rnd_grad() * (float)(1 + (l * 7 + t) % 13);
+		for (int off = 16; off > 0; off /= 2) {
+			for (int l = 0; l < 32; l++)
+				w[l] = b[l] + b[l ^ off];
+			memcpy(b, w, sizeof(b));
+		}
+		assert_true(same_bits(tp_km_tree32(p), b[0]));
+	}
 	assert_int_equal(tp_km_lane_of(0), 0);
 	assert_int_equal(tp_km_lane_of(3), 0);
 	assert_int_equal(tp_km_lane_of(4), 1);
@@ -743,6 +757,86 @@ static void test_topk_edges(void **state)
  * ---------------------------------------------
  */
 
+/* Error feedback on a constant gradient, for 1-bit and top-k: the mean of
+ * what was sent over T steps approaches the gradient (the residual stays
+ * bounded, so the error of the sum does not grow with T). */
+static void test_feedback_converges_1bit_topk(void **state)
+{
+	enum { N = 997, T = 2000 }; /* a prime: blocks and words left over */
+	static float g[N], r1[N], rk[N], s1[N], sk[N], val[N], sc[4];
+	static uint32_t bits[N], idx[N];
+	tp_cuda_comp_opts_t o;
+	size_t nnz;
+
+	tp_cuda_comp_opts_defaults(&o);
+	o.topk_mode = TP_CUDA_TOPK_EXACT;
+	o.topk_frac = 0.01;
+	float sum = 0.0f;
+	for (int i = 0; i < N; i++) {
+		g[i] = (i % 3 ? 1.0f : -0.25f) * (1.0f + (float)i * 0.001f);
+		sum += fabsf(g[i]);
+	}
+	for (int t = 0; t < T; t++) {
+		assert_int_equal(
+		    tp_cuda_cpu_1bit_compress(g, r1, N, &o, bits, sc), TP_OK);
+		assert_int_equal(
+		    tp_cuda_cpu_1bit_decompress_acc(bits, sc, N, &o, s1),
+		    TP_OK);
+		assert_int_equal(
+		    tp_cuda_cpu_topk_compress(g, rk, N, &o, idx, val, &nnz),
+		    TP_OK);
+		assert_int_equal(
+		    tp_cuda_cpu_topk_decompress_acc(idx, val, nnz, N, sk),
+		    TP_OK);
+	}
+	for (int i = 0; i < N; i++) {
+		/* top-k: in steady state an element is sent once its
+		 * residual reaches about R = sum |g| / k (k slots per step
+		 * shared by all), so the error of the mean is below
+		 * ~R / T: it shrinks as 1/T */
+		assert_true(fabsf(sk[i] / T - g[i]) <= 2.0f * (sum / 10) / T);
+		assert_true(fabsf(s1[i] / T - g[i]) <= 0.01f * fabsf(g[i]));
+	}
+}
+
+/* Blocks larger than the compressors' stack staging (1024) take the
+ * unstaged loops: the same bounds, prime counts. */
+static void test_large_blocks(void **state)
+{
+	enum { N = 5003 };
+	static float g[N], r[N], x[N], out[N], sc[N];
+	static int8_t q[N];
+	static uint32_t bits[N];
+	tp_cuda_comp_opts_t o;
+
+	tp_cuda_comp_opts_defaults(&o);
+	o.block = 2048;
+	for (int i = 0; i < N; i++) {
+		g[i] = rnd_grad();
+		r[i] = rnd_grad() * 0.01f;
+		x[i] = g[i] + r[i];
+	}
+	assert_int_equal(tp_cuda_cpu_int8_compress(g, r, N, &o, q, sc), TP_OK);
+	assert_int_equal(tp_cuda_cpu_int8_decompress_acc(q, sc, N, &o, out),
+			 TP_OK);
+	for (int i = 0; i < N; i++) {
+		assert_true(fabsf(out[i] - x[i]) <= 0.5001f * sc[i / 2048]);
+		assert_true(fabsf(out[i] + r[i] - x[i]) <=
+			    fmaxf(fabsf(x[i]), fabsf(out[i])) * 0x1p-23f);
+		r[i] = x[i] - g[i];
+		out[i] = 0.0f;
+	}
+	assert_int_equal(tp_cuda_cpu_1bit_compress(g, r, N, &o, bits, sc),
+			 TP_OK);
+	assert_int_equal(tp_cuda_cpu_1bit_decompress_acc(bits, sc, N, &o, out),
+			 TP_OK);
+	for (int i = 0; i < N; i++) {
+		assert_true(fabsf(out[i]) == sc[i / 2048]);
+		assert_true(fabsf(out[i] + r[i] - x[i]) <=
+			    fmaxf(fabsf(x[i]), sc[i / 2048]) * 0x1p-23f);
+	}
+}
+
 static void test_gpu_absent(void **state)
 {
 	char detail[256] = "";
@@ -802,6 +896,8 @@ int main(void)
 	    cmocka_unit_test(test_topk_exact),
 	    cmocka_unit_test(test_topk_sampled),
 	    cmocka_unit_test(test_topk_edges),
+	    cmocka_unit_test(test_feedback_converges_1bit_topk),
+	    cmocka_unit_test(test_large_blocks),
 	    cmocka_unit_test(test_gpu_absent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

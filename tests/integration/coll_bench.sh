@@ -54,6 +54,31 @@ for algo in ring tree hierarchical auto; do
 		.seconds > 0 and .busbw_gbps > 0)|all" true "$algo: fields"
 done
 
+# --compress: the compressed all-reduce and rank 0's cross-group bytes
+# per call (2 hosts on 2 leaves: every byte between them crosses).
+for kind in none int8 1bit topk; do
+	rm -f "$tmp/j.json"
+	args="--compress $kind"
+	[ $kind = none ] && args="--algo hierarchical"
+	if run_all --master 127.0.0.1:$port $args --levels cross --min-bytes 1M \
+		--max-bytes 1M --iters 3 --warmup 1 --json "$tmp/j.json" --timeout 20; then
+		ok "--compress $kind: 4 ranks"
+	else
+		bad "--compress $kind: exit $rc: $(cat "$tmp/err")"
+	fi
+	port=$((port + 1))
+	eval "cross_$kind=\$(jq -r '.cross_bytes_per_call // 0' \"\$tmp/j.json\" 2>/dev/null)"
+done
+[ "$cross_int8" -gt 0 ] && [ "$cross_1bit" -gt 0 ] && [ "$cross_topk" -gt 0 ] &&
+	[ "$cross_1bit" -lt "$cross_int8" ] && [ "$cross_topk" -lt "$cross_int8" ] &&
+	ok "cross bytes per call: int8 $cross_int8, 1bit $cross_1bit, topk $cross_topk" ||
+	bad "cross bytes: int8 '$cross_int8' 1bit '$cross_1bit' topk '$cross_topk'"
+grep -q 'cross_bytes' "$tmp/out" && ok "--compress: cross_bytes column" ||
+	bad "--compress table: $(cat "$tmp/out")"
+expect 2 "bad --compress" "$B" --plan "$tmp/p.json" --rank 0 --compress int4
+expect 2 "--check with --compress" "$B" --plan "$tmp/p.json" --rank 0 --compress int8 --check
+expect 2 "bad --levels" "$B" --plan "$tmp/p.json" --rank 0 --compress int8 --levels up
+
 # The environment path (TOPOPLACE_* as the SPANK plugin exports them).
 for r in 1 2 3; do
 	TOPOPLACE_PLAN="$tmp/p.json" TOPOPLACE_RANK=$r MASTER_ADDR=127.0.0.1 \

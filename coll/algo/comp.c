@@ -1,0 +1,289 @@
+/* comp.c - compressed ring all-reduce: int8 / 1-bit reduce-scatter and
+ * all-gather of quantised segments, top-k all-gather.
+ *
+ * Notes: a hop is one message each way, whole segments at a time (a
+ * compressed segment is 4-28x smaller than the dense chunks the dense
+ * ring pipelines, and a quantised segment cannot be reduced before all of
+ * its block has arrived anyway). Messages are checked by comp_wire.c
+ * before anything is added; a bad one breaks the communicator, since the
+ * byte stream it came on can no longer be trusted. In the reduce-scatter
+ * this rank compresses each position at most once per call (the segment
+ * it sends at one step), so one residual per stage covers every hop; the
+ * all-gather's owner compresses its reduced segment with the second and
+ * decodes its own message, so every rank holds the same bits. Top-k sums
+ * the members' messages in member order on every rank, for the same
+ * reason. */
+#include "config.h"
+
+#include <string.h>
+
+#include "coll_int.h"
+#include "comp_wire.h"
+
+static int mod(int a, int n)
+{
+	a %= n;
+	return a < 0 ? a + n : a;
+}
+
+static float *res_at(const tp__coll_comp_call_t *k, int st, int which,
+		     size_t at)
+{
+	return k->res[st][which] ? k->res[st][which] + at : NULL;
+}
+
+/* The call's message buffer, at least bytes. */
+static tp_err_t scratch(tp_coll_comm_t *c, size_t bytes, char **p)
+{
+	if (bytes > c->cmsg_cap) {
+		char *n = tp_malloc(bytes);
+		if (!n)
+			return tp__coll_fail(c, TP_ERR_NOMEM,
+					     "%zu bytes of message buffer",
+					     bytes);
+		tp_free(c->cmsg);
+		c->cmsg = n;
+		c->cmsg_cap = bytes;
+	}
+	*p = c->cmsg;
+	return TP_OK;
+}
+
+static tp_err_t wait_reqs(tp_coll_comm_t *c, tp__coll_req_t *a,
+			  tp__coll_req_t *b)
+{
+	while (!a->done || !b->done) {
+		tp_err_t err = c->xp->progress(c);
+		if (err)
+			return err;
+	}
+	return TP_OK;
+}
+
+/* A wire error from peer: name it and break the communicator. */
+static tp_err_t wire_fail(tp_coll_comm_t *c, int peer, tp_err_t err,
+			  const char *why)
+{
+	char name[96];
+
+	tp__coll_fail(c, err, "%s from %s", why,
+		      tp__coll_peer_name(c, peer, name, sizeof(name)));
+	c->broken = true;
+	c->xp->close(c);
+	return err;
+}
+
+static tp_err_t decode(tp_coll_comm_t *c, int peer, const char *m, size_t len,
+		       const tp__coll_comp_call_t *k, size_t count, float *out,
+		       int overwrite)
+{
+	char why[96];
+	tp_err_t err = tp__comp_decode(m, len, k->kind, count, &k->o, out,
+				       overwrite, why, sizeof(why));
+	return err ? wire_fail(c, peer, err, why) : TP_OK;
+}
+
+static size_t align8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+/* This hop's options: the call's, with noise of its own. who: the rank
+ * (reduce-scatter, top-k), or the ring position in the all-gather, whose
+ * owners in every group quantise the same values and must draw the same
+ * noise to keep the groups' results equal. */
+static tp_cuda_comp_opts_t hop_opts(const tp__coll_comp_call_t *k, int who,
+				    int st, int step)
+{
+	tp_cuda_comp_opts_t o = k->o;
+
+	o.seed += ((uint64_t)who + 1) * 0x9e3779b97f4a7c15ull +
+		  ((uint64_t)(st * 1024 + step) + 1) * 0xd1b54a32d192ed03ull;
+	return o;
+}
+
+/* A ring phase's neighbours and message slots: nslots of cap bytes (a
+ * message of `most` elements), then `extra` bytes. */
+typedef struct hop {
+	int prev, next;
+	size_t cap;
+	char *m;
+} hop_t;
+
+static tp_err_t hop_setup(tp_coll_comm_t *c, const tp__coll_ring_t *r,
+			  const tp__coll_comp_call_t *k, size_t most,
+			  int nslots, size_t extra, hop_t *h)
+{
+	h->prev = (int)r->members[mod(r->me - 1, r->n)];
+	h->next = (int)r->members[mod(r->me + 1, r->n)];
+	h->cap = align8(tp__comp_max_bytes(k->kind, most, &k->o));
+	return scratch(c, (size_t)nslots * h->cap + extra, &h->m);
+}
+
+static tp_err_t encode(tp_coll_comm_t *c, const tp__coll_comp_call_t *k,
+		       const tp_cuda_comp_opts_t *o, float *x, float *res,
+		       size_t count, char *m, size_t cap, size_t *len_p)
+{
+	tp_err_t err =
+	    tp__comp_encode(k->kind, x, res, count, o, m, cap, len_p);
+	return err ? tp__coll_fail(c, err, "compress: %s", tp_strerror(err))
+		   : TP_OK;
+}
+
+/* Receive one message from peer into slot (cap bytes): the header,
+ * checked against what this rank expects, then the payload it announces;
+ * waits for send too. A peer that disagrees (another compressor, block or
+ * count) is caught at its header, before its payload's length matters. */
+static tp_err_t recv_msg(tp_coll_comm_t *c, int peer, char *slot, size_t cap,
+			 const tp__coll_comp_call_t *k, size_t count,
+			 tp__coll_req_t *send, size_t *len_p)
+{
+	tp__comp_hdr_t h;
+	char why[96];
+	tp_err_t err;
+
+	c->xp->irecv(c, peer, slot, TP__COMP_HDR, &c->reqs[1]);
+	while (!c->reqs[1].done)
+		if ((err = c->xp->progress(c)))
+			return err;
+	err = tp__comp_check_header(slot, TP__COMP_HDR, k->kind, count, &k->o,
+				    &h, why, sizeof(why));
+	if (err)
+		return wire_fail(c, peer, err, why);
+	if (TP__COMP_HDR + h.payload > cap)
+		return wire_fail(c, peer, TP_ERR_PARSE,
+				 "compressed message too long");
+	c->xp->irecv(c, peer, slot + TP__COMP_HDR, (size_t)h.payload,
+		     &c->reqs[1]);
+	if ((err = wait_reqs(c, send, &c->reqs[1])))
+		return err;
+	*len_p = TP__COMP_HDR + (size_t)h.payload;
+	return TP_OK;
+}
+
+tp_err_t tp__coll_comp_ring_reduce_scatter(tp_coll_comm_t *c,
+					   const tp__coll_ring_t *r,
+					   tp__coll_comp_call_t *k, int st,
+					   float *buf, size_t at, size_t count)
+{
+	int n = r->n, me = r->me;
+	float *res = res_at(k, st, 0, at);
+	hop_t h;
+	tp_err_t err;
+
+	if (n <= 1 || count == 0)
+		return TP_OK;
+	err = hop_setup(c, r, k, tp__coll_ring_maxseg(r, count), 2, 0, &h);
+	if (err)
+		return err;
+	for (int s = 0; s < n - 1; s++) {
+		int ss = mod(me - s - 1, n), rs = mod(me - s - 2, n);
+		size_t so, sc, ro, rc, slen, rlen;
+		tp_cuda_comp_opts_t o = hop_opts(k, c->rank, st, s);
+
+		tp__coll_ring_seg(r, count, ss, &so, &sc);
+		tp__coll_ring_seg(r, count, rs, &ro, &rc);
+		err = encode(c, k, &o, buf + so, res ? res + so : NULL, sc, h.m,
+			     h.cap, &slen);
+		if (err)
+			return err;
+		c->xp->isend(c, h.next, h.m, slen, &c->reqs[0]);
+		err = recv_msg(c, h.prev, h.m + h.cap, h.cap, k, rc,
+			       &c->reqs[0], &rlen);
+		if (err || (err = decode(c, h.prev, h.m + h.cap, rlen, k, rc,
+					 buf + ro, 0)))
+			return err;
+	}
+	return TP_OK;
+}
+
+tp_err_t tp__coll_comp_ring_allgather(tp_coll_comm_t *c,
+				      const tp__coll_ring_t *r,
+				      tp__coll_comp_call_t *k, int st,
+				      float *buf, size_t at, size_t count)
+{
+	int n = r->n, me = r->me;
+	float *res = res_at(k, st, 1, at);
+	size_t mo, mc, len[2];
+	tp_cuda_comp_opts_t o = hop_opts(k, me, st, n);
+	hop_t h;
+	tp_err_t err;
+
+	if (n <= 1 || count == 0)
+		return TP_OK;
+	err = hop_setup(c, r, k, tp__coll_ring_maxseg(r, count), 2, 0, &h);
+	if (err)
+		return err;
+	tp__coll_ring_seg(r, count, me, &mo, &mc);
+	err = encode(c, k, &o, buf + mo, res ? res + mo : NULL, mc, h.m, h.cap,
+		     &len[0]);
+	if (err || (err = decode(c, c->rank, h.m, len[0], k, mc, buf + mo, 1)))
+		return err;
+	for (int s = 0; s < n - 1; s++) {
+		int rs = mod(me - s - 1, n), a = s % 2, b = 1 - a;
+		size_t ro, rc;
+
+		tp__coll_ring_seg(r, count, rs, &ro, &rc);
+		c->xp->isend(c, h.next, h.m + (size_t)a * h.cap, len[a],
+			     &c->reqs[0]);
+		err = recv_msg(c, h.prev, h.m + (size_t)b * h.cap, h.cap, k, rc,
+			       &c->reqs[0], &len[b]);
+		if (err || (err = decode(c, h.prev, h.m + (size_t)b * h.cap,
+					 len[b], k, rc, buf + ro, 1)))
+			return err;
+	}
+	return TP_OK;
+}
+
+static tp_err_t topk_allreduce(tp_coll_comm_t *c, const tp__coll_ring_t *r,
+			       tp__coll_comp_call_t *k, int st, float *buf,
+			       size_t at, size_t count)
+{
+	int n = r->n, me = r->me;
+	tp_cuda_comp_opts_t o = hop_opts(k, c->rank, st, 0);
+	size_t *len;
+	hop_t h;
+	tp_err_t err;
+
+	if (count > UINT32_MAX)
+		return tp__coll_fail(c, TP_ERR_RANGE,
+				     "top-k of %zu values (2^32 at most)",
+				     count);
+	/* n message slots, then their lengths */
+	err = hop_setup(c, r, k, count, n, (size_t)n * sizeof(size_t), &h);
+	if (err)
+		return err;
+	len = (size_t *)(void *)(h.m + (size_t)n * h.cap);
+	err = encode(c, k, &o, buf, res_at(k, st, 0, at), count,
+		     h.m + (size_t)me * h.cap, h.cap, &len[me]);
+	for (int s = 0; s < n - 1 && !err; s++) {
+		int ss = mod(me - s, n), rs = mod(me - s - 1, n);
+
+		c->xp->isend(c, h.next, h.m + (size_t)ss * h.cap, len[ss],
+			     &c->reqs[0]);
+		err = recv_msg(c, h.prev, h.m + (size_t)rs * h.cap, h.cap, k,
+			       count, &c->reqs[0], &len[rs]);
+	}
+	for (int i = 0; i < n && !err; i++)
+		err = decode(c, i == me ? c->rank : h.prev,
+			     h.m + (size_t)i * h.cap, len[i], k, count, buf,
+			     i == 0);
+	return err;
+}
+
+tp_err_t tp__coll_comp_ring_allreduce(tp_coll_comm_t *c,
+				      const tp__coll_ring_t *r,
+				      tp__coll_comp_call_t *k, int st,
+				      float *buf, size_t at, size_t count)
+{
+	tp_err_t err;
+
+	if (r->n <= 1 || count == 0)
+		return TP_OK;
+	if (k->kind == TP__COMP_TOPK)
+		return topk_allreduce(c, r, k, st, buf, at, count);
+	err = tp__coll_comp_ring_reduce_scatter(c, r, k, st, buf, at, count);
+	if (err)
+		return err;
+	return tp__coll_comp_ring_allgather(c, r, k, st, buf, at, count);
+}
