@@ -10,7 +10,7 @@ ibsim-utils libumad2sim0
 clang libclang-rt-14-dev
 procps iproute2 util-linux jq
 iputils-ping bc g++ openmpi-bin libopenmpi-dev libgloo-dev
-librsvg2-bin python3"
+librsvg2-bin python3 python3-torch"
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps.sh: run as root (it uses apt-get)" >&2

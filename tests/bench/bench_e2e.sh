@@ -41,11 +41,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 srcdir=${TP_SRCDIR:-$(cd "$here/../.." && pwd)}
 builddir=${TP_BUILDDIR:-$srcdir/build}
 topoplace=${TOPOPLACE:-$builddir/cli/topoplace}
-cluster=$srcdir/contrib/slurm-cluster.sh
 coll_bench=$builddir/coll/topoplace-coll-bench
 peer_mpi=$builddir/tests/bench/peer_mpi
 peer_gloo=$builddir/tests/bench/peer_gloo
-prefix24=${SLURM24_PREFIX:-/opt/topoplace/slurm-24.11}
 net=${TP_E2E_NET:-10.206.0}
 port=${TP_E2E_PORT:-6957}
 eprefix=${TP_E2E_PREFIX:-tpx-}
@@ -83,70 +81,13 @@ if [ ! -x "$peer_mpi" ] || ! command -v mpirun >/dev/null; then
 fi
 [ -x "$peer_gloo" ] || { echo "bench_e2e: $peer_gloo missing (libgloo-dev): Gloo skipped"; peer_gloo=; }
 
-# Slurm generation: 24.11 (native mode) when built, else 22.05.
-if [ -z "$gen" ]; then
-	gen=22
-	[ -f "$prefix24/topoplace-build.env" ] && [ -f "$builddir/plugin/slurm24/.libs/spank_topoplace.so" ] && gen=24
-fi
-case $gen in
-24)
-	plugin_dir=$builddir/plugin/slurm24/.libs
-	slurm_opt="--slurm-prefix $prefix24"
-	PATH=$prefix24/bin:$prefix24/sbin:$PATH
-	export PATH ;;
-22)
-	plugin_dir=$builddir/plugin/.libs
-	slurm_opt="" ;;
-*) die "--slurm: 24 or 22" ;;
-esac
-for p in topology_topoplace spank_topoplace; do
-	[ -f "$plugin_dir/$p.so" ] || die "$plugin_dir/$p.so not built (configure --with-slurm24 / libslurm-dev)"
-done
-plugin_dir=$(cd "$plugin_dir" && pwd)
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/tpx-e2e.XXXXXX")
-chmod 755 "$work"
-dir=$work/cluster
-out=$work/out
-mkdir -p "$out"
+me=bench_e2e
+# shellcheck source=bench_cluster.sh
+. "$here/bench_cluster.sh"
 rc=0
-cleanup() {
-	if [ "$keep" = 0 ]; then
-		[ ! -f "$dir/pids" ] || "$cluster" stop --dir "$dir" >/dev/null 2>&1
-		[ "$rc" -eq 0 ] && rm -rf "$work"
-	else
-		echo "bench_e2e: cluster kept: $cluster stop --dir $dir"
-	fi
-	[ "$rc" -eq 0 ] || echo "bench_e2e: logs in $work"
-}
-trap cleanup EXIT
-trap 'rc=130; exit 130' INT TERM
-
-cat >"$work/topoplace.conf" <<'EOF'
-FabricFile=@DIR@/fabric.json
-EOF
-cat >"$work/plugstack.conf" <<EOF
-optional $plugin_dir/spank_topoplace.so fabric=@DIR@/fabric.json basedir=@DIR@/tprun/%h mode=auto
-EOF
-echo "PlugStackConfig=$dir/plugstack.conf" >"$work/extra.conf"
-
-t0=$(date +%s)
-# shellcheck disable=SC2086
-echo "bench_e2e: $cluster start $slurm_opt --topology topoplace --nodes $nodes --emu-fabric --leaves 2 --uplink-ratio $ratio --net $net --port $port --emu-prefix $eprefix"
-# shellcheck disable=SC2086
-if ! timeout 120 "$cluster" start $slurm_opt --topology topoplace --plugin-dir "$plugin_dir" \
-	--nodes "$nodes" --gpus-per-node 1 --dir "$dir" --timeout 60 --net "$net" --port "$port" \
-	--emu-fabric --leaves 2 --uplink-ratio "$ratio" --emu-prefix "$eprefix" \
-	--extra-file "$work/topoplace.conf" --extra-file "$work/plugstack.conf" \
-	--slurm-conf-extra "$work/extra.conf" >"$work/start.out" 2>&1; then
-	cat "$work/start.out"
-	rc=1
-	die "cluster start failed"
-fi
-sed 's/^/  /' "$work/start.out" | grep -v '^  export'
-export SLURM_CONF=$dir/slurm.conf
-mkdir -p "$dir/tprun"
-slurm_ver=$(slurmctld -V | awk '{print $2}')
+bench_slurm "$gen"
+bench_cluster_start tpx-e2e --nodes "$nodes" --gpus-per-node 1 --net "$net" --port "$port" \
+	--uplink-ratio "$ratio" --emu-prefix "$eprefix"
 rate_gbps=0.4
 
 # ---- the job ----
@@ -159,15 +100,7 @@ j=$(COLL_BENCH=$coll_bench PEER_MPI=$peer_mpi PEER_GLOO=$peer_gloo E2E_OUT=$out 
 	-o "$out/job.out" "$here/e2e_job.sh")
 [ -n "$j" ] || { rc=1; die "sbatch -N $nodes failed"; }
 echo "bench_e2e: sbatch -N $nodes --ntasks-per-node=1 $here/e2e_job.sh: job $j (Slurm $slurm_ver)"
-end=$(($(date +%s) + job_limit + 60))
-while [ -n "$(timeout 10 squeue -h -j "$j" -o %i 2>/dev/null)" ]; do
-	[ "$(date +%s)" -lt "$end" ] || { timeout 10 scancel "$j"; rc=1; die "job $j still running after $job_limit s"; }
-	sleep 2
-done
-state=$(timeout 10 scontrol show job "$j" | tr ' ' '\n' | sed -n 's/^JobState=//p')
-sed 's/^/  | /' "$out/job.out"
-echo "bench_e2e: job $j $state after $(($(date +%s) - t0)) s"
-[ "$state" = COMPLETED ] || rc=1
+bench_job_wait "$j" "$job_limit"
 [ -s "$out/results.jsonl" ] || { rc=1; die "no results"; }
 [ -s "$out/plan.json" ] || { rc=1; die "rank 0 did not copy its TOPOPLACE_PLAN"; }
 

@@ -1,0 +1,302 @@
+"""topoplace_coll: PyTorch tensors through libtopoplace-coll.
+
+A thin ctypes binding of the collective library that runs a job's
+topoplace plan (man 3 libtopoplace-coll), and a DDP communication hook
+built on it (topoplace_coll.hooks).
+
+    import torch, topoplace_coll as tc
+
+    comm = tc.Communicator()            # TOPOPLACE_PLAN / TOPOPLACE_RANK
+    # or tc.Communicator(plan="plan.json", rank=3, master_addr="10.0.0.1")
+    t = torch.ones(1000)
+    comm.all_reduce(t, op="avg")        # in place
+    comm.all_reduce(t, compressor="int8", key=7)   # needs compression
+
+    ddp.register_comm_hook(tc.hooks.TopoplaceState(comm), tc.hooks.allreduce_hook)
+
+Tensors: CPU, contiguous; dense all-reduce takes float32, float64,
+float16, bfloat16, int32 and int64; the compressed one float32 only.
+Anything else raises TypeError or ValueError before the library is
+called. A failing library call raises TopoplaceError with the library's
+one-line reason (which call, which peer); compression options on a
+library built without compression raise CompressionUnavailable.
+
+Thread safety follows the library: one thread at a time per
+Communicator, every rank calling the same collectives in the same order.
+"""
+
+import ctypes
+import json
+import os
+
+from . import _lib
+
+__all__ = [
+    "Communicator",
+    "TopoplaceError",
+    "CompressionUnavailable",
+    "all_reduce",
+    "default_communicator",
+    "have_compression",
+    "hooks",
+    "library_path",
+]
+
+_TORCH_DTYPES = None
+
+
+class TopoplaceError(RuntimeError):
+    """A libtopoplace-coll call failed. `code` is the tp_err_t (negative),
+    `name` its description (tp_strerror), the message the library's detail."""
+
+    def __init__(self, call, code, detail):
+        self.code = code
+        self.name = _lib.strerror(code)
+        super().__init__("%s: %s (%s)" % (call, detail or self.name, self.name))
+
+
+class CompressionUnavailable(TopoplaceError):
+    """The loaded library has no compressed all-reduce."""
+
+    def __init__(self, what):
+        self.code = -6  # TP_ERR_UNSUPPORTED
+        self.name = "not supported by this build"
+        RuntimeError.__init__(
+            self,
+            "%s: %s has no compression (tp_coll_allreduce_compressed missing): "
+            "build libtopoplace-coll with gradient compression (issue 10)" % (what, _lib.LIB_PATH),
+        )
+
+
+def have_compression():
+    """True when the loaded library has the compressed all-reduce."""
+    return _lib.HAVE_COMPRESSION
+
+
+def library_path():
+    """The shared object in use."""
+    return _lib.LIB_PATH
+
+
+def _dtype_code(tensor, compressed):
+    global _TORCH_DTYPES
+    import torch
+
+    if _TORCH_DTYPES is None:
+        _TORCH_DTYPES = {getattr(torch, n): c for n, c in _lib.DTYPES.items()}
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError("expected a torch.Tensor, got %s" % type(tensor).__name__)
+    if tensor.device.type != "cpu":
+        raise ValueError("tensor on %s: only CPU tensors are supported" % tensor.device)
+    if tensor.is_sparse or tensor.layout != torch.strided:
+        raise ValueError("sparse tensors are not supported (layout %s)" % tensor.layout)
+    if not tensor.is_contiguous():
+        raise ValueError("tensor is not contiguous (shape %s, strides %s): call .contiguous() "
+                         "and copy back" % (tuple(tensor.shape), tensor.stride()))
+    if compressed and tensor.dtype != torch.float32:
+        raise TypeError("compressed all-reduce takes float32 tensors, got %s" % tensor.dtype)
+    code = _TORCH_DTYPES.get(tensor.dtype)
+    if code is None:
+        raise TypeError("dtype %s not supported (supported: %s)"
+                        % (tensor.dtype, ", ".join(_lib.DTYPES)))
+    return code
+
+
+def _choice(table, value, what):
+    try:
+        return table[value]
+    except (KeyError, TypeError):
+        raise ValueError("%s %r: expected one of %s"
+                         % (what, value, ", ".join(str(k) for k in table if k is not None))) from None
+
+
+def _plan_groups(path):
+    """rank -> level-1 group id, from a topoplace-plan/1 file."""
+    with open(path) as f:
+        plan = json.load(f)
+    groups = {}
+    for h in plan["hosts"]:
+        for lr in h["local_ranks"]:
+            groups[lr["rank"]] = h["group"]
+    return groups
+
+
+class Communicator:
+    """A libtopoplace-coll communicator (collective to create: every rank
+    of the plan must create it with the same plan and rendezvous).
+
+    plan=None: from the environment the SPANK plugin exports
+    (TOPOPLACE_PLAN, TOPOPLACE_RANK, checked against TOPOPLACE_WORLD_SIZE
+    and TOPOPLACE_LOCAL_RANK). Otherwise a topoplace-plan/1 path and this
+    process's rank. master_addr/master_port: the rendezvous (default
+    MASTER_ADDR/MASTER_PORT, then the plan's first host and a port derived
+    from the job id); timeout_s: seconds without progress before a call
+    fails; chunk_bytes: pipelining unit (same on every rank).
+    """
+
+    def __init__(self, plan=None, rank=None, master_addr=None, master_port=0,
+                 timeout_s=None, chunk_bytes=None):
+        if (plan is None) != (rank is None):
+            raise ValueError("give both plan and rank, or neither (environment)")
+        opts = _lib.CollOpts()
+        _lib.LIB.tp_coll_opts_defaults(ctypes.byref(opts))
+        self._addr = master_addr.encode() if master_addr else None
+        opts.master_addr = self._addr
+        opts.master_port = int(master_port or 0)
+        if timeout_s is not None:
+            opts.timeout_s = float(timeout_s)
+        if chunk_bytes is not None:
+            opts.chunk_bytes = int(chunk_bytes)
+        comm, err = ctypes.c_void_p(), ctypes.c_void_p()
+        if plan is None:
+            rc = _lib.LIB.tp_coll_comm_init_env(ctypes.byref(opts), ctypes.byref(comm), ctypes.byref(err))
+            self.plan_path = os.environ.get("TOPOPLACE_PLAN")
+        else:
+            self.plan_path = os.fspath(plan)
+            rc = _lib.LIB.tp_coll_comm_init_file(os.fsencode(self.plan_path), int(rank), ctypes.byref(opts),
+                                                 ctypes.byref(comm), ctypes.byref(err))
+        if rc != 0:
+            raise TopoplaceError("init", rc, _lib.take_string(err))
+        self._comm = comm
+        self._groups = None
+        self.rank = _lib.LIB.tp_coll_comm_rank(comm)
+        self.size = _lib.LIB.tp_coll_comm_size(comm)
+        self.nhosts = _lib.LIB.tp_coll_comm_nhosts(comm)
+
+    def _handle(self, call):
+        if not self._comm:
+            raise ValueError("%s: communicator is closed" % call)
+        return self._comm
+
+    def _check(self, call, rc):
+        if rc != 0:
+            raise TopoplaceError(call, rc, self.detail())
+
+    def detail(self):
+        """The library's reason for the last failed call ("" when none)."""
+        s = _lib.LIB.tp_coll_comm_detail(self._comm) if self._comm else None
+        return s.decode(errors="replace") if s else ""
+
+    def all_reduce(self, tensor, op="sum", algorithm="auto", compressor=None, hierarchical=True,
+                   error_feedback=True, key=0, block=None, topk_fraction=None, stochastic=None,
+                   seed=None):
+        """Reduce `tensor` over all ranks, in place; returns it.
+
+        op: "sum" or "avg" ("max", "min" too when not compressed).
+        algorithm: "auto" (the plan's recommendation), "ring",
+        "hierarchical", "tree"; dense only.
+        compressor: None (dense, exact up to fp reduction order), "int8"
+        (per-block fp32 scale), "1bit" (sign and per-block mean magnitude)
+        or "topk" (topk_fraction of the entries, default 1%).
+        hierarchical: compress only between level-1 groups (dense and
+        exact inside hosts and groups); False compresses every level.
+        error_feedback: keep this buffer's compression error and add it
+        back next time; the communicator keeps it under `key`, so every
+        distinct buffer (gradient bucket) needs its own key, the same on
+        every rank. block, topk_fraction, stochastic, seed: the
+        compressor's parameters (library defaults when None).
+        """
+        compressed = compressor not in (None, "none")
+        dt = _dtype_code(tensor, compressed)
+        o = _choice(_lib.OPS, op, "op")
+        comm = self._handle("all_reduce")
+        ptr = ctypes.c_void_p(tensor.data_ptr())
+        n = tensor.numel()
+        if not compressed:
+            a = _choice(_lib.ALGOS, algorithm, "algorithm")
+            self._check("all_reduce", _lib.LIB.tp_coll_allreduce(comm, ptr, ptr, n, dt, o, a))
+            return tensor
+        kind = _choice(_lib.COMPRESSORS, compressor, "compressor")
+        if not _lib.HAVE_COMPRESSION:
+            raise CompressionUnavailable("all_reduce(compressor=%r)" % compressor)
+        c = _lib.CompOpts()
+        _lib.LIB.tp_coll_comp_opts_defaults(ctypes.byref(c))
+        c.kind = kind
+        c.levels = _lib.LEVEL_CROSS if hierarchical else (_lib.LEVEL_HOST | _lib.LEVEL_GROUP | _lib.LEVEL_CROSS)
+        c.error_feedback = bool(error_feedback)
+        if block is not None:
+            c.block = int(block)
+        if topk_fraction is not None:
+            c.topk_fraction = float(topk_fraction)
+        if stochastic is not None:
+            c.stochastic = bool(stochastic)
+        if seed is not None:
+            c.seed = int(seed)
+        rc = _lib.LIB.tp_coll_allreduce_compressed(comm, ptr, n, o, ctypes.byref(c), int(key))
+        self._check("all_reduce(compressor=%s)" % compressor, rc)
+        return tensor
+
+    def broadcast(self, tensor, root=0):
+        """Copy root's tensor into every rank's, in place; returns it."""
+        dt = _dtype_code(tensor, False)
+        comm = self._handle("broadcast")
+        ptr = ctypes.c_void_p(tensor.data_ptr())
+        self._check("broadcast", _lib.LIB.tp_coll_broadcast(comm, ptr, tensor.numel(), dt, int(root)))
+        return tensor
+
+    def barrier(self):
+        self._check("barrier", _lib.LIB.tp_coll_barrier(self._handle("barrier")))
+
+    def sent_bytes(self, peer):
+        """Bytes this rank handed to `peer` since init or reset_stats()."""
+        return _lib.LIB.tp_coll_comm_sent_bytes(self._handle("sent_bytes"), int(peer))
+
+    def reset_stats(self):
+        _lib.LIB.tp_coll_comm_stats_reset(self._handle("reset_stats"))
+
+    def cross_bytes(self):
+        """Bytes this rank sent to ranks of other level-1 groups (across the
+        groups' up-links) since init or reset_stats(): the library's own
+        counter when it has one, else the per-peer counters summed over
+        the peers the plan puts in another group."""
+        comm = self._handle("cross_bytes")
+        if "tp_coll_comm_cross_bytes" in _lib.OPTIONAL:
+            return _lib.LIB.tp_coll_comm_cross_bytes(comm)
+        if self._groups is None:
+            if not self.plan_path:
+                raise ValueError("cross_bytes: plan path unknown")
+            self._groups = _plan_groups(self.plan_path)
+        mine = self._groups[self.rank]
+        return sum(_lib.LIB.tp_coll_comm_sent_bytes(comm, p)
+                   for p, g in self._groups.items() if g != mine)
+
+    def close(self):
+        """Destroy the communicator (not collective; peers still in a call fail)."""
+        if self._comm:
+            _lib.LIB.tp_coll_comm_destroy(self._comm)
+            self._comm = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_comm", None):
+            self.close()
+
+    def __repr__(self):
+        return "<topoplace_coll.Communicator rank %d of %d, %d hosts>" % (self.rank, self.size, self.nhosts)
+
+
+_default = None
+
+
+def default_communicator():
+    """The process-wide Communicator from the environment, created on first use."""
+    global _default
+    if _default is None:
+        _default = Communicator()
+    return _default
+
+
+def all_reduce(tensor, op="sum", algorithm="auto", compressor=None, hierarchical=True,
+               error_feedback=True, comm=None, **kw):
+    """Communicator.all_reduce on `comm` (default: default_communicator())."""
+    c = comm if comm is not None else default_communicator()
+    return c.all_reduce(tensor, op=op, algorithm=algorithm, compressor=compressor,
+                        hierarchical=hierarchical, error_feedback=error_feedback, **kw)
+
+
+from . import hooks  # noqa: E402  (uses the names above)

@@ -1,0 +1,123 @@
+"""A DDP communication hook over libtopoplace-coll, modelled on PyTorch's
+PowerSGD hook (torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook):
+a state object holding the communicator, the options, the error-feedback
+keys and the step counter, and a hook function.
+
+    from topoplace_coll import Communicator
+    from topoplace_coll.hooks import TopoplaceState, allreduce_hook
+
+    comm = Communicator()                       # from the SPANK environment
+    state = TopoplaceState(comm, compressor="topk", start_iter=10)
+    ddp.register_comm_hook(state, allreduce_hook)
+
+The hook averages each gradient bucket over the ranks, in place, through
+the library: dense (the plan's algorithm; `algorithm` chooses) while
+`state.iter < state.start_iter` or when `compressor` is None, compressed
+afterwards. With hierarchical=True (the default) only the exchange
+between level-1 groups (the oversubscribed up-links) is compressed;
+inside hosts and groups the reduction stays dense and exact.
+
+Error feedback: the library keeps each bucket's residual, under a key the
+state assigns per (bucket index, bucket size). DDP rebuilds its buckets
+after the first iteration (one bucket first, then several of other sizes,
+so an index can change size); a new (index, size) pair gets a new key and
+so a fresh residual, never one of another shape. Every rank assigns the
+same keys because DDP builds the same buckets on every rank.
+
+Gradient accumulation: under ddp.no_sync() DDP does not call the hook at
+all; the accumulated gradients are reduced at the next synchronised
+backward, and `iter` counts synchronised steps only (as PowerSGD does).
+
+The hook is synchronous: it returns a completed torch.futures.Future, so
+its communication does not overlap the rest of the backward pass.
+"""
+
+import torch
+
+from . import CompressionUnavailable, _choice, _lib, have_compression
+
+__all__ = ["TopoplaceState", "allreduce_hook"]
+
+
+class TopoplaceState:
+    """Options and per-bucket state of allreduce_hook.
+
+    comm            a topoplace_coll.Communicator over the DDP ranks, in
+                    the same rank order as the process group (the SPANK
+                    plugin's TOPOPLACE_RANK; pass it as torch's rank too)
+    compressor      None (dense), "int8", "1bit" or "topk"
+    hierarchical    compress only across level-1 groups (True) or every hop
+    error_feedback  keep and re-add each bucket's compression error
+    start_iter      synchronised steps reduced dense before compression
+                    starts (PowerSGD's start_powerSGD_iter; default 0)
+    algorithm       dense algorithm: "auto", "ring", "hierarchical", "tree"
+    block, topk_fraction, stochastic, seed
+                    compressor parameters (library defaults when None)
+    key_base        added to every error-feedback key: separates the
+                    residuals of two DDP models sharing one communicator
+
+    Raises CompressionUnavailable at once when a compressor is asked of a
+    library without compression, ValueError for an unknown option value.
+    `iter` counts synchronised steps; `keys` maps (bucket index, numel)
+    to the residual key.
+    """
+
+    def __init__(self, comm, compressor=None, hierarchical=True, error_feedback=True, start_iter=0,
+                 algorithm="auto", block=None, topk_fraction=None, stochastic=None, seed=None,
+                 key_base=0):
+        _choice(_lib.COMPRESSORS, compressor, "compressor")
+        _choice(_lib.ALGOS, algorithm, "algorithm")
+        if compressor == "none":
+            compressor = None
+        if compressor is not None and not have_compression():
+            raise CompressionUnavailable("TopoplaceState(compressor=%r)" % compressor)
+        if int(start_iter) < 0:
+            raise ValueError("start_iter must be >= 0, got %r" % start_iter)
+        self.comm = comm
+        self.compressor = compressor
+        self.hierarchical = bool(hierarchical)
+        self.error_feedback = bool(error_feedback)
+        self.start_iter = int(start_iter)
+        self.algorithm = algorithm
+        self.params = {"block": block, "topk_fraction": topk_fraction, "stochastic": stochastic,
+                       "seed": seed}
+        self.key_base = int(key_base)
+        self.iter = 0
+        self.keys = {}
+
+    def key(self, bucket):
+        """The error-feedback key of this bucket's (index, numel)."""
+        k = (bucket.index(), bucket.buffer().numel())
+        if k not in self.keys:
+            self.keys[k] = self.key_base + len(self.keys) + 1
+        return self.keys[k]
+
+    def compressing(self):
+        return self.compressor is not None and self.iter >= self.start_iter
+
+    def __getstate__(self):
+        # As PowerSGDState: a checkpoint keeps options and counters, not the
+        # communicator (give the restored state a new one: state.comm = ...).
+        return {k: v for k, v in self.__dict__.items() if k != "comm"}
+
+    def __setstate__(self, d):
+        self.__dict__.update(d)
+        self.comm = None
+
+
+def allreduce_hook(state, bucket):
+    """DDP comm hook: average `bucket` over the ranks through libtopoplace-coll
+    (see TopoplaceState). Returns a completed Future holding the bucket."""
+    buf = bucket.buffer()
+    if state.compressing():
+        state.comm.all_reduce(buf, op="avg", compressor=state.compressor,
+                              hierarchical=state.hierarchical,
+                              error_feedback=state.error_feedback, key=state.key(bucket),
+                              **state.params)
+    else:
+        state.comm.all_reduce(buf, op="avg", algorithm=state.algorithm)
+    if bucket.is_last():
+        state.iter += 1
+    fut = torch.futures.Future()
+    fut.set_result(buf)
+    return fut

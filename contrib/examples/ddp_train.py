@@ -1,0 +1,182 @@
+#!/usr/bin/python3
+"""Train a small MLP with DistributedDataParallel on synthetic data, with
+torch's own gloo all-reduce, PowerSGD, or libtopoplace-coll (dense or
+compressed) as the gradient all-reduce.
+
+Run one process per rank (srun, or by hand). Rank and world size come
+from, in order: the SPANK plugin's TOPOPLACE_RANK / TOPOPLACE_WORLD_SIZE
+(topoplace backend), Slurm's SLURM_PROCID / SLURM_NTASKS, torch's RANK /
+WORLD_SIZE. torch's process group (gloo) always exists - DDP needs it to
+broadcast the initial parameters - and meets at MASTER_ADDR:MASTER_PORT;
+libtopoplace-coll meets at TOPO_MASTER_PORT (default MASTER_PORT + 1) on
+the same address.
+
+Data: a fixed random "teacher" MLP labels Gaussian inputs (10 classes);
+every rank draws its own training set from --seed + rank, the held-out
+set comes from a different seed. Everything is deterministic.
+
+Printed by rank 0 (and appended to --json FILE as one JSON line):
+final_loss   cross-entropy of the final model on the training sets, mean
+             over ranks
+accuracy     on the held-out set
+step_s       median wall time of a training step (after 2 warm-up steps)
+uplink_bytes_lib
+             bytes the library sent between level-1 groups, all ranks
+             (topoplace backend only; null otherwise)
+
+    srun -n 8 ddp_train.py --backend topoplace --compressor topk --steps 100
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def env_int(*names):
+    for n in names:
+        v = os.environ.get(n)
+        if v not in (None, ""):
+            return int(v)
+    return None
+
+
+def parse():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--backend", choices=["gloo", "topoplace", "powersgd"], default="topoplace",
+                   help="gradient all-reduce: torch gloo, the libtopoplace-coll hook, or torch's "
+                        "PowerSGD hook on gloo (default topoplace)")
+    p.add_argument("--compressor", choices=["none", "int8", "1bit", "topk"], default="none")
+    p.add_argument("--flat", action="store_true",
+                   help="compress every hop (default: only across level-1 groups)")
+    p.add_argument("--no-error-feedback", action="store_true")
+    p.add_argument("--algorithm", default="auto", help="dense algorithm (auto, ring, hierarchical, tree)")
+    p.add_argument("--start-iter", type=int, default=0, help="dense steps before compression")
+    p.add_argument("--topk-fraction", type=float, default=None)
+    p.add_argument("--powersgd-rank", type=int, default=1)
+    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--hidden", type=int, default=512)
+    p.add_argument("--samples", type=int, default=2048, help="training samples per rank")
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--bucket-mb", type=float, default=25.0, help="DDP bucket_cap_mb")
+    p.add_argument("--name", default=None, help="run name in the output (default: from the options)")
+    p.add_argument("--json", default=None, help="append rank 0's result line to FILE")
+    p.add_argument("--plan", default=None, help="plan file (default: $TOPOPLACE_PLAN)")
+    p.add_argument("--timeout", type=float, default=120.0,
+                   help="seconds a collective may wait before it fails (gloo and the library)")
+    return p.parse_args()
+
+
+IN, CLASSES = 64, 10
+
+
+def teacher_data(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    t = torch.Generator().manual_seed(12345)  # the teacher is the same everywhere
+    w1, w2 = torch.randn(IN, 64, generator=t), torch.randn(64, CLASSES, generator=t)
+    x = torch.randn(n, IN, generator=g)
+    y = (torch.tanh(x @ w1) @ w2).argmax(1)
+    return x, y
+
+
+def main():
+    a = parse()
+    topo = a.backend == "topoplace"
+    rank = env_int("TOPOPLACE_RANK", "SLURM_PROCID", "RANK") if topo else env_int("SLURM_PROCID", "RANK")
+    world = env_int("TOPOPLACE_WORLD_SIZE", "SLURM_NTASKS", "WORLD_SIZE") if topo else \
+        env_int("SLURM_NTASKS", "WORLD_SIZE")
+    if rank is None or world is None:
+        sys.exit("ddp_train: no rank/world size in the environment (TOPOPLACE_RANK, SLURM_PROCID or RANK)")
+    torch.set_num_threads(1)
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29500")
+    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=timedelta(seconds=a.timeout))
+
+    torch.manual_seed(a.seed)
+    model = torch.nn.Sequential(torch.nn.Linear(IN, a.hidden), torch.nn.ReLU(),
+                                torch.nn.Linear(a.hidden, a.hidden), torch.nn.ReLU(),
+                                torch.nn.Linear(a.hidden, CLASSES))
+    ddp = DDP(model, bucket_cap_mb=a.bucket_mb)
+    comm = None
+    if topo:
+        import topoplace_coll as tc
+        from topoplace_coll.hooks import TopoplaceState, allreduce_hook
+
+        port = env_int("TOPO_MASTER_PORT") or int(os.environ["MASTER_PORT"]) + 1
+        if a.plan:
+            comm = tc.Communicator(plan=a.plan, rank=rank, master_addr=os.environ["MASTER_ADDR"],
+                                   master_port=port, timeout_s=a.timeout)
+        else:
+            comm = tc.Communicator(master_addr=os.environ["MASTER_ADDR"], master_port=port,
+                                   timeout_s=a.timeout)
+        state = TopoplaceState(comm, compressor=a.compressor, hierarchical=not a.flat,
+                               error_feedback=not a.no_error_feedback, start_iter=a.start_iter,
+                               algorithm=a.algorithm, topk_fraction=a.topk_fraction)
+        ddp.register_comm_hook(state, allreduce_hook)
+    elif a.backend == "powersgd":
+        from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as ps
+
+        state = ps.PowerSGDState(process_group=None, matrix_approximation_rank=a.powersgd_rank,
+                                 start_powerSGD_iter=max(2, a.start_iter),
+                                 use_error_feedback=not a.no_error_feedback)
+        ddp.register_comm_hook(state, ps.powerSGD_hook)
+
+    x, y = teacher_data(a.samples, a.seed * 1000 + rank)
+    hx, hy = teacher_data(4096, a.seed * 1000 + 999)
+    opt = torch.optim.SGD(ddp.parameters(), lr=a.lr, momentum=0.9)
+    order = torch.Generator().manual_seed(a.seed + rank)
+    times = []
+    if comm is not None:
+        comm.reset_stats()
+    for _ in range(a.steps):
+        idx = torch.randint(0, a.samples, (a.batch,), generator=order)
+        t0 = time.perf_counter()
+        loss = F.cross_entropy(ddp(x[idx]), y[idx])
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        times.append(time.perf_counter() - t0)
+
+    with torch.no_grad():
+        stats = torch.tensor([F.cross_entropy(model(x), y).item(),
+                              float(comm.cross_bytes()) if comm is not None else 0.0,
+                              statistics.median(times[2:] or times)], dtype=torch.float64)
+        dist.all_reduce(stats)
+        acc = (model(hx).argmax(1) == hy).float().mean().item()
+    if rank == 0:
+        comp = None if a.compressor == "none" or not topo else a.compressor
+        name = a.name or (a.backend if a.backend != "topoplace" else
+                          "dense" if comp is None else
+                          "%s-%s%s" % (comp, "flat" if a.flat else "hier", "-noef" if a.no_error_feedback else ""))
+        res = {"name": name, "backend": a.backend, "compressor": comp if topo else
+               ("powersgd" if a.backend == "powersgd" else None),
+               "hierarchical": bool(topo and comp is not None and not a.flat),
+               "error_feedback": not a.no_error_feedback, "final_loss": stats[0].item() / world,
+               "accuracy": acc, "uplink_bytes_lib": int(stats[1].item()) if topo else None,
+               "step_s": stats[2].item() / world, "steps": a.steps, "ranks": world,
+               "params": sum(p.numel() for p in model.parameters())}
+        print("ddp_train: %s: final loss %.4f, held-out accuracy %.3f, %.1f ms/step (median, mean "
+              "over ranks), %s" % (name, res["final_loss"], acc, res["step_s"] * 1e3,
+                                   "library up-link bytes %d" % res["uplink_bytes_lib"] if topo else
+                                   "no library counter"), flush=True)
+        if a.json:
+            with open(a.json, "a") as f:
+                f.write(json.dumps(res) + "\n")
+    if comm is not None:
+        comm.close()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+#!/bin/bash
+# PyTorch DDP through libtopoplace-coll on a real Slurm job (issue 10): the mini-cluster on an
+# emulated fabric (contrib/slurm-cluster.sh --emu-fabric: 4 hosts on 2 leaves, names alternating
+# leaves, 400 Mbit/s tbf-shaped host links, up-link 4:1 oversubscribed), topology/topoplace
+# placing the job and the SPANK plugin handing every task its plan and rank. One allocation
+# (`sbatch -N 4 --ntasks-per-node=2`, 8 ranks) runs contrib/examples/ddp_train.py once per
+# configuration (tests/bench/ddp_job.sh), same model, data and seed:
+#   gloo                torch's own gloo all-reduce (no hook), ranks in Slurm's order
+#   dense               the topoplace hook, dense (the plan's algorithm)
+#   int8|1bit|topk-flat each compressor on every hop
+#   int8|1bit|topk-hier hierarchical compression: dense inside hosts and leaves, compressed
+#                       only across the up-link
+#   topk|1bit-hier-noef without error feedback
+#   powersgd            torch's PowerSGD hook on gloo (the compression peer)
+# Compressed runs need a libtopoplace-coll with compression; without it they are reported as
+# unavailable (the first one is attempted and fails with CompressionUnavailable).
+# Root; not part of `make check` (about 5 minutes with compression unavailable, 8 with it;
+# tests/integration/slurm_ddp.sh runs a 2-host cut of it in CI).
+#
+#   bench_ddp.sh [--json FILE] [--steps N] [--hidden H] [--ratio R] [--runs "NAME..."]
+#                [--nodes N] [--tasks-per-node T] [--slurm 24|22] [--keep]
+#
+#   --json FILE   {"format":"topoplace-ddp-bench/1","runs":[{"name","compressor","hierarchical",
+#                 "final_loss","accuracy","uplink_bytes","step_s", ...}, ...]}: uplink_bytes from
+#                 the up-link veth's interface counters (both directions, all traffic of the
+#                 step), uplink_bytes_lib the library's count of what it sent across groups
+#                 (null for torch's own runs), status ok|failed|unavailable, error
+#   --steps N     training steps per run (default 40)
+#   --hidden H    MLP width (default 512: 300k parameters, 1.2 MB of gradients per step)
+#   --ratio R     up-link oversubscription (default 4)
+#   --runs LIST   run names to keep, space-separated (default all)
+#   --nodes N, --tasks-per-node T
+#                 hosts (a multiple of the 2 leaves; default 4) and ranks per host (default 2)
+#   --slurm       the private 24.11 (default when built) or Debian's 22.05
+#   --keep        leave the cluster up and the work directory
+# Environment: TOPOPLACE, TP_BUILDDIR (SRCDIR/build), SLURM24_PREFIX, TP_PYTHON (/usr/bin/python3),
+# TOPOPLACE_COLL_LIB (the library the runs load; default the build tree's), TP_DDP_NET (10.210.0:
+# Slurm's control net), TP_DDP_DATA_NET (10.211.0: the fabric's hosts), TP_DDP_PORT (6950),
+# TP_DDP_PREFIX (tdd-: namespaces; tests/integration/emu_fabric.sh owns tpt-).
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+srcdir=${TP_SRCDIR:-$(cd "$here/../.." && pwd)}
+builddir=${TP_BUILDDIR:-$srcdir/build}
+topoplace=${TOPOPLACE:-$builddir/cli/topoplace}
+py=${TP_PYTHON:-/usr/bin/python3}
+net=${TP_DDP_NET:-10.210.0}
+data_net=${TP_DDP_DATA_NET:-10.211.0}
+port=${TP_DDP_PORT:-6950}
+eprefix=${TP_DDP_PREFIX:-tdd-}
+lib=${TOPOPLACE_COLL_LIB:-$builddir/coll/.libs/libtopoplace-coll.so}
+
+json="" steps=40 hidden=512 ratio=4 only="" gen="" keep=0 nodes=4 tpn=2
+die() { echo "bench_ddp: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+	case $1 in
+	--json) json=$2; shift 2 ;;
+	--steps) steps=$2; shift 2 ;;
+	--hidden) hidden=$2; shift 2 ;;
+	--ratio) ratio=$2; shift 2 ;;
+	--runs) only=$2; shift 2 ;;
+	--nodes) nodes=$2; shift 2 ;;
+	--tasks-per-node) tpn=$2; shift 2 ;;
+	--slurm) gen=$2; shift 2 ;;
+	--keep) keep=1; shift ;;
+	-h | --help) sed -n '2,/^set -u/p' "$0" | sed -e '/^set -u/d' -e 's/^# \{0,1\}//'; exit 0 ;;
+	*) die "unknown option $1 (try --help)" ;;
+	esac
+done
+[ "$(id -u)" -eq 0 ] || { echo "bench_ddp: needs root (network namespaces, Slurm daemons): skipped"; exit 77; }
+for t in ip tc jq timeout munged; do command -v $t >/dev/null || die "$t missing (contrib/install-deps.sh)"; done
+"$py" -c 'import torch' 2>/dev/null || { echo "bench_ddp: $py cannot import torch (apt-get install python3-torch): skipped"; exit 77; }
+[ -x "$topoplace" ] || die "$topoplace not built"
+[ -f "$lib" ] || die "$lib not built"
+
+all="gloo:gloo dense:topoplace
+int8-flat:topoplace:--compressor,int8,--flat 1bit-flat:topoplace:--compressor,1bit,--flat
+topk-flat:topoplace:--compressor,topk,--flat
+int8-hier:topoplace:--compressor,int8 1bit-hier:topoplace:--compressor,1bit
+topk-hier:topoplace:--compressor,topk
+1bit-hier-noef:topoplace:--compressor,1bit,--no-error-feedback
+topk-hier-noef:topoplace:--compressor,topk,--no-error-feedback
+powersgd:powersgd"
+runs=""
+for r in $all; do
+	if [ -z "$only" ] || echo " $only " | grep -q " ${r%%:*} "; then runs="$runs $r"; fi
+done
+[ -n "$runs" ] || die "--runs: no known run in '$only'"
+
+me=bench_ddp
+# shellcheck source=bench_cluster.sh
+. "$here/bench_cluster.sh"
+rc=0
+bench_slurm "$gen"
+bench_cluster_start tpt-ddp --nodes "$nodes" --gpus-per-node "$tpn" --net "$net" --port "$port" \
+	--data-net "$data_net" --uplink-ratio "$ratio" --emu-prefix "$eprefix"
+
+# ---- the job ----
+nruns=$(echo $runs | wc -w)
+job_limit=$((120 + nruns * (60 + steps * 3)))
+j=$(DDP_RUNS="$runs" DDP_ARGS="--steps $steps --hidden $hidden --bucket-mb 0.25 --timeout 60" DDP_OUT=$out DDP_PY=$py \
+	DDP_TRAIN=$srcdir/contrib/examples/ddp_train.py DDP_LEAF_NS="${eprefix}leaf0 ${eprefix}leaf1" \
+	DDP_TIMEOUT=$((60 + steps * 3)) PYTHONPATH=$srcdir/bindings/torch TOPOPLACE_COLL_LIB=$lib \
+	timeout 10 sbatch --parsable -J ddp -N "$nodes" --ntasks-per-node="$tpn" -t $((job_limit / 60 + 1)) \
+	-o "$out/job.out" "$here/ddp_job.sh")
+[ -n "$j" ] || { rc=1; die "sbatch -N $nodes --ntasks-per-node=$tpn failed"; }
+echo "bench_ddp: sbatch -N $nodes --ntasks-per-node=$tpn $here/ddp_job.sh: job $j (Slurm $slurm_ver), $nruns runs of $steps steps"
+bench_job_wait "$j" "$job_limit"
+[ -s "$out/results.jsonl" ] || { rc=1; die "no results"; }
+
+doc=$(jq -s --arg v "$slurm_ver" --argjson r "$ratio" --argjson s "$steps" --argjson h "$hidden" \
+	--argjson n "$nodes" --argjson t "$tpn" \
+	'{format: "topoplace-ddp-bench/1", slurm: $v, hosts: $n, leaves: 2, ranks: ($n * $t), uplink_ratio: $r,
+	  host_link_mbit: 400, steps: $s, hidden: $h,
+	  runs: map({name, compressor: (.compressor // null), hierarchical: (.hierarchical // false),
+	             error_feedback: (.error_feedback // null), final_loss: (.final_loss // null),
+	             accuracy: (.accuracy // null), uplink_bytes: (.uplink_bytes // null),
+	             uplink_bytes_lib: (.uplink_bytes_lib // null), step_s: (.step_s // null),
+	             status, error: (.error // null)})}' "$out/results.jsonl")
+[ -z "$json" ] || { printf '%s\n' "$doc" >"$json" && echo "bench_ddp: results in $json"; }
+
+printf '%s\n' "$doc" | jq -r '
+  (.runs | map(select(.name == "dense"))[0]) as $d | (.runs | map(select(.name == "gloo"))[0]) as $g |
+  def rel(x; y): if x == null or y == null or y == 0 then "-" else "\(x / y * 100 | round / 100)" end;
+  "\nbench_ddp: Slurm \(.slurm), \(.ranks) ranks on \(.hosts) hosts / 2 leaves, up-link \(.uplink_ratio):1, \(.steps) steps",
+  "  run              status      loss  loss/dense  acc    up-link MB (lib)    up/dense  ms/step  step/gloo",
+  (.runs[] | "  \(.name | . + " " * (16 - length)) \(.status | . + " " * (11 - length))" +
+    (if .status == "ok" then
+      " \(.final_loss * 10000 | round / 10000)  \(rel(.final_loss; $d.final_loss))  \(.accuracy * 1000 | round / 1000)" +
+      "  \(if .uplink_bytes == null then "-" else (.uplink_bytes / 1e6 * 10 | round / 10) end)" +
+      " (\(if .uplink_bytes_lib == null then "-" else (.uplink_bytes_lib / 1e6 * 10 | round / 10) end))" +
+      "  \(rel(.uplink_bytes; $d.uplink_bytes))  \(.step_s * 1000 | round)  \(rel(.step_s; $g.step_s))"
+     else " \(.error // "")" end))'
+exit $rc

@@ -1,0 +1,291 @@
+"""bindings/torch/topoplace_coll against torch itself (run by tests/bindings/torch.sh).
+
+4 ranks on this host, over loopback, from a plan `topoplace plan` made for
+2 hosts x 2 GPUs on a generated 2-leaf fabric (so the communicator has
+shared-memory pairs, TCP pairs and two level-1 groups). Each rank joins
+torch's gloo process group and a topoplace_coll.Communicator, then:
+  - DDP with allreduce_hook (dense) and DDP with no hook (torch's gloo
+    all-reduce) train the same model from the same seed on the same
+    batches, with gradient accumulation under no_sync() every third step:
+    the parameters must agree within fp32 reduction-order tolerance (the
+    library sums the 4 ranks in its ring's order, gloo in its own, so a
+    sum may differ in the last bit; 1/4 scaling is exact either way);
+    the largest difference is printed
+  - all_reduce on odd sizes (0, 1, 7, 1023, 65537) and every supported
+    dtype equals the reference reduced in float64; ops sum/avg/max/min;
+    algorithms ring/tree/hierarchical
+  - rejected clearly: unsupported dtypes (uint8, int16, complex64, bool),
+    non-contiguous tensors, unknown op/algorithm/compressor, a closed
+    communicator, a rank the plan lacks
+  - compression: when the library lacks it, every compressor raises
+    CompressionUnavailable (all_reduce and TopoplaceState); when it has
+    it, each compressor gives every rank the same result and, with error
+    feedback, the mean of repeated calls approaches the dense average
+Prints TAP-ish "ok"/"FAIL" lines; exit 0 all passed, 1 a failure, 77 no torch.
+"""
+
+import os
+import sys
+import traceback
+
+try:
+    import torch
+    import torch.distributed as dist
+    import torch.multiprocessing as mp
+except ImportError as e:
+    print("SKIP: torch not importable by %s: %s (apt-get install python3-torch)" % (sys.executable, e))
+    sys.exit(77)
+
+WORLD = 4
+STEPS = 12
+
+
+def model(seed):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(
+        torch.nn.Linear(33, 257), torch.nn.ReLU(), torch.nn.Linear(257, 129), torch.nn.ReLU(),
+        torch.nn.Linear(129, 10))
+
+
+def train(ddp, rank):
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+    g = torch.Generator().manual_seed(1000 + rank)
+    for step in range(STEPS):
+        x = torch.randn(16, 33, generator=g)
+        y = torch.randint(0, 10, (16,), generator=g)
+        if step % 3 == 1:  # accumulate this micro-batch without syncing
+            with ddp.no_sync():
+                torch.nn.functional.cross_entropy(ddp(x), y).backward()
+            continue
+        torch.nn.functional.cross_entropy(ddp(x), y).backward()
+        opt.step()
+        opt.zero_grad()
+    return [p.detach().clone() for p in ddp.parameters()]
+
+
+class Checks:
+    def __init__(self, rank):
+        self.rank, self.failed, self.lines = rank, 0, []
+
+    def ok(self, cond, what):
+        if not cond:
+            self.failed += 1
+        self.lines.append("%s - %s" % ("ok" if cond else "FAIL", what))
+
+    def raises(self, exc, needle, what, fn, *a, **kw):
+        try:
+            fn(*a, **kw)
+        except exc as e:
+            self.ok(needle in str(e), "%s: %s: %s" % (what, type(e).__name__, e))
+            return
+        except Exception as e:  # noqa: BLE001 - report the wrong kind
+            self.ok(False, "%s: raised %s: %s" % (what, type(e).__name__, e))
+            return
+        self.ok(False, "%s: no exception" % what)
+
+
+def check_ddp(c, tc, comm, rank):
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from topoplace_coll.hooks import TopoplaceState, allreduce_hook
+
+    # (DDP's first bucket holds 1 MB whatever bucket_cap_mb says: one bucket here)
+    ref = train(DDP(model(7), bucket_cap_mb=0.05), rank)
+    ddp = DDP(model(7), bucket_cap_mb=0.05)
+    state = TopoplaceState(comm)
+    ddp.register_comm_hook(state, allreduce_hook)
+    got = train(ddp, rank)
+    diff = max((a - b).abs().max().item() for a, b in zip(ref, got))
+    scale = max(a.abs().max().item() for a in ref)
+    bitwise = all(torch.equal(a, b) for a, b in zip(ref, got))
+    c.ok(diff <= 1e-5 * scale, "DDP %d steps, dense hook vs gloo: max |diff| %.3g (params up to %.3g)%s"
+         % (STEPS, diff, scale, ", bitwise equal" if bitwise else ""))
+    # no_sync steps do not count: 12 steps, every third accumulated
+    c.ok(state.iter == STEPS - STEPS // 3, "state.iter counts synchronised steps (%d)" % state.iter)
+    c.ok(len(state.keys) == 0, "dense: no error-feedback keys")
+    # all ranks hold the same parameters
+    flat = torch.cat([p.flatten() for p in got])
+    mx, mn = flat.clone(), flat.clone()
+    comm.all_reduce(mx, op="max")
+    comm.all_reduce(mn, op="min")
+    c.ok(torch.equal(mx, mn), "parameters identical on every rank")
+
+
+def check_allreduce(c, tc, comm, rank):
+    dtypes = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64]
+    for n in (0, 1, 7, 1023, 65537):
+        for dt in dtypes:
+            for op in ("sum", "avg", "max", "min"):
+                base = [torch.randint(-50, 50, (n,), generator=torch.Generator().manual_seed(n * 31 + r))
+                        .to(torch.float64) for r in range(comm.size)]
+                t = base[rank].to(dt, copy=True)
+                comm.all_reduce(t, op=op)
+                stack = torch.stack(base) if n else torch.zeros(comm.size, 0, dtype=torch.float64)
+                want = {"sum": stack.sum(0), "max": stack.max(0).values if n else stack.sum(0),
+                        "min": stack.min(0).values if n else stack.sum(0)}.get(op)
+                if op == "avg":
+                    want = stack.sum(0) / comm.size
+                    if not dt.is_floating_point:
+                        want = torch.div(stack.sum(0), comm.size, rounding_mode="trunc")
+                tol = {torch.float16: 0.5, torch.bfloat16: 2.0}.get(dt, 0.0)
+                err = (t.to(torch.float64) - want).abs().max().item() if n else 0.0
+                if err > tol:
+                    c.ok(False, "all_reduce n=%d %s %s: max error %g" % (n, dt, op, err))
+    c.ok(True, "all_reduce: 5 sizes x 6 dtypes x 4 ops = reference (float64; fp16/bf16 within rounding)")
+    for algo in ("ring", "tree", "hierarchical", "auto"):
+        t = torch.full((100003,), float(rank + 1))
+        comm.all_reduce(t, algorithm=algo)
+        c.ok(bool((t == 10.0).all()), "algorithm %s: 100003 floats summed" % algo)
+    # a view: contiguous slice of a larger tensor reduces only its own part
+    big = torch.full((10,), float(rank))
+    comm.all_reduce(big[2:5])
+    c.ok(big[2:5].tolist() == [6.0] * 3 and big[0].item() == rank, "contiguous slice in place")
+    t = torch.arange(5, dtype=torch.float32) * (rank + 1)
+    comm.broadcast(t, root=2)
+    c.ok(t.tolist() == [0.0, 3.0, 6.0, 9.0, 12.0], "broadcast from rank 2")
+    comm.barrier()
+
+
+def check_rejects(c, tc, comm, rank, plan):
+    for dt in (torch.uint8, torch.int16, torch.complex64, torch.bool):
+        c.raises(TypeError, "not supported", "dtype %s rejected" % dt, comm.all_reduce, torch.zeros(4, dtype=dt))
+    c.raises(ValueError, "not contiguous", "non-contiguous rejected", comm.all_reduce, torch.zeros(4, 4).t())
+    c.raises(ValueError, "op 'prod'", "unknown op rejected", comm.all_reduce, torch.zeros(4), op="prod")
+    c.raises(ValueError, "algorithm 'fastest'", "unknown algorithm rejected", comm.all_reduce, torch.zeros(4),
+             algorithm="fastest")
+    c.raises(ValueError, "compressor 'zip'", "unknown compressor rejected", comm.all_reduce, torch.zeros(4),
+             compressor="zip")
+    c.raises(TypeError, "float32", "compressed float64 rejected", comm.all_reduce,
+             torch.zeros(4, dtype=torch.float64), compressor="int8")
+    c.raises(TypeError, "torch.Tensor", "a list rejected", comm.all_reduce, [1.0, 2.0])
+    if rank == 0:
+        c.raises(tc.TopoplaceError, "rank 9", "rank outside the plan: library's reason", tc.Communicator,
+                 plan=plan, rank=9, master_addr="127.0.0.1", master_port=1)
+        c.raises(tc.TopoplaceError, "nosuch.json", "missing plan named", tc.Communicator,
+                 plan="/nonexistent/nosuch.json", rank=0, master_addr="127.0.0.1", master_port=1)
+
+
+def check_compression(c, tc, comm, rank):
+    from topoplace_coll.hooks import TopoplaceState
+
+    kinds = ("int8", "1bit", "topk")
+    if not tc.have_compression():
+        for k in kinds:
+            c.raises(tc.CompressionUnavailable, "has no compression", "%s: library without compression" % k,
+                     comm.all_reduce, torch.zeros(8), compressor=k)
+            c.raises(tc.CompressionUnavailable, "has no compression", "%s: TopoplaceState refuses" % k,
+                     TopoplaceState, comm, compressor=k)
+        c.lines.append("# compression absent from %s: the error path was checked" % tc.library_path())
+        return
+    c.lines.append("# compression present in %s: running each compressor" % tc.library_path())
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from topoplace_coll.hooks import allreduce_hook
+
+    # the hook compressed, after 3 dense steps: one residual key per
+    # (bucket index, size), parameters finite and the same on every rank
+    ddp = DDP(model(7), bucket_cap_mb=0.05)
+    state = TopoplaceState(comm, compressor="int8", start_iter=3)
+    ddp.register_comm_hook(state, allreduce_hook)
+    got = torch.cat([p.flatten() for p in train(ddp, rank)])
+    nb = len({k[0] for k in state.keys})
+    c.ok(nb >= 1 and len(state.keys) == nb, "int8 hook: %d residual keys for %d buckets %s"
+         % (len(state.keys), nb, sorted(state.keys)))
+    mx, mn = got.clone(), got.clone()
+    comm.all_reduce(mx, op="max")
+    comm.all_reduce(mn, op="min")
+    c.ok(bool(torch.isfinite(got).all()) and torch.equal(mx, mn), "int8 hook: parameters finite, same on every rank")
+    g = torch.Generator().manual_seed(99)
+    data = torch.randn(comm.size, 4099, generator=g)
+    want = data.mean(0)
+    for k in kinds:
+        for hier in (True, False):
+            # error feedback: the mean of the results of repeated calls on
+            # the same input approaches the true average (what compression
+            # drops comes back later), so its error shrinks with the calls
+            acc, errs = torch.zeros(4099), {}
+            key = 1 + kinds.index(k) * 2 + hier
+            for call in range(1, 41):
+                t = data[rank].clone()
+                # top-k at 10% (the default 1% needs ~100 calls to come round)
+                comm.all_reduce(t, op="avg", compressor=k, hierarchical=hier, key=key,
+                                topk_fraction=0.1 if k == "topk" else None)
+                acc += t
+                if call in (10, 40):
+                    errs[call] = ((acc / call) - want).norm().item() / want.norm().item()
+            c.ok(errs[40] < 0.01 or errs[40] < 0.6 * errs[10],
+                 "%s hierarchical=%s, error feedback: relative error of the mean %.3g after 10 calls, %.3g "
+                 "after 40" % (k, hier, errs[10], errs[40]))
+            mx, mn = t.clone(), t.clone()
+            comm.all_reduce(mx, op="max")
+            comm.all_reduce(mn, op="min")
+            c.ok(torch.equal(mx, mn), "%s hierarchical=%s: the same result on every rank" % (k, hier))
+
+
+def worker(rank, plan, port, gloo_port, lib, q):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(gloo_port), OMP_NUM_THREADS="1",
+                      GLOO_SOCKET_IFNAME="lo")
+    torch.set_num_threads(1)
+    c = Checks(rank)
+    try:
+        import topoplace_coll as tc
+
+        dist.init_process_group("gloo", rank=rank, world_size=WORLD)
+        comm = tc.Communicator(plan=plan, rank=rank, master_addr="127.0.0.1", master_port=port, timeout_s=60)
+        c.ok(comm.size == WORLD and comm.rank == rank and comm.nhosts == 2, "communicator %r" % comm)
+        check_ddp(c, tc, comm, rank)
+        check_allreduce(c, tc, comm, rank)
+        check_rejects(c, tc, comm, rank, plan)
+        check_compression(c, tc, comm, rank)
+        # a ring over 2 hosts x 2 ranks crosses between the groups twice
+        # (1 -> 2, 3 -> 0), each edge carrying 2 (P-1)/P of the 256 KiB
+        comm.reset_stats()
+        comm.all_reduce(torch.zeros(1 << 16), algorithm="ring")
+        cb = torch.tensor([comm.cross_bytes()], dtype=torch.int64)
+        comm.all_reduce(cb)
+        c.ok(cb.item() == 2 * (1 << 18) * 3 // 2, "cross_bytes of a 256 KiB ring all-reduce, all ranks: %d"
+             % cb.item())
+        comm.close()
+        c.raises(ValueError, "closed", "closed communicator rejected", comm.all_reduce, torch.zeros(2))
+        dist.destroy_process_group()
+    except Exception:  # noqa: BLE001 - report it as a failure of this rank
+        c.ok(False, "rank %d raised:\n%s" % (rank, traceback.format_exc()))
+    q.put((rank, c.failed, c.lines))
+
+
+def main():
+    plan, port, gloo_port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    import topoplace_coll as tc
+
+    print("# torch %s, library %s, compression %s" % (torch.__version__, tc.library_path(),
+                                                      "present" if tc.have_compression() else "absent"))
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=worker, args=(r, plan, port, gloo_port, None, q)) for r in range(WORLD)]
+    for p in procs:
+        p.start()
+    results = {}
+    for _ in procs:
+        try:
+            r, failed, lines = q.get(timeout=300)
+        except Exception:  # noqa: BLE001 - queue.Empty: a rank died
+            break
+        results[r] = (failed, lines)
+    for p in procs:
+        p.join(10)
+        if p.is_alive():
+            p.kill()
+    failed = 0
+    for r in range(WORLD):
+        if r not in results:
+            print("FAIL - rank %d reported nothing (exit %s)" % (r, procs[r].exitcode))
+            failed += 1
+            continue
+        f, lines = results[r]
+        failed += f
+        for line in lines if r == 0 or f else []:
+            print(line if r == 0 else "rank %d: %s" % (r, line))
+    print("all passed" if failed == 0 else "%d failed" % failed)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,23 @@
+#!/bin/sh
+# The PyTorch binding (bindings/torch/topoplace_coll) under Debian's torch:
+# tests/bindings/test_torch.py with 4 ranks on this host over loopback, from
+# a plan `topoplace plan` made for 2 hosts x 2 GPUs on a generated 2-leaf
+# fabric. Skips (77) when /usr/bin/python3 (or $TP_PYTHON) has no torch.
+. "$(dirname "$0")/../integration/lib.sh"
+py=${TP_PYTHON:-/usr/bin/python3}
+src=${TP_SRCDIR:?}
+lib=${TP_BUILDDIR:?}/coll/.libs/libtopoplace-coll.so
+[ -x "$py" ] || skip_all "no $py"
+"$py" -c 'import torch' 2>/dev/null || skip_all "$py cannot import torch (apt-get install python3-torch)"
+[ -f "$lib" ] || skip_all "no $lib"
+
+$TOPOPLACE fabric generate fat-tree --leaves 2 --spines 1 --hosts-per-leaf 1 \
+	--gpus-per-host 2 --interleave -o "$tmp/f.json" >/dev/null 2>&1 || bad "fabric"
+$TOPOPLACE plan --fabric "$tmp/f.json" --nodes 'node[001-002]' --json --no-predict \
+	-o "$tmp/p.json" >/dev/null 2>&1 || bad "plan"
+port=$((22000 + $$ % 4000))
+PYTHONPATH=$src/bindings/torch${PYTHONPATH:+:$PYTHONPATH} TOPOPLACE_COLL_LIB=$lib \
+	timeout 600 "$py" "$src/tests/bindings/test_torch.py" "$tmp/p.json" $port $((port + 4000))
+rc=$?
+[ $rc -eq 0 ] || bad "test_torch.py exit $rc"
+finish
