@@ -7,6 +7,13 @@
 #       `ibnetdiscover` output), sized for the file, and wait until it is
 #       ready. Prints shell assignments to eval:
 #         IBSIM_PID=...  IBSIM_SOCKNAME=...  IBSIM_DIR=...  UMAD2SIM=...
+#       With TP_IBSIM_CONSOLE=1 ibsim keeps its console: it reads commands
+#       (Unlink, ReLink, Error, PerformanceSet ...) from the FIFO
+#       $IBSIM_DIR/console, held open by a helper so ibsim never sees EOF
+#       (it spins after EOF). Send one with `ibsim-run.sh console DIR CMD`.
+#   ibsim-run.sh console DIR COMMAND
+#       Send one console line (< 128 bytes) to an ibsim started with
+#       TP_IBSIM_CONSOLE=1.
 #   ibsim-run.sh exec SOCKNAME -- CMD [ARG...]
 #       Run CMD as a client of that ibsim (LD_PRELOAD=libumad2sim) under
 #       timeout, in a private temporary working directory (umad2sim writes
@@ -36,6 +43,7 @@ die() {
 usage() {
 	cat >&2 <<EOF
 usage: $prog start NETFILE [SOCKNAME]
+       $prog console DIR COMMAND
        $prog exec SOCKNAME -- CMD [ARG...]
        $prog stop PID
 EOF
@@ -89,10 +97,20 @@ cmd_start() {
 	sock=${2:-${dir##*/}}
 	limits=$(size_args "$net")
 	# -s: links come up at start; -n: no console, so stdin is unused.
-	# shellcheck disable=SC2086
-	(cd "$dir" && IBSIM_SOCKNAME=$sock exec ibsim -s -n $limits "$net" \
-		</dev/null >"$dir/ibsim.log" 2>&1) &
-	pid=$!
+	if [ "${TP_IBSIM_CONSOLE:-0}" = 1 ]; then
+		mkfifo "$dir/console"
+		# shellcheck disable=SC2086
+		(cd "$dir" && IBSIM_SOCKNAME=$sock exec ibsim -s $limits "$net" \
+			<"$dir/console" >"$dir/ibsim.log" 2>&1) &
+		pid=$!
+		(exec sleep 2147483647 >"$dir/console") &
+		echo "$!" >"$dir/holder.pid"
+	else
+		# shellcheck disable=SC2086
+		(cd "$dir" && IBSIM_SOCKNAME=$sock exec ibsim -s -n $limits "$net" \
+			</dev/null >"$dir/ibsim.log" 2>&1) &
+		pid=$!
+	fi
 	echo "$pid" >"$dir/ibsim.pid"
 
 	limit=${TP_IBSIM_START_TIMEOUT:-120}
@@ -117,6 +135,13 @@ cmd_start() {
 	echo "IBSIM_SOCKNAME=$sock"
 	echo "IBSIM_DIR=$dir"
 	echo "UMAD2SIM=$(find_umad2sim)"
+}
+
+cmd_console() {
+	[ $# -eq 2 ] || usage
+	[ -p "$1/console" ] || die "$1/console: not an ibsim console FIFO"
+	[ ${#2} -lt 128 ] || die "console line longer than 127 bytes"
+	printf '%s\n' "$2" >"$1/console"
 }
 
 cmd_exec() {
@@ -153,6 +178,11 @@ cmd_stop() {
 		die "stop: process $pid is not ibsim"
 	dir=$(readlink "/proc/$pid/cwd" 2>/dev/null || true)
 	kill "$pid" 2>/dev/null || true
+	if [ -f "$dir/holder.pid" ]; then
+		hp=$(cat "$dir/holder.pid")
+		[ "$(cat "/proc/$hp/comm" 2>/dev/null)" = sleep ] &&
+			kill "$hp" 2>/dev/null
+	fi
 	n=0
 	while alive "$pid" && [ "$n" -lt 50 ]; do
 		sleep 0.1
@@ -174,6 +204,7 @@ shift
 case $sub in
 start) cmd_start "$@" ;;
 exec) cmd_exec "$@" ;;
+console) cmd_console "$@" ;;
 stop) cmd_stop "$@" ;;
 *) usage ;;
 esac

@@ -86,11 +86,22 @@ static double port_gbps(const tp_health_port_t *p)
 	return p->width * p->lane_gbps;
 }
 
-/* Rule 1; true when the link is down (health 0). */
+/* Rule 1; true when the link is down (health 0). An end whose node did
+ * not answer while the other end's port is up is not down: the cable
+ * trains but drops what crosses it (or the far node is hung) - rule 1b. */
 static bool rule_down(const tp_health_port_t cur[2], const bool node_seen[2],
 		      tp_health_link_t *out)
 {
-	for (int e = 0; e < 2; e++)
+	for (int e = 0; e < 2; e++) {
+		const tp_health_port_t *o = &cur[!e];
+
+		if (!node_seen[e] && o->seen && o->up) {
+			out->health *= 0.5;
+			out->alarm = true;
+			reason_add(out, "%s end up but not answering",
+				   e ? "b" : "a");
+			continue;
+		}
 		if (!cur[e].seen || !cur[e].up) {
 			out->health = 0;
 			out->alarm = true;
@@ -100,6 +111,7 @@ static bool rule_down(const tp_health_port_t cur[2], const bool node_seen[2],
 						  : "port not up");
 			return true;
 		}
+	}
 	return false;
 }
 
@@ -108,7 +120,10 @@ static void rule_rate(const tp_link_t *link, const tp_health_port_t cur[2],
 		      tp_health_link_t *out)
 {
 	const tp_health_port_t *slow =
-	    port_gbps(&cur[1]) < port_gbps(&cur[0]) ? &cur[1] : &cur[0];
+	    !cur[0].seen ||
+		    (cur[1].seen && port_gbps(&cur[1]) < port_gbps(&cur[0]))
+		? &cur[1]
+		: &cur[0];
 	double have = port_gbps(slow);
 
 	if (!(link->gbps > 0) || !(have < link->gbps * (1 - 1e-9)))

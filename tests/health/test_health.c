@@ -94,9 +94,15 @@ static void test_down(void **unused)
 
 	link_ok(cur);
 	memset(&cur[1], 0, sizeof(cur[1]));
+	cur[0].up = false;
 	tp_health_eval(NULL, &hdr, NULL, cur, b_gone, 1, &out);
 	assert_true(out.health == 0);
-	assert_non_null(strstr(out.reason, "not reachable"));
+	assert_string_equal(out.reason, "down (a end port not up)");
+	/* the near end is up but the far node does not answer: lossy */
+	cur[0].up = true;
+	tp_health_eval(NULL, &hdr, NULL, cur, b_gone, 1, &out);
+	assert_true(out.health == 0.5);
+	assert_string_equal(out.reason, "b end up but not answering");
 
 	/* neither end's node found: another subnet, no verdict */
 	tp_health_eval(NULL, &hdr, NULL, cur, none, 1, &out);
