@@ -412,41 +412,59 @@ static void log_changes(run_t *r)
 	}
 }
 
+/* Both files from one sweep; false when either could not be written (the
+ * reason is on stderr). */
+static bool write_outputs(const run_t *r, const args_t *a, double secs)
+{
+	struct timespec now;
+	char *prom = NULL;
+	bool ok = write_state(r, a->state);
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (a->prom) {
+		if (tp_health_prom_text(r->f, r->links, secs,
+					(double)now.tv_sec + now.tv_nsec / 1e9,
+					&prom)) {
+			tp_cli_err("%s: out of memory", a->prom);
+			ok = false;
+		} else if (!write_atomic(a->prom, prom)) {
+			ok = false;
+		}
+	}
+	tp_free(prom);
+	return ok;
+}
+
+/* A daemon outlives a bad sweep or a full disk: the failure is logged,
+ * the files keep their last good content, the next interval tries again.
+ * Only --once reports it in the exit status. */
 static int monitor_loop(run_t *r, const args_t *a)
 {
 	struct sigaction sa;
-	struct timespec now;
+	struct timespec t0, now;
 	double secs;
 	int rc = TP_EXIT_OK;
-	char *prom = NULL;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal; /* no SA_RESTART: the sleep ends */
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	while (!stop) {
-		if ((rc = sweep(r, false, &secs)))
-			break;
-		log_changes(r);
-		clock_gettime(CLOCK_REALTIME, &now);
-		if (!write_state(r, a->state))
-			rc = TP_EXIT_FAIL;
-		if (a->prom &&
-		    (tp_health_prom_text(r->f, r->links, secs,
-					 (double)now.tv_sec + now.tv_nsec / 1e9,
-					 &prom) ||
-		     !write_atomic(a->prom, prom)))
-			rc = TP_EXIT_FAIL;
-		tp_free(prom);
-		prom = NULL;
-		if (a->once || rc)
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		rc = sweep(r, false, &secs);
+		if (!rc) {
+			log_changes(r);
+			if (!write_outputs(r, a, secs))
+				rc = TP_EXIT_FAIL;
+		}
+		if (a->once)
 			break;
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		double left = a->interval - since(&r->t_prev, &now);
+		double left = a->interval - since(&t0, &now);
 		if (left > 0 && !stop)
 			sleep_s(left);
 	}
-	return rc;
+	return a->once ? rc : TP_EXIT_OK;
 }
 
 int tp_cmd_monitor(int argc, char **argv)

@@ -11,9 +11,8 @@
 #   bench_health.sh [--leaves N] [--hosts-per-leaf N] [--spines N] [--repeat N]
 set -eu
 
-srcdir=${TP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-run=$srcdir/contrib/ibsim-run.sh
-T=${TOPOPLACE:-$srcdir/build/cli/topoplace}
+. "$(dirname "$0")/../integration/lib.sh"
+T=$TOPOPLACE
 leaves=64 hpl=32 spines=16 repeat=3
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -24,27 +23,7 @@ while [ $# -gt 0 ]; do
 	*) echo "usage: $0 [--leaves N] [--hosts-per-leaf N] [--spines N] [--repeat N]" >&2; exit 2 ;;
 	esac
 done
-for c in ibsim opensm jq taskset; do
-	command -v $c >/dev/null 2>&1 || { echo "SKIP: $c not installed"; exit 77; }
-done
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tp-bench-health.XXXXXX")
-IBSIM_PID=
-mon_pid=
-cleanup() {
-	# the monitor before ibsim: a umad2sim client whose ibsim is gone
-	# blocks for ever (a second signal ends it at once)
-	if [ -n "$mon_pid" ]; then
-		kill "$mon_pid" 2>/dev/null
-		sleep 0.5
-		kill "$mon_pid" 2>/dev/null
-	fi
-	[ -n "$IBSIM_PID" ] && "$run" stop "$IBSIM_PID" >/dev/null 2>&1
-	wait 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+command -v taskset >/dev/null 2>&1 || skip_all "taskset not installed"
 
 ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
 
@@ -52,12 +31,9 @@ ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
 	--hosts-per-leaf "$hpl" --nics-per-host 1 -o "$tmp/gen.json" >/dev/null
 "$T" fabric ibsim-net "$tmp/gen.json" -o "$tmp/f.net"
 t0=$(date +%s%N)
-TP_IBSIM_CONSOLE=1 "$run" start "$tmp/f.net" "tp-bench-health-$$" >"$tmp/env"
-. "$tmp/env"
-export IBSIM_SOCKNAME
-"$run" sm "$IBSIM_DIR"
+TP_IBSIM_START_TIMEOUT=120 ibsim_sm_up "$tmp/f.net"
 echo "ibsim + opensm up: $(ms "$t0") ms"
-cli() { TP_IBSIM_TIMEOUT=120 "$run" exec "$IBSIM_SOCKNAME" -- "$@"; }
+cli() { TO=120 ibsim_exec "$@"; }
 cli "$T" discover --live -o "$tmp/live.json" 2>/dev/null
 nl=$(jq '.links | length' "$tmp/live.json")
 nh=$(jq '.hosts | length' "$tmp/live.json")
@@ -83,7 +59,7 @@ mkdir "$tmp/mon"
 (cd "$tmp/mon" && LD_PRELOAD=$UMAD2SIM exec timeout 300 taskset -c 0 "$T" \
 	monitor --fabric "$tmp/live.json" --state-out "$state" \
 	--prom "$tmp/h.prom" --interval 1 2>"$tmp/mon.err") &
-mon_pid=$!
+MON_PID=$!
 n=0
 until [ -s "$state" ] && [ -s "$tmp/h.prom" ]; do
 	sleep 0.1
@@ -100,7 +76,7 @@ for leaf in 1 2 3; do
 		'.links[] | select(.a == $a) | .link' "$tmp/h.json")
 	sleep 0.$((leaf * 3)) # land at different points of the interval
 	t0=$(date +%s%N)
-	"$run" console "$IBSIM_DIR" "Unlink \"$sw\"[1]"
+	ibsim_con "Unlink \"$sw\"[1]"
 	until jq -e ".links | map(select(.link == $link and .health == 0)) | length == 1" \
 		"$state" >/dev/null 2>&1; do
 		sleep 0.02
@@ -110,7 +86,7 @@ for leaf in 1 2 3; do
 	echo "Unlink $sw[1] -> state file shows link $link down: $t ms"
 	sum=$((sum + t))
 	[ "$t" -gt "$worst" ] && worst=$t
-	"$run" console "$IBSIM_DIR" "ReLink \"$sw\"[1]"
+	ibsim_con "ReLink \"$sw\"[1]"
 done
 echo "monitor sweep (as it reports): ${sweep_s} s"
 printf '{"bench":"health","hosts":%s,"links":%s,"sweep_ms_best":%s,"monitor_sweep_s":%s,"unlink_to_file_ms_mean":%s,"unlink_to_file_ms_worst":%s,"interval_s":1}\n' \

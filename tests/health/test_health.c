@@ -9,6 +9,7 @@
 #include "tp_health.h"
 #include "tp_placement.h"
 #include "tp_test.h"
+#include "tp_test_fabric.h"
 
 /* A 4x HDR cable (200 Gb/s) between switch 0 port 1 and CA 0 port 1. */
 static const tp_link_t hdr = {
@@ -282,17 +283,7 @@ static void test_no_false_alarm(void **unused)
 
 static tp_fabric_t *small_fabric(void)
 {
-	tp_gen_fat_tree_t p;
-	tp_fabric_t *f = NULL;
-
-	tp_gen_fat_tree_defaults(&p);
-	p.leaves = 2;
-	p.spines = 1;
-	p.hosts_per_leaf = 2;
-	p.nics_per_host = 1;
-	p.gpus_per_host = 1;
-	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
-	return f;
+	return tp_test_rail(2, 2, 1, 1, 1);
 }
 
 /* The state file keeps what others wrote and loads in the placement. */

@@ -16,71 +16,23 @@
 # Needs ibsim-utils, libumad2sim0, opensm, jq and a build with libibmad;
 # exits 77 (skip) without them.
 set -eu
-
-skip() {
-	echo "SKIP: $*"
-	exit 77
-}
-
-srcdir=${TP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-run=$srcdir/contrib/ibsim-run.sh
-T=${TOPOPLACE:-}
-TP_IBSIM_START_TIMEOUT=${TP_IBSIM_START_TIMEOUT:-30}
-export TP_IBSIM_START_TIMEOUT
-unset SIM_HOST || true
-
-command -v ibsim >/dev/null 2>&1 || skip "ibsim not installed (ibsim-utils)"
-command -v opensm >/dev/null 2>&1 || skip "opensm not installed"
-command -v jq >/dev/null 2>&1 || skip "jq not installed"
-command -v timeout >/dev/null 2>&1 || skip "timeout(1) not available"
-[ -n "$T" ] && [ -x "$T" ] || skip "topoplace not built (TOPOPLACE unset)"
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/tp-health-ibsim.XXXXXX")
-IBSIM_PID=
-mon_pid=
-cleanup() {
-	# the monitor before ibsim: a umad2sim client whose ibsim is gone
-	# blocks for ever (a second signal ends it at once)
-	if [ -n "$mon_pid" ]; then
-		kill "$mon_pid" 2>/dev/null
-		sleep 0.5
-		kill "$mon_pid" 2>/dev/null
-	fi
-	[ -n "$IBSIM_PID" ] && "$run" stop "$IBSIM_PID" >/dev/null 2>&1
-	wait 2>/dev/null
-	[ -n "${TP_KEEP:-}" ] || rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
-failures=0
-fail() {
-	echo "FAIL: $*"
-	failures=$((failures + 1))
-}
-ok() { echo "ok: $*"; }
+. "$(dirname "$0")/lib.sh"
+T=$TOPOPLACE
+fail() { bad "$@"; }
 
 "$T" fabric generate fat-tree --leaves 4 --spines 2 --hosts-per-leaf 4 \
 	--nics-per-host 1 -o "$tmp/gen.json" >/dev/null
 "$T" fabric ibsim-net "$tmp/gen.json" -o "$tmp/f.net"
-TP_IBSIM_CONSOLE=1 "$run" start "$tmp/f.net" "tp-health-$$" >"$tmp/env" ||
-	skip "ibsim did not start"
-. "$tmp/env"
-export IBSIM_SOCKNAME
-con() { "$run" console "$IBSIM_DIR" "$1"; }
-cli() { TP_IBSIM_TIMEOUT=${TO:-30} "$run" exec "$IBSIM_SOCKNAME" -- "$T" "$@"; }
-
-# opensm assigns LIDs (PMA queries are LID-routed) and keeps routing
-# while links change.
-"$run" sm "$IBSIM_DIR" >"$tmp/sm.err" 2>&1 ||
-	skip "opensm did not come up: $(cat "$tmp/sm.err")"
+ibsim_sm_up "$tmp/f.net"
+con() { ibsim_con "$1"; }
+cli() { ibsim_exec "$T" "$@"; }
 
 cli discover --live --gpus-per-host 8 -o "$tmp/live.json" 2>"$tmp/disc.err" ||
 	{ cat "$tmp/disc.err"; fail "discover --live"; exit 1; }
 rc=0
 cli fabric health --fabric "$tmp/live.json" --json >"$tmp/h0.json" \
 	2>"$tmp/h0.err" || rc=$?
-grep -q 'built without libibmad' "$tmp/h0.err" && skip "built without libibmad"
+grep -q 'built without libibmad' "$tmp/h0.err" && skip_all "built without libibmad"
 if [ "$rc" -ne 0 ] || [ "$(jq .alarms "$tmp/h0.json")" != 0 ] ||
 	[ "$(jq .seen "$tmp/h0.json")" != 24 ]; then
 	fail "healthy fabric: fabric health rc $rc, $(jq -c '{seen,alarms}' "$tmp/h0.json")"
@@ -105,10 +57,10 @@ echo '{"format":"topoplace-state/1","down":["node016"]}' >"$state"
 # Started without ibsim-run.sh exec, so that SIGTERM reaches it through
 # timeout(1) alone.
 mkdir "$tmp/mon"
-(cd "$tmp/mon" && LD_PRELOAD=$UMAD2SIM exec timeout 90 "$T" monitor \
+(cd "$tmp/mon" && LD_PRELOAD=$UMAD2SIM exec timeout 120 "$T" monitor \
 	--fabric "$tmp/live.json" --state-out "$state" --prom "$prom" \
 	--interval 1 2>"$tmp/monitor.err") &
-mon_pid=$!
+MON_PID=$!
 
 # wait_for JQ-FILTER-ON-STATE: poll 10/s for up to 2.5 s (one sweep + slack);
 # prints the milliseconds it took.
@@ -212,25 +164,20 @@ wait_for ".links | map(select(.link == $l11)) | length == 0" >/dev/null &&
 	ok "ReLink: link $l11 healthy again" ||
 	fail "link $l11 still degraded after ReLink: $(cat "$state")"
 
-kill -TERM "$mon_pid"
+kill -TERM "$MON_PID" 2>/dev/null || fail "the monitor had died before SIGTERM"
 n=0
-while kill -0 "$mon_pid" 2>/dev/null && [ "$n" -lt 30 ]; do
+while kill -0 "$MON_PID" 2>/dev/null && [ "$n" -lt 30 ]; do
 	sleep 0.1
 	n=$((n + 1))
 done
 rc=0
-wait "$mon_pid" || rc=$?
-mon_pid=
+wait "$MON_PID" || rc=$?
+MON_PID=
 [ "$rc" -eq 0 ] && ok "SIGTERM: monitor exited 0" ||
 	fail "monitor after SIGTERM: rc $rc"
 grep -q "link $l11 health 1.00 -> 0.00: down" "$tmp/monitor.err" ||
 	fail "monitor did not log link $l11 going down"
 ls "$tmp"/*.tmp.* >/dev/null 2>&1 && fail "temporary files left behind"
 
-if [ "$failures" -ne 0 ]; then
-	echo "--- monitor stderr"
-	tail -20 "$tmp/monitor.err"
-	echo "$failures failure(s)"
-	exit 1
-fi
-echo "PASS"
+[ "$failures" -eq 0 ] || { echo "--- monitor stderr"; tail -20 "$tmp/monitor.err"; }
+finish

@@ -107,3 +107,39 @@ cluster_cleanup() {
 	rm -rf "$tmp"
 }
 command -v jq >/dev/null 2>&1 || skip_all "jq not installed (contrib/install-deps.sh installs it)"
+# ibsim_sm_up NETFILE: skip (77) unless ibsim, opensm, jq and timeout are
+# here; start ibsim on NETFILE with its console (ibsim_con LINE sends one)
+# and opensm, export IBSIM_SOCKNAME/UMAD2SIM, and at exit stop MON_PID (a
+# monitor started by the caller, if any), then ibsim, then remove $tmp.
+# The monitor goes first and gets a second signal: a umad2sim client whose
+# ibsim is gone blocks for ever.
+ibsim_sm_up() {
+	for c in ibsim opensm jq timeout; do
+		command -v $c >/dev/null 2>&1 || skip_all "$c not installed"
+	done
+	IBSIM_RUN=${TP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}/contrib/ibsim-run.sh
+	MON_PID= IBSIM_PID=
+	trap ibsim_cleanup EXIT
+	trap 'exit 1' INT TERM HUP
+	unset SIM_HOST || true
+	TP_IBSIM_CONSOLE=1 "$IBSIM_RUN" start "$1" "tp-it-$$" >"$tmp/ibsim.env" ||
+		skip_all "ibsim did not start"
+	. "$tmp/ibsim.env"
+	export IBSIM_SOCKNAME UMAD2SIM
+	# opensm: LIDs for LID-routed queries (PMA), routes while links change
+	"$IBSIM_RUN" sm "$IBSIM_DIR" >"$tmp/sm.err" 2>&1 ||
+		skip_all "opensm did not come up: $(cat "$tmp/sm.err")"
+}
+ibsim_con() { "$IBSIM_RUN" console "$IBSIM_DIR" "$1"; }
+# ibsim_exec CMD...: CMD as an ibsim client, bounded by ${TO:-60} s
+ibsim_exec() { TP_IBSIM_TIMEOUT=${TO:-60} "$IBSIM_RUN" exec "$IBSIM_SOCKNAME" -- "$@"; }
+ibsim_cleanup() {
+	if [ -n "$MON_PID" ]; then
+		kill "$MON_PID" 2>/dev/null
+		sleep 0.5
+		kill "$MON_PID" 2>/dev/null
+	fi
+	[ -n "$IBSIM_PID" ] && "$IBSIM_RUN" stop "$IBSIM_PID" >/dev/null 2>&1
+	wait 2>/dev/null
+	rm -rf "$tmp"
+}
