@@ -377,12 +377,16 @@ static bool write_state(const run_t *r, const char *path)
 			   path);
 		err = tp_health_state_json(NULL, r->f, r->links, &json);
 	}
-	tp_free(old);
 	if (err) {
+		tp_free(old);
 		tp_cli_err("%s: %s", path, tp_strerror(err));
 		return false;
 	}
-	ok = write_atomic(path, json);
+	/* Unchanged health leaves the file alone: readers that re-read on
+	 * change (the 24.11 plugin's LinkState=) see a new file only when a
+	 * link's health moved. */
+	ok = (old && !strcmp(old, json)) || write_atomic(path, json);
+	tp_free(old);
 	tp_free(json);
 	return ok;
 }

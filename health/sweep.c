@@ -1,12 +1,17 @@
 /*
- * One sweep through libibmad: a fresh libibnetdisc discovery for port
- * state, width and speed (what iblinkinfo shows), then the PMA of both
- * ends of every model link (what perfquery -x shows). Notes:
- * - Discovery each sweep, not once: a link that went down is a port that
- *   is Down or a node no longer reachable, and only a fresh walk says so.
- *   It costs 0.25 s at 2,048 hosts on ibsim; the PMA queries dominate.
- * - PMA queries are LID-routed: a fabric without a subnet manager has LID
- *   0 everywhere and gets state/width/speed but no counters.
+ * One sweep through libibmad: PortInfo of both ends of every model link
+ * (state, active width and speed, what iblinkinfo shows) and their PMA
+ * counters (what perfquery -x shows), all LID-routed over one MAD port.
+ * Notes:
+ * - One discovery, at creation, learns each node's LID; sweeps then ask
+ *   the ports directly. A discovery per sweep would also see the state,
+ *   but libumad2sim (ibsim) leaks an agent per discovery and refuses the
+ *   twelfth; a real fabric would pay the directed-route walk every sweep.
+ *   A node that does not answer its PortInfo is "not seen" (rule 1/1b); a
+ *   node that was unreachable at creation stays so until a restart (LIDs
+ *   of nodes the first walk missed are unknown).
+ * - PMA queries are LID-routed too: a fabric without a subnet manager has
+ *   LID 0 everywhere and the sweep fails at creation.
  * - PortCountersExtended is asked first for the data counters; a port
  *   that does not answer it (old switches) falls back to the 32-bit
  *   PortCounters fields, and the rules count those as 32-bit.
@@ -21,14 +26,23 @@
 
 #include "tp_health.h"
 
-/* Per PMA query; ibsim answers in microseconds, a real fabric in < 1 ms. */
-#define PMA_TIMEOUT_MS 200
+/* Per query; ibsim answers in microseconds, a real fabric in < 1 ms. A
+ * node that does not answer costs (1 + MAD_RETRIES) x MAD_TIMEOUT_MS. */
+#define MAD_TIMEOUT_MS 200
+#define MAD_RETRIES    1
+
+/* What the creation's discovery learnt about one link end. */
+typedef struct end {
+	uint16_t lid; /* 0: the node was not reachable */
+	bool sw;      /* a switch: PMA and PortInfo ask its port k->port */
+	uint8_t cap[IB_SMP_DATA_SIZE]; /* a switch's port 0 PortInfo */
+} end_t;
 
 struct tp_health_sweep {
 	const tp_fabric_t *f;
-	char *ca;
 	int port;
 	struct ibmad_port *mad;
+	end_t *ends; /* 2 per model link */
 	char err[256];
 };
 
@@ -66,41 +80,13 @@ static tp_err_t fail(char **err_p, tp_err_t err, const char *fmt,
 	return err;
 }
 
-tp_err_t tp_health_sweep_create(const tp_fabric_t *f, const char *ca, int port,
-				tp_health_sweep_t **s_p, char **err_p)
-{
-	int classes[] = {IB_SMI_CLASS, IB_SMI_DIRECT_CLASS, IB_SA_CLASS,
-			 IB_PERFORMANCE_CLASS};
-	tp_health_sweep_t *s;
-
-	if (!f || !s_p || port < 0 || port > 254)
-		return TP_ERR_INVAL;
-	if (!(s = tp_calloc(1, sizeof(*s))) ||
-	    (ca && !(s->ca = tp_strdup(ca)))) {
-		tp_free(s);
-		return fail(err_p, TP_ERR_NOMEM, "%s", "out of memory");
-	}
-	s->f = f;
-	s->port = port;
-	s->mad = mad_rpc_open_port(s->ca, port, classes, 4);
-	if (!s->mad) {
-		tp_health_sweep_destroy(s);
-		return fail(err_p, TP_ERR_IO,
-			    "cannot open %s for MADs (no IB device, or no "
-			    "access to /dev/infiniband/umad*)",
-			    ca ? ca : "the default CA");
-	}
-	*s_p = s;
-	return TP_OK;
-}
-
 void tp_health_sweep_destroy(tp_health_sweep_t *s)
 {
 	if (!s)
 		return;
 	if (s->mad)
 		mad_rpc_close_port(s->mad);
-	tp_free(s->ca);
+	tp_free(s->ends);
 	tp_free(s);
 }
 
@@ -119,13 +105,13 @@ static bool query_counters(tp_health_sweep_t *s, int lid, int portnum,
 	memset(&id, 0, sizeof(id));
 	ib_portid_set(&id, lid, 1, IB_DEFAULT_QP1_QKEY);
 	memset(buf, 0, sizeof(buf));
-	if (!pma_query_via(buf, &id, portnum, PMA_TIMEOUT_MS,
+	if (!pma_query_via(buf, &id, portnum, MAD_TIMEOUT_MS,
 			   IB_GSI_PORT_COUNTERS, s->mad))
 		return false;
 	for (int c = 0; c < TP_HC_N; c++)
 		p->c[c] = mad_get_field(buf, 0, basic_field[c]);
 	memset(buf, 0, sizeof(buf));
-	if (pma_query_via(buf, &id, portnum, PMA_TIMEOUT_MS,
+	if (pma_query_via(buf, &id, portnum, MAD_TIMEOUT_MS,
 			  IB_GSI_PORT_COUNTERS_EXT, s->mad)) {
 		p->wide_data = true;
 		for (int c = TP_HC_FIRST_DATA; c < TP_HC_N; c++)
@@ -142,59 +128,125 @@ static uint64_t end_guid(const tp_fabric_t *f, const tp_link_t *k, int e)
 		   : tp_fabric_ca(f, k->node[e])->guid;
 }
 
-/* End e of link k as the discovery and the PMA see it; false when the
- * PMA was asked and did not answer. */
-static bool sweep_end(tp_health_sweep_t *s, ibnd_fabric_t *fab,
-		      const tp_link_t *k, int e, tp_health_port_t *p,
-		      bool *seen_p)
+/* LIDs (and a switch's port 0 PortInfo) of every link end's node. */
+static tp_err_t learn_lids(tp_health_sweep_t *s, char *ca, int port,
+			   char **err_p)
 {
-	ibnd_node_t *n = ibnd_find_node_guid(fab, end_guid(s->f, k, e));
-	ibnd_port_t *port;
-	const void *cap;
-	int lid;
+	struct ibnd_config cfg = {0};
+	ibnd_fabric_t *fab = ibnd_discover_fabric(ca, port, NULL, &cfg);
+	size_t nl = tp_fabric_nlinks(s->f), lids = 0;
+
+	if (!fab)
+		return fail(err_p, TP_ERR_IO,
+			    "discovery through %s failed (no IB device, no "
+			    "access to /dev/infiniband/umad*, or no response)",
+			    ca ? ca : "the default CA");
+	for (size_t l = 0; l < nl; l++)
+		for (int e = 0; e < 2; e++) {
+			const tp_link_t *k = tp_fabric_link(s->f, l);
+			ibnd_node_t *n =
+			    ibnd_find_node_guid(fab, end_guid(s->f, k, e));
+			end_t *d = &s->ends[2 * l + e];
+			if (!n)
+				continue;
+			d->sw = n->type == IB_NODE_SWITCH;
+			if (d->sw) {
+				d->lid = n->smalid;
+				if (n->ports[0])
+					memcpy(d->cap, n->ports[0]->info,
+					       sizeof(d->cap));
+			} else if (k->port[e] <= n->numports &&
+				   n->ports[k->port[e]]) {
+				d->lid = n->ports[k->port[e]]->base_lid;
+			}
+			lids += d->lid != 0;
+		}
+	ibnd_destroy_fabric(fab);
+	if (nl && !lids)
+		return fail(err_p, TP_ERR_IO, "%s",
+			    "no port of the fabric has a LID (no subnet "
+			    "manager?): PMA queries cannot be routed");
+	return TP_OK;
+}
+
+/* End e of link l as its PortInfo and PMA say; false when the node
+ * answered PortInfo but not the PMA. */
+static bool sweep_end(tp_health_sweep_t *s, size_t l, int e,
+		      tp_health_port_t *p, bool *seen_p)
+{
+	const tp_link_t *k = tp_fabric_link(s->f, l);
+	const end_t *d = &s->ends[2 * l + e];
+	uint8_t info[IB_SMP_DATA_SIZE];
+	ib_portid_t id;
 
 	memset(p, 0, sizeof(*p));
-	*seen_p = n != NULL;
-	if (!n || k->port[e] > n->numports || !(port = n->ports[k->port[e]]))
+	*seen_p = false;
+	if (!d->lid)
 		return true;
-	p->seen = true;
-	p->up = tp_ib_port_up(port->info);
-	cap = n->type == IB_NODE_SWITCH
-		  ? (n->ports[0] ? n->ports[0]->info : NULL)
-		  : port->info;
-	tp_ib_port_rate(port->info, cap, port->ext_info, &p->width,
+	memset(&id, 0, sizeof(id));
+	ib_portid_set(&id, d->lid, 0, 0);
+	memset(info, 0, sizeof(info));
+	if (!smp_query_via(info, &id, IB_ATTR_PORT_INFO, (unsigned)k->port[e],
+			   MAD_TIMEOUT_MS, s->mad))
+		return true; /* not answering: rule 1 / 1b */
+	*seen_p = p->seen = true;
+	p->up = tp_ib_port_up(info);
+	tp_ib_port_rate(info, d->sw ? d->cap : info, NULL, &p->width,
 			&p->lane_gbps);
-	lid = n->type == IB_NODE_SWITCH ? n->smalid : port->base_lid;
-	if (!lid)
-		return true;
-	return query_counters(s, lid, k->port[e], p);
+	return query_counters(s, d->lid, k->port[e], p);
+}
+
+tp_err_t tp_health_sweep_create(const tp_fabric_t *f, const char *ca, int port,
+				tp_health_sweep_t **s_p, char **err_p)
+{
+	int classes[] = {IB_SMI_CLASS, IB_SMI_DIRECT_CLASS, IB_SA_CLASS,
+			 IB_PERFORMANCE_CLASS};
+	size_t nl = f ? tp_fabric_nlinks(f) : 0;
+	tp_health_sweep_t *s;
+	char *ca_copy = NULL; /* libibmad and libibnetdisc take non-const */
+	tp_err_t err;
+
+	if (!f || !s_p || port < 0 || port > 254)
+		return TP_ERR_INVAL;
+	if (!(s = tp_calloc(1, sizeof(*s))) ||
+	    !(s->ends = tp_calloc(2 * nl + 1, sizeof(end_t))) ||
+	    (ca && !(ca_copy = tp_strdup(ca)))) {
+		tp_health_sweep_destroy(s);
+		return fail(err_p, TP_ERR_NOMEM, "%s", "out of memory");
+	}
+	s->f = f;
+	s->port = port;
+	/* The discovery's port is closed before ours opens: libumad2sim
+	 * crashes when a process closes one of two open ports. */
+	err = learn_lids(s, ca_copy, port, err_p);
+	if (!err && !(s->mad = mad_rpc_open_port(ca_copy, port, classes, 4)))
+		err = fail(err_p, TP_ERR_IO,
+			   "cannot open %s for MADs (no IB device, or no "
+			   "access to /dev/infiniband/umad*)",
+			   ca ? ca : "the default CA");
+	tp_free(ca_copy);
+	if (err) {
+		tp_health_sweep_destroy(s);
+		return err;
+	}
+	mad_rpc_set_retries(s->mad, MAD_RETRIES);
+	*s_p = s;
+	return TP_OK;
 }
 
 tp_err_t tp_health_sweep_run(tp_health_sweep_t *s, tp_health_port_t *ports,
 			     bool *node_seen)
 {
-	struct ibnd_config cfg = {0};
-	ibnd_fabric_t *fab;
 	size_t nl, silent = 0;
 
 	if (!s || !ports || !node_seen)
 		return TP_ERR_INVAL;
 	s->err[0] = '\0';
-	fab = ibnd_discover_fabric(s->ca, s->port, NULL, &cfg);
-	if (!fab) {
-		snprintf(s->err, sizeof(s->err),
-			 "discovery through %s port %d failed (no IB device, "
-			 "no access to /dev/infiniband/umad*, or no response)",
-			 s->ca ? s->ca : "the default CA", s->port);
-		return TP_ERR_IO;
-	}
 	nl = tp_fabric_nlinks(s->f);
 	for (size_t l = 0; l < nl; l++)
 		for (int e = 0; e < 2; e++)
-			silent += !sweep_end(s, fab, tp_fabric_link(s->f, l), e,
-					     &ports[2 * l + e],
+			silent += !sweep_end(s, l, e, &ports[2 * l + e],
 					     &node_seen[2 * l + e]);
-	ibnd_destroy_fabric(fab);
 	if (silent)
 		tp__log(TP_LOG_WARN,
 			"health sweep: %zu port(s) did not answer PMA queries",

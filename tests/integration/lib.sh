@@ -107,10 +107,11 @@ cluster_cleanup() {
 	rm -rf "$tmp"
 }
 command -v jq >/dev/null 2>&1 || skip_all "jq not installed (contrib/install-deps.sh installs it)"
-# ibsim_sm_up NETFILE: skip (77) unless ibsim, opensm, jq and timeout are
-# here; start ibsim on NETFILE with its console (ibsim_con LINE sends one)
-# and opensm, export IBSIM_SOCKNAME/UMAD2SIM, and at exit stop MON_PID (a
-# monitor started by the caller, if any), then ibsim, then remove $tmp.
+# ibsim_sm_up NETFILE [THEN]: skip (77) unless ibsim, opensm, jq and
+# timeout are here; start ibsim on NETFILE with its console (ibsim_con LINE
+# sends one) and opensm, export IBSIM_SOCKNAME/UMAD2SIM, and at exit stop
+# MON_PID (a monitor started by the caller, if any), then ibsim, then run
+# THEN (default: remove $tmp; cluster_cleanup for a test with a cluster).
 # The monitor goes first and gets a second signal: a umad2sim client whose
 # ibsim is gone blocks for ever.
 ibsim_sm_up() {
@@ -118,8 +119,8 @@ ibsim_sm_up() {
 		command -v $c >/dev/null 2>&1 || skip_all "$c not installed"
 	done
 	IBSIM_RUN=${TP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}/contrib/ibsim-run.sh
-	MON_PID= IBSIM_PID=
-	trap ibsim_cleanup EXIT
+	MON_PID= IBSIM_PID= ibsim_then=${2:-rm -rf \"\$tmp\"}
+	trap 'ibsim_stop; eval "$ibsim_then"' EXIT
 	trap 'exit 1' INT TERM HUP
 	unset SIM_HOST || true
 	TP_IBSIM_CONSOLE=1 "$IBSIM_RUN" start "$1" "tp-it-$$" >"$tmp/ibsim.env" ||
@@ -133,13 +134,83 @@ ibsim_sm_up() {
 ibsim_con() { "$IBSIM_RUN" console "$IBSIM_DIR" "$1"; }
 # ibsim_exec CMD...: CMD as an ibsim client, bounded by ${TO:-60} s
 ibsim_exec() { TP_IBSIM_TIMEOUT=${TO:-60} "$IBSIM_RUN" exec "$IBSIM_SOCKNAME" -- "$@"; }
-ibsim_cleanup() {
+ibsim_stop() {
 	if [ -n "$MON_PID" ]; then
 		kill "$MON_PID" 2>/dev/null
 		sleep 0.5
 		kill "$MON_PID" 2>/dev/null
 	fi
 	[ -n "$IBSIM_PID" ] && "$IBSIM_RUN" stop "$IBSIM_PID" >/dev/null 2>&1
-	wait 2>/dev/null
-	rm -rf "$tmp"
+	MON_PID= IBSIM_PID=
 }
+# ---- jobs on a 24.11 mini-cluster priced with a link state ----------------
+# (slurm24_linkstate.sh, slurm24_health.sh) They use $fabric (the cluster's
+# fabric.json), $log (slurmctld.log) and $tmp.
+field() { # JOBID KEY
+	timeout 10 scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
+}
+wait_state() { # JOBID STATE...: wait (<= 30 s) for one of the states
+	j=$1
+	shift
+	i=0
+	while [ $i -lt 150 ]; do
+		st=$(field "$j" JobState)
+		for w in "$@"; do [ "$st" = "$w" ] && return 0; done
+		sleep 0.2
+		i=$((i + 1))
+	done
+	return 1
+}
+hostset() { # NODELIST -> sorted host names, one line
+	timeout 10 scontrol show hostnames "$1" | sort | tr '\n' ' '
+}
+# place REQUEST [STATE]: the hosts the simulator's engine picks, sorted
+place() {
+	if [ -n "${2:-}" ]; then
+		"$TOPOPLACE" place --fabric "$fabric" --request "$1" --state "$2" --policy topoplace --json
+	else
+		"$TOPOPLACE" place --fabric "$fabric" --request "$1" --policy topoplace --json
+	fi >"$tmp/place.json" 2>"$tmp/place.err" || { echo "none"; return; }
+	jq -r '.hosts[]' "$tmp/place.json" | sort | tr '\n' ' '
+}
+# wait_log PATTERN N: wait (<= 10 s) until PATTERN is in the log N times
+wait_log() {
+	i=0
+	while [ "$(grep -c -- "$1" "$log")" -lt "$2" ] && [ $i -lt 50 ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	[ "$(grep -c -- "$1" "$log")" -ge "$2" ]
+}
+# flush: two selections a second apart (each confirms decisions and looks
+# for ended jobs), then time for the writer: a finished job's traffic has
+# left the background the next choice sees
+flush() {
+	for k in 1 2; do
+		timeout 30 srun -N 1 true >/dev/null 2>&1 || bad "srun -N 1 true"
+		sleep 1.1
+	done
+	sleep 1.2
+}
+# spanning NAME STATE: a 6-node exclusive job; checks it against `place`
+# with STATE (empty: healthy) and prints its hosts as $got
+spanning() {
+	want=$(place nodes=6,exclusive "$2")
+	j=$(timeout 10 sbatch --parsable -J "$1" -o /dev/null -N 6 --exclusive --wrap 'sleep 4')
+	[ -n "$j" ] || { bad "sbatch $1"; got=none; return; }
+	wait_state "$j" RUNNING COMPLETED || bad "job $j ($1) ran"
+	got=$(hostset "$(field "$j" NodeList)")
+	# a selection a second later confirms the decision against the
+	# running job: its traffic joins the background
+	sleep 1.1
+	timeout 30 srun -N 1 true >/dev/null 2>&1 || bad "srun -N 1 true"
+	echo "# $1: job $j on $got; topoplace place${2:+ --state $(basename "$2")}: $want"
+	[ "$got" = "$want" ] && ok "$1: job $j = topoplace place${2:+ --state} ($want)" ||
+		bad "$1: job $j on $got, topoplace place${2:+ --state}: $want"
+	wait_state "$j" COMPLETED FAILED || bad "job $j ($1) finished"
+	flush
+	grep -q "topology/topoplace: end of JobId=$j in" "$log" &&
+		ok "$1: the writer took job $j's traffic off the background" ||
+		bad "$1: no end of job $j in the log"
+}
+
