@@ -7,9 +7,10 @@
  *
  * Pieces:
  *   tp_health_eval()      pure rules: two sweeps of one link -> health
- *   tp_health_sweep_*()   one sweep of a fabric through libibmad (PMA
- *                         PortCounters + PortCountersExtended) and a fresh
- *                         libibnetdisc discovery (port state, width, speed)
+ *   tp_health_sweep_*()   one sweep of a fabric through libibmad: PortInfo
+ *                         (state, width, speed) and PMA PortCounters +
+ *                         PortCountersExtended of every link end, by LIDs
+ *                         one libibnetdisc discovery learnt at creation
  *   tp_health_state_json(), tp_health_prom_text()   the monitor's outputs
  *
  * The rules (tp_health_eval), in order; health is the product of what
@@ -144,23 +145,25 @@ void tp_health_eval(const tp_health_rules_t *r, const tp_link_t *link,
 		    const tp_health_port_t cur[2], const bool node_seen[2],
 		    double interval_s, tp_health_link_t *out);
 
-/* ---- sweeps (libibmad; TP_ERR_UNSUPPORTED when built without it) ----------
- */
+/* ---- sweeps (libibmad; TP_ERR_UNSUPPORTED when built without it) ------- */
 
 typedef struct tp_health_sweep tp_health_sweep_t;
 
-/* Open the local port (ca NULL: the default, port 0: the first active).
- * *s_p set only on success; on failure *err_p (may be NULL) receives a
- * one-line reason to free with tp_free(). Close with
+/* Discover the fabric once through the local port (ca NULL: the default,
+ * port 0: the first active) to learn LIDs, then open that port for the
+ * sweeps. TP_ERR_IO when discovery fails or no port has a LID (no subnet
+ * manager). *s_p set only on success; on failure *err_p (may be NULL)
+ * receives a one-line reason to free with tp_free(). Close with
  * tp_health_sweep_destroy() (NULL is a no-op). */
 tp_err_t tp_health_sweep_create(const tp_fabric_t *f, const char *ca, int port,
 				tp_health_sweep_t **s_p, char **err_p);
 void tp_health_sweep_destroy(tp_health_sweep_t *s);
-/* One sweep: discover the fabric, then query the PMA of both ends of every
- * model link found. ports[2 * l + e] receives end e of link l; node_seen
- * likewise (both arrays 2 * tp_fabric_nlinks(f) long). A port whose PMA
- * does not answer has counters false (a warning is logged once per sweep
- * with the count). TP_ERR_IO when discovery itself fails. */
+/* One sweep: PortInfo and PMA of both ends of every model link whose node
+ * had a LID at creation. ports[2 * l + e] receives end e of link l;
+ * node_seen likewise (both arrays 2 * tp_fabric_nlinks(f) long): false
+ * when the node does not answer its PortInfo (or had no LID). A port whose
+ * PMA does not answer has counters false (a warning is logged once per
+ * sweep with the count). */
 tp_err_t tp_health_sweep_run(tp_health_sweep_t *s, tp_health_port_t *ports,
 			     bool *node_seen);
 /* Detail of the last failure; borrowed. */

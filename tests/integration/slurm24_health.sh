@@ -23,6 +23,12 @@ NET=${TP_HS_NET:-10.212.0}
 PORT=${TP_HS_PORT:-6952}
 dir=$tmp/cluster
 
+# a build without libibmad says so at once (no ibsim needed to find out)
+"$TOPOPLACE" fabric generate fat-tree --leaves 2 --spines 1 --hosts-per-leaf 1 \
+	-o "$tmp/probe.json" >/dev/null 2>&1
+timeout 20 "$TOPOPLACE" fabric health --fabric "$tmp/probe.json" 2>&1 |
+	grep -q 'built without' && skip_all "built without libibmad"
+
 t0=$(date +%s)
 cluster_trap slurmctld.log 'topoplace\|fatal\|error' 25
 
