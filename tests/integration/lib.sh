@@ -146,6 +146,35 @@ ibsim_stop() {
 # ---- jobs on a 24.11 mini-cluster priced with a link state ----------------
 # (slurm24_linkstate.sh, slurm24_health.sh) They use $fabric (the cluster's
 # fabric.json), $log (slurmctld.log) and $tmp.
+
+# linkstate_cluster NET PORT: after need_slurm 24, an 8-node cluster (4
+# fake GPUs each, the interleaved 2-leaf fabric) in $dir whose
+# topoplace.conf names LinkState=links.json (absent at start: healthy
+# links); sets SLURM_CONF, log, fabric, links; slurmctld at debug2 (the
+# writer logs each record and each job end it takes).
+linkstate_cluster() {
+	t0=$(date +%s)
+	cluster_trap slurmctld.log 'topoplace\|fatal\|error' 25
+	# PriceBudget: the simulator's (tp_policy_params_defaults), which
+	# the CLI uses, whatever the plugin's default
+	printf '%s\n' '# topology/topoplace, native mode, with a link state (test)' \
+		'FabricFile=@DIR@/fabric.json' 'LinkState=links.json' \
+		'PriceBudget=96' >"$tmp/topoplace.conf"
+	echo "# $CLUSTER start --slurm-prefix $PREFIX --topology topoplace --nodes 8 --net $1 --port $2 --dir $dir"
+	if ! timeout 90 "$CLUSTER" start --slurm-prefix "$PREFIX" --topology topoplace \
+		--plugin-dir "$PLUGIN_DIR" --nodes 8 --gpus-per-node 4 --dir "$dir" --timeout 40 \
+		--net "$1" --port "$2" --extra-file "$tmp/topoplace.conf" >"$tmp/start.out" 2>&1; then
+		cat "$tmp/start.out"
+		bad "cluster start"
+		finish
+	fi
+	ok "cluster up in $(($(date +%s) - t0)) s"
+	export SLURM_CONF=$dir/slurm.conf
+	log=$dir/log/slurmctld.log
+	fabric=$dir/fabric.json
+	links=$dir/links.json
+	timeout 10 scontrol setdebug debug2 >/dev/null 2>&1 || bad "scontrol setdebug debug2"
+}
 field() { # JOBID KEY
 	timeout 10 scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
 }

@@ -29,28 +29,7 @@ dir=$tmp/cluster
 timeout 20 "$TOPOPLACE" fabric health --fabric "$tmp/probe.json" 2>&1 |
 	grep -q 'built without' && skip_all "built without libibmad"
 
-t0=$(date +%s)
-cluster_trap slurmctld.log 'topoplace\|fatal\|error' 25
-
-cat >"$tmp/topoplace.conf" <<'EOF'
-# topology/topoplace, native mode, link state from topoplace monitor (test)
-FabricFile=@DIR@/fabric.json
-LinkState=links.json
-PriceBudget=96
-EOF
-if ! timeout 90 "$CLUSTER" start --slurm-prefix "$PREFIX" --topology topoplace \
-	--plugin-dir "$PLUGIN_DIR" --nodes 8 --gpus-per-node 4 --dir "$dir" --timeout 40 \
-	--net "$NET" --port "$PORT" --extra-file "$tmp/topoplace.conf" >"$tmp/start.out" 2>&1; then
-	cat "$tmp/start.out"
-	bad "cluster start"
-	finish
-fi
-ok "cluster up in $(($(date +%s) - t0)) s"
-export SLURM_CONF=$dir/slurm.conf
-log=$dir/log/slurmctld.log
-fabric=$dir/fabric.json
-links=$dir/links.json
-timeout 10 scontrol setdebug debug2 >/dev/null 2>&1 || bad "scontrol setdebug debug2"
+linkstate_cluster "$NET" "$PORT"
 
 "$TOPOPLACE" fabric ibsim-net "$fabric" -o "$tmp/f.net"
 ibsim_sm_up "$tmp/f.net" cluster_cleanup

@@ -22,34 +22,7 @@ NET=${TP_LS_NET:-10.204.0}
 PORT=${TP_LS_PORT:-6947}
 dir=$tmp/cluster
 
-t0=$(date +%s)
-cluster_trap slurmctld.log 'topoplace\|fatal\|error' 25
-
-# PriceBudget: the simulator's (tp_policy_params_defaults), which the CLI
-# uses, whatever the plugin's default
-cat >"$tmp/topoplace.conf" <<'EOF'
-# topology/topoplace, native mode, with a link state (test)
-FabricFile=@DIR@/fabric.json
-LinkState=links.json
-PriceBudget=96
-EOF
-
-echo "# $CLUSTER start --slurm-prefix $PREFIX --topology topoplace --nodes 8 --net $NET --port $PORT --dir $dir"
-# the link file does not exist yet: healthy links until it appears
-if ! timeout 90 "$CLUSTER" start --slurm-prefix "$PREFIX" --topology topoplace \
-	--plugin-dir "$PLUGIN_DIR" --nodes 8 --gpus-per-node 4 --dir "$dir" --timeout 40 \
-	--net "$NET" --port "$PORT" --extra-file "$tmp/topoplace.conf" >"$tmp/start.out" 2>&1; then
-	cat "$tmp/start.out"
-	bad "cluster start"
-	finish
-fi
-ok "cluster up in $(($(date +%s) - t0)) s"
-export SLURM_CONF=$dir/slurm.conf
-log=$dir/log/slurmctld.log
-fabric=$dir/fabric.json
-links=$dir/links.json
-# debug2: the writer logs each record and each job end it takes
-timeout 10 scontrol setdebug debug2 >/dev/null 2>&1 || bad "scontrol setdebug debug2"
+linkstate_cluster "$NET" "$PORT"
 
 # write_links FILE HEALTH LINK...: a topoplace-state/1 file marking the
 # links at HEALTH, written beside and renamed over FILE (as a monitor does)
