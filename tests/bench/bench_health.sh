@@ -56,7 +56,7 @@ done
 # Unlink -> state file, with the monitor at --interval 1 on one core
 state=$tmp/state.json
 mkdir "$tmp/mon"
-(cd "$tmp/mon" && LD_PRELOAD=$UMAD2SIM exec timeout 300 taskset -c 0 "$T" \
+(cd "$tmp/mon" && LD_PRELOAD=$UMAD2SIM exec timeout --foreground 300 taskset -c 0 "$T" \
 	monitor --fabric "$tmp/live.json" --state-out "$state" \
 	--prom "$tmp/h.prom" --interval 1 2>"$tmp/mon.err") &
 MON_PID=$!

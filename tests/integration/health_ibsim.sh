@@ -59,9 +59,10 @@ prom=$tmp/topoplace.prom
 # Another writer's fields must survive the monitor.
 echo '{"format":"topoplace-state/1","down":["node016"]}' >"$state"
 # Started without ibsim-run.sh exec, so that SIGTERM reaches it through
-# timeout(1) alone.
+# timeout(1) alone; --foreground, or timeout signals the process group too
+# and the monitor, seeing a second signal, ends at once (exit 143).
 mkdir "$tmp/mon"
-(cd "$tmp/mon" && LD_PRELOAD=$UMAD2SIM exec timeout 120 "$T" monitor \
+(cd "$tmp/mon" && LD_PRELOAD=$UMAD2SIM exec timeout --foreground 120 "$T" monitor \
 	--fabric "$tmp/live.json" --state-out "$state" --prom "$prom" \
 	--interval 1 2>"$tmp/monitor.err") &
 MON_PID=$!

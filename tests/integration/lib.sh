@@ -120,7 +120,7 @@ ibsim_sm_up() {
 	done
 	IBSIM_RUN=${TP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}/contrib/ibsim-run.sh
 	MON_PID= IBSIM_PID= ibsim_then=${2:-rm -rf \"\$tmp\"}
-	trap 'ibsim_stop; eval "$ibsim_then"' EXIT
+	trap 'set +e; ibsim_stop; eval "$ibsim_then"' EXIT
 	trap 'exit 1' INT TERM HUP
 	unset SIM_HOST || true
 	TP_IBSIM_CONSOLE=1 "$IBSIM_RUN" start "$1" "tp-it-$$" >"$tmp/ibsim.env" ||
@@ -134,13 +134,17 @@ ibsim_sm_up() {
 ibsim_con() { "$IBSIM_RUN" console "$IBSIM_DIR" "$1"; }
 # ibsim_exec CMD...: CMD as an ibsim client, bounded by ${TO:-60} s
 ibsim_exec() { TP_IBSIM_TIMEOUT=${TO:-60} "$IBSIM_RUN" exec "$IBSIM_SOCKNAME" -- "$@"; }
+# (Every step tolerates failure: under set -e the first failing command
+# of an exit trap would end it and leave ibsim and opensm running.)
 ibsim_stop() {
 	if [ -n "$MON_PID" ]; then
-		kill "$MON_PID" 2>/dev/null
+		kill "$MON_PID" 2>/dev/null || true
 		sleep 0.5
-		kill "$MON_PID" 2>/dev/null
+		kill "$MON_PID" 2>/dev/null || true
 	fi
-	[ -n "$IBSIM_PID" ] && "$IBSIM_RUN" stop "$IBSIM_PID" >/dev/null 2>&1
+	if [ -n "$IBSIM_PID" ]; then
+		"$IBSIM_RUN" stop "$IBSIM_PID" >/dev/null 2>&1 || true
+	fi
 	MON_PID= IBSIM_PID=
 }
 # ---- jobs on a 24.11 mini-cluster priced with a link state ----------------

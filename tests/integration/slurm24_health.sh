@@ -34,7 +34,7 @@ linkstate_cluster "$NET" "$PORT"
 "$TOPOPLACE" fabric ibsim-net "$fabric" -o "$tmp/f.net"
 ibsim_sm_up "$tmp/f.net" cluster_cleanup
 mkdir "$tmp/mon"
-(cd "$tmp/mon" && LD_PRELOAD=$UMAD2SIM exec timeout 300 "$TOPOPLACE" monitor \
+(cd "$tmp/mon" && LD_PRELOAD=$UMAD2SIM exec timeout --foreground 300 "$TOPOPLACE" monitor \
 	--fabric "$fabric" --state-out "$links" --interval 1 2>"$tmp/monitor.err") &
 MON_PID=$!
 
