@@ -87,15 +87,21 @@ static double port_gbps(const tp_health_port_t *p)
 }
 
 /* Rule 1; true when the link is down (health 0). An end whose node did
- * not answer while the other end's port is up is not down: the cable
- * trains but drops what crosses it (or the far node is hung) - rule 1b. */
-static bool rule_down(const tp_health_port_t cur[2], const bool node_seen[2],
+ * not answer (two sweeps running) while the other end's port is up is not
+ * down: the cable trains but drops what crosses it (or the far node is
+ * hung) - rule 1b. */
+static bool rule_down(const tp_health_port_t prev[2],
+		      const tp_health_port_t cur[2], const bool node_seen[2],
 		      tp_health_link_t *out)
 {
 	for (int e = 0; e < 2; e++) {
 		const tp_health_port_t *o = &cur[!e];
 
 		if (!node_seen[e] && o->seen && o->up) {
+			/* one lost query on a busy fabric is no fault: the
+			 * end must have missed the previous sweep too */
+			if (prev && prev[e].seen)
+				continue;
 			out->health *= 0.5;
 			out->alarm = true;
 			reason_add(out, "%s end up but not answering",
@@ -221,7 +227,7 @@ void tp_health_eval(const tp_health_rules_t *r, const tp_link_t *link,
 		snprintf(out->reason, sizeof(out->reason), "not reachable");
 		return;
 	}
-	if (!rule_down(cur, node_seen, out)) {
+	if (!rule_down(prev, cur, node_seen, out)) {
 		rule_rate(link, cur, out);
 		if (prev)
 			rule_counters(r, link, prev, cur, interval_s, out);

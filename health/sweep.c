@@ -29,7 +29,7 @@
 /* Per query; ibsim answers in microseconds, a real fabric in < 1 ms. A
  * node that does not answer costs (1 + MAD_RETRIES) x MAD_TIMEOUT_MS. */
 #define MAD_TIMEOUT_MS 200
-#define MAD_RETRIES    1
+#define MAD_RETRIES    2
 
 /* What the creation's discovery learnt about one link end. */
 typedef struct end {

@@ -18,9 +18,11 @@
  *  1. Down: either end not found by the sweep while the other end's node
  *     was, or an end's port not up (logical state Down or physical state
  *     not LinkUp) -> health 0, reason "down".
- * 1b. Not answering: an end's node not found while the other end's port
- *     is up (the cable trains but drops what crosses it, or the far node
- *     hangs) -> health x0.5, reason "b end up but not answering".
+ * 1b. Not answering: an end's node not answering in this sweep and the
+ *     previous one while the other end's port is up (the cable trains but
+ *     drops what crosses it, or the far node hangs) -> health x0.5, reason
+ *     "b end up but not answering". One missed sweep is no alarm: a query
+ *     lost on a busy fabric (or machine) is not a fault.
  *  2. Width / speed: active Gb/s (lanes x lane rate) of the slower end
  *     below the model's (cabled) Gb/s -> health x active / cabled,
  *     reason "running 2x/4x lanes" or "running 100/200 Gb/s".

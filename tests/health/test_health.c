@@ -104,6 +104,14 @@ static void test_down(void **unused)
 	tp_health_eval(NULL, &hdr, NULL, cur, b_gone, 1, &out);
 	assert_true(out.health == 0.5);
 	assert_string_equal(out.reason, "b end up but not answering");
+	/* ... but only from its second silent sweep on */
+	tp_health_port_t prev[2];
+	link_ok(prev);
+	tp_health_eval(NULL, &hdr, prev, cur, b_gone, 1, &out);
+	assert_false(out.alarm);
+	assert_true(out.health == 1);
+	tp_health_eval(NULL, &hdr, cur, cur, b_gone, 1, &out);
+	assert_true(out.health == 0.5);
 
 	/* neither end's node found: another subnet, no verdict */
 	tp_health_eval(NULL, &hdr, NULL, cur, none, 1, &out);

@@ -8,7 +8,7 @@
 # the rules in tp_health.h say within one sweep (1 s + 1.5 s slack):
 #   PerformanceSet symbol errors   -> 0.75, "symbol_errors +42"
 #   PerformanceSet xmit discards   -> 0.5,  "xmit_discards +5000"
-#   Error (drop every packet)      -> 0.5,  "not answering"
+#   Error (drop every packet)      -> 0.5,  "not answering" (2nd sweep)
 #   Unlink / ReLink                -> 0 "down", then healthy again
 # and `topoplace place --state` on the health file keeps a job off the host
 # whose link is down. The healthy fabric raises no alarm.
@@ -67,12 +67,12 @@ mkdir "$tmp/mon"
 	--interval 1 2>"$tmp/monitor.err") &
 MON_PID=$!
 
-# wait_for JQ-FILTER-ON-STATE: poll 10/s for up to 2.5 s (one sweep + slack);
-# prints the milliseconds it took.
+# wait_for JQ-FILTER-ON-STATE [TENTHS]: poll 10/s for up to 2.5 s (one
+# sweep + slack; TENTHS overrides); prints the milliseconds it took.
 wait_for() {
 	t0=$(date +%s%N)
 	n=0
-	while [ "$n" -lt 25 ]; do
+	while [ "$n" -lt "${2:-25}" ]; do
 		if [ -s "$state" ] && jq -e "$1" "$state" >/dev/null 2>&1; then
 			echo $((($(date +%s%N) - t0) / 1000000))
 			return 0
@@ -101,10 +101,10 @@ else
 	cat "$tmp/monitor.err"
 fi
 
-# inject CONSOLE-LINE LINK HEALTH REASON PROM-GREP
+# inject CONSOLE-LINE LINK HEALTH REASON PROM-GREP [TENTHS]
 inject() {
 	con "$1"
-	if ms=$(wait_for "$(link_is "$2" "$3" "$4")"); then
+	if ms=$(wait_for "$(link_is "$2" "$3" "$4")" "${6:-25}"); then
 		sleep 0.2
 		if [ -n "$5" ] && ! grep -q "$5" "$prom"; then
 			fail "'$1': Prometheus file lacks $5"
@@ -133,7 +133,8 @@ wait_for ".links | map(select(.link == $l32)) | length == 0" >/dev/null ||
 	fail "xmit discards still alarmed a sweep after they stopped"
 
 l41=$(link_of leaf04:1)
-inject "Error \"$leaf4\"[1] 100" "$l41" 0.5 "not answering" ""
+# rule 1b waits for a second silent sweep
+inject "Error \"$leaf4\"[1] 100" "$l41" 0.5 "not answering" "" 40
 con "Error \"$leaf4\"[1] 0"
 wait_for ".links | map(select(.link == $l41)) | length == 0" >/dev/null ||
 	fail "link $l41 still degraded after Error 0"
