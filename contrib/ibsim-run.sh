@@ -212,12 +212,22 @@ cmd_stop() {
 	[ "$(cat "/proc/$pid/comm")" = ibsim ] ||
 		die "stop: process $pid is not ibsim"
 	dir=$(readlink "/proc/$pid/cwd" 2>/dev/null || true)
-	kill "$pid" 2>/dev/null || true
+	# opensm first, while its ibsim still answers (a umad2sim client whose
+	# ibsim is gone may block for ever); it may sit out SIGTERM during a
+	# sweep of a large fabric, hence the KILL after 5 s.
 	if [ -f "$dir/sm.pid" ]; then
 		sp=$(cat "$dir/sm.pid")
-		[ "$(cat "/proc/$sp/comm" 2>/dev/null)" = opensm ] &&
-			kill "$sp" 2>/dev/null
+		if [ "$(cat "/proc/$sp/comm" 2>/dev/null)" = opensm ]; then
+			kill "$sp" 2>/dev/null || true
+			n=0
+			while alive "$sp" && [ "$n" -lt 50 ]; do
+				sleep 0.1
+				n=$((n + 1))
+			done
+			! alive "$sp" || kill -9 "$sp" 2>/dev/null || true
+		fi
 	fi
+	kill "$pid" 2>/dev/null || true
 	if [ -f "$dir/holder.pid" ]; then
 		hp=$(cat "$dir/holder.pid")
 		[ "$(cat "/proc/$hp/comm" 2>/dev/null)" = sleep ] &&
