@@ -70,6 +70,9 @@ int tp_cmd_simulate(int argc, char **argv);
 int tp_cmd_plan(int argc, char **argv);
 int tp_cmd_config(int argc, char **argv);
 int tp_cmd_nccl_topo(int argc, char **argv);
+/* cmd_monitor.c: `fabric health` and `monitor` */
+int tp_cmd_fabric_health(int argc, char **argv);
+int tp_cmd_monitor(int argc, char **argv);
 /* cmd_show.c through libslurm, or cmd_show_none.c without it. */
 int tp_cmd_show(int argc, char **argv);
 

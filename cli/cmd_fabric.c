@@ -13,6 +13,7 @@ static const char usage[] =
 	"       topoplace fabric hosts FABRIC.json [--json]\n"
 	"       topoplace fabric topology-conf FABRIC.json [--block] [-o FILE]\n"
 	"       topoplace fabric ibsim-net FABRIC.json [--subnet N] [-o FILE]\n"
+	"       topoplace fabric health --fabric FABRIC.json [--json] [...]\n"
 	"\n"
 	"generate: a deterministic synthetic fabric.\n"
 	"  fat-tree  --leaves N (8) --spines N (4) --hosts-per-leaf N (16)\n"
@@ -32,6 +33,7 @@ static const char usage[] =
 	"hosts:          one row per host: leaf switches, groups, GPUs\n"
 	"topology-conf:  Slurm topology.conf (tree; --block: NVLink blocks)\n"
 	"ibsim-net:      net file for ibsim (one subnet)\n"
+	"health:         one sweep of link health (see fabric health --help)\n"
 	"\n"
 	"  --json        machine-readable output\n"
 	"  -o FILE       output file ('-' = stdout)\n"
@@ -422,9 +424,11 @@ int tp_cmd_fabric(int argc, char **argv)
 	}
 	if (!strcmp(sub, "generate"))
 		return cmd_generate(argc - 1, argv + 1);
+	if (!strcmp(sub, "health"))
+		return tp_cmd_fabric_health(argc - 1, argv + 1);
 	if (!strcmp(sub, "show") || !strcmp(sub, "hosts") ||
 	    !strcmp(sub, "topology-conf") || !strcmp(sub, "ibsim-net"))
 		return cmd_view(sub, argc - 1, argv + 1);
-	tp_cli_err("fabric: unknown subcommand '%s' (generate, show, hosts, topology-conf, ibsim-net)", sub);
+	tp_cli_err("fabric: unknown subcommand '%s' (generate, show, hosts, topology-conf, ibsim-net, health)", sub);
 	return TP_EXIT_INPUT;
 }

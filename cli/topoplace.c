@@ -20,7 +20,10 @@ static const char usage[] =
 	"Commands:\n"
 	"  discover        build a fabric model from ibnetdiscover dumps, live\n"
 	"                  libibnetdisc discovery, node hwloc XML / nvidia-smi\n"
-	"  fabric          generate, show, list hosts, write topology.conf\n"
+	"  fabric          generate, show, list hosts, write topology.conf,\n"
+	"                  link health from the fabric's PMA counters\n"
+	"  monitor         sweep link health every N s into the state file\n"
+	"                  the placement reads, and a Prometheus textfile\n"
 	"  place           choose hosts for one job and explain the choice\n"
 	"  simulate        compare placement policies on a job trace\n"
 	"  cost            predict a collective's time on given hosts\n"
@@ -199,6 +202,7 @@ static const struct {
 	{"show", tp_cmd_show},
 	{"config", tp_cmd_config},
 	{"nccl-topo", tp_cmd_nccl_topo},
+	{"monitor", tp_cmd_monitor},
 };
 
 int main(int argc, char **argv)

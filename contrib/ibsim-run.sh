@@ -7,6 +7,18 @@
 #       `ibnetdiscover` output), sized for the file, and wait until it is
 #       ready. Prints shell assignments to eval:
 #         IBSIM_PID=...  IBSIM_SOCKNAME=...  IBSIM_DIR=...  UMAD2SIM=...
+#       With TP_IBSIM_CONSOLE=1 ibsim keeps its console: it reads commands
+#       (Unlink, ReLink, Error, PerformanceSet ...) from the FIFO
+#       $IBSIM_DIR/console, held open by a helper so ibsim never sees EOF
+#       (it spins after EOF). Send one with `ibsim-run.sh console DIR CMD`.
+#   ibsim-run.sh sm DIR
+#       Start opensm (preloaded with umad2sim) on the ibsim started with
+#       IBSIM_DIR=DIR and wait until it is master (LIDs assigned, routes
+#       set), so LID-routed queries (PMA, SA) work. It keeps running, to
+#       re-route when links change, until `stop` stops ibsim.
+#   ibsim-run.sh console DIR COMMAND
+#       Send one console line (< 128 bytes) to an ibsim started with
+#       TP_IBSIM_CONSOLE=1.
 #   ibsim-run.sh exec SOCKNAME -- CMD [ARG...]
 #       Run CMD as a client of that ibsim (LD_PRELOAD=libumad2sim) under
 #       timeout, in a private temporary working directory (umad2sim writes
@@ -36,6 +48,8 @@ die() {
 usage() {
 	cat >&2 <<EOF
 usage: $prog start NETFILE [SOCKNAME]
+       $prog sm DIR
+       $prog console DIR COMMAND
        $prog exec SOCKNAME -- CMD [ARG...]
        $prog stop PID
 EOF
@@ -89,10 +103,20 @@ cmd_start() {
 	sock=${2:-${dir##*/}}
 	limits=$(size_args "$net")
 	# -s: links come up at start; -n: no console, so stdin is unused.
-	# shellcheck disable=SC2086
-	(cd "$dir" && IBSIM_SOCKNAME=$sock exec ibsim -s -n $limits "$net" \
-		</dev/null >"$dir/ibsim.log" 2>&1) &
-	pid=$!
+	if [ "${TP_IBSIM_CONSOLE:-0}" = 1 ]; then
+		mkfifo "$dir/console"
+		# shellcheck disable=SC2086
+		(cd "$dir" && IBSIM_SOCKNAME=$sock exec ibsim -s $limits "$net" \
+			<"$dir/console" >"$dir/ibsim.log" 2>&1) &
+		pid=$!
+		(exec sleep 2147483647 >"$dir/console") &
+		echo "$!" >"$dir/holder.pid"
+	else
+		# shellcheck disable=SC2086
+		(cd "$dir" && IBSIM_SOCKNAME=$sock exec ibsim -s -n $limits "$net" \
+			</dev/null >"$dir/ibsim.log" 2>&1) &
+		pid=$!
+	fi
 	echo "$pid" >"$dir/ibsim.pid"
 
 	limit=${TP_IBSIM_START_TIMEOUT:-120}
@@ -117,6 +141,42 @@ cmd_start() {
 	echo "IBSIM_SOCKNAME=$sock"
 	echo "IBSIM_DIR=$dir"
 	echo "UMAD2SIM=$(find_umad2sim)"
+}
+
+cmd_sm() {
+	[ $# -eq 1 ] || usage
+	dir=$1
+	[ -f "$dir/ibsim.pid" ] || die "$dir: not a directory of ibsim-run.sh start"
+	command -v opensm >/dev/null 2>&1 || die "opensm not found (apt-get install opensm)"
+	lib=$(find_umad2sim) ||
+		die "libumad2sim.so not found (apt-get install libumad2sim0)"
+	sock=$(tr '\0' '\n' <"/proc/$(cat "$dir/ibsim.pid")/environ" |
+		sed -n 's/^IBSIM_SOCKNAME=//p')
+	mkdir -p "$dir/sm"
+	# Its working directory catches umad2sim's sys-<pid> tree.
+	(cd "$dir/sm" && IBSIM_SOCKNAME=$sock LD_PRELOAD=$lib \
+		exec opensm -f "$dir/sm/opensm.log" >"$dir/sm/out" 2>&1) &
+	echo "$!" >"$dir/sm.pid"
+	# Its log is flushed late; stdout says MASTER right after the first
+	# sweep (SUBNET UP in ~0.15 s on small fabrics, ~1 s at 2,048 hosts).
+	limit=${TP_IBSIM_START_TIMEOUT:-120}
+	n=0
+	until grep -q 'Entering MASTER state' "$dir/sm/out" 2>/dev/null; do
+		[ "$n" -lt $((limit * 10)) ] || die "opensm not master after ${limit}s"
+		kill -0 "$(cat "$dir/sm.pid")" 2>/dev/null ||
+			die "opensm exited: $(tail -n 3 "$dir/sm/out")"
+		sleep 0.1
+		n=$((n + 1))
+	done
+	# routes are set once the heavy sweep is over: wait for quiet CPU
+	sleep 1
+}
+
+cmd_console() {
+	[ $# -eq 2 ] || usage
+	[ -p "$1/console" ] || die "$1/console: not an ibsim console FIFO"
+	[ ${#2} -lt 128 ] || die "console line longer than 127 bytes"
+	printf '%s\n' "$2" >"$1/console"
 }
 
 cmd_exec() {
@@ -152,7 +212,27 @@ cmd_stop() {
 	[ "$(cat "/proc/$pid/comm")" = ibsim ] ||
 		die "stop: process $pid is not ibsim"
 	dir=$(readlink "/proc/$pid/cwd" 2>/dev/null || true)
+	# opensm first, while its ibsim still answers (a umad2sim client whose
+	# ibsim is gone may block for ever); it may sit out SIGTERM during a
+	# sweep of a large fabric, hence the KILL after 5 s.
+	if [ -f "$dir/sm.pid" ]; then
+		sp=$(cat "$dir/sm.pid")
+		if [ "$(cat "/proc/$sp/comm" 2>/dev/null)" = opensm ]; then
+			kill "$sp" 2>/dev/null || true
+			n=0
+			while alive "$sp" && [ "$n" -lt 50 ]; do
+				sleep 0.1
+				n=$((n + 1))
+			done
+			! alive "$sp" || kill -9 "$sp" 2>/dev/null || true
+		fi
+	fi
 	kill "$pid" 2>/dev/null || true
+	if [ -f "$dir/holder.pid" ]; then
+		hp=$(cat "$dir/holder.pid")
+		[ "$(cat "/proc/$hp/comm" 2>/dev/null)" = sleep ] &&
+			kill "$hp" 2>/dev/null
+	fi
 	n=0
 	while alive "$pid" && [ "$n" -lt 50 ]; do
 		sleep 0.1
@@ -174,6 +254,8 @@ shift
 case $sub in
 start) cmd_start "$@" ;;
 exec) cmd_exec "$@" ;;
+console) cmd_console "$@" ;;
+sm) cmd_sm "$@" ;;
 stop) cmd_stop "$@" ;;
 *) usage ;;
 esac

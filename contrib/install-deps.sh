@@ -6,7 +6,7 @@ set -eu
 PKGS="build-essential autoconf automake libtool pkg-config git
 libcjson-dev libcmocka-dev libhwloc-dev hwloc
 libibnetdisc-dev libibumad-dev libibmad-dev infiniband-diags
-ibsim-utils libumad2sim0
+ibsim-utils libumad2sim0 opensm
 clang libclang-rt-14-dev
 procps iproute2 util-linux jq
 iputils-ping bc g++ openmpi-bin libopenmpi-dev libgloo-dev

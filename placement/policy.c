@@ -325,17 +325,60 @@ out:
  * for both: the driver's overhead must stay small next to choose().
  * *n_p: hosts offering now. offers (2 x hosts) gets every host's offer
  * now, then on the empty fabric, for the policy and the spans. */
+/* Hosts the state cuts off the fabric: every cable of theirs dead
+ * (health 0, as `topoplace monitor` writes a link that is down). NULL when
+ * there are none (or on NOMEM: then nobody is cut off, as before). */
+static bool *cut_off_hosts(const tp__policy_in_t *in)
+{
+	size_t nh = tp_fabric_nhosts(in->f), nl = tp_fabric_nlinks(in->f);
+	int *live;
+	bool *cut = NULL, any = false;
+
+	if (!in->s || tp_state_links_plain(in->s))
+		return NULL;
+	if (!(live = tp_calloc(nh + 1, sizeof(int))) ||
+	    !(cut = tp_calloc(nh + 1, sizeof(bool)))) {
+		tp_free(live);
+		return NULL;
+	}
+	for (size_t l = 0; l < nl; l++) {
+		const tp_link_t *k = tp_fabric_link(in->f, l);
+		for (int e = 0; e < 2; e++) {
+			uint32_t h;
+			if (k->kind[e] != TP_NODE_CA ||
+			    (h = tp_fabric_ca(in->f, k->node[e])->host) >= nh)
+				continue;
+			cut[h] = true; /* cabled: cut unless a link lives */
+			live[h] += k->active && in->s->health[l] > 0;
+		}
+	}
+	for (size_t h = 0; h < nh; h++)
+		any |= (cut[h] = cut[h] && !live[h]);
+	tp_free(live);
+	if (!any) {
+		tp_free(cut);
+		return NULL;
+	}
+	return cut;
+}
+
 static bool fits(const tp__policy_in_t *in, bool *ever_p, size_t *n_p,
 		 int *offers)
 {
 	tp__policy_in_t empty = *in;
 	size_t nh = tp_fabric_nhosts(in->f), n = 0, n0 = 0;
 	long long gpus = 0, gpus0 = 0;
+	bool *cut = cut_off_hosts(in);
 
 	empty.s = NULL;
 	empty.offer = NULL;
 	for (uint32_t h = 0; h < nh; h++) {
 		int g = tp__host_offer(in, h), g0 = tp__host_offer(&empty, h);
+		/* a host with no live cable can hold a job alone, never a
+		 * share of one that talks over the fabric */
+		if (cut && cut[h] && in->nhosts != 1 &&
+		    !(!in->nhosts && in->total_gpus <= g))
+			g = 0;
 		offers[h] = g > 0 ? g : 0;
 		offers[nh + h] = g0 > 0 ? g0 : 0;
 		if (g > 0) {
@@ -347,6 +390,7 @@ static bool fits(const tp__policy_in_t *in, bool *ever_p, size_t *n_p,
 			gpus0 += g0;
 		}
 	}
+	tp_free(cut);
 	*n_p = n;
 	*ever_p = in->nhosts ? n0 >= in->nhosts : gpus0 >= in->total_gpus;
 	return in->nhosts ? n >= in->nhosts : gpus >= in->total_gpus;

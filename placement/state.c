@@ -648,8 +648,9 @@ static bool gbps_pair(const cJSON *b, double out[2])
 
 static tp_err_t load_link(loader_t *ld, const cJSON *o, int i)
 {
+	/* "reason": the monitor's words for a person; not read. */
 	static const char *const keys[] = {"link", "health", "background_gbps",
-					   NULL};
+					   "reason", NULL};
 	const cJSON *l = cJSON_GetObjectItemCaseSensitive(o, "link");
 	const cJSON *h = cJSON_GetObjectItemCaseSensitive(o, "health");
 	const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "background_gbps");

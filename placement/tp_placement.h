@@ -94,7 +94,8 @@ void tp_state_jobs_free(tp_state_job_t *jobs, size_t n);
  *             {"link":13,"background_gbps":[100,20]}]}
  * Hosts are named; unknown names are errors naming the object.
  * background_gbps is one number for both directions of the link or a pair
- * [node[0] -> node[1], node[1] -> node[0]]. */
+ * [node[0] -> node[1], node[1] -> node[0]]. A link's "reason" (text, as
+ * `topoplace monitor` writes it) is accepted and ignored. */
 tp_err_t tp_state_load_json(const tp_fabric_t *f, const char *path,
 			    tp_state_t **s_p, char **err_p);
 tp_err_t tp_state_to_json(const tp_state_t *s, char **json_p);

@@ -19,6 +19,7 @@ enum {
 	/* Mellanox ExtendedPortInfo:LinkSpeedActive bit for FDR10. */
 	MLNX_SPEED_FDR10 = 0x01,
 	PORT_STATE_DOWN = 1,
+	PHYS_STATE_LINKUP = 5,
 };
 
 typedef struct walk {
@@ -81,28 +82,50 @@ static int width_lanes(uint32_t code)
 
 /* A switch advertises extended speeds on its management port 0 only, a CA
  * on each port; without that bit the extended field is stale. */
-static const char *port_speed(ibnd_port_t *port)
+static const char *info_speed(const void *info, const void *cap_info,
+			      const void *mlnx_ext)
 {
-	ibnd_node_t *node = port->node;
-	uint32_t speed =
-	    mad_get_field(port->info, 0, IB_PORT_LINK_SPEED_ACTIVE_F);
-	uint32_t fdr10 = mad_get_field(port->ext_info, 0,
-				       IB_MLNX_EXT_PORT_LINK_SPEED_ACTIVE_F);
+	void *pi = (void *)info; /* libibmad's getters take non-const */
+	uint32_t speed = mad_get_field(pi, 0, IB_PORT_LINK_SPEED_ACTIVE_F);
+	uint32_t fdr10 =
+	    mlnx_ext ? mad_get_field((void *)mlnx_ext, 0,
+				     IB_MLNX_EXT_PORT_LINK_SPEED_ACTIVE_F)
+		     : 0;
 	uint32_t cap, espeed = 0;
 
-	if (node->type == IB_NODE_SWITCH) {
-		if (!node->ports[0])
-			return "???";
-		cap = mad_get_field(node->ports[0]->info, 0, IB_PORT_CAPMASK_F);
-	} else {
-		cap = mad_get_field(port->info, 0, IB_PORT_CAPMASK_F);
-	}
+	if (!cap_info)
+		return "???";
+	cap = mad_get_field((void *)cap_info, 0, IB_PORT_CAPMASK_F);
 	if (cap & CAP_HAS_EXT_SPEEDS)
-		espeed = mad_get_field(port->info, 0,
-				       IB_PORT_LINK_SPEED_EXT_ACTIVE_F);
+		espeed = mad_get_field(pi, 0, IB_PORT_LINK_SPEED_EXT_ACTIVE_F);
 	if (speed != 4 && !espeed)
 		return speed_name(speed);
 	return speed_ext_name(espeed, speed, fdr10);
+}
+
+static const void *cap_info(const ibnd_port_t *port)
+{
+	const ibnd_node_t *node = port->node;
+
+	if (node->type != IB_NODE_SWITCH)
+		return port->info;
+	return node->ports[0] ? node->ports[0]->info : NULL;
+}
+
+void tp_ib_port_rate(const void *info, const void *cap, const void *mlnx_ext,
+		     int *width_p, double *lane_gbps_p)
+{
+	*width_p = width_lanes(
+	    mad_get_field((void *)info, 0, IB_PORT_LINK_WIDTH_ACTIVE_F));
+	*lane_gbps_p = tp__ib_lane_gbps(info_speed(info, cap, mlnx_ext));
+}
+
+bool tp_ib_port_up(const void *info)
+{
+	return mad_get_field((void *)info, 0, IB_PORT_STATE_F) !=
+		   PORT_STATE_DOWN &&
+	       mad_get_field((void *)info, 0, IB_PORT_PHYS_STATE_F) ==
+		   PHYS_STATE_LINKUP;
 }
 
 /* Same cleaning as infiniband-diags (63 bytes, unprintables to blanks),
@@ -162,6 +185,7 @@ static void add_links(ibnd_node_t *node, void *arg)
 	for (int p = 1; p <= node->numports && !w->err; p++) {
 		ibnd_port_t *port = node->ports[p], *rp;
 		tp_err_t err;
+		double lane;
 		int width;
 
 		if (!port || !port->remoteport)
@@ -185,14 +209,14 @@ static void add_links(ibnd_node_t *node, void *arg)
 		}
 		b = tp__fabric_find_node(w->f, node_kind(rp->node), w->subnet,
 					 rp->node->guid);
-		width = width_lanes(
-		    mad_get_field(port->info, 0, IB_PORT_LINK_WIDTH_ACTIVE_F));
+		tp_ib_port_rate(port->info, cap_info(port), port->ext_info,
+				&width, &lane);
 		/* libibnetdisc follows a port only when its link is up, so a
 		 * remote port means the cable is up, as in ibnetdiscover
 		 * output, even before a subnet manager made it Active. */
 		err = tp__fabric_add_link(
 		    w->f, node_kind(node), a, p, node_kind(rp->node), b,
-		    rp->portnum, width, tp__ib_lane_gbps(port_speed(port)),
+		    rp->portnum, width, lane,
 		    mad_get_field(port->info, 0, IB_PORT_STATE_F) !=
 			PORT_STATE_DOWN,
 		    NULL);

@@ -21,3 +21,17 @@ tp_err_t tp_fabric_read_ibnd_cache(tp_fabric_t *f, const char *path)
 			       "libibnetdisc-dev and reconfigure)",
 			       path ? path : "cache file");
 }
+
+void tp_ib_port_rate(const void *info, const void *cap, const void *mlnx_ext,
+		     int *width_p, double *lane_gbps_p)
+{
+	(void)info, (void)cap, (void)mlnx_ext;
+	*width_p = 0;
+	*lane_gbps_p = 0;
+}
+
+bool tp_ib_port_up(const void *info)
+{
+	(void)info;
+	return false;
+}

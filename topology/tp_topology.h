@@ -168,6 +168,17 @@ tp_err_t tp_fabric_parse_ibnetdiscover(tp_fabric_t *f, const char *name,
 /* Live discovery through libibnetdisc (ca may be NULL, port 0 = default).
  * TP_ERR_UNSUPPORTED when built without libibnetdisc. */
 tp_err_t tp_fabric_discover_live(tp_fabric_t *f, const char *ca, int port);
+/* Active lanes and per-lane Gb/s of a port from raw PortInfo data as
+ * libibmad holds it (ibnd_port_t's info): cap is the PortInfo carrying the
+ * CapabilityMask (a switch's port 0, else info itself; NULL: unknown
+ * speed), mlnx_ext the Mellanox ExtendedPortInfo (may be NULL). The
+ * decoding live discovery uses, for sweeps that read ports themselves.
+ * Without libibnetdisc both outputs are 0. */
+void tp_ib_port_rate(const void *info, const void *cap, const void *mlnx_ext,
+		     int *width_p, double *lane_gbps_p);
+/* The port's link is up: logical state not Down and physical LinkUp.
+ * False without libibnetdisc. */
+bool tp_ib_port_up(const void *info);
 /* A libibnetdisc cache file (ibnetdiscover --cache / ibnd_cache_fabric). */
 tp_err_t tp_fabric_read_ibnd_cache(tp_fabric_t *f, const char *path);
 

@@ -107,3 +107,143 @@ cluster_cleanup() {
 	rm -rf "$tmp"
 }
 command -v jq >/dev/null 2>&1 || skip_all "jq not installed (contrib/install-deps.sh installs it)"
+# ibsim_sm_up NETFILE [THEN]: skip (77) unless ibsim, opensm, jq and
+# timeout are here; start ibsim on NETFILE with its console (ibsim_con LINE
+# sends one) and opensm, export IBSIM_SOCKNAME/UMAD2SIM, and at exit stop
+# MON_PID (a monitor started by the caller, if any), then ibsim, then run
+# THEN (default: remove $tmp; cluster_cleanup for a test with a cluster).
+# The monitor goes first and gets a second signal: a umad2sim client whose
+# ibsim is gone blocks for ever.
+ibsim_sm_up() {
+	for c in ibsim opensm jq timeout; do
+		command -v $c >/dev/null 2>&1 || skip_all "$c not installed"
+	done
+	IBSIM_RUN=${TP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}/contrib/ibsim-run.sh
+	MON_PID= IBSIM_PID= ibsim_then=${2:-rm -rf \"\$tmp\"}
+	trap 'set +e; ibsim_stop; eval "$ibsim_then"' EXIT
+	trap 'exit 1' INT TERM HUP
+	unset SIM_HOST || true
+	TP_IBSIM_CONSOLE=1 "$IBSIM_RUN" start "$1" "tp-it-$$" >"$tmp/ibsim.env" ||
+		skip_all "ibsim did not start"
+	. "$tmp/ibsim.env"
+	export IBSIM_SOCKNAME UMAD2SIM
+	# opensm: LIDs for LID-routed queries (PMA), routes while links change
+	"$IBSIM_RUN" sm "$IBSIM_DIR" >"$tmp/sm.err" 2>&1 ||
+		skip_all "opensm did not come up: $(cat "$tmp/sm.err")"
+}
+ibsim_con() { "$IBSIM_RUN" console "$IBSIM_DIR" "$1"; }
+# ibsim_exec CMD...: CMD as an ibsim client, bounded by ${TO:-60} s
+ibsim_exec() { TP_IBSIM_TIMEOUT=${TO:-60} "$IBSIM_RUN" exec "$IBSIM_SOCKNAME" -- "$@"; }
+# (Every step tolerates failure: under set -e the first failing command
+# of an exit trap would end it and leave ibsim and opensm running.)
+ibsim_stop() {
+	if [ -n "$MON_PID" ]; then
+		kill "$MON_PID" 2>/dev/null || true
+		sleep 0.5
+		kill "$MON_PID" 2>/dev/null || true
+	fi
+	if [ -n "$IBSIM_PID" ]; then
+		"$IBSIM_RUN" stop "$IBSIM_PID" >/dev/null 2>&1 || true
+	fi
+	MON_PID= IBSIM_PID=
+}
+# ---- jobs on a 24.11 mini-cluster priced with a link state ----------------
+# (slurm24_linkstate.sh, slurm24_health.sh) They use $fabric (the cluster's
+# fabric.json), $log (slurmctld.log) and $tmp.
+
+# linkstate_cluster NET PORT: after need_slurm 24, an 8-node cluster (4
+# fake GPUs each, the interleaved 2-leaf fabric) in $dir whose
+# topoplace.conf names LinkState=links.json (absent at start: healthy
+# links); sets SLURM_CONF, log, fabric, links; slurmctld at debug2 (the
+# writer logs each record and each job end it takes).
+linkstate_cluster() {
+	t0=$(date +%s)
+	cluster_trap slurmctld.log 'topoplace\|fatal\|error' 25
+	# PriceBudget: the simulator's (tp_policy_params_defaults), which
+	# the CLI uses, whatever the plugin's default
+	printf '%s\n' '# topology/topoplace, native mode, with a link state (test)' \
+		'FabricFile=@DIR@/fabric.json' 'LinkState=links.json' \
+		'PriceBudget=96' >"$tmp/topoplace.conf"
+	echo "# $CLUSTER start --slurm-prefix $PREFIX --topology topoplace --nodes 8 --net $1 --port $2 --dir $dir"
+	if ! timeout 90 "$CLUSTER" start --slurm-prefix "$PREFIX" --topology topoplace \
+		--plugin-dir "$PLUGIN_DIR" --nodes 8 --gpus-per-node 4 --dir "$dir" --timeout 40 \
+		--net "$1" --port "$2" --extra-file "$tmp/topoplace.conf" >"$tmp/start.out" 2>&1; then
+		cat "$tmp/start.out"
+		bad "cluster start"
+		finish
+	fi
+	ok "cluster up in $(($(date +%s) - t0)) s"
+	export SLURM_CONF=$dir/slurm.conf
+	log=$dir/log/slurmctld.log
+	fabric=$dir/fabric.json
+	links=$dir/links.json
+	timeout 10 scontrol setdebug debug2 >/dev/null 2>&1 || bad "scontrol setdebug debug2"
+}
+field() { # JOBID KEY
+	timeout 10 scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
+}
+wait_state() { # JOBID STATE...: wait (<= 30 s) for one of the states
+	j=$1
+	shift
+	i=0
+	while [ $i -lt 150 ]; do
+		st=$(field "$j" JobState)
+		for w in "$@"; do [ "$st" = "$w" ] && return 0; done
+		sleep 0.2
+		i=$((i + 1))
+	done
+	return 1
+}
+hostset() { # NODELIST -> sorted host names, one line
+	timeout 10 scontrol show hostnames "$1" | sort | tr '\n' ' '
+}
+# place REQUEST [STATE]: the hosts the simulator's engine picks, sorted
+place() {
+	if [ -n "${2:-}" ]; then
+		"$TOPOPLACE" place --fabric "$fabric" --request "$1" --state "$2" --policy topoplace --json
+	else
+		"$TOPOPLACE" place --fabric "$fabric" --request "$1" --policy topoplace --json
+	fi >"$tmp/place.json" 2>"$tmp/place.err" || { echo "none"; return; }
+	jq -r '.hosts[]' "$tmp/place.json" | sort | tr '\n' ' '
+}
+# wait_log PATTERN N: wait (<= 10 s) until PATTERN is in the log N times
+wait_log() {
+	i=0
+	while [ "$(grep -c -- "$1" "$log")" -lt "$2" ] && [ $i -lt 50 ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	[ "$(grep -c -- "$1" "$log")" -ge "$2" ]
+}
+# flush: two selections a second apart (each confirms decisions and looks
+# for ended jobs), then time for the writer: a finished job's traffic has
+# left the background the next choice sees
+flush() {
+	for k in 1 2; do
+		timeout 30 srun -N 1 true >/dev/null 2>&1 || bad "srun -N 1 true"
+		sleep 1.1
+	done
+	sleep 1.2
+}
+# spanning NAME STATE: a 6-node exclusive job; checks it against `place`
+# with STATE (empty: healthy) and prints its hosts as $got
+spanning() {
+	want=$(place nodes=6,exclusive "$2")
+	j=$(timeout 10 sbatch --parsable -J "$1" -o /dev/null -N 6 --exclusive --wrap 'sleep 4')
+	[ -n "$j" ] || { bad "sbatch $1"; got=none; return; }
+	wait_state "$j" RUNNING COMPLETED || bad "job $j ($1) ran"
+	got=$(hostset "$(field "$j" NodeList)")
+	# a selection a second later confirms the decision against the
+	# running job: its traffic joins the background
+	sleep 1.1
+	timeout 30 srun -N 1 true >/dev/null 2>&1 || bad "srun -N 1 true"
+	echo "# $1: job $j on $got; topoplace place${2:+ --state $(basename "$2")}: $want"
+	[ "$got" = "$want" ] && ok "$1: job $j = topoplace place${2:+ --state} ($want)" ||
+		bad "$1: job $j on $got, topoplace place${2:+ --state}: $want"
+	wait_state "$j" COMPLETED FAILED || bad "job $j ($1) finished"
+	flush
+	grep -q "topology/topoplace: end of JobId=$j in" "$log" &&
+		ok "$1: the writer took job $j's traffic off the background" ||
+		bad "$1: no end of job $j in the log"
+}
+

@@ -22,62 +22,8 @@ NET=${TP_LS_NET:-10.204.0}
 PORT=${TP_LS_PORT:-6947}
 dir=$tmp/cluster
 
-t0=$(date +%s)
-cluster_trap slurmctld.log 'topoplace\|fatal\|error' 25
+linkstate_cluster "$NET" "$PORT"
 
-# PriceBudget: the simulator's (tp_policy_params_defaults), which the CLI
-# uses, whatever the plugin's default
-cat >"$tmp/topoplace.conf" <<'EOF'
-# topology/topoplace, native mode, with a link state (test)
-FabricFile=@DIR@/fabric.json
-LinkState=links.json
-PriceBudget=96
-EOF
-
-echo "# $CLUSTER start --slurm-prefix $PREFIX --topology topoplace --nodes 8 --net $NET --port $PORT --dir $dir"
-# the link file does not exist yet: healthy links until it appears
-if ! timeout 90 "$CLUSTER" start --slurm-prefix "$PREFIX" --topology topoplace \
-	--plugin-dir "$PLUGIN_DIR" --nodes 8 --gpus-per-node 4 --dir "$dir" --timeout 40 \
-	--net "$NET" --port "$PORT" --extra-file "$tmp/topoplace.conf" >"$tmp/start.out" 2>&1; then
-	cat "$tmp/start.out"
-	bad "cluster start"
-	finish
-fi
-ok "cluster up in $(($(date +%s) - t0)) s"
-export SLURM_CONF=$dir/slurm.conf
-log=$dir/log/slurmctld.log
-fabric=$dir/fabric.json
-links=$dir/links.json
-# debug2: the writer logs each record and each job end it takes
-timeout 10 scontrol setdebug debug2 >/dev/null 2>&1 || bad "scontrol setdebug debug2"
-
-field() { # JOBID KEY
-	timeout 10 scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
-}
-wait_state() { # JOBID STATE...: wait (<= 30 s) for one of the states
-	j=$1
-	shift
-	i=0
-	while [ $i -lt 150 ]; do
-		st=$(field "$j" JobState)
-		for w in "$@"; do [ "$st" = "$w" ] && return 0; done
-		sleep 0.2
-		i=$((i + 1))
-	done
-	return 1
-}
-hostset() { # NODELIST -> sorted host names, one line
-	timeout 10 scontrol show hostnames "$1" | sort | tr '\n' ' '
-}
-# place REQUEST [STATE]: the hosts the simulator's engine picks, sorted
-place() {
-	if [ -n "${2:-}" ]; then
-		"$TOPOPLACE" place --fabric "$fabric" --request "$1" --state "$2" --policy topoplace --json
-	else
-		"$TOPOPLACE" place --fabric "$fabric" --request "$1" --policy topoplace --json
-	fi >"$tmp/place.json" 2>"$tmp/place.err" || { echo "none"; return; }
-	jq -r '.hosts[]' "$tmp/place.json" | sort | tr '\n' ' '
-}
 # write_links FILE HEALTH LINK...: a topoplace-state/1 file marking the
 # links at HEALTH, written beside and renamed over FILE (as a monitor does)
 write_links() {
@@ -93,47 +39,6 @@ write_links() {
 		printf ']}\n'
 	} >"$f.tmp" && mv "$f.tmp" "$f"
 }
-# wait_log PATTERN N: wait (<= 10 s) until PATTERN is in the log N times
-wait_log() {
-	i=0
-	while [ "$(grep -c -- "$1" "$log")" -lt "$2" ] && [ $i -lt 50 ]; do
-		sleep 0.2
-		i=$((i + 1))
-	done
-	[ "$(grep -c -- "$1" "$log")" -ge "$2" ]
-}
-# flush: two selections a second apart (each confirms decisions and looks
-# for ended jobs), then time for the writer: a finished job's traffic has
-# left the background the next choice sees
-flush() {
-	for k in 1 2; do
-		timeout 30 srun -N 1 true >/dev/null 2>&1 || bad "srun -N 1 true"
-		sleep 1.1
-	done
-	sleep 1.2
-}
-# spanning NAME STATE: a 6-node exclusive job; checks it against `place`
-# with STATE (empty: healthy) and prints its hosts as $got
-spanning() {
-	want=$(place nodes=6,exclusive "$2")
-	j=$(timeout 10 sbatch --parsable -J "$1" -o /dev/null -N 6 --exclusive --wrap 'sleep 4')
-	[ -n "$j" ] || { bad "sbatch $1"; got=none; return; }
-	wait_state "$j" RUNNING COMPLETED || bad "job $j ($1) ran"
-	got=$(hostset "$(field "$j" NodeList)")
-	# a selection a second later confirms the decision against the
-	# running job: its traffic joins the background
-	sleep 1.1
-	timeout 30 srun -N 1 true >/dev/null 2>&1 || bad "srun -N 1 true"
-	echo "# $1: job $j on $got; topoplace place${2:+ --state $(basename "$2")}: $want"
-	[ "$got" = "$want" ] && ok "$1: job $j = topoplace place${2:+ --state} ($want)" ||
-		bad "$1: job $j on $got, topoplace place${2:+ --state}: $want"
-	wait_state "$j" COMPLETED FAILED || bad "job $j ($1) finished"
-	flush
-	grep -q "topology/topoplace: end of JobId=$j in" "$log" &&
-		ok "$1: the writer took job $j's traffic off the background" ||
-		bad "$1: no end of job $j in the log"
-}
-
 # the fabric's up-links: switch-to-switch links, by index
 jq -r '.links | to_entries[] | select(.value[0] == "switch" and .value[3] == "switch") | .key' \
 	"$fabric" >"$tmp/uplinks"

@@ -1,0 +1,486 @@
+/* topoplace fabric health (one sweep) and topoplace monitor (the daemon). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "tp_health.h"
+
+static const char health_usage[] =
+    "Usage: topoplace fabric health --fabric FABRIC.json [--ca NAME] [--port "
+    "N]\n"
+    "                               [--interval S] [--all] [--json]\n"
+    "\n"
+    "One sweep of the fabric through the local IB port: PortInfo (state,\n"
+    "active width and speed) and the PMA counters of both ends of every\n"
+    "link of FABRIC.json (LIDs from one discovery at start), turned into\n"
+    "link health by the rules of topoplace(1) (section HEALTH RULES). Without --interval the error\n"
+    "counters are totals since their last reset (as ibqueryerrors reads\n"
+    "them); with --interval S a second sweep S seconds later gives deltas\n"
+    "and utilisation.\n"
+    "\n"
+    "  --fabric FILE   the fabric model (topoplace discover --live -o FILE)\n"
+    "  --ca NAME       local HCA (default: the first)\n"
+    "  --port N        its port (default: the first active)\n"
+    "  --interval S    seconds between two sweeps (0: one sweep)\n"
+    "  --all           list every link, not only those with an alarm\n"
+    "  --json          {\"links\":[{\"link\",\"health\",\"reason\",...}]}\n"
+    "  -h, --help      this text\n"
+    "Exit status: 0 every link healthy, 3 some link alarmed, 2 bad input,\n"
+    "1 the sweep failed.\n";
+
+static const char monitor_usage[] =
+    "Usage: topoplace monitor --fabric FABRIC.json --state-out FILE\n"
+    "                         [--interval S] [--prom FILE] [--ca NAME]\n"
+    "                         [--port N] [--once]\n"
+    "\n"
+    "Sweep the fabric every S seconds (default 60) and write link health:\n"
+    "FILE is a topoplace-state/1 file whose \"links\" the monitor owns (other\n"
+    "fields of an existing FILE are kept) - the state `topoplace place\n"
+    "--state` and the 24.11 plugin's LinkState= read. --prom writes a\n"
+    "Prometheus textfile (node_exporter --collector.textfile.directory).\n"
+    "Both are replaced atomically (temporary file, fsync, rename). Changes\n"
+    "of a link's health are logged on stderr. SIGTERM / SIGINT end it after\n"
+    "the current sweep.\n"
+    "\n"
+    "  --once          one sweep, write the files, exit\n"
+    "  -h, --help      this text\n";
+
+enum {
+	O_FABRIC = 256,
+	O_CA,
+	O_PORT,
+	O_INTERVAL,
+	O_ALL,
+	O_JSON,
+	O_STATE,
+	O_PROM,
+	O_ONCE
+};
+
+static const struct option opts[] = {
+    {"fabric", required_argument, NULL, O_FABRIC},
+    {"ca", required_argument, NULL, O_CA},
+    {"port", required_argument, NULL, O_PORT},
+    {"interval", required_argument, NULL, O_INTERVAL},
+    {"all", no_argument, NULL, O_ALL},
+    {"json", no_argument, NULL, O_JSON},
+    {"state-out", required_argument, NULL, O_STATE},
+    {"prom", required_argument, NULL, O_PROM},
+    {"once", no_argument, NULL, O_ONCE},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+typedef struct args {
+	const char *fabric, *ca, *state, *prom;
+	long port;
+	double interval;
+	bool all, json, once, monitor;
+} args_t;
+
+/* Both commands' options; false (usage printed or error) ends the run. */
+static bool parse(int argc, char **argv, args_t *a, int *rc_p)
+{
+	const char *usage = a->monitor ? monitor_usage : health_usage;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case O_FABRIC:
+			a->fabric = optarg;
+			break;
+		case O_CA:
+			a->ca = optarg;
+			break;
+		case O_PORT:
+			if (!tp_cli_int("--port", optarg, 0, 254, &a->port))
+				return false;
+			break;
+		case O_INTERVAL:
+			if (!tp_cli_double("--interval", optarg, 0, 86400,
+					   &a->interval))
+				return false;
+			break;
+		case O_ALL:
+			a->all = true;
+			break;
+		case O_JSON:
+			a->json = true;
+			break;
+		case O_STATE:
+			a->state = optarg;
+			break;
+		case O_PROM:
+			a->prom = optarg;
+			break;
+		case O_ONCE:
+			a->once = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			*rc_p = TP_EXIT_OK;
+			return false;
+		default:
+			fputs(usage, stderr);
+			return false;
+		}
+		/* each command takes only its own options */
+		bool mine = a->monitor
+				? c != O_ALL && c != O_JSON
+				: c != O_STATE && c != O_PROM && c != O_ONCE;
+		if (!mine) {
+			tp_cli_err("%s: unknown option (see --help)",
+				   argv[optind - 1]);
+			return false;
+		}
+	}
+	if (optind < argc) {
+		tp_cli_err("unexpected argument '%s'", argv[optind]);
+		return false;
+	}
+	if (!a->fabric || (a->monitor && !a->state)) {
+		tp_cli_err(
+		    a->monitor
+			? "monitor: --fabric and --state-out are required"
+			: "fabric health: --fabric is required");
+		return false;
+	}
+	if (a->monitor && !(a->interval >= 1)) {
+		tp_cli_err("--interval: expected at least 1 s for monitor");
+		return false;
+	}
+	return true;
+}
+
+/* Everything one sweep loop holds. */
+typedef struct run {
+	tp_fabric_t *f;
+	tp_health_sweep_t *sw;
+	size_t nl;
+	tp_health_port_t *prev, *cur;
+	bool *seen;
+	tp_health_link_t *links;
+	double *last_health;
+	bool have_prev;
+	struct timespec t_prev;
+} run_t;
+
+static void run_free(run_t *r)
+{
+	tp_health_sweep_destroy(r->sw);
+	tp_fabric_destroy(r->f);
+	free(r->prev);
+	free(r->cur);
+	free(r->seen);
+	free(r->links);
+	free(r->last_health);
+}
+
+static int run_init(run_t *r, const args_t *a)
+{
+	char *msg = NULL;
+	int rc = TP_EXIT_INPUT;
+	tp_err_t err;
+
+	memset(r, 0, sizeof(*r));
+	if (!(r->f = tp_cli_load(a->fabric, &rc)))
+		return rc;
+	r->nl = tp_fabric_nlinks(r->f);
+	r->prev = calloc(2 * r->nl + 1, sizeof(*r->prev));
+	r->cur = calloc(2 * r->nl + 1, sizeof(*r->cur));
+	r->seen = calloc(2 * r->nl + 1, sizeof(*r->seen));
+	r->links = calloc(r->nl + 1, sizeof(*r->links));
+	r->last_health = malloc((r->nl + 1) * sizeof(*r->last_health));
+	if (!r->prev || !r->cur || !r->seen || !r->links || !r->last_health) {
+		tp_cli_err("out of memory");
+		return TP_EXIT_FAIL;
+	}
+	for (size_t l = 0; l < r->nl; l++)
+		r->last_health[l] = 1;
+	err = tp_health_sweep_create(r->f, a->ca, (int)a->port, &r->sw, &msg);
+	if (err) {
+		tp_cli_err("%s", msg ? msg : tp_strerror(err));
+		tp_free(msg);
+		return err == TP_ERR_UNSUPPORTED ? TP_EXIT_INPUT : TP_EXIT_FAIL;
+	}
+	return TP_EXIT_OK;
+}
+
+static double since(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) +
+	       (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+/* One sweep and the rules; *secs_p the sweep's own time. prev NULL:
+ * one-shot totals (see tp_health.h). */
+static int sweep(run_t *r, bool totals, double *secs_p)
+{
+	struct timespec t0, t1;
+	double interval = 0;
+	tp_err_t err;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if ((err = tp_health_sweep_run(r->sw, r->cur, r->seen))) {
+		tp_cli_err("%s", *tp_health_sweep_error(r->sw)
+				     ? tp_health_sweep_error(r->sw)
+				     : tp_strerror(err));
+		return TP_EXIT_FAIL;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	*secs_p = since(&t0, &t1);
+	if (totals && !r->have_prev) {
+		for (size_t i = 0; i < 2 * r->nl; i++) {
+			r->prev[i] = r->cur[i];
+			memset(r->prev[i].c, 0, sizeof(r->prev[i].c));
+		}
+	} else if (r->have_prev) {
+		interval = since(&r->t_prev, &t0);
+	}
+	for (size_t l = 0; l < r->nl; l++)
+		tp_health_eval(NULL, tp_fabric_link(r->f, l),
+			       r->have_prev || totals ? &r->prev[2 * l] : NULL,
+			       &r->cur[2 * l], &r->seen[2 * l], interval,
+			       &r->links[l]);
+	tp_health_port_t *t = r->prev;
+	r->prev = r->cur;
+	r->cur = t;
+	r->have_prev = true;
+	r->t_prev = t0;
+	return TP_EXIT_OK;
+}
+
+static void sleep_s(double s)
+{
+	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+
+	nanosleep(&ts, NULL);
+}
+
+static void print_table(const run_t *r, bool all)
+{
+	size_t seen = 0, alarms = 0;
+
+	printf("%-6s %6s  %-32s %-32s %s\n", "link", "health", "a", "b",
+	       "reason");
+	for (size_t l = 0; l < r->nl; l++) {
+		const tp_health_link_t *h = &r->links[l];
+		const tp_link_t *k = tp_fabric_link(r->f, l);
+		char a[96], b[96];
+
+		if (!h->seen)
+			continue;
+		seen++;
+		alarms += h->alarm;
+		if (!h->alarm && !all)
+			continue;
+		for (int e = 0; e < 2; e++) {
+			const char *d =
+			    k->kind[e] == TP_NODE_SWITCH
+				? tp_fabric_switch(r->f, k->node[e])->desc
+				: tp_fabric_ca(r->f, k->node[e])->desc;
+			snprintf(e ? b : a, sizeof(a), "%s:%d", d, k->port[e]);
+		}
+		printf("%-6zu %6.2f  %-32s %-32s %s\n", l, h->health, a, b,
+		       h->reason);
+	}
+	printf("%zu of %zu links seen, %zu with alarms\n", seen, r->nl, alarms);
+}
+
+int tp_cmd_fabric_health(int argc, char **argv)
+{
+	args_t a = {0};
+	run_t r;
+	int rc = TP_EXIT_INPUT;
+	double secs;
+	char *json = NULL;
+	bool alarm = false;
+
+	if (!parse(argc, argv, &a, &rc))
+		return rc;
+	if ((rc = run_init(&r, &a)) == TP_EXIT_OK &&
+	    (rc = sweep(&r, a.interval <= 0, &secs)) == TP_EXIT_OK &&
+	    a.interval > 0) {
+		sleep_s(a.interval);
+		rc = sweep(&r, false, &secs);
+	}
+	if (rc == TP_EXIT_OK) {
+		for (size_t l = 0; l < r.nl; l++)
+			alarm |= r.links[l].alarm;
+		if (!a.json) {
+			print_table(&r, a.all);
+		} else if (tp_health_links_json(r.f, r.links, &json)) {
+			tp_cli_err("out of memory");
+			rc = TP_EXIT_FAIL;
+		} else {
+			puts(json);
+		}
+		if (rc == TP_EXIT_OK && alarm)
+			rc = 3;
+	}
+	tp_free(json);
+	run_free(&r);
+	return rc;
+}
+
+/* Replace path with text atomically: readers see the old file or the new
+ * one, never a half-written one. */
+static bool write_atomic(const char *path, const char *text)
+{
+	char *tmp = tp_asprintf("%s.tmp.%ld", path, (long)getpid());
+	size_t n = strlen(text);
+	int fd;
+	bool ok;
+
+	if (!tmp)
+		return false;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ok = fd >= 0 && write(fd, text, n) == (ssize_t)n && fsync(fd) == 0;
+	if (fd >= 0 && close(fd))
+		ok = false;
+	if (ok && rename(tmp, path))
+		ok = false;
+	if (!ok) {
+		tp_cli_err("%s: cannot write: %s", path, strerror(errno));
+		unlink(tmp);
+	}
+	tp_free(tmp);
+	return ok;
+}
+
+static bool write_state(const run_t *r, const char *path)
+{
+	char *old = NULL, *json = NULL;
+	size_t len;
+	tp_err_t err = tp_file_read(path, &old, &len);
+	bool ok;
+
+	if (err && err != TP_ERR_NOTFOUND) {
+		tp_cli_err("%s: %s", path, tp_file_strerror(err));
+		return false;
+	}
+	err = tp_health_state_json(old, r->f, r->links, &json);
+	if (err == TP_ERR_PARSE) {
+		/* Not ours to repair, but the placement must not keep stale
+		 * health: start the file afresh and say so. */
+		tp_cli_err("warning: %s: not a JSON object; rewritten with "
+			   "link health only",
+			   path);
+		err = tp_health_state_json(NULL, r->f, r->links, &json);
+	}
+	if (err) {
+		tp_free(old);
+		tp_cli_err("%s: %s", path, tp_strerror(err));
+		return false;
+	}
+	/* Unchanged health leaves the file alone: readers that re-read on
+	 * change (the 24.11 plugin's LinkState=) see a new file only when a
+	 * link's health moved. */
+	ok = (old && !strcmp(old, json)) || write_atomic(path, json);
+	tp_free(old);
+	tp_free(json);
+	return ok;
+}
+
+static volatile sig_atomic_t stop;
+
+/* The first signal ends the loop after the current sweep; a second one
+ * ends the process at once (a sweep blocked on a fabric that stopped
+ * answering). */
+static void on_signal(int sig)
+{
+	if (stop)
+		_exit(128 + sig);
+	stop = 1;
+}
+
+static void log_changes(run_t *r)
+{
+	for (size_t l = 0; l < r->nl; l++) {
+		const tp_health_link_t *h = &r->links[l];
+		if (!h->seen || h->health == r->last_health[l])
+			continue;
+		fprintf(stderr,
+			"topoplace monitor: link %zu health %.2f -> %.2f: %s\n",
+			l, r->last_health[l], h->health, h->reason);
+		r->last_health[l] = h->health;
+	}
+}
+
+/* Both files from one sweep; false when either could not be written (the
+ * reason is on stderr). */
+static bool write_outputs(const run_t *r, const args_t *a, double secs)
+{
+	struct timespec now;
+	char *prom = NULL;
+	bool ok = write_state(r, a->state);
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (a->prom) {
+		if (tp_health_prom_text(r->f, r->links, secs,
+					(double)now.tv_sec + now.tv_nsec / 1e9,
+					&prom)) {
+			tp_cli_err("%s: out of memory", a->prom);
+			ok = false;
+		} else if (!write_atomic(a->prom, prom)) {
+			ok = false;
+		}
+	}
+	tp_free(prom);
+	return ok;
+}
+
+/* A daemon outlives a bad sweep or a full disk: the failure is logged,
+ * the files keep their last good content, the next interval tries again.
+ * Only --once reports it in the exit status. */
+static int monitor_loop(run_t *r, const args_t *a)
+{
+	struct sigaction sa;
+	struct timespec t0, now;
+	double secs;
+	int rc = TP_EXIT_OK;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal; /* no SA_RESTART: the sleep ends */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	while (!stop) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		rc = sweep(r, false, &secs);
+		if (!rc) {
+			log_changes(r);
+			if (!write_outputs(r, a, secs))
+				rc = TP_EXIT_FAIL;
+		}
+		if (a->once)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		double left = a->interval - since(&t0, &now);
+		if (left > 0 && !stop)
+			sleep_s(left);
+	}
+	return a->once ? rc : TP_EXIT_OK;
+}
+
+int tp_cmd_monitor(int argc, char **argv)
+{
+	args_t a = {.interval = 60, .monitor = true};
+	run_t r;
+	int rc = TP_EXIT_INPUT;
+
+	if (!parse(argc, argv, &a, &rc))
+		return rc;
+	if ((rc = run_init(&r, &a)) == TP_EXIT_OK)
+		rc = monitor_loop(&r, &a);
+	run_free(&r);
+	return rc;
+}

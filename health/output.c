@@ -1,0 +1,296 @@
+/*
+ * The monitor's outputs: the state file's links, a Prometheus textfile and
+ * one sweep as JSON. Notes:
+ * - The state file belongs to whoever else writes it too (down hosts,
+ *   jobs, background traffic): only "links" health and reason are ours,
+ *   every other field and a link's background_gbps are carried over.
+ * - Prometheus label values escape '\\', '"' and newlines as the text
+ *   format requires; node descriptions may hold any of them.
+ */
+#include "config.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tp_health.h"
+
+/* "desc:port" of end e of link l (desc "" -> the GUID). */
+static void end_name(const tp_fabric_t *f, const tp_link_t *k, int e, char *buf,
+		     size_t size)
+{
+	uint64_t guid;
+	const char *desc;
+
+	if (k->kind[e] == TP_NODE_SWITCH) {
+		const tp_switch_t *s = tp_fabric_switch(f, k->node[e]);
+		guid = s->guid;
+		desc = s->desc;
+	} else {
+		const tp_ca_t *c = tp_fabric_ca(f, k->node[e]);
+		guid = c->guid;
+		desc = c->desc;
+	}
+	if (desc && *desc)
+		snprintf(buf, size, "%s:%d", desc, k->port[e]);
+	else
+		snprintf(buf, size, "0x%016llx:%d", (unsigned long long)guid,
+			 k->port[e]);
+}
+
+static bool add(cJSON *o, const char *key, cJSON *v)
+{
+	return v && cJSON_AddItemToObject(o, key, v);
+}
+
+static tp_err_t print_json(cJSON *root, char **json_p)
+{
+	char *s = cJSON_PrintUnformatted(root);
+
+	if (!s)
+		return TP_ERR_NOMEM;
+	*json_p = tp_strdup(s);
+	cJSON_free(s);
+	return *json_p ? TP_OK : TP_ERR_NOMEM;
+}
+
+/* Index of old's entry per link (NULL: none). */
+static const cJSON **old_links(const cJSON *root, size_t nl)
+{
+	const cJSON **by = tp_calloc(nl + 1, sizeof(*by));
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "links");
+	const cJSON *it;
+
+	if (!by)
+		return NULL;
+	cJSON_ArrayForEach(it, arr)
+	{
+		const cJSON *l = cJSON_GetObjectItemCaseSensitive(it, "link");
+		if (cJSON_IsNumber(l) && l->valuedouble >= 0 &&
+		    l->valuedouble < (double)nl)
+			by[(size_t)l->valuedouble] = it;
+	}
+	return by;
+}
+
+/* The entry for a seen link: old's other keys, our health and reason;
+ * NULL (no entry) when nothing is left to say. */
+static cJSON *link_entry(const cJSON *old, size_t l, const tp_health_link_t *h,
+			 bool *nomem_p)
+{
+	cJSON *o = old ? cJSON_Duplicate(old, true) : cJSON_CreateObject();
+
+	if (!o) {
+		*nomem_p = true;
+		return NULL;
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "link");
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "health");
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "reason");
+	if (h->health >= 1 && !cJSON_GetArraySize(o)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	if (!cJSON_AddNumberToObject(o, "link", (double)l) ||
+	    (h->health < 1 &&
+	     (!cJSON_AddNumberToObject(o, "health",
+				       round(h->health * 1e4) / 1e4) ||
+	      !cJSON_AddStringToObject(o, "reason", h->reason)))) {
+		cJSON_Delete(o);
+		*nomem_p = true;
+		return NULL;
+	}
+	return o;
+}
+
+tp_err_t tp_health_state_json(const char *old, const tp_fabric_t *f,
+			      const tp_health_link_t *links, char **json_p)
+{
+	size_t nl = tp_fabric_nlinks(f);
+	cJSON *root = old ? cJSON_Parse(old) : cJSON_CreateObject();
+	cJSON *arr = NULL;
+	const cJSON **by = NULL;
+	bool nomem = false;
+	tp_err_t err = TP_ERR_NOMEM;
+
+	if (!root)
+		return old ? TP_ERR_PARSE : TP_ERR_NOMEM;
+	if (!cJSON_IsObject(root)) {
+		err = TP_ERR_PARSE;
+		goto out;
+	}
+	if (!(by = old_links(root, nl)) || !(arr = cJSON_CreateArray()))
+		goto out;
+	for (size_t l = 0; l < nl && !nomem; l++) {
+		cJSON *o;
+		if (!links[l].seen)
+			o = by[l] ? cJSON_Duplicate(by[l], true) : NULL;
+		else
+			o = link_entry(by[l], l, &links[l], &nomem);
+		if (o && !cJSON_AddItemToArray(arr, o))
+			cJSON_Delete(o), nomem = true;
+	}
+	if (nomem)
+		goto out;
+	cJSON_DeleteItemFromObjectCaseSensitive(root, "links");
+	if (!cJSON_GetObjectItemCaseSensitive(root, "format") &&
+	    !cJSON_AddStringToObject(root, "format", "topoplace-state/1"))
+		goto out;
+	if (!cJSON_AddItemToObject(root, "links", arr))
+		goto out;
+	arr = NULL;
+	err = print_json(root, json_p);
+out:
+	cJSON_Delete(arr);
+	cJSON_Delete(root);
+	tp_free(by);
+	return err;
+}
+
+static void prom_label(tp_strbuf_t *sb, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			tp_strbuf_printf(sb, "\\%c", *s);
+		else if (*s == '\n')
+			tp_strbuf_append(sb, "\\n", 2);
+		else
+			tp_strbuf_append(sb, s, 1);
+	}
+}
+
+static void prom_labels(tp_strbuf_t *sb, const tp_fabric_t *f, size_t l)
+{
+	const tp_link_t *k = tp_fabric_link(f, l);
+	char a[96], b[96];
+
+	end_name(f, k, 0, a, sizeof(a));
+	end_name(f, k, 1, b, sizeof(b));
+	tp_strbuf_printf(sb, "link=\"%zu\",a=\"", l);
+	prom_label(sb, a);
+	tp_strbuf_append(sb, "\",b=\"", 5);
+	prom_label(sb, b);
+	tp_strbuf_append(sb, "\"", 1);
+}
+
+static void prom_head(tp_strbuf_t *sb, const char *name, const char *type,
+		      const char *help)
+{
+	tp_strbuf_printf(sb, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
+			 type);
+}
+
+tp_err_t tp_health_prom_text(const tp_fabric_t *f,
+			     const tp_health_link_t *links, double sweep_s,
+			     double now, char **text_p)
+{
+	tp_strbuf_t sb = {0};
+	size_t nl = tp_fabric_nlinks(f);
+
+	prom_head(&sb, "topoplace_link_health", "gauge",
+		  "Link health 0..1 (1 healthy, 0 down) by topoplace's rules");
+	for (size_t l = 0; l < nl; l++) {
+		if (!links[l].seen)
+			continue;
+		tp_strbuf_append(&sb, "topoplace_link_health{", 22);
+		prom_labels(&sb, f, l);
+		tp_strbuf_printf(&sb, "} %g\n", links[l].health);
+	}
+	prom_head(&sb, "topoplace_link_utilization", "gauge",
+		  "Share of the cabled rate sent over the last interval, per "
+		  "direction (ab: a to b)");
+	for (size_t l = 0; l < nl; l++)
+		for (int d = 0; d < 2 && links[l].seen; d++) {
+			tp_strbuf_append(&sb, "topoplace_link_utilization{",
+					 27);
+			prom_labels(&sb, f, l);
+			tp_strbuf_printf(&sb, ",direction=\"%s\"} %g\n",
+					 d ? "ba" : "ab", links[l].util[d]);
+		}
+	prom_head(&sb, "topoplace_link_errors_delta", "gauge",
+		  "PMA error counter increase over the last interval, both "
+		  "ends of the link");
+	for (size_t l = 0; l < nl; l++)
+		for (int c = 0; c < TP_HC_FIRST_DATA && links[l].seen; c++) {
+			tp_strbuf_append(&sb, "topoplace_link_errors_delta{",
+					 28);
+			prom_labels(&sb, f, l);
+			tp_strbuf_printf(&sb, ",counter=\"%s\"} %llu\n",
+					 tp_health_counter_name(c),
+					 (unsigned long long)links[l].delta[c]);
+		}
+	prom_head(&sb, "topoplace_health_sweep_seconds", "gauge",
+		  "Time the last sweep took");
+	tp_strbuf_printf(&sb, "topoplace_health_sweep_seconds %g\n", sweep_s);
+	prom_head(&sb, "topoplace_health_last_sweep_timestamp_seconds", "gauge",
+		  "Unix time of the last sweep");
+	tp_strbuf_printf(
+	    &sb, "topoplace_health_last_sweep_timestamp_seconds %.3f\n", now);
+	if (sb.failed || !sb.buf) {
+		tp_free(sb.buf);
+		return TP_ERR_NOMEM;
+	}
+	*text_p = sb.buf;
+	return TP_OK;
+}
+
+static cJSON *sweep_link(const tp_fabric_t *f, size_t l,
+			 const tp_health_link_t *h)
+{
+	const tp_link_t *k = tp_fabric_link(f, l);
+	cJSON *o = cJSON_CreateObject(), *d, *u;
+	char a[96], b[96];
+	bool ok;
+
+	end_name(f, k, 0, a, sizeof(a));
+	end_name(f, k, 1, b, sizeof(b));
+	ok = o && add(o, "link", cJSON_CreateNumber((double)l)) &&
+	     add(o, "health",
+		 cJSON_CreateNumber(round(h->health * 1e4) / 1e4)) &&
+	     add(o, "reason", cJSON_CreateString(h->reason)) &&
+	     add(o, "a", cJSON_CreateString(a)) &&
+	     add(o, "b", cJSON_CreateString(b)) &&
+	     add(o, "utilization", u = cJSON_CreateArray()) &&
+	     add(o, "deltas", d = cJSON_CreateObject());
+	for (int e = 0; ok && e < 2; e++)
+		ok = cJSON_AddItemToArray(u, cJSON_CreateNumber(h->util[e]));
+	for (int c = 0; ok && c < TP_HC_N; c++)
+		ok = add(d, tp_health_counter_name(c),
+			 cJSON_CreateNumber((double)h->delta[c]));
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+tp_err_t tp_health_links_json(const tp_fabric_t *f,
+			      const tp_health_link_t *links, char **json_p)
+{
+	cJSON *root = cJSON_CreateObject(), *arr;
+	size_t nl = tp_fabric_nlinks(f), bad = 0, seen = 0;
+	tp_err_t err = TP_ERR_NOMEM;
+
+	if (!root ||
+	    !add(root, "format", cJSON_CreateString("topoplace-health/1")) ||
+	    !add(root, "links", arr = cJSON_CreateArray()))
+		goto out;
+	for (size_t l = 0; l < nl; l++) {
+		cJSON *o;
+		if (!links[l].seen)
+			continue;
+		seen++;
+		bad += links[l].alarm;
+		if (!(o = sweep_link(f, l, &links[l])) ||
+		    !cJSON_AddItemToArray(arr, o))
+			goto out;
+	}
+	if (!add(root, "seen", cJSON_CreateNumber((double)seen)) ||
+	    !add(root, "alarms", cJSON_CreateNumber((double)bad)))
+		goto out;
+	err = print_json(root, json_p);
+out:
+	cJSON_Delete(root);
+	return err;
+}

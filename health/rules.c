@@ -1,0 +1,237 @@
+/*
+ * Link health rules: pure functions of two sweeps (tp_health.h lists the
+ * rules). Notes:
+ * - Both ends' deltas are summed: a bad cable shows as symbol errors at
+ *   whichever end receives on the bad lane, discards at the sender.
+ * - The error factor is the worst counter's, not a product: one fault
+ *   usually moves several counters at once (symbol errors, receive errors,
+ *   recoveries), and counting it three times would take a link that still
+ *   carries most of its traffic to zero.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tp_health.h"
+
+static const struct {
+	const char *name;
+	int bits;
+	double per_min;
+	uint64_t min_count;
+} counters[TP_HC_N] = {
+#define TP_HEALTH_ROW(id, name, bits, per_min, min_count)                      \
+	[TP_HC_##id] = {name, bits, per_min, min_count},
+    TP_HEALTH_COUNTERS(TP_HEALTH_ROW)
+#undef TP_HEALTH_ROW
+};
+
+/* 64-bit counters closer than this to 2^64 wrap rather than reset. */
+#define WRAP_WINDOW ((uint64_t)1 << 62)
+
+const char *tp_health_counter_name(tp_health_counter_t c)
+{
+	return (unsigned)c < TP_HC_N ? counters[c].name : NULL;
+}
+
+void tp_health_rules_default(tp_health_rules_t *r)
+{
+	for (int c = 0; c < TP_HC_N; c++) {
+		r->per_min[c] = counters[c].per_min;
+		r->min_count[c] = counters[c].min_count;
+	}
+}
+
+uint64_t tp_health_counter_delta(uint64_t prev, uint64_t cur, int bits,
+				 bool *saturated_p)
+{
+	uint64_t max = bits >= 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+	bool sat = bits < 64 && cur >= max;
+	uint64_t d;
+
+	if (cur >= prev)
+		d = cur - prev;
+	else if (bits >= 64 && prev > UINT64_MAX - WRAP_WINDOW)
+		d = UINT64_MAX - prev + cur + 1;
+	else
+		d = cur; /* reset since the previous sweep */
+	if (saturated_p)
+		*saturated_p = sat;
+	return d;
+}
+
+static void reason_add(tp_health_link_t *out, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void reason_add(tp_health_link_t *out, const char *fmt, ...)
+{
+	size_t len = strlen(out->reason);
+	va_list ap;
+
+	if (len && len + 2 < sizeof(out->reason)) {
+		memcpy(out->reason + len, "; ", 3);
+		len += 2;
+	}
+	if (len + 1 >= sizeof(out->reason))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(out->reason + len, sizeof(out->reason) - len, fmt, ap);
+	va_end(ap);
+}
+
+static double port_gbps(const tp_health_port_t *p)
+{
+	return p->width * p->lane_gbps;
+}
+
+/* Rule 1; true when the link is down (health 0). An end whose node did
+ * not answer (two sweeps running) while the other end's port is up is not
+ * down: the cable trains but drops what crosses it (or the far node is
+ * hung) - rule 1b. */
+static bool rule_down(const tp_health_port_t prev[2],
+		      const tp_health_port_t cur[2], const bool node_seen[2],
+		      tp_health_link_t *out)
+{
+	for (int e = 0; e < 2; e++) {
+		const tp_health_port_t *o = &cur[!e];
+
+		if (!node_seen[e] && o->seen && o->up) {
+			/* one lost query on a busy fabric is no fault: the
+			 * end must have missed the previous sweep too */
+			if (prev && prev[e].seen)
+				continue;
+			out->health *= 0.5;
+			out->alarm = true;
+			reason_add(out, "%s end up but not answering",
+				   e ? "b" : "a");
+			continue;
+		}
+		if (!cur[e].seen || !cur[e].up) {
+			out->health = 0;
+			out->alarm = true;
+			reason_add(out, "down (%s end %s)", e ? "b" : "a",
+				   !node_seen[e]  ? "not reachable"
+				   : !cur[e].seen ? "port not found"
+						  : "port not up");
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Rule 2. */
+static void rule_rate(const tp_link_t *link, const tp_health_port_t cur[2],
+		      tp_health_link_t *out)
+{
+	const tp_health_port_t *slow =
+	    !cur[0].seen ||
+		    (cur[1].seen && port_gbps(&cur[1]) < port_gbps(&cur[0]))
+		? &cur[1]
+		: &cur[0];
+	double have = port_gbps(slow);
+
+	if (!(link->gbps > 0) || !(have < link->gbps * (1 - 1e-9)))
+		return;
+	out->health *= have / link->gbps;
+	out->alarm = true;
+	if (slow->width < link->width)
+		reason_add(out, "running %dx/%dx lanes", slow->width,
+			   link->width);
+	else
+		reason_add(out, "running %g/%g Gb/s", have, link->gbps);
+}
+
+/* Rule 3's factor for a delta against its threshold: 1 when under it. */
+static double error_factor(uint64_t delta, double limit, bool flap)
+{
+	if (flap)
+		return delta > 10 ? 0.25 : 0.5;
+	if ((double)delta > 100 * limit)
+		return 0.25;
+	if ((double)delta > 10 * limit)
+		return 0.5;
+	return 0.75;
+}
+
+/* Rules 3 and 4 (deltas), then rule 5. */
+static void rule_counters(const tp_health_rules_t *r, const tp_link_t *link,
+			  const tp_health_port_t prev[2],
+			  const tp_health_port_t cur[2], double interval_s,
+			  tp_health_link_t *out)
+{
+	double worst = 1;
+
+	for (int c = 0; c < TP_HC_N; c++) {
+		bool sat = false;
+
+		for (int e = 0; e < 2; e++) {
+			bool s = false;
+			int bits = c >= TP_HC_FIRST_DATA && !cur[e].wide_data
+				       ? 32
+				       : counters[c].bits;
+
+			if (!prev[e].counters || !cur[e].counters)
+				continue;
+			out->delta[c] += tp_health_counter_delta(
+			    prev[e].c[c], cur[e].c[c], bits, &s);
+			sat |= s;
+		}
+		if (c >= TP_HC_FIRST_DATA)
+			continue;
+		double limit =
+		    r->per_min[c] * (interval_s > 0 ? interval_s : 0) / 60;
+		if (limit < (double)r->min_count[c])
+			limit = (double)r->min_count[c];
+		if (!((double)out->delta[c] > limit))
+			continue;
+		double fac =
+		    error_factor(out->delta[c], limit, c == TP_HC_LINK_DOWNED);
+		if (fac < worst)
+			worst = fac;
+		out->alarm = true;
+		reason_add(out, "%s +%llu (> %g)%s", counters[c].name,
+			   (unsigned long long)out->delta[c], limit,
+			   sat ? " saturated" : "");
+	}
+	out->health *= worst;
+	for (int e = 0; e < 2; e++) {
+		uint64_t words = 0;
+		if (prev[e].counters && cur[e].counters)
+			words = tp_health_counter_delta(
+			    prev[e].c[TP_HC_XMIT_DATA],
+			    cur[e].c[TP_HC_XMIT_DATA],
+			    cur[e].wide_data ? 64 : 32, NULL);
+		if (link->gbps > 0 && interval_s > 0)
+			out->util[e] = (double)words * 32 / interval_s /
+				       (link->gbps * 1e9);
+	}
+}
+
+void tp_health_eval(const tp_health_rules_t *r, const tp_link_t *link,
+		    const tp_health_port_t prev[2],
+		    const tp_health_port_t cur[2], const bool node_seen[2],
+		    double interval_s, tp_health_link_t *out)
+{
+	tp_health_rules_t def;
+
+	memset(out, 0, sizeof(*out));
+	out->health = 1;
+	out->seen = node_seen[0] || node_seen[1];
+	if (!r) {
+		tp_health_rules_default(&def);
+		r = &def;
+	}
+	if (!out->seen) {
+		snprintf(out->reason, sizeof(out->reason), "not reachable");
+		return;
+	}
+	if (!rule_down(prev, cur, node_seen, out)) {
+		rule_rate(link, cur, out);
+		if (prev)
+			rule_counters(r, link, prev, cur, interval_s, out);
+	}
+	if (!out->reason[0])
+		snprintf(out->reason, sizeof(out->reason), "ok");
+}

@@ -1,0 +1,38 @@
+/* Stub for builds without libibmad/libibnetdisc: same symbols,
+ * TP_ERR_UNSUPPORTED. */
+#include "config.h"
+
+#include "tp_health.h"
+
+struct tp_health_sweep {
+	int unused;
+};
+
+tp_err_t tp_health_sweep_create(const tp_fabric_t *f, const char *ca, int port,
+				tp_health_sweep_t **s_p, char **err_p)
+{
+	(void)f, (void)ca, (void)port, (void)s_p;
+	if (err_p)
+		*err_p = tp_strdup("health sweep: built without libibmad "
+				   "(install libibnetdisc-dev libibmad-dev and "
+				   "reconfigure)");
+	return TP_ERR_UNSUPPORTED;
+}
+
+void tp_health_sweep_destroy(tp_health_sweep_t *s)
+{
+	(void)s;
+}
+
+tp_err_t tp_health_sweep_run(tp_health_sweep_t *s, tp_health_port_t *ports,
+			     bool *node_seen)
+{
+	(void)s, (void)ports, (void)node_seen;
+	return TP_ERR_UNSUPPORTED;
+}
+
+const char *tp_health_sweep_error(const tp_health_sweep_t *s)
+{
+	(void)s;
+	return "built without libibmad";
+}

@@ -1,0 +1,200 @@
+/*
+ * tp_health.h - link health from the fabric's own reports: port state,
+ * active width and speed, and the Performance Management (PMA) counters of
+ * both ends of every link, turned into a health in [0, 1] per link with a
+ * reason a person can read, plus the two files the monitor writes (the
+ * topoplace-state/1 `links` the placement reads, a Prometheus textfile).
+ *
+ * Pieces:
+ *   tp_health_eval()      pure rules: two sweeps of one link -> health
+ *   tp_health_sweep_*()   one sweep of a fabric through libibmad: PortInfo
+ *                         (state, width, speed) and PMA PortCounters +
+ *                         PortCountersExtended of every link end, by LIDs
+ *                         one libibnetdisc discovery learnt at creation
+ *   tp_health_state_json(), tp_health_prom_text()   the monitor's outputs
+ *
+ * The rules (tp_health_eval), in order; health is the product of what
+ * fires, the reason lists each rule that fired ("ok" when none did):
+ *  1. Down: either end not found by the sweep while the other end's node
+ *     was, or an end's port not up (logical state Down or physical state
+ *     not LinkUp) -> health 0, reason "down".
+ * 1b. Not answering: an end's node not answering in this sweep and the
+ *     previous one while the other end's port is up (the cable trains but
+ *     drops what crosses it, or the far node hangs) -> health x0.5, reason
+ *     "b end up but not answering". One missed sweep is no alarm: a query
+ *     lost on a busy fabric (or machine) is not a fault.
+ *  2. Width / speed: active Gb/s (lanes x lane rate) of the slower end
+ *     below the model's (cabled) Gb/s -> health x active / cabled,
+ *     reason "running 2x/4x lanes" or "running 100/200 Gb/s".
+ *  3. Errors: per counter below, the delta since the previous sweep of
+ *     both ends together. A counter fires when its delta is over
+ *     max(min_count, per_min x interval / 60): the threshold is a rate,
+ *     but a short interval needs at least min_count errors so that a lone
+ *     error in a 1 s sweep is no alarm. A counter that fired degrades the
+ *     link by its level: over 1x the threshold -> x0.75, over 10x ->
+ *     x0.5, over 100x -> x0.25; the worst counter sets the factor.
+ *     LinkDownedCounter moving at all (min_count 0, per_min 0) is a flap:
+ *     x0.5 (x0.25 past 10 flaps). Reason: "symbol_errors +42 (> 10)".
+ *  4. Counter reset or wrap: a counter lower than in the previous sweep
+ *     was reset (perfquery -R, a port reset): its delta is the new value.
+ *     A 64-bit data counter that was within 2^62 of its end wrapped: the
+ *     delta counts through 2^64. A counter at its maximum (the basic
+ *     counters saturate) gives max - previous and the reason says
+ *     "saturated".
+ *  5. Utilisation (never lowers health): PortXmitData per direction (in
+ *     4-byte words, PortCountersExtended where the port answers it, else
+ *     the 32-bit PortCounters field) x 32 bits / interval / cabled Gb/s.
+ * The first sweep has no previous one: only rules 1 and 2 apply. A
+ * one-shot check passes all-zero previous counters and interval 0: the
+ * counters are then totals since their last reset (what ibqueryerrors
+ * reads), held against min_count alone, and utilisation is 0.
+ *
+ * Errors: tp_err_t; the sweep's detail string is tp_health_sweep_error().
+ * Ownership: results are caller-owned arrays; strings returned through
+ * *_p pointers are freed with tp_free(). Thread safety: the pure functions
+ * are; a sweep handle is used by one thread at a time. The library never
+ * prints: sweep warnings go to the log sink.
+ */
+#ifndef TP_HEALTH_H
+#define TP_HEALTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tp_common.h"
+#include "tp_topology.h"
+
+/* The counters kept per port: X(id, name, bits, per_min, min_count).
+ * name is the Prometheus / JSON name; bits the width of the basic
+ * PortCounters field (64: PortCountersExtended); per_min and min_count the
+ * default error threshold (rule 3), 0/0 for the data counters, which are
+ * not errors. Defaults follow ibqueryerrors' (10 per counter) for the
+ * physical errors; discards are congestion as much as faults, so they get
+ * 100 per minute. */
+#define TP_HEALTH_COUNTERS(X)                                                  \
+	X(SYMBOL_ERR, "symbol_errors", 16, 10, 10)                             \
+	X(LINK_RECOVER, "link_error_recoveries", 8, 1, 2)                      \
+	X(LINK_DOWNED, "link_downed", 8, 0, 0)                                 \
+	X(RCV_ERR, "rcv_errors", 16, 10, 10)                                   \
+	X(RCV_REMOTE_PHYS, "rcv_remote_phys_errors", 16, 10, 10)               \
+	X(RCV_SWITCH_RELAY, "rcv_switch_relay_errors", 16, 100, 100)           \
+	X(XMIT_DISCARDS, "xmit_discards", 16, 100, 100)                        \
+	X(XMIT_CONSTRAINT, "xmit_constraint_errors", 8, 10, 10)                \
+	X(RCV_CONSTRAINT, "rcv_constraint_errors", 8, 10, 10)                  \
+	X(LOCAL_INTEGRITY, "local_link_integrity_errors", 4, 1, 2)             \
+	X(BUF_OVERRUN, "excessive_buffer_overrun_errors", 4, 1, 2)             \
+	X(VL15_DROPPED, "vl15_dropped", 16, 100, 100)                          \
+	X(XMIT_DATA, "xmit_data_words", 64, 0, 0)                              \
+	X(RCV_DATA, "rcv_data_words", 64, 0, 0)                                \
+	X(XMIT_PKTS, "xmit_packets", 64, 0, 0)                                 \
+	X(RCV_PKTS, "rcv_packets", 64, 0, 0)
+
+typedef enum tp_health_counter {
+#define TP_HEALTH_ENUM(id, name, bits, per_min, min_count) TP_HC_##id,
+	TP_HEALTH_COUNTERS(TP_HEALTH_ENUM)
+#undef TP_HEALTH_ENUM
+	    TP_HC_N,
+	/* The first counter that is data, not an error. */
+	TP_HC_FIRST_DATA = TP_HC_XMIT_DATA,
+} tp_health_counter_t;
+
+/* Name ("symbol_errors"), NULL out of range. */
+const char *tp_health_counter_name(tp_health_counter_t c);
+
+/* Error thresholds (rule 3); tp_health_rules_default() fills the table's. */
+typedef struct tp_health_rules {
+	double per_min[TP_HC_N];
+	uint64_t min_count[TP_HC_N];
+} tp_health_rules_t;
+void tp_health_rules_default(tp_health_rules_t *r);
+
+/* What a sweep saw of one port. */
+typedef struct tp_health_port {
+	bool seen;	  /* the sweep found the node and this port */
+	bool up;	  /* logical state not Down, physical LinkUp */
+	int width;	  /* active lanes */
+	double lane_gbps; /* active per-lane rate */
+	bool counters;	  /* the PMA answered */
+	bool wide_data;	  /* the data counters are the 64-bit extended ones */
+	uint64_t c[TP_HC_N];
+} tp_health_port_t;
+
+/* One link's verdict. delta sums both ends; util[d] is the share of the
+ * cabled rate used in direction d (0: node[0] -> node[1]). */
+typedef struct tp_health_link {
+	bool seen;	  /* false: neither end reachable (another subnet) */
+	double health;	  /* [0, 1] */
+	char reason[160]; /* "ok", "down", "running 2x/4x lanes; ..." */
+	bool alarm;	  /* any of rules 1-3 fired */
+	uint64_t delta[TP_HC_N];
+	double util[2];
+} tp_health_link_t;
+
+/* Delta of a counter of the given width from prev to cur (rule 4);
+ * *saturated_p (may be NULL) is set when cur is at the counter's maximum. */
+uint64_t tp_health_counter_delta(uint64_t prev, uint64_t cur, int bits,
+				 bool *saturated_p);
+
+/* Rules 1-5 for one link of the model. cur[0], cur[1]: its node[0] and
+ * node[1] ends now; prev: the same a sweep earlier, or NULL (first sweep);
+ * interval_s > 0 the time between them. node_seen[e] tells whether the
+ * sweep found end e's node at all (rule 1 needs it to tell "down" from
+ * "another subnet"). interval_s 0: see the one-shot note above. Pure; r
+ * NULL means the defaults. */
+void tp_health_eval(const tp_health_rules_t *r, const tp_link_t *link,
+		    const tp_health_port_t prev[2],
+		    const tp_health_port_t cur[2], const bool node_seen[2],
+		    double interval_s, tp_health_link_t *out);
+
+/* ---- sweeps (libibmad; TP_ERR_UNSUPPORTED when built without it) ------- */
+
+typedef struct tp_health_sweep tp_health_sweep_t;
+
+/* Discover the fabric once through the local port (ca NULL: the default,
+ * port 0: the first active) to learn LIDs, then open that port for the
+ * sweeps. TP_ERR_IO when discovery fails or no port has a LID (no subnet
+ * manager). *s_p set only on success; on failure *err_p (may be NULL)
+ * receives a one-line reason to free with tp_free(). Close with
+ * tp_health_sweep_destroy() (NULL is a no-op). */
+tp_err_t tp_health_sweep_create(const tp_fabric_t *f, const char *ca, int port,
+				tp_health_sweep_t **s_p, char **err_p);
+void tp_health_sweep_destroy(tp_health_sweep_t *s);
+/* One sweep: PortInfo and PMA of both ends of every model link whose node
+ * had a LID at creation. ports[2 * l + e] receives end e of link l;
+ * node_seen likewise (both arrays 2 * tp_fabric_nlinks(f) long): false
+ * when the node does not answer its PortInfo (or had no LID). A port whose
+ * PMA does not answer has counters false (a warning is logged once per
+ * sweep with the count). */
+tp_err_t tp_health_sweep_run(tp_health_sweep_t *s, tp_health_port_t *ports,
+			     bool *node_seen);
+/* Detail of the last failure; borrowed. */
+const char *tp_health_sweep_error(const tp_health_sweep_t *s);
+
+/* ---- outputs ------------------------------------------------------------- */
+
+/* topoplace-state/1 text: old (NULL or the text of the existing state
+ * file) with its "links" array replaced by one entry {"link", "health",
+ * "reason"} per link whose health is below 1 (a link the sweep did not
+ * see keeps the entry old had for it); its other fields are kept. A
+ * "reason" is ignored by the state loader. TP_ERR_PARSE when old is not a
+ * JSON object (the caller names the file). */
+tp_err_t tp_health_state_json(const char *old, const tp_fabric_t *f,
+			      const tp_health_link_t *links, char **json_p);
+
+/* Prometheus text exposition (node_exporter textfile collector): gauges
+ * topoplace_link_health, topoplace_link_utilization{direction} and
+ * counters' deltas topoplace_link_errors{counter} for every seen link,
+ * labelled link, a/b ends ("switch-desc:port"), plus
+ * topoplace_health_sweep_seconds and topoplace_health_last_sweep_timestamp.
+ */
+tp_err_t tp_health_prom_text(const tp_fabric_t *f,
+			     const tp_health_link_t *links, double sweep_s,
+			     double now, char **text_p);
+
+/* JSON of one sweep: {"links":[{"link","health","reason","a","b",
+ * "utilization":[..],"deltas":{..}}...]} for every seen link. */
+tp_err_t tp_health_links_json(const tp_fabric_t *f,
+			      const tp_health_link_t *links, char **json_p);
+
+#endif /* TP_HEALTH_H */
