@@ -69,7 +69,7 @@ void tp_log_set(tp_log_fn_t fn, void *arg);
 
 /* Internal: format and deliver one message to the sink. */
 void tp__log(tp_log_level_t level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 /* ---- allocation -------------------------------------------------------- */
 
@@ -87,7 +87,8 @@ void *tp_malloc(size_t size);
 void *tp_calloc(size_t n, size_t size);
 void *tp_realloc(void *p, size_t size);
 /* Grow *arr so it holds at least need elements of size elem; doubles the
- * capacity in *cap_p. Returns TP_ERR_NOMEM and leaves *arr intact on failure. */
+ * capacity in *cap_p. Returns TP_ERR_NOMEM and leaves *arr intact on failure.
+ */
 tp_err_t tp_grow(void **arr, size_t *cap_p, size_t need, size_t elem);
 void tp_free(void *p);
 char *tp_strdup(const char *s);
@@ -99,7 +100,8 @@ char *tp_vasprintf(const char *fmt, va_list ap);
  * tp_free): once one is there later ones are its consequences and are
  * dropped. Returns err, so `return tp_first_error(...)` reads as a fail. */
 tp_err_t tp_first_error(char **slot, const char *name, tp_err_t err,
-			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+			const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* ---- string buffer ------------------------------------------------------ */
 
@@ -113,7 +115,7 @@ typedef struct tp_strbuf {
 } tp_strbuf_t;
 
 void tp_strbuf_printf(tp_strbuf_t *sb, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 void tp_strbuf_append(tp_strbuf_t *sb, const char *s, size_t n);
 
 /* ---- hash maps ---------------------------------------------------------- */
@@ -150,7 +152,8 @@ tp_err_t tp_strmap_put(tp_strmap_t *m, const char *key, uint32_t val);
 uint32_t tp_strmap_get(const tp_strmap_t *m, const char *key);
 void tp_strmap_clear(tp_strmap_t *m);
 
-/* ---- host lists ----------------------------------------------------------- */
+/* ---- host lists -----------------------------------------------------------
+ */
 
 /* Expand a Slurm-style host list ("gpu[001-004,7],cpu1") into names.
  * On success *names_p is an array of *n_p strings; free with
@@ -202,6 +205,11 @@ typedef tp_err_t (*tp_child_fn_t)(void *arg, tp_strbuf_t *out);
  * processes (fn runs after fork(): see child.c). */
 tp_err_t tp_child_run(tp_child_fn_t fn, void *arg, unsigned limit_ms,
 		      tp_strbuf_t *out, int *sig_p);
+
+/* Make an error or warning line one line: control bytes (newlines, escapes,
+ * DEL) that came from the input become '?', in place; NULL is a no-op.
+ * Returns s. Every reader's detail string goes through it. */
+char *tp_oneline(char *s);
 
 /* Parse a GUID ("0x0002c90300a1b2c3" or "0002c90300a1b2c3"). */
 bool tp_parse_guid(const char *s, uint64_t *guid_p);

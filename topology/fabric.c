@@ -117,6 +117,7 @@ tp_err_t tp__fabric_fail(tp_fabric_t *f, tp_err_t err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(f->err, sizeof(f->err), fmt, ap);
 	va_end(ap);
+	tp_oneline(f->err);
 	return err;
 }
 
@@ -130,7 +131,7 @@ void tp__fabric_warn(tp_fabric_t *f, const char *fmt, ...)
 	void *arr = *list;
 
 	va_start(ap, fmt);
-	msg = tp_vasprintf(fmt, ap);
+	msg = tp_oneline(tp_vasprintf(fmt, ap));
 	va_end(ap);
 	if (!msg)
 		return;

@@ -368,6 +368,15 @@ static void test_first_error(void **state)
 			 TP_ERR_RANGE);
 	assert_string_equal(slot, "f.json: links[3]: bad");
 	tp_free(slot);
+
+	/* input echoed in a detail stays one line (found by the fuzzers) */
+	slot = NULL;
+	tp_first_error(&slot, "f.json", TP_ERR_PARSE, "unknown key \"%s\"",
+		       "a\nSwitchName=evil\x1b[2J\x7f\xc3\xa9");
+	assert_string_equal(slot, "f.json: unknown key "
+				  "\"a?SwitchName=evil?[2J?\xc3\xa9\"");
+	tp_free(slot);
+	assert_null(tp_oneline(NULL));
 }
 
 static void test_parse_guid(void **state)
