@@ -112,19 +112,19 @@ void tp_plan_opts_defaults(tp_plan_opts_t *o);
 
 /* One local rank of a host. */
 typedef struct tp_plan_rank {
-	uint32_t rank;	 /* global rank */
-	int gpu;	 /* GPU index on the host, -1 without GPU data */
-	int rail;	 /* rail of its HCA, -1 when the host has no HCA */
+	uint32_t rank;   /* global rank */
+	int gpu;         /* GPU index on the host, -1 without GPU data */
+	int rail;        /* rail of its HCA, -1 when the host has no HCA */
 	const char *hca; /* that HCA's device ("mlx5_3"); NULL when unknown */
 } tp_plan_rank_t;
 
 typedef struct tp_plan_host {
 	const char *name;
-	uint32_t node_rank;	     /* position in the ring */
-	uint32_t first_rank;	     /* global rank of local rank 0 */
-	uint32_t nranks;	     /* local ranks (GPUs used) */
+	uint32_t node_rank;  /* position in the ring */
+	uint32_t first_rank; /* global rank of local rank 0 */
+	uint32_t nranks;     /* local ranks (GPUs used) */
 	const tp_plan_rank_t *ranks; /* [local rank] */
-	uint32_t group;		     /* index of its plan group */
+	uint32_t group;      /* index of its plan group */
 	/* [rail], tp_plan_nrails() entries: HCA device on that rail, NULL
 	 * where the host lacks the rail or the device has no name. */
 	const char *const *hcas;
@@ -137,10 +137,10 @@ typedef struct tp_plan_rail_leader {
 } tp_plan_rail_leader_t;
 
 typedef struct tp_plan_group {
-	uint32_t id;	/* fabric level-1 group, TP_ID_NONE: no group */
-	uint32_t spine; /* fabric level-2 group, TP_ID_NONE: none */
-	uint32_t first; /* node rank of its first host; members are
-			 * first .. first + nhosts - 1 */
+	uint32_t id;     /* fabric level-1 group, TP_ID_NONE: no group */
+	uint32_t spine;  /* fabric level-2 group, TP_ID_NONE: none */
+	uint32_t first;  /* node rank of its first host; members are
+			  * first .. first + nhosts - 1 */
 	uint32_t nhosts;
 	uint32_t leader; /* node rank (== first) */
 	/* one per rail some member has, ascending rail; none when the plan
@@ -191,9 +191,10 @@ const tp_plan_group_t *tp_plan_group(const tp_plan_t *plan, size_t i);
  * Parent: TP_PLAN_NONE for the root or bad arguments. Children: count,
  * ascending node ranks in *children_p (borrowed); 0 for bad arguments. */
 uint32_t tp_plan_tree_root(const tp_plan_t *plan, int tree);
-uint32_t tp_plan_tree_parent(const tp_plan_t *plan, int tree, size_t node_rank);
-size_t tp_plan_tree_children(const tp_plan_t *plan, int tree, size_t node_rank,
-			     const uint32_t **children_p);
+uint32_t tp_plan_tree_parent(const tp_plan_t *plan, int tree,
+			     size_t node_rank);
+size_t tp_plan_tree_children(const tp_plan_t *plan, int tree,
+			     size_t node_rank, const uint32_t **children_p);
 
 size_t tp_plan_nsizes(const tp_plan_t *plan);
 /* Message size i in bytes; 0 out of range. */
@@ -258,7 +259,8 @@ tp_err_t tp_plan_to_json(const tp_plan_t *plan, char **json_p);
  * TP_ERR_PARSE (TP_ERR_FORMAT for another format string) with a one-line
  * *err_p naming the file and the element ("plan.json:
  * trees[1].ranks[7].parent: cycle"). *plan_p set only on success. */
-tp_err_t tp_plan_load_json(const char *path, tp_plan_t **plan_p, char **err_p);
+tp_err_t tp_plan_load_json(const char *path, tp_plan_t **plan_p,
+			   char **err_p);
 tp_err_t tp_plan_parse_json(const char *name, const char *buf, size_t len,
 			    tp_plan_t **plan_p, char **err_p);
 
@@ -282,10 +284,10 @@ tp_err_t tp_plan_parse_json(const char *name, const char *buf, size_t len,
  *   NCCL_TOPO_FILE        in->topo_file, when given
  * With in->hca_map, the HCA names are the node's own, and nothing of the
  * two is set when none of the plan's HCAs is on the node (see
- * tp_step_in_t). And per task (tp_step_task_rank): TOPOPLACE_RANK = rank_base +
- * the task's local id, TOPOPLACE_LOCAL_RANK = the local id. Global ranks follow
- * the plan's ring host by host with the step's real layout (the tasks of the
- * hosts before this one in the ring).
+ * tp_step_in_t). And per task (tp_step_task_rank): TOPOPLACE_RANK = rank_base + the
+ * task's local id, TOPOPLACE_LOCAL_RANK = the local id. Global ranks
+ * follow the plan's ring host by host with the step's real layout (the
+ * tasks of the hosts before this one in the ring).
  */
 
 /* Most pairs tp_plan_step_env() returns. */

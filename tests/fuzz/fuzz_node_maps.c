@@ -7,26 +7,13 @@
 #include "fuzz_common.h"
 #include "tp_topology.h"
 
-static tp_fabric_t *fabric(void)
-{
-	tp_gen_fat_tree_t p;
-	tp_fabric_t *f = NULL;
-
-	tp_gen_fat_tree_defaults(&p);
-	p.leaves = 2;
-	p.spines = 1;
-	p.hosts_per_leaf = 4;
-	p.gpus_per_host = 8;
-	return tp_gen_fat_tree(&p, &f) == TP_OK ? f : NULL;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	tp_fabric_t *f;
 	const char *path;
 	tp_err_t err;
 
-	if (!(f = fabric()))
+	if (!(f = fuzz_fat_tree()))
 		return 0;
 	path = fuzz_path(data, size);
 #if TP_FUZZ_READER == 0

@@ -8,17 +8,9 @@
 static tp_fabric_t *fabric(void)
 {
 	static tp_fabric_t *f;
-	tp_gen_fat_tree_t p;
 
-	if (!f) {
-		tp_gen_fat_tree_defaults(&p);
-		p.leaves = 2;
-		p.spines = 1;
-		p.hosts_per_leaf = 4;
-		p.gpus_per_host = 8;
-		if (tp_gen_fat_tree(&p, &f) != TP_OK)
-			__builtin_trap();
-	}
+	if (!f && !(f = fuzz_fat_tree()))
+		__builtin_trap();
 	return f;
 }
 
