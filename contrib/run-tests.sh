@@ -7,9 +7,10 @@
 #                        (contrib/build-slurm.sh): slurmctld + 8 slurmd in
 #                        network namespaces (contrib/slurm-cluster.sh)
 #   2. ASan+UBSan build of the unit tests
-#   3. libFuzzer run of the ibnetdiscover reader (clang), briefly
+#   3. libFuzzer run of every reader (clang), briefly
 #   4. make distcheck
-# Ends with one line "N passed, N failed, N skipped".
+# Ends with one line "N passed, N failed, N skipped", after the reasons for
+# the skips.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -34,6 +35,17 @@ count() { # $1 = build dir: add up automake's per-test results
 		done < "$f"
 	done
 }
+# Why tests skipped: fixture files found neither in ../shared/fixtures nor
+# in tests/fixtures (tests/tp_test.h says so in the logs), and each skipped
+# script's own reason (lib.sh's skip_all).
+why_skipped() { # $1 = build dir
+	nfix=$(find "$1/tests" -name '*.log' -exec grep -ho '^# fixture [^:]*: not in' {} + 2>/dev/null |
+		sort -u | wc -l)
+	[ "$nfix" -eq 0 ] || echo "skipped for $nfix fixture file(s) not in ../shared/fixtures nor tests/fixtures"
+	for f in $(grep -l '^:test-result: SKIP' $(find "$1/tests" -name '*.sh.trs' -o -name '*.trs' | grep integration) 2>/dev/null); do
+		echo "skipped $(basename "${f%.trs}"): $(grep -m1 -i 'skip' "${f%.trs}.log" | cut -c1-120)"
+	done
+}
 step() { printf '\n=== %s\n' "$*"; }
 status=0
 
@@ -43,6 +55,7 @@ rm -f $(find "$top/build/tests" -name '*.trs' 2>/dev/null) 2>/dev/null || true
 make -C "$top/build" check -j2 || status=1
 make -C "$top/build" check-slurm || status=1
 count "$top/build"
+why_skipped "$top/build"
 
 step "ASan + UBSan unit tests"
 san="$top/build-asan"
