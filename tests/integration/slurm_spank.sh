@@ -34,7 +34,8 @@ if ! id "$USER_NAME" >/dev/null 2>&1; then
 		skip_all "cannot create user $USER_NAME"
 fi
 uid=$(id -u "$USER_NAME")
-PLUGIN_SO=$(cd "$PLUGIN_DIR" && pwd)/spank_topoplace.so
+# the copy the cluster stages in its directory: srun loads it as the user
+PLUGIN_SO=@DIR@/plugins/spank_topoplace.so
 
 # The job's user must reach the cluster directory (plans, slurm.conf) and
 # a working directory of its own.
