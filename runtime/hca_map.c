@@ -84,11 +84,13 @@ static bool sysfs_guid(const char *s, uint64_t *guid_p)
 /* dirfd/<name>/node_guid; false when unreadable or malformed. */
 static bool read_node_guid(int dirfd, const char *name, uint64_t *guid_p)
 {
-	char path[DEV_NAME_MAX + 16], buf[64];
+	char path[512], buf[64];
 	ssize_t r;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/node_guid", name);
+	if ((size_t)snprintf(path, sizeof(path), "%s/node_guid", name) >=
+	    sizeof(path))
+		return false;
 	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return false;
