@@ -63,9 +63,8 @@ static const char show_usage[] =
     "source\n"
     "Exit status: 2 unknown job or no fabric, 1 slurmctld unreachable.\n";
 
-#define SHOW_BYTES     1073741824.0 /* as tp_place_run without bytes= */
-#define DECISIONS_FILE "topoplace-decisions.jsonl"
-#define COMPAT_POLICY  "slurm (compatible mode)"
+#define SHOW_BYTES    1073741824.0 /* as tp_place_run without bytes= */
+#define COMPAT_POLICY "slurm (compatible mode)"
 
 /* One job as shown. Names and counts in ring order when analysed. */
 typedef struct show_job {
@@ -322,7 +321,7 @@ static cJSON *load_records(const char *dir)
 	cJSON *arr;
 
 	if (!dir || !*dir ||
-	    snprintf(path, sizeof(path), "%s/%s", dir, DECISIONS_FILE) >=
+	    snprintf(path, sizeof(path), "%s/%s", dir, TP_DECISIONS_FILE) >=
 		(int)sizeof(path))
 		return NULL;
 	/* absent or unreadable (StateSaveLocation is usually SlurmUser's

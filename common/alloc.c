@@ -95,6 +95,14 @@ char *tp_vasprintf(const char *fmt, va_list ap)
 	return s;
 }
 
+char *tp_oneline(char *s)
+{
+	for (char *p = s; p && *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return s;
+}
+
 tp_err_t tp_first_error(char **slot, const char *name, tp_err_t err,
 			const char *fmt, ...)
 {
@@ -106,7 +114,7 @@ tp_err_t tp_first_error(char **slot, const char *name, tp_err_t err,
 	va_start(ap, fmt);
 	msg = tp_vasprintf(fmt, ap);
 	va_end(ap);
-	*slot = msg ? tp_asprintf("%s: %s", name, msg) : NULL;
+	*slot = tp_oneline(msg ? tp_asprintf("%s: %s", name, msg) : NULL);
 	tp_free(msg);
 	return err;
 }

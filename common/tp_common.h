@@ -190,6 +190,24 @@ char *tp_strtrim(char *s);
  * Returns dst. */
 char *tp_quote(char *dst, size_t len, const char *src, size_t max);
 
+/* Work for tp_child_run: append the result to out, return a tp_err_t. */
+typedef tp_err_t (*tp_child_fn_t)(void *arg, tp_strbuf_t *out);
+/* Run fn(arg, ...) in a forked child, for code that may crash or hang on
+ * hostile input. What fn appends (its result, or a message on error) is
+ * appended to out in the parent; fn's return value is returned. Else
+ * TP_ERR_TIMEOUT (after limit_ms the child is killed), TP_ERR_IO with
+ * *sig_p the signal that ended the child (a crash), or *sig_p 0 when
+ * pipe/fork failed, TP_ERR_RANGE (over TP_FILE_MAX bytes of output),
+ * TP_ERR_NOMEM. out may hold a partial result on error. Not for threaded
+ * processes (fn runs after fork(): see child.c). */
+tp_err_t tp_child_run(tp_child_fn_t fn, void *arg, unsigned limit_ms,
+		      tp_strbuf_t *out, int *sig_p);
+
+/* Make an error or warning line one line: control bytes (newlines, escapes,
+ * DEL) that came from the input become '?', in place; NULL is a no-op.
+ * Returns s. Every reader's detail string goes through it. */
+char *tp_oneline(char *s);
+
 /* Parse a GUID ("0x0002c90300a1b2c3" or "0002c90300a1b2c3"). */
 bool tp_parse_guid(const char *s, uint64_t *guid_p);
 

@@ -30,9 +30,12 @@
 #                       --plugin-dir (needs the built plugin), then Debian's dir
 # --topology none       no topology plugin (the default; topology/default
 #                       with --slurm-prefix)
-# --plugin-dir DIR      put first in PluginDir whenever it exists (default
-#                       build/plugin/.libs), so job_submit/topoplace or SPANK
-#                       plugins from the build tree load with any topology
+# --plugin-dir DIR      its *.so are copied to DIR/plugins, first in PluginDir
+#                       whenever it exists (default build/plugin/.libs), so
+#                       job_submit/topoplace or SPANK plugins from the build
+#                       tree load with any topology (SPANK: name
+#                       @DIR@/plugins/spank_topoplace.so in plugstack.conf);
+#                       the CLI is copied to DIR/bin, readable by any user
 # --slurm-conf-extra F  lines appended to slurm.conf (e.g. JobSubmitPlugins=)
 # --extra-file F        copied beside slurm.conf (e.g. topoplace.conf), with
 #                       @DIR@ replaced by DIR (the fabric is DIR/fabric.json)
@@ -314,7 +317,20 @@ if [ -n "$PLUGIN_DIR_SET" ] || [ "$TOPO" = topoplace ]; then
 	[ -d "$PLUGIN_DIR" ] || die "--plugin-dir $PLUGIN_DIR: no such directory (build the plugins first)"
 fi
 plugindir=$SYSPLUGINS
-[ ! -d "$PLUGIN_DIR" ] || plugindir=$(cd "$PLUGIN_DIR" && pwd):$SYSPLUGINS
+# Our plugins and the CLI are staged inside DIR (DIR/plugins, DIR/bin,
+# world-readable): sbatch, srun and the SPANK plugin in them run as the
+# job's user, who may not traverse the build tree (a clone in root's 0700
+# home or in a mktemp directory).
+rm -rf "${DIR:?}/plugins" "$DIR/bin"
+mkdir -p "$DIR/plugins" "$DIR/bin"
+chmod 755 "$DIR/plugins" "$DIR/bin"
+if [ -d "$PLUGIN_DIR" ]; then
+	for so in "$PLUGIN_DIR"/*.so; do
+		[ ! -f "$so" ] || install -m 0644 "$so" "$DIR/plugins/"
+	done
+	plugindir=$DIR/plugins:$SYSPLUGINS
+fi
+[ ! -x "$TOPOPLACE" ] || install -m 0755 "$TOPOPLACE" "$DIR/bin/topoplace"
 
 # fresh state (only our own subdirectories of DIR)
 rm -rf "${DIR:?}/state" "$DIR/spool" "$DIR/log" "$DIR/run" "$DIR/munge" "$DIR/dev" "$DIR/topology.conf"

@@ -401,7 +401,7 @@ out:
 	tp_free(buf);
 	tp_free(jobs);
 	if (err && err_p)
-		*err_p = msg ? msg : tp_strdup(tp_strerror(err));
+		*err_p = tp_oneline(msg ? msg : tp_strdup(tp_strerror(err)));
 	else
 		tp_free(msg);
 	return err;

@@ -239,7 +239,7 @@ static tp_err_t failf(char **err_p, tp_err_t err, const char *fmt, ...)
 
 	if (err_p && err != TP_ERR_NOMEM) {
 		va_start(ap, fmt);
-		*err_p = tp_vasprintf(fmt, ap);
+		*err_p = tp_oneline(tp_vasprintf(fmt, ap));
 		va_end(ap);
 	}
 	return err;

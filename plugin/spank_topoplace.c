@@ -6,10 +6,13 @@
  * plugstack.conf:
  *   optional /path/spank_topoplace.so fabric=PATH | conf=PATH
  *            [basedir=DIR] [mode=auto|off|verbose] [topodir=DIR]
+ *            [sysfs=DIR]
  * fabric= names the fabric JSON, conf= a topoplace.conf whose FabricFile
  * does; basedir (default /run/topoplace) holds one directory per job, "%h"
  * in it is this host's hostname (for several slurmd on one machine);
- * topodir holds NCCL topology files as <host>.xml. Users override the
+ * topodir holds NCCL topology files as <host>.xml; sysfs (default /sys,
+ * "%h" as in basedir, for tests) is where this node's InfiniBand devices
+ * are listed (class/infiniband/<dev>/node_guid). Users override the
  * mode with srun/sbatch --topoplace=auto|off|verbose.
  *
  * Environment of every task of an srun step (never of the batch script):
@@ -22,14 +25,17 @@
  *   TOPOPLACE_WORLD_SIZE  the step's task count
  *   NCCL_IB_HCA           "=dev,dev,...": this host's HCAs in rail order,
  *                         exact names ("mlx5_1" alone would also match
- *                         mlx5_10..mlx5_17)
+ *                         mlx5_10..mlx5_17), as the node's kernel names
+ *                         them: the fabric's CAs found by node GUID under
+ *                         sysfs; unset (one info line) when none is
  *   NCCL_CROSS_NIC        0 on a rail-optimized fabric (rails > 1: a
  *                         ring or tree must stay on its rail); 1 when the
  *                         host has several HCAs on one fat tree (any NIC
  *                         reaches any peer alike); unset with one HCA
  *   NCCL_TOPO_FILE        topodir/<host>.xml when that file is an NCCL
- *                         topology (<system> root); an hwloc XML is not
- *                         converted
+ *                         topology (<system> root) whose <net> devices
+ *                         are all on the node, and some HCA is; an hwloc
+ *                         XML is not converted
  * A variable already in the step's environment is kept (one info line).
  * The ranks and values are computed by runtime/ (tp_plan_step_env, unit
  * tested without Slurm); this file reads Slurm's items, writes the plan
@@ -93,6 +99,7 @@ SPANK_PLUGIN(topoplace, 1);
 /* slurm.h's: step ids above this are batch, extern, interactive, ... */
 #define MAX_NORMAL_STEP_ID 0xfffffff0u
 #define DEFAULT_BASEDIR	   "/run/topoplace"
+#define DEFAULT_SYSFS	   "/sys"
 #define PLUGIN		   "spank/topoplace"
 
 enum mode { MODE_AUTO = 0, MODE_OFF = 1, MODE_VERBOSE = 2 };
@@ -104,6 +111,7 @@ static struct {
 	const char *conf;
 	const char *basedir;
 	const char *topodir;
+	const char *sysfs;
 	int mode;
 } args;
 
@@ -167,6 +175,7 @@ static bool parse_args(int ac, char **av)
 {
 	args.mode = MODE_AUTO;
 	args.basedir = DEFAULT_BASEDIR;
+	args.sysfs = DEFAULT_SYSFS;
 	for (int i = 0; i < ac; i++) {
 		const char *a = av[i];
 
@@ -178,12 +187,15 @@ static bool parse_args(int ac, char **av)
 			args.basedir = a + 8;
 		else if (!strncmp(a, "topodir=", 8) && a[8])
 			args.topodir = a + 8;
+		else if (!strncmp(a, "sysfs=", 6) && a[6] == '/')
+			args.sysfs = a + 6;
 		else if (!strncmp(a, "mode=", 5) && parse_mode(a + 5) >= 0)
 			args.mode = parse_mode(a + 5);
 		else {
 			slurm_error("%s: plugstack.conf: bad argument '%s' "
 				    "(fabric=PATH conf=PATH basedir=/DIR "
-				    "mode=auto|off|verbose topodir=DIR): "
+				    "mode=auto|off|verbose topodir=DIR "
+				    "sysfs=/DIR): "
 				    "inactive",
 				    PLUGIN, a);
 			return false;
@@ -249,20 +261,15 @@ static bool env_has(spank_t sp, const char *name)
 
 /* ---- the job directory ------------------------------------------------- */
 
-/* args.basedir with %h expanded, once per process ("" when too long). */
-static const char *basedir(void)
+/* tmpl with %h expanded into buf (size 4096); "" when too long. */
+static const char *expand_host(const char *tmpl, char *buf)
 {
-	static char buf[4096];
-	static bool done;
 	char host[256] = "";
 	size_t o = 0;
 
-	if (done)
-		return buf;
-	done = true;
 	if (gethostname(host, sizeof(host) - 1) < 0)
 		host[0] = '\0';
-	for (const char *p = args.basedir; *p; p++) {
+	for (const char *p = tmpl; *p; p++) {
 		const char *add = p;
 		size_t len = 1;
 
@@ -273,7 +280,7 @@ static const char *basedir(void)
 		} else if (p[0] == '%' && p[1] == '%') {
 			p++;
 		}
-		if (o + len >= sizeof(buf)) {
+		if (o + len >= 4096) {
 			buf[0] = '\0';
 			return buf;
 		}
@@ -281,6 +288,31 @@ static const char *basedir(void)
 		o += len;
 	}
 	buf[o] = '\0';
+	return buf;
+}
+
+/* args.basedir with %h expanded, once per process ("" when too long).
+ * Not inlined: messages print it with %s into short buffers, cut. */
+static __attribute__((noinline)) const char *basedir(void)
+{
+	static char buf[4096];
+	static bool done;
+
+	if (!done)
+		expand_host(args.basedir, buf);
+	done = true;
+	return buf;
+}
+
+/* args.sysfs the same way. */
+static __attribute__((noinline)) const char *sysfs_root(void)
+{
+	static char buf[4096];
+	static bool done;
+
+	if (!done)
+		expand_host(args.sysfs, buf);
+	done = true;
 	return buf;
 }
 
@@ -492,28 +524,45 @@ static void remove_plan(uint32_t jobid, uint32_t stepid)
 /* ---- step start ------------------------------------------------------------
  */
 
-/* topodir/<host>.xml when it is an NCCL topology file (root <system>). */
-static char *nccl_topo_file(const char *host)
+/* A real NCCL topology file is a few KB; more is not one. */
+#define TOPO_FILE_MAX (1 << 20)
+
+/* topodir/<host>.xml when it is an NCCL topology file (root <system>)
+ * whose <net> devices are all on this node. */
+static char *nccl_topo_file(const char *host, const tp_hca_map_t *map)
 {
-	char head[4096], *path;
-	ssize_t n;
+	char *path, *text;
+	ssize_t n = 0, r = 0;
 	int fd;
 
 	if (!args.topodir ||
 	    !(path = tp_asprintf("%s/%s.xml", args.topodir, host)))
 		return NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	n = fd >= 0 ? read(fd, head, sizeof(head) - 1) : -1;
+	if (!(text = tp_malloc(TOPO_FILE_MAX + 1))) {
+		tp_free(path);
+		return NULL;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	while (fd >= 0 && n < TOPO_FILE_MAX &&
+	       (r = read(fd, text + n, (size_t)(TOPO_FILE_MAX - n))) > 0)
+		n += r;
 	if (fd >= 0)
 		close(fd);
-	if (n > 0) {
-		head[n] = '\0';
-		if (strstr(head, "<system"))
+	text[n] = '\0';
+	if (n > 0 && r >= 0 && n < TOPO_FILE_MAX && strstr(text, "<system")) {
+		if (tp_hca_map_topo_ok(map, text)) {
+			tp_free(text);
 			return path;
+		}
+		slurm_info("%s: %s names InfiniBand devices this node does "
+			   "not have: NCCL_TOPO_FILE not set",
+			   PLUGIN, path);
+	} else if (n > 0) {
 		slurm_debug("%s: %s is not an NCCL topology file (an hwloc "
 			    "XML is not converted): NCCL_TOPO_FILE not set",
 			    PLUGIN, path);
 	}
+	tp_free(text);
 	tp_free(path);
 	return NULL;
 }
@@ -547,6 +596,7 @@ static void step_start(spank_t sp, bool verbose)
 	tp_plan_t *plan = NULL;
 	tp_step_in_t in;
 	tp_step_env_t env = {0};
+	tp_hca_map_t *hcas = NULL;
 	char *topo = NULL;
 	struct timespec t0;
 	tp_err_t err;
@@ -631,7 +681,12 @@ static void step_start(spank_t sp, bool verbose)
 	}
 	snprintf(path, sizeof(path), "%s/job%u/plan-step%u.json", basedir(),
 		 jobid, stepid);
-	topo = nccl_topo_file(me);
+	if ((err = tp_hca_map_read(f, me, sysfs_root(), &hcas))) {
+		snprintf(why, sizeof(why), "%s/class/infiniband: %s",
+			 sysfs_root(), tp_strerror(err));
+		goto fail;
+	}
+	topo = nccl_topo_file(me, hcas);
 	in = (tp_step_in_t){
 	    .hosts = (const char *const *)names,
 	    .tasks = counts,
@@ -641,6 +696,7 @@ static void step_start(spank_t sp, bool verbose)
 	    .fabric_rails = tp_fabric_rails(f),
 	    .plan_path = path,
 	    .topo_file = topo,
+	    .hca_map = hcas,
 	};
 	if ((err = tp_plan_step_env(plan, &in, &env, &msg))) {
 		if (err == TP_ERR_RANGE)
@@ -652,6 +708,12 @@ static void step_start(spank_t sp, bool verbose)
 				 msg ? msg : tp_strerror(err));
 		goto fail;
 	}
+	if (env.hcas_unmapped)
+		slurm_info(
+		    "%s: job %u step %u: none of %s's HCAs in the "
+		    "fabric (by node GUID) is under %s/class/infiniband: "
+		    "NCCL_IB_HCA and NCCL_TOPO_FILE not set",
+		    PLUGIN, jobid, stepid, me, sysfs_root());
 	if ((err = tp_plan_to_json(plan, &json))) {
 		snprintf(why, sizeof(why), "plan JSON: %s", tp_strerror(err));
 		goto fail;
@@ -713,6 +775,7 @@ fail:
 		    jobid, stepid, why);
 out:
 	tp_step_env_free(&env);
+	tp_hca_map_destroy(hcas);
 	tp_free(topo);
 	tp_free(json);
 	tp_free(msg);

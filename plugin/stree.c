@@ -55,7 +55,7 @@ static tp_err_t failf(build_t *b, tp_err_t err, const char *fmt, ...)
 
 	if (!b->err && err != TP_ERR_NOMEM) {
 		va_start(ap, fmt);
-		b->err = tp_vasprintf(fmt, ap);
+		b->err = tp_oneline(tp_vasprintf(fmt, ap));
 		va_end(ap);
 	}
 	return err;

@@ -65,7 +65,9 @@
  *   slots are taken) and at build_config. Confirmed decisions
  *   go to a bounded queue; a writer thread prices them (cost model),
  *   formats them and appends each with one write(2) to
- *   StateSaveLocation/topoplace-decisions.jsonl, trimming it to the last
+ *   StateSaveLocation/topoplace-decisions.jsonl (0640, SlurmUser's
+ *   group; trimming and appending under an flock of the .lock file
+ *   beside it, for controllers sharing the directory), trimming it to the last
  *   DECISIONS_KEEP (and dropping a line cut short) at its first write
  *   after a start and whenever it holds twice as many. The selection
  *   does not wake the writer (it looks every second): a wake-up is a
@@ -108,7 +110,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pwd.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -142,9 +146,8 @@
  * carries it and only the active plugin unpacks its own id. */
 #define TOPOLOGY_PLUGIN_TOPOPLACE 190
 
-/* Decisions kept in StateSaveLocation/DECISIONS_FILE: the last
+/* Decisions kept in StateSaveLocation/TP_DECISIONS_FILE: the last
  * DECISIONS_KEEP, the file trimmed once it holds twice as many lines. */
-#define DECISIONS_FILE "topoplace-decisions.jsonl"
 #define DECISIONS_KEEP 1000
 /* Decisions waiting for their job to start (a ring: oldest dropped). */
 #define PENDING_MAX 256
@@ -274,6 +277,9 @@ static bool wq_running;      /* under state_lock */
 static pthread_t wq_thread;
 static char *decisions_path;
 static size_t decisions_lines = SIZE_MAX; /* lines in the file; MAX = unknown */
+/* SlurmUser's group, which may read the file (PrivateData=jobs hides
+ * the hosts of other users' jobs from everyone else); -1 unknown */
+static gid_t decisions_gid = (gid_t)-1;
 
 /* The links the selection prices with. ls_pub (and ls_gen) under ls_lock:
  * the writer swaps a new one in, the selection copies it into sel_state
@@ -849,6 +855,49 @@ static void json_str(char **out, const char *s)
 	xstrcat(*out, "\"");
 }
 
+/* 0640, SlurmUser's group: the records name every job's hosts. An older
+ * plugin's 0644 file is mended at its next write. */
+static void decisions_protect(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return;
+	if (decisions_gid != (gid_t)-1 && st.st_gid != decisions_gid &&
+	    fchown(fd, (uid_t)-1, decisions_gid) != 0)
+		debug("%s: %s: chgrp: %m", plugin_type, decisions_path);
+	if ((st.st_mode & 07777) != 0640 && fchmod(fd, 0640) != 0)
+		debug("%s: %s: chmod: %m", plugin_type, decisions_path);
+}
+
+/* Two controllers may share StateSaveLocation (HA): a trim renames a
+ * copy over the file, so without this lock it could drop a record the
+ * other appended meanwhile. Trimming and appending hold it; a lock file
+ * beside the records, since the rename replaces the records' inode.
+ * Returns the descriptor to close, -1 when no lock could be had (the
+ * record is then written anyway: one controller is the common case). */
+static int decisions_lock(void)
+{
+	char *lp = NULL;
+	int fd;
+
+	xstrfmtcat(lp, "%s.lock", decisions_path);
+	fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+	if (fd >= 0) {
+		decisions_protect(fd);
+		while (flock(fd, LOCK_EX) != 0) {
+			if (errno != EINTR) {
+				debug("%s: %s: flock: %m", plugin_type, lp);
+				break;
+			}
+		}
+	} else {
+		debug("%s: %s: %m", plugin_type, lp);
+	}
+	xfree(lp);
+	return fd;
+}
+
 /* Keep the last DECISIONS_KEEP lines of the file. A last line without
  * its newline is a write cut short (disk full, or an older plugin killed
  * mid-record): cut off in place first (truncate needs no space), or the
@@ -892,7 +941,8 @@ static void decisions_trim(const char *path)
 	xstrfmtcat(tmp, "%s.XXXXXX", path);
 	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0)
 		goto out;
-	if (fchmod(fd, 0644) != 0 || !(out = fdopen(fd, "w"))) {
+	decisions_protect(fd);
+	if (!(out = fdopen(fd, "w"))) {
 		close(fd);
 		unlink(tmp);
 		goto out;
@@ -944,13 +994,13 @@ static void decision_write(const decision_t *d)
 	double pred = 0, ideal = 0;
 	size_t len;
 	ssize_t w;
-	int fd;
+	int fd, lock;
 
 	if (!decisions_path)
 		return;
 	hl = picks_hostlist(d);
 	xstrfmtcat(line,
-		   "{\"format\":\"topoplace-decision/1\",\"job_id\":%u,"
+		   "{\"format\":\"" TP_DECISION_FORMAT "\",\"job_id\":%u,"
 		   "\"time\":%" PRId64 ",\"hosts\":",
 		   d->job_id, (int64_t)d->when);
 	json_str(&line, hl);
@@ -976,17 +1026,19 @@ static void decision_write(const decision_t *d)
 	json_str(&line, pl->explain);
 	xstrcat(line, "}\n");
 
+	lock = decisions_lock();
 	/* first write since the start or a failed one: count the lines and
 	 * drop a last one cut short before appending to it */
 	if (decisions_lines == SIZE_MAX)
 		decisions_trim(decisions_path);
 	len = strlen(line);
-	fd = open(decisions_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-		  0644);
+	fd = open(decisions_path,
+		  O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
 	if (fd < 0) {
 		debug("%s: %s: %m", plugin_type, decisions_path);
 		goto out;
 	}
+	decisions_protect(fd);
 	do {
 		w = write(fd, line, len);
 	} while (w < 0 && errno == EINTR);
@@ -1002,6 +1054,8 @@ static void decision_write(const decision_t *d)
 	if (decisions_lines != SIZE_MAX && decisions_lines > 2 * DECISIONS_KEEP)
 		decisions_trim(decisions_path);
 out:
+	if (lock >= 0)
+		close(lock); /* releases the flock */
 	xfree(hl);
 	xfree(line);
 }
@@ -1756,10 +1810,17 @@ extern int topology_p_build_config(void)
 	if (slurm_conf.state_save_location) {
 		char *path = NULL;
 		xstrfmtcat(path, "%s/%s", slurm_conf.state_save_location,
-			   DECISIONS_FILE);
+			   TP_DECISIONS_FILE);
 		if (xstrcmp(path, decisions_path)) {
+			struct passwd pw, *pwp = NULL;
+			char pwbuf[4096];
+
 			xfree(decisions_path);
 			decisions_path = path;
+			decisions_gid = (gid_t)-1;
+			if (getpwuid_r(slurm_conf.slurm_user_id, &pw, pwbuf,
+				       sizeof(pwbuf), &pwp) == 0 && pwp)
+				decisions_gid = pw.pw_gid;
 			/* counted at the first write */
 			decisions_lines = SIZE_MAX;
 		} else {

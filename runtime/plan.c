@@ -206,7 +206,7 @@ static tp_err_t bfail(char **err_p, tp_err_t err, const char *fmt, ...)
 
 	if (err_p) {
 		va_start(ap, fmt);
-		*err_p = tp_vasprintf(fmt, ap);
+		*err_p = tp_oneline(tp_vasprintf(fmt, ap));
 		va_end(ap);
 	}
 	return err;

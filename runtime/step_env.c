@@ -84,7 +84,7 @@ static tp_err_t efail(char **err_p, tp_err_t err, const char *fmt, ...)
 
 	if (err_p) {
 		va_start(ap, fmt);
-		*err_p = tp_vasprintf(fmt, ap);
+		*err_p = tp_oneline(tp_vasprintf(fmt, ap));
 		va_end(ap);
 	}
 	return err;
@@ -96,18 +96,26 @@ static void put(tp_step_env_t *e, const char *name, char *value)
 		e->vars[e->nvars++] = (tp_step_var_t){name, value};
 }
 
-/* "=dev,dev": this host's HCAs in rail order; NULL when none (or NOMEM,
- * which *nomem_p tells apart). */
+/* "=dev,dev": this host's HCAs in rail order, by their local names when
+ * there is a map; NULL when none (or NOMEM, which *nomem_p tells apart).
+ * *unmapped_p: the plan names HCAs, the map has none of them. */
 static char *hca_list(const tp_plan_t *plan, const tp_plan_host_t *ph,
-		      bool *nomem_p)
+		      const tp_hca_map_t *map, bool *nomem_p, bool *unmapped_p)
 {
 	tp_strbuf_t sb = {0};
+	bool named = false;
 
-	for (int r = 0; r < tp_plan_nrails(plan); r++)
-		if (ph->hcas[r])
-			tp_strbuf_printf(&sb, "%s%s", sb.len ? "," : "=",
-					 ph->hcas[r]);
+	for (int r = 0; r < tp_plan_nrails(plan); r++) {
+		const char *dev = ph->hcas[r];
+
+		named |= dev != NULL;
+		if (dev && map)
+			dev = tp_hca_map_local(map, dev);
+		if (dev)
+			tp_strbuf_printf(&sb, "%s%s", sb.len ? "," : "=", dev);
+	}
 	*nomem_p = sb.failed;
+	*unmapped_p = map && named && !sb.failed && !sb.len;
 	if (sb.failed || !sb.len) {
 		tp_free(sb.buf);
 		return NULL;
@@ -122,16 +130,19 @@ static tp_err_t fill_vars(const tp_plan_t *plan, const tp_step_in_t *in,
 			    : tp_plan_nrails(plan) > 1 ? "1"
 						       : NULL;
 	char *v[TP_STEP_ENV_MAX] = {NULL};
-	bool nomem = false;
+	bool nomem = false, unmapped = false;
+	const char *topo = in->topo_file;
 
 	v[0] = tp_strdup(in->plan_path);
 	v[1] = tp_asprintf("%u", ph->node_rank);
 	v[2] = tp_asprintf("%llu", (unsigned long long)e->world);
-	v[3] = hca_list(plan, ph, &nomem);
+	v[3] = hca_list(plan, ph, in->hca_map, &nomem, &unmapped);
+	if (unmapped)
+		topo = NULL;
 	v[4] = cross ? tp_strdup(cross) : NULL;
-	v[5] = in->topo_file ? tp_strdup(in->topo_file) : NULL;
+	v[5] = topo ? tp_strdup(topo) : NULL;
 	if (!v[0] || !v[1] || !v[2] || nomem || (cross && !v[4]) ||
-	    (in->topo_file && !v[5])) {
+	    (topo && !v[5])) {
 		for (int i = 0; i < TP_STEP_ENV_MAX; i++)
 			tp_free(v[i]);
 		return TP_ERR_NOMEM;
@@ -142,6 +153,7 @@ static tp_err_t fill_vars(const tp_plan_t *plan, const tp_step_in_t *in,
 	put(e, "NCCL_IB_HCA", v[3]);
 	put(e, "NCCL_CROSS_NIC", v[4]);
 	put(e, "NCCL_TOPO_FILE", v[5]);
+	e->hcas_unmapped = unmapped;
 	return TP_OK;
 }
 

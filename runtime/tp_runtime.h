@@ -282,7 +282,9 @@ tp_err_t tp_plan_parse_json(const char *name, const char *buf, size_t len,
  *                         when the host has several HCAs on one fat tree;
  *                         unset with one HCA
  *   NCCL_TOPO_FILE        in->topo_file, when given
- * and per task (tp_step_task_rank): TOPOPLACE_RANK = rank_base + the
+ * With in->hca_map, the HCA names are the node's own, and nothing of the
+ * two is set when none of the plan's HCAs is on the node (see
+ * tp_step_in_t). And per task (tp_step_task_rank): TOPOPLACE_RANK = rank_base + the
  * task's local id, TOPOPLACE_LOCAL_RANK = the local id. Global ranks
  * follow the plan's ring host by host with the step's real layout (the
  * tasks of the hosts before this one in the ring).
@@ -290,6 +292,34 @@ tp_err_t tp_plan_parse_json(const char *name, const char *buf, size_t len,
 
 /* Most pairs tp_plan_step_env() returns. */
 #define TP_STEP_ENV_MAX 6
+
+/* ---- this node's HCAs ---------------------------------------------------- */
+
+/* The fabric's CAs of one host matched by node GUID to the kernel's
+ * device names on the node (<sysfs_root>/class/infiniband/<dev>/node_guid).
+ * The fabric's names come from node descriptions ("HCA-1" on a real
+ * SuperPOD) and may not be the kernel's (mlx5_0): NCCL_IB_HCA must only
+ * name devices that exist. Opaque; the caller frees it with
+ * tp_hca_map_destroy(). Not thread-safe per object; any context (reads a
+ * few sysfs files, bounded). */
+typedef struct tp_hca_map tp_hca_map_t;
+
+/* Read sysfs_root ("/sys", or a fake tree in tests) for host's CAs in f.
+ * A missing class/infiniband is not an error (nothing maps). Returns
+ * TP_ERR_NOTFOUND when host is not in f, TP_ERR_INVAL, TP_ERR_NOMEM;
+ * *map_p set only on success. */
+tp_err_t tp_hca_map_read(const tp_fabric_t *f, const char *host,
+			 const char *sysfs_root, tp_hca_map_t **map_p);
+/* NULL is a no-op. */
+void tp_hca_map_destroy(tp_hca_map_t *map);
+/* The local device of the CA the fabric names fabric_dev; NULL when no
+ * local device has its GUID (borrowed, valid as long as map). */
+const char *tp_hca_map_local(const tp_hca_map_t *map, const char *fabric_dev);
+/* How many of the host's CAs were found on the node. */
+size_t tp_hca_map_count(const tp_hca_map_t *map);
+/* Whether every <net name="..."> of an NCCL topology file's text names a
+ * device found on the node (a file without <net> passes). */
+bool tp_hca_map_topo_ok(const tp_hca_map_t *map, const char *xml);
 
 typedef struct tp_step_in {
 	/* the step's hosts in Slurm's order (SLURM_STEP_NODELIST expanded)
@@ -302,6 +332,11 @@ typedef struct tp_step_in {
 	int fabric_rails;      /* tp_fabric_rails() of the plan's fabric */
 	const char *plan_path; /* where the plan file is (not checked) */
 	const char *topo_file; /* NCCL topology file for this host, or NULL */
+	/* The node's devices (tp_hca_map_read): NCCL_IB_HCA then lists the
+	 * local names of the plan's HCAs that exist on the node; when none
+	 * does, NCCL_IB_HCA and NCCL_TOPO_FILE are not set and
+	 * hcas_unmapped is true. NULL: the plan's names as they are. */
+	const tp_hca_map_t *hca_map;
 } tp_step_in_t;
 
 typedef struct tp_step_var {
@@ -313,6 +348,7 @@ typedef struct tp_step_env {
 	uint32_t node_rank; /* this host's position in the ring */
 	uint32_t rank_base; /* TOPOPLACE_RANK of its local task 0 */
 	uint64_t world;	    /* the step's tasks */
+	bool hcas_unmapped; /* none of the plan's HCAs is on the node */
 	size_t nvars;	    /* the pairs to set, in this order */
 	tp_step_var_t vars[TP_STEP_ENV_MAX];
 } tp_step_env_t;

@@ -10,21 +10,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* Path of a file under ../shared/fixtures (TP_FIXTURES), or NULL when the
- * fixtures are not there; static buffer. Tests call skip() on NULL. */
+/* Path of a fixture: under ../shared/fixtures (TP_FIXTURES), else the few
+ * small ones kept in tests/fixtures (TP_TESTFIXTURES); NULL, saying so on
+ * stderr (the test's log), when neither has it. Static buffer. Tests call
+ * skip() on NULL. */
 static inline const char *tp_test_fixture(const char *rel)
 {
 	static char path[4096];
-	const char *dir = getenv("TP_FIXTURES");
+	const char *dirs[] = {getenv("TP_FIXTURES"), getenv("TP_TESTFIXTURES")};
 
-	if (!dir || !*dir)
-		return NULL;
-	snprintf(path, sizeof(path), "%s/%s", dir, rel);
-	FILE *fp = fopen(path, "r");
-	if (!fp)
-		return NULL;
-	fclose(fp);
-	return path;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		FILE *fp;
+
+		if (!dirs[i] || !*dirs[i])
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dirs[i], rel);
+		if ((fp = fopen(path, "r"))) {
+			fclose(fp);
+			return path;
+		}
+	}
+	fprintf(stderr, "# fixture %s: not in TP_FIXTURES nor tests/fixtures\n",
+		rel);
+	return NULL;
 }
 
 /* Path of a file under tests/topology/data (TP_TESTDATA). */

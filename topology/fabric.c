@@ -97,6 +97,7 @@ void tp_fabric_destroy(tp_fabric_t *f)
 	tp_u64map_clear(f->port_link);
 	tp_u64map_clear(f->guid_name);
 	tp_strmap_clear(f->host_by_name);
+	tp_strmap_clear(f->dom_index);
 	tp_free(f);
 }
 
@@ -117,6 +118,7 @@ tp_err_t tp__fabric_fail(tp_fabric_t *f, tp_err_t err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(f->err, sizeof(f->err), fmt, ap);
 	va_end(ap);
+	tp_oneline(f->err);
 	return err;
 }
 
@@ -130,7 +132,7 @@ void tp__fabric_warn(tp_fabric_t *f, const char *fmt, ...)
 	void *arr = *list;
 
 	va_start(ap, fmt);
-	msg = tp_vasprintf(fmt, ap);
+	msg = tp_oneline(tp_vasprintf(fmt, ap));
 	va_end(ap);
 	if (!msg)
 		return;
@@ -332,9 +334,17 @@ tp_err_t tp__fabric_domain_add(tp_fabric_t *f, const char *domain,
 
 	if (!tp__name_ok(domain) || !tp__name_ok(host))
 		return TP_ERR_INVAL;
-	for (size_t i = 0; i < f->ndom_entries; i++)
-		if (strcmp(f->dom_host[i], host) == 0)
-			return TP_ERR_EXISTS;
+	if (f->dom_indexed != f->ndom_entries) {
+		tp_strmap_clear(f->dom_index);
+		f->dom_indexed = 0;
+		for (; f->dom_indexed < f->ndom_entries; f->dom_indexed++)
+			if (tp_strmap_put(f->dom_index,
+					  f->dom_host[f->dom_indexed],
+					  (uint32_t)f->dom_indexed))
+				return TP_ERR_NOMEM;
+	}
+	if (tp_strmap_get(f->dom_index, host) != TP_MAP_NONE)
+		return TP_ERR_EXISTS;
 	if (tp_grow(&a1, &cap1, f->ndom_entries + 1, sizeof(char *)))
 		return TP_ERR_NOMEM;
 	f->dom_name = a1;
@@ -349,9 +359,15 @@ tp_err_t tp__fabric_domain_add(tp_fabric_t *f, const char *domain,
 		tp_free(h);
 		return TP_ERR_NOMEM;
 	}
+	if (tp_strmap_put(f->dom_index, h, (uint32_t)f->ndom_entries)) {
+		tp_free(d);
+		tp_free(h);
+		return TP_ERR_NOMEM;
+	}
 	f->dom_name[f->ndom_entries] = d;
 	f->dom_host[f->ndom_entries] = h;
 	f->ndom_entries++;
+	f->dom_indexed++;
 	f->finalized = false;
 	return TP_OK;
 }

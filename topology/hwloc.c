@@ -12,8 +12,9 @@
  * - GPUs are numbered in PCI bus order: that is NVML's and nvidia-smi's
  *   order, which Slurm's GRES and our nvidia-smi reader use too.
  * - hwloc 2.9's XML importer crashes on some malformed files (objects
- *   without complete_nodeset, fixed in later hwloc): node XML is data
- *   to read in the CLI, never in a daemon that must stay up.
+ *   without complete_nodeset, fixed in later hwloc): each file is read in
+ *   a forked child with a time limit, and node XML is data to read in the
+ *   CLI, never in a daemon that must stay up.
  */
 #include "config.h"
 
@@ -449,13 +450,183 @@ static tp_err_t build_gpus(hwloc_topology_t topo, const gpu_cand_t *c, size_t n,
 	return TP_OK;
 }
 
-tp_err_t tp_fabric_read_node_hwloc(tp_fabric_t *f, const char *host,
-				   const char *path)
+/* ---- hwloc in a child ------------------------------------------------------
+ *
+ * hwloc runs in a forked child (tp_child_run): a crash or a loop in its XML
+ * importer costs the one file. The child sends its result back as fields
+ * each ended by a NUL byte (strings cannot hold one): a string that may be
+ * NULL is "+text" or "-". On error the child sends the "<path>: why" text.
+ */
+
+/* Far above any real export (a DGX's XML loads in milliseconds). */
+#define HWLOC_CHILD_MS 30000
+
+typedef struct node_job {
+	const char *path;
+	bool has_pci;	/* out (parent) */
+	tp_gpu_t *gpus; /* out (parent), ngpus of them */
+	size_t ngpus;
+} node_job_t;
+
+static void put_field(tp_strbuf_t *sb, const char *s)
 {
+	tp_strbuf_append(sb, s, strlen(s) + 1);
+}
+
+static void put_opt(tp_strbuf_t *sb, const char *s)
+{
+	tp_strbuf_append(sb, s ? "+" : "-", 1);
+	tp_strbuf_append(sb, s ? s : "", (s ? strlen(s) : 0) + 1);
+}
+
+/* Next NUL-ended field at *cur, NULL when the buffer ends first. */
+static const char *get_field(const char **cur, const char *end)
+{
+	const char *s = *cur, *nul = memchr(s, '\0', (size_t)(end - s));
+
+	if (!nul)
+		return NULL;
+	*cur = nul + 1;
+	return s;
+}
+
+/* An optional string: *ok_p false on a malformed field or NOMEM. */
+static char *get_opt(const char **cur, const char *end, bool *ok_p)
+{
+	const char *s = get_field(cur, end);
+	char *dup;
+
+	if (!s || (*s != '+' && *s != '-') || (*s == '-' && s[1])) {
+		*ok_p = false;
+		return NULL;
+	}
+	if (*s == '-')
+		return NULL;
+	dup = tp_strdup(s + 1);
+	if (!dup)
+		*ok_p = false;
+	return dup;
+}
+
+/* Run job in a child; on error *msg_p is "<path>: why" (tp_free it). */
+static tp_err_t contained(const char *path, tp_child_fn_t fn, void *job,
+			  tp_strbuf_t *out, char **msg_p)
+{
+	int sig = 0;
+	tp_err_t err = tp_child_run(fn, job, HWLOC_CHILD_MS, out, &sig);
+
+	*msg_p = NULL;
+	if (err == TP_OK)
+		return TP_OK;
+	if (sig) {
+		*msg_p = tp_asprintf("%s: hwloc crashed reading this XML "
+				     "(signal %d, %s)",
+				     path, sig, strsignal(sig));
+		err = TP_ERR_PARSE;
+	} else if (err == TP_ERR_TIMEOUT) {
+		*msg_p = tp_asprintf("%s: hwloc took more than %d s to read "
+				     "this XML",
+				     path, HWLOC_CHILD_MS / 1000);
+		err = TP_ERR_PARSE;
+	} else if (out->buf && !out->failed && out->buf[0]) {
+		*msg_p = tp_strdup(out->buf);
+	} else {
+		*msg_p = tp_asprintf("%s: cannot run hwloc: %s", path,
+				     tp_strerror(err));
+	}
+	tp_free(out->buf);
+	*out = (tp_strbuf_t){0};
+	return err;
+}
+
+/* Child: the node's GPUs, serialised. */
+static tp_err_t node_child(void *arg, tp_strbuf_t *out)
+{
+	const node_job_t *job = arg;
 	hwloc_topology_t topo = NULL;
 	gpu_cand_t *c = NULL;
 	tp_gpu_t *gpus = NULL;
 	size_t n = 0;
+	char *msg = NULL;
+	tp_err_t err = read_xml(job->path, &topo, &msg);
+
+	if (err) {
+		put_field(out, msg ? msg : tp_strerror(err));
+		tp_free(msg);
+		return err;
+	}
+	if (find_gpus(topo, &c, &n) == TP_OK) {
+		add_nvlink(topo, c, n);
+		err = build_gpus(topo, c, n, &gpus);
+	} else {
+		err = TP_ERR_NOMEM;
+	}
+	if (err == TP_OK) {
+		tp_strbuf_printf(out, "%d%c%zu%c",
+				 hwloc_get_next_pcidev(topo, NULL) != NULL, 0,
+				 n, 0);
+		for (size_t i = 0; i < n; i++) {
+			tp_strbuf_printf(out, "%d%c%a%c", gpus[i].numa, 0,
+					 gpus[i].nvlink_gbps, 0);
+			put_opt(out, gpus[i].pci);
+			put_opt(out, gpus[i].model);
+			put_opt(out, gpus[i].nic);
+		}
+	}
+	/* The child exits next: nothing else to free. */
+	hwloc_topology_destroy(topo);
+	return err;
+}
+
+static void gpus_free(tp_gpu_t *gpus, size_t n)
+{
+	if (gpus)
+		for (size_t i = 0; i < n; i++)
+			tp__gpu_free_strings(&gpus[i]);
+	tp_free(gpus);
+}
+
+/* Parent: the child's fields into job->gpus. */
+static tp_err_t node_unpack(node_job_t *job, const tp_strbuf_t *in)
+{
+	const char *cur = in->buf, *end = in->buf + in->len, *f;
+	bool ok = true;
+	char *e;
+
+	if (!cur || !(f = get_field(&cur, end)))
+		return TP_ERR_PARSE;
+	job->has_pci = *f == '1';
+	if (!(f = get_field(&cur, end)))
+		return TP_ERR_PARSE;
+	job->ngpus = strtoul(f, &e, 10);
+	if (*e || job->ngpus > in->len)
+		return TP_ERR_PARSE;
+	job->gpus = tp_calloc(job->ngpus, sizeof(*job->gpus));
+	if (!job->gpus)
+		return TP_ERR_NOMEM;
+	for (size_t i = 0; i < job->ngpus && ok; i++) {
+		tp_gpu_t *g = &job->gpus[i];
+		const char *numa = get_field(&cur, end);
+		const char *bw = get_field(&cur, end);
+
+		g->index = (int)i;
+		g->hca = -1;
+		if (!numa || !bw)
+			return TP_ERR_PARSE;
+		g->numa = (int)strtol(numa, NULL, 10);
+		g->nvlink_gbps = strtod(bw, NULL);
+		g->pci = get_opt(&cur, end, &ok);
+		g->model = get_opt(&cur, end, &ok);
+		g->nic = get_opt(&cur, end, &ok);
+	}
+	return ok ? TP_OK : TP_ERR_PARSE;
+}
+
+tp_err_t tp_fabric_read_node_hwloc(tp_fabric_t *f, const char *host,
+				   const char *path)
+{
+	node_job_t job = {.path = path};
+	tp_strbuf_t out = {0};
 	char *msg = NULL;
 	uint32_t hidx;
 	tp_err_t err;
@@ -463,44 +634,36 @@ tp_err_t tp_fabric_read_node_hwloc(tp_fabric_t *f, const char *host,
 	if (!host || !*host)
 		return tp__fabric_fail(f, TP_ERR_INVAL, "%s: no host name",
 				       path);
-	err = read_xml(path, &topo, &msg);
+	err = contained(path, node_child, &job, &out, &msg);
 	if (err) {
 		err =
 		    tp__fabric_fail(f, err, "%s", msg ? msg : tp_strerror(err));
 		tp_free(msg);
 		return err;
 	}
-	err = find_gpus(topo, &c, &n);
-	if (err)
-		goto nomem;
-	add_nvlink(topo, c, n);
-	err = build_gpus(topo, c, n, &gpus);
-	if (err)
-		goto nomem;
-	err = tp__fabric_host_get(f, host, true, &hidx);
-	if (err)
-		goto nomem;
-	if (n == 0 && !hwloc_get_next_pcidev(topo, NULL)) {
+	err = node_unpack(&job, &out);
+	tp_free(out.buf);
+	if (err == TP_OK)
+		err = tp__fabric_host_get(f, host, true, &hidx);
+	if (err) {
+		gpus_free(job.gpus, job.ngpus);
+		return tp__fabric_fail(f, err, "%s: %s", path,
+				       err == TP_ERR_NOMEM
+					   ? "out of memory"
+					   : "garbled result from hwloc's "
+					     "child process");
+	}
+	if (job.ngpus == 0 && !job.has_pci) {
 		/* Exported without I/O: the GPU count is unknown, not zero. */
 		tp__fabric_warn(f,
 				"%s: no PCI devices in this XML (exported "
 				"without I/O?); GPUs of %s left unknown",
 				path, host);
-		tp_free(gpus);
+		tp_free(job.gpus);
 	} else {
-		tp__fabric_host_set_gpus(f, hidx, gpus, n);
+		tp__fabric_host_set_gpus(f, hidx, job.gpus, job.ngpus);
 	}
-	tp_free(c);
-	hwloc_topology_destroy(topo);
 	return TP_OK;
-nomem:
-	if (gpus)
-		for (size_t i = 0; i < n; i++)
-			tp__gpu_free_strings(&gpus[i]);
-	tp_free(gpus);
-	tp_free(c);
-	hwloc_topology_destroy(topo);
-	return tp__fabric_fail(f, TP_ERR_NOMEM, "%s: out of memory", path);
 }
 
 /* ---- NCCL topology (NCCL_TOPO_FILE) ---------------------------------------
@@ -1012,45 +1175,74 @@ static tp_err_t nccl_build(nccl_ctx_t *x)
 	return put_system(x);
 }
 
-tp_err_t tp_node_nccl_topo_from_hwloc(const char *path, char **xml_p,
-				      char **err_p)
+/* Child: "<NICs written bare>\0<xml>" or the error message. */
+static tp_err_t nccl_child(void *arg, tp_strbuf_t *out)
 {
+	const char *path = arg;
 	nccl_ctx_t x = {0};
 	char *msg = NULL;
 	tp_err_t err;
 
+	err = read_xml(path, &x.topo, &msg);
+	if (err) {
+		put_field(out, msg ? msg : tp_strerror(err));
+		return err;
+	}
+	err = nccl_build(&x);
+	if (err == TP_ERR_NOTFOUND) {
+		tp_strbuf_printf(out,
+				 "%s: no GPU or InfiniBand device in this "
+				 "XML (exported without I/O?)",
+				 path);
+		tp_strbuf_append(out, "", 1);
+	} else if (err) {
+		tp_strbuf_printf(out, "%s: out of memory", path);
+		tp_strbuf_append(out, "", 1);
+	} else if (!x.sb.failed) {
+		tp_strbuf_printf(out, "%zu%c", x.nnics_bare, 0);
+		tp_strbuf_append(out, x.sb.buf, x.sb.len);
+	}
+	/* The child exits next: nothing else to free. */
+	return x.sb.failed ? TP_ERR_NOMEM : err;
+}
+
+tp_err_t tp_node_nccl_topo_from_hwloc(const char *path, char **xml_p,
+				      char **err_p)
+{
+	tp_strbuf_t out = {0};
+	const char *cur, *bare;
+	char *msg = NULL, *xml = NULL;
+	tp_err_t err;
+
 	if (err_p)
 		*err_p = NULL;
-	err = read_xml(path, &x.topo, &msg);
-	if (err)
-		goto out;
-	err = nccl_build(&x);
-	if (err == TP_ERR_NOTFOUND)
-		msg = tp_asprintf("%s: no GPU or InfiniBand device in this "
-				  "XML (exported without I/O?)",
-				  path);
-	else if (err)
-		msg = tp_asprintf("%s: out of memory", path);
-	else if (x.nnics_bare)
-		tp__log(TP_LOG_WARN,
-			"%s: CPU vendor/model unknown: %zu NIC(s) written "
-			"without <net> (NCCL fills them in)",
-			path, x.nnics_bare);
-out:
-	if (x.nvl)
-		hwloc_distances_release(x.topo, x.nvl);
-	if (x.topo)
-		hwloc_topology_destroy(x.topo);
-	tp_free(x.gpus);
-	tp_free(x.tops);
+	err = contained(path, nccl_child, (void *)path, &out, &msg);
+	if (err == TP_OK) {
+		cur = out.buf;
+		bare = cur ? get_field(&cur, out.buf + out.len) : NULL;
+		if (!bare) {
+			msg = tp_asprintf("%s: garbled result from hwloc's "
+					  "child process",
+					  path);
+			err = TP_ERR_PARSE;
+		} else if (!(xml = tp_strdup(cur))) {
+			msg = tp_asprintf("%s: out of memory", path);
+			err = TP_ERR_NOMEM;
+		} else if (strcmp(bare, "0") != 0) {
+			tp__log(TP_LOG_WARN,
+				"%s: CPU vendor/model unknown: %s NIC(s) "
+				"written without <net> (NCCL fills them in)",
+				path, bare);
+		}
+	}
+	tp_free(out.buf);
 	if (err) {
-		tp_free(x.sb.buf);
 		if (err_p)
 			*err_p = msg;
 		else
 			tp_free(msg);
 		return err;
 	}
-	*xml_p = x.sb.buf;
+	*xml_p = xml;
 	return TP_OK;
 }

@@ -44,6 +44,11 @@ struct tp_fabric {
 	char **dom_name;
 	char **dom_host;   /* parallel arrays: host name -> domain name */
 	size_t ndom_entries, capdom;
+	/* dom_host -> entry, for the first dom_indexed entries (keys
+	 * borrowed from dom_host); rebuilt when that is not ndom_entries
+	 * (entries dropped): a map of 10^5 hosts is not checked in O(n^2) */
+	tp_strmap_t dom_index[1];
+	size_t dom_indexed;
 
 	char **warn;       /* from readers (saved in JSON) */
 	size_t nwarn, capwarn, warn_dropped;

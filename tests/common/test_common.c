@@ -1,6 +1,7 @@
 /* Unit tests for common/: host lists, hash maps, strings, files, allocator. */
 #include "config.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -367,6 +368,15 @@ static void test_first_error(void **state)
 			 TP_ERR_RANGE);
 	assert_string_equal(slot, "f.json: links[3]: bad");
 	tp_free(slot);
+
+	/* input echoed in a detail stays one line (found by the fuzzers) */
+	slot = NULL;
+	tp_first_error(&slot, "f.json", TP_ERR_PARSE, "unknown key \"%s\"",
+		       "a\nSwitchName=evil\x1b[2J\x7f\xc3\xa9");
+	assert_string_equal(slot, "f.json: unknown key "
+				  "\"a?SwitchName=evil?[2J?\xc3\xa9\"");
+	tp_free(slot);
+	assert_null(tp_oneline(NULL));
 }
 
 static void test_parse_guid(void **state)
@@ -562,6 +572,65 @@ static void test_alloc_failure_strbuf(void **state)
 	assert_int_equal(live, 0);
 }
 
+/* ---- contained child ---- */
+
+static tp_err_t child_echo(void *arg, tp_strbuf_t *out)
+{
+	size_t n = *(size_t *)arg;
+
+	for (size_t i = 0; i < n; i++)
+		tp_strbuf_append(out, "0123456789abcdef", 16);
+	return n ? TP_OK : TP_ERR_PARSE;
+}
+
+static tp_err_t child_crash(void *arg, tp_strbuf_t *out)
+{
+	(void)arg;
+	tp_strbuf_append(out, "partial", 7);
+	raise(SIGSEGV);
+	return TP_OK;
+}
+
+static tp_err_t child_hang(void *arg, tp_strbuf_t *out)
+{
+	(void)arg;
+	(void)out;
+	for (;;)
+		pause();
+	return TP_OK;
+}
+
+static void test_child_run(void **state)
+{
+	tp_strbuf_t sb = {0};
+	size_t n = 100000; /* 1.6 MB: more than a pipe holds */
+	int sig = -1;
+
+	(void)state;
+	assert_int_equal(tp_child_run(child_echo, &n, 30000, &sb, &sig), TP_OK);
+	assert_int_equal(sig, 0);
+	assert_int_equal(sb.len, 16 * n);
+	assert_memory_equal(sb.buf + 16 * (n - 1), "0123456789abcdef", 16);
+	tp_free(sb.buf);
+
+	sb = (tp_strbuf_t){0};
+	n = 0;
+	assert_int_equal(tp_child_run(child_echo, &n, 30000, &sb, &sig),
+			 TP_ERR_PARSE);
+	assert_int_equal(sig, 0);
+
+	assert_int_equal(tp_child_run(child_crash, NULL, 30000, &sb, &sig),
+			 TP_ERR_IO);
+	assert_int_equal(sig, SIGSEGV);
+	tp_free(sb.buf);
+
+	sb = (tp_strbuf_t){0};
+	assert_int_equal(tp_child_run(child_hang, NULL, 200, &sb, &sig),
+			 TP_ERR_TIMEOUT);
+	assert_int_equal(sig, 0);
+	assert_null(sb.buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -584,6 +653,7 @@ int main(void)
 	    cmocka_unit_test(test_alloc_failure_expand),
 	    cmocka_unit_test(test_alloc_failure_compress),
 	    cmocka_unit_test(test_alloc_failure_strbuf),
+	    cmocka_unit_test(test_child_run),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

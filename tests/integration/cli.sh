@@ -225,6 +225,16 @@ else
 	expect 2 "nccl-topo with a 3.0 file" $T nccl-topo --node-xml "$tmp/hx" -o "$tmp/nt4"
 	grep -q "node003.xml: .*format 3.0" "$tmp/err" && [ -s "$tmp/nt4/node001.xml" ] && [ ! -e "$tmp/nt4/node003.xml" ] &&
 		ok "3.0 named, others written" || bad "3.0: $(cat "$tmp/err")"
+	# An XML that crashes hwloc 2.9 in-process: named, the others written.
+	cp "$TP_TESTDATA/node-hwloc-no-nodeset.xml" "$tmp/hx/node004.xml"
+	expect 2 "nccl-topo with a file crashing hwloc" $T nccl-topo --node-xml "$tmp/hx" -o "$tmp/nt6"
+	grep -q "node004.xml: hwloc crashed" "$tmp/err" && [ -s "$tmp/nt6/node001.xml" ] &&
+		[ -s "$tmp/nt6/elsewhere.xml" ] && [ ! -e "$tmp/nt6/node004.xml" ] &&
+		ok "crashing file named, others written" || bad "crash: $(cat "$tmp/err")"
+	mkdir -p "$tmp/xc" && cp "$TP_TESTDATA/node-hwloc-no-nodeset.xml" "$tmp/xc/node001.xml"
+	expect 2 "discover with a file crashing hwloc" $T discover --ibnetdiscover "$tmp/ft.net" --node-xml "$tmp/xc" -o "$tmp/t.json"
+	grep -q "^topoplace: .*node001.xml: hwloc crashed" "$tmp/err" && ok "discover names the crashing file" ||
+		bad "discover crash: $(cat "$tmp/err")"
 fi
 expect 2 "nccl-topo missing dir" $T nccl-topo --node-xml "$tmp/nope" -o "$tmp/nt5"
 finish

@@ -38,16 +38,19 @@ FabricFile=@DIR@/fabric.json
 CommShare=0
 EOF
 
-# one mini-cluster at a time on this machine (they share 10.200.0.0/24)
+# one mini-cluster at a time on this machine (they share 10.200.0.0/24
+# unless TP_S24_NET / TP_S24_PORT give this one its own)
+NET=${TP_S24_NET:-10.200.0}
+PORT=${TP_S24_PORT:-6817}
 i=0
-while [ -n "$(ip -4 route show 10.200.0.0/24 2>/dev/null)" ] && [ $i -lt 120 ]; do
+while [ -n "$(ip -4 route show $NET.0/24 2>/dev/null)" ] && [ $i -lt 120 ]; do
 	sleep 1
 	i=$((i + 1))
 done
 echo "# $CLUSTER start --slurm-prefix $PREFIX --topology topoplace --plugin-dir $PLUGIN_DIR --nodes 8 --dir $dir"
 if ! timeout 90 "$CLUSTER" start --slurm-prefix "$PREFIX" --topology topoplace \
 	--plugin-dir "$PLUGIN_DIR" --nodes 8 --gpus-per-node 4 --dir "$dir" --timeout 40 \
-	--extra-file "$tmp/topoplace.conf" >"$tmp/start.out" 2>&1; then
+	--net "$NET" --port "$PORT" --extra-file "$tmp/topoplace.conf" >"$tmp/start.out" 2>&1; then
 	cat "$tmp/start.out"
 	bad "cluster start"
 	finish
@@ -262,6 +265,12 @@ if [ -s "$dec" ] && jq -e . "$dec" >/dev/null 2>&1; then
 		ok "decision of job $j1 recorded (hosts $nl1)" || bad "decision of job $j1 recorded"
 	[ "$(jq -r "select(.job_id == $jb) | .span_groups" "$dec" | head -1)" = 1 ] &&
 		ok "decision of job $jb: span 1 group" || bad "decision of job $jb: span"
+	# every job's hosts: not for other users (PrivateData=jobs); the lock
+	# file beside it serialises controllers sharing StateSaveLocation
+	sg=$(id -g "$(sed -n 's/^SlurmUser=//p' "$dir/slurm.conf")")
+	[ "$(stat -c '%a %g' "$dec")" = "640 $sg" ] && [ "$(stat -c '%a %g' "$dec.lock")" = "640 $sg" ] &&
+		ok "decisions file and its lock are 0640, SlurmUser's group ($sg)" ||
+		bad "decisions file mode/group: $(stat -c '%a %g' "$dec" "$dec.lock" 2>&1 | tr '\n' ' ')"
 else
 	bad "decisions file $dec ($(head -c 200 "$dec" 2>/dev/null))"
 fi

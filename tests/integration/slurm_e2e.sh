@@ -47,7 +47,7 @@ cat >"$tmp/topoplace.conf" <<'EOF'
 FabricFile=@DIR@/fabric.json
 EOF
 cat >"$tmp/plugstack.conf" <<EOF
-optional $(cd "$PLUGIN_DIR" && pwd)/spank_topoplace.so fabric=@DIR@/fabric.json basedir=@DIR@/tprun/%h mode=auto
+optional @DIR@/plugins/spank_topoplace.so fabric=@DIR@/fabric.json basedir=@DIR@/tprun/%h mode=auto
 EOF
 echo "PlugStackConfig=$dir/plugstack.conf" >"$tmp/extra.conf"
 

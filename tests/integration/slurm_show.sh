@@ -137,7 +137,9 @@ dt=$(($(date +%s) - t1))
 [ "$dt" -le 6 ] && ok "fails fast ($dt s): $(tail -1 "$tmp/err")" || bad "unreachable controller took $dt s"
 
 # ---- PrivateData=jobs: another user sees only their own jobs ----
-# nobody needs to reach the cluster's files and munge socket (not the key)
+# nobody needs to reach the cluster's files and munge socket (not the key);
+# the plugins and the CLI it runs are the copies staged in the cluster's
+# directory (the build tree may be closed to it)
 chmod 711 "$tmp" "$dir/munge"
 as_nobody() {
 	if command -v runuser >/dev/null 2>&1; then runuser -u nobody -- "$@"
@@ -148,10 +150,10 @@ if [ -z "$j3" ]; then
 	bad "sbatch as nobody: $(cat "$tmp/err3")"
 else
 	wait_state "$j3" RUNNING || bad "job $j3 (nobody) running"
-	expect 2 "as nobody: root's job $j1 hidden (exit 2)" as_nobody env SLURM_CONF="$SLURM_CONF" "$TOPOPLACE" show job "$j1"
-	expect 0 "as nobody: show job $j3 (own)" as_nobody env SLURM_CONF="$SLURM_CONF" "$TOPOPLACE" show job "$j3" --json
+	expect 2 "as nobody: root's job $j1 hidden (exit 2)" as_nobody env SLURM_CONF="$SLURM_CONF" "$dir/bin/topoplace" show job "$j1"
+	expect 0 "as nobody: show job $j3 (own)" as_nobody env SLURM_CONF="$SLURM_CONF" "$dir/bin/topoplace" show job "$j3" --json
 	jeq "$tmp/out" '.user + " " + (.hosts | length | tostring)' "nobody 1" "as nobody: own job shows"
-	expect 0 "as nobody: show jobs" as_nobody env SLURM_CONF="$SLURM_CONF" "$TOPOPLACE" show jobs --json
+	expect 0 "as nobody: show jobs" as_nobody env SLURM_CONF="$SLURM_CONF" "$dir/bin/topoplace" show jobs --json
 	jeq "$tmp/out" "[.[] | .job_id] | map(tostring) | join(\",\")" "$j3" "as nobody: show jobs lists only its own"
 	expect 0 "as root: show jobs" "$TOPOPLACE" show jobs --json
 	jeq "$tmp/out" "[.[] | select(.job_id == $j1 or .job_id == $j3)] | length" 2 "as root: both"

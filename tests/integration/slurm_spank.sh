@@ -34,7 +34,8 @@ if ! id "$USER_NAME" >/dev/null 2>&1; then
 		skip_all "cannot create user $USER_NAME"
 fi
 uid=$(id -u "$USER_NAME")
-PLUGIN_SO=$(cd "$PLUGIN_DIR" && pwd)/spank_topoplace.so
+# the copy the cluster stages in its directory: srun loads it as the user
+PLUGIN_SO=@DIR@/plugins/spank_topoplace.so
 
 # The job's user must reach the cluster directory (plans, slurm.conf) and
 # a working directory of its own.
@@ -47,10 +48,10 @@ chown "$USER_NAME" "$work"
 t0=$(date +%s)
 cluster_trap 'slurmd-node*.log' topoplace 20
 
-# basedir per "node": they share one file system here (a real node's /run
+# basedir and sysfs per "node": they share one file system here (a real node's /run
 # is its own); %h is the node's hostname.
 cat >"$tmp/plugstack.conf" <<EOF
-optional $PLUGIN_SO fabric=@DIR@/fabric.json basedir=@DIR@/tprun/%h mode=auto topodir=@DIR@/nccltopo
+optional $PLUGIN_SO fabric=@DIR@/fabric.json basedir=@DIR@/tprun/%h mode=auto topodir=@DIR@/nccltopo sysfs=@DIR@/sysfs/%h
 EOF
 cat >"$tmp/topoplace.conf" <<'EOF'
 FabricFile=@DIR@/fabric.json
@@ -73,6 +74,26 @@ export SLURM_CONF=$dir/slurm.conf
 chmod 755 "$dir/munge"
 mkdir -p "$dir/tprun"
 
+# Each node's /sys/class/infiniband as the kernel would show it: the
+# fabric's CAs of that host with their node GUIDs (the plugin exports only
+# devices it finds there).
+fake_sysfs() {
+	rm -rf "$dir/sysfs"
+	/usr/bin/python3 - "$dir/fabric.json" "$dir/sysfs" <<'PY'
+import json, os, sys
+fab = json.load(open(sys.argv[1]))
+for ca in fab["cas"]:
+    host, _, dev = ca["desc"].partition(" ")
+    if not dev:
+        continue
+    d = os.path.join(sys.argv[2], host, "class", "infiniband", dev)
+    os.makedirs(d)
+    g = "%016x" % int(ca["guid"], 16)
+    with open(os.path.join(d, "node_guid"), "w") as f:
+        f.write(":".join(g[i:i + 4] for i in range(0, 16, 4)) + "\n")
+PY
+}
+fake_sysfs
 as_user() { (cd "$work" && runuser -u "$USER_NAME" -- "$@"); }
 wait_done() { # JOBID: wait (<= 60 s) until it left the queue
 	i=0
@@ -234,13 +255,28 @@ echo "# $(grep -h "spank/topoplace: job $j " "$(nodelog node001)" | head -1)"
 mkdir -p "$dir/nccltopo"
 printf '<system version="1">\n</system>\n' >"$dir/nccltopo/node001.xml"
 printf '<?xml version="1.0"?>\n<topology version="2.0">\n</topology>\n' >"$dir/nccltopo/node002.xml"
+# node008 has none of its fabric HCAs; node007 only two of them
+fake_sysfs
+rm -rf "$dir/sysfs/node008/class/infiniband" "$dir/sysfs/node007/class/infiniband/mlx5_1" \
+	"$dir/sysfs/node007/class/infiniband/mlx5_3"
+printf '<system version="1">\n<net name="mlx5_3"/>\n</system>\n' >"$dir/nccltopo/node007.xml"
+printf '<system version="1">\n</system>\n' >"$dir/nccltopo/node008.xml"
 j=$(as_user timeout 10 sbatch --parsable -J d -N 8 -o "$work/d.out" \
-	--wrap 'srun sh -c "echo rail \$(hostname) \$SLURM_PROCID \$TOPOPLACE_RANK \$NCCL_IB_HCA \${NCCL_CROSS_NIC:-x} \${NCCL_TOPO_FILE:-x}"')
+	--wrap 'srun sh -c "echo rail \$(hostname) \$SLURM_PROCID \$TOPOPLACE_RANK \${NCCL_IB_HCA:-x} \${NCCL_CROSS_NIC:-x} \${NCCL_TOPO_FILE:-x}"')
 wait_done "$j" || bad "job $j finished in 60 s"
 grep '^rail ' "$work/d.out" | sort -k2 >"$tmp/rail"
 n=$(awk '$5 == "=mlx5_0,mlx5_1,mlx5_2,mlx5_3" && $6 == 0' "$tmp/rail" | wc -l)
-[ "$n" -eq 8 ] && ok "rail fabric: NCCL_IB_HCA==mlx5_0,mlx5_1,mlx5_2,mlx5_3 and NCCL_CROSS_NIC=0 on all 8 nodes" ||
+[ "$n" -eq 6 ] && ok "rail fabric: NCCL_IB_HCA==mlx5_0,mlx5_1,mlx5_2,mlx5_3 and NCCL_CROSS_NIC=0 on the 6 full nodes" ||
 	bad "rail fabric: $(tr '\n' ';' <"$tmp/rail")"
+l7=$(awk '$2 == "node007" { print $5, $7 }' "$tmp/rail")
+l8=$(awk '$2 == "node008" { print $5, $7 }' "$tmp/rail")
+[ "$l7" = "=mlx5_0,mlx5_2 x" ] && [ "$l8" = "x x" ] &&
+	ok "only devices the node has: node007 =mlx5_0,mlx5_2 (its topology file names mlx5_3: unset), node008 nothing" ||
+	bad "local HCAs: node007 '$l7', node008 '$l8'"
+c=$(grep -c "spank/topoplace: job $j step 0: none of node008's HCAs" "$(nodelog node008)")
+[ "$c" -eq 1 ] && ok "node008: one line says no HCA of the fabric is there" ||
+	bad "node008: $c lines about its HCAs"
+rm -f "$dir/nccltopo/node007.xml" "$dir/nccltopo/node008.xml"
 rk=$(awk '{ printf "%s=%s ", $2, $4 }' "$tmp/rail")
 pr=$(awk '{ printf "%s=%s ", $2, $3 }' "$tmp/rail")
 echo "# rail fabric: TOPOPLACE_RANK $rk"

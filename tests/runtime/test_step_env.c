@@ -7,7 +7,10 @@
  */
 #include "config.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "tp_test.h"
 #include "tp_test_fabric.h"
@@ -40,7 +43,7 @@ static const char *name(const tp_fabric_t *f, size_t h)
 static tp_step_in_t step(const char *const *hosts, const uint32_t *tasks,
 			 size_t n, size_t id, uint64_t ntasks, int rails)
 {
-	return (tp_step_in_t){hosts, tasks, n, id, ntasks, rails, PATH, NULL};
+	return (tp_step_in_t){hosts, tasks, n, id, ntasks, rails, PATH, NULL, NULL};
 }
 
 /* SLURM_STEP_TASKS_PER_NODE's compressed form, and what it refuses. */
@@ -314,6 +317,135 @@ static void test_env_nomem(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* ---- the node's own device names ---------------------------------------- */
+
+#define C01 "a06-p1-dgx-02-c01"
+
+/* <root>/class/infiniband/<dev>/node_guid = guid, as sysfs writes it. */
+static void fake_dev(const char *root, const char *dev, uint64_t guid)
+{
+	char path[4096];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/class", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/class/infiniband", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/class/infiniband/%s", root, dev);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/class/infiniband/%s/node_guid", root,
+		 dev);
+	assert_non_null(fp = fopen(path, "w"));
+	fprintf(fp, "%04x:%04x:%04x:%04x\n", (unsigned)(guid >> 48),
+		(unsigned)(guid >> 32) & 0xffff,
+		(unsigned)(guid >> 16) & 0xffff, (unsigned)guid & 0xffff);
+	fclose(fp);
+}
+
+static uint64_t guid_of(const tp_fabric_t *f, const char *dev)
+{
+	const tp_host_t *h = tp_fabric_host(f, tp_fabric_host_find(f, C01));
+
+	for (size_t i = 0; i < h->ncas; i++)
+		if (!strcmp(tp_fabric_ca(f, h->cas[i])->dev, dev))
+			return tp_fabric_ca(f, h->cas[i])->guid;
+	fail_msg("%s has no %s", C01, dev);
+	return 0;
+}
+
+/* The step's pairs on C01 with the devices under root. */
+static void env_with(const tp_fabric_t *f, const tp_plan_t *plan,
+		     const char *root, tp_step_env_t *env)
+{
+	static const char *const hosts[] = {C01, "a06-p1-dgx-02-c02"};
+	static const uint32_t tasks[] = {8, 8};
+	tp_step_in_t in = step(hosts, tasks, 2, 0, 16, tp_fabric_rails(f));
+	tp_hca_map_t *map = NULL;
+
+	in.topo_file = "/etc/topoplace/nccl/" C01 ".xml";
+	assert_int_equal(tp_hca_map_read(f, C01, root, &map), TP_OK);
+	in.hca_map = map;
+	assert_int_equal(tp_plan_step_env(plan, &in, env, NULL), TP_OK);
+	tp_hca_map_destroy(map);
+}
+
+/* The real SuperPOD dump names its HCAs "HCA-1".."HCA-6" in node
+ * descriptions; NCCL_IB_HCA must carry the node's mlx5_N found by GUID,
+ * only those that exist, and nothing (nor a topology file) when none. */
+static void test_env_local_hcas(void **state)
+{
+	static const char *const hosts[] = {C01, "a06-p1-dgx-02-c02"};
+	TP_FIXTURE_OR_SKIP(dump,
+			   "ib/NVIDIA-topograph/ibnetdiscover-example.out");
+	char full[] = "/tmp/tp-sysfs-XXXXXX", part[] = "/tmp/tp-sysfs-XXXXXX";
+	char none[] = "/tmp/tp-sysfs-XXXXXX", cmd[256];
+	tp_fabric_t *f = tp_fabric_create();
+	tp_plan_t *plan = NULL;
+	tp_step_env_t env;
+	tp_hca_map_t *map = NULL;
+	const char *v;
+
+	(void)state;
+	assert_int_equal(tp_fabric_read_ibnetdiscover(f, dump), TP_OK);
+	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
+	assert_int_equal(tp_plan_build_step(f, hosts, 2, NULL, &plan, NULL),
+			 TP_OK);
+	assert_non_null(mkdtemp(full));
+	assert_non_null(mkdtemp(part));
+	assert_non_null(mkdtemp(none));
+	fake_dev(full, "mlx5_0", guid_of(f, "HCA-1"));
+	fake_dev(full, "mlx5_1", guid_of(f, "HCA-2"));
+	fake_dev(full, "mlx5_4", guid_of(f, "HCA-5"));
+	fake_dev(full, "mlx5_5", guid_of(f, "HCA-6"));
+	fake_dev(full, "mlx5_9", 0x0002c90300000001ull); /* not in the fabric */
+	fake_dev(full, "bad,name", guid_of(f, "HCA-1")); /* never exported */
+	fake_dev(part, "mlx5_1", guid_of(f, "HCA-2"));
+
+	env_with(f, plan, full, &env);
+	v = tp_step_env_get(&env, "NCCL_IB_HCA");
+	assert_non_null(v);
+	assert_null(strstr(v, "HCA-"));
+	assert_null(strstr(v, "mlx5_9"));
+	assert_null(strstr(v, "bad"));
+	for (const char *d = "mlx5_0\0mlx5_1\0mlx5_4\0mlx5_5\0"; *d;
+	     d += strlen(d) + 1)
+		assert_non_null(strstr(v, d));
+	assert_int_equal(strlen(v), strlen("=mlx5_0,mlx5_1,mlx5_4,mlx5_5"));
+	assert_non_null(tp_step_env_get(&env, "NCCL_TOPO_FILE"));
+	assert_false(env.hcas_unmapped);
+	tp_step_env_free(&env);
+
+	env_with(f, plan, part, &env);
+	assert_string_equal(tp_step_env_get(&env, "NCCL_IB_HCA"), "=mlx5_1");
+	tp_step_env_free(&env);
+
+	/* no InfiniBand device at all: neither HCAs nor a topology file */
+	env_with(f, plan, none, &env);
+	assert_null(tp_step_env_get(&env, "NCCL_IB_HCA"));
+	assert_null(tp_step_env_get(&env, "NCCL_TOPO_FILE"));
+	assert_non_null(tp_step_env_get(&env, "TOPOPLACE_PLAN"));
+	assert_true(env.hcas_unmapped);
+	tp_step_env_free(&env);
+
+	/* a topology file must name devices that are there */
+	assert_int_equal(tp_hca_map_read(f, C01, part, &map), TP_OK);
+	assert_int_equal(tp_hca_map_count(map), 1);
+	assert_true(tp_hca_map_topo_ok(map, "<system version=\"1\"></system>"));
+	assert_true(tp_hca_map_topo_ok(
+	    map, "<nic>\n<net name=\"mlx5_1\" port=\"1\"/>\n</nic>"));
+	assert_false(tp_hca_map_topo_ok(
+	    map, "<net name=\"mlx5_1\"/><net name=\"mlx5_10\"/>"));
+	assert_false(tp_hca_map_topo_ok(map, "<net name=\"mlx5_1"));
+	tp_hca_map_destroy(map);
+	assert_int_equal(tp_hca_map_read(f, "nohost", part, &map),
+			 TP_ERR_NOTFOUND);
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s %s %s", full, part, none);
+	assert_int_equal(system(cmd), 0);
+	tp_plan_destroy(plan);
+	tp_fabric_destroy(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -323,6 +455,7 @@ int main(void)
 	    cmocka_unit_test(test_env_rails),
 	    cmocka_unit_test(test_env_errors),
 	    cmocka_unit_test(test_env_nomem),
+	    cmocka_unit_test(test_env_local_hcas),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

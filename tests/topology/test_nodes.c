@@ -434,6 +434,10 @@ static void test_hwloc_hostile(void **state)
 	expect_fail(tp_fabric_read_node_hwloc,
 		    tp_test_data("node-nvsmi-spaces.txt"), TP_ERR_PARSE,
 		    "hwloc cannot parse");
+	/* hwloc 2.9 segfaults on a Machine without complete_nodeset. */
+	expect_fail(tp_fabric_read_node_hwloc,
+		    tp_test_data("node-hwloc-no-nodeset.xml"), TP_ERR_PARSE,
+		    "node-hwloc-no-nodeset.xml: hwloc crashed");
 	expect_fail(tp_fabric_read_node_hwloc, "/nonexistent/n.xml",
 		    TP_ERR_NOTFOUND, "/nonexistent/n.xml: cannot read");
 	bin = write_tmp(garbage, sizeof(garbage));
@@ -1056,6 +1060,9 @@ static void test_nccl_errors(void **state)
 			 "node-hwloc-truncated.xml: hwloc cannot parse");
 	expect_nccl_fail(tp_test_data("node-empty.txt"), TP_ERR_PARSE,
 			 "hwloc cannot parse");
+	expect_nccl_fail(tp_test_data("node-hwloc-no-nodeset.xml"),
+			 TP_ERR_PARSE,
+			 "node-hwloc-no-nodeset.xml: hwloc crashed");
 	expect_nccl_fail("/nonexistent/n.xml", TP_ERR_NOTFOUND,
 			 "/nonexistent/n.xml: cannot read");
 	bin = write_tmp(garbage, sizeof(garbage));

@@ -1,0 +1,57 @@
+#!/bin/sh
+# Run every libFuzzer target for TP_FUZZ_SECONDS each (make fuzz; CI runs
+# them briefly). Corpora are seeded from small files under tests/ and from
+# the targets' own regression inputs (tests/fuzz/regress/<target>/*, each
+# a crash once found: fixed, and replayed here first).
+# Usage: run.sh FUZZ_BUILD_DIR TESTS_SRC_DIR
+fz=$1
+src=$2
+secs=${TP_FUZZ_SECONDS:-60}
+data=$src/topology/data
+work=${TP_FUZZ_WORK:-$fz/work}
+status=0
+
+seed() { # TARGET FILES...: copy the seeds that exist
+	t=$1
+	shift
+	mkdir -p "$work/$t"
+	for f in "$@"; do
+		[ -f "$f" ] && cp "$f" "$work/$t/"
+	done
+	return 0
+}
+
+for t in ibnetdiscover fabric_json state_json plan_json trace_csv pconf \
+	request hostlist guid_map domain_map nvsmi compress; do
+	case $t in
+	ibnetdiscover) seed $t "$data"/ibn-* "$data"/gen-*.net ;;
+	fabric_json | state_json | plan_json) seed $t "$src"/fuzz/seeds/$t.* ;;
+	trace_csv) seed $t "$src"/fuzz/seeds/trace.* ;;
+	pconf) seed $t "$src"/fuzz/seeds/topoplace.conf ;;
+	request) seed $t "$src"/fuzz/seeds/request.* ;;
+	hostlist) seed $t "$src"/fuzz/seeds/hostlist.* ;;
+	guid_map) seed $t "$data"/ibn-guidmap* ;;
+	domain_map) seed $t "$data"/node-domains* ;;
+	nvsmi) seed $t "$data"/node-nvsmi-* ;;
+	compress) seed $t ;; # starts empty: the decoder's header is short
+	esac
+	reg=$src/fuzz/regress/$t
+	if [ -d "$reg" ] && ! "$fz/fuzz_$t" $(ls "$reg"/* 2>/dev/null) >"$work/$t.regress.log" 2>&1; then
+		echo "fuzz_$t: a regression input fails again"
+		tail -20 "$work/$t.regress.log"
+		status=1
+		continue
+	fi
+	case $t in *json) len=16384 ;; *) len=4096 ;; esac
+	if "$fz/fuzz_$t" -max_total_time="$secs" -max_len=$len -timeout=10 \
+		-rss_limit_mb=2048 -artifact_prefix="$work/$t-" "$work/$t" \
+		>"$work/$t.log" 2>&1; then
+		runs=$(grep -o 'Done [0-9]* runs' "$work/$t.log" | tail -1)
+		echo "fuzz_$t: ${runs:-?} in $secs s, no findings"
+	else
+		echo "fuzz_$t: FINDING"
+		tail -30 "$work/$t.log"
+		status=1
+	fi
+done
+exit $status
