@@ -27,6 +27,10 @@
 #                 (null for torch's own runs), status ok|failed|unavailable, error
 #   --steps N     training steps per run (default 40)
 #   --hidden H    MLP width (default 512: 300k parameters, 1.2 MB of gradients per step)
+#   --batch B     samples per rank per step (default 64); a small batch with a wide MLP
+#                 makes the step network-bound, as large models' steps are
+#   --bucket-mb M DDP bucket_cap_mb (default 0.25: several buckets, as large models have)
+#   --step-budget S  seconds a step may take before a run counts as hung (default 3)
 #   --ratio R     up-link oversubscription (default 4)
 #   --runs LIST   run names to keep, space-separated (default all)
 #   --nodes N, --tasks-per-node T
@@ -50,13 +54,16 @@ port=${TP_DDP_PORT:-6950}
 eprefix=${TP_DDP_PREFIX:-tdd-}
 lib=${TOPOPLACE_COLL_LIB:-$builddir/coll/.libs/libtopoplace-coll.so}
 
-json="" steps=40 hidden=512 ratio=4 only="" gen="" keep=0 nodes=4 tpn=2
+json="" steps=40 hidden=512 ratio=4 only="" gen="" keep=0 nodes=4 tpn=2 batch=64 bucket=0.25 budget=3
 die() { echo "bench_ddp: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--json) json=$2; shift 2 ;;
 	--steps) steps=$2; shift 2 ;;
 	--hidden) hidden=$2; shift 2 ;;
+	--batch) batch=$2; shift 2 ;;
+	--bucket-mb) bucket=$2; shift 2 ;;
+	--step-budget) budget=$2; shift 2 ;;
 	--ratio) ratio=$2; shift 2 ;;
 	--runs) only=$2; shift 2 ;;
 	--nodes) nodes=$2; shift 2 ;;
@@ -97,10 +104,11 @@ bench_cluster_start tpt-ddp --nodes "$nodes" --gpus-per-node "$tpn" --net "$net"
 
 # ---- the job ----
 nruns=$(echo $runs | wc -w)
-job_limit=$((120 + nruns * (60 + steps * 3)))
-j=$(DDP_RUNS="$runs" DDP_ARGS="--steps $steps --hidden $hidden --bucket-mb 0.25 --timeout 60" DDP_OUT=$out DDP_PY=$py \
+job_limit=$((120 + nruns * (60 + steps * budget)))
+j=$(DDP_RUNS="$runs" DDP_ARGS="--steps $steps --hidden $hidden --batch $batch --bucket-mb $bucket --timeout 60" \
+	DDP_OUT=$out DDP_PY=$py \
 	DDP_TRAIN=$srcdir/contrib/examples/ddp_train.py DDP_LEAF_NS="${eprefix}leaf0 ${eprefix}leaf1" \
-	DDP_TIMEOUT=$((60 + steps * 3)) PYTHONPATH=$srcdir/bindings/torch TOPOPLACE_COLL_LIB=$lib \
+	DDP_TIMEOUT=$((60 + steps * budget)) PYTHONPATH=$srcdir/bindings/torch TOPOPLACE_COLL_LIB=$lib \
 	timeout 10 sbatch --parsable -J ddp -N "$nodes" --ntasks-per-node="$tpn" -t $((job_limit / 60 + 1)) \
 	-o "$out/job.out" "$here/ddp_job.sh")
 [ -n "$j" ] || { rc=1; die "sbatch -N $nodes --ntasks-per-node=$tpn failed"; }
@@ -109,9 +117,9 @@ bench_job_wait "$j" "$job_limit"
 [ -s "$out/results.jsonl" ] || { rc=1; die "no results"; }
 
 doc=$(jq -s --arg v "$slurm_ver" --argjson r "$ratio" --argjson s "$steps" --argjson h "$hidden" \
-	--argjson n "$nodes" --argjson t "$tpn" \
+	--argjson n "$nodes" --argjson t "$tpn" --argjson b "$batch" --argjson k "$bucket" \
 	'{format: "topoplace-ddp-bench/1", slurm: $v, hosts: $n, leaves: 2, ranks: ($n * $t), uplink_ratio: $r,
-	  host_link_mbit: 400, steps: $s, hidden: $h,
+	  host_link_mbit: 400, steps: $s, hidden: $h, batch: $b, bucket_mb: $k,
 	  runs: map({name, compressor: (.compressor // null), hierarchical: (.hierarchical // false),
 	             error_feedback: (.error_feedback // null), final_loss: (.final_loss // null),
 	             accuracy: (.accuracy // null), uplink_bytes: (.uplink_bytes // null),
