@@ -61,28 +61,11 @@ log=$dir/log/slurmctld.log
 fabric=$dir/fabric.json
 timeout 10 scontrol setdebug debug >/dev/null 2>&1 || bad "scontrol setdebug debug"
 
-field() { # JOBID KEY
-	timeout 10 scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
-}
-wait_state() { # JOBID STATE...: wait (<= 30 s) for one of the states
-	j=$1
-	shift
-	i=0
-	while [ $i -lt 150 ]; do
-		st=$(field "$j" JobState)
-		for w in "$@"; do [ "$st" = "$w" ] && return 0; done
-		sleep 0.2
-		i=$((i + 1))
-	done
-	return 1
-}
+# field, wait_state, hostset: lib.sh
 submit() { # NAME SBATCH-ARGS...: job id on stdout
 	name=$1
 	shift
 	timeout 10 sbatch --parsable -J "$name" -o "$tmp/%x.out" "$@"
-}
-hostset() { # NODELIST -> sorted host names, one line
-	timeout 10 scontrol show hostnames "$1" | sort | tr '\n' ' '
 }
 # place REQUEST [STATE]: the hosts `topoplace place` picks, sorted
 place() {
