@@ -135,15 +135,34 @@ hostset() { # NODELIST: sorted names on one line
 }
 # Until no job is completing and every node without a running job is idle
 # (no node ever runs two jobs in these sequences).
+# A client that times out (a loaded machine) proves nothing: ask again.
 settle() {
 	i=0
 	while [ $i -lt 150 ]; do
-		cg=$(timeout 10 squeue -h -t CG -o %i | wc -l)
-		busy=$(timeout 10 squeue -h -t R -o %D | awk '{ s += $1 } END { print s + 0 }')
-		idle=$(timeout 10 sinfo -h -N -t idle -o %N | sort -u | wc -l)
+		i=$((i + 1))
+		timeout 10 squeue -h -t CG -o %i >"$tmp/cg" 2>/dev/null &&
+			timeout 10 squeue -h -t R -o %D >"$tmp/busy" 2>/dev/null &&
+			timeout 10 sinfo -h -N -t idle -o %N >"$tmp/idle" 2>/dev/null ||
+			{ sleep 0.5; continue; }
+		cg=$(wc -l <"$tmp/cg")
+		busy=$(awk '{ s += $1 } END { print s + 0 }' "$tmp/busy")
+		idle=$(sort -u "$tmp/idle" | wc -l)
 		[ "$cg" -eq 0 ] && [ $((idle + busy)) -eq "$NODES" ] && return 0
 		sleep 0.2
+	done
+	return 1
+}
+# cancel ID...: scancel, retried, until squeue no longer lists them
+cancel() {
+	i=0
+	while [ $i -lt 60 ]; do
 		i=$((i + 1))
+		timeout 10 scancel "$@" 2>/dev/null
+		timeout 10 squeue -h -t R,PD,CG -o %i >"$tmp/left" 2>/dev/null || { sleep 0.5; continue; }
+		left=0
+		for c in "$@"; do grep -qx "$c" "$tmp/left" && left=1; done
+		[ $left -eq 0 ] && return 0
+		sleep 0.5
 	done
 	return 1
 }
@@ -244,7 +263,7 @@ never_job() {
 			done
 			got="(none: $(field "$nid" JobState) $(field "$nid" Reason))"
 		fi
-		timeout 10 scancel "$nid"
+		cancel "$nid" || bad "scancel $nid"
 	else
 		got="(rejected: $(sed -n 's/.*error: //p' "$tmp/never.err" | tail -1))"
 	fi
@@ -281,7 +300,7 @@ run_seq() {
 			ids=
 			for c in $n $g $m $e; do ids="$ids $(job_of "$c")"; done
 			# shellcheck disable=SC2086
-			timeout 10 scancel $ids
+			cancel $ids || bad "scancel$ids"
 			settle || bad "nodes idle after cancelling$ids"
 			echo "# cancelled $n $g $m $e($ids)"
 			continue
@@ -303,19 +322,19 @@ run_seq() {
 		"(none: does not fit the free part of the fabric now)|(none: PENDING Resources)")
 			ok "$desc: both wait (slurm-block: does not fit now; Slurm: pending, Resources)"
 			matched=$((matched + 1))
-			timeout 10 scancel "$id"
+			cancel "$id" || bad "scancel $id"
 			continue ;;
 		esac
 		if [ "$sim" = "$got" ]; then
 			ok "$desc: slurm-block = Slurm: $got"
 			matched=$((matched + 1))
 			# how Slurm spread a --gpus job's GPUs is not in the state file
-			[ "$m" = g ] && timeout 10 scancel "$id"
+			if [ "$m" = g ]; then cancel "$id" || bad "scancel $id"; fi
 		else
 			bad "$desc free [$free]: slurm-block [$sim] != Slurm [$got]"
 			mismatched=$((mismatched + 1))
 			# a job only one side started would skew every later state
-			case $got in "(none"*) timeout 10 scancel "$id" ;; esac
+			case $got in "(none"*) cancel "$id" ;; esac
 		fi
 	done <"$1"
 	timeout 10 scancel --name="$(awk '{ printf "%sbfid%s", s, $1; s = "," }' "$tmp/jobs")" \
