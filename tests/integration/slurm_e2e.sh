@@ -78,14 +78,23 @@ leaf() { awk -v h="$1" '$1 == h { print $2 }' "$tmp/leafof"; }
 wait_done() { # JOBID: wait (<= LIMIT s, default 60) until it left the queue
 	i=0
 	while [ $i -lt $((${2:-60} * 5)) ]; do
-		[ -z "$(timeout 10 squeue -h -j "$1" -o %i 2>/dev/null)" ] && return 0
+		# a client that timed out (loaded machine) says nothing: ask again
+		if q=$(timeout 10 squeue -h -j "$1" -o %i 2>"$tmp/squeue.err"); then
+			[ -z "$q" ] && return 0
+		elif grep -q 'Invalid job id' "$tmp/squeue.err"; then
+			return 0
+		fi
 		sleep 0.2
 		i=$((i + 1))
 	done
 	return 1
 }
-field() { # JOBID KEY
-	timeout 10 scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
+field() { # JOBID KEY (asked again when the client fails: a loaded machine)
+	for _ in 1 2 3 4; do
+		timeout 10 scontrol show job "$1" >"$tmp/job.txt" 2>/dev/null && break
+		sleep 0.5
+	done
+	tr ' ' '\n' <"$tmp/job.txt" | sed -n "s/^$2=//p" | head -1
 }
 
 # ---- placement: 2 nodes inside one leaf, as topoplace place says ----

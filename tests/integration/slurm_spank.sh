@@ -98,7 +98,12 @@ as_user() { (cd "$work" && runuser -u "$USER_NAME" -- "$@"); }
 wait_done() { # JOBID: wait (<= 60 s) until it left the queue
 	i=0
 	while [ $i -lt 300 ]; do
-		[ -z "$(timeout 10 squeue -h -j "$1" -o %i 2>/dev/null)" ] && return 0
+		# a client that timed out (loaded machine) says nothing: ask again
+		if q=$(timeout 10 squeue -h -j "$1" -o %i 2>"$tmp/squeue.err"); then
+			[ -z "$q" ] && return 0
+		elif grep -q 'Invalid job id' "$tmp/squeue.err"; then
+			return 0
+		fi
 		sleep 0.2
 		i=$((i + 1))
 	done
