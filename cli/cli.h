@@ -2,6 +2,7 @@
 #ifndef TP_CLI_H
 #define TP_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -33,6 +34,32 @@ bool tp_cli_bytes(const char *opt, const char *s, double *v_p);
  * NULL; prints the loader's one-line error and sets *rc_p on failure. */
 tp_state_t *tp_cli_load_state(const tp_fabric_t *f, const char *path,
 			      int *rc_p);
+
+/* ---- options most commands share (args.c) ----
+ * A command lists the ones it takes in its getopt_long table with these
+ * codes (and 'o' for -o/--output, 'h' for -h/--help, letters that stay in
+ * its short option string), then reads its own through tp_cli_getopt. */
+enum {
+	TP_CLI_OPT_FABRIC = 0x200, /* --fabric F.json */
+	TP_CLI_OPT_STATE,	   /* --state S.json */
+	TP_CLI_OPT_JSON,	   /* --json */
+};
+
+typedef struct tp_cli_args {
+	const char *usage; /* the command's --help text */
+	const char *fabric, *state, *output;
+	bool json;
+	int exit; /* -1: go on; else the exit code (see tp_cli_getopt) */
+} tp_cli_args_t;
+
+/* getopt_long over argv that stores the shared options in a and returns
+ * the next option that is the command's own, or -1. At -1, a->exit is -1
+ * when the options are all read (optind: the first operand), or the exit
+ * code the command returns at once: TP_EXIT_OK after -h printed a->usage
+ * on stdout, TP_EXIT_INPUT after a bad option printed it on stderr. The
+ * caller sets optind = 1 before the first call. */
+int tp_cli_getopt(int argc, char **argv, const char *shortopts,
+		  const struct option *opts, tp_cli_args_t *a);
 
 /* ---- SVG pieces shared by draw and the simulate report (svg.c) ---- */
 

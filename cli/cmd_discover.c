@@ -58,7 +58,8 @@ int tp_cmd_discover(int argc, char **argv)
 	size_t nfiles = 0;
 	int kind = 0; /* O_IBN, O_CACHE or O_LIVE */
 	const char *ca = NULL, *xml = NULL, *smi = NULL, *gmap = NULL,
-		   *dmap = NULL, *out = NULL;
+		   *dmap = NULL;
+	tp_cli_args_t a = {.usage = usage};
 	long port = 0, gpus = 0;
 	int c, rc = TP_EXIT_INPUT;
 	tp_fabric_t *f = NULL;
@@ -69,7 +70,7 @@ int tp_cmd_discover(int argc, char **argv)
 	if (!files)
 		return TP_EXIT_FAIL;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+	while ((c = tp_cli_getopt(argc, argv, "o:qh", opts, &a)) != -1) {
 		switch (c) {
 		case O_IBN:
 		case O_CACHE:
@@ -105,20 +106,14 @@ int tp_cmd_discover(int argc, char **argv)
 			if (!tp_cli_int("--gpus-per-host", optarg, 0, 1024, &gpus))
 				goto out;
 			break;
-		case 'o':
-			out = optarg;
-			break;
 		case 'q':
 			tp_cli_quiet = true;
 			break;
-		case 'h':
-			fputs(usage, stdout);
-			rc = TP_EXIT_OK;
-			goto out;
-		default:
-			fputs(usage, stderr);
-			goto out;
 		}
+	}
+	if (a.exit >= 0) {
+		rc = a.exit;
+		goto out;
 	}
 	/* "--ibnetdiscover a b c": the extra files arrive as operands */
 	for (; optind < argc; optind++) {
@@ -132,7 +127,7 @@ int tp_cmd_discover(int argc, char **argv)
 		tp_cli_err("discover: no source: give --ibnetdiscover FILE, --ibnd-cache FILE or --live");
 		goto out;
 	}
-	if (!out) {
+	if (!a.output) {
 		tp_cli_err("discover: -o FABRIC.json is required");
 		goto out;
 	}
@@ -169,12 +164,12 @@ int tp_cmd_discover(int argc, char **argv)
 		goto fail;
 	if ((err = tp_fabric_to_json(f, &json)))
 		goto fail;
-	rc = tp_cli_write(out, json);
-	if (rc == TP_EXIT_OK && strcmp(out, "-") != 0 && !tp_cli_quiet)
+	rc = tp_cli_write(a.output, json);
+	if (rc == TP_EXIT_OK && strcmp(a.output, "-") != 0 && !tp_cli_quiet)
 		fprintf(stderr,
 			"topoplace: wrote %s: %zu hosts, %zu switches, %zu links, "
 			"%zu GPUs, %d rail%s\n",
-			out, tp_fabric_nhosts(f), tp_fabric_nswitches(f),
+			a.output, tp_fabric_nhosts(f), tp_fabric_nswitches(f),
 			tp_fabric_nlinks(f), tp_fabric_total_gpus(f),
 			tp_fabric_rails(f), tp_fabric_rails(f) == 1 ? "" : "s");
 	goto out;
