@@ -179,14 +179,21 @@ linkstate_cluster() {
 	links=$dir/links.json
 	timeout 10 scontrol setdebug debug2 >/dev/null 2>&1 || bad "scontrol setdebug debug2"
 }
+# job_record JOBID: scontrol's record of the job (a script whose machine
+# is loaded may redefine it through slurm_cli)
+job_record() { timeout 10 scontrol show job "$1" 2>/dev/null; }
 field() { # JOBID KEY
-	timeout 10 scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
+	job_record "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
 }
-wait_state() { # JOBID STATE...: wait (<= 30 s) for one of the states
+# wait_state [-t SECONDS] JOBID STATE...: wait (<= SECONDS, default 30)
+# for one of the states
+wait_state() {
+	ws_max=150
+	[ "$1" = -t ] && { ws_max=$(($2 * 5)); shift 2; }
 	j=$1
 	shift
 	i=0
-	while [ $i -lt 150 ]; do
+	while [ $i -lt "$ws_max" ]; do
 		st=$(field "$j" JobState)
 		for w in "$@"; do [ "$st" = "$w" ] && return 0; done
 		sleep 0.2
@@ -196,6 +203,11 @@ wait_state() { # JOBID STATE...: wait (<= 30 s) for one of the states
 }
 hostset() { # NODELIST -> sorted host names, one line
 	timeout 10 scontrol show hostnames "$1" | sort | tr '\n' ' '
+}
+# sorted_line: stdin's lines sorted onto one line, no trailing space
+sorted_line() { sort | tr '\n' ' ' | sed 's/ $//'; }
+hostline() { # NODELIST -> sorted host names, one line, no trailing space
+	timeout 10 scontrol show hostnames "$1" | sorted_line
 }
 # place REQUEST [STATE]: the hosts the simulator's engine picks, sorted
 place() {
@@ -247,3 +259,61 @@ spanning() {
 		bad "$1: no end of job $j in the log"
 }
 
+
+# ---- held job sequences against the simulator (slurm_fidelity.sh,
+# slurm24_block_fidelity.sh). They keep $tmp/jobs: NAME ID NODES GPUS
+# [MODE], MODE x for an exclusive job that holds its hosts' GPUs. ----
+
+# slurm_cli CMD...: a Slurm client, retried when it fails (a loaded
+# machine makes them time out: MessageTimeout=5)
+slurm_cli() {
+	for _ in 1 2 3 4; do
+		timeout 20 "$@" 2>"$tmp/cli.err" && return 0
+		sleep 0.5
+	done
+	cat "$tmp/cli.err" >&2
+	return 1
+}
+# settle NODES: until no job is completing and every node without a
+# running job is idle (no node ever runs two jobs in these sequences:
+# Slurm gives exclusive jobs IDLE nodes only). A client that times out (a
+# loaded machine) proves nothing: ask again.
+settle() {
+	i=0
+	while [ $i -lt 150 ]; do
+		i=$((i + 1))
+		timeout 10 squeue -h -t CG -o %i >"$tmp/cg" 2>/dev/null &&
+			timeout 10 squeue -h -t R -o %D >"$tmp/busy" 2>/dev/null &&
+			timeout 10 sinfo -h -N -t idle -o %N >"$tmp/idle" 2>/dev/null ||
+			{ sleep 0.5; continue; }
+		cg=$(wc -l <"$tmp/cg")
+		busy=$(awk '{ s += $1 } END { print s + 0 }' "$tmp/busy")
+		idle=$(sort -u "$tmp/idle" | wc -l)
+		[ "$cg" -eq 0 ] && [ $((idle + busy)) -eq "$1" ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+job_of() { awk -v n="$1" '$1 == n { print $2 }' "$tmp/jobs"; }
+# state_now FULL UNKNOWN: topoplace-state/1 of what runs now in
+# $tmp/state.json: per host, an exclusive (MODE x) job holds FULL GPUs,
+# another the GPUs it asked for, a job not in $tmp/jobs UNKNOWN
+state_now() {
+	slurm_cli squeue -h -t R,CG -o '%i %N' >"$tmp/running" || bad "squeue"
+	{
+		printf '{"format": "topoplace-state/1", "jobs": ['
+		sep=
+		while read -r rid nl; do
+			rg=$(awk -v i="$rid" -v full="$1" '$2 == i { print ($5 == "x") ? full : $4 }' "$tmp/jobs")
+			printf '%s{"id": %s, "hosts": {' "$sep" "$rid"
+			hsep=
+			for h in $(timeout 10 scontrol show hostnames "$nl"); do
+				printf '%s"%s": %s' "$hsep" "$h" "${rg:-$2}"
+				hsep=', '
+			done
+			printf '}}'
+			sep=', '
+		done <"$tmp/running"
+		printf ']}\n'
+	} >"$tmp/state.json"
+}
