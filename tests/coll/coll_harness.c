@@ -7,22 +7,14 @@
 #include <unistd.h>
 
 #include "coll_harness.h"
+#include "tp_test_fabric.h"
 
 tp_fabric_t *coll_fabric(void)
 {
 	static tp_fabric_t *f;
-	tp_gen_fat_tree_t p;
 
-	if (f)
-		return f;
-	tp_gen_fat_tree_defaults(&p);
-	p.leaves = 2;
-	p.spines = 2;
-	p.hosts_per_leaf = 2;
-	p.uplinks_per_spine = 1;
-	p.gpus_per_host = 4;
-	p.interleave = true; /* 4 hosts: two level-1 groups of two */
-	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	if (!f) /* 4 hosts: two level-1 groups of two */
+		f = tp_test_fat_tree(2, 2, 2, 1, 4, true);
 	return f;
 }
 

@@ -6,6 +6,7 @@
  * (slurm-tree-model.md section 9) and first-fit.
  */
 #include "tp_test.h"
+#include "tp_test_fabric.h"
 
 #include <string.h>
 
@@ -68,14 +69,6 @@ static tp_fabric_t *tree_fabric(int nsw, const int *par, const int *nh)
 	return f;
 }
 
-static uint32_t host(const tp_fabric_t *f, const char *name)
-{
-	uint32_t h = tp_fabric_host_find(f, name);
-
-	assert_int_not_equal(h, TP_ID_NONE);
-	return h;
-}
-
 /* Take all GPUs of the named hosts (job ids from 1000 up). */
 static void busy(tp_state_t *s, const char *const *names, size_t n)
 {
@@ -83,7 +76,7 @@ static void busy(tp_state_t *s, const char *const *names, size_t n)
 	const tp_fabric_t *f = tp_state_fabric(s);
 
 	for (size_t i = 0; i < n; i++) {
-		uint32_t h = host(f, names[i]);
+		uint32_t h = tp_test_host(f, names[i]);
 		int g = tp_state_free_gpus(s, h);
 		assert_int_equal(tp_state_alloc(s, job++, &h, &g, 1), TP_OK);
 	}
@@ -137,7 +130,7 @@ static int gpus_on(const tp_fabric_t *f, const tp_placement_t *p,
 		   const char *name)
 {
 	for (size_t i = 0; i < p->nhosts; i++)
-		if (p->hosts[i] == host(f, name))
+		if (p->hosts[i] == tp_test_host(f, name))
 			return p->gpus[i];
 	return 0;
 }
@@ -438,32 +431,14 @@ static void check_fabric(tp_fabric_t *f, int nstates)
 
 static void test_invariants_fat_tree(void **unused)
 {
-	tp_gen_fat_tree_t p;
-	tp_fabric_t *f = NULL;
-
 	(void)unused;
-	tp_gen_fat_tree_defaults(&p);
-	p.leaves = 4;
-	p.spines = 2;
-	p.hosts_per_leaf = 6;
-	p.interleave = true;
-	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
-	check_fabric(f, 12);
+	check_fabric(tp_test_fat_tree(4, 2, 6, 2, 8, true), 12);
 }
 
 static void test_invariants_rail(void **unused)
 {
-	tp_gen_rail_t p;
-	tp_fabric_t *f = NULL;
-
 	(void)unused;
-	tp_gen_rail_defaults(&p);
-	p.sus = 3;
-	p.hosts_per_su = 8;
-	p.rails = 4;
-	p.spines_per_rail = 2;
-	assert_int_equal(tp_gen_rail(&p, &f), TP_OK);
-	check_fabric(f, 12);
+	check_fabric(tp_test_rail(3, 8, 4, 2, 8), 12);
 }
 
 /* Could one multi-node NVLink domain of f hold request r (hosts)? */
@@ -821,7 +796,7 @@ static void test_slurm_tree_candidates(void **unused)
 
 	(void)unused;
 	/* s0: n01 has 2 free, n02-n04 idle; s1 all idle */
-	h = host(f, "n01");
+	h = tp_test_host(f, "n01");
 	assert_int_equal(tp_state_alloc(s, 1, &h, &g, 1), TP_OK);
 	/* 2 GPUs per node: s0 still has 4 candidates, ties s1, first wins */
 	expect_place(f, s, "slurm-tree", "nodes=4,gpus-per-node=2",
@@ -954,7 +929,7 @@ static void test_slurm_block_candidates(void **unused)
 	tp_fabric_t *f;
 	tp_state_t *s = tree_state(3, par, nh, &f);
 	tp_placement_t p = {0};
-	uint32_t h = host(f, "n05");
+	uint32_t h = tp_test_host(f, "n05");
 	int g = 6;
 
 	(void)unused;
@@ -1043,7 +1018,7 @@ static void test_slurm_linear_best_fit(void **unused)
 
 	(void)unused;
 	busy(s, (const char *[]){"n04", "n11"}, 2);
-	h = host(f, "n03");
+	h = tp_test_host(f, "n03");
 	assert_int_equal(tp_state_alloc(s, 1, &h, &g, 1), TP_OK);
 	/* --gpus=2: run [1-3] has the fewest free "CPUs" (8+8+3); inside it
 	 * the tightest node that holds 2 GPUs is n03 */
@@ -1087,7 +1062,7 @@ static void test_slurm_linear_cpu_quirk(void **unused)
 		char name[16];
 		uint32_t h;
 		snprintf(name, sizeof(name), "n%02d", i);
-		h = host(f, name);
+		h = tp_test_host(f, name);
 		assert_int_equal(tp_state_alloc(s, (uint64_t)i, &h, &g, 1),
 				 TP_OK);
 	}
@@ -1110,8 +1085,9 @@ static void test_first_fit(void **unused)
 
 	(void)unused;
 	busy(s, (const char *[]){"n01"}, 1);
-	assert_int_equal(tp_state_set_host_up(s, host(f, "n02"), false), TP_OK);
-	h = host(f, "n03");
+	assert_int_equal(tp_state_set_host_up(s, tp_test_host(f, "n02"), false),
+			 TP_OK);
+	h = tp_test_host(f, "n03");
 	assert_int_equal(tp_state_alloc(s, 1, &h, &g, 1), TP_OK);
 	expect_place(f, s, "first-fit", "nodes=2,gpus-per-node=4", "n03 n04",
 		     NULL);
