@@ -14,12 +14,12 @@
 
 /* A fat tree of leaves x hpl hosts (node001, ... in leaf order, or
  * interleaved over the leaves), `spines` spines with `uplinks` cables from
- * each leaf to each, gpus GPUs per host; the generator's defaults
- * otherwise (one 400 Gb/s NIC per host). NULL when the generator fails.
+ * each leaf to each, gpus GPUs per host, nics 400 Gb/s NICs per host (0:
+ * one per GPU, each on its own rail). NULL when the generator fails.
  * Caller frees with tp_fabric_destroy(). */
 static inline tp_fabric_t *tp_test_fat_tree_try(int leaves, int spines, int hpl,
 						int uplinks, int gpus,
-						bool interleave)
+						bool interleave, int nics)
 {
 	tp_gen_fat_tree_t p;
 	tp_fabric_t *f = NULL;
@@ -31,16 +31,17 @@ static inline tp_fabric_t *tp_test_fat_tree_try(int leaves, int spines, int hpl,
 	p.uplinks_per_spine = uplinks;
 	p.gpus_per_host = gpus;
 	p.interleave = interleave;
+	p.nics_per_host = nics;
 	return tp_gen_fat_tree(&p, &f) == TP_OK ? f : NULL;
 }
 
-/* tp_test_fat_tree_try that must succeed. */
+/* tp_test_fat_tree_try with one NIC per host, that must succeed. */
 static inline tp_fabric_t *tp_test_fat_tree(int leaves, int spines, int hpl,
 					    int uplinks, int gpus,
 					    bool interleave)
 {
 	tp_fabric_t *f = tp_test_fat_tree_try(leaves, spines, hpl, uplinks,
-					      gpus, interleave);
+					      gpus, interleave, 1);
 
 	assert_non_null(f);
 	return f;

@@ -52,7 +52,7 @@ static inline char *fuzz_str(const uint8_t *data, size_t size)
 /* A small fat tree: hosts node001..node008, 8 GPUs each; NULL on NOMEM. */
 static inline tp_fabric_t *fuzz_fat_tree(void)
 {
-	return tp_test_fat_tree_try(2, 1, 4, 2, 8, false);
+	return tp_test_fat_tree_try(2, 1, 4, 2, 8, false, 1);
 }
 
 /* An error detail: present on error, one line, no raw control bytes. */
