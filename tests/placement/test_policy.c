@@ -163,6 +163,25 @@ static tp_state_t *tree_state(int nsw, const int *par, const int *nh,
 	return tp_state_create(*f_p);
 }
 
+/* Two leaves of hpl hosts under one spine, all idle. */
+static tp_state_t *two_leaves(int hpl, tp_fabric_t **f_p)
+{
+	static const int par[] = {2, 2, -1};
+	const int nh[] = {hpl, hpl, 0};
+
+	return tree_state(3, par, nh, f_p);
+}
+
+/* Four leaves of 4 hosts under one spine (as blocks: BlockSizes=4,8,16),
+ * all idle. */
+static tp_state_t *four_blocks(tp_fabric_t **f_p)
+{
+	static const int par[] = {4, 4, 4, 4, -1};
+	static const int nh[] = {4, 4, 4, 4, 0};
+
+	return tree_state(5, par, nh, f_p);
+}
+
 /* ---- registry ---- */
 
 static void test_registry(void **unused)
@@ -787,10 +806,8 @@ static void test_slurm_tree_disjoint(void **unused)
  * busy node counts like an idle one; one short of GPUs not at all. */
 static void test_slurm_tree_candidates(void **unused)
 {
-	static const int par[] = {2, 2, -1};
-	static const int nh[] = {4, 4, 0};
 	tp_fabric_t *f;
-	tp_state_t *s = tree_state(3, par, nh, &f);
+	tp_state_t *s = two_leaves(4, &f);
 	uint32_t h;
 	int g = 6;
 
@@ -818,10 +835,8 @@ static void test_slurm_tree_candidates(void **unused)
 /* Section 8.1: four blocks of 4 (BlockSizes=4,8,16), jobs up to a block. */
 static void test_slurm_block_small_jobs(void **unused)
 {
-	static const int par[] = {4, 4, 4, 4, -1};
-	static const int nh[] = {4, 4, 4, 4, 0};
 	tp_fabric_t *f;
-	tp_state_t *s = tree_state(5, par, nh, &f);
+	tp_state_t *s = four_blocks(&f);
 	tp_placement_t p = {0};
 
 	(void)unused;
@@ -849,10 +864,8 @@ static void test_slurm_block_small_jobs(void **unused)
 /* Section 8.2: jobs of 5-8 nodes use an aggregated block of two. */
 static void test_slurm_block_pairs(void **unused)
 {
-	static const int par[] = {4, 4, 4, 4, -1};
-	static const int nh[] = {4, 4, 4, 4, 0};
 	tp_fabric_t *f;
-	tp_state_t *s = tree_state(5, par, nh, &f);
+	tp_state_t *s = four_blocks(&f);
 	tp_placement_t p = {0};
 
 	(void)unused;
@@ -924,10 +937,8 @@ static void test_slurm_block_llblock(void **unused)
 /* Section 8.4: candidates and --gpus jobs. */
 static void test_slurm_block_candidates(void **unused)
 {
-	static const int par[] = {2, 2, -1};
-	static const int nh[] = {4, 4, 0};
 	tp_fabric_t *f;
-	tp_state_t *s = tree_state(3, par, nh, &f);
+	tp_state_t *s = two_leaves(4, &f);
 	tp_placement_t p = {0};
 	uint32_t h = tp_test_host(f, "n05");
 	int g = 6;
@@ -985,10 +996,8 @@ static void test_slurm_block_nvl72(void **unused)
  * [5-10], [12-16]. */
 static void test_slurm_linear_doc(void **unused)
 {
-	static const int par[] = {2, 2, -1};
-	static const int nh[] = {8, 8, 0};
 	tp_fabric_t *f;
-	tp_state_t *s = tree_state(3, par, nh, &f);
+	tp_state_t *s = two_leaves(8, &f);
 
 	(void)unused;
 	busy(s, (const char *[]){"n04", "n11"}, 2);
@@ -1008,10 +1017,8 @@ static void test_slurm_linear_doc(void **unused)
  * GPUs standing in for free CPUs. */
 static void test_slurm_linear_best_fit(void **unused)
 {
-	static const int par[] = {2, 2, -1};
-	static const int nh[] = {8, 8, 0};
 	tp_fabric_t *f;
-	tp_state_t *s = tree_state(3, par, nh, &f);
+	tp_state_t *s = two_leaves(8, &f);
 	tp_placement_t p = {0};
 	uint32_t h = 0;
 	int g = 5;
@@ -1075,10 +1082,8 @@ static void test_slurm_linear_cpu_quirk(void **unused)
 
 static void test_first_fit(void **unused)
 {
-	static const int par[] = {2, 2, -1};
-	static const int nh[] = {4, 4, 0};
 	tp_fabric_t *f;
-	tp_state_t *s = tree_state(3, par, nh, &f);
+	tp_state_t *s = two_leaves(4, &f);
 	tp_placement_t p = {0};
 	uint32_t h;
 	int g = 2;
