@@ -31,6 +31,9 @@ static const char usage[] =
 	"\n"
 	"Output:\n"
 	"  -o, --output FILE        fabric JSON (topoplace-fabric/1); '-' = stdout\n"
+	"  -k, --keep-going         a node file that cannot be read is reported and\n"
+	"                           its host keeps no node data; the fabric is\n"
+	"                           still written (exit status 2 all the same)\n"
 	"  -q, --quiet              do not print warnings\n"
 	"  -h, --help               this text\n";
 
@@ -50,6 +53,7 @@ int tp_cmd_discover(int argc, char **argv)
 		{"domain-map", required_argument, NULL, O_DMAP},
 		{"gpus-per-host", required_argument, NULL, O_GPUS},
 		{"output", required_argument, NULL, 'o'},
+		{"keep-going", no_argument, NULL, 'k'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -61,7 +65,8 @@ int tp_cmd_discover(int argc, char **argv)
 		   *dmap = NULL;
 	tp_cli_args_t a = {.usage = usage};
 	long port = 0, gpus = 0;
-	int c, rc = TP_EXIT_INPUT;
+	int c, rc = TP_EXIT_INPUT, node_rc = TP_EXIT_OK;
+	bool keep = false;
 	tp_fabric_t *f = NULL;
 	tp_err_t err;
 	char *json = NULL;
@@ -70,7 +75,7 @@ int tp_cmd_discover(int argc, char **argv)
 	if (!files)
 		return TP_EXIT_FAIL;
 	optind = 1;
-	while ((c = tp_cli_getopt(argc, argv, "o:qh", opts, &a)) != -1) {
+	while ((c = tp_cli_getopt(argc, argv, "o:kqh", opts, &a)) != -1) {
 		switch (c) {
 		case O_IBN:
 		case O_CACHE:
@@ -105,6 +110,9 @@ int tp_cmd_discover(int argc, char **argv)
 		case O_GPUS:
 			if (!tp_cli_int("--gpus-per-host", optarg, 0, 1024, &gpus))
 				goto out;
+			break;
+		case 'k':
+			keep = true;
 			break;
 		case 'q':
 			tp_cli_quiet = true;
@@ -155,10 +163,17 @@ int tp_cmd_discover(int argc, char **argv)
 		goto fail;
 	if ((err = tp_fabric_finalize(f, NULL)))
 		goto fail;
-	if (xml && (err = tp_fabric_read_node_dir(f, xml, true)))
-		goto fail;
-	if (smi && (err = tp_fabric_read_node_dir(f, smi, false)))
-		goto fail;
+	/* Every bad node file is named (warnings) whatever -k says; with -k the
+	 * fabric is written without those hosts' node data. */
+	for (int pass = 0; pass < 2; pass++) {
+		const char *d = pass ? smi : xml;
+		if (!d || !(err = tp_fabric_read_node_dir(f, d, !pass)))
+			continue;
+		if (!keep || err == TP_ERR_NOMEM)
+			goto fail;
+		tp_cli_err("%s", tp_fabric_error(f));
+		node_rc = tp_cli_exit_code(err);
+	}
 	tp_finalize_opts_t fo = {.default_gpus = (int)gpus};
 	if ((err = tp_fabric_finalize(f, &fo)))
 		goto fail;
@@ -172,6 +187,8 @@ int tp_cmd_discover(int argc, char **argv)
 			a.output, tp_fabric_nhosts(f), tp_fabric_nswitches(f),
 			tp_fabric_nlinks(f), tp_fabric_total_gpus(f),
 			tp_fabric_rails(f), tp_fabric_rails(f) == 1 ? "" : "s");
+	if (rc == TP_EXIT_OK)
+		rc = node_rc;
 	goto out;
 fail:
 	tp_cli_err("%s", *tp_fabric_error(f) ? tp_fabric_error(f)

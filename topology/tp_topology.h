@@ -212,7 +212,10 @@ tp_err_t tp_node_nccl_topo_from_hwloc(const char *path, char **xml_p,
 tp_err_t tp_fabric_read_node_nvsmi(tp_fabric_t *f, const char *host,
 				   const char *path);
 /* Every <host>.xml / <host>.txt in dir; files for unknown hosts are warned
- * about and skipped. */
+ * about and skipped. A file that cannot be read is a warning naming it (its
+ * host keeps no node data) and the rest are still read; the call then fails
+ * with the first file's error (and how many more failed), leaving the
+ * fabric usable: a caller may go on without those hosts' node data. */
 tp_err_t tp_fabric_read_node_dir(tp_fabric_t *f, const char *dir, bool hwloc);
 
 /* Multi-node NVLink domains: "domain-name host[01-18]" per line. */
