@@ -131,6 +131,17 @@ ibsim_sm_up() {
 	"$IBSIM_RUN" sm "$IBSIM_DIR" >"$tmp/sm.err" 2>&1 ||
 		skip_all "opensm did not come up: $(cat "$tmp/sm.err")"
 }
+# ibsim_discover OUT: `discover --live` through ibsim into OUT (after
+# ibsim_sm_up); skips (77) on a build without libibnetdisc, ends the test
+# as failed when the walk fails.
+ibsim_discover() {
+	ibsim_exec "$TOPOPLACE" discover --live --gpus-per-host 8 -o "$1" \
+		2>"$tmp/disc.err" && return 0
+	grep -q 'built without' "$tmp/disc.err" && skip_all "built without libibnetdisc"
+	cat "$tmp/disc.err"
+	bad "discover --live"
+	finish
+}
 ibsim_con() { "$IBSIM_RUN" console "$IBSIM_DIR" "$1"; }
 # ibsim_exec CMD...: CMD as an ibsim client, bounded by ${TO:-60} s
 ibsim_exec() { TP_IBSIM_TIMEOUT=${TO:-60} "$IBSIM_RUN" exec "$IBSIM_SOCKNAME" -- "$@"; }
