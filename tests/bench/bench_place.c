@@ -75,8 +75,7 @@ static double now_s(void)
 }
 
 /* Re-read lf's links into s when the file changed. */
-static void links_refresh(const tp_fabric_t *f, tp_state_t *s,
-			  links_file_t *lf)
+static void links_refresh(const tp_fabric_t *f, tp_state_t *s, links_file_t *lf)
 {
 	struct stat st;
 	tp_state_t *file = NULL;
@@ -210,7 +209,8 @@ int main(int argc, char **argv)
 	fprintf(js, "{\n");
 	if (fabric) {
 		if (tp_fabric_load_json(fabric, &f, &why)) {
-			fprintf(stderr, "bench_place: %s\n", why ? why : fabric);
+			fprintf(stderr, "bench_place: %s\n",
+				why ? why : fabric);
 			return 2;
 		}
 		if (bench(f, n, "fabric", js, true, &lf))
