@@ -488,10 +488,14 @@ static void compare_walk(run_t *r, const args_t *a)
 		tp_cli_err("topology diff: out of memory");
 		tp_health_diff_free(&d);
 		tp_free(text);
+		/* the old comparison indexes the previous walk's links */
+		tp_health_diff_free(&r->diff);
+		r->have_diff = false;
 		return;
 	}
-	for (char *line = text, *nl; line && *line; line = nl + 1) {
-		nl = strchr(line, '\n');
+	for (char *line = text, *nl; *line; line = nl + 1) {
+		if (!(nl = strchr(line, '\n')))
+			break;
 		*nl = '\0';
 		fprintf(stderr, "topoplace monitor: %s\n", line);
 	}

@@ -352,7 +352,10 @@ tp_err_t tp_health_sweep_rediscover(tp_health_sweep_t *s)
 	s->err[0] = '\0';
 	mad_rpc_close_port(s->mad);
 	s->mad = NULL;
-	err = walk(s, &why);
+	/* A failed walk is tried again at the next check: the port states
+	 * taken below would otherwise hide the change that asked for it. */
+	if ((err = walk(s, &why)))
+		s->retry = true;
 	if (why)
 		snprintf(s->err, sizeof(s->err), "%s", why);
 	tp_free(why);

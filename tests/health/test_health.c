@@ -561,6 +561,7 @@ static void test_diff_gone_back_new(void **state)
 	tp_free(out);
 
 	/* a model without o0002 sees its cable as new */
+	tp_fabric_destroy(l);
 	diff_of(edit(text, "o0002", NULL, NULL), text, &m2, &l, &fresh);
 	assert_int_equal(fresh.nfresh, 1);
 	assert_int_equal(fresh.ngone + fresh.nmoved, 0);
