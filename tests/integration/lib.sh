@@ -162,7 +162,7 @@ ibsim_stop() {
 # (slurm24_linkstate.sh, slurm24_health.sh) They use $fabric (the cluster's
 # fabric.json), $log (slurmctld.log) and $tmp.
 
-# linkstate_cluster NET PORT: after need_slurm 24, an 8-node cluster (4
+# linkstate_cluster NET PORT: after need_slurm 24 (or 22), an 8-node cluster (4
 # fake GPUs each, the interleaved 2-leaf fabric) in $dir whose
 # topoplace.conf names LinkState=links.json (absent at start: healthy
 # links); sets SLURM_CONF, log, fabric, links; slurmctld at debug2 (the
@@ -172,11 +172,11 @@ linkstate_cluster() {
 	cluster_trap slurmctld.log 'topoplace\|fatal\|error' 25
 	# PriceBudget: the simulator's (tp_policy_params_defaults), which
 	# the CLI uses, whatever the plugin's default
-	printf '%s\n' '# topology/topoplace, native mode, with a link state (test)' \
+	printf '%s\n' '# topology/topoplace with a link state (test)' \
 		'FabricFile=@DIR@/fabric.json' 'LinkState=links.json' \
 		'PriceBudget=96' >"$tmp/topoplace.conf"
-	echo "# $CLUSTER start --slurm-prefix $PREFIX --topology topoplace --nodes 8 --net $1 --port $2 --dir $dir"
-	if ! timeout 90 "$CLUSTER" start --slurm-prefix "$PREFIX" --topology topoplace \
+	echo "# $CLUSTER start ${PREFIX:+--slurm-prefix $PREFIX }--topology topoplace --nodes 8 --net $1 --port $2 --dir $dir"
+	if ! timeout 90 "$CLUSTER" start ${PREFIX:+--slurm-prefix "$PREFIX"} --topology topoplace \
 		--plugin-dir "$PLUGIN_DIR" --nodes 8 --gpus-per-node 4 --dir "$dir" --timeout 40 \
 		--net "$1" --port "$2" --extra-file "$tmp/topoplace.conf" >"$tmp/start.out" 2>&1; then
 		cat "$tmp/start.out"

@@ -23,21 +23,8 @@ NET=${TP_LS_NET:-10.212.0}
 PORT=${TP_LS_PORT:-6952}
 dir=$tmp/cluster
 
-t0=$(date +%s)
-cluster_trap slurmctld.log 'topoplace\|fatal\|error' 20
-printf '%s\n' '# topology/topoplace, compatible mode, with a link state (test)' \
-	'FabricFile=@DIR@/fabric.json' 'LinkState=links.json' >"$tmp/topoplace.conf"
-if ! timeout 90 "$CLUSTER" start --topology topoplace --plugin-dir "$PLUGIN_DIR" \
-	--nodes 8 --gpus-per-node 4 --dir "$dir" --timeout 40 --net "$NET" \
-	--port "$PORT" --extra-file "$tmp/topoplace.conf" >"$tmp/start.out" 2>&1; then
-	cat "$tmp/start.out"
-	bad "cluster start"
-	finish
-fi
-ok "cluster up in $(($(date +%s) - t0)) s"
-export SLURM_CONF=$dir/slurm.conf
-log=$dir/log/slurmctld.log
-links=$dir/links.json
+PREFIX=
+linkstate_cluster "$NET" "$PORT"
 
 grep -q "LinkState $links: no such file: links healthy" "$log" &&
 	ok "no LinkState file at start: links healthy (logged)" ||
