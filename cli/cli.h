@@ -101,6 +101,8 @@ int tp_cmd_nccl_topo(int argc, char **argv);
 /* cmd_monitor.c: `fabric health` and `monitor` */
 int tp_cmd_fabric_health(int argc, char **argv);
 int tp_cmd_monitor(int argc, char **argv);
+/* cmd_diff.c: `fabric diff` */
+int tp_cmd_fabric_diff(int argc, char **argv);
 /* cmd_show.c through libslurm, or cmd_show_none.c without it. */
 int tp_cmd_show(int argc, char **argv);
 

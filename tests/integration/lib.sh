@@ -131,6 +131,17 @@ ibsim_sm_up() {
 	"$IBSIM_RUN" sm "$IBSIM_DIR" >"$tmp/sm.err" 2>&1 ||
 		skip_all "opensm did not come up: $(cat "$tmp/sm.err")"
 }
+# ibsim_discover OUT: `discover --live` through ibsim into OUT (after
+# ibsim_sm_up); skips (77) on a build without libibnetdisc, ends the test
+# as failed when the walk fails.
+ibsim_discover() {
+	ibsim_exec "$TOPOPLACE" discover --live --gpus-per-host 8 -o "$1" \
+		2>"$tmp/disc.err" && return 0
+	grep -q 'built without' "$tmp/disc.err" && skip_all "built without libibnetdisc"
+	cat "$tmp/disc.err"
+	bad "discover --live"
+	finish
+}
 ibsim_con() { "$IBSIM_RUN" console "$IBSIM_DIR" "$1"; }
 # ibsim_exec CMD...: CMD as an ibsim client, bounded by ${TO:-60} s
 ibsim_exec() { TP_IBSIM_TIMEOUT=${TO:-60} "$IBSIM_RUN" exec "$IBSIM_SOCKNAME" -- "$@"; }
@@ -151,7 +162,7 @@ ibsim_stop() {
 # (slurm24_linkstate.sh, slurm24_health.sh) They use $fabric (the cluster's
 # fabric.json), $log (slurmctld.log) and $tmp.
 
-# linkstate_cluster NET PORT: after need_slurm 24, an 8-node cluster (4
+# linkstate_cluster NET PORT: after need_slurm 24 (or 22), an 8-node cluster (4
 # fake GPUs each, the interleaved 2-leaf fabric) in $dir whose
 # topoplace.conf names LinkState=links.json (absent at start: healthy
 # links); sets SLURM_CONF, log, fabric, links; slurmctld at debug2 (the
@@ -161,11 +172,11 @@ linkstate_cluster() {
 	cluster_trap slurmctld.log 'topoplace\|fatal\|error' 25
 	# PriceBudget: the simulator's (tp_policy_params_defaults), which
 	# the CLI uses, whatever the plugin's default
-	printf '%s\n' '# topology/topoplace, native mode, with a link state (test)' \
+	printf '%s\n' '# topology/topoplace with a link state (test)' \
 		'FabricFile=@DIR@/fabric.json' 'LinkState=links.json' \
 		'PriceBudget=96' >"$tmp/topoplace.conf"
-	echo "# $CLUSTER start --slurm-prefix $PREFIX --topology topoplace --nodes 8 --net $1 --port $2 --dir $dir"
-	if ! timeout 90 "$CLUSTER" start --slurm-prefix "$PREFIX" --topology topoplace \
+	echo "# $CLUSTER start ${PREFIX:+--slurm-prefix $PREFIX }--topology topoplace --nodes 8 --net $1 --port $2 --dir $dir"
+	if ! timeout 90 "$CLUSTER" start ${PREFIX:+--slurm-prefix "$PREFIX"} --topology topoplace \
 		--plugin-dir "$PLUGIN_DIR" --nodes 8 --gpus-per-node 4 --dir "$dir" --timeout 40 \
 		--net "$1" --port "$2" --extra-file "$tmp/topoplace.conf" >"$tmp/start.out" 2>&1; then
 		cat "$tmp/start.out"
