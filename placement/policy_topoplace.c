@@ -1069,42 +1069,6 @@ out:
 	return err;
 }
 
-/* Hosts whose cables carry less than the best-cabled host's (a NIC
- * missing or at half width, or a link the state marks unhealthy): a ring
- * through them runs at their pace. NULL on NOMEM; *any_p: some are. */
-static bool *weak_hosts(const tp__policy_in_t *in, bool *any_p)
-{
-	size_t nh = tp_fabric_nhosts(in->f), nl = tp_fabric_nlinks(in->f);
-	double *cap = tp_calloc(nh + 1, sizeof(double)), top = 0;
-	bool *weak = tp_calloc(nh + 1, sizeof(bool));
-
-	*any_p = false;
-	if (!cap || !weak) {
-		tp_free(cap);
-		tp_free(weak);
-		return NULL;
-	}
-	for (size_t i = 0; i < nl; i++) {
-		const tp_link_t *l = tp_fabric_link(in->f, i);
-		for (int e = 0; e < 2 && l->active; e++) {
-			if (l->kind[e] != TP_NODE_CA)
-				continue;
-			uint32_t h = tp_fabric_ca(in->f, l->node[e])->host;
-			if (h < nh)
-				cap[h] += l->gbps * tp_state_link_health(
-							in->s, (uint32_t)i);
-		}
-	}
-	for (size_t h = 0; h < nh; h++)
-		if (cap[h] > top)
-			top = cap[h];
-	for (size_t h = 0; h < nh; h++)
-		if ((weak[h] = cap[h] < 0.99 * top))
-			*any_p = true;
-	tp_free(cap);
-	return weak;
-}
-
 /* Groups a host set spans (level 1). */
 static size_t nspan(const tp_fabric_t *f, const uint32_t *hosts, size_t n)
 {
@@ -1270,7 +1234,6 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	size_t swaps, wswaps;
 	uint32_t worst = TP_ID_NONE, *vh = NULL, used[MAX_VARIANTS];
 	int *vg = NULL;
-	bool *weak = NULL, any_weak = false;
 	double best, base;
 	char vwhy[256];
 	pricer_t pr = {.in = in, .budget = PRICE_BUDGET};
@@ -1289,15 +1252,14 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	pr.ncand_max = 2 * tp_fabric_ngroups(in->f) + 2;
 	pr.cand = tp_malloc(pr.ncand_max * sizeof(uint32_t));
 	pr.coff = tp_malloc(pr.ncand_max * sizeof(int));
-	weak = weak_hosts(in, &any_weak);
 	if (!vh || !vg || !pr.th || !pr.tg || !pr.skip || !pr.in_set ||
-	    !pr.cand || !pr.coff || !weak)
+	    !pr.cand || !pr.coff)
 		goto out; /* keep the structural answer */
 	/* inside one level-1 group on well cabled hosts nothing is shared
 	 * with other jobs and every choice costs the same */
 	bool on_weak = false;
 	for (size_t i = 0; i < n && !on_weak; i++)
-		on_weak = weak[hosts[i]];
+		on_weak = tp__state_weak(in->s, hosts[i]);
 	if (worst == TP_ID_NONE && !on_weak)
 		goto out;
 	size_t rails = 0;
@@ -1334,9 +1296,11 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 		const bool *sk = NULL;
 		bool rev = false;
 		if (v == 1) {
-			if (!any_weak || !on_weak)
+			if (!on_weak)
 				continue;
-			sk = weak;
+			for (size_t h = 0; h < nh; h++)
+				pr.skip[h] = tp__state_weak(in->s, (uint32_t)h);
+			sk = pr.skip;
 		} else if (v == 2) {
 			if (worst == TP_ID_NONE)
 				continue;
@@ -1391,7 +1355,6 @@ out:
 	tp_free(pr.in_set);
 	tp_free(pr.cand);
 	tp_free(pr.coff);
-	tp_free(weak);
 	if (!err)
 		*n_p = n;
 	return err;
