@@ -513,12 +513,26 @@ static hent_t hpop(hent_t *h, size_t *n)
 	return top;
 }
 
-/* Scratch of one max-min solve: one block, grown as needed and kept by
- * the caller between solves (a prediction solves a phase at a time). */
-typedef struct maxmin_ws {
+/* A scratch block, grown as needed and kept by its owner between uses
+ * (a prediction solves a phase at a time). */
+typedef struct scratch {
 	void *buf;
 	size_t cap;
-} maxmin_ws_t;
+} scratch_t;
+
+/* At least need bytes of s (old contents lost); NULL on NOMEM. */
+static void *scratch_get(scratch_t *s, size_t need)
+{
+	if (need > s->cap) {
+		void *p = tp_malloc(need);
+		if (!p)
+			return NULL;
+		tp_free(s->buf);
+		s->buf = p;
+		s->cap = need;
+	}
+	return s->buf;
+}
 
 /*
  * Flow i crosses resources res[off[i] .. off[i+1]) (indices < nres, each
@@ -533,7 +547,7 @@ typedef struct maxmin_ws {
  * gives the exact progressive-filling answer with each resource in the
  * heap once, O(E log R), E = path entries, R = resources.
  */
-static tp_err_t maxmin(maxmin_ws_t *ws, size_t nflows, const uint32_t *off,
+static tp_err_t maxmin(scratch_t *ws, size_t nflows, const uint32_t *off,
 		       const uint32_t *res, size_t nres, const double *cap,
 		       double *rate, uint32_t *bott)
 {
@@ -546,15 +560,8 @@ static tp_err_t maxmin(maxmin_ws_t *ws, size_t nflows, const uint32_t *off,
 	uint32_t *roff, *fill, *cnt, *rfl;
 	bool *done;
 
-	if (need > ws->cap) {
-		void *p = tp_malloc(need);
-		if (!p)
-			return TP_ERR_NOMEM;
-		tp_free(ws->buf);
-		ws->buf = p;
-		ws->cap = need;
-	}
-	rc = ws->buf;
+	if (!(rc = scratch_get(ws, need)))
+		return TP_ERR_NOMEM;
 	heap = (hent_t *)(rc + nres + 1);
 	roff = (uint32_t *)(heap + nres + 1);
 	fill = roff + nres + 2;
@@ -612,7 +619,7 @@ tp_err_t tp__cost_maxmin(size_t nflows, const uint32_t *off,
 			 const uint32_t *res, size_t nres, const double *cap,
 			 double *rate, uint32_t *bott)
 {
-	maxmin_ws_t ws = {0};
+	scratch_t ws = {0};
 	tp_err_t err = maxmin(&ws, nflows, off, res, nres, cap, rate, bott);
 
 	tp_free(ws.buf);
@@ -663,10 +670,8 @@ typedef struct call {
 	uint32_t *touched;
 	size_t ntouched;
 	double load_mult;
-	/* phase_solve's scratch, kept between the call's phases */
-	void *ps;
-	size_t capps;
-	maxmin_ws_t mm;
+	/* phase_solve's and max-min's scratch, kept between phases */
+	scratch_t ps, mm;
 } call_t;
 
 static bool link_dead(const call_t *k, uint32_t res)
@@ -953,15 +958,8 @@ static tp_err_t phase_solve(call_t *k, phase_out_t *o)
 		hcap *= 2;
 	need = (k->npath + k->nfl + 2) * sizeof(double) +
 	       (2 * hcap + k->npath + 2 * k->nfl + 3) * sizeof(uint32_t);
-	if (need > k->capps) {
-		void *p = tp_malloc(need);
-		if (!p)
-			return TP_ERR_NOMEM;
-		tp_free(k->ps);
-		k->ps = p;
-		k->capps = need;
-	}
-	cap = k->ps;
+	if (!(cap = scratch_get(&k->ps, need)))
+		return TP_ERR_NOMEM;
 	rate = cap + k->npath + 1;
 	hkey = (uint32_t *)(rate + k->nfl + 1);
 	hval = hkey + hcap;
@@ -1117,7 +1115,7 @@ static void call_free(call_t *k)
 	tp_free(k->nv); /* the block of call_setup */
 	tp_free(k->fl);
 	tp_free(k->path);
-	tp_free(k->ps);
+	tp_free(k->ps.buf);
 	tp_free(k->mm.buf);
 }
 

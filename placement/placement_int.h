@@ -29,10 +29,10 @@ struct tp_state {
 	/* Each host's own cables (links with one of its CAs at an end, once
 	 * per such end, ascending): hlink[hlink_off[h] .. hlink_off[h + 1]).
 	 * Kept current by every health write (tp__state_cables_*), so a
-	 * decision reads them instead of passing over every link: hcap the
-	 * Gb/s they carry (gbps x health over active links, summed in that
-	 * order), hlive how many carry anything, cap_top the largest hcap
-	 * and ntop the hosts at it. */
+	 * decision reads them instead of passing over every link: hlive how
+	 * many carry anything (gbps x health > 0 on an active link), hcap
+	 * the Gb/s a ring gets through the host (hlive x the slowest of
+	 * them), cap_top the largest hcap and ntop the hosts at it. */
 	uint32_t *hlink_off, *hlink;
 	double *hcap;
 	uint32_t *hlive;
@@ -57,6 +57,17 @@ static inline bool tp__state_cut_off(const tp_state_t *s, uint32_t h)
 static inline bool tp__state_weak(const tp_state_t *s, uint32_t h)
 {
 	return s->hcap[h] < 0.99 * s->cap_top;
+}
+
+/* How weak host h is: 0 not weak, else 1 + 16 x the share of the best
+ * host's ring rate it lacks (a missing cable of 8: 3, one at half
+ * rate: 9), so the less weak go first where weak hosts cannot be
+ * avoided. */
+static inline int tp__state_weakness(const tp_state_t *s, uint32_t h)
+{
+	if (!tp__state_weak(s, h))
+		return 0;
+	return 1 + (int)(16 * (1 - s->hcap[h] / s->cap_top));
 }
 
 /* What a policy gets: the request already normalised. */

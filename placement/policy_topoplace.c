@@ -16,9 +16,14 @@
  *   1. time: fewest hosts (total-GPU requests), then the smallest scope
  *      (one host, one multi-node NVLink domain, one level-1 group, the
  *      fewest level-1 groups inside one level-2 group, ...), then no
- *      degraded hosts in a ring that uses the network, then the best
- *      up-links (capacity left after health and other jobs' traffic,
- *      relative to what comes up from below) for the groups a ring spans;
+ *      bad hosts in a ring that uses the network (cabled to fewer rails
+ *      than the fabric has, or weakly cabled: a cable down or at half
+ *      rate, read from the state's per-host cable table, which every
+ *      health write keeps current, so this costs no pass over the
+ *      links), the least weak first where some cannot be avoided, then
+ *      the best up-links (capacity left after health and other jobs'
+ *      traffic, relative to what comes up from below) for the groups a
+ *      ring spans;
  *   2. fragmentation: best fit (fewest offering hosts left over in the
  *      chosen scope), with untouched groups and domains charged
  *      big_job_share * their size in hosts (when w_frag > 0): the
@@ -47,7 +52,7 @@
 /* Offering hosts and their GPUs in one scope (group or NVLink domain). */
 typedef struct stat {
 	uint32_t cnt;  /* hosts with an offer */
-	uint32_t good; /* of them not degraded */
+	uint32_t good; /* of them not bad (degraded or weak) */
 	uint32_t idle; /* hosts up with no job: == size means untouched */
 	uint64_t gpus; /* GPUs offered */
 } stat_t;
@@ -77,7 +82,8 @@ typedef struct ctx {
 	double *upbg;	/* per group: other jobs' Gb/s on its up-links */
 	bool total;	/* total-GPU request */
 	bool shared;	/* G GPUs of a host, others may share it */
-	bool good_only; /* inside a spread that can avoid degraded hosts */
+	bool good_only; /* inside a spread that can avoid bad hosts */
+	bool any_bad;	/* some host is degraded or weak */
 	bool hosts_only; /* total request being spread: count hosts, trim later
 			  */
 	bool reverse; /* variant: take each group's hosts from its other end */
@@ -116,9 +122,16 @@ static uint32_t count(const ctx_t *c, const stat_t *st)
 	return c->good_only ? st->good : st->cnt;
 }
 
+/* A host a ring over the network should avoid: cabled to fewer rails
+ * than the fabric has, or weakly cabled (the state's cable table). */
+static bool bad(const ctx_t *c, uint32_t h)
+{
+	return host(c, h)->degraded || tp__state_weak(c->s, h);
+}
+
 static bool eligible(const ctx_t *c, uint32_t h)
 {
-	return c->off[h] > 0 && !(c->good_only && host(c, h)->degraded);
+	return c->off[h] > 0 && !(c->good_only && bad(c, h));
 }
 
 static bool untouched(const stat_t *st, size_t size)
@@ -269,7 +282,9 @@ static tp_err_t take_hosts(ctx_t *c, const uint32_t *hs, size_t nhs,
 		if (c->total)
 			key[nk++] =
 			    -c->off[h]; /* fewest hosts: largest first */
-		key[nk++] = network && hp->degraded;
+		key[nk++] = !network	   ? 0
+			    : hp->degraded ? 1 << 8
+					   : tp__state_weakness(c->s, h);
 		key[nk++] =
 		    g == TP_ID_NONE ? 1 << 25 : cluster_rank(c->gtmp[g], need);
 		key[nk++] = g == TP_ID_NONE ? 0 : (int)g;
@@ -498,7 +513,7 @@ static tp_err_t spread_best(ctx_t *c, uint32_t p, int clv, size_t need,
 	size_t k_all, k_good;
 	tp_err_t err;
 
-	if (!was && tp_fabric_degraded_hosts(c->f)) {
+	if (!was && c->any_bad) {
 		uint32_t *tmp = tp_malloc((c->ng + 1) * sizeof(uint32_t));
 		if (!tmp)
 			return TP_ERR_NOMEM;
@@ -755,7 +770,7 @@ static tp_err_t place_one(ctx_t *c)
 			grp =
 			    frag_score(c, &c->gs[hp->group[0]], gp->nhosts, 1);
 		}
-		int deg = !hp->degraded;
+		int deg = !bad(c, h);
 		if (best == TP_ID_NONE || spare < bspare ||
 		    (spare == bspare && grp < bgrp) ||
 		    (spare == bspare && grp == bgrp && deg < bdeg)) {
@@ -955,14 +970,15 @@ static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip)
 	for (uint32_t h = 0; h < c->nh; h++) {
 		const tp_host_t *hp = tp_fabric_host(c->f, h);
 		bool idle = c->s->up[h] && c->s->njobs[h] == 0;
-		bool o = c->off[h] > 0;
+		bool o = c->off[h] > 0, b = bad(c, h);
+		c->any_bad |= b;
 		for (int l = 0; l < TP_MAX_LEVELS; l++) {
 			uint32_t g = hp->group[l];
 			if (g == TP_ID_NONE || g >= c->ng)
 				break;
 			c->gs[g].idle += idle;
 			c->gs[g].cnt += o;
-			c->gs[g].good += o && !hp->degraded;
+			c->gs[g].good += o && !b;
 			c->gs[g].gpus += (uint64_t)c->off[h];
 		}
 		uint32_t d = hp->nvdomain;
@@ -970,7 +986,7 @@ static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip)
 		    tp_fabric_nvdomain(c->f, d)->multi_node) {
 			c->ds[d].idle += idle;
 			c->ds[d].cnt += o;
-			c->ds[d].good += o && !hp->degraded;
+			c->ds[d].good += o && !b;
 			c->ds[d].gpus += (uint64_t)c->off[h];
 		}
 	}

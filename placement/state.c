@@ -75,19 +75,22 @@ static bool cables_build(tp_state_t *s)
 	return true;
 }
 
+/* A ring splits what a host sends evenly over its live cables, so the
+ * slowest of them sets the pace: live cables x the slowest one's Gb/s. */
 static void cables_host(tp_state_t *s, uint32_t h)
 {
-	double cap = 0;
+	double slow = 0;
 	uint32_t live = 0;
 
 	for (uint32_t i = s->hlink_off[h]; i < s->hlink_off[h + 1]; i++) {
 		const tp_link_t *k = tp_fabric_link(s->f, s->hlink[i]);
-		if (!k->active)
+		double g = k->gbps * s->health[s->hlink[i]];
+		if (!k->active || !(g > 0))
 			continue;
-		cap += k->gbps * s->health[s->hlink[i]];
-		live += s->health[s->hlink[i]] > 0;
+		if (!live++ || g < slow)
+			slow = g;
 	}
-	s->hcap[h] = cap;
+	s->hcap[h] = live * slow;
 	s->hlive[h] = live;
 }
 

@@ -212,7 +212,8 @@ static size_t count_weak(const tp_state_t *s, size_t nh)
 }
 
 /* The per-host cable table a decision reads instead of every link: weak
- * (less than the best-cabled host's Gb/s) and cut off (no live cable),
+ * (a ring through it runs slower than through the best-cabled host) and
+ * cut off (no live cable),
  * kept current by tp_state_set_link and the JSON loader, and cloned. */
 static void test_state_cables(void **unused)
 {
@@ -264,8 +265,10 @@ static void test_state_cables(void **unused)
 	assert_true(tp__state_cut_off(c, h0));
 	tp_state_destroy(c);
 
-	/* every host loses half a cable: the best-cabled host sets the bar,
-	 * so none is weak, until one of them loses more */
+	/* every host has a cable at half rate: the best-cabled host sets
+	 * the bar, so none is weak; a ring splits its bytes evenly over the
+	 * cables, so the slowest sets the pace: halving the other one too
+	 * changes nothing, losing it does */
 	for (uint32_t h = 0; h < nh; h++) {
 		uint32_t k[4];
 		host_cables(f, h, k);
@@ -273,6 +276,8 @@ static void test_state_cables(void **unused)
 	}
 	assert_int_equal(count_weak(s, nh), 0);
 	assert_int_equal(tp_state_set_link(s, b[0], 0.5, 0), TP_OK);
+	assert_int_equal(count_weak(s, nh), 0);
+	assert_int_equal(tp_state_set_link(s, b[0], 0, 0), TP_OK);
 	assert_int_equal(count_weak(s, nh), 1);
 	assert_true(tp__state_weak(s, h1));
 	tp_state_destroy(s);
