@@ -513,6 +513,27 @@ static hent_t hpop(hent_t *h, size_t *n)
 	return top;
 }
 
+/* A scratch block, grown as needed and kept by its owner between uses
+ * (a prediction solves a phase at a time). */
+typedef struct scratch {
+	void *buf;
+	size_t cap;
+} scratch_t;
+
+/* At least need bytes of s (old contents lost); NULL on NOMEM. */
+static void *scratch_get(scratch_t *s, size_t need)
+{
+	if (need > s->cap) {
+		void *p = tp_malloc(need);
+		if (!p)
+			return NULL;
+		tp_free(s->buf);
+		s->buf = p;
+		s->cap = need;
+	}
+	return s->buf;
+}
+
 /*
  * Flow i crosses resources res[off[i] .. off[i+1]) (indices < nres, each
  * of capacity cap[]). Fills rate[i] and bott[i], the resource that froze
@@ -520,25 +541,35 @@ static hent_t hpop(hent_t *h, size_t *n)
  *
  * Freezing the flows of the resource with the smallest fair share
  * rc/count never lowers another resource's share (it loses at most its
- * fair share per frozen flow), so a heap with lazy re-insertion gives the
- * exact progressive-filling answer in O(E log E), E = path entries.
+ * fair share per frozen flow), so a heap key is a lower bound of its
+ * resource's share: a popped resource whose share grew since it was
+ * pushed goes back with its share, otherwise it is the smallest. That
+ * gives the exact progressive-filling answer with each resource in the
+ * heap once, O(E log R), E = path entries, R = resources.
  */
-tp_err_t tp__cost_maxmin(size_t nflows, const uint32_t *off,
-			 const uint32_t *res, size_t nres, const double *cap,
-			 double *rate, uint32_t *bott)
+static tp_err_t maxmin(scratch_t *ws, size_t nflows, const uint32_t *off,
+		       const uint32_t *res, size_t nres, const double *cap,
+		       double *rate, uint32_t *bott)
 {
 	size_t nent = off[nflows], nh = 0;
-	uint32_t *roff = tp_calloc(nres + 2, sizeof(uint32_t));
-	uint32_t *fill = tp_malloc((nres + 1) * sizeof(uint32_t));
-	uint32_t *rfl = tp_malloc((nent + 1) * sizeof(uint32_t));
-	uint32_t *cnt = tp_malloc((nres + 1) * sizeof(uint32_t));
-	double *rc = tp_malloc((nres + 1) * sizeof(double));
-	hent_t *heap = tp_malloc((nres + nent + 1) * sizeof(hent_t));
-	bool *done = tp_calloc(nflows + 1, sizeof(bool));
-	tp_err_t err = TP_ERR_NOMEM;
+	size_t need = (nres + 1) * (sizeof(double) + sizeof(hent_t)) +
+		      (3 * (nres + 2) + nent + 1) * sizeof(uint32_t) +
+		      (nflows + 1) * sizeof(bool);
+	double *rc;
+	hent_t *heap;
+	uint32_t *roff, *fill, *cnt, *rfl;
+	bool *done;
 
-	if (!roff || !fill || !rfl || !cnt || !rc || !heap || !done)
-		goto out;
+	if (!(rc = scratch_get(ws, need)))
+		return TP_ERR_NOMEM;
+	heap = (hent_t *)(rc + nres + 1);
+	roff = (uint32_t *)(heap + nres + 1);
+	fill = roff + nres + 2;
+	cnt = fill + nres + 2;
+	rfl = cnt + nres + 2;
+	done = (bool *)(rfl + nent + 1);
+	memset(roff, 0, (nres + 2) * sizeof(uint32_t));
+	memset(done, 0, (nflows + 1) * sizeof(bool));
 	for (size_t j = 0; j < nent; j++)
 		roff[res[j] + 1]++;
 	for (size_t r = 0; r < nres; r++)
@@ -576,24 +607,22 @@ tp_err_t tp__cost_maxmin(size_t nflows, const uint32_t *off,
 			rate[i] = share;
 			bott[i] = r;
 			for (uint32_t j = off[i]; j < off[i + 1]; j++) {
-				uint32_t q = res[j];
-				rc[q] -= share;
-				if (--cnt[q] && q != r)
-					hpush(heap, &nh,
-					      (rc[q] > 0 ? rc[q] : 0) / cnt[q],
-					      q);
+				rc[res[j]] -= share;
+				cnt[res[j]]--;
 			}
 		}
 	}
-	err = TP_OK;
-out:
-	tp_free(roff);
-	tp_free(fill);
-	tp_free(rfl);
-	tp_free(cnt);
-	tp_free(rc);
-	tp_free(heap);
-	tp_free(done);
+	return TP_OK;
+}
+
+tp_err_t tp__cost_maxmin(size_t nflows, const uint32_t *off,
+			 const uint32_t *res, size_t nres, const double *cap,
+			 double *rate, uint32_t *bott)
+{
+	scratch_t ws = {0};
+	tp_err_t err = maxmin(&ws, nflows, off, res, nres, cap, rate, bott);
+
+	tp_free(ws.buf);
 	return err;
 }
 
@@ -641,6 +670,8 @@ typedef struct call {
 	uint32_t *touched;
 	size_t ntouched;
 	double load_mult;
+	/* phase_solve's and max-min's scratch, kept between phases */
+	scratch_t ps, mm;
 } call_t;
 
 static bool link_dead(const call_t *k, uint32_t res)
@@ -910,11 +941,10 @@ static tp_err_t add_edge(call_t *k, size_t i, size_t j, double bytes)
  * take the slowest transfer. */
 static tp_err_t phase_solve(call_t *k, phase_out_t *o)
 {
-	size_t hcap = 16, nres = 0;
-	uint32_t *hkey = NULL, *hval = NULL, *rlink = NULL, *off = NULL;
-	uint32_t *bott = NULL;
-	double *cap = NULL, *rate = NULL;
-	tp_err_t err = TP_ERR_NOMEM;
+	size_t hcap = 16, nres = 0, need;
+	uint32_t *hkey, *hval, *rlink, *off, *bott;
+	double *cap, *rate;
+	tp_err_t err;
 
 	memset(o, 0, sizeof(*o));
 	o->bott_link = TP_ID_NONE;
@@ -926,15 +956,16 @@ static tp_err_t phase_solve(call_t *k, phase_out_t *o)
 		return TP_OK;
 	while (hcap < 2 * k->npath)
 		hcap *= 2;
-	hkey = tp_malloc(hcap * sizeof(uint32_t));
-	hval = tp_malloc(hcap * sizeof(uint32_t));
-	rlink = tp_malloc((k->npath + 1) * sizeof(uint32_t));
-	cap = tp_malloc((k->npath + 1) * sizeof(double));
-	off = tp_malloc((k->nfl + 1) * sizeof(uint32_t));
-	rate = tp_malloc((k->nfl + 1) * sizeof(double));
-	bott = tp_malloc((k->nfl + 1) * sizeof(uint32_t));
-	if (!hkey || !hval || !rlink || !cap || !off || !rate || !bott)
-		goto out;
+	need = (k->npath + k->nfl + 2) * sizeof(double) +
+	       (2 * hcap + k->npath + 2 * k->nfl + 3) * sizeof(uint32_t);
+	if (!(cap = scratch_get(&k->ps, need)))
+		return TP_ERR_NOMEM;
+	rate = cap + k->npath + 1;
+	hkey = (uint32_t *)(rate + k->nfl + 1);
+	hval = hkey + hcap;
+	rlink = hval + hcap;
+	off = rlink + k->npath + 1;
+	bott = off + k->nfl + 1;
 	memset(hkey, 0xff, hcap * sizeof(uint32_t));
 	for (size_t j = 0; j < k->npath; j++) {
 		uint32_t r = k->path[j];
@@ -953,9 +984,8 @@ static tp_err_t phase_solve(call_t *k, phase_out_t *o)
 	for (size_t i = 0; i < k->nfl; i++)
 		off[i] = k->fl[i].off;
 	off[k->nfl] = (uint32_t)k->npath;
-	if ((err =
-		 tp__cost_maxmin(k->nfl, off, k->path, nres, cap, rate, bott)))
-		goto out;
+	if ((err = maxmin(&k->mm, k->nfl, off, k->path, nres, cap, rate, bott)))
+		return err;
 	if (k->load)
 		for (size_t i = 0; i < k->nfl; i++)
 			for (uint32_t j = off[i]; j < off[i + 1]; j++) {
@@ -986,16 +1016,7 @@ static tp_err_t phase_solve(call_t *k, phase_out_t *o)
 					   : rlink[bott[i]] / 2;
 		}
 	}
-	err = TP_OK;
-out:
-	tp_free(hkey);
-	tp_free(hval);
-	tp_free(rlink);
-	tp_free(cap);
-	tp_free(off);
-	tp_free(rate);
-	tp_free(bott);
-	return err;
+	return TP_OK;
 }
 
 /* Rails the ranks of host i drive, as the plan assigns them: a GPU's
@@ -1094,6 +1115,8 @@ static void call_free(call_t *k)
 	tp_free(k->nv); /* the block of call_setup */
 	tp_free(k->fl);
 	tp_free(k->path);
+	tp_free(k->ps.buf);
+	tp_free(k->mm.buf);
 }
 
 static void take_bottleneck(tp_cost_t *out, const phase_out_t *o, double *worst)
@@ -1371,10 +1394,10 @@ static tp_err_t run_call(const tp_cost_ctx_t *ctx, const tp_state_t *state,
 	if (err)
 		goto out;
 	res.seconds = res.bandwidth_s + res.latency_s;
-	if (ntouched_p)
-		*ntouched_p = k.ntouched;
 	*out = res;
 out:
+	if (ntouched_p)
+		*ntouched_p = k.ntouched;
 	call_free(&k);
 	return err;
 }
@@ -1395,6 +1418,28 @@ tp_err_t tp_cost_predict(const tp_cost_ctx_t *ctx, const tp_state_t *state,
  * call, moves no more than that. On the links the bottleneck flows cross
  * the two agree.
  */
+tp_err_t tp__cost_predict_load(const tp_cost_ctx_t *ctx,
+			       const tp_state_t *state, const uint32_t *hosts,
+			       const int *gpus, size_t n, double bytes,
+			       tp_algo_t algo, double *load, uint32_t *touched,
+			       size_t *ntouched_p, tp_cost_t *out)
+{
+	*ntouched_p = 0;
+	return run_call(ctx, state, hosts, gpus, n, bytes, algo, load, touched,
+			ntouched_p, out);
+}
+
+void tp__cost_load_take(double *load, const uint32_t *touched, size_t ntouched,
+			double seconds, double duty, double *link_gbps)
+{
+	for (size_t i = 0; i < ntouched; i++) {
+		uint32_t r = touched[i];
+		if (seconds > 0 && load[r] > 0)
+			link_gbps[r] += duty * load[r] * 8 / (seconds * 1e9);
+		load[r] = 0; /* a resource listed twice counts once */
+	}
+}
+
 tp_err_t tp_cost_link_load(const tp_cost_ctx_t *ctx, const tp_state_t *state,
 			   const uint32_t *hosts, const int *gpus, size_t n,
 			   double bytes, tp_algo_t algo, double duty,
@@ -1415,15 +1460,10 @@ tp_err_t tp_cost_link_load(const tp_cost_ctx_t *ctx, const tp_state_t *state,
 		err = TP_ERR_NOMEM;
 		goto out;
 	}
-	if ((err = run_call(ctx, state, hosts, gpus, n, bytes, algo, load,
-			    touched, &ntouched, &c)))
-		goto out;
-	for (size_t i = 0; c.seconds > 0 && i < ntouched; i++) {
-		uint32_t r = touched[i];
-		if (load[r] > 0)
-			link_gbps[r] += duty * load[r] * 8 / (c.seconds * 1e9);
-		load[r] = 0; /* a resource listed twice counts once */
-	}
+	if (!(err = tp__cost_predict_load(ctx, state, hosts, gpus, n, bytes,
+					  algo, load, touched, &ntouched, &c)))
+		tp__cost_load_take(load, touched, ntouched, c.seconds, duty,
+				   link_gbps);
 out:
 	tp_free(load);
 	tp_free(touched);

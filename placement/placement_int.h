@@ -26,7 +26,49 @@ struct tp_state {
 	tp__share_t *share;
 	size_t nshare, capshare;
 	size_t busy;      /* GPUs allocated */
+	/* Each host's own cables (links with one of its CAs at an end, once
+	 * per such end, ascending): hlink[hlink_off[h] .. hlink_off[h + 1]).
+	 * Kept current by every health write (tp__state_cables_*), so a
+	 * decision reads them instead of passing over every link: hlive how
+	 * many carry anything (gbps x health > 0 on an active link), hcap
+	 * the Gb/s a ring gets through the host (hlive x the slowest of
+	 * them), cap_top the largest hcap and ntop the hosts at it. */
+	uint32_t *hlink_off, *hlink;
+	double *hcap;
+	uint32_t *hlive;
+	double cap_top;
+	size_t ntop;
 };
+
+/* Recompute the cable table of the hosts at the ends of link l (after
+ * its health changed), or of every host (after many links changed). */
+void tp__state_cables_link(tp_state_t *s, uint32_t l);
+void tp__state_cables_all(tp_state_t *s);
+
+/* Host h has cables and none carries anything: cut off the fabric. */
+static inline bool tp__state_cut_off(const tp_state_t *s, uint32_t h)
+{
+	return s->hlink_off[h + 1] > s->hlink_off[h] && !s->hlive[h];
+}
+
+/* Host h's cables carry less than the best-cabled host's (a NIC missing
+ * or at half width, or a link the state marks unhealthy): a ring through
+ * it runs at its pace. */
+static inline bool tp__state_weak(const tp_state_t *s, uint32_t h)
+{
+	return s->hcap[h] < 0.99 * s->cap_top;
+}
+
+/* How weak host h is: 0 not weak, else 1 + 16 x the share of the best
+ * host's ring rate it lacks (a missing cable of 8: 3, one at half
+ * rate: 9), so the less weak go first where weak hosts cannot be
+ * avoided. */
+static inline int tp__state_weakness(const tp_state_t *s, uint32_t h)
+{
+	if (!tp__state_weak(s, h))
+		return 0;
+	return 1 + (int)(16 * (1 - s->hcap[h] / s->cap_top));
+}
 
 /* What a policy gets: the request already normalised. */
 typedef struct tp__policy_in {
@@ -82,12 +124,50 @@ tp_err_t tp__place_predict(const tp_cost_ctx_t *ctx, const tp_state_t *s,
 			   const uint32_t *hosts, const int *gpus, size_t n,
 			   double bytes, tp_algo_t *algo_p, tp_cost_t *c_p);
 
+/* Ideal all-reduce seconds of the request shapes one caller has seen,
+ * on one fabric and cost context: the simulator asks for a few shapes
+ * thousands of times. Zero-initialise; free with tp__ideal_cache_free. */
+typedef struct tp__ideal {
+	size_t nhosts;
+	int gpus_per_host, total_gpus;
+	bool exclusive;
+	double bytes, seconds;
+} tp__ideal_t;
+
+typedef struct tp__ideal_cache {
+	tp__ideal_t *e;
+	size_t n, cap;
+} tp__ideal_cache_t;
+
+void tp__ideal_cache_free(tp__ideal_cache_t *c);
+
+/* tp_place_run with the ideal placement's time taken from (and added to)
+ * ideal, which must only ever see one fabric and ctx. */
+tp_err_t tp__place_run(const tp_policy_t *policy, const tp_state_t *s,
+		       const tp_request_t *r, const tp_policy_params_t *params,
+		       const tp_cost_ctx_t *ctx, uint64_t seed,
+		       tp__ideal_cache_t *ideal, tp_placement_t *out);
+
 extern const tp_policy_t tp__policy_topoplace;
 extern const tp_policy_t tp__policy_slurm_tree;
 extern const tp_policy_t tp__policy_slurm_block;
 extern const tp_policy_t tp__policy_slurm_linear;
 extern const tp_policy_t tp__policy_first_fit;
 extern const tp_policy_t tp__policy_random;
+
+/* tp_cost_predict that also leaves the bytes each directed link carries
+ * over the whole collective in load[] (2 x links doubles, zero on entry),
+ * those links listed in touched[0..*ntouched_p) (room for 2 x links),
+ * also on error, when load may hold a part. tp__cost_load_take then adds them
+ * to link_gbps as tp_cost_link_load does (seconds: the prediction's) and zeroes
+ * load again: one routing for both the time and the load. */
+tp_err_t tp__cost_predict_load(const tp_cost_ctx_t *ctx,
+			       const tp_state_t *state, const uint32_t *hosts,
+			       const int *gpus, size_t n, double bytes,
+			       tp_algo_t algo, double *load, uint32_t *touched,
+			       size_t *ntouched_p, tp_cost_t *out);
+void tp__cost_load_take(double *load, const uint32_t *touched, size_t ntouched,
+			double seconds, double duty, double *link_gbps);
 
 /* Max-min fair rates for flows over shared resources (progressive
  * filling). Flow i crosses res[off[i]..off[i+1]); cap[r] is resource r's

@@ -325,50 +325,12 @@ out:
  * for both: the driver's overhead must stay small next to choose().
  * *n_p: hosts offering now. offers (2 x hosts) gets every host's offer
  * now, then on the empty fabric, for the policy and the spans. */
-/* Hosts the state cuts off the fabric: every cable of theirs dead
- * (health 0, as `topoplace monitor` writes a link that is down). NULL when
- * there are none (or on NOMEM: then nobody is cut off, as before). */
-static bool *cut_off_hosts(const tp__policy_in_t *in)
-{
-	size_t nh = tp_fabric_nhosts(in->f), nl = tp_fabric_nlinks(in->f);
-	int *live;
-	bool *cut = NULL, any = false;
-
-	if (!in->s || tp_state_links_plain(in->s))
-		return NULL;
-	if (!(live = tp_calloc(nh + 1, sizeof(int))) ||
-	    !(cut = tp_calloc(nh + 1, sizeof(bool)))) {
-		tp_free(live);
-		return NULL;
-	}
-	for (size_t l = 0; l < nl; l++) {
-		const tp_link_t *k = tp_fabric_link(in->f, l);
-		for (int e = 0; e < 2; e++) {
-			uint32_t h;
-			if (k->kind[e] != TP_NODE_CA ||
-			    (h = tp_fabric_ca(in->f, k->node[e])->host) >= nh)
-				continue;
-			cut[h] = true; /* cabled: cut unless a link lives */
-			live[h] += k->active && in->s->health[l] > 0;
-		}
-	}
-	for (size_t h = 0; h < nh; h++)
-		any |= (cut[h] = cut[h] && !live[h]);
-	tp_free(live);
-	if (!any) {
-		tp_free(cut);
-		return NULL;
-	}
-	return cut;
-}
-
 static bool fits(const tp__policy_in_t *in, bool *ever_p, size_t *n_p,
 		 int *offers)
 {
 	tp__policy_in_t empty = *in;
 	size_t nh = tp_fabric_nhosts(in->f), n = 0, n0 = 0;
 	long long gpus = 0, gpus0 = 0;
-	bool *cut = cut_off_hosts(in);
 
 	empty.s = NULL;
 	empty.offer = NULL;
@@ -376,7 +338,7 @@ static bool fits(const tp__policy_in_t *in, bool *ever_p, size_t *n_p,
 		int g = tp__host_offer(in, h), g0 = tp__host_offer(&empty, h);
 		/* a host with no live cable can hold a job alone, never a
 		 * share of one that talks over the fabric */
-		if (cut && cut[h] && in->nhosts != 1 &&
+		if (in->s && tp__state_cut_off(in->s, h) && in->nhosts != 1 &&
 		    !(!in->nhosts && in->total_gpus <= g))
 			g = 0;
 		offers[h] = g > 0 ? g : 0;
@@ -390,7 +352,6 @@ static bool fits(const tp__policy_in_t *in, bool *ever_p, size_t *n_p,
 			gpus0 += g0;
 		}
 	}
-	tp_free(cut);
 	*n_p = n;
 	*ever_p = in->nhosts ? n0 >= in->nhosts : gpus0 >= in->total_gpus;
 	return in->nhosts ? n >= in->nhosts : gpus >= in->total_gpus;
@@ -462,10 +423,48 @@ static char *explain(const tp__policy_in_t *in, const tp_placement_t *p,
 	return sb.buf;
 }
 
+/* ideal_seconds through the caller's cache (NULL: none). */
+static tp_err_t ideal_cached(const tp__policy_in_t *in, double bytes,
+			     tp__ideal_cache_t *cache, double *s_p)
+{
+	tp__ideal_t key = {in->nhosts,	   in->gpus_per_host,
+			   in->total_gpus, in->exclusive,
+			   bytes,	   0};
+	tp_err_t err;
+
+	for (size_t i = 0; cache && i < cache->n; i++) {
+		const tp__ideal_t *e = &cache->e[i];
+		if (e->nhosts == key.nhosts &&
+		    e->gpus_per_host == key.gpus_per_host &&
+		    e->total_gpus == key.total_gpus &&
+		    e->exclusive == key.exclusive && e->bytes == key.bytes) {
+			*s_p = e->seconds;
+			return TP_OK;
+		}
+	}
+	if ((err = ideal_seconds(in, bytes, &key.seconds)))
+		return err;
+	void *p = cache ? cache->e : NULL;
+	if (cache && !tp_grow(&p, &cache->cap, cache->n + 1, sizeof(key))) {
+		cache->e = p;
+		cache->e[cache->n++] = key;
+	}
+	*s_p = key.seconds;
+	return TP_OK;
+}
+
+void tp__ideal_cache_free(tp__ideal_cache_t *c)
+{
+	if (!c)
+		return;
+	tp_free(c->e);
+	memset(c, 0, sizeof(*c));
+}
+
 static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 		      const tp_request_t *r, const tp_policy_params_t *params,
 		      const tp_cost_ctx_t *ctx, uint64_t seed, bool predict,
-		      tp_placement_t *out)
+		      tp__ideal_cache_t *ideal, tp_placement_t *out)
 {
 	tp_policy_params_t defaults;
 	tp__policy_in_t in = {0};
@@ -551,7 +550,7 @@ static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 		tp_cost_t c;
 		if ((err = tp__place_predict(ctx, s, p.hosts, p.gpus, p.nhosts,
 					     bytes, &p.algo, &c)) ||
-		    (err = ideal_seconds(&in, bytes, &p.ideal_s)))
+		    (err = ideal_cached(&in, bytes, ideal, &p.ideal_s)))
 			goto fail;
 		p.predicted_s = c.seconds;
 		p.cross_top_bytes = c.cross_top_bytes;
@@ -583,7 +582,15 @@ tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
 		      const tp_cost_ctx_t *ctx, uint64_t seed,
 		      tp_placement_t *out)
 {
-	return place(policy, s, r, params, ctx, seed, true, out);
+	return place(policy, s, r, params, ctx, seed, true, NULL, out);
+}
+
+tp_err_t tp__place_run(const tp_policy_t *policy, const tp_state_t *s,
+		       const tp_request_t *r, const tp_policy_params_t *params,
+		       const tp_cost_ctx_t *ctx, uint64_t seed,
+		       tp__ideal_cache_t *ideal, tp_placement_t *out)
+{
+	return place(policy, s, r, params, ctx, seed, true, ideal, out);
 }
 
 tp_err_t tp_place_choose(const tp_policy_t *policy, const tp_state_t *s,
@@ -592,5 +599,5 @@ tp_err_t tp_place_choose(const tp_policy_t *policy, const tp_state_t *s,
 			 const tp_cost_ctx_t *ctx, uint64_t seed,
 			 tp_placement_t *out)
 {
-	return place(policy, s, r, params, ctx, seed, false, out);
+	return place(policy, s, r, params, ctx, seed, false, NULL, out);
 }

@@ -16,9 +16,14 @@
  *   1. time: fewest hosts (total-GPU requests), then the smallest scope
  *      (one host, one multi-node NVLink domain, one level-1 group, the
  *      fewest level-1 groups inside one level-2 group, ...), then no
- *      degraded hosts in a ring that uses the network, then the best
- *      up-links (capacity left after health and other jobs' traffic,
- *      relative to what comes up from below) for the groups a ring spans;
+ *      bad hosts in a ring that uses the network (cabled to fewer rails
+ *      than the fabric has, or weakly cabled: a cable down or at half
+ *      rate, read from the state's per-host cable table, which every
+ *      health write keeps current, so this costs no pass over the
+ *      links), the least weak first where some cannot be avoided, then
+ *      the best up-links (capacity left after health and other jobs'
+ *      traffic, relative to what comes up from below) for the groups a
+ *      ring spans;
  *   2. fragmentation: best fit (fewest offering hosts left over in the
  *      chosen scope), with untouched groups and domains charged
  *      big_job_share * their size in hosts (when w_frag > 0): the
@@ -47,7 +52,7 @@
 /* Offering hosts and their GPUs in one scope (group or NVLink domain). */
 typedef struct stat {
 	uint32_t cnt;  /* hosts with an offer */
-	uint32_t good; /* of them not degraded */
+	uint32_t good; /* of them not bad (degraded or weak) */
 	uint32_t idle; /* hosts up with no job: == size means untouched */
 	uint64_t gpus; /* GPUs offered */
 } stat_t;
@@ -77,7 +82,8 @@ typedef struct ctx {
 	double *upbg;	/* per group: other jobs' Gb/s on its up-links */
 	bool total;	/* total-GPU request */
 	bool shared;	/* G GPUs of a host, others may share it */
-	bool good_only; /* inside a spread that can avoid degraded hosts */
+	bool good_only; /* inside a spread that can avoid bad hosts */
+	bool any_bad;	/* some host is degraded or weak */
 	bool hosts_only; /* total request being spread: count hosts, trim later
 			  */
 	bool reverse; /* variant: take each group's hosts from its other end */
@@ -116,9 +122,16 @@ static uint32_t count(const ctx_t *c, const stat_t *st)
 	return c->good_only ? st->good : st->cnt;
 }
 
+/* A host a ring over the network should avoid: cabled to fewer rails
+ * than the fabric has, or weakly cabled (the state's cable table). */
+static bool bad(const ctx_t *c, uint32_t h)
+{
+	return host(c, h)->degraded || tp__state_weak(c->s, h);
+}
+
 static bool eligible(const ctx_t *c, uint32_t h)
 {
-	return c->off[h] > 0 && !(c->good_only && host(c, h)->degraded);
+	return c->off[h] > 0 && !(c->good_only && bad(c, h));
 }
 
 static bool untouched(const stat_t *st, size_t size)
@@ -269,7 +282,9 @@ static tp_err_t take_hosts(ctx_t *c, const uint32_t *hs, size_t nhs,
 		if (c->total)
 			key[nk++] =
 			    -c->off[h]; /* fewest hosts: largest first */
-		key[nk++] = network && hp->degraded;
+		key[nk++] = !network	   ? 0
+			    : hp->degraded ? 1 << 8
+					   : tp__state_weakness(c->s, h);
 		key[nk++] =
 		    g == TP_ID_NONE ? 1 << 25 : cluster_rank(c->gtmp[g], need);
 		key[nk++] = g == TP_ID_NONE ? 0 : (int)g;
@@ -498,7 +513,7 @@ static tp_err_t spread_best(ctx_t *c, uint32_t p, int clv, size_t need,
 	size_t k_all, k_good;
 	tp_err_t err;
 
-	if (!was && tp_fabric_degraded_hosts(c->f)) {
+	if (!was && c->any_bad) {
 		uint32_t *tmp = tp_malloc((c->ng + 1) * sizeof(uint32_t));
 		if (!tmp)
 			return TP_ERR_NOMEM;
@@ -755,7 +770,7 @@ static tp_err_t place_one(ctx_t *c)
 			grp =
 			    frag_score(c, &c->gs[hp->group[0]], gp->nhosts, 1);
 		}
-		int deg = !hp->degraded;
+		int deg = !bad(c, h);
 		if (best == TP_ID_NONE || spare < bspare ||
 		    (spare == bspare && grp < bgrp) ||
 		    (spare == bspare && grp == bgrp && deg < bdeg)) {
@@ -955,14 +970,15 @@ static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip)
 	for (uint32_t h = 0; h < c->nh; h++) {
 		const tp_host_t *hp = tp_fabric_host(c->f, h);
 		bool idle = c->s->up[h] && c->s->njobs[h] == 0;
-		bool o = c->off[h] > 0;
+		bool o = c->off[h] > 0, b = bad(c, h);
+		c->any_bad |= b;
 		for (int l = 0; l < TP_MAX_LEVELS; l++) {
 			uint32_t g = hp->group[l];
 			if (g == TP_ID_NONE || g >= c->ng)
 				break;
 			c->gs[g].idle += idle;
 			c->gs[g].cnt += o;
-			c->gs[g].good += o && !hp->degraded;
+			c->gs[g].good += o && !b;
 			c->gs[g].gpus += (uint64_t)c->off[h];
 		}
 		uint32_t d = hp->nvdomain;
@@ -970,7 +986,7 @@ static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip)
 		    tp_fabric_nvdomain(c->f, d)->multi_node) {
 			c->ds[d].idle += idle;
 			c->ds[d].cnt += o;
-			c->ds[d].good += o && !hp->degraded;
+			c->ds[d].good += o && !b;
 			c->ds[d].gpus += (uint64_t)c->off[h];
 		}
 	}
@@ -1067,42 +1083,6 @@ static tp_err_t choose_once(const tp__policy_in_t *in, const bool *skip,
 out:
 	teardown(&c);
 	return err;
-}
-
-/* Hosts whose cables carry less than the best-cabled host's (a NIC
- * missing or at half width, or a link the state marks unhealthy): a ring
- * through them runs at their pace. NULL on NOMEM; *any_p: some are. */
-static bool *weak_hosts(const tp__policy_in_t *in, bool *any_p)
-{
-	size_t nh = tp_fabric_nhosts(in->f), nl = tp_fabric_nlinks(in->f);
-	double *cap = tp_calloc(nh + 1, sizeof(double)), top = 0;
-	bool *weak = tp_calloc(nh + 1, sizeof(bool));
-
-	*any_p = false;
-	if (!cap || !weak) {
-		tp_free(cap);
-		tp_free(weak);
-		return NULL;
-	}
-	for (size_t i = 0; i < nl; i++) {
-		const tp_link_t *l = tp_fabric_link(in->f, i);
-		for (int e = 0; e < 2 && l->active; e++) {
-			if (l->kind[e] != TP_NODE_CA)
-				continue;
-			uint32_t h = tp_fabric_ca(in->f, l->node[e])->host;
-			if (h < nh)
-				cap[h] += l->gbps * tp_state_link_health(
-							in->s, (uint32_t)i);
-		}
-	}
-	for (size_t h = 0; h < nh; h++)
-		if (cap[h] > top)
-			top = cap[h];
-	for (size_t h = 0; h < nh; h++)
-		if ((weak[h] = cap[h] < 0.99 * top))
-			*any_p = true;
-	tp_free(cap);
-	return weak;
 }
 
 /* Groups a host set spans (level 1). */
@@ -1270,7 +1250,6 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	size_t swaps, wswaps;
 	uint32_t worst = TP_ID_NONE, *vh = NULL, used[MAX_VARIANTS];
 	int *vg = NULL;
-	bool *weak = NULL, any_weak = false;
 	double best, base;
 	char vwhy[256];
 	pricer_t pr = {.in = in, .budget = PRICE_BUDGET};
@@ -1289,15 +1268,14 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	pr.ncand_max = 2 * tp_fabric_ngroups(in->f) + 2;
 	pr.cand = tp_malloc(pr.ncand_max * sizeof(uint32_t));
 	pr.coff = tp_malloc(pr.ncand_max * sizeof(int));
-	weak = weak_hosts(in, &any_weak);
 	if (!vh || !vg || !pr.th || !pr.tg || !pr.skip || !pr.in_set ||
-	    !pr.cand || !pr.coff || !weak)
+	    !pr.cand || !pr.coff)
 		goto out; /* keep the structural answer */
 	/* inside one level-1 group on well cabled hosts nothing is shared
 	 * with other jobs and every choice costs the same */
 	bool on_weak = false;
 	for (size_t i = 0; i < n && !on_weak; i++)
-		on_weak = weak[hosts[i]];
+		on_weak = tp__state_weak(in->s, hosts[i]);
 	if (worst == TP_ID_NONE && !on_weak)
 		goto out;
 	size_t rails = 0;
@@ -1334,9 +1312,11 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 		const bool *sk = NULL;
 		bool rev = false;
 		if (v == 1) {
-			if (!any_weak || !on_weak)
+			if (!on_weak)
 				continue;
-			sk = weak;
+			for (size_t h = 0; h < nh; h++)
+				pr.skip[h] = tp__state_weak(in->s, (uint32_t)h);
+			sk = pr.skip;
 		} else if (v == 2) {
 			if (worst == TP_ID_NONE)
 				continue;
@@ -1391,7 +1371,6 @@ out:
 	tp_free(pr.in_set);
 	tp_free(pr.cand);
 	tp_free(pr.coff);
-	tp_free(weak);
 	if (!err)
 		*n_p = n;
 	return err;

@@ -103,11 +103,14 @@ typedef struct sim {
 	size_t nended;
 	uint32_t *mark; /* per directed link: stamp of the job that changed */
 	uint32_t stamp;
-	size_t rerated;	 /* re-predictions of running jobs */
-	size_t nres;	 /* directed links: 2 per link */
-	double *scratch; /* nres zeroes between uses */
-	uint32_t *bgcnt; /* per directed link: running jobs loading it */
-	double *loadsum; /* per directed link: their summed average Gb/s */
+	size_t rerated;	   /* re-predictions of running jobs */
+	size_t nres;	   /* directed links: 2 per link */
+	double *scratch;   /* nres zeroes between uses */
+	uint32_t *bgcnt;   /* per directed link: running jobs loading it */
+	double *loadsum;   /* per directed link: their summed average Gb/s */
+	double *lbytes;	   /* nres zeroes: one routing's bytes per link */
+	uint32_t *touched; /* the directed links it has bytes on */
+	tp__ideal_cache_t ideal; /* ideal time per request shape */
 } sim_t;
 
 static void heap_push(sim_t *m, running_t r)
@@ -240,40 +243,53 @@ static void fair_background(sim_t *m, uint32_t r)
 	    tp_traffic_fair_background(cap, m->loadsum[r], m->bgcnt[r]);
 }
 
-/* Add the traffic of a job on hosts[0..n) to the background and keep
- * the links it loads in run (replacing what run kept). */
-static tp_err_t load_add(sim_t *m, const uint32_t *hosts, const int *gpus,
-			 size_t nh, double bytes, tp_algo_t algo, double duty,
-			 running_t *run)
+/* Predict a job's collective on hosts[0..n) on the current background,
+ * routing it once for both its time (*c) and the links it loads
+ * (m->lbytes over m->touched[0..*nt_p), for load_add). */
+static tp_err_t predict_routed(sim_t *m, const uint32_t *hosts, const int *gpus,
+			       size_t nh, double bytes, tp_algo_t algo,
+			       tp_cost_t *c, size_t *nt_p)
+{
+	return tp__cost_predict_load(m->ctx, m->s, hosts, gpus, nh, bytes, algo,
+				     m->lbytes, m->touched, nt_p, c);
+}
+
+/* Add the traffic of the job predict_routed just routed (err: what it
+ * returned, seconds: its time) to the background at duty and keep the
+ * links it loads in run (replacing what run kept). */
+static tp_err_t load_add(sim_t *m, tp_err_t err, size_t nt, double seconds,
+			 double duty, running_t *run)
 {
 	size_t n = 0, k = 0;
-	tp_err_t err;
 
 	tp_free(run->load);
 	run->load = NULL;
 	run->nload = 0;
-	if (!(duty > 0))
-		return TP_OK;
-	if ((err = tp_cost_link_load(m->ctx, m->s, hosts, gpus, nh, bytes, algo,
-				     duty, m->scratch)))
+	if (err || !(duty > 0)) {
+		tp__cost_load_take(m->lbytes, m->touched, nt, 0, 0, m->scratch);
 		/* no route now: the job cannot load what it cannot use */
-		return err == TP_ERR_NOMEM ? err : TP_OK;
-	for (size_t r = 0; r < m->nres; r++)
-		n += m->scratch[r] > 0;
+		return err == TP_ERR_NOMEM && duty > 0 ? err : TP_OK;
+	}
+	tp__cost_load_take(m->lbytes, m->touched, nt, seconds, duty,
+			   m->scratch);
+	for (size_t i = 0; i < nt; i++)
+		n += m->scratch[m->touched[i]] > 0;
 	if (n && !(run->load = tp_malloc(n * sizeof(link_load_t)))) {
-		memset(m->scratch, 0, m->nres * sizeof(double));
+		for (size_t i = 0; i < nt; i++)
+			m->scratch[m->touched[i]] = 0;
 		return TP_ERR_NOMEM;
 	}
-	for (size_t r = 0; r < m->nres; r++) {
+	for (size_t i = 0; i < nt; i++) {
+		uint32_t r = m->touched[i];
 		if (!(m->scratch[r] > 0))
 			continue;
-		run->load[k++] = (link_load_t){(uint32_t)r, m->scratch[r]};
+		run->load[k++] = (link_load_t){r, m->scratch[r]};
 		m->loadsum[r] += m->scratch[r];
 		m->bgcnt[r]++;
-		fair_background(m, (uint32_t)r);
+		fair_background(m, r);
 		m->scratch[r] = 0;
 	}
-	run->nload = n;
+	run->nload = k;
 	return TP_OK;
 }
 
@@ -307,22 +323,23 @@ static tp_err_t rerate(sim_t *m, running_t *r, double now)
 	const tp_job_spec_t *js = &m->t->jobs[r->job];
 	double bytes = js->bytes > 0 ? js->bytes : 1024.0 * 1024 * 1024;
 	double x = 1, duty;
+	size_t nt;
 	tp_cost_t c;
+	tp_err_t err;
 
 	r->progress += (now - r->t_last) * r->rate;
 	if (r->progress > js->run_s)
 		r->progress = js->run_s;
 	r->t_last = now;
 	load_remove(m, r);
-	if (!tp_cost_predict(m->ctx, m->s, r->hosts, r->hgpus, r->nhosts, bytes,
-			     r->algo, &c) &&
-	    r->ideal_s > 0)
+	err = predict_routed(m, r->hosts, r->hgpus, r->nhosts, bytes, r->algo,
+			     &c, &nt);
+	if (!err && r->ideal_s > 0)
 		x = c.seconds / r->ideal_s;
 	rate_of(js->comm_frac, x, &r->rate, &duty);
 	r->end = now + (js->run_s - r->progress) / r->rate;
 	m->rerated++;
-	return load_add(m, r->hosts, r->hgpus, r->nhosts, bytes, r->algo, duty,
-			r);
+	return load_add(m, err, nt, c.seconds, duty, r);
 }
 
 /* A job started or ended, changing the background on the links in
@@ -373,8 +390,8 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 	*started = false;
 	to_request(js, &r);
 	memset(&pl, 0, sizeof(pl));
-	err =
-	    tp_place_run(m->policy, m->s, &r, m->pp, m->ctx, m->seed + j, &pl);
+	err = tp__place_run(m->policy, m->s, &r, m->pp, m->ctx, m->seed + j,
+			    &m->ideal, &pl);
 	if (err == TP_ERR_NOTFOUND)
 		return TP_OK;
 	if (err == TP_ERR_RANGE) {
@@ -405,9 +422,13 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 		double duty = f * slowdown / ((1 - f) + f * slowdown);
 		double steps = js->comm_frac * js->run_s / pl.ideal_s;
 
+		size_t nt;
+		tp_cost_t c;
+
 		m->cross += steps * pl.cross_top_bytes;
-		if ((err = load_add(m, pl.hosts, pl.gpus, pl.nhosts, bytes,
-				    pl.algo, duty, &run))) {
+		err = predict_routed(m, pl.hosts, pl.gpus, pl.nhosts, bytes,
+				     pl.algo, &c, &nt);
+		if ((err = load_add(m, err, nt, c.seconds, duty, &run))) {
 			tp_state_release(m->s, j + 1);
 			tp_placement_free(&pl);
 			return err;
@@ -689,8 +710,11 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 	m.bgcnt = tp_calloc(m.nres + 1, sizeof(uint32_t));
 	m.loadsum = tp_calloc(m.nres + 1, sizeof(double));
 	m.mark = tp_calloc(m.nres + 1, sizeof(uint32_t));
+	m.lbytes = tp_calloc(m.nres + 1, sizeof(double));
+	m.touched = tp_malloc((m.nres + 1) * sizeof(uint32_t));
 	if (!m.s || !m.heap || !m.queue || !m.wait || !m.jct || !m.slow ||
-	    !m.decide || !m.scratch || !m.bgcnt || !m.loadsum || !m.mark)
+	    !m.decide || !m.scratch || !m.bgcnt || !m.loadsum || !m.mark ||
+	    !m.lbytes || !m.touched)
 		goto out;
 	m.first_t = m.last_t = t->jobs[0].submit_s;
 
@@ -801,10 +825,13 @@ out:
 	for (size_t i = 0; i < m.nheap; i++)
 		running_free(&m.heap[i]);
 	tp_state_destroy(m.s);
+	tp__ideal_cache_free(&m.ideal);
 	tp_free(m.scratch);
 	tp_free(m.bgcnt);
 	tp_free(m.loadsum);
 	tp_free(m.mark);
+	tp_free(m.lbytes);
+	tp_free(m.touched);
 	tp_free(m.heap);
 	tp_free(m.queue);
 	tp_free(m.wait);

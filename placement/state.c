@@ -28,6 +28,117 @@ static int host_gpus(const tp_fabric_t *f, uint32_t h)
 	return (int)tp_fabric_host(f, h)->ngpus;
 }
 
+/* Host of CA end e of link k, TP_ID_NONE when that end is no host's. */
+static uint32_t end_host(const tp_fabric_t *f, const tp_link_t *k, int e)
+{
+	uint32_t h;
+
+	if (k->kind[e] != TP_NODE_CA)
+		return TP_ID_NONE;
+	h = tp_fabric_ca(f, k->node[e])->host;
+	return h < tp_fabric_nhosts(f) ? h : TP_ID_NONE;
+}
+
+/* Every host's cables, from one pass over the links. */
+static bool cables_build(tp_state_t *s)
+{
+	const tp_fabric_t *f = s->f;
+	size_t nh = tp_fabric_nhosts(f), nl = tp_fabric_nlinks(f);
+	uint32_t *fill;
+
+	s->hlink_off = tp_calloc(nh + 2, sizeof(uint32_t));
+	s->hcap = tp_calloc(nh + 1, sizeof(double));
+	s->hlive = tp_calloc(nh + 1, sizeof(uint32_t));
+	if (!s->hlink_off || !s->hcap || !s->hlive)
+		return false;
+	for (size_t l = 0; l < nl; l++)
+		for (int e = 0; e < 2; e++) {
+			uint32_t h = end_host(f, tp_fabric_link(f, l), e);
+			if (h != TP_ID_NONE)
+				s->hlink_off[h + 1]++;
+		}
+	for (size_t h = 0; h < nh; h++)
+		s->hlink_off[h + 1] += s->hlink_off[h];
+	if (!(s->hlink = tp_malloc((s->hlink_off[nh] + 1) * sizeof(uint32_t))))
+		return false;
+	if (!(fill = tp_malloc((nh + 1) * sizeof(uint32_t))))
+		return false;
+	memcpy(fill, s->hlink_off, nh * sizeof(uint32_t));
+	for (size_t l = 0; l < nl; l++)
+		for (int e = 0; e < 2; e++) {
+			uint32_t h = end_host(f, tp_fabric_link(f, l), e);
+			if (h != TP_ID_NONE)
+				s->hlink[fill[h]++] = (uint32_t)l;
+		}
+	tp_free(fill);
+	tp__state_cables_all(s);
+	return true;
+}
+
+/* A ring splits what a host sends evenly over its live cables, so the
+ * slowest of them sets the pace: live cables x the slowest one's Gb/s. */
+static void cables_host(tp_state_t *s, uint32_t h)
+{
+	double slow = 0;
+	uint32_t live = 0;
+
+	for (uint32_t i = s->hlink_off[h]; i < s->hlink_off[h + 1]; i++) {
+		const tp_link_t *k = tp_fabric_link(s->f, s->hlink[i]);
+		double g = k->gbps * s->health[s->hlink[i]];
+		if (!k->active || !(g > 0))
+			continue;
+		if (!live++ || g < slow)
+			slow = g;
+	}
+	s->hcap[h] = live * slow;
+	s->hlive[h] = live;
+}
+
+static void cables_top(tp_state_t *s)
+{
+	size_t nh = tp_fabric_nhosts(s->f);
+
+	s->cap_top = 0;
+	s->ntop = 0;
+	for (size_t h = 0; h < nh; h++)
+		if (s->hcap[h] > s->cap_top)
+			s->cap_top = s->hcap[h];
+	for (size_t h = 0; h < nh; h++)
+		s->ntop += s->hcap[h] == s->cap_top;
+}
+
+void tp__state_cables_all(tp_state_t *s)
+{
+	for (size_t h = 0; h < tp_fabric_nhosts(s->f); h++)
+		cables_host(s, (uint32_t)h);
+	cables_top(s);
+}
+
+/* One link changed: its hosts again, and the top only when the last host
+ * at it fell below (a pass over the hosts, not the links). */
+void tp__state_cables_link(tp_state_t *s, uint32_t l)
+{
+	const tp_link_t *k = tp_fabric_link(s->f, l);
+
+	for (int e = 0; e < 2; e++) {
+		uint32_t h = end_host(s->f, k, e);
+		if (h == TP_ID_NONE)
+			continue;
+		double old = s->hcap[h];
+		cables_host(s, h);
+		double now = s->hcap[h];
+		if (now > s->cap_top) {
+			s->cap_top = now;
+			s->ntop = 1;
+		} else if (now == s->cap_top && old != s->cap_top) {
+			s->ntop++;
+		} else if (old == s->cap_top && now < s->cap_top &&
+			   !--s->ntop) {
+			cables_top(s);
+		}
+	}
+}
+
 tp_state_t *tp_state_create(const tp_fabric_t *f)
 {
 	tp_state_t *s;
@@ -55,6 +166,10 @@ tp_state_t *tp_state_create(const tp_fabric_t *f)
 	}
 	for (size_t l = 0; l < nl; l++)
 		s->health[l] = 1.0;
+	if (!cables_build(s)) {
+		tp_state_destroy(s);
+		return NULL;
+	}
 	return s;
 }
 
@@ -68,6 +183,10 @@ void tp_state_destroy(tp_state_t *s)
 	tp_free(s->health);
 	tp_free(s->bg);
 	tp_free(s->share);
+	tp_free(s->hlink_off);
+	tp_free(s->hlink);
+	tp_free(s->hcap);
+	tp_free(s->hlive);
 	tp_free(s);
 }
 
@@ -98,13 +217,19 @@ tp_state_t *tp_state_clone(const tp_state_t *s)
 	c->health = dup_mem(s->health, nl * sizeof(double));
 	c->bg = dup_mem(s->bg, 2 * nl * sizeof(double));
 	c->share = dup_mem(s->share, s->nshare * sizeof(tp__share_t));
+	c->hlink_off = dup_mem(s->hlink_off, (nh + 1) * sizeof(uint32_t));
+	c->hlink = dup_mem(s->hlink, s->hlink_off[nh] * sizeof(uint32_t));
+	c->hcap = dup_mem(s->hcap, nh * sizeof(double));
+	c->hlive = dup_mem(s->hlive, nh * sizeof(uint32_t));
 	if (!c->free || !c->njobs || !c->up || !c->health || !c->bg ||
-	    !c->share) {
+	    !c->share || !c->hlink_off || !c->hlink || !c->hcap || !c->hlive) {
 		tp_state_destroy(c);
 		return NULL;
 	}
 	c->nshare = c->capshare = s->nshare;
 	c->busy = s->busy;
+	c->cap_top = s->cap_top;
+	c->ntop = s->ntop;
 	return c;
 }
 
@@ -154,6 +279,7 @@ tp_err_t tp_state_set_link(tp_state_t *s, uint32_t link, double health,
 		return TP_ERR_RANGE;
 	s->health[link] = health;
 	s->bg[2 * link] = s->bg[2 * link + 1] = background_gbps;
+	tp__state_cables_link(s, link);
 	return TP_OK;
 }
 
@@ -760,6 +886,7 @@ tp_err_t tp_state_load_json(const tp_fabric_t *f, const char *path,
 	}
 	if ((err = load_root(&ld, root)))
 		goto out;
+	tp__state_cables_all(ld.s);
 	*s_p = ld.s;
 	ld.s = NULL;
 out:

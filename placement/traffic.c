@@ -174,6 +174,7 @@ tp_err_t tp_traffic_apply(const tp_traffic_t *t, const tp_state_t *from,
 			s->bg[r] = bg;
 		}
 	}
+	tp__state_cables_all(s);
 	return TP_OK;
 }
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tp_placement.h"
+#include "placement_int.h"
 
 /* 4 leaves x 4 hosts x 8 GPUs, 2 spines: node001-004 on leaf01, ... */
 static tp_fabric_t *fat_tree(bool interleave)
@@ -167,6 +167,115 @@ static void test_state_json_roundtrip(void **unused)
 				  "\"background_gbps\":[100,20]}"));
 	tp_free(a);
 	tp_state_destroy(s);
+	tp_state_destroy(t);
+	tp_fabric_destroy(f);
+}
+
+/* Host h's cables (links to its CAs), in link order; returns how many. */
+static size_t host_cables(const tp_fabric_t *f, uint32_t h, uint32_t *out)
+{
+	size_t n = 0;
+
+	for (size_t l = 0; l < tp_fabric_nlinks(f); l++) {
+		const tp_link_t *k = tp_fabric_link(f, l);
+		for (int e = 0; e < 2; e++)
+			if (k->kind[e] == TP_NODE_CA &&
+			    tp_fabric_ca(f, k->node[e])->host == h)
+				out[n++] = (uint32_t)l;
+	}
+	return n;
+}
+
+static size_t count_weak(const tp_state_t *s, size_t nh)
+{
+	size_t n = 0;
+
+	for (uint32_t h = 0; h < nh; h++)
+		n += tp__state_weak(s, h);
+	return n;
+}
+
+/* The per-host cable table a decision reads instead of every link: weak
+ * (a ring through it runs slower than through the best-cabled host) and
+ * cut off (no live cable),
+ * kept current by tp_state_set_link and the JSON loader, and cloned. */
+static void test_state_cables(void **unused)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+	tp_state_t *s, *c, *t = NULL;
+	uint32_t a[4], b[4], h0 = 0, h1 = 5;
+	size_t nh;
+	char json[160], *err = NULL, *path;
+
+	(void)unused;
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 2;
+	p.spines = 2;
+	p.hosts_per_leaf = 4;
+	p.uplinks_per_spine = 1;
+	p.nics_per_host = 2;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	nh = tp_fabric_nhosts(f);
+	assert_int_equal(host_cables(f, h0, a), 2);
+	assert_int_equal(host_cables(f, h1, b), 2);
+	s = tp_state_create(f);
+	assert_non_null(s);
+	assert_int_equal(count_weak(s, nh), 0);
+	assert_false(tp__state_cut_off(s, h0));
+
+	/* one cable at half rate: weak, still on the fabric */
+	assert_int_equal(tp_state_set_link(s, a[0], 0.5, 0), TP_OK);
+	assert_true(tp__state_weak(s, h0));
+	assert_int_equal(count_weak(s, nh), 1);
+	assert_false(tp__state_cut_off(s, h0));
+	/* background traffic is no cable fault */
+	assert_int_equal(tp_state_set_link(s, b[0], 1, 300), TP_OK);
+	assert_false(tp__state_weak(s, h1));
+	/* both dead: cut off; a clone reads the same */
+	assert_int_equal(tp_state_set_link(s, a[1], 0, 0), TP_OK);
+	assert_int_equal(tp_state_set_link(s, a[0], 0, 0), TP_OK);
+	assert_true(tp__state_cut_off(s, h0));
+	c = tp_state_clone(s);
+	assert_non_null(c);
+	assert_true(tp__state_cut_off(c, h0));
+	assert_true(tp__state_weak(c, h0));
+	assert_int_equal(count_weak(c, nh), 1);
+	/* mended: the clone is its own copy */
+	assert_int_equal(tp_state_set_link(s, a[0], 1, 0), TP_OK);
+	assert_int_equal(tp_state_set_link(s, a[1], 1, 0), TP_OK);
+	assert_int_equal(count_weak(s, nh), 0);
+	assert_false(tp__state_cut_off(s, h0));
+	assert_true(tp__state_cut_off(c, h0));
+	tp_state_destroy(c);
+
+	/* every host has a cable at half rate: the best-cabled host sets
+	 * the bar, so none is weak; a ring splits its bytes evenly over the
+	 * cables, so the slowest sets the pace: halving the other one too
+	 * changes nothing, losing it does */
+	for (uint32_t h = 0; h < nh; h++) {
+		uint32_t k[4];
+		host_cables(f, h, k);
+		assert_int_equal(tp_state_set_link(s, k[1], 0.5, 0), TP_OK);
+	}
+	assert_int_equal(count_weak(s, nh), 0);
+	assert_int_equal(tp_state_set_link(s, b[0], 0.5, 0), TP_OK);
+	assert_int_equal(count_weak(s, nh), 0);
+	assert_int_equal(tp_state_set_link(s, b[0], 0, 0), TP_OK);
+	assert_int_equal(count_weak(s, nh), 1);
+	assert_true(tp__state_weak(s, h1));
+	tp_state_destroy(s);
+
+	/* a state file with a dead cable */
+	snprintf(json, sizeof(json),
+		 "{\"format\":\"topoplace-state/1\",\"links\":["
+		 "{\"link\":%u,\"health\":0},{\"link\":%u,\"health\":0}]}",
+		 b[0], b[1]);
+	path = write_tmp(json);
+	assert_int_equal(tp_state_load_json(f, path, &t, &err), TP_OK);
+	unlink(path);
+	assert_true(tp__state_cut_off(t, h1));
+	assert_int_equal(count_weak(t, nh), 1);
 	tp_state_destroy(t);
 	tp_fabric_destroy(f);
 }
@@ -611,6 +720,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_state_basics),
 	    cmocka_unit_test(test_state_json_roundtrip),
+	    cmocka_unit_test(test_state_cables),
 	    cmocka_unit_test(test_state_json_job_on_down_host),
 	    cmocka_unit_test(test_state_json_errors),
 	    cmocka_unit_test(test_request_parse),

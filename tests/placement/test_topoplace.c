@@ -316,6 +316,77 @@ static void test_degraded(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* Hosts with a cable down or at half rate (the state's cable table): a
+ * ring avoids them where a group holds it on strong hosts, even against
+ * best fit, and where it cannot, takes the least weak. 2 leaves x 4
+ * hosts x 4 NICs; leaf 0's host 0 has a cable at half rate (ring rate
+ * 4 x 200 of 1600), host 1 one cable dead (3 x 400). */
+static void test_weak_hosts(void **state)
+{
+	tp_gen_fat_tree_t g;
+	tp_fabric_t *f = NULL;
+	tp_state_t *s;
+	tp_placement_t p;
+	uint32_t h0 = 0, h1 = 1;
+
+	(void)state;
+	tp_gen_fat_tree_defaults(&g);
+	g.leaves = 2;
+	g.hosts_per_leaf = 4;
+	g.spines = 2;
+	g.uplinks_per_spine = 1;
+	g.nics_per_host = 4;
+	assert_int_equal(tp_gen_fat_tree(&g, &f), TP_OK);
+	s = tp_state_create(f);
+	assert_non_null(s);
+	for (uint32_t l = 0, half = 0, dead = 0; l < tp_fabric_nlinks(f); l++) {
+		const tp_link_t *k = tp_fabric_link(f, l);
+		uint32_t h = k->kind[0] == TP_NODE_CA
+				 ? tp_fabric_ca(f, k->node[0])->host
+			     : k->kind[1] == TP_NODE_CA
+				 ? tp_fabric_ca(f, k->node[1])->host
+				 : TP_ID_NONE;
+		if (h == h0 && !half++)
+			assert_int_equal(tp_state_set_link(s, l, 0.5, 0),
+					 TP_OK);
+		if (h == h1 && !dead++)
+			assert_int_equal(tp_state_set_link(s, l, 0, 0), TP_OK);
+	}
+	assert_int_equal(tp__state_weakness(s, h0), 9);
+	assert_int_equal(tp__state_weakness(s, h1), 5);
+	assert_int_equal(leaf_of(f, h0), leaf_of(f, 2));
+
+	/* room on strong hosts in leaf 0: no weak host */
+	tp_request_t r = req(2, 8, 0, true);
+	place(s, &r, &p);
+	for (size_t i = 0; i < p.nhosts; i++)
+		assert_false(tp__state_weak(s, p.hosts[i]));
+	tp_placement_free(&p);
+
+	/* leaf 0 fits 3 best (host 3 busy) but only with 2 weak hosts:
+	 * leaf 1, whole and strong, instead */
+	uint32_t h3 = 3;
+	int g8 = 8;
+	assert_int_equal(leaf_of(f, h3), leaf_of(f, h0));
+	assert_int_equal(tp_state_alloc(s, 50, &h3, &g8, 1), TP_OK);
+	r = req(3, 8, 0, true);
+	place(s, &r, &p);
+	assert_int_equal(groups_of(f, &p), 1);
+	assert_int_not_equal(leaf_of(f, p.hosts[0]), leaf_of(f, h0));
+	tp_placement_free(&p);
+
+	/* leaf 1 full: 2 hosts of leaf 0 take the strong one and the less
+	 * weak (a dead cable of 4, not a half-rate one) */
+	fill_group(s, leaf_of(f, 4), 4, 51);
+	r = req(2, 8, 0, true);
+	place(s, &r, &p);
+	for (size_t i = 0; i < p.nhosts; i++)
+		assert_int_not_equal(p.hosts[i], h0);
+	tp_placement_free(&p);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
 /* Spanning leaves: the one with degraded up-links is left out when an
  * equally small set of healthy ones holds the job. */
 static void test_uplinks(void **state)
@@ -640,6 +711,7 @@ int main(void)
 	    cmocka_unit_test(test_min_groups),
 	    cmocka_unit_test(test_min_groups_random),
 	    cmocka_unit_test(test_degraded),
+	    cmocka_unit_test(test_weak_hosts),
 	    cmocka_unit_test(test_uplinks),
 	    cmocka_unit_test(test_nvl72),
 	    cmocka_unit_test(test_nvl72_spread),
