@@ -265,7 +265,7 @@ static size_t nrunning, caprunning;
 /* The writer thread and its queue, under wq_lock (never under any lock
  * of slurmctld's). Besides the queue the writer reads fabric, cost_ctx,
  * policy and decisions_path: these change only with state_lock held and
- * after writer_sync(), when it holds no record; decisions_lines is the
+ * after writer_sync(), when it holds no record; journal.lines is the
  * writer's own, and so is the link state while ls_on holds (below). */
 static pthread_mutex_t wq_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wq_work = PTHREAD_COND_INITIALIZER;
@@ -275,11 +275,12 @@ static size_t wq_head, wq_len, wq_dropped;
 static bool wq_busy, wq_stop, wq_asleep;
 static bool wq_running;      /* under state_lock */
 static pthread_t wq_thread;
+/* The decisions file (path xmalloc'ed, NULL: none); its gid is
+ * SlurmUser's group, which may read it (PrivateData=jobs hides the hosts
+ * of other users' jobs from everyone else), -1 unknown. */
 static char *decisions_path;
-static size_t decisions_lines = SIZE_MAX; /* lines in the file; MAX = unknown */
-/* SlurmUser's group, which may read the file (PrivateData=jobs hides
- * the hosts of other users' jobs from everyone else); -1 unknown */
-static gid_t decisions_gid = (gid_t)-1;
+static tp_decision_journal_t journal = {
+    .keep = DECISIONS_KEEP, .gid = -1, .lines = SIZE_MAX};
 
 /* The links the selection prices with. ls_pub (and ls_gen) under ls_lock:
  * the writer swaps a new one in, the selection copies it into sel_state
@@ -841,126 +842,6 @@ static bool price(const decision_t *d, double *pred_p, double *ideal_p)
 	return ok;
 }
 
-static void json_str(char **out, const char *s)
-{
-	xstrcat(*out, "\"");
-	for (; s && *s; s++) {
-		if (*s == '"' || *s == '\\')
-			xstrfmtcat(*out, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			xstrfmtcat(*out, "\\u%04x", (unsigned char)*s);
-		else
-			xstrfmtcat(*out, "%c", *s);
-	}
-	xstrcat(*out, "\"");
-}
-
-/* 0640, SlurmUser's group: the records name every job's hosts. An older
- * plugin's 0644 file is mended at its next write. */
-static void decisions_protect(int fd)
-{
-	struct stat st;
-
-	if (fstat(fd, &st) != 0)
-		return;
-	if (decisions_gid != (gid_t)-1 && st.st_gid != decisions_gid &&
-	    fchown(fd, (uid_t)-1, decisions_gid) != 0)
-		debug("%s: %s: chgrp: %m", plugin_type, decisions_path);
-	if ((st.st_mode & 07777) != 0640 && fchmod(fd, 0640) != 0)
-		debug("%s: %s: chmod: %m", plugin_type, decisions_path);
-}
-
-/* Two controllers may share StateSaveLocation (HA): a trim renames a
- * copy over the file, so without this lock it could drop a record the
- * other appended meanwhile. Trimming and appending hold it; a lock file
- * beside the records, since the rename replaces the records' inode.
- * Returns the descriptor to close, -1 when no lock could be had (the
- * record is then written anyway: one controller is the common case). */
-static int decisions_lock(void)
-{
-	char *lp = NULL;
-	int fd;
-
-	xstrfmtcat(lp, "%s.lock", decisions_path);
-	fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
-	if (fd >= 0) {
-		decisions_protect(fd);
-		while (flock(fd, LOCK_EX) != 0) {
-			if (errno != EINTR) {
-				debug("%s: %s: flock: %m", plugin_type, lp);
-				break;
-			}
-		}
-	} else {
-		debug("%s: %s: %m", plugin_type, lp);
-	}
-	xfree(lp);
-	return fd;
-}
-
-/* Keep the last DECISIONS_KEEP lines of the file. A last line without
- * its newline is a write cut short (disk full, or an older plugin killed
- * mid-record): cut off in place first (truncate needs no space), or the
- * next record would be glued to it. With more lines than DECISIONS_KEEP
- * the rest is copied byte for byte to a private temporary file, synced
- * and renamed over the file. decisions_lines gets the count whatever
- * happens to the copy, so a failed one is retried at the next 2x mark,
- * not at every record. */
-static void decisions_trim(const char *path)
-{
-	char *tmp = NULL, *line = NULL;
-	size_t cap = 0, total = 0, skip, k = 0;
-	off_t pos = 0, whole = 0;
-	ssize_t len;
-	FILE *in, *out;
-	int fd;
-	bool ok;
-
-	if (!(in = fopen(path, "re"))) {
-		if (errno == ENOENT)
-			decisions_lines = 0;
-		return;
-	}
-	while ((len = getline(&line, &cap, in)) > 0) {
-		pos += len;
-		if (line[len - 1] == '\n') {
-			total++;
-			whole = pos;
-		}
-	}
-	if (ferror(in))
-		goto out;
-	if (pos > whole && truncate(path, whole) != 0)
-		debug("%s: %s: cannot drop a record cut short: %m", plugin_type,
-		      path);
-	decisions_lines = total;
-	if (total <= DECISIONS_KEEP)
-		goto out;
-	skip = total - DECISIONS_KEEP;
-	rewind(in);
-	xstrfmtcat(tmp, "%s.XXXXXX", path);
-	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0)
-		goto out;
-	decisions_protect(fd);
-	if (!(out = fdopen(fd, "w"))) {
-		close(fd);
-		unlink(tmp);
-		goto out;
-	}
-	while ((len = getline(&line, &cap, in)) > 0)
-		if (line[len - 1] == '\n' && k++ >= skip)
-			fwrite(line, 1, (size_t)len, out);
-	ok = !ferror(in) && fflush(out) == 0 && fsync(fileno(out)) == 0;
-	if (fclose(out) == 0 && ok && rename(tmp, path) == 0)
-		decisions_lines = total - skip;
-	else
-		unlink(tmp);
-out:
-	fclose(in);
-	free(line);
-	xfree(tmp);
-}
-
 /* The node list as slurmctld prints it (bitmap2node_name: sorted,
  * ranged), from the fabric's names of the nodes, which are slurm.conf's:
  * the writer reads no node table. */
@@ -978,86 +859,43 @@ static char *picks_hostlist(const decision_t *d)
 	return s;
 }
 
-/* One JSON line per decision (topoplace-decision/1):
- * {"format":"topoplace-decision/1","job_id":N,"time":EPOCH,
- *  "hosts":"node[001,003]","ring":["node001",...],"gpus":[2,...],
- *  "span_groups":1,"min_groups":1,"min_groups_empty":1,
- *  "predicted_s":X,"ideal_s":Y (absent when unpriced),
- *  "policy":"topoplace","decision_ms":Z,"reason":"..."}
- * appended with one write(2) on an O_APPEND descriptor, so a record is in
- * the file whole or not at all. The writer thread's (or, without one,
- * writer_sync's caller's). */
+/* The record of one decision (tp_decision_encode: topoplace-decision/1)
+ * appended to the journal under its lock, whole or not at all. The
+ * writer thread's (or, without one, writer_sync's caller's). */
 static void decision_write(const decision_t *d)
 {
 	const tp_placement_t *pl = &d->pl;
-	char *line = NULL, *hl;
-	double pred = 0, ideal = 0;
+	tp_decision_t rec;
+	char *hl = NULL, *line = NULL;
 	size_t len;
-	ssize_t w;
-	int fd, lock;
+	tp_err_t err = TP_ERR_NOMEM;
 
 	if (!decisions_path)
 		return;
-	hl = picks_hostlist(d);
-	xstrfmtcat(line,
-		   "{\"format\":\"" TP_DECISION_FORMAT "\",\"job_id\":%u,"
-		   "\"time\":%" PRId64 ",\"hosts\":",
-		   d->job_id, (int64_t)d->when);
-	json_str(&line, hl);
-	xstrcat(line, ",\"ring\":[");
-	for (size_t i = 0; i < pl->nhosts; i++) {
-		if (i)
-			xstrcat(line, ",");
-		json_str(&line, tp_fabric_host(fabric, pl->hosts[i])->name);
-	}
-	xstrcat(line, "],\"gpus\":[");
+	tp_decision_init(&rec);
+	rec.job_id = d->job_id;
+	rec.time = (int64_t)d->when;
+	rec.hosts = hl = picks_hostlist(d);
+	rec.nring = pl->nhosts;
+	rec.ring = xcalloc(pl->nhosts + 1, sizeof(char *));
 	for (size_t i = 0; i < pl->nhosts; i++)
-		xstrfmtcat(line, "%s%d", i ? "," : "", pl->gpus[i]);
-	xstrfmtcat(line,
-		   "],\"span_groups\":%zu,\"min_groups\":%zu,"
-		   "\"min_groups_empty\":%zu,",
-		   pl->span[TP_SPAN_GROUPS], pl->min_span_free[TP_SPAN_GROUPS],
-		   pl->min_span_empty[TP_SPAN_GROUPS]);
-	if (price(d, &pred, &ideal))
-		xstrfmtcat(line, "\"predicted_s\":%.9g,\"ideal_s\":%.9g,",
-			   pred, ideal);
-	xstrfmtcat(line, "\"policy\":\"%s\",\"decision_ms\":%.3f,\"reason\":",
-		   tp_policy_name(policy), d->ms);
-	json_str(&line, pl->explain);
-	xstrcat(line, "}\n");
-
-	lock = decisions_lock();
-	/* first write since the start or a failed one: count the lines and
-	 * drop a last one cut short before appending to it */
-	if (decisions_lines == SIZE_MAX)
-		decisions_trim(decisions_path);
-	len = strlen(line);
-	fd = open(decisions_path,
-		  O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
-	if (fd < 0) {
-		debug("%s: %s: %m", plugin_type, decisions_path);
-		goto out;
-	}
-	decisions_protect(fd);
-	do {
-		w = write(fd, line, len);
-	} while (w < 0 && errno == EINTR);
-	if (close(fd) == 0 && w == (ssize_t)len) {
-		if (decisions_lines != SIZE_MAX)
-			decisions_lines++;
-	} else {
-		/* a part may be there: the next write's trim drops it */
-		debug("%s: %s: record of JobId=%u not written", plugin_type,
-		      decisions_path, d->job_id);
-		decisions_lines = SIZE_MAX;
-	}
-	if (decisions_lines != SIZE_MAX && decisions_lines > 2 * DECISIONS_KEEP)
-		decisions_trim(decisions_path);
-out:
-	if (lock >= 0)
-		close(lock); /* releases the flock */
+		rec.ring[i] = tp_fabric_host(fabric, pl->hosts[i])->name;
+	rec.gpus = pl->gpus;
+	rec.span[TP_SPAN_GROUPS] = pl->span[TP_SPAN_GROUPS];
+	rec.min_free[TP_SPAN_GROUPS] = pl->min_span_free[TP_SPAN_GROUPS];
+	rec.min_empty[TP_SPAN_GROUPS] = pl->min_span_empty[TP_SPAN_GROUPS];
+	rec.priced = price(d, &rec.predicted_s, &rec.ideal_s);
+	rec.policy = (char *)tp_policy_name(policy);
+	rec.decision_ms = d->ms;
+	rec.reason = pl->explain ? pl->explain : "";
+	journal.path = decisions_path;
+	if ((err = tp_decision_encode(&rec, &line, &len)) ||
+	    (err = tp_decision_append(&journal, line, len)))
+		debug("%s: %s: record of JobId=%u not written: %s", plugin_type,
+		      decisions_path, d->job_id, tp_strerror(err));
+	tp_free(line);
+	xfree(rec.ring); /* the names are the fabric's */
 	xfree(hl);
-	xfree(line);
 }
 
 /* Write and free the oldest queued record; wq_lock held on entry and on
@@ -1748,7 +1586,8 @@ extern int fini(void)
 	drop_fabric();
 	tp_pconf_free(&pconf);
 	xfree(decisions_path);
-	decisions_lines = SIZE_MAX;
+	journal.path = NULL;
+	journal.lines = SIZE_MAX;
 	engine_on = false;
 	select_tree = false;
 	loaded = false;
@@ -1817,12 +1656,13 @@ extern int topology_p_build_config(void)
 
 			xfree(decisions_path);
 			decisions_path = path;
-			decisions_gid = (gid_t)-1;
+			journal.path = path;
+			journal.gid = -1;
 			if (getpwuid_r(slurm_conf.slurm_user_id, &pw, pwbuf,
 				       sizeof(pwbuf), &pwp) == 0 && pwp)
-				decisions_gid = pw.pw_gid;
+				journal.gid = (long)pw.pw_gid;
 			/* counted at the first write */
-			decisions_lines = SIZE_MAX;
+			journal.lines = SIZE_MAX;
 		} else {
 			xfree(path);
 		}

@@ -332,6 +332,10 @@ const tp_nvdomain_t *tp_fabric_nvdomain(const tp_fabric_t *f, size_t i);
 
 /* Host index by name, TP_ID_NONE if absent. */
 uint32_t tp_fabric_host_find(const tp_fabric_t *f, const char *name);
+/* The name rule every reader applies to host and NVLink domain names
+ * (1..255 bytes of letters, digits, '-', '_', '.'), for other readers of
+ * names (decision records) to apply the same. */
+bool tp_fabric_name_ok(const char *name);
 
 /* Highest switch level (0 when there are no switches). */
 int tp_fabric_nlevels(const tp_fabric_t *f);
