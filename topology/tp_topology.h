@@ -215,7 +215,9 @@ tp_err_t tp_fabric_read_node_nvsmi(tp_fabric_t *f, const char *host,
  * about and skipped. */
 tp_err_t tp_fabric_read_node_dir(tp_fabric_t *f, const char *dir, bool hwloc);
 
-/* Multi-node NVLink domains: "domain-name host[01-18]" per line. */
+/* Multi-node NVLink domains: "domain-name host[01-18]" per line; at most
+ * 4,096 hosts in a domain and 65,536 in the map (TP_ERR_PARSE naming the
+ * line: counted before a host list is expanded). */
 tp_err_t tp_fabric_read_domain_map(tp_fabric_t *f, const char *path);
 
 /* ---- generators ------------------------------------------------------------ */
