@@ -2,6 +2,7 @@
 #ifndef TP_CLI_H
 #define TP_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -25,13 +26,40 @@ int tp_cli_write(const char *path, const char *text);
 bool tp_cli_int(const char *opt, const char *s, long lo, long hi, long *v_p);
 bool tp_cli_double(const char *opt, const char *s, double lo, double hi,
 		   double *v_p);
-/* A size in bytes: "512M", "1G", "1048576" (k, M, G, T are powers of
- * 1024, an optional B after); prints "opt: ..." on error. */
+/* A size in bytes, 0 .. 1e15: "512M", "1G", "1048576" (tp_parse_bytes:
+ * K, M, G, T, P are powers of 1024, an optional B after); prints
+ * "opt: ..." on error. */
 bool tp_cli_bytes(const char *opt, const char *s, double *v_p);
 /* A state file for f (topoplace-state/1), or a fresh one when path is
  * NULL; prints the loader's one-line error and sets *rc_p on failure. */
 tp_state_t *tp_cli_load_state(const tp_fabric_t *f, const char *path,
 			      int *rc_p);
+
+/* ---- options most commands share (args.c) ----
+ * A command lists the ones it takes in its getopt_long table with these
+ * codes (and 'o' for -o/--output, 'h' for -h/--help, letters that stay in
+ * its short option string), then reads its own through tp_cli_getopt. */
+enum {
+	TP_CLI_OPT_FABRIC = 0x200, /* --fabric F.json */
+	TP_CLI_OPT_STATE,	   /* --state S.json */
+	TP_CLI_OPT_JSON,	   /* --json */
+};
+
+typedef struct tp_cli_args {
+	const char *usage; /* the command's --help text */
+	const char *fabric, *state, *output;
+	bool json;
+	int exit; /* -1: go on; else the exit code (see tp_cli_getopt) */
+} tp_cli_args_t;
+
+/* getopt_long over argv that stores the shared options in a and returns
+ * the next option that is the command's own, or -1. At -1, a->exit is -1
+ * when the options are all read (optind: the first operand), or the exit
+ * code the command returns at once: TP_EXIT_OK after -h printed a->usage
+ * on stdout, TP_EXIT_INPUT after a bad option printed it on stderr. The
+ * caller sets optind = 1 before the first call. */
+int tp_cli_getopt(int argc, char **argv, const char *shortopts,
+		  const struct option *opts, tp_cli_args_t *a);
 
 /* ---- SVG pieces shared by draw and the simulate report (svg.c) ---- */
 
@@ -73,6 +101,8 @@ int tp_cmd_nccl_topo(int argc, char **argv);
 /* cmd_monitor.c: `fabric health` and `monitor` */
 int tp_cmd_fabric_health(int argc, char **argv);
 int tp_cmd_monitor(int argc, char **argv);
+/* cmd_diff.c: `fabric diff` */
+int tp_cmd_fabric_diff(int argc, char **argv);
 /* cmd_show.c through libslurm, or cmd_show_none.c without it. */
 int tp_cmd_show(int argc, char **argv);
 

@@ -31,6 +31,9 @@ static const char usage[] =
 	"\n"
 	"Output:\n"
 	"  -o, --output FILE        fabric JSON (topoplace-fabric/1); '-' = stdout\n"
+	"  -k, --keep-going         a node file that cannot be read is reported and\n"
+	"                           its host keeps no node data; the fabric is\n"
+	"                           still written (exit status 2 all the same)\n"
 	"  -q, --quiet              do not print warnings\n"
 	"  -h, --help               this text\n";
 
@@ -50,6 +53,7 @@ int tp_cmd_discover(int argc, char **argv)
 		{"domain-map", required_argument, NULL, O_DMAP},
 		{"gpus-per-host", required_argument, NULL, O_GPUS},
 		{"output", required_argument, NULL, 'o'},
+		{"keep-going", no_argument, NULL, 'k'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -58,9 +62,11 @@ int tp_cmd_discover(int argc, char **argv)
 	size_t nfiles = 0;
 	int kind = 0; /* O_IBN, O_CACHE or O_LIVE */
 	const char *ca = NULL, *xml = NULL, *smi = NULL, *gmap = NULL,
-		   *dmap = NULL, *out = NULL;
+		   *dmap = NULL;
+	tp_cli_args_t a = {.usage = usage};
 	long port = 0, gpus = 0;
-	int c, rc = TP_EXIT_INPUT;
+	int c, rc = TP_EXIT_INPUT, node_rc = TP_EXIT_OK;
+	bool keep = false;
 	tp_fabric_t *f = NULL;
 	tp_err_t err;
 	char *json = NULL;
@@ -69,7 +75,7 @@ int tp_cmd_discover(int argc, char **argv)
 	if (!files)
 		return TP_EXIT_FAIL;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+	while ((c = tp_cli_getopt(argc, argv, "o:kqh", opts, &a)) != -1) {
 		switch (c) {
 		case O_IBN:
 		case O_CACHE:
@@ -105,20 +111,17 @@ int tp_cmd_discover(int argc, char **argv)
 			if (!tp_cli_int("--gpus-per-host", optarg, 0, 1024, &gpus))
 				goto out;
 			break;
-		case 'o':
-			out = optarg;
+		case 'k':
+			keep = true;
 			break;
 		case 'q':
 			tp_cli_quiet = true;
 			break;
-		case 'h':
-			fputs(usage, stdout);
-			rc = TP_EXIT_OK;
-			goto out;
-		default:
-			fputs(usage, stderr);
-			goto out;
 		}
+	}
+	if (a.exit >= 0) {
+		rc = a.exit;
+		goto out;
 	}
 	/* "--ibnetdiscover a b c": the extra files arrive as operands */
 	for (; optind < argc; optind++) {
@@ -132,7 +135,7 @@ int tp_cmd_discover(int argc, char **argv)
 		tp_cli_err("discover: no source: give --ibnetdiscover FILE, --ibnd-cache FILE or --live");
 		goto out;
 	}
-	if (!out) {
+	if (!a.output) {
 		tp_cli_err("discover: -o FABRIC.json is required");
 		goto out;
 	}
@@ -160,23 +163,32 @@ int tp_cmd_discover(int argc, char **argv)
 		goto fail;
 	if ((err = tp_fabric_finalize(f, NULL)))
 		goto fail;
-	if (xml && (err = tp_fabric_read_node_dir(f, xml, true)))
-		goto fail;
-	if (smi && (err = tp_fabric_read_node_dir(f, smi, false)))
-		goto fail;
+	/* Every bad node file is named (warnings) whatever -k says; with -k the
+	 * fabric is written without those hosts' node data. */
+	for (int pass = 0; pass < 2; pass++) {
+		const char *d = pass ? smi : xml;
+		if (!d || !(err = tp_fabric_read_node_dir(f, d, !pass)))
+			continue;
+		if (!keep || err == TP_ERR_NOMEM)
+			goto fail;
+		tp_cli_err("%s", tp_fabric_error(f));
+		node_rc = tp_cli_exit_code(err);
+	}
 	tp_finalize_opts_t fo = {.default_gpus = (int)gpus};
 	if ((err = tp_fabric_finalize(f, &fo)))
 		goto fail;
 	if ((err = tp_fabric_to_json(f, &json)))
 		goto fail;
-	rc = tp_cli_write(out, json);
-	if (rc == TP_EXIT_OK && strcmp(out, "-") != 0 && !tp_cli_quiet)
+	rc = tp_cli_write(a.output, json);
+	if (rc == TP_EXIT_OK && strcmp(a.output, "-") != 0 && !tp_cli_quiet)
 		fprintf(stderr,
 			"topoplace: wrote %s: %zu hosts, %zu switches, %zu links, "
 			"%zu GPUs, %d rail%s\n",
-			out, tp_fabric_nhosts(f), tp_fabric_nswitches(f),
+			a.output, tp_fabric_nhosts(f), tp_fabric_nswitches(f),
 			tp_fabric_nlinks(f), tp_fabric_total_gpus(f),
 			tp_fabric_rails(f), tp_fabric_rails(f) == 1 ? "" : "s");
+	if (rc == TP_EXIT_OK)
+		rc = node_rc;
 	goto out;
 fail:
 	tp_cli_err("%s", *tp_fabric_error(f) ? tp_fabric_error(f)

@@ -1002,8 +1002,8 @@ static void draw_free(draw_t *d)
 int tp_cmd_draw(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"fabric", required_argument, NULL, 'f'},
-	    {"state", required_argument, NULL, 's'},
+	    {"fabric", required_argument, NULL, TP_CLI_OPT_FABRIC},
+	    {"state", required_argument, NULL, TP_CLI_OPT_STATE},
 	    {"output", required_argument, NULL, 'o'},
 	    {"heat", no_argument, NULL, 'H'},
 	    {"bytes", required_argument, NULL, 'b'},
@@ -1011,7 +1011,7 @@ int tp_cmd_draw(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *fabric = NULL, *state = NULL, *out = NULL;
+	tp_cli_args_t a = {.usage = usage};
 	double bytes = 1073741824.0, duty = 1.0;
 	int c, rc = TP_EXIT_INPUT;
 	tp_fabric_t *f = NULL;
@@ -1021,17 +1021,8 @@ int tp_cmd_draw(int argc, char **argv)
 
 	memset(&d, 0, sizeof(d));
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+	while ((c = tp_cli_getopt(argc, argv, "o:h", opts, &a)) != -1) {
 		switch (c) {
-		case 'f':
-			fabric = optarg;
-			break;
-		case 's':
-			state = optarg;
-			break;
-		case 'o':
-			out = optarg;
-			break;
 		case 'H':
 			d.heat = true;
 			break;
@@ -1043,26 +1034,22 @@ int tp_cmd_draw(int argc, char **argv)
 			if (!tp_cli_double("--duty", optarg, 0, 1, &duty))
 				return TP_EXIT_INPUT;
 			break;
-		case 'h':
-			fputs(usage, stdout);
-			return TP_EXIT_OK;
-		default:
-			fputs(usage, stderr);
-			return TP_EXIT_INPUT;
 		}
 	}
-	if (optind < argc || !fabric || !out) {
+	if (a.exit >= 0)
+		return a.exit;
+	if (optind < argc || !a.fabric || !a.output) {
 		tp_cli_err(
 		    "draw: --fabric and -o FILE.svg are required (see --help)");
 		return TP_EXIT_INPUT;
 	}
-	if (!(f = tp_cli_load(fabric, &rc)) ||
-	    !(s = tp_cli_load_state(f, state, &rc)))
+	if (!(f = tp_cli_load(a.fabric, &rc)) ||
+	    !(s = tp_cli_load_state(f, a.state, &rc)))
 		goto out;
 	d.f = f;
 	d.s = s;
-	d.fabric_name = fabric;
-	d.state_name = state;
+	d.fabric_name = a.fabric;
+	d.state_name = a.state;
 	d.bytes = bytes;
 	d.duty = duty;
 	sort_fabric = f;
@@ -1070,11 +1057,11 @@ int tp_cmd_draw(int argc, char **argv)
 	    (err = layout_switches(&d)) || (err = compute_util(&d)) ||
 	    (err = collect_links(&d)) || (err = pick_legend_jobs(&d)) ||
 	    (err = host_cables(&d))) {
-		tp_cli_err("draw: %s: %s", fabric, tp_strerror(err));
+		tp_cli_err("draw: %s: %s", a.fabric, tp_strerror(err));
 		rc = tp_cli_exit_code(err);
 		goto out;
 	}
-	rc = render(&d, out);
+	rc = render(&d, a.output);
 out:
 	draw_free(&d);
 	tp_state_destroy(s);

@@ -14,6 +14,7 @@ static const char usage[] =
 	"       topoplace fabric topology-conf FABRIC.json [--block] [-o FILE]\n"
 	"       topoplace fabric ibsim-net FABRIC.json [--subnet N] [-o FILE]\n"
 	"       topoplace fabric health --fabric FABRIC.json [--json] [...]\n"
+	"       topoplace fabric diff --fabric FABRIC.json --live|--ibnetdiscover F\n"
 	"\n"
 	"generate: a deterministic synthetic fabric.\n"
 	"  fat-tree  --leaves N (8) --spines N (4) --hosts-per-leaf N (16)\n"
@@ -34,6 +35,8 @@ static const char usage[] =
 	"topology-conf:  Slurm topology.conf (tree; --block: NVLink blocks)\n"
 	"ibsim-net:      net file for ibsim (one subnet)\n"
 	"health:         one sweep of link health (see fabric health --help)\n"
+	"diff:           links gone, hosts moved, new links against the cables\n"
+	"                as they are (see fabric diff --help)\n"
 	"\n"
 	"  --json        machine-readable output\n"
 	"  -o FILE       output file ('-' = stdout)\n"
@@ -426,9 +429,11 @@ int tp_cmd_fabric(int argc, char **argv)
 		return cmd_generate(argc - 1, argv + 1);
 	if (!strcmp(sub, "health"))
 		return tp_cmd_fabric_health(argc - 1, argv + 1);
+	if (!strcmp(sub, "diff"))
+		return tp_cmd_fabric_diff(argc - 1, argv + 1);
 	if (!strcmp(sub, "show") || !strcmp(sub, "hosts") ||
 	    !strcmp(sub, "topology-conf") || !strcmp(sub, "ibsim-net"))
 		return cmd_view(sub, argc - 1, argv + 1);
-	tp_cli_err("fabric: unknown subcommand '%s' (generate, show, hosts, topology-conf, ibsim-net, health)", sub);
+	tp_cli_err("fabric: unknown subcommand '%s' (generate, show, hosts, topology-conf, ibsim-net, health, diff)", sub);
 	return TP_EXIT_INPUT;
 }

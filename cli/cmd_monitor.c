@@ -21,7 +21,8 @@ static const char health_usage[] =
     "One sweep of the fabric through the local IB port: PortInfo (state,\n"
     "active width and speed) and the PMA counters of both ends of every\n"
     "link of FABRIC.json (LIDs from one discovery at start), turned into\n"
-    "link health by the rules of topoplace(1) (section HEALTH RULES). Without --interval the error\n"
+    "link health by the rules of topoplace(1) (section HEALTH RULES). Without "
+    "--interval the error\n"
     "counters are totals since their last reset (as ibqueryerrors reads\n"
     "them); with --interval S a second sweep S seconds later gives deltas\n"
     "and utilisation.\n"
@@ -39,7 +40,8 @@ static const char health_usage[] =
 static const char monitor_usage[] =
     "Usage: topoplace monitor --fabric FABRIC.json --state-out FILE\n"
     "                         [--interval S] [--prom FILE] [--ca NAME]\n"
-    "                         [--port N] [--once]\n"
+    "                         [--port N] [--rediscover S] [--diff-out FILE]\n"
+    "                         [--once]\n"
     "\n"
     "Sweep the fabric every S seconds (default 60) and write link health:\n"
     "FILE is a topoplace-state/1 file whose \"links\" the monitor owns (other\n"
@@ -50,6 +52,18 @@ static const char monitor_usage[] =
     "of a link's health are logged on stderr. SIGTERM / SIGINT end it after\n"
     "the current sweep.\n"
     "\n"
+    "Topology changes: every S seconds of --rediscover (default 300, 0: off)\n"
+    "the state of every switch port is read (one query per port); when it\n"
+    "differs from the state after the last walk, the fabric is walked again:\n"
+    "nodes unreachable before get their LIDs, and the walk is compared with\n"
+    "FABRIC.json (as `fabric diff`). Links gone and hosts moved get health 0\n"
+    "in FILE (a moved host is logged with the advice to regenerate the\n"
+    "fabric; FABRIC.json is never rewritten); gone, back, moved and new\n"
+    "links are logged on stderr, and --diff-out FILE receives the last\n"
+    "comparison as topoplace-diff/1 JSON. The walk at start is compared too.\n"
+    "\n"
+    "  --rediscover S  seconds between topology checks (0: never)\n"
+    "  --diff-out FILE the last topology comparison (JSON)\n"
     "  --once          one sweep, write the files, exit\n"
     "  -h, --help      this text\n";
 
@@ -62,7 +76,9 @@ enum {
 	O_JSON,
 	O_STATE,
 	O_PROM,
-	O_ONCE
+	O_ONCE,
+	O_REDISCOVER,
+	O_DIFF_OUT
 };
 
 static const struct option opts[] = {
@@ -75,14 +91,16 @@ static const struct option opts[] = {
     {"state-out", required_argument, NULL, O_STATE},
     {"prom", required_argument, NULL, O_PROM},
     {"once", no_argument, NULL, O_ONCE},
+    {"rediscover", required_argument, NULL, O_REDISCOVER},
+    {"diff-out", required_argument, NULL, O_DIFF_OUT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
 
 typedef struct args {
-	const char *fabric, *ca, *state, *prom;
+	const char *fabric, *ca, *state, *prom, *diff_out;
 	long port;
-	double interval;
+	double interval, rediscover;
 	bool all, json, once, monitor;
 } args_t;
 
@@ -125,6 +143,14 @@ static bool parse(int argc, char **argv, args_t *a, int *rc_p)
 		case O_ONCE:
 			a->once = true;
 			break;
+		case O_REDISCOVER:
+			if (!tp_cli_double("--rediscover", optarg, 0, 86400,
+					   &a->rediscover))
+				return false;
+			break;
+		case O_DIFF_OUT:
+			a->diff_out = optarg;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			*rc_p = TP_EXIT_OK;
@@ -136,7 +162,8 @@ static bool parse(int argc, char **argv, args_t *a, int *rc_p)
 		/* each command takes only its own options */
 		bool mine = a->monitor
 				? c != O_ALL && c != O_JSON
-				: c != O_STATE && c != O_PROM && c != O_ONCE;
+				: c != O_STATE && c != O_PROM && c != O_ONCE &&
+				      c != O_REDISCOVER && c != O_DIFF_OUT;
 		if (!mine) {
 			tp_cli_err("%s: unknown option (see --help)",
 				   argv[optind - 1]);
@@ -172,6 +199,10 @@ typedef struct run {
 	double *last_health;
 	bool have_prev;
 	struct timespec t_prev;
+	tp_health_diff_t diff; /* model against the last walk */
+	bool have_diff;
+	bool check_now; /* the diff looked stale: check at the next sweep */
+	struct timespec t_check;
 } run_t;
 
 static void run_free(run_t *r)
@@ -183,6 +214,7 @@ static void run_free(run_t *r)
 	free(r->seen);
 	free(r->links);
 	free(r->last_health);
+	tp_health_diff_free(&r->diff);
 }
 
 static int run_init(run_t *r, const args_t *a)
@@ -439,6 +471,70 @@ static bool write_outputs(const run_t *r, const args_t *a, double secs)
 	return ok;
 }
 
+/* The last walk against the model: changes logged (against the previous
+ * comparison, so that links back are named) and --diff-out written. */
+static void compare_walk(run_t *r, const args_t *a)
+{
+	const tp_fabric_t *live = tp_health_sweep_live(r->sw);
+	const tp_health_diff_t *prev = r->have_diff ? &r->diff : NULL;
+	tp_health_diff_t d;
+	char *text = NULL, *json = NULL;
+
+	if (!live)
+		return;
+	if (tp_health_diff(r->f, live, &d) ||
+	    tp_health_diff_text(r->f, live, &d, prev, &text) ||
+	    (a->diff_out && tp_health_diff_json(r->f, live, &d, prev, &json))) {
+		tp_cli_err("topology diff: out of memory");
+		tp_health_diff_free(&d);
+		tp_free(text);
+		/* the old comparison indexes the previous walk's links */
+		tp_health_diff_free(&r->diff);
+		r->have_diff = false;
+		return;
+	}
+	for (char *line = text, *nl; *line; line = nl + 1) {
+		if (!(nl = strchr(line, '\n')))
+			break;
+		*nl = '\0';
+		fprintf(stderr, "topoplace monitor: %s\n", line);
+	}
+	if (a->diff_out)
+		write_atomic(a->diff_out, json);
+	tp_health_diff_free(&r->diff);
+	r->diff = d;
+	r->have_diff = true;
+	tp_free(text);
+	tp_free(json);
+}
+
+/* Every --rediscover seconds: a walk when the switch ports changed (the
+ * cheap check) or the last comparison was found stale by a sweep. */
+static void maybe_rediscover(run_t *r, const args_t *a, bool stale)
+{
+	struct timespec now;
+	bool changed = stale;
+	tp_err_t err;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (a->rediscover <= 0 || since(&r->t_check, &now) < a->rediscover)
+		return;
+	r->t_check = now;
+	if (!changed && (err = tp_health_sweep_changed(r->sw, &changed)))
+		tp_cli_err("warning: topology check: %s", tp_strerror(err));
+	if (!changed)
+		return;
+	if ((err = tp_health_sweep_rediscover(r->sw))) {
+		tp_cli_err("warning: re-discovery failed: %s; the last walk's "
+			   "LIDs kept",
+			   *tp_health_sweep_error(r->sw)
+			       ? tp_health_sweep_error(r->sw)
+			       : tp_strerror(err));
+		return;
+	}
+	compare_walk(r, a);
+}
+
 /* A daemon outlives a bad sweep or a full disk: the failure is logged,
  * the files keep their last good content, the next interval tries again.
  * Only --once reports it in the exit status. */
@@ -448,15 +544,25 @@ static int monitor_loop(run_t *r, const args_t *a)
 	struct timespec t0, now;
 	double secs;
 	int rc = TP_EXIT_OK;
+	bool stale = false;
 
+	compare_walk(r, a);
+	clock_gettime(CLOCK_MONOTONIC, &r->t_check);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal; /* no SA_RESTART: the sleep ends */
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	while (!stop) {
+		maybe_rediscover(r, a, stale);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		rc = sweep(r, false, &secs);
 		if (!rc) {
+			/* r->prev: this sweep's ports (sweep() swapped) */
+			stale = false;
+			if (r->have_diff)
+				tp_health_diff_apply(
+				    r->f, tp_health_sweep_live(r->sw), &r->diff,
+				    r->prev, r->links, &stale);
 			log_changes(r);
 			if (!write_outputs(r, a, secs))
 				rc = TP_EXIT_FAIL;
@@ -473,7 +579,7 @@ static int monitor_loop(run_t *r, const args_t *a)
 
 int tp_cmd_monitor(int argc, char **argv)
 {
-	args_t a = {.interval = 60, .monitor = true};
+	args_t a = {.interval = 60, .rediscover = 300, .monitor = true};
 	run_t r;
 	int rc = TP_EXIT_INPUT;
 

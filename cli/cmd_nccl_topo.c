@@ -125,58 +125,49 @@ out:
 
 int tp_cmd_nccl_topo(int argc, char **argv)
 {
-	enum { O_XML = 256, O_FABRIC };
+	enum { O_XML = 256 };
 	static const struct option opts[] = {
 		{"node-xml", required_argument, NULL, O_XML},
-		{"fabric", required_argument, NULL, O_FABRIC},
+		{"fabric", required_argument, NULL, TP_CLI_OPT_FABRIC},
 		{"output", required_argument, NULL, 'o'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *dir = NULL, *outdir = NULL, *fpath = NULL;
+	tp_cli_args_t a = {.usage = usage};
+	const char *dir = NULL;
 	size_t n = 0, wrote = 0, skipped = 0, failed = 0;
 	tp_fabric_t *f = NULL;
 	char **names = NULL;
 	int c, rc = TP_EXIT_INPUT;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+	while ((c = tp_cli_getopt(argc, argv, "o:qh", opts, &a)) != -1) {
 		switch (c) {
 		case O_XML:
 			dir = optarg;
 			break;
-		case O_FABRIC:
-			fpath = optarg;
-			break;
-		case 'o':
-			outdir = optarg;
-			break;
 		case 'q':
 			tp_cli_quiet = true;
 			break;
-		case 'h':
-			fputs(usage, stdout);
-			return TP_EXIT_OK;
-		default:
-			fputs(usage, stderr);
-			return TP_EXIT_INPUT;
 		}
 	}
+	if (a.exit >= 0)
+		return a.exit;
 	if (optind < argc) {
 		tp_cli_err("nccl-topo: unexpected argument '%s'", argv[optind]);
 		return TP_EXIT_INPUT;
 	}
-	if (!dir || !outdir) {
+	if (!dir || !a.output) {
 		tp_cli_err("nccl-topo: --node-xml DIR and -o OUTDIR are required");
 		return TP_EXIT_INPUT;
 	}
-	if (fpath && !(f = tp_cli_load(fpath, &rc)))
+	if (a.fabric && !(f = tp_cli_load(a.fabric, &rc)))
 		return rc;
 	if ((rc = list_xml(dir, &names, &n)) != TP_EXIT_OK)
 		goto out;
-	if (mkdir(outdir, 0755) != 0 && errno != EEXIST) {
-		tp_cli_err("%s: cannot create directory: %s", outdir,
+	if (mkdir(a.output, 0755) != 0 && errno != EEXIST) {
+		tp_cli_err("%s: cannot create directory: %s", a.output,
 			   strerror(errno));
 		rc = TP_EXIT_INPUT;
 		goto out;
@@ -198,7 +189,7 @@ int tp_cmd_nccl_topo(int argc, char **argv)
 			if (!tp_cli_quiet)
 				tp_cli_err("warning: %s: host %s is not in "
 					   "%s; skipped",
-					   path, host, fpath);
+					   path, host, a.fabric);
 			skipped++;
 		} else if ((err = tp_node_nccl_topo_from_hwloc(path, &xml,
 							       &msg))) {
@@ -214,7 +205,7 @@ int tp_cmd_nccl_topo(int argc, char **argv)
 				failed++;
 			}
 		} else {
-			rc = write_atomic(outdir, host, xml);
+			rc = write_atomic(a.output, host, xml);
 			if (rc == TP_EXIT_OK)
 				wrote++;
 		}
@@ -233,7 +224,7 @@ int tp_cmd_nccl_topo(int argc, char **argv)
 		fprintf(stderr,
 			"topoplace: wrote %zu NCCL topology file%s to %s "
 			"(%zu skipped, %zu failed)\n",
-			wrote, wrote == 1 ? "" : "s", outdir, skipped, failed);
+			wrote, wrote == 1 ? "" : "s", a.output, skipped, failed);
 	rc = failed ? TP_EXIT_INPUT : TP_EXIT_OK;
 out:
 	for (size_t i = 0; i < n; i++)

@@ -60,18 +60,17 @@ static cJSON *span_json(const tp_placement_t *p)
 int tp_cmd_place(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"fabric", required_argument, NULL, 'f'},
-	    {"state", required_argument, NULL, 's'},
+	    {"fabric", required_argument, NULL, TP_CLI_OPT_FABRIC},
+	    {"state", required_argument, NULL, TP_CLI_OPT_STATE},
 	    {"request", required_argument, NULL, 'r'},
 	    {"policy", required_argument, NULL, 'p'},
 	    {"seed", required_argument, NULL, 'S'},
-	    {"json", no_argument, NULL, 'j'},
+	    {"json", no_argument, NULL, TP_CLI_OPT_JSON},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *fabric = NULL, *state = NULL, *req = NULL,
-		   *pname = "topoplace";
-	bool json = false;
+	tp_cli_args_t a = {.usage = place_usage};
+	const char *req = NULL, *pname = "topoplace";
 	long seed = 1;
 	int c, rc = TP_EXIT_INPUT;
 	tp_fabric_t *f = NULL;
@@ -85,14 +84,8 @@ int tp_cmd_place(int argc, char **argv)
 
 	memset(&pl, 0, sizeof(pl));
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = tp_cli_getopt(argc, argv, "h", opts, &a)) != -1) {
 		switch (c) {
-		case 'f':
-			fabric = optarg;
-			break;
-		case 's':
-			state = optarg;
-			break;
 		case 'r':
 			req = optarg;
 			break;
@@ -103,18 +96,11 @@ int tp_cmd_place(int argc, char **argv)
 			if (!tp_cli_int("--seed", optarg, 0, 1L << 62, &seed))
 				return TP_EXIT_INPUT;
 			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			fputs(place_usage, stdout);
-			return TP_EXIT_OK;
-		default:
-			fputs(place_usage, stderr);
-			return TP_EXIT_INPUT;
 		}
 	}
-	if (optind < argc || !fabric || !req) {
+	if (a.exit >= 0)
+		return a.exit;
+	if (optind < argc || !a.fabric || !req) {
 		tp_cli_err(
 		    "place: --fabric and --request are required (see --help)");
 		return TP_EXIT_INPUT;
@@ -131,8 +117,8 @@ int tp_cmd_place(int argc, char **argv)
 		tp_free(msg);
 		return TP_EXIT_INPUT;
 	}
-	if (!(f = tp_cli_load(fabric, &rc)) ||
-	    !(s = tp_cli_load_state(f, state, &rc)))
+	if (!(f = tp_cli_load(a.fabric, &rc)) ||
+	    !(s = tp_cli_load_state(f, a.state, &rc)))
 		goto out;
 	tp_cost_params_t cp;
 	tp_cost_params_defaults(&cp);
@@ -153,7 +139,7 @@ int tp_cmd_place(int argc, char **argv)
 					    : tp_cli_exit_code(err);
 		goto out;
 	}
-	if (json) {
+	if (a.json) {
 		cJSON *o = cJSON_CreateObject(),
 		      *h = cJSON_AddArrayToObject(o, "hosts"),
 		      *g = cJSON_AddArrayToObject(o, "gpus");
@@ -232,21 +218,21 @@ static void link_name(const tp_fabric_t *f, uint32_t l, char *buf, size_t n)
 int tp_cmd_cost(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"fabric", required_argument, NULL, 'f'},
+	    {"fabric", required_argument, NULL, TP_CLI_OPT_FABRIC},
 	    {"hosts", required_argument, NULL, 'H'},
 	    {"bytes", required_argument, NULL, 'b'},
 	    {"algo", required_argument, NULL, 'a'},
 	    {"gpus-per-host", required_argument, NULL, 'g'},
 	    {"background", required_argument, NULL, 'B'},
-	    {"json", no_argument, NULL, 'j'},
+	    {"json", no_argument, NULL, TP_CLI_OPT_JSON},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *fabric = NULL, *hosts = NULL, *bg = NULL;
+	tp_cli_args_t a = {.usage = cost_usage};
+	const char *hosts = NULL, *bg = NULL;
 	double bytes = -1;
 	tp_algo_t algo = TP_ALGO_RING;
 	long gph = 0;
-	bool json = false;
 	int c, rc = TP_EXIT_INPUT;
 	tp_fabric_t *f = NULL;
 	tp_state_t *s = NULL;
@@ -258,11 +244,8 @@ int tp_cmd_cost(int argc, char **argv)
 	tp_err_t err;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = tp_cli_getopt(argc, argv, "h", opts, &a)) != -1) {
 		switch (c) {
-		case 'f':
-			fabric = optarg;
-			break;
 		case 'H':
 			hosts = optarg;
 			break;
@@ -286,18 +269,11 @@ int tp_cmd_cost(int argc, char **argv)
 		case 'B':
 			bg = optarg;
 			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			fputs(cost_usage, stdout);
-			return TP_EXIT_OK;
-		default:
-			fputs(cost_usage, stderr);
-			return TP_EXIT_INPUT;
 		}
 	}
-	if (optind < argc || !fabric || !hosts || bytes < 0) {
+	if (a.exit >= 0)
+		return a.exit;
+	if (optind < argc || !a.fabric || !hosts || bytes < 0) {
 		tp_cli_err("cost: --fabric, --hosts and --bytes are required "
 			   "(see --help)");
 		return TP_EXIT_INPUT;
@@ -310,7 +286,7 @@ int tp_cmd_cost(int argc, char **argv)
 			   tp_quote(q, sizeof(q), hosts, 100));
 		return TP_EXIT_INPUT;
 	}
-	if (!(f = tp_cli_load(fabric, &rc)) ||
+	if (!(f = tp_cli_load(a.fabric, &rc)) ||
 	    !(s = tp_cli_load_state(f, bg, &rc)))
 		goto out;
 	hv = tp_calloc(n, sizeof(*hv));
@@ -323,7 +299,7 @@ int tp_cmd_cost(int argc, char **argv)
 		hv[i] = tp_fabric_host_find(f, names[i]);
 		if (hv[i] == TP_ID_NONE) {
 			tp_cli_err("cost: %s: host %s is not in the fabric",
-				   fabric, names[i]);
+				   a.fabric, names[i]);
 			rc = TP_EXIT_INPUT;
 			goto out;
 		}
@@ -342,7 +318,7 @@ int tp_cmd_cost(int argc, char **argv)
 	}
 	char lname[256];
 	link_name(f, out.bottleneck_link, lname, sizeof(lname));
-	if (json) {
+	if (a.json) {
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "algo", tp_algo_name(algo));
 		cJSON_AddNumberToObject(o, "hosts", (double)n);

@@ -189,17 +189,17 @@ static char *plan_text(const tp_plan_t *p)
 int tp_cmd_plan(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"fabric", required_argument, NULL, 'f'},
+	    {"fabric", required_argument, NULL, TP_CLI_OPT_FABRIC},
 	    {"nodes", required_argument, NULL, 'n'},
 	    {"gpus-per-host", required_argument, NULL, 'g'},
 	    {"no-predict", no_argument, NULL, 'P'},
-	    {"json", no_argument, NULL, 'j'},
+	    {"json", no_argument, NULL, TP_CLI_OPT_JSON},
 	    {"output", required_argument, NULL, 'o'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *fabric = NULL, *nodes = NULL, *out = NULL;
-	bool json = false;
+	tp_cli_args_t a = {.usage = plan_usage};
+	const char *nodes = NULL;
 	long gph = 0;
 	int c, rc = TP_EXIT_INPUT;
 	tp_plan_opts_t po;
@@ -212,11 +212,8 @@ int tp_cmd_plan(int argc, char **argv)
 
 	tp_plan_opts_defaults(&po);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+	while ((c = tp_cli_getopt(argc, argv, "ho:", opts, &a)) != -1) {
 		switch (c) {
-		case 'f':
-			fabric = optarg;
-			break;
 		case 'n':
 			nodes = optarg;
 			break;
@@ -228,21 +225,11 @@ int tp_cmd_plan(int argc, char **argv)
 		case 'P':
 			po.predict = false;
 			break;
-		case 'j':
-			json = true;
-			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 'h':
-			fputs(plan_usage, stdout);
-			return TP_EXIT_OK;
-		default:
-			fputs(plan_usage, stderr);
-			return TP_EXIT_INPUT;
 		}
 	}
-	if (optind < argc || !fabric || !nodes) {
+	if (a.exit >= 0)
+		return a.exit;
+	if (optind < argc || !a.fabric || !nodes) {
 		tp_cli_err(
 		    "plan: --fabric and --nodes are required (see --help)");
 		return TP_EXIT_INPUT;
@@ -252,7 +239,7 @@ int tp_cmd_plan(int argc, char **argv)
 		tp_cli_err("plan: --nodes '%s': %s", nodes, tp_strerror(err));
 		return tp_cli_exit_code(err);
 	}
-	if (!(f = tp_cli_load(fabric, &rc)))
+	if (!(f = tp_cli_load(a.fabric, &rc)))
 		goto out;
 	if (po.predict && (err = tp_cost_ctx_create(f, NULL, &ctx))) {
 		tp_cli_err("plan: cost model: %s", tp_strerror(err));
@@ -266,7 +253,7 @@ int tp_cmd_plan(int argc, char **argv)
 		rc = tp_cli_exit_code(err);
 		goto out;
 	}
-	if (json) {
+	if (a.json) {
 		if ((err = tp_plan_to_json(plan, &text))) {
 			tp_cli_err("plan: %s", tp_strerror(err));
 			rc = TP_EXIT_FAIL;
@@ -277,7 +264,7 @@ int tp_cmd_plan(int argc, char **argv)
 		rc = TP_EXIT_FAIL;
 		goto out;
 	}
-	rc = tp_cli_write(out, text);
+	rc = tp_cli_write(a.output, text);
 out:
 	tp_free(text);
 	tp_free(msg);

@@ -583,14 +583,15 @@ static tp_fabric_t *fabric_from_conf(const char *fabric, int *rc_p)
 int tp_cmd_show(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"fabric", required_argument, NULL, 'f'},
+	    {"fabric", required_argument, NULL, TP_CLI_OPT_FABRIC},
 	    {"timeout", required_argument, NULL, 't'},
-	    {"json", no_argument, NULL, 'j'},
+	    {"json", no_argument, NULL, TP_CLI_OPT_JSON},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *fabric = NULL, *what;
-	bool json = false, one;
+	tp_cli_args_t a = {.usage = show_usage};
+	const char *what;
+	bool one;
 	long timeout = 5, id = 0;
 	int c, rc = TP_EXIT_INPUT, e;
 	tp_fabric_t *f = NULL;
@@ -602,26 +603,16 @@ int tp_cmd_show(int argc, char **argv)
 	tp_err_t err;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = tp_cli_getopt(argc, argv, "h", opts, &a)) != -1) {
 		switch (c) {
-		case 'f':
-			fabric = optarg;
-			break;
 		case 't':
 			if (!tp_cli_int("--timeout", optarg, 1, 3600, &timeout))
 				return TP_EXIT_INPUT;
 			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			fputs(show_usage, stdout);
-			return TP_EXIT_OK;
-		default:
-			fputs(show_usage, stderr);
-			return TP_EXIT_INPUT;
 		}
 	}
+	if (a.exit >= 0)
+		return a.exit;
 	what = optind < argc ? argv[optind] : "";
 	one = !strcmp(what, "job");
 	if (one ? optind + 2 != argc
@@ -632,7 +623,7 @@ int tp_cmd_show(int argc, char **argv)
 	if (one &&
 	    !tp_cli_int("show job", argv[optind + 1], 1, 0xfffffffeL, &id))
 		return TP_EXIT_INPUT;
-	if (!(f = fabric_from_conf(fabric, &rc)))
+	if (!(f = fabric_from_conf(a.fabric, &rc)))
 		return rc;
 	tp_cost_params_t cp;
 	tp_cost_params_defaults(&cp);
@@ -686,7 +677,7 @@ int tp_cmd_show(int argc, char **argv)
 	alarm(0);
 
 	size_t nshown = 0;
-	out = json && !one ? cJSON_CreateArray() : NULL;
+	out = a.json && !one ? cJSON_CreateArray() : NULL;
 	for (uint32_t i = 0; jobs && i < jobs->record_count; i++) {
 		const slurm_job_info_t *j = &jobs->job_array[i];
 		show_job_t sj;
@@ -726,7 +717,7 @@ int tp_cmd_show(int argc, char **argv)
 					  &po, &sj.plan, NULL))
 				sj.plan = NULL;
 		}
-		if (json) {
+		if (a.json) {
 			cJSON *o = job_json(&sj);
 			if (out)
 				cJSON_AddItemToArray(out, o);
@@ -747,7 +738,7 @@ int tp_cmd_show(int argc, char **argv)
 		rc = TP_EXIT_INPUT;
 		goto out;
 	}
-	if (json) {
+	if (a.json) {
 		char *txt = out ? cJSON_Print(out) : NULL;
 		if (!txt) {
 			rc = TP_EXIT_FAIL;

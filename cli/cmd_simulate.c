@@ -625,7 +625,7 @@ static const char *policy_list(char *plist, const tp_policy_t **pol,
 int tp_cmd_simulate(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"fabric", required_argument, NULL, 'f'},
+	    {"fabric", required_argument, NULL, TP_CLI_OPT_FABRIC},
 	    {"trace", required_argument, NULL, 't'},
 	    {"synthetic", required_argument, NULL, 'y'},
 	    {"jobs", required_argument, NULL, 'n'},
@@ -634,17 +634,17 @@ int tp_cmd_simulate(int argc, char **argv)
 	    {"load", required_argument, NULL, 'l'},
 	    {"policies", required_argument, NULL, 'p'},
 	    {"baseline", required_argument, NULL, 'b'},
-	    {"json", no_argument, NULL, 'j'},
+	    {"json", no_argument, NULL, TP_CLI_OPT_JSON},
 	    {"svg", required_argument, NULL, 'g'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *fabric = NULL, *trace = NULL, *synth = NULL, *svg = NULL;
+	tp_cli_args_t a = {.usage = usage};
+	const char *trace = NULL, *synth = NULL, *svg = NULL;
 	const char *basename = NULL;
 	char *plist = NULL;
 	long njobs = 2000, seed = 1, nseeds = -1;
 	double load = 0.9;
-	bool json = false;
 	int c, rc = TP_EXIT_INPUT;
 	tp_fabric_t *f = NULL;
 	tp_cost_ctx_t *ctx = NULL;
@@ -656,11 +656,8 @@ int tp_cmd_simulate(int argc, char **argv)
 
 	memset(&S, 0, sizeof(S));
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = tp_cli_getopt(argc, argv, "h", opts, &a)) != -1) {
 		switch (c) {
-		case 'f':
-			fabric = optarg;
-			break;
 		case 't':
 			trace = optarg;
 			break;
@@ -690,20 +687,14 @@ int tp_cmd_simulate(int argc, char **argv)
 		case 'b':
 			basename = optarg;
 			break;
-		case 'j':
-			json = true;
-			break;
 		case 'g':
 			svg = optarg;
 			break;
-		case 'h':
-			fputs(usage, stdout);
-			rc = TP_EXIT_OK;
-			goto out;
-		default:
-			fputs(usage, stderr);
-			goto out;
 		}
+	}
+	if (a.exit >= 0) {
+		rc = a.exit;
+		goto out;
 	}
 	if (optind < argc) {
 		tp_cli_err("simulate: unexpected argument '%s'", argv[optind]);
@@ -715,8 +706,8 @@ int tp_cmd_simulate(int argc, char **argv)
 	}
 	if (nseeds < 0)
 		nseeds = trace ? 1 : 8;
-	if (fabric) {
-		if (!(f = tp_cli_load(fabric, &rc)))
+	if (a.fabric) {
+		if (!(f = tp_cli_load(a.fabric, &rc)))
 			goto out;
 	} else if ((err = builtin_fabric(&f))) {
 		tp_cli_err("simulate: built-in fabric: %s", tp_strerror(err));
@@ -763,7 +754,7 @@ int tp_cmd_simulate(int argc, char **argv)
 	if (!tp_fabric_total_gpus(f)) {
 		tp_cli_err("simulate: %s: the fabric has no GPUs (discover "
 			   "with --gpus-per-host N or node data)",
-			   fabric ? fabric : "built-in");
+			   a.fabric ? a.fabric : "built-in");
 		goto out;
 	}
 	if (!synth)
@@ -824,9 +815,9 @@ int tp_cmd_simulate(int argc, char **argv)
 		rc = tp_cli_exit_code(err);
 		goto out;
 	}
-	const char *fname = fabric ? fabric : BUILTIN_NAME;
+	const char *fname = a.fabric ? a.fabric : BUILTIN_NAME;
 	const char *tname = trace ? trace : synth;
-	if (json) {
+	if (a.json) {
 		print_json(&S, b, x, fname, tname,
 			   trace ? NULL : tp_trace_synthetic_source(synth));
 	} else {

@@ -1,9 +1,7 @@
 /* topoplace: the admins' and developers' front door. */
 #include "config.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,25 +142,11 @@ bool tp_cli_double(const char *opt, const char *s, double lo, double hi,
 
 bool tp_cli_bytes(const char *opt, const char *s, double *v_p)
 {
-	char *end;
-	double x = strtod(s, &end);
-	static const char units[] = "kmgt";
-	const char *u = end != s && *end
-			    ? strchr(units, tolower((unsigned char)*end))
-			    : NULL;
-
-	if (u) {
-		x *= pow(1024, (double)(u - units + 1));
-		end++;
-	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (end == s || *end || !(x >= 0) || x > 1e15) {
+	if (!tp_parse_bytes(s, 0, 1e15, v_p)) {
 		tp_cli_err("%s: expected a size like 1G or 262144, got '%s'",
 			   opt, s);
 		return false;
 	}
-	*v_p = x;
 	return true;
 }
 

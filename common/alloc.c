@@ -1,6 +1,7 @@
 /* Replaceable allocator, strings and small buffers. */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -289,6 +290,35 @@ bool tp_parse_guid(const char *s, uint64_t *guid_p)
 	if (nd == 0)
 		return false;
 	*guid_p = v;
+	return true;
+}
+
+bool tp_parse_bytes(const char *s, double lo, double hi, double *v_p)
+{
+	static const char units[] = "KMGTP";
+	const char *u;
+	char *end;
+	double v;
+
+	/* a digit first: strtod would take spaces, signs and "inf" */
+	if (!isdigit((unsigned char)*s) && *s != '.')
+		return false;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s)
+		return false;
+	if (*end && (u = strchr(units, toupper((unsigned char)*end)))) {
+		for (; u >= units; u--)
+			v *= 1024.0; /* exact: a power of two */
+		end++;
+		if (*end == 'i' || *end == 'I')
+			end++;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || !(v >= lo) || v > hi)
+		return false;
+	*v_p = v;
 	return true;
 }
 

@@ -14,11 +14,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tp_health.h"
+#include "health_int.h"
 
-/* "desc:port" of end e of link l (desc "" -> the GUID). */
-static void end_name(const tp_fabric_t *f, const tp_link_t *k, int e, char *buf,
-		     size_t size)
+void tp__health_end_name(const tp_fabric_t *f, const tp_link_t *k, int e,
+			 char *buf, size_t size)
 {
 	uint64_t guid;
 	const char *desc;
@@ -44,7 +43,7 @@ static bool add(cJSON *o, const char *key, cJSON *v)
 	return v && cJSON_AddItemToObject(o, key, v);
 }
 
-static tp_err_t print_json(cJSON *root, char **json_p)
+tp_err_t tp__health_print_json(cJSON *root, char **json_p)
 {
 	char *s = cJSON_PrintUnformatted(root);
 
@@ -140,7 +139,7 @@ tp_err_t tp_health_state_json(const char *old, const tp_fabric_t *f,
 	if (!cJSON_AddItemToObject(root, "links", arr))
 		goto out;
 	arr = NULL;
-	err = print_json(root, json_p);
+	err = tp__health_print_json(root, json_p);
 out:
 	cJSON_Delete(arr);
 	cJSON_Delete(root);
@@ -165,8 +164,8 @@ static void prom_labels(tp_strbuf_t *sb, const tp_fabric_t *f, size_t l)
 	const tp_link_t *k = tp_fabric_link(f, l);
 	char a[96], b[96];
 
-	end_name(f, k, 0, a, sizeof(a));
-	end_name(f, k, 1, b, sizeof(b));
+	tp__health_end_name(f, k, 0, a, sizeof(a));
+	tp__health_end_name(f, k, 1, b, sizeof(b));
 	tp_strbuf_printf(sb, "link=\"%zu\",a=\"", l);
 	prom_label(sb, a);
 	tp_strbuf_append(sb, "\",b=\"", 5);
@@ -243,8 +242,8 @@ static cJSON *sweep_link(const tp_fabric_t *f, size_t l,
 	char a[96], b[96];
 	bool ok;
 
-	end_name(f, k, 0, a, sizeof(a));
-	end_name(f, k, 1, b, sizeof(b));
+	tp__health_end_name(f, k, 0, a, sizeof(a));
+	tp__health_end_name(f, k, 1, b, sizeof(b));
 	ok = o && add(o, "link", cJSON_CreateNumber((double)l)) &&
 	     add(o, "health",
 		 cJSON_CreateNumber(round(h->health * 1e4) / 1e4)) &&
@@ -289,7 +288,7 @@ tp_err_t tp_health_links_json(const tp_fabric_t *f,
 	if (!add(root, "seen", cJSON_CreateNumber((double)seen)) ||
 	    !add(root, "alarms", cJSON_CreateNumber((double)bad)))
 		goto out;
-	err = print_json(root, json_p);
+	err = tp__health_print_json(root, json_p);
 out:
 	cJSON_Delete(root);
 	return err;

@@ -7,9 +7,12 @@
  *   the ports directly. A discovery per sweep would also see the state,
  *   but libumad2sim (ibsim) leaks an agent per discovery and refuses the
  *   twelfth; a real fabric would pay the directed-route walk every sweep.
- *   A node that does not answer its PortInfo is "not seen" (rule 1/1b); a
- *   node that was unreachable at creation stays so until a restart (LIDs
- *   of nodes the first walk missed are unknown).
+ *   A node that does not answer its PortInfo is "not seen" (rule 1/1b).
+ *   A node the walk missed has no LID until tp_health_sweep_rediscover();
+ *   tp_health_sweep_changed() tells the caller when a walk is worth it:
+ *   one PortInfo per switch port, compared with the states right after
+ *   the last walk (a cable plugged, pulled or moved changes a switch
+ *   port's state; a cable swapped between two live ports does not).
  * - PMA queries are LID-routed too: a fabric without a subnet manager has
  *   LID 0 everywhere and the sweep fails at creation.
  * - PortCountersExtended is asked first for the data counters; a port
@@ -24,7 +27,7 @@
 #include <infiniband/ibnetdisc.h>
 #include <infiniband/mad.h>
 
-#include "tp_health.h"
+#include "health_int.h"
 
 /* Per query; ibsim answers in microseconds, a real fabric in < 1 ms. A
  * node that does not answer costs (1 + MAD_RETRIES) x MAD_TIMEOUT_MS. */
@@ -40,9 +43,17 @@ typedef struct end {
 
 struct tp_health_sweep {
 	const tp_fabric_t *f;
+	char *ca; /* NULL: the default; libibmad takes it non-const */
 	int port;
 	struct ibmad_port *mad;
-	end_t *ends; /* 2 per model link */
+	end_t *ends;	  /* 2 per model link */
+	uint16_t *sw_lid; /* per model switch, 0: not reached */
+	size_t *sw_first; /* per model switch: its ports' slot in up[] */
+	uint8_t *up;	  /* per switch port after the last walk: 0 down,
+			   * 1 up, 2 no answer */
+	size_t nup;
+	bool retry;	   /* the walk met a model node without a LID */
+	tp_fabric_t *live; /* what the last walk found */
 	char err[256];
 };
 
@@ -86,7 +97,12 @@ void tp_health_sweep_destroy(tp_health_sweep_t *s)
 		return;
 	if (s->mad)
 		mad_rpc_close_port(s->mad);
+	tp_fabric_destroy(s->live);
+	tp_free(s->ca);
 	tp_free(s->ends);
+	tp_free(s->sw_lid);
+	tp_free(s->sw_first);
+	tp_free(s->up);
 	tp_free(s);
 }
 
@@ -121,32 +137,20 @@ static bool query_counters(tp_health_sweep_t *s, int lid, int portnum,
 	return true;
 }
 
-static uint64_t end_guid(const tp_fabric_t *f, const tp_link_t *k, int e)
+/* LIDs (and a switch's port 0 PortInfo) of every link end's node and of
+ * every model switch, into ends / sw_lid. */
+static size_t learn_lids(tp_health_sweep_t *s, ibnd_fabric_t *fab, end_t *ends,
+			 uint16_t *sw_lid)
 {
-	return k->kind[e] == TP_NODE_SWITCH
-		   ? tp_fabric_switch(f, k->node[e])->guid
-		   : tp_fabric_ca(f, k->node[e])->guid;
-}
-
-/* LIDs (and a switch's port 0 PortInfo) of every link end's node. */
-static tp_err_t learn_lids(tp_health_sweep_t *s, char *ca, int port,
-			   char **err_p)
-{
-	struct ibnd_config cfg = {0};
-	ibnd_fabric_t *fab = ibnd_discover_fabric(ca, port, NULL, &cfg);
 	size_t nl = tp_fabric_nlinks(s->f), lids = 0;
 
-	if (!fab)
-		return fail(err_p, TP_ERR_IO,
-			    "discovery through %s failed (no IB device, no "
-			    "access to /dev/infiniband/umad*, or no response)",
-			    ca ? ca : "the default CA");
+	s->retry = false;
 	for (size_t l = 0; l < nl; l++)
 		for (int e = 0; e < 2; e++) {
 			const tp_link_t *k = tp_fabric_link(s->f, l);
-			ibnd_node_t *n =
-			    ibnd_find_node_guid(fab, end_guid(s->f, k, e));
-			end_t *d = &s->ends[2 * l + e];
+			ibnd_node_t *n = ibnd_find_node_guid(
+			    fab, tp__health_end_guid(s->f, k, e));
+			end_t *d = &ends[2 * l + e];
 			if (!n)
 				continue;
 			d->sw = n->type == IB_NODE_SWITCH;
@@ -160,12 +164,100 @@ static tp_err_t learn_lids(tp_health_sweep_t *s, char *ca, int port,
 				d->lid = n->ports[k->port[e]]->base_lid;
 			}
 			lids += d->lid != 0;
+			s->retry |= d->lid == 0;
 		}
+	for (size_t i = 0; i < tp_fabric_nswitches(s->f); i++) {
+		ibnd_node_t *n =
+		    ibnd_find_node_guid(fab, tp_fabric_switch(s->f, i)->guid);
+		sw_lid[i] = n ? n->smalid : 0;
+	}
+	return lids;
+}
+
+/* One walk: LIDs and the live fabric, swapped in only on success. */
+static tp_err_t walk(tp_health_sweep_t *s, char **err_p)
+{
+	struct ibnd_config cfg = {0};
+	size_t nl = tp_fabric_nlinks(s->f), nsw = tp_fabric_nswitches(s->f);
+	ibnd_fabric_t *fab = ibnd_discover_fabric(s->ca, s->port, NULL, &cfg);
+	end_t *ends = NULL;
+	uint16_t *sw_lid = NULL;
+	tp_fabric_t *live = NULL;
+	tp_err_t err = TP_ERR_NOMEM;
+
+	if (!fab)
+		return fail(err_p, TP_ERR_IO,
+			    "discovery through %s failed (no IB device, no "
+			    "access to /dev/infiniband/umad*, or no response)",
+			    s->ca ? s->ca : "the default CA");
+	if (!(ends = tp_calloc(2 * nl + 1, sizeof(*ends))) ||
+	    !(sw_lid = tp_calloc(nsw + 1, sizeof(*sw_lid))) ||
+	    !(live = tp_fabric_create())) {
+		fail(err_p, err, "%s", "out of memory");
+		goto out;
+	}
+	if (nl && !learn_lids(s, fab, ends, sw_lid)) {
+		err = fail(err_p, TP_ERR_IO, "%s",
+			   "no port of the fabric has a LID (no subnet "
+			   "manager?): PMA queries cannot be routed");
+		goto out;
+	}
+	if ((err = tp_fabric_read_ibnd(live, fab, "live discovery")) ||
+	    (err = tp_fabric_finalize(live, NULL))) {
+		fail(err_p, err, "%s", tp_fabric_error(live));
+		goto out;
+	}
+	tp_free(s->ends);
+	tp_free(s->sw_lid);
+	tp_fabric_destroy(s->live);
+	s->ends = ends;
+	s->sw_lid = sw_lid;
+	s->live = live;
+	ends = NULL, sw_lid = NULL, live = NULL;
+out:
 	ibnd_destroy_fabric(fab);
-	if (nl && !lids)
-		return fail(err_p, TP_ERR_IO, "%s",
-			    "no port of the fabric has a LID (no subnet "
-			    "manager?): PMA queries cannot be routed");
+	tp_free(ends);
+	tp_free(sw_lid);
+	tp_fabric_destroy(live);
+	return err;
+}
+
+/* PortInfo of every port of every reached model switch into up (s->nup
+ * slots). */
+static void scan_ports(tp_health_sweep_t *s, uint8_t *up)
+{
+	uint8_t info[IB_SMP_DATA_SIZE];
+	ib_portid_t id;
+
+	for (size_t i = 0; i < tp_fabric_nswitches(s->f); i++) {
+		const tp_switch_t *sw = tp_fabric_switch(s->f, i);
+		for (int p = 1; p <= sw->nports; p++) {
+			uint8_t *u = &up[s->sw_first[i] + (size_t)p - 1];
+			*u = 2;
+			if (!s->sw_lid[i])
+				continue;
+			memset(&id, 0, sizeof(id));
+			ib_portid_set(&id, s->sw_lid[i], 0, 0);
+			if (smp_query_via(info, &id, IB_ATTR_PORT_INFO,
+					  (unsigned)p, MAD_TIMEOUT_MS, s->mad))
+				*u = tp_ib_port_up(info);
+		}
+	}
+}
+
+/* Open the MAD port and take the port states as the new baseline. */
+static tp_err_t open_port(tp_health_sweep_t *s, char **err_p)
+{
+	int classes[] = {IB_SMI_CLASS, IB_SMI_DIRECT_CLASS, IB_SA_CLASS,
+			 IB_PERFORMANCE_CLASS};
+
+	if (!(s->mad = mad_rpc_open_port(s->ca, s->port, classes, 4)))
+		return fail(err_p, TP_ERR_IO,
+			    "cannot open %s for MADs (no IB device, or no "
+			    "access to /dev/infiniband/umad*)",
+			    s->ca ? s->ca : "the default CA");
+	mad_rpc_set_retries(s->mad, MAD_RETRIES);
+	scan_ports(s, s->up);
 	return TP_OK;
 }
 
@@ -199,39 +291,80 @@ static bool sweep_end(tp_health_sweep_t *s, size_t l, int e,
 tp_err_t tp_health_sweep_create(const tp_fabric_t *f, const char *ca, int port,
 				tp_health_sweep_t **s_p, char **err_p)
 {
-	int classes[] = {IB_SMI_CLASS, IB_SMI_DIRECT_CLASS, IB_SA_CLASS,
-			 IB_PERFORMANCE_CLASS};
-	size_t nl = f ? tp_fabric_nlinks(f) : 0;
+	size_t nsw = f ? tp_fabric_nswitches(f) : 0;
 	tp_health_sweep_t *s;
-	char *ca_copy = NULL; /* libibmad and libibnetdisc take non-const */
 	tp_err_t err;
 
 	if (!f || !s_p || port < 0 || port > 254)
 		return TP_ERR_INVAL;
 	if (!(s = tp_calloc(1, sizeof(*s))) ||
-	    !(s->ends = tp_calloc(2 * nl + 1, sizeof(end_t))) ||
-	    (ca && !(ca_copy = tp_strdup(ca)))) {
+	    !(s->sw_first = tp_calloc(nsw + 1, sizeof(size_t))) ||
+	    (ca && !(s->ca = tp_strdup(ca)))) {
 		tp_health_sweep_destroy(s);
 		return fail(err_p, TP_ERR_NOMEM, "%s", "out of memory");
 	}
 	s->f = f;
 	s->port = port;
-	/* The discovery's port is closed before ours opens: libumad2sim
-	 * crashes when a process closes one of two open ports. */
-	err = learn_lids(s, ca_copy, port, err_p);
-	if (!err && !(s->mad = mad_rpc_open_port(ca_copy, port, classes, 4)))
-		err = fail(err_p, TP_ERR_IO,
-			   "cannot open %s for MADs (no IB device, or no "
-			   "access to /dev/infiniband/umad*)",
-			   ca ? ca : "the default CA");
-	tp_free(ca_copy);
-	if (err) {
+	for (size_t i = 0; i < nsw; i++) {
+		s->sw_first[i] = s->nup;
+		s->nup += (size_t)tp_fabric_switch(f, i)->nports;
+	}
+	if (!(s->up = tp_calloc(s->nup + 1, 1))) {
+		tp_health_sweep_destroy(s);
+		return fail(err_p, TP_ERR_NOMEM, "%s", "out of memory");
+	}
+	/* The walk's port is closed before ours opens: libumad2sim crashes
+	 * when a process closes one of two open ports. */
+	if ((err = walk(s, err_p)) || (err = open_port(s, err_p))) {
 		tp_health_sweep_destroy(s);
 		return err;
 	}
-	mad_rpc_set_retries(s->mad, MAD_RETRIES);
 	*s_p = s;
 	return TP_OK;
+}
+
+const tp_fabric_t *tp_health_sweep_live(const tp_health_sweep_t *s)
+{
+	return s ? s->live : NULL;
+}
+
+tp_err_t tp_health_sweep_changed(tp_health_sweep_t *s, bool *changed_p)
+{
+	uint8_t *now;
+
+	if (!s || !changed_p || !s->mad)
+		return TP_ERR_INVAL;
+	if (!(now = tp_calloc(s->nup + 1, 1)))
+		return TP_ERR_NOMEM;
+	scan_ports(s, now);
+	*changed_p = s->retry || memcmp(now, s->up, s->nup) != 0;
+	tp_free(now);
+	return TP_OK;
+}
+
+tp_err_t tp_health_sweep_rediscover(tp_health_sweep_t *s)
+{
+	char *why = NULL;
+	tp_err_t err, err2;
+
+	if (!s || !s->mad)
+		return TP_ERR_INVAL;
+	s->err[0] = '\0';
+	mad_rpc_close_port(s->mad);
+	s->mad = NULL;
+	/* A failed walk is tried again at the next check: the port states
+	 * taken below would otherwise hide the change that asked for it. */
+	if ((err = walk(s, &why)))
+		s->retry = true;
+	if (why)
+		snprintf(s->err, sizeof(s->err), "%s", why);
+	tp_free(why);
+	why = NULL;
+	/* The old LIDs still serve when the walk failed. */
+	if ((err2 = open_port(s, &why)) && why)
+		snprintf(s->err, sizeof(s->err), "%s", why);
+	tp_free(why);
+	return err ? err : err2;
 }
 
 tp_err_t tp_health_sweep_run(tp_health_sweep_t *s, tp_health_port_t *ports,

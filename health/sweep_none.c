@@ -36,3 +36,21 @@ const char *tp_health_sweep_error(const tp_health_sweep_t *s)
 	(void)s;
 	return "built without libibmad";
 }
+
+const tp_fabric_t *tp_health_sweep_live(const tp_health_sweep_t *s)
+{
+	(void)s;
+	return NULL;
+}
+
+tp_err_t tp_health_sweep_changed(tp_health_sweep_t *s, bool *changed_p)
+{
+	(void)s, (void)changed_p;
+	return TP_ERR_UNSUPPORTED;
+}
+
+tp_err_t tp_health_sweep_rediscover(tp_health_sweep_t *s)
+{
+	(void)s;
+	return TP_ERR_UNSUPPORTED;
+}

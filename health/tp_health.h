@@ -147,6 +147,63 @@ void tp_health_eval(const tp_health_rules_t *r, const tp_link_t *link,
 		    const tp_health_port_t cur[2], const bool node_seen[2],
 		    double interval_s, tp_health_link_t *out);
 
+/* ---- topology diff ------------------------------------------------------ */
+
+/* What became of one model link in a live fabric (tp_health_diff). */
+typedef enum tp_health_change {
+	TP_HEALTH_PRESENT = 0, /* the same two ports are cabled together */
+	TP_HEALTH_GONE = 1,    /* not cabled, while an end's node is there */
+	TP_HEALTH_MOVED = 2,   /* the CA end's port is cabled elsewhere */
+	TP_HEALTH_UNSEEN = 3,  /* neither end's node in the live fabric (not
+				* discovered: another subnet, or a walk that
+				* never reached it) */
+} tp_health_change_t;
+
+/* A model against a live fabric, both finalized; links are matched by
+ * the GUID and port of both ends, so names and link order do not matter.
+ * link[l] is model link l's fate; to[l] the live link a MOVED link's CA
+ * port now sits on (SIZE_MAX otherwise); fresh[] the live links no model
+ * link matches or moved to (new cables, new nodes, rewired switches).
+ * A host cabled to another port or switch is MOVED, not GONE plus new. */
+typedef struct tp_health_diff {
+	size_t nlinks; /* model links */
+	tp_health_change_t *link;
+	size_t *to;
+	size_t *fresh; /* live link indices, ascending */
+	size_t nfresh;
+	size_t ngone, nmoved, nunseen;
+} tp_health_diff_t;
+
+/* Fill *d (caller frees with tp_health_diff_free). TP_ERR_NOMEM. Pure. */
+tp_err_t tp_health_diff(const tp_fabric_t *model, const tp_fabric_t *live,
+			tp_health_diff_t *d);
+void tp_health_diff_free(tp_health_diff_t *d);
+/* Anything to report: a link gone or moved, a fresh one. */
+bool tp_health_diff_changed(const tp_health_diff_t *d);
+
+/* The report, JSON ({"format":"topoplace-diff/1","changed","gone":[..],
+ * "back":[..],"moved":[..],"new":[..],"unseen":N}; gone/back entries
+ * {"link","a","b"}, moved {"link","host","from","to"}, new {"a","b"};
+ * ends as "desc:port") or text (one line per change, "" when none).
+ * prev (may be NULL) is the previous diff against the same model: links
+ * it had GONE or MOVED that are PRESENT in d are "back". */
+tp_err_t tp_health_diff_json(const tp_fabric_t *model, const tp_fabric_t *live,
+			     const tp_health_diff_t *d,
+			     const tp_health_diff_t *prev, char **json_p);
+tp_err_t tp_health_diff_text(const tp_fabric_t *model, const tp_fabric_t *live,
+			     const tp_health_diff_t *d,
+			     const tp_health_diff_t *prev, char **text_p);
+
+/* Applies d to a sweep's verdicts: a GONE or MOVED link gets health 0,
+ * an alarm and the reason "gone (re-discovery)" or "host moved to
+ * DESC:PORT; regenerate the fabric" - unless the sweep saw both its ends
+ * up (the diff is older than the sweep; *stale_p, may be NULL, is then
+ * set). links has one entry per model link. */
+void tp_health_diff_apply(const tp_fabric_t *model, const tp_fabric_t *live,
+			  const tp_health_diff_t *d,
+			  const tp_health_port_t *ports,
+			  tp_health_link_t *links, bool *stale_p);
+
 /* ---- sweeps (libibmad; TP_ERR_UNSUPPORTED when built without it) ------- */
 
 typedef struct tp_health_sweep tp_health_sweep_t;
@@ -168,6 +225,24 @@ void tp_health_sweep_destroy(tp_health_sweep_t *s);
  * sweep with the count). */
 tp_err_t tp_health_sweep_run(tp_health_sweep_t *s, tp_health_port_t *ports,
 			     bool *node_seen);
+/* The fabric the last discovery (creation or tp_health_sweep_rediscover)
+ * walked, finalized; borrowed, valid until the next rediscovery or
+ * destroy. */
+const tp_fabric_t *tp_health_sweep_live(const tp_health_sweep_t *s);
+/* The cheap check: PortInfo of every port of every model switch with a
+ * LID; *changed_p is true when the set of ports up differs from the one
+ * right after the last discovery, or when that discovery found a model
+ * node without a LID yet (a subnet manager still at work). One SMP per
+ * switch port, no directed-route walk. */
+tp_err_t tp_health_sweep_changed(tp_health_sweep_t *s, bool *changed_p);
+/* Walk the fabric again through the creation's CA and port: LIDs are
+ * learnt anew (a node unreachable before is swept from now on) and
+ * tp_health_sweep_live() is replaced. The MAD port is closed during the
+ * walk (libumad2sim crashes when one process closes one of two open
+ * ports). On failure the previous LIDs and live fabric are kept. Note:
+ * under libumad2sim (ibsim) each walk leaks an agent and the twelfth of
+ * a process is refused - rediscover only on tp_health_sweep_changed(). */
+tp_err_t tp_health_sweep_rediscover(tp_health_sweep_t *s);
 /* Detail of the last failure; borrowed. */
 const char *tp_health_sweep_error(const tp_health_sweep_t *s);
 

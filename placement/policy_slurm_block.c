@@ -50,33 +50,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "placement_int.h"
+#include "slurm_pick_int.h"
 
 #define NLEVELS 16 /* Slurm's MAX_BLOCK_LEVELS */
 
 typedef struct blk {
-	const tp__policy_in_t *in;
+	tp__slurm_pick_t pk;
 	tp_block_t *bb; /* base blocks in file order */
 	size_t nbb;
-	long long bnc;	  /* bblock_node_cnt */
-	unsigned levels;  /* block_levels */
-	int *bb_of;	  /* per host: its base block, -1 if none */
-	bool *cand;	  /* per host: in node_map */
-	long long *on_bb; /* nodes_on_bblock */
-	long long *on_ll; /* nodes_on_llblock (NULL when Slurm has none) */
-	bool *req;	  /* bblock_required */
-	long long rem_nodes, min_rem_nodes, max_nodes, need_gpus, got_gpus;
-	uint32_t *hosts;
-	int *gpus;
-	size_t n, max;
+	long long bnc;	     /* bblock_node_cnt */
+	unsigned levels;     /* block_levels */
+	int *bb_of;	     /* per host: its base block, -1 if none */
+	long long *on_bb;    /* nodes_on_bblock */
+	long long *on_ll;    /* nodes_on_llblock (NULL when Slurm has none) */
+	bool *req;	     /* bblock_required */
 	int level, ll_level; /* for the explanation */
 	size_t used;	     /* base blocks used */
 } blk_t;
-
-static int free_gpus(const tp__policy_in_t *in, uint32_t h)
-{
-	return in->s ? in->s->free[h] : (int)tp_fabric_host(in->f, h)->ngpus;
-}
 
 /* bit_ffs_from_bit / bit_fls_from_bit on the 16-bit block_levels */
 static int ffs_from(unsigned lv, int bit)
@@ -104,7 +94,7 @@ static bool same_ll(int a, int b, int l)
 static void choose_best(const blk_t *t, int l, int i, bool *best_same,
 			bool *best_fit, int *best)
 {
-	bool fit = t->on_bb[i] >= t->rem_nodes, same = false;
+	bool fit = t->on_bb[i] >= t->pk.rem_nodes, same = false;
 
 	if (t->on_ll && !same_ll(*best, i, l)) {
 		int lo = i & ~((1 << l) - 1), hi = i | ((1 << l) - 1);
@@ -122,8 +112,8 @@ static void choose_best(const blk_t *t, int l, int i, bool *best_same,
 			return;
 		bcnt = t->on_ll[*best >> l];
 		cnt = t->on_ll[i >> l];
-		llfit = cnt >= t->rem_nodes;
-		bllfit = bcnt >= t->rem_nodes;
+		llfit = cnt >= t->pk.rem_nodes;
+		bllfit = bcnt >= t->pk.rem_nodes;
 		if (llfit != bllfit) {
 			if (llfit)
 				goto take;
@@ -149,31 +139,6 @@ take:
 	*best_same = same;
 }
 
-static bool satisfied(const blk_t *t)
-{
-	return t->rem_nodes <= 0 && t->got_gpus >= t->need_gpus;
-}
-
-static void take(blk_t *t, uint32_t h)
-{
-	const tp__policy_in_t *in = t->in;
-	int free = free_gpus(in, h), g;
-
-	if (in->nhosts) {
-		g = tp__host_offer(in, h);
-	} else {
-		long long left = t->need_gpus - t->got_gpus;
-		g = free < left ? free : (int)left;
-	}
-	t->hosts[t->n] = h;
-	t->gpus[t->n++] = g;
-	t->rem_nodes--;
-	t->min_rem_nodes--;
-	t->max_nodes--;
-	t->got_gpus += free; /* gres_sched_add credits all free GPUs */
-	t->cand[h] = false;
-}
-
 static int desc(const void *x, const void *y)
 {
 	long long a = *(const long long *)x, b = *(const long long *)y;
@@ -184,16 +149,16 @@ static int desc(const void *x, const void *y)
 /* One evaluation on in's view; TP_ERR_NOTFOUND when Slurm finds none. */
 static tp_err_t eval_block(blk_t *t)
 {
-	const tp__policy_in_t *in = t->in;
+	const tp__policy_in_t *in = t->pk.in;
 	size_t nh = tp_fabric_nhosts(in->f);
 	long long need, bpb, bpll, ll_size, max_ll, block_cnt, llcnt = 0;
 	long long best_cnt = 0, best_gpus = 0, prev;
 	int level = 0, ll_level, binx = -1;
 
 	for (uint32_t h = 0; h < nh; h++)
-		t->cand[h] = t->bb_of[h] >= 0 && tp__host_offer(in, h) > 0;
+		t->pk.cand[h] = t->bb_of[h] >= 0 && tp__host_offer(in, h) > 0;
 	/* 3: sizing (B252-265) */
-	need = (t->rem_nodes + t->bnc - 1) / t->bnc;
+	need = (t->pk.rem_nodes + t->bnc - 1) / t->bnc;
 	while ((1LL << level) < need)
 		level++;
 	ll_level = level > 0 ? fls_from(t->levels, level - 1) : 0;
@@ -202,7 +167,7 @@ static tp_err_t eval_block(blk_t *t)
 		ll_level = 0; /* Slurm asserts; level 0 is always listed */
 	bpll = 1LL << ll_level;
 	ll_size = bpll * t->bnc;
-	max_ll = (t->rem_nodes + ll_size - 1) / ll_size;
+	max_ll = (t->pk.rem_nodes + ll_size - 1) / ll_size;
 	if (level < 0) {
 		bpb = (long long)t->nbb;
 		block_cnt = 1;
@@ -222,7 +187,7 @@ static tp_err_t eval_block(blk_t *t)
 		t->req[i] = false;
 		t->on_bb[i] = 0;
 		for (size_t k = 0; k < t->bb[i].nhosts; k++)
-			t->on_bb[i] += t->cand[t->bb[i].hosts[k]];
+			t->on_bb[i] += t->pk.cand[t->bb[i].hosts[k]];
 		if (t->on_ll)
 			t->on_ll[(long long)i / bpll] += t->on_bb[i];
 	}
@@ -245,7 +210,7 @@ static tp_err_t eval_block(blk_t *t)
 			     j++)
 				avail += t->on_ll[off + j];
 		}
-		if (avail < t->rem_nodes || !bnc)
+		if (avail < t->pk.rem_nodes || !bnc)
 			continue;
 		if (binx == -1 || bnc <= best_cnt) {
 			binx = (int)b;
@@ -256,12 +221,12 @@ static tp_err_t eval_block(blk_t *t)
 		return TP_ERR_NOTFOUND;
 	/* B588-654: the block's candidates must hold the GPUs too */
 	for (uint32_t h = 0; h < nh; h++) {
-		if (t->cand[h] && t->bb_of[h] / bpb != binx)
-			t->cand[h] = false;
-		if (t->cand[h])
-			best_gpus += free_gpus(in, h);
+		if (t->pk.cand[h] && t->bb_of[h] / bpb != binx)
+			t->pk.cand[h] = false;
+		if (t->pk.cand[h])
+			best_gpus += tp__slurm_free_gpus(in, h);
 	}
-	if (best_cnt < t->rem_nodes || best_gpus < t->need_gpus)
+	if (best_cnt < t->pk.rem_nodes || best_gpus < t->pk.need_gpus)
 		return TP_ERR_NOTFOUND;
 	/* B777-798: counts restricted to the block, taken once */
 	if (t->on_ll)
@@ -271,13 +236,13 @@ static tp_err_t eval_block(blk_t *t)
 		if (t->on_ll)
 			t->on_ll[i / bpll] += t->on_bb[i];
 	/* 5: base blocks (B800-864) */
-	prev = t->rem_nodes + 1;
+	prev = t->pk.rem_nodes + 1;
 	for (;;) {
 		int best = -1;
 		bool best_fit = false, best_same = true;
-		if (prev == t->rem_nodes)
+		if (prev == t->pk.rem_nodes)
 			break; /* stalled */
-		prev = t->rem_nodes;
+		prev = t->pk.rem_nodes;
 		for (long long i = binx * bpb;
 		     i < (binx + 1) * bpb && i < (long long)t->nbb; i++)
 			if (!t->req[i])
@@ -290,18 +255,18 @@ static tp_err_t eval_block(blk_t *t)
 		t->req[best] = true;
 		t->used++;
 		/* Slurm walks the node bitmap: index order */
-		for (uint32_t h = 0; h < nh && t->max_nodes > 0; h++) {
-			if (t->bb_of[h] != best || !t->cand[h] ||
-			    t->n >= t->max)
+		for (uint32_t h = 0; h < nh && t->pk.max_nodes > 0; h++) {
+			if (t->bb_of[h] != best || !t->pk.cand[h] ||
+			    t->pk.n >= t->pk.max)
 				continue;
-			take(t, h);
-			if (satisfied(t))
+			tp__slurm_pick_take(&t->pk, h);
+			if (tp__slurm_pick_done(&t->pk))
 				return TP_OK;
 		}
 		if (!best_same)
 			max_ll--;
 	}
-	return t->min_rem_nodes <= 0 && t->got_gpus >= t->need_gpus
+	return t->pk.min_rem_nodes <= 0 && t->pk.got_gpus >= t->pk.need_gpus
 		   ? TP_OK
 		   : TP_ERR_NOTFOUND;
 }
@@ -309,21 +274,10 @@ static tp_err_t eval_block(blk_t *t)
 /* Fresh counters for one evaluation of in. */
 static void reset(blk_t *t, const tp__policy_in_t *in)
 {
-	t->in = in;
-	t->n = 0;
+	tp__slurm_pick_reset(&t->pk, in);
 	t->used = 0;
-	t->got_gpus = 0;
 	tp_free(t->on_ll);
 	t->on_ll = NULL;
-	if (in->nhosts) {
-		t->rem_nodes = t->min_rem_nodes = t->max_nodes =
-		    (long long)in->nhosts;
-		t->need_gpus = 0;
-	} else {
-		t->rem_nodes = t->min_rem_nodes = 1;
-		t->max_nodes = (long long)tp_fabric_nhosts(in->f);
-		t->need_gpus = in->total_gpus;
-	}
 }
 
 static tp_err_t build(blk_t *t, const tp_fabric_t *f)
@@ -334,10 +288,10 @@ static tp_err_t build(blk_t *t, const tp_fabric_t *f)
 	if ((err = tp_fabric_blocks(f, &t->bb, &t->nbb, &base)))
 		return err;
 	t->bb_of = tp_malloc((nh + 1) * sizeof(int));
-	t->cand = tp_calloc(nh + 1, sizeof(bool));
+	t->pk.cand = tp_calloc(nh + 1, sizeof(bool));
 	t->on_bb = tp_calloc(t->nbb + 1, sizeof(long long));
 	t->req = tp_calloc(t->nbb + 1, sizeof(bool));
-	if (!t->bb_of || !t->cand || !t->on_bb || !t->req)
+	if (!t->bb_of || !t->pk.cand || !t->on_bb || !t->req)
 		return TP_ERR_NOMEM;
 	t->bnc = (long long)base;
 	/* BlockSizes=base,2*base,... while 2^k <= blocks (topoconf.c) */
@@ -355,7 +309,7 @@ static tp_err_t slurm_block(const tp__policy_in_t *in, uint32_t *hosts,
 			    int *gpus, size_t max, size_t *n_p, char *why,
 			    size_t whylen)
 {
-	blk_t t = {.hosts = hosts, .gpus = gpus, .max = max};
+	blk_t t = {.pk = {.hosts = hosts, .gpus = gpus, .max = max}};
 	tp_err_t err;
 
 	if ((err = build(&t, in->f)))
@@ -377,7 +331,7 @@ static tp_err_t slurm_block(const tp__policy_in_t *in, uint32_t *hosts,
 	}
 	if (err)
 		goto out;
-	*n_p = t.n;
+	*n_p = t.pk.n;
 	if (t.level < 0)
 		snprintf(why, whylen,
 			 "slurm-block: the whole system as one block "
@@ -392,7 +346,7 @@ static tp_err_t slurm_block(const tp__policy_in_t *in, uint32_t *hosts,
 out:
 	tp_free(t.bb);
 	tp_free(t.bb_of);
-	tp_free(t.cand);
+	tp_free(t.pk.cand);
 	tp_free(t.on_bb);
 	tp_free(t.on_ll);
 	tp_free(t.req);

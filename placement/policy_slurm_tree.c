@@ -70,7 +70,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "placement_int.h"
+#include "slurm_pick_int.h"
 
 #define DIST_INF UINT64_MAX
 
@@ -83,21 +83,16 @@ typedef struct sw {
 } sw_t;
 
 typedef struct tree {
-	const tp__policy_in_t *in;
+	tp__slurm_pick_t pk; /* cand: candidate under the top switch */
 	sw_t *sw;
 	size_t nsw;
 	uint32_t *line_of; /* fabric group -> line */
-	bool *cand;	   /* per host: candidate under the top switch */
 	uint64_t *dist;	   /* per line */
-	long long rem_nodes, min_rem_nodes, max_nodes, need_gpus, got_gpus;
-	uint32_t *hosts;
-	int *gpus;
-	size_t n, max;
 } tree_t;
 
 static tp_err_t build_table(tree_t *t)
 {
-	const tp_fabric_t *f = t->in->f;
+	const tp_fabric_t *f = t->pk.in->f;
 	size_t ng = tp_fabric_ngroups(f), k = 0;
 	int top = tp_fabric_ngroup_levels(f);
 
@@ -204,62 +199,46 @@ static void choose_best(const tree_t *t, uint32_t i, uint32_t *best)
 			*best = i;
 		return;
 	}
-	tcs = compare(t, i, *best, t->rem_nodes);
+	tcs = compare(t, i, *best, t->pk.rem_nodes);
 	if ((t->dist[i] < t->dist[*best] && tcs >= 0) ||
 	    (t->dist[i] == t->dist[*best] && tcs > 0))
 		*best = i;
 }
 
-static bool satisfied(const tree_t *t)
-{
-	return t->rem_nodes <= 0 && t->got_gpus >= t->need_gpus;
-}
-
-static void take(tree_t *t, uint32_t h)
-{
-	const tp__policy_in_t *in = t->in;
-	int free = in->s->free[h], g;
-
-	if (in->nhosts) {
-		g = tp__host_offer(in, h);
-	} else {
-		long long left = t->need_gpus - t->got_gpus;
-		g = free < left ? free : (int)left;
-	}
-	t->hosts[t->n] = h;
-	t->gpus[t->n++] = g;
-	t->rem_nodes--;
-	t->min_rem_nodes--;
-	t->max_nodes--;
-	t->got_gpus += free; /* gres_sched_add credits all free GPUs */
-	t->cand[h] = false;
-}
-
 /* Hosts under a line (group), via the fabric's per-group host lists. */
 static const tp_group_t *grp(const tree_t *t, uint32_t line)
 {
-	return tp_fabric_group(t->in->f, t->sw[line].group);
+	return tp_fabric_group(t->pk.in->f, t->sw[line].group);
+}
+
+/* Candidates under a line. */
+static long long count_cand(const tree_t *t, uint32_t line)
+{
+	const tp_group_t *gp = grp(t, line);
+	long long c = 0;
+
+	for (size_t k = 0; k < gp->nhosts; k++)
+		c += t->pk.cand[gp->hosts[k]];
+	return c;
 }
 
 static tp_err_t eval_topo(tree_t *t, char *why, size_t whylen)
 {
-	const tp__policy_in_t *in = t->in;
+	const tp__policy_in_t *in = t->pk.in;
 	size_t nh = tp_fabric_nhosts(in->f), leaves = 0;
 	uint32_t top = TP_ID_NONE;
 	long long under = 0, gpus_under = 0, prev;
 
 	for (uint32_t h = 0; h < nh; h++)
-		t->cand[h] = tp__host_offer(in, h) > 0 &&
-			     tp_fabric_host(in->f, h)->group[0] != TP_ID_NONE;
+		t->pk.cand[h] =
+		    tp__host_offer(in, h) > 0 &&
+		    tp_fabric_host(in->f, h)->group[0] != TP_ID_NONE;
 	/* T4: the highest-level switch with enough candidates; ties at the
 	 * same level go to the last line (>=) */
 	for (uint32_t i = 0; i < t->nsw; i++) {
-		const tp_group_t *gp = grp(t, i);
-		long long c = 0;
-		for (size_t k = 0; k < gp->nhosts; k++)
-			c += t->cand[gp->hosts[k]];
-		t->sw[i].cnt = c;
-		if (c < t->rem_nodes)
+		long long c = t->sw[i].cnt = count_cand(t, i);
+
+		if (c < t->pk.rem_nodes)
 			continue;
 		if (top == TP_ID_NONE || t->sw[i].level >= t->sw[top].level)
 			top = i;
@@ -277,34 +256,30 @@ static tp_err_t eval_topo(tree_t *t, char *why, size_t whylen)
 		for (size_t k = 0; k < gp->nhosts; k++)
 			in_top[gp->hosts[k]] = true;
 		for (uint32_t h = 0; h < nh; h++) {
-			t->cand[h] = t->cand[h] && in_top[h];
-			if (t->cand[h]) {
+			t->pk.cand[h] = t->pk.cand[h] && in_top[h];
+			if (t->pk.cand[h]) {
 				under++;
 				gpus_under += in->s->free[h];
 			}
 		}
 		tp_free(in_top);
 	}
-	if (under < t->rem_nodes || gpus_under < t->need_gpus)
+	if (under < t->pk.rem_nodes || gpus_under < t->pk.need_gpus)
 		return TP_ERR_NOTFOUND;
 	/* T11a: counts once; parents' counts are never updated again */
 	for (uint32_t i = 0; i < t->nsw; i++) {
-		const tp_group_t *gp = grp(t, i);
-		long long c = 0;
-		for (size_t k = 0; k < gp->nhosts; k++)
-			c += t->cand[gp->hosts[k]];
-		t->sw[i].cnt = c;
+		t->sw[i].cnt = count_cand(t, i);
 		t->dist[i] = 0;
 	}
 	/* T11d */
-	prev = t->rem_nodes + 1;
+	prev = t->pk.rem_nodes + 1;
 	for (;;) {
 		uint32_t best = TP_ID_NONE;
 		const tp_group_t *gp;
 
-		if (t->rem_nodes == prev)
+		if (t->pk.rem_nodes == prev)
 			break; /* stall */
-		prev = t->rem_nodes;
+		prev = t->pk.rem_nodes;
 		for (uint32_t i = 0; i < t->nsw; i++)
 			if (t->sw[i].level == 0)
 				choose_best(t, i, &best);
@@ -318,17 +293,17 @@ static tp_err_t eval_topo(tree_t *t, char *why, size_t whylen)
 		}
 		leaves++;
 		gp = grp(t, best);
-		for (size_t k = 0; k < gp->nhosts && t->max_nodes > 0; k++) {
+		for (size_t k = 0; k < gp->nhosts && t->pk.max_nodes > 0; k++) {
 			uint32_t h = gp->hosts[k];
-			if (!t->cand[h] || t->n >= t->max)
+			if (!t->pk.cand[h] || t->pk.n >= t->pk.max)
 				continue;
-			take(t, h);
-			if (satisfied(t))
+			tp__slurm_pick_take(&t->pk, h);
+			if (tp__slurm_pick_done(&t->pk))
 				goto fini;
 		}
 		t->sw[best].cnt = 0;
 	}
-	if (t->min_rem_nodes > 0 || t->got_gpus < t->need_gpus)
+	if (t->pk.min_rem_nodes > 0 || t->pk.got_gpus < t->pk.need_gpus)
 		return TP_ERR_NOTFOUND;
 fini:
 	snprintf(why, whylen,
@@ -343,31 +318,24 @@ static tp_err_t slurm_tree(const tp__policy_in_t *in, uint32_t *hosts,
 			   size_t whylen)
 {
 	size_t nh = tp_fabric_nhosts(in->f);
-	tree_t t = {.in = in, .hosts = hosts, .gpus = gpus, .max = max};
+	tree_t t = {.pk = {.in = in, .hosts = hosts, .gpus = gpus, .max = max}};
 	tp_err_t err;
 
 	if ((err = build_table(&t)))
 		goto out;
-	t.cand = tp_calloc(nh + 1, sizeof(bool));
+	t.pk.cand = tp_calloc(nh + 1, sizeof(bool));
 	t.dist = tp_calloc(t.nsw + 1, sizeof(uint64_t));
-	if (!t.cand || !t.dist) {
+	if (!t.pk.cand || !t.dist) {
 		err = TP_ERR_NOMEM;
 		goto out;
 	}
-	if (in->nhosts) {
-		t.rem_nodes = t.min_rem_nodes = t.max_nodes =
-		    (long long)in->nhosts;
-	} else {
-		t.rem_nodes = t.min_rem_nodes = 1;
-		t.max_nodes = (long long)nh;
-		t.need_gpus = in->total_gpus;
-	}
+	tp__slurm_pick_reset(&t.pk, in);
 	if (!(err = eval_topo(&t, why, whylen)))
-		*n_p = t.n;
+		*n_p = t.pk.n;
 out:
 	tp_free(t.sw);
 	tp_free(t.line_of);
-	tp_free(t.cand);
+	tp_free(t.pk.cand);
 	tp_free(t.dist);
 	return err;
 }

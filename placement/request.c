@@ -12,7 +12,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,34 +52,6 @@ static bool parse_int(const char *s, long lo, long hi, int *v_p)
 	if (errno || *end || v < lo || v > hi)
 		return false;
 	*v_p = (int)v;
-	return true;
-}
-
-/* "256M", "1.5G", "4096", "2GiB", "2GB": binary multiples. */
-static bool parse_size(const char *s, double *v_p)
-{
-	static const char units[] = "KMGTP";
-	const char *u;
-	char *end;
-	double v;
-
-	if (!isdigit((unsigned char)*s) && *s != '.')
-		return false;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s)
-		return false;
-	if (*end && (u = strchr(units, toupper((unsigned char)*end)))) {
-		v *= pow(1024.0, (double)(u - units + 1));
-		end++;
-		if (*end == 'i' || *end == 'I')
-			end++;
-	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end || !(v >= 1) || v > MAX_BYTES)
-		return false;
-	*v_p = v;
 	return true;
 }
 
@@ -187,7 +158,8 @@ tp_err_t tp_request_parse(const char *text, tp_request_t *r, char **err_p)
 			err = fail(err_p, TP_ERR_RANGE,
 				   "\"gpus=%s\": expected a whole number 1..%d",
 				   val, MAX_GPUS);
-		else if (seen == &seen_bytes && !parse_size(val, &q.bytes))
+		else if (seen == &seen_bytes &&
+			 !tp_parse_bytes(val, 1, MAX_BYTES, &q.bytes))
 			err = fail(err_p, TP_ERR_RANGE,
 				   "\"bytes=%s\": expected a size such as "
 				   "4096, 256M or 1G (binary units, 1 B .. "

@@ -56,7 +56,9 @@ static const tp_pconf_key_t keys[] = {
 	{"LinkState", TP_PCONF_STRING, NULL, 0, 0,
 	 "topoplace-state/1 file (its links only: health, background_gbps) "
 	 "the native selection prices candidates with, re-read when it "
-	 "changes; unset: healthy links",
+	 "changes; Slurm 22.05 reads it on reconfigure and leaves hosts "
+	 "whose every cable is down out of the switch table; unset: healthy "
+	 "links",
 	 OFF(link_state), NULL},
 	{"CommShare", TP_PCONF_UINT, "30", 0, 100,
 	 "percent of a running multi-node job's time spent in all-reduce: "

@@ -14,6 +14,14 @@
  * - init() and every callback succeed whatever the input: Slurm makes a
  *   failing topology plugin fatal to slurmctld. Bad input is logged once per
  *   read and replaced by a flat table (one switch holding every node).
+ * - LinkState= (topoplace.conf) is read with the other files, so at
+ *   start-up and on every `scontrol reconfigure`, never in between (22.05
+ *   has no hook during selection to re-read it from): a host whose every
+ *   cable has health 0 there is left out of the switch table, and
+ *   cons_tres' topology-aware selection never picks a node outside it.
+ *   Degraded links (0 < health < 1) need native mode (24.11). A missing
+ *   or bad file means healthy links (logged); a bad one never fails the
+ *   read of the fabric.
  * - slurmd and the clients load this plugin too; only slurmctld builds
  *   anything.
  * - All state is behind one mutex; slurmctld calls the build callbacks
@@ -39,6 +47,7 @@
 #include "src/common/xstring.h"
 #include "src/slurmctld/slurmctld.h"
 
+#include "tp_placement.h"
 #include "tp_plugin.h"
 
 #define TP_EXPORT __attribute__((visibility("default")))
@@ -61,10 +70,11 @@ static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
 static tp_pconf_t pconf;
 static tp_fabric_t *fabric;
 static tp_stree_t tree;
-static bool loaded;     /* files read at least once */
-static bool have_tree;  /* fabric loaded and tree built */
+static bool loaded;    /* files read at least once */
+static bool have_tree; /* fabric loaded and tree built */
 static bool mismatch_logged;
 static bool table_ours; /* switch_record_table was built here */
+static bool *cut_off;	/* per fabric host: every cable down in LinkState */
 
 static void log_sink(tp_log_level_t level, const char *msg, void *arg)
 {
@@ -93,10 +103,67 @@ static long usec_since(const struct timespec *t0)
 
 static void drop_fabric(void)
 {
+	xfree(cut_off);
 	tp_stree_free(&tree);
 	tp_fabric_destroy(fabric);
 	fabric = NULL;
 	have_tree = false;
+}
+
+/* Hosts whose every cable has health 0 in LinkState (path), into
+ * cut_off; logged with their names. */
+static void read_link_state(const char *path)
+{
+	size_t nh = tp_fabric_nhosts(fabric), nl = tp_fabric_nlinks(fabric);
+	size_t *cables = xcalloc(nh + 1, sizeof(size_t));
+	size_t *dead = xcalloc(nh + 1, sizeof(size_t));
+	size_t weak = 0, ncut = 0;
+	char *why = NULL, *names = NULL;
+	tp_state_t *st = NULL;
+	tp_err_t err = tp_state_load_json(fabric, path, &st, &why);
+
+	if (err) {
+		/* why names the file */
+		if (err == TP_ERR_NOTFOUND)
+			info("%s: LinkState %s: no such file: links healthy",
+			     plugin_type, path);
+		else
+			error("%s: LinkState %s: links healthy", plugin_type,
+			      why ? why : tp_strerror(err));
+		goto out;
+	}
+	cut_off = xcalloc(nh + 1, sizeof(bool));
+	for (size_t l = 0; l < nl; l++) {
+		const tp_link_t *k = tp_fabric_link(fabric, (uint32_t)l);
+		double h = tp_state_link_health(st, (uint32_t)l);
+		weak += h < 1;
+		for (int e = 0; e < 2; e++) {
+			const tp_ca_t *ca;
+			if (k->kind[e] != TP_NODE_CA)
+				continue;
+			ca = tp_fabric_ca(fabric, k->node[e]);
+			if (ca->role != TP_CA_HOST)
+				continue;
+			cables[ca->host]++;
+			dead[ca->host] += h <= 0;
+		}
+	}
+	for (size_t h = 0; h < nh; h++)
+		if (cables[h] && dead[h] == cables[h]) {
+			cut_off[h] = true;
+			xstrfmtcat(names, "%s%s", ncut++ ? "," : "",
+				   tp_fabric_host(fabric, (uint32_t)h)->name);
+		}
+	info("%s: LinkState %s: %zu of %zu links degraded, %zu host(s) cut "
+	     "off%s%s",
+	     plugin_type, path, weak, nl, ncut, ncut ? ": " : "",
+	     ncut ? names : "");
+out:
+	tp_state_destroy(st);
+	tp_free(why);
+	xfree(names);
+	xfree(cables);
+	xfree(dead);
 }
 
 /* Read topoplace.conf and the fabric it names; on any failure have_tree
@@ -113,7 +180,8 @@ static void load_files(void)
 	loaded = true;
 	mismatch_logged = false;
 
-	err = tp_pconf_load_fabric(path, (size_t)UINT16_MAX + 1, &pconf, &fabric, &tree, &why);
+	err = tp_pconf_load_fabric(path, (size_t)UINT16_MAX + 1, &pconf,
+				   &fabric, &tree, &why);
 	if (err == TP_ERR_NOTFOUND)
 		info("%s: %s: flat topology", plugin_type, why);
 	else if (err)
@@ -124,8 +192,14 @@ static void load_files(void)
 	have_tree = true;
 	info("%s: fabric %s: %zu hosts, %zu switches, %d levels above the "
 	     "leaves%s",
-	     plugin_type, pconf.fabric_file, tree.norder, tree.nsw,
-	     tree.levels, tree.nvlink ? ", NVLink domains as leaves" : "");
+	     plugin_type, pconf.fabric_file, tree.norder, tree.nsw, tree.levels,
+	     tree.nvlink ? ", NVLink domains as leaves" : "");
+	if (pconf.link_state) {
+		char *ls = tp_pconf_path(path, pconf.link_state);
+		if (ls)
+			read_link_state(ls);
+		tp_free(ls);
+	}
 out:
 	tp_free(why);
 	xfree(path);
@@ -150,8 +224,9 @@ static bool nodes_match(void)
 		names[n++] = node_ptr->name;
 	ok = tp_stree_match(&tree, fabric, names, n, &why);
 	if (!ok && !mismatch_logged)
-		error("%s: fabric does not match slurm.conf: %s: %s", plugin_type,
-		      why ? why : "out of memory", MISMATCH_FALLBACK);
+		error("%s: fabric does not match slurm.conf: %s: %s",
+		      plugin_type, why ? why : "out of memory",
+		      MISMATCH_FALLBACK);
 	mismatch_logged |= !ok;
 	tp_free(why);
 	xfree(names);
@@ -258,9 +333,10 @@ static void build_from_tree(void)
 	/* leaf hosts into every ancestor's bitmap */
 	for (int i = 0; i < n; i++)
 		for (size_t k = 0; k < tree.sw[i].nhosts; k++) {
-			int inx = node_of[tree.sw[i].hosts[k]];
+			uint32_t h = tree.sw[i].hosts[k];
+			int inx = node_of[h];
 			uint32_t p = (uint32_t)i;
-			if (inx < 0)
+			if (inx < 0 || (cut_off && cut_off[h]))
 				continue;
 			for (;;) {
 				bit_set(switch_record_table[p].node_bitmap,
@@ -322,8 +398,7 @@ extern bool topo_generate_node_ranking(void)
 	}
 	slurm_mutex_unlock(&state_lock);
 	debug("%s: %s: %s in %ld usec", plugin_type, __func__,
-	      ranked ? "nodes in fabric order" : "no ranking",
-	      usec_since(&t0));
+	      ranked ? "nodes in fabric order" : "no ranking", usec_since(&t0));
 	return ranked;
 }
 
@@ -381,7 +456,8 @@ extern int topo_get_node_addr(char *node_name, char **paddr, char **ppattern)
 				      node_ptr->index))
 				continue;
 			if (!hl)
-				hl = hostlist_create(switch_record_table[i].name);
+				hl = hostlist_create(
+				    switch_record_table[i].name);
 			else
 				hostlist_push_host(hl,
 						   switch_record_table[i].name);

@@ -1,9 +1,58 @@
-/* Generated fabrics for the unit tests (header-only; needs libtptopology). */
+/*
+ * Generated fabrics for the unit tests and fuzz targets: the one place
+ * their small fabrics are built (header-only; needs libtptopology).
+ * tp_test_fat_tree_try never asserts (the fuzz targets use it); the
+ * others fail the CMocka test when the generator refuses.
+ */
 #ifndef TP_TEST_FABRIC_H
 #define TP_TEST_FABRIC_H
 
+#include <stdbool.h>
+
 #include "tp_test.h"
 #include "tp_topology.h"
+
+/* A fat tree of leaves x hpl hosts (node001, ... in leaf order, or
+ * interleaved over the leaves), `spines` spines with `uplinks` cables from
+ * each leaf to each, gpus GPUs per host, nics 400 Gb/s NICs per host (0:
+ * one per GPU, each on its own rail). NULL when the generator fails.
+ * Caller frees with tp_fabric_destroy(). */
+static inline tp_fabric_t *tp_test_fat_tree_try(int leaves, int spines, int hpl,
+						int uplinks, int gpus,
+						bool interleave, int nics)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = leaves;
+	p.spines = spines;
+	p.hosts_per_leaf = hpl;
+	p.uplinks_per_spine = uplinks;
+	p.gpus_per_host = gpus;
+	p.interleave = interleave;
+	p.nics_per_host = nics;
+	return tp_gen_fat_tree(&p, &f) == TP_OK ? f : NULL;
+}
+
+/* tp_test_fat_tree_try with one NIC per host, that must succeed. */
+static inline tp_fabric_t *tp_test_fat_tree(int leaves, int spines, int hpl,
+					    int uplinks, int gpus,
+					    bool interleave)
+{
+	tp_fabric_t *f = tp_test_fat_tree_try(leaves, spines, hpl, uplinks,
+					      gpus, interleave, 1);
+
+	assert_non_null(f);
+	return f;
+}
+
+/* The runtime tests' fat tree: 2 spines, one cable from each leaf to
+ * each, names interleaved (Slurm's order is not the ring's). */
+static inline tp_fabric_t *tp_test_fat_tree_il(int leaves, int hpl, int gpus)
+{
+	return tp_test_fat_tree(leaves, 2, hpl, 1, gpus, true);
+}
 
 /* A rail-optimized fabric: sus scalable units of hps hosts, `rails` HCAs
  * per host each on its own rail subnet, `spines` spines per rail. */
@@ -21,6 +70,15 @@ static inline tp_fabric_t *tp_test_rail(int sus, int hps, int rails, int spines,
 	p.gpus_per_host = gpus;
 	assert_int_equal(tp_gen_rail(&p, &f), TP_OK);
 	return f;
+}
+
+/* The index of host name in f, which must have it. */
+static inline uint32_t tp_test_host(const tp_fabric_t *f, const char *name)
+{
+	uint32_t h = tp_fabric_host_find(f, name);
+
+	assert_int_not_equal(h, TP_ID_NONE);
+	return h;
 }
 
 #endif

@@ -281,6 +281,13 @@ tp_err_t tp_fabric_discover_live(tp_fabric_t *f, const char *ca, int port)
 	return err;
 }
 
+tp_err_t tp_fabric_read_ibnd(tp_fabric_t *f, void *fab, const char *what)
+{
+	if (!f || !fab)
+		return TP_ERR_INVAL;
+	return load_fabric(f, fab, what ? what : "live discovery");
+}
+
 tp_err_t tp_fabric_read_ibnd_cache(tp_fabric_t *f, const char *path)
 {
 	ibnd_fabric_t *fab;

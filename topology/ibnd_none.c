@@ -12,6 +12,17 @@ tp_err_t tp_fabric_discover_live(tp_fabric_t *f, const char *ca, int port)
 			       "(install libibnetdisc-dev and reconfigure)");
 }
 
+tp_err_t tp_fabric_read_ibnd(tp_fabric_t *f, void *fab, const char *what)
+{
+	(void)fab;
+	if (!f)
+		return TP_ERR_INVAL;
+	return tp__fabric_fail(f, TP_ERR_UNSUPPORTED,
+			       "%s: built without libibnetdisc (install "
+			       "libibnetdisc-dev and reconfigure)",
+			       what ? what : "live discovery");
+}
+
 tp_err_t tp_fabric_read_ibnd_cache(tp_fabric_t *f, const char *path)
 {
 	if (!f)

@@ -81,20 +81,23 @@ nomem:
 tp_err_t tp_fabric_read_node_dir(tp_fabric_t *f, const char *dir, bool hwloc)
 {
 	const char *ext = hwloc ? ".xml" : ".txt";
-	char **names = NULL;
-	size_t n = 0;
-	tp_err_t err;
+	char **names = NULL, *first = NULL;
+	size_t n = 0, nbad = 0;
+	tp_err_t err, first_err = TP_OK;
 
 	err = list_dir(f, dir, ext, &names, &n);
 	if (err)
 		return err;
 	if (n == 0)
 		tp__fabric_warn(f, "%s: no *%s node files", dir, ext);
+	/* A bad file names itself and its host keeps no node data; the others
+	 * are still read, so one run reports every bad file. */
 	for (size_t i = 0; i < n && !err; i++) {
 		size_t stem = strlen(names[i]) - strlen(ext);
 		char *host = tp_strndup(names[i], stem);
 		char *path = tp_asprintf("%s/%s", dir, names[i]);
 		uint32_t idx;
+		tp_err_t e = TP_OK;
 
 		if (!host || !path) {
 			err = tp__fabric_fail(f, TP_ERR_NOMEM,
@@ -105,14 +108,34 @@ tp_err_t tp_fabric_read_node_dir(tp_fabric_t *f, const char *dir, bool hwloc)
 					"skipped",
 					path, host);
 		} else if (hwloc) {
-			err = tp_fabric_read_node_hwloc(f, host, path);
+			e = tp_fabric_read_node_hwloc(f, host, path);
 		} else {
-			err = tp_fabric_read_node_nvsmi(f, host, path);
+			e = tp_fabric_read_node_nvsmi(f, host, path);
+		}
+		if (e == TP_ERR_NOMEM) {
+			err = e;
+		} else if (e) {
+			tp__fabric_warn(f, "%s (host %s: no node data)",
+					tp_fabric_error(f), host);
+			if (!nbad++) {
+				first_err = e;
+				first = tp_strdup(tp_fabric_error(f));
+			}
 		}
 		tp_free(host);
 		tp_free(path);
 	}
 	names_free(names, n);
+	if (!err && nbad)
+		err = nbad == 1
+			  ? tp__fabric_fail(f, first_err, "%s",
+					    first ? first : dir)
+			  : tp__fabric_fail(f, first_err,
+					    "%s; %zu more of %zu node "
+					    "files unreadable (see the "
+					    "warnings)",
+					    first ? first : dir, nbad - 1, n);
+	tp_free(first);
 	return err;
 }
 
@@ -186,10 +209,11 @@ static tp_err_t domain_line(tp_fabric_t *f, const char *path, size_t line,
 					      path, line, names[i],
 					      domain_of(f, names[i]));
 		else if (err == TP_ERR_INVAL)
-			err = tp__fabric_fail(f, TP_ERR_PARSE,
-					      "%s:%zu: host %zu of the list: "
-					      "1-%d letters, digits, '-', '_', '.'",
-					      path, line, i + 1, TP_NAME_MAX);
+			err = tp__fabric_fail(
+			    f, TP_ERR_PARSE,
+			    "%s:%zu: host %zu of the list: "
+			    "1-%d letters, digits, '-', '_', '.'",
+			    path, line, i + 1, TP_NAME_MAX);
 		else if (err)
 			err =
 			    tp__fabric_fail(f, err, "%s: out of memory", path);

@@ -168,6 +168,11 @@ tp_err_t tp_fabric_parse_ibnetdiscover(tp_fabric_t *f, const char *name,
 /* Live discovery through libibnetdisc (ca may be NULL, port 0 = default).
  * TP_ERR_UNSUPPORTED when built without libibnetdisc. */
 tp_err_t tp_fabric_discover_live(tp_fabric_t *f, const char *ca, int port);
+/* The same from a walk the caller made: fab is an ibnd_fabric_t * (kept
+ * opaque so that this header needs no libibnetdisc), borrowed; what names
+ * it in messages. For callers that need the walk's LIDs too, so that one
+ * walk serves both. TP_ERR_UNSUPPORTED when built without libibnetdisc. */
+tp_err_t tp_fabric_read_ibnd(tp_fabric_t *f, void *fab, const char *what);
 /* Active lanes and per-lane Gb/s of a port from raw PortInfo data as
  * libibmad holds it (ibnd_port_t's info): cap is the PortInfo carrying the
  * CapabilityMask (a switch's port 0, else info itself; NULL: unknown
@@ -212,7 +217,10 @@ tp_err_t tp_node_nccl_topo_from_hwloc(const char *path, char **xml_p,
 tp_err_t tp_fabric_read_node_nvsmi(tp_fabric_t *f, const char *host,
 				   const char *path);
 /* Every <host>.xml / <host>.txt in dir; files for unknown hosts are warned
- * about and skipped. */
+ * about and skipped. A file that cannot be read is a warning naming it (its
+ * host keeps no node data) and the rest are still read; the call then fails
+ * with the first file's error (and how many more failed), leaving the
+ * fabric usable: a caller may go on without those hosts' node data. */
 tp_err_t tp_fabric_read_node_dir(tp_fabric_t *f, const char *dir, bool hwloc);
 
 /* Multi-node NVLink domains: "domain-name host[01-18]" per line; at most

@@ -161,6 +161,33 @@ static tp_err_t recv_msg(tp_coll_comm_t *c, int peer, char *slot, size_t cap,
 	return TP_OK;
 }
 
+/* A reduce-scatter or all-gather ring: two slots for the largest
+ * segment (one sent, one received). */
+static tp_err_t ring_setup(tp_coll_comm_t *c, const tp__coll_ring_t *r,
+			   const tp__coll_comp_call_t *k, size_t count,
+			   hop_t *h)
+{
+	return hop_setup(c, r, k, tp__coll_ring_maxseg(r, count), 2, 0, h);
+}
+
+/* One ring step: send slen bytes of sslot to next while receiving prev's
+ * message for rcount elements into rslot (its length in *rlen_p); then,
+ * out non-NULL, decode it into out (overwrite as decode's). */
+static tp_err_t hop_step(tp_coll_comm_t *c, const hop_t *h,
+			 const tp__coll_comp_call_t *k, const char *sslot,
+			 size_t slen, char *rslot, size_t rcount,
+			 size_t *rlen_p, float *out, int overwrite)
+{
+	tp_err_t err;
+
+	c->xp->isend(c, h->next, sslot, slen, &c->reqs[0]);
+	err =
+	    recv_msg(c, h->prev, rslot, h->cap, k, rcount, &c->reqs[0], rlen_p);
+	if (err || !out)
+		return err;
+	return decode(c, h->prev, rslot, *rlen_p, k, rcount, out, overwrite);
+}
+
 tp_err_t tp__coll_comp_ring_reduce_scatter(tp_coll_comm_t *c,
 					   const tp__coll_ring_t *r,
 					   tp__coll_comp_call_t *k, int st,
@@ -173,8 +200,7 @@ tp_err_t tp__coll_comp_ring_reduce_scatter(tp_coll_comm_t *c,
 
 	if (n <= 1 || count == 0)
 		return TP_OK;
-	err = hop_setup(c, r, k, tp__coll_ring_maxseg(r, count), 2, 0, &h);
-	if (err)
+	if ((err = ring_setup(c, r, k, count, &h)))
 		return err;
 	for (int s = 0; s < n - 1; s++) {
 		int ss = mod(me - s - 1, n), rs = mod(me - s - 2, n);
@@ -187,11 +213,9 @@ tp_err_t tp__coll_comp_ring_reduce_scatter(tp_coll_comm_t *c,
 			     h.cap, &slen);
 		if (err)
 			return err;
-		c->xp->isend(c, h.next, h.m, slen, &c->reqs[0]);
-		err = recv_msg(c, h.prev, h.m + h.cap, h.cap, k, rc,
-			       &c->reqs[0], &rlen);
-		if (err || (err = decode(c, h.prev, h.m + h.cap, rlen, k, rc,
-					 buf + ro, 0)))
+		err = hop_step(c, &h, k, h.m, slen, h.m + h.cap, rc, &rlen,
+			       buf + ro, 0);
+		if (err)
 			return err;
 	}
 	return TP_OK;
@@ -211,8 +235,7 @@ tp_err_t tp__coll_comp_ring_allgather(tp_coll_comm_t *c,
 
 	if (n <= 1 || count == 0)
 		return TP_OK;
-	err = hop_setup(c, r, k, tp__coll_ring_maxseg(r, count), 2, 0, &h);
-	if (err)
+	if ((err = ring_setup(c, r, k, count, &h)))
 		return err;
 	tp__coll_ring_seg(r, count, me, &mo, &mc);
 	err = encode(c, k, &o, buf + mo, res ? res + mo : NULL, mc, h.m, h.cap,
@@ -224,12 +247,10 @@ tp_err_t tp__coll_comp_ring_allgather(tp_coll_comm_t *c,
 		size_t ro, rc;
 
 		tp__coll_ring_seg(r, count, rs, &ro, &rc);
-		c->xp->isend(c, h.next, h.m + (size_t)a * h.cap, len[a],
-			     &c->reqs[0]);
-		err = recv_msg(c, h.prev, h.m + (size_t)b * h.cap, h.cap, k, rc,
-			       &c->reqs[0], &len[b]);
-		if (err || (err = decode(c, h.prev, h.m + (size_t)b * h.cap,
-					 len[b], k, rc, buf + ro, 1)))
+		err =
+		    hop_step(c, &h, k, h.m + (size_t)a * h.cap, len[a],
+			     h.m + (size_t)b * h.cap, rc, &len[b], buf + ro, 1);
+		if (err)
 			return err;
 	}
 	return TP_OK;
@@ -259,10 +280,9 @@ static tp_err_t topk_allreduce(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 	for (int s = 0; s < n - 1 && !err; s++) {
 		int ss = mod(me - s, n), rs = mod(me - s - 1, n);
 
-		c->xp->isend(c, h.next, h.m + (size_t)ss * h.cap, len[ss],
-			     &c->reqs[0]);
-		err = recv_msg(c, h.prev, h.m + (size_t)rs * h.cap, h.cap, k,
-			       count, &c->reqs[0], &len[rs]);
+		err = hop_step(c, &h, k, h.m + (size_t)ss * h.cap, len[ss],
+			       h.m + (size_t)rs * h.cap, count, &len[rs], NULL,
+			       0);
 	}
 	for (int i = 0; i < n && !err; i++)
 		err = decode(c, i == me ? c->rank : h.prev,

@@ -10,13 +10,21 @@
  * plugins give it (topoplace prices its variants for jobs that span
  * groups inside choose()); the prediction reported with the placement
  * afterwards is not included.
- * Usage: bench_place [decisions per policy (default 2000)]
+ * Usage: bench_place [N [--fabric FABRIC.json] [--link-state FILE]]
+ *   N: decisions per policy (default 2000). --fabric: that fabric only
+ *   (e.g. a 2,048-host ibsim walk) instead of the generated ones.
+ *   --link-state: a topoplace-state/1 file (the monitor's) whose links are
+ *   re-read before a decision whenever the file changed (inode, size or
+ *   mtime), as the 24.11 plugin's LinkState= does off the decision path:
+ *   the re-read is timed apart, not in the decision time.
  */
 #include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "tp_placement.h"
 
@@ -50,24 +58,57 @@ static void fragment(const tp_fabric_t *f, tp_state_t *s, uint64_t seed)
 	}
 }
 
-static int bench(int hosts_per_leaf, int leaves, int spines, size_t n,
-		 const char *label, FILE *js, bool last)
+/* The link-state file as the plugin follows it. */
+typedef struct links_file {
+	const char *path;
+	struct stat sig;
+	size_t reloads, bad;
+	double reload_s;
+} links_file_t;
+
+static double now_s(void)
 {
-	tp_gen_fat_tree_t p;
-	tp_fabric_t *f;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Re-read lf's links into s when the file changed. */
+static void links_refresh(const tp_fabric_t *f, tp_state_t *s, links_file_t *lf)
+{
+	struct stat st;
+	tp_state_t *file = NULL;
+	char *why = NULL;
+	double t0 = now_s();
+
+	if (!lf->path || stat(lf->path, &st) ||
+	    (st.st_ino == lf->sig.st_ino && st.st_size == lf->sig.st_size &&
+	     st.st_mtim.tv_sec == lf->sig.st_mtim.tv_sec &&
+	     st.st_mtim.tv_nsec == lf->sig.st_mtim.tv_nsec))
+		return;
+	lf->sig = st;
+	if (tp_state_load_json(f, lf->path, &file, &why)) {
+		lf->bad++;
+		tp_free(why);
+		return;
+	}
+	for (uint32_t l = 0; l < tp_fabric_nlinks(f); l++)
+		tp_state_set_link(s, l, tp_state_link_health(file, l),
+				  tp_state_link_background(file, l));
+	tp_state_destroy(file);
+	lf->reloads++;
+	lf->reload_s += now_s() - t0;
+}
+
+/* Decisions on f (consumed); lf may be NULL. */
+static int bench(tp_fabric_t *f, size_t n, const char *label, FILE *js,
+		 bool last, links_file_t *lf)
+{
 	tp_policy_params_t pp;
 	const char *names[] = {"topoplace", "slurm-tree"};
 	double p99[2], p50[2];
 
-	tp_gen_fat_tree_defaults(&p);
-	p.leaves = leaves;
-	p.spines = spines;
-	p.hosts_per_leaf = hosts_per_leaf;
-	p.uplinks_per_spine = 1;
-	if (tp_gen_fat_tree(&p, &f)) {
-		fprintf(stderr, "bench_place: generator failed\n");
-		return 1;
-	}
 	tp_state_t *s = tp_state_create(f);
 	fragment(f, s, 42);
 	tp_policy_params_defaults(&pp);
@@ -92,6 +133,8 @@ static int bench(int hosts_per_leaf, int leaves, int spines, size_t n,
 				r.gpus = 1 + (int)(rnd(&x) % 8);
 			}
 			tp_placement_t pl;
+			if (lf)
+				links_refresh(f, s, lf);
 			if (tp_place_run(pol, s, &r, &pp, ctx, i, &pl) ==
 			    TP_OK) {
 				t[m++] = pl.decision_s;
@@ -107,14 +150,20 @@ static int bench(int hosts_per_leaf, int leaves, int spines, size_t n,
 	}
 	printf("%-22s topoplace/slurm-tree p99 ratio %.2f\n", label,
 	       p99[1] > 0 ? p99[0] / p99[1] : 0);
+	if (lf && lf->path)
+		printf("%-22s link state re-read %zu times (%zu unreadable), "
+		       "mean %.3f ms each (not in the decision time)\n",
+		       label, lf->reloads, lf->bad,
+		       lf->reloads ? lf->reload_s / (double)lf->reloads * 1e3
+				   : 0);
 	fprintf(js,
 		"  \"%s\": {\"hosts\": %zu, \"topoplace_p50_ms\": %.4f, "
 		"\"topoplace_p99_ms\": %.4f, "
 		"\"slurm_tree_p50_ms\": %.4f, \"slurm_tree_p99_ms\": %.4f, "
-		"\"p99_ratio\": %.3f}%s\n",
+		"\"p99_ratio\": %.3f, \"link_state_reloads\": %zu}%s\n",
 		label, tp_fabric_nhosts(f), p50[0] * 1e3, p99[0] * 1e3,
 		p50[1] * 1e3, p99[1] * 1e3, p99[1] > 0 ? p99[0] / p99[1] : 0,
-		last ? "" : ",");
+		lf ? lf->reloads : 0, last ? "" : ",");
 	free(t);
 	tp_cost_ctx_destroy(ctx);
 	tp_state_destroy(s);
@@ -122,19 +171,56 @@ static int bench(int hosts_per_leaf, int leaves, int spines, size_t n,
 	return 0;
 }
 
+static tp_fabric_t *fat_tree(int hosts_per_leaf, int leaves, int spines)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = leaves;
+	p.spines = spines;
+	p.hosts_per_leaf = hosts_per_leaf;
+	p.uplinks_per_spine = 1;
+	if (tp_gen_fat_tree(&p, &f))
+		fprintf(stderr, "bench_place: generator failed\n");
+	return f;
+}
+
 int main(int argc, char **argv)
 {
 	size_t n = argc > 1 ? (size_t)atol(argv[1]) : 2000;
-	char *buf;
+	const char *fabric = NULL;
+	links_file_t lf = {0};
+	tp_fabric_t *f;
+	char *buf, *why = NULL;
 	size_t len;
-	FILE *js = open_memstream(&buf, &len);
+	FILE *js;
 
-	if (!n || !js)
+	for (int i = 2; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--fabric"))
+			fabric = argv[i + 1];
+		else if (!strcmp(argv[i], "--link-state"))
+			lf.path = argv[i + 1];
+		else
+			return 2;
+	}
+	if (!n || (argc > 2 && argc % 2) || !(js = open_memstream(&buf, &len)))
 		return 2;
 	fprintf(js, "{\n");
-	if (bench(32, 64, 16, n, "fat-tree-2048-hosts", js, false) ||
-	    bench(32, 512, 32, n, "fat-tree-16384-hosts", js, true))
+	if (fabric) {
+		if (tp_fabric_load_json(fabric, &f, &why)) {
+			fprintf(stderr, "bench_place: %s\n",
+				why ? why : fabric);
+			return 2;
+		}
+		if (bench(f, n, "fabric", js, true, &lf))
+			return 1;
+	} else if (!(f = fat_tree(32, 64, 16)) ||
+		   bench(f, n, "fat-tree-2048-hosts", js, false, &lf) ||
+		   !(f = fat_tree(32, 512, 32)) ||
+		   bench(f, n, "fat-tree-16384-hosts", js, true, &lf)) {
 		return 1;
+	}
 	fprintf(js, "}\n");
 	fclose(js);
 	printf("goal: p99 < 1 ms at 2,048 hosts, < 10 ms at 16,384 hosts (50%% "

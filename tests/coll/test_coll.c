@@ -4,9 +4,8 @@
  * init errors; a killed and a hung peer; the compressed all-reduce and
  * its wire format.
  *
- * Each rank is a fork()ed child talking TCP over 127.0.0.1; a child
- * reports through its exit status (and a line on stderr), never through
- * CMocka, whose assertions must stay in the parent.
+ * Each rank is a fork()ed child talking TCP over 127.0.0.1 (the harness:
+ * coll_harness.h).
  */
 #include "config.h"
 
@@ -22,167 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tp_test.h"
-
+#include "coll_harness.h"
 #include "comp_wire.h"
-#include "tp_coll.h"
-#include "tp_runtime.h"
-
-/* ---- plans ----------------------------------------------------------------
- */
-
-static tp_fabric_t *fabric(void)
-{
-	static tp_fabric_t *f;
-	tp_gen_fat_tree_t p;
-
-	if (f)
-		return f;
-	tp_gen_fat_tree_defaults(&p);
-	p.leaves = 2;
-	p.spines = 2;
-	p.hosts_per_leaf = 2;
-	p.uplinks_per_spine = 1;
-	p.gpus_per_host = 4;
-	p.interleave = true; /* 4 hosts: two level-1 groups of two */
-	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
-	return f;
-}
-
-/* The same hosts with a NIC per GPU: 4 rails. */
-static tp_fabric_t *fabric_nics(void)
-{
-	static tp_fabric_t *f;
-	tp_gen_fat_tree_t p;
-
-	if (f)
-		return f;
-	tp_gen_fat_tree_defaults(&p);
-	p.leaves = 2;
-	p.spines = 2;
-	p.hosts_per_leaf = 2;
-	p.uplinks_per_spine = 1;
-	p.gpus_per_host = 4;
-	p.nics_per_host = 0;
-	p.interleave = true;
-	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
-	return f;
-}
-
-static tp_plan_t *plan_on(tp_fabric_t *f, int nh, int L, int first);
-
-/* Plan over hosts first .. first+nh-1 of the fabric, L ranks each. */
-static tp_plan_t *plan_of(int nh, int L, int first)
-{
-	return plan_on(fabric(), nh, L, first);
-}
-
-static tp_plan_t *plan_on(tp_fabric_t *f, int nh, int L, int first)
-{
-	const char *names[8];
-	tp_plan_opts_t o;
-	tp_plan_t *p = NULL;
-	char *msg = NULL;
-
-	for (int i = 0; i < nh; i++)
-		names[i] = tp_fabric_host(f, (size_t)(first + i))->name;
-	tp_plan_opts_defaults(&o);
-	o.gpus_per_host = L;
-	o.predict = false;
-	if (tp_plan_build(f, NULL, names, (size_t)nh, &o, &p, &msg))
-		fail_msg("plan: %s", msg);
-	return p;
-}
-
-static int next_port(void)
-{
-	static int k;
-	return 20000 + (int)((getpid() * 131 + 97 * k++) % 12000);
-}
-
-static void opts_for(tp_coll_opts_t *o, int port, double timeout_s,
-		     size_t chunk)
-{
-	tp_coll_opts_defaults(o);
-	o->master_addr = "127.0.0.1";
-	o->master_port = port;
-	o->timeout_s = timeout_s;
-	o->chunk_bytes = chunk;
-}
-
-typedef int (*rank_fn)(tp_coll_comm_t *c, void *arg);
-
-/* This rank sets TOPOPLACE_COLL_SHM to shm_value (0: refuse shared
- * memory, its pairs stay on TCP; nofifo: wake-ups over the socket);
- * -1: none. */
-static int refuse_shm_rank = -1;
-static const char *shm_value = "0";
-
-/* Child: join, run fn, exit with its status (99: init failed). */
-static void child(const tp_plan_t *p, int rank, const tp_coll_opts_t *o,
-		  rank_fn fn, void *arg)
-{
-	tp_coll_comm_t *c = NULL;
-	char *why = NULL;
-
-	if (rank == refuse_shm_rank)
-		setenv("TOPOPLACE_COLL_SHM", shm_value, 1);
-	if (tp_coll_comm_init(p, rank, o, &c, &why)) {
-		fprintf(stderr, "# rank %d: init: %s\n", rank, why);
-		_exit(99);
-	}
-	int rc = fn(c, arg);
-	tp_coll_comm_destroy(c);
-	_exit(rc);
-}
-
-/* Fork every rank of p; wait at most limit_s; statuses into st[]. Kills
- * the stragglers (status -1). Returns the wall time. */
-static double run_ranks(const tp_plan_t *p, const tp_coll_opts_t *o, rank_fn fn,
-			void *arg, double limit_s, int *st)
-{
-	int n = (int)tp_plan_world_size(p), left = n;
-	pid_t pid[16];
-	struct timespec t0, t1;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	fflush(NULL);
-	for (int r = 0; r < n; r++) {
-		pid[r] = fork();
-		assert_true(pid[r] >= 0);
-		if (pid[r] == 0)
-			child(p, r, o, fn, arg);
-		st[r] = -1;
-	}
-	while (left > 0) {
-		int ws;
-		pid_t w = waitpid(-1, &ws, WNOHANG);
-		if (w > 0) {
-			for (int r = 0; r < n; r++)
-				if (pid[r] == w)
-					st[r] = WIFEXITED(ws)
-						    ? WEXITSTATUS(ws)
-						    : 128 + WTERMSIG(ws);
-			left--;
-			continue;
-		}
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		if ((double)(t1.tv_sec - t0.tv_sec) +
-			(double)(t1.tv_nsec - t0.tv_nsec) * 1e-9 >
-		    limit_s) {
-			for (int r = 0; r < n; r++)
-				if (st[r] == -1)
-					kill(pid[r], SIGKILL);
-			while (waitpid(-1, NULL, 0) > 0)
-				;
-			break;
-		}
-		usleep(2000);
-	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	return (double)(t1.tv_sec - t0.tv_sec) +
-	       (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-}
 
 /* ---- values and reference ------------------------------------------------ */
 
@@ -431,49 +271,27 @@ static int matrix(tp_coll_comm_t *c, void *arg)
 static void run_matrix(int nh, int L)
 {
 	tp_plan_t *p = plan_of(nh, L, 0);
-	int n = (int)tp_plan_world_size(p), st[16];
-	tp_coll_opts_t o;
+	char what[64];
 
+	snprintf(what, sizeof(what), "%d hosts x %d", nh, L);
 	/* 96-byte chunks: 1031 elements cross many, never evenly. */
-	opts_for(&o, next_port(), 20, 96);
-	run_ranks(p, &o, matrix, NULL, 60, st);
-	for (int r = 0; r < n; r++)
-		if (st[r] != 0)
-			fail_msg("%d hosts x %d: rank %d exit %d", nh, L, r,
-				 st[r]);
+	run_ranks_ok(p, 20, 96, matrix, NULL, 60, what);
 	tp_plan_destroy(p);
 }
 
-static void test_1x1(void **s)
+/* The matrix on one plan shape: hosts x ranks per host (main's table). */
+typedef struct shape {
+	int nh, L;
+} shape_t;
+
+static void test_matrix(void **s)
 {
-	(void)s;
-	run_matrix(1, 1);
+	const shape_t *sh = *s;
+
+	run_matrix(sh->nh, sh->L);
 }
-static void test_1x3(void **s)
-{
-	(void)s;
-	run_matrix(1, 3);
-}
-static void test_2x1(void **s)
-{
-	(void)s;
-	run_matrix(2, 1);
-}
-static void test_2x2(void **s)
-{
-	(void)s;
-	run_matrix(2, 2);
-}
-static void test_3x3(void **s)
-{
-	(void)s;
-	run_matrix(3, 3);
-}
-static void test_4x2(void **s)
-{
-	(void)s;
-	run_matrix(4, 2);
-}
+
+static shape_t shapes[] = {{1, 1}, {1, 3}, {2, 1}, {2, 2}, {3, 3}, {4, 2}};
 
 /* One host, 64-byte rings: every message wraps, and elements arrive
  * split across the ring's room (the receiver reduces whole ones only). */
@@ -543,14 +361,9 @@ static int large(tp_coll_comm_t *c, void *arg)
 static void test_large(void **s)
 {
 	tp_plan_t *p = plan_of(2, 2, 0);
-	tp_coll_opts_t o;
-	int st[16];
 
 	(void)s;
-	opts_for(&o, next_port(), 20, 64 << 10);
-	run_ranks(p, &o, large, NULL, 60, st);
-	for (int r = 0; r < 4; r++)
-		assert_int_equal(st[r], 0);
+	run_ranks_ok(p, 20, 64 << 10, large, NULL, 60, "large");
 	tp_plan_destroy(p);
 }
 
@@ -591,14 +404,9 @@ static int two_comms(tp_coll_comm_t *c, void *arg)
 static void test_two_comms(void **s)
 {
 	tp_plan_t *p = plan_of(2, 2, 0);
-	tp_coll_opts_t o;
-	int st[16];
 
 	(void)s;
-	opts_for(&o, next_port(), 20, 4096);
-	run_ranks(p, &o, two_comms, p, 30, st);
-	for (int r = 0; r < 4; r++)
-		assert_int_equal(st[r], 0);
+	run_ranks_ok(p, 20, 4096, two_comms, p, 30, "two comms");
 	tp_plan_destroy(p);
 }
 
@@ -710,17 +518,13 @@ static void check_edges(const tp_plan_t *p, tp_coll_algo_t algo,
 	double maxself[8] = {0};
 	edges_arg_t e = {algo, count, NULL};
 	tp_sched_t *s = NULL;
-	tp_coll_opts_t o;
-	int st[16];
 
 	assert_true(nh <= 8 && n <= 16);
 	e.sent = mmap(NULL, n * n * sizeof(uint64_t), PROT_READ | PROT_WRITE,
 		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	assert_true(e.sent != MAP_FAILED);
-	opts_for(&o, next_port(), 20, 256 << 10);
-	run_ranks(p, &o, edges_rank, &e, 30, st);
-	for (size_t r = 0; r < n; r++)
-		assert_int_equal(st[r], 0);
+	run_ranks_ok(p, 20, 256 << 10, edges_rank, &e, 30,
+		     tp_coll_algo_name(algo));
 	for (size_t r = 0; r < n; r++) {
 		uint32_t a = host_of_rank(p, (int)r);
 		double local = 0;
@@ -784,7 +588,7 @@ static void test_runs_the_schedule(void **s)
 	(void)s;
 	for (int shape = 0; shape < 3; shape++) {
 		/* shape 2: a NIC per GPU, each rank's edges on its rail */
-		p = shape == 2	 ? plan_on(fabric_nics(), 4, 2, 0)
+		p = shape == 2	 ? plan_on(coll_fabric_nics(), 4, 2, 0)
 		    : shape == 1 ? plan_of(3, 2, 0)
 				 : plan_of(4, 2, 0);
 		if (shape != 1) {
@@ -838,7 +642,7 @@ static int hca_rank(tp_coll_comm_t *c, void *arg)
  * is not local fails init naming it. */
 static void test_hca_addrs(void **s)
 {
-	tp_plan_t *p = plan_on(fabric_nics(), 2, 4, 0);
+	tp_plan_t *p = plan_on(coll_fabric_nics(), 2, 4, 0);
 	const tp_plan_host_t *h = tp_plan_host(p, 0);
 	tp_coll_opts_t o;
 	tp_coll_comm_t *c = NULL;
@@ -857,8 +661,7 @@ static void test_hca_addrs(void **s)
 	setenv("TOPOPLACE_COLL_HCA_ADDRS", env, 1);
 	opts_for(&o, next_port(), 20, 4096);
 	run_ranks(p, &o, hca_rank, p, 30, st);
-	for (int r = 0; r < 8; r++)
-		assert_int_equal(st[r], 0);
+	expect_ranks_ok(p, st, "HCA addresses");
 
 	snprintf(env, sizeof(env), "%s=192.0.2.7", h->ranks[0].hca);
 	setenv("TOPOPLACE_COLL_HCA_ADDRS", env, 1);
@@ -1417,26 +1220,21 @@ static void run_comp_on(tp_fabric_t *f, int nh, int L, const comp_case_t *k,
 			bool tcp_only)
 {
 	tp_plan_t *p = plan_on(f, nh, L, 0);
-	int n = (int)tp_plan_world_size(p), st[16];
-	tp_coll_opts_t o;
+	char what[96];
 
-	opts_for(&o, next_port(), 20, 1024);
+	snprintf(what, sizeof(what), "%s levels %u, %d hosts x %d%s",
+		 tp_coll_comp_name(k->kind), k->levels, nh, L,
+		 tcp_only ? " (TCP)" : "");
 	if (tcp_only)
 		setenv("TOPOPLACE_COLL_SHM", "0", 1);
-	run_ranks(p, &o, comp_rank, (void *)k, 120, st);
+	run_ranks_ok(p, 20, 1024, comp_rank, (void *)k, 120, what);
 	unsetenv("TOPOPLACE_COLL_SHM");
-	for (int r = 0; r < n; r++)
-		if (st[r] != 0)
-			fail_msg("%s levels %u, %d hosts x %d%s: rank %d exit "
-				 "%d",
-				 tp_coll_comp_name(k->kind), k->levels, nh, L,
-				 tcp_only ? " (TCP)" : "", r, st[r]);
 	tp_plan_destroy(p);
 }
 
 static void run_comp(int nh, int L, const comp_case_t *k, bool tcp_only)
 {
-	run_comp_on(fabric(), nh, L, k, tcp_only);
+	run_comp_on(coll_fabric(), nh, L, k, tcp_only);
 }
 
 /* 2 groups (hosts alternate leaves): 2x1, 4x2 over shm and over TCP
@@ -1470,7 +1268,7 @@ static void test_comp_rails(void **s)
 	for (int kind = 1; kind <= 3; kind++)
 		for (unsigned lv = 4; lv <= 6; lv += 2) {
 			comp_case_t k = {(tp_coll_comp_t)kind, lv, false};
-			run_comp_on(fabric_nics(), 4, 4, &k, false);
+			run_comp_on(coll_fabric_nics(), 4, 4, &k, false);
 		}
 }
 
@@ -1516,21 +1314,15 @@ static int nan_rank(tp_coll_comm_t *c, void *arg)
 static void test_comp_nan(void **s)
 {
 	tp_plan_t *p = plan_of(2, 2, 0);
-	tp_coll_opts_t o;
-	int st[16];
+	char what[64];
 
 	(void)s;
 	for (int kind = 1; kind <= 3; kind++) {
 		for (unsigned lv = 4; lv <= 7; lv += 3) {
 			comp_case_t k = {(tp_coll_comp_t)kind, lv, false};
-			opts_for(&o, next_port(), 20, 64 << 10);
-			run_ranks(p, &o, nan_rank, &k, 60, st);
-			for (int r = 0; r < 4; r++)
-				if (st[r])
-					fail_msg(
-					    "%s levels %u: rank %d exit %d",
-					    tp_coll_comp_name(k.kind), lv, r,
-					    st[r]);
+			snprintf(what, sizeof(what), "%s levels %u",
+				 tp_coll_comp_name(k.kind), lv);
+			run_ranks_ok(p, 20, 64 << 10, nan_rank, &k, 60, what);
 		}
 	}
 	tp_plan_destroy(p);
@@ -1577,14 +1369,9 @@ static int cross_rank(tp_coll_comm_t *c, void *arg)
 static void test_comp_cross_bytes(void **s)
 {
 	tp_plan_t *p = plan_of(4, 1, 0);
-	tp_coll_opts_t o;
-	int st[16];
 
 	(void)s;
-	opts_for(&o, next_port(), 20, 64 << 10);
-	run_ranks(p, &o, cross_rank, NULL, 60, st);
-	for (int r = 0; r < 4; r++)
-		assert_int_equal(st[r], 0);
+	run_ranks_ok(p, 20, 64 << 10, cross_rank, NULL, 60, "cross bytes");
 	tp_plan_destroy(p);
 }
 
@@ -1610,14 +1397,9 @@ static int mismatch_rank(tp_coll_comm_t *c, void *arg)
 static void test_comp_mismatch(void **s)
 {
 	tp_plan_t *p = plan_of(2, 1, 0);
-	tp_coll_opts_t o;
-	int st[16];
 
 	(void)s;
-	opts_for(&o, next_port(), 5, 64 << 10);
-	run_ranks(p, &o, mismatch_rank, NULL, 20, st);
-	for (int r = 0; r < 2; r++)
-		assert_int_equal(st[r], 0);
+	run_ranks_ok(p, 5, 64 << 10, mismatch_rank, NULL, 20, "mismatch");
 	tp_plan_destroy(p);
 }
 
@@ -1632,12 +1414,12 @@ int main(void)
 	    cmocka_unit_test(test_env),
 	    cmocka_unit_test(test_init_timeout),
 	    cmocka_unit_test(test_mismatched_plan),
-	    cmocka_unit_test(test_1x1),
-	    cmocka_unit_test(test_1x3),
-	    cmocka_unit_test(test_2x1),
-	    cmocka_unit_test(test_2x2),
-	    cmocka_unit_test(test_3x3),
-	    cmocka_unit_test(test_4x2),
+	    {"test_1x1", test_matrix, NULL, NULL, &shapes[0]},
+	    {"test_1x3", test_matrix, NULL, NULL, &shapes[1]},
+	    {"test_2x1", test_matrix, NULL, NULL, &shapes[2]},
+	    {"test_2x2", test_matrix, NULL, NULL, &shapes[3]},
+	    {"test_3x3", test_matrix, NULL, NULL, &shapes[4]},
+	    {"test_4x2", test_matrix, NULL, NULL, &shapes[5]},
 	    cmocka_unit_test(test_shm_refused),
 	    cmocka_unit_test(test_shm_nofifo),
 	    cmocka_unit_test(test_shm_tiny_ring),

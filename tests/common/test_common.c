@@ -401,6 +401,37 @@ static void test_parse_guid(void **state)
 	assert_true(g == 77);
 }
 
+/* One grammar for request bytes= and the CLI's --bytes: units, bounds. */
+static void test_parse_bytes(void **state)
+{
+	double v = -1;
+
+	(void)state;
+	assert_true(tp_parse_bytes("4096", 1, 1e18, &v));
+	assert_true(v == 4096.0);
+	assert_true(tp_parse_bytes("1.5KiB", 1, 1e18, &v));
+	assert_true(v == 1536.0);
+	assert_true(tp_parse_bytes("256m", 1, 1e18, &v));
+	assert_true(v == 256.0 * 1024 * 1024);
+	assert_true(tp_parse_bytes("2GB", 1, 1e18, &v));
+	assert_true(v == 2.0 * 1024 * 1024 * 1024);
+	assert_true(tp_parse_bytes("1P", 1, 1e18, &v));
+	assert_true(v == 1125899906842624.0);
+	assert_true(tp_parse_bytes("0", 0, 1, &v));
+	assert_true(v == 0.0);
+	v = -1;
+	assert_false(tp_parse_bytes("0", 1, 1e18, &v));
+	assert_false(tp_parse_bytes("2P", 1, 1125899906842624.0, &v));
+	assert_false(tp_parse_bytes("12Q", 1, 1e18, &v));
+	assert_false(tp_parse_bytes("", 0, 1e18, &v));
+	assert_false(tp_parse_bytes("G", 0, 1e18, &v));
+	assert_false(tp_parse_bytes(" 1G", 0, 1e18, &v));
+	assert_false(tp_parse_bytes("-1", -10, 1e18, &v));
+	assert_false(tp_parse_bytes("inf", 0, 1e300, &v));
+	assert_false(tp_parse_bytes("1GBx", 0, 1e18, &v));
+	assert_true(v == -1);
+}
+
 static void test_strtrim(void **state)
 {
 	char a[] = "  node01 HCA-1 \t\r\n";
@@ -648,6 +679,7 @@ int main(void)
 	    cmocka_unit_test(test_strbuf),
 	    cmocka_unit_test(test_first_error),
 	    cmocka_unit_test(test_parse_guid),
+	    cmocka_unit_test(test_parse_bytes),
 	    cmocka_unit_test(test_strtrim),
 	    cmocka_unit_test(test_file_read),
 	    cmocka_unit_test(test_alloc_failure_expand),

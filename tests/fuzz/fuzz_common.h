@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "tp_common.h"
+#include "tp_test_fabric.h"
 #include "tp_topology.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -51,15 +52,7 @@ static inline char *fuzz_str(const uint8_t *data, size_t size)
 /* A small fat tree: hosts node001..node008, 8 GPUs each; NULL on NOMEM. */
 static inline tp_fabric_t *fuzz_fat_tree(void)
 {
-	tp_gen_fat_tree_t p;
-	tp_fabric_t *f = NULL;
-
-	tp_gen_fat_tree_defaults(&p);
-	p.leaves = 2;
-	p.spines = 1;
-	p.hosts_per_leaf = 4;
-	p.gpus_per_host = 8;
-	return tp_gen_fat_tree(&p, &f) == TP_OK ? f : NULL;
+	return tp_test_fat_tree_try(2, 1, 4, 2, 8, false, 1);
 }
 
 /* An error detail: present on error, one line, no raw control bytes. */

@@ -390,6 +390,256 @@ static void test_prom_and_json(void **unused)
 	tp_fabric_destroy(f);
 }
 
+/* ---- topology diff (ibnetdiscover -p dump, edited line by line) ---- */
+
+#define DUMP "ib/treydock-infiniband_exporter/ibnetdiscover-p-test.out"
+/* o0002's cable: ib-i1l1s01 (lid 1719) port 11 */
+#define O2_PORT "1719 11 0x7cfe9003009ce5b0"
+
+/* The dump with, on every line holding `on`, `from` replaced by `to`
+ * (from NULL: the line dropped); a static buffer. */
+static const char *edit(const char *text, const char *on, const char *from,
+			const char *to)
+{
+	static char out[8192];
+	size_t n = 0;
+
+	out[0] = '\0';
+	for (const char *l = text; *l;) {
+		const char *end = strchr(l, '\n');
+		size_t len = end ? (size_t)(end - l + 1) : strlen(l);
+		char line[512];
+		snprintf(line, sizeof(line), "%.*s", (int)len, l);
+		l += len;
+		if (on && strstr(line, on)) {
+			char *at;
+			if (!from)
+				continue;
+			while ((at = strstr(line, from))) {
+				char rest[512];
+				snprintf(rest, sizeof(rest), "%s",
+					 at + strlen(from));
+				snprintf(at, sizeof(line) - (size_t)(at - line),
+					 "%s%s", to, rest);
+			}
+		}
+		n += (size_t)snprintf(out + n, sizeof(out) - n, "%s", line);
+	}
+	return out;
+}
+
+static tp_fabric_t *dump_fabric(const char *text)
+{
+	tp_fabric_t *f = tp_fabric_create();
+
+	assert_non_null(f);
+	assert_int_equal(
+	    tp_fabric_parse_ibnetdiscover(f, "edited", text, strlen(text)),
+	    TP_OK);
+	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
+	return f;
+}
+
+/* Model link whose CA end is host's. */
+static size_t host_link(const tp_fabric_t *f, const char *host)
+{
+	for (size_t l = 0; l < tp_fabric_nlinks(f); l++) {
+		const tp_link_t *k = tp_fabric_link(f, l);
+		for (int e = 0; e < 2; e++) {
+			const tp_ca_t *c;
+			if (k->kind[e] != TP_NODE_CA)
+				continue;
+			c = tp_fabric_ca(f, k->node[e]);
+			if (c->role == TP_CA_HOST &&
+			    !strcmp(tp_fabric_host(f, c->host)->name, host))
+				return l;
+		}
+	}
+	fail_msg("no link of %s", host);
+	return 0;
+}
+
+static char *slurp_fixture(void **state)
+{
+	char *text = NULL;
+	size_t len;
+	const char *path = tp_test_fixture(DUMP);
+
+	(void)state;
+	if (!path)
+		return NULL;
+	assert_int_equal(tp_file_read(path, &text, &len), TP_OK);
+	return text;
+}
+
+static void diff_of(const char *model_text, const char *live_text,
+		    tp_fabric_t **m_p, tp_fabric_t **l_p, tp_health_diff_t *d)
+{
+	*m_p = dump_fabric(model_text);
+	*l_p = dump_fabric(live_text);
+	assert_int_equal(tp_health_diff(*m_p, *l_p, d), TP_OK);
+	assert_int_equal(d->nlinks, tp_fabric_nlinks(*m_p));
+}
+
+static void diff_done(tp_fabric_t *m, tp_fabric_t *l, tp_health_diff_t *d)
+{
+	tp_health_diff_free(d);
+	tp_fabric_destroy(m);
+	tp_fabric_destroy(l);
+}
+
+static void test_diff_same(void **state)
+{
+	char *text = slurp_fixture(state);
+	tp_fabric_t *m, *l;
+	tp_health_diff_t d;
+	char *out = NULL;
+
+	if (!text)
+		skip();
+	diff_of(text, text, &m, &l, &d);
+	assert_false(tp_health_diff_changed(&d));
+	assert_int_equal(d.ngone + d.nmoved + d.nfresh + d.nunseen, 0);
+	assert_int_equal(tp_health_diff_text(m, l, &d, NULL, &out), TP_OK);
+	assert_string_equal(out, "");
+	tp_free(out);
+	diff_done(m, l, &d);
+	tp_free(text);
+}
+
+static void test_diff_gone_back_new(void **state)
+{
+	char *text = slurp_fixture(state), *out = NULL;
+	tp_fabric_t *m, *l, *m2, *l2;
+	tp_health_diff_t gone, back, fresh;
+	tp_health_port_t ports[64] = {0};
+	tp_health_link_t links[32] = {0};
+	size_t o2;
+	bool stale = false;
+
+	if (!text)
+		skip();
+	/* o0002's cable pulled: gone, the other links present */
+	diff_of(text, edit(text, "o0002", NULL, NULL), &m, &l, &gone);
+	o2 = host_link(m, "o0002");
+	assert_int_equal(gone.link[o2], TP_HEALTH_GONE);
+	assert_int_equal(gone.ngone, 1);
+	assert_int_equal(gone.nmoved + gone.nfresh + gone.nunseen, 0);
+	assert_int_equal(tp_health_diff_text(m, l, &gone, NULL, &out), TP_OK);
+	assert_non_null(strstr(out, "gone: link"));
+	assert_non_null(strstr(out, "o0002 HCA-1:1"));
+	assert_non_null(strstr(out, "ib-i1l1s01:11"));
+	tp_free(out);
+
+	/* applied: health 0 unless the sweep saw both ends up (stale) */
+	tp_health_diff_apply(m, l, &gone, ports, links, &stale);
+	assert_false(stale);
+	assert_true(links[o2].health == 0 && links[o2].alarm);
+	assert_string_equal(links[o2].reason, "gone (re-discovery)");
+	memset(links, 0, sizeof(links));
+	port_ok(&ports[2 * o2]);
+	port_ok(&ports[2 * o2 + 1]);
+	links[o2].health = 1;
+	tp_health_diff_apply(m, l, &gone, ports, links, &stale);
+	assert_true(stale);
+	assert_true(links[o2].health == 1);
+
+	/* cabled again: "back" against the previous diff */
+	l2 = dump_fabric(text);
+	assert_int_equal(tp_health_diff(m, l2, &back), TP_OK);
+	assert_false(tp_health_diff_changed(&back));
+	assert_int_equal(tp_health_diff_json(m, l2, &back, &gone, &out), TP_OK);
+	cJSON *root = cJSON_Parse(out);
+	assert_non_null(root);
+	cJSON *b = cJSON_GetObjectItem(root, "back");
+	assert_int_equal(cJSON_GetArraySize(b), 1);
+	assert_int_equal(
+	    cJSON_GetObjectItem(cJSON_GetArrayItem(b, 0), "link")->valueint,
+	    (int)o2);
+	assert_false(cJSON_IsTrue(cJSON_GetObjectItem(root, "changed")));
+	cJSON_Delete(root);
+	tp_free(out);
+
+	/* a model without o0002 sees its cable as new */
+	tp_fabric_destroy(l);
+	diff_of(edit(text, "o0002", NULL, NULL), text, &m2, &l, &fresh);
+	assert_int_equal(fresh.nfresh, 1);
+	assert_int_equal(fresh.ngone + fresh.nmoved, 0);
+	assert_int_equal(tp_health_diff_text(m2, l, &fresh, NULL, &out), TP_OK);
+	assert_non_null(strstr(out, "new: "));
+	assert_non_null(strstr(out, "o0002 HCA-1:1"));
+	tp_free(out);
+	diff_done(m2, l, &fresh);
+	tp_health_diff_free(&back);
+	tp_fabric_destroy(l2);
+	tp_health_diff_free(&gone);
+	tp_fabric_destroy(m);
+	tp_free(text);
+}
+
+static void test_diff_moved(void **state)
+{
+	char *text = slurp_fixture(state), *out = NULL;
+	tp_fabric_t *m, *l;
+	tp_health_diff_t d;
+	tp_health_port_t ports[64] = {0};
+	tp_health_link_t links[32] = {0};
+	size_t o2;
+	char edited[8192];
+
+	if (!text)
+		skip();
+	/* to another port of the same switch */
+	diff_of(text,
+		edit(text, "o0002", O2_PORT, "1719 12 0x7cfe9003009ce5b0"), &m,
+		&l, &d);
+	o2 = host_link(m, "o0002");
+	assert_int_equal(d.link[o2], TP_HEALTH_MOVED);
+	assert_int_equal(d.nmoved, 1);
+	assert_int_equal(d.ngone + d.nfresh, 0);
+	assert_int_equal(tp_health_diff_text(m, l, &d, NULL, &out), TP_OK);
+	assert_non_null(strstr(out, "moved: o0002 (link"));
+	assert_non_null(strstr(out, "from ib-i1l1s01:11 to ib-i1l1s01:12"));
+	assert_non_null(strstr(out, "regenerate the fabric"));
+	tp_free(out);
+	tp_health_diff_apply(m, l, &d, ports, links, NULL);
+	assert_true(links[o2].health == 0);
+	assert_non_null(strstr(links[o2].reason, "moved to ib-i1l1s01:12"));
+	diff_done(m, l, &d);
+
+	/* to another switch */
+	snprintf(edited, sizeof(edited), "%s",
+		 edit(text, "o0002", O2_PORT, "2052 36 0x506b4b03005c2740"));
+	diff_of(text, edit(edited, "o0002", "ib-i1l1s01", "ib-i4l1s01"), &m, &l,
+		&d);
+	assert_int_equal(d.link[o2], TP_HEALTH_MOVED);
+	assert_int_equal(tp_health_diff_json(m, l, &d, NULL, &out), TP_OK);
+	assert_non_null(strstr(out, "\"moved\":[{\"link\":"));
+	assert_non_null(strstr(out,
+			       "\"host\":\"o0002\",\"from\":\"ib-i1l1s01:11\","
+			       "\"to\":\"ib-i4l1s01:36\""));
+	tp_free(out);
+	diff_done(m, l, &d);
+	tp_free(text);
+}
+
+/* A switch and its host missing altogether: another subnet, not gone. */
+static void test_diff_unseen(void **state)
+{
+	char *text = slurp_fixture(state);
+	tp_fabric_t *m, *l;
+	tp_health_diff_t d;
+
+	if (!text)
+		skip();
+	diff_of(text, edit(text, "ib-i4l1s01", NULL, NULL), &m, &l, &d);
+	assert_int_equal(d.link[host_link(m, "p0001")], TP_HEALTH_UNSEEN);
+	assert_int_equal(d.nunseen, 1);
+	assert_false(tp_health_diff_changed(&d));
+	diff_done(m, l, &d);
+	tp_free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -404,6 +654,10 @@ int main(void)
 	    cmocka_unit_test(test_no_false_alarm),
 	    cmocka_unit_test(test_state_json),
 	    cmocka_unit_test(test_prom_and_json),
+	    cmocka_unit_test(test_diff_same),
+	    cmocka_unit_test(test_diff_gone_back_new),
+	    cmocka_unit_test(test_diff_moved),
+	    cmocka_unit_test(test_diff_unseen),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

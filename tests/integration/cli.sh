@@ -235,6 +235,22 @@ else
 	expect 2 "discover with a file crashing hwloc" $T discover --ibnetdiscover "$tmp/ft.net" --node-xml "$tmp/xc" -o "$tmp/t.json"
 	grep -q "^topoplace: .*node001.xml: hwloc crashed" "$tmp/err" && ok "discover names the crashing file" ||
 		bad "discover crash: $(cat "$tmp/err")"
+	# every bad file is named in one run; -k writes the fabric without them
+	cp "$TP_FIXTURES/hwloc/ParaStation-psmgmt/topo.jrc0386.xml" "$tmp/xc/node002.xml"
+	cp "$TP_FIXTURES/hwloc/hwloc-tests/v3.0-format/nvidiaDGX2.xml" "$tmp/xc/node003.xml"
+	rm -f "$tmp/t.json"
+	expect 2 "discover -k with two bad node files" $T discover -k --ibnetdiscover "$tmp/ft.net" \
+		--node-xml "$tmp/xc" --gpus-per-host 2 -o "$tmp/t.json"
+	grep -q "node001.xml: hwloc crashed" "$tmp/err" && grep -q "node003.xml: .*format 3.0" "$tmp/err" &&
+		grep -q "1 more of 3 node files unreadable" "$tmp/err" && ok "discover -k names both bad files" ||
+		bad "discover -k: $(cat "$tmp/err")"
+	if [ -s "$tmp/t.json" ]; then
+		$T fabric hosts "$tmp/t.json" --json >"$tmp/t.hosts"
+		jeq "$tmp/t.hosts" '.[1].gpus' 4 "discover -k: the good file after a bad one is read"
+		jeq "$tmp/t.hosts" '.[0].gpus' 2 "discover -k: a bad file's host has the default"
+	else
+		bad "discover -k wrote no fabric"
+	fi
 fi
 expect 2 "nccl-topo missing dir" $T nccl-topo --node-xml "$tmp/nope" -o "$tmp/nt5"
 finish

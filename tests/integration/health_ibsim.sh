@@ -27,12 +27,7 @@ ibsim_sm_up "$tmp/f.net"
 con() { ibsim_con "$1"; }
 cli() { ibsim_exec "$T" "$@"; }
 
-if ! cli discover --live --gpus-per-host 8 -o "$tmp/live.json" 2>"$tmp/disc.err"; then
-	grep -q 'built without' "$tmp/disc.err" && skip_all "built without libibnetdisc"
-	cat "$tmp/disc.err"
-	fail "discover --live"
-	finish
-fi
+ibsim_discover "$tmp/live.json"
 rc=0
 cli fabric health --fabric "$tmp/live.json" --json >"$tmp/h0.json" \
 	2>"$tmp/h0.err" || rc=$?

@@ -131,6 +131,17 @@ ibsim_sm_up() {
 	"$IBSIM_RUN" sm "$IBSIM_DIR" >"$tmp/sm.err" 2>&1 ||
 		skip_all "opensm did not come up: $(cat "$tmp/sm.err")"
 }
+# ibsim_discover OUT: `discover --live` through ibsim into OUT (after
+# ibsim_sm_up); skips (77) on a build without libibnetdisc, ends the test
+# as failed when the walk fails.
+ibsim_discover() {
+	ibsim_exec "$TOPOPLACE" discover --live --gpus-per-host 8 -o "$1" \
+		2>"$tmp/disc.err" && return 0
+	grep -q 'built without' "$tmp/disc.err" && skip_all "built without libibnetdisc"
+	cat "$tmp/disc.err"
+	bad "discover --live"
+	finish
+}
 ibsim_con() { "$IBSIM_RUN" console "$IBSIM_DIR" "$1"; }
 # ibsim_exec CMD...: CMD as an ibsim client, bounded by ${TO:-60} s
 ibsim_exec() { TP_IBSIM_TIMEOUT=${TO:-60} "$IBSIM_RUN" exec "$IBSIM_SOCKNAME" -- "$@"; }
@@ -151,7 +162,7 @@ ibsim_stop() {
 # (slurm24_linkstate.sh, slurm24_health.sh) They use $fabric (the cluster's
 # fabric.json), $log (slurmctld.log) and $tmp.
 
-# linkstate_cluster NET PORT: after need_slurm 24, an 8-node cluster (4
+# linkstate_cluster NET PORT: after need_slurm 24 (or 22), an 8-node cluster (4
 # fake GPUs each, the interleaved 2-leaf fabric) in $dir whose
 # topoplace.conf names LinkState=links.json (absent at start: healthy
 # links); sets SLURM_CONF, log, fabric, links; slurmctld at debug2 (the
@@ -161,11 +172,11 @@ linkstate_cluster() {
 	cluster_trap slurmctld.log 'topoplace\|fatal\|error' 25
 	# PriceBudget: the simulator's (tp_policy_params_defaults), which
 	# the CLI uses, whatever the plugin's default
-	printf '%s\n' '# topology/topoplace, native mode, with a link state (test)' \
+	printf '%s\n' '# topology/topoplace with a link state (test)' \
 		'FabricFile=@DIR@/fabric.json' 'LinkState=links.json' \
 		'PriceBudget=96' >"$tmp/topoplace.conf"
-	echo "# $CLUSTER start --slurm-prefix $PREFIX --topology topoplace --nodes 8 --net $1 --port $2 --dir $dir"
-	if ! timeout 90 "$CLUSTER" start --slurm-prefix "$PREFIX" --topology topoplace \
+	echo "# $CLUSTER start ${PREFIX:+--slurm-prefix $PREFIX }--topology topoplace --nodes 8 --net $1 --port $2 --dir $dir"
+	if ! timeout 90 "$CLUSTER" start ${PREFIX:+--slurm-prefix "$PREFIX"} --topology topoplace \
 		--plugin-dir "$PLUGIN_DIR" --nodes 8 --gpus-per-node 4 --dir "$dir" --timeout 40 \
 		--net "$1" --port "$2" --extra-file "$tmp/topoplace.conf" >"$tmp/start.out" 2>&1; then
 		cat "$tmp/start.out"
@@ -179,14 +190,21 @@ linkstate_cluster() {
 	links=$dir/links.json
 	timeout 10 scontrol setdebug debug2 >/dev/null 2>&1 || bad "scontrol setdebug debug2"
 }
+# job_record JOBID: scontrol's record of the job (a script whose machine
+# is loaded may redefine it through slurm_cli)
+job_record() { timeout 10 scontrol show job "$1" 2>/dev/null; }
 field() { # JOBID KEY
-	timeout 10 scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
+	job_record "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
 }
-wait_state() { # JOBID STATE...: wait (<= 30 s) for one of the states
+# wait_state [-t SECONDS] JOBID STATE...: wait (<= SECONDS, default 30)
+# for one of the states
+wait_state() {
+	ws_max=150
+	[ "$1" = -t ] && { ws_max=$(($2 * 5)); shift 2; }
 	j=$1
 	shift
 	i=0
-	while [ $i -lt 150 ]; do
+	while [ $i -lt "$ws_max" ]; do
 		st=$(field "$j" JobState)
 		for w in "$@"; do [ "$st" = "$w" ] && return 0; done
 		sleep 0.2
@@ -196,6 +214,11 @@ wait_state() { # JOBID STATE...: wait (<= 30 s) for one of the states
 }
 hostset() { # NODELIST -> sorted host names, one line
 	timeout 10 scontrol show hostnames "$1" | sort | tr '\n' ' '
+}
+# sorted_line: stdin's lines sorted onto one line, no trailing space
+sorted_line() { sort | tr '\n' ' ' | sed 's/ $//'; }
+hostline() { # NODELIST -> sorted host names, one line, no trailing space
+	timeout 10 scontrol show hostnames "$1" | sorted_line
 }
 # place REQUEST [STATE]: the hosts the simulator's engine picks, sorted
 place() {
@@ -247,3 +270,61 @@ spanning() {
 		bad "$1: no end of job $j in the log"
 }
 
+
+# ---- held job sequences against the simulator (slurm_fidelity.sh,
+# slurm24_block_fidelity.sh). They keep $tmp/jobs: NAME ID NODES GPUS
+# [MODE], MODE x for an exclusive job that holds its hosts' GPUs. ----
+
+# slurm_cli CMD...: a Slurm client, retried when it fails (a loaded
+# machine makes them time out: MessageTimeout=5)
+slurm_cli() {
+	for _ in 1 2 3 4; do
+		timeout 20 "$@" 2>"$tmp/cli.err" && return 0
+		sleep 0.5
+	done
+	cat "$tmp/cli.err" >&2
+	return 1
+}
+# settle NODES: until no job is completing and every node without a
+# running job is idle (no node ever runs two jobs in these sequences:
+# Slurm gives exclusive jobs IDLE nodes only). A client that times out (a
+# loaded machine) proves nothing: ask again.
+settle() {
+	i=0
+	while [ $i -lt 150 ]; do
+		i=$((i + 1))
+		timeout 10 squeue -h -t CG -o %i >"$tmp/cg" 2>/dev/null &&
+			timeout 10 squeue -h -t R -o %D >"$tmp/busy" 2>/dev/null &&
+			timeout 10 sinfo -h -N -t idle -o %N >"$tmp/idle" 2>/dev/null ||
+			{ sleep 0.5; continue; }
+		cg=$(wc -l <"$tmp/cg")
+		busy=$(awk '{ s += $1 } END { print s + 0 }' "$tmp/busy")
+		idle=$(sort -u "$tmp/idle" | wc -l)
+		[ "$cg" -eq 0 ] && [ $((idle + busy)) -eq "$1" ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+job_of() { awk -v n="$1" '$1 == n { print $2 }' "$tmp/jobs"; }
+# state_now FULL UNKNOWN: topoplace-state/1 of what runs now in
+# $tmp/state.json: per host, an exclusive (MODE x) job holds FULL GPUs,
+# another the GPUs it asked for, a job not in $tmp/jobs UNKNOWN
+state_now() {
+	slurm_cli squeue -h -t R,CG -o '%i %N' >"$tmp/running" || bad "squeue"
+	{
+		printf '{"format": "topoplace-state/1", "jobs": ['
+		sep=
+		while read -r rid nl; do
+			rg=$(awk -v i="$rid" -v full="$1" '$2 == i { print ($5 == "x") ? full : $4 }' "$tmp/jobs")
+			printf '%s{"id": %s, "hosts": {' "$sep" "$rid"
+			hsep=
+			for h in $(timeout 10 scontrol show hostnames "$nl"); do
+				printf '%s"%s": %s' "$hsep" "$h" "${rg:-$2}"
+				hsep=', '
+			done
+			printf '}}'
+			sep=', '
+		done <"$tmp/running"
+		printf ']}\n'
+	} >"$tmp/state.json"
+}

@@ -91,28 +91,8 @@ check_topology() {
 	fi
 }
 
-# cli CMD...: a Slurm client, retried when it fails (a loaded machine makes
-# them time out: MessageTimeout=5)
-cli() {
-	for _ in 1 2 3 4; do
-		timeout 20 "$@" 2>"$tmp/cli.err" && return 0
-		sleep 0.5
-	done
-	cat "$tmp/cli.err" >&2
-	return 1
-}
-field() { # JOBID KEY
-	cli scontrol show job "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
-}
-wait_state() { # JOBID STATE SECONDS
-	i=0
-	while [ $i -lt $(($3 * 5)) ]; do
-		[ "$(field "$1" JobState)" = "$2" ] && return 0
-		sleep 0.2
-		i=$((i + 1))
-	done
-	return 1
-}
+# field, wait_state, hostline, slurm_cli, settle, job_of, state_now: lib.sh
+job_record() { slurm_cli scontrol show job "$1"; }
 # wait_decided JOBID: until slurmctld has decided on a released job -
 # RUNNING, or PENDING with a reason other than None (not evaluated yet) -
 # or 60 s; a loaded machine can take longer than a few seconds
@@ -130,28 +110,6 @@ wait_decided() {
 	done
 	return 1
 }
-hostset() { # NODELIST: sorted names on one line
-	timeout 10 scontrol show hostnames "$1" | sort | tr '\n' ' ' | sed 's/ $//'
-}
-# Until no job is completing and every node without a running job is idle
-# (no node ever runs two jobs in these sequences).
-# A client that times out (a loaded machine) proves nothing: ask again.
-settle() {
-	i=0
-	while [ $i -lt 150 ]; do
-		i=$((i + 1))
-		timeout 10 squeue -h -t CG -o %i >"$tmp/cg" 2>/dev/null &&
-			timeout 10 squeue -h -t R -o %D >"$tmp/busy" 2>/dev/null &&
-			timeout 10 sinfo -h -N -t idle -o %N >"$tmp/idle" 2>/dev/null ||
-			{ sleep 0.5; continue; }
-		cg=$(wc -l <"$tmp/cg")
-		busy=$(awk '{ s += $1 } END { print s + 0 }' "$tmp/busy")
-		idle=$(sort -u "$tmp/idle" | wc -l)
-		[ "$cg" -eq 0 ] && [ $((idle + busy)) -eq "$NODES" ] && return 0
-		sleep 0.2
-	done
-	return 1
-}
 # cancel ID...: scancel, retried, until squeue no longer lists them
 cancel() {
 	i=0
@@ -165,28 +123,6 @@ cancel() {
 		sleep 0.5
 	done
 	return 1
-}
-job_of() { awk -v n="$1" '$1 == n { print $2 }' "$tmp/jobs"; }
-# topoplace-state/1 of what runs now: an exclusive job holds every GPU of
-# its hosts, a shared one the GPUs it asked for
-state_now() {
-	cli squeue -h -t R,CG -o '%i %N' >"$tmp/running" || bad "squeue"
-	{
-		printf '{"format": "topoplace-state/1", "jobs": ['
-		sep=
-		while read -r rid nl; do
-			rg=$(awk -v i="$rid" '$2 == i { print ($5 == "x") ? 4 : $4 }' "$tmp/jobs")
-			printf '%s{"id": %s, "hosts": {' "$sep" "$rid"
-			hsep=
-			for h in $(timeout 10 scontrol show hostnames "$nl"); do
-				printf '%s"%s": %s' "$hsep" "$h" "${rg:-4}"
-				hsep=', '
-			done
-			printf '}}'
-			sep=', '
-		done <"$tmp/running"
-		printf ']}\n'
-	} >"$tmp/state.json"
 }
 # sbatch_args N G MODE: -N N --gres=gpu:G [--exclusive], or --gpus=G (mode g)
 sbatch_args() {
@@ -205,7 +141,7 @@ sim_place() {
 	# shellcheck disable=SC2086
 	out=$("$TOPOPLACE" place --fabric "$fabric" ${1:+--state "$1"} \
 		--request "$req" --policy slurm-block --json 2>"$tmp/place.err" |
-		jq -r '.hosts[]' 2>/dev/null | sort | tr '\n' ' ' | sed 's/ $//')
+		jq -r '.hosts[]' 2>/dev/null | sorted_line)
 	[ -n "$out" ] || out="(none: $(sed 's/.*: //' "$tmp/place.err" | head -1))"
 	echo "$out"
 }
@@ -247,11 +183,11 @@ compared=0
 # slurm-block must say it can never fit
 never_job() {
 	sim=$(sim_place "" "$2" "$3" "$4")
-	settle || bad "nodes settled before $1"
+	settle "$NODES" || bad "nodes settled before $1"
 	# shellcheck disable=SC2046
 	if nid=$(submit "$1" $(sbatch_args "$2" "$3" "$4") 2>"$tmp/never.err"); then
 		release "$nid" || bad "scontrol release $nid"
-		if wait_state "$nid" RUNNING 8; then
+		if wait_state -t 8 "$nid" RUNNING; then
 			got="(running on $(field "$nid" NodeList))"
 		else
 			# Reason stays None until slurmctld has evaluated the job,
@@ -301,18 +237,18 @@ run_seq() {
 			for c in $n $g $m $e; do ids="$ids $(job_of "$c")"; done
 			# shellcheck disable=SC2086
 			cancel $ids || bad "scancel$ids"
-			settle || bad "nodes idle after cancelling$ids"
+			settle "$NODES" || bad "nodes idle after cancelling$ids"
 			echo "# cancelled $n $g $m $e($ids)"
 			continue
 		fi
 		id=$(job_of "$name")
-		settle || bad "nodes settled before $name"
-		state_now
-		free=$(cli sinfo -h -N -t idle -o %N | sort -u | tr '\n' ' ' | sed 's/ $//')
+		settle "$NODES" || bad "nodes settled before $name"
+		state_now 4 4
+		free=$(slurm_cli sinfo -h -N -t idle -o %N | sort -u | sorted_line)
 		sim=$(sim_place "$tmp/state.json" "$n" "$g" "$m")
 		release "$id" || bad "scontrol release $id"
 		if wait_decided "$id"; then
-			got=$(hostset "$(field "$id" NodeList)")
+			got=$(hostline "$(field "$id" NodeList)")
 		else
 			got="(none: $(field "$id" JobState) $(field "$id" Reason))"
 		fi

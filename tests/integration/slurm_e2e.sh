@@ -19,13 +19,16 @@
 #     lists, --check on too
 #   - each result lands as topoplace-coll-bench/1 JSON
 # Needs root, the 24.11 build, the native and SPANK plugins for 24.11
-# (configure --with-slurm24), topoplace-coll-bench, Open MPI and the
+# (configure --with-slurm24; for 22.05: Debian's Slurm and both plugins
+# built against it), topoplace-coll-bench, Open MPI and the
 # peer_mpi benchmark; exit 77 if not. Network and port: TP_E2E_NET
 # (10.206.0; the data net is the next /24), TP_E2E_PORT (6957),
-# namespaces TP_E2E_PREFIX (tpx-).
+# namespaces TP_E2E_PREFIX (tpx-). TP_E2E_SLURM=22 runs the same chain on
+# Debian's Slurm 22.05 with the 22.05-compatible plugins (slurm22_e2e.sh).
 . "$(dirname "$0")/lib.sh"
 
-need_slurm 24 mpirun tc
+GEN=${TP_E2E_SLURM:-24}
+need_slurm "$GEN" mpirun tc
 need_plugins topology_topoplace spank_topoplace
 COLL_BENCH=$builddir/coll/topoplace-coll-bench
 PEER_MPI=$builddir/tests/bench/peer_mpi
@@ -51,8 +54,11 @@ optional @DIR@/plugins/spank_topoplace.so fabric=@DIR@/fabric.json basedir=@DIR@
 EOF
 echo "PlugStackConfig=$dir/plugstack.conf" >"$tmp/extra.conf"
 
-echo "# $CLUSTER start --slurm-prefix $PREFIX --topology topoplace --nodes 4 --emu-fabric --leaves 2 --uplink-ratio 2 --net $NET --port $PORT"
-if ! timeout 90 "$CLUSTER" start --slurm-prefix "$PREFIX" --topology topoplace \
+prefix_opt=
+[ "$GEN" = 24 ] && prefix_opt="--slurm-prefix $PREFIX"
+echo "# $CLUSTER start $prefix_opt --topology topoplace --nodes 4 --emu-fabric --leaves 2 --uplink-ratio 2 --net $NET --port $PORT"
+# shellcheck disable=SC2086 # prefix_opt: empty or two words
+if ! timeout 90 "$CLUSTER" start $prefix_opt --topology topoplace \
 	--plugin-dir "$PLUGIN_DIR" --nodes 4 --gpus-per-node 1 --dir "$dir" --timeout 40 \
 	--net "$NET" --port "$PORT" --emu-fabric --leaves 2 --uplink-ratio 2 --emu-prefix "$EPREFIX" \
 	--extra-file "$tmp/topoplace.conf" --extra-file "$tmp/plugstack.conf" \

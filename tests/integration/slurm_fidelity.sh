@@ -41,36 +41,6 @@ ok "cluster up in $(($(date +%s) - t0)) s"
 export SLURM_CONF=$dir/slurm.conf
 sed 's/^/# /' "$dir/topology.conf"
 
-field() { # JOBID KEY
-	timeout 10 scontrol show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
-}
-wait_state() { # JOBID STATE SECONDS
-	i=0
-	while [ $i -lt $(($3 * 5)) ]; do
-		[ "$(field "$1" JobState)" = "$2" ] && return 0
-		sleep 0.2
-		i=$((i + 1))
-	done
-	return 1
-}
-hostset() { # NODELIST: sorted names on one line
-	timeout 10 scontrol show hostnames "$1" | sort | tr '\n' ' ' | sed 's/ $//'
-}
-# Until no job is completing and every node without a running job is idle:
-# Slurm gives exclusive jobs IDLE nodes only.
-settle() {
-	i=0
-	while [ $i -lt 100 ]; do
-		cg=$(timeout 10 squeue -h -t CG -o %i | wc -l)
-		busy=$(timeout 10 squeue -h -t R -o %D | awk '{ s += $1 } END { print s + 0 }')
-		idle=$(timeout 10 sinfo -h -N -t idle -o %N | sort -u | wc -l)
-		[ "$cg" -eq 0 ] && [ $((idle + busy)) -eq 12 ] && return 0
-		sleep 0.2
-		i=$((i + 1))
-	done
-	return 1
-}
-
 # ---- the sequence: NAME NODES GPUS, or "cancel NAME..." ----
 cat >"$tmp/seq" <<'EOF'
 A 3 2
@@ -103,29 +73,7 @@ while read -r name n g; do
 done <"$tmp/seq"
 ok "$(wc -l <"$tmp/jobs") jobs submitted held"
 
-job_of() { awk -v n="$1" '$1 == n { print $2 }' "$tmp/jobs"; }
-# topoplace-state/1 of what runs now: running jobs' hosts with the GPUs
-# they asked for (exclusive: the host is theirs either way)
-state_now() {
-	timeout 10 squeue -h -t R,CG -o '%i %N' >"$tmp/running"
-	{
-		printf '{"format": "topoplace-state/1", "jobs": ['
-		sep=
-		while read -r rid nl; do
-			rg=$(awk -v i="$rid" '$2 == i { print $4 }' "$tmp/jobs")
-			printf '%s{"id": %s, "hosts": {' "$sep" "$rid"
-			hsep=
-			for h in $(timeout 10 scontrol show hostnames "$nl"); do
-				printf '%s"%s": %s' "$hsep" "$h" "${rg:-1}"
-				hsep=', '
-			done
-			printf '}}'
-			sep=', '
-		done <"$tmp/running"
-		printf ']}\n'
-	} >"$tmp/state.json"
-}
-
+# field, wait_state, hostline, settle, job_of, state_now: lib.sh
 matched=0
 mismatched=0
 while read -r name n g; do
@@ -134,20 +82,20 @@ while read -r name n g; do
 		for c in $n $g; do ids="$ids $(job_of "$c")"; done
 		# shellcheck disable=SC2086
 		timeout 10 scancel $ids
-		settle || bad "nodes idle after cancelling$ids"
+		settle 12 || bad "nodes idle after cancelling$ids"
 		echo "# cancelled $n $g ($ids)"
 		continue
 	fi
 	id=$(job_of "$name")
-	settle || bad "nodes settled before $name"
-	state_now
-	free=$(timeout 10 sinfo -h -N -t idle -o %N | sort -u | tr '\n' ' ' | sed 's/ $//')
+	settle 12 || bad "nodes settled before $name"
+	state_now 4 1 # exclusive jobs: the host is theirs either way
+	free=$(timeout 10 sinfo -h -N -t idle -o %N | sort -u | sorted_line)
 	sim=$("$TOPOPLACE" place --fabric "$fabric" --state "$tmp/state.json" \
 		--request "nodes=$n,gpus-per-node=$g,exclusive" --policy slurm-tree --json 2>"$tmp/place.err" |
-		jq -r '.hosts[]' 2>/dev/null | sort | tr '\n' ' ' | sed 's/ $//')
+		jq -r '.hosts[]' 2>/dev/null | sorted_line)
 	timeout 10 scontrol release "$id"
-	if wait_state "$id" RUNNING 20; then
-		got=$(hostset "$(field "$id" NodeList)")
+	if wait_state -t 20 "$id" RUNNING; then
+		got=$(hostline "$(field "$id" NodeList)")
 	else
 		got="(not started: $(field "$id" Reason))"
 	fi

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "tp_test.h"
+#include "tp_test_fabric.h"
 #include "placement_int.h"
 
 #define NCASES 120
@@ -66,7 +67,6 @@ static double unit(uint64_t *x)
 
 static void test_brute_force(void **st)
 {
-	tp_gen_fat_tree_t p;
 	tp_fabric_t *f = NULL;
 	tp_cost_ctx_t *ctx = NULL;
 	tp_cost_params_t cp;
@@ -74,12 +74,7 @@ static void test_brute_force(void **st)
 	double worst = 1, sum = 0;
 
 	(void)st;
-	tp_gen_fat_tree_defaults(&p);
-	p.leaves = 3;
-	p.hosts_per_leaf = 4;
-	p.spines = 2;
-	p.uplinks_per_spine = 1; /* 4 down, 2 up: 2:1 */
-	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	f = tp_test_fat_tree(3, 2, 4, 1, 8, false); /* 4 down, 2 up: 2:1 */
 	tp_cost_params_defaults(&cp);
 	assert_int_equal(tp_cost_ctx_create(f, &cp, &ctx), TP_OK);
 	size_t nh = tp_fabric_nhosts(f), nl = tp_fabric_nlinks(f);

@@ -6,6 +6,7 @@
  * (slurm-tree-model.md section 9) and first-fit.
  */
 #include "tp_test.h"
+#include "tp_test_fabric.h"
 
 #include <string.h>
 
@@ -68,14 +69,6 @@ static tp_fabric_t *tree_fabric(int nsw, const int *par, const int *nh)
 	return f;
 }
 
-static uint32_t host(const tp_fabric_t *f, const char *name)
-{
-	uint32_t h = tp_fabric_host_find(f, name);
-
-	assert_int_not_equal(h, TP_ID_NONE);
-	return h;
-}
-
 /* Take all GPUs of the named hosts (job ids from 1000 up). */
 static void busy(tp_state_t *s, const char *const *names, size_t n)
 {
@@ -83,7 +76,7 @@ static void busy(tp_state_t *s, const char *const *names, size_t n)
 	const tp_fabric_t *f = tp_state_fabric(s);
 
 	for (size_t i = 0; i < n; i++) {
-		uint32_t h = host(f, names[i]);
+		uint32_t h = tp_test_host(f, names[i]);
 		int g = tp_state_free_gpus(s, h);
 		assert_int_equal(tp_state_alloc(s, job++, &h, &g, 1), TP_OK);
 	}
@@ -137,9 +130,56 @@ static int gpus_on(const tp_fabric_t *f, const tp_placement_t *p,
 		   const char *name)
 {
 	for (size_t i = 0; i < p->nhosts; i++)
-		if (p->hosts[i] == host(f, name))
+		if (p->hosts[i] == tp_test_host(f, name))
 			return p->gpus[i];
 	return 0;
+}
+
+/* policy must place req on s on exactly the hosts want (expect_hosts).
+ * p NULL: the placement is freed; else it is the caller's to check
+ * further and free. */
+static void expect_place(const tp_fabric_t *f, const tp_state_t *s,
+			 const char *policy, const char *req, const char *want,
+			 tp_placement_t *p)
+{
+	tp_placement_t own = {0};
+	tp_err_t err;
+
+	if (!p)
+		p = &own;
+	err = place(policy, s, req, p);
+	if (err != TP_OK)
+		print_message("%s, %s: %s\n", policy, req, tp_strerror(err));
+	assert_int_equal(err, TP_OK);
+	expect_hosts(f, p, want);
+	tp_placement_free(&own);
+}
+
+/* tree_fabric(nsw, par, nh) with every GPU free. */
+static tp_state_t *tree_state(int nsw, const int *par, const int *nh,
+			      tp_fabric_t **f_p)
+{
+	*f_p = tree_fabric(nsw, par, nh);
+	return tp_state_create(*f_p);
+}
+
+/* Two leaves of hpl hosts under one spine, all idle. */
+static tp_state_t *two_leaves(int hpl, tp_fabric_t **f_p)
+{
+	static const int par[] = {2, 2, -1};
+	const int nh[] = {hpl, hpl, 0};
+
+	return tree_state(3, par, nh, f_p);
+}
+
+/* Four leaves of 4 hosts under one spine (as blocks: BlockSizes=4,8,16),
+ * all idle. */
+static tp_state_t *four_blocks(tp_fabric_t **f_p)
+{
+	static const int par[] = {4, 4, 4, 4, -1};
+	static const int nh[] = {4, 4, 4, 4, 0};
+
+	return tree_state(5, par, nh, f_p);
 }
 
 /* ---- registry ---- */
@@ -410,32 +450,14 @@ static void check_fabric(tp_fabric_t *f, int nstates)
 
 static void test_invariants_fat_tree(void **unused)
 {
-	tp_gen_fat_tree_t p;
-	tp_fabric_t *f = NULL;
-
 	(void)unused;
-	tp_gen_fat_tree_defaults(&p);
-	p.leaves = 4;
-	p.spines = 2;
-	p.hosts_per_leaf = 6;
-	p.interleave = true;
-	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
-	check_fabric(f, 12);
+	check_fabric(tp_test_fat_tree(4, 2, 6, 2, 8, true), 12);
 }
 
 static void test_invariants_rail(void **unused)
 {
-	tp_gen_rail_t p;
-	tp_fabric_t *f = NULL;
-
 	(void)unused;
-	tp_gen_rail_defaults(&p);
-	p.sus = 3;
-	p.hosts_per_su = 8;
-	p.rails = 4;
-	p.spines_per_rail = 2;
-	assert_int_equal(tp_gen_rail(&p, &f), TP_OK);
-	check_fabric(f, 12);
+	check_fabric(tp_test_rail(3, 8, 4, 2, 8), 12);
 }
 
 /* Could one multi-node NVLink domain of f hold request r (hosts)? */
@@ -635,8 +657,8 @@ static tp_state_t *doc61(tp_fabric_t **f_p)
 {
 	static const int par[] = {4, 4, 4, 4, -1};
 	static const int nh[] = {8, 8, 8, 8, 0};
-	tp_fabric_t *f = tree_fabric(5, par, nh);
-	tp_state_t *s = tp_state_create(f);
+	tp_fabric_t *f;
+	tp_state_t *s = tree_state(5, par, nh, &f);
 
 	/* s1 = n09..n16: n09, n11, n13 busy; s2 = n17..n24: 5 busy */
 	busy(s, (const char *[]){"n09", "n11", "n13"}, 3);
@@ -653,35 +675,36 @@ static void test_slurm_tree_doc61(void **unused)
 
 	(void)unused;
 	/* -N 4: the tightest leaf that fits is s1; its first 4 free nodes */
-	assert_int_equal(place("slurm-tree", s, "nodes=4,gpus-per-node=8", &p),
-			 TP_OK);
-	expect_hosts(f, &p, "n10 n12 n14 n15");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-tree", "nodes=4,gpus-per-node=8",
+		     "n10 n12 n14 n15", NULL);
 	/* -N 10: no leaf fits; s0 (largest, first of the tie with s3), then
 	 * the scan s1 -> s2 (tighter) -> not s3: 2 nodes of s2 */
-	assert_int_equal(place("slurm-tree", s, "nodes=10,gpus-per-node=8", &p),
-			 TP_OK);
-	expect_hosts(f, &p, "n01 n02 n03 n04 n05 n06 n07 n08 n22 n23");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-tree", "nodes=10,gpus-per-node=8",
+		     "n01 n02 n03 n04 n05 n06 n07 n08 n22 n23", NULL);
 	/* --gpus=12 (7.4): rem_nodes = 1, every leaf fits, the one with the
 	 * fewest free nodes goes first (s2); each node credits all 8 GPUs */
-	assert_int_equal(place("slurm-tree", s, "gpus=12", &p), TP_OK);
-	expect_hosts(f, &p, "n22 n23");
+	expect_place(f, s, "slurm-tree", "gpus=12", "n22 n23", &p);
 	assert_int_equal(gpus_on(f, &p, "n22"), 8);
 	assert_int_equal(gpus_on(f, &p, "n23"), 4);
 	tp_placement_free(&p);
 	/* 1-node jobs land in the fullest leaf too */
-	assert_int_equal(place("slurm-tree", s, "nodes=1,gpus-per-node=1", &p),
-			 TP_OK);
-	expect_hosts(f, &p, "n22");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-tree", "nodes=1,gpus-per-node=1", "n22",
+		     NULL);
 	/* first-fit for contrast */
-	assert_int_equal(place("first-fit", s, "nodes=4,gpus-per-node=8", &p),
-			 TP_OK);
-	expect_hosts(f, &p, "n01 n02 n03 n04");
-	tp_placement_free(&p);
+	expect_place(f, s, "first-fit", "nodes=4,gpus-per-node=8",
+		     "n01 n02 n03 n04", NULL);
 	tp_state_destroy(s);
 	tp_fabric_destroy(f);
+}
+
+/* Section 6.2's tree: leaves s0,s1 under p0, s2,s3 under p1, root r, 8
+ * nodes a leaf, all idle. */
+static tp_state_t *doc62(tp_fabric_t **f_p)
+{
+	static const int par[] = {4, 4, 5, 5, 6, 6, -1};
+	static const int nh[] = {8, 8, 8, 8, 0, 0, 0};
+
+	return tree_state(7, par, nh, f_p);
 }
 
 /* Section 6.2: s0,s1 under p0, s2,s3 under p1, root r; available s0=6,
@@ -689,10 +712,8 @@ static void test_slurm_tree_doc61(void **unused)
  * fit for the remaining 3) over s3 (closer): the job spans both spines. */
 static void test_slurm_tree_doc62(void **unused)
 {
-	static const int par[] = {4, 4, 5, 5, 6, 6, -1};
-	static const int nh[] = {8, 8, 8, 8, 0, 0, 0};
-	tp_fabric_t *f = tree_fabric(7, par, nh);
-	tp_state_t *s = tp_state_create(f);
+	tp_fabric_t *f;
+	tp_state_t *s = doc62(&f);
 	tp_placement_t p = {0};
 
 	(void)unused;
@@ -700,9 +721,8 @@ static void test_slurm_tree_doc62(void **unused)
 	busy_range(s, 9, 14);  /* s1: 2 left */
 	busy_range(s, 17, 17); /* s2: 7 left */
 	busy_range(s, 25, 25); /* s3: 7 left */
-	assert_int_equal(place("slurm-tree", s, "nodes=10,gpus-per-node=8", &p),
-			 TP_OK);
-	expect_hosts(f, &p, "n03 n04 n05 n18 n19 n20 n21 n22 n23 n24");
+	expect_place(f, s, "slurm-tree", "nodes=10,gpus-per-node=8",
+		     "n03 n04 n05 n18 n19 n20 n21 n22 n23 n24", &p);
 	assert_int_equal(p.span[TP_SPAN_SPINE_GROUPS], 2);
 	assert_int_equal(p.min_span_free[TP_SPAN_SPINE_GROUPS], 1);
 	tp_placement_free(&p);
@@ -714,10 +734,8 @@ static void test_slurm_tree_doc62(void **unused)
  * leaves first): now the result stays inside one spine (s2 + s3). */
 static void test_slurm_tree_doc62_reversed(void **unused)
 {
-	static const int par[] = {4, 4, 5, 5, 6, 6, -1};
-	static const int nh[] = {8, 8, 8, 8, 0, 0, 0};
-	tp_fabric_t *f = tree_fabric(7, par, nh);
-	tp_state_t *s = tp_state_create(f);
+	tp_fabric_t *f;
+	tp_state_t *s = doc62(&f);
 	tp_placement_t p = {0};
 
 	(void)unused;
@@ -725,9 +743,8 @@ static void test_slurm_tree_doc62_reversed(void **unused)
 	busy_range(s, 9, 9);   /* old s3: 7 left */
 	busy_range(s, 17, 18); /* old s0: 6 left */
 	busy_range(s, 25, 30); /* old s1: 2 left */
-	assert_int_equal(place("slurm-tree", s, "nodes=10,gpus-per-node=8", &p),
-			 TP_OK);
-	expect_hosts(f, &p, "n02 n03 n04 n05 n06 n07 n08 n10 n11 n12");
+	expect_place(f, s, "slurm-tree", "nodes=10,gpus-per-node=8",
+		     "n02 n03 n04 n05 n06 n07 n08 n10 n11 n12", &p);
 	assert_int_equal(p.span[TP_SPAN_SPINE_GROUPS], 1);
 	tp_placement_free(&p);
 	tp_state_destroy(s);
@@ -741,21 +758,16 @@ static void test_slurm_tree_doc62_reversed(void **unused)
  * tightest fit for the last node at equal distance). */
 static void test_slurm_tree_parent_tie(void **unused)
 {
-	static const int par[] = {4, 4, 5, 5, 6, 6, -1};
-	static const int nh[] = {8, 8, 8, 8, 0, 0, 0};
-	tp_fabric_t *f = tree_fabric(7, par, nh);
-	tp_state_t *s = tp_state_create(f);
-	tp_placement_t p = {0};
+	tp_fabric_t *f;
+	tp_state_t *s = doc62(&f);
 
 	(void)unused;
 	busy_range(s, 1, 6);
 	busy_range(s, 9, 12);
 	busy_range(s, 17, 19);
 	busy_range(s, 25, 31);
-	assert_int_equal(place("slurm-tree", s, "nodes=7,gpus-per-node=8", &p),
-			 TP_OK);
-	expect_hosts(f, &p, "n07 n08 n13 n14 n15 n16 n32");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-tree", "nodes=7,gpus-per-node=8",
+		     "n07 n08 n13 n14 n15 n16 n32", NULL);
 	tp_state_destroy(s);
 	tp_fabric_destroy(f);
 }
@@ -768,15 +780,13 @@ static void test_slurm_tree_disjoint(void **unused)
 {
 	static const int par[] = {-1, -1};
 	static const int nh[] = {4, 4};
-	tp_fabric_t *f = tree_fabric(2, par, nh);
-	tp_state_t *s = tp_state_create(f);
+	tp_fabric_t *f;
+	tp_state_t *s = tree_state(2, par, nh, &f);
 	tp_placement_t p = {0};
 
 	(void)unused;
-	assert_int_equal(place("slurm-tree", s, "nodes=3,gpus-per-node=8", &p),
-			 TP_OK);
-	expect_hosts(f, &p, "n05 n06 n07");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-tree", "nodes=3,gpus-per-node=8",
+		     "n05 n06 n07", NULL);
 	assert_int_equal(place("slurm-tree", s, "nodes=6,gpus-per-node=8", &p),
 			 TP_ERR_NOTFOUND);
 	assert_int_equal(place("slurm-tree", s, "gpus=40", &p),
@@ -786,10 +796,8 @@ static void test_slurm_tree_disjoint(void **unused)
 	tp_placement_free(&p);
 	/* when only the first tree has enough, it is the top */
 	busy_range(s, 5, 6);
-	assert_int_equal(place("slurm-tree", s, "nodes=3,gpus-per-node=8", &p),
-			 TP_OK);
-	expect_hosts(f, &p, "n01 n02 n03");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-tree", "nodes=3,gpus-per-node=8",
+		     "n01 n02 n03", NULL);
 	tp_state_destroy(s);
 	tp_fabric_destroy(f);
 }
@@ -798,32 +806,23 @@ static void test_slurm_tree_disjoint(void **unused)
  * busy node counts like an idle one; one short of GPUs not at all. */
 static void test_slurm_tree_candidates(void **unused)
 {
-	static const int par[] = {2, 2, -1};
-	static const int nh[] = {4, 4, 0};
-	tp_fabric_t *f = tree_fabric(3, par, nh);
-	tp_state_t *s = tp_state_create(f);
-	tp_placement_t p = {0};
+	tp_fabric_t *f;
+	tp_state_t *s = two_leaves(4, &f);
 	uint32_t h;
 	int g = 6;
 
 	(void)unused;
 	/* s0: n01 has 2 free, n02-n04 idle; s1 all idle */
-	h = host(f, "n01");
+	h = tp_test_host(f, "n01");
 	assert_int_equal(tp_state_alloc(s, 1, &h, &g, 1), TP_OK);
 	/* 2 GPUs per node: s0 still has 4 candidates, ties s1, first wins */
-	assert_int_equal(place("slurm-tree", s, "nodes=4,gpus-per-node=2", &p),
-			 TP_OK);
-	expect_hosts(f, &p, "n01 n02 n03 n04");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-tree", "nodes=4,gpus-per-node=2",
+		     "n01 n02 n03 n04", NULL);
 	/* 4 GPUs per node: n01 drops out, s0 has 3 and s1 (4) is the fit */
-	assert_int_equal(place("slurm-tree", s, "nodes=4,gpus-per-node=4", &p),
-			 TP_OK);
-	expect_hosts(f, &p, "n05 n06 n07 n08");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-tree", "nodes=4,gpus-per-node=4",
+		     "n05 n06 n07 n08", NULL);
 	/* 3 nodes exclusive: n01 is not idle, s0 (3) is the tightest fit */
-	assert_int_equal(place("slurm-tree", s, "nodes=3", &p), TP_OK);
-	expect_hosts(f, &p, "n02 n03 n04");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-tree", "nodes=3", "n02 n03 n04", NULL);
 	tp_state_destroy(s);
 	tp_fabric_destroy(f);
 }
@@ -836,28 +835,20 @@ static void test_slurm_tree_candidates(void **unused)
 /* Section 8.1: four blocks of 4 (BlockSizes=4,8,16), jobs up to a block. */
 static void test_slurm_block_small_jobs(void **unused)
 {
-	static const int par[] = {4, 4, 4, 4, -1};
-	static const int nh[] = {4, 4, 4, 4, 0};
-	tp_fabric_t *f = tree_fabric(5, par, nh);
-	tp_state_t *s = tp_state_create(f);
+	tp_fabric_t *f;
+	tp_state_t *s = four_blocks(&f);
 	tp_placement_t p = {0};
 
 	(void)unused;
 	/* all blocks tie on free nodes: the last one (bnc <= best) */
-	assert_int_equal(place("slurm-block", s, "nodes=3,gpus-per-node=8", &p),
-			 TP_OK);
-	expect_hosts(f, &p, "n13 n14 n15");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-block", "nodes=3,gpus-per-node=8",
+		     "n13 n14 n15", NULL);
 	/* the block with the fewest candidates that suffice */
 	busy_range(s, 13, 14);
-	assert_int_equal(place("slurm-block", s, "nodes=2,gpus-per-node=8", &p),
-			 TP_OK);
-	expect_hosts(f, &p, "n15 n16");
-	tp_placement_free(&p);
-	assert_int_equal(place("slurm-block", s, "nodes=3,gpus-per-node=8", &p),
-			 TP_OK);
-	expect_hosts(f, &p, "n09 n10 n11");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-block", "nodes=2,gpus-per-node=8", "n15 n16",
+		     NULL);
+	expect_place(f, s, "slurm-block", "nodes=3,gpus-per-node=8",
+		     "n09 n10 n11", NULL);
 	/* a job up to a block's size never spans blocks: 10 nodes free, no
 	 * block has 4 (the other policies place it) */
 	busy(s, (const char *[]){"n01", "n05", "n09"}, 3);
@@ -873,41 +864,31 @@ static void test_slurm_block_small_jobs(void **unused)
 /* Section 8.2: jobs of 5-8 nodes use an aggregated block of two. */
 static void test_slurm_block_pairs(void **unused)
 {
-	static const int par[] = {4, 4, 4, 4, -1};
-	static const int nh[] = {4, 4, 4, 4, 0};
-	tp_fabric_t *f = tree_fabric(5, par, nh);
-	tp_state_t *s = tp_state_create(f);
+	tp_fabric_t *f;
+	tp_state_t *s = four_blocks(&f);
 	tp_placement_t p = {0};
 
 	(void)unused;
 	/* pairs tie (8 each): the last, (3,4); no block fits 5 alone, so the
 	 * last largest (4) first, then 3 fits the remaining one */
-	assert_int_equal(place("slurm-block", s, "nodes=5,gpus-per-node=8", &p),
-			 TP_OK);
-	expect_hosts(f, &p, "n09 n13 n14 n15 n16");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-block", "nodes=5,gpus-per-node=8",
+		     "n09 n13 n14 n15 n16", NULL);
 	/* pair (1,2) has 7 free, (3,4) 6: a 6-node job takes (3,4), the
 	 * fewest that suffice; a 7-node one (1,2): 2 (4) then 1 (3) */
 	busy_range(s, 1, 1);
 	busy_range(s, 9, 10);
-	assert_int_equal(place("slurm-block", s, "nodes=6,gpus-per-node=8", &p),
-			 TP_OK);
-	expect_hosts(f, &p, "n11 n12 n13 n14 n15 n16");
-	tp_placement_free(&p);
-	assert_int_equal(place("slurm-block", s, "nodes=7,gpus-per-node=8", &p),
-			 TP_OK);
-	expect_hosts(f, &p, "n02 n03 n04 n05 n06 n07 n08");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-block", "nodes=6,gpus-per-node=8",
+		     "n11 n12 n13 n14 n15 n16", NULL);
+	expect_place(f, s, "slurm-block", "nodes=7,gpus-per-node=8",
+		     "n02 n03 n04 n05 n06 n07 n08", NULL);
 	/* 13 free, but no pair holds 8: waits */
 	assert_int_equal(place("slurm-block", s, "nodes=8,gpus-per-node=8", &p),
 			 TP_ERR_NOTFOUND);
 	/* 9-16 nodes: the whole system is one block of four; best fit over
 	 * base blocks: none fits 9, largest last (2, then 4), then the
 	 * tightest that fits the last one: block 3 (2 free) over 1 (3) */
-	assert_int_equal(place("slurm-block", s, "nodes=9,gpus-per-node=8", &p),
-			 TP_OK);
-	expect_hosts(f, &p, "n05 n06 n07 n08 n11 n13 n14 n15 n16");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-block", "nodes=9,gpus-per-node=8",
+		     "n05 n06 n07 n08 n11 n13 n14 n15 n16", NULL);
 	tp_state_destroy(s);
 	tp_fabric_destroy(f);
 }
@@ -920,18 +901,16 @@ static void test_slurm_block_llblock(void **unused)
 {
 	static const int par[] = {5, 5, 5, 5, 5, -1};
 	static const int nh[] = {4, 4, 4, 4, 3, 0};
-	tp_fabric_t *f = tree_fabric(6, par, nh);
-	tp_state_t *s = tp_state_create(f);
+	tp_fabric_t *f;
+	tp_state_t *s = tree_state(6, par, nh, &f);
 	tp_placement_t p = {0};
 
 	(void)unused;
 	/* 13 of the first llblock's 16: blocks 4, 3, 2 (largest last, the
 	 * llblock already used wins over the other one), then n01 */
-	assert_int_equal(
-	    place("slurm-block", s, "nodes=13,gpus-per-node=8", &p), TP_OK);
-	expect_hosts(f, &p,
-		     "n01 n05 n06 n07 n08 n09 n10 n11 n12 n13 n14 n15 n16");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-block", "nodes=13,gpus-per-node=8",
+		     "n01 n05 n06 n07 n08 n09 n10 n11 n12 n13 n14 n15 n16",
+		     NULL);
 	/* 17 of 19 hosts: the first llblock has 16, so never (sbatch
 	 * rejects it) */
 	assert_int_equal(
@@ -943,11 +922,9 @@ static void test_slurm_block_llblock(void **unused)
 	/* n01-n02 busy: the llblock holds 14, enough for 13; block 1 fits
 	 * the last node */
 	busy_range(s, 1, 2);
-	assert_int_equal(
-	    place("slurm-block", s, "nodes=13,gpus-per-node=8", &p), TP_OK);
-	expect_hosts(f, &p,
-		     "n03 n05 n06 n07 n08 n09 n10 n11 n12 n13 n14 n15 n16");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-block", "nodes=13,gpus-per-node=8",
+		     "n03 n05 n06 n07 n08 n09 n10 n11 n12 n13 n14 n15 n16",
+		     NULL);
 	/* n01-n04 busy: 15 free, the llblock 12: waits */
 	busy_range(s, 3, 4);
 	assert_int_equal(
@@ -960,30 +937,23 @@ static void test_slurm_block_llblock(void **unused)
 /* Section 8.4: candidates and --gpus jobs. */
 static void test_slurm_block_candidates(void **unused)
 {
-	static const int par[] = {2, 2, -1};
-	static const int nh[] = {4, 4, 0};
-	tp_fabric_t *f = tree_fabric(3, par, nh);
-	tp_state_t *s = tp_state_create(f);
+	tp_fabric_t *f;
+	tp_state_t *s = two_leaves(4, &f);
 	tp_placement_t p = {0};
-	uint32_t h = host(f, "n05");
+	uint32_t h = tp_test_host(f, "n05");
 	int g = 6;
 
 	(void)unused;
 	assert_int_equal(tp_state_alloc(s, 1, &h, &g, 1), TP_OK);
 	/* 2 GPUs per node: n05 counts, both blocks have 4, the last wins */
-	assert_int_equal(place("slurm-block", s, "nodes=4,gpus-per-node=2", &p),
-			 TP_OK);
-	expect_hosts(f, &p, "n05 n06 n07 n08");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-block", "nodes=4,gpus-per-node=2",
+		     "n05 n06 n07 n08", NULL);
 	/* exclusive: n05 is not idle, block 2 has 3 (the fewest) */
-	assert_int_equal(place("slurm-block", s, "nodes=3", &p), TP_OK);
-	expect_hosts(f, &p, "n06 n07 n08");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-block", "nodes=3", "n06 n07 n08", NULL);
 	/* --gpus=12: rem_nodes = 1, one base block per block; both have 4
 	 * candidate nodes, so the last; nodes in index order until the GPUs
 	 * are there, each credits all its free GPUs (n05 only 2) */
-	assert_int_equal(place("slurm-block", s, "gpus=12", &p), TP_OK);
-	expect_hosts(f, &p, "n05 n06 n07");
+	expect_place(f, s, "slurm-block", "gpus=12", "n05 n06 n07", &p);
 	assert_int_equal(gpus_on(f, &p, "n05"), 2);
 	assert_int_equal(gpus_on(f, &p, "n06"), 8);
 	assert_int_equal(gpus_on(f, &p, "n07"), 2);
@@ -1012,9 +982,8 @@ static void test_slurm_block_nvl72(void **unused)
 	gp.host_prefix = "node";
 	assert_int_equal(tp_gen_nvl72(&gp, &f), TP_OK);
 	s = tp_state_create(f);
-	assert_int_equal(place("slurm-block", s, "nodes=5,gpus-per-node=4", &p),
-			 TP_OK);
-	expect_hosts(f, &p, "node009 node013 node014 node015 node016");
+	expect_place(f, s, "slurm-block", "nodes=5,gpus-per-node=4",
+		     "node009 node013 node014 node015 node016", &p);
 	assert_int_equal(p.span[TP_SPAN_NVDOMAINS], 2);
 	tp_placement_free(&p);
 	tp_state_destroy(s);
@@ -1027,28 +996,19 @@ static void test_slurm_block_nvl72(void **unused)
  * [5-10], [12-16]. */
 static void test_slurm_linear_doc(void **unused)
 {
-	static const int par[] = {2, 2, -1};
-	static const int nh[] = {8, 8, 0};
-	tp_fabric_t *f = tree_fabric(3, par, nh);
-	tp_state_t *s = tp_state_create(f);
-	tp_placement_t p = {0};
+	tp_fabric_t *f;
+	tp_state_t *s = two_leaves(8, &f);
 
 	(void)unused;
 	busy(s, (const char *[]){"n04", "n11"}, 2);
 	/* -N 4 --exclusive: the tightest run that holds 4 is [12-16] */
-	assert_int_equal(place("slurm-linear", s, "nodes=4,exclusive", &p),
-			 TP_OK);
-	expect_hosts(f, &p, "n12 n13 n14 n15");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-linear", "nodes=4,exclusive",
+		     "n12 n13 n14 n15", NULL);
 	/* -N 12: [5-10] whole, then the biggest of the rest, then n1 */
-	assert_int_equal(
-	    place("slurm-linear", s, "nodes=12,gpus-per-node=8", &p), TP_OK);
-	expect_hosts(f, &p, "n01 n05 n06 n07 n08 n09 n10 n12 n13 n14 n15 n16");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-linear", "nodes=12,gpus-per-node=8",
+		     "n01 n05 n06 n07 n08 n09 n10 n12 n13 n14 n15 n16", NULL);
 	/* -N 3: [1-3] is an exact fit */
-	assert_int_equal(place("slurm-linear", s, "nodes=3", &p), TP_OK);
-	expect_hosts(f, &p, "n01 n02 n03");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-linear", "nodes=3", "n01 n02 n03", NULL);
 	tp_state_destroy(s);
 	tp_fabric_destroy(f);
 }
@@ -1057,47 +1017,37 @@ static void test_slurm_linear_doc(void **unused)
  * GPUs standing in for free CPUs. */
 static void test_slurm_linear_best_fit(void **unused)
 {
-	static const int par[] = {2, 2, -1};
-	static const int nh[] = {8, 8, 0};
-	tp_fabric_t *f = tree_fabric(3, par, nh);
-	tp_state_t *s = tp_state_create(f);
+	tp_fabric_t *f;
+	tp_state_t *s = two_leaves(8, &f);
 	tp_placement_t p = {0};
 	uint32_t h = 0;
 	int g = 5;
 
 	(void)unused;
 	busy(s, (const char *[]){"n04", "n11"}, 2);
-	h = host(f, "n03");
+	h = tp_test_host(f, "n03");
 	assert_int_equal(tp_state_alloc(s, 1, &h, &g, 1), TP_OK);
 	/* --gpus=2: run [1-3] has the fewest free "CPUs" (8+8+3); inside it
 	 * the tightest node that holds 2 GPUs is n03 */
-	assert_int_equal(place("slurm-linear", s, "gpus=2", &p), TP_OK);
-	expect_hosts(f, &p, "n03");
+	expect_place(f, s, "slurm-linear", "gpus=2", "n03", &p);
 	assert_int_equal(p.gpus[0], 2);
 	tp_placement_free(&p);
 	/* --gpus=4: n03 is too small; the run is still the fittest, and its
 	 * tightest node holding 4 is n01 */
-	assert_int_equal(place("slurm-linear", s, "gpus=4", &p), TP_OK);
-	expect_hosts(f, &p, "n01");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-linear", "gpus=4", "n01", NULL);
 	/* --gpus=20: no run... [1-3] has 19, so the tightest sufficient run
 	 * is [12-16] (40); walked upward, each node crediting 8 */
-	assert_int_equal(place("slurm-linear", s, "gpus=20", &p), TP_OK);
-	expect_hosts(f, &p, "n12 n13 n14");
+	expect_place(f, s, "slurm-linear", "gpus=20", "n12 n13 n14", &p);
 	assert_int_equal(gpus_on(f, &p, "n14"), 4);
 	tp_placement_free(&p);
 	/* -N 3 with 1 GPU each: runs measured in free GPUs; [1-3] (19) is the
 	 * tightest sufficient run */
-	assert_int_equal(
-	    place("slurm-linear", s, "nodes=3,gpus-per-node=1", &p), TP_OK);
-	expect_hosts(f, &p, "n01 n02 n03");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-linear", "nodes=3,gpus-per-node=1",
+		     "n01 n02 n03", NULL);
 	/* with 4 GPUs per node n03 drops out and ends the first run: [1-2]
 	 * (16 "CPUs", 2 nodes) is the tightest that holds -N 2 */
-	assert_int_equal(
-	    place("slurm-linear", s, "nodes=2,gpus-per-node=4", &p), TP_OK);
-	expect_hosts(f, &p, "n01 n02");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-linear", "nodes=2,gpus-per-node=4", "n01 n02",
+		     NULL);
 	tp_state_destroy(s);
 	tp_fabric_destroy(f);
 }
@@ -1110,9 +1060,8 @@ static void test_slurm_linear_cpu_quirk(void **unused)
 {
 	static const int par[] = {1, -1};
 	static const int nh[] = {8, 0};
-	tp_fabric_t *f = tree_fabric(2, par, nh);
-	tp_state_t *s = tp_state_create(f);
-	tp_placement_t p = {0};
+	tp_fabric_t *f;
+	tp_state_t *s = tree_state(2, par, nh, &f);
 	int g = 7;
 
 	(void)unused;
@@ -1120,52 +1069,43 @@ static void test_slurm_linear_cpu_quirk(void **unused)
 		char name[16];
 		uint32_t h;
 		snprintf(name, sizeof(name), "n%02d", i);
-		h = host(f, name);
+		h = tp_test_host(f, name);
 		assert_int_equal(tp_state_alloc(s, (uint64_t)i, &h, &g, 1),
 				 TP_OK);
 	}
 	busy(s, (const char *[]){"n04", "n07", "n08"}, 3);
-	assert_int_equal(
-	    place("slurm-linear", s, "nodes=3,gpus-per-node=1", &p), TP_OK);
-	expect_hosts(f, &p, "n01 n05 n06");
-	tp_placement_free(&p);
+	expect_place(f, s, "slurm-linear", "nodes=3,gpus-per-node=1",
+		     "n01 n05 n06", NULL);
 	tp_state_destroy(s);
 	tp_fabric_destroy(f);
 }
 
 static void test_first_fit(void **unused)
 {
-	static const int par[] = {2, 2, -1};
-	static const int nh[] = {4, 4, 0};
-	tp_fabric_t *f = tree_fabric(3, par, nh);
-	tp_state_t *s = tp_state_create(f);
+	tp_fabric_t *f;
+	tp_state_t *s = two_leaves(4, &f);
 	tp_placement_t p = {0};
 	uint32_t h;
 	int g = 2;
 
 	(void)unused;
 	busy(s, (const char *[]){"n01"}, 1);
-	assert_int_equal(tp_state_set_host_up(s, host(f, "n02"), false), TP_OK);
-	h = host(f, "n03");
-	assert_int_equal(tp_state_alloc(s, 1, &h, &g, 1), TP_OK);
-	assert_int_equal(place("first-fit", s, "nodes=2,gpus-per-node=4", &p),
+	assert_int_equal(tp_state_set_host_up(s, tp_test_host(f, "n02"), false),
 			 TP_OK);
-	expect_hosts(f, &p, "n03 n04");
-	tp_placement_free(&p);
+	h = tp_test_host(f, "n03");
+	assert_int_equal(tp_state_alloc(s, 1, &h, &g, 1), TP_OK);
+	expect_place(f, s, "first-fit", "nodes=2,gpus-per-node=4", "n03 n04",
+		     NULL);
 	/* whole hosts skip the partly used n03 */
-	assert_int_equal(place("first-fit", s, "nodes=2", &p), TP_OK);
-	expect_hosts(f, &p, "n04 n05");
+	expect_place(f, s, "first-fit", "nodes=2", "n04 n05", &p);
 	assert_int_equal(p.gpus[0], 8);
 	tp_placement_free(&p);
 	/* GPU counts take what each host has, the last host the rest */
-	assert_int_equal(place("first-fit", s, "gpus=12", &p), TP_OK);
-	expect_hosts(f, &p, "n03 n04");
+	expect_place(f, s, "first-fit", "gpus=12", "n03 n04", &p);
 	assert_int_equal(gpus_on(f, &p, "n03"), 6);
 	assert_int_equal(gpus_on(f, &p, "n04"), 6);
 	tp_placement_free(&p);
-	assert_int_equal(place("first-fit", s, "gpus=12,exclusive", &p), TP_OK);
-	expect_hosts(f, &p, "n04 n05");
-	tp_placement_free(&p);
+	expect_place(f, s, "first-fit", "gpus=12,exclusive", "n04 n05", NULL);
 	/* 6 usable hosts; 7 never fit now, 9 never fit at all */
 	assert_int_equal(place("first-fit", s, "nodes=7,gpus-per-node=1", &p),
 			 TP_ERR_NOTFOUND);

@@ -2,6 +2,7 @@
  * Allocation state, state JSON, request parsing, spans and ring order.
  */
 #include "tp_test.h"
+#include "tp_test_fabric.h"
 
 #include <math.h>
 #include <string.h>
@@ -12,25 +13,7 @@
 /* 4 leaves x 4 hosts x 8 GPUs, 2 spines: node001-004 on leaf01, ... */
 static tp_fabric_t *fat_tree(bool interleave)
 {
-	tp_gen_fat_tree_t p;
-	tp_fabric_t *f = NULL;
-
-	tp_gen_fat_tree_defaults(&p);
-	p.leaves = 4;
-	p.spines = 2;
-	p.hosts_per_leaf = 4;
-	p.uplinks_per_spine = 1;
-	p.interleave = interleave;
-	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
-	return f;
-}
-
-static uint32_t host(const tp_fabric_t *f, const char *name)
-{
-	uint32_t h = tp_fabric_host_find(f, name);
-
-	assert_int_not_equal(h, TP_ID_NONE);
-	return h;
+	return tp_test_fat_tree(4, 2, 4, 1, 8, interleave);
 }
 
 /* ---- state ---- */
@@ -140,7 +123,8 @@ static void test_state_json_roundtrip(void **unused)
 {
 	tp_fabric_t *f = fat_tree(false);
 	tp_state_t *s = tp_state_create(f), *t = NULL;
-	uint32_t hs[2] = {host(f, "node002"), host(f, "node005")};
+	uint32_t hs[2] = {tp_test_host(f, "node002"),
+			  tp_test_host(f, "node005")};
 	int gs[2] = {8, 4};
 	char *a = NULL, *b = NULL, *err = NULL, *path;
 
@@ -148,8 +132,8 @@ static void test_state_json_roundtrip(void **unused)
 	/* jobs written by id, whatever order they came in */
 	assert_int_equal(tp_state_alloc(s, 20, hs, gs, 2), TP_OK);
 	assert_int_equal(tp_state_alloc(s, 3, &hs[1], gs + 1, 1), TP_OK);
-	assert_int_equal(tp_state_set_host_up(s, host(f, "node016"), false),
-			 TP_OK);
+	assert_int_equal(
+	    tp_state_set_host_up(s, tp_test_host(f, "node016"), false), TP_OK);
 	assert_int_equal(tp_state_set_link(s, 2, 0.25, 50), TP_OK);
 	assert_int_equal(tp_state_to_json(s, &a), TP_OK);
 	assert_string_equal(
@@ -165,7 +149,7 @@ static void test_state_json_roundtrip(void **unused)
 	assert_int_equal(tp_state_to_json(t, &b), TP_OK);
 	assert_string_equal(a, b);
 	assert_int_equal(tp_state_free_gpus(t, hs[1]), 0);
-	assert_false(tp_state_host_up(t, host(f, "node016")));
+	assert_false(tp_state_host_up(t, tp_test_host(f, "node016")));
 	tp_free(a);
 	tp_free(b);
 	tp_state_destroy(t);
@@ -459,11 +443,11 @@ static void test_span_of(void **unused)
 	size_t span[TP_SPAN_NLEVELS];
 
 	(void)unused;
-	hs[0] = host(f, "node001");
-	hs[1] = host(f, "node002");
-	hs[2] = host(f, "node006");
-	hs[3] = host(f, "node016");
-	hs[4] = host(f, "node003");
+	hs[0] = tp_test_host(f, "node001");
+	hs[1] = tp_test_host(f, "node002");
+	hs[2] = tp_test_host(f, "node006");
+	hs[3] = tp_test_host(f, "node016");
+	hs[4] = tp_test_host(f, "node003");
 	tp_span_of(f, hs, 5, span);
 	assert_int_equal(span[TP_SPAN_HOSTS], 5);
 	assert_int_equal(span[TP_SPAN_NVDOMAINS], 5); /* one per host */
@@ -486,9 +470,9 @@ static void test_span_nvl72(void **unused)
 	(void)unused;
 	tp_gen_nvl72_defaults(&p);
 	assert_int_equal(tp_gen_nvl72(&p, &f), TP_OK);
-	hs[0] = host(f, "nvl001");
-	hs[1] = host(f, "nvl018");
-	hs[2] = host(f, "nvl019");
+	hs[0] = tp_test_host(f, "nvl001");
+	hs[1] = tp_test_host(f, "nvl018");
+	hs[2] = tp_test_host(f, "nvl019");
 	tp_span_of(f, hs, 3, span);
 	assert_int_equal(span[TP_SPAN_NVDOMAINS], 2);
 	assert_int_equal(span[TP_SPAN_GROUPS], 3);
@@ -520,15 +504,15 @@ static void test_span_min(void **unused)
 	for (int i = 1; i <= 3; i++) {
 		char name[16];
 		snprintf(name, sizeof(name), "node%03d", i);
-		h = host(f, name);
+		h = tp_test_host(f, name);
 		assert_int_equal(tp_state_alloc(s, (uint64_t)i, &h, &eight, 1),
 				 TP_OK);
 	}
-	h = host(f, "node005");
+	h = tp_test_host(f, "node005");
 	assert_int_equal(tp_state_alloc(s, 5, &h, &eight, 1), TP_OK);
-	assert_int_equal(tp_state_set_host_up(s, host(f, "node006"), false),
-			 TP_OK);
-	h = host(f, "node009");
+	assert_int_equal(
+	    tp_state_set_host_up(s, tp_test_host(f, "node006"), false), TP_OK);
+	h = tp_test_host(f, "node009");
 	assert_int_equal(tp_state_alloc(s, 9, &h, &two, 1), TP_OK);
 	tp_span_min(f, s, &r, span);
 	assert_int_equal(span[TP_SPAN_GROUPS], 2); /* 4 + 3 */
@@ -598,7 +582,7 @@ static void test_ring_order(void **unused)
 
 	(void)unused;
 	for (int i = 0; i < 6; i++) {
-		hs[i] = host(f, names[i]);
+		hs[i] = tp_test_host(f, names[i]);
 		gs[i] = i + 1;
 	}
 	tp_ring_order(f, hs, gs, 6);
@@ -612,12 +596,12 @@ static void test_ring_order(void **unused)
 	/* gpus follow their hosts */
 	for (int i = 0; i < 6; i++)
 		for (int k = 0; k < 6; k++)
-			if (hs[i] == host(f, names[k]))
+			if (hs[i] == tp_test_host(f, names[k]))
 				assert_int_equal(gs[i], k + 1);
 	/* leaf01 holds node001, node005, node009 */
-	assert_int_equal(hs[0], host(f, "node001"));
-	assert_int_equal(hs[1], host(f, "node005"));
-	assert_int_equal(hs[2], host(f, "node009"));
+	assert_int_equal(hs[0], tp_test_host(f, "node001"));
+	assert_int_equal(hs[1], tp_test_host(f, "node005"));
+	assert_int_equal(hs[2], tp_test_host(f, "node009"));
 	tp_ring_order(f, hs, NULL, 6); /* gpus optional */
 	tp_fabric_destroy(f);
 }

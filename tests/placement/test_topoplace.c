@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "tp_test.h"
+#include "tp_test_fabric.h"
 #include "placement_int.h"
 
 static const tp_policy_t *topo(void)
@@ -24,17 +25,8 @@ static const tp_policy_t *topo(void)
 static tp_fabric_t *fat_tree(int leaves, int hosts_per_leaf, int spines,
 			     int uplinks)
 {
-	tp_gen_fat_tree_t p;
-	tp_fabric_t *f = NULL;
-
-	tp_gen_fat_tree_defaults(&p);
-	p.leaves = leaves;
-	p.hosts_per_leaf = hosts_per_leaf;
-	p.spines = spines;
-	p.uplinks_per_spine = uplinks;
-	p.interleave = true;
-	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
-	return f;
+	return tp_test_fat_tree(leaves, spines, hosts_per_leaf, uplinks, 8,
+				true);
 }
 
 static uint32_t leaf_of(const tp_fabric_t *f, uint32_t h)

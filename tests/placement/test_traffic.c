@@ -4,6 +4,7 @@
  * tp_place_run directly.
  */
 #include "tp_test.h"
+#include "tp_test_fabric.h"
 
 #include <math.h>
 #include <string.h>
@@ -14,26 +15,7 @@
  * one NIC per host: node001-004 on one leaf, node005-008 on the other. */
 static tp_fabric_t *two_leaves(void)
 {
-	tp_gen_fat_tree_t p;
-	tp_fabric_t *f = NULL;
-
-	tp_gen_fat_tree_defaults(&p);
-	p.leaves = 2;
-	p.spines = 1;
-	p.hosts_per_leaf = 4;
-	p.uplinks_per_spine = 2;
-	p.gpus_per_host = 4;
-	p.nics_per_host = 1;
-	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
-	return f;
-}
-
-static uint32_t host(const tp_fabric_t *f, const char *name)
-{
-	uint32_t h = tp_fabric_host_find(f, name);
-
-	assert_int_not_equal(h, TP_ID_NONE);
-	return h;
+	return tp_test_fat_tree(2, 1, 4, 2, 4, false);
 }
 
 static void test_fair_background(void **unused)
@@ -62,8 +44,9 @@ static void test_add_apply_remove(void **unused)
 	tp_state_t *s = tp_state_create(f), *from = tp_state_create(f);
 	size_t nl = tp_fabric_nlinks(f);
 	double *load = calloc(2 * nl, sizeof(double));
-	uint32_t hs[2] = {host(f, "node001"), host(f, "node005")};
-	uint32_t one[1] = {host(f, "node002")};
+	uint32_t hs[2] = {tp_test_host(f, "node001"),
+			  tp_test_host(f, "node005")};
+	uint32_t one[1] = {tp_test_host(f, "node002")};
 	int gs[2] = {4, 4};
 	size_t loaded = 0;
 
@@ -294,8 +277,9 @@ static void test_state_jobs_load(void **unused)
 	size_t nl = tp_fabric_nlinks(f), n = 0, unrouted = 9;
 	double *got = calloc(2 * nl, sizeof(double)),
 	       *want = calloc(2 * nl, sizeof(double));
-	uint32_t a[2] = {host(f, "node005"), host(f, "node001")},
-		 b[1] = {host(f, "node003")};
+	uint32_t a[2] = {tp_test_host(f, "node005"),
+			 tp_test_host(f, "node001")},
+		 b[1] = {tp_test_host(f, "node003")};
 	int ga[2] = {4, 2}, gb[1] = {1};
 	tp_state_job_t *jobs = NULL;
 

@@ -16,22 +16,6 @@
 
 /* ---- fabrics ---- */
 
-static tp_fabric_t *fat_tree(int leaves, int hpl, int gpus)
-{
-	tp_gen_fat_tree_t p;
-	tp_fabric_t *f = NULL;
-
-	tp_gen_fat_tree_defaults(&p);
-	p.leaves = leaves;
-	p.spines = 2;
-	p.hosts_per_leaf = hpl;
-	p.uplinks_per_spine = 1;
-	p.gpus_per_host = gpus;
-	p.interleave = true; /* names do not follow groups */
-	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
-	return f;
-}
-
 /* Three switch levels: `mids` middle switches over `lpm` leaves each, one
  * top switch; host h on leaf h mod leaves (names interleaved). Written
  * as ibnetdiscover text, so level-2 (spine) groups really differ. */
@@ -250,7 +234,7 @@ static void test_ring_minimal(void **state)
 {
 	(void)state;
 	/* fat tree, 4 leaves of 4 hosts, host i on leaf i % 4 */
-	tp_fabric_t *f = fat_tree(4, 4, 8);
+	tp_fabric_t *f = tp_test_fat_tree_il(4, 4, 8);
 	const char *names[16];
 	static const int a[] = {0, 5, 9, 13, 2, 6, 1, 10}; /* 3 groups */
 	static const int b[] = {3, 4, 8, 12, 7, 11, 15};   /* 4 groups */
@@ -351,7 +335,8 @@ static int interior(const tp_plan_t *p, size_t r)
 
 static void test_trees_valid(void **state)
 {
-	tp_fabric_t *f = fat_tree(6, 8, 8), *g = three_level(3, 3, 4);
+	tp_fabric_t *f = tp_test_fat_tree_il(6, 8, 8),
+		    *g = three_level(3, 3, 4);
 	const char *names[48];
 
 	(void)state;
@@ -428,7 +413,8 @@ static void nccl_dtree(int n, int rank, int *u, int *d0, int *d1)
 static void test_trees_nccl(void **state)
 {
 	/* one leaf of 40 hosts: a single group, so NCCL's trees exactly */
-	tp_fabric_t *f = fat_tree(1, 40, 8), *g = fat_tree(4, 6, 8);
+	tp_fabric_t *f = tp_test_fat_tree_il(1, 40, 8),
+		    *g = tp_test_fat_tree_il(4, 6, 8);
 	const char *names[40];
 
 	(void)state;
@@ -533,7 +519,7 @@ static void test_deterministic(void **state)
 
 static void test_errors(void **state)
 {
-	tp_fabric_t *f = fat_tree(2, 4, 8);
+	tp_fabric_t *f = tp_test_fat_tree_il(2, 4, 8);
 	tp_plan_t *p = (tp_plan_t *)&p; /* must stay untouched */
 	tp_plan_t *const sentinel = p;
 	tp_plan_opts_t o;
@@ -614,7 +600,8 @@ static void roundtrip(const tp_plan_t *p)
 
 static void test_json_roundtrip(void **state)
 {
-	tp_fabric_t *f = tp_test_rail(2, 4, 4, 2, 8), *g = fat_tree(3, 3, 0);
+	tp_fabric_t *f = tp_test_rail(2, 4, 4, 2, 8),
+		    *g = tp_test_fat_tree_il(3, 3, 0);
 	tp_cost_ctx_t *ctx = NULL;
 	const char *names[9];
 	char path[] = "/tmp/tp_plan_XXXXXX", *msg = NULL, *j;
@@ -811,7 +798,7 @@ static void test_rail_leaders(void **state)
 	tp_fabric_destroy(f);
 
 	/* one rail: no rail leaders */
-	f = fat_tree(2, 2, 8);
+	f = tp_test_fat_tree_il(2, 2, 8);
 	for (size_t i = 0; i < 4; i++)
 		names[i] = tp_fabric_host(f, i)->name;
 	p = build(f, NULL, names, 4, NULL);
@@ -824,7 +811,8 @@ static void test_rail_leaders(void **state)
 
 static void test_gpu_hcas(void **state)
 {
-	tp_fabric_t *f = tp_test_rail(2, 3, 4, 2, 8), *g = fat_tree(2, 2, 0);
+	tp_fabric_t *f = tp_test_rail(2, 3, 4, 2, 8),
+		    *g = tp_test_fat_tree_il(2, 2, 0);
 	const char *names[6];
 	tp_plan_opts_t o;
 	tp_plan_t *p;

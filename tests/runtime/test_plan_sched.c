@@ -15,22 +15,6 @@
 
 #include "tp_runtime.h"
 
-static tp_fabric_t *fat_tree(int leaves, int hpl, int gpus)
-{
-	tp_gen_fat_tree_t p;
-	tp_fabric_t *f = NULL;
-
-	tp_gen_fat_tree_defaults(&p);
-	p.leaves = leaves;
-	p.spines = 2;
-	p.hosts_per_leaf = hpl;
-	p.uplinks_per_spine = 1;
-	p.gpus_per_host = gpus;
-	p.interleave = true;
-	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
-	return f;
-}
-
 static tp_plan_t *plan_of(const tp_fabric_t *f, size_t n, bool predict,
 			  tp_cost_ctx_t **ctx_p)
 {
@@ -154,7 +138,7 @@ static void test_rail_leaders_and_json(void **state)
  * plan's trees send across: 2 x (groups - 1) edges x S/2 each way. */
 static void test_predictions_are_the_schedule(void **state)
 {
-	tp_fabric_t *f = fat_tree(3, 4, 1);
+	tp_fabric_t *f = tp_test_fat_tree_il(3, 4, 1);
 	tp_cost_ctx_t *ctx = NULL;
 	tp_plan_t *p = plan_of(f, 12, true, &ctx);
 	tp_sched_t *t = NULL;

@@ -19,22 +19,6 @@
 
 #define PATH "/run/topoplace/job7/plan-step0.json"
 
-static tp_fabric_t *fat_tree(int leaves, int hpl, int gpus)
-{
-	tp_gen_fat_tree_t p;
-	tp_fabric_t *f = NULL;
-
-	tp_gen_fat_tree_defaults(&p);
-	p.leaves = leaves;
-	p.spines = 2;
-	p.hosts_per_leaf = hpl;
-	p.uplinks_per_spine = 1;
-	p.gpus_per_host = gpus;
-	p.interleave = true; /* Slurm's order is not the ring's */
-	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
-	return f;
-}
-
 static const char *name(const tp_fabric_t *f, size_t h)
 {
 	return tp_fabric_host(f, h)->name;
@@ -81,7 +65,7 @@ static void test_tasks_parse(void **state)
  * The pairs come in the plugin's order. */
 static void test_env_fat_tree(void **state)
 {
-	tp_fabric_t *f = fat_tree(2, 4, 8);
+	tp_fabric_t *f = tp_test_fat_tree_il(2, 4, 8);
 	const char *hosts[8];
 	uint32_t tasks[8];
 	tp_plan_t *plan = NULL;
@@ -141,7 +125,7 @@ static void test_env_fat_tree(void **state)
  * per GPU. A topology file is passed through. */
 static void test_env_uneven(void **state)
 {
-	tp_fabric_t *f = fat_tree(2, 2, 4);
+	tp_fabric_t *f = tp_test_fat_tree_il(2, 2, 4);
 	const char *hosts[4];
 	uint32_t tasks[4] = {3, 1, 4, 2};
 	tp_plan_t *plan = NULL;
@@ -222,7 +206,7 @@ static void test_env_rails(void **state)
 /* The errors the plugin logs instead of touching the environment. */
 static void test_env_errors(void **state)
 {
-	tp_fabric_t *f = fat_tree(2, 2, 1);
+	tp_fabric_t *f = tp_test_fat_tree_il(2, 2, 1);
 	const char *hosts[4], *other[4];
 	uint32_t tasks[4] = {1, 1, 1, 1};
 	tp_plan_t *plan = NULL;

@@ -699,8 +699,22 @@ static void test_node_dir_nvsmi(void **state)
 	    tp_fabric_read_node_nvsmi(f, "gpu000",
 				      tp_test_data("node-nvsmi-spaces.txt")),
 	    TP_OK);
+	assert_int_equal(
+	    tp_fabric_read_node_nvsmi(f, "gpu001",
+				      tp_test_data("node-nvsmi-spaces.txt")),
+	    TP_OK);
 	assert_int_equal(tp_fabric_read_node_dir(f, dir, false), TP_ERR_PARSE);
 	assert_non_null(strstr(tp_fabric_error(f), "gpu000.txt:3:"));
+	/* ... and the files after it are still read, the bad one warned. */
+	assert_int_equal(host_of(f, "gpu001")->ngpus, 8);
+	assert_true(host_of(f, "gpu001")->gpus[0].nvlink_gbps == 2400);
+	{
+		bool named = false;
+		for (size_t i = 0; i < tp_fabric_nwarnings(f); i++)
+			named |= strstr(tp_fabric_warning(f, i),
+					"gpu000.txt:3:") != NULL;
+		assert_true(named);
+	}
 	tp_fabric_destroy(f);
 	{
 		char p0[4096];

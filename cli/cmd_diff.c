@@ -1,0 +1,143 @@
+/* topoplace fabric diff: the fabric model against the cables as they are. */
+#include "config.h"
+
+#include <getopt.h>
+#include <string.h>
+
+#include "cli.h"
+#include "tp_health.h"
+
+static const char usage[] =
+    "Usage: topoplace fabric diff --fabric FABRIC.json\n"
+    "                             (--live [--ca NAME] [--port N] |\n"
+    "                              --ibnetdiscover FILE) [--json]\n"
+    "\n"
+    "Compare the fabric model with the fabric as it is cabled now: a walk\n"
+    "through the local IB port (--live, as discover --live does) or an\n"
+    "ibnetdiscover dump. Links are matched by node GUID and port. Reports\n"
+    "links gone (not cabled while one of their nodes is there), hosts\n"
+    "moved (their port cabled to another switch port: regenerate the\n"
+    "fabric, it is never rewritten here) and new links. Links neither of\n"
+    "whose nodes was found (another subnet) are counted as unseen.\n"
+    "\n"
+    "  --fabric FILE         the fabric model\n"
+    "  --live                walk the fabric through the local port\n"
+    "  --ca NAME, --port N   that port (default: the first active)\n"
+    "  --ibnetdiscover FILE  an ibnetdiscover dump instead of a walk\n"
+    "  --json                {\"format\":\"topoplace-diff/1\",\"changed\",\n"
+    "                        \"gone\",\"back\",\"moved\",\"new\",\"unseen\"}\n"
+    "  -h, --help            this text\n"
+    "Exit status: 0 no change, 3 a change, 2 bad input, 1 the walk "
+    "failed.\n";
+
+/* The live side: a walk or a dump, finalized; NULL with the error
+ * printed and *rc_p set. */
+static tp_fabric_t *read_live(const char *dump, const char *ca, long port,
+			      int *rc_p)
+{
+	tp_fabric_t *live = tp_fabric_create();
+	tp_err_t err;
+
+	if (!live) {
+		tp_cli_err("out of memory");
+		*rc_p = TP_EXIT_FAIL;
+		return NULL;
+	}
+	err = dump ? tp_fabric_read_ibnetdiscover(live, dump)
+		   : tp_fabric_discover_live(live, ca, (int)port);
+	if (!err)
+		err = tp_fabric_finalize(live, NULL);
+	if (err) {
+		tp_cli_err("%s", tp_fabric_error(live));
+		*rc_p = dump || err == TP_ERR_UNSUPPORTED ? TP_EXIT_INPUT
+							  : TP_EXIT_FAIL;
+		tp_fabric_destroy(live);
+		return NULL;
+	}
+	return live;
+}
+
+int tp_cmd_fabric_diff(int argc, char **argv)
+{
+	enum { O_FABRIC = 256, O_LIVE, O_CA, O_PORT, O_DUMP, O_JSON };
+	static const struct option opts[] = {
+	    {"fabric", required_argument, NULL, O_FABRIC},
+	    {"live", no_argument, NULL, O_LIVE},
+	    {"ca", required_argument, NULL, O_CA},
+	    {"port", required_argument, NULL, O_PORT},
+	    {"ibnetdiscover", required_argument, NULL, O_DUMP},
+	    {"json", no_argument, NULL, O_JSON},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *fabric = NULL, *ca = NULL, *dump = NULL;
+	bool live_walk = false, json = false;
+	long port = 0;
+	int c, rc = TP_EXIT_INPUT;
+	tp_fabric_t *model = NULL, *live = NULL;
+	tp_health_diff_t d = {0};
+	char *out = NULL;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case O_FABRIC:
+			fabric = optarg;
+			break;
+		case O_LIVE:
+			live_walk = true;
+			break;
+		case O_CA:
+			ca = optarg;
+			break;
+		case O_PORT:
+			if (!tp_cli_int("--port", optarg, 0, 254, &port))
+				return TP_EXIT_INPUT;
+			break;
+		case O_DUMP:
+			dump = optarg;
+			break;
+		case O_JSON:
+			json = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return TP_EXIT_OK;
+		default:
+			fputs(usage, stderr);
+			return TP_EXIT_INPUT;
+		}
+	}
+	if (optind < argc) {
+		tp_cli_err("unexpected argument '%s'", argv[optind]);
+		return TP_EXIT_INPUT;
+	}
+	if (!fabric || live_walk == (dump != NULL)) {
+		tp_cli_err("fabric diff: --fabric and one of --live, "
+			   "--ibnetdiscover are required");
+		return TP_EXIT_INPUT;
+	}
+	if (!(model = tp_cli_load(fabric, &rc)) ||
+	    !(live = read_live(dump, ca, port, &rc)))
+		goto out;
+	if (tp_health_diff(model, live, &d) ||
+	    (json ? tp_health_diff_json(model, live, &d, NULL, &out)
+		  : tp_health_diff_text(model, live, &d, NULL, &out))) {
+		tp_cli_err("out of memory");
+		rc = TP_EXIT_FAIL;
+		goto out;
+	}
+	if (json)
+		puts(out);
+	else
+		printf("%s%zu gone, %zu moved, %zu new, %zu unseen of %zu "
+		       "links\n",
+		       out, d.ngone, d.nmoved, d.nfresh, d.nunseen, d.nlinks);
+	rc = tp_health_diff_changed(&d) ? 3 : TP_EXIT_OK;
+out:
+	tp_free(out);
+	tp_health_diff_free(&d);
+	tp_fabric_destroy(live);
+	tp_fabric_destroy(model);
+	return rc;
+}

@@ -1,0 +1,119 @@
+#!/bin/sh
+# health_diff_ibsim.sh - topology changes seen by re-discovery.
+#
+# ibsim + opensm on a generated 16-host fat tree, whose live walk is the
+# model. A host cable is pulled (Unlink) before anything runs:
+#   `fabric diff --live`          -> the link gone, exit 3
+#   `monitor --rediscover 2`      -> at start: "gone" logged, health 0 in
+#                                    the state file, a job placed elsewhere
+#   ReLink                        -> within a check (2 s) + a sweep: "back"
+#                                    logged, the link healthy; the host
+#                                    (unreachable at start, so without a
+#                                    LID then) is swept from now on: symbol
+#                                    errors on its own port degrade the link
+# Needs ibsim-utils, libumad2sim0, opensm, jq and a build with libibmad;
+# exits 77 (skip) without them.
+set -eu
+. "$(dirname "$0")/lib.sh"
+T=$TOPOPLACE
+
+"$T" fabric generate fat-tree --leaves 4 --spines 2 --hosts-per-leaf 4 \
+	--nics-per-host 1 -o "$tmp/gen.json" >/dev/null
+"$T" fabric ibsim-net "$tmp/gen.json" -o "$tmp/f.net"
+ibsim_sm_up "$tmp/f.net"
+cli() { ibsim_exec "$T" "$@"; }
+
+ibsim_discover "$tmp/live.json"
+rc=0
+cli fabric diff --fabric "$tmp/live.json" --live >"$tmp/d0.txt" 2>&1 || rc=$?
+[ "$rc" -eq 0 ] && grep -q '^0 gone, 0 moved, 0 new, 0 unseen of 24 links' "$tmp/d0.txt" &&
+	ok "fabric diff --live: the walk matches its own model, exit 0" ||
+	bad "fabric diff --live on an unchanged fabric: rc $rc: $(cat "$tmp/d0.txt")"
+
+# leaf01 port 1 and the host behind it
+leaf1=$(jq -r '.switches[] | select(.desc == "leaf01") | .guid' "$tmp/live.json" |
+	sed 's/^0x/S-/')
+cli fabric health --fabric "$tmp/live.json" --all --json >"$tmp/h0.json" 2>/dev/null
+l11=$(jq -r '.links[] | select(.a == "leaf01:1") | .link' "$tmp/h0.json")
+hdesc=$(jq -r '.links[] | select(.a == "leaf01:1") | .b' "$tmp/h0.json" | sed 's/:1$//')
+host1=${hdesc%% *}
+hsim=$(jq -r --arg d "$hdesc" '.cas[] | select(.desc == $d) | .guid' \
+	"$tmp/live.json" | sed 's/^0x/H-/')
+[ -n "$l11" ] && [ -n "$hsim" ] && [ "$hsim" != null ] ||
+	{ bad "no link leaf01:1 / host node in the model ($l11, $hsim)"; finish; }
+
+ibsim_con "Unlink \"$leaf1\"[1]"
+sleep 0.5
+rc=0
+cli fabric diff --fabric "$tmp/live.json" --live --json >"$tmp/d1.json" 2>/dev/null || rc=$?
+if [ "$rc" -eq 3 ] && jq -e --argjson l "$l11" \
+	'.changed and (.gone | map(.link) == [$l]) and .moved == [] and .new == []' \
+	"$tmp/d1.json" >/dev/null; then
+	ok "Unlink: fabric diff --live --json reports link $l11 gone, exit 3"
+else
+	bad "fabric diff --live after Unlink: rc $rc: $(cat "$tmp/d1.json")"
+fi
+
+state=$tmp/state.json
+mkdir "$tmp/mon"
+(cd "$tmp/mon" && LD_PRELOAD=$UMAD2SIM exec timeout --foreground 60 "$T" monitor \
+	--fabric "$tmp/live.json" --state-out "$state" --interval 1 \
+	--rediscover 2 --diff-out "$tmp/diff.json" 2>"$tmp/monitor.err") &
+MON_PID=$!
+
+# wait_for JQ-FILTER-ON-STATE TENTHS
+wait_for() {
+	n=0
+	while [ "$n" -lt "$2" ]; do
+		[ -s "$state" ] && jq -e "$1" "$state" >/dev/null 2>&1 && return 0
+		sleep 0.1
+		n=$((n + 1))
+	done
+	return 1
+}
+link_is() { # HEALTH REASON-SUBSTRING
+	printf '.links | map(select(.link == %s and .health == %s and (.reason | contains("%s")))) | length == 1' "$l11" "$1" "$2"
+}
+
+if wait_for "$(link_is 0 "gone (re-discovery)")" 40 &&
+	grep -q "gone: link $l11 leaf01:1 - $hdesc:1" "$tmp/monitor.err" &&
+	jq -e --argjson l "$l11" '.gone | map(.link) == [$l]' "$tmp/diff.json" >/dev/null; then
+	ok "monitor start: link $l11 gone (log, --diff-out, health 0 in the state file)"
+else
+	bad "monitor did not report link $l11 gone: $(cat "$state" 2>/dev/null)"
+fi
+before=$("$T" place --fabric "$tmp/live.json" --request nodes=16 --json |
+	jq -r '.hosts | length')
+rc=0
+"$T" place --fabric "$tmp/live.json" --state "$state" --request nodes=16 \
+	--json >"$tmp/p1.json" 2>"$tmp/p1.err" || rc=$?
+if [ "$before" = 16 ] && [ "$rc" -ne 0 ] && ! grep -q "$host1" "$tmp/p1.json"; then
+	ok "place --state: 16 nodes fit the healthy fabric, not with $host1 cut off"
+else
+	bad "place --state: healthy $before nodes; with $host1 cut off rc $rc: $(cat "$tmp/p1.json")"
+fi
+
+ibsim_con "ReLink \"$leaf1\"[1]"
+t0=$(date +%s%N)
+if wait_for ".links | map(select(.link == $l11)) | length == 0" 80; then
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	grep -q "back: link $l11 " "$tmp/monitor.err" &&
+		ok "ReLink: link $l11 back and healthy after $ms ms (--rediscover 2)" ||
+		bad "link $l11 healthy again but no 'back' logged"
+else
+	bad "link $l11 not healthy 8 s after ReLink: $(cat "$state")"
+fi
+# The host had no LID at start: it is swept now, errors on its port count.
+ibsim_con "PerformanceSet \"$hsim\"[1] PortCounters.SymbolErrorCounter=42"
+wait_for "$(link_is 0.75 "symbol_errors +42")" 40 &&
+	ok "the host unreachable at start is swept now: its symbol errors degrade link $l11" ||
+	bad "symbol errors on $hsim[1] not seen: $(cat "$state")"
+
+kill -TERM "$MON_PID" 2>/dev/null || bad "the monitor had died before SIGTERM"
+rc=0
+wait "$MON_PID" || rc=$?
+MON_PID=
+[ "$rc" -eq 0 ] || bad "monitor after SIGTERM: rc $rc"
+walks=$(grep -c 'back:\|gone:' "$tmp/monitor.err" || true)
+[ "$failures" -eq 0 ] || { echo "--- monitor stderr ($walks changes)"; tail -20 "$tmp/monitor.err"; }
+finish
