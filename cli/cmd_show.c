@@ -310,62 +310,45 @@ out:
 
 /* ---- decision records (native mode) ---- */
 
-/* The native plugin appends one JSON object per line
- * (topoplace-decision/1); a line that does not parse (a write cut short)
- * is skipped. Returns an array of the records, or NULL. */
-static cJSON *load_records(const char *dir)
+typedef struct records {
+	tp_decision_t *v;
+	size_t n;
+} records_t;
+
+/* The native plugin's records (tp_decisions_read, lenient: an older or
+ * hand-edited line still counts); lines that do not decode (a write cut
+ * short) are skipped with one warning. Nothing when the file is absent
+ * or unreadable. */
+static void load_records(const char *dir, records_t *r)
 {
-	char path[4096];
-	char *buf = NULL, *line, *next;
-	size_t len, bad = 0;
-	cJSON *arr;
+	char path[4096], *why = NULL;
+	size_t bad = 0;
 
 	if (!dir || !*dir ||
 	    snprintf(path, sizeof(path), "%s/%s", dir, TP_DECISIONS_FILE) >=
 		(int)sizeof(path))
-		return NULL;
+		return;
 	/* absent or unreadable (StateSaveLocation is usually SlurmUser's
 	 * alone): analyse instead, silently */
-	if (access(path, R_OK) || tp_file_read(path, &buf, &len))
-		return NULL;
-	if (!(arr = cJSON_CreateArray())) {
-		tp_free(buf);
-		return NULL;
-	}
-	for (line = buf; line && *line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		if (!*tp_strtrim(line))
-			continue;
-		cJSON *rec = cJSON_Parse(line);
-		if (!cJSON_IsObject(rec)) {
-			cJSON_Delete(rec);
-			bad++;
-			continue;
-		}
-		cJSON_AddItemToArray(arr, rec);
-	}
-	tp_free(buf);
+	if (access(path, R_OK) || tp_decisions_read(path, TP_DECISION_LENIENT,
+						    &r->v, &r->n, &bad, &why))
+		return;
 	if (bad && !tp_cli_quiet)
-		fprintf(
-		    stderr,
-		    "topoplace: warning: %s: %zu line%s not JSON, skipped\n",
-		    path, bad, bad == 1 ? "" : "s");
-	return arr;
+		fprintf(stderr,
+			"topoplace: warning: %zu line%s of decision records "
+			"skipped, the first: %s\n",
+			bad, bad == 1 ? "" : "s", why ? why : path);
+	tp_free(why);
 }
 
-static const cJSON *find_record(const cJSON *recs, uint32_t id)
+static const tp_decision_t *find_record(const records_t *r, uint32_t id)
 {
-	const cJSON *r, *found = NULL;
+	const tp_decision_t *found = NULL;
 
 	/* the last record for a job wins: a requeued job is placed again */
-	cJSON_ArrayForEach(r, recs)
-	{
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "job_id");
-		if (cJSON_IsNumber(v) && v->valuedouble == (double)id)
-			found = r;
-	}
+	for (size_t i = 0; i < r->n; i++)
+		if (r->v[i].job_id == id)
+			found = &r->v[i];
 	return found;
 }
 
@@ -374,34 +357,17 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The record's hosts (array of names or a host list) are the job's. */
-static bool record_matches(const cJSON *rec, const show_job_t *sj)
+/* The record's hosts are the job's. */
+static bool record_matches(const tp_decision_t *rec, const show_job_t *sj)
 {
-	const cJSON *h = cJSON_GetObjectItemCaseSensitive(rec, "hosts");
 	char **a = NULL, **b = NULL;
 	size_t na = 0;
 	bool same = false;
 
-	if (!h)
+	if (!rec->hosts)
 		return true;
-	if (cJSON_IsString(h)) {
-		if (tp_hostlist_expand(h->valuestring, &a, &na))
-			return false;
-	} else if (cJSON_IsArray(h)) {
-		const cJSON *e;
-		na = (size_t)cJSON_GetArraySize(h);
-		if (!(a = tp_calloc(na + 1, sizeof(char *))))
-			return false;
-		size_t i = 0;
-		cJSON_ArrayForEach(e, h)
-		{
-			if (!cJSON_IsString(e) ||
-			    !(a[i++] = tp_strdup(e->valuestring)))
-				goto out;
-		}
-	} else {
+	if (tp_hostlist_expand(rec->hosts, &a, &na))
 		return false;
-	}
 	if (na != sj->n || !(b = tp_calloc(na + 1, sizeof(char *))))
 		goto out;
 	memcpy(b, sj->names, na * sizeof(char *));
@@ -416,71 +382,27 @@ out:
 	return same;
 }
 
-/* Span counts from a record: keys "<prefix>hosts", ...; with plain set,
- * the unprefixed names too (a min_span object). */
-/* A count from a record: the records are files anyone with write access
- * to StateSaveLocation could edit; (size_t) of a negative, huge or NaN
- * double is undefined. Out of range: 0. */
-static size_t count_of(const cJSON *v)
-{
-	double d = v->valuedouble;
-
-	return d >= 0 && d <= 1e9 ? (size_t)d : 0;
-}
-
-static void span_from(const cJSON *o, size_t span[TP_SPAN_NLEVELS],
-		      const char *prefix, bool plain)
-{
-	static const char *const keys[TP_SPAN_NLEVELS] = {
-	    "hosts", "nvlink_domains", "groups", "spine_groups"};
-	char k[64];
-
-	if (cJSON_IsNumber(o)) { /* a bare number is the group count */
-		span[TP_SPAN_GROUPS] = count_of(o);
-		return;
-	}
-	for (int l = 0; l < TP_SPAN_NLEVELS; l++) {
-		const cJSON *v;
-		snprintf(k, sizeof(k), "%s%s", prefix, keys[l]);
-		v = cJSON_GetObjectItemCaseSensitive(o, k);
-		if (!v && plain)
-			v = cJSON_GetObjectItemCaseSensitive(o, keys[l]);
-		if (cJSON_IsNumber(v))
-			span[l] = count_of(v);
-	}
-}
-
 /* Overlay what the plugin recorded on the analysis. */
-static void apply_record(show_job_t *sj, const cJSON *rec)
+static void apply_record(show_job_t *sj, const tp_decision_t *rec)
 {
-	const cJSON *v;
-
 	sj->source = "record";
-	/* span may carry min_* itself, as `place --json` writes it */
-	if ((v = cJSON_GetObjectItemCaseSensitive(rec, "span"))) {
-		span_from(v, sj->span, "", false);
-		if (cJSON_IsObject(v))
-			span_from(v, sj->min, "min_", false);
+	for (int l = 0; l < TP_SPAN_NLEVELS; l++) {
+		if (rec->span[l] != TP_DECISION_NONE)
+			sj->span[l] = rec->span[l];
+		/* what an empty fabric allows, else the free state's */
+		if (rec->min_empty[l] != TP_DECISION_NONE)
+			sj->min[l] = rec->min_empty[l];
+		else if (rec->min_free[l] != TP_DECISION_NONE)
+			sj->min[l] = rec->min_free[l];
 	}
-	if ((v = cJSON_GetObjectItemCaseSensitive(rec, "min_span")))
-		span_from(v, sj->min, "min_", true);
-	/* topoplace-decision/1 as the native plugin writes it */
-	if (cJSON_IsNumber(
-		v = cJSON_GetObjectItemCaseSensitive(rec, "span_groups")))
-		sj->span[TP_SPAN_GROUPS] = count_of(v);
-	if (cJSON_IsNumber(
-		v = cJSON_GetObjectItemCaseSensitive(rec, "min_groups_empty")))
-		sj->min[TP_SPAN_GROUPS] = count_of(v);
-	if (cJSON_IsNumber(
-		v = cJSON_GetObjectItemCaseSensitive(rec, "predicted_s")))
-		sj->predicted_s = v->valuedouble;
-	if (cJSON_IsNumber(
-		v = cJSON_GetObjectItemCaseSensitive(rec, "ideal_s")))
-		sj->ideal_s = v->valuedouble;
-	if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(rec, "policy")))
-		snprintf(sj->policy, sizeof(sj->policy), "%s", v->valuestring);
-	if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(rec, "reason")))
-		snprintf(sj->reason, sizeof(sj->reason), "%s", v->valuestring);
+	if (rec->priced) {
+		sj->predicted_s = rec->predicted_s;
+		sj->ideal_s = rec->ideal_s;
+	}
+	if (rec->policy)
+		snprintf(sj->policy, sizeof(sj->policy), "%s", rec->policy);
+	if (rec->reason)
+		snprintf(sj->reason, sizeof(sj->reason), "%s", rec->reason);
 	sj->analysed = true;
 }
 
@@ -676,7 +598,8 @@ int tp_cmd_show(int argc, char **argv)
 	tp_cost_ctx_t *ctx = NULL;
 	job_info_msg_t *jobs = NULL;
 	slurm_conf_t *sconf = NULL;
-	cJSON *recs = NULL, *out = NULL;
+	records_t recs = {0};
+	cJSON *out = NULL;
 	tp_err_t err;
 
 	optind = 1;
@@ -750,7 +673,7 @@ int tp_cmd_show(int argc, char **argv)
 		goto out;
 	}
 	if (slurm_load_ctl_conf(0, &sconf) == SLURM_SUCCESS)
-		recs = load_records(sconf->state_save_location);
+		load_records(sconf->state_save_location, &recs);
 	alarm(0);
 
 	size_t nshown = 0;
@@ -759,7 +682,7 @@ int tp_cmd_show(int argc, char **argv)
 		const slurm_job_info_t *j = &jobs->job_array[i];
 		show_job_t sj;
 		char **own;
-		const cJSON *rec;
+		const tp_decision_t *rec;
 
 		if (one && j->job_id != (uint32_t)id)
 			continue; /* array / het siblings */
@@ -782,7 +705,7 @@ int tp_cmd_show(int argc, char **argv)
 		}
 		if (sj.n) {
 			memcpy(sj.names, own, sj.n * sizeof(char *));
-			rec = find_record(recs, sj.id);
+			rec = find_record(&recs, sj.id);
 			analyse(&sj, j, f, ctx);
 			if (rec && record_matches(rec, &sj))
 				apply_record(&sj, rec);
@@ -833,7 +756,7 @@ int tp_cmd_show(int argc, char **argv)
 out:
 	alarm(0);
 	cJSON_Delete(out);
-	cJSON_Delete(recs);
+	tp_decisions_free(recs.v, recs.n);
 	if (sconf)
 		slurm_free_ctl_conf(sconf);
 	if (jobs)

@@ -415,4 +415,122 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 		    const tp_cost_ctx_t *ctx, uint64_t seed,
 		    tp_sim_result_t *out);
 
+/* ---- decision records (topoplace-decision/1) ----------------------------- */
+
+/* The native (24.11) plugin records each confirmed placement in
+ * StateSaveLocation/TP_DECISIONS_FILE, one JSON object per line, and
+ * `topoplace show` reads them back. This is the one owner of that format:
+ *
+ *   {"format":"topoplace-decision/1","job_id":N,"time":EPOCH,
+ *    "hosts":"node[001,003]","ring":["node001",...],"gpus":[2,...],
+ *    "span_groups":1,"min_groups":1,"min_groups_empty":1,
+ *    "predicted_s":X,"ideal_s":Y (both absent when unpriced),
+ *    "policy":"topoplace","decision_ms":Z,"reason":"..."}
+ *
+ * The file is written by slurmctld as SlurmUser: anyone who can write
+ * StateSaveLocation can write it, so readers treat it as untrusted. */
+#define TP_DECISIONS_FILE "topoplace-decisions.jsonl"
+#define TP_DECISION_FORMAT "topoplace-decision/1"
+/* Longest record line read or written (a 65,536-host ring is ~1.2 MB). */
+#define TP_DECISION_LINE_MAX ((size_t)4 << 20)
+/* A count the record does not carry. */
+#define TP_DECISION_NONE SIZE_MAX
+
+typedef struct tp_decision {
+	uint32_t job_id;  /* 1..UINT32_MAX */
+	int64_t time;     /* seconds since the epoch */
+	char *hosts;      /* Slurm host list of the job's nodes */
+	char **ring;      /* host names in ring order (NULL: not recorded) */
+	int *gpus;        /* GPUs per ring host */
+	size_t nring;
+	/* per TP_SPAN_* level; TP_DECISION_NONE where not recorded (format
+	 * /1 records the group level only) */
+	size_t span[TP_SPAN_NLEVELS];
+	size_t min_free[TP_SPAN_NLEVELS];  /* best on the free state */
+	size_t min_empty[TP_SPAN_NLEVELS]; /* best on an empty fabric */
+	bool priced;      /* predicted_s and ideal_s are valid */
+	double predicted_s, ideal_s;
+	char *policy;     /* NULL: not recorded */
+	double decision_ms; /* < 0: not recorded */
+	char *reason;     /* NULL: not recorded */
+} tp_decision_t;
+
+/* An empty record: every count TP_DECISION_NONE, nothing priced. */
+void tp_decision_init(tp_decision_t *d);
+/* Members only; a zeroed or initialised record is fine. */
+void tp_decision_free(tp_decision_t *d);
+
+/* One record line, '\n'-terminated, into *line_p (caller frees with
+ * tp_free) and its length into *len_p. hosts, ring, gpus, policy and
+ * reason must be set; strings are escaped (control bytes, quotes, every
+ * code point beyond ASCII as \uXXXX, a byte that is no UTF-8 as U+FFFD),
+ * so any input gives one printable ASCII JSON line, and decoding it and
+ * encoding again gives the same bytes.
+ * TP_ERR_INVAL: a required member missing or a count TP_DECISION_NONE;
+ * TP_ERR_RANGE: over TP_DECISION_LINE_MAX; TP_ERR_NOMEM. */
+tp_err_t tp_decision_encode(const tp_decision_t *d, char **line_p,
+			    size_t *len_p);
+
+/* How strictly tp_decision_decode reads. */
+typedef enum tp_decision_mode {
+	/* exactly what tp_decision_encode writes: every key present once,
+	 * no other key, types and ranges checked, names by the fabric's
+	 * name rule, hosts a valid host list, ring and gpus of one length */
+	TP_DECISION_STRICT = 0,
+	/* what `topoplace show` accepts: an object with an integer job_id
+	 * and, if present, this format; members of the wrong type or out of
+	 * range are left unrecorded; hosts may be an array of names; "span"
+	 * and "min_span" objects ({"hosts":N,"groups":N,...}) are read too */
+	TP_DECISION_LENIENT = 1,
+} tp_decision_mode_t;
+
+/* Parse one line (len bytes, without or with its '\n'; need not be
+ * NUL-terminated) into *d (initialised here; free with tp_decision_free
+ * on success, untouched on error). TP_ERR_PARSE with *why_p (caller
+ * frees with tp_free; may be NULL) naming the member and what is wrong,
+ * as one printable line; TP_ERR_RANGE over TP_DECISION_LINE_MAX;
+ * TP_ERR_NOMEM. */
+tp_err_t tp_decision_decode(const char *line, size_t len,
+			    tp_decision_mode_t mode, tp_decision_t *d,
+			    char **why_p);
+
+/* Every record of a decisions file, in file order, into *recs_p (*n_p of
+ * them; free with tp_decisions_free). Lines that do not decode (a write
+ * cut short, an edit) are skipped and counted in *bad_p, the first
+ * one's "FILE:LINE: why" in *why_p when why_p is given (caller frees;
+ * NULL when every line decoded). Errors: tp_file_read's. */
+tp_err_t tp_decisions_read(const char *path, tp_decision_mode_t mode,
+			   tp_decision_t **recs_p, size_t *n_p, size_t *bad_p,
+			   char **why_p);
+void tp_decisions_free(tp_decision_t *recs, size_t n);
+
+/* The file the records are appended to, and what its writer knows of it.
+ * Several processes (controllers sharing StateSaveLocation) may append
+ * to and trim the same file: both hold an flock on PATH.lock (the trim
+ * renames a copy over PATH, so PATH's own inode cannot carry the lock).
+ * One journal per thread at a time. */
+typedef struct tp_decision_journal {
+	const char *path; /* borrowed */
+	size_t keep;      /* records kept by a trim; trimmed past 2 * keep */
+	long gid;         /* group of the file and its lock; -1: leave */
+	size_t lines;     /* whole lines in the file; SIZE_MAX: unknown,
+			   * counted (and a line cut short dropped) at the
+			   * next append */
+} tp_decision_journal_t;
+
+/* Append one encoded line with one write(2) on an O_APPEND descriptor
+ * (the record is in the file whole or not at all), creating the file
+ * 0640 (mending an older mode and the group), under the lock; trim
+ * first when lines is unknown and after when it passes 2 * keep.
+ * TP_ERR_IO when the record was not written (j->lines then unknown);
+ * a lock that cannot be had is logged (debug) and the record written
+ * anyway. Logs failures at debug level only: the caller says what was
+ * lost. */
+tp_err_t tp_decision_append(tp_decision_journal_t *j, const char *line,
+			    size_t len);
+/* Under the lock: drop a last line cut short, then keep the last
+ * j->keep lines (a copy synced and renamed over the file); j->lines
+ * gets the count. TP_ERR_NOTFOUND (no file: lines 0), TP_ERR_IO. */
+tp_err_t tp_decision_trim(tp_decision_journal_t *j);
+
 #endif /* TP_PLACEMENT_H */

@@ -205,12 +205,4 @@ uint32_t tp_stree_dist(const tp_stree_t *t, uint32_t i, uint32_t j);
  * the largest first. 0 when need is 0 or the leaves cannot hold it. */
 uint32_t tp_stree_min_leaves(const uint32_t *avail, size_t n, uint64_t need);
 
-/* ---- decision journal ------------------------------------------------------ */
-
-/* The native (24.11) plugin's record of each confirmed placement, in
- * StateSaveLocation: one JSON object per line, "format" this tag. Written
- * by topology_topoplace24.c, read by `topoplace show` (cli/cmd_show.c). */
-#define TP_DECISIONS_FILE "topoplace-decisions.jsonl"
-#define TP_DECISION_FORMAT "topoplace-decision/1"
-
 #endif /* TP_PLUGIN_H */

@@ -612,13 +612,23 @@ static tp_err_t parse_doc(loader_t *ld, const tp__jdoc_t *d, tp_fabric_t **f_p)
 		return TP_ERR_PARSE;
 	if ((err = load_hosts(ld, arr)) || (err = load_misc(ld, root)))
 		return err;
-	ld->f->quiet_finalize = true;
-	err = tp_fabric_finalize(ld->f, NULL);
-	ld->f->quiet_finalize = false;
-	if (err)
-		return lfail(ld, err, "%s", tp_fabric_error(ld->f));
 	*f_p = ld->f;
 	ld->f = NULL;
+	return TP_OK;
+}
+
+/* The derived hierarchy, once the document is freed: on a large fabric
+ * the text and its index are as large as the fabric itself, and the SPANK
+ * plugin loads one per step in slurmstepd (peak memory). */
+static tp_err_t finalize(loader_t *ld, tp_fabric_t *f)
+{
+	tp_err_t err;
+
+	f->quiet_finalize = true;
+	err = tp_fabric_finalize(f, NULL);
+	f->quiet_finalize = false;
+	if (err)
+		return lfail(ld, err, "%s", tp_fabric_error(f));
 	return TP_OK;
 }
 
@@ -627,6 +637,7 @@ static tp_err_t parse_buf(const char *name, char *buf, size_t len,
 			  tp_fabric_t **f_p, char **err_p)
 {
 	loader_t ld = {name ? name : "<json>", NULL, NULL, NULL};
+	tp_fabric_t *f = NULL;
 	tp__jdoc_t d;
 	tp_err_t err = tp__jdoc_parse_owned(&d, buf, len);
 
@@ -635,8 +646,12 @@ static tp_err_t parse_buf(const char *name, char *buf, size_t len,
 	else if (err)
 		lfail(&ld, err, "%s", tp_strerror(err));
 	else
-		err = parse_doc(&ld, &d, f_p);
+		err = parse_doc(&ld, &d, &f);
 	tp__jdoc_free(&d);
+	if (!err && (err = finalize(&ld, f)))
+		tp_fabric_destroy(f);
+	else if (!err)
+		*f_p = f;
 	tp_fabric_destroy(ld.f);
 	if (err && err_p)
 		*err_p = ld.err ? ld.err : tp_strdup(tp_strerror(err));

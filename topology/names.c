@@ -138,6 +138,11 @@ static bool host_char(char c)
 	       (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
 }
 
+bool tp_fabric_name_ok(const char *name)
+{
+	return tp__name_ok(name);
+}
+
 bool tp__name_ok(const char *s)
 {
 	size_t n = 0;

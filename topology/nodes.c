@@ -139,6 +139,11 @@ tp_err_t tp_fabric_read_node_dir(tp_fabric_t *f, const char *dir, bool hwloc)
 	return err;
 }
 
+/* An NVLink domain is a rack or a few (NVL72: 18 hosts, NVL576: 144); the
+ * largest fabric has 65,536 hosts. */
+#define TP_DOMAIN_HOSTS_MAX 4096
+#define TP_DOMAIN_MAP_MAX 65536
+
 static const char *domain_of(const tp_fabric_t *f, const char *host)
 {
 	for (size_t i = 0; i < f->ndom_entries; i++)
@@ -178,6 +183,16 @@ static tp_err_t domain_line(tp_fabric_t *f, const char *path, size_t line,
 				       "%s:%zu: expected 'domain hostlist', "
 				       "got more fields",
 				       path, line);
+	/* counted before anything is built: a few bytes of range can ask
+	 * for a million names */
+	if (tp_hostlist_count(list, &n) == TP_OK &&
+	    (n > TP_DOMAIN_HOSTS_MAX ||
+	     f->ndom_entries + n > TP_DOMAIN_MAP_MAX))
+		return tp__fabric_fail(
+		    f, TP_ERR_PARSE,
+		    "%s:%zu: domain %s: %zu hosts (at most %d in a domain, %d "
+		    "in a map)",
+		    path, line, s, n, TP_DOMAIN_HOSTS_MAX, TP_DOMAIN_MAP_MAX);
 	err = tp_hostlist_expand(list, &names, &n);
 	if (err == TP_ERR_NOMEM)
 		return tp__fabric_fail(f, err, "%s: out of memory", path);

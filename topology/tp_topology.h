@@ -223,7 +223,9 @@ tp_err_t tp_fabric_read_node_nvsmi(tp_fabric_t *f, const char *host,
  * fabric usable: a caller may go on without those hosts' node data. */
 tp_err_t tp_fabric_read_node_dir(tp_fabric_t *f, const char *dir, bool hwloc);
 
-/* Multi-node NVLink domains: "domain-name host[01-18]" per line. */
+/* Multi-node NVLink domains: "domain-name host[01-18]" per line; at most
+ * 4,096 hosts in a domain and 65,536 in the map (TP_ERR_PARSE naming the
+ * line: counted before a host list is expanded). */
 tp_err_t tp_fabric_read_domain_map(tp_fabric_t *f, const char *path);
 
 /* ---- generators ------------------------------------------------------------ */
@@ -340,6 +342,10 @@ const tp_nvdomain_t *tp_fabric_nvdomain(const tp_fabric_t *f, size_t i);
 
 /* Host index by name, TP_ID_NONE if absent. */
 uint32_t tp_fabric_host_find(const tp_fabric_t *f, const char *name);
+/* The name rule every reader applies to host and NVLink domain names
+ * (1..255 bytes of letters, digits, '-', '_', '.'), for other readers of
+ * names (decision records) to apply the same. */
+bool tp_fabric_name_ok(const char *name);
 
 /* Highest switch level (0 when there are no switches). */
 int tp_fabric_nlevels(const tp_fabric_t *f);

@@ -22,7 +22,7 @@ seed() { # TARGET FILES...: copy the seeds that exist
 }
 
 for t in ibnetdiscover fabric_json state_json plan_json trace_csv pconf \
-	request hostlist guid_map domain_map nvsmi compress; do
+	request hostlist guid_map domain_map nvsmi compress decision; do
 	case $t in
 	ibnetdiscover) seed $t "$data"/ibn-* "$data"/gen-*.net ;;
 	fabric_json | state_json | plan_json) seed $t "$src"/fuzz/seeds/$t.* ;;
@@ -34,6 +34,7 @@ for t in ibnetdiscover fabric_json state_json plan_json trace_csv pconf \
 	domain_map) seed $t "$data"/node-domains* ;;
 	nvsmi) seed $t "$data"/node-nvsmi-* ;;
 	compress) seed $t ;; # starts empty: the decoder's header is short
+	decision) seed $t "$src"/fuzz/seeds/decision.* ;;
 	esac
 	reg=$src/fuzz/regress/$t
 	if [ -d "$reg" ] && ! "$fz/fuzz_$t" $(ls "$reg"/* 2>/dev/null) >"$work/$t.regress.log" 2>&1; then

@@ -62,6 +62,17 @@ export SLURM_CONF=$dir/slurm.conf
 
 if [ "$gen" = 24 ]; then
 	links "$dir/links.json" 0.25 8
+	# a hostile decisions file for the writer's first append (which
+	# counts the lines and drops a last one cut short): junk, a NUL, a
+	# 200 KB line, and a record without its end
+	{
+		echo 'not json'
+		printf 'a\000b\n'
+		head -c 200000 /dev/zero | tr '\000' x
+		echo
+		printf '{"format":"topoplace-decision/1","job_id":9'
+	} >"$dir/state/topoplace-decisions.jsonl"
+	chown --reference="$dir/state" "$dir/state/topoplace-decisions.jsonl"
 	sleep 3
 fi
 timeout 120 srun -N 4 --exclusive hostname >/dev/null 2>&1 && ok "4-node step ran" || bad "4-node step"
@@ -85,13 +96,18 @@ if [ "$gen" = 24 ]; then
 		grep -q 'LinkState .*last good link state kept' "$dir/log/slurmctld.log" &&
 		ok "the LinkState file was read twice, then found corrupt" ||
 		bad "LinkState reads in the log: $(grep -c 'LinkState' "$dir/log/slurmctld.log")"
+	dec=$dir/state/topoplace-decisions.jsonl
 	i=0
-	while [ ! -s "$dir/state/topoplace-decisions.jsonl" ] && [ $i -lt 100 ]; do
+	while ! grep -q '"decision_ms"' "$dec" 2>/dev/null && [ $i -lt 100 ]; do
 		sleep 0.2
 		i=$((i + 1))
 	done
-	[ -s "$dir/state/topoplace-decisions.jsonl" ] && ok "the writer thread recorded decisions" ||
+	grep -q '"decision_ms"' "$dec" && ok "the writer thread recorded decisions" ||
 		bad "no decision recorded"
+	# the cut record dropped, not glued to the first new one
+	[ "$(grep -c '"job_id":9{' "$dec")" -eq 0 ] && tail -n 1 "$dec" | jq -e .decision_ms >/dev/null &&
+		ok "the hostile decisions file: cut record dropped, new records whole" ||
+		bad "decisions file after the hostile one: $(tail -c 200 "$dec")"
 else
 	cp "$dir/fabric.json" "$tmp/good.json"
 	echo '{"format":"topoplace-fabric/1",' >"$dir/fabric.json"

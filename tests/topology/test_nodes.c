@@ -1162,6 +1162,27 @@ static void test_domain_map_bad(void **state)
 	    strstr(tp_fabric_error(f), ":1: host 1 of the list: 1-255"));
 	unlink(p);
 	free(p);
+	/* a few bytes asking for a million hosts: refused before any is
+	 * built, and so is a map summing past 65,536 */
+	static const char huge[] = "rack01 x[1-999999]\n";
+	p = write_tmp(huge, sizeof(huge) - 1);
+	assert_int_equal(tp_fabric_read_domain_map(f, p), TP_ERR_PARSE);
+	assert_non_null(strstr(tp_fabric_error(f), ":1: domain rack01: 999999 "
+						   "hosts (at most 4096"));
+	assert_int_equal(f->ndom_entries, 0);
+	unlink(p);
+	free(p);
+	char many[32 * 20];
+	size_t o = 0;
+	for (int r = 0; r < 17; r++) /* 17 x 4,096 = 69,632 */
+		o += (size_t)snprintf(many + o, sizeof(many) - o,
+				      "r%02d x%02d-[1-4096]\n", r, r);
+	p = write_tmp(many, o);
+	assert_int_equal(tp_fabric_read_domain_map(f, p), TP_ERR_PARSE);
+	assert_non_null(strstr(tp_fabric_error(f), ":17: domain r16"));
+	assert_int_equal(f->ndom_entries, 0);
+	unlink(p);
+	free(p);
 	assert_int_equal(tp_fabric_read_domain_map(f, "/nonexistent/map"),
 			 TP_ERR_NOTFOUND);
 	tp_fabric_destroy(f);

@@ -1,0 +1,449 @@
+/*
+ * topoplace24_journal.c - the decision journal: choices kept until their
+ * job is seen running on them, then queued to a writer thread that
+ * prices each and appends it (tp_decision_encode, tp_decision_append) to
+ * StateSaveLocation/TP_DECISIONS_FILE (see the adapter's Notes).
+ */
+#include "topoplace24_int.h"
+
+/* Decisions kept in StateSaveLocation/TP_DECISIONS_FILE: the last
+ * DECISIONS_KEEP, the file trimmed once it holds twice as many lines. */
+#define DECISIONS_KEEP 1000
+/* Decisions waiting for their job to start (a ring: oldest dropped). */
+#define PENDING_MAX 256
+/* Confirmed decisions waiting for the writer thread (oldest dropped). */
+#define WRITE_MAX 1024
+/* The writer looks at its queue every second; after WRITER_NAPS empty
+ * looks it sleeps until a record wakes it. */
+#define WRITER_NAPS 60
+/* Running jobs whose traffic is background, at most (more run unseen). */
+#define RUNNING_MAX 4096
+
+static decision_t pending[PENDING_MAX];
+static size_t npending, pending_next;
+/* Jobs whose traffic the writer holds as background: checked against the
+ * job list at each confirmation, an end queued to the writer. */
+static uint32_t *running;
+static size_t nrunning, caprunning;
+
+/* The writer thread and its queue, under wq_lock (never under any lock
+ * of slurmctld's). Besides the queue the writer reads fabric, cost_ctx,
+ * policy and decisions_path: these change only with state_lock held and
+ * after writer_sync(), when it holds no record; journal.lines is the
+ * writer's own, and so is the link state while ls_on holds (below). */
+pthread_mutex_t wq_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wq_work = PTHREAD_COND_INITIALIZER;
+pthread_cond_t wq_idle = PTHREAD_COND_INITIALIZER;
+static decision_t wq[WRITE_MAX];
+static size_t wq_head, wq_len, wq_dropped;
+bool wq_busy;
+static bool wq_stop, wq_asleep;
+bool wq_running; /* under state_lock */
+static pthread_t wq_thread;
+/* The decisions file (path xmalloc'ed, NULL: none); its gid is
+ * SlurmUser's group, which may read it (PrivateData=jobs hides the hosts
+ * of other users' jobs from everyone else), -1 unknown. */
+char *decisions_path;
+tp_decision_journal_t journal = {
+    .keep = DECISIONS_KEEP, .gid = -1, .lines = SIZE_MAX};
+
+static void decision_free(decision_t *d)
+{
+	xfree(d->picks);
+	tp_placement_free(&d->pl);
+	memset(d, 0, sizeof(*d));
+}
+
+void pending_clear(void)
+{
+	for (size_t i = 0; i < PENDING_MAX; i++)
+		decision_free(&pending[i]);
+	npending = pending_next = 0;
+}
+
+/* Predicted all-reduce on the hosts and on the best hosts of an empty
+ * fabric, both on a healthy idle fabric (ring or hierarchical, the
+ * faster). false when there is no cost model or it fails. */
+static bool price(const decision_t *d, double *pred_p, double *ideal_p)
+{
+	tp_placement_t best = {0};
+	tp_state_t *empty;
+	double bytes = d->req.bytes > 0 ? d->req.bytes : 1073741824.0;
+	double pred = -1;
+	bool ok = false;
+
+	if (!cost_ctx || !d->pl.nhosts)
+		return false;
+	for (int a = 0; a < 2; a++) {
+		tp_cost_t c;
+		if (tp_cost_predict(cost_ctx, NULL, d->pl.hosts, d->pl.gpus,
+				    d->pl.nhosts, bytes,
+				    a ? TP_ALGO_HIERARCHICAL : TP_ALGO_RING,
+				    &c) == TP_OK &&
+		    (pred < 0 || c.seconds < pred))
+			pred = c.seconds;
+	}
+	if (pred < 0 || !(empty = tp_state_create(fabric)))
+		return false;
+	if (tp_place_run(policy, empty, &d->req, NULL, cost_ctx, 1, &best) ==
+	    TP_OK) {
+		*pred_p = pred;
+		*ideal_p = best.predicted_s;
+		ok = true;
+	}
+	tp_placement_free(&best);
+	tp_state_destroy(empty);
+	return ok;
+}
+
+/* The node list as slurmctld prints it (bitmap2node_name: sorted,
+ * ranged), from the fabric's names of the nodes, which are slurm.conf's:
+ * the writer reads no node table. */
+static char *picks_hostlist(const decision_t *d)
+{
+	hostlist_t *hl = hostlist_create(NULL);
+	char *s;
+
+	for (size_t i = 0; i < d->npicks; i++)
+		hostlist_push_host(
+		    hl, tp_fabric_host(fabric, d->picks[i].host)->name);
+	hostlist_sort(hl);
+	s = hostlist_ranged_string_xmalloc(hl);
+	hostlist_destroy(hl);
+	return s;
+}
+
+/* The record of one decision (tp_decision_encode: topoplace-decision/1)
+ * appended to the journal under its lock, whole or not at all. The
+ * writer thread's (or, without one, writer_sync's caller's). */
+static void decision_write(const decision_t *d)
+{
+	const tp_placement_t *pl = &d->pl;
+	tp_decision_t rec;
+	char *hl = NULL, *line = NULL;
+	size_t len;
+	tp_err_t err = TP_ERR_NOMEM;
+
+	if (!decisions_path)
+		return;
+	tp_decision_init(&rec);
+	rec.job_id = d->job_id;
+	rec.time = (int64_t)d->when;
+	rec.hosts = hl = picks_hostlist(d);
+	rec.nring = pl->nhosts;
+	rec.ring = xcalloc(pl->nhosts + 1, sizeof(char *));
+	for (size_t i = 0; i < pl->nhosts; i++)
+		rec.ring[i] = tp_fabric_host(fabric, pl->hosts[i])->name;
+	rec.gpus = pl->gpus;
+	rec.span[TP_SPAN_GROUPS] = pl->span[TP_SPAN_GROUPS];
+	rec.min_free[TP_SPAN_GROUPS] = pl->min_span_free[TP_SPAN_GROUPS];
+	rec.min_empty[TP_SPAN_GROUPS] = pl->min_span_empty[TP_SPAN_GROUPS];
+	rec.priced = price(d, &rec.predicted_s, &rec.ideal_s);
+	rec.policy = (char *)tp_policy_name(policy);
+	rec.decision_ms = d->ms;
+	rec.reason = pl->explain ? pl->explain : "";
+	journal.path = decisions_path;
+	if ((err = tp_decision_encode(&rec, &line, &len)) ||
+	    (err = tp_decision_append(&journal, line, len)))
+		debug("%s: %s: record of JobId=%u not written: %s", plugin_type,
+		      decisions_path, d->job_id, tp_strerror(err));
+	tp_free(line);
+	xfree(rec.ring); /* the names are the fabric's */
+	xfree(hl);
+}
+
+/* Write and free the oldest queued record; wq_lock held on entry and on
+ * return, released while writing. false when the queue is empty. */
+static bool write_one(void)
+{
+	struct timespec t0;
+	decision_t d;
+	size_t dropped;
+	bool links;
+
+	if (!wq_len)
+		return false;
+	d = wq[wq_head];
+	memset(&wq[wq_head], 0, sizeof(d));
+	wq_head = (wq_head + 1) % WRITE_MAX;
+	wq_len--;
+	dropped = wq_dropped;
+	wq_dropped = 0;
+	links = ls_on;
+	wq_busy = true;
+	slurm_mutex_unlock(&wq_lock);
+	if (dropped)
+		error("%s: %zu decision records dropped: %s fell behind",
+		      plugin_type, dropped, decisions_path);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (!d.ended)
+		decision_write(&d);
+	if (links)
+		links_job(&d);
+	debug2("%s: %s of JobId=%u in %.3f ms", plugin_type,
+	       d.ended ? "end" : "record", d.job_id, ms_since(&t0));
+	decision_free(&d);
+	slurm_mutex_lock(&wq_lock);
+	wq_busy = false;
+	if (!wq_len)
+		slurm_cond_broadcast(&wq_idle);
+	return true;
+}
+
+static void *writer_main(void *arg)
+{
+	struct sched_param sp = {0};
+
+	/* background work on slurmctld's CPUs: the wake-ups of a SCHED_BATCH
+	 * thread never preempt the thread running there (a normal one's
+	 * would, mid-selection: measured). Not niced: a starved writer
+	 * holding a malloc arena lock would stall the threads sharing it. */
+	if ((errno = pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp)))
+		debug("%s: decision writer: SCHED_BATCH: %m", plugin_type);
+	slurm_mutex_lock(&wq_lock);
+	for (int naps = 0;;) {
+		struct timespec ts;
+
+		if (write_one()) {
+			naps = 0;
+			continue;
+		}
+		links_tick();
+		if (wq_stop)
+			break;
+		/* LinkState is looked at every second */
+		if (naps++ < WRITER_NAPS || (ls_on && ls_path)) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_sec++;
+			slurm_cond_timedwait(&wq_work, &wq_lock, &ts);
+			continue;
+		}
+		wq_asleep = true;
+		slurm_cond_wait(&wq_work, &wq_lock);
+		wq_asleep = false;
+		naps = 0;
+	}
+	slurm_mutex_unlock(&wq_lock);
+	return NULL;
+}
+
+/* In slurmctld, once the daemon has forked (build_config). Signals stay
+ * with slurmctld's own threads. Without a thread the records are written
+ * by writer_sync, in the selection: slower, nothing lost. */
+void writer_start(void)
+{
+	sigset_t all, old;
+	int rc;
+
+	if (wq_running)
+		return;
+	/* the writer's naps count on the monotonic clock: on the wall clock
+	 * a step back would keep it asleep, unwoken, while records pile up
+	 * (nobody waits on wq_work before the thread exists) */
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_destroy(&wq_work);
+	pthread_cond_init(&wq_work, &ca);
+	pthread_condattr_destroy(&ca);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&wq_thread, NULL, writer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		error("%s: decision writer thread: %s: records written during "
+		      "selection",
+		      plugin_type, strerror(rc));
+		return;
+	}
+	wq_running = true;
+}
+
+/* Everything queued is in the file (or failed to be) and the writer holds
+ * no record. */
+void writer_sync(void)
+{
+	slurm_mutex_lock(&wq_lock);
+	if (wq_running) {
+		slurm_cond_signal(&wq_work);
+		while (wq_len || wq_busy)
+			slurm_cond_wait(&wq_idle, &wq_lock);
+	} else {
+		while (write_one())
+			;
+		links_tick();
+	}
+	slurm_mutex_unlock(&wq_lock);
+}
+
+/* Drains the queue, then joins the thread. */
+void writer_stop(void)
+{
+	if (!wq_running) {
+		writer_sync();
+		return;
+	}
+	slurm_mutex_lock(&wq_lock);
+	wq_stop = true;
+	slurm_cond_signal(&wq_work);
+	slurm_mutex_unlock(&wq_lock);
+	pthread_join(wq_thread, NULL);
+	wq_running = false;
+	wq_stop = false;
+}
+
+/* Queue a confirmed decision for the writer. Takes d's members. No
+ * wake-up (a futex call, and the woken writer competing for the CPU)
+ * unless the writer has been idle for a minute: it looks every second. */
+static void writer_push(decision_t *d)
+{
+	slurm_mutex_lock(&wq_lock);
+	if (wq_len == WRITE_MAX) {
+		decision_free(&wq[wq_head]);
+		wq_head = (wq_head + 1) % WRITE_MAX;
+		wq_len--;
+		wq_dropped++;
+	}
+	wq[(wq_head + wq_len) % WRITE_MAX] = *d;
+	wq_len++;
+	if (wq_asleep)
+		slurm_cond_signal(&wq_work);
+	slurm_mutex_unlock(&wq_lock);
+	memset(d, 0, sizeof(*d));
+}
+
+/* Queue the end of a job whose traffic the writer holds. */
+static void writer_push_end(uint32_t job_id)
+{
+	decision_t *e = xmalloc(sizeof(*e));
+
+	e->job_id = job_id;
+	e->ended = true;
+	writer_push(e);
+	xfree(e);
+}
+
+/* The job runs on exactly the nodes the decision committed. */
+static bool runs_on(job_record_t *job_ptr, const decision_t *d)
+{
+	bitstr_t *b = job_ptr->node_bitmap;
+
+	/* select_nodes takes its "now" before the hook stamps the decision:
+	 * a second boundary between them is not another start */
+	if (!b || job_ptr->start_time + 2 < d->when ||
+	    bit_set_count(b) != (int64_t)d->npicks)
+		return false;
+	for (size_t i = 0; i < d->npicks; i++)
+		if (d->picks[i].node >= bit_size(b) ||
+		    !bit_test(b, d->picks[i].node))
+			return false;
+	return true;
+}
+
+/* Remember a job whose traffic the writer will hold; false when
+ * RUNNING_MAX are already. */
+static bool running_add(uint32_t job_id)
+{
+	for (size_t i = 0; i < nrunning; i++)
+		if (running[i] == job_id)
+			return true;
+	if (nrunning == RUNNING_MAX)
+		return false;
+	if (nrunning == caprunning) {
+		caprunning = caprunning ? 2 * caprunning : 64;
+		xrecalloc(running, caprunning, sizeof(uint32_t));
+	}
+	running[nrunning++] = job_id;
+	return true;
+}
+
+/* No job's traffic held (with the selection's working set). */
+void running_clear(void)
+{
+	xfree(running);
+	nrunning = caprunning = 0;
+}
+
+/* Hand the decisions whose job now runs on exactly the chosen nodes to
+ * the writer; drop those of jobs gone or running elsewhere. Needs the job
+ * read lock (held by every caller in slurmctld). force: at reconfigure. */
+void decisions_confirm(bool force)
+{
+	static struct timespec last;
+	struct timespec now;
+	size_t pushed = 0;
+
+	/* a scan of every slot per selection would cost each job more than
+	 * its own decision: once a second is soon enough for a record, or
+	 * at once when the slots run short */
+	if (!npending && !nrunning)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (!force && npending < PENDING_MAX / 2 &&
+	    now.tv_sec - last.tv_sec < 1)
+		return;
+	last = now;
+	for (size_t i = 0; i < PENDING_MAX && npending; i++) {
+		decision_t *d = &pending[i];
+		job_record_t *job_ptr;
+
+		if (!d->job_id)
+			continue;
+		job_ptr = find_job_record(d->job_id);
+		if (job_ptr && IS_JOB_PENDING(job_ptr))
+			continue;
+		if (job_ptr && runs_on(job_ptr, d)) {
+			d->track = d->npicks > 1 && pconf.comm_share &&
+				   running_add(d->job_id);
+			writer_push(d);
+			pushed++;
+		} else {
+			decision_free(d);
+		}
+		npending--;
+	}
+	/* jobs gone, or no longer running (ended, requeued, suspended):
+	 * their traffic leaves the background, queued after the records
+	 * pushed before it */
+	for (size_t i = 0; i < nrunning;) {
+		job_record_t *job_ptr = find_job_record(running[i]);
+
+		if (job_ptr && IS_JOB_RUNNING(job_ptr)) {
+			i++;
+			continue;
+		}
+		writer_push_end(running[i]);
+		pushed++;
+		running[i] = running[--nrunning];
+	}
+	if (pushed && !wq_running)
+		writer_sync();
+}
+
+/* Remember a choice (the last one per job wins). Takes d's members. */
+void decision_keep(decision_t *d)
+{
+	decision_t *slot = NULL, *free_slot = NULL;
+
+	for (size_t i = 0; i < PENDING_MAX; i++) {
+		if (pending[i].job_id == d->job_id) {
+			slot = &pending[i];
+			break;
+		}
+		if (!free_slot && !pending[i].job_id)
+			free_slot = &pending[i];
+	}
+	/* a free slot before evicting anyone: selections for jobs that do
+	 * not start (submit-time tests, backfill's will-run checks) come in
+	 * bursts between two confirmations */
+	if (!slot && free_slot) {
+		slot = free_slot;
+		npending++;
+	} else if (!slot) {
+		slot = &pending[pending_next];
+		pending_next = (pending_next + 1) % PENDING_MAX;
+	}
+	decision_free(slot);
+	*slot = *d;
+	memset(d, 0, sizeof(*d));
+}
