@@ -60,7 +60,12 @@ def parse():
                    help="compress every hop (default: only across level-1 groups)")
     p.add_argument("--no-error-feedback", action="store_true")
     p.add_argument("--algorithm", default="auto", help="dense algorithm (auto, ring, hierarchical, tree)")
-    p.add_argument("--start-iter", type=int, default=0, help="dense steps before compression")
+    p.add_argument("--start-iter", type=int, default=0,
+                   help="dense warm-up: synchronised steps reduced dense before compression starts "
+                        "(default 0)")
+    p.add_argument("--sync-hook", action="store_true",
+                   help="reduce on the autograd thread (default: the hook returns a Future the "
+                        "library's progress thread completes, overlapping backward)")
     p.add_argument("--topk-fraction", type=float, default=None)
     p.add_argument("--powersgd-rank", type=int, default=1)
     p.add_argument("--steps", type=int, default=100)
@@ -122,7 +127,8 @@ def main():
                                    timeout_s=a.timeout)
         state = TopoplaceState(comm, compressor=a.compressor, hierarchical=not a.flat,
                                error_feedback=not a.no_error_feedback, start_iter=a.start_iter,
-                               algorithm=a.algorithm, topk_fraction=a.topk_fraction)
+                               algorithm=a.algorithm, topk_fraction=a.topk_fraction,
+                               async_op=not a.sync_hook)
         ddp.register_comm_hook(state, allreduce_hook)
     elif a.backend == "powersgd":
         from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as ps
@@ -162,7 +168,8 @@ def main():
         res = {"name": name, "backend": a.backend, "compressor": comp if topo else
                ("powersgd" if a.backend == "powersgd" else None),
                "hierarchical": bool(topo and comp is not None and not a.flat),
-               "error_feedback": not a.no_error_feedback, "final_loss": stats[0].item() / world,
+               "error_feedback": not a.no_error_feedback, "start_iter": a.start_iter,
+               "sync_hook": a.sync_hook, "final_loss": stats[0].item() / world,
                "accuracy": acc, "uplink_bytes_lib": int(stats[1].item()) if topo else None,
                "step_s": stats[2].item() / world, "steps": a.steps, "ranks": world,
                "params": sum(p.numel() for p in model.parameters())}
