@@ -19,7 +19,8 @@ Printed by rank 0 (and appended to --json FILE as one JSON line):
 final_loss   cross-entropy of the final model on the training sets, mean
              over ranks
 accuracy     on the held-out set
-step_s       median wall time of a training step (after 2 warm-up steps)
+step_s       median wall time of a training step (after 2 warm-up steps, and
+             after --start-iter dense ones when compressing)
 uplink_bytes_lib
              bytes the library sent between level-1 groups, all ranks
              (topoplace backend only; null otherwise)
@@ -154,10 +155,12 @@ def main():
         opt.zero_grad()
         times.append(time.perf_counter() - t0)
 
+    # the median over compressed steps only: not the 2 first nor the dense warm-up
+    skip = 2 + (a.start_iter if topo and a.compressor != "none" else 0)
     with torch.no_grad():
         stats = torch.tensor([F.cross_entropy(model(x), y).item(),
                               float(comm.cross_bytes()) if comm is not None else 0.0,
-                              statistics.median(times[2:] or times)], dtype=torch.float64)
+                              statistics.median(times[skip:] or times)], dtype=torch.float64)
         dist.all_reduce(stats)
         acc = (model(hx).argmax(1) == hy).float().mean().item()
     if rank == 0:
