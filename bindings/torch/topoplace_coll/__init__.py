@@ -156,9 +156,12 @@ class _Progress:
         self._q.put((fn, done))
 
     def stop(self):
-        """Run what is queued, then end the thread."""
+        """Run what is queued, then end the thread (not waited for when
+        the thread itself stops it: a Communicator whose last reference
+        went with a finished call)."""
         self._q.put(None)
-        self.thread.join()
+        if threading.current_thread() is not self.thread:
+            self.thread.join()
 
 
 class Communicator:
