@@ -32,8 +32,8 @@
 #   --steps N     training steps per run (default 40)
 #   --hidden H    MLP width (default 512: 300k parameters, 1.2 MB of gradients per step)
 #   --start-iter W  dense warm-up: steps the compressed runs reduce dense before compressing
-#                 (TopoplaceState start_iter; default 10; 0: compress from the first step,
-#                 which costs 1-bit and top-k convergence, see the man page)
+#                 (TopoplaceState start_iter; default 10; 0: compress from the first step).
+#                 The up-link bytes of compressed runs include these dense steps
 #   --batch B     samples per rank per step (default 64); a small batch with a wide MLP
 #                 makes the step network-bound, as large models' steps are
 #   --bucket-mb M DDP bucket_cap_mb (default 0.25: several buckets, as large models have)
