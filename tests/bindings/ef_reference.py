@@ -20,7 +20,6 @@ import sys
 try:
     import numpy as np
     import torch
-    import torch.multiprocessing as mp
 except ImportError as e:
     print("SKIP: %s" % e)
     sys.exit(77)
@@ -87,30 +86,9 @@ def worker(rank, plan, port, q):
 
 
 def main():
-    plan, port = sys.argv[1], int(sys.argv[2])
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(r, plan, port, q)) for r in range(2)]
-    for p in procs:
-        p.start()
-    got = {}
-    for _ in procs:
-        try:
-            r, failed, lines = q.get(timeout=120)
-        except Exception:  # noqa: BLE001 - queue.Empty: a rank died
-            break
-        got[r] = (failed, lines)
-    for p in procs:
-        p.join(10)
-        if p.is_alive():
-            p.kill()
-    failed = sum(f for f, _ in got.values()) + 2 - len(got)
-    for r in sorted(got):
-        for line in got[r][1]:
-            print("rank %d: %s" % (r, line))
-    print("all passed" if failed == 0 else "%d failed" % failed)
-    return 1 if failed else 0
+    from test_torch import run_ranks
 
+    return run_ranks(2, worker, (sys.argv[1], int(sys.argv[2])), timeout=120)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -301,15 +301,22 @@ def main():
 
     print("# torch %s, library %s, compression %s" % (torch.__version__, tc.library_path(),
                                                       "present" if tc.have_compression() else "absent"))
+    return run_ranks(WORLD, worker, (plan, port, gloo_port, None))
+
+
+def run_ranks(world, target, args, timeout=300):
+    """target(rank, *args, q) in `world` spawned processes, each putting
+    (rank, failures, lines) on q; prints rank 0's lines and a failing
+    rank's; returns the exit status (0 all passed, 1 not)."""
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(r, plan, port, gloo_port, None, q)) for r in range(WORLD)]
+    procs = [ctx.Process(target=target, args=(r,) + tuple(args) + (q,)) for r in range(world)]
     for p in procs:
         p.start()
     results = {}
     for _ in procs:
         try:
-            r, failed, lines = q.get(timeout=300)
+            r, failed, lines = q.get(timeout=timeout)
         except Exception:  # noqa: BLE001 - queue.Empty: a rank died
             break
         results[r] = (failed, lines)
@@ -318,7 +325,7 @@ def main():
         if p.is_alive():
             p.kill()
     failed = 0
-    for r in range(WORLD):
+    for r in range(world):
         if r not in results:
             print("FAIL - rank %d reported nothing (exit %s)" % (r, procs[r].exitcode))
             failed += 1
@@ -329,7 +336,6 @@ def main():
             print(line if r == 0 else "rank %d: %s" % (r, line))
     print("all passed" if failed == 0 else "%d failed" % failed)
     return 1 if failed else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
