@@ -19,7 +19,8 @@ Printed by rank 0 (and appended to --json FILE as one JSON line):
 final_loss   cross-entropy of the final model on the training sets, mean
              over ranks
 accuracy     on the held-out set
-step_s       median wall time of a training step (after 2 warm-up steps)
+step_s       median wall time of a training step (after 2 warm-up steps, and
+             after --start-iter dense ones when compressing)
 uplink_bytes_lib
              bytes the library sent between level-1 groups, all ranks
              (topoplace backend only; null otherwise)
@@ -60,7 +61,12 @@ def parse():
                    help="compress every hop (default: only across level-1 groups)")
     p.add_argument("--no-error-feedback", action="store_true")
     p.add_argument("--algorithm", default="auto", help="dense algorithm (auto, ring, hierarchical, tree)")
-    p.add_argument("--start-iter", type=int, default=0, help="dense steps before compression")
+    p.add_argument("--start-iter", type=int, default=0,
+                   help="dense warm-up: synchronised steps reduced dense before compression starts "
+                        "(default 0)")
+    p.add_argument("--sync-hook", action="store_true",
+                   help="reduce on the autograd thread (default: the hook returns a Future the "
+                        "library's progress thread completes, overlapping backward)")
     p.add_argument("--topk-fraction", type=float, default=None)
     p.add_argument("--powersgd-rank", type=int, default=1)
     p.add_argument("--steps", type=int, default=100)
@@ -122,7 +128,8 @@ def main():
                                    timeout_s=a.timeout)
         state = TopoplaceState(comm, compressor=a.compressor, hierarchical=not a.flat,
                                error_feedback=not a.no_error_feedback, start_iter=a.start_iter,
-                               algorithm=a.algorithm, topk_fraction=a.topk_fraction)
+                               algorithm=a.algorithm, topk_fraction=a.topk_fraction,
+                               async_op=not a.sync_hook)
         ddp.register_comm_hook(state, allreduce_hook)
     elif a.backend == "powersgd":
         from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as ps
@@ -148,10 +155,12 @@ def main():
         opt.zero_grad()
         times.append(time.perf_counter() - t0)
 
+    # the median over compressed steps only: not the 2 first nor the dense warm-up
+    skip = 2 + (a.start_iter if topo and a.compressor != "none" else 0)
     with torch.no_grad():
         stats = torch.tensor([F.cross_entropy(model(x), y).item(),
                               float(comm.cross_bytes()) if comm is not None else 0.0,
-                              statistics.median(times[2:] or times)], dtype=torch.float64)
+                              statistics.median(times[skip:] or times)], dtype=torch.float64)
         dist.all_reduce(stats)
         acc = (model(hx).argmax(1) == hy).float().mean().item()
     if rank == 0:
@@ -162,7 +171,8 @@ def main():
         res = {"name": name, "backend": a.backend, "compressor": comp if topo else
                ("powersgd" if a.backend == "powersgd" else None),
                "hierarchical": bool(topo and comp is not None and not a.flat),
-               "error_feedback": not a.no_error_feedback, "final_loss": stats[0].item() / world,
+               "error_feedback": not a.no_error_feedback, "start_iter": a.start_iter,
+               "sync_hook": a.sync_hook, "final_loss": stats[0].item() / world,
                "accuracy": acc, "uplink_bytes_lib": int(stats[1].item()) if topo else None,
                "step_s": stats[2].item() / world, "steps": a.steps, "ranks": world,
                "params": sum(p.numel() for p in model.parameters())}

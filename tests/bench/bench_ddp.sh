@@ -11,13 +11,17 @@
 #   int8|1bit|topk-hier hierarchical compression: dense inside hosts and leaves, compressed
 #                       only across the up-link
 #   topk|1bit-hier-noef without error feedback
+#   dense-sync, int8-hier-sync
+#                       the hook reducing on the autograd thread (--sync-hook: no overlap with
+#                       backward); every other topoplace run's hook returns a Future the
+#                       library's progress thread completes, overlapping backward
 #   powersgd            torch's PowerSGD hook on gloo (the compression peer)
 # Compressed runs need a libtopoplace-coll with compression; without it they are reported as
 # unavailable (the first one is attempted and fails with CompressionUnavailable).
 # Root; not part of `make check` (about 5 minutes with compression unavailable, 8 with it;
 # tests/integration/slurm_ddp.sh runs a 2-host cut of it in CI).
 #
-#   bench_ddp.sh [--json FILE] [--steps N] [--hidden H] [--ratio R] [--runs "NAME..."]
+#   bench_ddp.sh [--json FILE] [--steps N] [--hidden H] [--start-iter W] [--ratio R] [--runs "NAME..."]
 #                [--nodes N] [--tasks-per-node T] [--slurm 24|22] [--keep]
 #
 #   --json FILE   {"format":"topoplace-ddp-bench/1","runs":[{"name","compressor","hierarchical",
@@ -27,6 +31,9 @@
 #                 (null for torch's own runs), status ok|failed|unavailable, error
 #   --steps N     training steps per run (default 40)
 #   --hidden H    MLP width (default 512: 300k parameters, 1.2 MB of gradients per step)
+#   --start-iter W  dense warm-up: steps the compressed runs reduce dense before compressing
+#                 (TopoplaceState start_iter; default 10; 0: compress from the first step).
+#                 The up-link bytes of compressed runs include these dense steps
 #   --batch B     samples per rank per step (default 64); a small batch with a wide MLP
 #                 makes the step network-bound, as large models' steps are
 #   --bucket-mb M DDP bucket_cap_mb (default 0.25: several buckets, as large models have)
@@ -54,13 +61,14 @@ port=${TP_DDP_PORT:-6950}
 eprefix=${TP_DDP_PREFIX:-tdd-}
 lib=${TOPOPLACE_COLL_LIB:-$builddir/coll/.libs/libtopoplace-coll.so}
 
-json="" steps=40 hidden=512 ratio=4 only="" gen="" keep=0 nodes=4 tpn=2 batch=64 bucket=0.25 budget=3
+json="" steps=40 hidden=512 warm=10 ratio=4 only="" gen="" keep=0 nodes=4 tpn=2 batch=64 bucket=0.25 budget=3
 die() { echo "bench_ddp: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--json) json=$2; shift 2 ;;
 	--steps) steps=$2; shift 2 ;;
 	--hidden) hidden=$2; shift 2 ;;
+	--start-iter) warm=$2; shift 2 ;;
 	--batch) batch=$2; shift 2 ;;
 	--bucket-mb) bucket=$2; shift 2 ;;
 	--step-budget) budget=$2; shift 2 ;;
@@ -87,6 +95,7 @@ int8-hier:topoplace:--compressor,int8 1bit-hier:topoplace:--compressor,1bit
 topk-hier:topoplace:--compressor,topk
 1bit-hier-noef:topoplace:--compressor,1bit,--no-error-feedback
 topk-hier-noef:topoplace:--compressor,topk,--no-error-feedback
+dense-sync:topoplace:--sync-hook int8-hier-sync:topoplace:--compressor,int8,--sync-hook
 powersgd:powersgd"
 runs=""
 for r in $all; do
@@ -105,7 +114,7 @@ bench_cluster_start tpt-ddp --nodes "$nodes" --gpus-per-node "$tpn" --net "$net"
 # ---- the job ----
 nruns=$(echo $runs | wc -w)
 job_limit=$((120 + nruns * (60 + steps * budget)))
-j=$(DDP_RUNS="$runs" DDP_ARGS="--steps $steps --hidden $hidden --batch $batch --bucket-mb $bucket --timeout 60" \
+j=$(DDP_RUNS="$runs" DDP_ARGS="--steps $steps --hidden $hidden --batch $batch --bucket-mb $bucket --start-iter $warm --timeout 60" \
 	DDP_OUT=$out DDP_PY=$py \
 	DDP_TRAIN=$srcdir/contrib/examples/ddp_train.py DDP_LEAF_NS="${eprefix}leaf0 ${eprefix}leaf1" \
 	DDP_TIMEOUT=$((60 + steps * budget)) PYTHONPATH=$srcdir/bindings/torch TOPOPLACE_COLL_LIB=$lib \
@@ -117,11 +126,11 @@ bench_job_wait "$j" "$job_limit"
 [ -s "$out/results.jsonl" ] || { rc=1; die "no results"; }
 
 doc=$(jq -s --arg v "$slurm_ver" --argjson r "$ratio" --argjson s "$steps" --argjson h "$hidden" \
-	--argjson n "$nodes" --argjson t "$tpn" --argjson b "$batch" --argjson k "$bucket" \
+	--argjson n "$nodes" --argjson t "$tpn" --argjson b "$batch" --argjson k "$bucket" --argjson w "$warm" \
 	'{format: "topoplace-ddp-bench/1", slurm: $v, hosts: $n, leaves: 2, ranks: ($n * $t), uplink_ratio: $r,
-	  host_link_mbit: 400, steps: $s, hidden: $h, batch: $b, bucket_mb: $k,
+	  host_link_mbit: 400, steps: $s, hidden: $h, batch: $b, bucket_mb: $k, start_iter: $w,
 	  runs: map({name, compressor: (.compressor // null), hierarchical: (.hierarchical // false),
-	             error_feedback: (.error_feedback // null), final_loss: (.final_loss // null),
+	             error_feedback: (.error_feedback // null), sync_hook: (.sync_hook // null), final_loss: (.final_loss // null),
 	             accuracy: (.accuracy // null), uplink_bytes: (.uplink_bytes // null),
 	             uplink_bytes_lib: (.uplink_bytes_lib // null), step_s: (.step_s // null),
 	             status, error: (.error // null)})}' "$out/results.jsonl")

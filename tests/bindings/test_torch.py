@@ -10,7 +10,12 @@ torch's gloo process group and a topoplace_coll.Communicator, then:
     the parameters must agree within fp32 reduction-order tolerance (the
     library sums the 4 ranks in its ring's order, gloo in its own, so a
     sum may differ in the last bit; 1/4 scaling is exact either way);
-    the largest difference is printed
+    the largest difference is printed; with small buckets (several
+    Futures in flight at once) the asynchronous hook gives parameters
+    bitwise equal to the synchronous one, dense and int8-compressed
+  - all_reduce_async: several calls in flight complete in order with the
+    right sums, a synchronous call after them waits its turn, bad
+    arguments raise at once
   - all_reduce on odd sizes (0, 1, 7, 1023, 65537) and every supported
     dtype equals the reference reduced in float64; ops sum/avg/max/min;
     algorithms ring/tree/hierarchical
@@ -108,6 +113,44 @@ def check_ddp(c, tc, comm, rank):
     comm.all_reduce(mx, op="max")
     comm.all_reduce(mn, op="min")
     c.ok(torch.equal(mx, mn), "parameters identical on every rank")
+    check_async_hook(c, tc, comm, rank)
+
+
+def check_async_hook(c, tc, comm, rank):
+    """The progress thread changes when the library runs, not what it
+    computes: with several buckets in flight, async == sync bitwise."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from topoplace_coll.hooks import TopoplaceState, allreduce_hook
+
+    first = dist._DEFAULT_FIRST_BUCKET_BYTES
+    dist._DEFAULT_FIRST_BUCKET_BYTES = 16 << 10
+    try:
+        for comp in (None, "int8") if tc.have_compression() else (None,):
+            got = {}
+            for async_op in (False, True):
+                ddp = DDP(model(11), bucket_cap_mb=0.03)
+                state = TopoplaceState(comm, compressor=comp, async_op=async_op, key_base=500 + 100 * async_op)
+                ddp.register_comm_hook(state, allreduce_hook)
+                got[async_op] = train(ddp, rank)
+            nb = len({k[0] for k in state.keys}) if comp else 0
+            c.ok(all(torch.equal(a, b) for a, b in zip(got[False], got[True])),
+                 "DDP %s hook: asynchronous == synchronous bitwise (%s)"
+                 % (comp or "dense", "%d buckets" % nb if comp else "several buckets"))
+    finally:
+        dist._DEFAULT_FIRST_BUCKET_BYTES = first
+
+
+def check_async(c, tc, comm, rank):
+    ts = [torch.full((n,), float(rank + 1)) for n in (100003, 7, 65537, 1)]
+    futs = [comm.all_reduce_async(t, op="sum", algorithm=a)
+            for t, a in zip(ts, ("ring", "tree", "hierarchical", "auto"))]
+    t = torch.full((9,), float(rank))
+    comm.all_reduce(t)  # queued behind the four, on the same thread
+    done = [f.wait() for f in futs]
+    c.ok(all(d is x and bool((x == 10.0).all()) for d, x in zip(done, ts)) and bool((t == 6.0).all()),
+         "all_reduce_async: 4 calls in flight and a synchronous one after them: sums right")
+    c.raises(ValueError, "op", "all_reduce_async: bad op raises at once", comm.all_reduce_async,
+             torch.zeros(3), op="xor")
 
 
 def check_allreduce(c, tc, comm, rank):
@@ -233,6 +276,7 @@ def worker(rank, plan, port, gloo_port, lib, q):
         c.ok(comm.size == WORLD and comm.rank == rank and comm.nhosts == 2, "communicator %r" % comm)
         check_ddp(c, tc, comm, rank)
         check_allreduce(c, tc, comm, rank)
+        check_async(c, tc, comm, rank)
         check_rejects(c, tc, comm, rank, plan)
         check_compression(c, tc, comm, rank)
         # a ring over 2 hosts x 2 ranks crosses between the groups twice
@@ -257,15 +301,22 @@ def main():
 
     print("# torch %s, library %s, compression %s" % (torch.__version__, tc.library_path(),
                                                       "present" if tc.have_compression() else "absent"))
+    return run_ranks(WORLD, worker, (plan, port, gloo_port, None))
+
+
+def run_ranks(world, target, args, timeout=300):
+    """target(rank, *args, q) in `world` spawned processes, each putting
+    (rank, failures, lines) on q; prints rank 0's lines and a failing
+    rank's; returns the exit status (0 all passed, 1 not)."""
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(r, plan, port, gloo_port, None, q)) for r in range(WORLD)]
+    procs = [ctx.Process(target=target, args=(r,) + tuple(args) + (q,)) for r in range(world)]
     for p in procs:
         p.start()
     results = {}
     for _ in procs:
         try:
-            r, failed, lines = q.get(timeout=300)
+            r, failed, lines = q.get(timeout=timeout)
         except Exception:  # noqa: BLE001 - queue.Empty: a rank died
             break
         results[r] = (failed, lines)
@@ -274,7 +325,7 @@ def main():
         if p.is_alive():
             p.kill()
     failed = 0
-    for r in range(WORLD):
+    for r in range(world):
         if r not in results:
             print("FAIL - rank %d reported nothing (exit %s)" % (r, procs[r].exitcode))
             failed += 1
@@ -285,7 +336,6 @@ def main():
             print(line if r == 0 else "rank %d: %s" % (r, line))
     print("all passed" if failed == 0 else "%d failed" % failed)
     return 1 if failed else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

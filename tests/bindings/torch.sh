@@ -2,7 +2,9 @@
 # The PyTorch binding (bindings/torch/topoplace_coll) under Debian's torch:
 # tests/bindings/test_torch.py with 4 ranks on this host over loopback, from
 # a plan `topoplace plan` made for 2 hosts x 2 GPUs on a generated 2-leaf
-# fabric. Skips (77) when /usr/bin/python3 (or $TP_PYTHON) has no torch.
+# fabric; then tests/bindings/ef_reference.py (error feedback against a reference of the
+# two-stage scheme) with 2 ranks of one host. Skips (77) when /usr/bin/python3 (or
+# $TP_PYTHON) has no torch.
 . "$(dirname "$0")/../integration/lib.sh"
 py=${TP_PYTHON:-/usr/bin/python3}
 src=${TP_SRCDIR:?}
@@ -20,4 +22,10 @@ PYTHONPATH=$src/bindings/torch${PYTHONPATH:+:$PYTHONPATH} TOPOPLACE_COLL_LIB=$li
 	timeout 600 "$py" "$src/tests/bindings/test_torch.py" "$tmp/p.json" $port $((port + 4000))
 rc=$?
 [ $rc -eq 0 ] || bad "test_torch.py exit $rc"
+$TOPOPLACE plan --fabric "$tmp/f.json" --nodes 'node001' --json --no-predict \
+	-o "$tmp/p1.json" >/dev/null 2>&1 || bad "plan of one host"
+PYTHONPATH=$src/bindings/torch${PYTHONPATH:+:$PYTHONPATH} TOPOPLACE_COLL_LIB=$lib \
+	timeout 300 "$py" "$src/tests/bindings/ef_reference.py" "$tmp/p1.json" $((port + 1))
+rc=$?
+[ $rc -eq 0 ] || bad "ef_reference.py exit $rc"
 finish

@@ -21,13 +21,22 @@ called. A failing library call raises TopoplaceError with the library's
 one-line reason (which call, which peer); compression options on a
 library built without compression raise CompressionUnavailable.
 
-Thread safety follows the library: one thread at a time per
-Communicator, every rank calling the same collectives in the same order.
+Thread safety follows the library: every rank calls the same
+collectives in the same order. all_reduce_async() hands the call to the
+Communicator's progress thread (started on first use) and returns a
+torch.futures.Future at once; from then on every call on that
+Communicator, synchronous ones too, runs on that thread in the order the
+calls were made, so the library sees one caller and the same order on
+every rank. Without async calls the Communicator takes one thread at a
+time.
 """
 
+import concurrent.futures
 import ctypes
 import json
 import os
+import queue
+import threading
 
 from . import _lib
 
@@ -121,6 +130,40 @@ def _plan_groups(path):
     return groups
 
 
+class _Progress:
+    """One thread running a Communicator's library calls in the order they
+    were submitted; done(result, exception) is called on that thread."""
+
+    def __init__(self, name):
+        self._q = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self.thread.start()
+
+    def _loop(self):
+        while True:
+            item = self._q.get()
+            if item is None:
+                return
+            fn, done = item
+            try:
+                r = fn()
+            except BaseException as e:  # noqa: BLE001 - handed to whoever waits
+                done(None, e)
+            else:
+                done(r, None)
+
+    def submit(self, fn, done):
+        self._q.put((fn, done))
+
+    def stop(self):
+        """Run what is queued, then end the thread (not waited for when
+        the thread itself stops it: a Communicator whose last reference
+        went with a finished call)."""
+        self._q.put(None)
+        if threading.current_thread() is not self.thread:
+            self.thread.join()
+
+
 class Communicator:
     """A libtopoplace-coll communicator (collective to create: every rank
     of the plan must create it with the same plan and rendezvous).
@@ -159,6 +202,7 @@ class Communicator:
             raise TopoplaceError("init", rc, _lib.take_string(err))
         self._comm = comm
         self._groups = None
+        self._progress = None
         self.rank = _lib.LIB.tp_coll_comm_rank(comm)
         self.size = _lib.LIB.tp_coll_comm_size(comm)
         self.nhosts = _lib.LIB.tp_coll_comm_nhosts(comm)
@@ -167,6 +211,16 @@ class Communicator:
         if not self._comm:
             raise ValueError("%s: communicator is closed" % call)
         return self._comm
+
+    def _run(self, fn):
+        """fn() on this thread, or on the progress thread once it exists
+        (after every call submitted before), waiting for its result."""
+        p = self._progress
+        if p is None or threading.current_thread() is p.thread:
+            return fn()
+        cf = concurrent.futures.Future()
+        p.submit(fn, lambda r, e: cf.set_exception(e) if e is not None else cf.set_result(r))
+        return cf.result()
 
     def _check(self, call, rc):
         if rc != 0:
@@ -177,10 +231,12 @@ class Communicator:
         s = _lib.LIB.tp_coll_comm_detail(self._comm) if self._comm else None
         return s.decode(errors="replace") if s else ""
 
-    def all_reduce(self, tensor, op="sum", algorithm="auto", compressor=None, hierarchical=True,
-                   error_feedback=True, key=0, block=None, topk_fraction=None, stochastic=None,
-                   seed=None):
-        """Reduce `tensor` over all ranks, in place; returns it.
+    def all_reduce(self, tensor, *args, **kw):
+        """all_reduce(tensor, op="sum", algorithm="auto", compressor=None,
+        hierarchical=True, error_feedback=True, key=0, block=None,
+        topk_fraction=None, stochastic=None, seed=None)
+
+        Reduce `tensor` over all ranks, in place; returns it.
 
         op: "sum" or "avg" ("max", "min" too when not compressed).
         algorithm: "auto" (the plan's recommendation), "ring",
@@ -196,6 +252,28 @@ class Communicator:
         every rank. block, topk_fraction, stochastic, seed: the
         compressor's parameters (library defaults when None).
         """
+        return self._run(self._all_reduce_call(tensor, *args, **kw))
+
+    def all_reduce_async(self, tensor, *args, **kw):
+        """all_reduce() (same arguments) on the progress thread: returns at once a
+        torch.futures.Future that the thread completes with `tensor` (or
+        with the TopoplaceError) once the call is done. Bad arguments
+        raise here, before anything is queued. Leave `tensor` alone until
+        the Future is done."""
+        import torch
+
+        fn = self._all_reduce_call(tensor, *args, **kw)
+        if self._progress is None:
+            self._handle("all_reduce_async")
+            self._progress = _Progress("topoplace-coll rank %d" % self.rank)
+        fut = torch.futures.Future()
+        self._progress.submit(fn, lambda r, e: fut.set_exception(e) if e is not None else fut.set_result(r))
+        return fut
+
+    def _all_reduce_call(self, tensor, op="sum", algorithm="auto", compressor=None, hierarchical=True,
+                         error_feedback=True, key=0, block=None, topk_fraction=None, stochastic=None,
+                         seed=None):
+        """Check the arguments; the library call as a function of none."""
         compressed = compressor not in (None, "none")
         dt = _dtype_code(tensor, compressed)
         o = _choice(_lib.OPS, op, "op")
@@ -204,8 +282,11 @@ class Communicator:
         n = tensor.numel()
         if not compressed:
             a = _choice(_lib.ALGOS, algorithm, "algorithm")
-            self._check("all_reduce", _lib.LIB.tp_coll_allreduce(comm, ptr, ptr, n, dt, o, a))
-            return tensor
+
+            def dense():
+                self._check("all_reduce", _lib.LIB.tp_coll_allreduce(comm, ptr, ptr, n, dt, o, a))
+                return tensor
+            return dense
         kind = _choice(_lib.COMPRESSORS, compressor, "compressor")
         if not _lib.HAVE_COMPRESSION:
             raise CompressionUnavailable("all_reduce(compressor=%r)" % compressor)
@@ -222,27 +303,38 @@ class Communicator:
             c.stochastic = bool(stochastic)
         if seed is not None:
             c.seed = int(seed)
-        rc = _lib.LIB.tp_coll_allreduce_compressed(comm, ptr, n, o, ctypes.byref(c), int(key))
-        self._check("all_reduce(compressor=%s)" % compressor, rc)
-        return tensor
+        key = int(key)
+
+        def compressed_call():
+            rc = _lib.LIB.tp_coll_allreduce_compressed(comm, ptr, n, o, ctypes.byref(c), key)
+            self._check("all_reduce(compressor=%s)" % compressor, rc)
+            return tensor
+        return compressed_call
 
     def broadcast(self, tensor, root=0):
         """Copy root's tensor into every rank's, in place; returns it."""
         dt = _dtype_code(tensor, False)
         comm = self._handle("broadcast")
         ptr = ctypes.c_void_p(tensor.data_ptr())
-        self._check("broadcast", _lib.LIB.tp_coll_broadcast(comm, ptr, tensor.numel(), dt, int(root)))
-        return tensor
+        n, root = tensor.numel(), int(root)
+
+        def call():
+            self._check("broadcast", _lib.LIB.tp_coll_broadcast(comm, ptr, n, dt, root))
+            return tensor
+        return self._run(call)
 
     def barrier(self):
-        self._check("barrier", _lib.LIB.tp_coll_barrier(self._handle("barrier")))
+        comm = self._handle("barrier")
+        self._run(lambda: self._check("barrier", _lib.LIB.tp_coll_barrier(comm)))
 
     def sent_bytes(self, peer):
         """Bytes this rank handed to `peer` since init or reset_stats()."""
-        return _lib.LIB.tp_coll_comm_sent_bytes(self._handle("sent_bytes"), int(peer))
+        comm = self._handle("sent_bytes")
+        return self._run(lambda: _lib.LIB.tp_coll_comm_sent_bytes(comm, int(peer)))
 
     def reset_stats(self):
-        _lib.LIB.tp_coll_comm_stats_reset(self._handle("reset_stats"))
+        comm = self._handle("reset_stats")
+        self._run(lambda: _lib.LIB.tp_coll_comm_stats_reset(comm))
 
     def cross_bytes(self):
         """Bytes this rank sent to ranks of other level-1 groups (across the
@@ -251,17 +343,22 @@ class Communicator:
         the peers the plan puts in another group."""
         comm = self._handle("cross_bytes")
         if "tp_coll_comm_cross_bytes" in _lib.OPTIONAL:
-            return _lib.LIB.tp_coll_comm_cross_bytes(comm)
+            return self._run(lambda: _lib.LIB.tp_coll_comm_cross_bytes(comm))
         if self._groups is None:
             if not self.plan_path:
                 raise ValueError("cross_bytes: plan path unknown")
             self._groups = _plan_groups(self.plan_path)
         mine = self._groups[self.rank]
-        return sum(_lib.LIB.tp_coll_comm_sent_bytes(comm, p)
-                   for p, g in self._groups.items() if g != mine)
+        return self._run(lambda: sum(_lib.LIB.tp_coll_comm_sent_bytes(comm, p)
+                                     for p, g in self._groups.items() if g != mine))
 
     def close(self):
-        """Destroy the communicator (not collective; peers still in a call fail)."""
+        """Finish the calls already submitted, stop the progress thread and
+        destroy the communicator (not collective; peers still in a call
+        fail)."""
+        if getattr(self, "_progress", None) is not None:
+            self._progress.stop()
+            self._progress = None
         if self._comm:
             _lib.LIB.tp_coll_comm_destroy(self._comm)
             self._comm = None

@@ -28,8 +28,15 @@ Gradient accumulation: under ddp.no_sync() DDP does not call the hook at
 all; the accumulated gradients are reduced at the next synchronised
 backward, and `iter` counts synchronised steps only (as PowerSGD does).
 
-The hook is synchronous: it returns a completed torch.futures.Future, so
-its communication does not overlap the rest of the backward pass.
+Overlap: with async_op=True (the default) the hook hands the bucket to
+the communicator's progress thread (Communicator.all_reduce_async) and
+returns its Future at once, so the bucket's all-reduce runs while
+autograd computes the next buckets' gradients; DDP waits for the Futures
+at the end of backward. DDP calls the hook for its buckets in index
+order on every rank, and the thread runs them in that order, so every
+rank issues the same library calls in the same order. async_op=False
+reduces on the autograd thread and returns a completed Future (no
+overlap).
 """
 
 import torch
@@ -55,6 +62,8 @@ class TopoplaceState:
                     compressor parameters (library defaults when None)
     key_base        added to every error-feedback key: separates the
                     residuals of two DDP models sharing one communicator
+    async_op        reduce on the communicator's progress thread,
+                    overlapping backward (default True; see above)
 
     Raises CompressionUnavailable at once when a compressor is asked of a
     library without compression, ValueError for an unknown option value.
@@ -64,7 +73,7 @@ class TopoplaceState:
 
     def __init__(self, comm, compressor=None, hierarchical=True, error_feedback=True, start_iter=0,
                  algorithm="auto", block=None, topk_fraction=None, stochastic=None, seed=None,
-                 key_base=0):
+                 key_base=0, async_op=True):
         _choice(_lib.COMPRESSORS, compressor, "compressor")
         _choice(_lib.ALGOS, algorithm, "algorithm")
         if compressor == "none":
@@ -82,6 +91,7 @@ class TopoplaceState:
         self.params = {"block": block, "topk_fraction": topk_fraction, "stochastic": stochastic,
                        "seed": seed}
         self.key_base = int(key_base)
+        self.async_op = bool(async_op)
         self.iter = 0
         self.keys = {}
 
@@ -107,17 +117,19 @@ class TopoplaceState:
 
 def allreduce_hook(state, bucket):
     """DDP comm hook: average `bucket` over the ranks through libtopoplace-coll
-    (see TopoplaceState). Returns a completed Future holding the bucket."""
+    (see TopoplaceState). Returns a Future holding the bucket: completed by
+    the progress thread (async_op) or already completed."""
     buf = bucket.buffer()
     if state.compressing():
-        state.comm.all_reduce(buf, op="avg", compressor=state.compressor,
-                              hierarchical=state.hierarchical,
-                              error_feedback=state.error_feedback, key=state.key(bucket),
-                              **state.params)
+        kw = dict(compressor=state.compressor, hierarchical=state.hierarchical,
+                  error_feedback=state.error_feedback, key=state.key(bucket), **state.params)
     else:
-        state.comm.all_reduce(buf, op="avg", algorithm=state.algorithm)
+        kw = dict(algorithm=state.algorithm)
     if bucket.is_last():
         state.iter += 1
+    if state.async_op:
+        return state.comm.all_reduce_async(buf, op="avg", **kw)
+    state.comm.all_reduce(buf, op="avg", **kw)
     fut = torch.futures.Future()
     fut.set_result(buf)
     return fut
