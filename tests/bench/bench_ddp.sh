@@ -32,7 +32,8 @@
 #   --steps N     training steps per run (default 40)
 #   --hidden H    MLP width (default 512: 300k parameters, 1.2 MB of gradients per step)
 #   --start-iter W  dense warm-up: steps the compressed runs reduce dense before compressing
-#                 (TopoplaceState start_iter; default 10; 0: compress from the first step).
+#                 (TopoplaceState start_iter; default 0: compress from the first step - measured
+#                 here, a warm-up did not bring 1-bit or top-k closer to dense).
 #                 The up-link bytes of compressed runs include these dense steps
 #   --batch B     samples per rank per step (default 64); a small batch with a wide MLP
 #                 makes the step network-bound, as large models' steps are
@@ -61,7 +62,7 @@ port=${TP_DDP_PORT:-6950}
 eprefix=${TP_DDP_PREFIX:-tdd-}
 lib=${TOPOPLACE_COLL_LIB:-$builddir/coll/.libs/libtopoplace-coll.so}
 
-json="" steps=40 hidden=512 warm=10 ratio=4 only="" gen="" keep=0 nodes=4 tpn=2 batch=64 bucket=0.25 budget=3
+json="" steps=40 hidden=512 warm=0 ratio=4 only="" gen="" keep=0 nodes=4 tpn=2 batch=64 bucket=0.25 budget=3
 die() { echo "bench_ddp: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
