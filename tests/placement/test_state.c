@@ -201,7 +201,6 @@ static size_t count_weak(const tp_state_t *s, size_t nh)
  * kept current by tp_state_set_link and the JSON loader, and cloned. */
 static void test_state_cables(void **unused)
 {
-	tp_gen_fat_tree_t p;
 	tp_fabric_t *f = NULL;
 	tp_state_t *s, *c, *t = NULL;
 	uint32_t a[4], b[4], h0 = 0, h1 = 5;
@@ -209,13 +208,8 @@ static void test_state_cables(void **unused)
 	char json[160], *err = NULL, *path;
 
 	(void)unused;
-	tp_gen_fat_tree_defaults(&p);
-	p.leaves = 2;
-	p.spines = 2;
-	p.hosts_per_leaf = 4;
-	p.uplinks_per_spine = 1;
-	p.nics_per_host = 2;
-	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	f = tp_test_fat_tree_try(2, 2, 4, 1, 8, false, 2);
+	assert_non_null(f);
 	nh = tp_fabric_nhosts(f);
 	assert_int_equal(host_cables(f, h0, a), 2);
 	assert_int_equal(host_cables(f, h1, b), 2);

@@ -323,20 +323,14 @@ static void test_degraded(void **state)
  * 4 x 200 of 1600), host 1 one cable dead (3 x 400). */
 static void test_weak_hosts(void **state)
 {
-	tp_gen_fat_tree_t g;
 	tp_fabric_t *f = NULL;
 	tp_state_t *s;
 	tp_placement_t p;
 	uint32_t h0 = 0, h1 = 1;
 
 	(void)state;
-	tp_gen_fat_tree_defaults(&g);
-	g.leaves = 2;
-	g.hosts_per_leaf = 4;
-	g.spines = 2;
-	g.uplinks_per_spine = 1;
-	g.nics_per_host = 4;
-	assert_int_equal(tp_gen_fat_tree(&g, &f), TP_OK);
+	f = tp_test_fat_tree_try(2, 2, 4, 1, 8, false, 4);
+	assert_non_null(f);
 	s = tp_state_create(f);
 	assert_non_null(s);
 	for (uint32_t l = 0, half = 0, dead = 0; l < tp_fabric_nlinks(f); l++) {
