@@ -16,6 +16,8 @@
  * take the host segment's one-shot (xport/shm.c) under TP_COLL_ALGO_AUTO
  * and for the barrier. */
 #define TP__COLL_SMALL 4096
+/* Block of the host segment's large all-reduce, per rank and buffer. */
+#define TP__COLL_HOST_BLOCK ((size_t)1 << 20)
 /* Hierarchy levels: host, level-1 group, across groups. */
 #define TP__COLL_MAX_LEVELS 3
 
@@ -107,6 +109,12 @@ tp_err_t tp__coll_host_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p);
 tp_err_t tp__coll_host_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 				 size_t count, tp_coll_dtype_t dt,
 				 tp_coll_op_t op);
+/* Any size, in blocks through the same segment: the host reduce-scatter
+ * and all-gather of the hierarchical schedule on a one-host job, two
+ * waits per block of TP__COLL_HOST_BLOCK bytes (shm.c Notes). */
+tp_err_t tp__coll_host_allreduce_large(tp_coll_comm_t *c, char *buf,
+				       const char *src, size_t count,
+				       tp_coll_dtype_t dt, tp_coll_op_t op);
 void tp__coll_host_close(tp_coll_comm_t *c);
 
 /*

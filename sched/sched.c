@@ -392,8 +392,10 @@ static tp_sched_edge_t *hier_edges(tp_sched_t *s, work_t *w, tp_sched_edge_t *e)
 		if ((C + K - 1) / K > most)
 			most = (C + K - 1) / K;
 	}
+	/* one node: the library's host segment, one wait a phase */
+	double host_steps = s->n == 1 ? 1.0 : g - 1.0;
 	e = self_edges(s, w, e, 0, 1, true);
-	phase(s, TP_SCHED_PH_HOST_RS, e0, e, 0, g - 1.0, TP_SCHED_NONE);
+	phase(s, TP_SCHED_PH_HOST_RS, e0, e, 0, host_steps, TP_SCHED_NONE);
 
 	e0 = e;
 	e = group_edges(s, w, e, true);
@@ -425,7 +427,7 @@ static tp_sched_edge_t *hier_edges(tp_sched_t *s, work_t *w, tp_sched_edge_t *e)
 
 	e0 = e;
 	e = self_edges(s, w, e, 0, 1, true);
-	phase(s, TP_SCHED_PH_HOST_AG, e0, e, 0, g - 1.0, 0);
+	phase(s, TP_SCHED_PH_HOST_AG, e0, e, 0, host_steps, 0);
 	return e;
 }
 

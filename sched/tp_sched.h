@@ -53,7 +53,9 @@
  *          through one NIC. Five phases:
  *          HOST_RS  ring reduce-scatter inside each node: self edge
  *                   (g-1)/g of S, g - 1 local steps; local rank l ends
- *                   with shard l (S/g);
+ *                   with shard l (S/g). A one-node job runs it through
+ *                   one shared segment instead (every rank reduces its
+ *                   shard out of all ranks' copies): 1 local step;
  *          GROUP_RS per local rank l a ring reduce-scatter of shard l
  *                   inside each unit, member t -> t+1, leaving member t
  *                   its channels' sub-shards (S/(gC) each): the edge

@@ -9,7 +9,9 @@
  * from the host level); each channel's ring all-reduces its sub-shard, a
  * member holding several running them in channel order (every ring's
  * members run it at the same point of that order, so none waits in a
- * cycle); coming back, all-gathers in reverse order. */
+ * cycle); coming back, all-gathers in reverse order. A one-host
+ * communicator runs its host level through the host segment instead
+ * (xport/shm.c): two waits per block, not 2(n-1) ring steps. */
 #include "config.h"
 
 #include <string.h>
@@ -28,6 +30,10 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 	if (c->nlevels == 0 && c->ncross == 0) /* the schedule is the ring */
 		return tp__coll_ring_allreduce(c, &c->ring, buf, src, count, dt,
 					       op);
+	/* One host: its reduce-scatter and all-gather through the segment */
+	if (c->host)
+		return tp__coll_host_allreduce_large(c, buf, src, count, dt,
+						     op);
 	tp__coll_hier_spans(c, count, off, cnt, &soff, &scnt);
 	for (int l = 0; l < c->nlevels; l++) {
 		const tp__coll_ring_t *r = &c->level[l];

@@ -528,21 +528,40 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
  * never arrived. The segment is set up along the chain of ranks (each
  * connected to the next by the ring): the name goes down, the ranks' yes
  * or no comes back up (all or none use it), the verdict goes down again.
+ *
+ * Larger all-reduces (the hierarchical schedule's host reduce-scatter and
+ * all-gather on a one-host job) go through the same segment in blocks of
+ * up to TP__COLL_HOST_BLOCK bytes, two block buffers used in turn, each a
+ * slot per rank and a result. Per block a rank copies its input into its
+ * slot, waits for all slots, reduces its 1/n of the block from every slot
+ * into the result, waits for all parts, copies the result out. Three
+ * counters per buffer only grow (n per block), so "all arrived" is a
+ * comparison and the last arrival wakes the rest with one FUTEX_WAKE; a
+ * buffer is written again only when every rank copied out what it held
+ * two blocks before. Two waits per block where the ring has 2(n-1)
+ * dependent steps: with more ranks than cores each step costs a round of
+ * the scheduler (measured at 8 ranks on 2 cores, 1 MiB: ring 3.6 ms).
+ * The pages stay untouched (tmpfs allocates on first write) until a
+ * large call uses them.
  */
 
 #include <limits.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 
-#define HOST_HDR 192 /* arrived, gen at 0 and 64; stamps at 128.. */
+/* arrived, gen at 0 and 64; the large path's counters (in, red, out per
+ * buffer) at 128 + 64 i; stamps at 512.. */
+#define HOST_HDR 512
 
 struct tp__coll_host {
 	void *map;
 	size_t len;
 	int n, me, first; /* ranks, my local rank, global rank of local 0 */
-	uint32_t seq;
+	uint32_t seq, bseq, arrivals;
 	_Atomic uint32_t *arrived, *gen, *stamp;
+	_Atomic uint32_t *in[2], *red[2], *out[2];
 	char *result, *slots; /* [2][SMALL], [n][SMALL] */
+	char *block[2];	      /* [n + 1][TP__COLL_HOST_BLOCK]: slots, result */
 };
 
 static size_t host_stamps(int n)
@@ -550,9 +569,14 @@ static size_t host_stamps(int n)
 	return ((size_t)n * sizeof(uint32_t) + 63) & ~(size_t)63;
 }
 
-static size_t host_len(int n)
+static size_t host_small_len(int n)
 {
 	return HOST_HDR + host_stamps(n) + (2 + (size_t)n) * TP__COLL_SMALL;
+}
+
+static size_t host_len(int n)
+{
+	return host_small_len(n) + 2 * (1 + (size_t)n) * TP__COLL_HOST_BLOCK;
 }
 
 static tp__coll_host_t *host_attach(void *m, int n, int me, int first)
@@ -569,7 +593,14 @@ static tp__coll_host_t *host_attach(void *m, int n, int me, int first)
 	h->first = first;
 	h->arrived = (_Atomic uint32_t *)b;
 	h->gen = (_Atomic uint32_t *)(b + 64);
-	h->stamp = (_Atomic uint32_t *)(b + 128);
+	for (int d = 0; d < 2; d++) {
+		h->in[d] = (_Atomic uint32_t *)(b + 128 + 64 * (3 * d));
+		h->red[d] = (_Atomic uint32_t *)(b + 128 + 64 * (3 * d + 1));
+		h->out[d] = (_Atomic uint32_t *)(b + 128 + 64 * (3 * d + 2));
+		h->block[d] = b + host_small_len(n) +
+			      (size_t)d * (1 + (size_t)n) * TP__COLL_HOST_BLOCK;
+	}
+	h->stamp = (_Atomic uint32_t *)(b + HOST_HDR);
 	h->result = b + HOST_HDR + host_stamps(n);
 	h->slots = h->result + 2 * TP__COLL_SMALL;
 	return h;
@@ -693,31 +724,43 @@ static int host_closed(const tp_coll_comm_t *c, int *errno_p)
 	return -1;
 }
 
-static tp_err_t host_wait(tp_coll_comm_t *c, tp__coll_host_t *h, uint32_t seq)
+static bool reached(_Atomic uint32_t *w, uint32_t target)
+{
+	return (int32_t)(atomic_load(w) - target) >= 0;
+}
+
+/* Sleep until counter w reaches target (wrap-safe). On timeout, names
+ * the local rank that arrived least often, if behind us. */
+static tp_err_t host_wait(tp_coll_comm_t *c, tp__coll_host_t *h,
+			  _Atomic uint32_t *w, uint32_t target)
 {
 	const struct timespec slice = {0, 50 * 1000 * 1000};
 	int64_t deadline = c->last_move_ns + (int64_t)(c->timeout_s * 1e9);
 
-	while (atomic_load(h->gen) == seq) {
-		int e, dead;
-		if (futex(h->gen, FUTEX_WAIT, seq, &slice) == 0 ||
-		    errno != ETIMEDOUT)
+	while (!reached(w, target)) {
+		uint32_t v = atomic_load(w);
+		int e, dead, last = h->me;
+		if ((int32_t)(v - target) >= 0 ||
+		    futex(w, FUTEX_WAIT, v, &slice) == 0 || errno != ETIMEDOUT)
 			continue;
-		/* probe first, then look at gen: a peer that left after
-		 * the round ended is no failure */
+		/* probe first, then look at the counter: a peer that left
+		 * after the round ended is no failure */
 		dead = host_closed(c, &e);
 		bool late = tp__coll_now_ns() >= deadline;
-		if (atomic_load(h->gen) != seq)
+		if (reached(w, target))
 			break;
 		if (dead >= 0)
 			return lost(c, dead, e);
 		if (!late)
 			continue;
-		for (int l = 0; l < h->n; l++) {
+		for (int l = 0; l < h->n; l++)
+			if ((int32_t)(atomic_load(&h->stamp[l]) -
+				      atomic_load(&h->stamp[last])) < 0)
+				last = l;
+		if (last != h->me) {
 			char who[160];
-			if (atomic_load(&h->stamp[l]) == seq + 1)
-				continue;
-			tp__coll_peer_name(c, h->first + l, who, sizeof(who));
+			tp__coll_peer_name(c, h->first + last, who,
+					   sizeof(who));
 			return tp__coll_fail(
 			    c, TP_ERR_TIMEOUT,
 			    "no progress for %.3g s waiting for %s",
@@ -726,7 +769,18 @@ static tp_err_t host_wait(tp_coll_comm_t *c, tp__coll_host_t *h, uint32_t seq)
 		return tp__coll_fail(c, TP_ERR_TIMEOUT,
 				     "no progress for %.3g s", c->timeout_s);
 	}
+	c->last_move_ns = tp__coll_now_ns();
 	return TP_OK;
+}
+
+/* Add one to counter w; the arrival that makes it reach target wakes the
+ * waiters. */
+static void host_arrive(tp__coll_host_t *h, _Atomic uint32_t *w,
+			uint32_t target)
+{
+	atomic_store(&h->stamp[h->me], ++h->arrivals);
+	if (atomic_fetch_add(w, 1) + 1 == target)
+		futex(w, FUTEX_WAKE, INT_MAX, NULL);
 }
 
 tp_err_t tp__coll_host_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
@@ -740,7 +794,7 @@ tp_err_t tp__coll_host_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 
 	memcpy(h->slots + (size_t)h->me * TP__COLL_SMALL, src ? src : buf,
 	       bytes);
-	atomic_store(&h->stamp[h->me], seq + 1);
+	atomic_store(&h->stamp[h->me], ++h->arrivals);
 	if (atomic_fetch_add(h->arrived, 1) == (uint32_t)h->n - 1) {
 		memcpy(res, h->slots, bytes);
 		for (int l = 1; l < h->n; l++)
@@ -751,10 +805,80 @@ tp_err_t tp__coll_host_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 		atomic_store(h->gen, seq + 1);
 		futex(h->gen, FUTEX_WAKE, INT_MAX, NULL);
 	} else {
-		tp_err_t err = host_wait(c, h, seq);
+		tp_err_t err = host_wait(c, h, h->gen, seq + 1);
 		if (err)
 			return err;
 	}
 	memcpy(buf, res, bytes);
+	return TP_OK;
+}
+
+#define TILE 16384
+
+/* One block of the large all-reduce: len bytes at buf (input at src). */
+static tp_err_t host_block(tp_coll_comm_t *c, char *buf, const char *src,
+			   size_t len, tp_coll_dtype_t dt, tp_coll_op_t op)
+{
+	tp__coll_host_t *h = c->host;
+	size_t dsz = tp_coll_dtype_size(dt), off, cnt;
+	uint32_t s = h->bseq++, d = s & 1, n = (uint32_t)h->n;
+	uint32_t target = n * ((s >> 1) + 1);
+	char *slot = h->block[d], *res = slot + n * TP__COLL_HOST_BLOCK, *mine;
+	tp_err_t err;
+
+	/* every rank is done with what this buffer held two blocks ago */
+	if ((err = host_wait(c, h, h->out[d], target - n)))
+		return err;
+	/* our own part is read from src by us alone: not copied */
+	tp__coll_seg(len / dsz, h->n, h->me, &off, &cnt);
+	off *= dsz;
+	cnt *= dsz;
+	mine = slot + (size_t)h->me * TP__COLL_HOST_BLOCK;
+	memcpy(mine, src, off);
+	memcpy(mine + off + cnt, src + off + cnt, len - off - cnt);
+	host_arrive(h, h->in[d], target);
+	if ((err = host_wait(c, h, h->in[d], target)))
+		return err;
+	/* a tile at a time, so the sum stays in cache while every slot is
+	 * added to it in local rank order (the same order for every part) */
+	for (size_t at = off; at < off + cnt; at += TILE) {
+		size_t k = off + cnt - at < TILE ? off + cnt - at : TILE;
+		for (int l = 0; l < h->n; l++) {
+			const char *from =
+			    l == h->me
+				? src + at
+				: slot + (size_t)l * TP__COLL_HOST_BLOCK + at;
+			if (l == 0)
+				memcpy(res + at, from, k);
+			else
+				c->kern->reduce(res + at, from, k / dsz, dt, op,
+						NULL);
+		}
+		memcpy(buf + at, res + at, k);
+	}
+	host_arrive(h, h->red[d], target);
+	if ((err = host_wait(c, h, h->red[d], target)))
+		return err;
+	memcpy(buf, res, off);
+	memcpy(buf + off + cnt, res + off + cnt, len - off - cnt);
+	host_arrive(h, h->out[d], target);
+	return TP_OK;
+}
+
+tp_err_t tp__coll_host_allreduce_large(tp_coll_comm_t *c, char *buf,
+				       const char *src, size_t count,
+				       tp_coll_dtype_t dt, tp_coll_op_t op)
+{
+	size_t bytes = count * tp_coll_dtype_size(dt);
+
+	for (size_t at = 0; at < bytes; at += TP__COLL_HOST_BLOCK) {
+		size_t len = bytes - at < TP__COLL_HOST_BLOCK
+				 ? bytes - at
+				 : TP__COLL_HOST_BLOCK;
+		tp_err_t err = host_block(c, buf + at, (src ? src : buf) + at,
+					  len, dt, op);
+		if (err)
+			return err;
+	}
 	return TP_OK;
 }

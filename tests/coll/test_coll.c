@@ -328,11 +328,10 @@ static void test_shm_nofifo(void **s)
 /* Larger messages with the default chunk: pipelining over many chunks. */
 static int large(tp_coll_comm_t *c, void *arg)
 {
-	size_t cnt = 3 * 65536 + 17;
+	size_t cnt = arg ? *(const size_t *)arg : 3 * 65536 + 17;
 	float *b = malloc(cnt * sizeof(float));
 	int n = tp_coll_comm_size(c), me = tp_coll_comm_rank(c);
 
-	(void)arg;
 	if (!b)
 		return 3;
 	for (int a = 1; a < 4; a++) {
@@ -364,6 +363,20 @@ static void test_large(void **s)
 
 	(void)s;
 	run_ranks_ok(p, 20, 64 << 10, large, NULL, 60, "large");
+	tp_plan_destroy(p);
+}
+
+/* One host: hierarchical through the host segment's blocks, 2.6 blocks
+ * of 1 MiB (both buffers reused, the last block short, split unevenly
+ * over 3 ranks), the ring and the tree on the same communicator between
+ * its calls. */
+static void test_host_blocks(void **s)
+{
+	tp_plan_t *p = plan_of(1, 3, 0);
+	size_t cnt = (5 << 20) / 2 / sizeof(float) + 101;
+
+	(void)s;
+	run_ranks_ok(p, 20, 64 << 10, large, &cnt, 60, "host blocks");
 	tp_plan_destroy(p);
 }
 
@@ -1424,6 +1437,7 @@ int main(void)
 	    cmocka_unit_test(test_shm_nofifo),
 	    cmocka_unit_test(test_shm_tiny_ring),
 	    cmocka_unit_test(test_large),
+	    cmocka_unit_test(test_host_blocks),
 	    cmocka_unit_test(test_two_comms),
 	    cmocka_unit_test(test_runs_the_schedule),
 	    cmocka_unit_test(test_hca_addrs),

@@ -386,6 +386,26 @@ static void test_hier_uneven(void **state)
 	tp_sched_destroy(s);
 }
 
+/* Hierarchical on one node of 8 ranks: the library's host segment, one
+ * local step a host phase, where the ring takes 2(P-1) = 14; the same
+ * bytes over the node's fabric. */
+static void test_hier_one_node(void **state)
+{
+	uint32_t key[1] = {0}, ranks[1] = {8};
+	tjob_t t = {{key, key}, ranks, NULL, NULL};
+	tp_sched_t *h = build(&t, 1, 1, 0, TP_SCHED_HIER);
+	tp_sched_t *r = build(&t, 1, 1, 0, TP_SCHED_RING);
+
+	(void)state;
+	assert_int_equal(tp_sched_phase(h, 0)->kind, TP_SCHED_PH_HOST_RS);
+	assert_close(tp_sched_phase(h, 0)->local_steps, 1);
+	assert_close(tp_sched_latency(h, 1, 0, NULL), 2);
+	assert_close(tp_sched_latency(r, 1, 0, NULL), 14);
+	assert_close(tp_sched_phase(h, 0)->edges[0].frac, 7.0 / 8);
+	tp_sched_destroy(h);
+	tp_sched_destroy(r);
+}
+
 /* Tree self edges: a node with g ranks moves S per tree over its local
  * fabric; 2(g-1) local steps. One node: no node edges at all. */
 static void test_tree_local(void **state)
@@ -477,6 +497,7 @@ int main(void)
 	    cmocka_unit_test(test_hier_one_rail),
 	    cmocka_unit_test(test_hier_rails),
 	    cmocka_unit_test(test_hier_uneven),
+	    cmocka_unit_test(test_hier_one_node),
 	    cmocka_unit_test(test_tree_local),
 	    cmocka_unit_test(test_errors),
 	};
