@@ -36,7 +36,10 @@
  *              trees pipelined in one phase; in the chain inside a host
  *              each GPU sends S towards the root and S away from it over
  *              NVLink (2S); latency 2 * depth * (alpha + h * hop_s) +
- *              2(g-1) * alpha, depth = the deeper tree's.
+ *              2(g-1) * alpha, depth = the deeper tree's. The chunks
+ *              fill a pipeline of k = 2 depth + 2(g-1) stages: the
+ *              flows' time x (1 + (k-1) / nch), nch = S/2 / chunk_bytes
+ *              (rounded up) chunks a tree.
  *              hierarchical: reduce-scatter inside the host ((g-1)/g * S
  *              on NVLink), per local rank a ring reduce-scatter of its
  *              shard inside each level-1 group, per (member, local rank)
@@ -117,13 +120,16 @@ void tp_cost_params_defaults(tp_cost_params_t *p)
 	/* H100 NVLink 4: 18 links x 25 GB/s per direction */
 	p->nvlink_gbps = 3600;
 	p->pcie_gbps = 256;
+	p->chunk_bytes = 256 << 10;
 }
 
 static bool params_ok(const tp_cost_params_t *p)
 {
 	return isfinite(p->alpha_s) && p->alpha_s >= 0 && isfinite(p->hop_s) &&
 	       p->hop_s >= 0 && isfinite(p->nvlink_gbps) &&
-	       p->nvlink_gbps > 0 && isfinite(p->pcie_gbps) && p->pcie_gbps > 0;
+	       p->nvlink_gbps > 0 && isfinite(p->pcie_gbps) &&
+	       p->pcie_gbps > 0 && isfinite(p->chunk_bytes) &&
+	       p->chunk_bytes >= 0;
 }
 
 void tp_cost_ctx_destroy(tp_cost_ctx_t *c)
@@ -1247,6 +1253,17 @@ static tp_err_t price_phase(call_t *k, const tp_sched_phase_t *ph, double bytes,
 	return phase_solve(k, o);
 }
 
+/* A pipeline of nch chunks through k stages takes (nch + k - 1) chunk
+ * times where the flows alone would take nch: the tree's stages are its
+ * hops up and down (2 depth) and the chain inside a host (2(g-1)), each
+ * tree carrying S/2. A ring phase fills with one chunk: no term. */
+static double tree_fill(const tp_sched_phase_t *ph, double bytes, double chunk)
+{
+	double nch = chunk > 0 ? ceil(bytes / 2 / chunk) : 0;
+
+	return nch >= 1 ? 1 + (ph->steps + ph->local_steps - 1) / nch : 1;
+}
+
 /* Every phase of the schedule, in order: they run one after the other.
  * A phase mirroring an earlier one (the all-gathers) is priced once and
  * its traffic counted twice. */
@@ -1274,6 +1291,9 @@ static tp_err_t price_sched(call_t *k, const tp_sched_t *s, double bytes,
 				    tp_sched_phase(s, j)->mirror == i;
 			if ((err = price_phase(k, ph, bytes, &o[i])))
 				return err;
+			if (ph->kind == TP_SCHED_PH_TREE)
+				o[i].time_s *= tree_fill(ph, bytes,
+							 p->chunk_bytes);
 		}
 		hops[i] = o[i].hops;
 		out->bandwidth_s += o[i].time_s;

@@ -132,6 +132,8 @@ typedef struct tp_cost_params {
 	double hop_s;          /* per switch hop (default 0.3 us) */
 	double nvlink_gbps;    /* per GPU when node data has none (3600) */
 	double pcie_gbps;      /* GPU <-> NIC when no NVLink path (256) */
+	double chunk_bytes;    /* pipelining unit of the tree (the collective
+				* library's chunk, 256 KiB); 0: no fill */
 } tp_cost_params_t;
 
 void tp_cost_params_defaults(tp_cost_params_t *p);

@@ -87,6 +87,13 @@ static tp_fabric_t *fat_tree(int leaves, int hosts_per_leaf, int uplinks,
 	return f;
 }
 
+/* The tree's pipeline fill at S_BYTES: k stages, 256 KiB chunks, S/2 a
+ * tree. */
+static double fill(double k)
+{
+	return 1 + (k - 1) / ceil(S_BYTES / 2 / (256 << 10));
+}
+
 static tp_cost_ctx_t *mkctx(const tp_fabric_t *f)
 {
 	tp_cost_ctx_t *c = NULL;
@@ -225,7 +232,8 @@ static void test_single_host(void **state)
 
 	/* tree: each GPU of the chain sends S up and S down */
 	r = predict(c, NULL, &h, &g, 1, TP_ALGO_TREE);
-	assert_close(r.bandwidth_s, xfer(2 * S_BYTES, p.nvlink_gbps));
+	assert_close(r.bandwidth_s,
+		     xfer(2 * S_BYTES, p.nvlink_gbps) * fill(14));
 	assert_close(r.latency_s, 14 * p.alpha_s);
 
 	f->host[0].gpus[3].nvlink_gbps = 1200;
@@ -684,9 +692,61 @@ static void test_tree(void **state)
 	r = predict(c, NULL, hosts, gpus, 5, TP_ALGO_TREE);
 	assert_close(r.latency_s, 2.0 * 3 * (p.alpha_s + p.hop_s));
 	r = predict(c, NULL, hosts, gpus, 2, TP_ALGO_TREE);
-	assert_close(r.bandwidth_s, xfer(S_BYTES, B_GBPS));
+	assert_close(r.bandwidth_s, xfer(S_BYTES, B_GBPS) * fill(2));
 	r = predict(c, NULL, hosts, gpus, 4, TP_ALGO_TREE);
-	assert_close(r.bandwidth_s, xfer(2 * S_BYTES, B_GBPS));
+	assert_close(r.bandwidth_s, xfer(2 * S_BYTES, B_GBPS) * fill(4));
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
+/* The tree's pipeline fill: 16 MiB on 8 hosts of one switch (depth 3:
+ * 6 stages) is 32 chunks of 256 KiB a tree, so 1 + 5/32 x the flows'
+ * time; 64 MiB 1 + 5/128; chunk_bytes 0 drops the term, and the ring
+ * has none. A message under one chunk a tree crosses every stage whole:
+ * 6 x. */
+static void test_tree_fill(void **state)
+{
+	tp_cost_params_t p;
+	tp_fabric_t *f = fat_tree(1, 8, 1, 1);
+	tp_cost_ctx_t *c = mkctx(f), *flat = NULL;
+	uint32_t hosts[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+	int gpus[8];
+	tp_cost_t a, b;
+
+	(void)state;
+	ones(gpus, 8, 1);
+	tp_cost_params_defaults(&p);
+	p.chunk_bytes = 0;
+	assert_int_equal(tp_cost_ctx_create(f, &p, &flat), TP_OK);
+	for (double mib = 16; mib <= 64; mib *= 4) {
+		double bytes = mib * 1048576;
+		assert_int_equal(tp_cost_predict(c, NULL, hosts, gpus, 8, bytes,
+						 TP_ALGO_TREE, &a),
+				 TP_OK);
+		assert_int_equal(tp_cost_predict(flat, NULL, hosts, gpus, 8,
+						 bytes, TP_ALGO_TREE, &b),
+				 TP_OK);
+		assert_close(a.latency_s, 6 * (p.alpha_s + p.hop_s));
+		assert_close(a.bandwidth_s, b.bandwidth_s * (1 + 5 / (2 * mib)));
+		assert_int_equal(tp_cost_predict(c, NULL, hosts, gpus, 8, bytes,
+						 TP_ALGO_RING, &a),
+				 TP_OK);
+		assert_int_equal(tp_cost_predict(flat, NULL, hosts, gpus, 8,
+						 bytes, TP_ALGO_RING, &b),
+				 TP_OK);
+		assert_close(a.bandwidth_s, b.bandwidth_s);
+	}
+	assert_int_equal(tp_cost_predict(c, NULL, hosts, gpus, 8, 65536,
+					 TP_ALGO_TREE, &a),
+			 TP_OK);
+	assert_int_equal(tp_cost_predict(flat, NULL, hosts, gpus, 8, 65536,
+					 TP_ALGO_TREE, &b),
+			 TP_OK);
+	assert_close(a.bandwidth_s, b.bandwidth_s * 6);
+	p.chunk_bytes = -1;
+	tp_cost_ctx_destroy(flat);
+	flat = NULL;
+	assert_int_equal(tp_cost_ctx_create(f, &p, &flat), TP_ERR_INVAL);
 	tp_cost_ctx_destroy(c);
 	tp_fabric_destroy(f);
 }
@@ -823,7 +883,7 @@ static void test_tree_levelwise_closed(void **state)
 	tp_cost_params_defaults(&p);
 	ones(gpus, 4, 1);
 	r = predict(c, NULL, hosts, gpus, 4, TP_ALGO_TREE);
-	assert_close(r.bandwidth_s, xfer(1.5 * S_BYTES, B_GBPS));
+	assert_close(r.bandwidth_s, xfer(1.5 * S_BYTES, B_GBPS) * fill(4));
 	assert_close(r.latency_s, 4 * (p.alpha_s + 3 * p.hop_s));
 	/* tree 0's 2 -> 0 and tree 1's 1 -> 3, both ways */
 	assert_close(r.cross_top_bytes, 2 * S_BYTES);
@@ -1170,6 +1230,7 @@ int main(void)
 	    cmocka_unit_test(test_hier_one_group),
 	    cmocka_unit_test(test_hier_uneven),
 	    cmocka_unit_test(test_tree),
+	    cmocka_unit_test(test_tree_fill),
 	    cmocka_unit_test(test_tree_levelwise_cross),
 	    cmocka_unit_test(test_tree_levelwise_closed),
 	    cmocka_unit_test(test_hier_rail_leaders),
