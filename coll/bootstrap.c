@@ -39,7 +39,9 @@ typedef struct hello {
 	uint64_t chunk;
 	uint32_t addr; /* network order */
 	uint16_t port; /* network order */
-	uint16_t pad;
+	uint16_t sock; /* which of a peer's connections this is */
+	uint32_t sockets;
+	uint32_t pad;
 } hello_t;
 
 typedef struct reply {
@@ -282,6 +284,7 @@ static void hello_fill(const tp_coll_comm_t *c, hello_t *h, int channel)
 	h->channel = (uint32_t)channel;
 	h->hash = c->plan_hash;
 	h->chunk = c->chunk_bytes;
+	h->sockets = (uint32_t)c->nsock;
 }
 
 /* Why rank 0 refuses h, or NULL. */
@@ -310,6 +313,10 @@ static char *check_hello(const tp_coll_comm_t *c, const hello_t *h,
 		return tp_asprintf("rank %d uses chunk_bytes %llu, rank 0 %zu",
 				   h->rank, (unsigned long long)h->chunk,
 				   c->chunk_bytes);
+	if (h->sockets != (uint32_t)c->nsock)
+		return tp_asprintf("rank %d uses %u sockets per peer, rank 0 "
+				   "%d (TOPOPLACE_COLL_SOCKETS)",
+				   h->rank, h->sockets, c->nsock);
 	return NULL;
 }
 
@@ -459,6 +466,18 @@ static void tune(int fd)
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 }
 
+/* Connections to peer p: c->nsock to another host, else one. */
+static int conns(const tp_coll_comm_t *c, int p)
+{
+	return strcmp(c->host_of[p], c->host_of[c->rank]) ? c->nsock : 1;
+}
+
+/* Where connection k to peer idx goes. */
+static int *conn_slot(tp_coll_comm_t *c, int idx, int k)
+{
+	return k ? &c->peers[idx].xfd[k - 1] : &c->peers[idx].fd;
+}
+
 /* Connect to the wanted lower ranks, accept the wanted higher ones. */
 static tp_err_t mesh(boot_t *b, int lfd, const entry_t *tab,
 		     const uint8_t *want)
@@ -472,24 +491,28 @@ static tp_err_t mesh(boot_t *b, int lfd, const entry_t *tab,
 			if (!want[ch * c->size + p])
 				continue;
 			if (p > c->rank) {
-				expect++;
+				expect += conns(c, p);
 				continue;
 			}
 			struct sockaddr_in sa = {.sin_family = AF_INET,
 						 .sin_addr.s_addr = tab[p].addr,
 						 .sin_port = tab[p].port};
-			hello_t h;
-			int fd;
 			snprintf(what, sizeof(what), "connecting to %s",
 				 tp__coll_peer_name(c, p, who, sizeof(who)));
-			tp_err_t err = connect_to(b, &sa, false, what, &fd);
-			if (err)
-				return err;
-			c->peers[ch * c->size + p].fd = fd;
-			hello_fill(c, &h, ch);
-			err = xfer(b, fd, &h, sizeof(h), true, what);
-			if (err)
-				return err;
+			for (int k = 0; k < conns(c, p); k++) {
+				hello_t h;
+				int fd;
+				tp_err_t err =
+				    connect_to(b, &sa, false, what, &fd);
+				if (err)
+					return err;
+				*conn_slot(c, ch * c->size + p, k) = fd;
+				hello_fill(c, &h, ch);
+				h.sock = (uint16_t)k;
+				err = xfer(b, fd, &h, sizeof(h), true, what);
+				if (err)
+					return err;
+			}
 		}
 	}
 	while (expect-- > 0) {
@@ -507,14 +530,15 @@ static tp_err_t mesh(boot_t *b, int lfd, const entry_t *tab,
 		int idx = (int)h.channel * c->size + h.rank;
 		if (h.magic != MAGIC || h.hash != c->plan_hash ||
 		    h.channel > 1 || h.rank <= c->rank || h.rank >= c->size ||
-		    !want[idx] || c->peers[idx].fd >= 0) {
+		    !want[idx] || h.sock >= conns(c, h.rank) ||
+		    *conn_slot(c, idx, h.sock) >= 0) {
 			close(fd);
-			return bfail(
-			    b, TP_ERR_MISMATCH,
-			    "unexpected peer hello (rank %d channel %u)",
-			    h.rank, h.channel);
+			return bfail(b, TP_ERR_MISMATCH,
+				     "unexpected peer hello (rank %d channel "
+				     "%u connection %u)",
+				     h.rank, h.channel, h.sock);
 		}
-		c->peers[idx].fd = fd;
+		*conn_slot(c, idx, h.sock) = fd;
 	}
 	return TP_OK;
 }
@@ -676,7 +700,9 @@ tp_err_t tp__coll_connect(tp_coll_comm_t *c, const tp_coll_opts_t *o,
 	for (int i = 0; i < 2 * c->size; i++) {
 		if (c->peers[i].fd < 0)
 			continue;
-		tune(c->peers[i].fd);
+		for (int k = 0; k < c->nsock; k++)
+			if (*conn_slot(c, i, k) >= 0)
+				tune(*conn_slot(c, i, k));
 		c->active[c->nactive++] = i;
 	}
 	err = tp__coll_shm_setup(c, b.deadline, err_p);

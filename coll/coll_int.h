@@ -29,6 +29,7 @@ typedef struct tp__coll_req {
 	char *buf;
 	size_t len;
 	size_t off;
+	uint64_t seq; /* TCP: its place in the peer's queue, for the stripes */
 	int peer;
 	bool done;
 	/* irecv_reduce: reduce the incoming bytes into acc (dt, op) instead
@@ -41,10 +42,25 @@ typedef struct tp__coll_req {
 typedef struct tp__coll_shm_ring tp__coll_shm_ring_t;
 typedef struct tp__coll_host tp__coll_host_t;
 
+/* TCP connections to one peer on another host (tp_coll_opts_t.sockets). */
+#define TP__COLL_MAX_SOCKETS 8
+
+/* One connection's place in a peer's queues: the request it moves (by
+ * sequence number) and how far into its stripe. */
+typedef struct tp__coll_stripe {
+	uint64_t sseq, rseq;
+	size_t soff, roff;
+} tp__coll_stripe_t;
+
 typedef struct tp__coll_peer {
 	int fd; /* -1: not connected (not needed by any schedule) */
 	tp__coll_req_t *sq_head, *sq_tail;
 	tp__coll_req_t *rq_head, *rq_tail;
+	uint64_t sq_seq, rq_seq; /* requests queued so far */
+	/* Striped over c->nsock connections when xfd[0] >= 0: fd is
+	 * connection 0, xfd[i - 1] connection i. */
+	int xfd[TP__COLL_MAX_SOCKETS - 1];
+	tp__coll_stripe_t st[TP__COLL_MAX_SOCKETS];
 	/* Same-host peer over shared memory (xport/shm.c): the data moves
 	 * through the rings, fd only carries wake-up bytes and tells when
 	 * the peer is gone. NULL: bytes go over fd. */
@@ -100,6 +116,8 @@ tp_err_t tp__coll_shm_drain(tp_coll_comm_t *c, int peer, int fd);
  * after a pump that moved nothing). */
 tp_err_t tp__coll_shm_check(tp_coll_comm_t *c, int peer);
 void tp__coll_shm_close(tp__coll_peer_t *p);
+/* Close the peer's TCP connections (fd and the striping ones). */
+void tp__coll_tcp_close_peer(tp__coll_peer_t *p);
 /* The host segment of a single-host communicator (all its ranks agree
  * over the ring's connections; none when any refuses, e.g.
  * TOPOPLACE_COLL_SHM=0): c->host, or NULL. */
@@ -160,6 +178,7 @@ struct tp_coll_comm {
 	int local_rank;
 	double timeout_s;
 	size_t chunk_bytes;
+	int nsock; /* TCP connections per peer on another host */
 	uint64_t plan_hash;
 
 	/* Schedules, from the plan at init. */

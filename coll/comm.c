@@ -408,8 +408,23 @@ static tp_err_t build_schedules(tp_coll_comm_t *c, const tp_plan_t *plan)
 	return TP_OK;
 }
 
+/* TOPOPLACE_COLL_SOCKETS: 1 when unset, -1 when not 1..max. */
+static int sockets_from_env(void)
+{
+	const char *v = getenv("TOPOPLACE_COLL_SOCKETS");
+	char *end;
+
+	if (!v || !*v)
+		return 1;
+	long x = strtol(v, &end, 10);
+	return *end || x < 1 || x > TP__COLL_MAX_SOCKETS ? -1 : (int)x;
+}
+
 static tp_err_t alloc_scratch(tp_coll_comm_t *c)
 {
+	/* a peer's connections, its wake-up FIFO, for both channels */
+	size_t npfd = 2 * (size_t)c->size * (size_t)(c->nsock + 1);
+
 	size_t mc = (size_t)c->max_children;
 
 	c->nslots = 2 * W * mc;
@@ -418,14 +433,18 @@ static tp_err_t alloc_scratch(tp_coll_comm_t *c)
 	c->reqs = tp_calloc(c->nreqs, sizeof(tp__coll_req_t));
 	c->peers = tp_calloc(2 * (size_t)c->size, sizeof(tp__coll_peer_t));
 	c->active = tp_calloc(2 * (size_t)c->size, sizeof(int));
-	c->pfd = tp_calloc(4 * (size_t)c->size, sizeof(struct pollfd));
-	c->pfd_peer = tp_calloc(4 * (size_t)c->size, sizeof(int));
+	c->pfd = tp_calloc(npfd, sizeof(struct pollfd));
+	c->pfd_peer = tp_calloc(npfd, sizeof(int));
 	c->sent = tp_calloc((size_t)c->size, sizeof(uint64_t));
 	if (!c->slots || !c->reqs || !c->peers || !c->active || !c->pfd ||
 	    !c->pfd_peer || !c->sent)
 		return TP_ERR_NOMEM;
-	for (int i = 0; i < 2 * c->size; i++)
-		c->peers[i].fd = c->peers[i].wake_rd = c->peers[i].wake_wr = -1;
+	for (int i = 0; i < 2 * c->size; i++) {
+		tp__coll_peer_t *p = &c->peers[i];
+		p->fd = p->wake_rd = p->wake_wr = -1;
+		for (int k = 0; k < TP__COLL_MAX_SOCKETS - 1; k++)
+			p->xfd[k] = -1;
+	}
 	return TP_OK;
 }
 
@@ -470,13 +489,20 @@ tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
 		return init_fail(err_p, TP_ERR_INVAL,
 				 "rank %d is not in the plan (world size %zu)",
 				 rank, world);
+	if (o.sockets == 0 && (o.sockets = sockets_from_env()) < 0)
+		return init_fail(err_p, TP_ERR_INVAL,
+				 "TOPOPLACE_COLL_SOCKETS='%s' is not 1..%d",
+				 getenv("TOPOPLACE_COLL_SOCKETS"),
+				 TP__COLL_MAX_SOCKETS);
 	if (!(o.timeout_s > 0) || o.chunk_bytes < 8 ||
 	    o.chunk_bytes > (1u << 30) || o.master_port < 0 ||
-	    o.master_port > 65535)
+	    o.master_port > 65535 || o.sockets < 1 ||
+	    o.sockets > TP__COLL_MAX_SOCKETS)
 		return init_fail(err_p, TP_ERR_INVAL,
 				 "bad options (timeout_s %g, chunk_bytes %zu, "
-				 "master_port %d)",
-				 o.timeout_s, o.chunk_bytes, o.master_port);
+				 "master_port %d, sockets %d: 1..%d)",
+				 o.timeout_s, o.chunk_bytes, o.master_port,
+				 o.sockets, TP__COLL_MAX_SOCKETS);
 	c = tp_calloc(1, sizeof(*c));
 	if (!c)
 		return init_fail(err_p, TP_ERR_NOMEM, "out of memory");
@@ -485,6 +511,7 @@ tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
 	c->nhosts = (int)tp_plan_nhosts(plan);
 	c->timeout_s = o.timeout_s;
 	c->chunk_bytes = o.chunk_bytes & ~(size_t)7;
+	c->nsock = o.sockets;
 	c->xp = &tp__coll_xport_tcp;
 	c->kern = &tp__coll_kernel_cpu;
 	c->call = "init";
@@ -615,8 +642,7 @@ void tp_coll_comm_destroy(tp_coll_comm_t *c)
 	tp_free(c->group_of);
 	if (c->peers) {
 		for (int i = 0; i < 2 * c->size; i++) {
-			if (c->peers[i].fd >= 0)
-				close(c->peers[i].fd);
+			tp__coll_tcp_close_peer(&c->peers[i]);
 			tp__coll_shm_close(&c->peers[i]);
 		}
 	}

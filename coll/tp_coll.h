@@ -66,7 +66,8 @@
  * segment and two FIFOs per pair in /dev/shm, unlinked as soon as both
  * ends opened them) with wake-ups through the FIFOs, and on a
  * single-host communicator one more segment shared by all its ranks (the
- * small all-reduce of `auto` and the barrier; its waits sleep in
+ * small all-reduce of `auto`, the barrier, and the host phases of the
+ * hierarchical all-reduce in 1 MiB blocks; its waits sleep in
  * FUTEX_WAIT in 50 ms slices that check the neighbours' connections). A
  * rank waiting for data sleeps in poll() or on the futex and never
  * spins. In the environment, TOPOPLACE_COLL_SHM=0 keeps same-host pairs
@@ -74,7 +75,9 @@
  * allow it; the host segment only when all do), =nofifo sends
  * the wake-ups over the pair's TCP connection, and
  * TOPOPLACE_COLL_SHM_RING sets the ring size (bytes, a power of two,
- * default 2 MiB).
+ * default 2 MiB). TOPOPLACE_COLL_SOCKETS (tp_coll_opts_t.sockets)
+ * stripes every message to a peer on another host over that many TCP
+ * connections.
  *
  * Errors: every function returns TP_OK or a negative tp_err_t
  * (tp_common.h; tp_strerror() describes it). A failed call leaves a
@@ -180,6 +183,10 @@ typedef struct tp_coll_opts {
 	/* Pipelining unit in bytes (rounded down to whole elements, at least
 	 * one); default 256 KiB. Every rank must use the same value. */
 	size_t chunk_bytes;
+	/* TCP connections to each peer on another host, 1..8; every message
+	 * is striped over them in equal parts. 0: $TOPOPLACE_COLL_SOCKETS,
+	 * else 1. Every rank must use the same value. */
+	int sockets;
 } tp_coll_opts_t;
 
 /* Defaults as described above (master_addr NULL, master_port 0). */
@@ -197,7 +204,8 @@ void tp_coll_opts_defaults(tp_coll_opts_t *o);
  *
  * Returns TP_OK and sets *comm_p (free with tp_coll_comm_destroy()), or
  * one of TP_ERR_INVAL (bad rank or options), TP_ERR_MISMATCH (a rank
- * brought another plan, world size or chunk size, or a rank joined twice:
+ * brought another plan, world size, chunk size or sockets count, or a
+ * rank joined twice:
  * rank 0 and every rank already connected fail with it, later ones with
  * TP_ERR_TIMEOUT as rank 0 is gone), TP_ERR_ADDRINUSE (rank 0 cannot listen on
  * the port), TP_ERR_NOTFOUND (master address does not resolve), TP_ERR_TIMEOUT

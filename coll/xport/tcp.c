@@ -44,8 +44,10 @@ static void tcp_isend(tp_coll_comm_t *c, int peer, const void *buf, size_t len,
 
 	prep(r, peer, buf, len);
 	c->sent[peer % c->size] += len;
-	if (!r->done)
+	if (!r->done) {
+		r->seq = p->sq_seq++;
 		enqueue(&p->sq_head, &p->sq_tail, r);
+	}
 }
 
 static void tcp_irecv(tp_coll_comm_t *c, int peer, void *buf, size_t len,
@@ -54,8 +56,10 @@ static void tcp_irecv(tp_coll_comm_t *c, int peer, void *buf, size_t len,
 	tp__coll_peer_t *p = &c->peers[peer];
 
 	prep(r, peer, buf, len);
-	if (!r->done)
+	if (!r->done) {
+		r->seq = p->rq_seq++;
 		enqueue(&p->rq_head, &p->rq_tail, r);
+	}
 }
 
 static void tcp_irecv_reduce(tp_coll_comm_t *c, int peer, void *acc,
@@ -79,6 +83,150 @@ static tp_err_t lost(tp_coll_comm_t *c, int peer, int e)
 	return tp__coll_fail(c, TP_ERR_PEER_LOST, "%s: %s", who, strerror(e));
 }
 
+/* A received request is complete: reduce it if asked, pop it. */
+static void recv_done(tp_coll_comm_t *c, tp__coll_peer_t *p)
+{
+	tp__coll_req_t *r = p->rq_head;
+
+	if (r->acc)
+		c->kern->reduce(r->acc, r->buf,
+				r->len / tp_coll_dtype_size(r->dt), r->dt,
+				r->op, NULL);
+	r->done = true;
+	p->rq_head = r->next;
+	if (!p->rq_head)
+		p->rq_tail = NULL;
+}
+
+static void send_done(tp__coll_peer_t *p)
+{
+	tp__coll_req_t *r = p->sq_head;
+
+	r->done = true;
+	p->sq_head = r->next;
+	if (!p->sq_head)
+		p->sq_tail = NULL;
+}
+
+/* ---- striping over several connections ---------------------------------
+ *
+ * Notes: connection k of n carries bytes [len k / n, len (k+1) / n) of
+ * every request, in the queue's order, so each connection is a FIFO of
+ * stripes and needs no header either. Each moves on its own: a request
+ * is done when all its bytes are (the queue still completes in order,
+ * since every connection finishes a request before it starts the next).
+ */
+
+static int conn_fd(const tp__coll_peer_t *p, int k)
+{
+	return k ? p->xfd[k - 1] : p->fd;
+}
+
+static void stripe(size_t len, int k, int n, size_t *lo_p, size_t *hi_p)
+{
+	*lo_p = len / (size_t)n * (size_t)k +
+		len % (size_t)n * (size_t)k / (size_t)n;
+	*hi_p = len / (size_t)n * (size_t)(k + 1) +
+		len % (size_t)n * (size_t)(k + 1) / (size_t)n;
+}
+
+/* The request of the queue at head with sequence number seq, or NULL. */
+static tp__coll_req_t *find(tp__coll_req_t *head, uint64_t seq)
+{
+	while (head && head->seq != seq)
+		head = head->next;
+	return head;
+}
+
+/* Move connection k's stripes one way until the kernel would block. */
+static tp_err_t pump_conn(tp_coll_comm_t *c, int peer, int k, bool out,
+			  bool *moved_p)
+{
+	tp__coll_peer_t *p = &c->peers[peer];
+	tp__coll_stripe_t *st = &p->st[k];
+	uint64_t *seq = out ? &st->sseq : &st->rseq;
+	size_t *off = out ? &st->soff : &st->roff, lo, hi;
+	tp__coll_req_t *r;
+	int fd = conn_fd(p, k);
+
+	while ((r = find(out ? p->sq_head : p->rq_head, *seq))) {
+		stripe(r->len, k, c->nsock, &lo, &hi);
+		if (*off < hi - lo) {
+			char *at = r->buf + lo + *off;
+			ssize_t n =
+			    out ? send(fd, at, hi - lo - *off,
+				       MSG_NOSIGNAL | MSG_DONTWAIT)
+				: recv(fd, at, hi - lo - *off, MSG_DONTWAIT);
+			if (n < 0) {
+				if (errno == EAGAIN || errno == EWOULDBLOCK)
+					break;
+				if (errno == EINTR)
+					continue;
+				return lost(c, peer, errno);
+			}
+			if (n == 0)
+				return lost(c, peer, 0);
+			*moved_p = true;
+			*off += (size_t)n;
+			r->off += (size_t)n;
+			if (*off < hi - lo)
+				continue;
+		}
+		(*seq)++;
+		*off = 0;
+	}
+	return TP_OK;
+}
+
+static tp_err_t pump_striped(tp_coll_comm_t *c, int peer, bool *moved_p)
+{
+	tp__coll_peer_t *p = &c->peers[peer];
+
+	for (int k = 0; k < c->nsock; k++) {
+		tp_err_t err = pump_conn(c, peer, k, true, moved_p);
+		if (!err)
+			err = pump_conn(c, peer, k, false, moved_p);
+		if (err)
+			return err;
+	}
+	while (p->sq_head && p->sq_head->off == p->sq_head->len)
+		send_done(p);
+	while (p->rq_head && p->rq_head->off == p->rq_head->len)
+		recv_done(c, p);
+	return TP_OK;
+}
+
+/* Poll entries for a striped peer: each connection that has a stripe to
+ * move (one with nothing queued would wake poll for nothing). */
+static int arm_striped(tp_coll_comm_t *c, int peer, int np)
+{
+	tp__coll_peer_t *p = &c->peers[peer];
+
+	for (int k = 0; k < c->nsock; k++) {
+		short ev = (find(p->sq_head, p->st[k].sseq) ? POLLOUT : 0) |
+			   (find(p->rq_head, p->st[k].rseq) ? POLLIN : 0);
+		if (!ev)
+			continue;
+		c->pfd[np].fd = conn_fd(p, k);
+		c->pfd[np].events = ev;
+		c->pfd[np].revents = 0;
+		c->pfd_peer[np++] = peer;
+	}
+	return np;
+}
+
+void tp__coll_tcp_close_peer(tp__coll_peer_t *p)
+{
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
+	for (int k = 0; k < TP__COLL_MAX_SOCKETS - 1; k++) {
+		if (p->xfd[k] >= 0)
+			close(p->xfd[k]);
+		p->xfd[k] = -1;
+	}
+}
+
 /* Move bytes on one peer until the kernel would block; *moved_p set when
  * any byte moved. */
 static tp_err_t pump(tp_coll_comm_t *c, int peer, bool *moved_p)
@@ -87,6 +235,8 @@ static tp_err_t pump(tp_coll_comm_t *c, int peer, bool *moved_p)
 
 	if (p->tx)
 		return tp__coll_shm_pump(c, peer, moved_p);
+	if (p->xfd[0] >= 0)
+		return pump_striped(c, peer, moved_p);
 
 	while (p->sq_head) {
 		tp__coll_req_t *r = p->sq_head;
@@ -101,12 +251,8 @@ static tp_err_t pump(tp_coll_comm_t *c, int peer, bool *moved_p)
 		}
 		*moved_p = true;
 		r->off += (size_t)n;
-		if (r->off == r->len) {
-			r->done = true;
-			p->sq_head = r->next;
-			if (!p->sq_head)
-				p->sq_tail = NULL;
-		}
+		if (r->off == r->len)
+			send_done(p);
 	}
 	while (p->rq_head) {
 		tp__coll_req_t *r = p->rq_head;
@@ -123,17 +269,8 @@ static tp_err_t pump(tp_coll_comm_t *c, int peer, bool *moved_p)
 			return lost(c, peer, 0);
 		*moved_p = true;
 		r->off += (size_t)n;
-		if (r->off == r->len) {
-			if (r->acc)
-				c->kern->reduce(r->acc, r->buf,
-						r->len /
-						    tp_coll_dtype_size(r->dt),
-						r->dt, r->op, NULL);
-			r->done = true;
-			p->rq_head = r->next;
-			if (!p->rq_head)
-				p->rq_tail = NULL;
-		}
+		if (r->off == r->len)
+			recv_done(c, p);
 	}
 	return TP_OK;
 }
@@ -199,6 +336,10 @@ static tp_err_t tcp_progress(tp_coll_comm_t *c)
 					c->pfd_peer[np++] = c->active[i];
 				}
 			}
+			if (!p->tx && p->xfd[0] >= 0) {
+				np = arm_striped(c, c->active[i], np);
+				continue;
+			}
 			c->pfd[np].fd = p->fd;
 			c->pfd[np].events = ev;
 			c->pfd[np].revents = 0;
@@ -234,9 +375,7 @@ static void tcp_close(tp_coll_comm_t *c)
 {
 	for (int i = 0; i < c->nactive; i++) {
 		tp__coll_peer_t *p = &c->peers[c->active[i]];
-		if (p->fd >= 0)
-			close(p->fd);
-		p->fd = -1;
+		tp__coll_tcp_close_peer(p);
 		tp__coll_shm_close(p);
 		p->sq_head = p->sq_tail = p->rq_head = p->rq_tail = NULL;
 	}

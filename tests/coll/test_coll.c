@@ -380,6 +380,105 @@ static void test_host_blocks(void **s)
 	tp_plan_destroy(p);
 }
 
+/* Socket file descriptors this process holds. */
+static int count_sockets(void)
+{
+	char path[64], link[64];
+	int n = 0;
+
+	for (int fd = 0; fd < 1024; fd++) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		ssize_t k = readlink(path, link, sizeof(link) - 1);
+		if (k > 0) {
+			link[k] = '\0';
+			n += !strncmp(link, "socket:", 7);
+		}
+	}
+	return n;
+}
+
+/* The large all-reduces after checking how many sockets this rank holds:
+ * at least *arg, or (negative) fewer than -*arg. */
+static int striped(tp_coll_comm_t *c, void *arg)
+{
+	int want = *(const int *)arg, got = count_sockets();
+
+	if (want > 0 ? got < want : got >= -want) {
+		fprintf(stderr, "# rank %d holds %d sockets, want %s%d\n",
+			tp_coll_comm_rank(c), got, want > 0 ? ">= " : "< ",
+			want > 0 ? want : -want);
+		return 1;
+	}
+	return large(c, NULL);
+}
+
+/* TOPOPLACE_COLL_SOCKETS=3: every message striped over 3 connections per
+ * peer on another host (the matrix's 96-byte chunks and 1-element
+ * messages leave stripes short or empty); 2 hosts x 1 rank hold 3
+ * sockets to their one peer where 1 socket each holds fewer. Ranks that
+ * disagree fail init naming the count; a bad value fails it too. */
+static void test_sockets(void **s)
+{
+	tp_plan_t *p = plan_of(2, 1, 0);
+	tp_coll_opts_t o;
+	tp_coll_comm_t *c = NULL;
+	char *why = NULL;
+	int st[16], three = 3, under3 = -3;
+
+	(void)s;
+	opts_for(&o, next_port(), 20, 64 << 10);
+	run_ranks(p, &o, striped, &under3, 60, st);
+	assert_int_equal(st[0], 0);
+	assert_int_equal(st[1], 0);
+	setenv("TOPOPLACE_COLL_SOCKETS", "3", 1);
+	opts_for(&o, next_port(), 20, 64 << 10);
+	run_ranks(p, &o, striped, &three, 60, st);
+	assert_int_equal(st[0], 0);
+	assert_int_equal(st[1], 0);
+	run_matrix(2, 2);
+	run_matrix(3, 1);
+	setenv("TOPOPLACE_COLL_SOCKETS", "9", 1);
+	assert_int_equal(tp_coll_comm_init(p, 0, NULL, &c, &why), TP_ERR_INVAL);
+	assert_non_null(strstr(why, "TOPOPLACE_COLL_SOCKETS='9'"));
+	tp_free(why);
+	unsetenv("TOPOPLACE_COLL_SOCKETS");
+	tp_plan_destroy(p);
+}
+
+/* Rank 1 asks for 2 sockets per peer, rank 0 for 1: both fail init. */
+static void test_sockets_mismatch(void **s)
+{
+	tp_plan_t *p = plan_of(2, 1, 0);
+	tp_coll_opts_t o;
+	pid_t pid[2];
+
+	(void)s;
+	opts_for(&o, next_port(), 5, 4096);
+	fflush(NULL);
+	for (int r = 0; r < 2; r++) {
+		pid[r] = fork();
+		if (pid[r] == 0) {
+			tp_coll_comm_t *c = NULL;
+			char *why = NULL;
+			o.sockets = r + 1;
+			tp_err_t err = tp_coll_comm_init(p, r, &o, &c, &why);
+			if (err == TP_ERR_MISMATCH &&
+			    strstr(why, "sockets per peer"))
+				_exit(0);
+			fprintf(stderr, "# rank %d: %s: %s\n", r,
+				tp_strerror(err), why ? why : "");
+			_exit(1);
+		}
+	}
+	for (int r = 0; r < 2; r++) {
+		int ws;
+		assert_int_equal(waitpid(pid[r], &ws, 0), pid[r]);
+		assert_true(WIFEXITED(ws));
+		assert_int_equal(WEXITSTATUS(ws), 0);
+	}
+	tp_plan_destroy(p);
+}
+
 /* Two communicators on one process, used alternately. */
 static int two_comms(tp_coll_comm_t *c, void *arg)
 {
@@ -1438,6 +1537,8 @@ int main(void)
 	    cmocka_unit_test(test_shm_tiny_ring),
 	    cmocka_unit_test(test_large),
 	    cmocka_unit_test(test_host_blocks),
+	    cmocka_unit_test(test_sockets),
+	    cmocka_unit_test(test_sockets_mismatch),
 	    cmocka_unit_test(test_two_comms),
 	    cmocka_unit_test(test_runs_the_schedule),
 	    cmocka_unit_test(test_hca_addrs),
