@@ -700,9 +700,9 @@ tp_err_t tp__coll_connect(tp_coll_comm_t *c, const tp_coll_opts_t *o,
 	for (int i = 0; i < 2 * c->size; i++) {
 		if (c->peers[i].fd < 0)
 			continue;
-		for (int k = 0; k < c->nsock; k++)
-			if (*conn_slot(c, i, k) >= 0)
-				tune(*conn_slot(c, i, k));
+		c->peers[i].nconn = conns(c, i % c->size);
+		for (int k = 0; k < c->peers[i].nconn; k++)
+			tune(*conn_slot(c, i, k));
 		c->active[c->nactive++] = i;
 	}
 	err = tp__coll_shm_setup(c, b.deadline, err_p);

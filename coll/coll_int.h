@@ -57,8 +57,9 @@ typedef struct tp__coll_peer {
 	tp__coll_req_t *sq_head, *sq_tail;
 	tp__coll_req_t *rq_head, *rq_tail;
 	uint64_t sq_seq, rq_seq; /* requests queued so far */
-	/* Striped over c->nsock connections when xfd[0] >= 0: fd is
-	 * connection 0, xfd[i - 1] connection i. */
+	/* TCP: messages striped over nconn connections (c->nsock to another
+	 * host, else 1); fd is connection 0, xfd[i - 1] connection i. */
+	int nconn;
 	int xfd[TP__COLL_MAX_SOCKETS - 1];
 	tp__coll_stripe_t st[TP__COLL_MAX_SOCKETS];
 	/* Same-host peer over shared memory (xport/shm.c): the data moves

@@ -108,12 +108,12 @@ static void send_done(tp__coll_peer_t *p)
 		p->sq_tail = NULL;
 }
 
-/* ---- striping over several connections ---------------------------------
+/* ---- one or more connections per peer ----------------------------------
  *
- * Notes: connection k of n carries bytes [len k / n, len (k+1) / n) of
- * every request, in the queue's order, so each connection is a FIFO of
- * stripes and needs no header either. Each moves on its own: a request
- * is done when all its bytes are (the queue still completes in order,
+ * Notes: connection k of n (tp__coll_peer_t.nconn) carries bytes [len k / n,
+ * len (k+1) / n) of every request, in the queue's order, so each connection is
+ * a FIFO of stripes and needs no header either. Each moves on its own: a
+ * request is done when all its bytes are (the queue still completes in order,
  * since every connection finishes a request before it starts the next).
  */
 
@@ -150,7 +150,7 @@ static tp_err_t pump_conn(tp_coll_comm_t *c, int peer, int k, bool out,
 	int fd = conn_fd(p, k);
 
 	while ((r = find(out ? p->sq_head : p->rq_head, *seq))) {
-		stripe(r->len, k, c->nsock, &lo, &hi);
+		stripe(r->len, k, p->nconn, &lo, &hi);
 		if (*off < hi - lo) {
 			char *at = r->buf + lo + *off;
 			ssize_t n =
@@ -182,7 +182,7 @@ static tp_err_t pump_striped(tp_coll_comm_t *c, int peer, bool *moved_p)
 {
 	tp__coll_peer_t *p = &c->peers[peer];
 
-	for (int k = 0; k < c->nsock; k++) {
+	for (int k = 0; k < p->nconn; k++) {
 		tp_err_t err = pump_conn(c, peer, k, true, moved_p);
 		if (!err)
 			err = pump_conn(c, peer, k, false, moved_p);
@@ -196,13 +196,13 @@ static tp_err_t pump_striped(tp_coll_comm_t *c, int peer, bool *moved_p)
 	return TP_OK;
 }
 
-/* Poll entries for a striped peer: each connection that has a stripe to
- * move (one with nothing queued would wake poll for nothing). */
+/* Poll entries for a TCP peer: each connection that has a stripe to move
+ * (one with nothing queued would wake poll for nothing). */
 static int arm_striped(tp_coll_comm_t *c, int peer, int np)
 {
 	tp__coll_peer_t *p = &c->peers[peer];
 
-	for (int k = 0; k < c->nsock; k++) {
+	for (int k = 0; k < p->nconn; k++) {
 		short ev = (find(p->sq_head, p->st[k].sseq) ? POLLOUT : 0) |
 			   (find(p->rq_head, p->st[k].rseq) ? POLLIN : 0);
 		if (!ev)
@@ -235,44 +235,7 @@ static tp_err_t pump(tp_coll_comm_t *c, int peer, bool *moved_p)
 
 	if (p->tx)
 		return tp__coll_shm_pump(c, peer, moved_p);
-	if (p->xfd[0] >= 0)
-		return pump_striped(c, peer, moved_p);
-
-	while (p->sq_head) {
-		tp__coll_req_t *r = p->sq_head;
-		ssize_t n = send(p->fd, r->buf + r->off, r->len - r->off,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				break;
-			if (errno == EINTR)
-				continue;
-			return lost(c, peer, errno);
-		}
-		*moved_p = true;
-		r->off += (size_t)n;
-		if (r->off == r->len)
-			send_done(p);
-	}
-	while (p->rq_head) {
-		tp__coll_req_t *r = p->rq_head;
-		ssize_t n =
-		    recv(p->fd, r->buf + r->off, r->len - r->off, MSG_DONTWAIT);
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				break;
-			if (errno == EINTR)
-				continue;
-			return lost(c, peer, errno);
-		}
-		if (n == 0)
-			return lost(c, peer, 0);
-		*moved_p = true;
-		r->off += (size_t)n;
-		if (r->off == r->len)
-			recv_done(c, p);
-	}
-	return TP_OK;
+	return pump_striped(c, peer, moved_p);
 }
 
 static tp_err_t timed_out(tp_coll_comm_t *c)
@@ -336,7 +299,7 @@ static tp_err_t tcp_progress(tp_coll_comm_t *c)
 					c->pfd_peer[np++] = c->active[i];
 				}
 			}
-			if (!p->tx && p->xfd[0] >= 0) {
+			if (!p->tx) {
 				np = arm_striped(c, c->active[i], np);
 				continue;
 			}
