@@ -699,6 +699,23 @@ static void test_tree(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* predict() at another size: all-reduce over hosts 0..n-1, one GPU each. */
+static tp_cost_t predict_bytes(const tp_cost_ctx_t *c, size_t n, double bytes,
+			       tp_algo_t algo)
+{
+	uint32_t hosts[64];
+	int gpus[64];
+	tp_cost_t out;
+
+	assert_true(n <= 64);
+	for (uint32_t i = 0; i < n; i++)
+		hosts[i] = i;
+	ones(gpus, n, 1);
+	assert_int_equal(
+	    tp_cost_predict(c, NULL, hosts, gpus, n, bytes, algo, &out), TP_OK);
+	return out;
+}
+
 /* The tree's pipeline fill: 16 MiB on 8 hosts of one switch (depth 3:
  * 6 stages) is 32 chunks of 256 KiB a tree, so 1 + 5/32 x the flows'
  * time; 64 MiB 1 + 5/128; chunk_bytes 0 drops the term, and the ring
@@ -709,39 +726,24 @@ static void test_tree_fill(void **state)
 	tp_cost_params_t p;
 	tp_fabric_t *f = fat_tree(1, 8, 1, 1);
 	tp_cost_ctx_t *c = mkctx(f), *flat = NULL;
-	uint32_t hosts[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-	int gpus[8];
 	tp_cost_t a, b;
 
 	(void)state;
-	ones(gpus, 8, 1);
 	tp_cost_params_defaults(&p);
 	p.chunk_bytes = 0;
 	assert_int_equal(tp_cost_ctx_create(f, &p, &flat), TP_OK);
 	for (double mib = 16; mib <= 64; mib *= 4) {
 		double bytes = mib * 1048576;
-		assert_int_equal(tp_cost_predict(c, NULL, hosts, gpus, 8, bytes,
-						 TP_ALGO_TREE, &a),
-				 TP_OK);
-		assert_int_equal(tp_cost_predict(flat, NULL, hosts, gpus, 8,
-						 bytes, TP_ALGO_TREE, &b),
-				 TP_OK);
+		a = predict_bytes(c, 8, bytes, TP_ALGO_TREE);
+		b = predict_bytes(flat, 8, bytes, TP_ALGO_TREE);
 		assert_close(a.latency_s, 6 * (p.alpha_s + p.hop_s));
 		assert_close(a.bandwidth_s, b.bandwidth_s * (1 + 5 / (2 * mib)));
-		assert_int_equal(tp_cost_predict(c, NULL, hosts, gpus, 8, bytes,
-						 TP_ALGO_RING, &a),
-				 TP_OK);
-		assert_int_equal(tp_cost_predict(flat, NULL, hosts, gpus, 8,
-						 bytes, TP_ALGO_RING, &b),
-				 TP_OK);
+		a = predict_bytes(c, 8, bytes, TP_ALGO_RING);
+		b = predict_bytes(flat, 8, bytes, TP_ALGO_RING);
 		assert_close(a.bandwidth_s, b.bandwidth_s);
 	}
-	assert_int_equal(tp_cost_predict(c, NULL, hosts, gpus, 8, 65536,
-					 TP_ALGO_TREE, &a),
-			 TP_OK);
-	assert_int_equal(tp_cost_predict(flat, NULL, hosts, gpus, 8, 65536,
-					 TP_ALGO_TREE, &b),
-			 TP_OK);
+	a = predict_bytes(c, 8, 65536, TP_ALGO_TREE);
+	b = predict_bytes(flat, 8, 65536, TP_ALGO_TREE);
 	assert_close(a.bandwidth_s, b.bandwidth_s * 6);
 	p.chunk_bytes = -1;
 	tp_cost_ctx_destroy(flat);
