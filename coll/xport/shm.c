@@ -533,8 +533,9 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
  * all-gather on a one-host job) go through the same segment in blocks of
  * up to TP__COLL_HOST_BLOCK bytes, two block buffers used in turn, each a
  * slot per rank and a result. Per block a rank copies its input into its
- * slot, waits for all slots, reduces its 1/n of the block from every slot
- * into the result, waits for all parts, copies the result out. Three
+ * slot (all but its own 1/n, which only it reads), waits for all slots,
+ * reduces its 1/n from every slot into the result and its own output,
+ * waits for all parts, copies the rest of the result out. Three
  * counters per buffer only grow (n per block), so "all arrived" is a
  * comparison and the last arrival wakes the rest with one FUTEX_WAKE; a
  * buffer is written again only when every rank copied out what it held
