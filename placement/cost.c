@@ -1257,11 +1257,21 @@ static tp_err_t price_phase(call_t *k, const tp_sched_phase_t *ph, double bytes,
  * times where the flows alone would take nch: the tree's stages are its
  * hops up and down (2 depth) and the chain inside a host (2(g-1)), each
  * tree carrying S/2. A ring phase fills with one chunk: no term. */
-static double tree_fill(const tp_sched_phase_t *ph, double bytes, double chunk)
+static double fill_factor(double stages, double bytes, double chunk)
 {
 	double nch = chunk > 0 ? ceil(bytes / 2 / chunk) : 0;
 
-	return nch >= 1 ? 1 + (ph->steps + ph->local_steps - 1) / nch : 1;
+	return nch >= 1 && stages > 0 ? 1 + (stages - 1) / nch : 1;
+}
+
+double tp_cost_seconds_at(const tp_cost_t *c, double from, double bytes)
+{
+	double flows = c->bandwidth_s /
+		       fill_factor(c->fill_stages, from, c->fill_chunk);
+
+	return c->latency_s + flows * (bytes / from) *
+				  fill_factor(c->fill_stages, bytes,
+					      c->fill_chunk);
 }
 
 /* Every phase of the schedule, in order: they run one after the other.
@@ -1291,9 +1301,12 @@ static tp_err_t price_sched(call_t *k, const tp_sched_t *s, double bytes,
 				    tp_sched_phase(s, j)->mirror == i;
 			if ((err = price_phase(k, ph, bytes, &o[i])))
 				return err;
-			if (ph->kind == TP_SCHED_PH_TREE)
-				o[i].time_s *= tree_fill(ph, bytes,
-							 p->chunk_bytes);
+			if (ph->kind == TP_SCHED_PH_TREE) {
+				out->fill_stages = ph->steps + ph->local_steps;
+				out->fill_chunk = p->chunk_bytes;
+				o[i].time_s *= fill_factor(out->fill_stages,
+							   bytes, p->chunk_bytes);
+			}
 		}
 		hops[i] = o[i].hops;
 		out->bandwidth_s += o[i].time_s;
@@ -1371,7 +1384,7 @@ static tp_err_t run_call(const tp_cost_ctx_t *ctx, const tp_state_t *state,
 			 uint32_t *touched, size_t *ntouched_p, tp_cost_t *out)
 {
 	call_t k;
-	tp_cost_t res;
+	tp_cost_t res = {0};
 	double P;
 	int gmax;
 	tp_err_t err;

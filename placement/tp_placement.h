@@ -152,7 +152,15 @@ typedef struct tp_cost {
 	double bottleneck_gbps; /* rate of the slowest flow */
 	uint32_t bottleneck_link; /* fabric link index, TP_ID_NONE: NVLink */
 	double cross_top_bytes; /* bytes crossing the top level of the tree */
+	double fill_stages;     /* tree: pipeline stages (0: no fill term) */
+	double fill_chunk;      /* tree: chunk bytes of that pipeline */
 } tp_cost_t;
+
+/* The same prediction at another size: the latency term stays, the
+ * flows' time scales with the bytes (max-min rates do not depend on the
+ * size) and the tree's pipeline fill is recomputed for the new chunk
+ * count. c was predicted at `from` bytes. Exact, without routing again. */
+double tp_cost_seconds_at(const tp_cost_t *c, double from, double bytes);
 
 /* Predict one collective of `bytes` over hosts[0..n) in that (ring)
  * order, gpus[i] ranks on host i. state may be NULL (healthy, idle

@@ -13,8 +13,9 @@
  *   collective library runs them.
  * - One prediction per algorithm, at the largest size: the model's time
  *   is a latency term plus a bandwidth term proportional to the bytes
- *   (max-min rates do not depend on the size), so smaller sizes are exact
- *   rescalings and the expensive routing runs three times, not fifteen.
+ *   (max-min rates do not depend on the size) times the tree's pipeline
+ *   fill, so smaller sizes are exact rescalings (tp_cost_seconds_at())
+ *   and the expensive routing runs three times, not fifteen.
  */
 #include "config.h"
 
@@ -452,9 +453,7 @@ static tp_err_t predict(tp_plan_t *p, const tp_cost_ctx_t *ctx,
 		}
 		for (size_t i = 0; i < p->nsizes; i++)
 			p->pred[a][i] =
-			    e ? NAN
-			      : c.latency_s +
-				    c.bandwidth_s * (p->sizes[i] / ref);
+			    e ? NAN : tp_cost_seconds_at(&c, ref, p->sizes[i]);
 		if (e) {
 			tp_strbuf_printf(&missing, "%s%s", why ? ", " : "",
 					 tp_algo_name((tp_algo_t)a));

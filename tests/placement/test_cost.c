@@ -720,7 +720,7 @@ static tp_cost_t predict_bytes(const tp_cost_ctx_t *c, size_t n, double bytes,
  * 6 stages) is 32 chunks of 256 KiB a tree, so 1 + 5/32 x the flows'
  * time; 64 MiB 1 + 5/128; chunk_bytes 0 drops the term, and the ring
  * has none. A message under one chunk a tree crosses every stage whole:
- * 6 x. */
+ * 6 x. tp_cost_seconds_at() rescales a prediction to any size exactly. */
 static void test_tree_fill(void **state)
 {
 	tp_cost_params_t p;
@@ -745,6 +745,15 @@ static void test_tree_fill(void **state)
 	a = predict_bytes(c, 8, 65536, TP_ALGO_TREE);
 	b = predict_bytes(flat, 8, 65536, TP_ALGO_TREE);
 	assert_close(a.bandwidth_s, b.bandwidth_s * 6);
+	/* rescaled from 1 GiB, as the plan does, each size is exact */
+	for (int algo = 0; algo < 3; algo++) {
+		tp_cost_t big = predict_bytes(c, 8, 1 << 30, (tp_algo_t)algo);
+		for (double bytes = 65536; bytes <= 1 << 30; bytes *= 16) {
+			a = predict_bytes(c, 8, bytes, (tp_algo_t)algo);
+			assert_close(tp_cost_seconds_at(&big, 1 << 30, bytes),
+				     a.seconds);
+		}
+	}
 	p.chunk_bytes = -1;
 	tp_cost_ctx_destroy(flat);
 	flat = NULL;
