@@ -181,13 +181,17 @@ def main():
         comp = None if a.compressor == "none" or not topo else a.compressor
         name = a.name or (a.backend if a.backend != "topoplace" else
                           "dense" if comp is None else
-                          "%s-%s%s%s%s" % (comp, "flat" if a.flat else "hier", "-noef" if a.no_error_feedback else "",
-                                         "-mom" if a.hook_momentum else "", "-nomask" if a.no_momentum_masking else ""))
+                          "%s-%s%s%s%s" % (comp, "flat" if a.flat else "hier",
+                                           "-noef" if a.no_error_feedback else "",
+                                           "-mom" if a.hook_momentum else "",
+                                           "-nomask" if a.no_momentum_masking else ""))
         res = {"name": name, "backend": a.backend, "compressor": comp if topo else
                ("powersgd" if a.backend == "powersgd" else None),
                "hierarchical": bool(topo and comp is not None and not a.flat),
                "error_feedback": not a.no_error_feedback, "start_iter": a.start_iter,
-               "sync_hook": a.sync_hook, "hook_momentum": a.hook_momentum, "momentum_masking": not a.no_momentum_masking, "block": a.block, "final_loss": stats[0].item() / world,
+               "sync_hook": a.sync_hook, "hook_momentum": a.hook_momentum,
+               "momentum_masking": not a.no_momentum_masking, "block": a.block,
+               "final_loss": stats[0].item() / world,
                "accuracy": acc, "uplink_bytes_lib": int(stats[1].item()) if topo else None,
                "step_s": stats[2].item() / world, "steps": a.steps, "ranks": world,
                "params": sum(p.numel() for p in model.parameters())}
