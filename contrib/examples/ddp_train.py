@@ -68,6 +68,18 @@ def parse():
                    help="reduce on the autograd thread (default: the hook returns a Future the "
                         "library's progress thread completes, overlapping backward)")
     p.add_argument("--topk-fraction", type=float, default=None)
+    p.add_argument("--hook-momentum", action="store_true",
+                   help="momentum in the hook (TopoplaceState momentum=0.9: the compressors send the "
+                        "velocity; top-k with DGC's momentum correction and masking) with the "
+                        "optimizer's momentum off")
+    p.add_argument("--no-momentum-masking", action="store_true",
+                   help="top-k with --hook-momentum: keep the velocity where sent "
+                        "(TopoplaceState momentum_masking=False)")
+    p.add_argument("--warmup-steps", type=int, default=0,
+                   help="top-k: compressed steps over which the kept fraction falls from 25%% to "
+                        "--topk-fraction (TopoplaceState warmup_steps; default 0)")
+    p.add_argument("--block", type=int, default=None,
+                   help="int8 / 1-bit elements per scale (default: the library's)")
     p.add_argument("--powersgd-rank", type=int, default=1)
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--batch", type=int, default=64)
@@ -84,7 +96,7 @@ def parse():
     return p.parse_args()
 
 
-IN, CLASSES = 64, 10
+IN, CLASSES, MOMENTUM = 64, 10, 0.9
 
 
 def teacher_data(n, seed):
@@ -128,8 +140,9 @@ def main():
                                    timeout_s=a.timeout)
         state = TopoplaceState(comm, compressor=a.compressor, hierarchical=not a.flat,
                                error_feedback=not a.no_error_feedback, start_iter=a.start_iter,
-                               algorithm=a.algorithm, topk_fraction=a.topk_fraction,
-                               async_op=not a.sync_hook)
+                               algorithm=a.algorithm, topk_fraction=a.topk_fraction, block=a.block,
+                               async_op=not a.sync_hook, momentum=MOMENTUM if a.hook_momentum else None,
+                               momentum_masking=not a.no_momentum_masking, warmup_steps=a.warmup_steps)
         ddp.register_comm_hook(state, allreduce_hook)
     elif a.backend == "powersgd":
         from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as ps
@@ -141,7 +154,8 @@ def main():
 
     x, y = teacher_data(a.samples, a.seed * 1000 + rank)
     hx, hy = teacher_data(4096, a.seed * 1000 + 999)
-    opt = torch.optim.SGD(ddp.parameters(), lr=a.lr, momentum=0.9)
+    # with --hook-momentum the hook applies the momentum (to what it sends)
+    opt = torch.optim.SGD(ddp.parameters(), lr=a.lr, momentum=0.0 if topo and a.hook_momentum else MOMENTUM)
     order = torch.Generator().manual_seed(a.seed + rank)
     times = []
     if comm is not None:
@@ -167,12 +181,17 @@ def main():
         comp = None if a.compressor == "none" or not topo else a.compressor
         name = a.name or (a.backend if a.backend != "topoplace" else
                           "dense" if comp is None else
-                          "%s-%s%s" % (comp, "flat" if a.flat else "hier", "-noef" if a.no_error_feedback else ""))
+                          "%s-%s%s%s%s" % (comp, "flat" if a.flat else "hier",
+                                           "-noef" if a.no_error_feedback else "",
+                                           "-mom" if a.hook_momentum else "",
+                                           "-nomask" if a.no_momentum_masking else ""))
         res = {"name": name, "backend": a.backend, "compressor": comp if topo else
                ("powersgd" if a.backend == "powersgd" else None),
                "hierarchical": bool(topo and comp is not None and not a.flat),
                "error_feedback": not a.no_error_feedback, "start_iter": a.start_iter,
-               "sync_hook": a.sync_hook, "final_loss": stats[0].item() / world,
+               "sync_hook": a.sync_hook, "hook_momentum": a.hook_momentum,
+               "momentum_masking": not a.no_momentum_masking, "block": a.block,
+               "final_loss": stats[0].item() / world,
                "accuracy": acc, "uplink_bytes_lib": int(stats[1].item()) if topo else None,
                "step_s": stats[2].item() / world, "steps": a.steps, "ranks": world,
                "params": sum(p.numel() for p in model.parameters())}

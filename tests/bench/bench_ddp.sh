@@ -10,6 +10,8 @@
 #   int8|1bit|topk-flat each compressor on every hop
 #   int8|1bit|topk-hier hierarchical compression: dense inside hosts and leaves, compressed
 #                       only across the up-link
+#   1bit|topk-hier-mom  hierarchical, the momentum applied in the hook to what is sent (ddp_train.py
+#                       --hook-momentum; top-k with DGC's momentum masking), the optimizer's off
 #   topk|1bit-hier-noef without error feedback
 #   dense-sync, int8-hier-sync
 #                       the hook reducing on the autograd thread (--sync-hook: no overlap with
@@ -94,6 +96,8 @@ int8-flat:topoplace:--compressor,int8,--flat 1bit-flat:topoplace:--compressor,1b
 topk-flat:topoplace:--compressor,topk,--flat
 int8-hier:topoplace:--compressor,int8 1bit-hier:topoplace:--compressor,1bit
 topk-hier:topoplace:--compressor,topk
+1bit-hier-mom:topoplace:--compressor,1bit,--hook-momentum
+topk-hier-mom:topoplace:--compressor,topk,--hook-momentum
 1bit-hier-noef:topoplace:--compressor,1bit,--no-error-feedback
 topk-hier-noef:topoplace:--compressor,topk,--no-error-feedback
 dense-sync:topoplace:--sync-hook int8-hier-sync:topoplace:--compressor,int8,--sync-hook

@@ -25,7 +25,10 @@ torch's gloo process group and a topoplace_coll.Communicator, then:
   - compression: when the library lacks it, every compressor raises
     CompressionUnavailable (all_reduce and TopoplaceState); when it has
     it, each compressor gives every rank the same result and, with error
-    feedback, the mean of repeated calls approaches the dense average
+    feedback, the mean of repeated calls approaches the dense average;
+    the hook's momentum (TopoplaceState momentum=): the velocity it keeps
+    is m u + g, cleared for top-k exactly where the result is non-zero;
+    warmup_steps lowers the top-k fraction from 25% to its target
 Prints TAP-ish "ok"/"FAIL" lines; exit 0 all passed, 1 a failure, 77 no torch.
 """
 
@@ -236,6 +239,7 @@ def check_compression(c, tc, comm, rank):
     comm.all_reduce(mx, op="max")
     comm.all_reduce(mn, op="min")
     c.ok(bool(torch.isfinite(got).all()) and torch.equal(mx, mn), "int8 hook: parameters finite, same on every rank")
+    check_dgc(c, comm, rank)
     g = torch.Generator().manual_seed(99)
     data = torch.randn(comm.size, 4099, generator=g)
     want = data.mean(0)
@@ -261,6 +265,63 @@ def check_compression(c, tc, comm, rank):
             comm.all_reduce(mx, op="max")
             comm.all_reduce(mn, op="min")
             c.ok(torch.equal(mx, mn), "%s hierarchical=%s: the same result on every rank" % (k, hier))
+
+
+class FakeBucket:
+    """The part of DDP's GradBucket allreduce_hook reads."""
+
+    def __init__(self, buf):
+        self.buf = buf
+
+    def buffer(self):
+        return self.buf
+
+    def index(self):
+        return 0
+
+    def is_last(self):
+        return True
+
+
+def check_dgc(c, comm, rank):
+    """Momentum in the hook: it sends u = m u + g; top-k clears u where the
+    result is non-zero (what was sent), keeping the rest."""
+    from topoplace_coll.hooks import TopoplaceState, allreduce_hook
+
+    c.raises(ValueError, "momentum", "momentum without a compressor refused", TopoplaceState, comm,
+             momentum=0.9)
+    c.raises(ValueError, "momentum", "top-k momentum without error feedback refused", TopoplaceState,
+             comm, compressor="topk", momentum=0.9, error_feedback=False)
+    c.raises(ValueError, "warmup_steps", "warmup_steps with 1bit refused", TopoplaceState, comm,
+             compressor="1bit", warmup_steps=3)
+    g = torch.Generator().manual_seed(5 + rank)
+    for async_op in (False, True):
+        state = TopoplaceState(comm, compressor="topk", momentum=0.5, topk_fraction=0.05,
+                               key_base=700 + 10 * async_op, async_op=async_op)
+        u_want = torch.zeros(4099)
+        for step in range(3):
+            grad = torch.randn(4099, generator=g)
+            u_want = 0.5 * u_want + grad
+            out = allreduce_hook(state, FakeBucket(grad.clone())).wait()
+            u = state.velocity[state.key(FakeBucket(grad))]
+            sent = out != 0
+            c.ok(bool(sent.any()) and int(sent.sum()) < 4099 and not bool(u[sent].any()) and
+                 torch.equal(u[~sent], u_want[~sent]),
+                 "momentum correction (async_op=%s) step %d: velocity cleared on the %d entries "
+                 "sent, kept elsewhere" % (async_op, step, int(sent.sum())))
+            u_want = u.clone()
+    state = TopoplaceState(comm, compressor="1bit", momentum=0.5, key_base=720, async_op=False)
+    grads = [torch.randn(4099, generator=g) for _ in range(2)]
+    for grad in grads:
+        allreduce_hook(state, FakeBucket(grad.clone())).wait()
+    c.ok(torch.equal(state.velocity[state.key(FakeBucket(grads[0]))], 0.5 * grads[0] + grads[1]),
+         "hook momentum, 1-bit: velocity 0.5 u + g, never masked")
+    state = TopoplaceState(comm, compressor="topk", topk_fraction=0.01, warmup_steps=4)
+    fr = []
+    for state.iter in range(6):
+        fr.append(state.fraction())
+    c.ok(fr[0] == 0.25 and fr[0] > fr[1] > fr[2] > fr[3] > 0.01 and fr[4] == fr[5] == 0.01,
+         "warmup_steps: kept fraction falls from 25%% to 1%%: %s" % ["%.3g" % f for f in fr])
 
 
 def worker(rank, plan, port, gloo_port, lib, q):

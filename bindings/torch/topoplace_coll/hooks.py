@@ -37,7 +37,25 @@ order on every rank, and the thread runs them in that order, so every
 rank issues the same library calls in the same order. async_op=False
 reduces on the autograd thread and returns a completed Future (no
 overlap).
+
+Momentum in the hook (momentum=M): compressing the gradient and then
+applying momentum SGD to the compressed average lets the optimizer's
+velocity amplify what compression delays; compressing the velocity
+instead (1-bit Adam compresses its momentum, Deep Gradient Compression
+(Lin et al. 2018) corrects top-k's) keeps convergence. The hook keeps
+each bucket's velocity u = M u + g and hands u to the all-reduce; the
+optimizer then runs without momentum (plain SGD, same learning rate).
+Dense steps (before start_iter) send u whole, which is momentum SGD.
+Top-k adds DGC's momentum factor masking: its error-feedback residual is
+DGC's local accumulation v (v += u, send top-k of v, keep the rest), and
+u is cleared where the step's result is non-zero (the entries sent by
+any rank or, with hierarchical=True, by the group leader, who chooses
+for its group; momentum_masking=False keeps u). warmup_steps (top-k): the first compressed steps keep a
+larger fraction, falling exponentially from 25% to topk_fraction (DGC's
+rising sparsity; traffic is higher while it lasts).
 """
+
+import math
 
 import torch
 
@@ -64,6 +82,14 @@ class TopoplaceState:
                     residuals of two DDP models sharing one communicator
     async_op        reduce on the communicator's progress thread,
                     overlapping backward (default True; see above)
+    momentum        the velocity factor the hook applies (e.g. 0.9;
+                    default None: off); run the optimizer without
+                    momentum. Top-k: needs error_feedback
+    momentum_masking
+                    top-k with momentum: clear the velocity where sent
+                    (DGC's masking; default True)
+    warmup_steps    top-k: compressed steps over which the kept fraction
+                    falls from 25% to topk_fraction (default 0)
 
     Raises CompressionUnavailable at once when a compressor is asked of a
     library without compression, ValueError for an unknown option value.
@@ -73,7 +99,7 @@ class TopoplaceState:
 
     def __init__(self, comm, compressor=None, hierarchical=True, error_feedback=True, start_iter=0,
                  algorithm="auto", block=None, topk_fraction=None, stochastic=None, seed=None,
-                 key_base=0, async_op=True):
+                 key_base=0, async_op=True, momentum=None, momentum_masking=True, warmup_steps=0):
         _choice(_lib.COMPRESSORS, compressor, "compressor")
         _choice(_lib.ALGOS, algorithm, "algorithm")
         if compressor == "none":
@@ -82,6 +108,12 @@ class TopoplaceState:
             raise CompressionUnavailable("TopoplaceState(compressor=%r)" % compressor)
         if int(start_iter) < 0:
             raise ValueError("start_iter must be >= 0, got %r" % start_iter)
+        if momentum is not None and (compressor is None or not 0.0 <= float(momentum) < 1.0 or
+                                     (compressor == "topk" and not error_feedback)):
+            raise ValueError("momentum=%r: a factor in [0, 1), for a compressor (top-k: with "
+                             "error_feedback)" % (momentum,))
+        if int(warmup_steps) < 0 or (warmup_steps and compressor != "topk"):
+            raise ValueError("warmup_steps=%r: >= 0, for compressor='topk' only" % (warmup_steps,))
         self.comm = comm
         self.compressor = compressor
         self.hierarchical = bool(hierarchical)
@@ -92,8 +124,12 @@ class TopoplaceState:
                        "seed": seed}
         self.key_base = int(key_base)
         self.async_op = bool(async_op)
+        self.momentum = None if momentum is None else float(momentum)
+        self.momentum_masking = bool(momentum_masking)
+        self.warmup_steps = int(warmup_steps)
         self.iter = 0
         self.keys = {}
+        self.velocity = {}
 
     def key(self, bucket):
         """The error-feedback key of this bucket's (index, numel)."""
@@ -104,6 +140,24 @@ class TopoplaceState:
 
     def compressing(self):
         return self.compressor is not None and self.iter >= self.start_iter
+
+    def fraction(self):
+        """The top-k fraction of this step (None: the library's default)."""
+        step, n = self.iter - self.start_iter, self.warmup_steps
+        if step >= n:
+            return self.params["topk_fraction"]
+        end = self.params["topk_fraction"] or 0.01
+        return max(end, 0.25 * math.exp(step / n * math.log(end / 0.25)))
+
+    def corrected(self, key, grad):
+        """Momentum correction: the bucket's velocity u = momentum u + grad,
+        copied into grad; returns u (masked by the caller)."""
+        u = self.velocity.get(key)
+        if u is None or u.numel() != grad.numel():
+            u = self.velocity[key] = torch.zeros_like(grad)
+        u.mul_(self.momentum).add_(grad)
+        grad.copy_(u)
+        return u
 
     def __getstate__(self):
         # As PowerSGDState: a checkpoint keeps options and counters, not the
@@ -120,16 +174,32 @@ def allreduce_hook(state, bucket):
     (see TopoplaceState). Returns a Future holding the bucket: completed by
     the progress thread (async_op) or already completed."""
     buf = bucket.buffer()
+    u = None
+    if state.momentum is not None:
+        u = state.corrected(state.key(bucket), buf)
     if state.compressing():
         kw = dict(compressor=state.compressor, hierarchical=state.hierarchical,
                   error_feedback=state.error_feedback, key=state.key(bucket), **state.params)
+        if state.compressor == "topk":
+            kw["topk_fraction"] = state.fraction()
     else:
         kw = dict(algorithm=state.algorithm)
+        u = None  # dense: the result is the momentum SGD step, nothing to mask
+    if state.compressor != "topk" or not state.momentum_masking:
+        u = None  # int8 / 1-bit send every entry: u is the momentum, unmasked
     if bucket.is_last():
         state.iter += 1
     if state.async_op:
-        return state.comm.all_reduce_async(buf, op="avg", **kw)
-    state.comm.all_reduce(buf, op="avg", **kw)
-    fut = torch.futures.Future()
-    fut.set_result(buf)
-    return fut
+        fut = state.comm.all_reduce_async(buf, op="avg", **kw)
+    else:
+        state.comm.all_reduce(buf, op="avg", **kw)
+        fut = torch.futures.Future()
+        fut.set_result(buf)
+    if u is None:
+        return fut
+
+    def mask(f):
+        out = f.value()
+        u.masked_fill_(out != 0, 0.0)
+        return out
+    return fut.then(mask)
