@@ -80,6 +80,7 @@ typedef struct ctx {
 	uint32_t *dtmp; /* scratch per domain, kept zero between uses */
 	double *upq;	/* per group: usable up-link share, NULL until needed */
 	double *upbg;	/* per group: other jobs' Gb/s on its up-links */
+	uint8_t *hf;	/* per host: HF_* flags, set up by setup() */
 	bool total;	/* total-GPU request */
 	bool shared;	/* G GPUs of a host, others may share it */
 	bool good_only; /* inside a spread that can avoid bad hosts */
@@ -102,6 +103,20 @@ typedef struct ctx {
 	bool wdeg;
 } ctx_t;
 
+/* What the structural choices of one decision share, filled by the first
+ * and lent to the others: the up-link figures (uplinks()) and the host
+ * flags, which depend on the state only, and for node requests the
+ * offers and per-scope counts without any host skipped (base_*), from
+ * which a variant's are had by taking its skipped hosts out. */
+typedef struct dcache {
+	double *q, *bg;
+	uint8_t *hf;
+	int *base_off;
+	stat_t *base_gs, *base_ds;
+	size_t base_hosts;
+	bool base_bad;
+} dcache_t;
+
 typedef struct cand {
 	uint32_t h;
 	int k[7];
@@ -122,11 +137,34 @@ static uint32_t count(const ctx_t *c, const stat_t *st)
 	return c->good_only ? st->good : st->cnt;
 }
 
-/* A host a ring over the network should avoid: cabled to fewer rails
- * than the fabric has, or weakly cabled (the state's cable table). */
+/* Per-host flags read once per decision (host_flags()). HF_BAD: a host
+ * a ring over the network should avoid, cabled to fewer rails than the
+ * fabric has or weakly cabled (the state's cable table); HF_MULTI: in a
+ * multi-node NVLink domain. */
+#define HF_BAD	 1u
+#define HF_MULTI 2u
+
 static bool bad(const ctx_t *c, uint32_t h)
 {
-	return host(c, h)->degraded || tp__state_weak(c->s, h);
+	return c->hf[h] & HF_BAD;
+}
+
+static uint8_t *host_flags(const ctx_t *c)
+{
+	uint8_t *hf = tp_malloc(c->nh + 1);
+
+	for (uint32_t h = 0; hf && h < c->nh; h++) {
+		const tp_host_t *hp = host(c, h);
+		uint32_t d = hp->nvdomain;
+		hf[h] =
+		    (uint8_t)((hp->degraded || tp__state_weak(c->s, h) ? HF_BAD
+								       : 0) |
+			      (d != TP_ID_NONE && d < c->nd &&
+				       tp_fabric_nvdomain(c->f, d)->multi_node
+				   ? HF_MULTI
+				   : 0));
+	}
+	return hf;
 }
 
 static bool eligible(const ctx_t *c, uint32_t h)
@@ -897,7 +935,85 @@ static void trim_total(ctx_t *c)
 	}
 }
 
-static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip)
+/* Host h's offer into (add) or out of its groups' and domain's counts;
+ * only an add counts it idle. */
+static void host_stats(ctx_t *c, uint32_t h, bool add)
+{
+	const tp_host_t *hp = host(c, h);
+	uint32_t o = c->off[h] > 0, good = o && !bad(c, h);
+	uint32_t idle = add && c->s->up[h] && c->s->njobs[h] == 0;
+	uint64_t gpus = (uint64_t)c->off[h];
+	stat_t *st[TP_MAX_LEVELS + 1];
+	size_t n = 0;
+
+	for (int l = 0; l < TP_MAX_LEVELS; l++) {
+		uint32_t g = hp->group[l];
+		if (g == TP_ID_NONE || g >= c->ng)
+			break;
+		st[n++] = &c->gs[g];
+	}
+	if (c->hf[h] & HF_MULTI)
+		st[n++] = &c->ds[hp->nvdomain];
+	for (size_t i = 0; i < n; i++) {
+		if (add) {
+			st[i]->idle += idle;
+			st[i]->cnt += o;
+			st[i]->good += good;
+			st[i]->gpus += gpus;
+		} else {
+			st[i]->cnt -= o;
+			st[i]->good -= good;
+			st[i]->gpus -= gpus;
+		}
+	}
+}
+
+/* A node request's offers and counts from the decision's base: the
+ * skipped hosts taken out. */
+static tp_err_t setup_from_base(ctx_t *c, const dcache_t *dc, const bool *skip)
+{
+	size_t hosts = dc->base_hosts;
+
+	memcpy(c->off, dc->base_off, c->nh * sizeof(int));
+	memcpy(c->gs, dc->base_gs, c->ng * sizeof(stat_t));
+	memcpy(c->ds, dc->base_ds, c->nd * sizeof(stat_t));
+	c->any_bad = dc->base_bad;
+	for (uint32_t h = 0; skip && h < c->nh; h++) {
+		if (!skip[h] || c->off[h] <= 0)
+			continue;
+		host_stats(c, h, false);
+		c->off[h] = 0;
+		hosts--;
+	}
+	c->need = c->in->nhosts;
+	if (hosts < c->need || !c->need || c->need > c->max)
+		return TP_ERR_NOTFOUND;
+	return TP_OK;
+}
+
+/* Keep a node request's unskipped offers and counts as the base. */
+static void keep_base(const ctx_t *c, dcache_t *dc, size_t hosts)
+{
+	dc->base_off = tp_malloc((c->nh + 1) * sizeof(int));
+	dc->base_gs = tp_malloc((c->ng + 1) * sizeof(stat_t));
+	dc->base_ds = tp_malloc((c->nd + 1) * sizeof(stat_t));
+	if (!dc->base_off || !dc->base_gs || !dc->base_ds) {
+		tp_free(dc->base_off);
+		tp_free(dc->base_gs);
+		tp_free(dc->base_ds);
+		dc->base_off = NULL;
+		dc->base_gs = dc->base_ds = NULL;
+		return;
+	}
+	memcpy(dc->base_off, c->off, c->nh * sizeof(int));
+	memcpy(dc->base_gs, c->gs, c->ng * sizeof(stat_t));
+	memcpy(dc->base_ds, c->ds, c->nd * sizeof(stat_t));
+	dc->base_hosts = hosts;
+	dc->base_bad = c->any_bad;
+}
+
+static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip,
+		      dcache_t *dc)
 {
 	const tp_policy_params_t *pp = in->params;
 
@@ -918,6 +1034,8 @@ static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip)
 		     : 0;
 	if (!c->s)
 		return TP_ERR_INVAL;
+	if (!c->hf && !(c->hf = host_flags(c)))
+		return TP_ERR_NOMEM;
 	c->off = tp_malloc((c->nh + 1) * sizeof(int));
 	c->gs = tp_calloc(c->ng + 1, sizeof(stat_t));
 	c->ds = tp_calloc(c->nd + 1, sizeof(stat_t));
@@ -925,13 +1043,17 @@ static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip)
 	c->dtmp = tp_calloc(c->nd + 1, sizeof(uint32_t));
 	if (!c->off || !c->gs || !c->ds || !c->gtmp || !c->dtmp)
 		return TP_ERR_NOMEM;
+	if (dc && dc->base_off && !c->total)
+		return setup_from_base(c, dc, skip);
 
 	long hist[64 + 1];
 	uint64_t offered = 0;
 	size_t hosts = 0;
 	memset(hist, 0, sizeof(hist));
 	for (uint32_t h = 0; h < c->nh; h++) {
-		int o = skip && skip[h] ? 0 : tp__host_offer(in, h);
+		int o = skip && skip[h] ? 0
+			: in->offer	? in->offer[h]
+					: tp__host_offer(in, h);
 		c->off[h] = o > 0 ? o : 0;
 		if (o > 0) {
 			hist[o > 64 ? 64 : o]++;
@@ -968,28 +1090,11 @@ static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip)
 		return TP_ERR_NOTFOUND;
 
 	for (uint32_t h = 0; h < c->nh; h++) {
-		const tp_host_t *hp = tp_fabric_host(c->f, h);
-		bool idle = c->s->up[h] && c->s->njobs[h] == 0;
-		bool o = c->off[h] > 0, b = bad(c, h);
-		c->any_bad |= b;
-		for (int l = 0; l < TP_MAX_LEVELS; l++) {
-			uint32_t g = hp->group[l];
-			if (g == TP_ID_NONE || g >= c->ng)
-				break;
-			c->gs[g].idle += idle;
-			c->gs[g].cnt += o;
-			c->gs[g].good += o && !b;
-			c->gs[g].gpus += (uint64_t)c->off[h];
-		}
-		uint32_t d = hp->nvdomain;
-		if (d != TP_ID_NONE && d < c->nd &&
-		    tp_fabric_nvdomain(c->f, d)->multi_node) {
-			c->ds[d].idle += idle;
-			c->ds[d].cnt += o;
-			c->ds[d].good += o && !b;
-			c->ds[d].gpus += (uint64_t)c->off[h];
-		}
+		c->any_bad |= bad(c, h);
+		host_stats(c, h, true);
 	}
+	if (dc && !skip && !c->total && !dc->base_off)
+		keep_base(c, dc, hosts);
 	return TP_OK;
 }
 
@@ -1002,6 +1107,7 @@ static void teardown(ctx_t *c)
 	tp_free(c->dtmp);
 	tp_free(c->upq);
 	tp_free(c->upbg);
+	tp_free(c->hf);
 }
 
 /* The level-1 group with the weakest up-links among those the chosen
@@ -1031,11 +1137,12 @@ static uint32_t weakest_group(ctx_t *c)
 
 /* One structural choice: skip (NULL: none) takes hosts out of the
  * running, reverse takes each group's hosts from its other end.
- * *worst_p: see weakest_group. */
+ * *worst_p: see weakest_group. up (NULL: none) lends the up-link figures
+ * and takes them when this call computed them; the caller frees them. */
 static tp_err_t choose_once(const tp__policy_in_t *in, const bool *skip,
 			    bool reverse, uint32_t *hosts, int *gpus,
 			    size_t max, size_t *n_p, char *why, size_t whylen,
-			    uint32_t *worst_p)
+			    uint32_t *worst_p, dcache_t *up)
 {
 	ctx_t c;
 	tp_err_t err;
@@ -1045,7 +1152,13 @@ static tp_err_t choose_once(const tp__policy_in_t *in, const bool *skip,
 	c.gpus = gpus;
 	c.max = max;
 	c.reverse = reverse;
-	if ((err = setup(&c, in, skip)))
+	if (up && up->q) {
+		c.upq = up->q;
+		c.upbg = up->bg;
+	}
+	if (up)
+		c.hf = up->hf;
+	if ((err = setup(&c, in, skip, up)))
 		goto out;
 	if (c.need == 1)
 		err = place_one(&c);
@@ -1081,6 +1194,15 @@ static tp_err_t choose_once(const tp__policy_in_t *in, const bool *skip,
 		*worst_p = weakest_group(&c);
 	*n_p = c.n;
 out:
+	if (up && c.upq) {
+		up->q = c.upq;
+		up->bg = c.upbg;
+		c.upq = c.upbg = NULL;
+	}
+	if (up) {
+		up->hf = c.hf;
+		c.hf = NULL;
+	}
 	teardown(&c);
 	return err;
 }
@@ -1112,6 +1234,7 @@ typedef struct pricer {
 	int *coff;
 	size_t ncand_max;
 	size_t budget; /* predictions left */
+	dcache_t up;   /* owned */
 } pricer_t;
 
 /* Predicted all-reduce seconds of a host set in ring order (reorders it),
@@ -1472,7 +1595,7 @@ static bool make_variant(pricer_t *pr, variant_t *s, size_t v, size_t nused,
 		sk = pr->skip;
 	}
 	return !choose_once(in, sk, rev, s[v].h, s[v].g, max, &s[v].n, s[v].why,
-			    sizeof(s[v].why), NULL) &&
+			    sizeof(s[v].why), NULL, &pr->up) &&
 	       s[v].n >= 2;
 }
 
@@ -1498,7 +1621,7 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 
 	memset(var, 0, sizeof(var));
 	err = choose_once(in, NULL, false, hosts, gpus, max, &n, why, whylen,
-			  &worst);
+			  &worst, &pr.up);
 	if (err || !in->cost || n < 2)
 		goto out;
 	for (size_t v = 0; v < NVARIANTS; v++) {
@@ -1618,6 +1741,12 @@ out:
 	tp_free(pr.in_set);
 	tp_free(pr.cand);
 	tp_free(pr.coff);
+	tp_free(pr.up.q);
+	tp_free(pr.up.bg);
+	tp_free(pr.up.hf);
+	tp_free(pr.up.base_off);
+	tp_free(pr.up.base_gs);
+	tp_free(pr.up.base_ds);
 	if (!err)
 		*n_p = n;
 	return err;
