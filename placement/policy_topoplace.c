@@ -81,6 +81,7 @@ typedef struct ctx {
 	double *upq;	/* per group: usable up-link share, NULL until needed */
 	double *upbg;	/* per group: other jobs' Gb/s on its up-links */
 	uint8_t *hf;	/* per host: HF_* flags, set up by setup() */
+	bool hf_ok;	/* hf filled in */
 	bool total;	/* total-GPU request */
 	bool shared;	/* G GPUs of a host, others may share it */
 	bool good_only; /* inside a spread that can avoid bad hosts */
@@ -115,6 +116,7 @@ typedef struct dcache {
 	stat_t *base_gs, *base_ds;
 	size_t base_hosts;
 	bool base_bad;
+	bool want_base; /* keep the base: variants will be made */
 } dcache_t;
 
 typedef struct cand {
@@ -137,10 +139,10 @@ static uint32_t count(const ctx_t *c, const stat_t *st)
 	return c->good_only ? st->good : st->cnt;
 }
 
-/* Per-host flags read once per decision (host_flags()). HF_BAD: a host
- * a ring over the network should avoid, cabled to fewer rails than the
- * fabric has or weakly cabled (the state's cable table); HF_MULTI: in a
- * multi-node NVLink domain. */
+/* Per-host flags read once per decision (flags_of(), filled in by setup()).
+ * HF_BAD: a host a ring over the network should avoid, cabled to fewer rails
+ * than the fabric has or weakly cabled (the state's cable table); HF_MULTI: in
+ * a multi-node NVLink domain. */
 #define HF_BAD	 1u
 #define HF_MULTI 2u
 
@@ -149,22 +151,16 @@ static bool bad(const ctx_t *c, uint32_t h)
 	return c->hf[h] & HF_BAD;
 }
 
-static uint8_t *host_flags(const ctx_t *c)
+static uint8_t flags_of(const ctx_t *c, uint32_t h, const tp_host_t *hp)
 {
-	uint8_t *hf = tp_malloc(c->nh + 1);
+	uint32_t d = hp->nvdomain;
 
-	for (uint32_t h = 0; hf && h < c->nh; h++) {
-		const tp_host_t *hp = host(c, h);
-		uint32_t d = hp->nvdomain;
-		hf[h] =
-		    (uint8_t)((hp->degraded || tp__state_weak(c->s, h) ? HF_BAD
-								       : 0) |
-			      (d != TP_ID_NONE && d < c->nd &&
-				       tp_fabric_nvdomain(c->f, d)->multi_node
-				   ? HF_MULTI
-				   : 0));
-	}
-	return hf;
+	return (
+	    uint8_t)((hp->degraded || tp__state_weak(c->s, h) ? HF_BAD : 0) |
+		     (d != TP_ID_NONE && d < c->nd &&
+			      tp_fabric_nvdomain(c->f, d)->multi_node
+			  ? HF_MULTI
+			  : 0));
 }
 
 static bool eligible(const ctx_t *c, uint32_t h)
@@ -937,9 +933,8 @@ static void trim_total(ctx_t *c)
 
 /* Host h's offer into (add) or out of its groups' and domain's counts;
  * only an add counts it idle. */
-static void host_stats(ctx_t *c, uint32_t h, bool add)
+static void host_stats(ctx_t *c, uint32_t h, const tp_host_t *hp, bool add)
 {
-	const tp_host_t *hp = host(c, h);
 	uint32_t o = c->off[h] > 0, good = o && !bad(c, h);
 	uint32_t idle = add && c->s->up[h] && c->s->njobs[h] == 0;
 	uint64_t gpus = (uint64_t)c->off[h];
@@ -981,7 +976,7 @@ static tp_err_t setup_from_base(ctx_t *c, const dcache_t *dc, const bool *skip)
 	for (uint32_t h = 0; skip && h < c->nh; h++) {
 		if (!skip[h] || c->off[h] <= 0)
 			continue;
-		host_stats(c, h, false);
+		host_stats(c, h, host(c, h), false);
 		c->off[h] = 0;
 		hosts--;
 	}
@@ -1034,7 +1029,8 @@ static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip,
 		     : 0;
 	if (!c->s)
 		return TP_ERR_INVAL;
-	if (!c->hf && !(c->hf = host_flags(c)))
+	bool fresh = !c->hf_ok;
+	if (fresh && !c->hf && !(c->hf = tp_malloc(c->nh + 1)))
 		return TP_ERR_NOMEM;
 	c->off = tp_malloc((c->nh + 1) * sizeof(int));
 	c->gs = tp_calloc(c->ng + 1, sizeof(stat_t));
@@ -1090,10 +1086,14 @@ static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip,
 		return TP_ERR_NOTFOUND;
 
 	for (uint32_t h = 0; h < c->nh; h++) {
+		const tp_host_t *hp = host(c, h);
+		if (fresh)
+			c->hf[h] = flags_of(c, h, hp);
 		c->any_bad |= bad(c, h);
-		host_stats(c, h, true);
+		host_stats(c, h, hp, true);
 	}
-	if (dc && !skip && !c->total && !dc->base_off)
+	c->hf_ok = true;
+	if (dc && dc->want_base && !skip && !c->total && !dc->base_off)
 		keep_base(c, dc, hosts);
 	return TP_OK;
 }
@@ -1135,6 +1135,26 @@ static uint32_t weakest_group(ctx_t *c)
 	return worst;
 }
 
+/* Only a decision that makes variants keeps the base: copying it costs
+ * more than a one-host or unpriced decision takes. */
+static void keep_base_for_variants(const tp__policy_in_t *in, dcache_t *dc,
+				   size_t max)
+{
+	ctx_t c;
+
+	memset(&c, 0, sizeof(c));
+	c.max = max;
+	c.hf = dc->hf;
+	c.hf_ok = dc->hf != NULL;
+	dc->want_base = true;
+	(void)setup(&c, in, NULL, dc);
+	if (c.hf_ok)
+		dc->hf = c.hf;
+	if (c.hf == dc->hf)
+		c.hf = NULL;
+	teardown(&c);
+}
+
 /* One structural choice: skip (NULL: none) takes hosts out of the
  * running, reverse takes each group's hosts from its other end.
  * *worst_p: see weakest_group. up (NULL: none) lends the up-link figures
@@ -1156,8 +1176,10 @@ static tp_err_t choose_once(const tp__policy_in_t *in, const bool *skip,
 		c.upq = up->q;
 		c.upbg = up->bg;
 	}
-	if (up)
+	if (up) {
 		c.hf = up->hf;
+		c.hf_ok = up->hf != NULL;
+	}
 	if ((err = setup(&c, in, skip, up)))
 		goto out;
 	if (c.need == 1)
@@ -1199,10 +1221,10 @@ out:
 		up->bg = c.upbg;
 		c.upq = c.upbg = NULL;
 	}
-	if (up) {
+	if (up && c.hf_ok)
 		up->hf = c.hf;
-		c.hf = NULL;
-	}
+	if (up && c.hf == up->hf)
+		c.hf = NULL; /* the cache's */
 	teardown(&c);
 	return err;
 }
@@ -1660,6 +1682,7 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	if (pr.budget < 4)
 		goto out; /* too large to price in time, or pricing switched
 			   * off: the structure decides */
+	keep_base_for_variants(in, &pr.up, max);
 	memcpy(var[0].h, hosts, n * sizeof(uint32_t));
 	memcpy(var[0].g, gpus, n * sizeof(int));
 	var[0].n = n;
