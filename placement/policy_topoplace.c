@@ -1135,8 +1135,9 @@ static uint32_t weakest_group(ctx_t *c)
 	return worst;
 }
 
-/* Only a decision that makes variants keeps the base: copying it costs
- * more than a one-host or unpriced decision takes. */
+/* Only a decision that makes many variants (its pick spans groups: up to
+ * 7) keeps the base: copying it costs more than a one-host, unpriced or
+ * one-group decision (2 variants at most) saves. */
 static void keep_base_for_variants(const tp__policy_in_t *in, dcache_t *dc,
 				   size_t max)
 {
@@ -1682,7 +1683,8 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	if (pr.budget < 4)
 		goto out; /* too large to price in time, or pricing switched
 			   * off: the structure decides */
-	keep_base_for_variants(in, &pr.up, max);
+	if (worst != TP_ID_NONE)
+		keep_base_for_variants(in, &pr.up, max);
 	memcpy(var[0].h, hosts, n * sizeof(uint32_t));
 	memcpy(var[0].g, gpus, n * sizeof(int));
 	var[0].n = n;
