@@ -80,6 +80,8 @@ typedef struct ctx {
 	uint32_t *dtmp; /* scratch per domain, kept zero between uses */
 	double *upq;	/* per group: usable up-link share, NULL until needed */
 	double *upbg;	/* per group: other jobs' Gb/s on its up-links */
+	uint8_t *hf;	/* per host: HF_* flags, set up by setup() */
+	bool hf_ok;	/* hf filled in */
 	bool total;	/* total-GPU request */
 	bool shared;	/* G GPUs of a host, others may share it */
 	bool good_only; /* inside a spread that can avoid bad hosts */
@@ -102,6 +104,21 @@ typedef struct ctx {
 	bool wdeg;
 } ctx_t;
 
+/* What the structural choices of one decision share, filled by the first
+ * and lent to the others: the up-link figures (uplinks()) and the host
+ * flags, which depend on the state only, and for node requests the
+ * offers and per-scope counts without any host skipped (base_*), from
+ * which a variant's are had by taking its skipped hosts out. */
+typedef struct dcache {
+	double *q, *bg;
+	uint8_t *hf;
+	int *base_off;
+	stat_t *base_gs, *base_ds;
+	size_t base_hosts;
+	bool base_bad;
+	bool want_base; /* keep the base: variants will be made */
+} dcache_t;
+
 typedef struct cand {
 	uint32_t h;
 	int k[7];
@@ -122,11 +139,28 @@ static uint32_t count(const ctx_t *c, const stat_t *st)
 	return c->good_only ? st->good : st->cnt;
 }
 
-/* A host a ring over the network should avoid: cabled to fewer rails
- * than the fabric has, or weakly cabled (the state's cable table). */
+/* Per-host flags read once per decision (flags_of(), filled in by setup()).
+ * HF_BAD: a host a ring over the network should avoid, cabled to fewer rails
+ * than the fabric has or weakly cabled (the state's cable table); HF_MULTI: in
+ * a multi-node NVLink domain. */
+#define HF_BAD	 1u
+#define HF_MULTI 2u
+
 static bool bad(const ctx_t *c, uint32_t h)
 {
-	return host(c, h)->degraded || tp__state_weak(c->s, h);
+	return c->hf[h] & HF_BAD;
+}
+
+static uint8_t flags_of(const ctx_t *c, uint32_t h, const tp_host_t *hp)
+{
+	uint32_t d = hp->nvdomain;
+
+	return (
+	    uint8_t)((hp->degraded || tp__state_weak(c->s, h) ? HF_BAD : 0) |
+		     (d != TP_ID_NONE && d < c->nd &&
+			      tp_fabric_nvdomain(c->f, d)->multi_node
+			  ? HF_MULTI
+			  : 0));
 }
 
 static bool eligible(const ctx_t *c, uint32_t h)
@@ -897,7 +931,84 @@ static void trim_total(ctx_t *c)
 	}
 }
 
-static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip)
+/* Host h's offer into (add) or out of its groups' and domain's counts;
+ * only an add counts it idle. */
+static void host_stats(ctx_t *c, uint32_t h, const tp_host_t *hp, bool add)
+{
+	uint32_t o = c->off[h] > 0, good = o && !bad(c, h);
+	uint32_t idle = add && c->s->up[h] && c->s->njobs[h] == 0;
+	uint64_t gpus = (uint64_t)c->off[h];
+	stat_t *st[TP_MAX_LEVELS + 1];
+	size_t n = 0;
+
+	for (int l = 0; l < TP_MAX_LEVELS; l++) {
+		uint32_t g = hp->group[l];
+		if (g == TP_ID_NONE || g >= c->ng)
+			break;
+		st[n++] = &c->gs[g];
+	}
+	if (c->hf[h] & HF_MULTI)
+		st[n++] = &c->ds[hp->nvdomain];
+	for (size_t i = 0; i < n; i++) {
+		if (add) {
+			st[i]->idle += idle;
+			st[i]->cnt += o;
+			st[i]->good += good;
+			st[i]->gpus += gpus;
+		} else {
+			st[i]->cnt -= o;
+			st[i]->good -= good;
+			st[i]->gpus -= gpus;
+		}
+	}
+}
+
+/* A node request's offers and counts from the decision's base: the
+ * skipped hosts taken out. */
+static tp_err_t setup_from_base(ctx_t *c, const dcache_t *dc, const bool *skip)
+{
+	size_t hosts = dc->base_hosts;
+
+	memcpy(c->off, dc->base_off, c->nh * sizeof(int));
+	memcpy(c->gs, dc->base_gs, c->ng * sizeof(stat_t));
+	memcpy(c->ds, dc->base_ds, c->nd * sizeof(stat_t));
+	c->any_bad = dc->base_bad;
+	for (uint32_t h = 0; skip && h < c->nh; h++) {
+		if (!skip[h] || c->off[h] <= 0)
+			continue;
+		host_stats(c, h, host(c, h), false);
+		c->off[h] = 0;
+		hosts--;
+	}
+	c->need = c->in->nhosts;
+	if (hosts < c->need || !c->need || c->need > c->max)
+		return TP_ERR_NOTFOUND;
+	return TP_OK;
+}
+
+/* Keep a node request's unskipped offers and counts as the base. */
+static void keep_base(const ctx_t *c, dcache_t *dc, size_t hosts)
+{
+	dc->base_off = tp_malloc((c->nh + 1) * sizeof(int));
+	dc->base_gs = tp_malloc((c->ng + 1) * sizeof(stat_t));
+	dc->base_ds = tp_malloc((c->nd + 1) * sizeof(stat_t));
+	if (!dc->base_off || !dc->base_gs || !dc->base_ds) {
+		tp_free(dc->base_off);
+		tp_free(dc->base_gs);
+		tp_free(dc->base_ds);
+		dc->base_off = NULL;
+		dc->base_gs = dc->base_ds = NULL;
+		return;
+	}
+	memcpy(dc->base_off, c->off, c->nh * sizeof(int));
+	memcpy(dc->base_gs, c->gs, c->ng * sizeof(stat_t));
+	memcpy(dc->base_ds, c->ds, c->nd * sizeof(stat_t));
+	dc->base_hosts = hosts;
+	dc->base_bad = c->any_bad;
+}
+
+static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip,
+		      dcache_t *dc)
 {
 	const tp_policy_params_t *pp = in->params;
 
@@ -918,6 +1029,9 @@ static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip)
 		     : 0;
 	if (!c->s)
 		return TP_ERR_INVAL;
+	bool fresh = !c->hf_ok;
+	if (fresh && !c->hf && !(c->hf = tp_malloc(c->nh + 1)))
+		return TP_ERR_NOMEM;
 	c->off = tp_malloc((c->nh + 1) * sizeof(int));
 	c->gs = tp_calloc(c->ng + 1, sizeof(stat_t));
 	c->ds = tp_calloc(c->nd + 1, sizeof(stat_t));
@@ -925,13 +1039,17 @@ static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip)
 	c->dtmp = tp_calloc(c->nd + 1, sizeof(uint32_t));
 	if (!c->off || !c->gs || !c->ds || !c->gtmp || !c->dtmp)
 		return TP_ERR_NOMEM;
+	if (dc && dc->base_off && !c->total)
+		return setup_from_base(c, dc, skip);
 
 	long hist[64 + 1];
 	uint64_t offered = 0;
 	size_t hosts = 0;
 	memset(hist, 0, sizeof(hist));
 	for (uint32_t h = 0; h < c->nh; h++) {
-		int o = skip && skip[h] ? 0 : tp__host_offer(in, h);
+		int o = skip && skip[h] ? 0
+			: in->offer	? in->offer[h]
+					: tp__host_offer(in, h);
 		c->off[h] = o > 0 ? o : 0;
 		if (o > 0) {
 			hist[o > 64 ? 64 : o]++;
@@ -968,28 +1086,15 @@ static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip)
 		return TP_ERR_NOTFOUND;
 
 	for (uint32_t h = 0; h < c->nh; h++) {
-		const tp_host_t *hp = tp_fabric_host(c->f, h);
-		bool idle = c->s->up[h] && c->s->njobs[h] == 0;
-		bool o = c->off[h] > 0, b = bad(c, h);
-		c->any_bad |= b;
-		for (int l = 0; l < TP_MAX_LEVELS; l++) {
-			uint32_t g = hp->group[l];
-			if (g == TP_ID_NONE || g >= c->ng)
-				break;
-			c->gs[g].idle += idle;
-			c->gs[g].cnt += o;
-			c->gs[g].good += o && !b;
-			c->gs[g].gpus += (uint64_t)c->off[h];
-		}
-		uint32_t d = hp->nvdomain;
-		if (d != TP_ID_NONE && d < c->nd &&
-		    tp_fabric_nvdomain(c->f, d)->multi_node) {
-			c->ds[d].idle += idle;
-			c->ds[d].cnt += o;
-			c->ds[d].good += o && !b;
-			c->ds[d].gpus += (uint64_t)c->off[h];
-		}
+		const tp_host_t *hp = host(c, h);
+		if (fresh)
+			c->hf[h] = flags_of(c, h, hp);
+		c->any_bad |= bad(c, h);
+		host_stats(c, h, hp, true);
 	}
+	c->hf_ok = true;
+	if (dc && dc->want_base && !skip && !c->total && !dc->base_off)
+		keep_base(c, dc, hosts);
 	return TP_OK;
 }
 
@@ -1002,6 +1107,7 @@ static void teardown(ctx_t *c)
 	tp_free(c->dtmp);
 	tp_free(c->upq);
 	tp_free(c->upbg);
+	tp_free(c->hf);
 }
 
 /* The level-1 group with the weakest up-links among those the chosen
@@ -1029,13 +1135,35 @@ static uint32_t weakest_group(ctx_t *c)
 	return worst;
 }
 
+/* Only a decision that makes many variants (its pick spans groups: up to
+ * 7) keeps the base: copying it costs more than a one-host, unpriced or
+ * one-group decision (2 variants at most) saves. */
+static void keep_base_for_variants(const tp__policy_in_t *in, dcache_t *dc,
+				   size_t max)
+{
+	ctx_t c;
+
+	memset(&c, 0, sizeof(c));
+	c.max = max;
+	c.hf = dc->hf;
+	c.hf_ok = dc->hf != NULL;
+	dc->want_base = true;
+	(void)setup(&c, in, NULL, dc);
+	if (c.hf_ok)
+		dc->hf = c.hf;
+	if (c.hf == dc->hf)
+		c.hf = NULL;
+	teardown(&c);
+}
+
 /* One structural choice: skip (NULL: none) takes hosts out of the
  * running, reverse takes each group's hosts from its other end.
- * *worst_p: see weakest_group. */
+ * *worst_p: see weakest_group. up (NULL: none) lends the up-link figures
+ * and takes them when this call computed them; the caller frees them. */
 static tp_err_t choose_once(const tp__policy_in_t *in, const bool *skip,
 			    bool reverse, uint32_t *hosts, int *gpus,
 			    size_t max, size_t *n_p, char *why, size_t whylen,
-			    uint32_t *worst_p)
+			    uint32_t *worst_p, dcache_t *up)
 {
 	ctx_t c;
 	tp_err_t err;
@@ -1045,7 +1173,15 @@ static tp_err_t choose_once(const tp__policy_in_t *in, const bool *skip,
 	c.gpus = gpus;
 	c.max = max;
 	c.reverse = reverse;
-	if ((err = setup(&c, in, skip)))
+	if (up && up->q) {
+		c.upq = up->q;
+		c.upbg = up->bg;
+	}
+	if (up) {
+		c.hf = up->hf;
+		c.hf_ok = up->hf != NULL;
+	}
+	if ((err = setup(&c, in, skip, up)))
 		goto out;
 	if (c.need == 1)
 		err = place_one(&c);
@@ -1081,9 +1217,25 @@ static tp_err_t choose_once(const tp__policy_in_t *in, const bool *skip,
 		*worst_p = weakest_group(&c);
 	*n_p = c.n;
 out:
+	if (up && c.upq) {
+		up->q = c.upq;
+		up->bg = c.upbg;
+		c.upq = c.upbg = NULL;
+	}
+	if (up && c.hf_ok)
+		up->hf = c.hf;
+	if (up && c.hf == up->hf)
+		c.hf = NULL; /* the cache's */
 	teardown(&c);
 	return err;
 }
+
+/* A replacement must be this much cheaper than the set it replaces:
+ * over the same groups, over one more group whose free hosts are already
+ * fragments, over a wholly idle group (gain_needed). */
+#define GAIN_SAME  0.98
+#define GAIN_PART  0.95
+#define GAIN_WHOLE 0.5
 
 /* Groups a host set spans (level 1). */
 static size_t nspan(const tp_fabric_t *f, const uint32_t *hosts, size_t n)
@@ -1105,6 +1257,7 @@ typedef struct pricer {
 	int *coff;
 	size_t ncand_max;
 	size_t budget; /* predictions left */
+	dcache_t up;   /* owned */
 } pricer_t;
 
 /* Predicted all-reduce seconds of a host set in ring order (reorders it),
@@ -1123,20 +1276,50 @@ static double price(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n)
 	return c.seconds;
 }
 
-/* How much cheaper a set must be to replace one over fewer groups: more
- * groups load more shared up-links for every job that follows. Measured
- * (bench_sim, 16 seeds; tests/placement/test_brute.c): accepting sets
- * over one more group when 5% cheaper, with candidates that share the
- * hosts evenly among k or k + 1 groups, lifts the brute-force test to
- * 96.7% of picks within 5% of the cheapest (worst 1.125x), but costs the
- * fleet: on the default 2:1 fat tree comm slowdown 1.048 -> 1.069 and
- * jobs at the minimum span 98% -> 88%. */
+static bool group_idle(const tp_state_t *s, const tp_group_t *gp)
+{
+	bool whole = gp->nhosts > 0;
+
+	for (size_t i = 0; i < gp->nhosts && whole; i++)
+		whole = s->up[gp->hosts[i]] && !s->njobs[gp->hosts[i]];
+	return whole;
+}
+
+/* Does `to` use a wholly idle level-1 group that `from` does not? */
+static bool breaks_whole(const tp_state_t *s, const uint32_t *from,
+			 size_t nfrom, const uint32_t *to, size_t nto)
+{
+	const tp_fabric_t *f = tp_state_fabric(s);
+
+	for (size_t i = 0; i < nto; i++) {
+		uint32_t g = tp_fabric_host(f, to[i])->group[0];
+		bool old = g == TP_ID_NONE;
+		for (size_t j = 0; j < nfrom && !old; j++)
+			old = tp_fabric_host(f, from[j])->group[0] == g;
+		if (old)
+			continue;
+		if (group_idle(s, tp_fabric_group(f, g)))
+			return true;
+	}
+	return false;
+}
+
+/* How much cheaper a set must be to replace one over fewer groups. One
+ * more group is paid by the jobs that follow only when it is a group a
+ * large job could have had whole: then the saving must halve the time
+ * (a wholly idle leaf broken for a small job left the free hosts over
+ * more leaves and made the 9-32 and >32 host jobs wait longer on the
+ * built-in default; see skip_whole_groups). The free hosts of a leaf
+ * already in use are fragments no large job gets whole, so taking some
+ * of them needs only a real saving, as any other replacement does. */
 static double gain_needed(const tp_state_t *s, const uint32_t *from,
 			  size_t nfrom, const uint32_t *to, size_t nto)
 {
 	const tp_fabric_t *f = tp_state_fabric(s);
 
-	return nspan(f, to, nto) > nspan(f, from, nfrom) ? 0.5 : 0.98;
+	if (nspan(f, to, nto) <= nspan(f, from, nfrom))
+		return GAIN_SAME;
+	return breaks_whole(s, from, nfrom, to, nto) ? GAIN_WHOLE : GAIN_PART;
 }
 
 /* Local search: swap one host of the set for a free one (the first and
@@ -1219,21 +1402,165 @@ static size_t improve(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n,
 	return swaps;
 }
 
+#define MAX_EVEN 8
+
+/* Hosts of group gp that can take g GPUs of this job. */
+static size_t group_offers(const tp__policy_in_t *in, const tp_group_t *gp,
+			   int g)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < gp->nhosts; i++)
+		k += tp__host_offer(in, gp->hosts[i]) >= g;
+	return k;
+}
+
+/* The level-1 group under parent p, not in gl, with the most hosts for
+ * the job, a partly used one before a wholly idle one (see gain_needed);
+ * TP_ID_NONE when there is none. */
+static uint32_t extra_group(const tp__policy_in_t *in, const uint32_t *gl,
+			    size_t ngl, uint32_t p, int g)
+{
+	uint32_t best = TP_ID_NONE;
+	size_t bk = 0;
+	bool bidle = true;
+
+	for (size_t x = 0; x < tp_fabric_ngroups(in->f); x++) {
+		const tp_group_t *gp = tp_fabric_group(in->f, (uint32_t)x);
+		bool seen = gp->level != 1 || gp->parent != p;
+		for (size_t i = 0; i < ngl && !seen; i++)
+			seen = gl[i] == x;
+		if (seen)
+			continue;
+		size_t k = group_offers(in, gp, g);
+		bool idle = group_idle(in->s, gp);
+		if (k && (best == TP_ID_NONE || (bidle && !idle) ||
+			  (bidle == idle && k > bk))) {
+			best = (uint32_t)x;
+			bk = k;
+			bidle = idle;
+		}
+	}
+	return best;
+}
+
+/* The set's n hosts shared as evenly as they go among the level-1 groups
+ * it spans and, extra, one more (extra_group): a ring's or a
+ * hierarchical all-reduce's traffic through a group's up-links grows
+ * with the hosts on the far side, so 3 + 3 or 2 + 2 + 2 can beat the
+ * best fit's 4 + 2 on 2:1 up-links, which swapping one host at a time
+ * does not reach. Inside a group the best cabled hosts first. Node
+ * requests only (every host the same GPUs). */
+static bool even_split(const tp__policy_in_t *in, const uint32_t *hosts,
+		       const int *gpus, size_t n, bool extra, uint32_t *vh,
+		       int *vg, size_t *vn_p)
+{
+	const tp_fabric_t *f = in->f;
+	uint32_t gl[MAX_EVEN];
+	size_t ngl = 0, quota[MAX_EVEN] = {0}, avail[MAX_EVEN], vn = 0;
+
+	if (in->nhosts == 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t g = tp_fabric_host(f, hosts[i])->group[0];
+		bool seen = g == TP_ID_NONE || gpus[i] != gpus[0];
+		if (g == TP_ID_NONE || gpus[i] != gpus[0])
+			return false;
+		for (size_t j = 0; j < ngl && !seen; j++)
+			seen = gl[j] == g;
+		if (seen)
+			continue;
+		if (ngl + 1 >= MAX_EVEN)
+			return false;
+		gl[ngl++] = g;
+	}
+	if (extra) {
+		uint32_t x = extra_group(
+		    in, gl, ngl, tp_fabric_group(f, gl[0])->parent, gpus[0]);
+		if (x == TP_ID_NONE)
+			return false;
+		gl[ngl++] = x;
+	} else if (ngl < 2) {
+		return false;
+	}
+	for (size_t i = 0; i < ngl; i++)
+		avail[i] = group_offers(in, tp_fabric_group(f, gl[i]), gpus[0]);
+	for (size_t k = 0; k < n; k++) {
+		size_t b = SIZE_MAX;
+		for (size_t i = 0; i < ngl; i++)
+			if (quota[i] < avail[i] &&
+			    (b == SIZE_MAX || quota[i] < quota[b]))
+				b = i;
+		if (b == SIZE_MAX)
+			return false;
+		quota[b]++;
+	}
+	for (size_t i = 0; i < ngl; i++) {
+		const tp_group_t *gp = tp_fabric_group(f, gl[i]);
+		for (size_t q = 0; q < quota[i]; q++) {
+			uint32_t pick = TP_ID_NONE;
+			int pw = 0;
+			for (size_t j = 0; j < gp->nhosts; j++) {
+				uint32_t h = gp->hosts[j];
+				bool taken = tp__host_offer(in, h) < gpus[0];
+				for (size_t t = 0; t < vn && !taken; t++)
+					taken = vh[t] == h;
+				int w = tp__state_weakness(in->s, h);
+				if (!taken && (pick == TP_ID_NONE || w < pw)) {
+					pick = h;
+					pw = w;
+				}
+			}
+			vh[vn] = pick;
+			vg[vn++] = gpus[0];
+		}
+	}
+	*vn_p = vn;
+	return true;
+}
+
+/* Marks in skip every wholly idle level-1 group that the host set does not
+ * use. Why: avoiding weakly cabled hosts by moving a job into an idle leaf
+ * breaks a leaf the best fit kept whole. On the built-in default (40% of
+ * hosts weakly cabled) that made the free hosts span more leaves: jobs of
+ * 9-32 hosts found 2.81 leaves the fewest the free fabric allowed against
+ * 2.74 under slurm-tree, ran slower for it, and jobs of 9 hosts and more
+ * waited longer (JCT 1.018x and 1.032x slurm-tree's, beyond 2 se). */
+static void skip_whole_groups(const tp__policy_in_t *in, const uint32_t *hosts,
+			      size_t n, bool *skip)
+{
+	const tp_state_t *s = in->s;
+	size_t ng = tp_fabric_ngroups(in->f);
+
+	for (size_t g = 0; g < ng; g++) {
+		const tp_group_t *gp = tp_fabric_group(in->f, (uint32_t)g);
+		bool whole = gp->level == 1 && group_idle(s, gp);
+		for (size_t i = 0; i < n && whole; i++)
+			whole = tp_fabric_host(in->f, hosts[i])->group[0] != g;
+		for (size_t i = 0; i < gp->nhosts && whole; i++)
+			skip[gp->hosts[i]] = true;
+	}
+}
+
 /*
  * Structure proposes, the cost model disposes. The structural choice
  * (smallest scope, best fit, whole groups kept) is candidate 0; when the
  * job uses the network, a few variants are made beside it: without the
- * weakly cabled hosts, from the other end of each group (other D-mod-K
- * up-links), and without each group it spans, weakest up-links first (k+1
- * groups, or other groups, around a bad or busy cable). Each candidate is
- * priced with the state's link health and other jobs' traffic and then
- * improved by a bounded local search of host swaps. The cheapest
- * predicted all-reduce wins; a candidate must be 2% cheaper than the one
- * it replaces (half the time when it spans more groups), so ties go to
- * the earlier candidate, the structurally best fit: that is the
- * tie-break on fragmentation. A bounded number of predictions per
- * decision (fewer for jobs with more host-rail flows to route, and at
- * most the caller's price_budget) keeps it within the decision-time goals.
+ * weakly cabled hosts (but never in a wholly idle leaf the pick leaves
+ * alone), from the other end of each group (other D-mod-K up-links),
+ * without each group it spans, weakest up-links first (k+1 groups, or
+ * other groups, around a bad or busy cable), and the pick's hosts shared
+ * evenly over its groups and over one more. Each candidate is priced
+ * with the state's link health and other jobs' traffic, then improved by
+ * a bounded local search of host swaps. The cheapest predicted
+ * all-reduce wins, but a candidate must beat the one it replaces by
+ * gain_needed(): 2% over the same number of groups, 5% over one more
+ * group whose free hosts are already fragments, half the time when it
+ * breaks a wholly idle group; ties go to the earlier candidate, the
+ * structurally best fit: that is the tie-break on fragmentation. A
+ * bounded number of predictions per decision (fewer for jobs with more
+ * host-rail flows to route, and at most the caller's price_budget) keeps
+ * it within the decision-time goals.
  */
 #define PRICE_BUDGET 96
 /* A prediction routes one flow per host and rail: spend about this many
@@ -1241,26 +1568,91 @@ static size_t improve(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n,
  * predictions is placed by the structure alone. */
 #define PRICE_ROUTES 512
 #define MAX_VARIANTS 3
+/* the structural pick, without weak hosts, the other ends, without each
+ * of MAX_VARIANTS groups, shared evenly over its groups and one more */
+#define NVARIANTS (3 + MAX_VARIANTS + 2)
 
+/* One candidate host set: its hosts, GPUs, price, the swaps that
+ * improved it and the structure's explanation of it. */
+typedef struct variant {
+	uint32_t *h;
+	int *g;
+	size_t n, swaps;
+	double t;
+	char why[256];
+} variant_t;
+
+/* Candidate v (>= 1) of the structural pick s[0] into s[v]; false when
+ * it does not apply or gives nothing new. */
+static bool make_variant(pricer_t *pr, variant_t *s, size_t v, size_t nused,
+			 const uint32_t *used, uint32_t worst, bool on_weak,
+			 size_t max)
+{
+	const tp__policy_in_t *in = pr->in;
+	size_t nh = tp_fabric_nhosts(in->f);
+	const bool *sk = NULL;
+	bool rev = false;
+
+	if (v == 1) {
+		if (!on_weak)
+			return false;
+		for (size_t h = 0; h < nh; h++)
+			pr->skip[h] = tp__state_weak(in->s, (uint32_t)h);
+		skip_whole_groups(in, s[0].h, s[0].n, pr->skip);
+		sk = pr->skip;
+	} else if (v == 2) {
+		if (worst == TP_ID_NONE)
+			return false;
+		rev = true;
+	} else if (v >= 3 + nused) {
+		if (worst == TP_ID_NONE && v == 3 + nused)
+			return false;
+		snprintf(s[v].why, sizeof(s[v].why), "%s", s[0].why);
+		return even_split(in, s[0].h, s[0].g, s[0].n, v == 4 + nused,
+				  s[v].h, s[v].g, &s[v].n);
+	} else {
+		const tp_group_t *g = tp_fabric_group(in->f, used[v - 3]);
+		memset(pr->skip, 0, (nh + 1) * sizeof(bool));
+		for (size_t i = 0; i < g->nhosts; i++)
+			pr->skip[g->hosts[i]] = true;
+		sk = pr->skip;
+	}
+	return !choose_once(in, sk, rev, s[v].h, s[v].g, max, &s[v].n, s[v].why,
+			    sizeof(s[v].why), NULL, &pr->up) &&
+	       s[v].n >= 2;
+}
+
+/*
+ * Every candidate is priced first; the local search then improves them
+ * cheapest first, each with an equal share of what is left of the
+ * budget, so a search that ends early leaves its share to the next one
+ * and the budget is not spent on candidates far from the best. The
+ * winner is then taken in candidate order, each needing gain_needed()
+ * against the one it replaces, so ties go to the structural pick.
+ */
 static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 				 int *gpus, size_t max, size_t *n_p, char *why,
 				 size_t whylen)
 {
-	size_t nh = tp_fabric_nhosts(in->f), n = 0, vn, tried = 1, won = 0;
-	size_t swaps, wswaps;
-	uint32_t worst = TP_ID_NONE, *vh = NULL, used[MAX_VARIANTS];
-	int *vg = NULL;
-	double best, base;
-	char vwhy[256];
+	size_t nh = tp_fabric_nhosts(in->f), n = 0, tried = 1, won = 0;
+	uint32_t worst = TP_ID_NONE, used[MAX_VARIANTS];
+	variant_t var[NVARIANTS];
+	size_t order[NVARIANTS], nord = 0, nvar = 0;
 	pricer_t pr = {.in = in, .budget = PRICE_BUDGET};
 	tp_err_t err;
+	bool ok = true;
 
+	memset(var, 0, sizeof(var));
 	err = choose_once(in, NULL, false, hosts, gpus, max, &n, why, whylen,
-			  &worst);
+			  &worst, &pr.up);
 	if (err || !in->cost || n < 2)
 		goto out;
-	vh = tp_malloc((max + 1) * sizeof(uint32_t));
-	vg = tp_malloc((max + 1) * sizeof(int));
+	for (size_t v = 0; v < NVARIANTS; v++) {
+		var[v].t = -1;
+		var[v].h = tp_malloc((max + 1) * sizeof(uint32_t));
+		var[v].g = tp_malloc((max + 1) * sizeof(int));
+		ok &= var[v].h && var[v].g;
+	}
 	pr.th = tp_malloc((max + 1) * sizeof(uint32_t));
 	pr.tg = tp_malloc((max + 1) * sizeof(int));
 	pr.skip = tp_calloc(nh + 1, sizeof(bool));
@@ -1268,8 +1660,8 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	pr.ncand_max = 2 * tp_fabric_ngroups(in->f) + 2;
 	pr.cand = tp_malloc(pr.ncand_max * sizeof(uint32_t));
 	pr.coff = tp_malloc(pr.ncand_max * sizeof(int));
-	if (!vh || !vg || !pr.th || !pr.tg || !pr.skip || !pr.in_set ||
-	    !pr.cand || !pr.coff)
+	if (!ok || !pr.th || !pr.tg || !pr.skip || !pr.in_set || !pr.cand ||
+	    !pr.coff)
 		goto out; /* keep the structural answer */
 	/* inside one level-1 group on well cabled hosts nothing is shared
 	 * with other jobs and every choice costs the same */
@@ -1291,7 +1683,14 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	if (pr.budget < 4)
 		goto out; /* too large to price in time, or pricing switched
 			   * off: the structure decides */
-	if ((best = base = price(&pr, hosts, gpus, n)) < 0)
+	if (worst != TP_ID_NONE)
+		keep_base_for_variants(in, &pr.up, max);
+	memcpy(var[0].h, hosts, n * sizeof(uint32_t));
+	memcpy(var[0].g, gpus, n * sizeof(int));
+	var[0].n = n;
+	if (why && whylen)
+		snprintf(var[0].why, sizeof(var[0].why), "%s", why);
+	if ((var[0].t = price(&pr, var[0].h, var[0].g, n)) < 0)
 		goto out;
 	/* the level-1 groups of the structural pick, weakest up-links first */
 	size_t nused = 0;
@@ -1306,71 +1705,73 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 		if (!seen)
 			used[nused++] = g;
 	}
-	size_t nvar = 3 + nused, per = pr.budget / (nvar + 1);
-	wswaps = swaps = improve(&pr, hosts, gpus, n, &best, per);
+	nvar = 3 + nused + 2;
+	order[nord++] = 0;
 	for (size_t v = 1; v < nvar && pr.budget; v++) {
-		const bool *sk = NULL;
-		bool rev = false;
-		if (v == 1) {
-			if (!on_weak)
-				continue;
-			for (size_t h = 0; h < nh; h++)
-				pr.skip[h] = tp__state_weak(in->s, (uint32_t)h);
-			sk = pr.skip;
-		} else if (v == 2) {
-			if (worst == TP_ID_NONE)
-				continue;
-			rev = true;
-		} else {
-			const tp_group_t *g =
-			    tp_fabric_group(in->f, used[v - 3]);
-			memset(pr.skip, 0, (nh + 1) * sizeof(bool));
-			for (size_t i = 0; i < g->nhosts; i++)
-				pr.skip[g->hosts[i]] = true;
-			sk = pr.skip;
-		}
-		if (choose_once(in, sk, rev, vh, vg, max, &vn, vwhy,
-				sizeof(vwhy), NULL) ||
-		    vn < 2)
+		if (!make_variant(&pr, var, v, nused, used, worst, on_weak,
+				  max))
 			continue;
 		tried++;
-		double t = price(&pr, vh, vg, vn);
-		if (t < 0)
+		if ((var[v].t = price(&pr, var[v].h, var[v].g, var[v].n)) < 0)
 			continue;
-		swaps = improve(&pr, vh, vg, vn, &t, per);
-		if (!(t < best * gain_needed(in->s, hosts, n, vh, vn)))
-			continue;
-		best = t;
-		n = vn;
-		won = v;
-		wswaps = swaps;
-		memcpy(hosts, vh, vn * sizeof(uint32_t));
-		memcpy(gpus, vg, vn * sizeof(int));
-		if (why && whylen)
-			snprintf(why, whylen, "%s", vwhy);
+		/* insertion by price */
+		size_t k = nord++;
+		while (k && var[order[k - 1]].t > var[v].t) {
+			order[k] = order[k - 1];
+			k--;
+		}
+		order[k] = v;
 	}
-	if ((won || wswaps) && why && whylen) {
-		size_t len = strlen(why);
+	for (size_t k = 0; k < nord && pr.budget; k++) {
+		variant_t *c = &var[order[k]];
+		c->swaps = improve(&pr, c->h, c->g, c->n, &c->t,
+				   pr.budget / (nord - k));
+	}
+	size_t bi = 0;
+	for (size_t v = 1; v < nvar; v++)
+		if (var[v].t >= 0 &&
+		    var[v].t < var[bi].t * gain_needed(in->s, var[bi].h,
+						       var[bi].n, var[v].h,
+						       var[v].n))
+			bi = v;
+	won = bi;
+	n = var[bi].n;
+	memcpy(hosts, var[bi].h, n * sizeof(uint32_t));
+	memcpy(gpus, var[bi].g, n * sizeof(int));
+	if ((won || var[bi].swaps) && why && whylen) {
+		size_t len;
+		snprintf(why, whylen, "%s", var[bi].why);
+		len = strlen(why);
 		snprintf(
 		    why + len, whylen - len,
 		    "; priced %zu candidate%s%s: %.3g ms vs %.3g ms for the "
 		    "best fit%s",
 		    tried, tried == 1 ? "" : "s",
-		    wswaps ? " and swapped hosts" : "", best * 1e3, base * 1e3,
-		    won == 1   ? " (weakly cabled hosts avoided)"
-		    : won == 2 ? " (other ends of the groups)"
-		    : won      ? " (a weak group left out)"
-			       : "");
+		    var[bi].swaps ? " and swapped hosts" : "", var[bi].t * 1e3,
+		    var[0].t * 1e3,
+		    won == 1	       ? " (weakly cabled hosts avoided)"
+		    : won == 2	       ? " (other ends of the groups)"
+		    : won >= 3 + nused ? " (hosts shared evenly among groups)"
+		    : won	       ? " (a weak group left out)"
+				       : "");
 	}
 out:
-	tp_free(vh);
-	tp_free(vg);
+	for (size_t v = 0; v < NVARIANTS; v++) {
+		tp_free(var[v].h);
+		tp_free(var[v].g);
+	}
 	tp_free(pr.th);
 	tp_free(pr.tg);
 	tp_free(pr.skip);
 	tp_free(pr.in_set);
 	tp_free(pr.cand);
 	tp_free(pr.coff);
+	tp_free(pr.up.q);
+	tp_free(pr.up.bg);
+	tp_free(pr.up.hf);
+	tp_free(pr.up.base_off);
+	tp_free(pr.up.base_gs);
+	tp_free(pr.up.base_ds);
 	if (!err)
 		*n_p = n;
 	return err;

@@ -6,18 +6,19 @@
  * answer) and the policy's pick is compared with the cheapest. The
  * cases are seeded, so the figures are exact and printed. Issue 12's
  * goal is within 5% of the cheapest in >= 95% of the cases and never
- * worse than 1.5x; the priced policy reaches 90.8% and 1.56x here (the
- * structural one alone: 75.8% and 2.02x), so the test holds that floor
- * (>= 90%, <= 1.6x). Of the 11 misses (TP_BRUTE_VERBOSE=1 lists them),
- * 10 have their cheapest set on one more leaf than the pick (2 + 2 + 2
- * or 1 + 3 + 2 for a 4 + 2 or 3 + 3 pick; 6% to 56% cheaper), which
- * gain_needed() in policy_topoplace.c rejects below 2x for the fleet's
- * sake; the other (1.056x) is the same two leaves with other hosts.
- * Tried and measured without gain (2026-12-01): candidates splitting
- * the pick evenly over its leaves and over one more (108-109 of 120),
- * more swap candidates per leaf (108), and with the even splits 0.75
- * instead of 0.5 for one more leaf (109 here; min-span on bench_sim's
- * ft-2to1-deg16 98.7% -> 94.4%).
+ * worse than 1.5x; the priced policy reaches 95.0% and 1.561x here, and
+ * the test holds that (>= 95%, <= 1.6x). Of the 6 misses
+ * (TP_BRUTE_VERBOSE=1 lists them), 4 have their cheapest set on one more
+ * leaf (2 + 2 + 2 for a 4 + 2 pick, 6% cheaper; 1 + 2 + 1 for a 2 + 2
+ * pick, 12%), which gain_needed() in policy_topoplace.c takes at 5% only
+ * when that leaf is already in use; one is the same two leaves with other
+ * hosts (1.09x); the worst (1.561x, 5 hosts) is a 1 + 3 + 1 set that
+ * neither the variants nor one-host swaps reach within the budget (with
+ * 10x the budget: 96.7% within 5%, worst still 1.561x).
+ * History: the fixed 2x guard for one more leaf gave 90.8% and 1.56x
+ * (structural choice alone: 75.8% and 2.02x); 5% for one more leaf that
+ * is already in use, the even splits and the budget spent on the
+ * cheapest candidates first gave 95.0% (2026-12-02).
  */
 #include "config.h"
 
@@ -168,7 +169,7 @@ static void test_brute_force(void **st)
 	       "mean ratio %.3f, worst %.3f\n",
 	       cases, within, 100.0 * (double)within / (double)cases,
 	       sum / (double)cases, worst);
-	assert_true((double)within >= 0.90 * (double)cases);
+	assert_true((double)within >= 0.95 * (double)cases);
 	assert_true(worst <= 1.6);
 	tp_cost_ctx_destroy(ctx);
 	tp_fabric_destroy(f);

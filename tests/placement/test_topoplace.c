@@ -91,8 +91,7 @@ static void check_valid(const tp_state_t *s, const tp_request_t *r,
 		assert_int_equal(total, r->gpus);
 }
 
-static void place(const tp_state_t *s, const tp_request_t *r,
-		  tp_placement_t *p)
+static void place(const tp_state_t *s, const tp_request_t *r, tp_placement_t *p)
 {
 	assert_int_equal(tp_place_run(topo(), s, r, NULL, NULL, 1, p), TP_OK);
 	check_valid(s, r, p);
@@ -208,8 +207,8 @@ static void test_min_groups_random(void **state)
 		tp_state_t *s = tp_state_create(f);
 		for (uint32_t g = 0; g < 16; g++)
 			fill_group(s, g, tp__rand_next(&rng) % 17, 300 + g);
-		tp_request_t r = req(1 + (int)(tp__rand_next(&rng) % 60), 8, 0,
-				     false);
+		tp_request_t r =
+		    req(1 + (int)(tp__rand_next(&rng) % 60), 8, 0, false);
 		tp_placement_t p;
 		if (tp_place_run(topo(), s, &r, NULL, NULL, 1, &p) == TP_OK) {
 			size_t min[TP_SPAN_NLEVELS];
@@ -247,8 +246,9 @@ static tp_fabric_t *rail_degraded(const char *const *names, size_t n)
 		snprintf(desc, sizeof(desc), "%s mlx5_7", names[k]);
 		cJSON_ArrayForEach(it, cas)
 		{
-			if (!strcmp(cJSON_GetObjectItem(it, "desc")->valuestring,
-				    desc))
+			if (!strcmp(
+				cJSON_GetObjectItem(it, "desc")->valuestring,
+				desc))
 				ca = i;
 			i++;
 		}
@@ -257,7 +257,8 @@ static tp_fabric_t *rail_degraded(const char *const *names, size_t n)
 		cJSON_ArrayForEach(it, links)
 		{
 			/* [kind_a, a, port_a, kind_b, b, port_b, ...] */
-			if (!strcmp(cJSON_GetArrayItem(it, 3)->valuestring, "ca") &&
+			if (!strcmp(cJSON_GetArrayItem(it, 3)->valuestring,
+				    "ca") &&
 			    cJSON_GetArrayItem(it, 4)->valueint == ca)
 				break;
 			i++;
@@ -266,7 +267,8 @@ static tp_fabric_t *rail_degraded(const char *const *names, size_t n)
 		cJSON_DeleteItemFromArray(links, i);
 	}
 	char *out = cJSON_PrintUnformatted(root);
-	assert_int_equal(tp_fabric_parse_json("degraded", out, &g, NULL), TP_OK);
+	assert_int_equal(tp_fabric_parse_json("degraded", out, &g, NULL),
+			 TP_OK);
 	cJSON_free(out);
 	cJSON_Delete(root);
 	tp_free(json);
@@ -277,7 +279,8 @@ static tp_fabric_t *rail_degraded(const char *const *names, size_t n)
 
 static void test_degraded(void **state)
 {
-	static const char *const bad[] = {"dgx001", "dgx002", "dgx003", "dgx004"};
+	static const char *const bad[] = {"dgx001", "dgx002", "dgx003",
+					  "dgx004"};
 	tp_fabric_t *f = rail_degraded(bad, 4);
 	tp_state_t *s = tp_state_create(f);
 	uint32_t su0 = leaf_of(f, tp_fabric_host_find(f, "dgx001"));
@@ -392,7 +395,8 @@ static void test_uplinks(void **state)
 	/* halve every up-link of leaf 0 */
 	for (size_t i = 0; i < tp_fabric_nlinks(f); i++) {
 		const tp_link_t *l = tp_fabric_link(f, i);
-		if (l->kind[0] != TP_NODE_SWITCH || l->kind[1] != TP_NODE_SWITCH)
+		if (l->kind[0] != TP_NODE_SWITCH ||
+		    l->kind[1] != TP_NODE_SWITCH)
 			continue;
 		for (int e = 0; e < 2; e++) {
 			const tp_switch_t *sw = tp_fabric_switch(f, l->node[e]);
@@ -516,15 +520,14 @@ static void fragment(tp_state_t *s, double share, uint64_t seed)
 
 	while ((double)tp_state_busy_gpus(s) < share * (double)total * 1.5) {
 		uint64_t x = tp__rand_next(&seed);
-		tp_request_t r = x % 3 ? req(0, 0, 1 + (int)((x >> 8) % 8), false)
-				       : req(2 + (int)((x >> 8) % 15), 0, 0,
-					     true);
+		tp_request_t r =
+		    x % 3 ? req(0, 0, 1 + (int)((x >> 8) % 8), false)
+			  : req(2 + (int)((x >> 8) % 15), 0, 0, true);
 		tp_placement_t p;
 		if (tp_place_run(topo(), s, &r, NULL, NULL, seed, &p) != TP_OK)
 			break;
-		assert_int_equal(tp_state_alloc(s, id++, p.hosts, p.gpus,
-						p.nhosts),
-				 TP_OK);
+		assert_int_equal(
+		    tp_state_alloc(s, id++, p.hosts, p.gpus, p.nhosts), TP_OK);
 		tp_placement_free(&p);
 	}
 	for (uint64_t j = 1000; j < id; j += 3)
@@ -554,15 +557,16 @@ static void test_invariants(void **state)
 		for (int t = 0; t < 40; t++) {
 			tp_state_t *s = tp_state_create(f);
 			fragment(s, 0.2 + 0.6 * (double)(t % 4) / 3.0, rng++);
-			tp_state_set_host_up(s, (uint32_t)(t % tp_fabric_nhosts(f)),
-					     false);
+			tp_state_set_host_up(
+			    s, (uint32_t)(t % tp_fabric_nhosts(f)), false);
 			for (int q = 0; q < 12; q++) {
 				uint64_t x = tp__rand_next(&rng);
 				int gph = (int)tp_fabric_host(f, 0)->ngpus;
 				tp_request_t r;
 				switch (x % 4) {
 				case 0:
-					r = req(1 + (int)((x >> 8) % 24), 0, 0, true);
+					r = req(1 + (int)((x >> 8) % 24), 0, 0,
+						true);
 					break;
 				case 1:
 					r = req(1 + (int)((x >> 8) % 24),
@@ -592,7 +596,8 @@ static void test_invariants(void **state)
 				check_valid(s, &r, &a);
 				assert_int_equal(a.nhosts, b.nhosts);
 				assert_memory_equal(a.hosts, b.hosts,
-						    a.nhosts * sizeof(uint32_t));
+						    a.nhosts *
+							sizeof(uint32_t));
 				assert_memory_equal(a.gpus, b.gpus,
 						    a.nhosts * sizeof(int));
 				tp_placement_free(&a);
@@ -605,6 +610,87 @@ static void test_invariants(void **state)
 }
 
 /* Not found when it does not fit now; never a partial answer. */
+/* One more leaf than the structural pick: taken only for a real saving
+ * (gain_needed: 5% over a leaf already in use, half the time over a
+ * wholly idle one). On seeded states of a small 2:1 fat tree with loaded
+ * and half-rate up-links, busy hosts and weakly cabled ones, a priced
+ * pick over more leaves than the structural one must be at least 5%
+ * cheaper than it, and some picks must take one more leaf for less than
+ * the half the fixed guard once asked for, so the check is live. */
+static void test_extra_leaf_guard(void **state)
+{
+	tp_fabric_t *f = tp_test_fat_tree(3, 2, 4, 1, 8, false);
+	tp_cost_ctx_t *ctx = NULL;
+	tp_cost_params_t cp;
+	tp_policy_params_t pp;
+	size_t more = 0, modest = 0;
+
+	(void)state;
+	assert_non_null(f);
+	tp_cost_params_defaults(&cp);
+	assert_int_equal(tp_cost_ctx_create(f, &cp, &ctx), TP_OK);
+	tp_policy_params_defaults(&pp);
+	pp.price_budget = 0; /* the structure alone */
+	size_t nh = tp_fabric_nhosts(f), nl = tp_fabric_nlinks(f);
+	for (uint64_t seed = 1; seed <= 200; seed++) {
+		uint64_t x = seed * 0x9e3779b97f4a7c15ULL;
+		tp_state_t *s = tp_state_create(f);
+		size_t nfree = 0;
+		assert_non_null(s);
+		for (uint32_t l = 0; l < nl; l++) {
+			const tp_link_t *lk = tp_fabric_link(f, l);
+			uint64_t u = tp__rand_next(&x) % 100;
+			bool up = lk->kind[0] == TP_NODE_SWITCH &&
+				  lk->kind[1] == TP_NODE_SWITCH;
+			if (up && u < 30)
+				assert_int_equal(
+				    tp_state_set_link(
+					s, l, 1, lk->gbps * 0.009 * (double)u),
+				    TP_OK);
+			else if ((up && u < 45) || (!up && u < 10))
+				assert_int_equal(
+				    tp_state_set_link(s, l, 0.5, 0), TP_OK);
+		}
+		for (uint32_t h = 0; h < nh; h++) {
+			int g = 8;
+			if (tp__rand_next(&x) % 4 == 0)
+				assert_int_equal(
+				    tp_state_alloc(s, 1000 + h, &h, &g, 1),
+				    TP_OK);
+			else
+				nfree++;
+		}
+		int k = 2 + (int)(tp__rand_next(&x) % 5);
+		tp_request_t r = req(k, 8, 0, true);
+		tp_placement_t p0, p1;
+		if ((size_t)k > nfree) {
+			tp_state_destroy(s);
+			continue;
+		}
+		memset(&p0, 0, sizeof(p0));
+		memset(&p1, 0, sizeof(p1));
+		assert_int_equal(tp_place_run(topo(), s, &r, &pp, ctx, 1, &p0),
+				 TP_OK);
+		assert_int_equal(tp_place_run(topo(), s, &r, NULL, ctx, 1, &p1),
+				 TP_OK);
+		check_valid(s, &r, &p1);
+		if (groups_of(f, &p1) > groups_of(f, &p0)) {
+			more++;
+			assert_true(p1.predicted_s <= 0.95 * p0.predicted_s);
+			modest += p1.predicted_s > 0.5 * p0.predicted_s;
+		}
+		tp_placement_free(&p0);
+		tp_placement_free(&p1);
+		tp_state_destroy(s);
+	}
+	print_message("# %zu picks over one more leaf, %zu of them less than "
+		      "2x cheaper\n",
+		      more, modest);
+	assert_true(modest > 0);
+	tp_cost_ctx_destroy(ctx);
+	tp_fabric_destroy(f);
+}
+
 static void test_no_fit(void **state)
 {
 	tp_fabric_t *f = fat_tree(2, 4, 2, 1);
@@ -656,9 +742,9 @@ static void time_fabric(int leaves, int hosts_per_leaf, int spines)
 	fragment(s, 0.5, 11);
 	for (int i = 0; i < RUNS; i++) {
 		uint64_t x = tp__rand_next(&rng);
-		tp_request_t r = x % 2 ? req(0, 0, 1 + (int)((x >> 8) % 64), false)
-				       : req(1 + (int)((x >> 8) % 128), 8, 0,
-					     true);
+		tp_request_t r =
+		    x % 2 ? req(0, 0, 1 + (int)((x >> 8) % 64), false)
+			  : req(1 + (int)((x >> 8) % 128), 8, 0, true);
 		tp__policy_in_t in = {.f = f, .s = s, .r = &r, .params = &pp};
 		size_t n = 0;
 		in.nhosts = (size_t)r.nodes;
@@ -685,8 +771,8 @@ static void time_fabric(int leaves, int hosts_per_leaf, int spines)
 
 static void test_timing(void **state)
 {
-	time_fabric(64, 32, 16);   /* 2,048 hosts, 16,384 GPUs */
-	time_fabric(512, 32, 16);  /* 16,384 hosts */
+	time_fabric(64, 32, 16);  /* 2,048 hosts, 16,384 GPUs */
+	time_fabric(512, 32, 16); /* 16,384 hosts */
 }
 
 /* A policy that breaks its contract is logged by tp_place_run: show it. */
@@ -707,6 +793,7 @@ int main(void)
 	    cmocka_unit_test(test_degraded),
 	    cmocka_unit_test(test_weak_hosts),
 	    cmocka_unit_test(test_uplinks),
+	    cmocka_unit_test(test_extra_leaf_guard),
 	    cmocka_unit_test(test_nvl72),
 	    cmocka_unit_test(test_nvl72_spread),
 	    cmocka_unit_test(test_invariants),
