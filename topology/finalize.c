@@ -128,8 +128,13 @@ static tp_err_t name_cas(tp_fabric_t *f, const char **cname)
 		err = tp__desc_hostname(c->desc, &host, &dev);
 		if (err)
 			return err;
-		tp_free(c->dev);
-		c->dev = dev;
+		c->dev = dev ? tp__fabric_intern(f, dev) : NULL;
+		if (dev && !c->dev) {
+			tp_free(dev);
+			tp_free(host);
+			return TP_ERR_NOMEM;
+		}
+		tp_free(dev);
 		g = tp_u64map_get(f->guid_name, c->guid);
 		if (g != TP_MAP_NONE) {
 			tp_free(host);
