@@ -509,8 +509,9 @@ static tp_err_t bad(tp__jstream_t *s, const char *msg)
 }
 
 /* Past the value at off, by its extent only (strings, bracket balance):
- * the parser checks it. *nitems_p (may be NULL): an array's members. */
-static tp_err_t value_end(tp__jstream_t *s, size_t *nitems_p)
+ * the parser checks it. *nitems_p (may be NULL): an array's members.
+ * keep: the window keeps the value's bytes (else only the last one). */
+static tp_err_t value_end(tp__jstream_t *s, size_t *nitems_p, bool keep)
 {
 	size_t depth, commas = 0;
 	bool str, esc = false, empty = true, arr;
@@ -531,6 +532,8 @@ static tp_err_t value_end(tp__jstream_t *s, size_t *nitems_p)
 	depth = !str; /* a string value ends at depth 0 */
 	s->off++;
 	for (;;) {
+		if (!keep)
+			s->pin = s->off;
 		if ((c = peek(s)) < 0)
 			return bad(s, bad_msg); /* cut short */
 		if (c == 0)
@@ -587,7 +590,7 @@ static tp_err_t parse_value(tp__jstream_t *s)
 	tp_err_t err;
 
 	s->pin = start;
-	if ((err = value_end(s, NULL)))
+	if ((err = value_end(s, NULL, true)))
 		return err;
 	len = (size_t)(s->off - start);
 	if (len >= UINT32_MAX)
@@ -713,7 +716,7 @@ tp_err_t tp__jstream_index(tp__jstream_t *s, const char *const *keys, size_t n,
 		skip_ws(s);
 		if (k < n && !marks[k].found) {
 			marks[k] = (tp__jmark_t){s->off, s->line, 0, true};
-			err = value_end(s, &marks[k].nitems);
+			err = value_end(s, &marks[k].nitems, false);
 		} else {
 			err = check_value(s);
 		}
