@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tp_topology.h"
+#include "topology_int.h"
 
 /* Slurm reads at most this many characters of a switch name. */
 #define NAME_MAX_LEN 64
@@ -59,19 +59,6 @@ static tp_err_t failf(build_t *b, tp_err_t err, const char *fmt, ...)
 		va_end(ap);
 	}
 	return err;
-}
-
-static bool name_ok(const char *s)
-{
-	size_t n = 0;
-
-	if (!s || !*s)
-		return false;
-	for (; *s; s++, n++)
-		if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_' &&
-		    *s != '.')
-			return false;
-	return n <= NAME_MAX_LEN;
 }
 
 static uint32_t add_switch(build_t *b, char *name)
@@ -375,7 +362,7 @@ static tp_err_t add_nvlink(build_t *b, bool *done_p)
 		if (anc[d] == TP_ID_NONE)
 			continue;
 		ord++;
-		if (name_ok(dp->name))
+		if (tp__slurm_name_ok(dp->name))
 			nm = unique_name(b, dp->name);
 		else {
 			char *base = tp_asprintf("nvl-%zu", ord);

@@ -144,6 +144,10 @@ bool tp__desc_is_sharp(const char *desc);
  * topology.conf or invalid UTF-8 into JSON. */
 bool tp__name_ok(const char *s);
 
+/* A name Slurm takes as a switch name in topology.conf (and the switch
+ * tree's): 1..64 letters, digits, '-', '_', '.'. */
+bool tp__slurm_name_ok(const char *s);
+
 void tp__gpu_free_strings(tp_gpu_t *g);
 /* Drop groups and NVLink domains (before recomputing them). */
 void tp__fabric_free_derived(tp_fabric_t *f);
