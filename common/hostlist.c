@@ -219,6 +219,21 @@ static void seg_value(const item_t *it, const seg_t *sg, uint64_t k,
 	}
 }
 
+/* v in decimal, zero-padded to w digits: what "%0*llu" prints, without
+ * a printf per name (a list may expand to a million) */
+static void put_padded(tp_strbuf_t *sb, uint64_t v, int w)
+{
+	char d[20];
+	int n = 0;
+
+	do
+		d[sizeof(d) - 1 - n++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	for (int z = n; z < w; z++)
+		tp_strbuf_append(sb, "0", 1);
+	tp_strbuf_append(sb, d + sizeof(d) - n, (size_t)n);
+}
+
 static tp_err_t emit_item(const item_t *it, uint64_t total, char **names,
 			  size_t *n_p)
 {
@@ -241,8 +256,7 @@ static tp_err_t emit_item(const item_t *it, uint64_t total, char **names,
 			div /= sg->count;
 			seg_value(it, sg, rest / div, &v, &w);
 			rest %= div;
-			tp_strbuf_printf(&sb, "%0*llu", w,
-					 (unsigned long long)v);
+			put_padded(&sb, v, w);
 		}
 		if (sb.failed || !sb.buf ||
 		    !(names[*n_p] = tp_strdup(sb.buf))) {

@@ -21,54 +21,53 @@
 #define OFF(field) offsetof(tp_pconf_t, field)
 
 static const tp_pconf_key_t keys[] = {
-	{"FabricFile", TP_PCONF_STRING, NULL, 0, 0,
-	 "fabric JSON written by `topoplace discover` or `fabric generate`; "
-	 "unset: flat topology",
-	 OFF(fabric_file), NULL},
-	{"RankNodes", TP_PCONF_BOOL, "yes", 0, 1,
-	 "order Slurm's node table by the fabric (task ranks follow it)",
-	 OFF(rank_nodes), NULL},
-	{"NVLinkLevel", TP_PCONF_BOOL, "yes", 0, 1,
-	 "multi-node NVLink domains become the leaf switches",
-	 OFF(nvlink_level), NULL},
-	{"SetSwitches", TP_PCONF_BOOL, "yes", 0, 1,
-	 "job_submit/topoplace sets --switches on multi-node jobs",
-	 OFF(set_switches), NULL},
-	{"SwitchWait", TP_PCONF_UINT, "300", 0, 7 * 86400,
-	 "seconds a job may wait for its switch count (wait4switch)",
-	 OFF(switch_wait), NULL},
-	{"MinNodes", TP_PCONF_UINT, "2", 2, 1000000,
-	 "smallest job (nodes) given --switches", OFF(min_nodes), NULL},
-	{"MaxNodes", TP_PCONF_UINT, "0", 0, 1000000,
-	 "largest job (nodes) given --switches; 0: no limit",
-	 OFF(max_nodes), NULL},
-	{"GpusPerNode", TP_PCONF_UINT, "0", 0, 1024,
-	 "GPUs per node for --gpus jobs; 0: from the nodes' Gres",
-	 OFF(gpus_per_node), NULL},
-	{"Partitions", TP_PCONF_LIST, NULL, 0, 0,
-	 "partitions whose jobs job_submit/topoplace touches; unset: all",
-	 OFF(partitions), NULL},
-	{"Selection", TP_PCONF_STRING, "engine", 0, 0,
-	 "who picks a job's nodes in native mode (Slurm 24.11); "
-	 "tree: every job goes to Slurm's own topology/tree selection on the "
-	 "same switch table, timed the same way, for comparing decision time",
-	 OFF(selection), "engine|tree"},
-	{"LinkState", TP_PCONF_STRING, NULL, 0, 0,
-	 "topoplace-state/1 file (its links only: health, background_gbps) "
-	 "the native selection prices candidates with, re-read when it "
-	 "changes; Slurm 22.05 reads it on reconfigure and leaves hosts "
-	 "whose every cable is down out of the switch table; unset: healthy "
-	 "links",
-	 OFF(link_state), NULL},
-	{"CommShare", TP_PCONF_UINT, "30", 0, 100,
-	 "percent of a running multi-node job's time spent in all-reduce: "
-	 "its traffic is background for later choices; 0: none",
-	 OFF(comm_share), NULL},
-	{"PriceBudget", TP_PCONF_UINT, "8", 0, 100000,
-	 "cost-model predictions a native selection may spend pricing "
-	 "candidate host sets (96: the simulator's); 0: the structural "
-	 "choice alone",
-	 OFF(price_budget), NULL},
+    {"FabricFile", TP_PCONF_STRING, NULL, 0, 0,
+     "fabric JSON written by `topoplace discover` or `fabric generate`; "
+     "unset: flat topology",
+     OFF(fabric_file), NULL},
+    {"RankNodes", TP_PCONF_BOOL, "yes", 0, 1,
+     "order Slurm's node table by the fabric (task ranks follow it)",
+     OFF(rank_nodes), NULL},
+    {"NVLinkLevel", TP_PCONF_BOOL, "yes", 0, 1,
+     "multi-node NVLink domains become the leaf switches", OFF(nvlink_level),
+     NULL},
+    {"SetSwitches", TP_PCONF_BOOL, "yes", 0, 1,
+     "job_submit/topoplace sets --switches on multi-node jobs",
+     OFF(set_switches), NULL},
+    {"SwitchWait", TP_PCONF_UINT, "300", 0, 7 * 86400,
+     "seconds a job may wait for its switch count (wait4switch)",
+     OFF(switch_wait), NULL},
+    {"MinNodes", TP_PCONF_UINT, "2", 2, 1000000,
+     "smallest job (nodes) given --switches", OFF(min_nodes), NULL},
+    {"MaxNodes", TP_PCONF_UINT, "0", 0, 1000000,
+     "largest job (nodes) given --switches; 0: no limit", OFF(max_nodes), NULL},
+    {"GpusPerNode", TP_PCONF_UINT, "0", 0, 1024,
+     "GPUs per node for --gpus jobs; 0: from the nodes' Gres",
+     OFF(gpus_per_node), NULL},
+    {"Partitions", TP_PCONF_LIST, NULL, 0, 0,
+     "partitions whose jobs job_submit/topoplace touches; unset: all",
+     OFF(partitions), NULL},
+    {"Selection", TP_PCONF_STRING, "engine", 0, 0,
+     "who picks a job's nodes in native mode (Slurm 24.11); "
+     "tree: every job goes to Slurm's own topology/tree selection on the "
+     "same switch table, timed the same way, for comparing decision time",
+     OFF(selection), "engine|tree"},
+    {"LinkState", TP_PCONF_STRING, NULL, 0, 0,
+     "topoplace-state/1 file (its links only: health, background_gbps) "
+     "the native selection prices candidates with, re-read when it "
+     "changes; Slurm 22.05 reads it on reconfigure and leaves hosts "
+     "whose every cable is down out of the switch table; unset: healthy "
+     "links",
+     OFF(link_state), NULL},
+    {"CommShare", TP_PCONF_UINT, "30", 0, 100,
+     "percent of a running multi-node job's time spent in all-reduce: "
+     "its traffic is background for later choices; 0: none",
+     OFF(comm_share), NULL},
+    {"PriceBudget", TP_PCONF_UINT, "8", 0, 100000,
+     "cost-model predictions a native selection may spend pricing "
+     "candidate host sets (96: the simulator's); 0: the structural "
+     "choice alone",
+     OFF(price_budget), NULL},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -133,8 +132,8 @@ static bool choice_ok(const tp_pconf_key_t *k, const char *v,
 }
 
 /* Store one value; *why_p gets a static reason on failure. */
-static tp_err_t set_value(tp_pconf_t *c, const tp_pconf_key_t *k,
-			  const char *v, const char **why_p)
+static tp_err_t set_value(tp_pconf_t *c, const tp_pconf_key_t *k, const char *v,
+			  const char **why_p)
 {
 	void *field = (char *)c + k->offset;
 	unsigned long long n;
@@ -233,7 +232,7 @@ static const tp_pconf_key_t *find_key(const char *name, size_t n)
 }
 
 static tp_err_t failf(char **err_p, tp_err_t err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static tp_err_t failf(char **err_p, tp_err_t err, const char *fmt, ...)
 {
@@ -268,8 +267,10 @@ static tp_err_t parse_pair(const char *name, size_t lineno, char **pp,
 	if (*p != '=' || !klen) {
 		while (*p && !blank(*p))
 			p++;
-		return failf(err_p, TP_ERR_PARSE, "%s:%zu: '%.*s': expected "
-			     "Key=Value", name, lineno, (int)(p - key), key);
+		return failf(err_p, TP_ERR_PARSE,
+			     "%s:%zu: '%.*s': expected "
+			     "Key=Value",
+			     name, lineno, (int)(p - key), key);
 	}
 	k = find_key(key, klen);
 	if (!k)
@@ -363,8 +364,8 @@ tp_err_t tp_pconf_load(const char *path, tp_pconf_t *c, char **err_p)
 	err = tp_file_read(path, &buf, &len);
 	if (err) {
 		if (err_p)
-			*err_p = tp_asprintf("%s: %s", path,
-					     tp_file_strerror(err));
+			*err_p =
+			    tp_asprintf("%s: %s", path, tp_file_strerror(err));
 		return err;
 	}
 	if (strlen(buf) != len) {
@@ -495,4 +496,63 @@ bool tp_filesig_update(const char *path, tp_filesig_t *sig)
 		return false;
 	*sig = now;
 	return true;
+}
+
+tp_err_t tp_pconf_load_fabric(const char *conf_path, size_t max_switches,
+			      tp_pconf_t *c, tp_fabric_t **f_p, tp_stree_t *t,
+			      char **why_p)
+{
+	const char *slash = strrchr(conf_path, '/');
+	char *msg = NULL, *fpath = NULL;
+	tp_fabric_t *f = NULL;
+	tp_pconf_t conf;
+	tp_err_t err;
+
+	*why_p = NULL;
+	memset(&conf, 0, sizeof(conf));
+	err = tp_pconf_load(conf_path, &conf, &msg);
+	if (err) {
+		*why_p = err == TP_ERR_NOTFOUND
+			     ? tp_asprintf("%s not found", conf_path)
+			     : tp_strdup(msg ? msg : tp_strerror(err));
+		goto out;
+	}
+	tp_pconf_free(c);
+	*c = conf;
+	if (!c->fabric_file) {
+		err = TP_ERR_NOTFOUND;
+		*why_p = tp_asprintf("%s sets no FabricFile", conf_path);
+		goto out;
+	}
+	fpath = c->fabric_file[0] == '/' || !slash
+		    ? tp_strdup(c->fabric_file)
+		    : tp_asprintf("%.*s/%s", (int)(slash - conf_path),
+				  conf_path, c->fabric_file);
+	if (!fpath) {
+		err = TP_ERR_NOMEM;
+		goto out;
+	}
+	if ((err = tp_fabric_load_json(fpath, &f, &msg)) ||
+	    (err = tp_stree_build(f, c->nvlink_level, t, &msg))) {
+		*why_p = tp_asprintf("fabric %s: %s", fpath,
+				     msg ? msg : tp_strerror(err));
+		goto out;
+	}
+	if (t->nsw >= max_switches) {
+		err = TP_ERR_RANGE;
+		*why_p = tp_asprintf(
+		    "fabric %s: %zu switches, Slurm takes fewer than %zu",
+		    fpath, t->nsw, max_switches);
+		tp_stree_free(t);
+		goto out;
+	}
+	*f_p = f;
+	f = NULL;
+out:
+	if (err == TP_ERR_NOMEM && !*why_p)
+		*why_p = tp_strdup(tp_strerror(err));
+	tp_fabric_destroy(f);
+	tp_free(fpath);
+	tp_free(msg);
+	return err;
 }

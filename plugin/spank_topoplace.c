@@ -698,6 +698,10 @@ static void step_start(spank_t sp, bool verbose)
 	    .topo_file = topo,
 	    .hca_map = hcas,
 	};
+	/* the plan holds all the rest needs: the fabric is the largest
+	 * thing a step start holds, so it goes before the plan's text */
+	tp_fabric_destroy(f);
+	f = NULL;
 	if ((err = tp_plan_step_env(plan, &in, &env, &msg))) {
 		if (err == TP_ERR_RANGE)
 			snprintf(why, sizeof(why),

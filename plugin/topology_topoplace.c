@@ -49,6 +49,7 @@
 
 #include "tp_placement.h"
 #include "tp_plugin.h"
+#include "switch_table.h"
 
 #define TP_EXPORT __attribute__((visibility("default")))
 
@@ -275,85 +276,38 @@ static void build_flat(void)
 	s->switch_desc_index = xcalloc(1, sizeof(uint16_t));
 }
 
-/* Descendants of switch i appended to s->switch_desc_index. */
-static void add_desc(switch_record_t *s, uint32_t i)
-{
-	for (size_t k = 0; k < tree.sw[i].nchildren; k++) {
-		uint32_t c = tree.sw[i].children[k];
-		s->switch_desc_index[s->num_desc_switches++] = (uint16_t)c;
-		add_desc(s, c);
-	}
-}
-
 static void build_from_tree(void)
 {
 	int n = (int)tree.nsw;
 	node_record_t *node_ptr;
+	tp_stree_row_t *rows = NULL;
 	int *node_of;
 
-	/* fabric host -> node table index (indices are final here) */
+	/* fabric host -> node table index (indices are final here); cut
+	 * off hosts are in no switch */
 	node_of = xcalloc(tree.nhosts + 1, sizeof(int));
 	for (size_t h = 0; h < tree.nhosts; h++)
 		node_of[h] = -1;
 	for (int i = 0; (node_ptr = next_node(&i)); i++) {
 		uint32_t h = tp_fabric_host_find(fabric, node_ptr->name);
-		if (h != TP_ID_NONE && h < tree.nhosts)
+		if (h != TP_ID_NONE && h < tree.nhosts &&
+		    !(cut_off && cut_off[h]))
 			node_of[h] = node_ptr->index;
 	}
-
+	if (tp_stree_table(&tree, node_of, &rows)) {
+		error("%s: switch table: out of memory: flat topology",
+		      plugin_type);
+		xfree(node_of);
+		build_flat();
+		return;
+	}
 	switch_record_table = xcalloc(n, sizeof(switch_record_t));
 	switch_record_cnt = n;
 	switch_levels = tree.levels;
 	table_ours = true;
-	for (int i = 0; i < n; i++) {
-		switch_record_t *s = &switch_record_table[i];
-		const tp_stree_sw_t *t = &tree.sw[i];
-
-		s->name = xstrdup(t->name);
-		s->level = t->level;
-		s->link_speed = t->link_speed;
-		s->parent = (uint16_t)t->parent;
-		s->node_bitmap = bit_alloc(node_record_count);
-		s->num_switches = (uint16_t)t->nchildren;
-		s->switch_index = xcalloc(t->nchildren + 1, sizeof(uint16_t));
-		for (size_t k = 0; k < t->nchildren; k++) {
-			s->switch_index[k] = (uint16_t)t->children[k];
-			xstrfmtcat(s->switches, "%s%s", k ? "," : "",
-				   tree.sw[t->children[k]].name);
-		}
-		s->switch_desc_index = xcalloc(n, sizeof(uint16_t));
-		add_desc(s, (uint32_t)i);
-		s->switches_dist = xcalloc(n, sizeof(uint32_t));
-		for (int j = 0; j < n; j++) {
-			uint32_t d =
-			    tp_stree_dist(&tree, (uint32_t)i, (uint32_t)j);
-			s->switches_dist[j] = d == UINT32_MAX ? INFINITE : d;
-		}
-	}
-	/* leaf hosts into every ancestor's bitmap */
-	for (int i = 0; i < n; i++)
-		for (size_t k = 0; k < tree.sw[i].nhosts; k++) {
-			uint32_t h = tree.sw[i].hosts[k];
-			int inx = node_of[h];
-			uint32_t p = (uint32_t)i;
-			if (inx < 0 || (cut_off && cut_off[h]))
-				continue;
-			for (;;) {
-				bit_set(switch_record_table[p].node_bitmap,
-					inx);
-				if (tree.sw[p].parent == p)
-					break;
-				p = tree.sw[p].parent;
-			}
-		}
-	for (int i = 0; i < n; i++) {
-		switch_record_t *s = &switch_record_table[i];
-		s->nodes = bitmap2node_name(s->node_bitmap);
-		debug("%s: switch %s level %d parent %s nodes %s switches %s",
-		      plugin_type, s->name, s->level,
-		      switch_record_table[s->parent].name, s->nodes,
-		      s->switches ? s->switches : "-");
-	}
+	tp_switch_table_fill(switch_record_table, &tree, rows, -1, false,
+			     plugin_type);
+	tp_stree_table_free(rows, tree.nsw);
 	xfree(node_of);
 }
 

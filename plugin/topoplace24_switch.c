@@ -6,6 +6,8 @@
  */
 #include "topoplace24_int.h"
 
+#include "switch_table.h"
+
 /* topology/tree's table, under its names: eval_nodes_tree reads these.
  * Hidden by the version script, so they never meet another plugin's. */
 switch_record_t *switch_record_table = NULL;
@@ -52,16 +54,6 @@ void build_flat(void)
 	s->switch_desc_index = xcalloc(1, sizeof(uint16_t));
 }
 
-/* Descendants of switch i appended to s->switch_desc_index. */
-static void add_desc(switch_record_t *s, uint32_t i)
-{
-	for (size_t k = 0; k < tree.sw[i].nchildren; k++) {
-		uint32_t c = tree.sw[i].children[k];
-		s->switch_desc_index[s->num_desc_switches++] = (uint16_t)c;
-		add_desc(s, c);
-	}
-}
-
 /* topology/tree's table from the fabric's tree (node indices final),
  * and the engine's working set: host_of[], node_of[], the free state
  * (hosts without a node down for good) and the scratch arrays. */
@@ -70,6 +62,7 @@ void build_from_tree(void)
 	int n = (int)tree.nsw;
 	size_t nh = tp_fabric_nhosts(fabric);
 	node_record_t *node_ptr;
+	tp_stree_row_t *rows = NULL;
 
 	selection_free();
 	node_of = xcalloc(nh + 1, sizeof(int));
@@ -87,61 +80,17 @@ void build_from_tree(void)
 		}
 	}
 
-	switch_record_table = xcalloc(n, sizeof(switch_record_t));
-	switch_record_cnt = n;
-	switch_levels = tree.levels;
-	for (int i = 0; i < n; i++) {
-		switch_record_t *s = &switch_record_table[i];
-		const tp_stree_sw_t *t = &tree.sw[i];
-
-		s->name = xstrdup(t->name);
-		s->level = t->level;
-		s->link_speed = t->link_speed;
-		s->parent = t->parent == (uint32_t)i ? SWITCH_NO_PARENT
-						     : (uint16_t)t->parent;
-		s->node_bitmap = bit_alloc(node_record_count);
-		s->num_switches = (uint16_t)t->nchildren;
-		s->switch_index = xcalloc(t->nchildren + 1, sizeof(uint16_t));
-		for (size_t k = 0; k < t->nchildren; k++) {
-			s->switch_index[k] = (uint16_t)t->children[k];
-			xstrfmtcat(s->switches, "%s%s", k ? "," : "",
-				   tree.sw[t->children[k]].name);
-		}
-		s->switch_desc_index = xcalloc(n, sizeof(uint16_t));
-		add_desc(s, (uint32_t)i);
-		s->switches_dist = xcalloc(n, sizeof(uint32_t));
-		for (int j = 0; j < n; j++) {
-			uint32_t d =
-			    tp_stree_dist(&tree, (uint32_t)i, (uint32_t)j);
-			s->switches_dist[j] = d == UINT32_MAX ? INFINITE : d;
-		}
-	}
-	for (int i = 0; i < n; i++)
-		for (size_t k = 0; k < tree.sw[i].nhosts; k++) {
-			int inx = node_of[tree.sw[i].hosts[k]];
-			uint32_t p = (uint32_t)i;
-			if (inx < 0)
-				continue;
-			for (;;) {
-				bit_set(switch_record_table[p].node_bitmap,
-					inx);
-				if (tree.sw[p].parent == p)
-					break;
-				p = tree.sw[p].parent;
-			}
-		}
-	/* as topology/tree: Nodes= on the leaves, Switches= above */
-	for (int i = 0; i < n; i++) {
-		switch_record_t *s = &switch_record_table[i];
-		if (s->level == 0)
-			s->nodes = bitmap2node_name(s->node_bitmap);
-		debug("%s: switch %s level %d parent %s nodes %s switches %s",
-		      plugin_type, s->name, s->level,
-		      s->parent == SWITCH_NO_PARENT
-			  ? "-"
-			  : switch_record_table[s->parent].name,
-		      s->nodes ? s->nodes : "-",
-		      s->switches ? s->switches : "-");
+	if (!tp_stree_table(&tree, node_of, &rows)) {
+		switch_record_table = xcalloc(n, sizeof(switch_record_t));
+		switch_record_cnt = n;
+		switch_levels = tree.levels;
+		tp_switch_table_fill(switch_record_table, &tree, rows,
+				     SWITCH_NO_PARENT, true, plugin_type);
+		tp_stree_table_free(rows, tree.nsw);
+	} else {
+		error("%s: switch table: out of memory: flat topology",
+		      plugin_type);
+		build_flat();
 	}
 
 	busy_hosts = xcalloc(nh + 1, sizeof(uint32_t));

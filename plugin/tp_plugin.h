@@ -35,21 +35,21 @@
  */
 
 typedef struct tp_pconf {
-	char *fabric_file;      /* FabricFile: fabric JSON; NULL = none */
-	bool rank_nodes;        /* RankNodes: order Slurm's node table */
-	bool nvlink_level;      /* NVLinkLevel: NVLink domains as leaves */
-	bool set_switches;      /* SetSwitches: job_submit sets --switches */
-	uint32_t switch_wait;   /* SwitchWait: seconds for wait4switch */
-	uint32_t min_nodes;     /* MinNodes: smallest job touched */
-	uint32_t max_nodes;     /* MaxNodes: largest job touched, 0 = any */
+	char *fabric_file;	/* FabricFile: fabric JSON; NULL = none */
+	bool rank_nodes;	/* RankNodes: order Slurm's node table */
+	bool nvlink_level;	/* NVLinkLevel: NVLink domains as leaves */
+	bool set_switches;	/* SetSwitches: job_submit sets --switches */
+	uint32_t switch_wait;	/* SwitchWait: seconds for wait4switch */
+	uint32_t min_nodes;	/* MinNodes: smallest job touched */
+	uint32_t max_nodes;	/* MaxNodes: largest job touched, 0 = any */
 	uint32_t gpus_per_node; /* GpusPerNode: 0 = from the nodes' Gres */
-	char *partitions;       /* Partitions: "a,b"; NULL = all */
-	char *selection;        /* Selection: "engine" (default) or "tree" */
-	char *link_state;       /* LinkState: topoplace-state/1 file whose
+	char *partitions;	/* Partitions: "a,b"; NULL = all */
+	char *selection;	/* Selection: "engine" (default) or "tree" */
+	char *link_state;	/* LinkState: topoplace-state/1 file whose
 				 * links the selection prices with; NULL = none */
-	uint32_t comm_share;    /* CommShare: percent of a running job's time
+	uint32_t comm_share;	/* CommShare: percent of a running job's time
 				 * in collectives (its traffic's duty) */
-	uint32_t price_budget;  /* PriceBudget: predictions per decision */
+	uint32_t price_budget;	/* PriceBudget: predictions per decision */
 } tp_pconf_t;
 
 typedef enum tp_pconf_type {
@@ -126,55 +126,7 @@ typedef struct tp_filesig {
  * file (EACCES, EIO) reads as unchanged and leaves *sig alone. */
 bool tp_filesig_update(const char *path, tp_filesig_t *sig);
 
-/* ---- the switch tree for Slurm 22.05 -----------------------------------
- *
- * Built from the fabric exactly as `topoplace fabric topology-conf` writes
- * topology.conf (same switch names: one switch per derived group, so a
- * rail-optimized scalable unit is one leaf), then, when nvlink is set and
- * the fabric has multi-node NVLink domains, each domain becomes a leaf of
- * its own under the lowest group holding all its hosts: an NVL72 rack is
- * then what Slurm packs a job into first, the IB groups above it. Hosts of
- * a group outside any domain stay on a leaf of their own ("<group>-rest"
- * when the group also holds domains); groups left without hosts vanish.
- *
- * Switch 0..nsw-1 are in no particular order; level 0 is a leaf (has
- * hosts, no children), levels above hold children only; a root has
- * parent == its own index. Host lists are fabric host indices in rank
- * order; order[] is the whole rank order: a depth-first walk in which each
- * switch's hosts are contiguous and siblings follow the fabric's order.
- */
-
-typedef struct tp_stree_sw {
-	char *name;
-	int level;           /* 0 = leaf */
-	uint32_t parent;     /* own index at a root */
-	uint32_t *children;  /* rank order */
-	size_t nchildren;
-	uint32_t *hosts;     /* leaves only: fabric host indices, rank order */
-	size_t nhosts;
-	uint32_t nbelow;     /* hosts in the whole subtree */
-	uint32_t link_speed; /* Gb/s to the level above (1 when unknown) */
-	bool nvlink;         /* an NVLink domain */
-} tp_stree_sw_t;
-
-typedef struct tp_stree {
-	tp_stree_sw_t *sw;
-	size_t nsw;
-	int levels;          /* highest level */
-	bool nvlink;         /* NVLink domains were made leaves */
-	uint32_t *order;     /* fabric host indices in rank order */
-	size_t norder;
-	uint32_t *rank;      /* per fabric host: position in order[] or
-			      * TP_ID_NONE (host in no group) */
-	size_t nhosts;       /* fabric host count (length of rank[]) */
-} tp_stree_t;
-
-/* Build the tree. With nvlink set but a domain whose hosts are not all in
- * the tree, the NVLink level is skipped (a warning goes to the log sink).
- * On failure t is untouched and *err_p (if not NULL) says why. */
-tp_err_t tp_stree_build(const tp_fabric_t *f, bool nvlink, tp_stree_t *t,
-			char **err_p);
-void tp_stree_free(tp_stree_t *t);
+/* ---- reading the fabric for a topology plugin ---------------------------- */
 
 /* Everything a topology plugin reads at (re)configuration: topoplace.conf
  * at conf_path, the fabric it names (a relative FabricFile lies beside
@@ -187,22 +139,5 @@ void tp_stree_free(tp_stree_t *t);
 tp_err_t tp_pconf_load_fabric(const char *conf_path, size_t max_switches,
 			      tp_pconf_t *c, tp_fabric_t **f_p, tp_stree_t *t,
 			      char **why_p);
-
-/* Whether Slurm's node names (slurm.conf) and the tree's hosts are the
- * same set. When not, returns false and *why_p (if not NULL; free with
- * tp_free) says how: "N node(s) not in the fabric's switch groups (a,b,..),
- * M fabric host(s) not in slurm.conf (c,..)", the first five of each.
- * Both Slurm generations' plugins call this with their node table's
- * names, so the rule and the message are one. */
-bool tp_stree_match(const tp_stree_t *t, const tp_fabric_t *f,
-		    const char *const *names, size_t n, char **why_p);
-
-/* Hops between two switches along the tree (0 for i == j), UINT32_MAX
- * when they share no root. */
-uint32_t tp_stree_dist(const tp_stree_t *t, uint32_t i, uint32_t j);
-
-/* Fewest leaves that can hold need nodes when leaf i offers avail[i]:
- * the largest first. 0 when need is 0 or the leaves cannot hold it. */
-uint32_t tp_stree_min_leaves(const uint32_t *avail, size_t n, uint64_t need);
 
 #endif /* TP_PLUGIN_H */

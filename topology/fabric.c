@@ -62,17 +62,18 @@ void tp_fabric_destroy(tp_fabric_t *f)
 		tp_free(f->sw[i].desc);
 	for (size_t i = 0; i < f->nca; i++) {
 		tp_free(f->ca[i].desc);
-		tp_free(f->ca[i].dev);
 	}
 	for (size_t i = 0; i < f->nhost; i++) {
 		tp_host_t *h = &f->host[i];
 		tp_free(h->name);
 		tp_free(h->cas);
 		tp_free(h->leaves);
-		for (size_t g = 0; g < h->ngpus; g++)
-			tp__gpu_free_strings(&h->gpus[g]);
 		tp_free(h->gpus);
 	}
+	for (size_t i = 0; i < f->ninterned; i++)
+		tp_free(f->interned[i]);
+	tp_free(f->interned);
+	tp_strmap_clear(f->intern_index);
 	for (size_t i = 0; i < f->nguid_names; i++)
 		tp_free(f->guid_names[i]);
 	for (size_t i = 0; i < f->ndom_entries; i++) {
@@ -195,6 +196,52 @@ tp_err_t tp__fabric_add_switch(tp_fabric_t *f, int subnet, uint64_t guid,
 	return TP_OK;
 }
 
+/* Exactly n elements of elem bytes (never fewer than held). */
+static tp_err_t reserve_exact(void **arr, size_t *cap_p, size_t held, size_t n,
+			      size_t elem)
+{
+	void *p;
+
+	if (n <= *cap_p || n < held)
+		return TP_OK;
+	if (n > SIZE_MAX / elem || !(p = tp_realloc(*arr, n * elem)))
+		return TP_ERR_NOMEM;
+	*arr = p;
+	*cap_p = n;
+	return TP_OK;
+}
+
+tp_err_t tp__fabric_reserve(tp_fabric_t *f, size_t nsw, size_t nca,
+			    size_t nlink, size_t nhost)
+{
+	void *sw = f->sw, *ca = f->ca, *link = f->link, *host = f->host;
+	tp_err_t err;
+
+	err = reserve_exact(&sw, &f->capsw, f->nsw, nsw, sizeof(*f->sw));
+	f->sw = sw;
+	if (!err)
+		err =
+		    reserve_exact(&ca, &f->capca, f->nca, nca, sizeof(*f->ca));
+	f->ca = ca;
+	if (!err)
+		err = reserve_exact(&link, &f->caplink, f->nlink, nlink,
+				    sizeof(*f->link));
+	f->link = link;
+	if (!err)
+		err = reserve_exact(&host, &f->caphost, f->nhost, nhost,
+				    sizeof(*f->host));
+	f->host = host;
+	/* two port keys per cable */
+	if (!err)
+		err = tp_u64map_reserve(f->port_link, 2 * nlink);
+	return err;
+}
+
+void tp__fabric_drop_port_index(tp_fabric_t *f)
+{
+	tp_u64map_clear(f->port_link);
+}
+
 tp_err_t tp__fabric_add_ca(tp_fabric_t *f, int subnet, uint64_t guid,
 			   const char *desc, int nports, uint32_t *idx_p)
 {
@@ -234,11 +281,28 @@ tp_err_t tp__fabric_add_link(tp_fabric_t *f, tp_node_kind_t ka, uint32_t a,
 			     bool *added_p)
 {
 	uint64_t k1 = port_key(ka, a, pa), k2 = port_key(kb, b, pb);
-	uint32_t l1 = tp_u64map_get(f->port_link, k1);
-	uint32_t l2 = tp_u64map_get(f->port_link, k2);
+	uint32_t l1, l2;
 	void *arr = f->link;
 	tp_link_t *l;
 
+	if (f->nlink && !f->port_link->len) {
+		/* dropped by tp__fabric_drop_port_index */
+		tp_err_t err = tp_u64map_reserve(f->port_link, 2 * f->nlink);
+		for (size_t i = 0; !err && i < f->nlink; i++)
+			for (int e = 0; !err && e < 2; e++)
+				err =
+				    tp_u64map_put(f->port_link,
+						  port_key(f->link[i].kind[e],
+							   f->link[i].node[e],
+							   f->link[i].port[e]),
+						  (uint32_t)i);
+		if (err) {
+			tp_u64map_clear(f->port_link);
+			return err;
+		}
+	}
+	l1 = tp_u64map_get(f->port_link, k1);
+	l2 = tp_u64map_get(f->port_link, k2);
 	if (added_p)
 		*added_p = false;
 	if (l1 != TP_MAP_NONE || l2 != TP_MAP_NONE) {
@@ -311,18 +375,60 @@ tp_err_t tp__fabric_host_get(tp_fabric_t *f, const char *name, bool create,
 	return TP_OK;
 }
 
-void tp__fabric_host_set_gpus(tp_fabric_t *f, uint32_t host, tp_gpu_t *gpus,
-			      size_t ngpus)
+char *tp__fabric_intern(tp_fabric_t *f, const char *s)
+{
+	uint32_t i = tp_strmap_get(f->intern_index, s);
+	void *arr = f->interned;
+	char *c;
+
+	if (i != TP_MAP_NONE)
+		return f->interned[i];
+	if (tp_grow(&arr, &f->capinterned, f->ninterned + 1, sizeof(char *)))
+		return NULL;
+	f->interned = arr;
+	if (!(c = tp_strdup(s)))
+		return NULL;
+	if (tp_strmap_put(f->intern_index, c, (uint32_t)f->ninterned)) {
+		tp_free(c);
+		return NULL;
+	}
+	return f->interned[f->ninterned++] = c;
+}
+
+/* *s_p by the fabric's copy; the reader's string is freed. */
+static bool intern_own(tp_fabric_t *f, char **s_p)
+{
+	char *c;
+
+	if (!*s_p)
+		return true;
+	c = tp__fabric_intern(f, *s_p);
+	tp_free(*s_p);
+	*s_p = c;
+	return c != NULL;
+}
+
+tp_err_t tp__fabric_host_set_gpus(tp_fabric_t *f, uint32_t host, tp_gpu_t *gpus,
+				  size_t ngpus)
 {
 	tp_host_t *h = &f->host[host];
+	bool ok = true;
 
-	for (size_t g = 0; g < h->ngpus; g++)
-		tp__gpu_free_strings(&h->gpus[g]);
+	for (size_t g = 0; g < ngpus; g++) {
+		ok = intern_own(f, &gpus[g].model) && ok;
+		ok = intern_own(f, &gpus[g].pci) && ok;
+		ok = intern_own(f, &gpus[g].nic) && ok;
+	}
+	if (!ok) {
+		tp_free(gpus);
+		return TP_ERR_NOMEM;
+	}
 	tp_free(h->gpus);
 	h->gpus = gpus;
 	h->ngpus = ngpus;
 	h->has_node_data = true;
 	f->finalized = false;
+	return TP_OK;
 }
 
 tp_err_t tp__fabric_domain_add(tp_fabric_t *f, const char *domain,

@@ -128,8 +128,13 @@ static tp_err_t name_cas(tp_fabric_t *f, const char **cname)
 		err = tp__desc_hostname(c->desc, &host, &dev);
 		if (err)
 			return err;
-		tp_free(c->dev);
-		c->dev = dev;
+		c->dev = dev ? tp__fabric_intern(f, dev) : NULL;
+		if (dev && !c->dev) {
+			tp_free(dev);
+			tp_free(host);
+			return TP_ERR_NOMEM;
+		}
+		tp_free(dev);
 		g = tp_u64map_get(f->guid_name, c->guid);
 		if (g != TP_MAP_NONE) {
 			tp_free(host);
@@ -702,38 +707,44 @@ static tp_err_t build_nvdomains(tp_fabric_t *f)
 	const char *unknown_ex = NULL;
 	char **names = NULL;
 	size_t nnames = 0;
+	tp_strmap_t dom_of[1] = {{0}};
 	tp_err_t err = TP_ERR_NOMEM;
 
 	for (size_t h = 0; h < f->nhost; h++)
 		f->host[h].nvdomain = TP_ID_NONE;
+	/* distinct domain names (a map holds one entry per host, up to
+	 * 65,536), sorted; then each entry finds its domain by name:
+	 * O(entries + domains log domains), not a sort of every entry and
+	 * a scan of every domain per entry */
 	if (f->ndom_entries) {
 		names = tp_malloc(f->ndom_entries * sizeof(char *));
 		if (!names)
 			return TP_ERR_NOMEM;
-		for (size_t i = 0; i < f->ndom_entries; i++)
+		for (size_t i = 0; i < f->ndom_entries; i++) {
+			if (tp_strmap_get(dom_of, f->dom_name[i]) !=
+			    TP_MAP_NONE)
+				continue;
+			if (tp_strmap_put(dom_of, f->dom_name[i], 0))
+				goto out;
 			names[nnames++] = f->dom_name[i];
+		}
 		sort_n(names, nnames, sizeof(char *), str_ptr_cmp);
 	}
-	for (size_t i = 0; i < nnames; i++) {
-		if (i && strcmp(names[i], names[i - 1]) == 0)
-			continue;
-		if (nvdom_push(f, &cap, names[i], true))
+	for (size_t i = 0; i < nnames; i++)
+		if (nvdom_push(f, &cap, names[i], true) ||
+		    tp_strmap_put(dom_of, names[i], (uint32_t)(f->nnvdom - 1)))
 			goto out;
-	}
 	for (size_t i = 0; i < f->ndom_entries; i++) {
 		uint32_t h = tp_strmap_get(f->host_by_name, f->dom_host[i]);
+		uint32_t d = tp_strmap_get(dom_of, f->dom_name[i]);
 		if (h == TP_MAP_NONE) {
 			if (!unknown++)
 				unknown_ex = f->dom_host[i];
 			continue;
 		}
-		for (size_t d = 0; d < f->nnvdom; d++)
-			if (strcmp(f->nvdom[d].name, f->dom_name[i]) == 0) {
-				if (nvdom_add_host(&f->nvdom[d], h))
-					goto out;
-				f->host[h].nvdomain = (uint32_t)d;
-				break;
-			}
+		if (nvdom_add_host(&f->nvdom[d], h))
+			goto out;
+		f->host[h].nvdomain = d;
 	}
 	for (size_t d = 0; d < f->nnvdom; d++)
 		sort_n(f->nvdom[d].hosts, f->nvdom[d].nhosts, sizeof(uint32_t),
@@ -755,6 +766,7 @@ static tp_err_t build_nvdomains(tp_fabric_t *f)
 	}
 	err = TP_OK;
 out:
+	tp_strmap_clear(dom_of);
 	tp_free(names);
 	return err;
 }

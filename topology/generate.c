@@ -226,8 +226,7 @@ static tp_err_t add_host_gpus(gen_t *g, long long i, int ngpus, int ncas)
 			return TP_ERR_NOMEM;
 		}
 	}
-	tp__fabric_host_set_gpus(g->f, h, gpus, (size_t)ngpus);
-	return TP_OK;
+	return tp__fabric_host_set_gpus(g->f, h, gpus, (size_t)ngpus);
 }
 
 static tp_err_t gen_finish(gen_t *g, const char *what, tp_err_t err,

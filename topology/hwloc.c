@@ -660,8 +660,9 @@ tp_err_t tp_fabric_read_node_hwloc(tp_fabric_t *f, const char *host,
 				"without I/O?); GPUs of %s left unknown",
 				path, host);
 		tp_free(job.gpus);
-	} else {
-		tp__fabric_host_set_gpus(f, hidx, job.gpus, job.ngpus);
+	} else if (tp__fabric_host_set_gpus(f, hidx, job.gpus, job.ngpus)) {
+		return tp__fabric_fail(f, TP_ERR_NOMEM, "%s: out of memory",
+				       path);
 	}
 	return TP_OK;
 }

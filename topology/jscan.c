@@ -1,8 +1,10 @@
 /* Flat-token JSON reader for fabric files (see jscan_int.h). */
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "jscan_int.h"
 
@@ -81,14 +83,31 @@ static bool scan_string(char *t, size_t len, size_t *pos)
 		if (++i >= len)
 			return false;
 		switch (t[i]) {
-		case '"': case '\\': case '/':
+		case '"':
+		case '\\':
+		case '/':
 			t[o++] = t[i++];
 			break;
-		case 'b': t[o++] = '\b'; i++; break;
-		case 'f': t[o++] = '\f'; i++; break;
-		case 'n': t[o++] = '\n'; i++; break;
-		case 'r': t[o++] = '\r'; i++; break;
-		case 't': t[o++] = '\t'; i++; break;
+		case 'b':
+			t[o++] = '\b';
+			i++;
+			break;
+		case 'f':
+			t[o++] = '\f';
+			i++;
+			break;
+		case 'n':
+			t[o++] = '\n';
+			i++;
+			break;
+		case 'r':
+			t[o++] = '\r';
+			i++;
+			break;
+		case 't':
+			t[o++] = '\t';
+			i++;
+			break;
 		case 'u': {
 			uint32_t cp = 0;
 			if (i + 4 >= len)
@@ -111,7 +130,8 @@ static bool scan_string(char *t, size_t len, size_t *pos)
 					lo = lo << 4 | (uint32_t)h;
 				}
 				if (k == 6 && lo >= 0xdc00 && lo < 0xe000) {
-					cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+					cp = 0x10000 + ((cp - 0xd800) << 10) +
+					     (lo - 0xdc00);
 					i += 6;
 				}
 			}
@@ -158,9 +178,9 @@ static bool scan_number(const char *t, size_t len, size_t *pos, double *v)
 		i++;
 	if (i >= len || t[i] < '0' || t[i] > '9')
 		return false;
-	while (i < len && ((t[i] >= '0' && t[i] <= '9') || t[i] == '.' ||
-			   t[i] == 'e' || t[i] == 'E' || t[i] == '+' ||
-			   t[i] == '-'))
+	while (i < len &&
+	       ((t[i] >= '0' && t[i] <= '9') || t[i] == '.' || t[i] == 'e' ||
+		t[i] == 'E' || t[i] == '+' || t[i] == '-'))
 		i++;
 	n = i - *pos;
 	if (n >= sizeof(num))
@@ -197,28 +217,23 @@ tp_err_t tp__jdoc_parse(tp__jdoc_t *d, const char *buf, size_t len)
 	return tp__jdoc_parse_owned(d, copy, len);
 }
 
-tp_err_t tp__jdoc_parse_owned(tp__jdoc_t *d, char *buf, size_t len)
+/* Tokenise d->text (len bytes), reusing d->tok's capacity. */
+static tp_err_t parse_text(tp__jdoc_t *d, size_t len)
 {
 	uint32_t stack[MAX_DEPTH];
 	int depth = 0;
 	size_t i = 0;
 	bool want_value = true, done = false;
-	char *t = buf;
+	char *t = d->text;
 	tp_err_t err;
 
-	memset(d, 0, sizeof(*d));
-	d->text = buf;
-	if (len >= UINT32_MAX)
-		return TP_ERR_RANGE;
-	t[len] = '\0';
-	/* about one token per 8 bytes in fabric files: grow rarely */
-	d->captok = len / 8 + 16;
-	if (!(d->tok = tp_malloc(d->captok * sizeof(tp__jtok_t))))
-		return TP_ERR_NOMEM;
+	d->ntok = 0;
+	d->errline = 0;
 	d->errmsg = "not valid JSON";
+	t[len] = '\0';
 	for (;;) {
-		while (i < len && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' ||
-				   t[i] == '\r'))
+		while (i < len && (t[i] == ' ' || t[i] == '\t' ||
+				   t[i] == '\n' || t[i] == '\r'))
 			i++;
 		if (i >= len)
 			break;
@@ -253,10 +268,13 @@ tp_err_t tp__jdoc_parse_owned(tp__jdoc_t *d, char *buf, size_t len)
 		bool is_key = in_obj && !(d->tok[top].size & 0x80000000u);
 		if (is_key && c != '"')
 			goto bad;
-		uint8_t type = c == '{' ? TP_J_OBJ : c == '[' ? TP_J_ARR
-			       : c == '"' ? TP_J_STR : c == 't' ? TP_J_TRUE
-			       : c == 'f' ? TP_J_FALSE : c == 'n' ? TP_J_NULL
-			       : TP_J_NUM;
+		uint8_t type = c == '{'	  ? TP_J_OBJ
+			       : c == '[' ? TP_J_ARR
+			       : c == '"' ? TP_J_STR
+			       : c == 't' ? TP_J_TRUE
+			       : c == 'f' ? TP_J_FALSE
+			       : c == 'n' ? TP_J_NULL
+					  : TP_J_NUM;
 		if ((err = push_tok(d, type, &idx)))
 			return err;
 		d->tok[idx].next = idx + 1;
@@ -327,6 +345,19 @@ bad:
 	return TP_ERR_PARSE;
 }
 
+tp_err_t tp__jdoc_parse_owned(tp__jdoc_t *d, char *buf, size_t len)
+{
+	memset(d, 0, sizeof(*d));
+	d->text = buf;
+	if (len >= UINT32_MAX)
+		return TP_ERR_RANGE;
+	/* about one token per 8 bytes in fabric files: grow rarely */
+	d->captok = len / 8 + 16;
+	if (!(d->tok = tp_malloc(d->captok * sizeof(tp__jtok_t))))
+		return TP_ERR_NOMEM;
+	return parse_text(d, len);
+}
+
 void tp__jdoc_free(tp__jdoc_t *d)
 {
 	tp_free(d->text);
@@ -369,4 +400,337 @@ void tp__jgetv(const tp__jdoc_t *d, uint32_t obj, const char *const *keys,
 				break;
 			}
 	}
+}
+
+/* ---- streaming ---- */
+
+#define WIN_MIN 65536
+
+static const char nul_msg[] = "binary data (NUL byte) in JSON";
+static const char bad_msg[] = "not valid JSON";
+
+void tp__jstream_mem(tp__jstream_t *s, const char *mem, size_t len)
+{
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+	s->mem = mem;
+	s->memlen = s->wlen = len;
+	s->size = len;
+	s->line = 1;
+}
+
+void tp__jstream_fd(tp__jstream_t *s, int fd, uint64_t size)
+{
+	memset(s, 0, sizeof(*s));
+	s->fd = fd;
+	s->size = size;
+	s->line = 1;
+}
+
+void tp__jstream_free(tp__jstream_t *s)
+{
+	tp_free(s->win);
+	tp_free(s->item.text);
+	tp_free(s->item.tok);
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+}
+
+static const char *sbuf(const tp__jstream_t *s)
+{
+	return s->fd < 0 ? s->mem : s->win;
+}
+
+/* More of the file after the window, keeping the bytes from pin on: the
+ * byte at off, -1 at the end, -2 on a read error (ioerr). */
+static int refill(tp__jstream_t *s)
+{
+	size_t drop = (size_t)(s->pin - s->woff);
+	ssize_t n;
+
+	if (s->fd < 0)
+		return -1;
+	if (drop) {
+		memmove(s->win, s->win + drop, s->wlen - drop);
+		s->woff += drop;
+		s->wlen -= drop;
+	}
+	if (s->wlen == s->wcap) {
+		void *p = s->win;
+		if (tp_grow(&p, &s->wcap,
+			    s->wlen < WIN_MIN ? WIN_MIN : s->wlen + 1, 1)) {
+			s->ioerr = TP_ERR_NOMEM;
+			return -2;
+		}
+		s->win = p;
+	}
+	do
+		n = pread(s->fd, s->win + s->wlen, s->wcap - s->wlen,
+			  (off_t)(s->woff + s->wlen));
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		s->ioerr = TP_ERR_IO;
+		return -2;
+	}
+	if (n == 0)
+		return -1;
+	s->wlen += (size_t)n;
+	return (unsigned char)s->win[s->off - s->woff];
+}
+
+static inline int peek(tp__jstream_t *s)
+{
+	if (s->off - s->woff < s->wlen)
+		return (unsigned char)sbuf(s)[s->off - s->woff];
+	return refill(s);
+}
+
+/* Past white space; the next byte (peek's values). What lies before
+ * is done with: the window may drop it. */
+static int skip_ws(tp__jstream_t *s)
+{
+	int c;
+
+	while ((c = peek(s)) == ' ' || c == '\t' || c == '\n' || c == '\r') {
+		s->line += c == '\n';
+		s->off++;
+	}
+	s->pin = s->off;
+	return c;
+}
+
+static tp_err_t bad(tp__jstream_t *s, const char *msg)
+{
+	if (s->ioerr)
+		return s->ioerr;
+	s->errline = s->line;
+	s->errmsg = peek(s) == 0 ? nul_msg : msg;
+	return TP_ERR_PARSE;
+}
+
+/* Past the value at off, by its extent only (strings, bracket balance):
+ * the parser checks it. *nitems_p (may be NULL): an array's members.
+ * keep: the window keeps the value's bytes (else only the last one). */
+static tp_err_t value_end(tp__jstream_t *s, size_t *nitems_p, bool keep)
+{
+	size_t depth, commas = 0;
+	bool str, esc = false, empty = true, arr;
+	int c = peek(s);
+
+	if (nitems_p)
+		*nitems_p = 0;
+	if (c != '{' && c != '[' && c != '"') {
+		/* a number or a literal: up to the next delimiter */
+		while ((c = peek(s)) > 0 && !strchr(",]} \t\r\n", c))
+			s->off++;
+		if (c == 0)
+			return bad(s, nul_msg);
+		return s->off == s->pin || c == -2 ? bad(s, bad_msg) : TP_OK;
+	}
+	str = c == '"';
+	arr = c == '[';
+	depth = !str; /* a string value ends at depth 0 */
+	s->off++;
+	for (;;) {
+		if (!keep)
+			s->pin = s->off;
+		if ((c = peek(s)) < 0)
+			return bad(s, bad_msg); /* cut short */
+		if (c == 0)
+			return bad(s, nul_msg);
+		s->off++;
+		s->line += c == '\n';
+		if (str) {
+			if (esc) {
+				esc = false;
+			} else if (c == '\\') {
+				esc = true;
+			} else if (c == '"') {
+				str = false;
+				if (!depth)
+					break; /* the value was this string */
+			}
+			continue;
+		}
+		switch (c) {
+		case ' ':
+		case '\t':
+		case '\n':
+		case '\r':
+			continue;
+		case '"':
+			str = true;
+			break;
+		case '{':
+		case '[':
+			depth++;
+			break;
+		case '}':
+		case ']':
+			if (--depth == 0)
+				goto done;
+			break;
+		case ',':
+			commas += depth == 1;
+			break;
+		}
+		empty = false;
+	}
+done:
+	if (nitems_p && arr && !empty)
+		*nitems_p = commas + 1;
+	return TP_OK;
+}
+
+/* Read the value at off into s->item. */
+static tp_err_t parse_value(tp__jstream_t *s)
+{
+	size_t line = s->line, len;
+	uint64_t start = s->off;
+	tp_err_t err;
+
+	s->pin = start;
+	if ((err = value_end(s, NULL, true)))
+		return err;
+	len = (size_t)(s->off - start);
+	if (len >= UINT32_MAX)
+		return TP_ERR_RANGE;
+	if (len + 1 > s->itemcap) {
+		void *p = s->item.text;
+		if (tp_grow(&p, &s->itemcap, len + 1, 1))
+			return TP_ERR_NOMEM;
+		s->item.text = p;
+	}
+	memcpy(s->item.text, sbuf(s) + (start - s->woff), len);
+	s->pin = s->off;
+	err = parse_text(&s->item, len);
+	if (err == TP_ERR_PARSE) {
+		s->errline = line + s->item.errline - 1;
+		s->errmsg = s->item.errmsg;
+	}
+	return err;
+}
+
+static void seek(tp__jstream_t *s, const tp__jmark_t *m)
+{
+	s->off = s->pin = m->off;
+	s->line = m->line;
+	if (s->fd >= 0) {
+		s->woff = m->off;
+		s->wlen = 0;
+	}
+}
+
+tp_err_t tp__jstream_value(tp__jstream_t *s, const tp__jmark_t *mark,
+			   const tp__jdoc_t **d_p)
+{
+	tp_err_t err;
+
+	seek(s, mark);
+	if ((err = parse_value(s)))
+		return err;
+	*d_p = &s->item;
+	return TP_OK;
+}
+
+static tp_err_t open_array(tp__jstream_t *s)
+{
+	if (peek(s) != '[')
+		return s->ioerr ? s->ioerr : TP_ERR_FORMAT;
+	s->off++;
+	s->first = true;
+	return TP_OK;
+}
+
+tp_err_t tp__jstream_array(tp__jstream_t *s, const tp__jmark_t *mark)
+{
+	seek(s, mark);
+	return open_array(s);
+}
+
+tp_err_t tp__jstream_next(tp__jstream_t *s, const tp__jdoc_t **d_p)
+{
+	int c = skip_ws(s);
+	tp_err_t err;
+
+	*d_p = NULL;
+	if (c == ']') {
+		s->off++;
+		return TP_OK;
+	}
+	if (!s->first) {
+		if (c != ',')
+			return bad(s, bad_msg);
+		s->off++;
+		skip_ws(s);
+	}
+	s->first = false;
+	if ((err = parse_value(s)))
+		return err;
+	*d_p = &s->item;
+	return TP_OK;
+}
+
+/* A member nobody reads: checked all the same, an array item by item. */
+static tp_err_t check_value(tp__jstream_t *s)
+{
+	const tp__jdoc_t *d;
+	tp_err_t err;
+
+	if (open_array(s))
+		return s->ioerr ? s->ioerr : parse_value(s);
+	while (!(err = tp__jstream_next(s, &d)) && d)
+		;
+	return err;
+}
+
+tp_err_t tp__jstream_index(tp__jstream_t *s, const char *const *keys, size_t n,
+			   tp__jmark_t *marks)
+{
+	tp_err_t err;
+	int c;
+
+	memset(marks, 0, n * sizeof(*marks));
+	if ((c = skip_ws(s)) != '{') {
+		/* valid JSON but no object finds nothing */
+		if ((err = c < 0 ? bad(s, bad_msg) : parse_value(s)))
+			return err;
+		goto end;
+	}
+	s->off++;
+	if ((c = skip_ws(s)) == '}') {
+		s->off++;
+		goto end;
+	}
+	for (;;) {
+		size_t k = 0;
+		if (c != '"')
+			return bad(s, bad_msg);
+		if ((err = parse_value(s)))
+			return err;
+		while (k < n && strcmp(tp__jstr(&s->item, 0), keys[k]))
+			k++;
+		if (skip_ws(s) != ':')
+			return bad(s, bad_msg);
+		s->off++;
+		skip_ws(s);
+		if (k < n && !marks[k].found) {
+			marks[k] = (tp__jmark_t){s->off, s->line, 0, true};
+			err = value_end(s, &marks[k].nitems, false);
+		} else {
+			err = check_value(s);
+		}
+		if (err)
+			return err;
+		if ((c = skip_ws(s)) == '}') {
+			s->off++;
+			break;
+		}
+		if (c != ',')
+			return bad(s, bad_msg);
+		s->off++;
+		c = skip_ws(s);
+	}
+end:
+	return skip_ws(s) == -1 ? TP_OK : bad(s, bad_msg);
 }

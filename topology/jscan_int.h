@@ -26,8 +26,8 @@ typedef enum tp__jtype {
 
 /* 16 bytes: a 30 MB file makes a few million of these. */
 typedef struct tp__jtok {
-	uint32_t next;  /* token after this value's subtree */
-	uint32_t size;  /* members (objects: key/value pairs), see TP__JSIZE */
+	uint32_t next; /* token after this value's subtree */
+	uint32_t size; /* members (objects: key/value pairs), see TP__JSIZE */
 	union {
 		double num;
 		uint32_t str; /* offset of the NUL-terminated text */
@@ -37,13 +37,13 @@ typedef struct tp__jtok {
 /* size packs the member count (low 27 bits), the type (bits 27-30) and,
  * while parsing, a "key read, value due" flag (bit 31). */
 #define TP__JCOUNT(t) ((t)->size & 0x07ffffffu)
-#define TP__JTYPE(t) (((t)->size >> 27) & 0xfu)
+#define TP__JTYPE(t)  (((t)->size >> 27) & 0xfu)
 
 typedef struct tp__jdoc {
-	char *text;      /* private copy, strings unescaped in place */
+	char *text; /* private copy, strings unescaped in place */
 	tp__jtok_t *tok;
 	size_t ntok, captok;
-	size_t errline;  /* on failure: line of the error (1-based) */
+	size_t errline;	    /* on failure: line of the error (1-based) */
 	const char *errmsg; /* static */
 } tp__jdoc_t;
 
@@ -87,5 +87,63 @@ uint32_t tp__jget(const tp__jdoc_t *d, uint32_t obj, const char *key);
  * absent key); members in the order of keys[] match at the first try. */
 void tp__jgetv(const tp__jdoc_t *d, uint32_t obj, const char *const *keys,
 	       size_t n, uint32_t *vals);
+
+/* ---- streaming: one top-level object, its big arrays item by item ----
+ *
+ * A fabric file is one object whose arrays (cables, CAs, hosts) are most
+ * of it. The stream never holds more than one member's item: a first pass
+ * (tp__jstream_index) finds where the wanted members start and checks
+ * the rest, then the caller seeks to each member in the order it needs
+ * and reads it one item at a time, each as a small document of its own.
+ * So a 16,384-host fabric loads in a few hundred KiB beyond the fabric
+ * itself, where the whole text and its tokens took ~150 MB (the SPANK
+ * plugin loads one per step, as root in slurmstepd). */
+
+/* Where a wanted member's value starts; items counted for arrays. */
+typedef struct tp__jmark {
+	uint64_t off;
+	size_t line;
+	size_t nitems; /* members of an array value, else 0 */
+	bool found;
+} tp__jmark_t;
+
+typedef struct tp__jstream {
+	int fd;		 /* a regular file read with pread, or -1: mem */
+	const char *mem; /* the whole text (fd -1) */
+	size_t memlen;
+	char *win; /* fd: bytes from woff, wlen of them */
+	size_t wcap, wlen;
+	uint64_t woff, off, pin; /* pin: start of the value being read */
+	uint64_t size;
+	size_t line;	 /* line of off (1-based) */
+	bool first;	 /* inside an array: no item read yet */
+	tp__jdoc_t item; /* the last value read; buffers reused */
+	size_t itemcap;
+	tp_err_t ioerr;
+	size_t errline; /* on TP_ERR_PARSE */
+	const char *errmsg;
+} tp__jstream_t;
+
+/* Over len bytes of mem (borrowed) or over a regular file's fd (borrowed,
+ * size bytes). Free with tp__jstream_free. */
+void tp__jstream_mem(tp__jstream_t *s, const char *mem, size_t len);
+void tp__jstream_fd(tp__jstream_t *s, int fd, uint64_t size);
+void tp__jstream_free(tp__jstream_t *s);
+/* The first pass: the text must be one object; for each of the n keys
+ * its first member's place into marks[i] (found false when absent).
+ * Other members are checked in full; wanted ones only for balance (the
+ * caller reads them). TP_ERR_PARSE (errline, errmsg), NOMEM, IO. A text
+ * that is valid JSON but no object finds nothing. */
+tp_err_t tp__jstream_index(tp__jstream_t *s, const char *const *keys, size_t n,
+			   tp__jmark_t *marks);
+/* Read the value at mark as one document into *d_p (borrowed until the
+ * next call). */
+tp_err_t tp__jstream_value(tp__jstream_t *s, const tp__jmark_t *mark,
+			   const tp__jdoc_t **d_p);
+/* Start reading the array at mark: TP_ERR_FORMAT when the value is no
+ * array. Then tp__jstream_next gives each item as a document (root token
+ * 0) into *d_p, NULL after the last. */
+tp_err_t tp__jstream_array(tp__jstream_t *s, const tp__jmark_t *mark);
+tp_err_t tp__jstream_next(tp__jstream_t *s, const tp__jdoc_t **d_p);
 
 #endif

@@ -12,10 +12,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "jscan_int.h"
 #include "topology_int.h"
@@ -40,13 +43,24 @@ static void put_str(tp_strbuf_t *sb, const char *s)
 		tp_strbuf_append(sb, run, (size_t)(s - run));
 		run = s + 1;
 		switch (c) {
-		case '"': put_lit(sb, "\\\""); break;
-		case '\\': put_lit(sb, "\\\\"); break;
-		case '\n': put_lit(sb, "\\n"); break;
-		case '\r': put_lit(sb, "\\r"); break;
-		case '\t': put_lit(sb, "\\t"); break;
+		case '"':
+			put_lit(sb, "\\\"");
+			break;
+		case '\\':
+			put_lit(sb, "\\\\");
+			break;
+		case '\n':
+			put_lit(sb, "\\n");
+			break;
+		case '\r':
+			put_lit(sb, "\\r");
+			break;
+		case '\t':
+			put_lit(sb, "\\t");
+			break;
 		default: {
-			char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+			char u[6] = {'\\', 'u',		'0',
+				     '0',  hex[c >> 4], hex[c & 15]};
 			tp_strbuf_append(sb, u, 6);
 		}
 		}
@@ -88,7 +102,8 @@ static void put_host(tp_strbuf_t *sb, const tp_fabric_t *f, const tp_host_t *h)
 			 h->has_node_data ? "true" : "false");
 	for (size_t g = 0; g < h->ngpus; g++) {
 		const tp_gpu_t *gp = &h->gpus[g];
-		tp_strbuf_printf(sb, "%s{\"index\":%d", g ? "," : "", gp->index);
+		tp_strbuf_printf(sb, "%s{\"index\":%d", g ? "," : "",
+				 gp->index);
 		if (gp->model) {
 			put_key(sb, false, "model");
 			put_str(sb, gp->model);
@@ -128,7 +143,8 @@ static void put_fabric(tp_strbuf_t *sb, const tp_fabric_t *f)
 		put_guid(sb, s->guid);
 		put_key(sb, false, "desc");
 		put_str(sb, s->desc);
-		tp_strbuf_printf(sb, ",\"ports\":%d,\"subnet\":%d,\"level\":%d}",
+		tp_strbuf_printf(sb,
+				 ",\"ports\":%d,\"subnet\":%d,\"level\":%d}",
 				 s->nports, s->subnet, s->level);
 	}
 	put_lit(sb, "],\"cas\":[");
@@ -147,12 +163,11 @@ static void put_fabric(tp_strbuf_t *sb, const tp_fabric_t *f)
 	put_lit(sb, "],\"links\":[");
 	for (size_t i = 0; i < f->nlink; i++) {
 		const tp_link_t *l = &f->link[i];
-		tp_strbuf_printf(sb, "%s[\"%s\",%u,%d,\"%s\",%u,%d,%d,",
-				 i ? "," : "",
-				 l->kind[0] == TP_NODE_SWITCH ? "switch" : "ca",
-				 l->node[0], l->port[0],
-				 l->kind[1] == TP_NODE_SWITCH ? "switch" : "ca",
-				 l->node[1], l->port[1], l->width);
+		tp_strbuf_printf(
+		    sb, "%s[\"%s\",%u,%d,\"%s\",%u,%d,%d,", i ? "," : "",
+		    l->kind[0] == TP_NODE_SWITCH ? "switch" : "ca", l->node[0],
+		    l->port[0], l->kind[1] == TP_NODE_SWITCH ? "switch" : "ca",
+		    l->node[1], l->port[1], l->width);
 		put_num(sb, l->lane_gbps);
 		tp_strbuf_printf(sb, ",%s]", l->active ? "true" : "false");
 	}
@@ -164,14 +179,16 @@ static void put_fabric(tp_strbuf_t *sb, const tp_fabric_t *f)
 	}
 	put_lit(sb, "],\"guid_map\":[");
 	/* map slots are in hash order: emit in the order names were read */
-	uint64_t *guids = f->nguid_names ? tp_calloc(f->nguid_names, sizeof(uint64_t)) : NULL;
+	uint64_t *guids =
+	    f->nguid_names ? tp_calloc(f->nguid_names, sizeof(uint64_t)) : NULL;
 	if (f->nguid_names && !guids) {
 		sb->failed = true;
 		return;
 	}
 	for (size_t i = 0; i < f->guid_name->cap; i++)
 		if (f->guid_name->slot[i].val < f->nguid_names)
-			guids[f->guid_name->slot[i].val] = f->guid_name->slot[i].key;
+			guids[f->guid_name->slot[i].val] =
+			    f->guid_name->slot[i].key;
 	for (size_t n = 0; n < f->nguid_names; n++) {
 		put_lit(sb, n ? ",{\"guid\":" : "{\"guid\":");
 		put_guid(sb, guids[n]);
@@ -194,18 +211,22 @@ static void put_fabric(tp_strbuf_t *sb, const tp_fabric_t *f)
 			put_lit(sb, ",");
 		put_str(sb, f->warn[i]);
 	}
-	tp_strbuf_printf(sb, "],\"derived\":{\"rails\":%d,\"levels\":%d,\"groups\":[",
-			 f->rails, f->nlevels);
+	tp_strbuf_printf(
+	    sb, "],\"derived\":{\"rails\":%d,\"levels\":%d,\"groups\":[",
+	    f->rails, f->nlevels);
 	for (size_t i = 0; i < f->ngroup; i++) {
 		const tp_group_t *g = &f->group[i];
-		tp_strbuf_printf(sb, "%s{\"level\":%d,\"parent\":", i ? "," : "", g->level);
+		tp_strbuf_printf(
+		    sb, "%s{\"level\":%d,\"parent\":", i ? "," : "", g->level);
 		if (g->parent == TP_ID_NONE)
 			put_lit(sb, "null");
 		else
 			tp_strbuf_printf(sb, "%u", g->parent);
-		tp_strbuf_printf(sb, ",\"hosts\":%zu,\"switches\":[", g->nhosts);
+		tp_strbuf_printf(sb, ",\"hosts\":%zu,\"switches\":[",
+				 g->nhosts);
 		for (size_t s = 0; s < g->nswitches; s++)
-			tp_strbuf_printf(sb, "%s%u", s ? "," : "", g->switches[s]);
+			tp_strbuf_printf(sb, "%s%u", s ? "," : "",
+					 g->switches[s]);
 		put_lit(sb, "],\"down_gbps\":");
 		put_num(sb, g->down_gbps);
 		put_lit(sb, ",\"up_gbps\":");
@@ -252,10 +273,30 @@ tp_err_t tp_fabric_save_json(const tp_fabric_t *f, const char *path)
 
 /* ---- load ---- */
 
+/* The members the loader reads, in the order it reads them: a member's
+ * checks need those before it (subnets, then nodes, then cables). */
+enum {
+	K_FORMAT,
+	K_SUBNETS,
+	K_SWITCHES,
+	K_CAS,
+	K_LINKS,
+	K_HOSTS,
+	K_GUID_MAP,
+	K_NVLINK_DOMAINS,
+	K_WARNINGS,
+	K_N
+};
+static const char *const member[K_N] = {
+    "format", "subnets",  "switches",	    "cas",	"links",
+    "hosts",  "guid_map", "nvlink_domains", "warnings",
+};
+
 typedef struct loader {
 	const char *name;
 	tp_fabric_t *f;
-	const tp__jdoc_t *d;
+	tp__jstream_t *s;
+	tp__jmark_t mark[K_N];
 	char *err;
 } loader_t;
 
@@ -266,6 +307,47 @@ typedef struct loader {
 #define FOR_ITEMS(d, v, arr)                                                   \
 	for (uint32_t v = tp__jfirst(d, arr); v != TP_J_NONE;                  \
 	     v = tp__jnext(d, v, false, arr))
+
+/* A stream failure: "name: line: what" for bad JSON. */
+static tp_err_t sfail(loader_t *ld, tp_err_t err)
+{
+	if (err == TP_ERR_PARSE)
+		return lfail(ld, err, "%zu: %s", ld->s->errline, ld->s->errmsg);
+	return lfail(ld, err, "%s", tp_strerror(err));
+}
+
+typedef tp_err_t (*item_fn_t)(loader_t *ld, const tp__jdoc_t *d, int i);
+
+/* fn on each item of member k, an array; each item is a document of its
+ * own (root token 0). */
+static tp_err_t each_item(loader_t *ld, int k, item_fn_t fn)
+{
+	const tp__jdoc_t *d;
+	tp_err_t err = TP_ERR_FORMAT;
+	int i = 0;
+
+	if (ld->mark[k].found)
+		err = tp__jstream_array(ld->s, &ld->mark[k]);
+	if (err == TP_ERR_FORMAT)
+		return lfail(ld, TP_ERR_PARSE,
+			     "\"%s\": missing or not an array", member[k]);
+	while (!err && !(err = tp__jstream_next(ld->s, &d)) && d)
+		if ((err = fn(ld, d, i++)))
+			return err;
+	return err ? sfail(ld, err) : TP_OK;
+}
+
+/* Member k's value as a document (root token 0), NULL when absent. */
+static tp_err_t scalar(loader_t *ld, int k, const tp__jdoc_t **d_p)
+{
+	tp_err_t err;
+
+	*d_p = NULL;
+	if (ld->mark[k].found &&
+	    (err = tp__jstream_value(ld->s, &ld->mark[k], d_p)))
+		return sfail(ld, err);
+	return TP_OK;
+}
 
 static bool num_of(const tp__jdoc_t *d, uint32_t v, double *x)
 {
@@ -279,7 +361,8 @@ static bool int_of(const tp__jdoc_t *d, uint32_t v, long lo, long hi, long *x)
 {
 	double n;
 
-	if (!num_of(d, v, &n) || n != floor(n) || n < (double)lo || n > (double)hi)
+	if (!num_of(d, v, &n) || n != floor(n) || n < (double)lo ||
+	    n > (double)hi)
 		return false;
 	*x = (long)n;
 	return true;
@@ -301,63 +384,64 @@ static bool is_bool(const tp__jdoc_t *d, uint32_t v)
 	return tp__jtype(d, v) == TP_J_TRUE || tp__jtype(d, v) == TP_J_FALSE;
 }
 
-static uint32_t get_arr(loader_t *ld, uint32_t o, const char *key)
+static tp_err_t load_node(loader_t *ld, const tp__jdoc_t *d, int i, bool sw)
 {
-	uint32_t v = tp__jget(ld->d, o, key);
-
-	if (tp__jtype(ld->d, v) != TP_J_ARR) {
-		lfail(ld, TP_ERR_PARSE, "\"%s\": missing or not an array", key);
-		return TP_J_NONE;
-	}
-	return v;
-}
-
-static tp_err_t load_nodes(loader_t *ld, uint32_t arr, bool sw)
-{
-	const tp__jdoc_t *d = ld->d;
-	const char *what = sw ? "switches" : "cas";
-	int i = 0;
-
 	static const char *const keys[] = {"guid", "desc", "ports", "subnet"};
+	const char *what = sw ? "switches" : "cas";
 	uint32_t v[4];
+	long ports, subnet;
+	uint64_t guid;
+	uint32_t idx;
+	tp_err_t err;
 
-	FOR_ITEMS(d, o, arr)
-	{
-		tp__jgetv(d, o, keys, 4, v);
-		const char *gs = tp__jstr(d, v[0]), *desc = tp__jstr(d, v[1]);
-		long ports, subnet;
-		uint64_t guid;
-		uint32_t idx;
-		tp_err_t err;
-
-		if (!gs || !tp_parse_guid(gs, &guid))
-			return lfail(ld, TP_ERR_PARSE, "%s[%d].guid: expected a hex GUID string", what, i);
-		if (!desc)
-			return lfail(ld, TP_ERR_PARSE, "%s[%d].desc: expected a string", what, i);
-		/* generated fabrics may hold logical switches wider than IB's
-		 * 8-bit port numbers (a director as one node, a big spine for
-		 * a scale study); the ibsim writer refuses those */
-		if (!int_of(d, v[2], 0, 65535, &ports))
-			return lfail(ld, TP_ERR_PARSE, "%s[%d].ports: expected an integer 0..65535", what, i);
-		if (!int_of(d, v[3], 0, ld->f->nsubnets - 1, &subnet))
-			return lfail(ld, TP_ERR_PARSE, "%s[%d].subnet: expected an integer 0..%d", what, i, ld->f->nsubnets - 1);
-		size_t before = sw ? ld->f->nsw : ld->f->nca;
-		err = sw ? tp__fabric_add_switch(ld->f, (int)subnet, guid, desc, (int)ports, &idx)
-			 : tp__fabric_add_ca(ld->f, (int)subnet, guid, desc, (int)ports, &idx);
-		if (err)
-			return lfail(ld, err, "%s[%d]: %s", what, i, tp_strerror(err));
-		if ((sw ? ld->f->nsw : ld->f->nca) == before)
-			return lfail(ld, TP_ERR_PARSE, "%s[%d]: GUID %s appears twice in subnet %ld", what, i, gs, subnet);
-		i++;
-	}
+	tp__jgetv(d, 0, keys, 4, v);
+	const char *gs = tp__jstr(d, v[0]), *desc = tp__jstr(d, v[1]);
+	if (!gs || !tp_parse_guid(gs, &guid))
+		return lfail(ld, TP_ERR_PARSE,
+			     "%s[%d].guid: expected a hex GUID string", what,
+			     i);
+	if (!desc)
+		return lfail(ld, TP_ERR_PARSE, "%s[%d].desc: expected a string",
+			     what, i);
+	/* generated fabrics may hold logical switches wider than IB's
+	 * 8-bit port numbers (a director as one node, a big spine for
+	 * a scale study); the ibsim writer refuses those */
+	if (!int_of(d, v[2], 0, 65535, &ports))
+		return lfail(ld, TP_ERR_PARSE,
+			     "%s[%d].ports: expected an integer 0..65535", what,
+			     i);
+	if (!int_of(d, v[3], 0, ld->f->nsubnets - 1, &subnet))
+		return lfail(ld, TP_ERR_PARSE,
+			     "%s[%d].subnet: expected an integer 0..%d", what,
+			     i, ld->f->nsubnets - 1);
+	size_t before = sw ? ld->f->nsw : ld->f->nca;
+	err = sw ? tp__fabric_add_switch(ld->f, (int)subnet, guid, desc,
+					 (int)ports, &idx)
+		 : tp__fabric_add_ca(ld->f, (int)subnet, guid, desc, (int)ports,
+				     &idx);
+	if (err)
+		return lfail(ld, err, "%s[%d]: %s", what, i, tp_strerror(err));
+	if ((sw ? ld->f->nsw : ld->f->nca) == before)
+		return lfail(ld, TP_ERR_PARSE,
+			     "%s[%d]: GUID %s appears twice in subnet %ld",
+			     what, i, gs, subnet);
 	return TP_OK;
 }
 
-/* An endpoint: three values kind, node, port starting at token a. */
-static bool parse_end(const loader_t *ld, uint32_t a, tp_node_kind_t *k,
-		      uint32_t *node, int *port)
+static tp_err_t load_switch(loader_t *ld, const tp__jdoc_t *d, int i)
 {
-	const tp__jdoc_t *d = ld->d;
+	return load_node(ld, d, i, true);
+}
+
+static tp_err_t load_ca(loader_t *ld, const tp__jdoc_t *d, int i)
+{
+	return load_node(ld, d, i, false);
+}
+
+/* An endpoint: three values kind, node, port starting at token a. */
+static bool parse_end(const loader_t *ld, const tp__jdoc_t *d, uint32_t a,
+		      tp_node_kind_t *k, uint32_t *node, int *port)
+{
 	uint32_t b = d->tok[a].next, c = d->tok[b].next;
 	long n, p;
 	const char *kind;
@@ -371,77 +455,86 @@ static bool parse_end(const loader_t *ld, uint32_t a, tp_node_kind_t *k,
 	else
 		return false;
 	size_t lim = *k == TP_NODE_SWITCH ? ld->f->nsw : ld->f->nca;
-	if (!lim || !int_of(d, b, 0, (long)lim - 1, &n) || !int_of(d, c, 0, 65535, &p))
+	if (!lim || !int_of(d, b, 0, (long)lim - 1, &n) ||
+	    !int_of(d, c, 0, 65535, &p))
 		return false;
 	*node = (uint32_t)n;
 	*port = (int)p;
 	return true;
 }
 
-static bool parse_ref(const loader_t *ld, uint32_t r, tp_node_kind_t *k,
-		      uint32_t *node, int *port)
+static bool parse_ref(const loader_t *ld, const tp__jdoc_t *d, uint32_t r,
+		      tp_node_kind_t *k, uint32_t *node, int *port)
 {
-	const tp__jdoc_t *d = ld->d;
-
 	return tp__jtype(d, r) == TP_J_ARR && tp__jcount(d, r) == 3 &&
-	       parse_end(ld, r + 1, k, node, port);
+	       parse_end(ld, d, r + 1, k, node, port);
 }
 
-static tp_err_t load_links(loader_t *ld, uint32_t arr)
+static tp_err_t load_link(loader_t *ld, const tp__jdoc_t *d, int i)
 {
 	static const char *const keys[] = {"a", "b", "width", "lane_gbps",
 					   "active"};
-	const tp__jdoc_t *d = ld->d;
+	const uint32_t o = 0;
 	uint32_t v[5];
-	int i = 0;
+	tp_node_kind_t ka, kb;
+	uint32_t a, b;
+	int pa, pb;
+	long width;
+	double lane;
+	bool added;
+	tp_err_t err;
 
-	FOR_ITEMS(d, o, arr)
-	{
-		tp_node_kind_t ka, kb;
-		uint32_t a, b;
-		int pa, pb;
-		long width;
-		double lane;
-		bool added;
-		tp_err_t err;
-
-		if (tp__jtype(d, o) == TP_J_ARR) {
-			/* compact: [ka, a, pa, kb, b, pb, width, lane, active] */
-			uint32_t e = o + 1;
-			if (tp__jcount(d, o) != 9 || !parse_end(ld, e, &ka, &a, &pa))
-				return lfail(ld, TP_ERR_PARSE, "links[%d]: expected [kind, node, port, kind, node, port, width, lane_gbps, active] naming existing nodes", i);
-			for (int k = 0; k < 3; k++)
-				e = d->tok[e].next;
-			if (!parse_end(ld, e, &kb, &b, &pb))
-				return lfail(ld, TP_ERR_PARSE, "links[%d]: second endpoint must be \"switch\"|\"ca\", index, port naming an existing node", i);
-			for (int k = 0; k < 3; k++)
-				e = d->tok[e].next;
-			v[2] = e;
-			v[3] = d->tok[e].next;
-			v[4] = d->tok[v[3]].next;
-		} else {
-			tp__jgetv(d, o, keys, 5, v);
-			if (!parse_ref(ld, v[0], &ka, &a, &pa) ||
-			    !parse_ref(ld, v[1], &kb, &b, &pb))
-				return lfail(ld, TP_ERR_PARSE, "links[%d]: endpoints must be [\"switch\"|\"ca\", index, port] naming existing nodes", i);
-		}
-		if (!int_of(d, v[2], 0, 32, &width) ||
-		    !num_of(d, v[3], &lane) || !(lane >= 0 && lane <= 1e4) ||
-		    !is_bool(d, v[4]))
-			return lfail(ld, TP_ERR_PARSE, "links[%d]: width (0..32), lane_gbps (number) and active (bool) required", i);
-		err = tp__fabric_add_link(ld->f, ka, a, pa, kb, b, pb, (int)width, lane,
-					  tp__jtype(d, v[4]) == TP_J_TRUE, &added);
-		if (err == TP_ERR_EXISTS || (!err && !added))
-			return lfail(ld, TP_ERR_PARSE, "links[%d]: a port is cabled twice", i);
-		if (err)
-			return lfail(ld, err, "links[%d]: %s", i, tp_strerror(err));
-		i++;
+	if (tp__jtype(d, o) == TP_J_ARR) {
+		/* compact: [ka, a, pa, kb, b, pb, width, lane, active] */
+		uint32_t e = o + 1;
+		if (tp__jcount(d, o) != 9 || !parse_end(ld, d, e, &ka, &a, &pa))
+			return lfail(ld, TP_ERR_PARSE,
+				     "links[%d]: expected [kind, node, port, "
+				     "kind, node, port, width, lane_gbps, "
+				     "active] naming existing nodes",
+				     i);
+		for (int k = 0; k < 3; k++)
+			e = d->tok[e].next;
+		if (!parse_end(ld, d, e, &kb, &b, &pb))
+			return lfail(ld, TP_ERR_PARSE,
+				     "links[%d]: second endpoint must be "
+				     "\"switch\"|\"ca\", index, port naming an "
+				     "existing node",
+				     i);
+		for (int k = 0; k < 3; k++)
+			e = d->tok[e].next;
+		v[2] = e;
+		v[3] = d->tok[e].next;
+		v[4] = d->tok[v[3]].next;
+	} else {
+		tp__jgetv(d, o, keys, 5, v);
+		if (!parse_ref(ld, d, v[0], &ka, &a, &pa) ||
+		    !parse_ref(ld, d, v[1], &kb, &b, &pb))
+			return lfail(
+			    ld, TP_ERR_PARSE,
+			    "links[%d]: endpoints must be [\"switch\"|\"ca\", "
+			    "index, port] naming existing nodes",
+			    i);
 	}
+	if (!int_of(d, v[2], 0, 32, &width) || !num_of(d, v[3], &lane) ||
+	    !(lane >= 0 && lane <= 1e4) || !is_bool(d, v[4]))
+		return lfail(ld, TP_ERR_PARSE,
+			     "links[%d]: width (0..32), lane_gbps (number) and "
+			     "active (bool) required",
+			     i);
+	err = tp__fabric_add_link(ld->f, ka, a, pa, kb, b, pb, (int)width, lane,
+				  tp__jtype(d, v[4]) == TP_J_TRUE, &added);
+	if (err == TP_ERR_EXISTS || (!err && !added))
+		return lfail(ld, TP_ERR_PARSE,
+			     "links[%d]: a port is cabled twice", i);
+	if (err)
+		return lfail(ld, err, "links[%d]: %s", i, tp_strerror(err));
 	return TP_OK;
 }
 
 /* Optional string member: absent is fine, another type is not. */
-static bool opt_str(const tp__jdoc_t *d, uint32_t o, const char *key, char **out)
+static bool opt_str(const tp__jdoc_t *d, uint32_t o, const char *key,
+		    char **out)
 {
 	uint32_t v = tp__jget(d, o, key);
 
@@ -453,173 +546,184 @@ static bool opt_str(const tp__jdoc_t *d, uint32_t o, const char *key, char **out
 	return (*out = tp_strdup(tp__jstr(d, v))) != NULL;
 }
 
-static tp_err_t load_hosts(loader_t *ld, uint32_t arr)
+static tp_err_t load_host(loader_t *ld, const tp__jdoc_t *d, int i)
 {
-	const tp__jdoc_t *d = ld->d;
-	int i = 0;
+	const char *name = get_str(d, 0, "name");
+	uint32_t nd = tp__jget(d, 0, "node_data"),
+		 gpus = tp__jget(d, 0, "gpus");
+	uint32_t h;
+	tp_gpu_t *gv = NULL;
+	size_t n = 0;
+	tp_err_t err;
 
-	FOR_ITEMS(d, o, arr)
+	if (!name || !*name)
+		return lfail(ld, TP_ERR_PARSE,
+			     "hosts[%d].name: expected a non-empty string", i);
+	if (!tp__name_ok(name))
+		return lfail(ld, TP_ERR_PARSE,
+			     "hosts[%d].name: not a host name (1-%d letters, "
+			     "digits, '-', '_', '.')",
+			     i, TP_NAME_MAX);
+	if (!is_bool(d, nd) || tp__jtype(d, gpus) != TP_J_ARR)
+		return lfail(ld, TP_ERR_PARSE,
+			     "hosts[%d] (%s): node_data (bool) and gpus "
+			     "(array) required",
+			     i, name);
+	size_t before = ld->f->nhost;
+	if ((err = tp__fabric_host_get(ld->f, name, true, &h)))
+		return lfail(ld, err, "hosts[%d]: %s", i, tp_strerror(err));
+	if (ld->f->nhost == before)
+		return lfail(ld, TP_ERR_PARSE,
+			     "hosts[%d]: host %s appears twice", i, name);
+	if (tp__jcount(d, gpus) > 4096)
+		return lfail(ld, TP_ERR_PARSE, "hosts[%d] (%s): too many GPUs",
+			     i, name);
+	if (tp__jcount(d, gpus) &&
+	    !(gv = tp_calloc(tp__jcount(d, gpus), sizeof(*gv))))
+		return lfail(ld, TP_ERR_NOMEM, "out of memory");
+	FOR_ITEMS(d, g, gpus)
 	{
-		const char *name = get_str(d, o, "name");
-		uint32_t nd = tp__jget(d, o, "node_data"), gpus = tp__jget(d, o, "gpus");
-		uint32_t h;
-		tp_gpu_t *gv = NULL;
-		size_t n = 0;
-		tp_err_t err;
-
-		if (!name || !*name)
-			return lfail(ld, TP_ERR_PARSE, "hosts[%d].name: expected a non-empty string", i);
-		if (!tp__name_ok(name))
-			return lfail(ld, TP_ERR_PARSE,
-				     "hosts[%d].name: not a host name (1-%d letters, digits, '-', '_', '.')", i,
-				     TP_NAME_MAX);
-		if (!is_bool(d, nd) || tp__jtype(d, gpus) != TP_J_ARR)
-			return lfail(ld, TP_ERR_PARSE, "hosts[%d] (%s): node_data (bool) and gpus (array) required", i, name);
-		size_t before = ld->f->nhost;
-		if ((err = tp__fabric_host_get(ld->f, name, true, &h)))
-			return lfail(ld, err, "hosts[%d]: %s", i, tp_strerror(err));
-		if (ld->f->nhost == before)
-			return lfail(ld, TP_ERR_PARSE, "hosts[%d]: host %s appears twice", i, name);
-		if (tp__jcount(d, gpus) > 4096)
-			return lfail(ld, TP_ERR_PARSE, "hosts[%d] (%s): too many GPUs", i, name);
-		if (tp__jcount(d, gpus) && !(gv = tp_calloc(tp__jcount(d, gpus), sizeof(*gv))))
-			return lfail(ld, TP_ERR_NOMEM, "out of memory");
-		FOR_ITEMS(d, g, gpus)
-		{
-			tp_gpu_t *gp = &gv[n++];
-			long idx, numa;
-			bool ok = opt_str(d, g, "model", &gp->model) &&
-				  opt_str(d, g, "pci", &gp->pci) &&
-				  opt_str(d, g, "nic", &gp->nic) &&
-				  get_int(d, g, "index", 0, 4095, &idx) &&
-				  get_int(d, g, "numa", -1, 65535, &numa) &&
-				  num_of(d, tp__jget(d, g, "nvlink_gbps"), &gp->nvlink_gbps) &&
-				  gp->nvlink_gbps >= 0;
-			if (!ok) {
-				for (size_t k = 0; k < n; k++)
-					tp__gpu_free_strings(&gv[k]);
-				tp_free(gv);
-				return lfail(ld, TP_ERR_PARSE, "hosts[%d] (%s).gpus[%zu]: index, numa, nvlink_gbps required; model, pci, nic strings", i, name, n - 1);
-			}
-			gp->index = (int)idx;
-			gp->numa = (int)numa;
-			gp->hca = -1;
+		tp_gpu_t *gp = &gv[n++];
+		long idx, numa;
+		bool ok = opt_str(d, g, "model", &gp->model) &&
+			  opt_str(d, g, "pci", &gp->pci) &&
+			  opt_str(d, g, "nic", &gp->nic) &&
+			  get_int(d, g, "index", 0, 4095, &idx) &&
+			  get_int(d, g, "numa", -1, 65535, &numa) &&
+			  num_of(d, tp__jget(d, g, "nvlink_gbps"),
+				 &gp->nvlink_gbps) &&
+			  gp->nvlink_gbps >= 0;
+		if (!ok) {
+			for (size_t k = 0; k < n; k++)
+				tp__gpu_free_strings(&gv[k]);
+			tp_free(gv);
+			return lfail(
+			    ld, TP_ERR_PARSE,
+			    "hosts[%d] (%s).gpus[%zu]: index, numa, "
+			    "nvlink_gbps required; model, pci, nic strings",
+			    i, name, n - 1);
 		}
-		tp__fabric_host_set_gpus(ld->f, h, gv, n);
-		ld->f->host[h].has_node_data = tp__jtype(d, nd) == TP_J_TRUE;
-		i++;
+		gp->index = (int)idx;
+		gp->numa = (int)numa;
+		gp->hca = -1;
 	}
+	if (tp__fabric_host_set_gpus(ld->f, h, gv, n))
+		return lfail(ld, TP_ERR_NOMEM, "out of memory");
+	ld->f->host[h].has_node_data = tp__jtype(d, nd) == TP_J_TRUE;
 	return TP_OK;
 }
 
-static tp_err_t load_misc(loader_t *ld, uint32_t root)
+static tp_err_t load_guid_name(loader_t *ld, const tp__jdoc_t *d, int i)
 {
-	const tp__jdoc_t *d = ld->d;
 	tp_fabric_t *f = ld->f;
-	uint32_t arr;
-	int i = 0;
+	const char *gs = get_str(d, 0, "guid"), *name = get_str(d, 0, "name");
+	uint64_t guid;
+	void *p = f->guid_names;
 
-	if ((arr = get_arr(ld, root, "guid_map")) == TP_J_NONE)
-		return TP_ERR_PARSE;
-	FOR_ITEMS(d, o, arr)
-	{
-		const char *gs = get_str(d, o, "guid"), *name = get_str(d, o, "name");
-		uint64_t guid;
-		void *p = f->guid_names;
-		if (!gs || !name || !*name || !tp_parse_guid(gs, &guid))
-			return lfail(ld, TP_ERR_PARSE, "guid_map[%d]: guid (hex string) and name required", i);
-		if (tp_grow(&p, &f->capguid_names, f->nguid_names + 1, sizeof(char *)))
-			return lfail(ld, TP_ERR_NOMEM, "out of memory");
-		f->guid_names = p;
-		if (!(f->guid_names[f->nguid_names] = tp_strdup(name)) ||
-		    tp_u64map_put(f->guid_name, guid, (uint32_t)f->nguid_names))
-			return lfail(ld, TP_ERR_NOMEM, "out of memory");
-		f->nguid_names++;
-		i++;
-	}
-	if ((arr = get_arr(ld, root, "nvlink_domains")) == TP_J_NONE)
-		return TP_ERR_PARSE;
-	i = 0;
-	FOR_ITEMS(d, o, arr)
-	{
-		const char *dom = get_str(d, o, "domain"), *host = get_str(d, o, "host");
-		tp_err_t err;
-		if (!dom || !host || !*dom || !*host)
-			return lfail(ld, TP_ERR_PARSE, "nvlink_domains[%d]: domain and host strings required", i);
-		if (!tp__name_ok(dom) || !tp__name_ok(host))
-			return lfail(ld, TP_ERR_PARSE,
-				     "nvlink_domains[%d]: domain and host must be names (1-%d letters, digits, '-', '_', '.')",
-				     i, TP_NAME_MAX);
-		err = tp__fabric_domain_add(f, dom, host);
-		if (err)
-			return lfail(ld, TP_ERR_PARSE, "nvlink_domains[%d]: host %s %s", i, host,
-				     err == TP_ERR_EXISTS ? "is in two domains" : tp_strerror(err));
-		i++;
-	}
-	if ((arr = get_arr(ld, root, "warnings")) == TP_J_NONE)
-		return TP_ERR_PARSE;
-	i = 0;
-	FOR_ITEMS(d, o, arr)
-	{
-		void *p = f->warn;
-		char *w;
-		if (tp__jtype(d, o) != TP_J_STR)
-			return lfail(ld, TP_ERR_PARSE, "warnings[%d]: expected a string", i);
-		if (tp_grow(&p, &f->capwarn, f->nwarn + 1, sizeof(char *)) ||
-		    !(w = tp_strdup(tp__jstr(d, o))))
-			return lfail(ld, TP_ERR_NOMEM, "out of memory");
-		f->warn = p;
-		f->warn[f->nwarn++] = w;
-		i++;
-	}
+	if (!gs || !name || !*name || !tp_parse_guid(gs, &guid))
+		return lfail(
+		    ld, TP_ERR_PARSE,
+		    "guid_map[%d]: guid (hex string) and name required", i);
+	if (tp_grow(&p, &f->capguid_names, f->nguid_names + 1, sizeof(char *)))
+		return lfail(ld, TP_ERR_NOMEM, "out of memory");
+	f->guid_names = p;
+	if (!(f->guid_names[f->nguid_names] = tp_strdup(name)) ||
+	    tp_u64map_put(f->guid_name, guid, (uint32_t)f->nguid_names))
+		return lfail(ld, TP_ERR_NOMEM, "out of memory");
+	f->nguid_names++;
 	return TP_OK;
 }
 
-static tp_err_t parse_doc(loader_t *ld, const tp__jdoc_t *d, tp_fabric_t **f_p)
+static tp_err_t load_domain(loader_t *ld, const tp__jdoc_t *d, int i)
 {
-	const uint32_t root = 0;
-	const char *fmt = get_str(d, root, "format");
-	uint32_t arr;
+	const char *dom = get_str(d, 0, "domain"),
+		   *host = get_str(d, 0, "host");
+	tp_err_t err;
+
+	if (!dom || !host || !*dom || !*host)
+		return lfail(
+		    ld, TP_ERR_PARSE,
+		    "nvlink_domains[%d]: domain and host strings required", i);
+	if (!tp__name_ok(dom) || !tp__name_ok(host))
+		return lfail(ld, TP_ERR_PARSE,
+			     "nvlink_domains[%d]: domain and host must be "
+			     "names (1-%d letters, digits, '-', '_', '.')",
+			     i, TP_NAME_MAX);
+	err = tp__fabric_domain_add(ld->f, dom, host);
+	if (err)
+		return lfail(ld, TP_ERR_PARSE, "nvlink_domains[%d]: host %s %s",
+			     i, host,
+			     err == TP_ERR_EXISTS ? "is in two domains"
+						  : tp_strerror(err));
+	return TP_OK;
+}
+
+static tp_err_t load_warning(loader_t *ld, const tp__jdoc_t *d, int i)
+{
+	tp_fabric_t *f = ld->f;
+	void *p = f->warn;
+	char *w;
+
+	if (tp__jtype(d, 0) != TP_J_STR)
+		return lfail(ld, TP_ERR_PARSE,
+			     "warnings[%d]: expected a string", i);
+	if (tp_grow(&p, &f->capwarn, f->nwarn + 1, sizeof(char *)) ||
+	    !(w = tp_strdup(tp__jstr(d, 0))))
+		return lfail(ld, TP_ERR_NOMEM, "out of memory");
+	f->warn = p;
+	f->warn[f->nwarn++] = w;
+	return TP_OK;
+}
+
+/* The fabric, member by member in the order their checks need. */
+static tp_err_t load_doc(loader_t *ld, tp_fabric_t **f_p)
+{
+	const tp__jmark_t *m = ld->mark;
+	const tp__jdoc_t *d;
+	const char *fmt;
 	long subnets;
 	tp_err_t err;
 
-	ld->d = d;
-	if (!fmt)
-		return lfail(ld, TP_ERR_FORMAT, "no \"format\" key: not a topoplace fabric file");
+	if ((err = tp__jstream_index(ld->s, member, K_N, ld->mark)))
+		return sfail(ld, err);
+	if ((err = scalar(ld, K_FORMAT, &d)))
+		return err;
+	if (!(fmt = d ? tp__jstr(d, 0) : NULL))
+		return lfail(ld, TP_ERR_FORMAT,
+			     "no \"format\" key: not a topoplace fabric file");
 	if (strcmp(fmt, TP_FABRIC_FORMAT) != 0)
-		return lfail(ld, TP_ERR_FORMAT, "format \"%s\" is not %s", fmt, TP_FABRIC_FORMAT);
-	if (!get_int(d, root, "subnets", 0, 1024, &subnets))
-		return lfail(ld, TP_ERR_PARSE, "\"subnets\": expected an integer 0..1024");
+		return lfail(ld, TP_ERR_FORMAT, "format \"%s\" is not %s", fmt,
+			     TP_FABRIC_FORMAT);
+	if ((err = scalar(ld, K_SUBNETS, &d)))
+		return err;
+	if (!d || !int_of(d, 0, 0, 1024, &subnets))
+		return lfail(ld, TP_ERR_PARSE,
+			     "\"subnets\": expected an integer 0..1024");
 	if (!(ld->f = tp_fabric_create()))
 		return lfail(ld, TP_ERR_NOMEM, "out of memory");
 	ld->f->nsubnets = (int)subnets;
-	if ((arr = get_arr(ld, root, "switches")) == TP_J_NONE)
-		return TP_ERR_PARSE;
-	if ((err = load_nodes(ld, arr, true)))
-		return err;
-	if ((arr = get_arr(ld, root, "cas")) == TP_J_NONE)
-		return TP_ERR_PARSE;
-	if ((err = load_nodes(ld, arr, false)))
-		return err;
-	if ((arr = get_arr(ld, root, "links")) == TP_J_NONE)
-		return TP_ERR_PARSE;
-	/* two port keys per cable: size the map once */
-	if (tp_u64map_reserve(ld->f->port_link, 2 * (size_t)tp__jcount(d, arr)))
+	/* the counts of the first pass: every array allocated once, at its
+	 * size (the item checks still hold each one to what it claims) */
+	if (tp__fabric_reserve(ld->f, m[K_SWITCHES].nitems, m[K_CAS].nitems,
+			       m[K_LINKS].nitems, m[K_HOSTS].nitems))
 		return lfail(ld, TP_ERR_NOMEM, "out of memory");
-	if ((err = load_links(ld, arr)))
+	if ((err = each_item(ld, K_SWITCHES, load_switch)) ||
+	    (err = each_item(ld, K_CAS, load_ca)) ||
+	    (err = each_item(ld, K_LINKS, load_link)))
 		return err;
-	if ((arr = get_arr(ld, root, "hosts")) == TP_J_NONE)
-		return TP_ERR_PARSE;
-	if ((err = load_hosts(ld, arr)) || (err = load_misc(ld, root)))
+	tp__fabric_drop_port_index(ld->f);
+	if ((err = each_item(ld, K_HOSTS, load_host)) ||
+	    (err = each_item(ld, K_GUID_MAP, load_guid_name)) ||
+	    (err = each_item(ld, K_NVLINK_DOMAINS, load_domain)) ||
+	    (err = each_item(ld, K_WARNINGS, load_warning)))
 		return err;
 	*f_p = ld->f;
 	ld->f = NULL;
 	return TP_OK;
 }
 
-/* The derived hierarchy, once the document is freed: on a large fabric
- * the text and its index are as large as the fabric itself, and the SPANK
- * plugin loads one per step in slurmstepd (peak memory). */
+/* The derived hierarchy, once the reading buffers are freed: the SPANK
+ * plugin loads a fabric per step in slurmstepd (peak memory). */
 static tp_err_t finalize(loader_t *ld, tp_fabric_t *f)
 {
 	tp_err_t err;
@@ -632,22 +736,14 @@ static tp_err_t finalize(loader_t *ld, tp_fabric_t *f)
 	return TP_OK;
 }
 
-/* buf: len + 1 bytes from tp_malloc, owned from here on. */
-static tp_err_t parse_buf(const char *name, char *buf, size_t len,
-			  tp_fabric_t **f_p, char **err_p)
+static tp_err_t load_stream(const char *name, tp__jstream_t *s,
+			    tp_fabric_t **f_p, char **err_p)
 {
-	loader_t ld = {name ? name : "<json>", NULL, NULL, NULL};
+	loader_t ld = {.name = name ? name : "<json>", .s = s};
 	tp_fabric_t *f = NULL;
-	tp__jdoc_t d;
-	tp_err_t err = tp__jdoc_parse_owned(&d, buf, len);
+	tp_err_t err = load_doc(&ld, &f);
 
-	if (err == TP_ERR_PARSE)
-		lfail(&ld, err, "%zu: %s", d.errline, d.errmsg);
-	else if (err)
-		lfail(&ld, err, "%s", tp_strerror(err));
-	else
-		err = parse_doc(&ld, &d, &f);
-	tp__jdoc_free(&d);
+	tp__jstream_free(s);
 	if (!err && (err = finalize(&ld, f)))
 		tp_fabric_destroy(f);
 	else if (!err)
@@ -663,25 +759,33 @@ static tp_err_t parse_buf(const char *name, char *buf, size_t len,
 tp_err_t tp_fabric_parse_json(const char *name, const char *buf,
 			      tp_fabric_t **f_p, char **err_p)
 {
-	size_t len = strlen(buf);
-	char *copy = tp_malloc(len + 1);
+	tp__jstream_t s;
 
-	if (!copy) {
-		if (err_p)
-			*err_p = tp_strdup(tp_strerror(TP_ERR_NOMEM));
-		return TP_ERR_NOMEM;
-	}
-	memcpy(copy, buf, len + 1);
-	return parse_buf(name, copy, len, f_p, err_p);
+	tp__jstream_mem(&s, buf, strlen(buf));
+	return load_stream(name, &s, f_p, err_p);
 }
 
 tp_err_t tp_fabric_load_json(const char *path, tp_fabric_t **f_p, char **err_p)
 {
-	char *buf;
+	tp__jstream_t s;
+	struct stat st;
+	char *buf = NULL;
 	size_t len;
-	tp_err_t err = tp_file_read(path, &buf, &len);
+	tp_err_t err;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (err) {
+	/* a regular file is read a window at a time; anything else (a
+	 * pipe) whole, through tp_file_read's checks */
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (uint64_t)st.st_size <= TP_FILE_MAX) {
+		tp__jstream_fd(&s, fd, (uint64_t)st.st_size);
+		err = load_stream(path, &s, f_p, err_p);
+		close(fd);
+		return err;
+	}
+	if (fd >= 0)
+		close(fd);
+	if ((err = tp_file_read(path, &buf, &len))) {
 		if (err_p)
 			*err_p = tp_asprintf("%s: cannot read: %s", path,
 					     tp_file_strerror(err));
@@ -690,8 +794,12 @@ tp_err_t tp_fabric_load_json(const char *path, tp_fabric_t **f_p, char **err_p)
 	if (strlen(buf) != len) {
 		tp_free(buf);
 		if (err_p)
-			*err_p = tp_asprintf("%s: binary data (NUL byte) in JSON", path);
+			*err_p = tp_asprintf(
+			    "%s: binary data (NUL byte) in JSON", path);
 		return TP_ERR_PARSE;
 	}
-	return parse_buf(path, buf, len, f_p, err_p);
+	tp__jstream_mem(&s, buf, len);
+	err = load_stream(path, &s, f_p, err_p);
+	tp_free(buf);
+	return err;
 }

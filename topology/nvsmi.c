@@ -426,7 +426,9 @@ tp_err_t tp_fabric_read_node_nvsmi(tp_fabric_t *f, const char *host,
 		err =
 		    tp__fabric_fail(f, TP_ERR_NOMEM, "%s: out of memory", path);
 	if (!err) {
-		tp__fabric_host_set_gpus(f, hidx, p.gpus, p.ngpu);
+		if (tp__fabric_host_set_gpus(f, hidx, p.gpus, p.ngpu))
+			err = tp__fabric_fail(f, TP_ERR_NOMEM,
+					      "%s: out of memory", path);
 		p.gpus = NULL;
 	}
 	if (p.gpus)

@@ -24,7 +24,7 @@
 /* Slurm keeps at most this many block levels (MAX_BLOCK_LEVELS). */
 #define MAX_BLOCK_LEVELS 16
 
-static bool slurm_name_ok(const char *s)
+bool tp__slurm_name_ok(const char *s)
 {
 	size_t n = 0;
 
@@ -71,7 +71,7 @@ static tp_err_t group_names(const tp_fabric_t *f, char ***names_p)
 		if (gp->nswitches != 1)
 			continue;
 		d = f->sw[gp->switches[0]].desc;
-		if (!slurm_name_ok(d) || synthetic_like(d))
+		if (!tp__slurm_name_ok(d) || synthetic_like(d))
 			continue;
 		prev = tp_strmap_get(&seen, d);
 		if (prev != TP_MAP_NONE) {
@@ -366,7 +366,7 @@ static void write_block(tp_strbuf_t *sb, const tp_fabric_t *f, char **names)
 		if (!dp->multi_node || !dp->nhosts)
 			continue;
 		ord++;
-		if (!slurm_name_ok(dp->name) &&
+		if (!tp__slurm_name_ok(dp->name) &&
 		    !(alt[d] = tp_asprintf("nvl-%zu", ord))) {
 			sb->failed = true;
 			goto out;

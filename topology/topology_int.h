@@ -26,23 +26,23 @@ struct tp_fabric {
 	size_t ngroup;
 	tp_nvdomain_t *nvdom;
 	size_t nnvdom;
-	int nlevels;       /* highest switch level */
+	int nlevels; /* highest switch level */
 	int ngroup_levels;
 	int rails;
 	size_t unnamed_cas, sharp_cas, degraded;
 
 	/* lookups; keys borrowed from the arrays above */
-	tp_u64map_t sw_by_guid[1];  /* key: guid ^ subnet salt, see fabric.c */
+	tp_u64map_t sw_by_guid[1]; /* key: guid ^ subnet salt, see fabric.c */
 	tp_u64map_t ca_by_guid[1];
-	tp_u64map_t port_link[1];   /* (kind, node, port) -> link index */
+	tp_u64map_t port_link[1]; /* (kind, node, port) -> link index */
 	tp_strmap_t host_by_name[1];
-	tp_u64map_t guid_name[1];   /* from --guid-map: guid -> index */
+	tp_u64map_t guid_name[1]; /* from --guid-map: guid -> index */
 	char **guid_names;
 	size_t nguid_names, capguid_names;
 
 	/* multi-node NVLink domains given by map or generator */
 	char **dom_name;
-	char **dom_host;   /* parallel arrays: host name -> domain name */
+	char **dom_host; /* parallel arrays: host name -> domain name */
 	size_t ndom_entries, capdom;
 	/* dom_host -> entry, for the first dom_indexed entries (keys
 	 * borrowed from dom_host); rebuilt when that is not ndom_entries
@@ -50,9 +50,15 @@ struct tp_fabric {
 	tp_strmap_t dom_index[1];
 	size_t dom_indexed;
 
-	char **warn;       /* from readers (saved in JSON) */
+	/* one copy of each GPU model, PCI id, NIC and CA device name: the
+	 * same few strings on every host (16,384 hosts hold 400k of them) */
+	tp_strmap_t intern_index[1];
+	char **interned;
+	size_t ninterned, capinterned;
+
+	char **warn; /* from readers (saved in JSON) */
 	size_t nwarn, capwarn, warn_dropped;
-	char **fwarn;      /* from finalize (recomputed each time) */
+	char **fwarn; /* from finalize (recomputed each time) */
 	size_t nfwarn, capfwarn;
 	bool in_finalize;
 	/* during finalize: the last run's warnings (not logged again) */
@@ -67,13 +73,23 @@ struct tp_fabric {
 
 /* Record a failure detail (printf-style) and return err. */
 tp_err_t tp__fabric_fail(tp_fabric_t *f, tp_err_t err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* Record a warning (also logged). */
 void tp__fabric_warn(tp_fabric_t *f, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 /* Start a new subnet (one per source file / live port); returns its index. */
 int tp__fabric_new_subnet(tp_fabric_t *f);
+
+/* Room for this many switches, CAs, cables and hosts, allocated at that
+ * size (a loader that knows its counts); more still fit, by regrowth. */
+tp_err_t tp__fabric_reserve(tp_fabric_t *f, size_t nsw, size_t nca,
+			    size_t nlink, size_t nhost);
+
+/* Free the port -> cable index that tp__fabric_add_link keeps (two keys
+ * per cable: 16 MiB at 16,384 hosts) once no more cables are coming;
+ * the next tp__fabric_add_link rebuilds it. */
+void tp__fabric_drop_port_index(tp_fabric_t *f);
 
 /* Add or find a switch / CA by GUID within a subnet. The same GUID in one
  * subnet is one node (desc and nports of the first sighting win). On
@@ -97,9 +113,13 @@ tp_err_t tp__fabric_add_link(tp_fabric_t *f, tp_node_kind_t ka, uint32_t a,
 tp_err_t tp__fabric_host_get(tp_fabric_t *f, const char *name, bool create,
 			     uint32_t *idx_p);
 /* Replace a host's GPUs (takes ownership of gpus, allocated with
- * tp_malloc, strings inside too). */
-void tp__fabric_host_set_gpus(tp_fabric_t *f, uint32_t host, tp_gpu_t *gpus,
-			      size_t ngpus);
+ * tp_malloc, strings inside too, even on failure: NOMEM). The fabric's
+ * GPUs hold interned strings (tp__fabric_intern), never freed one by one. */
+tp_err_t tp__fabric_host_set_gpus(tp_fabric_t *f, uint32_t host, tp_gpu_t *gpus,
+				  size_t ngpus);
+/* The fabric's one copy of s (borrowed, lives as long as the fabric);
+ * NULL on NOMEM. */
+char *tp__fabric_intern(tp_fabric_t *f, const char *s);
 /* Put a host into a named multi-node NVLink domain. */
 tp_err_t tp__fabric_domain_add(tp_fabric_t *f, const char *domain,
 			       const char *host);
@@ -123,6 +143,10 @@ bool tp__desc_is_sharp(const char *desc);
  * descriptions are made of. So no name can inject a line into
  * topology.conf or invalid UTF-8 into JSON. */
 bool tp__name_ok(const char *s);
+
+/* A name Slurm takes as a switch name in topology.conf (and the switch
+ * tree's): 1..64 letters, digits, '-', '_', '.'. */
+bool tp__slurm_name_ok(const char *s);
 
 void tp__gpu_free_strings(tp_gpu_t *g);
 /* Drop groups and NVLink domains (before recomputing them). */

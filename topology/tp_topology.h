@@ -38,7 +38,7 @@
 #include "tp_common.h"
 
 #define TP_FABRIC_FORMAT "topoplace-fabric/1"
-#define TP_ID_NONE UINT32_MAX
+#define TP_ID_NONE	 UINT32_MAX
 /* Deepest hierarchy the model represents (levels 1..TP_MAX_LEVELS). */
 #define TP_MAX_LEVELS 8
 
@@ -51,54 +51,54 @@ typedef enum tp_node_kind {
 
 /* What a channel adapter turned out to be once names were resolved. */
 typedef enum tp_ca_role {
-	TP_CA_HOST = 0,    /* belongs to a named host */
+	TP_CA_HOST = 0,	   /* belongs to a named host */
 	TP_CA_UNNAMED = 1, /* no usable hostname and no --guid-map entry */
 	TP_CA_SHARP = 2,   /* SHArP aggregation node inside a switch */
 } tp_ca_role_t;
 
 typedef struct tp_switch {
 	uint64_t guid;
-	char *desc;    /* node description, trimmed */
-	int nports;    /* number of external ports */
-	int subnet;    /* index of the source (file or live port) */
-	int level;     /* 1 = leaf (has host links), 2.. above; 0 = isolated */
+	char *desc;	/* node description, trimmed */
+	int nports;	/* number of external ports */
+	int subnet;	/* index of the source (file or live port) */
+	int level;	/* 1 = leaf (has host links), 2.. above; 0 = isolated */
 	uint32_t group; /* group at this switch's level, TP_ID_NONE if none */
 } tp_switch_t;
 
 typedef struct tp_ca {
 	uint64_t guid;
-	char *desc;      /* node description, trimmed */
-	char *dev;       /* device name from the description ("mlx5_3") or NULL */
+	char *desc; /* node description, trimmed */
+	char *dev;  /* device name from the description ("mlx5_3") or NULL */
 	int nports;
 	int subnet;
 	tp_ca_role_t role;
-	uint32_t host;   /* host index, TP_ID_NONE unless role == TP_CA_HOST */
-	uint32_t leaf;   /* switch its first cabled port reaches, or TP_ID_NONE */
+	uint32_t host; /* host index, TP_ID_NONE unless role == TP_CA_HOST */
+	uint32_t leaf; /* switch its first cabled port reaches, or TP_ID_NONE */
 } tp_ca_t;
 
 typedef struct tp_gpu {
-	int index;        /* local index (CUDA / nvidia-smi order) */
-	char *model;      /* "NVIDIA A100-SXM4-40GB", or NULL */
-	char *pci;        /* PCI bus id "0000:07:00.0", or NULL */
-	int numa;         /* NUMA node, -1 unknown */
-	char *nic;        /* nearest NIC device from node data ("mlx5_3") or NULL */
-	int hca;          /* nearest HCA: index into host->cas, -1 unknown;
-			   * finalize matches nic against the CAs' dev names,
-			   * else spreads GPUs over the host's CAs in order */
+	int index;   /* local index (CUDA / nvidia-smi order) */
+	char *model; /* "NVIDIA A100-SXM4-40GB", or NULL */
+	char *pci;   /* PCI bus id "0000:07:00.0", or NULL */
+	int numa;    /* NUMA node, -1 unknown */
+	char *nic;   /* nearest NIC device from node data ("mlx5_3") or NULL */
+	int hca;     /* nearest HCA: index into host->cas, -1 unknown;
+		      * finalize matches nic against the CAs' dev names,
+		      * else spreads GPUs over the host's CAs in order */
 	double nvlink_gbps; /* NVLink bandwidth of this GPU (sum), 0 = none */
 } tp_gpu_t;
 
 typedef struct tp_host {
 	char *name;
-	uint32_t *cas;     /* CA indices, ordered by subnet then GUID */
+	uint32_t *cas; /* CA indices, ordered by subnet then GUID */
 	size_t ncas;
-	uint32_t *leaves;  /* distinct leaf switches cabled, ascending */
+	uint32_t *leaves; /* distinct leaf switches cabled, ascending */
 	size_t nleaves;
 	tp_gpu_t *gpus;
 	size_t ngpus;
 	uint32_t nvdomain; /* NVLink domain index, TP_ID_NONE without GPUs */
 	uint32_t group[TP_MAX_LEVELS]; /* group[l-1]: group at level l */
-	bool degraded;     /* cabled to fewer leaves than the fabric's rails */
+	bool degraded;	    /* cabled to fewer leaves than the fabric's rails */
 	bool has_node_data; /* GPUs came from hwloc/nvidia-smi, not a default */
 } tp_host_t;
 
@@ -106,31 +106,32 @@ typedef struct tp_link {
 	tp_node_kind_t kind[2];
 	uint32_t node[2]; /* switch or CA index according to kind */
 	int port[2];
-	int width;        /* lanes: 1, 2, 4, 8, 12 */
+	int width;	  /* lanes: 1, 2, 4, 8, 12 */
 	double lane_gbps; /* per-lane signalling rate: 2.5 SDR .. 100 NDR */
-	double gbps;      /* width * lane_gbps */
+	double gbps;	  /* width * lane_gbps */
 	bool active;
 } tp_link_t;
 
 typedef struct tp_group {
-	int level;        /* 1 = leaf group / scalable unit, 2.. above */
-	uint32_t parent;  /* group at level + 1, TP_ID_NONE at the top */
-	uint32_t *hosts;  /* ascending */
+	int level;	 /* 1 = leaf group / scalable unit, 2.. above */
+	uint32_t parent; /* group at level + 1, TP_ID_NONE at the top */
+	uint32_t *hosts; /* ascending */
 	size_t nhosts;
 	uint32_t *switches; /* switches at this level that form the group */
 	size_t nswitches;
 	double down_gbps; /* capacity into the group's switches from below */
-	double up_gbps;   /* capacity from its switches to the level above */
+	double up_gbps;	  /* capacity from its switches to the level above */
 } tp_group_t;
 
 typedef struct tp_nvdomain {
-	char *name;       /* host name for node-local domains, else given */
+	char *name; /* host name for node-local domains, else given */
 	uint32_t *hosts;
 	size_t nhosts;
-	bool multi_node;  /* NVL72-style rack, from a generator or map */
+	bool multi_node; /* NVL72-style rack, from a generator or map */
 } tp_nvdomain_t;
 
-/* ---- life cycle ----------------------------------------------------------- */
+/* ---- life cycle -----------------------------------------------------------
+ */
 
 /* New empty fabric; NULL on NOMEM. Free with tp_fabric_destroy(). */
 tp_fabric_t *tp_fabric_create(void);
@@ -141,7 +142,8 @@ void tp_fabric_destroy(tp_fabric_t *f);
 const char *tp_fabric_error(const tp_fabric_t *f);
 
 typedef struct tp_finalize_opts {
-	/* Hosts without node data get this many GPUs (0: leave them GPU-less). */
+	/* Hosts without node data get this many GPUs (0: leave them GPU-less).
+	 */
 	int default_gpus;
 } tp_finalize_opts_t;
 
@@ -150,7 +152,8 @@ typedef struct tp_finalize_opts {
  * Idempotent; opts may be NULL. */
 tp_err_t tp_fabric_finalize(tp_fabric_t *f, const tp_finalize_opts_t *opts);
 
-/* ---- readers (IB fabric) -------------------------------------------------- */
+/* ---- readers (IB fabric) --------------------------------------------------
+ */
 
 /* GUID -> host name map ("0x0002c903000a1b2c  node17" per line, '#'
  * comments). Applied at finalize; names CAs the descriptions do not. */
@@ -187,7 +190,8 @@ bool tp_ib_port_up(const void *info);
 /* A libibnetdisc cache file (ibnetdiscover --cache / ibnd_cache_fabric). */
 tp_err_t tp_fabric_read_ibnd_cache(tp_fabric_t *f, const char *path);
 
-/* ---- readers (GPU nodes) -------------------------------------------------- */
+/* ---- readers (GPU nodes) --------------------------------------------------
+ */
 
 /* hwloc XML of one node; the host is created if the fabric lacks it.
  * Replaces the host's GPUs. TP_ERR_UNSUPPORTED without hwloc;
@@ -228,17 +232,18 @@ tp_err_t tp_fabric_read_node_dir(tp_fabric_t *f, const char *dir, bool hwloc);
  * line: counted before a host list is expanded). */
 tp_err_t tp_fabric_read_domain_map(tp_fabric_t *f, const char *path);
 
-/* ---- generators ------------------------------------------------------------ */
+/* ---- generators ------------------------------------------------------------
+ */
 
 typedef struct tp_gen_fat_tree {
-	int leaves;          /* leaf switches */
-	int spines;          /* spine switches (each leaf to each spine) */
+	int leaves; /* leaf switches */
+	int spines; /* spine switches (each leaf to each spine) */
 	int hosts_per_leaf;
 	int uplinks_per_spine; /* parallel links leaf->each spine (>= 1) */
 	int gpus_per_host;
-	double link_gbps;    /* 4x lane rate: 200 HDR, 400 NDR */
+	double link_gbps;	 /* 4x lane rate: 200 HDR, 400 NDR */
 	const char *host_prefix; /* "node" */
-	bool interleave;     /* host i on leaf i % leaves (names not in order) */
+	bool interleave; /* host i on leaf i % leaves (names not in order) */
 	/* NICs per host, all on the host's leaf (mlx5_0 ..); 0: one per GPU,
 	 * as DGX H100-class hosts have (1 for a host without GPUs).
 	 * Defaults to 1, the classic one-NIC model. */
@@ -254,9 +259,9 @@ typedef struct tp_gen_fat_tree {
 } tp_gen_fat_tree_t;
 
 typedef struct tp_gen_rail {
-	int sus;             /* scalable units */
+	int sus; /* scalable units */
 	int hosts_per_su;
-	int rails;           /* HCAs per host = leaves per SU */
+	int rails; /* HCAs per host = leaves per SU */
 	int spines_per_rail;
 	int gpus_per_host;
 	double link_gbps;
@@ -282,7 +287,8 @@ tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p);
 tp_err_t tp_gen_rail(const tp_gen_rail_t *p, tp_fabric_t **f_p);
 tp_err_t tp_gen_nvl72(const tp_gen_nvl72_t *p, tp_fabric_t **f_p);
 
-/* ---- JSON (topoplace-fabric/1) -------------------------------------------- */
+/* ---- JSON (topoplace-fabric/1) --------------------------------------------
+ */
 
 /* Serialise a finalized fabric; stable order, so save(load(save(f))) is
  * byte-identical to save(f). Caller frees *json_p with tp_free(). */
@@ -294,7 +300,8 @@ tp_err_t tp_fabric_load_json(const char *path, tp_fabric_t **f_p, char **err_p);
 tp_err_t tp_fabric_parse_json(const char *name, const char *buf,
 			      tp_fabric_t **f_p, char **err_p);
 
-/* ---- writers --------------------------------------------------------------- */
+/* ---- writers ---------------------------------------------------------------
+ */
 
 /* Slurm topology.conf, tree format (SwitchName=... Nodes=/Switches=), or
  * block format (BlockName=... Nodes=) with NVLink domains as blocks.
@@ -315,7 +322,7 @@ tp_err_t tp_fabric_topology_conf(const tp_fabric_t *f, bool block,
 typedef struct tp_block {
 	const uint32_t *hosts; /* as the domain or group lists them */
 	size_t nhosts;
-	bool nvdomain; /* an NVLink domain (else a level-1 group) */
+	bool nvdomain;	/* an NVLink domain (else a level-1 group) */
 	uint32_t index; /* its domain or group index */
 } tp_block_t;
 tp_err_t tp_fabric_blocks(const tp_fabric_t *f, tp_block_t **blocks_p,
@@ -324,7 +331,8 @@ tp_err_t tp_fabric_blocks(const tp_fabric_t *f, tp_block_t **blocks_p,
  * fabric has a single subnet). Caller frees *text_p. */
 tp_err_t tp_fabric_ibsim_net(const tp_fabric_t *f, int subnet, char **text_p);
 
-/* ---- accessors --------------------------------------------------------------- */
+/* ---- accessors
+ * --------------------------------------------------------------- */
 
 size_t tp_fabric_nswitches(const tp_fabric_t *f);
 size_t tp_fabric_ncas(const tp_fabric_t *f);
@@ -363,5 +371,91 @@ size_t tp_fabric_total_gpus(const tp_fabric_t *f);
 
 size_t tp_fabric_nwarnings(const tp_fabric_t *f);
 const char *tp_fabric_warning(const tp_fabric_t *f, size_t i);
+
+/* ---- the switch tree the Slurm plugins hand Slurm ------------------------
+ *
+ * Built from the fabric exactly as `topoplace fabric topology-conf` writes
+ * topology.conf (same switch names: one switch per derived group, so a
+ * rail-optimized scalable unit is one leaf), then, when nvlink is set and
+ * the fabric has multi-node NVLink domains, each domain becomes a leaf of
+ * its own under the lowest group holding all its hosts: an NVL72 rack is
+ * then what Slurm packs a job into first, the IB groups above it. Hosts of
+ * a group outside any domain stay on a leaf of their own ("<group>-rest"
+ * when the group also holds domains); groups left without hosts vanish.
+ *
+ * Switch 0..nsw-1 are in no particular order; level 0 is a leaf (has
+ * hosts, no children), levels above hold children only; a root has
+ * parent == its own index. Host lists are fabric host indices in rank
+ * order; order[] is the whole rank order: a depth-first walk in which each
+ * switch's hosts are contiguous and siblings follow the fabric's order.
+ */
+
+typedef struct tp_stree_sw {
+	char *name;
+	int level;	    /* 0 = leaf */
+	uint32_t parent;    /* own index at a root */
+	uint32_t *children; /* rank order */
+	size_t nchildren;
+	uint32_t *hosts; /* leaves only: fabric host indices, rank order */
+	size_t nhosts;
+	uint32_t nbelow;     /* hosts in the whole subtree */
+	uint32_t link_speed; /* Gb/s to the level above (1 when unknown) */
+	bool nvlink;	     /* an NVLink domain */
+} tp_stree_sw_t;
+
+typedef struct tp_stree {
+	tp_stree_sw_t *sw;
+	size_t nsw;
+	int levels;	 /* highest level */
+	bool nvlink;	 /* NVLink domains were made leaves */
+	uint32_t *order; /* fabric host indices in rank order */
+	size_t norder;
+	uint32_t *rank; /* per fabric host: position in order[] or
+			 * TP_ID_NONE (host in no group) */
+	size_t nhosts;	/* fabric host count (length of rank[]) */
+} tp_stree_t;
+
+/* Build the tree. With nvlink set but a domain whose hosts are not all in
+ * the tree, the NVLink level is skipped (a warning goes to the log sink).
+ * On failure t is untouched and *err_p (if not NULL) says why. */
+tp_err_t tp_stree_build(const tp_fabric_t *f, bool nvlink, tp_stree_t *t,
+			char **err_p);
+void tp_stree_free(tp_stree_t *t);
+
+/* Whether Slurm's node names (slurm.conf) and the tree's hosts are the
+ * same set. When not, returns false and *why_p (if not NULL; free with
+ * tp_free) says how: "N node(s) not in the fabric's switch groups (a,b,..),
+ * M fabric host(s) not in slurm.conf (c,..)", the first five of each.
+ * Both Slurm generations' plugins call this with their node table's
+ * names, so the rule and the message are one. */
+bool tp_stree_match(const tp_stree_t *t, const tp_fabric_t *f,
+		    const char *const *names, size_t n, char **why_p);
+
+/* Hops between two switches along the tree (0 for i == j), UINT32_MAX
+ * when they share no root. */
+uint32_t tp_stree_dist(const tp_stree_t *t, uint32_t i, uint32_t j);
+
+/* Fewest leaves that can hold need nodes when leaf i offers avail[i]:
+ * the largest first. 0 when need is 0 or the leaves cannot hold it. */
+uint32_t tp_stree_min_leaves(const uint32_t *avail, size_t n, uint64_t need);
+
+/* The switch table both Slurm generations' topology plugins hand Slurm
+ * (switch_record_table), in plain C: one row per switch of t, row i for
+ * t->sw[i]. node_of[h] is the Slurm node index of fabric host h, -1 when
+ * Slurm has no node for it (or the caller leaves it out); a host's node
+ * is under its leaf and every ancestor. The adapters copy the rows into
+ * Slurm's types. Free with tp_stree_table_free. */
+typedef struct tp_stree_row {
+	char *switches; /* children's names, "a,b"; NULL without children */
+	uint32_t *desc; /* descendants, depth first */
+	size_t ndesc;
+	uint32_t *dist; /* [t->nsw]: tp_stree_dist to every switch */
+	int *nodes;	/* node indices under the switch, ascending */
+	size_t nnodes;
+} tp_stree_row_t;
+
+tp_err_t tp_stree_table(const tp_stree_t *t, const int *node_of,
+			tp_stree_row_t **rows_p);
+void tp_stree_table_free(tp_stree_row_t *rows, size_t n);
 
 #endif /* TP_TOPOLOGY_H */

@@ -31,14 +31,17 @@ static void round_trip(tp_fabric_t *f)
 	assert_int_equal(tp_fabric_nlinks(g), tp_fabric_nlinks(f));
 	assert_int_equal(tp_fabric_ngroups(g), tp_fabric_ngroups(f));
 	assert_int_equal(tp_fabric_rails(g), tp_fabric_rails(f));
-	assert_int_equal(tp_fabric_degraded_hosts(g), tp_fabric_degraded_hosts(f));
+	assert_int_equal(tp_fabric_degraded_hosts(g),
+			 tp_fabric_degraded_hosts(f));
 	assert_int_equal(tp_fabric_unnamed_cas(g), tp_fabric_unnamed_cas(f));
 	assert_int_equal(tp_fabric_total_gpus(g), tp_fabric_total_gpus(f));
 	assert_int_equal(tp_fabric_nnvdomains(g), tp_fabric_nnvdomains(f));
 	assert_int_equal(tp_fabric_nwarnings(g), tp_fabric_nwarnings(f));
 	for (size_t i = 0; i < tp_fabric_ngroups(f); i++) {
-		assert_true(tp_fabric_group(f, i)->up_gbps == tp_fabric_group(g, i)->up_gbps);
-		assert_int_equal(tp_fabric_group(f, i)->nhosts, tp_fabric_group(g, i)->nhosts);
+		assert_true(tp_fabric_group(f, i)->up_gbps ==
+			    tp_fabric_group(g, i)->up_gbps);
+		assert_int_equal(tp_fabric_group(f, i)->nhosts,
+				 tp_fabric_group(g, i)->nhosts);
 	}
 	tp_free(a);
 	tp_free(b);
@@ -54,13 +57,23 @@ static void test_round_trip_built(void **state)
 	bool added;
 	char d[64];
 
-	assert_int_equal(tp__fabric_add_switch(f, sn, 0xabc, "leaf \"quoted\"", 36, &leaf), TP_OK);
-	assert_int_equal(tp__fabric_add_switch(f, sn, 0xdef, "spine", 36, &spine), TP_OK);
-	assert_int_equal(tp__fabric_add_link(f, TP_NODE_SWITCH, leaf, 36, TP_NODE_SWITCH, spine, 1, 4, 106.25, true, &added), TP_OK);
+	assert_int_equal(
+	    tp__fabric_add_switch(f, sn, 0xabc, "leaf \"quoted\"", 36, &leaf),
+	    TP_OK);
+	assert_int_equal(
+	    tp__fabric_add_switch(f, sn, 0xdef, "spine", 36, &spine), TP_OK);
+	assert_int_equal(tp__fabric_add_link(f, TP_NODE_SWITCH, leaf, 36,
+					     TP_NODE_SWITCH, spine, 1, 4,
+					     106.25, true, &added),
+			 TP_OK);
 	for (int h = 0; h < 3; h++) {
 		snprintf(d, sizeof(d), "n%d HCA-1", h);
-		assert_int_equal(tp__fabric_add_ca(f, sn, 0x500 + h, d, 2, &c), TP_OK);
-		assert_int_equal(tp__fabric_add_link(f, TP_NODE_CA, c, 1, TP_NODE_SWITCH, leaf, h + 1, 4, 25.78125, h != 2, &added), TP_OK);
+		assert_int_equal(tp__fabric_add_ca(f, sn, 0x500 + h, d, 2, &c),
+				 TP_OK);
+		assert_int_equal(tp__fabric_add_link(
+				     f, TP_NODE_CA, c, 1, TP_NODE_SWITCH, leaf,
+				     h + 1, 4, 25.78125, h != 2, &added),
+				 TP_OK);
 	}
 	assert_int_equal(tp__fabric_domain_add(f, "rack1", "n0"), TP_OK);
 	assert_int_equal(tp__fabric_domain_add(f, "rack1", "n1"), TP_OK);
@@ -69,10 +82,17 @@ static void test_round_trip_built(void **state)
 	uint32_t h;
 	assert_int_equal(tp__fabric_host_get(f, "n1", false, &h), TP_OK);
 	tp_gpu_t *g = tp_calloc(2, sizeof(*g));
-	g[0] = (tp_gpu_t){.index = 0, .model = tp_strdup("NVIDIA A100"), .pci = tp_strdup("0000:07:00.0"), .numa = 1, .nic = tp_strdup("HCA-1"), .nvlink_gbps = 2400};
+	g[0] = (tp_gpu_t){.index = 0,
+			  .model = tp_strdup("NVIDIA A100"),
+			  .pci = tp_strdup("0000:07:00.0"),
+			  .numa = 1,
+			  .nic = tp_strdup("HCA-1"),
+			  .nvlink_gbps = 2400};
 	g[1] = (tp_gpu_t){.index = 1, .numa = -1, .nvlink_gbps = 0.1};
-	tp__fabric_host_set_gpus(f, h, g, 2);
-	assert_int_equal(tp_fabric_finalize(f, &(tp_finalize_opts_t){.default_gpus = 4}), TP_OK);
+	assert_int_equal(tp__fabric_host_set_gpus(f, h, g, 2), TP_OK);
+	assert_int_equal(
+	    tp_fabric_finalize(f, &(tp_finalize_opts_t){.default_gpus = 4}),
+	    TP_OK);
 	assert_int_equal(tp_fabric_total_gpus(f), 2 + 4 + 4);
 	round_trip(f);
 
@@ -112,10 +132,10 @@ static void test_round_trip_fixtures(void **state)
 {
 	(void)state;
 	static const char *const files[] = {
-		"ib/NVIDIA-topograph/ibnetdiscover-example.out",
-		"ib/hwloc-netloc/avakas/ib-subnet-fe80_0000_0000_0000.txt",
-		"ib/jabl-ibtopotool/3.topo",
-		"ib/treydock-infiniband_exporter/ibnetdiscover-p-test.out",
+	    "ib/NVIDIA-topograph/ibnetdiscover-example.out",
+	    "ib/hwloc-netloc/avakas/ib-subnet-fe80_0000_0000_0000.txt",
+	    "ib/jabl-ibtopotool/3.topo",
+	    "ib/treydock-infiniband_exporter/ibnetdiscover-p-test.out",
 	};
 	int done = 0;
 
@@ -139,7 +159,8 @@ static void expect_error(const char *doc, const char *needle)
 	tp_fabric_t *f = NULL;
 	char *err = NULL;
 
-	assert_int_not_equal(tp_fabric_parse_json("bad.json", doc, &f, &err), TP_OK);
+	assert_int_not_equal(tp_fabric_parse_json("bad.json", doc, &f, &err),
+			     TP_OK);
 	assert_null(f);
 	assert_non_null(err);
 	if (strncmp(err, "bad.json: ", 10) != 0 || !strstr(err, needle) ||
@@ -150,8 +171,8 @@ static void expect_error(const char *doc, const char *needle)
 
 #define HEAD "{\"format\":\"topoplace-fabric/1\",\"subnets\":1,"
 #define TAIL "\"guid_map\":[],\"nvlink_domains\":[],\"warnings\":[]}"
-#define SW0 "{\"guid\":\"0x1\",\"desc\":\"s\",\"ports\":36,\"subnet\":0}"
-#define CA0 "{\"guid\":\"0x2\",\"desc\":\"h1 mlx5_0\",\"ports\":1,\"subnet\":0}"
+#define SW0  "{\"guid\":\"0x1\",\"desc\":\"s\",\"ports\":36,\"subnet\":0}"
+#define CA0  "{\"guid\":\"0x2\",\"desc\":\"h1 mlx5_0\",\"ports\":1,\"subnet\":0}"
 
 static void test_hostile(void **state)
 {
@@ -159,33 +180,156 @@ static void test_hostile(void **state)
 	expect_error("", "not valid JSON");
 	expect_error("{\n\"a\":\n", "3: not valid JSON");
 	expect_error("[]", "not a topoplace fabric");
-	expect_error("{\"format\":\"topoplace-fabric/2\"}", "is not topoplace-fabric/1");
+	expect_error("{\"format\":\"topoplace-fabric/2\"}",
+		     "is not topoplace-fabric/1");
 	expect_error(HEAD "\"switches\":{}}", "\"switches\"");
-	expect_error(HEAD "\"switches\":[{\"guid\":\"xyz\"}]," TAIL, "switches[0].guid");
-	expect_error(HEAD "\"switches\":[" SW0 "," SW0 "]," TAIL, "appears twice");
-	expect_error(HEAD "\"switches\":[{\"guid\":\"0x1\",\"desc\":\"s\",\"ports\":36,\"subnet\":3}]," TAIL, "switches[0].subnet");
-	expect_error(HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0 "],\"links\":[{\"a\":[\"switch\",0,1],\"b\":[\"ca\",7,1],\"width\":4,\"lane_gbps\":25,\"active\":true}]," TAIL, "links[0]");
-	expect_error(HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0 "],\"links\":[{\"a\":[\"switch\",0,1],\"b\":[\"ca\",0,1],\"width\":4,\"lane_gbps\":25,\"active\":true},{\"a\":[\"switch\",0,1],\"b\":[\"ca\",0,1],\"width\":4,\"lane_gbps\":25,\"active\":true}]," TAIL, "links[1]: a port is cabled twice");
-	expect_error(HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{\"name\":\"a\",\"node_data\":true,\"gpus\":[{\"index\":\"0\"}]}]," TAIL, "hosts[0] (a).gpus[0]");
+	expect_error(HEAD "\"switches\":[{\"guid\":\"xyz\"}]," TAIL,
+		     "switches[0].guid");
+	expect_error(HEAD "\"switches\":[" SW0 "," SW0 "]," TAIL,
+		     "appears twice");
+	expect_error(HEAD "\"switches\":[{\"guid\":\"0x1\",\"desc\":\"s\","
+			  "\"ports\":36,\"subnet\":3}]," TAIL,
+		     "switches[0].subnet");
+	expect_error(HEAD
+		     "\"switches\":[" SW0 "],\"cas\":[" CA0
+		     "],\"links\":[{\"a\":[\"switch\",0,1],\"b\":[\"ca\",7,1],"
+		     "\"width\":4,\"lane_gbps\":25,\"active\":true}]," TAIL,
+		     "links[0]");
+	expect_error(
+	    HEAD
+	    "\"switches\":[" SW0 "],\"cas\":[" CA0
+	    "],\"links\":[{\"a\":[\"switch\",0,1],\"b\":[\"ca\",0,1],\"width\":"
+	    "4,\"lane_gbps\":25,\"active\":true},{\"a\":[\"switch\",0,1],\"b\":"
+	    "[\"ca\",0,1],\"width\":4,\"lane_gbps\":25,\"active\":true}]," TAIL,
+	    "links[1]: a port is cabled twice");
+	expect_error(
+	    HEAD
+	    "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{\"name\":"
+	    "\"a\",\"node_data\":true,\"gpus\":[{\"index\":\"0\"}]}]," TAIL,
+	    "hosts[0] (a).gpus[0]");
 	/* the compact link form the writer uses */
-	expect_error(HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0 "],\"links\":[[\"switch\",0,1,\"ca\",0,1,4,25]]," TAIL, "links[0]: expected [kind, node, port");
-	expect_error(HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0 "],\"links\":[[\"switch\",0,1,\"ca\",3,1,4,25,true]]," TAIL, "links[0]: second endpoint");
-	expect_error(HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0 "],\"links\":[[\"switch\",0,1,\"ca\",0,1,4,25,1]]," TAIL, "links[0]: width");
-	expect_error(HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{\"name\":\"a\",\"node_data\":true,\"gpus\":[]},{\"name\":\"a\",\"node_data\":true,\"gpus\":[]}]," TAIL, "host a appears twice");
-	expect_error(HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[],\"guid_map\":[],\"nvlink_domains\":[{\"domain\":\"r\",\"host\":\"a\"},{\"domain\":\"q\",\"host\":\"a\"}],\"warnings\":[]}", "two domains");
-	expect_error(HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[],\"guid_map\":[],\"nvlink_domains\":[],\"warnings\":[1]}", "warnings[0]");
+	expect_error(HEAD
+		     "\"switches\":[" SW0 "],\"cas\":[" CA0
+		     "],\"links\":[[\"switch\",0,1,\"ca\",0,1,4,25]]," TAIL,
+		     "links[0]: expected [kind, node, port");
+	expect_error(
+	    HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0
+		 "],\"links\":[[\"switch\",0,1,\"ca\",3,1,4,25,true]]," TAIL,
+	    "links[0]: second endpoint");
+	expect_error(HEAD
+		     "\"switches\":[" SW0 "],\"cas\":[" CA0
+		     "],\"links\":[[\"switch\",0,1,\"ca\",0,1,4,25,1]]," TAIL,
+		     "links[0]: width");
+	expect_error(HEAD
+		     "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{"
+		     "\"name\":\"a\",\"node_data\":true,\"gpus\":[]},{\"name\":"
+		     "\"a\",\"node_data\":true,\"gpus\":[]}]," TAIL,
+		     "host a appears twice");
+	expect_error(
+	    HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[],\"guid_"
+		 "map\":[],\"nvlink_domains\":[{\"domain\":\"r\",\"host\":"
+		 "\"a\"},{\"domain\":\"q\",\"host\":\"a\"}],\"warnings\":[]}",
+	    "two domains");
+	expect_error(HEAD
+		     "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[],"
+		     "\"guid_map\":[],\"nvlink_domains\":[],\"warnings\":[1]}",
+		     "warnings[0]");
 	/* one name rule: a newline would inject a topology.conf line, bytes
 	 * >= 0x80 would make the plan JSON invalid UTF-8, and the error line
 	 * must not echo them */
-	expect_error(HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{\"name\":\"a\\nSwitchName=evil Nodes=node001\",\"node_data\":true,\"gpus\":[]}]," TAIL, "hosts[0].name: not a host name");
-	expect_error(HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{\"name\":\"caf\xc3\xa9\",\"node_data\":true,\"gpus\":[]}]," TAIL, "hosts[0].name: not a host name");
-	expect_error(HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[],\"guid_map\":[],\"nvlink_domains\":[{\"domain\":\"r\\n1\",\"host\":\"a\"}],\"warnings\":[]}", "nvlink_domains[0]: domain and host must be names");
+	expect_error(HEAD
+		     "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{"
+		     "\"name\":\"a\\nSwitchName=evil "
+		     "Nodes=node001\",\"node_data\":true,\"gpus\":[]}]," TAIL,
+		     "hosts[0].name: not a host name");
+	expect_error(
+	    HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{\"name\":"
+		 "\"caf\xc3\xa9\",\"node_data\":true,\"gpus\":[]}]," TAIL,
+	    "hosts[0].name: not a host name");
+	expect_error(HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[]"
+			  ",\"guid_map\":[],\"nvlink_domains\":[{\"domain\":"
+			  "\"r\\n1\",\"host\":\"a\"}],\"warnings\":[]}",
+		     "nvlink_domains[0]: domain and host must be names");
 
 	/* a minimal valid document */
 	tp_fabric_t *f = NULL;
-	assert_int_equal(tp_fabric_parse_json("ok.json", HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0 "],\"links\":[{\"a\":[\"switch\",0,1],\"b\":[\"ca\",0,1],\"width\":4,\"lane_gbps\":25,\"active\":true}],\"hosts\":[]," TAIL, &f, NULL), TP_OK);
+	assert_int_equal(tp_fabric_parse_json(
+			     "ok.json",
+			     HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0
+				  "],\"links\":[{\"a\":[\"switch\",0,1],\"b\":["
+				  "\"ca\",0,1],\"width\":4,\"lane_gbps\":25,"
+				  "\"active\":true}],\"hosts\":[]," TAIL,
+			     &f, NULL),
+			 TP_OK);
 	assert_int_equal(tp_fabric_nhosts(f), 1);
 	assert_int_equal(tp_fabric_groups_at(f, 1), 1);
+	tp_fabric_destroy(f);
+}
+
+/* The loader reads members in the order it needs, whatever the file's
+ * order; the first of a repeated member counts. A loaded fabric's cable
+ * index (dropped after loading) comes back for the next cable added. */
+static void test_member_order(void **state)
+{
+	(void)state;
+	static const char doc[] =
+	    "{\"x\":{\"y\":[1,{\"z\":null}]},\"warnings\":[\"w\"],"
+	    "\"nvlink_domains\":[],\"guid_map\":[],\"hosts\":[],"
+	    "\"links\":[[\"switch\",0,1,\"ca\",0,1,4,25,true]],"
+	    "\"cas\":[" CA0 "],\"switches\":[" SW0 "],\"subnets\":1,"
+	    "\"subnets\":7,\"format\":\"topoplace-fabric/1\"}";
+	tp_fabric_t *f = NULL;
+	uint32_t c;
+	bool added;
+
+	assert_int_equal(tp_fabric_parse_json("order.json", doc, &f, NULL),
+			 TP_OK);
+	assert_int_equal(tp_fabric_nsubnets(f), 1);
+	assert_int_equal(tp_fabric_nhosts(f), 1);
+	assert_int_equal(tp_fabric_nlinks(f), 1);
+	/* switch 0 port 1 is cabled: the rebuilt index says so */
+	assert_int_equal(tp__fabric_add_ca(f, 0, 0x3, "h2 mlx5_0", 1, &c),
+			 TP_OK);
+	assert_int_equal(tp__fabric_add_link(f, TP_NODE_CA, c, 1,
+					     TP_NODE_SWITCH, 0, 1, 4, 25, true,
+					     &added),
+			 TP_ERR_EXISTS);
+	assert_int_equal(tp__fabric_add_link(f, TP_NODE_CA, c, 1,
+					     TP_NODE_SWITCH, 0, 2, 4, 25, true,
+					     &added),
+			 TP_OK);
+	assert_true(added);
+	tp_fabric_destroy(f);
+
+	/* bad JSON inside a member read item by item names its line */
+	char *err = NULL;
+	assert_int_equal(
+	    tp_fabric_parse_json(
+		"l.json",
+		HEAD
+		"\n\"switches\":[\n" SW0
+		",\n{\"guid\":}],\"cas\":[],\"links\":[],\"hosts\":[]," TAIL,
+		&f, &err),
+	    TP_ERR_PARSE);
+	assert_non_null(strstr(err, "l.json: 4: not valid JSON"));
+	tp_free(err);
+}
+
+/* GPU and device names are held once per fabric, however many hosts. */
+static void test_interned_names(void **state)
+{
+	(void)state;
+	tp_gen_fat_tree_t ft;
+	tp_fabric_t *f;
+
+	tp_gen_fat_tree_defaults(&ft);
+	assert_int_equal(tp_gen_fat_tree(&ft, &f), TP_OK);
+	const tp_host_t *a = tp_fabric_host(f, 0), *b = tp_fabric_host(f, 1);
+	assert_true(a->ngpus > 1 && b->ngpus > 1);
+	assert_ptr_equal(a->gpus[0].model, b->gpus[1].model);
+	assert_ptr_equal(a->gpus[0].nic, b->gpus[0].nic);
+	assert_ptr_equal(tp_fabric_ca(f, a->cas[0])->dev,
+			 tp_fabric_ca(f, b->cas[0])->dev);
 	tp_fabric_destroy(f);
 }
 
@@ -204,7 +348,8 @@ static void test_files(void **state)
 	assert_non_null(strstr(err, "NUL byte"));
 	tp_free(err);
 	err = NULL;
-	assert_int_equal(tp_fabric_load_json("/nonexistent/x.json", &f, &err), TP_ERR_NOTFOUND);
+	assert_int_equal(tp_fabric_load_json("/nonexistent/x.json", &f, &err),
+			 TP_ERR_NOTFOUND);
 	assert_non_null(strstr(err, "/nonexistent/x.json: cannot read"));
 	tp_free(err);
 
@@ -223,11 +368,13 @@ static void test_files(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_round_trip_built),
-		cmocka_unit_test(test_round_trip_generated),
-		cmocka_unit_test(test_round_trip_fixtures),
-		cmocka_unit_test(test_hostile),
-		cmocka_unit_test(test_files),
+	    cmocka_unit_test(test_round_trip_built),
+	    cmocka_unit_test(test_round_trip_generated),
+	    cmocka_unit_test(test_round_trip_fixtures),
+	    cmocka_unit_test(test_hostile),
+	    cmocka_unit_test(test_files),
+	    cmocka_unit_test(test_member_order),
+	    cmocka_unit_test(test_interned_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tp_plugin.h"
+#include "topology_int.h"
 
 /* Slurm reads at most this many characters of a switch name. */
 #define NAME_MAX_LEN 64
@@ -42,12 +42,12 @@ typedef struct build {
 	size_t nsw, cap;
 	tp_strmap_t byname;
 	uint32_t *hleaf; /* per host: its leaf, TP_ID_NONE if none */
-	uint32_t *pos;   /* per host: original depth-first position */
+	uint32_t *pos;	 /* per host: original depth-first position */
 	char *err;
 } build_t;
 
 static tp_err_t failf(build_t *b, tp_err_t err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static tp_err_t failf(build_t *b, tp_err_t err, const char *fmt, ...)
 {
@@ -59,19 +59,6 @@ static tp_err_t failf(build_t *b, tp_err_t err, const char *fmt, ...)
 		va_end(ap);
 	}
 	return err;
-}
-
-static bool name_ok(const char *s)
-{
-	size_t n = 0;
-
-	if (!s || !*s)
-		return false;
-	for (; *s; s++, n++)
-		if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_' &&
-		    *s != '.')
-			return false;
-	return n <= NAME_MAX_LEN;
 }
 
 static uint32_t add_switch(build_t *b, char *name)
@@ -163,15 +150,13 @@ static tp_err_t parse_line(build_t *b, char *line, size_t lineno)
 		return TP_ERR_NOMEM;
 	if (speed) {
 		unsigned long ls = strtoul(speed, NULL, 10);
-		b->sw[i].link_speed = ls ? (uint32_t)(ls > UINT32_MAX
-							  ? UINT32_MAX
-							  : ls)
-					 : 1;
+		b->sw[i].link_speed =
+		    ls ? (uint32_t)(ls > UINT32_MAX ? UINT32_MAX : ls) : 1;
 	}
 	err = tp_hostlist_expand(nodes ? nodes : kids, &v, &n);
 	if (err)
-		return failf(b, err, "topology-conf:%zu: bad list '%s'",
-			     lineno, nodes ? nodes : kids);
+		return failf(b, err, "topology-conf:%zu: bad list '%s'", lineno,
+			     nodes ? nodes : kids);
 	if (kids) {
 		b->sw[i].kids = v;
 		b->sw[i].nkids = n;
@@ -224,8 +209,8 @@ static tp_err_t parse_conf(build_t *b)
 	/* parents from the child lists */
 	for (size_t i = 0; i < b->nsw; i++)
 		for (size_t k = 0; k < b->sw[i].nkids; k++) {
-			uint32_t c = tp_strmap_get(&b->byname,
-						   b->sw[i].kids[k]);
+			uint32_t c =
+			    tp_strmap_get(&b->byname, b->sw[i].kids[k]);
 			if (c == TP_MAP_NONE || c == i)
 				return failf(b, TP_ERR_PARSE,
 					     "switch %s: bad child %s",
@@ -377,7 +362,7 @@ static tp_err_t add_nvlink(build_t *b, bool *done_p)
 		if (anc[d] == TP_ID_NONE)
 			continue;
 		ord++;
-		if (name_ok(dp->name))
+		if (tp__slurm_name_ok(dp->name))
 			nm = unique_name(b, dp->name);
 		else {
 			char *base = tp_asprintf("nvl-%zu", ord);
@@ -411,8 +396,8 @@ static tp_err_t add_nvlink(build_t *b, bool *done_p)
 			has_kids |= b->sw[j].parent == i;
 		if (!has_kids || !b->sw[i].nhosts)
 			continue;
-		char *base = tp_asprintf("%.*s-rest", NAME_MAX_LEN - 5,
-					 b->sw[i].name);
+		char *base =
+		    tp_asprintf("%.*s-rest", NAME_MAX_LEN - 5, b->sw[i].name);
 		char *nm = base ? unique_name(b, base) : NULL;
 		uint32_t r;
 		tp_free(base);
@@ -521,8 +506,7 @@ tp_err_t tp_stree_build(const tp_fabric_t *f, bool nvlink, tp_stree_t *t,
 	err = TP_ERR_NOMEM;
 	/* original positions: sibling order = topology.conf line order */
 	for (size_t i = 0; i < b.nsw; i++)
-		qsort(b.sw[i].hosts, b.sw[i].nhosts, sizeof(uint32_t),
-		      cmp_u32);
+		qsort(b.sw[i].hosts, b.sw[i].nhosts, sizeof(uint32_t), cmp_u32);
 	if (!(scratch = tp_malloc((b.nsw + 1) * sizeof(kid_t))))
 		goto fail;
 	if (!walk(&b, TP_ID_NONE, false, out.order, &n, scratch))
@@ -591,8 +575,8 @@ tp_err_t tp_stree_build(const tp_fabric_t *f, bool nvlink, tp_stree_t *t,
 				? newidx[i]
 				: newidx[b.sw[i].parent];
 		nk = kids_of(&b, (uint32_t)i, scratch, true);
-		if (!(o->children = tp_malloc((nk ? nk : 1) *
-					      sizeof(uint32_t))))
+		if (!(o->children =
+			  tp_malloc((nk ? nk : 1) * sizeof(uint32_t))))
 			goto fail;
 		o->nchildren = nk;
 		for (size_t k = 0; k < nk; k++)
@@ -619,8 +603,9 @@ tp_err_t tp_stree_build(const tp_fabric_t *f, bool nvlink, tp_stree_t *t,
 	return TP_OK;
 fail:
 	if (err_p)
-		*err_p = b.err ? b.err
-			       : tp_asprintf("switch tree: %s", tp_strerror(err));
+		*err_p = b.err
+			     ? b.err
+			     : tp_asprintf("switch tree: %s", tp_strerror(err));
 	else
 		tp_free(b.err);
 	b.err = NULL;
@@ -705,81 +690,109 @@ bool tp_stree_match(const tp_stree_t *t, const tp_fabric_t *f,
 	}
 	for (size_t i = 0; i < n; i++) {
 		uint32_t h = tp_fabric_host_find(f, names[i]);
-		if (h == TP_ID_NONE || h >= t->nhosts || t->rank[h] == TP_ID_NONE)
+		if (h == TP_ID_NONE || h >= t->nhosts ||
+		    t->rank[h] == TP_ID_NONE)
 			stray(&missing, &nmissing, names[i]);
 		else
 			seen[h] = true;
 	}
 	for (size_t k = 0; k < t->norder; k++)
 		if (!seen[t->order[k]])
-			stray(&extra, &nextra, tp_fabric_host(f, t->order[k])->name);
+			stray(&extra, &nextra,
+			      tp_fabric_host(f, t->order[k])->name);
 	ok = !nmissing && !nextra;
 	if (!ok && why_p)
-		*why_p = tp_asprintf("%zu node(s) not in the fabric's switch groups%s%s%s, "
-				     "%zu fabric host(s) not in slurm.conf%s%s%s",
-				     nmissing, nmissing ? " (" : "",
-				     missing.buf ? missing.buf : "", nmissing ? ")" : "",
-				     nextra, nextra ? " (" : "",
-				     extra.buf ? extra.buf : "", nextra ? ")" : "");
+		*why_p = tp_asprintf(
+		    "%zu node(s) not in the fabric's switch groups%s%s%s, "
+		    "%zu fabric host(s) not in slurm.conf%s%s%s",
+		    nmissing, nmissing ? " (" : "",
+		    missing.buf ? missing.buf : "", nmissing ? ")" : "", nextra,
+		    nextra ? " (" : "", extra.buf ? extra.buf : "",
+		    nextra ? ")" : "");
 	tp_free(missing.buf);
 	tp_free(extra.buf);
 	tp_free(seen);
 	return ok;
 }
 
-tp_err_t tp_pconf_load_fabric(const char *conf_path, size_t max_switches,
-			      tp_pconf_t *c, tp_fabric_t **f_p, tp_stree_t *t,
-			      char **why_p)
+void tp_stree_table_free(tp_stree_row_t *rows, size_t n)
 {
-	const char *slash = strrchr(conf_path, '/');
-	char *msg = NULL, *fpath = NULL;
-	tp_fabric_t *f = NULL;
-	tp_pconf_t conf;
-	tp_err_t err;
+	if (!rows)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		tp_free(rows[i].switches);
+		tp_free(rows[i].desc);
+		tp_free(rows[i].dist);
+		tp_free(rows[i].nodes);
+	}
+	tp_free(rows);
+}
 
-	*why_p = NULL;
-	memset(&conf, 0, sizeof(conf));
-	err = tp_pconf_load(conf_path, &conf, &msg);
-	if (err) {
-		*why_p = err == TP_ERR_NOTFOUND ? tp_asprintf("%s not found", conf_path)
-						 : tp_strdup(msg ? msg : tp_strerror(err));
-		goto out;
+/* Descendants of switch i appended to r->desc, depth first. */
+static void add_desc(const tp_stree_t *t, tp_stree_row_t *r, uint32_t i)
+{
+	for (size_t k = 0; k < t->sw[i].nchildren; k++) {
+		uint32_t c = t->sw[i].children[k];
+		r->desc[r->ndesc++] = c;
+		add_desc(t, r, c);
 	}
-	tp_pconf_free(c);
-	*c = conf;
-	if (!c->fabric_file) {
-		err = TP_ERR_NOTFOUND;
-		*why_p = tp_asprintf("%s sets no FabricFile", conf_path);
-		goto out;
-	}
-	fpath = c->fabric_file[0] == '/' || !slash
-			? tp_strdup(c->fabric_file)
-			: tp_asprintf("%.*s/%s", (int)(slash - conf_path), conf_path,
-				      c->fabric_file);
-	if (!fpath) {
-		err = TP_ERR_NOMEM;
-		goto out;
-	}
-	if ((err = tp_fabric_load_json(fpath, &f, &msg)) ||
-	    (err = tp_stree_build(f, c->nvlink_level, t, &msg))) {
-		*why_p = tp_asprintf("fabric %s: %s", fpath,
-				     msg ? msg : tp_strerror(err));
-		goto out;
-	}
-	if (t->nsw >= max_switches) {
-		err = TP_ERR_RANGE;
-		*why_p = tp_asprintf("fabric %s: %zu switches, Slurm takes fewer than %zu",
-				     fpath, t->nsw, max_switches);
-		tp_stree_free(t);
-		goto out;
-	}
-	*f_p = f;
-	f = NULL;
-out:
-	if (err == TP_ERR_NOMEM && !*why_p)
-		*why_p = tp_strdup(tp_strerror(err));
-	tp_fabric_destroy(f);
-	tp_free(fpath);
-	tp_free(msg);
-	return err;
+}
+
+static int cmp_int(const void *x, const void *y)
+{
+	int a = *(const int *)x, b = *(const int *)y;
+
+	return (a > b) - (a < b);
+}
+
+static tp_err_t table_row(const tp_stree_t *t, uint32_t i, tp_stree_row_t *r)
+{
+	const tp_stree_sw_t *s = &t->sw[i];
+	tp_strbuf_t sb = {0};
+
+	for (size_t k = 0; k < s->nchildren; k++)
+		tp_strbuf_printf(&sb, "%s%s", k ? "," : "",
+				 t->sw[s->children[k]].name);
+	r->switches = sb.buf;
+	r->desc = tp_calloc(t->nsw, sizeof(*r->desc));
+	r->dist = tp_calloc(t->nsw, sizeof(*r->dist));
+	r->nodes = tp_calloc(s->nbelow ? s->nbelow : 1, sizeof(*r->nodes));
+	if (sb.failed || !r->desc || !r->dist || !r->nodes)
+		return TP_ERR_NOMEM;
+	add_desc(t, r, i);
+	for (uint32_t j = 0; j < t->nsw; j++)
+		r->dist[j] = tp_stree_dist(t, i, j);
+	return TP_OK;
+}
+
+tp_err_t tp_stree_table(const tp_stree_t *t, const int *node_of,
+			tp_stree_row_t **rows_p)
+{
+	tp_stree_row_t *rows = tp_calloc(t->nsw ? t->nsw : 1, sizeof(*rows));
+
+	if (!rows)
+		return TP_ERR_NOMEM;
+	for (uint32_t i = 0; i < t->nsw; i++)
+		if (table_row(t, i, &rows[i])) {
+			tp_stree_table_free(rows, t->nsw);
+			return TP_ERR_NOMEM;
+		}
+	/* each leaf host's node into its leaf and every ancestor */
+	for (uint32_t i = 0; i < t->nsw; i++)
+		for (size_t k = 0; k < t->sw[i].nhosts; k++) {
+			int inx = node_of[t->sw[i].hosts[k]];
+			uint32_t p = i;
+			if (inx < 0)
+				continue;
+			for (;;) {
+				rows[p].nodes[rows[p].nnodes++] = inx;
+				if (t->sw[p].parent == p)
+					break;
+				p = t->sw[p].parent;
+			}
+		}
+	for (uint32_t i = 0; i < t->nsw; i++)
+		qsort(rows[i].nodes, rows[i].nnodes, sizeof(int), cmp_int);
+	*rows_p = rows;
+	return TP_OK;
 }

@@ -1,0 +1,61 @@
+/*
+ * switch_table.h - Slurm's switch_record_table from the fabric's switch
+ * tree rows (tp_stree_table): the one copy both topology plugins compile
+ * against their own Slurm's headers (22.05: topology_topoplace.c, 24.11:
+ * topoplace24_switch.c). Include after Slurm's headers.
+ */
+#ifndef TP_SWITCH_TABLE_H
+#define TP_SWITCH_TABLE_H
+
+#include "tp_topology.h"
+
+/* Fill tab[0 .. t->nsw - 1] (zeroed) from rows. A root's parent is
+ * root_parent, or its own index when root_parent is -1 (22.05's rule).
+ * Nodes= on every switch, or on leaves only (leaves_only, as 24.11's
+ * topology/tree). */
+static void tp_switch_table_fill(switch_record_t *tab, const tp_stree_t *st,
+				 const tp_stree_row_t *rows, int root_parent,
+				 bool leaves_only, const char *plugin)
+{
+	int n = (int)st->nsw;
+
+	for (int i = 0; i < n; i++) {
+		switch_record_t *s = &tab[i];
+		const tp_stree_sw_t *t = &st->sw[i];
+		const tp_stree_row_t *r = &rows[i];
+
+		s->name = xstrdup(t->name);
+		s->level = t->level;
+		s->link_speed = t->link_speed;
+		s->parent = t->parent == (uint32_t)i && root_parent >= 0
+				? (uint16_t)root_parent
+				: (uint16_t)t->parent;
+		s->num_switches = (uint16_t)t->nchildren;
+		s->switch_index = xcalloc(t->nchildren + 1, sizeof(uint16_t));
+		for (size_t k = 0; k < t->nchildren; k++)
+			s->switch_index[k] = (uint16_t)t->children[k];
+		s->switches = r->switches ? xstrdup(r->switches) : NULL;
+		s->switch_desc_index = xcalloc(n, sizeof(uint16_t));
+		s->num_desc_switches = (uint16_t)r->ndesc;
+		for (size_t k = 0; k < r->ndesc; k++)
+			s->switch_desc_index[k] = (uint16_t)r->desc[k];
+		s->switches_dist = xcalloc(n, sizeof(uint32_t));
+		for (int j = 0; j < n; j++)
+			s->switches_dist[j] =
+			    r->dist[j] == UINT32_MAX ? INFINITE : r->dist[j];
+		s->node_bitmap = bit_alloc(node_record_count);
+		for (size_t k = 0; k < r->nnodes; k++)
+			bit_set(s->node_bitmap, r->nodes[k]);
+		if (!leaves_only || s->level == 0)
+			s->nodes = bitmap2node_name(s->node_bitmap);
+		debug("%s: switch %s level %d parent %s nodes %s switches %s",
+		      plugin, s->name, s->level,
+		      t->parent == (uint32_t)i && root_parent >= 0
+			  ? "-"
+			  : st->sw[t->parent].name,
+		      s->nodes ? s->nodes : "-",
+		      s->switches ? s->switches : "-");
+	}
+}
+
+#endif /* TP_SWITCH_TABLE_H */
