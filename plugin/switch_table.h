@@ -58,4 +58,21 @@ static void tp_switch_table_fill(switch_record_t *tab, const tp_stree_t *st,
 	}
 }
 
+/* Free tab[0 .. cnt - 1] and tab itself, as tp_switch_table_fill() filled
+ * them; the caller clears its own pointer (xfree here clears only tab). */
+static void tp_switch_table_free(switch_record_t *tab, int cnt)
+{
+	for (int i = 0; i < cnt; i++) {
+		switch_record_t *s = &tab[i];
+		xfree(s->name);
+		xfree(s->nodes);
+		xfree(s->switches);
+		xfree(s->switches_dist);
+		xfree(s->switch_desc_index);
+		xfree(s->switch_index);
+		FREE_NULL_BITMAP(s->node_bitmap);
+	}
+	xfree(tab);
+}
+
 #endif /* TP_SWITCH_TABLE_H */

@@ -18,17 +18,8 @@ void free_switch_table(void)
 {
 	if (!switch_record_table)
 		return;
-	for (int i = 0; i < switch_record_cnt; i++) {
-		switch_record_t *s = &switch_record_table[i];
-		xfree(s->name);
-		xfree(s->nodes);
-		xfree(s->switches);
-		xfree(s->switches_dist);
-		xfree(s->switch_desc_index);
-		xfree(s->switch_index);
-		FREE_NULL_BITMAP(s->node_bitmap);
-	}
-	xfree(switch_record_table);
+	tp_switch_table_free(switch_record_table, switch_record_cnt);
+	switch_record_table = NULL;
 	switch_record_cnt = 0;
 	switch_levels = 0;
 }
