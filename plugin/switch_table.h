@@ -75,4 +75,26 @@ static void tp_switch_table_free(switch_record_t *tab, int cnt)
 	xfree(tab);
 }
 
+/* A one-switch table holding every node (no fabric tree to follow); the
+ * switch's parent is parent (22.05: its own index 0, 24.11:
+ * SWITCH_NO_PARENT). */
+static switch_record_t *tp_switch_table_flat(uint16_t parent)
+{
+	switch_record_t *tab = xcalloc(1, sizeof(switch_record_t));
+	switch_record_t *s = &tab[0];
+
+	s->name = xstrdup("topoplace-flat");
+	s->level = 0;
+	s->link_speed = 1;
+	s->parent = parent;
+	s->node_bitmap = bit_alloc(node_record_count);
+	for (int i = 0; i < node_record_count; i++)
+		if (node_record_table_ptr[i])
+			bit_set(s->node_bitmap, i);
+	s->nodes = bitmap2node_name(s->node_bitmap);
+	s->switches_dist = xcalloc(1, sizeof(uint32_t));
+	s->switch_desc_index = xcalloc(1, sizeof(uint16_t));
+	return tab;
+}
+
 #endif /* TP_SWITCH_TABLE_H */

@@ -247,24 +247,10 @@ static void free_switch_table(void)
 
 static void build_flat(void)
 {
-	switch_record_t *s;
-
-	switch_record_table = xcalloc(1, sizeof(switch_record_t));
+	switch_record_table = tp_switch_table_flat(0);
 	switch_record_cnt = 1;
 	switch_levels = 0;
 	table_ours = true;
-	s = &switch_record_table[0];
-	s->name = xstrdup("topoplace-flat");
-	s->level = 0;
-	s->link_speed = 1;
-	s->parent = 0;
-	s->node_bitmap = bit_alloc(node_record_count);
-	for (int i = 0; i < node_record_count; i++)
-		if (node_record_table_ptr[i])
-			bit_set(s->node_bitmap, i);
-	s->nodes = bitmap2node_name(s->node_bitmap);
-	s->switches_dist = xcalloc(1, sizeof(uint32_t));
-	s->switch_desc_index = xcalloc(1, sizeof(uint16_t));
 }
 
 static void build_from_tree(void)

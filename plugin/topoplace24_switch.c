@@ -26,23 +26,9 @@ void free_switch_table(void)
 
 void build_flat(void)
 {
-	switch_record_t *s;
-
-	switch_record_table = xcalloc(1, sizeof(switch_record_t));
+	switch_record_table = tp_switch_table_flat(SWITCH_NO_PARENT);
 	switch_record_cnt = 1;
 	switch_levels = 0;
-	s = &switch_record_table[0];
-	s->name = xstrdup("topoplace-flat");
-	s->level = 0;
-	s->link_speed = 1;
-	s->parent = SWITCH_NO_PARENT;
-	s->node_bitmap = bit_alloc(node_record_count);
-	for (int i = 0; i < node_record_count; i++)
-		if (node_record_table_ptr[i])
-			bit_set(s->node_bitmap, i);
-	s->nodes = bitmap2node_name(s->node_bitmap);
-	s->switches_dist = xcalloc(1, sizeof(uint32_t));
-	s->switch_desc_index = xcalloc(1, sizeof(uint16_t));
 }
 
 /* topology/tree's table from the fabric's tree (node indices final),
