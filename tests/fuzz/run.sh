@@ -1,6 +1,8 @@
 #!/bin/sh
 # Run every libFuzzer target for TP_FUZZ_SECONDS each (make fuzz; CI runs
-# them briefly). Corpora are seeded from small files under tests/ and from
+# them briefly), or for TP_FUZZ_RUNS executions each when that is set
+# (`make fuzz TP_FUZZ_RUNS=1000000`: the hardening goal; no time limit).
+# TP_FUZZ_TARGETS (space-separated names) runs only those. Corpora are seeded from small files under tests/ and from
 # the targets' own regression inputs (tests/fuzz/regress/<target>/*, each
 # a crash once found: fixed, and replayed here first).
 # Usage: run.sh FUZZ_BUILD_DIR TESTS_SRC_DIR
@@ -21,8 +23,20 @@ seed() { # TARGET FILES...: copy the seeds that exist
 	return 0
 }
 
-for t in ibnetdiscover fabric_json state_json plan_json trace_csv pconf \
-	request hostlist guid_map domain_map nvsmi compress decision; do
+all="ibnetdiscover fabric_json state_json plan_json trace_csv pconf request
+hostlist guid_map domain_map nvsmi compress decision"
+if [ -n "$TP_FUZZ_RUNS" ]; then
+	case $TP_FUZZ_RUNS in
+	*[!0-9]* | '') echo "run.sh: TP_FUZZ_RUNS must be a count, not '$TP_FUZZ_RUNS'" >&2 && exit 2 ;;
+	esac
+	limit="-runs=$TP_FUZZ_RUNS"
+	what="$TP_FUZZ_RUNS runs"
+else
+	limit="-max_total_time=$secs"
+	what="$secs s"
+fi
+for t in ${TP_FUZZ_TARGETS:-$all}; do
+	case " $(echo $all) " in *" $t "*) ;; *) echo "run.sh: no fuzz target '$t'" >&2 && exit 2 ;; esac
 	case $t in
 	ibnetdiscover) seed $t "$data"/ibn-* "$data"/gen-*.net ;;
 	fabric_json | state_json | plan_json) seed $t "$src"/fuzz/seeds/$t.* ;;
@@ -44,11 +58,12 @@ for t in ibnetdiscover fabric_json state_json plan_json trace_csv pconf \
 		continue
 	fi
 	case $t in *json) len=16384 ;; *) len=4096 ;; esac
-	if "$fz/fuzz_$t" -max_total_time="$secs" -max_len=$len -timeout=10 \
+	start=$(date +%s)
+	if "$fz/fuzz_$t" $limit -max_len=$len -timeout=10 \
 		-rss_limit_mb=2048 -artifact_prefix="$work/$t-" "$work/$t" \
 		>"$work/$t.log" 2>&1; then
 		runs=$(grep -o 'Done [0-9]* runs' "$work/$t.log" | tail -1)
-		echo "fuzz_$t: ${runs:-?} in $secs s, no findings"
+		echo "fuzz_$t: ${runs:-?} ($what asked) in $(($(date +%s) - start)) s, no findings"
 	else
 		echo "fuzz_$t: FINDING"
 		tail -30 "$work/$t.log"
