@@ -58,6 +58,55 @@ static void tp_switch_table_fill(switch_record_t *tab, const tp_stree_t *st,
 	}
 }
 
+/* Fabric host -> node table index for the nodes of slurm.conf (indices
+ * final): an array of nslots (>= st->nhosts) ints, -1 for a host that no
+ * node names, lies outside the tree or has skip[h] set (skip may be NULL).
+ * host_of_p (node_record_count slots, may be NULL) gets the reverse,
+ * TP_ID_NONE for a node outside the tree. The caller frees with xfree(). */
+static int *tp_switch_table_nodes(const tp_fabric_t *f, const tp_stree_t *st,
+				  size_t nslots, const bool *skip,
+				  uint32_t *host_of_p)
+{
+	int *node_idx = xcalloc(nslots + 1, sizeof(int));
+	node_record_t *node_ptr;
+
+	for (size_t h = 0; h < nslots; h++)
+		node_idx[h] = -1;
+	for (int i = 0; host_of_p && i < node_record_count; i++)
+		host_of_p[i] = TP_ID_NONE;
+	for (int i = 0; (node_ptr = next_node(&i)); i++) {
+		uint32_t h = tp_fabric_host_find(f, node_ptr->name);
+		if (h == TP_ID_NONE || h >= st->nhosts || (skip && skip[h]))
+			continue;
+		node_idx[h] = node_ptr->index;
+		if (host_of_p)
+			host_of_p[node_ptr->index] = h;
+	}
+	return node_idx;
+}
+
+/* switch_record_table, switch_record_cnt and switch_levels from st and
+ * node_idx (tp_switch_table_nodes); root_parent and leaves_only as for
+ * tp_switch_table_fill(). False when out of memory: nothing is set. */
+static bool tp_switch_table_build(const tp_stree_t *st, const int *node_idx,
+				  int root_parent, bool leaves_only,
+				  const char *plugin)
+{
+	tp_stree_row_t *rows = NULL;
+
+	if (tp_stree_table(st, node_idx, &rows)) {
+		error("%s: switch table: out of memory: flat topology", plugin);
+		return false;
+	}
+	switch_record_table = xcalloc(st->nsw, sizeof(switch_record_t));
+	switch_record_cnt = (int)st->nsw;
+	switch_levels = st->levels;
+	tp_switch_table_fill(switch_record_table, st, rows, root_parent,
+			     leaves_only, plugin);
+	tp_stree_table_free(rows, st->nsw);
+	return true;
+}
+
 /* Free tab[0 .. cnt - 1] and tab itself, as tp_switch_table_fill() filled
  * them; the caller clears its own pointer (xfree here clears only tab). */
 static void tp_switch_table_free(switch_record_t *tab, int cnt)

@@ -255,36 +255,14 @@ static void build_flat(void)
 
 static void build_from_tree(void)
 {
-	int n = (int)tree.nsw;
-	node_record_t *node_ptr;
-	tp_stree_row_t *rows = NULL;
-	int *node_of;
+	/* cut off hosts are in no switch */
+	int *node_of =
+	    tp_switch_table_nodes(fabric, &tree, tree.nhosts, cut_off, NULL);
 
-	/* fabric host -> node table index (indices are final here); cut
-	 * off hosts are in no switch */
-	node_of = xcalloc(tree.nhosts + 1, sizeof(int));
-	for (size_t h = 0; h < tree.nhosts; h++)
-		node_of[h] = -1;
-	for (int i = 0; (node_ptr = next_node(&i)); i++) {
-		uint32_t h = tp_fabric_host_find(fabric, node_ptr->name);
-		if (h != TP_ID_NONE && h < tree.nhosts &&
-		    !(cut_off && cut_off[h]))
-			node_of[h] = node_ptr->index;
-	}
-	if (tp_stree_table(&tree, node_of, &rows)) {
-		error("%s: switch table: out of memory: flat topology",
-		      plugin_type);
-		xfree(node_of);
+	if (tp_switch_table_build(&tree, node_of, -1, false, plugin_type))
+		table_ours = true;
+	else
 		build_flat();
-		return;
-	}
-	switch_record_table = xcalloc(n, sizeof(switch_record_t));
-	switch_record_cnt = n;
-	switch_levels = tree.levels;
-	table_ours = true;
-	tp_switch_table_fill(switch_record_table, &tree, rows, -1, false,
-			     plugin_type);
-	tp_stree_table_free(rows, tree.nsw);
 	xfree(node_of);
 }
 

@@ -36,39 +36,15 @@ void build_flat(void)
  * (hosts without a node down for good) and the scratch arrays. */
 void build_from_tree(void)
 {
-	int n = (int)tree.nsw;
 	size_t nh = tp_fabric_nhosts(fabric);
-	node_record_t *node_ptr;
-	tp_stree_row_t *rows = NULL;
 
 	selection_free();
-	node_of = xcalloc(nh + 1, sizeof(int));
-	for (size_t h = 0; h < nh; h++)
-		node_of[h] = -1;
 	host_of = xcalloc(node_record_count + 1, sizeof(uint32_t));
 	host_of_cnt = node_record_count;
-	for (int i = 0; i < node_record_count; i++)
-		host_of[i] = TP_ID_NONE;
-	for (int i = 0; (node_ptr = next_node(&i)); i++) {
-		uint32_t h = tp_fabric_host_find(fabric, node_ptr->name);
-		if (h != TP_ID_NONE && h < tree.nhosts) {
-			node_of[h] = node_ptr->index;
-			host_of[node_ptr->index] = h;
-		}
-	}
-
-	if (!tp_stree_table(&tree, node_of, &rows)) {
-		switch_record_table = xcalloc(n, sizeof(switch_record_t));
-		switch_record_cnt = n;
-		switch_levels = tree.levels;
-		tp_switch_table_fill(switch_record_table, &tree, rows,
-				     SWITCH_NO_PARENT, true, plugin_type);
-		tp_stree_table_free(rows, tree.nsw);
-	} else {
-		error("%s: switch table: out of memory: flat topology",
-		      plugin_type);
+	node_of = tp_switch_table_nodes(fabric, &tree, nh, NULL, host_of);
+	if (!tp_switch_table_build(&tree, node_of, SWITCH_NO_PARENT, true,
+				   plugin_type))
 		build_flat();
-	}
 
 	busy_hosts = xcalloc(nh + 1, sizeof(uint32_t));
 	busy_gpus = xcalloc(nh + 1, sizeof(int));
