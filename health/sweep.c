@@ -5,14 +5,22 @@
  * Notes:
  * - One discovery, at creation, learns each node's LID; sweeps then ask
  *   the ports directly. A discovery per sweep would also see the state,
- *   but libumad2sim (ibsim) leaks an agent per discovery and refuses the
- *   twelfth; a real fabric would pay the directed-route walk every sweep.
+ *   but a real fabric would pay the directed-route walk every sweep.
  *   A node that does not answer its PortInfo is "not seen" (rule 1/1b).
  *   A node the walk missed has no LID until tp_health_sweep_rediscover();
  *   tp_health_sweep_changed() tells the caller when a walk is worth it:
  *   one PortInfo per switch port, compared with the states right after
  *   the last walk (a cable plugged, pulled or moved changes a switch
  *   port's state; a cable swapped between two live ports does not).
+ * - MAD agents are unregistered before their port closes. The kernel
+ *   frees a closed fd's agents, but libumad2sim (ibsim) frees only one per
+ *   fd: libibmad's close and libibnetdisc's walk each left agents behind,
+ *   and ibsim's 32 agent slots ran out after about a dozen walks in one
+ *   process. Our own port's agents are known (mad_rpc_class_agent); the
+ *   walk's are not, so the ids it will take are learnt first (a probe
+ *   port registers up to WALK_AGENTS and frees them: a walk takes the
+ *   same lowest free slots) and freed after it. On a kernel the probe's
+ *   ids do not exist on the new fd and the unregisters fail harmlessly.
  * - PMA queries are LID-routed too: a fabric without a subnet manager has
  *   LID 0 everywhere and the sweep fails at creation.
  * - PortCountersExtended is asked first for the data counters; a port
@@ -26,6 +34,7 @@
 
 #include <infiniband/ibnetdisc.h>
 #include <infiniband/mad.h>
+#include <infiniband/umad.h>
 
 #include "health_int.h"
 
@@ -33,6 +42,15 @@
  * node that does not answer costs (1 + MAD_RETRIES) x MAD_TIMEOUT_MS. */
 #define MAD_TIMEOUT_MS 200
 #define MAD_RETRIES    2
+
+/* More agents than a libibnetdisc walk registers (4 in rdma-core 44). */
+#define WALK_AGENTS 8
+
+/* The management classes of our MAD port (libibmad takes them
+ * non-const). */
+static int port_classes[] = {IB_SMI_CLASS, IB_SMI_DIRECT_CLASS, IB_SA_CLASS,
+			     IB_PERFORMANCE_CLASS};
+#define NCLASSES ((int)(sizeof(port_classes) / sizeof(*port_classes)))
 
 /* What the creation's discovery learnt about one link end. */
 typedef struct end {
@@ -91,12 +109,53 @@ static tp_err_t fail(char **err_p, tp_err_t err, const char *fmt,
 	return err;
 }
 
+/* Close our MAD port, its agents first (Notes). */
+static void close_port(tp_health_sweep_t *s)
+{
+	if (!s->mad)
+		return;
+	for (int i = 0; i < NCLASSES; i++) {
+		int id = mad_rpc_class_agent(s->mad, port_classes[i]);
+		if (id >= 0)
+			umad_unregister(mad_rpc_portid(s->mad), id);
+	}
+	mad_rpc_close_port(s->mad);
+	s->mad = NULL;
+}
+
+/* Unregister ids[0 .. n - 1] through a fresh fd (Notes). */
+static void free_agents(const char *ca, int port, const int *ids, int n)
+{
+	int fd = n ? umad_open_port(ca, port) : -1;
+
+	if (fd < 0)
+		return;
+	for (int i = 0; i < n; i++)
+		umad_unregister(fd, ids[i]);
+	umad_close_port(fd);
+}
+
+/* The agent ids the next walk will take, into ids (WALK_AGENTS slots);
+ * returns how many. */
+static int walk_agents(const char *ca, int port, int *ids)
+{
+	int fd = umad_open_port(ca, port), n = 0;
+
+	if (fd < 0)
+		return 0;
+	while (n < WALK_AGENTS &&
+	       (ids[n] = umad_register(fd, IB_SMI_CLASS, 1, 0, NULL)) >= 0)
+		n++;
+	umad_close_port(fd);
+	free_agents(ca, port, ids, n);
+	return n;
+}
+
 void tp_health_sweep_destroy(tp_health_sweep_t *s)
 {
 	if (!s)
 		return;
-	if (s->mad)
-		mad_rpc_close_port(s->mad);
+	close_port(s);
 	tp_fabric_destroy(s->live);
 	tp_free(s->ca);
 	tp_free(s->ends);
@@ -179,12 +238,14 @@ static tp_err_t walk(tp_health_sweep_t *s, char **err_p)
 {
 	struct ibnd_config cfg = {0};
 	size_t nl = tp_fabric_nlinks(s->f), nsw = tp_fabric_nswitches(s->f);
+	int ids[WALK_AGENTS], nids = walk_agents(s->ca, s->port, ids);
 	ibnd_fabric_t *fab = ibnd_discover_fabric(s->ca, s->port, NULL, &cfg);
 	end_t *ends = NULL;
 	uint16_t *sw_lid = NULL;
 	tp_fabric_t *live = NULL;
 	tp_err_t err = TP_ERR_NOMEM;
 
+	free_agents(s->ca, s->port, ids, nids);
 	if (!fab)
 		return fail(err_p, TP_ERR_IO,
 			    "discovery through %s failed (no IB device, no "
@@ -248,10 +309,8 @@ static void scan_ports(tp_health_sweep_t *s, uint8_t *up)
 /* Open the MAD port and take the port states as the new baseline. */
 static tp_err_t open_port(tp_health_sweep_t *s, char **err_p)
 {
-	int classes[] = {IB_SMI_CLASS, IB_SMI_DIRECT_CLASS, IB_SA_CLASS,
-			 IB_PERFORMANCE_CLASS};
-
-	if (!(s->mad = mad_rpc_open_port(s->ca, s->port, classes, 4)))
+	if (!(s->mad =
+		  mad_rpc_open_port(s->ca, s->port, port_classes, NCLASSES)))
 		return fail(err_p, TP_ERR_IO,
 			    "cannot open %s for MADs (no IB device, or no "
 			    "access to /dev/infiniband/umad*)",
@@ -350,8 +409,7 @@ tp_err_t tp_health_sweep_rediscover(tp_health_sweep_t *s)
 	if (!s || !s->mad)
 		return TP_ERR_INVAL;
 	s->err[0] = '\0';
-	mad_rpc_close_port(s->mad);
-	s->mad = NULL;
+	close_port(s);
 	/* A failed walk is tried again at the next check: the port states
 	 * taken below would otherwise hide the change that asked for it. */
 	if ((err = walk(s, &why)))

@@ -11,6 +11,19 @@
 #                                    (unreachable at start, so without a
 #                                    LID then) is swept from now on: symbol
 #                                    errors on its own port degrade the link
+#   10 x Unlink + ReLink of leaf03[1] -> 20 more walks in the same monitor
+#                                    process, each "gone"/"back" logged, no
+#                                    re-discovery refused (libumad2sim kept
+#                                    the agents of every walk: the 12th was
+#                                    refused before)
+#   host1's cable moved to leaf02[4] (Unlink leaf02[4] and leaf01[1],
+#                                    Link; ibsim panics on a link between
+#                                    ports of unequal enabled width, so the
+#                                    host takes a cabled port's place) ->
+#                                    "moved" logged and in --diff-out, the
+#                                    link at 0 with "host moved to
+#                                    leaf02:4" in the state file, a job
+#                                    placed without it
 # Needs ibsim-utils, libumad2sim0, opensm, jq and a build with libibmad;
 # exits 77 (skip) without them.
 set -eu
@@ -56,9 +69,9 @@ fi
 
 state=$tmp/state.json
 mkdir "$tmp/mon"
-(cd "$tmp/mon" && LD_PRELOAD=$UMAD2SIM exec timeout --foreground 60 "$T" monitor \
+(cd "$tmp/mon" && LD_PRELOAD=$UMAD2SIM exec timeout --foreground 180 "$T" monitor \
 	--fabric "$tmp/live.json" --state-out "$state" --interval 1 \
-	--rediscover 2 --diff-out "$tmp/diff.json" 2>"$tmp/monitor.err") &
+	--rediscover 1 --diff-out "$tmp/diff.json" 2>"$tmp/monitor.err") &
 MON_PID=$!
 
 # wait_for JQ-FILTER-ON-STATE TENTHS
@@ -98,7 +111,7 @@ t0=$(date +%s%N)
 if wait_for ".links | map(select(.link == $l11)) | length == 0" 80; then
 	ms=$((($(date +%s%N) - t0) / 1000000))
 	grep -q "back: link $l11 " "$tmp/monitor.err" &&
-		ok "ReLink: link $l11 back and healthy after $ms ms (--rediscover 2)" ||
+		ok "ReLink: link $l11 back and healthy after $ms ms (--rediscover 1)" ||
 		bad "link $l11 healthy again but no 'back' logged"
 else
 	bad "link $l11 not healthy 8 s after ReLink: $(cat "$state")"
@@ -108,6 +121,55 @@ ibsim_con "PerformanceSet \"$hsim\"[1] PortCounters.SymbolErrorCounter=42"
 wait_for "$(link_is 0.75 "symbol_errors +42")" 40 &&
 	ok "the host unreachable at start is swept now: its symbol errors degrade link $l11" ||
 	bad "symbol errors on $hsim[1] not seen: $(cat "$state")"
+
+# changes TENTHS: wait until the monitor has logged at least N gone/back
+# lines
+changes() {
+	n=0
+	while [ "$n" -lt "$2" ]; do
+		[ "$(grep -c 'gone:\|back:' "$tmp/monitor.err")" -ge "$1" ] && return 0
+		sleep 0.1
+		n=$((n + 1))
+	done
+	return 1
+}
+leaf3=$(jq -r '.switches[] | select(.desc == "leaf03") | .guid' "$tmp/live.json" |
+	sed 's/^0x/S-/')
+n0=$(grep -c 'gone:\|back:' "$tmp/monitor.err" || true)
+i=0
+while [ "$i" -lt 10 ]; do
+	ibsim_con "Unlink \"$leaf3\"[1]"
+	changes $((n0 + 2 * i + 1)) 50 || break
+	ibsim_con "ReLink \"$leaf3\"[1]"
+	changes $((n0 + 2 * i + 2)) 50 || break
+	i=$((i + 1))
+done
+refused=$(grep -c 're-discovery failed' "$tmp/monitor.err" || true)
+[ "$i" -eq 10 ] && [ "$refused" -eq 0 ] &&
+	ok "20 more walks in one monitor process: each change logged, none refused" ||
+	bad "walks in one monitor process: $((2 * i)) of 20 changes logged, $refused re-discoveries failed: $(grep 're-discovery' "$tmp/monitor.err" | head -2)"
+
+# host1's cable from leaf01[1] to leaf02[4]
+leaf2=$(jq -r '.switches[] | select(.desc == "leaf02") | .guid' "$tmp/live.json" |
+	sed 's/^0x/S-/')
+ibsim_con "Unlink \"$leaf2\"[4]"
+ibsim_con "Unlink \"$leaf1\"[1]"
+ibsim_con "Link \"$hsim\"[1] \"$leaf2\"[4]"
+if wait_for "$(link_is 0 "host moved to leaf02:4")" 80 &&
+	grep -q "moved: .*(link $l11) from leaf01:1 to leaf02:4" "$tmp/monitor.err" &&
+	jq -e --argjson l "$l11" '.moved | map(.link) == [$l] and (.[0].to == "leaf02:4")' \
+		"$tmp/diff.json" >/dev/null; then
+	ok "cable moved on ibsim: link $l11 moved leaf01:1 -> leaf02:4 (log, --diff-out, health 0)"
+else
+	bad "host move not reported: $(grep moved "$tmp/monitor.err"; cat "$tmp/diff.json")"
+fi
+rc=0
+"$T" place --fabric "$tmp/live.json" --state "$state" --request nodes=14 \
+	--json >"$tmp/p2.json" 2>/dev/null || rc=$?
+[ "$rc" -eq 0 ] && [ "$(jq '.hosts | length' "$tmp/p2.json")" = 14 ] &&
+	! grep -q "\"$host1\"" "$tmp/p2.json" &&
+	ok "place --state after the move: 14 nodes, none of them $host1" ||
+	bad "place after the move: rc $rc: $(cat "$tmp/p2.json")"
 
 kill -TERM "$MON_PID" 2>/dev/null || bad "the monitor had died before SIGTERM"
 rc=0
