@@ -239,9 +239,10 @@ tp_err_t tp_health_sweep_changed(tp_health_sweep_t *s, bool *changed_p);
  * learnt anew (a node unreachable before is swept from now on) and
  * tp_health_sweep_live() is replaced. The MAD port is closed during the
  * walk (libumad2sim crashes when one process closes one of two open
- * ports). On failure the previous LIDs and live fabric are kept. Note:
- * under libumad2sim (ibsim) each walk leaks an agent and the twelfth of
- * a process is refused - rediscover only on tp_health_sweep_changed(). */
+ * ports). On failure the previous LIDs and live fabric are kept. Every
+ * MAD agent the walk and the port registered is freed, also under
+ * libumad2sim (ibsim), so walks in one process are not limited. A walk
+ * costs a directed-route discovery: call it on tp_health_sweep_changed(). */
 tp_err_t tp_health_sweep_rediscover(tp_health_sweep_t *s);
 /* Detail of the last failure; borrowed. */
 const char *tp_health_sweep_error(const tp_health_sweep_t *s);
