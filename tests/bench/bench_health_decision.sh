@@ -21,7 +21,14 @@
 #        does not follow: the sweeps' CPU load without the state changes,
 #        to tell which of the two costs what;
 #   nice: "on" with the monitor under nice 19 (a controller host that runs
-#        the monitor beside slurmctld).
+#        the monitor beside slurmctld);
+#   flip: no monitor; the state file alternates every second between the
+#        static one and the static one plus the bursting port's link at
+#        0.75 (what the monitor writes), replaced by rename as the monitor
+#        does: the state's changes and their re-reads without the sweeps.
+#        A link at 0.75 makes a weak host, which the engine prices apart
+#        from a dead one; on/flip is then the sweeps' cost alone, flip/off
+#        the state's.
 # During "on" the CPU time of the monitor and of ibsim (which answers every
 # MAD the sweep sends: a real fabric's switches do that in hardware) is
 # read from /proc and printed as a share of one core.
@@ -66,6 +73,15 @@ TO=120 ibsim_exec "$T" monitor --fabric "$tmp/live.json" --state-out "$state" \
 jq -e '.links | map(select(.health == 0)) | length == 1' "$state" >/dev/null ||
 	{ echo "monitor --once did not write the pulled cable's link: $(cat "$state")"; exit 1; }
 cp "$state" "$tmp/static.json"
+# the bursting port's link (leaf01 port 1) at 0.75, for the flip mode
+swi=$(jq '.switches | map(.desc) | index("leaf01")' "$tmp/live.json")
+li=$(jq --argjson s "$swi" '.links | to_entries | map(select(
+	(.value[0] == "switch" and .value[1] == $s and .value[2] == 1) or
+	(.value[3] == "switch" and .value[4] == $s and .value[5] == 1))) | .[0].key' \
+	"$tmp/live.json")
+jq -c --argjson l "$li" '.links += [{"link": $l, "health": 0.75,
+	"reason": "symbol_errors +50"}]' "$tmp/static.json" >"$tmp/weak.json"
+[ "$li" != null ] || { echo "no link at leaf01 port 1 in the fabric"; exit 1; }
 
 # cpu PID: utime + stime in clock ticks
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
@@ -94,6 +110,17 @@ monitor_stop() {
 	echo "$1 round $2: the monitor logged $(grep -c 'health' "$tmp/mon.err" || true) link health changes"
 }
 
+flip_start() {
+	(while [ -d "$tmp" ]; do
+		for f in weak static; do
+			cp "$tmp/$f.json" "$state.flip" && mv "$state.flip" "$state"
+			sleep 1
+		done
+	done) &
+	FLIP=$!
+}
+flip_stop() { kill "$FLIP" 2>/dev/null; wait "$FLIP" 2>/dev/null || true; }
+
 # run MODE ROUND: one bench_place run; its p50/p99 into $tmp/MODE.txt
 run() {
 	taskset -c 1 "$BP" "$decisions" --fabric "$tmp/live.json" \
@@ -107,6 +134,10 @@ r=1
 while [ "$r" -le "$rounds" ]; do
 	cp "$tmp/static.json" "$state"
 	run off "$r"
+	flip_start
+	run flip "$r"
+	flip_stop
+	cp "$tmp/static.json" "$state"
 	monitor_start "$state"
 	t0=$(date +%s%N) m0=$(cpu "$MON") i0=$(cpu "$IBSIM_PID")
 	run on "$r"
@@ -129,16 +160,19 @@ while [ "$r" -le "$rounds" ]; do
 done
 # median over rounds of p50 and of p99
 med() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-for m in off on blind nice; do
+for m in off on blind nice flip; do
 	eval "${m}_p50=$(cut -d' ' -f1 "$tmp/$m.txt" | med)"
 	eval "${m}_p99=$(cut -d' ' -f2 "$tmp/$m.txt" | med)"
 done
 echo "topoplace decision, median of $rounds rounds: off p50 $off_p50 ms p99 $off_p99 ms;" \
 	"on p50 $on_p50 ms p99 $on_p99 ms; blind p50 $blind_p50 ms p99 $blind_p99 ms;" \
-	"nice p50 $nice_p50 ms p99 $nice_p99 ms"
+	"nice p50 $nice_p50 ms p99 $nice_p99 ms; flip p50 $flip_p50 ms p99 $flip_p99 ms"
 awk -v a="$off_p50" -v b="$on_p50" -v c="$off_p99" -v d="$on_p99" \
-	-v e="$blind_p50" -v f="$blind_p99" -v g="$nice_p50" -v h="$nice_p99" 'BEGIN {
+	-v e="$blind_p50" -v f="$blind_p99" -v g="$nice_p50" -v h="$nice_p99" \
+	-v i="$flip_p50" -v j="$flip_p99" 'BEGIN {
 	printf "on/off: p50 %+.1f%%, p99 %+.1f%% (goal: within 5%%); on/blind: p50 %+.1f%%, p99 %+.1f%%; nice/off: p50 %+.1f%%, p99 %+.1f%%\n",
-		(b/a-1)*100, (d/c-1)*100, (b/e-1)*100, (d/f-1)*100, (g/a-1)*100, (h/c-1)*100 }'
-printf '{"bench":"health_decision","decisions":%s,"rounds":%s,"off_p50_ms":%s,"off_p99_ms":%s,"on_p50_ms":%s,"on_p99_ms":%s,"blind_p50_ms":%s,"blind_p99_ms":%s,"nice_p50_ms":%s,"nice_p99_ms":%s}\n' \
-	"$decisions" "$rounds" "$off_p50" "$off_p99" "$on_p50" "$on_p99" "$blind_p50" "$blind_p99" "$nice_p50" "$nice_p99"
+		(b/a-1)*100, (d/c-1)*100, (b/e-1)*100, (d/f-1)*100, (g/a-1)*100, (h/c-1)*100
+	printf "flip/off (the state changes alone): p50 %+.1f%%, p99 %+.1f%%; on/flip (the sweeps alone): p50 %+.1f%%, p99 %+.1f%%\n",
+		(i/a-1)*100, (j/c-1)*100, (b/i-1)*100, (d/j-1)*100 }'
+printf '{"bench":"health_decision","decisions":%s,"rounds":%s,"off_p50_ms":%s,"off_p99_ms":%s,"on_p50_ms":%s,"on_p99_ms":%s,"blind_p50_ms":%s,"blind_p99_ms":%s,"nice_p50_ms":%s,"nice_p99_ms":%s,"flip_p50_ms":%s,"flip_p99_ms":%s}\n' \
+	"$decisions" "$rounds" "$off_p50" "$off_p99" "$on_p50" "$on_p99" "$blind_p50" "$blind_p99" "$nice_p50" "$nice_p99" "$flip_p50" "$flip_p99"
