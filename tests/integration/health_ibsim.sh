@@ -100,7 +100,13 @@ fi
 inject() {
 	con "$1"
 	if ms=$(wait_for "$(link_is "$2" "$3" "$4")" "${6:-25}"); then
-		sleep 0.2
+		# the same sweep writes the Prometheus file right after the
+		# state (each fsync'ed): poll, a loaded machine takes its time
+		n=0
+		while [ -n "$5" ] && [ "$n" -lt 10 ] && ! grep -q "$5" "$prom"; do
+			sleep 0.1
+			n=$((n + 1))
+		done
 		if [ -n "$5" ] && ! grep -q "$5" "$prom"; then
 			fail "'$1': Prometheus file lacks $5"
 		else
