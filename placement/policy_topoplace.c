@@ -36,8 +36,9 @@
  *      ties towards the hosts the job had.
  *
  * Everything is one pass over the hosts (offers and per-scope counts),
- * passes over the groups and, only when a ring spans groups, one pass
- * over the links; sorting touches only the hosts of the chosen scope.
+ * passes over the groups and, only when up-links matter, one pass over
+ * the up-links (listed once in the state, not found among every host
+ * cable); sorting touches only the hosts of the chosen scope.
  * The seed is unused: every tie ends on an index, so the result is
  * deterministic.
  */
@@ -204,7 +205,7 @@ static bool scope_fits(const ctx_t *c, const stat_t *st, const uint32_t *hs,
 
 /* Share of each group's up-link capacity left after health and background
  * traffic, relative to the capacity from below (so 2:1 oversubscription
- * reads 0.5), capped at 1; one pass over the links. */
+ * reads 0.5), capped at 1; one pass over the state's up-link list. */
 static tp_err_t uplinks(ctx_t *c)
 {
 	double *eff;
@@ -218,24 +219,15 @@ static tp_err_t uplinks(ctx_t *c)
 		tp_free(eff);
 		return TP_ERR_NOMEM;
 	}
-	size_t nl = tp_fabric_nlinks(c->f);
-	for (size_t i = 0; i < nl; i++) {
+	for (size_t j = 0; j < c->s->nuplink; j++) {
+		uint32_t i = c->s->uplink[j], g = c->s->uplink_grp[j];
 		const tp_link_t *l = tp_fabric_link(c->f, i);
-		if (!l->active || l->kind[0] != TP_NODE_SWITCH ||
-		    l->kind[1] != TP_NODE_SWITCH)
-			continue;
-		const tp_switch_t *a = tp_fabric_switch(c->f, l->node[0]);
-		const tp_switch_t *b = tp_fabric_switch(c->f, l->node[1]);
-		const tp_switch_t *lo = a->level < b->level ? a : b;
-		if (abs(a->level - b->level) != 1 || lo->group == TP_ID_NONE ||
-		    lo->group >= c->ng)
-			continue;
 		double health = c->s->health ? c->s->health[i] : 1.0;
 		/* the busier direction: a ring crosses both */
-		double bg = tp_state_link_background(c->s, (uint32_t)i);
+		double bg = tp_state_link_background(c->s, i);
 		double left = l->gbps * health - bg;
-		eff[lo->group] += left > 0 ? left : 0;
-		c->upbg[lo->group] += bg;
+		eff[g] += left > 0 ? left : 0;
+		c->upbg[g] += bg;
 	}
 	for (size_t g = 0; g < c->ng; g++) {
 		const tp_group_t *gp = group(c, (uint32_t)g);
