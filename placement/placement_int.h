@@ -16,16 +16,16 @@ typedef struct tp__share {
 
 struct tp_state {
 	const tp_fabric_t *f;
-	int *free;        /* free GPUs per host */
-	int *njobs;       /* jobs per host */
-	bool *up;         /* host usable */
-	double *health;   /* per link, 1 = healthy */
+	int *free;	/* free GPUs per host */
+	int *njobs;	/* jobs per host */
+	bool *up;	/* host usable */
+	double *health; /* per link, 1 = healthy */
 	/* other jobs' Gb/s per link direction: bg[2 * link + d], d = 0 for
 	 * node[0] -> node[1] (the cost model's directed resources) */
 	double *bg;
 	tp__share_t *share;
 	size_t nshare, capshare;
-	size_t busy;      /* GPUs allocated */
+	size_t busy; /* GPUs allocated */
 	/* Each host's own cables (links with one of its CAs at an end, once
 	 * per such end, ascending): hlink[hlink_off[h] .. hlink_off[h + 1]).
 	 * Kept current by every health write (tp__state_cables_*), so a
@@ -38,6 +38,12 @@ struct tp_state {
 	uint32_t *hlive;
 	double cap_top;
 	size_t ntop;
+	/* The up-links: active links from a switch of a level-1 or higher
+	 * group to a switch one level up, ascending, and that group
+	 * (uplink[i], uplink_grp[i]); fixed by the fabric, listed once so a
+	 * decision reads nuplink links instead of every host cable. */
+	uint32_t *uplink, *uplink_grp;
+	size_t nuplink;
 };
 
 /* Recompute the cable table of the hosts at the ends of link l (after
@@ -76,7 +82,7 @@ typedef struct tp__policy_in {
 	const tp_state_t *s;
 	const tp_request_t *r;
 	const tp_policy_params_t *params;
-	const tp_cost_ctx_t *cost;   /* may be NULL */
+	const tp_cost_ctx_t *cost; /* may be NULL */
 	uint64_t seed;
 	/* normalised request: either nhosts hosts with gpus_per_host each
 	 * (gpus_per_host == 0: whole idle hosts), or total_gpus spread over
@@ -112,7 +118,6 @@ int tp__host_offer(const tp__policy_in_t *in, uint32_t h);
 void tp__span_min2(const tp_fabric_t *f, const tp_state_t *s,
 		   const tp_request_t *r, const int *offers,
 		   size_t span[TP_SPAN_NLEVELS], size_t span0[TP_SPAN_NLEVELS]);
-
 
 /* All-reduce bytes priced when the request gives none (1 GiB). */
 #define TP__DEFAULT_BYTES (1024.0 * 1024.0 * 1024.0)

@@ -75,6 +75,41 @@ static bool cables_build(tp_state_t *s)
 	return true;
 }
 
+/* The lower group of link k when it is an up-link (see struct tp_state),
+ * else TP_ID_NONE. */
+static uint32_t uplink_group(const tp_fabric_t *f, const tp_link_t *k)
+{
+	if (!k->active || k->kind[0] != TP_NODE_SWITCH ||
+	    k->kind[1] != TP_NODE_SWITCH)
+		return TP_ID_NONE;
+	const tp_switch_t *a = tp_fabric_switch(f, k->node[0]);
+	const tp_switch_t *b = tp_fabric_switch(f, k->node[1]);
+	const tp_switch_t *lo = a->level < b->level ? a : b;
+	if (abs(a->level - b->level) != 1 || lo->group >= tp_fabric_ngroups(f))
+		return TP_ID_NONE;
+	return lo->group;
+}
+
+static bool uplinks_build(tp_state_t *s)
+{
+	size_t nl = tp_fabric_nlinks(s->f), n = 0;
+
+	for (size_t l = 0; l < nl; l++)
+		n += uplink_group(s->f, tp_fabric_link(s->f, l)) != TP_ID_NONE;
+	s->uplink = tp_malloc((n + 1) * sizeof(uint32_t));
+	s->uplink_grp = tp_malloc((n + 1) * sizeof(uint32_t));
+	if (!s->uplink || !s->uplink_grp)
+		return false;
+	for (size_t l = 0; l < nl; l++) {
+		uint32_t g = uplink_group(s->f, tp_fabric_link(s->f, l));
+		if (g == TP_ID_NONE)
+			continue;
+		s->uplink[s->nuplink] = (uint32_t)l;
+		s->uplink_grp[s->nuplink++] = g;
+	}
+	return true;
+}
+
 /* A ring splits what a host sends evenly over its live cables, so the
  * slowest of them sets the pace: live cables x the slowest one's Gb/s. */
 static void cables_host(tp_state_t *s, uint32_t h)
@@ -166,7 +201,7 @@ tp_state_t *tp_state_create(const tp_fabric_t *f)
 	}
 	for (size_t l = 0; l < nl; l++)
 		s->health[l] = 1.0;
-	if (!cables_build(s)) {
+	if (!cables_build(s) || !uplinks_build(s)) {
 		tp_state_destroy(s);
 		return NULL;
 	}
@@ -187,6 +222,8 @@ void tp_state_destroy(tp_state_t *s)
 	tp_free(s->hlink);
 	tp_free(s->hcap);
 	tp_free(s->hlive);
+	tp_free(s->uplink);
+	tp_free(s->uplink_grp);
 	tp_free(s);
 }
 
@@ -221,8 +258,12 @@ tp_state_t *tp_state_clone(const tp_state_t *s)
 	c->hlink = dup_mem(s->hlink, s->hlink_off[nh] * sizeof(uint32_t));
 	c->hcap = dup_mem(s->hcap, nh * sizeof(double));
 	c->hlive = dup_mem(s->hlive, nh * sizeof(uint32_t));
+	c->uplink = dup_mem(s->uplink, s->nuplink * sizeof(uint32_t));
+	c->uplink_grp = dup_mem(s->uplink_grp, s->nuplink * sizeof(uint32_t));
+	c->nuplink = s->nuplink;
 	if (!c->free || !c->njobs || !c->up || !c->health || !c->bg ||
-	    !c->share || !c->hlink_off || !c->hlink || !c->hcap || !c->hlive) {
+	    !c->share || !c->hlink_off || !c->hlink || !c->hcap || !c->hlive ||
+	    !c->uplink || !c->uplink_grp) {
 		tp_state_destroy(c);
 		return NULL;
 	}

@@ -274,6 +274,42 @@ static void test_state_cables(void **unused)
 	tp_fabric_destroy(f);
 }
 
+/* The state's up-link list: every active cable from a leaf to a spine of
+ * a 3-leaf, 2-spine tree with 2 cables per pair (3 x 2 x 2), each with
+ * its leaf's level-1 group, none of the host cables; a clone has its
+ * own copy. */
+static void test_state_uplinks(void **unused)
+{
+	tp_fabric_t *f = tp_test_fat_tree(3, 2, 4, 2, 8, false);
+	tp_state_t *s, *c;
+
+	(void)unused;
+	s = tp_state_create(f);
+	assert_non_null(s);
+	assert_int_equal(s->nuplink, 3 * 2 * 2);
+	for (size_t i = 0; i < s->nuplink; i++) {
+		const tp_link_t *k = tp_fabric_link(f, s->uplink[i]);
+		assert_int_equal(k->kind[0], TP_NODE_SWITCH);
+		assert_int_equal(k->kind[1], TP_NODE_SWITCH);
+		const tp_switch_t *a = tp_fabric_switch(f, k->node[0]);
+		const tp_switch_t *b = tp_fabric_switch(f, k->node[1]);
+		const tp_switch_t *leaf = a->level < b->level ? a : b;
+		assert_int_equal(s->uplink_grp[i], leaf->group);
+		assert_int_equal(tp_fabric_group(f, leaf->group)->level, 1);
+		if (i)
+			assert_true(s->uplink[i] > s->uplink[i - 1]);
+	}
+	c = tp_state_clone(s);
+	assert_non_null(c);
+	assert_int_equal(c->nuplink, s->nuplink);
+	assert_ptr_not_equal(c->uplink, s->uplink);
+	assert_memory_equal(c->uplink_grp, s->uplink_grp,
+			    s->nuplink * sizeof(uint32_t));
+	tp_state_destroy(c);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
 /* A job on a host that went down after it started still loads. */
 static void test_state_json_job_on_down_host(void **unused)
 {
@@ -715,6 +751,7 @@ int main(void)
 	    cmocka_unit_test(test_state_basics),
 	    cmocka_unit_test(test_state_json_roundtrip),
 	    cmocka_unit_test(test_state_cables),
+	    cmocka_unit_test(test_state_uplinks),
 	    cmocka_unit_test(test_state_json_job_on_down_host),
 	    cmocka_unit_test(test_state_json_errors),
 	    cmocka_unit_test(test_request_parse),
