@@ -27,7 +27,7 @@ uplink_bytes_lib
 phases_ms    where a step's time went, mean per measured step and over
              ranks: forward, backward (with DDP's wait for the all-reduce),
              optimizer; topoplace also: hook (Python time inside the comm
-             hook), tail (backward's time after the hook handed over the
+             hook; hook_cpu its CPU time, the rest is waiting for a core), tail (backward's time after the hook handed over the
              last bucket: waiting for the all-reduce), queued (calls
              waiting for the progress thread), and the library's own
              phases (call, inner, cross, compress, decompress; see
@@ -177,14 +177,14 @@ def main():
     times = []
     # the median over compressed steps only: not the 2 first nor the dense warm-up
     skip = 2 + (a.start_iter if topo and a.compressor != "none" else 0)
-    ph = {k: 0.0 for k in ("forward", "backward", "optimizer", "hook", "tail")}
+    ph = {k: 0.0 for k in ("forward", "backward", "optimizer", "hook", "hook_cpu", "tail")}
     if comm is not None:
         comm.reset_stats()
     for step in range(a.steps):
         if step == min(skip, a.steps - 1):
             ph = {k: 0.0 for k in ph}
             lib0 = comm.phase_times() if comm is not None else {}
-            hook0 = state.hook_s if comm is not None else 0.0
+            hook0 = (state.hook_s, state.hook_cpu_s) if comm is not None else (0.0, 0.0)
         idx = torch.randint(0, a.samples, (a.batch,), generator=order)
         t0 = time.perf_counter()
         loss = F.cross_entropy(ddp(x[idx]), y[idx])
@@ -201,10 +201,10 @@ def main():
         if comm is not None and state.last_hook_t is not None:
             ph["tail"] += t2 - max(t1, state.last_hook_t)
     if comm is not None:
-        ph["hook"] = state.hook_s - hook0
+        ph["hook"], ph["hook_cpu"] = state.hook_s - hook0[0], state.hook_cpu_s - hook0[1]
         ph.update({k: v - lib0.get(k, 0.0) for k, v in comm.phase_times().items()})
     else:
-        del ph["hook"], ph["tail"]
+        del ph["hook"], ph["hook_cpu"], ph["tail"]
     measured = a.steps - min(skip, a.steps - 1)
     with torch.no_grad():
         stats = torch.tensor([F.cross_entropy(model(x), y).item(),

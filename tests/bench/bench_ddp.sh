@@ -155,9 +155,9 @@ printf '%s\n' "$doc" | jq -r '
       "  \(rel(.uplink_bytes; $d.uplink_bytes))  \(.step_s * 1000 | round)  \(rel(.step_s; $g.step_s))"
      else " \(.error // "")" end)),
   "\n  where a step went, ms (ddp_train.py phases_ms, mean over steps and ranks; library phases on its",
-  "  progress thread, overlapping backward): forward backward optimizer | hook tail queued | call inner cross compress decompress",
+  "  progress thread, overlapping backward): forward backward optimizer | hook hook_cpu tail queued | call inner cross compress decompress",
   (.runs[] | select(.phases_ms != null) | .phases_ms as $p |
-    "  \(.name | . + " " * (16 - length))" + ([["forward", "backward", "optimizer"], ["hook", "tail", "queued"],
+    "  \(.name | . + " " * (16 - length))" + ([["forward", "backward", "optimizer"], ["hook", "hook_cpu", "tail", "queued"],
       ["call", "inner", "cross", "compress", "decompress"]] | map(map(if $p[.] == null then "-" else
       "\($p[.] * 10 | round / 10)" end) | join(" ")) | join(" | ")))'
 exit $rc

@@ -88,19 +88,22 @@ class TopoplaceState:
                     residuals of two DDP models sharing one communicator
     async_op        reduce on the communicator's progress thread,
                     overlapping backward (default True; see above)
-    momentum        the velocity factor the hook applies (e.g. 0.9;
-                    default None: off); run the optimizer without
-                    momentum. Top-k: needs error_feedback
+    momentum        the velocity factor (e.g. 0.9; default None: off),
+                    applied by the hook (int8, 1-bit, dense steps) or
+                    the library (top-k, needs error_feedback); run the
+                    optimizer without momentum
     momentum_masking
-                    top-k with momentum: clear the velocity where sent
-                    (DGC's masking; default True)
+                    top-k with momentum: clear the velocity where this
+                    rank (its group) sent (DGC's masking; default True)
     warmup_steps    top-k: compressed steps over which the kept fraction
                     falls from 25% to topk_fraction (default 0)
 
     Raises CompressionUnavailable at once when a compressor is asked of a
     library without compression, ValueError for an unknown option value.
     `iter` counts synchronised steps; `keys` maps (bucket index, numel)
-    to the residual key.
+    to the residual key; `hook_s` sums the time spent in the hook itself
+    (`hook_cpu_s` its CPU time) and `last_hook_t` is when it last
+    returned (time.perf_counter()).
     """
 
     def __init__(self, comm, compressor=None, hierarchical=True, error_feedback=True, start_iter=0,
@@ -137,6 +140,7 @@ class TopoplaceState:
         self.keys = {}
         self.velocity = {}
         self.hook_s = 0.0  # profile: seconds spent in allreduce_hook itself
+        self.hook_cpu_s = 0.0  # the CPU time of those (time.thread_time())
         self.last_hook_t = None  # time.perf_counter() when it last returned
 
     def key(self, bucket):
@@ -181,8 +185,9 @@ def allreduce_hook(state, bucket):
     """DDP comm hook: average `bucket` over the ranks through libtopoplace-coll
     (see TopoplaceState). Returns a Future holding the bucket: completed by
     the progress thread (async_op) or already completed."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     fut = _hook(state, bucket)
+    state.hook_cpu_s += time.thread_time() - c0
     state.last_hook_t = time.perf_counter()
     state.hook_s += state.last_hook_t - t0
     return fut
