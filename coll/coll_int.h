@@ -231,6 +231,7 @@ struct tp_coll_comm {
 	char *work;
 	size_t work_cap;
 	uint64_t *sent; /* [rank] bytes posted to it (stats) */
+	uint64_t phase_ns[TP_COLL_PHASES]; /* (stats) */
 	/* This rank's HCA (the plan's, NULL: none) and its IPv4 address
 	 * (network order, 0: none) that its peer connections use. */
 	char *hca;
@@ -365,16 +366,30 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 				 size_t count, tp_coll_dtype_t dt,
 				 tp_coll_op_t op);
 
+/* Adds the time since t0 to phase; returns now (the next phase's t0). */
+static inline int64_t tp__coll_lap(tp_coll_comm_t *c, tp_coll_phase_t phase,
+				   int64_t t0)
+{
+	int64_t now = tp__coll_now_ns();
+
+	c->phase_ns[phase] += (uint64_t)(now - t0);
+	return now;
+}
+
 /* One compressed all-reduce (compress.c, algo/comp.c). kind is a
  * TP__COMP_* (comp_wire.h); o carries block, rounding and top-k options
  * (o.seed: this call's, varied per hop). res[s][0] and res[s][1]: the
  * reduce-scatter's (top-k: the only) and the all-gather's residuals of
  * stage s (0 the flat or cross rings, 1 the group level), each indexed
- * like the call's buffer; NULL without error feedback. */
+ * like the call's buffer; NULL without error feedback. vel: top-k's
+ * velocity, indexed the same (NULL without momentum), vel_mask: clear it
+ * where this rank sent. */
 typedef struct tp__coll_comp_call {
 	int kind;
 	tp_cuda_comp_opts_t o;
 	float *res[2][2];
+	float *vel, momentum;
+	bool vel_mask;
 } tp__coll_comp_call_t;
 
 /* Compressed all-reduce of buf[0..count) around ring r in stage st

@@ -700,8 +700,15 @@ uint64_t tp_coll_comm_sent_bytes(const tp_coll_comm_t *c, int peer)
 
 void tp_coll_comm_stats_reset(tp_coll_comm_t *c)
 {
-	if (c)
-		memset(c->sent, 0, (size_t)c->size * sizeof(uint64_t));
+	if (!c)
+		return;
+	memset(c->sent, 0, (size_t)c->size * sizeof(uint64_t));
+	memset(c->phase_ns, 0, sizeof(c->phase_ns));
+}
+
+uint64_t tp_coll_comm_phase_ns(const tp_coll_comm_t *c, tp_coll_phase_t p)
+{
+	return c && (unsigned)p < TP_COLL_PHASES ? c->phase_ns[p] : 0;
 }
 
 tp_coll_algo_t tp_coll_algo_select(const tp_coll_comm_t *c, size_t bytes)
@@ -762,6 +769,7 @@ tp_err_t tp_coll_allreduce(tp_coll_comm_t *c, const void *sendbuf,
 				     (int)algo);
 	if (count == 0)
 		return TP_OK;
+	int64_t t0 = tp__coll_now_ns();
 	bool dev = false;
 	if ((err = tp__coll_on_device(c, sendbuf, recvbuf, &dev)) || dev)
 		return finish(c, err ? err
@@ -794,6 +802,7 @@ tp_err_t tp_coll_allreduce(tp_coll_comm_t *c, const void *sendbuf,
 	}
 	if (!err && op == TP_COLL_AVG)
 		c->kern->scale(recvbuf, count, dt, c->size, NULL);
+	tp__coll_lap(c, TP_COLL_PHASE_CALL, t0);
 	return finish(c, err);
 }
 

@@ -23,6 +23,7 @@ typedef struct tp__coll_ef {
 	unsigned levels, block;
 	uint64_t calls;
 	float *res; /* [4][count]: stage x (reduce-scatter, all-gather) */
+	float *vel; /* [count]: top-k's velocity (momentum), or NULL */
 } tp__coll_ef_t;
 
 static const char *const comp_names[] = {"none", "int8", "1bit", "topk"};
@@ -35,6 +36,7 @@ void tp_coll_comp_opts_defaults(tp_coll_comp_opts_t *o)
 	o->block = 256;
 	o->topk_fraction = 0.01;
 	o->error_feedback = true;
+	o->momentum_masking = true;
 }
 
 const char *tp_coll_comp_name(tp_coll_comp_t kind)
@@ -72,6 +74,7 @@ void tp_coll_comm_comp_reset(tp_coll_comm_t *c)
 		tp__coll_ef_t *e = c->ef;
 		c->ef = e->next;
 		tp_free(e->res);
+		tp_free(e->vel);
 		tp_free(e);
 	}
 }
@@ -102,6 +105,8 @@ static tp_err_t ef_get(tp_coll_comm_t *c, uint64_t key, size_t count,
 	if (!e->res || e->count != count || e->kind != o->kind ||
 	    e->levels != o->levels || e->block != o->block) {
 		tp_free(e->res);
+		tp_free(e->vel);
+		e->vel = NULL;
 		e->res = count ? tp_calloc(4 * count, sizeof(float)) : NULL;
 		if (count && !e->res)
 			return TP_ERR_NOMEM;
@@ -111,6 +116,9 @@ static tp_err_t ef_get(tp_coll_comm_t *c, uint64_t key, size_t count,
 		e->block = o->block;
 		e->calls = 0;
 	}
+	if (o->momentum > 0.0f && !e->vel &&
+	    !(e->vel = tp_calloc(count, sizeof(float))))
+		return TP_ERR_NOMEM;
 	*e_p = e;
 	return TP_OK;
 }
@@ -139,6 +147,13 @@ static tp_err_t check_opts(tp_coll_comm_t *c, const tp_coll_comp_opts_t *o,
 		return tp__coll_fail(c, TP_ERR_INVAL,
 				     "top-k fraction %g not in (0, 1]",
 				     o->topk_fraction);
+	if (!(o->momentum >= 0.0f && o->momentum < 1.0f) ||
+	    (o->momentum > 0.0f &&
+	     (o->kind != TP_COLL_COMP_TOPK || !o->error_feedback)))
+		return tp__coll_fail(c, TP_ERR_INVAL,
+				     "momentum %g: in [0, 1), top-k with error "
+				     "feedback only",
+				     (double)o->momentum);
 	return TP_OK;
 }
 
@@ -148,6 +163,7 @@ static tp_err_t hier(tp_coll_comm_t *c, tp__coll_comp_call_t *k, float *buf,
 {
 	size_t off[TP__COLL_MAX_LEVELS + 1], cnt[TP__COLL_MAX_LEVELS + 1];
 	bool comp_lv[TP__COLL_MAX_LEVELS];
+	int64_t t0 = tp__coll_now_ns();
 	size_t soff, scnt;
 	char *b = (char *)buf;
 	tp_err_t err;
@@ -169,6 +185,7 @@ static tp_err_t hier(tp_coll_comm_t *c, tp__coll_comp_call_t *k, float *buf,
 		if (err)
 			return err;
 	}
+	t0 = tp__coll_lap(c, TP_COLL_PHASE_INNER, t0);
 	for (int x = 0; x < c->ncross; x++) {
 		size_t so, sc;
 		tp__coll_seg(scnt, c->nchan, c->cross_chan[x], &so, &sc);
@@ -182,6 +199,7 @@ static tp_err_t hier(tp_coll_comm_t *c, tp__coll_comp_call_t *k, float *buf,
 		if (err)
 			return err;
 	}
+	t0 = tp__coll_lap(c, TP_COLL_PHASE_CROSS, t0);
 	for (int l = c->nlevels - 1; l >= 0; l--) {
 		const tp__coll_ring_t *r = &c->level[l];
 
@@ -193,6 +211,7 @@ static tp_err_t hier(tp_coll_comm_t *c, tp__coll_comp_call_t *k, float *buf,
 		if (err)
 			return err;
 	}
+	tp__coll_lap(c, TP_COLL_PHASE_INNER, t0);
 	return TP_OK;
 }
 
@@ -215,6 +234,9 @@ static void call_setup(tp__coll_comp_call_t *k, const tp_coll_comp_opts_t *o,
 	for (int s = 0; s < 2; s++)
 		for (int w = 0; w < 2; w++)
 			k->res[s][w] = e->res + (size_t)(2 * s + w) * count;
+	k->vel = e->vel;
+	k->momentum = o->momentum;
+	k->vel_mask = o->momentum_masking;
 }
 
 tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
@@ -226,6 +248,7 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 	tp__coll_comp_call_t k;
 	tp__coll_ef_t *e = NULL;
 	bool dev = false, flat;
+	int64_t t0;
 	tp_err_t err;
 
 	if (!c)
@@ -256,7 +279,7 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 		return tp__coll_fail(c, err, "residuals of key %llu",
 				     (unsigned long long)key);
 	call_setup(&k, &o, e, key, count);
-	c->last_move_ns = tp__coll_now_ns();
+	c->last_move_ns = t0 = tp__coll_now_ns();
 	/* Top-k has no reduce-scatter: with the group level it runs flat. */
 	flat = (o.levels & TP_COLL_LEVEL_HOST) ||
 	       (c->nlevels == 0 && c->ncross == 0) ||
@@ -264,8 +287,11 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 	err = flat ? tp__coll_comp_ring_allreduce(c, &c->ring, &k, 0, buf, 0,
 						  count)
 		   : hier(c, &k, buf, count, o.levels);
+	if (flat)
+		tp__coll_lap(c, TP_COLL_PHASE_CROSS, t0);
 	if (!err && op == TP_COLL_AVG)
 		c->kern->scale(buf, count, TP_COLL_FP32, c->size, NULL);
+	tp__coll_lap(c, TP_COLL_PHASE_CALL, t0);
 	if (err && !c->detail[0])
 		tp__coll_fail(c, err, "%s", tp_strerror(err));
 	return err;

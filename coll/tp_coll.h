@@ -252,7 +252,31 @@ const char *tp_coll_comm_detail(const tp_coll_comm_t *comm);
  * bytes are S x the edges' fractions between those hosts). Counting
  * costs one addition per message. Same thread rules as the calls. */
 uint64_t tp_coll_comm_sent_bytes(const tp_coll_comm_t *comm, int peer);
+/* Zeroes the byte counters and the phase times. */
 void tp_coll_comm_stats_reset(tp_coll_comm_t *comm);
+
+/* Where the all-reduce calls' wall time went (a profile for benchmarks;
+ * two clock reads per phase entered). CALL: whole tp_coll_allreduce()
+ * and tp_coll_allreduce_compressed() calls. INNER and CROSS split the
+ * hierarchical schedules (dense or compressed): INNER the reduce-scatter
+ * and all-gather inside hosts and level-1 groups, CROSS the exchange
+ * between groups; a flat compressed call counts wholly as CROSS. COMPRESS
+ * and DECOMPRESS: encoding and decoding of compressed messages, included
+ * in INNER or CROSS. Waiting for peers is part of the phase it stalls. */
+typedef enum tp_coll_phase {
+	TP_COLL_PHASE_CALL = 0,
+	TP_COLL_PHASE_INNER,
+	TP_COLL_PHASE_CROSS,
+	TP_COLL_PHASE_COMPRESS,
+	TP_COLL_PHASE_DECOMPRESS,
+	TP_COLL_PHASES
+} tp_coll_phase_t;
+
+/* Nanoseconds spent in `phase` since init or the last
+ * tp_coll_comm_stats_reset(); 0 for a bad phase or NULL. Same thread
+ * rules as tp_coll_comm_sent_bytes(). */
+uint64_t tp_coll_comm_phase_ns(const tp_coll_comm_t *comm,
+			       tp_coll_phase_t phase);
 
 /* ---- collectives --------------------------------------------------------
  * Collective: every rank calls the same function with the same count,
@@ -370,6 +394,16 @@ tp_err_t tp_coll_barrier(tp_coll_comm_t *comm);
  * index order: only when ties at the threshold fill those 2k can a NaN or
  * Inf later in the buffer wait in the residual for the next call).
  *
+ * Momentum correction (top-k, opts->momentum > 0, with error feedback;
+ * Deep Gradient Compression, Lin et al. 2018): the communicator keeps a
+ * velocity u per key beside the residual v, where this rank compresses:
+ * u = momentum u + x, v += u, v's top-k sent; with momentum_masking both
+ * u and v are cleared at the entries this rank sent, and only those (in
+ * the hierarchical schedule, x is the group's dense sum of this rank's
+ * shard, so u is the group's velocity, masked where the group sent). The
+ * result is then the average of the sent velocities: run the optimizer
+ * without momentum. One more array of count floats per key.
+ *
  * Stochastic rounding (int8, opts->stochastic): the noise of an element is
  * a function of (seed, key, call number for the key, hop, rank, index).
  *
@@ -399,6 +433,10 @@ typedef struct tp_coll_comp_opts {
 	bool stochastic;      /* int8 stochastic rounding, default false */
 	bool error_feedback;  /* default true */
 	uint64_t seed;
+	float momentum;	       /* top-k only: DGC's momentum correction,
+				* factor in [0, 1); default 0 (off) */
+	bool momentum_masking; /* with momentum: clear the velocity where
+				* this rank sent (default true) */
 } tp_coll_comp_opts_t;
 
 /* Defaults as above (kind NONE). */

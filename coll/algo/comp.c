@@ -78,8 +78,11 @@ static tp_err_t decode(tp_coll_comm_t *c, int peer, const char *m, size_t len,
 		       int overwrite)
 {
 	char why[96];
+	int64_t t0 = tp__coll_now_ns();
 	tp_err_t err = tp__comp_decode(m, len, k->kind, count, &k->o, out,
 				       overwrite, why, sizeof(why));
+
+	tp__coll_lap(c, TP_COLL_PHASE_DECOMPRESS, t0);
 	return err ? wire_fail(c, peer, err, why) : TP_OK;
 }
 
@@ -124,8 +127,11 @@ static tp_err_t encode(tp_coll_comm_t *c, const tp__coll_comp_call_t *k,
 		       const tp_cuda_comp_opts_t *o, float *x, float *res,
 		       size_t count, char *m, size_t cap, size_t *len_p)
 {
+	int64_t t0 = tp__coll_now_ns();
 	tp_err_t err =
 	    tp__comp_encode(k->kind, x, res, count, o, m, cap, len_p);
+
+	tp__coll_lap(c, TP_COLL_PHASE_COMPRESS, t0);
 	return err ? tp__coll_fail(c, err, "compress: %s", tp_strerror(err))
 		   : TP_OK;
 }
@@ -256,12 +262,34 @@ tp_err_t tp__coll_comp_ring_allgather(tp_coll_comm_t *c,
 	return TP_OK;
 }
 
+/* DGC's momentum correction: u = momentum u + x; returns u, what is
+ * compressed. */
+static float *velocity(const tp__coll_comp_call_t *k, float *u, const float *x,
+		       size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		u[i] = k->momentum * u[i] + x[i];
+	return u;
+}
+
+/* DGC's momentum factor masking: the compressor cleared the residual of
+ * the entries it sent; clear their velocity too. (An entry not sent
+ * whose residual is exactly 0 was 0 in sum, so clearing it is harmless
+ * in all but the exact cancellation of u and the old residual.) */
+static void mask_sent(float *u, const float *res, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		if (res[i] == 0.0f)
+			u[i] = 0.0f;
+}
+
 static tp_err_t topk_allreduce(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 			       tp__coll_comp_call_t *k, int st, float *buf,
 			       size_t at, size_t count)
 {
 	int n = r->n, me = r->me;
 	tp_cuda_comp_opts_t o = hop_opts(k, c->rank, st, 0);
+	float *res = res_at(k, st, 0, at), *vel = k->vel ? k->vel + at : NULL;
 	size_t *len;
 	hop_t h;
 	tp_err_t err;
@@ -275,8 +303,10 @@ static tp_err_t topk_allreduce(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 	if (err)
 		return err;
 	len = (size_t *)(void *)(h.m + (size_t)n * h.cap);
-	err = encode(c, k, &o, buf, res_at(k, st, 0, at), count,
-		     h.m + (size_t)me * h.cap, h.cap, &len[me]);
+	err = encode(c, k, &o, vel ? velocity(k, vel, buf, count) : buf, res,
+		     count, h.m + (size_t)me * h.cap, h.cap, &len[me]);
+	if (!err && vel && k->vel_mask)
+		mask_sent(vel, res, count);
 	for (int s = 0; s < n - 1 && !err; s++) {
 		int ss = mod(me - s, n), rs = mod(me - s - 1, n);
 

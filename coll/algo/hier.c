@@ -25,6 +25,7 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 	size_t dsz = tp_coll_dtype_size(dt);
 	size_t off[TP__COLL_MAX_LEVELS + 1], cnt[TP__COLL_MAX_LEVELS + 1];
 	size_t soff, scnt;
+	int64_t t0 = tp__coll_now_ns();
 	tp_err_t err;
 
 	if (c->nlevels == 0 && c->ncross == 0) /* the schedule is the ring */
@@ -48,6 +49,7 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 	}
 	if (c->nlevels == 0 && src)
 		memcpy(buf, src, count * dsz);
+	t0 = tp__coll_lap(c, TP_COLL_PHASE_INNER, t0);
 	for (int k = 0; k < c->ncross; k++) {
 		size_t so, sc;
 		tp__coll_seg(scnt, c->nchan, c->cross_chan[k], &so, &sc);
@@ -56,6 +58,7 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 		if (err)
 			return err;
 	}
+	t0 = tp__coll_lap(c, TP_COLL_PHASE_CROSS, t0);
 	for (int l = c->nlevels - 1; l >= 0; l--) {
 		const tp__coll_ring_t *r = &c->level[l];
 
@@ -64,5 +67,6 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 		if (err)
 			return err;
 	}
+	tp__coll_lap(c, TP_COLL_PHASE_INNER, t0);
 	return TP_OK;
 }

@@ -24,6 +24,17 @@ step_s       median wall time of a training step (after 2 warm-up steps, and
 uplink_bytes_lib
              bytes the library sent between level-1 groups, all ranks
              (topoplace backend only; null otherwise)
+phases_ms    where a step's time went, mean per measured step and over
+             ranks: forward, backward (with DDP's wait for the all-reduce),
+             optimizer; topoplace also: hook (Python time inside the comm
+             hook; hook_cpu its CPU time, the rest is waiting for a core), tail (backward's time after the hook handed over the
+             last bucket: waiting for the all-reduce), queued (calls
+             waiting for the progress thread), and the library's own
+             phases (call, inner, cross, compress, decompress; see
+             Communicator.phase_times())
+
+--backend none runs DDP with a hook that communicates nothing (each rank
+keeps its own gradient): the compute floor of a step.
 
     srun -n 8 ddp_train.py --backend topoplace --compressor topk --steps 100
 """
@@ -53,9 +64,9 @@ def env_int(*names):
 def parse():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--backend", choices=["gloo", "topoplace", "powersgd"], default="topoplace",
-                   help="gradient all-reduce: torch gloo, the libtopoplace-coll hook, or torch's "
-                        "PowerSGD hook on gloo (default topoplace)")
+    p.add_argument("--backend", choices=["gloo", "topoplace", "powersgd", "none"], default="topoplace",
+                   help="gradient all-reduce: torch gloo, the libtopoplace-coll hook, torch's "
+                        "PowerSGD hook on gloo, or none (compute only; default topoplace)")
     p.add_argument("--compressor", choices=["none", "int8", "1bit", "topk"], default="none")
     p.add_argument("--flat", action="store_true",
                    help="compress every hop (default: only across level-1 groups)")
@@ -151,6 +162,12 @@ def main():
                                  start_powerSGD_iter=max(2, a.start_iter),
                                  use_error_feedback=not a.no_error_feedback)
         ddp.register_comm_hook(state, ps.powerSGD_hook)
+    elif a.backend == "none":
+        def no_comm(_, bucket):
+            fut = torch.futures.Future()
+            fut.set_result(bucket.buffer())
+            return fut
+        ddp.register_comm_hook(None, no_comm)
 
     x, y = teacher_data(a.samples, a.seed * 1000 + rank)
     hx, hy = teacher_data(4096, a.seed * 1000 + 999)
@@ -158,27 +175,51 @@ def main():
     opt = torch.optim.SGD(ddp.parameters(), lr=a.lr, momentum=0.0 if topo and a.hook_momentum else MOMENTUM)
     order = torch.Generator().manual_seed(a.seed + rank)
     times = []
+    # the median over compressed steps only: not the 2 first nor the dense warm-up
+    skip = 2 + (a.start_iter if topo and a.compressor != "none" else 0)
+    ph = {k: 0.0 for k in ("forward", "backward", "optimizer", "hook", "hook_cpu", "tail")}
     if comm is not None:
         comm.reset_stats()
-    for _ in range(a.steps):
+    for step in range(a.steps):
+        if step == min(skip, a.steps - 1):
+            ph = {k: 0.0 for k in ph}
+            lib0 = comm.phase_times() if comm is not None else {}
+            hook0 = (state.hook_s, state.hook_cpu_s) if comm is not None else (0.0, 0.0)
         idx = torch.randint(0, a.samples, (a.batch,), generator=order)
         t0 = time.perf_counter()
         loss = F.cross_entropy(ddp(x[idx]), y[idx])
+        t1 = time.perf_counter()
         loss.backward()
+        t2 = time.perf_counter()
         opt.step()
         opt.zero_grad()
-        times.append(time.perf_counter() - t0)
-
-    # the median over compressed steps only: not the 2 first nor the dense warm-up
-    skip = 2 + (a.start_iter if topo and a.compressor != "none" else 0)
+        t3 = time.perf_counter()
+        times.append(t3 - t0)
+        ph["forward"] += t1 - t0
+        ph["backward"] += t2 - t1
+        ph["optimizer"] += t3 - t2
+        if comm is not None and state.last_hook_t is not None:
+            ph["tail"] += t2 - max(t1, state.last_hook_t)
+    if comm is not None:
+        ph["hook"], ph["hook_cpu"] = state.hook_s - hook0[0], state.hook_cpu_s - hook0[1]
+        ph.update({k: v - lib0.get(k, 0.0) for k, v in comm.phase_times().items()})
+    else:
+        del ph["hook"], ph["hook_cpu"], ph["tail"]
+    measured = a.steps - min(skip, a.steps - 1)
     with torch.no_grad():
         stats = torch.tensor([F.cross_entropy(model(x), y).item(),
                               float(comm.cross_bytes()) if comm is not None else 0.0,
                               statistics.median(times[skip:] or times)], dtype=torch.float64)
         dist.all_reduce(stats)
+        names = sorted(ph)
+        phs = torch.tensor([ph[k] for k in names], dtype=torch.float64)
+        dist.all_reduce(phs)
+        phases = {k: round(v * 1e3 / world / measured, 3) for k, v in zip(names, phs.tolist())}
         acc = (model(hx).argmax(1) == hy).float().mean().item()
     if rank == 0:
         comp = None if a.compressor == "none" or not topo else a.compressor
+        print("ddp_train: %s phases (ms/step, mean): %s" % (
+            a.name or a.backend, " ".join("%s %.2f" % kv for kv in phases.items())), flush=True)
         name = a.name or (a.backend if a.backend != "topoplace" else
                           "dense" if comp is None else
                           "%s-%s%s%s%s" % (comp, "flat" if a.flat else "hier",
@@ -194,6 +235,7 @@ def main():
                "final_loss": stats[0].item() / world,
                "accuracy": acc, "uplink_bytes_lib": int(stats[1].item()) if topo else None,
                "step_s": stats[2].item() / world, "steps": a.steps, "ranks": world,
+               "phases_ms": phases,
                "params": sum(p.numel() for p in model.parameters())}
         print("ddp_train: %s: final loss %.4f, held-out accuracy %.3f, %.1f ms/step (median, mean "
               "over ranks), %s" % (name, res["final_loss"], acc, res["step_s"] * 1e3,

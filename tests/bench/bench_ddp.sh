@@ -5,6 +5,7 @@
 # placing the job and the SPANK plugin handing every task its plan and rank. One allocation
 # (`sbatch -N 4 --ntasks-per-node=2`, 8 ranks) runs contrib/examples/ddp_train.py once per
 # configuration (tests/bench/ddp_job.sh), same model, data and seed:
+#   compute             no all-reduce at all (ddp_train.py --backend none): the compute floor
 #   gloo                torch's own gloo all-reduce (no hook), ranks in Slurm's order
 #   dense               the topoplace hook, dense (the plan's algorithm)
 #   int8|1bit|topk-flat each compressor on every hop
@@ -91,7 +92,7 @@ for t in ip tc jq timeout munged; do command -v $t >/dev/null || die "$t missing
 [ -x "$topoplace" ] || die "$topoplace not built"
 [ -f "$lib" ] || die "$lib not built"
 
-all="gloo:gloo dense:topoplace
+all="compute:none gloo:gloo dense:topoplace
 int8-flat:topoplace:--compressor,int8,--flat 1bit-flat:topoplace:--compressor,1bit,--flat
 topk-flat:topoplace:--compressor,topk,--flat
 int8-hier:topoplace:--compressor,int8 1bit-hier:topoplace:--compressor,1bit
@@ -138,7 +139,7 @@ doc=$(jq -s --arg v "$slurm_ver" --argjson r "$ratio" --argjson s "$steps" --arg
 	             error_feedback: (.error_feedback // null), sync_hook: (.sync_hook // null), final_loss: (.final_loss // null),
 	             accuracy: (.accuracy // null), uplink_bytes: (.uplink_bytes // null),
 	             uplink_bytes_lib: (.uplink_bytes_lib // null), step_s: (.step_s // null),
-	             status, error: (.error // null)})}' "$out/results.jsonl")
+	             phases_ms: (.phases_ms // null), status, error: (.error // null)})}' "$out/results.jsonl")
 [ -z "$json" ] || { printf '%s\n' "$doc" >"$json" && echo "bench_ddp: results in $json"; }
 
 printf '%s\n' "$doc" | jq -r '
@@ -152,5 +153,11 @@ printf '%s\n' "$doc" | jq -r '
       "  \(if .uplink_bytes == null then "-" else (.uplink_bytes / 1e6 * 10 | round / 10) end)" +
       " (\(if .uplink_bytes_lib == null then "-" else (.uplink_bytes_lib / 1e6 * 10 | round / 10) end))" +
       "  \(rel(.uplink_bytes; $d.uplink_bytes))  \(.step_s * 1000 | round)  \(rel(.step_s; $g.step_s))"
-     else " \(.error // "")" end))'
+     else " \(.error // "")" end)),
+  "\n  where a step went, ms (ddp_train.py phases_ms, mean over steps and ranks; library phases on its",
+  "  progress thread, overlapping backward): forward backward optimizer | hook hook_cpu tail queued | call inner cross compress decompress",
+  (.runs[] | select(.phases_ms != null) | .phases_ms as $p |
+    "  \(.name | . + " " * (16 - length))" + ([["forward", "backward", "optimizer"], ["hook", "hook_cpu", "tail", "queued"],
+      ["call", "inner", "cross", "compress", "decompress"]] | map(map(if $p[.] == null then "-" else
+      "\($p[.] * 10 | round / 10)" end) | join(" ")) | join(" | ")))'
 exit $rc

@@ -5,6 +5,8 @@
 # over every task, in this order, and appends one JSON line per run to DDP_OUT/results.jsonl:
 #   NAME:gloo                 torch DDP, torch's gloo all-reduce, ranks in Slurm's order
 #   NAME:powersgd             torch's PowerSGD hook on gloo (its own default rank 1)
+#   NAME:none                 DDP with no all-reduce (a hook that keeps each rank's gradient):
+#                             the compute floor
 #   NAME:topoplace[:ARGS]     the libtopoplace-coll hook, ranks from the SPANK plugin
 #                             (TOPOPLACE_RANK); ARGS are ddp_train.py options, commas for spaces
 #                             (e.g. topk-hier:topoplace:--compressor,topk)

@@ -27,7 +27,8 @@ torch's gloo process group and a topoplace_coll.Communicator, then:
     it, each compressor gives every rank the same result and, with error
     feedback, the mean of repeated calls approaches the dense average;
     the hook's momentum (TopoplaceState momentum=): the velocity it keeps
-    is m u + g, cleared for top-k exactly where the result is non-zero;
+    for int8 / 1-bit is m u + g; top-k's, in the library, matches DGC done
+    by hand (masked where this rank sent, or not at all);
     warmup_steps lowers the top-k fraction from 25% to its target
 Prints TAP-ish "ok"/"FAIL" lines; exit 0 all passed, 1 a failure, 77 no torch.
 """
@@ -283,9 +284,28 @@ class FakeBucket:
         return True
 
 
+def topk_momentum_reference(comm, grads, m, frac, mask):
+    """DGC on every rank, flat: u = m u + g, v += u, send the top-k of v,
+    clear v (and, mask, u) where sent; the averages of what the ranks sent."""
+    u, v, outs = torch.zeros_like(grads[0]), torch.zeros_like(grads[0]), []
+    k = -(-int(frac * 1e6) * grads[0].numel() // 1000000)
+    for g in grads:
+        u = m * u + g
+        v += u
+        idx = v.abs().topk(k).indices
+        sent = torch.zeros_like(v)
+        sent[idx] = v[idx]
+        v[idx] = 0
+        if mask:
+            u[idx] = 0
+        outs.append(comm.all_reduce(sent.double(), op="avg").float())
+    return outs
+
+
 def check_dgc(c, comm, rank):
-    """Momentum in the hook: it sends u = m u + g; top-k clears u where the
-    result is non-zero (what was sent), keeping the rest."""
+    """Momentum: int8 / 1-bit in the hook (it sends u = m u + g); top-k in
+    the library, which keeps u where it compresses and clears it exactly
+    where this rank sent (flat: checked against DGC done by hand)."""
     from topoplace_coll.hooks import TopoplaceState, allreduce_hook
 
     c.raises(ValueError, "momentum", "momentum without a compressor refused", TopoplaceState, comm,
@@ -294,22 +314,22 @@ def check_dgc(c, comm, rank):
              comm, compressor="topk", momentum=0.9, error_feedback=False)
     c.raises(ValueError, "warmup_steps", "warmup_steps with 1bit refused", TopoplaceState, comm,
              compressor="1bit", warmup_steps=3)
+    from topoplace_coll import TopoplaceError
+
+    c.raises(TopoplaceError, "momentum", "library momentum with int8 refused", comm.all_reduce,
+             torch.ones(64), compressor="int8", momentum=0.5)
     g = torch.Generator().manual_seed(5 + rank)
-    for async_op in (False, True):
-        state = TopoplaceState(comm, compressor="topk", momentum=0.5, topk_fraction=0.05,
-                               key_base=700 + 10 * async_op, async_op=async_op)
-        u_want = torch.zeros(4099)
-        for step in range(3):
-            grad = torch.randn(4099, generator=g)
-            u_want = 0.5 * u_want + grad
-            out = allreduce_hook(state, FakeBucket(grad.clone())).wait()
-            u = state.velocity[state.key(FakeBucket(grad))]
-            sent = out != 0
-            c.ok(bool(sent.any()) and int(sent.sum()) < 4099 and not bool(u[sent].any()) and
-                 torch.equal(u[~sent], u_want[~sent]),
-                 "momentum correction (async_op=%s) step %d: velocity cleared on the %d entries "
-                 "sent, kept elsewhere" % (async_op, step, int(sent.sum())))
-            u_want = u.clone()
+    grads = [torch.randn(4099, generator=g) for _ in range(4)]
+    for mask in (True, False):
+        want = topk_momentum_reference(comm, grads, 0.5, 0.05, mask)
+        for async_op in (False, True):
+            state = TopoplaceState(comm, compressor="topk", momentum=0.5, topk_fraction=0.05,
+                                   hierarchical=False, momentum_masking=mask,
+                                   key_base=700 + 10 * async_op + 20 * mask, async_op=async_op)
+            err = max((allreduce_hook(state, FakeBucket(gr.clone())).wait() - w).abs().max().item()
+                      for gr, w in zip(grads, want))
+            c.ok(err < 1e-5, "top-k momentum in the library (masking=%s, async_op=%s): 4 steps as "
+                 "DGC by hand, max error %.2g" % (mask, async_op, err))
     state = TopoplaceState(comm, compressor="1bit", momentum=0.5, key_base=720, async_op=False)
     grads = [torch.randn(4099, generator=g) for _ in range(2)]
     for grad in grads:

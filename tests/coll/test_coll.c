@@ -1418,8 +1418,27 @@ static void test_comp_nan(void **s)
 	tp_plan_destroy(p);
 }
 
+/* The phase profile of the calls since the last reset: nested intervals,
+ * so the whole calls hold the stages and the stages the (de)compression;
+ * compressed: whether encoding and decoding ran. */
+static bool phases_ok(const tp_coll_comm_t *c, bool compressed)
+{
+	uint64_t t[TP_COLL_PHASES];
+
+	for (int p = 0; p < TP_COLL_PHASES; p++)
+		t[p] = tp_coll_comm_phase_ns(c, (tp_coll_phase_t)p);
+	return tp_coll_comm_phase_ns(c, TP_COLL_PHASES) == 0 &&
+	       t[TP_COLL_PHASE_INNER] > 0 && t[TP_COLL_PHASE_CROSS] > 0 &&
+	       t[TP_COLL_PHASE_CALL] >=
+		   t[TP_COLL_PHASE_INNER] + t[TP_COLL_PHASE_CROSS] &&
+	       t[TP_COLL_PHASE_INNER] + t[TP_COLL_PHASE_CROSS] >=
+		   t[TP_COLL_PHASE_COMPRESS] + t[TP_COLL_PHASE_DECOMPRESS] &&
+	       (t[TP_COLL_PHASE_COMPRESS] > 0) == compressed &&
+	       (t[TP_COLL_PHASE_DECOMPRESS] > 0) == compressed;
+}
+
 /* Bytes across the up-links: dense hierarchical against compressed, on
- * 4 hosts in 2 groups. */
+ * 4 hosts in 2 groups; the phase profile of each. */
 static int cross_rank(tp_coll_comm_t *c, void *arg)
 {
 	enum { N = 1 << 16 };
@@ -1434,6 +1453,8 @@ static int cross_rank(tp_coll_comm_t *c, void *arg)
 			      TP_COLL_ALGO_HIERARCHICAL))
 		return 2;
 	uint64_t dense = tp_coll_comm_cross_bytes(c);
+	if (!phases_ok(c, false))
+		return 4;
 	for (int kind = 1; kind <= 3; kind++) {
 		for (size_t i = 0; i < N; i++)
 			b[i] =
@@ -1442,6 +1463,8 @@ static int cross_rank(tp_coll_comm_t *c, void *arg)
 		tp_coll_comm_stats_reset(c);
 		if (tp_coll_allreduce_compressed(c, b, N, TP_COLL_SUM, &o, 1))
 			return 3;
+		if (!phases_ok(c, true))
+			return 5;
 		uint64_t comp = tp_coll_comm_cross_bytes(c);
 		fprintf(stderr,
 			"# rank %d: %s: %llu cross bytes, dense %llu "

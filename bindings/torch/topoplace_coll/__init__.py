@@ -37,6 +37,7 @@ import json
 import os
 import queue
 import threading
+import time
 
 from . import _lib
 
@@ -136,6 +137,7 @@ class _Progress:
 
     def __init__(self, name):
         self._q = queue.SimpleQueue()
+        self.queued_s = 0.0  # calls waiting for the thread (profile)
         self.thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self.thread.start()
 
@@ -144,7 +146,8 @@ class _Progress:
             item = self._q.get()
             if item is None:
                 return
-            fn, done = item
+            fn, done, t = item
+            self.queued_s += time.perf_counter() - t
             try:
                 r = fn()
             except BaseException as e:  # noqa: BLE001 - handed to whoever waits
@@ -153,7 +156,7 @@ class _Progress:
                 done(r, None)
 
     def submit(self, fn, done):
-        self._q.put((fn, done))
+        self._q.put((fn, done, time.perf_counter()))
 
     def stop(self):
         """Run what is queued, then end the thread (not waited for when
@@ -234,7 +237,8 @@ class Communicator:
     def all_reduce(self, tensor, *args, **kw):
         """all_reduce(tensor, op="sum", algorithm="auto", compressor=None,
         hierarchical=True, error_feedback=True, key=0, block=None,
-        topk_fraction=None, stochastic=None, seed=None)
+        topk_fraction=None, stochastic=None, seed=None, momentum=None,
+        momentum_masking=True)
 
         Reduce `tensor` over all ranks, in place; returns it.
 
@@ -251,6 +255,10 @@ class Communicator:
         distinct buffer (gradient bucket) needs its own key, the same on
         every rank. block, topk_fraction, stochastic, seed: the
         compressor's parameters (library defaults when None).
+        momentum (top-k with error feedback): DGC's momentum correction
+        in the library, which keeps the velocity under `key` where this
+        rank compresses and, with momentum_masking, clears it where this
+        rank sent; the result is the averaged velocity (see tp_coll.h).
         """
         return self._run(self._all_reduce_call(tensor, *args, **kw))
 
@@ -272,7 +280,7 @@ class Communicator:
 
     def _all_reduce_call(self, tensor, op="sum", algorithm="auto", compressor=None, hierarchical=True,
                          error_feedback=True, key=0, block=None, topk_fraction=None, stochastic=None,
-                         seed=None):
+                         seed=None, momentum=None, momentum_masking=True):
         """Check the arguments; the library call as a function of none."""
         compressed = compressor not in (None, "none")
         dt = _dtype_code(tensor, compressed)
@@ -303,6 +311,9 @@ class Communicator:
             c.stochastic = bool(stochastic)
         if seed is not None:
             c.seed = int(seed)
+        if momentum is not None:
+            c.momentum = float(momentum)
+        c.momentum_masking = bool(momentum_masking)
         key = int(key)
 
         def compressed_call():
@@ -351,6 +362,21 @@ class Communicator:
         mine = self._groups[self.rank]
         return self._run(lambda: sum(_lib.LIB.tp_coll_comm_sent_bytes(comm, p)
                                      for p, g in self._groups.items() if g != mine))
+
+    def phase_times(self):
+        """Seconds since init or reset_stats() (a profile): the library's
+        phases (tp_coll_phase_t: "call" whole all-reduces, "inner" and
+        "cross" the hierarchical stages inside and between groups,
+        "compress" and "decompress" within those; {} from a library
+        without them) and "queued", how long all_reduce_async calls waited
+        for the progress thread (not reset by reset_stats())."""
+        comm = self._handle("phase_times")
+        out = {}
+        if "tp_coll_comm_phase_ns" in _lib.OPTIONAL:
+            out = self._run(lambda: {name: _lib.LIB.tp_coll_comm_phase_ns(comm, i) / 1e9
+                                     for i, name in enumerate(_lib.PHASES)})
+        out["queued"] = self._progress.queued_s if self._progress is not None else 0.0
+        return out
 
     def close(self):
         """Finish the calls already submitted, stop the progress thread and

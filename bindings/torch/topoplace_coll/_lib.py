@@ -48,6 +48,8 @@ class CompOpts(ctypes.Structure):
         ("stochastic", ctypes.c_bool),
         ("error_feedback", ctypes.c_bool),
         ("seed", ctypes.c_uint64),
+        ("momentum", ctypes.c_float),
+        ("momentum_masking", ctypes.c_bool),
     ]
 
 
@@ -81,7 +83,10 @@ _OPTIONAL = {
         [_P, _P, ctypes.c_size_t, ctypes.c_int, ctypes.POINTER(CompOpts), ctypes.c_uint64],
     ),
     "tp_coll_comm_cross_bytes": (ctypes.c_uint64, [_P]),
+    "tp_coll_comm_phase_ns": (ctypes.c_uint64, [_P, ctypes.c_int]),
 }
+# tp_coll_phase_t, in order
+PHASES = ("call", "inner", "cross", "compress", "decompress")
 
 
 def _candidates():

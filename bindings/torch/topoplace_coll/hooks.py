@@ -46,16 +46,22 @@ instead (1-bit Adam compresses its momentum, Deep Gradient Compression
 each bucket's velocity u = M u + g and hands u to the all-reduce; the
 optimizer then runs without momentum (plain SGD, same learning rate).
 Dense steps (before start_iter) send u whole, which is momentum SGD.
-Top-k adds DGC's momentum factor masking: its error-feedback residual is
-DGC's local accumulation v (v += u, send top-k of v, keep the rest), and
-u is cleared where the step's result is non-zero (the entries sent by
-any rank or, with hierarchical=True, by the group leader, who chooses
-for its group; momentum_masking=False keeps u). warmup_steps (top-k): the first compressed steps keep a
+Top-k hands the momentum to the library (all_reduce(momentum=)), which
+keeps u where the top-k is chosen: per rank when flat; with
+hierarchical=True at the rank that compresses each shard of its group's
+dense sum, so u is the group's velocity (the sum of its ranks', as the
+group reduction is linear). There DGC's momentum factor masking clears u
+at the entries this rank (its group) sent, and only those: its
+error-feedback residual is DGC's local accumulation v (v += u, send
+top-k of v, keep the rest); momentum_masking=False keeps u. (A hook
+masking its own u where the result is non-zero would also clear the
+entries other ranks or groups sent.) warmup_steps (top-k): the first compressed steps keep a
 larger fraction, falling exponentially from 25% to topk_fraction (DGC's
 rising sparsity; traffic is higher while it lasts).
 """
 
 import math
+import time
 
 import torch
 
@@ -82,19 +88,22 @@ class TopoplaceState:
                     residuals of two DDP models sharing one communicator
     async_op        reduce on the communicator's progress thread,
                     overlapping backward (default True; see above)
-    momentum        the velocity factor the hook applies (e.g. 0.9;
-                    default None: off); run the optimizer without
-                    momentum. Top-k: needs error_feedback
+    momentum        the velocity factor (e.g. 0.9; default None: off),
+                    applied by the hook (int8, 1-bit, dense steps) or
+                    the library (top-k, needs error_feedback); run the
+                    optimizer without momentum
     momentum_masking
-                    top-k with momentum: clear the velocity where sent
-                    (DGC's masking; default True)
+                    top-k with momentum: clear the velocity where this
+                    rank (its group) sent (DGC's masking; default True)
     warmup_steps    top-k: compressed steps over which the kept fraction
                     falls from 25% to topk_fraction (default 0)
 
     Raises CompressionUnavailable at once when a compressor is asked of a
     library without compression, ValueError for an unknown option value.
     `iter` counts synchronised steps; `keys` maps (bucket index, numel)
-    to the residual key.
+    to the residual key; `hook_s` sums the time spent in the hook itself
+    (`hook_cpu_s` its CPU time) and `last_hook_t` is when it last
+    returned (time.perf_counter()).
     """
 
     def __init__(self, comm, compressor=None, hierarchical=True, error_feedback=True, start_iter=0,
@@ -130,6 +139,9 @@ class TopoplaceState:
         self.iter = 0
         self.keys = {}
         self.velocity = {}
+        self.hook_s = 0.0  # profile: seconds spent in allreduce_hook itself
+        self.hook_cpu_s = 0.0  # the CPU time of those (time.thread_time())
+        self.last_hook_t = None  # time.perf_counter() when it last returned
 
     def key(self, bucket):
         """The error-feedback key of this bucket's (index, numel)."""
@@ -151,7 +163,7 @@ class TopoplaceState:
 
     def corrected(self, key, grad):
         """Momentum correction: the bucket's velocity u = momentum u + grad,
-        copied into grad; returns u (masked by the caller)."""
+        copied into grad; returns u."""
         u = self.velocity.get(key)
         if u is None or u.numel() != grad.numel():
             u = self.velocity[key] = torch.zeros_like(grad)
@@ -173,33 +185,32 @@ def allreduce_hook(state, bucket):
     """DDP comm hook: average `bucket` over the ranks through libtopoplace-coll
     (see TopoplaceState). Returns a Future holding the bucket: completed by
     the progress thread (async_op) or already completed."""
+    t0, c0 = time.perf_counter(), time.thread_time()
+    fut = _hook(state, bucket)
+    state.hook_cpu_s += time.thread_time() - c0
+    state.last_hook_t = time.perf_counter()
+    state.hook_s += state.last_hook_t - t0
+    return fut
+
+
+def _hook(state, bucket):
     buf = bucket.buffer()
-    u = None
-    if state.momentum is not None:
-        u = state.corrected(state.key(bucket), buf)
+    topk = state.compressing() and state.compressor == "topk"
+    if state.momentum is not None and not topk:
+        state.corrected(state.key(bucket), buf)  # int8 / 1-bit send every entry: u unmasked
     if state.compressing():
         kw = dict(compressor=state.compressor, hierarchical=state.hierarchical,
                   error_feedback=state.error_feedback, key=state.key(bucket), **state.params)
-        if state.compressor == "topk":
-            kw["topk_fraction"] = state.fraction()
+        if topk:
+            kw.update(topk_fraction=state.fraction(), momentum=state.momentum,
+                      momentum_masking=state.momentum_masking)
     else:
-        kw = dict(algorithm=state.algorithm)
-        u = None  # dense: the result is the momentum SGD step, nothing to mask
-    if state.compressor != "topk" or not state.momentum_masking:
-        u = None  # int8 / 1-bit send every entry: u is the momentum, unmasked
+        kw = dict(algorithm=state.algorithm)  # with momentum: momentum SGD
     if bucket.is_last():
         state.iter += 1
     if state.async_op:
-        fut = state.comm.all_reduce_async(buf, op="avg", **kw)
-    else:
-        state.comm.all_reduce(buf, op="avg", **kw)
-        fut = torch.futures.Future()
-        fut.set_result(buf)
-    if u is None:
-        return fut
-
-    def mask(f):
-        out = f.value()
-        u.masked_fill_(out != 0, 0.0)
-        return out
-    return fut.then(mask)
+        return state.comm.all_reduce_async(buf, op="avg", **kw)
+    state.comm.all_reduce(buf, op="avg", **kw)
+    fut = torch.futures.Future()
+    fut.set_result(buf)
+    return fut
