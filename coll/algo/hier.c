@@ -39,8 +39,8 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 	tp__coll_hier_spans(c, count, off, cnt, &soff, &scnt);
 	/* with a host segment, level 0 (the host's) runs through it */
 	int seg = c->host && c->host_lv ? 1 : 0;
-	if (seg && (err = tp__coll_host_reduce_scatter(c, buf, src, count, dt,
-							op)))
+	if (seg &&
+	    (err = tp__coll_host_reduce_scatter(c, buf, src, count, dt, op)))
 		return err;
 	for (int l = seg; l < c->nlevels; l++) {
 		const tp__coll_ring_t *r = &c->level[l];

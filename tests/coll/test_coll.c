@@ -401,9 +401,9 @@ static int host_phases(tp_coll_comm_t *c, void *arg)
 	for (size_t i = 0; i < cnt; i++)
 		in[i] = (float)((me + 1) * (int)(i % 101));
 	tp_coll_comm_stats_reset(c);
-	tp_err_t err = tp_coll_allreduce(c, in, out, cnt, TP_COLL_FP32,
-					 TP_COLL_SUM,
-					 TP_COLL_ALGO_HIERARCHICAL);
+	tp_err_t err =
+	    tp_coll_allreduce(c, in, out, cnt, TP_COLL_FP32, TP_COLL_SUM,
+			      TP_COLL_ALGO_HIERARCHICAL);
 	if (err) {
 		rc = call_failed(c, "allreduce", err);
 		goto out;

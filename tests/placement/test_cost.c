@@ -765,7 +765,8 @@ static void test_tree_fill(void **state)
 		a = predict_bytes(c, 8, bytes, TP_ALGO_TREE);
 		b = predict_bytes(flat, 8, bytes, TP_ALGO_TREE);
 		assert_close(a.latency_s, 6 * (p.alpha_s + p.hop_s));
-		assert_close(a.bandwidth_s, b.bandwidth_s * (1 + 5 / (2 * mib)));
+		assert_close(a.bandwidth_s,
+			     b.bandwidth_s * (1 + 5 / (2 * mib)));
 		a = predict_bytes(c, 8, bytes, TP_ALGO_RING);
 		b = predict_bytes(flat, 8, bytes, TP_ALGO_RING);
 		assert_close(a.bandwidth_s, b.bandwidth_s);

@@ -38,8 +38,8 @@ static uint64_t tj_rails(const void *arg, size_t node)
 	return t->rails ? t->rails[node] : 0;
 }
 
-static tp_sched_t *build_job(const tjob_t *t, size_t n, int nlevels,
-			     int nrails, tp_sched_algo_t algo, int host_ring)
+static tp_sched_t *build_job(const tjob_t *t, size_t n, int nlevels, int nrails,
+			     tp_sched_algo_t algo, int host_ring)
 {
 	tp_sched_job_t j = {0};
 	tp_sched_t *s = NULL;
