@@ -519,8 +519,11 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
  * last to arrive reduces the slots in local rank order into the result
  * buffer of the round's parity, resets `arrived`, bumps `gen` and wakes
  * every waiter with one FUTEX_WAKE; the others sleep on `gen` in
- * FUTEX_WAIT (no spinning) and copy the result. One wake-up per rank per
- * call where the ring needs 2(P-1) dependent steps. Two result buffers
+ * FUTEX_WAIT and copy the result (when the segment has no more ranks
+ * than the machine has CPUs they first poll it for ~20 us, HOST_SPIN:
+ * a short wait then costs no sleep and wake-up; never with more ranks
+ * than CPUs, where the rank we wait for needs our CPU). One wake-up per
+ * rank per call where the ring needs 2(P-1) dependent steps. Two result buffers
  * suffice: round k+2 cannot finish before every rank has left round k+1,
  * hence stopped reading round k's. The sleep is cut into 50 ms slices to
  * notice a neighbour whose connection closed (a rank that failed closes
@@ -550,6 +553,19 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 #include <linux/futex.h>
 #include <sys/syscall.h>
 
+/* Polls of a counter before FUTEX_WAIT when every rank of the segment
+ * can have a CPU (about 20 us at ~10 ns a poll): a wait shorter than
+ * that costs no sleep and wake-up; with more ranks than CPUs the rank
+ * we wait for needs ours, so we sleep at once. */
+#define HOST_SPIN 2000
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
 /* arrived, gen at 0 and 64; the large path's counters (in, red, out per
  * buffer) at 128 + 64 i; stamps at 512.. */
 #define HOST_HDR 512
@@ -558,6 +574,7 @@ struct tp__coll_host {
 	void *map;
 	size_t len;
 	int n, me, first; /* ranks, my local rank, global rank of local 0 */
+	int spin;	  /* polls of a counter before sleeping on it */
 	uint32_t seq, bseq, arrivals;
 	_Atomic uint32_t *arrived, *gen, *stamp;
 	_Atomic uint32_t *in[2], *red[2], *out[2];
@@ -592,6 +609,8 @@ static tp__coll_host_t *host_attach(void *m, int n, int me, int first)
 	h->n = n;
 	h->me = me;
 	h->first = first;
+	/* no more ranks than online CPUs: the one we wait for is running */
+	h->spin = n <= sysconf(_SC_NPROCESSORS_ONLN) ? HOST_SPIN : 0;
 	h->arrived = (_Atomic uint32_t *)b;
 	h->gen = (_Atomic uint32_t *)(b + 64);
 	for (int d = 0; d < 2; d++) {
@@ -747,6 +766,8 @@ static tp_err_t host_wait(tp_coll_comm_t *c, tp__coll_host_t *h,
 	const struct timespec slice = {0, 50 * 1000 * 1000};
 	int64_t deadline = c->last_move_ns + (int64_t)(c->timeout_s * 1e9);
 
+	for (int i = 0; i < h->spin && !reached(w, target); i++)
+		cpu_relax();
 	while (!reached(w, target)) {
 		uint32_t v = atomic_load(w);
 		int e, dead, last = h->me;
@@ -957,7 +978,8 @@ tp_err_t tp__coll_host_reduce_scatter(tp_coll_comm_t *c, char *buf,
 		char *acc = slot + (size_t)h->n * TP__COLL_HOST_BLOCK +
 			    (size_t)h->me * pe * dsz;
 		for (int j = 0; j < h->n; j++)
-			if (j != h->me && host_piece(h, count, pe, k, j, &at, &cnt))
+			if (j != h->me &&
+			    host_piece(h, count, pe, k, j, &at, &cnt))
 				memcpy(mine + (size_t)j * pe * dsz,
 				       in + at * dsz, cnt * dsz);
 		host_arrive(h, h->in[d], target);
@@ -966,8 +988,8 @@ tp_err_t tp__coll_host_reduce_scatter(tp_coll_comm_t *c, char *buf,
 		if (host_piece(h, count, pe, k, h->me, &at, &cnt)) {
 			/* in local rank order, as every rank sums its part */
 			for (size_t t = 0; t < cnt * dsz; t += TILE) {
-				size_t b = cnt * dsz - t < TILE ? cnt * dsz - t
-								: TILE;
+				size_t b =
+				    cnt * dsz - t < TILE ? cnt * dsz - t : TILE;
 				for (int l = 0; l < h->n; l++) {
 					const char *from =
 					    l == h->me
@@ -981,8 +1003,8 @@ tp_err_t tp__coll_host_reduce_scatter(tp_coll_comm_t *c, char *buf,
 						memcpy(acc + t, from, b);
 					else
 						c->kern->reduce(acc + t, from,
-								b / dsz, dt,
-								op, NULL);
+								b / dsz, dt, op,
+								NULL);
 				}
 				memcpy(buf + at * dsz + t, acc + t, b);
 			}
@@ -1013,9 +1035,10 @@ tp_err_t tp__coll_host_allgather(tp_coll_comm_t *c, char *buf, size_t count,
 		if ((err = host_wait(c, h, h->in[d], target)))
 			return err;
 		for (int j = 0; j < h->n; j++)
-			if (j != h->me && host_piece(h, count, pe, k, j, &at, &cnt))
-				memcpy(buf + at * dsz, res + (size_t)j * pe * dsz,
-				       cnt * dsz);
+			if (j != h->me &&
+			    host_piece(h, count, pe, k, j, &at, &cnt))
+				memcpy(buf + at * dsz,
+				       res + (size_t)j * pe * dsz, cnt * dsz);
 		host_done(h, d, target);
 	}
 	return TP_OK;
