@@ -20,6 +20,10 @@ void tp_cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int tp_cli_exit_code(tp_err_t err);
 /* Load a fabric JSON, printing the one-line error; NULL on failure. */
 tp_fabric_t *tp_cli_load(const char *path, int *rc_p);
+/* Cost model defaults, pricing the collective library as it will run in
+ * this environment: TOPOPLACE_COLL_SHM=0 (no host segment) makes the
+ * hierarchical host phases rings (tp_cost_params_t.host_ring). */
+void tp_cli_cost_params(tp_cost_params_t *p);
 /* Write text to path ("-" or NULL: stdout). */
 int tp_cli_write(const char *path, const char *text);
 /* Parse a non-negative integer option; prints the error. */

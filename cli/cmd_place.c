@@ -308,7 +308,7 @@ int tp_cmd_cost(int argc, char **argv)
 			gv[i] = 1;
 	}
 	tp_cost_params_t cp;
-	tp_cost_params_defaults(&cp);
+	tp_cli_cost_params(&cp);
 	tp_cost_t out;
 	if ((err = tp_cost_ctx_create(f, &cp, &ctx)) ||
 	    (err = tp_cost_predict(ctx, s, hv, gv, n, bytes, algo, &out))) {

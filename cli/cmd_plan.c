@@ -241,7 +241,9 @@ int tp_cmd_plan(int argc, char **argv)
 	}
 	if (!(f = tp_cli_load(a.fabric, &rc)))
 		goto out;
-	if (po.predict && (err = tp_cost_ctx_create(f, NULL, &ctx))) {
+	tp_cost_params_t cp;
+	tp_cli_cost_params(&cp);
+	if (po.predict && (err = tp_cost_ctx_create(f, &cp, &ctx))) {
 		tp_cli_err("plan: cost model: %s", tp_strerror(err));
 		rc = tp_cli_exit_code(err);
 		goto out;

@@ -63,6 +63,14 @@ int tp_cli_exit_code(tp_err_t err)
 	}
 }
 
+void tp_cli_cost_params(tp_cost_params_t *p)
+{
+	const char *shm = getenv("TOPOPLACE_COLL_SHM");
+
+	tp_cost_params_defaults(p);
+	p->host_ring = shm && !strcmp(shm, "0");
+}
+
 tp_fabric_t *tp_cli_load(const char *path, int *rc_p)
 {
 	tp_fabric_t *f = NULL;

@@ -119,9 +119,11 @@ tp_err_t tp__coll_shm_check(tp_coll_comm_t *c, int peer);
 void tp__coll_shm_close(tp__coll_peer_t *p);
 /* Close the peer's TCP connections (fd and the striping ones). */
 void tp__coll_tcp_close_peer(tp__coll_peer_t *p);
-/* The host segment of a single-host communicator (all its ranks agree
- * over the ring's connections; none when any refuses, e.g.
- * TOPOPLACE_COLL_SHM=0): c->host, or NULL. */
+/* The host segment of the ranks of this rank's host: all ranks of a
+ * single-host communicator, else the hierarchical schedule's host level
+ * (level[0] when host_lv). They agree over the connections between
+ * neighbours; none when any refuses, e.g. TOPOPLACE_COLL_SHM=0: c->host,
+ * or NULL. */
 tp_err_t tp__coll_host_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p);
 /* All-reduce of count <= TP__COLL_SMALL bytes through it: one wake-up
  * per rank. src NULL: in place. */
@@ -134,6 +136,17 @@ tp_err_t tp__coll_host_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 tp_err_t tp__coll_host_allreduce_large(tp_coll_comm_t *c, char *buf,
 				       const char *src, size_t count,
 				       tp_coll_dtype_t dt, tp_coll_op_t op);
+/* The hierarchical schedule's host phases on a multi-host job, through
+ * the same segment: the reduce-scatter leaves local rank l its shard
+ * tp__coll_seg(count, ranks on the host, l) of buf reduced over the
+ * host (src NULL: in place; the rest of buf is not written); the
+ * all-gather copies every other rank's shard into buf. One wait per
+ * round of TP__COLL_HOST_BLOCK bytes. */
+tp_err_t tp__coll_host_reduce_scatter(tp_coll_comm_t *c, char *buf,
+				      const char *src, size_t count,
+				      tp_coll_dtype_t dt, tp_coll_op_t op);
+tp_err_t tp__coll_host_allgather(tp_coll_comm_t *c, char *buf, size_t count,
+				 tp_coll_dtype_t dt);
 void tp__coll_host_close(tp_coll_comm_t *c);
 
 /*
@@ -191,6 +204,7 @@ struct tp_coll_comm {
 	 * of either: hierarchical runs the ring. */
 	tp__coll_ring_t level[TP__COLL_MAX_LEVELS];
 	int nlevels;
+	bool host_lv;		/* level[0] is the host's ranks */
 	int group_lv;		/* index of the group level, -1: none */
 	int nchan;		/* the schedule's channels C */
 	tp__coll_ring_t *cross; /* [ncross] */
@@ -236,7 +250,9 @@ struct tp_coll_comm {
 	 * (network order, 0: none) that its peer connections use. */
 	char *hca;
 	uint32_t hca_addr;
-	tp__coll_host_t *host; /* one-host segment; NULL: none */
+	/* The host segment of this rank's host (the host level's ranks,
+	 * or all ranks on a one-host communicator); NULL: none. */
+	tp__coll_host_t *host;
 
 	/* Compressed all-reduce (compress.c): level-1 group of each rank
 	 * (the hierarchical schedule's), error-feedback state per key, and

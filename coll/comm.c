@@ -245,6 +245,7 @@ static tp_err_t build_levels(tp_coll_comm_t *c, const tp_plan_t *plan,
 			for (uint32_t l = 0; l < mh->nranks; l++)
 				r.members[l] = mh->first_rank + l;
 			r.me = (int)lr;
+			c->host_lv = r.n > 1;
 			add_level(c, &r);
 		} else if (ph->kind == TP_SCHED_PH_GROUP_RS) {
 			k = tp_sched_group_nodes(
@@ -777,7 +778,7 @@ tp_err_t tp_coll_allreduce(tp_coll_comm_t *c, const void *sendbuf,
 								 recvbuf, count,
 								 dt, op, algo));
 	const char *src = sendbuf != recvbuf ? sendbuf : NULL;
-	if (algo == TP_COLL_ALGO_AUTO && c->host &&
+	if (algo == TP_COLL_ALGO_AUTO && c->host && c->nhosts == 1 &&
 	    count * dsz <= TP__COLL_SMALL) {
 		err = tp__coll_host_allreduce(c, recvbuf, src, count, dt, rop);
 		algo = TP_COLL_ALGO_AUTO;
@@ -901,7 +902,7 @@ tp_err_t tp_coll_barrier(tp_coll_comm_t *c)
 	/* One element: the tree carrying it reduces at the root and sends
 	 * back down (the host segment's last arrival wakes everyone), so
 	 * nobody leaves before everybody arrived. */
-	if (c->host)
+	if (c->host && c->nhosts == 1)
 		err = tp__coll_host_allreduce(c, (char *)&token, NULL, 1,
 					      TP_COLL_INT32, TP_COLL_SUM);
 	else

@@ -67,10 +67,12 @@
  * ends opened them) with wake-ups through the FIFOs, and on a
  * single-host communicator one more segment shared by all its ranks (the
  * small all-reduce of `auto`, the barrier, and the host phases of the
- * hierarchical all-reduce in 1 MiB blocks; its waits sleep in
- * FUTEX_WAIT in 50 ms slices that check the neighbours' connections). A
- * rank waiting for data sleeps in poll() or on the futex and never
- * spins. In the environment, TOPOPLACE_COLL_SHM=0 keeps same-host pairs
+ * hierarchical all-reduce in 1 MiB blocks; on several hosts one such
+ * segment per host carries the hierarchical host phases; its waits sleep
+ * in FUTEX_WAIT in 50 ms slices that check the neighbours' connections).
+ * A rank waiting for data sleeps in poll() or on the futex; the only
+ * polling is ~20 us on a segment counter before that sleep, and only
+ * when the segment's ranks do not outnumber the CPUs. In the environment, TOPOPLACE_COLL_SHM=0 keeps same-host pairs
  * on TCP over loopback (a pair uses shared memory only when both ends
  * allow it; the host segment only when all do), =nofifo sends
  * the wake-ups over the pair's TCP connection, and

@@ -121,6 +121,7 @@ void tp_cost_params_defaults(tp_cost_params_t *p)
 	p->nvlink_gbps = 3600;
 	p->pcie_gbps = 256;
 	p->chunk_bytes = 256 << 10;
+	p->host_ring = false;
 }
 
 static bool params_ok(const tp_cost_params_t *p)
@@ -1217,6 +1218,7 @@ static tp_err_t sched_of(call_t *k, tp_sched_algo_t algo, tp_sched_t **s_p)
 	    .nranks = job_nranks,
 	    .rails = job_rails,
 	    .rank_rail = job_rank_rail,
+	    .host_ring = k->c->p.host_ring,
 	};
 
 	return tp_sched_build(&job, algo, s_p);

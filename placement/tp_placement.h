@@ -134,6 +134,10 @@ typedef struct tp_cost_params {
 	double pcie_gbps;      /* GPU <-> NIC when no NVLink path (256) */
 	double chunk_bytes;    /* pipelining unit of the tree (the collective
 				* library's chunk, 256 KiB); 0: no fill */
+	bool host_ring;        /* hierarchical: the library runs its host
+				* phases as rings, not through the host's
+				* shared segment (TOPOPLACE_COLL_SHM=0);
+				* default false */
 } tp_cost_params_t;
 
 void tp_cost_params_defaults(tp_cost_params_t *p);

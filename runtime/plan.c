@@ -588,9 +588,9 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 		goto out;
 	}
 	sj = (sjob_t){p, f, fidx};
-	job = (tp_sched_job_t){n,	   nlev,	  p->nrails,
-			       &sj,	   sjob_group,	  sjob_nranks,
-			       sjob_rails, sjob_rank_rail};
+	job = (tp_sched_job_t){n,	   nlev,	   p->nrails,
+			       &sj,	   sjob_group,	   sjob_nranks,
+			       sjob_rails, sjob_rank_rail, 0};
 	if ((err = tp_sched_build(&job, TP_SCHED_TREE, &sch)) ||
 	    (err = fill_groups(p, f, fidx, sch)) ||
 	    (err = fill_rail_leaders(p, sch)))
@@ -660,8 +660,8 @@ tp_err_t tp_plan_sched(const tp_plan_t *p, tp_sched_algo_t algo,
 	if (p->nrails > TP_SCHED_MAX_RAILS)
 		return TP_ERR_RANGE;
 	job = (tp_sched_job_t){
-	    p->nhosts,	2,	     p->nrails,	 p,
-	    pjob_group, pjob_nranks, pjob_rails, pjob_rank_rail};
+	    p->nhosts,	 2,	     p->nrails,	     p, pjob_group,
+	    pjob_nranks, pjob_rails, pjob_rank_rail, 0};
 	if ((err = tp_sched_build(&job, algo, &s)))
 		return err;
 	for (int t = 0; algo == TP_SCHED_TREE && t < 2; t++)

@@ -392,8 +392,8 @@ static tp_sched_edge_t *hier_edges(tp_sched_t *s, work_t *w, tp_sched_edge_t *e)
 		if ((C + K - 1) / K > most)
 			most = (C + K - 1) / K;
 	}
-	/* one node: the library's host segment, one wait a phase */
-	double host_steps = s->n == 1 ? 1.0 : g - 1.0;
+	/* the library's host segment: one wait a phase; rings without it */
+	double host_steps = g < 2 ? 0 : w->job->host_ring ? g - 1.0 : 1.0;
 	e = self_edges(s, w, e, 0, 1, true);
 	phase(s, TP_SCHED_PH_HOST_RS, e0, e, 0, host_steps, TP_SCHED_NONE);
 

@@ -51,11 +51,12 @@
  *          ranks). So every rank carries its own shard across the
  *          units on its own rail; no node funnels a unit's share
  *          through one NIC. Five phases:
- *          HOST_RS  ring reduce-scatter inside each node: self edge
- *                   (g-1)/g of S, g - 1 local steps; local rank l ends
- *                   with shard l (S/g). A one-node job runs it through
- *                   one shared segment instead (every rank reduces its
- *                   shard out of all ranks' copies): 1 local step;
+ *          HOST_RS  reduce-scatter inside each node through the
+ *                   node's shared segment (every rank reduces its
+ *                   shard out of all ranks' copies): self edge (g-1)/g
+ *                   of S, 1 local step; local rank l ends with shard l
+ *                   (S/g). With job->host_ring, a ring instead: g - 1
+ *                   local steps;
  *          GROUP_RS per local rank l a ring reduce-scatter of shard l
  *                   inside each unit, member t -> t+1, leaving member t
  *                   its channels' sub-shards (S/(gC) each): the edge
@@ -144,6 +145,10 @@ typedef struct tp_sched_job {
 	/* Rail (0 .. nrails-1) local rank l of node drives, -1 unknown;
 	 * NULL: unknown for all (hierarchical edges then use any rail). */
 	int (*rank_rail)(const void *arg, size_t node, uint32_t l);
+	/* Nonzero: the library runs the hierarchical host phases as rings
+	 * (no host segment: TOPOPLACE_COLL_SHM=0), g - 1 local steps each
+	 * instead of 1. */
+	int host_ring;
 } tp_sched_job_t;
 
 typedef struct tp_sched_edge {

@@ -9,9 +9,11 @@
  * from the host level); each channel's ring all-reduces its sub-shard, a
  * member holding several running them in channel order (every ring's
  * members run it at the same point of that order, so none waits in a
- * cycle); coming back, all-gathers in reverse order. A one-host
- * communicator runs its host level through the host segment instead
- * (xport/shm.c): two waits per block, not 2(n-1) ring steps. */
+ * cycle); coming back, all-gathers in reverse order. The host level
+ * runs through the host segment when there is one (xport/shm.c): a
+ * one-host communicator's whole all-reduce, two waits per block; on
+ * several hosts its reduce-scatter and all-gather, one wait per round,
+ * where the ring takes g - 1 dependent steps each. */
 #include "config.h"
 
 #include <string.h>
@@ -32,11 +34,16 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 		return tp__coll_ring_allreduce(c, &c->ring, buf, src, count, dt,
 					       op);
 	/* One host: its reduce-scatter and all-gather through the segment */
-	if (c->host)
+	if (c->host && c->nhosts == 1)
 		return tp__coll_host_allreduce_large(c, buf, src, count, dt,
 						     op);
 	tp__coll_hier_spans(c, count, off, cnt, &soff, &scnt);
-	for (int l = 0; l < c->nlevels; l++) {
+	/* with a host segment, level 0 (the host's) runs through it */
+	int seg = c->host && c->host_lv ? 1 : 0;
+	if (seg &&
+	    (err = tp__coll_host_reduce_scatter(c, buf, src, count, dt, op)))
+		return err;
+	for (int l = seg; l < c->nlevels; l++) {
 		const tp__coll_ring_t *r = &c->level[l];
 
 		/* shift n-1: member i ends with segment i. Only the
@@ -59,7 +66,7 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 			return err;
 	}
 	t0 = tp__coll_lap(c, TP_COLL_PHASE_CROSS, t0);
-	for (int l = c->nlevels - 1; l >= 0; l--) {
+	for (int l = c->nlevels - 1; l >= seg; l--) {
 		const tp__coll_ring_t *r = &c->level[l];
 
 		err = tp__coll_ring_allgather(c, r, buf + off[l] * dsz, cnt[l],
@@ -67,6 +74,8 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 		if (err)
 			return err;
 	}
+	if (seg && (err = tp__coll_host_allgather(c, buf, count, dt)))
+		return err;
 	tp__coll_lap(c, TP_COLL_PHASE_INNER, t0);
 	return TP_OK;
 }

@@ -519,8 +519,11 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
  * last to arrive reduces the slots in local rank order into the result
  * buffer of the round's parity, resets `arrived`, bumps `gen` and wakes
  * every waiter with one FUTEX_WAKE; the others sleep on `gen` in
- * FUTEX_WAIT (no spinning) and copy the result. One wake-up per rank per
- * call where the ring needs 2(P-1) dependent steps. Two result buffers
+ * FUTEX_WAIT and copy the result (when the segment has no more ranks
+ * than the machine has CPUs they first poll it for ~20 us, HOST_SPIN:
+ * a short wait then costs no sleep and wake-up; never with more ranks
+ * than CPUs, where the rank we wait for needs our CPU). One wake-up per
+ * rank per call where the ring needs 2(P-1) dependent steps. Two result buffers
  * suffice: round k+2 cannot finish before every rank has left round k+1,
  * hence stopped reading round k's. The sleep is cut into 50 ms slices to
  * notice a neighbour whose connection closed (a rank that failed closes
@@ -550,6 +553,19 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 #include <linux/futex.h>
 #include <sys/syscall.h>
 
+/* Polls of a counter before FUTEX_WAIT when every rank of the segment
+ * can have a CPU (about 20 us at ~10 ns a poll): a wait shorter than
+ * that costs no sleep and wake-up; with more ranks than CPUs the rank
+ * we wait for needs ours, so we sleep at once. */
+#define HOST_SPIN 2000
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
 /* arrived, gen at 0 and 64; the large path's counters (in, red, out per
  * buffer) at 128 + 64 i; stamps at 512.. */
 #define HOST_HDR 512
@@ -558,6 +574,7 @@ struct tp__coll_host {
 	void *map;
 	size_t len;
 	int n, me, first; /* ranks, my local rank, global rank of local 0 */
+	int spin;	  /* polls of a counter before sleeping on it */
 	uint32_t seq, bseq, arrivals;
 	_Atomic uint32_t *arrived, *gen, *stamp;
 	_Atomic uint32_t *in[2], *red[2], *out[2];
@@ -592,6 +609,8 @@ static tp__coll_host_t *host_attach(void *m, int n, int me, int first)
 	h->n = n;
 	h->me = me;
 	h->first = first;
+	/* no more ranks than online CPUs: the one we wait for is running */
+	h->spin = n <= sysconf(_SC_NPROCESSORS_ONLN) ? HOST_SPIN : 0;
 	h->arrived = (_Atomic uint32_t *)b;
 	h->gen = (_Atomic uint32_t *)(b + 64);
 	for (int d = 0; d < 2; d++) {
@@ -658,15 +677,24 @@ tp_err_t tp__coll_host_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 {
 	const char *env = getenv("TOPOPLACE_COLL_SHM");
 	bool enabled = !(env && !strcmp(env, "0"));
-	int n = c->size, me = c->rank;
-	int up = me > 0 ? c->peers[me - 1].fd : -1;
-	int dn = me + 1 < n ? c->peers[me + 1].fd : -1;
+	int n = c->size, me = c->rank, first = 0;
+	const uint32_t *mem = NULL;
 	char name[NAME_LEN] = "", ok, all = 1;
 	void *m = NULL;
 	tp_err_t err = TP_OK;
 
-	if (c->nhosts != 1 || n < 2)
+	if (c->nhosts != 1) { /* the host level's ranks, if any */
+		if (!c->host_lv)
+			return TP_OK;
+		mem = c->level[0].members;
+		n = c->level[0].n;
+		me = c->level[0].me;
+		first = (int)mem[0];
+	}
+	if (n < 2)
 		return TP_OK;
+	int up = me > 0 ? c->peers[first + me - 1].fd : -1;
+	int dn = me + 1 < n ? c->peers[first + me + 1].fd : -1;
 	if ((me > 0 && up < 0) || (dn < 0 && me + 1 < n))
 		return TP_OK; /* cannot happen: the ring links them */
 	if (me == 0 && enabled)
@@ -691,7 +719,7 @@ tp_err_t tp__coll_host_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 		err = xfer(up, &all, 1, false, deadline);
 	if (!err && dn >= 0)
 		err = xfer(dn, &all, 1, true, deadline);
-	if (!err && all && !(c->host = host_attach(m, n, me, 0)))
+	if (!err && all && !(c->host = host_attach(m, n, me, first)))
 		err = TP_ERR_NOMEM;
 	if (m && !c->host)
 		munmap(m, host_len(n));
@@ -738,6 +766,8 @@ static tp_err_t host_wait(tp_coll_comm_t *c, tp__coll_host_t *h,
 	const struct timespec slice = {0, 50 * 1000 * 1000};
 	int64_t deadline = c->last_move_ns + (int64_t)(c->timeout_s * 1e9);
 
+	for (int i = 0; i < h->spin && !reached(w, target); i++)
+		cpu_relax();
 	while (!reached(w, target)) {
 		uint32_t v = atomic_load(w);
 		int e, dead, last = h->me;
@@ -816,19 +846,37 @@ tp_err_t tp__coll_host_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 
 #define TILE 16384
 
+/* Take the next block buffer once every rank is done with what it held
+ * two rounds ago: its index, the arrival target of this round. */
+static tp_err_t host_take(tp_coll_comm_t *c, tp__coll_host_t *h, uint32_t *d_p,
+			  uint32_t *target_p)
+{
+	uint32_t s = h->bseq++, n = (uint32_t)h->n;
+
+	*d_p = s & 1;
+	*target_p = n * ((s >> 1) + 1);
+	return host_wait(c, h, h->out[*d_p], *target_p - n);
+}
+
+/* Done with buffer d: the counters stay in step with host_block's. */
+static void host_done(tp__coll_host_t *h, uint32_t d, uint32_t target)
+{
+	host_arrive(h, h->red[d], target);
+	host_arrive(h, h->out[d], target);
+}
+
 /* One block of the large all-reduce: len bytes at buf (input at src). */
 static tp_err_t host_block(tp_coll_comm_t *c, char *buf, const char *src,
 			   size_t len, tp_coll_dtype_t dt, tp_coll_op_t op)
 {
 	tp__coll_host_t *h = c->host;
 	size_t dsz = tp_coll_dtype_size(dt), off, cnt;
-	uint32_t s = h->bseq++, d = s & 1, n = (uint32_t)h->n;
-	uint32_t target = n * ((s >> 1) + 1);
-	char *slot = h->block[d], *res = slot + n * TP__COLL_HOST_BLOCK, *mine;
-	tp_err_t err;
+	uint32_t d, target;
+	tp_err_t err = host_take(c, h, &d, &target);
+	char *slot = h->block[d], *res = slot + h->n * TP__COLL_HOST_BLOCK;
+	char *mine;
 
-	/* every rank is done with what this buffer held two blocks ago */
-	if ((err = host_wait(c, h, h->out[d], target - n)))
+	if (err)
 		return err;
 	/* our own part is read from src by us alone: not copied */
 	tp__coll_seg(len / dsz, h->n, h->me, &off, &cnt);
@@ -880,6 +928,118 @@ tp_err_t tp__coll_host_allreduce_large(tp_coll_comm_t *c, char *buf,
 					  len, dt, op);
 		if (err)
 			return err;
+	}
+	return TP_OK;
+}
+
+/* Round k of the host phases: shard j's piece of up to `pe` elements,
+ * at element *at_p of the call's buffer; false when the shard has no
+ * piece k. */
+static bool host_piece(const tp__coll_host_t *h, size_t count, size_t pe,
+		       size_t k, int j, size_t *at_p, size_t *cnt_p)
+{
+	size_t off, cnt;
+
+	tp__coll_seg(count, h->n, j, &off, &cnt);
+	if (k * pe >= cnt)
+		return false;
+	*at_p = off + k * pe;
+	*cnt_p = cnt - k * pe < pe ? cnt - k * pe : pe;
+	return true;
+}
+
+/* Rounds of pieces a block buffer holds: slot l keeps rank l's piece of
+ * every shard at [j x pe], the result area every rank's own. */
+static size_t host_rounds(const tp__coll_host_t *h, size_t count, size_t dsz,
+			  size_t *pe_p)
+{
+	size_t per = (count + (size_t)h->n - 1) / (size_t)h->n;
+
+	*pe_p = TP__COLL_HOST_BLOCK / (size_t)h->n / dsz;
+	return (per + *pe_p - 1) / *pe_p;
+}
+
+tp_err_t tp__coll_host_reduce_scatter(tp_coll_comm_t *c, char *buf,
+				      const char *src, size_t count,
+				      tp_coll_dtype_t dt, tp_coll_op_t op)
+{
+	tp__coll_host_t *h = c->host;
+	size_t dsz = tp_coll_dtype_size(dt), pe, at, cnt;
+	size_t rounds = host_rounds(h, count, dsz, &pe);
+	const char *in = src ? src : buf;
+	tp_err_t err;
+
+	for (size_t k = 0; k < rounds; k++) {
+		uint32_t d, target;
+		if ((err = host_take(c, h, &d, &target)))
+			return err;
+		char *slot = h->block[d];
+		char *mine = slot + (size_t)h->me * TP__COLL_HOST_BLOCK;
+		char *acc = slot + (size_t)h->n * TP__COLL_HOST_BLOCK +
+			    (size_t)h->me * pe * dsz;
+		for (int j = 0; j < h->n; j++)
+			if (j != h->me &&
+			    host_piece(h, count, pe, k, j, &at, &cnt))
+				memcpy(mine + (size_t)j * pe * dsz,
+				       in + at * dsz, cnt * dsz);
+		host_arrive(h, h->in[d], target);
+		if ((err = host_wait(c, h, h->in[d], target)))
+			return err;
+		if (host_piece(h, count, pe, k, h->me, &at, &cnt)) {
+			/* in local rank order, as every rank sums its part */
+			for (size_t t = 0; t < cnt * dsz; t += TILE) {
+				size_t b =
+				    cnt * dsz - t < TILE ? cnt * dsz - t : TILE;
+				for (int l = 0; l < h->n; l++) {
+					const char *from =
+					    l == h->me
+						? in + at * dsz + t
+						: slot +
+						      (size_t)l *
+							  TP__COLL_HOST_BLOCK +
+						      (size_t)h->me * pe * dsz +
+						      t;
+					if (l == 0)
+						memcpy(acc + t, from, b);
+					else
+						c->kern->reduce(acc + t, from,
+								b / dsz, dt, op,
+								NULL);
+				}
+				memcpy(buf + at * dsz + t, acc + t, b);
+			}
+		}
+		host_done(h, d, target);
+	}
+	return TP_OK;
+}
+
+tp_err_t tp__coll_host_allgather(tp_coll_comm_t *c, char *buf, size_t count,
+				 tp_coll_dtype_t dt)
+{
+	tp__coll_host_t *h = c->host;
+	size_t dsz = tp_coll_dtype_size(dt), pe, at, cnt;
+	size_t rounds = host_rounds(h, count, dsz, &pe);
+	tp_err_t err;
+
+	for (size_t k = 0; k < rounds; k++) {
+		uint32_t d, target;
+
+		if ((err = host_take(c, h, &d, &target)))
+			return err;
+		char *res = h->block[d] + (size_t)h->n * TP__COLL_HOST_BLOCK;
+		if (host_piece(h, count, pe, k, h->me, &at, &cnt))
+			memcpy(res + (size_t)h->me * pe * dsz, buf + at * dsz,
+			       cnt * dsz);
+		host_arrive(h, h->in[d], target);
+		if ((err = host_wait(c, h, h->in[d], target)))
+			return err;
+		for (int j = 0; j < h->n; j++)
+			if (j != h->me &&
+			    host_piece(h, count, pe, k, j, &at, &cnt))
+				memcpy(buf + at * dsz,
+				       res + (size_t)j * pe * dsz, cnt * dsz);
+		host_done(h, d, target);
 	}
 	return TP_OK;
 }

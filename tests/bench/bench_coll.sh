@@ -4,7 +4,7 @@
 # side in one run (issue 9). Root; not part of `make check` (the full matrix takes long).
 #
 #   bench_coll.sh [--json FILE] [--quick] [--sizes LIST] [--ratio R ...] [--impl LIST]
-#                 [--ranks-per-host N] [--one-host-ranks LIST] [--iters N] [--keep]
+#                 [--ranks-per-host N] [--one-host-ranks LIST] [--algos LIST] [--iters N] [--keep]
 #   bench_coll.sh --summary FILE...
 #
 #   --json FILE        write {"format":"topoplace-coll-bench/1","host_link_gbps":x,"results":[...]}
@@ -16,6 +16,7 @@
 #   --impl LIST        any of openmpi,gloo,topoplace (default all)
 #   --ranks-per-host N ranks per host on the fabric (default 1)
 #   --one-host-ranks LIST  rank counts for ratio 0 (default "8"; the issue's goal uses 2,4,8)
+#   --algos LIST       topoplace's algorithms (default ring,hierarchical,tree,auto)
 #   --iters N          timed iterations of the large sizes (default 3; small sizes get 3x)
 #   --keep             leave the fabric up and keep the work directory
 #   --summary FILE...  run nothing: print the goal ratios of earlier --json files together
@@ -40,7 +41,7 @@ nhosts=${TPE_HOSTS:-8}
 nleaves=${TPE_LEAVES:-2}
 
 json="" quick=0 sizes="" ratios="" impls="openmpi,gloo,topoplace" rph=1 one_host_ranks="8"
-iters=3 keep=0 summary_files=""
+iters=3 keep=0 summary_files="" topo_algos_opt=""
 die() { echo "bench_coll: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -51,6 +52,7 @@ while [ $# -gt 0 ]; do
 	--impl) impls=$2; shift 2 ;;
 	--ranks-per-host) rph=$2; shift 2 ;;
 	--one-host-ranks) one_host_ranks=$(echo "$2" | tr , ' '); shift 2 ;;
+	--algos) topo_algos_opt=$(echo "$2" | tr , ' '); shift 2 ;;
 	--iters) iters=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
 	--summary) shift; summary_files="$*"; break ;;
@@ -63,7 +65,10 @@ done
 # order in DESIGN.md's measurements (ring for Open MPI, halving-doubling for Gloo).
 ompi_algos="default basic_linear nonoverlapping recursive_doubling ring segmented_ring rabenseifner"
 gloo_algos="default ring_chunked halving_doubling"
-topo_algos="ring hierarchical tree auto"
+topo_algos=${topo_algos_opt:-ring hierarchical tree auto}
+for a in $topo_algos; do
+	case $a in ring | hierarchical | tree | auto) ;; *) die "--algos: unknown algorithm '$a'" ;; esac
+done
 case_timeout=900
 small_iters=$((iters * 3)) large_iters=$iters warmup=1
 if [ "$quick" = 1 ]; then

@@ -631,6 +631,34 @@ static void test_hier_one_group(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* The hierarchical host phases as the library runs them: through each
+ * host's shared segment (one local step each) by default; as rings of
+ * g - 1 steps with host_ring (TOPOPLACE_COLL_SHM=0): 4 hosts of 4 ranks
+ * over 2 leaves, 2 x 2 more alpha, the same bytes. */
+static void test_hier_host_ring(void **state)
+{
+	tp_fabric_t *f = fat_tree(2, 4, 1, 1);
+	tp_cost_ctx_t *seg = mkctx(f), *ring;
+	tp_cost_params_t p;
+	uint32_t hosts[4] = {0, 1, 4, 5};
+	int gpus[4];
+	tp_cost_t a, b;
+
+	(void)state;
+	tp_cost_params_defaults(&p);
+	assert_false(p.host_ring);
+	p.host_ring = true;
+	assert_int_equal(tp_cost_ctx_create(f, &p, &ring), TP_OK);
+	ones(gpus, 4, 4);
+	a = predict(seg, NULL, hosts, gpus, 4, TP_ALGO_HIERARCHICAL);
+	b = predict(ring, NULL, hosts, gpus, 4, TP_ALGO_HIERARCHICAL);
+	assert_close(b.bandwidth_s, a.bandwidth_s);
+	assert_close(b.latency_s - a.latency_s, 2 * 2 * p.alpha_s);
+	tp_cost_ctx_destroy(seg);
+	tp_cost_ctx_destroy(ring);
+	tp_fabric_destroy(f);
+}
+
 /* Uneven groups, the schedule the library runs for them: hosts 0, 1 on
  * one leaf, host 2 alone on the other, 1 GPU each. C = 2 channels (the
  * larger group's size): hosts 0 and 1 hold one each, host 2 both. Group
@@ -737,7 +765,8 @@ static void test_tree_fill(void **state)
 		a = predict_bytes(c, 8, bytes, TP_ALGO_TREE);
 		b = predict_bytes(flat, 8, bytes, TP_ALGO_TREE);
 		assert_close(a.latency_s, 6 * (p.alpha_s + p.hop_s));
-		assert_close(a.bandwidth_s, b.bandwidth_s * (1 + 5 / (2 * mib)));
+		assert_close(a.bandwidth_s,
+			     b.bandwidth_s * (1 + 5 / (2 * mib)));
 		a = predict_bytes(c, 8, bytes, TP_ALGO_RING);
 		b = predict_bytes(flat, 8, bytes, TP_ALGO_RING);
 		assert_close(a.bandwidth_s, b.bandwidth_s);
@@ -1239,6 +1268,7 @@ int main(void)
 	    cmocka_unit_test(test_dmodk_keys),
 	    cmocka_unit_test(test_hier_cross_spine),
 	    cmocka_unit_test(test_hier_one_group),
+	    cmocka_unit_test(test_hier_host_ring),
 	    cmocka_unit_test(test_hier_uneven),
 	    cmocka_unit_test(test_tree),
 	    cmocka_unit_test(test_tree_fill),

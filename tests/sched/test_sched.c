@@ -38,11 +38,13 @@ static uint64_t tj_rails(const void *arg, size_t node)
 	return t->rails ? t->rails[node] : 0;
 }
 
-static tp_sched_t *build(const tjob_t *t, size_t n, int nlevels, int nrails,
-			 tp_sched_algo_t algo)
+static tp_sched_t *build_job(const tjob_t *t, size_t n, int nlevels, int nrails,
+			     tp_sched_algo_t algo, int host_ring)
 {
 	tp_sched_job_t j = {0};
 	tp_sched_t *s = NULL;
+
+	j.host_ring = host_ring;
 
 	j.n = n;
 	j.nlevels = nlevels;
@@ -55,6 +57,12 @@ static tp_sched_t *build(const tjob_t *t, size_t n, int nlevels, int nrails,
 	assert_int_equal(tp_sched_build(&j, algo, &s), TP_OK);
 	assert_non_null(s);
 	return s;
+}
+
+static tp_sched_t *build(const tjob_t *t, size_t n, int nlevels, int nrails,
+			 tp_sched_algo_t algo)
+{
+	return build_job(t, n, nlevels, nrails, algo, 0);
 }
 
 static void assert_close(double got, double want)
@@ -406,6 +414,34 @@ static void test_hier_one_node(void **state)
 	tp_sched_destroy(r);
 }
 
+/* Hierarchical on 4 nodes of 4 ranks in 2 units: the host phases go
+ * through each node's segment, one local step each; with host_ring
+ * (TOPOPLACE_COLL_SHM=0) the library runs them as rings, g - 1 = 3 each,
+ * over the same bytes. Latency 2 + 2(K-1) + 2(m-1) = 6 steps vs 10. */
+static void test_hier_host_ring(void **state)
+{
+	uint32_t key[4] = {0, 0, 1, 1}, ranks[4] = {4, 4, 4, 4};
+	tjob_t t = {{key, key}, ranks, NULL, NULL};
+	tp_sched_t *seg = build_job(&t, 4, 1, 1, TP_SCHED_HIER, 0);
+	tp_sched_t *ring = build_job(&t, 4, 1, 1, TP_SCHED_HIER, 1);
+
+	(void)state;
+	for (int a = 0; a < 2; a++) {
+		const tp_sched_t *s = a ? ring : seg;
+		size_t last = tp_sched_nphases(s) - 1;
+		assert_int_equal(tp_sched_phase(s, 0)->kind,
+				 TP_SCHED_PH_HOST_RS);
+		assert_int_equal(tp_sched_phase(s, last)->kind,
+				 TP_SCHED_PH_HOST_AG);
+		assert_close(tp_sched_phase(s, 0)->local_steps, a ? 3 : 1);
+		assert_close(tp_sched_phase(s, last)->local_steps, a ? 3 : 1);
+		assert_close(tp_sched_phase(s, 0)->edges[0].frac, 3.0 / 4);
+		assert_close(tp_sched_latency(s, 1, 0, NULL), a ? 10 : 6);
+	}
+	tp_sched_destroy(seg);
+	tp_sched_destroy(ring);
+}
+
 /* Tree self edges: a node with g ranks moves S per tree over its local
  * fabric; 2(g-1) local steps. One node: no node edges at all. */
 static void test_tree_local(void **state)
@@ -441,7 +477,7 @@ static void test_errors(void **state)
 {
 	uint32_t key[4] = {0}, zero[4] = {0};
 	tjob_t t = {{key, key}, NULL, NULL, NULL};
-	tp_sched_job_t j = {4, 1, 0, &t, tj_group, NULL, NULL, NULL};
+	tp_sched_job_t j = {4, 1, 0, &t, tj_group, NULL, NULL, NULL, 0};
 	tp_allocator_t a = {fmalloc, fcalloc, frealloc, free};
 	tp_sched_t *s = NULL;
 
@@ -498,6 +534,7 @@ int main(void)
 	    cmocka_unit_test(test_hier_rails),
 	    cmocka_unit_test(test_hier_uneven),
 	    cmocka_unit_test(test_hier_one_node),
+	    cmocka_unit_test(test_hier_host_ring),
 	    cmocka_unit_test(test_tree_local),
 	    cmocka_unit_test(test_errors),
 	};
