@@ -58,14 +58,16 @@ mkdir "$tmp/mon"
 	--interval 1 --rediscover 0 2>"$tmp/mon.err") &
 MON_PID=$!
 
-# One second of traffic and errors as console lines (absolute values:
-# PerformanceSet sets a field). awk keeps the per-port totals in $tmp/ctr.
+# DT seconds of traffic and errors as console lines (absolute values:
+# PerformanceSet sets a field), data scaled by the time since the last
+# batch so that the rates hold under a late loop. awk keeps the per-port
+# totals in $tmp/ctr. traffic SEED DT
 : >"$tmp/ctr"
 traffic() {
-	awk -v seed="$1" -v ctr="$tmp/ctr" '
+	awk -v seed="$1" -v dt="$2" -v ctr="$tmp/ctr" '
 	BEGIN { srand(seed); while ((getline l < ctr) > 0) { split(l, f, " "); v[f[1]] = f[2] } }
 	{
-		k = $1 "[" $2 "]"; words = $3 * 1e9 / 32
+		k = $1 "[" $2 "]"; words = $3 * 1e9 / 32 * dt
 		x[k] = v[k ".x"] + int(rand() * 0.9 * words); v[k ".x"] = x[k]
 		r[k] = v[k ".r"] + int(rand() * 0.9 * words); v[k ".r"] = r[k]
 		printf "PerformanceSet \"%s\"[%s] PortCountersExtended.PortXmitData=%.0f\n", $1, $2, x[k]
@@ -88,13 +90,15 @@ until [ -s "$state" ] && [ -n "$(stamp)" ]; do
 	n=$((n + 1))
 	[ "$n" -lt 600 ] || { echo "monitor wrote nothing"; tail -3 "$tmp/mon.err"; exit 1; }
 done
-seen=0 bad_sweeps=0 last= lines=0 tick=0
+seen=0 bad_sweeps=0 last= lines=0 tick=0 sent=$(date +%s%N)
 t0=$(date +%s)
 while [ "$seen" -lt "$sweeps" ]; do
 	now=$(date +%s)
 	if [ "$now" -ne "$tick" ]; then
 		tick=$now
-		traffic "$now" >"$tmp/con"
+		t=$(date +%s%N)
+		traffic "$now" "$(((t - sent) / 1000000)).0e-3" >"$tmp/con"
+		sent=$t
 		lines=$((lines + $(wc -l <"$tmp/con")))
 		cat "$tmp/con" >"$IBSIM_DIR/console"
 	fi
