@@ -61,7 +61,8 @@ MON_PID=$!
 # DT seconds of traffic and errors as console lines (absolute values:
 # PerformanceSet sets a field), data scaled by the time since the last
 # batch so that the rates hold under a late loop. awk keeps the per-port
-# totals in $tmp/ctr. traffic SEED DT
+# totals in $tmp/ctr, whole (%.0f: mawk would print 6 digits and a data
+# counter could step back, which the rules read as a reset). traffic SEED DT
 : >"$tmp/ctr"
 traffic() {
 	awk -v seed="$1" -v dt="$2" -v ctr="$tmp/ctr" '
@@ -80,7 +81,7 @@ traffic() {
 		if (d) { v[k ".d"] += d
 			printf "PerformanceSet \"%s\"[%s] PortCounters.PortXmitDiscards=%d\n", $1, $2, v[k ".d"] }
 	}
-	END { for (k in v) print k, v[k] > ctr }' "$tmp/ports"
+	END { for (k in v) printf "%s %.0f\n", k, v[k] > ctr }' "$tmp/ports"
 }
 
 stamp() { sed -n 's/^topoplace_health_last_sweep_timestamp_seconds //p' "$prom" 2>/dev/null; }
