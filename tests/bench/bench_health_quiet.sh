@@ -52,11 +52,9 @@ nports=$(wc -l <"$tmp/ports")
 
 state=$tmp/state.json
 prom=$tmp/h.prom
-mkdir "$tmp/mon"
-(cd "$tmp/mon" && LD_PRELOAD=$UMAD2SIM exec timeout --foreground $((sweeps * 3 + 60)) \
-	"$T" monitor --fabric "$tmp/live.json" --state-out "$state" --prom "$prom" \
-	--interval 1 --rediscover 0 2>"$tmp/mon.err") &
-MON_PID=$!
+ibsim_monitor $((sweeps * 3 + 60)) "$state" "$prom" "$T" monitor \
+	--fabric "$tmp/live.json" --state-out "$state" --prom "$prom" \
+	--interval 1 --rediscover 0
 
 # DT seconds of traffic and errors as console lines (absolute values:
 # PerformanceSet sets a field), data scaled by the time since the last
@@ -85,12 +83,6 @@ traffic() {
 }
 
 stamp() { sed -n 's/^topoplace_health_last_sweep_timestamp_seconds //p' "$prom" 2>/dev/null; }
-n=0
-until [ -s "$state" ] && [ -n "$(stamp)" ]; do
-	sleep 0.1
-	n=$((n + 1))
-	[ "$n" -lt 600 ] || { echo "monitor wrote nothing"; tail -3 "$tmp/mon.err"; exit 1; }
-done
 seen=0 bad_sweeps=0 last= lines=0 sent=$(date +%s%N)
 t0=$(date +%s)
 while [ "$seen" -lt "$sweeps" ]; do
