@@ -55,17 +55,8 @@ done
 
 # Unlink -> state file, with the monitor at --interval 1 on one core
 state=$tmp/state.json
-mkdir "$tmp/mon"
-(cd "$tmp/mon" && LD_PRELOAD=$UMAD2SIM exec timeout --foreground 300 taskset -c 0 "$T" \
-	monitor --fabric "$tmp/live.json" --state-out "$state" \
-	--prom "$tmp/h.prom" --interval 1 2>"$tmp/mon.err") &
-MON_PID=$!
-n=0
-until [ -s "$state" ] && [ -s "$tmp/h.prom" ]; do
-	sleep 0.1
-	n=$((n + 1))
-	[ "$n" -lt 600 ] || { echo "monitor wrote nothing"; tail -3 "$tmp/mon.err"; exit 1; }
-done
+ibsim_monitor 300 "$state" "$tmp/h.prom" taskset -c 0 "$T" monitor \
+	--fabric "$tmp/live.json" --state-out "$state" --prom "$tmp/h.prom" --interval 1
 sweep_s=$(sed -n 's/^topoplace_health_sweep_seconds //p' "$tmp/h.prom")
 worst=0 sum=0
 for leaf in 1 2 3; do

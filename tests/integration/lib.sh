@@ -143,6 +143,24 @@ ibsim_discover() {
 	finish
 }
 ibsim_con() { "$IBSIM_RUN" console "$IBSIM_DIR" "$1"; }
+# ibsim_monitor SECS STATE PROM CMD...: CMD (a `topoplace monitor` writing
+# STATE and PROM) as an ibsim client in $tmp/mon for at most SECS, stderr
+# in $tmp/mon.err, MON_PID set for ibsim_stop; returns once both files
+# exist, ends the test (1) when they do not within 60 s.
+ibsim_monitor() {
+	mon_secs=$1 mon_state=$2 mon_prom=$3
+	shift 3
+	mkdir -p "$tmp/mon"
+	(cd "$tmp/mon" && LD_PRELOAD=$UMAD2SIM exec timeout --foreground "$mon_secs" "$@" \
+		2>"$tmp/mon.err") &
+	MON_PID=$!
+	mon_n=0
+	until [ -s "$mon_state" ] && [ -s "$mon_prom" ]; do
+		sleep 0.1
+		mon_n=$((mon_n + 1))
+		[ "$mon_n" -lt 600 ] || { echo "monitor wrote nothing"; tail -3 "$tmp/mon.err"; exit 1; }
+	done
+}
 # ibsim_exec CMD...: CMD as an ibsim client, bounded by ${TO:-60} s
 ibsim_exec() { TP_IBSIM_TIMEOUT=${TO:-60} "$IBSIM_RUN" exec "$IBSIM_SOCKNAME" -- "$@"; }
 # (Every step tolerates failure: under set -e the first failing command
