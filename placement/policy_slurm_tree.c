@@ -4,14 +4,14 @@
  * table that `topoplace fabric topology-conf` writes for the same fabric.
  * Section numbers refer to doc/slurm-tree-model.md.
  *
- * The switch table (1.5), as Slurm would build it from our file
- * (topology/topoconf.c): one SwitchName line per group, written top level
- * first and, within a level, in group index order; that line order is the
- * switch index. Level-1 groups are the leaves (Slurm level 0) with their
- * hosts as Nodes=; level-k groups list their children as Switches=
- * (Slurm level k-1). parent is the parent group's line, and 0 for a
- * switch nobody lists as a child (Slurm's zero-filled array: the first
- * root for a single tree, as Slurm has it). switches_dist is the hop
+ * The switch table (1.5), as Slurm would build it from our file: the
+ * switches of tp_stree_conf, the tree the writer prints, one SwitchName
+ * line per group, top level first and, within a level, in group index
+ * order; that line order is the switch index. Level-1 groups are the leaves
+ * (Slurm level 0) with their hosts as Nodes=; level-k groups list their
+ * children as Switches= (Slurm level k-1). parent is the parent group's line,
+ * and 0 for a switch nobody lists as a child (Slurm's zero-filled array: the
+ * first root for a single tree, as Slurm has it). switches_dist is the hop
  * count in the group tree, INFINITE between trees. Hosts in no level-1
  * group are written as a comment only, so Slurm never selects them (8.7).
  *
@@ -86,34 +86,32 @@ typedef struct tree {
 	tp__slurm_pick_t pk; /* cand: candidate under the top switch */
 	sw_t *sw;
 	size_t nsw;
-	uint32_t *line_of; /* fabric group -> line */
-	uint64_t *dist;	   /* per line */
+	uint64_t *dist; /* per line */
 } tree_t;
 
+/* The switches in topology.conf's line order (tp_stree_conf). */
 static tp_err_t build_table(tree_t *t)
 {
-	const tp_fabric_t *f = t->pk.in->f;
-	size_t ng = tp_fabric_ngroups(f), k = 0;
-	int top = tp_fabric_ngroup_levels(f);
+	tp_stree_t conf;
+	tp_err_t err = tp_stree_conf(t->pk.in->f, &conf);
 
-	t->sw = tp_calloc(ng + 1, sizeof(sw_t));
-	t->line_of = tp_malloc((ng + 1) * sizeof(uint32_t));
-	if (!t->sw || !t->line_of)
+	if (err)
+		return err;
+	if (!(t->sw = tp_calloc(conf.nsw + 1, sizeof(sw_t)))) {
+		tp_stree_free(&conf);
 		return TP_ERR_NOMEM;
-	/* topoconf.c writes levels top down, groups in index order */
-	for (int lv = top; lv >= 1; lv--)
-		for (uint32_t g = 0; g < ng; g++)
-			if (tp_fabric_group(f, g)->level == lv) {
-				t->sw[k].group = g;
-				t->sw[k].level = lv - 1;
-				t->line_of[g] = (uint32_t)k++;
-			}
-	t->nsw = k;
-	for (size_t i = 0; i < t->nsw; i++) {
-		uint32_t p = tp_fabric_group(f, t->sw[i].group)->parent;
-		t->sw[i].up = p == TP_ID_NONE ? TP_ID_NONE : t->line_of[p];
-		t->sw[i].parent = p == TP_ID_NONE ? 0 : t->line_of[p];
 	}
+	t->nsw = conf.nsw;
+	for (uint32_t i = 0; i < conf.nsw; i++) {
+		const tp_stree_sw_t *s = &conf.sw[i];
+		bool root = s->parent == i;
+
+		t->sw[i].group = s->group;
+		t->sw[i].level = s->level;
+		t->sw[i].up = root ? TP_ID_NONE : s->parent;
+		t->sw[i].parent = root ? 0 : s->parent;
+	}
+	tp_stree_free(&conf);
 	return TP_OK;
 }
 
@@ -334,7 +332,6 @@ static tp_err_t slurm_tree(const tp__policy_in_t *in, uint32_t *hosts,
 		*n_p = t.pk.n;
 out:
 	tp_free(t.sw);
-	tp_free(t.line_of);
 	tp_free(t.pk.cand);
 	tp_free(t.dist);
 	return err;

@@ -1,9 +1,9 @@
 /*
  * The switch tree topology/topoplace gives Slurm 22.05.
  *
- * It starts from the text `topoplace fabric topology-conf` writes rather
- * than from the groups directly: the names and the leaf/parent structure
- * Slurm sees through the plugin are then those of topology/tree with our
+ * It starts from the tree `topoplace fabric topology-conf` prints
+ * (tp_stree_conf): the names and the leaf/parent structure Slurm sees
+ * through the plugin are then those of topology/tree with our
  * topology.conf, by construction, and the fidelity tests comparing the two
  * compare like with like.
  *
@@ -13,7 +13,6 @@
  */
 #include "config.h"
 
-#include <ctype.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,10 +27,9 @@ typedef struct bsw {
 	uint32_t parent;
 	uint32_t *hosts;
 	size_t nhosts, caphosts;
-	char **kids; /* child names from Switches= */
-	size_t nkids;
 	uint32_t link_speed;
-	uint32_t key; /* smallest original position among its hosts */
+	uint32_t group; /* fabric group, TP_ID_NONE when none */
+	uint32_t key;	/* smallest original position among its hosts */
 	bool nvlink;
 	bool alive;
 } bsw_t;
@@ -73,6 +71,7 @@ static uint32_t add_switch(build_t *b, char *name)
 	memset(s, 0, sizeof(*s));
 	s->name = name;
 	s->parent = TP_ID_NONE;
+	s->group = TP_ID_NONE;
 	s->link_speed = 1;
 	s->key = UINT32_MAX;
 	s->alive = true;
@@ -112,126 +111,43 @@ static char *unique_name(build_t *b, const char *base)
 	return NULL;
 }
 
-/* One "SwitchName=... Nodes=|Switches=... [LinkSpeed=N]" line. */
-static tp_err_t parse_line(build_t *b, char *line, size_t lineno)
+/* The switches topology.conf states (tp_stree_conf), in its line order:
+ * sibling order below is then the file's. */
+static tp_err_t from_conf(build_t *b)
 {
-	char *name = NULL, *nodes = NULL, *kids = NULL, *speed = NULL;
-	char *save = NULL, *tok;
-	char **v = NULL;
-	size_t n = 0;
-	uint32_t i;
-	tp_err_t err;
+	tp_stree_t c;
+	tp_err_t err = tp_stree_conf(b->f, &c);
 
-	for (tok = strtok_r(line, " \t", &save); tok;
-	     tok = strtok_r(NULL, " \t", &save)) {
-		if (!strncmp(tok, "SwitchName=", 11))
-			name = tok + 11;
-		else if (!strncmp(tok, "Nodes=", 6))
-			nodes = tok + 6;
-		else if (!strncmp(tok, "Switches=", 9))
-			kids = tok + 9;
-		else if (!strncmp(tok, "LinkSpeed=", 10))
-			speed = tok + 10;
-		else
-			return failf(b, TP_ERR_PARSE,
-				     "topology-conf:%zu: unexpected '%s'",
-				     lineno, tok);
-	}
-	if (!name || !*name || !nodes == !kids)
-		return failf(b, TP_ERR_PARSE,
-			     "topology-conf:%zu: malformed switch line",
-			     lineno);
-	if (tp_strmap_get(&b->byname, name) != TP_MAP_NONE)
-		return failf(b, TP_ERR_PARSE,
-			     "topology-conf:%zu: switch %s twice", lineno,
-			     name);
-	char *dup = tp_strdup(name);
-	if (!dup || (i = add_switch(b, dup)) == TP_ID_NONE)
-		return TP_ERR_NOMEM;
-	if (speed) {
-		unsigned long ls = strtoul(speed, NULL, 10);
-		b->sw[i].link_speed =
-		    ls ? (uint32_t)(ls > UINT32_MAX ? UINT32_MAX : ls) : 1;
-	}
-	err = tp_hostlist_expand(nodes ? nodes : kids, &v, &n);
-	if (err)
-		return failf(b, err, "topology-conf:%zu: bad list '%s'", lineno,
-			     nodes ? nodes : kids);
-	if (kids) {
-		b->sw[i].kids = v;
-		b->sw[i].nkids = n;
-		return TP_OK;
-	}
-	for (size_t k = 0; k < n; k++) {
-		uint32_t h = tp_fabric_host_find(b->f, v[k]);
-		if (h == TP_ID_NONE || h >= tp_fabric_nhosts(b->f)) {
-			err = failf(b, TP_ERR_PARSE,
-				    "topology-conf:%zu: unknown host %s",
-				    lineno, v[k]);
-			break;
-		}
-		if (b->hleaf[h] != TP_ID_NONE) {
-			err = failf(b, TP_ERR_PARSE,
-				    "host %s on two leaves (%s, %s)", v[k],
-				    b->sw[b->hleaf[h]].name, name);
-			break;
-		}
-		b->hleaf[h] = i;
-		if ((err = add_host(&b->sw[i], h)))
-			break;
-	}
-	tp_hostlist_free(v, n);
-	return err;
-}
-
-static tp_err_t parse_conf(build_t *b)
-{
-	char *text = NULL, *line, *next;
-	size_t lineno = 0;
-	tp_err_t err;
-
-	err = tp_fabric_topology_conf(b->f, false, &text);
 	if (err)
 		return failf(b, err, "topology-conf: %s",
-			     tp_fabric_error(b->f));
-	for (line = text; line && !err; line = next) {
-		lineno++;
-		if ((next = strchr(line, '\n')))
-			*next++ = '\0';
-		tp_strtrim(line);
-		if (!*line || *line == '#')
-			continue;
-		err = parse_line(b, line, lineno);
-	}
-	tp_free(text);
-	if (err)
-		return err;
-	/* parents from the child lists */
-	for (size_t i = 0; i < b->nsw; i++)
-		for (size_t k = 0; k < b->sw[i].nkids; k++) {
-			uint32_t c =
-			    tp_strmap_get(&b->byname, b->sw[i].kids[k]);
-			if (c == TP_MAP_NONE || c == i)
-				return failf(b, TP_ERR_PARSE,
-					     "switch %s: bad child %s",
-					     b->sw[i].name, b->sw[i].kids[k]);
-			if (b->sw[c].parent != TP_ID_NONE)
-				return failf(b, TP_ERR_PARSE,
-					     "switch %s has two parents",
-					     b->sw[c].name);
-			b->sw[c].parent = (uint32_t)i;
+			     err == TP_ERR_INVAL ? "fabric not finalized"
+						 : tp_strerror(err));
+	for (uint32_t i = 0; i < c.nsw && !err; i++) {
+		tp_stree_sw_t *cs = &c.sw[i];
+		uint32_t k = add_switch(b, cs->name);
+
+		cs->name = NULL;
+		if (k == TP_ID_NONE) {
+			err = TP_ERR_NOMEM;
+			break;
 		}
-	for (size_t i = 0; i < b->nsw; i++) {
-		uint32_t p = (uint32_t)i;
-		for (size_t steps = 0; p != TP_ID_NONE; steps++) {
-			if (steps > b->nsw)
-				return failf(b, TP_ERR_PARSE,
-					     "switch %s: not a tree",
-					     b->sw[i].name);
-			p = b->sw[p].parent;
+		b->sw[k].group = cs->group;
+		b->sw[k].link_speed = cs->link_speed;
+		b->sw[k].parent = cs->parent == i ? TP_ID_NONE : cs->parent;
+		for (size_t j = 0; j < cs->nhosts && !err; j++) {
+			uint32_t h = cs->hosts[j];
+			if (b->hleaf[h] != TP_ID_NONE)
+				err = failf(b, TP_ERR_PARSE,
+					    "host %s on two leaves (%s, %s)",
+					    tp_fabric_host(b->f, h)->name,
+					    b->sw[b->hleaf[h]].name,
+					    b->sw[k].name);
+			else if (!(err = add_host(&b->sw[k], h)))
+				b->hleaf[h] = k;
 		}
 	}
-	return TP_OK;
+	tp_stree_free(&c);
+	return err;
 }
 
 static int cmp_u32(const void *x, const void *y)
@@ -426,7 +342,6 @@ static void build_free(build_t *b)
 	for (size_t i = 0; i < b->nsw; i++) {
 		tp_free(b->sw[i].name);
 		tp_free(b->sw[i].hosts);
-		tp_hostlist_free(b->sw[i].kids, b->sw[i].nkids);
 	}
 	tp_free(b->sw);
 	tp_strmap_clear(&b->byname);
@@ -501,7 +416,7 @@ tp_err_t tp_stree_build(const tp_fabric_t *f, bool nvlink, tp_stree_t *t,
 		goto fail;
 	for (size_t h = 0; h < nh; h++)
 		b.hleaf[h] = b.pos[h] = TP_ID_NONE;
-	if ((err = parse_conf(&b)))
+	if ((err = from_conf(&b)))
 		goto fail;
 	err = TP_ERR_NOMEM;
 	/* original positions: sibling order = topology.conf line order */
@@ -570,6 +485,7 @@ tp_err_t tp_stree_build(const tp_fabric_t *f, bool nvlink, tp_stree_t *t,
 		b.sw[i].hosts = NULL;
 		b.sw[i].nhosts = 0;
 		o->link_speed = b.sw[i].link_speed;
+		o->group = b.sw[i].group;
 		o->nvlink = b.sw[i].nvlink;
 		o->parent = b.sw[i].parent == TP_ID_NONE
 				? newidx[i]

@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,32 +199,124 @@ static void put_group_comment(tp_strbuf_t *sb, const tp_fabric_t *f,
 	tp_free(s);
 }
 
-static void put_children(tp_strbuf_t *sb, const tp_fabric_t *f, char **names,
-			 size_t g)
+static void put_children(tp_strbuf_t *sb, const tp_stree_t *t,
+			 const tp_stree_sw_t *s)
 {
 	const char **v =
-	    tp_malloc((f->ngroup ? f->ngroup : 1) * sizeof(char *));
-	size_t n = 0;
-	char *s;
+	    tp_malloc((s->nchildren ? s->nchildren : 1) * sizeof(char *));
+	char *list;
 
 	if (!v) {
 		sb->failed = true;
 		return;
 	}
-	for (size_t c = 0; c < f->ngroup; c++)
-		if (f->group[c].parent == g)
-			v[n++] = names[c];
-	s = tp_hostlist_compress(v, n);
+	for (size_t k = 0; k < s->nchildren; k++)
+		v[k] = t->sw[s->children[k]].name;
+	list = tp_hostlist_compress(v, s->nchildren);
 	tp_free(v);
-	if (!s) {
+	if (!list) {
 		sb->failed = true;
 		return;
 	}
-	tp_strbuf_printf(sb, "%s", s);
-	tp_free(s);
+	tp_strbuf_printf(sb, "%s", list);
+	tp_free(list);
 }
 
-static void write_tree(tp_strbuf_t *sb, const tp_fabric_t *f, char **names)
+/* Slurm reads LinkSpeed as an integer, the "%.0f" the file prints (the
+ * same rounding as nearbyint); 0 or none reads as 1. */
+static uint32_t link_speed(double up_gbps)
+{
+	if (!(up_gbps >= 1.5) || isinf(up_gbps))
+		return 1;
+	return up_gbps >= UINT32_MAX ? UINT32_MAX
+				     : (uint32_t)nearbyint(up_gbps);
+}
+
+/* Line i's parent, speed, and hosts (a leaf: as the group lists them) or
+ * children (child groups in index order). */
+static tp_err_t conf_switch(const tp_fabric_t *f, tp_stree_t *t,
+			    const uint32_t *line, uint32_t i)
+{
+	tp_stree_sw_t *s = &t->sw[i];
+	const tp_group_t *gp = &f->group[s->group];
+	size_t n = 0;
+
+	s->parent = gp->parent != TP_ID_NONE && line[gp->parent] != TP_ID_NONE
+			? line[gp->parent]
+			: i;
+	s->link_speed = link_speed(gp->up_gbps);
+	if (s->level == 0) {
+		s->hosts =
+		    tp_malloc((gp->nhosts ? gp->nhosts : 1) * sizeof(uint32_t));
+		if (!s->hosts)
+			return TP_ERR_NOMEM;
+		memcpy(s->hosts, gp->hosts, gp->nhosts * sizeof(uint32_t));
+		s->nhosts = s->nbelow = (uint32_t)gp->nhosts;
+		return TP_OK;
+	}
+	for (size_t c = 0; c < f->ngroup; c++)
+		n += f->group[c].parent == s->group && line[c] != TP_ID_NONE;
+	if (!(s->children = tp_malloc((n ? n : 1) * sizeof(uint32_t))))
+		return TP_ERR_NOMEM;
+	for (size_t c = 0; c < f->ngroup; c++)
+		if (f->group[c].parent == s->group && line[c] != TP_ID_NONE)
+			s->children[s->nchildren++] = line[c];
+	return TP_OK;
+}
+
+tp_err_t tp_stree_conf(const tp_fabric_t *f, tp_stree_t *t)
+{
+	tp_stree_t out = {0};
+	char **names = NULL;
+	uint32_t *line = NULL;
+	tp_err_t err;
+
+	if (!f || !t || !f->finalized)
+		return TP_ERR_INVAL;
+	if ((err = group_names(f, &names)))
+		return err;
+	err = TP_ERR_NOMEM;
+	line = tp_malloc((f->ngroup + 1) * sizeof(uint32_t));
+	out.sw = tp_calloc(f->ngroup + 1, sizeof(tp_stree_sw_t));
+	if (!line || !out.sw)
+		goto out;
+	for (size_t g = 0; g < f->ngroup; g++)
+		line[g] = TP_ID_NONE;
+	/* top down, like Slurm's own examples */
+	for (int lv = f->ngroup_levels; lv >= 1; lv--)
+		for (size_t g = 0; g < f->ngroup; g++) {
+			if (f->group[g].level != lv)
+				continue;
+			out.sw[out.nsw].group = (uint32_t)g;
+			out.sw[out.nsw].level = lv - 1;
+			out.sw[out.nsw].name = names[g];
+			names[g] = NULL;
+			line[g] = (uint32_t)out.nsw++;
+		}
+	for (uint32_t i = 0; i < out.nsw; i++)
+		if (conf_switch(f, &out, line, i))
+			goto out;
+	/* each leaf's hosts up its chain */
+	for (uint32_t i = 0; i < out.nsw; i++)
+		for (uint32_t p = i, steps = 0;
+		     out.sw[p].parent != p && steps < out.nsw; steps++) {
+			p = out.sw[p].parent;
+			out.sw[p].nbelow += (uint32_t)out.sw[i].nhosts;
+		}
+	out.levels = f->ngroup_levels > 0 ? f->ngroup_levels - 1 : 0;
+	out.nhosts = f->nhost;
+	*t = out;
+	memset(&out, 0, sizeof(out));
+	err = TP_OK;
+out:
+	free_names(f, names);
+	tp_free(line);
+	tp_stree_free(&out);
+	return err;
+}
+
+static void write_tree(tp_strbuf_t *sb, const tp_fabric_t *f,
+		       const tp_stree_t *t)
 {
 	bool *listed = tp_calloc(f->nhost + 1, sizeof(bool));
 
@@ -238,30 +331,25 @@ static void write_tree(tp_strbuf_t *sb, const tp_fabric_t *f, char **names)
 			 "level above\n",
 			 f->nhost, f->ngroup_levels,
 			 f->ngroup_levels == 1 ? "" : "s");
-	/* top down, like Slurm's own examples */
-	for (int lv = f->ngroup_levels; lv >= 1; lv--)
-		for (size_t g = 0; g < f->ngroup; g++) {
-			const tp_group_t *gp = &f->group[g];
+	for (size_t i = 0; i < t->nsw; i++) {
+		const tp_stree_sw_t *s = &t->sw[i];
+		const tp_group_t *gp = &f->group[s->group];
 
-			if (gp->level != lv)
-				continue;
-			put_group_comment(sb, f, gp, names[g]);
-			tp_strbuf_printf(sb, "SwitchName=%s ", names[g]);
-			if (lv == 1) {
-				tp_strbuf_printf(sb, "Nodes=");
-				put_hosts(sb, f, gp->hosts, gp->nhosts);
-				for (size_t i = 0; i < gp->nhosts; i++)
-					listed[gp->hosts[i]] = true;
-			} else {
-				tp_strbuf_printf(sb, "Switches=");
-				put_children(sb, f, names, g);
-			}
-			/* Slurm reads LinkSpeed as an integer */
-			if (gp->up_gbps > 0)
-				tp_strbuf_printf(sb, " LinkSpeed=%.0f",
-						 gp->up_gbps);
-			tp_strbuf_append(sb, "\n", 1);
+		put_group_comment(sb, f, gp, s->name);
+		tp_strbuf_printf(sb, "SwitchName=%s ", s->name);
+		if (s->level == 0) {
+			tp_strbuf_printf(sb, "Nodes=");
+			put_hosts(sb, f, s->hosts, s->nhosts);
+			for (size_t k = 0; k < s->nhosts; k++)
+				listed[s->hosts[k]] = true;
+		} else {
+			tp_strbuf_printf(sb, "Switches=");
+			put_children(sb, t, s);
 		}
+		if (gp->up_gbps > 0)
+			tp_strbuf_printf(sb, " LinkSpeed=%.0f", gp->up_gbps);
+		tp_strbuf_append(sb, "\n", 1);
+	}
 	put_orphans(sb, f, listed, "in no switch group (no IB link)");
 	tp_free(listed);
 }
@@ -423,6 +511,7 @@ tp_err_t tp_fabric_topology_conf(const tp_fabric_t *f, bool block,
 	/* The detail buffer is the only state a failing writer touches. */
 	tp_fabric_t *fw = (tp_fabric_t *)f;
 	tp_strbuf_t sb = {0};
+	tp_stree_t tree = {0};
 	char **names = NULL;
 	tp_err_t err;
 
@@ -431,14 +520,15 @@ tp_err_t tp_fabric_topology_conf(const tp_fabric_t *f, bool block,
 	if (!f->finalized)
 		return tp__fabric_fail(fw, TP_ERR_INVAL,
 				       "topology.conf: fabric not finalized");
-	if ((err = group_names(f, &names)))
+	if ((err = block ? group_names(f, &names) : tp_stree_conf(f, &tree)))
 		return tp__fabric_fail(fw, err, "topology.conf: %s",
 				       tp_strerror(err));
 	if (block)
 		write_block(&sb, f, names);
 	else
-		write_tree(&sb, f, names);
+		write_tree(&sb, f, &tree);
 	free_names(f, names);
+	tp_stree_free(&tree);
 	tp_strbuf_append(&sb, "", 0);
 	if (sb.failed) {
 		tp_free(sb.buf);

@@ -400,6 +400,8 @@ typedef struct tp_stree_sw {
 	size_t nhosts;
 	uint32_t nbelow;     /* hosts in the whole subtree */
 	uint32_t link_speed; /* Gb/s to the level above (1 when unknown) */
+	uint32_t group;	     /* fabric group; TP_ID_NONE for an NVLink
+			      * domain or a "-rest" leaf */
 	bool nvlink;	     /* an NVLink domain */
 } tp_stree_sw_t;
 
@@ -415,9 +417,20 @@ typedef struct tp_stree {
 	size_t nhosts;	/* fabric host count (length of rank[]) */
 } tp_stree_t;
 
-/* Build the tree. With nvlink set but a domain whose hosts are not all in
- * the tree, the NVLink level is skipped (a warning goes to the log sink).
- * On failure t is untouched and *err_p (if not NULL) says why. */
+/* The tree as Slurm's topology.conf (topology/tree) states it, the one
+ * `topoplace fabric topology-conf` prints (tp_fabric_topology_conf): one
+ * switch per group of level 1 and above, in the file's line order (the
+ * highest level first, groups in index order within a level), which is
+ * Slurm's switch index order. Level-1 groups are the leaves with the
+ * group's hosts; a switch's children are its child groups in index order;
+ * level is the group's level - 1 (Slurm's); nothing is pruned, so a switch
+ * may have neither hosts nor children. There is no rank order: order and
+ * rank are NULL. TP_ERR_INVAL for a fabric not finalized. */
+tp_err_t tp_stree_conf(const tp_fabric_t *f, tp_stree_t *t);
+
+/* Build the tree from tp_stree_conf's. With nvlink set but a domain whose hosts
+ * are not all in the tree, the NVLink level is skipped (a warning goes to the
+ * log sink). On failure t is untouched and *err_p (if not NULL) says why. */
 tp_err_t tp_stree_build(const tp_fabric_t *f, bool nvlink, tp_stree_t *t,
 			char **err_p);
 void tp_stree_free(tp_stree_t *t);
