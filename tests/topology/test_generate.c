@@ -448,7 +448,8 @@ static void test_fat_tree_nics(void **state)
 	/* 16 hosts x 8 NICs + 4 leaves x 2 spines x 8 up-links (32 down,
 	 * 16 up per leaf: 2:1) */
 	assert_int_equal(tp_fabric_nlinks(f), 16 * 8 + 4 * 2 * 8);
-	const tp_group_t *gp = tp_fabric_group(f, tp_fabric_host(f, 0)->group[0]);
+	const tp_group_t *gp =
+	    tp_fabric_group(f, tp_fabric_host(f, 0)->group[0]);
 	assert_true(fabs(gp->down_gbps - 2 * gp->up_gbps) < 1e-6);
 	tp_fabric_destroy(f);
 
@@ -605,6 +606,82 @@ static void test_topoconf_tree(void **state)
 	/* an SU spans one leaf per rail: a synthetic name */
 	assert_non_null(strstr(t, "SwitchName=g1-1 Nodes=dgx[001-002]"));
 	tp_free(t);
+	tp_fabric_destroy(f);
+}
+
+/* tp_stree_conf is what the writer prints: line i is switch i, with its
+ * name, Nodes= or Switches=, and LinkSpeed; parents and children agree. */
+static void check_stree_conf(const tp_fabric_t *f)
+{
+	tp_stree_t t;
+	char *text = conf(f, false), *line, *save = NULL;
+	size_t i = 0, leaf_hosts = 0, root_below = 0;
+
+	assert_int_equal(tp_stree_conf(f, &t), TP_OK);
+	assert_null(t.order);
+	assert_int_equal(t.nhosts, tp_fabric_nhosts(f));
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		const tp_stree_sw_t *s;
+		const char *ls;
+		char want[256];
+
+		if (*line == '#')
+			continue;
+		assert_true(i < t.nsw);
+		s = &t.sw[i];
+		snprintf(want, sizeof(want), "SwitchName=%s %s=", s->name,
+			 s->level ? "Switches" : "Nodes");
+		assert_true(strncmp(line, want, strlen(want)) == 0);
+		ls = strstr(line, " LinkSpeed=");
+		assert_int_equal(s->link_speed,
+				 ls ? strtoul(ls + 11, NULL, 10) : 1);
+		assert_int_equal(s->level,
+				 tp_fabric_group(f, s->group)->level - 1);
+		if (s->level) {
+			assert_int_equal(s->nhosts, 0);
+			assert_true(s->nchildren > 0);
+		} else
+			leaf_hosts += s->nhosts;
+		for (size_t k = 0; k < s->nchildren; k++) {
+			assert_int_equal(t.sw[s->children[k]].parent, i);
+			assert_int_equal(t.sw[s->children[k]].level,
+					 s->level - 1);
+			if (k)
+				assert_true(t.sw[s->children[k - 1]].group <
+					    t.sw[s->children[k]].group);
+		}
+		if (s->parent == i)
+			root_below += s->nbelow;
+		else
+			assert_true(s->parent < i);
+		i++;
+	}
+	assert_int_equal(i, t.nsw);
+	assert_int_equal(root_below, leaf_hosts);
+	assert_int_equal(leaf_hosts, tp_fabric_nhosts(f));
+	tp_stree_free(&t);
+	tp_free(text);
+}
+
+static void test_stree_conf(void **state)
+{
+	tp_fabric_t *f;
+	tp_stree_t t;
+
+	(void)state;
+	f = tiny_fat_tree();
+	check_stree_conf(f);
+	tp_fabric_destroy(f);
+	f = tiny_rail();
+	check_stree_conf(f);
+	tp_fabric_destroy(f);
+	f = tiny_nvl();
+	check_stree_conf(f);
+	tp_fabric_destroy(f);
+
+	f = tp_fabric_create();
+	assert_int_equal(tp_stree_conf(f, &t), TP_ERR_INVAL);
 	tp_fabric_destroy(f);
 }
 
@@ -809,6 +886,7 @@ int main(void)
 	    cmocka_unit_test(test_param_errors),
 	    cmocka_unit_test(test_topoconf_tree),
 	    cmocka_unit_test(test_topoconf_block),
+	    cmocka_unit_test(test_stree_conf),
 	    cmocka_unit_test(test_topoconf_orphans),
 	    cmocka_unit_test(test_ibsim_net),
 	    cmocka_unit_test(test_ibsim_net_subnets),
