@@ -421,7 +421,9 @@ tp_err_t tp_stree_build(const tp_fabric_t *f, bool nvlink, tp_stree_t *t,
 	err = TP_ERR_NOMEM;
 	/* original positions: sibling order = topology.conf line order */
 	for (size_t i = 0; i < b.nsw; i++)
-		qsort(b.sw[i].hosts, b.sw[i].nhosts, sizeof(uint32_t), cmp_u32);
+		if (b.sw[i].nhosts)
+			qsort(b.sw[i].hosts, b.sw[i].nhosts, sizeof(uint32_t),
+			      cmp_u32);
 	if (!(scratch = tp_malloc((b.nsw + 1) * sizeof(kid_t))))
 		goto fail;
 	if (!walk(&b, TP_ID_NONE, false, out.order, &n, scratch))
