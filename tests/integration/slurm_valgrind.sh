@@ -13,10 +13,9 @@
 # corrupted while jobs run (the writer's link state and traffic).
 # 22.05 also runs node001's slurmd under valgrind, and with it (through
 # --trace-children) every slurmstepd it starts, which loads
-# spank_topoplace: steps with odd node lists and task layouts, a
-# client-set SLURM_STEP_NODELIST and SLURM_STEP_TASKS_PER_NODE of 100 KB (an
-# environment string's limit is 128 KB),
-# and a corrupt fabric file; slurmd and each slurmstepd must end with
+# spank_topoplace: steps with odd node lists and task layouts, a user-set
+# SLURM_STEP_NODELIST and SLURM_STEP_TASKS_PER_NODE of 100 KB (srun
+# replaces them) and a corrupt fabric file; slurmd and each slurmstepd must end with
 # "ERROR SUMMARY: 0 errors" and slurmd must still serve steps.
 # Needs root, Slurm, valgrind and the built plugins; exit 77 if not.
 . "$(dirname "$0")/lib.sh"
@@ -127,9 +126,10 @@ if [ "$gen" = 24 ]; then
 		bad "decisions file after the hostile one: $(tail -c 200 "$dec")"
 else
 	# steps through node001's slurmstepd under valgrind: odd layouts,
-	# then what a client can put in the step's environment (srun sets
-	# both, so a hostile client is stood in for by the user's
-	# environment; the plugin must refuse or bound whatever arrives)
+	# then a 100 KB SLURM_STEP_NODELIST/TASKS_PER_NODE in the user's
+	# environment, which a stock srun replaces with its own (the plugin's
+	# refusal of a hostile list from a modified client is
+	# tests/runtime/test_step_mem's and the unit tests', not run here)
 	# job_submit: GPU counts whose sum passes 2^64 saturate. Wrapped (to
 	# 0 GPUs, or to 0 nodes in the rounding up) the job would be sized by
 	# -N 2 alone and given --switches=1; saturated it fits no leaf and is
@@ -154,12 +154,12 @@ else
 		ok "arbitrary distribution node001,node001,node002,node001" || bad "srun -m arbitrary"
 	big=$(head -c 100000 /dev/zero | tr '\000' n)
 	SLURM_STEP_NODELIST="$big[1-999999]" SLURM_STEP_TASKS_PER_NODE="1(x$big)" \
-		timeout 120 srun -w node001 -N 1 sh -c 'echo "$SLURM_JOB_ID ${#SLURM_STEP_NODELIST}"' >"$tmp/hostile.out" 2>/dev/null &&
-		ok "step with a 100 KB SLURM_STEP_NODELIST/TASKS_PER_NODE in its environment" ||
-		bad "srun with hostile step environment"
-	read -r j len <"$tmp/hostile.out" || j=none
-	echo "# job $j: the task saw a SLURM_STEP_NODELIST of ${len:-?} bytes; the plugin:" \
-		"$(grep "spank/topoplace: job $j " "$dir/log/slurmd-node001.log" | cut -c 1-160 | tail -n 1)"
+		timeout 120 srun -w node001 -N 1 sh -c 'echo "$SLURM_JOB_ID $SLURM_STEP_NODELIST"' >"$tmp/hostile.out" 2>/dev/null ||
+		bad "srun with a 100 KB SLURM_STEP_NODELIST in the environment"
+	read -r j got <"$tmp/hostile.out" || j=none
+	[ "$got" = node001 ] && ok "a 100 KB SLURM_STEP_NODELIST in the environment: srun sent its own (node001)" ||
+		bad "the step saw SLURM_STEP_NODELIST of ${#got} bytes"
+	echo "# job $j, the plugin: $(grep "spank/topoplace: job $j " "$dir/log/slurmd-node001.log" | cut -c 1-160 | tail -n 1)"
 	cp "$dir/fabric.json" "$tmp/good.json"
 	echo '{"format":"topoplace-fabric/1",' >"$dir/fabric.json"
 	timeout 120 srun -w node001 -N 1 true >/dev/null 2>&1 &&
