@@ -578,13 +578,20 @@ until timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP'; do
 done
 
 # ---- slurmd, one per namespace ----
+# TP_SLURMD_WRAPPER runs node001's slurmd (only: a tool on every node would
+# eat the machine) under a tool, then named TP_SLURMD_NAME.
 i=1
 while [ $i -le "$NODES" ]; do
 	n=$(node $i)
 	mkdir -p "$DIR/spool/$n"
-	ip netns exec "$(nsname $i)" unshare --uts sh -c 'hostname "$1" && exec slurmd -D -N "$1"' sh "$n" \
+	wrap= name=slurmd
+	if [ $i -eq 1 ] && [ -n "${TP_SLURMD_WRAPPER:-}" ]; then
+		wrap=$TP_SLURMD_WRAPPER name=${TP_SLURMD_NAME:-slurmd}
+	fi
+	ip netns exec "$(nsname $i)" unshare --uts sh -c 'hostname "$1" && shift && exec "$@"' sh "$n" \
+		$wrap slurmd -D -N "$n" \
 		</dev/null >>"$DIR/log/slurmd-$n.out" 2>&1 &
-	echo "$! slurmd" >>"$DIR/pids"
+	echo "$! $name" >>"$DIR/pids"
 	i=$((i + 1))
 done
 

@@ -274,8 +274,10 @@ static char *decide(uint32_t min_nodes, const char *tres_per_job,
 	}
 	if (gpus) {
 		gpn = gpus_per_node(part_nodes);
-		if (gpn && (gpus + gpn - 1) / gpn > nodes)
-			nodes = (gpus + gpn - 1) / gpn;
+		/* rounded up without gpus + gpn - 1, which wraps a
+		 * saturated count back to a small one */
+		if (gpn && gpus / gpn + !!(gpus % gpn) > nodes)
+			nodes = gpus / gpn + !!(gpus % gpn);
 	}
 	if (nodes < pconf.min_nodes ||
 	    (pconf.max_nodes && nodes > pconf.max_nodes)) {

@@ -11,6 +11,12 @@
 # new slurmctld, outside valgrind), the corrupt fabric is
 # slurm24_topoplace.sh's; a LinkState file is written, rewritten and
 # corrupted while jobs run (the writer's link state and traffic).
+# 22.05 also runs node001's slurmd under valgrind, and with it (through
+# --trace-children) every slurmstepd it starts, which loads
+# spank_topoplace: steps with odd node lists and task layouts, a user-set
+# SLURM_STEP_NODELIST and SLURM_STEP_TASKS_PER_NODE of 100 KB (srun
+# replaces them) and a corrupt fabric file; slurmd and each slurmstepd must end with
+# "ERROR SUMMARY: 0 errors" and slurmd must still serve steps.
 # Needs root, Slurm, valgrind and the built plugins; exit 77 if not.
 . "$(dirname "$0")/lib.sh"
 
@@ -42,7 +48,17 @@ links() {
 		mv "$1.tmp" "$1"
 }
 : >"$tmp/extra.conf"
-[ "$gen" = 24 ] || echo "JobSubmitPlugins=job_submit/topoplace" >"$tmp/extra.conf"
+if [ "$gen" = 22 ]; then
+	need_plugins spank_topoplace
+	echo "JobSubmitPlugins=job_submit/topoplace" >"$tmp/extra.conf"
+	echo "PlugStackConfig=$dir/plugstack.conf" >>"$tmp/extra.conf"
+	echo "optional @DIR@/plugins/spank_topoplace.so fabric=@DIR@/fabric.json basedir=@DIR@/tprun/%h" >"$tmp/plugstack.conf"
+	set -- --extra-file "$tmp/plugstack.conf"
+	# node001's slurmd and the slurmstepds it execs (never what they run:
+	# tasks, scripts), one log per process
+	export TP_SLURMD_NAME=memcheck-amd64-
+	export TP_SLURMD_WRAPPER="valgrind --trace-children=yes --trace-children-skip=*/bin/*,*/spool/* --child-silent-after-fork=yes --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=none --num-callers=30 --log-file=$tmp/vgd.%p.log"
+fi
 # valgrind makes slurmctld slow: a longer message timeout for clients
 echo "MessageTimeout=20" >>"$tmp/extra.conf"
 
@@ -109,13 +125,103 @@ if [ "$gen" = 24 ]; then
 		ok "the hostile decisions file: cut record dropped, new records whole" ||
 		bad "decisions file after the hostile one: $(tail -c 200 "$dec")"
 else
+	# steps through node001's slurmstepd under valgrind: odd layouts,
+	# then a 100 KB SLURM_STEP_NODELIST/TASKS_PER_NODE in the user's
+	# environment, which a stock srun replaces with its own (the plugin's
+	# refusal of a hostile list from a modified client is
+	# tests/runtime/test_step_mem's and the unit tests', not run here)
+	# job_submit: GPU counts whose sum passes 2^64 saturate. Wrapped (to
+	# 0 GPUs, or to 0 nodes in the rounding up) the job would be sized by
+	# -N 2 alone and given --switches=1; saturated it fits no leaf and is
+	# left alone. The control: the same form with small counts is sized
+	# from --gpus (6 GPUs, 4 per node: 2 nodes).
+	for g in a:4,b:2 a:18446744073709551614,b:2; do
+		j=$(timeout 60 sbatch --parsable -H -N 2 --gpus=$g --wrap true 2>"$tmp/gres.err")
+		timeout 60 scontrol show job "$j" 2>/dev/null | grep -o 'Switches=[^ ]*\|AdminComment=.*' | tr '\n' ' ' >"$tmp/gres.$g"
+		timeout 60 scancel "$j" 2>/dev/null
+		echo "# --gpus=$g: job ${j:-none} $(cat "$tmp/gres.$g") $(head -c 200 "$tmp/gres.err")"
+	done
+	grep -q 'AdminComment=topoplace: switches=1@60s for 2 node(s) (from --gpus)' "$tmp/gres.a:4,b:2" &&
+		ok "--gpus=a:4,b:2: sized from --gpus (the control)" || bad "--gpus=a:4,b:2 not sized from --gpus"
+	[ -n "$j" ] && ! grep -q 'AdminComment=topoplace' "$tmp/gres.a:18446744073709551614,b:2" &&
+		ok "--gpus=a:2^64-2,b:2: the sum saturates, the job is left alone" ||
+		bad "--gpus=a:2^64-2,b:2: the sum wrapped"
+	mkdir -p "$dir/tprun"
+	timeout 120 srun -w node001,node003,node004 -N 3 -n 7 true >/dev/null 2>&1 &&
+		ok "step on node001 with 3,2(x2) tasks per node" || bad "srun -N 3 -n 7"
+	printf 'node001\nnode001\nnode002\nnode001\n' >"$tmp/hosts.arb"
+	SLURM_HOSTFILE=$tmp/hosts.arb timeout 120 srun -m arbitrary -n 4 true >/dev/null 2>&1 &&
+		ok "arbitrary distribution node001,node001,node002,node001" || bad "srun -m arbitrary"
+	big=$(head -c 100000 /dev/zero | tr '\000' n)
+	SLURM_STEP_NODELIST="$big[1-999999]" SLURM_STEP_TASKS_PER_NODE="1(x$big)" \
+		timeout 120 srun -w node001 -N 1 sh -c 'echo "$SLURM_JOB_ID $SLURM_STEP_NODELIST"' >"$tmp/hostile.out" 2>/dev/null ||
+		bad "srun with a 100 KB SLURM_STEP_NODELIST in the environment"
+	read -r j got <"$tmp/hostile.out" || j=none
+	[ "$got" = node001 ] && ok "a 100 KB SLURM_STEP_NODELIST in the environment: srun sent its own (node001)" ||
+		bad "the step saw SLURM_STEP_NODELIST of ${#got} bytes"
+	echo "# job $j, the plugin: $(grep "spank/topoplace: job $j " "$dir/log/slurmd-node001.log" | cut -c 1-160 | tail -n 1)"
 	cp "$dir/fabric.json" "$tmp/good.json"
 	echo '{"format":"topoplace-fabric/1",' >"$dir/fabric.json"
+	timeout 120 srun -w node001 -N 1 true >/dev/null 2>&1 &&
+		grep -q 'error: spank/topoplace: .*fabric .*: not valid JSON: environment unchanged' "$dir/log/slurmd-node001.log" &&
+		ok "step on node001 with a corrupt fabric file: ran, the plugin said why" ||
+		bad "step with a corrupt fabric: $(grep spank "$dir/log/slurmd-node001.log" | tail -n 2)"
 	timeout 60 scontrol reconfigure && ok "reconfigure with a corrupt fabric" || bad "reconfigure (corrupt)"
 	timeout 120 srun -N 2 hostname >/dev/null 2>&1 && ok "still scheduling on the flat table" || bad "srun after corrupt fabric"
 	cp "$tmp/good.json" "$dir/fabric.json"
 	timeout 60 scontrol reconfigure && ok "reconfigure with the good fabric" || bad "reconfigure (good)"
 	timeout 120 srun -N 4 hostname >/dev/null 2>&1 && ok "4-node step after restore" || bad "srun after restore"
+fi
+
+# node001's slurmd: still serving, then stopped on its own so valgrind
+# has time to write its report; each log is one process. Errors are
+# invalid accesses and uses of uninitialised values, whoever's; definite
+# leaks are ours to judge only with one of our frames (Slurm 22.05's
+# slurmstepd never frees its step record and credential at exit: those
+# are counted)
+if [ "$gen" = 22 ]; then
+	timeout 120 srun -w node001 -N 1 true >/dev/null 2>&1 && ok "node001's slurmd still serves steps" ||
+		bad "node001 after the hostile steps"
+	dpid=$(grep -l 'Command: [^ ]*slurmd ' "$tmp"/vgd.*.log 2>/dev/null | head -n 1 | sed 's/.*vgd\.\([0-9]*\)\.log/\1/')
+	[ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null && ok "slurmd under valgrind alive (pid $dpid)" || bad "slurmd under valgrind gone"
+	[ -z "$dpid" ] || kill -TERM "$dpid" 2>/dev/null
+	i=0
+	while [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null && [ $i -lt 600 ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	nd=0 ns=0 vgbad=0
+	for f in "$tmp"/vgd.*.log; do
+		[ -f "$f" ] || continue
+		case $(grep -m 1 'Command:' "$f") in
+		*slurmstepd*) ns=$((ns + 1)) what=slurmstepd ;;
+		*slurmd*) nd=$((nd + 1)) what=slurmd ;;
+		*) continue ;;
+		esac
+		sum=$(grep 'ERROR SUMMARY' "$f" | tail -n 1 | sed 's/^==[0-9]*== //')
+		case $sum in
+		"ERROR SUMMARY: 0 errors"*) ;;
+		"")
+			vgbad=1
+			bad "$what $(basename "$f"): no report"
+			;;
+		*)
+			vgbad=1
+			bad "$what $(basename "$f"): $sum"
+			sed 's/^==[0-9]*== \{0,1\}//' "$f" | awk 'BEGIN{RS=""} /(Invalid|uninitialised|Conditional jump|definitely lost in)/' |
+				head -n 40 | sed 's/^/#   /'
+			;;
+		esac
+	done
+	lost=$(cat "$tmp"/vgd.*.log | sed -n 's/.*definitely lost: \([0-9,]*\) bytes.*/\1/p' | tr -d , | awk '{s += $1} END {print s + 0}')
+	echo "# slurmd + slurmstepds, Slurm's own: $lost bytes definitely lost at exit"
+	ours=$(cat "$tmp"/vgd.*.log | awk 'BEGIN{RS=""} /(topology|job_submit|spank)_topoplace|[^a-z]tp_[a-z_]*[ (]/ && /definitely lost/' | head -n 60)
+	[ -z "$ours" ] && ok "no definite leak in topoplace code in slurmd or slurmstepd" || {
+		bad "leaks in topoplace code:"
+		echo "$ours" | sed 's/^/#   /'
+	}
+	[ "$nd" -eq 1 ] && [ "$ns" -ge 5 ] && [ $vgbad -eq 0 ] && ok "valgrind: 0 errors in slurmd and in each of its $ns slurmstepds" ||
+		bad "valgrind reports: $nd slurmd, $ns slurmstepd (want 1 and >= 5)"
 fi
 
 # shut down cleanly so fini runs and valgrind writes its report; 24.11
