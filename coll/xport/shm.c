@@ -986,19 +986,21 @@ tp_err_t tp__coll_host_reduce_scatter(tp_coll_comm_t *c, char *buf,
 		if ((err = host_wait(c, h, h->in[d], target)))
 			return err;
 		if (host_piece(h, count, pe, k, h->me, &at, &cnt)) {
+			/* rank l's copy of my piece: my input, or its slot */
+			const char *own = in + at * dsz;
+			size_t col = (size_t)h->me * pe * dsz, len = cnt * dsz;
 			/* in local rank order, as every rank sums its part */
-			for (size_t t = 0; t < cnt * dsz; t += TILE) {
-				size_t b =
-				    cnt * dsz - t < TILE ? cnt * dsz - t : TILE;
+			for (size_t t = 0; t < len; t += TILE) {
+				size_t b = len - t < TILE ? len - t : TILE;
 				for (int l = 0; l < h->n; l++) {
 					const char *from =
-					    l == h->me
-						? in + at * dsz + t
-						: slot +
-						      (size_t)l *
-							  TP__COLL_HOST_BLOCK +
-						      (size_t)h->me * pe * dsz +
-						      t;
+					    (l == h->me
+						 ? own
+						 : slot +
+						       (size_t)l *
+							   TP__COLL_HOST_BLOCK +
+						       col) +
+					    t;
 					if (l == 0)
 						memcpy(acc + t, from, b);
 					else
