@@ -465,10 +465,10 @@ char *tp_pconf_dump(const tp_pconf_t *c)
 
 static bool sig_same(const tp_filesig_t *a, const tp_filesig_t *b)
 {
-	return a->exists == b->exists && a->dev == b->dev && a->ino == b->ino &&
-	       a->size == b->size && a->mtime_s == b->mtime_s &&
-	       a->mtime_ns == b->mtime_ns && a->ctime_s == b->ctime_s &&
-	       a->ctime_ns == b->ctime_ns;
+	return a->exists == b->exists && a->regular == b->regular &&
+	       a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime_s == b->mtime_s && a->mtime_ns == b->mtime_ns &&
+	       a->ctime_s == b->ctime_s && a->ctime_ns == b->ctime_ns;
 }
 
 bool tp_filesig_update(const char *path, tp_filesig_t *sig)
@@ -484,6 +484,7 @@ bool tp_filesig_update(const char *path, tp_filesig_t *sig)
 			return false;
 	} else {
 		now.exists = true;
+		now.regular = S_ISREG(st.st_mode);
 		now.dev = (uint64_t)st.st_dev;
 		now.ino = (uint64_t)st.st_ino;
 		now.size = (int64_t)st.st_size;

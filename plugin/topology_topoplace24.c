@@ -45,10 +45,11 @@
  *   costs tens of microseconds per spanning job.
  * - The links sel_state carries: LinkState's (a topoplace-state/1 file;
  *   only its links are used) plus the running jobs' traffic. The writer
- *   looks at the file at most once a second (tp_filesig_update: inode,
- *   size, times) and parses it only when it changed; a bad file is
- *   logged once and the last good links kept, a removed one means
- *   healthy links. Each decision confirmed against its running job
+ *   looks at the file every LINKS_LOOK_MS (250 ms; one stat:
+ *   tp_filesig_update, inode, size, times), between records too, and
+ *   parses it only when it changed; a bad file (or not a regular file:
+ *   a FIFO would block the open) is logged once and the last good links
+ *   kept, a removed one means healthy links. Each decision confirmed against its running job
  *   carries the job's traffic to the writer, which keeps it per job
  *   (tp_traffic: tp_cost_link_load with CommShare as duty, the
  *   simulator's fair-share cap). Ends have no callback in 24.11: each
@@ -58,7 +59,8 @@
  *   then builds the snapshot (file links + traffic) in ls_work and swaps
  *   it with ls_pub under ls_lock; a selection copies ls_pub into
  *   sel_state (O(links), under ls_lock) only when ls_gen moved: a file
- *   change or a job start/end reaches the selections within about 2 s
+ *   change reaches the selections within 250 ms plus its parse, a job
+ *   start/end within about 2 s
  *   (an end is found by a confirmation, so the selection that finds it
  *   still prices with that job's traffic).
  *   build_config reads the file and publishes before the first selection.
@@ -75,7 +77,8 @@
  *   beside it, for controllers sharing the directory), trimming it to the last
  *   DECISIONS_KEEP (and dropping a line cut short) at its first write
  *   after a start and whenever it holds twice as many. The selection
- *   does not wake the writer (it looks every second): a wake-up is a
+ *   does not wake the writer (it looks every second, every 250 ms with
+ *   a LinkState): a wake-up is a
  *   system call, and the woken thread ran at once on the waker's CPU;
  *   the writer runs SCHED_BATCH, which does not preempt on wake-up.
  *   A record reaches the file within about 2 s of the first selection
@@ -100,7 +103,7 @@
  *   else it reads (fabric, cost model, path) changes only after
  *   writer_sync() has found it idle, and the link state (ls_file,
  *   ls_traffic, ls_work, ls_path) only after links_stop() has cleared
- *   ls_on and waited for it: its once-a-second look runs with wq_busy
+ *   ls_on and waited for it: its look every 250 ms runs with wq_busy
  *   set, like a record. Lock order: state_lock, then wq_lock or
  *   ls_lock; the selection takes ls_lock (links_take) only when a new
  *   snapshot is there, and holds it for the copy alone.

@@ -117,8 +117,12 @@ int eval_nodes_tree_timed(topology_eval_t *topo_eval);
 
 /* ---- the link state (topoplace24_links.c) ---- */
 
+/* LinkState is looked at (one stat) this often: a change reaches the
+ * selections within LINKS_LOOK_MS plus its parse. */
+#define LINKS_LOOK_MS 250
+
 /* Under wq_lock: the writer holds the link state (ls_on), and LinkState's
- * path, which it looks at every second. */
+ * path, which it looks at every LINKS_LOOK_MS. */
 extern bool ls_on;
 extern char *ls_path;
 

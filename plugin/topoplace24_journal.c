@@ -13,8 +13,9 @@
 #define PENDING_MAX 256
 /* Confirmed decisions waiting for the writer thread (oldest dropped). */
 #define WRITE_MAX 1024
-/* The writer looks at its queue every second; after WRITER_NAPS empty
- * looks it sleeps until a record wakes it. */
+/* The writer looks at its queue every second (every LINKS_LOOK_MS while
+ * it watches LinkState); after WRITER_NAPS empty looks without LinkState
+ * it sleeps until a record wakes it. */
 #define WRITER_NAPS 60
 /* Running jobs whose traffic is background, at most (more run unseen). */
 #define RUNNING_MAX 4096
@@ -203,16 +204,28 @@ static void *writer_main(void *arg)
 	slurm_mutex_lock(&wq_lock);
 	for (int naps = 0;;) {
 		struct timespec ts;
+		bool wrote = write_one();
 
-		if (write_one()) {
+		/* between records too: a burst of them must not hold a
+		 * LinkState change back */
+		links_tick();
+		if (wrote) {
 			naps = 0;
 			continue;
 		}
-		links_tick();
 		if (wq_stop)
 			break;
-		/* LinkState is looked at every second */
-		if (naps++ < WRITER_NAPS || (ls_on && ls_path)) {
+		if (ls_on && ls_path) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_nsec += LINKS_LOOK_MS * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			slurm_cond_timedwait(&wq_work, &wq_lock, &ts);
+			continue;
+		}
+		if (naps++ < WRITER_NAPS) {
 			clock_gettime(CLOCK_MONOTONIC, &ts);
 			ts.tv_sec++;
 			slurm_cond_timedwait(&wq_work, &wq_lock, &ts);

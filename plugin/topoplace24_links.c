@@ -18,7 +18,7 @@ static uint64_t ls_gen;
 bool ls_on;
 char *ls_path;
 static tp_filesig_t ls_sig;
-static time_t ls_looked; /* monotonic second of the last stat */
+static int64_t ls_looked_ms; /* monotonic time of the last stat */
 static tp_state_t *ls_file;
 static tp_traffic_t *ls_traffic;
 static tp_state_t *ls_work;
@@ -44,6 +44,15 @@ static void links_read(void)
 		tp_state_destroy(ls_file);
 		ls_file = NULL;
 		ls_dirty = true;
+		return;
+	}
+	/* a FIFO would block the open until someone writes it, and
+	 * writer_sync (build_config, with slurmctld's locks held) would wait
+	 * for the writer */
+	if (!ls_sig.regular) {
+		error("%s: LinkState %s: not a regular file: last good link "
+		      "state kept",
+		      plugin_type, ls_path);
 		return;
 	}
 	if ((err = tp_state_load_json(fabric, ls_path, &st, &why))) {
@@ -126,24 +135,27 @@ void links_job(const decision_t *d)
 		      d->job_id, tp_strerror(err));
 }
 
-/* Once a second: LinkState looked at, and a new snapshot published when
- * anything changed. wq_lock held on entry and on return, released while
- * working (wq_busy set, so writer_sync and links_stop wait for it). */
+/* Every LINKS_LOOK_MS: LinkState looked at (one stat), and a new
+ * snapshot published when anything changed. wq_lock held on entry and on
+ * return, released while working (wq_busy set, so writer_sync and
+ * links_stop wait for it). */
 void links_tick(void)
 {
 	struct timespec now;
+	int64_t now_ms;
 	bool look;
 
 	if (!ls_on)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	look = ls_path && now.tv_sec != ls_looked;
+	now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	look = ls_path && now_ms - ls_looked_ms >= LINKS_LOOK_MS;
 	if (!look && !ls_dirty)
 		return;
 	wq_busy = true;
 	slurm_mutex_unlock(&wq_lock);
 	if (look) {
-		ls_looked = now.tv_sec;
+		ls_looked_ms = now_ms;
 		links_read();
 	}
 	if (ls_dirty)
@@ -163,7 +175,7 @@ void links_start(void)
 	xfree(conf);
 	ls_duty = pconf.comm_share / 100.0;
 	memset(&ls_sig, 0, sizeof(ls_sig));
-	ls_looked = 0;
+	ls_looked_ms = 0;
 	ls_traffic = tp_traffic_create(fabric);
 	ls_work = tp_state_create(fabric);
 	slurm_mutex_lock(&ls_lock);

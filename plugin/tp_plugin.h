@@ -115,7 +115,7 @@ char *tp_pconf_dump(const tp_pconf_t *c);
  */
 
 typedef struct tp_filesig {
-	bool exists;
+	bool exists, regular; /* regular: not a FIFO, device or directory */
 	uint64_t dev, ino;
 	int64_t size, mtime_s, mtime_ns, ctime_s, ctime_ns;
 } tp_filesig_t;

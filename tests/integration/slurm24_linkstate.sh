@@ -10,6 +10,7 @@
 #   - the file rewritten (another up-link unhealthy): slurmctld picks it up
 #     without a restart and the next spanning job follows the new answer
 #   - a corrupt file: logged, the last good links kept, slurmctld up
+#   - a FIFO: logged, never opened; the next regular file is read
 #   - the file removed: links healthy again, the structural answer
 # Runs beside other clusters: its own network (TP_LS_NET, default
 # 10.204.0) and port (TP_LS_PORT, 6947). Needs root, the 24.11 build and
@@ -89,6 +90,22 @@ for bad_json in '[]' '{"format":"topoplace-state/1","links":[{"link":99999,"heal
 done
 timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP' && ok "slurmctld up after hostile LinkState files" ||
 	bad "slurmctld up after hostile LinkState files"
+
+# ---- a FIFO: never opened (its open would block the writer until someone
+# wrote it, and with it every later LinkState change) ----
+rm -f "$links"
+mkfifo "$links"
+wait_log "LinkState .*not a regular file" 1 &&
+	ok "log: $(grep -o 'LinkState .*not a regular file' "$log" | tail -1)" ||
+	bad "a FIFO as LinkState is logged"
+n=$(grep -c "LinkState .*: 1 of [0-9]* links degraded" "$log")
+rm -f "$links"
+write_links "$links" 0.1 "$up0"
+wait_log "LinkState .*: 1 of [0-9]* links degraded" $((n + 1)) &&
+	ok "a regular file after the FIFO is read" ||
+	bad "the writer stuck on the FIFO: a later LinkState file not read"
+timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP' && ok "slurmctld up after a FIFO LinkState" ||
+	bad "slurmctld up after a FIFO LinkState"
 
 # ---- the file removed: healthy links again ----
 rm -f "$links"

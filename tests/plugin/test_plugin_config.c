@@ -5,6 +5,7 @@
 #include "tp_test.h"
 
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tp_plugin.h"
@@ -66,8 +67,9 @@ static void test_parse_quoted(void **state)
 	tp_pconf_t c;
 
 	tp_pconf_defaults(&c);
-	assert_int_equal(tp_pconf_parse("q", "FabricFile=\"/a b/f#1.json\" "
-					     "SwitchWait=0\n",
+	assert_int_equal(tp_pconf_parse("q",
+					"FabricFile=\"/a b/f#1.json\" "
+					"SwitchWait=0\n",
 					&c, NULL),
 			 TP_OK);
 	assert_string_equal(c.fabric_file, "/a b/f#1.json");
@@ -122,9 +124,9 @@ static void test_parse_errors(void **state)
 
 		tp_pconf_defaults(&c);
 		c.switch_wait = 77; /* must survive a failed parse */
-		assert_int_equal(tp_pconf_parse("t.conf", cases[i].text, &c,
-						&err),
-				 cases[i].err);
+		assert_int_equal(
+		    tp_pconf_parse("t.conf", cases[i].text, &c, &err),
+		    cases[i].err);
 		assert_non_null(err);
 		assert_string_equal(err, cases[i].msg);
 		assert_int_equal(c.switch_wait, 77);
@@ -194,7 +196,8 @@ static void test_link_keys(void **state)
 }
 
 /* A file watched as LinkState: created, unchanged, rewritten in place
- * (same size), replaced by rename, removed. */
+ * (same size), replaced by rename, removed, replaced by a FIFO (which the
+ * plugin must not open: not regular). */
 static void test_filesig(void **state)
 {
 	char dir[] = "/tmp/tp-sig.XXXXXX", path[64], tmp[64];
@@ -215,6 +218,7 @@ static void test_filesig(void **state)
 	fclose(fp);
 	assert_true(tp_filesig_update(path, &sig));
 	assert_true(sig.exists);
+	assert_true(sig.regular);
 	assert_false(tp_filesig_update(path, &sig)); /* looked at again */
 
 	usleep(20000); /* a later time stamp, same size */
@@ -234,6 +238,13 @@ static void test_filesig(void **state)
 	assert_true(tp_filesig_update(path, &sig));
 	assert_false(sig.exists);
 	assert_false(tp_filesig_update(path, &sig));
+
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_true(tp_filesig_update(path, &sig));
+	assert_true(sig.exists);
+	assert_false(sig.regular);
+	assert_false(tp_filesig_update(path, &sig));
+	assert_int_equal(unlink(path), 0);
 	assert_int_equal(rmdir(dir), 0);
 }
 
@@ -509,7 +520,8 @@ static void test_stree_match(void **state)
 	tp_free(why);
 	why = NULL;
 	assert_false(tp_stree_match(&t, f, names + 1, 7, &why));
-	assert_non_null(strstr(why, "1 fabric host(s) not in slurm.conf (node001)"));
+	assert_non_null(
+	    strstr(why, "1 fabric host(s) not in slurm.conf (node001)"));
 	tp_free(why);
 	tp_stree_free(&t);
 	tp_fabric_destroy(f);
@@ -539,17 +551,20 @@ static void test_load_fabric(void **state)
 	snprintf(conf, sizeof(conf), "%s/topoplace.conf", dir);
 	snprintf(fab, sizeof(fab), "%s/fabric.json", dir);
 	tp_pconf_defaults(&c);
-	assert_int_equal(tp_pconf_load_fabric(conf, 100, &c, &f, &t, &why), TP_ERR_NOTFOUND);
+	assert_int_equal(tp_pconf_load_fabric(conf, 100, &c, &f, &t, &why),
+			 TP_ERR_NOTFOUND);
 	assert_non_null(strstr(why, "not found"));
 	tp_free(why);
 	write_file(conf, "SwitchWait=5\n");
-	assert_int_equal(tp_pconf_load_fabric(conf, 100, &c, &f, &t, &why), TP_ERR_NOTFOUND);
+	assert_int_equal(tp_pconf_load_fabric(conf, 100, &c, &f, &t, &why),
+			 TP_ERR_NOTFOUND);
 	assert_non_null(strstr(why, "sets no FabricFile"));
 	assert_int_equal(c.switch_wait, 5);
 	tp_free(why);
 	write_file(conf, "FabricFile=fabric.json\n");
 	write_file(fab, "{\"format\":");
-	assert_int_equal(tp_pconf_load_fabric(conf, 100, &c, &f, &t, &why), TP_ERR_PARSE);
+	assert_int_equal(tp_pconf_load_fabric(conf, 100, &c, &f, &t, &why),
+			 TP_ERR_PARSE);
 	assert_non_null(strstr(why, fab));
 	assert_null(f);
 	tp_free(why);
@@ -559,10 +574,12 @@ static void test_load_fabric(void **state)
 	p.spines = 1;
 	assert_int_equal(tp_gen_fat_tree(&p, &g), TP_OK);
 	assert_int_equal(tp_fabric_save_json(g, fab), TP_OK);
-	assert_int_equal(tp_pconf_load_fabric(conf, 2, &c, &f, &t, &why), TP_ERR_RANGE);
+	assert_int_equal(tp_pconf_load_fabric(conf, 2, &c, &f, &t, &why),
+			 TP_ERR_RANGE);
 	assert_non_null(strstr(why, "3 switches"));
 	tp_free(why);
-	assert_int_equal(tp_pconf_load_fabric(conf, 100, &c, &f, &t, &why), TP_OK);
+	assert_int_equal(tp_pconf_load_fabric(conf, 100, &c, &f, &t, &why),
+			 TP_OK);
 	assert_null(why);
 	assert_int_equal(tp_fabric_nhosts(f), 4);
 	assert_int_equal(t.nsw, 3);
