@@ -202,6 +202,7 @@ typedef struct run {
 	tp_health_diff_t diff; /* model against the last walk */
 	bool have_diff;
 	bool check_now; /* the diff looked stale: check at the next sweep */
+	double state_s; /* the last sweep's first pass, seconds */
 	struct timespec t_check;
 } run_t;
 
@@ -253,30 +254,49 @@ static double since(const struct timespec *a, const struct timespec *b)
 	       (double)(b->tv_nsec - a->tv_nsec) / 1e9;
 }
 
-/* One sweep and the rules; *secs_p the sweep's own time. prev NULL:
- * one-shot totals (see tp_health.h). */
-static int sweep(run_t *r, bool totals, double *secs_p)
+/* A sweep's first pass (tp_health_sweep_states) into r->cur, started at
+ * *t0_p. */
+static int sweep_states(run_t *r, struct timespec *t0_p)
 {
-	struct timespec t0, t1;
-	double interval = 0;
+	struct timespec t1;
 	tp_err_t err;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if ((err = tp_health_sweep_run(r->sw, r->cur, r->seen))) {
+	clock_gettime(CLOCK_MONOTONIC, t0_p);
+	if ((err = tp_health_sweep_states(r->sw, r->cur, r->seen))) {
 		tp_cli_err("%s", *tp_health_sweep_error(r->sw)
 				     ? tp_health_sweep_error(r->sw)
 				     : tp_strerror(err));
 		return TP_EXIT_FAIL;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	*secs_p = since(&t0, &t1);
+	r->state_s = since(t0_p, &t1);
+	return TP_EXIT_OK;
+}
+
+/* The second pass (counters) and the rules; *secs_p the whole sweep's
+ * time. totals: one-shot totals (see tp_health.h). */
+static int sweep_finish(run_t *r, bool totals, const struct timespec *t0,
+			double *secs_p)
+{
+	struct timespec t1;
+	double interval = 0;
+	tp_err_t err;
+
+	if ((err = tp_health_sweep_counters(r->sw, r->cur, r->seen))) {
+		tp_cli_err("%s", *tp_health_sweep_error(r->sw)
+				     ? tp_health_sweep_error(r->sw)
+				     : tp_strerror(err));
+		return TP_EXIT_FAIL;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	*secs_p = since(t0, &t1);
 	if (totals && !r->have_prev) {
 		for (size_t i = 0; i < 2 * r->nl; i++) {
 			r->prev[i] = r->cur[i];
 			memset(r->prev[i].c, 0, sizeof(r->prev[i].c));
 		}
 	} else if (r->have_prev) {
-		interval = since(&r->t_prev, &t0);
+		interval = since(&r->t_prev, t0);
 	}
 	for (size_t l = 0; l < r->nl; l++)
 		tp_health_eval(NULL, tp_fabric_link(r->f, l),
@@ -287,8 +307,56 @@ static int sweep(run_t *r, bool totals, double *secs_p)
 	r->prev = r->cur;
 	r->cur = t;
 	r->have_prev = true;
-	r->t_prev = t0;
+	r->t_prev = *t0;
 	return TP_EXIT_OK;
+}
+
+/* One sweep and the rules (both passes). */
+static int sweep(run_t *r, bool totals, double *secs_p)
+{
+	struct timespec t0;
+	int rc = sweep_states(r, &t0);
+
+	return rc ? rc : sweep_finish(r, totals, &t0, secs_p);
+}
+
+static bool port_state_moved(const tp_health_port_t *a,
+			     const tp_health_port_t *b)
+{
+	return a->seen != b->seen || a->up != b->up || a->width != b->width ||
+	       a->lane_gbps != b->lane_gbps;
+}
+
+/* After the first pass: the links whose state (seen, up, width, speed)
+ * moved since the last sweep are judged on it at once, with their last
+ * counters (no deltas: rules 1, 1b and 2), and true is returned when
+ * there are any; the others keep the last sweep's verdict until the
+ * counters are in. */
+static bool judge_moved_links(run_t *r, const struct timespec *t0)
+{
+	bool any = false;
+
+	if (!r->have_prev)
+		return false;
+	for (size_t l = 0; l < r->nl; l++) {
+		const tp_health_port_t *prev = &r->prev[2 * l];
+		tp_health_port_t cur[2];
+
+		if (!port_state_moved(&r->cur[2 * l], &prev[0]) &&
+		    !port_state_moved(&r->cur[2 * l + 1], &prev[1]))
+			continue;
+		for (int e = 0; e < 2; e++) {
+			cur[e] = r->cur[2 * l + e];
+			cur[e].counters = prev[e].counters;
+			cur[e].wide_data = prev[e].wide_data;
+			memcpy(cur[e].c, prev[e].c, sizeof(cur[e].c));
+		}
+		tp_health_eval(NULL, tp_fabric_link(r->f, l), prev, cur,
+			       &r->seen[2 * l], since(&r->t_prev, t0),
+			       &r->links[l]);
+		any = true;
+	}
+	return any;
 }
 
 static void sleep_s(double s)
@@ -458,7 +526,7 @@ static bool write_outputs(const run_t *r, const args_t *a, double secs)
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	if (a->prom) {
-		if (tp_health_prom_text(r->f, r->links, secs,
+		if (tp_health_prom_text(r->f, r->links, secs, r->state_s,
 					(double)now.tv_sec + now.tv_nsec / 1e9,
 					&prom)) {
 			tp_cli_err("%s: out of memory", a->prom);
@@ -554,8 +622,15 @@ static int monitor_loop(run_t *r, const args_t *a)
 	sigaction(SIGINT, &sa, NULL);
 	while (!stop) {
 		maybe_rediscover(r, a, stale);
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		rc = sweep(r, false, &secs);
+		rc = sweep_states(r, &t0);
+		/* a link gone down or slower is in the state file a third of
+		 * a sweep in, not after the counters: the worst case from a
+		 * change to the file is one interval plus the first pass (a
+		 * failed write is said on stderr and tried again below) */
+		if (!rc && judge_moved_links(r, &t0))
+			(void)write_state(r, a->state);
+		if (!rc)
+			rc = sweep_finish(r, false, &t0, &secs);
 		if (!rc) {
 			/* r->prev: this sweep's ports (sweep() swapped) */
 			stale = false;

@@ -182,7 +182,7 @@ static void prom_head(tp_strbuf_t *sb, const char *name, const char *type,
 
 tp_err_t tp_health_prom_text(const tp_fabric_t *f,
 			     const tp_health_link_t *links, double sweep_s,
-			     double now, char **text_p)
+			     double state_s, double now, char **text_p)
 {
 	tp_strbuf_t sb = {0};
 	size_t nl = tp_fabric_nlinks(f);
@@ -222,6 +222,13 @@ tp_err_t tp_health_prom_text(const tp_fabric_t *f,
 	prom_head(&sb, "topoplace_health_sweep_seconds", "gauge",
 		  "Time the last sweep took");
 	tp_strbuf_printf(&sb, "topoplace_health_sweep_seconds %g\n", sweep_s);
+	if (state_s >= 0) {
+		prom_head(&sb, "topoplace_health_sweep_state_seconds", "gauge",
+			  "Time the last sweep's first pass (port states) "
+			  "took");
+		tp_strbuf_printf(
+		    &sb, "topoplace_health_sweep_state_seconds %g\n", state_s);
+	}
 	prom_head(&sb, "topoplace_health_last_sweep_timestamp_seconds", "gauge",
 		  "Unix time of the last sweep");
 	tp_strbuf_printf(

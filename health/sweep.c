@@ -21,6 +21,11 @@
  *   port registers up to WALK_AGENTS and frees them: a walk takes the
  *   same lowest free slots) and freed after it. On a kernel the probe's
  *   ids do not exist on the new fd and the unregisters fail harmlessly.
+ * - Two passes: every end's PortInfo, then every end's PMA counters, so
+ *   that a caller sees links going down or changing rate after a third
+ *   of the queries (the monitor writes its state file then). A link whose
+ *   a end reports its port down is down: its b end is not asked, since a
+ *   host behind the dead cable would only time out.
  * - PMA queries are LID-routed too: a fabric without a subnet manager has
  *   LID 0 everywhere and the sweep fails at creation.
  * - PortCountersExtended is asked first for the data counters; a port
@@ -320,9 +325,8 @@ static tp_err_t open_port(tp_health_sweep_t *s, char **err_p)
 	return TP_OK;
 }
 
-/* End e of link l as its PortInfo and PMA say; false when the node
- * answered PortInfo but not the PMA. */
-static bool sweep_end(tp_health_sweep_t *s, size_t l, int e,
+/* End e of link l as its PortInfo says (counters false). */
+static void state_end(tp_health_sweep_t *s, size_t l, int e,
 		      tp_health_port_t *p, bool *seen_p)
 {
 	const tp_link_t *k = tp_fabric_link(s->f, l);
@@ -333,18 +337,17 @@ static bool sweep_end(tp_health_sweep_t *s, size_t l, int e,
 	memset(p, 0, sizeof(*p));
 	*seen_p = false;
 	if (!d->lid)
-		return true;
+		return;
 	memset(&id, 0, sizeof(id));
 	ib_portid_set(&id, d->lid, 0, 0);
 	memset(info, 0, sizeof(info));
 	if (!smp_query_via(info, &id, IB_ATTR_PORT_INFO, (unsigned)k->port[e],
 			   MAD_TIMEOUT_MS, s->mad))
-		return true; /* not answering: rule 1 / 1b */
+		return; /* not answering: rule 1 / 1b */
 	*seen_p = p->seen = true;
 	p->up = tp_ib_port_up(info);
 	tp_ib_port_rate(info, d->sw ? d->cap : info, NULL, &p->width,
 			&p->lane_gbps);
-	return query_counters(s, d->lid, k->port[e], p);
 }
 
 tp_err_t tp_health_sweep_create(const tp_fabric_t *f, const char *ca, int port,
@@ -425,22 +428,63 @@ tp_err_t tp_health_sweep_rediscover(tp_health_sweep_t *s)
 	return err ? err : err2;
 }
 
-tp_err_t tp_health_sweep_run(tp_health_sweep_t *s, tp_health_port_t *ports,
-			     bool *node_seen)
+tp_err_t tp_health_sweep_states(tp_health_sweep_t *s, tp_health_port_t *ports,
+				bool *node_seen)
 {
-	size_t nl, silent = 0;
+	size_t nl;
 
 	if (!s || !ports || !node_seen)
 		return TP_ERR_INVAL;
 	s->err[0] = '\0';
 	nl = tp_fabric_nlinks(s->f);
+	for (size_t l = 0; l < nl; l++) {
+		tp_health_port_t *p = &ports[2 * l];
+		bool *seen = &node_seen[2 * l];
+
+		state_end(s, l, 0, &p[0], &seen[0]);
+		/* a end answered with its port down: the link is down
+		 * whatever b says (rule 1 looks at a first), and b's node is
+		 * mostly reachable only through this link: its query would
+		 * wait out (1 + MAD_RETRIES) x MAD_TIMEOUT_MS */
+		if (p[0].seen && !p[0].up) {
+			memset(&p[1], 0, sizeof(p[1]));
+			seen[1] = false;
+			continue;
+		}
+		state_end(s, l, 1, &p[1], &seen[1]);
+	}
+	return TP_OK;
+}
+
+tp_err_t tp_health_sweep_counters(tp_health_sweep_t *s, tp_health_port_t *ports,
+				  const bool *node_seen)
+{
+	size_t nl, silent = 0;
+
+	if (!s || !ports || !node_seen)
+		return TP_ERR_INVAL;
+	nl = tp_fabric_nlinks(s->f);
 	for (size_t l = 0; l < nl; l++)
-		for (int e = 0; e < 2; e++)
-			silent += !sweep_end(s, l, e, &ports[2 * l + e],
-					     &node_seen[2 * l + e]);
+		for (int e = 0; e < 2; e++) {
+			const tp_link_t *k = tp_fabric_link(s->f, l);
+			tp_health_port_t *p = &ports[2 * l + e];
+
+			if (node_seen[2 * l + e] &&
+			    !query_counters(s, s->ends[2 * l + e].lid,
+					    k->port[e], p))
+				silent++;
+		}
 	if (silent)
 		tp__log(TP_LOG_WARN,
 			"health sweep: %zu port(s) did not answer PMA queries",
 			silent);
 	return TP_OK;
+}
+
+tp_err_t tp_health_sweep_run(tp_health_sweep_t *s, tp_health_port_t *ports,
+			     bool *node_seen)
+{
+	tp_err_t err = tp_health_sweep_states(s, ports, node_seen);
+
+	return err ? err : tp_health_sweep_counters(s, ports, node_seen);
 }

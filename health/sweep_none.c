@@ -31,6 +31,19 @@ tp_err_t tp_health_sweep_run(tp_health_sweep_t *s, tp_health_port_t *ports,
 	return TP_ERR_UNSUPPORTED;
 }
 
+tp_err_t tp_health_sweep_states(tp_health_sweep_t *s, tp_health_port_t *ports,
+				bool *node_seen)
+{
+	return tp_health_sweep_run(s, ports, node_seen);
+}
+
+tp_err_t tp_health_sweep_counters(tp_health_sweep_t *s, tp_health_port_t *ports,
+				  const bool *node_seen)
+{
+	(void)s, (void)ports, (void)node_seen;
+	return TP_ERR_UNSUPPORTED;
+}
+
 const char *tp_health_sweep_error(const tp_health_sweep_t *s)
 {
 	(void)s;

@@ -225,6 +225,17 @@ void tp_health_sweep_destroy(tp_health_sweep_t *s);
  * sweep with the count). */
 tp_err_t tp_health_sweep_run(tp_health_sweep_t *s, tp_health_port_t *ports,
 			     bool *node_seen);
+/* tp_health_sweep_run in its two passes, for a caller that acts on a
+ * link's state before the counters are in (about a third of a sweep's
+ * queries): _states fills every end's seen, up, width and lane rate
+ * (counters false), _counters then adds the PMA counters of each end
+ * node_seen marks. An end whose link's a end answered with its port down
+ * is not queried (node_seen false: rule 1 already says down, and its node
+ * would mostly wait out the MAD timeouts). */
+tp_err_t tp_health_sweep_states(tp_health_sweep_t *s, tp_health_port_t *ports,
+				bool *node_seen);
+tp_err_t tp_health_sweep_counters(tp_health_sweep_t *s, tp_health_port_t *ports,
+				  const bool *node_seen);
 /* The fabric the last discovery (creation or tp_health_sweep_rediscover)
  * walked, finalized; borrowed, valid until the next rediscovery or
  * destroy. */
@@ -262,11 +273,14 @@ tp_err_t tp_health_state_json(const char *old, const tp_fabric_t *f,
  * topoplace_link_health, topoplace_link_utilization{direction} and
  * counters' deltas topoplace_link_errors{counter} for every seen link,
  * labelled link, a/b ends ("switch-desc:port"), plus
- * topoplace_health_sweep_seconds and topoplace_health_last_sweep_timestamp.
+ * topoplace_health_sweep_seconds (sweep_s), the first pass's
+ * topoplace_health_sweep_state_seconds (state_s: port states, after which
+ * the monitor writes a changed link; omitted when negative) and
+ * topoplace_health_last_sweep_timestamp.
  */
 tp_err_t tp_health_prom_text(const tp_fabric_t *f,
 			     const tp_health_link_t *links, double sweep_s,
-			     double now, char **text_p);
+			     double state_s, double now, char **text_p);
 
 /* JSON of one sweep: {"links":[{"link","health","reason","a","b",
  * "utilization":[..],"deltas":{..}}...]} for every seen link. */

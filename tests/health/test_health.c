@@ -367,13 +367,16 @@ static void test_prom_and_json(void **unused)
 	h[0].alarm = true;
 	h[0].delta[TP_HC_SYMBOL_ERR] = 42;
 	h[0].util[1] = 0.25;
-	assert_int_equal(tp_health_prom_text(f, h, 0.5, 1e9, &text), TP_OK);
+	assert_int_equal(tp_health_prom_text(f, h, 0.5, 0.125, 1e9, &text),
+			 TP_OK);
 	assert_non_null(strstr(text, "# TYPE topoplace_link_health gauge\n"));
 	assert_non_null(strstr(text, "topoplace_link_health{link=\"0\","));
 	assert_null(strstr(text, "link=\"1\""));
 	assert_non_null(strstr(text, ",counter=\"symbol_errors\"} 42\n"));
 	assert_non_null(strstr(text, ",direction=\"ba\"} 0.25\n"));
 	assert_non_null(strstr(text, "topoplace_health_sweep_seconds 0.5\n"));
+	assert_non_null(
+	    strstr(text, "topoplace_health_sweep_state_seconds 0.125\n"));
 	tp_free(text);
 
 	assert_int_equal(tp_health_links_json(f, h, &text), TP_OK);
