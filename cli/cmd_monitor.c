@@ -254,6 +254,14 @@ static double since(const struct timespec *a, const struct timespec *b)
 	       (double)(b->tv_nsec - a->tv_nsec) / 1e9;
 }
 
+static int sweep_failed(const run_t *r, tp_err_t err)
+{
+	tp_cli_err("%s", *tp_health_sweep_error(r->sw)
+			     ? tp_health_sweep_error(r->sw)
+			     : tp_strerror(err));
+	return TP_EXIT_FAIL;
+}
+
 /* A sweep's first pass (tp_health_sweep_states) into r->cur, started at
  * *t0_p. */
 static int sweep_states(run_t *r, struct timespec *t0_p)
@@ -262,12 +270,8 @@ static int sweep_states(run_t *r, struct timespec *t0_p)
 	tp_err_t err;
 
 	clock_gettime(CLOCK_MONOTONIC, t0_p);
-	if ((err = tp_health_sweep_states(r->sw, r->cur, r->seen))) {
-		tp_cli_err("%s", *tp_health_sweep_error(r->sw)
-				     ? tp_health_sweep_error(r->sw)
-				     : tp_strerror(err));
-		return TP_EXIT_FAIL;
-	}
+	if ((err = tp_health_sweep_states(r->sw, r->cur, r->seen)))
+		return sweep_failed(r, err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	r->state_s = since(t0_p, &t1);
 	return TP_EXIT_OK;
@@ -282,12 +286,8 @@ static int sweep_finish(run_t *r, bool totals, const struct timespec *t0,
 	double interval = 0;
 	tp_err_t err;
 
-	if ((err = tp_health_sweep_counters(r->sw, r->cur, r->seen))) {
-		tp_cli_err("%s", *tp_health_sweep_error(r->sw)
-				     ? tp_health_sweep_error(r->sw)
-				     : tp_strerror(err));
-		return TP_EXIT_FAIL;
-	}
+	if ((err = tp_health_sweep_counters(r->sw, r->cur, r->seen)))
+		return sweep_failed(r, err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	*secs_p = since(t0, &t1);
 	if (totals && !r->have_prev) {
