@@ -89,6 +89,12 @@ def parse():
     p.add_argument("--warmup-steps", type=int, default=0,
                    help="top-k: compressed steps over which the kept fraction falls from 25%% to "
                         "--topk-fraction (TopoplaceState warmup_steps; default 0)")
+    p.add_argument("--clip-norm", type=float, default=None,
+                   help="top-k: DGC's local gradient clipping, each rank's bucket to norm <= "
+                        "CLIP/sqrt(ranks) (TopoplaceState clip_norm; default off)")
+    p.add_argument("--per-tensor", action="store_true",
+                   help="top-k: keep the fraction of each parameter's gradient, not of the "
+                        "bucket (TopoplaceState per_tensor=True)")
     p.add_argument("--block", type=int, default=None,
                    help="int8 / 1-bit elements per scale (default: the library's)")
     p.add_argument("--powersgd-rank", type=int, default=1)
@@ -153,7 +159,8 @@ def main():
                                error_feedback=not a.no_error_feedback, start_iter=a.start_iter,
                                algorithm=a.algorithm, topk_fraction=a.topk_fraction, block=a.block,
                                async_op=not a.sync_hook, momentum=MOMENTUM if a.hook_momentum else None,
-                               momentum_masking=not a.no_momentum_masking, warmup_steps=a.warmup_steps)
+                               momentum_masking=not a.no_momentum_masking, warmup_steps=a.warmup_steps,
+                               clip_norm=a.clip_norm, per_tensor=a.per_tensor)
         ddp.register_comm_hook(state, allreduce_hook)
     elif a.backend == "powersgd":
         from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as ps

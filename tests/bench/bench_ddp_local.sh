@@ -13,6 +13,8 @@
 #                 --batch 16 --bucket-mb 0.25")
 #
 #   bench_ddp_local.sh dense 1bit-hier:--compressor,1bit 1bit-b64:--compressor,1bit,--block,64
+#   bench_ddp_local.sh --args "--steps 1000 --hidden 256 --batch 16 --bucket-mb 0.25 --seed 1" dense \
+#       ef:--compressor,1bit,--hook-momentum noef:--compressor,1bit,--hook-momentum,--no-error-feedback
 # Environment: TOPOPLACE, TP_BUILDDIR (SRCDIR/build), TP_PYTHON (/usr/bin/python3),
 # TOPOPLACE_COLL_LIB (default the build tree's library).
 set -u

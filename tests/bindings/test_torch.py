@@ -29,7 +29,9 @@ torch's gloo process group and a topoplace_coll.Communicator, then:
     the hook's momentum (TopoplaceState momentum=): the velocity it keeps
     for int8 / 1-bit is m u + g; top-k's, in the library, matches DGC done
     by hand (masked where this rank sent, or not at all);
-    warmup_steps lowers the top-k fraction from 25% to its target
+    warmup_steps lowers the top-k fraction from 25% to its target; the
+    dense steps' velocity carries over into the library's; per_tensor
+    and clip_norm as by hand
 Prints TAP-ish "ok"/"FAIL" lines; exit 0 all passed, 1 a failure, 77 no torch.
 """
 
@@ -271,11 +273,15 @@ def check_compression(c, tc, comm, rank):
 class FakeBucket:
     """The part of DDP's GradBucket allreduce_hook reads."""
 
-    def __init__(self, buf):
+    def __init__(self, buf, sizes=None):
         self.buf = buf
+        self.sizes = sizes or [buf.numel()]
 
     def buffer(self):
         return self.buf
+
+    def gradients(self):
+        return list(self.buf.split(self.sizes))
 
     def index(self):
         return 0
@@ -284,13 +290,17 @@ class FakeBucket:
         return True
 
 
-def topk_momentum_reference(comm, grads, m, frac, mask):
+def topk_momentum_reference(comm, grads, m, frac, mask, dense=0):
     """DGC on every rank, flat: u = m u + g, v += u, send the top-k of v,
-    clear v (and, mask, u) where sent; the averages of what the ranks sent."""
+    clear v (and, mask, u) where sent; the averages of what the ranks sent.
+    The first `dense` steps send u whole (momentum SGD)."""
     u, v, outs = torch.zeros_like(grads[0]), torch.zeros_like(grads[0]), []
     k = -(-int(frac * 1e6) * grads[0].numel() // 1000000)
-    for g in grads:
+    for step, g in enumerate(grads):
         u = m * u + g
+        if step < dense:
+            outs.append(comm.all_reduce(u.double(), op="avg").float())
+            continue
         v += u
         idx = v.abs().topk(k).indices
         sent = torch.zeros_like(v)
@@ -330,6 +340,13 @@ def check_dgc(c, comm, rank):
                       for gr, w in zip(grads, want))
             c.ok(err < 1e-5, "top-k momentum in the library (masking=%s, async_op=%s): 4 steps as "
                  "DGC by hand, max error %.2g" % (mask, async_op, err))
+    want = topk_momentum_reference(comm, grads, 0.5, 0.05, True, dense=2)
+    state = TopoplaceState(comm, compressor="topk", momentum=0.5, topk_fraction=0.05, hierarchical=False,
+                           start_iter=2, key_base=740)
+    err = max((allreduce_hook(state, FakeBucket(gr.clone())).wait() - w).abs().max().item()
+              for gr, w in zip(grads, want))
+    c.ok(err < 1e-5 and not state.velocity, "top-k momentum after 2 dense steps: the dense velocity "
+         "carries over into the library's, max error %.2g" % err)
     state = TopoplaceState(comm, compressor="1bit", momentum=0.5, key_base=720, async_op=False)
     grads = [torch.randn(4099, generator=g) for _ in range(2)]
     for grad in grads:
@@ -342,6 +359,38 @@ def check_dgc(c, comm, rank):
         fr.append(state.fraction())
     c.ok(fr[0] == 0.25 and fr[0] > fr[1] > fr[2] > fr[3] > 0.01 and fr[4] == fr[5] == 0.01,
          "warmup_steps: kept fraction falls from 25%% to 1%%: %s" % ["%.3g" % f for f in fr])
+    check_topk_recipes(c, comm, rank)
+
+
+def check_topk_recipes(c, comm, rank):
+    """per_tensor: each parameter's slice of the bucket is its own top-k
+    call (and residual); clip_norm: each rank's bucket scaled to norm <=
+    clip_norm / sqrt(ranks) before it is sent."""
+    from topoplace_coll.hooks import TopoplaceState, allreduce_hook
+
+    c.raises(ValueError, "clip_norm", "clip_norm with 1bit refused", TopoplaceState, comm,
+             compressor="1bit", clip_norm=1.0)
+    c.raises(ValueError, "per_tensor", "per_tensor with int8 refused", TopoplaceState, comm,
+             compressor="int8", per_tensor=True)
+    g = torch.Generator().manual_seed(50 + rank)
+    sizes = [7, 3001, 130]
+    grads = [torch.randn(sum(sizes), generator=g) * torch.linspace(0.1, 10, sum(sizes)) for _ in range(3)]
+    parts = [topk_momentum_reference(comm, [gr.split(sizes)[i] for gr in grads], 0.0, 0.05, False)
+             for i in range(len(sizes))]
+    want = [torch.cat([p[s] for p in parts]) for s in range(len(grads))]
+    for async_op in (False, True):
+        state = TopoplaceState(comm, compressor="topk", topk_fraction=0.05, hierarchical=False,
+                               per_tensor=True, key_base=800 + 10 * async_op, async_op=async_op)
+        err = max((allreduce_hook(state, FakeBucket(gr.clone(), sizes)).wait() - w).abs().max().item()
+                  for gr, w in zip(grads, want))
+        c.ok(err < 1e-5, "per_tensor (async_op=%s): top-5%% of each slice as by hand, max error %.2g"
+             % (async_op, err))
+    x = torch.full((1000,), float(rank + 1))
+    want = comm.all_reduce(x * torch.clamp(1.5 / 2 / x.norm(), max=1.0), op="avg")
+    state = TopoplaceState(comm, compressor="topk", topk_fraction=1.0, clip_norm=1.5, key_base=830)
+    got = allreduce_hook(state, FakeBucket(x.clone())).wait()
+    c.ok((got - want).abs().max().item() < 1e-6, "clip_norm 1.5 over 4 ranks: each bucket scaled to "
+         "norm 0.75 before the all-reduce")
 
 
 def worker(rank, plan, port, gloo_port, lib, q):

@@ -57,7 +57,17 @@ top-k of v, keep the rest); momentum_masking=False keeps u. (A hook
 masking its own u where the result is non-zero would also clear the
 entries other ranks or groups sent.) warmup_steps (top-k): the first compressed steps keep a
 larger fraction, falling exponentially from 25% to topk_fraction (DGC's
-rising sparsity; traffic is higher while it lasts).
+rising sparsity; traffic is higher while it lasts). After start_iter
+dense steps the velocity carries over: the first top-k step of a bucket
+sends M u + g from the hook's own u, and the library's velocity (zero
+until then) goes on from that sum.
+
+Two more of DGC's recipes, off by default because on the 8-rank bench
+(tests/bench/bench_ddp_local.sh, see README) neither brought top-1% closer
+to dense: clip_norm clips each rank's bucket to norm <= clip_norm /
+sqrt(ranks) before it is sent (DGC's local gradient clipping); per_tensor
+keeps topk_fraction of every parameter's gradient instead of the
+bucket's (one library call and residual per parameter).
 """
 
 import math
@@ -97,6 +107,9 @@ class TopoplaceState:
                     rank (its group) sent (DGC's masking; default True)
     warmup_steps    top-k: compressed steps over which the kept fraction
                     falls from 25% to topk_fraction (default 0)
+    clip_norm       top-k: clip each rank's bucket to norm <= clip_norm /
+                    sqrt(ranks) before it is sent (default None: off)
+    per_tensor      top-k: k per parameter, not per bucket (default False)
 
     Raises CompressionUnavailable at once when a compressor is asked of a
     library without compression, ValueError for an unknown option value.
@@ -108,7 +121,8 @@ class TopoplaceState:
 
     def __init__(self, comm, compressor=None, hierarchical=True, error_feedback=True, start_iter=0,
                  algorithm="auto", block=None, topk_fraction=None, stochastic=None, seed=None,
-                 key_base=0, async_op=True, momentum=None, momentum_masking=True, warmup_steps=0):
+                 key_base=0, async_op=True, momentum=None, momentum_masking=True, warmup_steps=0,
+                 clip_norm=None, per_tensor=False):
         _choice(_lib.COMPRESSORS, compressor, "compressor")
         _choice(_lib.ALGOS, algorithm, "algorithm")
         if compressor == "none":
@@ -123,6 +137,10 @@ class TopoplaceState:
                              "error_feedback)" % (momentum,))
         if int(warmup_steps) < 0 or (warmup_steps and compressor != "topk"):
             raise ValueError("warmup_steps=%r: >= 0, for compressor='topk' only" % (warmup_steps,))
+        if clip_norm is not None and (compressor != "topk" or not float(clip_norm) > 0.0):
+            raise ValueError("clip_norm=%r: > 0, for compressor='topk' only" % (clip_norm,))
+        if per_tensor and compressor != "topk":
+            raise ValueError("per_tensor: for compressor='topk' only")
         self.comm = comm
         self.compressor = compressor
         self.hierarchical = bool(hierarchical)
@@ -136,6 +154,8 @@ class TopoplaceState:
         self.momentum = None if momentum is None else float(momentum)
         self.momentum_masking = bool(momentum_masking)
         self.warmup_steps = int(warmup_steps)
+        self.clip_norm = None if clip_norm is None else float(clip_norm)
+        self.per_tensor = bool(per_tensor)
         self.iter = 0
         self.keys = {}
         self.velocity = {}
@@ -196,11 +216,19 @@ def allreduce_hook(state, bucket):
 def _hook(state, bucket):
     buf = bucket.buffer()
     topk = state.compressing() and state.compressor == "topk"
-    if state.momentum is not None and not topk:
-        state.corrected(state.key(bucket), buf)  # int8 / 1-bit send every entry: u unmasked
+    key = state.key(bucket) if state.compressing() or state.momentum is not None else None
+    if topk and state.clip_norm is not None:
+        _clip(buf, state.clip_norm / math.sqrt(state.comm.size))
+    if state.momentum is not None and (not topk or key in state.velocity):
+        # int8 / 1-bit send every entry: u unmasked. Top-k's first step
+        # sends M u + g from the dense steps' u, from which the library's
+        # own velocity (zero until now) goes on: u carries over.
+        state.corrected(key, buf)
+        if topk:
+            del state.velocity[key]
     if state.compressing():
         kw = dict(compressor=state.compressor, hierarchical=state.hierarchical,
-                  error_feedback=state.error_feedback, key=state.key(bucket), **state.params)
+                  error_feedback=state.error_feedback, **state.params)
         if topk:
             kw.update(topk_fraction=state.fraction(), momentum=state.momentum,
                       momentum_masking=state.momentum_masking)
@@ -208,9 +236,44 @@ def _hook(state, bucket):
         kw = dict(algorithm=state.algorithm)  # with momentum: momentum SGD
     if bucket.is_last():
         state.iter += 1
+    if topk and state.per_tensor:
+        pieces = _tensor_slices(buf, bucket)
+        keys = [state.keys.setdefault((bucket.index(), buf.numel(), i),
+                                      state.key_base + len(state.keys) + 1) for i in range(len(pieces))]
+    else:
+        pieces, keys = [buf], [key]
     if state.async_op:
-        return state.comm.all_reduce_async(buf, op="avg", **kw)
-    state.comm.all_reduce(buf, op="avg", **kw)
+        futs = [state.comm.all_reduce_async(t, op="avg", key=k, **kw) for t, k in zip(pieces, keys)]
+        if len(futs) == 1:
+            return futs[0]
+        return torch.futures.collect_all(futs).then(lambda f: _whole(f, buf))
+    for t, k in zip(pieces, keys):
+        state.comm.all_reduce(t, op="avg", key=k, **kw)
     fut = torch.futures.Future()
     fut.set_result(buf)
     return fut
+
+
+def _whole(done, buf):
+    """buf, once every piece's Future in done (collect_all's) succeeded."""
+    for f in done.value():
+        f.value()  # raises the piece's TopoplaceError
+    return buf
+
+
+def _clip(buf, limit):
+    """DGC's local gradient clipping: scale buf to norm <= limit."""
+    norm = float(buf.norm())
+    if norm > limit:
+        buf.mul_(limit / norm)
+
+
+def _tensor_slices(buf, bucket):
+    """Views of buf, one per parameter gradient, in the bucket's order."""
+    out, at = [], 0
+    for g in bucket.gradients():
+        out.append(buf[at:at + g.numel()])
+        at += g.numel()
+    if at != buf.numel():  # padding or an unknown layout: one piece
+        return [buf]
+    return out
