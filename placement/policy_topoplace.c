@@ -1358,7 +1358,13 @@ static bool breaks_whole(const tp_state_t *s, const uint32_t *from,
  * more leaves and made the 9-32 and >32 host jobs wait longer on the
  * built-in default; see skip_whole_groups). The free hosts of a leaf
  * already in use are fragments no large job gets whole, so taking some
- * of them needs only a real saving, as any other replacement does. */
+ * of them needs only a real saving, as any other replacement does.
+ * Tried (2026-12-02, reverted): the 5% gain also for an idle leaf that is
+ * a small share of its parent (!leaf_is_large), so small jobs leave weak
+ * hosts for a fresh leaf on ft-2to1-deg16; bench_sim, 16 seeds, same run:
+ * comm slowdown 1.299 against 1.271, 2-8-host jobs ran longer (22,647 s
+ * vs 22,373 s), JCT 0.923 +- 0.026 vs 0.933 +- 0.013 (tie); default and
+ * nvl72-8 unchanged. */
 static double gain_needed(const tp_state_t *s, const uint32_t *from,
 			  size_t nfrom, const uint32_t *to, size_t nto)
 {
