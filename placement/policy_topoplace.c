@@ -1250,7 +1250,56 @@ typedef struct pricer {
 	size_t ncand_max;
 	size_t budget; /* predictions left */
 	dcache_t up;   /* owned */
+	/* sets priced in this decision (ring order), their hosts and GPUs
+	 * back to back in mh/mg: candidates and swaps meet the same set
+	 * again (a variant equal to the pick, a swap undone) */
+	struct memo {
+		uint64_t key;
+		size_t off, n;
+		double t;
+	} * memo;
+	size_t nmemo, memo_max;
+	uint32_t *mh;
+	int *mg;
+	size_t mused, mcap;
 } pricer_t;
+
+static uint64_t set_key(const uint32_t *hosts, const int *gpus, size_t n)
+{
+	uint64_t k = 14695981039346656037ull; /* FNV-1a */
+
+	for (size_t i = 0; i < n; i++) {
+		k ^= (uint64_t)hosts[i] << 8 ^ (uint64_t)(unsigned)gpus[i];
+		k *= 1099511628211ull;
+	}
+	return k;
+}
+
+/* The price of this set in ring order when it was priced before; -2 when
+ * it was not. */
+static double memo_find(const pricer_t *pr, uint64_t key, const uint32_t *hosts,
+			const int *gpus, size_t n)
+{
+	for (size_t i = 0; i < pr->nmemo; i++) {
+		const struct memo *m = &pr->memo[i];
+		if (m->key == key && m->n == n &&
+		    !memcmp(pr->mh + m->off, hosts, n * sizeof(uint32_t)) &&
+		    !memcmp(pr->mg + m->off, gpus, n * sizeof(int)))
+			return m->t;
+	}
+	return -2;
+}
+
+static void memo_keep(pricer_t *pr, uint64_t key, const uint32_t *hosts,
+		      const int *gpus, size_t n, double t)
+{
+	if (pr->nmemo == pr->memo_max || pr->mused + n > pr->mcap)
+		return;
+	pr->memo[pr->nmemo++] = (struct memo){key, pr->mused, n, t};
+	memcpy(pr->mh + pr->mused, hosts, n * sizeof(uint32_t));
+	memcpy(pr->mg + pr->mused, gpus, n * sizeof(int));
+	pr->mused += n;
+}
 
 /* Predicted all-reduce seconds of a host set in ring order (reorders it),
  * on the state's links and traffic; -1 when it cannot be priced. */
@@ -1263,9 +1312,15 @@ static double price(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n)
 	if (pr->budget)
 		pr->budget--;
 	tp_ring_order(in->f, hosts, gpus, n);
-	if (tp__place_predict(in->cost, in->s, hosts, gpus, n, bytes, NULL, &c))
-		return -1;
-	return c.seconds;
+	uint64_t key = set_key(hosts, gpus, n);
+	double t = memo_find(pr, key, hosts, gpus, n);
+	if (t > -2)
+		return t;
+	t = tp__place_predict(in->cost, in->s, hosts, gpus, n, bytes, NULL, &c)
+		? -1
+		: c.seconds;
+	memo_keep(pr, key, hosts, gpus, n, t);
+	return t;
 }
 
 static bool group_idle(const tp_state_t *s, const tp_group_t *gp)
@@ -1303,7 +1358,13 @@ static bool breaks_whole(const tp_state_t *s, const uint32_t *from,
  * more leaves and made the 9-32 and >32 host jobs wait longer on the
  * built-in default; see skip_whole_groups). The free hosts of a leaf
  * already in use are fragments no large job gets whole, so taking some
- * of them needs only a real saving, as any other replacement does. */
+ * of them needs only a real saving, as any other replacement does.
+ * Tried (2026-12-02, reverted): the 5% gain also for an idle leaf that is
+ * a small share of its parent (!leaf_is_large), so small jobs leave weak
+ * hosts for a fresh leaf on ft-2to1-deg16; bench_sim, 16 seeds, same run:
+ * comm slowdown 1.299 against 1.271, 2-8-host jobs ran longer (22,647 s
+ * vs 22,373 s), JCT 0.923 +- 0.026 vs 0.933 +- 0.013 (tie); default and
+ * nvl72-8 unchanged. */
 static double gain_needed(const tp_state_t *s, const uint32_t *from,
 			  size_t nfrom, const uint32_t *to, size_t nto)
 {
@@ -1312,6 +1373,17 @@ static double gain_needed(const tp_state_t *s, const uint32_t *from,
 	if (nspan(f, to, nto) <= nspan(f, from, nfrom))
 		return GAIN_SAME;
 	return breaks_whole(s, from, nfrom, to, nto) ? GAIN_WHOLE : GAIN_PART;
+}
+
+/* Does `to`, priced t, replace `from`, priced tf? gain_needed() counts
+ * groups (a sort per call), so it is asked only when the smallest gain
+ * leaves the question open: most trial sets of the local search are
+ * no cheaper at all. */
+static bool replaces(const tp_state_t *s, const uint32_t *from, size_t nfrom,
+		     double tf, const uint32_t *to, size_t nto, double t)
+{
+	return t < tf * GAIN_SAME &&
+	       t < tf * gain_needed(s, from, nfrom, to, nto);
 }
 
 /* Local search: swap one host of the set for a free one (the first and
@@ -1370,11 +1442,11 @@ static size_t improve(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n,
 				memcpy(pr->th, hosts, n * sizeof(uint32_t));
 				memcpy(pr->tg, gpus, n * sizeof(int));
 				pr->th[i] = h;
-				double need =
-				    gain_needed(in->s, hosts, n, pr->th, n);
 				double t = price(pr, pr->th, pr->tg, n);
 				budget--;
-				if (t >= 0 && t < bt && t < best * need) {
+				if (t >= 0 && t < bt &&
+				    replaces(in->s, hosts, n, best, pr->th, n,
+					     t)) {
 					bt = t;
 					bi = i;
 					bh = h;
@@ -1705,6 +1777,15 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	if (pr.budget < 4)
 		goto out; /* too large to price in time, or pricing switched
 			   * off: the structure decides */
+	/* room for every set the budget can price; a memo that failed to
+	 * allocate only prices twice */
+	pr.memo_max = pr.budget;
+	pr.mcap = pr.budget * n + 1;
+	pr.memo = tp_malloc(pr.memo_max * sizeof(*pr.memo));
+	pr.mh = tp_malloc(pr.mcap * sizeof(uint32_t));
+	pr.mg = tp_malloc(pr.mcap * sizeof(int));
+	if (!pr.memo || !pr.mh || !pr.mg)
+		pr.memo_max = 0;
 	if (worst != TP_ID_NONE)
 		keep_base_for_variants(in, &pr.up, max);
 	memcpy(var[0].h, hosts, n * sizeof(uint32_t));
@@ -1752,9 +1833,8 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	size_t bi = 0;
 	for (size_t v = 1; v < nvar; v++)
 		if (var[v].t >= 0 &&
-		    var[v].t < var[bi].t * gain_needed(in->s, var[bi].h,
-						       var[bi].n, var[v].h,
-						       var[v].n))
+		    replaces(in->s, var[bi].h, var[bi].n, var[bi].t, var[v].h,
+			     var[v].n, var[v].t))
 			bi = v;
 	won = bi;
 	n = var[bi].n;
@@ -1788,6 +1868,9 @@ out:
 	tp_free(pr.in_set);
 	tp_free(pr.cand);
 	tp_free(pr.coff);
+	tp_free(pr.memo);
+	tp_free(pr.mh);
+	tp_free(pr.mg);
 	tp_free(pr.up.q);
 	tp_free(pr.up.bg);
 	tp_free(pr.up.hf);

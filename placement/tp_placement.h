@@ -292,6 +292,9 @@ typedef struct tp_placement {
 				 * (these hosts on the idle fabric if faster) */
 	char *explain;          /* one or two sentences for humans */
 	double decision_s;      /* time spent choosing (not predicting) */
+	double decision_cpu_s;  /* the same on this thread's CPU clock: what
+				 * the choice costs, without the time the
+				 * thread waited for a CPU */
 } tp_placement_t;
 
 void tp_placement_free(tp_placement_t *p); /* frees members; p itself not */

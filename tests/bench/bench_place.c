@@ -4,12 +4,21 @@
  *
  * Fabrics: fat trees of 2,048 hosts (16,384 GPUs) and 16,384 hosts, with
  * 50% of GPUs busy in a fragmented state (random jobs of random sizes on
- * random hosts). Requests: a mix of multi-node (2-64 hosts x 8 GPUs) and
- * single-node (1-8 GPUs) jobs. Decision time is the policy's choose()
- * (tp_placement_t.decision_s), with the cost model at hand as the
- * plugins give it (topoplace prices its variants for jobs that span
- * groups inside choose()); the prediction reported with the placement
- * afterwards is not included.
+ * random hosts); the 2,048-host one again with 5% of its links at half
+ * health in the state (as a LinkState file reports bad cables).
+ * Requests: a mix of multi-node (2-64 hosts x 8 GPUs) and single-node
+ * (1-8 GPUs) jobs. Two decision times per request, each on the wall
+ * clock and on the thread's CPU clock (other processes' load shows on
+ * the first only; on a loaded machine compare CPU figures):
+ *  - choose(): the policy's choose() alone (tp_placement_t.decision_s),
+ *    the cost model always at hand and the library's PriceBudget (96),
+ *    as `topoplace simulate` reports it;
+ *  - as slurmctld: the whole tp_place_choose() call the 24.11 plugin
+ *    times (offers, choose(), the answer check, ring order, spans), with
+ *    the plugin's default PriceBudget (8) and the cost model only while
+ *    some link is degraded or loaded in the state (on the healthy
+ *    fabrics here it is plain and nothing is priced, as in slurmctld).
+ * The prediction reported with a placement afterwards is in neither.
  * Usage: bench_place [N [--fabric FABRIC.json] [--link-state FILE]]
  *   N: decisions per policy (default 2000). --fabric: that fabric only
  *   (e.g. a 2,048-host ibsim walk) instead of the generated ones.
@@ -66,13 +75,21 @@ typedef struct links_file {
 	double reload_s;
 } links_file_t;
 
-static double now_s(void)
+static double clock_s(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
+
+static double now_s(void)
+{
+	return clock_s(CLOCK_MONOTONIC);
+}
+
+/* topology_topoplace's PriceBudget default (plugin/conf.c) */
+#define PLUGIN_PRICE_BUDGET 8
 
 /* Re-read lf's links into s when the file changed. */
 static void links_refresh(const tp_fabric_t *f, tp_state_t *s, links_file_t *lf)
@@ -101,17 +118,112 @@ static void links_refresh(const tp_fabric_t *f, tp_state_t *s, links_file_t *lf)
 	lf->reload_s += now_s() - t0;
 }
 
-/* Decisions on f (consumed); lf may be NULL. */
-static int bench(tp_fabric_t *f, size_t n, const char *label, FILE *js,
-		 bool last, links_file_t *lf)
+/* Percentiles of one series of decision times (sorts t). */
+typedef struct pct {
+	double p50, p99;
+} pct_t;
+
+static pct_t pct_of(double *t, size_t m)
 {
-	tp_policy_params_t pp;
+	pct_t p = {0, 0};
+
+	qsort(t, m, sizeof(double), dcmp);
+	if (m) {
+		p.p50 = t[m / 2];
+		p.p99 = t[(size_t)(0.99 * (double)(m - 1))];
+	}
+	return p;
+}
+
+/* What one policy's decisions cost, on two clocks (wall, this thread's
+ * CPU: the load of other processes shows on the first only). */
+enum { T_CHOOSE, T_CHOOSE_CPU, T_CTLD, T_CTLD_CPU, NT };
+
+typedef struct times {
+	double *t[NT];
+	size_t m;
+	pct_t p[NT];
+} times_t;
+
+/* The request mix: half multi-node (2-64 hosts x 8 GPUs), half 1-8 GPUs. */
+static tp_request_t next_request(uint64_t *x)
+{
+	tp_request_t r = {0};
+
+	if (rnd(x) % 2) {
+		r.nodes = 2 << (rnd(x) % 6);
+		r.gpus_per_node = 8;
+	} else {
+		r.gpus = 1 + (int)(rnd(x) % 8);
+	}
+	return r;
+}
+
+/* n decisions of pol: choose() as the simulator reports it (the
+ * library's default PriceBudget, the cost model always at hand), then
+ * the same request as the 24.11 plugin decides it: the whole
+ * tp_place_choose() call (offers, choose(), answer check, ring order,
+ * spans), its default PriceBudget, the cost model only while some link
+ * is degraded or loaded. */
+static void decide(const tp_policy_t *pol, tp_state_t *s,
+		   const tp_cost_ctx_t *ctx, size_t n, links_file_t *lf,
+		   times_t *tm)
+{
+	const tp_fabric_t *f = tp_state_fabric(s);
+	tp_policy_params_t pp, ctld;
+	uint64_t x = 7;
+
+	tp_policy_params_defaults(&pp);
+	ctld = pp;
+	ctld.price_budget = PLUGIN_PRICE_BUDGET;
+	tm->m = 0;
+	for (size_t i = 0; i < n; i++) {
+		tp_request_t r = next_request(&x);
+		tp_placement_t pl;
+		size_t m = tm->m;
+		if (lf)
+			links_refresh(f, s, lf);
+		if (tp_place_run(pol, s, &r, &pp, ctx, i, &pl) != TP_OK)
+			continue;
+		tm->t[T_CHOOSE][m] = pl.decision_s;
+		tm->t[T_CHOOSE_CPU][m] = pl.decision_cpu_s;
+		tp_placement_free(&pl);
+		const tp_cost_ctx_t *c = tp_state_links_plain(s) ? NULL : ctx;
+		double w0 = clock_s(CLOCK_MONOTONIC);
+		double c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+		if (tp_place_choose(pol, s, &r, &ctld, c, 1, &pl) != TP_OK)
+			continue;
+		tm->t[T_CTLD_CPU][m] = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
+		tm->t[T_CTLD][m] = clock_s(CLOCK_MONOTONIC) - w0;
+		tp_placement_free(&pl);
+		tm->m++;
+	}
+	for (int k = 0; k < NT; k++)
+		tm->p[k] = pct_of(tm->t[k], tm->m);
+}
+
+/* A share of the links at half health, as a monitor's LinkState file
+ * reports bad cables: slurmctld then prices. */
+static void sicken(const tp_fabric_t *f, tp_state_t *s, double share)
+{
+	uint64_t x = 99;
+
+	for (uint32_t l = 0; l < tp_fabric_nlinks(f); l++)
+		if ((double)(rnd(&x) % 1000) < share * 1000)
+			tp_state_set_link(s, l, 0.5, 0);
+}
+
+/* Decisions on f (consumed); lf may be NULL; sick: see sicken(). */
+static int bench(tp_fabric_t *f, size_t n, const char *label, FILE *js,
+		 bool last, links_file_t *lf, double sick)
+{
 	const char *names[] = {"topoplace", "slurm-tree"};
-	double p99[2], p50[2];
+	times_t tm[2];
+	bool ok = true;
 
 	tp_state_t *s = tp_state_create(f);
 	fragment(f, s, 42);
-	tp_policy_params_defaults(&pp);
+	sicken(f, s, sick);
 	tp_cost_params_t cp;
 	tp_cost_ctx_t *ctx = NULL;
 	tp_cost_params_defaults(&cp);
@@ -119,37 +231,30 @@ static int bench(tp_fabric_t *f, size_t n, const char *label, FILE *js,
 		fprintf(stderr, "bench_place: cost model failed\n");
 		return 1;
 	}
-	double *t = malloc(n * sizeof(double));
-	for (int k = 0; k < 2; k++) {
-		const tp_policy_t *pol = tp_policy_find(names[k]);
-		uint64_t x = 7;
-		size_t m = 0;
-		for (size_t i = 0; i < n; i++) {
-			tp_request_t r = {0};
-			if (rnd(&x) % 2) {
-				r.nodes = 2 << (rnd(&x) % 6);
-				r.gpus_per_node = 8;
-			} else {
-				r.gpus = 1 + (int)(rnd(&x) % 8);
-			}
-			tp_placement_t pl;
-			if (lf)
-				links_refresh(f, s, lf);
-			if (tp_place_run(pol, s, &r, &pp, ctx, i, &pl) ==
-			    TP_OK) {
-				t[m++] = pl.decision_s;
-				tp_placement_free(&pl);
-			}
-		}
-		qsort(t, m, sizeof(double), dcmp);
-		p50[k] = m ? t[m / 2] : 0;
-		p99[k] = m ? t[(size_t)(0.99 * (double)(m - 1))] : 0;
-		printf(
-		    "%-22s %-11s decisions %5zu  p50 %8.3f ms  p99 %8.3f ms\n",
-		    label, names[k], m, p50[k] * 1e3, p99[k] * 1e3);
+	for (int k = 0; k < 2; k++)
+		for (int c = 0; c < NT; c++)
+			ok &= !!(tm[k].t[c] = malloc(n * sizeof(double)));
+	for (int k = 0; k < 2 && ok; k++) {
+		const pct_t *p = tm[k].p;
+		decide(tp_policy_find(names[k]), s, ctx, n, lf, &tm[k]);
+		printf("%-22s %-11s decisions %5zu  p50 %8.3f ms  p99 %8.3f ms"
+		       "  (CPU p50 %.3f p99 %.3f)\n",
+		       label, names[k], tm[k].m, p[T_CHOOSE].p50 * 1e3,
+		       p[T_CHOOSE].p99 * 1e3, p[T_CHOOSE_CPU].p50 * 1e3,
+		       p[T_CHOOSE_CPU].p99 * 1e3);
+		printf("%-22s %-11s   as slurmctld (%s): p50 %8.3f ms  p99 "
+		       "%8.3f ms  (CPU p50 %.3f p99 %.3f)\n",
+		       label, names[k],
+		       tp_state_links_plain(s) ? "links plain: no pricing"
+					       : "PriceBudget 8",
+		       p[T_CTLD].p50 * 1e3, p[T_CTLD].p99 * 1e3,
+		       p[T_CTLD_CPU].p50 * 1e3, p[T_CTLD_CPU].p99 * 1e3);
 	}
-	printf("%-22s topoplace/slurm-tree p99 ratio %.2f\n", label,
-	       p99[1] > 0 ? p99[0] / p99[1] : 0);
+	const pct_t *a = tm[0].p, *b = tm[1].p;
+	double w0 = a[T_CHOOSE].p99, w1 = b[T_CHOOSE].p99;
+	double c0 = a[T_CHOOSE_CPU].p99, c1 = b[T_CHOOSE_CPU].p99;
+	printf("%-22s topoplace/slurm-tree p99 ratio %.2f (CPU %.2f)\n", label,
+	       w1 > 0 ? w0 / w1 : 0, c1 > 0 ? c0 / c1 : 0);
 	if (lf && lf->path)
 		printf("%-22s link state re-read %zu times (%zu unreadable), "
 		       "mean %.3f ms each (not in the decision time)\n",
@@ -160,15 +265,24 @@ static int bench(tp_fabric_t *f, size_t n, const char *label, FILE *js,
 		"  \"%s\": {\"hosts\": %zu, \"topoplace_p50_ms\": %.4f, "
 		"\"topoplace_p99_ms\": %.4f, "
 		"\"slurm_tree_p50_ms\": %.4f, \"slurm_tree_p99_ms\": %.4f, "
-		"\"p99_ratio\": %.3f, \"link_state_reloads\": %zu}%s\n",
-		label, tp_fabric_nhosts(f), p50[0] * 1e3, p99[0] * 1e3,
-		p50[1] * 1e3, p99[1] * 1e3, p99[1] > 0 ? p99[0] / p99[1] : 0,
-		lf ? lf->reloads : 0, last ? "" : ",");
-	free(t);
+		"\"p99_ratio\": %.3f, \"topoplace_cpu_p50_ms\": %.4f, "
+		"\"topoplace_cpu_p99_ms\": %.4f, \"slurm_tree_cpu_p99_ms\": "
+		"%.4f, \"topoplace_ctld_p99_ms\": %.4f, "
+		"\"topoplace_ctld_cpu_p99_ms\": %.4f, "
+		"\"slurm_tree_ctld_cpu_p99_ms\": %.4f, "
+		"\"link_state_reloads\": %zu}%s\n",
+		label, tp_fabric_nhosts(f), a[T_CHOOSE].p50 * 1e3, w0 * 1e3,
+		b[T_CHOOSE].p50 * 1e3, w1 * 1e3, w1 > 0 ? w0 / w1 : 0,
+		a[T_CHOOSE_CPU].p50 * 1e3, c0 * 1e3, c1 * 1e3,
+		a[T_CTLD].p99 * 1e3, a[T_CTLD_CPU].p99 * 1e3,
+		b[T_CTLD_CPU].p99 * 1e3, lf ? lf->reloads : 0, last ? "" : ",");
+	for (int k = 0; k < 2; k++)
+		for (int c = 0; c < NT; c++)
+			free(tm[k].t[c]);
 	tp_cost_ctx_destroy(ctx);
 	tp_state_destroy(s);
 	tp_fabric_destroy(f);
-	return 0;
+	return ok ? 0 : 1;
 }
 
 static tp_fabric_t *fat_tree(int hosts_per_leaf, int leaves, int spines)
@@ -213,12 +327,14 @@ int main(int argc, char **argv)
 				why ? why : fabric);
 			return 2;
 		}
-		if (bench(f, n, "fabric", js, true, &lf))
+		if (bench(f, n, "fabric", js, true, &lf, 0))
 			return 1;
 	} else if (!(f = fat_tree(32, 64, 16)) ||
-		   bench(f, n, "fat-tree-2048-hosts", js, false, &lf) ||
+		   bench(f, n, "fat-tree-2048-hosts", js, false, &lf, 0) ||
+		   !(f = fat_tree(32, 64, 16)) ||
+		   bench(f, n, "fat-tree-2048-sick5", js, false, &lf, 0.05) ||
 		   !(f = fat_tree(32, 512, 32)) ||
-		   bench(f, n, "fat-tree-16384-hosts", js, true, &lf)) {
+		   bench(f, n, "fat-tree-16384-hosts", js, true, &lf, 0)) {
 		return 1;
 	}
 	fprintf(js, "}\n");

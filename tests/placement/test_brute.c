@@ -18,7 +18,14 @@
  * History: the fixed 2x guard for one more leaf gave 90.8% and 1.56x
  * (structural choice alone: 75.8% and 2.02x); 5% for one more leaf that
  * is already in use, the even splits and the budget spent on the
- * cheapest candidates first gave 95.0% (2026-12-02).
+ * cheapest candidates first gave 95.0% (2026-12-02). Tried for the
+ * 1.559x case (2026-12-02, reverted): its cheapest set is one swap
+ * (node005 -> node010) from the "without a group" variant, but node010
+ * is neither end of its leaf, and the 96 predictions are spent before
+ * the search reaches that leaf; swap candidates widened to every free
+ * host (when the budget could try them all) or to two hosts from each
+ * end of a leaf gave 94.2% and worst 1.559x, also with the idle-leaf
+ * gain at 2/3 instead of 1/2.
  */
 #include "config.h"
 
