@@ -55,7 +55,8 @@
  *                   node's shared segment (every rank reduces its
  *                   shard out of all ranks' copies): self edge (g-1)/g
  *                   of S, 1 local step; local rank l ends with shard l
- *                   (S/g). With job->host_ring, a ring instead: g - 1
+ *                   (S/g). With job->host_ring, or on any node
+ *                   job->node_host_ring names, a ring instead: g - 1
  *                   local steps;
  *          GROUP_RS per local rank l a ring reduce-scatter of shard l
  *                   inside each unit, member t -> t+1, leaving member t
@@ -149,6 +150,11 @@ typedef struct tp_sched_job {
 	 * (no host segment: TOPOPLACE_COLL_SHM=0), g - 1 local steps each
 	 * instead of 1. */
 	int host_ring;
+	/* Nonzero for a node that runs them as rings (it, or one of its
+	 * ranks, refused the segment) when the others need not; NULL: none
+	 * but what host_ring says. The phases end together on every node,
+	 * so one such node prices them as rings for all: the slowest host. */
+	int (*node_host_ring)(const void *arg, size_t node);
 } tp_sched_job_t;
 
 typedef struct tp_sched_edge {

@@ -442,6 +442,41 @@ static void test_hier_host_ring(void **state)
 	tp_sched_destroy(ring);
 }
 
+static int node2_rings(const void *arg, size_t node)
+{
+	(void)arg;
+	return node == 2;
+}
+
+/* One node of four refusing the segment (node_host_ring) prices the host
+ * phases as rings for the whole job, like host_ring: the phases end
+ * together, so its g - 1 steps are everyone's. None refusing: the
+ * segment's one step. */
+static void test_hier_node_host_ring(void **state)
+{
+	uint32_t key[4] = {0, 0, 1, 1}, ranks[4] = {4, 4, 4, 4};
+	tjob_t t = {{key, key}, ranks, NULL, NULL};
+	tp_sched_job_t j = {0};
+	tp_sched_t *s = NULL;
+
+	(void)state;
+	j.n = 4;
+	j.nlevels = 1;
+	j.nrails = 1;
+	j.arg = &t;
+	j.group = tj_group;
+	j.nranks = tj_ranks;
+	j.node_host_ring = node2_rings;
+	assert_int_equal(tp_sched_build(&j, TP_SCHED_HIER, &s), TP_OK);
+	assert_close(tp_sched_phase(s, 0)->local_steps, 3);
+	assert_close(tp_sched_latency(s, 1, 0, NULL), 10);
+	tp_sched_destroy(s);
+	j.n = 2; /* nodes 0 and 1: none refuses */
+	assert_int_equal(tp_sched_build(&j, TP_SCHED_HIER, &s), TP_OK);
+	assert_close(tp_sched_phase(s, 0)->local_steps, 1);
+	tp_sched_destroy(s);
+}
+
 /* Tree self edges: a node with g ranks moves S per tree over its local
  * fabric; 2(g-1) local steps. One node: no node edges at all. */
 static void test_tree_local(void **state)
@@ -477,7 +512,7 @@ static void test_errors(void **state)
 {
 	uint32_t key[4] = {0}, zero[4] = {0};
 	tjob_t t = {{key, key}, NULL, NULL, NULL};
-	tp_sched_job_t j = {4, 1, 0, &t, tj_group, NULL, NULL, NULL, 0};
+	tp_sched_job_t j = {4, 1, 0, &t, tj_group, NULL, NULL, NULL, 0, NULL};
 	tp_allocator_t a = {fmalloc, fcalloc, frealloc, free};
 	tp_sched_t *s = NULL;
 
@@ -535,6 +570,7 @@ int main(void)
 	    cmocka_unit_test(test_hier_uneven),
 	    cmocka_unit_test(test_hier_one_node),
 	    cmocka_unit_test(test_hier_host_ring),
+	    cmocka_unit_test(test_hier_node_host_ring),
 	    cmocka_unit_test(test_tree_local),
 	    cmocka_unit_test(test_errors),
 	};
