@@ -241,7 +241,7 @@ static void test_hier_one_rail(void **state)
 	assert_int_equal(ph->kind, TP_SCHED_PH_HOST_RS);
 	assert_int_equal(ph->nedges, 8);
 	assert_close(ph->edges[3].frac, 0.5);
-	assert_close(ph->local_steps, 1);
+	assert_close(ph->local_steps, TP_SCHED_SEG_WAIT);
 	ph = tp_sched_phase(s, 1);
 	assert_int_equal(ph->kind, TP_SCHED_PH_GROUP_RS);
 	assert_int_equal(ph->nedges, 8);
@@ -263,7 +263,8 @@ static void test_hier_one_rail(void **state)
 	assert_close(across, 2);
 	assert_int_equal(tp_sched_phase(s, 3)->mirror, 1);
 	assert_int_equal(tp_sched_phase(s, 4)->mirror, 0);
-	assert_close(tp_sched_latency(s, 1, 0, NULL), 2 * 1 + 2 * 3 + 2 * 1);
+	assert_close(tp_sched_latency(s, 1, 0, NULL),
+		     2 * TP_SCHED_SEG_WAIT + 2 * 3 + 2 * 1);
 	tp_sched_destroy(s);
 }
 
@@ -329,7 +330,8 @@ static void test_hier_rails(void **state)
 	assert_close(across, 2);
 	assert_int_equal(tp_sched_phase(s, 3)->mirror, 1);
 	assert_int_equal(tp_sched_phase(s, 4)->mirror, 0);
-	assert_close(tp_sched_latency(s, 1, 0, NULL), 2 * 1 + 2 * 3 + 2 * 1);
+	assert_close(tp_sched_latency(s, 1, 0, NULL),
+		     2 * TP_SCHED_SEG_WAIT + 2 * 3 + 2 * 1);
 	tp_sched_destroy(s);
 }
 
@@ -374,7 +376,8 @@ static void test_hier_uneven(void **state)
 	for (size_t e = 0; e < 5; e++)
 		assert_close(ph->edges[e].frac, ag[e]);
 	assert_int_equal(tp_sched_phase(s, 4)->mirror, 0);
-	assert_close(tp_sched_latency(s, 1, 0, NULL), 2 * 1 + 2 * 2 + 4);
+	assert_close(tp_sched_latency(s, 1, 0, NULL),
+		     2 * TP_SCHED_SEG_WAIT + 2 * 2 + 4);
 	tp_sched_destroy(s);
 
 	ranks[2] = 1;
@@ -395,7 +398,7 @@ static void test_hier_uneven(void **state)
 }
 
 /* Hierarchical on one node of 8 ranks: the library's host segment, one
- * local step a host phase, where the ring takes 2(P-1) = 14; the same
+ * wait a host phase, where the ring takes 2(P-1) = 14; the same
  * bytes over the node's fabric. */
 static void test_hier_one_node(void **state)
 {
@@ -406,8 +409,8 @@ static void test_hier_one_node(void **state)
 
 	(void)state;
 	assert_int_equal(tp_sched_phase(h, 0)->kind, TP_SCHED_PH_HOST_RS);
-	assert_close(tp_sched_phase(h, 0)->local_steps, 1);
-	assert_close(tp_sched_latency(h, 1, 0, NULL), 2);
+	assert_close(tp_sched_phase(h, 0)->local_steps, TP_SCHED_SEG_WAIT);
+	assert_close(tp_sched_latency(h, 1, 0, NULL), 2 * TP_SCHED_SEG_WAIT);
 	assert_close(tp_sched_latency(r, 1, 0, NULL), 14);
 	assert_close(tp_sched_phase(h, 0)->edges[0].frac, 7.0 / 8);
 	tp_sched_destroy(h);
@@ -415,9 +418,10 @@ static void test_hier_one_node(void **state)
 }
 
 /* Hierarchical on 4 nodes of 4 ranks in 2 units: the host phases go
- * through each node's segment, one local step each; with host_ring
- * (TOPOPLACE_COLL_SHM=0) the library runs them as rings, g - 1 = 3 each,
- * over the same bytes. Latency 2 + 2(K-1) + 2(m-1) = 6 steps vs 10. */
+ * through each node's segment, one wait (TP_SCHED_SEG_WAIT local steps)
+ * each; with host_ring (TOPOPLACE_COLL_SHM=0) the library runs them as
+ * rings, g - 1 = 3 each, over the same bytes. Latency 2 x wait + 2(K-1)
+ * + 2(m-1) steps vs 10. */
 static void test_hier_host_ring(void **state)
 {
 	uint32_t key[4] = {0, 0, 1, 1}, ranks[4] = {4, 4, 4, 4};
@@ -433,10 +437,13 @@ static void test_hier_host_ring(void **state)
 				 TP_SCHED_PH_HOST_RS);
 		assert_int_equal(tp_sched_phase(s, last)->kind,
 				 TP_SCHED_PH_HOST_AG);
-		assert_close(tp_sched_phase(s, 0)->local_steps, a ? 3 : 1);
-		assert_close(tp_sched_phase(s, last)->local_steps, a ? 3 : 1);
+		assert_close(tp_sched_phase(s, 0)->local_steps,
+			     a ? 3 : TP_SCHED_SEG_WAIT);
+		assert_close(tp_sched_phase(s, last)->local_steps,
+			     a ? 3 : TP_SCHED_SEG_WAIT);
 		assert_close(tp_sched_phase(s, 0)->edges[0].frac, 3.0 / 4);
-		assert_close(tp_sched_latency(s, 1, 0, NULL), a ? 10 : 6);
+		assert_close(tp_sched_latency(s, 1, 0, NULL),
+			     a ? 10 : 4 + 2 * TP_SCHED_SEG_WAIT);
 	}
 	tp_sched_destroy(seg);
 	tp_sched_destroy(ring);
@@ -473,7 +480,7 @@ static void test_hier_node_host_ring(void **state)
 	tp_sched_destroy(s);
 	j.n = 2; /* nodes 0 and 1: none refuses */
 	assert_int_equal(tp_sched_build(&j, TP_SCHED_HIER, &s), TP_OK);
-	assert_close(tp_sched_phase(s, 0)->local_steps, 1);
+	assert_close(tp_sched_phase(s, 0)->local_steps, TP_SCHED_SEG_WAIT);
 	tp_sched_destroy(s);
 }
 
