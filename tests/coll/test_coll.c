@@ -730,9 +730,11 @@ static int edges_rank(tp_coll_comm_t *c, void *arg)
 	for (size_t i = 0; i < e->count; i++)
 		b[i] = (float)(i % 7);
 	tp_coll_comm_stats_reset(c);
-	if (tp_coll_allreduce(c, b, b, e->count, TP_COLL_FP32, TP_COLL_SUM,
-			      e->algo)) {
+	tp_err_t err = tp_coll_allreduce(c, b, b, e->count, TP_COLL_FP32,
+					 TP_COLL_SUM, e->algo);
+	if (err) {
 		free(b);
+		call_failed(c, "allreduce", err);
 		return 1;
 	}
 	for (size_t i = 0; i < e->count; i++)
