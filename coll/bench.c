@@ -329,6 +329,15 @@ fail:
 	return 1;
 }
 
+/* The library's warnings and errors, one line each on stderr. */
+static void log_line(tp_log_level_t level, const char *msg, void *arg)
+{
+	(void)arg;
+	if (level <= TP_LOG_WARN)
+		fprintf(stderr, "topoplace-coll-bench: %s: %s\n",
+			level == TP_LOG_ERROR ? "error" : "warning", msg);
+}
+
 int main(int argc, char **argv)
 {
 	args_t a;
@@ -354,6 +363,7 @@ int main(int argc, char **argv)
 		o.master_addr = host;
 		o.master_port = atoi(colon + 1);
 	}
+	tp_log_set(log_line, NULL);
 	if (a.plan)
 		err = tp_coll_comm_init_file(a.plan, a.rank, &o, &c, &why);
 	else

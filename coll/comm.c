@@ -7,6 +7,7 @@
  * bits. */
 #include "config.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -467,6 +468,35 @@ static tp_err_t init_fail(char **err_p, tp_err_t err, const char *fmt, ...)
 	return err;
 }
 
+/* The plan's predictions priced the hierarchical host phases one way
+ * (through each host's segment, or as rings), this host set up the
+ * other: say so once per host, from its first rank (every rank of a
+ * host agrees on the segment). */
+static void check_segment(const tp_coll_comm_t *c, const tp_plan_t *plan)
+{
+	bool hostlv = c->nhosts == 1 ? c->size > 1 : c->host_lv;
+	bool priced = tp_plan_host_segment(plan);
+
+	if (!hostlv || c->local_rank != 0 || priced == (c->host != NULL) ||
+	    isnan(tp_plan_predict_s(plan, 0, TP_ALGO_HIERARCHICAL)))
+		return;
+	if (priced)
+		tp__log(TP_LOG_WARN,
+			"host %s: no shared-memory host segment "
+			"(TOPOPLACE_COLL_SHM=0, or a rank refused it): the "
+			"hierarchical host phases run as rings, slower than "
+			"the plan predicts, and `auto` may pick hierarchical "
+			"where it is not the fastest; build the plan with "
+			"TOPOPLACE_COLL_SHM=0 to price the rings",
+			c->host_of[c->rank]);
+	else
+		tp__log(TP_LOG_WARN,
+			"host %s: the plan priced the hierarchical host phases "
+			"as rings (built with TOPOPLACE_COLL_SHM=0) but they "
+			"run through the host segment, faster than predicted",
+			c->host_of[c->rank]);
+}
+
 tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
 			   const tp_coll_opts_t *opts, tp_coll_comm_t **comm_p,
 			   char **err_p)
@@ -538,6 +568,7 @@ tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
 			tp_free(why);
 		return err;
 	}
+	check_segment(c, plan);
 	c->call = NULL;
 	*comm_p = c;
 	return TP_OK;

@@ -152,6 +152,11 @@ void tp_cost_ctx_destroy(tp_cost_ctx_t *c)
 	tp_free(c);
 }
 
+const tp_cost_params_t *tp_cost_ctx_params(const tp_cost_ctx_t *c)
+{
+	return &c->p;
+}
+
 static uint32_t res_from(const tp_link_t *l, size_t i, tp_node_kind_t kind,
 			 uint32_t from)
 {
@@ -1268,12 +1273,12 @@ static double fill_factor(double stages, double bytes, double chunk)
 
 double tp_cost_seconds_at(const tp_cost_t *c, double from, double bytes)
 {
-	double flows = c->bandwidth_s /
-		       fill_factor(c->fill_stages, from, c->fill_chunk);
+	double flows =
+	    c->bandwidth_s / fill_factor(c->fill_stages, from, c->fill_chunk);
 
-	return c->latency_s + flows * (bytes / from) *
-				  fill_factor(c->fill_stages, bytes,
-					      c->fill_chunk);
+	return c->latency_s +
+	       flows * (bytes / from) *
+		   fill_factor(c->fill_stages, bytes, c->fill_chunk);
 }
 
 /* Every phase of the schedule, in order: they run one after the other.
@@ -1306,8 +1311,8 @@ static tp_err_t price_sched(call_t *k, const tp_sched_t *s, double bytes,
 			if (ph->kind == TP_SCHED_PH_TREE) {
 				out->fill_stages = ph->steps + ph->local_steps;
 				out->fill_chunk = p->chunk_bytes;
-				o[i].time_s *= fill_factor(out->fill_stages,
-							   bytes, p->chunk_bytes);
+				o[i].time_s *= fill_factor(
+				    out->fill_stages, bytes, p->chunk_bytes);
 			}
 		}
 		hops[i] = o[i].hops;

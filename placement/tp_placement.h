@@ -148,6 +148,9 @@ typedef struct tp_cost_ctx tp_cost_ctx_t;
 tp_err_t tp_cost_ctx_create(const tp_fabric_t *f, const tp_cost_params_t *p,
 			    tp_cost_ctx_t **ctx_p);
 void tp_cost_ctx_destroy(tp_cost_ctx_t *ctx);
+/* The parameters ctx prices with (borrowed, valid until
+ * tp_cost_ctx_destroy()). */
+const tp_cost_params_t *tp_cost_ctx_params(const tp_cost_ctx_t *ctx);
 
 typedef struct tp_cost {
 	double seconds;         /* predicted time of the collective */

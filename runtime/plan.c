@@ -40,8 +40,10 @@ tp_plan_t *tp__plan_new(void)
 {
 	tp_plan_t *p = tp_calloc(1, sizeof(*p));
 
-	if (p)
+	if (p) {
 		p->root[0] = p->root[1] = TP_PLAN_NONE;
+		p->host_segment = true;
+	}
 	return p;
 }
 
@@ -447,6 +449,7 @@ static tp_err_t predict(tp_plan_t *p, const tp_cost_ctx_t *ctx,
 	for (size_t r = 0; r < p->nhosts; r++)
 		gpus[r] = (int)p->hosts[r].nranks;
 	p->predicted = true;
+	p->host_segment = !tp_cost_ctx_params(ctx)->host_ring;
 	for (int a = 0; a < TP_PLAN_NALGOS; a++) {
 		tp_cost_t c;
 		tp_err_t e = tp_cost_predict(ctx, NULL, fidx, gpus, p->nhosts,
@@ -588,9 +591,9 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 		goto out;
 	}
 	sj = (sjob_t){p, f, fidx};
-	job = (tp_sched_job_t){n,	   nlev,	   p->nrails,
-			       &sj,	   sjob_group,	   sjob_nranks,
-			       sjob_rails, sjob_rank_rail, 0};
+	job = (tp_sched_job_t){
+	    n,		 nlev,	     p->nrails,	     &sj, sjob_group,
+	    sjob_nranks, sjob_rails, sjob_rank_rail, 0,	  NULL};
 	if ((err = tp_sched_build(&job, TP_SCHED_TREE, &sch)) ||
 	    (err = fill_groups(p, f, fidx, sch)) ||
 	    (err = fill_rail_leaders(p, sch)))
@@ -661,7 +664,7 @@ tp_err_t tp_plan_sched(const tp_plan_t *p, tp_sched_algo_t algo,
 		return TP_ERR_RANGE;
 	job = (tp_sched_job_t){
 	    p->nhosts,	 2,	     p->nrails,	     p, pjob_group,
-	    pjob_nranks, pjob_rails, pjob_rank_rail, 0};
+	    pjob_nranks, pjob_rails, pjob_rank_rail, 0, NULL};
 	if ((err = tp_sched_build(&job, algo, &s)))
 		return err;
 	for (int t = 0; algo == TP_SCHED_TREE && t < 2; t++)
@@ -758,6 +761,11 @@ double tp_plan_predict_s(const tp_plan_t *p, size_t i, tp_algo_t a)
 tp_algo_t tp_plan_recommend(const tp_plan_t *p, size_t i)
 {
 	return p && i < p->nsizes ? p->rec[i] : TP_ALGO_RING;
+}
+
+bool tp_plan_host_segment(const tp_plan_t *p)
+{
+	return p->host_segment;
 }
 
 const char *tp_plan_recommend_basis(const tp_plan_t *p, size_t i)

@@ -253,6 +253,8 @@ tp_err_t tp_plan_to_json(const tp_plan_t *p, char **json_p)
 		}
 		put_lit(&sb, "}");
 	}
+	if (!p->host_segment)
+		put_lit(&sb, ",\n  \"host_segment\": false");
 	put_lit(&sb, ",\n  \"recommend\": [");
 	for (size_t i = 0; i < p->nsizes; i++) {
 		put_lit(&sb, i ? ",\n    {\"bytes\": " : "\n    {\"bytes\": ");
@@ -943,6 +945,7 @@ static tp_err_t load_root(loader_t *ld, const cJSON *root)
 	static const char *const req[] = {
 	    "format", "world_size", "nodes", "rails",	  "ring",      "hosts",
 	    "groups", "trees",	    "sizes", "predicted", "recommend", NULL};
+	static const char *const opt[] = {"host_segment", NULL};
 	tp_plan_t *p = ld->p;
 	const cJSON *it, *fmt = get(root, "format"), *trees;
 	uint32_t first = 0, r = 0;
@@ -955,7 +958,7 @@ static tp_err_t load_root(loader_t *ld, const cJSON *root)
 	if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, TP_PLAN_FORMAT))
 		return lfail(ld, TP_ERR_FORMAT, "format: expected \"%s\"",
 			     TP_PLAN_FORMAT);
-	if ((err = keys(ld, root, req, NULL, "plan")) ||
+	if ((err = keys(ld, root, req, opt, "plan")) ||
 	    (err = want_int(ld, get(root, "nodes"), 1, TP_PLAN_NONE - 1.0, &v,
 			    "nodes")))
 		return err;
@@ -963,6 +966,11 @@ static tp_err_t load_root(loader_t *ld, const cJSON *root)
 	if ((err = want_int(ld, get(root, "rails"), 0, 1024, &v, "rails")))
 		return err;
 	p->nrails = (int)v;
+	it = get(root, "host_segment");
+	if (it && !cJSON_IsBool(it))
+		return lfail(ld, TP_ERR_PARSE,
+			     "host_segment: expected true or false");
+	p->host_segment = !it || cJSON_IsTrue(it);
 	if (!(p->hosts = tp__plan_alloc(p, p->nhosts, sizeof(*p->hosts))))
 		return nomem(ld);
 	if ((err = load_ring(ld, get(root, "ring"))) ||
@@ -1051,7 +1059,8 @@ tp_err_t tp_plan_load_json(const char *path, tp_plan_t **plan_p, char **err_p)
 	}
 	if ((err = tp_file_read(path, &buf, &len))) {
 		if (err_p)
-			*err_p = tp_asprintf("%s: %s", path, tp_file_strerror(err));
+			*err_p =
+			    tp_asprintf("%s: %s", path, tp_file_strerror(err));
 		return err;
 	}
 	err = tp_plan_parse_json(path, buf, len, plan_p, err_p);

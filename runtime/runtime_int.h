@@ -25,6 +25,9 @@ struct tp_plan {
 	size_t nsizes;
 	double sizes[TP_PLAN_MAX_SIZES];
 	bool predicted;
+	/* the predictions priced the hierarchical host phases through
+	 * each host's shared segment (not as rings) */
+	bool host_segment;
 	double pred[TP_PLAN_NALGOS][TP_PLAN_MAX_SIZES];
 	tp_algo_t rec[TP_PLAN_MAX_SIZES];
 	bool rec_model[TP_PLAN_MAX_SIZES];

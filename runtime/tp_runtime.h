@@ -212,6 +212,14 @@ tp_algo_t tp_plan_recommend(const tp_plan_t *plan, size_t i);
  * (the plan's ring crosses each group boundary the fewest times) -
  * NCCL's tree/ring split by size. Static string. */
 const char *tp_plan_recommend_basis(const tp_plan_t *plan, size_t i);
+/* Whether the predictions priced the hierarchical schedule's host phases
+ * through each host's shared-memory segment (one wait a phase: the
+ * collective library's default) rather than as rings (the cost context
+ * had host_ring set, as `TOPOPLACE_COLL_SHM=0 topoplace plan` does).
+ * True for a plan without predictions and for a plan file that does not
+ * say. The library compares it with what it set up and warns when they
+ * differ. */
+bool tp_plan_host_segment(const tp_plan_t *plan);
 
 /* The plan's schedule for algo (see tp_sched.h): the edges the cost model
  * priced for this plan and a collective library runs, rebuilt from what
@@ -245,6 +253,8 @@ tp_err_t tp_plan_sched(const tp_plan_t *plan, tp_sched_algo_t algo,
  *  "sizes": [bytes, ...],
  *  "predicted": {"ring": [s, ...], "hierarchical": [...], "tree": [...]}
  *               or null; a prediction the model could not make is null,
+ *  "host_segment": false     only when the predictions priced the host
+ *                            phases as rings (tp_plan_host_segment()),
  *  "recommend": [{"bytes", "algo", "basis"}]}
  * Arrays are in node rank / ring / size order; numbers print as the
  * shortest text that reads back exactly, so to_json(load(to_json(p))) is

@@ -377,6 +377,15 @@ static tp_sched_edge_t *group_edges(tp_sched_t *s, const work_t *w,
 	return e;
 }
 
+/* Some node runs the host phases as rings: they take its g - 1 steps. */
+static bool host_rings(const tp_sched_t *s, const tp_sched_job_t *j)
+{
+	for (size_t r = 0; !j->host_ring && j->node_host_ring && r < s->n; r++)
+		if (j->node_host_ring(j->arg, r))
+			return true;
+	return j->host_ring != 0;
+}
+
 static tp_sched_edge_t *hier_edges(tp_sched_t *s, work_t *w, tp_sched_edge_t *e)
 {
 	size_t m = s->ngroups;
@@ -393,7 +402,9 @@ static tp_sched_edge_t *hier_edges(tp_sched_t *s, work_t *w, tp_sched_edge_t *e)
 			most = (C + K - 1) / K;
 	}
 	/* the library's host segment: one wait a phase; rings without it */
-	double host_steps = g < 2 ? 0 : w->job->host_ring ? g - 1.0 : 1.0;
+	double host_steps = g < 2		    ? 0
+			    : host_rings(s, w->job) ? g - 1.0
+						    : TP_SCHED_SEG_WAIT;
 	e = self_edges(s, w, e, 0, 1, true);
 	phase(s, TP_SCHED_PH_HOST_RS, e0, e, 0, host_steps, TP_SCHED_NONE);
 

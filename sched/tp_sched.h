@@ -54,8 +54,10 @@
  *          HOST_RS  reduce-scatter inside each node through the
  *                   node's shared segment (every rank reduces its
  *                   shard out of all ranks' copies): self edge (g-1)/g
- *                   of S, 1 local step; local rank l ends with shard l
- *                   (S/g). With job->host_ring, a ring instead: g - 1
+ *                   of S, one wait (TP_SCHED_SEG_WAIT local steps);
+ *                   local rank l ends with shard l
+ *                   (S/g). With job->host_ring, or on any node
+ *                   job->node_host_ring names, a ring instead: g - 1
  *                   local steps;
  *          GROUP_RS per local rank l a ring reduce-scatter of shard l
  *                   inside each unit, member t -> t+1, leaving member t
@@ -108,6 +110,13 @@
 
 /* Most group levels a job describes (the fabric's TP_MAX_LEVELS fits). */
 #define TP_SCHED_MAX_LEVELS 8
+/* One wait on a host's shared segment, in local ring steps (alpha): the
+ * hierarchical host phases' cost per phase. Fitted on one host, 2 ranks,
+ * 16 KiB (latency-bound; two segment waits against the ring's two local
+ * steps): the segment took 0.91x the ring's time (8 runs, geometric mean,
+ * x/ 1.04). Below 1, it also settles the tie between the two on one
+ * host with two ranks, where the segment measured faster. */
+#define TP_SCHED_SEG_WAIT 0.9
 /* "No node / no group" in uint32_t fields and keys. */
 #define TP_SCHED_NONE  UINT32_MAX
 #define TP_SCHED_NOKEY UINT32_MAX
@@ -149,6 +158,11 @@ typedef struct tp_sched_job {
 	 * (no host segment: TOPOPLACE_COLL_SHM=0), g - 1 local steps each
 	 * instead of 1. */
 	int host_ring;
+	/* Nonzero for a node that runs them as rings (it, or one of its
+	 * ranks, refused the segment) when the others need not; NULL: none
+	 * but what host_ring says. The phases end together on every node,
+	 * so one such node prices them as rings for all: the slowest host. */
+	int (*node_host_ring)(const void *arg, size_t node);
 } tp_sched_job_t;
 
 typedef struct tp_sched_edge {

@@ -520,7 +520,7 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
  * buffer of the round's parity, resets `arrived`, bumps `gen` and wakes
  * every waiter with one FUTEX_WAKE; the others sleep on `gen` in
  * FUTEX_WAIT and copy the result (when the segment has no more ranks
- * than the machine has CPUs they first poll it for ~20 us, HOST_SPIN:
+ * than the machine has CPUs they first poll it for ~60 us, HOST_SPIN,
  * a short wait then costs no sleep and wake-up; never with more ranks
  * than CPUs, where the rank we wait for needs our CPU). One wake-up per
  * rank per call where the ring needs 2(P-1) dependent steps. Two result buffers
@@ -554,10 +554,12 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 #include <sys/syscall.h>
 
 /* Polls of a counter before FUTEX_WAIT when every rank of the segment
- * can have a CPU (about 20 us at ~10 ns a poll): a wait shorter than
- * that costs no sleep and wake-up; with more ranks than CPUs the rank
- * we wait for needs ours, so we sleep at once. */
-#define HOST_SPIN 2000
+ * can have a CPU (HOST_SPIN_NS, ~30 ns a pause, measured on the EPYC VMs
+ * here): a wait shorter than that costs no sleep and wake-up; with more
+ * ranks than CPUs the rank we wait for needs ours, so we sleep at once.
+ * adapt_spin() shortens it while waits outlast it. */
+#define HOST_SPIN    2000
+#define HOST_SPIN_NS 60000
 
 static inline void cpu_relax(void)
 {
@@ -575,6 +577,7 @@ struct tp__coll_host {
 	size_t len;
 	int n, me, first; /* ranks, my local rank, global rank of local 0 */
 	int spin;	  /* polls of a counter before sleeping on it */
+	int spin_max;	  /* HOST_SPIN, or 0 with more ranks than CPUs */
 	uint32_t seq, bseq, arrivals;
 	_Atomic uint32_t *arrived, *gen, *stamp;
 	_Atomic uint32_t *in[2], *red[2], *out[2];
@@ -610,7 +613,8 @@ static tp__coll_host_t *host_attach(void *m, int n, int me, int first)
 	h->me = me;
 	h->first = first;
 	/* no more ranks than online CPUs: the one we wait for is running */
-	h->spin = n <= sysconf(_SC_NPROCESSORS_ONLN) ? HOST_SPIN : 0;
+	h->spin_max = n <= sysconf(_SC_NPROCESSORS_ONLN) ? HOST_SPIN : 0;
+	h->spin = h->spin_max;
 	h->arrived = (_Atomic uint32_t *)b;
 	h->gen = (_Atomic uint32_t *)(b + 64);
 	for (int d = 0; d < 2; d++) {
@@ -758,6 +762,19 @@ static bool reached(_Atomic uint32_t *w, uint32_t target)
 	return (int32_t)(atomic_load(w) - target) >= 0;
 }
 
+/* After a wait the spin did not cover, of waited_ns in all: one a longer
+ * spin would have caught (under HOST_SPIN_NS) doubles the spin back
+ * towards spin_max; a longer one (the rank we wait for was not running:
+ * a loaded machine) halves it, so we stop taking CPU time it needs. */
+static void adapt_spin(tp__coll_host_t *h, int64_t waited_ns)
+{
+	if (waited_ns <= HOST_SPIN_NS)
+		h->spin = h->spin * 2 + 16 < h->spin_max ? h->spin * 2 + 16
+							 : h->spin_max;
+	else
+		h->spin /= 2;
+}
+
 /* Sleep until counter w reaches target (wrap-safe). On timeout, names
  * the local rank that arrived least often, if behind us. */
 static tp_err_t host_wait(tp_coll_comm_t *c, tp__coll_host_t *h,
@@ -765,9 +782,12 @@ static tp_err_t host_wait(tp_coll_comm_t *c, tp__coll_host_t *h,
 {
 	const struct timespec slice = {0, 50 * 1000 * 1000};
 	int64_t deadline = c->last_move_ns + (int64_t)(c->timeout_s * 1e9);
+	int64_t t0 = tp__coll_now_ns();
+	bool slept;
 
 	for (int i = 0; i < h->spin && !reached(w, target); i++)
 		cpu_relax();
+	slept = !reached(w, target);
 	while (!reached(w, target)) {
 		uint32_t v = atomic_load(w);
 		int e, dead, last = h->me;
@@ -801,6 +821,8 @@ static tp_err_t host_wait(tp_coll_comm_t *c, tp__coll_host_t *h,
 				     "no progress for %.3g s", c->timeout_s);
 	}
 	c->last_move_ns = tp__coll_now_ns();
+	if (slept)
+		adapt_spin(h, c->last_move_ns - t0);
 	return TP_OK;
 }
 

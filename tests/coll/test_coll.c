@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <netinet/in.h>
@@ -442,6 +443,120 @@ static void test_host_phases(void **s)
 	tp_plan_destroy(p);
 }
 
+/* Warnings the library logged in this (rank) process, the last one kept. */
+static int nwarn;
+static char last_warn[512];
+
+static void count_warn(tp_log_level_t level, const char *msg, void *arg)
+{
+	(void)arg;
+	if (level != TP_LOG_WARN)
+		return;
+	nwarn++;
+	snprintf(last_warn, sizeof(last_warn), "%s", msg);
+}
+
+/* The library's own log sink: it links its copy of common/ in, so this
+ * program's tp_log_set() would set another. */
+static void coll_log_set(tp_log_fn_t fn)
+{
+	void *h = dlopen("libtopoplace-coll.so.0", RTLD_LAZY | RTLD_NOLOAD);
+	void (*set)(tp_log_fn_t, void *) = NULL;
+
+	if (h)
+		*(void **)&set = dlsym(h, "tp_log_set");
+	assert_non_null(set);
+	set(fn, NULL);
+	dlclose(h);
+}
+
+/* A plan with predictions over hosts 0 .. nh-1, L ranks each, priced
+ * with the host phases as rings when host_ring. */
+static tp_plan_t *priced_plan(int nh, int L, bool host_ring)
+{
+	tp_fabric_t *f = coll_fabric();
+	const char *names[4];
+	tp_cost_params_t cp;
+	tp_cost_ctx_t *ctx = NULL;
+	tp_plan_opts_t o;
+	tp_plan_t *p = NULL;
+	char *msg = NULL;
+
+	for (int i = 0; i < nh; i++)
+		names[i] = tp_fabric_host(f, (size_t)i)->name;
+	tp_cost_params_defaults(&cp);
+	cp.host_ring = host_ring;
+	assert_int_equal(tp_cost_ctx_create(f, &cp, &ctx), TP_OK);
+	tp_plan_opts_defaults(&o);
+	o.gpus_per_host = L;
+	if (tp_plan_build(f, ctx, names, (size_t)nh, &o, &p, &msg))
+		fail_msg("plan: %s", msg);
+	tp_cost_ctx_destroy(ctx);
+	assert_int_equal(tp_plan_host_segment(p), !host_ring);
+	return p;
+}
+
+/* The warning expected from the first rank of each host (host -1) or of
+ * one host (3 ranks a host); want NULL: none. Nobody else says a thing. */
+typedef struct want_warn {
+	const char *want;
+	int host;
+} want_warn_t;
+
+static int segment_warning(tp_coll_comm_t *c, void *arg)
+{
+	const want_warn_t *w = arg;
+	int me = tp_coll_comm_rank(c);
+	bool first = tp_coll_comm_nhosts(c) == 1 ? me == 0 : me % 3 == 0;
+	int expect = w->want && first && (w->host < 0 || w->host == me / 3);
+
+	if (nwarn != expect || (expect && !strstr(last_warn, w->want))) {
+		fprintf(stderr, "# rank %d: %d warnings (wanted %d): %s\n", me,
+			nwarn, expect, nwarn ? last_warn : "");
+		return 1;
+	}
+	return 0;
+}
+
+/* A plan priced with the host segment run without one (and the other
+ * way round): the host's first rank says so once, through the log sink;
+ * a match says nothing. Multi-host (2 x 3) and one-host (1 x 2). */
+static void test_segment_mismatch(void **s)
+{
+	tp_plan_t *seg = priced_plan(2, 3, false),
+		  *ring = priced_plan(2, 3, true);
+	tp_plan_t *one = priced_plan(1, 2, false);
+	want_warn_t quiet = {NULL, -1};
+	want_warn_t none = {"no shared-memory host segment", -1};
+	want_warn_t rings = {"priced the hierarchical host phases as rings",
+			     -1};
+	want_warn_t host1 = {"no shared-memory host segment", 1};
+
+	(void)s;
+	coll_log_set(count_warn);
+	run_ranks_ok(seg, 20, 64 << 10, segment_warning, &quiet, 60,
+		     "segment as priced");
+	run_ranks_ok(ring, 20, 64 << 10, segment_warning, &rings, 60,
+		     "priced rings, segment runs");
+	setenv("TOPOPLACE_COLL_SHM", "0", 1);
+	run_ranks_ok(seg, 20, 64 << 10, segment_warning, &none, 60,
+		     "priced segment, TOPOPLACE_COLL_SHM=0");
+	run_ranks_ok(one, 20, 64 << 10, segment_warning, &none, 60,
+		     "one host, TOPOPLACE_COLL_SHM=0");
+	run_ranks_ok(ring, 20, 64 << 10, segment_warning, &quiet, 60,
+		     "rings as priced");
+	unsetenv("TOPOPLACE_COLL_SHM");
+	/* one rank refusing takes the segment from its whole host */
+	refuse_shm_rank = 4;
+	run_ranks_ok(seg, 20, 64 << 10, segment_warning, &host1, 60,
+		     "priced segment, rank 4 refuses");
+	refuse_shm_rank = -1;
+	coll_log_set(NULL);
+	tp_plan_destroy(seg);
+	tp_plan_destroy(ring);
+	tp_plan_destroy(one);
+}
+
 /* Socket file descriptors this process holds. */
 static int count_sockets(void)
 {
@@ -615,9 +730,11 @@ static int edges_rank(tp_coll_comm_t *c, void *arg)
 	for (size_t i = 0; i < e->count; i++)
 		b[i] = (float)(i % 7);
 	tp_coll_comm_stats_reset(c);
-	if (tp_coll_allreduce(c, b, b, e->count, TP_COLL_FP32, TP_COLL_SUM,
-			      e->algo)) {
+	tp_err_t err = tp_coll_allreduce(c, b, b, e->count, TP_COLL_FP32,
+					 TP_COLL_SUM, e->algo);
+	if (err) {
 		free(b);
+		call_failed(c, "allreduce", err);
 		return 1;
 	}
 	for (size_t i = 0; i < e->count; i++)
@@ -1607,6 +1724,7 @@ int main(void)
 	    cmocka_unit_test(test_large),
 	    cmocka_unit_test(test_host_blocks),
 	    cmocka_unit_test(test_host_phases),
+	    cmocka_unit_test(test_segment_mismatch),
 	    cmocka_unit_test(test_sockets),
 	    cmocka_unit_test(test_sockets_mismatch),
 	    cmocka_unit_test(test_two_comms),

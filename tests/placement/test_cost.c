@@ -16,6 +16,7 @@
 
 #include "placement_int.h"
 #include "topology_int.h"
+#include "tp_sched.h"
 
 #define S_BYTES (1024.0 * 1024 * 1024)
 #define B_GBPS	400.0
@@ -632,9 +633,10 @@ static void test_hier_one_group(void **state)
 }
 
 /* The hierarchical host phases as the library runs them: through each
- * host's shared segment (one local step each) by default; as rings of
- * g - 1 steps with host_ring (TOPOPLACE_COLL_SHM=0): 4 hosts of 4 ranks
- * over 2 leaves, 2 x 2 more alpha, the same bytes. */
+ * host's shared segment (one wait, TP_SCHED_SEG_WAIT local steps, each) by
+ * default; as rings of g - 1 steps with host_ring (TOPOPLACE_COLL_SHM=0): 4
+ * hosts of 4 ranks over 2 leaves, 2 x (3 - TP_SCHED_SEG_WAIT) more alpha, the
+ * same bytes. */
 static void test_hier_host_ring(void **state)
 {
 	tp_fabric_t *f = fat_tree(2, 4, 1, 1);
@@ -653,7 +655,8 @@ static void test_hier_host_ring(void **state)
 	a = predict(seg, NULL, hosts, gpus, 4, TP_ALGO_HIERARCHICAL);
 	b = predict(ring, NULL, hosts, gpus, 4, TP_ALGO_HIERARCHICAL);
 	assert_close(b.bandwidth_s, a.bandwidth_s);
-	assert_close(b.latency_s - a.latency_s, 2 * 2 * p.alpha_s);
+	assert_close(b.latency_s - a.latency_s,
+		     2 * (3 - TP_SCHED_SEG_WAIT) * p.alpha_s);
 	tp_cost_ctx_destroy(seg);
 	tp_cost_ctx_destroy(ring);
 	tp_fabric_destroy(f);
@@ -961,7 +964,8 @@ static void test_hier_rail_leaders(void **state)
 					2 * xfer(S_BYTES / 4, B_GBPS) +
 					xfer(S_BYTES / 4, B_GBPS));
 	assert_close(h.cross_top_bytes, 2 * S_BYTES);
-	assert_close(h.latency_s, 2 * p.alpha_s + 2 * (p.alpha_s + p.hop_s) +
+	assert_close(h.latency_s, 2 * TP_SCHED_SEG_WAIT * p.alpha_s +
+				      2 * (p.alpha_s + p.hop_s) +
 				      2 * (p.alpha_s + 3 * p.hop_s));
 	/* the ring's edges carry 2(P-1)/P S = 7/8 S over both NICs: the
 	 * hierarchical network terms (3/4 S per NIC) beat it now */

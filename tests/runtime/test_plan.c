@@ -598,6 +598,21 @@ static void roundtrip(const tp_plan_t *p)
 	tp_plan_destroy(q);
 }
 
+/* Replace the first occurrence of `from` in a copy of s. */
+static char *subst(const char *s, const char *from, const char *to)
+{
+	const char *at = strstr(s, from);
+	char *out;
+
+	if (!at)
+		fail_msg("'%s' not in the plan JSON", from);
+	out = malloc(strlen(s) + strlen(to) + 1);
+	memcpy(out, s, (size_t)(at - s));
+	strcpy(out + (at - s), to);
+	strcat(out, at + strlen(from));
+	return out;
+}
+
 static void test_json_roundtrip(void **state)
 {
 	tp_fabric_t *f = tp_test_rail(2, 4, 4, 2, 8),
@@ -633,6 +648,32 @@ static void test_json_roundtrip(void **state)
 	tp_free(j);
 	tp_plan_destroy(p);
 
+	/* priced with the host phases as rings (TOPOPLACE_COLL_SHM=0): the
+	 * plan says so, and a file that does not say means the segment */
+	tp_cost_params_t cp;
+	tp_cost_ctx_t *rctx = NULL;
+	tp_cost_params_defaults(&cp);
+	cp.host_ring = true;
+	assert_int_equal(tp_cost_ctx_create(f, &cp, &rctx), TP_OK);
+	p = build(f, rctx, names, 8, NULL);
+	assert_false(tp_plan_host_segment(p));
+	j = json_of(p);
+	assert_non_null(strstr(j, "\"host_segment\": false"));
+	roundtrip(p);
+	char *seg = subst(j, ",\n  \"host_segment\": false", "");
+	assert_int_equal(tp_plan_parse_json("p", seg, strlen(seg), &q, &msg),
+			 TP_OK);
+	assert_true(tp_plan_host_segment(q));
+	tp_plan_destroy(q);
+	q = NULL;
+	free(seg);
+	tp_free(j);
+	tp_plan_destroy(p);
+	tp_cost_ctx_destroy(rctx);
+	p = build(f, ctx, names, 8, NULL);
+	assert_true(tp_plan_host_segment(p));
+	tp_plan_destroy(p);
+
 	/* GPU-less hosts, one rail, no predictions */
 	for (size_t i = 0; i < 9; i++)
 		names[i] = tp_fabric_host(g, i)->name;
@@ -646,21 +687,6 @@ static void test_json_roundtrip(void **state)
 	tp_cost_ctx_destroy(ctx);
 	tp_fabric_destroy(f);
 	tp_fabric_destroy(g);
-}
-
-/* Replace the first occurrence of `from` in a copy of s. */
-static char *subst(const char *s, const char *from, const char *to)
-{
-	const char *at = strstr(s, from);
-	char *out;
-
-	if (!at)
-		fail_msg("'%s' not in the plan JSON", from);
-	out = malloc(strlen(s) + strlen(to) + 1);
-	memcpy(out, s, (size_t)(at - s));
-	strcpy(out + (at - s), to);
-	strcat(out, at + strlen(from));
-	return out;
 }
 
 static void expect_bad(const char *json, tp_err_t want, const char *needle)
@@ -714,6 +740,9 @@ static void test_json_hostile(void **state)
 	free(bad);
 	bad = subst(j, "\"world_size\": 32", "\"world_size\": 33");
 	expect_bad(bad, TP_ERR_PARSE, "world_size");
+	free(bad);
+	bad = subst(j, "\"rails\": 2,", "\"rails\": 2, \"host_segment\": 0,");
+	expect_bad(bad, TP_ERR_PARSE, "host_segment: expected true or false");
 	free(bad);
 	/* a tree with a cycle: rank 1's parent in tree 0 is 2; make 2's 1 */
 	bad = subst(j, "{\"rank\": 2, \"host\": \"dgx003\", \"parent\": 0,",

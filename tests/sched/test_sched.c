@@ -241,7 +241,7 @@ static void test_hier_one_rail(void **state)
 	assert_int_equal(ph->kind, TP_SCHED_PH_HOST_RS);
 	assert_int_equal(ph->nedges, 8);
 	assert_close(ph->edges[3].frac, 0.5);
-	assert_close(ph->local_steps, 1);
+	assert_close(ph->local_steps, TP_SCHED_SEG_WAIT);
 	ph = tp_sched_phase(s, 1);
 	assert_int_equal(ph->kind, TP_SCHED_PH_GROUP_RS);
 	assert_int_equal(ph->nedges, 8);
@@ -263,7 +263,8 @@ static void test_hier_one_rail(void **state)
 	assert_close(across, 2);
 	assert_int_equal(tp_sched_phase(s, 3)->mirror, 1);
 	assert_int_equal(tp_sched_phase(s, 4)->mirror, 0);
-	assert_close(tp_sched_latency(s, 1, 0, NULL), 2 * 1 + 2 * 3 + 2 * 1);
+	assert_close(tp_sched_latency(s, 1, 0, NULL),
+		     2 * TP_SCHED_SEG_WAIT + 2 * 3 + 2 * 1);
 	tp_sched_destroy(s);
 }
 
@@ -329,7 +330,8 @@ static void test_hier_rails(void **state)
 	assert_close(across, 2);
 	assert_int_equal(tp_sched_phase(s, 3)->mirror, 1);
 	assert_int_equal(tp_sched_phase(s, 4)->mirror, 0);
-	assert_close(tp_sched_latency(s, 1, 0, NULL), 2 * 1 + 2 * 3 + 2 * 1);
+	assert_close(tp_sched_latency(s, 1, 0, NULL),
+		     2 * TP_SCHED_SEG_WAIT + 2 * 3 + 2 * 1);
 	tp_sched_destroy(s);
 }
 
@@ -374,7 +376,8 @@ static void test_hier_uneven(void **state)
 	for (size_t e = 0; e < 5; e++)
 		assert_close(ph->edges[e].frac, ag[e]);
 	assert_int_equal(tp_sched_phase(s, 4)->mirror, 0);
-	assert_close(tp_sched_latency(s, 1, 0, NULL), 2 * 1 + 2 * 2 + 4);
+	assert_close(tp_sched_latency(s, 1, 0, NULL),
+		     2 * TP_SCHED_SEG_WAIT + 2 * 2 + 4);
 	tp_sched_destroy(s);
 
 	ranks[2] = 1;
@@ -395,7 +398,7 @@ static void test_hier_uneven(void **state)
 }
 
 /* Hierarchical on one node of 8 ranks: the library's host segment, one
- * local step a host phase, where the ring takes 2(P-1) = 14; the same
+ * wait a host phase, where the ring takes 2(P-1) = 14; the same
  * bytes over the node's fabric. */
 static void test_hier_one_node(void **state)
 {
@@ -406,8 +409,8 @@ static void test_hier_one_node(void **state)
 
 	(void)state;
 	assert_int_equal(tp_sched_phase(h, 0)->kind, TP_SCHED_PH_HOST_RS);
-	assert_close(tp_sched_phase(h, 0)->local_steps, 1);
-	assert_close(tp_sched_latency(h, 1, 0, NULL), 2);
+	assert_close(tp_sched_phase(h, 0)->local_steps, TP_SCHED_SEG_WAIT);
+	assert_close(tp_sched_latency(h, 1, 0, NULL), 2 * TP_SCHED_SEG_WAIT);
 	assert_close(tp_sched_latency(r, 1, 0, NULL), 14);
 	assert_close(tp_sched_phase(h, 0)->edges[0].frac, 7.0 / 8);
 	tp_sched_destroy(h);
@@ -415,9 +418,10 @@ static void test_hier_one_node(void **state)
 }
 
 /* Hierarchical on 4 nodes of 4 ranks in 2 units: the host phases go
- * through each node's segment, one local step each; with host_ring
- * (TOPOPLACE_COLL_SHM=0) the library runs them as rings, g - 1 = 3 each,
- * over the same bytes. Latency 2 + 2(K-1) + 2(m-1) = 6 steps vs 10. */
+ * through each node's segment, one wait (TP_SCHED_SEG_WAIT local steps)
+ * each; with host_ring (TOPOPLACE_COLL_SHM=0) the library runs them as
+ * rings, g - 1 = 3 each, over the same bytes. Latency 2 x wait + 2(K-1)
+ * + 2(m-1) steps vs 10. */
 static void test_hier_host_ring(void **state)
 {
 	uint32_t key[4] = {0, 0, 1, 1}, ranks[4] = {4, 4, 4, 4};
@@ -433,13 +437,51 @@ static void test_hier_host_ring(void **state)
 				 TP_SCHED_PH_HOST_RS);
 		assert_int_equal(tp_sched_phase(s, last)->kind,
 				 TP_SCHED_PH_HOST_AG);
-		assert_close(tp_sched_phase(s, 0)->local_steps, a ? 3 : 1);
-		assert_close(tp_sched_phase(s, last)->local_steps, a ? 3 : 1);
+		assert_close(tp_sched_phase(s, 0)->local_steps,
+			     a ? 3 : TP_SCHED_SEG_WAIT);
+		assert_close(tp_sched_phase(s, last)->local_steps,
+			     a ? 3 : TP_SCHED_SEG_WAIT);
 		assert_close(tp_sched_phase(s, 0)->edges[0].frac, 3.0 / 4);
-		assert_close(tp_sched_latency(s, 1, 0, NULL), a ? 10 : 6);
+		assert_close(tp_sched_latency(s, 1, 0, NULL),
+			     a ? 10 : 4 + 2 * TP_SCHED_SEG_WAIT);
 	}
 	tp_sched_destroy(seg);
 	tp_sched_destroy(ring);
+}
+
+static int node2_rings(const void *arg, size_t node)
+{
+	(void)arg;
+	return node == 2;
+}
+
+/* One node of four refusing the segment (node_host_ring) prices the host
+ * phases as rings for the whole job, like host_ring: the phases end
+ * together, so its g - 1 steps are everyone's. None refusing: the
+ * segment's one step. */
+static void test_hier_node_host_ring(void **state)
+{
+	uint32_t key[4] = {0, 0, 1, 1}, ranks[4] = {4, 4, 4, 4};
+	tjob_t t = {{key, key}, ranks, NULL, NULL};
+	tp_sched_job_t j = {0};
+	tp_sched_t *s = NULL;
+
+	(void)state;
+	j.n = 4;
+	j.nlevels = 1;
+	j.nrails = 1;
+	j.arg = &t;
+	j.group = tj_group;
+	j.nranks = tj_ranks;
+	j.node_host_ring = node2_rings;
+	assert_int_equal(tp_sched_build(&j, TP_SCHED_HIER, &s), TP_OK);
+	assert_close(tp_sched_phase(s, 0)->local_steps, 3);
+	assert_close(tp_sched_latency(s, 1, 0, NULL), 10);
+	tp_sched_destroy(s);
+	j.n = 2; /* nodes 0 and 1: none refuses */
+	assert_int_equal(tp_sched_build(&j, TP_SCHED_HIER, &s), TP_OK);
+	assert_close(tp_sched_phase(s, 0)->local_steps, TP_SCHED_SEG_WAIT);
+	tp_sched_destroy(s);
 }
 
 /* Tree self edges: a node with g ranks moves S per tree over its local
@@ -477,7 +519,7 @@ static void test_errors(void **state)
 {
 	uint32_t key[4] = {0}, zero[4] = {0};
 	tjob_t t = {{key, key}, NULL, NULL, NULL};
-	tp_sched_job_t j = {4, 1, 0, &t, tj_group, NULL, NULL, NULL, 0};
+	tp_sched_job_t j = {4, 1, 0, &t, tj_group, NULL, NULL, NULL, 0, NULL};
 	tp_allocator_t a = {fmalloc, fcalloc, frealloc, free};
 	tp_sched_t *s = NULL;
 
@@ -535,6 +577,7 @@ int main(void)
 	    cmocka_unit_test(test_hier_uneven),
 	    cmocka_unit_test(test_hier_one_node),
 	    cmocka_unit_test(test_hier_host_ring),
+	    cmocka_unit_test(test_hier_node_host_ring),
 	    cmocka_unit_test(test_tree_local),
 	    cmocka_unit_test(test_errors),
 	};
