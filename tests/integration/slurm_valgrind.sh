@@ -51,7 +51,9 @@ links() {
 		mv "$1.tmp" "$1"
 }
 : >"$tmp/extra.conf"
-[ "$gen" = 22 ] && echo "JobSubmitPlugins=job_submit/topoplace" >"$tmp/extra.conf"
+# 22.05: verbose, for the line slurmd logs once its configuration is
+# read (reconfigured below)
+[ "$gen" = 22 ] && printf 'JobSubmitPlugins=job_submit/topoplace\nSlurmdDebug=verbose\n' >"$tmp/extra.conf"
 need_plugins spank_topoplace
 echo "PlugStackConfig=$dir/plugstack.conf" >>"$tmp/extra.conf"
 echo "optional @DIR@/plugins/spank_topoplace.so fabric=@DIR@/fabric.json basedir=@DIR@/tprun/%h" >"$tmp/plugstack.conf"
@@ -250,7 +252,8 @@ else
 	quiet && ok "allocation $alloc ended (epilog on node001 done)" || bad "jobs still running: $(cat "$tmp/left")"
 	# reconfigured N: wait (<= 60 s) until node001's slurmd (under
 	# valgrind: ~10 s, taking no connections meanwhile) has read its
-	# configuration N times, start included (its gres line each time)
+	# configuration N times, start included (its gres line each time,
+	# at SlurmdDebug=verbose)
 	reconfigured() {
 		i=0
 		while [ "$(grep -c 'Gres Name=gpu' "$dir/log/slurmd-node001.log")" -lt "$1" ] && [ $i -lt 300 ]; do
