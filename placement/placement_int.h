@@ -191,4 +191,8 @@ static inline uint64_t tp__rand_next(uint64_t *x)
 	return z ^ (z >> 31);
 }
 
+/* The job-row limit of tp_trace_load_csv, TP_TRACE_MAX_JOBS; lowered
+ * only by the unit tests, which cannot afford 10 million rows. */
+extern size_t tp__trace_max_jobs;
+
 #endif

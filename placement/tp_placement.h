@@ -363,10 +363,14 @@ typedef struct tp_trace {
 
 void tp_trace_free(tp_trace_t *t); /* members only */
 
+/* Most jobs a trace holds, CSV or synthetic (Helios, the largest
+ * published trace, has 3.4 million; 10 million job specs take 480 MB). */
+#define TP_TRACE_MAX_JOBS ((size_t)10000000)
 /* CSV with a header line naming the columns, any order:
  *   submit_s, gpus | (nodes, gpus_per_node), run_s,
  *   comm_frac | model_bytes (one of them; the other gets a default)
- * '#' comments. Errors name FILE:LINE. */
+ * '#' comments. Errors name FILE:LINE; TP_ERR_RANGE: a job row past
+ * TP_TRACE_MAX_JOBS (besides tp_file_read's 1 GiB). */
 tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p);
 /* Built-in synthetic traces, seeded: "philly", "helios", "llm"; GPU
  * counts capped at max_gpus; arrival rate set so the offered load is

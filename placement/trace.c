@@ -169,8 +169,8 @@ tp_err_t tp_trace_synthetic(const char *name, size_t njobs, uint64_t seed,
 	double total = 0, work = 0, now = 0, rate;
 	tp_job_spec_t *jobs;
 
-	if (!m || !njobs || njobs > 10000000 || max_gpus < 1 || load <= 0 ||
-	    load > 10 || gpus_per_host < 0)
+	if (!m || !njobs || njobs > TP_TRACE_MAX_JOBS || max_gpus < 1 ||
+	    load <= 0 || load > 10 || gpus_per_host < 0)
 		return TP_ERR_INVAL;
 	for (int k = 0; k < 12; k++)
 		total += m->share[k];
@@ -220,6 +220,8 @@ tp_err_t tp_trace_synthetic(const char *name, size_t njobs, uint64_t seed,
 }
 
 /* ---- CSV ---- */
+
+size_t tp__trace_max_jobs = TP_TRACE_MAX_JOBS;
 
 enum { C_SUBMIT, C_GPUS, C_NODES, C_GPN, C_RUN, C_FRAC, C_BYTES, C_N };
 static const char *const colnames[C_N] = {
@@ -325,6 +327,13 @@ tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p)
 			err = TP_ERR_PARSE;
 			msg = tp_asprintf("%s:%d: %d fields, header has %d",
 					  path, lineno, nc, ncols);
+			goto out;
+		}
+		if (n >= tp__trace_max_jobs) {
+			err = TP_ERR_RANGE;
+			msg =
+			    tp_asprintf("%s:%d: more than %zu jobs (the limit)",
+					path, lineno, tp__trace_max_jobs);
 			goto out;
 		}
 		void *p = jobs;

@@ -458,8 +458,11 @@ static bool write_plan(uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gid,
 		int w = snprintf(path, pathlen, "%s/job%u/%s", basedir(), jobid,
 				 name);
 		if (w < 0 || (size_t)w >= pathlen) {
-			snprintf(why, whylen, "plan path under %s too long",
-				 basedir());
+			/* what is wrong first: basedir alone may fill why */
+			snprintf(why, whylen,
+				 "plan path too long (%d bytes, at most %zu) "
+				 "under %.200s...",
+				 w, pathlen - 1, basedir());
 			unlinkat(dir, name, 0);
 			close(dir);
 			return false;

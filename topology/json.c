@@ -292,6 +292,8 @@ static const char *const member[K_N] = {
     "hosts",  "guid_map", "nvlink_domains", "warnings",
 };
 
+size_t tp__fabric_max_items = TP_FABRIC_MAX_ITEMS;
+
 typedef struct loader {
 	const char *name;
 	tp_fabric_t *f;
@@ -686,6 +688,13 @@ static tp_err_t load_doc(loader_t *ld, tp_fabric_t **f_p)
 
 	if ((err = tp__jstream_index(ld->s, member, K_N, ld->mark)))
 		return sfail(ld, err);
+	for (int k = 0; k < K_N; k++)
+		if (m[k].nitems > tp__fabric_max_items)
+			return lfail(ld, TP_ERR_RANGE,
+				     "%zu: \"%s\": %zu items, more than %zu "
+				     "(the limit)",
+				     m[k].line, member[k], m[k].nitems,
+				     tp__fabric_max_items);
 	if ((err = scalar(ld, K_FORMAT, &d)))
 		return err;
 	if (!(fmt = d ? tp__jstr(d, 0) : NULL))

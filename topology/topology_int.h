@@ -152,4 +152,8 @@ void tp__gpu_free_strings(tp_gpu_t *g);
 /* Drop groups and NVLink domains (before recomputing them). */
 void tp__fabric_free_derived(tp_fabric_t *f);
 
+/* The per-array item limit of the fabric JSON loader,
+ * TP_FABRIC_MAX_ITEMS; lowered only by the unit tests. */
+extern size_t tp__fabric_max_items;
+
 #endif /* TP_TOPOLOGY_INT_H */

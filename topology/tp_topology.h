@@ -294,8 +294,14 @@ tp_err_t tp_gen_nvl72(const tp_gen_nvl72_t *p, tp_fabric_t **f_p);
  * byte-identical to save(f). Caller frees *json_p with tp_free(). */
 tp_err_t tp_fabric_to_json(const tp_fabric_t *f, char **json_p);
 tp_err_t tp_fabric_save_json(const tp_fabric_t *f, const char *path);
+/* Most items in any one array of a fabric file (switches, cas, links,
+ * hosts, ...): 16 times the links of a 65,536-host rail-optimized fabric,
+ * and a bound on what the loader allocates before it reads an item. */
+#define TP_FABRIC_MAX_ITEMS ((size_t)1 << 24)
 /* Load and finalize. *f_p set only on success; on failure, if err_p is not
- * NULL, *err_p receives a one-line detail to free with tp_free(). */
+ * NULL, *err_p receives a one-line detail to free with tp_free().
+ * TP_ERR_RANGE: an array of more than TP_FABRIC_MAX_ITEMS items (the file
+ * itself is capped at TP_FILE_MAX). */
 tp_err_t tp_fabric_load_json(const char *path, tp_fabric_t **f_p, char **err_p);
 tp_err_t tp_fabric_parse_json(const char *name, const char *buf,
 			      tp_fabric_t **f_p, char **err_p);

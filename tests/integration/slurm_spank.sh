@@ -307,6 +307,35 @@ c=$(grep -c "spank/topoplace: job $j " "$(nodelog node004)")
 echo "# $(grep -h "spank/topoplace: job $j " "$(nodelog node004)" | head -1)"
 mv "$tmp/fabric.json" "$dir/fabric.json"
 
+# ---- a basedir near PATH_MAX: the plan path that would not fit is refused ----
+# The plan goes to BASEDIR/job<ID>/plan-step<S>.json in a 4096-byte buffer;
+# a basedir of 4083-4090 bytes (each "/%h" in plugstack.conf, whose lines
+# stop at 4095 bytes, grows to "/node001") leaves it no room: refused in
+# one line, nothing exported, no file left. The control, ~30 bytes
+# shorter, fits: the step gets its plan.
+deep_step() { # K NAME: a 1-node step with basedir $tmp/d + K x "/%h"
+	b=$tmp/d
+	for _ in $(seq "$1"); do b="$b/%h"; done
+	mkdir -p "$(echo "$b" | sed 's|%h|node001|g')"
+	cp "$dir/plugstack.conf" "$tmp/plugstack.saved"
+	sed "s|basedir=[^ ]*|basedir=$b|" "$tmp/plugstack.saved" >"$dir/plugstack.conf"
+	as_user timeout 60 srun -J "$2" -w node001 -N 1 sh -c 'echo "$SLURM_JOB_ID ${TOPOPLACE_PLAN:-x}"' >"$tmp/$2.out" 2>&1 ||
+		bad "srun with basedir $2"
+	cp "$tmp/plugstack.saved" "$dir/plugstack.conf"
+	read -r j plan <"$tmp/$2.out" || j=none
+}
+base=$((${#tmp} + 2))
+deep_step $(((4090 - base) / 8)) deep
+l=$(grep "spank/topoplace: job $j step 0: " "$(nodelog node001)" | tail -n 1)
+case $l in *"plan path too long ("*") under $tmp/d/node001/"*"...: environment unchanged") true ;; *) false ;; esac &&
+	[ "$plan" = x ] && [ -z "$(find "$tmp/d" -name 'plan-step*')" ] &&
+	ok "basedir of $((base + (4090 - base) / 8 * 8)) bytes: plan path refused in one line, nothing set, no file" ||
+	bad "basedir near PATH_MAX: TOPOPLACE_PLAN ${#plan} bytes, $(echo "$l" | cut -c 1-200)"
+deep_step $(((4060 - base) / 8)) deep2
+[ ${#plan} -gt 4070 ] && [ "${plan%/plan-step0.json}" != "$plan" ] &&
+	ok "basedir of $((base + (4060 - base) / 8 * 8)) bytes: the plan path fits (${#plan} bytes), set" ||
+	bad "the control: TOPOPLACE_PLAN '$(echo "$plan" | cut -c 1-100)' ($(tail -n 1 "$tmp/deep2.out" | cut -c 1-200))"
+
 sleep 1
 left=$(ls -d "$dir"/tprun/*/job* 2>/dev/null | wc -l)
 [ "$left" -eq 0 ] && ok "no job directory left anywhere" || bad "$left job directories left"

@@ -16,6 +16,7 @@
 
 #include "tp_test.h"
 
+#include "placement_int.h"
 #include "tp_placement.h"
 
 static void assert_close(double got, double want)
@@ -488,6 +489,36 @@ static void test_csv_errors(void **state)
 	tp_free(err);
 }
 
+/* A job row past the trace limit: one line naming the file, the row's
+ * line and the limit, nothing kept; at the limit the trace loads. (The
+ * limit is lowered here: 10 million rows are 70 MB and 480 MB of jobs.) */
+static void test_csv_row_limit(void **state)
+{
+	const char *text = "submit_s,gpus,run_s\n0,1,10\n# c\n1,2,10\n2,1,10\n";
+	char *path = write_tmp(text, strlen(text)), *err = NULL, want[512];
+	size_t saved = tp__trace_max_jobs;
+	tp_trace_t t;
+
+	(void)state;
+	assert_int_equal(TP_TRACE_MAX_JOBS, 10000000);
+	memset(&t, 0, sizeof(t));
+	tp__trace_max_jobs = 3;
+	assert_int_equal(tp_trace_load_csv(path, &t, NULL), TP_OK);
+	assert_int_equal(t.njobs, 3);
+	tp_trace_free(&t);
+	memset(&t, 0, sizeof(t));
+	tp__trace_max_jobs = 2;
+	assert_int_equal(tp_trace_load_csv(path, &t, &err), TP_ERR_RANGE);
+	snprintf(want, sizeof(want), "%s:5: more than 2 jobs (the limit)",
+		 path);
+	assert_string_equal(err, want);
+	assert_null(t.jobs);
+	tp__trace_max_jobs = saved;
+	tp_free(err);
+	unlink(path);
+	free(path);
+}
+
 static void test_bad_args(void **state)
 {
 	static const row_t rows[] = {{0, 0, 0, 1, 10, 0}};
@@ -582,6 +613,7 @@ int main(void)
 	    cmocka_unit_test(test_determinism),
 	    cmocka_unit_test(test_csv_trace),
 	    cmocka_unit_test(test_csv_errors),
+	    cmocka_unit_test(test_csv_row_limit),
 	    cmocka_unit_test(test_bad_args),
 	    cmocka_unit_test(test_nomem),
 	};

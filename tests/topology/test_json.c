@@ -174,6 +174,45 @@ static void expect_error(const char *doc, const char *needle)
 #define SW0  "{\"guid\":\"0x1\",\"desc\":\"s\",\"ports\":36,\"subnet\":0}"
 #define CA0  "{\"guid\":\"0x2\",\"desc\":\"h1 mlx5_0\",\"ports\":1,\"subnet\":0}"
 
+/* An array longer than the item limit is refused from the first pass's
+ * counts, before anything is allocated for it: the error names the line
+ * where the array starts, the count and the limit; at the limit the file
+ * loads. (The limit is lowered here: 2^24 items are a 50 MB file.) */
+static void test_item_limit(void **state)
+{
+	static const char *const host[] = {
+	    "{\"name\":\"a\",\"node_data\":true,\"gpus\":[]}",
+	    "{\"name\":\"b\",\"node_data\":true,\"gpus\":[]}",
+	    "{\"name\":\"c\",\"node_data\":true,\"gpus\":[]}"};
+	char doc[1024], *err = NULL;
+	tp_fabric_t *f = NULL;
+	size_t saved = tp__fabric_max_items;
+
+	(void)state;
+	assert_true(TP_FABRIC_MAX_ITEMS >= (size_t)1 << 20);
+	tp__fabric_max_items = 2;
+	snprintf(doc, sizeof(doc),
+		 HEAD "\"switches\":[],\"cas\":[],\"links\":[],\n"
+		      "\"hosts\":[%s,%s]," TAIL,
+		 host[0], host[1]);
+	assert_int_equal(tp_fabric_parse_json("ok.json", doc, &f, NULL), TP_OK);
+	assert_int_equal(tp_fabric_nhosts(f), 2);
+	tp_fabric_destroy(f);
+	f = NULL;
+	snprintf(doc, sizeof(doc),
+		 HEAD "\"switches\":[],\"cas\":[],\"links\":[],\n"
+		      "\"hosts\":[%s,%s,%s]," TAIL,
+		 host[0], host[1], host[2]);
+	assert_int_equal(tp_fabric_parse_json("big.json", doc, &f, &err),
+			 TP_ERR_RANGE);
+	assert_null(f);
+	assert_non_null(err);
+	assert_string_equal(err, "big.json: 2: \"hosts\": 3 items, more than "
+				 "2 (the limit)");
+	tp_free(err);
+	tp__fabric_max_items = saved;
+}
+
 static void test_hostile(void **state)
 {
 	(void)state;
@@ -372,6 +411,7 @@ int main(void)
 	    cmocka_unit_test(test_round_trip_generated),
 	    cmocka_unit_test(test_round_trip_fixtures),
 	    cmocka_unit_test(test_hostile),
+	    cmocka_unit_test(test_item_limit),
 	    cmocka_unit_test(test_files),
 	    cmocka_unit_test(test_member_order),
 	    cmocka_unit_test(test_interned_names),
