@@ -191,6 +191,21 @@ static bool write_one(void)
 	return true;
 }
 
+/* Wait on wq_work (wq_lock held) for at most ms milliseconds. */
+static void nap_ms(long ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += ms % 1000 * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	slurm_cond_timedwait(&wq_work, &wq_lock, &ts);
+}
+
 static void *writer_main(void *arg)
 {
 	struct sched_param sp = {0};
@@ -203,7 +218,6 @@ static void *writer_main(void *arg)
 		debug("%s: decision writer: SCHED_BATCH: %m", plugin_type);
 	slurm_mutex_lock(&wq_lock);
 	for (int naps = 0;;) {
-		struct timespec ts;
 		bool wrote = write_one();
 
 		/* between records too: a burst of them must not hold a
@@ -216,19 +230,11 @@ static void *writer_main(void *arg)
 		if (wq_stop)
 			break;
 		if (ls_on && ls_path) {
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ts.tv_nsec += LINKS_LOOK_MS * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
-			slurm_cond_timedwait(&wq_work, &wq_lock, &ts);
+			nap_ms(LINKS_LOOK_MS);
 			continue;
 		}
 		if (naps++ < WRITER_NAPS) {
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ts.tv_sec++;
-			slurm_cond_timedwait(&wq_work, &wq_lock, &ts);
+			nap_ms(1000);
 			continue;
 		}
 		wq_asleep = true;
