@@ -7,7 +7,12 @@
  *   the ports directly. A discovery per sweep would also see the state,
  *   but a real fabric would pay the directed-route walk every sweep.
  *   A node that does not answer its PortInfo is "not seen" (rule 1/1b).
- *   A node the walk missed has no LID until tp_health_sweep_rediscover();
+ *   A node the first walk missed has no LID until a later walk finds it.
+ *   A node a later walk misses keeps the LID an earlier walk learnt: a
+ *   walk while a host's only cable is down cannot reach the host, and
+ *   without its LID no sweep could see the cable come back until the
+ *   next walk (minutes; the subnet manager gives the port the same LID
+ *   again, and if it did not, the old LID would only not answer).
  *   tp_health_sweep_changed() tells the caller when a walk is worth it:
  *   one PortInfo per switch port, compared with the states right after
  *   the last walk (a cable plugged, pulled or moved changes a switch
@@ -202,7 +207,8 @@ static bool query_counters(tp_health_sweep_t *s, int lid, int portnum,
 }
 
 /* LIDs (and a switch's port 0 PortInfo) of every link end's node and of
- * every model switch, into ends / sw_lid. */
+ * every model switch, into ends / sw_lid; a node the walk did not reach
+ * keeps the last walk's (Notes). Returns how many ends this walk found. */
 static size_t learn_lids(tp_health_sweep_t *s, ibnd_fabric_t *fab, end_t *ends,
 			 uint16_t *sw_lid)
 {
@@ -215,25 +221,30 @@ static size_t learn_lids(tp_health_sweep_t *s, ibnd_fabric_t *fab, end_t *ends,
 			ibnd_node_t *n = ibnd_find_node_guid(
 			    fab, tp__health_end_guid(s->f, k, e));
 			end_t *d = &ends[2 * l + e];
-			if (!n)
-				continue;
-			d->sw = n->type == IB_NODE_SWITCH;
-			if (d->sw) {
-				d->lid = n->smalid;
-				if (n->ports[0])
-					memcpy(d->cap, n->ports[0]->info,
-					       sizeof(d->cap));
-			} else if (k->port[e] <= n->numports &&
-				   n->ports[k->port[e]]) {
-				d->lid = n->ports[k->port[e]]->base_lid;
+			if (n) {
+				d->sw = n->type == IB_NODE_SWITCH;
+				if (d->sw) {
+					d->lid = n->smalid;
+					if (n->ports[0])
+						memcpy(d->cap,
+						       n->ports[0]->info,
+						       sizeof(d->cap));
+				} else if (k->port[e] <= n->numports &&
+					   n->ports[k->port[e]]) {
+					d->lid = n->ports[k->port[e]]->base_lid;
+				}
+				lids += d->lid != 0;
+				s->retry |= d->lid == 0;
 			}
-			lids += d->lid != 0;
-			s->retry |= d->lid == 0;
+			if (!d->lid && s->ends)
+				*d = s->ends[2 * l + e];
 		}
 	for (size_t i = 0; i < tp_fabric_nswitches(s->f); i++) {
 		ibnd_node_t *n =
 		    ibnd_find_node_guid(fab, tp_fabric_switch(s->f, i)->guid);
 		sw_lid[i] = n ? n->smalid : 0;
+		if (!sw_lid[i] && s->sw_lid)
+			sw_lid[i] = s->sw_lid[i];
 	}
 	return lids;
 }
