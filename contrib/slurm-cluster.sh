@@ -36,7 +36,8 @@
 #                       tree load with any topology (SPANK: name
 #                       @DIR@/plugins/spank_topoplace.so in plugstack.conf);
 #                       the CLI is copied to DIR/bin, readable by any user
-# --slurm-conf-extra F  lines appended to slurm.conf (e.g. JobSubmitPlugins=)
+# --slurm-conf-extra F  lines appended to slurm.conf (e.g. JobSubmitPlugins=;
+#                       not SlurmdDebug: TP_SLURMD_DEBUG sets it, default info)
 # --extra-file F        copied beside slurm.conf (e.g. topoplace.conf), with
 #                       @DIR@ replaced by DIR (the fabric is DIR/fabric.json)
 # Without --fabric, the fabric is generated: a 2-leaf fat tree with odd hosts
@@ -419,7 +420,7 @@ SlurmdPidFile=$DIR/run/slurmd-%n.pid
 SlurmctldLogFile=$DIR/log/slurmctld.log
 SlurmdLogFile=$DIR/log/slurmd-%n.log
 SlurmctldDebug=info
-SlurmdDebug=info
+SlurmdDebug=${TP_SLURMD_DEBUG:-info}
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 $(if [ -z "$NEW" ]; then

@@ -51,9 +51,12 @@ links() {
 		mv "$1.tmp" "$1"
 }
 : >"$tmp/extra.conf"
-# 22.05: verbose, for the line slurmd logs once its configuration is
+# 22.05: slurmd verbose, for the line it logs once its configuration is
 # read (reconfigured below)
-[ "$gen" = 22 ] && printf 'JobSubmitPlugins=job_submit/topoplace\nSlurmdDebug=verbose\n' >"$tmp/extra.conf"
+if [ "$gen" = 22 ]; then
+	echo 'JobSubmitPlugins=job_submit/topoplace' >"$tmp/extra.conf"
+	export TP_SLURMD_DEBUG=verbose
+fi
 need_plugins spank_topoplace
 echo "PlugStackConfig=$dir/plugstack.conf" >>"$tmp/extra.conf"
 echo "optional @DIR@/plugins/spank_topoplace.so fabric=@DIR@/fabric.json basedir=@DIR@/tprun/%h" >"$tmp/plugstack.conf"
