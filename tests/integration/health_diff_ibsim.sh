@@ -30,13 +30,8 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 T=$TOPOPLACE
 
-"$T" fabric generate fat-tree --leaves 4 --spines 2 --hosts-per-leaf 4 \
-	--nics-per-host 1 -o "$tmp/gen.json" >/dev/null
-"$T" fabric ibsim-net "$tmp/gen.json" -o "$tmp/f.net"
-ibsim_sm_up "$tmp/f.net"
+ibsim_fat16 "$tmp/live.json"
 cli() { ibsim_exec "$T" "$@"; }
-
-ibsim_discover "$tmp/live.json"
 rc=0
 cli fabric diff --fabric "$tmp/live.json" --live >"$tmp/d0.txt" 2>&1 || rc=$?
 [ "$rc" -eq 0 ] && grep -q '^0 gone, 0 moved, 0 new, 0 unseen of 24 links' "$tmp/d0.txt" &&

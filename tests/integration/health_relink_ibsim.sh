@@ -18,11 +18,7 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 T=$TOPOPLACE
 
-"$T" fabric generate fat-tree --leaves 4 --spines 2 --hosts-per-leaf 4 \
-	--nics-per-host 1 -o "$tmp/gen.json" >/dev/null
-"$T" fabric ibsim-net "$tmp/gen.json" -o "$tmp/f.net"
-ibsim_sm_up "$tmp/f.net"
-ibsim_discover "$tmp/live.json"
+ibsim_fat16 "$tmp/live.json"
 
 leaf1=$(jq -r '.switches[] | select(.desc == "leaf01") | .guid' "$tmp/live.json" |
 	sed 's/^0x/S-/')

@@ -143,6 +143,15 @@ ibsim_discover() {
 	finish
 }
 ibsim_con() { "$IBSIM_RUN" console "$IBSIM_DIR" "$1"; }
+# ibsim_fat16 LIVE: ibsim_sm_up on a generated 16-host fat tree (4 leaves
+# of 4 hosts, 2 spines, 1 NIC per host), its live walk into LIVE (the model)
+ibsim_fat16() {
+	"$TOPOPLACE" fabric generate fat-tree --leaves 4 --spines 2 --hosts-per-leaf 4 \
+		--nics-per-host 1 -o "$tmp/gen.json" >/dev/null
+	"$TOPOPLACE" fabric ibsim-net "$tmp/gen.json" -o "$tmp/f.net"
+	ibsim_sm_up "$tmp/f.net"
+	ibsim_discover "$1"
+}
 # ibsim_monitor SECS STATE PROM CMD...: CMD (a `topoplace monitor` writing
 # STATE and PROM) as an ibsim client in $tmp/mon for at most SECS, stderr
 # in $tmp/mon.err, MON_PID set for ibsim_stop; returns once both files
