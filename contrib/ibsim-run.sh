@@ -153,12 +153,14 @@ cmd_sm() {
 	sock=$(tr '\0' '\n' <"/proc/$(cat "$dir/ibsim.pid")/environ" |
 		sed -n 's/^IBSIM_SOCKNAME=//p')
 	mkdir -p "$dir/sm"
-	# Its working directory catches umad2sim's sys-<pid> tree.
+	# Its working directory catches umad2sim's sys-<pid> tree. -d2: the
+	# log is flushed at each line, so that a reader can time what opensm
+	# did (bench_health_select.sh); it logs a few lines per sweep.
 	(cd "$dir/sm" && IBSIM_SOCKNAME=$sock LD_PRELOAD=$lib \
-		exec opensm -f "$dir/sm/opensm.log" >"$dir/sm/out" 2>&1) &
+		exec opensm -d2 -f "$dir/sm/opensm.log" >"$dir/sm/out" 2>&1) &
 	echo "$!" >"$dir/sm.pid"
-	# Its log is flushed late; stdout says MASTER right after the first
-	# sweep (SUBNET UP in ~0.15 s on small fabrics, ~1 s at 2,048 hosts).
+	# stdout says MASTER right after the first sweep (SUBNET UP in
+	# ~0.15 s on small fabrics, ~1 s at 2,048 hosts).
 	limit=${TP_IBSIM_START_TIMEOUT:-120}
 	n=0
 	until grep -q 'Entering MASTER state' "$dir/sm/out" 2>/dev/null; do
