@@ -152,7 +152,8 @@ t0=$(date +%s%N)
 TP_IBSIM_START_TIMEOUT=120 ibsim_sm_up "$tmp/f.net" cluster_cleanup
 echo "ibsim + opensm up: $(ms "$t0") ms"
 t0=$(date +%s%N)
-ibsim_monitor 900 "$links" "$tmp/h.prom" "$TOPOPLACE" monitor --fabric "$fabric" \
+# (its time limit: a minute per sample, most of which a sample never takes)
+ibsim_monitor $((600 + 60 * samples)) "$links" "$tmp/h.prom" "$TOPOPLACE" monitor --fabric "$fabric" \
 	--state-out "$links" --prom "$tmp/h.prom" --interval "$interval" --rediscover "$rediscover"
 echo "monitor: first files in $(ms "$t0") ms"
 
@@ -226,7 +227,7 @@ while [ "$i" -lt "$samples" ]; do
 	slow=0
 	[ "$tpb" != null ] && [ "$tpb" -le "$bound" ] || slow=1
 	if [ "$slow" = 1 ] || [ -n "$why" ]; then
-		echo "sample $i: ReLink -> opensm added node001's port ${smb:-(no log line)} ms -> node001 back $back ms (at most 60000); state file after $rwarn ms: ${why:-(back by then)}; monitor: $(grep -c 'gone:' "$tmp/mon.err") walks found the link gone"
+		echo "sample $i: ReLink -> opensm added node001's port ${smb:-(no log line)} ms -> node001 back $back ms (at most 60000); state file after $rwarn ms: ${why:-(back by then)}; monitor: $(kill -0 "$MON_PID" 2>/dev/null && echo running || echo EXITED), $(grep -c 'gone:' "$tmp/mon.err") walks found the link gone"
 		[ -z "${TP_HSEL_TRACE:-}" ] || cp "$IBSIM_DIR/sm/opensm.log" "$TP_HSEL_TRACE.sm.$i"
 	fi
 	# the next sample needs the link healthy again
