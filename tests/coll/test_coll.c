@@ -623,25 +623,36 @@ static void test_sockets(void **s)
 	tp_plan_destroy(p);
 }
 
-/* Two communicators on one process, used alternately. */
-static int two_comms(tp_coll_comm_t *c, void *arg)
+/* A second communicator over plan p next to c, on a port agreed
+ * through c; NULL if it failed (said on stderr). */
+static tp_coll_comm_t *second_comm(tp_coll_comm_t *c, const tp_plan_t *p)
 {
-	const tp_plan_t *p = arg;
 	tp_coll_opts_t o;
 	tp_coll_comm_t *d = NULL;
 	char *why = NULL;
 	int me = tp_coll_comm_rank(c);
-	int64_t x[5];
-
-	/* The second port is agreed through the first communicator. */
 	int32_t port = me == 0 ? next_port() : 0;
+
 	if (tp_coll_broadcast(c, &port, 1, TP_COLL_INT32, 0))
-		return 2;
+		return NULL;
 	opts_for(&o, port, 20, 4096);
 	if (tp_coll_comm_init(p, me, &o, &d, &why)) {
 		fprintf(stderr, "# second comm: %s\n", why);
-		return 2;
+		tp_free(why);
+		return NULL;
 	}
+	return d;
+}
+
+/* Two communicators on one process, used alternately. */
+static int two_comms(tp_coll_comm_t *c, void *arg)
+{
+	tp_coll_comm_t *d = second_comm(c, arg);
+	int me = tp_coll_comm_rank(c);
+	int64_t x[5];
+
+	if (!d)
+		return 2;
 	for (int it = 0; it < 3; it++) {
 		tp_coll_comm_t *e = it % 2 ? d : c;
 		for (int i = 0; i < 5; i++)
@@ -678,21 +689,12 @@ static int host_small(tp_coll_comm_t *c, void *arg)
 	static int64_t in[SMALL_ELEMS + 1], out[SMALL_ELEMS + 1];
 	static const size_t cnt[] = {1,	   3,		7,
 				     1031, SMALL_ELEMS, SMALL_ELEMS + 1};
-	const tp_plan_t *p = arg;
-	tp_coll_opts_t o;
-	tp_coll_comm_t *d = NULL, *e = c;
-	char *why = NULL;
+	tp_coll_comm_t *d = second_comm(c, arg), *e = c;
 	int me = tp_coll_comm_rank(c), n = tp_coll_comm_size(c);
-	int32_t port = me == 0 ? next_port() : 0;
 	tp_err_t err = TP_OK;
 
-	if (tp_coll_broadcast(c, &port, 1, TP_COLL_INT32, 0))
+	if (!d)
 		return 2;
-	opts_for(&o, port, 20, 4096);
-	if (tp_coll_comm_init(p, me, &o, &d, &why)) {
-		fprintf(stderr, "# second comm: %s\n", why);
-		return 2;
-	}
 	for (int it = 0; it < 400; it++) {
 		size_t k = cnt[it % 6];
 		bool max = it % 3 == 0, inplace = it % 2;
