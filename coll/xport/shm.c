@@ -584,8 +584,9 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 #define HOST_YIELD_US_MAX 1000000
 
 /* arrived, gen at 0 and 64; the large path's counters (in, red, out per
- * buffer) at 128 + 64 i; sleepers at 448; stamps at 512.. */
-#define HOST_HDR 512
+ * buffer) at 128 + 64 i, i < 6; sleepers at 512; stamps at 576.. */
+#define HOST_SLEEPERS 512
+#define HOST_HDR      576
 
 struct tp__coll_host {
 	void *map;
@@ -639,7 +640,7 @@ static tp__coll_host_t *host_attach(void *m, int n, int me, int first)
 		h->block[d] = b + host_small_len(n) +
 			      (size_t)d * (1 + (size_t)n) * TP__COLL_HOST_BLOCK;
 	}
-	h->sleepers = (_Atomic uint32_t *)(b + 448);
+	h->sleepers = (_Atomic uint32_t *)(b + HOST_SLEEPERS);
 	h->stamp = (_Atomic uint32_t *)(b + HOST_HDR);
 	h->result = b + HOST_HDR + host_stamps(n);
 	h->slots = h->result + 2 * TP__COLL_SMALL;
