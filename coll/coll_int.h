@@ -195,6 +195,9 @@ struct tp_coll_comm {
 	double timeout_s;
 	size_t chunk_bytes;
 	int nsock; /* TCP connections per peer on another host */
+	/* A rank waiting only on same-host peers yields this long before
+	 * it sleeps (TOPOPLACE_COLL_YIELD_US, xport/shm.c Notes). */
+	int64_t yield_ns;
 	uint64_t plan_hash;
 
 	/* Schedules, from the plan at init. */

@@ -36,6 +36,15 @@
 #define CAP_DEFAULT ((size_t)1 << 21)
 #define NAME_LEN    64
 
+/* How long a wait on same-host peers yields before it sleeps (the host
+ * segment's Notes; the rings' too), or
+ * TOPOPLACE_COLL_YIELD_US (0: sleep at once). Fitted at 8 ranks on 2
+ * cores: 20, 50, 200 and 1000 us all measured the same (the waits of an
+ * aligned call are shorter); 100 bounds the CPU a rank whose peers are
+ * still computing hands round in yields before it sleeps. */
+#define HOST_YIELD_US	  100
+#define HOST_YIELD_US_MAX 1000000
+
 struct tp__coll_shm_ring {
 	_Atomic uint64_t head; /* written by the sender */
 	char pad0[56];
@@ -458,6 +467,10 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 	char(*names)[NAME_LEN] = tp_calloc(2 * (size_t)c->size, NAME_LEN);
 	tp_err_t err = TP_OK;
 
+	c->yield_ns = (int64_t)env_size("TOPOPLACE_COLL_YIELD_US", 0,
+					HOST_YIELD_US_MAX, HOST_YIELD_US) *
+		      1000;
+
 	if (!names)
 		return TP_ERR_NOMEM;
 	/* 1: the lower rank of each pair creates and names the segment
@@ -575,14 +588,6 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 #include <linux/futex.h>
 #include <sys/syscall.h>
 
-/* How long a wait yields before it sleeps (Notes), or
- * TOPOPLACE_COLL_YIELD_US (0: sleep at once). Fitted at 8 ranks on 2
- * cores: 20, 50, 200 and 1000 us all measured the same (the waits of an
- * aligned call are shorter); 100 bounds the CPU a rank whose peers are
- * still computing hands round in yields before it sleeps. */
-#define HOST_YIELD_US	  100
-#define HOST_YIELD_US_MAX 1000000
-
 /* arrived, gen at 0 and 64; the large path's counters (in, red, out per
  * buffer) at 128 + 64 i, i < 6; sleepers at 512; stamps at 576.. */
 #define HOST_SLEEPERS 512
@@ -616,7 +621,8 @@ static size_t host_len(int n)
 	return host_small_len(n) + 2 * (1 + (size_t)n) * TP__COLL_HOST_BLOCK;
 }
 
-static tp__coll_host_t *host_attach(void *m, int n, int me, int first)
+static tp__coll_host_t *host_attach(void *m, int n, int me, int first,
+				    int64_t yield_ns)
 {
 	tp__coll_host_t *h = tp_calloc(1, sizeof(*h));
 	char *b = m;
@@ -628,9 +634,7 @@ static tp__coll_host_t *host_attach(void *m, int n, int me, int first)
 	h->n = n;
 	h->me = me;
 	h->first = first;
-	h->yield_ns = (int64_t)env_size("TOPOPLACE_COLL_YIELD_US", 0,
-					HOST_YIELD_US_MAX, HOST_YIELD_US) *
-		      1000;
+	h->yield_ns = yield_ns;
 	h->arrived = (_Atomic uint32_t *)b;
 	h->gen = (_Atomic uint32_t *)(b + 64);
 	for (int d = 0; d < 2; d++) {
@@ -740,7 +744,8 @@ tp_err_t tp__coll_host_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 		err = xfer(up, &all, 1, false, deadline);
 	if (!err && dn >= 0)
 		err = xfer(dn, &all, 1, true, deadline);
-	if (!err && all && !(c->host = host_attach(m, n, me, first)))
+	if (!err && all &&
+	    !(c->host = host_attach(m, n, me, first, c->yield_ns)))
 		err = TP_ERR_NOMEM;
 	if (m && !c->host)
 		munmap(m, host_len(n));
