@@ -169,9 +169,9 @@ typedef struct tp_cost {
 	double latency_small_s, latency_big_s;
 } tp_cost_t;
 
-/* The same prediction at another size: the latency term stays (but for
- * the side of small_bytes the size falls on), the
- * flows' time scales with the bytes (max-min rates do not depend on the
+/* The same prediction at another size: the latency term stays (with
+ * small_bytes > 0, latency_small_s or latency_big_s by the side of it
+ * the size falls on), the flows' time scales with the bytes (max-min rates do not depend on the
  * size) and the tree's pipeline fill is recomputed for the new chunk
  * count. c was predicted at `from` bytes. Exact, without routing again. */
 double tp_cost_seconds_at(const tp_cost_t *c, double from, double bytes);
