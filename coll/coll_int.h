@@ -9,13 +9,15 @@
 
 #include "tp_coll.h"
 #include "tp_cuda.h"
+#include "tp_sched.h"
 
 /* Requests in flight per direction of one ring / tree phase. */
 #define TP__COLL_WINDOW 4
 /* All-reduces of at most this many bytes on a single-host communicator
- * take the host segment's one-shot (xport/shm.c) under TP_COLL_ALGO_AUTO
- * and for the barrier. */
-#define TP__COLL_SMALL 4096
+ * take the host segment's one exchange (xport/shm.c) under
+ * TP_COLL_ALGO_AUTO and hierarchical, and for the barrier: the schedule
+ * sched/ prices (TP_SCHED_HOST_SMALL). */
+#define TP__COLL_SMALL ((size_t)TP_SCHED_HOST_SMALL)
 /* Block of the host segment's large all-reduce, per rank and buffer. */
 #define TP__COLL_HOST_BLOCK ((size_t)1 << 20)
 /* Hierarchy levels: host, level-1 group, across groups. */
@@ -125,8 +127,8 @@ void tp__coll_tcp_close_peer(tp__coll_peer_t *p);
  * neighbours; none when any refuses, e.g. TOPOPLACE_COLL_SHM=0: c->host,
  * or NULL. */
 tp_err_t tp__coll_host_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p);
-/* All-reduce of count <= TP__COLL_SMALL bytes through it: one wake-up
- * per rank. src NULL: in place. */
+/* All-reduce of at most TP__COLL_SMALL bytes through it: one wait per
+ * rank. src NULL: in place. */
 tp_err_t tp__coll_host_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 				 size_t count, tp_coll_dtype_t dt,
 				 tp_coll_op_t op);
@@ -193,6 +195,9 @@ struct tp_coll_comm {
 	double timeout_s;
 	size_t chunk_bytes;
 	int nsock; /* TCP connections per peer on another host */
+	/* A rank waiting only on same-host peers yields this long before
+	 * it sleeps (TOPOPLACE_COLL_YIELD_US, xport/shm.c Notes). */
+	int64_t yield_ns;
 	uint64_t plan_hash;
 
 	/* Schedules, from the plan at init. */

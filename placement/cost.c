@@ -1275,10 +1275,12 @@ double tp_cost_seconds_at(const tp_cost_t *c, double from, double bytes)
 {
 	double flows =
 	    c->bandwidth_s / fill_factor(c->fill_stages, from, c->fill_chunk);
+	double lat = c->small_bytes <= 0       ? c->latency_s
+		     : bytes <= c->small_bytes ? c->latency_small_s
+					       : c->latency_big_s;
 
-	return c->latency_s +
-	       flows * (bytes / from) *
-		   fill_factor(c->fill_stages, bytes, c->fill_chunk);
+	return lat + flows * (bytes / from) *
+			 fill_factor(c->fill_stages, bytes, c->fill_chunk);
 }
 
 /* Every phase of the schedule, in order: they run one after the other.
@@ -1320,7 +1322,15 @@ static tp_err_t price_sched(call_t *k, const tp_sched_t *s, double bytes,
 		out->cross_top_bytes += o[i].cross_bytes;
 		take_bottleneck(out, &o[i], &worst);
 	}
-	out->latency_s = tp_sched_latency(s, p->alpha_s, p->hop_s, hops);
+	out->latency_s =
+	    tp_sched_latency_at(s, bytes, p->alpha_s, p->hop_s, hops);
+	if (tp_sched_host_small(s, 0)) {
+		out->small_bytes = TP_SCHED_HOST_SMALL;
+		out->latency_small_s =
+		    tp_sched_latency_at(s, 0, p->alpha_s, p->hop_s, hops);
+		out->latency_big_s =
+		    tp_sched_latency(s, p->alpha_s, p->hop_s, hops);
+	}
 	return TP_OK;
 }
 

@@ -161,10 +161,17 @@ typedef struct tp_cost {
 	double cross_top_bytes; /* bytes crossing the top level of the tree */
 	double fill_stages;     /* tree: pipeline stages (0: no fill term) */
 	double fill_chunk;      /* tree: chunk bytes of that pipeline */
+	/* > 0: at most this many bytes run as one host-segment exchange
+	 * (TP_SCHED_HOST_SMALL, one host), with latency term
+	 * latency_small_s; above, latency_big_s. latency_s is the one of
+	 * the predicted size. */
+	double small_bytes;
+	double latency_small_s, latency_big_s;
 } tp_cost_t;
 
-/* The same prediction at another size: the latency term stays, the
- * flows' time scales with the bytes (max-min rates do not depend on the
+/* The same prediction at another size: the latency term stays (with
+ * small_bytes > 0, latency_small_s or latency_big_s by the side of it
+ * the size falls on), the flows' time scales with the bytes (max-min rates do not depend on the
  * size) and the tree's pipeline fill is recomputed for the new chunk
  * count. c was predicted at `from` bytes. Exact, without routing again. */
 double tp_cost_seconds_at(const tp_cost_t *c, double from, double bytes);

@@ -34,6 +34,7 @@ struct tp_sched {
 	uint32_t *goff; /* [ngroups + 1] into gmem */
 	size_t ngroups;
 	uint32_t nchan;	  /* hierarchical: channels C */
+	bool host_seg;	  /* hierarchical: host phases through the segment */
 	uint32_t *leader; /* [group * nrails + rail] */
 	uint32_t *parent[2];
 	uint32_t root[2], depth[2];
@@ -402,9 +403,8 @@ static tp_sched_edge_t *hier_edges(tp_sched_t *s, work_t *w, tp_sched_edge_t *e)
 			most = (C + K - 1) / K;
 	}
 	/* the library's host segment: one wait a phase; rings without it */
-	double host_steps = g < 2		    ? 0
-			    : host_rings(s, w->job) ? g - 1.0
-						    : TP_SCHED_SEG_WAIT;
+	s->host_seg = g >= 2 && !host_rings(s, w->job);
+	double host_steps = s->host_seg ? TP_SCHED_SEG_WAIT : g - 1.0;
 	e = self_edges(s, w, e, 0, 1, true);
 	phase(s, TP_SCHED_PH_HOST_RS, e0, e, 0, host_steps, TP_SCHED_NONE);
 
@@ -603,6 +603,20 @@ double tp_sched_latency(const tp_sched_t *s, double alpha_s, double hop_s,
 		t += s->ph[i].steps * (alpha_s + (hops ? hops[i] : 0) * hop_s) +
 		     s->ph[i].local_steps * alpha_s;
 	return t;
+}
+
+int tp_sched_host_small(const tp_sched_t *s, double bytes)
+{
+	return s && s->algo == TP_SCHED_HIER && s->n == 1 && s->host_seg &&
+	       bytes <= TP_SCHED_HOST_SMALL;
+}
+
+double tp_sched_latency_at(const tp_sched_t *s, double bytes, double alpha_s,
+			   double hop_s, const int *hops)
+{
+	return tp_sched_host_small(s, bytes)
+		   ? TP_SCHED_SEG_WAIT * alpha_s
+		   : tp_sched_latency(s, alpha_s, hop_s, hops);
 }
 
 size_t tp_sched_ngroups(const tp_sched_t *s)

@@ -117,6 +117,19 @@
  * x/ 1.04). Below 1, it also settles the tie between the two on one
  * host with two ranks, where the segment measured faster. */
 #define TP_SCHED_SEG_WAIT 0.9
+/* All-reduces of at most this many bytes on one node take its host
+ * segment in one exchange: every rank copies its vector into its slot,
+ * the last to arrive reduces them, the rest wait once for the result
+ * (the library's small path, also under `auto` and for the barrier):
+ * one wait, TP_SCHED_SEG_WAIT local steps, where the hierarchical
+ * schedule's host phases take one each (tp_sched_host_small()). Fitted
+ * on one host, 2 cores, against those two phases (fp32 sum, median of
+ * 100 calls, 3 runs each, load 19-23): 2 ranks 5.4/7.3/10.7/16.4 us
+ * against 6.6/7.8/10.5/14.6 at 4/16/32/64 KiB (even at 32 KiB); 4 ranks
+ * 15.0/22.0/38.2 against 27.4/32.6/54.8 at 16/32/64 KiB; 8 ranks ahead
+ * up to 256 KiB (485.9 against 481.7 there). The crossover with a core
+ * per rank decides: 32 KiB. */
+#define TP_SCHED_HOST_SMALL 32768
 /* "No node / no group" in uint32_t fields and keys. */
 #define TP_SCHED_NONE  UINT32_MAX
 #define TP_SCHED_NOKEY UINT32_MAX
@@ -207,6 +220,15 @@ const tp_sched_phase_t *tp_sched_phase(const tp_sched_t *s, size_t i);
  * x alpha; hops may be NULL (0). */
 double tp_sched_latency(const tp_sched_t *s, double alpha_s, double hop_s,
 			const int *hops);
+/* Nonzero when the library runs s for an all-reduce of `bytes` as the
+ * host segment's one exchange (TP_SCHED_HOST_SMALL): s is hierarchical
+ * over one node of at least two ranks whose host phases go through the
+ * segment (not host_ring), and bytes <= TP_SCHED_HOST_SMALL. */
+int tp_sched_host_small(const tp_sched_t *s, double bytes);
+/* tp_sched_latency() of an all-reduce of `bytes`: TP_SCHED_SEG_WAIT x
+ * alpha_s, one wait, where tp_sched_host_small() holds. */
+double tp_sched_latency_at(const tp_sched_t *s, double bytes, double alpha_s,
+			   double hop_s, const int *hops);
 
 /* Level-1 units (groups), in order of their first node. */
 size_t tp_sched_ngroups(const tp_sched_t *s);

@@ -11,7 +11,8 @@
  * members run it at the same point of that order, so none waits in a
  * cycle); coming back, all-gathers in reverse order. The host level
  * runs through the host segment when there is one (xport/shm.c): a
- * one-host communicator's whole all-reduce, two waits per block; on
+ * one-host communicator's whole all-reduce, two waits per block (one
+ * exchange, one wait, up to TP__COLL_SMALL bytes); on
  * several hosts its reduce-scatter and all-gather, one wait per round,
  * where the ring takes g - 1 dependent steps each. */
 #include "config.h"
@@ -33,10 +34,13 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 	if (c->nlevels == 0 && c->ncross == 0) /* the schedule is the ring */
 		return tp__coll_ring_allreduce(c, &c->ring, buf, src, count, dt,
 					       op);
-	/* One host: its reduce-scatter and all-gather through the segment */
+	/* One host: its reduce-scatter and all-gather through the segment,
+	 * or one exchange there for a small call */
 	if (c->host && c->nhosts == 1)
-		return tp__coll_host_allreduce_large(c, buf, src, count, dt,
-						     op);
+		return count * dsz <= TP__COLL_SMALL
+			   ? tp__coll_host_allreduce(c, buf, src, count, dt, op)
+			   : tp__coll_host_allreduce_large(c, buf, src, count,
+							   dt, op);
 	tp__coll_hier_spans(c, count, off, cnt, &soff, &scnt);
 	/* with a host segment, level 0 (the host's) runs through it */
 	int seg = c->host && c->host_lv ? 1 : 0;

@@ -36,6 +36,15 @@
 #define CAP_DEFAULT ((size_t)1 << 21)
 #define NAME_LEN    64
 
+/* How long a wait on same-host peers yields before it sleeps (the host
+ * segment's Notes; the rings' too), or
+ * TOPOPLACE_COLL_YIELD_US (0: sleep at once). Fitted at 8 ranks on 2
+ * cores: 20, 50, 200 and 1000 us all measured the same (the waits of an
+ * aligned call are shorter); 100 bounds the CPU a rank whose peers are
+ * still computing hands round in yields before it sleeps. */
+#define HOST_YIELD_US	  100
+#define HOST_YIELD_US_MAX 1000000
+
 struct tp__coll_shm_ring {
 	_Atomic uint64_t head; /* written by the sender */
 	char pad0[56];
@@ -310,18 +319,26 @@ static tp_err_t xfer(int fd, void *buf, size_t len, bool out, int64_t deadline)
 	return TP_OK;
 }
 
-static size_t ring_cap(void)
+/* Environment variable name as a number in [lo, hi], else def. */
+static size_t env_size(const char *name, size_t lo, size_t hi, size_t def)
 {
-	const char *env = getenv("TOPOPLACE_COLL_SHM_RING");
+	const char *env = getenv(name);
 	char *end;
 	unsigned long long v;
 
-	if (!env || !*env)
-		return CAP_DEFAULT;
+	if (!env || !*env || *env == '-')
+		return def;
+	errno = 0;
 	v = strtoull(env, &end, 10);
-	if (*end || v < 64 || v > (1ull << 30) || (v & (v - 1)))
-		return CAP_DEFAULT;
-	return (size_t)v;
+	return *end || errno || v < lo || v > hi ? def : (size_t)v;
+}
+
+static size_t ring_cap(void)
+{
+	size_t v = env_size("TOPOPLACE_COLL_SHM_RING", 64, (size_t)1 << 30,
+			    CAP_DEFAULT);
+
+	return v & (v - 1) ? CAP_DEFAULT : v;
 }
 
 static void *map_fd(int fd, size_t len)
@@ -450,6 +467,10 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 	char(*names)[NAME_LEN] = tp_calloc(2 * (size_t)c->size, NAME_LEN);
 	tp_err_t err = TP_OK;
 
+	c->yield_ns = (int64_t)env_size("TOPOPLACE_COLL_YIELD_US", 0,
+					HOST_YIELD_US_MAX, HOST_YIELD_US) *
+		      1000;
+
 	if (!names)
 		return TP_ERR_NOMEM;
 	/* 1: the lower rank of each pair creates and names the segment
@@ -519,11 +540,8 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
  * last to arrive reduces the slots in local rank order into the result
  * buffer of the round's parity, resets `arrived`, bumps `gen` and wakes
  * every waiter with one FUTEX_WAKE; the others sleep on `gen` in
- * FUTEX_WAIT and copy the result (when the segment has no more ranks
- * than the machine has CPUs they first poll it for ~60 us, HOST_SPIN,
- * a short wait then costs no sleep and wake-up; never with more ranks
- * than CPUs, where the rank we wait for needs our CPU). One wake-up per
- * rank per call where the ring needs 2(P-1) dependent steps. Two result buffers
+ * FUTEX_WAIT and copy the result. One wait per rank per call where the
+ * ring needs 2(P-1) dependent steps. Two result buffers
  * suffice: round k+2 cannot finish before every rank has left round k+1,
  * hence stopped reading round k's. The sleep is cut into 50 ms slices to
  * notice a neighbour whose connection closed (a rank that failed closes
@@ -547,39 +565,42 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
  * the scheduler (measured at 8 ranks on 2 cores, 1 MiB: ring 3.6 ms).
  * The pages stay untouched (tmpfs allocates on first write) until a
  * large call uses them.
+ *
+ * Every wait first yields the CPU in a loop (sched_yield, then a look at
+ * the counter) for up to HOST_YIELD_US, and only then sleeps in
+ * FUTEX_WAIT. With more ranks than cores (8 on 2 here) the rank we wait
+ * for is runnable but has no CPU: a yield hands it ours at the price of
+ * a context switch, where a sleep costs the futex round trip and a
+ * wake-up through the scheduler for every waiter, one after another
+ * (8-byte all-reduce at 8 ranks: 40 us sleeping at once, 17-22 us
+ * yielding first; np=4 19 vs 9 us). With a core per rank the yield
+ * returns at once and the loop polls like a spin; a pause-loop spin
+ * measured worse on these VMs even at 2 ranks (100 pauses first: 9.4
+ * against 4.4 us), so there is none. Waiters count themselves in
+ * `sleepers` before FUTEX_WAIT and the arrival that completes a counter
+ * calls FUTEX_WAKE only when some sleep (a sequentially consistent
+ * store then load on both sides: no lost wake-up), so a round whose
+ * waiters all yielded makes no wake-up system call.
  */
 
 #include <limits.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 
-/* Polls of a counter before FUTEX_WAIT when every rank of the segment
- * can have a CPU (HOST_SPIN_NS, ~30 ns a pause, measured on the EPYC VMs
- * here): a wait shorter than that costs no sleep and wake-up; with more
- * ranks than CPUs the rank we wait for needs ours, so we sleep at once.
- * adapt_spin() shortens it while waits outlast it. */
-#define HOST_SPIN    2000
-#define HOST_SPIN_NS 60000
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
-
 /* arrived, gen at 0 and 64; the large path's counters (in, red, out per
- * buffer) at 128 + 64 i; stamps at 512.. */
-#define HOST_HDR 512
+ * buffer) at 128 + 64 i, i < 6; sleepers at 512; stamps at 576.. */
+#define HOST_SLEEPERS 512
+#define HOST_HDR      576
 
 struct tp__coll_host {
 	void *map;
 	size_t len;
 	int n, me, first; /* ranks, my local rank, global rank of local 0 */
-	int spin;	  /* polls of a counter before sleeping on it */
-	int spin_max;	  /* HOST_SPIN, or 0 with more ranks than CPUs */
+	int64_t yield_ns; /* yield this long before sleeping */
 	uint32_t seq, bseq, arrivals;
 	_Atomic uint32_t *arrived, *gen, *stamp;
+	_Atomic uint32_t *sleepers; /* ranks in FUTEX_WAIT */
 	_Atomic uint32_t *in[2], *red[2], *out[2];
 	char *result, *slots; /* [2][SMALL], [n][SMALL] */
 	char *block[2];	      /* [n + 1][TP__COLL_HOST_BLOCK]: slots, result */
@@ -600,7 +621,8 @@ static size_t host_len(int n)
 	return host_small_len(n) + 2 * (1 + (size_t)n) * TP__COLL_HOST_BLOCK;
 }
 
-static tp__coll_host_t *host_attach(void *m, int n, int me, int first)
+static tp__coll_host_t *host_attach(void *m, int n, int me, int first,
+				    int64_t yield_ns)
 {
 	tp__coll_host_t *h = tp_calloc(1, sizeof(*h));
 	char *b = m;
@@ -612,9 +634,7 @@ static tp__coll_host_t *host_attach(void *m, int n, int me, int first)
 	h->n = n;
 	h->me = me;
 	h->first = first;
-	/* no more ranks than online CPUs: the one we wait for is running */
-	h->spin_max = n <= sysconf(_SC_NPROCESSORS_ONLN) ? HOST_SPIN : 0;
-	h->spin = h->spin_max;
+	h->yield_ns = yield_ns;
 	h->arrived = (_Atomic uint32_t *)b;
 	h->gen = (_Atomic uint32_t *)(b + 64);
 	for (int d = 0; d < 2; d++) {
@@ -624,6 +644,7 @@ static tp__coll_host_t *host_attach(void *m, int n, int me, int first)
 		h->block[d] = b + host_small_len(n) +
 			      (size_t)d * (1 + (size_t)n) * TP__COLL_HOST_BLOCK;
 	}
+	h->sleepers = (_Atomic uint32_t *)(b + HOST_SLEEPERS);
 	h->stamp = (_Atomic uint32_t *)(b + HOST_HDR);
 	h->result = b + HOST_HDR + host_stamps(n);
 	h->slots = h->result + 2 * TP__COLL_SMALL;
@@ -723,7 +744,8 @@ tp_err_t tp__coll_host_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 		err = xfer(up, &all, 1, false, deadline);
 	if (!err && dn >= 0)
 		err = xfer(dn, &all, 1, true, deadline);
-	if (!err && all && !(c->host = host_attach(m, n, me, first)))
+	if (!err && all &&
+	    !(c->host = host_attach(m, n, me, first, c->yield_ns)))
 		err = TP_ERR_NOMEM;
 	if (m && !c->host)
 		munmap(m, host_len(n));
@@ -762,19 +784,6 @@ static bool reached(_Atomic uint32_t *w, uint32_t target)
 	return (int32_t)(atomic_load(w) - target) >= 0;
 }
 
-/* After a wait the spin did not cover, of waited_ns in all: one a longer
- * spin would have caught (under HOST_SPIN_NS) doubles the spin back
- * towards spin_max; a longer one (the rank we wait for was not running:
- * a loaded machine) halves it, so we stop taking CPU time it needs. */
-static void adapt_spin(tp__coll_host_t *h, int64_t waited_ns)
-{
-	if (waited_ns <= HOST_SPIN_NS)
-		h->spin = h->spin * 2 + 16 < h->spin_max ? h->spin * 2 + 16
-							 : h->spin_max;
-	else
-		h->spin /= 2;
-}
-
 /* Sleep until counter w reaches target (wrap-safe). On timeout, names
  * the local rank that arrived least often, if behind us. */
 static tp_err_t host_wait(tp_coll_comm_t *c, tp__coll_host_t *h,
@@ -783,16 +792,19 @@ static tp_err_t host_wait(tp_coll_comm_t *c, tp__coll_host_t *h,
 	const struct timespec slice = {0, 50 * 1000 * 1000};
 	int64_t deadline = c->last_move_ns + (int64_t)(c->timeout_s * 1e9);
 	int64_t t0 = tp__coll_now_ns();
-	bool slept;
 
-	for (int i = 0; i < h->spin && !reached(w, target); i++)
-		cpu_relax();
-	slept = !reached(w, target);
+	while (!reached(w, target) && tp__coll_now_ns() - t0 < h->yield_ns)
+		sched_yield();
 	while (!reached(w, target)) {
 		uint32_t v = atomic_load(w);
 		int e, dead, last = h->me;
-		if ((int32_t)(v - target) >= 0 ||
-		    futex(w, FUTEX_WAIT, v, &slice) == 0 || errno != ETIMEDOUT)
+		bool timed_out = false;
+		atomic_fetch_add(h->sleepers, 1);
+		if ((int32_t)(v - target) < 0)
+			timed_out = futex(w, FUTEX_WAIT, v, &slice) == -1 &&
+				    errno == ETIMEDOUT;
+		atomic_fetch_sub(h->sleepers, 1);
+		if (!timed_out)
 			continue;
 		/* probe first, then look at the counter: a peer that left
 		 * after the round ended is no failure */
@@ -821,9 +833,14 @@ static tp_err_t host_wait(tp_coll_comm_t *c, tp__coll_host_t *h,
 				     "no progress for %.3g s", c->timeout_s);
 	}
 	c->last_move_ns = tp__coll_now_ns();
-	if (slept)
-		adapt_spin(h, c->last_move_ns - t0);
 	return TP_OK;
+}
+
+/* After a store to w that ends a wait: wake its sleepers, if any. */
+static void wake_all(tp__coll_host_t *h, _Atomic uint32_t *w)
+{
+	if (atomic_load(h->sleepers))
+		futex(w, FUTEX_WAKE, INT_MAX, NULL);
 }
 
 /* Add one to counter w; the arrival that makes it reach target wakes the
@@ -833,7 +850,7 @@ static void host_arrive(tp__coll_host_t *h, _Atomic uint32_t *w,
 {
 	atomic_store(&h->stamp[h->me], ++h->arrivals);
 	if (atomic_fetch_add(w, 1) + 1 == target)
-		futex(w, FUTEX_WAKE, INT_MAX, NULL);
+		wake_all(h, w);
 }
 
 tp_err_t tp__coll_host_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
@@ -856,7 +873,7 @@ tp_err_t tp__coll_host_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 					count, dt, op, NULL);
 		atomic_store(h->arrived, 0);
 		atomic_store(h->gen, seq + 1);
-		futex(h->gen, FUTEX_WAKE, INT_MAX, NULL);
+		wake_all(h, h->gen);
 	} else {
 		tp_err_t err = host_wait(c, h, h->gen, seq + 1);
 		if (err)

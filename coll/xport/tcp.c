@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -258,6 +259,17 @@ static tp_err_t timed_out(tp_coll_comm_t *c)
 			     c->timeout_s);
 }
 
+/* Every peer with requests queued is a shared-memory one. */
+static bool shm_only(const tp_coll_comm_t *c)
+{
+	for (int i = 0; i < c->nactive; i++) {
+		const tp__coll_peer_t *p = &c->peers[c->active[i]];
+		if (!p->tx && (p->sq_head || p->rq_head))
+			return false;
+	}
+	return true;
+}
+
 static tp_err_t tcp_progress(tp_coll_comm_t *c)
 {
 	if (c->broken)
@@ -275,6 +287,11 @@ static tp_err_t tcp_progress(tp_coll_comm_t *c)
 		if (moved) {
 			c->last_move_ns = now;
 			return TP_OK;
+		}
+		/* only same-host peers to wait for: yield a while first */
+		if (now - c->last_move_ns < c->yield_ns && shm_only(c)) {
+			sched_yield();
+			continue;
 		}
 		bool ready = false;
 		for (int i = 0; i < c->nactive; i++) {

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "coll_harness.h"
+#include "tp_test_fabric.h"
 #include "comp_wire.h"
 
 /* ---- values and reference ------------------------------------------------ */
@@ -622,25 +623,36 @@ static void test_sockets(void **s)
 	tp_plan_destroy(p);
 }
 
-/* Two communicators on one process, used alternately. */
-static int two_comms(tp_coll_comm_t *c, void *arg)
+/* A second communicator over plan p next to c, on a port agreed
+ * through c; NULL if it failed (said on stderr). */
+static tp_coll_comm_t *second_comm(tp_coll_comm_t *c, const tp_plan_t *p)
 {
-	const tp_plan_t *p = arg;
 	tp_coll_opts_t o;
 	tp_coll_comm_t *d = NULL;
 	char *why = NULL;
 	int me = tp_coll_comm_rank(c);
-	int64_t x[5];
-
-	/* The second port is agreed through the first communicator. */
 	int32_t port = me == 0 ? next_port() : 0;
+
 	if (tp_coll_broadcast(c, &port, 1, TP_COLL_INT32, 0))
-		return 2;
+		return NULL;
 	opts_for(&o, port, 20, 4096);
 	if (tp_coll_comm_init(p, me, &o, &d, &why)) {
 		fprintf(stderr, "# second comm: %s\n", why);
-		return 2;
+		tp_free(why);
+		return NULL;
 	}
+	return d;
+}
+
+/* Two communicators on one process, used alternately. */
+static int two_comms(tp_coll_comm_t *c, void *arg)
+{
+	tp_coll_comm_t *d = second_comm(c, arg);
+	int me = tp_coll_comm_rank(c);
+	int64_t x[5];
+
+	if (!d)
+		return 2;
 	for (int it = 0; it < 3; it++) {
 		tp_coll_comm_t *e = it % 2 ? d : c;
 		for (int i = 0; i < 5; i++)
@@ -663,6 +675,82 @@ static void test_two_comms(void **s)
 	(void)s;
 	run_ranks_ok(p, 20, 4096, two_comms, p, 30, "two comms");
 	tp_plan_destroy(p);
+}
+
+/* One host, more ranks than this machine has cores: all-reduces of up
+ * to TP__COLL_SMALL bytes go through the host segment's one exchange
+ * under auto and hierarchical (its waits yield, then sleep); counts on
+ * both sides of that bound, odd ones, in place and out, on two
+ * communicators used in turn, many rounds, exact int64 / int32 sums and
+ * maxima. TOPOPLACE_COLL_YIELD_US=0: every wait sleeps at once. */
+#define SMALL_ELEMS (TP_SCHED_HOST_SMALL / 8)
+static int host_small(tp_coll_comm_t *c, void *arg)
+{
+	static int64_t in[SMALL_ELEMS + 1], out[SMALL_ELEMS + 1];
+	static const size_t cnt[] = {1,	   3,		7,
+				     1031, SMALL_ELEMS, SMALL_ELEMS + 1};
+	tp_coll_comm_t *d = second_comm(c, arg), *e = c;
+	int me = tp_coll_comm_rank(c), n = tp_coll_comm_size(c);
+	tp_err_t err = TP_OK;
+
+	if (!d)
+		return 2;
+	for (int it = 0; it < 400; it++) {
+		size_t k = cnt[it % 6];
+		bool max = it % 3 == 0, inplace = it % 2;
+		tp_coll_algo_t a =
+		    it % 4 < 2 ? TP_COLL_ALGO_AUTO : TP_COLL_ALGO_HIERARCHICAL;
+		int64_t *dst = inplace ? in : out;
+		e = it % 5 < 2 ? d : c;
+		if (it % 7 == 0) { /* int32: half the bytes */
+			int32_t *x = (int32_t *)in, *y = (int32_t *)dst;
+			for (size_t i = 0; i < k; i++)
+				x[i] = (me + 1) * (int32_t)(i + (size_t)it);
+			err = tp_coll_allreduce(e, x, y, k, TP_COLL_INT32,
+						TP_COLL_SUM, a);
+			if (err)
+				break;
+			for (size_t i = 0; i < k; i++)
+				if (y[i] !=
+				    (int32_t)(i + (size_t)it) * n * (n + 1) / 2)
+					return 1;
+			continue;
+		}
+		for (size_t i = 0; i < k; i++)
+			in[i] = (int64_t)(me + 1) * (int64_t)(i + (size_t)it);
+		err = tp_coll_allreduce(e, in, dst, k, TP_COLL_INT64,
+					max ? TP_COLL_MAX : TP_COLL_SUM, a);
+		if (err)
+			break;
+		for (size_t i = 0; i < k; i++) {
+			int64_t v = (int64_t)(i + (size_t)it);
+			if (dst[i] != (max ? n * v : v * n * (n + 1) / 2)) {
+				fprintf(stderr,
+					"# rank %d: round %d count %zu [%zu] "
+					"= %lld\n",
+					me, it, k, i, (long long)dst[i]);
+				return 1;
+			}
+		}
+	}
+	if (err)
+		return call_failed(e, "allreduce", err);
+	tp_coll_comm_destroy(d);
+	return tp_coll_barrier(c) ? 2 : 0;
+}
+
+static void test_host_small(void **s)
+{
+	tp_fabric_t *f = tp_test_fat_tree(2, 2, 2, 1, 8, true);
+	tp_plan_t *p = plan_on(f, 1, 8, 0);
+
+	(void)s;
+	run_ranks_ok(p, 20, 4096, host_small, p, 60, "host small");
+	setenv("TOPOPLACE_COLL_YIELD_US", "0", 1);
+	run_ranks_ok(p, 20, 4096, host_small, p, 60, "host small, no yield");
+	unsetenv("TOPOPLACE_COLL_YIELD_US");
+	tp_plan_destroy(p);
+	tp_fabric_destroy(f);
 }
 
 /* ---- faults ---------------------------------------------------------------
@@ -1728,6 +1816,7 @@ int main(void)
 	    cmocka_unit_test(test_sockets),
 	    cmocka_unit_test(test_sockets_mismatch),
 	    cmocka_unit_test(test_two_comms),
+	    cmocka_unit_test(test_host_small),
 	    cmocka_unit_test(test_runs_the_schedule),
 	    cmocka_unit_test(test_hca_addrs),
 	    cmocka_unit_test(test_killed_peer),

@@ -662,6 +662,50 @@ static void test_hier_host_ring(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* One host of 8 ranks, hierarchical: up to TP_SCHED_HOST_SMALL bytes one
+ * exchange through the segment (one wait, TP_SCHED_SEG_WAIT alpha), two
+ * waits above; rescaled from 1 GiB as the plan does, each side exact;
+ * with host_ring no small path. */
+static void test_host_small(void **state)
+{
+	tp_fabric_t *f = fat_tree(1, 2, 1, 8);
+	tp_cost_ctx_t *seg = mkctx(f), *ring;
+	tp_cost_params_t p;
+	uint32_t host[1] = {0};
+	int gpus[1] = {8};
+	tp_cost_t big, a;
+
+	(void)state;
+	tp_cost_params_defaults(&p);
+	assert_int_equal(tp_cost_predict(seg, NULL, host, gpus, 1, 1 << 30,
+					 TP_ALGO_HIERARCHICAL, &big),
+			 TP_OK);
+	assert_close(big.latency_s, 2 * TP_SCHED_SEG_WAIT * p.alpha_s);
+	for (double bytes = 8; bytes <= 1 << 20; bytes *= 2) {
+		assert_int_equal(tp_cost_predict(seg, NULL, host, gpus, 1,
+						 bytes, TP_ALGO_HIERARCHICAL,
+						 &a),
+				 TP_OK);
+		assert_close(a.latency_s,
+			     (bytes <= TP_SCHED_HOST_SMALL ? 1 : 2) *
+				 TP_SCHED_SEG_WAIT * p.alpha_s);
+		assert_close(tp_cost_seconds_at(&big, 1 << 30, bytes),
+			     a.seconds);
+		assert_close(tp_cost_seconds_at(&a, bytes, 1 << 30),
+			     big.seconds);
+	}
+	p.host_ring = true;
+	assert_int_equal(tp_cost_ctx_create(f, &p, &ring), TP_OK);
+	assert_int_equal(tp_cost_predict(ring, NULL, host, gpus, 1, 8,
+					 TP_ALGO_HIERARCHICAL, &a),
+			 TP_OK);
+	assert_close(a.latency_s, 2 * 7 * p.alpha_s);
+	assert_close(a.small_bytes, 0);
+	tp_cost_ctx_destroy(seg);
+	tp_cost_ctx_destroy(ring);
+	tp_fabric_destroy(f);
+}
+
 /* Uneven groups, the schedule the library runs for them: hosts 0, 1 on
  * one leaf, host 2 alone on the other, 1 GPU each. C = 2 channels (the
  * larger group's size): hosts 0 and 1 hold one each, host 2 both. Group
@@ -1273,6 +1317,7 @@ int main(void)
 	    cmocka_unit_test(test_hier_cross_spine),
 	    cmocka_unit_test(test_hier_one_group),
 	    cmocka_unit_test(test_hier_host_ring),
+	    cmocka_unit_test(test_host_small),
 	    cmocka_unit_test(test_hier_uneven),
 	    cmocka_unit_test(test_tree),
 	    cmocka_unit_test(test_tree_fill),

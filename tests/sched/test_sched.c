@@ -417,6 +417,46 @@ static void test_hier_one_node(void **state)
 	tp_sched_destroy(r);
 }
 
+/* One node: up to TP_SCHED_HOST_SMALL bytes the library runs the
+ * hierarchical schedule as the segment's one exchange, one wait; above
+ * it, or with rings on the host (host_ring), on two nodes, for the ring
+ * and the tree, the schedule's own latency. */
+static void test_host_small(void **state)
+{
+	uint32_t key[2] = {0, 0}, ranks[2] = {8, 8}, one[1] = {1};
+	tjob_t t = {{key, key}, ranks, NULL, NULL};
+	tjob_t t1 = {{key, key}, one, NULL, NULL};
+	tp_sched_t *h = build(&t, 1, 1, 0, TP_SCHED_HIER);
+	tp_sched_t *rings = build_job(&t, 1, 1, 0, TP_SCHED_HIER, 1);
+	tp_sched_t *two = build(&t, 2, 1, 0, TP_SCHED_HIER);
+	tp_sched_t *alone = build(&t1, 1, 1, 0, TP_SCHED_HIER);
+	tp_sched_t *others[2] = {build(&t, 1, 1, 0, TP_SCHED_RING),
+				 build(&t, 1, 1, 0, TP_SCHED_TREE)};
+
+	(void)state;
+	assert_true(tp_sched_host_small(h, 8));
+	assert_true(tp_sched_host_small(h, TP_SCHED_HOST_SMALL));
+	assert_false(tp_sched_host_small(h, TP_SCHED_HOST_SMALL + 1));
+	assert_close(tp_sched_latency_at(h, 8, 1, 0, NULL), TP_SCHED_SEG_WAIT);
+	assert_close(tp_sched_latency_at(h, 1 << 20, 1, 0, NULL),
+		     2 * TP_SCHED_SEG_WAIT);
+	assert_false(tp_sched_host_small(rings, 8));
+	assert_close(tp_sched_latency_at(rings, 8, 1, 0, NULL), 14);
+	assert_false(tp_sched_host_small(two, 8));
+	assert_false(tp_sched_host_small(alone, 8));
+	assert_false(tp_sched_host_small(NULL, 8));
+	for (int a = 0; a < 2; a++) {
+		assert_false(tp_sched_host_small(others[a], 8));
+		assert_close(tp_sched_latency_at(others[a], 8, 1, 0, NULL),
+			     tp_sched_latency(others[a], 1, 0, NULL));
+		tp_sched_destroy(others[a]);
+	}
+	tp_sched_destroy(h);
+	tp_sched_destroy(rings);
+	tp_sched_destroy(two);
+	tp_sched_destroy(alone);
+}
+
 /* Hierarchical on 4 nodes of 4 ranks in 2 units: the host phases go
  * through each node's segment, one wait (TP_SCHED_SEG_WAIT local steps)
  * each; with host_ring (TOPOPLACE_COLL_SHM=0) the library runs them as
@@ -576,6 +616,7 @@ int main(void)
 	    cmocka_unit_test(test_hier_rails),
 	    cmocka_unit_test(test_hier_uneven),
 	    cmocka_unit_test(test_hier_one_node),
+	    cmocka_unit_test(test_host_small),
 	    cmocka_unit_test(test_hier_host_ring),
 	    cmocka_unit_test(test_hier_node_host_ring),
 	    cmocka_unit_test(test_tree_local),
