@@ -102,7 +102,11 @@ def parse():
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--hidden", type=int, default=512)
     p.add_argument("--samples", type=int, default=2048, help="training samples per rank")
+    p.add_argument("--holdout", type=int, default=4096, help="held-out samples (default 4096)")
     p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--lr-warmup", type=int, default=0,
+                   help="steps over which the learning rate rises linearly from --lr/N to --lr "
+                        "(Goyal et al.'s warm-up, which DGC uses; default 0: none)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--bucket-mb", type=float, default=25.0, help="DDP bucket_cap_mb")
     p.add_argument("--name", default=None, help="run name in the output (default: from the options)")
@@ -177,7 +181,7 @@ def main():
         ddp.register_comm_hook(None, no_comm)
 
     x, y = teacher_data(a.samples, a.seed * 1000 + rank)
-    hx, hy = teacher_data(4096, a.seed * 1000 + 999)
+    hx, hy = teacher_data(a.holdout, a.seed * 1000 + 999)
     # with --hook-momentum the hook applies the momentum (to what it sends)
     opt = torch.optim.SGD(ddp.parameters(), lr=a.lr, momentum=0.0 if topo and a.hook_momentum else MOMENTUM)
     order = torch.Generator().manual_seed(a.seed + rank)
@@ -192,6 +196,9 @@ def main():
             ph = {k: 0.0 for k in ph}
             lib0 = comm.phase_times() if comm is not None else {}
             hook0 = (state.hook_s, state.hook_cpu_s) if comm is not None else (0.0, 0.0)
+        if step < a.lr_warmup:
+            for g in opt.param_groups:
+                g["lr"] = a.lr * (step + 1) / a.lr_warmup
         idx = torch.randint(0, a.samples, (a.batch,), generator=order)
         t0 = time.perf_counter()
         loss = F.cross_entropy(ddp(x[idx]), y[idx])
@@ -239,6 +246,7 @@ def main():
                "error_feedback": not a.no_error_feedback, "start_iter": a.start_iter,
                "sync_hook": a.sync_hook, "hook_momentum": a.hook_momentum,
                "momentum_masking": not a.no_momentum_masking, "block": a.block,
+               "lr_warmup": a.lr_warmup,
                "final_loss": stats[0].item() / world,
                "accuracy": acc, "uplink_bytes_lib": int(stats[1].item()) if topo else None,
                "step_s": stats[2].item() / world, "steps": a.steps, "ranks": world,

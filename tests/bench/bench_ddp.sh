@@ -24,9 +24,20 @@
 # Root; not part of `make check` (about 5 minutes with compression unavailable, 8 with it;
 # tests/integration/slurm_ddp.sh runs a 2-host cut of it in CI).
 #
-#   bench_ddp.sh [--json FILE] [--steps N] [--hidden H] [--start-iter W] [--ratio R] [--runs "NAME..."]
-#                [--nodes N] [--tasks-per-node T] [--slurm 24|22] [--keep]
+#   bench_ddp.sh [--json FILE] [--comm-bound] [--steps N] [--hidden H] [--start-iter W] [--ratio R]
+#                [--runs "NAME..."] [--nodes N] [--tasks-per-node T] [--slurm 24|22] [--keep]
 #
+#   --comm-bound  the communication-bound mode: a gradient large against the step's compute, as
+#                 data-parallel training of large models on oversubscribed fabrics has (a layer's
+#                 step costs 6 x params x samples FLOP against 4 x params bytes of gradient, so
+#                 the ratio is set by the samples per rank and the FLOP rate per link byte; a
+#                 GPU's ~2e4 FLOP per NIC byte is what 8 ranks on 2 cores against 400 Mbit/s links
+#                 scale down to ~1e2). Sets --hidden 2048 (4.3M parameters, 17 MB of gradients
+#                 per step) --batch 8 --bucket-mb 1 --steps 12 --step-budget 15, 512 training and
+#                 held-out samples per rank (the full-set loss at hidden 2048 would take longer
+#                 than the training), and the runs "compute gloo dense int8-hier 1bit-hier
+#                 topk-hier"; options after it override these. Without it: the
+#                 convergence-oriented defaults below (compute is a large share of gloo's step)
 #   --json FILE   {"format":"topoplace-ddp-bench/1","runs":[{"name","compressor","hierarchical",
 #                 "final_loss","accuracy","uplink_bytes","step_s", ...}, ...]}: uplink_bytes from
 #                 the up-link veth's interface counters (both directions, all traffic of the
@@ -66,10 +77,15 @@ eprefix=${TP_DDP_PREFIX:-tdd-}
 lib=${TOPOPLACE_COLL_LIB:-$builddir/coll/.libs/libtopoplace-coll.so}
 
 json="" steps=40 hidden=512 warm=0 ratio=4 only="" gen="" keep=0 nodes=4 tpn=2 batch=64 bucket=0.25 budget=3
+data="" mode=default
 die() { echo "bench_ddp: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--json) json=$2; shift 2 ;;
+	--comm-bound)
+		hidden=2048 batch=8 bucket=1 steps=12 budget=15 data="--samples 512 --holdout 512" mode=comm-bound
+		only="compute gloo dense int8-hier 1bit-hier topk-hier"
+		shift ;;
 	--steps) steps=$2; shift 2 ;;
 	--hidden) hidden=$2; shift 2 ;;
 	--start-iter) warm=$2; shift 2 ;;
@@ -120,7 +136,7 @@ bench_cluster_start tpt-ddp --nodes "$nodes" --gpus-per-node "$tpn" --net "$net"
 # ---- the job ----
 nruns=$(echo $runs | wc -w)
 job_limit=$((120 + nruns * (60 + steps * budget)))
-j=$(DDP_RUNS="$runs" DDP_ARGS="--steps $steps --hidden $hidden --batch $batch --bucket-mb $bucket --start-iter $warm --timeout 60" \
+j=$(DDP_RUNS="$runs" DDP_ARGS="--steps $steps --hidden $hidden --batch $batch --bucket-mb $bucket --start-iter $warm --timeout 60${data:+ $data}" \
 	DDP_OUT=$out DDP_PY=$py \
 	DDP_TRAIN=$srcdir/contrib/examples/ddp_train.py DDP_LEAF_NS="${eprefix}leaf0 ${eprefix}leaf1" \
 	DDP_TIMEOUT=$((60 + steps * budget)) PYTHONPATH=$srcdir/bindings/torch TOPOPLACE_COLL_LIB=$lib \
@@ -131,9 +147,9 @@ echo "bench_ddp: sbatch -N $nodes --ntasks-per-node=$tpn $here/ddp_job.sh: job $
 bench_job_wait "$j" "$job_limit"
 [ -s "$out/results.jsonl" ] || { rc=1; die "no results"; }
 
-doc=$(jq -s --arg v "$slurm_ver" --argjson r "$ratio" --argjson s "$steps" --argjson h "$hidden" \
+doc=$(jq -s --arg v "$slurm_ver" --arg m "$mode" --argjson r "$ratio" --argjson s "$steps" --argjson h "$hidden" \
 	--argjson n "$nodes" --argjson t "$tpn" --argjson b "$batch" --argjson k "$bucket" --argjson w "$warm" \
-	'{format: "topoplace-ddp-bench/1", slurm: $v, hosts: $n, leaves: 2, ranks: ($n * $t), uplink_ratio: $r,
+	'{format: "topoplace-ddp-bench/1", mode: $m, slurm: $v, hosts: $n, leaves: 2, ranks: ($n * $t), uplink_ratio: $r,
 	  host_link_mbit: 400, steps: $s, hidden: $h, batch: $b, bucket_mb: $k, start_iter: $w,
 	  runs: map({name, compressor: (.compressor // null), hierarchical: (.hierarchical // false),
 	             error_feedback: (.error_feedback // null), sync_hook: (.sync_hook // null), final_loss: (.final_loss // null),
@@ -145,7 +161,7 @@ doc=$(jq -s --arg v "$slurm_ver" --argjson r "$ratio" --argjson s "$steps" --arg
 printf '%s\n' "$doc" | jq -r '
   (.runs | map(select(.name == "dense"))[0]) as $d | (.runs | map(select(.name == "gloo"))[0]) as $g |
   def rel(x; y): if x == null or y == null or y == 0 then "-" else "\(x / y * 100 | round / 100)" end;
-  "\nbench_ddp: Slurm \(.slurm), \(.ranks) ranks on \(.hosts) hosts / 2 leaves, up-link \(.uplink_ratio):1, \(.steps) steps",
+  "\nbench_ddp: \(.mode) mode, Slurm \(.slurm), \(.ranks) ranks on \(.hosts) hosts / 2 leaves, up-link \(.uplink_ratio):1, \(.steps) steps",
   "  run              status      loss  loss/dense  acc    up-link MB (lib)    up/dense  ms/step  step/gloo",
   (.runs[] | "  \(.name | . + " " * (16 - length)) \(.status | . + " " * (11 - length))" +
     (if .status == "ok" then

@@ -15,6 +15,10 @@
 #   bench_ddp_local.sh dense 1bit-hier:--compressor,1bit 1bit-b64:--compressor,1bit,--block,64
 #   bench_ddp_local.sh --args "--steps 1000 --hidden 256 --batch 16 --bucket-mb 0.25 --seed 1" dense \
 #       ef:--compressor,1bit,--hook-momentum noef:--compressor,1bit,--hook-momentum,--no-error-feedback
+#   bench_ddp_local.sh --args "--steps 200 --hidden 512 --batch 16 --bucket-mb 0.25 --seed 1" dense \
+#       hier:--compressor,topk,--hook-momentum,--start-iter,10 \
+#       flat:--compressor,topk,--hook-momentum,--start-iter,10,--flat \
+#       lrw:--compressor,topk,--hook-momentum,--start-iter,10,--lr-warmup,20
 # Environment: TOPOPLACE, TP_BUILDDIR (SRCDIR/build), TP_PYTHON (/usr/bin/python3),
 # TOPOPLACE_COLL_LIB (default the build tree's library).
 set -u
