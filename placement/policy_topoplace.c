@@ -91,6 +91,7 @@ typedef struct ctx {
 			  */
 	bool reverse; /* variant: take each group's hosts from its other end */
 	bool wait;    /* no fit worth taking now: the job waits */
+	bool lent;    /* off, gs and ds belong to the dcache (keep_base) */
 	size_t need;  /* hosts (for total requests: the fewest possible) */
 	int tgpus;    /* total requests: GPUs wanted */
 	double pen;   /* charge per host for breaking an untouched group */
@@ -978,25 +979,16 @@ static tp_err_t setup_from_base(ctx_t *c, const dcache_t *dc, const bool *skip)
 	return TP_OK;
 }
 
-/* Keep a node request's unskipped offers and counts as the base. */
-static void keep_base(const ctx_t *c, dcache_t *dc, size_t hosts)
+/* Keep a node request's unskipped offers and counts as the base: the
+ * cache takes them over (nothing writes them after setup()). */
+static void keep_base(ctx_t *c, dcache_t *dc, size_t hosts)
 {
-	dc->base_off = tp_malloc((c->nh + 1) * sizeof(int));
-	dc->base_gs = tp_malloc((c->ng + 1) * sizeof(stat_t));
-	dc->base_ds = tp_malloc((c->nd + 1) * sizeof(stat_t));
-	if (!dc->base_off || !dc->base_gs || !dc->base_ds) {
-		tp_free(dc->base_off);
-		tp_free(dc->base_gs);
-		tp_free(dc->base_ds);
-		dc->base_off = NULL;
-		dc->base_gs = dc->base_ds = NULL;
-		return;
-	}
-	memcpy(dc->base_off, c->off, c->nh * sizeof(int));
-	memcpy(dc->base_gs, c->gs, c->ng * sizeof(stat_t));
-	memcpy(dc->base_ds, c->ds, c->nd * sizeof(stat_t));
+	dc->base_off = c->off;
+	dc->base_gs = c->gs;
+	dc->base_ds = c->ds;
 	dc->base_hosts = hosts;
 	dc->base_bad = c->any_bad;
+	c->lent = true;
 }
 
 static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip,
@@ -1092,9 +1084,11 @@ static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip,
 
 static void teardown(ctx_t *c)
 {
-	tp_free(c->off);
-	tp_free(c->gs);
-	tp_free(c->ds);
+	if (!c->lent) {
+		tp_free(c->off);
+		tp_free(c->gs);
+		tp_free(c->ds);
+	}
 	tp_free(c->gtmp);
 	tp_free(c->dtmp);
 	tp_free(c->upq);
@@ -1125,27 +1119,6 @@ static uint32_t weakest_group(ctx_t *c)
 			worst = g;
 	}
 	return worst;
-}
-
-/* Only a decision that makes many variants (its pick spans groups: up to
- * 7) keeps the base: copying it costs more than a one-host, unpriced or
- * one-group decision (2 variants at most) saves. */
-static void keep_base_for_variants(const tp__policy_in_t *in, dcache_t *dc,
-				   size_t max)
-{
-	ctx_t c;
-
-	memset(&c, 0, sizeof(c));
-	c.max = max;
-	c.hf = dc->hf;
-	c.hf_ok = dc->hf != NULL;
-	dc->want_base = true;
-	(void)setup(&c, in, NULL, dc);
-	if (c.hf_ok)
-		dc->hf = c.hf;
-	if (c.hf == dc->hf)
-		c.hf = NULL;
-	teardown(&c);
 }
 
 /* One structural choice: skip (NULL: none) takes hosts out of the
@@ -1559,28 +1532,43 @@ static bool even_split(const tp__policy_in_t *in, const uint32_t *hosts,
 			return false;
 		quota[b]++;
 	}
-	for (size_t i = 0; i < ngl; i++) {
+	size_t most = 0;
+	for (size_t i = 0; i < ngl; i++)
+		if (tp_fabric_group(f, gl[i])->nhosts > most)
+			most = tp_fabric_group(f, gl[i])->nhosts;
+	uint32_t *wh = tp_malloc((most + 1) * sizeof(uint32_t));
+	int *ww = tp_malloc((most + 1) * sizeof(int));
+	bool ok = wh && ww;
+	for (size_t i = 0; i < ngl && ok; i++) {
 		const tp_group_t *gp = tp_fabric_group(f, gl[i]);
-		for (size_t q = 0; q < quota[i]; q++) {
-			uint32_t pick = TP_ID_NONE;
-			int pw = 0;
-			for (size_t j = 0; j < gp->nhosts; j++) {
-				uint32_t h = gp->hosts[j];
-				bool taken = tp__host_offer(in, h) < gpus[0];
-				for (size_t t = 0; t < vn && !taken; t++)
-					taken = vh[t] == h;
-				int w = tp__state_weakness(in->s, h);
-				if (!taken && (pick == TP_ID_NONE || w < pw)) {
-					pick = h;
-					pw = w;
-				}
+		size_t nw = 0;
+		for (size_t j = 0; j < gp->nhosts; j++) {
+			uint32_t h = gp->hosts[j];
+			if (tp__host_offer(in, h) >= gpus[0]) {
+				wh[nw] = h;
+				ww[nw++] = tp__state_weakness(in->s, h);
 			}
-			vh[vn] = pick;
+		}
+		/* the least weak first, in the group's order among equals */
+		for (size_t q = 0; q < quota[i] && q < nw; q++) {
+			size_t b = q;
+			for (size_t j = q + 1; j < nw; j++)
+				if (ww[j] < ww[b])
+					b = j;
+			uint32_t h = wh[b];
+			int w = ww[b];
+			memmove(&wh[q + 1], &wh[q], (b - q) * sizeof(uint32_t));
+			memmove(&ww[q + 1], &ww[q], (b - q) * sizeof(int));
+			wh[q] = h;
+			ww[q] = w;
+			vh[vn] = h;
 			vg[vn++] = gpus[0];
 		}
 	}
+	tp_free(wh);
+	tp_free(ww);
 	*vn_p = vn;
-	return true;
+	return ok;
 }
 
 /* Marks in skip every wholly idle level-1 group that the host set does not
@@ -1737,6 +1725,8 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	bool ok = true;
 
 	memset(var, 0, sizeof(var));
+	/* the structural pick's offers and counts are the variants' base */
+	pr.up.want_base = in->cost != NULL;
 	err = choose_once(in, NULL, false, hosts, gpus, max, &n, why, whylen,
 			  &worst, &pr.up);
 	if (err || !in->cost || n < 2)
@@ -1786,8 +1776,6 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	pr.mg = tp_malloc(pr.mcap * sizeof(int));
 	if (!pr.memo || !pr.mh || !pr.mg)
 		pr.memo_max = 0;
-	if (worst != TP_ID_NONE)
-		keep_base_for_variants(in, &pr.up, max);
 	memcpy(var[0].h, hosts, n * sizeof(uint32_t));
 	memcpy(var[0].g, gpus, n * sizeof(int));
 	var[0].n = n;
