@@ -901,6 +901,8 @@ static tp_err_t grow_phase(call_t *k, size_t nfl, size_t npath)
 {
 	void *p;
 
+	if (nfl <= k->capfl && npath <= k->cappath)
+		return TP_OK;
 	p = k->fl;
 	if (tp_grow(&p, &k->capfl, nfl, sizeof(flow_t)))
 		return TP_ERR_NOMEM;
@@ -1526,6 +1528,66 @@ static tp_err_t check_input(const tp_cost_ctx_t *c, const tp_state_t *st,
 	return err;
 }
 
+/* Checks the input and sets k up for collectives over hosts (*P_p: their
+ * ranks); on success the caller frees with call_free(). */
+static tp_err_t call_open(call_t *k, const tp_cost_ctx_t *ctx,
+			  const tp_state_t *state, const uint32_t *hosts,
+			  const int *gpus, size_t n, double bytes,
+			  tp_algo_t algo, double *P_p)
+{
+	int gmax;
+	tp_err_t err;
+
+	if (!ctx)
+		return TP_ERR_INVAL;
+	if ((err = check_input(ctx, state, hosts, gpus, n, bytes, algo, P_p,
+			       &gmax)))
+		return err;
+	memset(k, 0, sizeof(*k));
+	k->c = ctx;
+	k->f = ctx->f;
+	k->st = state;
+	k->hosts = hosts;
+	k->gpus = gpus;
+	k->n = n;
+	k->load_mult = 1;
+	if ((err = call_setup(k)))
+		call_free(k);
+	return err;
+}
+
+/* One collective over k's hosts (P ranks). */
+static tp_err_t call_algo(call_t *k, tp_algo_t algo, double P, double bytes,
+			  tp_cost_t *out)
+{
+	tp_cost_t res;
+	tp_err_t err = TP_ERR_INVAL;
+
+	memset(&res, 0, sizeof(res));
+	res.bottleneck_link = TP_ID_NONE;
+	switch (algo) {
+	case TP_ALGO_RING:
+		err =
+		    predict_ring(k, 2 * (P - 1), 2 * (P - 1) / P * bytes, &res);
+		break;
+	case TP_ALGO_REDUCE_SCATTER:
+	case TP_ALGO_ALL_GATHER:
+		err = predict_ring(k, P - 1, (P - 1) / P * bytes, &res);
+		break;
+	case TP_ALGO_TREE:
+		err = predict_sched(k, TP_SCHED_TREE, bytes, &res);
+		break;
+	case TP_ALGO_HIERARCHICAL:
+		err = predict_sched(k, TP_SCHED_HIER, bytes, &res);
+		break;
+	}
+	if (err)
+		return err;
+	res.seconds = res.bandwidth_s + res.latency_s;
+	*out = res;
+	return TP_OK;
+}
+
 /* One collective; with load non-NULL (2 * nlinks zeroed doubles, and
  * touched room for as many entries) also the bytes each directed link
  * carries, listed in touched[0..*ntouched_p). */
@@ -1535,55 +1597,58 @@ static tp_err_t run_call(const tp_cost_ctx_t *ctx, const tp_state_t *state,
 			 uint32_t *touched, size_t *ntouched_p, tp_cost_t *out)
 {
 	call_t k;
-	tp_cost_t res = {0};
 	double P;
-	int gmax;
 	tp_err_t err;
 
-	if (!ctx || !out)
+	if (!out)
 		return TP_ERR_INVAL;
-	if ((err = check_input(ctx, state, hosts, gpus, n, bytes, algo, &P,
-			       &gmax)))
+	if ((err = call_open(&k, ctx, state, hosts, gpus, n, bytes, algo, &P)))
 		return err;
-	memset(&k, 0, sizeof(k));
-	memset(&res, 0, sizeof(res));
-	res.bottleneck_link = TP_ID_NONE;
-	k.c = ctx;
-	k.f = ctx->f;
-	k.st = state;
-	k.hosts = hosts;
-	k.gpus = gpus;
-	k.n = n;
 	k.load = load;
 	k.touched = touched;
-	k.load_mult = 1;
-	if ((err = call_setup(&k)))
-		goto out;
-	switch (algo) {
-	case TP_ALGO_RING:
-		err = predict_ring(&k, 2 * (P - 1), 2 * (P - 1) / P * bytes,
-				   &res);
-		break;
-	case TP_ALGO_REDUCE_SCATTER:
-	case TP_ALGO_ALL_GATHER:
-		err = predict_ring(&k, P - 1, (P - 1) / P * bytes, &res);
-		break;
-	case TP_ALGO_TREE:
-		err = predict_sched(&k, TP_SCHED_TREE, bytes, &res);
-		break;
-	case TP_ALGO_HIERARCHICAL:
-		err = predict_sched(&k, TP_SCHED_HIER, bytes, &res);
-		break;
-	}
-	if (err)
-		goto out;
-	res.seconds = res.bandwidth_s + res.latency_s;
-	*out = res;
-out:
+	err = call_algo(&k, algo, P, bytes, out);
 	if (ntouched_p)
 		*ntouched_p = k.ntouched;
 	call_free(&k);
 	return err;
+}
+
+/* Ring then hierarchical over one set-up of the hosts. */
+tp_err_t tp__place_predict(const tp_cost_ctx_t *ctx, const tp_state_t *s,
+			   const uint32_t *hosts, const int *gpus, size_t n,
+			   double bytes, tp_algo_t *algo_p, tp_cost_t *c_p)
+{
+	static const tp_algo_t algos[] = {TP_ALGO_RING, TP_ALGO_HIERARCHICAL};
+	tp_err_t first = TP_OK;
+	tp_cost_t best = {.seconds = -1};
+	tp_algo_t best_algo = TP_ALGO_RING;
+	call_t k;
+	double P;
+	tp_err_t err;
+
+	if ((err = call_open(&k, ctx, s, hosts, gpus, n, bytes, TP_ALGO_RING,
+			     &P)))
+		return err;
+	for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
+		tp_cost_t c;
+		if ((err = call_algo(&k, algos[i], P, bytes, &c))) {
+			if (!first)
+				first = err;
+			continue;
+		}
+		if (best.seconds < 0 || c.seconds < best.seconds) {
+			best = c;
+			best_algo = algos[i];
+		}
+	}
+	call_free(&k);
+	if (best.seconds < 0)
+		return first;
+	if (algo_p)
+		*algo_p = best_algo;
+	if (c_p)
+		*c_p = best;
+	return TP_OK;
 }
 
 tp_err_t tp_cost_predict(const tp_cost_ctx_t *ctx, const tp_state_t *state,
