@@ -623,12 +623,29 @@ static tp_err_t maxmin(scratch_t *ws, size_t nflows, const uint32_t *off,
 		for (uint32_t j = off[i]; j < off[i + 1]; j++)
 			rfl[fill[res[j]]++] = (uint32_t)i;
 	}
+	/* A resource of one flow pops at its capacity; only the first of a
+	 * flow's such resources to pop (smallest capacity, then index) can
+	 * freeze it, any later one finds it frozen: the others stay out of
+	 * the heap (fill[] marks the ones that go in). */
 	for (size_t r = 0; r < nres; r++) {
 		cnt[r] = roff[r + 1] - roff[r];
 		rc[r] = cap[r] > 0 ? cap[r] : 0;
-		if (cnt[r])
-			hpush(heap, &nh, rc[r] / cnt[r], (uint32_t)r);
+		fill[r] = cnt[r] > 1;
 	}
+	for (size_t i = 0; i < nflows; i++) {
+		uint32_t m = TP_ID_NONE;
+		for (uint32_t j = off[i]; j < off[i + 1]; j++) {
+			uint32_t r = res[j];
+			if (cnt[r] == 1 && (m == TP_ID_NONE || rc[r] < rc[m] ||
+					    (rc[r] == rc[m] && r < m)))
+				m = r;
+		}
+		if (m != TP_ID_NONE)
+			fill[m] = 1;
+	}
+	for (size_t r = 0; r < nres; r++)
+		if (fill[r])
+			hpush(heap, &nh, rc[r] / cnt[r], (uint32_t)r);
 	while (nh) {
 		hent_t e = hpop(heap, &nh);
 		uint32_t r = e.r;
