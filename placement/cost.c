@@ -546,6 +546,34 @@ static void *scratch_get(scratch_t *s, size_t need)
 	return s->buf;
 }
 
+/* When no resource carries two flows (cnt[r + 1]: resource r's count), as
+ * in a ring whose groups are contiguous or a ring inside each group, the
+ * progressive filling below pops each flow's resources in order of
+ * capacity, then index, and the first one freezes it at its whole
+ * capacity: the same rates and bottlenecks without the heap. */
+static bool alone(size_t nflows, const uint32_t *off, const uint32_t *res,
+		  size_t nres, const double *cap, const uint32_t *cnt,
+		  double *rate, uint32_t *bott)
+{
+	for (size_t r = 0; r < nres; r++)
+		if (cnt[r + 1] > 1)
+			return false;
+	for (size_t i = 0; i < nflows; i++) {
+		rate[i] = INFINITY;
+		bott[i] = TP_ID_NONE;
+		for (uint32_t j = off[i]; j < off[i + 1]; j++) {
+			uint32_t r = res[j];
+			double c = cap[r] > 0 ? cap[r] : 0;
+			if (bott[i] == TP_ID_NONE || c < rate[i] ||
+			    (c == rate[i] && r < bott[i])) {
+				rate[i] = c;
+				bott[i] = r;
+			}
+		}
+	}
+	return true;
+}
+
 /*
  * Flow i crosses resources res[off[i] .. off[i+1]) (indices < nres, each
  * of capacity cap[]). Fills rate[i] and bott[i], the resource that froze
@@ -584,6 +612,8 @@ static tp_err_t maxmin(scratch_t *ws, size_t nflows, const uint32_t *off,
 	memset(done, 0, (nflows + 1) * sizeof(bool));
 	for (size_t j = 0; j < nent; j++)
 		roff[res[j] + 1]++;
+	if (alone(nflows, off, res, nres, cap, roff, rate, bott))
+		return TP_OK;
 	for (size_t r = 0; r < nres; r++)
 		roff[r + 1] += roff[r];
 	memcpy(fill, roff, nres * sizeof(uint32_t));
@@ -593,12 +623,29 @@ static tp_err_t maxmin(scratch_t *ws, size_t nflows, const uint32_t *off,
 		for (uint32_t j = off[i]; j < off[i + 1]; j++)
 			rfl[fill[res[j]]++] = (uint32_t)i;
 	}
+	/* A resource of one flow pops at its capacity; only the first of a
+	 * flow's such resources to pop (smallest capacity, then index) can
+	 * freeze it, any later one finds it frozen: the others stay out of
+	 * the heap (fill[] marks the ones that go in). */
 	for (size_t r = 0; r < nres; r++) {
 		cnt[r] = roff[r + 1] - roff[r];
 		rc[r] = cap[r] > 0 ? cap[r] : 0;
-		if (cnt[r])
-			hpush(heap, &nh, rc[r] / cnt[r], (uint32_t)r);
+		fill[r] = cnt[r] > 1;
 	}
+	for (size_t i = 0; i < nflows; i++) {
+		uint32_t m = TP_ID_NONE;
+		for (uint32_t j = off[i]; j < off[i + 1]; j++) {
+			uint32_t r = res[j];
+			if (cnt[r] == 1 && (m == TP_ID_NONE || rc[r] < rc[m] ||
+					    (rc[r] == rc[m] && r < m)))
+				m = r;
+		}
+		if (m != TP_ID_NONE)
+			fill[m] = 1;
+	}
+	for (size_t r = 0; r < nres; r++)
+		if (fill[r])
+			hpush(heap, &nh, rc[r] / cnt[r], (uint32_t)r);
 	while (nh) {
 		hent_t e = hpop(heap, &nh);
 		uint32_t r = e.r;
@@ -684,6 +731,14 @@ typedef struct call {
 	double load_mult;
 	/* phase_solve's and max-min's scratch, kept between phases */
 	scratch_t ps, mm;
+	/* a solved phase kept for a later one with the same routes (see
+	 * price_sched): its flows' rates and bottleneck links, and how many
+	 * flows each of its edges made */
+	scratch_t kept, keptn;
+	flow_t *kfl;
+	double *krate;
+	uint32_t *klink, *kflows;
+	bool keep; /* keep the phase being priced */
 } call_t;
 
 static bool link_dead(const call_t *k, uint32_t res)
@@ -863,6 +918,8 @@ static tp_err_t grow_phase(call_t *k, size_t nfl, size_t npath)
 {
 	void *p;
 
+	if (nfl <= k->capfl && npath <= k->cappath)
+		return TP_OK;
 	p = k->fl;
 	if (tp_grow(&p, &k->capfl, nfl, sizeof(flow_t)))
 		return TP_ERR_NOMEM;
@@ -890,6 +947,14 @@ static size_t ca_on_rail(const call_t *k, const tp_host_t *h, int r)
 	return SIZE_MAX;
 }
 
+/* Hosts in one multi-node NVLink domain talk over NVLink. */
+static bool nvlink_edge(const call_t *k, const tp_host_t *hi,
+			const tp_host_t *hj)
+{
+	return hi->nvdomain != TP_ID_NONE && hi->nvdomain == hj->nvdomain &&
+	       tp_fabric_nvdomain(k->f, hi->nvdomain)->multi_node;
+}
+
 /* Transfer of `bytes` from host position i to j, split over the rails, or
  * on rail `rail` alone (>= 0) when both hosts have it. */
 static tp_err_t add_edge_rail(call_t *k, size_t i, size_t j, double bytes,
@@ -900,8 +965,7 @@ static tp_err_t add_edge_rail(call_t *k, size_t i, size_t j, double bytes,
 	size_t np, routed = 0, first = k->nfl;
 	tp_err_t err;
 
-	if (hi->nvdomain != TP_ID_NONE && hi->nvdomain == hj->nvdomain &&
-	    tp_fabric_nvdomain(k->f, hi->nvdomain)->multi_node) {
+	if (nvlink_edge(k, hi, hj)) {
 		add_nvlink(k, bytes, k->nv[i] < k->nv[j] ? k->nv[i] : k->nv[j]);
 		return TP_OK;
 	}
@@ -951,6 +1015,36 @@ static tp_err_t add_edge(call_t *k, size_t i, size_t j, double bytes)
 
 /* Compact the resources the phase's flows use, share them max-min and
  * take the slowest transfer. */
+/* The phase's time from its flows' rates and the links that limited
+ * them (TP_ID_NONE: none), and its NVLink transfers. */
+static void phase_finish(const call_t *k, const double *rate,
+			 const uint32_t *link, phase_out_t *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->bott_link = TP_ID_NONE;
+	if (k->nv_s > 0) {
+		o->time_s = k->nv_s;
+		o->bott_gbps = k->nv_gbps;
+	}
+	for (size_t i = 0; i < k->nfl; i++) {
+		const flow_t *fl = &k->fl[i];
+		double t = fl->bytes * 8 / (rate[i] * 1e9);
+
+		if (fl->hops > o->hops)
+			o->hops = fl->hops;
+		if (fl->top)
+			o->cross_bytes += fl->bytes;
+		/* the fabric wins a tie with NVLink: it is what a placement
+		 * can change */
+		if (t > o->time_s ||
+		    (t == o->time_s && o->bott_link == TP_ID_NONE)) {
+			o->time_s = t;
+			o->bott_gbps = rate[i];
+			o->bott_link = link[i];
+		}
+	}
+}
+
 static tp_err_t phase_solve(call_t *k, phase_out_t *o)
 {
 	size_t hcap = 16, nres = 0, need;
@@ -958,14 +1052,19 @@ static tp_err_t phase_solve(call_t *k, phase_out_t *o)
 	double *cap, *rate;
 	tp_err_t err;
 
-	memset(o, 0, sizeof(*o));
-	o->bott_link = TP_ID_NONE;
-	if (k->nv_s > 0) {
-		o->time_s = k->nv_s;
-		o->bott_gbps = k->nv_gbps;
+	if (k->keep) {
+		need = k->nfl *
+		       (sizeof(flow_t) + sizeof(double) + sizeof(uint32_t));
+		if (!(k->kfl = scratch_get(&k->kept, need + 1)))
+			return TP_ERR_NOMEM;
+		k->krate = (double *)(k->kfl + k->nfl);
+		k->klink = (uint32_t *)(k->krate + k->nfl);
+		memcpy(k->kfl, k->fl, k->nfl * sizeof(flow_t));
 	}
-	if (!k->nfl)
+	if (!k->nfl) {
+		phase_finish(k, NULL, NULL, o);
 		return TP_OK;
+	}
 	while (hcap < 2 * k->npath)
 		hcap *= 2;
 	need = (k->npath + k->nfl + 2) * sizeof(double) +
@@ -1009,24 +1108,13 @@ static tp_err_t phase_solve(call_t *k, phase_out_t *o)
 					k->touched[k->ntouched++] = r;
 				k->load[r] += b;
 			}
-	for (size_t i = 0; i < k->nfl; i++) {
-		const flow_t *fl = &k->fl[i];
-		double t = fl->bytes * 8 / (rate[i] * 1e9);
-
-		if (fl->hops > o->hops)
-			o->hops = fl->hops;
-		if (fl->top)
-			o->cross_bytes += fl->bytes;
-		/* the fabric wins a tie with NVLink: it is what a placement
-		 * can change */
-		if (t > o->time_s ||
-		    (t == o->time_s && o->bott_link == TP_ID_NONE)) {
-			o->time_s = t;
-			o->bott_gbps = rate[i];
-			o->bott_link = bott[i] == TP_ID_NONE
-					   ? TP_ID_NONE
-					   : rlink[bott[i]] / 2;
-		}
+	for (size_t i = 0; i < k->nfl; i++)
+		bott[i] =
+		    bott[i] == TP_ID_NONE ? TP_ID_NONE : rlink[bott[i]] / 2;
+	phase_finish(k, rate, bott, o);
+	if (k->keep) {
+		memcpy(k->krate, rate, k->nfl * sizeof(double));
+		memcpy(k->klink, bott, k->nfl * sizeof(uint32_t));
 	}
 	return TP_OK;
 }
@@ -1129,6 +1217,8 @@ static void call_free(call_t *k)
 	tp_free(k->path);
 	tp_free(k->ps.buf);
 	tp_free(k->mm.buf);
+	tp_free(k->kept.buf);
+	tp_free(k->keptn.buf);
 }
 
 static void take_bottleneck(tp_cost_t *out, const phase_out_t *o, double *worst)
@@ -1229,23 +1319,61 @@ static tp_err_t sched_of(call_t *k, tp_sched_algo_t algo, tp_sched_t **s_p)
 	return tp_sched_build(&job, algo, s_p);
 }
 
+/* Edge x of a phase with the routes of the kept one (price_sched): the
+ * flows the kept phase's edge x made, carrying bytes between them as
+ * add_edge_rail splits them. *kf_p: the kept flows used so far. */
+static tp_err_t reuse_edge(call_t *k, size_t x, size_t i, size_t j,
+			   double bytes, size_t *kf_p)
+{
+	const tp_host_t *hi = tp_fabric_host(k->f, k->hosts[i]);
+	const tp_host_t *hj = tp_fabric_host(k->f, k->hosts[j]);
+	uint32_t routed = k->kflows[x];
+
+	if (nvlink_edge(k, hi, hj)) {
+		add_nvlink(k, bytes, k->nv[i] < k->nv[j] ? k->nv[i] : k->nv[j]);
+		return TP_OK;
+	}
+	if (grow_phase(k, k->nfl + routed, k->npath))
+		return TP_ERR_NOMEM;
+	for (uint32_t f = 0; f < routed; f++) {
+		k->fl[k->nfl] = k->kfl[(*kf_p)++];
+		k->fl[k->nfl++].bytes = bytes / (double)routed;
+	}
+	return TP_OK;
+}
+
 /* Route and share one phase of a schedule. Self edges (inside a host)
  * come after the others, a host's next to each other: their shares add
- * up to what each of its GPUs moves over NVLink. */
+ * up to what each of its GPUs moves over NVLink. reuse: the phase has
+ * the kept phase's edges with other shares; max-min rates do not depend
+ * on the bytes, so its flows take the kept rates, unrouted and unshared.
+ * k->keep: keep this phase's flows and rates for such a one. */
 static tp_err_t price_phase(call_t *k, const tp_sched_phase_t *ph, double bytes,
-			    phase_out_t *o)
+			    bool reuse, phase_out_t *o)
 {
 	uint32_t self = TP_SCHED_NONE;
 	double acc = 0;
+	size_t kf = 0;
 	tp_err_t err;
 
 	phase_reset(k);
+	if (k->keep && !(k->kflows = scratch_get(
+			     &k->keptn, (ph->nedges + 1) * sizeof(uint32_t))))
+		return TP_ERR_NOMEM;
 	for (size_t x = 0; x < ph->nedges; x++) {
 		const tp_sched_edge_t *e = &ph->edges[x];
 		if (e->src != e->dst) {
-			if ((err = add_edge_rail(k, e->src, e->dst,
-						 e->frac * bytes, e->rail)))
+			size_t nfl = k->nfl;
+			if (reuse)
+				err = reuse_edge(k, x, e->src, e->dst,
+						 e->frac * bytes, &kf);
+			else
+				err = add_edge_rail(k, e->src, e->dst,
+						    e->frac * bytes, e->rail);
+			if (err)
 				return err;
+			if (k->keep)
+				k->kflows[x] = (uint32_t)(k->nfl - nfl);
 			continue;
 		}
 		if (e->src != self && self != TP_SCHED_NONE) {
@@ -1257,7 +1385,25 @@ static tp_err_t price_phase(call_t *k, const tp_sched_phase_t *ph, double bytes,
 	}
 	if (self != TP_SCHED_NONE)
 		add_nvlink(k, acc * bytes, k->nv[self]);
+	if (reuse) {
+		phase_finish(k, k->krate, k->klink, o);
+		return TP_OK;
+	}
 	return phase_solve(k, o);
+}
+
+/* The same transfers between the same hosts on the same rails, in the
+ * same order: the same flows and routes (the shares may differ). */
+static bool same_routes(const tp_sched_phase_t *a, const tp_sched_phase_t *b)
+{
+	if (a->nedges != b->nedges)
+		return false;
+	for (size_t x = 0; x < a->nedges; x++)
+		if (a->edges[x].src != b->edges[x].src ||
+		    a->edges[x].dst != b->edges[x].dst ||
+		    a->edges[x].rail != b->edges[x].rail)
+			return false;
+	return true;
 }
 
 /* A pipeline of nch chunks through k stages takes (nch + k - 1) chunk
@@ -1298,6 +1444,20 @@ static tp_err_t price_sched(call_t *k, const tp_sched_t *s, double bytes,
 
 	if (np > 8)
 		return TP_ERR_INVAL;
+	/* one phase with the routes of an earlier one and other shares (the
+	 * hierarchical all-gather inside uneven groups) takes its rates;
+	 * not while counting bytes per link, which needs the paths */
+	size_t keep_at = SIZE_MAX, reuse_at = SIZE_MAX;
+	for (size_t i = 1; i < np && !k->load && reuse_at == SIZE_MAX; i++)
+		for (size_t j = 0; j < i && tp_sched_phase(s, i)->mirror >= i;
+		     j++)
+			if (tp_sched_phase(s, j)->mirror >= j &&
+			    same_routes(tp_sched_phase(s, j),
+					tp_sched_phase(s, i))) {
+				keep_at = j;
+				reuse_at = i;
+				break;
+			}
 	out->bandwidth_s = out->cross_top_bytes = 0;
 	for (size_t i = 0; i < np; i++) {
 		const tp_sched_phase_t *ph = tp_sched_phase(s, i);
@@ -1308,7 +1468,10 @@ static tp_err_t price_sched(call_t *k, const tp_sched_t *s, double bytes,
 			for (size_t j = i + 1; j < np; j++)
 				k->load_mult +=
 				    tp_sched_phase(s, j)->mirror == i;
-			if ((err = price_phase(k, ph, bytes, &o[i])))
+			k->keep = i == keep_at;
+			err = price_phase(k, ph, bytes, i == reuse_at, &o[i]);
+			k->keep = false;
+			if (err)
 				return err;
 			if (ph->kind == TP_SCHED_PH_TREE) {
 				out->fill_stages = ph->steps + ph->local_steps;
@@ -1392,6 +1555,66 @@ static tp_err_t check_input(const tp_cost_ctx_t *c, const tp_state_t *st,
 	return err;
 }
 
+/* Checks the input and sets k up for collectives over hosts (*P_p: their
+ * ranks); on success the caller frees with call_free(). */
+static tp_err_t call_open(call_t *k, const tp_cost_ctx_t *ctx,
+			  const tp_state_t *state, const uint32_t *hosts,
+			  const int *gpus, size_t n, double bytes,
+			  tp_algo_t algo, double *P_p)
+{
+	int gmax;
+	tp_err_t err;
+
+	if (!ctx)
+		return TP_ERR_INVAL;
+	if ((err = check_input(ctx, state, hosts, gpus, n, bytes, algo, P_p,
+			       &gmax)))
+		return err;
+	memset(k, 0, sizeof(*k));
+	k->c = ctx;
+	k->f = ctx->f;
+	k->st = state;
+	k->hosts = hosts;
+	k->gpus = gpus;
+	k->n = n;
+	k->load_mult = 1;
+	if ((err = call_setup(k)))
+		call_free(k);
+	return err;
+}
+
+/* One collective over k's hosts (P ranks). */
+static tp_err_t call_algo(call_t *k, tp_algo_t algo, double P, double bytes,
+			  tp_cost_t *out)
+{
+	tp_cost_t res;
+	tp_err_t err = TP_ERR_INVAL;
+
+	memset(&res, 0, sizeof(res));
+	res.bottleneck_link = TP_ID_NONE;
+	switch (algo) {
+	case TP_ALGO_RING:
+		err =
+		    predict_ring(k, 2 * (P - 1), 2 * (P - 1) / P * bytes, &res);
+		break;
+	case TP_ALGO_REDUCE_SCATTER:
+	case TP_ALGO_ALL_GATHER:
+		err = predict_ring(k, P - 1, (P - 1) / P * bytes, &res);
+		break;
+	case TP_ALGO_TREE:
+		err = predict_sched(k, TP_SCHED_TREE, bytes, &res);
+		break;
+	case TP_ALGO_HIERARCHICAL:
+		err = predict_sched(k, TP_SCHED_HIER, bytes, &res);
+		break;
+	}
+	if (err)
+		return err;
+	res.seconds = res.bandwidth_s + res.latency_s;
+	*out = res;
+	return TP_OK;
+}
+
 /* One collective; with load non-NULL (2 * nlinks zeroed doubles, and
  * touched room for as many entries) also the bytes each directed link
  * carries, listed in touched[0..*ntouched_p). */
@@ -1401,55 +1624,58 @@ static tp_err_t run_call(const tp_cost_ctx_t *ctx, const tp_state_t *state,
 			 uint32_t *touched, size_t *ntouched_p, tp_cost_t *out)
 {
 	call_t k;
-	tp_cost_t res = {0};
 	double P;
-	int gmax;
 	tp_err_t err;
 
-	if (!ctx || !out)
+	if (!out)
 		return TP_ERR_INVAL;
-	if ((err = check_input(ctx, state, hosts, gpus, n, bytes, algo, &P,
-			       &gmax)))
+	if ((err = call_open(&k, ctx, state, hosts, gpus, n, bytes, algo, &P)))
 		return err;
-	memset(&k, 0, sizeof(k));
-	memset(&res, 0, sizeof(res));
-	res.bottleneck_link = TP_ID_NONE;
-	k.c = ctx;
-	k.f = ctx->f;
-	k.st = state;
-	k.hosts = hosts;
-	k.gpus = gpus;
-	k.n = n;
 	k.load = load;
 	k.touched = touched;
-	k.load_mult = 1;
-	if ((err = call_setup(&k)))
-		goto out;
-	switch (algo) {
-	case TP_ALGO_RING:
-		err = predict_ring(&k, 2 * (P - 1), 2 * (P - 1) / P * bytes,
-				   &res);
-		break;
-	case TP_ALGO_REDUCE_SCATTER:
-	case TP_ALGO_ALL_GATHER:
-		err = predict_ring(&k, P - 1, (P - 1) / P * bytes, &res);
-		break;
-	case TP_ALGO_TREE:
-		err = predict_sched(&k, TP_SCHED_TREE, bytes, &res);
-		break;
-	case TP_ALGO_HIERARCHICAL:
-		err = predict_sched(&k, TP_SCHED_HIER, bytes, &res);
-		break;
-	}
-	if (err)
-		goto out;
-	res.seconds = res.bandwidth_s + res.latency_s;
-	*out = res;
-out:
+	err = call_algo(&k, algo, P, bytes, out);
 	if (ntouched_p)
 		*ntouched_p = k.ntouched;
 	call_free(&k);
 	return err;
+}
+
+/* Ring then hierarchical over one set-up of the hosts. */
+tp_err_t tp__place_predict(const tp_cost_ctx_t *ctx, const tp_state_t *s,
+			   const uint32_t *hosts, const int *gpus, size_t n,
+			   double bytes, tp_algo_t *algo_p, tp_cost_t *c_p)
+{
+	static const tp_algo_t algos[] = {TP_ALGO_RING, TP_ALGO_HIERARCHICAL};
+	tp_err_t first = TP_OK;
+	tp_cost_t best = {.seconds = -1};
+	tp_algo_t best_algo = TP_ALGO_RING;
+	call_t k;
+	double P;
+	tp_err_t err;
+
+	if ((err = call_open(&k, ctx, s, hosts, gpus, n, bytes, TP_ALGO_RING,
+			     &P)))
+		return err;
+	for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
+		tp_cost_t c;
+		if ((err = call_algo(&k, algos[i], P, bytes, &c))) {
+			if (!first)
+				first = err;
+			continue;
+		}
+		if (best.seconds < 0 || c.seconds < best.seconds) {
+			best = c;
+			best_algo = algos[i];
+		}
+	}
+	call_free(&k);
+	if (best.seconds < 0)
+		return first;
+	if (algo_p)
+		*algo_p = best_algo;
+	if (c_p)
+		*c_p = best;
+	return TP_OK;
 }
 
 tp_err_t tp_cost_predict(const tp_cost_ctx_t *ctx, const tp_state_t *state,

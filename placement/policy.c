@@ -249,40 +249,6 @@ static double clock_s(clockid_t id)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Faster of ring and hierarchical, what NCCL would pick (ring on a tie);
- * algo_p and c_p may be NULL. */
-tp_err_t tp__place_predict(const tp_cost_ctx_t *ctx, const tp_state_t *s,
-			   const uint32_t *hosts, const int *gpus, size_t n,
-			   double bytes, tp_algo_t *algo_p, tp_cost_t *c_p)
-{
-	static const tp_algo_t algos[] = {TP_ALGO_RING, TP_ALGO_HIERARCHICAL};
-	tp_err_t first = TP_OK;
-	tp_cost_t best = {.seconds = -1};
-	tp_algo_t best_algo = TP_ALGO_RING;
-
-	for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
-		tp_cost_t c;
-		tp_err_t err = tp_cost_predict(ctx, s, hosts, gpus, n, bytes,
-					       algos[i], &c);
-		if (err) {
-			if (!first)
-				first = err;
-			continue;
-		}
-		if (best.seconds < 0 || c.seconds < best.seconds) {
-			best = c;
-			best_algo = algos[i];
-		}
-	}
-	if (best.seconds < 0)
-		return first;
-	if (algo_p)
-		*algo_p = best_algo;
-	if (c_p)
-		*c_p = best;
-	return TP_OK;
-}
-
 static tp_err_t ideal_seconds(const tp__policy_in_t *in, double bytes,
 			      double *s_p)
 {

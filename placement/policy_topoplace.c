@@ -74,11 +74,14 @@ typedef struct ctx {
 	const tp_state_t *s;
 	size_t nh, ng, nd;
 	int nlev;
-	int *off;	/* GPUs host h offers this job, 0 = not eligible */
-	stat_t *gs;	/* per group */
-	stat_t *ds;	/* per NVLink domain (multi-node ones only) */
-	uint32_t *gtmp; /* scratch per group, kept zero between uses */
-	uint32_t *dtmp; /* scratch per domain, kept zero between uses */
+	int *off;	    /* GPUs host h offers this job, 0 = not eligible */
+	stat_t *gs;	    /* per group */
+	stat_t *ds;	    /* per NVLink domain (multi-node ones only) */
+	uint32_t *gtmp;	    /* scratch per group, kept zero between uses */
+	uint32_t *dtmp;	    /* scratch per domain, kept zero between uses */
+	const uint32_t *md; /* the multi-node NVLink domains, ascending */
+	size_t nmd;
+	size_t nds;	/* domains ds holds: nd, or 0 when none is multi-node */
 	double *upq;	/* per group: usable up-link share, NULL until needed */
 	double *upbg;	/* per group: other jobs' Gb/s on its up-links */
 	uint8_t *hf;	/* per host: HF_* flags, set up by setup() */
@@ -91,9 +94,11 @@ typedef struct ctx {
 			  */
 	bool reverse; /* variant: take each group's hosts from its other end */
 	bool wait;    /* no fit worth taking now: the job waits */
-	size_t need;  /* hosts (for total requests: the fewest possible) */
-	int tgpus;    /* total requests: GPUs wanted */
-	double pen;   /* charge per host for breaking an untouched group */
+	bool lent;    /* off, gs and ds belong to the dcache (keep_base) */
+	uint32_t *md_own; /* md when no dcache keeps it */
+	size_t need;	  /* hosts (for total requests: the fewest possible) */
+	int tgpus;	  /* total requests: GPUs wanted */
+	double pen;	  /* charge per host for breaking an untouched group */
 	uint32_t *hosts;
 	int *gpus;
 	size_t max, n;
@@ -118,6 +123,8 @@ typedef struct dcache {
 	size_t base_hosts;
 	bool base_bad;
 	bool want_base; /* keep the base: variants will be made */
+	uint32_t *md;	/* the multi-node NVLink domains (multi_domains()) */
+	size_t nmd;
 } dcache_t;
 
 typedef struct cand {
@@ -572,9 +579,9 @@ static size_t min_domains(const ctx_t *c, size_t need, uint32_t *buf)
 {
 	size_t n = 0, sum;
 
-	for (size_t d = 0; d < c->nd; d++) {
-		const tp_nvdomain_t *dp = tp_fabric_nvdomain(c->f, d);
-		if (dp->multi_node && dp->nhosts)
+	for (size_t i = 0; i < c->nmd; i++) {
+		const tp_nvdomain_t *dp = tp_fabric_nvdomain(c->f, c->md[i]);
+		if (dp->nhosts)
 			buf[n++] = (uint32_t)dp->nhosts;
 	}
 	return largest_first(buf, n, need, &sum);
@@ -597,16 +604,17 @@ static tp_err_t spread_domains(ctx_t *c, size_t need, bool top)
 	size_t n = 0, k = 0, sum = 0, last = SIZE_MAX;
 	tp_err_t err = TP_ERR_NOTFOUND;
 
-	if (!(ch = tp_malloc((c->nd + 1) * sizeof(child_t))))
+	if (!(ch = tp_malloc((c->nmd + 1) * sizeof(child_t))))
 		return TP_ERR_NOMEM;
 	c->hosts_only = c->total;
-	for (size_t d = 0; d < c->nd; d++) {
+	for (size_t i = 0; i < c->nmd; i++) {
+		uint32_t d = c->md[i];
 		const tp_nvdomain_t *dp = tp_fabric_nvdomain(c->f, d);
 		uint32_t cnt = count(c, &c->ds[d]);
-		if (!dp->multi_node || !cnt)
+		if (!cnt)
 			continue;
-		ch[n++] = (child_t){(uint32_t)d, cnt, 0,
-				    untouched(&c->ds[d], dp->nhosts)};
+		ch[n++] =
+		    (child_t){d, cnt, 0, untouched(&c->ds[d], dp->nhosts)};
 	}
 	qsort(ch, n, sizeof(child_t), child_cmp);
 	while (k < n && sum < need)
@@ -654,9 +662,10 @@ static tp_err_t place_in(ctx_t *c, uint32_t sg, int slv, size_t need)
 	size_t bdeg = 0;
 
 	/* 1. one multi-node NVLink domain: no InfiniBand at all */
-	for (size_t d = 0; d < c->nd && need > 1; d++) {
+	for (size_t m = 0; m < c->nmd && need > 1; m++) {
+		uint32_t d = c->md[m];
 		const tp_nvdomain_t *dp = tp_fabric_nvdomain(c->f, d);
-		if (!dp->multi_node || !dp->nhosts ||
+		if (!dp->nhosts ||
 		    !scope_fits(c, &c->ds[d], dp->hosts, dp->nhosts, need))
 			continue;
 		bool inside = true;
@@ -668,7 +677,7 @@ static tp_err_t place_in(ctx_t *c, uint32_t sg, int slv, size_t need)
 		size_t deg = c->ds[d].cnt - c->ds[d].good;
 		if (best == TP_ID_NONE || sc < bscore ||
 		    (sc == bscore && deg < bdeg)) {
-			best = (uint32_t)d;
+			best = d;
 			bscore = sc;
 			bdeg = deg;
 		}
@@ -687,9 +696,9 @@ static tp_err_t place_in(ctx_t *c, uint32_t sg, int slv, size_t need)
 	 * leaves NVLink (an order of magnitude slower per GPU), which costs
 	 * more than the wait (NVL72 simulations: JCT 1.48x slurm-block's
 	 * when such jobs were spread). */
-	for (size_t d = 0; d < c->nd && need > 1 && sg == TP_ID_NONE; d++) {
-		const tp_nvdomain_t *dp = tp_fabric_nvdomain(c->f, d);
-		if (dp->multi_node && dp->nhosts >= need) {
+	for (size_t i = 0; i < c->nmd && need > 1 && sg == TP_ID_NONE; i++) {
+		const tp_nvdomain_t *dp = tp_fabric_nvdomain(c->f, c->md[i]);
+		if (dp->nhosts >= need) {
 			c->wait = true;
 			return TP_ERR_NOTFOUND;
 		}
@@ -963,7 +972,7 @@ static tp_err_t setup_from_base(ctx_t *c, const dcache_t *dc, const bool *skip)
 
 	memcpy(c->off, dc->base_off, c->nh * sizeof(int));
 	memcpy(c->gs, dc->base_gs, c->ng * sizeof(stat_t));
-	memcpy(c->ds, dc->base_ds, c->nd * sizeof(stat_t));
+	memcpy(c->ds, dc->base_ds, c->nds * sizeof(stat_t));
 	c->any_bad = dc->base_bad;
 	for (uint32_t h = 0; skip && h < c->nh; h++) {
 		if (!skip[h] || c->off[h] <= 0)
@@ -978,31 +987,52 @@ static tp_err_t setup_from_base(ctx_t *c, const dcache_t *dc, const bool *skip)
 	return TP_OK;
 }
 
-/* Keep a node request's unskipped offers and counts as the base. */
-static void keep_base(const ctx_t *c, dcache_t *dc, size_t hosts)
+/* Keep a node request's unskipped offers and counts as the base: the
+ * cache takes them over (nothing writes them after setup()). */
+static void keep_base(ctx_t *c, dcache_t *dc, size_t hosts)
 {
-	dc->base_off = tp_malloc((c->nh + 1) * sizeof(int));
-	dc->base_gs = tp_malloc((c->ng + 1) * sizeof(stat_t));
-	dc->base_ds = tp_malloc((c->nd + 1) * sizeof(stat_t));
-	if (!dc->base_off || !dc->base_gs || !dc->base_ds) {
-		tp_free(dc->base_off);
-		tp_free(dc->base_gs);
-		tp_free(dc->base_ds);
-		dc->base_off = NULL;
-		dc->base_gs = dc->base_ds = NULL;
-		return;
-	}
-	memcpy(dc->base_off, c->off, c->nh * sizeof(int));
-	memcpy(dc->base_gs, c->gs, c->ng * sizeof(stat_t));
-	memcpy(dc->base_ds, c->ds, c->nd * sizeof(stat_t));
+	dc->base_off = c->off;
+	dc->base_gs = c->gs;
+	dc->base_ds = c->ds;
 	dc->base_hosts = hosts;
 	dc->base_bad = c->any_bad;
+	c->lent = true;
+}
+
+/* The multi-node NVLink domains, listed once per decision (dc, when
+ * given, keeps them): the per-domain passes need no others, and a fabric
+ * without any needs no per-domain counts. */
+static tp_err_t multi_domains(ctx_t *c, dcache_t *dc)
+{
+	uint32_t *md;
+	size_t n = 0;
+
+	if (dc && dc->md) {
+		c->md = dc->md;
+		c->nmd = dc->nmd;
+		return TP_OK;
+	}
+	if (!(md = tp_malloc((c->nd + 1) * sizeof(uint32_t))))
+		return TP_ERR_NOMEM;
+	for (size_t d = 0; d < c->nd; d++)
+		if (tp_fabric_nvdomain(c->f, d)->multi_node)
+			md[n++] = (uint32_t)d;
+	c->md = md;
+	c->nmd = n;
+	if (dc) {
+		dc->md = md;
+		dc->nmd = n;
+	} else {
+		c->md_own = md;
+	}
+	return TP_OK;
 }
 
 static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip,
 		      dcache_t *dc)
 {
 	const tp_policy_params_t *pp = in->params;
+	tp_err_t err;
 
 	c->in = in;
 	c->f = in->f;
@@ -1026,7 +1056,10 @@ static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip,
 		return TP_ERR_NOMEM;
 	c->off = tp_malloc((c->nh + 1) * sizeof(int));
 	c->gs = tp_calloc(c->ng + 1, sizeof(stat_t));
-	c->ds = tp_calloc(c->nd + 1, sizeof(stat_t));
+	if ((err = multi_domains(c, dc)))
+		return err;
+	c->nds = c->nmd ? c->nd : 0;
+	c->ds = tp_calloc(c->nds + 1, sizeof(stat_t));
 	c->gtmp = tp_calloc(c->ng + 1, sizeof(uint32_t));
 	c->dtmp = tp_calloc(c->nd + 1, sizeof(uint32_t));
 	if (!c->off || !c->gs || !c->ds || !c->gtmp || !c->dtmp)
@@ -1092,11 +1125,14 @@ static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip,
 
 static void teardown(ctx_t *c)
 {
-	tp_free(c->off);
-	tp_free(c->gs);
-	tp_free(c->ds);
+	if (!c->lent) {
+		tp_free(c->off);
+		tp_free(c->gs);
+		tp_free(c->ds);
+	}
 	tp_free(c->gtmp);
 	tp_free(c->dtmp);
+	tp_free(c->md_own);
 	tp_free(c->upq);
 	tp_free(c->upbg);
 	tp_free(c->hf);
@@ -1125,27 +1161,6 @@ static uint32_t weakest_group(ctx_t *c)
 			worst = g;
 	}
 	return worst;
-}
-
-/* Only a decision that makes many variants (its pick spans groups: up to
- * 7) keeps the base: copying it costs more than a one-host, unpriced or
- * one-group decision (2 variants at most) saves. */
-static void keep_base_for_variants(const tp__policy_in_t *in, dcache_t *dc,
-				   size_t max)
-{
-	ctx_t c;
-
-	memset(&c, 0, sizeof(c));
-	c.max = max;
-	c.hf = dc->hf;
-	c.hf_ok = dc->hf != NULL;
-	dc->want_base = true;
-	(void)setup(&c, in, NULL, dc);
-	if (c.hf_ok)
-		dc->hf = c.hf;
-	if (c.hf == dc->hf)
-		c.hf = NULL;
-	teardown(&c);
 }
 
 /* One structural choice: skip (NULL: none) takes hosts out of the
@@ -1559,28 +1574,43 @@ static bool even_split(const tp__policy_in_t *in, const uint32_t *hosts,
 			return false;
 		quota[b]++;
 	}
-	for (size_t i = 0; i < ngl; i++) {
+	size_t most = 0;
+	for (size_t i = 0; i < ngl; i++)
+		if (tp_fabric_group(f, gl[i])->nhosts > most)
+			most = tp_fabric_group(f, gl[i])->nhosts;
+	uint32_t *wh = tp_malloc((most + 1) * sizeof(uint32_t));
+	int *ww = tp_malloc((most + 1) * sizeof(int));
+	bool ok = wh && ww;
+	for (size_t i = 0; i < ngl && ok; i++) {
 		const tp_group_t *gp = tp_fabric_group(f, gl[i]);
-		for (size_t q = 0; q < quota[i]; q++) {
-			uint32_t pick = TP_ID_NONE;
-			int pw = 0;
-			for (size_t j = 0; j < gp->nhosts; j++) {
-				uint32_t h = gp->hosts[j];
-				bool taken = tp__host_offer(in, h) < gpus[0];
-				for (size_t t = 0; t < vn && !taken; t++)
-					taken = vh[t] == h;
-				int w = tp__state_weakness(in->s, h);
-				if (!taken && (pick == TP_ID_NONE || w < pw)) {
-					pick = h;
-					pw = w;
-				}
+		size_t nw = 0;
+		for (size_t j = 0; j < gp->nhosts; j++) {
+			uint32_t h = gp->hosts[j];
+			if (tp__host_offer(in, h) >= gpus[0]) {
+				wh[nw] = h;
+				ww[nw++] = tp__state_weakness(in->s, h);
 			}
-			vh[vn] = pick;
+		}
+		/* the least weak first, in the group's order among equals */
+		for (size_t q = 0; q < quota[i] && q < nw; q++) {
+			size_t b = q;
+			for (size_t j = q + 1; j < nw; j++)
+				if (ww[j] < ww[b])
+					b = j;
+			uint32_t h = wh[b];
+			int w = ww[b];
+			memmove(&wh[q + 1], &wh[q], (b - q) * sizeof(uint32_t));
+			memmove(&ww[q + 1], &ww[q], (b - q) * sizeof(int));
+			wh[q] = h;
+			ww[q] = w;
+			vh[vn] = h;
 			vg[vn++] = gpus[0];
 		}
 	}
+	tp_free(wh);
+	tp_free(ww);
 	*vn_p = vn;
-	return true;
+	return ok;
 }
 
 /* Marks in skip every wholly idle level-1 group that the host set does not
@@ -1737,6 +1767,8 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	bool ok = true;
 
 	memset(var, 0, sizeof(var));
+	/* the structural pick's offers and counts are the variants' base */
+	pr.up.want_base = in->cost != NULL;
 	err = choose_once(in, NULL, false, hosts, gpus, max, &n, why, whylen,
 			  &worst, &pr.up);
 	if (err || !in->cost || n < 2)
@@ -1786,8 +1818,6 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	pr.mg = tp_malloc(pr.mcap * sizeof(int));
 	if (!pr.memo || !pr.mh || !pr.mg)
 		pr.memo_max = 0;
-	if (worst != TP_ID_NONE)
-		keep_base_for_variants(in, &pr.up, max);
 	memcpy(var[0].h, hosts, n * sizeof(uint32_t));
 	memcpy(var[0].g, gpus, n * sizeof(int));
 	var[0].n = n;
@@ -1877,6 +1907,7 @@ out:
 	tp_free(pr.up.base_off);
 	tp_free(pr.up.base_gs);
 	tp_free(pr.up.base_ds);
+	tp_free(pr.up.md);
 	if (!err)
 		*n_p = n;
 	return err;

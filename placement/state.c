@@ -110,6 +110,37 @@ static bool uplinks_build(tp_state_t *s)
 	return true;
 }
 
+/* Weak links in the fabric itself, before any health is applied: a host
+ * cabled to less than the best host (a NIC missing or at half width), a
+ * link not active, an up-link slower than the fastest of its level. A
+ * pick that avoids them is then better priced than taken by structure,
+ * as with links a LinkState file marks unhealthy. */
+static bool fabric_degraded(const tp_state_t *s)
+{
+	double top[TP_MAX_LEVELS + 2] = {0};
+	size_t nh = tp_fabric_nhosts(s->f), nl = tp_fabric_nlinks(s->f);
+
+	for (size_t h = 0; h < nh; h++)
+		if (tp__state_weak(s, (uint32_t)h))
+			return true;
+	for (size_t l = 0; l < nl; l++)
+		if (!tp_fabric_link(s->f, (uint32_t)l)->active)
+			return true;
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < s->nuplink; i++) {
+			int lv = tp_fabric_group(s->f, s->uplink_grp[i])->level;
+			double g = tp_fabric_link(s->f, s->uplink[i])->gbps;
+			lv = lv < 0		  ? 0
+			     : lv > TP_MAX_LEVELS ? TP_MAX_LEVELS
+						  : lv;
+			if (!pass && g > top[lv])
+				top[lv] = g;
+			else if (pass && g < 0.99 * top[lv])
+				return true;
+		}
+	return false;
+}
+
 /* A ring splits what a host sends evenly over its live cables, so the
  * slowest of them sets the pace: live cables x the slowest one's Gb/s. */
 static void cables_host(tp_state_t *s, uint32_t h)
@@ -205,6 +236,7 @@ tp_state_t *tp_state_create(const tp_fabric_t *f)
 		tp_state_destroy(s);
 		return NULL;
 	}
+	s->fabric_weak = fabric_degraded(s);
 	return s;
 }
 
@@ -271,6 +303,7 @@ tp_state_t *tp_state_clone(const tp_state_t *s)
 	c->busy = s->busy;
 	c->cap_top = s->cap_top;
 	c->ntop = s->ntop;
+	c->fabric_weak = s->fabric_weak;
 	return c;
 }
 
@@ -343,6 +376,8 @@ bool tp_state_links_plain(const tp_state_t *s)
 {
 	size_t nl = s ? tp_fabric_nlinks(s->f) : 0;
 
+	if (s && s->fabric_weak)
+		return false;
 	for (size_t l = 0; l < nl; l++)
 		if (!(s->health[l] >= 1) || s->bg[2 * l] > 0 ||
 		    s->bg[2 * l + 1] > 0)

@@ -331,6 +331,15 @@ static tp_sched_edge_t *chan_edges(const tp_sched_t *s, const work_t *w,
 {
 	tp_sched_edge_t *e0 = e;
 
+	if (s->nrails <= 1 || !w->job->rank_rail) {
+		/* every rank on rail -1: one edge, its shares added up */
+		for (uint32_t l = 0; l < w->nr[a]; l++)
+			if (e == e0)
+				e = put(e, a, b, chan, -1, f);
+			else
+				e0->frac += f;
+		return e;
+	}
 	for (uint32_t l = 0; l < w->nr[a]; l++) {
 		int ra = rank_rail(s, w, a, l), rb = rank_rail(s, w, b, l);
 		int r = ra == rb ? ra : -1;

@@ -1052,6 +1052,72 @@ static void test_maxmin_textbook(void **state)
 	assert_close(rate2[3], 2.5);
 }
 
+/* No resource shared (alone() in cost.c): each flow's rate is its
+ * smallest capacity, the lower index on a tie, a non-positive capacity
+ * 0; and bit for bit what progressive filling gives when one shared
+ * resource elsewhere sends the same flows through the heap. */
+static void test_maxmin_alone(void **state)
+{
+	/* flows 0..2 over resources 0..5, two each; flows 3, 4 share 6 */
+	uint32_t off[6] = {0, 2, 4, 6, 7, 8};
+	uint32_t res[8] = {0, 1, 3, 2, 5, 4, 6, 6};
+	double cap[7] = {3, 1.5, 2, 2, -1, 7, 10};
+	double alone[3], heap[5];
+	uint32_t balone[3], bheap[5];
+
+	(void)state;
+	assert_int_equal(tp__cost_maxmin(3, off, res, 6, cap, alone, balone),
+			 TP_OK);
+	assert_close(alone[0], 1.5);
+	assert_int_equal(balone[0], 1);
+	assert_close(alone[1], 2);
+	assert_int_equal(balone[1], 2); /* 2 and 3 tie: the lower index */
+	assert_close(alone[2], 0);
+	assert_int_equal(balone[2], 4);
+	assert_int_equal(tp__cost_maxmin(5, off, res, 7, cap, heap, bheap),
+			 TP_OK);
+	assert_memory_equal(alone, heap, sizeof(alone));
+	assert_memory_equal(balone, bheap, sizeof(balone));
+	assert_close(heap[3], 5);
+	assert_close(heap[4], 5);
+}
+
+/* A hierarchical all-reduce over uneven groups prices its all-gather with
+ * the group reduce-scatter's routes and rates (price_sched); counting
+ * bytes per link routes every phase afresh. Both must agree bit for
+ * bit, on a loaded fabric with a link at half health and a dead one. */
+static void test_hier_reuse(void **state)
+{
+	tp_fabric_t *f = fat_tree(3, 4, 2, 2);
+	tp_cost_ctx_t *c = mkctx(f);
+	tp_state_t *s = mkstate(f);
+	size_t nl = tp_fabric_nlinks(f);
+	uint32_t hosts[7] = {0, 1, 2, 4, 5, 8, 9}, up[8], touched[256];
+	double *ld = calloc(2 * nl, sizeof(double));
+	size_t nt = 0, nup = uplinks_of(f, "leaf01", up);
+	int gpus[7];
+	tp_cost_t a, b;
+
+	(void)state;
+	assert_non_null(ld);
+	assert_true(2 * nl <= 256 && nup >= 2);
+	ones(gpus, 7, 2);
+	s->health[up[0]] = 0.5;
+	s->health[up[1]] = 0;
+	set_bg(s, 0, 100);
+	a = predict(c, s, hosts, gpus, 7, TP_ALGO_HIERARCHICAL);
+	assert_int_equal(tp__cost_predict_load(c, s, hosts, gpus, 7, S_BYTES,
+					       TP_ALGO_HIERARCHICAL, ld,
+					       touched, &nt, &b),
+			 TP_OK);
+	assert_same(&a, &b);
+	assert_true(a.seconds > 0);
+	free(ld);
+	freestate(s);
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
 /* Same inputs, same answer, bit for bit, from the same or a fresh
  * context, for every algorithm. */
 static void test_determinism(void **state)
@@ -1327,6 +1393,8 @@ int main(void)
 	    cmocka_unit_test(test_multi_rail),
 	    cmocka_unit_test(test_nvlink_domain),
 	    cmocka_unit_test(test_maxmin_textbook),
+	    cmocka_unit_test(test_maxmin_alone),
+	    cmocka_unit_test(test_hier_reuse),
 	    cmocka_unit_test(test_determinism),
 	    cmocka_unit_test(test_errors),
 	    cmocka_unit_test(test_nomem),
