@@ -1059,7 +1059,8 @@ static tp_err_t phase_solve(call_t *k, phase_out_t *o)
 			return TP_ERR_NOMEM;
 		k->krate = (double *)(k->kfl + k->nfl);
 		k->klink = (uint32_t *)(k->krate + k->nfl);
-		memcpy(k->kfl, k->fl, k->nfl * sizeof(flow_t));
+		if (k->nfl) /* k->fl may be NULL then */
+			memcpy(k->kfl, k->fl, k->nfl * sizeof(flow_t));
 	}
 	if (!k->nfl) {
 		phase_finish(k, NULL, NULL, o);
