@@ -67,6 +67,8 @@ export TP_SLURMD_NAME=memcheck-amd64-
 export TP_SLURMD_WRAPPER="valgrind --trace-children=yes --trace-children-skip=*/bin/*,*/spool/* --child-silent-after-fork=yes --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=none --num-callers=30 --log-file=$tmp/vgd.%p.log"
 # valgrind makes slurmctld slow: a longer message timeout for clients
 echo "MessageTimeout=20" >>"$tmp/extra.conf"
+# bounds slurmd's wait for its threads at SIGTERM (below)
+echo "PrologEpilogTimeout=60" >>"$tmp/extra.conf"
 
 export TP_CTLD_NAME=memcheck-amd64-
 export TP_CTLD_WRAPPER="valgrind --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite --num-callers=30 --log-file=$vg"
@@ -284,8 +286,11 @@ timeout 120 srun -w node001 -N 1 true >/dev/null 2>&1 && ok "node001's slurmd st
 dpid=$(grep -l 'Command: [^ ]*slurmd ' "$tmp"/vgd.*.log 2>/dev/null | head -n 1 | sed 's/.*vgd\.\([0-9]*\)\.log/\1/')
 [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null && ok "slurmd under valgrind alive (pid $dpid)" || bad "slurmd under valgrind gone"
 [ -z "$dpid" ] || kill -TERM "$dpid" 2>/dev/null
+# slurmd's shutdown waits PrologEpilogTimeout (60 s, set above; unset it
+# waits for ever) for its threads (a CI run once lost the report when
+# one outlived the 120 s this waited), then valgrind writes the report
 i=0
-while [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null && [ $i -lt 600 ]; do
+while [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null && [ $i -lt 1500 ]; do
 	sleep 0.2
 	i=$((i + 1))
 done
