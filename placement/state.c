@@ -110,6 +110,14 @@ static bool uplinks_build(tp_state_t *s)
 	return true;
 }
 
+/* The level of up-link i's group, clamped to the table fabric_degraded()
+ * keeps per level. */
+static int uplink_level(const tp_state_t *s, size_t i)
+{
+	int lv = tp_fabric_group(s->f, s->uplink_grp[i])->level;
+	return lv < 0 ? 0 : lv > TP_MAX_LEVELS ? TP_MAX_LEVELS : lv;
+}
+
 /* Weak links in the fabric itself, before any health is applied: a host
  * cabled to less than the best host (a NIC missing or at half width), a
  * link not active, an up-link slower than the fastest of its level. A
@@ -126,18 +134,16 @@ static bool fabric_degraded(const tp_state_t *s)
 	for (size_t l = 0; l < nl; l++)
 		if (!tp_fabric_link(s->f, (uint32_t)l)->active)
 			return true;
-	for (int pass = 0; pass < 2; pass++)
-		for (size_t i = 0; i < s->nuplink; i++) {
-			int lv = tp_fabric_group(s->f, s->uplink_grp[i])->level;
-			double g = tp_fabric_link(s->f, s->uplink[i])->gbps;
-			lv = lv < 0		  ? 0
-			     : lv > TP_MAX_LEVELS ? TP_MAX_LEVELS
-						  : lv;
-			if (!pass && g > top[lv])
-				top[lv] = g;
-			else if (pass && g < 0.99 * top[lv])
-				return true;
-		}
+	for (size_t i = 0; i < s->nuplink; i++) {
+		int lv = uplink_level(s, i);
+		double g = tp_fabric_link(s->f, s->uplink[i])->gbps;
+		if (g > top[lv])
+			top[lv] = g;
+	}
+	for (size_t i = 0; i < s->nuplink; i++)
+		if (tp_fabric_link(s->f, s->uplink[i])->gbps <
+		    0.99 * top[uplink_level(s, i)])
+			return true;
 	return false;
 }
 
