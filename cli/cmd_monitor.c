@@ -579,15 +579,19 @@ static void compare_walk(run_t *r, const args_t *a)
 }
 
 /* Every --rediscover seconds: a walk when the switch ports changed (the
- * cheap check) or the last comparison was found stale by a sweep. */
+ * cheap check) or the last comparison was found stale by a sweep; at
+ * once when the sweeps want one (an end silent for long, see
+ * tp_health_sweep_walk_wanted). */
 static void maybe_rediscover(run_t *r, const args_t *a, bool stale)
 {
 	struct timespec now;
-	bool changed = stale;
+	bool wanted = tp_health_sweep_walk_wanted(r->sw);
+	bool changed = stale || wanted;
 	tp_err_t err;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (a->rediscover <= 0 || since(&r->t_check, &now) < a->rediscover)
+	if (a->rediscover <= 0 ||
+	    (!wanted && since(&r->t_check, &now) < a->rediscover))
 		return;
 	r->t_check = now;
 	if (!changed && (err = tp_health_sweep_changed(r->sw, &changed)))

@@ -12,7 +12,21 @@
  *   walk while a host's only cable is down cannot reach the host, and
  *   without its LID no sweep could see the cable come back until the
  *   next walk (minutes; the subnet manager gives the port the same LID
- *   again, and if it did not, the old LID would only not answer).
+ *   again; if it did not, the next notes apply).
+ * - An end "up but not answering" (its node silent at its LID while the
+ *   other end's port is up) may have a new LID: a subnet manager that
+ *   restarted without its cache, or a standby that took over, hands out
+ *   its own, and no switch port changes, so neither the cheap check nor
+ *   a walk would ever come (a link held degraded for ever: the signature
+ *   of a stall bench_health_select.sh saw once). Every RELID_MISSES silent
+ *   sweeps in a row the node is asked its PortInfo by directed route,
+ *   along the last walk's path: a new LID is taken and the node asked
+ *   again in the same sweep; one answer is cheap, a node silent by
+ *   directed route too costs one more query timeout per RELID_MISSES
+ *   sweeps. When that does not end it (the LID right but not routed, the
+ *   path stale: a host moved), a walk is wanted at WALK_MISSES sweeps,
+ *   then at 2, 4, 8 ... x WALK_MISSES: a host that hangs for good is not
+ *   walked for every few sweeps.
  *   tp_health_sweep_changed() tells the caller when a walk is worth it:
  *   one PortInfo per switch port, compared with the states right after
  *   the last walk (a cable plugged, pulled or moved changes a switch
@@ -62,11 +76,21 @@ static int port_classes[] = {IB_SMI_CLASS, IB_SMI_DIRECT_CLASS, IB_SA_CLASS,
 			     IB_PERFORMANCE_CLASS};
 #define NCLASSES ((int)(sizeof(port_classes) / sizeof(*port_classes)))
 
-/* What the creation's discovery learnt about one link end. */
+/* An end "up but not answering" (its node silent at its LID, the other
+ * end's port up) for RELID_MISSES sweeps in a row is asked for its LID by
+ * directed route, and again every RELID_MISSES sweeps while it lasts; at
+ * WALK_MISSES, 2 x, 4 x ... WALK_MISSES sweeps a walk is asked for
+ * (Notes). */
+#define RELID_MISSES 2
+#define WALK_MISSES  8
+
+/* What the discoveries learnt about one link end. */
 typedef struct end {
 	uint16_t lid; /* 0: the node was not reachable */
 	bool sw;      /* a switch: PMA and PortInfo ask its port k->port */
 	uint8_t cap[IB_SMP_DATA_SIZE]; /* a switch's port 0 PortInfo */
+	ib_dr_path_t dr; /* the walk's directed route to the node */
+	unsigned misses; /* sweeps in a row "up but not answering" */
 } end_t;
 
 struct tp_health_sweep {
@@ -81,6 +105,7 @@ struct tp_health_sweep {
 			   * 1 up, 2 no answer */
 	size_t nup;
 	bool retry;	   /* the walk met a model node without a LID */
+	bool want_walk;	   /* an end stayed silent (WALK_MISSES) */
 	tp_fabric_t *live; /* what the last walk found */
 	char err[256];
 };
@@ -222,6 +247,7 @@ static size_t learn_lids(tp_health_sweep_t *s, ibnd_fabric_t *fab, end_t *ends,
 			    fab, tp__health_end_guid(s->f, k, e));
 			end_t *d = &ends[2 * l + e];
 			if (n) {
+				d->dr = n->path_portid.drpath;
 				d->sw = n->type == IB_NODE_SWITCH;
 				if (d->sw) {
 					d->lid = n->smalid;
@@ -238,6 +264,8 @@ static size_t learn_lids(tp_health_sweep_t *s, ibnd_fabric_t *fab, end_t *ends,
 			}
 			if (!d->lid && s->ends)
 				*d = s->ends[2 * l + e];
+			else if (s->ends)
+				d->misses = s->ends[2 * l + e].misses;
 		}
 	for (size_t i = 0; i < tp_fabric_nswitches(s->f); i++) {
 		ibnd_node_t *n =
@@ -361,6 +389,58 @@ static void state_end(tp_health_sweep_t *s, size_t l, int e,
 			&p->lane_gbps);
 }
 
+/* The name of end e of link l for a log line. */
+static const char *end_desc(const tp_fabric_t *f, const tp_link_t *k, int e)
+{
+	return k->kind[e] == TP_NODE_SWITCH
+		   ? tp_fabric_switch(f, k->node[e])->desc
+		   : tp_fabric_ca(f, k->node[e])->desc;
+}
+
+/* Ask end e of link l for its LID by directed route (a host its port, a
+ * switch its port 0) and take it when it moved; true when it did. */
+static bool relearn_lid(tp_health_sweep_t *s, size_t l, int e)
+{
+	const tp_link_t *k = tp_fabric_link(s->f, l);
+	end_t *d = &s->ends[2 * l + e];
+	uint8_t info[IB_SMP_DATA_SIZE];
+	ib_portid_t id;
+	unsigned lid;
+	bool first = d->misses == RELID_MISSES;
+
+	memset(&id, 0, sizeof(id));
+	id.drpath = d->dr;
+	id.drpath.drslid = id.drpath.drdlid = 0xffff;
+	memset(info, 0, sizeof(info));
+	if (!smp_query_via(info, &id, IB_ATTR_PORT_INFO,
+			   d->sw ? 0 : (unsigned)k->port[e], MAD_TIMEOUT_MS,
+			   s->mad)) {
+		if (first)
+			tp__log(TP_LOG_WARN,
+				"health sweep: link %zu: %s:%d answers neither "
+				"at LID %u nor by directed route",
+				l, end_desc(s->f, k, e), k->port[e], d->lid);
+		return false;
+	}
+	lid = mad_get_field(info, 0, IB_PORT_LID_F);
+	if (lid && lid != d->lid) {
+		tp__log(TP_LOG_WARN,
+			"health sweep: link %zu: %s:%d LID %u -> %u (the "
+			"subnet manager gave it a new one)",
+			l, end_desc(s->f, k, e), k->port[e], d->lid, lid);
+		d->lid = (uint16_t)lid;
+		return true;
+	}
+	if (first)
+		tp__log(TP_LOG_WARN,
+			"health sweep: link %zu: %s:%d answers by directed "
+			"route (LID %u, port state %u) but not at its LID: not "
+			"routed by the subnet manager",
+			l, end_desc(s->f, k, e), k->port[e], lid,
+			mad_get_field(info, 0, IB_PORT_STATE_F));
+	return false;
+}
+
 tp_err_t tp_health_sweep_create(const tp_fabric_t *f, const char *ca, int port,
 				tp_health_sweep_t **s_p, char **err_p)
 {
@@ -415,6 +495,11 @@ tp_err_t tp_health_sweep_changed(tp_health_sweep_t *s, bool *changed_p)
 	return TP_OK;
 }
 
+bool tp_health_sweep_walk_wanted(const tp_health_sweep_t *s)
+{
+	return s && s->want_walk;
+}
+
 tp_err_t tp_health_sweep_rediscover(tp_health_sweep_t *s)
 {
 	char *why = NULL;
@@ -423,6 +508,7 @@ tp_err_t tp_health_sweep_rediscover(tp_health_sweep_t *s)
 	if (!s || !s->mad)
 		return TP_ERR_INVAL;
 	s->err[0] = '\0';
+	s->want_walk = false;
 	close_port(s);
 	/* A failed walk is tried again at the next check: the port states
 	 * taken below would otherwise hide the change that asked for it. */
@@ -437,6 +523,32 @@ tp_err_t tp_health_sweep_rediscover(tp_health_sweep_t *s)
 		snprintf(s->err, sizeof(s->err), "%s", why);
 	tp_free(why);
 	return err ? err : err2;
+}
+
+/* End e of link l after its PortInfo: "up but not answering" sweeps are
+ * counted, its LID is asked for by directed route every RELID_MISSES of
+ * them (and the end asked again at a new one), a walk is wanted after
+ * WALK_MISSES x 1, 2, 4 ... (Notes). */
+static void recheck_silent(tp_health_sweep_t *s, size_t l, int e,
+			   tp_health_port_t *p, bool *seen)
+{
+	end_t *d = &s->ends[2 * l + e];
+	unsigned w;
+
+	if (seen[e] || !seen[1 - e] || !p[1 - e].up) {
+		d->misses = 0;
+		return;
+	}
+	d->misses++;
+	if (d->lid && d->misses % RELID_MISSES == 0 && relearn_lid(s, l, e))
+		state_end(s, l, e, &p[e], &seen[e]);
+	if (seen[e]) {
+		d->misses = 0;
+		return;
+	}
+	w = d->misses / WALK_MISSES;
+	if (d->misses % WALK_MISSES == 0 && !(w & (w - 1)))
+		s->want_walk = true;
 }
 
 tp_err_t tp_health_sweep_states(tp_health_sweep_t *s, tp_health_port_t *ports,
@@ -460,9 +572,11 @@ tp_err_t tp_health_sweep_states(tp_health_sweep_t *s, tp_health_port_t *ports,
 		if (p[0].seen && !p[0].up) {
 			memset(&p[1], 0, sizeof(p[1]));
 			seen[1] = false;
-			continue;
+		} else {
+			state_end(s, l, 1, &p[1], &seen[1]);
 		}
-		state_end(s, l, 1, &p[1], &seen[1]);
+		for (int e = 0; e < 2; e++)
+			recheck_silent(s, l, e, p, seen);
 	}
 	return TP_OK;
 }

@@ -246,6 +246,15 @@ const tp_fabric_t *tp_health_sweep_live(const tp_health_sweep_t *s);
  * node without a LID yet (a subnet manager still at work). One SMP per
  * switch port, no directed-route walk. */
 tp_err_t tp_health_sweep_changed(tp_health_sweep_t *s, bool *changed_p);
+/* True when an end has been "up but not answering" (its node silent at
+ * its LID while the other end's port is up) for 8, 16, 32 ... sweeps in a
+ * row and asking it by directed route did not end it: a walk (below) is
+ * due whatever the cheap check says. Each sweep asks such an end for its
+ * LID by directed route every 2nd sweep of the run and, when the subnet
+ * manager gave it a new one, takes it and asks the end again at once (a
+ * warning is logged), so a changed LID costs at most 2 sweeps. Cleared by
+ * tp_health_sweep_rediscover(). */
+bool tp_health_sweep_walk_wanted(const tp_health_sweep_t *s);
 /* Walk the fabric again through the creation's CA and port: LIDs are
  * learnt anew (a node unreachable before is swept from now on) and
  * tp_health_sweep_live() is replaced. The MAD port is closed during the
