@@ -598,6 +598,11 @@ static void maybe_rediscover(run_t *r, const args_t *a, bool stale)
 		tp_cli_err("warning: topology check: %s", tp_strerror(err));
 	if (!changed)
 		return;
+	if (wanted)
+		fprintf(stderr,
+			"topoplace monitor: walking the fabric: a link "
+			"end up but not answering for %d+ sweeps\n",
+			TP_HEALTH_WALK_MISSES);
 	if ((err = tp_health_sweep_rediscover(r->sw))) {
 		tp_cli_err("warning: re-discovery failed: %s; the last walk's "
 			   "LIDs kept",

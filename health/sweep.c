@@ -18,19 +18,13 @@
  *   restarted without its cache, or a standby that took over, hands out
  *   its own, and no switch port changes, so neither the cheap check nor
  *   a walk would ever come (a link held degraded for ever: the signature
- *   of a stall bench_health_select.sh saw once). Every RELID_MISSES silent
- *   sweeps in a row the node is asked its PortInfo by directed route,
- *   along the last walk's path: a new LID is taken and the node asked
- *   again in the same sweep; one answer is cheap, a node silent by
- *   directed route too costs one more query timeout per RELID_MISSES
- *   sweeps. When that does not end it (the LID right but not routed, the
- *   path stale: a host moved), a walk is wanted at WALK_MISSES sweeps,
- *   then at 2, 4, 8 ... x WALK_MISSES: a host that hangs for good is not
- *   walked for every few sweeps.
- *   tp_health_sweep_changed() tells the caller when a walk is worth it:
- *   one PortInfo per switch port, compared with the states right after
- *   the last walk (a cable plugged, pulled or moved changes a switch
- *   port's state; a cable swapped between two live ports does not).
+ *   of a stall bench_health_select.sh saw once). tp_health_silent_action()
+ *   says when such an end's node is asked its PortInfo by directed route
+ *   along the last walk's path (a new LID is taken and the node asked
+ *   again in the same sweep; a node silent by directed route too costs
+ *   one more query timeout each time) and when a walk is wanted (the LID
+ *   right but not routed, the path stale: a host moved), with a backoff
+ *   so that a host hung for good is not walked for every few sweeps.
  * - MAD agents are unregistered before their port closes. The kernel
  *   frees a closed fd's agents, but libumad2sim (ibsim) frees only one per
  *   fd: libibmad's close and libibnetdisc's walk each left agents behind,
@@ -76,14 +70,6 @@ static int port_classes[] = {IB_SMI_CLASS, IB_SMI_DIRECT_CLASS, IB_SA_CLASS,
 			     IB_PERFORMANCE_CLASS};
 #define NCLASSES ((int)(sizeof(port_classes) / sizeof(*port_classes)))
 
-/* An end "up but not answering" (its node silent at its LID, the other
- * end's port up) for RELID_MISSES sweeps in a row is asked for its LID by
- * directed route, and again every RELID_MISSES sweeps while it lasts; at
- * WALK_MISSES, 2 x, 4 x ... WALK_MISSES sweeps a walk is asked for
- * (Notes). */
-#define RELID_MISSES 2
-#define WALK_MISSES  8
-
 /* What the discoveries learnt about one link end. */
 typedef struct end {
 	uint16_t lid; /* 0: the node was not reachable */
@@ -105,7 +91,7 @@ struct tp_health_sweep {
 			   * 1 up, 2 no answer */
 	size_t nup;
 	bool retry;	   /* the walk met a model node without a LID */
-	bool want_walk;	   /* an end stayed silent (WALK_MISSES) */
+	bool want_walk;	   /* an end stayed silent (Notes) */
 	tp_fabric_t *live; /* what the last walk found */
 	char err[256];
 };
@@ -389,14 +375,6 @@ static void state_end(tp_health_sweep_t *s, size_t l, int e,
 			&p->lane_gbps);
 }
 
-/* The name of end e of link l for a log line. */
-static const char *end_desc(const tp_fabric_t *f, const tp_link_t *k, int e)
-{
-	return k->kind[e] == TP_NODE_SWITCH
-		   ? tp_fabric_switch(f, k->node[e])->desc
-		   : tp_fabric_ca(f, k->node[e])->desc;
-}
-
 /* Ask end e of link l for its LID by directed route (a host its port, a
  * switch its port 0) and take it when it moved; true when it did. */
 static bool relearn_lid(tp_health_sweep_t *s, size_t l, int e)
@@ -406,8 +384,10 @@ static bool relearn_lid(tp_health_sweep_t *s, size_t l, int e)
 	uint8_t info[IB_SMP_DATA_SIZE];
 	ib_portid_t id;
 	unsigned lid;
-	bool first = d->misses == RELID_MISSES;
+	bool first = d->misses == TP_HEALTH_RELID_MISSES;
+	char name[96];
 
+	tp__health_end_name(s->f, k, e, name, sizeof(name));
 	memset(&id, 0, sizeof(id));
 	id.drpath = d->dr;
 	id.drpath.drslid = id.drpath.drdlid = 0xffff;
@@ -417,27 +397,26 @@ static bool relearn_lid(tp_health_sweep_t *s, size_t l, int e)
 			   s->mad)) {
 		if (first)
 			tp__log(TP_LOG_WARN,
-				"health sweep: link %zu: %s:%d answers neither "
-				"at LID %u nor by directed route",
-				l, end_desc(s->f, k, e), k->port[e], d->lid);
+				"health sweep: link %zu: %s answers neither at "
+				"LID %u nor by directed route",
+				l, name, d->lid);
 		return false;
 	}
 	lid = mad_get_field(info, 0, IB_PORT_LID_F);
 	if (lid && lid != d->lid) {
 		tp__log(TP_LOG_WARN,
-			"health sweep: link %zu: %s:%d LID %u -> %u (the "
+			"health sweep: link %zu: %s LID %u -> %u (the "
 			"subnet manager gave it a new one)",
-			l, end_desc(s->f, k, e), k->port[e], d->lid, lid);
+			l, name, d->lid, lid);
 		d->lid = (uint16_t)lid;
 		return true;
 	}
 	if (first)
 		tp__log(TP_LOG_WARN,
-			"health sweep: link %zu: %s:%d answers by directed "
+			"health sweep: link %zu: %s answers by directed "
 			"route (LID %u, port state %u) but not at its LID: not "
 			"routed by the subnet manager",
-			l, end_desc(s->f, k, e), k->port[e], lid,
-			mad_get_field(info, 0, IB_PORT_STATE_F));
+			l, name, lid, mad_get_field(info, 0, IB_PORT_STATE_F));
 	return false;
 }
 
@@ -525,29 +504,25 @@ tp_err_t tp_health_sweep_rediscover(tp_health_sweep_t *s)
 	return err ? err : err2;
 }
 
-/* End e of link l after its PortInfo: "up but not answering" sweeps are
- * counted, its LID is asked for by directed route every RELID_MISSES of
- * them (and the end asked again at a new one), a walk is wanted after
- * WALK_MISSES x 1, 2, 4 ... (Notes). */
+/* End e of link l after its PortInfo: "up but not answering" sweeps in a
+ * row are counted and acted on as tp_health_silent_action() says (an end
+ * at a new LID is asked again at once). */
 static void recheck_silent(tp_health_sweep_t *s, size_t l, int e,
 			   tp_health_port_t *p, bool *seen)
 {
 	end_t *d = &s->ends[2 * l + e];
-	unsigned w;
+	unsigned act;
 
 	if (seen[e] || !seen[1 - e] || !p[1 - e].up) {
 		d->misses = 0;
 		return;
 	}
-	d->misses++;
-	if (d->lid && d->misses % RELID_MISSES == 0 && relearn_lid(s, l, e))
+	act = tp_health_silent_action(++d->misses);
+	if (d->lid && (act & TP_HEALTH_SILENT_RELID) && relearn_lid(s, l, e))
 		state_end(s, l, e, &p[e], &seen[e]);
-	if (seen[e]) {
+	if (seen[e])
 		d->misses = 0;
-		return;
-	}
-	w = d->misses / WALK_MISSES;
-	if (d->misses % WALK_MISSES == 0 && !(w & (w - 1)))
+	else if (act & TP_HEALTH_SILENT_WALK)
 		s->want_walk = true;
 }
 
