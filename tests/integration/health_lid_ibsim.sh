@@ -23,9 +23,7 @@ ibsim_fat16 "$tmp/live.json"
 
 host=$(jq -r '.cas[] | select(.desc | startswith("node001 ")) | .guid' "$tmp/live.json" |
 	sed 's/^0x/H-/')
-ibsim_exec "$T" fabric health --fabric "$tmp/live.json" --all --json \
-	>"$tmp/h0.json" 2>/dev/null || true
-l=$(jq -r '.links[] | select(.b | startswith("node001 ")) | .link' "$tmp/h0.json")
+l=$(ibsim_link '.b | startswith("node001 ")')
 [ -n "$host" ] && [ -n "$l" ] || { bad "no node001 link in the model"; finish; }
 
 state=$tmp/state.json
