@@ -375,6 +375,10 @@ static void state_end(tp_health_sweep_t *s, size_t l, int e,
 			&p->lane_gbps);
 }
 
+/* PortInfo's PortState, as ibportstate names it. */
+static const char *const port_state[8] = {"NOP",    "Down", "Init", "Armed",
+					  "Active", "5",    "6",    "7"};
+
 /* Ask end e of link l for its LID by directed route (a host its port, a
  * switch its port 0) and take it when it moved; true when it did. */
 static bool relearn_lid(tp_health_sweep_t *s, size_t l, int e)
@@ -412,11 +416,13 @@ static bool relearn_lid(tp_health_sweep_t *s, size_t l, int e)
 		return true;
 	}
 	if (first)
-		tp__log(TP_LOG_WARN,
-			"health sweep: link %zu: %s answers by directed "
-			"route (LID %u, port state %u) but not at its LID: not "
-			"routed by the subnet manager",
-			l, name, lid, mad_get_field(info, 0, IB_PORT_STATE_F));
+		tp__log(
+		    TP_LOG_WARN,
+		    "health sweep: link %zu: %s answers by directed "
+		    "route (LID %u, port %s) but not at its LID: not "
+		    "routed by the subnet manager (yet)",
+		    l, name, lid,
+		    port_state[mad_get_field(info, 0, IB_PORT_STATE_F) & 7]);
 	return false;
 }
 
