@@ -379,16 +379,35 @@ static void state_end(tp_health_sweep_t *s, size_t l, int e,
 static const char *const port_state[8] = {"NOP",    "Down", "Init", "Armed",
 					  "Active", "5",    "6",    "7"};
 
+/* Where the switch at the other end of link l from end e forwards lid:
+ * its port, or -1 when its forwarding table does not answer. */
+static int peer_forwards(tp_health_sweep_t *s, size_t l, int e, unsigned lid)
+{
+	const end_t *o = &s->ends[2 * l + !e];
+	uint8_t lft[IB_SMP_DATA_SIZE];
+	ib_portid_t id;
+
+	if (!o->sw || !o->lid)
+		return -1;
+	memset(&id, 0, sizeof(id));
+	ib_portid_set(&id, o->lid, 0, 0);
+	if (!smp_query_via(lft, &id, IB_ATTR_LINEARFORWTBL, lid / 64,
+			   MAD_TIMEOUT_MS, s->mad))
+		return -1;
+	return lft[lid % 64];
+}
+
 /* Ask end e of link l for its LID by directed route (a host its port, a
- * switch its port 0) and take it when it moved; true when it did. */
-static bool relearn_lid(tp_health_sweep_t *s, size_t l, int e)
+ * switch its port 0) and take it when it moved; true when it did. say:
+ * log what was found when the LID did not move (a new LID is always
+ * logged). */
+static bool relearn_lid(tp_health_sweep_t *s, size_t l, int e, bool say)
 {
 	const tp_link_t *k = tp_fabric_link(s->f, l);
 	end_t *d = &s->ends[2 * l + e];
 	uint8_t info[IB_SMP_DATA_SIZE];
 	ib_portid_t id;
-	unsigned lid;
-	bool first = d->misses == TP_HEALTH_RELID_MISSES;
+	unsigned lid, state;
 	char name[96];
 
 	tp__health_end_name(s->f, k, e, name, sizeof(name));
@@ -399,7 +418,7 @@ static bool relearn_lid(tp_health_sweep_t *s, size_t l, int e)
 	if (!smp_query_via(info, &id, IB_ATTR_PORT_INFO,
 			   d->sw ? 0 : (unsigned)k->port[e], MAD_TIMEOUT_MS,
 			   s->mad)) {
-		if (first)
+		if (say)
 			tp__log(TP_LOG_WARN,
 				"health sweep: link %zu: %s answers neither at "
 				"LID %u nor by directed route",
@@ -415,14 +434,17 @@ static bool relearn_lid(tp_health_sweep_t *s, size_t l, int e)
 		d->lid = (uint16_t)lid;
 		return true;
 	}
-	if (first)
-		tp__log(
-		    TP_LOG_WARN,
-		    "health sweep: link %zu: %s answers by directed "
-		    "route (LID %u, port %s) but not at its LID: not "
-		    "routed by the subnet manager (yet)",
-		    l, name, lid,
-		    port_state[mad_get_field(info, 0, IB_PORT_STATE_F) & 7]);
+	if (!say)
+		return false;
+	state = mad_get_field(info, 0, IB_PORT_STATE_F);
+	tp__log(TP_LOG_WARN,
+		"health sweep: link %zu: %s answers by directed route (LID %u, "
+		"port %s) but not at its LID, %d silent sweeps: not routed "
+		"by the subnet manager (yet); the switch at its other end "
+		"forwards LID %u to port %d (-1: no answer), the link is "
+		"its port %d",
+		l, name, lid, port_state[state & 7], d->misses, lid,
+		peer_forwards(s, l, e, lid), k->port[!e]);
 	return false;
 }
 
@@ -524,7 +546,10 @@ static void recheck_silent(tp_health_sweep_t *s, size_t l, int e,
 		return;
 	}
 	act = tp_health_silent_action(++d->misses);
-	if (d->lid && (act & TP_HEALTH_SILENT_RELID) && relearn_lid(s, l, e))
+	if (d->lid && (act & TP_HEALTH_SILENT_RELID) &&
+	    relearn_lid(s, l, e,
+			d->misses == TP_HEALTH_RELID_MISSES ||
+			    (act & TP_HEALTH_SILENT_WALK)))
 		state_end(s, l, e, &p[e], &seen[e]);
 	if (seen[e])
 		d->misses = 0;
