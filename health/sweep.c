@@ -16,15 +16,19 @@
  * - An end "up but not answering" (its node silent at its LID while the
  *   other end's port is up) may have a new LID: a subnet manager that
  *   restarted without its cache, or a standby that took over, hands out
- *   its own, and no switch port changes, so neither the cheap check nor
- *   a walk would ever come (a link held degraded for ever: the signature
- *   of a stall bench_health_select.sh saw once). tp_health_silent_action()
+ *   its own, and no switch port changes, so the cheap check sees nothing
+ *   and no walk would ever come (a link held degraded for ever: the
+ *   signature of a stall bench_health_select.sh saw once).
+ *   tp_health_silent_action()
  *   says when such an end's node is asked its PortInfo by directed route
  *   along the last walk's path (a new LID is taken and the node asked
  *   again in the same sweep; a node silent by directed route too costs
  *   one more query timeout each time) and when a walk is wanted (the LID
  *   right but not routed, the path stale: a host moved), with a backoff
- *   so that a host hung for good is not walked for every few sweeps.
+ *   so that a host hung for good is not walked for every few sweeps. An
+ *   end that answers by directed route at the same LID is logged with
+ *   its neighbour switch's forwarding entry for that LID: evidence of
+ *   what the subnet manager did, for a stall nobody watched.
  * - MAD agents are unregistered before their port closes. The kernel
  *   frees a closed fd's agents, but libumad2sim (ibsim) frees only one per
  *   fd: libibmad's close and libibnetdisc's walk each left agents behind,
