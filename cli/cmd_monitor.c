@@ -63,6 +63,10 @@ static const char monitor_usage[] =
     "fabric; FABRIC.json is never rewritten); gone, back, moved and new\n"
     "links are logged on stderr, and --diff-out FILE receives the last\n"
     "comparison as topoplace-diff/1 JSON. The walk at start is compared too.\n"
+    "A link end up but not answering (rule 1b) is asked its LID by directed\n"
+    "route every 2nd such sweep (a subnet manager may have given it a new\n"
+    "one; then it is taken at once), and the fabric is walked at once after\n"
+    "8, 16, 32 ... such sweeps in a row (unless --rediscover is 0).\n"
     "\n"
     "  --rediscover S  seconds between topology checks (0: never)\n"
     "  --diff-out FILE the last topology comparison (JSON)\n"
@@ -579,21 +583,30 @@ static void compare_walk(run_t *r, const args_t *a)
 }
 
 /* Every --rediscover seconds: a walk when the switch ports changed (the
- * cheap check) or the last comparison was found stale by a sweep. */
+ * cheap check) or the last comparison was found stale by a sweep; at
+ * once when the sweeps want one (an end silent for long, see
+ * tp_health_sweep_walk_wanted). */
 static void maybe_rediscover(run_t *r, const args_t *a, bool stale)
 {
 	struct timespec now;
-	bool changed = stale;
+	bool wanted = tp_health_sweep_walk_wanted(r->sw);
+	bool changed = stale || wanted;
 	tp_err_t err;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (a->rediscover <= 0 || since(&r->t_check, &now) < a->rediscover)
+	if (a->rediscover <= 0 ||
+	    (!wanted && since(&r->t_check, &now) < a->rediscover))
 		return;
 	r->t_check = now;
 	if (!changed && (err = tp_health_sweep_changed(r->sw, &changed)))
 		tp_cli_err("warning: topology check: %s", tp_strerror(err));
 	if (!changed)
 		return;
+	if (wanted)
+		fprintf(stderr,
+			"topoplace monitor: walking the fabric: a link "
+			"end up but not answering for %d+ sweeps\n",
+			TP_HEALTH_WALK_MISSES);
 	if ((err = tp_health_sweep_rediscover(r->sw))) {
 		tp_cli_err("warning: re-discovery failed: %s; the last walk's "
 			   "LIDs kept",

@@ -235,3 +235,14 @@ void tp_health_eval(const tp_health_rules_t *r, const tp_link_t *link,
 	if (!out->reason[0])
 		snprintf(out->reason, sizeof(out->reason), "ok");
 }
+
+unsigned tp_health_silent_action(unsigned misses)
+{
+	unsigned w = misses / TP_HEALTH_WALK_MISSES, act = 0;
+
+	if (misses && misses % TP_HEALTH_RELID_MISSES == 0)
+		act |= TP_HEALTH_SILENT_RELID;
+	if (w && misses % TP_HEALTH_WALK_MISSES == 0 && !(w & (w - 1)))
+		act |= TP_HEALTH_SILENT_WALK;
+	return act;
+}

@@ -12,11 +12,23 @@
  *   walk while a host's only cable is down cannot reach the host, and
  *   without its LID no sweep could see the cable come back until the
  *   next walk (minutes; the subnet manager gives the port the same LID
- *   again, and if it did not, the old LID would only not answer).
- *   tp_health_sweep_changed() tells the caller when a walk is worth it:
- *   one PortInfo per switch port, compared with the states right after
- *   the last walk (a cable plugged, pulled or moved changes a switch
- *   port's state; a cable swapped between two live ports does not).
+ *   again; if it did not, the next notes apply).
+ * - An end "up but not answering" (its node silent at its LID while the
+ *   other end's port is up) may have a new LID: a subnet manager that
+ *   restarted without its cache, or a standby that took over, hands out
+ *   its own, and no switch port changes, so the cheap check sees nothing
+ *   and no walk would ever come (a link held degraded for ever: the
+ *   signature of a stall bench_health_select.sh saw once).
+ *   tp_health_silent_action()
+ *   says when such an end's node is asked its PortInfo by directed route
+ *   along the last walk's path (a new LID is taken and the node asked
+ *   again in the same sweep; a node silent by directed route too costs
+ *   one more query timeout each time) and when a walk is wanted (the LID
+ *   right but not routed, the path stale: a host moved), with a backoff
+ *   so that a host hung for good is not walked for every few sweeps. An
+ *   end that answers by directed route at the same LID is logged with
+ *   its neighbour switch's forwarding entry for that LID: evidence of
+ *   what the subnet manager did, for a stall nobody watched.
  * - MAD agents are unregistered before their port closes. The kernel
  *   frees a closed fd's agents, but libumad2sim (ibsim) frees only one per
  *   fd: libibmad's close and libibnetdisc's walk each left agents behind,
@@ -62,11 +74,13 @@ static int port_classes[] = {IB_SMI_CLASS, IB_SMI_DIRECT_CLASS, IB_SA_CLASS,
 			     IB_PERFORMANCE_CLASS};
 #define NCLASSES ((int)(sizeof(port_classes) / sizeof(*port_classes)))
 
-/* What the creation's discovery learnt about one link end. */
+/* What the discoveries learnt about one link end. */
 typedef struct end {
 	uint16_t lid; /* 0: the node was not reachable */
 	bool sw;      /* a switch: PMA and PortInfo ask its port k->port */
 	uint8_t cap[IB_SMP_DATA_SIZE]; /* a switch's port 0 PortInfo */
+	ib_dr_path_t dr; /* the walk's directed route to the node */
+	unsigned misses; /* sweeps in a row "up but not answering" */
 } end_t;
 
 struct tp_health_sweep {
@@ -81,6 +95,7 @@ struct tp_health_sweep {
 			   * 1 up, 2 no answer */
 	size_t nup;
 	bool retry;	   /* the walk met a model node without a LID */
+	bool want_walk;	   /* an end stayed silent (Notes) */
 	tp_fabric_t *live; /* what the last walk found */
 	char err[256];
 };
@@ -222,6 +237,7 @@ static size_t learn_lids(tp_health_sweep_t *s, ibnd_fabric_t *fab, end_t *ends,
 			    fab, tp__health_end_guid(s->f, k, e));
 			end_t *d = &ends[2 * l + e];
 			if (n) {
+				d->dr = n->path_portid.drpath;
 				d->sw = n->type == IB_NODE_SWITCH;
 				if (d->sw) {
 					d->lid = n->smalid;
@@ -238,6 +254,8 @@ static size_t learn_lids(tp_health_sweep_t *s, ibnd_fabric_t *fab, end_t *ends,
 			}
 			if (!d->lid && s->ends)
 				*d = s->ends[2 * l + e];
+			else if (s->ends)
+				d->misses = s->ends[2 * l + e].misses;
 		}
 	for (size_t i = 0; i < tp_fabric_nswitches(s->f); i++) {
 		ibnd_node_t *n =
@@ -361,6 +379,79 @@ static void state_end(tp_health_sweep_t *s, size_t l, int e,
 			&p->lane_gbps);
 }
 
+/* PortInfo's PortState, as ibportstate names it. */
+static const char *const port_state[8] = {"NOP",    "Down", "Init", "Armed",
+					  "Active", "5",    "6",    "7"};
+
+/* Where the switch at the other end of link l from end e forwards lid:
+ * its port, or -1 when its forwarding table does not answer. */
+static int peer_forwards(tp_health_sweep_t *s, size_t l, int e, unsigned lid)
+{
+	const end_t *o = &s->ends[2 * l + !e];
+	uint8_t lft[IB_SMP_DATA_SIZE];
+	ib_portid_t id;
+
+	if (!o->sw || !o->lid)
+		return -1;
+	memset(&id, 0, sizeof(id));
+	ib_portid_set(&id, o->lid, 0, 0);
+	if (!smp_query_via(lft, &id, IB_ATTR_LINEARFORWTBL, lid / 64,
+			   MAD_TIMEOUT_MS, s->mad))
+		return -1;
+	return lft[lid % 64];
+}
+
+/* Ask end e of link l for its LID by directed route (a host its port, a
+ * switch its port 0) and take it when it moved; true when it did. say:
+ * log what was found when the LID did not move (a new LID is always
+ * logged). */
+static bool relearn_lid(tp_health_sweep_t *s, size_t l, int e, bool say)
+{
+	const tp_link_t *k = tp_fabric_link(s->f, l);
+	end_t *d = &s->ends[2 * l + e];
+	uint8_t info[IB_SMP_DATA_SIZE];
+	ib_portid_t id;
+	unsigned lid, state;
+	char name[96];
+
+	tp__health_end_name(s->f, k, e, name, sizeof(name));
+	memset(&id, 0, sizeof(id));
+	id.drpath = d->dr;
+	id.drpath.drslid = id.drpath.drdlid = 0xffff;
+	memset(info, 0, sizeof(info));
+	if (!smp_query_via(info, &id, IB_ATTR_PORT_INFO,
+			   d->sw ? 0 : (unsigned)k->port[e], MAD_TIMEOUT_MS,
+			   s->mad)) {
+		if (say)
+			tp__log(TP_LOG_WARN,
+				"health sweep: link %zu: %s answers neither at "
+				"LID %u nor by directed route",
+				l, name, d->lid);
+		return false;
+	}
+	lid = mad_get_field(info, 0, IB_PORT_LID_F);
+	if (lid && lid != d->lid) {
+		tp__log(TP_LOG_WARN,
+			"health sweep: link %zu: %s LID %u -> %u (the "
+			"subnet manager gave it a new one)",
+			l, name, d->lid, lid);
+		d->lid = (uint16_t)lid;
+		return true;
+	}
+	if (!say)
+		return false;
+	state = mad_get_field(info, 0, IB_PORT_STATE_F);
+	tp__log(TP_LOG_WARN,
+		"health sweep: link %zu: %s answers by directed route (LID %u, "
+		"port %s) but not at its LID, %d silent sweeps: not routed "
+		"by the subnet manager (yet); the switch at its other end "
+		"forwards LID %u to port %d (-1: no answer), the link is "
+		"its port %d",
+		l, name, lid, port_state[state & 7], d->misses, lid,
+		peer_forwards(s, l, e, lid), k->port[!e]);
+	return false;
+}
+
 tp_err_t tp_health_sweep_create(const tp_fabric_t *f, const char *ca, int port,
 				tp_health_sweep_t **s_p, char **err_p)
 {
@@ -415,6 +506,11 @@ tp_err_t tp_health_sweep_changed(tp_health_sweep_t *s, bool *changed_p)
 	return TP_OK;
 }
 
+bool tp_health_sweep_walk_wanted(const tp_health_sweep_t *s)
+{
+	return s && s->want_walk;
+}
+
 tp_err_t tp_health_sweep_rediscover(tp_health_sweep_t *s)
 {
 	char *why = NULL;
@@ -423,6 +519,7 @@ tp_err_t tp_health_sweep_rediscover(tp_health_sweep_t *s)
 	if (!s || !s->mad)
 		return TP_ERR_INVAL;
 	s->err[0] = '\0';
+	s->want_walk = false;
 	close_port(s);
 	/* A failed walk is tried again at the next check: the port states
 	 * taken below would otherwise hide the change that asked for it. */
@@ -437,6 +534,31 @@ tp_err_t tp_health_sweep_rediscover(tp_health_sweep_t *s)
 		snprintf(s->err, sizeof(s->err), "%s", why);
 	tp_free(why);
 	return err ? err : err2;
+}
+
+/* End e of link l after its PortInfo: "up but not answering" sweeps in a
+ * row are counted and acted on as tp_health_silent_action() says (an end
+ * at a new LID is asked again at once). */
+static void recheck_silent(tp_health_sweep_t *s, size_t l, int e,
+			   tp_health_port_t *p, bool *seen)
+{
+	end_t *d = &s->ends[2 * l + e];
+	unsigned act;
+
+	if (seen[e] || !seen[1 - e] || !p[1 - e].up) {
+		d->misses = 0;
+		return;
+	}
+	act = tp_health_silent_action(++d->misses);
+	if (d->lid && (act & TP_HEALTH_SILENT_RELID) &&
+	    relearn_lid(s, l, e,
+			d->misses == TP_HEALTH_RELID_MISSES ||
+			    (act & TP_HEALTH_SILENT_WALK)))
+		state_end(s, l, e, &p[e], &seen[e]);
+	if (seen[e])
+		d->misses = 0;
+	else if (act & TP_HEALTH_SILENT_WALK)
+		s->want_walk = true;
 }
 
 tp_err_t tp_health_sweep_states(tp_health_sweep_t *s, tp_health_port_t *ports,
@@ -460,9 +582,11 @@ tp_err_t tp_health_sweep_states(tp_health_sweep_t *s, tp_health_port_t *ports,
 		if (p[0].seen && !p[0].up) {
 			memset(&p[1], 0, sizeof(p[1]));
 			seen[1] = false;
-			continue;
+		} else {
+			state_end(s, l, 1, &p[1], &seen[1]);
 		}
-		state_end(s, l, 1, &p[1], &seen[1]);
+		for (int e = 0; e < 2; e++)
+			recheck_silent(s, l, e, p, seen);
 	}
 	return TP_OK;
 }

@@ -67,3 +67,9 @@ tp_err_t tp_health_sweep_rediscover(tp_health_sweep_t *s)
 	(void)s;
 	return TP_ERR_UNSUPPORTED;
 }
+
+bool tp_health_sweep_walk_wanted(const tp_health_sweep_t *s)
+{
+	(void)s;
+	return false;
+}

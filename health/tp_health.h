@@ -204,6 +204,24 @@ void tp_health_diff_apply(const tp_fabric_t *model, const tp_fabric_t *live,
 			  const tp_health_port_t *ports,
 			  tp_health_link_t *links, bool *stale_p);
 
+/* An end "up but not answering" (its node silent at its LID while the
+ * other end's port is up; rule 1b from the second sweep) may only have a
+ * new LID (a subnet manager restarted without its cache, a standby taken
+ * over). What a sweep does at the misses-th such sweep in a row, as flags:
+ * TP_HEALTH_SILENT_RELID every TP_HEALTH_RELID_MISSES sweeps: ask the node
+ * its LID by directed route, and at a new one take it and ask again at
+ * once (so a changed LID costs TP_HEALTH_RELID_MISSES sweeps and no
+ * alarm); TP_HEALTH_SILENT_WALK at 1, 2, 4, 8 ... x TP_HEALTH_WALK_MISSES
+ * sweeps: walk the fabric (the LID right but not routed, or the walk's
+ * path stale), backing off for a host that hangs for good. Pure. */
+enum {
+	TP_HEALTH_RELID_MISSES = 2,
+	TP_HEALTH_WALK_MISSES = 8,
+	TP_HEALTH_SILENT_RELID = 1,
+	TP_HEALTH_SILENT_WALK = 2,
+};
+unsigned tp_health_silent_action(unsigned misses);
+
 /* ---- sweeps (libibmad; TP_ERR_UNSUPPORTED when built without it) ------- */
 
 typedef struct tp_health_sweep tp_health_sweep_t;
@@ -246,6 +264,10 @@ const tp_fabric_t *tp_health_sweep_live(const tp_health_sweep_t *s);
  * node without a LID yet (a subnet manager still at work). One SMP per
  * switch port, no directed-route walk. */
 tp_err_t tp_health_sweep_changed(tp_health_sweep_t *s, bool *changed_p);
+/* True when an end "up but not answering" reached a walk in
+ * tp_health_silent_action(): a walk (below) is due whatever the cheap
+ * check says. Cleared by tp_health_sweep_rediscover(). */
+bool tp_health_sweep_walk_wanted(const tp_health_sweep_t *s);
 /* Walk the fabric again through the creation's CA and port: LIDs are
  * learnt anew (a node unreachable before is swept from now on) and
  * tp_health_sweep_live() is replaced. The MAD port is closed during the

@@ -643,6 +643,31 @@ static void test_diff_unseen(void **state)
 	tp_free(text);
 }
 
+/* An end up but not answering: its LID asked by directed route every 2nd
+ * sweep, walks at 8, 16, 32, 64 sweeps and never between. */
+static void test_silent_action(void **unused)
+{
+	unsigned walks = 0;
+
+	(void)unused;
+	assert_int_equal(tp_health_silent_action(0), 0);
+	assert_int_equal(tp_health_silent_action(1), 0);
+	assert_int_equal(tp_health_silent_action(2), TP_HEALTH_SILENT_RELID);
+	assert_int_equal(tp_health_silent_action(3), 0);
+	assert_int_equal(tp_health_silent_action(8),
+			 TP_HEALTH_SILENT_RELID | TP_HEALTH_SILENT_WALK);
+	assert_int_equal(tp_health_silent_action(24), TP_HEALTH_SILENT_RELID);
+	for (unsigned m = 1; m <= 64; m++) {
+		unsigned act = tp_health_silent_action(m);
+		assert_int_equal(!!(act & TP_HEALTH_SILENT_RELID), m % 2 == 0);
+		if (act & TP_HEALTH_SILENT_WALK) {
+			assert_true(m == 8 || m == 16 || m == 32 || m == 64);
+			walks++;
+		}
+	}
+	assert_int_equal(walks, 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -661,6 +686,7 @@ int main(void)
 	    cmocka_unit_test(test_diff_gone_back_new),
 	    cmocka_unit_test(test_diff_moved),
 	    cmocka_unit_test(test_diff_unseen),
+	    cmocka_unit_test(test_silent_action),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

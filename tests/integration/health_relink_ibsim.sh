@@ -22,9 +22,7 @@ ibsim_fat16 "$tmp/live.json"
 
 leaf1=$(jq -r '.switches[] | select(.desc == "leaf01") | .guid' "$tmp/live.json" |
 	sed 's/^0x/S-/')
-ibsim_exec "$T" fabric health --fabric "$tmp/live.json" --all --json \
-	>"$tmp/h0.json" 2>/dev/null || true
-l11=$(jq -r '.links[] | select(.a == "leaf01:1") | .link' "$tmp/h0.json")
+l11=$(ibsim_link '.a == "leaf01:1"')
 [ -n "$l11" ] || { bad "no link leaf01:1 in the model"; finish; }
 
 state=$tmp/state.json

@@ -152,6 +152,13 @@ ibsim_fat16() {
 	ibsim_sm_up "$tmp/f.net"
 	ibsim_discover "$1"
 }
+# ibsim_link FILTER: the index of the model link ($tmp/live.json, as
+# ibsim_fat16 writes it) whose entry in a one-shot `fabric health --json`
+# matches the jq FILTER (e.g. '.a == "leaf01:1"'); empty when none
+ibsim_link() {
+	ibsim_exec "$TOPOPLACE" fabric health --fabric "$tmp/live.json" --all --json \
+		2>/dev/null | jq -r ".links[] | select($1) | .link"
+}
 # ibsim_monitor SECS STATE PROM CMD...: CMD (a `topoplace monitor` writing
 # STATE and PROM) as an ibsim client in $tmp/mon for at most SECS, stderr
 # in $tmp/mon.err, MON_PID set for ibsim_stop; returns once both files
