@@ -15,7 +15,8 @@
 #       Start opensm (preloaded with umad2sim) on the ibsim started with
 #       IBSIM_DIR=DIR and wait until it is master (LIDs assigned, routes
 #       set), so LID-routed queries (PMA, SA) work. It keeps running, to
-#       re-route when links change, until `stop` stops ibsim.
+#       re-route when links change, until `stop` stops ibsim. Its cache
+#       (OSM_CACHE_DIR) is DIR/sm/cache unless the environment sets one.
 #   ibsim-run.sh console DIR COMMAND
 #       Send one console line (< 128 bytes) to an ibsim started with
 #       TP_IBSIM_CONSOLE=1.
@@ -152,12 +153,17 @@ cmd_sm() {
 		die "libumad2sim.so not found (apt-get install libumad2sim0)"
 	sock=$(tr '\0' '\n' <"/proc/$(cat "$dir/ibsim.pid")/environ" |
 		sed -n 's/^IBSIM_SOCKNAME=//p')
-	mkdir -p "$dir/sm"
+	# Its own cache (guid2lid, neighbors) unless OSM_CACHE_DIR says
+	# otherwise: /var/cache/opensm is shared by every opensm here, and the
+	# generated fabrics reuse GUIDs, so one fabric's LIDs would seed
+	# another's.
+	cache=${OSM_CACHE_DIR:-$dir/sm/cache}
+	mkdir -p "$dir/sm" "$cache"
 	# Its working directory catches umad2sim's sys-<pid> tree. -d2: the
 	# log is flushed at each line, so that a reader can time what opensm
 	# did (bench_health_select.sh); it logs a few lines per sweep.
 	(cd "$dir/sm" && IBSIM_SOCKNAME=$sock LD_PRELOAD=$lib \
-		exec opensm -d2 -f "$dir/sm/opensm.log" >"$dir/sm/out" 2>&1) &
+		OSM_CACHE_DIR=$cache exec opensm -d2 -f "$dir/sm/opensm.log" >"$dir/sm/out" 2>&1) &
 	echo "$!" >"$dir/sm.pid"
 	# stdout says MASTER right after the first sweep (SUBNET UP in
 	# ~0.15 s on small fabrics, ~1 s at 2,048 hosts).
