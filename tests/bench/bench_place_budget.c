@@ -17,14 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "placement_int.h"
 #include "tp_placement.h"
+#include "tp_test_state.h"
 #include "tp_topology.h"
-
-static double unit(uint64_t *x)
-{
-	return (double)(tp__rand_next(x) >> 11) / 9007199254740992.0;
-}
 
 static int u32cmp(const void *a, const void *b)
 {
@@ -56,29 +51,16 @@ static bool make_case(const tp_fabric_t *f, uint64_t seed, tp_state_t *s,
 		      tp_request_t *r)
 {
 	uint64_t x = seed * 0x9e3779b97f4a7c15ULL;
-	size_t nh = tp_fabric_nhosts(f), nl = tp_fabric_nlinks(f), nfree = 0;
+	size_t nh = tp_fabric_nhosts(f), nfree = 0;
+	uint32_t *free_hosts = malloc((nh + 1) * sizeof(uint32_t));
+	tp_err_t err = free_hosts
+			   ? tp_test_brute_state(s, &x, free_hosts, &nfree)
+			   : TP_ERR_NOMEM;
 
-	for (size_t l = 0; l < nl; l++) {
-		const tp_link_t *lk = tp_fabric_link(f, l);
-		if (lk->kind[0] != TP_NODE_SWITCH ||
-		    lk->kind[1] != TP_NODE_SWITCH)
-			continue;
-		double u = unit(&x), health = 1, bg = 0;
-		if (u < 0.3)
-			bg = lk->gbps * 0.9 * unit(&x);
-		else if (u < 0.45)
-			health = 0.5;
-		if (tp_state_set_link(s, (uint32_t)l, health, bg))
-			return false;
-	}
-	for (uint32_t h = 0; h < nh; h++) {
-		int g = 8;
-		if (unit(&x) >= 0.25)
-			nfree++;
-		else if (tp_state_alloc(s, 1000 + h, &h, &g, 1))
-			return false;
-	}
-	size_t k = 2 + (size_t)(unit(&x) * (double)(nh / 2 - 1));
+	free(free_hosts);
+	if (err)
+		return false;
+	size_t k = 2 + (size_t)(tp_test_unit(&x) * (double)(nh / 2 - 1));
 	if (k > nfree)
 		return false;
 	memset(r, 0, sizeof(*r));

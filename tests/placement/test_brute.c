@@ -33,6 +33,7 @@
 
 #include "tp_test.h"
 #include "tp_test_fabric.h"
+#include "tp_test_state.h"
 #include "placement_int.h"
 
 #define NCASES 120
@@ -72,11 +73,6 @@ static void enumerate(brute_t *b, size_t from, size_t depth)
 	}
 }
 
-static double unit(uint64_t *x)
-{
-	return (double)(tp__rand_next(x) >> 11) / 9007199254740992.0;
-}
-
 static void test_brute_force(void **st)
 {
 	tp_fabric_t *f = NULL;
@@ -89,41 +85,15 @@ static void test_brute_force(void **st)
 	f = tp_test_fat_tree(3, 2, 4, 1, 8, false); /* 4 down, 2 up: 2:1 */
 	tp_cost_params_defaults(&cp);
 	assert_int_equal(tp_cost_ctx_create(f, &cp, &ctx), TP_OK);
-	size_t nh = tp_fabric_nhosts(f), nl = tp_fabric_nlinks(f);
 	for (uint64_t seed = 1; cases < NCASES; seed++) {
 		uint64_t x = seed * 0x9e3779b97f4a7c15ULL;
 		tp_state_t *s = tp_state_create(f);
 		assert_non_null(s);
-		/* up-links: some loaded (up to 90% of the cable), some at
-		 * half health */
-		for (size_t l = 0; l < nl; l++) {
-			const tp_link_t *lk = tp_fabric_link(f, l);
-			if (lk->kind[0] != TP_NODE_SWITCH ||
-			    lk->kind[1] != TP_NODE_SWITCH)
-				continue;
-			double u = unit(&x), health = 1, bg = 0;
-			if (u < 0.3)
-				bg = lk->gbps * 0.9 * unit(&x);
-			else if (u < 0.45)
-				health = 0.5;
-			assert_int_equal(
-			    tp_state_set_link(s, (uint32_t)l, health, bg),
-			    TP_OK);
-		}
-		/* a few hosts busy */
 		uint32_t cand[16];
 		size_t ncand = 0;
-		for (uint32_t h = 0; h < nh; h++) {
-			if (unit(&x) < 0.25) {
-				int g = 8;
-				assert_int_equal(
-				    tp_state_alloc(s, 1000 + h, &h, &g, 1),
-				    TP_OK);
-			} else {
-				cand[ncand++] = h;
-			}
-		}
-		size_t k = 2 + (size_t)(unit(&x) * 5); /* 2..6 hosts */
+		assert_int_equal(tp_test_brute_state(s, &x, cand, &ncand),
+				 TP_OK);
+		size_t k = 2 + (size_t)(tp_test_unit(&x) * 5); /* 2..6 hosts */
 		if (k > ncand) {
 			tp_state_destroy(s);
 			continue;
