@@ -1426,32 +1426,8 @@ static size_t group_ends(pricer_t *pr, const tp_group_t *gp, size_t nc)
 	return nc;
 }
 
-/* The free hosts of gp that offer GPUs between its first and its last
- * (group_ends) into pr->cand from nc on; returns the new count. */
-static size_t group_middle(pricer_t *pr, const tp_group_t *gp, size_t nc)
-{
-	size_t j = 0, k = gp->nhosts;
-	int off;
-
-	while (j < k && (pr->in_set[gp->hosts[j]] ||
-			 tp__host_offer(pr->in, gp->hosts[j]) <= 0))
-		j++;
-	while (k > j + 1 && (pr->in_set[gp->hosts[k - 1]] ||
-			     tp__host_offer(pr->in, gp->hosts[k - 1]) <= 0))
-		k--;
-	for (j++, k--; j < k && nc < pr->ncand_max; j++) {
-		uint32_t c = gp->hosts[j];
-		if (!pr->in_set[c] && (off = tp__host_offer(pr->in, c)) > 0) {
-			pr->cand[nc] = c;
-			pr->coff[nc++] = off;
-		}
-	}
-	return nc;
-}
-
 /* Local search: swap one host of the set for a free one (the first and
- * the last that offer enough GPUs in each level-1 group, and those
- * between when the budget allows) while that makes
+ * the last that offer enough GPUs in each level-1 group) while that makes
  * the predicted all-reduce cheaper by gain_needed(), steepest first, for
  * at most `budget` predictions. Returns the swaps made; *t_p is the
  * set's price, updated. */
@@ -1469,21 +1445,14 @@ static size_t improve(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n,
 	for (size_t i = 0; i < n; i++)
 		pr->in_set[hosts[i]] = true;
 	/* the hosts to swap in, found once: the first and last free host
-	 * offering GPUs in each level-1 group (other D-mod-K up-links),
-	 * then, when the budget can try each of those in every position,
-	 * the free hosts between them (their up-links may be the healthy
-	 * ones) */
-	size_t nc = 0, nends;
+	 * offering GPUs in each level-1 group (other D-mod-K up-links; the
+	 * free hosts between them too gave no pick closer to the cheapest
+	 * set in test_brute, 2026-12-02) */
+	size_t nc = 0;
 	for (size_t g = 0; g < ng && nc + 2 <= pr->ncand_max; g++) {
 		const tp_group_t *gp = tp_fabric_group(f, (uint32_t)g);
 		if (gp->level == 1)
 			nc = group_ends(pr, gp, nc);
-	}
-	nends = nc;
-	for (size_t g = 0; g < ng && nends * n < budget; g++) {
-		const tp_group_t *gp = tp_fabric_group(f, (uint32_t)g);
-		if (gp->level == 1)
-			nc = group_middle(pr, gp, nc);
 	}
 	for (bool again = true; again && budget;) {
 		size_t bi = SIZE_MAX;
@@ -1827,7 +1796,7 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	pr.tg = tp_malloc((max + 1) * sizeof(int));
 	pr.skip = tp_calloc(nh + 1, sizeof(bool));
 	pr.in_set = tp_calloc(nh + 1, sizeof(bool));
-	pr.ncand_max = nh + 2 * tp_fabric_ngroups(in->f) + 2;
+	pr.ncand_max = 2 * tp_fabric_ngroups(in->f) + 2;
 	pr.cand = tp_malloc(pr.ncand_max * sizeof(uint32_t));
 	pr.coff = tp_malloc(pr.ncand_max * sizeof(int));
 	if (!ok || !pr.th || !pr.tg || !pr.skip || !pr.in_set || !pr.cand ||
