@@ -1267,7 +1267,12 @@ typedef struct pricer {
 	size_t ncand_max;
 	size_t budget; /* predictions left */
 	size_t npred;  /* predictions made */
-	dcache_t up;   /* owned */
+	/* a set met again costs no prediction: only in the local search,
+	 * where swaps come back to sets met before; the candidates pay for
+	 * a repeat as for a prediction (free there too, NVL72's 16-seed
+	 * bench_sim went from 0.98 to 1.03x slurm-block) */
+	bool hits_free;
+	dcache_t up; /* owned */
 	/* sets priced in this decision (ring order), their hosts and GPUs
 	 * back to back in mh/mg: candidates and swaps meet the same set
 	 * again (a variant equal to the pick, a swap undone) */
@@ -1330,11 +1335,13 @@ static double price(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n)
 	tp_ring_order(in->f, hosts, gpus, n);
 	uint64_t key = set_key(hosts, gpus, n);
 	double t = memo_find(pr, key, hosts, gpus, n);
-	if (t > -2)
-		return t; /* a set met again costs no prediction */
+	if (t > -2 && pr->hits_free)
+		return t;
 	if (pr->budget)
 		pr->budget--;
 	pr->npred++;
+	if (t > -2)
+		return t;
 	t = tp__place_predict(in->cost, in->s, hosts, gpus, n, bytes, NULL, &c)
 		? -1
 		: c.seconds;
@@ -1868,6 +1875,7 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 		}
 		order[k] = v;
 	}
+	pr.hits_free = true;
 	for (size_t k = 0; k < nord && pr.budget; k++) {
 		variant_t *c = &var[order[k]];
 		c->swaps = improve(&pr, c->h, c->g, c->n, &c->t,
