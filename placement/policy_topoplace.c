@@ -1243,8 +1243,12 @@ out:
 #define GAIN_SAME 0.98
 #define GAIN_PART 0.95
 /* 2/3: a pick kept for an idle leaf is at most 1.5x the set that breaks
- * it (issue 12's brute-force bound); at 1/2 a 1.56x pick was kept */
+ * it (issue 12's brute-force bound) */
 #define GAIN_WHOLE (2.0 / 3.0)
+/* Sets met again that the local search may take for free, per prediction
+ * of its budget: bounds the work when swaps keep coming back to sets
+ * already priced. */
+#define FREE_REPEATS 4
 
 /* Groups a host set spans (level 1). */
 static size_t nspan(const tp_fabric_t *f, const uint32_t *hosts, size_t n)
@@ -1267,11 +1271,12 @@ typedef struct pricer {
 	size_t ncand_max;
 	size_t budget; /* predictions left */
 	size_t npred;  /* predictions made */
-	/* a set met again costs no prediction: only in the local search,
-	 * where swaps come back to sets met before; the candidates pay for
-	 * a repeat as for a prediction (free there too, NVL72's 16-seed
-	 * bench_sim went from 0.98 to 1.03x slurm-block) */
-	bool hits_free;
+	/* sets met again that cost no prediction: none while the candidates
+	 * are priced (each pays as for a prediction, which keeps the budget
+	 * share that decides how far each local search goes), then
+	 * FREE_REPEATS per prediction for the local search, whose swaps come
+	 * back to sets met before */
+	size_t free_hits;
 	dcache_t up; /* owned */
 	/* sets priced in this decision (ring order), their hosts and GPUs
 	 * back to back in mh/mg: candidates and swaps meet the same set
@@ -1335,8 +1340,10 @@ static double price(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n)
 	tp_ring_order(in->f, hosts, gpus, n);
 	uint64_t key = set_key(hosts, gpus, n);
 	double t = memo_find(pr, key, hosts, gpus, n);
-	if (t > -2 && pr->hits_free)
+	if (t > -2 && pr->free_hits) {
+		pr->free_hits--;
 		return t;
+	}
 	if (pr->budget)
 		pr->budget--;
 	pr->npred++;
@@ -1379,7 +1386,8 @@ static bool breaks_whole(const tp_state_t *s, const uint32_t *from,
 
 /* How much cheaper a set must be to replace one over fewer groups. One
  * more group is paid by the jobs that follow only when it is a group a
- * large job could have had whole: then the saving must cut a third
+ * large job could have had whole: then it must take at most two thirds
+ * of the time
  * (a wholly idle leaf broken for a small job left the free hosts over
  * more leaves and made the 9-32 and >32 host jobs wait longer on the
  * built-in default; see skip_whole_groups). The free hosts of a leaf
@@ -1452,9 +1460,7 @@ static size_t improve(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n,
 	for (size_t i = 0; i < n; i++)
 		pr->in_set[hosts[i]] = true;
 	/* the hosts to swap in, found once: the first and last free host
-	 * offering GPUs in each level-1 group (other D-mod-K up-links; the
-	 * free hosts between them too gave no pick closer to the cheapest
-	 * set in test_brute, 2026-12-02) */
+	 * offering GPUs in each level-1 group (other D-mod-K up-links) */
 	size_t nc = 0;
 	for (size_t g = 0; g < ng && nc + 2 <= pr->ncand_max; g++) {
 		const tp_group_t *gp = tp_fabric_group(f, (uint32_t)g);
@@ -1698,10 +1704,10 @@ static bool leaf_is_large(const tp_fabric_t *f, uint32_t h)
  * traffic, then improved by a bounded local search of host swaps. The cheapest
  * predicted all-reduce wins, but a candidate must beat the one it replaces by
  * gain_needed(): 2% over the same number of groups, 5% over one more
- * group whose free hosts are already fragments, a third when it
- * breaks a wholly idle group; ties go to the earlier candidate, the
- * structurally best fit: that is the tie-break on fragmentation. A
- * bounded number of predictions per decision (fewer for jobs with more
+ * group whose free hosts are already fragments, at most two thirds of
+ * the time when it breaks a wholly idle group; ties go to the earlier
+ * candidate, the structurally best fit: that is the tie-break on fragmentation.
+ * A bounded number of predictions per decision (fewer for jobs with more
  * host-rail flows to route, and at most the caller's price_budget) keeps
  * it within the decision-time goals.
  */
@@ -1875,7 +1881,7 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 		}
 		order[k] = v;
 	}
-	pr.hits_free = true;
+	pr.free_hits = FREE_REPEATS * pr.budget;
 	for (size_t k = 0; k < nord && pr.budget; k++) {
 		variant_t *c = &var[order[k]];
 		c->swaps = improve(&pr, c->h, c->g, c->n, &c->t,

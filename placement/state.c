@@ -115,7 +115,11 @@ static bool uplinks_build(tp_state_t *s)
 static int uplink_level(const tp_state_t *s, size_t i)
 {
 	int lv = tp_fabric_group(s->f, s->uplink_grp[i])->level;
-	return lv < 0 ? 0 : lv > TP_MAX_LEVELS ? TP_MAX_LEVELS : lv;
+	if (lv < 0)
+		return 0;
+	if (lv > TP_MAX_LEVELS)
+		return TP_MAX_LEVELS;
+	return lv;
 }
 
 /* Weak links in the fabric itself, before any health is applied: a host

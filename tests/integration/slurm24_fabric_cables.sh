@@ -2,12 +2,13 @@
 # topology/topoplace in native mode (Slurm 24.11) prices the fabric FILE's
 # own degraded cables, with no LinkState file: the cluster's usual fabric
 # (8 nodes with 4 fake GPUs, the interleaved 2-leaf fat tree, 2 up-links
-# per leaf) with one up-link of leaf 0 cabled at half width (2x, 50 Gb/s).
+# per leaf) with one up-link of leaf 0 at a quarter of its rate (2 lanes
+# of 50 Gb/s: 100 of 400 Gb/s).
 # A 6-node job (one whole leaf and two hosts of the other) must land where
 # `topoplace place` (which prices) puts it on that fabric. The structure
 # alone does not see an up-link's rate, so a plugin that counts the fabric
-# as plain (tp_state_links_plain() ignoring the file's cables, as before
-# 0205b4e) does not price and puts the job elsewhere: the check below that
+# as plain (tp_state_links_plain() ignoring the file's cables) does not
+# price and puts the job elsewhere: the check below that
 # the priced answer differs from the structural one keeps this test live.
 # (A host's own cable at half width would not do: the structure already
 # leaves weakly cabled hosts out.) Runs beside other clusters: its own
@@ -23,7 +24,7 @@ dir=$tmp/cluster
 t0=$(date +%s)
 
 # the fabric contrib/slurm-cluster.sh generates for 8 nodes, then the
-# first up-link of leaf 0 (switch 0) at half width
+# first up-link of leaf 0 (switch 0) at a quarter of its rate
 "$TOPOPLACE" fabric generate fat-tree --nics-per-host 1 --uplinks 2 --leaves 2 --spines 1 \
 	--hosts-per-leaf 4 --interleave --gpus-per-host 4 --prefix node -o "$tmp/healthy.json" >/dev/null ||
 	bad "fabric generate"

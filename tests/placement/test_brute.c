@@ -4,25 +4,10 @@
  * set is priced (in ring order, the faster of ring and hierarchical, on
  * the state's links and traffic, as the placement driver prices its
  * answer) and the policy's pick is compared with the cheapest. The
- * cases are seeded, so the figures are exact and printed. Issue 12's
- * goal is within 5% of the cheapest in >= 95% of the cases and never
- * worse than 1.5x; the priced policy reaches 96.7% and 1.123x here, and
- * the test holds the goal. Of the 4 misses (TP_BRUTE_VERBOSE=1 lists
- * them), 3 have their cheapest set on one more leaf (2 + 2 + 2 for a
- * 4 + 2 pick, 6% cheaper; 1 + 2 + 1 for a 2 + 2 pick, 12%), which
- * gain_needed() in policy_topoplace.c takes at 5% only when that leaf is
- * already in use; one is the same two leaves with other hosts (1.09x).
- * History: the fixed 2x guard for one more leaf gave 90.8% and 1.56x
- * (structural choice alone: 75.8% and 2.02x); 5% for one more leaf that
- * is already in use, the even splits and the budget spent on the
- * cheapest candidates first gave 95.0% and 1.559x (2026-12-02): that
- * case's cheapest set (1 + 3 + 1 hosts) breaks a wholly idle leaf for a
- * 36% saving, which the idle-leaf gain of 1/2 refused, and is two swaps
- * from the "without a group" variant, which the search did not reach
- * while a set met again cost a prediction. The idle-leaf gain at 2/3
- * and sets met again free gave 96.7% and 1.123x (2026-12-02); the gain
- * at 2/3 alone left 95.0% and 1.559x; the free hosts between a leaf's
- * ends as swap candidates too, 95.8% and 1.123x.
+ * cases are seeded, so the figures are exact. Issue 12's goal is within
+ * 5% of the cheapest in >= 95% of the cases and never worse than 1.5x,
+ * which the test holds; it prints its figures, and TP_BRUTE_VERBOSE=1
+ * lists the misses with the policy's explanation of each pick.
  */
 #include "config.h"
 

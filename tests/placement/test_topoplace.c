@@ -611,8 +611,8 @@ static void test_invariants(void **state)
 
 /* Not found when it does not fit now; never a partial answer. */
 /* One more leaf than the structural pick: taken only for a real saving
- * (gain_needed: 5% over a leaf already in use, a third of the time over
- * a wholly idle one). On seeded states of a small 2:1 fat tree with loaded
+ * (gain_needed: 5% over a leaf already in use, at most two thirds of the
+ * time over a wholly idle one). On seeded states of a small 2:1 fat tree with loaded
  * and half-rate up-links, busy hosts and weakly cabled ones, a priced
  * pick over more leaves than the structural one must be at least 5%
  * cheaper than it, and some picks must take one more leaf for less than
