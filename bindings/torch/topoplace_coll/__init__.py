@@ -238,7 +238,7 @@ class Communicator:
         """all_reduce(tensor, op="sum", algorithm="auto", compressor=None,
         hierarchical=True, error_feedback=True, key=0, block=None,
         topk_fraction=None, stochastic=None, seed=None, momentum=None,
-        momentum_masking=True)
+        momentum_masking=True, segment=None, overlap=None)
 
         Reduce `tensor` over all ranks, in place; returns it.
 
@@ -259,6 +259,12 @@ class Communicator:
         in the library, which keeps the velocity under `key` where this
         rank compresses and, with momentum_masking, clears it where this
         rank sent; the result is the averaged velocity (see tp_coll.h).
+        segment (hierarchical int8 / 1-bit): elements per pipeline segment
+        (library default 65536; 0: the whole tensor at once): the
+        compressed exchange across groups of one segment runs while the
+        host and group links carry the dense stages of its neighbours.
+        overlap=False runs the segments' stages one after another (the
+        same result; to measure what the pipeline gains).
         """
         return self._run(self._all_reduce_call(tensor, *args, **kw))
 
@@ -280,7 +286,7 @@ class Communicator:
 
     def _all_reduce_call(self, tensor, op="sum", algorithm="auto", compressor=None, hierarchical=True,
                          error_feedback=True, key=0, block=None, topk_fraction=None, stochastic=None,
-                         seed=None, momentum=None, momentum_masking=True):
+                         seed=None, momentum=None, momentum_masking=True, segment=None, overlap=None):
         """Check the arguments; the library call as a function of none."""
         compressed = compressor not in (None, "none")
         dt = _dtype_code(tensor, compressed)
@@ -314,6 +320,12 @@ class Communicator:
         if momentum is not None:
             c.momentum = float(momentum)
         c.momentum_masking = bool(momentum_masking)
+        if segment is not None:
+            if int(segment) < 0:
+                raise ValueError("segment must be >= 0, got %r" % (segment,))
+            c.segment = int(segment)
+        if overlap is not None:
+            c.overlap = bool(overlap)
         key = int(key)
 
         def compressed_call():

@@ -96,8 +96,10 @@ class TopoplaceState:
     start_iter      synchronised steps reduced dense before compression
                     starts (PowerSGD's start_powerSGD_iter; default 0)
     algorithm       dense algorithm: "auto", "ring", "hierarchical", "tree"
-    block, topk_fraction, stochastic, seed
-                    compressor parameters (library defaults when None)
+    block, topk_fraction, stochastic, seed, segment, overlap
+                    compressor parameters (library defaults when None;
+                    segment and overlap: the hierarchical int8 / 1-bit
+                    pipeline, see Communicator.all_reduce)
     key_base        added to every error-feedback key: separates the
                     residuals of two DDP models sharing one communicator
     async_op        reduce on the communicator's progress thread,
@@ -126,7 +128,7 @@ class TopoplaceState:
     def __init__(self, comm, compressor=None, hierarchical=True, error_feedback=True, start_iter=0,
                  algorithm="auto", block=None, topk_fraction=None, stochastic=None, seed=None,
                  key_base=0, async_op=True, momentum=None, momentum_masking=True, warmup_steps=0,
-                 clip_norm=None, per_tensor=False):
+                 clip_norm=None, per_tensor=False, segment=None, overlap=None):
         _choice(_lib.COMPRESSORS, compressor, "compressor")
         _choice(_lib.ALGOS, algorithm, "algorithm")
         if compressor == "none":
@@ -152,7 +154,7 @@ class TopoplaceState:
         self.start_iter = int(start_iter)
         self.algorithm = algorithm
         self.params = {"block": block, "topk_fraction": topk_fraction, "stochastic": stochastic,
-                       "seed": seed}
+                       "seed": seed, "segment": segment, "overlap": overlap}
         self.key_base = int(key_base)
         self.async_op = bool(async_op)
         self.momentum = None if momentum is None else float(momentum)
