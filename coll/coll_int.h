@@ -423,16 +423,12 @@ tp_err_t tp__coll_comp_ring_allreduce(tp_coll_comm_t *c,
 				      const tp__coll_ring_t *r,
 				      tp__coll_comp_call_t *k, int st,
 				      float *buf, size_t at, size_t count);
-/* Its two halves for int8 / 1-bit: the reduce-scatter leaves member i
- * segment i (tp__coll_ring_seg) reduced; the all-gather spreads them. */
-tp_err_t tp__coll_comp_ring_reduce_scatter(tp_coll_comm_t *c,
-					   const tp__coll_ring_t *r,
-					   tp__coll_comp_call_t *k, int st,
-					   float *buf, size_t at, size_t count);
-tp_err_t tp__coll_comp_ring_allgather(tp_coll_comm_t *c,
-				      const tp__coll_ring_t *r,
-				      tp__coll_comp_call_t *k, int st,
-				      float *buf, size_t at, size_t count);
+/* Its two halves for int8 / 1-bit, run to their end: the reduce-scatter
+ * (ag 0) leaves member i segment i (tp__coll_ring_seg) reduced; the
+ * all-gather (ag 1) spreads them. */
+tp_err_t tp__coll_comp_ring_stage(tp_coll_comm_t *c, const tp__coll_ring_t *r,
+				  tp__coll_comp_call_t *k, int st, int ag,
+				  float *buf, size_t at, size_t count);
 /* The int8 / 1-bit reduce-scatter (ag 0) or all-gather (ag 1) of ring r
  * as a step machine, for running it behind other transfers: start posts
  * its first step, poll moves it on when that step's messages are done

@@ -185,10 +185,8 @@ static tp_err_t inner(tp_coll_comm_t *c, tp__coll_comp_call_t *k, float *buf,
 		float *p = buf + a + off[l];
 
 		if (comp_lv[l])
-			err = down ? tp__coll_comp_ring_reduce_scatter(
-					 c, r, k, 1, p, a + off[l], cnt[l])
-				   : tp__coll_comp_ring_allgather(
-					 c, r, k, 1, p, a + off[l], cnt[l]);
+			err = tp__coll_comp_ring_stage(c, r, k, 1, !down, p,
+						       a + off[l], cnt[l]);
 		else
 			err = down ? tp__coll_ring_reduce_scatter(
 					 c, r, (char *)p, NULL, cnt[l],
@@ -201,22 +199,30 @@ static tp_err_t inner(tp_coll_comm_t *c, tp__coll_comp_call_t *k, float *buf,
 	return err;
 }
 
-/* The exchange across the groups of buf[a, a + n)'s span this rank
- * holds, run to its end: each cross ring's all-reduce, compressed or
- * dense. */
-static tp_err_t cross_run(tp_coll_comm_t *c, tp__coll_comp_call_t *k,
-			  float *buf, size_t a, size_t n, unsigned levels)
+/* Where cross ring x works in segment [a, a + n): at (in the call's
+ * buffer) and count. */
+static void cross_span(const tp_coll_comm_t *c, size_t a, size_t n, int x,
+		       size_t *at_p, size_t *cnt_p)
 {
 	size_t off[TP__COLL_MAX_LEVELS + 1], cnt[TP__COLL_MAX_LEVELS + 1];
-	size_t soff, scnt;
+	size_t soff, scnt, so;
+
+	tp__coll_hier_spans(c, n, off, cnt, &soff, &scnt);
+	tp__coll_seg(scnt, c->nchan, c->cross_chan[x], &so, cnt_p);
+	*at_p = a + soff + so;
+}
+
+/* The exchange across the groups of the whole buffer, run to its end:
+ * each cross ring's all-reduce, compressed or dense. */
+static tp_err_t cross_run(tp_coll_comm_t *c, tp__coll_comp_call_t *k,
+			  float *buf, size_t count, unsigned levels)
+{
 	int64_t t0 = tp__coll_now_ns();
 	tp_err_t err = TP_OK;
 
-	tp__coll_hier_spans(c, n, off, cnt, &soff, &scnt);
 	for (int x = 0; x < c->ncross && !err; x++) {
-		size_t so, sc, at;
-		tp__coll_seg(scnt, c->nchan, c->cross_chan[x], &so, &sc);
-		at = a + soff + so;
+		size_t at, sc;
+		cross_span(c, 0, count, x, &at, &sc);
 		err = levels & TP_COLL_LEVEL_CROSS
 			  ? tp__coll_comp_ring_allreduce(c, &c->cross[x], k, 0,
 							 buf + at, at, sc)
@@ -238,7 +244,7 @@ static tp_err_t hier(tp_coll_comm_t *c, tp__coll_comp_call_t *k, float *buf,
 
 	comp_levels(c, levels, comp_lv);
 	if ((err = inner(c, k, buf, 0, count, comp_lv, true)) ||
-	    (err = cross_run(c, k, buf, 0, count, levels)))
+	    (err = cross_run(c, k, buf, count, levels)))
 		return err;
 	return inner(c, k, buf, 0, count, comp_lv, false);
 }
@@ -257,12 +263,9 @@ typedef struct cross {
 
 static tp_err_t cross_start(tp_coll_comm_t *c, cross_t *x)
 {
-	size_t off[TP__COLL_MAX_LEVELS + 1], cnt[TP__COLL_MAX_LEVELS + 1];
-	size_t soff, scnt, so, sc, at;
+	size_t at, sc;
 
-	tp__coll_hier_spans(c, x->n, off, cnt, &soff, &scnt);
-	tp__coll_seg(scnt, c->nchan, c->cross_chan[x->x], &so, &sc);
-	at = x->a + soff + so;
+	cross_span(c, x->a, x->n, x->x, &at, &sc);
 	return tp__coll_comp_op_start(c, &x->op, &c->cross[x->x], x->k, 0,
 				      x->ag, x->buf + at, at, sc);
 }

@@ -323,26 +323,13 @@ static tp_err_t op_run(tp_coll_comm_t *c, tp__coll_comp_op_t *op)
 	return err;
 }
 
-tp_err_t tp__coll_comp_ring_reduce_scatter(tp_coll_comm_t *c,
-					   const tp__coll_ring_t *r,
-					   tp__coll_comp_call_t *k, int st,
-					   float *buf, size_t at, size_t count)
+tp_err_t tp__coll_comp_ring_stage(tp_coll_comm_t *c, const tp__coll_ring_t *r,
+				  tp__coll_comp_call_t *k, int st, int ag,
+				  float *buf, size_t at, size_t count)
 {
 	tp__coll_comp_op_t op;
 	tp_err_t err =
-	    tp__coll_comp_op_start(c, &op, r, k, st, 0, buf, at, count);
-
-	return err ? err : op_run(c, &op);
-}
-
-tp_err_t tp__coll_comp_ring_allgather(tp_coll_comm_t *c,
-				      const tp__coll_ring_t *r,
-				      tp__coll_comp_call_t *k, int st,
-				      float *buf, size_t at, size_t count)
-{
-	tp__coll_comp_op_t op;
-	tp_err_t err =
-	    tp__coll_comp_op_start(c, &op, r, k, st, 1, buf, at, count);
+	    tp__coll_comp_op_start(c, &op, r, k, st, ag, buf, at, count);
 
 	return err ? err : op_run(c, &op);
 }
@@ -417,8 +404,8 @@ tp_err_t tp__coll_comp_ring_allreduce(tp_coll_comm_t *c,
 		return TP_OK;
 	if (k->kind == TP__COMP_TOPK)
 		return topk_allreduce(c, r, k, st, buf, at, count);
-	err = tp__coll_comp_ring_reduce_scatter(c, r, k, st, buf, at, count);
+	err = tp__coll_comp_ring_stage(c, r, k, st, 0, buf, at, count);
 	if (err)
 		return err;
-	return tp__coll_comp_ring_allgather(c, r, k, st, buf, at, count);
+	return tp__coll_comp_ring_stage(c, r, k, st, 1, buf, at, count);
 }
