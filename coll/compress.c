@@ -249,13 +249,19 @@ static tp_err_t hier(tp_coll_comm_t *c, tp__coll_comp_call_t *k, float *buf,
 	return inner(c, k, buf, 0, count, comp_lv, false);
 }
 
-/* One segment's compressed exchange across the groups as a step machine
- * run behind the dense stages of its neighbours: each cross ring's
- * reduce-scatter, then its all-gather, in channel order. */
+static size_t seg_len(size_t count, size_t seg, size_t i)
+{
+	return count - i * seg < seg ? count - i * seg : seg;
+}
+
+/* The segments' compressed exchanges across the groups, a queue run
+ * behind the dense stages: the reduce-scatters push segments (queued),
+ * the head's exchange runs each cross ring's reduce-scatter then
+ * all-gather in channel order, and `done` segments are back. */
 typedef struct cross {
 	tp__coll_comp_call_t *k;
 	float *buf;
-	size_t a, n; /* the segment */
+	size_t count, seg, queued, done;
 	int x, ag;
 	bool active;
 	tp__coll_comp_op_t op;
@@ -265,7 +271,8 @@ static tp_err_t cross_start(tp_coll_comm_t *c, cross_t *x)
 {
 	size_t at, sc;
 
-	cross_span(c, x->a, x->n, x->x, &at, &sc);
+	cross_span(c, x->done * x->seg, seg_len(x->count, x->seg, x->done),
+		   x->x, &at, &sc);
 	return tp__coll_comp_op_start(c, &x->op, &c->cross[x->x], x->k, 0,
 				      x->ag, x->buf + at, at, sc);
 }
@@ -282,8 +289,11 @@ static tp_err_t cross_poll(tp_coll_comm_t *c, void *arg)
 			return TP_OK;
 		x->ag = !x->ag;
 		if (!x->ag && ++x->x == c->ncross) {
-			x->active = false;
-			break;
+			x->x = 0;
+			if (++x->done == x->queued) {
+				x->active = false;
+				break;
+			}
 		}
 		if ((err = cross_start(c, x)))
 			return err;
@@ -291,65 +301,58 @@ static tp_err_t cross_poll(tp_coll_comm_t *c, void *arg)
 	return TP_OK;
 }
 
-/* Segment buf[a, a + n)'s exchange, started behind whatever runs next. */
-static tp_err_t cross_begin(tp_coll_comm_t *c, cross_t *x, size_t a, size_t n)
+/* The next segment's reduce-scatter is done: queue its exchange. */
+static tp_err_t cross_push(tp_coll_comm_t *c, cross_t *x)
 {
-	x->a = a;
-	x->n = n;
-	x->x = x->ag = 0;
+	if (x->queued++ > x->done)
+		return TP_OK;
 	x->active = true;
+	x->x = x->ag = 0;
 	return cross_start(c, x);
 }
 
-/* Waits for the exchange's end (the time it was not hidden: CROSS). */
-static tp_err_t cross_end(tp_coll_comm_t *c, cross_t *x)
+/* Waits until segment i is back (the time not hidden: CROSS). */
+static tp_err_t cross_wait(tp_coll_comm_t *c, cross_t *x, size_t i)
 {
 	int64_t t0 = tp__coll_now_ns();
 	tp_err_t err = TP_OK;
 
-	while (!err && !(err = cross_poll(c, x)) && x->active)
+	while (!err && x->done <= i && !(err = cross_poll(c, x)) &&
+	       x->done <= i)
 		err = c->xp->progress(c);
 	tp__coll_lap(c, TP_COLL_PHASE_CROSS, t0);
 	return err;
 }
 
-static size_t seg_len(size_t count, size_t seg, size_t i)
-{
-	return count - i * seg < seg ? count - i * seg : seg;
-}
-
-/* The same schedule cut into segments of seg elements, pipelined: the
- * compressed exchange of segment i runs behind the all-gathers of
- * segment i - 1 and the reduce-scatters of segment i + 1 (the host links
- * carry those while the up-link carries it). Without
- * overlap every exchange runs alone: the same bits, one
- * stage at a time. */
+/* The same schedule cut into segments of seg elements, pipelined: every
+ * segment's reduce-scatter inside the host and the group, each pushing
+ * its exchange across the groups onto a queue that runs behind them,
+ * then every segment's all-gather once its exchange is back. So the
+ * up-link carries segment i while the host links carry the
+ * reduce-scatters after it and the all-gathers before it, and a group
+ * that runs ahead of the other does not wait for it segment by segment.
+ * Without overlap every exchange runs alone: the same bits, one stage at
+ * a time. */
 static tp_err_t pipelined(tp_coll_comm_t *c, tp__coll_comp_call_t *k,
 			  float *buf, size_t count, size_t seg, bool overlap)
 {
 	static const bool dense[TP__COLL_MAX_LEVELS];
 	size_t nseg = (count + seg - 1) / seg;
-	cross_t x = {.k = k, .buf = buf};
+	cross_t x = {.k = k, .buf = buf, .count = count, .seg = seg};
 	tp_err_t err = TP_OK;
 
-	for (size_t i = 0; i <= nseg && !err; i++) {
-		size_t a = i * seg, n = i < nseg ? seg_len(count, seg, i) : 0;
-
-		if (i < nseg)
-			err = inner(c, k, buf, a, n, dense, true);
-		c->bg = NULL;
-		if (!err && i > 0)
-			err = cross_end(c, &x);
-		if (!err && i < nseg && !(err = cross_begin(c, &x, a, n))) {
-			if (overlap)
-				c->bg = cross_poll, c->bg_arg = &x;
-			else
-				err = cross_end(c, &x);
-		}
-		if (!err && i > 0)
-			err = inner(c, k, buf, a - seg,
-				    seg_len(count, seg, i - 1), dense, false);
+	if (overlap)
+		c->bg = cross_poll, c->bg_arg = &x;
+	for (size_t i = 0; i < nseg && !err; i++) {
+		err = inner(c, k, buf, i * seg, seg_len(count, seg, i), dense,
+			    true);
+		if (!err && !(err = cross_push(c, &x)) && !overlap)
+			err = cross_wait(c, &x, i);
 	}
+	for (size_t i = 0; i < nseg && !err; i++)
+		if (!(err = cross_wait(c, &x, i)))
+			err = inner(c, k, buf, i * seg, seg_len(count, seg, i),
+				    dense, false);
 	c->bg = NULL;
 	/* requests still queued point into x: nothing can use them again */
 	if (err && x.active) {
