@@ -34,9 +34,13 @@ returns its Future at once, so the bucket's all-reduce runs while
 autograd computes the next buckets' gradients; DDP waits for the Futures
 at the end of backward. DDP calls the hook for its buckets in index
 order on every rank, and the thread runs them in that order, so every
-rank issues the same library calls in the same order. async_op=False
-reduces on the autograd thread and returns a completed Future (no
-overlap).
+rank issues the same library calls in the same order. One call runs at
+a time: bucket k+1's all-reduce starts when bucket k's is done. Inside
+one hierarchical int8 / 1-bit call the library pipelines the bucket by
+segments (segment=, overlap=; see Communicator.all_reduce), so a large
+bucket's exchange across groups runs behind its own in-group stages.
+async_op=False reduces on the autograd thread and returns a completed
+Future (no overlap).
 
 Momentum in the hook (momentum=M): compressing the gradient and then
 applying momentum SGD to the compressed average lets the optimizer's
