@@ -459,8 +459,11 @@ typedef struct tp_coll_comp_opts {
 				* bits (what the pipeline gains, measured) */
 } tp_coll_comp_opts_t;
 
-/* Default pipeline segment: 64 Ki elements (256 KiB of fp32). */
-#define TP_COLL_COMP_SEGMENT ((size_t)65536)
+/* Default pipeline segment: 1 Mi elements (4 MiB of fp32): each segment
+ * costs every stage a synchronisation, and at 64 Ki elements the
+ * in-group stages of a 16.8 MB bucket took 1.5x longer (bench_ddp.sh
+ * --comm-bound under load) than in one piece. */
+#define TP_COLL_COMP_SEGMENT ((size_t)1048576)
 
 /* Defaults as above (kind NONE). */
 void tp_coll_comp_opts_defaults(tp_coll_comp_opts_t *o);

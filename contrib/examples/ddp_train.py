@@ -97,9 +97,11 @@ def parse():
                         "bucket (TopoplaceState per_tensor=True)")
     p.add_argument("--block", type=int, default=None,
                    help="int8 / 1-bit elements per scale (default: the library's)")
+    p.add_argument("--compress-group", action="store_true",
+                   help="compress the level-1 group's stages too (dense only inside hosts)")
     p.add_argument("--segment", type=int, default=None,
                    help="hierarchical int8 / 1-bit: elements per pipeline segment (default: "
-                        "the library's, 65536; 0: a bucket at once)")
+                        "the library's, 1048576; 0: a bucket at once)")
     p.add_argument("--no-overlap", action="store_true",
                    help="run the pipeline's segments one stage at a time (same result)")
     p.add_argument("--powersgd-rank", type=int, default=1)
@@ -164,7 +166,8 @@ def main():
         else:
             comm = tc.Communicator(master_addr=os.environ["MASTER_ADDR"], master_port=port,
                                    timeout_s=a.timeout)
-        state = TopoplaceState(comm, compressor=a.compressor, hierarchical=not a.flat,
+        state = TopoplaceState(comm, compressor=a.compressor,
+                               hierarchical="group" if a.compress_group else not a.flat,
                                error_feedback=not a.no_error_feedback, start_iter=a.start_iter,
                                algorithm=a.algorithm, topk_fraction=a.topk_fraction, block=a.block,
                                async_op=not a.sync_hook, momentum=MOMENTUM if a.hook_momentum else None,
@@ -242,7 +245,7 @@ def main():
             a.name or a.backend, " ".join("%s %.2f" % kv for kv in phases.items())), flush=True)
         name = a.name or (a.backend if a.backend != "topoplace" else
                           "dense" if comp is None else
-                          "%s-%s%s%s%s" % (comp, "flat" if a.flat else "hier",
+                          "%s-%s%s%s%s" % (comp, "flat" if a.flat else "group" if a.compress_group else "hier",
                                            "-noef" if a.no_error_feedback else "",
                                            "-mom" if a.hook_momentum else "",
                                            "-nomask" if a.no_momentum_masking else ""))

@@ -249,7 +249,10 @@ class Communicator:
         (per-block fp32 scale), "1bit" (sign and per-block mean magnitude)
         or "topk" (topk_fraction of the entries, default 1%).
         hierarchical: compress only between level-1 groups (dense and
-        exact inside hosts and groups); False compresses every level.
+        exact inside hosts and groups); "group": the group level's
+        reduce-scatter and all-gather too (dense only inside hosts; the
+        host links then carry the compressed size); False compresses
+        every level.
         error_feedback: keep this buffer's compression error and add it
         back next time; the communicator keeps it under `key`, so every
         distinct buffer (gradient bucket) needs its own key, the same on
@@ -260,7 +263,7 @@ class Communicator:
         rank compresses and, with momentum_masking, clears it where this
         rank sent; the result is the averaged velocity (see tp_coll.h).
         segment (hierarchical int8 / 1-bit): elements per pipeline segment
-        (library default 65536; 0: the whole tensor at once): the
+        (library default 1048576; 0: the whole tensor at once): the
         compressed exchange across groups of one segment runs while the
         host and group links carry the dense stages of its neighbours.
         overlap=False runs the segments' stages one after another (the
@@ -307,7 +310,12 @@ class Communicator:
         c = _lib.CompOpts()
         _lib.LIB.tp_coll_comp_opts_defaults(ctypes.byref(c))
         c.kind = kind
-        c.levels = _lib.LEVEL_CROSS if hierarchical else (_lib.LEVEL_HOST | _lib.LEVEL_GROUP | _lib.LEVEL_CROSS)
+        if hierarchical == "group":
+            c.levels = _lib.LEVEL_GROUP | _lib.LEVEL_CROSS
+        elif hierarchical in (True, False):
+            c.levels = _lib.LEVEL_CROSS if hierarchical else (_lib.LEVEL_HOST | _lib.LEVEL_GROUP | _lib.LEVEL_CROSS)
+        else:
+            raise ValueError("hierarchical must be True, False or 'group', got %r" % (hierarchical,))
         c.error_feedback = bool(error_feedback)
         if block is not None:
             c.block = int(block)

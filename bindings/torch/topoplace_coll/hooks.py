@@ -95,7 +95,9 @@ class TopoplaceState:
                     the same rank order as the process group (the SPANK
                     plugin's TOPOPLACE_RANK; pass it as torch's rank too)
     compressor      None (dense), "int8", "1bit" or "topk"
-    hierarchical    compress only across level-1 groups (True) or every hop
+    hierarchical    compress only across level-1 groups (True), across and
+                    inside them ("group": dense only inside hosts) or
+                    every hop
     error_feedback  keep and re-add each bucket's compression error
     start_iter      synchronised steps reduced dense before compression
                     starts (PowerSGD's start_powerSGD_iter; default 0)
@@ -153,7 +155,9 @@ class TopoplaceState:
             raise ValueError("per_tensor: for compressor='topk' only")
         self.comm = comm
         self.compressor = compressor
-        self.hierarchical = bool(hierarchical)
+        if hierarchical not in (True, False, "group"):
+            raise ValueError("hierarchical must be True, False or 'group', got %r" % (hierarchical,))
+        self.hierarchical = hierarchical if hierarchical == "group" else bool(hierarchical)
         self.error_feedback = bool(error_feedback)
         self.start_iter = int(start_iter)
         self.algorithm = algorithm
