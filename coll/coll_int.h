@@ -267,6 +267,10 @@ struct tp_coll_comm {
 	struct tp__coll_ef *ef;
 	char *cmsg;
 	size_t cmsg_cap;
+	/* Work run behind the ring phases (compress.c's pipeline): the ring
+	 * loops call bg(c, bg_arg) before they wait on the transport. */
+	tp_err_t (*bg)(tp_coll_comm_t *c, void *arg);
+	void *bg_arg;
 };
 
 /* Monotonic clock in ns. */
@@ -419,16 +423,36 @@ tp_err_t tp__coll_comp_ring_allreduce(tp_coll_comm_t *c,
 				      const tp__coll_ring_t *r,
 				      tp__coll_comp_call_t *k, int st,
 				      float *buf, size_t at, size_t count);
-/* Its two halves for int8 / 1-bit: the reduce-scatter leaves member i
- * segment i (tp__coll_ring_seg) reduced; the all-gather spreads them. */
-tp_err_t tp__coll_comp_ring_reduce_scatter(tp_coll_comm_t *c,
-					   const tp__coll_ring_t *r,
-					   tp__coll_comp_call_t *k, int st,
-					   float *buf, size_t at, size_t count);
-tp_err_t tp__coll_comp_ring_allgather(tp_coll_comm_t *c,
-				      const tp__coll_ring_t *r,
-				      tp__coll_comp_call_t *k, int st,
-				      float *buf, size_t at, size_t count);
+/* Its two halves for int8 / 1-bit, run to their end: the reduce-scatter
+ * (ag 0) leaves member i segment i (tp__coll_ring_seg) reduced; the
+ * all-gather (ag 1) spreads them. */
+tp_err_t tp__coll_comp_ring_stage(tp_coll_comm_t *c, const tp__coll_ring_t *r,
+				  tp__coll_comp_call_t *k, int st, int ag,
+				  float *buf, size_t at, size_t count);
+/* The int8 / 1-bit reduce-scatter (ag 0) or all-gather (ag 1) of ring r
+ * as a step machine, for running it behind other transfers: start posts
+ * its first step, poll moves it on when that step's messages are done
+ * (call it, then the transport's progress, until done). It holds the
+ * communicator's message buffer (c->cmsg) until done: one at a time, and
+ * no other compressed stage meanwhile. */
+typedef struct tp__coll_comp_op {
+	const tp__coll_ring_t *r;
+	tp__coll_comp_call_t *k;
+	int st, ag, step, state, prev, next;
+	float *buf;
+	size_t at, count, cap, slen, len[2], ro, rc;
+	char *m, *rslot;
+	tp__coll_req_t sq, rq;
+} tp__coll_comp_op_t;
+tp_err_t tp__coll_comp_op_start(tp_coll_comm_t *c, tp__coll_comp_op_t *op,
+				const tp__coll_ring_t *r,
+				tp__coll_comp_call_t *k, int st, int ag,
+				float *buf, size_t at, size_t count);
+tp_err_t tp__coll_comp_op_poll(tp_coll_comm_t *c, tp__coll_comp_op_t *op);
+static inline bool tp__coll_comp_op_done(const tp__coll_comp_op_t *op)
+{
+	return op->state == 3;
+}
 void tp__coll_comp_free(tp_coll_comm_t *c);
 
 #endif

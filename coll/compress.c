@@ -37,6 +37,8 @@ void tp_coll_comp_opts_defaults(tp_coll_comp_opts_t *o)
 	o->topk_fraction = 0.01;
 	o->error_feedback = true;
 	o->momentum_masking = true;
+	o->segment = TP_COLL_COMP_SEGMENT;
+	o->overlap = true;
 }
 
 const char *tp_coll_comp_name(tp_coll_comp_t kind)
@@ -157,62 +159,230 @@ static tp_err_t check_opts(tp_coll_comm_t *c, const tp_coll_comp_opts_t *o,
 	return TP_OK;
 }
 
-/* The hierarchical schedule with compressed stages (see tp_coll.h). */
+/* Which levels' stages run compressed: only the group level, and only
+ * when the groups are even, else the groups that have one would
+ * re-quantise the cross-group result and the others not. */
+static void comp_levels(const tp_coll_comm_t *c, unsigned levels, bool *lv)
+{
+	for (int l = 0; l < c->nlevels; l++)
+		lv[l] = l == c->group_lv && (levels & TP_COLL_LEVEL_GROUP) &&
+			c->groups_even;
+}
+
+/* The levels' reduce-scatters (down) or all-gathers of buf[a, a + n). */
+static tp_err_t inner(tp_coll_comm_t *c, tp__coll_comp_call_t *k, float *buf,
+		      size_t a, size_t n, const bool *comp_lv, bool down)
+{
+	size_t off[TP__COLL_MAX_LEVELS + 1], cnt[TP__COLL_MAX_LEVELS + 1];
+	size_t soff, scnt;
+	int64_t t0 = tp__coll_now_ns();
+	tp_err_t err = TP_OK;
+
+	tp__coll_hier_spans(c, n, off, cnt, &soff, &scnt);
+	for (int i = 0; i < c->nlevels && !err; i++) {
+		int l = down ? i : c->nlevels - 1 - i;
+		const tp__coll_ring_t *r = &c->level[l];
+		float *p = buf + a + off[l];
+
+		if (comp_lv[l])
+			err = tp__coll_comp_ring_stage(c, r, k, 1, !down, p,
+						       a + off[l], cnt[l]);
+		else
+			err = down ? tp__coll_ring_reduce_scatter(
+					 c, r, (char *)p, NULL, cnt[l],
+					 TP_COLL_FP32, TP_COLL_SUM, r->n - 1)
+				   : tp__coll_ring_allgather(
+					 c, r, (char *)p, cnt[l], TP_COLL_FP32,
+					 r->me);
+	}
+	tp__coll_lap(c, TP_COLL_PHASE_INNER, t0);
+	return err;
+}
+
+/* Where cross ring x works in segment [a, a + n): at (in the call's
+ * buffer) and count. */
+static void cross_span(const tp_coll_comm_t *c, size_t a, size_t n, int x,
+		       size_t *at_p, size_t *cnt_p)
+{
+	size_t off[TP__COLL_MAX_LEVELS + 1], cnt[TP__COLL_MAX_LEVELS + 1];
+	size_t soff, scnt, so;
+
+	tp__coll_hier_spans(c, n, off, cnt, &soff, &scnt);
+	tp__coll_seg(scnt, c->nchan, c->cross_chan[x], &so, cnt_p);
+	*at_p = a + soff + so;
+}
+
+/* The exchange across the groups of the whole buffer, run to its end:
+ * each cross ring's all-reduce, compressed or dense. */
+static tp_err_t cross_run(tp_coll_comm_t *c, tp__coll_comp_call_t *k,
+			  float *buf, size_t count, unsigned levels)
+{
+	int64_t t0 = tp__coll_now_ns();
+	tp_err_t err = TP_OK;
+
+	for (int x = 0; x < c->ncross && !err; x++) {
+		size_t at, sc;
+		cross_span(c, 0, count, x, &at, &sc);
+		err = levels & TP_COLL_LEVEL_CROSS
+			  ? tp__coll_comp_ring_allreduce(c, &c->cross[x], k, 0,
+							 buf + at, at, sc)
+			  : tp__coll_ring_allreduce(
+				c, &c->cross[x], (char *)(buf + at), NULL, sc,
+				TP_COLL_FP32, TP_COLL_SUM);
+	}
+	tp__coll_lap(c, TP_COLL_PHASE_CROSS, t0);
+	return err;
+}
+
+/* The hierarchical schedule with compressed stages (see tp_coll.h), on
+ * the whole buffer. */
 static tp_err_t hier(tp_coll_comm_t *c, tp__coll_comp_call_t *k, float *buf,
 		     size_t count, unsigned levels)
 {
-	size_t off[TP__COLL_MAX_LEVELS + 1], cnt[TP__COLL_MAX_LEVELS + 1];
 	bool comp_lv[TP__COLL_MAX_LEVELS];
-	int64_t t0 = tp__coll_now_ns();
-	size_t soff, scnt;
-	char *b = (char *)buf;
 	tp_err_t err;
 
-	tp__coll_hier_spans(c, count, off, cnt, &soff, &scnt);
-	for (int l = 0; l < c->nlevels; l++) {
-		const tp__coll_ring_t *r = &c->level[l];
+	comp_levels(c, levels, comp_lv);
+	if ((err = inner(c, k, buf, 0, count, comp_lv, true)) ||
+	    (err = cross_run(c, k, buf, count, levels)))
+		return err;
+	return inner(c, k, buf, 0, count, comp_lv, false);
+}
 
-		/* groups of different sizes: the group level stays dense,
-		 * else the groups that have one would re-quantise the
-		 * cross-group result and the others not */
-		comp_lv[l] = l == c->group_lv &&
-			     (levels & TP_COLL_LEVEL_GROUP) && c->groups_even;
-		err = comp_lv[l] ? tp__coll_comp_ring_reduce_scatter(
-				       c, r, k, 1, buf + off[l], off[l], cnt[l])
-				 : tp__coll_ring_reduce_scatter(
-				       c, r, b + off[l] * 4, NULL, cnt[l],
-				       TP_COLL_FP32, TP_COLL_SUM, r->n - 1);
-		if (err)
-			return err;
-	}
-	t0 = tp__coll_lap(c, TP_COLL_PHASE_INNER, t0);
-	for (int x = 0; x < c->ncross; x++) {
-		size_t so, sc;
-		tp__coll_seg(scnt, c->nchan, c->cross_chan[x], &so, &sc);
-		err = levels & TP_COLL_LEVEL_CROSS
-			  ? tp__coll_comp_ring_allreduce(c, &c->cross[x], k, 0,
-							 buf + soff + so,
-							 soff + so, sc)
-			  : tp__coll_ring_allreduce(
-				c, &c->cross[x], b + (soff + so) * 4, NULL, sc,
-				TP_COLL_FP32, TP_COLL_SUM);
-		if (err)
-			return err;
-	}
-	t0 = tp__coll_lap(c, TP_COLL_PHASE_CROSS, t0);
-	for (int l = c->nlevels - 1; l >= 0; l--) {
-		const tp__coll_ring_t *r = &c->level[l];
+static size_t seg_len(size_t count, size_t seg, size_t i)
+{
+	return count - i * seg < seg ? count - i * seg : seg;
+}
 
-		err = comp_lv[l] ? tp__coll_comp_ring_allgather(
-				       c, r, k, 1, buf + off[l], off[l], cnt[l])
-				 : tp__coll_ring_allgather(c, r, b + off[l] * 4,
-							   cnt[l], TP_COLL_FP32,
-							   r->me);
-		if (err)
+/* The segments' compressed exchanges across the groups, a queue run
+ * behind the dense stages: the reduce-scatters push segments (queued),
+ * the head's exchange runs each cross ring's reduce-scatter then
+ * all-gather in channel order, and `done` segments are back. */
+typedef struct cross {
+	tp__coll_comp_call_t *k;
+	float *buf;
+	size_t count, seg, queued, done;
+	int x, ag;
+	bool active;
+	tp__coll_comp_op_t op;
+} cross_t;
+
+static tp_err_t cross_start(tp_coll_comm_t *c, cross_t *x)
+{
+	size_t at, sc;
+
+	cross_span(c, x->done * x->seg, seg_len(x->count, x->seg, x->done),
+		   x->x, &at, &sc);
+	return tp__coll_comp_op_start(c, &x->op, &c->cross[x->x], x->k, 0,
+				      x->ag, x->buf + at, at, sc);
+}
+
+static tp_err_t cross_poll(tp_coll_comm_t *c, void *arg)
+{
+	cross_t *x = arg;
+	tp_err_t err;
+
+	while (x->active) {
+		if ((err = tp__coll_comp_op_poll(c, &x->op)))
+			return err;
+		if (!tp__coll_comp_op_done(&x->op))
+			return TP_OK;
+		x->ag = !x->ag;
+		if (!x->ag && ++x->x == c->ncross) {
+			x->x = 0;
+			if (++x->done == x->queued) {
+				x->active = false;
+				break;
+			}
+		}
+		if ((err = cross_start(c, x)))
 			return err;
 	}
-	tp__coll_lap(c, TP_COLL_PHASE_INNER, t0);
 	return TP_OK;
+}
+
+/* The next segment's reduce-scatter is done: queue its exchange. */
+static tp_err_t cross_push(tp_coll_comm_t *c, cross_t *x)
+{
+	if (x->queued++ > x->done)
+		return TP_OK;
+	x->active = true;
+	x->x = x->ag = 0;
+	return cross_start(c, x);
+}
+
+/* Waits until segment i is back (the time not hidden: CROSS). */
+static tp_err_t cross_wait(tp_coll_comm_t *c, cross_t *x, size_t i)
+{
+	int64_t t0 = tp__coll_now_ns();
+	tp_err_t err = TP_OK;
+
+	while (!err && x->done <= i && !(err = cross_poll(c, x)) &&
+	       x->done <= i)
+		err = c->xp->progress(c);
+	tp__coll_lap(c, TP_COLL_PHASE_CROSS, t0);
+	return err;
+}
+
+/* The same schedule cut into segments of seg elements, pipelined: every
+ * segment's reduce-scatter inside the host and the group, each pushing
+ * its exchange across the groups onto a queue that runs behind them,
+ * then every segment's all-gather once its exchange is back. So the
+ * up-link carries segment i while the host links carry the
+ * reduce-scatters after it and the all-gathers before it, and a group
+ * that runs ahead of the other does not wait for it segment by segment.
+ * Without overlap every exchange runs alone: the same bits, one stage at
+ * a time. */
+static tp_err_t pipelined(tp_coll_comm_t *c, tp__coll_comp_call_t *k,
+			  float *buf, size_t count, size_t seg, bool overlap)
+{
+	static const bool dense[TP__COLL_MAX_LEVELS];
+	size_t nseg = (count + seg - 1) / seg;
+	cross_t x = {.k = k, .buf = buf, .count = count, .seg = seg};
+	tp_err_t err = TP_OK;
+
+	if (overlap)
+		c->bg = cross_poll, c->bg_arg = &x;
+	for (size_t i = 0; i < nseg && !err; i++) {
+		err = inner(c, k, buf, i * seg, seg_len(count, seg, i), dense,
+			    true);
+		if (!err && !(err = cross_push(c, &x)) && !overlap)
+			err = cross_wait(c, &x, i);
+	}
+	for (size_t i = 0; i < nseg && !err; i++)
+		if (!(err = cross_wait(c, &x, i)))
+			err = inner(c, k, buf, i * seg, seg_len(count, seg, i),
+				    dense, false);
+	c->bg = NULL;
+	/* requests still queued point into x: nothing can use them again */
+	if (err && x.active) {
+		c->broken = true;
+		c->xp->close(c);
+	}
+	return err;
+}
+
+/* The pipeline's segment (elements, a multiple of the quantisation
+ * block per rank), or 0 where the whole buffer goes in one piece: top-k
+ * (its all-gather picks k per call), a compressed group level (it would
+ * share the message buffer with the exchange), no compressed exchange
+ * across groups, or a buffer of one segment. */
+static size_t pipeline_seg(const tp_coll_comm_t *c,
+			   const tp_coll_comp_opts_t *o, size_t count)
+{
+	bool comp_lv[TP__COLL_MAX_LEVELS];
+	size_t unit = (size_t)o->block * (size_t)c->size, seg;
+
+	comp_levels(c, o->levels, comp_lv);
+	for (int l = 0; l < c->nlevels; l++)
+		if (comp_lv[l])
+			return 0;
+	if (o->kind == TP_COLL_COMP_TOPK ||
+	    !(o->levels & TP_COLL_LEVEL_CROSS) || c->ncross == 0 ||
+	    o->segment == 0)
+		return 0;
+	seg = (o->segment + unit - 1) / unit * unit;
+	return seg < count ? seg : 0;
 }
 
 static void call_setup(tp__coll_comp_call_t *k, const tp_coll_comp_opts_t *o,
@@ -248,6 +418,7 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 	tp__coll_comp_call_t k;
 	tp__coll_ef_t *e = NULL;
 	bool dev = false, flat;
+	size_t seg;
 	int64_t t0;
 	tp_err_t err;
 
@@ -284,9 +455,11 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 	flat = (o.levels & TP_COLL_LEVEL_HOST) ||
 	       (c->nlevels == 0 && c->ncross == 0) ||
 	       (k.kind == TP__COMP_TOPK && (o.levels & TP_COLL_LEVEL_GROUP));
-	err = flat ? tp__coll_comp_ring_allreduce(c, &c->ring, &k, 0, buf, 0,
-						  count)
-		   : hier(c, &k, buf, count, o.levels);
+	seg = flat ? 0 : pipeline_seg(c, &o, count);
+	err = flat  ? tp__coll_comp_ring_allreduce(c, &c->ring, &k, 0, buf, 0,
+						   count)
+	      : seg ? pipelined(c, &k, buf, count, seg, o.overlap)
+		    : hier(c, &k, buf, count, o.levels);
 	if (flat)
 		tp__coll_lap(c, TP_COLL_PHASE_CROSS, t0);
 	if (!err && op == TP_COLL_AVG)

@@ -72,10 +72,10 @@
  * in FUTEX_WAIT in 50 ms slices that check the neighbours' connections).
  * A rank waiting for data sleeps in poll() or on the futex; the only
  * polling is ~20 us on a segment counter before that sleep, and only
- * when the segment's ranks do not outnumber the CPUs. In the environment, TOPOPLACE_COLL_SHM=0 keeps same-host pairs
- * on TCP over loopback (a pair uses shared memory only when both ends
- * allow it; the host segment only when all do), =nofifo sends
- * the wake-ups over the pair's TCP connection, and
+ * when the segment's ranks do not outnumber the CPUs. In the environment,
+ *TOPOPLACE_COLL_SHM=0 keeps same-host pairs on TCP over loopback (a pair uses
+ *shared memory only when both ends allow it; the host segment only when all
+ *do), =nofifo sends the wake-ups over the pair's TCP connection, and
  * TOPOPLACE_COLL_SHM_RING sets the ring size (bytes, a power of two,
  * default 2 MiB). TOPOPLACE_COLL_SOCKETS (tp_coll_opts_t.sockets)
  * stripes every message to a peer on another host over that many TCP
@@ -371,6 +371,16 @@ tp_err_t tp_coll_barrier(tp_coll_comm_t *comm);
  *   + TP_COLL_LEVEL_GROUP: the group level's reduce-scatter and
  *                all-gather are compressed too (int8, 1-bit; top-k, which
  *                has no reduce-scatter, runs flat instead).
+ *                int8 and 1-bit (without the group level) cut a buffer
+ *                longer than opts->segment into segments and pipeline
+ *                them: segment i's compressed exchange across the groups
+ *                runs while the host and group links carry the
+ *                all-gather of segment i-1 and the reduce-scatter of
+ *                segment i+1. The result is the same bits as running
+ *                the segments one after another; it differs from
+ *                segment 0 (one piece) within the compressor's error,
+ *                as each rank's shard, and so which values share a
+ *                block, moves with the segments. Top-k never pipelines.
  *   TP_COLL_LEVEL_HOST set (e.g. all three): flat, every hop of the
  *                plan's ring compressed.
  *   0, or kind TP_COLL_COMP_NONE: the dense all-reduce (TP_COLL_ALGO_AUTO).
@@ -439,7 +449,21 @@ typedef struct tp_coll_comp_opts {
 				* factor in [0, 1); default 0 (off) */
 	bool momentum_masking; /* with momentum: clear the velocity where
 				* this rank sent (default true) */
+	size_t segment;	       /* hierarchical int8 / 1-bit: pipeline
+				* segment in elements (rounded up to a
+				* multiple of block x ranks); 0 = the whole
+				* buffer at once. Default
+				* TP_COLL_COMP_SEGMENT. */
+	bool overlap;	       /* run the segments' stages at once (default
+				* true); false: one after another, the same
+				* bits (what the pipeline gains, measured) */
 } tp_coll_comp_opts_t;
+
+/* Default pipeline segment: 1 Mi elements (4 MiB of fp32): each segment
+ * costs every stage a synchronisation, and at 64 Ki elements the
+ * in-group stages of a 16.8 MB bucket took 1.5x longer (bench_ddp.sh
+ * --comm-bound under load) than in one piece. */
+#define TP_COLL_COMP_SEGMENT ((size_t)1048576)
 
 /* Defaults as above (kind NONE). */
 void tp_coll_comp_opts_defaults(tp_coll_comp_opts_t *o);

@@ -136,22 +136,18 @@ static tp_err_t encode(tp_coll_comm_t *c, const tp__coll_comp_call_t *k,
 		   : TP_OK;
 }
 
-/* Receive one message from peer into slot (cap bytes): the header,
- * checked against what this rank expects, then the payload it announces;
- * waits for send too. A peer that disagrees (another compressor, block or
- * count) is caught at its header, before its payload's length matters. */
-static tp_err_t recv_msg(tp_coll_comm_t *c, int peer, char *slot, size_t cap,
-			 const tp__coll_comp_call_t *k, size_t count,
-			 tp__coll_req_t *send, size_t *len_p)
+/* The header of a received message is in slot: check it against what
+ * this rank expects (a peer that disagrees - another compressor, block or
+ * count - is caught here, before its payload's length matters) and post
+ * the receive of the payload it announces. */
+static tp_err_t recv_payload(tp_coll_comm_t *c, int peer, char *slot,
+			     size_t cap, const tp__coll_comp_call_t *k,
+			     size_t count, tp__coll_req_t *rq, size_t *len_p)
 {
 	tp__comp_hdr_t h;
 	char why[96];
 	tp_err_t err;
 
-	c->xp->irecv(c, peer, slot, TP__COMP_HDR, &c->reqs[1]);
-	while (!c->reqs[1].done)
-		if ((err = c->xp->progress(c)))
-			return err;
 	err = tp__comp_check_header(slot, TP__COMP_HDR, k->kind, count, &k->o,
 				    &h, why, sizeof(why));
 	if (err)
@@ -159,21 +155,27 @@ static tp_err_t recv_msg(tp_coll_comm_t *c, int peer, char *slot, size_t cap,
 	if (TP__COMP_HDR + h.payload > cap)
 		return wire_fail(c, peer, TP_ERR_PARSE,
 				 "compressed message too long");
-	c->xp->irecv(c, peer, slot + TP__COMP_HDR, (size_t)h.payload,
-		     &c->reqs[1]);
-	if ((err = wait_reqs(c, send, &c->reqs[1])))
-		return err;
+	c->xp->irecv(c, peer, slot + TP__COMP_HDR, (size_t)h.payload, rq);
 	*len_p = TP__COMP_HDR + (size_t)h.payload;
 	return TP_OK;
 }
 
-/* A reduce-scatter or all-gather ring: two slots for the largest
- * segment (one sent, one received). */
-static tp_err_t ring_setup(tp_coll_comm_t *c, const tp__coll_ring_t *r,
-			   const tp__coll_comp_call_t *k, size_t count,
-			   hop_t *h)
+/* Receive one message from peer into slot (cap bytes); waits for send
+ * too. */
+static tp_err_t recv_msg(tp_coll_comm_t *c, int peer, char *slot, size_t cap,
+			 const tp__coll_comp_call_t *k, size_t count,
+			 tp__coll_req_t *send, size_t *len_p)
 {
-	return hop_setup(c, r, k, tp__coll_ring_maxseg(r, count), 2, 0, h);
+	tp_err_t err;
+
+	c->xp->irecv(c, peer, slot, TP__COMP_HDR, &c->reqs[1]);
+	while (!c->reqs[1].done)
+		if ((err = c->xp->progress(c)))
+			return err;
+	err = recv_payload(c, peer, slot, cap, k, count, &c->reqs[1], len_p);
+	if (err || (err = wait_reqs(c, send, &c->reqs[1])))
+		return err;
+	return TP_OK;
 }
 
 /* One ring step: send slen bytes of sslot to next while receiving prev's
@@ -194,72 +196,142 @@ static tp_err_t hop_step(tp_coll_comm_t *c, const hop_t *h,
 	return decode(c, h->prev, rslot, *rlen_p, k, rcount, out, overwrite);
 }
 
-tp_err_t tp__coll_comp_ring_reduce_scatter(tp_coll_comm_t *c,
-					   const tp__coll_ring_t *r,
-					   tp__coll_comp_call_t *k, int st,
-					   float *buf, size_t at, size_t count)
+/*
+ * The int8 / 1-bit reduce-scatter and all-gather as step machines
+ * (tp__coll_comp_op_t): start posts the first step, poll moves on when
+ * the step's send and receive are done, so a caller can run them behind
+ * other transfers (compress.c's pipeline). The reduce-scatter sends the
+ * segment it reduced at the step before: slot 0 out, slot 1 in. The
+ * all-gather's owner first encodes its reduced segment and decodes its
+ * own message, then forwards what it received: slots alternate.
+ */
+enum { OP_HDR = 1, OP_PAYLOAD = 2, OP_DONE = 3 }; /* OP_DONE: coll_int.h */
+
+static tp_err_t op_post(tp_coll_comm_t *c, tp__coll_comp_op_t *op)
 {
-	int n = r->n, me = r->me;
-	float *res = res_at(k, st, 0, at);
-	hop_t h;
+	const tp__coll_ring_t *r = op->r;
+	int n = r->n, me = r->me, s = op->step;
+	size_t so, sc, ro, rc;
+	char *sslot, *rslot;
 	tp_err_t err;
 
-	if (n <= 1 || count == 0)
+	if (s == n - 1) {
+		op->state = OP_DONE;
 		return TP_OK;
-	if ((err = ring_setup(c, r, k, count, &h)))
-		return err;
-	for (int s = 0; s < n - 1; s++) {
-		int ss = mod(me - s - 1, n), rs = mod(me - s - 2, n);
-		size_t so, sc, ro, rc, slen, rlen;
-		tp_cuda_comp_opts_t o = hop_opts(k, c->rank, st, s);
-
-		tp__coll_ring_seg(r, count, ss, &so, &sc);
-		tp__coll_ring_seg(r, count, rs, &ro, &rc);
-		err = encode(c, k, &o, buf + so, res ? res + so : NULL, sc, h.m,
-			     h.cap, &slen);
-		if (err)
-			return err;
-		err = hop_step(c, &h, k, h.m, slen, h.m + h.cap, rc, &rlen,
-			       buf + ro, 0);
-		if (err)
-			return err;
 	}
+	if (!op->ag) {
+		int ss = mod(me - s - 1, n);
+		float *res = res_at(op->k, op->st, 0, op->at);
+		tp_cuda_comp_opts_t o = hop_opts(op->k, c->rank, op->st, s);
+
+		tp__coll_ring_seg(r, op->count, ss, &so, &sc);
+		err = encode(c, op->k, &o, op->buf + so, res ? res + so : NULL,
+			     sc, op->m, op->cap, &op->len[0]);
+		if (err)
+			return err;
+		sslot = op->m;
+		op->slen = op->len[0];
+		rslot = op->m + op->cap;
+		tp__coll_ring_seg(r, op->count, mod(me - s - 2, n), &ro, &rc);
+	} else {
+		int a = s % 2;
+
+		sslot = op->m + (size_t)a * op->cap;
+		op->slen = op->len[a];
+		rslot = op->m + (size_t)(1 - a) * op->cap;
+		tp__coll_ring_seg(r, op->count, mod(me - s - 1, n), &ro, &rc);
+	}
+	op->rslot = rslot;
+	op->ro = ro;
+	op->rc = rc;
+	c->xp->isend(c, op->next, sslot, op->slen, &op->sq);
+	c->xp->irecv(c, op->prev, rslot, TP__COMP_HDR, &op->rq);
+	op->state = OP_HDR;
 	return TP_OK;
 }
 
-tp_err_t tp__coll_comp_ring_allgather(tp_coll_comm_t *c,
-				      const tp__coll_ring_t *r,
-				      tp__coll_comp_call_t *k, int st,
-				      float *buf, size_t at, size_t count)
+tp_err_t tp__coll_comp_op_start(tp_coll_comm_t *c, tp__coll_comp_op_t *op,
+				const tp__coll_ring_t *r,
+				tp__coll_comp_call_t *k, int st, int ag,
+				float *buf, size_t at, size_t count)
 {
-	int n = r->n, me = r->me;
-	float *res = res_at(k, st, 1, at);
-	size_t mo, mc, len[2];
-	tp_cuda_comp_opts_t o = hop_opts(k, me, st, n);
-	hop_t h;
+	size_t most = tp__coll_ring_maxseg(r, count);
 	tp_err_t err;
 
-	if (n <= 1 || count == 0)
+	memset(op, 0, sizeof(*op));
+	op->r = r;
+	op->k = k;
+	op->st = st;
+	op->ag = ag;
+	op->buf = buf;
+	op->at = at;
+	op->count = count;
+	op->state = OP_DONE;
+	if (r->n <= 1 || count == 0)
 		return TP_OK;
-	if ((err = ring_setup(c, r, k, count, &h)))
+	op->prev = (int)r->members[mod(r->me - 1, r->n)];
+	op->next = (int)r->members[mod(r->me + 1, r->n)];
+	op->cap = align8(tp__comp_max_bytes(k->kind, most, &k->o));
+	if ((err = scratch(c, 2 * op->cap, &op->m)))
 		return err;
-	tp__coll_ring_seg(r, count, me, &mo, &mc);
-	err = encode(c, k, &o, buf + mo, res ? res + mo : NULL, mc, h.m, h.cap,
-		     &len[0]);
-	if (err || (err = decode(c, c->rank, h.m, len[0], k, mc, buf + mo, 1)))
-		return err;
-	for (int s = 0; s < n - 1; s++) {
-		int rs = mod(me - s - 1, n), a = s % 2, b = 1 - a;
-		size_t ro, rc;
+	if (ag) {
+		size_t mo, mc;
+		float *res = res_at(k, st, 1, at);
+		tp_cuda_comp_opts_t o = hop_opts(k, r->me, st, r->n);
 
-		tp__coll_ring_seg(r, count, rs, &ro, &rc);
-		err =
-		    hop_step(c, &h, k, h.m + (size_t)a * h.cap, len[a],
-			     h.m + (size_t)b * h.cap, rc, &len[b], buf + ro, 1);
-		if (err)
+		tp__coll_ring_seg(r, count, r->me, &mo, &mc);
+		err = encode(c, k, &o, buf + mo, res ? res + mo : NULL, mc,
+			     op->m, op->cap, &op->len[0]);
+		if (err || (err = decode(c, c->rank, op->m, op->len[0], k, mc,
+					 buf + mo, 1)))
 			return err;
 	}
-	return TP_OK;
+	return op_post(c, op);
+}
+
+tp_err_t tp__coll_comp_op_poll(tp_coll_comm_t *c, tp__coll_comp_op_t *op)
+{
+	tp_err_t err;
+
+	if (op->state == OP_HDR && op->rq.done) {
+		err = recv_payload(c, op->prev, op->rslot, op->cap, op->k,
+				   op->rc, &op->rq,
+				   &op->len[op->ag ? 1 - op->step % 2 : 1]);
+		if (err)
+			return err;
+		op->state = OP_PAYLOAD;
+	}
+	if (op->state != OP_PAYLOAD || !op->rq.done || !op->sq.done)
+		return TP_OK;
+	err = decode(c, op->prev, op->rslot,
+		     op->len[op->ag ? 1 - op->step % 2 : 1], op->k, op->rc,
+		     op->buf + op->ro, op->ag);
+	if (err)
+		return err;
+	op->step++;
+	return op_post(c, op);
+}
+
+/* Runs op to its end. */
+static tp_err_t op_run(tp_coll_comm_t *c, tp__coll_comp_op_t *op)
+{
+	tp_err_t err = TP_OK;
+
+	while (!err && op->state != OP_DONE &&
+	       !(err = tp__coll_comp_op_poll(c, op)) && op->state != OP_DONE)
+		err = c->xp->progress(c);
+	return err;
+}
+
+tp_err_t tp__coll_comp_ring_stage(tp_coll_comm_t *c, const tp__coll_ring_t *r,
+				  tp__coll_comp_call_t *k, int st, int ag,
+				  float *buf, size_t at, size_t count)
+{
+	tp__coll_comp_op_t op;
+	tp_err_t err =
+	    tp__coll_comp_op_start(c, &op, r, k, st, ag, buf, at, count);
+
+	return err ? err : op_run(c, &op);
 }
 
 /* DGC's momentum correction: u = momentum u + x; returns u, what is
@@ -291,7 +363,7 @@ static tp_err_t topk_allreduce(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 	tp_cuda_comp_opts_t o = hop_opts(k, c->rank, st, 0);
 	float *res = res_at(k, st, 0, at), *vel = k->vel ? k->vel + at : NULL;
 	size_t *len;
-	hop_t h;
+	hop_t h = {0};
 	tp_err_t err;
 
 	if (count > UINT32_MAX)
@@ -332,8 +404,8 @@ tp_err_t tp__coll_comp_ring_allreduce(tp_coll_comm_t *c,
 		return TP_OK;
 	if (k->kind == TP__COMP_TOPK)
 		return topk_allreduce(c, r, k, st, buf, at, count);
-	err = tp__coll_comp_ring_reduce_scatter(c, r, k, st, buf, at, count);
+	err = tp__coll_comp_ring_stage(c, r, k, st, 0, buf, at, count);
 	if (err)
 		return err;
-	return tp__coll_comp_ring_allgather(c, r, k, st, buf, at, count);
+	return tp__coll_comp_ring_stage(c, r, k, st, 1, buf, at, count);
 }

@@ -20,6 +20,12 @@
 
 #define W TP__COLL_WINDOW
 
+/* The work the caller runs behind this phase (c->bg), if any. */
+static tp_err_t background(tp_coll_comm_t *c)
+{
+	return c->bg ? c->bg(c, c->bg_arg) : TP_OK;
+}
+
 static int mod(int a, int n)
 {
 	a %= n;
@@ -103,8 +109,8 @@ tp_err_t tp__coll_ring_reduce_scatter(tp_coll_comm_t *c,
 			moved = true;
 		}
 		if (!moved) {
-			tp_err_t err = xp->progress(c);
-			if (err)
+			tp_err_t err = background(c);
+			if (err || (err = xp->progress(c)))
 				return err;
 		}
 	}
@@ -159,8 +165,8 @@ tp_err_t tp__coll_ring_allgather(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 			moved = true;
 		}
 		if (!moved) {
-			tp_err_t err = xp->progress(c);
-			if (err)
+			tp_err_t err = background(c);
+			if (err || (err = xp->progress(c)))
 				return err;
 		}
 	}
@@ -233,8 +239,8 @@ tp_err_t tp__coll_ring_broadcast(tp_coll_comm_t *c, char *buf, size_t bytes,
 			moved = true;
 		}
 		if (!moved) {
-			tp_err_t err = xp->progress(c);
-			if (err)
+			tp_err_t err = background(c);
+			if (err || (err = xp->progress(c)))
 				return err;
 		}
 	}

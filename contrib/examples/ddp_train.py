@@ -97,6 +97,13 @@ def parse():
                         "bucket (TopoplaceState per_tensor=True)")
     p.add_argument("--block", type=int, default=None,
                    help="int8 / 1-bit elements per scale (default: the library's)")
+    p.add_argument("--compress-group", action="store_true",
+                   help="compress the level-1 group's stages too (dense only inside hosts)")
+    p.add_argument("--segment", type=int, default=None,
+                   help="hierarchical int8 / 1-bit: elements per pipeline segment (default: "
+                        "the library's, 1048576; 0: a bucket at once)")
+    p.add_argument("--no-overlap", action="store_true",
+                   help="run the pipeline's segments one stage at a time (same result)")
     p.add_argument("--powersgd-rank", type=int, default=1)
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--batch", type=int, default=64)
@@ -159,12 +166,14 @@ def main():
         else:
             comm = tc.Communicator(master_addr=os.environ["MASTER_ADDR"], master_port=port,
                                    timeout_s=a.timeout)
-        state = TopoplaceState(comm, compressor=a.compressor, hierarchical=not a.flat,
+        state = TopoplaceState(comm, compressor=a.compressor,
+                               hierarchical="group" if a.compress_group else not a.flat,
                                error_feedback=not a.no_error_feedback, start_iter=a.start_iter,
                                algorithm=a.algorithm, topk_fraction=a.topk_fraction, block=a.block,
                                async_op=not a.sync_hook, momentum=MOMENTUM if a.hook_momentum else None,
                                momentum_masking=not a.no_momentum_masking, warmup_steps=a.warmup_steps,
-                               clip_norm=a.clip_norm, per_tensor=a.per_tensor)
+                               clip_norm=a.clip_norm, per_tensor=a.per_tensor,
+                               segment=a.segment, overlap=False if a.no_overlap else None)
         ddp.register_comm_hook(state, allreduce_hook)
     elif a.backend == "powersgd":
         from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as ps
@@ -236,7 +245,7 @@ def main():
             a.name or a.backend, " ".join("%s %.2f" % kv for kv in phases.items())), flush=True)
         name = a.name or (a.backend if a.backend != "topoplace" else
                           "dense" if comp is None else
-                          "%s-%s%s%s%s" % (comp, "flat" if a.flat else "hier",
+                          "%s-%s%s%s%s" % (comp, "flat" if a.flat else "group" if a.compress_group else "hier",
                                            "-noef" if a.no_error_feedback else "",
                                            "-mom" if a.hook_momentum else "",
                                            "-nomask" if a.no_momentum_masking else ""))
@@ -246,6 +255,7 @@ def main():
                "error_feedback": not a.no_error_feedback, "start_iter": a.start_iter,
                "sync_hook": a.sync_hook, "hook_momentum": a.hook_momentum,
                "momentum_masking": not a.no_momentum_masking, "block": a.block,
+               "segment": a.segment, "overlap": not a.no_overlap,
                "lr_warmup": a.lr_warmup,
                "final_loss": stats[0].item() / world,
                "accuracy": acc, "uplink_bytes_lib": int(stats[1].item()) if topo else None,

@@ -11,6 +11,13 @@
 #   int8|1bit|topk-flat each compressor on every hop
 #   int8|1bit|topk-hier hierarchical compression: dense inside hosts and leaves, compressed
 #                       only across the up-link
+#   int8|1bit-hier-seg0 the same with each bucket in one piece (ddp_train.py --segment 0): the
+#                       hierarchical path before its pipeline, the baseline of int8|1bit-hier
+#   1bit-hier-seq       the pipeline's segments with their stages one after another
+#                       (--no-overlap; the same bits as 1bit-hier)
+#   1bit-hier-seg64k    the pipeline with 64 Ki-element segments (the default is 1 Mi)
+#   int8|1bit-group     the group level compressed too (--compress-group): dense only inside
+#                       hosts, so the host links carry the compressed size
 #   1bit|topk-hier-mom  hierarchical, the momentum applied in the hook to what is sent (ddp_train.py
 #                       --hook-momentum; top-k with DGC's momentum masking), the optimizer's off
 #   topk|1bit-hier-noef without error feedback
@@ -36,7 +43,7 @@
 #                 per step) --batch 8 --bucket-mb 1 --steps 12 --step-budget 15, 512 training and
 #                 held-out samples per rank (the full-set loss at hidden 2048 would take longer
 #                 than the training), and the runs "compute gloo dense int8-hier 1bit-hier
-#                 topk-hier"; options after it override these. Without it: the
+#                 topk-hier 1bit-hier-seg0 1bit-group"; options after it override these. Without it: the
 #                 convergence-oriented defaults below (compute is a large share of gloo's step)
 #   --json FILE   {"format":"topoplace-ddp-bench/1","runs":[{"name","compressor","hierarchical",
 #                 "final_loss","accuracy","uplink_bytes","step_s", ...}, ...]}: uplink_bytes from
@@ -84,7 +91,7 @@ while [ $# -gt 0 ]; do
 	--json) json=$2; shift 2 ;;
 	--comm-bound)
 		hidden=2048 batch=8 bucket=1 steps=12 budget=15 data="--samples 512 --holdout 512" mode=comm-bound
-		only="compute gloo dense int8-hier 1bit-hier topk-hier"
+		only="compute gloo dense int8-hier 1bit-hier topk-hier 1bit-hier-seg0 1bit-group"
 		shift ;;
 	--steps) steps=$2; shift 2 ;;
 	--hidden) hidden=$2; shift 2 ;;
@@ -113,6 +120,10 @@ int8-flat:topoplace:--compressor,int8,--flat 1bit-flat:topoplace:--compressor,1b
 topk-flat:topoplace:--compressor,topk,--flat
 int8-hier:topoplace:--compressor,int8 1bit-hier:topoplace:--compressor,1bit
 topk-hier:topoplace:--compressor,topk
+int8-hier-seg0:topoplace:--compressor,int8,--segment,0 1bit-hier-seg0:topoplace:--compressor,1bit,--segment,0
+1bit-hier-seq:topoplace:--compressor,1bit,--no-overlap
+1bit-hier-seg64k:topoplace:--compressor,1bit,--segment,65536
+int8-group:topoplace:--compressor,int8,--compress-group 1bit-group:topoplace:--compressor,1bit,--compress-group
 1bit-hier-mom:topoplace:--compressor,1bit,--hook-momentum
 topk-hier-mom:topoplace:--compressor,topk,--hook-momentum
 1bit-hier-noef:topoplace:--compressor,1bit,--no-error-feedback

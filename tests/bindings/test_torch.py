@@ -268,6 +268,21 @@ def check_compression(c, tc, comm, rank):
             comm.all_reduce(mx, op="max")
             comm.all_reduce(mn, op="min")
             c.ok(torch.equal(mx, mn), "%s hierarchical=%s: the same result on every rank" % (k, hier))
+    # the segment pipeline through the binding: overlapped and one stage at
+    # a time give the same bits; hierarchical="group" runs; bad values raise
+    got = []
+    for key, overlap in ((90, True), (91, False)):
+        t = data[rank].clone()
+        comm.all_reduce(t, op="avg", compressor="int8", key=key, segment=1024, overlap=overlap)
+        got.append(t)
+    c.ok(torch.equal(got[0], got[1]), "int8 segment=1024: overlap on and off give the same bits")
+    t = data[rank].clone()
+    comm.all_reduce(t, op="avg", compressor="1bit", hierarchical="group", key=92)
+    c.ok(bool(torch.isfinite(t).all()), "1bit hierarchical='group' runs")
+    c.raises(ValueError, "segment", "negative segment rejected", comm.all_reduce, torch.zeros(4),
+             compressor="int8", segment=-1)
+    c.raises(ValueError, "hierarchical", "bad hierarchical rejected", comm.all_reduce, torch.zeros(4),
+             compressor="int8", hierarchical="leaf")
 
 
 class FakeBucket:

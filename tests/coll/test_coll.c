@@ -1761,6 +1761,121 @@ static void test_comp_cross_bytes(void **s)
 	tp_plan_destroy(p);
 }
 
+/* ---- the pipelined hierarchical compressed all-reduce ---------------- */
+
+enum { PIPE_N = 40000 + 13, PIPE_SEG = 2048 };
+
+static int pipe_call(tp_coll_comm_t *c, tp_coll_comp_t kind, float *b,
+		     size_t seg, bool overlap, uint64_t key)
+{
+	tp_coll_comp_opts_t o;
+	tp_err_t err;
+
+	tp_coll_comp_opts_defaults(&o);
+	o.kind = kind;
+	o.segment = seg;
+	o.overlap = overlap;
+	err = tp_coll_allreduce_compressed(c, b, PIPE_N, TP_COLL_SUM, &o, key);
+	return err ? call_failed(c, "allreduce_compressed", err) : 0;
+}
+
+/* Three calls of int8 and 1-bit with error feedback, pipelined and with
+ * every stage run alone (overlap off, fresh keys): the
+ * same bits on every call, within the one-call bound of the dense sum,
+ * and the same on every rank. */
+static int pipe_rank(tp_coll_comm_t *c, void *arg)
+{
+	static float a[PIPE_N], b[PIPE_N];
+	int n = tp_coll_comm_size(c), me = tp_coll_comm_rank(c), rc;
+
+	(void)arg;
+	for (int kind = 1; kind <= 2; kind++) {
+		comp_case_t k = {(tp_coll_comp_t)kind, TP_COLL_LEVEL_CROSS,
+				 false};
+		for (int call = 0; call < 3; call++) {
+			for (size_t i = 0; i < PIPE_N; i++)
+				a[i] = b[i] =
+				    (float)input(me + call, i, TP_COLL_FP32);
+			if ((rc = pipe_call(c, k.kind, a, PIPE_SEG, true,
+					    10 + kind)) ||
+			    (rc = pipe_call(c, k.kind, b, PIPE_SEG, false,
+					    20 + kind)))
+				return rc;
+			if (memcmp(a, b, sizeof(a))) {
+				fprintf(stderr,
+					"# rank %d: %s call %d: "
+					"pipelined != one at a time\n",
+					me, tp_coll_comp_name(k.kind), call);
+				return 2;
+			}
+			for (size_t i = 0; i < PIPE_N && call == 0; i++)
+				if (!(fabs(a[i] -
+					   (double)reference(n, i, TP_COLL_FP32,
+							     TP_COLL_SUM)) <=
+				      comp_bound(&k, n, 2.0 * n)))
+					return 3;
+			if (same_everywhere(c, a, PIPE_N))
+				return 4;
+		}
+	}
+	return 0;
+}
+
+/* Every rank sends +-1 with the same sign at each position, so each
+ * group's dense sum has one magnitude and 1-bit carries it exactly: the
+ * result must be exactly ranks x sign, a check of where every segment's
+ * exchange lands (one segment's result in another's place fails it), in
+ * a call pipelined over many segments and in one of a single piece. */
+static float pipe_sign(size_t i)
+{
+	return (i * 0x9e3779b97f4a7c15ull) >> 63 ? -1.0f : 1.0f;
+}
+
+static int order_rank(tp_coll_comm_t *c, void *arg)
+{
+	static float b[PIPE_N];
+	int n = tp_coll_comm_size(c), rc;
+	const size_t segs[3] = {PIPE_SEG, 3 * PIPE_SEG, 0};
+
+	(void)arg;
+	for (int t = 0; t < 3; t++) {
+		for (size_t i = 0; i < PIPE_N; i++)
+			b[i] = pipe_sign(i);
+		if ((rc = pipe_call(c, TP_COLL_COMP_1BIT, b, segs[t], true,
+				    30 + t)))
+			return rc;
+		for (size_t i = 0; i < PIPE_N; i++)
+			if (b[i] != (float)n * pipe_sign(i)) {
+				fprintf(stderr,
+					"# rank %d: segment %zu: [%zu] = %g, "
+					"want %g\n",
+					tp_coll_comm_rank(c), segs[t], i, b[i],
+					(float)n * pipe_sign(i));
+				return 5;
+			}
+	}
+	return 0;
+}
+
+/* 4 hosts x 2 ranks in 2 groups, over shm and TCP, and 4 rails (several
+ * cross rings per rank). */
+static void test_comp_pipeline(void **s)
+{
+	tp_plan_t *p = plan_on(coll_fabric(), 4, 2, 0);
+	tp_plan_t *q = plan_on(coll_fabric_nics(), 4, 4, 0);
+
+	(void)s;
+	run_ranks_ok(p, 20, 1024, pipe_rank, NULL, 120, "pipeline");
+	run_ranks_ok(p, 20, 1024, order_rank, NULL, 60, "segment order");
+	setenv("TOPOPLACE_COLL_SHM", "0", 1);
+	run_ranks_ok(p, 20, 1024, pipe_rank, NULL, 120, "pipeline (TCP)");
+	unsetenv("TOPOPLACE_COLL_SHM");
+	run_ranks_ok(q, 20, 1024, pipe_rank, NULL, 120, "pipeline, rails");
+	run_ranks_ok(q, 20, 1024, order_rank, NULL, 60, "order, rails");
+	tp_plan_destroy(p);
+	tp_plan_destroy(q);
+}
+
 /* Ranks that disagree (block 128 against 256) fail at the first header
  * they read, naming the peer; nobody hangs. */
 static int mismatch_rank(tp_coll_comm_t *c, void *arg)
@@ -1829,6 +1944,7 @@ int main(void)
 	    cmocka_unit_test(test_comp_nan),
 	    cmocka_unit_test(test_comp_cross_bytes),
 	    cmocka_unit_test(test_comp_mismatch),
+	    cmocka_unit_test(test_comp_pipeline),
 	};
 
 	signal(SIGPIPE, SIG_DFL);     /* the library must not need SIG_IGN */

@@ -238,7 +238,7 @@ class Communicator:
         """all_reduce(tensor, op="sum", algorithm="auto", compressor=None,
         hierarchical=True, error_feedback=True, key=0, block=None,
         topk_fraction=None, stochastic=None, seed=None, momentum=None,
-        momentum_masking=True)
+        momentum_masking=True, segment=None, overlap=None)
 
         Reduce `tensor` over all ranks, in place; returns it.
 
@@ -249,7 +249,10 @@ class Communicator:
         (per-block fp32 scale), "1bit" (sign and per-block mean magnitude)
         or "topk" (topk_fraction of the entries, default 1%).
         hierarchical: compress only between level-1 groups (dense and
-        exact inside hosts and groups); False compresses every level.
+        exact inside hosts and groups); "group": the group level's
+        reduce-scatter and all-gather too (dense only inside hosts; the
+        host links then carry the compressed size); False compresses
+        every level.
         error_feedback: keep this buffer's compression error and add it
         back next time; the communicator keeps it under `key`, so every
         distinct buffer (gradient bucket) needs its own key, the same on
@@ -259,6 +262,12 @@ class Communicator:
         in the library, which keeps the velocity under `key` where this
         rank compresses and, with momentum_masking, clears it where this
         rank sent; the result is the averaged velocity (see tp_coll.h).
+        segment (hierarchical int8 / 1-bit): elements per pipeline segment
+        (library default 1048576; 0: the whole tensor at once): the
+        compressed exchange across groups of one segment runs while the
+        host and group links carry the dense stages of its neighbours.
+        overlap=False runs the segments' stages one after another (the
+        same result; to measure what the pipeline gains).
         """
         return self._run(self._all_reduce_call(tensor, *args, **kw))
 
@@ -280,7 +289,7 @@ class Communicator:
 
     def _all_reduce_call(self, tensor, op="sum", algorithm="auto", compressor=None, hierarchical=True,
                          error_feedback=True, key=0, block=None, topk_fraction=None, stochastic=None,
-                         seed=None, momentum=None, momentum_masking=True):
+                         seed=None, momentum=None, momentum_masking=True, segment=None, overlap=None):
         """Check the arguments; the library call as a function of none."""
         compressed = compressor not in (None, "none")
         dt = _dtype_code(tensor, compressed)
@@ -301,7 +310,12 @@ class Communicator:
         c = _lib.CompOpts()
         _lib.LIB.tp_coll_comp_opts_defaults(ctypes.byref(c))
         c.kind = kind
-        c.levels = _lib.LEVEL_CROSS if hierarchical else (_lib.LEVEL_HOST | _lib.LEVEL_GROUP | _lib.LEVEL_CROSS)
+        if hierarchical == "group":
+            c.levels = _lib.LEVEL_GROUP | _lib.LEVEL_CROSS
+        elif hierarchical in (True, False):
+            c.levels = _lib.LEVEL_CROSS if hierarchical else (_lib.LEVEL_HOST | _lib.LEVEL_GROUP | _lib.LEVEL_CROSS)
+        else:
+            raise ValueError("hierarchical must be True, False or 'group', got %r" % (hierarchical,))
         c.error_feedback = bool(error_feedback)
         if block is not None:
             c.block = int(block)
@@ -314,6 +328,12 @@ class Communicator:
         if momentum is not None:
             c.momentum = float(momentum)
         c.momentum_masking = bool(momentum_masking)
+        if segment is not None:
+            if int(segment) < 0:
+                raise ValueError("segment must be >= 0, got %r" % (segment,))
+            c.segment = int(segment)
+        if overlap is not None:
+            c.overlap = bool(overlap)
         key = int(key)
 
         def compressed_call():

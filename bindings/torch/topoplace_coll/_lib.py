@@ -50,6 +50,8 @@ class CompOpts(ctypes.Structure):
         ("seed", ctypes.c_uint64),
         ("momentum", ctypes.c_float),
         ("momentum_masking", ctypes.c_bool),
+        ("segment", ctypes.c_size_t),
+        ("overlap", ctypes.c_bool),
     ]
 
 

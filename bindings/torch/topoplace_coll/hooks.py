@@ -34,9 +34,13 @@ returns its Future at once, so the bucket's all-reduce runs while
 autograd computes the next buckets' gradients; DDP waits for the Futures
 at the end of backward. DDP calls the hook for its buckets in index
 order on every rank, and the thread runs them in that order, so every
-rank issues the same library calls in the same order. async_op=False
-reduces on the autograd thread and returns a completed Future (no
-overlap).
+rank issues the same library calls in the same order. One call runs at
+a time: bucket k+1's all-reduce starts when bucket k's is done. Inside
+one hierarchical int8 / 1-bit call the library pipelines the bucket by
+segments (segment=, overlap=; see Communicator.all_reduce), so a large
+bucket's exchange across groups runs behind its own in-group stages.
+async_op=False reduces on the autograd thread and returns a completed
+Future (no overlap).
 
 Momentum in the hook (momentum=M): compressing the gradient and then
 applying momentum SGD to the compressed average lets the optimizer's
@@ -91,13 +95,17 @@ class TopoplaceState:
                     the same rank order as the process group (the SPANK
                     plugin's TOPOPLACE_RANK; pass it as torch's rank too)
     compressor      None (dense), "int8", "1bit" or "topk"
-    hierarchical    compress only across level-1 groups (True) or every hop
+    hierarchical    compress only across level-1 groups (True), across and
+                    inside them ("group": dense only inside hosts) or
+                    every hop
     error_feedback  keep and re-add each bucket's compression error
     start_iter      synchronised steps reduced dense before compression
                     starts (PowerSGD's start_powerSGD_iter; default 0)
     algorithm       dense algorithm: "auto", "ring", "hierarchical", "tree"
-    block, topk_fraction, stochastic, seed
-                    compressor parameters (library defaults when None)
+    block, topk_fraction, stochastic, seed, segment, overlap
+                    compressor parameters (library defaults when None;
+                    segment and overlap: the hierarchical int8 / 1-bit
+                    pipeline, see Communicator.all_reduce)
     key_base        added to every error-feedback key: separates the
                     residuals of two DDP models sharing one communicator
     async_op        reduce on the communicator's progress thread,
@@ -126,7 +134,7 @@ class TopoplaceState:
     def __init__(self, comm, compressor=None, hierarchical=True, error_feedback=True, start_iter=0,
                  algorithm="auto", block=None, topk_fraction=None, stochastic=None, seed=None,
                  key_base=0, async_op=True, momentum=None, momentum_masking=True, warmup_steps=0,
-                 clip_norm=None, per_tensor=False):
+                 clip_norm=None, per_tensor=False, segment=None, overlap=None):
         _choice(_lib.COMPRESSORS, compressor, "compressor")
         _choice(_lib.ALGOS, algorithm, "algorithm")
         if compressor == "none":
@@ -147,12 +155,14 @@ class TopoplaceState:
             raise ValueError("per_tensor: for compressor='topk' only")
         self.comm = comm
         self.compressor = compressor
-        self.hierarchical = bool(hierarchical)
+        if hierarchical not in (True, False, "group"):
+            raise ValueError("hierarchical must be True, False or 'group', got %r" % (hierarchical,))
+        self.hierarchical = hierarchical if hierarchical == "group" else bool(hierarchical)
         self.error_feedback = bool(error_feedback)
         self.start_iter = int(start_iter)
         self.algorithm = algorithm
         self.params = {"block": block, "topk_fraction": topk_fraction, "stochastic": stochastic,
-                       "seed": seed}
+                       "seed": seed, "segment": segment, "overlap": overlap}
         self.key_base = int(key_base)
         self.async_op = bool(async_op)
         self.momentum = None if momentum is None else float(momentum)
