@@ -7,11 +7,12 @@
 # opensm is stopped, node001's port gets LID 200 (ibsim's Baselid) and a
 # new opensm starts without the first one's cache (a failover to an SM
 # that does not know the old LIDs): it keeps 200 and routes it. No switch
-# port changes, so no topology check walks the fabric. Before the fix the
-# monitor asked LID 3 for ever: the link stayed at health 0.5 "b end up
-# but not answering" (the state bench_health_select.sh once saw for 6
-# min). Now the monitor must log the new LID and the link be healthy
-# within 4 s of opensm's first sweep, and still be 3 s later.
+# port changes, so no topology check walks the fabric: only the sweeps'
+# own directed-route query can find the new LID. Checked: the monitor
+# logs "LID OLD -> 200" for node001's link and the link is healthy within
+# 3 sweep periods of opensm's sweep (bound below; a monitor that keeps
+# asking the old LID holds the link at 0.5 "b end up but not answering"
+# for ever, so any bound fails it), and still healthy 3 s later.
 # Needs ibsim-utils, libumad2sim0, opensm, jq and a build with libibmad;
 # exits 77 (skip) without them.
 set -eu
