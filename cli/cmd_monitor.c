@@ -63,10 +63,11 @@ static const char monitor_usage[] =
     "fabric; FABRIC.json is never rewritten); gone, back, moved and new\n"
     "links are logged on stderr, and --diff-out FILE receives the last\n"
     "comparison as topoplace-diff/1 JSON. The walk at start is compared too.\n"
-    "A link end up but not answering (rule 1b) is asked its LID by directed\n"
-    "route every 2nd such sweep (a subnet manager may have given it a new\n"
-    "one; then it is taken at once), and the fabric is walked at once after\n"
-    "8, 16, 32 ... such sweeps in a row (unless --rediscover is 0).\n"
+    "A link end up but not answering (rule 1b) is asked its GUID and LID by\n"
+    "directed route every 2nd such sweep (a subnet manager may have given it\n"
+    "a new LID; then it is taken at once, for a switch on all its ports),\n"
+    "and the fabric is walked at once after 8, 16, 32 ... such sweeps in a\n"
+    "row, or when the route reaches another node (unless --rediscover is 0).\n"
     "\n"
     "  --rediscover S  seconds between topology checks (0: never)\n"
     "  --diff-out FILE the last topology comparison (JSON)\n"
@@ -605,7 +606,8 @@ static void maybe_rediscover(run_t *r, const args_t *a, bool stale)
 	if (wanted)
 		fprintf(stderr,
 			"topoplace monitor: walking the fabric: a link "
-			"end up but not answering for %d+ sweeps\n",
+			"end up but not answering for %d+ sweeps, or its "
+			"directed route reaching another node\n",
 			TP_HEALTH_WALK_MISSES);
 	if ((err = tp_health_sweep_rediscover(r->sw))) {
 		tp_cli_err("warning: re-discovery failed: %s; the last walk's "

@@ -246,3 +246,13 @@ unsigned tp_health_silent_action(unsigned misses)
 		act |= TP_HEALTH_SILENT_WALK;
 	return act;
 }
+
+tp_health_relid_t tp_health_relid_verdict(uint64_t guid, uint64_t answer_guid,
+					  unsigned lid, unsigned new_lid)
+{
+	if (answer_guid != guid)
+		return TP_HEALTH_RELID_OTHER_NODE;
+	if (!new_lid)
+		return TP_HEALTH_RELID_NO_LID;
+	return new_lid == lid ? TP_HEALTH_RELID_SAME : TP_HEALTH_RELID_NEW;
+}

@@ -20,15 +20,23 @@
  *   and no walk would ever come (a link held degraded for ever: the
  *   signature of a stall bench_health_select.sh saw once).
  *   tp_health_silent_action()
- *   says when such an end's node is asked its PortInfo by directed route
- *   along the last walk's path (a new LID is taken and the node asked
- *   again in the same sweep; a node silent by directed route too costs
- *   one more query timeout each time) and when a walk is wanted (the LID
- *   right but not routed, the path stale: a host moved), with a backoff
- *   so that a host hung for good is not walked for every few sweeps. An
- *   end that answers by directed route at the same LID is logged with
- *   its neighbour switch's forwarding entry for that LID: evidence of
- *   what the subnet manager did, for a stall nobody watched.
+ *   says when such an end's node is asked its NodeInfo and PortInfo by
+ *   directed route along the last walk's path (a node silent by directed
+ *   route too costs one more query timeout each time) and when a walk is
+ *   wanted (the LID right but not routed), with a backoff so that a host
+ *   hung for good is not walked for every few sweeps.
+ *   tp_health_relid_verdict() reads the answer. The path may be stale (a
+ *   host moved, a cable changed): a LID is taken only from the node whose
+ *   GUID the end has; another node wants a walk at once and its path is
+ *   not asked again until a walk gives a new one. A new LID is taken and
+ *   the node asked again in the same sweep; a switch's LID is the
+ *   switch's, so all its ends and the cheap check take it at once (one
+ *   log line, not one per port; a switch-switch link whose two ends were
+ *   renumbered is fixed through another link of either switch). An end
+ *   that answers at the same LID is logged with its neighbour switch's
+ *   forwarding entry for that LID: evidence of what the subnet manager
+ *   did, for a stall nobody watched; one with no LID yet (port Init) has
+ *   no entry to ask.
  * - MAD agents are unregistered before their port closes. The kernel
  *   frees a closed fd's agents, but libumad2sim (ibsim) frees only one per
  *   fd: libibmad's close and libibnetdisc's walk each left agents behind,
@@ -80,6 +88,7 @@ typedef struct end {
 	bool sw;      /* a switch: PMA and PortInfo ask its port k->port */
 	uint8_t cap[IB_SMP_DATA_SIZE]; /* a switch's port 0 PortInfo */
 	ib_dr_path_t dr; /* the walk's directed route to the node */
+	bool dr_stale;	 /* dr reached another node: not asked till a walk */
 	unsigned misses; /* sweeps in a row "up but not answering" */
 } end_t;
 
@@ -401,27 +410,53 @@ static int peer_forwards(tp_health_sweep_t *s, size_t l, int e, unsigned lid)
 	return lft[lid % 64];
 }
 
-/* Ask end e of link l for its LID by directed route (a host its port, a
- * switch its port 0) and take it when it moved; true when it did. say:
- * log what was found when the LID did not move (a new LID is always
- * logged). */
+/* A switch has one LID for all its ports: every end on switch guid, and
+ * the switch itself (the cheap check's baseline), take lid. */
+static void set_switch_lid(tp_health_sweep_t *s, uint64_t guid, uint16_t lid)
+{
+	size_t nl = tp_fabric_nlinks(s->f);
+
+	for (size_t i = 0; i < 2 * nl; i++) {
+		const tp_link_t *k = tp_fabric_link(s->f, i / 2);
+		int e = (int)(i % 2);
+		if (k->kind[e] == TP_NODE_SWITCH &&
+		    tp__health_end_guid(s->f, k, e) == guid)
+			s->ends[i].lid = lid;
+	}
+	for (size_t i = 0; i < tp_fabric_nswitches(s->f); i++)
+		if (tp_fabric_switch(s->f, i)->guid == guid)
+			s->sw_lid[i] = lid;
+}
+
+/* Ask end e of link l by directed route which node it is and its LID (a
+ * host its port's, a switch its port 0's), and take a new LID; true when
+ * it did. say: log what was found when nothing was taken (a new LID and
+ * a path reaching another node are always logged). */
 static bool relearn_lid(tp_health_sweep_t *s, size_t l, int e, bool say)
 {
 	const tp_link_t *k = tp_fabric_link(s->f, l);
 	end_t *d = &s->ends[2 * l + e];
-	uint8_t info[IB_SMP_DATA_SIZE];
+	uint64_t guid = tp__health_end_guid(s->f, k, e), got;
+	uint8_t node[IB_SMP_DATA_SIZE], info[IB_SMP_DATA_SIZE];
 	ib_portid_t id;
 	unsigned lid, state;
+	bool ok;
 	char name[96];
 
 	tp__health_end_name(s->f, k, e, name, sizeof(name));
 	memset(&id, 0, sizeof(id));
 	id.drpath = d->dr;
 	id.drpath.drslid = id.drpath.drdlid = 0xffff;
+	memset(node, 0, sizeof(node));
 	memset(info, 0, sizeof(info));
-	if (!smp_query_via(info, &id, IB_ATTR_PORT_INFO,
-			   d->sw ? 0 : (unsigned)k->port[e], MAD_TIMEOUT_MS,
-			   s->mad)) {
+	ok = smp_query_via(node, &id, IB_ATTR_NODE_INFO, 0, MAD_TIMEOUT_MS,
+			   s->mad) != NULL;
+	got = mad_get_field64(node, 0, IB_NODE_GUID_F);
+	if (ok && got == guid)
+		ok = smp_query_via(info, &id, IB_ATTR_PORT_INFO,
+				   d->sw ? 0 : (unsigned)k->port[e],
+				   MAD_TIMEOUT_MS, s->mad) != NULL;
+	if (!ok) {
 		if (say)
 			tp__log(TP_LOG_WARN,
 				"health sweep: link %zu: %s answers neither at "
@@ -430,25 +465,52 @@ static bool relearn_lid(tp_health_sweep_t *s, size_t l, int e, bool say)
 		return false;
 	}
 	lid = mad_get_field(info, 0, IB_PORT_LID_F);
-	if (lid && lid != d->lid) {
+	state = mad_get_field(info, 0, IB_PORT_STATE_F);
+	switch (tp_health_relid_verdict(guid, got, d->lid, lid)) {
+	case TP_HEALTH_RELID_OTHER_NODE:
+		d->dr_stale = true;
+		s->want_walk = true;
+		tp__log(TP_LOG_WARN,
+			"health sweep: link %zu: %s: the last walk's directed "
+			"route to it reaches node 0x%016llx now (a host moved "
+			"or a cable changed): a walk is wanted",
+			l, name, (unsigned long long)got);
+		return false;
+	case TP_HEALTH_RELID_NEW:
 		tp__log(TP_LOG_WARN,
 			"health sweep: link %zu: %s LID %u -> %u (the "
-			"subnet manager gave it a new one)",
-			l, name, d->lid, lid);
-		d->lid = (uint16_t)lid;
+			"subnet manager gave it a new one)%s",
+			l, name, d->lid, lid,
+			d->sw ? "; taken for every port of the switch" : "");
+		if (d->sw)
+			set_switch_lid(s, guid, (uint16_t)lid);
+		else
+			d->lid = (uint16_t)lid;
 		return true;
-	}
-	if (!say)
+	case TP_HEALTH_RELID_NO_LID:
+		if (say)
+			tp__log(
+			    TP_LOG_WARN,
+			    "health sweep: link %zu: %s answers by directed "
+			    "route (port %s) but has no LID yet, %u silent "
+			    "sweeps: the subnet manager has not swept it "
+			    "(yet)",
+			    l, name, port_state[state & 7], d->misses);
 		return false;
-	state = mad_get_field(info, 0, IB_PORT_STATE_F);
-	tp__log(TP_LOG_WARN,
-		"health sweep: link %zu: %s answers by directed route (LID %u, "
-		"port %s) but not at its LID, %d silent sweeps: not routed "
-		"by the subnet manager (yet); the switch at its other end "
-		"forwards LID %u to port %d (-1: no answer), the link is "
-		"its port %d",
-		l, name, lid, port_state[state & 7], d->misses, lid,
-		peer_forwards(s, l, e, lid), k->port[!e]);
+	case TP_HEALTH_RELID_SAME:
+		if (say)
+			tp__log(
+			    TP_LOG_WARN,
+			    "health sweep: link %zu: %s answers by directed "
+			    "route (LID %u, port %s) but not at its LID, %u "
+			    "silent sweeps: not routed by the subnet manager "
+			    "(yet); the switch at its other end forwards LID "
+			    "%u to port %d (-1: no answer), the link is its "
+			    "port %d",
+			    l, name, lid, port_state[state & 7], d->misses, lid,
+			    peer_forwards(s, l, e, lid), k->port[!e]);
+		return false;
+	}
 	return false;
 }
 
@@ -550,7 +612,7 @@ static void recheck_silent(tp_health_sweep_t *s, size_t l, int e,
 		return;
 	}
 	act = tp_health_silent_action(++d->misses);
-	if (d->lid && (act & TP_HEALTH_SILENT_RELID) &&
+	if (d->lid && !d->dr_stale && (act & TP_HEALTH_SILENT_RELID) &&
 	    relearn_lid(s, l, e,
 			d->misses == TP_HEALTH_RELID_MISSES ||
 			    (act & TP_HEALTH_SILENT_WALK)))

@@ -222,6 +222,23 @@ enum {
 };
 unsigned tp_health_silent_action(unsigned misses);
 
+/* What a silent end's node answered by directed route along the last
+ * walk's path, as the sweep reads it: guid the end's node in the model,
+ * answer_guid the GUID in the NodeInfo that came back, lid the LID the
+ * sweep asks it at, new_lid the LID in its PortInfo by that path (not
+ * asked, 0, when the GUID differs). The GUID is judged first: a LID from
+ * another node (a host moved, a cable changed) is never taken. Pure. */
+typedef enum tp_health_relid {
+	TP_HEALTH_RELID_OTHER_NODE, /* another node answers: the path is
+				     * stale, a walk is wanted */
+	TP_HEALTH_RELID_NO_LID,	    /* no LID yet (port Init, the subnet
+				     * manager has not swept it) */
+	TP_HEALTH_RELID_SAME,	    /* the same LID: not routed (yet) */
+	TP_HEALTH_RELID_NEW,	    /* a new LID: take it */
+} tp_health_relid_t;
+tp_health_relid_t tp_health_relid_verdict(uint64_t guid, uint64_t answer_guid,
+					  unsigned lid, unsigned new_lid);
+
 /* ---- sweeps (libibmad; TP_ERR_UNSUPPORTED when built without it) ------- */
 
 typedef struct tp_health_sweep tp_health_sweep_t;

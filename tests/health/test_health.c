@@ -668,6 +668,35 @@ static void test_silent_action(void **unused)
 	assert_int_equal(walks, 4);
 }
 
+/* A silent end's directed-route answer: a LID is taken only from the
+ * node the end is (the walk's path may now reach another), LID 0 is no
+ * LID yet, the same LID is not routed. */
+static void test_relid_verdict(void **unused)
+{
+	const uint64_t g = 0x0002c90300000001ull;
+	const struct {
+		uint64_t answer;
+		unsigned new_lid;
+		tp_health_relid_t want;
+	} cases[] = {
+	    {g, 200, TP_HEALTH_RELID_NEW},
+	    {g, 3, TP_HEALTH_RELID_SAME},
+	    {g, 0, TP_HEALTH_RELID_NO_LID},
+	    /* another node: whatever LID it has, the GUID decides */
+	    {g + 1, 200, TP_HEALTH_RELID_OTHER_NODE},
+	    {g + 1, 3, TP_HEALTH_RELID_OTHER_NODE},
+	    {g + 1, 0, TP_HEALTH_RELID_OTHER_NODE},
+	    /* no NodeInfo answer leaves GUID 0: never this end */
+	    {0, 200, TP_HEALTH_RELID_OTHER_NODE},
+	};
+
+	(void)unused;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
+		assert_int_equal(tp_health_relid_verdict(g, cases[i].answer, 3,
+							 cases[i].new_lid),
+				 cases[i].want);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -687,6 +716,7 @@ int main(void)
 	    cmocka_unit_test(test_diff_moved),
 	    cmocka_unit_test(test_diff_unseen),
 	    cmocka_unit_test(test_silent_action),
+	    cmocka_unit_test(test_relid_verdict),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
