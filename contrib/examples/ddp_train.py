@@ -121,7 +121,10 @@ def parse():
     p.add_argument("--plan", default=None, help="plan file (default: $TOPOPLACE_PLAN)")
     p.add_argument("--timeout", type=float, default=120.0,
                    help="seconds a collective may wait before it fails (gloo and the library)")
-    return p.parse_args()
+    a = p.parse_args()
+    if a.flat and a.compress_group:
+        p.error("--flat and --compress-group: choose one (--flat compresses every level)")
+    return a
 
 
 IN, CLASSES, MOMENTUM = 64, 10, 0.9
@@ -252,6 +255,7 @@ def main():
         res = {"name": name, "backend": a.backend, "compressor": comp if topo else
                ("powersgd" if a.backend == "powersgd" else None),
                "hierarchical": bool(topo and comp is not None and not a.flat),
+               "compress_group": bool(topo and comp is not None and a.compress_group),
                "error_feedback": not a.no_error_feedback, "start_iter": a.start_iter,
                "sync_hook": a.sync_hook, "hook_momentum": a.hook_momentum,
                "momentum_masking": not a.no_momentum_masking, "block": a.block,

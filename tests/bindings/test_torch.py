@@ -281,6 +281,10 @@ def check_compression(c, tc, comm, rank):
     c.ok(bool(torch.isfinite(t).all()), "1bit hierarchical='group' runs")
     c.raises(ValueError, "segment", "negative segment rejected", comm.all_reduce, torch.zeros(4),
              compressor="int8", segment=-1)
+    c.raises(ValueError, "segment", "bool segment rejected", comm.all_reduce, torch.zeros(4),
+             compressor="int8", segment=True)
+    c.raises(ValueError, "overlap", "overlap=1 rejected", comm.all_reduce, torch.zeros(4),
+             compressor="int8", overlap=1)
     c.raises(ValueError, "hierarchical", "bad hierarchical rejected", comm.all_reduce, torch.zeros(4),
              compressor="int8", hierarchical="leaf")
 

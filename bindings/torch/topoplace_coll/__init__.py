@@ -120,6 +120,17 @@ def _choice(table, value, what):
                          % (what, value, ", ".join(str(k) for k in table if k is not None))) from None
 
 
+def _pipeline_opts(segment, overlap):
+    """segment (an int in [0, 2**63), None: the library's) and overlap (True, False or None),
+    checked where they are given rather than at the first bucket."""
+    if segment is not None and (isinstance(segment, bool) or not isinstance(segment, int) or
+                                not 0 <= segment < 2 ** 63):
+        raise ValueError("segment must be an int in [0, 2**63), got %r" % (segment,))
+    if not any(overlap is v for v in (None, True, False)):
+        raise ValueError("overlap must be True, False or None, got %r" % (overlap,))
+    return segment, overlap
+
+
 def _plan_groups(path):
     """rank -> level-1 group id, from a topoplace-plan/1 file."""
     with open(path) as f:
@@ -328,12 +339,11 @@ class Communicator:
         if momentum is not None:
             c.momentum = float(momentum)
         c.momentum_masking = bool(momentum_masking)
+        segment, overlap = _pipeline_opts(segment, overlap)
         if segment is not None:
-            if int(segment) < 0:
-                raise ValueError("segment must be >= 0, got %r" % (segment,))
-            c.segment = int(segment)
+            c.segment = segment
         if overlap is not None:
-            c.overlap = bool(overlap)
+            c.overlap = overlap
         key = int(key)
 
         def compressed_call():

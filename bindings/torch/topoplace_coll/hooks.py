@@ -83,7 +83,7 @@ import time
 
 import torch
 
-from . import CompressionUnavailable, _choice, _lib, have_compression
+from . import CompressionUnavailable, _choice, _lib, _pipeline_opts, have_compression
 
 __all__ = ["TopoplaceState", "allreduce_hook"]
 
@@ -151,6 +151,7 @@ class TopoplaceState:
             raise ValueError("warmup_steps=%r: >= 0, for compressor='topk' only" % (warmup_steps,))
         if clip_norm is not None and (compressor != "topk" or not float(clip_norm) > 0.0):
             raise ValueError("clip_norm=%r: > 0, for compressor='topk' only" % (clip_norm,))
+        segment, overlap = _pipeline_opts(segment, overlap)
         if per_tensor and compressor != "topk":
             raise ValueError("per_tensor: for compressor='topk' only")
         self.comm = comm
