@@ -261,14 +261,16 @@ struct tp_coll_comm {
 
 	/* Compressed all-reduce (compress.c): level-1 group of each rank
 	 * (the hierarchical schedule's), error-feedback state per key, and
-	 * the message buffer (grown on demand). */
+	 * the message buffers, one per stage (grown on demand), so the
+	 * group level's stages can run while the cross exchange holds its. */
 	uint32_t *group_of; /* [rank] */
 	bool groups_even;   /* every group has as many hosts */
 	struct tp__coll_ef *ef;
-	char *cmsg;
-	size_t cmsg_cap;
+	char *cmsg[2];
+	size_t cmsg_cap[2];
 	/* Work run behind the ring phases (compress.c's pipeline): the ring
-	 * loops call bg(c, bg_arg) before they wait on the transport. */
+	 * loops and the compressed stages run to their end call bg(c,
+	 * bg_arg) before they wait on the transport. */
 	tp_err_t (*bg)(tp_coll_comm_t *c, void *arg);
 	void *bg_arg;
 };
@@ -432,9 +434,9 @@ tp_err_t tp__coll_comp_ring_stage(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 /* The int8 / 1-bit reduce-scatter (ag 0) or all-gather (ag 1) of ring r
  * as a step machine, for running it behind other transfers: start posts
  * its first step, poll moves it on when that step's messages are done
- * (call it, then the transport's progress, until done). It holds the
- * communicator's message buffer (c->cmsg) until done: one at a time, and
- * no other compressed stage meanwhile. */
+ * (call it, then the transport's progress, until done). It holds stage
+ * st's message buffer (c->cmsg[st]) until done: one at a time per stage,
+ * and no other compressed stage of st meanwhile. */
 typedef struct tp__coll_comp_op {
 	const tp__coll_ring_t *r;
 	tp__coll_comp_call_t *k;

@@ -84,9 +84,11 @@ void tp_coll_comm_comp_reset(tp_coll_comm_t *c)
 void tp__coll_comp_free(tp_coll_comm_t *c)
 {
 	tp_coll_comm_comp_reset(c);
-	tp_free(c->cmsg);
-	c->cmsg = NULL;
-	c->cmsg_cap = 0;
+	for (int st = 0; st < 2; st++) {
+		tp_free(c->cmsg[st]);
+		c->cmsg[st] = NULL;
+		c->cmsg_cap[st] = 0;
+	}
 }
 
 /* The key's state, re-created when the call's shape changed. */
@@ -331,20 +333,23 @@ static tp_err_t cross_wait(tp_coll_comm_t *c, cross_t *x, size_t i)
  * up-link carries segment i while the host links carry the
  * reduce-scatters after it and the all-gathers before it, and a group
  * that runs ahead of the other does not wait for it segment by segment.
- * Without overlap every exchange runs alone: the same bits, one stage at
- * a time. */
+ * A compressed group level runs its stages the same way, with a message
+ * buffer of its own (stage 1), the exchange still behind them. Without
+ * overlap every exchange runs alone: the same bits, one stage at a time. */
 static tp_err_t pipelined(tp_coll_comm_t *c, tp__coll_comp_call_t *k,
-			  float *buf, size_t count, size_t seg, bool overlap)
+			  float *buf, size_t count, size_t seg, unsigned levels,
+			  bool overlap)
 {
-	static const bool dense[TP__COLL_MAX_LEVELS];
+	bool comp_lv[TP__COLL_MAX_LEVELS];
 	size_t nseg = (count + seg - 1) / seg;
 	cross_t x = {.k = k, .buf = buf, .count = count, .seg = seg};
 	tp_err_t err = TP_OK;
 
+	comp_levels(c, levels, comp_lv);
 	if (overlap)
 		c->bg = cross_poll, c->bg_arg = &x;
 	for (size_t i = 0; i < nseg && !err; i++) {
-		err = inner(c, k, buf, i * seg, seg_len(count, seg, i), dense,
+		err = inner(c, k, buf, i * seg, seg_len(count, seg, i), comp_lv,
 			    true);
 		if (!err && !(err = cross_push(c, &x)) && !overlap)
 			err = cross_wait(c, &x, i);
@@ -352,7 +357,7 @@ static tp_err_t pipelined(tp_coll_comm_t *c, tp__coll_comp_call_t *k,
 	for (size_t i = 0; i < nseg && !err; i++)
 		if (!(err = cross_wait(c, &x, i)))
 			err = inner(c, k, buf, i * seg, seg_len(count, seg, i),
-				    dense, false);
+				    comp_lv, false);
 	c->bg = NULL;
 	/* requests still queued point into x: nothing can use them again */
 	if (err && x.active) {
@@ -364,19 +369,13 @@ static tp_err_t pipelined(tp_coll_comm_t *c, tp__coll_comp_call_t *k,
 
 /* The pipeline's segment (elements, a multiple of the quantisation
  * block per rank), or 0 where the whole buffer goes in one piece: top-k
- * (its all-gather picks k per call), a compressed group level (it would
- * share the message buffer with the exchange), no compressed exchange
- * across groups, or a buffer of one segment. */
+ * (its all-gather picks k per call), no compressed exchange across
+ * groups, or a buffer of one segment. */
 static size_t pipeline_seg(const tp_coll_comm_t *c,
 			   const tp_coll_comp_opts_t *o, size_t count)
 {
-	bool comp_lv[TP__COLL_MAX_LEVELS];
 	size_t unit = (size_t)o->block * (size_t)c->size, seg;
 
-	comp_levels(c, o->levels, comp_lv);
-	for (int l = 0; l < c->nlevels; l++)
-		if (comp_lv[l])
-			return 0;
 	if (o->kind == TP_COLL_COMP_TOPK ||
 	    !(o->levels & TP_COLL_LEVEL_CROSS) || c->ncross == 0 ||
 	    o->segment == 0)
@@ -458,7 +457,7 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 	seg = flat ? 0 : pipeline_seg(c, &o, count);
 	err = flat  ? tp__coll_comp_ring_allreduce(c, &c->ring, &k, 0, buf, 0,
 						   count)
-	      : seg ? pipelined(c, &k, buf, count, seg, o.overlap)
+	      : seg ? pipelined(c, &k, buf, count, seg, o.levels, o.overlap)
 		    : hier(c, &k, buf, count, o.levels);
 	if (flat)
 		tp__coll_lap(c, TP_COLL_PHASE_CROSS, t0);

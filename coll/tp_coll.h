@@ -371,11 +371,11 @@ tp_err_t tp_coll_barrier(tp_coll_comm_t *comm);
  *   + TP_COLL_LEVEL_GROUP: the group level's reduce-scatter and
  *                all-gather are compressed too (int8, 1-bit; top-k, which
  *                has no reduce-scatter, runs flat instead).
- *                int8 and 1-bit (without the group level) cut a buffer
- *                longer than opts->segment into segments and pipeline
- *                them: segment i's compressed exchange across the groups
- *                runs while the host and group links carry the
- *                all-gather of segment i-1 and the reduce-scatter of
+ *                int8 and 1-bit (with or without the group level) cut a
+ *                buffer longer than opts->segment into segments and
+ *                pipeline them: segment i's compressed exchange across
+ *                the groups runs while the host and group links carry
+ *                the all-gather of segment i-1 and the reduce-scatter of
  *                segment i+1. The result is the same bits as running
  *                the segments one after another; it differs from
  *                segment 0 (one piece) within the compressor's error,

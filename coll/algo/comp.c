@@ -32,20 +32,20 @@ static float *res_at(const tp__coll_comp_call_t *k, int st, int which,
 	return k->res[st][which] ? k->res[st][which] + at : NULL;
 }
 
-/* The call's message buffer, at least bytes. */
-static tp_err_t scratch(tp_coll_comm_t *c, size_t bytes, char **p)
+/* Stage st's message buffer, at least bytes. */
+static tp_err_t scratch(tp_coll_comm_t *c, int st, size_t bytes, char **p)
 {
-	if (bytes > c->cmsg_cap) {
+	if (bytes > c->cmsg_cap[st]) {
 		char *n = tp_malloc(bytes);
 		if (!n)
 			return tp__coll_fail(c, TP_ERR_NOMEM,
 					     "%zu bytes of message buffer",
 					     bytes);
-		tp_free(c->cmsg);
-		c->cmsg = n;
-		c->cmsg_cap = bytes;
+		tp_free(c->cmsg[st]);
+		c->cmsg[st] = n;
+		c->cmsg_cap[st] = bytes;
 	}
-	*p = c->cmsg;
+	*p = c->cmsg[st];
 	return TP_OK;
 }
 
@@ -114,13 +114,13 @@ typedef struct hop {
 } hop_t;
 
 static tp_err_t hop_setup(tp_coll_comm_t *c, const tp__coll_ring_t *r,
-			  const tp__coll_comp_call_t *k, size_t most,
+			  const tp__coll_comp_call_t *k, int st, size_t most,
 			  int nslots, size_t extra, hop_t *h)
 {
 	h->prev = (int)r->members[mod(r->me - 1, r->n)];
 	h->next = (int)r->members[mod(r->me + 1, r->n)];
 	h->cap = align8(tp__comp_max_bytes(k->kind, most, &k->o));
-	return scratch(c, (size_t)nslots * h->cap + extra, &h->m);
+	return scratch(c, st, (size_t)nslots * h->cap + extra, &h->m);
 }
 
 static tp_err_t encode(tp_coll_comm_t *c, const tp__coll_comp_call_t *k,
@@ -272,7 +272,7 @@ tp_err_t tp__coll_comp_op_start(tp_coll_comm_t *c, tp__coll_comp_op_t *op,
 	op->prev = (int)r->members[mod(r->me - 1, r->n)];
 	op->next = (int)r->members[mod(r->me + 1, r->n)];
 	op->cap = align8(tp__comp_max_bytes(k->kind, most, &k->o));
-	if ((err = scratch(c, 2 * op->cap, &op->m)))
+	if ((err = scratch(c, st, 2 * op->cap, &op->m)))
 		return err;
 	if (ag) {
 		size_t mo, mc;
@@ -312,14 +312,17 @@ tp_err_t tp__coll_comp_op_poll(tp_coll_comm_t *c, tp__coll_comp_op_t *op)
 	return op_post(c, op);
 }
 
-/* Runs op to its end. */
+/* Runs op to its end, and the caller's work behind it (c->bg). */
 static tp_err_t op_run(tp_coll_comm_t *c, tp__coll_comp_op_t *op)
 {
 	tp_err_t err = TP_OK;
 
 	while (!err && op->state != OP_DONE &&
-	       !(err = tp__coll_comp_op_poll(c, op)) && op->state != OP_DONE)
+	       !(err = tp__coll_comp_op_poll(c, op)) && op->state != OP_DONE) {
+		if (c->bg && (err = c->bg(c, c->bg_arg)))
+			break;
 		err = c->xp->progress(c);
+	}
 	return err;
 }
 
@@ -371,7 +374,7 @@ static tp_err_t topk_allreduce(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 				     "top-k of %zu values (2^32 at most)",
 				     count);
 	/* n message slots, then their lengths */
-	err = hop_setup(c, r, k, count, n, (size_t)n * sizeof(size_t), &h);
+	err = hop_setup(c, r, k, st, count, n, (size_t)n * sizeof(size_t), &h);
 	if (err)
 		return err;
 	len = (size_t *)(void *)(h.m + (size_t)n * h.cap);

@@ -1765,14 +1765,15 @@ static void test_comp_cross_bytes(void **s)
 
 enum { PIPE_N = 40000 + 13, PIPE_SEG = 2048 };
 
-static int pipe_call(tp_coll_comm_t *c, tp_coll_comp_t kind, float *b,
-		     size_t seg, bool overlap, uint64_t key)
+static int pipe_call(tp_coll_comm_t *c, tp_coll_comp_t kind, unsigned levels,
+		     float *b, size_t seg, bool overlap, uint64_t key)
 {
 	tp_coll_comp_opts_t o;
 	tp_err_t err;
 
 	tp_coll_comp_opts_defaults(&o);
 	o.kind = kind;
+	o.levels = levels;
 	o.segment = seg;
 	o.overlap = overlap;
 	err = tp_coll_allreduce_compressed(c, b, PIPE_N, TP_COLL_SUM, &o, key);
@@ -1782,24 +1783,23 @@ static int pipe_call(tp_coll_comm_t *c, tp_coll_comp_t kind, float *b,
 /* Three calls of int8 and 1-bit with error feedback, pipelined and with
  * every stage run alone (overlap off, fresh keys): the
  * same bits on every call, within the one-call bound of the dense sum,
- * and the same on every rank. */
+ * and the same on every rank. arg: the levels compressed. */
 static int pipe_rank(tp_coll_comm_t *c, void *arg)
 {
 	static float a[PIPE_N], b[PIPE_N];
 	int n = tp_coll_comm_size(c), me = tp_coll_comm_rank(c), rc;
+	unsigned levels = *(const unsigned *)arg;
 
-	(void)arg;
 	for (int kind = 1; kind <= 2; kind++) {
-		comp_case_t k = {(tp_coll_comp_t)kind, TP_COLL_LEVEL_CROSS,
-				 false};
+		comp_case_t k = {(tp_coll_comp_t)kind, levels, false};
 		for (int call = 0; call < 3; call++) {
 			for (size_t i = 0; i < PIPE_N; i++)
 				a[i] = b[i] =
 				    (float)input(me + call, i, TP_COLL_FP32);
-			if ((rc = pipe_call(c, k.kind, a, PIPE_SEG, true,
-					    10 + kind)) ||
-			    (rc = pipe_call(c, k.kind, b, PIPE_SEG, false,
-					    20 + kind)))
+			if ((rc = pipe_call(c, k.kind, levels, a, PIPE_SEG,
+					    true, 10 + kind)) ||
+			    (rc = pipe_call(c, k.kind, levels, b, PIPE_SEG,
+					    false, 20 + kind)))
 				return rc;
 			if (memcmp(a, b, sizeof(a))) {
 				fprintf(stderr,
@@ -1836,13 +1836,13 @@ static int order_rank(tp_coll_comm_t *c, void *arg)
 	static float b[PIPE_N];
 	int n = tp_coll_comm_size(c), rc;
 	const size_t segs[3] = {PIPE_SEG, 3 * PIPE_SEG, 0};
+	unsigned levels = *(const unsigned *)arg;
 
-	(void)arg;
 	for (int t = 0; t < 3; t++) {
 		for (size_t i = 0; i < PIPE_N; i++)
 			b[i] = pipe_sign(i);
-		if ((rc = pipe_call(c, TP_COLL_COMP_1BIT, b, segs[t], true,
-				    30 + t)))
+		if ((rc = pipe_call(c, TP_COLL_COMP_1BIT, levels, b, segs[t],
+				    true, 30 + t)))
 			return rc;
 		for (size_t i = 0; i < PIPE_N; i++)
 			if (b[i] != (float)n * pipe_sign(i)) {
@@ -1858,20 +1858,27 @@ static int order_rank(tp_coll_comm_t *c, void *arg)
 }
 
 /* 4 hosts x 2 ranks in 2 groups, over shm and TCP, and 4 rails (several
- * cross rings per rank). */
+ * cross rings per rank); the exchange across groups compressed alone, and
+ * with the group level's stages compressed too. */
 static void test_comp_pipeline(void **s)
 {
 	tp_plan_t *p = plan_on(coll_fabric(), 4, 2, 0);
 	tp_plan_t *q = plan_on(coll_fabric_nics(), 4, 4, 0);
+	unsigned cross = TP_COLL_LEVEL_CROSS,
+		 group = TP_COLL_LEVEL_CROSS | TP_COLL_LEVEL_GROUP;
 
 	(void)s;
-	run_ranks_ok(p, 20, 1024, pipe_rank, NULL, 120, "pipeline");
-	run_ranks_ok(p, 20, 1024, order_rank, NULL, 60, "segment order");
+	run_ranks_ok(p, 20, 1024, pipe_rank, &cross, 120, "pipeline");
+	run_ranks_ok(p, 20, 1024, order_rank, &cross, 60, "segment order");
+	run_ranks_ok(p, 20, 1024, pipe_rank, &group, 120, "pipeline, group");
+	run_ranks_ok(p, 20, 1024, order_rank, &group, 60, "order, group");
 	setenv("TOPOPLACE_COLL_SHM", "0", 1);
-	run_ranks_ok(p, 20, 1024, pipe_rank, NULL, 120, "pipeline (TCP)");
+	run_ranks_ok(p, 20, 1024, pipe_rank, &cross, 120, "pipeline (TCP)");
+	run_ranks_ok(p, 20, 1024, pipe_rank, &group, 120, "group (TCP)");
 	unsetenv("TOPOPLACE_COLL_SHM");
-	run_ranks_ok(q, 20, 1024, pipe_rank, NULL, 120, "pipeline, rails");
-	run_ranks_ok(q, 20, 1024, order_rank, NULL, 60, "order, rails");
+	run_ranks_ok(q, 20, 1024, pipe_rank, &cross, 120, "pipeline, rails");
+	run_ranks_ok(q, 20, 1024, order_rank, &cross, 60, "order, rails");
+	run_ranks_ok(q, 20, 1024, order_rank, &group, 60, "group, rails");
 	tp_plan_destroy(p);
 	tp_plan_destroy(q);
 }

@@ -276,7 +276,8 @@ class Communicator:
         segment (hierarchical int8 / 1-bit): elements per pipeline segment
         (library default 1048576; 0: the whole tensor at once): the
         compressed exchange across groups of one segment runs while the
-        host and group links carry the dense stages of its neighbours.
+        host and group links carry the in-group stages of its neighbours
+        (compressed at the group level with hierarchical='group').
         overlap=False runs the segments' stages one after another (the
         same result; to measure what the pipeline gains).
         """
