@@ -21,6 +21,8 @@ typedef struct tp__coll_ef {
 	size_t count;
 	tp_coll_comp_t kind;
 	unsigned levels, block;
+	size_t
+	    seg; /* the pipeline's segment: it decides what each rank sends */
 	uint64_t calls;
 	float *res; /* [4][count]: stage x (reduce-scatter, all-gather) */
 	float *vel; /* [count]: top-k's velocity (momentum), or NULL */
@@ -93,7 +95,8 @@ void tp__coll_comp_free(tp_coll_comm_t *c)
 
 /* The key's state, re-created when the call's shape changed. */
 static tp_err_t ef_get(tp_coll_comm_t *c, uint64_t key, size_t count,
-		       const tp_coll_comp_opts_t *o, tp__coll_ef_t **e_p)
+		       size_t seg, const tp_coll_comp_opts_t *o,
+		       tp__coll_ef_t **e_p)
 {
 	tp__coll_ef_t *e = c->ef;
 
@@ -107,7 +110,7 @@ static tp_err_t ef_get(tp_coll_comm_t *c, uint64_t key, size_t count,
 		c->ef = e;
 	}
 	if (!e->res || e->count != count || e->kind != o->kind ||
-	    e->levels != o->levels || e->block != o->block) {
+	    e->levels != o->levels || e->block != o->block || e->seg != seg) {
 		tp_free(e->res);
 		tp_free(e->vel);
 		e->vel = NULL;
@@ -118,6 +121,7 @@ static tp_err_t ef_get(tp_coll_comm_t *c, uint64_t key, size_t count,
 		e->kind = o->kind;
 		e->levels = o->levels;
 		e->block = o->block;
+		e->seg = seg;
 		e->calls = 0;
 	}
 	if (o->momentum > 0.0f && !e->vel &&
@@ -378,7 +382,7 @@ static size_t pipeline_seg(const tp_coll_comm_t *c,
 
 	if (o->kind == TP_COLL_COMP_TOPK ||
 	    !(o->levels & TP_COLL_LEVEL_CROSS) || c->ncross == 0 ||
-	    o->segment == 0)
+	    o->segment == 0 || o->segment >= count)
 		return 0;
 	seg = (o->segment + unit - 1) / unit * unit;
 	return seg < count ? seg : 0;
@@ -445,16 +449,17 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 			   : tp__coll_fail(c, TP_ERR_UNSUPPORTED,
 					   "device buffers: compress on the "
 					   "host (copy the gradient first)");
-	if (o.error_feedback && (err = ef_get(c, key, count, &o, &e)))
+	/* Top-k has no reduce-scatter: with the group level it runs flat. */
+	flat =
+	    (o.levels & TP_COLL_LEVEL_HOST) ||
+	    (c->nlevels == 0 && c->ncross == 0) ||
+	    (o.kind == TP_COLL_COMP_TOPK && (o.levels & TP_COLL_LEVEL_GROUP));
+	seg = flat ? 0 : pipeline_seg(c, &o, count);
+	if (o.error_feedback && (err = ef_get(c, key, count, seg, &o, &e)))
 		return tp__coll_fail(c, err, "residuals of key %llu",
 				     (unsigned long long)key);
 	call_setup(&k, &o, e, key, count);
 	c->last_move_ns = t0 = tp__coll_now_ns();
-	/* Top-k has no reduce-scatter: with the group level it runs flat. */
-	flat = (o.levels & TP_COLL_LEVEL_HOST) ||
-	       (c->nlevels == 0 && c->ncross == 0) ||
-	       (k.kind == TP__COMP_TOPK && (o.levels & TP_COLL_LEVEL_GROUP));
-	seg = flat ? 0 : pipeline_seg(c, &o, count);
 	err = flat  ? tp__coll_comp_ring_allreduce(c, &c->ring, &k, 0, buf, 0,
 						   count)
 	      : seg ? pipelined(c, &k, buf, count, seg, o.levels, o.overlap)

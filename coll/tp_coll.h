@@ -73,9 +73,9 @@
  * A rank waiting for data sleeps in poll() or on the futex; the only
  * polling is ~20 us on a segment counter before that sleep, and only
  * when the segment's ranks do not outnumber the CPUs. In the environment,
- *TOPOPLACE_COLL_SHM=0 keeps same-host pairs on TCP over loopback (a pair uses
- *shared memory only when both ends allow it; the host segment only when all
- *do), =nofifo sends the wake-ups over the pair's TCP connection, and
+ * TOPOPLACE_COLL_SHM=0 keeps same-host pairs on TCP over loopback (a pair
+ * uses shared memory only when both ends allow it; the host segment only
+ * when all do), =nofifo sends the wake-ups over the pair's TCP connection, and
  * TOPOPLACE_COLL_SHM_RING sets the ring size (bytes, a power of two,
  * default 2 MiB). TOPOPLACE_COLL_SOCKETS (tp_coll_opts_t.sockets)
  * stripes every message to a peer on another host over that many TCP
@@ -373,11 +373,12 @@ tp_err_t tp_coll_barrier(tp_coll_comm_t *comm);
  *                has no reduce-scatter, runs flat instead).
  *                int8 and 1-bit (with or without the group level) cut a
  *                buffer longer than opts->segment into segments and
- *                pipeline them: segment i's compressed exchange across
- *                the groups runs while the host and group links carry
- *                the all-gather of segment i-1 and the reduce-scatter of
- *                segment i+1. The result is the same bits as running
- *                the segments one after another; it differs from
+ *                pipeline them: every segment's reduce-scatter inside
+ *                the groups runs first, each queueing its compressed
+ *                exchange across the groups, which runs behind the later
+ *                reduce-scatters; each segment's all-gather starts once
+ *                its exchange is back. The result is the same bits as
+ *                running the segments one after another; it differs from
  *                segment 0 (one piece) within the compressor's error,
  *                as each rank's shard, and so which values share a
  *                block, moves with the segments. Top-k never pipelines.
@@ -395,7 +396,7 @@ tp_err_t tp_coll_barrier(tp_coll_comm_t *comm);
  * count floats per key (a reduce-scatter and an all-gather residual for
  * each of the two stages that may be compressed), zero on first use, and
  * re-created (zero again) when the key comes with another count, kind,
- * block or levels. Freed with the communicator or by
+ * block, levels or pipeline segment. Freed with the communicator or by
  * tp_coll_comm_comp_reset().
  *
  * NaN and Inf: an int8 or 1-bit block holding NaN or Inf is sent with a
@@ -453,7 +454,8 @@ typedef struct tp_coll_comp_opts {
 				* segment in elements (rounded up to a
 				* multiple of block x ranks); 0 = the whole
 				* buffer at once. Default
-				* TP_COLL_COMP_SEGMENT. */
+				* TP_COLL_COMP_SEGMENT. Like block, the
+				* same on every rank. */
 	bool overlap;	       /* run the segments' stages at once (default
 				* true); false: one after another, the same
 				* bits (what the pipeline gains, measured) */

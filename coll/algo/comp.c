@@ -94,14 +94,17 @@ static size_t align8(size_t n)
 /* This hop's options: the call's, with noise of its own. who: the rank
  * (reduce-scatter, top-k), or the ring position in the all-gather, whose
  * owners in every group quantise the same values and must draw the same
- * noise to keep the groups' results equal. */
+ * noise to keep the groups' results equal; at: the pipeline segment's
+ * offset (every member of a ring works on the same one), so segments do
+ * not repeat each other's noise. */
 static tp_cuda_comp_opts_t hop_opts(const tp__coll_comp_call_t *k, int who,
-				    int st, int step)
+				    int st, int step, size_t at)
 {
 	tp_cuda_comp_opts_t o = k->o;
 
 	o.seed += ((uint64_t)who + 1) * 0x9e3779b97f4a7c15ull +
-		  ((uint64_t)(st * 1024 + step) + 1) * 0xd1b54a32d192ed03ull;
+		  ((uint64_t)(st * 1024 + step) + 1) * 0xd1b54a32d192ed03ull +
+		  (uint64_t)at * 0x94d049bb133111ebull;
 	return o;
 }
 
@@ -222,7 +225,8 @@ static tp_err_t op_post(tp_coll_comm_t *c, tp__coll_comp_op_t *op)
 	if (!op->ag) {
 		int ss = mod(me - s - 1, n);
 		float *res = res_at(op->k, op->st, 0, op->at);
-		tp_cuda_comp_opts_t o = hop_opts(op->k, c->rank, op->st, s);
+		tp_cuda_comp_opts_t o =
+		    hop_opts(op->k, c->rank, op->st, s, op->at);
 
 		tp__coll_ring_seg(r, op->count, ss, &so, &sc);
 		err = encode(c, op->k, &o, op->buf + so, res ? res + so : NULL,
@@ -277,7 +281,7 @@ tp_err_t tp__coll_comp_op_start(tp_coll_comm_t *c, tp__coll_comp_op_t *op,
 	if (ag) {
 		size_t mo, mc;
 		float *res = res_at(k, st, 1, at);
-		tp_cuda_comp_opts_t o = hop_opts(k, r->me, st, r->n);
+		tp_cuda_comp_opts_t o = hop_opts(k, r->me, st, r->n, at);
 
 		tp__coll_ring_seg(r, count, r->me, &mo, &mc);
 		err = encode(c, k, &o, buf + mo, res ? res + mo : NULL, mc,
@@ -363,7 +367,7 @@ static tp_err_t topk_allreduce(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 			       size_t at, size_t count)
 {
 	int n = r->n, me = r->me;
-	tp_cuda_comp_opts_t o = hop_opts(k, c->rank, st, 0);
+	tp_cuda_comp_opts_t o = hop_opts(k, c->rank, st, 0, at);
 	float *res = res_at(k, st, 0, at), *vel = k->vel ? k->vel + at : NULL;
 	size_t *len;
 	hop_t h = {0};
