@@ -437,6 +437,8 @@ tp_err_t tp__coll_comp_ring_stage(tp_coll_comm_t *c, const tp__coll_ring_t *r,
  * (call it, then the transport's progress, until done). It holds stage
  * st's message buffer (c->cmsg[st]) until done: one at a time per stage,
  * and no other compressed stage of st meanwhile. */
+/* A compressed ring stage's states (tp__coll_comp_op_t.state). */
+enum { TP__OP_HDR = 1, TP__OP_PAYLOAD = 2, TP__OP_DONE = 3 };
 typedef struct tp__coll_comp_op {
 	const tp__coll_ring_t *r;
 	tp__coll_comp_call_t *k;
@@ -453,7 +455,7 @@ tp_err_t tp__coll_comp_op_start(tp_coll_comm_t *c, tp__coll_comp_op_t *op,
 tp_err_t tp__coll_comp_op_poll(tp_coll_comm_t *c, tp__coll_comp_op_t *op);
 static inline bool tp__coll_comp_op_done(const tp__coll_comp_op_t *op)
 {
-	return op->state == 3;
+	return op->state == TP__OP_DONE;
 }
 void tp__coll_comp_free(tp_coll_comm_t *c);
 

@@ -208,7 +208,6 @@ static tp_err_t hop_step(tp_coll_comm_t *c, const hop_t *h,
  * all-gather's owner first encodes its reduced segment and decodes its
  * own message, then forwards what it received: slots alternate.
  */
-enum { OP_HDR = 1, OP_PAYLOAD = 2, OP_DONE = 3 }; /* OP_DONE: coll_int.h */
 
 static tp_err_t op_post(tp_coll_comm_t *c, tp__coll_comp_op_t *op)
 {
@@ -219,7 +218,7 @@ static tp_err_t op_post(tp_coll_comm_t *c, tp__coll_comp_op_t *op)
 	tp_err_t err;
 
 	if (s == n - 1) {
-		op->state = OP_DONE;
+		op->state = TP__OP_DONE;
 		return TP_OK;
 	}
 	if (!op->ag) {
@@ -250,7 +249,7 @@ static tp_err_t op_post(tp_coll_comm_t *c, tp__coll_comp_op_t *op)
 	op->rc = rc;
 	c->xp->isend(c, op->next, sslot, op->slen, &op->sq);
 	c->xp->irecv(c, op->prev, rslot, TP__COMP_HDR, &op->rq);
-	op->state = OP_HDR;
+	op->state = TP__OP_HDR;
 	return TP_OK;
 }
 
@@ -270,7 +269,7 @@ tp_err_t tp__coll_comp_op_start(tp_coll_comm_t *c, tp__coll_comp_op_t *op,
 	op->buf = buf;
 	op->at = at;
 	op->count = count;
-	op->state = OP_DONE;
+	op->state = TP__OP_DONE;
 	if (r->n <= 1 || count == 0)
 		return TP_OK;
 	op->prev = (int)r->members[mod(r->me - 1, r->n)];
@@ -297,15 +296,15 @@ tp_err_t tp__coll_comp_op_poll(tp_coll_comm_t *c, tp__coll_comp_op_t *op)
 {
 	tp_err_t err;
 
-	if (op->state == OP_HDR && op->rq.done) {
+	if (op->state == TP__OP_HDR && op->rq.done) {
 		err = recv_payload(c, op->prev, op->rslot, op->cap, op->k,
 				   op->rc, &op->rq,
 				   &op->len[op->ag ? 1 - op->step % 2 : 1]);
 		if (err)
 			return err;
-		op->state = OP_PAYLOAD;
+		op->state = TP__OP_PAYLOAD;
 	}
-	if (op->state != OP_PAYLOAD || !op->rq.done || !op->sq.done)
+	if (op->state != TP__OP_PAYLOAD || !op->rq.done || !op->sq.done)
 		return TP_OK;
 	err = decode(c, op->prev, op->rslot,
 		     op->len[op->ag ? 1 - op->step % 2 : 1], op->k, op->rc,
@@ -321,8 +320,9 @@ static tp_err_t op_run(tp_coll_comm_t *c, tp__coll_comp_op_t *op)
 {
 	tp_err_t err = TP_OK;
 
-	while (!err && op->state != OP_DONE &&
-	       !(err = tp__coll_comp_op_poll(c, op)) && op->state != OP_DONE) {
+	while (!err && op->state != TP__OP_DONE &&
+	       !(err = tp__coll_comp_op_poll(c, op)) &&
+	       op->state != TP__OP_DONE) {
 		if (c->bg && (err = c->bg(c, c->bg_arg)))
 			break;
 		err = c->xp->progress(c);
