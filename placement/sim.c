@@ -111,6 +111,11 @@ typedef struct sim {
 	double *lbytes;	   /* nres zeroes: one routing's bytes per link */
 	uint32_t *touched; /* the directed links it has bytes on */
 	tp__ideal_cache_t ideal; /* ideal time per request shape */
+	/* the queue head since last_t: its class and why it waits (0: no
+	 * head, 1: short of free GPUs, 2: GPUs free but not placed), and
+	 * the time spent so per class */
+	int head_cls, head_why;
+	double head_t[TP_SIM_NCLASSES][3];
 } sim_t;
 
 static void heap_push(sim_t *m, running_t r)
@@ -181,12 +186,38 @@ static void to_request(const tp_job_spec_t *j, tp_request_t *r)
 	r->bytes = j->bytes;
 }
 
+/* By the request, so a job is in the same class under every policy. */
+static int job_class(const sim_t *m, const tp_job_spec_t *js)
+{
+	return tp_sim_class_of(
+	    js->nodes > 0 ? (size_t)js->nodes
+			  : (size_t)((js->gpus + m->max_host_gpus - 1) /
+				     m->max_host_gpus));
+}
+
+/* What keeps the queue head waiting until the next event. */
+static void head_note(sim_t *m)
+{
+	const tp_job_spec_t *js;
+
+	m->head_why = 0;
+	if (!m->nqueue)
+		return;
+	js = &m->t->jobs[m->queue[0]];
+	m->head_cls = job_class(m, js);
+	m->head_why =
+	    (size_t)job_need(m, js) <= m->total_gpus - tp_state_busy_gpus(m->s)
+		? 2
+		: 1;
+}
+
 static void advance(sim_t *m, double now)
 {
 	if (now > m->last_t) {
 		m->busy_gpu_s +=
 		    (double)tp_state_busy_gpus(m->s) * (now - m->last_t);
 		m->frag_int += m->frag_now * (now - m->last_t);
+		m->head_t[m->head_cls][m->head_why] += now - m->last_t;
 		m->last_t = now;
 	}
 }
@@ -732,13 +763,7 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 		while (m.nheap && m.heap[0].end <= now) {
 			running_t r = heap_pop(&m);
 			const tp_job_spec_t *js = &t->jobs[r.job];
-			/* by the request, so a job is in the same class
-			 * under every policy */
-			int cls = tp_sim_class_of(
-			    js->nodes > 0
-				? (size_t)js->nodes
-				: (size_t)((js->gpus + m.max_host_gpus - 1) /
-					   m.max_host_gpus));
+			int cls = job_class(&m, js);
 			m.jct[m.nended++] = r.end - js->submit_s;
 			m.class_jct[cls] += r.end - js->submit_s;
 			m.class_wait[cls] += r.start - js->submit_s;
@@ -772,6 +797,7 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 			m.changed = true;
 		}
 		sample(&m, now);
+		head_note(&m);
 	}
 	thin_samples(&m);
 	memset(out, 0, sizeof(*out));
@@ -811,6 +837,12 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 		out->class_run_mean_s[c] =
 		    (m.class_jct[c] - m.class_wait[c]) / k;
 		out->class_ideal_run_mean_s[c] = m.class_ideal[c] / k;
+		if (out->makespan_s > 0) {
+			out->class_head_short[c] =
+			    m.head_t[c][1] / out->makespan_s;
+			out->class_head_shape[c] =
+			    m.head_t[c][2] / out->makespan_s;
+		}
 	}
 	out->decision_p99_s = pct(m.decide, m.ndecide, 0.99);
 	/* slowdowns: keep a sorted copy for plots; p95 sorts in place */

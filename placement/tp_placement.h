@@ -432,6 +432,12 @@ typedef struct tp_sim_result {
 	double class_wait_mean_s[4], class_run_mean_s[4];
 	double class_ideal_run_mean_s[4];
 	size_t class_jobs[4];
+	/* Why the queue waited: share of the makespan during which the
+	 * queue head was of class c and held fewer free GPUs than it asks
+	 * for (head_short) or enough free GPUs that the policy would not
+	 * take (head_shape: fragmentation, or a rule of the policy's such as
+	 * waiting for one NVLink domain) */
+	double class_head_short[4], class_head_shape[4];
 	double decision_p99_s;
 	size_t rerated;           /* re-predictions of running jobs */
 	double *slowdowns;        /* per multi-node job, for plots */

@@ -22,7 +22,10 @@
  * Where the difference comes from: per job-size class, topoplace's JCT
  * ratio and its mean wait and run against the baseline's, and a bound:
  * the baseline on a network that slows no job (no cost context), the
- * most that placing for the network could give on this trace.
+ * most that placing for the network could give on this trace; and per
+ * class how long the queue head waited short of free GPUs and how long
+ * with enough GPUs free that the policy would not place it (what a
+ * packing rule can shorten).
  * Usage: bench_sim [jobs per quality run (default 2000)] [--no-speed]
  *        [--seeds=N] [--only=default|ft-2to1-deg16|nvl72-8] [--quick]
  */
@@ -68,6 +71,9 @@ typedef struct agg {
 	double cj[TP_SIM_NCLASSES], cw[TP_SIM_NCLASSES], cr[TP_SIM_NCLASSES];
 	double ci[TP_SIM_NCLASSES], cq[TP_SIM_NCLASSES], cq2[TP_SIM_NCLASSES];
 	size_t cn[TP_SIM_NCLASSES], cruns[TP_SIM_NCLASSES];
+	/* per class: share of the makespan the queue head waited short of
+	 * free GPUs / with them free but not placed (sums over seeds) */
+	double hs[TP_SIM_NCLASSES], hp[TP_SIM_NCLASSES];
 } agg_t;
 
 static void agg_add(agg_t *a, const tp_sim_result_t *r)
@@ -87,6 +93,8 @@ static void agg_add(agg_t *a, const tp_sim_result_t *r)
 		a->cr[c] += r->class_run_mean_s[c] * k;
 		a->ci[c] += r->class_ideal_run_mean_s[c] * k;
 		a->cn[c] += r->class_jobs[c];
+		a->hs[c] += r->class_head_short[c];
+		a->hp[c] += r->class_head_shape[c];
 	}
 }
 
@@ -113,7 +121,10 @@ static double se_of(double sum, double sq, size_t runs)
 
 /* Where the JCT difference comes from: per class, mean wait and run of
  * topoplace (t) and the baseline (b), the run at the ideal placement,
- * and topoplace's per-seed JCT ratio. */
+ * and topoplace's per-seed JCT ratio; then the share of the time the
+ * queue head of that class waited short of free GPUs and with enough
+ * free GPUs that the policy would not place (fragmentation, or a wait
+ * for one NVLink domain), for t and b. */
 static void print_classes(const char *label, const char *base, const agg_t *t,
 			  const agg_t *b)
 {
@@ -130,6 +141,14 @@ static void print_classes(const char *label, const char *base, const agg_t *t,
 		       se_of(t->cq[c], t->cq2[c], t->cruns[c]), t->cw[c] / kt,
 		       base, b->cw[c] / kb, t->cr[c] / kt, b->cr[c] / kb,
 		       t->ci[c] / kt);
+		printf("%-13s class %-4s head waits: short of GPUs %5.1f%% vs "
+		       "%5.1f%% of the time, GPUs free but not placed %5.2f%% "
+		       "vs %5.2f%%\n",
+		       label, tp_sim_class_name(c),
+		       100 * t->hs[c] / (double)t->runs,
+		       100 * b->hs[c] / (double)b->runs,
+		       100 * t->hp[c] / (double)t->runs,
+		       100 * b->hp[c] / (double)b->runs);
 	}
 }
 
