@@ -263,6 +263,17 @@ static int cand_cmp(const void *pa, const void *pb)
 /* Rank of a cluster (level-1 group or NVLink domain) holding cnt of the
  * candidates: clusters that hold the whole need come first, smallest
  * (best fit); then the largest, so the job touches few clusters. */
+/* Tried (2026-12-02, reverted): leave the hosts free now to backfill by
+ * taking, for the blocked head's planned start (the simulator's
+ * plan_head), the hosts that only its planned ends free: a state clock
+ * and per-host planned free times, preferred as a tie-break in the group
+ * and host order (here and in child_cmp) and then as the first key. On the
+ * default the head is short of GPUs 84% of the time and waits with GPUs
+ * free 0.06%, so only backfill could gain; bench_sim --quick, 16 seeds:
+ * default 0.985 +- 0.014 both ways (main 0.982 +- 0.015), ft-2to1-deg16
+ * 0.896 +- 0.024 / 0.920 +- 0.024 (main 0.911 +- 0.018), nvl72-8
+ * 1.021 +- 0.027 / 1.002 +- 0.024 (main 0.984 +- 0.045); comm slowdown
+ * on the default 1.050 / 1.052 (main 1.046). */
 static int cluster_rank(uint32_t cnt, size_t need)
 {
 	if (cnt >= need)
@@ -785,7 +796,15 @@ static tp_err_t place_in(ctx_t *c, uint32_t sg, int slv, size_t need)
 }
 
 /* One host: pack (best fit on GPUs), inside the fullest group, degraded
- * hosts first (a one-host job never uses their missing rails). */
+ * hosts first (a one-host job never uses their missing rails).
+ * Tried (2026-12-02, reverted; bench_sim --quick, 16 seeds, JCT vs
+ * slurm-block on nvl72-8, main 0.984 +- 0.045): the fullest NVLink domain
+ * (rack) before the fullest leaf, 0.982 +- 0.043; the fullest domain even
+ * before the GPU best fit, as Slurm's block plugin picks, 1.007 +- 0.022
+ * (2-8-host jobs 1.077 +- 0.039); twice big_job_share for an untouched
+ * domain (place_in), 0.984 +- 0.045. There the queue head rarely waits
+ * with GPUs free (bench_sim's head lines); one seed (4, 0.40) dominates
+ * the mean, the others lie between 0.88 and 1.14. */
 static tp_err_t place_one(ctx_t *c)
 {
 	uint32_t best = TP_ID_NONE;
