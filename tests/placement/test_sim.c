@@ -136,6 +136,13 @@ static void test_backfill_reservation(void **state)
 	assert_close(r.gpu_util, 1380.0 / (8 * 350));
 	assert_close(r.comm_slowdown_mean, 1);
 	assert_close(r.min_span_fraction, 1);
+	/* the head short of GPUs: J1 (2-8 hosts) 1-100, J3 (1 host)
+	 * 100-150; never with the GPUs free */
+	assert_close(r.class_head_short[1], 99.0 / 350);
+	assert_close(r.class_head_short[0], 50.0 / 350);
+	assert_close(r.class_head_short[2] + r.class_head_short[3], 0);
+	for (int c = 0; c < TP_SIM_NCLASSES; c++)
+		assert_close(r.class_head_shape[c], 0);
 	tp_sim_result_free(&r);
 	freetrace(&t);
 	tp_fabric_destroy(f);
@@ -175,6 +182,39 @@ static void test_backfill_spare(void **state)
 	assert_close(r.mean_jct_s, 349);
 	assert_close(r.p95_jct_s, 647);
 	assert_close(r.gpu_util, 2700.0 / (8 * 650));
+	tp_sim_result_free(&r);
+	freetrace(&t);
+	tp_fabric_destroy(f);
+}
+
+/*
+ * A head that waits with enough GPUs free: J0 takes 3 of the 4 hosts
+ * exclusively with 1 GPU each (5 GPUs free), J1 wants 2 whole idle hosts
+ * (4 GPUs) and finds one. It waits 1-100 for J0's hosts, counted as the
+ * shape of the free GPUs, not their number (makespan 150).
+ */
+static void test_head_shape(void **state)
+{
+	static const row_t rows[] = {
+	    {0, 3, 1, 0, 100, 0},
+	    {1, 2, 2, 0, 50, 0},
+	};
+	tp_fabric_t *f = fat_tree(2, 2, 2, false);
+	tp_trace_t t;
+	tp_sim_result_t r;
+
+	(void)state;
+	mktrace(&t, rows, 2);
+	run(f, &t, "first-fit", 1, &r);
+	assert_int_equal(r.jobs, 2);
+	assert_close(r.makespan_s, 150);
+	assert_close(r.mean_wait_s, 99.0 / 2);
+	assert_close(r.class_head_shape[1], 99.0 / 150);
+	for (int c = 0; c < TP_SIM_NCLASSES; c++) {
+		assert_close(r.class_head_short[c], 0);
+		if (c != 1)
+			assert_close(r.class_head_shape[c], 0);
+	}
 	tp_sim_result_free(&r);
 	freetrace(&t);
 	tp_fabric_destroy(f);
@@ -606,6 +646,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_backfill_reservation),
 	    cmocka_unit_test(test_backfill_spare),
+	    cmocka_unit_test(test_head_shape),
 	    cmocka_unit_test(test_fcfs),
 	    cmocka_unit_test(test_contention),
 	    cmocka_unit_test(test_rerating),
