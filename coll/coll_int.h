@@ -410,10 +410,13 @@ static inline int64_t tp__coll_lap(tp_coll_comm_t *c, tp_coll_phase_t phase,
  * stage s (0 the flat or cross rings, 1 the group level), each indexed
  * like the call's buffer; NULL without error feedback. vel: top-k's
  * velocity, indexed the same (NULL without momentum), vel_mask: clear it
- * where this rank sent. */
+ * where this rank sent. seg: the call's pipeline segment (0: none),
+ * carried in every message's header: ranks cut differently must fail,
+ * not sum values of other places. */
 typedef struct tp__coll_comp_call {
 	int kind;
 	tp_cuda_comp_opts_t o;
+	uint64_t seg;
 	float *res[2][2];
 	float *vel, momentum;
 	bool vel_mask;

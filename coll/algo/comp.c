@@ -77,10 +77,10 @@ static tp_err_t decode(tp_coll_comm_t *c, int peer, const char *m, size_t len,
 		       const tp__coll_comp_call_t *k, size_t count, float *out,
 		       int overwrite)
 {
-	char why[96];
+	char why[128];
 	int64_t t0 = tp__coll_now_ns();
-	tp_err_t err = tp__comp_decode(m, len, k->kind, count, &k->o, out,
-				       overwrite, why, sizeof(why));
+	tp_err_t err = tp__comp_decode(m, len, k->kind, count, &k->o, k->seg,
+				       out, overwrite, why, sizeof(why));
 
 	tp__coll_lap(c, TP_COLL_PHASE_DECOMPRESS, t0);
 	return err ? wire_fail(c, peer, err, why) : TP_OK;
@@ -126,7 +126,7 @@ static tp_err_t encode(tp_coll_comm_t *c, const tp__coll_comp_call_t *k,
 {
 	int64_t t0 = tp__coll_now_ns();
 	tp_err_t err =
-	    tp__comp_encode(k->kind, x, res, count, o, m, cap, len_p);
+	    tp__comp_encode(k->kind, x, res, count, o, k->seg, m, cap, len_p);
 
 	tp__coll_lap(c, TP_COLL_PHASE_COMPRESS, t0);
 	return err ? tp__coll_fail(c, err, "compress: %s", tp_strerror(err))
@@ -134,19 +134,19 @@ static tp_err_t encode(tp_coll_comm_t *c, const tp__coll_comp_call_t *k,
 }
 
 /* The header of a received message is in slot: check it against what
- * this rank expects (a peer that disagrees - another compressor, block or
- * count - is caught here, before its payload's length matters) and post
- * the receive of the payload it announces. */
+ * this rank expects (a peer that disagrees - another compressor, block,
+ * segment or count - is caught here, before its payload's length matters) and
+ * post the receive of the payload it announces. */
 static tp_err_t recv_payload(tp_coll_comm_t *c, int peer, char *slot,
 			     size_t cap, const tp__coll_comp_call_t *k,
 			     size_t count, tp__coll_req_t *rq, size_t *len_p)
 {
 	tp__comp_hdr_t h;
-	char why[96];
+	char why[128];
 	tp_err_t err;
 
 	err = tp__comp_check_header(slot, TP__COMP_HDR, k->kind, count, &k->o,
-				    &h, why, sizeof(why));
+				    k->seg, &h, why, sizeof(why));
 	if (err)
 		return wire_fail(c, peer, err, why);
 	if (TP__COMP_HDR + h.payload > cap)
