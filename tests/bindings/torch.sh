@@ -13,6 +13,20 @@ lib=${TP_BUILDDIR:?}/coll/.libs/libtopoplace-coll.so
 "$py" -c 'import torch' 2>/dev/null || skip_all "$py cannot import torch (apt-get install python3-torch)"
 [ -f "$lib" ] || skip_all "no $lib"
 
+# The binding's SONAME (how an installed package finds the library by
+# the loader's search) is the one the library was linked with, and a file
+# of that name sits beside it.
+want=$(sed -n 's/^SONAME = "\(.*\)"$/\1/p' "$src/bindings/torch/topoplace_coll/_lib.py")
+got=$(readelf -d "$lib" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]$/\1/p')
+[ -n "$want" ] && [ "$want" = "$got" ] && ok "_lib.SONAME $want is the library's soname" ||
+	bad "_lib.SONAME '$want', the library's soname '$got'"
+LD_LIBRARY_PATH=$(dirname "$lib") "$py" -c "import ctypes, sys; ctypes.CDLL(sys.argv[1])" "$want" &&
+	ok "$want loads by the loader's search" || bad "$want does not load by name"
+# _lib.py's option structs as tp_coll.h lays them out (a field missing in
+# Python lets the library write past the ctypes buffer).
+TOPOPLACE_COLL_LIB=$lib "$py" "$src/tests/bindings/struct_check.py" "$src" "$tmp" ||
+	bad "_lib.py's structs differ from tp_coll.h's"
+
 $TOPOPLACE fabric generate fat-tree --leaves 2 --spines 1 --hosts-per-leaf 1 \
 	--gpus-per-host 2 --interleave -o "$tmp/f.json" >/dev/null 2>&1 || bad "fabric"
 $TOPOPLACE plan --fabric "$tmp/f.json" --nodes 'node[001-002]' --json --no-predict \

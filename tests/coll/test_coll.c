@@ -458,12 +458,16 @@ static void count_warn(tp_log_level_t level, const char *msg, void *arg)
 }
 
 /* The library's own log sink: it links its copy of common/ in, so this
- * program's tp_log_set() would set another. */
+ * program's tp_log_set() would set another. The library found by one of
+ * its functions, not by a soname that changes with its version. */
 static void coll_log_set(tp_log_fn_t fn)
 {
-	void *h = dlopen("libtopoplace-coll.so.0", RTLD_LAZY | RTLD_NOLOAD);
+	Dl_info di;
+	void *h = NULL;
 	void (*set)(tp_log_fn_t, void *) = NULL;
 
+	if (dladdr((void *)tp_coll_comm_init, &di) && di.dli_fname)
+		h = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
 	if (h)
 		*(void **)&set = dlsym(h, "tp_log_set");
 	assert_non_null(set);
