@@ -1355,6 +1355,16 @@ static void test_comp_names(void **s)
 	assert_null(tp_coll_comp_name((tp_coll_comp_t)4));
 }
 
+/* A message's checksum made right again for its header and payload
+ * bytes. */
+static void reseal(unsigned char *m, size_t payload)
+{
+	uint64_t h = tp__comp_hash(m + TP__COMP_HDR, payload,
+				   tp__comp_hash(m, TP__COMP_CHECK, 0));
+
+	memcpy(m + TP__COMP_CHECK, &h, 8);
+}
+
 /* Every kind and odd count round-trips; every flipped byte, every
  * truncation, an extension and a message of another kind, count, block
  * or pipeline segment are refused, naming the field, and leave the
@@ -1457,7 +1467,6 @@ static void test_comp_wire(void **s)
 		unsigned char *m = (unsigned char *)msg;
 		const size_t H = TP__COMP_HDR;
 		float v[2] = {1.0f, 2.0f};
-		uint64_t h;
 
 		memset(m, 0, H + 16);
 		memcpy(m, "TPCZ", 4);
@@ -1469,18 +1478,14 @@ static void test_comp_wire(void **s)
 		memcpy(m + H, v, 8);
 		m[H + 8] = 3;
 		m[H + 9] = t ? 7 : 0; /* 3 + 7 = 10: out of range */
-		h = tp__comp_hash(m + H, 10,
-				  tp__comp_hash(m, TP__COMP_CHECK, 0));
-		memcpy(m + TP__COMP_CHECK, &h, 8);
+		reseal(m, 10);
 		assert_int_equal(tp__comp_decode(m, H + 10, TP__COMP_TOPK, 10,
 						 &o, 0, out, 0, why,
 						 sizeof(why)),
 				 TP_ERR_PARSE);
 		assert_non_null(strstr(why, "indices"));
 		m[H + 9] = 6; /* 3, 9: fine */
-		h = tp__comp_hash(m + H, 10,
-				  tp__comp_hash(m, TP__COMP_CHECK, 0));
-		memcpy(m + TP__COMP_CHECK, &h, 8);
+		reseal(m, 10);
 		assert_int_equal(tp__comp_decode(m, H + 10, TP__COMP_TOPK, 10,
 						 &o, 0, out, 1, why,
 						 sizeof(why)),
