@@ -36,14 +36,18 @@ static void usage(FILE *fp)
 		"  [--factor F] [--iters N] [--warmup N] [--check] "
 		"[--json FILE] [--timeout S]\n"
 		"  [--compress none|int8|1bit|topk [--levels "
-		"host,group,cross]]\n"
+		"host,group,cross]\n"
+		"   [--segment N] [--no-overlap]]\n"
 		"Plan and rank default to $TOPOPLACE_PLAN / $TOPOPLACE_RANK; "
 		"sizes take K/M/G;\n"
 		"defaults 4K..256M, factor 4, 20 iterations, 5 warm-up, "
 		"algo auto.\n"
 		"--compress runs tp_coll_allreduce_compressed() (error "
 		"feedback on) on the\nhops --levels names (default cross) "
-		"and adds the bytes rank 0 sent across\ngroups per call.\n");
+		"and adds the bytes rank 0 sent across\ngroups per call. "
+		"--segment: its pipeline segment in elements (0: one "
+		"piece;\ndefault 1M), --no-overlap: the segments' stages one "
+		"at a time.\n");
 }
 
 static int parse_size(const char *s, size_t *out)
@@ -119,8 +123,11 @@ static int parse_args(int argc, char **argv, args_t *a)
 	    {"timeout", required_argument, NULL, 't'},
 	    {"compress", required_argument, NULL, 'z'},
 	    {"levels", required_argument, NULL, 'l'},
+	    {"segment", required_argument, NULL, 's'},
+	    {"no-overlap", no_argument, NULL, 'o'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0}};
+	bool pipe_opt = false;
 	int o;
 
 	*a = (args_t){.rank = -1,
@@ -189,6 +196,21 @@ static int parse_args(int argc, char **argv, args_t *a)
 				return -1;
 			}
 			break;
+		case 's':
+			/* strtoull takes "-1" as SIZE_MAX: digits only */
+			errno = 0;
+			a->comp.segment = strtoull(optarg, &end, 10);
+			if (!(*optarg >= '0' && *optarg <= '9') || errno ||
+			    *end) {
+				fprintf(stderr, "bad --segment '%s'\n", optarg);
+				return -1;
+			}
+			pipe_opt = true;
+			break;
+		case 'o':
+			a->comp.overlap = false;
+			pipe_opt = true;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -204,6 +226,11 @@ static int parse_args(int argc, char **argv, args_t *a)
 	if (a->check && a->comp.kind != TP_COLL_COMP_NONE) {
 		fprintf(stderr, "--check wants exact sums: not with "
 				"--compress\n");
+		return -1;
+	}
+	if (pipe_opt && a->comp.kind == TP_COLL_COMP_NONE) {
+		fprintf(stderr, "--segment and --no-overlap shape the "
+				"compressed all-reduce: with --compress\n");
 		return -1;
 	}
 	if (optind < argc || a->iters < 1 || a->warmup < 0 ||
@@ -396,8 +423,10 @@ int main(int argc, char **argv)
 		       tp_coll_algo_name(a.algo), a.iters);
 		if (a.comp.kind != TP_COLL_COMP_NONE)
 			printf("# compressed: %s, levels %#x (host 1, group "
-			       "2, cross 4), error feedback\n",
-			       tp_coll_comp_name(a.comp.kind), a.comp.levels);
+			       "2, cross 4), error feedback, segment %zu%s\n",
+			       tp_coll_comp_name(a.comp.kind), a.comp.levels,
+			       a.comp.segment,
+			       a.comp.overlap ? "" : ", no overlap");
 		printf("%12s %12s %12s %12s%s\n", "bytes", "time_us",
 		       "algbw_GBps", "busbw_GBps",
 		       a.comp.kind != TP_COLL_COMP_NONE ? "  cross_bytes" : "");

@@ -410,10 +410,13 @@ static inline int64_t tp__coll_lap(tp_coll_comm_t *c, tp_coll_phase_t phase,
  * stage s (0 the flat or cross rings, 1 the group level), each indexed
  * like the call's buffer; NULL without error feedback. vel: top-k's
  * velocity, indexed the same (NULL without momentum), vel_mask: clear it
- * where this rank sent. */
+ * where this rank sent. seg: the call's pipeline segment (0: none),
+ * carried in every message's header: ranks cut differently must fail,
+ * not sum values of other places. */
 typedef struct tp__coll_comp_call {
 	int kind;
 	tp_cuda_comp_opts_t o;
+	uint64_t seg;
 	float *res[2][2];
 	float *vel, momentum;
 	bool vel_mask;
@@ -437,15 +440,23 @@ tp_err_t tp__coll_comp_ring_stage(tp_coll_comm_t *c, const tp__coll_ring_t *r,
  * (call it, then the transport's progress, until done). It holds stage
  * st's message buffer (c->cmsg[st]) until done: one at a time per stage,
  * and no other compressed stage of st meanwhile. */
+/* A compressed ring phase's neighbours and message slots: slots of cap
+ * bytes in stage st's message buffer m (c->cmsg[st]). */
+typedef struct tp__coll_hop {
+	int prev, next;
+	size_t cap;
+	char *m;
+} tp__coll_hop_t;
 /* A compressed ring stage's states (tp__coll_comp_op_t.state). */
 enum { TP__OP_HDR = 1, TP__OP_PAYLOAD = 2, TP__OP_DONE = 3 };
 typedef struct tp__coll_comp_op {
 	const tp__coll_ring_t *r;
 	tp__coll_comp_call_t *k;
-	int st, ag, step, state, prev, next;
+	int st, ag, step, state;
+	tp__coll_hop_t h; /* two slots */
 	float *buf;
-	size_t at, count, cap, slen, len[2], ro, rc;
-	char *m, *rslot;
+	size_t at, count, slen, len[2], ro, rc;
+	char *rslot;
 	tp__coll_req_t sq, rq;
 } tp__coll_comp_op_t;
 tp_err_t tp__coll_comp_op_start(tp_coll_comm_t *c, tp__coll_comp_op_t *op,

@@ -127,7 +127,8 @@ size_t tp__comp_max_bytes(int kind, size_t count, const tp_cuda_comp_opts_t *o)
 }
 
 static void write_header(unsigned char *m, int kind, uint32_t block,
-			 uint32_t nnz, uint64_t count, uint64_t payload)
+			 uint32_t nnz, uint64_t count, uint64_t payload,
+			 uint64_t seg)
 {
 	put(m, TP__COMP_MAGIC, 4);
 	m[4] = TP__COMP_VERSION;
@@ -137,8 +138,10 @@ static void write_header(unsigned char *m, int kind, uint32_t block,
 	put(m + 12, nnz, 4);
 	put(m + 16, count, 8);
 	put(m + 24, payload, 8);
-	put(m + 32,
-	    tp__comp_hash(m + TP__COMP_HDR, payload, tp__comp_hash(m, 32, 0)),
+	put(m + 32, seg, 8);
+	put(m + TP__COMP_CHECK,
+	    tp__comp_hash(m + TP__COMP_HDR, payload,
+			  tp__comp_hash(m, TP__COMP_CHECK, 0)),
 	    8);
 }
 
@@ -155,8 +158,8 @@ static size_t varint(unsigned char *p, uint32_t v)
 }
 
 static tp_err_t encode_topk(const float *g, float *r, size_t count,
-			    const tp_cuda_comp_opts_t *o, unsigned char *m,
-			    size_t *len_p)
+			    const tp_cuda_comp_opts_t *o, uint64_t seg,
+			    unsigned char *m, size_t *len_p)
 {
 	size_t cap = tp_cuda_topk_capacity(count, o), nnz, w;
 	float *val = (float *)(void *)(m + TP__COMP_HDR);
@@ -175,14 +178,14 @@ static tp_err_t encode_topk(const float *g, float *r, size_t count,
 		prev = ix;
 	}
 	write_header(m, TP__COMP_TOPK, 0, (uint32_t)nnz, count,
-		     w - TP__COMP_HDR);
+		     w - TP__COMP_HDR, seg);
 	*len_p = w;
 	return TP_OK;
 }
 
 tp_err_t tp__comp_encode(int kind, const float *g, float *r, size_t count,
-			 const tp_cuda_comp_opts_t *o, void *msg, size_t cap,
-			 size_t *len_p)
+			 const tp_cuda_comp_opts_t *o, uint64_t seg, void *msg,
+			 size_t cap, size_t *len_p)
 {
 	unsigned char *m = msg;
 	size_t need = tp__comp_max_bytes(kind, count, o), nb, pl;
@@ -192,7 +195,7 @@ tp_err_t tp__comp_encode(int kind, const float *g, float *r, size_t count,
 	    o->block > UINT32_MAX)
 		return TP_ERR_INVAL;
 	if (kind == TP__COMP_TOPK)
-		return encode_topk(g, r, count, o, m, len_p);
+		return encode_topk(g, r, count, o, seg, m, len_p);
 	nb = nblocks(count, o);
 	float *scales = (float *)(void *)(m + TP__COMP_HDR);
 	if (kind == TP__COMP_INT8)
@@ -204,7 +207,7 @@ tp_err_t tp__comp_encode(int kind, const float *g, float *r, size_t count,
 	if (err)
 		return err;
 	pl = dense_payload(kind, count, o);
-	write_header(m, kind, (uint32_t)o->block, 0, count, pl);
+	write_header(m, kind, (uint32_t)o->block, 0, count, pl, seg);
 	*len_p = TP__COMP_HDR + pl;
 	return TP_OK;
 }
@@ -216,12 +219,26 @@ static tp_err_t bad(char *why, size_t why_len, tp_err_t err, const char *what)
 	return err;
 }
 
+/* The sender's value of a field that must agree, and this rank's. */
+static tp_err_t differs(char *why, size_t why_len, const char *field,
+			uint64_t theirs, uint64_t ours)
+{
+	if (why && why_len)
+		snprintf(why, why_len,
+			 "compressed message with %s %llu, this rank's %llu",
+			 field, (unsigned long long)theirs,
+			 (unsigned long long)ours);
+	return TP_ERR_MISMATCH;
+}
+
 tp_err_t tp__comp_check_header(const void *msg, size_t len, int kind,
 			       size_t count, const tp_cuda_comp_opts_t *o,
-			       tp__comp_hdr_t *h, char *why, size_t why_len)
+			       uint64_t seg, tp__comp_hdr_t *h, char *why,
+			       size_t why_len)
 {
 	const unsigned char *m = msg;
 	size_t max = tp__comp_max_bytes(kind, count, o);
+	uint64_t block = kind == TP__COMP_TOPK ? 0 : o->block;
 
 	if (len < TP__COMP_HDR)
 		return bad(why, why_len, TP_ERR_PARSE,
@@ -229,18 +246,22 @@ tp_err_t tp__comp_check_header(const void *msg, size_t len, int kind,
 	if (get(m, 4) != TP__COMP_MAGIC || m[4] != TP__COMP_VERSION ||
 	    get(m + 6, 2) != 0)
 		return bad(why, why_len, TP_ERR_FORMAT,
-			   "not a compressed message of version 1");
+			   "not a compressed message of version 2");
 	h->kind = m[5];
 	h->block = (uint32_t)get(m + 8, 4);
 	h->nnz = (uint32_t)get(m + 12, 4);
 	h->count = get(m + 16, 8);
 	h->payload = get(m + 24, 8);
-	if (h->kind != kind || h->count != count ||
-	    (kind != TP__COMP_TOPK && h->block != o->block) ||
-	    (kind == TP__COMP_TOPK && h->block != 0))
-		return bad(why, why_len, TP_ERR_MISMATCH,
-			   "compressed message of another kind, count or "
-			   "block than expected");
+	h->segment = get(m + 32, 8);
+	if (h->kind != kind)
+		return differs(why, why_len, "kind", (uint64_t)h->kind,
+			       (uint64_t)kind);
+	if (h->block != block)
+		return differs(why, why_len, "block", h->block, block);
+	if (h->segment != seg)
+		return differs(why, why_len, "segment", h->segment, seg);
+	if (h->count != count)
+		return differs(why, why_len, "count", h->count, count);
 	if (!max || h->payload > max - TP__COMP_HDR ||
 	    (kind != TP__COMP_TOPK &&
 	     (h->nnz || h->payload != dense_payload(kind, count, o))) ||
@@ -284,7 +305,7 @@ static tp_err_t walk_topk(const unsigned char *p, size_t n, uint32_t nnz,
 }
 
 tp_err_t tp__comp_decode(const void *msg, size_t len, int kind, size_t count,
-			 const tp_cuda_comp_opts_t *o, float *out,
+			 const tp_cuda_comp_opts_t *o, uint64_t seg, float *out,
 			 int overwrite, char *why, size_t why_len)
 {
 	const unsigned char *m = msg;
@@ -293,14 +314,16 @@ tp_err_t tp__comp_decode(const void *msg, size_t len, int kind, size_t count,
 
 	if (!msg || ((uintptr_t)msg & 3) || (count && !out))
 		return bad(why, why_len, TP_ERR_INVAL, "bad arguments");
-	err = tp__comp_check_header(msg, len, kind, count, o, &h, why, why_len);
+	err = tp__comp_check_header(msg, len, kind, count, o, seg, &h, why,
+				    why_len);
 	if (err)
 		return err;
 	if (len - TP__COMP_HDR != h.payload)
 		return bad(why, why_len, TP_ERR_PARSE,
 			   "compressed message truncated or too long");
-	if (get(m + 32, 8) !=
-	    tp__comp_hash(m + TP__COMP_HDR, h.payload, tp__comp_hash(m, 32, 0)))
+	if (get(m + TP__COMP_CHECK, 8) !=
+	    tp__comp_hash(m + TP__COMP_HDR, h.payload,
+			  tp__comp_hash(m, TP__COMP_CHECK, 0)))
 		return bad(why, why_len, TP_ERR_PARSE,
 			   "compressed message fails its checksum");
 	const float *f = (const float *)(const void *)(m + TP__COMP_HDR);

@@ -459,6 +459,7 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 		return tp__coll_fail(c, err, "residuals of key %llu",
 				     (unsigned long long)key);
 	call_setup(&k, &o, e, key, count);
+	k.seg = seg;
 	c->last_move_ns = t0 = tp__coll_now_ns();
 	err = flat  ? tp__coll_comp_ring_allreduce(c, &c->ring, &k, 0, buf, 0,
 						   count)

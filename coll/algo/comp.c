@@ -77,10 +77,10 @@ static tp_err_t decode(tp_coll_comm_t *c, int peer, const char *m, size_t len,
 		       const tp__coll_comp_call_t *k, size_t count, float *out,
 		       int overwrite)
 {
-	char why[96];
+	char why[128];
 	int64_t t0 = tp__coll_now_ns();
-	tp_err_t err = tp__comp_decode(m, len, k->kind, count, &k->o, out,
-				       overwrite, why, sizeof(why));
+	tp_err_t err = tp__comp_decode(m, len, k->kind, count, &k->o, k->seg,
+				       out, overwrite, why, sizeof(why));
 
 	tp__coll_lap(c, TP_COLL_PHASE_DECOMPRESS, t0);
 	return err ? wire_fail(c, peer, err, why) : TP_OK;
@@ -110,15 +110,9 @@ static tp_cuda_comp_opts_t hop_opts(const tp__coll_comp_call_t *k, int who,
 
 /* A ring phase's neighbours and message slots: nslots of cap bytes (a
  * message of `most` elements), then `extra` bytes. */
-typedef struct hop {
-	int prev, next;
-	size_t cap;
-	char *m;
-} hop_t;
-
 static tp_err_t hop_setup(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 			  const tp__coll_comp_call_t *k, int st, size_t most,
-			  int nslots, size_t extra, hop_t *h)
+			  int nslots, size_t extra, tp__coll_hop_t *h)
 {
 	h->prev = (int)r->members[mod(r->me - 1, r->n)];
 	h->next = (int)r->members[mod(r->me + 1, r->n)];
@@ -132,7 +126,7 @@ static tp_err_t encode(tp_coll_comm_t *c, const tp__coll_comp_call_t *k,
 {
 	int64_t t0 = tp__coll_now_ns();
 	tp_err_t err =
-	    tp__comp_encode(k->kind, x, res, count, o, m, cap, len_p);
+	    tp__comp_encode(k->kind, x, res, count, o, k->seg, m, cap, len_p);
 
 	tp__coll_lap(c, TP_COLL_PHASE_COMPRESS, t0);
 	return err ? tp__coll_fail(c, err, "compress: %s", tp_strerror(err))
@@ -140,19 +134,19 @@ static tp_err_t encode(tp_coll_comm_t *c, const tp__coll_comp_call_t *k,
 }
 
 /* The header of a received message is in slot: check it against what
- * this rank expects (a peer that disagrees - another compressor, block or
- * count - is caught here, before its payload's length matters) and post
- * the receive of the payload it announces. */
+ * this rank expects (a peer that disagrees - another compressor, block,
+ * segment or count - is caught here, before its payload's length matters) and
+ * post the receive of the payload it announces. */
 static tp_err_t recv_payload(tp_coll_comm_t *c, int peer, char *slot,
 			     size_t cap, const tp__coll_comp_call_t *k,
 			     size_t count, tp__coll_req_t *rq, size_t *len_p)
 {
 	tp__comp_hdr_t h;
-	char why[96];
+	char why[128];
 	tp_err_t err;
 
 	err = tp__comp_check_header(slot, TP__COMP_HDR, k->kind, count, &k->o,
-				    &h, why, sizeof(why));
+				    k->seg, &h, why, sizeof(why));
 	if (err)
 		return wire_fail(c, peer, err, why);
 	if (TP__COMP_HDR + h.payload > cap)
@@ -184,7 +178,7 @@ static tp_err_t recv_msg(tp_coll_comm_t *c, int peer, char *slot, size_t cap,
 /* One ring step: send slen bytes of sslot to next while receiving prev's
  * message for rcount elements into rslot (its length in *rlen_p); then,
  * out non-NULL, decode it into out (overwrite as decode's). */
-static tp_err_t hop_step(tp_coll_comm_t *c, const hop_t *h,
+static tp_err_t hop_step(tp_coll_comm_t *c, const tp__coll_hop_t *h,
 			 const tp__coll_comp_call_t *k, const char *sslot,
 			 size_t slen, char *rslot, size_t rcount,
 			 size_t *rlen_p, float *out, int overwrite)
@@ -229,26 +223,26 @@ static tp_err_t op_post(tp_coll_comm_t *c, tp__coll_comp_op_t *op)
 
 		tp__coll_ring_seg(r, op->count, ss, &so, &sc);
 		err = encode(c, op->k, &o, op->buf + so, res ? res + so : NULL,
-			     sc, op->m, op->cap, &op->len[0]);
+			     sc, op->h.m, op->h.cap, &op->len[0]);
 		if (err)
 			return err;
-		sslot = op->m;
+		sslot = op->h.m;
 		op->slen = op->len[0];
-		rslot = op->m + op->cap;
+		rslot = op->h.m + op->h.cap;
 		tp__coll_ring_seg(r, op->count, mod(me - s - 2, n), &ro, &rc);
 	} else {
 		int a = s % 2;
 
-		sslot = op->m + (size_t)a * op->cap;
+		sslot = op->h.m + (size_t)a * op->h.cap;
 		op->slen = op->len[a];
-		rslot = op->m + (size_t)(1 - a) * op->cap;
+		rslot = op->h.m + (size_t)(1 - a) * op->h.cap;
 		tp__coll_ring_seg(r, op->count, mod(me - s - 1, n), &ro, &rc);
 	}
 	op->rslot = rslot;
 	op->ro = ro;
 	op->rc = rc;
-	c->xp->isend(c, op->next, sslot, op->slen, &op->sq);
-	c->xp->irecv(c, op->prev, rslot, TP__COMP_HDR, &op->rq);
+	c->xp->isend(c, op->h.next, sslot, op->slen, &op->sq);
+	c->xp->irecv(c, op->h.prev, rslot, TP__COMP_HDR, &op->rq);
 	op->state = TP__OP_HDR;
 	return TP_OK;
 }
@@ -272,10 +266,7 @@ tp_err_t tp__coll_comp_op_start(tp_coll_comm_t *c, tp__coll_comp_op_t *op,
 	op->state = TP__OP_DONE;
 	if (r->n <= 1 || count == 0)
 		return TP_OK;
-	op->prev = (int)r->members[mod(r->me - 1, r->n)];
-	op->next = (int)r->members[mod(r->me + 1, r->n)];
-	op->cap = align8(tp__comp_max_bytes(k->kind, most, &k->o));
-	if ((err = scratch(c, st, 2 * op->cap, &op->m)))
+	if ((err = hop_setup(c, r, k, st, most, 2, 0, &op->h)))
 		return err;
 	if (ag) {
 		size_t mo, mc;
@@ -284,8 +275,8 @@ tp_err_t tp__coll_comp_op_start(tp_coll_comm_t *c, tp__coll_comp_op_t *op,
 
 		tp__coll_ring_seg(r, count, r->me, &mo, &mc);
 		err = encode(c, k, &o, buf + mo, res ? res + mo : NULL, mc,
-			     op->m, op->cap, &op->len[0]);
-		if (err || (err = decode(c, c->rank, op->m, op->len[0], k, mc,
+			     op->h.m, op->h.cap, &op->len[0]);
+		if (err || (err = decode(c, c->rank, op->h.m, op->len[0], k, mc,
 					 buf + mo, 1)))
 			return err;
 	}
@@ -297,7 +288,7 @@ tp_err_t tp__coll_comp_op_poll(tp_coll_comm_t *c, tp__coll_comp_op_t *op)
 	tp_err_t err;
 
 	if (op->state == TP__OP_HDR && op->rq.done) {
-		err = recv_payload(c, op->prev, op->rslot, op->cap, op->k,
+		err = recv_payload(c, op->h.prev, op->rslot, op->h.cap, op->k,
 				   op->rc, &op->rq,
 				   &op->len[op->ag ? 1 - op->step % 2 : 1]);
 		if (err)
@@ -306,7 +297,7 @@ tp_err_t tp__coll_comp_op_poll(tp_coll_comm_t *c, tp__coll_comp_op_t *op)
 	}
 	if (op->state != TP__OP_PAYLOAD || !op->rq.done || !op->sq.done)
 		return TP_OK;
-	err = decode(c, op->prev, op->rslot,
+	err = decode(c, op->h.prev, op->rslot,
 		     op->len[op->ag ? 1 - op->step % 2 : 1], op->k, op->rc,
 		     op->buf + op->ro, op->ag);
 	if (err)
@@ -370,7 +361,7 @@ static tp_err_t topk_allreduce(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 	tp_cuda_comp_opts_t o = hop_opts(k, c->rank, st, 0, at);
 	float *res = res_at(k, st, 0, at), *vel = k->vel ? k->vel + at : NULL;
 	size_t *len;
-	hop_t h = {0};
+	tp__coll_hop_t h = {0};
 	tp_err_t err;
 
 	if (count > UINT32_MAX)

@@ -2,9 +2,10 @@
 # The PyTorch binding (bindings/torch/topoplace_coll) under Debian's torch:
 # tests/bindings/test_torch.py with 4 ranks on this host over loopback, from
 # a plan `topoplace plan` made for 2 hosts x 2 GPUs on a generated 2-leaf
-# fabric; then tests/bindings/ef_reference.py (error feedback against a reference of the
-# two-stage scheme) with 2 ranks of one host. Skips (77) when /usr/bin/python3 (or
-# $TP_PYTHON) has no torch.
+# fabric (and, for hierarchical='group', one for 4 hosts x 1 GPU, 2 hosts
+# per leaf: level-1 groups of 2 hosts); then tests/bindings/ef_reference.py
+# (error feedback against a reference of the two-stage scheme) with 2 ranks
+# of one host. Skips (77) when /usr/bin/python3 (or $TP_PYTHON) has no torch.
 . "$(dirname "$0")/../integration/lib.sh"
 py=${TP_PYTHON:-/usr/bin/python3}
 src=${TP_SRCDIR:?}
@@ -13,13 +14,32 @@ lib=${TP_BUILDDIR:?}/coll/.libs/libtopoplace-coll.so
 "$py" -c 'import torch' 2>/dev/null || skip_all "$py cannot import torch (apt-get install python3-torch)"
 [ -f "$lib" ] || skip_all "no $lib"
 
+# The binding's SONAME (how an installed package finds the library by
+# the loader's search) is the one the library was linked with, and a file
+# of that name sits beside it.
+want=$(sed -n 's/^SONAME = "\(.*\)"$/\1/p' "$src/bindings/torch/topoplace_coll/_lib.py")
+got=$(readelf -d "$lib" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]$/\1/p')
+[ -n "$want" ] && [ "$want" = "$got" ] && ok "_lib.SONAME $want is the library's soname" ||
+	bad "_lib.SONAME '$want', the library's soname '$got'"
+LD_LIBRARY_PATH=$(dirname "$lib") "$py" -c "import ctypes, sys; ctypes.CDLL(sys.argv[1])" "$want" &&
+	ok "$want loads by the loader's search" || bad "$want does not load by name"
+# _lib.py's option structs as tp_coll.h lays them out (a field missing in
+# Python lets the library write past the ctypes buffer).
+TOPOPLACE_COLL_LIB=$lib "$py" "$src/tests/bindings/struct_check.py" "$src" "$tmp" ||
+	bad "_lib.py's structs differ from tp_coll.h's"
+
 $TOPOPLACE fabric generate fat-tree --leaves 2 --spines 1 --hosts-per-leaf 1 \
 	--gpus-per-host 2 --interleave -o "$tmp/f.json" >/dev/null 2>&1 || bad "fabric"
 $TOPOPLACE plan --fabric "$tmp/f.json" --nodes 'node[001-002]' --json --no-predict \
 	-o "$tmp/p.json" >/dev/null 2>&1 || bad "plan"
+$TOPOPLACE fabric generate fat-tree --leaves 2 --spines 1 --hosts-per-leaf 2 \
+	--gpus-per-host 1 -o "$tmp/f4.json" >/dev/null 2>&1 || bad "fabric of 4 hosts"
+$TOPOPLACE plan --fabric "$tmp/f4.json" --nodes 'node[001-004]' --json --no-predict \
+	-o "$tmp/p4.json" >/dev/null 2>&1 || bad "plan of 4 hosts"
 port=$((22000 + $$ % 4000))
 PYTHONPATH=$src/bindings/torch${PYTHONPATH:+:$PYTHONPATH} TOPOPLACE_COLL_LIB=$lib \
-	timeout 600 "$py" "$src/tests/bindings/test_torch.py" "$tmp/p.json" $port $((port + 4000))
+	timeout 600 "$py" "$src/tests/bindings/test_torch.py" "$tmp/p.json" $port $((port + 4000)) \
+	"$tmp/p4.json"
 rc=$?
 [ $rc -eq 0 ] || bad "test_torch.py exit $rc"
 $TOPOPLACE plan --fabric "$tmp/f.json" --nodes 'node001' --json --no-predict \

@@ -458,12 +458,16 @@ static void count_warn(tp_log_level_t level, const char *msg, void *arg)
 }
 
 /* The library's own log sink: it links its copy of common/ in, so this
- * program's tp_log_set() would set another. */
+ * program's tp_log_set() would set another. The library found by one of
+ * its functions, not by a soname that changes with its version. */
 static void coll_log_set(tp_log_fn_t fn)
 {
-	void *h = dlopen("libtopoplace-coll.so.0", RTLD_LAZY | RTLD_NOLOAD);
+	Dl_info di;
+	void *h = NULL;
 	void (*set)(tp_log_fn_t, void *) = NULL;
 
+	if (dladdr((void *)tp_coll_comm_init, &di) && di.dli_fname)
+		h = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
 	if (h)
 		*(void **)&set = dlsym(h, "tp_log_set");
 	assert_non_null(set);
@@ -1351,9 +1355,20 @@ static void test_comp_names(void **s)
 	assert_null(tp_coll_comp_name((tp_coll_comp_t)4));
 }
 
+/* A message's checksum made right again for its header and payload
+ * bytes. */
+static void reseal(unsigned char *m, size_t payload)
+{
+	uint64_t h = tp__comp_hash(m + TP__COMP_HDR, payload,
+				   tp__comp_hash(m, TP__COMP_CHECK, 0));
+
+	memcpy(m + TP__COMP_CHECK, &h, 8);
+}
+
 /* Every kind and odd count round-trips; every flipped byte, every
- * truncation, an extension and a message of another kind, count or block
- * are refused, and leave the output untouched. */
+ * truncation, an extension and a message of another kind, count, block
+ * or pipeline segment are refused, naming the field, and leave the
+ * output untouched. */
 static void test_comp_wire(void **s)
 {
 	static const size_t cnts[] = {0, 1, 7, 257, 1031};
@@ -1375,12 +1390,13 @@ static void test_comp_wire(void **s)
 			}
 			assert_true(tp__comp_max_bytes(kind, n, &o) <=
 				    sizeof(msg));
-			assert_int_equal(tp__comp_encode(kind, g, r, n, &o, msg,
-							 sizeof(msg), &len),
+			assert_int_equal(tp__comp_encode(kind, g, r, n, &o,
+							 4096, msg, sizeof(msg),
+							 &len),
 					 TP_OK);
 			/* sent + kept == asked (error feedback) */
 			assert_int_equal(tp__comp_decode(msg, len, kind, n, &o,
-							 out, 1, why,
+							 4096, out, 1, why,
 							 sizeof(why)),
 					 TP_OK);
 			for (size_t i = 0; i < n; i++)
@@ -1392,62 +1408,87 @@ static void test_comp_wire(void **s)
 				memcpy(bad, msg, len);
 				((unsigned char *)bad)[b] ^= 0x10;
 				assert_int_not_equal(
-				    tp__comp_decode(bad, len, kind, n, &o, out,
-						    0, why, sizeof(why)),
+				    tp__comp_decode(bad, len, kind, n, &o, 4096,
+						    out, 0, why, sizeof(why)),
 				    TP_OK);
 			}
 			for (size_t l = 0; l < len; l++)
 				assert_int_not_equal(
-				    tp__comp_decode(msg, l, kind, n, &o, out, 0,
-						    why, sizeof(why)),
+				    tp__comp_decode(msg, l, kind, n, &o, 4096,
+						    out, 0, why, sizeof(why)),
 				    TP_OK);
 			assert_int_equal(tp__comp_decode(msg, len + 4, kind, n,
-							 &o, out, 0, why,
+							 &o, 4096, out, 0, why,
 							 sizeof(why)),
 					 TP_ERR_PARSE);
 			assert_int_equal(tp__comp_decode(msg, len, kind % 3 + 1,
-							 n, &o, out, 0, why,
-							 sizeof(why)),
+							 n, &o, 4096, out, 0,
+							 why, sizeof(why)),
 					 TP_ERR_MISMATCH);
+			assert_non_null(strstr(why, "kind"));
 			assert_int_equal(tp__comp_decode(msg, len, kind, n + 1,
-							 &o, out, 0, why,
+							 &o, 4096, out, 0, why,
 							 sizeof(why)),
 					 TP_ERR_MISMATCH);
+			assert_non_null(strstr(why, "count"));
+			/* another segment: named, even where the count is
+			 * the same */
+			assert_int_equal(tp__comp_decode(msg, len, kind, n, &o,
+							 2048, out, 0, why,
+							 sizeof(why)),
+					 TP_ERR_MISMATCH);
+			assert_string_equal(why, "compressed message with "
+						 "segment 4096, this rank's "
+						 "2048");
 			assert_memory_equal(out, ref, n * sizeof(float));
 		}
 	}
+	/* An int8 message of block 256 read with block 128: named. */
+	tp_cuda_comp_opts_defaults(&o);
+	size_t len;
+	assert_int_equal(tp__comp_encode(TP__COMP_INT8, g, NULL, 257, &o, 0,
+					 msg, sizeof(msg), &len),
+			 TP_OK);
+	o.block = 128;
+	assert_int_equal(tp__comp_decode(msg, len, TP__COMP_INT8, 257, &o, 0,
+					 out, 0, why, sizeof(why)),
+			 TP_ERR_MISMATCH);
+	assert_string_equal(why, "compressed message with block 256, this "
+				 "rank's 128");
+	/* A message of version 1 (40 bytes of header, no segment): refused
+	 * as such. */
+	((unsigned char *)msg)[4] = 1;
+	assert_int_equal(tp__comp_decode(msg, len, TP__COMP_INT8, 257, &o, 0,
+					 out, 0, why, sizeof(why)),
+			 TP_ERR_FORMAT);
 	/* Top-k indices that pass the checksum but not the checks: a
 	 * repeated index (gap 0), then one past the end. */
-	o.block = 128;
-	assert_int_equal(tp__comp_decode(msg, 40, TP__COMP_INT8, 0, &o, out, 0,
-					 why, sizeof(why)),
-			 TP_ERR_MISMATCH);
 	for (int t = 0; t < 2; t++) {
 		unsigned char *m = (unsigned char *)msg;
+		const size_t H = TP__COMP_HDR;
 		float v[2] = {1.0f, 2.0f};
-		uint64_t h;
 
-		memset(m, 0, 64);
+		memset(m, 0, H + 16);
 		memcpy(m, "TPCZ", 4);
-		m[4] = 1;
+		m[4] = TP__COMP_VERSION;
 		m[5] = TP__COMP_TOPK;
 		m[12] = 2;  /* nnz */
 		m[16] = 10; /* count */
 		m[24] = 10; /* payload: 2 values, 2 varints */
-		memcpy(m + 40, v, 8);
-		m[48] = 3;
-		m[49] = t ? 7 : 0; /* 3 + 7 = 10: out of range */
-		h = tp__comp_hash(m + 40, 10, tp__comp_hash(m, 32, 0));
-		memcpy(m + 32, &h, 8);
-		assert_int_equal(tp__comp_decode(m, 50, TP__COMP_TOPK, 10, &o,
-						 out, 0, why, sizeof(why)),
+		memcpy(m + H, v, 8);
+		m[H + 8] = 3;
+		m[H + 9] = t ? 7 : 0; /* 3 + 7 = 10: out of range */
+		reseal(m, 10);
+		assert_int_equal(tp__comp_decode(m, H + 10, TP__COMP_TOPK, 10,
+						 &o, 0, out, 0, why,
+						 sizeof(why)),
 				 TP_ERR_PARSE);
 		assert_non_null(strstr(why, "indices"));
-		m[49] = 6; /* 3, 9: fine */
-		h = tp__comp_hash(m + 40, 10, tp__comp_hash(m, 32, 0));
-		memcpy(m + 32, &h, 8);
-		assert_int_equal(tp__comp_decode(m, 50, TP__COMP_TOPK, 10, &o,
-						 out, 1, why, sizeof(why)),
+		m[H + 9] = 6; /* 3, 9: fine */
+		reseal(m, 10);
+		assert_int_equal(tp__comp_decode(m, H + 10, TP__COMP_TOPK, 10,
+						 &o, 0, out, 1, why,
+						 sizeof(why)),
 				 TP_OK);
 		assert_true(out[3] == 1.0f && out[9] == 2.0f && out[4] == 0.0f);
 	}
@@ -1911,6 +1952,86 @@ static void test_comp_mismatch(void **s)
 	tp_plan_destroy(p);
 }
 
+/* One rank of a group whose level is compressed, and of a cross-group
+ * exchange, disagrees with the others on the block or on the pipeline
+ * segment (0: the whole buffer in one piece). Exit 0: the call failed
+ * with TP_ERR_MISMATCH naming the field and a peer; 3: it failed as the
+ * communicator broke under it (a peer gone: PEER_LOST, or a wait timed
+ * out); 1: a result; 2: another error. */
+typedef struct odd_case {
+	unsigned levels, block;
+	size_t segment;
+	const char *field;
+} odd_case_t;
+
+static int odd_rank(tp_coll_comm_t *c, void *arg)
+{
+	static float b[PIPE_N];
+	const odd_case_t *oc = arg;
+	tp_coll_comp_opts_t o;
+	tp_err_t err;
+	const char *d;
+
+	for (size_t i = 0; i < PIPE_N; i++)
+		b[i] = pipe_sign(i);
+	tp_coll_comp_opts_defaults(&o);
+	o.kind = TP_COLL_COMP_INT8;
+	o.levels = oc->levels;
+	o.segment = PIPE_SEG;
+	if (tp_coll_comm_rank(c) == 1) {
+		o.block = oc->block;
+		o.segment = oc->segment;
+	}
+	err = tp_coll_allreduce_compressed(c, b, PIPE_N, TP_COLL_SUM, &o, 7);
+	d = tp_coll_comm_detail(c);
+	fprintf(stderr, "# rank %d: %s: %s\n", tp_coll_comm_rank(c),
+		tp_strerror(err), d);
+	if (err == TP_OK)
+		return 1;
+	if (err == TP_ERR_MISMATCH)
+		return strstr(d, oc->field) && strstr(d, "from rank") ? 0 : 2;
+	return err == TP_ERR_PEER_LOST || err == TP_ERR_TIMEOUT ? 3 : 2;
+}
+
+/* Every rank of the call gets an error, none a result, and the ranks
+ * that read the odd one's messages name the field that differs. 4 hosts
+ * x 1 rank in 2 groups of 2, the group level's stages and the exchange
+ * across groups compressed and pipelined; then the exchange alone
+ * compressed (the odd rank's cross ring reads it). */
+static void test_comp_odd_rank(void **s)
+{
+	tp_plan_t *p = plan_of(4, 1, 0);
+	unsigned group = TP_COLL_LEVEL_CROSS | TP_COLL_LEVEL_GROUP,
+		 cross = TP_COLL_LEVEL_CROSS;
+	const odd_case_t cases[] = {
+	    {group, 128, PIPE_SEG, "block"},
+	    {group, 256, 2 * PIPE_SEG, "segment"},
+	    {group, 256, 0, "segment"},
+	    {cross, 128, PIPE_SEG, "block"},
+	    {cross, 256, 2 * PIPE_SEG, "segment"},
+	};
+	tp_coll_opts_t o;
+	int st[16];
+
+	(void)s;
+	for (size_t t = 0; t < sizeof(cases) / sizeof(cases[0]); t++) {
+		int named = 0;
+
+		opts_for(&o, next_port(), 5, 64 << 10);
+		run_ranks(p, &o, odd_rank, (void *)&cases[t], 30, st);
+		for (int r = 0; r < 4; r++) {
+			if (st[r] != 0 && st[r] != 3)
+				fail_msg("case %zu (%s): rank %d exit %d", t,
+					 cases[t].field, r, st[r]);
+			named += st[r] == 0;
+		}
+		if (named == 0)
+			fail_msg("case %zu (%s): no rank names it", t,
+				 cases[t].field);
+	}
+	tp_plan_destroy(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1952,6 +2073,7 @@ int main(void)
 	    cmocka_unit_test(test_comp_cross_bytes),
 	    cmocka_unit_test(test_comp_mismatch),
 	    cmocka_unit_test(test_comp_pipeline),
+	    cmocka_unit_test(test_comp_odd_rank),
 	};
 
 	signal(SIGPIPE, SIG_DFL);     /* the library must not need SIG_IGN */

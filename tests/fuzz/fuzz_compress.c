@@ -5,9 +5,9 @@
  * kind (low bits) and, with bit 7, has the target rewrite the checksum
  * so the fuzzer reaches the payload checks behind it; bytes 1-2 the
  * expected count (little-endian), byte 3 the block (32 x (1 + b % 8));
- * the rest is the message. Each input is also compressed as fp32 values
- * and must decode back. Build: configure CC=clang --enable-fuzz && make
- * -C tests fuzz.
+ * the rest is the message, expected with pipeline segment 0. Each input is also
+ * compressed as fp32 values and must decode back. Build: configure CC=clang
+ * --enable-fuzz && make -C tests fuzz.
  */
 #include "config.h"
 
@@ -27,8 +27,8 @@ static void fix_check(unsigned char *m, size_t len)
 	if (len < TP__COMP_HDR)
 		return;
 	h = tp__comp_hash(m + TP__COMP_HDR, len - TP__COMP_HDR,
-			  tp__comp_hash(m, 32, 0));
-	memcpy(m + 32, &h, 8);
+			  tp__comp_hash(m, TP__COMP_CHECK, 0));
+	memcpy(m + TP__COMP_CHECK, &h, 8);
 }
 
 /* The input's bytes as fp32 values must survive encode + decode. */
@@ -41,8 +41,8 @@ static void roundtrip(int kind, const uint8_t *p, size_t n,
 
 	if (g && out && m) {
 		memcpy(g, p, count * 4);
-		if (tp__comp_encode(kind, g, NULL, count, o, m, cap, &len) ||
-		    tp__comp_decode(m, len, kind, count, o, out, 1, NULL, 0))
+		if (tp__comp_encode(kind, g, NULL, count, o, n, m, cap, &len) ||
+		    tp__comp_decode(m, len, kind, count, o, n, out, 1, NULL, 0))
 			__builtin_trap();
 	}
 	free(g);
@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fix_check((unsigned char *)msg, len);
 		for (size_t i = 0; i < count; i++)
 			out[i] = ref[i] = (float)i;
-		if (tp__comp_decode(msg, len, kind, count, &o, out, 0, NULL,
+		if (tp__comp_decode(msg, len, kind, count, &o, 0, out, 0, NULL,
 				    0) != TP_OK &&
 		    memcmp(out, ref, count * 4))
 			__builtin_trap();

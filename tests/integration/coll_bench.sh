@@ -78,6 +78,28 @@ grep -q 'cross_bytes' "$tmp/out" && ok "--compress: cross_bytes column" ||
 expect 2 "bad --compress" "$B" --plan "$tmp/p.json" --rank 0 --compress int4
 expect 2 "--check with --compress" "$B" --plan "$tmp/p.json" --rank 0 --compress int8 --check
 expect 2 "bad --levels" "$B" --plan "$tmp/p.json" --rank 0 --compress int8 --levels up
+# --segment / --no-overlap reach the compressed call (the header echoes
+# what was passed; 1 MiB is 64 segments of 4096); refused without
+# --compress and for anything but a whole number.
+if run_all --master 127.0.0.1:$port --compress int8 --levels cross --segment 4096 \
+	--no-overlap --min-bytes 1M --max-bytes 1M --iters 2 --warmup 0 --timeout 20; then
+	ok "--segment 4096 --no-overlap: 4 ranks"
+else
+	bad "--segment --no-overlap: exit $rc: $(cat "$tmp/err")"
+fi
+port=$((port + 1))
+grep -q '^# compressed: int8, .*segment 4096, no overlap$' "$tmp/out" &&
+	ok "--segment, --no-overlap in the header" || bad "header: $(head -3 "$tmp/out")"
+for v in -1 12x '' 0x10 99999999999999999999999; do
+	expect 2 "bad --segment '$v'" "$B" --plan "$tmp/p.json" --rank 0 --compress int8 --segment "$v"
+	grep -q "bad --segment" "$tmp/err" && ok "--segment '$v' named" || bad "--segment '$v': $(cat "$tmp/err")"
+done
+for opt in "--segment 4096" --no-overlap; do
+	# shellcheck disable=SC2086 # the option and its value
+	expect 2 "$opt without --compress" "$B" --plan "$tmp/p.json" --rank 0 $opt
+	grep -q "with --compress" "$tmp/err" && ok "$opt: --compress asked for" ||
+		bad "$opt without --compress: $(cat "$tmp/err")"
+done
 
 # The environment path (TOPOPLACE_* as the SPANK plugin exports them).
 for r in 1 2 3; do

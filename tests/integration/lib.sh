@@ -196,30 +196,46 @@ ibsim_stop() {
 # (slurm24_linkstate.sh, slurm24_health.sh) They use $fabric (the cluster's
 # fabric.json), $log (slurmctld.log) and $tmp.
 
-# linkstate_cluster NET PORT: after need_slurm 24 (or 22), an 8-node cluster (4
-# fake GPUs each, the interleaved 2-leaf fabric) in $dir whose
-# topoplace.conf names LinkState=links.json (absent at start: healthy
-# links); sets SLURM_CONF, log, fabric, links; slurmctld at debug2 (the
-# writer logs each record and each job end it takes).
+# topoplace_cluster8 NET PORT FABRIC COMMENT [CONF_LINE...]: after
+# need_slurm 24 (or 22) and cluster_trap, the 8-node topology/topoplace
+# cluster (4 fake GPUs each) in $dir on network NET, port PORT. FABRIC:
+# the fabric file it runs on ('': the interleaved 2-leaf fat tree
+# contrib/slurm-cluster.sh generates); its topoplace.conf: COMMENT (a
+# '# ...' line), FabricFile=@DIR@/fabric.json, then the CONF_LINEs. Ends
+# the test when the cluster does not start; sets (and exports) SLURM_CONF
+# and sets log (slurmctld.log).
+topoplace_cluster8() {
+	c8_net=$1 c8_port=$2 c8_fabric=$3 c8_t0=$(date +%s)
+	printf '%s\n' "$4" 'FabricFile=@DIR@/fabric.json' >"$tmp/topoplace.conf"
+	shift 4
+	[ $# -eq 0 ] || printf '%s\n' "$@" >>"$tmp/topoplace.conf"
+	c8_conf=$*
+	echo "# $CLUSTER start ${PREFIX:+--slurm-prefix $PREFIX }--topology topoplace${c8_fabric:+ --fabric $c8_fabric} --nodes 8 --net $c8_net --port $c8_port --dir $dir ($c8_conf)"
+	if ! timeout 90 "$CLUSTER" start ${PREFIX:+--slurm-prefix "$PREFIX"} --topology topoplace \
+		--plugin-dir "$PLUGIN_DIR" --nodes 8 --gpus-per-node 4 --dir "$dir" --timeout 40 \
+		--net "$c8_net" --port "$c8_port" ${c8_fabric:+--fabric "$c8_fabric"} \
+		--extra-file "$tmp/topoplace.conf" >"$tmp/start.out" 2>&1; then
+		cat "$tmp/start.out"
+		bad "cluster start"
+		finish
+	fi
+	ok "cluster up in $(($(date +%s) - c8_t0)) s ($c8_conf)"
+	export SLURM_CONF=$dir/slurm.conf
+	log=$dir/log/slurmctld.log
+}
+
+# linkstate_cluster NET PORT: after need_slurm 24 (or 22), topoplace_cluster8
+# on the generated fabric whose topoplace.conf names LinkState=links.json
+# (absent at start: healthy links); sets SLURM_CONF, log, fabric, links,
+# t0 (the start); slurmctld at debug2 (the writer logs each record and
+# each job end it takes).
 linkstate_cluster() {
 	t0=$(date +%s)
 	cluster_trap slurmctld.log 'topoplace\|fatal\|error' 25
 	# PriceBudget: the simulator's (tp_policy_params_defaults), which
 	# the CLI uses, whatever the plugin's default
-	printf '%s\n' '# topology/topoplace with a link state (test)' \
-		'FabricFile=@DIR@/fabric.json' 'LinkState=links.json' \
-		'PriceBudget=96' >"$tmp/topoplace.conf"
-	echo "# $CLUSTER start ${PREFIX:+--slurm-prefix $PREFIX }--topology topoplace --nodes 8 --net $1 --port $2 --dir $dir"
-	if ! timeout 90 "$CLUSTER" start ${PREFIX:+--slurm-prefix "$PREFIX"} --topology topoplace \
-		--plugin-dir "$PLUGIN_DIR" --nodes 8 --gpus-per-node 4 --dir "$dir" --timeout 40 \
-		--net "$1" --port "$2" --extra-file "$tmp/topoplace.conf" >"$tmp/start.out" 2>&1; then
-		cat "$tmp/start.out"
-		bad "cluster start"
-		finish
-	fi
-	ok "cluster up in $(($(date +%s) - t0)) s"
-	export SLURM_CONF=$dir/slurm.conf
-	log=$dir/log/slurmctld.log
+	topoplace_cluster8 "$1" "$2" '' '# topology/topoplace with a link state (test)' \
+		'LinkState=links.json' 'PriceBudget=96'
 	fabric=$dir/fabric.json
 	links=$dir/links.json
 	timeout 10 scontrol setdebug debug2 >/dev/null 2>&1 || bad "scontrol setdebug debug2"

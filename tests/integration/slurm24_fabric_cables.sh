@@ -43,21 +43,8 @@ want=$(place nodes=6,exclusive)
 cluster_trap slurmctld.log 'topoplace\|fatal\|error' 25
 # start CONF_LINE: the cluster on the degraded fabric, no LinkState
 start() {
-	ts=$(date +%s)
-	printf '%s\n' '# topology/topoplace, degraded fabric file, no LinkState (test)' \
-		'FabricFile=@DIR@/fabric.json' "$1" >"$tmp/topoplace.conf"
-	echo "# $CLUSTER start --slurm-prefix $PREFIX --topology topoplace --fabric $fabric --nodes 8 --net $NET --port $PORT ($1)"
-	if ! timeout 90 "$CLUSTER" start --slurm-prefix "$PREFIX" --topology topoplace \
-		--plugin-dir "$PLUGIN_DIR" --nodes 8 --gpus-per-node 4 --dir "$dir" --timeout 40 \
-		--net "$NET" --port "$PORT" --fabric "$fabric" --extra-file "$tmp/topoplace.conf" \
-		>"$tmp/start.out" 2>&1; then
-		cat "$tmp/start.out"
-		bad "cluster start"
-		finish
-	fi
-	ok "cluster up in $(($(date +%s) - ts)) s ($1)"
-	export SLURM_CONF=$dir/slurm.conf
-	log=$dir/log/slurmctld.log
+	topoplace_cluster8 "$NET" "$PORT" "$fabric" \
+		'# topology/topoplace, degraded fabric file, no LinkState (test)' "$1"
 }
 # job NAME: a 6-node exclusive job's hosts, sorted, as $got
 job() {

@@ -12,6 +12,7 @@
 
 #include "tp_test.h"
 #include "tp_test_fabric.h"
+#include "tp_test_state.h"
 #include "placement_int.h"
 
 static const tp_policy_t *topo(void)
@@ -609,14 +610,14 @@ static void test_invariants(void **state)
 	}
 }
 
-/* Not found when it does not fit now; never a partial answer. */
 /* One more leaf than the structural pick: taken only for a real saving
  * (gain_needed: 5% over a leaf already in use, at most two thirds of the
- * time over a wholly idle one). On seeded states of a small 2:1 fat tree with loaded
- * and half-rate up-links, busy hosts and weakly cabled ones, a priced
- * pick over more leaves than the structural one must be at least 5%
- * cheaper than it, and some picks must take one more leaf for less than
- * the half the fixed guard once asked for, so the check is live. */
+ * time over a wholly idle one). On seeded states of a small 2:1 fat tree
+ * (tp_test_state.h's, as test_brute prices: loaded and half-rate
+ * up-links, busy hosts), a priced pick over more leaves than the
+ * structural one must be at least 5% cheaper than it, and some picks must
+ * take one more leaf for less than the half the fixed guard once asked
+ * for, so the check is live. */
 static void test_extra_leaf_guard(void **state)
 {
 	tp_fabric_t *f = tp_test_fat_tree(3, 2, 4, 1, 8, false);
@@ -631,35 +632,16 @@ static void test_extra_leaf_guard(void **state)
 	assert_int_equal(tp_cost_ctx_create(f, &cp, &ctx), TP_OK);
 	tp_policy_params_defaults(&pp);
 	pp.price_budget = 0; /* the structure alone */
-	size_t nh = tp_fabric_nhosts(f), nl = tp_fabric_nlinks(f);
-	for (uint64_t seed = 1; seed <= 200; seed++) {
+	uint32_t *free_hosts =
+	    tp_malloc(tp_fabric_nhosts(f) * sizeof(*free_hosts));
+	assert_non_null(free_hosts);
+	for (uint64_t seed = 1; seed <= 1000; seed++) {
 		uint64_t x = seed * 0x9e3779b97f4a7c15ULL;
 		tp_state_t *s = tp_state_create(f);
 		size_t nfree = 0;
 		assert_non_null(s);
-		for (uint32_t l = 0; l < nl; l++) {
-			const tp_link_t *lk = tp_fabric_link(f, l);
-			uint64_t u = tp__rand_next(&x) % 100;
-			bool up = lk->kind[0] == TP_NODE_SWITCH &&
-				  lk->kind[1] == TP_NODE_SWITCH;
-			if (up && u < 30)
-				assert_int_equal(
-				    tp_state_set_link(
-					s, l, 1, lk->gbps * 0.009 * (double)u),
-				    TP_OK);
-			else if ((up && u < 45) || (!up && u < 10))
-				assert_int_equal(
-				    tp_state_set_link(s, l, 0.5, 0), TP_OK);
-		}
-		for (uint32_t h = 0; h < nh; h++) {
-			int g = 8;
-			if (tp__rand_next(&x) % 4 == 0)
-				assert_int_equal(
-				    tp_state_alloc(s, 1000 + h, &h, &g, 1),
-				    TP_OK);
-			else
-				nfree++;
-		}
+		assert_int_equal(tp_test_brute_state(s, &x, free_hosts, &nfree),
+				 TP_OK);
 		int k = 2 + (int)(tp__rand_next(&x) % 5);
 		tp_request_t r = req(k, 8, 0, true);
 		tp_placement_t p0, p1;
@@ -687,10 +669,12 @@ static void test_extra_leaf_guard(void **state)
 		      "2x cheaper\n",
 		      more, modest);
 	assert_true(modest > 0);
+	tp_free(free_hosts);
 	tp_cost_ctx_destroy(ctx);
 	tp_fabric_destroy(f);
 }
 
+/* Not found when it does not fit now; never a partial answer. */
 static void test_no_fit(void **state)
 {
 	tp_fabric_t *f = fat_tree(2, 4, 2, 1);

@@ -16,7 +16,9 @@ import ctypes
 import ctypes.util
 import os
 
-SONAME = "libtopoplace-coll.so.0"
+# The -version-info current of coll/Makefile.am (tests/bindings/torch.sh
+# checks it against the built library's soname).
+SONAME = "libtopoplace-coll.so.1"
 
 # tp_coll.h enums (ABI: the values are the contract).
 DTYPES = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 3, "int32": 4, "int64": 5}
@@ -34,6 +36,7 @@ class CollOpts(ctypes.Structure):
         ("master_port", ctypes.c_int),
         ("timeout_s", ctypes.c_double),
         ("chunk_bytes", ctypes.c_size_t),
+        ("sockets", ctypes.c_int),
     ]
 
 
