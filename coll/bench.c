@@ -334,9 +334,11 @@ static int run_size(tp_coll_comm_t *c, const args_t *a, size_t bytes, float *in,
 			if (comp)
 				fprintf(js,
 					",\"compress\":\"%s\",\"levels\":%u,"
+					"\"segment\":%zu,\"overlap\":%s,"
 					"\"cross_bytes_per_call\":%.0f",
 					tp_coll_comp_name(a->comp.kind),
-					a->comp.levels,
+					a->comp.levels, a->comp.segment,
+					a->comp.overlap ? "true" : "false",
 					(double)cross / a->iters);
 			fprintf(js, "}\n");
 			fflush(js);

@@ -27,7 +27,10 @@
 
 #include "coll_int.h"
 
-#define MAGIC	 0x74706331u /* "tpc1" */
+/* "tpc2": changes with any wire format, the compressed messages' too
+ * (TP__COMP_VERSION 2), so ranks of two library versions fail at init
+ * instead of at their first compressed call */
+#define MAGIC	 0x74706332u
 #define SOCK_BUF (4 << 20)
 
 typedef struct hello {

@@ -434,12 +434,6 @@ tp_err_t tp__coll_comp_ring_allreduce(tp_coll_comm_t *c,
 tp_err_t tp__coll_comp_ring_stage(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 				  tp__coll_comp_call_t *k, int st, int ag,
 				  float *buf, size_t at, size_t count);
-/* The int8 / 1-bit reduce-scatter (ag 0) or all-gather (ag 1) of ring r
- * as a step machine, for running it behind other transfers: start posts
- * its first step, poll moves it on when that step's messages are done
- * (call it, then the transport's progress, until done). It holds stage
- * st's message buffer (c->cmsg[st]) until done: one at a time per stage,
- * and no other compressed stage of st meanwhile. */
 /* A compressed ring phase's neighbours and message slots: slots of cap
  * bytes in stage st's message buffer m (c->cmsg[st]). */
 typedef struct tp__coll_hop {
@@ -449,6 +443,12 @@ typedef struct tp__coll_hop {
 } tp__coll_hop_t;
 /* A compressed ring stage's states (tp__coll_comp_op_t.state). */
 enum { TP__OP_HDR = 1, TP__OP_PAYLOAD = 2, TP__OP_DONE = 3 };
+/* The int8 / 1-bit reduce-scatter (ag 0) or all-gather (ag 1) of ring r
+ * as a step machine, for running it behind other transfers: start posts
+ * its first step, poll moves it on when that step's messages are done
+ * (call it, then the transport's progress, until done). It holds stage
+ * st's message buffer (c->cmsg[st]) until done: one at a time per stage,
+ * and no other compressed stage of st meanwhile. */
 typedef struct tp__coll_comp_op {
 	const tp__coll_ring_t *r;
 	tp__coll_comp_call_t *k;

@@ -347,10 +347,12 @@ tp_err_t tp_coll_barrier(tp_coll_comm_t *comm);
  * truncated or mismatched message fails the call with TP_ERR_PARSE,
  * TP_ERR_FORMAT or TP_ERR_MISMATCH naming the peer, and breaks the
  * communicator as a lost peer does; it never yields a wrong gradient.
- * The header carries the sender's kind, block and pipeline segment, so
- * ranks that disagree on one fail the call with TP_ERR_MISMATCH naming it
- * (where they meet), the others with TP_ERR_PEER_LOST as it breaks (or
- * TP_ERR_TIMEOUT where a dense host stage cut differently waits).
+ * The header carries the sender's kind, block and effective pipeline
+ * segment (rounded as below), so ranks that cut the buffer differently
+ * fail the call with TP_ERR_MISMATCH naming the field (where they meet),
+ * the others with TP_ERR_PEER_LOST as it breaks (or TP_ERR_TIMEOUT where
+ * a dense host stage cut differently waits); values that differ but cut
+ * it alike (top-k, a segment at least the count) run as if they agreed.
  *
  * Algorithms, over the hops compression applies to:
  *   int8, 1-bit  reduce-scatter then all-gather of quantised segments
@@ -459,8 +461,9 @@ typedef struct tp_coll_comp_opts {
 				* multiple of block x ranks); 0 = the whole
 				* buffer at once. Default
 				* TP_COLL_COMP_SEGMENT. Like block, the
-				* same on every rank (else the call fails:
-				* see the messages above). */
+				* same on every rank (where it cuts the
+				* buffer differently the call fails: see
+				* the messages above). */
 	bool overlap;	       /* run the segments' stages at once (default
 				* true); false: one after another, the same
 				* bits (what the pipeline gains, measured) */

@@ -1,7 +1,9 @@
 /*
- * Seeded allocation states on small fat trees, shared by test_brute and
- * bench_place_budget so that both price the same kind of case
- * (header-only; needs libtpplacement's internals).
+ * Seeded allocation states on small fat trees, shared by test_brute,
+ * test_topoplace's extra-leaf guard and bench_place_budget so that they
+ * price the same kind of case (header-only; needs libtpplacement's
+ * internals). Only links between switches are loaded or degraded; host
+ * cables stay whole.
  */
 #ifndef TP_TEST_STATE_H
 #define TP_TEST_STATE_H

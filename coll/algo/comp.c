@@ -108,8 +108,8 @@ static tp_cuda_comp_opts_t hop_opts(const tp__coll_comp_call_t *k, int who,
 	return o;
 }
 
-/* A ring phase's neighbours and message slots: nslots of cap bytes (a
- * message of `most` elements), then `extra` bytes. */
+/* Fills h (tp__coll_hop_t): nslots of cap bytes (a message of `most`
+ * elements), then `extra` bytes. */
 static tp_err_t hop_setup(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 			  const tp__coll_comp_call_t *k, int st, size_t most,
 			  int nslots, size_t extra, tp__coll_hop_t *h)

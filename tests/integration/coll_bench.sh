@@ -78,11 +78,14 @@ grep -q 'cross_bytes' "$tmp/out" && ok "--compress: cross_bytes column" ||
 expect 2 "bad --compress" "$B" --plan "$tmp/p.json" --rank 0 --compress int4
 expect 2 "--check with --compress" "$B" --plan "$tmp/p.json" --rank 0 --compress int8 --check
 expect 2 "bad --levels" "$B" --plan "$tmp/p.json" --rank 0 --compress int8 --levels up
-# --segment / --no-overlap reach the compressed call (the header echoes
-# what was passed; 1 MiB is 64 segments of 4096); refused without
-# --compress and for anything but a whole number.
+# --segment / --no-overlap reach the compressed call: 1 MiB is 64
+# segments of 4096 elements, each a message with its own header, so more
+# bytes cross than in the one piece above; refused without --compress and
+# for anything but a whole number.
+rm -f "$tmp/j.json"
 if run_all --master 127.0.0.1:$port --compress int8 --levels cross --segment 4096 \
-	--no-overlap --min-bytes 1M --max-bytes 1M --iters 2 --warmup 0 --timeout 20; then
+	--no-overlap --min-bytes 1M --max-bytes 1M --iters 3 --warmup 1 \
+	--json "$tmp/j.json" --timeout 20; then
 	ok "--segment 4096 --no-overlap: 4 ranks"
 else
 	bad "--segment --no-overlap: exit $rc: $(cat "$tmp/err")"
@@ -90,6 +93,12 @@ fi
 port=$((port + 1))
 grep -q '^# compressed: int8, .*segment 4096, no overlap$' "$tmp/out" &&
 	ok "--segment, --no-overlap in the header" || bad "header: $(head -3 "$tmp/out")"
+jseq "$tmp/j.json" 'map(.segment == 4096 and .overlap == false)|all' true \
+	"--segment, --no-overlap in the JSON"
+cross_seg=$(jq -r '.cross_bytes_per_call // 0' "$tmp/j.json" 2>/dev/null)
+[ "${cross_seg:-0}" -gt "$cross_int8" ] &&
+	ok "--segment 4096 cut the call: $cross_seg cross bytes per call (one piece $cross_int8)" ||
+	bad "--segment 4096: $cross_seg cross bytes per call, one piece $cross_int8"
 for v in -1 12x '' 0x10 99999999999999999999999; do
 	expect 2 "bad --segment '$v'" "$B" --plan "$tmp/p.json" --rank 0 --compress int8 --segment "$v"
 	grep -q "bad --segment" "$tmp/err" && ok "--segment '$v' named" || bad "--segment '$v': $(cat "$tmp/err")"

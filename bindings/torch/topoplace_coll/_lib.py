@@ -106,8 +106,10 @@ def _candidates():
         out.append(os.path.join(_install.LIBDIR, SONAME))
     except ImportError:
         pass
-    found = ctypes.util.find_library("topoplace-coll")
-    out.append(found or SONAME)
+    # by the soname only: find_library() answers with whatever version
+    # the loader's cache holds (an older .so.0 would take these structs'
+    # newer fields for its own and speak another wire format)
+    out.append(SONAME)
     return out, False
 
 
