@@ -13,11 +13,13 @@ the same address.
 
 Data: a fixed random "teacher" MLP labels Gaussian inputs (10 classes);
 every rank draws its own training set from --seed + rank, the held-out
-set comes from a different seed. Everything is deterministic.
+set comes from a different seed. Everything is deterministic. --fresh:
+every step draws a new batch instead (its own stream per rank), so
+final_loss is measured on samples no step trained on.
 
 Printed by rank 0 (and appended to --json FILE as one JSON line):
 final_loss   cross-entropy of the final model on the training sets, mean
-             over ranks
+             over ranks (--fresh: those sets were never trained on)
 accuracy     on the held-out set
 step_s       median wall time of a training step (after 2 warm-up steps, and
              after --start-iter dense ones when compressing)
@@ -109,6 +111,10 @@ def parse():
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--hidden", type=int, default=512)
     p.add_argument("--samples", type=int, default=2048, help="training samples per rank")
+    p.add_argument("--fresh", action="store_true",
+                   help="a new batch from the teacher's distribution every step (one pass, no "
+                        "sample seen twice, as large-model training); the --samples set is then "
+                        "only evaluated (final_loss), never trained on")
     p.add_argument("--holdout", type=int, default=4096, help="held-out samples (default 4096)")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--lr-warmup", type=int, default=0,
@@ -131,7 +137,11 @@ IN, CLASSES, MOMENTUM = 64, 10, 0.9
 
 
 def teacher_data(n, seed):
-    g = torch.Generator().manual_seed(seed)
+    return teacher_batch(n, torch.Generator().manual_seed(seed))
+
+
+def teacher_batch(n, g):
+    """n samples drawn from generator g, labelled by the teacher."""
     t = torch.Generator().manual_seed(12345)  # the teacher is the same everywhere
     w1, w2 = torch.randn(IN, 64, generator=t), torch.randn(64, CLASSES, generator=t)
     x = torch.randn(n, IN, generator=g)
@@ -197,6 +207,7 @@ def main():
     # with --hook-momentum the hook applies the momentum (to what it sends)
     opt = torch.optim.SGD(ddp.parameters(), lr=a.lr, momentum=0.0 if topo and a.hook_momentum else MOMENTUM)
     order = torch.Generator().manual_seed(a.seed + rank)
+    fresh = torch.Generator().manual_seed(a.seed * 1000 + 500 + rank) if a.fresh else None
     times = []
     # the median over compressed steps only: not the 2 first nor the dense warm-up
     skip = 2 + (a.start_iter if topo and a.compressor != "none" else 0)
@@ -211,9 +222,13 @@ def main():
         if step < a.lr_warmup:
             for g in opt.param_groups:
                 g["lr"] = a.lr * (step + 1) / a.lr_warmup
-        idx = torch.randint(0, a.samples, (a.batch,), generator=order)
+        if fresh is not None:
+            bx, by = teacher_batch(a.batch, fresh)
+        else:
+            idx = torch.randint(0, a.samples, (a.batch,), generator=order)
+            bx, by = x[idx], y[idx]
         t0 = time.perf_counter()
-        loss = F.cross_entropy(ddp(x[idx]), y[idx])
+        loss = F.cross_entropy(ddp(bx), by)
         t1 = time.perf_counter()
         loss.backward()
         t2 = time.perf_counter()
@@ -260,7 +275,7 @@ def main():
                "sync_hook": a.sync_hook, "hook_momentum": a.hook_momentum,
                "momentum_masking": not a.no_momentum_masking, "block": a.block,
                "segment": a.segment, "overlap": not a.no_overlap,
-               "lr_warmup": a.lr_warmup,
+               "lr_warmup": a.lr_warmup, "fresh": a.fresh, "seed": a.seed,
                "final_loss": stats[0].item() / world,
                "accuracy": acc, "uplink_bytes_lib": int(stats[1].item()) if topo else None,
                "step_s": stats[2].item() / world, "steps": a.steps, "ranks": world,

@@ -28,7 +28,8 @@ torch's gloo process group and a topoplace_coll.Communicator, then:
     feedback, the mean of repeated calls approaches the dense average;
     the hook's momentum (TopoplaceState momentum=): the velocity it keeps
     for int8 / 1-bit is m u + g; top-k's, in the library, matches DGC done
-    by hand (masked where this rank sent, or not at all);
+    by hand (masked where this rank sent, or not at all), flat and
+    hierarchical (the group's velocity and residual per shard);
     warmup_steps lowers the top-k fraction from 25% to its target; the
     dense steps' velocity carries over into the library's; per_tensor
     and clip_norm as by hand
@@ -426,7 +427,55 @@ def check_dgc(c, comm, rank):
         fr.append(state.fraction())
     c.ok(fr[0] == 0.25 and fr[0] > fr[1] > fr[2] > fr[3] > 0.01 and fr[4] == fr[5] == 0.01,
          "warmup_steps: kept fraction falls from 25%% to 1%%: %s" % ["%.3g" % f for f in fr])
+    check_dgc_hier(c, comm, rank)
     check_topk_recipes(c, comm, rank)
+
+
+def topk_hier_reference(grads, m, frac, mask):
+    """DGC in the hierarchical schedule, by hand, from every rank's
+    gradients (grads[rank][step]): each host (here a level-1 group) sums
+    its 2 ranks' gradients; each half of that sum (the shard one rank
+    compresses) has its velocity u = m u + x and residual v += u; the
+    top-k of each half of v is sent and cleared there (and, mask, u);
+    the result is the sum of both groups' messages over the 4 ranks."""
+    n = grads[0][0].numel()
+    halves = [(0, (n + 1) // 2), ((n + 1) // 2, n // 2)]  # the library's split: first the larger
+    u = [torch.zeros(n) for _ in range(2)]
+    v = [torch.zeros(n) for _ in range(2)]
+    outs = []
+    for step in range(len(grads[0])):
+        out = torch.zeros(n)
+        for h in range(2):
+            x = grads[2 * h][step] + grads[2 * h + 1][step]
+            u[h] = m * u[h] + x
+            v[h] += u[h]
+            for o, cnt in halves:
+                k = -(-int(frac * 1e6) * cnt // 1000000)
+                idx = v[h][o:o + cnt].abs().topk(k).indices + o
+                out[idx] += v[h][idx]
+                v[h][idx] = 0
+                if mask:
+                    u[h][idx] = 0
+        outs.append(out / 4)
+    return outs
+
+
+def check_dgc_hier(c, comm, rank):
+    """The bench's top-k (hierarchical=True, momentum in the library): the
+    velocity and residual are the group's, one per shard; 5 steps against
+    topk_hier_reference (ranks 0-1 one host and group, 2-3 the other)."""
+    from topoplace_coll.hooks import TopoplaceState, allreduce_hook
+
+    grads = [[torch.randn(4099, generator=torch.Generator().manual_seed(900 + 10 * r + s))
+              for s in range(5)] for r in range(4)]
+    for mask in (True, False):
+        want = topk_hier_reference(grads, 0.9, 0.05, mask)
+        state = TopoplaceState(comm, compressor="topk", momentum=0.9, topk_fraction=0.05,
+                               momentum_masking=mask, key_base=760 + 10 * mask)
+        err = max((allreduce_hook(state, FakeBucket(gr.clone())).wait() - w).abs().max().item()
+                  for gr, w in zip(grads[rank], want))
+        c.ok(err < 1e-5, "hierarchical top-k momentum (masking=%s): 5 steps as DGC by hand on the "
+             "groups' shards, max error %.2g" % (mask, err))
 
 
 def check_topk_recipes(c, comm, rank):
