@@ -29,14 +29,6 @@ dir=$tmp/cluster
 t0=$(date +%s)
 cluster_trap slurmctld.log 'topoplace\|fatal\|error' 25
 
-# CommShare=0: the jobs here are compared with `topoplace place --state`,
-# whose state holds the running jobs' GPUs but not their traffic
-# (slurm24_linkstate.sh tests the link state and traffic)
-cat >"$tmp/topoplace.conf" <<'EOF'
-# topology/topoplace, native mode (test)
-FabricFile=@DIR@/fabric.json
-CommShare=0
-EOF
 
 # one mini-cluster at a time on this machine (they share 10.200.0.0/24
 # unless TP_S24_NET / TP_S24_PORT give this one its own)
@@ -47,17 +39,10 @@ while [ -n "$(ip -4 route show $NET.0/24 2>/dev/null)" ] && [ $i -lt 120 ]; do
 	sleep 1
 	i=$((i + 1))
 done
-echo "# $CLUSTER start --slurm-prefix $PREFIX --topology topoplace --plugin-dir $PLUGIN_DIR --nodes 8 --dir $dir"
-if ! timeout 90 "$CLUSTER" start --slurm-prefix "$PREFIX" --topology topoplace \
-	--plugin-dir "$PLUGIN_DIR" --nodes 8 --gpus-per-node 4 --dir "$dir" --timeout 40 \
-	--net "$NET" --port "$PORT" --extra-file "$tmp/topoplace.conf" >"$tmp/start.out" 2>&1; then
-	cat "$tmp/start.out"
-	bad "cluster start"
-	finish
-fi
-ok "cluster up in $(($(date +%s) - t0)) s"
-export SLURM_CONF=$dir/slurm.conf
-log=$dir/log/slurmctld.log
+# CommShare=0: the jobs here are compared with `topoplace place --state`,
+# whose state holds the running jobs' GPUs but not their traffic
+# (slurm24_linkstate.sh tests the link state and traffic)
+topoplace_cluster8 "$NET" "$PORT" '' '# topology/topoplace, native mode (test)' 'CommShare=0'
 fabric=$dir/fabric.json
 timeout 10 scontrol setdebug debug >/dev/null 2>&1 || bad "scontrol setdebug debug"
 
