@@ -1456,6 +1456,10 @@ static size_t improve(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n,
 
 	if (budget > pr->budget)
 		budget = pr->budget;
+	/* a share under one prediction (a large job's budget spread over
+	 * its candidates) swaps nothing: skip the pass over every group */
+	if (!budget)
+		return 0;
 	memset(pr->in_set, 0, (nh + 1) * sizeof(bool));
 	for (size_t i = 0; i < n; i++)
 		pr->in_set[hosts[i]] = true;
