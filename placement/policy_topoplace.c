@@ -1292,6 +1292,9 @@ typedef struct pricer {
 	uint32_t *cand; /* hosts to swap in, and their offers */
 	int *coff;
 	size_t ncand_max;
+	/* per group and end (2g: first hosts, 2g+1: last): how many hosts
+	 * from that end offer nothing; SIZE_MAX until counted */
+	size_t *lead;
 	size_t budget; /* predictions left */
 	size_t npred;  /* predictions made */
 	/* sets met again that cost no prediction: none while the candidates
@@ -1443,13 +1446,38 @@ static bool replaces(const tp_state_t *s, const uint32_t *from, size_t nfrom,
 	       t < tf * gain_needed(s, from, nfrom, to, nto);
 }
 
-/* The first and the last free host of gp that offer GPUs into
- * pr->cand from nc on; returns the new count. */
-static size_t group_ends(pricer_t *pr, const tp_group_t *gp, size_t nc)
+/* Host j from the first (end 0) or the last (end 1) of gp. */
+static uint32_t from_end(const tp_group_t *gp, int end, size_t j)
 {
+	return gp->hosts[end ? gp->nhosts - 1 - j : j];
+}
+
+/* Hosts from that end of gp that offer nothing to the job. */
+static size_t offerless(const tp__policy_in_t *in, const tp_group_t *gp,
+			int end)
+{
+	size_t k = 0;
+
+	while (k < gp->nhosts && tp__host_offer(in, from_end(gp, end, k)) <= 0)
+		k++;
+	return k;
+}
+
+/* The first and the last free host of group g that offer GPUs into
+ * pr->cand from nc on; returns the new count. A host's offer does not
+ * change within a decision, so the hosts at each end that offer nothing
+ * (most of them, for a multi-node job on a fragmented fabric) are
+ * counted by the first local search and passed over by the others. */
+static size_t group_ends(pricer_t *pr, uint32_t g, size_t nc)
+{
+	const tp_group_t *gp = tp_fabric_group(pr->in->f, g);
+
 	for (int end = 0; end < 2; end++) {
-		for (size_t j = 0; j < gp->nhosts; j++) {
-			uint32_t c = gp->hosts[end ? gp->nhosts - 1 - j : j];
+		size_t *lead = &pr->lead[2 * (size_t)g + (size_t)end];
+		if (*lead == SIZE_MAX)
+			*lead = offerless(pr->in, gp, end);
+		for (size_t j = *lead; j < gp->nhosts; j++) {
+			uint32_t c = from_end(gp, end, j);
 			int off;
 			if (pr->in_set[c] ||
 			    (off = tp__host_offer(pr->in, c)) <= 0)
@@ -1479,6 +1507,10 @@ static size_t improve(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n,
 
 	if (budget > pr->budget)
 		budget = pr->budget;
+	/* a share under one prediction (a large job's budget spread over
+	 * its candidates) swaps nothing: skip the pass over every group */
+	if (!budget)
+		return 0;
 	memset(pr->in_set, 0, (nh + 1) * sizeof(bool));
 	for (size_t i = 0; i < n; i++)
 		pr->in_set[hosts[i]] = true;
@@ -1486,9 +1518,8 @@ static size_t improve(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n,
 	 * offering GPUs in each level-1 group (other D-mod-K up-links) */
 	size_t nc = 0;
 	for (size_t g = 0; g < ng && nc + 2 <= pr->ncand_max; g++) {
-		const tp_group_t *gp = tp_fabric_group(f, (uint32_t)g);
-		if (gp->level == 1)
-			nc = group_ends(pr, gp, nc);
+		if (tp_fabric_group(f, (uint32_t)g)->level == 1)
+			nc = group_ends(pr, (uint32_t)g, nc);
 	}
 	for (bool again = true; again && budget;) {
 		size_t bi = SIZE_MAX;
@@ -1835,9 +1866,11 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	pr.ncand_max = 2 * tp_fabric_ngroups(in->f) + 2;
 	pr.cand = tp_malloc(pr.ncand_max * sizeof(uint32_t));
 	pr.coff = tp_malloc(pr.ncand_max * sizeof(int));
+	pr.lead = tp_malloc(pr.ncand_max * sizeof(size_t));
 	if (!ok || !pr.th || !pr.tg || !pr.skip || !pr.in_set || !pr.cand ||
-	    !pr.coff)
+	    !pr.coff || !pr.lead)
 		goto out; /* keep the structural answer */
+	memset(pr.lead, 0xff, pr.ncand_max * sizeof(size_t));
 	/* inside one level-1 group on well cabled hosts nothing is shared
 	 * with other jobs and every choice costs the same */
 	bool on_weak = false;
@@ -1948,6 +1981,7 @@ out:
 	tp_free(pr.in_set);
 	tp_free(pr.cand);
 	tp_free(pr.coff);
+	tp_free(pr.lead);
 	tp_free(pr.memo);
 	tp_free(pr.mh);
 	tp_free(pr.mg);
