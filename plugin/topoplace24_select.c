@@ -342,10 +342,13 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 
 	clock_gettime(CLOCK_MONOTONIC, &t_end);
 	d.ms = ms_between(&t0, &t_end);
-	debug("%s: JobId=%u %zu nodes in %.3f ms (engine %.3f ms): %s, "
-	      "%zu groups (minimum %zu now)%s",
+	/* the engine's CPU time beside its wall time: on a loaded machine a
+	 * slow decision is work or a preempted thread */
+	debug("%s: JobId=%u %zu nodes in %.3f ms (engine %.3f ms, cpu %.3f "
+	      "ms): %s, %zu groups (minimum %zu now)%s",
 	      plugin_type, job_ptr->job_id, ncommitted, d.ms,
-	      pl.decision_s * 1e3, pl.explain ? pl.explain : "",
+	      pl.decision_s * 1e3, pl.decision_cpu_s * 1e3,
+	      pl.explain ? pl.explain : "",
 	      pl.span[TP_SPAN_GROUPS], pl.min_span_free[TP_SPAN_GROUPS],
 	      rc == SLURM_SUCCESS ? "" : "; Slurm's accounting refused it");
 	debug2("%s: JobId=%u time split (ms): confirm %.3f, cores %.3f, "
