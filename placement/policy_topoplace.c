@@ -806,9 +806,11 @@ static tp_err_t place_in(ctx_t *c, uint32_t sg, int slv, size_t need)
  * (rack) before the fullest leaf, 0.982 +- 0.043; the fullest domain even
  * before the GPU best fit, as Slurm's block plugin picks, 1.007 +- 0.022
  * (2-8-host jobs 1.077 +- 0.039); twice big_job_share for an untouched
- * domain (place_in), 0.984 +- 0.045. There the queue head rarely waits
- * with GPUs free (bench_sim's head lines); one seed (4, 0.40) dominates
- * the mean, the others lie between 0.88 and 1.14. */
+ * domain (place_in), 0.984 +- 0.045; with domains_cut() in force, the
+ * fullest domain before the fullest leaf, 1.027 +- 0.021 without seed 4
+ * (the rule alone: 1.024 +- 0.022). There the queue head rarely waits
+ * with GPUs free (bench_sim's head lines); before domains_cut() one seed
+ * (4, 0.40) dominated the mean, the others lay between 0.88 and 1.14. */
 static tp_err_t place_one(ctx_t *c)
 {
 	uint32_t best = TP_ID_NONE;
@@ -1421,7 +1423,9 @@ static bool breaks_whole(const tp_state_t *s, const uint32_t *from,
  * JCT 1.026 +- 0.021 / 0.984 +- 0.045, without seed 4 1.024 +- 0.022 /
  * 1.023 +- 0.024; 2-8-host jobs without seed 4 1.092 +- 0.045 / 1.121
  * +- 0.057; 1-host 1.148 +- 0.098 / 1.023 +- 0.055 (seeds 6 and 14:
- * a cascade behind 128-host jobs). Fat trees unchanged (no domains). */
+ * a cascade behind 128-host jobs). Seeds 17-48, paired per seed: JCT
+ * ratio -0.034 +- 0.015 (2-8 hosts -0.076 +- 0.028, >32 -0.021 +-
+ * 0.007). Fat trees unchanged (no domains). */
 static size_t domains_cut(const tp_fabric_t *f, const uint32_t *hosts,
 			  size_t n)
 {
