@@ -510,6 +510,44 @@ static void test_nvl72_spread(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* With the cost model pricing candidates, a job over two NVL72 racks
+ * still takes one rack whole: the even split (16 + 16) prices cheaper
+ * but leaves two racks with 2 free trays each, where the small jobs of
+ * an NVL72 trace waited (bench_sim, issue 12). */
+static void test_nvl72_priced_keeps_racks(void **state)
+{
+	tp_gen_nvl72_t g;
+	tp_fabric_t *f = NULL;
+	tp_cost_ctx_t *ctx = NULL;
+	tp_cost_params_t cp;
+	tp_placement_t p;
+	size_t per[64] = {0}, whole = 0, cut = 0;
+
+	(void)state;
+	tp_gen_nvl72_defaults(&g);
+	g.racks = 8;
+	assert_int_equal(tp_gen_nvl72(&g, &f), TP_OK);
+	tp_cost_params_defaults(&cp);
+	assert_int_equal(tp_cost_ctx_create(f, &cp, &ctx), TP_OK);
+	tp_state_t *s = tp_state_create(f);
+	tp_request_t r = req(32, 4, 0, true);
+	memset(&p, 0, sizeof(p));
+	assert_int_equal(tp_place_run(topo(), s, &r, NULL, ctx, 1, &p), TP_OK);
+	assert_int_equal(p.nhosts, 32);
+	for (size_t i = 0; i < p.nhosts; i++)
+		per[tp_fabric_host(f, p.hosts[i])->nvdomain]++;
+	for (size_t d = 0; d < tp_fabric_nnvdomains(f); d++) {
+		whole += per[d] == tp_fabric_nvdomain(f, d)->nhosts;
+		cut += per[d] && per[d] < tp_fabric_nvdomain(f, d)->nhosts;
+	}
+	assert_int_equal(whole, 1);
+	assert_int_equal(cut, 1);
+	tp_placement_free(&p);
+	tp_state_destroy(s);
+	tp_cost_ctx_destroy(ctx);
+	tp_fabric_destroy(f);
+}
+
 /* Fill 1.5 x `share` of the GPUs with a job mix (1..8 GPUs shared, 2..16
  * whole hosts) placed by topoplace itself, then release every third job
  * and random ones down to `share`: a fragmented state. */
@@ -780,6 +818,7 @@ int main(void)
 	    cmocka_unit_test(test_extra_leaf_guard),
 	    cmocka_unit_test(test_nvl72),
 	    cmocka_unit_test(test_nvl72_spread),
+	    cmocka_unit_test(test_nvl72_priced_keeps_racks),
 	    cmocka_unit_test(test_invariants),
 	    cmocka_unit_test(test_no_fit),
 	    cmocka_unit_test(test_timing),
