@@ -260,10 +260,8 @@ static int cand_cmp(const void *pa, const void *pb)
 	return a->h < b->h ? -1 : a->h > b->h;
 }
 
-/* Rank of a cluster (level-1 group or NVLink domain) holding cnt of the
- * candidates: clusters that hold the whole need come first, smallest
- * (best fit); then the largest, so the job touches few clusters. */
-/* Tried (2026-12-02, reverted): leave the hosts free now to backfill by
+/* The group and host order (cluster_rank, child_cmp). Tried (2026-12-02,
+ * reverted): leave the hosts free now to backfill by
  * taking, for the blocked head's planned start (the simulator's
  * plan_head), the hosts that only its planned ends free: a state clock
  * and per-host planned free times, preferred as a tie-break in the group
@@ -274,6 +272,9 @@ static int cand_cmp(const void *pa, const void *pb)
  * 0.896 +- 0.024 / 0.920 +- 0.024 (main 0.911 +- 0.018), nvl72-8
  * 1.021 +- 0.027 / 1.002 +- 0.024 (main 0.984 +- 0.045); comm slowdown
  * on the default 1.050 / 1.052 (main 1.046). */
+/* Rank of a cluster (level-1 group or NVLink domain) holding cnt of the
+ * candidates: clusters that hold the whole need come first, smallest
+ * (best fit); then the largest, so the job touches few clusters. */
 static int cluster_rank(uint32_t cnt, size_t need)
 {
 	if (cnt >= need)
@@ -1412,9 +1413,10 @@ static bool breaks_whole(const tp_state_t *s, const uint32_t *from,
 	return false;
 }
 
-/* Multi-node NVLink domains the set takes part of: each keeps hosts the
- * set does not take, which only jobs small enough for what is left there
- * can use while the set runs. A priced candidate may not cut more of
+/* Multi-node NVLink domains the set takes part of: each keeps hosts up
+ * that the set does not take (a down tray does not make its rack cut),
+ * which only jobs small enough for what is left there can use while the
+ * set runs. A priced candidate may not cut more of
  * them than the one it replaces (replaces()). Why (issue 12, nvl72-8):
  * the even split over two racks (16 + 16) prices 11.9 ms against 15.1
  * ms for 18 + 14, so it won every 32-host decision and left 2 + 2 free
@@ -1428,10 +1430,16 @@ static bool breaks_whole(const tp_state_t *s, const uint32_t *from,
  * +- 0.057; 1-host 1.148 +- 0.098 / 1.023 +- 0.055 (seeds 6 and 14:
  * a cascade behind 128-host jobs). Seeds 17-48, paired per seed: JCT
  * ratio -0.034 +- 0.015 (2-8 hosts -0.076 +- 0.028, >32 -0.021 +-
- * 0.007). Fat trees unchanged (no domains). */
-static size_t domains_cut(const tp_fabric_t *f, const uint32_t *hosts,
+ * 0.007). So on seeds 1-16 the rule costs seed 4's win (0.40 before,
+ * 1.05 with it: slurm-block starved that seed's 1-host jobs behind the
+ * backfill depth, and main's split racks happened to spare them) and,
+ * not beyond 2 se, the 1-host jobs of seeds 6 and 14; it is kept for the
+ * 32 held-out seeds, where it gains beyond 2 se. Fat trees unchanged (no
+ * domains). */
+static size_t domains_cut(const tp_state_t *s, const uint32_t *hosts,
 			  size_t n)
 {
+	const tp_fabric_t *f = tp_state_fabric(s);
 	size_t cut = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -1446,7 +1454,11 @@ static size_t domains_cut(const tp_fabric_t *f, const uint32_t *hosts,
 			continue;
 		for (size_t j = i; j < n; j++)
 			in += tp_fabric_host(f, hosts[j])->nvdomain == d;
-		cut += in < tp_fabric_nvdomain(f, d)->nhosts;
+		const tp_nvdomain_t *nd = tp_fabric_nvdomain(f, d);
+		size_t up = 0;
+		for (size_t j = 0; j < nd->nhosts && up <= in; j++)
+			up += s->up[nd->hosts[j]];
+		cut += in < up;
 	}
 	return cut;
 }
@@ -1485,8 +1497,7 @@ static bool replaces(const tp_state_t *s, const uint32_t *from, size_t nfrom,
 {
 	return t < tf * GAIN_SAME &&
 	       t < tf * gain_needed(s, from, nfrom, to, nto) &&
-	       domains_cut(tp_state_fabric(s), to, nto) <=
-		   domains_cut(tp_state_fabric(s), from, nfrom);
+	       domains_cut(s, to, nto) <= domains_cut(s, from, nfrom);
 }
 
 /* Host j from the first (end 0) or the last (end 1) of gp. */

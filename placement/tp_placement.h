@@ -437,7 +437,8 @@ typedef struct tp_sim_result {
 	 * for (head_short) or enough free GPUs that the policy would not
 	 * take (head_shape: fragmentation, or a rule of the policy's such as
 	 * waiting for one NVLink domain) */
-	double class_head_short[4], class_head_shape[4];
+	double class_head_short[TP_SIM_NCLASSES],
+	    class_head_shape[TP_SIM_NCLASSES];
 	double decision_p99_s;
 	size_t rerated;           /* re-predictions of running jobs */
 	double *slowdowns;        /* per multi-node job, for plots */

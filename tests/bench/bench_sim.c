@@ -268,7 +268,8 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 	       tp->useful >= best_useful - 0.005 ? "met" : "MISSED",
 	       100 * tp->at_min);
 	fprintf(js,
-		"  \"%s\": {\"seeds\": %d, \"jobs\": %zu, "
+		"  \"%s\": {\"seeds\": %d, \"first_seed\": %d, "
+		"\"jobs\": %zu, "
 		"\"comm_slowdown_mean\": %.4f, \"min_span_fraction\": %.4f, "
 		"\"baseline\": \"%s\", \"jct_ratio_mean\": %.4f, "
 		"\"jct_ratio_se\": %.4f, "
@@ -276,7 +277,7 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 		"\"useful_util\": %.4f, \"best_baseline_useful_util\": %.4f, "
 		"\"gpu_util\": %.4f, \"best_baseline_util\": %.4f, "
 		"\"baseline_slowdown\": %.4f},\n",
-		label, seeds, jobs, tp->slow_sum, tp->at_min, policies[base],
+		label, seeds, first_seed, jobs, tp->slow_sum, tp->at_min, policies[base],
 		tp->ratio, tp->ratio2, tp->slow_sum / st->slow_sum, tp->useful,
 		best_useful, tp->util, best_util, st->slow_sum);
 	tp_cost_ctx_destroy(ctx);

@@ -534,6 +534,7 @@ static void test_nvl72_priced_keeps_racks(void **state)
 	memset(&p, 0, sizeof(p));
 	assert_int_equal(tp_place_run(topo(), s, &r, NULL, ctx, 1, &p), TP_OK);
 	assert_int_equal(p.nhosts, 32);
+	assert_true(tp_fabric_nnvdomains(f) <= 64);
 	for (size_t i = 0; i < p.nhosts; i++)
 		per[tp_fabric_host(f, p.hosts[i])->nvdomain]++;
 	for (size_t d = 0; d < tp_fabric_nnvdomains(f); d++) {
