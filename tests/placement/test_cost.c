@@ -17,6 +17,7 @@
 #include "placement_int.h"
 #include "topology_int.h"
 #include "tp_sched.h"
+#include "tp_test_state.h"
 
 #define S_BYTES (1024.0 * 1024 * 1024)
 #define B_GBPS	400.0
@@ -1159,6 +1160,162 @@ static void test_determinism(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* FNV-1a of n bytes into *h. */
+static void fnv(uint64_t *h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		*h = (*h ^ b[i]) * 1099511628211ULL;
+}
+
+static void fnv_cost(uint64_t *h, tp_err_t err, const tp_cost_t *c)
+{
+	fnv(h, &err, sizeof(err));
+	if (err)
+		return;
+	fnv(h, &c->seconds, sizeof(double));
+	fnv(h, &c->bandwidth_s, sizeof(double));
+	fnv(h, &c->latency_s, sizeof(double));
+	fnv(h, &c->bottleneck_gbps, sizeof(double));
+	fnv(h, &c->bottleneck_link, sizeof(uint32_t));
+	fnv(h, &c->cross_top_bytes, sizeof(double));
+	fnv(h, &c->fill_stages, sizeof(double));
+	fnv(h, &c->fill_chunk, sizeof(double));
+	fnv(h, &c->small_bytes, sizeof(double));
+	fnv(h, &c->latency_small_s, sizeof(double));
+	fnv(h, &c->latency_big_s, sizeof(double));
+}
+
+/* Every field of every algorithm's prediction, the pricer's pick and some
+ * link loads, for random host sets (scattered or in runs, 1-32 hosts,
+ * mixed rank counts, 1 KiB - 2 GiB) on an idle fabric, on
+ * tp_test_brute_state's loaded and half-health links, and a state with
+ * nothing set, hashed bit for bit. */
+static uint64_t stored_run(const tp_fabric_t *f, uint64_t seed)
+{
+	static const tp_algo_t al[] = {TP_ALGO_RING, TP_ALGO_HIERARCHICAL,
+				       TP_ALGO_TREE, TP_ALGO_REDUCE_SCATTER,
+				       TP_ALGO_ALL_GATHER};
+	size_t nh = tp_fabric_nhosts(f), nl = tp_fabric_nlinks(f), nfree;
+	tp_cost_ctx_t *c = mkctx(f);
+	tp_state_t *idle = tp_state_create(f), *busy = tp_state_create(f);
+	uint32_t *pool = test_malloc(nh * sizeof(uint32_t)), hosts[32];
+	double *load = test_calloc(2 * nl, sizeof(double));
+	int gpus[32];
+	uint64_t x = seed, h = 1469598103934665603ULL;
+
+	assert_non_null(idle);
+	assert_non_null(busy);
+	assert_int_equal(tp_test_brute_state(busy, &x, pool, &nfree), TP_OK);
+	for (int i = 0; i < 60; i++) {
+		size_t n = 1 + tp__rand_next(&x) % (i % 3 ? 32 : 6);
+		size_t start = tp__rand_next(&x) % nh;
+		bool run = tp__rand_next(&x) % 2;
+		double bytes = (double)(1ULL << (10 + tp__rand_next(&x) % 22));
+		const tp_state_t *st = i % 3 == 0   ? idle
+				       : i % 3 == 1 ? busy
+						    : NULL;
+		tp_algo_t a = TP_ALGO_RING;
+		tp_cost_t out;
+		tp_err_t err;
+
+		n = n < nh ? n : nh;
+		for (size_t j = 0; j < nh; j++)
+			pool[j] = (uint32_t)j;
+		for (size_t j = 0; j < n; j++) {
+			size_t r = j + tp__rand_next(&x) % (nh - j);
+			uint32_t t = pool[j];
+			pool[j] = pool[r];
+			pool[r] = t;
+			hosts[j] = run ? (uint32_t)((start + j) % nh) : pool[j];
+			gpus[j] = tp__rand_next(&x) % 4
+				      ? 8
+				      : 1 + (int)(tp__rand_next(&x) % 8);
+		}
+		for (size_t k = 0; k < 5; k++) {
+			memset(&out, 0, sizeof(out));
+			err = tp_cost_predict(c, st, hosts, gpus, n, bytes,
+					      al[k], &out);
+			fnv_cost(&h, err, &out);
+		}
+		memset(&out, 0, sizeof(out));
+		err = tp__place_predict(c, st, hosts, gpus, n, bytes, &a, &out);
+		fnv(&h, &a, sizeof(a));
+		fnv_cost(&h, err, &out);
+		if (i % 4)
+			continue;
+		memset(load, 0, 2 * nl * sizeof(double));
+		err = tp_cost_link_load(c, st, hosts, gpus, n, bytes,
+					al[i % 8 / 4], 0.5, load);
+		fnv(&h, &err, sizeof(err));
+		fnv(&h, load, 2 * nl * sizeof(double));
+	}
+	test_free(pool);
+	test_free(load);
+	tp_state_destroy(idle);
+	tp_state_destroy(busy);
+	tp_cost_ctx_destroy(c);
+	return h;
+}
+
+/* Predictions do not change when their computation gets cheaper: the
+ * hashes of stored_run() as main priced them before the max-min and
+ * routing changes of issue 12. A change of the model itself changes
+ * them; say so in its commit and store the new ones. */
+static void test_stored_figures(void **state)
+{
+	tp_gen_fat_tree_t ft;
+	tp_gen_rail_t rl;
+	tp_gen_nvl72_t nv;
+	tp_fabric_t *f;
+	uint64_t got[4];
+
+	(void)state;
+	tp_gen_fat_tree_defaults(&ft);
+	ft.leaves = 8;
+	ft.spines = 4;
+	ft.hosts_per_leaf = 16;
+	ft.gpus_per_host = 8;
+	ft.nics_per_host = 0;
+	ft.degrade = 0.05;
+	ft.degrade_seed = 3;
+	ft.interleave = true;
+	assert_int_equal(tp_gen_fat_tree(&ft, &f), TP_OK);
+	got[0] = stored_run(f, 1);
+	tp_fabric_destroy(f);
+	tp_gen_fat_tree_defaults(&ft);
+	ft.leaves = 16;
+	ft.spines = 8;
+	ft.hosts_per_leaf = 16;
+	ft.gpus_per_host = 8;
+	assert_int_equal(tp_gen_fat_tree(&ft, &f), TP_OK);
+	got[1] = stored_run(f, 2);
+	tp_fabric_destroy(f);
+	tp_gen_rail_defaults(&rl);
+	rl.sus = 4;
+	rl.hosts_per_su = 16;
+	rl.rails = 8;
+	rl.spines_per_rail = 4;
+	rl.gpus_per_host = 8;
+	assert_int_equal(tp_gen_rail(&rl, &f), TP_OK);
+	got[2] = stored_run(f, 3);
+	tp_fabric_destroy(f);
+	tp_gen_nvl72_defaults(&nv);
+	nv.racks = 4;
+	nv.gpus_per_host = 8; /* tp_test_brute_state's jobs take 8 */
+	assert_int_equal(tp_gen_nvl72(&nv, &f), TP_OK);
+	got[3] = stored_run(f, 4);
+	tp_fabric_destroy(f);
+	print_message("# stored figures: %016llx %016llx %016llx %016llx\n",
+		      (unsigned long long)got[0], (unsigned long long)got[1],
+		      (unsigned long long)got[2], (unsigned long long)got[3]);
+	assert_int_equal(got[0], 0x5bf7eb1b5c74cd27ULL);
+	assert_int_equal(got[1], 0x986f1dfebb8c661eULL);
+	assert_int_equal(got[2], 0xcddcd74cdc264c22ULL);
+	assert_int_equal(got[3], 0xfdfe0292d8b2ac98ULL);
+}
+
 /* Bad input is refused with a code, never a crash: NULLs, empty or
  * out-of-range hosts, zero GPUs, duplicates, negative bytes, unknown
  * algorithm, bad parameters, a host without HCAs in a multi-host job,
@@ -1396,6 +1553,7 @@ int main(void)
 	    cmocka_unit_test(test_maxmin_alone),
 	    cmocka_unit_test(test_hier_reuse),
 	    cmocka_unit_test(test_determinism),
+	    cmocka_unit_test(test_stored_figures),
 	    cmocka_unit_test(test_errors),
 	    cmocka_unit_test(test_nomem),
 	    cmocka_unit_test(test_speed),
