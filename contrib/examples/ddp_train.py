@@ -202,6 +202,10 @@ def main():
             return fut
         ddp.register_comm_hook(None, no_comm)
 
+    # data seeds: seed*1000 + rank (training set), + 999 (held out), + 500
+    # + rank (--fresh streams): distinct while ranks stay under 500
+    if world > 499:
+        sys.exit("ddp_train.py: %d ranks; the data seeds stay apart for at most 499" % world)
     x, y = teacher_data(a.samples, a.seed * 1000 + rank)
     hx, hy = teacher_data(a.holdout, a.seed * 1000 + 999)
     # with --hook-momentum the hook applies the momentum (to what it sends)

@@ -35,7 +35,11 @@ import torch
 import torch.nn.functional as F
 
 IN, CLASSES, MOMENTUM = 64, 10, 0.9
-GROUPS = ([0, 1, 4, 5], [2, 3, 6, 7])  # hosts interleaved over the 2 leaves
+# The plan bench_ddp_local.sh makes interleaves the hosts over the 2 leaves
+# (node001, node003 on one; node002, node004 on the other) and numbers the
+# ranks in the plan's host order, so each level-1 group holds 4
+# consecutive ranks (coll/comm.c: groups from first_rank)
+GROUPS = ([0, 1, 2, 3], [4, 5, 6, 7])
 SAMPLES_MAX = 65536  # the library's sampled threshold: sample size
 SLACK = 2.0  # and capacity = SLACK x k
 
@@ -61,7 +65,6 @@ def parse():
     p.add_argument("--fresh", action="store_true",
                    help="a new batch from the distribution every step (ddp_train.py --fresh)")
     p.add_argument("--lr", type=float, default=0.05)
-    p.add_argument("--ranks", type=int, default=8)
     p.add_argument("--start-iter", type=int, default=10)
     p.add_argument("--fraction", type=float, default=0.01)
     p.add_argument("--no-hook-momentum", action="store_true",
@@ -175,6 +178,7 @@ class Sim:
 
 def main():
     a = parse()
+    a.ranks = sum(len(g) for g in GROUPS)  # the 8 ranks of bench_ddp_local.sh
     torch.set_num_threads(1)
     torch.manual_seed(a.seed)
     model = torch.nn.Sequential(torch.nn.Linear(IN, a.hidden), torch.nn.ReLU(),

@@ -335,6 +335,17 @@ def check_group_level(c, tc, rank, plan, port):
          "level dense (%.1fx)" % (comp, dense, dense / comp if comp else float("inf")))
     c.ok(0 < moved["group", 1024] * 3 <= dense, "int8 hierarchical='group' segment=1024: %d bytes to the group "
          "peer" % moved["group", 1024])
+    # 1-bit on the same levels: one result on every rank, fewer bytes to
+    # the group peer than int8's
+    t = data[rank].clone()
+    comm.reset_stats()
+    comm.all_reduce(t, op="avg", compressor="1bit", hierarchical="group", key=4)
+    one = intra_group_bytes(comm)
+    mx, mn = t.clone(), t.clone()
+    comm.all_reduce(mx, op="max")
+    comm.all_reduce(mn, op="min")
+    c.ok(bool(torch.isfinite(t).all()) and torch.equal(mx, mn) and 0 < one < comp,
+         "1bit hierarchical='group': the same on every rank, %d bytes to the group peer (int8 %d)" % (one, comp))
     comm.close()
 
 
