@@ -422,6 +422,15 @@ typedef struct tp__coll_comp_call {
 	bool vel_mask;
 } tp__coll_comp_call_t;
 
+/* Before a dense stage of ring r (the host level of a hierarchical
+ * compressed call): swap the call's header (kind, block, segment, count;
+ * comp_wire.h) with both neighbours on r and check theirs, so that ranks
+ * that cut the buffer differently fail here with TP_ERR_MISMATCH naming
+ * the field, both values and the peer (and break the communicator), not
+ * wait in the dense stage for bytes that never come. One message each
+ * way per neighbour per call. */
+tp_err_t tp__coll_comp_agree(tp_coll_comm_t *c, const tp__coll_ring_t *r,
+			     const tp__coll_comp_call_t *k, size_t count);
 /* Compressed all-reduce of buf[0..count) around ring r in stage st
  * (buf and the residuals offset by `at` elements of the call's buffer). */
 tp_err_t tp__coll_comp_ring_allreduce(tp_coll_comm_t *c,

@@ -212,6 +212,13 @@ tp_err_t tp__comp_encode(int kind, const float *g, float *r, size_t count,
 	return TP_OK;
 }
 
+void tp__comp_encode_call(int kind, size_t count, const tp_cuda_comp_opts_t *o,
+			  uint64_t seg, void *msg)
+{
+	write_header(msg, kind, kind == TP__COMP_TOPK ? 0 : (uint32_t)o->block,
+		     0, count, 0, seg);
+}
+
 static tp_err_t bad(char *why, size_t why_len, tp_err_t err, const char *what)
 {
 	if (why && why_len)
@@ -219,30 +226,27 @@ static tp_err_t bad(char *why, size_t why_len, tp_err_t err, const char *what)
 	return err;
 }
 
-/* The sender's value of a field that must agree, and this rank's. */
-static tp_err_t differs(char *why, size_t why_len, const char *field,
-			uint64_t theirs, uint64_t ours)
+/* The sender's value of a field that must agree, and this rank's; what:
+ * the message that carried it. */
+static tp_err_t differs(char *why, size_t why_len, const char *what,
+			const char *field, uint64_t theirs, uint64_t ours)
 {
 	if (why && why_len)
-		snprintf(why, why_len,
-			 "compressed message with %s %llu, this rank's %llu",
-			 field, (unsigned long long)theirs,
+		snprintf(why, why_len, "%s with %s %llu, this rank's %llu",
+			 what, field, (unsigned long long)theirs,
 			 (unsigned long long)ours);
 	return TP_ERR_MISMATCH;
 }
 
-tp_err_t tp__comp_check_header(const void *msg, size_t len, int kind,
-			       size_t count, const tp_cuda_comp_opts_t *o,
-			       uint64_t seg, tp__comp_hdr_t *h, char *why,
-			       size_t why_len)
+/* Magic, version, flags and the fields that must agree, in the order
+ * comp_wire.h gives; fills *h. */
+static tp_err_t check_fields(const unsigned char *m, const char *what, int kind,
+			     size_t count, const tp_cuda_comp_opts_t *o,
+			     uint64_t seg, tp__comp_hdr_t *h, char *why,
+			     size_t why_len)
 {
-	const unsigned char *m = msg;
-	size_t max = tp__comp_max_bytes(kind, count, o);
 	uint64_t block = kind == TP__COMP_TOPK ? 0 : o->block;
 
-	if (len < TP__COMP_HDR)
-		return bad(why, why_len, TP_ERR_PARSE,
-			   "compressed message truncated in its header");
 	if (get(m, 4) != TP__COMP_MAGIC || m[4] != TP__COMP_VERSION ||
 	    get(m + 6, 2) != 0)
 		return bad(why, why_len, TP_ERR_FORMAT,
@@ -254,14 +258,33 @@ tp_err_t tp__comp_check_header(const void *msg, size_t len, int kind,
 	h->payload = get(m + 24, 8);
 	h->segment = get(m + 32, 8);
 	if (h->kind != kind)
-		return differs(why, why_len, "kind", (uint64_t)h->kind,
+		return differs(why, why_len, what, "kind", (uint64_t)h->kind,
 			       (uint64_t)kind);
 	if (h->block != block)
-		return differs(why, why_len, "block", h->block, block);
+		return differs(why, why_len, what, "block", h->block, block);
 	if (h->segment != seg)
-		return differs(why, why_len, "segment", h->segment, seg);
+		return differs(why, why_len, what, "segment", h->segment, seg);
 	if (h->count != count)
-		return differs(why, why_len, "count", h->count, count);
+		return differs(why, why_len, what, "count", h->count, count);
+	return TP_OK;
+}
+
+tp_err_t tp__comp_check_header(const void *msg, size_t len, int kind,
+			       size_t count, const tp_cuda_comp_opts_t *o,
+			       uint64_t seg, tp__comp_hdr_t *h, char *why,
+			       size_t why_len)
+{
+	const unsigned char *m = msg;
+	size_t max = tp__comp_max_bytes(kind, count, o);
+	tp_err_t err;
+
+	if (len < TP__COMP_HDR)
+		return bad(why, why_len, TP_ERR_PARSE,
+			   "compressed message truncated in its header");
+	err = check_fields(m, "compressed message", kind, count, o, seg, h, why,
+			   why_len);
+	if (err)
+		return err;
 	if (!max || h->payload > max - TP__COMP_HDR ||
 	    (kind != TP__COMP_TOPK &&
 	     (h->nnz || h->payload != dense_payload(kind, count, o))) ||
@@ -345,4 +368,25 @@ tp_err_t tp__comp_decode(const void *msg, size_t len, int kind, size_t count,
 		    (const int8_t *)(const void *)(f + nb), f, count, o, out);
 	return tp_cuda_cpu_1bit_decompress_acc(
 	    (const uint32_t *)(const void *)(f + nb), f, count, o, out);
+}
+
+tp_err_t tp__comp_check_call(const void *msg, int kind, size_t count,
+			     const tp_cuda_comp_opts_t *o, uint64_t seg,
+			     char *why, size_t why_len)
+{
+	const unsigned char *m = msg;
+	tp__comp_hdr_t h;
+	tp_err_t err;
+
+	err = check_fields(m, "call header", kind, count, o, seg, &h, why,
+			   why_len);
+	if (err)
+		return err;
+	if (h.nnz || h.payload ||
+	    get(m + TP__COMP_CHECK, 8) !=
+		tp__comp_hash(m + TP__COMP_HDR, 0,
+			      tp__comp_hash(m, TP__COMP_CHECK, 0)))
+		return bad(why, why_len, TP_ERR_PARSE,
+			   "call header with a payload or a bad checksum");
+	return TP_OK;
 }

@@ -83,6 +83,21 @@ tp_err_t tp__comp_check_header(const void *msg, size_t len, int kind,
 			       uint64_t seg, tp__comp_hdr_t *h, char *why,
 			       size_t why_len);
 
+/* The call's header alone (TP__COMP_HDR bytes into msg, 8-byte aligned;
+ * no payload, nnz 0): what ranks that run a dense stage together swap
+ * before it (algo/comp.c), since a dense stage carries no header and
+ * ranks that cut the buffer differently would wait there for bytes that
+ * never come. */
+void tp__comp_encode_call(int kind, size_t count, const tp_cuda_comp_opts_t *o,
+			  uint64_t seg, void *msg);
+
+/* Check a call header (TP__COMP_HDR bytes) as tp__comp_check_header()
+ * does, naming it "call header"; TP_ERR_PARSE for a payload or a bad
+ * checksum. */
+tp_err_t tp__comp_check_call(const void *msg, int kind, size_t count,
+			     const tp_cuda_comp_opts_t *o, uint64_t seg,
+			     char *why, size_t why_len);
+
 /* Check a whole message (len bytes, 4-byte aligned) as above plus its
  * length, checksum and indices; then out[i] += its value i (overwrite:
  * out[i] = value i). Nothing is written unless the whole message is

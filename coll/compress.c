@@ -461,6 +461,10 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 	call_setup(&k, &o, e, key, count);
 	k.seg = seg;
 	c->last_move_ns = t0 = tp__coll_now_ns();
+	/* the host level is never compressed here: its ranks agree first */
+	if (!flat && c->host_lv &&
+	    (err = tp__coll_comp_agree(c, &c->level[0], &k, count)))
+		return err;
 	err = flat  ? tp__coll_comp_ring_allreduce(c, &c->ring, &k, 0, buf, 0,
 						   count)
 	      : seg ? pipelined(c, &k, buf, count, seg, o.levels, o.overlap)

@@ -349,10 +349,12 @@ tp_err_t tp_coll_barrier(tp_coll_comm_t *comm);
  * communicator as a lost peer does; it never yields a wrong gradient.
  * The header carries the sender's kind, block and effective pipeline
  * segment (rounded as below), so ranks that cut the buffer differently
- * fail the call with TP_ERR_MISMATCH naming the field (where they meet),
- * the others with TP_ERR_PEER_LOST as it breaks (or TP_ERR_TIMEOUT where
- * a dense host stage cut differently waits); values that differ but cut
- * it alike (top-k, a segment at least the count) run as if they agreed.
+ * fail the call with TP_ERR_MISMATCH naming the field and both values
+ * (where they meet: the ranks of a host swap the call's header before
+ * their dense host stage, so a rank cut differently from its host's
+ * other ranks is named there at once), the others with TP_ERR_PEER_LOST
+ * as it breaks; values that differ but cut it alike (top-k, a segment at
+ * least the count) run as if they agreed.
  *
  * Algorithms, over the hops compression applies to:
  *   int8, 1-bit  reduce-scatter then all-gather of quantised segments

@@ -157,6 +157,36 @@ static tp_err_t recv_payload(tp_coll_comm_t *c, int peer, char *slot,
 	return TP_OK;
 }
 
+tp_err_t tp__coll_comp_agree(tp_coll_comm_t *c, const tp__coll_ring_t *r,
+			     const tp__coll_comp_call_t *k, size_t count)
+{
+	uint64_t mine[TP__COMP_HDR / 8], theirs[2][TP__COMP_HDR / 8];
+	tp__coll_req_t sq[2], rq[2];
+	int peer[2], np = r->n == 2 ? 1 : 2;
+	char why[128];
+	tp_err_t err;
+
+	if (r->n <= 1)
+		return TP_OK;
+	peer[0] = (int)r->members[mod(r->me - 1, r->n)];
+	peer[1] = (int)r->members[mod(r->me + 1, r->n)];
+	tp__comp_encode_call(k->kind, count, &k->o, k->seg, mine);
+	for (int i = 0; i < np; i++) {
+		c->xp->irecv(c, peer[i], theirs[i], TP__COMP_HDR, &rq[i]);
+		c->xp->isend(c, peer[1 - i], mine, TP__COMP_HDR, &sq[i]);
+	}
+	for (int i = 0; i < np; i++)
+		if ((err = wait_reqs(c, &sq[i], &rq[i])))
+			return err;
+	for (int i = 0; i < np; i++) {
+		err = tp__comp_check_call(theirs[i], k->kind, count, &k->o,
+					  k->seg, why, sizeof(why));
+		if (err)
+			return wire_fail(c, peer[i], err, why);
+	}
+	return TP_OK;
+}
+
 /* Receive one message from peer into slot (cap bytes); waits for send
  * too. */
 static tp_err_t recv_msg(tp_coll_comm_t *c, int peer, char *slot, size_t cap,

@@ -1376,6 +1376,7 @@ static void test_comp_wire(void **s)
 	static uint64_t msg[2048], bad[2048];
 	tp_cuda_comp_opts_t o;
 	char why[96];
+	size_t clen;
 
 	(void)s;
 	tp_cuda_comp_opts_defaults(&o);
@@ -1492,6 +1493,34 @@ static void test_comp_wire(void **s)
 				 TP_OK);
 		assert_true(out[3] == 1.0f && out[9] == 2.0f && out[4] == 0.0f);
 	}
+	/* the call header the host level's ranks swap: the fields as a
+	 * message's, no payload, sealed */
+	tp__comp_encode_call(TP__COMP_INT8, 1031, &o, 4096, msg);
+	assert_int_equal(tp__comp_check_call(msg, TP__COMP_INT8, 1031, &o, 4096,
+					     why, sizeof(why)),
+			 TP_OK);
+	assert_int_equal(tp__comp_check_call(msg, TP__COMP_INT8, 1031, &o, 2048,
+					     why, sizeof(why)),
+			 TP_ERR_MISMATCH);
+	assert_string_equal(why,
+			    "call header with segment 4096, this rank's 2048");
+	memcpy(bad, msg, TP__COMP_HDR);
+	((unsigned char *)bad)[24] = 4; /* a payload */
+	assert_int_equal(tp__comp_check_call(bad, TP__COMP_INT8, 1031, &o, 4096,
+					     why, sizeof(why)),
+			 TP_ERR_PARSE);
+	memcpy(bad, msg, TP__COMP_HDR);
+	((unsigned char *)bad)[TP__COMP_CHECK] ^= 1;
+	assert_int_equal(tp__comp_check_call(bad, TP__COMP_INT8, 1031, &o, 4096,
+					     why, sizeof(why)),
+			 TP_ERR_PARSE);
+	/* a real message is no call header */
+	assert_int_equal(tp__comp_encode(TP__COMP_INT8, g, NULL, 7, &o, 0, msg,
+					 sizeof(msg), &clen),
+			 TP_OK);
+	assert_int_equal(
+	    tp__comp_check_call(msg, TP__COMP_INT8, 7, &o, 0, why, sizeof(why)),
+	    TP_ERR_PARSE);
 }
 
 typedef struct comp_case {
@@ -2032,6 +2061,103 @@ static void test_comp_odd_rank(void **s)
 	tp_plan_destroy(p);
 }
 
+/* The odd rank shares its host with rank 0 (4 hosts x 2 ranks, 2 groups
+ * of 2), the host level dense: the two name the field and both values
+ * (the odd rank's first, want: "<field> <theirs>, this rank's <ours>" as
+ * rank 0 reads it); the others fail as the communicator breaks. Exit 0:
+ * as wanted; 1: a result; 2: another error or text; 3: PEER_LOST on a
+ * rank that need not name it; 4: a timeout. */
+typedef struct odd_host_case {
+	odd_case_t odd;
+	uint64_t theirs, ours; /* as rank 0 reads the odd rank's header */
+} odd_host_case_t;
+
+static int odd_host_rank(tp_coll_comm_t *c, void *arg)
+{
+	static float b[PIPE_N];
+	const odd_host_case_t *oc = arg;
+	int me = tp_coll_comm_rank(c);
+	tp_coll_comp_opts_t o;
+	char want[96];
+	tp_err_t err;
+	const char *d;
+
+	for (size_t i = 0; i < PIPE_N; i++)
+		b[i] = pipe_sign(i);
+	tp_coll_comp_opts_defaults(&o);
+	o.kind = TP_COLL_COMP_INT8;
+	o.levels = oc->odd.levels;
+	o.segment = PIPE_SEG;
+	if (me == 1) {
+		o.block = oc->odd.block;
+		o.segment = oc->odd.segment;
+	}
+	err = tp_coll_allreduce_compressed(c, b, PIPE_N, TP_COLL_SUM, &o, 7);
+	d = tp_coll_comm_detail(c);
+	fprintf(stderr, "# rank %d: %s: %s\n", me, tp_strerror(err), d);
+	snprintf(want, sizeof(want), "%s %llu, this rank's %llu", oc->odd.field,
+		 (unsigned long long)(me == 1 ? oc->ours : oc->theirs),
+		 (unsigned long long)(me == 1 ? oc->theirs : oc->ours));
+	if (err == TP_OK)
+		return 1;
+	if (me <= 1)
+		return err == TP_ERR_MISMATCH && strstr(d, want) &&
+			       strstr(d, me ? "from rank 0" : "from rank 1")
+			   ? 0
+			   : 2;
+	if (err == TP_ERR_TIMEOUT)
+		return 4;
+	return err == TP_ERR_PEER_LOST || err == TP_ERR_MISMATCH ? 3 : 2;
+}
+
+/* A rank cut differently from the other rank of its host, where the host
+ * level runs dense (no header of its own): both fail at once with
+ * TP_ERR_MISMATCH naming the field and both values, no rank waits for
+ * the 5 s timeout (the whole run well under it), over shared memory and
+ * TCP. Effective segments: block x 8 ranks rounds PIPE_SEG to 2048 for
+ * block 256 and 128. */
+static void test_comp_odd_host(void **s)
+{
+	tp_plan_t *p = plan_of(4, 2, 0);
+	unsigned group = TP_COLL_LEVEL_CROSS | TP_COLL_LEVEL_GROUP,
+		 cross = TP_COLL_LEVEL_CROSS;
+	const odd_host_case_t cases[] = {
+	    {{cross, 256, 2 * PIPE_SEG, "segment"}, 4096, 2048},
+	    {{cross, 256, 0, "segment"}, 0, 2048},
+	    {{cross, 128, PIPE_SEG, "block"}, 128, 256},
+	    {{group, 256, 2 * PIPE_SEG, "segment"}, 4096, 2048},
+	    {{group, 128, PIPE_SEG, "block"}, 128, 256},
+	};
+	const double timeout = 5.0;
+	tp_coll_opts_t o;
+	int st[16];
+
+	(void)s;
+	for (int tcp = 0; tcp < 2; tcp++) {
+		if (tcp)
+			setenv("TOPOPLACE_COLL_SHM", "0", 1);
+		for (size_t t = 0; t < sizeof(cases) / sizeof(cases[0]); t++) {
+			double wall;
+
+			opts_for(&o, next_port(), timeout, 64 << 10);
+			wall = run_ranks(p, &o, odd_host_rank,
+					 (void *)&cases[t], 30, st);
+			for (int r = 0; r < 8; r++)
+				if (st[r] != 0 && !(r > 1 && st[r] == 3))
+					fail_msg("%s case %zu (%s): rank %d "
+						 "exit %d",
+						 tcp ? "TCP" : "shm", t,
+						 cases[t].odd.field, r, st[r]);
+			if (wall > timeout / 2)
+				fail_msg("%s case %zu (%s): %.2f s",
+					 tcp ? "TCP" : "shm", t,
+					 cases[t].odd.field, wall);
+		}
+	}
+	unsetenv("TOPOPLACE_COLL_SHM");
+	tp_plan_destroy(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2074,6 +2200,7 @@ int main(void)
 	    cmocka_unit_test(test_comp_mismatch),
 	    cmocka_unit_test(test_comp_pipeline),
 	    cmocka_unit_test(test_comp_odd_rank),
+	    cmocka_unit_test(test_comp_odd_host),
 	};
 
 	signal(SIGPIPE, SIG_DFL);     /* the library must not need SIG_IGN */
