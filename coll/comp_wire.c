@@ -10,6 +10,7 @@
  * and the tail starts count-of-entries bytes further on). */
 #include "config.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -219,23 +220,22 @@ void tp__comp_encode_call(int kind, size_t count, const tp_cuda_comp_opts_t *o,
 		     0, count, 0, seg);
 }
 
-static tp_err_t bad(char *why, size_t why_len, tp_err_t err, const char *what)
-{
-	if (why && why_len)
-		snprintf(why, why_len, "%s", what);
-	return err;
-}
+/* err, with why (NULL: none) set to the printf-style text: the one place
+ * the messages the tests match are formatted. */
+static tp_err_t bad(char *why, size_t why_len, tp_err_t err, const char *fmt,
+		    ...) __attribute__((format(printf, 4, 5)));
 
-/* The sender's value of a field that must agree, and this rank's; what:
- * the message that carried it. */
-static tp_err_t differs(char *why, size_t why_len, const char *what,
-			const char *field, uint64_t theirs, uint64_t ours)
+static tp_err_t bad(char *why, size_t why_len, tp_err_t err, const char *fmt,
+		    ...)
 {
-	if (why && why_len)
-		snprintf(why, why_len, "%s with %s %llu, this rank's %llu",
-			 what, field, (unsigned long long)theirs,
-			 (unsigned long long)ours);
-	return TP_ERR_MISMATCH;
+	va_list ap;
+
+	if (why && why_len) {
+		va_start(ap, fmt);
+		vsnprintf(why, why_len, fmt, ap);
+		va_end(ap);
+	}
+	return err;
 }
 
 /* Magic, version, flags and the fields that must agree, in the order
@@ -257,15 +257,20 @@ static tp_err_t check_fields(const unsigned char *m, const char *what, int kind,
 	h->count = get(m + 16, 8);
 	h->payload = get(m + 24, 8);
 	h->segment = get(m + 32, 8);
-	if (h->kind != kind)
-		return differs(why, why_len, what, "kind", (uint64_t)h->kind,
-			       (uint64_t)kind);
-	if (h->block != block)
-		return differs(why, why_len, what, "block", h->block, block);
-	if (h->segment != seg)
-		return differs(why, why_len, what, "segment", h->segment, seg);
-	if (h->count != count)
-		return differs(why, why_len, what, "count", h->count, count);
+	/* the sender's value of each, and this rank's */
+	const struct {
+		const char *name;
+		uint64_t theirs, ours;
+	} f[] = {{"kind", (uint64_t)h->kind, (uint64_t)kind},
+		 {"block", h->block, block},
+		 {"segment", h->segment, seg},
+		 {"count", h->count, count}};
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		if (f[i].theirs != f[i].ours)
+			return bad(why, why_len, TP_ERR_MISMATCH,
+				   "%s with %s %llu, this rank's %llu", what,
+				   f[i].name, (unsigned long long)f[i].theirs,
+				   (unsigned long long)f[i].ours);
 	return TP_OK;
 }
 
