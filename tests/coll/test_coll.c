@@ -458,15 +458,23 @@ static void count_warn(tp_log_level_t level, const char *msg, void *arg)
 }
 
 /* The library's own log sink: it links its copy of common/ in, so this
- * program's tp_log_set() would set another. The library found by one of
- * its functions, not by a soname that changes with its version. */
+ * program's tp_log_set() would set another. Which copy: the library built
+ * here, by the path the Makefile passes (TP_TEST_COLL_LIB), if it is the
+ * one loaded (RTLD_NOLOAD matches a loaded object by file, so the soname's
+ * link does). Only where it is not (another copy preloaded, an installed
+ * one) the object that defines tp_coll_comm_init, which alone would point
+ * at an LD_PRELOAD shim wrapping that symbol, or at this program where the
+ * library is linked statically (then the only tp_log_set there is). */
 static void coll_log_set(tp_log_fn_t fn)
 {
 	Dl_info di;
 	void *h = NULL;
 	void (*set)(tp_log_fn_t, void *) = NULL;
 
-	if (dladdr((void *)tp_coll_comm_init, &di) && di.dli_fname)
+#ifdef TP_TEST_COLL_LIB
+	h = dlopen(TP_TEST_COLL_LIB, RTLD_LAZY | RTLD_NOLOAD);
+#endif
+	if (!h && dladdr((void *)tp_coll_comm_init, &di) && di.dli_fname)
 		h = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
 	if (h)
 		*(void **)&set = dlsym(h, "tp_log_set");
