@@ -18,8 +18,12 @@ every step draws a new batch instead (its own stream per rank), so
 final_loss is measured on samples no step trained on.
 
 Printed by rank 0 (and appended to --json FILE as one JSON line):
-final_loss   cross-entropy of the final model on the training sets, mean
-             over ranks (--fresh: those sets were never trained on)
+final_loss   cross-entropy of the final model on the --samples sets, mean
+             over ranks: the sets trained on, or with --fresh sets never
+             trained on, two different measures; final_loss_on says which
+final_loss_on
+             "train" (the sets the steps drew from) or "unseen" (--fresh);
+             compare final_loss only between runs that agree on it
 accuracy     on the held-out set
 step_s       median wall time of a training step (after 2 warm-up steps, and
              after --start-iter dense ones when compressing)
@@ -281,14 +285,16 @@ def main():
                "segment": a.segment, "overlap": not a.no_overlap,
                "lr_warmup": a.lr_warmup, "fresh": a.fresh, "seed": a.seed,
                "final_loss": stats[0].item() / world,
+               "final_loss_on": "unseen" if a.fresh else "train",
                "accuracy": acc, "uplink_bytes_lib": int(stats[1].item()) if topo else None,
                "step_s": stats[2].item() / world, "steps": a.steps, "ranks": world,
                "phases_ms": phases,
                "params": sum(p.numel() for p in model.parameters())}
-        print("ddp_train: %s: final loss %.4f, held-out accuracy %.3f, %.1f ms/step (median, mean "
-              "over ranks), %s" % (name, res["final_loss"], acc, res["step_s"] * 1e3,
-                                   "library up-link bytes %d" % res["uplink_bytes_lib"] if topo else
-                                   "no library counter"), flush=True)
+        print("ddp_train: %s: final loss (%s) %.4f, held-out accuracy %.3f, %.1f ms/step (median, "
+              "mean over ranks), %s" % (name, res["final_loss_on"], res["final_loss"], acc,
+                                        res["step_s"] * 1e3,
+                                        "library up-link bytes %d" % res["uplink_bytes_lib"]
+                                        if topo else "no library counter"), flush=True)
         if a.json:
             with open(a.json, "a") as f:
                 f.write(json.dumps(res) + "\n")

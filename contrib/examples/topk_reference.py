@@ -11,7 +11,9 @@ whether a gap to dense is the algorithm's or the implementation's.
 
 Prints one JSON line per run (final_loss as ddp_train.py computes it:
 the final model's cross-entropy on each rank's training set, mean over
-ranks; held-out accuracy), and with --curve the loss of every step.
+ranks, and final_loss_on as its: "train", or "unseen" with --fresh, where
+no step drew from that set; held-out accuracy), and with --curve the loss
+of every step.
 
 Buckets are DDP's with --bucket-mb 0.25 (torch 1.13): step 0 one bucket
 of every parameter in forward order, then [4.bias 4.weight 2.bias
@@ -229,7 +231,8 @@ def main():
     res = {"name": a.name or a.mode, "seed": a.seed, "mode": a.mode, "steps": a.steps,
            "fresh": a.fresh, "scope": a.scope, "threshold": a.threshold, "ef": a.ef,
            "nesterov": a.nesterov, "decay": a.decay, "start_iter": a.start_iter,
-           "final_loss": final, "accuracy": acc, "sent": sim.sent}
+           "final_loss": final, "final_loss_on": "unseen" if a.fresh else "train",
+           "accuracy": acc, "sent": sim.sent}
     if a.curve:
         res["curve"] = [round(v, 5) for v in curve]
     print(json.dumps(res), flush=True)

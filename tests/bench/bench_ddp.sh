@@ -46,7 +46,9 @@
 #                 topk-hier 1bit-hier-seg0 1bit-group"; options after it override these. Without it: the
 #                 convergence-oriented defaults below (compute is a large share of gloo's step)
 #   --json FILE   {"format":"topoplace-ddp-bench/1","runs":[{"name","compressor","hierarchical",
-#                 "final_loss","accuracy","uplink_bytes","step_s", ...}, ...]}: uplink_bytes from
+#                 "final_loss","final_loss_on","accuracy","uplink_bytes","step_s", ...}, ...]}:
+#                 final_loss_on as ddp_train.py gives it ("train"; "unseen" with --fresh; the
+#                 table's loss/dense only between runs that agree on it), uplink_bytes from
 #                 the up-link veth's interface counters (both directions, all traffic of the
 #                 step), uplink_bytes_lib the library's count of what it sent across groups
 #                 (null for torch's own runs), status ok|failed|unavailable, error
@@ -164,7 +166,7 @@ doc=$(jq -s --arg v "$slurm_ver" --arg m "$mode" --argjson r "$ratio" --argjson 
 	  host_link_mbit: 400, steps: $s, hidden: $h, batch: $b, bucket_mb: $k, start_iter: $w,
 	  runs: map({name, compressor: (.compressor // null), hierarchical: (.hierarchical // false),
 	             error_feedback: (.error_feedback // null), sync_hook: (.sync_hook // null), final_loss: (.final_loss // null),
-	             accuracy: (.accuracy // null), uplink_bytes: (.uplink_bytes // null),
+	             final_loss_on: (.final_loss_on // null), accuracy: (.accuracy // null), uplink_bytes: (.uplink_bytes // null),
 	             uplink_bytes_lib: (.uplink_bytes_lib // null), step_s: (.step_s // null),
 	             phases_ms: (.phases_ms // null), status, error: (.error // null)})}' "$out/results.jsonl")
 [ -z "$json" ] || { printf '%s\n' "$doc" >"$json" && echo "bench_ddp: results in $json"; }
@@ -176,7 +178,7 @@ printf '%s\n' "$doc" | jq -r '
   "  run              status      loss  loss/dense  acc    up-link MB (lib)    up/dense  ms/step  step/gloo",
   (.runs[] | "  \(.name | . + " " * (16 - length)) \(.status | . + " " * (11 - length))" +
     (if .status == "ok" then
-      " \(.final_loss * 10000 | round / 10000)  \(rel(.final_loss; $d.final_loss))  \(.accuracy * 1000 | round / 1000)" +
+      " \(.final_loss * 10000 | round / 10000)  \(if .final_loss_on == $d.final_loss_on then rel(.final_loss; $d.final_loss) else "-" end)  \(.accuracy * 1000 | round / 1000)" +
       "  \(if .uplink_bytes == null then "-" else (.uplink_bytes / 1e6 * 10 | round / 10) end)" +
       " (\(if .uplink_bytes_lib == null then "-" else (.uplink_bytes_lib / 1e6 * 10 | round / 10) end))" +
       "  \(rel(.uplink_bytes; $d.uplink_bytes))  \(.step_s * 1000 | round)  \(rel(.step_s; $g.step_s))"

@@ -4,7 +4,8 @@
 # 2-leaf fabric (one host per leaf), 8 steps (2 of them dense warm-up), runs gloo, dense and
 # int8-hier. Checks:
 #   - the job completes; gloo and dense report results in topoplace-ddp-bench/1
-#   - dense and torch's gloo give the same final loss (within 1e-4 relative: the library sums
+#   - dense and torch's gloo give the same final loss, both on the training sets
+#     (final_loss_on "train"), within 1e-4 relative (the library sums
 #     the 4 ranks in another order than gloo, see tests/bindings/test_torch.py) and held-out
 #     accuracy (within one sample of 4096)
 #   - the library's up-link count is positive and no more than the up-link veth carried
@@ -34,6 +35,8 @@ sed 's/^/# /' "$tmp/out"
 jeq "$tmp/d.json" .format topoplace-ddp-bench/1 "format"
 jeq "$tmp/d.json" '[.runs[] | select(.name == "gloo" or .name == "dense") | .status] | join(",")' ok,ok "gloo and dense ran"
 run() { jq -r --arg n "$1" ".runs[] | select(.name == \$n) | $2" "$tmp/d.json"; }
+jeq "$tmp/d.json" '[.runs[] | select(.name == "gloo" or .name == "dense") | .final_loss_on] | join(",")' \
+	train,train "gloo's and dense's final loss on the training sets"
 gl=$(run gloo .final_loss) dl=$(run dense .final_loss)
 agree=$(jq -n --argjson a "$gl" --argjson b "$dl" '(($a - $b) | fabs) <= 1e-4 * $a' 2>/dev/null)
 [ "$agree" = true ] && ok "final loss dense $dl = gloo $gl (1e-4 relative)" || bad "final loss dense $dl vs gloo $gl"
