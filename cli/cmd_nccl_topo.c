@@ -11,7 +11,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -40,60 +39,21 @@ static const char usage[] =
 	"  -q, --quiet         do not print warnings or the summary\n"
 	"  -h, --help          this text\n";
 
-static int name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Sorted <host>.xml names of regular files in dir (stem non-empty). */
 static int list_xml(const char *dir, char ***names_p, size_t *n_p)
 {
-	DIR *d = opendir(dir);
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
+	tp_err_t err = tp_list_dir(dir, ".xml", names_p, n_p);
 
-	if (!d) {
+	if (err == TP_ERR_NOMEM) {
+		tp_cli_err("%s: out of memory", dir);
+		return TP_EXIT_FAIL;
+	}
+	if (err) {
 		tp_cli_err("%s: cannot open directory: %s", dir,
 			   strerror(errno));
 		return TP_EXIT_INPUT;
 	}
-	while ((de = readdir(d))) {
-		size_t len = strlen(de->d_name);
-		struct stat st;
-		char *path;
-		void *arr = names;
-		int rc;
-
-		if (de->d_name[0] == '.' || len <= 4 ||
-		    strcmp(de->d_name + len - 4, ".xml") != 0)
-			continue;
-		if (!(path = tp_asprintf("%s/%s", dir, de->d_name)))
-			goto nomem;
-		rc = stat(path, &st);
-		tp_free(path);
-		if (rc != 0 || !S_ISREG(st.st_mode))
-			continue;
-		if (tp_grow(&arr, &cap, n + 1, sizeof(*names)))
-			goto nomem;
-		names = arr;
-		if (!(names[n] = tp_strdup(de->d_name)))
-			goto nomem;
-		n++;
-	}
-	closedir(d);
-	if (n > 1)
-		qsort(names, n, sizeof(*names), name_cmp);
-	*names_p = names;
-	*n_p = n;
 	return TP_EXIT_OK;
-nomem:
-	closedir(d);
-	for (size_t i = 0; i < n; i++)
-		tp_free(names[i]);
-	tp_free(names);
-	tp_cli_err("%s: out of memory", dir);
-	return TP_EXIT_FAIL;
 }
 
 static int write_atomic(const char *outdir, const char *host, const char *xml)
@@ -227,9 +187,7 @@ int tp_cmd_nccl_topo(int argc, char **argv)
 			wrote, wrote == 1 ? "" : "s", a.output, skipped, failed);
 	rc = failed ? TP_EXIT_INPUT : TP_EXIT_OK;
 out:
-	for (size_t i = 0; i < n; i++)
-		tp_free(names[i]);
-	tp_free(names);
+	tp_names_free(names, n);
 	tp_fabric_destroy(f);
 	return rc;
 }

@@ -101,6 +101,16 @@ char *tp_vasprintf(const char *fmt, va_list ap);
 tp_err_t tp_first_error(char **slot, const char *name, tp_err_t err,
 			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* ---- directories -------------------------------------------------------- */
+
+/* Names of the regular files in dir that end in ext after a non-empty
+ * stem, sorted by strcmp, in *names_p (free with tp_names_free). Hidden
+ * files are skipped. TP_ERR_NOTFOUND when dir does not exist, TP_ERR_IO
+ * when it cannot be opened (errno says why), TP_ERR_NOMEM. */
+tp_err_t tp_list_dir(const char *dir, const char *ext, char ***names_p,
+		     size_t *n_p);
+void tp_names_free(char **names, size_t n);
+
 /* ---- string buffer ------------------------------------------------------ */
 
 /* Growable string. A failed append sets failed and leaves buf untouched;

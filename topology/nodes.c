@@ -9,73 +9,24 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "topology_int.h"
-
-static int name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void names_free(char **names, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		tp_free(names[i]);
-	tp_free(names);
-}
 
 /* Regular files in dir ending in ext (with a non-empty stem), sorted. */
 static tp_err_t list_dir(tp_fabric_t *f, const char *dir, const char *ext,
 			 char ***names_p, size_t *n_p)
 {
-	size_t elen = strlen(ext), n = 0, cap = 0;
-	char **names = NULL;
-	struct dirent *de;
-	DIR *d = opendir(dir);
+	tp_err_t err = tp_list_dir(dir, ext, names_p, n_p);
 
-	if (!d)
-		return tp__fabric_fail(
-		    f, errno == ENOENT ? TP_ERR_NOTFOUND : TP_ERR_IO,
-		    "%s: cannot open directory: %s", dir, strerror(errno));
-	while ((de = readdir(d))) {
-		size_t len = strlen(de->d_name);
-		struct stat st;
-		void *arr = names;
-		char *path;
-		int rc;
-
-		if (de->d_name[0] == '.' || len <= elen ||
-		    strcmp(de->d_name + len - elen, ext) != 0)
-			continue;
-		path = tp_asprintf("%s/%s", dir, de->d_name);
-		if (!path)
-			goto nomem;
-		rc = stat(path, &st);
-		tp_free(path);
-		if (rc != 0 || !S_ISREG(st.st_mode))
-			continue;
-		if (tp_grow(&arr, &cap, n + 1, sizeof(*names)))
-			goto nomem;
-		names = arr;
-		if (!(names[n] = tp_strdup(de->d_name)))
-			goto nomem;
-		n++;
-	}
-	closedir(d);
-	if (n > 1)
-		qsort(names, n, sizeof(*names), name_cmp);
-	*names_p = names;
-	*n_p = n;
+	if (err == TP_ERR_NOMEM)
+		return tp__fabric_fail(f, err, "%s: out of memory", dir);
+	if (err)
+		return tp__fabric_fail(f, err, "%s: cannot open directory: %s",
+				       dir, strerror(errno));
 	return TP_OK;
-nomem:
-	closedir(d);
-	names_free(names, n);
-	return tp__fabric_fail(f, TP_ERR_NOMEM, "%s: out of memory", dir);
 }
 
 tp_err_t tp_fabric_read_node_dir(tp_fabric_t *f, const char *dir, bool hwloc)
@@ -125,7 +76,7 @@ tp_err_t tp_fabric_read_node_dir(tp_fabric_t *f, const char *dir, bool hwloc)
 		tp_free(host);
 		tp_free(path);
 	}
-	names_free(names, n);
+	tp_names_free(names, n);
 	if (!err && nbad)
 		err = nbad == 1
 			  ? tp__fabric_fail(f, first_err, "%s",
