@@ -284,6 +284,16 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 	return 0;
 }
 
+static const char usage[] =
+    "usage: bench_sim [JOBS] [--no-speed] [--seeds=N] [--first-seed=S]\n"
+    "                 [--only=default|ft-2to1-deg16|nvl72-8] [--quick]\n"
+    "  JOBS           jobs per quality run (default 2000)\n"
+    "  --no-speed     skip the 10,000-job speed run\n"
+    "  --seeds=N      seeds per fabric (default 16)\n"
+    "  --first-seed=S first seed (default 1)\n"
+    "  --only=F       one fabric\n"
+    "  --quick        topoplace, the Slurm baseline and the bound only\n";
+
 int main(int argc, char **argv)
 {
 	size_t jobs =
@@ -303,6 +313,14 @@ int main(int argc, char **argv)
 			only = argv[i] + 7;
 		else if (!strncmp(argv[i], "--seeds=", 8))
 			seeds = atoi(argv[i] + 8) > 0 ? atoi(argv[i] + 8) : 1;
+		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf("%s", usage);
+			return 0;
+		} else if (argv[i][0] == '-' || i > 1) {
+			fprintf(stderr, "bench_sim: unknown argument %s\n%s",
+				argv[i], usage);
+			return 2;
+		}
 	}
 	tp_fabric_t *f;
 	char *buf;
