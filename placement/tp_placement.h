@@ -574,6 +574,8 @@ typedef struct tp_decision_journal {
  * 0640 (mending an older mode and the group), under the lock; trim
  * first when lines is unknown and after when it passes 2 * keep.
  * TP_ERR_IO when the record was not written (j->lines then unknown);
+ * TP_ERR_NOTREG when PATH is a FIFO, device or directory (found without
+ * blocking; nothing written);
  * a lock that cannot be had is logged (debug) and the record written
  * anyway. Logs failures at debug level only: the caller says what was
  * lost. */
