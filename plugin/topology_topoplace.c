@@ -121,7 +121,7 @@ static void read_link_state(const char *path)
 	size_t weak = 0, ncut = 0;
 	char *why = NULL, *names = NULL;
 	tp_state_t *st = NULL;
-	tp_err_t err = tp_state_load_json(fabric, path, &st, &why);
+	tp_err_t err = tp_state_load_json_regular(fabric, path, &st, &why);
 
 	if (err) {
 		/* why names the file */

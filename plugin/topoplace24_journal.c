@@ -119,6 +119,7 @@ static char *picks_hostlist(const decision_t *d)
  * writer thread's (or, without one, writer_sync's caller's). */
 static void decision_write(const decision_t *d)
 {
+	static tp_err_t last_err; /* the writer's own */
 	const tp_placement_t *pl = &d->pl;
 	tp_decision_t rec;
 	char *hl = NULL, *line = NULL;
@@ -145,9 +146,20 @@ static void decision_write(const decision_t *d)
 	rec.reason = pl->explain ? pl->explain : "";
 	journal.path = decisions_path;
 	if ((err = tp_decision_encode(&rec, &line, &len)) ||
-	    (err = tp_decision_append(&journal, line, len)))
-		debug("%s: %s: record of JobId=%u not written: %s", plugin_type,
-		      decisions_path, d->job_id, tp_strerror(err));
+	    (err = tp_decision_append(&journal, line, len))) {
+		/* a FIFO or directory in the file's place stays until someone
+		 * removes it: say so once, not at every record */
+		if (err == TP_ERR_NOTREG && last_err != err)
+			error("%s: %s: %s: decisions not recorded until it is "
+			      "removed",
+			      plugin_type, decisions_path,
+			      tp_file_strerror(err));
+		else
+			debug("%s: %s: record of JobId=%u not written: %s",
+			      plugin_type, decisions_path, d->job_id,
+			      tp_strerror(err));
+	}
+	last_err = err;
 	tp_free(line);
 	xfree(rec.ring); /* the names are the fabric's */
 	xfree(hl);

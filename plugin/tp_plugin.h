@@ -31,7 +31,8 @@
  * separated by blanks; keys are case-insensitive; '#' starts a comment; a
  * value with blanks is written in double quotes. Each key at most once.
  * Unknown keys, malformed lines, bad values and out-of-range numbers are
- * errors naming the file and line ("topoplace.conf:3: unknown key 'Fabric'").
+ * errors naming the file and line ("topoplace.conf:3: unknown key 'Fabric'",
+ * "topoplace.conf:4: PriceBudget=5000: out of range 0..1000").
  */
 
 typedef struct tp_pconf {
@@ -87,8 +88,10 @@ void tp_pconf_free(tp_pconf_t *c);
  * *err_p, if err_p is not NULL, gets "name:line: what". */
 tp_err_t tp_pconf_parse(const char *name, const char *text, tp_pconf_t *c,
 			char **err_p);
-/* Same from a file; TP_ERR_NOTFOUND when it does not exist, TP_ERR_IO
- * when it cannot be read. */
+/* Same from a file, read as the daemons read it: TP_ERR_NOTFOUND when it
+ * does not exist, TP_ERR_NOTREG when it is a FIFO, device or directory
+ * (refused without blocking), TP_ERR_RANGE over 1 MiB, TP_ERR_IO when it
+ * cannot be read. */
 tp_err_t tp_pconf_load(const char *path, tp_pconf_t *c, char **err_p);
 
 /* Whether Selection= sends every job to Slurm's own topology/tree
@@ -118,13 +121,24 @@ typedef struct tp_filesig {
 	bool exists, regular; /* regular: not a FIFO, device or directory */
 	uint64_t dev, ino;
 	int64_t size, mtime_s, mtime_ns, ctime_s, ctime_ns;
+	/* The last reading's outcome (tp_filesig_log): TP_OK, or the error
+	 * and a hash of its message, so each distinct failure is logged
+	 * once, not at every look. Kept by tp_filesig_update. */
+	tp_err_t err;
+	uint64_t err_hash;
 } tp_filesig_t;
 
 /* Look at path (one stat) and tell whether it differs from *sig: it
- * appeared, vanished or changed; then *sig describes it now. A zeroed
- * sig is "no file". A stat failing for another reason than a missing
- * file (EACCES, EIO) reads as unchanged and leaves *sig alone. */
+ * appeared, vanished or changed; then *sig describes it now (err kept).
+ * A zeroed sig is "no file". A stat failing for another reason than a
+ * missing file (EACCES, EIO) reads as unchanged and leaves *sig alone. */
 bool tp_filesig_update(const char *path, tp_filesig_t *sig);
+
+/* Record a reading's outcome in sig: err (TP_OK when it read fine) and
+ * why, its one-line message (NULL: none). True when it differs from the
+ * last one recorded, i.e. when the caller should log it: a new or
+ * changed failure, or the recovery from one. A zeroed sig holds TP_OK. */
+bool tp_filesig_log(tp_filesig_t *sig, tp_err_t err, const char *why);
 
 /* ---- reading the fabric for a topology plugin ---------------------------- */
 
