@@ -567,11 +567,12 @@ tp_err_t tp_pconf_load_fabric(const char *conf_path, size_t max_switches,
 				     msg ? msg : tp_strerror(err));
 		goto out;
 	}
-	if (t->nsw >= max_switches) {
+	if (t->nsw > max_switches) {
 		err = TP_ERR_RANGE;
-		*why_p = tp_asprintf(
-		    "fabric %s: %zu switches, Slurm takes fewer than %zu",
-		    fpath, t->nsw, max_switches);
+		*why_p = tp_asprintf("fabric %s: %zu switches in its switch "
+				     "tree, more than %zu (Slurm's switch "
+				     "table grows with their square)",
+				     fpath, t->nsw, max_switches);
 		tp_stree_free(t);
 		goto out;
 	}

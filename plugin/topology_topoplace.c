@@ -181,8 +181,8 @@ static void load_files(void)
 	loaded = true;
 	mismatch_logged = false;
 
-	err = tp_pconf_load_fabric(path, (size_t)UINT16_MAX + 1, &pconf,
-				   &fabric, &tree, &why);
+	err = tp_pconf_load_fabric(path, TP_SWITCH_TABLE_MAX, &pconf, &fabric,
+				   &tree, &why);
 	if (err == TP_ERR_NOTFOUND)
 		info("%s: %s: flat topology", plugin_type, why);
 	else if (err)

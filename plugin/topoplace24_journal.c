@@ -258,9 +258,10 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-/* In slurmctld, once the daemon has forked (build_config). Signals stay
- * with slurmctld's own threads. Without a thread the records are written
- * by writer_sync, in the selection: slower, nothing lost. */
+/* In slurmctld, once the daemon has forked (build_config), and again
+ * from the selection while it failed (writer_retry). Signals stay with
+ * slurmctld's own threads. Without a thread the records wait for the next
+ * build_config (writer_sync) and LinkState is read there only. */
 void writer_start(void)
 {
 	sigset_t all, old;
@@ -282,12 +283,30 @@ void writer_start(void)
 	rc = pthread_create(&wq_thread, NULL, writer_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
-		error("%s: decision writer thread: %s: records written during "
-		      "selection",
+		error("%s: decision writer thread: %s: records and LinkState "
+		      "wait for a retry (each minute) or reconfigure",
 		      plugin_type, strerror(rc));
 		return;
 	}
 	wq_running = true;
+}
+
+/* Without a writer thread (pthread_create failed): another try, at most
+ * once a minute, from the selection (state_lock held). The records are
+ * not written here: that is file I/O (pricing, the journal's lock and
+ * append, LinkState's re-read) in a decision, under slurmctld's job lock.
+ * Until a thread runs they wait in the queue (the oldest dropped past
+ * WRITE_MAX, counted) and build_config writes them (writer_sync). */
+static void writer_retry(void)
+{
+	static struct timespec last;
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (wq_running || (last.tv_sec && now.tv_sec - last.tv_sec < 60))
+		return;
+	last = now;
+	writer_start();
 }
 
 /* Everything queued is in the file (or failed to be) and the writer holds
@@ -447,8 +466,8 @@ void decisions_confirm(bool force)
 		pushed++;
 		running[i] = running[--nrunning];
 	}
-	if (pushed && !wq_running)
-		writer_sync();
+	if (pushed && !wq_running && !force)
+		writer_retry();
 }
 
 /* Remember a choice (the last one per job wins). Takes d's members. */

@@ -142,14 +142,25 @@ bool tp_filesig_log(tp_filesig_t *sig, tp_err_t err, const char *why);
 
 /* ---- reading the fabric for a topology plugin ---------------------------- */
 
+/* Most switches a topology plugin builds Slurm's switch table for. The
+ * table holds a distance and a descendant slot for every pair of switches
+ * (switches_dist, switch_desc_index: 6 bytes, and 4 more for the rows it
+ * is built from), so its memory grows with the square of the count: 8192
+ * switches take 640 MiB at the peak, 65535 (Slurm's uint16 limit) would
+ * take 40 GiB of slurmctld's. Real trees are far smaller: `topoplace
+ * fabric topology-conf` lists 1,025 switches for a generated 9,216-host
+ * NVL72 fabric (nvl72 --racks 512), 65 for a 2,048-host fat tree. */
+#define TP_SWITCH_TABLE_MAX 8192
+
 /* Everything a topology plugin reads at (re)configuration: topoplace.conf
  * at conf_path, the fabric it names (a relative FabricFile lies beside
- * conf_path) and its switch tree, which may hold fewer than max_switches
- * switches. On TP_OK, c, *f_p (free with tp_fabric_destroy) and t are
- * filled. Otherwise none of f_p and t is, c holds what could be read
- * (defaults at worst) and *why_p (free with tp_free) says why in one
- * line: TP_ERR_NOTFOUND when the file is absent or names no fabric (a
- * flat topology by choice), any other code for a broken input. */
+ * conf_path) and its switch tree, which may hold at most max_switches
+ * switches (TP_SWITCH_TABLE_MAX in the plugins; TP_ERR_RANGE beyond). On TP_OK,
+ * c, *f_p (free with tp_fabric_destroy) and t are filled. Otherwise none of f_p
+ * and t is, c holds what could be read (defaults at worst) and *why_p (free
+ * with tp_free) says why in one line: TP_ERR_NOTFOUND when the file is absent
+ * or names no fabric (a flat topology by choice), any other code for a broken
+ * input. */
 tp_err_t tp_pconf_load_fabric(const char *conf_path, size_t max_switches,
 			      tp_pconf_t *c, tp_fabric_t **f_p, tp_stree_t *t,
 			      char **why_p);

@@ -662,8 +662,15 @@ static void test_load_fabric(void **state)
 	assert_int_equal(tp_fabric_save_json(g, fab), TP_OK);
 	assert_int_equal(tp_pconf_load_fabric(conf, 2, &c, &f, &t, &why),
 			 TP_ERR_RANGE);
-	assert_non_null(strstr(why, "3 switches"));
+	assert_non_null(
+	    strstr(why, "3 switches in its switch tree, more than 2"));
 	tp_free(why);
+	why = NULL;
+	assert_int_equal(tp_pconf_load_fabric(conf, 3, &c, &f, &t, &why),
+			 TP_OK); /* at most max_switches */
+	tp_fabric_destroy(f);
+	f = NULL;
+	tp_stree_free(&t);
 	assert_int_equal(tp_pconf_load_fabric(conf, 100, &c, &f, &t, &why),
 			 TP_OK);
 	assert_null(why);
