@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "tp_common.h"
 
@@ -175,81 +174,6 @@ void tp_strbuf_printf(tp_strbuf_t *sb, const char *fmt, ...)
 	}
 	tp_strbuf_append(sb, big, (size_t)n);
 	tp_free(big);
-}
-
-const char *tp_file_strerror(tp_err_t err)
-{
-	switch (err) {
-	case TP_ERR_NOTFOUND:
-		return "no such file";
-	case TP_ERR_INVAL:
-		return "not a regular file or pipe";
-	case TP_ERR_RANGE:
-		return "larger than 1 GiB";
-	case TP_ERR_IO:
-		return errno ? strerror(errno) : "I/O error";
-	default:
-		return tp_strerror(err);
-	}
-}
-
-tp_err_t tp_file_read(const char *path, char **buf_p, size_t *len_p)
-{
-	FILE *fp = fopen(path, "rb");
-	char *buf = NULL;
-	size_t len = 0, cap = 0, n;
-	tp_err_t err = TP_OK;
-
-	if (!fp)
-		return errno == ENOENT ? TP_ERR_NOTFOUND : TP_ERR_IO;
-	/* a regular file's size is known: one allocation, no regrowth
-	 * copies (a 65k-host fabric is ~30 MB) */
-	struct stat st;
-	if (fstat(fileno(fp), &st) == 0 &&
-	    (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ||
-	     S_ISDIR(st.st_mode) || S_ISSOCK(st.st_mode))) {
-		/* /dev/zero, a disk, a directory: never what a reader wants */
-		fclose(fp);
-		return TP_ERR_INVAL;
-	}
-	if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) &&
-	    st.st_size > 0 && (uint64_t)st.st_size < SIZE_MAX / 2) {
-		void *p = NULL;
-		if (tp_grow(&p, &cap, (size_t)st.st_size + 2, 1) != TP_OK) {
-			fclose(fp);
-			return TP_ERR_NOMEM;
-		}
-		buf = p;
-	}
-	for (;;) {
-		void *p = buf;
-		if (len >= TP_FILE_MAX) {
-			err = TP_ERR_RANGE;
-			goto out;
-		}
-		if (len + 1 >= cap &&
-		    tp_grow(&p, &cap, len + 65536 + 1, 1) != TP_OK) {
-			err = TP_ERR_NOMEM;
-			goto out;
-		}
-		buf = p;
-		n = fread(buf + len, 1, cap - len - 1, fp);
-		len += n;
-		if (n == 0)
-			break;
-	}
-	if (ferror(fp)) {
-		err = TP_ERR_IO;
-		goto out;
-	}
-	buf[len] = '\0';
-	*buf_p = buf;
-	*len_p = len;
-	buf = NULL;
-out:
-	tp_free(buf);
-	fclose(fp);
-	return err;
 }
 
 char *tp_strtrim(char *s)

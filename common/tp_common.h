@@ -39,7 +39,8 @@ extern "C" {
 	X(TIMEOUT, -11, "timed out")                                           \
 	X(MISMATCH, -12, "peers disagree")                                     \
 	X(ADDRINUSE, -13, "address in use")                                    \
-	X(CUDA, -14, "CUDA runtime error")
+	X(CUDA, -14, "CUDA runtime error")                                     \
+	X(NOTREG, -15, "not a regular file")
 
 typedef enum tp_err {
 	TP_OK = 0,
@@ -178,18 +179,36 @@ void tp_hostlist_free(char **names, size_t n);
  * zero padding. Caller frees with tp_free(); NULL on NOMEM. */
 char *tp_hostlist_compress(const char *const *names, size_t n);
 
-/* ---- misc ---------------------------------------------------------------- */
+/* ---- files ---------------------------------------------------------- */
 
 /* Largest file tp_file_read takes (a 65k-host fabric is ~30 MB). */
 #define TP_FILE_MAX ((size_t)1 << 30)
 /* Read a whole file into a NUL-terminated buffer (binary safe: *len_p is the
  * byte count). Caller frees with tp_free(). TP_ERR_NOTFOUND: no such
  * file; TP_ERR_INVAL: a device, directory or socket (pipes and FIFOs are
- * read); TP_ERR_RANGE: more than TP_FILE_MAX bytes; TP_ERR_IO, NOMEM. */
+ * read, and opening a FIFO waits for its writer: for the command line, not
+ * for a daemon); TP_ERR_RANGE: more than TP_FILE_MAX bytes; TP_ERR_IO,
+ * NOMEM. */
 tp_err_t tp_file_read(const char *path, char **buf_p, size_t *len_p);
-/* Why tp_file_read failed, for "FILE: cannot read: ..." (static or
+/* Open path for reading the way a daemon must: without waiting (a FIFO's
+ * open does not block) and only when it is a regular file. On TP_OK *fd_p
+ * is a blocking, close-on-exec descriptor the caller closes, and *size_p
+ * (if not NULL) the file's size. TP_ERR_NOTFOUND: no such file;
+ * TP_ERR_NOTREG: a FIFO, device, directory or socket; TP_ERR_IO (errno
+ * says why), TP_ERR_INVAL. Never blocks on the file's kind. */
+tp_err_t tp_file_open_regular(const char *path, int *fd_p, uint64_t *size_p);
+/* tp_file_read for daemon inputs: a regular file only (as
+ * tp_file_open_regular) of at most max bytes (capped at TP_FILE_MAX;
+ * TP_ERR_RANGE beyond: callers word the limit, tp_file_strerror says
+ * 1 GiB). Same buffer and errors as tp_file_read, TP_ERR_NOTREG in place
+ * of TP_ERR_INVAL. */
+tp_err_t tp_file_read_regular(const char *path, size_t max, char **buf_p,
+			      size_t *len_p);
+/* Why tp_file_read* failed, for "FILE: cannot read: ..." (static or
  * strerror's text for TP_ERR_IO, read right after the call). */
 const char *tp_file_strerror(tp_err_t err);
+
+/* ---- misc ---------------------------------------------------------------- */
 
 /* Trim leading and trailing ASCII whitespace in place; returns s. */
 char *tp_strtrim(char *s);

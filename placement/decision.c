@@ -697,6 +697,29 @@ static tp_err_t copy_tail(tp_decision_journal_t *j, FILE *in, size_t skip)
 	return ok ? TP_OK : TP_ERR_IO;
 }
 
+/* Open the journal (flags: O_RDONLY, or O_WRONLY with O_APPEND|O_CREAT)
+ * without waiting and only when it is a regular file: a FIFO put in its
+ * place would block slurmctld's writer (or, without one, a selection)
+ * until someone opened the other end. TP_ERR_NOTREG for a FIFO (ENXIO:
+ * one with no reader), device or directory (EISDIR for writing);
+ * TP_ERR_NOTFOUND, TP_ERR_IO. */
+static tp_err_t open_regular(const char *path, int flags, int *fd_p)
+{
+	struct stat st;
+	int fd = open(path, flags | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW, 0640);
+
+	if (fd < 0)
+		return errno == ENOENT			   ? TP_ERR_NOTFOUND
+		       : errno == ENXIO || errno == EISDIR ? TP_ERR_NOTREG
+							   : TP_ERR_IO;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return TP_ERR_NOTREG;
+	}
+	*fd_p = fd;
+	return TP_OK;
+}
+
 /* The trim, with the lock held. A last line without its newline is a
  * write cut short (disk full, a process killed mid-record): cut off in
  * place first (truncate needs no space), or the next record would be
@@ -709,13 +732,16 @@ static tp_err_t trim_locked(tp_decision_journal_t *j)
 	off_t pos = 0, whole = 0;
 	ssize_t len;
 	FILE *in;
-	tp_err_t err = TP_OK;
+	int fd;
+	tp_err_t err;
 
-	if (!(in = fopen(j->path, "re"))) {
-		if (errno != ENOENT)
-			return TP_ERR_IO;
+	if ((err = open_regular(j->path, O_RDONLY, &fd)) == TP_ERR_NOTFOUND)
 		j->lines = 0;
-		return TP_ERR_NOTFOUND;
+	if (err)
+		return err;
+	if (!(in = fdopen(fd, "r"))) {
+		close(fd);
+		return TP_ERR_IO;
 	}
 	while ((len = getline(&line, &cap, in)) > 0) {
 		pos += len;
@@ -765,12 +791,9 @@ tp_err_t tp_decision_append(tp_decision_journal_t *j, const char *line,
 	lock = lock_take(j);
 	if (j->lines == SIZE_MAX)
 		(void)trim_locked(j);
-	fd = open(j->path,
-		  O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
-	if (fd < 0) {
-		tp__log(TP_LOG_DEBUG, "%s: %s", j->path, strerror(errno));
+	if ((err = open_regular(j->path, O_WRONLY | O_APPEND | O_CREAT, &fd))) {
+		tp__log(TP_LOG_DEBUG, "%s: %s", j->path, tp_file_strerror(err));
 		j->lines = SIZE_MAX;
-		err = TP_ERR_IO;
 		goto out;
 	}
 	protect(j, fd);

@@ -667,6 +667,11 @@ typedef struct loader {
 	const tp_fabric_t *f;
 	tp_state_t *s;
 	char *err;
+	/* per host: 1 + the index of the last job that listed it, so a
+	 * host repeated in one job is found without a scan of the job */
+	size_t *host_job;
+	/* per link: 1 + the index in "links" of its first entry */
+	size_t *link_at;
 } loader_t;
 
 /* The loader's first error, "name: message" (tp_first_error). */
@@ -794,18 +799,29 @@ out:
 	return err;
 }
 
+/* The job's shares appended directly: its id is new (check_jobs), each
+ * host is listed once and has the GPUs free (checked here), and no host
+ * is down yet (load_root reads "down" after the jobs). One pass over the
+ * job's hosts: tp_state_alloc per host would look at every share and
+ * every host each time, quadratic in a big LinkState's jobs. */
 static tp_err_t load_job(loader_t *ld, const cJSON *o, int i)
 {
 	const cJSON *hosts = cJSON_GetObjectItemCaseSensitive(o, "hosts");
 	uint64_t job =
 	    (uint64_t)cJSON_GetObjectItemCaseSensitive(o, "id")->valuedouble;
+	tp_state_t *s = ld->s;
+	void *arr = s->share;
 	const cJSON *it;
+	size_t k = 0;
 
+	cJSON_ArrayForEach(it, hosts) k++;
+	if (tp_grow(&arr, &s->capshare, s->nshare + k, sizeof(tp__share_t)))
+		return lfail(ld, TP_ERR_NOMEM, "out of memory");
+	s->share = arr;
 	cJSON_ArrayForEach(it, hosts)
 	{
 		uint32_t h = tp_fabric_host_find(ld->f, it->string);
 		int n;
-		tp_err_t err;
 
 		if (h == TP_ID_NONE)
 			return lfail(ld, TP_ERR_NOTFOUND,
@@ -816,21 +832,21 @@ static tp_err_t load_job(loader_t *ld, const cJSON *o, int i)
 				     "jobs[%d].hosts.%s: expected a GPU count",
 				     i, it->string);
 		n = (int)it->valuedouble;
-		for (const cJSON *p = hosts->child; p != it; p = p->next)
-			if (!strcmp(p->string, it->string))
-				return lfail(
-				    ld, TP_ERR_EXISTS,
-				    "jobs[%d].hosts.%s: host listed twice", i,
-				    it->string);
-		if (n > ld->s->free[h])
+		if (ld->host_job[h] == (size_t)i + 1)
+			return lfail(ld, TP_ERR_EXISTS,
+				     "jobs[%d].hosts.%s: host listed twice", i,
+				     it->string);
+		ld->host_job[h] = (size_t)i + 1;
+		if (n > s->free[h])
 			return lfail(
 			    ld, TP_ERR_RANGE,
 			    "jobs[%d].hosts.%s: %d GPUs asked, %d free of %d",
-			    i, it->string, n, ld->s->free[h],
-			    host_gpus(ld->f, h));
-		if ((err = tp_state_alloc(ld->s, job, &h, &n, 1)))
-			return lfail(ld, err, "jobs[%d].hosts.%s: %s", i,
-				     it->string, tp_strerror(err));
+			    i, it->string, n, s->free[h], host_gpus(ld->f, h));
+		s->share[s->nshare++] =
+		    (tp__share_t){.job = job, .host = h, .gpus = n};
+		s->njobs[h]++;
+		s->free[h] -= n;
+		s->busy += (size_t)n;
 	}
 	return TP_OK;
 }
@@ -880,16 +896,30 @@ static tp_err_t load_link(loader_t *ld, const cJSON *o, int i)
 			     "%s.link: expected a link index 0..%zu", where,
 			     nl ? nl - 1 : 0);
 	li = (uint32_t)l->valuedouble;
+	/* two entries for one link: which one the writer meant is unknown */
+	if (ld->link_at[li])
+		return lfail(ld, TP_ERR_EXISTS,
+			     "%s.link: link %u already given in links[%zu]",
+			     where, li, ld->link_at[li] - 1);
+	ld->link_at[li] = (size_t)i + 1;
 	if (h &&
 	    !(cJSON_IsNumber(h) && h->valuedouble >= 0 && h->valuedouble <= 1))
 		return lfail(ld, TP_ERR_RANGE,
 			     "%s.health: expected a number 0..1", where);
-	double bg[2] = {0, 0};
+	double bg[2] = {0, 0}, cap = tp_fabric_link(ld->f, li)->gbps;
 	if (b && !gbps_pair(b, bg))
+		return lfail(
+		    ld, TP_ERR_RANGE,
+		    "%s.background_gbps: expected a finite number >= 0 "
+		    "or a pair of them",
+		    where);
+	/* as health above 1: more traffic than the cable carries is a
+	 * broken writer, not a measurement to price with */
+	if (bg[0] > cap || bg[1] > cap)
 		return lfail(ld, TP_ERR_RANGE,
-			     "%s.background_gbps: expected a number >= 0 or "
-			     "a pair of them",
-			     where);
+			     "%s.background_gbps: %g Gb/s is more than link "
+			     "%u's %g Gb/s",
+			     where, bg[0] > cap ? bg[0] : bg[1], li, cap);
 	ld->s->health[li] = h ? h->valuedouble : 1.0;
 	ld->s->bg[2 * li] = bg[0];
 	ld->s->bg[2 * li + 1] = bg[1];
@@ -943,46 +973,76 @@ static tp_err_t load_root(loader_t *ld, const cJSON *root)
 	return TP_OK;
 }
 
-tp_err_t tp_state_load_json(const tp_fabric_t *f, const char *path,
-			    tp_state_t **s_p, char **err_p)
+/* The text in buf (len bytes, read from ld->name) into *s_p. */
+static tp_err_t load_text(loader_t *ld, const char *buf, size_t len,
+			  tp_state_t **s_p)
+{
+	const char *end = NULL;
+	cJSON *root;
+	tp_err_t err;
+
+	root = cJSON_ParseWithLengthOpts(buf, len, &end, false);
+	if (!root)
+		return lfail(ld, TP_ERR_PARSE, "not valid JSON near byte %zu",
+			     end && end >= buf ? (size_t)(end - buf)
+					       : (size_t)0);
+	ld->s = tp_state_create(ld->f);
+	ld->host_job = tp_calloc(tp_fabric_nhosts(ld->f) + 1, sizeof(size_t));
+	ld->link_at = tp_calloc(tp_fabric_nlinks(ld->f) + 1, sizeof(size_t));
+	if (!ld->s || !ld->host_job || !ld->link_at)
+		err = lfail(ld, TP_ERR_NOMEM, "out of memory");
+	else
+		err = load_root(ld, root);
+	if (!err) {
+		tp__state_cables_all(ld->s);
+		*s_p = ld->s;
+		ld->s = NULL;
+	}
+	tp_state_destroy(ld->s);
+	ld->s = NULL;
+	tp_free(ld->host_job);
+	tp_free(ld->link_at);
+	cJSON_Delete(root);
+	return err;
+}
+
+static tp_err_t load_file(const tp_fabric_t *f, const char *path, bool regular,
+			  tp_state_t **s_p, char **err_p)
 {
 	loader_t ld = {.name = path, .f = f};
-	const char *end = NULL;
-	cJSON *root = NULL;
 	char *buf = NULL;
 	size_t len;
 	tp_err_t err;
 
 	if (!f || !path || !s_p)
 		return TP_ERR_INVAL;
-	if ((err = tp_file_read(path, &buf, &len))) {
+	err = regular
+		  ? tp_file_read_regular(path, TP_STATE_FILE_MAX, &buf, &len)
+		  : tp_file_read(path, &buf, &len);
+	if (err == TP_ERR_RANGE && regular)
+		lfail(&ld, err, "larger than %zu MiB (TP_STATE_FILE_MAX)",
+		      TP_STATE_FILE_MAX >> 20);
+	else if (err)
 		lfail(&ld, err, "%s", tp_file_strerror(err));
-		goto out;
-	}
-	root = cJSON_ParseWithLengthOpts(buf, len, &end, false);
-	if (!root) {
-		err =
-		    lfail(&ld, TP_ERR_PARSE, "not valid JSON near byte %zu",
-			  end && end >= buf ? (size_t)(end - buf) : (size_t)0);
-		goto out;
-	}
-	if (!(ld.s = tp_state_create(f))) {
-		err = lfail(&ld, TP_ERR_NOMEM, "out of memory");
-		goto out;
-	}
-	if ((err = load_root(&ld, root)))
-		goto out;
-	tp__state_cables_all(ld.s);
-	*s_p = ld.s;
-	ld.s = NULL;
-out:
+	else
+		err = load_text(&ld, buf, len, s_p);
 	if (err && err_p) {
 		*err_p = ld.err;
 		ld.err = NULL;
 	}
 	tp_free(ld.err);
-	tp_state_destroy(ld.s);
-	cJSON_Delete(root);
 	tp_free(buf);
 	return err;
+}
+
+tp_err_t tp_state_load_json(const tp_fabric_t *f, const char *path,
+			    tp_state_t **s_p, char **err_p)
+{
+	return load_file(f, path, false, s_p, err_p);
+}
+
+tp_err_t tp_state_load_json_regular(const tp_fabric_t *f, const char *path,
+				    tp_state_t **s_p, char **err_p)
+{
+	return load_file(f, path, true, s_p, err_p);
 }

@@ -97,10 +97,20 @@ void tp_state_jobs_free(tp_state_job_t *jobs, size_t n);
  *             {"link":13,"background_gbps":[100,20]}]}
  * Hosts are named; unknown names are errors naming the object.
  * background_gbps is one number for both directions of the link or a pair
- * [node[0] -> node[1], node[1] -> node[0]]. A link's "reason" (text, as
- * `topoplace monitor` writes it) is accepted and ignored. */
+ * [node[0] -> node[1], node[1] -> node[0]], finite, at most the link's
+ * gbps. A link given twice is an error naming both entries. A link's
+ * "reason" (text, as `topoplace monitor` writes it) is accepted and
+ * ignored. Loading takes time linear in the file and the fabric. */
 tp_err_t tp_state_load_json(const tp_fabric_t *f, const char *path,
 			    tp_state_t **s_p, char **err_p);
+/* Largest state file tp_state_load_json_regular reads: a 65k-host
+ * fabric's every link and a job on each host fit in a few MiB. */
+#define TP_STATE_FILE_MAX ((size_t)64 << 20)
+/* The same for a daemon (plugins): path must be a regular file, found out
+ * without blocking (TP_ERR_NOTREG for a FIFO, device or directory), of at
+ * most TP_STATE_FILE_MAX bytes (TP_ERR_RANGE). *err_p names the file. */
+tp_err_t tp_state_load_json_regular(const tp_fabric_t *f, const char *path,
+				    tp_state_t **s_p, char **err_p);
 tp_err_t tp_state_to_json(const tp_state_t *s, char **json_p);
 
 /* ---- requests --------------------------------------------------------------- */
@@ -564,6 +574,8 @@ typedef struct tp_decision_journal {
  * 0640 (mending an older mode and the group), under the lock; trim
  * first when lines is unknown and after when it passes 2 * keep.
  * TP_ERR_IO when the record was not written (j->lines then unknown);
+ * TP_ERR_NOTREG when PATH is a FIFO, device or directory (found without
+ * blocking; nothing written);
  * a lock that cannot be had is logged (debug) and the record written
  * anyway. Logs failures at debug level only: the caller says what was
  * lost. */

@@ -19,6 +19,8 @@
 #include "tp_plugin.h"
 
 #define OFF(field) offsetof(tp_pconf_t, field)
+/* A topoplace.conf is a dozen lines; more than this is not one. */
+#define PCONF_FILE_MAX (1u << 20)
 
 static const tp_pconf_key_t keys[] = {
     {"FabricFile", TP_PCONF_STRING, NULL, 0, 0,
@@ -63,7 +65,7 @@ static const tp_pconf_key_t keys[] = {
      "percent of a running multi-node job's time spent in all-reduce: "
      "its traffic is background for later choices; 0: none",
      OFF(comm_share), NULL},
-    {"PriceBudget", TP_PCONF_UINT, "8", 0, 100000,
+    {"PriceBudget", TP_PCONF_UINT, "8", 0, 1000,
      "cost-model predictions a native selection may spend pricing "
      "candidate host sets (96: the simulator's); 0: the structural "
      "choice alone",
@@ -301,7 +303,10 @@ static tp_err_t parse_pair(const char *name, size_t lineno, char **pp,
 	save = *vend;
 	*vend = '\0';
 	err = set_value(c, k, val, &why);
-	if (err)
+	if (err == TP_ERR_RANGE)
+		err = failf(err_p, err, "%s:%zu: %s=%s: %s %u..%u", name,
+			    lineno, k->name, val, why, k->min, k->max);
+	else if (err)
 		err = failf(err_p, err, "%s:%zu: %s=%s: %s%s", name, lineno,
 			    k->name, val, why,
 			    k->type == TP_PCONF_STRING && k->choices &&
@@ -361,7 +366,15 @@ tp_err_t tp_pconf_load(const char *path, tp_pconf_t *c, char **err_p)
 
 	if (!path || !c)
 		return TP_ERR_INVAL;
-	err = tp_file_read(path, &buf, &len);
+	/* as the daemons read it, `topoplace config --check` too: a FIFO
+	 * would block slurmctld's (re)configuration */
+	err = tp_file_read_regular(path, PCONF_FILE_MAX, &buf, &len);
+	if (err == TP_ERR_RANGE) {
+		if (err_p)
+			*err_p = tp_asprintf("%s: larger than %u KiB", path,
+					     PCONF_FILE_MAX >> 10);
+		return err;
+	}
 	if (err) {
 		if (err_p)
 			*err_p =
@@ -463,6 +476,19 @@ char *tp_pconf_dump(const tp_pconf_t *c)
 	return sb.buf;
 }
 
+bool tp_filesig_log(tp_filesig_t *sig, tp_err_t err, const char *why)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a of why */
+
+	for (const char *p = why; p && *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	if (err == sig->err && (!err || h == sig->err_hash))
+		return false;
+	sig->err = err;
+	sig->err_hash = err ? h : 0;
+	return true;
+}
+
 static bool sig_same(const tp_filesig_t *a, const tp_filesig_t *b)
 {
 	return a->exists == b->exists && a->regular == b->regular &&
@@ -495,6 +521,8 @@ bool tp_filesig_update(const char *path, tp_filesig_t *sig)
 	}
 	if (sig_same(&now, sig))
 		return false;
+	now.err = sig->err;
+	now.err_hash = sig->err_hash;
 	*sig = now;
 	return true;
 }
@@ -533,17 +561,18 @@ tp_err_t tp_pconf_load_fabric(const char *conf_path, size_t max_switches,
 		err = TP_ERR_NOMEM;
 		goto out;
 	}
-	if ((err = tp_fabric_load_json(fpath, &f, &msg)) ||
+	if ((err = tp_fabric_load_json_regular(fpath, &f, &msg)) ||
 	    (err = tp_stree_build(f, c->nvlink_level, t, &msg))) {
 		*why_p = tp_asprintf("fabric %s: %s", fpath,
 				     msg ? msg : tp_strerror(err));
 		goto out;
 	}
-	if (t->nsw >= max_switches) {
+	if (t->nsw > max_switches) {
 		err = TP_ERR_RANGE;
-		*why_p = tp_asprintf(
-		    "fabric %s: %zu switches, Slurm takes fewer than %zu",
-		    fpath, t->nsw, max_switches);
+		*why_p = tp_asprintf("fabric %s: %zu switches in its switch "
+				     "tree, more than %zu (Slurm's switch "
+				     "table grows with their square)",
+				     fpath, t->nsw, max_switches);
 		tp_stree_free(t);
 		goto out;
 	}

@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "src/common/slurm_xlator.h"
@@ -64,7 +63,10 @@ const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 static pthread_mutex_t conf_lock = PTHREAD_MUTEX_INITIALIZER;
 static tp_pconf_t pconf;
 static bool conf_ok;
-static struct timespec conf_mtime;
+/* topoplace.conf as last read: its signature (a file replaced with the
+ * same mtime still differs in inode, size or ctime) and that reading's
+ * outcome, so each distinct failure is logged once */
+static tp_filesig_t conf_sig;
 static bool conf_seen;
 
 static void log_sink(tp_log_level_t level, const char *msg, void *arg)
@@ -86,43 +88,43 @@ static long usec_since(const struct timespec *t0)
 	       (t1.tv_nsec - t0->tv_nsec) / 1000;
 }
 
-/* (Re)read topoplace.conf when it appeared, changed or vanished; a bad
- * file is logged once and disables the plugin until it is fixed. */
+/* (Re)read topoplace.conf when it appeared, changed or vanished (or
+ * could not be read: EIO, EACCES may pass). No file: the defaults. A file
+ * that cannot be read or has errors disables the plugin (jobs go on as
+ * submitted) until it is fixed, and is logged once per distinct failure,
+ * then again when it reads fine. */
 static void refresh_conf(void)
 {
 	char *path = get_extra_conf_path("topoplace.conf");
-	struct stat st;
-	bool exists = stat(path, &st) == 0;
+	bool changed = tp_filesig_update(path, &conf_sig);
 	char *msg = NULL;
 	tp_pconf_t c;
 	tp_err_t err;
 
-	if (conf_seen &&
-	    ((!exists && !conf_mtime.tv_sec && !conf_mtime.tv_nsec) ||
-	     (exists && st.st_mtim.tv_sec == conf_mtime.tv_sec &&
-	      st.st_mtim.tv_nsec == conf_mtime.tv_nsec))) {
+	if (conf_seen && !changed && conf_sig.err != TP_ERR_IO) {
 		xfree(path);
 		return;
 	}
 	conf_seen = true;
-	conf_mtime.tv_sec = exists ? st.st_mtim.tv_sec : 0;
-	conf_mtime.tv_nsec = exists ? st.st_mtim.tv_nsec : 0;
 	memset(&c, 0, sizeof(c));
-	err = exists ? tp_pconf_load(path, &c, &msg) : TP_ERR_NOTFOUND;
+	/* read whatever stat said: a stat refused (EACCES) is no "no file" */
+	err = tp_pconf_load(path, &c, &msg);
 	if (err == TP_ERR_NOTFOUND) {
-		/* no file: the defaults */
 		tp_pconf_free(&pconf);
 		tp_pconf_defaults(&pconf);
 		conf_ok = true;
-		info("%s: %s not found: defaults", plugin_type, path);
+		if (tp_filesig_log(&conf_sig, err, NULL))
+			info("%s: %s not found: defaults", plugin_type, path);
 	} else if (err) {
 		conf_ok = false;
-		error("%s: %s: jobs left unchanged until it is fixed",
-		      plugin_type, msg ? msg : tp_strerror(err));
+		if (tp_filesig_log(&conf_sig, err, msg))
+			error("%s: %s: jobs left unchanged until it is fixed",
+			      plugin_type, msg ? msg : tp_strerror(err));
 	} else {
 		tp_pconf_free(&pconf);
 		pconf = c;
 		conf_ok = true;
+		(void)tp_filesig_log(&conf_sig, TP_OK, NULL);
 		info("%s: read %s (SetSwitches=%s SwitchWait=%u MinNodes=%u "
 		     "MaxNodes=%u Partitions=%s)",
 		     plugin_type, path, pconf.set_switches ? "yes" : "no",
@@ -330,6 +332,7 @@ extern int fini(void)
 	slurm_mutex_lock(&conf_lock);
 	tp_pconf_free(&pconf);
 	conf_ok = conf_seen = false;
+	memset(&conf_sig, 0, sizeof(conf_sig));
 	slurm_mutex_unlock(&conf_lock);
 	tp_log_set(NULL, NULL);
 	return SLURM_SUCCESS;

@@ -668,7 +668,7 @@ static void step_start(spank_t sp, bool verbose)
 			goto fail;
 		}
 	}
-	if ((err = tp_fabric_load_json(fabric_path, &f, &msg))) {
+	if ((err = tp_fabric_load_json_regular(fabric_path, &f, &msg))) {
 		if (msg) /* names the file */
 			snprintf(why, sizeof(why), "fabric %s", msg);
 		else

@@ -121,7 +121,7 @@ static void read_link_state(const char *path)
 	size_t weak = 0, ncut = 0;
 	char *why = NULL, *names = NULL;
 	tp_state_t *st = NULL;
-	tp_err_t err = tp_state_load_json(fabric, path, &st, &why);
+	tp_err_t err = tp_state_load_json_regular(fabric, path, &st, &why);
 
 	if (err) {
 		/* why names the file */
@@ -181,8 +181,8 @@ static void load_files(void)
 	loaded = true;
 	mismatch_logged = false;
 
-	err = tp_pconf_load_fabric(path, (size_t)UINT16_MAX + 1, &pconf,
-				   &fabric, &tree, &why);
+	err = tp_pconf_load_fabric(path, TP_SWITCH_TABLE_MAX, &pconf, &fabric,
+				   &tree, &why);
 	if (err == TP_ERR_NOTFOUND)
 		info("%s: %s: flat topology", plugin_type, why);
 	else if (err)

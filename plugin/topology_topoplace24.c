@@ -232,7 +232,8 @@ static void load_files(void)
 	loaded = true;
 	mismatch_logged = false;
 
-	err = tp_pconf_load_fabric(path, SWITCH_NO_PARENT, &pconf, &fabric, &tree, &why);
+	err = tp_pconf_load_fabric(path, TP_SWITCH_TABLE_MAX, &pconf, &fabric,
+				   &tree, &why);
 	if (err == TP_ERR_NOTFOUND)
 		info("%s: %s: flat topology, Slurm's selection", plugin_type, why);
 	else if (err)

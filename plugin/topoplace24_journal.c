@@ -119,6 +119,7 @@ static char *picks_hostlist(const decision_t *d)
  * writer thread's (or, without one, writer_sync's caller's). */
 static void decision_write(const decision_t *d)
 {
+	static tp_err_t last_err; /* the writer's own */
 	const tp_placement_t *pl = &d->pl;
 	tp_decision_t rec;
 	char *hl = NULL, *line = NULL;
@@ -145,9 +146,20 @@ static void decision_write(const decision_t *d)
 	rec.reason = pl->explain ? pl->explain : "";
 	journal.path = decisions_path;
 	if ((err = tp_decision_encode(&rec, &line, &len)) ||
-	    (err = tp_decision_append(&journal, line, len)))
-		debug("%s: %s: record of JobId=%u not written: %s", plugin_type,
-		      decisions_path, d->job_id, tp_strerror(err));
+	    (err = tp_decision_append(&journal, line, len))) {
+		/* a FIFO or directory in the file's place stays until someone
+		 * removes it: say so once, not at every record */
+		if (err == TP_ERR_NOTREG && last_err != err)
+			error("%s: %s: %s: decisions not recorded until it is "
+			      "removed",
+			      plugin_type, decisions_path,
+			      tp_file_strerror(err));
+		else
+			debug("%s: %s: record of JobId=%u not written: %s",
+			      plugin_type, decisions_path, d->job_id,
+			      tp_strerror(err));
+	}
+	last_err = err;
 	tp_free(line);
 	xfree(rec.ring); /* the names are the fabric's */
 	xfree(hl);
@@ -246,9 +258,10 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-/* In slurmctld, once the daemon has forked (build_config). Signals stay
- * with slurmctld's own threads. Without a thread the records are written
- * by writer_sync, in the selection: slower, nothing lost. */
+/* In slurmctld, once the daemon has forked (build_config), and again
+ * from the selection while it failed (writer_retry). Signals stay with
+ * slurmctld's own threads. Without a thread the records wait for the next
+ * build_config (writer_sync) and LinkState is read there only. */
 void writer_start(void)
 {
 	sigset_t all, old;
@@ -270,12 +283,30 @@ void writer_start(void)
 	rc = pthread_create(&wq_thread, NULL, writer_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
-		error("%s: decision writer thread: %s: records written during "
-		      "selection",
+		error("%s: decision writer thread: %s: records and LinkState "
+		      "wait for a retry (each minute) or reconfigure",
 		      plugin_type, strerror(rc));
 		return;
 	}
 	wq_running = true;
+}
+
+/* Without a writer thread (pthread_create failed): another try, at most
+ * once a minute, from the selection (state_lock held). The records are
+ * not written here: that is file I/O (pricing, the journal's lock and
+ * append, LinkState's re-read) in a decision, under slurmctld's job lock.
+ * Until a thread runs they wait in the queue (the oldest dropped past
+ * WRITE_MAX, counted) and build_config writes them (writer_sync). */
+static void writer_retry(void)
+{
+	static struct timespec last;
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (wq_running || (last.tv_sec && now.tv_sec - last.tv_sec < 60))
+		return;
+	last = now;
+	writer_start();
 }
 
 /* Everything queued is in the file (or failed to be) and the writer holds
@@ -435,8 +466,8 @@ void decisions_confirm(bool force)
 		pushed++;
 		running[i] = running[--nrunning];
 	}
-	if (pushed && !wq_running)
-		writer_sync();
+	if (pushed && !wq_running && !force)
+		writer_retry();
 }
 
 /* Remember a choice (the last one per job wins). Takes d's members. */

@@ -25,10 +25,14 @@ static tp_state_t *ls_work;
 static double ls_duty;
 static bool ls_dirty; /* ls_pub is behind */
 
-/* Re-read LinkState when it changed (tp_filesig_update): its links become
- * ls_file; a removed file means healthy links. A bad file is logged once
- * (until it changes again) and the last good links kept. The writer's,
- * or build_config's with the writer idle. */
+/* Re-read LinkState when it changed (tp_filesig_update), or at every
+ * look while it cannot be read (EIO, EACCES may pass): its links become
+ * ls_file; a removed file means healthy links. A bad file keeps the last
+ * good links and is logged once per distinct failure (ls_sig.err), and
+ * its recovery once. A FIFO or device is refused without opening it for
+ * good (tp_state_load_json_regular): a FIFO would block the writer, and
+ * writer_sync (build_config, with slurmctld's locks held) waits for it.
+ * The writer's, or build_config's with the writer idle. */
 static void links_read(void)
 {
 	tp_state_t *st = NULL;
@@ -36,29 +40,23 @@ static void links_read(void)
 	char *why = NULL;
 	tp_err_t err;
 
-	if (!ls_path || !tp_filesig_update(ls_path, &ls_sig))
+	if (!ls_path ||
+	    (!tp_filesig_update(ls_path, &ls_sig) && ls_sig.err != TP_ERR_IO))
 		return;
 	if (!ls_sig.exists) {
 		info("%s: LinkState %s: no such file: links healthy",
 		     plugin_type, ls_path);
+		(void)tp_filesig_log(&ls_sig, TP_OK, NULL);
 		tp_state_destroy(ls_file);
 		ls_file = NULL;
 		ls_dirty = true;
 		return;
 	}
-	/* a FIFO would block the open until someone writes it, and
-	 * writer_sync (build_config, with slurmctld's locks held) would wait
-	 * for the writer */
-	if (!ls_sig.regular) {
-		error("%s: LinkState %s: not a regular file: last good link "
-		      "state kept",
-		      plugin_type, ls_path);
-		return;
-	}
-	if ((err = tp_state_load_json(fabric, ls_path, &st, &why))) {
+	if ((err = tp_state_load_json_regular(fabric, ls_path, &st, &why))) {
 		/* why names the file */
-		error("%s: LinkState %s: last good link state kept",
-		      plugin_type, why ? why : tp_strerror(err));
+		if (tp_filesig_log(&ls_sig, err, why))
+			error("%s: LinkState %s: last good link state kept",
+			      plugin_type, why ? why : tp_strerror(err));
 		tp_free(why);
 		return;
 	}
@@ -66,9 +64,11 @@ static void links_read(void)
 		weak += tp_state_link_health(st, (uint32_t)l) < 1;
 		busy += tp_state_link_background(st, (uint32_t)l) > 0;
 	}
-	info("%s: LinkState %s: %zu of %zu links degraded, %zu with "
+	info("%s: LinkState %s: %s%zu of %zu links degraded, %zu with "
 	     "background traffic",
-	     plugin_type, ls_path, weak, nl, busy);
+	     plugin_type, ls_path,
+	     tp_filesig_log(&ls_sig, TP_OK, NULL) ? "readable again: " : "",
+	     weak, nl, busy);
 	tp_state_destroy(ls_file);
 	ls_file = st;
 	ls_dirty = true;

@@ -31,7 +31,8 @@
  * separated by blanks; keys are case-insensitive; '#' starts a comment; a
  * value with blanks is written in double quotes. Each key at most once.
  * Unknown keys, malformed lines, bad values and out-of-range numbers are
- * errors naming the file and line ("topoplace.conf:3: unknown key 'Fabric'").
+ * errors naming the file and line ("topoplace.conf:3: unknown key 'Fabric'",
+ * "topoplace.conf:4: PriceBudget=5000: out of range 0..1000").
  */
 
 typedef struct tp_pconf {
@@ -87,8 +88,10 @@ void tp_pconf_free(tp_pconf_t *c);
  * *err_p, if err_p is not NULL, gets "name:line: what". */
 tp_err_t tp_pconf_parse(const char *name, const char *text, tp_pconf_t *c,
 			char **err_p);
-/* Same from a file; TP_ERR_NOTFOUND when it does not exist, TP_ERR_IO
- * when it cannot be read. */
+/* Same from a file, read as the daemons read it: TP_ERR_NOTFOUND when it
+ * does not exist, TP_ERR_NOTREG when it is a FIFO, device or directory
+ * (refused without blocking), TP_ERR_RANGE over 1 MiB, TP_ERR_IO when it
+ * cannot be read. */
 tp_err_t tp_pconf_load(const char *path, tp_pconf_t *c, char **err_p);
 
 /* Whether Selection= sends every job to Slurm's own topology/tree
@@ -118,24 +121,46 @@ typedef struct tp_filesig {
 	bool exists, regular; /* regular: not a FIFO, device or directory */
 	uint64_t dev, ino;
 	int64_t size, mtime_s, mtime_ns, ctime_s, ctime_ns;
+	/* The last reading's outcome (tp_filesig_log): TP_OK, or the error
+	 * and a hash of its message, so each distinct failure is logged
+	 * once, not at every look. Kept by tp_filesig_update. */
+	tp_err_t err;
+	uint64_t err_hash;
 } tp_filesig_t;
 
 /* Look at path (one stat) and tell whether it differs from *sig: it
- * appeared, vanished or changed; then *sig describes it now. A zeroed
- * sig is "no file". A stat failing for another reason than a missing
- * file (EACCES, EIO) reads as unchanged and leaves *sig alone. */
+ * appeared, vanished or changed; then *sig describes it now (err kept).
+ * A zeroed sig is "no file". A stat failing for another reason than a
+ * missing file (EACCES, EIO) reads as unchanged and leaves *sig alone. */
 bool tp_filesig_update(const char *path, tp_filesig_t *sig);
+
+/* Record a reading's outcome in sig: err (TP_OK when it read fine) and
+ * why, its one-line message (NULL: none). True when it differs from the
+ * last one recorded, i.e. when the caller should log it: a new or
+ * changed failure, or the recovery from one. A zeroed sig holds TP_OK. */
+bool tp_filesig_log(tp_filesig_t *sig, tp_err_t err, const char *why);
 
 /* ---- reading the fabric for a topology plugin ---------------------------- */
 
+/* Most switches a topology plugin builds Slurm's switch table for. The
+ * table holds a distance and a descendant slot for every pair of switches
+ * (switches_dist, switch_desc_index: 6 bytes, and 4 more for the rows it
+ * is built from), so its memory grows with the square of the count: 8192
+ * switches take 640 MiB at the peak, 65535 (Slurm's uint16 limit) would
+ * take 40 GiB of slurmctld's. Real trees are far smaller: `topoplace
+ * fabric topology-conf` lists 1,025 switches for a generated 9,216-host
+ * NVL72 fabric (nvl72 --racks 512), 65 for a 2,048-host fat tree. */
+#define TP_SWITCH_TABLE_MAX 8192
+
 /* Everything a topology plugin reads at (re)configuration: topoplace.conf
  * at conf_path, the fabric it names (a relative FabricFile lies beside
- * conf_path) and its switch tree, which may hold fewer than max_switches
- * switches. On TP_OK, c, *f_p (free with tp_fabric_destroy) and t are
- * filled. Otherwise none of f_p and t is, c holds what could be read
- * (defaults at worst) and *why_p (free with tp_free) says why in one
- * line: TP_ERR_NOTFOUND when the file is absent or names no fabric (a
- * flat topology by choice), any other code for a broken input. */
+ * conf_path) and its switch tree, which may hold at most max_switches
+ * switches (TP_SWITCH_TABLE_MAX in the plugins; TP_ERR_RANGE beyond). On TP_OK,
+ * c, *f_p (free with tp_fabric_destroy) and t are filled. Otherwise none of f_p
+ * and t is, c holds what could be read (defaults at worst) and *why_p (free
+ * with tp_free) says why in one line: TP_ERR_NOTFOUND when the file is absent
+ * or names no fabric (a flat topology by choice), any other code for a broken
+ * input. */
 tp_err_t tp_pconf_load_fabric(const char *conf_path, size_t max_switches,
 			      tp_pconf_t *c, tp_fabric_t **f_p, tp_stree_t *t,
 			      char **why_p);

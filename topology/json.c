@@ -351,9 +351,11 @@ static tp_err_t scalar(loader_t *ld, int k, const tp__jdoc_t **d_p)
 	return TP_OK;
 }
 
+/* Finite only: JSON has no infinity, but 1e999 reads as one, and an
+ * infinite nvlink_gbps or lane rate would price every transfer at 0 s. */
 static bool num_of(const tp__jdoc_t *d, uint32_t v, double *x)
 {
-	if (tp__jtype(d, v) != TP_J_NUM)
+	if (tp__jtype(d, v) != TP_J_NUM || !isfinite(d->tok[v].v.num))
 		return false;
 	*x = d->tok[v].v.num;
 	return true;
@@ -774,6 +776,19 @@ tp_err_t tp_fabric_parse_json(const char *name, const char *buf,
 	return load_stream(name, &s, f_p, err_p);
 }
 
+/* A regular file is read a window at a time, not whole. */
+static tp_err_t load_fd(const char *path, int fd, uint64_t size,
+			tp_fabric_t **f_p, char **err_p)
+{
+	tp__jstream_t s;
+	tp_err_t err;
+
+	tp__jstream_fd(&s, fd, size);
+	err = load_stream(path, &s, f_p, err_p);
+	close(fd);
+	return err;
+}
+
 tp_err_t tp_fabric_load_json(const char *path, tp_fabric_t **f_p, char **err_p)
 {
 	tp__jstream_t s;
@@ -783,15 +798,11 @@ tp_err_t tp_fabric_load_json(const char *path, tp_fabric_t **f_p, char **err_p)
 	tp_err_t err;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	/* a regular file is read a window at a time; anything else (a
-	 * pipe) whole, through tp_file_read's checks */
+	/* anything but a regular file (a pipe) is read whole, through
+	 * tp_file_read's checks */
 	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (uint64_t)st.st_size <= TP_FILE_MAX) {
-		tp__jstream_fd(&s, fd, (uint64_t)st.st_size);
-		err = load_stream(path, &s, f_p, err_p);
-		close(fd);
-		return err;
-	}
+	    (uint64_t)st.st_size <= TP_FILE_MAX)
+		return load_fd(path, fd, (uint64_t)st.st_size, f_p, err_p);
 	if (fd >= 0)
 		close(fd);
 	if ((err = tp_file_read(path, &buf, &len))) {
@@ -811,4 +822,27 @@ tp_err_t tp_fabric_load_json(const char *path, tp_fabric_t **f_p, char **err_p)
 	err = load_stream(path, &s, f_p, err_p);
 	tp_free(buf);
 	return err;
+}
+
+tp_err_t tp_fabric_load_json_regular(const char *path, tp_fabric_t **f_p,
+				     char **err_p)
+{
+	uint64_t size;
+	tp_err_t err;
+	int fd;
+
+	if (!path || !f_p)
+		return TP_ERR_INVAL;
+	if (!(err = tp_file_open_regular(path, &fd, &size)) &&
+	    size > TP_FILE_MAX) {
+		close(fd);
+		err = TP_ERR_RANGE;
+	}
+	if (err) {
+		if (err_p)
+			*err_p = tp_asprintf("%s: cannot read: %s", path,
+					     tp_file_strerror(err));
+		return err;
+	}
+	return load_fd(path, fd, size, f_p, err_p);
 }

@@ -303,6 +303,11 @@ tp_err_t tp_fabric_save_json(const tp_fabric_t *f, const char *path);
  * TP_ERR_RANGE: an array of more than TP_FABRIC_MAX_ITEMS items (the file
  * itself is capped at TP_FILE_MAX). */
 tp_err_t tp_fabric_load_json(const char *path, tp_fabric_t **f_p, char **err_p);
+/* The same for a daemon (plugins): path must be a regular file, found out
+ * without blocking; TP_ERR_NOTREG for a FIFO, device or directory, with
+ * *err_p "PATH: cannot read: not a regular file ...". */
+tp_err_t tp_fabric_load_json_regular(const char *path, tp_fabric_t **f_p,
+				     char **err_p);
 tp_err_t tp_fabric_parse_json(const char *name, const char *buf,
 			      tp_fabric_t **f_p, char **err_p);
 

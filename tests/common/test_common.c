@@ -1,9 +1,11 @@
 /* Unit tests for common/: host lists, hash maps, strings, files, allocator. */
 #include "config.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tp_common.h"
@@ -468,6 +470,59 @@ static void test_file_read(void **state)
 	assert_string_equal(tp_strerror(TP_OK), "success");
 }
 
+/* What a daemon reads: regular files only, refused without blocking (a
+ * FIFO nobody writes would hang a plain open; alarm turns a hang into a
+ * failure), the size cap applied before reading. */
+static void test_file_read_regular(void **state)
+{
+	char dir[] = "/tmp/tp-test-common-dir-XXXXXX", fifo[64], file[64];
+	char *buf = NULL;
+	size_t len = 0;
+	uint64_t size = 0;
+	int fd = -1;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	snprintf(file, sizeof(file), "%s/file", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	alarm(10);
+	assert_int_equal(tp_file_read_regular(fifo, 1024, &buf, &len),
+			 TP_ERR_NOTREG);
+	assert_int_equal(tp_file_open_regular(fifo, &fd, &size), TP_ERR_NOTREG);
+	alarm(0);
+	assert_int_equal(fd, -1);
+	assert_int_equal(tp_file_read_regular(dir, 1024, &buf, &len),
+			 TP_ERR_NOTREG);
+	assert_int_equal(tp_file_read_regular("/dev/null", 1024, &buf, &len),
+			 TP_ERR_NOTREG);
+	assert_int_equal(tp_file_read_regular(file, 1024, &buf, &len),
+			 TP_ERR_NOTFOUND);
+	assert_null(buf);
+	assert_string_equal(tp_file_strerror(TP_ERR_NOTREG),
+			    "not a regular file (a FIFO, device or directory)");
+
+	fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "0123456789", 10), 10);
+	close(fd);
+	assert_int_equal(tp_file_read_regular(file, 9, &buf, &len),
+			 TP_ERR_RANGE);
+	assert_int_equal(tp_file_read_regular(file, 10, &buf, &len), TP_OK);
+	assert_int_equal(len, 10);
+	assert_string_equal(buf, "0123456789");
+	tp_free(buf);
+	assert_int_equal(tp_file_open_regular(file, &fd, &size), TP_OK);
+	assert_int_equal(size, 10);
+	assert_int_equal(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+	close(fd);
+	/* the command line's reader still takes what it always took */
+	assert_int_equal(tp_file_read(dir, &buf, &len), TP_ERR_INVAL);
+	unlink(file);
+	unlink(fifo);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 /* ---- allocation failure ---- */
 
 static long fail_after; /* allocations left before failing; <0: never */
@@ -682,6 +737,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_bytes),
 	    cmocka_unit_test(test_strtrim),
 	    cmocka_unit_test(test_file_read),
+	    cmocka_unit_test(test_file_read_regular),
 	    cmocka_unit_test(test_alloc_failure_expand),
 	    cmocka_unit_test(test_alloc_failure_compress),
 	    cmocka_unit_test(test_alloc_failure_strbuf),

@@ -62,6 +62,21 @@ printf 'FabricFile=/x\nFabric=/y\n' >"$tmp/bad.conf"
 expect 2 "config --check bad" $T config --check "$tmp/bad.conf"
 grep -q "bad.conf:2: unknown key" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
 	ok "bad key named with its line" || bad "bad conf: $(cat "$tmp/err")"
+# read as slurmctld reads it: a FIFO nobody writes is refused at once
+mkdir "$tmp/etc"
+mkfifo "$tmp/etc/topoplace.conf"
+expect 2 "config --check a FIFO" timeout 10 $T config --check "$tmp/etc/topoplace.conf"
+grep -q "etc/topoplace.conf: not a regular file" "$tmp/err" &&
+	ok "config --check names the FIFO" || bad "config --check FIFO: $(cat "$tmp/err")"
+expect 2 "show with a FIFO topoplace.conf" env SLURM_CONF="$tmp/etc/slurm.conf" \
+	timeout 10 $T show jobs
+grep -q "etc/topoplace.conf: not a regular file" "$tmp/err" &&
+	ok "show names the FIFO" || bad "show FIFO: $(cat "$tmp/err")"
+rm "$tmp/etc/topoplace.conf"
+printf 'PriceBudget=5000\n' >"$tmp/pb.conf"
+expect 2 "config --check PriceBudget=5000" $T config --check "$tmp/pb.conf"
+grep -q "pb.conf:1: PriceBudget=5000: out of range 0..1000" "$tmp/err" &&
+	ok "range error names key, value and range" || bad "PriceBudget: $(cat "$tmp/err")"
 
 # ---- generated fabrics ----
 expect 0 "generate fat-tree" $T fabric generate fat-tree --nics-per-host 1 --leaves 4 --spines 2 --hosts-per-leaf 8 --uplinks 2 --interleave -o "$tmp/ft.json"

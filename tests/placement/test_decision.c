@@ -7,6 +7,7 @@
 #include "tp_test.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -406,6 +407,42 @@ static void test_two_writers(void **state)
 	unlink(path);
 }
 
+/* A FIFO or directory in the journal's place: refused at once, with or
+ * without a reader at the other end (alarm: a hang fails the test), and
+ * nothing is written into the FIFO. */
+static void test_not_regular(void **state)
+{
+	char path[128], buf[64];
+	tp_decision_journal_t j = {.keep = 10, .gid = -1, .lines = SIZE_MAX};
+	tp_decision_t d;
+	char *line;
+	size_t len;
+	int rd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/fifo.jsonl", tmpdir);
+	j.path = path;
+	sample(&d, 1, "r");
+	line = encode(&d, &len);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	alarm(10);
+	assert_int_equal(tp_decision_append(&j, line, len), TP_ERR_NOTREG);
+	assert_int_equal(tp_decision_trim(&j), TP_ERR_NOTREG);
+	rd = open(path, O_RDONLY | O_NONBLOCK);
+	assert_true(rd >= 0);
+	j.lines = 0; /* no trim first: straight to the append's own open */
+	assert_int_equal(tp_decision_append(&j, line, len), TP_ERR_NOTREG);
+	alarm(0);
+	assert_int_equal(read(rd, buf, sizeof(buf)), 0); /* nothing came */
+	close(rd);
+	unlink(path);
+	assert_int_equal(mkdir(path, 0700), 0);
+	j.lines = SIZE_MAX;
+	assert_int_equal(tp_decision_append(&j, line, len), TP_ERR_NOTREG);
+	assert_int_equal(rmdir(path), 0);
+	tp_free(line);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -415,6 +452,7 @@ int main(void)
 	    cmocka_unit_test(test_read_file),
 	    cmocka_unit_test(test_trim),
 	    cmocka_unit_test(test_two_writers),
+	    cmocka_unit_test(test_not_regular),
 	};
 	return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);
 }

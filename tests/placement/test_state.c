@@ -4,8 +4,10 @@
 #include "tp_test.h"
 #include "tp_test_fabric.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "placement_int.h"
@@ -440,21 +442,45 @@ static void test_state_json_errors(void **unused)
 	    {"{\"format\":\"topoplace-state/1\",\"links\":[{\"link\":1,"
 	     "\"background_gbps\":-3}]}",
 	     TP_ERR_RANGE,
-	     "links[0].background_gbps: expected a number >= 0 or a pair of "
-	     "them"},
+	     "links[0].background_gbps: expected a finite number >= 0 or a "
+	     "pair of them"},
 	    {"{\"format\":\"topoplace-state/1\",\"links\":[{\"link\":1,"
 	     "\"background_gbps\":[3]}]}",
 	     TP_ERR_RANGE,
-	     "links[0].background_gbps: expected a number >= 0 or a pair of "
-	     "them"},
+	     "links[0].background_gbps: expected a finite number >= 0 or a "
+	     "pair of them"},
 	    {"{\"format\":\"topoplace-state/1\",\"links\":[{\"link\":1,"
 	     "\"background_gbps\":[3,-1]}]}",
 	     TP_ERR_RANGE,
-	     "links[0].background_gbps: expected a number >= 0 or a pair of "
-	     "them"},
+	     "links[0].background_gbps: expected a finite number >= 0 or a "
+	     "pair of them"},
 	    {"{\"format\":\"topoplace-state/1\",\"links\":[{\"link\":1,"
 	     "\"bg\":3}]}",
 	     TP_ERR_PARSE, "links[0].bg: unknown key"},
+	    {"{\"format\":\"topoplace-state/1\",\"links\":[{\"link\":1},"
+	     "{\"link\":2},{\"link\":1,\"health\":0.5}]}",
+	     TP_ERR_EXISTS, "links[2].link: link 1 already given in links[0]"},
+	    {"{\"format\":\"topoplace-state/1\",\"links\":[{\"link\":1,"
+	     "\"background_gbps\":1e999}]}",
+	     TP_ERR_RANGE,
+	     "links[0].background_gbps: expected a finite number >= 0 or a "
+	     "pair of them"},
+	    {"{\"format\":\"topoplace-state/1\",\"links\":[{\"link\":1,"
+	     "\"background_gbps\":[1,-1e999]}]}",
+	     TP_ERR_RANGE,
+	     "links[0].background_gbps: expected a finite number >= 0 or a "
+	     "pair of them"},
+	    {"{\"format\":\"topoplace-state/1\",\"links\":[{\"link\":1,"
+	     "\"health\":1e999}]}",
+	     TP_ERR_RANGE, "links[0].health: expected a number 0..1"},
+	    {"{\"format\":\"topoplace-state/1\",\"links\":[{\"link\":1e999}]}",
+	     TP_ERR_RANGE, "links[0].link: expected a link index 0..%zu"},
+	    {"{\"format\":\"topoplace-state/1\",\"jobs\":["
+	     "{\"id\":1,\"hosts\":{\"node001\":1e999}}]}",
+	     TP_ERR_PARSE, "jobs[0].hosts.node001: expected a GPU count"},
+	    {"{\"format\":\"topoplace-state/1\",\"jobs\":[{\"id\":1e999,"
+	     "\"hosts\":{}}]}",
+	     TP_ERR_PARSE, "jobs[0].id: expected an integer 1..2^53"},
 	    {"[1,2]", TP_ERR_PARSE, "expected a JSON object"},
 	    {"{\"format\":\"topoplace-state/1\",", TP_ERR_PARSE,
 	     "not valid JSON near byte 29"},
@@ -489,6 +515,82 @@ static void test_state_json_errors(void **unused)
 		assert_string_equal(err, "/nonexistent/s.json: no such file");
 		tp_free(err);
 	}
+	{
+		/* more background than the cable carries */
+		double cap = tp_fabric_link(f, 1)->gbps;
+		char text[200], want[300], *path, *err = NULL;
+		tp_state_t *s = NULL;
+
+		snprintf(text, sizeof(text),
+			 "{\"format\":\"topoplace-state/1\",\"links\":"
+			 "[{\"link\":1,\"background_gbps\":[%g,1]}]}",
+			 cap + 1);
+		path = write_tmp(text);
+		snprintf(want, sizeof(want),
+			 "%s: links[0].background_gbps: %g Gb/s is more than "
+			 "link 1's %g Gb/s",
+			 path, cap + 1, cap);
+		assert_int_equal(tp_state_load_json(f, path, &s, &err),
+				 TP_ERR_RANGE);
+		assert_string_equal(err, want);
+		tp_free(err);
+		unlink(path);
+	}
+	tp_fabric_destroy(f);
+}
+
+/* A daemon's LinkState: a FIFO nobody writes is refused at once (the
+ * open does not wait for a writer), and so are a directory and a file
+ * over TP_STATE_FILE_MAX; a regular file loads as with the plain loader. */
+static void test_state_json_regular(void **unused)
+{
+	char dir[] = "/tmp/tp-state-dir-XXXXXX", fifo[64], big[64], want[200];
+	tp_fabric_t *f = fat_tree(false);
+	tp_state_t *s = NULL;
+	char *err = NULL, *path;
+	int fd;
+
+	(void)unused;
+	assert_non_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/ls.json", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	alarm(10); /* a hang fails the test instead of stalling the suite */
+	assert_int_equal(tp_state_load_json_regular(f, fifo, &s, &err),
+			 TP_ERR_NOTREG);
+	snprintf(want, sizeof(want),
+		 "%s: not a regular file (a FIFO, device or directory)", fifo);
+	assert_string_equal(err, want);
+	tp_free(err);
+	assert_int_equal(tp_state_load_json_regular(f, dir, &s, &err),
+			 TP_ERR_NOTREG);
+	snprintf(want, sizeof(want),
+		 "%s: not a regular file (a FIFO, device or directory)", dir);
+	assert_string_equal(err, want);
+	tp_free(err);
+	alarm(0);
+	assert_null(s);
+	unlink(fifo);
+
+	snprintf(big, sizeof(big), "%s/big.json", dir);
+	fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)TP_STATE_FILE_MAX + 1), 0);
+	close(fd);
+	assert_int_equal(tp_state_load_json_regular(f, big, &s, &err),
+			 TP_ERR_RANGE);
+	snprintf(want, sizeof(want),
+		 "%s: larger than 64 MiB (TP_STATE_FILE_MAX)", big);
+	assert_string_equal(err, want);
+	tp_free(err);
+	unlink(big);
+	assert_int_equal(rmdir(dir), 0);
+
+	path = write_tmp("{\"format\":\"topoplace-state/1\",\"jobs\":["
+			 "{\"id\":3,\"hosts\":{\"node002\":2}}]}");
+	assert_int_equal(tp_state_load_json_regular(f, path, &s, &err), TP_OK);
+	assert_int_equal(tp_state_busy_gpus(s), 2);
+	tp_state_destroy(s);
+	unlink(path);
 	tp_fabric_destroy(f);
 }
 
@@ -807,6 +909,7 @@ int main(void)
 	    cmocka_unit_test(test_state_plain_fabric),
 	    cmocka_unit_test(test_state_json_job_on_down_host),
 	    cmocka_unit_test(test_state_json_errors),
+	    cmocka_unit_test(test_state_json_regular),
 	    cmocka_unit_test(test_request_parse),
 	    cmocka_unit_test(test_request_errors),
 	    cmocka_unit_test(test_algo_names),

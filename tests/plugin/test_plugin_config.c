@@ -4,6 +4,7 @@
 
 #include "tp_test.h"
 
+#include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -92,11 +93,16 @@ static void test_parse_errors(void **state)
 	    {"RankNodes=maybe\n", TP_ERR_PARSE,
 	     "t.conf:1: RankNodes=maybe: expected yes or no"},
 	    {"#\nMinNodes=1\n", TP_ERR_RANGE,
-	     "t.conf:2: MinNodes=1: out of range"},
+	     "t.conf:2: MinNodes=1: out of range 2..1000000"},
 	    {"SwitchWait=604801\n", TP_ERR_RANGE,
-	     "t.conf:1: SwitchWait=604801: out of range"},
+	     "t.conf:1: SwitchWait=604801: out of range 0..604800"},
 	    {"SwitchWait=99999999999999999999999\n", TP_ERR_RANGE,
-	     "t.conf:1: SwitchWait=99999999999999999999999: out of range"},
+	     "t.conf:1: SwitchWait=99999999999999999999999: out of "
+	     "range 0..604800"},
+	    {"PriceBudget=1001\n", TP_ERR_RANGE,
+	     "t.conf:1: PriceBudget=1001: out of range 0..1000"},
+	    {"CommShare=101\n", TP_ERR_RANGE,
+	     "t.conf:1: CommShare=101: out of range 0..100"},
 	    {"SwitchWait=-1\n", TP_ERR_PARSE,
 	     "t.conf:1: SwitchWait=-1: expected a non-negative integer"},
 	    {"SwitchWait=10s\n", TP_ERR_PARSE,
@@ -156,6 +162,36 @@ static void test_load(void **state)
 	tp_pconf_free(&c);
 }
 
+/* topoplace.conf is read as slurmctld reads it: a FIFO nobody writes is
+ * refused at once (alarm: a hang fails instead of stalling the suite),
+ * naming the file; a directory too; the configuration stays. */
+static void test_load_not_regular(void **state)
+{
+	char dir[] = "/tmp/tp-pconf-dir.XXXXXX", fifo[64], want[160];
+	tp_pconf_t c;
+	char *err = NULL;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/topoplace.conf", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	tp_pconf_defaults(&c);
+	c.switch_wait = 77;
+	alarm(10);
+	assert_int_equal(tp_pconf_load(fifo, &c, &err), TP_ERR_NOTREG);
+	alarm(0);
+	snprintf(want, sizeof(want),
+		 "%s: not a regular file (a FIFO, device or directory)", fifo);
+	assert_string_equal(err, want);
+	tp_free(err);
+	assert_int_equal(tp_pconf_load(dir, &c, &err), TP_ERR_NOTREG);
+	assert_non_null(strstr(err, dir));
+	tp_free(err);
+	assert_int_equal(c.switch_wait, 77);
+	tp_pconf_free(&c);
+	assert_int_equal(unlink(fifo), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 /* LinkState, CommShare, PriceBudget: parsed, ranges enforced, and the
  * path resolved as FabricFile's. */
 static void test_link_keys(void **state)
@@ -177,6 +213,23 @@ static void test_link_keys(void **state)
 	assert_non_null(strstr(err, "t.conf:1"));
 	tp_free(err);
 	err = NULL;
+	/* PriceBudget bounds a decision's work inside slurmctld */
+	for (size_t i = 0; i < tp_pconf_nkeys(); i++)
+		if (!strcmp(tp_pconf_key(i)->name, "PriceBudget"))
+			assert_int_equal(tp_pconf_key(i)->max, 1000);
+	assert_int_equal(tp_pconf_parse("t.conf",
+					"LinkState=links.json PriceBudget=1000",
+					&c, &err),
+			 TP_OK);
+	assert_int_equal(c.price_budget, 1000);
+	assert_int_equal(
+	    tp_pconf_parse("t.conf", "PriceBudget=100000", &c, &err),
+	    TP_ERR_RANGE);
+	assert_string_equal(
+	    err, "t.conf:1: PriceBudget=100000: out of range 0..1000");
+	tp_free(err);
+	err = NULL;
+	assert_int_equal(c.price_budget, 1000); /* untouched */
 	assert_int_equal(tp_pconf_parse("t.conf", "LinkState=", &c, &err),
 			 TP_ERR_PARSE);
 	tp_free(err);
@@ -234,6 +287,19 @@ static void test_filesig(void **state)
 	assert_int_equal(rename(tmp, path), 0); /* another inode */
 	assert_true(tp_filesig_update(path, &sig));
 
+	/* replaced by a file of the same size and mtime (cp -p, a restore,
+	 * a coarse clock): the inode tells */
+	struct timespec same[2] = {
+	    {.tv_sec = sig.mtime_s, .tv_nsec = sig.mtime_ns},
+	    {.tv_sec = sig.mtime_s, .tv_nsec = sig.mtime_ns}};
+	assert_non_null(fp = fopen(tmp, "w"));
+	fputs("{}", fp);
+	fclose(fp);
+	assert_int_equal(utimensat(AT_FDCWD, tmp, same, 0), 0);
+	assert_int_equal(rename(tmp, path), 0);
+	assert_true(tp_filesig_update(path, &sig));
+	assert_false(tp_filesig_update(path, &sig));
+
 	assert_int_equal(unlink(path), 0);
 	assert_true(tp_filesig_update(path, &sig));
 	assert_false(sig.exists);
@@ -246,6 +312,26 @@ static void test_filesig(void **state)
 	assert_false(tp_filesig_update(path, &sig));
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(rmdir(dir), 0);
+}
+
+/* Each distinct failure reported once, its recovery once; the outcome
+ * survives a change of the file. */
+static void test_filesig_log(void **state)
+{
+	tp_filesig_t sig;
+
+	memset(&sig, 0, sizeof(sig));
+	assert_false(tp_filesig_log(&sig, TP_OK, NULL));
+	assert_true(tp_filesig_log(&sig, TP_ERR_PARSE, "f:1: bad"));
+	assert_false(tp_filesig_log(&sig, TP_ERR_PARSE, "f:1: bad"));
+	assert_true(tp_filesig_log(&sig, TP_ERR_PARSE, "f:2: bad"));
+	assert_true(tp_filesig_log(&sig, TP_ERR_IO, "f:2: bad"));
+	assert_false(tp_filesig_log(&sig, TP_ERR_IO, "f:2: bad"));
+	assert_false(tp_filesig_update("/nonexistent/x", &sig));
+	assert_int_equal(sig.err, TP_ERR_IO);
+	assert_true(tp_filesig_log(&sig, TP_OK, NULL));
+	assert_false(tp_filesig_log(&sig, TP_OK, NULL));
+	assert_int_equal(sig.err, TP_OK);
 }
 
 static void test_partitions(void **state)
@@ -576,8 +662,15 @@ static void test_load_fabric(void **state)
 	assert_int_equal(tp_fabric_save_json(g, fab), TP_OK);
 	assert_int_equal(tp_pconf_load_fabric(conf, 2, &c, &f, &t, &why),
 			 TP_ERR_RANGE);
-	assert_non_null(strstr(why, "3 switches"));
+	assert_non_null(
+	    strstr(why, "3 switches in its switch tree, more than 2"));
 	tp_free(why);
+	why = NULL;
+	assert_int_equal(tp_pconf_load_fabric(conf, 3, &c, &f, &t, &why),
+			 TP_OK); /* at most max_switches */
+	tp_fabric_destroy(f);
+	f = NULL;
+	tp_stree_free(&t);
 	assert_int_equal(tp_pconf_load_fabric(conf, 100, &c, &f, &t, &why),
 			 TP_OK);
 	assert_null(why);
@@ -600,9 +693,11 @@ int main(void)
 	    cmocka_unit_test(test_parse_quoted),
 	    cmocka_unit_test(test_parse_errors),
 	    cmocka_unit_test(test_load),
+	    cmocka_unit_test(test_load_not_regular),
 	    cmocka_unit_test(test_partitions),
 	    cmocka_unit_test(test_link_keys),
 	    cmocka_unit_test(test_filesig),
+	    cmocka_unit_test(test_filesig_log),
 	    cmocka_unit_test(test_dump_roundtrip),
 	    cmocka_unit_test(test_parse_nomem),
 	    cmocka_unit_test(test_stree_fat_tree),

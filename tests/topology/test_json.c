@@ -3,7 +3,9 @@
  * one-line errors naming the file and the object. */
 #include "tp_test.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "topology_int.h"
@@ -246,6 +248,16 @@ static void test_hostile(void **state)
 	    "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{\"name\":"
 	    "\"a\",\"node_data\":true,\"gpus\":[{\"index\":\"0\"}]}]," TAIL,
 	    "hosts[0] (a).gpus[0]");
+	/* non-finite numbers (1e999 reads as infinity) */
+	expect_error(
+	    HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{\"name\":"
+		 "\"a\",\"node_data\":true,\"gpus\":[{\"index\":0,\"model\":"
+		 "\"m\",\"numa\":0,\"nvlink_gbps\":1e999}]}]," TAIL,
+	    "hosts[0] (a).gpus[0]");
+	expect_error(
+	    HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0
+		 "],\"links\":[[\"switch\",0,1,\"ca\",0,1,4,1e999,true]]," TAIL,
+	    "links[0]: width (0..32), lane_gbps (number)");
 	/* the compact link form the writer uses */
 	expect_error(HEAD
 		     "\"switches\":[" SW0 "],\"cas\":[" CA0
@@ -392,12 +404,36 @@ static void test_files(void **state)
 	assert_non_null(strstr(err, "/nonexistent/x.json: cannot read"));
 	tp_free(err);
 
+	/* what a daemon reads: a FIFO nobody writes refused at once (alarm:
+	 * a hang fails instead of stalling the suite), a directory too */
+	char dir[] = "/tmp/tp-json-dir-XXXXXX", fifo[64];
+	assert_non_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/fabric.json", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	alarm(10);
+	assert_int_equal(tp_fabric_load_json_regular(fifo, &f, &err),
+			 TP_ERR_NOTREG);
+	alarm(0);
+	assert_non_null(strstr(err, fifo));
+	assert_non_null(strstr(err, ": cannot read: not a regular file"));
+	tp_free(err);
+	assert_int_equal(tp_fabric_load_json_regular(dir, &f, &err),
+			 TP_ERR_NOTREG);
+	assert_non_null(strstr(err, dir));
+	tp_free(err);
+	err = NULL;
+	unlink(fifo);
+	rmdir(dir);
+
 	tp_gen_fat_tree_t ft;
 	tp_gen_fat_tree_defaults(&ft);
 	assert_int_equal(tp_gen_fat_tree(&ft, &f), TP_OK);
 	assert_int_equal(tp_fabric_save_json(f, path), TP_OK);
 	tp_fabric_t *g = NULL;
 	assert_int_equal(tp_fabric_load_json(path, &g, NULL), TP_OK);
+	assert_int_equal(tp_fabric_nhosts(g), tp_fabric_nhosts(f));
+	tp_fabric_destroy(g);
+	assert_int_equal(tp_fabric_load_json_regular(path, &g, NULL), TP_OK);
 	assert_int_equal(tp_fabric_nhosts(g), tp_fabric_nhosts(f));
 	tp_fabric_destroy(f);
 	tp_fabric_destroy(g);
