@@ -6,6 +6,8 @@
  */
 #include "topoplace24_int.h"
 
+#include <sys/resource.h> /* RUSAGE_THREAD: _GNU_SOURCE, set there */
+
 /* tp_state_alloc's job id for everything Slurm already gave away. */
 #define BUSY_JOB UINT64_C(0xffffffffffff)
 
@@ -44,6 +46,42 @@ void selection_free(void)
 	xfree(avail_cpus_buf);
 	avail_cpus_cnt = 0;
 	xfree(picks_buf);
+}
+
+/* What a selection cost the thread, beside its wall time: its CPU time
+ * and how often it gave up the CPU (voluntary: a lock or a system call
+ * waited; involuntary: preempted). On a loaded machine a slow decision
+ * is work or a preempted thread; these tell which. */
+typedef struct sel_clock {
+	struct timespec cpu;
+	long nvcsw, nivcsw;
+} sel_clock_t;
+
+static void sel_clock_start(sel_clock_t *c)
+{
+	struct rusage ru;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c->cpu);
+	if (getrusage(RUSAGE_THREAD, &ru))
+		memset(&ru, 0, sizeof(ru));
+	c->nvcsw = ru.ru_nvcsw;
+	c->nivcsw = ru.ru_nivcsw;
+}
+
+/* Since sel_clock_start: the CPU time in ms, the switches in *nvcsw_p
+ * and *nivcsw_p. */
+static double sel_clock_stop(const sel_clock_t *c, long *nvcsw_p,
+			     long *nivcsw_p)
+{
+	struct timespec cpu;
+	struct rusage ru;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+	if (getrusage(RUSAGE_THREAD, &ru))
+		memset(&ru, 0, sizeof(ru));
+	*nvcsw_p = ru.ru_nvcsw - c->nvcsw;
+	*nivcsw_p = ru.ru_nivcsw - c->nivcsw;
+	return ms_between(&c->cpu, &cpu);
 }
 
 /* The job's GPUs: per node and per job. false for what the engine does
@@ -197,12 +235,16 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 	tp_request_t r = {0};
 	decision_t d = {0};
 	struct timespec t0, t_conf, t_cores, t_map, t_place, t_end;
+	sel_clock_t clk;
+	long nvcsw, nivcsw;
+	double cpu_ms;
 	const char *why;
 	tp_err_t err;
 	node_record_t *node_ptr;
 	bool gres_per_job;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	sel_clock_start(&clk);
 	slurm_mutex_lock(&state_lock);
 	decisions_confirm(false);
 	clock_gettime(CLOCK_MONOTONIC, &t_conf);
@@ -341,21 +383,22 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 		eval_nodes_clip_socket_cores(topo_eval);
 
 	clock_gettime(CLOCK_MONOTONIC, &t_end);
+	cpu_ms = sel_clock_stop(&clk, &nvcsw, &nivcsw);
 	d.ms = ms_between(&t0, &t_end);
-	/* the engine's CPU time beside its wall time: on a loaded machine a
-	 * slow decision is work or a preempted thread */
+	/* the whole selection's thread CPU time and switches beside its
+	 * wall time (bench_slurm24_decision.sh compares both with
+	 * Selection=tree's), then the engine's own share and the split */
 	debug("%s: JobId=%u %zu nodes in %.3f ms (engine %.3f ms, cpu %.3f "
-	      "ms): %s, %zu groups (minimum %zu now)%s",
+	      "ms; thread cpu %.3f ms, switches %ld+%ld; confirm %.3f, cores "
+	      "%.3f, state %.3f, placement %.3f, commit %.3f ms): %s, %zu "
+	      "groups (minimum %zu now)%s",
 	      plugin_type, job_ptr->job_id, ncommitted, d.ms,
-	      pl.decision_s * 1e3, pl.decision_cpu_s * 1e3,
-	      pl.explain ? pl.explain : "",
+	      pl.decision_s * 1e3, pl.decision_cpu_s * 1e3, cpu_ms, nvcsw,
+	      nivcsw, ms_between(&t0, &t_conf), ms_between(&t_conf, &t_cores),
+	      ms_between(&t_cores, &t_map), ms_between(&t_map, &t_place),
+	      ms_between(&t_place, &t_end), pl.explain ? pl.explain : "",
 	      pl.span[TP_SPAN_GROUPS], pl.min_span_free[TP_SPAN_GROUPS],
 	      rc == SLURM_SUCCESS ? "" : "; Slurm's accounting refused it");
-	debug2("%s: JobId=%u time split (ms): confirm %.3f, cores %.3f, "
-	       "state %.3f, placement %.3f, commit %.3f",
-	       plugin_type, job_ptr->job_id, ms_between(&t0, &t_conf),
-	       ms_between(&t_conf, &t_cores), ms_between(&t_cores, &t_map),
-	       ms_between(&t_map, &t_place), ms_between(&t_place, &t_end));
 	if (rc == SLURM_SUCCESS) {
 		d.job_id = job_ptr->job_id;
 		d.npicks = ncommitted;
@@ -394,16 +437,21 @@ out:
 int eval_nodes_tree_timed(topology_eval_t *topo_eval)
 {
 	job_record_t *job_ptr = topo_eval->job_ptr;
-	struct timespec t0;
-	double ms;
+	struct timespec t0, t_conf;
+	sel_clock_t clk;
+	long nvcsw, nivcsw;
+	double ms, cpu_ms;
 	int rc, nleaves = 0;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	sel_clock_start(&clk);
 	slurm_mutex_lock(&state_lock);
 	decisions_confirm(false);
 	slurm_mutex_unlock(&state_lock);
+	clock_gettime(CLOCK_MONOTONIC, &t_conf);
 	rc = eval_nodes_tree(topo_eval);
 	ms = ms_since(&t0);
+	cpu_ms = sel_clock_stop(&clk, &nvcsw, &nivcsw);
 	if (rc != SLURM_SUCCESS) {
 		debug("%s: %pJ: does not fit the free nodes now (%.3f ms) "
 		      "(tree)",
@@ -416,9 +464,11 @@ int eval_nodes_tree_timed(topology_eval_t *topo_eval)
 		    bit_overlap_any(switch_record_table[i].node_bitmap,
 				    topo_eval->node_map))
 			nleaves++;
-	debug("%s: JobId=%u %d nodes in %.3f ms (tree): Slurm's topology/tree "
-	      "selection, %d leaf switches",
+	debug("%s: JobId=%u %d nodes in %.3f ms (tree; thread cpu %.3f ms, "
+	      "switches %ld+%ld; confirm %.3f, tree %.3f ms): Slurm's "
+	      "topology/tree selection, %d leaf switches",
 	      plugin_type, job_ptr->job_id, bit_set_count(topo_eval->node_map),
-	      ms, nleaves);
+	      ms, cpu_ms, nvcsw, nivcsw, ms_between(&t0, &t_conf),
+	      ms - ms_between(&t0, &t_conf), nleaves);
 	return rc;
 }
