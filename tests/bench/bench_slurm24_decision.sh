@@ -137,7 +137,7 @@ decisions() {
 	r=1
 	while [ $r -le "$ROUNDS" ]; do
 		if [ "${2:-}" = cpu ]; then
-			sed -n "s/.*topology\/topoplace: JobId=\([0-9]*\) [0-9]* nodes in [0-9.]* ms ($1[ ;,].*; thread cpu \([0-9.]*\) ms.*/$r.\1 \2/p" \
+			sed -n "s/.*topology\/topoplace: JobId=\([0-9]*\) [0-9]* nodes in [0-9.]* ms ($1[ ;,].*thread cpu \([0-9.]*\) ms.*/$r.\1 \2/p" \
 				"$tmp/$1.$r.log"
 		else
 			sed -n "s/.*topology\/topoplace: JobId=\([0-9]*\) [0-9]* nodes in \([0-9.]*\) ms ($1[ ;,)].*/$r.\1 \2/p" \
