@@ -120,6 +120,33 @@ void tp_placement_free(tp_placement_t *p)
 	memset(p, 0, sizeof(*p));
 }
 
+tp_err_t tp_placement_copy(const tp_placement_t *from, tp_placement_t *to)
+{
+	tp_placement_t p;
+
+	if (!from || !to || (from->nhosts && (!from->hosts || !from->gpus)))
+		return TP_ERR_INVAL;
+	p = *from;
+	p.hosts = NULL;
+	p.gpus = NULL;
+	p.explain = NULL;
+	if (from->nhosts &&
+	    (!(p.hosts = tp_malloc(from->nhosts * sizeof(uint32_t))) ||
+	     !(p.gpus = tp_malloc(from->nhosts * sizeof(int)))))
+		goto nomem;
+	if (from->explain && !(p.explain = tp_strdup(from->explain)))
+		goto nomem;
+	if (from->nhosts) {
+		memcpy(p.hosts, from->hosts, from->nhosts * sizeof(uint32_t));
+		memcpy(p.gpus, from->gpus, from->nhosts * sizeof(int));
+	}
+	*to = p;
+	return TP_OK;
+nomem:
+	tp_placement_free(&p);
+	return TP_ERR_NOMEM;
+}
+
 /* ---- the ideal placement (for ideal_s) ---- */
 
 /*

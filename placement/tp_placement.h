@@ -311,6 +311,14 @@ typedef struct tp_placement {
 } tp_placement_t;
 
 void tp_placement_free(tp_placement_t *p); /* frees members; p itself not */
+/* A deep copy of *from into *to (hosts, gpus and explain are new
+ * allocations: the copy is independent of from; free it with
+ * tp_placement_free). For callers that keep answers and hand them out
+ * again, as the Slurm plugin's memo does: tp_place_choose is
+ * deterministic, so a kept answer is the one the same policy, state,
+ * request, parameters, context and seed would give. *to is written only
+ * on success. TP_ERR_INVAL (NULL, or hosts missing), TP_ERR_NOMEM. */
+tp_err_t tp_placement_copy(const tp_placement_t *from, tp_placement_t *to);
 
 typedef struct tp_policy tp_policy_t;
 
