@@ -40,8 +40,10 @@
 #   both modes, e.g. "PriceBudget=0" or "LinkState=/path"),
 #   SLURM24_PREFIX (/opt/topoplace/slurm-24.11), TP_BENCH_DIR (a temp dir),
 #   TP_BENCH_DEBUG (debug; debug2 also checks every memo answer against
-#   the engine, see topoplace.conf(5), and logs "memo check" lines, which
-#   the figures then include)
+#   the engine and logs "memo check" lines, counted here; the figures
+#   then include the check), TP_BENCH_LOGS (a directory: slurmctld.log of
+#   each run kept there as MODE.ROUND.log). TOPOPLACE_SELECTION_MEMO=0
+#   reaches slurmctld and turns the selection's memo off.
 # Exit 77 when root, the 24.11 build or the native plugin is missing; 1 when
 # a cluster does not start or a mode logs no decision; 0 otherwise (the
 # figure is reported, not judged: the machine is shared).
@@ -119,6 +121,7 @@ run() {
 	echo "# $mode: $submitted jobs submitted, $left left after the wait, $(($(date +%s) - t0)) s"
 	grep "topology/topoplace: .*switches (" "$log" | tail -n 1 | sed 's/^/#   /'
 	cp "$log" "$tmp/$mode.$round.log"
+	[ -z "${TP_BENCH_LOGS:-}" ] || cp "$log" "$TP_BENCH_LOGS/$mode.$round.log"
 	cat "$log" >>"$tmp/$mode.log"
 	stop_cluster
 }
@@ -215,6 +218,9 @@ printf '%-26s %6s %9s %9s %9s\n' "tree, thread CPU" "$tcn" "$tcp50" "$tcp99" "$t
 printf '%-26s %6s %9s %9s %9s\n' "(engine's placement alone)" "$en" "$ip50" "$ip99" "$imean"
 printf '%-26s %6s %9s %9s %9s\n' "(the same, thread CPU)" "$en" "$cp50" "$cp99" "$cmean"
 echo "engine split (mean ms): confirm $sconf, cores $score, state $sstate, placement $splace, commit $scommit; memo answers: $memo of $en"
+if grep -q 'memo check' "$tmp/engine.log"; then
+	echo "memo checks (debug2): $(grep -c 'memo check: the engine.s answer is the memo.s' "$tmp/engine.log") same, $(grep -c 'memo check: the memo.s answer' "$tmp/engine.log") differing"
+fi
 echo "context switches (voluntary+involuntary): engine $evol+$einv, tree $tvol+$tinv"
 echo "ratio engine/tree: p50 $r50, p99 $r99, mean $rmean (first per job: p50 $rf50); goal <= 2"
 echo "CPU ratio engine/tree: p50 $c50, p99 $c99, mean $cmeanr"
