@@ -307,7 +307,9 @@ typedef struct tp_placement {
 	double decision_s;      /* time spent choosing (not predicting) */
 	double decision_cpu_s;  /* the same on this thread's CPU clock: what
 				 * the choice costs, without the time the
-				 * thread waited for a CPU */
+				 * thread waited for a CPU (tp_place_run
+				 * only; tp_place_choose leaves 0: the clock
+				 * is a system call, microseconds on a VM) */
 } tp_placement_t;
 
 void tp_placement_free(tp_placement_t *p); /* frees members; p itself not */
@@ -342,8 +344,8 @@ tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
 /* tp_place_run for callers on a time budget that price the answer
  * later, if at all (the Slurm plugin's selection): ctx, may be NULL,
  * serves only the policy's own choice (topoplace prices candidates with
- * it); the answer itself is not predicted: predicted_s, ideal_s and
- * cross_top_bytes are 0, algo is ring. Same errors, ownership and thread
+ * it); the answer itself is not predicted: predicted_s, ideal_s,
+ * cross_top_bytes and decision_cpu_s are 0, algo is ring. Same errors, ownership and thread
  * safety as tp_place_run. */
 tp_err_t tp_place_choose(const tp_policy_t *policy, const tp_state_t *s,
 			 const tp_request_t *r,
