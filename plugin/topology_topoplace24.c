@@ -33,8 +33,10 @@
  *   retries in common_topo_choose_nodes): it changes nothing but what
  *   topo_eval says it may. It is also on slurmctld's critical path (the
  *   goal: at most twice eval_nodes_tree's time), so it only chooses and
- *   commits: the free state is one tp_state_t per fabric load, reset per
- *   call; no file I/O. The engine is the simulator's: tp_place_choose
+ *   commits: the free state is one tp_state_t per fabric load, reset only
+ *   when what Slurm offers per host changed, and a small memo gives the
+ *   engine's earlier answer again while free state, links and request
+ *   are the same (topoplace24_select.c); no file I/O. The engine is the simulator's: tp_place_choose
  *   with the cost context prices candidate host sets (at most
  *   PriceBudget predictions, 0 = structure alone) on sel_state's links,
  *   but the answer is not predicted again (the writer does that). The

@@ -6,6 +6,8 @@
  */
 #include "topoplace24_int.h"
 
+#include <sys/resource.h> /* RUSAGE_THREAD: _GNU_SOURCE, set there */
+
 /* tp_state_alloc's job id for everything Slurm already gave away. */
 #define BUSY_JOB UINT64_C(0xffffffffffff)
 
@@ -28,8 +30,11 @@ bool sel_links_plain; /* every link healthy and idle: no pricing */
 
 /* The selection's working set (build_from_tree); the state refers to the
  * fabric. */
+static void memo_free(void);
+
 void selection_free(void)
 {
+	memo_free();
 	links_stop();
 	running_clear();
 	tp_state_destroy(sel_state);
@@ -44,6 +49,45 @@ void selection_free(void)
 	xfree(avail_cpus_buf);
 	avail_cpus_cnt = 0;
 	xfree(picks_buf);
+}
+
+/* What a selection cost the thread, beside its wall time: its CPU time
+ * and how often it gave up the CPU (voluntary: a lock or a system call
+ * waited; involuntary: preempted). On a loaded machine a slow decision
+ * is work or a preempted thread; these tell which. Both are system calls
+ * (4-6 us each on the bench VM, against 0.1 us for the monotonic clock):
+ * started before the wall clock and stopped after it, so the wall span
+ * holds none of them and the CPU span none of getrusage's. */
+typedef struct sel_clock {
+	struct timespec cpu;
+	long nvcsw, nivcsw;
+} sel_clock_t;
+
+static void sel_clock_start(sel_clock_t *c)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru))
+		memset(&ru, 0, sizeof(ru));
+	c->nvcsw = ru.ru_nvcsw;
+	c->nivcsw = ru.ru_nivcsw;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c->cpu);
+}
+
+/* Since sel_clock_start: the CPU time in ms, the switches in *nvcsw_p
+ * and *nivcsw_p. */
+static double sel_clock_stop(const sel_clock_t *c, long *nvcsw_p,
+			     long *nivcsw_p)
+{
+	struct timespec cpu;
+	struct rusage ru;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+	if (getrusage(RUSAGE_THREAD, &ru))
+		memset(&ru, 0, sizeof(ru));
+	*nvcsw_p = ru.ru_nvcsw - c->nvcsw;
+	*nivcsw_p = ru.ru_nivcsw - c->nivcsw;
+	return ms_between(&c->cpu, &cpu);
 }
 
 /* The job's GPUs: per node and per job. false for what the engine does
@@ -100,56 +144,174 @@ static const char *not_ours(topology_eval_t *topo_eval, uint32_t nodes)
 	return NULL;
 }
 
-/* Slurm's free state for this job as a tp_state_t: hosts not in node_map
- * are down (or busy when Slurm gave them away); hosts in it offer the
- * GPUs Slurm found for the job (all, for jobs without GPUs), unless
- * Slurm found no CPUs there. The state is the one of build_from_tree,
- * reset: the previous call's busy GPUs released, every mapped host's
- * up/down set again (hosts without a node stay down). */
-static tp_state_t *map_state(topology_eval_t *topo_eval,
-			     const uint16_t *avail_cpus, bool want_gpus)
-{
-	tp_state_t *s = sel_state;
-	size_t nh = tp_fabric_nhosts(fabric), nbusy = 0;
+/*
+ * The free state and the memo.
+ *
+ * What Slurm offers a job, per fabric host, is its host key: HOST_DOWN or
+ * the GPUs Slurm gave away on an up host (host_key). map_state() rebuilds
+ * sel_state from a key only when sel_state holds another (a reset: the
+ * previous key's busy GPUs released, every mapped host's up/down set);
+ * the last KEYS distinct keys keep a serial each, so the jobs of one
+ * scheduling pass, which see different free states (GPUs per node, CPUs,
+ * partitions), find theirs again.
+ *
+ * slurmctld evaluates a pending job many times while nothing changes
+ * (submit, each scheduling pass, backfill). The memo keeps the engine's
+ * last MEMO_SLOTS answers (hosts, or "does not fit now") by key serial,
+ * link generation (sel_gen, which moves with LinkState and with every
+ * running job's traffic) and request (every member of tp_request_t); the
+ * engine's other inputs (policy, sel_params, cost_ctx, seed) change only
+ * with build_config, which empties it. The engine is deterministic (fixed
+ * seed, ties broken on an index; test_choose_repeat_copy), so a kept
+ * answer is the one it would give. The engine's prices of candidate
+ * host sets are kept too (tp_price_memo_t, up to PRICES_MAX sets, emptied
+ * when sel_gen moves): a price does not depend on which hosts are free,
+ * so decisions on other free states and for other jobs meet them again.
+ * At debug2 each memo answer is checked against the engine without
+ * either memo (a difference is logged as an error).
+ * TOPOPLACE_SELECTION_MEMO=0 in slurmctld's environment turns both memos
+ * off (bench_slurm24_decision.sh compares both).
+ */
+#define HOST_DOWN  (-1)
+#define KEYS	   4
+#define MEMO_SLOTS 32
+#define PRICES_MAX 4096
 
-	if (!s)
-		return NULL;
-	(void)tp_state_release(s, BUSY_JOB); /* NOTFOUND: nothing was busy */
+typedef struct host_key {
+	int *v;		 /* per fabric host */
+	uint64_t serial; /* 0: unused */
+} host_key_t;
+
+typedef struct memo {
+	uint64_t serial, gen; /* serial 0: empty */
+	tp_request_t r;
+	tp_err_t err; /* TP_OK or TP_ERR_NOTFOUND */
+	tp_placement_t pl;
+} memo_t;
+
+static int *key_now;	      /* this selection's host key */
+static host_key_t keys[KEYS]; /* the last distinct ones */
+static unsigned keys_next;
+static uint64_t key_serial;   /* last serial handed out */
+static uint64_t state_serial; /* the key sel_state holds; 0: none */
+static memo_t memo[MEMO_SLOTS];
+static unsigned memo_next;
+/* The engine's prices of candidate host sets, for the links of
+ * prices_gen: decisions on other free states meet the same sets. */
+static tp_price_memo_t *prices;
+static uint64_t prices_gen;
+static int memo_on = -1; /* -1: environment not read yet */
+
+/* The working set above, allocated at the first selection after
+ * build_config (selection_free() frees it with the rest). */
+static void keys_alloc(void)
+{
+	size_t nh = tp_fabric_nhosts(fabric);
+	const char *env;
+
+	if (key_now)
+		return;
+	key_now = xcalloc(nh + 1, sizeof(int));
+	for (int k = 0; k < KEYS; k++)
+		keys[k].v = xcalloc(nh + 1, sizeof(int));
+	prices = tp_price_memo_create(PRICES_MAX); /* NULL: none kept */
+	prices_gen = sel_gen;
+	if (memo_on < 0) {
+		env = getenv("TOPOPLACE_SELECTION_MEMO");
+		memo_on = !env || strcmp(env, "0");
+		if (!memo_on)
+			info("%s: TOPOPLACE_SELECTION_MEMO=0: no memo",
+			     plugin_type);
+	}
+}
+
+static void memo_free(void)
+{
+	for (int m = 0; m < MEMO_SLOTS; m++) {
+		tp_placement_free(&memo[m].pl);
+		memo[m].serial = 0;
+	}
+	memo_next = 0;
+	tp_price_memo_destroy(prices);
+	prices = NULL;
+	xfree(key_now);
+	for (int k = 0; k < KEYS; k++) {
+		xfree(keys[k].v);
+		keys[k].serial = 0;
+	}
+	keys_next = 0;
+	state_serial = 0;
+}
+
+/* Slurm's free state for this job as a host key in key_now: hosts not in
+ * node_map are down (or busy when Slurm gave them away); hosts in it
+ * offer the GPUs Slurm found for the job (all, for jobs without GPUs),
+ * unless Slurm found no CPUs there. Returns the key's serial. */
+static uint64_t host_key(topology_eval_t *topo_eval, const uint16_t *avail_cpus,
+			 bool want_gpus)
+{
+	size_t nh = tp_fabric_nhosts(fabric);
+	host_key_t *k;
+
+	for (size_t h = 0; h < nh; h++)
+		key_now[h] = HOST_DOWN;
 	for (int i = 0; i < host_of_cnt && i < node_record_count; i++) {
 		node_record_t *node_ptr = node_record_table_ptr[i];
 		uint32_t h = host_of[i];
-		int ngpus, busy;
+		int ngpus;
 
-		if (h == TP_ID_NONE || h >= nh)
+		if (h == TP_ID_NONE || h >= nh || !node_ptr)
 			continue;
-		if (!node_ptr) {
-			tp_state_set_host_up(s, h, false);
-			continue;
-		}
 		ngpus = (int)tp_fabric_host(fabric, h)->ngpus;
 		if (bit_test(topo_eval->node_map, i) && avail_cpus[i]) {
-			busy = 0;
+			key_now[h] = 0;
 			if (want_gpus) {
 				int avail = topo_eval->avail_res_array[i]
 						? topo_eval->avail_res_array[i]
 						      ->avail_gpus
 						: 0;
-				busy = ngpus - (avail < ngpus ? avail : ngpus);
+				key_now[h] =
+				    ngpus - (avail < ngpus ? avail : ngpus);
 			}
 		} else if (!IS_NODE_DOWN(node_ptr) &&
 			   !IS_NODE_DRAIN(node_ptr) &&
 			   !IS_NODE_FUTURE(node_ptr) &&
 			   !IS_NODE_NO_RESPOND(node_ptr) &&
 			   !IS_NODE_POWERED_DOWN(node_ptr) && ngpus > 0) {
-			busy = ngpus; /* up, but given away */
-		} else {
-			tp_state_set_host_up(s, h, false);
-			continue;
+			key_now[h] = ngpus; /* up, but given away */
 		}
-		tp_state_set_host_up(s, h, true);
-		if (busy > 0) {
-			busy_hosts[nbusy] = h;
-			busy_gpus[nbusy++] = busy;
+	}
+	for (int j = 0; j < KEYS; j++)
+		if (keys[j].serial &&
+		    !memcmp(keys[j].v, key_now, nh * sizeof(int)))
+			return keys[j].serial;
+	k = &keys[keys_next];
+	keys_next = (keys_next + 1) % KEYS;
+	memcpy(k->v, key_now, nh * sizeof(int));
+	k->serial = ++key_serial;
+	return k->serial;
+}
+
+/* sel_state set to the host key in key_now (of the given serial), unless
+ * it holds that key already. The state is the one of build_from_tree:
+ * hosts without a node stay down. */
+static tp_state_t *map_state(uint64_t serial)
+{
+	tp_state_t *s = sel_state;
+	size_t nh = tp_fabric_nhosts(fabric), nbusy = 0;
+
+	if (!s)
+		return NULL;
+	if (serial == state_serial)
+		return s;
+	(void)tp_state_release(s, BUSY_JOB); /* NOTFOUND: nothing was busy */
+	for (size_t h = 0; h < nh; h++) {
+		if (node_of[h] < 0)
+			continue;
+		tp_state_set_host_up(s, (uint32_t)h, key_now[h] != HOST_DOWN);
+		if (key_now[h] > 0) {
+			busy_hosts[nbusy] = (uint32_t)h;
+			busy_gpus[nbusy++] = key_now[h];
 		}
 	}
 	/* one call; should it fail, host by host, a host refusing left out */
@@ -159,7 +321,109 @@ static tp_state_t *map_state(topology_eval_t *topo_eval,
 			if (tp_state_alloc(s, BUSY_JOB, &busy_hosts[k],
 					   &busy_gpus[k], 1) != TP_OK)
 				tp_state_set_host_up(s, busy_hosts[k], false);
+	state_serial = serial;
 	return s;
+}
+
+static bool same_request(const tp_request_t *a, const tp_request_t *b)
+{
+	return a->nodes == b->nodes && a->gpus_per_node == b->gpus_per_node &&
+	       a->gpus == b->gpus && a->exclusive == b->exclusive &&
+	       a->bytes == b->bytes;
+}
+
+/* What the engine decides (not how long it took). */
+static bool same_answer(const tp_placement_t *a, const tp_placement_t *b)
+{
+	return a->nhosts == b->nhosts &&
+	       !memcmp(a->hosts, b->hosts, a->nhosts * sizeof(uint32_t)) &&
+	       !memcmp(a->gpus, b->gpus, a->nhosts * sizeof(int)) &&
+	       !memcmp(a->span, b->span, sizeof(a->span)) &&
+	       !memcmp(a->min_span_free, b->min_span_free,
+		       sizeof(a->min_span_free)) &&
+	       !memcmp(a->min_span_empty, b->min_span_empty,
+		       sizeof(a->min_span_empty)) &&
+	       !xstrcmp(a->explain, b->explain);
+}
+
+static memo_t *memo_find(uint64_t serial, const tp_request_t *r)
+{
+	for (int m = 0; m < MEMO_SLOTS; m++)
+		if (memo[m].serial == serial && memo[m].gen == sel_gen &&
+		    same_request(&memo[m].r, r))
+			return &memo[m];
+	return NULL;
+}
+
+static void memo_keep(uint64_t serial, const tp_request_t *r, tp_err_t err,
+		      const tp_placement_t *pl)
+{
+	memo_t *m = &memo[memo_next];
+
+	memo_next = (memo_next + 1) % MEMO_SLOTS;
+	tp_placement_free(&m->pl);
+	m->serial = 0;
+	if (err == TP_OK && tp_placement_copy(pl, &m->pl))
+		return; /* out of memory: not kept */
+	m->serial = serial;
+	m->gen = sel_gen;
+	m->r = *r;
+	m->err = err;
+}
+
+/* The engine's answer for r on the free state of key `serial` (key_now)
+ * and the links of sel_gen, or its memo copy (*hit_p; then decision_s is
+ * the look-up's). TP_ERR_NOMEM without a state. */
+static tp_err_t choose(uint32_t job_id, const tp_request_t *r, uint64_t serial,
+		       tp_placement_t *pl, bool *hit_p)
+{
+	const tp_cost_ctx_t *ctx;
+	struct timespec t0, t1;
+	tp_placement_t chk = {0};
+	memo_t *m;
+	tp_err_t err, cerr;
+
+	/* on healthy, idle links pricing never changed the structural
+	 * answer (measured on fat trees, rail and NVL72 fabrics): skipped */
+	ctx = pconf.price_budget && !sel_links_plain ? cost_ctx : NULL;
+	*hit_p = false;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (memo_on > 0 && (m = memo_find(serial, r)) &&
+	    (m->err != TP_OK || !tp_placement_copy(&m->pl, pl))) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		*hit_p = true;
+		pl->decision_s = ms_between(&t0, &t1) / 1e3;
+		if (get_log_level() < LOG_LEVEL_DEBUG2)
+			return m->err;
+		/* the self-check: the engine again on the same state */
+		if (!map_state(serial))
+			return m->err;
+		cerr = tp_place_choose(policy, sel_state, r, &sel_params, ctx,
+				       1, &chk);
+		if (cerr != m->err || (cerr == TP_OK && !same_answer(pl, &chk)))
+			error("%s: JobId=%u: memo check: the memo's answer "
+			      "(%s, %zu hosts) differs from the engine's (%s, "
+			      "%zu hosts)",
+			      plugin_type, job_id, tp_strerror(m->err),
+			      pl->nhosts, tp_strerror(cerr), chk.nhosts);
+		else
+			debug2("%s: JobId=%u: memo check: the engine's answer "
+			       "is the memo's",
+			       plugin_type, job_id);
+		tp_placement_free(&chk);
+		return m->err;
+	}
+	if (!map_state(serial))
+		return TP_ERR_NOMEM;
+	if (prices_gen != sel_gen) {
+		tp_price_memo_clear(prices);
+		prices_gen = sel_gen;
+	}
+	err = tp_place_choose_memo(policy, sel_state, r, &sel_params, ctx,
+				   memo_on > 0 ? prices : NULL, 1, pl);
+	if (memo_on > 0 && (err == TP_OK || err == TP_ERR_NOTFOUND))
+		memo_keep(serial, r, err, pl);
+	return err;
 }
 
 static int cmp_pick(const void *a, const void *b)
@@ -193,15 +457,20 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 	size_t npicks = 0, ncommitted = 0, nh;
 	int64_t offered_cpus = 0;
 	tp_placement_t pl = {0};
-	tp_state_t *s = NULL;
 	tp_request_t r = {0};
+	uint64_t serial;
+	bool hit = false;
 	decision_t d = {0};
 	struct timespec t0, t_conf, t_cores, t_map, t_place, t_end;
+	sel_clock_t clk;
+	long nvcsw, nivcsw;
+	double cpu_ms;
 	const char *why;
 	tp_err_t err;
 	node_record_t *node_ptr;
 	bool gres_per_job;
 
+	sel_clock_start(&clk);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	slurm_mutex_lock(&state_lock);
 	decisions_confirm(false);
@@ -270,21 +539,19 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t_cores);
 
-	if (!(s = map_state(topo_eval, avail_cpus, per_node || per_job))) {
+	if (!sel_state) {
 		why = "out of memory";
 		goto tree;
 	}
+	keys_alloc();
+	serial = host_key(topo_eval, avail_cpus, per_node || per_job);
 	links_take();
 	clock_gettime(CLOCK_MONOTONIC, &t_map);
-	/* on healthy, idle links pricing never changed the structural
-	 * answer (measured on fat trees, rail and NVL72 fabrics): skipped */
-	err = tp_place_choose(
-	    policy, s, &r, &sel_params,
-	    pconf.price_budget && !sel_links_plain ? cost_ctx : NULL, 1, &pl);
+	err = choose(job_ptr->job_id, &r, serial, &pl, &hit);
 	clock_gettime(CLOCK_MONOTONIC, &t_place);
 	if (err == TP_ERR_NOTFOUND) {
-		debug("%s: %pJ: does not fit the free nodes now (%.3f ms)",
-		      plugin_type, job_ptr, ms_since(&t0));
+		debug("%s: %pJ: does not fit the free nodes now (%.3f ms%s)",
+		      plugin_type, job_ptr, ms_since(&t0), hit ? ", memo" : "");
 		rc = SLURM_ERROR;
 		goto out;
 	} else if (err) {
@@ -341,21 +608,22 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 		eval_nodes_clip_socket_cores(topo_eval);
 
 	clock_gettime(CLOCK_MONOTONIC, &t_end);
+	cpu_ms = sel_clock_stop(&clk, &nvcsw, &nivcsw);
 	d.ms = ms_between(&t0, &t_end);
-	/* the engine's CPU time beside its wall time: on a loaded machine a
-	 * slow decision is work or a preempted thread */
-	debug("%s: JobId=%u %zu nodes in %.3f ms (engine %.3f ms, cpu %.3f "
-	      "ms): %s, %zu groups (minimum %zu now)%s",
+	/* the whole selection's thread CPU time and switches beside its
+	 * wall time (bench_slurm24_decision.sh compares both with
+	 * Selection=tree's), then the engine's own share and the split */
+	debug("%s: JobId=%u %zu nodes in %.3f ms (engine %.3f ms%s; thread cpu "
+	      "%.3f ms, switches %ld+%ld; confirm %.3f, cores "
+	      "%.3f, state %.3f, placement %.3f, commit %.3f ms): %s, %zu "
+	      "groups (minimum %zu now)%s",
 	      plugin_type, job_ptr->job_id, ncommitted, d.ms,
-	      pl.decision_s * 1e3, pl.decision_cpu_s * 1e3,
-	      pl.explain ? pl.explain : "",
+	      pl.decision_s * 1e3, hit ? ", memo" : "", cpu_ms, nvcsw, nivcsw,
+	      ms_between(&t0, &t_conf), ms_between(&t_conf, &t_cores),
+	      ms_between(&t_cores, &t_map), ms_between(&t_map, &t_place),
+	      ms_between(&t_place, &t_end), pl.explain ? pl.explain : "",
 	      pl.span[TP_SPAN_GROUPS], pl.min_span_free[TP_SPAN_GROUPS],
 	      rc == SLURM_SUCCESS ? "" : "; Slurm's accounting refused it");
-	debug2("%s: JobId=%u time split (ms): confirm %.3f, cores %.3f, "
-	       "state %.3f, placement %.3f, commit %.3f",
-	       plugin_type, job_ptr->job_id, ms_between(&t0, &t_conf),
-	       ms_between(&t_conf, &t_cores), ms_between(&t_cores, &t_map),
-	       ms_between(&t_map, &t_place), ms_between(&t_place, &t_end));
 	if (rc == SLURM_SUCCESS) {
 		d.job_id = job_ptr->job_id;
 		d.npicks = ncommitted;
@@ -394,16 +662,21 @@ out:
 int eval_nodes_tree_timed(topology_eval_t *topo_eval)
 {
 	job_record_t *job_ptr = topo_eval->job_ptr;
-	struct timespec t0;
-	double ms;
+	struct timespec t0, t_conf;
+	sel_clock_t clk;
+	long nvcsw, nivcsw;
+	double ms, cpu_ms;
 	int rc, nleaves = 0;
 
+	sel_clock_start(&clk);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	slurm_mutex_lock(&state_lock);
 	decisions_confirm(false);
 	slurm_mutex_unlock(&state_lock);
+	clock_gettime(CLOCK_MONOTONIC, &t_conf);
 	rc = eval_nodes_tree(topo_eval);
 	ms = ms_since(&t0);
+	cpu_ms = sel_clock_stop(&clk, &nvcsw, &nivcsw);
 	if (rc != SLURM_SUCCESS) {
 		debug("%s: %pJ: does not fit the free nodes now (%.3f ms) "
 		      "(tree)",
@@ -416,9 +689,11 @@ int eval_nodes_tree_timed(topology_eval_t *topo_eval)
 		    bit_overlap_any(switch_record_table[i].node_bitmap,
 				    topo_eval->node_map))
 			nleaves++;
-	debug("%s: JobId=%u %d nodes in %.3f ms (tree): Slurm's topology/tree "
-	      "selection, %d leaf switches",
+	debug("%s: JobId=%u %d nodes in %.3f ms (tree; thread cpu %.3f ms, "
+	      "switches %ld+%ld; confirm %.3f, tree %.3f ms): Slurm's "
+	      "topology/tree selection, %d leaf switches",
 	      plugin_type, job_ptr->job_id, bit_set_count(topo_eval->node_map),
-	      ms, nleaves);
+	      ms, cpu_ms, nvcsw, nivcsw, ms_between(&t0, &t_conf),
+	      ms - ms_between(&t0, &t_conf), nleaves);
 	return rc;
 }

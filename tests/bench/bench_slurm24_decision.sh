@@ -11,21 +11,42 @@
 # JOBS jobs (1-8 nodes, --exclusive whole-node GPU jobs and shared GPU jobs,
 # a few seconds each, submitted 0.25 s apart), waits for them to finish and
 # reads the plugin's debug lines from slurmctld.log:
-#   topology/topoplace: JobId=N K nodes in X ms (engine Y ms): ...
-#   topology/topoplace: JobId=N K nodes in X ms (tree): ...
+#   topology/topoplace: JobId=N K nodes in X ms (engine Y ms; thread
+#     cpu C ms, switches V+I; confirm A, cores B, state S, placement P,
+#     commit M ms): ...
+#   topology/topoplace: JobId=N K nodes in X ms (tree; thread cpu C ms,
+#     switches V+I; confirm A, tree T ms): ...
 # X is the same span in both: the whole selection hook, from its entry to
-# the end of Slurm's commit of cores and GPUs. Every such line is one
-# decision (slurmctld evaluates a job several times: submit, scheduling
-# passes, backfill); the figures are over all of them, and over the first
-# decision of each job.
-# Prints p50/p99/mean per mode, the ratio engine/tree, and one JSON line.
+# the end of Slurm's commit of cores and GPUs; C is the selecting thread's
+# CPU time over that span (CLOCK_THREAD_CPUTIME_ID) and V+I its voluntary
+# and involuntary context switches (getrusage RUSAGE_THREAD): on a shared
+# machine X counts the time the thread waited for a CPU, C does not, so
+# the CPU rows tell the work from the preemption (both clocks are read
+# outside the wall span: a thread CPU clock read is a system call of
+# several us on a VM). Y is the engine's placement alone on the wall
+# clock; ", memo" after it marks an answer the selection's memo gave (the
+# same job, free state and links as a decision before). Every such line is one decision (slurmctld evaluates
+# a job several times: submit, scheduling passes, backfill); the figures
+# are over all of them, and over the first decision of each job.
+# Prints p50/p99/mean per mode on the wall clock and on the thread's CPU
+# clock, the ratios engine/tree of both, the engine's mean time split,
+# the context switches, and one JSON line (engine/tree: wall n, p50_ms,
+# p99_ms, mean_ms; cpu_p50_ms, cpu_p99_ms, cpu_mean_ms, switches_*;
+# engine: memo_answers, split_mean_ms; ratio (wall) and cpu_ratio;
+# placement_cpu_p99_ms and placement_cpu_mean_ms are null: the engine no
+# longer reads the CPU clock of its own part).
 # The modes alternate for TP_BENCH_ROUNDS rounds (engine, tree, engine,
 # tree, ...) and the figures pool the rounds, so a slow spell of the
 # machine does not land on one mode only.
 #   TP_BENCH_JOBS (40), TP_BENCH_ROUNDS (2), TP_BENCH_NET (10.204.0),
 #   TP_BENCH_PORT (7217), TP_BENCH_CONF (topoplace.conf lines added in
 #   both modes, e.g. "PriceBudget=0" or "LinkState=/path"),
-#   SLURM24_PREFIX (/opt/topoplace/slurm-24.11), TP_BENCH_DIR (a temp dir)
+#   SLURM24_PREFIX (/opt/topoplace/slurm-24.11), TP_BENCH_DIR (a temp dir),
+#   TP_BENCH_DEBUG (debug; debug2 also checks every memo answer against
+#   the engine and logs "memo check" lines, counted here; the figures
+#   then include the check), TP_BENCH_LOGS (a directory: slurmctld.log of
+#   each run kept there as MODE.ROUND.log). TOPOPLACE_SELECTION_MEMO=0
+#   reaches slurmctld and turns the selection's memo off.
 # Exit 77 when root, the 24.11 build or the native plugin is missing; 1 when
 # a cluster does not start or a mode logs no decision; 0 otherwise (the
 # figure is reported, not judged: the machine is shared).
@@ -46,7 +67,7 @@ dir=${TP_BENCH_DIR:-$tmp/cluster}
 trap 'stop_cluster; rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM HUP
 
-echo "SlurmctldDebug=debug" >"$tmp/extra.conf"
+echo "SlurmctldDebug=${TP_BENCH_DEBUG:-debug}" >"$tmp/extra.conf"
 
 # The job sequence: "NODES KIND GPUS SECONDS" per line; KIND is excl (whole
 # nodes, all 4 GPUs) or shared (GPUS per node, 1 task of 1 CPU per node).
@@ -80,7 +101,7 @@ run() {
 	export SLURM_CONF=$dir/slurm.conf
 	log=$dir/log/slurmctld.log
 	# the debug level from slurm.conf; setdebug as well, in case
-	timeout 10 scontrol setdebug debug >/dev/null 2>&1 || true
+	timeout 10 scontrol setdebug "${TP_BENCH_DEBUG:-debug}" >/dev/null 2>&1 || true
 	echo "# $mode: cluster up in $(($(date +%s) - t0)) s"
 	submitted=0
 	while read -r n kind g secs; do
@@ -103,6 +124,7 @@ run() {
 	echo "# $mode: $submitted jobs submitted, $left left after the wait, $(($(date +%s) - t0)) s"
 	grep "topology/topoplace: .*switches (" "$log" | tail -n 1 | sed 's/^/#   /'
 	cp "$log" "$tmp/$mode.$round.log"
+	[ -z "${TP_BENCH_LOGS:-}" ] || cp "$log" "$TP_BENCH_LOGS/$mode.$round.log"
 	cat "$log" >>"$tmp/$mode.log"
 	stop_cluster
 }
@@ -114,13 +136,19 @@ while [ $round -le "$ROUNDS" ]; do
 	round=$((round + 1))
 done
 
-# decisions MODE: "ROUND.JOBID MS" per decision line (job ids restart with
-# each cluster)
+# decisions MODE [FIELD]: "ROUND.JOBID MS" per decision line (job ids
+# restart with each cluster); MS is the wall time or, with FIELD cpu, the
+# thread's CPU time over the same span
 decisions() {
 	r=1
 	while [ $r -le "$ROUNDS" ]; do
-		sed -n "s/.*topology\/topoplace: JobId=\([0-9]*\) [0-9]* nodes in \([0-9.]*\) ms ($1[ )].*/$r.\1 \2/p" \
-			"$tmp/$1.$r.log"
+		if [ "${2:-}" = cpu ]; then
+			sed -n "s/.*topology\/topoplace: JobId=\([0-9]*\) [0-9]* nodes in [0-9.]* ms ($1[ ;,].*thread cpu \([0-9.]*\) ms.*/$r.\1 \2/p" \
+				"$tmp/$1.$r.log"
+		else
+			sed -n "s/.*topology\/topoplace: JobId=\([0-9]*\) [0-9]* nodes in \([0-9.]*\) ms ($1[ ;,)].*/$r.\1 \2/p" \
+				"$tmp/$1.$r.log"
+		fi
 		r=$((r + 1))
 	done
 }
@@ -134,25 +162,39 @@ stats() {
 		printf "%d %.3f %.3f %.3f\n", NR, p50, p99, s / NR
 	}'
 }
+# switches MODE: "VOLUNTARY INVOLUNTARY" summed over the decision lines
+switches() {
+	sed -n "s/.*nodes in [0-9.]* ms ($1[ ;,].*, switches \([0-9]*\)+\([0-9]*\);.*/\1 \2/p" \
+		"$tmp/$1.log" | awk '{ v += $1; i += $2 } END { printf "%d %d\n", v, i }'
+}
 for m in engine tree; do
 	decisions $m >"$tmp/$m.all"
 	awk '!seen[$1]++' "$tmp/$m.all" >"$tmp/$m.first"
 	cut -d' ' -f2 "$tmp/$m.all" | stats >"$tmp/$m.stat"
 	cut -d' ' -f2 "$tmp/$m.first" | stats >"$tmp/$m.fstat"
-	# the engine's own share (placement alone), on the wall clock and on
-	# the thread's CPU clock (a decision slow on the first only was a
-	# preempted thread, not work), for the record
-	[ $m = engine ] && sed -n 's/.*nodes in [0-9.]* ms (engine \([0-9.]*\) ms[,)].*/\1/p' \
-		"$tmp/engine.log" | stats >"$tmp/engine.inner"
-	[ $m = engine ] && sed -n 's/.*nodes in [0-9.]* ms (engine [0-9.]* ms, cpu \([0-9.]*\) ms).*/\1/p' \
-		"$tmp/engine.log" | stats >"$tmp/engine.cpu"
+	decisions $m cpu | cut -d' ' -f2 | stats >"$tmp/$m.cstat"
+	switches $m >"$tmp/$m.csw"
 done
+# the engine's own share (placement alone, wall clock); its answers taken
+# from the memo; the mean split of its selection (confirm, Slurm's cores,
+# state, placement, commit)
+sed -n 's/.*nodes in [0-9.]* ms (engine \([0-9.]*\) ms[,;)].*/\1/p' \
+	"$tmp/engine.log" | stats >"$tmp/engine.inner"
+memo=$(grep -c 'nodes in [0-9.]* ms (engine [0-9.]* ms, memo' "$tmp/engine.log")
+sed -n 's/.*nodes in [0-9.]* ms (engine .*; confirm \([0-9.]*\), cores \([0-9.]*\), state \([0-9.]*\), placement \([0-9.]*\), commit \([0-9.]*\) ms).*/\1 \2 \3 \4 \5/p' \
+	"$tmp/engine.log" | awk '{ for (k = 1; k <= 5; k++) s[k] += $k }
+	END { if (NR) printf "%.3f %.3f %.3f %.3f %.3f\n", s[1] / NR, s[2] / NR,
+		s[3] / NR, s[4] / NR, s[5] / NR; else print "0 0 0 0 0" }' >"$tmp/engine.split"
 read -r en ep50 ep99 emean <"$tmp/engine.stat"
 read -r tn tp50 tp99 tmean <"$tmp/tree.stat"
 read -r efn efp50 efp99 efmean <"$tmp/engine.fstat"
 read -r tfn tfp50 tfp99 tfmean <"$tmp/tree.fstat"
+read -r ecn ecp50 ecp99 ecmean <"$tmp/engine.cstat"
+read -r tcn tcp50 tcp99 tcmean <"$tmp/tree.cstat"
+read -r evol einv <"$tmp/engine.csw"
+read -r tvol tinv <"$tmp/tree.csw"
 read -r _ ip50 ip99 imean <"$tmp/engine.inner"
-read -r _ cp50 cp99 cmean <"$tmp/engine.cpu"
+read -r sconf score sstate splace scommit <"$tmp/engine.split"
 if [ "$en" -eq 0 ] || [ "$tn" -eq 0 ]; then
 	echo "bench_slurm24_decision: no decision lines (engine $en, tree $tn); slurmctld at debug level?" >&2
 	grep -i 'topoplace' "$tmp/engine.log" "$tmp/tree.log" 2>/dev/null | tail -n 10 >&2
@@ -163,18 +205,34 @@ r50=$(ratio "$ep50" "$tp50")
 r99=$(ratio "$ep99" "$tp99")
 rmean=$(ratio "$emean" "$tmean")
 rf50=$(ratio "$efp50" "$tfp50")
+c50=$(ratio "$ecp50" "$tcp50")
+c99=$(ratio "$ecp99" "$tcp99")
+cmeanr=$(ratio "$ecmean" "$tcmean")
 printf '%-26s %6s %9s %9s %9s\n' "decision time (ms)" n p50 p99 mean
 printf '%-26s %6s %9s %9s %9s\n' "engine, all decisions" "$en" "$ep50" "$ep99" "$emean"
 printf '%-26s %6s %9s %9s %9s\n' "tree, all decisions" "$tn" "$tp50" "$tp99" "$tmean"
 printf '%-26s %6s %9s %9s %9s\n' "engine, first per job" "$efn" "$efp50" "$efp99" "$efmean"
 printf '%-26s %6s %9s %9s %9s\n' "tree, first per job" "$tfn" "$tfp50" "$tfp99" "$tfmean"
+printf '%-26s %6s %9s %9s %9s\n' "engine, thread CPU" "$ecn" "$ecp50" "$ecp99" "$ecmean"
+printf '%-26s %6s %9s %9s %9s\n' "tree, thread CPU" "$tcn" "$tcp50" "$tcp99" "$tcmean"
 printf '%-26s %6s %9s %9s %9s\n' "(engine's placement alone)" "$en" "$ip50" "$ip99" "$imean"
-printf '%-26s %6s %9s %9s %9s\n' "(the same, thread CPU)" "$en" "$cp50" "$cp99" "$cmean"
+echo "engine split (mean ms): confirm $sconf, cores $score, state $sstate, placement $splace, commit $scommit; memo answers: $memo of $en"
+if grep -q 'memo check' "$tmp/engine.log"; then
+	echo "memo checks (debug2): $(grep -c 'memo check: the engine.s answer is the memo.s' "$tmp/engine.log") same, $(grep -c 'memo check: the memo.s answer' "$tmp/engine.log") differing"
+fi
+echo "context switches (voluntary+involuntary): engine $evol+$einv, tree $tvol+$tinv"
 echo "ratio engine/tree: p50 $r50, p99 $r99, mean $rmean (first per job: p50 $rf50); goal <= 2"
+echo "CPU ratio engine/tree: p50 $c50, p99 $c99, mean $cmeanr"
 printf '{"bench":"slurm24_decision","slurm":"%s","jobs":%s,"rounds":%s,"nodes":8,' \
 	"$(slurmctld -V 2>/dev/null | awk '{print $2}')" "$JOBS" "$ROUNDS"
-printf '"engine":{"n":%s,"p50_ms":%s,"p99_ms":%s,"mean_ms":%s,"placement_p50_ms":%s,"placement_cpu_p99_ms":%s,"placement_cpu_mean_ms":%s},' \
-	"$en" "$ep50" "$ep99" "$emean" "$ip50" "$cp99" "$cmean"
-printf '"tree":{"n":%s,"p50_ms":%s,"p99_ms":%s,"mean_ms":%s},' "$tn" "$tp50" "$tp99" "$tmean"
-printf '"ratio":{"p50":%s,"p99":%s,"mean":%s,"first_p50":%s}}\n' "$r50" "$r99" "$rmean" "$rf50"
+printf '"engine":{"n":%s,"p50_ms":%s,"p99_ms":%s,"mean_ms":%s,"placement_p50_ms":%s,"placement_cpu_p99_ms":null,"placement_cpu_mean_ms":null,' \
+	"$en" "$ep50" "$ep99" "$emean" "$ip50"
+printf '"cpu_p50_ms":%s,"cpu_p99_ms":%s,"cpu_mean_ms":%s,"switches_voluntary":%s,"switches_involuntary":%s,"memo_answers":%s,' \
+	"$ecp50" "$ecp99" "$ecmean" "$evol" "$einv" "$memo"
+printf '"split_mean_ms":{"confirm":%s,"cores":%s,"state":%s,"placement":%s,"commit":%s}},' \
+	"$sconf" "$score" "$sstate" "$splace" "$scommit"
+printf '"tree":{"n":%s,"p50_ms":%s,"p99_ms":%s,"mean_ms":%s,"cpu_p50_ms":%s,"cpu_p99_ms":%s,"cpu_mean_ms":%s,"switches_voluntary":%s,"switches_involuntary":%s},' \
+	"$tn" "$tp50" "$tp99" "$tmean" "$tcp50" "$tcp99" "$tcmean" "$tvol" "$tinv"
+printf '"ratio":{"p50":%s,"p99":%s,"mean":%s,"first_p50":%s},' "$r50" "$r99" "$rmean" "$rf50"
+printf '"cpu_ratio":{"p50":%s,"p99":%s,"mean":%s}}\n' "$c50" "$c99" "$cmeanr"
 exit 0

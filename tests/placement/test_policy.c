@@ -1147,6 +1147,118 @@ static void *t_realloc(void *p, size_t n)
 
 static const tp_allocator_t failing = {t_malloc, t_calloc, t_realloc, free};
 
+/* Two placements alike in everything tp_place_choose decides (not the
+ * time it took). */
+static void assert_same_answer(const tp_placement_t *a, const tp_placement_t *b)
+{
+	assert_int_equal(a->nhosts, b->nhosts);
+	assert_memory_equal(a->hosts, b->hosts, a->nhosts * sizeof(uint32_t));
+	assert_memory_equal(a->gpus, b->gpus, a->nhosts * sizeof(int));
+	assert_memory_equal(a->span, b->span, sizeof(a->span));
+	assert_memory_equal(a->min_span_free, b->min_span_free,
+			    sizeof(a->min_span_free));
+	assert_memory_equal(a->min_span_empty, b->min_span_empty,
+			    sizeof(a->min_span_empty));
+	assert_int_equal(a->algo, b->algo);
+	assert_true(a->predicted_s == b->predicted_s);
+	assert_true(a->ideal_s == b->ideal_s);
+	assert_true(a->cross_top_bytes == b->cross_top_bytes);
+	assert_string_equal(a->explain, b->explain);
+}
+
+/* What the Slurm plugin's memo relies on: choosing twice on the same
+ * state (degraded, loaded up-links priced with a cost context) gives the
+ * same answer, and tp_placement_copy of the first is that answer too and
+ * stays whole when the original is freed; a failed copy writes nothing. */
+static void test_choose_repeat_copy(void **unused)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+	tp_cost_ctx_t *ctx = NULL;
+	const tp_policy_t *pol = tp_policy_find("topoplace");
+	tp_policy_params_t pp;
+	size_t nl, compared = 0;
+
+	(void)unused;
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 4;
+	p.hosts_per_leaf = 8;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	assert_int_equal(tp_cost_ctx_create(f, NULL, &ctx), TP_OK);
+	tp_policy_params_defaults(&pp);
+	pp.price_budget = 8; /* the plugin's default */
+	nl = tp_fabric_nlinks(f);
+	for (uint64_t seed = 1; seed <= 6; seed++) {
+		tp_state_t *s = random_state(f, seed);
+		uint64_t x = seed;
+
+		/* a few links at half health or loaded, so the policy prices
+		 * candidates */
+		for (int k = 0; k < 4; k++)
+			assert_int_equal(
+			    tp_state_set_link(
+				s, (uint32_t)(tp__rand_next(&x) % nl),
+				k % 2 ? 1.0 : 0.5, k % 2 ? 60.0 : 0.0),
+			    TP_OK);
+		for (size_t q = 0; q < sizeof(requests) / sizeof(requests[0]);
+		     q++) {
+			tp_request_t r;
+			tp_placement_t a = {0}, b = {0}, c = {0};
+			tp_err_t ea, eb;
+
+			assert_int_equal(
+			    tp_request_parse(requests[q], &r, NULL), TP_OK);
+			ea = tp_place_choose(pol, s, &r, &pp, ctx, 1, &a);
+			eb = tp_place_choose(pol, s, &r, &pp, ctx, 1, &b);
+			assert_int_equal(ea, eb);
+			if (ea != TP_OK)
+				continue;
+			assert_same_answer(&a, &b);
+			assert_int_equal(tp_placement_copy(&a, &c), TP_OK);
+			assert_true(c.hosts != a.hosts && c.gpus != a.gpus &&
+				    c.explain != a.explain);
+			tp_placement_free(&a);
+			assert_same_answer(&c, &b);
+			tp_placement_free(&b);
+			tp_placement_free(&c);
+			compared++;
+		}
+		tp_state_destroy(s);
+	}
+	assert_true(compared > 20);
+
+	/* every allocation of the copy may fail: NOMEM, *to untouched */
+	{
+		tp_state_t *s = tp_state_create(f);
+		tp_request_t r = {.nodes = 3, .gpus_per_node = 2};
+		tp_placement_t a = {0}, c, before;
+		tp_err_t err = TP_ERR_NOMEM;
+
+		assert_int_equal(tp_place_choose(pol, s, &r, &pp, ctx, 1, &a),
+				 TP_OK);
+		for (long k = 0; err == TP_ERR_NOMEM && k < 10; k++) {
+			memset(&before, 0xa5, sizeof(before));
+			memcpy(&c, &before, sizeof(c));
+			fail_after = k;
+			tp_alloc_set(&failing);
+			err = tp_placement_copy(&a, &c);
+			tp_alloc_set(NULL);
+			fail_after = -1;
+			if (err == TP_ERR_NOMEM)
+				assert_memory_equal(&c, &before, sizeof(c));
+		}
+		assert_int_equal(err, TP_OK);
+		assert_same_answer(&a, &c);
+		tp_placement_free(&c);
+		assert_int_equal(tp_placement_copy(NULL, &c), TP_ERR_INVAL);
+		assert_int_equal(tp_placement_copy(&a, NULL), TP_ERR_INVAL);
+		tp_placement_free(&a);
+		tp_state_destroy(s);
+	}
+	tp_cost_ctx_destroy(ctx);
+	tp_fabric_destroy(f);
+}
+
 /* Every allocation in tp_place_run may fail: the answer is then NOMEM,
  * nothing leaks (ASan build) and nothing is half-filled. */
 static void test_alloc_failure(void **unused)
@@ -1217,6 +1329,77 @@ static void test_alloc_failure(void **unused)
 	tp_fabric_destroy(f);
 }
 
+/* Prices kept across decisions change no choice: on the same links, a
+ * memo shared by decisions on different free states (prices do not depend
+ * on which hosts are free) gives the answer tp_place_choose gives without
+ * it, cold and warm, and is used; cleared, it starts again. */
+static void test_choose_price_memo(void **unused)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+	tp_cost_ctx_t *ctx = NULL;
+	tp_price_memo_t *memo;
+	const tp_policy_t *pol = tp_policy_find("topoplace");
+	tp_policy_params_t pp;
+	size_t nl, compared = 0;
+
+	(void)unused;
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 4;
+	p.hosts_per_leaf = 8;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	assert_int_equal(tp_cost_ctx_create(f, NULL, &ctx), TP_OK);
+	assert_null(tp_price_memo_create(0));
+	assert_non_null(memo = tp_price_memo_create(64)); /* fills, restarts */
+	tp_policy_params_defaults(&pp);
+	pp.price_budget = 8;
+	nl = tp_fabric_nlinks(f);
+	for (uint64_t links = 1; links <= 3; links++) {
+		tp_price_memo_clear(memo); /* new links */
+		for (uint64_t seed = 1; seed <= 4; seed++) {
+			tp_state_t *s = random_state(f, 10 * links + seed);
+			uint64_t x = links;
+
+			for (int k = 0; k < 4; k++)
+				assert_int_equal(
+				    tp_state_set_link(
+					s, (uint32_t)(tp__rand_next(&x) % nl),
+					k % 2 ? 1.0 : 0.5, k % 2 ? 60.0 : 0.0),
+				    TP_OK);
+			for (size_t q = 0;
+			     q < sizeof(requests) / sizeof(requests[0]); q++)
+				for (int pass = 0; pass < 2; pass++) {
+					tp_request_t r;
+					tp_placement_t a = {0}, b = {0};
+					tp_err_t ea, eb;
+
+					assert_int_equal(
+					    tp_request_parse(requests[q], &r,
+							     NULL),
+					    TP_OK);
+					ea = tp_place_choose(pol, s, &r, &pp,
+							     ctx, 1, &a);
+					eb = tp_place_choose_memo(
+					    pol, s, &r, &pp, ctx, memo, 1, &b);
+					assert_int_equal(ea, eb);
+					if (ea == TP_OK) {
+						assert_same_answer(&a, &b);
+						compared++;
+					}
+					tp_placement_free(&a);
+					tp_placement_free(&b);
+				}
+			tp_state_destroy(s);
+		}
+	}
+	assert_true(compared > 50);
+	assert_true(tp_price_memo_hits(memo) > 0);
+	tp_price_memo_destroy(memo);
+	tp_price_memo_destroy(NULL);
+	tp_cost_ctx_destroy(ctx);
+	tp_fabric_destroy(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1226,6 +1409,8 @@ int main(void)
 	    cmocka_unit_test(test_invariants_nvl72),
 	    cmocka_unit_test(test_invariants_three_levels),
 	    cmocka_unit_test(test_random_seeds),
+	    cmocka_unit_test(test_choose_repeat_copy),
+	    cmocka_unit_test(test_choose_price_memo),
 	    cmocka_unit_test(test_driver_rejects_bad_policies),
 	    cmocka_unit_test(test_driver_outputs),
 	    cmocka_unit_test(test_slurm_tree_doc61),
