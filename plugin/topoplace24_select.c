@@ -163,19 +163,14 @@ static const char *not_ours(topology_eval_t *topo_eval, uint32_t nodes)
  * engine's other inputs (policy, sel_params, cost_ctx, seed) change only
  * with build_config, which empties it. The engine is deterministic (fixed
  * seed, ties broken on an index; test_choose_repeat_copy), so a kept
- * answer is the one it would give. The engine's prices of candidate
- * host sets are kept too (tp_price_memo_t, up to PRICES_MAX sets, emptied
- * when sel_gen moves): a price does not depend on which hosts are free,
- * so decisions on other free states and for other jobs meet them again.
- * At debug2 each memo answer is checked against the engine without
- * either memo (a difference is logged as an error).
- * TOPOPLACE_SELECTION_MEMO=0 in slurmctld's environment turns both memos
+ * answer is the one it would give. At debug2 each memo answer is checked
+ * against the engine (a difference is logged as an error).
+ * TOPOPLACE_SELECTION_MEMO=0 in slurmctld's environment turns the memo
  * off (bench_slurm24_decision.sh compares both).
  */
 #define HOST_DOWN  (-1)
 #define KEYS	   4
 #define MEMO_SLOTS 32
-#define PRICES_MAX 4096
 
 typedef struct host_key {
 	int *v;		 /* per fabric host */
@@ -196,10 +191,6 @@ static uint64_t key_serial;   /* last serial handed out */
 static uint64_t state_serial; /* the key sel_state holds; 0: none */
 static memo_t memo[MEMO_SLOTS];
 static unsigned memo_next;
-/* The engine's prices of candidate host sets, for the links of
- * prices_gen: decisions on other free states meet the same sets. */
-static tp_price_memo_t *prices;
-static uint64_t prices_gen;
 static int memo_on = -1; /* -1: environment not read yet */
 
 /* The working set above, allocated at the first selection after
@@ -214,8 +205,6 @@ static void keys_alloc(void)
 	key_now = xcalloc(nh + 1, sizeof(int));
 	for (int k = 0; k < KEYS; k++)
 		keys[k].v = xcalloc(nh + 1, sizeof(int));
-	prices = tp_price_memo_create(PRICES_MAX); /* NULL: none kept */
-	prices_gen = sel_gen;
 	if (memo_on < 0) {
 		env = getenv("TOPOPLACE_SELECTION_MEMO");
 		memo_on = !env || strcmp(env, "0");
@@ -232,8 +221,6 @@ static void memo_free(void)
 		memo[m].serial = 0;
 	}
 	memo_next = 0;
-	tp_price_memo_destroy(prices);
-	prices = NULL;
 	xfree(key_now);
 	for (int k = 0; k < KEYS; k++) {
 		xfree(keys[k].v);
@@ -415,12 +402,7 @@ static tp_err_t choose(uint32_t job_id, const tp_request_t *r, uint64_t serial,
 	}
 	if (!map_state(serial))
 		return TP_ERR_NOMEM;
-	if (prices_gen != sel_gen) {
-		tp_price_memo_clear(prices);
-		prices_gen = sel_gen;
-	}
-	err = tp_place_choose_memo(policy, sel_state, r, &sel_params, ctx,
-				   memo_on > 0 ? prices : NULL, 1, pl);
+	err = tp_place_choose(policy, sel_state, r, &sel_params, ctx, 1, pl);
 	if (memo_on > 0 && (err == TP_OK || err == TP_ERR_NOTFOUND))
 		memo_keep(serial, r, err, pl);
 	return err;
