@@ -97,17 +97,7 @@ typedef struct tp__policy_in {
 	/* tp__host_offer's answers per host for s and this request, when
 	 * the driver has them (NULL: computed on each call) */
 	const int *offer;
-	/* prices kept across decisions (NULL: none); the policy writes it */
-	tp_price_memo_t *memo;
 } tp__policy_in_t;
-
-/* The memo's price of a set (ring order) for bytes: true and *t_p when
- * kept. */
-bool tp__price_memo_find(tp_price_memo_t *m, const uint32_t *hosts,
-			 const int *gpus, size_t n, double bytes, double *t_p);
-/* Keep a price (nothing when out of memory). */
-void tp__price_memo_keep(tp_price_memo_t *m, const uint32_t *hosts,
-			 const int *gpus, size_t n, double bytes, double t);
 
 /* A policy writes at most max hosts into hosts[]/gpus[] (any order: the
  * caller puts them in ring order) and *n_p; it may write a short reason

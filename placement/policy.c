@@ -456,9 +456,8 @@ void tp__ideal_cache_free(tp__ideal_cache_t *c)
 
 static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 		      const tp_request_t *r, const tp_policy_params_t *params,
-		      const tp_cost_ctx_t *ctx, tp_price_memo_t *memo,
-		      uint64_t seed, bool predict, tp__ideal_cache_t *ideal,
-		      tp_placement_t *out)
+		      const tp_cost_ctx_t *ctx, uint64_t seed, bool predict,
+		      tp__ideal_cache_t *ideal, tp_placement_t *out)
 {
 	tp_policy_params_t defaults;
 	tp__policy_in_t in = {0};
@@ -483,7 +482,6 @@ static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 	in.r = r;
 	in.params = params;
 	in.cost = ctx;
-	in.memo = ctx ? memo : NULL;
 	in.seed = seed;
 	in.exclusive = r->exclusive;
 	if (r->nodes > 0) {
@@ -583,7 +581,7 @@ tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
 		      const tp_cost_ctx_t *ctx, uint64_t seed,
 		      tp_placement_t *out)
 {
-	return place(policy, s, r, params, ctx, NULL, seed, true, NULL, out);
+	return place(policy, s, r, params, ctx, seed, true, NULL, out);
 }
 
 tp_err_t tp__place_run(const tp_policy_t *policy, const tp_state_t *s,
@@ -591,7 +589,7 @@ tp_err_t tp__place_run(const tp_policy_t *policy, const tp_state_t *s,
 		       const tp_cost_ctx_t *ctx, uint64_t seed,
 		       tp__ideal_cache_t *ideal, tp_placement_t *out)
 {
-	return place(policy, s, r, params, ctx, NULL, seed, true, ideal, out);
+	return place(policy, s, r, params, ctx, seed, true, ideal, out);
 }
 
 tp_err_t tp_place_choose(const tp_policy_t *policy, const tp_state_t *s,
@@ -600,151 +598,5 @@ tp_err_t tp_place_choose(const tp_policy_t *policy, const tp_state_t *s,
 			 const tp_cost_ctx_t *ctx, uint64_t seed,
 			 tp_placement_t *out)
 {
-	return place(policy, s, r, params, ctx, NULL, seed, false, NULL, out);
-}
-
-tp_err_t tp_place_choose_memo(const tp_policy_t *policy, const tp_state_t *s,
-			      const tp_request_t *r,
-			      const tp_policy_params_t *params,
-			      const tp_cost_ctx_t *ctx, tp_price_memo_t *memo,
-			      uint64_t seed, tp_placement_t *out)
-{
-	return place(policy, s, r, params, ctx, memo, seed, false, NULL, out);
-}
-
-/* ---- prices kept across decisions ---- */
-
-/* Open addressing over 2 * max slots; each set's hosts and GPUs are its
- * own allocation. */
-typedef struct price_entry {
-	uint64_t key; /* 0: empty */
-	uint32_t *hosts;
-	int *gpus;
-	size_t n;
-	double bytes, t;
-} price_entry_t;
-
-struct tp_price_memo {
-	price_entry_t *slot;
-	size_t nslots, max, used, hits;
-};
-
-tp_price_memo_t *tp_price_memo_create(size_t max_sets)
-{
-	tp_price_memo_t *m;
-	size_t ns = 2;
-
-	if (!max_sets || max_sets > SIZE_MAX / 4 / sizeof(price_entry_t))
-		return NULL;
-	while (ns < 2 * max_sets)
-		ns *= 2;
-	if (!(m = tp_calloc(1, sizeof(*m))))
-		return NULL;
-	if (!(m->slot = tp_calloc(ns, sizeof(price_entry_t)))) {
-		tp_free(m);
-		return NULL;
-	}
-	m->nslots = ns;
-	m->max = max_sets;
-	return m;
-}
-
-void tp_price_memo_clear(tp_price_memo_t *m)
-{
-	if (!m || !m->used)
-		return;
-	for (size_t i = 0; i < m->nslots; i++) {
-		tp_free(m->slot[i].hosts);
-		tp_free(m->slot[i].gpus);
-		memset(&m->slot[i], 0, sizeof(m->slot[i]));
-	}
-	m->used = 0;
-}
-
-void tp_price_memo_destroy(tp_price_memo_t *m)
-{
-	if (!m)
-		return;
-	tp_price_memo_clear(m);
-	tp_free(m->slot);
-	tp_free(m);
-}
-
-size_t tp_price_memo_hits(const tp_price_memo_t *m)
-{
-	return m ? m->hits : 0;
-}
-
-static uint64_t price_key(const uint32_t *hosts, const int *gpus, size_t n,
-			  double bytes)
-{
-	uint64_t k = 14695981039346656037ull; /* FNV-1a */
-	uint64_t b;
-
-	memcpy(&b, &bytes, sizeof(b));
-	k = (k ^ b) * 1099511628211ull;
-	for (size_t i = 0; i < n; i++) {
-		k ^= (uint64_t)hosts[i] << 8 ^ (uint64_t)(unsigned)gpus[i];
-		k *= 1099511628211ull;
-	}
-	return k ? k : 1;
-}
-
-static bool price_same(const price_entry_t *e, uint64_t key,
-		       const uint32_t *hosts, const int *gpus, size_t n,
-		       double bytes)
-{
-	return e->key == key && e->n == n && e->bytes == bytes &&
-	       !memcmp(e->hosts, hosts, n * sizeof(uint32_t)) &&
-	       !memcmp(e->gpus, gpus, n * sizeof(int));
-}
-
-bool tp__price_memo_find(tp_price_memo_t *m, const uint32_t *hosts,
-			 const int *gpus, size_t n, double bytes, double *t_p)
-{
-	uint64_t key;
-
-	if (!m || !m->used)
-		return false;
-	key = price_key(hosts, gpus, n, bytes);
-	for (size_t i = key & (m->nslots - 1); m->slot[i].key;
-	     i = (i + 1) & (m->nslots - 1))
-		if (price_same(&m->slot[i], key, hosts, gpus, n, bytes)) {
-			*t_p = m->slot[i].t;
-			m->hits++;
-			return true;
-		}
-	return false;
-}
-
-void tp__price_memo_keep(tp_price_memo_t *m, const uint32_t *hosts,
-			 const int *gpus, size_t n, double bytes, double t)
-{
-	price_entry_t e = {0};
-	size_t i;
-
-	if (!m)
-		return;
-	if (m->used == m->max)
-		tp_price_memo_clear(m);
-	e.key = price_key(hosts, gpus, n, bytes);
-	e.n = n;
-	e.bytes = bytes;
-	e.t = t;
-	if (!(e.hosts = tp_malloc((n ? n : 1) * sizeof(uint32_t))) ||
-	    !(e.gpus = tp_malloc((n ? n : 1) * sizeof(int)))) {
-		tp_free(e.hosts);
-		return;
-	}
-	memcpy(e.hosts, hosts, n * sizeof(uint32_t));
-	memcpy(e.gpus, gpus, n * sizeof(int));
-	for (i = e.key & (m->nslots - 1); m->slot[i].key;
-	     i = (i + 1) & (m->nslots - 1))
-		if (price_same(&m->slot[i], e.key, hosts, gpus, n, bytes)) {
-			tp_free(e.hosts);
-			tp_free(e.gpus);
-			return;
-		}
-	m->slot[i] = e;
-	m->used++;
+	return place(policy, s, r, params, ctx, seed, false, NULL, out);
 }

@@ -1378,15 +1378,9 @@ static double price(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n)
 	pr->npred++;
 	if (t > -2)
 		return t;
-	/* the caller's prices across decisions: the same figure, the budget
-	 * charged as above, so the choice is the one without them */
-	if (!tp__price_memo_find(in->memo, hosts, gpus, n, bytes, &t)) {
-		t = tp__place_predict(in->cost, in->s, hosts, gpus, n, bytes,
-				      NULL, &c)
-			? -1
-			: c.seconds;
-		tp__price_memo_keep(in->memo, hosts, gpus, n, bytes, t);
-	}
+	t = tp__place_predict(in->cost, in->s, hosts, gpus, n, bytes, NULL, &c)
+		? -1
+		: c.seconds;
 	memo_keep(pr, key, hosts, gpus, n, t);
 	return t;
 }

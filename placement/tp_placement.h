@@ -363,38 +363,6 @@ tp_err_t tp_place_choose(const tp_policy_t *policy, const tp_state_t *s,
 			 const tp_cost_ctx_t *ctx, uint64_t seed,
 			 tp_placement_t *out);
 
-/* Prices kept across decisions. The topoplace policy prices candidate
- * host sets with the cost model (tp_place_choose with a context); a
- * caller that decides again and again on the same links (the Slurm
- * plugin: submit, every scheduling pass, backfill) keeps the prices in a
- * tp_price_memo_t, and a set priced before costs a look-up instead of a
- * prediction. A price depends on the cost context, the state's links
- * (health, background), the bytes, and the set's hosts in ring order and
- * their GPUs - never on which hosts are free: the caller clears the memo
- * whenever the links or the context change. The choice is the one
- * without a memo (the policy's PriceBudget counts a kept price as a
- * prediction). Not thread-safe: one owner at a time. */
-typedef struct tp_price_memo tp_price_memo_t;
-
-/* A memo of at most max_sets prices (when full it starts again empty).
- * NULL on NOMEM or max_sets 0. */
-tp_price_memo_t *tp_price_memo_create(size_t max_sets);
-void tp_price_memo_destroy(tp_price_memo_t *m); /* NULL: no-op */
-/* Forget every price (the links or the context changed). */
-void tp_price_memo_clear(tp_price_memo_t *m);
-/* Prices found in the memo since its creation. */
-size_t tp_price_memo_hits(const tp_price_memo_t *m);
-
-/* tp_place_choose keeping its prices in memo (may be NULL: as
- * tp_place_choose). memo must be cleared since the last change of s's
- * links or of ctx. Same errors, ownership and answer as tp_place_choose;
- * thread safety: as tp_place_choose, but memo is written. */
-tp_err_t tp_place_choose_memo(const tp_policy_t *policy, const tp_state_t *s,
-			      const tp_request_t *r,
-			      const tp_policy_params_t *params,
-			      const tp_cost_ctx_t *ctx, tp_price_memo_t *memo,
-			      uint64_t seed, tp_placement_t *out);
-
 /* Spans of a host set and the minimum spans for the same size. */
 void tp_span_of(const tp_fabric_t *f, const uint32_t *hosts, size_t n,
 		size_t span[TP_SPAN_NLEVELS]);

@@ -1329,77 +1329,6 @@ static void test_alloc_failure(void **unused)
 	tp_fabric_destroy(f);
 }
 
-/* Prices kept across decisions change no choice: on the same links, a
- * memo shared by decisions on different free states (prices do not depend
- * on which hosts are free) gives the answer tp_place_choose gives without
- * it, cold and warm, and is used; cleared, it starts again. */
-static void test_choose_price_memo(void **unused)
-{
-	tp_gen_fat_tree_t p;
-	tp_fabric_t *f = NULL;
-	tp_cost_ctx_t *ctx = NULL;
-	tp_price_memo_t *memo;
-	const tp_policy_t *pol = tp_policy_find("topoplace");
-	tp_policy_params_t pp;
-	size_t nl, compared = 0;
-
-	(void)unused;
-	tp_gen_fat_tree_defaults(&p);
-	p.leaves = 4;
-	p.hosts_per_leaf = 8;
-	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
-	assert_int_equal(tp_cost_ctx_create(f, NULL, &ctx), TP_OK);
-	assert_null(tp_price_memo_create(0));
-	assert_non_null(memo = tp_price_memo_create(64)); /* fills, restarts */
-	tp_policy_params_defaults(&pp);
-	pp.price_budget = 8;
-	nl = tp_fabric_nlinks(f);
-	for (uint64_t links = 1; links <= 3; links++) {
-		tp_price_memo_clear(memo); /* new links */
-		for (uint64_t seed = 1; seed <= 4; seed++) {
-			tp_state_t *s = random_state(f, 10 * links + seed);
-			uint64_t x = links;
-
-			for (int k = 0; k < 4; k++)
-				assert_int_equal(
-				    tp_state_set_link(
-					s, (uint32_t)(tp__rand_next(&x) % nl),
-					k % 2 ? 1.0 : 0.5, k % 2 ? 60.0 : 0.0),
-				    TP_OK);
-			for (size_t q = 0;
-			     q < sizeof(requests) / sizeof(requests[0]); q++)
-				for (int pass = 0; pass < 2; pass++) {
-					tp_request_t r;
-					tp_placement_t a = {0}, b = {0};
-					tp_err_t ea, eb;
-
-					assert_int_equal(
-					    tp_request_parse(requests[q], &r,
-							     NULL),
-					    TP_OK);
-					ea = tp_place_choose(pol, s, &r, &pp,
-							     ctx, 1, &a);
-					eb = tp_place_choose_memo(
-					    pol, s, &r, &pp, ctx, memo, 1, &b);
-					assert_int_equal(ea, eb);
-					if (ea == TP_OK) {
-						assert_same_answer(&a, &b);
-						compared++;
-					}
-					tp_placement_free(&a);
-					tp_placement_free(&b);
-				}
-			tp_state_destroy(s);
-		}
-	}
-	assert_true(compared > 50);
-	assert_true(tp_price_memo_hits(memo) > 0);
-	tp_price_memo_destroy(memo);
-	tp_price_memo_destroy(NULL);
-	tp_cost_ctx_destroy(ctx);
-	tp_fabric_destroy(f);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1410,7 +1339,6 @@ int main(void)
 	    cmocka_unit_test(test_invariants_three_levels),
 	    cmocka_unit_test(test_random_seeds),
 	    cmocka_unit_test(test_choose_repeat_copy),
-	    cmocka_unit_test(test_choose_price_memo),
 	    cmocka_unit_test(test_driver_rejects_bad_policies),
 	    cmocka_unit_test(test_driver_outputs),
 	    cmocka_unit_test(test_slurm_tree_doc61),
