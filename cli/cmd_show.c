@@ -14,8 +14,8 @@
  * restart after a cleared state). Otherwise - compatible mode, Slurm
  * 22.05, where cons_tres chose - the allocation is analysed here: spans
  * of the hosts the job holds, the minimum on an empty fabric, the cost
- * model on those hosts in fabric ring order, and the ideal from the
- * topoplace policy on an empty fabric, exactly as `topoplace place`
+ * model on those hosts in fabric ring order, and the ideal on an empty
+ * fabric (the fastest set known there), exactly as `topoplace place`
  * computes ideal_s.
  *
  * This is the one file outside plugin/ that includes Slurm: it is a client

@@ -89,7 +89,11 @@ static bool price(const decision_t *d, double *pred_p, double *ideal_p)
 	if (tp_place_run(policy, empty, &d->req, NULL, cost_ctx, 1, &best) ==
 	    TP_OK) {
 		*pred_p = pred;
-		*ideal_p = best.predicted_s;
+		/* as `topoplace place` and `show` report it: the best
+		 * set known on the idle fabric (tp_place_run's ideal_s) */
+		*ideal_p = best.ideal_s > 0 && best.ideal_s < best.predicted_s
+			       ? best.ideal_s
+			       : best.predicted_s;
 		ok = true;
 	}
 	tp_placement_free(&best);
