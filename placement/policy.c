@@ -278,8 +278,8 @@ static double clock_s(clockid_t id)
 }
 
 /* One collective on hosts[0..n) of the idle fabric, lowered into *best. */
-static tp_err_t idle_min(const tp__policy_in_t *in, uint32_t *hosts,
-			 int *gpus, size_t n, double bytes, double *best)
+static tp_err_t idle_min(const tp__policy_in_t *in, uint32_t *hosts, int *gpus,
+			 size_t n, double bytes, double *best)
 {
 	tp_cost_t c;
 	tp_err_t err;

@@ -223,7 +223,8 @@ static tp_err_t uplinks(ctx_t *c)
 	c->upbg = tp_calloc(c->ng + 1, sizeof(double));
 	eff = tp_calloc(c->ng + 1, sizeof(double));
 	if (!c->upq || !c->upbg || !eff) {
-		/* all or nothing: a later call must not find upq without upbg */
+		/* all or nothing: a later call must not find upq without
+		 * upbg */
 		tp_free(eff);
 		tp_free(c->upq);
 		tp_free(c->upbg);

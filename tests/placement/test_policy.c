@@ -1297,7 +1297,8 @@ static void test_ideal_is_the_requests(void **unused)
 		double ideal = -1;
 		assert_int_equal(tp_request_parse(reqs[q], &r, NULL), TP_OK);
 		for (size_t i = 0; i < NPOL; i++) {
-			const tp_policy_t *pol = tp_policy_find(policy_names[i]);
+			const tp_policy_t *pol =
+			    tp_policy_find(policy_names[i]);
 			tp_placement_t a = {0}, b = {0};
 			if (tp_place_run(pol, busy, &r, NULL, ctx, 3, &a) ==
 			    TP_OK) {
