@@ -62,16 +62,63 @@ void pending_clear(void)
 	npending = pending_next = 0;
 }
 
+/* The ideal time per request shape: a property of the shape and the
+ * fabric only (every deterministic policy's choice on the empty fabric is
+ * priced for it), so the writer works it out once per shape. The writer's
+ * own, like journal.lines; writer_sync() empties it, and the fabric and
+ * cost model change only after a writer_sync(). */
+#define IDEAL_MAX 32
+static struct ideal_memo {
+	tp_request_t req;
+	double s;
+} ideal_memo[IDEAL_MAX];
+static size_t nideal, ideal_next;
+
+static bool same_shape(const tp_request_t *a, const tp_request_t *b)
+{
+	return a->nodes == b->nodes && a->gpus_per_node == b->gpus_per_node &&
+	       a->gpus == b->gpus && a->exclusive == b->exclusive &&
+	       a->bytes == b->bytes;
+}
+
+static bool ideal_of(const tp_request_t *r, double *ideal_p)
+{
+	tp_placement_t best = {0};
+	tp_state_t *empty;
+	bool ok = false;
+
+	for (size_t i = 0; i < nideal; i++)
+		if (same_shape(&ideal_memo[i].req, r)) {
+			*ideal_p = ideal_memo[i].s;
+			return true;
+		}
+	if (!(empty = tp_state_create(fabric)))
+		return false;
+	if (tp_place_run(policy, empty, r, NULL, cost_ctx, 1, &best) ==
+	    TP_OK) {
+		/* as `topoplace place` and `show` report it: the best set
+		 * known on the idle fabric (tp_place_run's ideal_s) */
+		*ideal_p = best.ideal_s > 0 && best.ideal_s < best.predicted_s
+			       ? best.ideal_s
+			       : best.predicted_s;
+		ideal_memo[ideal_next] = (struct ideal_memo){*r, *ideal_p};
+		ideal_next = (ideal_next + 1) % IDEAL_MAX;
+		if (nideal < IDEAL_MAX)
+			nideal++;
+		ok = true;
+	}
+	tp_placement_free(&best);
+	tp_state_destroy(empty);
+	return ok;
+}
+
 /* Predicted all-reduce on the hosts and on the best hosts of an empty
  * fabric, both on a healthy idle fabric (ring or hierarchical, the
  * faster). false when there is no cost model or it fails. */
 static bool price(const decision_t *d, double *pred_p, double *ideal_p)
 {
-	tp_placement_t best = {0};
-	tp_state_t *empty;
 	double bytes = d->req.bytes > 0 ? d->req.bytes : 1073741824.0;
 	double pred = -1;
-	bool ok = false;
 
 	if (!cost_ctx || !d->pl.nhosts)
 		return false;
@@ -84,21 +131,10 @@ static bool price(const decision_t *d, double *pred_p, double *ideal_p)
 		    (pred < 0 || c.seconds < pred))
 			pred = c.seconds;
 	}
-	if (pred < 0 || !(empty = tp_state_create(fabric)))
+	if (pred < 0 || !ideal_of(&d->req, ideal_p))
 		return false;
-	if (tp_place_run(policy, empty, &d->req, NULL, cost_ctx, 1, &best) ==
-	    TP_OK) {
-		*pred_p = pred;
-		/* as `topoplace place` and `show` report it: the best
-		 * set known on the idle fabric (tp_place_run's ideal_s) */
-		*ideal_p = best.ideal_s > 0 && best.ideal_s < best.predicted_s
-			       ? best.ideal_s
-			       : best.predicted_s;
-		ok = true;
-	}
-	tp_placement_free(&best);
-	tp_state_destroy(empty);
-	return ok;
+	*pred_p = pred;
+	return true;
 }
 
 /* The node list as slurmctld prints it (bitmap2node_name: sorted,
@@ -327,6 +363,8 @@ void writer_sync(void)
 			;
 		links_tick();
 	}
+	/* the writer is idle: the fabric may change once this returns */
+	nideal = ideal_next = 0;
 	slurm_mutex_unlock(&wq_lock);
 }
 
