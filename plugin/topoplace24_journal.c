@@ -94,8 +94,7 @@ static bool ideal_of(const tp_request_t *r, double *ideal_p)
 		}
 	if (!(empty = tp_state_create(fabric)))
 		return false;
-	if (tp_place_run(policy, empty, r, NULL, cost_ctx, 1, &best) ==
-	    TP_OK) {
+	if (tp_place_run(policy, empty, r, NULL, cost_ctx, 1, &best) == TP_OK) {
 		/* as `topoplace place` and `show` report it: the best set
 		 * known on the idle fabric (tp_place_run's ideal_s) */
 		*ideal_p = best.ideal_s > 0 && best.ideal_s < best.predicted_s
