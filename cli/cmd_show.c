@@ -297,8 +297,9 @@ static void analyse(show_job_t *sj, const slurm_job_info_t *j,
 			    sj->n, g, sg, mg, msg);
 		if (k > 0 && (size_t)k < sizeof(sj->reason))
 			snprintf(sj->reason + k, sizeof(sj->reason) - (size_t)k,
-				 ratio > 1.005 ? "; all-reduce %.2fx the ideal"
-					       : "; all-reduce at the ideal",
+				 ratio > 1.005 || ratio < 0.995
+				     ? "; all-reduce %.2fx the ideal"
+				     : "; all-reduce at the ideal",
 				 ratio);
 	}
 out:

@@ -277,6 +277,10 @@ static double clock_s(clockid_t id)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static tp_err_t check_answer(const tp__policy_in_t *in, const uint32_t *hosts,
+			     const int *gpus, size_t n, size_t max,
+			     const char **why_p);
+
 /* One collective on hosts[0..n) of the idle fabric, lowered into *best. */
 static tp_err_t idle_min(const tp__policy_in_t *in, uint32_t *hosts, int *gpus,
 			 size_t n, double bytes, double *best)
@@ -300,7 +304,9 @@ static tp_err_t idle_min(const tp__policy_in_t *in, uint32_t *hosts, int *gpus,
  * job's seed) chooses there, the best set known without searching them
  * all. It depends on the shape and the fabric only, never on the policy
  * being measured: two placements with the same predicted time get the
- * same slowdown whichever policy made them. (Until 2026-12-03 it was
+ * same slowdown whichever policy made them (for given policy parameters,
+ * which topoplace's choice reads: the simulator runs every policy with
+ * the same ones). (Until 2026-12-03 it was
  * min(packed set, the chosen hosts idle): a policy was neither charged
  * for hosts slower than the best set nor credited for beating the packed
  * one, and the packed set, hosts in index order, often holds a leaf whose
@@ -335,21 +341,37 @@ static tp_err_t ideal_seconds(const tp__policy_in_t *in, double bytes,
 	err = TP_ERR_RANGE;
 	if (pk.need)
 		goto out;
-	if ((err = idle_min(in, pk.hosts, pk.gpus, pk.n, bytes, &best)))
+	/* a set that cannot be priced (a host whose cables are all down, a
+	 * route with none left) is no reference: skipped, as a policy that
+	 * refuses the shape is; only running out of memory fails */
+	tp_err_t first = idle_min(in, pk.hosts, pk.gpus, pk.n, bytes, &best);
+	if (first == TP_ERR_NOMEM) {
+		err = first;
 		goto out;
+	}
 	e.s = idle;
 	e.offer = in->offer ? in->offer + nh : NULL;
+	err = TP_OK;
 	for (size_t i = 0; i < NPOLICIES && !err; i++) {
+		const char *bad;
 		size_t n = 0;
 		if (policies[i] == &tp__policy_random)
 			continue;
 		err = policies[i]->choose(&e, pk.hosts, pk.gpus, nh, &n, why,
 					  sizeof(why));
-		if (!err && n && n <= nh)
+		if (!err && (err = check_answer(&e, pk.hosts, pk.gpus, n, nh,
+						&bad)) == TP_ERR_INVAL)
+			tp__log(TP_LOG_ERROR,
+				"policy %s broke its contract on the idle "
+				"fabric: %s",
+				policies[i]->name, bad);
+		if (!err)
 			err = idle_min(in, pk.hosts, pk.gpus, n, bytes, &best);
-		else if (err != TP_ERR_NOMEM)
-			err = TP_OK; /* a policy that refuses this shape */
+		if (err != TP_ERR_NOMEM)
+			err = TP_OK;
 	}
+	if (!err && !isfinite(best))
+		err = first ? first : TP_ERR_INVAL;
 	if (!err)
 		*s_p = best;
 out:

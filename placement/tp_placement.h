@@ -311,8 +311,12 @@ typedef struct tp_placement {
 	double predicted_s;     /* ring/hierarchical, whichever is faster */
 	tp_algo_t algo;         /* the one that was (ring on a tie) */
 	double cross_top_bytes; /* its bytes across the top switch level */
-	double ideal_s;         /* the same on the best empty-fabric hosts
-				 * (these hosts on the idle fabric if faster) */
+	double ideal_s;         /* the same on the fastest set known on the
+				 * empty fabric (the packed set and every
+				 * deterministic policy's choice there): one
+				 * per request shape, whichever policy chose;
+				 * above predicted_s only when these hosts
+				 * beat them all */
 	char *explain;          /* one or two sentences for humans */
 	double decision_s;      /* time spent choosing (not predicting) */
 	double decision_cpu_s;  /* the same on this thread's CPU clock: what

@@ -1260,8 +1260,6 @@ static void test_choose_repeat_copy(void **unused)
 	tp_fabric_destroy(f);
 }
 
-/* Every allocation in tp_place_run may fail: the answer is then NOMEM,
- * nothing leaks (ASan build) and nothing is half-filled. */
 /* The ideal (ideal_s, the simulator's reference) is a property of the
  * request and the fabric, not of the policy measured: every policy gets
  * the same one on the same state, and no deterministic policy's choice on
@@ -1327,6 +1325,8 @@ static void test_ideal_is_the_requests(void **unused)
 	tp_fabric_destroy(f);
 }
 
+/* Every allocation in tp_place_run may fail: the answer is then NOMEM,
+ * nothing leaks (ASan build) and nothing is half-filled. */
 static void test_alloc_failure(void **unused)
 {
 	tp_gen_fat_tree_t p;
