@@ -20,7 +20,11 @@
  *      than the fabric has, or weakly cabled: a cable down or at half
  *      rate, read from the state's per-host cable table, which every
  *      health write keeps current, so this costs no pass over the
- *      links), the least weak first where some cannot be avoided, then
+ *      links), the least weak first where some cannot be avoided (but
+ *      every host no weaker than the weakest the ring must take before
+ *      the well cabled ones: a ring runs at its weakest host's pace, so
+ *      those cost it nothing and the well cabled stay free; without
+ *      network traffic, the weakest first), then
  *      the best up-links (capacity left after health and other jobs'
  *      traffic, relative to what comes up from below) for the groups a
  *      ring spans;
@@ -44,6 +48,7 @@
  */
 #include "config.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,7 +134,7 @@ typedef struct dcache {
 
 typedef struct cand {
 	uint32_t h;
-	int k[7];
+	int k[9];
 } cand_t;
 
 static const tp_host_t *host(const ctx_t *c, uint32_t h)
@@ -259,7 +264,7 @@ static int cand_cmp(const void *pa, const void *pb)
 {
 	const cand_t *a = pa, *b = pb;
 
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < 9; i++)
 		if (a->k[i] != b->k[i])
 			return a->k[i] < b->k[i] ? -1 : 1;
 	return a->h < b->h ? -1 : a->h > b->h;
@@ -297,8 +302,50 @@ static bool out_push(ctx_t *c, uint32_t h, int g)
 	return true;
 }
 
+/* How weak host h is for a ring through it (tp__state_weakness; a host
+ * cabled to fewer rails than the fabric has counts as weaker than any). */
+static int weakness(const ctx_t *c, uint32_t h)
+{
+	return host(c, h)->degraded ? 1 << 8 : tp__state_weakness(c->s, h);
+}
+
+static int int_cmp(const void *pa, const void *pb)
+{
+	int a = *(const int *)pa, b = *(const int *)pb;
+
+	return (a > b) - (a < b);
+}
+
+/* A ring runs at its weakest host's pace. The weakest this job cannot
+ * avoid: its hosts taken so far, and the need-th least weak of the
+ * candidates v[0..nv). Every host no weaker costs the ring nothing more;
+ * taking those first keeps the better cabled ones for rings they would
+ * speed up. 0 when the job can stay on well cabled hosts (or memory is
+ * short: then nothing is absorbed). */
+static int absorb_floor(const ctx_t *c, const cand_t *v, size_t nv, size_t need)
+{
+	int floor = 0, *w;
+
+	for (size_t i = 0; i < c->n; i++) {
+		int x = weakness(c, c->hosts[i]);
+		if (x > floor)
+			floor = x;
+	}
+	if (!need || nv < need || !(w = tp_malloc(nv * sizeof(int))))
+		return floor;
+	for (size_t i = 0; i < nv; i++)
+		w[i] = weakness(c, v[i].h);
+	qsort(w, nv, sizeof(int), int_cmp);
+	if (w[need - 1] > floor)
+		floor = w[need - 1];
+	tp_free(w);
+	return floor;
+}
+
 /* Take `need` eligible hosts out of hs (NULL: all hosts). network: the
- * job's traffic leaves the NVLink domain, so degraded hosts go last. */
+ * job's traffic leaves the NVLink domain, so degraded hosts go last,
+ * except those no weaker than the weakest the ring must take anyway
+ * (absorb_floor()); without network the weakest go first. */
 static tp_err_t take_hosts(ctx_t *c, const uint32_t *hs, size_t nhs,
 			   size_t need, bool network)
 {
@@ -321,20 +368,19 @@ static tp_err_t take_hosts(ctx_t *c, const uint32_t *hs, size_t nhs,
 			c->dtmp[hp->nvdomain]++;
 		v[nv++].h = h;
 	}
+	int floor = network ? absorb_floor(c, v, nv, need) : INT_MAX;
 	for (size_t i = 0; i < nv; i++) {
 		uint32_t h = v[i].h;
 		const tp_host_t *hp = host(c, h);
 		uint32_t g = hp->group[0], d = hp->nvdomain;
 		bool multi =
 		    d != TP_ID_NONE && tp_fabric_nvdomain(c->f, d)->multi_node;
-		int key[7] = {0}, nk = 0;
+		int w = weakness(c, h), key[9] = {0}, nk = 0;
 
 		if (c->total)
 			key[nk++] =
 			    -c->off[h]; /* fewest hosts: largest first */
-		key[nk++] = !network	   ? 0
-			    : hp->degraded ? 1 << 8
-					   : tp__state_weakness(c->s, h);
+		key[nk++] = w <= floor ? 0 : w;
 		key[nk++] =
 		    g == TP_ID_NONE ? 1 << 25 : cluster_rank(c->gtmp[g], need);
 		key[nk++] = g == TP_ID_NONE ? 0 : (int)g;
@@ -343,6 +389,9 @@ static tp_err_t take_hosts(ctx_t *c, const uint32_t *hs, size_t nhs,
 		/* shared jobs onto partly used hosts (best fit on GPUs) */
 		if (!c->total)
 			key[nk++] = c->shared ? c->s->free[h] - c->off[h] : 0;
+		/* weak hosts the ring can take at no cost first: the well
+		 * cabled ones stay free for a ring they would speed up */
+		key[nk++] = w <= floor ? -w : 0;
 		/* the other end of the group: other D-mod-K up-links */
 		key[nk++] = c->reverse ? -(int)h : (int)h;
 		memcpy(v[i].k, key, sizeof(v[i].k));
@@ -1441,8 +1490,7 @@ static bool breaks_whole(const tp_state_t *s, const uint32_t *from,
  * not beyond 2 se, the 1-host jobs of seeds 6 and 14; it is kept for the
  * 32 held-out seeds, where it gains beyond 2 se. Fat trees unchanged (no
  * domains). */
-static size_t domains_cut(const tp_state_t *s, const uint32_t *hosts,
-			  size_t n)
+static size_t domains_cut(const tp_state_t *s, const uint32_t *hosts, size_t n)
 {
 	const tp_fabric_t *f = tp_state_fabric(s);
 	size_t cut = 0;

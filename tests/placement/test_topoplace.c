@@ -385,6 +385,97 @@ static void test_weak_hosts(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* Take one cable of host h down (ratio 0) or to half rate. */
+static void weaken(tp_state_t *s, uint32_t h, double ratio)
+{
+	const tp_fabric_t *f = tp_state_fabric(s);
+
+	for (uint32_t l = 0; l < tp_fabric_nlinks(f); l++) {
+		const tp_link_t *k = tp_fabric_link(f, l);
+		for (int e = 0; e < 2; e++)
+			if (k->kind[e] == TP_NODE_CA &&
+			    tp_fabric_ca(f, k->node[e])->host == h) {
+				assert_int_equal(
+				    tp_state_set_link(s, l, ratio, 0), TP_OK);
+				return;
+			}
+	}
+	fail_msg("host %u has no cable", h);
+}
+
+static bool holds(const tp_placement_t *p, uint32_t h)
+{
+	for (size_t i = 0; i < p->nhosts; i++)
+		if (p->hosts[i] == h)
+			return true;
+	return false;
+}
+
+/* A ring runs at its weakest host's pace, so where it must take a weak
+ * host, the hosts no weaker cost it nothing: it takes them before the
+ * well cabled ones, which stay free for a ring they would speed up. The
+ * same with the cost model choosing, at the same predicted time as the
+ * set on the well cabled host. 2 leaves x 4 hosts x 4 NICs, hosts 0-3
+ * on leaf 0, 4-7 on leaf 1. */
+static void test_weak_absorbed(void **state)
+{
+	tp_fabric_t *f = tp_test_fat_tree_try(2, 2, 4, 1, 8, false, 4);
+	tp_cost_ctx_t *ctx = NULL;
+	tp_cost_params_t cp;
+	tp_placement_t p;
+	tp_state_t *s;
+	int g8 = 8;
+
+	(void)state;
+	assert_non_null(f);
+	assert_non_null(s = tp_state_create(f));
+	tp_cost_params_defaults(&cp);
+	assert_int_equal(tp_cost_ctx_create(f, &cp, &ctx), TP_OK);
+	/* leaf 0: hosts 0 and 1 a cable down each, 2 busy, 3 well cabled;
+	 * leaf 1 full */
+	weaken(s, 0, 0);
+	weaken(s, 1, 0);
+	uint32_t h2 = 2;
+	assert_int_equal(tp_state_alloc(s, 50, &h2, &g8, 1), TP_OK);
+	fill_group(s, leaf_of(f, 4), 4, 51);
+	assert_int_equal(tp__state_weakness(s, 0), 5);
+	assert_int_equal(tp__state_weakness(s, 1), 5);
+	assert_false(tp__state_weak(s, 3));
+
+	/* 2 hosts: a weak one is forced (3 free), so both weak ones */
+	tp_request_t r = req(2, 8, 0, true);
+	place(s, &r, &p);
+	assert_true(holds(&p, 0) && holds(&p, 1));
+	tp_placement_free(&p);
+	memset(&p, 0, sizeof(p));
+	assert_int_equal(tp_place_run(topo(), s, &r, NULL, ctx, 1, &p), TP_OK);
+	assert_true(holds(&p, 0) && holds(&p, 1));
+	uint32_t alt[2] = {0, 3};
+	int ag[2] = {8, 8};
+	tp_cost_t c;
+	assert_int_equal(
+	    tp_cost_predict(ctx, s, alt, ag, 2, 1073741824.0, p.algo, &c),
+	    TP_OK);
+	assert_true(p.predicted_s <= c.seconds * 1.000001);
+	tp_placement_free(&p);
+
+	/* spanning both leaves, already on a weak host: 1 of leaf 1's is
+	 * the weak one, not one of the two well cabled */
+	tp_state_release(s, 51);
+	tp_state_release(s, 50);
+	uint32_t h4 = 4;
+	assert_int_equal(tp_state_alloc(s, 52, &h4, &g8, 1), TP_OK);
+	weaken(s, 5, 0);
+	r = req(5, 8, 0, true);
+	place(s, &r, &p);
+	assert_int_equal(groups_of(f, &p), 2);
+	assert_true(holds(&p, 5));
+	tp_placement_free(&p);
+	tp_cost_ctx_destroy(ctx);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
 /* Spanning leaves: the one with degraded up-links is left out when an
  * equally small set of healthy ones holds the job. */
 static void test_uplinks(void **state)
@@ -815,6 +906,7 @@ int main(void)
 	    cmocka_unit_test(test_min_groups_random),
 	    cmocka_unit_test(test_degraded),
 	    cmocka_unit_test(test_weak_hosts),
+	    cmocka_unit_test(test_weak_absorbed),
 	    cmocka_unit_test(test_uplinks),
 	    cmocka_unit_test(test_extra_leaf_guard),
 	    cmocka_unit_test(test_nvl72),
