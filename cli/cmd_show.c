@@ -221,12 +221,11 @@ static tp_err_t predict(const tp_cost_ctx_t *ctx, const uint32_t *hosts,
 
 /* Compatible mode: measure the allocation against the fabric. */
 static void analyse(show_job_t *sj, const slurm_job_info_t *j,
-		    const tp_fabric_t *f, const tp_cost_ctx_t *ctx)
+		    const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
+		    tp_ideal_cache_t *ideals)
 {
 	uint32_t *hv = tp_calloc(sj->n, sizeof(*hv));
 	int *gv = tp_calloc(sj->n, sizeof(*gv));
-	tp_state_t *empty = NULL;
-	tp_placement_t ideal = {0};
 	tp_request_t r = {0};
 	int gmin = -1;
 	tp_err_t err;
@@ -262,17 +261,13 @@ static void analyse(show_job_t *sj, const slurm_job_info_t *j,
 	r.exclusive = j->shared == 0;
 	tp_span_min(f, NULL, &r, sj->min);
 	err = predict(ctx, hv, gv, sj->n, &sj->predicted_s);
-	if (!err && (empty = tp_state_create(f)) == NULL)
-		err = TP_ERR_NOMEM;
 	if (!err)
-		err = tp_place_run(tp_policy_find("topoplace"), empty, &r, NULL,
-				   ctx, 1, &ideal);
+		err = tp_place_ideal(f, &r, NULL, ctx, ideals, &sj->ideal_s);
 	if (err) {
 		snprintf(sj->reason, sizeof(sj->reason),
 			 "no prediction for these hosts: %s", tp_strerror(err));
 		goto out;
 	}
-	sj->ideal_s = ideal.ideal_s;
 	sj->analysed = true;
 	{
 		size_t g = sj->span[TP_SPAN_GROUPS],
@@ -303,8 +298,6 @@ static void analyse(show_job_t *sj, const slurm_job_info_t *j,
 				 ratio);
 	}
 out:
-	tp_placement_free(&ideal);
-	tp_state_destroy(empty);
 	tp_free(hv);
 	tp_free(gv);
 }
@@ -597,6 +590,8 @@ int tp_cmd_show(int argc, char **argv)
 	int c, rc = TP_EXIT_INPUT, e;
 	tp_fabric_t *f = NULL;
 	tp_cost_ctx_t *ctx = NULL;
+	/* jobs of one shape share their ideal */
+	tp_ideal_cache_t *ideals = NULL;
 	job_info_msg_t *jobs = NULL;
 	slurm_conf_t *sconf = NULL;
 	records_t recs = {0};
@@ -628,7 +623,8 @@ int tp_cmd_show(int argc, char **argv)
 		return rc;
 	tp_cost_params_t cp;
 	tp_cost_params_defaults(&cp);
-	if ((err = tp_cost_ctx_create(f, &cp, &ctx))) {
+	if ((err = tp_cost_ctx_create(f, &cp, &ctx)) ||
+	    (err = (ideals = tp_ideal_cache_create()) ? TP_OK : TP_ERR_NOMEM)) {
 		tp_cli_err("show: cost model: %s", tp_strerror(err));
 		rc = tp_cli_exit_code(err);
 		goto out;
@@ -707,7 +703,7 @@ int tp_cmd_show(int argc, char **argv)
 		if (sj.n) {
 			memcpy(sj.names, own, sj.n * sizeof(char *));
 			rec = find_record(&recs, sj.id);
-			analyse(&sj, j, f, ctx);
+			analyse(&sj, j, f, ctx, ideals);
 			if (rec && record_matches(rec, &sj))
 				apply_record(&sj, rec);
 			tp_plan_opts_t po;
@@ -762,6 +758,7 @@ out:
 		slurm_free_ctl_conf(sconf);
 	if (jobs)
 		slurm_free_job_info_msg(jobs);
+	tp_ideal_cache_destroy(ideals);
 	tp_cost_ctx_destroy(ctx);
 	tp_fabric_destroy(f);
 	return rc;

@@ -132,9 +132,9 @@ tp_err_t tp__place_predict(const tp_cost_ctx_t *ctx, const tp_state_t *s,
 			   const uint32_t *hosts, const int *gpus, size_t n,
 			   double bytes, tp_algo_t *algo_p, tp_cost_t *c_p);
 
-/* Ideal all-reduce seconds of the request shapes one caller has seen,
- * on one fabric and cost context: the simulator asks for a few shapes
- * thousands of times. Zero-initialise; free with tp__ideal_cache_free. */
+/* tp_ideal_cache_t's entries: one per request shape. Callers that embed a
+ * cache (the simulator) zero-initialise it and free its entries with
+ * tp__ideal_cache_free. */
 typedef struct tp__ideal {
 	size_t nhosts;
 	int gpus_per_host, total_gpus;
@@ -142,19 +142,12 @@ typedef struct tp__ideal {
 	double bytes, seconds;
 } tp__ideal_t;
 
-typedef struct tp__ideal_cache {
+struct tp_ideal_cache {
 	tp__ideal_t *e;
 	size_t n, cap;
-} tp__ideal_cache_t;
+};
 
-void tp__ideal_cache_free(tp__ideal_cache_t *c);
-
-/* tp_place_run with the ideal placement's time taken from (and added to)
- * ideal, which must only ever see one fabric and ctx. */
-tp_err_t tp__place_run(const tp_policy_t *policy, const tp_state_t *s,
-		       const tp_request_t *r, const tp_policy_params_t *params,
-		       const tp_cost_ctx_t *ctx, uint64_t seed,
-		       tp__ideal_cache_t *ideal, tp_placement_t *out);
+void tp__ideal_cache_free(tp_ideal_cache_t *c);
 
 extern const tp_policy_t tp__policy_topoplace;
 extern const tp_policy_t tp__policy_slurm_tree;

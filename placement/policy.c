@@ -485,25 +485,38 @@ static char *explain(const tp__policy_in_t *in, const tp_placement_t *p,
 	return sb.buf;
 }
 
-/* ideal_seconds through the caller's cache (NULL: none). */
-static tp_err_t ideal_cached(const tp__policy_in_t *in, double bytes,
-			     tp__ideal_cache_t *cache, double *s_p)
+static tp__ideal_t shape_of(const tp__policy_in_t *in, double bytes)
 {
-	tp__ideal_t key = {in->nhosts,	   in->gpus_per_host,
-			   in->total_gpus, in->exclusive,
-			   bytes,	   0};
-	tp_err_t err;
+	return (tp__ideal_t){in->nhosts,     in->gpus_per_host,
+			     in->total_gpus, in->exclusive,
+			     bytes,	     0};
+}
 
+static bool ideal_find(const tp_ideal_cache_t *cache, const tp__ideal_t *key,
+		       double *s_p)
+{
 	for (size_t i = 0; cache && i < cache->n; i++) {
 		const tp__ideal_t *e = &cache->e[i];
-		if (e->nhosts == key.nhosts &&
-		    e->gpus_per_host == key.gpus_per_host &&
-		    e->total_gpus == key.total_gpus &&
-		    e->exclusive == key.exclusive && e->bytes == key.bytes) {
+		if (e->nhosts == key->nhosts &&
+		    e->gpus_per_host == key->gpus_per_host &&
+		    e->total_gpus == key->total_gpus &&
+		    e->exclusive == key->exclusive && e->bytes == key->bytes) {
 			*s_p = e->seconds;
-			return TP_OK;
+			return true;
 		}
 	}
+	return false;
+}
+
+/* ideal_seconds through the caller's cache (NULL: none). */
+static tp_err_t ideal_cached(const tp__policy_in_t *in, double bytes,
+			     tp_ideal_cache_t *cache, double *s_p)
+{
+	tp__ideal_t key = shape_of(in, bytes);
+	tp_err_t err;
+
+	if (ideal_find(cache, &key, s_p))
+		return TP_OK;
 	if ((err = ideal_seconds(in, bytes, &key.seconds)))
 		return err;
 	void *p = cache ? cache->e : NULL;
@@ -515,7 +528,7 @@ static tp_err_t ideal_cached(const tp__policy_in_t *in, double bytes,
 	return TP_OK;
 }
 
-void tp__ideal_cache_free(tp__ideal_cache_t *c)
+void tp__ideal_cache_free(tp_ideal_cache_t *c)
 {
 	if (!c)
 		return;
@@ -523,10 +536,55 @@ void tp__ideal_cache_free(tp__ideal_cache_t *c)
 	memset(c, 0, sizeof(*c));
 }
 
+tp_ideal_cache_t *tp_ideal_cache_create(void)
+{
+	return tp_calloc(1, sizeof(tp_ideal_cache_t));
+}
+
+void tp_ideal_cache_clear(tp_ideal_cache_t *c)
+{
+	if (c)
+		c->n = 0;
+}
+
+void tp_ideal_cache_destroy(tp_ideal_cache_t *c)
+{
+	tp__ideal_cache_free(c);
+	tp_free(c);
+}
+
+size_t tp_ideal_cache_size(const tp_ideal_cache_t *c)
+{
+	return c ? c->n : 0;
+}
+
+/* The request's shape into in (nhosts, gpus_per_host, total_gpus,
+ * exclusive). */
+static tp_err_t normalise(const tp_request_t *r, tp__policy_in_t *in)
+{
+	if (r->nodes < 0 || r->gpus < 0 || r->gpus_per_node < 0 ||
+	    !(r->bytes >= 0))
+		return TP_ERR_INVAL;
+	in->exclusive = r->exclusive;
+	if (r->nodes > 0) {
+		/* a hand-made request may ask beyond int; no fabric has that */
+		if ((long long)r->nodes * r->gpus_per_node > INT_MAX)
+			return TP_ERR_RANGE;
+		in->nhosts = (size_t)r->nodes;
+		in->gpus_per_host = r->gpus_per_node;
+		in->total_gpus = r->nodes * r->gpus_per_node;
+	} else if (r->gpus > 0) {
+		in->total_gpus = r->gpus;
+	} else {
+		return TP_ERR_INVAL;
+	}
+	return TP_OK;
+}
+
 static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 		      const tp_request_t *r, const tp_policy_params_t *params,
 		      const tp_cost_ctx_t *ctx, uint64_t seed, bool predict,
-		      tp__ideal_cache_t *ideal, tp_placement_t *out)
+		      tp_ideal_cache_t *ideal, tp_placement_t *out)
 {
 	tp_policy_params_t defaults;
 	tp__policy_in_t in = {0};
@@ -539,8 +597,7 @@ static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 	int *offers;
 	tp_err_t err;
 
-	if (!policy || !policy->choose || !s || !r || !out || r->nodes < 0 ||
-	    r->gpus < 0 || r->gpus_per_node < 0 || !(r->bytes >= 0))
+	if (!policy || !policy->choose || !s || !r || !out)
 		return TP_ERR_INVAL;
 	if (!params) {
 		tp_policy_params_defaults(&defaults);
@@ -552,19 +609,8 @@ static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 	in.params = params;
 	in.cost = ctx;
 	in.seed = seed;
-	in.exclusive = r->exclusive;
-	if (r->nodes > 0) {
-		/* a hand-made request may ask beyond int; no fabric has that */
-		if ((long long)r->nodes * r->gpus_per_node > INT_MAX)
-			return TP_ERR_RANGE;
-		in.nhosts = (size_t)r->nodes;
-		in.gpus_per_host = r->gpus_per_node;
-		in.total_gpus = r->nodes * r->gpus_per_node;
-	} else if (r->gpus > 0) {
-		in.total_gpus = r->gpus;
-	} else {
-		return TP_ERR_INVAL;
-	}
+	if ((err = normalise(r, &in)))
+		return err;
 	if (!(offers =
 		  tp_malloc((2 * tp_fabric_nhosts(in.f) + 1) * sizeof(int))))
 		return TP_ERR_NOMEM;
@@ -644,12 +690,45 @@ tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
 	return place(policy, s, r, params, ctx, seed, true, NULL, out);
 }
 
-tp_err_t tp__place_run(const tp_policy_t *policy, const tp_state_t *s,
-		       const tp_request_t *r, const tp_policy_params_t *params,
-		       const tp_cost_ctx_t *ctx, uint64_t seed,
-		       tp__ideal_cache_t *ideal, tp_placement_t *out)
+tp_err_t tp_place_run_cached(const tp_policy_t *policy, const tp_state_t *s,
+			     const tp_request_t *r,
+			     const tp_policy_params_t *params,
+			     const tp_cost_ctx_t *ctx, uint64_t seed,
+			     tp_ideal_cache_t *cache, tp_placement_t *out)
 {
-	return place(policy, s, r, params, ctx, seed, true, ideal, out);
+	return place(policy, s, r, params, ctx, seed, true, cache, out);
+}
+
+tp_err_t tp_place_ideal(const tp_fabric_t *f, const tp_request_t *r,
+			const tp_policy_params_t *params,
+			const tp_cost_ctx_t *ctx, tp_ideal_cache_t *cache,
+			double *seconds_p)
+{
+	tp__policy_in_t in = {0};
+	tp_placement_t p = {0};
+	tp_state_t *empty;
+	tp__ideal_t key;
+	tp_err_t err;
+
+	if (!f || !r || !ctx || !seconds_p)
+		return TP_ERR_INVAL;
+	if ((err = normalise(r, &in)))
+		return err;
+	key = shape_of(&in, r->bytes > 0 ? r->bytes : TP__DEFAULT_BYTES);
+	if (ideal_find(cache, &key, seconds_p))
+		return TP_OK;
+	/* the shape's first time: a run on the empty fabric works the ideal
+	 * out (and into the cache); first-fit's own choice costs little
+	 * next to the policies' choices the ideal prices */
+	if (!(empty = tp_state_create(f)))
+		return TP_ERR_NOMEM;
+	err = place(&tp__policy_first_fit, empty, r, params, ctx, 1, true,
+		    cache, &p);
+	if (!err)
+		*seconds_p = p.ideal_s;
+	tp_placement_free(&p);
+	tp_state_destroy(empty);
+	return err == TP_ERR_NOTFOUND ? TP_ERR_RANGE : err;
 }
 
 tp_err_t tp_place_choose(const tp_policy_t *policy, const tp_state_t *s,

@@ -110,7 +110,7 @@ typedef struct sim {
 	double *loadsum;   /* per directed link: their summed average Gb/s */
 	double *lbytes;	   /* nres zeroes: one routing's bytes per link */
 	uint32_t *touched; /* the directed links it has bytes on */
-	tp__ideal_cache_t ideal; /* ideal time per request shape */
+	tp_ideal_cache_t ideal; /* ideal time per request shape */
 	/* the queue head since last_t: its class and why it waits (0: no
 	 * head, 1: short of free GPUs, 2: GPUs free but not placed), and
 	 * the time spent so per class */
@@ -421,8 +421,8 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 	*started = false;
 	to_request(js, &r);
 	memset(&pl, 0, sizeof(pl));
-	err = tp__place_run(m->policy, m->s, &r, m->pp, m->ctx, m->seed + j,
-			    &m->ideal, &pl);
+	err = tp_place_run_cached(m->policy, m->s, &r, m->pp, m->ctx,
+				  m->seed + j, &m->ideal, &pl);
 	if (err == TP_ERR_NOTFOUND)
 		return TP_OK;
 	if (err == TP_ERR_RANGE) {

@@ -367,6 +367,38 @@ tp_err_t tp_place_choose(const tp_policy_t *policy, const tp_state_t *s,
 			 const tp_cost_ctx_t *ctx, uint64_t seed,
 			 tp_placement_t *out);
 
+/* The ideal all-reduce times of the request shapes one caller meets.
+ * tp_place_run's ideal_s depends on the request's shape only (hosts, GPUs
+ * per host or in all, exclusive, bytes), with the fabric, the cost
+ * context and the policy parameters, and is costly: every deterministic
+ * policy chooses on the empty fabric and each choice is priced. A cache
+ * works each shape out once. It serves one fabric, cost context and set
+ * of parameters: clear it when any of them changes. Not thread safe: one
+ * per thread. */
+typedef struct tp_ideal_cache tp_ideal_cache_t;
+
+tp_ideal_cache_t *tp_ideal_cache_create(void); /* NULL: out of memory */
+void tp_ideal_cache_clear(tp_ideal_cache_t *c);
+void tp_ideal_cache_destroy(tp_ideal_cache_t *c);
+size_t tp_ideal_cache_size(const tp_ideal_cache_t *c); /* shapes held */
+
+/* tp_place_run with the ideal taken from, or added to, cache (NULL: as
+ * tp_place_run). */
+tp_err_t tp_place_run_cached(const tp_policy_t *policy, const tp_state_t *s,
+			     const tp_request_t *r,
+			     const tp_policy_params_t *params,
+			     const tp_cost_ctx_t *ctx, uint64_t seed,
+			     tp_ideal_cache_t *cache, tp_placement_t *out);
+
+/* The ideal all-reduce seconds of r's shape on fabric f: tp_place_run's
+ * ideal_s without a choice on a state. cache may be NULL. TP_ERR_INVAL
+ * (NULL ctx, a malformed request), TP_ERR_RANGE (r can never fit f),
+ * TP_ERR_NOMEM. */
+tp_err_t tp_place_ideal(const tp_fabric_t *f, const tp_request_t *r,
+			const tp_policy_params_t *params,
+			const tp_cost_ctx_t *ctx, tp_ideal_cache_t *cache,
+			double *seconds_p);
+
 /* Spans of a host set and the minimum spans for the same size. */
 void tp_span_of(const tp_fabric_t *f, const uint32_t *hosts, size_t n,
 		size_t span[TP_SPAN_NLEVELS]);

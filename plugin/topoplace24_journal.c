@@ -62,53 +62,19 @@ void pending_clear(void)
 	npending = pending_next = 0;
 }
 
-/* The ideal time per request shape: a property of the shape and the
- * fabric only (every deterministic policy's choice on the empty fabric is
- * priced for it), so the writer works it out once per shape. The writer's
- * own, like journal.lines; writer_sync() empties it, and the fabric and
- * cost model change only after a writer_sync(). */
-#define IDEAL_MAX 32
-static struct ideal_memo {
-	tp_request_t req;
-	double s;
-} ideal_memo[IDEAL_MAX];
-static size_t nideal, ideal_next;
-
-static bool same_shape(const tp_request_t *a, const tp_request_t *b)
-{
-	return a->nodes == b->nodes && a->gpus_per_node == b->gpus_per_node &&
-	       a->gpus == b->gpus && a->exclusive == b->exclusive &&
-	       a->bytes == b->bytes;
-}
+/* The ideal time per request shape: a property of the shape, the fabric
+ * and the cost model only, so the writer works it out once per shape. The
+ * writer's own, like journal.lines; writer_sync() empties it, and the
+ * fabric and cost model change only after a writer_sync(). */
+static tp_ideal_cache_t *ideals;
 
 static bool ideal_of(const tp_request_t *r, double *ideal_p)
 {
-	tp_placement_t best = {0};
-	tp_state_t *empty;
-	bool ok = false;
-
-	for (size_t i = 0; i < nideal; i++)
-		if (same_shape(&ideal_memo[i].req, r)) {
-			*ideal_p = ideal_memo[i].s;
-			return true;
-		}
-	if (!(empty = tp_state_create(fabric)))
+	if (!ideals && !(ideals = tp_ideal_cache_create()))
 		return false;
-	if (tp_place_run(policy, empty, r, NULL, cost_ctx, 1, &best) == TP_OK) {
-		/* as `topoplace place` and `show` report it: the best set
-		 * known on the idle fabric (tp_place_run's ideal_s) */
-		*ideal_p = best.ideal_s > 0 && best.ideal_s < best.predicted_s
-			       ? best.ideal_s
-			       : best.predicted_s;
-		ideal_memo[ideal_next] = (struct ideal_memo){*r, *ideal_p};
-		ideal_next = (ideal_next + 1) % IDEAL_MAX;
-		if (nideal < IDEAL_MAX)
-			nideal++;
-		ok = true;
-	}
-	tp_placement_free(&best);
-	tp_state_destroy(empty);
-	return ok;
+	/* as `topoplace place` and `show` report it */
+	return tp_place_ideal(fabric, r, NULL, cost_ctx, ideals, ideal_p) ==
+	       TP_OK;
 }
 
 /* Predicted all-reduce on the hosts and on the best hosts of an empty
@@ -363,7 +329,7 @@ void writer_sync(void)
 		links_tick();
 	}
 	/* the writer is idle: the fabric may change once this returns */
-	nideal = ideal_next = 0;
+	tp_ideal_cache_clear(ideals);
 	slurm_mutex_unlock(&wq_lock);
 }
 
@@ -372,6 +338,8 @@ void writer_stop(void)
 {
 	if (!wq_running) {
 		writer_sync();
+		tp_ideal_cache_destroy(ideals);
+		ideals = NULL;
 		return;
 	}
 	slurm_mutex_lock(&wq_lock);
@@ -381,6 +349,8 @@ void writer_stop(void)
 	pthread_join(wq_thread, NULL);
 	wq_running = false;
 	wq_stop = false;
+	tp_ideal_cache_destroy(ideals);
+	ideals = NULL;
 }
 
 /* Queue a confirmed decision for the writer. Takes d's members. No

@@ -1275,8 +1275,10 @@ static void test_ideal_is_the_requests(void **unused)
 	tp_cost_ctx_t *ctx = NULL;
 	static const char *const reqs[] = {"nodes=2", "nodes=6", "nodes=12",
 					   "nodes=24", "gpus=20"};
+	tp_ideal_cache_t *ideals = tp_ideal_cache_create();
 
 	(void)unused;
+	assert_non_null(ideals);
 	tp_gen_fat_tree_defaults(&p);
 	p.leaves = 16;
 	p.hosts_per_leaf = 8;
@@ -1318,7 +1320,35 @@ static void test_ideal_is_the_requests(void **unused)
 			tp_placement_free(&a);
 			tp_placement_free(&b);
 		}
+		/* the same through the public cache, worked out once per
+		 * shape */
+		double x = -1, y = -1;
+		tp_placement_t c = {0};
+		assert_int_equal(tp_place_ideal(f, &r, NULL, ctx, ideals, &x),
+				 TP_OK);
+		assert_true(fabs(x - ideal) <= 1e-12 * ideal);
+		assert_int_equal(tp_ideal_cache_size(ideals), q + 1);
+		assert_int_equal(
+		    tp_place_run_cached(tp_policy_find("topoplace"), busy, &r,
+					NULL, ctx, 3, ideals, &c),
+		    TP_OK);
+		assert_true(fabs(c.ideal_s - ideal) <= 1e-12 * ideal);
+		assert_int_equal(tp_place_ideal(f, &r, NULL, ctx, ideals, &y),
+				 TP_OK);
+		assert_true(y == x);
+		assert_int_equal(tp_ideal_cache_size(ideals), q + 1);
+		tp_placement_free(&c);
 	}
+	tp_request_t big = {.nodes = 100000};
+	double z = -1;
+	assert_int_equal(tp_place_ideal(f, &big, NULL, ctx, ideals, &z),
+			 TP_ERR_RANGE);
+	assert_int_equal(tp_place_ideal(f, &big, NULL, NULL, ideals, &z),
+			 TP_ERR_INVAL);
+	assert_true(z == -1);
+	tp_ideal_cache_clear(ideals);
+	assert_int_equal(tp_ideal_cache_size(ideals), 0);
+	tp_ideal_cache_destroy(ideals);
 	tp_state_destroy(idle);
 	tp_state_destroy(busy);
 	tp_cost_ctx_destroy(ctx);
@@ -1378,6 +1408,32 @@ static void test_alloc_failure(void **unused)
 			}
 			assert_int_not_equal(err, TP_ERR_NOMEM);
 		}
+	/* the ideal through a cache: NOMEM, or the answer without failures */
+	for (size_t q = 0; q < 2 && ctx; q++) {
+		tp_request_t r;
+		double want = -1;
+		tp_err_t err = TP_ERR_NOMEM;
+
+		assert_int_equal(tp_request_parse(reqs[q], &r, NULL), TP_OK);
+		assert_int_equal(tp_place_ideal(f, &r, NULL, ctx, NULL, &want),
+				 TP_OK);
+		for (long k = 0; err == TP_ERR_NOMEM && k < 10000; k++) {
+			tp_ideal_cache_t *c = tp_ideal_cache_create();
+			double got = -1;
+			assert_non_null(c);
+			fail_after = k;
+			tp_alloc_set(&failing);
+			err = tp_place_ideal(f, &r, NULL, ctx, c, &got);
+			tp_alloc_set(NULL);
+			fail_after = -1;
+			if (err == TP_ERR_NOMEM)
+				assert_true(got == -1);
+			else
+				assert_true(err == TP_OK && got == want);
+			tp_ideal_cache_destroy(c);
+		}
+		assert_int_equal(err, TP_OK);
+	}
 	/* the state's own allocations */
 	for (long k = 0; k < 100; k++) {
 		tp_state_t *c;
