@@ -35,6 +35,31 @@ static inline tp_fabric_t *tp_test_fat_tree_try(int leaves, int spines, int hpl,
 	return tp_gen_fat_tree(&p, &f) == TP_OK ? f : NULL;
 }
 
+/* A fat tree with one NIC per GPU (8 GPUs a host) and a share `degrade`
+ * of the host cables down or at half width, chosen by `seed` (the
+ * generator's --degrade); uplinks 0: as many as keep each leaf 2:1
+ * oversubscribed. The simulator's fabrics are of this kind. */
+static inline tp_fabric_t *tp_test_fat_tree_deg(int leaves, int spines, int hpl,
+						int uplinks, bool interleave,
+						double degrade, uint64_t seed)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = leaves;
+	p.spines = spines;
+	p.hosts_per_leaf = hpl;
+	p.uplinks_per_spine = uplinks;
+	p.gpus_per_host = 8;
+	p.nics_per_host = 0;
+	p.interleave = interleave;
+	p.degrade = degrade;
+	p.degrade_seed = seed;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	return f;
+}
+
 /* tp_test_fat_tree_try with one NIC per host, that must succeed. */
 static inline tp_fabric_t *tp_test_fat_tree(int leaves, int spines, int hpl,
 					    int uplinks, int gpus,

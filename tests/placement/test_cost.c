@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "tp_test.h"
+#include "tp_test_fabric.h"
 
 #include "placement_int.h"
 #include "topology_int.h"
@@ -1272,16 +1273,7 @@ static void test_stored_figures(void **state)
 	uint64_t got[4];
 
 	(void)state;
-	tp_gen_fat_tree_defaults(&ft);
-	ft.leaves = 8;
-	ft.spines = 4;
-	ft.hosts_per_leaf = 16;
-	ft.gpus_per_host = 8;
-	ft.nics_per_host = 0;
-	ft.degrade = 0.05;
-	ft.degrade_seed = 3;
-	ft.interleave = true;
-	assert_int_equal(tp_gen_fat_tree(&ft, &f), TP_OK);
+	f = tp_test_fat_tree_deg(8, 4, 16, 2, true, 0.05, 3);
 	got[0] = stored_run(f, 1);
 	tp_fabric_destroy(f);
 	tp_gen_fat_tree_defaults(&ft);

@@ -1269,7 +1269,6 @@ static void test_choose_repeat_copy(void **unused)
  * topoplace, each at a slowdown of 1. */
 static void test_ideal_is_the_requests(void **unused)
 {
-	tp_gen_fat_tree_t p;
 	tp_fabric_t *f = NULL;
 	tp_state_t *busy, *idle;
 	tp_cost_ctx_t *ctx = NULL;
@@ -1279,15 +1278,8 @@ static void test_ideal_is_the_requests(void **unused)
 
 	(void)unused;
 	assert_non_null(ideals);
-	tp_gen_fat_tree_defaults(&p);
-	p.leaves = 16;
-	p.hosts_per_leaf = 8;
-	p.nics_per_host = 8;
-	p.uplinks_per_spine = 8;
-	p.interleave = true;
-	p.degrade = 0.05;
-	p.degrade_seed = 2;
-	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	/* bench_sim's ft-2to1-deg16 */
+	f = tp_test_fat_tree_deg(16, 4, 8, 8, true, 0.05, 2);
 	assert_int_equal(tp_cost_ctx_create(f, NULL, &ctx), TP_OK);
 	busy = random_state(f, 7);
 	idle = tp_state_create(f);
