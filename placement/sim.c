@@ -111,6 +111,15 @@ typedef struct sim {
 	double *lbytes;	   /* nres zeroes: one routing's bytes per link */
 	uint32_t *touched; /* the directed links it has bytes on */
 	tp_ideal_cache_t ideal; /* ideal time per request shape */
+	/* where slowdowns come from (tp_sim_result_t.comm_static_mean,
+	 * comm_free_best_mean, tp_sim_opts_t.sources): sums over nstatic
+	 * multi-node jobs, and scratch (per host: fb_mine; need hosts:
+	 * fb_set) */
+	bool sources;
+	double static_sum, best_sum;
+	size_t nstatic;
+	bool *fb_mine;
+	uint32_t *fb_free, *fb_set;
 	/* the queue head since last_t: its class and why it waits (0: no
 	 * head, 1: short of free GPUs, 2: GPUs free but not placed), and
 	 * the time spent so per class */
@@ -406,6 +415,86 @@ static tp_err_t rerate_sharing(sim_t *m, const link_load_t *load, size_t nload,
 	return TP_OK;
 }
 
+/* The idle-fabric time of the `need` best cabled of hosts fr[0..nf)
+ * (largest ring rate first, index order among equals) with the job's GPUs
+ * per host; -1 when it cannot be priced. Reorders fr. */
+static double best_cabled(sim_t *m, uint32_t *fr, size_t nf, size_t need,
+			  const int *gpus, double bytes)
+{
+	const double *cap = m->s->hcap;
+	tp_cost_t c;
+
+	for (size_t a = 0; a < need; a++) {
+		size_t b = a;
+		for (size_t q = a + 1; q < nf; q++)
+			if (cap[fr[q]] > cap[fr[b]] ||
+			    (cap[fr[q]] == cap[fr[b]] && fr[q] < fr[b]))
+				b = q;
+		uint32_t x = fr[a];
+		fr[a] = fr[b];
+		fr[b] = x;
+		m->fb_set[a] = fr[a];
+	}
+	return tp__place_predict(m->ctx, NULL, m->fb_set, gpus, need, bytes,
+				 NULL, &c)
+		   ? -1
+		   : c.seconds;
+}
+
+/* A multi-node job just placed on pl (already in the state): its hosts on
+ * the idle fabric against the ideal, and the best that the hosts idle at
+ * its start offered (its own, each level-1 group's best cabled idle
+ * hosts, the fabric's). Only running out of memory fails. */
+static tp_err_t slowdown_sources(sim_t *m, const tp_placement_t *pl,
+				 double bytes)
+{
+	const tp_fabric_t *f = m->f;
+	size_t nh = tp_fabric_nhosts(f), ng = tp_fabric_ngroups(f);
+	size_t need = pl->nhosts;
+	double own, best;
+	tp_cost_t c;
+
+	if (!(pl->ideal_s > 0) ||
+	    tp__place_predict(m->ctx, NULL, pl->hosts, pl->gpus, need, bytes,
+			      NULL, &c))
+		return TP_OK;
+	own = best = c.seconds;
+	m->static_sum += own / pl->ideal_s;
+	m->nstatic++;
+	if (!m->fb_mine) {
+		m->fb_mine = tp_calloc(nh + 1, sizeof(bool));
+		m->fb_free = tp_malloc((nh + 1) * sizeof(uint32_t));
+		m->fb_set = tp_malloc((nh + 1) * sizeof(uint32_t));
+		if (!m->fb_mine || !m->fb_free || !m->fb_set)
+			return TP_ERR_NOMEM;
+	}
+	for (size_t i = 0; i < need; i++)
+		m->fb_mine[pl->hosts[i]] = true;
+	/* each level-1 group, then the whole fabric (g == ng) */
+	for (size_t g = 0; g <= ng; g++) {
+		const tp_group_t *gp =
+		    g < ng ? tp_fabric_group(f, (uint32_t)g) : NULL;
+		size_t nf = 0, n = gp ? gp->nhosts : nh;
+		if (gp && gp->level != 1)
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			uint32_t h = gp ? gp->hosts[i] : (uint32_t)i;
+			if (m->fb_mine[h] || tp_state_host_idle(m->s, h))
+				m->fb_free[nf++] = h;
+		}
+		if (nf < need)
+			continue;
+		double t =
+		    best_cabled(m, m->fb_free, nf, need, pl->gpus, bytes);
+		if (t > 0 && t < best)
+			best = t;
+	}
+	for (size_t i = 0; i < need; i++)
+		m->fb_mine[pl->hosts[i]] = false;
+	m->best_sum += best / pl->ideal_s;
+	return TP_OK;
+}
+
 /* Place and start job j now; false when it does not fit. The state's
  * background holds the running jobs' traffic, so both the policy and the
  * prediction see it. */
@@ -442,6 +531,14 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 		if (pl.ideal_s > 0 && pl.predicted_s > 0)
 			slowdown = pl.predicted_s / pl.ideal_s;
 		m->slow[m->nslow++] = slowdown;
+		if (m->ctx && m->sources &&
+		    (err = slowdown_sources(
+			 m, &pl,
+			 r.bytes > 0 ? r.bytes : 1024.0 * 1024 * 1024))) {
+			tp_state_release(m->s, j + 1);
+			tp_placement_free(&pl);
+			return err;
+		}
 		m->at_min +=
 		    pl.span[TP_SPAN_GROUPS] <= pl.min_span_free[TP_SPAN_GROUPS];
 		m->at_min_empty += pl.span[TP_SPAN_GROUPS] <=
@@ -712,12 +809,22 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 		    const tp_cost_ctx_t *ctx, uint64_t seed,
 		    tp_sim_result_t *out)
 {
+	return tp_sim_run_opts(f, t, policy, pp, ctx, seed, NULL, out);
+}
+
+tp_err_t tp_sim_run_opts(const tp_fabric_t *f, const tp_trace_t *t,
+			 const tp_policy_t *policy,
+			 const tp_policy_params_t *pp, const tp_cost_ctx_t *ctx,
+			 uint64_t seed, const tp_sim_opts_t *opts,
+			 tp_sim_result_t *out)
+{
 	sim_t m = {.f = f,
 		   .t = t,
 		   .policy = policy,
 		   .pp = pp,
 		   .ctx = ctx,
-		   .seed = seed};
+		   .seed = seed,
+		   .sources = opts && opts->sources};
 	size_t next = 0, n;
 	tp_err_t err = TP_ERR_NOMEM;
 
@@ -822,6 +929,10 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 	out->p95_jct_s = pct(m.jct, m.nended, 0.95);
 	out->rerated = m.rerated;
 	out->comm_slowdown_mean = m.nslow ? mean(m.slow, m.nslow) : 1.0;
+	out->comm_static_mean =
+	    m.nstatic ? m.static_sum / (double)m.nstatic : 0;
+	out->comm_free_best_mean =
+	    m.nstatic ? m.best_sum / (double)m.nstatic : 0;
 	out->min_span_fraction =
 	    m.nslow ? (double)m.at_min / (double)m.nslow : 1.0;
 	out->min_span_empty_fraction =
@@ -858,6 +969,9 @@ out:
 		running_free(&m.heap[i]);
 	tp_state_destroy(m.s);
 	tp__ideal_cache_free(&m.ideal);
+	tp_free(m.fb_mine);
+	tp_free(m.fb_free);
+	tp_free(m.fb_set);
 	tp_free(m.scratch);
 	tp_free(m.bgcnt);
 	tp_free(m.loadsum);

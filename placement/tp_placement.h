@@ -473,6 +473,15 @@ typedef struct tp_sim_result {
 	double mean_wait_s, p50_wait_s, p95_wait_s;
 	double mean_jct_s, p50_jct_s, p95_jct_s;
 	double comm_slowdown_mean, comm_slowdown_p95; /* multi-node jobs */
+	/* where the slowdown comes from (tp_sim_opts_t.sources; 0
+	 * otherwise), mean over the multi-node jobs: comm_static_mean, the
+	 * hosts each got on the idle fabric against the ideal (the rest of
+	 * comm_slowdown_mean is other jobs' traffic); comm_free_best_mean,
+	 * the best of those hosts and the sets the hosts idle at its start
+	 * offered (each level-1 group's and the fabric's best cabled, on the
+	 * idle fabric): what choosing among the free hosts could have
+	 * reached */
+	double comm_static_mean, comm_free_best_mean;
 	double min_span_fraction; /* multi-node jobs at the minimum group
 				   * span the free state allowed */
 	double min_span_empty_fraction; /* ... the empty fabric allows */
@@ -511,6 +520,19 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 		    const tp_policy_t *policy, const tp_policy_params_t *pp,
 		    const tp_cost_ctx_t *ctx, uint64_t seed,
 		    tp_sim_result_t *out);
+
+typedef struct tp_sim_opts {
+	/* comm_static_mean and comm_free_best_mean: a level-1 group's
+	 * count plus two predictions more per multi-node job */
+	bool sources;
+} tp_sim_opts_t;
+
+/* tp_sim_run with options (NULL: none). */
+tp_err_t tp_sim_run_opts(const tp_fabric_t *f, const tp_trace_t *t,
+			 const tp_policy_t *policy,
+			 const tp_policy_params_t *pp, const tp_cost_ctx_t *ctx,
+			 uint64_t seed, const tp_sim_opts_t *opts,
+			 tp_sim_result_t *out);
 
 /* ---- decision records (topoplace-decision/1) ----------------------------- */
 

@@ -28,7 +28,13 @@
  * packing rule can shorten).
  * Usage: bench_sim [jobs per quality run (default 2000)] [--no-speed]
  *        [--seeds=N] [--first-seed=S] [--only=default|ft-2to1-deg16|nvl72-8]
- *        [--quick]
+ *        [--quick] [--sources]
+ * Where the slowdown comes from (--sources): each policy's mean slowdown
+ * next to that of its hosts alone on the idle fabric (the rest is other
+ * jobs' traffic) and the best that the hosts idle at each job's start
+ * offered (its own, and each leaf's and the fabric's best cabled idle
+ * hosts, on the idle fabric): how much a better choice among the free
+ * hosts could still gain.
  * --first-seed=S runs seeds S .. S+N-1 (default 1), so one seed's figures
  * can be looked at alone (on nvl72-8, seed 4's ratio of 0.40 carried the
  * mean of the 16 before priced candidates were kept from cutting more
@@ -59,6 +65,8 @@ static const char *policies[] = {"topoplace", "slurm-tree", "slurm-linear",
 static const char *only;
 static bool quick;
 static int first_seed = 1;
+/* --sources: where each multi-node job's slowdown comes from */
+static tp_sim_opts_t sim_opts;
 
 static bool runs(int i)
 {
@@ -70,6 +78,9 @@ static bool runs(int i)
  * multi-node job of every run. */
 typedef struct agg {
 	double util, useful, jct, slow_sum, at_min, p95;
+	/* per multi-node job: hosts on the idle fabric, the best the free
+	 * hosts offered (both against the ideal; sums until agg_done) */
+	double stat_sum, best_sum;
 	double ratio, ratio2; /* per-seed JCT / slurm-tree's: sum, squares */
 	size_t multi, runs;
 	/* per job-size class: mean JCT, wait, run, ideal run; per-seed JCT
@@ -89,6 +100,8 @@ static void agg_add(agg_t *a, const tp_sim_result_t *r)
 	a->jct += r->mean_jct_s;
 	a->slow_sum += r->comm_slowdown_mean * (double)r->multi_node_jobs;
 	a->at_min += r->min_span_fraction * (double)r->multi_node_jobs;
+	a->stat_sum += r->comm_static_mean * (double)r->multi_node_jobs;
+	a->best_sum += r->comm_free_best_mean * (double)r->multi_node_jobs;
 	a->p95 += r->comm_slowdown_p95;
 	a->multi += r->multi_node_jobs;
 	a->runs++;
@@ -174,6 +187,8 @@ static void agg_done(agg_t *a)
 		: 0;
 	a->slow_sum = a->multi ? a->slow_sum / (double)a->multi : 1.0;
 	a->at_min = a->multi ? a->at_min / (double)a->multi : 1.0;
+	a->stat_sum = a->multi ? a->stat_sum / (double)a->multi : 0;
+	a->best_sum = a->multi ? a->best_sum / (double)a->multi : 0;
 }
 
 /* base: the baseline's index in policies[] (1: slurm-tree's slot, which
@@ -209,9 +224,10 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 			 */
 			const char *pn = policies[i < NPOL ? i : base];
 			memset(&res[i], 0, sizeof(res[i]));
-			if (runs(i) && tp_sim_run(f, &tr, tp_policy_find(pn),
-						  &pp, i < NPOL ? ctx : NULL,
-						  (uint64_t)sd, &res[i])) {
+			if (runs(i) &&
+			    tp_sim_run_opts(f, &tr, tp_policy_find(pn), &pp,
+					    i < NPOL ? ctx : NULL, (uint64_t)sd,
+					    &sim_opts, &res[i])) {
 				fprintf(stderr, "bench_sim: %s failed\n", pn);
 				return 1;
 			}
@@ -238,6 +254,13 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 		    "slowdown %.3f (p95 %.3f)  min-span %5.1f%%\n",
 		    label, policies[i], 100 * a[i].util, 100 * a[i].useful,
 		    a[i].jct, a[i].slow_sum, a[i].p95, 100 * a[i].at_min);
+		if (sim_opts.sources)
+			printf("%-13s %-12s slowdown %.3f: %.3f from the hosts "
+			       "alone (on the idle fabric), the rest other "
+			       "jobs' traffic; the best the free hosts offered "
+			       "%.3f\n",
+			       label, policies[i], a[i].slow_sum, a[i].stat_sum,
+			       a[i].best_sum);
 	}
 	double best_util = 0, best_useful = 0;
 	for (int i = 1; i < NPOL && runs(i); i++) {
@@ -276,10 +299,12 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 		"\"slowdown_ratio_vs_baseline\": %.4f, "
 		"\"useful_util\": %.4f, \"best_baseline_useful_util\": %.4f, "
 		"\"gpu_util\": %.4f, \"best_baseline_util\": %.4f, "
-		"\"baseline_slowdown\": %.4f},\n",
-		label, seeds, first_seed, jobs, tp->slow_sum, tp->at_min, policies[base],
-		tp->ratio, tp->ratio2, tp->slow_sum / st->slow_sum, tp->useful,
-		best_useful, tp->util, best_util, st->slow_sum);
+		"\"baseline_slowdown\": %.4f, \"comm_static_mean\": %.4f, "
+		"\"comm_free_best_mean\": %.4f},\n",
+		label, seeds, first_seed, jobs, tp->slow_sum, tp->at_min,
+		policies[base], tp->ratio, tp->ratio2,
+		tp->slow_sum / st->slow_sum, tp->useful, best_useful, tp->util,
+		best_util, st->slow_sum, tp->stat_sum, tp->best_sum);
 	tp_cost_ctx_destroy(ctx);
 	return 0;
 }
@@ -287,12 +312,16 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 static const char usage[] =
     "usage: bench_sim [JOBS] [--no-speed] [--seeds=N] [--first-seed=S]\n"
     "                 [--only=default|ft-2to1-deg16|nvl72-8] [--quick]\n"
+    "                 [--sources]\n"
     "  JOBS           jobs per quality run (default 2000)\n"
     "  --no-speed     skip the 10,000-job speed run\n"
     "  --seeds=N      seeds per fabric (default 16)\n"
     "  --first-seed=S first seed (default 1)\n"
     "  --only=F       one fabric\n"
-    "  --quick        topoplace, the Slurm baseline and the bound only\n";
+    "  --quick        topoplace, the Slurm baseline and the bound only\n"
+    "  --sources      where the slowdown comes from: each multi-node job's\n"
+    "                 hosts on the idle fabric, and the best sets the\n"
+    "                 hosts idle at its start offered (slower)\n";
 
 int main(int argc, char **argv)
 {
@@ -309,6 +338,8 @@ int main(int argc, char **argv)
 			    atoi(argv[i] + 13) > 0 ? atoi(argv[i] + 13) : 1;
 		else if (!strcmp(argv[i], "--quick"))
 			quick = true;
+		else if (!strcmp(argv[i], "--sources"))
+			sim_opts.sources = true;
 		else if (!strncmp(argv[i], "--only=", 7))
 			only = argv[i] + 7;
 		else if (!strncmp(argv[i], "--seeds=", 8))

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "tp_test.h"
+#include "tp_test_fabric.h"
 
 #include "placement_int.h"
 #include "tp_placement.h"
@@ -428,6 +429,48 @@ static void test_determinism(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* Where slowdowns come from: the hosts alone on the idle fabric are no
+ * slower than with other jobs' traffic, and the best the free hosts
+ * offered no slower than the hosts taken; pricing it changes nothing
+ * else. A degraded fat tree, where hosts differ. */
+static void test_slowdown_sources(void **state)
+{
+	static const char *const pols[] = {"topoplace", "slurm-tree"};
+	tp_fabric_t *f = tp_test_fat_tree_deg(4, 2, 4, 4, true, 0.1, 5);
+	tp_sim_opts_t o = {.sources = true};
+	tp_cost_ctx_t *c = NULL;
+	tp_trace_t t;
+
+	(void)state;
+	assert_int_equal(tp_cost_ctx_create(f, NULL, &c), TP_OK);
+	assert_int_equal(tp_trace_synthetic("llm", 300, 3,
+					    (int)tp_fabric_total_gpus(f), 8,
+					    0.9, &t),
+			 TP_OK);
+	for (size_t i = 0; i < 2; i++) {
+		tp_sim_result_t a, b;
+		const tp_policy_t *p = tp_policy_find(pols[i]);
+		assert_int_equal(tp_sim_run(f, &t, p, NULL, c, 2, &a), TP_OK);
+		assert_int_equal(tp_sim_run_opts(f, &t, p, NULL, c, 2, &o, &b),
+				 TP_OK);
+		assert_true(a.multi_node_jobs > 10);
+		assert_true(a.comm_static_mean == 0);
+		assert_true(a.comm_free_best_mean == 0);
+		assert_true(b.comm_static_mean >= 1 - 1e-9);
+		assert_true(b.comm_static_mean <=
+			    b.comm_slowdown_mean * (1 + 1e-9));
+		assert_true(b.comm_free_best_mean > 0);
+		assert_true(b.comm_free_best_mean <=
+			    b.comm_static_mean * (1 + 1e-9));
+		assert_same_result(&a, &b);
+		tp_sim_result_free(&a);
+		tp_sim_result_free(&b);
+	}
+	tp_trace_free(&t);
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
 static char *write_tmp(const char *text, size_t len)
 {
 	char *path = strdup("/tmp/tp_test_sim_XXXXXX");
@@ -613,6 +656,7 @@ static void test_nomem(void **state)
 	    {1, 0, 0, 1, 10, 0},
 	};
 	tp_allocator_t a = {fmalloc, fcalloc, frealloc, free};
+	tp_sim_opts_t opts = {.sources = true};
 	tp_fabric_t *f = fat_tree(2, 2, 1, true);
 	tp_cost_ctx_t *c = NULL;
 	tp_trace_t t;
@@ -626,8 +670,8 @@ static void test_nomem(void **state)
 		memset(&r, 0, sizeof(r));
 		fail_after = k;
 		tp_alloc_set(&a);
-		err = tp_sim_run(f, &t, tp_policy_find("first-fit"), NULL, c, 1,
-				 &r);
+		err = tp_sim_run_opts(f, &t, tp_policy_find("first-fit"), NULL,
+				      c, 1, &opts, &r);
 		tp_alloc_set(NULL);
 		if (err)
 			assert_int_equal(err, TP_ERR_NOMEM);
@@ -652,6 +696,7 @@ int main(void)
 	    cmocka_unit_test(test_rerating),
 	    cmocka_unit_test(test_policy_sees_background),
 	    cmocka_unit_test(test_determinism),
+	    cmocka_unit_test(test_slowdown_sources),
 	    cmocka_unit_test(test_csv_trace),
 	    cmocka_unit_test(test_csv_errors),
 	    cmocka_unit_test(test_csv_row_limit),
