@@ -303,42 +303,40 @@ static bool out_push(ctx_t *c, uint32_t h, int g)
 }
 
 /* How weak host h is for a ring through it (tp__state_weakness; a host
- * cabled to fewer rails than the fabric has counts as weaker than any). */
+ * cabled to fewer rails than the fabric has counts as weaker than any:
+ * WEAKEST). */
+#define WEAKEST (1 << 8)
+
 static int weakness(const ctx_t *c, uint32_t h)
 {
-	return host(c, h)->degraded ? 1 << 8 : tp__state_weakness(c->s, h);
-}
-
-static int int_cmp(const void *pa, const void *pb)
-{
-	int a = *(const int *)pa, b = *(const int *)pb;
-
-	return (a > b) - (a < b);
+	return host(c, h)->degraded ? WEAKEST : tp__state_weakness(c->s, h);
 }
 
 /* A ring runs at its weakest host's pace. The weakest this job cannot
  * avoid: its hosts taken so far, and the need-th least weak of the
- * candidates v[0..nv). Every host no weaker costs the ring nothing more;
- * taking those first keeps the better cabled ones for rings they would
- * speed up. 0 when the job can stay on well cabled hosts (or memory is
- * short: then nothing is absorbed). */
+ * candidates v[0..nv) (counted, not sorted). Every host no weaker costs
+ * the ring nothing more; taking those first keeps the better cabled ones
+ * for rings they would speed up. 0 when the job can stay on well cabled
+ * hosts. */
 static int absorb_floor(const ctx_t *c, const cand_t *v, size_t nv, size_t need)
 {
-	int floor = 0, *w;
+	size_t hist[WEAKEST + 1] = {0}, k = 0;
+	int floor = 0;
 
 	for (size_t i = 0; i < c->n; i++) {
 		int x = weakness(c, c->hosts[i]);
 		if (x > floor)
 			floor = x;
 	}
-	if (!need || nv < need || !(w = tp_malloc(nv * sizeof(int))))
+	if (!need || nv < need)
 		return floor;
-	for (size_t i = 0; i < nv; i++)
-		w[i] = weakness(c, v[i].h);
-	qsort(w, nv, sizeof(int), int_cmp);
-	if (w[need - 1] > floor)
-		floor = w[need - 1];
-	tp_free(w);
+	for (size_t i = 0; i < nv; i++) {
+		int x = weakness(c, v[i].h);
+		hist[x < 0 ? 0 : x > WEAKEST ? WEAKEST : x]++;
+	}
+	for (int x = 0; x <= WEAKEST; x++)
+		if ((k += hist[x]) >= need)
+			return x > floor ? x : floor;
 	return floor;
 }
 
