@@ -14,12 +14,15 @@
 
 /* A fat tree of leaves x hpl hosts (node001, ... in leaf order, or
  * interleaved over the leaves), `spines` spines with `uplinks` cables from
- * each leaf to each, gpus GPUs per host, nics 400 Gb/s NICs per host (0:
- * one per GPU, each on its own rail). NULL when the generator fails.
- * Caller frees with tp_fabric_destroy(). */
-static inline tp_fabric_t *tp_test_fat_tree_try(int leaves, int spines, int hpl,
+ * each leaf to each (0: as many as keep each leaf 2:1 oversubscribed),
+ * gpus GPUs per host, nics 400 Gb/s NICs per host (0: one per GPU, each
+ * on its own rail), a share `degrade` of the host cables down or at half
+ * width, chosen by `seed` (the generator's --degrade). NULL when the
+ * generator fails. Caller frees with tp_fabric_destroy(). */
+static inline tp_fabric_t *tp_test_fat_tree_gen(int leaves, int spines, int hpl,
 						int uplinks, int gpus,
-						bool interleave, int nics)
+						bool interleave, int nics,
+						double degrade, uint64_t seed)
 {
 	tp_gen_fat_tree_t p;
 	tp_fabric_t *f = NULL;
@@ -32,31 +35,30 @@ static inline tp_fabric_t *tp_test_fat_tree_try(int leaves, int spines, int hpl,
 	p.gpus_per_host = gpus;
 	p.interleave = interleave;
 	p.nics_per_host = nics;
+	p.degrade = degrade;
+	p.degrade_seed = seed;
 	return tp_gen_fat_tree(&p, &f) == TP_OK ? f : NULL;
 }
 
-/* A fat tree with one NIC per GPU (8 GPUs a host) and a share `degrade`
- * of the host cables down or at half width, chosen by `seed` (the
- * generator's --degrade); uplinks 0: as many as keep each leaf 2:1
- * oversubscribed. The simulator's fabrics are of this kind. */
+/* tp_test_fat_tree_gen with every cable healthy. */
+static inline tp_fabric_t *tp_test_fat_tree_try(int leaves, int spines, int hpl,
+						int uplinks, int gpus,
+						bool interleave, int nics)
+{
+	return tp_test_fat_tree_gen(leaves, spines, hpl, uplinks, gpus,
+				    interleave, nics, 0, 0);
+}
+
+/* One NIC per GPU (8 GPUs a host) and degraded cables, as the
+ * simulator's fabrics; must succeed. */
 static inline tp_fabric_t *tp_test_fat_tree_deg(int leaves, int spines, int hpl,
 						int uplinks, bool interleave,
 						double degrade, uint64_t seed)
 {
-	tp_gen_fat_tree_t p;
-	tp_fabric_t *f = NULL;
+	tp_fabric_t *f = tp_test_fat_tree_gen(leaves, spines, hpl, uplinks, 8,
+					      interleave, 0, degrade, seed);
 
-	tp_gen_fat_tree_defaults(&p);
-	p.leaves = leaves;
-	p.spines = spines;
-	p.hosts_per_leaf = hpl;
-	p.uplinks_per_spine = uplinks;
-	p.gpus_per_host = 8;
-	p.nics_per_host = 0;
-	p.interleave = interleave;
-	p.degrade = degrade;
-	p.degrade_seed = seed;
-	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	assert_non_null(f);
 	return f;
 }
 

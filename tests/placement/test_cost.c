@@ -840,21 +840,11 @@ static void test_tree_fill(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* tp_test_rail: B_GBPS is the generator's default rate */
 static tp_fabric_t *rail(int sus, int hosts_per_su, int rails, int spines,
 			 int gpus)
 {
-	tp_gen_rail_t p;
-	tp_fabric_t *f = NULL;
-
-	tp_gen_rail_defaults(&p);
-	p.sus = sus;
-	p.hosts_per_su = hosts_per_su;
-	p.rails = rails;
-	p.spines_per_rail = spines;
-	p.gpus_per_host = gpus;
-	p.link_gbps = B_GBPS;
-	assert_int_equal(tp_gen_rail(&p, &f), TP_OK);
-	return f;
+	return tp_test_rail(sus, hosts_per_su, rails, spines, gpus);
 }
 
 /* Multi-rail: 2 GPUs per host, each next to its own rail. With 2 rails

@@ -403,6 +403,15 @@ static void assert_same_result(const tp_sim_result_t *a,
 			    a->multi_node_jobs * sizeof(double));
 }
 
+/* 300 jobs of the LLM mix at 90% load on f's GPUs (8 a host). */
+static void llm_trace(const tp_fabric_t *f, uint64_t seed, tp_trace_t *t)
+{
+	assert_int_equal(tp_trace_synthetic("llm", 300, seed,
+					    (int)tp_fabric_total_gpus(f), 8,
+					    0.9, t),
+			 TP_OK);
+}
+
 /* Same trace, policy and seed: bit-identical results, with contention
  * in play (a 2:1 fat tree, LLM mix at 90% load). */
 static void test_determinism(void **state)
@@ -412,10 +421,7 @@ static void test_determinism(void **state)
 	tp_trace_t t;
 
 	(void)state;
-	assert_int_equal(tp_trace_synthetic("llm", 300, 7,
-					    (int)tp_fabric_total_gpus(f), 8,
-					    0.9, &t),
-			 TP_OK);
+	llm_trace(f, 7, &t);
 	for (size_t i = 0; i < 3; i++) {
 		tp_sim_result_t a, b;
 		run(f, &t, pols[i], 11, &a);
@@ -443,10 +449,7 @@ static void test_slowdown_sources(void **state)
 
 	(void)state;
 	assert_int_equal(tp_cost_ctx_create(f, NULL, &c), TP_OK);
-	assert_int_equal(tp_trace_synthetic("llm", 300, 3,
-					    (int)tp_fabric_total_gpus(f), 8,
-					    0.9, &t),
-			 TP_OK);
+	llm_trace(f, 3, &t);
 	for (size_t i = 0; i < 2; i++) {
 		tp_sim_result_t a, b;
 		const tp_policy_t *p = tp_policy_find(pols[i]);
