@@ -704,31 +704,48 @@ tp_err_t tp_place_ideal(const tp_fabric_t *f, const tp_request_t *r,
 			const tp_cost_ctx_t *ctx, tp_ideal_cache_t *cache,
 			double *seconds_p)
 {
+	tp_policy_params_t defaults;
 	tp__policy_in_t in = {0};
-	tp_placement_t p = {0};
-	tp_state_t *empty;
-	tp__ideal_t key;
+	tp_state_t *empty = NULL;
+	int *offers = NULL;
+	double bytes;
+	size_t offering;
+	bool ever;
 	tp_err_t err;
 
 	if (!f || !r || !ctx || !seconds_p)
 		return TP_ERR_INVAL;
 	if ((err = normalise(r, &in)))
 		return err;
-	key = shape_of(&in, r->bytes > 0 ? r->bytes : TP__DEFAULT_BYTES);
+	bytes = r->bytes > 0 ? r->bytes : TP__DEFAULT_BYTES;
+	tp__ideal_t key = shape_of(&in, bytes);
 	if (ideal_find(cache, &key, seconds_p))
 		return TP_OK;
-	/* the shape's first time: a run on the empty fabric works the ideal
-	 * out (and into the cache); first-fit's own choice costs little
-	 * next to the policies' choices the ideal prices */
-	if (!(empty = tp_state_create(f)))
-		return TP_ERR_NOMEM;
-	err = place(&tp__policy_first_fit, empty, r, params, ctx, 1, true,
-		    cache, &p);
-	if (!err)
-		*seconds_p = p.ideal_s;
-	tp_placement_free(&p);
+	if (!params) {
+		tp_policy_params_defaults(&defaults);
+		params = &defaults;
+	}
+	in.f = f;
+	in.r = r;
+	in.params = params;
+	in.cost = ctx;
+	in.seed = 1;
+	/* the shape's first time: the offers on the empty fabric, as
+	 * place() hands them to the policies, then the ideal itself */
+	err = TP_ERR_NOMEM;
+	if (!(empty = tp_state_create(f)) ||
+	    !(offers = tp_malloc((2 * tp_fabric_nhosts(f) + 1) * sizeof(int))))
+		goto out;
+	in.s = empty;
+	err = TP_ERR_RANGE;
+	if (!fits(&in, &ever, &offering, offers))
+		goto out;
+	in.offer = offers;
+	err = ideal_cached(&in, bytes, cache, seconds_p);
+out:
+	tp_free(offers);
 	tp_state_destroy(empty);
-	return err == TP_ERR_NOTFOUND ? TP_ERR_RANGE : err;
+	return err;
 }
 
 tp_err_t tp_place_choose(const tp_policy_t *policy, const tp_state_t *s,

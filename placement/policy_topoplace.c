@@ -757,7 +757,10 @@ static tp_err_t place_in(ctx_t *c, uint32_t sg, int slv, size_t need)
 			c->wid = best;
 			c->wspare = count(c, &c->ds[best]) - need;
 		}
-		return take_hosts(c, dp->hosts, dp->nhosts, need, false);
+		/* the job's traffic leaves the domain when the domain
+		 * holds only part of it (a spread's last leg) */
+		return take_hosts(c, dp->hosts, dp->nhosts, need,
+				  c->n > 0 || need < c->need);
 	}
 	/* A job one multi-node NVLink domain could hold waits for one, as
 	 * Slurm's topology/block makes it: spread over domains its traffic
@@ -841,8 +844,10 @@ static tp_err_t place_in(ctx_t *c, uint32_t sg, int slv, size_t need)
 				c->wlevel = 1;
 				c->wspare = count(c, &c->gs[best]) - need;
 			}
+			/* the job's need, not this leg's: a spread's last
+			 * leaf may give one host to a ring over several */
 			return take_hosts(c, gp->hosts, gp->nhosts, need,
-					  need > 1);
+					  c->need > 1);
 		}
 		return spread_best(c, best, gp->level - 1, need, top);
 	}

@@ -120,6 +120,7 @@ typedef struct sim {
 	size_t nstatic;
 	bool *fb_mine;
 	uint32_t *fb_free, *fb_set;
+	int *fb_gpus;
 	/* the queue head since last_t: its class and why it waits (0: no
 	 * head, 1: short of free GPUs, 2: GPUs free but not placed), and
 	 * the time spent so per class */
@@ -434,9 +435,12 @@ static double best_cabled(sim_t *m, uint32_t *fr, size_t nf, size_t need,
 		fr[a] = fr[b];
 		fr[b] = x;
 		m->fb_set[a] = fr[a];
+		m->fb_gpus[a] = gpus[a];
 	}
-	return tp__place_predict(m->ctx, NULL, m->fb_set, gpus, need, bytes,
-				 NULL, &c)
+	/* priced as the ideal's sets are: in ring order */
+	tp_ring_order(m->f, m->fb_set, m->fb_gpus, need);
+	return tp__place_predict(m->ctx, NULL, m->fb_set, m->fb_gpus, need,
+				 bytes, NULL, &c)
 		   ? -1
 		   : c.seconds;
 }
@@ -465,7 +469,8 @@ static tp_err_t slowdown_sources(sim_t *m, const tp_placement_t *pl,
 		m->fb_mine = tp_calloc(nh + 1, sizeof(bool));
 		m->fb_free = tp_malloc((nh + 1) * sizeof(uint32_t));
 		m->fb_set = tp_malloc((nh + 1) * sizeof(uint32_t));
-		if (!m->fb_mine || !m->fb_free || !m->fb_set)
+		m->fb_gpus = tp_malloc((nh + 1) * sizeof(int));
+		if (!m->fb_mine || !m->fb_free || !m->fb_set || !m->fb_gpus)
 			return TP_ERR_NOMEM;
 	}
 	for (size_t i = 0; i < need; i++)
@@ -972,6 +977,7 @@ out:
 	tp_free(m.fb_mine);
 	tp_free(m.fb_free);
 	tp_free(m.fb_set);
+	tp_free(m.fb_gpus);
 	tp_free(m.scratch);
 	tp_free(m.bgcnt);
 	tp_free(m.loadsum);

@@ -65,13 +65,18 @@ void pending_clear(void)
 /* The ideal time per request shape: a property of the shape, the fabric
  * and the cost model only, so the writer works it out once per shape. The
  * writer's own, like journal.lines; writer_sync() empties it, and the
- * fabric and cost model change only after a writer_sync(). */
+ * fabric and cost model change only after a writer_sync(). A controller
+ * that runs for months meets new shapes without end: past IDEAL_MAX the
+ * cache starts again (a lookup is a pass over it). */
+#define IDEAL_MAX 256
 static tp_ideal_cache_t *ideals;
 
 static bool ideal_of(const tp_request_t *r, double *ideal_p)
 {
 	if (!ideals && !(ideals = tp_ideal_cache_create()))
 		return false;
+	if (tp_ideal_cache_size(ideals) >= IDEAL_MAX)
+		tp_ideal_cache_clear(ideals);
 	/* as `topoplace place` and `show` report it */
 	return tp_place_ideal(fabric, r, NULL, cost_ctx, ideals, ideal_p) ==
 	       TP_OK;

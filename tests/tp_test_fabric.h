@@ -16,9 +16,9 @@
  * interleaved over the leaves), `spines` spines with `uplinks` cables from
  * each leaf to each (0: as many as keep each leaf 2:1 oversubscribed),
  * gpus GPUs per host, nics 400 Gb/s NICs per host (0: one per GPU, each
- * on its own rail), a share `degrade` of the host cables down or at half
- * width, chosen by `seed` (the generator's --degrade). NULL when the
- * generator fails. Caller frees with tp_fabric_destroy(). */
+ * on its own rail), a share `degrade` of the cables (host and up-link)
+ * down or at half width, chosen by `seed` (the generator's --degrade). NULL
+ * when the generator fails. Caller frees with tp_fabric_destroy(). */
 static inline tp_fabric_t *tp_test_fat_tree_gen(int leaves, int spines, int hpl,
 						int uplinks, int gpus,
 						bool interleave, int nics,

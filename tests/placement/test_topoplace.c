@@ -385,13 +385,16 @@ static void test_weak_hosts(void **state)
 	tp_fabric_destroy(f);
 }
 
-/* Take one cable of host h down (ratio 0) or to half rate. */
+/* Take one more cable of host h (its first healthy one) down (ratio 0)
+ * or to half rate. */
 static void weaken(tp_state_t *s, uint32_t h, double ratio)
 {
 	const tp_fabric_t *f = tp_state_fabric(s);
 
 	for (uint32_t l = 0; l < tp_fabric_nlinks(f); l++) {
 		const tp_link_t *k = tp_fabric_link(f, l);
+		if (tp_state_link_health(s, l) < 1)
+			continue;
 		for (int e = 0; e < 2; e++)
 			if (k->kind[e] == TP_NODE_CA &&
 			    tp_fabric_ca(f, k->node[e])->host == h) {
@@ -400,7 +403,7 @@ static void weaken(tp_state_t *s, uint32_t h, double ratio)
 				return;
 			}
 	}
-	fail_msg("host %u has no cable", h);
+	fail_msg("host %u has no healthy cable", h);
 }
 
 static bool holds(const tp_placement_t *p, uint32_t h)
@@ -413,10 +416,10 @@ static bool holds(const tp_placement_t *p, uint32_t h)
 
 /* A ring runs at its weakest host's pace, so where it must take a weak
  * host, the hosts no weaker cost it nothing: it takes them before the
- * well cabled ones, which stay free for a ring they would speed up. The
- * same with the cost model choosing, at the same predicted time as the
- * set on the well cabled host. 2 leaves x 4 hosts x 4 NICs, hosts 0-3
- * on leaf 0, 4-7 on leaf 1. */
+ * well cabled ones, which stay free for a ring they would speed up, but
+ * never a host weaker than it must. The same with the cost model
+ * choosing, at the same predicted time as the set on the well cabled
+ * host. 2 leaves x 4 hosts x 4 NICs, hosts 0-3 on leaf 0, 4-7 on leaf 1. */
 static void test_weak_absorbed(void **state)
 {
 	tp_fabric_t *f = tp_test_fat_tree_try(2, 2, 4, 1, 8, false, 4);
@@ -431,26 +434,26 @@ static void test_weak_absorbed(void **state)
 	assert_non_null(s = tp_state_create(f));
 	tp_cost_params_defaults(&cp);
 	assert_int_equal(tp_cost_ctx_create(f, &cp, &ctx), TP_OK);
-	/* leaf 0: hosts 0 and 1 a cable down each, 2 busy, 3 well cabled;
-	 * leaf 1 full */
-	weaken(s, 0, 0);
-	weaken(s, 1, 0);
-	uint32_t h2 = 2;
-	assert_int_equal(tp_state_alloc(s, 50, &h2, &g8, 1), TP_OK);
+	/* leaf 0: host 0 well cabled (first in index order), 1 busy, 2 and 3
+	 * a cable down each; leaf 1 full */
+	weaken(s, 2, 0);
+	weaken(s, 3, 0);
+	uint32_t h1 = 1;
+	assert_int_equal(tp_state_alloc(s, 50, &h1, &g8, 1), TP_OK);
 	fill_group(s, leaf_of(f, 4), 4, 51);
-	assert_int_equal(tp__state_weakness(s, 0), 5);
-	assert_int_equal(tp__state_weakness(s, 1), 5);
-	assert_false(tp__state_weak(s, 3));
+	assert_int_equal(tp__state_weakness(s, 2), 5);
+	assert_int_equal(tp__state_weakness(s, 3), 5);
+	assert_false(tp__state_weak(s, 0));
 
 	/* 2 hosts: a weak one is forced (3 free), so both weak ones */
 	tp_request_t r = req(2, 8, 0, true);
 	place(s, &r, &p);
-	assert_true(holds(&p, 0) && holds(&p, 1));
+	assert_true(holds(&p, 2) && holds(&p, 3));
 	tp_placement_free(&p);
 	memset(&p, 0, sizeof(p));
 	assert_int_equal(tp_place_run(topo(), s, &r, NULL, ctx, 1, &p), TP_OK);
-	assert_true(holds(&p, 0) && holds(&p, 1));
-	uint32_t alt[2] = {0, 3};
+	assert_true(holds(&p, 2) && holds(&p, 3));
+	uint32_t alt[2] = {0, 2};
 	int ag[2] = {8, 8};
 	tp_cost_t c;
 	assert_int_equal(
@@ -459,13 +462,18 @@ static void test_weak_absorbed(void **state)
 	assert_true(p.predicted_s <= c.seconds * 1.000001);
 	tp_placement_free(&p);
 
-	/* spanning both leaves, already on a weak host: 1 of leaf 1's is
-	 * the weak one, not one of the two well cabled */
+	/* over both leaves, already on weak hosts (leaf 0 whole): leaf 1's
+	 * one host is the one as weak (5), not the well cabled (7) nor the
+	 * much weaker (6: three cables down) */
 	tp_state_release(s, 51);
 	tp_state_release(s, 50);
 	uint32_t h4 = 4;
 	assert_int_equal(tp_state_alloc(s, 52, &h4, &g8, 1), TP_OK);
 	weaken(s, 5, 0);
+	for (int k = 0; k < 3; k++)
+		weaken(s, 6, 0);
+	assert_int_equal(tp__state_weakness(s, 5), 5);
+	assert_int_equal(tp__state_weakness(s, 6), 13);
 	r = req(5, 8, 0, true);
 	place(s, &r, &p);
 	assert_int_equal(groups_of(f, &p), 2);
