@@ -312,6 +312,17 @@ static int weakness(const ctx_t *c, uint32_t h)
 	return host(c, h)->degraded ? WEAKEST : tp__state_weakness(c->s, h);
 }
 
+/* Tried (2026-12-03, at 059170c, reverted): a job of 2-8 hosts whose
+ * best priced set still held a weakly cabled host waited while some leaf
+ * had enough well cabled hosts for it, busy or not. topoplace simulate on
+ * the default fabric, 16 seeds: comm slowdown 1.168 against 1.291, but JCT
+ * 0.929 +- 0.017 against 0.911 +- 0.020 of slurm-tree's (2-8-host jobs
+ * 0.988 +- 0.020 against 0.905 +- 0.021): the wait cost more than the
+ * slower ring. bench_sim --sources shows the hosts chosen within 3% of the
+ * best the free hosts offered: the rest of the slowdown is what is free
+ * when a job starts, which taking weak hosts first where they cost a ring
+ * nothing (below) changes a little. */
+
 /* A ring runs at its weakest host's pace. The weakest this job cannot
  * avoid: its hosts taken so far, and the need-th least weak of the
  * candidates v[0..nv) (counted, not sorted). Every host no weaker costs
