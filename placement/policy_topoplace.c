@@ -323,17 +323,31 @@ static int weakness(const ctx_t *c, uint32_t h)
  * when a job starts, which taking weak hosts first where they cost a ring
  * nothing (below) changes a little. */
 
+/* Weakness values a histogram counts: tp__state_weakness gives 0..17,
+ * a degraded host WEAKEST, counted in the last bucket. */
+#define NWEAK 19
+
+static int weak_bucket(int x)
+{
+	return x >= WEAKEST    ? NWEAK - 1
+	       : x < 0	       ? 0
+	       : x > NWEAK - 2 ? NWEAK - 2
+			       : x;
+}
+
 /* A ring runs at its weakest host's pace. The weakest this job cannot
  * avoid: its hosts taken so far, and the need-th least weak of the
  * candidates v[0..nv) (counted, not sorted). Every host no weaker costs
  * the ring nothing more; taking those first keeps the better cabled ones
  * for rings they would speed up. 0 when the job can stay on well cabled
- * hosts. */
+ * hosts, or no host is weak at all (most decisions: no pass). */
 static int absorb_floor(const ctx_t *c, const cand_t *v, size_t nv, size_t need)
 {
-	size_t hist[WEAKEST + 1] = {0}, k = 0;
+	size_t hist[NWEAK] = {0}, k = 0;
 	int floor = 0;
 
+	if (!c->any_bad)
+		return 0;
 	for (size_t i = 0; i < c->n; i++) {
 		int x = weakness(c, c->hosts[i]);
 		if (x > floor)
@@ -341,13 +355,13 @@ static int absorb_floor(const ctx_t *c, const cand_t *v, size_t nv, size_t need)
 	}
 	if (!need || nv < need)
 		return floor;
-	for (size_t i = 0; i < nv; i++) {
-		int x = weakness(c, v[i].h);
-		hist[x < 0 ? 0 : x > WEAKEST ? WEAKEST : x]++;
-	}
-	for (int x = 0; x <= WEAKEST; x++)
-		if ((k += hist[x]) >= need)
+	for (size_t i = 0; i < nv; i++)
+		hist[weak_bucket(weakness(c, v[i].h))]++;
+	for (int b = 0; b < NWEAK; b++)
+		if ((k += hist[b]) >= need) {
+			int x = b == NWEAK - 1 ? WEAKEST : b;
 			return x > floor ? x : floor;
+		}
 	return floor;
 }
 
