@@ -581,6 +581,47 @@ static tp_err_t normalise(const tp_request_t *r, tp__policy_in_t *in)
 	return TP_OK;
 }
 
+/* What every choice on s reads besides the request's shape (normalise):
+ * the fabric, state, request, parameters (defaults when NULL), cost
+ * context and seed. */
+static void in_init(tp__policy_in_t *in, const tp_state_t *s,
+		    const tp_request_t *r, const tp_policy_params_t *params,
+		    tp_policy_params_t *defaults, const tp_cost_ctx_t *ctx,
+		    uint64_t seed)
+{
+	if (!params) {
+		tp_policy_params_defaults(defaults);
+		params = defaults;
+	}
+	in->f = tp_state_fabric(s);
+	in->s = s;
+	in->r = r;
+	in->params = params;
+	in->cost = ctx;
+	in->seed = seed;
+}
+
+/* Every host's offer now and on the empty fabric into *offers_p and
+ * in->offer (the caller frees *offers_p), *offering_p the hosts offering
+ * now; TP_ERR_NOTFOUND when the request does not fit now, TP_ERR_RANGE
+ * never. */
+static tp_err_t offers_for(tp__policy_in_t *in, int **offers_p,
+			   size_t *offering_p)
+{
+	int *offers =
+	    tp_malloc((2 * tp_fabric_nhosts(in->f) + 1) * sizeof(int));
+	bool ever;
+
+	if (!offers)
+		return TP_ERR_NOMEM;
+	if (!fits(in, &ever, offering_p, offers)) {
+		tp_free(offers);
+		return ever ? TP_ERR_NOTFOUND : TP_ERR_RANGE;
+	}
+	in->offer = *offers_p = offers;
+	return TP_OK;
+}
+
 static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 		      const tp_request_t *r, const tp_policy_params_t *params,
 		      const tp_cost_ctx_t *ctx, uint64_t seed, bool predict,
@@ -592,33 +633,16 @@ static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 	char why[256] = "";
 	const char *bad;
 	size_t max, offering;
-	bool ever;
 	double t0, c0, bytes;
 	int *offers;
 	tp_err_t err;
 
 	if (!policy || !policy->choose || !s || !r || !out)
 		return TP_ERR_INVAL;
-	if (!params) {
-		tp_policy_params_defaults(&defaults);
-		params = &defaults;
-	}
-	in.f = tp_state_fabric(s);
-	in.s = s;
-	in.r = r;
-	in.params = params;
-	in.cost = ctx;
-	in.seed = seed;
-	if ((err = normalise(r, &in)))
+	in_init(&in, s, r, params, &defaults, ctx, seed);
+	if ((err = normalise(r, &in)) ||
+	    (err = offers_for(&in, &offers, &offering)))
 		return err;
-	if (!(offers =
-		  tp_malloc((2 * tp_fabric_nhosts(in.f) + 1) * sizeof(int))))
-		return TP_ERR_NOMEM;
-	if (!fits(&in, &ever, &offering, offers)) {
-		tp_free(offers);
-		return ever ? TP_ERR_NOTFOUND : TP_ERR_RANGE;
-	}
-	in.offer = offers;
 	max = in.nhosts
 		  ? in.nhosts
 		  : (offering < (size_t)in.total_gpus ? offering
@@ -706,11 +730,10 @@ tp_err_t tp_place_ideal(const tp_fabric_t *f, const tp_request_t *r,
 {
 	tp_policy_params_t defaults;
 	tp__policy_in_t in = {0};
-	tp_state_t *empty = NULL;
+	tp_state_t *empty;
 	int *offers = NULL;
-	double bytes;
 	size_t offering;
-	bool ever;
+	double bytes;
 	tp_err_t err;
 
 	if (!f || !r || !ctx || !seconds_p)
@@ -721,28 +744,16 @@ tp_err_t tp_place_ideal(const tp_fabric_t *f, const tp_request_t *r,
 	tp__ideal_t key = shape_of(&in, bytes);
 	if (ideal_find(cache, &key, seconds_p))
 		return TP_OK;
-	if (!params) {
-		tp_policy_params_defaults(&defaults);
-		params = &defaults;
-	}
-	in.f = f;
-	in.r = r;
-	in.params = params;
-	in.cost = ctx;
-	in.seed = 1;
-	/* the shape's first time: the offers on the empty fabric, as
-	 * place() hands them to the policies, then the ideal itself */
-	err = TP_ERR_NOMEM;
-	if (!(empty = tp_state_create(f)) ||
-	    !(offers = tp_malloc((2 * tp_fabric_nhosts(f) + 1) * sizeof(int))))
-		goto out;
-	in.s = empty;
-	err = TP_ERR_RANGE;
-	if (!fits(&in, &ever, &offering, offers))
-		goto out;
-	in.offer = offers;
-	err = ideal_cached(&in, bytes, cache, seconds_p);
-out:
+	/* the shape's first time: the policies' inputs on the empty fabric,
+	 * as place() makes them, then the ideal itself */
+	if (!(empty = tp_state_create(f)))
+		return TP_ERR_NOMEM;
+	in_init(&in, empty, r, params, &defaults, ctx, 1);
+	err = offers_for(&in, &offers, &offering);
+	if (!err)
+		err = ideal_cached(&in, bytes, cache, seconds_p);
+	else if (err == TP_ERR_NOTFOUND) /* all hosts are up there */
+		err = TP_ERR_RANGE;
 	tp_free(offers);
 	tp_state_destroy(empty);
 	return err;

@@ -329,10 +329,7 @@ static int weakness(const ctx_t *c, uint32_t h)
 
 static int weak_bucket(int x)
 {
-	return x >= WEAKEST    ? NWEAK - 1
-	       : x < 0	       ? 0
-	       : x > NWEAK - 2 ? NWEAK - 2
-			       : x;
+	return x >= WEAKEST ? NWEAK - 1 : x > NWEAK - 2 ? NWEAK - 2 : x;
 }
 
 /* A ring runs at its weakest host's pace. The weakest this job cannot

@@ -362,7 +362,7 @@ static void rate_of(double f, double x, double *rate_p, double *duty_p)
 static tp_err_t rerate(sim_t *m, running_t *r, double now)
 {
 	const tp_job_spec_t *js = &m->t->jobs[r->job];
-	double bytes = js->bytes > 0 ? js->bytes : 1024.0 * 1024 * 1024;
+	double bytes = js->bytes > 0 ? js->bytes : TP__DEFAULT_BYTES;
 	double x = 1, duty;
 	size_t nt;
 	tp_cost_t c;
@@ -514,6 +514,7 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 
 	*started = false;
 	to_request(js, &r);
+	double bytes = r.bytes > 0 ? r.bytes : TP__DEFAULT_BYTES;
 	memset(&pl, 0, sizeof(pl));
 	err = tp_place_run_cached(m->policy, m->s, &r, m->pp, m->ctx,
 				  m->seed + j, &m->ideal, &pl);
@@ -537,9 +538,7 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 			slowdown = pl.predicted_s / pl.ideal_s;
 		m->slow[m->nslow++] = slowdown;
 		if (m->ctx && m->sources &&
-		    (err = slowdown_sources(
-			 m, &pl,
-			 r.bytes > 0 ? r.bytes : 1024.0 * 1024 * 1024))) {
+		    (err = slowdown_sources(m, &pl, bytes))) {
 			tp_state_release(m->s, j + 1);
 			tp_placement_free(&pl);
 			return err;
@@ -550,7 +549,6 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 				   pl.min_span_empty[TP_SPAN_GROUPS];
 	}
 	if (pl.nhosts > 1 && m->ctx && pl.predicted_s > 0) {
-		double bytes = r.bytes > 0 ? r.bytes : 1024.0 * 1024 * 1024;
 		double f = js->comm_frac;
 		double duty = f * slowdown / ((1 - f) + f * slowdown);
 		double steps = js->comm_frac * js->run_s / pl.ideal_s;

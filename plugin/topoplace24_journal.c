@@ -343,17 +343,16 @@ void writer_stop(void)
 {
 	if (!wq_running) {
 		writer_sync();
-		tp_ideal_cache_destroy(ideals);
-		ideals = NULL;
-		return;
+	} else {
+		slurm_mutex_lock(&wq_lock);
+		wq_stop = true;
+		slurm_cond_signal(&wq_work);
+		slurm_mutex_unlock(&wq_lock);
+		pthread_join(wq_thread, NULL);
+		wq_running = false;
+		wq_stop = false;
 	}
-	slurm_mutex_lock(&wq_lock);
-	wq_stop = true;
-	slurm_cond_signal(&wq_work);
-	slurm_mutex_unlock(&wq_lock);
-	pthread_join(wq_thread, NULL);
-	wq_running = false;
-	wq_stop = false;
+	/* no writer left to use it */
 	tp_ideal_cache_destroy(ideals);
 	ideals = NULL;
 }
