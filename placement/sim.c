@@ -581,8 +581,6 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 		pl.hosts = NULL;
 		pl.gpus = NULL;
 	}
-	/* the work the job came for: its run time on an ideal placement */
-	m->useful_gpu_s += run.gpus * js->run_s;
 	heap_push(m, run);
 	m->wait[m->nstarted++] = now - js->submit_s;
 	tp_placement_free(&pl);
@@ -879,6 +877,11 @@ tp_err_t tp_sim_run_opts(const tp_fabric_t *f, const tp_trace_t *t,
 			m.class_wait[cls] += r.start - js->submit_s;
 			m.class_ideal[cls] += js->run_s;
 			m.class_n[cls]++;
+			/* the work it came for: its ideal run time, but never
+			 * more than it held (a placement the cost model prices
+			 * below the ideal one) */
+			m.useful_gpu_s +=
+			    r.gpus * fmin(js->run_s, r.end - r.start);
 			load_remove(&m, &r);
 			err = rerate_sharing(&m, r.load, r.nload, r.job, now);
 			running_free(&r);

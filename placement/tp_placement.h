@@ -467,8 +467,9 @@ typedef struct tp_sim_result {
 	size_t jobs, multi_node_jobs, unplaceable;
 	double gpu_util;          /* busy GPU-seconds / (GPUs * makespan) */
 	double useful_util;       /* the same counting each job at its ideal
-				   * run time: GPUs held while slowed by a bad
-				   * placement do not count as useful */
+				   * run time, at most the time it held: GPUs
+				   * held while slowed by a bad placement do
+				   * not count as useful */
 	double makespan_s;
 	double mean_wait_s, p50_wait_s, p95_wait_s;
 	double mean_jct_s, p50_jct_s, p95_jct_s;

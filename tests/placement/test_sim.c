@@ -480,6 +480,37 @@ static void test_slowdown_sources(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* Useful GPU time never exceeds the time held: on NVL72 racks a job's
+ * ring can price below the ideal set's (slowdown < 1), and its useful
+ * share is then what it held, not its ideal run time. */
+static void test_useful_capped(void **state)
+{
+	tp_gen_nvl72_t g;
+	tp_fabric_t *f = NULL;
+	bool below = false;
+
+	(void)state;
+	tp_gen_nvl72_defaults(&g);
+	assert_int_equal(tp_gen_nvl72(&g, &f), TP_OK);
+	for (uint64_t seed = 1; seed <= 2; seed++) {
+		tp_sim_result_t r;
+		tp_trace_t t;
+		assert_int_equal(tp_trace_synthetic(
+				     "llm", 400, seed,
+				     (int)tp_fabric_total_gpus(f), 4, 0.9, &t),
+				 TP_OK);
+		run(f, &t, "topoplace", seed, &r);
+		below |= r.comm_slowdown_mean < 1 - 1e-6;
+		assert_true(r.useful_util > 0.5);
+		assert_true(r.useful_util <= r.gpu_util * (1 + 1e-9));
+		tp_sim_result_free(&r);
+		tp_trace_free(&t);
+	}
+	/* the case the cap is for happened */
+	assert_true(below);
+	tp_fabric_destroy(f);
+}
+
 static char *write_tmp(const char *text, size_t len)
 {
 	char *path = strdup("/tmp/tp_test_sim_XXXXXX");
@@ -706,6 +737,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_sees_background),
 	    cmocka_unit_test(test_determinism),
 	    cmocka_unit_test(test_slowdown_sources),
+	    cmocka_unit_test(test_useful_capped),
 	    cmocka_unit_test(test_csv_trace),
 	    cmocka_unit_test(test_csv_errors),
 	    cmocka_unit_test(test_csv_row_limit),
