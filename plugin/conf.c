@@ -506,8 +506,10 @@ bool tp_filesig_update(const char *path, tp_filesig_t *sig)
 		return false;
 	memset(&now, 0, sizeof(now));
 	if (stat(path, &st) != 0) {
-		if (errno != ENOENT && errno != ENOTDIR)
+		if (errno != ENOENT && errno != ENOTDIR) {
+			sig->look_errno = errno;
 			return false;
+		}
 	} else {
 		now.exists = true;
 		now.regular = S_ISREG(st.st_mode);
@@ -519,6 +521,7 @@ bool tp_filesig_update(const char *path, tp_filesig_t *sig)
 		now.ctime_s = (int64_t)st.st_ctim.tv_sec;
 		now.ctime_ns = (int64_t)st.st_ctim.tv_nsec;
 	}
+	sig->look_errno = 0;
 	if (sig_same(&now, sig))
 		return false;
 	now.err = sig->err;

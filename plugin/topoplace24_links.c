@@ -27,9 +27,11 @@ static bool ls_dirty; /* ls_pub is behind */
 
 /* Re-read LinkState when it changed (tp_filesig_update), or at every
  * look while it cannot be read (EIO, EACCES may pass): its links become
- * ls_file; a removed file means healthy links. A bad file keeps the last
- * good links and is logged once per distinct failure (ls_sig.err), and
- * its recovery once. A FIFO or device is refused without opening it for
+ * ls_file; a removed file means healthy links. A bad file, or a path that
+ * cannot be looked at (a directory on it not searchable, a link loop),
+ * keeps the last good links (healthy when none was read) and is logged
+ * once per distinct failure (ls_sig.err), and its recovery once, which
+ * reads the file again. A FIFO or device is refused without opening it for
  * good (tp_state_load_json_regular): a FIFO would block the writer, and
  * writer_sync (build_config, with slurmctld's locks held) waits for it.
  * The writer's, or build_config's with the writer idle. */
@@ -40,8 +42,21 @@ static void links_read(void)
 	char *why = NULL;
 	tp_err_t err;
 
-	if (!ls_path ||
-	    (!tp_filesig_update(ls_path, &ls_sig) && ls_sig.err != TP_ERR_IO))
+	if (!ls_path)
+		return;
+	bool changed = tp_filesig_update(ls_path, &ls_sig);
+	if (ls_sig.look_errno) {
+		why = tp_asprintf("LinkState %s: cannot look at it: %s",
+				  ls_path, strerror(ls_sig.look_errno));
+		if (tp_filesig_log(&ls_sig, TP_ERR_IO, why))
+			error("%s: %s: %s", plugin_type,
+			      why ? why : "LinkState: cannot look at it",
+			      ls_file ? "last good link state kept"
+				      : "links priced healthy");
+		tp_free(why);
+		return;
+	}
+	if (!changed && ls_sig.err != TP_ERR_IO)
 		return;
 	if (!ls_sig.exists) {
 		info("%s: LinkState %s: no such file: links healthy",

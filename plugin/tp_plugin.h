@@ -126,12 +126,17 @@ typedef struct tp_filesig {
 	 * once, not at every look. Kept by tp_filesig_update. */
 	tp_err_t err;
 	uint64_t err_hash;
+	/* errno of the last look when stat failed for another reason than
+	 * a missing file (EACCES, ELOOP, EIO), 0 otherwise */
+	int look_errno;
 } tp_filesig_t;
 
 /* Look at path (one stat) and tell whether it differs from *sig: it
  * appeared, vanished or changed; then *sig describes it now (err kept).
  * A zeroed sig is "no file". A stat failing for another reason than a
- * missing file (EACCES, EIO) reads as unchanged and leaves *sig alone. */
+ * missing file (EACCES, ELOOP, EIO) reads as unchanged and leaves *sig
+ * alone but for look_errno, which says why (the caller tells the admin:
+ * nothing is known about the file then). */
 bool tp_filesig_update(const char *path, tp_filesig_t *sig);
 
 /* Record a reading's outcome in sig: err (TP_OK when it read fine) and

@@ -11,6 +11,9 @@
 #     without a restart and the next spanning job follows the new answer
 #   - a corrupt file: logged, the last good links kept, slurmctld up
 #   - a FIFO: logged, never opened; the next regular file is read
+#   - a path that cannot be looked at (a link loop): logged once, the last
+#     good links kept; the file there again is read
+#   - each failure logged once however often the file is looked at
 #   - the file removed: links healthy again, the structural answer
 # Runs beside other clusters: its own network (TP_LS_NET, default
 # 10.204.0) and port (TP_LS_PORT, 6947). Needs root, the 24.11 build and
@@ -79,6 +82,10 @@ wait_log "LinkState .*last good link state kept" 1 &&
 timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP' && ok "slurmctld up with a corrupt LinkState" ||
 	bad "slurmctld up with a corrupt LinkState"
 spanning corrupt "$tmp/links2.json"
+# looked at every 250 ms while the job ran: one line all the same
+n=$(grep -c "LinkState .*last good link state kept" "$log")
+[ "$n" -eq 1 ] && ok "the corrupt file logged once over many looks" ||
+	bad "the corrupt file logged $n times"
 
 # ---- hostile content: wrong types, out-of-range links, huge numbers ----
 for bad_json in '[]' '{"format":"topoplace-state/1","links":[{"link":99999,"health":0.5}]}' \
@@ -106,6 +113,28 @@ wait_log "LinkState .*: 1 of [0-9]* links degraded" $((n + 1)) &&
 	bad "the writer stuck on the FIFO: a later LinkState file not read"
 timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP' && ok "slurmctld up after a FIFO LinkState" ||
 	bad "slurmctld up after a FIFO LinkState"
+
+# ---- a path that cannot be looked at (a link loop; a directory on it
+# that slurmctld cannot search does the same): logged once, the last good
+# links kept; a file there again is read ----
+n=$(grep -c "LinkState .*: 1 of [0-9]* links degraded" "$log")
+r=$(grep -c "LinkState .*readable again" "$log")
+rm -f "$links"
+ln -s "$links" "$links"
+wait_log "LinkState .*cannot look at it" 1 &&
+	ok "log: $(grep -o 'LinkState .*cannot look at it.*' "$log" | tail -1)" ||
+	bad "a LinkState path that cannot be looked at is logged"
+sleep 1.5
+c=$(grep -c "LinkState .*cannot look at it" "$log")
+[ "$c" -eq 1 ] && ok "logged once over several looks" || bad "logged $c times over several looks"
+grep -q "LinkState .*no such file" "$log" && bad "a link loop read as a removed file" ||
+	ok "a link loop is not a removed file: last good links kept"
+rm -f "$links"
+write_links "$links" 0.1 "$up0"
+wait_log "LinkState .*readable again: 1 of [0-9]* links degraded" $((r + 1)) &&
+	[ "$(grep -c "LinkState .*: 1 of [0-9]* links degraded" "$log")" -eq $((n + 1)) ] &&
+	ok "the file there again is read, its recovery logged" ||
+	bad "LinkState not read again after the path could be looked at"
 
 # ---- the file removed: healthy links again ----
 rm -f "$links"

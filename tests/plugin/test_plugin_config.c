@@ -4,6 +4,7 @@
 
 #include "tp_test.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -311,6 +312,17 @@ static void test_filesig(void **state)
 	assert_false(sig.regular);
 	assert_false(tp_filesig_update(path, &sig));
 	assert_int_equal(unlink(path), 0);
+
+	/* a path that cannot be looked at (here a link loop; a directory
+	 * on it not searchable does the same): unchanged, and why */
+	assert_int_equal(sig.look_errno, 0);
+	assert_int_equal(symlink(path, path), 0);
+	assert_false(tp_filesig_update(path, &sig));
+	assert_int_equal(sig.look_errno, ELOOP);
+	assert_true(sig.exists); /* the FIFO, as last seen */
+	assert_int_equal(unlink(path), 0);
+	assert_true(tp_filesig_update(path, &sig)); /* gone */
+	assert_int_equal(sig.look_errno, 0);
 	assert_int_equal(rmdir(dir), 0);
 }
 
