@@ -395,6 +395,25 @@ bool tp_state_links_plain(const tp_state_t *s)
 	return true;
 }
 
+/* A new share of job on host h, without GPUs yet, in room the caller
+ * made; its slot (1 + its index). */
+static size_t share_push(tp_state_t *s, uint64_t job, uint32_t h)
+{
+	s->share[s->nshare] = (tp__share_t){.job = job, .host = h, .gpus = 0};
+	s->njobs[h]++;
+	return ++s->nshare;
+}
+
+/* gpus more GPUs to the share in slot, taken from its host. */
+static void share_take(tp_state_t *s, size_t slot, int gpus)
+{
+	tp__share_t *sh = &s->share[slot - 1];
+
+	sh->gpus += gpus;
+	s->free[sh->host] -= gpus;
+	s->busy += (size_t)gpus;
+}
+
 tp_err_t tp_state_alloc(tp_state_t *s, uint64_t job_id, const uint32_t *hosts,
 			const int *gpus, size_t n)
 {
@@ -446,15 +465,9 @@ tp_err_t tp_state_alloc(tp_state_t *s, uint64_t job_id, const uint32_t *hosts,
 	}
 	for (size_t i = 0; i < n; i++) {
 		uint32_t h = hosts[i];
-		if (!slot[h]) {
-			s->share[s->nshare] =
-			    (tp__share_t){.job = job_id, .host = h, .gpus = 0};
-			slot[h] = ++s->nshare;
-			s->njobs[h]++;
-		}
-		s->share[slot[h] - 1].gpus += gpus[i];
-		s->free[h] -= gpus[i];
-		s->busy += (size_t)gpus[i];
+		if (!slot[h])
+			slot[h] = share_push(s, job_id, h);
+		share_take(s, slot[h], gpus[i]);
 	}
 	err = TP_OK;
 out:
@@ -842,11 +855,7 @@ static tp_err_t load_job(loader_t *ld, const cJSON *o, int i)
 			    ld, TP_ERR_RANGE,
 			    "jobs[%d].hosts.%s: %d GPUs asked, %d free of %d",
 			    i, it->string, n, s->free[h], host_gpus(ld->f, h));
-		s->share[s->nshare++] =
-		    (tp__share_t){.job = job, .host = h, .gpus = n};
-		s->njobs[h]++;
-		s->free[h] -= n;
-		s->busy += (size_t)n;
+		share_take(s, share_push(s, job, h), n);
 	}
 	return TP_OK;
 }
