@@ -1966,6 +1966,21 @@ static bool make_variant(pricer_t *pr, variant_t *s, size_t v, size_t nused,
  * winner is then taken in candidate order, each needing gain_needed()
  * against the one it replaces, so ties go to the structural pick.
  */
+/* A node request that n hosts answer when no more than n hosts offer:
+ * the answer holds every one of them, with the GPUs the request fixes,
+ * and there is no other set to price (a job as large as the free part of
+ * a small cluster, met at every scheduling pass). Stops counting past n. */
+static bool only_set(const tp__policy_in_t *in, size_t n)
+{
+	size_t nh = tp_fabric_nhosts(in->f), k = 0;
+
+	if (!in->nhosts)
+		return false;
+	for (uint32_t h = 0; h < nh && k <= n; h++)
+		k += tp__host_offer(in, h) > 0;
+	return k <= n;
+}
+
 static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 				 int *gpus, size_t max, size_t *n_p, char *why,
 				 size_t whylen)
@@ -1983,7 +1998,7 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	pr.up.want_base = in->cost != NULL;
 	err = choose_once(in, NULL, false, hosts, gpus, max, &n, why, whylen,
 			  &worst, &pr.up);
-	if (err || !in->cost || n < 2)
+	if (err || !in->cost || n < 2 || only_set(in, n))
 		goto out;
 	for (size_t v = 0; v < NVARIANTS; v++) {
 		var[v].t = -1;

@@ -812,6 +812,94 @@ static void test_extra_leaf_guard(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* Allocations of one tp_place_choose, counted through the allocator. */
+static size_t nallocs;
+static void *count_malloc(size_t n)
+{
+	nallocs++;
+	return malloc(n);
+}
+static void *count_calloc(size_t n, size_t m)
+{
+	nallocs++;
+	return calloc(n, m);
+}
+static void *count_realloc(void *p, size_t n)
+{
+	nallocs++;
+	return realloc(p, n);
+}
+
+static size_t allocs_of(const tp_state_t *s, const tp_request_t *r,
+			const tp_policy_params_t *pp, const tp_cost_ctx_t *ctx,
+			size_t *nhosts_p)
+{
+	const tp_allocator_t a = {count_malloc, count_calloc, count_realloc,
+				  free};
+	tp_placement_t p = {0};
+
+	nallocs = 0;
+	tp_alloc_set(&a);
+	tp_err_t err = tp_place_choose(topo(), s, r, pp, ctx, 1, &p);
+	tp_alloc_set(NULL);
+	assert_int_equal(err, TP_OK);
+	check_valid(s, r, &p);
+	*nhosts_p = p.nhosts;
+	tp_placement_free(&p);
+	return nallocs;
+}
+
+/* A job that needs every host that can take it has one answer: it is not
+ * priced (the slurmctld bench's 8-node jobs on 8 nodes), while one host
+ * fewer on the same links is (more allocations than with pricing
+ * switched off; as many: the pricing never started). The 24.11 bench's
+ * fabric: 2 leaves of 4 hosts, one leaf's up-link at half health. */
+static void test_only_set_unpriced(void **state)
+{
+	tp_fabric_t *f = tp_test_fat_tree(2, 1, 4, 2, 4, true);
+	tp_cost_ctx_t *ctx = NULL;
+	tp_policy_params_t on, off;
+	tp_state_t *s = tp_state_create(f);
+	size_t n, up = SIZE_MAX;
+
+	(void)state;
+	assert_non_null(s);
+	assert_int_equal(tp_cost_ctx_create(f, NULL, &ctx), TP_OK);
+	tp_policy_params_defaults(&on);
+	on.price_budget = 8; /* slurmctld's */
+	off = on;
+	off.price_budget = 0;
+	for (size_t l = 0; l < tp_fabric_nlinks(f) && up == SIZE_MAX; l++)
+		if (tp_fabric_link(f, l)->kind[0] == TP_NODE_SWITCH &&
+		    tp_fabric_link(f, l)->kind[1] == TP_NODE_SWITCH)
+			up = l;
+	assert_true(up != SIZE_MAX);
+	assert_int_equal(tp_state_set_link(s, (uint32_t)up, 0.5, 0), TP_OK);
+
+	/* 7 of 8 idle hosts: several sets, priced */
+	tp_request_t r = req(7, 0, 0, true);
+	size_t priced = allocs_of(s, &r, &on, ctx, &n);
+	assert_int_equal(n, 7);
+	assert_true(priced > allocs_of(s, &r, &off, ctx, &n));
+	/* all 8, or 7 with one host taken: one set, not priced */
+	r = req(8, 0, 0, true);
+	assert_int_equal(allocs_of(s, &r, &on, ctx, &n),
+			 allocs_of(s, &r, &off, ctx, &n));
+	assert_int_equal(n, 8);
+	uint32_t h = 0;
+	int g = 1;
+	assert_int_equal(tp_state_alloc(s, 1, &h, &g, 1), TP_OK);
+	r = req(7, 2, 0, false); /* shared hosts: host 0 still offers */
+	assert_true(allocs_of(s, &r, &on, ctx, &n) >
+		    allocs_of(s, &r, &off, ctx, &n));
+	r = req(7, 0, 0, true);
+	assert_int_equal(allocs_of(s, &r, &on, ctx, &n),
+			 allocs_of(s, &r, &off, ctx, &n));
+	tp_state_destroy(s);
+	tp_cost_ctx_destroy(ctx);
+	tp_fabric_destroy(f);
+}
+
 /* Not found when it does not fit now; never a partial answer. */
 static void test_no_fit(void **state)
 {
@@ -921,6 +1009,7 @@ int main(void)
 	    cmocka_unit_test(test_nvl72_spread),
 	    cmocka_unit_test(test_nvl72_priced_keeps_racks),
 	    cmocka_unit_test(test_invariants),
+	    cmocka_unit_test(test_only_set_unpriced),
 	    cmocka_unit_test(test_no_fit),
 	    cmocka_unit_test(test_timing),
 	};
