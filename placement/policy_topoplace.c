@@ -2054,6 +2054,7 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 		snprintf(var[0].why, sizeof(var[0].why), "%s", why);
 	if ((var[0].t = price(&pr, var[0].h, var[0].g, n)) < 0)
 		goto out;
+	double fit_t = var[0].t; /* the structural pick's, before swaps */
 	/* the level-1 groups of the structural pick, weakest up-links first */
 	size_t nused = 0;
 	if (worst != TP_ID_NONE)
@@ -2110,7 +2111,7 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 		    "best fit%s",
 		    tried, tried == 1 ? "" : "s",
 		    var[bi].swaps ? " and swapped hosts" : "", var[bi].t * 1e3,
-		    var[0].t * 1e3,
+		    fit_t * 1e3,
 		    won == 1	       ? " (weakly cabled hosts avoided)"
 		    : won == 2	       ? " (other ends of the groups)"
 		    : won >= 3 + nused ? " (hosts shared evenly among groups)"

@@ -756,13 +756,30 @@ static void test_invariants(void **state)
  * structural one must be at least 5% cheaper than it, and some picks must
  * take one more leaf for less than the half the fixed guard once asked
  * for, so the check is live. */
+/* An explanation that says the pricing swapped hosts or took another
+ * candidate gives a price below the best fit's (a replacement saves at
+ * least 2%); true when it says so. */
+static bool priced_below_fit(const tp_placement_t *p)
+{
+	const char *at = p->explain ? strstr(p->explain, " candidate") : NULL;
+	double t, fit;
+
+	if (!at || !(at = strchr(at, ':')))
+		return false;
+	assert_int_equal(sscanf(at, ": %lf ms vs %lf ms for the best fit", &t,
+				&fit),
+			 2);
+	assert_true(t < 0.99 * fit);
+	return true;
+}
+
 static void test_extra_leaf_guard(void **state)
 {
 	tp_fabric_t *f = tp_test_fat_tree(3, 2, 4, 1, 8, false);
 	tp_cost_ctx_t *ctx = NULL;
 	tp_cost_params_t cp;
 	tp_policy_params_t pp;
-	size_t more = 0, modest = 0;
+	size_t more = 0, modest = 0, below = 0;
 
 	(void)state;
 	assert_non_null(f);
@@ -794,6 +811,7 @@ static void test_extra_leaf_guard(void **state)
 		assert_int_equal(tp_place_run(topo(), s, &r, NULL, ctx, 1, &p1),
 				 TP_OK);
 		check_valid(s, &r, &p1);
+		below += priced_below_fit(&p1);
 		if (groups_of(f, &p1) > groups_of(f, &p0)) {
 			more++;
 			assert_true(p1.predicted_s <= 0.95 * p0.predicted_s);
@@ -804,9 +822,10 @@ static void test_extra_leaf_guard(void **state)
 		tp_state_destroy(s);
 	}
 	print_message("# %zu picks over one more leaf, %zu of them less than "
-		      "2x cheaper\n",
-		      more, modest);
+		      "2x cheaper; %zu priced below the best fit\n",
+		      more, modest, below);
 	assert_true(modest > 0);
+	assert_true(below >= more);
 	tp_free(free_hosts);
 	tp_cost_ctx_destroy(ctx);
 	tp_fabric_destroy(f);
