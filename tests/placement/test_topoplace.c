@@ -766,9 +766,8 @@ static bool priced_below_fit(const tp_placement_t *p)
 
 	if (!at || !(at = strchr(at, ':')))
 		return false;
-	assert_int_equal(sscanf(at, ": %lf ms vs %lf ms for the best fit", &t,
-				&fit),
-			 2);
+	assert_int_equal(
+	    sscanf(at, ": %lf ms vs %lf ms for the best fit", &t, &fit), 2);
 	assert_true(t < 0.99 * fit);
 	return true;
 }
