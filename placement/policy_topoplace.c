@@ -1964,14 +1964,6 @@ static bool make_variant(pricer_t *pr, variant_t *s, size_t v, size_t nused,
 	       s[v].n >= 2;
 }
 
-/*
- * Every candidate is priced first; the local search then improves them
- * cheapest first, each with an equal share of what is left of the
- * budget, so a search that ends early leaves its share to the next one
- * and the budget is not spent on candidates far from the best. The
- * winner is then taken in candidate order, each needing gain_needed()
- * against the one it replaces, so ties go to the structural pick.
- */
 /* A node request that n hosts answer when no more than n hosts offer:
  * the answer holds every one of them, with the GPUs the request fixes,
  * and there is no other set to price (a job as large as the free part of
@@ -1987,6 +1979,14 @@ static bool only_set(const tp__policy_in_t *in, size_t n)
 	return k <= n;
 }
 
+/*
+ * Every candidate is priced first; the local search then improves them
+ * cheapest first, each with an equal share of what is left of the
+ * budget, so a search that ends early leaves its share to the next one
+ * and the budget is not spent on candidates far from the best. The
+ * winner is then taken in candidate order, each needing gain_needed()
+ * against the one it replaces, so ties go to the structural pick.
+ */
 static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 				 int *gpus, size_t max, size_t *n_p, char *why,
 				 size_t whylen)
