@@ -1438,13 +1438,10 @@ static void memo_keep(pricer_t *pr, uint64_t key, const uint32_t *hosts,
 }
 
 /* Predicted all-reduce seconds of a host set in ring order (reorders it),
- * on the state's links and traffic; -1 when it cannot be priced.
- * Tried (2026-12-03, reverted): every set after the first priced with the
- * algorithm the first one chose only (ring or hierarchical, one of two
- * predictions saved; hierarchical is 3x ring's cost on the 24.11 bench's
- * 7-host sets): test_brute 108 of 120 within 5% (90%), worst 1.58x,
- * against 116 (96.7%), worst 1.12x: sets differ in which algorithm
- * wins. */
+ * on the state's links and traffic; -1 when it cannot be priced. Every
+ * set gets both algorithms: sets differ in which one wins (pricing the
+ * sets after the first with its winner only put test_brute at 90% within
+ * 5%, worst 1.58x). */
 static double price(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n)
 {
 	const tp__policy_in_t *in = pr->in;

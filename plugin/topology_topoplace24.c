@@ -50,9 +50,11 @@
  *   looks at the file every LINKS_LOOK_MS (250 ms; one stat:
  *   tp_filesig_update, inode, size, times), between records too, and
  *   parses it only when it changed; a bad file (or not a regular file:
- *   a FIFO would block the open) is logged once and the last good links
- *   kept, a removed one means healthy links. Each decision confirmed against its running job
- *   carries the job's traffic to the writer, which keeps it per job
+ *   a FIFO would block the open), or a path the stat cannot look at
+ *   (a directory on it not searchable, a link loop), is logged once and
+ *   the last good links kept, a removed one means healthy links. Each
+ *   decision confirmed against its running job carries the job's
+ *   traffic to the writer, which keeps it per job
  *   (tp_traffic: tp_cost_link_load with CommShare as duty, the
  *   simulator's fair-share cap). Ends have no callback in 24.11: each
  *   confirmation (above) also looks up the jobs whose traffic is held

@@ -46,8 +46,10 @@ static void links_read(void)
 		return;
 	bool changed = tp_filesig_update(ls_path, &ls_sig);
 	if (ls_sig.look_errno) {
-		why = tp_asprintf("LinkState %s: cannot look at it: %s",
-				  ls_path, strerror(ls_sig.look_errno));
+		char eb[128]; /* strerror's buffer is not the thread's own */
+		why =
+		    tp_asprintf("LinkState %s: cannot look at it: %s", ls_path,
+				strerror_r(ls_sig.look_errno, eb, sizeof(eb)));
 		if (tp_filesig_log(&ls_sig, TP_ERR_IO, why))
 			error("%s: %s: %s", plugin_type,
 			      why ? why : "LinkState: cannot look at it",
