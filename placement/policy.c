@@ -684,7 +684,7 @@ static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 		goto fail;
 	}
 	if (ctx && predict) {
-		bytes = r->bytes > 0 ? r->bytes : TP__DEFAULT_BYTES;
+		bytes = tp_request_bytes(r);
 		tp_cost_t c;
 		if ((err = tp__place_predict(ctx, s, p.hosts, p.gpus, p.nhosts,
 					     bytes, &p.algo, &c)) ||
@@ -740,7 +740,7 @@ tp_err_t tp_place_ideal(const tp_fabric_t *f, const tp_request_t *r,
 		return TP_ERR_INVAL;
 	if ((err = normalise(r, &in)))
 		return err;
-	bytes = r->bytes > 0 ? r->bytes : TP__DEFAULT_BYTES;
+	bytes = tp_request_bytes(r);
 	tp__ideal_t key = shape_of(&in, bytes);
 	if (ideal_find(cache, &key, seconds_p))
 		return TP_OK;

@@ -1445,7 +1445,7 @@ static void memo_keep(pricer_t *pr, uint64_t key, const uint32_t *hosts,
 static double price(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n)
 {
 	const tp__policy_in_t *in = pr->in;
-	double bytes = in->r->bytes > 0 ? in->r->bytes : TP__DEFAULT_BYTES;
+	double bytes = tp_request_bytes(in->r);
 	tp_cost_t c;
 
 	tp_ring_order(in->f, hosts, gpus, n);

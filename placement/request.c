@@ -55,6 +55,11 @@ static bool parse_int(const char *s, long lo, long hi, int *v_p)
 	return true;
 }
 
+double tp_request_bytes(const tp_request_t *r)
+{
+	return r->bytes > 0 ? r->bytes : TP__DEFAULT_BYTES;
+}
+
 tp_err_t tp_request_parse(const char *text, tp_request_t *r, char **err_p)
 {
 	tp_request_t q = {0};

@@ -514,7 +514,7 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 
 	*started = false;
 	to_request(js, &r);
-	double bytes = r.bytes > 0 ? r.bytes : TP__DEFAULT_BYTES;
+	double bytes = tp_request_bytes(&r);
 	memset(&pl, 0, sizeof(pl));
 	err = tp_place_run_cached(m->policy, m->s, &r, m->pp, m->ctx,
 				  m->seed + j, &m->ideal, &pl);

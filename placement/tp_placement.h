@@ -126,6 +126,9 @@ typedef struct tp_request {
 /* "nodes=4,gpus-per-node=8", "nodes=2", "gpus=12", ",exclusive",
  * ",bytes=256M". On error *err_p (free with tp_free) names the token. */
 tp_err_t tp_request_parse(const char *text, tp_request_t *r, char **err_p);
+/* The all-reduce size the cost model prices for r: r->bytes, or 1 GiB when
+ * the request gives none (0). */
+double tp_request_bytes(const tp_request_t *r);
 
 /* ---- cost model -------------------------------------------------------------- */
 

@@ -87,7 +87,7 @@ static bool ideal_of(const tp_request_t *r, double *ideal_p)
  * faster). false when there is no cost model or it fails. */
 static bool price(const decision_t *d, double *pred_p, double *ideal_p)
 {
-	double bytes = d->req.bytes > 0 ? d->req.bytes : 1073741824.0;
+	double bytes = tp_request_bytes(&d->req);
 	double pred = -1;
 
 	if (!cost_ctx || !d->pl.nhosts)

@@ -131,7 +131,7 @@ static tp_algo_t faster_algo(const tp_placement_t *pl, double bytes)
  * leaves it. The writer's (ls_on held when the record was taken). */
 void links_job(const decision_t *d)
 {
-	double bytes = d->req.bytes > 0 ? d->req.bytes : 1073741824.0;
+	double bytes = tp_request_bytes(&d->req);
 	tp_err_t err;
 
 	if (!ls_traffic)

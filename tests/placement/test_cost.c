@@ -21,7 +21,7 @@
 #include "tp_test_state.h"
 
 #define S_BYTES (1024.0 * 1024 * 1024)
-#define B_GBPS	400.0
+#define B_GBPS	400.0 /* the generators' default link rate (tp_test_rail) */
 
 static double xfer(double bytes, double gbps)
 {
@@ -840,13 +840,6 @@ static void test_tree_fill(void **state)
 	tp_fabric_destroy(f);
 }
 
-/* tp_test_rail: B_GBPS is the generator's default rate */
-static tp_fabric_t *rail(int sus, int hosts_per_su, int rails, int spines,
-			 int gpus)
-{
-	return tp_test_rail(sus, hosts_per_su, rails, spines, gpus);
-}
-
 /* Multi-rail: 2 GPUs per host, each next to its own rail. With 2 rails
  * every ring edge runs 2 channels of V/2 at B: half the bandwidth term of
  * the 1-rail fabric. With 1 GPU per host only the rail next to it is
@@ -854,7 +847,8 @@ static tp_fabric_t *rail(int sus, int hosts_per_su, int rails, int spines,
  * scalable units the flows go through each rail's spines. */
 static void test_multi_rail(void **state)
 {
-	tp_fabric_t *f1 = rail(2, 4, 1, 1, 2), *f2 = rail(2, 4, 2, 1, 2);
+	tp_fabric_t *f1 = tp_test_rail(2, 4, 1, 1, 2),
+		    *f2 = tp_test_rail(2, 4, 2, 1, 2);
 	tp_cost_ctx_t *c1 = mkctx(f1), *c2 = mkctx(f2);
 	uint32_t hosts[4] = {0, 1, 2, 3}, cross[2] = {0, 4};
 	int gpus[4];
@@ -982,7 +976,7 @@ static void test_tree_levelwise_closed(void **state)
 static void test_hier_rail_leaders(void **state)
 {
 	tp_cost_params_t p;
-	tp_fabric_t *f = rail(2, 2, 2, 1, 2);
+	tp_fabric_t *f = tp_test_rail(2, 2, 2, 1, 2);
 	tp_cost_ctx_t *c = mkctx(f);
 	uint32_t hosts[4] = {0, 1, 2, 3};
 	int gpus[4];
@@ -1114,7 +1108,7 @@ static void test_hier_reuse(void **state)
  * context, for every algorithm. */
 static void test_determinism(void **state)
 {
-	tp_fabric_t *f = rail(4, 32, 8, 4, 8);
+	tp_fabric_t *f = tp_test_rail(4, 32, 8, 4, 8);
 	tp_cost_ctx_t *c1 = mkctx(f), *c2 = mkctx(f);
 	tp_state_t *s = mkstate(f);
 	uint32_t hosts[40];
@@ -1399,7 +1393,7 @@ static void *frealloc(void *p, size_t n)
 static void test_nomem(void **state)
 {
 	tp_allocator_t a = {fmalloc, fcalloc, frealloc, free};
-	tp_fabric_t *f = rail(2, 4, 2, 1, 2);
+	tp_fabric_t *f = tp_test_rail(2, 4, 2, 1, 2);
 	uint32_t hosts[6] = {0, 4, 1, 5, 2, 6};
 	int gpus[6] = {2, 2, 2, 2, 2, 2};
 	bool created = false;
@@ -1472,7 +1466,7 @@ static double now(void)
  * TAP log as comments. */
 static void test_speed(void **state)
 {
-	tp_fabric_t *f = rail(64, 32, 8, 4, 8);
+	tp_fabric_t *f = tp_test_rail(64, 32, 8, 4, 8);
 	tp_cost_ctx_t *c;
 	static uint32_t hosts[1024];
 	static int gpus[1024];

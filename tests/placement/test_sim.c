@@ -403,11 +403,12 @@ static void assert_same_result(const tp_sim_result_t *a,
 			    a->multi_node_jobs * sizeof(double));
 }
 
-/* 300 jobs of the LLM mix at 90% load on f's GPUs (8 a host). */
-static void llm_trace(const tp_fabric_t *f, uint64_t seed, tp_trace_t *t)
+/* njobs of the LLM mix at 90% load on f's GPUs, gpn a host. */
+static void llm_trace(const tp_fabric_t *f, size_t njobs, int gpn,
+		      uint64_t seed, tp_trace_t *t)
 {
-	assert_int_equal(tp_trace_synthetic("llm", 300, seed,
-					    (int)tp_fabric_total_gpus(f), 8,
+	assert_int_equal(tp_trace_synthetic("llm", njobs, seed,
+					    (int)tp_fabric_total_gpus(f), gpn,
 					    0.9, t),
 			 TP_OK);
 }
@@ -421,7 +422,7 @@ static void test_determinism(void **state)
 	tp_trace_t t;
 
 	(void)state;
-	llm_trace(f, 7, &t);
+	llm_trace(f, 300, 8, 7, &t);
 	for (size_t i = 0; i < 3; i++) {
 		tp_sim_result_t a, b;
 		run(f, &t, pols[i], 11, &a);
@@ -450,7 +451,7 @@ static void test_slowdown_sources(void **state)
 
 	(void)state;
 	assert_int_equal(tp_cost_ctx_create(f, NULL, &c), TP_OK);
-	llm_trace(f, 3, &t);
+	llm_trace(f, 300, 8, 3, &t);
 	for (size_t i = 0; i < 2; i++) {
 		tp_sim_result_t a, b;
 		const tp_policy_t *p = tp_policy_find(pols[i]);
@@ -495,10 +496,7 @@ static void test_useful_capped(void **state)
 	for (uint64_t seed = 1; seed <= 2; seed++) {
 		tp_sim_result_t r;
 		tp_trace_t t;
-		assert_int_equal(tp_trace_synthetic(
-				     "llm", 400, seed,
-				     (int)tp_fabric_total_gpus(f), 4, 0.9, &t),
-				 TP_OK);
+		llm_trace(f, 400, 4, seed, &t);
 		run(f, &t, "topoplace", seed, &r);
 		below |= r.comm_slowdown_mean < 1 - 1e-6;
 		assert_true(r.useful_util > 0.5);

@@ -616,6 +616,8 @@ static void test_request_parse(void **unused)
 	assert_int_equal(r.nodes, 2);
 	assert_int_equal(r.gpus_per_node, 0);
 	assert_int_equal(r.gpus, 0);
+	/* no size given: the cost model prices 1 GiB */
+	assert_true(tp_request_bytes(&r) == 1024.0 * 1024 * 1024);
 
 	assert_int_equal(
 	    tp_request_parse(" gpus=12 , exclusive,bytes=256M ", &r, NULL),
@@ -624,6 +626,7 @@ static void test_request_parse(void **unused)
 	assert_int_equal(r.gpus, 12);
 	assert_true(r.exclusive);
 	assert_true(r.bytes == 256.0 * 1024 * 1024);
+	assert_true(tp_request_bytes(&r) == r.bytes);
 
 	assert_int_equal(
 	    tp_request_parse("gpus=16,gpus-per-node=8,shared", &r, NULL),
