@@ -7,7 +7,7 @@
 # or without nvcc or a GPU. Sizes up to TP_SIMT_MAX_N (default 4099).
 # TP_SIMT_FLAGS adds compiler flags: "-g -fsanitize=address,undefined"
 # checks the kernels' memory accesses as compute-sanitizer would (clean on
-# 2026-12-01, about 2 minutes). Needs a C++20 compiler (std::barrier);
+# 2026-12-03, about 20 seconds). Needs a C++20 compiler (std::barrier);
 # skips (77) without one.
 src=${TP_SRCDIR:?}
 b=${TP_BUILDDIR:?}

@@ -1,8 +1,9 @@
 /*
  * simt/cuda_runtime.h - just enough of the CUDA programming model, on the
  * CPU, to run cuda/kernels.cu and tests/gpu/gpu_check.cu without a GPU
- * (tests/cuda/simt.sh). Each CUDA thread of a block is a std::thread;
- * blocks run one after another; __syncthreads and the warp collectives
+ * (tests/cuda/simt.sh). Each CUDA thread of a block is a std::thread,
+ * kept for later launches of the same block size; blocks run one after
+ * another; __syncthreads and the warp collectives
  * (__shfl_xor_sync, __ballot_sync, __any_sync) are barriers over the block
  * or the warp with an exchange slot per lane; __shared__ is static (one
  * block at a time). Launches (`k<<<g, b, 0, s>>>(...)`) are rewritten to
@@ -130,25 +131,62 @@ inline simt_cfg_t simt_cfg(unsigned grid, unsigned block, size_t = 0,
 	return {grid, block};
 }
 
+/* The threads of one block size, made once and kept for every launch with
+ * that block size: each block of a launch is one round (start barrier,
+ * the kernel on every thread, end barrier). A thread per CUDA thread made
+ * anew for each block cost ~200,000 thread creations per run. The threads
+ * are detached and live until the process exits. */
+struct simt_pool {
+	unsigned n;
+	std::barrier<> start, end, bar;
+	std::vector<simt_warp> warps;
+	std::function<void()> fn;
+	unsigned b = 0;
+
+	explicit simt_pool(unsigned nthreads)
+	    : n(nthreads), start((ptrdiff_t)nthreads + 1),
+	      end((ptrdiff_t)nthreads + 1), bar((ptrdiff_t)nthreads),
+	      warps((nthreads + 31) / 32)
+	{
+		for (unsigned t = 0; t < n; t++)
+			std::thread([this, t] {
+				threadIdx = dim3{t, 0, 0};
+				for (;;) {
+					start.arrive_and_wait();
+					blockIdx = dim3{b, 0, 0};
+					fn();
+					end.arrive_and_wait();
+				}
+			}).detach();
+	}
+};
+
+inline simt_pool *simt_pool_for(unsigned nthreads)
+{
+	static std::vector<simt_pool *> pools;
+
+	for (simt_pool *p : pools)
+		if (p->n == nthreads)
+			return p;
+	pools.push_back(new simt_pool(nthreads));
+	return pools.back();
+}
+
 template <class K, class... A>
 inline void simt_launch(K kernel, simt_cfg_t c, A... args)
 {
 	gridDim = dim3{c.grid, 1, 1};
 	blockDim = dim3{c.block, 1, 1};
+	if (!c.grid || !c.block)
+		return;
+	simt_pool *p = simt_pool_for(c.block);
+	p->fn = [=] { kernel(args...); };
+	simt_block_bar = &p->bar;
+	simt_warps = p->warps.data();
 	for (unsigned b = 0; b < c.grid; b++) {
-		std::barrier<> bar((ptrdiff_t)c.block);
-		std::vector<simt_warp> warps((c.block + 31) / 32);
-		std::vector<std::thread> th;
-		simt_block_bar = &bar;
-		simt_warps = warps.data();
-		for (unsigned t = 0; t < c.block; t++)
-			th.emplace_back([=] {
-				blockIdx = dim3{b, 0, 0};
-				threadIdx = dim3{t, 0, 0};
-				kernel(args...);
-			});
-		for (auto &x : th)
-			x.join();
+		p->b = b;
+		p->start.arrive_and_wait();
+		p->end.arrive_and_wait();
 	}
 }
 
