@@ -47,7 +47,14 @@ why_skipped() { # $1 = build dir
 		echo "skipped $(basename "${f%.trs}"): $(grep -m1 -i 'skip' "${f%.trs}.log" | cut -c1-120)"
 	done
 }
-step() { printf '\n=== %s\n' "$*"; }
+# each step's wall time, printed when the next one starts and at the end
+t_start=$(date +%s) t_step=
+step() {
+	now=$(date +%s)
+	[ -z "$t_step" ] || printf '(step: %d s)\n' $((now - t_step))
+	t_step=$now
+	[ $# -eq 0 ] || printf '\n=== %s\n' "$*"
+}
 status=0
 
 step "build (-Werror) and make check"
@@ -86,7 +93,7 @@ else
 fi
 
 step "make distcheck"
-if make -C "$top/build" distcheck >"$top/build/distcheck.log" 2>&1; then
+if make -C "$top/build" -j2 distcheck >"$top/build/distcheck.log" 2>&1; then
 	grep -A3 'archives ready' "$top/build/distcheck.log" || true
 	pass=$((pass + 1))
 else
@@ -95,5 +102,7 @@ else
 	status=1
 fi
 
+step
+printf 'all steps: %d s\n' $(($(date +%s) - t_start))
 printf '\n%d passed, %d failed, %d skipped\n' "$pass" "$fail" "$skip"
 exit $status
