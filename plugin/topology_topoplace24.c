@@ -42,9 +42,9 @@
  *   but the answer is not predicted again (the writer does that). The
  *   simulator's budget (96) put the mean decision at 4x eval_nodes_tree
  *   on the 8-node bench with a degraded up-link; the default (8) at 2x.
- *   While every link is healthy and idle the structure decides alone:
- *   there pricing never changed its answer (fat trees, rail, NVL72) and
- *   costs tens of microseconds per spanning job.
+ *   Healthy, idle links are priced too: on a small 2:1 tree the
+ *   structure alone picked other, slower hosts in 7% of the cases
+ *   there (tests/bench/bench_place_budget).
  * - The links sel_state carries: LinkState's (a topoplace-state/1 file;
  *   only its links are used) plus the running jobs' traffic. The writer
  *   looks at the file every LINKS_LOOK_MS (250 ms; one stat:

@@ -109,7 +109,6 @@ extern int avail_cpus_cnt;
 extern pick_t *picks_buf;
 extern tp_policy_params_t sel_params;
 extern uint64_t sel_gen;
-extern bool sel_links_plain;
 
 void selection_free(void);
 int eval_nodes_topoplace(topology_eval_t *topo_eval);

@@ -13,7 +13,6 @@
  * traffic, and the next snapshot being built. */
 static pthread_mutex_t ls_lock = PTHREAD_MUTEX_INITIALIZER;
 static tp_state_t *ls_pub;
-static bool ls_pub_plain;
 static uint64_t ls_gen;
 bool ls_on;
 char *ls_path;
@@ -96,15 +95,12 @@ static void links_read(void)
 static void links_publish(void)
 {
 	tp_state_t *t;
-	bool plain;
 
 	if (!ls_work || tp_traffic_apply(ls_traffic, ls_file, ls_work))
 		return;
-	plain = tp_state_links_plain(ls_work);
 	slurm_mutex_lock(&ls_lock);
 	t = ls_pub;
 	ls_pub = ls_work;
-	ls_pub_plain = plain;
 	ls_work = t;
 	__atomic_store_n(&ls_gen, ls_gen + 1, __ATOMIC_RELEASE);
 	slurm_mutex_unlock(&ls_lock);
@@ -246,7 +242,6 @@ void links_take(void)
 	slurm_mutex_lock(&ls_lock);
 	if (ls_pub)
 		(void)tp_traffic_apply(NULL, ls_pub, sel_state);
-	sel_links_plain = !ls_pub || ls_pub_plain;
 	sel_gen = ls_gen;
 	slurm_mutex_unlock(&ls_lock);
 }

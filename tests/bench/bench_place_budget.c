@@ -9,6 +9,12 @@
  * topoplace policy is run at both budgets. Printed per fabric: the cases,
  * those with the same host set, and the budget-8 pick's predicted
  * all-reduce time over the budget-96 one's (mean, worst).
+ * Then the same states with every link healthy and idle (only the busy
+ * hosts kept): the budget-8 pick against the structural pick alone
+ * (budget 0), which the 24.11 plugin took on such links until
+ * 2026-12-03. Printed: the cases where pricing picks other hosts, and the
+ * priced pick's predicted all-reduce time over the structural one's
+ * (mean, best).
  * Usage: bench_place_budget [CASES] (default 500 per fabric).
  */
 #include "config.h"
@@ -69,6 +75,70 @@ static bool make_case(const tp_fabric_t *f, uint64_t seed, tp_state_t *s,
 	return true;
 }
 
+/* Every link of s healthy and idle. */
+static void plain_links(tp_state_t *s)
+{
+	size_t nl = tp_fabric_nlinks(tp_state_fabric(s));
+
+	for (size_t l = 0; l < nl; l++)
+		tp_state_set_link(s, (uint32_t)l, 1, 0);
+}
+
+/* cases of label's fabric f at budgets a and b: the pick at a over the
+ * pick at b (predicted all-reduce), every link healthy and idle when
+ * plain. */
+static void compare(const char *label, const tp_fabric_t *f,
+		    const tp_cost_ctx_t *ctx, size_t cases, double a,
+		    double b, bool plain)
+{
+	size_t n = 0, same = 0;
+	double sum = 0, worst = 1, best = 1;
+
+	for (uint64_t seed = 1; n < cases && seed < 100 * cases; seed++) {
+		tp_state_t *s = tp_state_create(f);
+		tp_request_t r;
+		tp_placement_t pa, pb;
+		if (!s || !make_case(f, seed, s, &r)) {
+			tp_state_destroy(s);
+			continue;
+		}
+		if (plain)
+			plain_links(s);
+		if (pick(s, &r, ctx, a, &pa)) {
+			tp_state_destroy(s);
+			continue;
+		}
+		if (!pick(s, &r, ctx, b, &pb)) {
+			double q = pa.predicted_s / pb.predicted_s;
+			n++;
+			same += pa.nhosts == pb.nhosts &&
+				!memcmp(pa.hosts, pb.hosts,
+					pa.nhosts * sizeof(uint32_t));
+			sum += q;
+			worst = q > worst ? q : worst;
+			best = q < best ? q : best;
+			tp_placement_free(&pb);
+		}
+		tp_placement_free(&pa);
+		tp_state_destroy(s);
+	}
+	if (!plain)
+		printf("%-9s %zu cases: PriceBudget %.0f picks the same hosts "
+		       "as %.0f in %zu (%.1f%%); its predicted all-reduce / "
+		       "%.0f's: mean %.3f, worst %.3f\n",
+		       label, n, a, b, same,
+		       n ? 100.0 * (double)same / (double)n : 0, b,
+		       n ? sum / (double)n : 0, worst);
+	else
+		printf("%-9s %zu cases, healthy idle links: PriceBudget %.0f "
+		       "picks other hosts than the structure alone in %zu "
+		       "(%.1f%%); its predicted all-reduce / the structural "
+		       "pick's: mean %.4f, best %.3f\n",
+		       label, n, a, n - same,
+		       n ? 100.0 * (double)(n - same) / (double)n : 0,
+		       n ? sum / (double)n : 0, best);
+}
+
 static int run(const char *label, int leaves, int hpl, int uplinks,
 	       size_t cases)
 {
@@ -76,8 +146,6 @@ static int run(const char *label, int leaves, int hpl, int uplinks,
 	tp_fabric_t *f = NULL;
 	tp_cost_ctx_t *ctx = NULL;
 	tp_cost_params_t cp;
-	size_t n = 0, same = 0;
-	double sum = 0, worst = 1;
 
 	tp_gen_fat_tree_defaults(&p);
 	p.leaves = leaves;
@@ -94,33 +162,8 @@ static int run(const char *label, int leaves, int hpl, int uplinks,
 		tp_fabric_destroy(f);
 		return 1;
 	}
-	for (uint64_t seed = 1; n < cases && seed < 100 * cases; seed++) {
-		tp_state_t *s = tp_state_create(f);
-		tp_request_t r;
-		tp_placement_t a, b;
-		if (!s || !make_case(f, seed, s, &r) ||
-		    pick(s, &r, ctx, 8, &a)) {
-			tp_state_destroy(s);
-			continue;
-		}
-		if (!pick(s, &r, ctx, 96, &b)) {
-			double q = a.predicted_s / b.predicted_s;
-			n++;
-			same += a.nhosts == b.nhosts &&
-				!memcmp(a.hosts, b.hosts,
-					a.nhosts * sizeof(uint32_t));
-			sum += q;
-			worst = q > worst ? q : worst;
-			tp_placement_free(&b);
-		}
-		tp_placement_free(&a);
-		tp_state_destroy(s);
-	}
-	printf("%-9s %zu cases: PriceBudget 8 picks the same hosts as 96 in "
-	       "%zu (%.1f%%); its predicted all-reduce / 96's: mean %.3f, "
-	       "worst %.3f\n",
-	       label, n, same, n ? 100.0 * (double)same / (double)n : 0,
-	       n ? sum / (double)n : 0, worst);
+	compare(label, f, ctx, cases, 8, 96, false);
+	compare(label, f, ctx, cases, 8, 0, true);
 	tp_cost_ctx_destroy(ctx);
 	tp_fabric_destroy(f);
 	return 0;

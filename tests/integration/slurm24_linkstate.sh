@@ -15,6 +15,8 @@
 #     good links kept; the file there again is read
 #   - each failure logged once however often the file is looked at
 #   - the file removed: links healthy again, the structural answer
+#   - healthy links with only one-node jobs running (no traffic): priced
+#     all the same, a 4-node job lands where `topoplace place` puts it
 # Runs beside other clusters: its own network (TP_LS_NET, default
 # 10.204.0) and port (TP_LS_PORT, 6947). Needs root, the 24.11 build and
 # the native plugin; exit 77 if not.
@@ -150,6 +152,25 @@ wait_log "LinkState .*no such file: links healthy" 1 && ok "a removed file: link
 spanning removed ""
 [ "$got" = "$healthy" ] && ok "healthy links: the structural answer again ($got)" ||
 	bad "after the file went: $got, healthy: $healthy"
+
+# ---- healthy, idle links are priced too ----
+# node001 and node002 (one in each leaf) busy with one-node jobs, which
+# load no link: a 4-node job. The structure alone takes three hosts of one
+# leaf and one of the other; pricing, as `topoplace place` does, takes
+# two and two (a ring about 11% faster on this fabric).
+b1=$(timeout 10 sbatch --parsable -J idle1 -o /dev/null -N 1 --exclusive -w node001 --wrap 'sleep 60')
+b2=$(timeout 10 sbatch --parsable -J idle2 -o /dev/null -N 1 --exclusive -w node002 --wrap 'sleep 60')
+wait_state "$b1" RUNNING && wait_state "$b2" RUNNING || bad "one-node jobs $b1 $b2 running"
+printf '{"format":"topoplace-state/1","jobs":[{"id":1,"hosts":{"node001":4}},{"id":2,"hosts":{"node002":4}}]}\n' \
+	>"$tmp/busy.json"
+want=$(place nodes=4,exclusive "$tmp/busy.json")
+j=$(timeout 10 sbatch --parsable -J idle4 -o /dev/null -N 4 --exclusive --wrap 'sleep 2')
+wait_state "$j" RUNNING COMPLETED || bad "job $j (4 nodes) ran"
+got=$(hostset "$(field "$j" NodeList)")
+echo "# healthy idle links: job $j on $got; topoplace place --state: $want"
+[ "$got" = "$want" ] && ok "healthy, idle links priced: job $j = topoplace place ($want)" ||
+	bad "healthy, idle links: job $j on $got, topoplace place: $want"
+timeout 10 scancel "$b1" "$b2" "$j" >/dev/null 2>&1
 
 timeout 10 scontrol ping 2>&1 | grep -q 'is UP' && ok "slurmctld still up" || bad "slurmctld still up"
 if grep -h 'RaisedSignal\|Segmentation' "$dir"/log/slurmd-*.log "$log" >"$tmp/crash" 2>/dev/null && [ -s "$tmp/crash" ]; then
