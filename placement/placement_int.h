@@ -44,9 +44,6 @@ struct tp_state {
 	 * decision reads nuplink links instead of every host cable. */
 	uint32_t *uplink, *uplink_grp;
 	size_t nuplink;
-	/* The fabric itself has weak links (fabric_degraded() in state.c):
-	 * its links are never plain, whatever the health says. */
-	bool fabric_weak;
 };
 
 /* Recompute the cable table of the hosts at the ends of link l (after

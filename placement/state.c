@@ -110,47 +110,6 @@ static bool uplinks_build(tp_state_t *s)
 	return true;
 }
 
-/* The level of up-link i's group, clamped to the table fabric_degraded()
- * keeps per level. */
-static int uplink_level(const tp_state_t *s, size_t i)
-{
-	int lv = tp_fabric_group(s->f, s->uplink_grp[i])->level;
-	if (lv < 0)
-		return 0;
-	if (lv > TP_MAX_LEVELS)
-		return TP_MAX_LEVELS;
-	return lv;
-}
-
-/* Weak links in the fabric itself, before any health is applied: a host
- * cabled to less than the best host (a NIC missing or at half width), a
- * link not active, an up-link slower than the fastest of its level. A
- * pick that avoids them is then better priced than taken by structure,
- * as with links a LinkState file marks unhealthy. */
-static bool fabric_degraded(const tp_state_t *s)
-{
-	double top[TP_MAX_LEVELS + 2] = {0};
-	size_t nh = tp_fabric_nhosts(s->f), nl = tp_fabric_nlinks(s->f);
-
-	for (size_t h = 0; h < nh; h++)
-		if (tp__state_weak(s, (uint32_t)h))
-			return true;
-	for (size_t l = 0; l < nl; l++)
-		if (!tp_fabric_link(s->f, (uint32_t)l)->active)
-			return true;
-	for (size_t i = 0; i < s->nuplink; i++) {
-		int lv = uplink_level(s, i);
-		double g = tp_fabric_link(s->f, s->uplink[i])->gbps;
-		if (g > top[lv])
-			top[lv] = g;
-	}
-	for (size_t i = 0; i < s->nuplink; i++)
-		if (tp_fabric_link(s->f, s->uplink[i])->gbps <
-		    0.99 * top[uplink_level(s, i)])
-			return true;
-	return false;
-}
-
 /* A ring splits what a host sends evenly over its live cables, so the
  * slowest of them sets the pace: live cables x the slowest one's Gb/s. */
 static void cables_host(tp_state_t *s, uint32_t h)
@@ -246,7 +205,6 @@ tp_state_t *tp_state_create(const tp_fabric_t *f)
 		tp_state_destroy(s);
 		return NULL;
 	}
-	s->fabric_weak = fabric_degraded(s);
 	return s;
 }
 
@@ -313,7 +271,6 @@ tp_state_t *tp_state_clone(const tp_state_t *s)
 	c->busy = s->busy;
 	c->cap_top = s->cap_top;
 	c->ntop = s->ntop;
-	c->fabric_weak = s->fabric_weak;
 	return c;
 }
 
@@ -380,19 +337,6 @@ double tp_state_link_background(const tp_state_t *s, uint32_t link)
 		return 0.0;
 	return s->bg[2 * link] > s->bg[2 * link + 1] ? s->bg[2 * link]
 						     : s->bg[2 * link + 1];
-}
-
-bool tp_state_links_plain(const tp_state_t *s)
-{
-	size_t nl = s ? tp_fabric_nlinks(s->f) : 0;
-
-	if (s && s->fabric_weak)
-		return false;
-	for (size_t l = 0; l < nl; l++)
-		if (!(s->health[l] >= 1) || s->bg[2 * l] > 0 ||
-		    s->bg[2 * l + 1] > 0)
-			return false;
-	return true;
 }
 
 /* A new share of job on host h, without GPUs yet, in room the caller

@@ -57,12 +57,6 @@ tp_err_t tp_state_set_link(tp_state_t *s, uint32_t link, double health,
 			   double background_gbps);
 double tp_state_link_health(const tp_state_t *s, uint32_t link);
 double tp_state_link_background(const tp_state_t *s, uint32_t link);
-/* Every link healthy and without background, on a fabric without weak
- * links of its own (a host cabled to less than the best host, a link not
- * active, an up-link slower than the others of its level): a fresh
- * state's links on such a fabric. NULL: true. */
-bool tp_state_links_plain(const tp_state_t *s);
-
 /* Give job_id gpus[i] GPUs on hosts[i]. Fails (TP_ERR_RANGE) without
  * changing anything when a host lacks the GPUs or is down. */
 tp_err_t tp_state_alloc(tp_state_t *s, uint64_t job_id, const uint32_t *hosts,

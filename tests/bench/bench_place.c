@@ -15,9 +15,8 @@
  *    as `topoplace simulate` reports it;
  *  - as slurmctld: the whole tp_place_choose() call the 24.11 plugin
  *    times (offers, choose(), the answer check, ring order, spans), with
- *    the plugin's default PriceBudget (8) and the cost model only while
- *    some link is degraded or loaded in the state (on the healthy
- *    fabrics here it is plain and nothing is priced, as in slurmctld).
+ *    the plugin's default PriceBudget (8) and the cost model, which
+ *    slurmctld prices with on healthy links too (since 2026-12-03).
  * The prediction reported with a placement afterwards is in neither.
  * Usage: bench_place [N [--fabric FABRIC.json] [--link-state FILE]]
  *   N: decisions per policy (default 2000). --fabric: that fabric only
@@ -163,8 +162,7 @@ static tp_request_t next_request(uint64_t *x)
  * library's default PriceBudget, the cost model always at hand), then
  * the same request as the 24.11 plugin decides it: the whole
  * tp_place_choose() call (offers, choose(), answer check, ring order,
- * spans), its default PriceBudget, the cost model only while some link
- * is degraded or loaded. */
+ * spans), with its default PriceBudget and the cost model. */
 static void decide(const tp_policy_t *pol, tp_state_t *s,
 		   const tp_cost_ctx_t *ctx, size_t n, links_file_t *lf,
 		   times_t *tm)
@@ -188,10 +186,9 @@ static void decide(const tp_policy_t *pol, tp_state_t *s,
 		tm->t[T_CHOOSE][m] = pl.decision_s;
 		tm->t[T_CHOOSE_CPU][m] = pl.decision_cpu_s;
 		tp_placement_free(&pl);
-		const tp_cost_ctx_t *c = tp_state_links_plain(s) ? NULL : ctx;
 		double w0 = clock_s(CLOCK_MONOTONIC);
 		double c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
-		if (tp_place_choose(pol, s, &r, &ctld, c, 1, &pl) != TP_OK)
+		if (tp_place_choose(pol, s, &r, &ctld, ctx, 1, &pl) != TP_OK)
 			continue;
 		tm->t[T_CTLD_CPU][m] = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
 		tm->t[T_CTLD][m] = clock_s(CLOCK_MONOTONIC) - w0;
@@ -242,12 +239,9 @@ static int bench(tp_fabric_t *f, size_t n, const char *label, FILE *js,
 		       label, names[k], tm[k].m, p[T_CHOOSE].p50 * 1e3,
 		       p[T_CHOOSE].p99 * 1e3, p[T_CHOOSE_CPU].p50 * 1e3,
 		       p[T_CHOOSE_CPU].p99 * 1e3);
-		printf("%-22s %-11s   as slurmctld (%s): p50 %8.3f ms  p99 "
-		       "%8.3f ms  (CPU p50 %.3f p99 %.3f)\n",
-		       label, names[k],
-		       tp_state_links_plain(s) ? "links plain: no pricing"
-					       : "PriceBudget 8",
-		       p[T_CTLD].p50 * 1e3, p[T_CTLD].p99 * 1e3,
+		printf("%-22s %-11s   as slurmctld (PriceBudget 8): p50 %8.3f "
+		       "ms  p99 %8.3f ms  (CPU p50 %.3f p99 %.3f)\n",
+		       label, names[k], p[T_CTLD].p50 * 1e3, p[T_CTLD].p99 * 1e3,
 		       p[T_CTLD_CPU].p50 * 1e3, p[T_CTLD_CPU].p99 * 1e3);
 	}
 	const pct_t *a = tm[0].p, *b = tm[1].p;

@@ -6,9 +6,8 @@
 # of 50 Gb/s: 100 of 400 Gb/s).
 # A 6-node job (one whole leaf and two hosts of the other) must land where
 # `topoplace place` (which prices) puts it on that fabric. The structure
-# alone does not see an up-link's rate, so a plugin that counts the fabric
-# as plain (tp_state_links_plain() ignoring the file's cables) does not
-# price and puts the job elsewhere: the check below that
+# alone does not see an up-link's rate, so a plugin that does not price
+# there puts the job elsewhere: the check below that
 # the priced answer differs from the structural one keeps this test live.
 # (A host's own cable at half width would not do: the structure already
 # leaves weakly cabled hosts out.) Runs beside other clusters: its own

@@ -14,7 +14,7 @@
 #   - a path that cannot be looked at (a link loop): logged once, the last
 #     good links kept; the file there again is read
 #   - each failure logged once however often the file is looked at
-#   - the file removed: links healthy again, the structural answer
+#   - the file removed: links healthy again, the answer on healthy links
 #   - healthy links with only one-node jobs running (no traffic): priced
 #     all the same, a 4-node job lands where `topoplace place` puts it
 # Runs beside other clusters: its own network (TP_LS_NET, default
@@ -150,7 +150,7 @@ rm -f "$links"
 wait_log "LinkState .*no such file: links healthy" 1 && ok "a removed file: links healthy" ||
 	bad "a removed LinkState file is logged"
 spanning removed ""
-[ "$got" = "$healthy" ] && ok "healthy links: the structural answer again ($got)" ||
+[ "$got" = "$healthy" ] && ok "healthy links: the answer on healthy links again ($got)" ||
 	bad "after the file went: $got, healthy: $healthy"
 
 # ---- healthy, idle links are priced too ----

@@ -312,42 +312,16 @@ static void test_state_uplinks(void **unused)
 	tp_fabric_destroy(f);
 }
 
-/* The fabric's own weak links keep the links from being plain with every
- * link healthy in the state (slurmctld then prices, as for a LinkState
- * file's unhealthy links): cables missing or at half width, an up-link
- * slower than its level's others, a link not active. */
-static void test_state_plain_fabric(void **unused)
+/* The generator's degraded cables make hosts weak (cabled to less than the
+ * best host), which the policy takes last and prices. */
+static void test_state_weak_fabric(void **unused)
 {
 	tp_gen_fat_tree_t p;
-	tp_fabric_t *f = tp_test_fat_tree(3, 2, 4, 2, 8, false), *deg = NULL;
-	tp_state_t *s, *c;
+	tp_fabric_t *deg = NULL;
+	tp_state_t *s;
 	bool weak = false;
 
 	(void)unused;
-	s = tp_state_create(f);
-	assert_non_null(s);
-	assert_true(tp_state_links_plain(s));
-	/* an up-link at half width */
-	tp_link_t *up = (tp_link_t *)tp_fabric_link(f, s->uplink[0]);
-	up->gbps /= 2;
-	tp_state_destroy(s);
-	s = tp_state_create(f);
-	assert_false(tp_state_links_plain(s));
-	c = tp_state_clone(s);
-	assert_false(tp_state_links_plain(c));
-	tp_state_destroy(c);
-	up->gbps *= 2;
-	/* a link down */
-	up->active = false;
-	tp_state_destroy(s);
-	s = tp_state_create(f);
-	assert_false(tp_state_links_plain(s));
-	up->active = true;
-	tp_state_destroy(s);
-	s = tp_state_create(f);
-	assert_true(tp_state_links_plain(s));
-	tp_state_destroy(s);
-
 	/* the generator's degraded cables: hosts cabled to less */
 	tp_gen_fat_tree_defaults(&p);
 	p.degrade = 0.2;
@@ -358,10 +332,8 @@ static void test_state_plain_fabric(void **unused)
 	for (size_t h = 0; h < tp_fabric_nhosts(deg); h++)
 		weak |= tp__state_weak(s, (uint32_t)h);
 	assert_true(weak);
-	assert_false(tp_state_links_plain(s));
 	tp_state_destroy(s);
 	tp_fabric_destroy(deg);
-	tp_fabric_destroy(f);
 }
 
 /* A job on a host that went down after it started still loads. */
@@ -909,7 +881,7 @@ int main(void)
 	    cmocka_unit_test(test_state_json_roundtrip),
 	    cmocka_unit_test(test_state_cables),
 	    cmocka_unit_test(test_state_uplinks),
-	    cmocka_unit_test(test_state_plain_fabric),
+	    cmocka_unit_test(test_state_weak_fabric),
 	    cmocka_unit_test(test_state_json_job_on_down_host),
 	    cmocka_unit_test(test_state_json_errors),
 	    cmocka_unit_test(test_state_json_regular),
