@@ -241,8 +241,9 @@ static int bench(tp_fabric_t *f, size_t n, const char *label, FILE *js,
 		       p[T_CHOOSE_CPU].p99 * 1e3);
 		printf("%-22s %-11s   as slurmctld (PriceBudget 8): p50 %8.3f "
 		       "ms  p99 %8.3f ms  (CPU p50 %.3f p99 %.3f)\n",
-		       label, names[k], p[T_CTLD].p50 * 1e3, p[T_CTLD].p99 * 1e3,
-		       p[T_CTLD_CPU].p50 * 1e3, p[T_CTLD_CPU].p99 * 1e3);
+		       label, names[k], p[T_CTLD].p50 * 1e3,
+		       p[T_CTLD].p99 * 1e3, p[T_CTLD_CPU].p50 * 1e3,
+		       p[T_CTLD_CPU].p99 * 1e3);
 	}
 	const pct_t *a = tm[0].p, *b = tm[1].p;
 	double w0 = a[T_CHOOSE].p99, w1 = b[T_CHOOSE].p99;

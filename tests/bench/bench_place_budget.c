@@ -88,8 +88,8 @@ static void plain_links(tp_state_t *s)
  * pick at b (predicted all-reduce), every link healthy and idle when
  * plain. */
 static void compare(const char *label, const tp_fabric_t *f,
-		    const tp_cost_ctx_t *ctx, size_t cases, double a,
-		    double b, bool plain)
+		    const tp_cost_ctx_t *ctx, size_t cases, double a, double b,
+		    bool plain)
 {
 	size_t n = 0, same = 0;
 	double sum = 0, worst = 1, best = 1;
