@@ -1012,7 +1012,7 @@ int tp_cmd_draw(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	tp_cli_args_t a = {.usage = usage};
-	double bytes = 1073741824.0, duty = 1.0;
+	double bytes = tp_request_bytes(&(const tp_request_t){0}), duty = 1.0;
 	int c, rc = TP_EXIT_INPUT;
 	tp_fabric_t *f = NULL;
 	tp_state_t *s = NULL;

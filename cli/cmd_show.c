@@ -63,7 +63,6 @@ static const char show_usage[] =
     "source\n"
     "Exit status: 2 unknown job or no fabric, 1 slurmctld unreachable.\n";
 
-#define SHOW_BYTES    1073741824.0 /* as tp_place_run without bytes= */
 #define COMPAT_POLICY "slurm (compatible mode)"
 
 /* One job as shown. Names and counts in ring order when analysed. */
@@ -198,13 +197,15 @@ static tp_err_t predict(const tp_cost_ctx_t *ctx, const uint32_t *hosts,
 			const int *gpus, size_t n, double *s_p)
 {
 	static const tp_algo_t algos[] = {TP_ALGO_RING, TP_ALGO_HIERARCHICAL};
+	const tp_request_t none = {0}; /* the bytes tp_place_run prices */
 	tp_err_t first = TP_OK;
 	double best = -1;
 
 	for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
 		tp_cost_t c;
-		tp_err_t err = tp_cost_predict(ctx, NULL, hosts, gpus, n,
-					       SHOW_BYTES, algos[i], &c);
+		tp_err_t err =
+		    tp_cost_predict(ctx, NULL, hosts, gpus, n,
+				    tp_request_bytes(&none), algos[i], &c);
 		if (err) {
 			if (!first)
 				first = err;

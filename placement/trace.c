@@ -386,7 +386,7 @@ tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p)
 		if (col[C_BYTES] >= 0 && *cell[col[C_BYTES]])
 			j->bytes = v;
 		else
-			j->bytes = 1073741824.0;
+			j->bytes = TP__DEFAULT_BYTES;
 		if (!(col[C_FRAC] >= 0 && *cell[col[C_FRAC]]))
 			j->comm_frac = j->nodes > 1 ? 0.3 : 0.1;
 		n++;
