@@ -61,7 +61,7 @@ step "build (-Werror) and make check"
 BUILD_DIR="$top/build" "$top/contrib/build.sh" >/dev/null
 rm -f $(find "$top/build/tests" -name '*.trs' 2>/dev/null) 2>/dev/null || true
 make -C "$top/build" check -j2 || status=1
-make -C "$top/build" check-slurm || status=1
+make -C "$top/build" -j2 check-slurm || status=1
 count "$top/build"
 why_skipped "$top/build"
 

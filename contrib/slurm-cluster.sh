@@ -508,7 +508,9 @@ ip link add "$BR" type bridge
 echo "bridge $BR" >>"$DIR/netres"
 ip addr add "$NET.1/24" dev "$BR"
 ip link set "$BR" up
-[ -d /etc/netns ] || { mkdir /etc/netns && echo "etcnetnsdir /etc/netns" >>"$DIR/netres"; }
+# (another cluster may create it at the same moment: only the one whose
+# mkdir made it records it)
+[ -d /etc/netns ] || { mkdir /etc/netns 2>/dev/null && echo "etcnetnsdir /etc/netns" >>"$DIR/netres"; } || true
 # --emu-fabric: the namespaces are the fabric's (eth0 is its data link);
 # the control interface is eth1, and the names resolve to data addresses.
 cif=eth0

@@ -30,10 +30,11 @@ t0=$(date +%s)
 cluster_trap slurmctld.log 'topoplace\|fatal\|error' 25
 
 
-# one mini-cluster at a time on this machine (they share 10.200.0.0/24
-# unless TP_S24_NET / TP_S24_PORT give this one its own)
-NET=${TP_S24_NET:-10.200.0}
-PORT=${TP_S24_PORT:-6817}
+# its own network and port (TP_S24_NET, TP_S24_PORT), so that it can run
+# beside the other mini-cluster tests (make check-slurm -j2); it still
+# waits for a cluster left on that network by an earlier run
+NET=${TP_S24_NET:-10.215.0}
+PORT=${TP_S24_PORT:-6987}
 i=0
 while [ -n "$(ip -4 route show $NET.0/24 2>/dev/null)" ] && [ $i -lt 120 ]; do
 	sleep 1

@@ -11,16 +11,16 @@
 #     switch of `scontrol show topology`, the next 4-node job avoids it
 #   - a corrupt file + reconfigure: logged, links healthy, the host back
 #     and slurmctld scheduling
-# Its own network (TP_LS_NET, default 10.212.0) and port (TP_LS_PORT,
-# 6952). Needs root, the Slurm 22.05 packages and the built plugin; exit 77
+# Its own network (TP_LS_NET, default 10.219.0) and port (TP_LS_PORT,
+# 6962). Needs root, the Slurm 22.05 packages and the built plugin; exit 77
 # if not.
 . "$(dirname "$0")/lib.sh"
 
 need_slurm 22 jq
 need_plugins topology_topoplace
 [ -x "$CLUSTER" ] || skip_all "$CLUSTER missing"
-NET=${TP_LS_NET:-10.212.0}
-PORT=${TP_LS_PORT:-6952}
+NET=${TP_LS_NET:-10.219.0}
+PORT=${TP_LS_PORT:-6962}
 dir=$tmp/cluster
 
 PREFIX=

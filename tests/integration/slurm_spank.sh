@@ -19,14 +19,14 @@
 #     slurmd logs one line
 #   - job directories are gone after the jobs
 # Needs root, the Slurm packages, the built SPANK and topology plugins;
-# exit 77 if not. Network and port: TP_SPANK_NET (10.202.0), TP_SPANK_PORT
+# exit 77 if not. Network and port: TP_SPANK_NET (10.216.0), TP_SPANK_PORT
 # (7017), so it runs beside the other mini-cluster tests.
 . "$(dirname "$0")/lib.sh"
 
 need_slurm 22 runuser
 need_plugins spank_topoplace topology_topoplace
 [ -x "$CLUSTER" ] || skip_all "$CLUSTER missing"
-NET=${TP_SPANK_NET:-10.202.0}
+NET=${TP_SPANK_NET:-10.216.0}
 PORT=${TP_SPANK_PORT:-7017}
 USER_NAME=${TP_SPANK_USER:-tpuser}
 if ! id "$USER_NAME" >/dev/null 2>&1; then

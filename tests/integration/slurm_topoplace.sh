@@ -31,7 +31,7 @@ echo "JobSubmitPlugins=job_submit/topoplace" >"$tmp/extra.conf"
 
 echo "# $CLUSTER start --topology topoplace --plugin-dir $PLUGIN_DIR --nodes 8 --dir $dir"
 if ! timeout 90 "$CLUSTER" start --topology topoplace --plugin-dir "$PLUGIN_DIR" \
-	--nodes 8 --gpus-per-node 4 --dir "$dir" --timeout 40 \
+	--nodes 8 --gpus-per-node 4 --dir "$dir" --timeout 40 --net 10.214.0 --port 6977 \
 	--extra-file "$tmp/topoplace.conf" --slurm-conf-extra "$tmp/extra.conf" \
 	>"$tmp/start.out" 2>&1; then
 	cat "$tmp/start.out"

@@ -28,11 +28,11 @@ need_slurm "$gen" valgrind
 if [ "$gen" = 24 ]; then
 	need_plugins topology_topoplace
 	set -- --slurm-prefix "$PREFIX"
-	vgnet=10.205.0 vgport=7317
+	vgnet=10.218.0 vgport=7317
 else
 	need_plugins topology_topoplace job_submit_topoplace
 	set --
-	vgnet=10.203.0 vgport=7117
+	vgnet=10.217.0 vgport=7117
 fi
 dir=$tmp/cluster
 vg=$tmp/valgrind.log
