@@ -791,8 +791,9 @@ typedef struct call {
 	uint32_t *touched;
 	size_t ntouched;
 	double load_mult;
-	/* phase_solve's and max-min's scratch, kept between phases */
-	scratch_t ps, mm;
+	/* phase_solve's and max-min's scratch, kept between phases;
+	 * call_setup's block (with a workspace) */
+	scratch_t ps, mm, setup;
 	/* a solved phase kept for a later one with the same routes (see
 	 * price_sched): its flows' rates and bottleneck links, and how many
 	 * flows each of its edges made */
@@ -800,8 +801,38 @@ typedef struct call {
 	flow_t *kfl;
 	double *krate;
 	uint32_t *klink, *kflows;
-	bool keep; /* keep the phase being priced */
+	bool keep;	   /* keep the phase being priced */
+	tp__cost_ws_t *ws; /* where the buffers come from and go back to */
 } call_t;
+
+/* The buffers of one call, kept between calls (tp__cost_ws_create). */
+struct tp__cost_ws {
+	scratch_t setup, seen, ps, mm, kept, keptn;
+	flow_t *fl;
+	size_t capfl;
+	uint32_t *path;
+	size_t cappath;
+};
+
+tp__cost_ws_t *tp__cost_ws_create(void)
+{
+	return tp_calloc(1, sizeof(tp__cost_ws_t));
+}
+
+void tp__cost_ws_destroy(tp__cost_ws_t *w)
+{
+	if (!w)
+		return;
+	tp_free(w->setup.buf);
+	tp_free(w->seen.buf);
+	tp_free(w->ps.buf);
+	tp_free(w->mm.buf);
+	tp_free(w->kept.buf);
+	tp_free(w->keptn.buf);
+	tp_free(w->fl);
+	tp_free(w->path);
+	tp_free(w);
+}
 
 static bool link_dead(const call_t *k, uint32_t res)
 {
@@ -1229,8 +1260,9 @@ static tp_err_t call_setup(call_t *k)
 
 	for (size_t i = 0; i < k->n; i++)
 		total += tp_fabric_host(k->f, k->hosts[i])->ncas;
-	b = tp_malloc(k->n * (sizeof(double) + sizeof(uint64_t)) +
-		      (k->n + 1 + total + 1 + 2 * mc) * sizeof(uint32_t));
+	size_t need = k->n * (sizeof(double) + sizeof(uint64_t)) +
+		      (k->n + 1 + total + 1 + 2 * mc) * sizeof(uint32_t);
+	b = k->ws ? scratch_get(&k->setup, need) : tp_malloc(need);
 	if (!b)
 		return TP_ERR_NOMEM;
 	k->nv = (double *)b;
@@ -1275,6 +1307,20 @@ static tp_err_t call_setup(call_t *k)
 
 static void call_free(call_t *k)
 {
+	tp__cost_ws_t *w = k->ws;
+
+	if (w) { /* back to the workspace, grown or not */
+		w->setup = k->setup;
+		w->ps = k->ps;
+		w->mm = k->mm;
+		w->kept = k->kept;
+		w->keptn = k->keptn;
+		w->fl = k->fl;
+		w->capfl = k->capfl;
+		w->path = k->path;
+		w->cappath = k->cappath;
+		return;
+	}
 	tp_free(k->nv); /* the block of call_setup */
 	tp_free(k->fl);
 	tp_free(k->path);
@@ -1577,8 +1623,8 @@ static tp_err_t predict_sched(call_t *k, tp_sched_algo_t algo, double bytes,
 
 static tp_err_t check_input(const tp_cost_ctx_t *c, const tp_state_t *st,
 			    const uint32_t *hosts, const int *gpus, size_t n,
-			    double bytes, tp_algo_t algo, double *ranks_p,
-			    int *gmax_p)
+			    double bytes, tp_algo_t algo, tp__cost_ws_t *ws,
+			    double *ranks_p, int *gmax_p)
 {
 	size_t nhost = tp_fabric_nhosts(c->f);
 	uint8_t *seen;
@@ -1597,8 +1643,13 @@ static tp_err_t check_input(const tp_cost_ctx_t *c, const tp_state_t *st,
 	default:
 		return TP_ERR_INVAL;
 	}
-	if (!(seen = tp_calloc(nhost / 8 + 1, 1)))
+	if (ws) {
+		if (!(seen = scratch_get(&ws->seen, nhost / 8 + 1)))
+			return TP_ERR_NOMEM;
+		memset(seen, 0, nhost / 8 + 1);
+	} else if (!(seen = tp_calloc(nhost / 8 + 1, 1))) {
 		return TP_ERR_NOMEM;
+	}
 	*ranks_p = 0;
 	*gmax_p = 0;
 	for (size_t i = 0; i < n && !err; i++) {
@@ -1614,7 +1665,8 @@ static tp_err_t check_input(const tp_cost_ctx_t *c, const tp_state_t *st,
 		if (gpus[i] > *gmax_p)
 			*gmax_p = gpus[i];
 	}
-	tp_free(seen);
+	if (!ws)
+		tp_free(seen);
 	return err;
 }
 
@@ -1623,17 +1675,28 @@ static tp_err_t check_input(const tp_cost_ctx_t *c, const tp_state_t *st,
 static tp_err_t call_open(call_t *k, const tp_cost_ctx_t *ctx,
 			  const tp_state_t *state, const uint32_t *hosts,
 			  const int *gpus, size_t n, double bytes,
-			  tp_algo_t algo, double *P_p)
+			  tp_algo_t algo, tp__cost_ws_t *ws, double *P_p)
 {
 	int gmax;
 	tp_err_t err;
 
 	if (!ctx)
 		return TP_ERR_INVAL;
-	if ((err = check_input(ctx, state, hosts, gpus, n, bytes, algo, P_p,
+	if ((err = check_input(ctx, state, hosts, gpus, n, bytes, algo, ws, P_p,
 			       &gmax)))
 		return err;
 	memset(k, 0, sizeof(*k));
+	if ((k->ws = ws)) {
+		k->setup = ws->setup;
+		k->ps = ws->ps;
+		k->mm = ws->mm;
+		k->kept = ws->kept;
+		k->keptn = ws->keptn;
+		k->fl = ws->fl;
+		k->capfl = ws->capfl;
+		k->path = ws->path;
+		k->cappath = ws->cappath;
+	}
 	k->c = ctx;
 	k->f = ctx->f;
 	k->st = state;
@@ -1692,7 +1755,8 @@ static tp_err_t run_call(const tp_cost_ctx_t *ctx, const tp_state_t *state,
 
 	if (!out)
 		return TP_ERR_INVAL;
-	if ((err = call_open(&k, ctx, state, hosts, gpus, n, bytes, algo, &P)))
+	if ((err = call_open(&k, ctx, state, hosts, gpus, n, bytes, algo, NULL,
+			     &P)))
 		return err;
 	k.load = load;
 	k.touched = touched;
@@ -1708,6 +1772,15 @@ tp_err_t tp__place_predict(const tp_cost_ctx_t *ctx, const tp_state_t *s,
 			   const uint32_t *hosts, const int *gpus, size_t n,
 			   double bytes, tp_algo_t *algo_p, tp_cost_t *c_p)
 {
+	return tp__place_predict_ws(ctx, s, NULL, hosts, gpus, n, bytes, algo_p,
+				    c_p);
+}
+
+tp_err_t tp__place_predict_ws(const tp_cost_ctx_t *ctx, const tp_state_t *s,
+			      tp__cost_ws_t *ws, const uint32_t *hosts,
+			      const int *gpus, size_t n, double bytes,
+			      tp_algo_t *algo_p, tp_cost_t *c_p)
+{
 	static const tp_algo_t algos[] = {TP_ALGO_RING, TP_ALGO_HIERARCHICAL};
 	tp_err_t first = TP_OK;
 	tp_cost_t best = {.seconds = -1};
@@ -1717,7 +1790,7 @@ tp_err_t tp__place_predict(const tp_cost_ctx_t *ctx, const tp_state_t *s,
 	tp_err_t err;
 
 	if ((err = call_open(&k, ctx, s, hosts, gpus, n, bytes, TP_ALGO_RING,
-			     &P)))
+			     ws, &P)))
 		return err;
 	for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
 		tp_cost_t c;

@@ -128,6 +128,17 @@ void tp__span_min2(const tp_fabric_t *f, const tp_state_t *s,
 tp_err_t tp__place_predict(const tp_cost_ctx_t *ctx, const tp_state_t *s,
 			   const uint32_t *hosts, const int *gpus, size_t n,
 			   double bytes, tp_algo_t *algo_p, tp_cost_t *c_p);
+/* Buffers for many predictions in a row (a decision prices up to a
+ * hundred sets): tp__place_predict_ws takes its scratch from ws and
+ * leaves it there, grown, for the next call; the same answers as
+ * tp__place_predict. One caller at a time. create: NULL on NOMEM. */
+typedef struct tp__cost_ws tp__cost_ws_t;
+tp__cost_ws_t *tp__cost_ws_create(void);
+void tp__cost_ws_destroy(tp__cost_ws_t *w);
+tp_err_t tp__place_predict_ws(const tp_cost_ctx_t *ctx, const tp_state_t *s,
+			      tp__cost_ws_t *ws, const uint32_t *hosts,
+			      const int *gpus, size_t n, double bytes,
+			      tp_algo_t *algo_p, tp_cost_t *c_p);
 
 /* tp_ideal_cache_t's entries: one per request shape. Callers that embed a
  * cache (the simulator) zero-initialise it and free its entries with

@@ -1385,7 +1385,8 @@ typedef struct pricer {
 	 * FREE_REPEATS per prediction for the local search, whose swaps come
 	 * back to sets met before */
 	size_t free_hits;
-	dcache_t up; /* owned */
+	dcache_t up;	   /* owned */
+	tp__cost_ws_t *ws; /* the predictions' buffers (NULL: each its own) */
 	/* sets priced in this decision (ring order), their hosts and GPUs
 	 * back to back in mh/mg: candidates and swaps meet the same set
 	 * again (a variant equal to the pick, a swap undone) */
@@ -1460,7 +1461,8 @@ static double price(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n)
 	pr->npred++;
 	if (t > -2)
 		return t;
-	t = tp__place_predict(in->cost, in->s, hosts, gpus, n, bytes, NULL, &c)
+	t = tp__place_predict_ws(in->cost, in->s, pr->ws, hosts, gpus, n, bytes,
+				 NULL, &c)
 		? -1
 		: c.seconds;
 	memo_keep(pr, key, hosts, gpus, n, t);
@@ -1993,8 +1995,8 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	variant_t var[NVARIANTS];
 	size_t order[NVARIANTS], nord = 0, nvar = 0;
 	pricer_t pr = {.in = in, .budget = PRICE_BUDGET};
+	void *block = NULL; /* every array below */
 	tp_err_t err;
-	bool ok = true;
 
 	memset(var, 0, sizeof(var));
 	/* the structural pick's offers and counts are the variants' base */
@@ -2003,24 +2005,6 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 			  &worst, &pr.up);
 	if (err || !in->cost || n < 2 || only_set(in, n))
 		goto out;
-	for (size_t v = 0; v < NVARIANTS; v++) {
-		var[v].t = -1;
-		var[v].h = tp_malloc((max + 1) * sizeof(uint32_t));
-		var[v].g = tp_malloc((max + 1) * sizeof(int));
-		ok &= var[v].h && var[v].g;
-	}
-	pr.th = tp_malloc((max + 1) * sizeof(uint32_t));
-	pr.tg = tp_malloc((max + 1) * sizeof(int));
-	pr.skip = tp_calloc(nh + 1, sizeof(bool));
-	pr.in_set = tp_calloc(nh + 1, sizeof(bool));
-	pr.ncand_max = 2 * tp_fabric_ngroups(in->f) + 2;
-	pr.cand = tp_malloc(pr.ncand_max * sizeof(uint32_t));
-	pr.coff = tp_malloc(pr.ncand_max * sizeof(int));
-	pr.lead = tp_malloc(pr.ncand_max * sizeof(size_t));
-	if (!ok || !pr.th || !pr.tg || !pr.skip || !pr.in_set || !pr.cand ||
-	    !pr.coff || !pr.lead)
-		goto out; /* keep the structural answer */
-	memset(pr.lead, 0xff, pr.ncand_max * sizeof(size_t));
 	/* inside one level-1 group on well cabled hosts nothing is shared
 	 * with other jobs and every choice costs the same */
 	bool on_weak = false;
@@ -2041,15 +2025,48 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	if (pr.budget < 4)
 		goto out; /* too large to price in time, or pricing switched
 			   * off: the structure decides */
-	/* room for every set the budget can price; a memo that failed to
-	 * allocate only prices twice */
+	/* the memo has room for every set the budget can price */
 	pr.memo_max = pr.budget;
 	pr.mcap = pr.budget * n + 1;
-	pr.memo = tp_malloc(pr.memo_max * sizeof(*pr.memo));
-	pr.mh = tp_malloc(pr.mcap * sizeof(uint32_t));
-	pr.mg = tp_malloc(pr.mcap * sizeof(int));
-	if (!pr.memo || !pr.mh || !pr.mg)
-		pr.memo_max = 0;
+	pr.ncand_max = 2 * tp_fabric_ngroups(in->f) + 2;
+	/* every array of the decision in one block, widest types first: a
+	 * decision inside slurmctld starts with cold caches, where each
+	 * allocation costs misses of its own */
+	size_t m1 = max + 1, pair = sizeof(uint32_t) + sizeof(int);
+	unsigned char *b = block = tp_malloc(
+	    pr.memo_max * sizeof(*pr.memo) + pr.ncand_max * sizeof(size_t) +
+	    ((NVARIANTS + 1) * m1 + pr.ncand_max + pr.mcap) * pair +
+	    2 * (nh + 1) * sizeof(bool));
+	if (!b)
+		goto out; /* keep the structural answer */
+	pr.memo = (struct memo *)b;
+	b += pr.memo_max * sizeof(*pr.memo);
+	pr.lead = (size_t *)b;
+	b += pr.ncand_max * sizeof(size_t);
+	memset(pr.lead, 0xff, pr.ncand_max * sizeof(size_t));
+	for (size_t v = 0; v <= NVARIANTS; v++) {
+		uint32_t *h = (uint32_t *)b;
+		int *g = (int *)(b + m1 * sizeof(uint32_t));
+		b += m1 * pair;
+		if (v == NVARIANTS) {
+			pr.th = h;
+			pr.tg = g;
+		} else {
+			var[v] = (variant_t){.h = h, .g = g, .t = -1};
+		}
+	}
+	pr.cand = (uint32_t *)b;
+	b += pr.ncand_max * sizeof(uint32_t);
+	pr.coff = (int *)b;
+	b += pr.ncand_max * sizeof(int);
+	pr.mh = (uint32_t *)b;
+	b += pr.mcap * sizeof(uint32_t);
+	pr.mg = (int *)b;
+	b += pr.mcap * sizeof(int);
+	pr.skip = (bool *)b;
+	pr.in_set = pr.skip + nh + 1;
+	memset(pr.skip, 0, 2 * (nh + 1) * sizeof(bool));
+	pr.ws = tp__cost_ws_create();
 	memcpy(var[0].h, hosts, n * sizeof(uint32_t));
 	memcpy(var[0].g, gpus, n * sizeof(int));
 	var[0].n = n;
@@ -2122,20 +2139,8 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 				       : "");
 	}
 out:
-	for (size_t v = 0; v < NVARIANTS; v++) {
-		tp_free(var[v].h);
-		tp_free(var[v].g);
-	}
-	tp_free(pr.th);
-	tp_free(pr.tg);
-	tp_free(pr.skip);
-	tp_free(pr.in_set);
-	tp_free(pr.cand);
-	tp_free(pr.coff);
-	tp_free(pr.lead);
-	tp_free(pr.memo);
-	tp_free(pr.mh);
-	tp_free(pr.mg);
+	tp_free(block);
+	tp__cost_ws_destroy(pr.ws);
 	tp_free(pr.up.q);
 	tp_free(pr.up.bg);
 	tp_free(pr.up.hf);
