@@ -765,6 +765,15 @@ typedef struct phase_out {
 	uint32_t bott_link;
 } phase_out_t;
 
+/* The buffers of one call, kept between calls (tp__cost_ws_create). */
+struct tp__cost_ws {
+	scratch_t setup, seen, ps, mm, kept, keptn;
+	flow_t *fl;
+	size_t capfl;
+	uint32_t *path;
+	size_t cappath;
+};
+
 typedef struct call {
 	const tp_cost_ctx_t *c;
 	const tp_fabric_t *f;
@@ -778,11 +787,8 @@ typedef struct call {
 	uint32_t *use_off; /* CAs the used GPUs sit next to, per host */
 	uint32_t *use;
 	uint32_t *pa, *pb; /* CA pairs of one edge */
-	/* current phase */
-	flow_t *fl;
-	size_t nfl, capfl;
-	uint32_t *path;
-	size_t npath, cappath;
+	/* current phase: its flows and paths in b.fl, b.path */
+	size_t nfl, npath;
 	double nv_s, nv_gbps; /* slowest NVLink transfer */
 	/* tp_cost_link_load only: bytes per directed link over the whole
 	 * collective, the directed links touched, and how many times the
@@ -791,13 +797,12 @@ typedef struct call {
 	uint32_t *touched;
 	size_t ntouched;
 	double load_mult;
-	/* phase_solve's and max-min's scratch, kept between phases;
-	 * call_setup's block (with a workspace) */
-	scratch_t ps, mm, setup;
-	/* a solved phase kept for a later one with the same routes (see
-	 * price_sched): its flows' rates and bottleneck links, and how many
-	 * flows each of its edges made */
-	scratch_t kept, keptn;
+	/* the buffers (tp__cost_ws_t): call_setup's block, the phase's
+	 * flows and paths, phase_solve's and max-min's scratch (ps, mm),
+	 * and a solved phase kept for a later one with the same routes (see
+	 * price_sched): its flows' rates and bottleneck links (kept), and
+	 * how many flows each of its edges made (keptn) */
+	struct tp__cost_ws b;
 	flow_t *kfl;
 	double *krate;
 	uint32_t *klink, *kflows;
@@ -805,24 +810,13 @@ typedef struct call {
 	tp__cost_ws_t *ws; /* where the buffers come from and go back to */
 } call_t;
 
-/* The buffers of one call, kept between calls (tp__cost_ws_create). */
-struct tp__cost_ws {
-	scratch_t setup, seen, ps, mm, kept, keptn;
-	flow_t *fl;
-	size_t capfl;
-	uint32_t *path;
-	size_t cappath;
-};
-
 tp__cost_ws_t *tp__cost_ws_create(void)
 {
 	return tp_calloc(1, sizeof(tp__cost_ws_t));
 }
 
-void tp__cost_ws_destroy(tp__cost_ws_t *w)
+static void ws_free_bufs(tp__cost_ws_t *w)
 {
-	if (!w)
-		return;
 	tp_free(w->setup.buf);
 	tp_free(w->seen.buf);
 	tp_free(w->ps.buf);
@@ -831,6 +825,12 @@ void tp__cost_ws_destroy(tp__cost_ws_t *w)
 	tp_free(w->keptn.buf);
 	tp_free(w->fl);
 	tp_free(w->path);
+}
+
+void tp__cost_ws_destroy(tp__cost_ws_t *w)
+{
+	if (w)
+		ws_free_bufs(w);
 	tp_free(w);
 }
 
@@ -1011,16 +1011,16 @@ static tp_err_t grow_phase(call_t *k, size_t nfl, size_t npath)
 {
 	void *p;
 
-	if (nfl <= k->capfl && npath <= k->cappath)
+	if (nfl <= k->b.capfl && npath <= k->b.cappath)
 		return TP_OK;
-	p = k->fl;
-	if (tp_grow(&p, &k->capfl, nfl, sizeof(flow_t)))
+	p = k->b.fl;
+	if (tp_grow(&p, &k->b.capfl, nfl, sizeof(flow_t)))
 		return TP_ERR_NOMEM;
-	k->fl = p;
-	p = k->path;
-	if (tp_grow(&p, &k->cappath, npath, sizeof(uint32_t)))
+	k->b.fl = p;
+	p = k->b.path;
+	if (tp_grow(&p, &k->b.cappath, npath, sizeof(uint32_t)))
 		return TP_ERR_NOMEM;
-	k->path = p;
+	k->b.path = p;
 	return TP_OK;
 }
 
@@ -1084,8 +1084,8 @@ static tp_err_t add_edge_rail(call_t *k, size_t i, size_t j, double bytes,
 	if ((err = grow_phase(k, k->nfl + np, k->npath + np * k->c->maxpath)))
 		return err;
 	for (size_t p = 0; p < np; p++) {
-		flow_t *fl = &k->fl[k->nfl];
-		size_t len = route(k, k->pa[p], k->pb[p], &k->path[k->npath],
+		flow_t *fl = &k->b.fl[k->nfl];
+		size_t len = route(k, k->pa[p], k->pb[p], &k->b.path[k->npath],
 				   &fl->hops, &fl->top);
 		if (!len)
 			continue;
@@ -1097,7 +1097,7 @@ static tp_err_t add_edge_rail(call_t *k, size_t i, size_t j, double bytes,
 	if (!routed)
 		return TP_ERR_NOTFOUND;
 	for (size_t f = first; f < k->nfl; f++)
-		k->fl[f].bytes = bytes / (double)routed;
+		k->b.fl[f].bytes = bytes / (double)routed;
 	return TP_OK;
 }
 
@@ -1120,7 +1120,7 @@ static void phase_finish(const call_t *k, const double *rate,
 		o->bott_gbps = k->nv_gbps;
 	}
 	for (size_t i = 0; i < k->nfl; i++) {
-		const flow_t *fl = &k->fl[i];
+		const flow_t *fl = &k->b.fl[i];
 		double t = fl->bytes * 8 / (rate[i] * 1e9);
 
 		if (fl->hops > o->hops)
@@ -1148,12 +1148,12 @@ static tp_err_t phase_solve(call_t *k, phase_out_t *o)
 	if (k->keep) {
 		need = k->nfl *
 		       (sizeof(flow_t) + sizeof(double) + sizeof(uint32_t));
-		if (!(k->kfl = scratch_get(&k->kept, need + 1)))
+		if (!(k->kfl = scratch_get(&k->b.kept, need + 1)))
 			return TP_ERR_NOMEM;
 		k->krate = (double *)(k->kfl + k->nfl);
 		k->klink = (uint32_t *)(k->krate + k->nfl);
-		if (k->nfl) /* k->fl may be NULL then */
-			memcpy(k->kfl, k->fl, k->nfl * sizeof(flow_t));
+		if (k->nfl) /* k->b.fl may be NULL then */
+			memcpy(k->kfl, k->b.fl, k->nfl * sizeof(flow_t));
 	}
 	if (!k->nfl) {
 		phase_finish(k, NULL, NULL, o);
@@ -1163,7 +1163,7 @@ static tp_err_t phase_solve(call_t *k, phase_out_t *o)
 		hcap *= 2;
 	need = (k->npath + k->nfl + 2) * sizeof(double) +
 	       (2 * hcap + k->npath + 2 * k->nfl + 3) * sizeof(uint32_t);
-	if (!(cap = scratch_get(&k->ps, need)))
+	if (!(cap = scratch_get(&k->b.ps, need)))
 		return TP_ERR_NOMEM;
 	rate = cap + k->npath + 1;
 	hkey = (uint32_t *)(rate + k->nfl + 1);
@@ -1173,7 +1173,7 @@ static tp_err_t phase_solve(call_t *k, phase_out_t *o)
 	bott = off + k->nfl + 1;
 	memset(hkey, 0xff, hcap * sizeof(uint32_t));
 	for (size_t j = 0; j < k->npath; j++) {
-		uint32_t r = k->path[j];
+		uint32_t r = k->b.path[j];
 		size_t s = (r * 0x9e3779b1u) & (hcap - 1);
 		while (hkey[s] != UINT32_MAX && hkey[s] != r)
 			s = (s + 1) & (hcap - 1);
@@ -1184,18 +1184,19 @@ static tp_err_t phase_solve(call_t *k, phase_out_t *o)
 			cap[nres] = link_cap(k, r);
 			nres++;
 		}
-		k->path[j] = hval[s];
+		k->b.path[j] = hval[s];
 	}
 	for (size_t i = 0; i < k->nfl; i++)
-		off[i] = k->fl[i].off;
+		off[i] = k->b.fl[i].off;
 	off[k->nfl] = (uint32_t)k->npath;
-	if ((err = maxmin(&k->mm, k->nfl, off, k->path, nres, cap, rate, bott)))
+	if ((err = maxmin(&k->b.mm, k->nfl, off, k->b.path, nres, cap, rate,
+			  bott)))
 		return err;
 	if (k->load)
 		for (size_t i = 0; i < k->nfl; i++)
 			for (uint32_t j = off[i]; j < off[i + 1]; j++) {
-				uint32_t r = rlink[k->path[j]];
-				double b = k->fl[i].bytes * k->load_mult;
+				uint32_t r = rlink[k->b.path[j]];
+				double b = k->b.fl[i].bytes * k->load_mult;
 				if (!(b > 0))
 					continue;
 				if (k->load[r] == 0)
@@ -1262,7 +1263,7 @@ static tp_err_t call_setup(call_t *k)
 		total += tp_fabric_host(k->f, k->hosts[i])->ncas;
 	size_t need = k->n * (sizeof(double) + sizeof(uint64_t)) +
 		      (k->n + 1 + total + 1 + 2 * mc) * sizeof(uint32_t);
-	b = k->ws ? scratch_get(&k->setup, need) : tp_malloc(need);
+	b = scratch_get(&k->b.setup, need);
 	if (!b)
 		return TP_ERR_NOMEM;
 	k->nv = (double *)b;
@@ -1307,27 +1308,10 @@ static tp_err_t call_setup(call_t *k)
 
 static void call_free(call_t *k)
 {
-	tp__cost_ws_t *w = k->ws;
-
-	if (w) { /* back to the workspace, grown or not */
-		w->setup = k->setup;
-		w->ps = k->ps;
-		w->mm = k->mm;
-		w->kept = k->kept;
-		w->keptn = k->keptn;
-		w->fl = k->fl;
-		w->capfl = k->capfl;
-		w->path = k->path;
-		w->cappath = k->cappath;
-		return;
-	}
-	tp_free(k->nv); /* the block of call_setup */
-	tp_free(k->fl);
-	tp_free(k->path);
-	tp_free(k->ps.buf);
-	tp_free(k->mm.buf);
-	tp_free(k->kept.buf);
-	tp_free(k->keptn.buf);
+	if (k->ws)
+		*k->ws = k->b; /* back to the workspace, grown or not */
+	else
+		ws_free_bufs(&k->b);
 }
 
 static void take_bottleneck(tp_cost_t *out, const phase_out_t *o, double *worst)
@@ -1445,8 +1429,8 @@ static tp_err_t reuse_edge(call_t *k, size_t x, size_t i, size_t j,
 	if (grow_phase(k, k->nfl + routed, k->npath))
 		return TP_ERR_NOMEM;
 	for (uint32_t f = 0; f < routed; f++) {
-		k->fl[k->nfl] = k->kfl[(*kf_p)++];
-		k->fl[k->nfl++].bytes = bytes / (double)routed;
+		k->b.fl[k->nfl] = k->kfl[(*kf_p)++];
+		k->b.fl[k->nfl++].bytes = bytes / (double)routed;
 	}
 	return TP_OK;
 }
@@ -1467,7 +1451,7 @@ static tp_err_t price_phase(call_t *k, const tp_sched_phase_t *ph, double bytes,
 
 	phase_reset(k);
 	if (k->keep && !(k->kflows = scratch_get(
-			     &k->keptn, (ph->nedges + 1) * sizeof(uint32_t))))
+			     &k->b.keptn, (ph->nedges + 1) * sizeof(uint32_t))))
 		return TP_ERR_NOMEM;
 	for (size_t x = 0; x < ph->nedges; x++) {
 		const tp_sched_edge_t *e = &ph->edges[x];
@@ -1686,17 +1670,8 @@ static tp_err_t call_open(call_t *k, const tp_cost_ctx_t *ctx,
 			       &gmax)))
 		return err;
 	memset(k, 0, sizeof(*k));
-	if ((k->ws = ws)) {
-		k->setup = ws->setup;
-		k->ps = ws->ps;
-		k->mm = ws->mm;
-		k->kept = ws->kept;
-		k->keptn = ws->keptn;
-		k->fl = ws->fl;
-		k->capfl = ws->capfl;
-		k->path = ws->path;
-		k->cappath = ws->cappath;
-	}
+	if ((k->ws = ws))
+		k->b = *ws;
 	k->c = ctx;
 	k->f = ctx->f;
 	k->st = state;
