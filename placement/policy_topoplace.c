@@ -425,7 +425,7 @@ static tp_err_t take_hosts(ctx_t *c, const uint32_t *hs, size_t nhs,
 	}
 	if (nv < need)
 		goto out;
-	qsort(v, nv, sizeof(cand_t), cand_cmp);
+	tp_sort(v, nv, sizeof(cand_t), cand_cmp);
 	if (c->total && !c->hosts_only) {
 		/* the largest offers, but the last host best fit: the smallest
 		 * offer that still covers what is left */
@@ -571,7 +571,7 @@ static tp_err_t spread(ctx_t *c, uint32_t p, int clv, size_t need, bool top)
 		ch[n].whole = untouched(&c->gs[g], gp->nhosts);
 		n++;
 	}
-	qsort(ch, n, sizeof(child_t), child_cmp);
+	tp_sort(ch, n, sizeof(child_t), child_cmp);
 	while (k < n && sum < need)
 		sum += ch[k++].cnt;
 	err = TP_ERR_NOTFOUND;
@@ -706,7 +706,7 @@ static tp_err_t spread_domains(ctx_t *c, size_t need, bool top)
 		ch[n++] =
 		    (child_t){d, cnt, 0, untouched(&c->ds[d], dp->nhosts)};
 	}
-	qsort(ch, n, sizeof(child_t), child_cmp);
+	tp_sort(ch, n, sizeof(child_t), child_cmp);
 	while (k < n && sum < need)
 		sum += ch[k++].cnt;
 	if (sum < need)

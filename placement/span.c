@@ -74,7 +74,7 @@ static size_t distinct(const tp_fabric_t *f, const uint32_t *hosts, size_t n,
 	}
 	for (size_t i = 0; i < n; i++)
 		tmp[i] = unit_of(f, hosts[i], lv, &nu);
-	qsort(tmp, n, sizeof(*tmp), u32_cmp);
+	tp_sort(tmp, n, sizeof(*tmp), u32_cmp);
 	for (size_t i = 0; i < n; i++)
 		c += !i || tmp[i] != tmp[i - 1];
 	return c;
@@ -128,7 +128,7 @@ static size_t fewest(size_t *cap, size_t n, size_t need)
 		tp_free(hist);
 		return 0;
 	}
-	qsort(cap, n, sizeof(*cap), size_desc);
+	tp_sort(cap, n, sizeof(*cap), size_desc);
 	for (size_t i = 0; i < n && cap[i]; i++) {
 		sum += cap[i];
 		if (sum >= need)
@@ -253,7 +253,7 @@ void tp_ring_order(const tp_fabric_t *f, uint32_t *hosts, int *gpus, size_t n)
 		v[i].host = hosts[i];
 		v[i].gpus = gpus ? gpus[i] : 0;
 	}
-	qsort(v, n, sizeof(*v), ring_cmp);
+	tp_sort(v, n, sizeof(*v), ring_cmp);
 	for (size_t i = 0; i < n; i++) {
 		hosts[i] = v[i].host;
 		if (gpus)

@@ -79,7 +79,7 @@ static size_t classify(work_t *w, size_t nu, bool alone, uint32_t *off,
 {
 	size_t nr = 0;
 
-	qsort(w->kv, nu, sizeof(kv_t), kv_cmp);
+	tp_sort(w->kv, nu, sizeof(kv_t), kv_cmp);
 	for (size_t a = 0, b; a < nu; a = b) {
 		b = a + 1;
 		if (!(alone && w->kv[a].key == TP_SCHED_NOKEY))
@@ -91,7 +91,7 @@ static size_t classify(work_t *w, size_t nu, bool alone, uint32_t *off,
 			w->cls[w->kv[x].i] = (uint32_t)nr;
 		nr++;
 	}
-	qsort(w->kv2, nr, sizeof(kv_t), kv_cmp);
+	tp_sort(w->kv2, nr, sizeof(kv_t), kv_cmp);
 	for (size_t r = 0; r < nr; r++)
 		w->id[w->kv2[r].i] = (uint32_t)r;
 	memset(off, 0, (nr + 1) * sizeof(uint32_t));

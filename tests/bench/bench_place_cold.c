@@ -13,10 +13,11 @@
  * COLD_BYTES before each timed call, which evicts the data caches and the
  * unified ones that hold code; "warm" repeats the call at once.
  *
- * Cases: every exclusive request of 2-7 whole hosts on seeded states
- * (each host busy with probability 0.25; states with too few free hosts
- * skipped), 2-7 hosts are the sizes the decision bench's topoplace
- * decisions price over both leaves. Each case is timed REPS times per
+ * Cases: exclusive requests of 2-7 whole hosts on seeded states (every
+ * third one idle, the others with each host busy with probability 0.25;
+ * states with too few free hosts skipped): the decision bench's
+ * topoplace decisions price 5-7-host jobs over both leaves, most often
+ * on an idle cluster. Each case is timed REPS times per
  * mode, interleaving the policies. Printed per policy and mode: the mean
  * decision on the wall and thread CPU clocks with its standard error
  * over the cases, the topoplace / slurm-tree ratio of the means; per job
@@ -170,9 +171,10 @@ int main(int argc, char **argv)
 		size_t nfree = 0;
 		if (!s || up == TP_ID_NONE || tp_state_set_link(s, up, 0.5, 0))
 			return 1;
+		bool idle = seed % 3 == 0;
 		for (uint32_t h = 0; h < nh; h++) {
 			int g = 4;
-			if (rnd(&x) % 4 == 0)
+			if (!idle && rnd(&x) % 4 == 0)
 				tp_state_alloc(s, h + 1, &h, &g, 1);
 			else
 				nfree++;

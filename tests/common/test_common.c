@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -658,6 +659,109 @@ static void test_alloc_failure_strbuf(void **state)
 	assert_int_equal(live, 0);
 }
 
+/* ---- stable sort ---- */
+
+typedef struct sort_item {
+	int key;       /* few values: many ties */
+	size_t at;     /* position before sorting */
+	char pad[300]; /* big items: the allocated temporary */
+} sort_item_t;
+
+static size_t item_size; /* how much of sort_item_t a test sorts */
+
+static int key_cmp(const void *x, const void *y)
+{
+	int a = *(const int *)x, b = *(const int *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* The order a stable sort must give: by key, then where it was. */
+static int ref_cmp(const void *x, const void *y)
+{
+	const sort_item_t *a = x, *b = y;
+
+	if (a->key != b->key)
+		return (a->key > b->key) - (a->key < b->key);
+	return (a->at > b->at) - (a->at < b->at);
+}
+
+static void test_sort(void **state)
+{
+	/* key and position only, a little more, all of it (> 256 bytes) */
+	const size_t sizes[] = {offsetof(sort_item_t, pad), 24,
+				sizeof(sort_item_t)};
+	uint64_t x = 88172645463325252ULL;
+
+	(void)state;
+	for (size_t z = 0; z < 3; z++) {
+		item_size = sizes[z];
+		for (size_t n = 0; n <= 200; n += n < 60 ? 1 : 47) {
+			unsigned char *v = tp_calloc(n + 1, item_size);
+			sort_item_t *ref = tp_calloc(n + 1, sizeof(*ref));
+			assert_non_null(v);
+			assert_non_null(ref);
+			for (size_t i = 0; i < n; i++) {
+				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+				ref[i].key = (int)(x % 7);
+				ref[i].at = i;
+				memcpy(v + i * item_size, &ref[i], item_size);
+			}
+			qsort(ref, n, sizeof(*ref), ref_cmp);
+			tp_sort(v, n, item_size, key_cmp);
+			for (size_t i = 0; i < n; i++) {
+				sort_item_t got = {0};
+				memcpy(&got, v + i * item_size,
+				       offsetof(sort_item_t, pad));
+				assert_int_equal(got.key, ref[i].key);
+				assert_int_equal(got.at, ref[i].at);
+			}
+			tp_free(v);
+			tp_free(ref);
+		}
+	}
+	tp_sort(NULL, 2, 4, key_cmp); /* nothing: no crash */
+}
+
+/* Without memory: still sorted, stably, big items (no room for one
+ * either) and long arrays (no merge buffer) alike. */
+static void test_sort_nomem(void **state)
+{
+	const size_t sizes[] = {offsetof(sort_item_t, pad),
+				sizeof(sort_item_t)};
+	const size_t n = 3 * TP_SORT_SHORT;
+	sort_item_t *ref = tp_calloc(n, sizeof(*ref));
+	unsigned char *v = tp_calloc(n, sizeof(sort_item_t));
+
+	(void)state;
+	assert_non_null(ref);
+	assert_non_null(v);
+	for (size_t z = 0; z < 2; z++) {
+		for (size_t i = 0; i < n; i++) {
+			ref[i].key = (int)((n - i) % 5);
+			ref[i].at = i;
+			memcpy(v + i * sizes[z], &ref[i], sizes[z]);
+		}
+		qsort(ref, n, sizeof(*ref), ref_cmp);
+		tp_alloc_set(&failing);
+		live = 0;
+		fail_after = 0;
+		tp_sort(v, n, sizes[z], key_cmp);
+		fail_after = -1;
+		tp_alloc_set(NULL);
+		assert_int_equal(live, 0);
+		for (size_t i = 0; i < n; i++) {
+			sort_item_t got = {0};
+			memcpy(&got, v + i * sizes[z],
+			       offsetof(sort_item_t, pad));
+			assert_int_equal(got.key, ref[i].key);
+			assert_int_equal(got.at, ref[i].at);
+		}
+	}
+	tp_free(ref);
+	tp_free(v);
+}
+
 /* ---- contained child ---- */
 
 static tp_err_t child_echo(void *arg, tp_strbuf_t *out)
@@ -741,6 +845,8 @@ int main(void)
 	    cmocka_unit_test(test_alloc_failure_expand),
 	    cmocka_unit_test(test_alloc_failure_compress),
 	    cmocka_unit_test(test_alloc_failure_strbuf),
+	    cmocka_unit_test(test_sort),
+	    cmocka_unit_test(test_sort_nomem),
 	    cmocka_unit_test(test_child_run),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
