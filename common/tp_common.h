@@ -70,7 +70,7 @@ void tp_log_set(tp_log_fn_t fn, void *arg);
 
 /* Internal: format and deliver one message to the sink. */
 void tp__log(tp_log_level_t level, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+	__attribute__((format(printf, 2, 3)));
 
 /* ---- allocation -------------------------------------------------------- */
 
@@ -88,8 +88,7 @@ void *tp_malloc(size_t size);
 void *tp_calloc(size_t n, size_t size);
 void *tp_realloc(void *p, size_t size);
 /* Grow *arr so it holds at least need elements of size elem; doubles the
- * capacity in *cap_p. Returns TP_ERR_NOMEM and leaves *arr intact on failure.
- */
+ * capacity in *cap_p. Returns TP_ERR_NOMEM and leaves *arr intact on failure. */
 tp_err_t tp_grow(void **arr, size_t *cap_p, size_t need, size_t elem);
 void tp_free(void *p);
 /* Sort n elements of size bytes at base by cmp, stably (equal elements
@@ -109,8 +108,7 @@ char *tp_vasprintf(const char *fmt, va_list ap);
  * tp_free): once one is there later ones are its consequences and are
  * dropped. Returns err, so `return tp_first_error(...)` reads as a fail. */
 tp_err_t tp_first_error(char **slot, const char *name, tp_err_t err,
-			const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* ---- directories -------------------------------------------------------- */
 
@@ -134,7 +132,7 @@ typedef struct tp_strbuf {
 } tp_strbuf_t;
 
 void tp_strbuf_printf(tp_strbuf_t *sb, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+	__attribute__((format(printf, 2, 3)));
 void tp_strbuf_append(tp_strbuf_t *sb, const char *s, size_t n);
 
 /* ---- hash maps ---------------------------------------------------------- */
@@ -171,8 +169,7 @@ tp_err_t tp_strmap_put(tp_strmap_t *m, const char *key, uint32_t val);
 uint32_t tp_strmap_get(const tp_strmap_t *m, const char *key);
 void tp_strmap_clear(tp_strmap_t *m);
 
-/* ---- host lists -----------------------------------------------------------
- */
+/* ---- host lists ----------------------------------------------------------- */
 
 /* Expand a Slurm-style host list ("gpu[001-004,7],cpu1") into names.
  * On success *names_p is an array of *n_p strings; free with
