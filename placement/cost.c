@@ -772,6 +772,11 @@ struct tp__cost_ws {
 	size_t capfl;
 	uint32_t *path;
 	size_t cappath;
+	/* the last schedule built (sched_cached), with the key of what it
+	 * was built from (nkey words in key; knew: the next key) */
+	tp_sched_t *sched;
+	scratch_t key, knew;
+	size_t nkey;
 };
 
 typedef struct call {
@@ -825,6 +830,9 @@ static void ws_free_bufs(tp__cost_ws_t *w)
 	tp_free(w->keptn.buf);
 	tp_free(w->fl);
 	tp_free(w->path);
+	tp_sched_destroy(w->sched);
+	tp_free(w->key.buf);
+	tp_free(w->knew.buf);
 }
 
 void tp__cost_ws_destroy(tp__cost_ws_t *w)
@@ -1592,17 +1600,93 @@ static tp_err_t price_sched(call_t *k, const tp_sched_t *s, double bytes,
 
 /* Tree and hierarchical all-reduce: the schedules the plan records and
  * the library runs (tp_sched.h), routed edge by edge. */
+/* Everything sched_of hands tp_sched_build, as words: the algorithm, the
+ * job's size, levels, rails and host-ring rule, then per host its groups,
+ * ranks, rails and each rank's rail. key: room for sched_key_max words;
+ * returns the words written. */
+static size_t sched_key_max(const call_t *k)
+{
+	size_t w = 5 + k->n * (TP_MAX_LEVELS + 3);
+
+	for (size_t i = 0; i < k->n; i++)
+		w += (size_t)k->gpus[i];
+	return w;
+}
+
+static size_t sched_key(const call_t *k, tp_sched_algo_t algo, uint32_t *key)
+{
+	int nlev = tp_fabric_ngroup_levels(k->f);
+	size_t w = 0;
+
+	if (nlev > TP_MAX_LEVELS)
+		nlev = TP_MAX_LEVELS;
+#define PUT(v) (key[w++] = (uint32_t)(v))
+	PUT(algo);
+	PUT(k->n);
+	PUT(nlev);
+	PUT(k->nrails <= TP_SCHED_MAX_RAILS ? k->nrails : 0);
+	PUT(k->c->p.host_ring);
+	for (size_t i = 0; i < k->n; i++) {
+		const tp_host_t *h = tp_fabric_host(k->f, k->hosts[i]);
+		uint32_t g = (uint32_t)k->gpus[i];
+		for (int l = 0; l < nlev; l++)
+			PUT(h->group[l]); /* job_group */
+		PUT(g);
+		PUT(k->rails[i]);
+		PUT(k->rails[i] >> 32);
+		/* job_rank_rail of each rank, its rule inline */
+		for (uint32_t r = 0; r < g && h->ncas; r++) {
+			size_t ca = (size_t)r * h->ncas / g;
+			if (r < h->ngpus && h->gpus[r].hca >= 0 &&
+			    (size_t)h->gpus[r].hca < h->ncas)
+				ca = (size_t)h->gpus[r].hca;
+			PUT(rail_of(k, h, ca));
+		}
+	}
+#undef PUT
+	return w;
+}
+
+/* The schedule of algo over k's job into *s_p, owned by k->b: the last
+ * one built when the job is the same in every input of the build (a
+ * decision prices sets over the same groups again and again: other hosts
+ * of the same leaves, swaps inside them), else a new one. */
+static tp_err_t sched_cached(call_t *k, tp_sched_algo_t algo, tp_sched_t **s_p)
+{
+	uint32_t *key =
+	    scratch_get(&k->b.knew, sched_key_max(k) * sizeof(uint32_t));
+	tp_sched_t *s;
+	tp_err_t err;
+
+	if (!key)
+		return TP_ERR_NOMEM;
+	size_t nkey = sched_key(k, algo, key);
+	if (k->b.sched && nkey == k->b.nkey &&
+	    !memcmp(key, k->b.key.buf, nkey * sizeof(uint32_t))) {
+		*s_p = k->b.sched;
+		return TP_OK;
+	}
+	if ((err = sched_of(k, algo, &s)))
+		return err;
+	tp_sched_destroy(k->b.sched);
+	k->b.sched = s;
+	scratch_t t = k->b.key; /* the new key is the kept one now */
+	k->b.key = k->b.knew;
+	k->b.knew = t;
+	k->b.nkey = nkey;
+	*s_p = s;
+	return TP_OK;
+}
+
 static tp_err_t predict_sched(call_t *k, tp_sched_algo_t algo, double bytes,
 			      tp_cost_t *out)
 {
-	tp_sched_t *s = NULL;
+	tp_sched_t *s;
 	tp_err_t err;
 
-	if ((err = sched_of(k, algo, &s)))
+	if ((err = sched_cached(k, algo, &s)))
 		return err;
-	err = price_sched(k, s, bytes, out);
-	tp_sched_destroy(s);
-	return err;
+	return price_sched(k, s, bytes, out);
 }
 
 static tp_err_t check_input(const tp_cost_ctx_t *c, const tp_state_t *st,
