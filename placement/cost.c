@@ -766,6 +766,15 @@ typedef struct phase_out {
 } phase_out_t;
 
 /* The buffers of one call, kept between calls (tp__cost_ws_create). */
+/* A route the workspace keeps: CAs a -> b (key (a << 32 | b) + 1, 0 for
+ * an empty slot), its directed links at off in the route pool. */
+typedef struct rte {
+	uint64_t key;
+	uint32_t off;
+	uint8_t len, hops;
+	bool top;
+} rte_t;
+
 struct tp__cost_ws {
 	scratch_t setup, seen, ps, mm, kept, keptn;
 	flow_t *fl;
@@ -777,6 +786,14 @@ struct tp__cost_ws {
 	tp_sched_t *sched;
 	scratch_t key, knew;
 	size_t nkey;
+	/* routes met (cached_route), for this context and state: an open
+	 * hash of rtcap (a power of two) slots, rtn used, and their links */
+	const tp_cost_ctx_t *rctx;
+	const tp_state_t *rst;
+	rte_t *rt;
+	size_t rtcap, rtn;
+	uint32_t *rpool;
+	size_t rpooln, rpoolcap;
 };
 
 typedef struct call {
@@ -833,6 +850,8 @@ static void ws_free_bufs(tp__cost_ws_t *w)
 	tp_sched_destroy(w->sched);
 	tp_free(w->key.buf);
 	tp_free(w->knew.buf);
+	tp_free(w->rt);
+	tp_free(w->rpool);
 }
 
 void tp__cost_ws_destroy(tp__cost_ws_t *w)
@@ -977,6 +996,86 @@ static size_t route(const call_t *k, uint32_t a, uint32_t b, uint32_t *out,
 	return n;
 }
 
+static size_t rt_slot(uint64_t key, size_t cap)
+{
+	return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
+}
+
+/* Room for one more route in the workspace's table (rehashed twice as
+ * large past half full); false when there is none. */
+static bool rt_room(tp__cost_ws_t *w)
+{
+	size_t cap = w->rtcap ? 2 * w->rtcap : 64;
+	rte_t *t;
+
+	if (w->rtcap && 2 * (w->rtn + 1) <= w->rtcap)
+		return true;
+	if (!(t = tp_calloc(cap, sizeof(*t))))
+		return false;
+	for (size_t i = 0; i < w->rtcap; i++) {
+		size_t x = rt_slot(w->rt[i].key, cap);
+		if (!w->rt[i].key)
+			continue;
+		while (t[x].key)
+			x = (x + 1) & (cap - 1);
+		t[x] = w->rt[i];
+	}
+	tp_free(w->rt);
+	w->rt = t;
+	w->rtcap = cap;
+	return true;
+}
+
+/* route() through the workspace's table: a decision routes the same CA
+ * pairs for one set after another, on one context and state (a new
+ * context or state empties the table). Without a workspace, or without
+ * memory for the table, route() itself. */
+static size_t cached_route(call_t *k, uint32_t a, uint32_t b, uint32_t *out,
+			   int *hops_p, bool *top_p)
+{
+	tp__cost_ws_t *w = k->ws ? &k->b : NULL;
+	uint64_t key = ((uint64_t)a << 32 | b) + 1;
+	size_t x, len;
+
+	if (!w)
+		return route(k, a, b, out, hops_p, top_p);
+	if (w->rctx != k->c || w->rst != k->st) {
+		if (w->rt)
+			memset(w->rt, 0, w->rtcap * sizeof(*w->rt));
+		w->rtn = w->rpooln = 0;
+		w->rctx = k->c;
+		w->rst = k->st;
+	}
+	if (w->rtcap)
+		for (x = rt_slot(key, w->rtcap); w->rt[x].key;
+		     x = (x + 1) & (w->rtcap - 1))
+			if (w->rt[x].key == key) {
+				memcpy(out, w->rpool + w->rt[x].off,
+				       w->rt[x].len * sizeof(uint32_t));
+				*hops_p = w->rt[x].hops;
+				*top_p = w->rt[x].top;
+				return w->rt[x].len;
+			}
+	len = route(k, a, b, out, hops_p, top_p);
+	void *pool = w->rpool;
+	if (len > UINT8_MAX || *hops_p > UINT8_MAX || *hops_p < 0 ||
+	    w->rpooln + len > UINT32_MAX ||
+	    tp_grow(&pool, &w->rpoolcap, w->rpooln + len + 1, sizeof(uint32_t)))
+		return len;
+	w->rpool = pool;
+	if (!rt_room(w))
+		return len;
+	for (x = rt_slot(key, w->rtcap); w->rt[x].key;
+	     x = (x + 1) & (w->rtcap - 1))
+		;
+	w->rt[x] = (rte_t){key, (uint32_t)w->rpooln, (uint8_t)len,
+			   (uint8_t)*hops_p, *top_p};
+	memcpy(w->rpool + w->rpooln, out, len * sizeof(uint32_t));
+	w->rpooln += len;
+	w->rtn++;
+	return len;
+}
+
 static void phase_reset(call_t *k)
 {
 	k->nfl = k->npath = 0;
@@ -1093,8 +1192,9 @@ static tp_err_t add_edge_rail(call_t *k, size_t i, size_t j, double bytes,
 		return err;
 	for (size_t p = 0; p < np; p++) {
 		flow_t *fl = &k->b.fl[k->nfl];
-		size_t len = route(k, k->pa[p], k->pb[p], &k->b.path[k->npath],
-				   &fl->hops, &fl->top);
+		size_t len =
+		    cached_route(k, k->pa[p], k->pb[p], &k->b.path[k->npath],
+				 &fl->hops, &fl->top);
 		if (!len)
 			continue;
 		fl->off = (uint32_t)k->npath;

@@ -130,8 +130,12 @@ tp_err_t tp__place_predict(const tp_cost_ctx_t *ctx, const tp_state_t *s,
 			   double bytes, tp_algo_t *algo_p, tp_cost_t *c_p);
 /* Buffers for many predictions in a row (a decision prices up to a
  * hundred sets): tp__place_predict_ws takes its scratch from ws and
- * leaves it there, grown, for the next call; the same answers as
- * tp__place_predict. One caller at a time. create: NULL on NOMEM. */
+ * leaves it there, grown, for the next call, with the last schedule
+ * built and the routes met; the same answers as tp__place_predict. The
+ * routes hold for one context and state: a call with another context or
+ * state pointer empties them, but a state changed in place between two
+ * calls is not seen (a decision, which never changes it, owns one
+ * workspace). One caller at a time. create: NULL on NOMEM. */
 typedef struct tp__cost_ws tp__cost_ws_t;
 tp__cost_ws_t *tp__cost_ws_create(void);
 void tp__cost_ws_destroy(tp__cost_ws_t *w);
