@@ -2029,9 +2029,8 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	pr.memo_max = pr.budget;
 	pr.mcap = pr.budget * n + 1;
 	pr.ncand_max = 2 * tp_fabric_ngroups(in->f) + 2;
-	/* every array of the decision in one block, widest types first: a
-	 * decision inside slurmctld starts with cold caches, where each
-	 * allocation costs misses of its own */
+	/* every array of the decision in one block (one allocation, not
+	 * twenty), widest types first */
 	size_t m1 = max + 1, pair = sizeof(uint32_t) + sizeof(int);
 	unsigned char *b = block = tp_malloc(
 	    pr.memo_max * sizeof(*pr.memo) + pr.ncand_max * sizeof(size_t) +
