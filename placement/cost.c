@@ -766,10 +766,9 @@ typedef struct phase_out {
 } phase_out_t;
 
 /* The buffers of one call, kept between calls (tp__cost_ws_create). */
-/* A route the workspace keeps: CAs a -> b (key (a << 32 | b) + 1, 0 for
- * an empty slot), its directed links at off in the route pool. */
+/* A route the workspace keeps: its directed links at off in the route
+ * pool, and route()'s other answers. */
 typedef struct rte {
-	uint64_t key;
 	uint32_t off;
 	uint8_t len, hops;
 	bool top;
@@ -786,12 +785,13 @@ struct tp__cost_ws {
 	tp_sched_t *sched;
 	scratch_t key, knew;
 	size_t nkey;
-	/* routes met (cached_route), for this context and state: an open
-	 * hash of rtcap (a power of two) slots, rtn used, and their links */
+	/* routes met (cached_route), for this context and state: CA pair
+	 * (a << 32 | b) -> entry of rt (nrt used), their links in rpool */
 	const tp_cost_ctx_t *rctx;
 	const tp_state_t *rst;
+	tp_u64map_t rmap;
 	rte_t *rt;
-	size_t rtcap, rtn;
+	size_t nrt, caprt;
 	uint32_t *rpool;
 	size_t rpooln, rpoolcap;
 };
@@ -850,6 +850,7 @@ static void ws_free_bufs(tp__cost_ws_t *w)
 	tp_sched_destroy(w->sched);
 	tp_free(w->key.buf);
 	tp_free(w->knew.buf);
+	tp_u64map_clear(&w->rmap);
 	tp_free(w->rt);
 	tp_free(w->rpool);
 }
@@ -996,36 +997,6 @@ static size_t route(const call_t *k, uint32_t a, uint32_t b, uint32_t *out,
 	return n;
 }
 
-static size_t rt_slot(uint64_t key, size_t cap)
-{
-	return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
-}
-
-/* Room for one more route in the workspace's table (rehashed twice as
- * large past half full); false when there is none. */
-static bool rt_room(tp__cost_ws_t *w)
-{
-	size_t cap = w->rtcap ? 2 * w->rtcap : 64;
-	rte_t *t;
-
-	if (w->rtcap && 2 * (w->rtn + 1) <= w->rtcap)
-		return true;
-	if (!(t = tp_calloc(cap, sizeof(*t))))
-		return false;
-	for (size_t i = 0; i < w->rtcap; i++) {
-		size_t x = rt_slot(w->rt[i].key, cap);
-		if (!w->rt[i].key)
-			continue;
-		while (t[x].key)
-			x = (x + 1) & (cap - 1);
-		t[x] = w->rt[i];
-	}
-	tp_free(w->rt);
-	w->rt = t;
-	w->rtcap = cap;
-	return true;
-}
-
 /* route() through the workspace's table: a decision routes the same CA
  * pairs for one set after another, on one context and state (a new
  * context or state empties the table). Without a workspace, or without
@@ -1034,45 +1005,42 @@ static size_t cached_route(call_t *k, uint32_t a, uint32_t b, uint32_t *out,
 			   int *hops_p, bool *top_p)
 {
 	tp__cost_ws_t *w = k->ws ? &k->b : NULL;
-	uint64_t key = ((uint64_t)a << 32 | b) + 1;
-	size_t x, len;
+	uint64_t key = (uint64_t)a << 32 | b;
+	uint32_t x;
+	size_t len;
 
 	if (!w)
 		return route(k, a, b, out, hops_p, top_p);
 	if (w->rctx != k->c || w->rst != k->st) {
-		if (w->rt)
-			memset(w->rt, 0, w->rtcap * sizeof(*w->rt));
-		w->rtn = w->rpooln = 0;
+		tp_u64map_clear(&w->rmap);
+		w->nrt = w->rpooln = 0;
 		w->rctx = k->c;
 		w->rst = k->st;
 	}
-	if (w->rtcap)
-		for (x = rt_slot(key, w->rtcap); w->rt[x].key;
-		     x = (x + 1) & (w->rtcap - 1))
-			if (w->rt[x].key == key) {
-				memcpy(out, w->rpool + w->rt[x].off,
-				       w->rt[x].len * sizeof(uint32_t));
-				*hops_p = w->rt[x].hops;
-				*top_p = w->rt[x].top;
-				return w->rt[x].len;
-			}
+	if ((x = tp_u64map_get(&w->rmap, key)) != TP_MAP_NONE) {
+		memcpy(out, w->rpool + w->rt[x].off,
+		       w->rt[x].len * sizeof(uint32_t));
+		*hops_p = w->rt[x].hops;
+		*top_p = w->rt[x].top;
+		return w->rt[x].len;
+	}
 	len = route(k, a, b, out, hops_p, top_p);
-	void *pool = w->rpool;
 	if (len > UINT8_MAX || *hops_p > UINT8_MAX || *hops_p < 0 ||
-	    w->rpooln + len > UINT32_MAX ||
-	    tp_grow(&pool, &w->rpoolcap, w->rpooln + len + 1, sizeof(uint32_t)))
+	    w->rpooln + len >= UINT32_MAX || w->nrt >= UINT32_MAX - 1)
+		return len;
+	void *pool = w->rpool, *rt = w->rt;
+	if (tp_grow(&pool, &w->rpoolcap, w->rpooln + len + 1, sizeof(uint32_t)))
 		return len;
 	w->rpool = pool;
-	if (!rt_room(w))
+	if (tp_grow(&rt, &w->caprt, w->nrt + 1, sizeof(rte_t)))
 		return len;
-	for (x = rt_slot(key, w->rtcap); w->rt[x].key;
-	     x = (x + 1) & (w->rtcap - 1))
-		;
-	w->rt[x] = (rte_t){key, (uint32_t)w->rpooln, (uint8_t)len,
-			   (uint8_t)*hops_p, *top_p};
+	w->rt = rt;
+	if (tp_u64map_put(&w->rmap, key, (uint32_t)w->nrt))
+		return len; /* without memory: not kept, still right */
+	w->rt[w->nrt++] = (rte_t){(uint32_t)w->rpooln, (uint8_t)len,
+				  (uint8_t)*hops_p, *top_p};
 	memcpy(w->rpool + w->rpooln, out, len * sizeof(uint32_t));
 	w->rpooln += len;
-	w->rtn++;
 	return len;
 }
 
@@ -1484,13 +1452,11 @@ static uint64_t job_rails(const void *arg, size_t i)
 	return k->rails[i];
 }
 
-/* Rail of local rank l of host i, as the plan assigns it: its GPU's
- * nearest CA, else CA l * ncas / g. */
-static int job_rank_rail(const void *arg, size_t i, uint32_t l)
+/* Rail of local rank l of host h running g ranks, as the plan assigns
+ * it: its GPU's nearest CA, else CA l * ncas / g; -1 without CAs. */
+static int rank_rail(const call_t *k, const tp_host_t *h, size_t g, uint32_t l)
 {
-	const call_t *k = arg;
-	const tp_host_t *h = tp_fabric_host(k->f, k->hosts[i]);
-	size_t g = (size_t)k->gpus[i], ca = (size_t)l * h->ncas / g;
+	size_t ca = (size_t)l * h->ncas / g;
 
 	if (!h->ncas)
 		return -1;
@@ -1498,6 +1464,14 @@ static int job_rank_rail(const void *arg, size_t i, uint32_t l)
 	    (size_t)h->gpus[l].hca < h->ncas)
 		ca = (size_t)h->gpus[l].hca;
 	return rail_of(k, h, ca);
+}
+
+static int job_rank_rail(const void *arg, size_t i, uint32_t l)
+{
+	const call_t *k = arg;
+
+	return rank_rail(k, tp_fabric_host(k->f, k->hosts[i]),
+			 (size_t)k->gpus[i], l);
 }
 
 static tp_err_t sched_of(call_t *k, tp_sched_algo_t algo, tp_sched_t **s_p)
@@ -1734,14 +1708,8 @@ static size_t sched_key(const call_t *k, tp_sched_algo_t algo, uint32_t *key)
 		PUT(g);
 		PUT(k->rails[i]);
 		PUT(k->rails[i] >> 32);
-		/* job_rank_rail of each rank, its rule inline */
-		for (uint32_t r = 0; r < g && h->ncas; r++) {
-			size_t ca = (size_t)r * h->ncas / g;
-			if (r < h->ngpus && h->gpus[r].hca >= 0 &&
-			    (size_t)h->gpus[r].hca < h->ncas)
-				ca = (size_t)h->gpus[r].hca;
-			PUT(rail_of(k, h, ca));
-		}
+		for (uint32_t r = 0; r < g; r++)
+			PUT(rank_rail(k, h, g, r)); /* job_rank_rail */
 	}
 #undef PUT
 	return w;
