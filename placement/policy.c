@@ -461,28 +461,32 @@ out:
 	return err;
 }
 
+/* The placement in words. tp_fmt, not printf: this runs in every
+ * decision slurmctld makes, with cold caches (common/fmt.c). */
 static char *explain(const tp__policy_in_t *in, const tp_placement_t *p,
 		     bool predicted, const char *why)
 {
-	tp_strbuf_t sb = {0};
-	size_t g = p->span[TP_SPAN_GROUPS];
+	char buf[640]; /* why is < 256: room to spare */
+	size_t g = p->span[TP_SPAN_GROUPS], at;
+	int n;
 
-	tp_strbuf_printf(&sb,
-			 "%zu host%s in %zu level-1 group%s (minimum %zu on "
-			 "the free fabric, %zu empty)",
-			 p->nhosts, p->nhosts == 1 ? "" : "s", g,
-			 g == 1 ? "" : "s", p->min_span_free[TP_SPAN_GROUPS],
-			 p->min_span_empty[TP_SPAN_GROUPS]);
-	if (in->cost && predicted)
-		tp_strbuf_printf(&sb, "; predicted %.3g ms vs ideal %.3g ms",
-				 p->predicted_s * 1e3, p->ideal_s * 1e3);
-	tp_strbuf_printf(&sb, ".%s%s", why && *why ? " " : "", why ? why : "");
-	tp_strbuf_append(&sb, "", 0);
-	if (sb.failed) {
-		tp_free(sb.buf);
-		return NULL;
+	n = tp_fmt(buf, sizeof(buf),
+		   "%zu host%s in %zu level-1 group%s (minimum %zu on "
+		   "the free fabric, %zu empty)",
+		   p->nhosts, p->nhosts == 1 ? "" : "s", g, g == 1 ? "" : "s",
+		   p->min_span_free[TP_SPAN_GROUPS],
+		   p->min_span_empty[TP_SPAN_GROUPS]);
+	at = n > 0 ? (size_t)n : 0;
+	if (in->cost && predicted && at < sizeof(buf)) {
+		n = tp_fmt(buf + at, sizeof(buf) - at,
+			   "; predicted %.3g ms vs ideal %.3g ms",
+			   p->predicted_s * 1e3, p->ideal_s * 1e3);
+		at += n > 0 ? (size_t)n : 0;
 	}
-	return sb.buf;
+	if (at < sizeof(buf))
+		tp_fmt(buf + at, sizeof(buf) - at, ".%s%s",
+		       why && *why ? " " : "", why ? why : "");
+	return tp_strdup(buf);
 }
 
 static tp__ideal_t shape_of(const tp__policy_in_t *in, double bytes)

@@ -105,28 +105,27 @@ static int size_desc(const void *x, const void *y)
  * is exact for this (any k units hold at most the k biggest). 0 when even
  * all of them fall short. Capacities are usually small (hosts, GPUs of a
  * host), so a histogram replaces the sort: this runs twice per placement
- * and must not cost more than the decision on a 16k-host fabric. */
-static size_t fewest(size_t *cap, size_t n, size_t need)
+ * and must not cost more than the decision on a 16k-host fabric. hist
+ * (NULL: sort instead) has room for every capacity, all zero, and is left
+ * so. */
+static size_t fewest(size_t *cap, size_t n, size_t need, size_t *hist)
 {
-	size_t sum = 0, max = 0, k = 0, *hist;
+	size_t sum = 0, max = 0, k = 0;
 
-	for (size_t i = 0; i < n; i++)
-		if (cap[i] > max)
-			max = cap[i];
-	if (max <= 65536 && (hist = tp_calloc(max + 1, sizeof(size_t)))) {
-		for (size_t i = 0; i < n; i++)
+	if (hist) {
+		for (size_t i = 0; i < n; i++) {
 			hist[cap[i]]++;
-		for (size_t c = max; c > 0; c--)
-			for (size_t j = 0; j < hist[c]; j++) {
+			if (cap[i] > max)
+				max = cap[i];
+		}
+		for (size_t c = max; c > 0 && sum < need; c--)
+			for (size_t j = 0; j < hist[c] && sum < need; j++) {
 				sum += c;
 				k++;
-				if (sum >= need) {
-					tp_free(hist);
-					return k;
-				}
 			}
-		tp_free(hist);
-		return 0;
+		for (size_t i = 0; i < n; i++)
+			hist[cap[i]] = 0;
+		return sum >= need ? k : 0;
 	}
 	tp_sort(cap, n, sizeof(*cap), size_desc);
 	for (size_t i = 0; i < n && cap[i]; i++) {
@@ -140,14 +139,15 @@ static size_t fewest(size_t *cap, size_t n, size_t need)
 /* Minimum spans on the empty fabric (span0, may be NULL) and on the free
  * state s (spans, s may be NULL: then the empty fabric too) in one pass
  * over the hosts: every placement needs both, and the pass is most of
- * their cost. */
+ * their cost. One allocation for all the counts (a placement inside
+ * slurmctld starts with cold caches: each block costs there). */
 void tp__span_min2(const tp_fabric_t *f, const tp_state_t *s,
 		   const tp_request_t *r, const int *offers,
 		   size_t span[TP_SPAN_NLEVELS], size_t span0[TP_SPAN_NLEVELS])
 {
 	tp__policy_in_t in = {.f = f, .s = s, .r = r};
-	size_t nh, need, nc = span0 ? 2 : 1;
-	size_t *cap[2][TP_SPAN_NLEVELS] = {{NULL}};
+	size_t nh, need, nc = span0 ? 2 : 1, ncap = 0, hmax = 0;
+	size_t *cap[2][TP_SPAN_NLEVELS] = {{NULL}}, *block, *hist = NULL;
 	uint32_t nu[TP_SPAN_NLEVELS];
 
 	memset(span, 0, TP_SPAN_NLEVELS * sizeof(size_t));
@@ -174,11 +174,13 @@ void tp__span_min2(const tp_fabric_t *f, const tp_state_t *s,
 		return;
 	for (int lv = 0; lv < TP_SPAN_NLEVELS; lv++) {
 		unit_of(f, 0, lv, &nu[lv]);
-		for (size_t k = 0; k < nc; k++)
-			if (!(cap[k][lv] =
-				  tp_calloc(nu[lv] + 1, sizeof(size_t))))
-				goto out;
+		ncap += nc * (nu[lv] + 1);
 	}
+	if (!(block = tp_calloc(ncap, sizeof(size_t))))
+		return;
+	for (int lv = 0, at = 0; lv < TP_SPAN_NLEVELS; lv++)
+		for (size_t k = 0; k < nc; k++, at += nu[lv] + 1)
+			cap[k][lv] = block + at;
 	for (uint32_t h = 0; h < nh; h++) {
 		const tp_host_t *hp = tp_fabric_host(f, h);
 		/* unit_of() inlined by hand: this loop is the hot part */
@@ -201,15 +203,20 @@ void tp__span_min2(const tp_fabric_t *f, const tp_state_t *s,
 				cap[k][lv][u[lv]] += c;
 		}
 	}
+	for (size_t i = 0; i < ncap; i++)
+		if (block[i] > hmax)
+			hmax = block[i];
+	/* a histogram for every level's count (the sort without memory or
+	 * past 65536) */
+	if (hmax <= 65536)
+		hist = tp_calloc(hmax + 1, sizeof(size_t));
 	for (int lv = 0; lv < TP_SPAN_NLEVELS; lv++) {
-		span[lv] = fewest(cap[0][lv], nu[lv], need);
+		span[lv] = fewest(cap[0][lv], nu[lv], need, hist);
 		if (span0)
-			span0[lv] = fewest(cap[1][lv], nu[lv], need);
+			span0[lv] = fewest(cap[1][lv], nu[lv], need, hist);
 	}
-out:
-	for (size_t k = 0; k < 2; k++)
-		for (int lv = 0; lv < TP_SPAN_NLEVELS; lv++)
-			tp_free(cap[k][lv]);
+	tp_free(hist);
+	tp_free(block);
 }
 
 void tp_span_min(const tp_fabric_t *f, const tp_state_t *s,
