@@ -277,6 +277,9 @@ static double clock_s(clockid_t id)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Host sets up to this size are checked without allocating. */
+#define SMALL_SET 64
+
 static tp_err_t check_answer(const tp__policy_in_t *in, const uint32_t *hosts,
 			     const int *gpus, size_t n, size_t max,
 			     const char **why_p);
@@ -427,22 +430,28 @@ static tp_err_t check_answer(const tp__policy_in_t *in, const uint32_t *hosts,
 {
 	size_t nh = tp_fabric_nhosts(in->f);
 	long long total = 0;
-	bool *seen;
+	bool *seen = NULL;
 	tp_err_t err = TP_ERR_INVAL;
 
 	if (n > max || !n) {
 		*why_p = "wrong number of hosts";
 		return TP_ERR_INVAL;
 	}
-	if (!(seen = tp_calloc(nh + 1, sizeof(bool))))
+	/* a few hosts compare pairwise: no allocation (cold inside
+	 * slurmctld) */
+	if (n > SMALL_SET && !(seen = tp_calloc(nh + 1, sizeof(bool))))
 		return TP_ERR_NOMEM;
 	for (size_t i = 0; i < n; i++) {
 		int offer;
-		if (hosts[i] >= nh || seen[hosts[i]]) {
+		bool twice = false;
+		for (size_t j = 0; !seen && j < i && !twice; j++)
+			twice = hosts[j] == hosts[i];
+		if (hosts[i] >= nh || twice || (seen && seen[hosts[i]])) {
 			*why_p = "a host out of range or twice";
 			goto out;
 		}
-		seen[hosts[i]] = true;
+		if (seen)
+			seen[hosts[i]] = true;
 		offer = tp__host_offer(in, hosts[i]);
 		if (in->nhosts ? gpus[i] != offer || !offer
 			       : gpus[i] < 1 || gpus[i] > offer) {

@@ -99,7 +99,8 @@ typedef struct ctx {
 			  */
 	bool reverse; /* variant: take each group's hosts from its other end */
 	bool wait;    /* no fit worth taking now: the job waits */
-	bool lent;    /* off, gs and ds belong to the dcache (keep_base) */
+	bool lent;    /* off's block (gs, ds, gtmp, dtmp too) belongs to the
+		       * dcache (keep_base) */
 	uint32_t *md_own; /* md when no dcache keeps it */
 	size_t need;	  /* hosts (for total requests: the fewest possible) */
 	int tgpus;	  /* total requests: GPUs wanted */
@@ -1158,16 +1159,24 @@ static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip,
 	bool fresh = !c->hf_ok;
 	if (fresh && !c->hf && !(c->hf = tp_malloc(c->nh + 1)))
 		return TP_ERR_NOMEM;
-	c->off = tp_malloc((c->nh + 1) * sizeof(int));
-	c->gs = tp_calloc(c->ng + 1, sizeof(stat_t));
 	if ((err = multi_domains(c, dc)))
 		return err;
 	c->nds = c->nmd ? c->nd : 0;
-	c->ds = tp_calloc(c->nds + 1, sizeof(stat_t));
-	c->gtmp = tp_calloc(c->ng + 1, sizeof(uint32_t));
-	c->dtmp = tp_calloc(c->nd + 1, sizeof(uint32_t));
-	if (!c->off || !c->gs || !c->ds || !c->gtmp || !c->dtmp)
+	/* one block, off first (keep_base lends it whole), the counts
+	 * zeroed: inside slurmctld each allocation of a decision costs
+	 * cold cache lines */
+	size_t o_gs = ((c->nh + 1) * sizeof(int) + 7) & ~(size_t)7;
+	size_t o_ds = o_gs + (c->ng + 1) * sizeof(stat_t);
+	size_t o_gt = o_ds + (c->nds + 1) * sizeof(stat_t);
+	size_t o_dt = o_gt + (c->ng + 1) * sizeof(uint32_t);
+	char *blk = tp_calloc(1, o_dt + (c->nd + 1) * sizeof(uint32_t));
+	if (!blk)
 		return TP_ERR_NOMEM;
+	c->off = (int *)blk;
+	c->gs = (stat_t *)(blk + o_gs);
+	c->ds = (stat_t *)(blk + o_ds);
+	c->gtmp = (uint32_t *)(blk + o_gt);
+	c->dtmp = (uint32_t *)(blk + o_dt);
 	if (dc && dc->base_off && !c->total)
 		return setup_from_base(c, dc, skip);
 
@@ -1229,13 +1238,8 @@ static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip,
 
 static void teardown(ctx_t *c)
 {
-	if (!c->lent) {
-		tp_free(c->off);
-		tp_free(c->gs);
-		tp_free(c->ds);
-	}
-	tp_free(c->gtmp);
-	tp_free(c->dtmp);
+	if (!c->lent)
+		tp_free(c->off); /* the block of gs, ds, gtmp and dtmp */
 	tp_free(c->md_own);
 	tp_free(c->upq);
 	tp_free(c->upbg);
@@ -2142,9 +2146,7 @@ out:
 	tp_free(pr.up.q);
 	tp_free(pr.up.bg);
 	tp_free(pr.up.hf);
-	tp_free(pr.up.base_off);
-	tp_free(pr.up.base_gs);
-	tp_free(pr.up.base_ds);
+	tp_free(pr.up.base_off); /* base_gs and base_ds are in its block */
 	tp_free(pr.up.md);
 	if (!err)
 		*n_p = n;

@@ -18,6 +18,12 @@
 
 #include "placement_int.h"
 
+/* Host sets up to these sizes use the stack, not the heap: a decision
+ * inside slurmctld starts with cold caches, where each allocation costs
+ * (and the pricing orders a ring for every candidate). */
+#define SMALL_SET  64
+#define SMALL_RING 32
+
 /* Unit of host h at a span level; units are 0..nunits-1, the last one
  * standing for "none". */
 static uint32_t unit_of(const tp_fabric_t *f, uint32_t h, int lv,
@@ -83,15 +89,17 @@ static size_t distinct(const tp_fabric_t *f, const uint32_t *hosts, size_t n,
 void tp_span_of(const tp_fabric_t *f, const uint32_t *hosts, size_t n,
 		size_t span[TP_SPAN_NLEVELS])
 {
-	uint32_t *tmp;
+	uint32_t small[SMALL_SET], *tmp = small;
 
 	memset(span, 0, TP_SPAN_NLEVELS * sizeof(size_t));
 	if (!f || !hosts || !n)
 		return;
-	tmp = tp_malloc(n * sizeof(uint32_t));
+	if (n > SMALL_SET)
+		tmp = tp_malloc(n * sizeof(uint32_t));
 	for (int lv = 0; lv < TP_SPAN_NLEVELS; lv++)
 		span[lv] = distinct(f, hosts, n, lv, tmp);
-	tp_free(tmp);
+	if (tmp != small)
+		tp_free(tmp);
 }
 
 static int size_desc(const void *x, const void *y)
@@ -243,13 +251,13 @@ static int ring_cmp(const void *x, const void *y)
 
 void tp_ring_order(const tp_fabric_t *f, uint32_t *hosts, int *gpus, size_t n)
 {
-	ring_item_t *v;
+	ring_item_t small[SMALL_RING], *v = small;
 
 	if (!f || !hosts || n < 2)
 		return;
 	/* Without memory the order stays as given: still a valid ring, only
 	 * one that may cross group boundaries more often. */
-	if (!(v = tp_malloc(n * sizeof(*v))))
+	if (n > SMALL_RING && !(v = tp_malloc(n * sizeof(*v))))
 		return;
 	for (size_t i = 0; i < n; i++) {
 		const tp_host_t *hp = tp_fabric_host(f, hosts[i]);
@@ -266,5 +274,6 @@ void tp_ring_order(const tp_fabric_t *f, uint32_t *hosts, int *gpus, size_t n)
 		if (gpus)
 			gpus[i] = v[i].gpus;
 	}
-	tp_free(v);
+	if (v != small)
+		tp_free(v);
 }

@@ -178,8 +178,12 @@ typedef struct host_key {
 typedef struct memo {
 	uint64_t serial, gen; /* serial 0: empty */
 	tp_request_t r;
-	tp_err_t err; /* TP_OK or TP_ERR_NOTFOUND */
-	tp_placement_t pl;
+	tp_err_t err;	   /* TP_OK or TP_ERR_NOTFOUND */
+	tp_placement_t pl; /* hosts, gpus and explain point into buf */
+	char *buf;	   /* the slot's own, reused: a decision inside
+			    * slurmctld starts with cold caches, and there
+			    * each malloc or free costs about 0.5 us */
+	size_t cap;
 } memo_t;
 
 static int *key_now;	      /* this selection's host key */
@@ -215,8 +219,8 @@ static void keys_alloc(void)
 static void memo_free(void)
 {
 	for (int m = 0; m < MEMO_SLOTS; m++) {
-		tp_placement_free(&memo[m].pl);
-		memo[m].serial = 0;
+		tp_free(memo[m].buf);
+		memset(&memo[m], 0, sizeof(memo[m]));
 	}
 	memo_next = 0;
 	xfree(key_now);
@@ -344,12 +348,35 @@ static void memo_keep(uint64_t serial, const tp_request_t *r, tp_err_t err,
 		      const tp_placement_t *pl)
 {
 	memo_t *m = &memo[memo_next];
+	size_t n = err == TP_OK ? pl->nhosts : 0;
+	size_t ne = err == TP_OK && pl->explain ? strlen(pl->explain) + 1 : 0;
+	size_t at = n * sizeof(uint32_t), need = at + n * sizeof(int) + ne;
 
 	memo_next = (memo_next + 1) % MEMO_SLOTS;
-	tp_placement_free(&m->pl);
 	m->serial = 0;
-	if (err == TP_OK && tp_placement_copy(pl, &m->pl))
-		return; /* out of memory: not kept */
+	memset(&m->pl, 0, sizeof(m->pl));
+	if (need > m->cap) {
+		/* room for the whole fabric and a long explanation: grown
+		 * once, not at every decision */
+		size_t cap = tp_fabric_nhosts(fabric) *
+				 (sizeof(uint32_t) + sizeof(int)) +
+			     1024;
+		char *b = tp_realloc(m->buf, cap > need ? cap : need);
+		if (!b)
+			return; /* out of memory: not kept */
+		m->buf = b;
+		m->cap = cap > need ? cap : need;
+	}
+	if (err == TP_OK) {
+		m->pl = *pl;
+		m->pl.hosts = (uint32_t *)m->buf;
+		m->pl.gpus = (int *)(m->buf + at);
+		m->pl.explain = ne ? m->buf + at + n * sizeof(int) : NULL;
+		memcpy(m->pl.hosts, pl->hosts, n * sizeof(uint32_t));
+		memcpy(m->pl.gpus, pl->gpus, n * sizeof(int));
+		if (ne)
+			memcpy(m->pl.explain, pl->explain, ne);
+	}
 	m->serial = serial;
 	m->gen = sel_gen;
 	m->r = *r;
