@@ -135,14 +135,6 @@ void tp_strbuf_printf(tp_strbuf_t *sb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void tp_strbuf_append(tp_strbuf_t *sb, const char *s, size_t n);
 
-/* snprintf's output and return value for %s, %d, %u, %zu, %lu, %llu,
- * %.3g and %%,
- * without snprintf's code in the caches (see common/fmt.c); -1 for any
- * other conversion. */
-int tp_fmt(char *buf, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-int tp_vfmt(char *buf, size_t len, const char *fmt, va_list ap);
-
 /* ---- hash maps ---------------------------------------------------------- */
 
 /* Open-addressing maps to uint32_t values. Keys of tp_strmap are borrowed:

@@ -855,6 +855,12 @@ static void ws_free_bufs(tp__cost_ws_t *w)
 	tp_free(w->rpool);
 }
 
+void tp__cost_ws_forget(tp__cost_ws_t *w)
+{
+	if (w)
+		w->rctx = NULL; /* cached_route() starts again */
+}
+
 void tp__cost_ws_destroy(tp__cost_ws_t *w)
 {
 	if (w)

@@ -94,6 +94,9 @@ typedef struct tp__policy_in {
 	/* tp__host_offer's answers per host for s and this request, when
 	 * the driver has them (NULL: computed on each call) */
 	const int *offer;
+	/* the caller's cost workspace (tp_place_choose_ws), NULL: the
+	 * policy makes its own */
+	struct tp__cost_ws *ws;
 } tp__policy_in_t;
 
 /* A policy writes at most max hosts into hosts[]/gpus[] (any order: the
@@ -139,6 +142,9 @@ tp_err_t tp__place_predict(const tp_cost_ctx_t *ctx, const tp_state_t *s,
 typedef struct tp__cost_ws tp__cost_ws_t;
 tp__cost_ws_t *tp__cost_ws_create(void);
 void tp__cost_ws_destroy(tp__cost_ws_t *w);
+/* Forget the routes met: a new decision, on a state that may have
+ * changed since (the buffers stay). */
+void tp__cost_ws_forget(tp__cost_ws_t *w);
 tp_err_t tp__place_predict_ws(const tp_cost_ctx_t *ctx, const tp_state_t *s,
 			      tp__cost_ws_t *ws, const uint32_t *hosts,
 			      const int *gpus, size_t n, double bytes,

@@ -470,32 +470,28 @@ out:
 	return err;
 }
 
-/* The placement in words. tp_fmt, not printf: this runs in every
- * decision slurmctld makes, with cold caches (common/fmt.c). */
 static char *explain(const tp__policy_in_t *in, const tp_placement_t *p,
 		     bool predicted, const char *why)
 {
-	char buf[640]; /* why is < 256: room to spare */
-	size_t g = p->span[TP_SPAN_GROUPS], at;
-	int n;
+	tp_strbuf_t sb = {0};
+	size_t g = p->span[TP_SPAN_GROUPS];
 
-	n = tp_fmt(buf, sizeof(buf),
-		   "%zu host%s in %zu level-1 group%s (minimum %zu on "
-		   "the free fabric, %zu empty)",
-		   p->nhosts, p->nhosts == 1 ? "" : "s", g, g == 1 ? "" : "s",
-		   p->min_span_free[TP_SPAN_GROUPS],
-		   p->min_span_empty[TP_SPAN_GROUPS]);
-	at = n > 0 ? (size_t)n : 0;
-	if (in->cost && predicted && at < sizeof(buf)) {
-		n = tp_fmt(buf + at, sizeof(buf) - at,
-			   "; predicted %.3g ms vs ideal %.3g ms",
-			   p->predicted_s * 1e3, p->ideal_s * 1e3);
-		at += n > 0 ? (size_t)n : 0;
+	tp_strbuf_printf(&sb,
+			 "%zu host%s in %zu level-1 group%s (minimum %zu on "
+			 "the free fabric, %zu empty)",
+			 p->nhosts, p->nhosts == 1 ? "" : "s", g,
+			 g == 1 ? "" : "s", p->min_span_free[TP_SPAN_GROUPS],
+			 p->min_span_empty[TP_SPAN_GROUPS]);
+	if (in->cost && predicted)
+		tp_strbuf_printf(&sb, "; predicted %.3g ms vs ideal %.3g ms",
+				 p->predicted_s * 1e3, p->ideal_s * 1e3);
+	tp_strbuf_printf(&sb, ".%s%s", why && *why ? " " : "", why ? why : "");
+	tp_strbuf_append(&sb, "", 0);
+	if (sb.failed) {
+		tp_free(sb.buf);
+		return NULL;
 	}
-	if (at < sizeof(buf))
-		tp_fmt(buf + at, sizeof(buf) - at, ".%s%s",
-		       why && *why ? " " : "", why ? why : "");
-	return tp_strdup(buf);
+	return sb.buf;
 }
 
 static tp__ideal_t shape_of(const tp__policy_in_t *in, double bytes)
@@ -635,10 +631,15 @@ static tp_err_t offers_for(tp__policy_in_t *in, int **offers_p,
 	return TP_OK;
 }
 
+struct tp_place_ws {
+	tp__cost_ws_t *cost;
+};
+
 static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 		      const tp_request_t *r, const tp_policy_params_t *params,
 		      const tp_cost_ctx_t *ctx, uint64_t seed, bool predict,
-		      tp_ideal_cache_t *ideal, tp_placement_t *out)
+		      tp_ideal_cache_t *ideal, tp_place_ws_t *ws,
+		      tp_placement_t *out)
 {
 	tp_policy_params_t defaults;
 	tp__policy_in_t in = {0};
@@ -653,6 +654,7 @@ static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 	if (!policy || !policy->choose || !s || !r || !out)
 		return TP_ERR_INVAL;
 	in_init(&in, s, r, params, &defaults, ctx, seed);
+	in.ws = ws ? ws->cost : NULL;
 	if ((err = normalise(r, &in)) ||
 	    (err = offers_for(&in, &offers, &offering)))
 		return err;
@@ -724,7 +726,7 @@ tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
 		      const tp_cost_ctx_t *ctx, uint64_t seed,
 		      tp_placement_t *out)
 {
-	return place(policy, s, r, params, ctx, seed, true, NULL, out);
+	return place(policy, s, r, params, ctx, seed, true, NULL, NULL, out);
 }
 
 tp_err_t tp_place_run_cached(const tp_policy_t *policy, const tp_state_t *s,
@@ -733,7 +735,7 @@ tp_err_t tp_place_run_cached(const tp_policy_t *policy, const tp_state_t *s,
 			     const tp_cost_ctx_t *ctx, uint64_t seed,
 			     tp_ideal_cache_t *cache, tp_placement_t *out)
 {
-	return place(policy, s, r, params, ctx, seed, true, cache, out);
+	return place(policy, s, r, params, ctx, seed, true, cache, NULL, out);
 }
 
 tp_err_t tp_place_ideal(const tp_fabric_t *f, const tp_request_t *r,
@@ -778,5 +780,33 @@ tp_err_t tp_place_choose(const tp_policy_t *policy, const tp_state_t *s,
 			 const tp_cost_ctx_t *ctx, uint64_t seed,
 			 tp_placement_t *out)
 {
-	return place(policy, s, r, params, ctx, seed, false, NULL, out);
+	return place(policy, s, r, params, ctx, seed, false, NULL, NULL, out);
+}
+
+tp_place_ws_t *tp_place_ws_create(void)
+{
+	tp_place_ws_t *ws = tp_calloc(1, sizeof(*ws));
+
+	if (ws && !(ws->cost = tp__cost_ws_create())) {
+		tp_free(ws);
+		return NULL;
+	}
+	return ws;
+}
+
+void tp_place_ws_destroy(tp_place_ws_t *ws)
+{
+	if (!ws)
+		return;
+	tp__cost_ws_destroy(ws->cost);
+	tp_free(ws);
+}
+
+tp_err_t tp_place_choose_ws(const tp_policy_t *policy, const tp_state_t *s,
+			    const tp_request_t *r,
+			    const tp_policy_params_t *params,
+			    const tp_cost_ctx_t *ctx, uint64_t seed,
+			    tp_place_ws_t *ws, tp_placement_t *out)
+{
+	return place(policy, s, r, params, ctx, seed, false, NULL, ws, out);
 }

@@ -57,7 +57,7 @@ static tp_err_t first_fit(const tp__policy_in_t *in, uint32_t *hosts, int *gpus,
 
 	if (err)
 		return err;
-	tp_fmt(why, whylen, "first-fit: the lowest-numbered hosts that fit.");
+	snprintf(why, whylen, "first-fit: the lowest-numbered hosts that fit.");
 	return TP_OK;
 }
 
@@ -93,10 +93,10 @@ static tp_err_t random_fit(const tp__policy_in_t *in, uint32_t *hosts,
 	err = take_in_order(in, v, n, hosts, gpus, max, n_p);
 	tp_free(v);
 	if (!err)
-		tp_fmt(why, whylen,
-		       "random: hosts drawn at random (seed "
-		       "%llu).",
-		       (unsigned long long)in->seed);
+		snprintf(why, whylen,
+			 "random: hosts drawn at random (seed "
+			 "%llu).",
+			 (unsigned long long)in->seed);
 	return err;
 }
 
@@ -266,10 +266,10 @@ static tp_err_t slurm_linear(const tp__policy_in_t *in, uint32_t *hosts,
 	err = lin_done(&l) ? TP_OK : TP_ERR_NOTFOUND;
 	if (!err) {
 		*n_p = l.n;
-		tp_fmt(why, whylen,
-		       "slurm-linear: consecutive best fit over %zu run%s of "
-		       "free hosts, %zu used.",
-		       nruns, nruns == 1 ? "" : "s", used);
+		snprintf(why, whylen,
+			 "slurm-linear: consecutive best fit over %zu run%s of "
+			 "free hosts, %zu used.",
+			 nruns, nruns == 1 ? "" : "s", used);
 	}
 out:
 	tp_free(l.avail);

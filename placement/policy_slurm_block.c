@@ -333,16 +333,16 @@ static tp_err_t slurm_block(const tp__policy_in_t *in, uint32_t *hosts,
 		goto out;
 	*n_p = t.pk.n;
 	if (t.level < 0)
-		tp_fmt(why, whylen,
-		       "slurm-block: the whole system as one block "
-		       "(llblocks of %d base blocks), %zu base block%s "
-		       "by Slurm's best fit.",
-		       1 << t.ll_level, t.used, t.used == 1 ? "" : "s");
+		snprintf(why, whylen,
+			 "slurm-block: the whole system as one block "
+			 "(llblocks of %d base blocks), %zu base block%s "
+			 "by Slurm's best fit.",
+			 1 << t.ll_level, t.used, t.used == 1 ? "" : "s");
 	else
-		tp_fmt(why, whylen,
-		       "slurm-block: a block of %d base block%s, %zu used "
-		       "by Slurm's best fit.",
-		       1 << t.level, t.level ? "s" : "", t.used);
+		snprintf(why, whylen,
+			 "slurm-block: a block of %d base block%s, %zu used "
+			 "by Slurm's best fit.",
+			 1 << t.level, t.level ? "s" : "", t.used);
 out:
 	tp_free(t.bb);
 	tp_free(t.bb_of);

@@ -304,10 +304,10 @@ static tp_err_t eval_topo(tree_t *t, char *why, size_t whylen)
 	if (t->pk.min_rem_nodes > 0 || t->pk.got_gpus < t->pk.need_gpus)
 		return TP_ERR_NOTFOUND;
 fini:
-	tp_fmt(why, whylen,
-	       "slurm-tree: top switch on level %d, %zu leaf switch%s by "
-	       "Slurm's best fit in switch order.",
-	       t->sw[top].level, leaves, leaves == 1 ? "" : "es");
+	snprintf(why, whylen,
+		 "slurm-tree: top switch on level %d, %zu leaf switch%s by "
+		 "Slurm's best fit in switch order.",
+		 t->sw[top].level, leaves, leaves == 1 ? "" : "es");
 	return TP_OK;
 }
 

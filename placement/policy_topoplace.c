@@ -941,7 +941,7 @@ static void group_label(const ctx_t *c, uint32_t g, char *buf, size_t len)
 
 	for (uint32_t i = 0; i < g; i++)
 		ord += group(c, i)->level == lv;
-	tp_fmt(buf, len, "g%d-%zu", lv, ord);
+	snprintf(buf, len, "g%d-%zu", lv, ord);
 }
 
 static void explain(const ctx_t *c, char *why, size_t whylen)
@@ -953,22 +953,23 @@ static void explain(const ctx_t *c, char *why, size_t whylen)
 		return;
 	switch (c->wk) {
 	case WHY_HOST:
-		tp_fmt(why, whylen,
-		       "fits one host %s (best fit: %zu GPU%s spare)",
-		       host(c, c->wid)->name, c->wspare,
-		       c->wspare == 1 ? "" : "s");
+		snprintf(why, whylen,
+			 "fits one host %s (best fit: %zu GPU%s spare)",
+			 host(c, c->wid)->name, c->wspare,
+			 c->wspare == 1 ? "" : "s");
 		break;
 	case WHY_DOMAIN:
-		tp_fmt(why, whylen,
-		       "fits one NVLink domain %s (best fit: %zu host%s spare)",
-		       tp_fabric_nvdomain(c->f, c->wid)->name, c->wspare,
-		       c->wspare == 1 ? "" : "s");
+		snprintf(
+		    why, whylen,
+		    "fits one NVLink domain %s (best fit: %zu host%s spare)",
+		    tp_fabric_nvdomain(c->f, c->wid)->name, c->wspare,
+		    c->wspare == 1 ? "" : "s");
 		break;
 	case WHY_GROUP:
 		group_label(c, c->wid, a, sizeof(a));
-		tp_fmt(why, whylen,
-		       "fits one leaf group %s (best fit: %zu host%s spare)", a,
-		       c->wspare, c->wspare == 1 ? "" : "s");
+		snprintf(why, whylen,
+			 "fits one leaf group %s (best fit: %zu host%s spare)",
+			 a, c->wspare, c->wspare == 1 ? "" : "s");
 		break;
 	case WHY_SPAN:
 		for (size_t i = 0; i < c->n; i++) {
@@ -983,24 +984,24 @@ static void explain(const ctx_t *c, char *why, size_t whylen)
 		}
 		if (c->wparent != TP_ID_NONE)
 			group_label(c, c->wparent, b, sizeof(b));
-		tp_fmt(why, whylen,
-		       "needs %zu level-%d group%s%s%s (%zu level-1); took the "
-		       "largest free first, the last best fit%s",
-		       c->wk_groups, c->wlevel, c->wk_groups == 1 ? "" : "s",
-		       c->wparent != TP_ID_NONE ? " under "
-						: " across the fabric",
-		       c->wparent != TP_ID_NONE ? b : "", ngr,
-		       c->wdeg ? "; avoided weaker up-links" : "");
+		snprintf(
+		    why, whylen,
+		    "needs %zu level-%d group%s%s%s (%zu level-1); took the "
+		    "largest free first, the last best fit%s",
+		    c->wk_groups, c->wlevel, c->wk_groups == 1 ? "" : "s",
+		    c->wparent != TP_ID_NONE ? " under " : " across the fabric",
+		    c->wparent != TP_ID_NONE ? b : "", ngr,
+		    c->wdeg ? "; avoided weaker up-links" : "");
 		break;
 	case WHY_DOMAINS:
-		tp_fmt(why, whylen,
-		       "needs %zu NVLink domains; took the largest free "
-		       "first, the last best fit",
-		       c->wk_groups);
+		snprintf(why, whylen,
+			 "needs %zu NVLink domains; took the largest free "
+			 "first, the last best fit",
+			 c->wk_groups);
 		break;
 	case WHY_ANY:
-		tp_fmt(why, whylen,
-		       "no group structure fits; took the largest offers");
+		snprintf(why, whylen,
+			 "no group structure fits; took the largest offers");
 		break;
 	case WHY_NONE:
 		why[0] = '\0';
@@ -1951,7 +1952,7 @@ static bool make_variant(pricer_t *pr, variant_t *s, size_t v, size_t nused,
 	} else if (v >= 3 + nused) {
 		if (worst == TP_ID_NONE && v == 3 + nused)
 			return false;
-		tp_fmt(s[v].why, sizeof(s[v].why), "%s", s[0].why);
+		snprintf(s[v].why, sizeof(s[v].why), "%s", s[0].why);
 		return even_split(in, s[0].h, s[0].g, s[0].n, v == 4 + nused,
 				  s[v].h, s[v].g, &s[v].n);
 	} else {
@@ -2068,12 +2069,15 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	pr.skip = (bool *)b;
 	pr.in_set = pr.skip + nh + 1;
 	memset(pr.skip, 0, 2 * (nh + 1) * sizeof(bool));
-	pr.ws = tp__cost_ws_create();
+	if (in->ws)
+		tp__cost_ws_forget(pr.ws = in->ws);
+	else
+		pr.ws = tp__cost_ws_create();
 	memcpy(var[0].h, hosts, n * sizeof(uint32_t));
 	memcpy(var[0].g, gpus, n * sizeof(int));
 	var[0].n = n;
 	if (why && whylen)
-		tp_fmt(var[0].why, sizeof(var[0].why), "%s", why);
+		snprintf(var[0].why, sizeof(var[0].why), "%s", why);
 	if ((var[0].t = price(&pr, var[0].h, var[0].g, n)) < 0)
 		goto out;
 	double fit_t = var[0].t; /* the structural pick's, before swaps */
@@ -2125,24 +2129,25 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	memcpy(gpus, var[bi].g, n * sizeof(int));
 	if ((won || var[bi].swaps) && why && whylen) {
 		size_t len;
-		tp_fmt(why, whylen, "%s", var[bi].why);
+		snprintf(why, whylen, "%s", var[bi].why);
 		len = strlen(why);
-		tp_fmt(why + len, whylen - len,
-		       "; priced %zu candidate%s%s: %.3g ms vs %.3g ms for the "
-		       "best fit%s",
-		       tried, tried == 1 ? "" : "s",
-		       var[bi].swaps ? " and swapped hosts" : "",
-		       var[bi].t * 1e3, fit_t * 1e3,
-		       won == 1	  ? " (weakly cabled hosts avoided)"
-		       : won == 2 ? " (other ends of the groups)"
-		       : won >= 3 + nused
-			   ? " (hosts shared evenly among groups)"
-		       : won ? " (a weak group left out)"
-			     : "");
+		snprintf(
+		    why + len, whylen - len,
+		    "; priced %zu candidate%s%s: %.3g ms vs %.3g ms for the "
+		    "best fit%s",
+		    tried, tried == 1 ? "" : "s",
+		    var[bi].swaps ? " and swapped hosts" : "", var[bi].t * 1e3,
+		    fit_t * 1e3,
+		    won == 1	       ? " (weakly cabled hosts avoided)"
+		    : won == 2	       ? " (other ends of the groups)"
+		    : won >= 3 + nused ? " (hosts shared evenly among groups)"
+		    : won	       ? " (a weak group left out)"
+				       : "");
 	}
 out:
 	tp_free(block);
-	tp__cost_ws_destroy(pr.ws);
+	if (pr.ws != in->ws)
+		tp__cost_ws_destroy(pr.ws);
 	tp_free(pr.up.q);
 	tp_free(pr.up.bg);
 	tp_free(pr.up.hf);

@@ -364,6 +364,25 @@ tp_err_t tp_place_choose(const tp_policy_t *policy, const tp_state_t *s,
 			 const tp_cost_ctx_t *ctx, uint64_t seed,
 			 tp_placement_t *out);
 
+/* Buffers one thread's decisions keep between them: the cost model's
+ * (flows, paths, solver queues, the last hierarchical schedule), grown
+ * once instead of at every decision. Inside slurmctld each decision
+ * starts with cold caches and each allocation costs there. Holds nothing
+ * a decision's answer depends on (the routes met are forgotten at each
+ * decision). Not thread safe: one per thread. */
+typedef struct tp_place_ws tp_place_ws_t;
+
+tp_place_ws_t *tp_place_ws_create(void); /* NULL: out of memory */
+void tp_place_ws_destroy(tp_place_ws_t *ws);
+
+/* tp_place_choose with the caller's workspace (NULL: as tp_place_choose):
+ * the same answer. */
+tp_err_t tp_place_choose_ws(const tp_policy_t *policy, const tp_state_t *s,
+			    const tp_request_t *r,
+			    const tp_policy_params_t *params,
+			    const tp_cost_ctx_t *ctx, uint64_t seed,
+			    tp_place_ws_t *ws, tp_placement_t *out);
+
 /* The ideal all-reduce times of the request shapes one caller meets.
  * tp_place_run's ideal_s depends on the request's shape only (hosts, GPUs
  * per host or in all, exclusive, bytes), with the fabric, the cost

@@ -102,6 +102,7 @@ extern uint32_t *host_of; /* node index -> fabric host (TP_ID_NONE) */
 extern int host_of_cnt;
 extern int *node_of; /* fabric host -> node index (-1) */
 extern tp_state_t *sel_state;
+extern tp_place_ws_t *sel_ws;
 extern uint32_t *busy_hosts;
 extern int *busy_gpus;
 extern uint16_t *avail_cpus_buf;

@@ -17,6 +17,7 @@ int *node_of; /* fabric host -> node index (-1) */
 /* The selection's working set, allocated with host_of: the free state
  * (reset, not rebuilt, per call) and scratch arrays. */
 tp_state_t *sel_state;
+tp_place_ws_t *sel_ws; /* the decisions' buffers (NULL: one per decision) */
 uint32_t *busy_hosts;
 int *busy_gpus;
 uint16_t *avail_cpus_buf;
@@ -38,6 +39,8 @@ void selection_free(void)
 	running_clear();
 	tp_state_destroy(sel_state);
 	sel_state = NULL;
+	tp_place_ws_destroy(sel_ws);
+	sel_ws = NULL;
 	sel_gen = 0;
 	xfree(host_of);
 	host_of_cnt = 0;
@@ -411,8 +414,8 @@ static tp_err_t choose(uint32_t job_id, const tp_request_t *r, uint64_t serial,
 		/* the self-check: the engine again on the same state */
 		if (!map_state(serial))
 			return m->err;
-		cerr = tp_place_choose(policy, sel_state, r, &sel_params, ctx,
-				       1, &chk);
+		cerr = tp_place_choose_ws(policy, sel_state, r, &sel_params,
+					  ctx, 1, sel_ws, &chk);
 		if (cerr != m->err || (cerr == TP_OK && !same_answer(pl, &chk)))
 			error("%s: JobId=%u: memo check: the memo's answer "
 			      "(%s, %zu hosts) differs from the engine's (%s, "
@@ -428,7 +431,8 @@ static tp_err_t choose(uint32_t job_id, const tp_request_t *r, uint64_t serial,
 	}
 	if (!map_state(serial))
 		return TP_ERR_NOMEM;
-	err = tp_place_choose(policy, sel_state, r, &sel_params, ctx, 1, pl);
+	err = tp_place_choose_ws(policy, sel_state, r, &sel_params, ctx, 1,
+				 sel_ws, pl);
 	if (memo_on > 0 && (err == TP_OK || err == TP_ERR_NOTFOUND))
 		memo_keep(serial, r, err, pl);
 	return err;

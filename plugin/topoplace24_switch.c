@@ -51,6 +51,7 @@ void build_from_tree(void)
 	picks_buf = xcalloc(nh + 1, sizeof(pick_t));
 	avail_cpus_buf = xcalloc(node_record_count + 1, sizeof(uint16_t));
 	avail_cpus_cnt = node_record_count;
+	sel_ws = tp_place_ws_create(); /* NULL: the engine makes its own */
 	/* NULL sends every job to eval_nodes_tree ("out of memory") */
 	if ((sel_state = tp_state_create(fabric)))
 		for (size_t h = 0; h < nh; h++)

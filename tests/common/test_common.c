@@ -2,7 +2,6 @@
 #include "config.h"
 
 #include <fcntl.h>
-#include <math.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -724,78 +723,6 @@ static void test_sort(void **state)
 	tp_sort(NULL, 2, 4, key_cmp); /* nothing: no crash */
 }
 
-/* tp_fmt against snprintf: the same bytes and return value, the %.3g of
- * a million doubles over every magnitude (and ties, where it hands over
- * to snprintf) included, truncated or not. */
-static void fmt_same(const char *fmt, double v)
-{
-	char a[64], b[64];
-	int na = tp_fmt(a, sizeof(a), fmt, v);
-	int nb = snprintf(b, sizeof(b), fmt, v);
-
-	if (na != nb || strcmp(a, b))
-		fail_msg(
-		    "tp_fmt(\"%s\", %.17g) = \"%s\" (%d), snprintf \"%s\" (%d)",
-		    fmt, v, a, na, b, nb);
-}
-
-static void test_fmt(void **state)
-{
-	const double fixed[] = {
-	    0.0,       -0.0,   1,     -1,     0.1235,	0.0995,
-	    99.95,     999.5,  1000,  1e-4,   9.995e-5, 0.00012345,
-	    1.5e-3,    2.5,    12.5,  125,    1234567,	1e16,
-	    9.999e16,  1.2e17, 1e-17, 3e-300, 1e300,	INFINITY,
-	    -INFINITY, NAN,    0.5,   42.6,   122,	100.5};
-	uint64_t x = 88172645463325252ULL;
-	char buf[96], ref[96];
-	char tfmt[] = "ab %s %zu %.3g"; /* not checked at compile time */
-	const char *volatile nul = NULL;
-	int n, m;
-
-	(void)state;
-	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
-		fmt_same("%.3g", fixed[i]);
-		fmt_same("v %.3g ms", fixed[i]);
-	}
-	for (int i = 0; i < 1000000; i++) {
-		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-		/* log-uniform over 1e-20..1e20, both signs */
-		double mag = ((double)(x >> 11) / 9007199254740992.0) * 40 - 20;
-		double v = pow(10, mag) * (x & 1 ? -1 : 1);
-		if (i % 4 == 1) /* three or four significant digits, ties */
-			v = (double)(x % 20000) /
-			    pow(10, (double)((x >> 40) % 8));
-		fmt_same("%.3g", v);
-	}
-	n = tp_fmt(buf, sizeof(buf),
-		   "%zu host%s in %d group%s, %u, %% %s|%lu %llu",
-		   (size_t)18446744073709551615ULL, "s", -2147483647 - 1, "",
-		   4294967295u, nul, 0ul, 18446744073709551615ull);
-	m = snprintf(ref, sizeof(ref),
-		     "%zu host%s in %d group%s, %u, %% %s|%lu %llu",
-		     (size_t)18446744073709551615ULL, "s", -2147483647 - 1, "",
-		     4294967295u, "(null)", 0ul, 18446744073709551615ull);
-	assert_int_equal(n, m);
-	assert_string_equal(buf, ref);
-	/* truncated: what fits and the length it would have had */
-	for (size_t len = 0; len < 12; len++) {
-		memset(buf, 'x', sizeof(buf));
-		memset(ref, 'x', sizeof(ref));
-		n = tp_fmt(len ? buf : NULL, len, tfmt, "cd", (size_t)1234,
-			   0.25);
-		m = snprintf(len ? ref : NULL, len, tfmt, "cd", (size_t)1234,
-			     0.25);
-		assert_int_equal(n, m);
-		assert_memory_equal(buf, ref, len);
-	}
-	/* a conversion it does not know: -1, what came before it */
-	assert_int_equal(tp_fmt(buf, sizeof(buf), "ab%x", 1u), -1);
-	assert_string_equal(buf, "ab");
-	assert_int_equal(tp_fmt(buf, 2, "ab%x", 1u), -1);
-	assert_string_equal(buf, "a");
-}
-
 /* Without memory: still sorted, stably, big items (no room for one
  * either) and long arrays (no merge buffer) alike. */
 static void test_sort_nomem(void **state)
@@ -920,7 +847,6 @@ int main(void)
 	    cmocka_unit_test(test_alloc_failure_strbuf),
 	    cmocka_unit_test(test_sort),
 	    cmocka_unit_test(test_sort_nomem),
-	    cmocka_unit_test(test_fmt),
 	    cmocka_unit_test(test_child_run),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1171,6 +1171,90 @@ static void assert_same_answer(const tp_placement_t *a, const tp_placement_t *b)
  * state (degraded, loaded up-links priced with a cost context) gives the
  * same answer, and tp_placement_copy of the first is that answer too and
  * stays whole when the original is freed; a failed copy writes nothing. */
+/* One workspace kept over many decisions (as the Slurm plugin keeps
+ * it): on states that change between them, on two fabrics and with
+ * pricing on and off, every answer is the one a fresh decision gives. */
+static void test_choose_ws(void **unused)
+{
+	tp_fabric_t *fab[2] = {NULL, NULL};
+	tp_cost_ctx_t *ctx[2] = {NULL, NULL};
+	const tp_policy_t *pol = tp_policy_find("topoplace");
+	tp_place_ws_t *ws;
+	size_t compared = 0;
+
+	(void)unused;
+	{
+		tp_gen_fat_tree_t p;
+		tp_gen_fat_tree_defaults(&p);
+		p.leaves = 4;
+		p.hosts_per_leaf = 8;
+		assert_int_equal(tp_gen_fat_tree(&p, &fab[0]), TP_OK);
+	}
+	{
+		tp_gen_nvl72_t p;
+		tp_gen_nvl72_defaults(&p);
+		p.racks = 2;
+		assert_int_equal(tp_gen_nvl72(&p, &fab[1]), TP_OK);
+	}
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(tp_cost_ctx_create(fab[k], NULL, &ctx[k]),
+				 TP_OK);
+	assert_non_null(ws = tp_place_ws_create());
+	for (uint64_t seed = 1; seed <= 8; seed++) {
+		tp_fabric_t *f = fab[seed % 2];
+		size_t nl = tp_fabric_nlinks(f);
+		tp_state_t *s = random_state(f, seed);
+		tp_policy_params_t pp;
+		uint64_t x = seed;
+
+		tp_policy_params_defaults(&pp);
+		pp.price_budget = seed % 4 == 3 ? 0 : 8;
+		for (int k = 0; k < 4; k++)
+			assert_int_equal(
+			    tp_state_set_link(
+				s, (uint32_t)(tp__rand_next(&x) % nl),
+				k % 2 ? 1.0 : 0.5, k % 2 ? 60.0 : 0.0),
+			    TP_OK);
+		for (size_t q = 0; q < sizeof(requests) / sizeof(requests[0]);
+		     q++) {
+			tp_request_t r;
+			tp_placement_t a = {0}, b = {0};
+			tp_err_t ea, eb;
+
+			assert_int_equal(
+			    tp_request_parse(requests[q], &r, NULL), TP_OK);
+			ea = tp_place_choose_ws(pol, s, &r, &pp,
+						ctx[seed % 2], 1, ws, &a);
+			eb = tp_place_choose(pol, s, &r, &pp, ctx[seed % 2], 1,
+					     &b);
+			assert_int_equal(ea, eb);
+			if (ea == TP_OK) {
+				assert_same_answer(&a, &b);
+				compared++;
+			}
+			tp_placement_free(&a);
+			tp_placement_free(&b);
+		}
+		tp_state_destroy(s);
+	}
+	assert_true(compared > 40);
+	tp_place_ws_destroy(ws);
+	tp_place_ws_destroy(NULL);
+	/* without memory: NULL, nothing left behind (ASan's leak check) */
+	for (long k = 0; k < 2; k++) {
+		fail_after = k;
+		tp_alloc_set(&failing);
+		ws = tp_place_ws_create();
+		tp_alloc_set(NULL);
+		fail_after = -1;
+		assert_null(ws);
+	}
+	for (int k = 0; k < 2; k++) {
+		tp_cost_ctx_destroy(ctx[k]);
+		tp_fabric_destroy(fab[k]);
+	}
+}
+
 static void test_choose_repeat_copy(void **unused)
 {
 	tp_gen_fat_tree_t p;
@@ -1453,6 +1537,7 @@ int main(void)
 	    cmocka_unit_test(test_invariants_three_levels),
 	    cmocka_unit_test(test_random_seeds),
 	    cmocka_unit_test(test_choose_repeat_copy),
+	    cmocka_unit_test(test_choose_ws),
 	    cmocka_unit_test(test_driver_rejects_bad_policies),
 	    cmocka_unit_test(test_driver_outputs),
 	    cmocka_unit_test(test_slurm_tree_doc61),
