@@ -780,7 +780,7 @@ tp_err_t tp_place_choose(const tp_policy_t *policy, const tp_state_t *s,
 			 const tp_cost_ctx_t *ctx, uint64_t seed,
 			 tp_placement_t *out)
 {
-	return place(policy, s, r, params, ctx, seed, false, NULL, NULL, out);
+	return tp_place_choose_ws(policy, s, r, params, ctx, seed, NULL, out);
 }
 
 tp_place_ws_t *tp_place_ws_create(void)

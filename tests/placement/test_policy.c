@@ -1171,6 +1171,20 @@ static void assert_same_answer(const tp_placement_t *a, const tp_placement_t *b)
  * state (degraded, loaded up-links priced with a cost context) gives the
  * same answer, and tp_placement_copy of the first is that answer too and
  * stays whole when the original is freed; a failed copy writes nothing. */
+/* A few links of s at half health or loaded (seeded), so the policy
+ * prices candidates. */
+static void sick_links(tp_state_t *s, uint64_t seed)
+{
+	size_t nl = tp_fabric_nlinks(tp_state_fabric(s));
+	uint64_t x = seed;
+
+	for (int k = 0; k < 4; k++)
+		assert_int_equal(
+		    tp_state_set_link(s, (uint32_t)(tp__rand_next(&x) % nl),
+				      k % 2 ? 1.0 : 0.5, k % 2 ? 60.0 : 0.0),
+		    TP_OK);
+}
+
 /* One workspace kept over many decisions (as the Slurm plugin keeps
  * it): on states that change between them, on two fabrics and with
  * pricing on and off, every answer is the one a fresh decision gives. */
@@ -1201,20 +1215,12 @@ static void test_choose_ws(void **unused)
 				 TP_OK);
 	assert_non_null(ws = tp_place_ws_create());
 	for (uint64_t seed = 1; seed <= 8; seed++) {
-		tp_fabric_t *f = fab[seed % 2];
-		size_t nl = tp_fabric_nlinks(f);
-		tp_state_t *s = random_state(f, seed);
+		tp_state_t *s = random_state(fab[seed % 2], seed);
 		tp_policy_params_t pp;
-		uint64_t x = seed;
 
 		tp_policy_params_defaults(&pp);
 		pp.price_budget = seed % 4 == 3 ? 0 : 8;
-		for (int k = 0; k < 4; k++)
-			assert_int_equal(
-			    tp_state_set_link(
-				s, (uint32_t)(tp__rand_next(&x) % nl),
-				k % 2 ? 1.0 : 0.5, k % 2 ? 60.0 : 0.0),
-			    TP_OK);
+		sick_links(s, seed);
 		for (size_t q = 0; q < sizeof(requests) / sizeof(requests[0]);
 		     q++) {
 			tp_request_t r;
@@ -1223,8 +1229,8 @@ static void test_choose_ws(void **unused)
 
 			assert_int_equal(
 			    tp_request_parse(requests[q], &r, NULL), TP_OK);
-			ea = tp_place_choose_ws(pol, s, &r, &pp,
-						ctx[seed % 2], 1, ws, &a);
+			ea = tp_place_choose_ws(pol, s, &r, &pp, ctx[seed % 2],
+						1, ws, &a);
 			eb = tp_place_choose(pol, s, &r, &pp, ctx[seed % 2], 1,
 					     &b);
 			assert_int_equal(ea, eb);
@@ -1262,7 +1268,7 @@ static void test_choose_repeat_copy(void **unused)
 	tp_cost_ctx_t *ctx = NULL;
 	const tp_policy_t *pol = tp_policy_find("topoplace");
 	tp_policy_params_t pp;
-	size_t nl, compared = 0;
+	size_t compared = 0;
 
 	(void)unused;
 	tp_gen_fat_tree_defaults(&p);
@@ -1272,19 +1278,10 @@ static void test_choose_repeat_copy(void **unused)
 	assert_int_equal(tp_cost_ctx_create(f, NULL, &ctx), TP_OK);
 	tp_policy_params_defaults(&pp);
 	pp.price_budget = 8; /* the plugin's default */
-	nl = tp_fabric_nlinks(f);
 	for (uint64_t seed = 1; seed <= 6; seed++) {
 		tp_state_t *s = random_state(f, seed);
-		uint64_t x = seed;
 
-		/* a few links at half health or loaded, so the policy prices
-		 * candidates */
-		for (int k = 0; k < 4; k++)
-			assert_int_equal(
-			    tp_state_set_link(
-				s, (uint32_t)(tp__rand_next(&x) % nl),
-				k % 2 ? 1.0 : 0.5, k % 2 ? 60.0 : 0.0),
-			    TP_OK);
+		sick_links(s, seed);
 		for (size_t q = 0; q < sizeof(requests) / sizeof(requests[0]);
 		     q++) {
 			tp_request_t r;
