@@ -437,8 +437,7 @@ static tp_err_t check_answer(const tp__policy_in_t *in, const uint32_t *hosts,
 		*why_p = "wrong number of hosts";
 		return TP_ERR_INVAL;
 	}
-	/* a few hosts compare pairwise: no allocation (cold inside
-	 * slurmctld) */
+	/* a few hosts compare pairwise, without an allocation */
 	if (n > SMALL_SET && !(seen = tp_calloc(nh + 1, sizeof(bool))))
 		return TP_ERR_NOMEM;
 	for (size_t i = 0; i < n; i++) {

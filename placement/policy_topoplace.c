@@ -1164,8 +1164,7 @@ static tp_err_t setup(ctx_t *c, const tp__policy_in_t *in, const bool *skip,
 		return err;
 	c->nds = c->nmd ? c->nd : 0;
 	/* one block, off first (keep_base lends it whole), the counts
-	 * zeroed: inside slurmctld each allocation of a decision costs
-	 * cold cache lines */
+	 * zeroed: one allocation, not five, per structural pass */
 	size_t o_gs = ((c->nh + 1) * sizeof(int) + 7) & ~(size_t)7;
 	size_t o_ds = o_gs + (c->ng + 1) * sizeof(stat_t);
 	size_t o_gt = o_ds + (c->nds + 1) * sizeof(stat_t);

@@ -18,9 +18,9 @@
 
 #include "placement_int.h"
 
-/* Host sets up to these sizes use the stack, not the heap: a decision
- * inside slurmctld starts with cold caches, where each allocation costs
- * (and the pricing orders a ring for every candidate). */
+/* Host sets up to these sizes use the stack, not the heap: fewer
+ * allocations per decision (the pricing orders a ring for every
+ * candidate); bench_place_cold times the whole call. */
 #define SMALL_SET  64
 #define SMALL_RING 32
 
@@ -147,14 +147,13 @@ static size_t fewest(size_t *cap, size_t n, size_t need, size_t *hist)
 /* Minimum spans on the empty fabric (span0, may be NULL) and on the free
  * state s (spans, s may be NULL: then the empty fabric too) in one pass
  * over the hosts: every placement needs both, and the pass is most of
- * their cost. One allocation for all the counts (a placement inside
- * slurmctld starts with cold caches: each block costs there). */
+ * their cost. One allocation for all the counts. */
 void tp__span_min2(const tp_fabric_t *f, const tp_state_t *s,
 		   const tp_request_t *r, const int *offers,
 		   size_t span[TP_SPAN_NLEVELS], size_t span0[TP_SPAN_NLEVELS])
 {
 	tp__policy_in_t in = {.f = f, .s = s, .r = r};
-	size_t nh, need, nc = span0 ? 2 : 1, ncap = 0, hmax = 0;
+	size_t nh, need, nc = span0 ? 2 : 1, ncap = 0, at = 0, hmax = 0;
 	size_t *cap[2][TP_SPAN_NLEVELS] = {{NULL}}, *block, *hist = NULL;
 	uint32_t nu[TP_SPAN_NLEVELS];
 
@@ -186,7 +185,7 @@ void tp__span_min2(const tp_fabric_t *f, const tp_state_t *s,
 	}
 	if (!(block = tp_calloc(ncap, sizeof(size_t))))
 		return;
-	for (int lv = 0, at = 0; lv < TP_SPAN_NLEVELS; lv++)
+	for (int lv = 0; lv < TP_SPAN_NLEVELS; lv++)
 		for (size_t k = 0; k < nc; k++, at += nu[lv] + 1)
 			cap[k][lv] = block + at;
 	for (uint32_t h = 0; h < nh; h++) {
