@@ -72,7 +72,9 @@ def parse():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--backend", choices=["gloo", "topoplace", "powersgd", "none"], default="topoplace",
                    help="gradient all-reduce: torch gloo, the libtopoplace-coll hook, torch's "
-                        "PowerSGD hook on gloo, or none (compute only; default topoplace)")
+                        "PowerSGD hook on gloo (its buckets one after another, on a process group "
+                        "of its own: torch 1.13's hook hangs or aborts on gloo otherwise), or none "
+                        "(compute only; default topoplace)")
     p.add_argument("--compressor", choices=["none", "int8", "1bit", "topk"], default="none")
     p.add_argument("--flat", action="store_true",
                    help="compress every hop (default: only across level-1 groups)")
@@ -153,6 +155,33 @@ def teacher_batch(n, g):
     return x, y
 
 
+def powersgd_group(a, rank, world):
+    """A gloo process group with a worker for each all-reduce a serial PowerSGD chain waits for."""
+    from torch._C._distributed_c10d import ProcessGroupGloo
+
+    opts = ProcessGroupGloo._Options()
+    iface = os.environ.get("GLOO_SOCKET_IFNAME")
+    opts._devices = [ProcessGroupGloo.create_device(interface=iface) if iface
+                     else ProcessGroupGloo.create_default_device()]
+    opts._threads = 6  # the chain's callback, its three all-reduces, spare
+    opts._timeout = timedelta(seconds=a.timeout)
+    store = dist.PrefixStore("powersgd", dist.distributed_c10d._get_default_store())
+    return ProcessGroupGloo(store, rank, world, opts)
+
+
+def serial_hook(hook):
+    """hook, each bucket's call started when the previous bucket's future is done."""
+    last = [None]
+
+    def run(state, bucket):
+        prev = last[0]
+        fut = hook(state, bucket) if prev is None else \
+            prev.then(lambda _: hook(state, bucket).wait())
+        last[0] = None if bucket.is_last() else fut
+        return fut
+    return run
+
+
 def main():
     a = parse()
     topo = a.backend == "topoplace"
@@ -170,7 +199,17 @@ def main():
     model = torch.nn.Sequential(torch.nn.Linear(IN, a.hidden), torch.nn.ReLU(),
                                 torch.nn.Linear(a.hidden, a.hidden), torch.nn.ReLU(),
                                 torch.nn.Linear(a.hidden, CLASSES))
-    ddp = DDP(model, bucket_cap_mb=a.bucket_mb)
+    # PowerSGD on torch 1.13's gloo, measured here (8 ranks, 0.25 MB
+    # buckets): its hook issues its second and third all-reduce from a
+    # future's callback, on a gloo worker thread, and waits there. With a
+    # bucket per worker waiting so (gloo has 2) the job hangs; with more
+    # workers the buckets' callbacks issue their all-reduces in a
+    # different order on different ranks and gloo aborts ("op.preamble.
+    # length <= op.nbytes"). So each bucket's hook starts when the
+    # previous bucket's is done (serial_hook), on a process group of its
+    # own with a worker for each wait in that chain.
+    group = powersgd_group(a, rank, world) if a.backend == "powersgd" else None
+    ddp = DDP(model, bucket_cap_mb=a.bucket_mb, process_group=group)
     comm = None
     if topo:
         import topoplace_coll as tc
@@ -195,10 +234,10 @@ def main():
     elif a.backend == "powersgd":
         from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as ps
 
-        state = ps.PowerSGDState(process_group=None, matrix_approximation_rank=a.powersgd_rank,
+        state = ps.PowerSGDState(process_group=group, matrix_approximation_rank=a.powersgd_rank,
                                  start_powerSGD_iter=max(2, a.start_iter),
                                  use_error_feedback=not a.no_error_feedback)
-        ddp.register_comm_hook(state, ps.powerSGD_hook)
+        ddp.register_comm_hook(state, serial_hook(ps.powerSGD_hook))
     elif a.backend == "none":
         def no_comm(_, bucket):
             fut = torch.futures.Future()

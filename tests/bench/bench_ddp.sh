@@ -25,7 +25,9 @@
 #                       the hook reducing on the autograd thread (--sync-hook: no overlap with
 #                       backward); every other topoplace run's hook returns a Future the
 #                       library's progress thread completes, overlapping backward
-#   powersgd            torch's PowerSGD hook on gloo (the compression peer)
+#   powersgd            torch's PowerSGD hook on gloo (the compression peer; each bucket's
+#                       hook starts when the previous one's is done, on a gloo group of its
+#                       own: on torch 1.13's gloo it hangs or aborts otherwise, ddp_train.py)
 # Compressed runs need a libtopoplace-coll with compression; without it they are reported as
 # unavailable (the first one is attempted and fails with CompressionUnavailable).
 # Root; not part of `make check` (about 5 minutes with compression unavailable, 8 with it;
