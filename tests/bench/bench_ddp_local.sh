@@ -20,7 +20,8 @@
 #       flat:--compressor,topk,--hook-momentum,--start-iter,10,--flat \
 #       lrw:--compressor,topk,--hook-momentum,--start-iter,10,--lr-warmup,20
 # Environment: TOPOPLACE, TP_BUILDDIR (SRCDIR/build), TP_PYTHON (/usr/bin/python3),
-# TOPOPLACE_COLL_LIB (default the build tree's library).
+# TOPOPLACE_COLL_LIB (default the build tree's library), TP_RANK_TIMEOUT (seconds each rank
+# may run, default 1200).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 srcdir=${TP_SRCDIR:-$(cd "$here/../.." && pwd)}
@@ -68,7 +69,7 @@ for run in "$@"; do
 	pids=""
 	for r in $(seq 0 $((world - 1))); do
 		# shellcheck disable=SC2086
-		RANK=$r MASTER_PORT=$port timeout 1200 "$py" "$srcdir/contrib/examples/ddp_train.py" \
+		RANK=$r MASTER_PORT=$port timeout "${TP_RANK_TIMEOUT:-1200}" "$py" "$srcdir/contrib/examples/ddp_train.py" \
 			${backend:+--backend $backend} --plan "$tmp/p.json" $common $args --name "$name" \
 			--json "$tmp/r.jsonl" >"$tmp/$r.out" 2>&1 &
 		pids="$pids $!"

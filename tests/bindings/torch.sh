@@ -53,4 +53,16 @@ PYTHONPATH=$src/bindings/torch${PYTHONPATH:+:$PYTHONPATH} TOPOPLACE_COLL_LIB=$li
 	timeout 300 "$py" "$src/tests/bindings/ef_reference.py" "$tmp/p1.json" $((port + 1))
 rc=$?
 [ $rc -eq 0 ] || bad "ef_reference.py exit $rc"
+# torch's PowerSGD hook as contrib/examples/ddp_train.py runs it for
+# bench_ddp.sh (the compression peer): 4 ranks, a 1.2 MB gradient in two
+# buckets. Run as torch ships it on 1.13's gloo, it hangs here (its
+# callbacks wait on both gloo workers); each rank gives up after 60 s.
+TP_BUILDDIR=$TP_BUILDDIR TOPOPLACE=$TOPOPLACE TP_PYTHON=$py TOPOPLACE_COLL_LIB=$lib TP_RANK_TIMEOUT=60 \
+	"$src/tests/bench/bench_ddp_local.sh" --hosts 2 --ranks-per-host 2 --port $((port + 8)) \
+	--args "--steps 4 --hidden 512 --batch 16 --bucket-mb 0.25 --timeout 30" \
+	psgd:--backend,powersgd >"$tmp/psgd.out" 2>&1
+rc=$?
+sed 's/^/# /' "$tmp/psgd.out"
+[ $rc -eq 0 ] && grep -q '^ddp_train: psgd: final loss' "$tmp/psgd.out" &&
+	ok "torch's PowerSGD hook: 4 ranks, 2 buckets, 4 steps" || bad "PowerSGD run exit $rc"
 finish
