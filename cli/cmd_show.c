@@ -196,28 +196,14 @@ static void job_gpus(const slurm_job_info_t *j, size_t n, int *gpus)
 static tp_err_t predict(const tp_cost_ctx_t *ctx, const uint32_t *hosts,
 			const int *gpus, size_t n, double *s_p)
 {
-	static const tp_algo_t algos[] = {TP_ALGO_RING, TP_ALGO_HIERARCHICAL};
 	const tp_request_t none = {0}; /* the bytes tp_place_run prices */
-	tp_err_t first = TP_OK;
-	double best = -1;
+	tp_cost_t c;
+	tp_err_t err = tp_cost_predict_best(ctx, NULL, hosts, gpus, n,
+					    tp_request_bytes(&none), NULL, &c);
 
-	for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
-		tp_cost_t c;
-		tp_err_t err =
-		    tp_cost_predict(ctx, NULL, hosts, gpus, n,
-				    tp_request_bytes(&none), algos[i], &c);
-		if (err) {
-			if (!first)
-				first = err;
-			continue;
-		}
-		if (best < 0 || c.seconds < best)
-			best = c.seconds;
-	}
-	if (best < 0)
-		return first;
-	*s_p = best;
-	return TP_OK;
+	if (!err)
+		*s_p = c.seconds;
+	return err;
 }
 
 /* Compatible mode: measure the allocation against the fabric. */

@@ -1901,9 +1901,9 @@ static tp_err_t run_call(const tp_cost_ctx_t *ctx, const tp_state_t *state,
 }
 
 /* Ring then hierarchical over one set-up of the hosts. */
-tp_err_t tp__place_predict(const tp_cost_ctx_t *ctx, const tp_state_t *s,
-			   const uint32_t *hosts, const int *gpus, size_t n,
-			   double bytes, tp_algo_t *algo_p, tp_cost_t *c_p)
+tp_err_t tp_cost_predict_best(const tp_cost_ctx_t *ctx, const tp_state_t *s,
+			      const uint32_t *hosts, const int *gpus, size_t n,
+			      double bytes, tp_algo_t *algo_p, tp_cost_t *c_p)
 {
 	return tp__place_predict_ws(ctx, s, NULL, hosts, gpus, n, bytes, algo_p,
 				    c_p);

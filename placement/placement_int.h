@@ -125,16 +125,10 @@ void tp__span_min2(const tp_fabric_t *f, const tp_state_t *s,
 /* All-reduce bytes priced when the request gives none (1 GiB). */
 #define TP__DEFAULT_BYTES (1024.0 * 1024.0 * 1024.0)
 
-/* The faster of ring and hierarchical all-reduce of bytes over hosts in
- * that order (ring on a tie), as the driver reports a placement's cost;
- * s may be NULL (idle fabric). algo_p and c_p may be NULL. */
-tp_err_t tp__place_predict(const tp_cost_ctx_t *ctx, const tp_state_t *s,
-			   const uint32_t *hosts, const int *gpus, size_t n,
-			   double bytes, tp_algo_t *algo_p, tp_cost_t *c_p);
 /* Buffers for many predictions in a row (a decision prices up to a
  * hundred sets): tp__place_predict_ws takes its scratch from ws and
  * leaves it there, grown, for the next call, with the last schedule
- * built and the routes met; the same answers as tp__place_predict. The
+ * built and the routes met; the same answers as tp_cost_predict_best. The
  * routes hold for one context and state: a call with another context or
  * state pointer empties them, but a state changed in place between two
  * calls is not seen (a decision, which never changes it, owns one

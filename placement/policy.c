@@ -292,8 +292,8 @@ static tp_err_t idle_min(const tp__policy_in_t *in, uint32_t *hosts, int *gpus,
 	tp_err_t err;
 
 	tp_ring_order(in->f, hosts, gpus, n);
-	if ((err = tp__place_predict(in->cost, NULL, hosts, gpus, n, bytes,
-				     NULL, &c)))
+	if ((err = tp_cost_predict_best(in->cost, NULL, hosts, gpus, n, bytes,
+					NULL, &c)))
 		return err;
 	if (c.seconds < *best)
 		*best = c.seconds;
@@ -700,8 +700,9 @@ static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 	if (ctx && predict) {
 		bytes = tp_request_bytes(r);
 		tp_cost_t c;
-		if ((err = tp__place_predict(ctx, s, p.hosts, p.gpus, p.nhosts,
-					     bytes, &p.algo, &c)) ||
+		if ((err =
+			 tp_cost_predict_best(ctx, s, p.hosts, p.gpus, p.nhosts,
+					      bytes, &p.algo, &c)) ||
 		    (err = ideal_cached(&in, bytes, ideal, &p.ideal_s)))
 			goto fail;
 		p.predicted_s = c.seconds;

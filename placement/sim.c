@@ -439,8 +439,8 @@ static double best_cabled(sim_t *m, uint32_t *fr, size_t nf, size_t need,
 	}
 	/* priced as the ideal's sets are: in ring order */
 	tp_ring_order(m->f, m->fb_set, m->fb_gpus, need);
-	return tp__place_predict(m->ctx, NULL, m->fb_set, m->fb_gpus, need,
-				 bytes, NULL, &c)
+	return tp_cost_predict_best(m->ctx, NULL, m->fb_set, m->fb_gpus, need,
+				    bytes, NULL, &c)
 		   ? -1
 		   : c.seconds;
 }
@@ -459,8 +459,8 @@ static tp_err_t slowdown_sources(sim_t *m, const tp_placement_t *pl,
 	tp_cost_t c;
 
 	if (!(pl->ideal_s > 0) ||
-	    tp__place_predict(m->ctx, NULL, pl->hosts, pl->gpus, need, bytes,
-			      NULL, &c))
+	    tp_cost_predict_best(m->ctx, NULL, pl->hosts, pl->gpus, need, bytes,
+				 NULL, &c))
 		return TP_OK;
 	own = best = c.seconds;
 	m->static_sum += own / pl->ideal_s;

@@ -200,6 +200,16 @@ tp_err_t tp_cost_predict(const tp_cost_ctx_t *ctx, const tp_state_t *state,
 			 const uint32_t *hosts, const int *gpus, size_t n,
 			 double bytes, tp_algo_t algo, tp_cost_t *out);
 
+/* The faster of ring and hierarchical all-reduce of `bytes` over
+ * hosts[0..n) in that order (ring on a tie), as the placements price a
+ * host set and report its cost: tp_cost_predict for both, the faster one
+ * in *out and its algorithm in *algo_p (either may be NULL). state may
+ * be NULL. The first algorithm's error when neither can be priced. */
+tp_err_t tp_cost_predict_best(const tp_cost_ctx_t *ctx,
+			      const tp_state_t *state, const uint32_t *hosts,
+			      const int *gpus, size_t n, double bytes,
+			      tp_algo_t *algo_p, tp_cost_t *out);
+
 /* The traffic this collective puts on the fabric, as background for the
  * next prediction: ADDS to link_gbps[2 * l + d] (2 * tp_fabric_nlinks
  * entries, which the caller owns and zeroes once) the average Gb/s the

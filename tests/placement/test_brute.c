@@ -43,8 +43,8 @@ static void enumerate(brute_t *b, size_t from, size_t depth)
 		memcpy(h, b->pick, b->k * sizeof(uint32_t));
 		memcpy(g, b->gpus, b->k * sizeof(int));
 		tp_ring_order(tp_state_fabric(b->s), h, g, b->k);
-		if (!tp__place_predict(b->ctx, b->s, h, g, b->k,
-				       TP__DEFAULT_BYTES, NULL, &c) &&
+		if (!tp_cost_predict_best(b->ctx, b->s, h, g, b->k,
+					  TP__DEFAULT_BYTES, NULL, &c) &&
 		    (b->best < 0 || c.seconds < b->best)) {
 			b->best = c.seconds;
 			memcpy(b->best_set, h, b->k * sizeof(uint32_t));

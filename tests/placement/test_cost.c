@@ -1225,7 +1225,8 @@ static uint64_t stored_run(const tp_fabric_t *f, uint64_t seed)
 			fnv_cost(&h, err, &out);
 		}
 		memset(&out, 0, sizeof(out));
-		err = tp__place_predict(c, st, hosts, gpus, n, bytes, &a, &out);
+		err = tp_cost_predict_best(c, st, hosts, gpus, n, bytes, &a,
+					   &out);
 		fnv(&h, &a, sizeof(a));
 		fnv_cost(&h, err, &out);
 		if (i % 4)
