@@ -107,20 +107,16 @@ static void links_publish(void)
 	ls_dirty = false;
 }
 
-/* Faster of ring and hierarchical on the file's links (ring on a tie or
- * when neither can be priced), as the engine's prediction picks. */
+/* Faster of ring and hierarchical on the file's links, as the engine's
+ * prediction picks (ring when neither can be priced). */
 static tp_algo_t faster_algo(const tp_placement_t *pl, double bytes)
 {
-	tp_cost_t r, h;
+	tp_algo_t algo = TP_ALGO_RING;
 
-	if (tp_cost_predict(cost_ctx, ls_file, pl->hosts, pl->gpus, pl->nhosts,
-			    bytes, TP_ALGO_RING, &r))
+	if (tp_cost_predict_best(cost_ctx, ls_file, pl->hosts, pl->gpus,
+				 pl->nhosts, bytes, &algo, NULL))
 		return TP_ALGO_RING;
-	if (!tp_cost_predict(cost_ctx, ls_file, pl->hosts, pl->gpus, pl->nhosts,
-			     bytes, TP_ALGO_HIERARCHICAL, &h) &&
-	    h.seconds < r.seconds)
-		return TP_ALGO_HIERARCHICAL;
-	return TP_ALGO_RING;
+	return algo;
 }
 
 /* A running job's traffic joins the background, or an ended one's
