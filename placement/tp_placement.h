@@ -383,7 +383,7 @@ tp_err_t tp_place_choose(const tp_policy_t *policy, const tp_state_t *s,
 typedef struct tp_place_ws tp_place_ws_t;
 
 tp_place_ws_t *tp_place_ws_create(void); /* NULL: out of memory */
-void tp_place_ws_destroy(tp_place_ws_t *ws);
+void tp_place_ws_destroy(tp_place_ws_t *ws); /* NULL: nothing */
 
 /* tp_place_choose with the caller's workspace (NULL: as tp_place_choose):
  * the same answer. */

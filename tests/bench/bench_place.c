@@ -13,8 +13,9 @@
  *  - choose(): the policy's choose() alone (tp_placement_t.decision_s),
  *    the cost model always at hand and the library's PriceBudget (96),
  *    as `topoplace simulate` reports it;
- *  - as slurmctld: the whole tp_place_choose() call the 24.11 plugin
- *    times (offers, choose(), the answer check, ring order, spans), with
+ *  - as slurmctld: the whole tp_place_choose_ws() call the 24.11 plugin
+ *    times, with one workspace kept over the decisions as the plugin
+ *    keeps it (offers, choose(), the answer check, ring order, spans), with
  *    the plugin's default PriceBudget (8) and the cost model, which
  *    slurmctld prices with on healthy links too (since 2026-12-03).
  * The prediction reported with a placement afterwards is in neither.
@@ -161,11 +162,12 @@ static tp_request_t next_request(uint64_t *x)
 /* n decisions of pol: choose() as the simulator reports it (the
  * library's default PriceBudget, the cost model always at hand), then
  * the same request as the 24.11 plugin decides it: the whole
- * tp_place_choose() call (offers, choose(), answer check, ring order,
- * spans), with its default PriceBudget and the cost model. */
+ * tp_place_choose_ws() call (offers, choose(), answer check, ring order,
+ * spans) with the plugin's kept workspace ws, its default PriceBudget
+ * and the cost model. */
 static void decide(const tp_policy_t *pol, tp_state_t *s,
-		   const tp_cost_ctx_t *ctx, size_t n, links_file_t *lf,
-		   times_t *tm)
+		   const tp_cost_ctx_t *ctx, tp_place_ws_t *ws, size_t n,
+		   links_file_t *lf, times_t *tm)
 {
 	const tp_fabric_t *f = tp_state_fabric(s);
 	tp_policy_params_t pp, ctld;
@@ -188,7 +190,8 @@ static void decide(const tp_policy_t *pol, tp_state_t *s,
 		tp_placement_free(&pl);
 		double w0 = clock_s(CLOCK_MONOTONIC);
 		double c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
-		if (tp_place_choose(pol, s, &r, &ctld, ctx, 1, &pl) != TP_OK)
+		if (tp_place_choose_ws(pol, s, &r, &ctld, ctx, 1, ws, &pl) !=
+		    TP_OK)
 			continue;
 		tm->t[T_CTLD_CPU][m] = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
 		tm->t[T_CTLD][m] = clock_s(CLOCK_MONOTONIC) - w0;
@@ -228,12 +231,15 @@ static int bench(tp_fabric_t *f, size_t n, const char *label, FILE *js,
 		fprintf(stderr, "bench_place: cost model failed\n");
 		return 1;
 	}
+	/* the plugin's, kept over its decisions */
+	tp_place_ws_t *ws = tp_place_ws_create();
+	ok = ws != NULL;
 	for (int k = 0; k < 2; k++)
 		for (int c = 0; c < NT; c++)
 			ok &= !!(tm[k].t[c] = malloc(n * sizeof(double)));
 	for (int k = 0; k < 2 && ok; k++) {
 		const pct_t *p = tm[k].p;
-		decide(tp_policy_find(names[k]), s, ctx, n, lf, &tm[k]);
+		decide(tp_policy_find(names[k]), s, ctx, ws, n, lf, &tm[k]);
 		printf("%-22s %-11s decisions %5zu  p50 %8.3f ms  p99 %8.3f ms"
 		       "  (CPU p50 %.3f p99 %.3f)\n",
 		       label, names[k], tm[k].m, p[T_CHOOSE].p50 * 1e3,
@@ -274,6 +280,7 @@ static int bench(tp_fabric_t *f, size_t n, const char *label, FILE *js,
 	for (int k = 0; k < 2; k++)
 		for (int c = 0; c < NT; c++)
 			free(tm[k].t[c]);
+	tp_place_ws_destroy(ws);
 	tp_cost_ctx_destroy(ctx);
 	tp_state_destroy(s);
 	tp_fabric_destroy(f);

@@ -1167,10 +1167,6 @@ static void assert_same_answer(const tp_placement_t *a, const tp_placement_t *b)
 	assert_string_equal(a->explain, b->explain);
 }
 
-/* What the Slurm plugin's memo relies on: choosing twice on the same
- * state (degraded, loaded up-links priced with a cost context) gives the
- * same answer, and tp_placement_copy of the first is that answer too and
- * stays whole when the original is freed; a failed copy writes nothing. */
 /* A few links of s at half health or loaded (seeded), so the policy
  * prices candidates. */
 static void sick_links(tp_state_t *s, uint64_t seed)
@@ -1183,6 +1179,34 @@ static void sick_links(tp_state_t *s, uint64_t seed)
 		    tp_state_set_link(s, (uint32_t)(tp__rand_next(&x) % nl),
 				      k % 2 ? 1.0 : 0.5, k % 2 ? 60.0 : 0.0),
 		    TP_OK);
+}
+
+/* Every request of requests[] on s with ws and without one: the same
+ * answers. Returns how many were placed. */
+static size_t compare_ws(const tp_policy_t *pol, const tp_state_t *s,
+			 const tp_policy_params_t *pp, const tp_cost_ctx_t *ctx,
+			 tp_place_ws_t *ws)
+{
+	size_t compared = 0;
+
+	for (size_t q = 0; q < sizeof(requests) / sizeof(requests[0]); q++) {
+		tp_request_t r;
+		tp_placement_t a = {0}, b = {0};
+		tp_err_t ea, eb;
+
+		assert_int_equal(tp_request_parse(requests[q], &r, NULL),
+				 TP_OK);
+		ea = tp_place_choose_ws(pol, s, &r, pp, ctx, 1, ws, &a);
+		eb = tp_place_choose(pol, s, &r, pp, ctx, 1, &b);
+		assert_int_equal(ea, eb);
+		if (ea == TP_OK) {
+			assert_same_answer(&a, &b);
+			compared++;
+		}
+		tp_placement_free(&a);
+		tp_placement_free(&b);
+	}
+	return compared;
 }
 
 /* One workspace kept over many decisions (as the Slurm plugin keeps
@@ -1221,29 +1245,38 @@ static void test_choose_ws(void **unused)
 		tp_policy_params_defaults(&pp);
 		pp.price_budget = seed % 4 == 3 ? 0 : 8;
 		sick_links(s, seed);
-		for (size_t q = 0; q < sizeof(requests) / sizeof(requests[0]);
-		     q++) {
-			tp_request_t r;
-			tp_placement_t a = {0}, b = {0};
-			tp_err_t ea, eb;
-
-			assert_int_equal(
-			    tp_request_parse(requests[q], &r, NULL), TP_OK);
-			ea = tp_place_choose_ws(pol, s, &r, &pp, ctx[seed % 2],
-						1, ws, &a);
-			eb = tp_place_choose(pol, s, &r, &pp, ctx[seed % 2], 1,
-					     &b);
-			assert_int_equal(ea, eb);
-			if (ea == TP_OK) {
-				assert_same_answer(&a, &b);
-				compared++;
-			}
-			tp_placement_free(&a);
-			tp_placement_free(&b);
-		}
+		compared += compare_ws(pol, s, &pp, ctx[seed % 2], ws);
 		tp_state_destroy(s);
 	}
 	assert_true(compared > 40);
+	/* the plugin's way: one state, one cost context, the links changed
+	 * in place between decisions (up-links down and back up, which
+	 * changes the routes the workspace met) */
+	{
+		tp_state_t *s = random_state(fab[0], 11);
+		size_t nl = tp_fabric_nlinks(fab[0]);
+		uint32_t down[3] = {0};
+		uint64_t x = 5;
+		tp_policy_params_t pp;
+
+		tp_policy_params_defaults(&pp);
+		compared = 0;
+		for (int round = 0; round < 8; round++) {
+			for (int k = 0; k < 3; k++) {
+				assert_int_equal(tp_state_set_link(s, down[k],
+								   1.0, 0),
+						 TP_OK);
+				down[k] =
+				    (uint32_t)(tp__rand_next(&x) % nl);
+				assert_int_equal(tp_state_set_link(s, down[k],
+								   0.0, 0),
+						 TP_OK);
+			}
+			compared += compare_ws(pol, s, &pp, ctx[0], ws);
+		}
+		assert_true(compared > 40);
+		tp_state_destroy(s);
+	}
 	tp_place_ws_destroy(ws);
 	tp_place_ws_destroy(NULL);
 	/* without memory: NULL, nothing left behind (ASan's leak check) */
@@ -1261,6 +1294,10 @@ static void test_choose_ws(void **unused)
 	}
 }
 
+/* What the Slurm plugin's memo relies on: choosing twice on the same
+ * state (degraded, loaded up-links priced with a cost context) gives the
+ * same answer, and tp_placement_copy of the first is that answer too and
+ * stays whole when the original is freed; a failed copy writes nothing. */
 static void test_choose_repeat_copy(void **unused)
 {
 	tp_gen_fat_tree_t p;
