@@ -161,9 +161,12 @@ def powersgd_group(a, rank, world):
 
     opts = ProcessGroupGloo._Options()
     iface = os.environ.get("GLOO_SOCKET_IFNAME")
-    opts._devices = [ProcessGroupGloo.create_device(interface=iface) if iface
-                     else ProcessGroupGloo.create_default_device()]
-    opts._threads = 6  # the chain's callback, its three all-reduces, spare
+    # a comma-separated list, as torch's own gloo set-up reads it
+    opts._devices = [ProcessGroupGloo.create_device(interface=i) for i in iface.split(",")] \
+        if iface else [ProcessGroupGloo.create_default_device()]
+    # at most three busy at once (the chain's waiting callback, the
+    # hook's own waiting callback, the all-reduce it runs), with room
+    opts._threads = 6
     opts._timeout = timedelta(seconds=a.timeout)
     store = dist.PrefixStore("powersgd", dist.distributed_c10d._get_default_store())
     return ProcessGroupGloo(store, rank, world, opts)
@@ -173,10 +176,14 @@ def serial_hook(hook):
     """hook, each bucket's call started when the previous bucket's future is done."""
     last = [None]
 
+    def after(prev, state, bucket):
+        prev.value()  # the previous bucket's error ends the chain here
+        return hook(state, bucket).wait()
+
     def run(state, bucket):
         prev = last[0]
         fut = hook(state, bucket) if prev is None else \
-            prev.then(lambda _: hook(state, bucket).wait())
+            prev.then(lambda f: after(f, state, bucket))
         last[0] = None if bucket.is_last() else fut
         return fut
     return run
@@ -199,7 +206,7 @@ def main():
     model = torch.nn.Sequential(torch.nn.Linear(IN, a.hidden), torch.nn.ReLU(),
                                 torch.nn.Linear(a.hidden, a.hidden), torch.nn.ReLU(),
                                 torch.nn.Linear(a.hidden, CLASSES))
-    # PowerSGD on torch 1.13's gloo, measured here (8 ranks, 0.25 MB
+    # PowerSGD on torch 1.13's gloo, as measured here (8 ranks, several
     # buckets): its hook issues its second and third all-reduce from a
     # future's callback, on a gloo worker thread, and waits there. With a
     # bucket per worker waiting so (gloo has 2) the job hangs; with more
