@@ -50,18 +50,27 @@ enum {
 };
 
 typedef struct tp_cli_args {
+	const char *name;  /* for error lines; NULL: argv[0], the command */
 	const char *usage; /* the command's --help text */
 	const char *fabric, *state, *output;
 	bool json;
 	int exit; /* -1: go on; else the exit code (see tp_cli_getopt) */
 } tp_cli_args_t;
 
-/* getopt_long over argv that stores the shared options in a and returns
- * the next option that is the command's own, or -1. At -1, a->exit is -1
- * when the options are all read (optind: the first operand), or the exit
- * code the command returns at once: TP_EXIT_OK after -h printed a->usage
- * on stdout, TP_EXIT_INPUT after a bad option printed it on stderr. The
- * caller sets optind = 1 before the first call. */
+/* getopt_long (the caller sets optind = 1 first) that reports a bad
+ * option itself, on one line naming the command: "topoplace fabric
+ * generate: unrecognized option '--x' (see --help)"; '?' then. */
+int tp_cli_opt_next(const char *cmd, int argc, char **argv,
+		    const char *shortopts, const struct option *opts);
+/* The long name ("fabric") of the option that returns c; "" if none. */
+const char *tp_cli_opt_name(const struct option *opts, int c);
+
+/* tp_cli_opt_next over argv that stores the shared options in a and
+ * returns the next option that is the command's own, or -1. At -1,
+ * a->exit is -1 when the options are all read (optind: the first
+ * operand), or the exit code the command returns at once: TP_EXIT_OK
+ * after -h printed a->usage on stdout, TP_EXIT_INPUT after a bad option
+ * was reported. The caller sets optind = 1 before the first call. */
 int tp_cli_getopt(int argc, char **argv, const char *shortopts,
 		  const struct option *opts, tp_cli_args_t *a);
 

@@ -79,7 +79,8 @@ int tp_cmd_fabric_diff(int argc, char **argv)
 	char *out = NULL;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = tp_cli_opt_next("fabric diff", argc, argv, "h", opts)) !=
+	       -1) {
 		switch (c) {
 		case O_FABRIC:
 			fabric = optarg;
@@ -104,7 +105,6 @@ int tp_cmd_fabric_diff(int argc, char **argv)
 			fputs(usage, stdout);
 			return TP_EXIT_OK;
 		default:
-			fputs(usage, stderr);
 			return TP_EXIT_INPUT;
 		}
 	}
@@ -115,6 +115,10 @@ int tp_cmd_fabric_diff(int argc, char **argv)
 	if (!fabric || live_walk == (dump != NULL)) {
 		tp_cli_err("fabric diff: --fabric and one of --live, "
 			   "--ibnetdiscover are required");
+		return TP_EXIT_INPUT;
+	}
+	if ((ca || port) && !live_walk) {
+		tp_cli_err("fabric diff: --ca/--port apply to --live only");
 		return TP_EXIT_INPUT;
 	}
 	if (!(model = tp_cli_load(fabric, &rc)) ||

@@ -111,6 +111,38 @@ expect 0 "topology-conf --block" $T fabric topology-conf "$tmp/ft.json" --block
 grep -q '^BlockName=' "$tmp/out" && ok "block lines" || bad "block lines"
 expect 2 "show takes no -o" $T fabric show "$tmp/ft.json" -o x
 
+# ---- usage errors: one line naming the command and the option, exit 2 ----
+# usage_err DESC PATTERN CMD...: exit 2 and one stderr line matching PATTERN
+usage_err() {
+	ue_desc=$1 ue_pat=$2
+	shift 2
+	expect 2 "$ue_desc" "$@"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q -- "$ue_pat" "$tmp/err" &&
+		ok "$ue_desc: one line" || bad "$ue_desc: $(cat "$tmp/err")"
+}
+usage_err "generate --bogus" "^topoplace fabric generate: unrecognized option '--bogus' (see --help)$" \
+	$T fabric generate fat-tree --bogus
+usage_err "place --bogus" "^topoplace place: unrecognized option '--bogus'" $T place --bogus
+usage_err "fabric show --bogus" "^topoplace fabric show: unrecognized option" $T fabric show "$tmp/ft.json" --bogus
+usage_err "monitor --fabric without its argument" "option '--fabric' requires an argument" $T monitor --fabric
+usage_err "generate --interleave=1" "option '--interleave' takes no argument" $T fabric generate fat-tree --interleave=1
+usage_err "fabric health --state-out" "--state-out is an option of monitor" \
+	$T fabric health --fabric "$tmp/ft.json" --state-out "$tmp/x.json"
+usage_err "fabric health --rediscover" "--rediscover is an option of monitor" \
+	$T fabric health --fabric "$tmp/ft.json" --rediscover 5
+usage_err "generate --leaves beyond the generator" "^topoplace: --leaves: expected an integer 1..65536" \
+	$T fabric generate fat-tree --leaves 1048576 -o "$tmp/x.json"
+usage_err "generate too many hosts" "hosts 4294967296 out of range" \
+	$T fabric generate fat-tree --leaves 65536 --hosts-per-leaf 65536 -o "$tmp/x.json"
+for o in "rail --leaves 3" "rail --degrade 0.5" "rail --nics-per-host 2" "nvl72 --interleave"; do
+	k=${o%% *} opt=${o#* }
+	usage_err "generate $o" "${opt%% *} does not apply to $k" $T fabric generate $o -o "$tmp/x.json"
+done
+usage_err "draw --bytes without --heat" "--bytes applies to --heat only" \
+	$T draw --fabric "$tmp/ft.json" --bytes 1G -o "$tmp/x.svg"
+usage_err "fabric diff --ibnetdiscover --port" "--ca/--port apply to --live only" \
+	$T fabric diff --fabric "$tmp/ft.json" --ibnetdiscover "$tmp/ft.json" --port 1
+
 expect 0 "generate rail" $T fabric generate rail --sus 2 --hosts-per-su 4 --rails 4 --spines-per-rail 2 -o "$tmp/rail.json"
 $T fabric show "$tmp/rail.json" --json >"$tmp/rail.show"
 jeq "$tmp/rail.show" .rails 4 "rail rails"
