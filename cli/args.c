@@ -78,6 +78,15 @@ const char *tp_cli_opt_name(const struct option *opts, int c)
 	return "";
 }
 
+bool tp_cli_no_operand(const char *cmd, int argc, char **argv)
+{
+	if (optind >= argc)
+		return true;
+	tp_cli_err("%s: unexpected argument '%s' (see --help)", cmd,
+		   argv[optind]);
+	return false;
+}
+
 int tp_cli_getopt(int argc, char **argv, const char *shortopts,
 		  const struct option *opts, tp_cli_args_t *a)
 {

@@ -62,6 +62,10 @@ typedef struct tp_cli_args {
  * generate: unrecognized option '--x' (see --help)"; '?' then. */
 int tp_cli_opt_next(const char *cmd, int argc, char **argv,
 		    const char *shortopts, const struct option *opts);
+/* After the options: true when no operand follows, else false with
+ * "topoplace: CMD: unexpected argument 'X' (see --help)" printed. */
+bool tp_cli_no_operand(const char *cmd, int argc, char **argv);
+
 /* The long name ("fabric") of the option that returns c; "" if none. */
 const char *tp_cli_opt_name(const struct option *opts, int c);
 

@@ -108,10 +108,8 @@ int tp_cmd_fabric_diff(int argc, char **argv)
 			return TP_EXIT_INPUT;
 		}
 	}
-	if (optind < argc) {
-		tp_cli_err("unexpected argument '%s'", argv[optind]);
+	if (!tp_cli_no_operand("fabric diff", argc, argv))
 		return TP_EXIT_INPUT;
-	}
 	if (!fabric || live_walk == (dump != NULL)) {
 		tp_cli_err("fabric diff: --fabric and one of --live, "
 			   "--ibnetdiscover are required");

@@ -1046,7 +1046,9 @@ int tp_cmd_draw(int argc, char **argv)
 			   heat_only);
 		return TP_EXIT_INPUT;
 	}
-	if (optind < argc || !a.fabric || !a.output) {
+	if (!tp_cli_no_operand("draw", argc, argv))
+		return TP_EXIT_INPUT;
+	if (!a.fabric || !a.output) {
 		tp_cli_err(
 		    "draw: --fabric and -o FILE.svg are required (see --help)");
 		return TP_EXIT_INPUT;

@@ -217,10 +217,8 @@ static int cmd_generate(int argc, char **argv)
 			return TP_EXIT_INPUT;
 		}
 	}
-	if (optind < argc) {
-		tp_cli_err("fabric generate: unexpected argument '%s'", argv[optind]);
+	if (!tp_cli_no_operand("fabric generate", argc, argv))
 		return TP_EXIT_INPUT;
-	}
 	if (!out) {
 		tp_cli_err("fabric generate: -o FABRIC.json is required");
 		return TP_EXIT_INPUT;

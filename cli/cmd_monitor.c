@@ -178,10 +178,8 @@ static bool parse(int argc, char **argv, args_t *a, int *rc_p)
 			return false;
 		}
 	}
-	if (optind < argc) {
-		tp_cli_err("unexpected argument '%s'", argv[optind]);
+	if (!tp_cli_no_operand(cmd, argc, argv))
 		return false;
-	}
 	if (!a->fabric || (a->monitor && !a->state)) {
 		tp_cli_err(
 		    a->monitor

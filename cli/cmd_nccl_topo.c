@@ -114,10 +114,8 @@ int tp_cmd_nccl_topo(int argc, char **argv)
 	}
 	if (a.exit >= 0)
 		return a.exit;
-	if (optind < argc) {
-		tp_cli_err("nccl-topo: unexpected argument '%s'", argv[optind]);
+	if (!tp_cli_no_operand("nccl-topo", argc, argv))
 		return TP_EXIT_INPUT;
-	}
 	if (!dir || !a.output) {
 		tp_cli_err("nccl-topo: --node-xml DIR and -o OUTDIR are required");
 		return TP_EXIT_INPUT;

@@ -142,6 +142,19 @@ usage_err "draw --bytes without --heat" "--bytes applies to --heat only" \
 	$T draw --fabric "$tmp/ft.json" --bytes 1G -o "$tmp/x.svg"
 usage_err "fabric diff --ibnetdiscover --port" "--ca/--port apply to --live only" \
 	$T fabric diff --fabric "$tmp/ft.json" --ibnetdiscover "$tmp/ft.json" --port 1
+# place and cost check their input as plan does
+usage_err "place with an operand" "place: unexpected argument 'extra'" \
+	$T place --fabric "$tmp/ft.json" --request nodes=4 extra
+usage_err "cost with a host twice" "cost: host 'node001' listed twice" \
+	$T cost --fabric "$tmp/ft.json" --hosts node001,node001 --bytes 1G
+usage_err "cost with more GPUs than a host has" "cost: host 'node001' has 8 GPUs, 64 asked for" \
+	$T cost --fabric "$tmp/ft.json" --hosts node001,node002 --bytes 1G --gpus-per-host 64
+expect 0 "generate a fabric without GPUs" $T fabric generate fat-tree --gpus-per-host 0 --leaves 2 \
+	--hosts-per-leaf 2 -o "$tmp/nogpu.json"
+usage_err "place on a fabric without GPUs" "the fabric has no GPUs" \
+	$T place --fabric "$tmp/nogpu.json" --request nodes=2
+usage_err "place nodes=4,gpus=9" "does not split evenly" \
+	$T place --fabric "$tmp/ft.json" --request nodes=4,gpus=9
 
 expect 0 "generate rail" $T fabric generate rail --sus 2 --hosts-per-su 4 --rails 4 --spines-per-rail 2 -o "$tmp/rail.json"
 $T fabric show "$tmp/rail.json" --json >"$tmp/rail.show"
