@@ -30,8 +30,9 @@ int tp_cli_write(const char *path, const char *text);
 bool tp_cli_int(const char *opt, const char *s, long lo, long hi, long *v_p);
 bool tp_cli_double(const char *opt, const char *s, double lo, double hi,
 		   double *v_p);
-/* A size in bytes, 0 .. 1e15: "512M", "1G", "1048576" (tp_parse_bytes:
- * K, M, G, T, P are powers of 1024, an optional B after); prints
+/* A size in bytes, 0 .. TP_BYTES_MAX (1 PiB): "512M", "1G", "1048576"
+ * (tp_parse_bytes: K, M, G, T, P are powers of 1024, an optional B
+ * after); prints
  * "opt: ..." on error. */
 bool tp_cli_bytes(const char *opt, const char *s, double *v_p);
 /* A state file for f (topoplace-state/1), or a fresh one when path is

@@ -150,8 +150,9 @@ bool tp_cli_double(const char *opt, const char *s, double lo, double hi,
 
 bool tp_cli_bytes(const char *opt, const char *s, double *v_p)
 {
-	if (!tp_parse_bytes(s, 0, 1e15, v_p)) {
-		tp_cli_err("%s: expected a size like 1G or 262144, got '%s'",
+	if (!tp_parse_bytes(s, 0, TP_BYTES_MAX, v_p)) {
+		tp_cli_err("%s: expected a size 0 .. 1P such as 1G or 262144 "
+			   "(binary units K, M, G, T, P), got '%s'",
 			   opt, s);
 		return false;
 	}

@@ -155,6 +155,12 @@ usage_err "place on a fabric without GPUs" "the fabric has no GPUs" \
 	$T place --fabric "$tmp/nogpu.json" --request nodes=2
 usage_err "place nodes=4,gpus=9" "does not split evenly" \
 	$T place --fabric "$tmp/ft.json" --request nodes=4,gpus=9
+# sizes: units K..P and the cap (1 PiB) as topoplace(1) says, everywhere
+expect 0 "cost --bytes 1P" $T cost --fabric "$tmp/ft.json" --hosts node001,node002 --bytes 1P
+expect 0 "draw --heat --bytes 1PiB" $T draw --fabric "$tmp/ft.json" --heat --bytes 1PiB -o "$tmp/x.svg"
+expect 0 "place bytes=1P" $T place --fabric "$tmp/ft.json" --request nodes=2,bytes=1P
+usage_err "cost --bytes 2P" "expected a size 0 .. 1P" \
+	$T cost --fabric "$tmp/ft.json" --hosts node001,node002 --bytes 2P
 
 expect 0 "generate rail" $T fabric generate rail --sus 2 --hosts-per-su 4 --rails 4 --spines-per-rail 2 -o "$tmp/rail.json"
 $T fabric show "$tmp/rail.json" --json >"$tmp/rail.show"
