@@ -161,6 +161,13 @@ expect 0 "draw --heat --bytes 1PiB" $T draw --fabric "$tmp/ft.json" --heat --byt
 expect 0 "place bytes=1P" $T place --fabric "$tmp/ft.json" --request nodes=2,bytes=1P
 usage_err "cost --bytes 2P" "expected a size 0 .. 1P" \
 	$T cost --fabric "$tmp/ft.json" --hosts node001,node002 --bytes 2P
+# nccl-topo writes a directory: '-' and a file are refused by the name given
+mkdir -p "$tmp/nodexml"
+usage_err "nccl-topo -o -" "nccl-topo: -o -: OUTDIR is a directory" \
+	env -C "$tmp" $T nccl-topo --node-xml "$tmp/nodexml" -o -
+[ ! -e "$tmp/-" ] && ok "nccl-topo -o - made no directory '-'" || bad "nccl-topo -o - made a directory '-'"
+usage_err "nccl-topo -o FILE" "nccl-topo: -o $tmp/ft.json: not a directory" \
+	$T nccl-topo --node-xml "$tmp/nodexml" -o "$tmp/ft.json"
 
 expect 0 "generate rail" $T fabric generate rail --sus 2 --hosts-per-su 4 --rails 4 --spines-per-rail 2 -o "$tmp/rail.json"
 $T fabric show "$tmp/rail.json" --json >"$tmp/rail.show"
