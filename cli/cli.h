@@ -9,8 +9,17 @@
 #include "tp_placement.h"
 #include "tp_topology.h"
 
-/* Exit codes: 0 success, 1 internal failure, 2 bad input or usage. */
-enum { TP_EXIT_OK = 0, TP_EXIT_FAIL = 1, TP_EXIT_INPUT = 2 };
+/* Exit codes (topoplace --help and topoplace(1) EXIT STATUS list them):
+ * 0 success; 1 a failure that is not the input's (out of memory, a write,
+ * sweep or Slurm query that failed) and place's "does not fit now"; 2 bad
+ * input or usage; 3 fabric health: a link alarmed, fabric diff: the
+ * cabling changed. */
+enum {
+	TP_EXIT_OK = 0,
+	TP_EXIT_FAIL = 1,
+	TP_EXIT_INPUT = 2,
+	TP_EXIT_CHANGED = 3
+};
 
 extern bool tp_cli_quiet;
 

@@ -135,7 +135,7 @@ int tp_cmd_fabric_diff(int argc, char **argv)
 		printf("%s%zu gone, %zu moved, %zu new, %zu unseen of %zu "
 		       "links\n",
 		       out, d.ngone, d.nmoved, d.nfresh, d.nunseen, d.nlinks);
-	rc = tp_health_diff_changed(&d) ? 3 : TP_EXIT_OK;
+	rc = tp_health_diff_changed(&d) ? TP_EXIT_CHANGED : TP_EXIT_OK;
 out:
 	tp_free(out);
 	tp_health_diff_free(&d);

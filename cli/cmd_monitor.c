@@ -431,7 +431,7 @@ int tp_cmd_fabric_health(int argc, char **argv)
 			puts(json);
 		}
 		if (rc == TP_EXIT_OK && alarm)
-			rc = 3;
+			rc = TP_EXIT_CHANGED;
 	}
 	tp_free(json);
 	run_free(&r);

@@ -15,15 +15,23 @@ static const char place_usage[] =
     "                       [--policy P] [--seed N] [--json]\n"
     "\n"
     "Choose hosts for one job on the free part of the fabric and say why.\n"
-    "  --request REQ   nodes=N[,gpus-per-node=G] | gpus=T, plus optional\n"
-    "                  ,exclusive ,bytes=SIZE (all-reduce size, default 1G)\n"
+    "  --request REQ   comma-separated items, each at most once:\n"
+    "                  nodes=N, gpus-per-node=G, gpus=T: nodes= or gpus=\n"
+    "                  is needed; any two give the third, which must come\n"
+    "                  out whole (nodes=4,gpus=8: 2 GPUs on each of 4\n"
+    "                  hosts); nodes=N alone: N whole hosts; gpus=T alone:\n"
+    "                  T GPUs on hosts the policy picks\n"
+    "                  exclusive | shared (default: hosts may hold others)\n"
+    "                  bytes=SIZE (all-reduce size, default 1G, at most 1P)\n"
     "  --state S.json  allocation state (topoplace-state/1): busy GPUs, down\n"
     "                  hosts, degraded links, other jobs' traffic\n"
     "  --policy P      topoplace (default), slurm-tree, slurm-block,\n"
     "                  slurm-linear, first-fit, random\n"
     "  --seed N        for seeded policies (default 1)\n"
     "  --json          policy, hosts (ring order), gpus, span, predicted_s,\n"
-    "                  ideal_s, explain\n";
+    "                  ideal_s, explain\n"
+    "Exit status: 0 placed, 1 the job does not fit the free part now, 2 bad\n"
+    "input or a job that can never fit.\n";
 
 static const char cost_usage[] =
     "Usage: topoplace cost --fabric F.json --hosts LIST --bytes SIZE\n"

@@ -78,6 +78,29 @@ expect 2 "config --check PriceBudget=5000" $T config --check "$tmp/pb.conf"
 grep -q "pb.conf:1: PriceBudget=5000: out of range 0..1000" "$tmp/err" &&
 	ok "range error names key, value and range" || bad "PriceBudget: $(cat "$tmp/err")"
 
+# ---- topoplace(1): every option of a command's usage lines in SYNOPSIS;
+# the exit codes --help gives, in EXIT STATUS ----
+man1="${TP_SRCDIR:-.}/doc/topoplace.1"
+sed -n '/^\.SH SYNOPSIS/,/^\.SH DESCRIPTION/p' "$man1" >"$tmp/synopsis"
+for c in discover monitor place cost simulate draw plan config nccl-topo; do
+	$T $c --help | sed '/^$/q' >"$tmp/usage"
+	man_c=$(printf '%s' "$c" | sed 's/-/\\-/g')
+	# the command's lines: from ".B topoplace CMD" to the next .br
+	awk -v h=".B topoplace $man_c" 'index($0, h) == 1 { on = 1 } /^\.(br|SH)/ { on = 0 } on' \
+		"$tmp/synopsis" >"$tmp/syn.c"
+	[ -s "$tmp/syn.c" ] || bad "$c missing from topoplace(1) SYNOPSIS"
+	for o in $(grep -o -- '--[a-z-]*' "$tmp/usage" | sort -u); do
+		grep -qF -- "$(printf '%s' "$o" | sed 's/-/\\-/g')" "$tmp/syn.c" ||
+			bad "topoplace(1) SYNOPSIS lacks $c $o"
+	done
+done
+ok "topoplace(1) SYNOPSIS checked against the usage lines"
+sed -n '/^\.SH EXIT STATUS/,/^\.SH FILES/p' "$man1" >"$tmp/exit"
+for code in 0 1 2 3; do
+	grep -q "^\.B $code\$" "$tmp/exit" && $T --help | grep -q "[:;] $code " &&
+		ok "exit status $code in --help and topoplace(1)" || bad "exit status $code not in both"
+done
+
 # ---- generated fabrics ----
 expect 0 "generate fat-tree" $T fabric generate fat-tree --nics-per-host 1 --leaves 4 --spines 2 --hosts-per-leaf 8 --uplinks 2 --interleave -o "$tmp/ft.json"
 $T fabric show "$tmp/ft.json" --json >"$tmp/ft.show"
