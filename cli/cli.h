@@ -9,8 +9,17 @@
 #include "tp_placement.h"
 #include "tp_topology.h"
 
-/* Exit codes: 0 success, 1 internal failure, 2 bad input or usage. */
-enum { TP_EXIT_OK = 0, TP_EXIT_FAIL = 1, TP_EXIT_INPUT = 2 };
+/* Exit codes (topoplace --help and topoplace(1) EXIT STATUS list them):
+ * 0 success; 1 a failure that is not the input's (out of memory, a write,
+ * sweep or Slurm query that failed) and place's "does not fit now"; 2 bad
+ * input or usage; 3 fabric health: a link alarmed, fabric diff: the
+ * cabling changed. */
+enum {
+	TP_EXIT_OK = 0,
+	TP_EXIT_FAIL = 1,
+	TP_EXIT_INPUT = 2,
+	TP_EXIT_CHANGED = 3
+};
 
 extern bool tp_cli_quiet;
 
@@ -30,8 +39,9 @@ int tp_cli_write(const char *path, const char *text);
 bool tp_cli_int(const char *opt, const char *s, long lo, long hi, long *v_p);
 bool tp_cli_double(const char *opt, const char *s, double lo, double hi,
 		   double *v_p);
-/* A size in bytes, 0 .. 1e15: "512M", "1G", "1048576" (tp_parse_bytes:
- * K, M, G, T, P are powers of 1024, an optional B after); prints
+/* A size in bytes, 0 .. TP_BYTES_MAX (1 PiB): "512M", "1G", "1048576"
+ * (tp_parse_bytes: K, M, G, T, P are powers of 1024, an optional B
+ * after); prints
  * "opt: ..." on error. */
 bool tp_cli_bytes(const char *opt, const char *s, double *v_p);
 /* A state file for f (topoplace-state/1), or a fresh one when path is
@@ -50,18 +60,31 @@ enum {
 };
 
 typedef struct tp_cli_args {
+	const char *name;  /* for error lines; NULL: argv[0], the command */
 	const char *usage; /* the command's --help text */
 	const char *fabric, *state, *output;
 	bool json;
 	int exit; /* -1: go on; else the exit code (see tp_cli_getopt) */
 } tp_cli_args_t;
 
-/* getopt_long over argv that stores the shared options in a and returns
- * the next option that is the command's own, or -1. At -1, a->exit is -1
- * when the options are all read (optind: the first operand), or the exit
- * code the command returns at once: TP_EXIT_OK after -h printed a->usage
- * on stdout, TP_EXIT_INPUT after a bad option printed it on stderr. The
- * caller sets optind = 1 before the first call. */
+/* getopt_long (the caller sets optind = 1 first) that reports a bad
+ * option itself, on one line naming the command: "topoplace fabric
+ * generate: unrecognized option '--x' (see --help)"; '?' then. */
+int tp_cli_opt_next(const char *cmd, int argc, char **argv,
+		    const char *shortopts, const struct option *opts);
+/* After the options: true when no operand follows, else false with
+ * "topoplace: CMD: unexpected argument 'X' (see --help)" printed. */
+bool tp_cli_no_operand(const char *cmd, int argc, char **argv);
+
+/* The long name ("fabric") of the option that returns c; "" if none. */
+const char *tp_cli_opt_name(const struct option *opts, int c);
+
+/* tp_cli_opt_next over argv that stores the shared options in a and
+ * returns the next option that is the command's own, or -1. At -1,
+ * a->exit is -1 when the options are all read (optind: the first
+ * operand), or the exit code the command returns at once: TP_EXIT_OK
+ * after -h printed a->usage on stdout, TP_EXIT_INPUT after a bad option
+ * was reported. The caller sets optind = 1 before the first call. */
 int tp_cli_getopt(int argc, char **argv, const char *shortopts,
 		  const struct option *opts, tp_cli_args_t *a);
 

@@ -79,7 +79,8 @@ int tp_cmd_fabric_diff(int argc, char **argv)
 	char *out = NULL;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = tp_cli_opt_next("fabric diff", argc, argv, "h", opts)) !=
+	       -1) {
 		switch (c) {
 		case O_FABRIC:
 			fabric = optarg;
@@ -104,17 +105,18 @@ int tp_cmd_fabric_diff(int argc, char **argv)
 			fputs(usage, stdout);
 			return TP_EXIT_OK;
 		default:
-			fputs(usage, stderr);
 			return TP_EXIT_INPUT;
 		}
 	}
-	if (optind < argc) {
-		tp_cli_err("unexpected argument '%s'", argv[optind]);
+	if (!tp_cli_no_operand("fabric diff", argc, argv))
 		return TP_EXIT_INPUT;
-	}
 	if (!fabric || live_walk == (dump != NULL)) {
 		tp_cli_err("fabric diff: --fabric and one of --live, "
 			   "--ibnetdiscover are required");
+		return TP_EXIT_INPUT;
+	}
+	if ((ca || port) && !live_walk) {
+		tp_cli_err("fabric diff: --ca/--port apply to --live only");
 		return TP_EXIT_INPUT;
 	}
 	if (!(model = tp_cli_load(fabric, &rc)) ||
@@ -133,7 +135,7 @@ int tp_cmd_fabric_diff(int argc, char **argv)
 		printf("%s%zu gone, %zu moved, %zu new, %zu unseen of %zu "
 		       "links\n",
 		       out, d.ngone, d.nmoved, d.nfresh, d.nunseen, d.nlinks);
-	rc = tp_health_diff_changed(&d) ? 3 : TP_EXIT_OK;
+	rc = tp_health_diff_changed(&d) ? TP_EXIT_CHANGED : TP_EXIT_OK;
 out:
 	tp_free(out);
 	tp_health_diff_free(&d);

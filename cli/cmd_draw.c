@@ -1013,6 +1013,7 @@ int tp_cmd_draw(int argc, char **argv)
 	};
 	tp_cli_args_t a = {.usage = usage};
 	double bytes = tp_request_bytes(&(const tp_request_t){0}), duty = 1.0;
+	const char *heat_only = NULL; /* --bytes or --duty: they shape --heat */
 	int c, rc = TP_EXIT_INPUT;
 	tp_fabric_t *f = NULL;
 	tp_state_t *s = NULL;
@@ -1029,16 +1030,25 @@ int tp_cmd_draw(int argc, char **argv)
 		case 'b':
 			if (!tp_cli_bytes("draw: --bytes", optarg, &bytes))
 				return TP_EXIT_INPUT;
+			heat_only = "--bytes";
 			break;
 		case 'd':
 			if (!tp_cli_double("--duty", optarg, 0, 1, &duty))
 				return TP_EXIT_INPUT;
+			heat_only = "--duty";
 			break;
 		}
 	}
 	if (a.exit >= 0)
 		return a.exit;
-	if (optind < argc || !a.fabric || !a.output) {
+	if (heat_only && !d.heat) {
+		tp_cli_err("draw: %s applies to --heat only (see --help)",
+			   heat_only);
+		return TP_EXIT_INPUT;
+	}
+	if (!tp_cli_no_operand("draw", argc, argv))
+		return TP_EXIT_INPUT;
+	if (!a.fabric || !a.output) {
 		tp_cli_err(
 		    "draw: --fabric and -o FILE.svg are required (see --help)");
 		return TP_EXIT_INPUT;

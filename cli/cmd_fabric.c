@@ -44,42 +44,104 @@ static const char usage[] =
 
 /* ---- generate ---- */
 
+enum {
+	O_LEAVES = 256,
+	O_SPINES,
+	O_HPL,
+	O_UPL,
+	O_INTER,
+	O_SUS,
+	O_HPS,
+	O_RAILS,
+	O_SPR,
+	O_RACKS,
+	O_HPR,
+	O_LPR,
+	O_GPUS,
+	O_GBPS,
+	O_PREFIX,
+	O_NICS,
+	O_DEGRADE,
+	O_DSEED
+};
+enum { K_FT = 1, K_RAIL = 2, K_NVL = 4, K_ALL = 7 };
+
+static const struct option gen_opts[] = {
+    {"leaves", required_argument, NULL, O_LEAVES},
+    {"spines", required_argument, NULL, O_SPINES},
+    {"hosts-per-leaf", required_argument, NULL, O_HPL},
+    {"uplinks", required_argument, NULL, O_UPL},
+    {"interleave", no_argument, NULL, O_INTER},
+    {"sus", required_argument, NULL, O_SUS},
+    {"hosts-per-su", required_argument, NULL, O_HPS},
+    {"rails", required_argument, NULL, O_RAILS},
+    {"spines-per-rail", required_argument, NULL, O_SPR},
+    {"racks", required_argument, NULL, O_RACKS},
+    {"hosts-per-rack", required_argument, NULL, O_HPR},
+    {"leaves-per-rack", required_argument, NULL, O_LPR},
+    {"gpus-per-host", required_argument, NULL, O_GPUS},
+    {"link-gbps", required_argument, NULL, O_GBPS},
+    {"prefix", required_argument, NULL, O_PREFIX},
+    {"nics-per-host", required_argument, NULL, O_NICS},
+    {"degrade", required_argument, NULL, O_DEGRADE},
+    {"degrade-seed", required_argument, NULL, O_DSEED},
+    {"output", required_argument, NULL, 'o'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* The kinds each option shapes and, for an integer, the generator's range
+ * (topology/generate.c: it would refuse a value outside later, without
+ * the option's name). An option another kind ignores is an error. */
+static const struct {
+	int opt, kinds;
+	long lo, hi; /* hi 0: not an integer */
+} gen_spec[] = {
+    {O_LEAVES, K_FT, 1, 65536}, {O_SPINES, K_FT | K_NVL, 1, 65536},
+    {O_HPL, K_FT, 1, 65536},	{O_UPL, K_FT, 1, 256},
+    {O_INTER, K_FT, 0, 0},	{O_SUS, K_RAIL, 1, 65536},
+    {O_HPS, K_RAIL, 1, 65536},	{O_RAILS, K_RAIL, 1, 32},
+    {O_SPR, K_RAIL, 1, 65536},	{O_RACKS, K_NVL, 1, 65536},
+    {O_HPR, K_NVL, 1, 1024},	{O_LPR, K_NVL, 1, 1024},
+    {O_GPUS, K_ALL, 0, 64},	{O_GBPS, K_ALL, 0, 0},
+    {O_PREFIX, K_ALL, 0, 0},	{O_NICS, K_FT, 0, 64},
+    {O_DEGRADE, K_FT, 0, 0},	{O_DSEED, K_FT, 0, 1L << 62},
+};
+
+/* Option c of `fabric generate kind`: false, the error printed, when the
+ * kind ignores it or its integer (*v_p) is out of range. */
+static bool gen_option(const char *kind, int kbit, int c, long *v_p)
+{
+	char name[40];
+
+	for (size_t i = 0; i < sizeof(gen_spec) / sizeof(gen_spec[0]); i++) {
+		if (gen_spec[i].opt != c)
+			continue;
+		snprintf(name, sizeof(name), "--%s",
+			 tp_cli_opt_name(gen_opts, c));
+		if (!(gen_spec[i].kinds & kbit)) {
+			tp_cli_err("fabric generate %s: %s does not apply to "
+				   "%s (see --help)",
+				   kind, name, kind);
+			return false;
+		}
+		return !gen_spec[i].hi ||
+		       tp_cli_int(name, optarg, gen_spec[i].lo, gen_spec[i].hi,
+				  v_p);
+	}
+	return true;
+}
+
 static int cmd_generate(int argc, char **argv)
 {
-	enum { O_LEAVES = 256, O_SPINES, O_HPL, O_UPL, O_INTER, O_SUS, O_HPS,
-	       O_RAILS, O_SPR, O_RACKS, O_HPR, O_LPR, O_GPUS, O_GBPS, O_PREFIX,
-	       O_NICS, O_DEGRADE, O_DSEED };
-	static const struct option opts[] = {
-		{"leaves", required_argument, NULL, O_LEAVES},
-		{"spines", required_argument, NULL, O_SPINES},
-		{"hosts-per-leaf", required_argument, NULL, O_HPL},
-		{"uplinks", required_argument, NULL, O_UPL},
-		{"interleave", no_argument, NULL, O_INTER},
-		{"sus", required_argument, NULL, O_SUS},
-		{"hosts-per-su", required_argument, NULL, O_HPS},
-		{"rails", required_argument, NULL, O_RAILS},
-		{"spines-per-rail", required_argument, NULL, O_SPR},
-		{"racks", required_argument, NULL, O_RACKS},
-		{"hosts-per-rack", required_argument, NULL, O_HPR},
-		{"leaves-per-rack", required_argument, NULL, O_LPR},
-		{"gpus-per-host", required_argument, NULL, O_GPUS},
-		{"link-gbps", required_argument, NULL, O_GBPS},
-		{"prefix", required_argument, NULL, O_PREFIX},
-		{"nics-per-host", required_argument, NULL, O_NICS},
-		{"degrade", required_argument, NULL, O_DEGRADE},
-		{"degrade-seed", required_argument, NULL, O_DSEED},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	tp_gen_fat_tree_t ft;
 	tp_gen_rail_t rl;
 	tp_gen_nvl72_t nv;
 	const char *kind, *out = NULL;
 	tp_fabric_t *f = NULL;
 	char *json = NULL;
-	int c, rc = TP_EXIT_INPUT;
-	long v;
+	int c, kbit, rc = TP_EXIT_INPUT;
+	long v = 0;
 	double d;
 	tp_err_t err;
 
@@ -92,7 +154,11 @@ static int cmd_generate(int argc, char **argv)
 		return TP_EXIT_INPUT;
 	}
 	kind = argv[1];
-	if (strcmp(kind, "fat-tree") && strcmp(kind, "rail") && strcmp(kind, "nvl72")) {
+	kbit = !strcmp(kind, "fat-tree") ? K_FT
+	       : !strcmp(kind, "rail")	 ? K_RAIL
+	       : !strcmp(kind, "nvl72")	 ? K_NVL
+					 : 0;
+	if (!kbit) {
 		tp_cli_err("fabric generate: unknown kind '%s' (fat-tree, rail, nvl72)", kind);
 		return TP_EXIT_INPUT;
 	}
@@ -106,15 +172,10 @@ static int cmd_generate(int argc, char **argv)
 	optind = 1;
 	argc--;
 	argv++;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-		const char *name = NULL;
-		for (int i = 0; opts[i].name; i++)
-			if (opts[i].val == c)
-				name = opts[i].name;
-		if (c >= O_LEAVES && c <= O_GPUS && c != O_INTER) {
-			if (!tp_cli_int(name, optarg, 1, 1 << 20, &v))
-				return TP_EXIT_INPUT;
-		}
+	while ((c = tp_cli_opt_next("fabric generate", argc, argv, "o:h",
+				    gen_opts)) != -1) {
+		if (!gen_option(kind, kbit, c, &v))
+			return TP_EXIT_INPUT;
 		switch (c) {
 		case O_LEAVES: ft.leaves = (int)v; break;
 		case O_SPINES: ft.spines = nv.spines = (int)v; break;
@@ -132,7 +193,7 @@ static int cmd_generate(int argc, char **argv)
 			ft.gpus_per_host = rl.gpus_per_host = nv.gpus_per_host = (int)v;
 			break;
 		case O_GBPS:
-			if (!tp_cli_double("--link-gbps", optarg, 1, 1e5, &d))
+			if (!tp_cli_double("--link-gbps", optarg, 1, 3200, &d))
 				return TP_EXIT_INPUT;
 			ft.link_gbps = rl.link_gbps = nv.link_gbps = d;
 			break;
@@ -140,8 +201,6 @@ static int cmd_generate(int argc, char **argv)
 			ft.host_prefix = rl.host_prefix = nv.host_prefix = optarg;
 			break;
 		case O_NICS:
-			if (!tp_cli_int("--nics-per-host", optarg, 0, 64, &v))
-				return TP_EXIT_INPUT;
 			ft.nics_per_host = (int)v;
 			break;
 		case O_DEGRADE:
@@ -150,19 +209,16 @@ static int cmd_generate(int argc, char **argv)
 			ft.degrade = d;
 			break;
 		case O_DSEED:
-			if (!tp_cli_int("--degrade-seed", optarg, 0, 1L << 62, &v))
-				return TP_EXIT_INPUT;
 			ft.degrade_seed = (uint64_t)v;
 			break;
 		case 'o': out = optarg; break;
 		case 'h': fputs(usage, stdout); return TP_EXIT_OK;
-		default: fputs(usage, stderr); return TP_EXIT_INPUT;
+		default:
+			return TP_EXIT_INPUT;
 		}
 	}
-	if (optind < argc) {
-		tp_cli_err("fabric generate: unexpected argument '%s'", argv[optind]);
+	if (!tp_cli_no_operand("fabric generate", argc, argv))
 		return TP_EXIT_INPUT;
-	}
 	if (!out) {
 		tp_cli_err("fabric generate: -o FABRIC.json is required");
 		return TP_EXIT_INPUT;
@@ -174,7 +230,10 @@ static int cmd_generate(int argc, char **argv)
 	else
 		err = tp_gen_nvl72(&nv, &f);
 	if (err) {
-		tp_cli_err("fabric generate %s: %s", kind, tp_strerror(err));
+		/* the generator has named the parameter out of range */
+		if (err != TP_ERR_RANGE)
+			tp_cli_err("fabric generate %s: %s", kind,
+				   tp_strerror(err));
 		return tp_cli_exit_code(err);
 	}
 	if ((err = tp_fabric_to_json(f, &json))) {
@@ -358,8 +417,11 @@ static int cmd_view(const char *sub, int argc, char **argv)
 	char *text = NULL;
 	tp_err_t err;
 
+	char cmd[32];
+
+	snprintf(cmd, sizeof(cmd), "fabric %s", sub);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+	while ((c = tp_cli_opt_next(cmd, argc, argv, "o:h", opts)) != -1) {
 		switch (c) {
 		case 'j': json = true; break;
 		case 'b': block = true; break;
@@ -369,7 +431,8 @@ static int cmd_view(const char *sub, int argc, char **argv)
 			break;
 		case 'o': out = optarg; break;
 		case 'h': fputs(usage, stdout); return TP_EXIT_OK;
-		default: fputs(usage, stderr); return TP_EXIT_INPUT;
+		default:
+			return TP_EXIT_INPUT;
 		}
 	}
 	if (optind != argc - 1) {

@@ -115,10 +115,11 @@ typedef struct args {
 static bool parse(int argc, char **argv, args_t *a, int *rc_p)
 {
 	const char *usage = a->monitor ? monitor_usage : health_usage;
+	const char *cmd = a->monitor ? "monitor" : "fabric health";
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = tp_cli_opt_next(cmd, argc, argv, "h", opts)) != -1) {
 		switch (c) {
 		case O_FABRIC:
 			a->fabric = optarg;
@@ -163,7 +164,6 @@ static bool parse(int argc, char **argv, args_t *a, int *rc_p)
 			*rc_p = TP_EXIT_OK;
 			return false;
 		default:
-			fputs(usage, stderr);
 			return false;
 		}
 		/* each command takes only its own options */
@@ -172,15 +172,14 @@ static bool parse(int argc, char **argv, args_t *a, int *rc_p)
 				: c != O_STATE && c != O_PROM && c != O_ONCE &&
 				      c != O_REDISCOVER && c != O_DIFF_OUT;
 		if (!mine) {
-			tp_cli_err("%s: unknown option (see --help)",
-				   argv[optind - 1]);
+			tp_cli_err("%s: --%s is an option of %s (see --help)",
+				   cmd, tp_cli_opt_name(opts, c),
+				   a->monitor ? "fabric health" : "monitor");
 			return false;
 		}
 	}
-	if (optind < argc) {
-		tp_cli_err("unexpected argument '%s'", argv[optind]);
+	if (!tp_cli_no_operand(cmd, argc, argv))
 		return false;
-	}
 	if (!a->fabric || (a->monitor && !a->state)) {
 		tp_cli_err(
 		    a->monitor
@@ -432,7 +431,7 @@ int tp_cmd_fabric_health(int argc, char **argv)
 			puts(json);
 		}
 		if (rc == TP_EXIT_OK && alarm)
-			rc = 3;
+			rc = TP_EXIT_CHANGED;
 	}
 	tp_free(json);
 	run_free(&r);

@@ -114,12 +114,15 @@ int tp_cmd_nccl_topo(int argc, char **argv)
 	}
 	if (a.exit >= 0)
 		return a.exit;
-	if (optind < argc) {
-		tp_cli_err("nccl-topo: unexpected argument '%s'", argv[optind]);
+	if (!tp_cli_no_operand("nccl-topo", argc, argv))
 		return TP_EXIT_INPUT;
-	}
 	if (!dir || !a.output) {
 		tp_cli_err("nccl-topo: --node-xml DIR and -o OUTDIR are required");
+		return TP_EXIT_INPUT;
+	}
+	if (!strcmp(a.output, "-")) {
+		tp_cli_err("nccl-topo: -o -: OUTDIR is a directory (a file per "
+			   "host), not stdout");
 		return TP_EXIT_INPUT;
 	}
 	if (a.fabric && !(f = tp_cli_load(a.fabric, &rc)))
@@ -129,6 +132,12 @@ int tp_cmd_nccl_topo(int argc, char **argv)
 	if (mkdir(a.output, 0755) != 0 && errno != EEXIST) {
 		tp_cli_err("%s: cannot create directory: %s", a.output,
 			   strerror(errno));
+		rc = TP_EXIT_INPUT;
+		goto out;
+	}
+	struct stat st;
+	if (stat(a.output, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		tp_cli_err("nccl-topo: -o %s: not a directory", a.output);
 		rc = TP_EXIT_INPUT;
 		goto out;
 	}

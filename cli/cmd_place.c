@@ -15,15 +15,23 @@ static const char place_usage[] =
     "                       [--policy P] [--seed N] [--json]\n"
     "\n"
     "Choose hosts for one job on the free part of the fabric and say why.\n"
-    "  --request REQ   nodes=N[,gpus-per-node=G] | gpus=T, plus optional\n"
-    "                  ,exclusive ,bytes=SIZE (all-reduce size, default 1G)\n"
+    "  --request REQ   comma-separated items, each at most once:\n"
+    "                  nodes=N, gpus-per-node=G, gpus=T: nodes= or gpus=\n"
+    "                  is needed; any two give the third, which must come\n"
+    "                  out whole (nodes=4,gpus=8: 2 GPUs on each of 4\n"
+    "                  hosts); nodes=N alone: N whole hosts; gpus=T alone:\n"
+    "                  T GPUs on hosts the policy picks\n"
+    "                  exclusive | shared (default: hosts may hold others)\n"
+    "                  bytes=SIZE (all-reduce size, default 1G, at most 1P)\n"
     "  --state S.json  allocation state (topoplace-state/1): busy GPUs, down\n"
     "                  hosts, degraded links, other jobs' traffic\n"
     "  --policy P      topoplace (default), slurm-tree, slurm-block,\n"
     "                  slurm-linear, first-fit, random\n"
     "  --seed N        for seeded policies (default 1)\n"
     "  --json          policy, hosts (ring order), gpus, span, predicted_s,\n"
-    "                  ideal_s, explain\n";
+    "                  ideal_s, explain\n"
+    "Exit status: 0 placed, 1 the job does not fit the free part now, 2 bad\n"
+    "input or a job that can never fit.\n";
 
 static const char cost_usage[] =
     "Usage: topoplace cost --fabric F.json --hosts LIST --bytes SIZE\n"
@@ -100,7 +108,9 @@ int tp_cmd_place(int argc, char **argv)
 	}
 	if (a.exit >= 0)
 		return a.exit;
-	if (optind < argc || !a.fabric || !req) {
+	if (!tp_cli_no_operand("place", argc, argv))
+		return TP_EXIT_INPUT;
+	if (!a.fabric || !req) {
 		tp_cli_err(
 		    "place: --fabric and --request are required (see --help)");
 		return TP_EXIT_INPUT;
@@ -120,6 +130,13 @@ int tp_cmd_place(int argc, char **argv)
 	if (!(f = tp_cli_load(a.fabric, &rc)) ||
 	    !(s = tp_cli_load_state(f, a.state, &rc)))
 		goto out;
+	if (!tp_fabric_total_gpus(f)) {
+		tp_cli_err("place: %s: the fabric has no GPUs (discover with "
+			   "--gpus-per-host N or node data)",
+			   a.fabric);
+		rc = TP_EXIT_INPUT;
+		goto out;
+	}
 	tp_cost_params_t cp;
 	tp_cost_params_defaults(&cp);
 	if ((err = tp_cost_ctx_create(f, &cp, &ctx))) {
@@ -215,6 +232,46 @@ static void link_name(const tp_fabric_t *f, uint32_t l, char *buf, size_t n)
 	snprintf(buf, n, "%s - %s", end[0], end[1]);
 }
 
+/* The fabric's index (hv) and the GPUs (gv) of each host named, checked
+ * as `plan` checks them; an exit code, the error printed. */
+static int cost_hosts(const tp_fabric_t *f, const char *fabric,
+		      char *const *names, size_t n, int gph, uint32_t *hv,
+		      int *gv)
+{
+	bool *seen = tp_calloc(tp_fabric_nhosts(f) + 1, sizeof(*seen));
+	int rc = TP_EXIT_INPUT;
+
+	if (!seen)
+		return TP_EXIT_FAIL;
+	for (size_t i = 0; i < n; i++) {
+		const tp_host_t *h;
+		hv[i] = tp_fabric_host_find(f, names[i]);
+		if (hv[i] == TP_ID_NONE) {
+			tp_cli_err("cost: %s: host %s is not in the fabric",
+				   fabric, names[i]);
+			goto out;
+		}
+		if (seen[hv[i]]) {
+			tp_cli_err("cost: host '%s' listed twice", names[i]);
+			goto out;
+		}
+		seen[hv[i]] = true;
+		h = tp_fabric_host(f, hv[i]);
+		if (gph && h->ngpus && (size_t)gph > h->ngpus) {
+			tp_cli_err("cost: host '%s' has %zu GPUs, %d asked for",
+				   h->name, h->ngpus, gph);
+			goto out;
+		}
+		gv[i] = gph ? gph : (int)h->ngpus;
+		if (gv[i] < 1)
+			gv[i] = 1;
+	}
+	rc = TP_EXIT_OK;
+out:
+	tp_free(seen);
+	return rc;
+}
+
 int tp_cmd_cost(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -273,7 +330,9 @@ int tp_cmd_cost(int argc, char **argv)
 	}
 	if (a.exit >= 0)
 		return a.exit;
-	if (optind < argc || !a.fabric || !hosts || bytes < 0) {
+	if (!tp_cli_no_operand("cost", argc, argv))
+		return TP_EXIT_INPUT;
+	if (!a.fabric || !hosts || bytes < 0) {
 		tp_cli_err("cost: --fabric, --hosts and --bytes are required "
 			   "(see --help)");
 		return TP_EXIT_INPUT;
@@ -295,18 +354,8 @@ int tp_cmd_cost(int argc, char **argv)
 		rc = TP_EXIT_FAIL;
 		goto out;
 	}
-	for (size_t i = 0; i < n; i++) {
-		hv[i] = tp_fabric_host_find(f, names[i]);
-		if (hv[i] == TP_ID_NONE) {
-			tp_cli_err("cost: %s: host %s is not in the fabric",
-				   a.fabric, names[i]);
-			rc = TP_EXIT_INPUT;
-			goto out;
-		}
-		gv[i] = gph ? (int)gph : (int)tp_fabric_host(f, hv[i])->ngpus;
-		if (gv[i] < 1)
-			gv[i] = 1;
-	}
+	if ((rc = cost_hosts(f, a.fabric, names, n, (int)gph, hv, gv)))
+		goto out;
 	tp_cost_params_t cp;
 	tp_cli_cost_params(&cp);
 	tp_cost_t out;

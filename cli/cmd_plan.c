@@ -229,7 +229,9 @@ int tp_cmd_plan(int argc, char **argv)
 	}
 	if (a.exit >= 0)
 		return a.exit;
-	if (optind < argc || !a.fabric || !nodes) {
+	if (!tp_cli_no_operand("plan", argc, argv))
+		return TP_EXIT_INPUT;
+	if (!a.fabric || !nodes) {
 		tp_cli_err(
 		    "plan: --fabric and --nodes are required (see --help)");
 		return TP_EXIT_INPUT;

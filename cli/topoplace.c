@@ -38,7 +38,10 @@ static const char usage[] =
 	"  -V, --version   print the version\n"
 	"\n"
 	"Run 'topoplace COMMAND --help' for a command's options; man topoplace(1).\n"
-	"Exit status: 0 success, 1 internal failure, 2 bad input or usage.\n";
+	"Exit status: 0 success; 1 a failure that is not the input's (out of\n"
+	"memory, a write, sweep or Slurm query that failed) or, from place, a\n"
+	"job that does not fit now; 2 bad input or usage; 3 from fabric health\n"
+	"when a link has an alarm, from fabric diff when the cabling changed.\n";
 
 void tp_cli_err(const char *fmt, ...)
 {
@@ -150,8 +153,9 @@ bool tp_cli_double(const char *opt, const char *s, double lo, double hi,
 
 bool tp_cli_bytes(const char *opt, const char *s, double *v_p)
 {
-	if (!tp_parse_bytes(s, 0, 1e15, v_p)) {
-		tp_cli_err("%s: expected a size like 1G or 262144, got '%s'",
+	if (!tp_parse_bytes(s, 0, TP_BYTES_MAX, v_p)) {
+		tp_cli_err("%s: expected a size 0 .. 1P such as 1G or 262144 "
+			   "(binary units K, M, G, T, P), got '%s'",
 			   opt, s);
 		return false;
 	}

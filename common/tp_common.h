@@ -254,6 +254,9 @@ bool tp_parse_guid(const char *s, uint64_t *guid_p);
  * the value lies in lo..hi; false, *v_p untouched, otherwise. Callers
  * word the error: it names their option or token. */
 bool tp_parse_bytes(const char *s, double lo, double hi, double *v_p);
+/* The largest size a request (bytes=) or a command's --bytes takes: 1 PiB,
+ * far beyond any one collective, still exact in a double. */
+#define TP_BYTES_MAX 1125899906842624.0
 
 #ifdef __cplusplus
 }

@@ -23,8 +23,6 @@
 #define MAX_NODES	  1000000
 #define MAX_GPUS_PER_NODE 1024
 #define MAX_GPUS	  16777216
-/* 1 PiB: far beyond any one collective, still exact in a double */
-#define MAX_BYTES 1125899906842624.0
 
 static tp_err_t fail(char **err_p, tp_err_t err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -164,7 +162,7 @@ tp_err_t tp_request_parse(const char *text, tp_request_t *r, char **err_p)
 				   "\"gpus=%s\": expected a whole number 1..%d",
 				   val, MAX_GPUS);
 		else if (seen == &seen_bytes &&
-			 !tp_parse_bytes(val, 1, MAX_BYTES, &q.bytes))
+			 !tp_parse_bytes(val, 1, TP_BYTES_MAX, &q.bytes))
 			err = fail(err_p, TP_ERR_RANGE,
 				   "\"bytes=%s\": expected a size such as "
 				   "4096, 256M or 1G (binary units, 1 B .. "

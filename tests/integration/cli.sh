@@ -78,6 +78,29 @@ expect 2 "config --check PriceBudget=5000" $T config --check "$tmp/pb.conf"
 grep -q "pb.conf:1: PriceBudget=5000: out of range 0..1000" "$tmp/err" &&
 	ok "range error names key, value and range" || bad "PriceBudget: $(cat "$tmp/err")"
 
+# ---- topoplace(1): every option of a command's usage lines in SYNOPSIS;
+# the exit codes --help gives, in EXIT STATUS ----
+man1="${TP_SRCDIR:-.}/doc/topoplace.1"
+sed -n '/^\.SH SYNOPSIS/,/^\.SH DESCRIPTION/p' "$man1" >"$tmp/synopsis"
+for c in discover monitor place cost simulate draw plan config nccl-topo; do
+	$T $c --help | sed '/^$/q' >"$tmp/usage"
+	man_c=$(printf '%s' "$c" | sed 's/-/\\-/g')
+	# the command's lines: from ".B topoplace CMD" to the next .br
+	awk -v h=".B topoplace $man_c" 'index($0, h) == 1 { on = 1 } /^\.(br|SH)/ { on = 0 } on' \
+		"$tmp/synopsis" >"$tmp/syn.c"
+	[ -s "$tmp/syn.c" ] || bad "$c missing from topoplace(1) SYNOPSIS"
+	for o in $(grep -o -- '--[a-z-]*' "$tmp/usage" | sort -u); do
+		grep -qF -- "$(printf '%s' "$o" | sed 's/-/\\-/g')" "$tmp/syn.c" ||
+			bad "topoplace(1) SYNOPSIS lacks $c $o"
+	done
+done
+ok "topoplace(1) SYNOPSIS checked against the usage lines"
+sed -n '/^\.SH EXIT STATUS/,/^\.SH FILES/p' "$man1" >"$tmp/exit"
+for code in 0 1 2 3; do
+	grep -q "^\.B $code\$" "$tmp/exit" && $T --help | grep -q "[:;] $code " &&
+		ok "exit status $code in --help and topoplace(1)" || bad "exit status $code not in both"
+done
+
 # ---- generated fabrics ----
 expect 0 "generate fat-tree" $T fabric generate fat-tree --nics-per-host 1 --leaves 4 --spines 2 --hosts-per-leaf 8 --uplinks 2 --interleave -o "$tmp/ft.json"
 $T fabric show "$tmp/ft.json" --json >"$tmp/ft.show"
@@ -110,6 +133,64 @@ grep -q '^SwitchName=.*Switches=' "$tmp/topology.conf" && ok "tree has a top lin
 expect 0 "topology-conf --block" $T fabric topology-conf "$tmp/ft.json" --block
 grep -q '^BlockName=' "$tmp/out" && ok "block lines" || bad "block lines"
 expect 2 "show takes no -o" $T fabric show "$tmp/ft.json" -o x
+
+# ---- usage errors: one line naming the command and the option, exit 2 ----
+# usage_err DESC PATTERN CMD...: exit 2 and one stderr line matching PATTERN
+usage_err() {
+	ue_desc=$1 ue_pat=$2
+	shift 2
+	expect 2 "$ue_desc" "$@"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q -- "$ue_pat" "$tmp/err" &&
+		ok "$ue_desc: one line" || bad "$ue_desc: $(cat "$tmp/err")"
+}
+usage_err "generate --bogus" "^topoplace fabric generate: unrecognized option '--bogus' (see --help)$" \
+	$T fabric generate fat-tree --bogus
+usage_err "place --bogus" "^topoplace place: unrecognized option '--bogus'" $T place --bogus
+usage_err "fabric show --bogus" "^topoplace fabric show: unrecognized option" $T fabric show "$tmp/ft.json" --bogus
+usage_err "monitor --fabric without its argument" "option '--fabric' requires an argument" $T monitor --fabric
+usage_err "generate --interleave=1" "option '--interleave' takes no argument" $T fabric generate fat-tree --interleave=1
+usage_err "fabric health --state-out" "--state-out is an option of monitor" \
+	$T fabric health --fabric "$tmp/ft.json" --state-out "$tmp/x.json"
+usage_err "fabric health --rediscover" "--rediscover is an option of monitor" \
+	$T fabric health --fabric "$tmp/ft.json" --rediscover 5
+usage_err "generate --leaves beyond the generator" "^topoplace: --leaves: expected an integer 1..65536" \
+	$T fabric generate fat-tree --leaves 1048576 -o "$tmp/x.json"
+usage_err "generate too many hosts" "hosts 4294967296 out of range" \
+	$T fabric generate fat-tree --leaves 65536 --hosts-per-leaf 65536 -o "$tmp/x.json"
+for o in "rail --leaves 3" "rail --degrade 0.5" "rail --nics-per-host 2" "nvl72 --interleave"; do
+	k=${o%% *} opt=${o#* }
+	usage_err "generate $o" "${opt%% *} does not apply to $k" $T fabric generate $o -o "$tmp/x.json"
+done
+usage_err "draw --bytes without --heat" "--bytes applies to --heat only" \
+	$T draw --fabric "$tmp/ft.json" --bytes 1G -o "$tmp/x.svg"
+usage_err "fabric diff --ibnetdiscover --port" "--ca/--port apply to --live only" \
+	$T fabric diff --fabric "$tmp/ft.json" --ibnetdiscover "$tmp/ft.json" --port 1
+# place and cost check their input as plan does
+usage_err "place with an operand" "place: unexpected argument 'extra'" \
+	$T place --fabric "$tmp/ft.json" --request nodes=4 extra
+usage_err "cost with a host twice" "cost: host 'node001' listed twice" \
+	$T cost --fabric "$tmp/ft.json" --hosts node001,node001 --bytes 1G
+usage_err "cost with more GPUs than a host has" "cost: host 'node001' has 8 GPUs, 64 asked for" \
+	$T cost --fabric "$tmp/ft.json" --hosts node001,node002 --bytes 1G --gpus-per-host 64
+expect 0 "generate a fabric without GPUs" $T fabric generate fat-tree --gpus-per-host 0 --leaves 2 \
+	--hosts-per-leaf 2 -o "$tmp/nogpu.json"
+usage_err "place on a fabric without GPUs" "the fabric has no GPUs" \
+	$T place --fabric "$tmp/nogpu.json" --request nodes=2
+usage_err "place nodes=4,gpus=9" "does not split evenly" \
+	$T place --fabric "$tmp/ft.json" --request nodes=4,gpus=9
+# sizes: units K..P and the cap (1 PiB) as topoplace(1) says, everywhere
+expect 0 "cost --bytes 1P" $T cost --fabric "$tmp/ft.json" --hosts node001,node002 --bytes 1P
+expect 0 "draw --heat --bytes 1PiB" $T draw --fabric "$tmp/ft.json" --heat --bytes 1PiB -o "$tmp/x.svg"
+expect 0 "place bytes=1P" $T place --fabric "$tmp/ft.json" --request nodes=2,bytes=1P
+usage_err "cost --bytes 2P" "expected a size 0 .. 1P" \
+	$T cost --fabric "$tmp/ft.json" --hosts node001,node002 --bytes 2P
+# nccl-topo writes a directory: '-' and a file are refused by the name given
+mkdir -p "$tmp/nodexml"
+usage_err "nccl-topo -o -" "nccl-topo: -o -: OUTDIR is a directory" \
+	env -C "$tmp" $T nccl-topo --node-xml "$tmp/nodexml" -o -
+[ ! -e "$tmp/-" ] && ok "nccl-topo -o - made no directory '-'" || bad "nccl-topo -o - made a directory '-'"
+usage_err "nccl-topo -o FILE" "nccl-topo: -o $tmp/ft.json: not a directory" \
+	$T nccl-topo --node-xml "$tmp/nodexml" -o "$tmp/ft.json"
 
 expect 0 "generate rail" $T fabric generate rail --sus 2 --hosts-per-su 4 --rails 4 --spines-per-rail 2 -o "$tmp/rail.json"
 $T fabric show "$tmp/rail.json" --json >"$tmp/rail.show"
