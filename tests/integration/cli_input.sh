@@ -1,0 +1,18 @@
+#!/bin/sh
+# Bad or odd input to the topoplace command: what a new user meets first.
+# Each case gets a clear one-line message and the right exit status, never
+# a silent zero.
+. "$(dirname "$0")/lib.sh"
+T=$TOPOPLACE
+
+# ---- simulate: jobs that can never fit the fabric ----
+printf 'submit_s,gpus,run_s\n0,100000,100\n' >"$tmp/none.csv"
+expect 2 "simulate: no job of the trace fits" $T simulate --trace "$tmp/none.csv"
+grep -q "none.csv: no job of the trace can ever be placed.*none.csv:2, 100000 GPUs" "$tmp/err" &&
+	ok "simulate names the trace and its first job" || bad "simulate, no job fits: $(cat "$tmp/err")"
+printf 'submit_s,nodes,gpus_per_node,run_s\n0,2,9,100\n5,1,8,100\n' >"$tmp/some.csv"
+expect 0 "simulate: one job of two fits" $T simulate --trace "$tmp/some.csv" --policies topoplace,first-fit
+grep -q "warning: simulate: 1 of 2 jobs can never be placed.*some.csv:2, 2 nodes x 9 GPUs" "$tmp/err" &&
+	ok "simulate warns with the count and the line" || bad "simulate warning: $(cat "$tmp/err")"
+
+finish
