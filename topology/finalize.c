@@ -701,6 +701,43 @@ static int str_ptr_cmp(const void *x, const void *y)
 	return natcmp(*(char *const *)x, *(char *const *)y);
 }
 
+/* Domains of the map none of whose hosts is in the fabric are dropped:
+ * an empty one would still count as a multi-node domain, while Slurm's
+ * topology/block gets no block for it. */
+static void drop_empty_nvdomains(tp_fabric_t *f)
+{
+	size_t n = 0, nempty = 0;
+	const char *ex = NULL;
+
+	for (size_t d = 0; d < f->nnvdom; d++)
+		if (!f->nvdom[d].nhosts && !nempty++)
+			ex = f->nvdom[d].name;
+	if (!nempty)
+		return;
+	if (nempty == 1)
+		tp__fabric_warn(f,
+				"no host of NVLink domain %s (domain map) is "
+				"in the fabric: domain not created",
+				ex);
+	else
+		tp__fabric_warn(f,
+				"no host of %zu NVLink domains of the domain "
+				"map (e.g. %s) is in the fabric: not created",
+				nempty, ex);
+	for (size_t d = 0; d < f->nnvdom; d++) {
+		tp_nvdomain_t *dp = &f->nvdom[d];
+		if (!dp->nhosts) {
+			tp_free(dp->name);
+			tp_free(dp->hosts);
+			continue;
+		}
+		for (size_t i = 0; i < dp->nhosts; i++)
+			f->host[dp->hosts[i]].nvdomain = (uint32_t)n;
+		f->nvdom[n++] = *dp;
+	}
+	f->nnvdom = n;
+}
+
 static tp_err_t build_nvdomains(tp_fabric_t *f)
 {
 	size_t cap = 0, unknown = 0;
@@ -755,6 +792,7 @@ static tp_err_t build_nvdomains(tp_fabric_t *f)
 		    "%zu host%s in the NVLink domain map not in the "
 		    "fabric (e.g. %s): ignored",
 		    unknown, unknown == 1 ? "" : "s", unknown_ex);
+	drop_empty_nvdomains(f);
 	for (size_t h = 0; h < f->nhost; h++) {
 		tp_host_t *hp = &f->host[h];
 		if (hp->nvdomain != TP_ID_NONE || !hp->ngpus)

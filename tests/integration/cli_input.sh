@@ -15,4 +15,19 @@ expect 0 "simulate: one job of two fits" $T simulate --trace "$tmp/some.csv" --p
 grep -q "warning: simulate: 1 of 2 jobs can never be placed.*some.csv:2, 2 nodes x 9 GPUs" "$tmp/err" &&
 	ok "simulate warns with the count and the line" || bad "simulate warning: $(cat "$tmp/err")"
 
+sp="${TP_FIXTURES:-../shared/fixtures}/ib/NVIDIA-topograph/ibnetdiscover-example.out"
+if [ -f "$sp" ]; then
+	# ---- discover: a domain map naming no host of the fabric ----
+	printf 'rackA nosuchhost[1-3]\n' >"$tmp/dm.txt"
+	expect 0 "discover with a domain map of absent hosts" $T discover --ibnetdiscover "$sp" \
+		--domain-map "$tmp/dm.txt" --gpus-per-host 8 -o "$tmp/dm.json"
+	grep -q "no host of NVLink domain rackA (domain map) is in the fabric" "$tmp/err" &&
+		ok "the empty domain is named" || bad "empty domain warning: $(cat "$tmp/err")"
+	expect 0 "fabric show" $T fabric show "$tmp/dm.json"
+	grep -q "NVLink domains.*(0 multi-node)" "$tmp/out" && ok "no empty domain counted" ||
+		bad "fabric show: $(grep NVLink "$tmp/out")"
+else
+	echo "# $sp absent: the ibnetdiscover checks skipped"
+fi
+
 finish
