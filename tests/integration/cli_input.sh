@@ -15,6 +15,12 @@ expect 0 "simulate: one job of two fits" $T simulate --trace "$tmp/some.csv" --p
 grep -q "warning: simulate: 1 of 2 jobs can never be placed.*some.csv:2, 2 nodes x 9 GPUs" "$tmp/err" &&
 	ok "simulate warns with the count and the line" || bad "simulate warning: $(cat "$tmp/err")"
 
+# ---- config --check: keys that contradict each other ----
+printf 'MinNodes=5 MaxNodes=3\n' >"$tmp/mm.conf"
+expect 2 "config --check MinNodes above MaxNodes" $T config --check "$tmp/mm.conf"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "mm.conf: MinNodes=5 is above MaxNodes=3" "$tmp/err" &&
+	ok "both keys named on one line" || bad "MinNodes/MaxNodes: $(cat "$tmp/err")"
+
 sp="${TP_FIXTURES:-../shared/fixtures}/ib/NVIDIA-topograph/ibnetdiscover-example.out"
 if [ -f "$sp" ]; then
 	# ---- discover: a domain map naming no host of the fabric ----
