@@ -21,6 +21,26 @@ expect 2 "config --check MinNodes above MaxNodes" $T config --check "$tmp/mm.con
 [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "mm.conf: MinNodes=5 is above MaxNodes=3" "$tmp/err" &&
 	ok "both keys named on one line" || bad "MinNodes/MaxNodes: $(cat "$tmp/err")"
 
+# ---- config --check: the fabric and link state it names, read as the
+# plugins read them (a FIFO refused at once, never opened for reading) ----
+$T fabric generate fat-tree --leaves 2 --hosts-per-leaf 2 -o "$tmp/ft.json" >/dev/null
+printf '{garbage\n' >"$tmp/garbage.json"
+mkfifo "$tmp/fifo"
+for f in "$tmp/nosuch/f.json" "$tmp/garbage.json" "$tmp" "$tmp/fifo"; do
+	printf 'FabricFile=%s\n' "$f" >"$tmp/ff.conf"
+	expect 2 "config --check FabricFile=$(basename "$f")" timeout 10 $T config --check "$tmp/ff.conf"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "ff.conf: fabric $f: " "$tmp/err" &&
+		ok "one line naming $(basename "$f")" || bad "FabricFile=$f: $(cat "$tmp/err")"
+	printf 'FabricFile=%s\nLinkState=%s\n' "$tmp/ft.json" "$f" >"$tmp/ls.conf"
+	want=2
+	[ "$f" = "$tmp/nosuch/f.json" ] && want=0 # not written yet: healthy links
+	expect $want "config --check LinkState=$(basename "$f")" timeout 10 $T config --check "$tmp/ls.conf"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "ls.conf: .*LinkState.*$f" "$tmp/err" &&
+		ok "one line naming LinkState $(basename "$f")" || bad "LinkState=$f: $(cat "$tmp/err")"
+done
+printf 'FabricFile=ft.json\n' >"$tmp/rel.conf"
+expect 0 "config --check with a FabricFile beside it" $T config --check "$tmp/rel.conf"
+
 sp="${TP_FIXTURES:-../shared/fixtures}/ib/NVIDIA-topograph/ibnetdiscover-example.out"
 if [ -f "$sp" ]; then
 	# ---- discover: a domain map naming no host of the fabric ----
