@@ -41,6 +41,19 @@ done
 printf 'FabricFile=ft.json\n' >"$tmp/rel.conf"
 expect 0 "config --check with a FabricFile beside it" $T config --check "$tmp/rel.conf"
 
+# ---- fabric JSON: cables the fabric cannot hold ----
+jq -c '.links[0] = ["switch",0,1,"switch",0,1,4,100,true]' "$tmp/ft.json" >"$tmp/self.json"
+expect 2 "a cable from a port to itself" $T fabric show "$tmp/self.json"
+grep -q "self.json: links\[0\]: both ends are switch 0 port 1" "$tmp/err" &&
+	ok "self cable named" || bad "self cable: $(cat "$tmp/err")"
+jq -c '.links[0][2] = 500' "$tmp/ft.json" >"$tmp/p500.json"
+expect 2 "a cable on a port the switch lacks" $T fabric show "$tmp/p500.json"
+grep -q "p500.json: links\[0\]: switch 0 has ports 1\.\..*, not 500" "$tmp/err" &&
+	ok "port out of range named" || bad "port 500: $(cat "$tmp/err")"
+jq -c '.switches[0].ports = 0' "$tmp/ft.json" >"$tmp/p0.json"
+expect 2 "a switch without ports" $T fabric show "$tmp/p0.json"
+grep -q "p0.json: switches\[0\].ports" "$tmp/err" && ok "switch ports 0 named" || bad "ports 0: $(cat "$tmp/err")"
+
 sp="${TP_FIXTURES:-../shared/fixtures}/ib/NVIDIA-topograph/ibnetdiscover-example.out"
 if [ -f "$sp" ]; then
 	# ---- discover: a domain map naming no host of the fabric ----
