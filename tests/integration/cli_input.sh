@@ -65,6 +65,10 @@ if [ -f "$sp" ]; then
 	expect 0 "fabric show" $T fabric show "$tmp/dm.json"
 	grep -q "NVLink domains.*(0 multi-node)" "$tmp/out" && ok "no empty domain counted" ||
 		bad "fabric show: $(grep NVLink "$tmp/out")"
+	# ---- discover: one dump given twice ----
+	expect 2 "discover the same dump twice" $T discover --ibnetdiscover "$sp" "$sp" -o "$tmp/twice.json"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "ibnetdiscover-example.out:[0-9]*: switch GUID 0x[0-9a-f]* is already in subnet 0" "$tmp/err" &&
+		ok "the second file and a GUID in both named" || bad "same dump twice: $(cat "$tmp/err")"
 else
 	echo "# $sp absent: the ibnetdiscover checks skipped"
 fi
