@@ -69,6 +69,12 @@ if [ -f "$sp" ]; then
 	expect 2 "discover the same dump twice" $T discover --ibnetdiscover "$sp" "$sp" -o "$tmp/twice.json"
 	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "ibnetdiscover-example.out:[0-9]*: switch GUID 0x[0-9a-f]* is already in subnet 0" "$tmp/err" &&
 		ok "the second file and a GUID in both named" || bad "same dump twice: $(cat "$tmp/err")"
+	# ---- discover: GUID map entries for GUIDs the fabric lacks ----
+	printf '0x1234 ghost1\n0x99 ghost2\n' >"$tmp/gm.txt"
+	expect 0 "discover with a GUID map of absent GUIDs" $T discover --ibnetdiscover "$sp" \
+		--guid-map "$tmp/gm.txt" -o "$tmp/gm.json"
+	grep -q 'warning: 2 GUIDs of the GUID map name no CA of the fabric (e.g. entry "0x0000000000001234 ghost1")' "$tmp/err" &&
+		ok "absent GUIDs warned with count and first entry" || bad "GUID map warning: $(cat "$tmp/err")"
 else
 	echo "# $sp absent: the ibnetdiscover checks skipped"
 fi

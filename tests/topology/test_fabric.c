@@ -195,6 +195,11 @@ static void test_domains_and_guid_names(void **state)
 	f->guid_names[0] = tp_strdup("named7");
 	f->nguid_names = f->capguid_names = 1;
 	assert_int_equal(tp_u64map_put(f->guid_name, 0x2000, 0), TP_OK);
+	/* a map entry for a GUID the fabric does not hold */
+	f->guid_names = tp_realloc(f->guid_names, 2 * sizeof(char *));
+	f->guid_names[1] = tp_strdup("ghost");
+	f->nguid_names = f->capguid_names = 2;
+	assert_int_equal(tp_u64map_put(f->guid_name, 0xdead, 1), TP_OK);
 	assert_int_equal(tp_fabric_finalize(f, &(tp_finalize_opts_t){.default_gpus = 4}), TP_OK);
 	assert_int_equal(tp_fabric_unnamed_cas(f), 0);
 	assert_int_equal(tp_fabric_nhosts(f), 7);
@@ -213,14 +218,19 @@ static void test_domains_and_guid_names(void **state)
 			assert_int_equal(
 			    tp_fabric_host(f, dp->hosts[i])->nvdomain, d);
 	}
-	bool warned = false, empty = false;
+	bool warned = false, empty = false, ghost = false;
 	for (size_t i = 0; i < tp_fabric_nwarnings(f); i++) {
 		warned |= strstr(tp_fabric_warning(f, i), "nosuch") != NULL;
+		ghost |= strstr(tp_fabric_warning(f, i),
+				"1 GUID of the GUID map names no CA of the "
+				"fabric (e.g. entry \"0x000000000000dead "
+				"ghost\")") != NULL;
 		empty |= strstr(tp_fabric_warning(f, i),
 				"no host of NVLink domain rackAA") != NULL;
 	}
 	assert_true(warned);
 	assert_true(empty);
+	assert_true(ghost);
 	tp_fabric_destroy(f);
 }
 
