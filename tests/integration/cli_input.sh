@@ -54,6 +54,19 @@ jq -c '.switches[0].ports = 0' "$tmp/ft.json" >"$tmp/p0.json"
 expect 2 "a switch without ports" $T fabric show "$tmp/p0.json"
 grep -q "p0.json: switches\[0\].ports" "$tmp/err" && ok "switch ports 0 named" || bad "ports 0: $(cat "$tmp/err")"
 
+# ---- discover -q: the summary of unreadable node files names them all ----
+$T fabric generate fat-tree --leaves 2 --hosts-per-leaf 2 --nics-per-host 1 -o "$tmp/s.json" >/dev/null
+$T fabric ibsim-net "$tmp/s.json" -o "$tmp/s.net"
+mkdir "$tmp/smi"
+for h in node001 node002 node003 node004; do
+	cp "$TP_TESTDATA/node-nvsmi-ragged.txt" "$tmp/smi/$h.txt"
+done
+expect 2 "discover -q -k with four bad node files" $T discover -q -k --ibnetdiscover "$tmp/s.net" \
+	--nvidia-smi "$tmp/smi" -o "$tmp/s2.json"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+	grep -q "node001.txt:3: .*; 3 more of 4 node files unreadable (node002.txt, node003.txt, node004.txt;" "$tmp/err" &&
+	ok "every unreadable file named on one line" || bad "discover -q summary: $(cat "$tmp/err")"
+
 sp="${TP_FIXTURES:-../shared/fixtures}/ib/NVIDIA-topograph/ibnetdiscover-example.out"
 if [ -f "$sp" ]; then
 	# ---- discover: a domain map naming no host of the fabric ----
