@@ -67,6 +67,17 @@ expect 2 "discover -q -k with four bad node files" $T discover -q -k --ibnetdisc
 	grep -q "node001.txt:3: .*; 3 more of 4 node files unreadable (node002.txt, node003.txt, node004.txt;" "$tmp/err" &&
 	ok "every unreadable file named on one line" || bad "discover -q summary: $(cat "$tmp/err")"
 
+# ---- discover --live with no IB device: the port as --help names it ----
+if [ ! -e /sys/class/infiniband ] && [ -z "${UMAD2SIM:-}" ]; then
+	expect 2 "discover --live without an IB device" timeout 30 $T discover --live -o "$tmp/live.json"
+	if grep -q 'built without' "$tmp/err"; then
+		echo "# built without libibnetdisc: the --live wording check skipped"
+	else
+		grep -q "through the first CA, its first active port, failed" "$tmp/err" &&
+			ok "default port named as in --help" || bad "discover --live: $(tail -1 "$tmp/err")"
+	fi
+fi
+
 sp="${TP_FIXTURES:-../shared/fixtures}/ib/NVIDIA-topograph/ibnetdiscover-example.out"
 if [ -f "$sp" ]; then
 	# ---- discover: a domain map naming no host of the fabric ----
