@@ -15,8 +15,9 @@ static const char usage[] =
 	"topoplace.conf(5).\n"
 	"  --dump        every key with its type, default, range and meaning, as\n"
 	"                a commented file of defaults (the table the plugins use)\n"
-	"  --check FILE  parse FILE as the plugins do: exit 0 and print the\n"
-	"                effective settings, or one line FILE:LINE: error, exit 2\n";
+	"  --check FILE  read FILE, the fabric and the link state it names as\n"
+	"                the plugins do: exit 0 and print the effective\n"
+	"                settings, or one line FILE:LINE: error, exit 2\n";
 
 static const char *type_name(tp_pconf_type_t t)
 {
@@ -44,6 +45,53 @@ static void dump_table(void)
 		else
 			printf("#%s=\n", k->name);
 	}
+}
+
+/* The fabric and link state that conf (read from path) names, read as
+ * the plugins read them: the fabric and its switch tree through
+ * tp_pconf_load_fabric, as show does, the link state through
+ * tp_state_load_json_regular, neither blocking on a FIFO. A LinkState
+ * file that does not exist yet is only noted: the plugins price the links
+ * healthy until it appears. */
+static int check_files(const char *path, tp_pconf_t *conf)
+{
+	tp_fabric_t *f = NULL;
+	tp_state_t *st = NULL;
+	tp_stree_t tree;
+	char *why = NULL, *ls = NULL;
+	int rc = TP_EXIT_OK;
+	tp_err_t err = tp_pconf_load_fabric(path, TP_SWITCH_TABLE_MAX, conf, &f,
+					    &tree, &why);
+
+	if (err) {
+		tp_cli_err("%s: %s", path, why ? why : tp_strerror(err));
+		rc = err == TP_ERR_NOMEM ? TP_EXIT_FAIL : TP_EXIT_INPUT;
+		goto out;
+	}
+	tp_stree_free(&tree);
+	if (!conf->link_state)
+		goto out;
+	if (!(ls = tp_pconf_path(path, conf->link_state))) {
+		rc = TP_EXIT_FAIL;
+		goto out;
+	}
+	err = tp_state_load_json_regular(f, ls, &st, &why);
+	if (err == TP_ERR_NOTFOUND) {
+		tp_cli_err("warning: %s: LinkState %s: no such file (yet): the "
+			   "plugins price the links healthy until it appears",
+			   path, ls);
+	} else if (err) {
+		/* why names the file */
+		tp_cli_err("%s: LinkState: %s", path,
+			   why ? why : tp_strerror(err));
+		rc = err == TP_ERR_NOMEM ? TP_EXIT_FAIL : TP_EXIT_INPUT;
+	}
+out:
+	tp_state_destroy(st);
+	tp_fabric_destroy(f);
+	tp_free(ls);
+	tp_free(why);
+	return rc;
 }
 
 int tp_cmd_config(int argc, char **argv)
@@ -87,6 +135,11 @@ int tp_cmd_config(int argc, char **argv)
 		tp_free(msg);
 		tp_pconf_free(&conf);
 		return tp_cli_exit_code(err);
+	}
+	int rc = conf.fabric_file ? check_files(check, &conf) : TP_EXIT_OK;
+	if (rc != TP_EXIT_OK) {
+		tp_pconf_free(&conf);
+		return rc;
 	}
 	text = tp_pconf_dump(&conf);
 	tp_pconf_free(&conf);

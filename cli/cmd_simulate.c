@@ -376,6 +376,82 @@ static void mean_se(const double *x, size_t n, double *mean_p, double *se_p)
 	*se_p = n > 1 ? sqrt(v / (double)(n - 1) / (double)n) : 0;
 }
 
+/* Job j of trace t for a message: its line, or its index, and size. */
+static void job_where(const tp_trace_t *t, const char *path, size_t j,
+		      char *buf, size_t len)
+{
+	const tp_job_spec_t *js = &t->jobs[j];
+	int n = js->line > 0 ? snprintf(buf, len, "%s:%d", path, js->line)
+			     : snprintf(buf, len, "job %zu", j + 1);
+
+	if (n < 0 || (size_t)n >= len)
+		return;
+	if (js->nodes > 0 && js->gpus_per_node > 0)
+		snprintf(buf + n, len - (size_t)n, ", %d nodes x %d GPUs",
+			 js->nodes, js->gpus_per_node);
+	else if (js->nodes > 0)
+		snprintf(buf + n, len - (size_t)n, ", %d whole nodes",
+			 js->nodes);
+	else
+		snprintf(buf + n, len - (size_t)n, ", %d GPUs", js->gpus);
+}
+
+/* Jobs a policy can never place are left out of its figures: a warning
+ * with the count and the first of them, and an error (false) when no
+ * policy places a single job of the trace. */
+static bool report_unplaceable(const sims_t *S, const char *trace,
+			       const char *fabric)
+{
+	size_t u[16] = {0}, placed = 0, total = 0, njobs = 0;
+	size_t fs = 0, fj = SIZE_MAX;
+	char where[160];
+	bool same = true;
+
+	for (size_t s = 0; s < S->nseeds; s++) {
+		njobs += S->traces[s].njobs;
+		for (size_t p = 0; p < S->npol; p++) {
+			const tp_sim_result_t *r =
+			    &S->runs[s * S->npol + p].res;
+			u[p] += r->unplaceable;
+			placed += r->jobs;
+			if (fj == SIZE_MAX && r->unplaceable) {
+				fs = s;
+				fj = r->first_unplaceable;
+			}
+		}
+	}
+	for (size_t p = 0; p < S->npol; p++) {
+		total += u[p];
+		same &= u[p] == u[0];
+	}
+	if (!total || fj >= S->traces[fs].njobs)
+		return true;
+	job_where(&S->traces[fs], trace, fj, where, sizeof(where));
+	if (!placed) {
+		tp_cli_err(
+		    "simulate: %s: no job of the trace can ever be placed "
+		    "on fabric %s (first: %s)",
+		    trace, fabric, where);
+		return false;
+	}
+	if (same) {
+		tp_cli_err("warning: simulate: %zu of %zu jobs can never be "
+			   "placed on this fabric and are left out of every "
+			   "figure (first: %s)",
+			   u[0], njobs, where);
+		return true;
+	}
+	for (size_t p = 0; p < S->npol; p++)
+		if (u[p])
+			tp_cli_err(
+			    "warning: simulate: policy %s can never place "
+			    "%zu of %zu jobs, left out of its figures "
+			    "(first over all policies: %s)",
+			    tp_policy_name(S->runs[p].policy), u[p], njobs,
+			    where);
+	return true;
+}
+
 static const char *verdict(double mean, double se)
 {
 	if (!(se > 0) || fabs(mean - 1.0) <= 2 * se)
@@ -438,6 +514,8 @@ static void print_table(const sims_t *S, size_t b, double *x)
 		mean_se(x, n, &m, &se);
 		if (p == b)
 			snprintf(ratio, sizeof(ratio), "1 (baseline)");
+		else if (!n)
+			snprintf(ratio, sizeof(ratio), "n/a");
 		else
 			snprintf(ratio, sizeof(ratio), "%.3f +- %.3f %s", m, se,
 				 verdict(m, se));
@@ -491,8 +569,13 @@ static cJSON *ratio_json(const sims_t *S, size_t p, size_t b, int cls,
 
 	mean_se(x, n, &m, &se);
 	cJSON_AddNumberToObject(o, "seeds", (double)n);
-	cJSON_AddNumberToObject(o, "jct_ratio_mean", n ? m : 0);
-	cJSON_AddNumberToObject(o, "jct_ratio_se", se);
+	if (n) {
+		cJSON_AddNumberToObject(o, "jct_ratio_mean", m);
+		cJSON_AddNumberToObject(o, "jct_ratio_se", se);
+	} else {
+		cJSON_AddNullToObject(o, "jct_ratio_mean");
+		cJSON_AddNullToObject(o, "jct_ratio_se");
+	}
 	cJSON_AddStringToObject(o, "verdict", n ? verdict(m, se) : "none");
 	return o;
 }
@@ -560,12 +643,14 @@ static void print_json(const sims_t *S, size_t b, double *x,
 			cJSON_AddItemToArray(ps, e);
 		}
 		cJSON *all = ratio_json(S, p, b, -1, x);
-		cJSON_AddNumberToObject(
+		cJSON_AddItemToObject(
 		    m, "jct_ratio_mean",
-		    cJSON_GetObjectItem(all, "jct_ratio_mean")->valuedouble);
-		cJSON_AddNumberToObject(
+		    cJSON_Duplicate(cJSON_GetObjectItem(all, "jct_ratio_mean"),
+				    false));
+		cJSON_AddItemToObject(
 		    m, "jct_ratio_se",
-		    cJSON_GetObjectItem(all, "jct_ratio_se")->valuedouble);
+		    cJSON_Duplicate(cJSON_GetObjectItem(all, "jct_ratio_se"),
+				    false));
 		cJSON_AddStringToObject(
 		    m, "verdict",
 		    p == b ? "baseline"
@@ -821,6 +906,10 @@ int tp_cmd_simulate(int argc, char **argv)
 	}
 	const char *fname = a.fabric ? a.fabric : BUILTIN_NAME;
 	const char *tname = trace ? trace : synth;
+	if (!report_unplaceable(&S, tname, a.fabric ? a.fabric : "built-in")) {
+		rc = TP_EXIT_INPUT;
+		goto out;
+	}
 	if (a.json) {
 		print_json(&S, b, x, fname, tname,
 			   trace ? NULL : tp_trace_synthetic_source(synth));

@@ -99,7 +99,7 @@ typedef struct sim {
 	tp_sim_sample_t *samples;
 	size_t nsamples, capsamples;
 	bool changed; /* resources freed since the last backfill pass */
-	size_t unplaceable;
+	size_t unplaceable, first_unplaceable;
 	size_t nended;
 	uint32_t *mark; /* per directed link: stamp of the job that changed */
 	uint32_t stamp;
@@ -589,6 +589,14 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 	return rerate_sharing(m, run.load, run.nload, j, now);
 }
 
+/* Job j can never be placed: counted, left out of the figures. */
+static void drop(sim_t *m, size_t j)
+{
+	m->unplaceable++;
+	if (j < m->first_unplaceable)
+		m->first_unplaceable = j;
+}
+
 static void queue_remove(sim_t *m, size_t qi)
 {
 	memmove(&m->queue[qi], &m->queue[qi + 1],
@@ -699,7 +707,7 @@ static tp_err_t schedule(sim_t *m, double now)
 		    (err = try_start(m, j, now, &started))) {
 			if (err != TP_ERR_RANGE)
 				return err;
-			m->unplaceable++;
+			drop(m, j);
 			queue_remove(m, qi);
 			continue;
 		}
@@ -735,7 +743,7 @@ static tp_err_t schedule(sim_t *m, double now)
 				tp_free(resv);
 				return err;
 			}
-			m->unplaceable++;
+			drop(m, j);
 			queue_remove(m, qi);
 			continue;
 		}
@@ -825,7 +833,8 @@ tp_err_t tp_sim_run_opts(const tp_fabric_t *f, const tp_trace_t *t,
 		   .pp = pp,
 		   .ctx = ctx,
 		   .seed = seed,
-		   .sources = opts && opts->sources};
+		   .sources = opts && opts->sources,
+		   .first_unplaceable = SIZE_MAX};
 	size_t next = 0, n;
 	tp_err_t err = TP_ERR_NOMEM;
 
@@ -893,7 +902,7 @@ tp_err_t tp_sim_run_opts(const tp_fabric_t *f, const tp_trace_t *t,
 			/* a job bigger than the fabric would block FCFS forever
 			 */
 			if (job_need(&m, &t->jobs[next]) > (int)m.total_gpus) {
-				m.unplaceable++;
+				drop(&m, next);
 			} else {
 				m.queue[m.nqueue++] = next;
 				m.changed = true;
@@ -905,7 +914,7 @@ tp_err_t tp_sim_run_opts(const tp_fabric_t *f, const tp_trace_t *t,
 		/* a head job no policy can ever place (e.g. more whole hosts of
 		 * one size than exist) would stall the queue: drop it */
 		if (m.nqueue && !m.nheap && next >= n) {
-			m.unplaceable++;
+			drop(&m, m.queue[0]);
 			queue_remove(&m, 0);
 			m.changed = true;
 		}
@@ -918,6 +927,7 @@ tp_err_t tp_sim_run_opts(const tp_fabric_t *f, const tp_trace_t *t,
 	out->jobs = m.nstarted;
 	out->multi_node_jobs = m.nslow;
 	out->unplaceable = m.unplaceable;
+	out->first_unplaceable = m.first_unplaceable;
 	out->makespan_s = m.last_t - m.first_t;
 	out->useful_util =
 	    out->makespan_s > 0

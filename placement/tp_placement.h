@@ -442,6 +442,7 @@ typedef struct tp_job_spec {
 	int nodes;         /* hosts (0: gpus anywhere) */
 	int gpus_per_node; /* with nodes; 0 = whole hosts */
 	int gpus;          /* total GPUs (derived when nodes is set) */
+	int line;          /* its line in the CSV file (0: synthetic) */
 	double run_s;      /* run time on an ideal placement */
 	double comm_frac;  /* share of run_s spent in all-reduce (0..1) */
 	double bytes;      /* all-reduce size per step */
@@ -490,7 +491,12 @@ const char *tp_sim_class_name(int cls);
 
 typedef struct tp_sim_result {
 	const char *policy;
-	size_t jobs, multi_node_jobs, unplaceable;
+	size_t jobs, multi_node_jobs;
+	/* jobs dropped because the policy can never place them on this
+	 * fabric (more GPUs than it has, more whole hosts of a size than
+	 * exist, ...), left out of every other figure; first_unplaceable:
+	 * the lowest trace index among them (SIZE_MAX: none) */
+	size_t unplaceable, first_unplaceable;
 	double gpu_util;          /* busy GPU-seconds / (GPUs * makespan) */
 	double useful_util;       /* the same counting each job at its ideal
 				   * run time, at most the time it held: GPUs

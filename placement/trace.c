@@ -379,6 +379,7 @@ tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p)
 			    path, lineno);
 			goto out;
 		}
+		j->line = lineno;
 		j->nodes = (int)nodes;
 		j->gpus_per_node = (int)gpn;
 		j->gpus =

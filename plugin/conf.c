@@ -349,6 +349,12 @@ tp_err_t tp_pconf_parse(const char *name, const char *text, tp_pconf_t *c,
 		}
 	}
 	tp_free(buf);
+	/* each key is in range alone; together they must leave some job */
+	if (!err && tmp.max_nodes && tmp.min_nodes > tmp.max_nodes)
+		err = failf(err_p, TP_ERR_RANGE,
+			    "%s: MinNodes=%u is above MaxNodes=%u (0: no "
+			    "limit): no job would be touched",
+			    name, tmp.min_nodes, tmp.max_nodes);
 	if (err) {
 		tp_pconf_free(&tmp);
 		return err;

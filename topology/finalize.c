@@ -104,22 +104,53 @@ static void uf_union(uint32_t *p, uint32_t a, uint32_t b)
 
 /* ---- step 1: names ---- */
 
+/* --guid-map entries that name no CA of the fabric (used[i]: entry i
+ * did), warned as the domain map's absent hosts are: a count and the
+ * first in the map's order. */
+static void warn_unused_guid_map(tp_fabric_t *f, const bool *used)
+{
+	const tp_u64map_slot_t *ex = NULL;
+	size_t n = 0;
+
+	for (size_t i = 0; i < f->guid_name->cap; i++) {
+		const tp_u64map_slot_t *sl = &f->guid_name->slot[i];
+		if (sl->val == TP_MAP_NONE || used[sl->val])
+			continue;
+		n++;
+		if (!ex || sl->val < ex->val)
+			ex = sl;
+	}
+	if (n)
+		tp__fabric_warn(f,
+				"%zu GUID%s of the GUID map name%s no CA of "
+				"the fabric (e.g. entry \"0x%016llx %s\"): "
+				"ignored",
+				n, n == 1 ? "" : "s", n == 1 ? "s" : "",
+				(unsigned long long)ex->key,
+				f->guid_names[ex->val]);
+}
+
 /* cname[i] receives CA i's host name (borrowed from the host, whose
  * string stays put when the host array moves or is sorted). */
 static tp_err_t name_cas(tp_fabric_t *f, const char **cname)
 {
 	size_t unnamed = 0;
 	const tp_ca_t *example = NULL;
-	tp_err_t err;
+	bool *used = tp_calloc(f->nguid_names + 1, sizeof(bool));
+	tp_err_t err = TP_ERR_NOMEM;
 
+	if (!used)
+		return TP_ERR_NOMEM;
 	f->unnamed_cas = f->sharp_cas = 0;
 	for (size_t i = 0; i < f->nca; i++) {
 		tp_ca_t *c = &f->ca[i];
 		char *host = NULL, *dev = NULL;
-		uint32_t g, h;
+		uint32_t g = tp_u64map_get(f->guid_name, c->guid), h;
 
 		c->host = TP_ID_NONE;
 		cname[i] = NULL;
+		if (g != TP_MAP_NONE)
+			used[g] = true;
 		if (tp__desc_is_sharp(c->desc)) {
 			c->role = TP_CA_SHARP;
 			f->sharp_cas++;
@@ -127,20 +158,22 @@ static tp_err_t name_cas(tp_fabric_t *f, const char **cname)
 		}
 		err = tp__desc_hostname(c->desc, &host, &dev);
 		if (err)
-			return err;
+			goto out;
 		c->dev = dev ? tp__fabric_intern(f, dev) : NULL;
 		if (dev && !c->dev) {
 			tp_free(dev);
 			tp_free(host);
-			return TP_ERR_NOMEM;
+			err = TP_ERR_NOMEM;
+			goto out;
 		}
 		tp_free(dev);
-		g = tp_u64map_get(f->guid_name, c->guid);
 		if (g != TP_MAP_NONE) {
 			tp_free(host);
 			host = tp_strdup(f->guid_names[g]);
-			if (!host)
-				return TP_ERR_NOMEM;
+			if (!host) {
+				err = TP_ERR_NOMEM;
+				goto out;
+			}
 		}
 		if (!host) {
 			c->role = TP_CA_UNNAMED;
@@ -153,7 +186,7 @@ static tp_err_t name_cas(tp_fabric_t *f, const char **cname)
 		err = tp__fabric_host_get(f, host, true, &h);
 		tp_free(host);
 		if (err)
-			return err;
+			goto out;
 		cname[i] = f->host[h].name;
 	}
 	f->unnamed_cas = unnamed;
@@ -165,7 +198,11 @@ static tp_err_t name_cas(tp_fabric_t *f, const char **cname)
 				unnamed, unnamed == 1 ? "" : "s",
 				(unsigned long long)example->guid,
 				example->desc);
-	return TP_OK;
+	warn_unused_guid_map(f, used);
+	err = TP_OK;
+out:
+	tp_free(used);
+	return err;
 }
 
 static tp_err_t sort_hosts(tp_fabric_t *f)
@@ -701,6 +738,43 @@ static int str_ptr_cmp(const void *x, const void *y)
 	return natcmp(*(char *const *)x, *(char *const *)y);
 }
 
+/* Domains of the map none of whose hosts is in the fabric are dropped:
+ * an empty one would still count as a multi-node domain, while Slurm's
+ * topology/block gets no block for it. */
+static void drop_empty_nvdomains(tp_fabric_t *f)
+{
+	size_t n = 0, nempty = 0;
+	const char *ex = NULL;
+
+	for (size_t d = 0; d < f->nnvdom; d++)
+		if (!f->nvdom[d].nhosts && !nempty++)
+			ex = f->nvdom[d].name;
+	if (!nempty)
+		return;
+	if (nempty == 1)
+		tp__fabric_warn(f,
+				"no host of NVLink domain %s (domain map) is "
+				"in the fabric: domain not created",
+				ex);
+	else
+		tp__fabric_warn(f,
+				"no host of %zu NVLink domains of the domain "
+				"map (e.g. %s) is in the fabric: not created",
+				nempty, ex);
+	for (size_t d = 0; d < f->nnvdom; d++) {
+		tp_nvdomain_t *dp = &f->nvdom[d];
+		if (!dp->nhosts) {
+			tp_free(dp->name);
+			tp_free(dp->hosts);
+			continue;
+		}
+		for (size_t i = 0; i < dp->nhosts; i++)
+			f->host[dp->hosts[i]].nvdomain = (uint32_t)n;
+		f->nvdom[n++] = *dp;
+	}
+	f->nnvdom = n;
+}
+
 static tp_err_t build_nvdomains(tp_fabric_t *f)
 {
 	size_t cap = 0, unknown = 0;
@@ -755,6 +829,7 @@ static tp_err_t build_nvdomains(tp_fabric_t *f)
 		    "%zu host%s in the NVLink domain map not in the "
 		    "fabric (e.g. %s): ignored",
 		    unknown, unknown == 1 ? "" : "s", unknown_ex);
+	drop_empty_nvdomains(f);
 	for (size_t h = 0; h < f->nhost; h++) {
 		tp_host_t *hp = &f->host[h];
 		if (hp->nvdomain != TP_ID_NONE || !hp->ngpus)

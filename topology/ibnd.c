@@ -270,12 +270,17 @@ tp_err_t tp_fabric_discover_live(tp_fabric_t *f, const char *ca, int port)
 		return tp__fabric_fail(f, TP_ERR_NOMEM, "out of memory");
 	fab = ibnd_discover_fabric(ca_copy, port, NULL, &cfg);
 	tp_free(ca_copy);
-	if (!fab)
+	if (!fab) {
+		/* port 0 is the library's "first active port" */
+		char pn[32] = "its first active port";
+		if (port)
+			snprintf(pn, sizeof(pn), "port %d", port);
 		return tp__fabric_fail(
 		    f, TP_ERR_IO,
-		    "live discovery through %s port %d failed (no IB device, "
-		    "no access to /dev/infiniband/umad*, or no response)",
-		    ca ? ca : "the default CA", port);
+		    "live discovery through %s, %s, failed (no IB device, no "
+		    "access to /dev/infiniband/umad*, or no response)",
+		    ca ? ca : "the first CA", pn);
+	}
 	err = load_fabric(f, fab, "live discovery");
 	ibnd_destroy_fabric(fab);
 	return err;

@@ -449,6 +449,24 @@ static bool comment_desc(char *p, char **desc_p, char **after_p)
 
 /* "Switch 36 "S-..." # "desc" enhanced port 0 lid 5 lmc 0", "Ca 2 "H-..."
  * # "desc"", "Rt 1 "R-..." # "desc"". */
+/* A switch is in one subnet: its GUID in a subnet read before is the
+ * same dump given twice (or two dumps of one subnet). Checked in the
+ * first pass, so the fabric is left untouched. A CA's may recur: a
+ * dual-port HCA can be cabled to two rails. */
+static tp_err_t switch_seen(struct parser *ps, uint64_t guid)
+{
+	for (int sn = 0; sn < ps->f->nsubnets; sn++)
+		if (tp__fabric_find_node(ps->f, TP_NODE_SWITCH, sn, guid) !=
+		    TP_MAP_NONE)
+			return tp__fabric_fail(
+			    ps->f, TP_ERR_PARSE,
+			    "%s:%zu: switch GUID 0x%016llx is already in "
+			    "subnet %d, read before: the same subnet given "
+			    "twice?",
+			    ps->name, ps->line, (unsigned long long)guid, sn);
+	return TP_OK;
+}
+
 static tp_err_t node_header(struct parser *ps, char *s, enum blk blk,
 			    size_t kwlen)
 {
@@ -472,7 +490,7 @@ static tp_err_t node_header(struct parser *ps, char *s, enum blk blk,
 	ps->blk = blk;
 	ps->cur_nports = (int)nports;
 	if (!ps->build)
-		return TP_OK;
+		return blk == BLK_SWITCH ? switch_seen(ps, guid) : TP_OK;
 	if (blk == BLK_ROUTER) {
 		ps->routers++;
 		return TP_OK;
@@ -643,7 +661,7 @@ static tp_err_t ports_line(struct parser *ps, char *s)
 	}
 	ps->nodes++;
 	if (!ps->build)
-		return TP_OK;
+		return a.type[0] == 'S' ? switch_seen(ps, a.guid) : TP_OK;
 	if (a.type[0] == 'R' || (peer && b.type[0] == 'R')) {
 		ps->routers++;
 		return TP_OK;

@@ -410,10 +410,10 @@ static tp_err_t load_node(loader_t *ld, const tp__jdoc_t *d, int i, bool sw)
 	/* generated fabrics may hold logical switches wider than IB's
 	 * 8-bit port numbers (a director as one node, a big spine for
 	 * a scale study); the ibsim writer refuses those */
-	if (!int_of(d, v[2], 0, 65535, &ports))
+	if (!int_of(d, v[2], sw, 65535, &ports))
 		return lfail(ld, TP_ERR_PARSE,
-			     "%s[%d].ports: expected an integer 0..65535", what,
-			     i);
+			     "%s[%d].ports: expected an integer %d..65535",
+			     what, i, sw);
 	if (!int_of(d, v[3], 0, ld->f->nsubnets - 1, &subnet))
 		return lfail(ld, TP_ERR_PARSE,
 			     "%s[%d].subnet: expected an integer 0..%d", what,
@@ -474,6 +474,21 @@ static bool parse_ref(const loader_t *ld, const tp__jdoc_t *d, uint32_t r,
 	       parse_end(ld, d, r + 1, k, node, port);
 }
 
+/* A cable on port p of a node with nports external ports: 1..nports
+ * (a CA listed with 0 ports is not checked). */
+static tp_err_t port_check(loader_t *ld, int i, tp_node_kind_t k, uint32_t node,
+			   int p)
+{
+	bool sw = k == TP_NODE_SWITCH;
+	int n = sw ? ld->f->sw[node].nports : ld->f->ca[node].nports;
+
+	if ((n || sw) && (p < 1 || p > n))
+		return lfail(ld, TP_ERR_PARSE,
+			     "links[%d]: %s %u has ports 1..%d, not %d", i,
+			     sw ? "switch" : "ca", node, n, p);
+	return TP_OK;
+}
+
 static tp_err_t load_link(loader_t *ld, const tp__jdoc_t *d, int i)
 {
 	static const char *const keys[] = {"a", "b", "width", "lane_gbps",
@@ -526,6 +541,13 @@ static tp_err_t load_link(loader_t *ld, const tp__jdoc_t *d, int i)
 			     "links[%d]: width (0..32), lane_gbps (number) and "
 			     "active (bool) required",
 			     i);
+	if (ka == kb && a == b && pa == pb)
+		return lfail(ld, TP_ERR_PARSE,
+			     "links[%d]: both ends are %s %u port %d", i,
+			     ka == TP_NODE_SWITCH ? "switch" : "ca", a, pa);
+	if ((err = port_check(ld, i, ka, a, pa)) ||
+	    (err = port_check(ld, i, kb, b, pb)))
+		return err;
 	err = tp__fabric_add_link(ld->f, ka, a, pa, kb, b, pb, (int)width, lane,
 				  tp__jtype(d, v[4]) == TP_J_TRUE, &added);
 	if (err == TP_ERR_EXISTS || (!err && !added))

@@ -33,6 +33,7 @@ tp_err_t tp_fabric_read_node_dir(tp_fabric_t *f, const char *dir, bool hwloc)
 {
 	const char *ext = hwloc ? ".xml" : ".txt";
 	char **names = NULL, *first = NULL;
+	tp_strbuf_t more = {0}; /* the next bad files' names, for the summary */
 	size_t n = 0, nbad = 0;
 	tp_err_t err, first_err = TP_OK;
 
@@ -71,6 +72,10 @@ tp_err_t tp_fabric_read_node_dir(tp_fabric_t *f, const char *dir, bool hwloc)
 			if (!nbad++) {
 				first_err = e;
 				first = tp_strdup(tp_fabric_error(f));
+			} else if (nbad <= 5) {
+				tp_strbuf_printf(&more, "%s%s",
+						 nbad > 2 ? ", " : "",
+						 nbad == 5 ? "..." : names[i]);
 			}
 		}
 		tp_free(host);
@@ -81,12 +86,14 @@ tp_err_t tp_fabric_read_node_dir(tp_fabric_t *f, const char *dir, bool hwloc)
 		err = nbad == 1
 			  ? tp__fabric_fail(f, first_err, "%s",
 					    first ? first : dir)
-			  : tp__fabric_fail(f, first_err,
-					    "%s; %zu more of %zu node "
-					    "files unreadable (see the "
-					    "warnings)",
-					    first ? first : dir, nbad - 1, n);
+			  : tp__fabric_fail(
+				f, first_err,
+				"%s; %zu more of %zu node files unreadable "
+				"(%s; each one's reason is a warning)",
+				first ? first : dir, nbad - 1, n,
+				more.buf && !more.failed ? more.buf : "");
 	tp_free(first);
+	tp_free(more.buf);
 	return err;
 }
 

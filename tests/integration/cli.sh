@@ -55,7 +55,8 @@ for k in $(sed -n 's/^#\([A-Za-z]*\)=.*/\1/p' "$tmp/dump"); do
 	grep -q "^\.BI $k=" "$man5" && ok "key $k documented in topoplace.conf(5)" ||
 		bad "key $k missing from topoplace.conf(5)"
 done
-printf 'FabricFile=/etc/slurm/fabric.json\nSwitchWait=60 Partitions=gpu,gpu2\n' >"$tmp/tp.conf"
+$T fabric generate fat-tree --leaves 2 --hosts-per-leaf 2 -o "$tmp/conf-ft.json" >/dev/null
+printf 'FabricFile=%s\nSwitchWait=60 Partitions=gpu,gpu2\n' "$tmp/conf-ft.json" >"$tmp/tp.conf"
 expect 0 "config --check good" $T config --check "$tmp/tp.conf"
 grep -q '^SwitchWait=60$' "$tmp/out" && ok "effective setting printed" || bad "effective setting: $(cat "$tmp/out")"
 printf 'FabricFile=/x\nFabric=/y\n' >"$tmp/bad.conf"

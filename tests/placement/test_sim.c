@@ -126,6 +126,7 @@ static void test_backfill_reservation(void **state)
 	run(f, &t, "first-fit", 1, &r);
 	assert_int_equal(r.jobs, 4);
 	assert_int_equal(r.unplaceable, 0);
+	assert_true(r.first_unplaceable == SIZE_MAX);
 	assert_int_equal(r.multi_node_jobs, 2);
 	assert_close(r.makespan_s, 350);
 	assert_close(r.mean_wait_s, 61.5);
@@ -249,6 +250,7 @@ static void test_fcfs(void **state)
 	run(f, &t, "first-fit", 1, &r);
 	assert_int_equal(r.jobs, 3);
 	assert_int_equal(r.unplaceable, 1);
+	assert_int_equal(r.first_unplaceable, 2);
 	assert_close(r.makespan_s, 110);
 	assert_close(r.mean_wait_s, 10.0 / 3);
 	assert_close(r.mean_jct_s, (10.0 + 20 + 10) / 3);
@@ -546,6 +548,8 @@ static void test_csv_trace(void **state)
 	assert_int_equal(t.njobs, 4);
 	assert_close(t.jobs[1].submit_s, 1); /* sorted by submit time */
 	assert_int_equal(t.jobs[1].gpus, 8);
+	assert_int_equal(t.jobs[1].line, 6); /* its line for messages */
+	assert_int_equal(t.jobs[0].line, 3);
 	run(f, &t, "first-fit", 1, &r);
 	assert_close(r.mean_wait_s, 61.5);
 	assert_close(r.mean_jct_s, 171.5);

@@ -104,6 +104,12 @@ static void test_parse_errors(void **state)
 	     "t.conf:1: PriceBudget=1001: out of range 0..1000"},
 	    {"CommShare=101\n", TP_ERR_RANGE,
 	     "t.conf:1: CommShare=101: out of range 0..100"},
+	    {"MinNodes=5 MaxNodes=3\n", TP_ERR_RANGE,
+	     "t.conf: MinNodes=5 is above MaxNodes=3 (0: no limit): no job "
+	     "would be touched"},
+	    {"MaxNodes=1\n", TP_ERR_RANGE,
+	     "t.conf: MinNodes=2 is above MaxNodes=1 (0: no limit): no job "
+	     "would be touched"},
 	    {"SwitchWait=-1\n", TP_ERR_PARSE,
 	     "t.conf:1: SwitchWait=-1: expected a non-negative integer"},
 	    {"SwitchWait=10s\n", TP_ERR_PARSE,

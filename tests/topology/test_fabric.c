@@ -188,11 +188,18 @@ static void test_domains_and_guid_names(void **state)
 	assert_int_equal(tp__fabric_domain_add(f, "rackA", "h1"), TP_OK);
 	assert_int_equal(tp__fabric_domain_add(f, "rackA", "h2"), TP_OK);
 	assert_int_equal(tp__fabric_domain_add(f, "rackA", "nosuch"), TP_OK);
+	/* sorts between the others; none of its hosts is here */
+	assert_int_equal(tp__fabric_domain_add(f, "rackAA", "gone1"), TP_OK);
 	assert_int_equal(tp__fabric_domain_add(f, "rackB", "h2"), TP_ERR_EXISTS);
 	f->guid_names = tp_calloc(1, sizeof(char *));
 	f->guid_names[0] = tp_strdup("named7");
 	f->nguid_names = f->capguid_names = 1;
 	assert_int_equal(tp_u64map_put(f->guid_name, 0x2000, 0), TP_OK);
+	/* a map entry for a GUID the fabric does not hold */
+	f->guid_names = tp_realloc(f->guid_names, 2 * sizeof(char *));
+	f->guid_names[1] = tp_strdup("ghost");
+	f->nguid_names = f->capguid_names = 2;
+	assert_int_equal(tp_u64map_put(f->guid_name, 0xdead, 1), TP_OK);
 	assert_int_equal(tp_fabric_finalize(f, &(tp_finalize_opts_t){.default_gpus = 4}), TP_OK);
 	assert_int_equal(tp_fabric_unnamed_cas(f), 0);
 	assert_int_equal(tp_fabric_nhosts(f), 7);
@@ -202,11 +209,28 @@ static void test_domains_and_guid_names(void **state)
 	assert_int_equal(tp_fabric_nvdomain(f, 0)->nhosts, 2);
 	assert_true(tp_fabric_nvdomain(f, 0)->multi_node);
 	assert_string_equal(tp_fabric_nvdomain(f, 1)->name, "rackB");
+	/* an empty domain is not created: the hosts' indices follow */
 	assert_int_equal(tp_fabric_nnvdomains(f), 2 + 4);
-	bool warned = false;
-	for (size_t i = 0; i < tp_fabric_nwarnings(f); i++)
+	for (size_t d = 0; d < tp_fabric_nnvdomains(f); d++) {
+		const tp_nvdomain_t *dp = tp_fabric_nvdomain(f, d);
+		assert_true(dp->nhosts > 0);
+		for (size_t i = 0; i < dp->nhosts; i++)
+			assert_int_equal(
+			    tp_fabric_host(f, dp->hosts[i])->nvdomain, d);
+	}
+	bool warned = false, empty = false, ghost = false;
+	for (size_t i = 0; i < tp_fabric_nwarnings(f); i++) {
 		warned |= strstr(tp_fabric_warning(f, i), "nosuch") != NULL;
+		ghost |= strstr(tp_fabric_warning(f, i),
+				"1 GUID of the GUID map names no CA of the "
+				"fabric (e.g. entry \"0x000000000000dead "
+				"ghost\")") != NULL;
+		empty |= strstr(tp_fabric_warning(f, i),
+				"no host of NVLink domain rackAA") != NULL;
+	}
 	assert_true(warned);
+	assert_true(empty);
+	assert_true(ghost);
 	tp_fabric_destroy(f);
 }
 

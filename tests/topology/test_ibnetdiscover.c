@@ -500,10 +500,15 @@ static void test_two_subnets(void **state)
 	assert_int_equal(tp_fabric_ncas(f), 96 + 23);
 	assert_int_equal(tp_fabric_nlinks(f), 155 + 23);
 	assert_int_equal(f->sw[7].subnet, 1);
-	/* the same file twice is two subnets, not a merge */
-	assert_int_equal(tp_fabric_read_ibnetdiscover(f, p1), TP_OK);
-	assert_int_equal(tp_fabric_nsubnets(f), 3);
-	assert_int_equal(tp_fabric_ncas(f), 96 + 23 + 23);
+	/* the same file twice: a switch in two subnets is refused, naming
+	 * the file, its line and the GUID, and the fabric is left as it
+	 * was */
+	assert_int_equal(tp_fabric_read_ibnetdiscover(f, p1), TP_ERR_PARSE);
+	assert_non_null(strstr(tp_fabric_error(f), p1));
+	assert_non_null(strstr(tp_fabric_error(f), "switch GUID 0x"));
+	assert_non_null(strstr(tp_fabric_error(f), "already in subnet 1"));
+	assert_int_equal(tp_fabric_nsubnets(f), 2);
+	assert_int_equal(tp_fabric_ncas(f), 96 + 23);
 	tp_fabric_destroy(f);
 }
 

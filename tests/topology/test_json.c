@@ -271,6 +271,27 @@ static void test_hostile(void **state)
 		     "\"switches\":[" SW0 "],\"cas\":[" CA0
 		     "],\"links\":[[\"switch\",0,1,\"ca\",0,1,4,25,1]]," TAIL,
 		     "links[0]: width");
+	/* a cable from a port to itself, to a port the node lacks, a switch
+	 * without ports */
+	expect_error(HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0
+			  "],\"links\":[[\"switch\",0,1,\"switch\",0,1,4,25,"
+			  "true]]," TAIL,
+		     "links[0]: both ends are switch 0 port 1");
+	expect_error(HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0
+			  "],\"links\":[[\"switch\",0,500,\"ca\",0,1,4,25,"
+			  "true]]," TAIL,
+		     "links[0]: switch 0 has ports 1..36, not 500");
+	expect_error(HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0
+			  "],\"links\":[[\"switch\",0,0,\"ca\",0,1,4,25,"
+			  "true]]," TAIL,
+		     "links[0]: switch 0 has ports 1..36, not 0");
+	expect_error(HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0
+			  "],\"links\":[[\"switch\",0,1,\"ca\",0,2,4,25,"
+			  "true]]," TAIL,
+		     "links[0]: ca 0 has ports 1..1, not 2");
+	expect_error(HEAD "\"switches\":[{\"guid\":\"0x1\",\"desc\":\"s\","
+			  "\"ports\":0,\"subnet\":0}]," TAIL,
+		     "switches[0].ports: expected an integer 1..65535");
 	expect_error(HEAD
 		     "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{"
 		     "\"name\":\"a\",\"node_data\":true,\"gpus\":[]},{\"name\":"

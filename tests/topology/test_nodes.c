@@ -716,9 +716,29 @@ static void test_node_dir_nvsmi(void **state)
 		assert_true(named);
 	}
 	tp_fabric_destroy(f);
+	/* Two bad files: the summary names the second too, so it reads
+	 * whole when the warnings are not shown. */
+	link_into(dir, "gpu003.txt", tp_test_data("node-nvsmi-ragged.txt"));
+	f = tp_fabric_create();
+	for (int h = 0; h < 4; h++) {
+		char host[16];
+		snprintf(host, sizeof(host), "gpu%03d", h);
+		assert_int_equal(
+		    tp_fabric_read_node_nvsmi(
+			f, host, tp_test_data("node-nvsmi-spaces.txt")),
+		    TP_OK);
+	}
+	assert_int_equal(tp_fabric_read_node_dir(f, dir, false), TP_ERR_PARSE);
+	assert_non_null(strstr(tp_fabric_error(f),
+			       "gpu000.txt:3: row GPU1 has 2 cells, header has "
+			       "4; 1 more of 5 node files unreadable "
+			       "(gpu003.txt;"));
+	tp_fabric_destroy(f);
 	{
 		char p0[4096];
 		snprintf(p0, sizeof(p0), "%s/gpu000.txt", dir);
+		unlink(p0);
+		snprintf(p0, sizeof(p0), "%s/gpu003.txt", dir);
 		unlink(p0);
 	}
 

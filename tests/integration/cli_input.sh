@@ -1,0 +1,106 @@
+#!/bin/sh
+# Bad or odd input to the topoplace command: what a new user meets first.
+# Each case gets a clear one-line message and the right exit status, never
+# a silent zero.
+. "$(dirname "$0")/lib.sh"
+T=$TOPOPLACE
+
+# ---- simulate: jobs that can never fit the fabric ----
+printf 'submit_s,gpus,run_s\n0,100000,100\n' >"$tmp/none.csv"
+expect 2 "simulate: no job of the trace fits" $T simulate --trace "$tmp/none.csv"
+grep -q "none.csv: no job of the trace can ever be placed.*none.csv:2, 100000 GPUs" "$tmp/err" &&
+	ok "simulate names the trace and its first job" || bad "simulate, no job fits: $(cat "$tmp/err")"
+printf 'submit_s,nodes,gpus_per_node,run_s\n0,2,9,100\n5,1,8,100\n' >"$tmp/some.csv"
+expect 0 "simulate: one job of two fits" $T simulate --trace "$tmp/some.csv" --policies topoplace,first-fit
+grep -q "warning: simulate: 1 of 2 jobs can never be placed.*some.csv:2, 2 nodes x 9 GPUs" "$tmp/err" &&
+	ok "simulate warns with the count and the line" || bad "simulate warning: $(cat "$tmp/err")"
+
+# ---- config --check: keys that contradict each other ----
+printf 'MinNodes=5 MaxNodes=3\n' >"$tmp/mm.conf"
+expect 2 "config --check MinNodes above MaxNodes" $T config --check "$tmp/mm.conf"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "mm.conf: MinNodes=5 is above MaxNodes=3" "$tmp/err" &&
+	ok "both keys named on one line" || bad "MinNodes/MaxNodes: $(cat "$tmp/err")"
+
+# ---- config --check: the fabric and link state it names, read as the
+# plugins read them (a FIFO refused at once, never opened for reading) ----
+$T fabric generate fat-tree --leaves 2 --hosts-per-leaf 2 -o "$tmp/ft.json" >/dev/null
+printf '{garbage\n' >"$tmp/garbage.json"
+mkfifo "$tmp/fifo"
+for f in "$tmp/nosuch/f.json" "$tmp/garbage.json" "$tmp" "$tmp/fifo"; do
+	printf 'FabricFile=%s\n' "$f" >"$tmp/ff.conf"
+	expect 2 "config --check FabricFile=$(basename "$f")" timeout 10 $T config --check "$tmp/ff.conf"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "ff.conf: fabric $f: " "$tmp/err" &&
+		ok "one line naming $(basename "$f")" || bad "FabricFile=$f: $(cat "$tmp/err")"
+	printf 'FabricFile=%s\nLinkState=%s\n' "$tmp/ft.json" "$f" >"$tmp/ls.conf"
+	want=2
+	[ "$f" = "$tmp/nosuch/f.json" ] && want=0 # not written yet: healthy links
+	expect $want "config --check LinkState=$(basename "$f")" timeout 10 $T config --check "$tmp/ls.conf"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "ls.conf: .*LinkState.*$f" "$tmp/err" &&
+		ok "one line naming LinkState $(basename "$f")" || bad "LinkState=$f: $(cat "$tmp/err")"
+done
+printf 'FabricFile=ft.json\n' >"$tmp/rel.conf"
+expect 0 "config --check with a FabricFile beside it" $T config --check "$tmp/rel.conf"
+
+# ---- fabric JSON: cables the fabric cannot hold ----
+jq -c '.links[0] = ["switch",0,1,"switch",0,1,4,100,true]' "$tmp/ft.json" >"$tmp/self.json"
+expect 2 "a cable from a port to itself" $T fabric show "$tmp/self.json"
+grep -q "self.json: links\[0\]: both ends are switch 0 port 1" "$tmp/err" &&
+	ok "self cable named" || bad "self cable: $(cat "$tmp/err")"
+jq -c '.links[0][2] = 500' "$tmp/ft.json" >"$tmp/p500.json"
+expect 2 "a cable on a port the switch lacks" $T fabric show "$tmp/p500.json"
+grep -q "p500.json: links\[0\]: switch 0 has ports 1\.\..*, not 500" "$tmp/err" &&
+	ok "port out of range named" || bad "port 500: $(cat "$tmp/err")"
+jq -c '.switches[0].ports = 0' "$tmp/ft.json" >"$tmp/p0.json"
+expect 2 "a switch without ports" $T fabric show "$tmp/p0.json"
+grep -q "p0.json: switches\[0\].ports" "$tmp/err" && ok "switch ports 0 named" || bad "ports 0: $(cat "$tmp/err")"
+
+# ---- discover -q: the summary of unreadable node files names them all ----
+$T fabric generate fat-tree --leaves 2 --hosts-per-leaf 2 --nics-per-host 1 -o "$tmp/s.json" >/dev/null
+$T fabric ibsim-net "$tmp/s.json" -o "$tmp/s.net"
+mkdir "$tmp/smi"
+for h in node001 node002 node003 node004; do
+	cp "$TP_TESTDATA/node-nvsmi-ragged.txt" "$tmp/smi/$h.txt"
+done
+expect 2 "discover -q -k with four bad node files" $T discover -q -k --ibnetdiscover "$tmp/s.net" \
+	--nvidia-smi "$tmp/smi" -o "$tmp/s2.json"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+	grep -q "node001.txt:3: .*; 3 more of 4 node files unreadable (node002.txt, node003.txt, node004.txt;" "$tmp/err" &&
+	ok "every unreadable file named on one line" || bad "discover -q summary: $(cat "$tmp/err")"
+
+# ---- discover --live with no IB device: the port as --help names it ----
+if [ ! -e /sys/class/infiniband ] && [ -z "${UMAD2SIM:-}" ]; then
+	expect 2 "discover --live without an IB device" timeout 30 $T discover --live -o "$tmp/live.json"
+	if grep -q 'built without' "$tmp/err"; then
+		echo "# built without libibnetdisc: the --live wording check skipped"
+	else
+		grep -q "through the first CA, its first active port, failed" "$tmp/err" &&
+			ok "default port named as in --help" || bad "discover --live: $(tail -1 "$tmp/err")"
+	fi
+fi
+
+sp="${TP_FIXTURES:-../shared/fixtures}/ib/NVIDIA-topograph/ibnetdiscover-example.out"
+if [ -f "$sp" ]; then
+	# ---- discover: a domain map naming no host of the fabric ----
+	printf 'rackA nosuchhost[1-3]\n' >"$tmp/dm.txt"
+	expect 0 "discover with a domain map of absent hosts" $T discover --ibnetdiscover "$sp" \
+		--domain-map "$tmp/dm.txt" --gpus-per-host 8 -o "$tmp/dm.json"
+	grep -q "no host of NVLink domain rackA (domain map) is in the fabric" "$tmp/err" &&
+		ok "the empty domain is named" || bad "empty domain warning: $(cat "$tmp/err")"
+	expect 0 "fabric show" $T fabric show "$tmp/dm.json"
+	grep -q "NVLink domains.*(0 multi-node)" "$tmp/out" && ok "no empty domain counted" ||
+		bad "fabric show: $(grep NVLink "$tmp/out")"
+	# ---- discover: one dump given twice ----
+	expect 2 "discover the same dump twice" $T discover --ibnetdiscover "$sp" "$sp" -o "$tmp/twice.json"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "ibnetdiscover-example.out:[0-9]*: switch GUID 0x[0-9a-f]* is already in subnet 0" "$tmp/err" &&
+		ok "the second file and a GUID in both named" || bad "same dump twice: $(cat "$tmp/err")"
+	# ---- discover: GUID map entries for GUIDs the fabric lacks ----
+	printf '0x1234 ghost1\n0x99 ghost2\n' >"$tmp/gm.txt"
+	expect 0 "discover with a GUID map of absent GUIDs" $T discover --ibnetdiscover "$sp" \
+		--guid-map "$tmp/gm.txt" -o "$tmp/gm.json"
+	grep -q 'warning: 2 GUIDs of the GUID map name no CA of the fabric (e.g. entry "0x0000000000001234 ghost1")' "$tmp/err" &&
+		ok "absent GUIDs warned with count and first entry" || bad "GUID map warning: $(cat "$tmp/err")"
+else
+	echo "# $sp absent: the ibnetdiscover checks skipped"
+fi
+
+finish
