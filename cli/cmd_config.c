@@ -107,12 +107,12 @@ int tp_cmd_config(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = tp_cli_opt_next("config", argc, argv, "h", opts)) != -1) {
 		switch (c) {
 		case 'd': dump = true; break;
 		case 'c': check = optarg; break;
 		case 'h': fputs(usage, stdout); return TP_EXIT_OK;
-		default: fputs(usage, stderr); return TP_EXIT_INPUT;
+		default: return TP_EXIT_INPUT;
 		}
 	}
 	if (optind < argc || dump == (check != NULL)) {

@@ -148,6 +148,7 @@ usage_err "generate --bogus" "^topoplace fabric generate: unrecognized option '-
 	$T fabric generate fat-tree --bogus
 usage_err "place --bogus" "^topoplace place: unrecognized option '--bogus'" $T place --bogus
 usage_err "fabric show --bogus" "^topoplace fabric show: unrecognized option" $T fabric show "$tmp/ft.json" --bogus
+usage_err "config --bogus" "^topoplace config: unrecognized option '--bogus' (see --help)$" $T config --bogus
 usage_err "monitor --fabric without its argument" "option '--fabric' requires an argument" $T monitor --fabric
 usage_err "generate --interleave=1" "option '--interleave' takes no argument" $T fabric generate fat-tree --interleave=1
 usage_err "fabric health --state-out" "--state-out is an option of monitor" \
