@@ -490,8 +490,12 @@ static tp_err_t load_ring(loader_t *ld, const cJSON *ring)
 	size_t n;
 	tp_err_t err;
 
+	/* the ring's length first: "nodes" alone must not size an
+	 * allocation (4294967294 would ask for hundreds of GB) */
 	if ((err = want_array(ld, ring, p->nhosts, p->nhosts, &n, "ring")))
 		return err;
+	if (!(p->hosts = tp__plan_alloc(p, p->nhosts, sizeof(*p->hosts))))
+		return nomem(ld);
 	cJSON_ArrayForEach(it, ring)
 	{
 		if (!cJSON_IsString(it) || !*it->valuestring)
@@ -971,8 +975,6 @@ static tp_err_t load_root(loader_t *ld, const cJSON *root)
 		return lfail(ld, TP_ERR_PARSE,
 			     "host_segment: expected true or false");
 	p->host_segment = !it || cJSON_IsTrue(it);
-	if (!(p->hosts = tp__plan_alloc(p, p->nhosts, sizeof(*p->hosts))))
-		return nomem(ld);
 	if ((err = load_ring(ld, get(root, "ring"))) ||
 	    (err = want_array(ld, get(root, "hosts"), p->nhosts, p->nhosts, &n,
 			      "hosts")))

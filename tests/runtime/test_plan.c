@@ -783,6 +783,11 @@ static void test_json_hostile(void **state)
 	bad = subst(j, "\n}\n", "\n} x");
 	expect_bad(bad, TP_ERR_PARSE, "trailing");
 	free(bad);
+	/* a node count far beyond the ring: the ring's length is the
+	 * error, not the allocation that count would ask for */
+	bad = subst(j, "\"nodes\": 8,", "\"nodes\": 4294967294,");
+	expect_bad(bad, TP_ERR_PARSE, "ring: expected 4294967294 entries");
+	free(bad);
 	tp_free(j);
 	tp_plan_destroy(p);
 	tp_fabric_destroy(f);
