@@ -765,7 +765,7 @@ tp_algo_t tp_plan_recommend(const tp_plan_t *p, size_t i)
 
 bool tp_plan_host_segment(const tp_plan_t *p)
 {
-	return p->host_segment;
+	return !p || p->host_segment;
 }
 
 const char *tp_plan_recommend_basis(const tp_plan_t *p, size_t i)

@@ -216,9 +216,9 @@ const char *tp_plan_recommend_basis(const tp_plan_t *plan, size_t i);
  * through each host's shared-memory segment (one wait a phase: the
  * collective library's default) rather than as rings (the cost context
  * had host_ring set, as `TOPOPLACE_COLL_SHM=0 topoplace plan` does).
- * True for a plan without predictions and for a plan file that does not
- * say. The library compares it with what it set up and warns when they
- * differ. */
+ * True for a plan without predictions, for a plan file that does not
+ * say and for NULL. The library compares it with what it set up and
+ * warns when they differ. */
 bool tp_plan_host_segment(const tp_plan_t *plan);
 
 /* The plan's schedule for algo (see tp_sched.h): the edges the cost model

@@ -573,6 +573,7 @@ static void test_errors(void **state)
 	assert_int_equal(tp_plan_rank_of(NULL, "x"), TP_PLAN_NONE);
 	assert_int_equal(tp_plan_tree_root(NULL, 0), TP_PLAN_NONE);
 	assert_true(isnan(tp_plan_predict_s(NULL, 0, TP_ALGO_RING)));
+	assert_true(tp_plan_host_segment(NULL));
 	tp_plan_destroy(NULL);
 	tp_fabric_destroy(f);
 }
