@@ -678,7 +678,11 @@ static void step_start(spank_t sp, bool verbose)
 	}
 	if ((err = tp_plan_build_step(f, (const char *const *)names, n, counts,
 				      &plan, &msg))) {
-		snprintf(why, sizeof(why), "plan for %.200s: %s", nodelist,
+		/* the list is the client's: a line break in it (a hostlist
+		 * separator) must not start a line of slurmd's log; 240
+		 * bytes of it leave room for the reason */
+		snprintf(why, sizeof(why), "plan for \"%s\": %s",
+			 tp_quote(q, 240, nodelist, 200),
 			 msg ? msg : tp_strerror(err));
 		goto fail;
 	}

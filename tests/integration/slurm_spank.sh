@@ -336,6 +336,29 @@ deep_step $(((4060 - base) / 8)) deep2
 	ok "basedir of $((base + (4060 - base) / 8 * 8)) bytes: the plan path fits (${#plan} bytes), set" ||
 	bad "the control: TOPOPLACE_PLAN '$(echo "$plan" | cut -c 1-100)' ($(tail -n 1 "$tmp/deep2.out" | cut -c 1-200))"
 
+# ---- a node list with a line break, from a modified client ----
+# (tests/integration/tp_srun_shim.c preloaded into srun sends it as is):
+# the hostlist reads the break as a separator, the second name is not in
+# the fabric, and the refusal must stay one line of slurmd's log, the
+# client's text quoted, never a line of the client's making
+shim=$builddir/tests/integration/.libs/tp_srun_shim.so
+if [ -f "$shim" ]; then
+	nl='node001
+TPFORGED'
+	as_user env TP_SHIM_STEP_NODELIST="$nl" LD_PRELOAD="$shim" timeout 60 \
+		srun -J forged -w node001,node002 -N 2 sh -c 'echo "$SLURM_JOB_ID ${TOPOPLACE_PLAN:-x}"' \
+		>"$tmp/forged.out" 2>&1 || bad "srun with a forged node list"
+	read -r j plan <"$tmp/forged.out" || j=none
+	l=$(grep "spank/topoplace: job $j step 0: " "$(nodelog node001)" | tail -n 1)
+	forged=$(grep -c '^TPFORGED' "$(nodelog node001)")
+	case $l in *'node001\x0aTPFORGED'*": environment unchanged") true ;; *) false ;; esac &&
+		[ "$forged" -eq 0 ] && [ "$plan" = x ] &&
+		ok "node list with a line break: refused in one line, quoted ($(echo "$l" | grep -o 'plan for.*' | cut -c 1-120))" ||
+		bad "node list with a line break: $forged forged line(s), plan '$plan', line: $(echo "$l" | cut -c 1-200)"
+else
+	bad "$shim not built (make -C tests check builds it)"
+fi
+
 sleep 1
 left=$(ls -d "$dir"/tprun/*/job* 2>/dev/null | wc -l)
 [ "$left" -eq 0 ] && ok "no job directory left anywhere" || bad "$left job directories left"
