@@ -11,6 +11,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -26,14 +27,19 @@ tp_err_t tp_step_tasks_parse(const char *s, uint32_t *counts, size_t n)
 		return TP_ERR_INVAL;
 	while (*s) {
 		char *end;
-		unsigned long c = strtoul(s, &end, 10), rep = 1;
+		unsigned long c, rep = 1;
 
-		if (end == s)
+		/* digits only: strtoul would also skip white space (a line
+		 * break the plugin's error line prints) and take a sign */
+		if (!isdigit((unsigned char)*s))
 			return TP_ERR_PARSE;
+		c = strtoul(s, &end, 10);
 		s = end;
 		if (s[0] == '(' && s[1] == 'x') {
+			if (!isdigit((unsigned char)s[2]))
+				return TP_ERR_PARSE;
 			rep = strtoul(s + 2, &end, 10);
-			if (end == s + 2 || *end != ')' || !rep)
+			if (*end != ')' || !rep)
 				return TP_ERR_PARSE;
 			s = end + 1;
 		}

@@ -55,6 +55,15 @@ static void test_tasks_parse(void **state)
 	assert_int_equal(tp_step_tasks_parse("4;2", c, 2), TP_ERR_PARSE);
 	assert_int_equal(tp_step_tasks_parse("99999999999", c, 1),
 			 TP_ERR_PARSE);
+	/* digits only, as Slurm writes them: strtoul alone would take
+	 * leading white space (a line break the plugin's error line would
+	 * then print), signs, and "-1" wrapped round */
+	assert_int_equal(tp_step_tasks_parse("\n1", c, 1), TP_ERR_PARSE);
+	assert_int_equal(tp_step_tasks_parse("1,\n2", c, 2), TP_ERR_PARSE);
+	assert_int_equal(tp_step_tasks_parse("+1", c, 1), TP_ERR_PARSE);
+	assert_int_equal(tp_step_tasks_parse("-0", c, 1), TP_ERR_PARSE);
+	assert_int_equal(tp_step_tasks_parse("1(x 2)", c, 2), TP_ERR_PARSE);
+	assert_int_equal(tp_step_tasks_parse("1(x+2)", c, 2), TP_ERR_PARSE);
 	assert_int_equal(tp_step_tasks_parse(NULL, c, 1), TP_ERR_INVAL);
 }
 
