@@ -8,7 +8,7 @@
  *            [basedir=DIR] [mode=auto|off|verbose] [topodir=DIR]
  *            [sysfs=DIR]
  * fabric= names the fabric JSON, conf= a topoplace.conf whose FabricFile
- * does; basedir (default /run/topoplace) holds one directory per job, "%h"
+ * does (a relative one beside that file, as slurmctld reads it); basedir (default /run/topoplace) holds one directory per job, "%h"
  * in it is this host's hostname (for several slurmd on one machine);
  * topodir holds NCCL topology files as <host>.xml; sysfs (default /sys,
  * "%h" as in basedir, for tests) is where this node's InfiniBand devices
@@ -592,6 +592,7 @@ static void step_start(spank_t sp, bool verbose)
 	char **names = NULL, why[512] = "", path[4096], kept[256] = "";
 	char q[420];
 	const char *fabric_path = args.fabric, *me;
+	char *conf_fabric = NULL;
 	size_t n = 0;
 	uint32_t *counts = NULL;
 	tp_pconf_t conf;
@@ -662,8 +663,16 @@ static void step_start(spank_t sp, bool verbose)
 				 msg ? msg : tp_strerror(err));
 			goto fail;
 		}
-		if (!(fabric_path = conf.fabric_file)) {
+		if (!conf.fabric_file) {
 			snprintf(why, sizeof(why), "%s: no FabricFile",
+				 args.conf);
+			goto fail;
+		}
+		/* a relative FabricFile lies beside the conf, as slurmctld
+		 * reads it: slurmstepd's working directory is not that */
+		if (!(fabric_path = conf_fabric =
+			  tp_pconf_path(args.conf, conf.fabric_file))) {
+			snprintf(why, sizeof(why), "%s: out of memory",
 				 args.conf);
 			goto fail;
 		}
@@ -793,6 +802,7 @@ out:
 	tp_plan_destroy(plan);
 	tp_fabric_destroy(f);
 	tp_pconf_free(&conf);
+	tp_free(conf_fabric);
 	tp_free(counts);
 	free(tpn);
 	free(nodelist);

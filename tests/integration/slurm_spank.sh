@@ -336,6 +336,22 @@ deep_step $(((4060 - base) / 8)) deep2
 	ok "basedir of $((base + (4060 - base) / 8 * 8)) bytes: the plan path fits (${#plan} bytes), set" ||
 	bad "the control: TOPOPLACE_PLAN '$(echo "$plan" | cut -c 1-100)' ($(tail -n 1 "$tmp/deep2.out" | cut -c 1-200))"
 
+# ---- conf= whose FabricFile is relative: it lies beside the conf, as
+# slurmctld and `topoplace config --check` read it (slurmstepd's working
+# directory is not the conf's); a name found nowhere else ----
+mkdir -p "$dir/rel"
+cp "$dir/fabric.json" "$dir/rel/rel-fabric.json"
+echo "FabricFile=rel-fabric.json" >"$dir/rel/topoplace.conf"
+cp "$dir/plugstack.conf" "$tmp/plugstack.saved"
+sed "s|fabric=[^ ]*|conf=$dir/rel/topoplace.conf|" "$tmp/plugstack.saved" >"$dir/plugstack.conf"
+as_user timeout 60 srun -J relconf -w node001 -N 1 sh -c 'echo "$SLURM_JOB_ID ${TOPOPLACE_PLAN:-x}"' \
+	>"$tmp/relconf.out" 2>&1 || bad "srun with conf= and a relative FabricFile"
+cp "$tmp/plugstack.saved" "$dir/plugstack.conf"
+read -r j plan <"$tmp/relconf.out" || j=none
+[ "${plan%/plan-step0.json}" != "$plan" ] &&
+	ok "conf= with FabricFile=rel-fabric.json: read beside the conf, plan set" ||
+	bad "conf= with a relative FabricFile: TOPOPLACE_PLAN '$plan', $(grep "spank/topoplace: job $j " "$(nodelog node001)" | tail -n 1 | cut -c 1-200)"
+
 # ---- a node list with a line break, from a modified client ----
 # (tests/integration/tp_srun_shim.c preloaded into srun sends it as is):
 # the hostlist reads the break as a separator, the second name is not in
