@@ -8,8 +8,9 @@
  *            [basedir=DIR] [mode=auto|off|verbose] [topodir=DIR]
  *            [sysfs=DIR]
  * fabric= names the fabric JSON, conf= a topoplace.conf whose FabricFile
- * does (a relative one beside that file, as slurmctld reads it); basedir (default /run/topoplace) holds one directory per job, "%h"
- * in it is this host's hostname (for several slurmd on one machine);
+ * does (a relative one beside that file, as slurmctld reads it); basedir
+ * (default /run/topoplace) holds one directory per job, "%h" in it is
+ * this host's hostname (for several slurmd on one machine);
  * topodir holds NCCL topology files as <host>.xml; sysfs (default /sys,
  * "%h" as in basedir, for tests) is where this node's InfiniBand devices
  * are listed (class/infiniband/<dev>/node_guid). Users override the
