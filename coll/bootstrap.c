@@ -85,8 +85,7 @@ static tp_err_t bfail(boot_t *b, tp_err_t err, const char *fmt, ...)
 
 static int left_ms(const boot_t *b)
 {
-	int64_t left = b->deadline - tp__coll_now_ns();
-	return left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+	return tp__coll_poll_ms(b->deadline - tp__coll_now_ns());
 }
 
 static int new_socket(void)
@@ -660,7 +659,7 @@ tp_err_t tp__coll_connect(tp_coll_comm_t *c, const tp_coll_opts_t *o,
 	uint8_t *want = NULL;
 	tp_err_t err;
 
-	b.deadline = tp__coll_now_ns() + (int64_t)(c->timeout_s * 1e9);
+	b.deadline = tp__coll_now_ns() + c->timeout_ns;
 	if (c->size == 1)
 		return TP_OK;
 	if ((err = hca_setup(&b, c->hca)))

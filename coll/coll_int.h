@@ -193,6 +193,7 @@ struct tp_coll_comm {
 	int nhosts;
 	int local_rank;
 	double timeout_s;
+	int64_t timeout_ns; /* timeout_s, at most TP__COLL_TIMEOUT_MAX_S */
 	size_t chunk_bytes;
 	int nsock; /* TCP connections per peer on another host */
 	/* A rank waiting only on same-host peers yields this long before
@@ -277,6 +278,13 @@ struct tp_coll_comm {
 
 /* Monotonic clock in ns. */
 int64_t tp__coll_now_ns(void);
+/* Longest timeout kept (about 31 years): longer ones, INFINITY
+ * included, wait as long, and deadlines (now + timeout) stay far from
+ * INT64_MAX. */
+#define TP__COLL_TIMEOUT_MAX_S 1e9
+/* A poll() timeout for left_ns nanoseconds: rounded up, at most INT_MAX
+ * ms (a longer wait polls again), 0 when left_ns <= 0. */
+int tp__coll_poll_ms(int64_t left_ns);
 /* Record a failure in c->detail ("<call>: <what>") and return err.
  * Transport errors (PEER_LOST, TIMEOUT, IO) also break c and close its
  * connections. */

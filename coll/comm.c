@@ -7,6 +7,7 @@
  * bits. */
 #include "config.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,6 +27,14 @@ int64_t tp__coll_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int tp__coll_poll_ms(int64_t left_ns)
+{
+	if (left_ns <= 0)
+		return 0;
+	int64_t ms = left_ns / 1000000 + (left_ns % 1000000 != 0);
+	return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
 const char *tp__coll_peer_name(const tp_coll_comm_t *c, int peer, char *buf,
@@ -541,6 +550,10 @@ tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
 	c->size = (int)world;
 	c->nhosts = (int)tp_plan_nhosts(plan);
 	c->timeout_s = o.timeout_s;
+	c->timeout_ns = (int64_t)((o.timeout_s < TP__COLL_TIMEOUT_MAX_S
+				       ? o.timeout_s
+				       : TP__COLL_TIMEOUT_MAX_S) *
+				  1e9);
 	c->chunk_bytes = o.chunk_bytes & ~(size_t)7;
 	c->nsock = o.sockets;
 	c->xp = &tp__coll_xport_tcp;

@@ -180,7 +180,8 @@ typedef struct tp_coll_opts {
 	 * init returns. */
 	int master_port;
 	/* Seconds without progress before a call (or init) fails with
-	 * TP_ERR_TIMEOUT; > 0. Default 30. */
+	 * TP_ERR_TIMEOUT; > 0. Default 30. Values above 1e9 (about 31
+	 * years), INFINITY included, wait that long: no timeout. */
 	double timeout_s;
 	/* Pipelining unit in bytes (rounded down to whole elements, at least
 	 * one); default 256 KiB. Every rank must use the same value. */

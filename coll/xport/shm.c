@@ -314,7 +314,7 @@ static tp_err_t xfer(int fd, void *buf, size_t len, bool out, int64_t deadline)
 		if (left <= 0)
 			return TP_ERR_TIMEOUT;
 		struct pollfd pf = {.fd = fd, .events = out ? POLLOUT : POLLIN};
-		poll(&pf, 1, (int)(left / 1000000) + 1);
+		poll(&pf, 1, tp__coll_poll_ms(left));
 	}
 	return TP_OK;
 }
@@ -790,7 +790,7 @@ static tp_err_t host_wait(tp_coll_comm_t *c, tp__coll_host_t *h,
 			  _Atomic uint32_t *w, uint32_t target)
 {
 	const struct timespec slice = {0, 50 * 1000 * 1000};
-	int64_t deadline = c->last_move_ns + (int64_t)(c->timeout_s * 1e9);
+	int64_t deadline = c->last_move_ns + c->timeout_ns;
 	int64_t t0 = tp__coll_now_ns();
 
 	while (!reached(w, target) && tp__coll_now_ns() - t0 < h->yield_ns)

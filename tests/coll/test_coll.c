@@ -1079,6 +1079,42 @@ static void test_hung_peer(void **s)
 	run_fault(true, false);
 }
 
+/* A very long timeout (or INFINITY, "never") waits for a late rank
+ * instead of failing at once: timeout_s x 1e9 must not overflow the
+ * deadline arithmetic (it made the host segment's wait report "no
+ * progress for 1e+10 s" after its first 50 ms slice). */
+static int late_rank(tp_coll_comm_t *c, void *arg)
+{
+	tp_err_t err;
+
+	(void)arg;
+	if (tp_coll_comm_rank(c) == 1)
+		usleep(300 * 1000);
+	if ((err = tp_coll_barrier(c)))
+		return call_failed(c, "barrier", err);
+	float x = 1;
+	if ((err = tp_coll_allreduce(c, &x, &x, 1, TP_COLL_FP32, TP_COLL_SUM,
+				     TP_COLL_ALGO_RING)))
+		return call_failed(c, "allreduce", err);
+	return x == (float)tp_coll_comm_size(c) ? 0 : 1;
+}
+
+static void test_long_timeout(void **s)
+{
+	static const double t[] = {1e10, INFINITY};
+	tp_plan_t *one = plan_of(1, 2, 0), *two = plan_of(2, 1, 0);
+
+	(void)s;
+	for (size_t i = 0; i < 2; i++) {
+		run_ranks_ok(one, t[i], 4096, late_rank, NULL, 20,
+			     "one host, long timeout");
+		run_ranks_ok(two, t[i], 4096, late_rank, NULL, 20,
+			     "two hosts, long timeout");
+	}
+	tp_plan_destroy(one);
+	tp_plan_destroy(two);
+}
+
 /* ---- init errors ----------------------------------------------------------
  */
 
@@ -2199,6 +2235,7 @@ int main(void)
 	    cmocka_unit_test(test_killed_peer),
 	    cmocka_unit_test(test_hung_peer),
 	    cmocka_unit_test(test_small_faults),
+	    cmocka_unit_test(test_long_timeout),
 	    cmocka_unit_test(test_comp_names),
 	    cmocka_unit_test(test_comp_wire),
 	    cmocka_unit_test(test_comp_allreduce),
