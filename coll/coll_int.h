@@ -112,6 +112,11 @@ extern const tp__coll_xport_ops_t tp__coll_xport_tcp;
  * and returns true when there is work after all (no need to sleep);
  * drain eats wake-up bytes after poll() saw the fd readable. */
 tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p);
+/* TOPOPLACE_COLL_SHM, _SHM_RING and _YIELD_US as setup will read them:
+ * NULL when each is unset, empty or valid, else a one-line reason naming
+ * the variable and its value (caller frees with tp_free()). Checked at
+ * init, before the rendezvous, so a rank with a typo fails alone. */
+char *tp__coll_shm_env_check(void);
 tp_err_t tp__coll_shm_pump(tp_coll_comm_t *c, int peer, bool *moved_p);
 bool tp__coll_shm_arm(tp_coll_comm_t *c, int peer);
 tp_err_t tp__coll_shm_drain(tp_coll_comm_t *c, int peer, int fd);

@@ -543,6 +543,11 @@ tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
 				 "master_port %d, sockets %d: 1..%d)",
 				 o.timeout_s, o.chunk_bytes, o.master_port,
 				 o.sockets, TP__COLL_MAX_SOCKETS);
+	if ((why = tp__coll_shm_env_check())) {
+		init_fail(err_p, TP_ERR_INVAL, "rank %d: %s", rank, why);
+		tp_free(why);
+		return TP_ERR_INVAL;
+	}
 	c = tp_calloc(1, sizeof(*c));
 	if (!c)
 		return init_fail(err_p, TP_ERR_NOMEM, "out of memory");

@@ -79,7 +79,8 @@
  * TOPOPLACE_COLL_SHM_RING sets the ring size (bytes, a power of two,
  * default 2 MiB). TOPOPLACE_COLL_SOCKETS (tp_coll_opts_t.sockets)
  * stripes every message to a peer on another host over that many TCP
- * connections.
+ * connections. A value of these variables (or of TOPOPLACE_COLL_YIELD_US)
+ * that is not one fails init with TP_ERR_INVAL naming it.
  *
  * Errors: every function returns TP_OK or a negative tp_err_t
  * (tp_common.h; tp_strerror() describes it). A failed call leaves a

@@ -333,6 +333,47 @@ static size_t env_size(const char *name, size_t lo, size_t hi, size_t def)
 	return *end || errno || v < lo || v > hi ? def : (size_t)v;
 }
 
+/* "0" (off), "1" (on, as unset) or "nofifo"; NULL for anything else. */
+static const char *shm_mode(void)
+{
+	static const char *const ok[] = {"0", "1", "nofifo"};
+	const char *env = getenv("TOPOPLACE_COLL_SHM");
+
+	if (!env || !*env)
+		return "1";
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (!strcmp(env, ok[i]))
+			return ok[i];
+	return NULL;
+}
+
+char *tp__coll_shm_env_check(void)
+{
+	const char *v;
+	size_t cap;
+
+	if (!shm_mode())
+		return tp_asprintf("TOPOPLACE_COLL_SHM='%s' is not 0, 1 or "
+				   "nofifo",
+				   getenv("TOPOPLACE_COLL_SHM"));
+	/* env_size() falls back to the default for a bad value: tell a
+	 * bad value from the default by asking with two defaults */
+	v = getenv("TOPOPLACE_COLL_SHM_RING");
+	cap = env_size("TOPOPLACE_COLL_SHM_RING", 64, (size_t)1 << 30, 0);
+	if (v && *v && (cap == 0 || (cap & (cap - 1))))
+		return tp_asprintf("TOPOPLACE_COLL_SHM_RING='%s' is not a "
+				   "power of two from 64 to 1073741824 bytes",
+				   v);
+	v = getenv("TOPOPLACE_COLL_YIELD_US");
+	if (v && *v &&
+	    env_size("TOPOPLACE_COLL_YIELD_US", 0, HOST_YIELD_US_MAX, 0) !=
+		env_size("TOPOPLACE_COLL_YIELD_US", 0, HOST_YIELD_US_MAX, 1))
+		return tp_asprintf("TOPOPLACE_COLL_YIELD_US='%s' is not a "
+				   "number of microseconds from 0 to %d",
+				   v, HOST_YIELD_US_MAX);
+	return NULL;
+}
+
 static size_t ring_cap(void)
 {
 	size_t v = env_size("TOPOPLACE_COLL_SHM_RING", 64, (size_t)1 << 30,

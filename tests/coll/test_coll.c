@@ -1355,6 +1355,61 @@ static void test_env(void **s)
 	tp_plan_destroy(p);
 }
 
+/* A malformed shared-memory setting fails init naming the variable
+ * (before, TOPOPLACE_COLL_SHM=off meant "on" and a ring size that is not
+ * a power of two fell back to 2 MiB, both without a word). */
+static void test_bad_shm_env(void **s)
+{
+	static const struct {
+		const char *var, *val;
+	} bad[] = {{"TOPOPLACE_COLL_SHM", "off"},
+		   {"TOPOPLACE_COLL_SHM", "no"},
+		   {"TOPOPLACE_COLL_SHM_RING", "3000"},
+		   {"TOPOPLACE_COLL_SHM_RING", "2M"},
+		   {"TOPOPLACE_COLL_SHM_RING", "32"},
+		   {"TOPOPLACE_COLL_YIELD_US", "-1"},
+		   {"TOPOPLACE_COLL_YIELD_US", "2000000"},
+		   {"TOPOPLACE_COLL_YIELD_US", "10us"}};
+	static const struct {
+		const char *var, *val;
+	} good[] = {{"TOPOPLACE_COLL_SHM", "0"},
+		    {"TOPOPLACE_COLL_SHM", "1"},
+		    {"TOPOPLACE_COLL_SHM", "nofifo"},
+		    {"TOPOPLACE_COLL_SHM", ""},
+		    {"TOPOPLACE_COLL_SHM_RING", "4096"},
+		    {"TOPOPLACE_COLL_YIELD_US", "0"}};
+	tp_plan_t *p = plan_of(1, 1, 0);
+	tp_coll_comm_t *c = NULL;
+	tp_coll_opts_t o;
+	char *why = NULL;
+
+	(void)s;
+	opts_for(&o, next_port(), 2, 4096);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char want[96];
+		setenv(bad[i].var, bad[i].val, 1);
+		assert_int_equal(tp_coll_comm_init(p, 0, &o, &c, &why),
+				 TP_ERR_INVAL);
+		snprintf(want, sizeof(want), "%s='%s'", bad[i].var,
+			 bad[i].val);
+		if (!strstr(why, want))
+			fail_msg("%s: '%s'", want, why);
+		assert_null(c);
+		tp_free(why);
+		why = NULL;
+		unsetenv(bad[i].var);
+	}
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		setenv(good[i].var, good[i].val, 1);
+		if (tp_coll_comm_init(p, 0, &o, &c, &why) != TP_OK)
+			fail_msg("%s=%s: %s", good[i].var, good[i].val, why);
+		tp_coll_comm_destroy(c);
+		c = NULL;
+		unsetenv(good[i].var);
+	}
+	tp_plan_destroy(p);
+}
+
 static void test_names(void **s)
 {
 	tp_coll_algo_t a;
@@ -2211,6 +2266,7 @@ int main(void)
 	    cmocka_unit_test(test_port_in_use),
 	    cmocka_unit_test(test_device_stream),
 	    cmocka_unit_test(test_env),
+	    cmocka_unit_test(test_bad_shm_env),
 	    cmocka_unit_test(test_init_timeout),
 	    cmocka_unit_test(test_mismatched_plan),
 	    {"test_1x1", test_matrix, NULL, NULL, &shapes[0]},
