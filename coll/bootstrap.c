@@ -150,7 +150,7 @@ static tp_err_t connect_to(boot_t *b, const struct sockaddr_in *sa, bool retry,
 	for (;;) {
 		int fd = new_socket(), e = 0;
 		if (fd < 0)
-			return bfail(b, TP_ERR_IO, "socket: %s",
+			return bfail(b, TP_ERR_IO, "%s: socket: %s", what,
 				     strerror(errno));
 		/* peer connections leave from this rank's HCA address */
 		if (!retry && b->c->hca_addr) {
@@ -480,6 +480,43 @@ static int *conn_slot(tp_coll_comm_t *c, int idx, int k)
 	return k ? &c->peers[idx].xfd[k - 1] : &c->peers[idx].fd;
 }
 
+/* Replace a peer-connection timeout's reason with the higher ranks that
+ * never connected (the ones mesh() waits for), by rank and host. */
+static tp_err_t unconnected(boot_t *b, const uint8_t *want)
+{
+	tp_coll_comm_t *c = b->c;
+	char buf[400], who[160];
+	int n = 0, shown = 0;
+	size_t off = 0;
+
+	for (int p = c->rank + 1; p < c->size; p++) {
+		bool late = false;
+		for (int ch = 0; ch < 2; ch++)
+			for (int k = 0; want[ch * c->size + p] && k < conns(c, p);
+			     k++)
+				late |= *conn_slot(c, ch * c->size + p, k) < 0;
+		if (!late)
+			continue;
+		n++;
+		if (shown < 3 && off < sizeof(buf)) {
+			tp__coll_peer_name(c, p, who, sizeof(who));
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off,
+						"%s%s", shown++ ? ", " : "",
+						who);
+		}
+	}
+	if (n == 0)
+		return TP_ERR_TIMEOUT; /* keep accept_one()'s reason */
+	if (b->err_p) {
+		tp_free(*b->err_p);
+		*b->err_p = NULL;
+	}
+	return bfail(b, TP_ERR_TIMEOUT,
+		     "waiting for peer connections: %s%s never connected "
+		     "after %g s",
+		     buf, n > shown ? ", ..." : "", c->timeout_s);
+}
+
 /* Connect to the wanted lower ranks, accept the wanted higher ones. */
 static tp_err_t mesh(boot_t *b, int lfd, const entry_t *tab,
 		     const uint8_t *want)
@@ -522,6 +559,8 @@ static tp_err_t mesh(boot_t *b, int lfd, const entry_t *tab,
 		int fd;
 		tp_err_t err =
 		    accept_one(b, lfd, "waiting for peer connections", &fd);
+		if (err == TP_ERR_TIMEOUT)
+			err = unconnected(b, want);
 		if (err)
 			return err;
 		err = xfer(b, fd, &h, sizeof(h), false, "peer hello");

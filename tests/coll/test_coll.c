@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1285,6 +1286,63 @@ static void test_device_stream(void **s)
 	tp_plan_destroy(p);
 }
 
+/* A rank that passes the rendezvous but never makes its peer
+ * connections (here: out of file descriptors after its first one):
+ * the rank left waiting for it names it, not just "timed out". */
+static void test_peer_never_connects(void **s)
+{
+	tp_plan_t *p = plan_of(3, 1, 0);
+	tp_coll_opts_t o;
+	pid_t pid[3];
+	int st[3];
+
+	(void)s;
+	opts_for(&o, next_port(), 1.5, 4096);
+	fflush(NULL);
+	for (int r = 0; r < 3; r++) {
+		pid[r] = fork();
+		assert_true(pid[r] >= 0);
+		if (pid[r] > 0)
+			continue;
+		tp_coll_comm_t *c = NULL;
+		char *why = NULL;
+		if (r == 2) {
+			/* room for the peer listener and one more socket:
+			 * the master connection, then (closed) the first
+			 * peer connection; the second fails */
+			int low = dup(0);
+			struct rlimit rl = {(rlim_t)low + 2, (rlim_t)low + 2};
+			close(low);
+			if (setrlimit(RLIMIT_NOFILE, &rl))
+				_exit(9);
+		}
+		tp_err_t err = tp_coll_comm_init(p, r, &o, &c, &why);
+		fprintf(stderr, "# rank %d: %s: %s\n", r, tp_strerror(err),
+			why ? why : "");
+		if (r == 1)
+			_exit(err == TP_ERR_TIMEOUT &&
+				      strstr(why, "rank 2 (host ") &&
+				      strstr(why, "never connected")
+				  ? 0
+				  : 1);
+		if (r == 2) /* and says where it failed */
+			_exit(err == TP_ERR_IO &&
+				      strstr(why, "connecting to rank 1 (host ")
+				  ? 0
+				  : 1);
+		tp_coll_comm_destroy(c);
+		_exit(0);
+	}
+	for (int r = 0; r < 3; r++) {
+		int ws;
+		assert_int_equal(waitpid(pid[r], &ws, 0), pid[r]);
+		st[r] = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+	}
+	assert_int_equal(st[2], 0);
+	assert_int_equal(st[1], 0);
+	tp_plan_destroy(p);
+}
+
 /* A rank that never comes: rank 0 and a lone rank 1 both give up. */
 static void test_init_timeout(void **s)
 {
@@ -2268,6 +2326,7 @@ int main(void)
 	    cmocka_unit_test(test_env),
 	    cmocka_unit_test(test_bad_shm_env),
 	    cmocka_unit_test(test_init_timeout),
+	    cmocka_unit_test(test_peer_never_connects),
 	    cmocka_unit_test(test_mismatched_plan),
 	    {"test_1x1", test_matrix, NULL, NULL, &shapes[0]},
 	    {"test_1x3", test_matrix, NULL, NULL, &shapes[1]},
