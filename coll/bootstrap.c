@@ -659,14 +659,47 @@ static uint32_t hca_lookup(const char *dev)
 	return addr;
 }
 
+/* Every entry of TOPOPLACE_COLL_HCA_ADDRS is DEV=IPv4 (or the whole
+ * value is "0"): a typo would otherwise match no device and quietly turn
+ * the rails off on every rank. */
+static tp_err_t hca_env_check(boot_t *b)
+{
+	const char *env = getenv("TOPOPLACE_COLL_HCA_ADDRS");
+
+	if (!env || !*env || !strcmp(env, "0"))
+		return TP_OK;
+	for (const char *p = env; p;) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		const char *eq = memchr(p, '=', n);
+		char ip[INET_ADDRSTRLEN] = "";
+		struct in_addr a;
+		size_t il = eq ? n - (size_t)(eq + 1 - p) : 0;
+		if (eq && il < sizeof(ip))
+			memcpy(ip, eq + 1, il);
+		/* an empty entry ("d=1.2.3.4,") names nothing: no error */
+		if (n > 0 &&
+		    (!eq || eq == p || inet_pton(AF_INET, ip, &a) != 1))
+			return bfail(b, TP_ERR_INVAL,
+				     "TOPOPLACE_COLL_HCA_ADDRS: '%.*s' is not "
+				     "DEV=IPv4 (in '%s')",
+				     (int)(n > 64 ? 64 : n), p, env);
+		p = end ? end + 1 : NULL;
+	}
+	return TP_OK;
+}
+
 /* This rank's HCA address (c->hca_addr), checked to be local. */
 static tp_err_t hca_setup(boot_t *b, const char *dev)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	char ip[INET_ADDRSTRLEN];
 	int fd, e = 0;
+	tp_err_t err;
 
 	b->c->hca_addr = 0;
+	if ((err = hca_env_check(b)))
+		return err;
 	if (!dev || !(sa.sin_addr.s_addr = hca_lookup(dev)))
 		return TP_OK;
 	inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));

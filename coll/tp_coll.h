@@ -58,7 +58,8 @@
  * schedule's per-rank cross-group rings, run on its own rail. The
  * environment's TOPOPLACE_COLL_HCA_ADDRS="dev=ip,..." names the
  * addresses instead (only those devices), "0" turns it off; an address
- * that is not local fails init naming it. Without one, the address its
+ * that is not local, or an entry that is not DEV=IPv4, fails init naming
+ * it. Without one, the address its
  * connection to the master left from.
  *
  * Transport: TCP between hosts, non-blocking sockets driven by poll();

@@ -1033,6 +1033,26 @@ static void test_hca_addrs(void **s)
 	assert_non_null(strstr(why, "192.0.2.7"));
 	assert_null(c);
 	tp_free(why);
+	why = NULL;
+
+	/* a malformed entry fails init at once naming it (it matched no
+	 * device, so every rank ran without its rail, and this one waited
+	 * for the others) */
+	static const char *const typo[] = {"%s:127.0.0.2", "%s=127.0.0",
+					   "=127.0.0.2,%s=127.0.0.2",
+					   "%s = 127.0.0.2"};
+	opts_for(&o, next_port(), 1, 4096);
+	for (size_t i = 0; i < sizeof(typo) / sizeof(typo[0]); i++) {
+		snprintf(env, sizeof(env), typo[i], h->ranks[0].hca);
+		setenv("TOPOPLACE_COLL_HCA_ADDRS", env, 1);
+		tp_err_t err = tp_coll_comm_init(p, 0, &o, &c, &why);
+		if (err != TP_ERR_INVAL || !strstr(why, "is not DEV=IPv4"))
+			fail_msg("'%s': %s: %s", env, tp_strerror(err),
+				 why ? why : "");
+		assert_null(c);
+		tp_free(why);
+		why = NULL;
+	}
 	unsetenv("TOPOPLACE_COLL_HCA_ADDRS");
 	tp_plan_destroy(p);
 }
