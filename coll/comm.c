@@ -651,13 +651,20 @@ tp_err_t tp_coll_comm_init_env(const tp_coll_opts_t *opts,
 	if (!path || !*path)
 		return init_fail(err_p, TP_ERR_INVAL,
 				 "TOPOPLACE_PLAN is not set");
-	if (rank < 0)
-		return init_fail(err_p, TP_ERR_INVAL, "TOPOPLACE_RANK is %s",
-				 rank == -1 ? "not set" : "not a rank");
-	if (world == -2 || local == -2)
+	if (rank == -1)
 		return init_fail(err_p, TP_ERR_INVAL,
-				 "TOPOPLACE_%s is not a number",
-				 world == -2 ? "WORLD_SIZE" : "LOCAL_RANK");
+				 "TOPOPLACE_RANK is not set");
+	if (rank < 0)
+		return init_fail(err_p, TP_ERR_INVAL,
+				 "TOPOPLACE_RANK='%s' is not a rank",
+				 getenv("TOPOPLACE_RANK"));
+	if (world == -2 || local == -2) {
+		const char *var = world == -2 ? "TOPOPLACE_WORLD_SIZE"
+					      : "TOPOPLACE_LOCAL_RANK";
+		return init_fail(err_p, TP_ERR_INVAL,
+				 "%s='%s' is not a whole number >= 0", var,
+				 getenv(var));
+	}
 	err = tp_plan_load_json(path, &plan, &why);
 	if (err) {
 		init_fail(err_p, err, "%s", why ? why : tp_strerror(err));

@@ -1398,7 +1398,19 @@ static void test_env(void **s)
 	assert_non_null(strstr(why, "TOPOPLACE_RANK"));
 	tp_free(why);
 	why = NULL;
+	/* a malformed value is quoted, so the launcher's mistake shows */
+	setenv("TOPOPLACE_RANK", "3x", 1);
+	assert_int_equal(tp_coll_comm_init_env(NULL, &c, &why), TP_ERR_INVAL);
+	assert_non_null(strstr(why, "TOPOPLACE_RANK='3x'"));
+	tp_free(why);
+	why = NULL;
 	setenv("TOPOPLACE_RANK", "0", 1);
+	setenv("TOPOPLACE_LOCAL_RANK", "-1", 1);
+	assert_int_equal(tp_coll_comm_init_env(NULL, &c, &why), TP_ERR_INVAL);
+	assert_non_null(strstr(why, "TOPOPLACE_LOCAL_RANK='-1'"));
+	tp_free(why);
+	why = NULL;
+	unsetenv("TOPOPLACE_LOCAL_RANK");
 	setenv("TOPOPLACE_WORLD_SIZE", "2", 1);
 	assert_int_equal(tp_coll_comm_init_env(NULL, &c, &why),
 			 TP_ERR_MISMATCH);
