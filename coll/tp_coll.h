@@ -491,7 +491,8 @@ tp_err_t tp_coll_comp_parse(const char *name, tp_coll_comp_t *kind_p);
  * or TP_COLL_AVG, compressed on the hops opts->levels names (opts NULL:
  * the defaults, which compress nothing). Collective: every rank passes
  * the same count, op, opts and key. Returns TP_OK, TP_ERR_INVAL (NULL
- * buffer with count > 0, another op, bad options), TP_ERR_UNSUPPORTED
+ * buffer with count > 0, a count too large to size, another op, bad
+ * options), TP_ERR_UNSUPPORTED
  * (device memory), TP_ERR_RANGE (top-k of 2^32 or more values), the
  * transport's errors as tp_coll_allreduce(), and the wire errors above.
  * The results are identical on every rank. */

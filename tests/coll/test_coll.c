@@ -1544,6 +1544,51 @@ static void test_comp_names(void **s)
 	assert_null(tp_coll_comp_name((tp_coll_comp_t)4));
 }
 
+/* A count no buffer can have (a negative length cast to size_t, say)
+ * is refused as an argument error before anything is sized from it:
+ * 4 x count floats of residuals wrapped to 16 bytes at 2^62 + 1, and
+ * only the message buffer's failed allocation (TP_ERR_NOMEM) stopped the
+ * call. */
+static int huge_count_rank(tp_coll_comm_t *c, void *arg)
+{
+	static const size_t huge[] = {((size_t)1 << 62) + 1, SIZE_MAX - 4};
+	float b[64] = {0};
+	tp_coll_comp_opts_t o;
+
+	(void)arg;
+	tp_coll_comp_opts_defaults(&o);
+	o.levels = TP_COLL_LEVEL_HOST | TP_COLL_LEVEL_GROUP |
+		   TP_COLL_LEVEL_CROSS;
+	for (int k = TP_COLL_COMP_INT8; k <= TP_COLL_COMP_TOPK; k++) {
+		o.kind = (tp_coll_comp_t)k;
+		for (size_t i = 0; i < 2; i++) {
+			tp_err_t err = tp_coll_allreduce_compressed(
+			    c, b, huge[i], TP_COLL_SUM, &o, 7);
+			if (err != TP_ERR_INVAL ||
+			    !strstr(tp_coll_comm_detail(c), "too large")) {
+				fprintf(stderr, "# kind %d count %zu: %s: %s\n",
+					k, huge[i], tp_strerror(err),
+					tp_coll_comm_detail(c));
+				return 1;
+			}
+		}
+	}
+	/* an argument error leaves the communicator working */
+	o.kind = TP_COLL_COMP_INT8;
+	return tp_coll_allreduce_compressed(c, b, 64, TP_COLL_SUM, &o, 7) ? 2
+									   : 0;
+}
+
+static void test_comp_huge_count(void **s)
+{
+	tp_plan_t *p = plan_of(1, 2, 0);
+
+	(void)s;
+	run_ranks_ok(p, 5, 4096, huge_count_rank, NULL, 30,
+		     "compressed all-reduce of a huge count");
+	tp_plan_destroy(p);
+}
+
 /* A message's checksum made right again for its header and payload
  * bytes. */
 static void reseal(unsigned char *m, size_t payload)
@@ -2384,6 +2429,7 @@ int main(void)
 	    cmocka_unit_test(test_small_faults),
 	    cmocka_unit_test(test_long_timeout),
 	    cmocka_unit_test(test_comp_names),
+	    cmocka_unit_test(test_comp_huge_count),
 	    cmocka_unit_test(test_comp_wire),
 	    cmocka_unit_test(test_comp_allreduce),
 	    cmocka_unit_test(test_comp_rails),
