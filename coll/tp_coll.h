@@ -30,7 +30,8 @@
  *   auto          the plan's recommendation for the nearest predicted
  *                 size (tp_plan_recommend()); except that on a
  *                 communicator whose ranks all share one host, an
- *                 all-reduce of at most 4 KiB takes the shared-memory
+ *                 all-reduce of at most 32 KiB (TP_SCHED_HOST_SMALL)
+ *                 takes the shared-memory
  *                 one-shot: every rank copies its input into a
  *                 host-wide segment, the last to arrive reduces them in
  *                 rank order and wakes the others with one futex call,
@@ -71,9 +72,11 @@
  * hierarchical all-reduce in 1 MiB blocks; on several hosts one such
  * segment per host carries the hierarchical host phases; its waits sleep
  * in FUTEX_WAIT in 50 ms slices that check the neighbours' connections).
- * A rank waiting for data sleeps in poll() or on the futex; the only
- * polling is ~20 us on a segment counter before that sleep, and only
- * when the segment's ranks do not outnumber the CPUs. In the environment,
+ * A rank waiting for data sleeps in poll() or on the futex; before that
+ * sleep, a wait on same-host peers only yields the CPU (sched_yield) for
+ * up to TOPOPLACE_COLL_YIELD_US microseconds (default 100, 0 to 1000000;
+ * 0 sleeps at once), so a peer that lacks a CPU gets ours. In the
+ * environment,
  * TOPOPLACE_COLL_SHM=0 keeps same-host pairs on TCP over loopback (a pair
  * uses shared memory only when both ends allow it; the host segment only
  * when all do), =nofifo sends the wake-ups over the pair's TCP connection, and
