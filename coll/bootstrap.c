@@ -374,8 +374,20 @@ static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 			err = missing(b, seen);
 		if (err)
 			goto out;
-		fds[nfd++] = fd;
 		err = xfer(b, fd, &h, sizeof(h), false, "rendezvous hello");
+		if (err == TP_ERR_PEER_LOST) {
+			/* closed before a whole hello: a port probe (or a
+			 * rank that died, named if it never comes): not a
+			 * rank, wait for the next */
+			close(fd);
+			if (b->err_p) {
+				tp_free(*b->err_p);
+				*b->err_p = NULL;
+			}
+			i--;
+			continue;
+		}
+		fds[nfd++] = fd;
 		if (err)
 			goto out;
 		why = check_hello(c, &h, seen);

@@ -1363,6 +1363,59 @@ static void test_peer_never_connects(void **s)
 	tp_plan_destroy(p);
 }
 
+/* A connection to the rendezvous port that closes before saying
+ * anything (a port probe, a health check) is not a rank: rank 0 goes on
+ * waiting for the real ones instead of failing everyone's init with
+ * "rendezvous hello: connection closed". */
+static void test_rendezvous_probe(void **s)
+{
+	tp_plan_t *p = plan_of(2, 1, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	tp_coll_opts_t o;
+	pid_t pid[2];
+	int port = next_port(), connected = 0;
+
+	(void)s;
+	opts_for(&o, port, 5, 4096);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa.sin_port = htons((uint16_t)port);
+	fflush(NULL);
+	for (int r = 0; r < 2; r++) {
+		if (r == 1) /* the probe, once rank 0 listens */
+			for (int k = 0; k < 500 && !connected; k++) {
+				int fd = socket(AF_INET, SOCK_STREAM, 0);
+				connected = connect(fd, (struct sockaddr *)&sa,
+						    sizeof(sa)) == 0;
+				close(fd);
+				if (!connected)
+					usleep(10000);
+			}
+		pid[r] = fork();
+		assert_true(pid[r] >= 0);
+		if (pid[r] > 0)
+			continue;
+		tp_coll_comm_t *c = NULL;
+		char *why = NULL;
+		tp_err_t err = tp_coll_comm_init(p, r, &o, &c, &why);
+		if (!err)
+			err = tp_coll_barrier(c);
+		if (err)
+			fprintf(stderr, "# rank %d: %s: %s\n", r,
+				tp_strerror(err),
+				why ? why : tp_coll_comm_detail(c));
+		tp_coll_comm_destroy(c);
+		_exit(err ? 1 : 0);
+	}
+	assert_true(connected);
+	for (int r = 0; r < 2; r++) {
+		int ws;
+		assert_int_equal(waitpid(pid[r], &ws, 0), pid[r]);
+		assert_true(WIFEXITED(ws));
+		assert_int_equal(WEXITSTATUS(ws), 0);
+	}
+	tp_plan_destroy(p);
+}
+
 /* A rank that never comes: rank 0 and a lone rank 1 both give up. */
 static void test_init_timeout(void **s)
 {
@@ -2404,6 +2457,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_shm_env),
 	    cmocka_unit_test(test_init_timeout),
 	    cmocka_unit_test(test_peer_never_connects),
+	    cmocka_unit_test(test_rendezvous_probe),
 	    cmocka_unit_test(test_mismatched_plan),
 	    {"test_1x1", test_matrix, NULL, NULL, &shapes[0]},
 	    {"test_1x3", test_matrix, NULL, NULL, &shapes[1]},
