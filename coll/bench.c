@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,9 +39,9 @@ static void usage(FILE *fp)
 		"  [--compress none|int8|1bit|topk [--levels "
 		"host,group,cross]\n"
 		"   [--segment N] [--no-overlap]]\n"
-		"Plan and rank default to $TOPOPLACE_PLAN / $TOPOPLACE_RANK; "
-		"sizes take K/M/G;\n"
-		"defaults 4K..256M, factor 4, 20 iterations, 5 warm-up, "
+		"Without --plan and --rank (given together), "
+		"$TOPOPLACE_PLAN / $TOPOPLACE_RANK;\nsizes take K/M/G; "
+		"defaults 4K..256M, factor 4, 20 iterations, 5 warm-up,\n"
 		"algo auto.\n"
 		"--compress runs tp_coll_allreduce_compressed() (error "
 		"feedback on) on the\nhops --levels names (default cross) "
@@ -80,9 +81,26 @@ static int parse_size(const char *s, size_t *out)
 	}
 	if (*end == 'B' || *end == 'b')
 		end++;
-	if (*end || v < 0)
+	/* also refuses nan and what no buffer could hold (inf included),
+	 * which the conversion below would make undefined */
+	if (*end || !(v >= 0 && v * m < 0x1p62))
 		return -1;
 	*out = (size_t)(v * m);
+	return 0;
+}
+
+/* A whole number in [lo, hi], nothing else (strtol alone wraps what an
+ * int cannot hold: --rank 4294967296 was rank 0). */
+static int parse_int(const char *s, long lo, long hi, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (end == s || *end || errno || v < lo || v > hi)
+		return -1;
+	*out = (int)v;
 	return 0;
 }
 
@@ -146,7 +164,10 @@ static int parse_args(int argc, char **argv, args_t *a)
 			a->plan = optarg;
 			break;
 		case 'r':
-			a->rank = (int)strtol(optarg, &end, 10);
+			if (parse_int(optarg, 0, INT_MAX, &a->rank)) {
+				fprintf(stderr, "bad --rank '%s'\n", optarg);
+				return -1;
+			}
 			break;
 		case 'm':
 			a->master = optarg;
@@ -169,10 +190,13 @@ static int parse_args(int argc, char **argv, args_t *a)
 			a->factor = strtod(optarg, &end);
 			break;
 		case 'n':
-			a->iters = (int)strtol(optarg, &end, 10);
-			break;
 		case 'w':
-			a->warmup = (int)strtol(optarg, &end, 10);
+			if (parse_int(optarg, o == 'n' ? 1 : 0, INT_MAX,
+				      o == 'n' ? &a->iters : &a->warmup)) {
+				fprintf(stderr, "bad --%s '%s'\n",
+					o == 'n' ? "iters" : "warmup", optarg);
+				return -1;
+			}
 			break;
 		case 'c':
 			a->check = true;
@@ -226,6 +250,11 @@ static int parse_args(int argc, char **argv, args_t *a)
 	if (a->check && a->comp.kind != TP_COLL_COMP_NONE) {
 		fprintf(stderr, "--check wants exact sums: not with "
 				"--compress\n");
+		return -1;
+	}
+	if (a->rank >= 0 && !a->plan) {
+		/* else $TOPOPLACE_RANK would win without a word */
+		fprintf(stderr, "--rank goes with --plan\n");
 		return -1;
 	}
 	if (pipe_opt && a->comp.kind == TP_COLL_COMP_NONE) {
@@ -390,7 +419,12 @@ int main(int argc, char **argv)
 		memcpy(host, a.master, (size_t)(colon - a.master));
 		host[colon - a.master] = '\0';
 		o.master_addr = host;
-		o.master_port = atoi(colon + 1);
+		/* a port that is not one would silently become 0: the
+		 * default port, where nobody else listens */
+		if (parse_int(colon + 1, 1, 65535, &o.master_port)) {
+			fprintf(stderr, "--master '%s': bad port\n", a.master);
+			return 2;
+		}
 	}
 	tp_log_set(log_line, NULL);
 	if (a.plan)

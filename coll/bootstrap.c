@@ -85,8 +85,7 @@ static tp_err_t bfail(boot_t *b, tp_err_t err, const char *fmt, ...)
 
 static int left_ms(const boot_t *b)
 {
-	int64_t left = b->deadline - tp__coll_now_ns();
-	return left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+	return tp__coll_poll_ms(b->deadline - tp__coll_now_ns());
 }
 
 static int new_socket(void)
@@ -151,7 +150,7 @@ static tp_err_t connect_to(boot_t *b, const struct sockaddr_in *sa, bool retry,
 	for (;;) {
 		int fd = new_socket(), e = 0;
 		if (fd < 0)
-			return bfail(b, TP_ERR_IO, "socket: %s",
+			return bfail(b, TP_ERR_IO, "%s: socket: %s", what,
 				     strerror(errno));
 		/* peer connections leave from this rank's HCA address */
 		if (!retry && b->c->hca_addr) {
@@ -375,8 +374,20 @@ static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 			err = missing(b, seen);
 		if (err)
 			goto out;
-		fds[nfd++] = fd;
 		err = xfer(b, fd, &h, sizeof(h), false, "rendezvous hello");
+		if (err == TP_ERR_PEER_LOST) {
+			/* closed before a whole hello: a port probe (or a
+			 * rank that died, named if it never comes): not a
+			 * rank, wait for the next */
+			close(fd);
+			if (b->err_p) {
+				tp_free(*b->err_p);
+				*b->err_p = NULL;
+			}
+			i--;
+			continue;
+		}
+		fds[nfd++] = fd;
 		if (err)
 			goto out;
 		why = check_hello(c, &h, seen);
@@ -481,6 +492,43 @@ static int *conn_slot(tp_coll_comm_t *c, int idx, int k)
 	return k ? &c->peers[idx].xfd[k - 1] : &c->peers[idx].fd;
 }
 
+/* Replace a peer-connection timeout's reason with the higher ranks that
+ * never connected (the ones mesh() waits for), by rank and host. */
+static tp_err_t unconnected(boot_t *b, const uint8_t *want)
+{
+	tp_coll_comm_t *c = b->c;
+	char buf[400], who[160];
+	int n = 0, shown = 0;
+	size_t off = 0;
+
+	for (int p = c->rank + 1; p < c->size; p++) {
+		bool late = false;
+		for (int ch = 0; ch < 2; ch++)
+			for (int k = 0; want[ch * c->size + p] && k < conns(c, p);
+			     k++)
+				late |= *conn_slot(c, ch * c->size + p, k) < 0;
+		if (!late)
+			continue;
+		n++;
+		if (shown < 3 && off < sizeof(buf)) {
+			tp__coll_peer_name(c, p, who, sizeof(who));
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off,
+						"%s%s", shown++ ? ", " : "",
+						who);
+		}
+	}
+	if (n == 0)
+		return TP_ERR_TIMEOUT; /* keep accept_one()'s reason */
+	if (b->err_p) {
+		tp_free(*b->err_p);
+		*b->err_p = NULL;
+	}
+	return bfail(b, TP_ERR_TIMEOUT,
+		     "waiting for peer connections: %s%s never connected "
+		     "after %g s",
+		     buf, n > shown ? ", ..." : "", c->timeout_s);
+}
+
 /* Connect to the wanted lower ranks, accept the wanted higher ones. */
 static tp_err_t mesh(boot_t *b, int lfd, const entry_t *tab,
 		     const uint8_t *want)
@@ -523,6 +571,8 @@ static tp_err_t mesh(boot_t *b, int lfd, const entry_t *tab,
 		int fd;
 		tp_err_t err =
 		    accept_one(b, lfd, "waiting for peer connections", &fd);
+		if (err == TP_ERR_TIMEOUT)
+			err = unconnected(b, want);
 		if (err)
 			return err;
 		err = xfer(b, fd, &h, sizeof(h), false, "peer hello");
@@ -621,14 +671,47 @@ static uint32_t hca_lookup(const char *dev)
 	return addr;
 }
 
+/* Every entry of TOPOPLACE_COLL_HCA_ADDRS is DEV=IPv4 (or the whole
+ * value is "0"): a typo would otherwise match no device and quietly turn
+ * the rails off on every rank. */
+static tp_err_t hca_env_check(boot_t *b)
+{
+	const char *env = getenv("TOPOPLACE_COLL_HCA_ADDRS");
+
+	if (!env || !*env || !strcmp(env, "0"))
+		return TP_OK;
+	for (const char *p = env; p;) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		const char *eq = memchr(p, '=', n);
+		char ip[INET_ADDRSTRLEN] = "";
+		struct in_addr a;
+		size_t il = eq ? n - (size_t)(eq + 1 - p) : 0;
+		if (eq && il < sizeof(ip))
+			memcpy(ip, eq + 1, il);
+		/* an empty entry ("d=1.2.3.4,") names nothing: no error */
+		if (n > 0 &&
+		    (!eq || eq == p || inet_pton(AF_INET, ip, &a) != 1))
+			return bfail(b, TP_ERR_INVAL,
+				     "TOPOPLACE_COLL_HCA_ADDRS: '%.*s' is not "
+				     "DEV=IPv4 (in '%s')",
+				     (int)(n > 64 ? 64 : n), p, env);
+		p = end ? end + 1 : NULL;
+	}
+	return TP_OK;
+}
+
 /* This rank's HCA address (c->hca_addr), checked to be local. */
 static tp_err_t hca_setup(boot_t *b, const char *dev)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	char ip[INET_ADDRSTRLEN];
 	int fd, e = 0;
+	tp_err_t err;
 
 	b->c->hca_addr = 0;
+	if ((err = hca_env_check(b)))
+		return err;
 	if (!dev || !(sa.sin_addr.s_addr = hca_lookup(dev)))
 		return TP_OK;
 	inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
@@ -660,7 +743,7 @@ tp_err_t tp__coll_connect(tp_coll_comm_t *c, const tp_coll_opts_t *o,
 	uint8_t *want = NULL;
 	tp_err_t err;
 
-	b.deadline = tp__coll_now_ns() + (int64_t)(c->timeout_s * 1e9);
+	b.deadline = tp__coll_now_ns() + c->timeout_ns;
 	if (c->size == 1)
 		return TP_OK;
 	if ((err = hca_setup(&b, c->hca)))

@@ -112,6 +112,11 @@ extern const tp__coll_xport_ops_t tp__coll_xport_tcp;
  * and returns true when there is work after all (no need to sleep);
  * drain eats wake-up bytes after poll() saw the fd readable. */
 tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p);
+/* TOPOPLACE_COLL_SHM, _SHM_RING and _YIELD_US as setup will read them:
+ * NULL when each is unset, empty or valid, else a one-line reason naming
+ * the variable and its value (caller frees with tp_free()). Checked at
+ * init, before the rendezvous, so a rank with a typo fails alone. */
+char *tp__coll_shm_env_check(void);
 tp_err_t tp__coll_shm_pump(tp_coll_comm_t *c, int peer, bool *moved_p);
 bool tp__coll_shm_arm(tp_coll_comm_t *c, int peer);
 tp_err_t tp__coll_shm_drain(tp_coll_comm_t *c, int peer, int fd);
@@ -193,6 +198,7 @@ struct tp_coll_comm {
 	int nhosts;
 	int local_rank;
 	double timeout_s;
+	int64_t timeout_ns; /* timeout_s, at most TP__COLL_TIMEOUT_MAX_S */
 	size_t chunk_bytes;
 	int nsock; /* TCP connections per peer on another host */
 	/* A rank waiting only on same-host peers yields this long before
@@ -277,6 +283,13 @@ struct tp_coll_comm {
 
 /* Monotonic clock in ns. */
 int64_t tp__coll_now_ns(void);
+/* Longest timeout kept (about 31 years): longer ones, INFINITY
+ * included, wait as long, and deadlines (now + timeout) stay far from
+ * INT64_MAX. */
+#define TP__COLL_TIMEOUT_MAX_S 1e9
+/* A poll() timeout for left_ns nanoseconds: rounded up, at most INT_MAX
+ * ms (a longer wait polls again), 0 when left_ns <= 0. */
+int tp__coll_poll_ms(int64_t left_ns);
 /* Record a failure in c->detail ("<call>: <what>") and return err.
  * Transport errors (PEER_LOST, TIMEOUT, IO) also break c and close its
  * connections. */

@@ -7,6 +7,7 @@
  * bits. */
 #include "config.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,6 +27,14 @@ int64_t tp__coll_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int tp__coll_poll_ms(int64_t left_ns)
+{
+	if (left_ns <= 0)
+		return 0;
+	int64_t ms = left_ns / 1000000 + (left_ns % 1000000 != 0);
+	return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
 const char *tp__coll_peer_name(const tp_coll_comm_t *c, int peer, char *buf,
@@ -534,6 +543,11 @@ tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
 				 "master_port %d, sockets %d: 1..%d)",
 				 o.timeout_s, o.chunk_bytes, o.master_port,
 				 o.sockets, TP__COLL_MAX_SOCKETS);
+	if ((why = tp__coll_shm_env_check())) {
+		init_fail(err_p, TP_ERR_INVAL, "rank %d: %s", rank, why);
+		tp_free(why);
+		return TP_ERR_INVAL;
+	}
 	c = tp_calloc(1, sizeof(*c));
 	if (!c)
 		return init_fail(err_p, TP_ERR_NOMEM, "out of memory");
@@ -541,6 +555,10 @@ tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
 	c->size = (int)world;
 	c->nhosts = (int)tp_plan_nhosts(plan);
 	c->timeout_s = o.timeout_s;
+	c->timeout_ns = (int64_t)((o.timeout_s < TP__COLL_TIMEOUT_MAX_S
+				       ? o.timeout_s
+				       : TP__COLL_TIMEOUT_MAX_S) *
+				  1e9);
 	c->chunk_bytes = o.chunk_bytes & ~(size_t)7;
 	c->nsock = o.sockets;
 	c->xp = &tp__coll_xport_tcp;
@@ -633,13 +651,20 @@ tp_err_t tp_coll_comm_init_env(const tp_coll_opts_t *opts,
 	if (!path || !*path)
 		return init_fail(err_p, TP_ERR_INVAL,
 				 "TOPOPLACE_PLAN is not set");
-	if (rank < 0)
-		return init_fail(err_p, TP_ERR_INVAL, "TOPOPLACE_RANK is %s",
-				 rank == -1 ? "not set" : "not a rank");
-	if (world == -2 || local == -2)
+	if (rank == -1)
 		return init_fail(err_p, TP_ERR_INVAL,
-				 "TOPOPLACE_%s is not a number",
-				 world == -2 ? "WORLD_SIZE" : "LOCAL_RANK");
+				 "TOPOPLACE_RANK is not set");
+	if (rank < 0)
+		return init_fail(err_p, TP_ERR_INVAL,
+				 "TOPOPLACE_RANK='%s' is not a rank",
+				 getenv("TOPOPLACE_RANK"));
+	if (world == -2 || local == -2) {
+		const char *var = world == -2 ? "TOPOPLACE_WORLD_SIZE"
+					      : "TOPOPLACE_LOCAL_RANK";
+		return init_fail(err_p, TP_ERR_INVAL,
+				 "%s='%s' is not a whole number >= 0", var,
+				 getenv(var));
+	}
 	err = tp_plan_load_json(path, &plan, &why);
 	if (err) {
 		init_fail(err_p, err, "%s", why ? why : tp_strerror(err));

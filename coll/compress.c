@@ -442,6 +442,11 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 		return err;
 	if (count > 0 && !buf)
 		return tp__coll_fail(c, TP_ERR_INVAL, "NULL buffer");
+	/* as tp_coll_allreduce(): 4 x count floats of residuals must not
+	 * wrap (a count of 2^62 + 1 allocated 16 bytes for them) */
+	if (count > SIZE_MAX / 16 / (size_t)c->size)
+		return tp__coll_fail(c, TP_ERR_INVAL, "count %zu too large",
+				     count);
 	if (count == 0)
 		return TP_OK;
 	if ((err = tp__coll_on_device(c, buf, buf, &dev)) || dev)

@@ -30,7 +30,8 @@
  *   auto          the plan's recommendation for the nearest predicted
  *                 size (tp_plan_recommend()); except that on a
  *                 communicator whose ranks all share one host, an
- *                 all-reduce of at most 4 KiB takes the shared-memory
+ *                 all-reduce of at most 32 KiB (TP_SCHED_HOST_SMALL)
+ *                 takes the shared-memory
  *                 one-shot: every rank copies its input into a
  *                 host-wide segment, the last to arrive reduces them in
  *                 rank order and wakes the others with one futex call,
@@ -44,7 +45,8 @@
  * the plan and the address peers reach it at (the local address of its
  * connection to the master, so it works on loopback and inside network
  * namespaces). Rank 0 checks them and sends back the address table or the
- * reason it refused; then each rank connects directly to the peers its
+ * reason it refused (a connection that closes before its hello, a port
+ * probe, is no rank and is ignored); then each rank connects directly to the peers its
  * schedules need (ring, tree and hierarchical neighbours only, never all
  * pairs), the higher rank connecting to the lower. IPv4 only. During
  * the rendezvous rank 0 holds one socket per rank: the world size must
@@ -58,7 +60,8 @@
  * schedule's per-rank cross-group rings, run on its own rail. The
  * environment's TOPOPLACE_COLL_HCA_ADDRS="dev=ip,..." names the
  * addresses instead (only those devices), "0" turns it off; an address
- * that is not local fails init naming it. Without one, the address its
+ * that is not local, or an entry that is not DEV=IPv4, fails init naming
+ * it. Without one, the address its
  * connection to the master left from.
  *
  * Transport: TCP between hosts, non-blocking sockets driven by poll();
@@ -70,16 +73,19 @@
  * hierarchical all-reduce in 1 MiB blocks; on several hosts one such
  * segment per host carries the hierarchical host phases; its waits sleep
  * in FUTEX_WAIT in 50 ms slices that check the neighbours' connections).
- * A rank waiting for data sleeps in poll() or on the futex; the only
- * polling is ~20 us on a segment counter before that sleep, and only
- * when the segment's ranks do not outnumber the CPUs. In the environment,
+ * A rank waiting for data sleeps in poll() or on the futex; before that
+ * sleep, a wait on same-host peers only yields the CPU (sched_yield) for
+ * up to TOPOPLACE_COLL_YIELD_US microseconds (default 100, 0 to 1000000;
+ * 0 sleeps at once), so a peer that lacks a CPU gets ours. In the
+ * environment,
  * TOPOPLACE_COLL_SHM=0 keeps same-host pairs on TCP over loopback (a pair
  * uses shared memory only when both ends allow it; the host segment only
  * when all do), =nofifo sends the wake-ups over the pair's TCP connection, and
  * TOPOPLACE_COLL_SHM_RING sets the ring size (bytes, a power of two,
  * default 2 MiB). TOPOPLACE_COLL_SOCKETS (tp_coll_opts_t.sockets)
  * stripes every message to a peer on another host over that many TCP
- * connections.
+ * connections. A value of these variables (or of TOPOPLACE_COLL_YIELD_US)
+ * that is not one fails init with TP_ERR_INVAL naming it.
  *
  * Errors: every function returns TP_OK or a negative tp_err_t
  * (tp_common.h; tp_strerror() describes it). A failed call leaves a
@@ -180,7 +186,8 @@ typedef struct tp_coll_opts {
 	 * init returns. */
 	int master_port;
 	/* Seconds without progress before a call (or init) fails with
-	 * TP_ERR_TIMEOUT; > 0. Default 30. */
+	 * TP_ERR_TIMEOUT; > 0. Default 30. Values above 1e9 (about 31
+	 * years), INFINITY included, wait that long: no timeout. */
 	double timeout_s;
 	/* Pipelining unit in bytes (rounded down to whole elements, at least
 	 * one); default 256 KiB. Every rank must use the same value. */
@@ -488,7 +495,8 @@ tp_err_t tp_coll_comp_parse(const char *name, tp_coll_comp_t *kind_p);
  * or TP_COLL_AVG, compressed on the hops opts->levels names (opts NULL:
  * the defaults, which compress nothing). Collective: every rank passes
  * the same count, op, opts and key. Returns TP_OK, TP_ERR_INVAL (NULL
- * buffer with count > 0, another op, bad options), TP_ERR_UNSUPPORTED
+ * buffer with count > 0, a count too large to size, another op, bad
+ * options), TP_ERR_UNSUPPORTED
  * (device memory), TP_ERR_RANGE (top-k of 2^32 or more values), the
  * transport's errors as tp_coll_allreduce(), and the wire errors above.
  * The results are identical on every rank. */

@@ -314,7 +314,7 @@ static tp_err_t xfer(int fd, void *buf, size_t len, bool out, int64_t deadline)
 		if (left <= 0)
 			return TP_ERR_TIMEOUT;
 		struct pollfd pf = {.fd = fd, .events = out ? POLLOUT : POLLIN};
-		poll(&pf, 1, (int)(left / 1000000) + 1);
+		poll(&pf, 1, tp__coll_poll_ms(left));
 	}
 	return TP_OK;
 }
@@ -331,6 +331,47 @@ static size_t env_size(const char *name, size_t lo, size_t hi, size_t def)
 	errno = 0;
 	v = strtoull(env, &end, 10);
 	return *end || errno || v < lo || v > hi ? def : (size_t)v;
+}
+
+/* "0" (off), "1" (on, as unset) or "nofifo"; NULL for anything else. */
+static const char *shm_mode(void)
+{
+	static const char *const ok[] = {"0", "1", "nofifo"};
+	const char *env = getenv("TOPOPLACE_COLL_SHM");
+
+	if (!env || !*env)
+		return "1";
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (!strcmp(env, ok[i]))
+			return ok[i];
+	return NULL;
+}
+
+char *tp__coll_shm_env_check(void)
+{
+	const char *v;
+	size_t cap;
+
+	if (!shm_mode())
+		return tp_asprintf("TOPOPLACE_COLL_SHM='%s' is not 0, 1 or "
+				   "nofifo",
+				   getenv("TOPOPLACE_COLL_SHM"));
+	/* env_size() falls back to the default for a bad value: tell a
+	 * bad value from the default by asking with two defaults */
+	v = getenv("TOPOPLACE_COLL_SHM_RING");
+	cap = env_size("TOPOPLACE_COLL_SHM_RING", 64, (size_t)1 << 30, 0);
+	if (v && *v && (cap == 0 || (cap & (cap - 1))))
+		return tp_asprintf("TOPOPLACE_COLL_SHM_RING='%s' is not a "
+				   "power of two from 64 to 1073741824 bytes",
+				   v);
+	v = getenv("TOPOPLACE_COLL_YIELD_US");
+	if (v && *v &&
+	    env_size("TOPOPLACE_COLL_YIELD_US", 0, HOST_YIELD_US_MAX, 0) !=
+		env_size("TOPOPLACE_COLL_YIELD_US", 0, HOST_YIELD_US_MAX, 1))
+		return tp_asprintf("TOPOPLACE_COLL_YIELD_US='%s' is not a "
+				   "number of microseconds from 0 to %d",
+				   v, HOST_YIELD_US_MAX);
+	return NULL;
 }
 
 static size_t ring_cap(void)
@@ -790,7 +831,7 @@ static tp_err_t host_wait(tp_coll_comm_t *c, tp__coll_host_t *h,
 			  _Atomic uint32_t *w, uint32_t target)
 {
 	const struct timespec slice = {0, 50 * 1000 * 1000};
-	int64_t deadline = c->last_move_ns + (int64_t)(c->timeout_s * 1e9);
+	int64_t deadline = c->last_move_ns + c->timeout_ns;
 	int64_t t0 = tp__coll_now_ns();
 
 	while (!reached(w, target) && tp__coll_now_ns() - t0 < h->yield_ns)

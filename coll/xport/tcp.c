@@ -331,12 +331,10 @@ static tp_err_t tcp_progress(tp_coll_comm_t *c)
 				       */
 		if (ready)
 			continue;
-		int64_t left =
-		    c->last_move_ns + (int64_t)(c->timeout_s * 1e9) - now;
+		int64_t left = c->last_move_ns + c->timeout_ns - now;
 		if (left <= 0)
 			return timed_out(c);
-		int ms = (int)((left + 999999) / 1000000);
-		int n = poll(c->pfd, (nfds_t)np, ms);
+		int n = poll(c->pfd, (nfds_t)np, tp__coll_poll_ms(left));
 		if (n < 0 && errno != EINTR)
 			return tp__coll_fail(c, TP_ERR_IO, "poll: %s",
 					     strerror(errno));

@@ -28,6 +28,15 @@ LD_LIBRARY_PATH=$(dirname "$lib") "$py" -c "import ctypes, sys; ctypes.CDLL(sys.
 # Python lets the library write past the ctypes buffer).
 TOPOPLACE_COLL_LIB=$lib "$py" "$src/tests/bindings/struct_check.py" "$src" "$tmp" ||
 	bad "_lib.py's structs differ from tp_coll.h's"
+# Communicator's integer arguments, range-checked before ctypes truncates
+# them (a stand-in torch module when there is none).
+$TOPOPLACE fabric generate fat-tree --leaves 1 --spines 1 --hosts-per-leaf 1 \
+	--gpus-per-host 1 -o "$tmp/fa.json" >/dev/null 2>&1 || bad "fabric of one GPU"
+$TOPOPLACE plan --fabric "$tmp/fa.json" --nodes 'node001' --json --no-predict \
+	-o "$tmp/pa.json" >/dev/null 2>&1 || bad "plan of one rank"
+PYTHONPATH=$src/bindings/torch${PYTHONPATH:+:$PYTHONPATH} TOPOPLACE_COLL_LIB=$lib \
+	"$py" "$src/tests/bindings/args_check.py" "$tmp/pa.json" $((23000 + $$ % 4000)) ||
+	bad "Communicator's integer arguments"
 # the checks above need no torch; what follows does (a failure above
 # still fails the test)
 if ! "$py" -c 'import torch' 2>/dev/null; then

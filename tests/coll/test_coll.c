@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1032,6 +1033,26 @@ static void test_hca_addrs(void **s)
 	assert_non_null(strstr(why, "192.0.2.7"));
 	assert_null(c);
 	tp_free(why);
+	why = NULL;
+
+	/* a malformed entry fails init at once naming it (it matched no
+	 * device, so every rank ran without its rail, and this one waited
+	 * for the others) */
+	static const char *const typo[] = {"%s:127.0.0.2", "%s=127.0.0",
+					   "=127.0.0.2,%s=127.0.0.2",
+					   "%s = 127.0.0.2"};
+	opts_for(&o, next_port(), 1, 4096);
+	for (size_t i = 0; i < sizeof(typo) / sizeof(typo[0]); i++) {
+		snprintf(env, sizeof(env), typo[i], h->ranks[0].hca);
+		setenv("TOPOPLACE_COLL_HCA_ADDRS", env, 1);
+		tp_err_t err = tp_coll_comm_init(p, 0, &o, &c, &why);
+		if (err != TP_ERR_INVAL || !strstr(why, "is not DEV=IPv4"))
+			fail_msg("'%s': %s: %s", env, tp_strerror(err),
+				 why ? why : "");
+		assert_null(c);
+		tp_free(why);
+		why = NULL;
+	}
 	unsetenv("TOPOPLACE_COLL_HCA_ADDRS");
 	tp_plan_destroy(p);
 }
@@ -1077,6 +1098,42 @@ static void test_hung_peer(void **s)
 {
 	(void)s;
 	run_fault(true, false);
+}
+
+/* A very long timeout (or INFINITY, "never") waits for a late rank
+ * instead of failing at once: timeout_s x 1e9 must not overflow the
+ * deadline arithmetic (it made the host segment's wait report "no
+ * progress for 1e+10 s" after its first 50 ms slice). */
+static int late_rank(tp_coll_comm_t *c, void *arg)
+{
+	tp_err_t err;
+
+	(void)arg;
+	if (tp_coll_comm_rank(c) == 1)
+		usleep(300 * 1000);
+	if ((err = tp_coll_barrier(c)))
+		return call_failed(c, "barrier", err);
+	float x = 1;
+	if ((err = tp_coll_allreduce(c, &x, &x, 1, TP_COLL_FP32, TP_COLL_SUM,
+				     TP_COLL_ALGO_RING)))
+		return call_failed(c, "allreduce", err);
+	return x == (float)tp_coll_comm_size(c) ? 0 : 1;
+}
+
+static void test_long_timeout(void **s)
+{
+	static const double t[] = {1e10, INFINITY};
+	tp_plan_t *one = plan_of(1, 2, 0), *two = plan_of(2, 1, 0);
+
+	(void)s;
+	for (size_t i = 0; i < 2; i++) {
+		run_ranks_ok(one, t[i], 4096, late_rank, NULL, 20,
+			     "one host, long timeout");
+		run_ranks_ok(two, t[i], 4096, late_rank, NULL, 20,
+			     "two hosts, long timeout");
+	}
+	tp_plan_destroy(one);
+	tp_plan_destroy(two);
 }
 
 /* ---- init errors ----------------------------------------------------------
@@ -1249,6 +1306,116 @@ static void test_device_stream(void **s)
 	tp_plan_destroy(p);
 }
 
+/* A rank that passes the rendezvous but never makes its peer
+ * connections (here: out of file descriptors after its first one):
+ * the rank left waiting for it names it, not just "timed out". */
+static void test_peer_never_connects(void **s)
+{
+	tp_plan_t *p = plan_of(3, 1, 0);
+	tp_coll_opts_t o;
+	pid_t pid[3];
+	int st[3];
+
+	(void)s;
+	opts_for(&o, next_port(), 1.5, 4096);
+	fflush(NULL);
+	for (int r = 0; r < 3; r++) {
+		pid[r] = fork();
+		assert_true(pid[r] >= 0);
+		if (pid[r] > 0)
+			continue;
+		tp_coll_comm_t *c = NULL;
+		char *why = NULL;
+		if (r == 2) {
+			/* room for the peer listener and one more socket:
+			 * the master connection, then (closed) the first
+			 * peer connection; the second fails */
+			int low = dup(0);
+			struct rlimit rl = {(rlim_t)low + 2, (rlim_t)low + 2};
+			close(low);
+			if (setrlimit(RLIMIT_NOFILE, &rl))
+				_exit(9);
+		}
+		tp_err_t err = tp_coll_comm_init(p, r, &o, &c, &why);
+		fprintf(stderr, "# rank %d: %s: %s\n", r, tp_strerror(err),
+			why ? why : "");
+		if (r == 1)
+			_exit(err == TP_ERR_TIMEOUT &&
+				      strstr(why, "rank 2 (host ") &&
+				      strstr(why, "never connected")
+				  ? 0
+				  : 1);
+		if (r == 2) /* and says where it failed */
+			_exit(err == TP_ERR_IO &&
+				      strstr(why, "connecting to rank 1 (host ")
+				  ? 0
+				  : 1);
+		tp_coll_comm_destroy(c);
+		_exit(0);
+	}
+	for (int r = 0; r < 3; r++) {
+		int ws;
+		assert_int_equal(waitpid(pid[r], &ws, 0), pid[r]);
+		st[r] = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+	}
+	assert_int_equal(st[2], 0);
+	assert_int_equal(st[1], 0);
+	tp_plan_destroy(p);
+}
+
+/* A connection to the rendezvous port that closes before saying
+ * anything (a port probe, a health check) is not a rank: rank 0 goes on
+ * waiting for the real ones instead of failing everyone's init with
+ * "rendezvous hello: connection closed". */
+static void test_rendezvous_probe(void **s)
+{
+	tp_plan_t *p = plan_of(2, 1, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	tp_coll_opts_t o;
+	pid_t pid[2];
+	int port = next_port(), connected = 0;
+
+	(void)s;
+	opts_for(&o, port, 5, 4096);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa.sin_port = htons((uint16_t)port);
+	fflush(NULL);
+	for (int r = 0; r < 2; r++) {
+		if (r == 1) /* the probe, once rank 0 listens */
+			for (int k = 0; k < 500 && !connected; k++) {
+				int fd = socket(AF_INET, SOCK_STREAM, 0);
+				connected = connect(fd, (struct sockaddr *)&sa,
+						    sizeof(sa)) == 0;
+				close(fd);
+				if (!connected)
+					usleep(10000);
+			}
+		pid[r] = fork();
+		assert_true(pid[r] >= 0);
+		if (pid[r] > 0)
+			continue;
+		tp_coll_comm_t *c = NULL;
+		char *why = NULL;
+		tp_err_t err = tp_coll_comm_init(p, r, &o, &c, &why);
+		if (!err)
+			err = tp_coll_barrier(c);
+		if (err)
+			fprintf(stderr, "# rank %d: %s: %s\n", r,
+				tp_strerror(err),
+				why ? why : tp_coll_comm_detail(c));
+		tp_coll_comm_destroy(c);
+		_exit(err ? 1 : 0);
+	}
+	assert_true(connected);
+	for (int r = 0; r < 2; r++) {
+		int ws;
+		assert_int_equal(waitpid(pid[r], &ws, 0), pid[r]);
+		assert_true(WIFEXITED(ws));
+		assert_int_equal(WEXITSTATUS(ws), 0);
+	}
+	tp_plan_destroy(p);
+}
+
 /* A rank that never comes: rank 0 and a lone rank 1 both give up. */
 static void test_init_timeout(void **s)
 {
@@ -1284,7 +1451,19 @@ static void test_env(void **s)
 	assert_non_null(strstr(why, "TOPOPLACE_RANK"));
 	tp_free(why);
 	why = NULL;
+	/* a malformed value is quoted, so the launcher's mistake shows */
+	setenv("TOPOPLACE_RANK", "3x", 1);
+	assert_int_equal(tp_coll_comm_init_env(NULL, &c, &why), TP_ERR_INVAL);
+	assert_non_null(strstr(why, "TOPOPLACE_RANK='3x'"));
+	tp_free(why);
+	why = NULL;
 	setenv("TOPOPLACE_RANK", "0", 1);
+	setenv("TOPOPLACE_LOCAL_RANK", "-1", 1);
+	assert_int_equal(tp_coll_comm_init_env(NULL, &c, &why), TP_ERR_INVAL);
+	assert_non_null(strstr(why, "TOPOPLACE_LOCAL_RANK='-1'"));
+	tp_free(why);
+	why = NULL;
+	unsetenv("TOPOPLACE_LOCAL_RANK");
 	setenv("TOPOPLACE_WORLD_SIZE", "2", 1);
 	assert_int_equal(tp_coll_comm_init_env(NULL, &c, &why),
 			 TP_ERR_MISMATCH);
@@ -1316,6 +1495,61 @@ static void test_env(void **s)
 	unsetenv("TOPOPLACE_WORLD_SIZE");
 	unsetenv("TOPOPLACE_LOCAL_RANK");
 	unlink(path);
+	tp_plan_destroy(p);
+}
+
+/* A malformed shared-memory setting fails init naming the variable
+ * (before, TOPOPLACE_COLL_SHM=off meant "on" and a ring size that is not
+ * a power of two fell back to 2 MiB, both without a word). */
+static void test_bad_shm_env(void **s)
+{
+	static const struct {
+		const char *var, *val;
+	} bad[] = {{"TOPOPLACE_COLL_SHM", "off"},
+		   {"TOPOPLACE_COLL_SHM", "no"},
+		   {"TOPOPLACE_COLL_SHM_RING", "3000"},
+		   {"TOPOPLACE_COLL_SHM_RING", "2M"},
+		   {"TOPOPLACE_COLL_SHM_RING", "32"},
+		   {"TOPOPLACE_COLL_YIELD_US", "-1"},
+		   {"TOPOPLACE_COLL_YIELD_US", "2000000"},
+		   {"TOPOPLACE_COLL_YIELD_US", "10us"}};
+	static const struct {
+		const char *var, *val;
+	} good[] = {{"TOPOPLACE_COLL_SHM", "0"},
+		    {"TOPOPLACE_COLL_SHM", "1"},
+		    {"TOPOPLACE_COLL_SHM", "nofifo"},
+		    {"TOPOPLACE_COLL_SHM", ""},
+		    {"TOPOPLACE_COLL_SHM_RING", "4096"},
+		    {"TOPOPLACE_COLL_YIELD_US", "0"}};
+	tp_plan_t *p = plan_of(1, 1, 0);
+	tp_coll_comm_t *c = NULL;
+	tp_coll_opts_t o;
+	char *why = NULL;
+
+	(void)s;
+	opts_for(&o, next_port(), 2, 4096);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char want[96];
+		setenv(bad[i].var, bad[i].val, 1);
+		assert_int_equal(tp_coll_comm_init(p, 0, &o, &c, &why),
+				 TP_ERR_INVAL);
+		snprintf(want, sizeof(want), "%s='%s'", bad[i].var,
+			 bad[i].val);
+		if (!strstr(why, want))
+			fail_msg("%s: '%s'", want, why);
+		assert_null(c);
+		tp_free(why);
+		why = NULL;
+		unsetenv(bad[i].var);
+	}
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		setenv(good[i].var, good[i].val, 1);
+		if (tp_coll_comm_init(p, 0, &o, &c, &why) != TP_OK)
+			fail_msg("%s=%s: %s", good[i].var, good[i].val, why);
+		tp_coll_comm_destroy(c);
+		c = NULL;
+		unsetenv(good[i].var);
+	}
 	tp_plan_destroy(p);
 }
 
@@ -1361,6 +1595,51 @@ static void test_comp_names(void **s)
 	assert_string_equal(tp_coll_comp_name(TP_COLL_COMP_1BIT), "1bit");
 	assert_int_equal(tp_coll_comp_parse("int4", &k), TP_ERR_INVAL);
 	assert_null(tp_coll_comp_name((tp_coll_comp_t)4));
+}
+
+/* A count no buffer can have (a negative length cast to size_t, say)
+ * is refused as an argument error before anything is sized from it:
+ * 4 x count floats of residuals wrapped to 16 bytes at 2^62 + 1, and
+ * only the message buffer's failed allocation (TP_ERR_NOMEM) stopped the
+ * call. */
+static int huge_count_rank(tp_coll_comm_t *c, void *arg)
+{
+	static const size_t huge[] = {((size_t)1 << 62) + 1, SIZE_MAX - 4};
+	float b[64] = {0};
+	tp_coll_comp_opts_t o;
+
+	(void)arg;
+	tp_coll_comp_opts_defaults(&o);
+	o.levels = TP_COLL_LEVEL_HOST | TP_COLL_LEVEL_GROUP |
+		   TP_COLL_LEVEL_CROSS;
+	for (int k = TP_COLL_COMP_INT8; k <= TP_COLL_COMP_TOPK; k++) {
+		o.kind = (tp_coll_comp_t)k;
+		for (size_t i = 0; i < 2; i++) {
+			tp_err_t err = tp_coll_allreduce_compressed(
+			    c, b, huge[i], TP_COLL_SUM, &o, 7);
+			if (err != TP_ERR_INVAL ||
+			    !strstr(tp_coll_comm_detail(c), "too large")) {
+				fprintf(stderr, "# kind %d count %zu: %s: %s\n",
+					k, huge[i], tp_strerror(err),
+					tp_coll_comm_detail(c));
+				return 1;
+			}
+		}
+	}
+	/* an argument error leaves the communicator working */
+	o.kind = TP_COLL_COMP_INT8;
+	return tp_coll_allreduce_compressed(c, b, 64, TP_COLL_SUM, &o, 7) ? 2
+									   : 0;
+}
+
+static void test_comp_huge_count(void **s)
+{
+	tp_plan_t *p = plan_of(1, 2, 0);
+
+	(void)s;
+	run_ranks_ok(p, 5, 4096, huge_count_rank, NULL, 30,
+		     "compressed all-reduce of a huge count");
+	tp_plan_destroy(p);
 }
 
 /* A message's checksum made right again for its header and payload
@@ -2175,7 +2454,10 @@ int main(void)
 	    cmocka_unit_test(test_port_in_use),
 	    cmocka_unit_test(test_device_stream),
 	    cmocka_unit_test(test_env),
+	    cmocka_unit_test(test_bad_shm_env),
 	    cmocka_unit_test(test_init_timeout),
+	    cmocka_unit_test(test_peer_never_connects),
+	    cmocka_unit_test(test_rendezvous_probe),
 	    cmocka_unit_test(test_mismatched_plan),
 	    {"test_1x1", test_matrix, NULL, NULL, &shapes[0]},
 	    {"test_1x3", test_matrix, NULL, NULL, &shapes[1]},
@@ -2199,7 +2481,9 @@ int main(void)
 	    cmocka_unit_test(test_killed_peer),
 	    cmocka_unit_test(test_hung_peer),
 	    cmocka_unit_test(test_small_faults),
+	    cmocka_unit_test(test_long_timeout),
 	    cmocka_unit_test(test_comp_names),
+	    cmocka_unit_test(test_comp_huge_count),
 	    cmocka_unit_test(test_comp_wire),
 	    cmocka_unit_test(test_comp_allreduce),
 	    cmocka_unit_test(test_comp_rails),

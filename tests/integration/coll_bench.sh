@@ -128,4 +128,30 @@ expect 1 "rank outside the plan" "$B" --plan "$tmp/p.json" --rank 9 --master 127
 grep -q "rank 9 is not in the plan" "$tmp/err" && ok "rank named" || bad "rank: $(cat "$tmp/err")"
 expect 2 "bad --algo" "$B" --plan "$tmp/p.json" --rank 0 --algo fastest
 expect 2 "bad size" "$B" --plan "$tmp/p.json" --rank 0 --max-bytes 3X
+# Numbers the bench cannot use are refused up front, naming the option,
+# instead of wrapping (--rank 4294967296 ran as rank 0), becoming the
+# default port (--master HOST:http) or an undefined conversion (1e30).
+for v in 4294967296 -1 '' 1x; do
+	expect 2 "bad --rank '$v'" "$B" --plan "$tmp/p.json" --rank "$v" \
+		--master 127.0.0.1:$port --timeout 1
+	grep -q "bad --rank" "$tmp/err" && ok "--rank '$v' named" || bad "--rank '$v': $(cat "$tmp/err")"
+done
+for v in 4294967297 0 ''; do
+	expect 2 "bad --iters '$v'" "$B" --plan "$tmp/p.json" --rank 0 --iters "$v" \
+		--master 127.0.0.1:$port --timeout 1
+	grep -q "bad --iters" "$tmp/err" && ok "--iters '$v' named" || bad "--iters '$v': $(cat "$tmp/err")"
+done
+for v in http '' 0 65536 '80x'; do
+	expect 2 "--master port '$v'" "$B" --plan "$tmp/p.json" --rank 0 \
+		--master "127.0.0.1:$v" --timeout 1
+	grep -q "bad port" "$tmp/err" && ok "--master port '$v' named" || bad "--master '$v': $(cat "$tmp/err")"
+done
+for v in 1e30 nan inf 16E; do
+	expect 2 "--max-bytes '$v'" "$B" --plan "$tmp/p.json" --rank 0 --max-bytes "$v"
+	grep -q "bad size" "$tmp/err" && ok "--max-bytes '$v' named" || bad "--max-bytes '$v': $(cat "$tmp/err")"
+done
+# --rank alone would lose to $TOPOPLACE_RANK without a word
+expect 2 "--rank without --plan" env TOPOPLACE_PLAN="$tmp/p.json" TOPOPLACE_RANK=0 \
+	"$B" --rank 1 --master 127.0.0.1:$port --timeout 1
+grep -q "with --plan" "$tmp/err" && ok "--rank without --plan named" || bad "--rank alone: $(cat "$tmp/err")"
 finish

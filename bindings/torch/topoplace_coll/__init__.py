@@ -131,6 +131,18 @@ def _pipeline_opts(segment, overlap):
     return segment, overlap
 
 
+def _int_in(value, lo, hi, what):
+    """int(value), checked to lie in [lo, hi]: ctypes keeps only the low bits
+    of a larger one (rank 2**32 + 1 would join as rank 1)."""
+    v = int(value)
+    if not lo <= v <= hi:
+        raise ValueError("%s %d not in [%d, %d]" % (what, v, lo, hi))
+    return v
+
+
+_INT_MAX = 2 ** 31 - 1
+
+
 def _plan_groups(path):
     """rank -> level-1 group id, from a topoplace-plan/1 file."""
     with open(path) as f:
@@ -199,18 +211,19 @@ class Communicator:
         _lib.LIB.tp_coll_opts_defaults(ctypes.byref(opts))
         self._addr = master_addr.encode() if master_addr else None
         opts.master_addr = self._addr
-        opts.master_port = int(master_port or 0)
+        opts.master_port = _int_in(master_port or 0, 0, 65535, "master_port")
         if timeout_s is not None:
             opts.timeout_s = float(timeout_s)
         if chunk_bytes is not None:
-            opts.chunk_bytes = int(chunk_bytes)
+            opts.chunk_bytes = _int_in(chunk_bytes, 0, 2 ** 64 - 1, "chunk_bytes")
         comm, err = ctypes.c_void_p(), ctypes.c_void_p()
         if plan is None:
             rc = _lib.LIB.tp_coll_comm_init_env(ctypes.byref(opts), ctypes.byref(comm), ctypes.byref(err))
             self.plan_path = os.environ.get("TOPOPLACE_PLAN")
         else:
             self.plan_path = os.fspath(plan)
-            rc = _lib.LIB.tp_coll_comm_init_file(os.fsencode(self.plan_path), int(rank), ctypes.byref(opts),
+            rank = _int_in(rank, 0, _INT_MAX, "rank")
+            rc = _lib.LIB.tp_coll_comm_init_file(os.fsencode(self.plan_path), rank, ctypes.byref(opts),
                                                  ctypes.byref(comm), ctypes.byref(err))
         if rc != 0:
             raise TopoplaceError("init", rc, _lib.take_string(err))
@@ -330,7 +343,7 @@ class Communicator:
             raise ValueError("hierarchical must be True, False or 'group', got %r" % (hierarchical,))
         c.error_feedback = bool(error_feedback)
         if block is not None:
-            c.block = int(block)
+            c.block = _int_in(block, 0, 2 ** 32 - 1, "block")
         if topk_fraction is not None:
             c.topk_fraction = float(topk_fraction)
         if stochastic is not None:
@@ -358,7 +371,7 @@ class Communicator:
         dt = _dtype_code(tensor, False)
         comm = self._handle("broadcast")
         ptr = ctypes.c_void_p(tensor.data_ptr())
-        n, root = tensor.numel(), int(root)
+        n, root = tensor.numel(), _int_in(root, 0, self.size - 1, "root")
 
         def call():
             self._check("broadcast", _lib.LIB.tp_coll_broadcast(comm, ptr, n, dt, root))
@@ -372,7 +385,10 @@ class Communicator:
     def sent_bytes(self, peer):
         """Bytes this rank handed to `peer` since init or reset_stats()."""
         comm = self._handle("sent_bytes")
-        return self._run(lambda: _lib.LIB.tp_coll_comm_sent_bytes(comm, int(peer)))
+        peer = int(peer)
+        if not 0 <= peer < self.size:  # the library's 0 for a peer out of range
+            return 0
+        return self._run(lambda: _lib.LIB.tp_coll_comm_sent_bytes(comm, peer))
 
     def reset_stats(self):
         comm = self._handle("reset_stats")

@@ -1,0 +1,52 @@
+"""Communicator's integer arguments are range-checked in Python, before
+ctypes keeps only their low bits (run by tests/bindings/torch.sh; needs no
+torch: a stand-in module when it is absent, as nothing here touches it).
+
+Before the check, rank=2**32 joined a one-rank plan as rank 0 and
+master_port=2**32 + p listened on port p, both without a word.
+Usage: args_check.py PLAN PORT (a plan of one rank; TOPOPLACE_COLL_LIB
+names the library). Prints "ok"/"FAIL" lines; exit 0 all passed, 1 not.
+"""
+
+import sys
+import types
+
+try:
+    import torch  # noqa: F401
+except ImportError:
+    sys.modules["torch"] = types.ModuleType("torch")
+import topoplace_coll as tc  # noqa: E402
+
+plan, port = sys.argv[1], int(sys.argv[2])
+failures = 0
+
+
+def expect_value_error(desc, what, **kw):
+    global failures
+    args = dict(plan=plan, rank=0, master_addr="127.0.0.1", master_port=port, timeout_s=2)
+    args.update(kw)
+    try:
+        c = tc.Communicator(**args)
+    except ValueError as e:
+        if what in str(e):
+            print("ok - %s: %s" % (desc, e))
+            return
+        print("FAIL - %s: ValueError without '%s': %s" % (desc, what, e))
+    except Exception as e:  # noqa: BLE001 - any other outcome is the failure
+        print("FAIL - %s: %s: %s" % (desc, type(e).__name__, e))
+    else:
+        print("FAIL - %s: joined as rank %d" % (desc, c.rank))
+        c.close()
+    failures += 1
+
+
+expect_value_error("rank 2**32 refused", "rank", rank=2 ** 32)
+expect_value_error("rank -1 refused", "rank", rank=-1)
+expect_value_error("master_port 2**32 + port refused", "master_port", master_port=2 ** 32 + port)
+expect_value_error("master_port 65536 refused", "master_port", master_port=65536)
+expect_value_error("chunk_bytes -1 refused", "chunk_bytes", chunk_bytes=-1)
+with tc.Communicator(plan=plan, rank=0, master_addr="127.0.0.1", master_port=port, timeout_s=2) as c:
+    ok = c.rank == 0 and c.size == 1 and c.sent_bytes(2 ** 32) == 0
+    print("%s - rank 0 of 1 joins; sent_bytes of a peer out of range is 0" % ("ok" if ok else "FAIL"))
+    failures += not ok
+sys.exit(1 if failures else 0)
