@@ -580,10 +580,13 @@ static tp_err_t mesh(boot_t *b, int lfd, const entry_t *tab,
 			close(fd);
 			return err;
 		}
-		int idx = (int)h.channel * c->size + h.rank;
-		if (h.magic != MAGIC || h.hash != c->plan_hash ||
-		    h.channel > 1 || h.rank <= c->rank || h.rank >= c->size ||
-		    !want[idx] || h.sock >= conns(c, h.rank) ||
+		/* the slot is computed from the hello's fields only once they
+		 * are in range: a peer's bytes must not overflow it */
+		bool in_range = h.magic == MAGIC && h.hash == c->plan_hash &&
+				h.channel <= 1 && h.rank > c->rank &&
+				h.rank < c->size;
+		int idx = in_range ? (int)h.channel * c->size + h.rank : 0;
+		if (!in_range || !want[idx] || h.sock >= conns(c, h.rank) ||
 		    *conn_slot(c, idx, h.sock) >= 0) {
 			close(fd);
 			return bfail(b, TP_ERR_MISMATCH,
