@@ -1503,9 +1503,10 @@ static void test_env(void **s)
  * a power of two fell back to 2 MiB, both without a word). */
 static void test_bad_shm_env(void **s)
 {
-	static const struct {
+	struct env_case {
 		const char *var, *val;
-	} bad[] = {{"TOPOPLACE_COLL_SHM", "off"},
+	};
+	static const struct env_case bad[] = {{"TOPOPLACE_COLL_SHM", "off"},
 		   {"TOPOPLACE_COLL_SHM", "no"},
 		   {"TOPOPLACE_COLL_SHM_RING", "3000"},
 		   {"TOPOPLACE_COLL_SHM_RING", "2M"},
@@ -1513,9 +1514,7 @@ static void test_bad_shm_env(void **s)
 		   {"TOPOPLACE_COLL_YIELD_US", "-1"},
 		   {"TOPOPLACE_COLL_YIELD_US", "2000000"},
 		   {"TOPOPLACE_COLL_YIELD_US", "10us"}};
-	static const struct {
-		const char *var, *val;
-	} good[] = {{"TOPOPLACE_COLL_SHM", "0"},
+	static const struct env_case good[] = {{"TOPOPLACE_COLL_SHM", "0"},
 		    {"TOPOPLACE_COLL_SHM", "1"},
 		    {"TOPOPLACE_COLL_SHM", "nofifo"},
 		    {"TOPOPLACE_COLL_SHM", ""},
