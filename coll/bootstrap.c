@@ -504,17 +504,17 @@ static tp_err_t unconnected(boot_t *b, const uint8_t *want)
 	for (int p = c->rank + 1; p < c->size; p++) {
 		bool late = false;
 		for (int ch = 0; ch < 2; ch++)
-			for (int k = 0; want[ch * c->size + p] && k < conns(c, p);
-			     k++)
+			for (int k = 0;
+			     want[ch * c->size + p] && k < conns(c, p); k++)
 				late |= *conn_slot(c, ch * c->size + p, k) < 0;
 		if (!late)
 			continue;
 		n++;
 		if (shown < 3 && off < sizeof(buf)) {
 			tp__coll_peer_name(c, p, who, sizeof(who));
-			off += (size_t)snprintf(buf + off, sizeof(buf) - off,
-						"%s%s", shown++ ? ", " : "",
-						who);
+			off +=
+			    (size_t)snprintf(buf + off, sizeof(buf) - off,
+					     "%s%s", shown++ ? ", " : "", who);
 		}
 	}
 	if (n == 0)

@@ -46,11 +46,11 @@
  * connection to the master, so it works on loopback and inside network
  * namespaces). Rank 0 checks them and sends back the address table or the
  * reason it refused (a connection that closes before its hello, a port
- * probe, is no rank and is ignored); then each rank connects directly to the peers its
- * schedules need (ring, tree and hierarchical neighbours only, never all
- * pairs), the higher rank connecting to the lower. IPv4 only. During
- * the rendezvous rank 0 holds one socket per rank: the world size must
- * stay below its open-file limit.
+ * probe, is no rank and is ignored); then each rank connects directly to
+ * the peers its schedules need (ring, tree and hierarchical neighbours
+ * only, never all pairs), the higher rank connecting to the lower. IPv4
+ * only. During the rendezvous rank 0 holds one socket per rank: the world
+ * size must stay below its open-file limit.
  *
  * Addresses: a rank whose plan entry names an HCA (tp_plan_rank_t.hca)
  * makes and takes its peer connections on that HCA's IPv4 address - the

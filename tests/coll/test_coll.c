@@ -1506,20 +1506,22 @@ static void test_bad_shm_env(void **s)
 	struct env_case {
 		const char *var, *val;
 	};
-	static const struct env_case bad[] = {{"TOPOPLACE_COLL_SHM", "off"},
-		   {"TOPOPLACE_COLL_SHM", "no"},
-		   {"TOPOPLACE_COLL_SHM_RING", "3000"},
-		   {"TOPOPLACE_COLL_SHM_RING", "2M"},
-		   {"TOPOPLACE_COLL_SHM_RING", "32"},
-		   {"TOPOPLACE_COLL_YIELD_US", "-1"},
-		   {"TOPOPLACE_COLL_YIELD_US", "2000000"},
-		   {"TOPOPLACE_COLL_YIELD_US", "10us"}};
-	static const struct env_case good[] = {{"TOPOPLACE_COLL_SHM", "0"},
-		    {"TOPOPLACE_COLL_SHM", "1"},
-		    {"TOPOPLACE_COLL_SHM", "nofifo"},
-		    {"TOPOPLACE_COLL_SHM", ""},
-		    {"TOPOPLACE_COLL_SHM_RING", "4096"},
-		    {"TOPOPLACE_COLL_YIELD_US", "0"}};
+	static const struct env_case bad[] = {
+	    {"TOPOPLACE_COLL_SHM", "off"},
+	    {"TOPOPLACE_COLL_SHM", "no"},
+	    {"TOPOPLACE_COLL_SHM_RING", "3000"},
+	    {"TOPOPLACE_COLL_SHM_RING", "2M"},
+	    {"TOPOPLACE_COLL_SHM_RING", "32"},
+	    {"TOPOPLACE_COLL_YIELD_US", "-1"},
+	    {"TOPOPLACE_COLL_YIELD_US", "2000000"},
+	    {"TOPOPLACE_COLL_YIELD_US", "10us"}};
+	static const struct env_case good[] = {
+	    {"TOPOPLACE_COLL_SHM", "0"},
+	    {"TOPOPLACE_COLL_SHM", "1"},
+	    {"TOPOPLACE_COLL_SHM", "nofifo"},
+	    {"TOPOPLACE_COLL_SHM", ""},
+	    {"TOPOPLACE_COLL_SHM_RING", "4096"},
+	    {"TOPOPLACE_COLL_YIELD_US", "0"}};
 	tp_plan_t *p = plan_of(1, 1, 0);
 	tp_coll_comm_t *c = NULL;
 	tp_coll_opts_t o;
@@ -1532,8 +1534,7 @@ static void test_bad_shm_env(void **s)
 		setenv(bad[i].var, bad[i].val, 1);
 		assert_int_equal(tp_coll_comm_init(p, 0, &o, &c, &why),
 				 TP_ERR_INVAL);
-		snprintf(want, sizeof(want), "%s='%s'", bad[i].var,
-			 bad[i].val);
+		snprintf(want, sizeof(want), "%s='%s'", bad[i].var, bad[i].val);
 		if (!strstr(why, want))
 			fail_msg("%s: '%s'", want, why);
 		assert_null(c);
@@ -1609,8 +1610,8 @@ static int huge_count_rank(tp_coll_comm_t *c, void *arg)
 
 	(void)arg;
 	tp_coll_comp_opts_defaults(&o);
-	o.levels = TP_COLL_LEVEL_HOST | TP_COLL_LEVEL_GROUP |
-		   TP_COLL_LEVEL_CROSS;
+	o.levels =
+	    TP_COLL_LEVEL_HOST | TP_COLL_LEVEL_GROUP | TP_COLL_LEVEL_CROSS;
 	for (int k = TP_COLL_COMP_INT8; k <= TP_COLL_COMP_TOPK; k++) {
 		o.kind = (tp_coll_comp_t)k;
 		for (size_t i = 0; i < 2; i++) {
@@ -1628,7 +1629,7 @@ static int huge_count_rank(tp_coll_comm_t *c, void *arg)
 	/* an argument error leaves the communicator working */
 	o.kind = TP_COLL_COMP_INT8;
 	return tp_coll_allreduce_compressed(c, b, 64, TP_COLL_SUM, &o, 7) ? 2
-									   : 0;
+									  : 0;
 }
 
 static void test_comp_huge_count(void **s)
