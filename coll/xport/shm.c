@@ -320,17 +320,33 @@ static tp_err_t xfer(int fd, void *buf, size_t len, bool out, int64_t deadline)
 }
 
 /* Environment variable name as a number in [lo, hi], else def. */
-static size_t env_size(const char *name, size_t lo, size_t hi, size_t def)
+/* The whole number in variable name, lo..hi, into *v_p: true; true with
+ * *v_p untouched when it is unset or empty; false when it is anything
+ * else (init refuses that, setup then keeps the default). */
+static bool env_size_get(const char *name, size_t lo, size_t hi, size_t *v_p)
 {
 	const char *env = getenv(name);
 	char *end;
 	unsigned long long v;
 
-	if (!env || !*env || *env == '-')
-		return def;
+	if (!env || !*env)
+		return true;
+	if (*env == '-')
+		return false;
 	errno = 0;
 	v = strtoull(env, &end, 10);
-	return *end || errno || v < lo || v > hi ? def : (size_t)v;
+	if (*end || errno || v < lo || v > hi)
+		return false;
+	*v_p = (size_t)v;
+	return true;
+}
+
+static size_t env_size(const char *name, size_t lo, size_t hi, size_t def)
+{
+	size_t v = def;
+
+	env_size_get(name, lo, hi, &v);
+	return v;
 }
 
 /* "0" (off), "1" (on, as unset) or "nofifo"; NULL for anything else. */
@@ -349,28 +365,24 @@ static const char *shm_mode(void)
 
 char *tp__coll_shm_env_check(void)
 {
-	const char *v;
-	size_t cap;
+	size_t cap = CAP_DEFAULT, yield;
 
 	if (!shm_mode())
 		return tp_asprintf("TOPOPLACE_COLL_SHM='%s' is not 0, 1 or "
 				   "nofifo",
 				   getenv("TOPOPLACE_COLL_SHM"));
-	/* env_size() falls back to the default for a bad value: tell a
-	 * bad value from the default by asking with two defaults */
-	v = getenv("TOPOPLACE_COLL_SHM_RING");
-	cap = env_size("TOPOPLACE_COLL_SHM_RING", 64, (size_t)1 << 30, 0);
-	if (v && *v && (cap == 0 || (cap & (cap - 1))))
+	if (!env_size_get("TOPOPLACE_COLL_SHM_RING", 64, (size_t)1 << 30,
+			  &cap) ||
+	    (cap & (cap - 1)))
 		return tp_asprintf("TOPOPLACE_COLL_SHM_RING='%s' is not a "
 				   "power of two from 64 to 1073741824 bytes",
-				   v);
-	v = getenv("TOPOPLACE_COLL_YIELD_US");
-	if (v && *v &&
-	    env_size("TOPOPLACE_COLL_YIELD_US", 0, HOST_YIELD_US_MAX, 0) !=
-		env_size("TOPOPLACE_COLL_YIELD_US", 0, HOST_YIELD_US_MAX, 1))
+				   getenv("TOPOPLACE_COLL_SHM_RING"));
+	if (!env_size_get("TOPOPLACE_COLL_YIELD_US", 0, HOST_YIELD_US_MAX,
+			  &yield))
 		return tp_asprintf("TOPOPLACE_COLL_YIELD_US='%s' is not a "
 				   "number of microseconds from 0 to %d",
-				   v, HOST_YIELD_US_MAX);
+				   getenv("TOPOPLACE_COLL_YIELD_US"),
+				   HOST_YIELD_US_MAX);
 	return NULL;
 }
 
@@ -501,10 +513,11 @@ static char open_segment(tp_coll_comm_t *c, int peer, const char *name,
 
 tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 {
-	/* "0": no shared memory; "nofifo": wake-ups over the connection */
-	const char *env = getenv("TOPOPLACE_COLL_SHM");
-	bool enabled = !(env && !strcmp(env, "0"));
-	bool fifos_ok = !(env && !strcmp(env, "nofifo"));
+	/* "0": no shared memory; "nofifo": wake-ups over the connection
+	 * (init refused any other value) */
+	const char *mode = shm_mode();
+	bool enabled = !mode || strcmp(mode, "0");
+	bool fifos_ok = !mode || strcmp(mode, "nofifo");
 	char(*names)[NAME_LEN] = tp_calloc(2 * (size_t)c->size, NAME_LEN);
 	tp_err_t err = TP_OK;
 
@@ -741,8 +754,8 @@ static void *host_open(int n, const char *name)
 
 tp_err_t tp__coll_host_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 {
-	const char *env = getenv("TOPOPLACE_COLL_SHM");
-	bool enabled = !(env && !strcmp(env, "0"));
+	const char *mode = shm_mode();
+	bool enabled = !mode || strcmp(mode, "0");
 	int n = c->size, me = c->rank, first = 0;
 	const uint32_t *mem = NULL;
 	char name[NAME_LEN] = "", ok, all = 1;
