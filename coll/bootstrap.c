@@ -83,6 +83,15 @@ static tp_err_t bfail(boot_t *b, tp_err_t err, const char *fmt, ...)
 	return err;
 }
 
+/* Drop the reason recorded so far, for a better one (or none). */
+static void bforget(boot_t *b)
+{
+	if (b->err_p) {
+		tp_free(*b->err_p);
+		*b->err_p = NULL;
+	}
+}
+
 static int left_ms(const boot_t *b)
 {
 	return tp__coll_poll_ms(b->deadline - tp__coll_now_ns());
@@ -343,10 +352,7 @@ static tp_err_t missing(boot_t *b, const bool *seen)
 	if (off < sizeof(buf))
 		snprintf(buf + off, sizeof(buf) - off, "%s) after %g s",
 			 n > 4 ? ", ..." : "", c->timeout_s);
-	if (b->err_p) {
-		tp_free(*b->err_p);
-		*b->err_p = NULL;
-	}
+	bforget(b);
 	return bfail(b, TP_ERR_TIMEOUT, "%s", buf);
 }
 
@@ -380,10 +386,7 @@ static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 			 * rank that died, named if it never comes): not a
 			 * rank, wait for the next */
 			close(fd);
-			if (b->err_p) {
-				tp_free(*b->err_p);
-				*b->err_p = NULL;
-			}
+			bforget(b);
 			i--;
 			continue;
 		}
@@ -519,10 +522,7 @@ static tp_err_t unconnected(boot_t *b, const uint8_t *want)
 	}
 	if (n == 0)
 		return TP_ERR_TIMEOUT; /* keep accept_one()'s reason */
-	if (b->err_p) {
-		tp_free(*b->err_p);
-		*b->err_p = NULL;
-	}
+	bforget(b);
 	return bfail(b, TP_ERR_TIMEOUT,
 		     "waiting for peer connections: %s%s never connected "
 		     "after %g s",
