@@ -240,9 +240,10 @@ linkstate_cluster() {
 	links=$dir/links.json
 	timeout 10 scontrol setdebug debug2 >/dev/null 2>&1 || bad "scontrol setdebug debug2"
 }
-# job_record JOBID: scontrol's record of the job (a script whose machine
-# is loaded may redefine it through slurm_cli)
-job_record() { timeout 10 scontrol show job "$1" 2>/dev/null; }
+# job_record JOBID: scontrol's record of the job, asked again when
+# scontrol fails (on a loaded machine a query can time out: an empty
+# record read as "no nodes" failed slurm24_linkstate.sh once in CI)
+job_record() { slurm_cli scontrol show job "$1" 2>/dev/null; }
 field() { # JOBID KEY
 	job_record "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
 }

@@ -92,7 +92,6 @@ check_topology() {
 }
 
 # field, wait_state, hostline, slurm_cli, settle, job_of, state_now: lib.sh
-job_record() { slurm_cli scontrol show job "$1"; }
 # wait_decided JOBID: until slurmctld has decided on a released job -
 # RUNNING, or PENDING with a reason other than None (not evaluated yet) -
 # or 60 s; a loaded machine can take longer than a few seconds
