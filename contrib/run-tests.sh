@@ -47,6 +47,17 @@ why_skipped() { # $1 = build dir
 		echo "skipped $(basename "${f%.trs}"): $(grep -m1 -i 'skip' "${f%.trs}.log" | cut -c1-120)"
 	done
 }
+# Why tests failed, so a CI log says it without the build tree: each
+# failed test's "not ok" lines and the end of its log.
+why_failed() { # $1 = build dir
+	for f in $(grep -lE '^:test-result: (FAIL|ERROR|XPASS)' $(find "$1/tests" -name '*.trs') 2>/dev/null); do
+		log=${f%.trs}.log
+		echo "--- failed: ${log#"$1"/tests/}"
+		grep -a '^not ok' "$log" | cut -c1-300 | head -n 20
+		echo "--- its last lines:"
+		tail -n 30 "$log" | cut -c1-300
+	done
+}
 # each step's wall time, printed when the next one starts and at the end
 t_start=$(date +%s) t_step=
 step() {
@@ -64,6 +75,7 @@ make -C "$top/build" check -j2 || status=1
 make -C "$top/build" -j2 check-slurm || status=1
 count "$top/build"
 why_skipped "$top/build"
+why_failed "$top/build"
 
 step "ASan + UBSan unit tests"
 san="$top/build-asan"
@@ -76,6 +88,7 @@ rm -f $(find "$san/tests" -name '*.trs' 2>/dev/null) 2>/dev/null || true
 make -C "$san/tests" check -j2 TESTS='$(UNIT_TESTS)' \
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 || status=1
 count "$san"
+why_failed "$san"
 
 step "libFuzzer: every reader, ${TP_FUZZ_SECONDS:=3} s each (make fuzz runs longer)"
 fz="$top/build-fuzz"
