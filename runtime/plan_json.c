@@ -327,25 +327,31 @@ static tp_err_t keys(loader_t *ld, const cJSON *o, const char *const *req,
 {
 	const cJSON *it;
 	char what[96];
-	uint32_t seen = 0; /* bit i: req[i] present (at most 32 keys) */
+	/* bit i: req[i] (or opt[i]) present; at most 32 keys each */
+	uint32_t seen = 0, oseen = 0, bit = 0;
 
 	if (!cJSON_IsObject(o))
 		AT_FAIL("expected an object");
 	cJSON_ArrayForEach(it, o)
 	{
-		bool known = false;
-		for (size_t i = 0; req[i] && !known; i++)
-			if (strcmp(it->string, req[i]) == 0) {
-				known = true;
-				seen |= 1u << i;
+		uint32_t *set = &seen;
+		bit = 0;
+		for (size_t i = 0; req[i] && !bit; i++)
+			if (strcmp(it->string, req[i]) == 0)
+				bit = 1u << i;
+		for (size_t i = 0; opt && opt[i] && !bit; i++)
+			if (strcmp(it->string, opt[i]) == 0) {
+				bit = 1u << i;
+				set = &oseen;
 			}
-		for (const char *const *k = opt; k && *k && !known; k++)
-			known = strcmp(it->string, *k) == 0;
-		if (!known) {
-			snprintf(what, sizeof(what), "unknown key \"%.40s\"",
-				 it->string);
+		if (!bit || (*set & bit)) {
+			/* cJSON keeps both of a repeated key and we would
+			 * read the first: a file that says two things */
+			snprintf(what, sizeof(what), "%s key \"%.40s\"",
+				 bit ? "repeated" : "unknown", it->string);
 			AT_FAIL(what);
 		}
+		*set |= bit;
 	}
 	for (size_t i = 0; req[i]; i++)
 		if (!(seen >> i & 1)) {

@@ -294,7 +294,9 @@ wait_log() {
 # left the background the next choice sees
 flush() {
 	for k in 1 2; do
-		timeout 30 srun -N 1 true >/dev/null 2>&1 || bad "srun -N 1 true"
+		# (asked again when it fails: a loaded machine times clients out)
+	slurm_cli srun -N 1 true >/dev/null 2>"$tmp/srun1.err" ||
+		bad "srun -N 1 true: $(head -c 300 "$tmp/srun1.err")"
 		sleep 1.1
 	done
 	sleep 1.2
@@ -303,14 +305,16 @@ flush() {
 # with STATE (empty: healthy) and prints its hosts as $got
 spanning() {
 	want=$(place nodes=6,exclusive "$2")
-	j=$(timeout 10 sbatch --parsable -J "$1" -o /dev/null -N 6 --exclusive --wrap 'sleep 4')
+	j=$(sbatch_named "$1" -o /dev/null -N 6 --exclusive --wrap 'sleep 4')
 	[ -n "$j" ] || { bad "sbatch $1"; got=none; return; }
 	wait_state "$j" RUNNING COMPLETED || bad "job $j ($1) ran"
 	got=$(hostset "$(field "$j" NodeList)")
 	# a selection a second later confirms the decision against the
 	# running job: its traffic joins the background
 	sleep 1.1
-	timeout 30 srun -N 1 true >/dev/null 2>&1 || bad "srun -N 1 true"
+	# (asked again when it fails: a loaded machine times clients out)
+	slurm_cli srun -N 1 true >/dev/null 2>"$tmp/srun1.err" ||
+		bad "srun -N 1 true: $(head -c 300 "$tmp/srun1.err")"
 	echo "# $1: job $j on $got; topoplace place${2:+ --state $(basename "$2")}: $want"
 	[ "$got" = "$want" ] && ok "$1: job $j = topoplace place${2:+ --state} ($want)" ||
 		bad "$1: job $j on $got, topoplace place${2:+ --state}: $want"
@@ -334,6 +338,30 @@ slurm_cli() {
 		sleep 0.5
 	done
 	cat "$tmp/cli.err" >&2
+	return 1
+}
+# sbatch_named NAME SBATCH-ARGS...: the job id on stdout. A loaded
+# machine times clients out (MessageTimeout) although slurmctld may have
+# queued the job: a job of that name that was not there before is the
+# answer, else it is submitted again (names are unique within a test).
+sbatch_named() {
+	_name=$1
+	shift
+	_before=" $(timeout 20 squeue -h -t all -n "$_name" -o %i 2>/dev/null | tr '\n' ' ') "
+	for _ in 1 2 3; do
+		timeout 20 sbatch --parsable -J "$_name" "$@" 2>"$tmp/sbatch.err" && return 0
+		sleep 1
+		for _id in $(timeout 20 squeue -h -t all -n "$_name" -o %i 2>/dev/null); do
+			case $_before in
+			*" $_id "*) ;;
+			*)
+				echo "$_id"
+				return 0
+				;;
+			esac
+		done
+	done
+	cat "$tmp/sbatch.err" >&2
 	return 1
 }
 # settle NODES: until no job is completing and every node without a

@@ -51,7 +51,7 @@ timeout 10 scontrol setdebug debug >/dev/null 2>&1 || bad "scontrol setdebug deb
 submit() { # NAME SBATCH-ARGS...: job id on stdout
 	name=$1
 	shift
-	timeout 10 sbatch --parsable -J "$name" -o "$tmp/%x.out" "$@"
+	sbatch_named "$name" -o "$tmp/%x.out" "$@"
 }
 # place REQUEST [STATE]: the hosts `topoplace place` picks, sorted
 place() {

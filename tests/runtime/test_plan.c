@@ -739,6 +739,14 @@ static void test_json_hostile(void **state)
 	bad = subst(j, "\"rails\": 2,", "\"rails\": 2, \"extra\": 1,");
 	expect_bad(bad, TP_ERR_PARSE, "plan: unknown key \"extra\"");
 	free(bad);
+	/* a key twice, required or optional: never the first one read */
+	bad = subst(j, "\"rails\": 2,", "\"rails\": 2, \"rails\": 4,");
+	expect_bad(bad, TP_ERR_PARSE, "plan: repeated key \"rails\"");
+	free(bad);
+	bad = subst(j, "\"rails\": 2,",
+		    "\"rails\": 2, \"host_segment\": true, \"host_segment\": true,");
+	expect_bad(bad, TP_ERR_PARSE, "plan: repeated key \"host_segment\"");
+	free(bad);
 	bad = subst(j, "\"world_size\": 32", "\"world_size\": 33");
 	expect_bad(bad, TP_ERR_PARSE, "world_size");
 	free(bad);
