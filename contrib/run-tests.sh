@@ -50,7 +50,7 @@ why_skipped() { # $1 = build dir
 # Why tests failed, so a CI log says it without the build tree: each
 # failed test's "not ok" lines and the end of its log.
 why_failed() { # $1 = build dir
-	for f in $(grep -lE '^:test-result: (FAIL|ERROR|XPASS)' $(find "$1/tests" -name '*.trs') 2>/dev/null); do
+	for f in $(grep -lE '^:test-result: (FAIL|ERROR|XPASS)' $(find "$1/tests" -name '*.trs') /dev/null 2>/dev/null); do
 		log=${f%.trs}.log
 		echo "--- failed: ${log#"$1"/tests/}"
 		grep -a '^not ok' "$log" | cut -c1-300 | head -n 20
