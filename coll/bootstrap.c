@@ -44,8 +44,12 @@ typedef struct hello {
 	uint16_t port; /* network order */
 	uint16_t sock; /* which of a peer's connections this is */
 	uint32_t sockets;
-	uint32_t pad;
+	uint32_t flags; /* HELLO_CHECK; 0 from libraries before it */
 } hello_t;
+
+/* the rank runs with TOPOPLACE_COLL_CHECK=1: each call starts with an
+ * exchange the other ranks must make too */
+#define HELLO_CHECK 1u
 
 typedef struct reply {
 	uint32_t magic;
@@ -296,6 +300,7 @@ static void hello_fill(const tp_coll_comm_t *c, hello_t *h, int channel)
 	h->hash = c->plan_hash;
 	h->chunk = c->chunk_bytes;
 	h->sockets = (uint32_t)c->nsock;
+	h->flags = c->check ? HELLO_CHECK : 0;
 }
 
 /* Why rank 0 refuses h, or NULL. */
@@ -328,6 +333,11 @@ static char *check_hello(const tp_coll_comm_t *c, const hello_t *h,
 		return tp_asprintf("rank %d uses %u sockets per peer, rank 0 "
 				   "%d (TOPOPLACE_COLL_SOCKETS)",
 				   h->rank, h->sockets, c->nsock);
+	if ((h->flags & HELLO_CHECK) != (c->check ? HELLO_CHECK : 0))
+		return tp_asprintf("rank %d has TOPOPLACE_COLL_CHECK=%d, rank "
+				   "0 has %d: set it alike on every rank",
+				   h->rank, (h->flags & HELLO_CHECK) ? 1 : 0,
+				   c->check ? 1 : 0);
 	return NULL;
 }
 

@@ -192,6 +192,20 @@ typedef struct tp__coll_tree {
 	int *children;
 } tp__coll_tree_t;
 
+/* Words of one rank's call signature (TOPOPLACE_COLL_CHECK). */
+#define TP__COLL_SIG_WORDS 10
+
+/* The calls a signature names. */
+typedef enum tp__coll_call {
+	TP__COLL_CALL_ALLREDUCE,
+	TP__COLL_CALL_REDUCE_SCATTER,
+	TP__COLL_CALL_ALLGATHER,
+	TP__COLL_CALL_BROADCAST,
+	TP__COLL_CALL_BARRIER,
+	TP__COLL_CALL_COMPRESSED,
+	TP__COLL_NCALLS
+} tp__coll_call_t;
+
 struct tp_coll_comm {
 	int rank;
 	int size;
@@ -245,6 +259,12 @@ struct tp_coll_comm {
 	bool broken;
 	const char *call; /* name of the call in progress */
 	char detail[320];
+	/* TOPOPLACE_COLL_CHECK=1: each call first compares its arguments
+	 * with every rank's (comm.c, check_args); sig holds size x
+	 * TP__COLL_SIG_WORDS of them, seq counts the calls */
+	bool check;
+	int64_t *sig;
+	int64_t seq;
 
 	/* Scratch: slots of chunk_bytes, W x max_children per tree (the
 	 * tree's child receives; the ring's TCP staging uses the first W);
@@ -392,6 +412,17 @@ tp_err_t tp__coll_ring_reduce_scatter(tp_coll_comm_t *c,
 				      const char *src, size_t count,
 				      tp_coll_dtype_t dt, tp_coll_op_t op,
 				      int shift);
+/* With c->check: one all-gather of this call's signature (what call,
+ * count, dtype, op, algorithm, root, compressor and levels; -1 where it
+ * does not apply; local_err: this rank's own verdict on its arguments,
+ * TP_OK or the error it is about to return), so every rank fails alike,
+ * naming a rank whose call differs, instead of hanging or reducing
+ * mismatched buffers. TP_ERR_MISMATCH then, the communicator still
+ * usable; local_err without c->check. */
+tp_err_t tp__coll_check_args(tp_coll_comm_t *c, tp__coll_call_t call,
+			     uint64_t count, int dt, int op, int algo, int root,
+			     int comp, int levels, tp_err_t local_err);
+
 tp_err_t tp__coll_ring_allgather(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 				 char *buf, size_t count, tp_coll_dtype_t dt,
 				 int own);

@@ -431,6 +431,17 @@ static int sockets_from_env(void)
 	return *end || x < 1 || x > TP__COLL_MAX_SOCKETS ? -1 : (int)x;
 }
 
+/* TOPOPLACE_COLL_CHECK: 0 when unset, empty or "0", 1 when "1", -1
+ * otherwise. */
+static int check_from_env(void)
+{
+	const char *v = getenv("TOPOPLACE_COLL_CHECK");
+
+	if (!v || !*v || strcmp(v, "0") == 0)
+		return 0;
+	return strcmp(v, "1") == 0 ? 1 : -1;
+}
+
 static tp_err_t alloc_scratch(tp_coll_comm_t *c)
 {
 	/* a peer's connections, its wake-up FIFO, for both channels */
@@ -548,6 +559,12 @@ tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
 		tp_free(why);
 		return TP_ERR_INVAL;
 	}
+	int check = check_from_env();
+	if (check < 0)
+		return init_fail(err_p, TP_ERR_INVAL,
+				 "rank %d: TOPOPLACE_COLL_CHECK='%s' is not 0 "
+				 "or 1",
+				 rank, getenv("TOPOPLACE_COLL_CHECK"));
 	c = tp_calloc(1, sizeof(*c));
 	if (!c)
 		return init_fail(err_p, TP_ERR_NOMEM, "out of memory");
@@ -561,6 +578,7 @@ tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
 				  1e9);
 	c->chunk_bytes = o.chunk_bytes & ~(size_t)7;
 	c->nsock = o.sockets;
+	c->check = check == 1;
 	c->xp = &tp__coll_xport_tcp;
 	c->kern = &tp__coll_kernel_cpu;
 	c->call = "init";
@@ -572,6 +590,10 @@ tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
 	}
 	if (!err)
 		err = alloc_scratch(c);
+	if (!err && c->check &&
+	    !(c->sig = tp_calloc((size_t)c->size * TP__COLL_SIG_WORDS,
+				 sizeof(int64_t))))
+		err = TP_ERR_NOMEM;
 	if (err) {
 		tp_coll_comm_destroy(c);
 		return init_fail(err_p, err, "rank %d: %s", rank,
@@ -727,6 +749,7 @@ void tp_coll_comm_destroy(tp_coll_comm_t *c)
 	tp_free(c->work);
 	tp_free(c->sent);
 	tp_free(c->hca);
+	tp_free(c->sig);
 	tp_free(c);
 }
 
@@ -781,27 +804,159 @@ tp_coll_algo_t tp_coll_algo_select(const tp_coll_comm_t *c, size_t bytes)
 /* ---- collectives ------------------------------------------------------------
  */
 
-/* Common entry checks; names the call for the detail string. */
-static tp_err_t begin(tp_coll_comm_t *c, const char *call, size_t count,
-		      const void *a, const void *b, tp_coll_dtype_t dt,
-		      tp_coll_op_t op)
+/* ---- argument check (TOPOPLACE_COLL_CHECK=1) -------------------------------
+ */
+
+enum {
+	SIG_MAGIC,
+	SIG_SEQ,
+	SIG_CALL,
+	SIG_COUNT,
+	SIG_DTYPE,
+	SIG_OP,
+	SIG_ALGO,
+	SIG_ROOT,
+	SIG_COMP,
+	SIG_ERR
+};
+#define SIG_MAGIC_WORD 0x7470636865636b31ll /* "tpcheck1" */
+_Static_assert(SIG_ERR + 1 <= TP__COLL_SIG_WORDS, "signature words");
+
+static const char *const call_names[TP__COLL_NCALLS] = {
+    "allreduce", "reduce_scatter", "allgather",
+    "broadcast", "barrier",	   "allreduce_compressed"};
+static const char *const dtype_names[] = {"fp32", "fp64",  "fp16",
+					  "bf16", "int32", "int64"};
+static const char *const op_names[TP_COLL_NOPS] = {"sum", "avg", "max", "min"};
+
+/* One signature for humans: "allreduce #7 (count 100, fp32, sum, ring)". */
+static void sig_str(const int64_t *w, char *buf, size_t len)
 {
+	size_t off;
+
+	if (w[SIG_MAGIC] != SIG_MAGIC_WORD) {
+		snprintf(buf, len, "something else than a checked call");
+		return;
+	}
+	off = (size_t)snprintf(buf, len, "%s #%lld (count %lld",
+			       (uint64_t)w[SIG_CALL] < TP__COLL_NCALLS
+				   ? call_names[w[SIG_CALL]]
+				   : "?",
+			       (long long)w[SIG_SEQ], (long long)w[SIG_COUNT]);
+#define SIG_PUT(...)                                                           \
+	do {                                                                   \
+		if (off < len)                                                 \
+			off += (size_t)snprintf(buf + off, len - off,          \
+						__VA_ARGS__);                  \
+	} while (0)
+	if ((uint64_t)w[SIG_DTYPE] < sizeof(dtype_names) / sizeof(*dtype_names))
+		SIG_PUT(", %s", dtype_names[w[SIG_DTYPE]]);
+	if ((uint64_t)w[SIG_OP] < TP_COLL_NOPS)
+		SIG_PUT(", %s", op_names[w[SIG_OP]]);
+	if (w[SIG_ALGO] >= 0 && tp_coll_algo_name((tp_coll_algo_t)w[SIG_ALGO]))
+		SIG_PUT(", %s", tp_coll_algo_name((tp_coll_algo_t)w[SIG_ALGO]));
+	if (w[SIG_ROOT] >= 0)
+		SIG_PUT(", root %lld", (long long)w[SIG_ROOT]);
+	if (w[SIG_COMP] >= 0)
+		SIG_PUT(
+		    ", %s on levels %lld",
+		    tp_coll_comp_name((tp_coll_comp_t)(w[SIG_COMP] >> 8))
+			? tp_coll_comp_name((tp_coll_comp_t)(w[SIG_COMP] >> 8))
+			: "?",
+		    (long long)(w[SIG_COMP] & 0xff));
+	if (w[SIG_ERR])
+		SIG_PUT(", refused by that rank: %s",
+			tp_strerror((tp_err_t)w[SIG_ERR]));
+	SIG_PUT(")");
+#undef SIG_PUT
+}
+
+tp_err_t tp__coll_check_args(tp_coll_comm_t *c, tp__coll_call_t call,
+			     uint64_t count, int dt, int op, int algo, int root,
+			     int comp, int levels, tp_err_t local_err)
+{
+	int64_t *mine, w = TP__COLL_SIG_WORDS;
+	char a[160], b[160];
+	tp_err_t err;
+	char keep[sizeof(c->detail)];
+
+	if (!c->check)
+		return local_err;
+	mine = c->sig + (size_t)c->rank * (size_t)w;
+	memset(c->sig, 0, (size_t)c->size * (size_t)w * sizeof(int64_t));
+	mine[SIG_MAGIC] = SIG_MAGIC_WORD;
+	mine[SIG_SEQ] = ++c->seq;
+	mine[SIG_CALL] = call;
+	mine[SIG_COUNT] = (int64_t)count;
+	mine[SIG_DTYPE] = dt;
+	mine[SIG_OP] = op;
+	mine[SIG_ALGO] = algo;
+	mine[SIG_ROOT] = root;
+	mine[SIG_COMP] = comp < 0 ? -1 : (int64_t)comp << 8 | (levels & 0xff);
+	mine[SIG_ERR] = local_err;
+	/* a rank's own refusal keeps its reason in detail */
+	memcpy(keep, c->detail, sizeof(keep));
+	err = tp__coll_ring_allgather(c, &c->ring, (char *)c->sig,
+				      (size_t)c->size * (size_t)w,
+				      TP_COLL_INT64, c->rank);
+	if (err)
+		return err;
+	memcpy(c->detail, keep, sizeof(keep));
+	for (int r = 0; r < c->size; r++) {
+		const int64_t *o = c->sig + (size_t)r * (size_t)w;
+		/* the error word differs only where a rank refused: it is
+		 * compared like the rest */
+		if (r == c->rank || !memcmp(o, mine, (size_t)w * sizeof(*o)))
+			continue;
+		if (local_err)
+			return local_err; /* this rank's reason first */
+		sig_str(o, a, sizeof(a));
+		sig_str(mine, b, sizeof(b));
+		return tp__coll_fail(c, TP_ERR_MISMATCH,
+				     "ranks disagree (TOPOPLACE_COLL_CHECK): "
+				     "rank %d called %s; this rank %s",
+				     r, a, b);
+	}
+	return local_err;
+}
+
+/* Common entry checks; names the call for the detail string. With
+ * TOPOPLACE_COLL_CHECK every rank then compares its call with the
+ * others', its own refusal included. */
+static tp_err_t begin(tp_coll_comm_t *c, tp__coll_call_t call, size_t count,
+		      const void *a, const void *b, tp_coll_dtype_t dt,
+		      tp_coll_op_t op, int algo, int root)
+{
+	tp_err_t err = TP_OK;
+
 	if (!c)
 		return TP_ERR_INVAL;
-	c->call = call;
+	c->call = call_names[call];
 	if (c->broken)
 		return TP_ERR_PEER_LOST; /* detail keeps the first cause */
 	c->detail[0] = '\0';
 	if (tp_coll_dtype_size(dt) == 0 || (unsigned)op >= TP_COLL_NOPS)
-		return tp__coll_fail(c, TP_ERR_INVAL, "bad dtype %d or op %d",
-				     (int)dt, (int)op);
-	if (count > 0 && (!a || !b))
-		return tp__coll_fail(c, TP_ERR_INVAL, "NULL buffer");
-	if (count > SIZE_MAX / 8 / (size_t)c->size)
-		return tp__coll_fail(c, TP_ERR_INVAL, "count %zu too large",
-				     count);
+		err = tp__coll_fail(c, TP_ERR_INVAL, "bad dtype %d or op %d",
+				    (int)dt, (int)op);
+	else if (count > 0 && (!a || !b))
+		err = tp__coll_fail(c, TP_ERR_INVAL, "NULL buffer");
+	else if (count > SIZE_MAX / 8 / (size_t)c->size)
+		err = tp__coll_fail(c, TP_ERR_INVAL, "count %zu too large",
+				    count);
+	else if (call == TP__COLL_CALL_ALLREDUCE &&
+		 (unsigned)algo > TP_COLL_ALGO_TREE)
+		err = tp__coll_fail(c, TP_ERR_INVAL, "bad algorithm %d", algo);
+	else if (call == TP__COLL_CALL_BROADCAST &&
+		 (root < 0 || root >= c->size))
+		err = tp__coll_fail(c, TP_ERR_INVAL, "root %d out of range",
+				    root);
 	c->last_move_ns = tp__coll_now_ns();
-	return TP_OK;
+	return tp__coll_check_args(c, call, count, (int)dt,
+				   call == TP__COLL_CALL_ALLGATHER ||
+					   call == TP__COLL_CALL_BROADCAST
+				       ? -1
+				       : (int)op,
+				   algo, root, -1, 0, err);
 }
 
 static tp_err_t finish(tp_coll_comm_t *c, tp_err_t err)
@@ -815,15 +970,13 @@ tp_err_t tp_coll_allreduce(tp_coll_comm_t *c, const void *sendbuf,
 			   void *recvbuf, size_t count, tp_coll_dtype_t dt,
 			   tp_coll_op_t op, tp_coll_algo_t algo)
 {
-	tp_err_t err = begin(c, "allreduce", count, sendbuf, recvbuf, dt, op);
+	tp_err_t err = begin(c, TP__COLL_CALL_ALLREDUCE, count, sendbuf,
+			     recvbuf, dt, op, (int)algo, -1);
 	size_t dsz = tp_coll_dtype_size(dt);
 	tp_coll_op_t rop = op == TP_COLL_AVG ? TP_COLL_SUM : op;
 
 	if (err)
 		return err;
-	if ((unsigned)algo > TP_COLL_ALGO_TREE)
-		return tp__coll_fail(c, TP_ERR_INVAL, "bad algorithm %d",
-				     (int)algo);
 	if (count == 0)
 		return TP_OK;
 	int64_t t0 = tp__coll_now_ns();
@@ -867,8 +1020,8 @@ tp_err_t tp_coll_reduce_scatter(tp_coll_comm_t *c, const void *sendbuf,
 				void *recvbuf, size_t recvcount,
 				tp_coll_dtype_t dt, tp_coll_op_t op)
 {
-	tp_err_t err =
-	    begin(c, "reduce_scatter", recvcount, sendbuf, recvbuf, dt, op);
+	tp_err_t err = begin(c, TP__COLL_CALL_REDUCE_SCATTER, recvcount,
+			     sendbuf, recvbuf, dt, op, -1, -1);
 	size_t dsz = tp_coll_dtype_size(dt);
 
 	if (err)
@@ -906,8 +1059,8 @@ tp_err_t tp_coll_reduce_scatter(tp_coll_comm_t *c, const void *sendbuf,
 tp_err_t tp_coll_allgather(tp_coll_comm_t *c, const void *sendbuf,
 			   void *recvbuf, size_t sendcount, tp_coll_dtype_t dt)
 {
-	tp_err_t err =
-	    begin(c, "allgather", sendcount, sendbuf, recvbuf, dt, TP_COLL_SUM);
+	tp_err_t err = begin(c, TP__COLL_CALL_ALLGATHER, sendcount, sendbuf,
+			     recvbuf, dt, TP_COLL_SUM, -1, -1);
 	size_t dsz = tp_coll_dtype_size(dt);
 
 	if (err)
@@ -930,13 +1083,11 @@ tp_err_t tp_coll_allgather(tp_coll_comm_t *c, const void *sendbuf,
 tp_err_t tp_coll_broadcast(tp_coll_comm_t *c, void *buf, size_t count,
 			   tp_coll_dtype_t dt, int root)
 {
-	tp_err_t err = begin(c, "broadcast", count, buf, buf, dt, TP_COLL_SUM);
+	tp_err_t err = begin(c, TP__COLL_CALL_BROADCAST, count, buf, buf, dt,
+			     TP_COLL_SUM, -1, root);
 
 	if (err)
 		return err;
-	if (root < 0 || root >= c->size)
-		return tp__coll_fail(c, TP_ERR_INVAL, "root %d out of range",
-				     root);
 	bool dev = false;
 	if (count && ((err = tp__coll_on_device(c, buf, buf, &dev)) || dev))
 		return finish(c, err ? err
@@ -950,8 +1101,8 @@ tp_err_t tp_coll_broadcast(tp_coll_comm_t *c, void *buf, size_t count,
 tp_err_t tp_coll_barrier(tp_coll_comm_t *c)
 {
 	int32_t token = 0;
-	tp_err_t err =
-	    begin(c, "barrier", 1, &token, &token, TP_COLL_INT32, TP_COLL_SUM);
+	tp_err_t err = begin(c, TP__COLL_CALL_BARRIER, 1, &token, &token,
+			     TP_COLL_INT32, TP_COLL_SUM, -1, -1);
 
 	if (err)
 		return err;

@@ -439,14 +439,20 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 		return TP_ERR_PEER_LOST;
 	c->detail[0] = '\0';
 	if ((err = check_opts(c, &o, op)))
-		return err;
-	if (count > 0 && !buf)
-		return tp__coll_fail(c, TP_ERR_INVAL, "NULL buffer");
+		;
+	else if (count > 0 && !buf)
+		err = tp__coll_fail(c, TP_ERR_INVAL, "NULL buffer");
 	/* as tp_coll_allreduce(): 4 x count floats of residuals must not
 	 * wrap (a count of 2^62 + 1 allocated 16 bytes for them) */
-	if (count > SIZE_MAX / 16 / (size_t)c->size)
-		return tp__coll_fail(c, TP_ERR_INVAL, "count %zu too large",
-				     count);
+	else if (count > SIZE_MAX / 16 / (size_t)c->size)
+		err = tp__coll_fail(c, TP_ERR_INVAL, "count %zu too large",
+				    count);
+	/* TOPOPLACE_COLL_CHECK: every rank compares its call with the
+	 * others', its own refusal included */
+	if ((err = tp__coll_check_args(c, TP__COLL_CALL_COMPRESSED, count,
+				       TP_COLL_FP32, (int)op, -1, -1,
+				       (int)o.kind, (int)o.levels, err)))
+		return err;
 	if (count == 0)
 		return TP_OK;
 	if ((err = tp__coll_on_device(c, buf, buf, &dev)) || dev)

@@ -86,6 +86,13 @@
  * stripes every message to a peer on another host over that many TCP
  * connections. A value of these variables (or of TOPOPLACE_COLL_YIELD_US)
  * that is not one fails init with TP_ERR_INVAL naming it.
+ * TOPOPLACE_COLL_CHECK=1 (every rank alike, else init fails with
+ * TP_ERR_MISMATCH) starts each call with an all-gather of every rank's
+ * arguments: where a rank's call differs (collective, count, dtype, op,
+ * algorithm, root, compression) or a rank refused its own, every rank
+ * returns TP_ERR_MISMATCH (the refusing one its own error) naming a
+ * differing rank, instead of hanging or reducing mismatched buffers; the
+ * communicator stays usable.
  *
  * Errors: every function returns TP_OK or a negative tp_err_t
  * (tp_common.h; tp_strerror() describes it). A failed call leaves a

@@ -1193,6 +1193,8 @@ static void test_truncated_plan(void **s)
 /* Rank 0 joins with plan a, rank 1 with plan b and sockets1 sockets per
  * peer (0: the default): both must fail init with TP_ERR_MISMATCH and a
  * reason containing what. */
+static const char *mismatch_env1; /* putenv()ed by rank 1 when set */
+
 static void expect_mismatch(const tp_plan_t *a, const tp_plan_t *b,
 			    int sockets1, const char *what)
 {
@@ -1208,6 +1210,8 @@ static void expect_mismatch(const tp_plan_t *a, const tp_plan_t *b,
 			tp_coll_comm_t *c = NULL;
 			char *why = NULL;
 			o.sockets = r ? sockets1 : 0;
+			if (r && mismatch_env1)
+				putenv((char *)mismatch_env1);
 			tp_err_t err =
 			    tp_coll_comm_init(r ? b : a, r, &o, &c, &why);
 			if (err == TP_ERR_MISMATCH && strstr(why, what))
@@ -1243,6 +1247,145 @@ static void test_sockets_mismatch(void **s)
 
 	(void)s;
 	expect_mismatch(p, p, 2, "sockets per peer");
+	tp_plan_destroy(p);
+}
+
+/* ---- TOPOPLACE_COLL_CHECK: every call compared across the ranks ------
+ */
+
+/* Expected failure of one checked call: every rank gets want, and the
+ * detail names the odd call; 0 when so, else a line and 10 + step. */
+static int check_fail(tp_coll_comm_t *c, int step, tp_err_t err, tp_err_t want,
+		      const char *needle)
+{
+	const char *d = tp_coll_comm_detail(c);
+
+	if (err == want && strstr(d, needle) && !strchr(d, '\n'))
+		return 0;
+	fprintf(stderr, "# rank %d step %d: %s: %s (wanted %s, '%s')\n",
+		tp_coll_comm_rank(c), step, tp_strerror(err), d,
+		tp_strerror(want), needle);
+	return 10 + step;
+}
+
+/* Rank 2 (of 4 on 2 hosts: shared memory and TCP) calls what the others
+ * do not; every rank fails at once, naming it, and the next agreed call
+ * works. */
+static int check_rank(tp_coll_comm_t *c, void *arg)
+{
+	int me = tp_coll_comm_rank(c), odd = me == 2, rc;
+	float b[64];
+	tp_err_t err;
+
+	(void)arg;
+	for (int i = 0; i < 64; i++)
+		b[i] = 1.0f;
+	/* agreed: the check passes and the call runs */
+	err = tp_coll_allreduce(c, b, b, 64, TP_COLL_FP32, TP_COLL_SUM,
+				TP_COLL_ALGO_RING);
+	if (err || b[5] != 4.0f)
+		return check_fail(c, 0, err, TP_OK, "");
+	/* another count */
+	err = tp_coll_allreduce(c, b, b, odd ? 32 : 64, TP_COLL_FP32,
+				TP_COLL_SUM, TP_COLL_ALGO_RING);
+	if ((rc = check_fail(c, 1, err, TP_ERR_MISMATCH,
+			     odd ? "rank 0 called allreduce #2 (count 64, "
+				   "fp32, sum, ring); this rank allreduce #2 "
+				   "(count 32"
+				 : "rank 2 called allreduce #2 (count 32")))
+		return rc;
+	/* another collective */
+	err = odd ? tp_coll_broadcast(c, b, 64, TP_COLL_FP32, 1)
+		  : tp_coll_allreduce(c, b, b, 64, TP_COLL_FP32, TP_COLL_SUM,
+				      TP_COLL_ALGO_AUTO);
+	if ((rc = check_fail(c, 2, err, TP_ERR_MISMATCH,
+			     odd ? "this rank broadcast #3 (count 64, fp32, "
+				   "root 1)"
+				 : "rank 2 called broadcast #3")))
+		return rc;
+	/* another dtype, then another op */
+	err = tp_coll_allreduce(c, b, b, 32, odd ? TP_COLL_INT32 : TP_COLL_FP32,
+				TP_COLL_SUM, TP_COLL_ALGO_RING);
+	if ((rc = check_fail(c, 3, err, TP_ERR_MISMATCH,
+			     odd ? "int32"
+				 : "rank 2 called allreduce #4 "
+				   "(count 32, int32")))
+		return rc;
+	err = tp_coll_allreduce(c, b, b, 32, TP_COLL_FP32,
+				odd ? TP_COLL_MAX : TP_COLL_SUM,
+				TP_COLL_ALGO_RING);
+	if ((rc = check_fail(c, 4, err, TP_ERR_MISMATCH, odd ? "max" : "max")))
+		return rc;
+	/* a rank's own refusal (NULL buffer): it keeps its reason, the
+	 * others are told it refused instead of waiting for it */
+	err = tp_coll_allreduce(c, odd ? NULL : b, b, 64, TP_COLL_FP32,
+				TP_COLL_SUM, TP_COLL_ALGO_RING);
+	if ((rc = check_fail(c, 5, err, odd ? TP_ERR_INVAL : TP_ERR_MISMATCH,
+			     odd ? "NULL buffer"
+				 : "refused by that rank: invalid argument")))
+		return rc;
+	/* a count of 0 is a call too */
+	err = tp_coll_allreduce(c, b, b, odd ? 0 : 8, TP_COLL_FP32, TP_COLL_SUM,
+				TP_COLL_ALGO_RING);
+	if ((rc = check_fail(c, 6, err, TP_ERR_MISMATCH, "count 0")))
+		return rc;
+	/* compressed on one rank only */
+	tp_coll_comp_opts_t co;
+	tp_coll_comp_opts_defaults(&co);
+	co.kind = TP_COLL_COMP_INT8;
+	co.error_feedback = false;
+	err = odd ? tp_coll_allreduce_compressed(c, b, 64, TP_COLL_SUM, &co, 7)
+		  : tp_coll_allreduce(c, b, b, 64, TP_COLL_FP32, TP_COLL_SUM,
+				      TP_COLL_ALGO_AUTO);
+	if ((rc = check_fail(c, 7, err, TP_ERR_MISMATCH,
+			     odd ? "this rank allreduce_compressed #8 (count "
+				   "64, fp32, sum, int8 on levels"
+				 : "rank 2 called allreduce_compressed #8")))
+		return rc;
+	/* still usable: agreed calls run and reduce right */
+	for (int i = 0; i < 64; i++)
+		b[i] = (float)me;
+	err = tp_coll_allreduce(c, b, b, 64, TP_COLL_FP32, TP_COLL_SUM,
+				TP_COLL_ALGO_HIERARCHICAL);
+	if (err || b[63] != 6.0f)
+		return check_fail(c, 8, err, TP_OK, "");
+	err = tp_coll_barrier(c);
+	return err ? check_fail(c, 9, err, TP_OK, "") : 0;
+}
+
+static void test_check_args(void **s)
+{
+	tp_plan_t *p = plan_of(2, 2, 0);
+
+	(void)s;
+	setenv("TOPOPLACE_COLL_CHECK", "1", 1);
+	run_ranks_ok(p, 10, 4096, check_rank, NULL, 60,
+		     "TOPOPLACE_COLL_CHECK=1, rank 2's odd calls");
+	unsetenv("TOPOPLACE_COLL_CHECK");
+	tp_plan_destroy(p);
+}
+
+/* Rank 1 checks its calls, rank 0 does not: refused at init (checked
+ * and unchecked calls would pair the check's exchange with data). A
+ * value other than 0 or 1 is refused by the rank itself. */
+static void test_check_mismatch(void **s)
+{
+	tp_plan_t *p = plan_of(2, 1, 0);
+	tp_coll_comm_t *c = NULL;
+	char *why = NULL;
+
+	(void)s;
+	mismatch_env1 = "TOPOPLACE_COLL_CHECK=1";
+	expect_mismatch(p, p, 0,
+			"rank 1 has TOPOPLACE_COLL_CHECK=1, rank 0 has 0");
+	mismatch_env1 = NULL;
+	setenv("TOPOPLACE_COLL_CHECK", "yes", 1);
+	assert_int_equal(tp_coll_comm_init(p, 0, NULL, &c, &why), TP_ERR_INVAL);
+	assert_non_null(
+	    strstr(why, "TOPOPLACE_COLL_CHECK='yes' is not 0 or 1"));
+	assert_null(c);
+	tp_free(why);
+	unsetenv("TOPOPLACE_COLL_CHECK");
 	tp_plan_destroy(p);
 }
 
@@ -2474,6 +2617,8 @@ int main(void)
 	    cmocka_unit_test(test_segment_mismatch),
 	    cmocka_unit_test(test_sockets),
 	    cmocka_unit_test(test_sockets_mismatch),
+	    cmocka_unit_test(test_check_args),
+	    cmocka_unit_test(test_check_mismatch),
 	    cmocka_unit_test(test_two_comms),
 	    cmocka_unit_test(test_host_small),
 	    cmocka_unit_test(test_runs_the_schedule),

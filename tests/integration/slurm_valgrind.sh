@@ -147,6 +147,14 @@ quiet() {
 	done
 }
 
+# ctld_wait PATTERN N SECONDS: until slurmctld's log has N lines matching
+ctld_wait() {
+	i=0
+	while [ "$(grep -c -- "$1" "$dir/log/slurmctld.log")" -lt "$2" ] && [ $i -lt $(($3 * 5)) ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+}
 if [ "$gen" = 24 ]; then
 	links "$dir/links.json" 0.25 8
 	# a hostile decisions file for the writer's first append (which
@@ -160,7 +168,7 @@ if [ "$gen" = 24 ]; then
 		printf '{"format":"topoplace-decision/1","job_id":9'
 	} >"$dir/state/topoplace-decisions.jsonl"
 	chown --reference="$dir/state" "$dir/state/topoplace-decisions.jsonl"
-	sleep 3
+	ctld_wait 'LinkState .*links degraded' 1 60
 fi
 timeout 120 srun -N 4 --exclusive hostname >/dev/null 2>&1 && ok "4-node step ran" || bad "4-node step"
 timeout 60 sbatch -o /dev/null -N 6 --wrap true >/dev/null 2>&1 && ok "6-node batch job submitted" || bad "sbatch"
@@ -172,11 +180,14 @@ if [ "$gen" = 24 ]; then
 	for n in 2 3 1 5; do
 		timeout 120 srun -N $n hostname >/dev/null 2>&1 || bad "srun -N $n"
 	done
+	# each file read before the next replaces it: the writer thread
+	# looks every 250 ms, but under valgrind on a loaded machine it may
+	# not run for seconds
 	links "$dir/links.json" 0.5 9
-	sleep 3
+	ctld_wait 'LinkState .*links degraded' 2 60
 	timeout 120 srun -N 5 hostname >/dev/null 2>&1 || bad "srun -N 5 (new links)"
 	printf '{"format":"topoplace-state/1","links":[' >"$dir/links.json"
-	sleep 3
+	ctld_wait 'LinkState .*last good link state kept' 1 60
 	timeout 120 srun -N 6 hostname >/dev/null 2>&1 || bad "srun -N 6 (corrupt links)"
 	ok "more steps ran"
 	[ "$(grep -c 'LinkState .*links degraded' "$dir/log/slurmctld.log")" -ge 2 ] &&
