@@ -520,6 +520,24 @@ def check_topk_recipes(c, comm, rank):
          "norm 0.75 before the all-reduce")
 
 
+def check_mismatch(c, tc, rank, plan, port):
+    """TOPOPLACE_COLL_CHECK=1: a rank whose tensor differs (a bucket of
+    another size) fails every rank's call at once, named, instead of a
+    hang; the communicator stays usable."""
+    os.environ["TOPOPLACE_COLL_CHECK"] = "1"
+    try:
+        comm = tc.Communicator(plan=plan, rank=rank, master_addr="127.0.0.1", master_port=port, timeout_s=60)
+    finally:
+        del os.environ["TOPOPLACE_COLL_CHECK"]
+    want = "this rank allreduce #1 (count 8" if rank == 3 else "rank 3 called allreduce #1 (count 8, fp32"
+    c.raises(tc.TopoplaceError, want, "TOPOPLACE_COLL_CHECK: rank 3's odd tensor size named on every rank",
+             comm.all_reduce, torch.ones(8 if rank == 3 else 16))
+    t = torch.ones(16)
+    comm.all_reduce(t)
+    c.ok(t[0].item() == WORLD, "TOPOPLACE_COLL_CHECK: the next agreed all-reduce sums (%g)" % t[0].item())
+    comm.close()
+
+
 def worker(rank, plan, port, gloo_port, group_plan, q):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(gloo_port), OMP_NUM_THREADS="1",
                       GLOO_SOCKET_IFNAME="lo")
@@ -537,6 +555,7 @@ def worker(rank, plan, port, gloo_port, group_plan, q):
         check_rejects(c, tc, comm, rank, plan)
         check_compression(c, tc, comm, rank)
         check_group_level(c, tc, rank, group_plan, port + 1)
+        check_mismatch(c, tc, rank, plan, port + 3)
         # a ring over 2 hosts x 2 ranks crosses between the groups twice
         # (1 -> 2, 3 -> 0), each edge carrying 2 (P-1)/P of the 256 KiB
         comm.reset_stats()
