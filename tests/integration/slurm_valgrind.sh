@@ -196,7 +196,7 @@ if [ "$gen" = 24 ]; then
 		bad "LinkState reads in the log: $(grep -c 'LinkState' "$dir/log/slurmctld.log")"
 	dec=$dir/state/topoplace-decisions.jsonl
 	i=0
-	while ! grep -q '"decision_ms"' "$dec" 2>/dev/null && [ $i -lt 100 ]; do
+	while ! grep -q '"decision_ms"' "$dec" 2>/dev/null && [ $i -lt 300 ]; do
 		sleep 0.2
 		i=$((i + 1))
 	done
@@ -302,6 +302,21 @@ dpid=$(grep -l 'Command: [^ ]*slurmd ' "$tmp"/vgd.*.log 2>/dev/null | head -n 1 
 # one outlived the 120 s this waited), then valgrind writes the report
 i=0
 while [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null && [ $i -lt 1500 ]; do
+	sleep 0.2
+	i=$((i + 1))
+done
+# a slurmstepd (a valgrind log each) writes its report when it exits; on
+# a slow machine the last ones may still be ending: up to 60 s for them
+i=0
+while [ $i -lt 300 ]; do
+	pending=0
+	for f in "$tmp"/vgd.*.log; do
+		[ -f "$f" ] && ! grep -q 'ERROR SUMMARY' "$f" || continue
+		grep -q 'Command: [^ ]*slurm\(d\|stepd\)' "$f" || continue
+		p=${f##*/vgd.}
+		kill -0 "${p%.log}" 2>/dev/null && pending=1
+	done
+	[ $pending -eq 1 ] || break
 	sleep 0.2
 	i=$((i + 1))
 done

@@ -22,7 +22,11 @@ one-line reason (which call, which peer); compression options on a
 library built without compression raise CompressionUnavailable.
 
 Thread safety follows the library: every rank calls the same
-collectives in the same order. all_reduce_async() hands the call to the
+collectives in the same order. With TOPOPLACE_COLL_CHECK=1 in every
+rank's environment (before the Communicator is made), each call first
+compares every rank's arguments: a rank whose call differs (another
+collective, tensor size, dtype, op, algorithm or compressor) makes every
+rank's call raise TopoplaceError naming it, instead of a hang. all_reduce_async() hands the call to the
 Communicator's progress thread (started on first use) and returns a
 torch.futures.Future at once; from then on every call on that
 Communicator, synchronous ones too, runs on that thread in the order the
