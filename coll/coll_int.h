@@ -193,7 +193,7 @@ typedef struct tp__coll_tree {
 } tp__coll_tree_t;
 
 /* Words of one rank's call signature (TOPOPLACE_COLL_CHECK). */
-#define TP__COLL_SIG_WORDS 10
+#define TP__COLL_SIG_WORDS 13
 
 /* The calls a signature names. */
 typedef enum tp__coll_call {
@@ -258,7 +258,7 @@ struct tp_coll_comm {
 	int64_t last_move_ns; /* last time a byte moved */
 	bool broken;
 	const char *call; /* name of the call in progress */
-	char detail[320];
+	char detail[512];
 	/* TOPOPLACE_COLL_CHECK=1: each call first compares its arguments
 	 * with every rank's (comm.c, check_args); sig holds size x
 	 * TP__COLL_SIG_WORDS of them, seq counts the calls */
@@ -413,15 +413,16 @@ tp_err_t tp__coll_ring_reduce_scatter(tp_coll_comm_t *c,
 				      tp_coll_dtype_t dt, tp_coll_op_t op,
 				      int shift);
 /* With c->check: one all-gather of this call's signature (what call,
- * count, dtype, op, algorithm, root, compressor and levels; -1 where it
- * does not apply; local_err: this rank's own verdict on its arguments,
+ * count, dtype, op, algorithm, root; -1 where it does not apply; co: the
+ * compressed all-reduce's options that shape its messages, NULL for the
+ * others; local_err: this rank's own verdict on its arguments,
  * TP_OK or the error it is about to return), so every rank fails alike,
  * naming a rank whose call differs, instead of hanging or reducing
  * mismatched buffers. TP_ERR_MISMATCH then, the communicator still
  * usable; local_err without c->check. */
 tp_err_t tp__coll_check_args(tp_coll_comm_t *c, tp__coll_call_t call,
 			     uint64_t count, int dt, int op, int algo, int root,
-			     int comp, int levels, tp_err_t local_err);
+			     const tp_coll_comp_opts_t *co, tp_err_t local_err);
 
 tp_err_t tp__coll_ring_allgather(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 				 char *buf, size_t count, tp_coll_dtype_t dt,

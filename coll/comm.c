@@ -49,7 +49,7 @@ const char *tp__coll_peer_name(const tp_coll_comm_t *c, int peer, char *buf,
 
 tp_err_t tp__coll_fail(tp_coll_comm_t *c, tp_err_t err, const char *fmt, ...)
 {
-	char msg[256];
+	char msg[480]; /* two call signatures fit (check_args) */
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -816,7 +816,10 @@ enum {
 	SIG_OP,
 	SIG_ALGO,
 	SIG_ROOT,
-	SIG_COMP,
+	SIG_COMP,  /* compressor << 8 | levels, -1: not compressed */
+	SIG_BLOCK, /* the compressed call's block, top-k fraction (its */
+	SIG_TOPK,  /* bits) and pipeline segment (top bit: overlap) */
+	SIG_SEG,
 	SIG_ERR
 };
 #define SIG_MAGIC_WORD 0x7470636865636b31ll /* "tpcheck1" */
@@ -857,13 +860,18 @@ static void sig_str(const int64_t *w, char *buf, size_t len)
 		SIG_PUT(", %s", tp_coll_algo_name((tp_coll_algo_t)w[SIG_ALGO]));
 	if (w[SIG_ROOT] >= 0)
 		SIG_PUT(", root %lld", (long long)w[SIG_ROOT]);
-	if (w[SIG_COMP] >= 0)
-		SIG_PUT(
-		    ", %s on levels %lld",
-		    tp_coll_comp_name((tp_coll_comp_t)(w[SIG_COMP] >> 8))
-			? tp_coll_comp_name((tp_coll_comp_t)(w[SIG_COMP] >> 8))
-			: "?",
-		    (long long)(w[SIG_COMP] & 0xff));
+	if (w[SIG_COMP] >= 0) {
+		const char *kind =
+		    tp_coll_comp_name((tp_coll_comp_t)(w[SIG_COMP] >> 8));
+		double frac;
+		memcpy(&frac, &w[SIG_TOPK], sizeof(frac));
+		SIG_PUT(", %s on levels %lld, block %lld, top-k %g, segment "
+			"%llu%s",
+			kind ? kind : "?", (long long)(w[SIG_COMP] & 0xff),
+			(long long)w[SIG_BLOCK], frac,
+			(unsigned long long)(w[SIG_SEG] & INT64_MAX),
+			w[SIG_SEG] < 0 ? " overlapped" : "");
+	}
 	if (w[SIG_ERR])
 		SIG_PUT(", refused by that rank: %s",
 			tp_strerror((tp_err_t)w[SIG_ERR]));
@@ -873,10 +881,10 @@ static void sig_str(const int64_t *w, char *buf, size_t len)
 
 tp_err_t tp__coll_check_args(tp_coll_comm_t *c, tp__coll_call_t call,
 			     uint64_t count, int dt, int op, int algo, int root,
-			     int comp, int levels, tp_err_t local_err)
+			     const tp_coll_comp_opts_t *co, tp_err_t local_err)
 {
 	int64_t *mine, w = TP__COLL_SIG_WORDS;
-	char a[160], b[160];
+	char a[200], b[200];
 	tp_err_t err;
 	char keep[sizeof(c->detail)];
 
@@ -892,7 +900,14 @@ tp_err_t tp__coll_check_args(tp_coll_comm_t *c, tp__coll_call_t call,
 	mine[SIG_OP] = op;
 	mine[SIG_ALGO] = algo;
 	mine[SIG_ROOT] = root;
-	mine[SIG_COMP] = comp < 0 ? -1 : (int64_t)comp << 8 | (levels & 0xff);
+	mine[SIG_COMP] = -1;
+	if (co) {
+		mine[SIG_COMP] = (int64_t)co->kind << 8 | (co->levels & 0xff);
+		mine[SIG_BLOCK] = co->block;
+		memcpy(&mine[SIG_TOPK], &co->topk_fraction, sizeof(double));
+		mine[SIG_SEG] = (int64_t)(co->segment & (size_t)INT64_MAX) |
+				(co->overlap ? INT64_MIN : 0);
+	}
 	mine[SIG_ERR] = local_err;
 	/* a rank's own refusal keeps its reason in detail */
 	memcpy(keep, c->detail, sizeof(keep));
@@ -956,7 +971,7 @@ static tp_err_t begin(tp_coll_comm_t *c, tp__coll_call_t call, size_t count,
 					   call == TP__COLL_CALL_BROADCAST
 				       ? -1
 				       : (int)op,
-				   algo, root, -1, 0, err);
+				   algo, root, NULL, err);
 }
 
 static tp_err_t finish(tp_coll_comm_t *c, tp_err_t err)

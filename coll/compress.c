@@ -450,8 +450,7 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 	/* TOPOPLACE_COLL_CHECK: every rank compares its call with the
 	 * others', its own refusal included */
 	if ((err = tp__coll_check_args(c, TP__COLL_CALL_COMPRESSED, count,
-				       TP_COLL_FP32, (int)op, -1, -1,
-				       (int)o.kind, (int)o.levels, err)))
+				       TP_COLL_FP32, (int)op, -1, -1, &o, err)))
 		return err;
 	if (count == 0)
 		return TP_OK;

@@ -89,7 +89,8 @@
  * TOPOPLACE_COLL_CHECK=1 (every rank alike, else init fails with
  * TP_ERR_MISMATCH) starts each call with an all-gather of every rank's
  * arguments: where a rank's call differs (collective, count, dtype, op,
- * algorithm, root, compression) or a rank refused its own, every rank
+ * algorithm, root; compressor, levels, block, top-k fraction, segment
+ * and overlap of a compressed call) or a rank refused its own, every rank
  * returns TP_ERR_MISMATCH (the refusing one its own error) naming a
  * differing rank, instead of hanging or reducing mismatched buffers; the
  * communicator stays usable.

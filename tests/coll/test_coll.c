@@ -1342,6 +1342,22 @@ static int check_rank(tp_coll_comm_t *c, void *arg)
 				   "64, fp32, sum, int8 on levels"
 				 : "rank 2 called allreduce_compressed #8")))
 		return rc;
+	/* compressed everywhere, one rank with another block size: what
+	 * shapes the messages is compared too, in full */
+	co.block = odd ? 128 : 256;
+	err = tp_coll_allreduce_compressed(c, b, 64, TP_COLL_SUM, &co, 7);
+	if ((rc = check_fail(
+		 c, 10, err, TP_ERR_MISMATCH,
+		 odd ? "this rank allreduce_compressed #9 (count 64, fp32, "
+		       "sum, int8 on levels 4, block 128, top-k 0.01, "
+		       "segment 1048576 overlapped)"
+		     : "rank 2 called allreduce_compressed #9 (count 64, "
+		       "fp32, sum, int8 on levels 4, block 128, top-k 0.01, "
+		       "segment 1048576 overlapped); this rank "
+		       "allreduce_compressed #9 "
+		       "(count 64, fp32, sum, int8 on levels 4, block 256, "
+		       "top-k 0.01, segment 1048576 overlapped)")))
+		return rc;
 	/* still usable: agreed calls run and reduce right */
 	for (int i = 0; i < 64; i++)
 		b[i] = (float)me;
@@ -1355,14 +1371,18 @@ static int check_rank(tp_coll_comm_t *c, void *arg)
 
 static void test_check_args(void **s)
 {
-	tp_plan_t *p = plan_of(2, 2, 0);
+	tp_plan_t *p = plan_of(2, 2, 0), *one = plan_of(1, 4, 0);
 
 	(void)s;
 	setenv("TOPOPLACE_COLL_CHECK", "1", 1);
 	run_ranks_ok(p, 10, 4096, check_rank, NULL, 60,
 		     "TOPOPLACE_COLL_CHECK=1, rank 2's odd calls");
+	/* one host: shared memory only, the host segment's small path */
+	run_ranks_ok(one, 10, 4096, check_rank, NULL, 60,
+		     "TOPOPLACE_COLL_CHECK=1 on one host");
 	unsetenv("TOPOPLACE_COLL_CHECK");
 	tp_plan_destroy(p);
+	tp_plan_destroy(one);
 }
 
 /* Rank 1 checks its calls, rank 0 does not: refused at init (checked
