@@ -51,41 +51,15 @@ static void usage(FILE *fp)
 		"at a time.\n");
 }
 
+/* A size with K/M/G (tp_parse_bytes: binary units, digits first), at
+ * most what a buffer could hold. */
 static int parse_size(const char *s, size_t *out)
 {
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	double m = 1;
+	double v;
 
-	if (end == s || errno)
+	if (!tp_parse_bytes(s, 0, 0x1p62, &v))
 		return -1;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		m = 1024.0;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		m = 1024.0 * 1024;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		m = 1024.0 * 1024 * 1024;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	/* also refuses nan and what no buffer could hold (inf included),
-	 * which the conversion below would make undefined */
-	if (*end || !(v >= 0 && v * m < 0x1p62))
-		return -1;
-	*out = (size_t)(v * m);
+	*out = (size_t)v;
 	return 0;
 }
 

@@ -886,12 +886,12 @@ tp_err_t tp__coll_check_args(tp_coll_comm_t *c, tp__coll_call_t call,
 	int64_t *mine, w = TP__COLL_SIG_WORDS;
 	char a[200], b[200];
 	tp_err_t err;
-	char keep[sizeof(c->detail)];
 
 	if (!c->check)
 		return local_err;
+	/* the all-gather fills the other ranks' words */
 	mine = c->sig + (size_t)c->rank * (size_t)w;
-	memset(c->sig, 0, (size_t)c->size * (size_t)w * sizeof(int64_t));
+	memset(mine, 0, (size_t)w * sizeof(*mine));
 	mine[SIG_MAGIC] = SIG_MAGIC_WORD;
 	mine[SIG_SEQ] = ++c->seq;
 	mine[SIG_CALL] = call;
@@ -909,14 +909,13 @@ tp_err_t tp__coll_check_args(tp_coll_comm_t *c, tp__coll_call_t call,
 				(co->overlap ? INT64_MIN : 0);
 	}
 	mine[SIG_ERR] = local_err;
-	/* a rank's own refusal keeps its reason in detail */
-	memcpy(keep, c->detail, sizeof(keep));
+	/* a rank's own refusal keeps its reason in detail: the all-gather
+	 * writes there only when it fails */
 	err = tp__coll_ring_allgather(c, &c->ring, (char *)c->sig,
 				      (size_t)c->size * (size_t)w,
 				      TP_COLL_INT64, c->rank);
 	if (err)
 		return err;
-	memcpy(c->detail, keep, sizeof(keep));
 	for (int r = 0; r < c->size; r++) {
 		const int64_t *o = c->sig + (size_t)r * (size_t)w;
 		/* the error word differs only where a rank refused: it is

@@ -438,13 +438,12 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 	if (c->broken)
 		return TP_ERR_PEER_LOST;
 	c->detail[0] = '\0';
-	if ((err = check_opts(c, &o, op)))
-		;
-	else if (count > 0 && !buf)
+	err = check_opts(c, &o, op);
+	if (!err && count > 0 && !buf)
 		err = tp__coll_fail(c, TP_ERR_INVAL, "NULL buffer");
 	/* as tp_coll_allreduce(): 4 x count floats of residuals must not
 	 * wrap (a count of 2^62 + 1 allocated 16 bytes for them) */
-	else if (count > SIZE_MAX / 16 / (size_t)c->size)
+	if (!err && count > SIZE_MAX / 16 / (size_t)c->size)
 		err = tp__coll_fail(c, TP_ERR_INVAL, "count %zu too large",
 				    count);
 	/* TOPOPLACE_COLL_CHECK: every rank compares its call with the

@@ -319,7 +319,6 @@ static tp_err_t xfer(int fd, void *buf, size_t len, bool out, int64_t deadline)
 	return TP_OK;
 }
 
-/* Environment variable name as a number in [lo, hi], else def. */
 /* The whole number in variable name, lo..hi, into *v_p: true; true with
  * *v_p untouched when it is unset or empty; false when it is anything
  * else (init refuses that, setup then keeps the default). */
@@ -341,6 +340,7 @@ static bool env_size_get(const char *name, size_t lo, size_t hi, size_t *v_p)
 	return true;
 }
 
+/* Environment variable name as a number in [lo, hi], else def. */
 static size_t env_size(const char *name, size_t lo, size_t hi, size_t def)
 {
 	size_t v = def;

@@ -708,12 +708,22 @@ static void expect_bad(const char *json, tp_err_t want, const char *needle)
 	tp_free(msg);
 }
 
+/* j with its first `from` replaced by `to`: refused as expect_bad(). */
+static void expect_bad_subst(const char *j, const char *from, const char *to,
+			     tp_err_t want, const char *needle)
+{
+	char *bad = subst(j, from, to);
+
+	expect_bad(bad, want, needle);
+	free(bad);
+}
+
 static void test_json_hostile(void **state)
 {
 	tp_fabric_t *f = tp_test_rail(2, 4, 2, 2, 4);
 	const char *names[8];
 	tp_plan_t *p;
-	char *j, *bad;
+	char *j;
 
 	(void)state;
 	for (size_t i = 0; i < 8; i++)
@@ -733,70 +743,56 @@ static void test_json_hostile(void **state)
 	expect_bad("[]", TP_ERR_PARSE, "expected a JSON object");
 	expect_bad("{\"format\": \"topoplace-fabric/1\"}", TP_ERR_FORMAT,
 		   "format");
-	bad = subst(j, "topoplace-plan/1", "topoplace-plan/2");
-	expect_bad(bad, TP_ERR_FORMAT, "format");
-	free(bad);
-	bad = subst(j, "\"rails\": 2,", "\"rails\": 2, \"extra\": 1,");
-	expect_bad(bad, TP_ERR_PARSE, "plan: unknown key \"extra\"");
-	free(bad);
+	expect_bad_subst(j, "topoplace-plan/1", "topoplace-plan/2",
+			 TP_ERR_FORMAT, "format");
+	expect_bad_subst(j, "\"rails\": 2,", "\"rails\": 2, \"extra\": 1,",
+			 TP_ERR_PARSE, "plan: unknown key \"extra\"");
 	/* a key twice, required or optional: never the first one read */
-	bad = subst(j, "\"rails\": 2,", "\"rails\": 2, \"rails\": 4,");
-	expect_bad(bad, TP_ERR_PARSE, "plan: repeated key \"rails\"");
-	free(bad);
-	bad = subst(j, "\"rails\": 2,",
-		    "\"rails\": 2, \"host_segment\": true, \"host_segment\": true,");
-	expect_bad(bad, TP_ERR_PARSE, "plan: repeated key \"host_segment\"");
-	free(bad);
-	bad = subst(j, "\"world_size\": 32", "\"world_size\": 33");
-	expect_bad(bad, TP_ERR_PARSE, "world_size");
-	free(bad);
-	bad = subst(j, "\"rails\": 2,", "\"rails\": 2, \"host_segment\": 0,");
-	expect_bad(bad, TP_ERR_PARSE, "host_segment: expected true or false");
-	free(bad);
+	expect_bad_subst(j, "\"rails\": 2,", "\"rails\": 2, \"rails\": 4,",
+			 TP_ERR_PARSE, "plan: repeated key \"rails\"");
+	expect_bad_subst(
+	    j, "\"rails\": 2,",
+	    "\"rails\": 2, \"host_segment\": true, \"host_segment\": true,",
+	    TP_ERR_PARSE, "plan: repeated key \"host_segment\"");
+	expect_bad_subst(j, "\"world_size\": 32", "\"world_size\": 33",
+			 TP_ERR_PARSE, "world_size");
+	expect_bad_subst(j, "\"rails\": 2,",
+			 "\"rails\": 2, \"host_segment\": 0,", TP_ERR_PARSE,
+			 "host_segment: expected true or false");
 	/* a tree with a cycle: rank 1's parent in tree 0 is 2; make 2's 1 */
-	bad = subst(j, "{\"rank\": 2, \"host\": \"dgx003\", \"parent\": 0,",
-		    "{\"rank\": 2, \"host\": \"dgx003\", \"parent\": 1,");
-	expect_bad(bad, TP_ERR_PARSE, "cycle");
-	free(bad);
+	expect_bad_subst(j,
+			 "{\"rank\": 2, \"host\": \"dgx003\", \"parent\": 0,",
+			 "{\"rank\": 2, \"host\": \"dgx003\", \"parent\": 1,",
+			 TP_ERR_PARSE, "cycle");
 	/* children that disagree with the parents */
-	bad = subst(j, "\"children\": [1, 3]", "\"children\": [3, 1]");
-	expect_bad(bad, TP_ERR_PARSE, "children");
-	free(bad);
+	expect_bad_subst(j, "\"children\": [1, 3]", "\"children\": [3, 1]",
+			 TP_ERR_PARSE, "children");
 	/* a second root */
-	bad = subst(j, "{\"rank\": 1, \"host\": \"dgx002\", \"parent\": 2,",
-		    "{\"rank\": 1, \"host\": \"dgx002\", \"parent\": -1,");
-	expect_bad(bad, TP_ERR_PARSE, "second root");
-	free(bad);
+	expect_bad_subst(j,
+			 "{\"rank\": 1, \"host\": \"dgx002\", \"parent\": 2,",
+			 "{\"rank\": 1, \"host\": \"dgx002\", \"parent\": -1,",
+			 TP_ERR_PARSE, "second root");
 	/* groups must be runs of the ring */
-	bad = subst(j, "\"hosts\": [\"dgx001\", \"dgx002\"",
-		    "\"hosts\": [\"dgx002\", \"dgx001\"");
-	expect_bad(bad, TP_ERR_PARSE, "groups[0].hosts[0]");
-	free(bad);
-	bad = subst(j, "\"leader\": \"dgx001\"", "\"leader\": \"dgx002\"");
-	expect_bad(bad, TP_ERR_PARSE, "leader");
-	free(bad);
-	bad = subst(j, "\"ring\": [\"dgx001\", \"dgx002\"",
-		    "\"ring\": [\"dgx001\", \"dgx001\"");
-	expect_bad(bad, TP_ERR_PARSE, "listed twice");
-	free(bad);
-	bad = subst(j, "\"rail\": 1, \"host\": \"dgx002\"",
-		    "\"rail\": 0, \"host\": \"dgx002\"");
-	expect_bad(bad, TP_ERR_PARSE, "rail_leaders[1].rail");
-	free(bad);
-	bad = subst(j, "\"algo\": \"", "\"algo\": \"x");
-	expect_bad(bad, TP_ERR_PARSE, "recommend[0].algo");
-	free(bad);
-	bad = subst(j, "\"basis\": \"rule\"", "\"basis\": \"model\"");
-	expect_bad(bad, TP_ERR_PARSE, "without a prediction");
-	free(bad);
-	bad = subst(j, "\n}\n", "\n} x");
-	expect_bad(bad, TP_ERR_PARSE, "trailing");
-	free(bad);
+	expect_bad_subst(j, "\"hosts\": [\"dgx001\", \"dgx002\"",
+			 "\"hosts\": [\"dgx002\", \"dgx001\"", TP_ERR_PARSE,
+			 "groups[0].hosts[0]");
+	expect_bad_subst(j, "\"leader\": \"dgx001\"", "\"leader\": \"dgx002\"",
+			 TP_ERR_PARSE, "leader");
+	expect_bad_subst(j, "\"ring\": [\"dgx001\", \"dgx002\"",
+			 "\"ring\": [\"dgx001\", \"dgx001\"", TP_ERR_PARSE,
+			 "listed twice");
+	expect_bad_subst(j, "\"rail\": 1, \"host\": \"dgx002\"",
+			 "\"rail\": 0, \"host\": \"dgx002\"", TP_ERR_PARSE,
+			 "rail_leaders[1].rail");
+	expect_bad_subst(j, "\"algo\": \"", "\"algo\": \"x", TP_ERR_PARSE,
+			 "recommend[0].algo");
+	expect_bad_subst(j, "\"basis\": \"rule\"", "\"basis\": \"model\"",
+			 TP_ERR_PARSE, "without a prediction");
+	expect_bad_subst(j, "\n}\n", "\n} x", TP_ERR_PARSE, "trailing");
 	/* a node count far beyond the ring: the ring's length is the
 	 * error, not the allocation that count would ask for */
-	bad = subst(j, "\"nodes\": 8,", "\"nodes\": 4294967294,");
-	expect_bad(bad, TP_ERR_PARSE, "ring: expected 4294967294 entries");
-	free(bad);
+	expect_bad_subst(j, "\"nodes\": 8,", "\"nodes\": 4294967294,",
+			 TP_ERR_PARSE, "ring: expected 4294967294 entries");
 	tp_free(j);
 	tp_plan_destroy(p);
 	tp_fabric_destroy(f);

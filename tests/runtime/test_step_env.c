@@ -27,7 +27,8 @@ static const char *name(const tp_fabric_t *f, size_t h)
 static tp_step_in_t step(const char *const *hosts, const uint32_t *tasks,
 			 size_t n, size_t id, uint64_t ntasks, int rails)
 {
-	return (tp_step_in_t){hosts, tasks, n, id, ntasks, rails, PATH, NULL, NULL};
+	return (tp_step_in_t){hosts, tasks, n,	  id,  ntasks,
+			      rails, PATH,  NULL, NULL};
 }
 
 /* SLURM_STEP_TASKS_PER_NODE's compressed form, and what it refuses. */
@@ -45,25 +46,21 @@ static void test_tasks_parse(void **state)
 	assert_int_equal(c[3], 3);
 	assert_int_equal(tp_step_tasks_parse("8", c, 1), TP_OK);
 	assert_int_equal(c[0], 8);
-	/* too few, too many, malformed */
-	assert_int_equal(tp_step_tasks_parse("4(x2)", c, 3), TP_ERR_PARSE);
-	assert_int_equal(tp_step_tasks_parse("4(x4)", c, 3), TP_ERR_PARSE);
-	assert_int_equal(tp_step_tasks_parse("", c, 1), TP_ERR_PARSE);
-	assert_int_equal(tp_step_tasks_parse("x", c, 1), TP_ERR_PARSE);
-	assert_int_equal(tp_step_tasks_parse("4(x0)", c, 1), TP_ERR_PARSE);
-	assert_int_equal(tp_step_tasks_parse("4(x", c, 1), TP_ERR_PARSE);
-	assert_int_equal(tp_step_tasks_parse("4;2", c, 2), TP_ERR_PARSE);
-	assert_int_equal(tp_step_tasks_parse("99999999999", c, 1),
-			 TP_ERR_PARSE);
-	/* digits only, as Slurm writes them: strtoul alone would take
-	 * leading white space (a line break the plugin's error line would
-	 * then print), signs, and "-1" wrapped round */
-	assert_int_equal(tp_step_tasks_parse("\n1", c, 1), TP_ERR_PARSE);
-	assert_int_equal(tp_step_tasks_parse("1,\n2", c, 2), TP_ERR_PARSE);
-	assert_int_equal(tp_step_tasks_parse("+1", c, 1), TP_ERR_PARSE);
-	assert_int_equal(tp_step_tasks_parse("-0", c, 1), TP_ERR_PARSE);
-	assert_int_equal(tp_step_tasks_parse("1(x 2)", c, 2), TP_ERR_PARSE);
-	assert_int_equal(tp_step_tasks_parse("1(x+2)", c, 2), TP_ERR_PARSE);
+	/* too few, too many, malformed; then digits only, as Slurm writes
+	 * them: strtoul alone would take leading white space (a line break
+	 * the plugin's error line would then print), signs, and "-1"
+	 * wrapped round */
+	static const struct {
+		const char *s;
+		size_t n;
+	} bad[] = {{"4(x2)", 3},  {"4(x4)", 3}, {"", 1},    {"x", 1},
+		   {"4(x0)", 1},  {"4(x", 1},	{"4;2", 2}, {"99999999999", 1},
+		   {"\n1", 1},	  {"1,\n2", 2}, {"+1", 1},  {"-0", 1},
+		   {"1(x 2)", 2}, {"1(x+2)", 2}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (tp_step_tasks_parse(bad[i].s, c, bad[i].n) != TP_ERR_PARSE)
+			fail_msg("'%s' over %zu hosts was not refused",
+				 bad[i].s, bad[i].n);
 	assert_int_equal(tp_step_tasks_parse(NULL, c, 1), TP_ERR_INVAL);
 }
 
