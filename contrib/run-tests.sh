@@ -48,12 +48,13 @@ why_skipped() { # $1 = build dir
 	done
 }
 # Why tests failed, so a CI log says it without the build tree: each
-# failed test's "not ok" lines and the end of its log.
+# failed test's failing lines (TAP's "not ok", the scripts' "FAIL - ")
+# and the end of its log.
 why_failed() { # $1 = build dir
 	for f in $(grep -lE '^:test-result: (FAIL|ERROR|XPASS)' $(find "$1/tests" -name '*.trs') /dev/null 2>/dev/null); do
 		log=${f%.trs}.log
 		echo "--- failed: ${log#"$1"/tests/}"
-		grep -a '^not ok' "$log" | cut -c1-300 | head -n 20
+		grep -a -e '^not ok' -e '^FAIL - ' "$log" | cut -c1-300 | head -n 20
 		echo "--- its last lines:"
 		tail -n 30 "$log" | cut -c1-300
 	done

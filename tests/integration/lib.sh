@@ -331,7 +331,7 @@ spanning() {
 # [MODE], MODE x for an exclusive job that holds its hosts' GPUs. ----
 
 # slurm_cli CMD...: a Slurm client, retried when it fails (a loaded
-# machine makes them time out: MessageTimeout=5)
+# machine makes them time out, even at MessageTimeout=15)
 slurm_cli() {
 	for _ in 1 2 3 4; do
 		timeout 20 "$@" 2>"$tmp/cli.err" && return 0

@@ -145,7 +145,7 @@ sim_place() {
 	echo "$out"
 }
 
-# The machine may be loaded (MessageTimeout=5): a client that times out is
+# The machine may be loaded (MessageTimeout=15): a client that times out is
 # retried, and a submission that timed out after slurmctld took it is found
 # by name rather than submitted twice.
 # submit NAME SBATCH-ARGS...: the id of the held job bfidNAME

@@ -344,8 +344,11 @@ cp "$dir/fabric.json" "$dir/rel/rel-fabric.json"
 echo "FabricFile=rel-fabric.json" >"$dir/rel/topoplace.conf"
 cp "$dir/plugstack.conf" "$tmp/plugstack.saved"
 sed "s|fabric=[^ ]*|conf=$dir/rel/topoplace.conf|" "$tmp/plugstack.saved" >"$dir/plugstack.conf"
+# (srun's own lines, "job N queued and waiting for resources" while the
+# last job's node ends, go to the .err file: the .out holds the task's)
 as_user timeout 60 srun -J relconf -w node001 -N 1 sh -c 'echo "$SLURM_JOB_ID ${TOPOPLACE_PLAN:-x}"' \
-	>"$tmp/relconf.out" 2>&1 || bad "srun with conf= and a relative FabricFile"
+	>"$tmp/relconf.out" 2>"$tmp/relconf.err" ||
+	bad "srun with conf= and a relative FabricFile: $(head -c 200 "$tmp/relconf.err")"
 cp "$tmp/plugstack.saved" "$dir/plugstack.conf"
 read -r j plan <"$tmp/relconf.out" || j=none
 [ "${plan%/plan-step0.json}" != "$plan" ] &&
@@ -363,7 +366,8 @@ if [ -f "$shim" ]; then
 TPFORGED'
 	as_user env TP_SHIM_STEP_NODELIST="$nl" LD_PRELOAD="$shim" timeout 60 \
 		srun -J forged -w node001,node002 -N 2 sh -c 'echo "$SLURM_JOB_ID ${TOPOPLACE_PLAN:-x}"' \
-		>"$tmp/forged.out" 2>&1 || bad "srun with a forged node list"
+		>"$tmp/forged.out" 2>"$tmp/forged.err" ||
+		bad "srun with a forged node list: $(head -c 200 "$tmp/forged.err")"
 	read -r j plan <"$tmp/forged.out" || j=none
 	l=$(grep "spank/topoplace: job $j step 0: " "$(nodelog node001)" | tail -n 1)
 	forged=$(grep -c '^TPFORGED' "$(nodelog node001)")

@@ -305,6 +305,10 @@ while [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null && [ $i -lt 1500 ]; do
 	sleep 0.2
 	i=$((i + 1))
 done
+# (seen twice on 24.11, 2026-12-04: slurmd stopped answering and had not
+# ended 300 s after SIGTERM; then its report is missing below too)
+[ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null &&
+	bad "slurmd under valgrind (pid $dpid) still running 300 s after SIGTERM: its shutdown hung"
 # a slurmstepd (a valgrind log each) writes its report when it exits; on
 # a slow machine the last ones may still be ending: up to 60 s for them
 i=0
