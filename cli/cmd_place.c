@@ -238,38 +238,35 @@ static int cost_hosts(const tp_fabric_t *f, const char *fabric,
 		      char *const *names, size_t n, int gph, uint32_t *hv,
 		      int *gv)
 {
-	bool *seen = tp_calloc(tp_fabric_nhosts(f) + 1, sizeof(*seen));
-	int rc = TP_EXIT_INPUT;
+	size_t bad = 0;
 
-	if (!seen)
+	switch (
+	    tp_fabric_hosts_find(f, (const char *const *)names, n, hv, &bad)) {
+	case TP_OK:
+		break;
+	case TP_ERR_EXISTS:
+		tp_cli_err("cost: host '%s' listed twice", names[bad]);
+		return TP_EXIT_INPUT;
+	case TP_ERR_NOMEM:
+		tp_cli_err("cost: out of memory");
 		return TP_EXIT_FAIL;
+	default:
+		tp_cli_err("cost: %s: host %s is not in the fabric", fabric,
+			   names[bad]);
+		return TP_EXIT_INPUT;
+	}
 	for (size_t i = 0; i < n; i++) {
-		const tp_host_t *h;
-		hv[i] = tp_fabric_host_find(f, names[i]);
-		if (hv[i] == TP_ID_NONE) {
-			tp_cli_err("cost: %s: host %s is not in the fabric",
-				   fabric, names[i]);
-			goto out;
-		}
-		if (seen[hv[i]]) {
-			tp_cli_err("cost: host '%s' listed twice", names[i]);
-			goto out;
-		}
-		seen[hv[i]] = true;
-		h = tp_fabric_host(f, hv[i]);
+		const tp_host_t *h = tp_fabric_host(f, hv[i]);
 		if (gph && h->ngpus && (size_t)gph > h->ngpus) {
 			tp_cli_err("cost: host '%s' has %zu GPUs, %d asked for",
 				   h->name, h->ngpus, gph);
-			goto out;
+			return TP_EXIT_INPUT;
 		}
 		gv[i] = gph ? gph : (int)h->ngpus;
 		if (gv[i] < 1)
 			gv[i] = 1;
 	}
-	rc = TP_EXIT_OK;
-out:
-	tp_free(seen);
-	return rc;
+	return TP_EXIT_OK;
 }
 
 int tp_cmd_cost(int argc, char **argv)

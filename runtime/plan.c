@@ -506,7 +506,7 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 		       char **err_p)
 {
 	tp_plan_opts_t def;
-	size_t nfh, ngf;
+	size_t ngf;
 	int nlev;
 	uint32_t *fidx = NULL, dup;
 	uint8_t *seen = NULL;
@@ -528,37 +528,34 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 		return bfail(err_p, TP_ERR_INVAL, "empty host list");
 	if (n >= TP_PLAN_NONE)
 		return bfail(err_p, TP_ERR_RANGE, "%zu hosts: too many", n);
-	nfh = tp_fabric_nhosts(f);
 	ngf = tp_fabric_ngroups(f);
 	nlev = tp_fabric_ngroup_levels(f);
 	if (nlev > TP_MAX_LEVELS)
 		nlev = TP_MAX_LEVELS;
 	fidx = tp_malloc(n * sizeof(*fidx));
-	seen = tp_calloc(nfh > ngf ? nfh : ngf ? ngf : 1, 1);
+	seen = tp_calloc(ngf ? ngf : 1, 1); /* ring_contiguous's */
 	if (!fidx || !seen) {
 		err = bfail(err_p, TP_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	for (size_t i = 0; i < n; i++) {
-		uint32_t h;
-		if (!hosts[i]) {
-			err = bfail(err_p, TP_ERR_INVAL, "host %zu: NULL", i);
-			goto out;
-		}
-		h = tp_fabric_host_find(f, hosts[i]);
-		if (h == TP_ID_NONE || h >= nfh) {
-			err = bfail(err_p, TP_ERR_NOTFOUND,
-				    "unknown host '%s' (not in the fabric)",
-				    hosts[i]);
-			goto out;
-		}
-		if (seen[h]) {
-			err = bfail(err_p, TP_ERR_INVAL,
-				    "host '%s' listed twice", hosts[i]);
-			goto out;
-		}
-		seen[h] = 1;
-		fidx[i] = h;
+	size_t bad = 0;
+	switch ((err = tp_fabric_hosts_find(f, hosts, n, fidx, &bad))) {
+	case TP_OK:
+		break;
+	case TP_ERR_INVAL:
+		err = bfail(err_p, err, "host %zu: NULL", bad);
+		goto out;
+	case TP_ERR_NOTFOUND:
+		err = bfail(err_p, err, "unknown host '%s' (not in the fabric)",
+			    hosts[bad]);
+		goto out;
+	case TP_ERR_EXISTS:
+		err = bfail(err_p, TP_ERR_INVAL, "host '%s' listed twice",
+			    hosts[bad]);
+		goto out;
+	default:
+		err = bfail(err_p, err, "out of memory");
+		goto out;
 	}
 	tp_ring_order(f, fidx, NULL, n);
 	if (!ring_contiguous(f, fidx, n, nlev, seen, ngf)) {

@@ -580,6 +580,33 @@ uint32_t tp_fabric_host_find(const tp_fabric_t *f, const char *name)
 	return tp_strmap_get(f->host_by_name, name);
 }
 
+tp_err_t tp_fabric_hosts_find(const tp_fabric_t *f, const char *const *names,
+			      size_t n, uint32_t *idx, size_t *bad_p)
+{
+	uint8_t *seen;
+	tp_err_t err = TP_OK;
+
+	if (!(seen = tp_calloc(f->nhost + 1, 1)))
+		return TP_ERR_NOMEM;
+	for (size_t i = 0; i < n && !err; i++) {
+		uint32_t h =
+		    names[i] ? tp_fabric_host_find(f, names[i]) : TP_ID_NONE;
+		if (!names[i])
+			err = TP_ERR_INVAL;
+		else if (h == TP_ID_NONE || h >= f->nhost)
+			err = TP_ERR_NOTFOUND;
+		else if (seen[h])
+			err = TP_ERR_EXISTS;
+		else
+			seen[h] = 1;
+		if (err && bad_p)
+			*bad_p = i;
+		idx[i] = h;
+	}
+	tp_free(seen);
+	return err;
+}
+
 size_t tp_fabric_switches_at(const tp_fabric_t *f, int level)
 {
 	size_t n = 0;

@@ -361,6 +361,13 @@ const tp_nvdomain_t *tp_fabric_nvdomain(const tp_fabric_t *f, size_t i);
 
 /* Host index by name, TP_ID_NONE if absent. */
 uint32_t tp_fabric_host_find(const tp_fabric_t *f, const char *name);
+/* Each of names[0..n) as its host index, into idx[0..n) in order: the
+ * check every list of hosts a caller names gets. TP_ERR_INVAL: a NULL
+ * name; TP_ERR_NOTFOUND: a name that is no host of f; TP_ERR_EXISTS: a
+ * host named twice; *bad_p (bad_p may be NULL) is then the offending
+ * name's position. TP_ERR_NOMEM. */
+tp_err_t tp_fabric_hosts_find(const tp_fabric_t *f, const char *const *names,
+			      size_t n, uint32_t *idx, size_t *bad_p);
 /* The name rule every reader applies to host and NVLink domain names
  * (1..255 bytes of letters, digits, '-', '_', '.'), for other readers of
  * names (decision records) to apply the same. */

@@ -133,6 +133,35 @@ static void test_small_tree(void **state)
 
 /* Two rails as two subnets; 2 SUs of 2 hosts; host d4 has rail 1 uncabled.
  * Level-1 groups are SUs (hosts sharing rail leaves), rails = 2. */
+/* tp_fabric_hosts_find: the names in order, or the first bad one */
+static void test_hosts_find(void **state)
+{
+	(void)state;
+	tp_fabric_t *f = small_tree();
+	const char *ok[] = {"h4", "h1", "h6"};
+	const char *unknown[] = {"h1", "h9", "h2"};
+	const char *twice[] = {"h2", "h3", "h2"};
+	const char *null[] = {"h1", NULL};
+	uint32_t idx[3];
+	size_t bad = 99;
+
+	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
+	assert_int_equal(tp_fabric_hosts_find(f, ok, 3, idx, &bad), TP_OK);
+	assert_int_equal(bad, 99);
+	for (size_t i = 0; i < 3; i++)
+		assert_string_equal(tp_fabric_host(f, idx[i])->name, ok[i]);
+	assert_int_equal(tp_fabric_hosts_find(f, unknown, 3, idx, &bad),
+			 TP_ERR_NOTFOUND);
+	assert_int_equal(bad, 1);
+	assert_int_equal(tp_fabric_hosts_find(f, twice, 3, idx, &bad),
+			 TP_ERR_EXISTS);
+	assert_int_equal(bad, 2);
+	assert_int_equal(tp_fabric_hosts_find(f, null, 2, idx, NULL),
+			 TP_ERR_INVAL);
+	assert_int_equal(tp_fabric_hosts_find(f, ok, 0, idx, &bad), TP_OK);
+	tp_fabric_destroy(f);
+}
+
 static void test_rails(void **state)
 {
 	(void)state;
@@ -294,6 +323,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_small_tree),
+		cmocka_unit_test(test_hosts_find),
 		cmocka_unit_test(test_rails),
 		cmocka_unit_test(test_domains_and_guid_names),
 		cmocka_unit_test(test_links_dedup_and_conflicts),
