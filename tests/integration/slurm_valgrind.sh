@@ -307,8 +307,16 @@ while [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null && [ $i -lt 1500 ]; do
 done
 # (seen twice on 24.11, 2026-12-04: slurmd stopped answering and had not
 # ended 300 s after SIGTERM; then its report is missing below too)
-[ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null &&
+if [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null; then
 	bad "slurmd under valgrind (pid $dpid) still running 300 s after SIGTERM: its shutdown hung"
+	# where each of its threads waits, through valgrind's gdbserver
+	# (valgrind's --vgdb=yes is its default), for whoever reads the log
+	timeout 120 gdb -batch -nx -ex "target remote | vgdb --pid=$dpid" \
+		-ex "info threads" -ex "thread apply all bt 25" \
+		>"$tmp/hang.bt" 2>&1
+	sed 's/^/# /' "$tmp/hang.bt" | grep -v '^# \(warning\|Reading\|Download\)' | head -n 200
+	cp "$tmp/hang.bt" "${TP_VG_KEEP:-/tmp}/slurmd-hang.$dpid.bt" 2>/dev/null
+fi
 # a slurmstepd (a valgrind log each) writes its report when it exits; on
 # a slow machine the last ones may still be ending: up to 60 s for them
 i=0
