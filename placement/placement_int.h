@@ -137,7 +137,15 @@ typedef struct tp__cost_ws tp__cost_ws_t;
 tp__cost_ws_t *tp__cost_ws_create(void);
 void tp__cost_ws_destroy(tp__cost_ws_t *w);
 /* Forget the routes met: a new decision, on a state that may have
- * changed since (the buffers stay). */
+ * changed since (the buffers stay).
+ * Tried (2026-12-04, reverted): routes and whole predictions kept over
+ * decisions while the context and the state's links stayed the same (a
+ * links version bumped at every write of health or background). No gain
+ * where it was meant to help: in bench_slurm24_decision.sh the 5-7-host
+ * decisions took 0.051/0.063/0.075 ms against 0.049/0.062/0.065 before
+ * (each running job's traffic changes the links at its start and end),
+ * and `topoplace simulate` with one workspace kept took the same time
+ * (4.7 s of CPU either way, the same output). */
 void tp__cost_ws_forget(tp__cost_ws_t *w);
 tp_err_t tp__place_predict_ws(const tp_cost_ctx_t *ctx, const tp_state_t *s,
 			      tp__cost_ws_t *ws, const uint32_t *hosts,

@@ -1250,27 +1250,38 @@ static void test_choose_ws(void **unused)
 	}
 	assert_true(compared > 40);
 	/* the plugin's way: one state, one cost context, the links changed
-	 * in place between decisions (up-links down and back up, which
-	 * changes the routes the workspace met) */
+	 * in place between decisions (links down and back up, which changes
+	 * the routes the workspace met; links at half health or loaded, which
+	 * changes the prices it kept), every second round the same decisions
+	 * again on unchanged links (answered from what the workspace kept) */
 	{
 		tp_state_t *s = random_state(fab[0], 11);
 		size_t nl = tp_fabric_nlinks(fab[0]);
-		uint32_t down[3] = {0};
+		uint32_t down[3] = {0}, weak[3] = {0};
 		uint64_t x = 5;
 		tp_policy_params_t pp;
 
 		tp_policy_params_defaults(&pp);
 		compared = 0;
-		for (int round = 0; round < 8; round++) {
-			for (int k = 0; k < 3; k++) {
+		for (int round = 0; round < 16; round++) {
+			for (int k = 0; k < 3 && round % 2 == 0; k++) {
 				assert_int_equal(tp_state_set_link(s, down[k],
+								   1.0, 0),
+						 TP_OK);
+				assert_int_equal(tp_state_set_link(s, weak[k],
 								   1.0, 0),
 						 TP_OK);
 				down[k] =
 				    (uint32_t)(tp__rand_next(&x) % nl);
+				weak[k] =
+				    (uint32_t)(tp__rand_next(&x) % nl);
 				assert_int_equal(tp_state_set_link(s, down[k],
 								   0.0, 0),
 						 TP_OK);
+				assert_int_equal(
+				    tp_state_set_link(s, weak[k], 0.5,
+						      k ? 0 : 30.0),
+				    TP_OK);
 			}
 			compared += compare_ws(pol, s, &pp, ctx[0], ws);
 		}
