@@ -24,6 +24,8 @@ then 2 hosts a group), each the shard one rank compresses.
 
 Variants (--scope, --threshold, --ef, --nesterov, --decay) change one
 thing of the library's scheme at a time; the defaults are the library's.
+--ef ef21 / ef21m replace error feedback by EF21's trackers (not in the
+library: tried 2026-12-04, far worse, see hooks.py).
 
     topk_reference.py --seed 1 --mode topk --start-iter 10
     topk_reference.py --seed 1 --mode dense
@@ -79,10 +81,13 @@ def parse():
     p.add_argument("--threshold", choices=["sampled", "exact"], default="sampled",
                    help="the library's sampled threshold (65536 samples, up to 2k sent in "
                         "index order) or the exact k largest")
-    p.add_argument("--ef", choices=["velocity", "gradient"], default="velocity",
-                   help="DGC (residual accumulates the velocity) or EF on the gradient with "
+    p.add_argument("--ef", choices=["velocity", "gradient", "ef21", "ef21m"], default="velocity",
+                   help="DGC (residual accumulates the velocity), EF on the gradient with "
                         "the momentum applied to the exchanged average (every group the same "
-                        "velocity)")
+                        "velocity), or EF21 (Richtarik et al. 2021): each group keeps a dense "
+                        "tracker of its sum and sends top-k of the difference, the step uses "
+                        "the trackers' sum, with the optimizer's momentum (ef21) or on each "
+                        "group's heavy-ball velocity (ef21m, EF21-SGDM's order)")
     p.add_argument("--nesterov", action="store_true", help="DGC's Nesterov form: send m u + g")
     p.add_argument("--decay", type=float, default=1.0, help="residual *= DECAY every step")
     p.add_argument("--curve", action="store_true", help="print the loss of every step")
@@ -138,6 +143,9 @@ class Sim:
         self.vel = {}  # key -> [per-group velocity] (library, top-k)
         self.res = {}  # key -> [per-group residual]
         self.sent = 0
+        self.track = {}  # EF21: key -> [per-group tracker]
+        self.total = {}  # EF21: key -> the trackers' sum
+        self.gvel = {}  # EF21 ef21m: key -> [per-group velocity]
 
     def reduce(self, key, bufs, step):
         """The averaged bucket from the ranks' bucket buffers."""
@@ -151,6 +159,8 @@ class Sim:
                 bufs[r] = u[r].clone()
             if topk:
                 del self.hook_u[key]
+        if a.ef in ("ef21", "ef21m"):
+            return self.reduce_ef21(key, bufs, topk)
         if not topk:
             return torch.stack(bufs).sum(0) / a.ranks
         n = bufs[0].numel()
@@ -178,6 +188,33 @@ class Sim:
         return out / a.ranks
 
 
+    def reduce_ef21(self, key, bufs, topk):
+        """EF21: the dense steps set each group's tracker to its sum; then
+        each group sends top-k (per shard) of sum - tracker and adds it to
+        its tracker; every rank adds what all sent to the trackers' sum."""
+        a = self.a
+        n = bufs[0].numel()
+        xs = [torch.stack([bufs[r] for r in grp]).sum(0) for grp in GROUPS]
+        if a.ef == "ef21m":
+            vel = self.gvel.setdefault(key, [torch.zeros(n) for _ in GROUPS])
+            for j, x in enumerate(xs):
+                vel[j].mul_(MOMENTUM).add_(x)
+                xs[j] = vel[j].clone()
+        if not topk or key not in self.track:
+            self.track[key] = [x.clone() for x in xs]
+            self.total[key] = torch.stack(xs).sum(0)
+            return self.total[key] / a.ranks
+        total = self.total[key]
+        for j, x in enumerate(xs):
+            d = x - self.track[key][j]
+            for o, c in shards(n):
+                m = topk_mask(d[o:o + c], a.fraction, a.threshold)
+                self.track[key][j][o:o + c][m] += d[o:o + c][m]
+                total[o:o + c][m] += d[o:o + c][m]
+                self.sent += int(m.sum())
+        return total / a.ranks
+
+
 def main():
     a = parse()
     a.ranks = sum(len(g) for g in GROUPS)  # the 8 ranks of bench_ddp_local.sh
@@ -194,7 +231,7 @@ def main():
     hx, hy = teacher_data(a.holdout, a.seed * 1000 + 999)
     orders = [torch.Generator().manual_seed(a.seed + r) for r in range(a.ranks)]
     fresh = [torch.Generator().manual_seed(a.seed * 1000 + 500 + r) for r in range(a.ranks)]
-    dense_mom = a.mode == "dense" or a.no_hook_momentum or a.ef == "gradient"
+    dense_mom = a.mode == "dense" or a.no_hook_momentum or a.ef in ("gradient", "ef21")
     opt = torch.optim.SGD(params, lr=a.lr, momentum=MOMENTUM if dense_mom else 0.0)
     sim = Sim(a)
     curve = []

@@ -95,7 +95,10 @@ beyond 2 standard errors: exact threshold (--threshold exact)
 +4.32 +- 0.17%, k over the group's whole bucket (--scope bucket)
 +4.47 +- 0.26%, Nesterov (--nesterov) +3.93 +- 0.57%, residual decay
 0.95 (--decay 0.95) +7.94 +- 0.41%, error feedback on the gradient with
-the optimizer's momentum (--ef gradient) +11.0 +- 0.7%. Over fresh
+the optimizer's momentum (--ef gradient) +11.0 +- 0.7%, EF21's
+trackers instead of error feedback (--ef ef21, 2026-12-04) +112 +- 18%,
+EF21 on each group's heavy-ball velocity (--ef ef21m) +13.3 +- 2.8%.
+Over fresh
 samples (ddp_train.py --fresh: one pass, the loss on samples never
 trained on) top-1% with --hook-momentum --start-iter 10 gives
 -2.03 +- 0.22%: no worse than dense there.
