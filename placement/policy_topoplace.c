@@ -49,6 +49,7 @@
 #include "config.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,7 @@ typedef struct ctx {
 	int wlevel;
 	size_t wspare, wk_groups;
 	bool wdeg;
+	bool weven; /* spread_domains took the even split */
 } ctx_t;
 
 /* What the structural choices of one decision share, filled by the first
@@ -678,10 +680,98 @@ static size_t min_domains(const ctx_t *c, size_t need, uint32_t *buf)
 	return largest_first(buf, n, need, &sum);
 }
 
+static int fewest_first(const void *pa, const void *pb)
+{
+	const child_t *a = pa, *b = pb;
+
+	if (a->cnt != b->cnt)
+		return a->cnt < b->cnt ? -1 : 1;
+	return a->g < b->g ? -1 : a->g > b->g;
+}
+
+/* Predicted all-reduce seconds of hs/gs[0..n) (copied into h/g and put
+ * in ring order); INFINITY when they cannot be priced. */
+static double price_set(const ctx_t *c, const uint32_t *hs, const int *gs,
+			size_t n, uint32_t *h, int *g)
+{
+	tp_cost_t cost;
+
+	memcpy(h, hs, n * sizeof(uint32_t));
+	memcpy(g, gs, n * sizeof(int));
+	tp_ring_order(c->f, h, g, n);
+	return tp_cost_predict_best(c->in->cost, c->s, h, g, n,
+				    tp_request_bytes(c->in->r), NULL, &cost)
+		   ? INFINITY
+		   : cost.seconds;
+}
+
+/* The packed split of need hosts is c's hosts from n0: take the even
+ * split over the same k domains (ch[0..k), fewest free first, each an
+ * even share of what is left, at most what it has) and keep it instead
+ * when the cost model prices it faster. */
+static tp_err_t even_domains(ctx_t *c, child_t *ch, size_t k, size_t need,
+			     size_t n0)
+{
+	uint32_t *hosts = c->hosts, *eh, *h;
+	int *gpus = c->gpus, *eg, *g;
+	size_t max = c->max, n = c->n;
+	tp_err_t err = TP_OK;
+	void *block = tp_malloc(2 * need * (sizeof(uint32_t) + sizeof(int)));
+
+	if (!block)
+		return TP_OK; /* keep the packed split */
+	eh = block;
+	h = eh + need;
+	eg = (int *)(h + need);
+	g = eg + need;
+	/* take_hosts appends to c->hosts: the even split into eh/eg */
+	c->hosts = eh;
+	c->gpus = eg;
+	c->max = need;
+	c->n = 0;
+	tp_sort(ch, k, sizeof(child_t), fewest_first);
+	for (size_t i = 0, left = need; i < k && !err; i++) {
+		size_t q = (left + (k - i) - 1) / (k - i);
+		if (q > ch[i].cnt)
+			q = ch[i].cnt;
+		const tp_nvdomain_t *dp = tp_fabric_nvdomain(c->f, ch[i].g);
+		err = take_hosts(c, dp->hosts, dp->nhosts, q, true);
+		left -= q;
+	}
+	size_t got = c->n;
+	c->hosts = hosts;
+	c->gpus = gpus;
+	c->max = max;
+	c->n = n;
+	if (!err && got == need &&
+	    price_set(c, eh, eg, need, h, g) <
+		price_set(c, hosts + n0, gpus + n0, need, h, g)) {
+		memcpy(hosts + n0, eh, need * sizeof(uint32_t));
+		memcpy(gpus + n0, eg, need * sizeof(int));
+		c->weven = true;
+	}
+	tp_free(block);
+	return err == TP_ERR_NOMEM ? err : TP_OK;
+}
+
 /* More hosts than a domain holds on a fabric of NVLink domains: the
- * fewest domains, the largest first and whole, the last one best fit, as
- * spread() does for groups. Spreading over level-1 groups instead (half
- * racks when a rack has two leaves) touched more domains than needed.
+ * fewest domains, the largest free first and whole, the last one best
+ * fit, as spread() does for groups; or the job shared evenly over the
+ * same domains when the cost model prices that faster (a tie keeps the
+ * whole domains: 32 hosts as 18 + 14 price as 16 + 16 and leave a rack
+ * free of fragments, test_nvl72_priced_keeps_racks). The hierarchical
+ * all-reduce runs at the pace of its smallest level-1 group: 64 hosts of
+ * NVL72 racks (two leaves of 9 trays each) as 18 + 18 + 18 + 10 leave one
+ * host alone on a leaf and price at 33 ms for 1 GiB (a tree; 46 ms
+ * hierarchical), as 16 x 4 at 16 ms; 63 hosts as 18 + 18 + 18 + 9 price
+ * at 12 ms, as 16 + 16 + 16 + 15 at 16 ms (`topoplace cost` on `fabric
+ * generate nvl72 --racks 8`). Such jobs are too large for the pricing of
+ * candidates (PRICE_ROUTES), so the two splits are priced here: bench_sim
+ * nvl72-8, topoplace's mean JCT against slurm-block's, 0.790 +- 0.038
+ * (seeds 1-16; 0.835 +- 0.015 on seeds 17-64) against 1.023 +- 0.022
+ * (0.999 +- 0.011) with the whole domains alone (2026-12-04). Spreading
+ * over level-1 groups instead (half racks when a rack has two leaves)
+ * touched more domains than needed.
  * A job waits when the free domains cannot hold it in as few domains as
  * the empty fabric could, as under Slurm's topology/block: the
  * all-reduce among domains runs over each domain's share of the job's
@@ -730,6 +820,8 @@ static tp_err_t spread_domains(ctx_t *c, size_t need, bool top)
 		c->wk = WHY_DOMAINS;
 		c->wk_groups = k;
 	}
+	/* the packed split: the first k - 1 whole, the rest from ch[last] */
+	size_t n0 = c->n;
 	for (size_t i = 0; i + 1 < k; i++) {
 		const tp_nvdomain_t *dp = tp_fabric_nvdomain(c->f, ch[i].g);
 		if ((err =
@@ -737,7 +829,13 @@ static tp_err_t spread_domains(ctx_t *c, size_t need, bool top)
 			goto out;
 	}
 	const tp_nvdomain_t *dp = tp_fabric_nvdomain(c->f, ch[last].g);
-	err = take_hosts(c, dp->hosts, dp->nhosts, rest, true);
+	if ((err = take_hosts(c, dp->hosts, dp->nhosts, rest, true)) ||
+	    !c->in->cost)
+		goto out;
+	/* the even split too, and the faster of the two by the cost model
+	 * (the packed one on a tie) */
+	ch[k - 1] = ch[last];
+	err = even_domains(c, ch, k, need, n0);
 out:
 	tp_free(ch);
 	return err;
@@ -994,10 +1092,12 @@ static void explain(const ctx_t *c, char *why, size_t whylen)
 		    c->wdeg ? "; avoided weaker up-links" : "");
 		break;
 	case WHY_DOMAINS:
-		snprintf(why, whylen,
-			 "needs %zu NVLink domains; took the largest free "
-			 "first, the last best fit",
-			 c->wk_groups);
+		snprintf(why, whylen, "needs %zu NVLink domains; %s",
+			 c->wk_groups,
+			 c->weven ? "shared evenly over them (priced faster "
+				    "than the largest free first)"
+				  : "took the largest free first, the last "
+				    "best fit");
 		break;
 	case WHY_ANY:
 		snprintf(why, whylen,

@@ -483,32 +483,42 @@ static void test_slowdown_sources(void **state)
 	tp_fabric_destroy(f);
 }
 
-/* Useful GPU time never exceeds the time held: on NVL72 racks a job's
- * ring can price below the ideal set's (slowdown < 1), and its useful
- * share is then what it held, not its ideal run time. */
+/* Useful GPU time never exceeds the time held. A placement the cost
+ * model prices below the reference set (the fastest known on the idle
+ * fabric) runs shorter than its ideal run time, and its useful share is
+ * then what it held. Until the reference priced the even split over
+ * NVLink domains (2026-12-04) topoplace's mean slowdown on NVL72 racks
+ * read below 1 here; on none of these fabrics does it now, so the cap
+ * is checked as the invariant, for every policy, on racks and trees. */
 static void test_useful_capped(void **state)
 {
+	static const char *const pols[] = {"topoplace", "slurm-block",
+					   "slurm-tree", "first-fit"};
+	tp_fabric_t *f[3] = {NULL, NULL, NULL};
 	tp_gen_nvl72_t g;
-	tp_fabric_t *f = NULL;
-	bool below = false;
 
 	(void)state;
 	tp_gen_nvl72_defaults(&g);
-	assert_int_equal(tp_gen_nvl72(&g, &f), TP_OK);
-	for (uint64_t seed = 1; seed <= 2; seed++) {
-		tp_sim_result_t r;
-		tp_trace_t t;
-		llm_trace(f, 400, 4, seed, &t);
-		run(f, &t, "topoplace", seed, &r);
-		below |= r.comm_slowdown_mean < 1 - 1e-6;
-		assert_true(r.useful_util > 0.5);
-		assert_true(r.useful_util <= r.gpu_util * (1 + 1e-9));
-		tp_sim_result_free(&r);
-		tp_trace_free(&t);
-	}
-	/* the case the cap is for happened */
-	assert_true(below);
-	tp_fabric_destroy(f);
+	assert_int_equal(tp_gen_nvl72(&g, &f[0]), TP_OK);
+	g.racks = 8;
+	g.leaves_per_rack = 1;
+	assert_int_equal(tp_gen_nvl72(&g, &f[1]), TP_OK);
+	f[2] = fat_tree(4, 2, 8, true);
+	for (size_t k = 0; k < 3; k++)
+		for (size_t p = 0; p < sizeof(pols) / sizeof(pols[0]); p++) {
+			tp_sim_result_t r;
+			tp_trace_t t;
+			if (k == 2 && p == 1)
+				continue; /* no NVLink blocks on a tree */
+			llm_trace(f[k], 300, 4, 1 + k, &t);
+			run(f[k], &t, pols[p], 1 + k, &r);
+			assert_true(r.useful_util > 0);
+			assert_true(r.useful_util <= r.gpu_util * (1 + 1e-9));
+			tp_sim_result_free(&r);
+			tp_trace_free(&t);
+		}
+	for (size_t k = 0; k < 3; k++)
+		tp_fabric_destroy(f[k]);
 }
 
 static char *write_tmp(const char *text, size_t len)

@@ -648,6 +648,56 @@ static void test_nvl72_priced_keeps_racks(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* Over several NVL72 racks the split is priced: 64 hosts as 18 + 18 + 18
+ * + 10 leave one host alone on a rack's second leaf, and the even split
+ * (16 x 4) prices three times faster: it is taken; 63 hosts as 18 + 18 +
+ * 18 + 9 price faster than 16 + 16 + 16 + 15: the packed split stays. */
+static void test_nvl72_split_priced(void **state)
+{
+	static const struct {
+		int hosts;
+		size_t most, least;
+	} cases[] = {{64, 16, 16}, {63, 18, 9}};
+	tp_gen_nvl72_t g;
+	tp_fabric_t *f = NULL;
+	tp_cost_ctx_t *ctx = NULL;
+
+	(void)state;
+	tp_gen_nvl72_defaults(&g);
+	g.racks = 8;
+	assert_int_equal(tp_gen_nvl72(&g, &f), TP_OK);
+	assert_int_equal(tp_cost_ctx_create(f, NULL, &ctx), TP_OK);
+	assert_true(tp_fabric_nnvdomains(f) <= 64);
+	tp_state_t *s = tp_state_create(f);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		size_t per[64] = {0}, most = 0, least = SIZE_MAX, used = 0;
+		tp_request_t r = req(cases[c].hosts, 4, 0, true);
+		tp_placement_t p;
+		memset(&p, 0, sizeof(p));
+		assert_int_equal(tp_place_run(topo(), s, &r, NULL, ctx, 1, &p),
+				 TP_OK);
+		assert_int_equal(p.nhosts, (size_t)cases[c].hosts);
+		for (size_t i = 0; i < p.nhosts; i++)
+			per[tp_fabric_host(f, p.hosts[i])->nvdomain]++;
+		for (size_t d = 0; d < tp_fabric_nnvdomains(f); d++) {
+			if (!per[d])
+				continue;
+			used++;
+			most = per[d] > most ? per[d] : most;
+			least = per[d] < least ? per[d] : least;
+		}
+		assert_int_equal(used, 4);
+		assert_int_equal(most, cases[c].most);
+		assert_int_equal(least, cases[c].least);
+		assert_true((strstr(p.explain, "shared evenly") != NULL) ==
+			    (cases[c].most == 16));
+		tp_placement_free(&p);
+	}
+	tp_state_destroy(s);
+	tp_cost_ctx_destroy(ctx);
+	tp_fabric_destroy(f);
+}
+
 /* Fill 1.5 x `share` of the GPUs with a job mix (1..8 GPUs shared, 2..16
  * whole hosts) placed by topoplace itself, then release every third job
  * and random ones down to `share`: a fragmented state. */
@@ -1035,6 +1085,7 @@ int main(void)
 	    cmocka_unit_test(test_nvl72),
 	    cmocka_unit_test(test_nvl72_spread),
 	    cmocka_unit_test(test_nvl72_priced_keeps_racks),
+	    cmocka_unit_test(test_nvl72_split_priced),
 	    cmocka_unit_test(test_invariants),
 	    cmocka_unit_test(test_only_set_unpriced),
 	    cmocka_unit_test(test_no_fit),
