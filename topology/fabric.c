@@ -585,24 +585,21 @@ tp_err_t tp_fabric_hosts_find(const tp_fabric_t *f, const char *const *names,
 {
 	uint8_t *seen;
 	tp_err_t err = TP_OK;
+	size_t i;
 
 	if (!(seen = tp_calloc(f->nhost + 1, 1)))
 		return TP_ERR_NOMEM;
-	for (size_t i = 0; i < n && !err; i++) {
-		uint32_t h =
-		    names[i] ? tp_fabric_host_find(f, names[i]) : TP_ID_NONE;
+	for (i = 0; i < n && !err; i++) {
 		if (!names[i])
 			err = TP_ERR_INVAL;
-		else if (h == TP_ID_NONE || h >= f->nhost)
-			err = TP_ERR_NOTFOUND;
-		else if (seen[h])
+		else if ((idx[i] = tp_fabric_host_find(f, names[i])) >=
+			 f->nhost)
+			err = TP_ERR_NOTFOUND; /* TP_ID_NONE too */
+		else if (seen[idx[i]]++)
 			err = TP_ERR_EXISTS;
-		else
-			seen[h] = 1;
-		if (err && bad_p)
-			*bad_p = i;
-		idx[i] = h;
 	}
+	if (err && bad_p)
+		*bad_p = i - 1;
 	tp_free(seen);
 	return err;
 }

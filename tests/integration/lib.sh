@@ -280,15 +280,21 @@ place() {
 	fi >"$tmp/place.json" 2>"$tmp/place.err" || { echo "none"; return; }
 	jq -r '.hosts[]' "$tmp/place.json" | sort | tr '\n' ' '
 }
-# wait_log PATTERN N: wait (<= 10 s) until PATTERN is in the log N times
-wait_log() {
-	i=0
-	while [ "$(grep -c -- "$1" "$log")" -lt "$2" ] && [ $i -lt 50 ]; do
+# poll SECONDS CMD...: run CMD every 0.2 s until it succeeds, at most
+# SECONDS; fails when it never did
+poll() {
+	_poll_left=$(($1 * 5))
+	shift
+	until "$@"; do
+		[ "$_poll_left" -gt 0 ] || return 1
+		_poll_left=$((_poll_left - 1))
 		sleep 0.2
-		i=$((i + 1))
 	done
-	[ "$(grep -c -- "$1" "$log")" -ge "$2" ]
 }
+# lines_at_least FILE PATTERN N: FILE has N lines matching PATTERN
+lines_at_least() { [ "$(grep -c -- "$2" "$1" 2>/dev/null)" -ge "$3" ]; }
+# wait_log PATTERN N: wait (<= 10 s) until PATTERN is in the log N times
+wait_log() { poll 10 lines_at_least "$log" "$1" "$2"; }
 # flush: two selections a second apart (each confirms decisions and looks
 # for ended jobs), then time for the writer: a finished job's traffic has
 # left the background the next choice sees

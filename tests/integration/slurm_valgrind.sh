@@ -138,23 +138,11 @@ hostile_all() {
 # completion message that reaches slurmctld (under valgrind) while it
 # reconfigures times out, and slurmstepd retries it only 60 s later
 # (slurmstepd/mgr.c), the job COMPLETING all along
-quiet() {
-	i=0
-	until timeout 10 squeue -h -t R,CG -o %i >"$tmp/left" 2>/dev/null && [ ! -s "$tmp/left" ]; do
-		i=$((i + 1))
-		[ $i -lt 300 ] || return 1
-		sleep 0.2
-	done
-}
+none_left() { timeout 10 squeue -h -t R,CG -o %i >"$tmp/left" 2>/dev/null && [ ! -s "$tmp/left" ]; }
+quiet() { poll 60 none_left; }
 
 # ctld_wait PATTERN N SECONDS: until slurmctld's log has N lines matching
-ctld_wait() {
-	i=0
-	while [ "$(grep -c -- "$1" "$dir/log/slurmctld.log")" -lt "$2" ] && [ $i -lt $(($3 * 5)) ]; do
-		sleep 0.2
-		i=$((i + 1))
-	done
-}
+ctld_wait() { poll "$3" lines_at_least "$dir/log/slurmctld.log" "$1" "$2"; }
 if [ "$gen" = 24 ]; then
 	links "$dir/links.json" 0.25 8
 	# a hostile decisions file for the writer's first append (which
@@ -195,12 +183,7 @@ if [ "$gen" = 24 ]; then
 		ok "the LinkState file was read twice, then found corrupt" ||
 		bad "LinkState reads in the log: $(grep -c 'LinkState' "$dir/log/slurmctld.log")"
 	dec=$dir/state/topoplace-decisions.jsonl
-	i=0
-	while ! grep -q '"decision_ms"' "$dec" 2>/dev/null && [ $i -lt 300 ]; do
-		sleep 0.2
-		i=$((i + 1))
-	done
-	grep -q '"decision_ms"' "$dec" && ok "the writer thread recorded decisions" ||
+	poll 60 grep -qs '"decision_ms"' "$dec" && ok "the writer thread recorded decisions" ||
 		bad "no decision recorded"
 	# the cut record dropped, not glued to the first new one
 	[ "$(grep -c '"job_id":9{' "$dec")" -eq 0 ] && tail -n 1 "$dec" | jq -e .decision_ms >/dev/null &&
@@ -270,14 +253,7 @@ else
 	# valgrind: ~10 s, taking no connections meanwhile) has read its
 	# configuration N times, start included (its gres line each time,
 	# at SlurmdDebug=verbose)
-	reconfigured() {
-		i=0
-		while [ "$(grep -c 'Gres Name=gpu' "$dir/log/slurmd-node001.log")" -lt "$1" ] && [ $i -lt 300 ]; do
-			sleep 0.2
-			i=$((i + 1))
-		done
-		[ "$(grep -c 'Gres Name=gpu' "$dir/log/slurmd-node001.log")" -ge "$1" ]
-	}
+	reconfigured() { poll 60 lines_at_least "$dir/log/slurmd-node001.log" 'Gres Name=gpu' "$1"; }
 	timeout 60 scontrol reconfigure && reconfigured 2 && ok "reconfigure with a corrupt fabric" || bad "reconfigure (corrupt)"
 	timeout 120 srun -N 2 hostname >/dev/null 2>&1 && ok "still scheduling on the flat table" || bad "srun after corrupt fabric"
 	cp "$tmp/good.json" "$dir/fabric.json"
@@ -300,11 +276,8 @@ dpid=$(grep -l 'Command: [^ ]*slurmd ' "$tmp"/vgd.*.log 2>/dev/null | head -n 1 
 # slurmd's shutdown waits PrologEpilogTimeout (60 s, set above; unset it
 # waits for ever) for its threads (a CI run once lost the report when
 # one outlived the 120 s this waited), then valgrind writes the report
-i=0
-while [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null && [ $i -lt 1500 ]; do
-	sleep 0.2
-	i=$((i + 1))
-done
+gone() { ! kill -0 "$1" 2>/dev/null; }
+[ -z "$dpid" ] || poll 300 gone "$dpid" || true
 # (seen twice on 24.11, 2026-12-04: slurmd stopped answering and had not
 # ended 300 s after SIGTERM; then its report is missing below too)
 if [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null; then
@@ -319,19 +292,15 @@ if [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null; then
 fi
 # a slurmstepd (a valgrind log each) writes its report when it exits; on
 # a slow machine the last ones may still be ending: up to 60 s for them
-i=0
-while [ $i -lt 300 ]; do
-	pending=0
+reports_written() {
 	for f in "$tmp"/vgd.*.log; do
 		[ -f "$f" ] && ! grep -q 'ERROR SUMMARY' "$f" || continue
 		grep -q 'Command: [^ ]*slurm\(d\|stepd\)' "$f" || continue
 		p=${f##*/vgd.}
-		kill -0 "${p%.log}" 2>/dev/null && pending=1
+		gone "${p%.log}" || return 1
 	done
-	[ $pending -eq 1 ] || break
-	sleep 0.2
-	i=$((i + 1))
-done
+}
+poll 60 reports_written || true
 nd=0 ns=0 vgbad=0
 for f in "$tmp"/vgd.*.log; do
 	[ -f "$f" ] || continue
@@ -368,19 +337,13 @@ ours=$(cat "$tmp"/vgd.*.log | awk 'BEGIN{RS=""} /(topology|job_submit|spank)_top
 # shut down cleanly so fini runs and valgrind writes its report; 24.11
 # takes longer than the cluster script waits before SIGKILL, so it is
 # asked to shut down first and given its time
-wait_report() {
-	i=0
-	while ! grep -q 'ERROR SUMMARY' "$vg" 2>/dev/null && [ $i -lt "$1" ]; do
-		sleep 0.2
-		i=$((i + 1))
-	done
-}
+wait_report() { poll "$1" grep -qs 'ERROR SUMMARY' "$vg" || true; }
 if [ "$gen" = 24 ]; then
 	timeout 60 scontrol shutdown slurmctld >/dev/null 2>&1 || bad "scontrol shutdown"
-	wait_report 600
+	wait_report 120
 fi
 timeout 120 "$CLUSTER" stop --dir "$dir" >/dev/null 2>&1 || bad "stop"
-wait_report 300
+wait_report 60
 grep -q 'ERROR SUMMARY' "$vg" || { bad "valgrind wrote no report"; finish; }
 grep -q 'Command: [^ ]*slurmctld' "$vg" && ok "the report is slurmctld's" || bad "report is not slurmctld's"
 grep -q 'topology_topoplace.so\|job_submit_topoplace.so' "$vg" ||
