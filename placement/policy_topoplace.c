@@ -830,10 +830,11 @@ static tp_err_t spread_domains(ctx_t *c, size_t need, bool top)
 	}
 	const tp_nvdomain_t *dp = tp_fabric_nvdomain(c->f, ch[last].g);
 	if ((err = take_hosts(c, dp->hosts, dp->nhosts, rest, true)) ||
-	    !c->in->cost)
+	    !c->in->cost || c->in->params->price_budget < 2)
 		goto out;
 	/* the even split too, and the faster of the two by the cost model
-	 * (the packed one on a tie) */
+	 * (the packed one on a tie): two predictions, so not when pricing is
+	 * off (PriceBudget 0) */
 	ch[k - 1] = ch[last];
 	err = even_domains(c, ch, k, need, n0);
 out:

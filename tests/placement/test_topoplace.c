@@ -693,6 +693,19 @@ static void test_nvl72_split_priced(void **state)
 			    (cases[c].most == 16));
 		tp_placement_free(&p);
 	}
+	/* pricing off (PriceBudget 0): the structure alone, whole racks */
+	{
+		tp_request_t r = req(64, 4, 0, true);
+		tp_policy_params_t pp;
+		tp_placement_t p;
+		tp_policy_params_defaults(&pp);
+		pp.price_budget = 0;
+		memset(&p, 0, sizeof(p));
+		assert_int_equal(tp_place_run(topo(), s, &r, &pp, ctx, 1, &p),
+				 TP_OK);
+		assert_null(strstr(p.explain, "shared evenly"));
+		tp_placement_free(&p);
+	}
 	tp_state_destroy(s);
 	tp_cost_ctx_destroy(ctx);
 	tp_fabric_destroy(f);
