@@ -126,6 +126,10 @@ typedef struct sim {
 	 * the time spent so per class */
 	int head_cls, head_why;
 	double head_t[TP_SIM_NCLASSES][3];
+	/* the hold what-if (tp_sim_opts_t.hold_slowdown): per job, when a
+	 * set it was offered first priced too slow (NAN: never) */
+	double hold_slowdown, hold_s, *held_since;
+	size_t held;
 } sim_t;
 
 static void heap_push(sim_t *m, running_t r)
@@ -500,6 +504,37 @@ static tp_err_t slowdown_sources(sim_t *m, const tp_placement_t *pl,
 	return TP_OK;
 }
 
+/* The hold what-if: true when job j, a multi-node job offered pl now,
+ * waits for a better set instead (pl priced slower than hold_slowdown x
+ * its ideal, less than hold_s after the first such offer, other jobs
+ * running). */
+static bool held(sim_t *m, size_t j, const tp_placement_t *pl, double now)
+{
+	/* nothing running: waiting cannot bring a better set */
+	if (!m->held_since || !m->nheap || pl->nhosts < 2 ||
+	    !(pl->ideal_s > 0) ||
+	    !(pl->predicted_s > m->hold_slowdown * pl->ideal_s))
+		return false;
+	if (isnan(m->held_since[j])) {
+		m->held_since[j] = now;
+		m->held++;
+	}
+	return now < m->held_since[j] + m->hold_s;
+}
+
+/* The next time a held job's wait ends (INFINITY: none after now). */
+static double hold_wake(const sim_t *m, double now)
+{
+	double w = INFINITY;
+
+	for (size_t q = 0; m->held_since && q < m->nqueue; q++) {
+		double e = m->held_since[m->queue[q]] + m->hold_s;
+		if (e > now && e < w) /* NAN compares false */
+			w = e;
+	}
+	return w;
+}
+
 /* Place and start job j now; false when it does not fit. The state's
  * background holds the running jobs' traffic, so both the policy and the
  * prediction see it. */
@@ -527,6 +562,10 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 	}
 	if (err)
 		return err;
+	if (held(m, j, &pl, now)) {
+		tp_placement_free(&pl);
+		return TP_OK;
+	}
 	m->decide[m->ndecide++] = pl.decision_s;
 	err = tp_state_alloc(m->s, j + 1, pl.hosts, pl.gpus, pl.nhosts);
 	if (err) {
@@ -834,11 +873,15 @@ tp_err_t tp_sim_run_opts(const tp_fabric_t *f, const tp_trace_t *t,
 		   .ctx = ctx,
 		   .seed = seed,
 		   .sources = opts && opts->sources,
+		   .hold_slowdown = opts ? opts->hold_slowdown : 0,
+		   .hold_s = opts ? opts->hold_s : 0,
 		   .first_unplaceable = SIZE_MAX};
 	size_t next = 0, n;
 	tp_err_t err = TP_ERR_NOMEM;
 
-	if (!f || !t || !policy || !out || !(n = t->njobs) || !t->jobs)
+	if (!f || !t || !policy || !out || !(n = t->njobs) || !t->jobs ||
+	    m.hold_slowdown < 0 || m.hold_s < 0 || isnan(m.hold_slowdown) ||
+	    isnan(m.hold_s))
 		return TP_ERR_INVAL;
 	m.total_gpus = tp_fabric_total_gpus(f);
 	for (size_t h = 0; h < tp_fabric_nhosts(f); h++)
@@ -860,6 +903,12 @@ tp_err_t tp_sim_run_opts(const tp_fabric_t *f, const tp_trace_t *t,
 	m.mark = tp_calloc(m.nres + 1, sizeof(uint32_t));
 	m.lbytes = tp_calloc(m.nres + 1, sizeof(double));
 	m.touched = tp_malloc((m.nres + 1) * sizeof(uint32_t));
+	if (m.hold_slowdown > 0 && m.hold_s > 0) {
+		if (!(m.held_since = tp_malloc(n * sizeof(double))))
+			goto out;
+		for (size_t i = 0; i < n; i++)
+			m.held_since[i] = NAN;
+	}
 	if (!m.s || !m.heap || !m.queue || !m.wait || !m.jct || !m.slow ||
 	    !m.decide || !m.scratch || !m.bgcnt || !m.loadsum || !m.mark ||
 	    !m.lbytes || !m.touched)
@@ -876,6 +925,11 @@ tp_err_t tp_sim_run_opts(const tp_fabric_t *f, const tp_trace_t *t,
 		else
 			now =
 			    m.last_t; /* idle fabric, queued jobs: retry now */
+		double wake = hold_wake(&m, m.last_t);
+		if (wake < now) {
+			now = wake;
+			m.changed = true; /* a held job may start */
+		}
 		advance(&m, now);
 		while (m.nheap && m.heap[0].end <= now) {
 			running_t r = heap_pop(&m);
@@ -944,6 +998,7 @@ tp_err_t tp_sim_run_opts(const tp_fabric_t *f, const tp_trace_t *t,
 	out->p50_jct_s = pct(m.jct, m.nended, 0.5);
 	out->p95_jct_s = pct(m.jct, m.nended, 0.95);
 	out->rerated = m.rerated;
+	out->held_jobs = m.held;
 	out->comm_slowdown_mean = m.nslow ? mean(m.slow, m.nslow) : 1.0;
 	out->comm_static_mean =
 	    m.nstatic ? m.static_sum / (double)m.nstatic : 0;
@@ -986,6 +1041,7 @@ out:
 	tp_state_destroy(m.s);
 	tp__ideal_cache_free(&m.ideal);
 	tp_free(m.fb_mine);
+	tp_free(m.held_since);
 	tp_free(m.fb_free);
 	tp_free(m.fb_set);
 	tp_free(m.fb_gpus);

@@ -539,6 +539,7 @@ typedef struct tp_sim_result {
 	    class_head_shape[TP_SIM_NCLASSES];
 	double decision_p99_s;
 	size_t rerated;           /* re-predictions of running jobs */
+	size_t held_jobs; /* jobs the hold what-if made wait (hold_s) */
 	double *slowdowns;        /* per multi-node job, for plots */
 	tp_sim_sample_t *samples; /* over time */
 	size_t nsamples;
@@ -558,6 +559,13 @@ typedef struct tp_sim_opts {
 	/* comm_static_mean and comm_free_best_mean: a level-1 group's
 	 * count plus two predictions more per multi-node job */
 	bool sources;
+	/* A what-if, not what slurmctld does: a multi-node job whose hosts
+	 * the policy chose are predicted slower than hold_slowdown x its
+	 * ideal waits for a better set (the policy's choice when it is next
+	 * tried), at most hold_s seconds after the first such choice; then
+	 * it takes what it is offered. EASY backfill goes on around it as
+	 * around any blocked head. 0 in either: off. */
+	double hold_slowdown, hold_s;
 } tp_sim_opts_t;
 
 /* tp_sim_run with options (NULL: none). */

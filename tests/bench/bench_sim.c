@@ -28,13 +28,18 @@
  * packing rule can shorten).
  * Usage: bench_sim [jobs per quality run (default 2000)] [--no-speed]
  *        [--seeds=N] [--first-seed=S] [--only=default|ft-2to1-deg16|nvl72-8]
- *        [--quick] [--sources]
+ *        [--quick] [--sources] [--hold=SLOWDOWN@SECONDS]
  * Where the slowdown comes from (--sources): each policy's mean slowdown
  * next to that of its hosts alone on the idle fabric (the rest is other
  * jobs' traffic) and the best that the hosts idle at each job's start
  * offered (its own, and each leaf's and the fabric's best cabled idle
  * hosts, on the idle fabric): how much a better choice among the free
  * hosts could still gain.
+ * What waiting for better hosts would buy (--hold=X@S, topoplace's runs
+ * only, not a policy slurmctld runs): a multi-node job whose offered
+ * hosts are priced slower than X times its ideal waits up to S seconds
+ * for a better set; the figures say what the comm-slowdown goal costs in
+ * utilisation and in the JCT of each size class.
  * --first-seed=S runs seeds S .. S+N-1 (default 1), so one seed's figures
  * can be looked at alone (on nvl72-8, seed 4's ratio of 0.40 carried the
  * mean of the 16 before priced candidates were kept from cutting more
@@ -65,8 +70,9 @@ static const char *policies[] = {"topoplace", "slurm-tree", "slurm-linear",
 static const char *only;
 static bool quick;
 static int first_seed = 1;
-/* --sources: where each multi-node job's slowdown comes from */
-static tp_sim_opts_t sim_opts;
+/* --sources: where each multi-node job's slowdown comes from; --hold:
+ * topoplace's runs only (hold_opts) */
+static tp_sim_opts_t sim_opts, hold_opts;
 
 static bool runs(int i)
 {
@@ -82,7 +88,7 @@ typedef struct agg {
 	 * hosts offered (both against the ideal; sums until agg_done) */
 	double stat_sum, best_sum;
 	double ratio, ratio2; /* per-seed JCT / slurm-tree's: sum, squares */
-	size_t multi, runs;
+	size_t multi, runs, held;
 	/* per job-size class: mean JCT, wait, run, ideal run; per-seed JCT
 	 * ratio to the baseline's (sum, squares, seeds with the class) */
 	double cj[TP_SIM_NCLASSES], cw[TP_SIM_NCLASSES], cr[TP_SIM_NCLASSES];
@@ -104,6 +110,7 @@ static void agg_add(agg_t *a, const tp_sim_result_t *r)
 	a->best_sum += r->comm_free_best_mean * (double)r->multi_node_jobs;
 	a->p95 += r->comm_slowdown_p95;
 	a->multi += r->multi_node_jobs;
+	a->held += r->held_jobs;
 	a->runs++;
 	for (int c = 0; c < TP_SIM_NCLASSES; c++) {
 		double k = (double)r->class_jobs[c];
@@ -227,7 +234,8 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 			if (runs(i) &&
 			    tp_sim_run_opts(f, &tr, tp_policy_find(pn), &pp,
 					    i < NPOL ? ctx : NULL, (uint64_t)sd,
-					    &sim_opts, &res[i])) {
+					    i ? &sim_opts : &hold_opts,
+					    &res[i])) {
 				fprintf(stderr, "bench_sim: %s failed\n", pn);
 				return 1;
 			}
@@ -254,6 +262,13 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 		    "slowdown %.3f (p95 %.3f)  min-span %5.1f%%\n",
 		    label, policies[i], 100 * a[i].util, 100 * a[i].useful,
 		    a[i].jct, a[i].slow_sum, a[i].p95, 100 * a[i].at_min);
+		if (!i && hold_opts.hold_s > 0)
+			printf("%-13s %-12s what-if: %.1f jobs per seed held "
+			       "for a set within %.3fx the ideal, up to %.0f "
+			       "s\n",
+			       label, policies[i],
+			       (double)a[i].held / (double)a[i].runs,
+			       hold_opts.hold_slowdown, hold_opts.hold_s);
 		if (sim_opts.sources)
 			printf("%-13s %-12s slowdown %.3f: %.3f from the hosts "
 			       "alone (on the idle fabric), the rest other "
@@ -312,7 +327,7 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 static const char usage[] =
     "usage: bench_sim [JOBS] [--no-speed] [--seeds=N] [--first-seed=S]\n"
     "                 [--only=default|ft-2to1-deg16|nvl72-8] [--quick]\n"
-    "                 [--sources]\n"
+    "                 [--sources] [--hold=SLOWDOWN@SECONDS]\n"
     "  JOBS           jobs per quality run (default 2000)\n"
     "  --no-speed     skip the 10,000-job speed run\n"
     "  --seeds=N      seeds per fabric (default 16)\n"
@@ -321,7 +336,11 @@ static const char usage[] =
     "  --quick        topoplace, the Slurm baseline and the bound only\n"
     "  --sources      where the slowdown comes from: each multi-node job's\n"
     "                 hosts on the idle fabric, and the best sets the\n"
-    "                 hosts idle at its start offered (slower)\n";
+    "                 hosts idle at its start offered (slower)\n"
+    "  --hold=X@S     a what-if for topoplace's runs, not what slurmctld\n"
+    "                 does: a multi-node job offered hosts priced slower\n"
+    "                 than X times its ideal waits up to S seconds for\n"
+    "                 a better set, then takes what it is offered\n";
 
 int main(int argc, char **argv)
 {
@@ -340,6 +359,21 @@ int main(int argc, char **argv)
 			quick = true;
 		else if (!strcmp(argv[i], "--sources"))
 			sim_opts.sources = true;
+		else if (!strncmp(argv[i], "--hold=", 7)) {
+			char *end;
+			double x = strtod(argv[i] + 7, &end), w = 0;
+			if (*end == '@')
+				w = strtod(end + 1, &end);
+			if (*end || !(x >= 1) || !(w > 0) || isinf(x)) {
+				fprintf(stderr,
+					"bench_sim: --hold=SLOWDOWN@SECONDS "
+					"(SLOWDOWN >= 1, SECONDS > 0): %s\n",
+					argv[i]);
+				return 2;
+			}
+			hold_opts.hold_slowdown = x;
+			hold_opts.hold_s = w;
+		}
 		else if (!strncmp(argv[i], "--only=", 7))
 			only = argv[i] + 7;
 		else if (!strncmp(argv[i], "--seeds=", 8))
@@ -367,6 +401,7 @@ int main(int argc, char **argv)
 	ft.uplinks_per_spine = 8;
 	ft.degrade = 0.05;
 	ft.degrade_seed = 1;
+	hold_opts.sources = sim_opts.sources;
 	if (tp_gen_fat_tree(&ft, &f) || quality("default", f, jobs, seeds, js))
 		return 1;
 	tp_fabric_destroy(f);
