@@ -326,6 +326,21 @@ static int weakness(const ctx_t *c, uint32_t h)
  * when a job starts, which taking weak hosts first where they cost a ring
  * nothing (below) changes a little. */
 
+/* Tried (2026-12-04, reverted): a job inside one level-1 group on weak
+ * hosts can be far from its fastest set on an idle fabric, since the
+ * group is chosen by how many weak hosts it forces, not by how weak the
+ * weakest is (4 hosts on a 4 x 4 tree with 10% of cables degraded: the
+ * structure's group 14.2 ms, another 10.7 ms). Both fixes were measured
+ * with bench_sim --quick over seeds 1-16 and 17-64 (mean JCT against
+ * slurm-tree; before: default 0.908 +- 0.020 / 0.940 +- 0.012,
+ * ft-2to1-deg16 0.959 +- 0.025 / 0.927 +- 0.015): the group's weakest
+ * unavoidable host before the count, 0.957 +- 0.023 / 0.949 +- 0.010
+ * and 0.973 +- 0.027 / 0.942 +- 0.019 (after fragmentation instead:
+ * 0.979 / 0.953, 0.953 / 0.937); pricing the best pick without that
+ * group as one more candidate, 0.920 +- 0.023 / 0.928 +- 0.010 and
+ * 0.956 +- 0.027 / 0.954 +- 0.016. Slowdown fell (1.289 to 1.251-1.276)
+ * but no JCT gain held on both seed sets, and test_brute read the same. */
+
 /* Weakness values a histogram counts: tp__state_weakness gives 0..17,
  * a degraded host WEAKEST, counted in the last bucket. */
 #define NWEAK 19
