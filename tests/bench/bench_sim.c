@@ -53,6 +53,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "placement_int.h" /* tp__state_weak: the fabric line */
 #include "tp_placement.h"
 
 static double now(void)
@@ -218,12 +219,29 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 	tp_policy_params_defaults(&pp);
 	if (tp_cost_ctx_create(f, &cp, &ctx))
 		return 1;
+	/* what bounds the slowdown: hosts a ring runs slower through, and
+	 * the share of GPU time that needs rings across hosts */
+	tp_state_t *s0 = tp_state_create(f);
+	size_t nweak = 0, nh = tp_fabric_nhosts(f);
+	double multi_gs = 0, all_gs = 0;
+	if (!s0)
+		return 1;
+	for (size_t h = 0; h < nh; h++)
+		nweak += tp__state_weak(s0, (uint32_t)h);
+	tp_state_destroy(s0);
 	for (int sd = first_seed; sd < first_seed + seeds; sd++) {
 		tp_trace_t tr;
 		if (tp_trace_synthetic("llm", jobs, (uint64_t)sd,
 				       (int)tp_fabric_total_gpus(f), gph, 0.9,
 				       &tr))
 			return 1;
+		for (size_t j = 0; j < tr.njobs; j++) {
+			double gs = tr.jobs[j].gpus * tr.jobs[j].run_s;
+			all_gs += gs;
+			multi_gs += tr.jobs[j].nodes > 1 || tr.jobs[j].gpus > gph
+					? gs
+					: 0;
+		}
 		tp_sim_result_t res[NPOL + 1];
 		for (int i = 0; i <= NPOL; i++) {
 			/* NPOL: the baseline on a network that never slows a
@@ -255,6 +273,10 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 		tp_trace_free(&tr);
 	}
 	agg_done(&a[NPOL]);
+	printf("%-13s fabric: %zu of %zu hosts weakly cabled (a cable down or "
+	       "slower than the best host's: a ring through one runs at its "
+	       "pace); multi-node jobs hold %.1f%% of the traces' GPU time\n",
+	       label, nweak, nh, all_gs > 0 ? 100 * multi_gs / all_gs : 0);
 	for (int i = 0; i < NPOL && runs(i); i++) {
 		agg_done(&a[i]);
 		printf(
