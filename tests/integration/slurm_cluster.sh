@@ -132,9 +132,14 @@ submit() { # NAME SBATCH-ARGS...: job id on stdout
 script='echo "nodelist $SLURM_JOB_NODELIST"; srun -l hostname | sort -n'
 
 # Two held 4-node exclusive jobs with 2 GPUs per node, released together:
-# each must get a whole leaf, and they must get different leaves.
-j1=$(submit a -H -N 4 --exclusive --gres=gpu:2 --wrap "$script; sleep 1")
-j2=$(submit b -H -N 4 --exclusive --gres=gpu:2 --wrap "$script; sleep 1")
+# each must get a whole leaf, and they must get different leaves. Each
+# stays until both run (the file go, <= 30 s): with a fixed "sleep 1" a
+# CI run saw the second start 3 s after the first, which had ended, on
+# the leaf it had freed.
+go=$tmp/go
+until_go="i=0; while [ ! -e $go ] && [ \$i -lt 150 ]; do sleep 0.2; i=\$((i + 1)); done"
+j1=$(submit a -H -N 4 --exclusive --gres=gpu:2 --wrap "$script; $until_go")
+j2=$(submit b -H -N 4 --exclusive --gres=gpu:2 --wrap "$script; $until_go")
 if [ -z "$j1" ] || [ -z "$j2" ]; then
 	bad "sbatch -N 4 --exclusive --gres=gpu:2"
 	finish
@@ -143,6 +148,9 @@ fi
 # machine): topology/tree then has no whole leaf to give
 settle 8 || bad "nodes idle again after srun -N 8"
 timeout 10 scontrol release "$j1,$j2"
+both_run() { [ "$(timeout 10 squeue -h -t R -j "$j1,$j2" -o %i 2>/dev/null | wc -l)" -eq 2 ]; }
+poll 20 both_run || echo "# jobs $j1 $j2 not both running 20 s after the release"
+touch "$go"
 wait_done "$j1" "$j2" && ok "jobs $j1 $j2 finished" || bad "jobs $j1 $j2 finished in 30 s"
 for j in "$j1:a" "$j2:b"; do
 	id=${j%:*}
