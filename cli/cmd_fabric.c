@@ -30,8 +30,11 @@ static const char usage[] =
 	"  nvl72     --racks N (4) --hosts-per-rack N (18) --leaves-per-rack N (2)\n"
 	"            --spines N (4); each rack is one NVLink domain\n"
 	"  all       --gpus-per-host N --link-gbps G --prefix NAME\n"
-	"show:           counts, levels, groups, oversubscription, warnings\n"
-	"hosts:          one row per host: leaf switches, groups, GPUs\n"
+	"show:           counts, levels, groups, oversubscription, degraded\n"
+	"                and weakly cabled hosts, warnings\n"
+	"hosts:          one row per host: leaf switches, groups, GPUs; a\n"
+	"                weakly cabled host's cables and ring Gb/s (a ring\n"
+	"                runs at its weakest host's pace)\n"
 	"topology-conf:  Slurm topology.conf (tree; --block: NVLink blocks)\n"
 	"ibsim-net:      net file for ibsim (one subnet)\n"
 	"health:         one sweep of link health (see fabric health --help)\n"
@@ -272,7 +275,25 @@ static size_t multi_node_domains(const tp_fabric_t *f)
 	return n;
 }
 
-static cJSON *show_json(const tp_fabric_t *f)
+/* Hosts a ring runs slower through: fewer live cables or a slower one
+ * than the best-cabled host (tp_state_host_cables); SIZE_MAX on NOMEM. */
+static size_t weak_hosts(const tp_fabric_t *f)
+{
+	tp_state_t *s = tp_state_create(f);
+	size_t n = 0;
+
+	if (!s)
+		return SIZE_MAX;
+	for (size_t h = 0; h < tp_fabric_nhosts(f); h++) {
+		bool weak = false;
+		tp_state_host_cables(s, (uint32_t)h, NULL, &weak);
+		n += weak;
+	}
+	tp_state_destroy(s);
+	return n;
+}
+
+static cJSON *show_json(const tp_fabric_t *f, size_t weak)
 {
 	cJSON *o = cJSON_CreateObject(), *a;
 
@@ -300,17 +321,18 @@ static cJSON *show_json(const tp_fabric_t *f)
 	cJSON_AddNumberToObject(o, "multi_node_nvlink_domains", (double)multi_node_domains(f));
 	cJSON_AddNumberToObject(o, "unnamed_cas", (double)tp_fabric_unnamed_cas(f));
 	cJSON_AddNumberToObject(o, "degraded_hosts", (double)tp_fabric_degraded_hosts(f));
+	cJSON_AddNumberToObject(o, "weak_hosts", (double)weak);
 	a = cJSON_AddArrayToObject(o, "warnings");
 	for (size_t i = 0; a && i < tp_fabric_nwarnings(f); i++)
 		cJSON_AddItemToArray(a, cJSON_CreateString(tp_fabric_warning(f, i)));
 	return o;
 }
 
-static void show_text(const tp_fabric_t *f, const char *path)
+static void show_text(const tp_fabric_t *f, const char *path, size_t weak)
 {
 	printf("fabric %s\n", path);
-	printf("  hosts          %zu (%zu GPUs, %zu degraded)\n", tp_fabric_nhosts(f),
-	       tp_fabric_total_gpus(f), tp_fabric_degraded_hosts(f));
+	printf("  hosts          %zu (%zu GPUs, %zu degraded, %zu weakly cabled)\n",
+	       tp_fabric_nhosts(f), tp_fabric_total_gpus(f), tp_fabric_degraded_hosts(f), weak);
 	printf("  switches       %zu", tp_fabric_nswitches(f));
 	for (int l = 1; l <= tp_fabric_nlevels(f); l++)
 		printf("%slevel %d: %zu", l == 1 ? " (" : ", ", l, tp_fabric_switches_at(f, l));
@@ -352,13 +374,28 @@ static int hosts_out(const tp_fabric_t *f, bool json)
 	char buf[32];
 	cJSON *arr = json ? cJSON_CreateArray() : NULL;
 	int levels = tp_fabric_ngroup_levels(f);
+	tp_state_t *s = tp_state_create(f);
 
-	if (json && !arr)
+	if ((json && !arr) || !s) {
+		cJSON_Delete(arr);
+		tp_state_destroy(s);
+		tp_cli_err("fabric hosts: %s", tp_strerror(TP_ERR_NOMEM));
 		return TP_EXIT_FAIL;
+	}
+	double best = 0; /* the best-cabled host's ring Gb/s */
+	for (size_t i = 0; i < tp_fabric_nhosts(f); i++) {
+		double ring = 0;
+		tp_state_host_cables(s, (uint32_t)i, &ring, NULL);
+		if (ring > best)
+			best = ring;
+	}
 	if (!json)
 		printf("%-24s %-5s %-20s %s\n", "HOST", "GPUS", "GROUPS", "LEAVES");
 	for (size_t i = 0; i < tp_fabric_nhosts(f); i++) {
 		const tp_host_t *h = tp_fabric_host(f, i);
+		double ring = 0;
+		bool weak = false;
+		size_t cables = tp_state_host_cables(s, (uint32_t)i, &ring, &weak);
 		if (json) {
 			cJSON *o = cJSON_CreateObject(), *a;
 			cJSON_AddItemToArray(arr, o);
@@ -371,6 +408,9 @@ static int hosts_out(const tp_fabric_t *f, bool json)
 			for (int l = 0; a && l < levels; l++)
 				cJSON_AddItemToArray(a, h->group[l] == TP_ID_NONE ? cJSON_CreateNull() : cJSON_CreateNumber(h->group[l]));
 			cJSON_AddBoolToObject(o, "degraded", h->degraded);
+			cJSON_AddNumberToObject(o, "cables", (double)cables);
+			cJSON_AddNumberToObject(o, "ring_gbps", ring);
+			cJSON_AddBoolToObject(o, "weak", weak);
 			if (h->nvdomain != TP_ID_NONE)
 				cJSON_AddStringToObject(o, "nvlink_domain", tp_fabric_nvdomain(f, h->nvdomain)->name);
 			continue;
@@ -386,15 +426,20 @@ static int hosts_out(const tp_fabric_t *f, bool json)
 		printf("%-24s %-5zu %-20s ", h->name, h->ngpus, gl ? groups : "-");
 		for (size_t l = 0; l < h->nleaves; l++)
 			printf("%s%s", l ? "," : "", switch_name(f, h->leaves[l], buf, sizeof(buf)));
-		printf("%s\n", h->degraded ? " (degraded)" : "");
+		printf("%s", h->degraded ? " (degraded)" : "");
+		if (weak)
+			printf(" (weakly cabled: %zu cable%s, a ring %g of %g Gb/s)",
+			       cables, cables == 1 ? "" : "s", ring, best);
+		printf("\n");
 	}
+	tp_state_destroy(s);
 	if (json) {
-		char *s = cJSON_Print(arr);
+		char *txt = cJSON_Print(arr);
 		cJSON_Delete(arr);
-		if (!s)
+		if (!txt)
 			return TP_EXIT_FAIL;
-		puts(s);
-		cJSON_free(s);
+		puts(txt);
+		cJSON_free(txt);
 	}
 	return TP_EXIT_OK;
 }
@@ -448,8 +493,12 @@ static int cmd_view(const char *sub, int argc, char **argv)
 	if (!(f = tp_cli_load(argv[optind], &rc)))
 		return rc;
 	if (is_show) {
-		if (json) {
-			cJSON *o = show_json(f);
+		size_t weak = weak_hosts(f);
+		if (weak == SIZE_MAX) {
+			tp_cli_err("fabric show: %s", tp_strerror(TP_ERR_NOMEM));
+			rc = TP_EXIT_FAIL;
+		} else if (json) {
+			cJSON *o = show_json(f, weak);
 			char *s = o ? cJSON_Print(o) : NULL;
 			cJSON_Delete(o);
 			if (s) {
@@ -459,7 +508,7 @@ static int cmd_view(const char *sub, int argc, char **argv)
 				rc = TP_EXIT_FAIL;
 			}
 		} else {
-			show_text(f, argv[optind]);
+			show_text(f, argv[optind], weak);
 		}
 	} else if (is_hosts) {
 		rc = hosts_out(f, json);

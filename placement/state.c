@@ -299,6 +299,18 @@ bool tp_state_host_idle(const tp_state_t *s, uint32_t host)
 	return host_ok(s, host) && s->njobs[host] == 0;
 }
 
+size_t tp_state_host_cables(const tp_state_t *s, uint32_t host,
+			    double *ring_gbps_p, bool *weak_p)
+{
+	if (!host_ok(s, host))
+		return 0;
+	if (ring_gbps_p)
+		*ring_gbps_p = s->hcap[host];
+	if (weak_p)
+		*weak_p = tp__state_weak(s, host);
+	return s->hlive[host];
+}
+
 tp_err_t tp_state_set_host_up(tp_state_t *s, uint32_t host, bool up)
 {
 	if (!s)

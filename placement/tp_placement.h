@@ -48,6 +48,15 @@ bool tp_state_host_up(const tp_state_t *s, uint32_t host);
 /* Host with no job at all (for exclusive requests). */
 bool tp_state_host_idle(const tp_state_t *s, uint32_t host);
 tp_err_t tp_state_set_host_up(tp_state_t *s, uint32_t host, bool up);
+/* Host's cables as a ring sees them (the state's link health applied):
+ * how many carry anything (returned), the Gb/s a ring gets through the
+ * host (*ring_gbps_p: that count x the slowest of them; a ring splits
+ * what a host sends evenly over its cables) and whether that is below
+ * the best-cabled host's (*weak_p: a cable down or slower, so a ring
+ * through it runs at its pace). Either pointer may be NULL; 0 and
+ * nothing set for a host out of range. */
+size_t tp_state_host_cables(const tp_state_t *s, uint32_t host,
+			    double *ring_gbps_p, bool *weak_p);
 /* Fraction of a link's capacity still working (1 = healthy, 0.5 = half
  * its lanes or a bad cable), and other jobs' traffic on it in Gb/s, the
  * same in each direction (links are full duplex; the state keeps the two

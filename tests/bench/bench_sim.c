@@ -53,7 +53,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "placement_int.h" /* tp__state_weak: the fabric line */
 #include "tp_placement.h"
 
 static double now(void)
@@ -226,8 +225,11 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 	double multi_gs = 0, all_gs = 0;
 	if (!s0)
 		return 1;
-	for (size_t h = 0; h < nh; h++)
-		nweak += tp__state_weak(s0, (uint32_t)h);
+	for (size_t h = 0; h < nh; h++) {
+		bool weak = false;
+		tp_state_host_cables(s0, (uint32_t)h, NULL, &weak);
+		nweak += weak;
+	}
 	tp_state_destroy(s0);
 	for (int sd = first_seed; sd < first_seed + seeds; sd++) {
 		tp_trace_t tr;

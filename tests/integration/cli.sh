@@ -200,6 +200,23 @@ jeq "$tmp/rail.show" .rails 4 "rail rails"
 jeq "$tmp/rail.show" .subnets 4 "rail subnets"
 jeq "$tmp/rail.show" '.groups[0]' 2 "rail level-1 groups = SUs"
 jeq "$tmp/rail.show" .degraded_hosts 0 "rail degraded"
+jeq "$tmp/rail.show" .weak_hosts 0 "rail: no weakly cabled host"
+# simulate's built-in fabric: 26 of its 64 hosts have a cable down or at
+# half width; show counts them, hosts lists the same ones with their
+# cables and the ring rate through them
+expect 0 "generate degraded fat tree" $T fabric generate fat-tree --leaves 8 --hosts-per-leaf 8 \
+	--gpus-per-host 8 --nics-per-host 8 --spines 4 --uplinks 8 --degrade 0.05 --degrade-seed 1 \
+	-o "$tmp/deg.json"
+$T fabric show "$tmp/deg.json" --json >"$tmp/deg.show"
+jeq "$tmp/deg.show" .weak_hosts 26 "degraded fat tree: weakly cabled hosts"
+$T fabric hosts "$tmp/deg.json" --json >"$tmp/deg.hosts"
+jeq "$tmp/deg.hosts" '[.[] | select(.weak)] | length' 26 "hosts --json: the same weak hosts"
+jq -e 'all(.[]; (.ring_gbps < 3200) == .weak and (.cables <= 8))' "$tmp/deg.hosts" >/dev/null &&
+	ok "hosts --json: weak exactly where the ring rate is below the best (3200 Gb/s)" ||
+	bad "hosts --json: weak and ring_gbps disagree"
+$T fabric hosts "$tmp/deg.json" >"$tmp/deg.txt"
+[ "$(grep -c 'weakly cabled: [0-9]* cables*, a ring [0-9.]* of 3200 Gb/s' "$tmp/deg.txt")" -eq 26 ] &&
+	ok "hosts: 26 lines say weakly cabled" || bad "hosts text: $(grep -c weakly "$tmp/deg.txt") weak lines"
 expect 0 "generate nvl72" $T fabric generate nvl72 --racks 2 -o "$tmp/nvl.json"
 $T fabric show "$tmp/nvl.json" --json >"$tmp/nvl.show"
 jeq "$tmp/nvl.show" .multi_node_nvlink_domains 2 "nvl72 racks are domains"
@@ -248,6 +265,7 @@ for f in $(find "$TP_FIXTURES/ib" \( -name '*.out' -o -name '*.topo' -o -name 'i
 			jq -e '(.hosts|type=="number") and (.switches|type=="number") and (.links|type=="number")
 			 and (.switch_levels|type=="array") and (.rails|type=="number") and (.groups|type=="array")
 			 and (.unnamed_cas|type=="number") and (.degraded_hosts|type=="number")
+			 and (.weak_hosts|type=="number")
 			 and (.warnings|type=="array")' "$tmp/fx.show" >/dev/null &&
 			n=$((n + 1)) || bad "show --json fields for $f"
 	else
@@ -261,6 +279,7 @@ $T discover -q --ibnetdiscover "$nv" -o "$tmp/nv.json"
 $T fabric show "$tmp/nv.json" --json >"$tmp/nv.show"
 jeq "$tmp/nv.show" .switches 40 "SuperPOD switches"
 jeq "$tmp/nv.show" .sharp_cas 40 "SuperPOD SHArP nodes are not hosts"
+jeq "$tmp/nv.show" .weak_hosts 12 "SuperPOD: the 12 hosts with missing cables are weakly cabled"
 expect 0 "SuperPOD topology.conf" $T fabric topology-conf "$tmp/nv.json"
 
 # two subnets, one discover

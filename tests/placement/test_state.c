@@ -220,9 +220,22 @@ static void test_state_cables(void **unused)
 	assert_int_equal(count_weak(s, nh), 0);
 	assert_false(tp__state_cut_off(s, h0));
 
-	/* one cable at half rate: weak, still on the fabric */
+	/* one cable at half rate: weak, still on the fabric; the public
+	 * accessor says the same, with the ring rate (2 cables x the slower
+	 * one's Gb/s) and the cable count */
+	double ring0 = 0, ring = 0;
+	bool weak = true;
+	assert_int_equal(tp_state_host_cables(s, h0, &ring0, &weak), 2);
+	assert_false(weak);
 	assert_int_equal(tp_state_set_link(s, a[0], 0.5, 0), TP_OK);
 	assert_true(tp__state_weak(s, h0));
+	assert_int_equal(tp_state_host_cables(s, h0, &ring, &weak), 2);
+	assert_true(weak);
+	assert_true(fabs(ring - ring0 / 2) < 1e-9 * ring0);
+	assert_int_equal(tp_state_host_cables(s, h0, NULL, NULL), 2);
+	assert_int_equal(tp_state_host_cables(s, (uint32_t)nh, &ring, &weak),
+			 0);
+	assert_int_equal(tp_state_host_cables(NULL, h0, &ring, &weak), 0);
 	assert_int_equal(count_weak(s, nh), 1);
 	assert_false(tp__state_cut_off(s, h0));
 	/* background traffic is no cable fault */
@@ -232,6 +245,8 @@ static void test_state_cables(void **unused)
 	assert_int_equal(tp_state_set_link(s, a[1], 0, 0), TP_OK);
 	assert_int_equal(tp_state_set_link(s, a[0], 0, 0), TP_OK);
 	assert_true(tp__state_cut_off(s, h0));
+	assert_int_equal(tp_state_host_cables(s, h0, &ring, &weak), 0);
+	assert_true(weak && ring == 0);
 	c = tp_state_clone(s);
 	assert_non_null(c);
 	assert_true(tp__state_cut_off(c, h0));
