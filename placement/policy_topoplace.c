@@ -339,7 +339,12 @@ static int weakness(const ctx_t *c, uint32_t h)
  * 0.979 / 0.953, 0.953 / 0.937); pricing the best pick without that
  * group as one more candidate, 0.920 +- 0.023 / 0.928 +- 0.010 and
  * 0.956 +- 0.027 / 0.954 +- 0.016. Slowdown fell (1.289 to 1.251-1.276)
- * but no JCT gain held on both seed sets, and test_brute read the same. */
+ * but no JCT gain held on both seed sets, and test_brute read the same.
+ * (Those figures are against the reference before the best-cabled sets
+ * joined it, the same day; against the new one the priced variant read
+ * 0.973 +- 0.026 / 0.936 +- 0.010 and 0.923 +- 0.028 / 0.933 +- 0.015,
+ * against 0.977 +- 0.027 / 0.942 +- 0.012 and 0.894 +- 0.045 /
+ * 0.924 +- 0.013 without: still no gain on both.) */
 
 /* Weakness values a histogram counts: tp__state_weakness gives 0..17,
  * a degraded host WEAKEST, counted in the last bucket. */
