@@ -76,6 +76,26 @@ static inline int tp__state_weakness(const tp_state_t *s, uint32_t h)
 	return 1 + (int)(16 * (1 - s->hcap[h] / s->cap_top));
 }
 
+/* The scopes of a best-cabled set (cabled_sets in policy.c, the
+ * simulator's slowdown sources): level-1 group g, or the whole fabric for
+ * g == tp_fabric_ngroups(f). False for a group of another level; else
+ * *n_p hosts, *hosts_p their indices (NULL for the fabric: host i is i). */
+static inline bool tp__cabled_scope(const tp_fabric_t *f, size_t g,
+				    const uint32_t **hosts_p, size_t *n_p)
+{
+	const tp_group_t *gp;
+
+	if (g >= tp_fabric_ngroups(f)) {
+		*hosts_p = NULL;
+		*n_p = tp_fabric_nhosts(f);
+		return true;
+	}
+	gp = tp_fabric_group(f, (uint32_t)g);
+	*hosts_p = gp->hosts;
+	*n_p = gp->nhosts;
+	return gp->level == 1;
+}
+
 /* What a policy gets: the request already normalised. */
 typedef struct tp__policy_in {
 	const tp_fabric_t *f;

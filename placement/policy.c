@@ -338,13 +338,12 @@ static tp_err_t cabled_sets(const tp__policy_in_t *in,
 	if (!(v = tp_malloc((nh + 1) * sizeof(*v))))
 		return TP_ERR_NOMEM;
 	for (size_t g = 0; g <= ng && !err; g++) {
-		const tp_group_t *gp =
-		    g < ng ? tp_fabric_group(f, (uint32_t)g) : NULL;
-		size_t m = 0, cnt = gp ? gp->nhosts : nh;
-		if (gp && gp->level != 1)
+		const uint32_t *hs;
+		size_t m = 0, cnt;
+		if (!tp__cabled_scope(f, g, &hs, &cnt))
 			continue;
 		for (size_t i = 0; i < cnt; i++) {
-			uint32_t h = gp ? gp->hosts[i] : (uint32_t)i;
+			uint32_t h = hs ? hs[i] : (uint32_t)i;
 			int o = tp__host_offer(e, h);
 			if (o <= 0)
 				continue;

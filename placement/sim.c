@@ -481,13 +481,12 @@ static tp_err_t slowdown_sources(sim_t *m, const tp_placement_t *pl,
 		m->fb_mine[pl->hosts[i]] = true;
 	/* each level-1 group, then the whole fabric (g == ng) */
 	for (size_t g = 0; g <= ng; g++) {
-		const tp_group_t *gp =
-		    g < ng ? tp_fabric_group(f, (uint32_t)g) : NULL;
-		size_t nf = 0, n = gp ? gp->nhosts : nh;
-		if (gp && gp->level != 1)
+		const uint32_t *hs;
+		size_t nf = 0, n;
+		if (!tp__cabled_scope(f, g, &hs, &n))
 			continue;
 		for (size_t i = 0; i < n; i++) {
-			uint32_t h = gp ? gp->hosts[i] : (uint32_t)i;
+			uint32_t h = hs ? hs[i] : (uint32_t)i;
 			if (m->fb_mine[h] || tp_state_host_idle(m->s, h))
 				m->fb_free[nf++] = h;
 		}
