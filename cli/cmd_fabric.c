@@ -275,24 +275,6 @@ static size_t multi_node_domains(const tp_fabric_t *f)
 	return n;
 }
 
-/* Hosts a ring runs slower through: fewer live cables or a slower one
- * than the best-cabled host (tp_state_host_cables); SIZE_MAX on NOMEM. */
-static size_t weak_hosts(const tp_fabric_t *f)
-{
-	tp_state_t *s = tp_state_create(f);
-	size_t n = 0;
-
-	if (!s)
-		return SIZE_MAX;
-	for (size_t h = 0; h < tp_fabric_nhosts(f); h++) {
-		bool weak = false;
-		tp_state_host_cables(s, (uint32_t)h, NULL, &weak);
-		n += weak;
-	}
-	tp_state_destroy(s);
-	return n;
-}
-
 static cJSON *show_json(const tp_fabric_t *f, size_t weak)
 {
 	cJSON *o = cJSON_CreateObject(), *a;
@@ -493,7 +475,7 @@ static int cmd_view(const char *sub, int argc, char **argv)
 	if (!(f = tp_cli_load(argv[optind], &rc)))
 		return rc;
 	if (is_show) {
-		size_t weak = weak_hosts(f);
+		size_t weak = tp_cli_weak_hosts(f);
 		if (weak == SIZE_MAX) {
 			tp_cli_err("fabric show: %s", tp_strerror(TP_ERR_NOMEM));
 			rc = TP_EXIT_FAIL;

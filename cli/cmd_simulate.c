@@ -609,6 +609,9 @@ static void print_json(const sims_t *S, size_t b, double *x,
 		cJSON_AddStringToObject(o, "trace_source", source);
 	cJSON_AddNumberToObject(o, "jobs", (double)S->traces[0].njobs);
 	cJSON_AddNumberToObject(o, "gpus", (double)tp_fabric_total_gpus(S->f));
+	size_t weak = tp_cli_weak_hosts(S->f);
+	if (weak != SIZE_MAX)
+		cJSON_AddNumberToObject(o, "weak_hosts", (double)weak);
 	cJSON_AddNumberToObject(o, "seed", (double)S->seed0);
 	seeds = cJSON_AddArrayToObject(o, "seeds");
 	for (size_t s = 0; s < S->nseeds; s++)
@@ -914,9 +917,14 @@ int tp_cmd_simulate(int argc, char **argv)
 		print_json(&S, b, x, fname, tname,
 			   trace ? NULL : tp_trace_synthetic_source(synth));
 	} else {
-		printf("fabric %s: %zu hosts, %zu GPUs\ntrace %s: %zu jobs; "
-		       "seeds %ld-%ld; baseline %s\n\n",
-		       fname, tp_fabric_nhosts(f), tp_fabric_total_gpus(f),
+		size_t weak = tp_cli_weak_hosts(f);
+		printf("fabric %s: %zu hosts, %zu GPUs", fname,
+		       tp_fabric_nhosts(f), tp_fabric_total_gpus(f));
+		if (weak && weak != SIZE_MAX)
+			printf(", %zu weakly cabled (a ring runs at its "
+			       "weakest host's pace)",
+			       weak);
+		printf("\ntrace %s: %zu jobs; seeds %ld-%ld; baseline %s\n\n",
 		       tname, S.traces[0].njobs, seed, seed + nseeds - 1,
 		       tp_policy_name(pol[b]));
 		print_table(&S, b, x);

@@ -217,6 +217,11 @@ jq -e 'all(.[]; (.ring_gbps < 3200) == .weak and (.cables <= 8))' "$tmp/deg.host
 $T fabric hosts "$tmp/deg.json" >"$tmp/deg.txt"
 [ "$(grep -c 'weakly cabled: [0-9]* cables*, a ring [0-9.]* of 3200 Gb/s' "$tmp/deg.txt")" -eq 26 ] &&
 	ok "hosts: 26 lines say weakly cabled" || bad "hosts text: $(grep -c weakly "$tmp/deg.txt") weak lines"
+$T simulate --fabric "$tmp/deg.json" --jobs 50 --seeds 1 --policies topoplace,slurm-tree --json >"$tmp/deg.sim"
+jeq "$tmp/deg.sim" .weak_hosts 26 "simulate --json: the fabric's weakly cabled hosts"
+$T simulate --fabric "$tmp/deg.json" --jobs 50 --seeds 1 --policies topoplace,slurm-tree | head -n 1 |
+	grep -q ': 64 hosts, 512 GPUs, 26 weakly cabled' && ok "simulate's header says 26 weakly cabled" ||
+	bad "simulate's header: $($T simulate --fabric "$tmp/deg.json" --jobs 50 --seeds 1 | head -n 1)"
 expect 0 "generate nvl72" $T fabric generate nvl72 --racks 2 -o "$tmp/nvl.json"
 $T fabric show "$tmp/nvl.json" --json >"$tmp/nvl.show"
 jeq "$tmp/nvl.show" .multi_node_nvlink_domains 2 "nvl72 racks are domains"
