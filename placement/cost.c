@@ -1909,6 +1909,22 @@ tp_err_t tp_cost_predict_best(const tp_cost_ctx_t *ctx, const tp_state_t *s,
 				    c_p);
 }
 
+tp_err_t tp__price_ring(const tp_cost_ctx_t *ctx, const tp_state_t *s,
+			uint32_t *hosts, int *gpus, size_t n, double bytes,
+			double *seconds_p)
+{
+	tp_cost_t c;
+	tp_err_t err;
+
+	if (!ctx)
+		return TP_ERR_INVAL;
+	tp_ring_order(ctx->f, hosts, gpus, n);
+	if (!(err = tp_cost_predict_best(ctx, s, hosts, gpus, n, bytes, NULL,
+					 &c)))
+		*seconds_p = c.seconds;
+	return err;
+}
+
 tp_err_t tp__place_predict_ws(const tp_cost_ctx_t *ctx, const tp_state_t *s,
 			      tp__cost_ws_t *ws, const uint32_t *hosts,
 			      const int *gpus, size_t n, double bytes,

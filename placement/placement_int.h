@@ -96,6 +96,19 @@ static inline bool tp__cabled_scope(const tp_fabric_t *f, size_t g,
 	return gp->level == 1;
 }
 
+/* hosts[0..n) reordered so that the need best cabled come first (ring
+ * rate through the host on s, tp_state_host_cables; the earlier in
+ * hosts among equals). Only running out of memory fails. */
+tp_err_t tp__cabled_first(const tp_state_t *s, uint32_t *hosts, size_t n,
+			  size_t need);
+
+/* hosts/gpus[0..n) put in ring order and priced, the faster algorithm, on
+ * s (NULL: the idle fabric) into *seconds_p; tp_cost_predict_best's
+ * error when they cannot be. */
+tp_err_t tp__price_ring(const tp_cost_ctx_t *ctx, const tp_state_t *s,
+			uint32_t *hosts, int *gpus, size_t n, double bytes,
+			double *seconds_p);
+
 /* What a policy gets: the request already normalised. */
 typedef struct tp__policy_in {
 	const tp_fabric_t *f;

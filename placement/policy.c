@@ -288,31 +288,12 @@ static tp_err_t check_answer(const tp__policy_in_t *in, const uint32_t *hosts,
 static tp_err_t idle_min(const tp__policy_in_t *in, uint32_t *hosts, int *gpus,
 			 size_t n, double bytes, double *best)
 {
-	tp_cost_t c;
-	tp_err_t err;
+	double t;
+	tp_err_t err = tp__price_ring(in->cost, NULL, hosts, gpus, n, bytes, &t);
 
-	tp_ring_order(in->f, hosts, gpus, n);
-	if ((err = tp_cost_predict_best(in->cost, NULL, hosts, gpus, n, bytes,
-					NULL, &c)))
-		return err;
-	if (c.seconds < *best)
-		*best = c.seconds;
-	return TP_OK;
-}
-
-/* A host and its ring rate (tp_state_host_cables), for cabled_sets. */
-typedef struct cabled {
-	double gbps;
-	uint32_t h;
-	int gpus;
-} cabled_t;
-
-/* Best cabled first; the lower index among equals (tp_sort is stable). */
-static int cabled_cmp(const void *pa, const void *pb)
-{
-	const cabled_t *a = pa, *b = pb;
-
-	return (a->gbps < b->gbps) - (a->gbps > b->gbps);
+	if (!err && t < *best)
+		*best = t;
+	return err;
 }
 
 /* For a request of whole hosts (in->nhosts of them): inside each level-1
@@ -321,22 +302,19 @@ static int cabled_cmp(const void *pa, const void *pb)
  * A ring runs at its weakest host's pace, so on a fabric with weakly
  * cabled hosts these sets can beat every policy's pick (4 hosts on a 4 x
  * 4 tree with 10% of cables degraded: one leaf's 10.7 ms against 12.2 ms
- * for the best pick). Only running out of memory fails. */
+ * for the best pick). hosts/gpus: room for every host. Only running out
+ * of memory fails. */
 static tp_err_t cabled_sets(const tp__policy_in_t *in,
 			    const tp__policy_in_t *e, const tp_state_t *idle,
 			    uint32_t *hosts, int *gpus, double bytes,
 			    double *best)
 {
 	const tp_fabric_t *f = in->f;
-	size_t nh = tp_fabric_nhosts(f), ng = tp_fabric_ngroups(f);
-	size_t need = in->nhosts;
-	cabled_t *v;
+	size_t ng = tp_fabric_ngroups(f), need = in->nhosts;
 	tp_err_t err = TP_OK;
 
 	if (!need)
 		return TP_OK; /* a GPU count: no fixed share per host */
-	if (!(v = tp_malloc((nh + 1) * sizeof(*v))))
-		return TP_ERR_NOMEM;
 	for (size_t g = 0; g <= ng && !err; g++) {
 		const uint32_t *hs;
 		size_t m = 0, cnt;
@@ -344,26 +322,19 @@ static tp_err_t cabled_sets(const tp__policy_in_t *in,
 			continue;
 		for (size_t i = 0; i < cnt; i++) {
 			uint32_t h = hs ? hs[i] : (uint32_t)i;
-			int o = tp__host_offer(e, h);
-			if (o <= 0)
-				continue;
-			v[m].h = h;
-			v[m].gpus = o;
-			tp_state_host_cables(idle, h, &v[m].gbps, NULL);
-			m++;
+			if (tp__host_offer(e, h) > 0)
+				hosts[m++] = h;
 		}
 		if (m < need)
 			continue;
-		tp_sort(v, m, sizeof(*v), cabled_cmp);
-		for (size_t i = 0; i < need; i++) {
-			hosts[i] = v[i].h;
-			gpus[i] = v[i].gpus;
-		}
+		if ((err = tp__cabled_first(idle, hosts, m, need)))
+			break;
+		for (size_t i = 0; i < need; i++)
+			gpus[i] = tp__host_offer(e, hosts[i]);
 		err = idle_min(in, hosts, gpus, need, bytes, best);
 		if (err != TP_ERR_NOMEM)
 			err = TP_OK;
 	}
-	tp_free(v);
 	return err;
 }
 

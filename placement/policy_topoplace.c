@@ -714,15 +714,14 @@ static int fewest_first(const void *pa, const void *pb)
 static double price_set(const ctx_t *c, const uint32_t *hs, const int *gs,
 			size_t n, uint32_t *h, int *g)
 {
-	tp_cost_t cost;
+	double t;
 
 	memcpy(h, hs, n * sizeof(uint32_t));
 	memcpy(g, gs, n * sizeof(int));
-	tp_ring_order(c->f, h, g, n);
-	return tp_cost_predict_best(c->in->cost, c->s, h, g, n,
-				    tp_request_bytes(c->in->r), NULL, &cost)
+	return tp__price_ring(c->in->cost, c->s, h, g, n,
+			      tp_request_bytes(c->in->r), &t)
 		   ? INFINITY
-		   : cost.seconds;
+		   : t;
 }
 
 /* The packed split of need hosts is c's hosts from n0: take the even

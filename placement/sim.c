@@ -422,31 +422,24 @@ static tp_err_t rerate_sharing(sim_t *m, const link_load_t *load, size_t nload,
 
 /* The idle-fabric time of the `need` best cabled of hosts fr[0..nf)
  * (largest ring rate first, index order among equals) with the job's GPUs
- * per host; -1 when it cannot be priced. Reorders fr. */
-static double best_cabled(sim_t *m, uint32_t *fr, size_t nf, size_t need,
-			  const int *gpus, double bytes)
+ * per host into *t_p; -1 when it cannot be priced. Reorders fr. Only
+ * running out of memory fails. */
+static tp_err_t best_cabled(sim_t *m, uint32_t *fr, size_t nf, size_t need,
+			    const int *gpus, double bytes, double *t_p)
 {
-	const double *cap = m->s->hcap;
-	tp_cost_t c;
+	tp_err_t err = tp__cabled_first(m->s, fr, nf, need);
 
+	if (err)
+		return err;
 	for (size_t a = 0; a < need; a++) {
-		size_t b = a;
-		for (size_t q = a + 1; q < nf; q++)
-			if (cap[fr[q]] > cap[fr[b]] ||
-			    (cap[fr[q]] == cap[fr[b]] && fr[q] < fr[b]))
-				b = q;
-		uint32_t x = fr[a];
-		fr[a] = fr[b];
-		fr[b] = x;
 		m->fb_set[a] = fr[a];
 		m->fb_gpus[a] = gpus[a];
 	}
 	/* priced as the ideal's sets are: in ring order */
-	tp_ring_order(m->f, m->fb_set, m->fb_gpus, need);
-	return tp_cost_predict_best(m->ctx, NULL, m->fb_set, m->fb_gpus, need,
-				    bytes, NULL, &c)
-		   ? -1
-		   : c.seconds;
+	if (tp__price_ring(m->ctx, NULL, m->fb_set, m->fb_gpus, need, bytes,
+			   t_p))
+		*t_p = -1;
+	return TP_OK;
 }
 
 /* A multi-node job just placed on pl (already in the state): its hosts on
@@ -467,6 +460,7 @@ static tp_err_t slowdown_sources(sim_t *m, const tp_placement_t *pl,
 				 NULL, &c))
 		return TP_OK;
 	own = best = c.seconds;
+	tp_err_t err = TP_OK;
 	m->static_sum += own / pl->ideal_s;
 	m->nstatic++;
 	if (!m->fb_mine) {
@@ -492,15 +486,18 @@ static tp_err_t slowdown_sources(sim_t *m, const tp_placement_t *pl,
 		}
 		if (nf < need)
 			continue;
-		double t =
-		    best_cabled(m, m->fb_free, nf, need, pl->gpus, bytes);
+		double t;
+		if ((err = best_cabled(m, m->fb_free, nf, need, pl->gpus,
+				       bytes, &t)))
+			break;
 		if (t > 0 && t < best)
 			best = t;
 	}
 	for (size_t i = 0; i < need; i++)
 		m->fb_mine[pl->hosts[i]] = false;
-	m->best_sum += best / pl->ideal_s;
-	return TP_OK;
+	if (!err)
+		m->best_sum += best / pl->ideal_s;
+	return err;
 }
 
 /* The hold what-if: true when job j, a multi-node job offered pl now,

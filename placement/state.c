@@ -299,6 +299,39 @@ bool tp_state_host_idle(const tp_state_t *s, uint32_t host)
 	return host_ok(s, host) && s->njobs[host] == 0;
 }
 
+typedef struct cabled {
+	double gbps;
+	uint32_t h;
+} cabled_t;
+
+/* Best cabled first; tp_sort is stable, so equals keep their order. */
+static int cabled_cmp(const void *pa, const void *pb)
+{
+	const cabled_t *a = pa, *b = pb;
+
+	return (a->gbps < b->gbps) - (a->gbps > b->gbps);
+}
+
+tp_err_t tp__cabled_first(const tp_state_t *s, uint32_t *hosts, size_t n,
+			  size_t need)
+{
+	cabled_t *v;
+
+	if (need > n)
+		need = n;
+	if (!need)
+		return TP_OK;
+	if (!(v = tp_malloc(n * sizeof(*v))))
+		return TP_ERR_NOMEM;
+	for (size_t i = 0; i < n; i++)
+		v[i] = (cabled_t){.gbps = s->hcap[hosts[i]], .h = hosts[i]};
+	tp_sort(v, n, sizeof(*v), cabled_cmp);
+	for (size_t i = 0; i < n; i++)
+		hosts[i] = v[i].h;
+	tp_free(v);
+	return TP_OK;
+}
+
 size_t tp_state_host_cables(const tp_state_t *s, uint32_t host,
 			    double *ring_gbps_p, bool *weak_p)
 {
