@@ -784,8 +784,9 @@ static tp_err_t even_domains(ctx_t *c, child_t *ch, size_t k, size_t need,
  * host alone on a leaf and price at 33 ms for 1 GiB (a tree; 46 ms
  * hierarchical), as 16 x 4 at 16 ms; 63 hosts as 18 + 18 + 18 + 9 price
  * at 12 ms, as 16 + 16 + 16 + 15 at 16 ms (`topoplace cost` on `fabric
- * generate nvl72 --racks 8`). Such jobs are too large for the pricing of
- * candidates (PRICE_ROUTES), so the two splits are priced here: bench_sim
+ * generate nvl72 --racks 8`). Such jobs get a few predictions at most
+ * (PRICE_ROUTES) and no candidate of topoplace_choose() is the other
+ * split, so the two splits are priced here: bench_sim
  * nvl72-8, topoplace's mean JCT against slurm-block's, 0.790 +- 0.038
  * (seeds 1-16; 0.835 +- 0.015 on seeds 17-64) against 1.023 +- 0.022
  * (0.999 +- 0.011) with the whole domains alone (2026-12-04). Spreading
@@ -2028,8 +2029,25 @@ static bool leaf_is_large(const tp_fabric_t *f, uint32_t h)
 #define PRICE_BUDGET 96
 /* A prediction routes one flow per host and rail: spend about this many
  * host-rail routes per decision; a job that leaves fewer than 4
- * predictions is placed by the structure alone. */
-#define PRICE_ROUTES 512
+ * predictions is placed by the structure alone. Why 1536 (it was 512,
+ * 2026-12-05): with 8 NICs a host, 512 priced no job of more than 16
+ * hosts, and the 9-32-host jobs of the LLM trace, which hold most of its
+ * GPU time, were placed by the structure alone. bench_sim --quick, mean
+ * JCT against slurm-tree, seeds 1-64 one at a time, paired difference
+ * against 512 (mean +- se): default 1024 -0.014 +- 0.009, 1536 -0.021 +-
+ * 0.009, 2048 -0.019 +- 0.008 (0.950 +- 0.011 -> 0.930 +- 0.009 at
+ * 1536); ft-2to1-deg16 -0.013 +- 0.020, -0.009 +- 0.019, -0.013 +- 0.019
+ * (a tie); nvl72-8 unchanged. The default's gain is in the waits, not
+ * in faster all-reduces: over those 64 seeds the slowdown stays 1.386
+ * -> 1.388 and the 9-32-host jobs run 0.4% shorter, while every size
+ * class waits 1-3% less (bench_sim --seeds=64 --sources): the priced
+ * picks span more leaves (min-span 91.5% -> 89.6%) and leave other
+ * hosts free. Decision time (bench_place, p99 of the
+ * policy's choose() at 2,048 hosts): 0.32 ms at 512, 0.48 at 1024, 0.62
+ * at 1536, 0.87 at 2048 and 2.2 at 8192 against the 1 ms goal, so 1536
+ * leaves room for a slower machine. slurmctld's PriceBudget (8) caps the
+ * predictions there whatever this allows. */
+#define PRICE_ROUTES 1536
 #define MAX_VARIANTS 3
 /* the structural pick, without weak hosts, the other ends, without each
  * of MAX_VARIANTS groups, shared evenly over its groups and one more */
