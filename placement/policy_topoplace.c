@@ -2043,9 +2043,10 @@ static bool leaf_is_large(const tp_fabric_t *f, uint32_t h)
  * class waits 1-3% less (bench_sim --seeds=64 --sources): the priced
  * picks span more leaves (min-span 91.5% -> 89.6%) and leave other
  * hosts free. Decision time (bench_place, p99 of the
- * policy's choose() at 2,048 hosts): 0.32 ms at 512, 0.48 at 1024, 0.62
- * at 1536, 0.87 at 2048 and 2.2 at 8192 against the 1 ms goal, so 1536
- * leaves room for a slower machine. slurmctld's PriceBudget (8) caps the
+ * policy's choose() at 2,048 hosts, the sick5 state in brackets): 0.32
+ * ms (0.35) at 512, 0.48 (0.58) at 1024, 0.62-0.67 (0.66-0.77, two runs)
+ * at 1536, 0.87 (0.94) at 2048 and 2.2 at 8192 against the 1 ms goal,
+ * so 1536 leaves some room for a slower machine. slurmctld's PriceBudget (8) caps the
  * predictions there whatever this allows. */
 #define PRICE_ROUTES 1536
 #define MAX_VARIANTS 3
