@@ -231,12 +231,18 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 		nweak += weak;
 	}
 	tp_state_destroy(s0);
+	/* topoplace's ratio per seed, for comparing two builds seed by seed */
+	double *per = calloc((size_t)seeds, sizeof(double));
+	if (!per)
+		return 1;
 	for (int sd = first_seed; sd < first_seed + seeds; sd++) {
 		tp_trace_t tr;
 		if (tp_trace_synthetic("llm", jobs, (uint64_t)sd,
 				       (int)tp_fabric_total_gpus(f), gph, 0.9,
-				       &tr))
+				       &tr)) {
+			free(per);
 			return 1;
+		}
 		for (size_t j = 0; j < tr.njobs; j++) {
 			double gs = tr.jobs[j].gpus * tr.jobs[j].run_s;
 			all_gs += gs;
@@ -257,6 +263,7 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 					    i ? &sim_opts : &hold_opts,
 					    &res[i])) {
 				fprintf(stderr, "bench_sim: %s failed\n", pn);
+				free(per);
 				return 1;
 			}
 			agg_add(&a[i], &res[i]);
@@ -268,6 +275,8 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 				: 1;
 			a[i].ratio += q;
 			a[i].ratio2 += q * q;
+			if (!i)
+				per[sd - first_seed] = q;
 			agg_ratio(&a[i], &res[i], &res[base]);
 		}
 		for (int i = 0; i <= NPOL; i++)
@@ -339,11 +348,15 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 		"\"useful_util\": %.4f, \"best_baseline_useful_util\": %.4f, "
 		"\"gpu_util\": %.4f, \"best_baseline_util\": %.4f, "
 		"\"baseline_slowdown\": %.4f, \"comm_static_mean\": %.4f, "
-		"\"comm_free_best_mean\": %.4f},\n",
+		"\"comm_free_best_mean\": %.4f, \"jct_ratio_per_seed\": [",
 		label, seeds, first_seed, jobs, tp->slow_sum, tp->at_min,
 		policies[base], tp->ratio, tp->ratio2,
 		tp->slow_sum / st->slow_sum, tp->useful, best_useful, tp->util,
 		best_util, st->slow_sum, tp->stat_sum, tp->best_sum);
+	for (int k = 0; k < seeds; k++)
+		fprintf(js, "%s%.4f", k ? ", " : "", per[k]);
+	fprintf(js, "]},\n");
+	free(per);
 	tp_cost_ctx_destroy(ctx);
 	return 0;
 }
