@@ -1,8 +1,10 @@
 #!/bin/sh
 # Quick start, part 1: install what topoplace needs (Debian 12, as root),
 # build it, and run the main job on built-in data: simulate every placement
-# policy on the built-in rail-optimized SuperPOD-style fabric (1,024 GPUs)
-# with a synthetic LLM-cluster trace, one row per policy.
+# policy on the built-in fabric (a 2:1 fat tree of 8 leaves x 8 hosts x 8
+# GPUs, one NIC per GPU, 5% of cables degraded) with a synthetic
+# LLM-cluster trace over 8 seeds, one row per policy. Arguments go to
+# `topoplace simulate` (see its --help).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/contrib/install-deps.sh"
