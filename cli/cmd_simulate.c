@@ -714,7 +714,18 @@ static const char *policy_list(char *plist, const tp_policy_t **pol,
 	return NULL;
 }
 
-int tp_cmd_simulate(int argc, char **argv)
+/* What the command line asks for. */
+typedef struct sim_args {
+	tp_cli_args_t a;
+	const char *trace, *synth, *svg, *basename;
+	char *plist; /* owned */
+	long njobs, seed, nseeds;
+	double load;
+} sim_args_t;
+
+/* The options into *o; false when the command ends here, with *rc its
+ * exit code (--help, or a bad option: its line printed). */
+static bool sim_options(int argc, char **argv, sim_args_t *o, int *rc)
 {
 	static const struct option opts[] = {
 	    {"fabric", required_argument, NULL, TP_CLI_OPT_FABRIC},
@@ -731,13 +742,189 @@ int tp_cmd_simulate(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	tp_cli_args_t a = {.usage = usage};
-	const char *trace = NULL, *synth = NULL, *svg = NULL;
-	const char *basename = NULL;
-	char *plist = NULL;
-	long njobs = 2000, seed = 1, nseeds = -1;
-	double load = 0.9;
-	int c, rc = TP_EXIT_INPUT;
+	int c;
+	bool ok = true;
+
+	*rc = TP_EXIT_INPUT;
+	optind = 1;
+	while (ok && (c = tp_cli_getopt(argc, argv, "h", opts, &o->a)) != -1) {
+		switch (c) {
+		case 't':
+			o->trace = optarg;
+			break;
+		case 'y':
+			o->synth = optarg;
+			break;
+		case 'n':
+			ok = tp_cli_int("--jobs", optarg, 1, 10000000,
+					&o->njobs);
+			break;
+		case 's':
+			ok =
+			    tp_cli_int("--seed", optarg, 0, 1L << 62, &o->seed);
+			break;
+		case 'S':
+			ok = tp_cli_int("--seeds", optarg, 1, 1000, &o->nseeds);
+			break;
+		case 'l':
+			ok =
+			    tp_cli_double("--load", optarg, 0.01, 10, &o->load);
+			break;
+		case 'p':
+			tp_free(o->plist);
+			if (!(o->plist = tp_strdup(optarg))) {
+				*rc = TP_EXIT_FAIL;
+				return false;
+			}
+			break;
+		case 'b':
+			o->basename = optarg;
+			break;
+		case 'g':
+			o->svg = optarg;
+			break;
+		}
+	}
+	if (!ok)
+		return false;
+	if (o->a.exit >= 0) {
+		*rc = o->a.exit;
+		return false;
+	}
+	if (optind < argc) {
+		tp_cli_err("simulate: unexpected argument '%s'", argv[optind]);
+		return false;
+	}
+	if (o->trace && o->synth) {
+		tp_cli_err("simulate: give --trace or --synthetic, not both");
+		return false;
+	}
+	if (o->nseeds < 0)
+		o->nseeds = o->trace ? 1 : 8;
+	if (!o->synth)
+		o->synth = "llm";
+	return true;
+}
+
+/* The policies o->plist names (this fabric's defaults when it names
+ * none) into pol[0..*npol_p), with the baseline among them at *b_p
+ * (added last when the list lacks it); TP_EXIT_OK or the exit code
+ * (after an error line for a bad name). */
+static int sim_policies(sim_args_t *o, const tp_fabric_t *f,
+			const tp_policy_t **pol, size_t *npol_p, size_t *b_p)
+{
+	bool nvl = false;
+	size_t npol = 0, b = SIZE_MAX;
+
+	for (size_t d = 0; d < tp_fabric_nnvdomains(f); d++)
+		nvl |= tp_fabric_nvdomain(f, d)->multi_node;
+	if (!o->basename)
+		o->basename = nvl ? "slurm-block" : "slurm-tree";
+	if (!o->plist && !(o->plist = tp_strdup(nvl ? DEFAULT_POLICIES_NVL
+						    : DEFAULT_POLICIES)))
+		return TP_EXIT_FAIL;
+	const char *bad = policy_list(o->plist, pol, &npol);
+	if (bad) {
+		tp_cli_err("simulate: unknown policy '%s' (%s)", bad,
+			   tp_policy_names());
+		return TP_EXIT_INPUT;
+	}
+	for (size_t i = 0; i < npol; i++)
+		if (!strcmp(tp_policy_name(pol[i]), o->basename))
+			b = i;
+	if (b == SIZE_MAX) {
+		if (!tp_policy_find(o->basename)) {
+			tp_cli_err("simulate: unknown baseline '%s' (%s)",
+				   o->basename, tp_policy_names());
+			return TP_EXIT_INPUT;
+		}
+		if (npol == 16) {
+			tp_cli_err(
+			    "simulate: at most 16 policies with the baseline");
+			return TP_EXIT_INPUT;
+		}
+		b = npol;
+		pol[npol++] = tp_policy_find(o->basename);
+	}
+	*npol_p = npol;
+	*b_p = b;
+	return TP_EXIT_OK;
+}
+
+/* S's traces, one per seed (a CSV trace loaded for each), and its runs'
+ * policies; TP_EXIT_OK or the exit code after an error line. */
+static int sim_traces(const sim_args_t *o, const tp_fabric_t *f,
+		      const tp_policy_t *const *pol, sims_t *S)
+{
+	int gph = 0;
+	tp_err_t err;
+
+	for (size_t h = 0; h < tp_fabric_nhosts(f); h++)
+		if ((int)tp_fabric_host(f, h)->ngpus > gph)
+			gph = (int)tp_fabric_host(f, h)->ngpus;
+	S->traces = tp_calloc(S->nseeds, sizeof(tp_trace_t));
+	S->runs = tp_calloc(S->nseeds * S->npol, sizeof(run_t));
+	if (!S->traces || !S->runs)
+		return TP_EXIT_FAIL;
+	for (size_t s = 0; s < S->nseeds; s++) {
+		for (size_t p = 0; p < S->npol; p++)
+			S->runs[s * S->npol + p].policy = pol[p];
+		if (o->trace) {
+			char *msg = NULL;
+			if ((err = tp_trace_load_csv(o->trace, &S->traces[s],
+						     &msg))) {
+				tp_cli_err("%s", msg ? msg : tp_strerror(err));
+				tp_free(msg);
+				return tp_cli_exit_code(err);
+			}
+		} else if ((err = tp_trace_synthetic(
+				o->synth, (size_t)o->njobs,
+				(uint64_t)o->seed + s,
+				(int)tp_fabric_total_gpus(f), gph, o->load,
+				&S->traces[s]))) {
+			tp_cli_err("simulate: synthetic trace: %s",
+				   tp_strerror(err));
+			return tp_cli_exit_code(err);
+		}
+	}
+	return TP_EXIT_OK;
+}
+
+/* The header and the table (or the JSON) of a finished run. */
+static void sim_report(const sim_args_t *o, const tp_fabric_t *f,
+		       const sims_t *S, const tp_policy_t *base, size_t b,
+		       double *x)
+{
+	const char *fname = o->a.fabric ? o->a.fabric : BUILTIN_NAME;
+	const char *tname = o->trace ? o->trace : o->synth;
+
+	if (o->a.json) {
+		print_json(S, b, x, fname, tname,
+			   o->trace ? NULL
+				    : tp_trace_synthetic_source(o->synth));
+		return;
+	}
+	size_t weak = tp_cli_weak_hosts(f);
+	printf("fabric %s: %zu hosts, %zu GPUs", fname, tp_fabric_nhosts(f),
+	       tp_fabric_total_gpus(f));
+	if (weak && weak != SIZE_MAX)
+		printf(", %zu weakly cabled (a ring runs at its weakest host's "
+		       "pace)",
+		       weak);
+	printf("\ntrace %s: %zu jobs; seeds %ld-%ld; baseline %s\n\n", tname,
+	       S->traces[0].njobs, o->seed, o->seed + o->nseeds - 1,
+	       tp_policy_name(base));
+	print_table(S, b, x);
+}
+
+int tp_cmd_simulate(int argc, char **argv)
+{
+	sim_args_t o = {.a = {.usage = usage},
+			.njobs = 2000,
+			.seed = 1,
+			.nseeds = -1,
+			.load = 0.9};
+	int rc = TP_EXIT_INPUT;
 	tp_fabric_t *f = NULL;
 	tp_cost_ctx_t *ctx = NULL;
 	const tp_policy_t *pol[16];
@@ -747,147 +934,40 @@ int tp_cmd_simulate(int argc, char **argv)
 	tp_err_t err;
 
 	memset(&S, 0, sizeof(S));
-	optind = 1;
-	while ((c = tp_cli_getopt(argc, argv, "h", opts, &a)) != -1) {
-		switch (c) {
-		case 't':
-			trace = optarg;
-			break;
-		case 'y':
-			synth = optarg;
-			break;
-		case 'n':
-			if (!tp_cli_int("--jobs", optarg, 1, 10000000, &njobs))
-				return TP_EXIT_INPUT;
-			break;
-		case 's':
-			if (!tp_cli_int("--seed", optarg, 0, 1L << 62, &seed))
-				return TP_EXIT_INPUT;
-			break;
-		case 'S':
-			if (!tp_cli_int("--seeds", optarg, 1, 1000, &nseeds))
-				return TP_EXIT_INPUT;
-			break;
-		case 'l':
-			if (!tp_cli_double("--load", optarg, 0.01, 10, &load))
-				return TP_EXIT_INPUT;
-			break;
-		case 'p':
-			tp_free(plist);
-			plist = tp_strdup(optarg);
-			break;
-		case 'b':
-			basename = optarg;
-			break;
-		case 'g':
-			svg = optarg;
-			break;
-		}
-	}
-	if (a.exit >= 0) {
-		rc = a.exit;
+	if (!sim_options(argc, argv, &o, &rc))
 		goto out;
-	}
-	if (optind < argc) {
-		tp_cli_err("simulate: unexpected argument '%s'", argv[optind]);
-		goto out;
-	}
-	if (trace && synth) {
-		tp_cli_err("simulate: give --trace or --synthetic, not both");
-		goto out;
-	}
-	if (nseeds < 0)
-		nseeds = trace ? 1 : 8;
-	if (a.fabric) {
-		if (!(f = tp_cli_load(a.fabric, &rc)))
+	if (o.a.fabric) {
+		if (!(f = tp_cli_load(o.a.fabric, &rc)))
 			goto out;
 	} else if ((err = builtin_fabric(&f))) {
 		tp_cli_err("simulate: built-in fabric: %s", tp_strerror(err));
 		rc = TP_EXIT_FAIL;
 		goto out;
 	}
-	bool nvl = false;
-	for (size_t d = 0; d < tp_fabric_nnvdomains(f); d++)
-		nvl |= tp_fabric_nvdomain(f, d)->multi_node;
-	if (!basename)
-		basename = nvl ? "slurm-block" : "slurm-tree";
-	if (!plist && !(plist = tp_strdup(nvl ? DEFAULT_POLICIES_NVL
-					      : DEFAULT_POLICIES))) {
-		rc = TP_EXIT_FAIL;
+	if ((rc = sim_policies(&o, f, pol, &npol, &b)) != TP_EXIT_OK)
 		goto out;
-	}
-	const char *bad = policy_list(plist, pol, &npol);
-	if (bad) {
-		tp_cli_err("simulate: unknown policy '%s' (%s)", bad,
-			   tp_policy_names());
-		goto out;
-	}
-	for (size_t i = 0; i < npol; i++)
-		if (!strcmp(tp_policy_name(pol[i]), basename))
-			b = i;
-	if (b == SIZE_MAX) {
-		if (!tp_policy_find(basename)) {
-			tp_cli_err("simulate: unknown baseline '%s' (%s)",
-				   basename, tp_policy_names());
-			goto out;
-		}
-		if (npol == 16) {
-			tp_cli_err(
-			    "simulate: at most 16 policies with the baseline");
-			goto out;
-		}
-		b = npol;
-		pol[npol++] = tp_policy_find(basename);
-	}
-	int gph = 0;
-	for (size_t h = 0; h < tp_fabric_nhosts(f); h++)
-		if ((int)tp_fabric_host(f, h)->ngpus > gph)
-			gph = (int)tp_fabric_host(f, h)->ngpus;
+	rc = TP_EXIT_INPUT;
 	if (!tp_fabric_total_gpus(f)) {
 		tp_cli_err("simulate: %s: the fabric has no GPUs (discover "
 			   "with --gpus-per-host N or node data)",
-			   a.fabric ? a.fabric : "built-in");
+			   o.a.fabric ? o.a.fabric : "built-in");
 		goto out;
 	}
-	if (!synth)
-		synth = "llm";
-	if (!trace && !tp_trace_synthetic_source(synth)) {
-		tp_cli_err("simulate: unknown synthetic trace '%s' (%s)", synth,
-			   tp_trace_synthetic_names());
+	if (!o.trace && !tp_trace_synthetic_source(o.synth)) {
+		tp_cli_err("simulate: unknown synthetic trace '%s' (%s)",
+			   o.synth, tp_trace_synthetic_names());
 		goto out;
 	}
-	S.nseeds = (size_t)nseeds;
+	S.nseeds = (size_t)o.nseeds;
 	S.npol = npol;
-	S.seed0 = seed;
-	S.traces = tp_calloc(S.nseeds, sizeof(tp_trace_t));
-	S.runs = tp_calloc(S.nseeds * npol, sizeof(run_t));
-	x = tp_calloc(S.nseeds + 1, sizeof(double));
-	if (!S.traces || !S.runs || !x) {
+	S.seed0 = o.seed;
+	if (!(x = tp_calloc(S.nseeds + 1, sizeof(double)))) {
 		rc = TP_EXIT_FAIL;
 		goto out;
 	}
-	for (size_t s = 0; s < S.nseeds; s++) {
-		for (size_t p = 0; p < npol; p++)
-			S.runs[s * npol + p].policy = pol[p];
-		if (trace) {
-			char *msg = NULL;
-			if ((err = tp_trace_load_csv(trace, &S.traces[s],
-						     &msg))) {
-				tp_cli_err("%s", msg ? msg : tp_strerror(err));
-				tp_free(msg);
-				rc = tp_cli_exit_code(err);
-				goto out;
-			}
-		} else if ((err = tp_trace_synthetic(
-				synth, (size_t)njobs, (uint64_t)seed + s,
-				(int)tp_fabric_total_gpus(f), gph, load,
-				&S.traces[s]))) {
-			tp_cli_err("simulate: synthetic trace: %s",
-				   tp_strerror(err));
-			rc = tp_cli_exit_code(err);
-			goto out;
-		}
-	}
+	if ((rc = sim_traces(&o, f, pol, &S)) != TP_EXIT_OK)
+		goto out;
+	rc = TP_EXIT_INPUT;
 	tp_cost_params_t cp;
 	tp_cost_params_defaults(&cp);
 	if ((err = tp_cost_ctx_create(f, &cp, &ctx))) {
@@ -903,37 +983,21 @@ int tp_cmd_simulate(int argc, char **argv)
 	if ((err = sims_run(&S))) {
 		tp_cli_err("simulate: policy %s, seed %ld: %s",
 			   tp_policy_name(S.runs[S.err_at].policy),
-			   seed + (long)(S.err_at / npol), tp_strerror(err));
+			   o.seed + (long)(S.err_at / npol), tp_strerror(err));
 		rc = tp_cli_exit_code(err);
 		goto out;
 	}
-	const char *fname = a.fabric ? a.fabric : BUILTIN_NAME;
-	const char *tname = trace ? trace : synth;
-	if (!report_unplaceable(&S, tname, a.fabric ? a.fabric : "built-in")) {
-		rc = TP_EXIT_INPUT;
+	if (!report_unplaceable(&S, o.trace ? o.trace : o.synth,
+				o.a.fabric ? o.a.fabric : "built-in"))
 		goto out;
-	}
-	if (a.json) {
-		print_json(&S, b, x, fname, tname,
-			   trace ? NULL : tp_trace_synthetic_source(synth));
-	} else {
-		size_t weak = tp_cli_weak_hosts(f);
-		printf("fabric %s: %zu hosts, %zu GPUs", fname,
-		       tp_fabric_nhosts(f), tp_fabric_total_gpus(f));
-		if (weak && weak != SIZE_MAX)
-			printf(", %zu weakly cabled (a ring runs at its "
-			       "weakest host's pace)",
-			       weak);
-		printf("\ntrace %s: %zu jobs; seeds %ld-%ld; baseline %s\n\n",
-		       tname, S.traces[0].njobs, seed, seed + nseeds - 1,
-		       tp_policy_name(pol[b]));
-		print_table(&S, b, x);
-	}
+	sim_report(&o, f, &S, pol[b], b, x);
 	rc = TP_EXIT_OK;
-	if (svg)
-		rc = write_svg(svg, S.runs, npol, fname, tname,
-			       trace ? NULL : tp_trace_synthetic_source(synth),
-			       S.traces[0].njobs, seed);
+	if (o.svg)
+		rc = write_svg(
+		    o.svg, S.runs, npol, o.a.fabric ? o.a.fabric : BUILTIN_NAME,
+		    o.trace ? o.trace : o.synth,
+		    o.trace ? NULL : tp_trace_synthetic_source(o.synth),
+		    S.traces[0].njobs, o.seed);
 out:
 	for (size_t i = 0; S.runs && i < S.nseeds * S.npol; i++)
 		tp_sim_result_free(&S.runs[i].res);
@@ -944,6 +1008,6 @@ out:
 	tp_free(x);
 	tp_cost_ctx_destroy(ctx);
 	tp_fabric_destroy(f);
-	tp_free(plist);
+	tp_free(o.plist);
 	return rc;
 }
