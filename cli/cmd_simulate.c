@@ -917,6 +917,51 @@ static void sim_report(const sim_args_t *o, const tp_fabric_t *f,
 	print_table(S, b, x);
 }
 
+/* Every policy on every seed's trace, then the report (and the SVG);
+ * the exit code. */
+static int sim_run(const sim_args_t *o, tp_fabric_t *f, sims_t *S,
+		   const tp_policy_t *base, size_t b, double *x)
+{
+	const char *fname = o->a.fabric ? o->a.fabric : BUILTIN_NAME;
+	const char *tname = o->trace ? o->trace : o->synth;
+	tp_cost_ctx_t *ctx;
+	tp_cost_params_t cp;
+	tp_policy_params_t pp;
+	tp_err_t err;
+	int rc = TP_EXIT_INPUT;
+
+	tp_cost_params_defaults(&cp);
+	if ((err = tp_cost_ctx_create(f, &cp, &ctx))) {
+		tp_cli_err("simulate: cost model: %s", tp_strerror(err));
+		return tp_cli_exit_code(err);
+	}
+	tp_policy_params_defaults(&pp);
+	S->f = f;
+	S->ctx = ctx;
+	S->pp = &pp;
+	if ((err = sims_run(S))) {
+		tp_cli_err("simulate: policy %s, seed %ld: %s",
+			   tp_policy_name(S->runs[S->err_at].policy),
+			   o->seed + (long)(S->err_at / S->npol),
+			   tp_strerror(err));
+		rc = tp_cli_exit_code(err);
+	} else if (report_unplaceable(S, tname,
+				      o->a.fabric ? o->a.fabric : "built-in")) {
+		sim_report(o, f, S, base, b, x);
+		rc = o->svg
+			 ? write_svg(o->svg, S->runs, S->npol, fname, tname,
+				     o->trace
+					 ? NULL
+					 : tp_trace_synthetic_source(o->synth),
+				     S->traces[0].njobs, o->seed)
+			 : TP_EXIT_OK;
+	}
+	S->ctx = NULL;
+	S->pp = NULL;
+	tp_cost_ctx_destroy(ctx);
+	return rc;
+}
+
 int tp_cmd_simulate(int argc, char **argv)
 {
 	sim_args_t o = {.a = {.usage = usage},
@@ -926,7 +971,6 @@ int tp_cmd_simulate(int argc, char **argv)
 			.load = 0.9};
 	int rc = TP_EXIT_INPUT;
 	tp_fabric_t *f = NULL;
-	tp_cost_ctx_t *ctx = NULL;
 	const tp_policy_t *pol[16];
 	size_t npol = 0, b = SIZE_MAX;
 	sims_t S;
@@ -965,39 +1009,8 @@ int tp_cmd_simulate(int argc, char **argv)
 		rc = TP_EXIT_FAIL;
 		goto out;
 	}
-	if ((rc = sim_traces(&o, f, pol, &S)) != TP_EXIT_OK)
-		goto out;
-	rc = TP_EXIT_INPUT;
-	tp_cost_params_t cp;
-	tp_cost_params_defaults(&cp);
-	if ((err = tp_cost_ctx_create(f, &cp, &ctx))) {
-		tp_cli_err("simulate: cost model: %s", tp_strerror(err));
-		rc = tp_cli_exit_code(err);
-		goto out;
-	}
-	tp_policy_params_t pp;
-	tp_policy_params_defaults(&pp);
-	S.f = f;
-	S.ctx = ctx;
-	S.pp = &pp;
-	if ((err = sims_run(&S))) {
-		tp_cli_err("simulate: policy %s, seed %ld: %s",
-			   tp_policy_name(S.runs[S.err_at].policy),
-			   o.seed + (long)(S.err_at / npol), tp_strerror(err));
-		rc = tp_cli_exit_code(err);
-		goto out;
-	}
-	if (!report_unplaceable(&S, o.trace ? o.trace : o.synth,
-				o.a.fabric ? o.a.fabric : "built-in"))
-		goto out;
-	sim_report(&o, f, &S, pol[b], b, x);
-	rc = TP_EXIT_OK;
-	if (o.svg)
-		rc = write_svg(
-		    o.svg, S.runs, npol, o.a.fabric ? o.a.fabric : BUILTIN_NAME,
-		    o.trace ? o.trace : o.synth,
-		    o.trace ? NULL : tp_trace_synthetic_source(o.synth),
-		    S.traces[0].njobs, o.seed);
+	if ((rc = sim_traces(&o, f, pol, &S)) == TP_EXIT_OK)
+		rc = sim_run(&o, f, &S, pol[b], b, x);
 out:
 	for (size_t i = 0; S.runs && i < S.nseeds * S.npol; i++)
 		tp_sim_result_free(&S.runs[i].res);
@@ -1006,7 +1019,6 @@ out:
 	tp_free(S.runs);
 	tp_free(S.traces);
 	tp_free(x);
-	tp_cost_ctx_destroy(ctx);
 	tp_fabric_destroy(f);
 	tp_free(o.plist);
 	return rc;
