@@ -2049,6 +2049,15 @@ static bool leaf_is_large(const tp_fabric_t *f, uint32_t h)
  * so 1536 leaves some room for a slower machine. slurmctld's PriceBudget (8) caps the
  * predictions there whatever this allows. */
 #define PRICE_ROUTES 1536
+/* Tried (2026-12-05, reverted), paired over seeds 1-64 of bench_sim
+ * --quick against this code: two more candidates, the best cabled free
+ * hosts over the fabric and in the level-1 group whose need-th best
+ * cabled free host is the least weak (the sets --sources calls the best
+ * the free hosts offered): default -0.001 +- 0.007, ft-2to1-deg16 -0.006
+ * +- 0.012, slowdown 1.391 / 1.439 against 1.388 / 1.438. And ordering
+ * the local search's trials (the least weak free host of each group for
+ * the weakest member first): noise on both seed sets, test_brute the
+ * same. */
 #define MAX_VARIANTS 3
 /* the structural pick, without weak hosts, the other ends, without each
  * of MAX_VARIANTS groups, shared evenly over its groups and one more */
