@@ -65,6 +65,64 @@ static cJSON *span_json(const tp_placement_t *p)
 	return o;
 }
 
+/* topoplace place --json: the decision as one object. */
+static void place_print_json(const tp_fabric_t *f, const tp_policy_t *policy,
+			     const tp_placement_t *p)
+{
+	cJSON *o = cJSON_CreateObject(),
+	      *h = cJSON_AddArrayToObject(o, "hosts"),
+	      *g = cJSON_AddArrayToObject(o, "gpus");
+
+	cJSON_AddStringToObject(o, "policy", tp_policy_name(policy));
+	for (size_t i = 0; i < p->nhosts; i++) {
+		cJSON_AddItemToArray(
+		    h,
+		    cJSON_CreateString(tp_fabric_host(f, p->hosts[i])->name));
+		cJSON_AddItemToArray(g, cJSON_CreateNumber(p->gpus[i]));
+	}
+	cJSON_AddItemToObject(o, "span", span_json(p));
+	cJSON_AddNumberToObject(o, "predicted_s", p->predicted_s);
+	cJSON_AddNumberToObject(o, "ideal_s", p->ideal_s);
+	cJSON_AddNumberToObject(o, "decision_s", p->decision_s);
+	cJSON_AddStringToObject(o, "explain", p->explain ? p->explain : "");
+	char *txt = cJSON_Print(o);
+	cJSON_Delete(o);
+	if (txt)
+		puts(txt);
+	cJSON_free(txt);
+}
+
+/* topoplace place: the decision as lines. */
+static void place_print_text(const tp_fabric_t *f, const tp_policy_t *policy,
+			     const tp_placement_t *p)
+{
+	char **names = tp_calloc(p->nhosts + 1, sizeof(char *));
+
+	for (size_t i = 0; names && i < p->nhosts; i++)
+		names[i] = tp_fabric_host(f, p->hosts[i])->name;
+	char *list =
+	    names ? tp_hostlist_compress((const char *const *)names, p->nhosts)
+		  : NULL;
+	printf("policy     %s\n", tp_policy_name(policy));
+	printf("hosts      %s\n", list ? list : "?");
+	printf("ring order");
+	for (size_t i = 0; i < p->nhosts; i++)
+		printf(" %s:%d", tp_fabric_host(f, p->hosts[i])->name,
+		       p->gpus[i]);
+	printf("\nspan       %zu hosts, %zu NVLink domains, %zu groups "
+	       "(minimum %zu now, %zu on an empty fabric), %zu spine "
+	       "groups\n",
+	       p->span[TP_SPAN_HOSTS], p->span[TP_SPAN_NVDOMAINS],
+	       p->span[TP_SPAN_GROUPS], p->min_span_free[TP_SPAN_GROUPS],
+	       p->min_span_empty[TP_SPAN_GROUPS],
+	       p->span[TP_SPAN_SPINE_GROUPS]);
+	printf("all-reduce predicted %.3f ms, ideal %.3f ms\n",
+	       p->predicted_s * 1e3, p->ideal_s * 1e3);
+	printf("why        %s\n", p->explain ? p->explain : "");
+	tp_free(list);
+	tp_free(names);
+}
+
 int tp_cmd_place(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -156,55 +214,10 @@ int tp_cmd_place(int argc, char **argv)
 					    : tp_cli_exit_code(err);
 		goto out;
 	}
-	if (a.json) {
-		cJSON *o = cJSON_CreateObject(),
-		      *h = cJSON_AddArrayToObject(o, "hosts"),
-		      *g = cJSON_AddArrayToObject(o, "gpus");
-		cJSON_AddStringToObject(o, "policy", tp_policy_name(policy));
-		for (size_t i = 0; i < pl.nhosts; i++) {
-			cJSON_AddItemToArray(
-			    h, cJSON_CreateString(
-				   tp_fabric_host(f, pl.hosts[i])->name));
-			cJSON_AddItemToArray(g, cJSON_CreateNumber(pl.gpus[i]));
-		}
-		cJSON_AddItemToObject(o, "span", span_json(&pl));
-		cJSON_AddNumberToObject(o, "predicted_s", pl.predicted_s);
-		cJSON_AddNumberToObject(o, "ideal_s", pl.ideal_s);
-		cJSON_AddNumberToObject(o, "decision_s", pl.decision_s);
-		cJSON_AddStringToObject(o, "explain",
-					pl.explain ? pl.explain : "");
-		char *txt = cJSON_Print(o);
-		cJSON_Delete(o);
-		if (txt)
-			puts(txt);
-		cJSON_free(txt);
-	} else {
-		char **names = tp_calloc(pl.nhosts + 1, sizeof(char *));
-		for (size_t i = 0; names && i < pl.nhosts; i++)
-			names[i] = tp_fabric_host(f, pl.hosts[i])->name;
-		char *list = names ? tp_hostlist_compress(
-					 (const char *const *)names, pl.nhosts)
-				   : NULL;
-		printf("policy     %s\n", tp_policy_name(policy));
-		printf("hosts      %s\n", list ? list : "?");
-		printf("ring order");
-		for (size_t i = 0; i < pl.nhosts; i++)
-			printf(" %s:%d", tp_fabric_host(f, pl.hosts[i])->name,
-			       pl.gpus[i]);
-		printf("\nspan       %zu hosts, %zu NVLink domains, %zu groups "
-		       "(minimum %zu now, %zu on an empty fabric), %zu spine "
-		       "groups\n",
-		       pl.span[TP_SPAN_HOSTS], pl.span[TP_SPAN_NVDOMAINS],
-		       pl.span[TP_SPAN_GROUPS],
-		       pl.min_span_free[TP_SPAN_GROUPS],
-		       pl.min_span_empty[TP_SPAN_GROUPS],
-		       pl.span[TP_SPAN_SPINE_GROUPS]);
-		printf("all-reduce predicted %.3f ms, ideal %.3f ms\n",
-		       pl.predicted_s * 1e3, pl.ideal_s * 1e3);
-		printf("why        %s\n", pl.explain ? pl.explain : "");
-		tp_free(list);
-		tp_free(names);
-	}
+	if (a.json)
+		place_print_json(f, policy, &pl);
+	else
+		place_print_text(f, policy, &pl);
 	rc = TP_EXIT_OK;
 out:
 	tp_placement_free(&pl);
@@ -267,6 +280,44 @@ static int cost_hosts(const tp_fabric_t *f, const char *fabric,
 			gv[i] = 1;
 	}
 	return TP_EXIT_OK;
+}
+
+/* topoplace cost: the prediction as lines, or one object (json). */
+static void cost_print(const tp_fabric_t *f, tp_algo_t algo, double bytes,
+		       size_t n, const tp_cost_t *out, bool json)
+{
+	char lname[256];
+
+	link_name(f, out->bottleneck_link, lname, sizeof(lname));
+	if (json) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "algo", tp_algo_name(algo));
+		cJSON_AddNumberToObject(o, "hosts", (double)n);
+		cJSON_AddNumberToObject(o, "bytes", bytes);
+		cJSON_AddNumberToObject(o, "seconds", out->seconds);
+		cJSON_AddNumberToObject(o, "bandwidth_s", out->bandwidth_s);
+		cJSON_AddNumberToObject(o, "latency_s", out->latency_s);
+		cJSON_AddNumberToObject(o, "bottleneck_gbps",
+					out->bottleneck_gbps);
+		cJSON_AddStringToObject(o, "bottleneck_link", lname);
+		if (out->bottleneck_link != TP_ID_NONE)
+			cJSON_AddNumberToObject(o, "bottleneck_link_index",
+						out->bottleneck_link);
+		cJSON_AddNumberToObject(o, "cross_top_bytes",
+					out->cross_top_bytes);
+		char *txt = cJSON_Print(o);
+		cJSON_Delete(o);
+		if (txt)
+			puts(txt);
+		cJSON_free(txt);
+	} else {
+		printf("%s of %.0f bytes over %zu hosts: %.6f s (bandwidth "
+		       "%.6f s, latency %.6f s)\n",
+		       tp_algo_name(algo), bytes, n, out->seconds,
+		       out->bandwidth_s, out->latency_s);
+		printf("bottleneck %.1f Gb/s on %s\n", out->bottleneck_gbps,
+		       lname);
+	}
 }
 
 int tp_cmd_cost(int argc, char **argv)
@@ -362,37 +413,7 @@ int tp_cmd_cost(int argc, char **argv)
 		rc = tp_cli_exit_code(err);
 		goto out;
 	}
-	char lname[256];
-	link_name(f, out.bottleneck_link, lname, sizeof(lname));
-	if (a.json) {
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "algo", tp_algo_name(algo));
-		cJSON_AddNumberToObject(o, "hosts", (double)n);
-		cJSON_AddNumberToObject(o, "bytes", bytes);
-		cJSON_AddNumberToObject(o, "seconds", out.seconds);
-		cJSON_AddNumberToObject(o, "bandwidth_s", out.bandwidth_s);
-		cJSON_AddNumberToObject(o, "latency_s", out.latency_s);
-		cJSON_AddNumberToObject(o, "bottleneck_gbps",
-					out.bottleneck_gbps);
-		cJSON_AddStringToObject(o, "bottleneck_link", lname);
-		if (out.bottleneck_link != TP_ID_NONE)
-			cJSON_AddNumberToObject(o, "bottleneck_link_index",
-						out.bottleneck_link);
-		cJSON_AddNumberToObject(o, "cross_top_bytes",
-					out.cross_top_bytes);
-		char *txt = cJSON_Print(o);
-		cJSON_Delete(o);
-		if (txt)
-			puts(txt);
-		cJSON_free(txt);
-	} else {
-		printf("%s of %.0f bytes over %zu hosts: %.6f s (bandwidth "
-		       "%.6f s, latency %.6f s)\n",
-		       tp_algo_name(algo), bytes, n, out.seconds,
-		       out.bandwidth_s, out.latency_s);
-		printf("bottleneck %.1f Gb/s on %s\n", out.bottleneck_gbps,
-		       lname);
-	}
+	cost_print(f, algo, bytes, n, &out, a.json);
 	rc = TP_EXIT_OK;
 out:
 	tp_hostlist_free(names, n);
