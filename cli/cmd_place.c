@@ -123,6 +123,43 @@ static void place_print_text(const tp_fabric_t *f, const tp_policy_t *policy,
 	tp_free(names);
 }
 
+/* The policy's hosts for request r (text req) on f (from the file fabric)
+ * in state s into *pl, priced; TP_EXIT_OK or the exit code after an
+ * error line (TP_EXIT_FAIL: no fit now). */
+static int place_decide(const tp_fabric_t *f, const char *fabric,
+			const tp_state_t *s, const tp_policy_t *policy,
+			const tp_request_t *r, const char *req, long seed,
+			tp_placement_t *pl)
+{
+	tp_cost_params_t cp;
+	tp_policy_params_t pp;
+	tp_cost_ctx_t *ctx;
+	tp_err_t err;
+
+	if (!tp_fabric_total_gpus(f)) {
+		tp_cli_err("place: %s: the fabric has no GPUs (discover with "
+			   "--gpus-per-host N or node data)",
+			   fabric);
+		return TP_EXIT_INPUT;
+	}
+	tp_cost_params_defaults(&cp);
+	if ((err = tp_cost_ctx_create(f, &cp, &ctx))) {
+		tp_cli_err("place: cost model: %s", tp_strerror(err));
+		return tp_cli_exit_code(err);
+	}
+	tp_policy_params_defaults(&pp);
+	err = tp_place_run(policy, s, r, &pp, ctx, (uint64_t)seed, pl);
+	tp_cost_ctx_destroy(ctx);
+	if (!err)
+		return TP_EXIT_OK;
+	tp_cli_err("place: %s: %s", req,
+		   err == TP_ERR_NOTFOUND
+		       ? "does not fit the free part of the fabric now"
+		   : err == TP_ERR_RANGE ? "can never fit this fabric"
+					 : tp_strerror(err));
+	return err == TP_ERR_NOTFOUND ? TP_EXIT_FAIL : tp_cli_exit_code(err);
+}
+
 int tp_cmd_place(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -141,10 +178,8 @@ int tp_cmd_place(int argc, char **argv)
 	int c, rc = TP_EXIT_INPUT;
 	tp_fabric_t *f = NULL;
 	tp_state_t *s = NULL;
-	tp_cost_ctx_t *ctx = NULL;
 	tp_placement_t pl;
 	tp_request_t r;
-	tp_policy_params_t pp;
 	char *msg = NULL;
 	tp_err_t err;
 
@@ -188,32 +223,8 @@ int tp_cmd_place(int argc, char **argv)
 	if (!(f = tp_cli_load(a.fabric, &rc)) ||
 	    !(s = tp_cli_load_state(f, a.state, &rc)))
 		goto out;
-	if (!tp_fabric_total_gpus(f)) {
-		tp_cli_err("place: %s: the fabric has no GPUs (discover with "
-			   "--gpus-per-host N or node data)",
-			   a.fabric);
-		rc = TP_EXIT_INPUT;
+	if ((rc = place_decide(f, a.fabric, s, policy, &r, req, seed, &pl)))
 		goto out;
-	}
-	tp_cost_params_t cp;
-	tp_cost_params_defaults(&cp);
-	if ((err = tp_cost_ctx_create(f, &cp, &ctx))) {
-		tp_cli_err("place: cost model: %s", tp_strerror(err));
-		rc = tp_cli_exit_code(err);
-		goto out;
-	}
-	tp_policy_params_defaults(&pp);
-	err = tp_place_run(policy, s, &r, &pp, ctx, (uint64_t)seed, &pl);
-	if (err) {
-		tp_cli_err("place: %s: %s", req,
-			   err == TP_ERR_NOTFOUND
-			       ? "does not fit the free part of the fabric now"
-			   : err == TP_ERR_RANGE ? "can never fit this fabric"
-						 : tp_strerror(err));
-		rc = err == TP_ERR_NOTFOUND ? TP_EXIT_FAIL
-					    : tp_cli_exit_code(err);
-		goto out;
-	}
 	if (a.json)
 		place_print_json(f, policy, &pl);
 	else
@@ -221,7 +232,6 @@ int tp_cmd_place(int argc, char **argv)
 	rc = TP_EXIT_OK;
 out:
 	tp_placement_free(&pl);
-	tp_cost_ctx_destroy(ctx);
 	tp_state_destroy(s);
 	tp_fabric_destroy(f);
 	return rc;
@@ -320,6 +330,50 @@ static void cost_print(const tp_fabric_t *f, tp_algo_t algo, double bytes,
 	}
 }
 
+/* The fabric and background files loaded, the named hosts found and the
+ * collective predicted and printed; the exit code. */
+static int cost_run(const tp_cli_args_t *a, const char *bg, char *const *names,
+		    size_t n, int gph, double bytes, tp_algo_t algo)
+{
+	int rc = TP_EXIT_INPUT;
+	tp_fabric_t *f = NULL;
+	tp_state_t *s = NULL;
+	tp_cost_ctx_t *ctx = NULL;
+	uint32_t *hv = NULL;
+	int *gv = NULL;
+	tp_cost_params_t cp;
+	tp_cost_t out;
+	tp_err_t err;
+
+	if (!(f = tp_cli_load(a->fabric, &rc)) ||
+	    !(s = tp_cli_load_state(f, bg, &rc)))
+		goto out;
+	hv = tp_calloc(n, sizeof(*hv));
+	gv = tp_calloc(n, sizeof(*gv));
+	if (!hv || !gv) {
+		rc = TP_EXIT_FAIL;
+		goto out;
+	}
+	if ((rc = cost_hosts(f, a->fabric, names, n, gph, hv, gv)))
+		goto out;
+	tp_cli_cost_params(&cp);
+	if ((err = tp_cost_ctx_create(f, &cp, &ctx)) ||
+	    (err = tp_cost_predict(ctx, s, hv, gv, n, bytes, algo, &out))) {
+		tp_cli_err("cost: %s", tp_strerror(err));
+		rc = tp_cli_exit_code(err);
+		goto out;
+	}
+	cost_print(f, algo, bytes, n, &out, a->json);
+	rc = TP_EXIT_OK;
+out:
+	tp_free(hv);
+	tp_free(gv);
+	tp_cost_ctx_destroy(ctx);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+	return rc;
+}
+
 int tp_cmd_cost(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -338,14 +392,9 @@ int tp_cmd_cost(int argc, char **argv)
 	double bytes = -1;
 	tp_algo_t algo = TP_ALGO_RING;
 	long gph = 0;
-	int c, rc = TP_EXIT_INPUT;
-	tp_fabric_t *f = NULL;
-	tp_state_t *s = NULL;
-	tp_cost_ctx_t *ctx = NULL;
+	int c, rc;
 	char **names = NULL;
 	size_t n = 0;
-	uint32_t *hv = NULL;
-	int *gv = NULL;
 	tp_err_t err;
 
 	optind = 1;
@@ -393,34 +442,7 @@ int tp_cmd_cost(int argc, char **argv)
 			   tp_quote(q, sizeof(q), hosts, 100));
 		return TP_EXIT_INPUT;
 	}
-	if (!(f = tp_cli_load(a.fabric, &rc)) ||
-	    !(s = tp_cli_load_state(f, bg, &rc)))
-		goto out;
-	hv = tp_calloc(n, sizeof(*hv));
-	gv = tp_calloc(n, sizeof(*gv));
-	if (!hv || !gv) {
-		rc = TP_EXIT_FAIL;
-		goto out;
-	}
-	if ((rc = cost_hosts(f, a.fabric, names, n, (int)gph, hv, gv)))
-		goto out;
-	tp_cost_params_t cp;
-	tp_cli_cost_params(&cp);
-	tp_cost_t out;
-	if ((err = tp_cost_ctx_create(f, &cp, &ctx)) ||
-	    (err = tp_cost_predict(ctx, s, hv, gv, n, bytes, algo, &out))) {
-		tp_cli_err("cost: %s", tp_strerror(err));
-		rc = tp_cli_exit_code(err);
-		goto out;
-	}
-	cost_print(f, algo, bytes, n, &out, a.json);
-	rc = TP_EXIT_OK;
-out:
+	rc = cost_run(&a, bg, names, n, (int)gph, bytes, algo);
 	tp_hostlist_free(names, n);
-	tp_free(hv);
-	tp_free(gv);
-	tp_cost_ctx_destroy(ctx);
-	tp_state_destroy(s);
-	tp_fabric_destroy(f);
 	return rc;
 }
