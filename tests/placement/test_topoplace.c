@@ -990,6 +990,47 @@ static void test_only_set_unpriced(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* How far the pricing reaches (topoplace(1)): about 1,536 host-NIC
+ * routes a decision, at least 4 predictions, so on a 2:1 fat tree of 8
+ * leaves of 8 hosts with 8 NICs each (one up-link at half health) a job
+ * of 48 hosts is priced (more allocations than with pricing switched
+ * off) and one of 49 is placed by the structure alone (as many). A host
+ * with a cable down drives fewer NICs, so on the simulator's degraded
+ * default some 49-host sets are priced too. */
+static void test_pricing_reach(void **state)
+{
+	tp_fabric_t *f = tp_test_fat_tree_gen(8, 4, 8, 0, 8, false, 0, 0, 0);
+	tp_cost_ctx_t *ctx = NULL;
+	tp_policy_params_t on, off;
+	tp_state_t *s;
+	size_t n, up = SIZE_MAX;
+
+	(void)state;
+	assert_non_null(f);
+	assert_non_null(s = tp_state_create(f));
+	assert_int_equal(tp_cost_ctx_create(f, NULL, &ctx), TP_OK);
+	for (size_t l = 0; l < tp_fabric_nlinks(f) && up == SIZE_MAX; l++)
+		if (tp_fabric_link(f, l)->kind[0] == TP_NODE_SWITCH &&
+		    tp_fabric_link(f, l)->kind[1] == TP_NODE_SWITCH)
+			up = l;
+	assert_true(up != SIZE_MAX);
+	assert_int_equal(tp_state_set_link(s, (uint32_t)up, 0.5, 0), TP_OK);
+	tp_policy_params_defaults(&on); /* the simulator's budget */
+	off = on;
+	off.price_budget = 0;
+	tp_request_t r = req(48, 0, 0, true);
+	assert_true(allocs_of(s, &r, &on, ctx, &n) >
+		    allocs_of(s, &r, &off, ctx, &n));
+	assert_int_equal(n, 48);
+	r = req(49, 0, 0, true);
+	assert_int_equal(allocs_of(s, &r, &on, ctx, &n),
+			 allocs_of(s, &r, &off, ctx, &n));
+	assert_int_equal(n, 49);
+	tp_state_destroy(s);
+	tp_cost_ctx_destroy(ctx);
+	tp_fabric_destroy(f);
+}
+
 /* Not found when it does not fit now; never a partial answer. */
 static void test_no_fit(void **state)
 {
@@ -1101,6 +1142,7 @@ int main(void)
 	    cmocka_unit_test(test_nvl72_split_priced),
 	    cmocka_unit_test(test_invariants),
 	    cmocka_unit_test(test_only_set_unpriced),
+	    cmocka_unit_test(test_pricing_reach),
 	    cmocka_unit_test(test_no_fit),
 	    cmocka_unit_test(test_timing),
 	};
