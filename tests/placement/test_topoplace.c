@@ -939,6 +939,19 @@ static size_t allocs_of(const tp_state_t *s, const tp_request_t *r,
 	return nallocs;
 }
 
+/* The first switch-to-switch link of f at half health in s. */
+static void half_uplink(const tp_fabric_t *f, tp_state_t *s)
+{
+	size_t up = SIZE_MAX;
+
+	for (size_t l = 0; l < tp_fabric_nlinks(f) && up == SIZE_MAX; l++)
+		if (tp_fabric_link(f, l)->kind[0] == TP_NODE_SWITCH &&
+		    tp_fabric_link(f, l)->kind[1] == TP_NODE_SWITCH)
+			up = l;
+	assert_true(up != SIZE_MAX);
+	assert_int_equal(tp_state_set_link(s, (uint32_t)up, 0.5, 0), TP_OK);
+}
+
 /* A job that needs every host that can take it has one answer: it is not
  * priced (the slurmctld bench's 8-node jobs on 8 nodes), while one host
  * fewer on the same links is (more allocations than with pricing
@@ -950,7 +963,7 @@ static void test_only_set_unpriced(void **state)
 	tp_cost_ctx_t *ctx = NULL;
 	tp_policy_params_t on, off;
 	tp_state_t *s = tp_state_create(f);
-	size_t n, up = SIZE_MAX;
+	size_t n;
 
 	(void)state;
 	assert_non_null(s);
@@ -959,12 +972,7 @@ static void test_only_set_unpriced(void **state)
 	on.price_budget = 8; /* slurmctld's */
 	off = on;
 	off.price_budget = 0;
-	for (size_t l = 0; l < tp_fabric_nlinks(f) && up == SIZE_MAX; l++)
-		if (tp_fabric_link(f, l)->kind[0] == TP_NODE_SWITCH &&
-		    tp_fabric_link(f, l)->kind[1] == TP_NODE_SWITCH)
-			up = l;
-	assert_true(up != SIZE_MAX);
-	assert_int_equal(tp_state_set_link(s, (uint32_t)up, 0.5, 0), TP_OK);
+	half_uplink(f, s);
 
 	/* 7 of 8 idle hosts: several sets, priced */
 	tp_request_t r = req(7, 0, 0, true);
@@ -1003,18 +1011,13 @@ static void test_pricing_reach(void **state)
 	tp_cost_ctx_t *ctx = NULL;
 	tp_policy_params_t on, off;
 	tp_state_t *s;
-	size_t n, up = SIZE_MAX;
+	size_t n;
 
 	(void)state;
 	assert_non_null(f);
 	assert_non_null(s = tp_state_create(f));
 	assert_int_equal(tp_cost_ctx_create(f, NULL, &ctx), TP_OK);
-	for (size_t l = 0; l < tp_fabric_nlinks(f) && up == SIZE_MAX; l++)
-		if (tp_fabric_link(f, l)->kind[0] == TP_NODE_SWITCH &&
-		    tp_fabric_link(f, l)->kind[1] == TP_NODE_SWITCH)
-			up = l;
-	assert_true(up != SIZE_MAX);
-	assert_int_equal(tp_state_set_link(s, (uint32_t)up, 0.5, 0), TP_OK);
+	half_uplink(f, s);
 	tp_policy_params_defaults(&on); /* the simulator's budget */
 	off = on;
 	off.price_budget = 0;
