@@ -29,9 +29,9 @@ void tp_cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int tp_cli_exit_code(tp_err_t err);
 /* Load a fabric JSON, printing the one-line error; NULL on failure. */
 tp_fabric_t *tp_cli_load(const char *path, int *rc_p);
-/* Hosts a ring runs slower through than through the best-cabled one
- * (fewer live cables or a slower one: tp_state_host_cables); SIZE_MAX
- * on NOMEM. */
+/* Hosts a ring runs slower through than through the best-cabled one on
+ * the fabric's own link health (tp_state_weak_hosts); SIZE_MAX on
+ * NOMEM. */
 size_t tp_cli_weak_hosts(const tp_fabric_t *f);
 /* Cost model defaults, pricing the collective library as it will run in
  * this environment: TOPOPLACE_COLL_SHM=0 (no host segment) makes the

@@ -77,15 +77,8 @@ void tp_cli_cost_params(tp_cost_params_t *p)
 size_t tp_cli_weak_hosts(const tp_fabric_t *f)
 {
 	tp_state_t *s = tp_state_create(f);
-	size_t n = 0;
+	size_t n = s ? tp_state_weak_hosts(s) : SIZE_MAX;
 
-	if (!s)
-		return SIZE_MAX;
-	for (size_t h = 0; h < tp_fabric_nhosts(f); h++) {
-		bool weak = false;
-		tp_state_host_cables(s, (uint32_t)h, NULL, &weak);
-		n += weak;
-	}
 	tp_state_destroy(s);
 	return n;
 }

@@ -344,6 +344,15 @@ size_t tp_state_host_cables(const tp_state_t *s, uint32_t host,
 	return s->hlive[host];
 }
 
+size_t tp_state_weak_hosts(const tp_state_t *s)
+{
+	size_t n = 0;
+
+	for (uint32_t h = 0; s && h < tp_fabric_nhosts(s->f); h++)
+		n += tp__state_weak(s, h);
+	return n;
+}
+
 tp_err_t tp_state_set_host_up(tp_state_t *s, uint32_t host, bool up)
 {
 	if (!s)

@@ -57,6 +57,9 @@ tp_err_t tp_state_set_host_up(tp_state_t *s, uint32_t host, bool up);
  * nothing set for a host out of range. */
 size_t tp_state_host_cables(const tp_state_t *s, uint32_t host,
 			    double *ring_gbps_p, bool *weak_p);
+/* Hosts whose *weak_p above is true: the weakly cabled hosts a ring runs
+ * slower through (0 for NULL). */
+size_t tp_state_weak_hosts(const tp_state_t *s);
 /* Fraction of a link's capacity still working (1 = healthy, 0.5 = half
  * its lanes or a bad cable), and other jobs' traffic on it in Gb/s, the
  * same in each direction (links are full duplex; the state keeps the two

@@ -221,15 +221,11 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 	/* what bounds the slowdown: hosts a ring runs slower through, and
 	 * the share of GPU time that needs rings across hosts */
 	tp_state_t *s0 = tp_state_create(f);
-	size_t nweak = 0, nh = tp_fabric_nhosts(f);
+	size_t nweak, nh = tp_fabric_nhosts(f);
 	double multi_gs = 0, all_gs = 0;
 	if (!s0)
 		return 1;
-	for (size_t h = 0; h < nh; h++) {
-		bool weak = false;
-		tp_state_host_cables(s0, (uint32_t)h, NULL, &weak);
-		nweak += weak;
-	}
+	nweak = tp_state_weak_hosts(s0);
 	tp_state_destroy(s0);
 	/* topoplace's ratio per seed, for comparing two builds seed by seed */
 	double *per = calloc((size_t)seeds, sizeof(double));
