@@ -237,6 +237,8 @@ static void test_state_cables(void **unused)
 			 0);
 	assert_int_equal(tp_state_host_cables(NULL, h0, &ring, &weak), 0);
 	assert_int_equal(count_weak(s, nh), 1);
+	assert_int_equal(tp_state_weak_hosts(s), 1);
+	assert_int_equal(tp_state_weak_hosts(NULL), 0);
 	assert_false(tp__state_cut_off(s, h0));
 	/* background traffic is no cable fault */
 	assert_int_equal(tp_state_set_link(s, b[0], 1, 300), TP_OK);
