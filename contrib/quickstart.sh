@@ -3,7 +3,7 @@
 # build it, and run the main job on built-in data: simulate every placement
 # policy on the built-in fabric (a 2:1 fat tree of 8 leaves x 8 hosts x 8
 # GPUs, one NIC per GPU, 5% of cables degraded) with a synthetic
-# LLM-cluster trace over 8 seeds, one row per policy. Arguments go to
+# LLM-cluster trace over 16 seeds, one row per policy. Arguments go to
 # `topoplace simulate` (see its --help).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)

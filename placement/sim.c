@@ -110,7 +110,8 @@ typedef struct sim {
 	double *loadsum;   /* per directed link: their summed average Gb/s */
 	double *lbytes;	   /* nres zeroes: one routing's bytes per link */
 	uint32_t *touched; /* the directed links it has bytes on */
-	tp_ideal_cache_t ideal; /* ideal time per request shape */
+	tp_ideal_cache_t own_ideal; /* a run's own cache of ... */
+	tp_ideal_cache_t *ideal;    /* ideal time per request shape */
 	/* where slowdowns come from (tp_sim_result_t.comm_static_mean,
 	 * comm_free_best_mean, tp_sim_opts_t.sources): sums over nstatic
 	 * multi-node jobs, and scratch (per host: fb_mine; need hosts:
@@ -548,7 +549,7 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 	double bytes = tp_request_bytes(&r);
 	memset(&pl, 0, sizeof(pl));
 	err = tp_place_run_cached(m->policy, m->s, &r, m->pp, m->ctx,
-				  m->seed + j, &m->ideal, &pl);
+				  m->seed + j, m->ideal, &pl);
 	if (err == TP_ERR_NOTFOUND)
 		return TP_OK;
 	if (err == TP_ERR_RANGE) {
@@ -871,6 +872,7 @@ tp_err_t tp_sim_run_opts(const tp_fabric_t *f, const tp_trace_t *t,
 		   .sources = opts && opts->sources,
 		   .hold_slowdown = opts ? opts->hold_slowdown : 0,
 		   .hold_s = opts ? opts->hold_s : 0,
+		   .ideal = opts ? opts->ideal : NULL,
 		   .first_unplaceable = SIZE_MAX};
 	size_t next = 0, n;
 	tp_err_t err = TP_ERR_NOMEM;
@@ -879,6 +881,8 @@ tp_err_t tp_sim_run_opts(const tp_fabric_t *f, const tp_trace_t *t,
 	    m.hold_slowdown < 0 || m.hold_s < 0 || isnan(m.hold_slowdown) ||
 	    isnan(m.hold_s))
 		return TP_ERR_INVAL;
+	if (!m.ideal)
+		m.ideal = &m.own_ideal;
 	m.total_gpus = tp_fabric_total_gpus(f);
 	for (size_t h = 0; h < tp_fabric_nhosts(f); h++)
 		if ((int)tp_fabric_host(f, h)->ngpus > m.max_host_gpus)
@@ -1035,7 +1039,7 @@ out:
 	for (size_t i = 0; i < m.nheap; i++)
 		running_free(&m.heap[i]);
 	tp_state_destroy(m.s);
-	tp__ideal_cache_free(&m.ideal);
+	tp__ideal_cache_free(&m.own_ideal);
 	tp_free(m.fb_mine);
 	tp_free(m.held_since);
 	tp_free(m.fb_free);

@@ -578,6 +578,12 @@ typedef struct tp_sim_opts {
 	 * it takes what it is offered. EASY backfill goes on around it as
 	 * around any blocked head. 0 in either: off. */
 	double hold_slowdown, hold_s;
+	/* The ideal time of each request shape (NULL: a cache of the run's
+	 * own). It depends on the fabric, the cost context and the policy
+	 * parameters, never on the policy, seed or trace, so runs that
+	 * share those three may share one cache (not at once: it is not
+	 * locked) and price each shape once instead of once a run. */
+	tp_ideal_cache_t *ideal;
 } tp_sim_opts_t;
 
 /* tp_sim_run with options (NULL: none). */

@@ -218,6 +218,10 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 	tp_policy_params_defaults(&pp);
 	if (tp_cost_ctx_create(f, &cp, &ctx))
 		return 1;
+	/* one fabric, cost context and parameters: its runs share one cache
+	 * of ideal times (NULL, out of memory: each run keeps its own) */
+	tp_sim_opts_t so = sim_opts, ho = hold_opts;
+	so.ideal = ho.ideal = tp_ideal_cache_create();
 	/* what bounds the slowdown: hosts a ring runs slower through, and
 	 * the share of GPU time that needs rings across hosts */
 	tp_state_t *s0 = tp_state_create(f);
@@ -256,7 +260,7 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 			if (runs(i) &&
 			    tp_sim_run_opts(f, &tr, tp_policy_find(pn), &pp,
 					    i < NPOL ? ctx : NULL, (uint64_t)sd,
-					    i ? &sim_opts : &hold_opts,
+					    i ? &so : &ho,
 					    &res[i])) {
 				fprintf(stderr, "bench_sim: %s failed\n", pn);
 				free(per);
@@ -353,6 +357,7 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 		fprintf(js, "%s%.4f", k ? ", " : "", per[k]);
 	fprintf(js, "]},\n");
 	free(per);
+	tp_ideal_cache_destroy(so.ideal);
 	tp_cost_ctx_destroy(ctx);
 	return 0;
 }

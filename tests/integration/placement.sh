@@ -70,14 +70,14 @@ for p in topoplace slurm-tree slurm-linear first-fit random; do
 		"$tmp/sim.json" >/dev/null && ok "simulate metrics for $p" || bad "simulate metrics for $p"
 done
 grep -q '<polyline' "$tmp/sim.svg" && ok "simulate svg" || bad "simulate svg"
-jq -e '(.baseline == "slurm-tree") and (.seeds | length == 8) and (.seeds[0] == 3)
+jq -e '(.baseline == "slurm-tree") and (.seeds | length == 16) and (.seeds[0] == 3)
 	and (.policies["slurm-tree"].verdict == "baseline")
 	and (.policies.topoplace.jct_ratio_mean > 0) and (.policies.topoplace.jct_ratio_se >= 0)
 	and (.policies.topoplace.verdict | IN("better", "worse", "tie"))
 	and (.policies.topoplace.by_size | length == 4)
-	and (.policies.topoplace.per_seed | length == 8)
+	and (.policies.topoplace.per_seed | length == 16)
 	and (.policies.topoplace.mean.mean_jct_s > 0)' "$tmp/sim.json" >/dev/null &&
-	ok "simulate: 8 seeds, baseline, ratio +- se, by size" || bad "simulate seeds JSON"
+	ok "simulate: 16 seeds, baseline, ratio +- se, by size" || bad "simulate seeds JSON"
 expect 0 "simulate --seeds 2 --baseline first-fit" $T simulate --fabric "$tmp/ft.json" --synthetic llm --jobs 100 --seeds 2 --baseline first-fit --policies topoplace --json
 jq -e '(.baseline == "first-fit") and (.seeds == [1, 2]) and (.policies | has("first-fit"))' "$tmp/out" >/dev/null &&
 	ok "simulate: the baseline joins the policies" || bad "simulate --baseline: $(head -c 300 "$tmp/out")"

@@ -483,6 +483,66 @@ static void test_slowdown_sources(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* A cache of ideal times shared by runs of every policy and two traces on
+ * one fabric (tp_sim_opts_t.ideal, as simulate's threads keep one) gives
+ * each run the result it gets with a cache of its own, and holds each
+ * shape once: the reference never depends on the policy or the trace. */
+static void test_shared_ideal(void **state)
+{
+	static const char *const pols[] = {"topoplace", "slurm-tree",
+					   "first-fit", "random"};
+	tp_fabric_t *f = tp_test_fat_tree_deg(4, 2, 4, 4, true, 0.1, 5);
+	tp_sim_opts_t o = {.ideal = tp_ideal_cache_create()};
+	tp_cost_ctx_t *c = NULL;
+	double shape[256][4];
+	size_t nshape = 0;
+
+	(void)state;
+	assert_non_null(o.ideal);
+	assert_int_equal(tp_cost_ctx_create(f, NULL, &c), TP_OK);
+	for (uint64_t seed = 1; seed <= 2; seed++) {
+		tp_trace_t t;
+		llm_trace(f, 300, 8, seed, &t);
+		for (size_t i = 0; i < sizeof(pols) / sizeof(pols[0]); i++) {
+			tp_sim_result_t a, b;
+			const tp_policy_t *p = tp_policy_find(pols[i]);
+			assert_int_equal(tp_sim_run(f, &t, p, NULL, c, seed, &a),
+					 TP_OK);
+			assert_int_equal(
+			    tp_sim_run_opts(f, &t, p, NULL, c, seed, &o, &b),
+			    TP_OK);
+			assert_true(a.multi_node_jobs > 10);
+			assert_same_result(&a, &b);
+			tp_sim_result_free(&a);
+			tp_sim_result_free(&b);
+		}
+		/* one entry a request shape of the traces so far, however
+		 * many policies ran them */
+		for (size_t j = 0; j < t.njobs; j++) {
+			const tp_job_spec_t *js = &t.jobs[j];
+			bool seen = false;
+			for (size_t k = 0; k < nshape && !seen; k++)
+				seen = shape[k][0] == js->nodes &&
+				       shape[k][1] == js->gpus_per_node &&
+				       shape[k][2] == js->gpus &&
+				       shape[k][3] == js->bytes;
+			if (!seen) {
+				assert_true(nshape < 256);
+				shape[nshape][0] = js->nodes;
+				shape[nshape][1] = js->gpus_per_node;
+				shape[nshape][2] = js->gpus;
+				shape[nshape++][3] = js->bytes;
+			}
+		}
+		assert_true(tp_ideal_cache_size(o.ideal) > 0);
+		assert_true(tp_ideal_cache_size(o.ideal) <= nshape);
+		tp_trace_free(&t);
+	}
+	tp_ideal_cache_destroy(o.ideal);
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
 /* Useful GPU time never exceeds the time held. A placement the cost
  * model prices below the reference set (the fastest known on the idle
  * fabric) runs shorter than its ideal run time, and its useful share is
@@ -866,6 +926,7 @@ int main(void)
 	    cmocka_unit_test(test_useful_capped),
 	    cmocka_unit_test(test_hold),
 	    cmocka_unit_test(test_hold_bound),
+	    cmocka_unit_test(test_shared_ideal),
 	    cmocka_unit_test(test_csv_trace),
 	    cmocka_unit_test(test_csv_errors),
 	    cmocka_unit_test(test_csv_row_limit),
