@@ -31,7 +31,7 @@ static const char usage[] =
     "                          --synthetic NAME --jobs N --seed S --load L]\n"
     "                          [--seeds N] [--policies a,b,...] [--baseline "
     "P]\n"
-    "                          [--json] [--svg FILE]\n"
+    "                          [--price-budget N] [--json] [--svg FILE]\n"
     "\n"
     "Replay a job trace under each policy (FCFS + EASY backfill; a job's run\n"
     "time stretches with its predicted all-reduce time on the hosts it got\n"
@@ -75,6 +75,11 @@ static const char usage[] =
     "  --baseline P       policy the ratios are against (default slurm-tree;\n"
     "                     slurm-block, Slurm's topology/block on the NVLink\n"
     "                     domains, when the fabric has multi-node ones)\n"
+    "  --price-budget N   predictions the topoplace policy may spend a\n"
+    "                     decision pricing candidate sets (default 96, and at\n"
+    "                     most 1,536 host-NIC routes; slurmctld's PriceBudget\n"
+    "                     in topoplace.conf defaults to 8: give 8 to simulate\n"
+    "                     what the daemon does; 0: the structure alone)\n"
     "  --json             metrics per policy as JSON (means, per seed, "
     "ratios)\n"
     "  --svg FILE         utilisation, slowdowns and fragmentation (first "
@@ -310,6 +315,7 @@ typedef struct sims {
 	const tp_fabric_t *f;
 	const tp_cost_ctx_t *ctx;
 	const tp_policy_params_t *pp;
+	double price_budget; /* pp's, for the report */
 	tp_trace_t *traces; /* [seed] */
 	run_t *runs;	    /* [seed * npol + policy] */
 	size_t nseeds, npol;
@@ -632,6 +638,7 @@ static void print_json(const sims_t *S, size_t b, double *x,
 		    seeds, cJSON_CreateNumber((double)S->seed0 + (double)s));
 	cJSON_AddStringToObject(o, "baseline",
 				tp_policy_name(S->runs[b].policy));
+	cJSON_AddNumberToObject(o, "price_budget", S->price_budget);
 	pol = cJSON_AddObjectToObject(o, "policies");
 	for (size_t p = 0; p < S->npol; p++) {
 		/* the first seed's full metrics, then means and ratios */
@@ -733,6 +740,7 @@ typedef struct sim_args {
 	const char *trace, *synth, *svg, *basename;
 	char *plist; /* owned */
 	long njobs, seed, nseeds;
+	long price_budget; /* -1: the policy parameters' default */
 	double load;
 } sim_args_t;
 
@@ -750,6 +758,7 @@ static bool sim_options(int argc, char **argv, sim_args_t *o, int *rc)
 	    {"load", required_argument, NULL, 'l'},
 	    {"policies", required_argument, NULL, 'p'},
 	    {"baseline", required_argument, NULL, 'b'},
+	    {"price-budget", required_argument, NULL, 'B'},
 	    {"json", no_argument, NULL, TP_CLI_OPT_JSON},
 	    {"svg", required_argument, NULL, 'g'},
 	    {"help", no_argument, NULL, 'h'},
@@ -792,6 +801,10 @@ static bool sim_options(int argc, char **argv, sim_args_t *o, int *rc)
 			break;
 		case 'b':
 			o->basename = optarg;
+			break;
+		case 'B':
+			ok = tp_cli_int("--price-budget", optarg, 0, 1000,
+					&o->price_budget);
 			break;
 		case 'g':
 			o->svg = optarg;
@@ -924,9 +937,10 @@ static void sim_report(const sim_args_t *o, const tp_fabric_t *f,
 		printf(", %zu weakly cabled (a ring runs at its weakest host's "
 		       "pace)",
 		       weak);
-	printf("\ntrace %s: %zu jobs; seeds %ld-%ld; baseline %s\n\n", tname,
-	       S->traces[0].njobs, o->seed, o->seed + o->nseeds - 1,
-	       tp_policy_name(base));
+	printf("\ntrace %s: %zu jobs; seeds %ld-%ld; baseline %s; topoplace "
+	       "prices up to %.0f sets a decision\n\n",
+	       tname, S->traces[0].njobs, o->seed, o->seed + o->nseeds - 1,
+	       tp_policy_name(base), S->price_budget);
 	print_table(S, b, x);
 }
 
@@ -949,6 +963,9 @@ static int sim_run(const sim_args_t *o, tp_fabric_t *f, sims_t *S,
 		return tp_cli_exit_code(err);
 	}
 	tp_policy_params_defaults(&pp);
+	if (o->price_budget >= 0)
+		pp.price_budget = (double)o->price_budget;
+	S->price_budget = pp.price_budget;
 	S->f = f;
 	S->ctx = ctx;
 	S->pp = &pp;
@@ -981,6 +998,7 @@ int tp_cmd_simulate(int argc, char **argv)
 			.njobs = 2000,
 			.seed = 1,
 			.nseeds = -1,
+			.price_budget = -1,
 			.load = 0.9};
 	int rc = TP_EXIT_INPUT;
 	tp_fabric_t *f = NULL;

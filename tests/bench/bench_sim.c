@@ -73,6 +73,8 @@ static int first_seed = 1;
 /* --sources: where each multi-node job's slowdown comes from; --hold:
  * topoplace's runs only (hold_opts) */
 static tp_sim_opts_t sim_opts, hold_opts;
+/* --price-budget: topoplace's predictions a decision (-1: the default) */
+static double price_budget = -1;
 
 static bool runs(int i)
 {
@@ -216,6 +218,8 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 	memset(a, 0, sizeof(a));
 	tp_cost_params_defaults(&cp);
 	tp_policy_params_defaults(&pp);
+	if (price_budget >= 0)
+		pp.price_budget = price_budget;
 	if (tp_cost_ctx_create(f, &cp, &ctx))
 		return 1;
 	/* one fabric, cost context and parameters: its runs share one cache
@@ -366,6 +370,7 @@ static const char usage[] =
     "usage: bench_sim [JOBS] [--no-speed] [--seeds=N] [--first-seed=S]\n"
     "                 [--only=default|ft-2to1-deg16|nvl72-8] [--quick]\n"
     "                 [--sources] [--hold=SLOWDOWN@SECONDS]\n"
+    "                 [--price-budget=N]\n"
     "  JOBS           jobs per quality run (default 2000)\n"
     "  --no-speed     skip the 10,000-job speed run\n"
     "  --seeds=N      seeds per fabric (default 16)\n"
@@ -378,7 +383,10 @@ static const char usage[] =
     "  --hold=X@S     a what-if for topoplace's runs, not what slurmctld\n"
     "                 does: a multi-node job offered hosts priced slower\n"
     "                 than X times its ideal waits up to S seconds for\n"
-    "                 a better set, then takes what it is offered\n";
+    "                 a better set, then takes what it is offered\n"
+    "  --price-budget=N  predictions topoplace may spend a decision\n"
+    "                 (default 96, the policy's; slurmctld's PriceBudget\n"
+    "                 defaults to 8)\n";
 
 int main(int argc, char **argv)
 {
@@ -412,7 +420,18 @@ int main(int argc, char **argv)
 			hold_opts.hold_slowdown = x;
 			hold_opts.hold_s = w;
 		}
-		else if (!strncmp(argv[i], "--only=", 7))
+		else if (!strncmp(argv[i], "--price-budget=", 15)) {
+			char *end;
+			double b = strtod(argv[i] + 15, &end);
+			if (*end || !(b >= 0 && b <= 1000)) {
+				fprintf(stderr,
+					"bench_sim: --price-budget=N (0..1000): "
+					"%s\n",
+					argv[i]);
+				return 2;
+			}
+			price_budget = b;
+		} else if (!strncmp(argv[i], "--only=", 7))
 			only = argv[i] + 7;
 		else if (!strncmp(argv[i], "--seeds=", 8))
 			seeds = atoi(argv[i] + 8) > 0 ? atoi(argv[i] + 8) : 1;

@@ -70,7 +70,7 @@ for p in topoplace slurm-tree slurm-linear first-fit random; do
 		"$tmp/sim.json" >/dev/null && ok "simulate metrics for $p" || bad "simulate metrics for $p"
 done
 grep -q '<polyline' "$tmp/sim.svg" && ok "simulate svg" || bad "simulate svg"
-jq -e '(.baseline == "slurm-tree") and (.seeds | length == 16) and (.seeds[0] == 3)
+jq -e '(.baseline == "slurm-tree") and (.seeds | length == 16) and (.seeds[0] == 3) and (.price_budget == 96)
 	and (.policies["slurm-tree"].verdict == "baseline")
 	and (.policies.topoplace.jct_ratio_mean > 0) and (.policies.topoplace.jct_ratio_se >= 0)
 	and (.policies.topoplace.verdict | IN("better", "worse", "tie"))
@@ -81,6 +81,12 @@ jq -e '(.baseline == "slurm-tree") and (.seeds | length == 16) and (.seeds[0] ==
 expect 0 "simulate --seeds 2 --baseline first-fit" $T simulate --fabric "$tmp/ft.json" --synthetic llm --jobs 100 --seeds 2 --baseline first-fit --policies topoplace --json
 jq -e '(.baseline == "first-fit") and (.seeds == [1, 2]) and (.policies | has("first-fit"))' "$tmp/out" >/dev/null &&
 	ok "simulate: the baseline joins the policies" || bad "simulate --baseline: $(head -c 300 "$tmp/out")"
+expect 0 "simulate --price-budget 8" $T simulate --fabric "$tmp/ft.json" --synthetic llm --jobs 100 --seeds 1 --policies topoplace --price-budget 8 --json
+jq -e '(.price_budget == 8) and (.policies.topoplace.mean_jct_s > 0)' "$tmp/out" >/dev/null &&
+	ok "simulate: the price budget as asked" || bad "simulate --price-budget: $(head -c 300 "$tmp/out")"
+expect 2 "simulate --price-budget out of range" $T simulate --fabric "$tmp/ft.json" --price-budget 1001
+grep -q -- "--price-budget: expected an integer 0..1000, got '1001'" "$tmp/err" && ok "bad price budget named" ||
+	bad "bad price budget: $(cat "$tmp/err")"
 expect 2 "simulate unknown baseline" $T simulate --fabric "$tmp/ft.json" --baseline nope
 grep -q "unknown baseline 'nope'" "$tmp/err" && ok "unknown baseline named" || bad "unknown baseline: $(cat "$tmp/err")"
 jeq "$tmp/sim.json" '.baseline' slurm-tree "fat tree: baseline slurm-tree"
