@@ -937,10 +937,14 @@ static void sim_report(const sim_args_t *o, const tp_fabric_t *f,
 		printf(", %zu weakly cabled (a ring runs at its weakest host's "
 		       "pace)",
 		       weak);
-	printf("\ntrace %s: %zu jobs; seeds %ld-%ld; baseline %s; topoplace "
-	       "prices up to %.0f sets a decision\n\n",
-	       tname, S->traces[0].njobs, o->seed, o->seed + o->nseeds - 1,
-	       tp_policy_name(base), S->price_budget);
+	printf("\ntrace %s: %zu jobs; seeds %ld-%ld; baseline %s", tname,
+	       S->traces[0].njobs, o->seed, o->seed + o->nseeds - 1,
+	       tp_policy_name(base));
+	for (size_t p = 0; p < S->npol; p++)
+		if (!strcmp(tp_policy_name(S->runs[p].policy), "topoplace"))
+			printf("; topoplace prices up to %.0f sets a decision",
+			       S->price_budget);
+	printf("\n\n");
 	print_table(S, b, x);
 }
 
