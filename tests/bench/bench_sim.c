@@ -40,6 +40,9 @@
  * hosts are priced slower than X times its ideal waits up to S seconds
  * for a better set; the figures say what the comm-slowdown goal costs in
  * utilisation and in the JCT of each size class.
+ * The seeds of a fabric run on as many threads as CPUs and are added up
+ * in seed order: the figures are the same on any machine, only the time
+ * changes.
  * --first-seed=S runs seeds S .. S+N-1 (default 1), so one seed's figures
  * can be looked at alone (on nvl72-8, seed 4's ratio of 0.40 carried the
  * mean of the 16 before priced candidates were kept from cutting more
@@ -48,10 +51,12 @@
 #include "config.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tp_placement.h"
 
@@ -200,6 +205,85 @@ static void agg_done(agg_t *a)
 	a->best_sum = a->multi ? a->best_sum / (double)a->multi : 0;
 }
 
+/* One seed's trace and runs (res[i]: policies[i]; res[NPOL]: the
+ * bound), filled by a worker; failed: the policy whose run failed. */
+typedef struct seed_run {
+	tp_trace_t tr;
+	tp_sim_result_t res[NPOL + 1];
+	const char *failed;
+} seed_run_t;
+
+/* The seeds of one fabric, shared by the workers (next under lock). */
+typedef struct seeds {
+	const tp_fabric_t *f;
+	size_t jobs;
+	int gph, base, n, next;
+	const tp_policy_params_t *pp;
+	const tp_cost_ctx_t *ctx;
+	seed_run_t *sr;
+	pthread_mutex_t lock;
+} seeds_t;
+
+/* Seeds one after another until none is left. Each thread keeps its own
+ * cache of ideal times (the cache is not locked); the runs are
+ * deterministic, so the figures do not depend on which thread ran what. */
+static void *seed_worker(void *arg)
+{
+	seeds_t *q = arg;
+	tp_sim_opts_t so = sim_opts, ho = hold_opts;
+
+	so.ideal = ho.ideal = tp_ideal_cache_create();
+	for (;;) {
+		pthread_mutex_lock(&q->lock);
+		int k = q->next++;
+		pthread_mutex_unlock(&q->lock);
+		if (k >= q->n)
+			break;
+		seed_run_t *r = &q->sr[k];
+		uint64_t sd = (uint64_t)(first_seed + k);
+		if (tp_trace_synthetic("llm", q->jobs, sd,
+				       (int)tp_fabric_total_gpus(q->f), q->gph,
+				       0.9, &r->tr)) {
+			r->failed = "the trace";
+			continue;
+		}
+		for (int i = 0; i <= NPOL && !r->failed; i++) {
+			/* NPOL: the baseline on a network that never slows a
+			 * job (no cost context): the bound placement works in
+			 */
+			const char *pn = policies[i < NPOL ? i : q->base];
+			if (runs(i) &&
+			    tp_sim_run_opts(q->f, &r->tr, tp_policy_find(pn),
+					    q->pp, i < NPOL ? q->ctx : NULL, sd,
+					    i ? &so : &ho, &r->res[i]))
+				r->failed = pn;
+		}
+	}
+	tp_ideal_cache_destroy(so.ideal);
+	return NULL;
+}
+
+/* Every seed of q, on as many threads as CPUs (at most 16). */
+static void seeds_run(seeds_t *q)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t nthr = ncpu > 1 ? (size_t)ncpu : 1, started = 0;
+	pthread_t thr[16];
+
+	if (nthr > 16)
+		nthr = 16;
+	if (nthr > (size_t)q->n)
+		nthr = (size_t)q->n;
+	pthread_mutex_init(&q->lock, NULL);
+	for (size_t i = 1; i < nthr; i++)
+		if (!pthread_create(&thr[started], NULL, seed_worker, q))
+			started++;
+	seed_worker(q);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(thr[i], NULL);
+	pthread_mutex_destroy(&q->lock);
+}
+
 /* base: the baseline's index in policies[] (1: slurm-tree's slot, which
  * the caller may point at slurm-block). */
 static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
@@ -222,10 +306,6 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 		pp.price_budget = price_budget;
 	if (tp_cost_ctx_create(f, &cp, &ctx))
 		return 1;
-	/* one fabric, cost context and parameters: its runs share one cache
-	 * of ideal times (NULL, out of memory: each run keeps its own) */
-	tp_sim_opts_t so = sim_opts, ho = hold_opts;
-	so.ideal = ho.ideal = tp_ideal_cache_create();
 	/* what bounds the slowdown: hosts a ring runs slower through, and
 	 * the share of GPU time that needs rings across hosts */
 	tp_state_t *s0 = tp_state_create(f);
@@ -237,56 +317,52 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 	tp_state_destroy(s0);
 	/* topoplace's ratio per seed, for comparing two builds seed by seed */
 	double *per = calloc((size_t)seeds, sizeof(double));
-	if (!per)
+	seeds_t q = {.f = f,
+		     .jobs = jobs,
+		     .gph = gph,
+		     .pp = &pp,
+		     .ctx = ctx,
+		     .base = base,
+		     .n = seeds,
+		     .sr = calloc((size_t)seeds, sizeof(seed_run_t))};
+	if (!per || !q.sr)
 		return 1;
-	for (int sd = first_seed; sd < first_seed + seeds; sd++) {
-		tp_trace_t tr;
-		if (tp_trace_synthetic("llm", jobs, (uint64_t)sd,
-				       (int)tp_fabric_total_gpus(f), gph, 0.9,
-				       &tr)) {
-			free(per);
+	seeds_run(&q);
+	/* in seed order, as one thread would have added them up */
+	for (int k = 0; k < seeds; k++) {
+		seed_run_t *r = &q.sr[k];
+		tp_sim_result_t *res = r->res;
+		if (r->failed) {
+			fprintf(stderr, "bench_sim: %s failed (seed %d)\n",
+				r->failed, first_seed + k);
 			return 1;
 		}
-		for (size_t j = 0; j < tr.njobs; j++) {
-			double gs = tr.jobs[j].gpus * tr.jobs[j].run_s;
+		for (size_t j = 0; j < r->tr.njobs; j++) {
+			double gs = r->tr.jobs[j].gpus * r->tr.jobs[j].run_s;
 			all_gs += gs;
-			multi_gs += tr.jobs[j].nodes > 1 || tr.jobs[j].gpus > gph
+			multi_gs += r->tr.jobs[j].nodes > 1 ||
+					    r->tr.jobs[j].gpus > gph
 					? gs
 					: 0;
 		}
-		tp_sim_result_t res[NPOL + 1];
-		for (int i = 0; i <= NPOL; i++) {
-			/* NPOL: the baseline on a network that never slows a
-			 * job (no cost context): the bound placement works in
-			 */
-			const char *pn = policies[i < NPOL ? i : base];
-			memset(&res[i], 0, sizeof(res[i]));
-			if (runs(i) &&
-			    tp_sim_run_opts(f, &tr, tp_policy_find(pn), &pp,
-					    i < NPOL ? ctx : NULL, (uint64_t)sd,
-					    i ? &so : &ho,
-					    &res[i])) {
-				fprintf(stderr, "bench_sim: %s failed\n", pn);
-				free(per);
-				return 1;
-			}
+		for (int i = 0; i <= NPOL; i++)
 			agg_add(&a[i], &res[i]);
-		}
 		for (int i = 0; i <= NPOL; i++) {
-			double q =
+			double x =
 			    res[base].mean_jct_s > 0
 				? res[i].mean_jct_s / res[base].mean_jct_s
 				: 1;
-			a[i].ratio += q;
-			a[i].ratio2 += q * q;
+			a[i].ratio += x;
+			a[i].ratio2 += x * x;
 			if (!i)
-				per[sd - first_seed] = q;
+				per[k] = x;
 			agg_ratio(&a[i], &res[i], &res[base]);
 		}
 		for (int i = 0; i <= NPOL; i++)
 			tp_sim_result_free(&res[i]);
-		tp_trace_free(&tr);
+		tp_trace_free(&r->tr);
 	}
+	free(q.sr);
 	agg_done(&a[NPOL]);
 	printf("%-13s fabric: %zu of %zu hosts weakly cabled (a cable down or "
 	       "slower than the best host's: a ring through one runs at its "
@@ -361,7 +437,6 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 		fprintf(js, "%s%.4f", k ? ", " : "", per[k]);
 	fprintf(js, "]},\n");
 	free(per);
-	tp_ideal_cache_destroy(so.ideal);
 	tp_cost_ctx_destroy(ctx);
 	return 0;
 }
