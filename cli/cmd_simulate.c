@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "tp_placement.h"
@@ -362,21 +361,8 @@ static void *sim_worker(void *arg)
 /* Every (seed, policy) simulation, on up to as many threads as CPUs. */
 static tp_err_t sims_run(sims_t *S)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t nthr = ncpu > 1 ? (size_t)ncpu : 1, started = 0;
-	pthread_t thr[16];
-
-	if (nthr > 16)
-		nthr = 16;
-	if (nthr > S->nseeds * S->npol)
-		nthr = S->nseeds * S->npol;
 	pthread_mutex_init(&S->lock, NULL);
-	for (size_t i = 1; i < nthr; i++)
-		if (!pthread_create(&thr[started], NULL, sim_worker, S))
-			started++;
-	sim_worker(S);
-	for (size_t i = 0; i < started; i++)
-		pthread_join(thr[i], NULL);
+	tp_threads_run(sim_worker, S, S->nseeds * S->npol);
 	pthread_mutex_destroy(&S->lock);
 	return S->err;
 }

@@ -240,6 +240,15 @@ typedef tp_err_t (*tp_child_fn_t)(void *arg, tp_strbuf_t *out);
 tp_err_t tp_child_run(tp_child_fn_t fn, void *arg, unsigned limit_ms,
 		      tp_strbuf_t *out, int *sig_p);
 
+/* Most threads tp_threads_run starts. */
+#define TP_THREADS_MAX 16
+/* Run fn(arg) on up to max threads at once (no more than the CPUs online
+ * and TP_THREADS_MAX, at least one), the calling thread one of them, and
+ * return when every one has returned: fn takes its work from arg under
+ * its own lock until none is left. A thread that cannot be started is
+ * left out (the others do its share). Returns how many ran fn. */
+size_t tp_threads_run(void *(*fn)(void *), void *arg, size_t max);
+
 /* Make an error or warning line one line: control bytes (newlines, escapes,
  * DEL) that came from the input become '?', in place; NULL is a no-op.
  * Returns s. Every reader's detail string goes through it. */

@@ -56,8 +56,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
+#include "tp_common.h"
 #include "tp_placement.h"
 
 static double now(void)
@@ -263,24 +263,11 @@ static void *seed_worker(void *arg)
 	return NULL;
 }
 
-/* Every seed of q, on as many threads as CPUs (at most 16). */
+/* Every seed of q, on as many threads as CPUs. */
 static void seeds_run(seeds_t *q)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t nthr = ncpu > 1 ? (size_t)ncpu : 1, started = 0;
-	pthread_t thr[16];
-
-	if (nthr > 16)
-		nthr = 16;
-	if (nthr > (size_t)q->n)
-		nthr = (size_t)q->n;
 	pthread_mutex_init(&q->lock, NULL);
-	for (size_t i = 1; i < nthr; i++)
-		if (!pthread_create(&thr[started], NULL, seed_worker, q))
-			started++;
-	seed_worker(q);
-	for (size_t i = 0; i < started; i++)
-		pthread_join(thr[i], NULL);
+	tp_threads_run(seed_worker, q, (size_t)q->n);
 	pthread_mutex_destroy(&q->lock);
 }
 

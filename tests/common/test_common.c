@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -821,6 +822,56 @@ static void test_child_run(void **state)
 	assert_null(sb.buf);
 }
 
+/* Work for test_threads_run: items taken under a lock, each marked by the
+ * thread that took it. */
+typedef struct items {
+	pthread_mutex_t lock;
+	size_t next, n;
+	int done[64];
+	pthread_t who[64];
+} items_t;
+
+static void *take_items(void *arg)
+{
+	items_t *it = arg;
+
+	for (;;) {
+		pthread_mutex_lock(&it->lock);
+		size_t k = it->next++;
+		pthread_mutex_unlock(&it->lock);
+		if (k >= it->n)
+			return NULL;
+		it->done[k]++;
+		it->who[k] = pthread_self();
+	}
+}
+
+/* Every item once, whatever the thread count; max 1 runs on the caller
+ * alone; never more threads than CPUs, TP_THREADS_MAX or max. */
+static void test_threads_run(void **state)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t cap = ncpu > 1 ? (size_t)ncpu : 1;
+
+	(void)state;
+	if (cap > TP_THREADS_MAX)
+		cap = TP_THREADS_MAX;
+	for (size_t max = 1; max <= 20; max += 19) {
+		items_t it = {.n = 64};
+		pthread_mutex_init(&it.lock, NULL);
+		size_t ran = tp_threads_run(take_items, &it, max);
+		pthread_mutex_destroy(&it.lock);
+		assert_true(ran >= 1);
+		assert_true(ran <= (max < cap ? max : cap));
+		for (size_t k = 0; k < it.n; k++) {
+			assert_int_equal(it.done[k], 1);
+			if (max == 1)
+				assert_true(pthread_equal(it.who[k],
+							  pthread_self()));
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -848,6 +899,7 @@ int main(void)
 	    cmocka_unit_test(test_sort),
 	    cmocka_unit_test(test_sort_nomem),
 	    cmocka_unit_test(test_child_run),
+	    cmocka_unit_test(test_threads_run),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
