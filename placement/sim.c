@@ -857,6 +857,171 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 	return tp_sim_run_opts(f, t, policy, pp, ctx, seed, NULL, out);
 }
 
+/* m's arrays for a trace of n jobs; false when out of memory (what was
+ * allocated is freed by sim_free). */
+static bool sim_alloc(sim_t *m, size_t n)
+{
+	m->s = tp_state_create(m->f);
+	m->heap = tp_malloc(n * sizeof(running_t));
+	m->queue = tp_malloc(n * sizeof(size_t));
+	m->wait = tp_malloc(n * sizeof(double));
+	m->jct = tp_malloc(n * sizeof(double));
+	m->slow = tp_malloc(n * sizeof(double));
+	m->decide = tp_malloc(n * sizeof(double));
+	m->nres = 2 * tp_fabric_nlinks(m->f);
+	m->scratch = tp_calloc(m->nres + 1, sizeof(double));
+	m->bgcnt = tp_calloc(m->nres + 1, sizeof(uint32_t));
+	m->loadsum = tp_calloc(m->nres + 1, sizeof(double));
+	m->mark = tp_calloc(m->nres + 1, sizeof(uint32_t));
+	m->lbytes = tp_calloc(m->nres + 1, sizeof(double));
+	m->touched = tp_malloc((m->nres + 1) * sizeof(uint32_t));
+	if (m->hold_slowdown > 0 && m->hold_s > 0) {
+		if (!(m->held_since = tp_malloc(n * sizeof(double))))
+			return false;
+		for (size_t i = 0; i < n; i++)
+			m->held_since[i] = NAN;
+	}
+	return m->s && m->heap && m->queue && m->wait && m->jct && m->slow &&
+	       m->decide && m->scratch && m->bgcnt && m->loadsum && m->mark &&
+	       m->lbytes && m->touched;
+}
+
+static void sim_free(sim_t *m)
+{
+	for (size_t i = 0; i < m->nheap; i++)
+		running_free(&m->heap[i]);
+	tp_state_destroy(m->s);
+	tp__ideal_cache_free(&m->own_ideal);
+	tp_free(m->fb_mine);
+	tp_free(m->held_since);
+	tp_free(m->fb_free);
+	tp_free(m->fb_set);
+	tp_free(m->fb_gpus);
+	tp_free(m->scratch);
+	tp_free(m->bgcnt);
+	tp_free(m->loadsum);
+	tp_free(m->mark);
+	tp_free(m->lbytes);
+	tp_free(m->touched);
+	tp_free(m->heap);
+	tp_free(m->queue);
+	tp_free(m->wait);
+	tp_free(m->jct);
+	tp_free(m->slow);
+	tp_free(m->decide);
+	tp_free(m->samples);
+}
+
+/* The jobs that end by now: their figures, their load off the links
+ * (re-rating the jobs that shared them) and their hosts back. */
+static tp_err_t end_jobs(sim_t *m, double now)
+{
+	while (m->nheap && m->heap[0].end <= now) {
+		running_t r = heap_pop(m);
+		const tp_job_spec_t *js = &m->t->jobs[r.job];
+		int cls = job_class(m, js);
+		tp_err_t err;
+		m->jct[m->nended++] = r.end - js->submit_s;
+		m->class_jct[cls] += r.end - js->submit_s;
+		m->class_wait[cls] += r.start - js->submit_s;
+		m->class_ideal[cls] += js->run_s;
+		m->class_n[cls]++;
+		/* the work it came for: its ideal run time, but never more
+		 * than it held (a placement the cost model prices below the
+		 * ideal one) */
+		m->useful_gpu_s += r.gpus * fmin(js->run_s, r.end - r.start);
+		load_remove(m, &r);
+		err = rerate_sharing(m, r.load, r.nload, r.job, now);
+		running_free(&r);
+		if (err || (err = tp_state_release(m->s, r.job + 1)))
+			return err;
+		m->changed = true;
+	}
+	return TP_OK;
+}
+
+/* The jobs submitted by now into the queue, from *next_p on. */
+static void admit_jobs(sim_t *m, size_t *next_p, double now)
+{
+	const tp_trace_t *t = m->t;
+
+	while (*next_p < t->njobs && t->jobs[*next_p].submit_s <= now) {
+		/* a job bigger than the fabric would block FCFS forever */
+		if (job_need(m, &t->jobs[*next_p]) > (int)m->total_gpus) {
+			drop(m, *next_p);
+		} else {
+			m->queue[m->nqueue++] = *next_p;
+			m->changed = true;
+		}
+		(*next_p)++;
+	}
+}
+
+/* The finished run's figures into *out (which takes the slowdowns and
+ * the samples from m). */
+static void sim_results(sim_t *m, tp_sim_result_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->policy = tp_policy_name(m->policy);
+	out->jobs = m->nstarted;
+	out->multi_node_jobs = m->nslow;
+	out->unplaceable = m->unplaceable;
+	out->first_unplaceable = m->first_unplaceable;
+	out->makespan_s = m->last_t - m->first_t;
+	out->useful_util = out->makespan_s > 0
+			       ? m->useful_gpu_s /
+				     ((double)m->total_gpus * out->makespan_s)
+			       : 0;
+	out->gpu_util = out->makespan_s > 0
+			    ? m->busy_gpu_s /
+				  ((double)m->total_gpus * out->makespan_s)
+			    : 0;
+	out->mean_wait_s = mean(m->wait, m->nstarted);
+	out->p50_wait_s = pct(m->wait, m->nstarted, 0.5);
+	out->p95_wait_s = pct(m->wait, m->nstarted, 0.95);
+	out->mean_jct_s = mean(m->jct, m->nended);
+	out->p50_jct_s = pct(m->jct, m->nended, 0.5);
+	out->p95_jct_s = pct(m->jct, m->nended, 0.95);
+	out->rerated = m->rerated;
+	out->held_jobs = m->held;
+	out->comm_slowdown_mean = m->nslow ? mean(m->slow, m->nslow) : 1.0;
+	out->comm_static_mean =
+	    m->nstatic ? m->static_sum / (double)m->nstatic : 0;
+	out->comm_free_best_mean =
+	    m->nstatic ? m->best_sum / (double)m->nstatic : 0;
+	out->min_span_fraction =
+	    m->nslow ? (double)m->at_min / (double)m->nslow : 1.0;
+	out->min_span_empty_fraction =
+	    m->nslow ? (double)m->at_min_empty / (double)m->nslow : 1.0;
+	out->cross_spine_bytes = m->cross;
+	out->frag_time_mean =
+	    out->makespan_s > 0 ? m->frag_int / out->makespan_s : 0;
+	for (int c = 0; c < TP_SIM_NCLASSES; c++) {
+		out->class_jobs[c] = m->class_n[c];
+		double k = m->class_n[c] ? (double)m->class_n[c] : 1;
+		out->class_jct_mean_s[c] = m->class_jct[c] / k;
+		out->class_wait_mean_s[c] = m->class_wait[c] / k;
+		out->class_run_mean_s[c] =
+		    (m->class_jct[c] - m->class_wait[c]) / k;
+		out->class_ideal_run_mean_s[c] = m->class_ideal[c] / k;
+		if (out->makespan_s > 0) {
+			out->class_head_short[c] =
+			    m->head_t[c][1] / out->makespan_s;
+			out->class_head_shape[c] =
+			    m->head_t[c][2] / out->makespan_s;
+		}
+	}
+	out->decision_p99_s = pct(m->decide, m->ndecide, 0.99);
+	/* slowdowns: keep a sorted copy for plots; p95 sorts in place */
+	out->comm_slowdown_p95 =
+	    m->nslow ? pct(m->slow, m->nslow, 0.95) : 1.0;
+	out->slowdowns = m->slow;
+	m->slow = NULL;
+	out->samples = m->samples;
+	out->nsamples = m->nsamples;
+	m->samples = NULL;
+}
+
 tp_err_t tp_sim_run_opts(const tp_fabric_t *f, const tp_trace_t *t,
 			 const tp_policy_t *policy,
 			 const tp_policy_params_t *pp, const tp_cost_ctx_t *ctx,
@@ -889,29 +1054,7 @@ tp_err_t tp_sim_run_opts(const tp_fabric_t *f, const tp_trace_t *t,
 			m.max_host_gpus = (int)tp_fabric_host(f, h)->ngpus;
 	if (!m.total_gpus)
 		return TP_ERR_INVAL;
-	m.s = tp_state_create(f);
-	m.heap = tp_malloc(n * sizeof(running_t));
-	m.queue = tp_malloc(n * sizeof(size_t));
-	m.wait = tp_malloc(n * sizeof(double));
-	m.jct = tp_malloc(n * sizeof(double));
-	m.slow = tp_malloc(n * sizeof(double));
-	m.decide = tp_malloc(n * sizeof(double));
-	m.nres = 2 * tp_fabric_nlinks(f);
-	m.scratch = tp_calloc(m.nres + 1, sizeof(double));
-	m.bgcnt = tp_calloc(m.nres + 1, sizeof(uint32_t));
-	m.loadsum = tp_calloc(m.nres + 1, sizeof(double));
-	m.mark = tp_calloc(m.nres + 1, sizeof(uint32_t));
-	m.lbytes = tp_calloc(m.nres + 1, sizeof(double));
-	m.touched = tp_malloc((m.nres + 1) * sizeof(uint32_t));
-	if (m.hold_slowdown > 0 && m.hold_s > 0) {
-		if (!(m.held_since = tp_malloc(n * sizeof(double))))
-			goto out;
-		for (size_t i = 0; i < n; i++)
-			m.held_since[i] = NAN;
-	}
-	if (!m.s || !m.heap || !m.queue || !m.wait || !m.jct || !m.slow ||
-	    !m.decide || !m.scratch || !m.bgcnt || !m.loadsum || !m.mark ||
-	    !m.lbytes || !m.touched)
+	if (!sim_alloc(&m, n))
 		goto out;
 	m.first_t = m.last_t = t->jobs[0].submit_s;
 
@@ -931,38 +1074,9 @@ tp_err_t tp_sim_run_opts(const tp_fabric_t *f, const tp_trace_t *t,
 			m.changed = true; /* a held job may start */
 		}
 		advance(&m, now);
-		while (m.nheap && m.heap[0].end <= now) {
-			running_t r = heap_pop(&m);
-			const tp_job_spec_t *js = &t->jobs[r.job];
-			int cls = job_class(&m, js);
-			m.jct[m.nended++] = r.end - js->submit_s;
-			m.class_jct[cls] += r.end - js->submit_s;
-			m.class_wait[cls] += r.start - js->submit_s;
-			m.class_ideal[cls] += js->run_s;
-			m.class_n[cls]++;
-			/* the work it came for: its ideal run time, but never
-			 * more than it held (a placement the cost model prices
-			 * below the ideal one) */
-			m.useful_gpu_s +=
-			    r.gpus * fmin(js->run_s, r.end - r.start);
-			load_remove(&m, &r);
-			err = rerate_sharing(&m, r.load, r.nload, r.job, now);
-			running_free(&r);
-			if (err || (err = tp_state_release(m.s, r.job + 1)))
-				goto out;
-			m.changed = true;
-		}
-		while (next < n && t->jobs[next].submit_s <= now) {
-			/* a job bigger than the fabric would block FCFS forever
-			 */
-			if (job_need(&m, &t->jobs[next]) > (int)m.total_gpus) {
-				drop(&m, next);
-			} else {
-				m.queue[m.nqueue++] = next;
-				m.changed = true;
-			}
-			next++;
-		}
+		if ((err = end_jobs(&m, now)))
+			goto out;
+		admit_jobs(&m, &next, now);
 		if ((err = schedule(&m, now)))
 			goto out;
 		/* a head job no policy can ever place (e.g. more whole hosts of
@@ -976,87 +1090,9 @@ tp_err_t tp_sim_run_opts(const tp_fabric_t *f, const tp_trace_t *t,
 		head_note(&m);
 	}
 	thin_samples(&m);
-	memset(out, 0, sizeof(*out));
-	out->policy = tp_policy_name(policy);
-	out->jobs = m.nstarted;
-	out->multi_node_jobs = m.nslow;
-	out->unplaceable = m.unplaceable;
-	out->first_unplaceable = m.first_unplaceable;
-	out->makespan_s = m.last_t - m.first_t;
-	out->useful_util =
-	    out->makespan_s > 0
-		? m.useful_gpu_s / ((double)m.total_gpus * out->makespan_s)
-		: 0;
-	out->gpu_util =
-	    out->makespan_s > 0
-		? m.busy_gpu_s / ((double)m.total_gpus * out->makespan_s)
-		: 0;
-	out->mean_wait_s = mean(m.wait, m.nstarted);
-	out->p50_wait_s = pct(m.wait, m.nstarted, 0.5);
-	out->p95_wait_s = pct(m.wait, m.nstarted, 0.95);
-	out->mean_jct_s = mean(m.jct, m.nended);
-	out->p50_jct_s = pct(m.jct, m.nended, 0.5);
-	out->p95_jct_s = pct(m.jct, m.nended, 0.95);
-	out->rerated = m.rerated;
-	out->held_jobs = m.held;
-	out->comm_slowdown_mean = m.nslow ? mean(m.slow, m.nslow) : 1.0;
-	out->comm_static_mean =
-	    m.nstatic ? m.static_sum / (double)m.nstatic : 0;
-	out->comm_free_best_mean =
-	    m.nstatic ? m.best_sum / (double)m.nstatic : 0;
-	out->min_span_fraction =
-	    m.nslow ? (double)m.at_min / (double)m.nslow : 1.0;
-	out->min_span_empty_fraction =
-	    m.nslow ? (double)m.at_min_empty / (double)m.nslow : 1.0;
-	out->cross_spine_bytes = m.cross;
-	out->frag_time_mean =
-	    out->makespan_s > 0 ? m.frag_int / out->makespan_s : 0;
-	for (int c = 0; c < TP_SIM_NCLASSES; c++) {
-		out->class_jobs[c] = m.class_n[c];
-		double k = m.class_n[c] ? (double)m.class_n[c] : 1;
-		out->class_jct_mean_s[c] = m.class_jct[c] / k;
-		out->class_wait_mean_s[c] = m.class_wait[c] / k;
-		out->class_run_mean_s[c] =
-		    (m.class_jct[c] - m.class_wait[c]) / k;
-		out->class_ideal_run_mean_s[c] = m.class_ideal[c] / k;
-		if (out->makespan_s > 0) {
-			out->class_head_short[c] =
-			    m.head_t[c][1] / out->makespan_s;
-			out->class_head_shape[c] =
-			    m.head_t[c][2] / out->makespan_s;
-		}
-	}
-	out->decision_p99_s = pct(m.decide, m.ndecide, 0.99);
-	/* slowdowns: keep a sorted copy for plots; p95 sorts in place */
-	out->comm_slowdown_p95 = m.nslow ? pct(m.slow, m.nslow, 0.95) : 1.0;
-	out->slowdowns = m.slow;
-	m.slow = NULL;
-	out->samples = m.samples;
-	out->nsamples = m.nsamples;
-	m.samples = NULL;
+	sim_results(&m, out);
 	err = TP_OK;
 out:
-	for (size_t i = 0; i < m.nheap; i++)
-		running_free(&m.heap[i]);
-	tp_state_destroy(m.s);
-	tp__ideal_cache_free(&m.own_ideal);
-	tp_free(m.fb_mine);
-	tp_free(m.held_since);
-	tp_free(m.fb_free);
-	tp_free(m.fb_set);
-	tp_free(m.fb_gpus);
-	tp_free(m.scratch);
-	tp_free(m.bgcnt);
-	tp_free(m.loadsum);
-	tp_free(m.mark);
-	tp_free(m.lbytes);
-	tp_free(m.touched);
-	tp_free(m.heap);
-	tp_free(m.queue);
-	tp_free(m.wait);
-	tp_free(m.jct);
-	tp_free(m.slow);
-	tp_free(m.decide);
-	tp_free(m.samples);
+	sim_free(&m);
 	return err;
 }
