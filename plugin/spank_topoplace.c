@@ -580,184 +580,210 @@ static long msec_since(const struct timespec *t0)
 	       (t1.tv_nsec - t0->tv_nsec) / 1000000L;
 }
 
-/* Everything up to the first setenv may fail (one log line, nothing set);
- * the environment is only touched once the plan file is in place. The
- * ranks and values are runtime/'s (tp_plan_step_env): this adapter only
- * reads Slurm's items and sets what it returns. */
-static void step_start(spank_t sp, bool verbose)
-{
-	uint32_t jobid = 0, stepid = 0, nodeid = 0, ntasks = 0, nnodes = 0;
+/* One step start's inputs and what it builds, freed by step_free(). */
+typedef struct step {
+	uint32_t jobid, stepid, nodeid, ntasks, nnodes;
 	uid_t uid;
 	gid_t gid;
-	char *nodelist = NULL, *tpn = NULL, *json = NULL, *msg = NULL;
-	char **names = NULL, why[512] = "", path[4096], kept[256] = "";
-	char q[420];
-	const char *fabric_path = args.fabric, *me;
-	char *conf_fabric = NULL;
-	size_t n = 0;
-	uint32_t *counts = NULL;
+	char *nodelist, *tpn; /* SLURM_STEP_NODELIST, _TASKS_PER_NODE */
+	char **names;	      /* the step's hosts, n of them */
+	size_t n;
+	uint32_t *counts; /* tasks per host */
+	const char *me;	  /* names[nodeid] */
 	tp_pconf_t conf;
-	tp_fabric_t *f = NULL;
-	tp_plan_t *plan = NULL;
-	tp_step_in_t in;
-	tp_step_env_t env = {0};
-	tp_hca_map_t *hcas = NULL;
-	char *topo = NULL;
-	struct timespec t0;
+	char *conf_fabric; /* FabricFile resolved beside the conf */
+	tp_fabric_t *f;
+	tp_plan_t *plan;
+	tp_hca_map_t *hcas;
+	char *topo, *json, *msg;
+	tp_step_env_t env;
+	char why[512], path[4096];
+} step_t;
+
+static void step_free(step_t *st)
+{
+	tp_step_env_free(&st->env);
+	tp_hca_map_destroy(st->hcas);
+	tp_free(st->topo);
+	tp_free(st->json);
+	tp_free(st->msg);
+	tp_plan_destroy(st->plan);
+	tp_fabric_destroy(st->f);
+	tp_pconf_free(&st->conf);
+	tp_free(st->conf_fabric);
+	tp_free(st->counts);
+	free(st->tpn);
+	free(st->nodelist);
+	if (st->names)
+		tp_hostlist_free(st->names, st->n);
+}
+
+/* The step's hosts and tasks per host from the client's environment,
+ * held to Slurm's own node count; false with st->why. */
+static bool step_hosts(spank_t sp, step_t *st)
+{
+	char q[420];
 	tp_err_t err;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	memset(&conf, 0, sizeof(conf));
-	if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_NODEID, &nodeid) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) !=
-		ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
-		slurm_error("%s: job items not available: environment "
-			    "unchanged",
-			    PLUGIN);
-		return;
-	}
-	if (stepid > MAX_NORMAL_STEP_ID)
-		return; /* batch, extern, interactive: see the notes */
-
-	if (!(nodelist = getenv_dup(sp, "SLURM_STEP_NODELIST"))) {
-		snprintf(why, sizeof(why), "no SLURM_STEP_NODELIST");
-		goto fail;
+	if (!(st->nodelist = getenv_dup(sp, "SLURM_STEP_NODELIST"))) {
+		snprintf(st->why, sizeof(st->why), "no SLURM_STEP_NODELIST");
+		return false;
 	}
 	/* the list is the client's: count it (bounded, nothing built) and
 	 * hold it to Slurm's own node count before expanding it */
-	if (spank_get_item(sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS)
-		nnodes = 0;
-	if ((err = tp_hostlist_count(nodelist, &n)) || !n || nodeid >= n ||
-	    (nnodes && n > nnodes)) {
-		snprintf(why, sizeof(why),
+	if (spank_get_item(sp, S_JOB_NNODES, &st->nnodes) != ESPANK_SUCCESS)
+		st->nnodes = 0;
+	if ((err = tp_hostlist_count(st->nodelist, &st->n)) || !st->n ||
+	    st->nodeid >= st->n || (st->nnodes && st->n > st->nnodes)) {
+		snprintf(st->why, sizeof(st->why),
 			 "SLURM_STEP_NODELIST \"%s\": %s (node id %u of %u)",
-			 tp_quote(q, sizeof(q), nodelist, 200),
-			 err	      ? tp_strerror(err)
-			 : n > nnodes ? "more hosts than the step's nodes"
-				      : "too short",
-			 nodeid, nnodes);
-		goto fail;
+			 tp_quote(q, sizeof(q), st->nodelist, 200),
+			 err		      ? tp_strerror(err)
+			 : st->n > st->nnodes ? "more hosts than the step's nodes"
+					      : "too short",
+			 st->nodeid, st->nnodes);
+		return false;
 	}
-	if ((err = tp_hostlist_expand(nodelist, &names, &n))) {
-		snprintf(why, sizeof(why), "SLURM_STEP_NODELIST: %s",
+	if ((err = tp_hostlist_expand(st->nodelist, &st->names, &st->n))) {
+		snprintf(st->why, sizeof(st->why), "SLURM_STEP_NODELIST: %s",
 			 tp_strerror(err));
-		goto fail;
+		return false;
 	}
-	me = names[nodeid];
-	if (!(counts = tp_calloc(n, sizeof(*counts))) ||
-	    !(tpn = getenv_dup(sp, "SLURM_STEP_TASKS_PER_NODE")) ||
-	    tp_step_tasks_parse(tpn, counts, n)) {
-		snprintf(why, sizeof(why),
+	st->me = st->names[st->nodeid];
+	if (!(st->counts = tp_calloc(st->n, sizeof(*st->counts))) ||
+	    !(st->tpn = getenv_dup(sp, "SLURM_STEP_TASKS_PER_NODE")) ||
+	    tp_step_tasks_parse(st->tpn, st->counts, st->n)) {
+		snprintf(st->why, sizeof(st->why),
 			 "SLURM_STEP_TASKS_PER_NODE \"%s\" does not cover "
 			 "%zu hosts",
-			 tp_quote(q, sizeof(q), tpn, 100), n);
-		goto fail;
+			 tp_quote(q, sizeof(q), st->tpn, 100), st->n);
+		return false;
 	}
+	return true;
+}
+
+/* The fabric: the plugin's fabric= file, or the conf's FabricFile (a
+ * relative one beside the conf, as slurmctld reads it: slurmstepd's
+ * working directory is not that); false with st->why. */
+static bool step_fabric(step_t *st)
+{
+	const char *path = args.fabric;
+	tp_err_t err;
 
 	if (args.conf) {
-		if ((err = tp_pconf_load(args.conf, &conf, &msg))) {
-			snprintf(why, sizeof(why), "%s",
-				 msg ? msg : tp_strerror(err));
-			goto fail;
+		if ((err = tp_pconf_load(args.conf, &st->conf, &st->msg))) {
+			snprintf(st->why, sizeof(st->why), "%s",
+				 st->msg ? st->msg : tp_strerror(err));
+			return false;
 		}
-		if (!conf.fabric_file) {
-			snprintf(why, sizeof(why), "%s: no FabricFile",
+		if (!st->conf.fabric_file) {
+			snprintf(st->why, sizeof(st->why), "%s: no FabricFile",
 				 args.conf);
-			goto fail;
+			return false;
 		}
-		/* a relative FabricFile lies beside the conf, as slurmctld
-		 * reads it: slurmstepd's working directory is not that */
-		if (!(fabric_path = conf_fabric =
-			  tp_pconf_path(args.conf, conf.fabric_file))) {
-			snprintf(why, sizeof(why), "%s: out of memory",
-				 args.conf);
-			goto fail;
+		if (!(path = st->conf_fabric =
+			  tp_pconf_path(args.conf, st->conf.fabric_file))) {
+			snprintf(st->why, sizeof(st->why),
+				 "%s: out of memory", args.conf);
+			return false;
 		}
 	}
-	if ((err = tp_fabric_load_json_regular(fabric_path, &f, &msg))) {
-		if (msg) /* names the file */
-			snprintf(why, sizeof(why), "fabric %s", msg);
+	if ((err = tp_fabric_load_json_regular(path, &st->f, &st->msg))) {
+		if (st->msg) /* names the file */
+			snprintf(st->why, sizeof(st->why), "fabric %s",
+				 st->msg);
 		else
-			snprintf(why, sizeof(why), "fabric %s: %s", fabric_path,
-				 tp_strerror(err));
-		goto fail;
+			snprintf(st->why, sizeof(st->why), "fabric %s: %s",
+				 path, tp_strerror(err));
+		return false;
 	}
-	if ((err = tp_plan_build_step(f, (const char *const *)names, n, counts,
-				      &plan, &msg))) {
+	return true;
+}
+
+/* The plan, this node's environment and the plan file written; false
+ * with st->why. */
+static bool step_plan(step_t *st)
+{
+	char q[420];
+	tp_step_in_t in;
+	tp_err_t err;
+
+	if ((err = tp_plan_build_step(st->f, (const char *const *)st->names,
+				      st->n, st->counts, &st->plan,
+				      &st->msg))) {
 		/* the list is the client's: a line break in it (a hostlist
 		 * separator) must not start a line of slurmd's log; 240
 		 * bytes of it leave room for the reason */
-		snprintf(why, sizeof(why), "plan for \"%s\": %s",
-			 tp_quote(q, 240, nodelist, 200),
-			 msg ? msg : tp_strerror(err));
-		goto fail;
+		snprintf(st->why, sizeof(st->why), "plan for \"%s\": %s",
+			 tp_quote(q, 240, st->nodelist, 200),
+			 st->msg ? st->msg : tp_strerror(err));
+		return false;
 	}
-	snprintf(path, sizeof(path), "%s/job%u/plan-step%u.json", basedir(),
-		 jobid, stepid);
-	if ((err = tp_hca_map_read(f, me, sysfs_root(), &hcas))) {
-		snprintf(why, sizeof(why), "%s/class/infiniband: %s",
+	snprintf(st->path, sizeof(st->path), "%s/job%u/plan-step%u.json",
+		 basedir(), st->jobid, st->stepid);
+	if ((err = tp_hca_map_read(st->f, st->me, sysfs_root(), &st->hcas))) {
+		snprintf(st->why, sizeof(st->why), "%s/class/infiniband: %s",
 			 sysfs_root(), tp_strerror(err));
-		goto fail;
+		return false;
 	}
-	topo = nccl_topo_file(me, hcas);
+	st->topo = nccl_topo_file(st->me, st->hcas);
 	in = (tp_step_in_t){
-	    .hosts = (const char *const *)names,
-	    .tasks = counts,
-	    .n = n,
-	    .node_id = nodeid,
-	    .ntasks = ntasks,
-	    .fabric_rails = tp_fabric_rails(f),
-	    .plan_path = path,
-	    .topo_file = topo,
-	    .hca_map = hcas,
+	    .hosts = (const char *const *)st->names,
+	    .tasks = st->counts,
+	    .n = st->n,
+	    .node_id = st->nodeid,
+	    .ntasks = st->ntasks,
+	    .fabric_rails = tp_fabric_rails(st->f),
+	    .plan_path = st->path,
+	    .topo_file = st->topo,
+	    .hca_map = st->hcas,
 	};
 	/* the plan holds all the rest needs: the fabric is the largest
 	 * thing a step start holds, so it goes before the plan's text */
-	tp_fabric_destroy(f);
-	f = NULL;
-	if ((err = tp_plan_step_env(plan, &in, &env, &msg))) {
+	tp_fabric_destroy(st->f);
+	st->f = NULL;
+	if ((err = tp_plan_step_env(st->plan, &in, &st->env, &st->msg))) {
 		if (err == TP_ERR_RANGE)
-			snprintf(why, sizeof(why),
-				 "SLURM_STEP_TASKS_PER_NODE '%.100s': %s", tpn,
-				 msg ? msg : tp_strerror(err));
+			snprintf(st->why, sizeof(st->why),
+				 "SLURM_STEP_TASKS_PER_NODE '%.100s': %s",
+				 st->tpn, st->msg ? st->msg : tp_strerror(err));
 		else
-			snprintf(why, sizeof(why), "%s",
-				 msg ? msg : tp_strerror(err));
-		goto fail;
+			snprintf(st->why, sizeof(st->why), "%s",
+				 st->msg ? st->msg : tp_strerror(err));
+		return false;
 	}
-	if (env.hcas_unmapped)
+	if (st->env.hcas_unmapped)
 		slurm_info(
 		    "%s: job %u step %u: none of %s's HCAs in the "
 		    "fabric (by node GUID) is under %s/class/infiniband: "
 		    "NCCL_IB_HCA and NCCL_TOPO_FILE not set",
-		    PLUGIN, jobid, stepid, me, sysfs_root());
-	if ((err = tp_plan_to_json(plan, &json))) {
-		snprintf(why, sizeof(why), "plan JSON: %s", tp_strerror(err));
-		goto fail;
+		    PLUGIN, st->jobid, st->stepid, st->me, sysfs_root());
+	if ((err = tp_plan_to_json(st->plan, &st->json))) {
+		snprintf(st->why, sizeof(st->why), "plan JSON: %s",
+			 tp_strerror(err));
+		return false;
 	}
-	if (!write_plan(jobid, stepid, uid, gid, json, path, sizeof(path), why,
-			sizeof(why)))
-		goto fail;
-	cur.wrote = true;
-	cur.jobid = jobid;
-	cur.stepid = stepid;
+	return write_plan(st->jobid, st->stepid, st->uid, st->gid, st->json,
+			  st->path, sizeof(st->path), st->why,
+			  sizeof(st->why));
+}
 
-	/* ---- from here on: set, never fail ---- */
-	for (size_t i = 0; i < env.nvars; i++) {
-		if (env_has(sp, env.vars[i].name)) {
+/* Set what the plan gives this node, never overwriting what the job set
+ * itself (listed in one log line); cannot fail. */
+static void step_setenv(spank_t sp, step_t *st)
+{
+	char kept[256] = "";
+
+	for (size_t i = 0; i < st->env.nvars; i++) {
+		const tp_step_var_t *v = &st->env.vars[i];
+		if (env_has(sp, v->name)) {
 			size_t l = strlen(kept);
 			snprintf(kept + l, sizeof(kept) - l, "%s%s",
-				 l ? "," : "", env.vars[i].name);
+				 l ? "," : "", v->name);
 			continue;
 		}
-		if (spank_setenv(sp, env.vars[i].name, env.vars[i].value, 1) !=
-		    ESPANK_SUCCESS)
-			slurm_debug("%s: setenv %s failed", PLUGIN,
-				    env.vars[i].name);
+		if (spank_setenv(sp, v->name, v->value, 1) != ESPANK_SUCCESS)
+			slurm_debug("%s: setenv %s failed", PLUGIN, v->name);
 	}
 	cur.keep_rank = env_has(sp, "TOPOPLACE_RANK");
 	cur.keep_local = env_has(sp, "TOPOPLACE_LOCAL_RANK");
@@ -772,43 +798,63 @@ static void step_start(spank_t sp, bool verbose)
 	}
 	if (kept[0])
 		slurm_info("%s: job %u step %u: kept the job's own %s", PLUGIN,
-			   jobid, stepid, kept);
+			   st->jobid, st->stepid, kept);
+}
+
+/* Everything up to the first setenv may fail (one log line, nothing set);
+ * the environment is only touched once the plan file is in place. The
+ * ranks and values are runtime/'s (tp_plan_step_env): this adapter only
+ * reads Slurm's items and sets what it returns. */
+static void step_start(spank_t sp, bool verbose)
+{
+	step_t st;
+	struct timespec t0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	memset(&st, 0, sizeof(st));
+	if (spank_get_item(sp, S_JOB_ID, &st.jobid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_STEPID, &st.stepid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_NODEID, &st.nodeid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &st.ntasks) !=
+		ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_UID, &st.uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &st.gid) != ESPANK_SUCCESS) {
+		slurm_error("%s: job items not available: environment "
+			    "unchanged",
+			    PLUGIN);
+		return;
+	}
+	if (st.stepid > MAX_NORMAL_STEP_ID)
+		return; /* batch, extern, interactive: see the notes */
+	if (!step_hosts(sp, &st) || !step_fabric(&st) || !step_plan(&st)) {
+		slurm_error("%s: job %u step %u: %s: environment unchanged",
+			    PLUGIN, st.jobid, st.stepid, st.why);
+		step_free(&st);
+		return;
+	}
+	cur.wrote = true;
+	cur.jobid = st.jobid;
+	cur.stepid = st.stepid;
+
+	/* ---- from here on: set, never fail ---- */
+	step_setenv(sp, &st);
 	cur.active = true;
-	cur.rank_base = tp_step_task_rank(&env, 0);
+	cur.rank_base = tp_step_task_rank(&st.env, 0);
 	cur.verbose = verbose;
 	if (verbose) {
-		const char *hca = tp_step_env_get(&env, "NCCL_IB_HCA");
-		const char *cross = tp_step_env_get(&env, "NCCL_CROSS_NIC");
+		const char *hca = tp_step_env_get(&st.env, "NCCL_IB_HCA");
+		const char *cross = tp_step_env_get(&st.env, "NCCL_CROSS_NIC");
 		cur.summary = tp_asprintf(
 		    "topoplace: %s node %u/%zu ranks %u.. world %llu plan "
 		    "%s NCCL_IB_HCA=%s NCCL_CROSS_NIC=%s (%ld ms)",
-		    me, env.node_rank, n, env.rank_base,
-		    (unsigned long long)env.world, path, hca ? hca : "-",
-		    cross ? cross : "-", msec_since(&t0));
+		    st.me, st.env.node_rank, st.n, st.env.rank_base,
+		    (unsigned long long)st.env.world, st.path,
+		    hca ? hca : "-", cross ? cross : "-", msec_since(&t0));
 	}
 	slurm_debug("%s: job %u step %u: %s node rank %u, plan %s in %ld ms",
-		    PLUGIN, jobid, stepid, me, env.node_rank, path,
-		    msec_since(&t0));
-	goto out;
-
-fail:
-	slurm_error("%s: job %u step %u: %s: environment unchanged", PLUGIN,
-		    jobid, stepid, why);
-out:
-	tp_step_env_free(&env);
-	tp_hca_map_destroy(hcas);
-	tp_free(topo);
-	tp_free(json);
-	tp_free(msg);
-	tp_plan_destroy(plan);
-	tp_fabric_destroy(f);
-	tp_pconf_free(&conf);
-	tp_free(conf_fabric);
-	tp_free(counts);
-	free(tpn);
-	free(nodelist);
-	if (names)
-		tp_hostlist_free(names, n);
+		    PLUGIN, st.jobid, st.stepid, st.me, st.env.node_rank,
+		    st.path, msec_since(&t0));
+	step_free(&st);
 }
 
 TP_EXPORT int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
