@@ -445,6 +445,43 @@ static int cmp_pick(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The engine's request for the job (whole-node counts from Slurm's
+ * min/req/max nodes, its GPUs per node or per job), or why the engine
+ * does not take it (NULL: *r is the request; per_node_p / per_job_p: its
+ * GPUs, 0 when it asks none). */
+static const char *job_request(topology_eval_t *topo_eval, uint32_t min_nodes,
+			       uint32_t req_nodes, int rem_nodes,
+			       tp_request_t *r, uint64_t *per_node_p,
+			       uint64_t *per_job_p)
+{
+	job_record_t *job_ptr = topo_eval->job_ptr;
+	const char *why = not_ours(topo_eval, (uint32_t)rem_nodes);
+	uint64_t per_node = 0, per_job = 0;
+
+	if (!why && !job_gpus(job_ptr, &per_node, &per_job))
+		why = "GPUs per task or socket";
+	if (!why && per_job) {
+		if (min_nodes == topo_eval->max_nodes &&
+		    per_job % min_nodes == 0) {
+			r->nodes = (int)min_nodes;
+			r->gpus_per_node = (int)(per_job / min_nodes);
+		} else if (per_node) {
+			why = "--gpus with --gpus-per-node";
+		} else {
+			r->gpus = (int)MIN(per_job, (uint64_t)INT32_MAX);
+		}
+	} else if (!why) {
+		if (min_nodes != req_nodes && req_nodes != topo_eval->max_nodes)
+			why = "node count range";
+		r->nodes = rem_nodes;
+		r->gpus_per_node = (int)MIN(per_node, (uint64_t)INT32_MAX);
+	}
+	r->exclusive = job_ptr->details->whole_node & WHOLE_NODE_REQUIRED;
+	*per_node_p = per_node;
+	*per_job_p = per_job;
+	return why;
+}
+
 /*
  * The hook common_topo_choose_nodes() runs through eval_nodes() (after
  * Slurm's own spread, busy-first, LLN and pack_serial_at_end choices).
@@ -503,26 +540,8 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 		rem_nodes = MAX(min_nodes, req_nodes);
 
 	/* the request, or hand the job to topology/tree's selection */
-	why = not_ours(topo_eval, (uint32_t)rem_nodes);
-	if (!why && !job_gpus(job_ptr, &per_node, &per_job))
-		why = "GPUs per task or socket";
-	if (!why && per_job) {
-		if (min_nodes == topo_eval->max_nodes &&
-		    per_job % min_nodes == 0) {
-			r.nodes = (int)min_nodes;
-			r.gpus_per_node = (int)(per_job / min_nodes);
-		} else if (per_node) {
-			why = "--gpus with --gpus-per-node";
-		} else {
-			r.gpus = (int)MIN(per_job, (uint64_t)INT32_MAX);
-		}
-	} else if (!why) {
-		if (min_nodes != req_nodes && req_nodes != topo_eval->max_nodes)
-			why = "node count range";
-		r.nodes = rem_nodes;
-		r.gpus_per_node = (int)MIN(per_node, (uint64_t)INT32_MAX);
-	}
-	r.exclusive = details->whole_node & WHOLE_NODE_REQUIRED;
+	why = job_request(topo_eval, min_nodes, req_nodes, rem_nodes, &r,
+			  &per_node, &per_job);
 	if (why) {
 		slurm_mutex_unlock(&state_lock);
 		debug("%s: %pJ: %s: topology/tree's selection", plugin_type,
