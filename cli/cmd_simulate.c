@@ -19,7 +19,7 @@
  * error near 0.03, too wide to tell a 5% gain from a tie (seeds 1-8 read
  * 0.961 +- 0.032 where seeds 17-64 read 0.924 +- 0.009); 16 are
  * bench_sim's count and the issue's goal's. 6 s on 2 cores. */
-#define DEFAULT_SEEDS 16
+#define DEFAULT_SEEDS	 16
 #define DEFAULT_POLICIES "topoplace,slurm-tree,slurm-linear,first-fit,random"
 /* With multi-node NVLink domains Slurm's own choice is topology/block. */
 #define DEFAULT_POLICIES_NVL                                                   \
@@ -315,8 +315,8 @@ typedef struct sims {
 	const tp_cost_ctx_t *ctx;
 	const tp_policy_params_t *pp;
 	double price_budget; /* pp's, for the report */
-	tp_trace_t *traces; /* [seed] */
-	run_t *runs;	    /* [seed * npol + policy] */
+	tp_trace_t *traces;  /* [seed] */
+	run_t *runs;	     /* [seed * npol + policy] */
 	size_t nseeds, npol;
 	long seed0;
 	pthread_mutex_t lock;

@@ -968,14 +968,14 @@ static void sim_results(sim_t *m, tp_sim_result_t *out)
 	out->unplaceable = m->unplaceable;
 	out->first_unplaceable = m->first_unplaceable;
 	out->makespan_s = m->last_t - m->first_t;
-	out->useful_util = out->makespan_s > 0
-			       ? m->useful_gpu_s /
-				     ((double)m->total_gpus * out->makespan_s)
-			       : 0;
-	out->gpu_util = out->makespan_s > 0
-			    ? m->busy_gpu_s /
-				  ((double)m->total_gpus * out->makespan_s)
-			    : 0;
+	out->useful_util =
+	    out->makespan_s > 0
+		? m->useful_gpu_s / ((double)m->total_gpus * out->makespan_s)
+		: 0;
+	out->gpu_util =
+	    out->makespan_s > 0
+		? m->busy_gpu_s / ((double)m->total_gpus * out->makespan_s)
+		: 0;
 	out->mean_wait_s = mean(m->wait, m->nstarted);
 	out->p50_wait_s = pct(m->wait, m->nstarted, 0.5);
 	out->p95_wait_s = pct(m->wait, m->nstarted, 0.95);
@@ -1013,8 +1013,7 @@ static void sim_results(sim_t *m, tp_sim_result_t *out)
 	}
 	out->decision_p99_s = pct(m->decide, m->ndecide, 0.99);
 	/* slowdowns: keep a sorted copy for plots; p95 sorts in place */
-	out->comm_slowdown_p95 =
-	    m->nslow ? pct(m->slow, m->nslow, 0.95) : 1.0;
+	out->comm_slowdown_p95 = m->nslow ? pct(m->slow, m->nslow, 0.95) : 1.0;
 	out->slowdowns = m->slow;
 	m->slow = NULL;
 	out->samples = m->samples;

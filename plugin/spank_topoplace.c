@@ -638,9 +638,10 @@ static bool step_hosts(spank_t sp, step_t *st)
 		snprintf(st->why, sizeof(st->why),
 			 "SLURM_STEP_NODELIST \"%s\": %s (node id %u of %u)",
 			 tp_quote(q, sizeof(q), st->nodelist, 200),
-			 err		      ? tp_strerror(err)
-			 : st->n > st->nnodes ? "more hosts than the step's nodes"
-					      : "too short",
+			 err ? tp_strerror(err)
+			 : st->n > st->nnodes
+			     ? "more hosts than the step's nodes"
+			     : "too short",
 			 st->nodeid, st->nnodes);
 		return false;
 	}
@@ -683,8 +684,8 @@ static bool step_fabric(step_t *st)
 		}
 		if (!(path = st->conf_fabric =
 			  tp_pconf_path(args.conf, st->conf.fabric_file))) {
-			snprintf(st->why, sizeof(st->why),
-				 "%s: out of memory", args.conf);
+			snprintf(st->why, sizeof(st->why), "%s: out of memory",
+				 args.conf);
 			return false;
 		}
 	}
@@ -708,9 +709,9 @@ static bool step_plan(step_t *st)
 	tp_step_in_t in;
 	tp_err_t err;
 
-	if ((err = tp_plan_build_step(st->f, (const char *const *)st->names,
-				      st->n, st->counts, &st->plan,
-				      &st->msg))) {
+	if ((err =
+		 tp_plan_build_step(st->f, (const char *const *)st->names,
+				    st->n, st->counts, &st->plan, &st->msg))) {
 		/* the list is the client's: a line break in it (a hostlist
 		 * separator) must not start a line of slurmd's log; 240
 		 * bytes of it leave room for the reason */
@@ -764,8 +765,7 @@ static bool step_plan(step_t *st)
 		return false;
 	}
 	return write_plan(st->jobid, st->stepid, st->uid, st->gid, st->json,
-			  st->path, sizeof(st->path), st->why,
-			  sizeof(st->why));
+			  st->path, sizeof(st->path), st->why, sizeof(st->why));
 }
 
 /* Set what the plan gives this node, never overwriting what the job set
@@ -848,8 +848,8 @@ static void step_start(spank_t sp, bool verbose)
 		    "topoplace: %s node %u/%zu ranks %u.. world %llu plan "
 		    "%s NCCL_IB_HCA=%s NCCL_CROSS_NIC=%s (%ld ms)",
 		    st.me, st.env.node_rank, st.n, st.env.rank_base,
-		    (unsigned long long)st.env.world, st.path,
-		    hca ? hca : "-", cross ? cross : "-", msec_since(&t0));
+		    (unsigned long long)st.env.world, st.path, hca ? hca : "-",
+		    cross ? cross : "-", msec_since(&t0));
 	}
 	slurm_debug("%s: job %u step %u: %s node rank %u, plan %s in %ld ms",
 		    PLUGIN, st.jobid, st.stepid, st.me, st.env.node_rank,

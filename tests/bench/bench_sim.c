@@ -327,10 +327,10 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 		for (size_t j = 0; j < r->tr.njobs; j++) {
 			double gs = r->tr.jobs[j].gpus * r->tr.jobs[j].run_s;
 			all_gs += gs;
-			multi_gs += r->tr.jobs[j].nodes > 1 ||
-					    r->tr.jobs[j].gpus > gph
-					? gs
-					: 0;
+			multi_gs +=
+			    r->tr.jobs[j].nodes > 1 || r->tr.jobs[j].gpus > gph
+				? gs
+				: 0;
 		}
 		for (int i = 0; i <= NPOL; i++)
 			agg_add(&a[i], &res[i]);
@@ -481,15 +481,15 @@ int main(int argc, char **argv)
 			}
 			hold_opts.hold_slowdown = x;
 			hold_opts.hold_s = w;
-		}
-		else if (!strncmp(argv[i], "--price-budget=", 15)) {
+		} else if (!strncmp(argv[i], "--price-budget=", 15)) {
 			char *end;
 			double b = strtod(argv[i] + 15, &end);
 			if (*end || !(b >= 0 && b <= 1000)) {
-				fprintf(stderr,
-					"bench_sim: --price-budget=N (0..1000): "
-					"%s\n",
-					argv[i]);
+				fprintf(
+				    stderr,
+				    "bench_sim: --price-budget=N (0..1000): "
+				    "%s\n",
+				    argv[i]);
 				return 2;
 			}
 			price_budget = b;

@@ -866,8 +866,8 @@ static void test_threads_run(void **state)
 		for (size_t k = 0; k < it.n; k++) {
 			assert_int_equal(it.done[k], 1);
 			if (max == 1)
-				assert_true(pthread_equal(it.who[k],
-							  pthread_self()));
+				assert_true(
+				    pthread_equal(it.who[k], pthread_self()));
 		}
 	}
 }

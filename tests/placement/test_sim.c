@@ -506,8 +506,8 @@ static void test_shared_ideal(void **state)
 		for (size_t i = 0; i < sizeof(pols) / sizeof(pols[0]); i++) {
 			tp_sim_result_t a, b;
 			const tp_policy_t *p = tp_policy_find(pols[i]);
-			assert_int_equal(tp_sim_run(f, &t, p, NULL, c, seed, &a),
-					 TP_OK);
+			assert_int_equal(
+			    tp_sim_run(f, &t, p, NULL, c, seed, &a), TP_OK);
 			assert_int_equal(
 			    tp_sim_run_opts(f, &t, p, NULL, c, seed, &o, &b),
 			    TP_OK);
