@@ -30,7 +30,8 @@ static const char usage[] =
     "                          --synthetic NAME --jobs N --seed S --load L]\n"
     "                          [--seeds N] [--policies a,b,...] [--baseline "
     "P]\n"
-    "                          [--price-budget N] [--json] [--svg FILE]\n"
+    "                          [--price-budget N] [--nics-by-rate] [--json]\n"
+    "                          [--svg FILE]\n"
     "\n"
     "Replay a job trace under each policy (FCFS + EASY backfill; a job's run\n"
     "time stretches with its predicted all-reduce time on the hosts it got\n"
@@ -79,6 +80,12 @@ static const char usage[] =
     "                     most 1,536 host-NIC routes; slurmctld's PriceBudget\n"
     "                     in topoplace.conf defaults to 8: give 8 to simulate\n"
     "                     what the daemon does; 0: the structure alone)\n"
+    "  --nics-by-rate     price a ring's traffic over each host's NICs in\n"
+    "                     proportion to their rates, as NCCL's channel search\n"
+    "                     allots channels (a NIC at half width carries half\n"
+    "                     as many); default: evenly, one ring per rail, as\n"
+    "                     libtopoplace-coll runs the plan, so the slowest NIC\n"
+    "                     paces the host\n"
     "  --json             metrics per policy as JSON (means, per seed, "
     "ratios)\n"
     "  --svg FILE         utilisation, slowdowns and fragmentation (first "
@@ -625,6 +632,8 @@ static void print_json(const sims_t *S, size_t b, double *x,
 	cJSON_AddStringToObject(o, "baseline",
 				tp_policy_name(S->runs[b].policy));
 	cJSON_AddNumberToObject(o, "price_budget", S->price_budget);
+	cJSON_AddBoolToObject(o, "nics_by_rate",
+			      tp_cost_ctx_params(S->ctx)->nics_by_rate);
 	pol = cJSON_AddObjectToObject(o, "policies");
 	for (size_t p = 0; p < S->npol; p++) {
 		/* the first seed's full metrics, then means and ratios */
@@ -727,6 +736,7 @@ typedef struct sim_args {
 	char *plist; /* owned */
 	long njobs, seed, nseeds;
 	long price_budget; /* -1: the policy parameters' default */
+	bool nics_by_rate; /* tp_cost_params_t's */
 	double load;
 } sim_args_t;
 
@@ -745,6 +755,7 @@ static bool sim_options(int argc, char **argv, sim_args_t *o, int *rc)
 	    {"policies", required_argument, NULL, 'p'},
 	    {"baseline", required_argument, NULL, 'b'},
 	    {"price-budget", required_argument, NULL, 'B'},
+	    {"nics-by-rate", no_argument, NULL, 'N'},
 	    {"json", no_argument, NULL, TP_CLI_OPT_JSON},
 	    {"svg", required_argument, NULL, 'g'},
 	    {"help", no_argument, NULL, 'h'},
@@ -791,6 +802,9 @@ static bool sim_options(int argc, char **argv, sim_args_t *o, int *rc)
 		case 'B':
 			ok = tp_cli_int("--price-budget", optarg, 0, 1000,
 					&o->price_budget);
+			break;
+		case 'N':
+			o->nics_by_rate = true;
 			break;
 		case 'g':
 			o->svg = optarg;
@@ -930,6 +944,8 @@ static void sim_report(const sim_args_t *o, const tp_fabric_t *f,
 		if (!strcmp(tp_policy_name(S->runs[p].policy), "topoplace"))
 			printf("; topoplace prices up to %.0f sets a decision",
 			       S->price_budget);
+	if (tp_cost_ctx_params(S->ctx)->nics_by_rate)
+		printf("; NICs loaded by rate (NCCL)");
 	printf("\n\n");
 	print_table(S, b, x);
 }
@@ -948,6 +964,7 @@ static int sim_run(const sim_args_t *o, tp_fabric_t *f, sims_t *S,
 	int rc = TP_EXIT_INPUT;
 
 	tp_cost_params_defaults(&cp);
+	cp.nics_by_rate = o->nics_by_rate;
 	if ((err = tp_cost_ctx_create(f, &cp, &ctx))) {
 		tp_cli_err("simulate: cost model: %s", tp_strerror(err));
 		return tp_cli_exit_code(err);

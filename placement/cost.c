@@ -122,6 +122,7 @@ void tp_cost_params_defaults(tp_cost_params_t *p)
 	p->pcie_gbps = 256;
 	p->chunk_bytes = 256 << 10;
 	p->host_ring = false;
+	p->nics_by_rate = false;
 }
 
 static bool params_ok(const tp_cost_params_t *p)
@@ -886,6 +887,21 @@ static double link_cap(const call_t *k, uint32_t res)
 	return r > MIN_RESIDUAL * base ? r : MIN_RESIDUAL * base;
 }
 
+/* Gb/s of CA ca's cable after its health (other jobs' traffic aside): 0
+ * when it is down. */
+static double ca_gbps(const call_t *k, uint32_t ca)
+{
+	uint32_t r = k->c->ca_up[ca];
+	double g;
+
+	if (r == TP_ID_NONE || link_dead(k, r))
+		return 0;
+	g = tp_fabric_link(k->f, r / 2)->gbps;
+	if (k->st)
+		g *= k->st->health[r / 2];
+	return g;
+}
+
 static bool reaches(const tp_cost_ctx_t *c, uint32_t s, uint32_t leaf)
 {
 	uint32_t b = c->leaf_bit[leaf];
@@ -1178,7 +1194,20 @@ static tp_err_t add_edge_rail(call_t *k, size_t i, size_t j, double bytes,
 	}
 	if (!routed)
 		return TP_ERR_NOTFOUND;
-	for (size_t f = first; f < k->nfl; f++)
+	double wsum = 0;
+	if (k->c->p.nics_by_rate && rail < 0 && routed == np)
+		for (size_t p = 0; p < np; p++) {
+			double a = ca_gbps(k, k->pa[p]),
+			       b = ca_gbps(k, k->pb[p]);
+			wsum += a < b ? a : b;
+		}
+	/* NCCL's channels by bandwidth: each pair its share of the slower
+	 * end's rate (every pair routed, so flow first + p is pair p) */
+	for (size_t p = 0; wsum > 0 && p < np; p++) {
+		double a = ca_gbps(k, k->pa[p]), b = ca_gbps(k, k->pb[p]);
+		k->b.fl[first + p].bytes = bytes * (a < b ? a : b) / wsum;
+	}
+	for (size_t f = first; !(wsum > 0) && f < k->nfl; f++)
 		k->b.fl[f].bytes = bytes / (double)routed;
 	return TP_OK;
 }

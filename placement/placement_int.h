@@ -34,6 +34,9 @@ struct tp_state {
 	 * the Gb/s a ring gets through the host (hlive x the slowest of
 	 * them), cap_top the largest hcap and ntop the hosts at it. */
 	uint32_t *hlink_off, *hlink;
+	/* nics_by_rate (tp_state_set_nics_by_rate): hcap is the sum of the
+	 * live cables' Gb/s, as NCCL's channels share them */
+	bool nics_by_rate;
 	double *hcap;
 	uint32_t *hlive;
 	double cap_top;
@@ -50,6 +53,15 @@ struct tp_state {
  * its health changed), or of every host (after many links changed). */
 void tp__state_cables_link(tp_state_t *s, uint32_t l);
 void tp__state_cables_all(tp_state_t *s);
+
+/* State s priced by ctx: its ring rates as ctx's parameters price them
+ * (nics_by_rate); a no-op without either. */
+static inline void tp__state_match_cost(tp_state_t *s, const tp_cost_ctx_t *ctx)
+{
+	if (s && ctx)
+		tp_state_set_nics_by_rate(
+		    s, tp_cost_ctx_params(ctx)->nics_by_rate);
+}
 
 /* Host h has cables and none carries anything: cut off the fabric. */
 static inline bool tp__state_cut_off(const tp_state_t *s, uint32_t h)

@@ -381,6 +381,7 @@ static tp_err_t ideal_seconds(const tp__policy_in_t *in, double bytes,
 	if (!pk.offer || !pk.cap || !pk.hosts || !pk.gpus ||
 	    !(idle = tp_state_create(f)))
 		goto out;
+	tp__state_match_cost(idle, in->cost);
 	pack_ideal(&pk);
 	/* cannot happen once the "never fits" check passed */
 	err = TP_ERR_RANGE;
@@ -809,6 +810,7 @@ tp_err_t tp_place_ideal(const tp_fabric_t *f, const tp_request_t *r,
 	 * as place() makes them, then the ideal itself */
 	if (!(empty = tp_state_create(f)))
 		return TP_ERR_NOMEM;
+	tp__state_match_cost(empty, ctx);
 	in_init(&in, empty, r, params, &defaults, ctx, 1);
 	err = offers_for(&in, &offers, &offering);
 	if (!err)

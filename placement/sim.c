@@ -862,6 +862,7 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 static bool sim_alloc(sim_t *m, size_t n)
 {
 	m->s = tp_state_create(m->f);
+	tp__state_match_cost(m->s, m->ctx);
 	m->heap = tp_malloc(n * sizeof(running_t));
 	m->queue = tp_malloc(n * sizeof(size_t));
 	m->wait = tp_malloc(n * sizeof(double));

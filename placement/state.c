@@ -111,10 +111,11 @@ static bool uplinks_build(tp_state_t *s)
 }
 
 /* A ring splits what a host sends evenly over its live cables, so the
- * slowest of them sets the pace: live cables x the slowest one's Gb/s. */
+ * slowest of them sets the pace: live cables x the slowest one's Gb/s;
+ * with nics_by_rate each cable carries its share: their sum. */
 static void cables_host(tp_state_t *s, uint32_t h)
 {
-	double slow = 0;
+	double slow = 0, sum = 0;
 	uint32_t live = 0;
 
 	for (uint32_t i = s->hlink_off[h]; i < s->hlink_off[h + 1]; i++) {
@@ -122,10 +123,11 @@ static void cables_host(tp_state_t *s, uint32_t h)
 		double g = k->gbps * s->health[s->hlink[i]];
 		if (!k->active || !(g > 0))
 			continue;
+		sum += g;
 		if (!live++ || g < slow)
 			slow = g;
 	}
-	s->hcap[h] = live * slow;
+	s->hcap[h] = s->nics_by_rate ? sum : live * slow;
 	s->hlive[h] = live;
 }
 
@@ -261,6 +263,7 @@ tp_state_t *tp_state_clone(const tp_state_t *s)
 	c->uplink = dup_mem(s->uplink, s->nuplink * sizeof(uint32_t));
 	c->uplink_grp = dup_mem(s->uplink_grp, s->nuplink * sizeof(uint32_t));
 	c->nuplink = s->nuplink;
+	c->nics_by_rate = s->nics_by_rate;
 	if (!c->free || !c->njobs || !c->up || !c->health || !c->bg ||
 	    !c->share || !c->hlink_off || !c->hlink || !c->hcap || !c->hlive ||
 	    !c->uplink || !c->uplink_grp) {
@@ -342,6 +345,14 @@ size_t tp_state_host_cables(const tp_state_t *s, uint32_t host,
 	if (weak_p)
 		*weak_p = tp__state_weak(s, host);
 	return s->hlive[host];
+}
+
+void tp_state_set_nics_by_rate(tp_state_t *s, bool on)
+{
+	if (!s || s->nics_by_rate == on)
+		return;
+	s->nics_by_rate = on;
+	tp__state_cables_all(s);
 }
 
 size_t tp_state_weak_hosts(const tp_state_t *s)

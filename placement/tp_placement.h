@@ -60,6 +60,10 @@ size_t tp_state_host_cables(const tp_state_t *s, uint32_t host,
 /* Hosts whose *weak_p above is true: the weakly cabled hosts a ring runs
  * slower through (0 for NULL). */
 size_t tp_state_weak_hosts(const tp_state_t *s);
+/* The ring Gb/s above as tp_cost_params_t.nics_by_rate prices it: the
+ * sum of the host's live cables, not their count x the slowest (default
+ * off; NULL is a no-op). */
+void tp_state_set_nics_by_rate(tp_state_t *s, bool on);
 /* Fraction of a link's capacity still working (1 = healthy, 0.5 = half
  * its lanes or a bad cable), and other jobs' traffic on it in Gb/s, the
  * same in each direction (links are full duplex; the state keeps the two
@@ -160,6 +164,14 @@ typedef struct tp_cost_params {
 				* phases as rings, not through the host's
 				* shared segment (TOPOPLACE_COLL_SHM=0);
 				* default false */
+	/* A ring's traffic between two hosts over their NIC pairs in
+	 * proportion to the slower end's rate, as NCCL's channel search
+	 * allots channels to a NIC while its bandwidth lasts (a NIC at
+	 * half width carries half the channels). Default false: evenly,
+	 * as libtopoplace-coll runs the plan, so the slowest NIC sets the
+	 * host's pace. States priced with it should say so too
+	 * (tp_state_set_nics_by_rate). */
+	bool nics_by_rate;
 } tp_cost_params_t;
 
 void tp_cost_params_defaults(tp_cost_params_t *p);

@@ -80,6 +80,8 @@ static int first_seed = 1;
 static tp_sim_opts_t sim_opts, hold_opts;
 /* --price-budget: topoplace's predictions a decision (-1: the default) */
 static double price_budget = -1;
+/* --nics-by-rate: tp_cost_params_t.nics_by_rate (NCCL's channels) */
+static bool nics_by_rate;
 
 static bool runs(int i)
 {
@@ -288,6 +290,7 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 		return 0;
 	memset(a, 0, sizeof(a));
 	tp_cost_params_defaults(&cp);
+	cp.nics_by_rate = nics_by_rate;
 	tp_policy_params_defaults(&pp);
 	if (price_budget >= 0)
 		pp.price_budget = price_budget;
@@ -296,6 +299,7 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 	/* what bounds the slowdown: hosts a ring runs slower through, and
 	 * the share of GPU time that needs rings across hosts */
 	tp_state_t *s0 = tp_state_create(f);
+	tp_state_set_nics_by_rate(s0, nics_by_rate);
 	size_t nweak, nh = tp_fabric_nhosts(f);
 	double multi_gs = 0, all_gs = 0;
 	if (!s0)
@@ -432,7 +436,7 @@ static const char usage[] =
     "usage: bench_sim [JOBS] [--no-speed] [--seeds=N] [--first-seed=S]\n"
     "                 [--only=default|ft-2to1-deg16|nvl72-8] [--quick]\n"
     "                 [--sources] [--hold=SLOWDOWN@SECONDS]\n"
-    "                 [--price-budget=N]\n"
+    "                 [--price-budget=N] [--nics-by-rate]\n"
     "  JOBS           jobs per quality run (default 2000)\n"
     "  --no-speed     skip the 10,000-job speed run\n"
     "  --seeds=N      seeds per fabric (default 16)\n"
@@ -448,7 +452,10 @@ static const char usage[] =
     "                 a better set, then takes what it is offered\n"
     "  --price-budget=N  predictions topoplace may spend a decision\n"
     "                 (default 96, the policy's; slurmctld's PriceBudget\n"
-    "                 defaults to 8)\n";
+    "                 defaults to 8)\n"
+    "  --nics-by-rate a host's ring traffic over its NICs by their rates,\n"
+    "                 as NCCL's channels (default: evenly, as\n"
+    "                 libtopoplace-coll runs the plan)\n";
 
 int main(int argc, char **argv)
 {
@@ -467,6 +474,8 @@ int main(int argc, char **argv)
 			quick = true;
 		else if (!strcmp(argv[i], "--sources"))
 			sim_opts.sources = true;
+		else if (!strcmp(argv[i], "--nics-by-rate"))
+			nics_by_rate = true;
 		else if (!strncmp(argv[i], "--hold=", 7)) {
 			char *end;
 			double x = strtod(argv[i] + 7, &end), w = 0;

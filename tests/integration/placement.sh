@@ -82,8 +82,11 @@ expect 0 "simulate --seeds 2 --baseline first-fit" $T simulate --fabric "$tmp/ft
 jq -e '(.baseline == "first-fit") and (.seeds == [1, 2]) and (.policies | has("first-fit"))' "$tmp/out" >/dev/null &&
 	ok "simulate: the baseline joins the policies" || bad "simulate --baseline: $(head -c 300 "$tmp/out")"
 expect 0 "simulate --price-budget 8" $T simulate --fabric "$tmp/ft.json" --synthetic llm --jobs 100 --seeds 1 --policies topoplace --price-budget 8 --json
-jq -e '(.price_budget == 8) and (.policies.topoplace.mean_jct_s > 0)' "$tmp/out" >/dev/null &&
+jq -e '(.price_budget == 8) and (.policies.topoplace.mean_jct_s > 0) and (.nics_by_rate == false)' "$tmp/out" >/dev/null &&
 	ok "simulate: the price budget as asked" || bad "simulate --price-budget: $(head -c 300 "$tmp/out")"
+expect 0 "simulate --nics-by-rate" $T simulate --fabric "$tmp/ft.json" --synthetic llm --jobs 100 --seeds 1 --policies topoplace --nics-by-rate --json
+jq -e '(.nics_by_rate == true) and (.policies.topoplace.mean_jct_s > 0)' "$tmp/out" >/dev/null &&
+	ok "simulate: NICs by rate as asked" || bad "simulate --nics-by-rate: $(head -c 300 "$tmp/out")"
 expect 2 "simulate --price-budget out of range" $T simulate --fabric "$tmp/ft.json" --price-budget 1001
 grep -q -- "--price-budget: expected an integer 0..1000, got '1001'" "$tmp/err" && ok "bad price budget named" ||
 	bad "bad price budget: $(cat "$tmp/err")"

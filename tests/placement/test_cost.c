@@ -878,6 +878,62 @@ static void test_multi_rail(void **state)
 	tp_fabric_destroy(f2);
 }
 
+/* Two hosts of 8 GPUs and 8 NICs on one leaf, one of host 1's cables at
+ * half rate. Evenly over the NICs (libtopoplace-coll's one ring per
+ * rail) that cable paces the host: the ring's bandwidth term doubles.
+ * By rate (tp_cost_params_t.nics_by_rate, NCCL's channels) each NIC pair
+ * carries its share of the 7.5 cables' worth: 16/15 of the clean ring.
+ * Clean, the two agree. */
+static void test_nics_by_rate(void **state)
+{
+	tp_gen_fat_tree_t p;
+	tp_cost_params_t cp;
+	tp_fabric_t *f = NULL;
+	tp_cost_ctx_t *even, *rate = NULL;
+	uint32_t hosts[2] = {0, 1}, l = TP_ID_NONE;
+	int gpus[2] = {8, 8};
+	tp_state_t *s;
+
+	(void)state;
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 2;
+	p.spines = 1;
+	p.hosts_per_leaf = 2;
+	p.gpus_per_host = 8;
+	p.nics_per_host = 8;
+	p.link_gbps = B_GBPS;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	assert_int_equal(tp_fabric_host(f, 0)->ncas, 8);
+	assert_int_equal(tp_fabric_host(f, 0)->group[0],
+			 tp_fabric_host(f, 1)->group[0]);
+	even = mkctx(f);
+	tp_cost_params_defaults(&cp);
+	cp.nics_by_rate = true;
+	assert_int_equal(tp_cost_ctx_create(f, &cp, &rate), TP_OK);
+	assert_true(tp_cost_ctx_params(rate)->nics_by_rate);
+	for (uint32_t i = 0; i < tp_fabric_nlinks(f) && l == TP_ID_NONE; i++) {
+		const tp_link_t *k = tp_fabric_link(f, i);
+		for (int e = 0; e < 2; e++)
+			if (k->kind[e] == TP_NODE_CA &&
+			    tp_fabric_ca(f, k->node[e])->host == 1)
+				l = i;
+	}
+	assert_true(l != TP_ID_NONE);
+	assert_non_null(s = tp_state_create(f));
+	tp_cost_t a = predict(even, s, hosts, gpus, 2, TP_ALGO_RING);
+	tp_cost_t b = predict(rate, s, hosts, gpus, 2, TP_ALGO_RING);
+	assert_close(a.bandwidth_s, b.bandwidth_s);
+	assert_int_equal(tp_state_set_link(s, l, 0.5, 0), TP_OK);
+	tp_cost_t c = predict(even, s, hosts, gpus, 2, TP_ALGO_RING);
+	tp_cost_t d = predict(rate, s, hosts, gpus, 2, TP_ALGO_RING);
+	assert_close(c.bandwidth_s, 2 * a.bandwidth_s);
+	assert_close(d.bandwidth_s, a.bandwidth_s * 16 / 15);
+	tp_state_destroy(s);
+	tp_cost_ctx_destroy(rate);
+	tp_cost_ctx_destroy(even);
+	tp_fabric_destroy(f);
+}
+
 /* Hosts of one multi-node NVLink domain (NVL72 rack) talk over NVLink:
  * no switch hops, no fabric bottleneck, nothing across the spines. */
 static void test_nvlink_domain(void **state)
@@ -1525,6 +1581,7 @@ int main(void)
 	    cmocka_unit_test(test_tree_levelwise_closed),
 	    cmocka_unit_test(test_hier_rail_leaders),
 	    cmocka_unit_test(test_multi_rail),
+	    cmocka_unit_test(test_nics_by_rate),
 	    cmocka_unit_test(test_nvlink_domain),
 	    cmocka_unit_test(test_maxmin_textbook),
 	    cmocka_unit_test(test_maxmin_alone),

@@ -232,6 +232,22 @@ static void test_state_cables(void **unused)
 	assert_int_equal(tp_state_host_cables(s, h0, &ring, &weak), 2);
 	assert_true(weak);
 	assert_true(fabs(ring - ring0 / 2) < 1e-9 * ring0);
+	/* priced as NCCL's channels share the cables: their sum, 3/4 of
+	 * the best host's, still weak; a clone keeps the rule; and back */
+	tp_state_set_nics_by_rate(s, true);
+	assert_int_equal(tp_state_host_cables(s, h0, &ring, &weak), 2);
+	assert_true(weak);
+	assert_true(fabs(ring - ring0 * 3 / 4) < 1e-9 * ring0);
+	c = tp_state_clone(s);
+	assert_non_null(c);
+	assert_int_equal(tp_state_set_link(c, a[0], 0.25, 0), TP_OK);
+	assert_int_equal(tp_state_host_cables(c, h0, &ring, &weak), 2);
+	assert_true(fabs(ring - ring0 * 5 / 8) < 1e-9 * ring0);
+	tp_state_destroy(c);
+	tp_state_set_nics_by_rate(s, false);
+	tp_state_set_nics_by_rate(NULL, true);
+	assert_int_equal(tp_state_host_cables(s, h0, &ring, &weak), 2);
+	assert_true(fabs(ring - ring0 / 2) < 1e-9 * ring0);
 	assert_int_equal(tp_state_host_cables(s, h0, NULL, NULL), 2);
 	assert_int_equal(tp_state_host_cables(s, (uint32_t)nh, &ring, &weak),
 			 0);
