@@ -37,12 +37,16 @@ static const char cost_usage[] =
     "Usage: topoplace cost --fabric F.json --hosts LIST --bytes SIZE\n"
     "                      [--algo "
     "ring|hierarchical|tree|reduce-scatter|all-gather]\n"
-    "                      [--gpus-per-host N] [--background S.json] [--json]\n"
+    "                      [--gpus-per-host N] [--background S.json]\n"
+    "                      [--nics-by-rate] [--json]\n"
     "\n"
     "The cost model's prediction for one collective over exactly these hosts\n"
     "in this order (LIST: node[01-04],node09). --background gives degraded\n"
-    "links and other jobs' traffic (topoplace-state/1). --json: seconds,\n"
-    "bandwidth_s, latency_s, bottleneck_gbps, bottleneck_link.\n";
+    "links and other jobs' traffic (topoplace-state/1). --nics-by-rate\n"
+    "loads each host's NICs in proportion to their rates, as NCCL's channel\n"
+    "search does (default: evenly, one ring per rail, as libtopoplace-coll\n"
+    "runs; the slowest NIC paces the host). --json: seconds, bandwidth_s,\n"
+    "latency_s, bottleneck_gbps, bottleneck_link.\n";
 
 static cJSON *span_json(const tp_placement_t *p)
 {
@@ -333,7 +337,8 @@ static void cost_print(const tp_fabric_t *f, tp_algo_t algo, double bytes,
 /* The fabric and background files loaded, the named hosts found and the
  * collective predicted and printed; the exit code. */
 static int cost_run(const tp_cli_args_t *a, const char *bg, char *const *names,
-		    size_t n, int gph, double bytes, tp_algo_t algo)
+		    size_t n, int gph, double bytes, tp_algo_t algo,
+		    bool nics_by_rate)
 {
 	int rc = TP_EXIT_INPUT;
 	tp_fabric_t *f = NULL;
@@ -357,6 +362,8 @@ static int cost_run(const tp_cli_args_t *a, const char *bg, char *const *names,
 	if ((rc = cost_hosts(f, a->fabric, names, n, gph, hv, gv)))
 		goto out;
 	tp_cli_cost_params(&cp);
+	cp.nics_by_rate = nics_by_rate;
+	tp_state_set_nics_by_rate(s, nics_by_rate);
 	if ((err = tp_cost_ctx_create(f, &cp, &ctx)) ||
 	    (err = tp_cost_predict(ctx, s, hv, gv, n, bytes, algo, &out))) {
 		tp_cli_err("cost: %s", tp_strerror(err));
@@ -383,11 +390,13 @@ int tp_cmd_cost(int argc, char **argv)
 	    {"algo", required_argument, NULL, 'a'},
 	    {"gpus-per-host", required_argument, NULL, 'g'},
 	    {"background", required_argument, NULL, 'B'},
+	    {"nics-by-rate", no_argument, NULL, 'N'},
 	    {"json", no_argument, NULL, TP_CLI_OPT_JSON},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	tp_cli_args_t a = {.usage = cost_usage};
+	bool nics_by_rate = false;
 	const char *hosts = NULL, *bg = NULL;
 	double bytes = -1;
 	tp_algo_t algo = TP_ALGO_RING;
@@ -423,6 +432,9 @@ int tp_cmd_cost(int argc, char **argv)
 		case 'B':
 			bg = optarg;
 			break;
+		case 'N':
+			nics_by_rate = true;
+			break;
 		}
 	}
 	if (a.exit >= 0)
@@ -442,7 +454,7 @@ int tp_cmd_cost(int argc, char **argv)
 			   tp_quote(q, sizeof(q), hosts, 100));
 		return TP_EXIT_INPUT;
 	}
-	rc = cost_run(&a, bg, names, n, (int)gph, bytes, algo);
+	rc = cost_run(&a, bg, names, n, (int)gph, bytes, algo, nics_by_rate);
 	tp_hostlist_free(names, n);
 	return rc;
 }

@@ -56,6 +56,26 @@ jq -e '.bottleneck_gbps > 0 and (.bottleneck_link|type=="string")' "$tmp/c2.json
 expect 0 "cost hierarchical" $T cost --fabric "$tmp/ft.json" --hosts "node[001-008]" --bytes 256M --algo hierarchical
 expect 0 "cost tree" $T cost --fabric "$tmp/ft.json" --hosts "node[001-008]" --bytes 256M --algo tree
 expect 2 "cost unknown host" $T cost --fabric "$tmp/ft.json" --hosts node999 --bytes 1G
+# a host with one of its 8 cables at half width: evenly over the NICs it
+# halves a ring's pace, by rate (NCCL's channels) it costs a sixteenth
+expect 0 "generate 8-NIC degraded tree" $T fabric generate fat-tree --leaves 8 --hosts-per-leaf 8 \
+	--gpus-per-host 8 --nics-per-host 8 --spines 4 --uplinks 8 --degrade 0.05 --degrade-seed 1 -o "$tmp/nic8.json"
+expect 0 "fabric hosts" $T fabric hosts "$tmp/nic8.json"
+half=$(awk '/8 cables, a ring 1600 of 3200/ {print $1; exit}' "$tmp/out")
+clean=$(awk 'NR > 1 && !/weakly/ && $1 ~ /^node/ && $1 != "node001" {print $1; exit}' "$tmp/out")
+grep -q '^node001 .*weakly' "$tmp/out" && clean= # the pairs below start at node001
+pair_s() { # $1: hosts, then cost's extra options: the ring's bandwidth term
+	h=$1; shift
+	$T cost --fabric "$tmp/nic8.json" --hosts "$h" --bytes 1G --json "$@" | jq .bandwidth_s
+}
+if [ -n "$half" ] && [ -n "$clean" ]; then
+	clean_s=$(pair_s node001,"$clean"); even_s=$(pair_s node001,"$half"); rate_s=$(pair_s node001,"$half" --nics-by-rate)
+	awk -v c="$clean_s" -v e="$even_s" -v r="$rate_s" 'BEGIN { exit !(e / c > 1.9 && e / c < 2.1 && r / c > 1.05 && r / c < 1.08) }' &&
+		ok "half-width cable: ring x$(awk -v c="$clean_s" -v e="$even_s" 'BEGIN{printf "%.3f", e/c}') evenly, x$(awk -v c="$clean_s" -v r="$rate_s" 'BEGIN{printf "%.3f", r/c}') by rate" ||
+		bad "half-width cable: clean $clean_s, even $even_s, by rate $rate_s"
+else
+	bad "no half-width and clean host in: $(head -c 300 "$tmp/out")"
+fi
 
 # draw
 expect 0 "draw" $T draw --fabric "$tmp/ft.json" --state "$tmp/state.json" -o "$tmp/f.svg"
