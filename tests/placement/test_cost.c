@@ -886,23 +886,14 @@ static void test_multi_rail(void **state)
  * Clean, the two agree. */
 static void test_nics_by_rate(void **state)
 {
-	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = tp_test_fat_tree_deg(2, 1, 2, 0, false, 0, 0);
 	tp_cost_params_t cp;
-	tp_fabric_t *f = NULL;
 	tp_cost_ctx_t *even, *rate = NULL;
 	uint32_t hosts[2] = {0, 1}, l = TP_ID_NONE;
 	int gpus[2] = {8, 8};
 	tp_state_t *s;
 
 	(void)state;
-	tp_gen_fat_tree_defaults(&p);
-	p.leaves = 2;
-	p.spines = 1;
-	p.hosts_per_leaf = 2;
-	p.gpus_per_host = 8;
-	p.nics_per_host = 8;
-	p.link_gbps = B_GBPS;
-	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
 	assert_int_equal(tp_fabric_host(f, 0)->ncas, 8);
 	assert_int_equal(tp_fabric_host(f, 0)->group[0],
 			 tp_fabric_host(f, 1)->group[0]);
