@@ -1180,6 +1180,10 @@ static tp_err_t add_edge_rail(call_t *k, size_t i, size_t j, double bytes,
 		np = pair_cas(k, hi->cas, hi->ncas, hj->cas, hj->ncas);
 	if ((err = grow_phase(k, k->nfl + np, k->npath + np * k->c->maxpath)))
 		return err;
+	/* each routed pair's weight: 1 (evenly), or with nics_by_rate the
+	 * slower end's Gb/s, as NCCL allots channels by bandwidth */
+	bool by_rate = k->c->p.nics_by_rate && np > 1;
+	double wsum = 0;
 	for (size_t p = 0; p < np; p++) {
 		flow_t *fl = &k->b.fl[k->nfl];
 		size_t len =
@@ -1188,27 +1192,19 @@ static tp_err_t add_edge_rail(call_t *k, size_t i, size_t j, double bytes,
 		if (!len)
 			continue;
 		fl->off = (uint32_t)k->npath;
+		fl->bytes =
+		    by_rate ? fmin(ca_gbps(k, k->pa[p]), ca_gbps(k, k->pb[p]))
+			    : 1;
+		wsum += fl->bytes;
 		k->npath += len;
 		k->nfl++;
 		routed++;
 	}
 	if (!routed)
 		return TP_ERR_NOTFOUND;
-	double wsum = 0;
-	if (k->c->p.nics_by_rate && rail < 0 && routed == np)
-		for (size_t p = 0; p < np; p++) {
-			double a = ca_gbps(k, k->pa[p]),
-			       b = ca_gbps(k, k->pb[p]);
-			wsum += a < b ? a : b;
-		}
-	/* NCCL's channels by bandwidth: each pair its share of the slower
-	 * end's rate (every pair routed, so flow first + p is pair p) */
-	for (size_t p = 0; wsum > 0 && p < np; p++) {
-		double a = ca_gbps(k, k->pa[p]), b = ca_gbps(k, k->pb[p]);
-		k->b.fl[first + p].bytes = bytes * (a < b ? a : b) / wsum;
-	}
-	for (size_t f = first; !(wsum > 0) && f < k->nfl; f++)
-		k->b.fl[f].bytes = bytes / (double)routed;
+	for (size_t f = first; f < k->nfl; f++)
+		k->b.fl[f].bytes = by_rate ? bytes * k->b.fl[f].bytes / wsum
+					   : bytes / (double)routed;
 	return TP_OK;
 }
 
