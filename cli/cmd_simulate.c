@@ -321,9 +321,8 @@ typedef struct sims {
 	const tp_fabric_t *f;
 	const tp_cost_ctx_t *ctx;
 	const tp_policy_params_t *pp;
-	double price_budget; /* pp's, for the report */
-	tp_trace_t *traces;  /* [seed] */
-	run_t *runs;	     /* [seed * npol + policy] */
+	tp_trace_t *traces; /* [seed] */
+	run_t *runs;	    /* [seed * npol + policy] */
 	size_t nseeds, npol;
 	long seed0;
 	pthread_mutex_t lock;
@@ -631,7 +630,7 @@ static void print_json(const sims_t *S, size_t b, double *x,
 		    seeds, cJSON_CreateNumber((double)S->seed0 + (double)s));
 	cJSON_AddStringToObject(o, "baseline",
 				tp_policy_name(S->runs[b].policy));
-	cJSON_AddNumberToObject(o, "price_budget", S->price_budget);
+	cJSON_AddNumberToObject(o, "price_budget", S->pp->price_budget);
 	cJSON_AddBoolToObject(o, "nics_by_rate",
 			      tp_cost_ctx_params(S->ctx)->nics_by_rate);
 	pol = cJSON_AddObjectToObject(o, "policies");
@@ -943,7 +942,7 @@ static void sim_report(const sim_args_t *o, const tp_fabric_t *f,
 	for (size_t p = 0; p < S->npol; p++)
 		if (!strcmp(tp_policy_name(S->runs[p].policy), "topoplace"))
 			printf("; topoplace prices up to %.0f sets a decision",
-			       S->price_budget);
+			       S->pp->price_budget);
 	if (tp_cost_ctx_params(S->ctx)->nics_by_rate)
 		printf("; NICs loaded by rate (NCCL)");
 	printf("\n\n");
@@ -972,7 +971,6 @@ static int sim_run(const sim_args_t *o, tp_fabric_t *f, sims_t *S,
 	tp_policy_params_defaults(&pp);
 	if (o->price_budget >= 0)
 		pp.price_budget = (double)o->price_budget;
-	S->price_budget = pp.price_budget;
 	S->f = f;
 	S->ctx = ctx;
 	S->pp = &pp;
