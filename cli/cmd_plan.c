@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <getopt.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,8 @@
 
 static const char plan_usage[] =
     "Usage: topoplace plan --fabric F.json --nodes LIST [--gpus-per-host N]\n"
-    "                      [--no-predict] [--json] [-o FILE]\n"
+    "                      [--no-predict] [--nics-by-rate] [--json]\n"
+    "                      [-o FILE]\n"
     "\n"
     "The job-start plan for these hosts (LIST: gpu[001-016], any order):\n"
     "ring order with the fewest group crossings, hierarchical double binary\n"
@@ -20,6 +22,11 @@ static const char plan_usage[] =
     "recommendation for 64 KiB .. 1 GiB.\n"
     "  --gpus-per-host N  ranks per host (default: the host's GPUs)\n"
     "  --no-predict       skip the cost model (recommendation by rule)\n"
+    "  --nics-by-rate     split each host's data over its ranks by their\n"
+    "                     NICs' cable rates (hierarchical all-reduce), so a\n"
+    "                     NIC at half width carries half a share instead of\n"
+    "                     setting the host's pace; predicted so too (the\n"
+    "                     cost model's --nics-by-rate). Default: evenly\n"
     "  --json             the plan as topoplace-plan/1 JSON\n"
     "  -o FILE            output file ('-' = stdout)\n";
 
@@ -101,6 +108,12 @@ static char *plan_text(const tp_plan_t *p)
 	    n == 1 ? "" : "s", tp_plan_world_size(p),
 	    tp_plan_world_size(p) == 1 ? "" : "s", ng, ng == 1 ? "" : "s",
 	    nrails, nrails == 1 ? "" : "s");
+	uint32_t nw;
+	const uint32_t *w = tp_plan_rank_weights(p, &nw);
+	for (uint32_t l = 0; l < nw; l++)
+		tp_strbuf_printf(&sb, "%s%" PRIu32 "%s",
+				 l ? " " : "rank weights (by NIC rate): ", w[l],
+				 l + 1 < nw ? "" : "\n");
 	tp_strbuf_printf(&sb, "ring:");
 	for (size_t g = 0; g < ng; g++) {
 		char *m = members(p, tp_plan_group(p, g));
@@ -193,6 +206,7 @@ int tp_cmd_plan(int argc, char **argv)
 	    {"nodes", required_argument, NULL, 'n'},
 	    {"gpus-per-host", required_argument, NULL, 'g'},
 	    {"no-predict", no_argument, NULL, 'P'},
+	    {"nics-by-rate", no_argument, NULL, 'N'},
 	    {"json", no_argument, NULL, TP_CLI_OPT_JSON},
 	    {"output", required_argument, NULL, 'o'},
 	    {"help", no_argument, NULL, 'h'},
@@ -225,6 +239,9 @@ int tp_cmd_plan(int argc, char **argv)
 		case 'P':
 			po.predict = false;
 			break;
+		case 'N':
+			po.nics_by_rate = true;
+			break;
 		}
 	}
 	if (a.exit >= 0)
@@ -245,6 +262,7 @@ int tp_cmd_plan(int argc, char **argv)
 		goto out;
 	tp_cost_params_t cp;
 	tp_cli_cost_params(&cp);
+	cp.nics_by_rate = po.nics_by_rate;
 	if (po.predict && (err = tp_cost_ctx_create(f, &cp, &ctx))) {
 		tp_cli_err("plan: cost model: %s", tp_strerror(err));
 		rc = tp_cli_exit_code(err);

@@ -182,6 +182,9 @@ typedef struct tp__coll_ring {
 	int n;
 	int me;
 	int nseg;
+	/* member i's segment by weight (the host level of a plan with rank
+	 * weights, tp__coll_wseg), n + 1 running sums; NULL: as above */
+	const uint32_t *wcum;
 } tp__coll_ring_t;
 
 /* One tree over ranks (parent -1 at the root). Parent and children are
@@ -230,6 +233,9 @@ struct tp_coll_comm {
 	tp__coll_ring_t level[TP__COLL_MAX_LEVELS];
 	int nlevels;
 	bool host_lv;		/* level[0] is the host's ranks */
+	/* the plan's rank weights as running sums (host ranks + 1 of them,
+	 * from 0), which split the host level (tp__coll_wseg); NULL: even */
+	uint32_t *host_wcum;
 	int group_lv;		/* index of the group level, -1: none */
 	int nchan;		/* the schedule's channels C */
 	tp__coll_ring_t *cross; /* [ncross] */
@@ -352,14 +358,34 @@ static inline void tp__coll_seg(size_t count, int n, int i, size_t *off_p,
 	*cnt_p = base + (ui < rem ? 1 : 0);
 }
 
+/* Segment i of count elements split over n by weight: part i runs from
+ * floor(count x wcum[i] / wcum[n]) to the next one's start (wcum: n + 1
+ * running sums of the weights, wcum[0] = 0); NULL: tp__coll_seg. */
+static inline size_t tp__coll_wpos(size_t count, uint32_t x, uint32_t w)
+{
+	/* count x / w exactly, without the product overflowing */
+	return count / w * x + count % w * x / w;
+}
+
+static inline void tp__coll_wseg(const uint32_t *wcum, size_t count, int n,
+				 int i, size_t *off_p, size_t *cnt_p)
+{
+	if (!wcum) {
+		tp__coll_seg(count, n, i, off_p, cnt_p);
+		return;
+	}
+	*off_p = tp__coll_wpos(count, wcum[i], wcum[n]);
+	*cnt_p = tp__coll_wpos(count, wcum[i + 1], wcum[n]) - *off_p;
+}
+
 /* Segment of member i of ring r: its run of sub-shards. */
 static inline void tp__coll_ring_seg(const tp__coll_ring_t *r, size_t count,
 				     int i, size_t *off_p, size_t *cnt_p)
 {
 	size_t lo, hi, end, x;
 
-	if (r->nseg == r->n) {
-		tp__coll_seg(count, r->n, i, off_p, cnt_p);
+	if (r->wcum || r->nseg == r->n) {
+		tp__coll_wseg(r->wcum, count, r->n, i, off_p, cnt_p);
 		return;
 	}
 	lo = ((size_t)i * (size_t)r->nseg + (size_t)r->n - 1) / (size_t)r->n;
@@ -377,6 +403,14 @@ static inline void tp__coll_ring_seg(const tp__coll_ring_t *r, size_t count,
 static inline size_t tp__coll_ring_maxseg(const tp__coll_ring_t *r,
 					  size_t count)
 {
+	if (r->wcum) {
+		size_t most = 0, off, cnt;
+		for (int i = 0; i < r->n; i++) {
+			tp__coll_wseg(r->wcum, count, r->n, i, &off, &cnt);
+			most = cnt > most ? cnt : most;
+		}
+		return most;
+	}
 	size_t per = ((size_t)r->nseg + (size_t)r->n - 1) / (size_t)r->n;
 	return per * ((count + (size_t)r->nseg - 1) / (size_t)r->nseg);
 }

@@ -207,6 +207,23 @@ static tp_err_t build_cross(tp_coll_comm_t *c, const tp_plan_t *plan,
 	return TP_OK;
 }
 
+/* The plan's rank weights as running sums (c->host_wcum), which split
+ * the host level; none when the plan has none. */
+static tp_err_t host_weights(tp_coll_comm_t *c, const tp_plan_t *plan,
+			     uint32_t g)
+{
+	uint32_t n;
+	const uint32_t *w = tp_plan_rank_weights(plan, &n);
+
+	if (!w || n != g)
+		return TP_OK;
+	if (!(c->host_wcum = tp_calloc(g + 1, sizeof(uint32_t))))
+		return TP_ERR_NOMEM;
+	for (uint32_t l = 0; l < g; l++)
+		c->host_wcum[l + 1] = c->host_wcum[l] + w[l];
+	return TP_OK;
+}
+
 /* Hierarchical levels from the plan's hierarchical schedule (sched/):
  * HOST_RS the host's ranks, GROUP_RS the ranks of our local rank on our
  * unit's members (its reduce-scatter leaves each member its channels'
@@ -248,13 +265,16 @@ static tp_err_t build_levels(tp_coll_comm_t *c, const tp_plan_t *plan,
 		size_t k;
 
 		if (ph->kind == TP_SCHED_PH_HOST_RS) {
-			if (ring_set(&r, (int)mh->nranks)) {
+			if (ring_set(&r, (int)mh->nranks) ||
+			    (err = host_weights(c, plan, mh->nranks))) {
+				tp_free(r.members);
 				err = TP_ERR_NOMEM;
 				break;
 			}
 			for (uint32_t l = 0; l < mh->nranks; l++)
 				r.members[l] = mh->first_rank + l;
 			r.me = (int)lr;
+			r.wcum = c->host_wcum;
 			c->host_lv = r.n > 1;
 			add_level(c, &r);
 		} else if (ph->kind == TP_SCHED_PH_GROUP_RS) {
@@ -719,6 +739,7 @@ void tp_coll_comm_destroy(tp_coll_comm_t *c)
 	tp__coll_host_close(c);
 	tp__coll_comp_free(c);
 	tp_free(c->group_of);
+	tp_free(c->host_wcum);
 	if (c->peers) {
 		for (int i = 0; i < 2 * c->size; i++) {
 			tp__coll_tcp_close_peer(&c->peers[i]);

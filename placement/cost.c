@@ -109,6 +109,7 @@ struct tp_cost_ctx {
 	uint64_t *reach;
 	uint32_t *ca_up, *ca_dn; /* CA -> leaf and leaf -> CA resources */
 	uint32_t *ca_key;	 /* dense index of the CA in its subnet */
+	double *ca_rate;	 /* CA cable's Gb/s (tp_fabric_ca_cable_gbps) */
 };
 
 void tp_cost_params_defaults(tp_cost_params_t *p)
@@ -150,6 +151,7 @@ void tp_cost_ctx_destroy(tp_cost_ctx_t *c)
 	tp_free(c->ca_up);
 	tp_free(c->ca_dn);
 	tp_free(c->ca_key);
+	tp_free(c->ca_rate);
 	tp_free(c);
 }
 
@@ -375,8 +377,11 @@ static tp_err_t build_cas(tp_cost_ctx_t *c, size_t nca, size_t nlink, int nsub)
 	c->ca_up = tp_malloc((nca + 1) * sizeof(uint32_t));
 	c->ca_dn = tp_malloc((nca + 1) * sizeof(uint32_t));
 	c->ca_key = tp_malloc((nca + 1) * sizeof(uint32_t));
-	if (!port || !pos || !next || !c->ca_up || !c->ca_dn || !c->ca_key)
+	c->ca_rate = tp_malloc((nca + 1) * sizeof(double));
+	if (!port || !pos || !next || !c->ca_up || !c->ca_dn || !c->ca_key ||
+	    !c->ca_rate)
 		goto out;
+	tp_fabric_ca_cable_gbps(f, c->ca_rate);
 	for (size_t i = 0; i < nca; i++) {
 		const tp_ca_t *ca = tp_fabric_ca(f, i);
 		c->ca_up[i] = c->ca_dn[i] = TP_ID_NONE;
@@ -831,6 +836,10 @@ typedef struct call {
 	uint32_t *klink, *kflows;
 	bool keep;	   /* keep the phase being priced */
 	tp__cost_ws_t *ws; /* where the buffers come from and go back to */
+	/* hierarchical with nics_by_rate: the ranks' weights (wbuf), or
+	 * NULL for an even split (job_weights) */
+	const uint32_t *weight;
+	uint32_t wbuf[TP_MAX_RANK_WEIGHTS];
 } call_t;
 
 tp__cost_ws_t *tp__cost_ws_create(void)
@@ -1487,14 +1496,9 @@ static uint64_t job_rails(const void *arg, size_t i)
  * it: its GPU's nearest CA, else CA l * ncas / g; -1 without CAs. */
 static int rank_rail(const call_t *k, const tp_host_t *h, size_t g, uint32_t l)
 {
-	size_t ca = (size_t)l * h->ncas / g;
+	int ca = tp_host_rank_ca(h, l, (uint32_t)g);
 
-	if (!h->ncas)
-		return -1;
-	if (l < h->ngpus && h->gpus[l].hca >= 0 &&
-	    (size_t)h->gpus[l].hca < h->ncas)
-		ca = (size_t)h->gpus[l].hca;
-	return rail_of(k, h, ca);
+	return ca < 0 ? -1 : rail_of(k, h, (size_t)ca);
 }
 
 static int job_rank_rail(const void *arg, size_t i, uint32_t l)
@@ -1520,6 +1524,7 @@ static tp_err_t sched_of(call_t *k, tp_sched_algo_t algo, tp_sched_t **s_p)
 	    .rails = job_rails,
 	    .rank_rail = job_rank_rail,
 	    .host_ring = k->c->p.host_ring,
+	    .weight = algo == TP_SCHED_HIER ? k->weight : NULL,
 	};
 
 	return tp_sched_build(&job, algo, s_p);
@@ -1711,7 +1716,7 @@ static tp_err_t price_sched(call_t *k, const tp_sched_t *s, double bytes,
  * returns the words written. */
 static size_t sched_key_max(const call_t *k)
 {
-	size_t w = 5 + k->n * (TP_MAX_LEVELS + 3);
+	size_t w = 6 + k->n * (TP_MAX_LEVELS + 3) + TP_MAX_RANK_WEIGHTS;
 
 	for (size_t i = 0; i < k->n; i++)
 		w += (size_t)k->gpus[i];
@@ -1731,6 +1736,11 @@ static size_t sched_key(const call_t *k, tp_sched_algo_t algo, uint32_t *key)
 	PUT(nlev);
 	PUT(k->nrails <= TP_SCHED_MAX_RAILS ? k->nrails : 0);
 	PUT(k->c->p.host_ring);
+	PUT(algo == TP_SCHED_HIER && k->weight);
+	for (uint32_t l = 0;
+	     algo == TP_SCHED_HIER && k->weight && l < (uint32_t)k->gpus[0];
+	     l++)
+		PUT(k->weight[l]); /* job.weight */
 	for (size_t i = 0; i < k->n; i++) {
 		const tp_host_t *h = tp_fabric_host(k->f, k->hosts[i]);
 		uint32_t g = (uint32_t)k->gpus[i];
@@ -1750,6 +1760,24 @@ static size_t sched_key(const call_t *k, tp_sched_algo_t algo, uint32_t *key)
  * one built when the job is the same in every input of the build (a
  * decision prices sets over the same groups again and again: other hosts
  * of the same leaves, swaps inside them), else a new one. */
+/* The ranks' weights when NICs carry traffic by their rate
+ * (tp_cost_params_t.nics_by_rate) and every host runs as many ranks, as
+ * the plan gives them (tp_fabric_rank_weights()); else an even split. */
+static void job_weights(call_t *k)
+{
+	uint32_t g = (uint32_t)k->gpus[0];
+
+	k->weight = NULL;
+	if (!k->c->p.nics_by_rate)
+		return;
+	for (size_t i = 1; i < k->n; i++)
+		if (k->gpus[i] != k->gpus[0])
+			return;
+	if (tp_fabric_rank_weights(k->f, k->c->ca_rate, k->hosts, k->n, g,
+				   k->wbuf))
+		k->weight = k->wbuf;
+}
+
 static tp_err_t sched_cached(call_t *k, tp_sched_algo_t algo, tp_sched_t **s_p)
 {
 	uint32_t *key =
@@ -1759,6 +1787,8 @@ static tp_err_t sched_cached(call_t *k, tp_sched_algo_t algo, tp_sched_t **s_p)
 
 	if (!key)
 		return TP_ERR_NOMEM;
+	if (algo == TP_SCHED_HIER)
+		job_weights(k);
 	size_t nkey = sched_key(k, algo, key);
 	if (k->b.sched && nkey == k->b.nkey &&
 	    !memcmp(key, k->b.key.buf, nkey * sizeof(uint32_t))) {

@@ -350,16 +350,10 @@ static tp_err_t fill_hosts(tp_plan_t *p, const tp_fabric_t *f,
 				hcas[rail] = dev[i];
 		}
 		for (uint32_t l = 0; l < nr; l++) {
-			int ca = -1;
+			int ca = tp_host_rank_ca(hp, l, nr);
 			rk[l].rank = rank + l;
 			rk[l].gpu = l < hp->ngpus ? (int)l : -1;
 			rk[l].rail = -1;
-			if (rk[l].gpu >= 0 && hp->gpus[l].hca >= 0 &&
-			    (size_t)hp->gpus[l].hca < hp->ncas)
-				ca = hp->gpus[l].hca;
-			else if (hp->ncas)
-				/* no GPU data: spread ranks over the CAs */
-				ca = (int)((size_t)l * hp->ncas / nr);
 			if (ca >= 0) {
 				rk[l].rail = rail_of(f, hp, (size_t)ca, nsub);
 				rk[l].hca = dev[ca];
@@ -373,6 +367,33 @@ static tp_err_t fill_hosts(tp_plan_t *p, const tp_fabric_t *f,
 		rank += nr;
 	}
 	p->world = rank;
+	return TP_OK;
+}
+
+/* The ranks' weights (tp_plan_opts_t.nics_by_rate): none when the hosts
+ * run different rank counts (the hierarchical schedule is then the ring)
+ * or tp_fabric_rank_weights() finds them even. */
+static tp_err_t fill_weights(tp_plan_t *p, const tp_fabric_t *f,
+			     const uint32_t *fidx, char **err_p)
+{
+	uint32_t g = p->hosts[0].nranks, w[TP_MAX_RANK_WEIGHTS];
+	double *rate;
+	bool on;
+
+	for (size_t r = 1; r < p->nhosts; r++)
+		if (p->hosts[r].nranks != g)
+			return TP_OK;
+	if (!(rate = tp_malloc((tp_fabric_ncas(f) + 1) * sizeof(double))))
+		return bfail(err_p, TP_ERR_NOMEM, "out of memory");
+	tp_fabric_ca_cable_gbps(f, rate);
+	on = tp_fabric_rank_weights(f, rate, fidx, p->nhosts, g, w);
+	tp_free(rate);
+	if (!on)
+		return TP_OK;
+	if (!(p->weight = tp__plan_alloc(p, g, sizeof(uint32_t))))
+		return bfail(err_p, TP_ERR_NOMEM, "out of memory");
+	memcpy(p->weight, w, g * sizeof(uint32_t));
+	p->nweight = g;
 	return TP_OK;
 }
 
@@ -524,6 +545,12 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 	}
 	if ((err = check_opts(opts, err_p)))
 		return err;
+	if (ctx && opts->predict &&
+	    tp_cost_ctx_params(ctx)->nics_by_rate != opts->nics_by_rate)
+		return bfail(err_p, TP_ERR_INVAL,
+			     "NICs by rate: the plan %s, the cost model %s",
+			     opts->nics_by_rate ? "on" : "off",
+			     opts->nics_by_rate ? "off" : "on");
 	if (!hosts || !n)
 		return bfail(err_p, TP_ERR_INVAL, "empty host list");
 	if (n >= TP_PLAN_NONE)
@@ -587,10 +614,18 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 			    p->nrails, TP_SCHED_MAX_RAILS);
 		goto out;
 	}
+	if (opts->nics_by_rate && (err = fill_weights(p, f, fidx, err_p)))
+		goto out;
 	sj = (sjob_t){p, f, fidx};
-	job = (tp_sched_job_t){
-	    n,		 nlev,	     p->nrails,	     &sj, sjob_group,
-	    sjob_nranks, sjob_rails, sjob_rank_rail, 0,	  NULL};
+	job = (tp_sched_job_t){.n = n,
+			       .nlevels = nlev,
+			       .nrails = p->nrails,
+			       .arg = &sj,
+			       .group = sjob_group,
+			       .nranks = sjob_nranks,
+			       .rails = sjob_rails,
+			       .rank_rail = sjob_rank_rail,
+			       .weight = p->weight};
 	if ((err = tp_sched_build(&job, TP_SCHED_TREE, &sch)) ||
 	    (err = fill_groups(p, f, fidx, sch)) ||
 	    (err = fill_rail_leaders(p, sch)))
@@ -659,9 +694,15 @@ tp_err_t tp_plan_sched(const tp_plan_t *p, tp_sched_algo_t algo,
 		return TP_ERR_INVAL;
 	if (p->nrails > TP_SCHED_MAX_RAILS)
 		return TP_ERR_RANGE;
-	job = (tp_sched_job_t){
-	    p->nhosts,	 2,	     p->nrails,	     p, pjob_group,
-	    pjob_nranks, pjob_rails, pjob_rank_rail, 0, NULL};
+	job = (tp_sched_job_t){.n = p->nhosts,
+			       .nlevels = 2,
+			       .nrails = p->nrails,
+			       .arg = p,
+			       .group = pjob_group,
+			       .nranks = pjob_nranks,
+			       .rails = pjob_rails,
+			       .rank_rail = pjob_rank_rail,
+			       .weight = p->weight};
 	if ((err = tp_sched_build(&job, algo, &s)))
 		return err;
 	for (int t = 0; algo == TP_SCHED_TREE && t < 2; t++)
@@ -758,6 +799,13 @@ double tp_plan_predict_s(const tp_plan_t *p, size_t i, tp_algo_t a)
 tp_algo_t tp_plan_recommend(const tp_plan_t *p, size_t i)
 {
 	return p && i < p->nsizes ? p->rec[i] : TP_ALGO_RING;
+}
+
+const uint32_t *tp_plan_rank_weights(const tp_plan_t *p, uint32_t *n_p)
+{
+	if (n_p)
+		*n_p = p ? p->nweight : 0;
+	return p ? p->weight : NULL;
 }
 
 bool tp_plan_host_segment(const tp_plan_t *p)

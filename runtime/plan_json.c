@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <cjson/cJSON.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -255,6 +256,10 @@ tp_err_t tp_plan_to_json(const tp_plan_t *p, char **json_p)
 	}
 	if (!p->host_segment)
 		put_lit(&sb, ",\n  \"host_segment\": false");
+	for (uint32_t l = 0; l < p->nweight; l++)
+		tp_strbuf_printf(&sb, "%s%" PRIu32 "%s",
+				 l ? ", " : ",\n  \"rank_weights\": [",
+				 p->weight[l], l + 1 < p->nweight ? "" : "]");
 	put_lit(&sb, ",\n  \"recommend\": [");
 	for (size_t i = 0; i < p->nsizes; i++) {
 		put_lit(&sb, i ? ",\n    {\"bytes\": " : "\n    {\"bytes\": ");
@@ -950,12 +955,47 @@ static tp_err_t load_cost(loader_t *ld, const cJSON *root)
 	return TP_OK;
 }
 
+/* "rank_weights": one integer 1..TP_RANK_WEIGHT per local rank, every
+ * host running as many ranks (tp_plan_rank_weights()). */
+static tp_err_t load_weights(loader_t *ld, const cJSON *it)
+{
+	tp_plan_t *p = ld->p;
+	uint32_t g = p->hosts[0].nranks, l = 0;
+	const cJSON *w;
+	size_t n;
+	double v;
+	tp_err_t err;
+
+	if (!it)
+		return TP_OK;
+	for (size_t r = 1; r < p->nhosts; r++)
+		if (p->hosts[r].nranks != g)
+			return lfail(ld, TP_ERR_PARSE,
+				     "rank_weights: the hosts run different "
+				     "rank counts (%" PRIu32 " and %" PRIu32
+				     ")",
+				     g, p->hosts[r].nranks);
+	if ((err = want_array(ld, it, g, g, &n, "rank_weights")))
+		return err;
+	if (!(p->weight = tp__plan_alloc(p, g, sizeof(uint32_t))))
+		return nomem(ld);
+	cJSON_ArrayForEach(w, it)
+	{
+		if ((err = want_int(ld, w, 1, TP_RANK_WEIGHT, &v,
+				    "rank_weights[%" PRIu32 "]", l)))
+			return err;
+		p->weight[l++] = (uint32_t)v;
+	}
+	p->nweight = g;
+	return TP_OK;
+}
+
 static tp_err_t load_root(loader_t *ld, const cJSON *root)
 {
 	static const char *const req[] = {
 	    "format", "world_size", "nodes", "rails",	  "ring",      "hosts",
 	    "groups", "trees",	    "sizes", "predicted", "recommend", NULL};
-	static const char *const opt[] = {"host_segment", NULL};
+	static const char *const opt[] = {"host_segment", "rank_weights", NULL};
 	tp_plan_t *p = ld->p;
 	const cJSON *it, *fmt = get(root, "format"), *trees;
 	uint32_t first = 0, r = 0;
@@ -1003,7 +1043,8 @@ static tp_err_t load_root(loader_t *ld, const cJSON *root)
 	if (tp__plan_index_trees(p))
 		return nomem(ld);
 	if ((err = check_children(ld, cJSON_GetArrayItem(trees, 0), 0)) ||
-	    (err = check_children(ld, cJSON_GetArrayItem(trees, 1), 1)))
+	    (err = check_children(ld, cJSON_GetArrayItem(trees, 1), 1)) ||
+	    (err = load_weights(ld, get(root, "rank_weights"))))
 		return err;
 	return load_cost(ld, root);
 }

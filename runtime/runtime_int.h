@@ -28,6 +28,9 @@ struct tp_plan {
 	/* the predictions priced the hierarchical host phases through
 	 * each host's shared segment (not as rings) */
 	bool host_segment;
+	/* [local rank] the ranks' weights (tp_plan_rank_weights), or NULL */
+	uint32_t *weight;
+	uint32_t nweight;
 	double pred[TP_PLAN_NALGOS][TP_PLAN_MAX_SIZES];
 	tp_algo_t rec[TP_PLAN_MAX_SIZES];
 	bool rec_model[TP_PLAN_MAX_SIZES];

@@ -105,6 +105,13 @@ typedef struct tp_plan_opts {
 	 * Copied. */
 	const double *sizes;
 	size_t nsizes;
+	/* Split each host's data over its ranks by their NICs' rates
+	 * (tp_plan_rank_weights(); tp_fabric_rank_weights() says how), so
+	 * a NIC at half width carries half the share instead of setting the
+	 * host's pace; false: evenly. With predict and a cost context, the
+	 * context's tp_cost_params_t.nics_by_rate must be the same (the
+	 * predictions price what runs), else TP_ERR_INVAL. */
+	bool nics_by_rate;
 } tp_plan_opts_t;
 
 /* gpus_per_host 0, predict true, default sizes. */
@@ -220,6 +227,11 @@ const char *tp_plan_recommend_basis(const tp_plan_t *plan, size_t i);
  * say and for NULL. The library compares it with what it set up and
  * warns when they differ. */
 bool tp_plan_host_segment(const tp_plan_t *plan);
+/* Weights of the local ranks (every host alike; *n_p entries): the
+ * hierarchical all-reduce leaves local rank l the share weight[l] / (their
+ * sum) of a host's data (tp_plan_opts_t.nics_by_rate). NULL (*n_p 0):
+ * an even split. */
+const uint32_t *tp_plan_rank_weights(const tp_plan_t *plan, uint32_t *n_p);
 
 /* The plan's schedule for algo (see tp_sched.h): the edges the cost model
  * priced for this plan and a collective library runs, rebuilt from what
@@ -255,6 +267,8 @@ tp_err_t tp_plan_sched(const tp_plan_t *plan, tp_sched_algo_t algo,
  *               or null; a prediction the model could not make is null,
  *  "host_segment": false     only when the predictions priced the host
  *                            phases as rings (tp_plan_host_segment()),
+ *  "rank_weights": [w, ...]  only when the ranks are weighted
+ *                            (tp_plan_rank_weights()),
  *  "recommend": [{"bytes", "algo", "basis"}]}
  * Arrays are in node rank / ring / size order; numbers print as the
  * shortest text that reads back exactly, so to_json(load(to_json(p))) is

@@ -66,6 +66,7 @@ typedef struct work {
 	uint32_t *ufirst, *uroot, *vfirst, *vroot; /* units of a level */
 	uint32_t *cnt;				   /* [node] channels */
 	uint32_t gmax, kmax;
+	double wsum, wmax; /* hierarchical: job->weight's sum and largest */
 } work_t;
 
 /*
@@ -254,17 +255,21 @@ static tp_sched_edge_t *put(tp_sched_edge_t *e, uint32_t src, uint32_t dst,
 	return e + 1;
 }
 
+/* share: the hierarchical host phases, each rank reducing (or
+ * gathering) its shard out of every other rank's: g - 1 shards, the
+ * largest one's when the ranks are weighted. */
 static tp_sched_edge_t *self_edges(const tp_sched_t *s, const work_t *w,
 				   tp_sched_edge_t *e, double frac1, int copies,
 				   bool share)
 {
 	for (uint32_t r = 0; r < s->n; r++) {
 		double g = w->nr[r];
+		double most = w->job->weight ? w->wmax / w->wsum : 1 / g;
 		if (w->nr[r] < 2)
 			continue;
 		for (int c = 0; c < copies; c++)
 			e = put(e, r, r, (uint32_t)c, -1,
-				share ? (g - 1) / g : frac1);
+				share ? (g - 1) * most : frac1);
 	}
 	return e;
 }
@@ -321,10 +326,20 @@ static int rank_rail(const tp_sched_t *s, const work_t *w, uint32_t node,
 	return r >= 0 && r < s->nrails ? r : -1;
 }
 
+/* Share of S local rank l's part carries when an even split gives it
+ * f: f itself, or scaled by its weight (job->weight). */
+static double rank_frac(const work_t *w, uint32_t l, double f)
+{
+	const uint32_t *wt = w->job->weight;
+
+	return wt ? f * w->gmax * wt[l] / w->wsum : f;
+}
+
 /* The channels of every local rank from node a to node b, each carrying
- * f of S: one edge per rail they keep to (a rank's rail when the ranks
- * at both ends drive the same one, else -1), so the cost model routes
- * each rail's share on that rail and one-rail jobs get one edge. */
+ * f of S (rank_frac() of it when weighted): one edge per rail they keep
+ * to (a rank's rail when the ranks at both ends drive the same one,
+ * else -1), so the cost model routes each rail's share on that rail and
+ * one-rail jobs get one edge. */
 static tp_sched_edge_t *chan_edges(const tp_sched_t *s, const work_t *w,
 				   tp_sched_edge_t *e, uint32_t a, uint32_t b,
 				   uint32_t chan, double f)
@@ -335,9 +350,9 @@ static tp_sched_edge_t *chan_edges(const tp_sched_t *s, const work_t *w,
 		/* every rank on rail -1: one edge, its shares added up */
 		for (uint32_t l = 0; l < w->nr[a]; l++)
 			if (e == e0)
-				e = put(e, a, b, chan, -1, f);
+				e = put(e, a, b, chan, -1, rank_frac(w, l, f));
 			else
-				e0->frac += f;
+				e0->frac += rank_frac(w, l, f);
 		return e;
 	}
 	for (uint32_t l = 0; l < w->nr[a]; l++) {
@@ -347,9 +362,9 @@ static tp_sched_edge_t *chan_edges(const tp_sched_t *s, const work_t *w,
 		while (x < e && x->rail != r)
 			x++;
 		if (x < e)
-			x->frac += f;
+			x->frac += rank_frac(w, l, f);
 		else
-			e = put(e, a, b, chan, r, f);
+			e = put(e, a, b, chan, r, rank_frac(w, l, f));
 	}
 	return e;
 }
@@ -405,6 +420,12 @@ static tp_sched_edge_t *hier_edges(tp_sched_t *s, work_t *w, tp_sched_edge_t *e)
 	for (size_t r = 0; r < s->n; r++)
 		if (w->nr[r] != g) /* the ranks' shards would not line up */
 			return ring_edges(s, w, e);
+	w->wsum = w->wmax = 0;
+	for (uint32_t l = 0; w->job->weight && l < g; l++) {
+		w->wsum += w->job->weight[l];
+		if (w->job->weight[l] > w->wmax)
+			w->wmax = w->job->weight[l];
+	}
 	s->nchan = C;
 	for (size_t u = 0; u < m; u++) {
 		uint32_t K = s->goff[u + 1] - s->goff[u];

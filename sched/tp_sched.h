@@ -74,6 +74,10 @@
  *                   all but (t+1)'s part (mirrors GROUP_RS when all
  *                   units have K members), then
  *          HOST_AG  (mirror HOST_RS).
+ *          With job->weight local rank l's shard is weight[l] / (their
+ *          sum) of S instead of 1/g: every rank's GROUP and CROSS
+ *          shares above scale with it and a HOST phase's self edge
+ *          carries (g - 1) x the largest share.
  *          Edges between two nodes are per rail: the ranks whose rank
  *          at the other end drives the same rail share one edge on that
  *          rail (job->rank_rail; -1 when they differ or it is unknown),
@@ -176,6 +180,12 @@ typedef struct tp_sched_job {
 	 * but what host_ring says. The phases end together on every node,
 	 * so one such node prices them as rings for all: the slowest host. */
 	int (*node_host_ring)(const void *arg, size_t node);
+	/* Hierarchical: weight[l] of local rank l (> 0, the same on every
+	 * node; as many entries as the nodes have ranks): HOST_RS leaves
+	 * local rank l the share weight[l] / (their sum) of S instead of
+	 * 1/g, and the phases above carry each rank's shard at that share
+	 * (tp_fabric_rank_weights(): NICs by their rate). NULL: even. */
+	const uint32_t *weight;
 } tp_sched_job_t;
 
 typedef struct tp_sched_edge {

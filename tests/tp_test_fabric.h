@@ -7,7 +7,9 @@
 #ifndef TP_TEST_FABRIC_H
 #define TP_TEST_FABRIC_H
 
+#include <cjson/cJSON.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "tp_test.h"
 #include "tp_topology.h"
@@ -60,6 +62,45 @@ static inline tp_fabric_t *tp_test_fat_tree_deg(int leaves, int spines, int hpl,
 
 	assert_non_null(f);
 	return f;
+}
+
+/* f again with host h's CA x cabled at half width (4 lanes to 2): a
+ * fabric no generator makes, through its JSON (the CA's index is its
+ * position in "cas", each link [kind, node, port, kind, node, port,
+ * width, lane Gb/s, active]). Caller frees with tp_fabric_destroy(). */
+static inline tp_fabric_t *tp_test_half_cable(const tp_fabric_t *f, size_t h,
+					      size_t x)
+{
+	double ca = (double)tp_fabric_host(f, h)->cas[x];
+	char *js = NULL, *out, *why = NULL;
+	tp_fabric_t *g = NULL;
+	cJSON *root, *l;
+	int n = 0;
+
+	assert_int_equal(tp_fabric_to_json(f, &js), TP_OK);
+	assert_non_null(root = cJSON_Parse(js));
+	tp_free(js);
+	cJSON_ArrayForEach(l, cJSON_GetObjectItem(root, "links"))
+	{
+		for (int e = 0; e < 2; e++) {
+			cJSON *k = cJSON_GetArrayItem(l, 3 * e);
+			cJSON *i = cJSON_GetArrayItem(l, 3 * e + 1);
+			cJSON *w = cJSON_GetArrayItem(l, 6);
+			if (cJSON_IsString(k) &&
+			    !strcmp(k->valuestring, "ca") &&
+			    cJSON_IsNumber(i) && i->valuedouble == ca) {
+				cJSON_SetNumberValue(w, w->valuedouble / 2);
+				n++;
+			}
+		}
+	}
+	assert_int_equal(n, 1);
+	assert_non_null(out = cJSON_PrintUnformatted(root));
+	cJSON_Delete(root);
+	if (tp_fabric_parse_json("half-cable", out, &g, &why) != TP_OK)
+		fail_msg("half-cable fabric: %s", why ? why : "?");
+	cJSON_free(out);
+	return g;
 }
 
 /* tp_test_fat_tree_try with one NIC per host, that must succeed. */

@@ -1,6 +1,8 @@
 /* The fabric object: storage, builder API for readers, accessors. */
 #include "config.h"
 
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -629,4 +631,78 @@ size_t tp_fabric_total_gpus(const tp_fabric_t *f)
 	for (size_t i = 0; i < f->nhost; i++)
 		n += f->host[i].ngpus;
 	return n;
+}
+
+int tp_host_rank_ca(const tp_host_t *h, uint32_t l, uint32_t g)
+{
+	if (!h->ncas || !g)
+		return -1;
+	if (l < h->ngpus && h->gpus[l].hca >= 0 &&
+	    (size_t)h->gpus[l].hca < h->ncas)
+		return h->gpus[l].hca;
+	return (int)((size_t)l * h->ncas / g);
+}
+
+void tp_fabric_ca_cable_gbps(const tp_fabric_t *f, double *gbps)
+{
+	int *port = tp_malloc((f->nca + 1) * sizeof(int));
+
+	for (size_t i = 0; i < f->nca; i++) {
+		gbps[i] = 0;
+		if (port)
+			port[i] = INT_MAX;
+	}
+	if (!port)
+		return; /* no rates known: callers split evenly */
+	for (size_t i = 0; i < f->nlink; i++) {
+		const tp_link_t *l = &f->link[i];
+		for (int e = 0; e < 2; e++) {
+			uint32_t ca = l->node[e];
+			if (l->kind[e] != TP_NODE_CA ||
+			    l->kind[1 - e] != TP_NODE_SWITCH ||
+			    f->ca[ca].leaf != l->node[1 - e] ||
+			    l->port[e] >= port[ca])
+				continue;
+			port[ca] = l->port[e];
+			gbps[ca] = l->active && l->gbps > 0 ? l->gbps : 0;
+		}
+	}
+	tp_free(port);
+}
+
+bool tp_fabric_rank_weights(const tp_fabric_t *f, const double *ca_gbps,
+			    const uint32_t *hosts, size_t n, uint32_t g,
+			    uint32_t *w)
+{
+	double d[TP_MAX_RANK_WEIGHTS], most = 0;
+	bool even = true;
+
+	if (!n || !g || g > TP_MAX_RANK_WEIGHTS)
+		return false;
+	for (uint32_t l = 0; l < g; l++)
+		d[l] = INFINITY;
+	for (size_t i = 0; i < n; i++) {
+		const tp_host_t *h = &f->host[hosts[i]];
+		for (uint32_t l = 0; l < g; l++) {
+			int ca = tp_host_rank_ca(h, l, g);
+			uint32_t share = 0;
+			if (ca < 0 || !(ca_gbps[h->cas[ca]] > 0))
+				return false;
+			for (uint32_t m = 0; m < g; m++)
+				share += tp_host_rank_ca(h, m, g) == ca;
+			if (ca_gbps[h->cas[ca]] / share < d[l])
+				d[l] = ca_gbps[h->cas[ca]] / share;
+		}
+	}
+	for (uint32_t l = 0; l < g; l++) {
+		even = even && d[l] == d[0];
+		most = d[l] > most ? d[l] : most;
+	}
+	if (even)
+		return false;
+	for (uint32_t l = 0; l < g; l++) {
+		long x = lround(TP_RANK_WEIGHT * d[l] / most);
+		w[l] = x < 1 ? 1 : (uint32_t)x;
+	}
+	return true;
 }

@@ -1027,13 +1027,14 @@ tp_err_t tp__coll_host_allreduce_large(tp_coll_comm_t *c, char *buf,
 
 /* Round k of the host phases: shard j's piece of up to `pe` elements,
  * at element *at_p of the call's buffer; false when the shard has no
- * piece k. */
-static bool host_piece(const tp__coll_host_t *h, size_t count, size_t pe,
+ * piece k. The shards split count evenly or by the plan's rank weights
+ * (c->host_wcum): a heavier shard takes more rounds. */
+static bool host_piece(const tp_coll_comm_t *c, size_t count, size_t pe,
 		       size_t k, int j, size_t *at_p, size_t *cnt_p)
 {
 	size_t off, cnt;
 
-	tp__coll_seg(count, h->n, j, &off, &cnt);
+	tp__coll_wseg(c->host_wcum, count, c->host->n, j, &off, &cnt);
 	if (k * pe >= cnt)
 		return false;
 	*at_p = off + k * pe;
@@ -1043,10 +1044,16 @@ static bool host_piece(const tp__coll_host_t *h, size_t count, size_t pe,
 
 /* Rounds of pieces a block buffer holds: slot l keeps rank l's piece of
  * every shard at [j x pe], the result area every rank's own. */
-static size_t host_rounds(const tp__coll_host_t *h, size_t count, size_t dsz,
+static size_t host_rounds(const tp_coll_comm_t *c, size_t count, size_t dsz,
 			  size_t *pe_p)
 {
-	size_t per = (count + (size_t)h->n - 1) / (size_t)h->n;
+	const tp__coll_host_t *h = c->host;
+	size_t per = (count + (size_t)h->n - 1) / (size_t)h->n, off, cnt;
+
+	for (int j = 0; c->host_wcum && j < h->n; j++) {
+		tp__coll_wseg(c->host_wcum, count, h->n, j, &off, &cnt);
+		per = j == 0 || cnt > per ? cnt : per;
+	}
 
 	*pe_p = TP__COLL_HOST_BLOCK / (size_t)h->n / dsz;
 	return (per + *pe_p - 1) / *pe_p;
@@ -1058,7 +1065,7 @@ tp_err_t tp__coll_host_reduce_scatter(tp_coll_comm_t *c, char *buf,
 {
 	tp__coll_host_t *h = c->host;
 	size_t dsz = tp_coll_dtype_size(dt), pe, at, cnt;
-	size_t rounds = host_rounds(h, count, dsz, &pe);
+	size_t rounds = host_rounds(c, count, dsz, &pe);
 	const char *in = src ? src : buf;
 	tp_err_t err;
 
@@ -1072,13 +1079,13 @@ tp_err_t tp__coll_host_reduce_scatter(tp_coll_comm_t *c, char *buf,
 			    (size_t)h->me * pe * dsz;
 		for (int j = 0; j < h->n; j++)
 			if (j != h->me &&
-			    host_piece(h, count, pe, k, j, &at, &cnt))
+			    host_piece(c, count, pe, k, j, &at, &cnt))
 				memcpy(mine + (size_t)j * pe * dsz,
 				       in + at * dsz, cnt * dsz);
 		host_arrive(h, h->in[d], target);
 		if ((err = host_wait(c, h, h->in[d], target)))
 			return err;
-		if (host_piece(h, count, pe, k, h->me, &at, &cnt)) {
+		if (host_piece(c, count, pe, k, h->me, &at, &cnt)) {
 			/* rank l's copy of my piece: my input, or its slot */
 			const char *own = in + at * dsz;
 			size_t col = (size_t)h->me * pe * dsz, len = cnt * dsz;
@@ -1114,7 +1121,7 @@ tp_err_t tp__coll_host_allgather(tp_coll_comm_t *c, char *buf, size_t count,
 {
 	tp__coll_host_t *h = c->host;
 	size_t dsz = tp_coll_dtype_size(dt), pe, at, cnt;
-	size_t rounds = host_rounds(h, count, dsz, &pe);
+	size_t rounds = host_rounds(c, count, dsz, &pe);
 	tp_err_t err;
 
 	for (size_t k = 0; k < rounds; k++) {
@@ -1123,7 +1130,7 @@ tp_err_t tp__coll_host_allgather(tp_coll_comm_t *c, char *buf, size_t count,
 		if ((err = host_take(c, h, &d, &target)))
 			return err;
 		char *res = h->block[d] + (size_t)h->n * TP__COLL_HOST_BLOCK;
-		if (host_piece(h, count, pe, k, h->me, &at, &cnt))
+		if (host_piece(c, count, pe, k, h->me, &at, &cnt))
 			memcpy(res + (size_t)h->me * pe * dsz, buf + at * dsz,
 			       cnt * dsz);
 		host_arrive(h, h->in[d], target);
@@ -1131,7 +1138,7 @@ tp_err_t tp__coll_host_allgather(tp_coll_comm_t *c, char *buf, size_t count,
 			return err;
 		for (int j = 0; j < h->n; j++)
 			if (j != h->me &&
-			    host_piece(h, count, pe, k, j, &at, &cnt))
+			    host_piece(c, count, pe, k, j, &at, &cnt))
 				memcpy(buf + at * dsz,
 				       res + (size_t)j * pe * dsz, cnt * dsz);
 		host_done(h, d, target);

@@ -34,6 +34,8 @@ tp_plan_t *plan_of(int nh, int L, int first)
 	return plan_on(coll_fabric(), nh, L, first);
 }
 
+bool plan_by_rate;
+
 tp_plan_t *plan_on(tp_fabric_t *f, int nh, int L, int first)
 {
 	const char *names[8];
@@ -46,6 +48,7 @@ tp_plan_t *plan_on(tp_fabric_t *f, int nh, int L, int first)
 	tp_plan_opts_defaults(&o);
 	o.gpus_per_host = L;
 	o.predict = false;
+	o.nics_by_rate = plan_by_rate;
 	if (tp_plan_build(f, NULL, names, (size_t)nh, &o, &p, &msg))
 		fail_msg("plan: %s", msg);
 	return p;

@@ -23,6 +23,9 @@ tp_fabric_t *coll_fabric_nics(void);
  * L ranks each, no prediction; fails the test when the plan is refused.
  * Caller frees with tp_plan_destroy(). */
 tp_plan_t *plan_on(tp_fabric_t *f, int nh, int L, int first);
+/* plan_on's plans split each host's data by NIC rate
+ * (tp_plan_opts_t.nics_by_rate) while set. */
+extern bool plan_by_rate;
 tp_plan_t *plan_of(int nh, int L, int first);
 
 /* A rendezvous port in 20000-31999, different on each call. */

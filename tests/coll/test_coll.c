@@ -2156,6 +2156,45 @@ static void test_comp_rails(void **s)
 		}
 }
 
+/* Rank weights (a plan made with nics_by_rate, host 0's second NIC at
+ * half width: weights 1024 512 1024 1024): the host level splits every
+ * buffer unevenly, and every collective still gives the exact result
+ * (the matrix: odd counts, every algorithm, dtype and op) over the host
+ * segment and over TCP rings, 2 and 4 hosts; the compressed all-reduce
+ * runs on the same uneven shards. */
+static void test_rank_weights(void **s)
+{
+	tp_fabric_t *f = tp_test_half_cable(coll_fabric_nics(), 0, 1);
+	uint32_t nw;
+
+	(void)s;
+	plan_by_rate = true;
+	for (int nh = 2; nh <= 4; nh += 2) {
+		tp_plan_t *p = plan_on(f, nh, 4, 0);
+		const uint32_t *w = tp_plan_rank_weights(p, &nw);
+		char what[64];
+		assert_non_null(w);
+		assert_int_equal(nw, 4);
+		assert_int_equal(w[0], 1024);
+		assert_int_equal(w[1], 512);
+		assert_int_equal(w[3], 1024);
+		snprintf(what, sizeof(what), "weighted, %d hosts x 4", nh);
+		run_ranks_ok(p, 20, 96, matrix, NULL, 120, what);
+		setenv("TOPOPLACE_COLL_SHM", "0", 1);
+		run_ranks_ok(p, 20, 96, matrix, NULL, 120, what);
+		unsetenv("TOPOPLACE_COLL_SHM");
+		tp_plan_destroy(p);
+	}
+	for (int kind = 1; kind <= 3; kind++) {
+		comp_case_t k = {(tp_coll_comp_t)kind,
+				 TP_COLL_LEVEL_GROUP | TP_COLL_LEVEL_CROSS,
+				 false};
+		run_comp_on(f, 4, 4, &k, false);
+	}
+	plan_by_rate = false;
+	tp_fabric_destroy(f);
+}
+
 /* NaN and Inf from one rank: the result is NaN / non-finite there on
  * every rank, the rest of the buffer survives (int8 and 1-bit lose the
  * blocks around them, top-k nothing), and the next call is finite again:
@@ -2653,6 +2692,7 @@ int main(void)
 	    cmocka_unit_test(test_comp_wire),
 	    cmocka_unit_test(test_comp_allreduce),
 	    cmocka_unit_test(test_comp_rails),
+	    cmocka_unit_test(test_rank_weights),
 	    cmocka_unit_test(test_comp_nan),
 	    cmocka_unit_test(test_comp_cross_bytes),
 	    cmocka_unit_test(test_comp_mismatch),

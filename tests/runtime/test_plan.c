@@ -985,6 +985,99 @@ static void test_predictions(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* NICs by rate: host node001's second NIC at half width weighs its
+ * local rank 1 half the others, on every host of a plan that holds it
+ * (none without it, none on the clean fabric); the JSON carries the
+ * weights and reads them back; the predictions are the cost model's by
+ * rate, the hierarchical one faster than an even split's on those
+ * hosts; a plan and a cost context that disagree are refused, and so are
+ * weights that cannot be. */
+static void test_rank_weights(void **state)
+{
+	tp_fabric_t *clean =
+	    tp_test_fat_tree_gen(2, 1, 2, 0, 4, false, 0, 0, 0);
+	tp_fabric_t *f;
+	tp_cost_params_t cp;
+	tp_cost_ctx_t *ctx = NULL, *even = NULL;
+	tp_plan_opts_t o;
+	const char *names[4];
+	uint32_t ring[4], nw;
+	int gpus[4] = {4, 4, 4, 4};
+	tp_plan_t *p, *q = NULL;
+	char *j, *msg = NULL;
+
+	(void)state;
+	assert_non_null(clean);
+	f = tp_test_half_cable(clean, 0, 1);
+	tp_cost_params_defaults(&cp);
+	cp.nics_by_rate = true;
+	assert_int_equal(tp_cost_ctx_create(f, &cp, &ctx), TP_OK);
+	assert_int_equal(tp_cost_ctx_create(f, NULL, &even), TP_OK);
+	for (size_t i = 0; i < 4; i++)
+		names[i] = tp_fabric_host(f, i)->name;
+	tp_plan_opts_defaults(&o);
+	o.nics_by_rate = true;
+	p = build(f, ctx, names, 4, &o);
+	const uint32_t *w = tp_plan_rank_weights(p, &nw);
+	assert_non_null(w);
+	assert_int_equal(nw, 4);
+	assert_int_equal(w[0], 1024);
+	assert_int_equal(w[1], 512);
+	assert_int_equal(w[2], 1024);
+	assert_int_equal(w[3], 1024);
+	j = json_of(p);
+	assert_non_null(strstr(j, "\"rank_weights\": [1024, 512, 1024, 1024]"));
+	roundtrip(p);
+	plan_ring(f, p, ring);
+	for (int a = 0; a < TP_PLAN_NALGOS; a++) {
+		tp_cost_t c;
+		assert_int_equal(tp_cost_predict(ctx, NULL, ring, gpus, 4,
+						 tp_plan_size(p, 4),
+						 (tp_algo_t)a, &c),
+				 TP_OK);
+		assert_true(fabs(tp_plan_predict_s(p, 4, (tp_algo_t)a) -
+				 c.seconds) <= 1e-9 * c.seconds);
+	}
+	tp_plan_t *pe = build(f, even, names, 4, NULL);
+	assert_null(tp_plan_rank_weights(pe, &nw));
+	assert_int_equal(nw, 0);
+	assert_true(tp_plan_predict_s(p, 4, TP_ALGO_HIERARCHICAL) <
+		    0.9 * tp_plan_predict_s(pe, 4, TP_ALGO_HIERARCHICAL));
+	tp_plan_destroy(pe);
+
+	/* weights that cannot be */
+	expect_bad_subst(j, "[1024, 512,", "[0, 512,", TP_ERR_PARSE,
+			 "rank_weights[0]");
+	expect_bad_subst(j, "[1024, 512,", "[1024,", TP_ERR_PARSE,
+			 "rank_weights");
+	expect_bad_subst(j, "[1024, 512,", "[1024, 1e9,", TP_ERR_PARSE,
+			 "rank_weights[1]");
+	tp_free(j);
+	tp_plan_destroy(p);
+
+	/* the plan and the cost model disagree */
+	assert_int_equal(tp_plan_build(f, even, names, 4, &o, &q, &msg),
+			 TP_ERR_INVAL);
+	assert_null(q);
+	assert_non_null(strstr(msg, "NICs by rate"));
+	tp_free(msg);
+
+	/* without the slow NIC's host, and on the clean fabric: even */
+	o.predict = false;
+	p = build(f, NULL, names + 1, 3, &o);
+	assert_null(tp_plan_rank_weights(p, NULL));
+	assert_null(strstr(j = json_of(p), "rank_weights"));
+	tp_free(j);
+	tp_plan_destroy(p);
+	p = build(clean, NULL, names, 4, &o);
+	assert_null(tp_plan_rank_weights(p, NULL));
+	tp_plan_destroy(p);
+	tp_cost_ctx_destroy(even);
+	tp_cost_ctx_destroy(ctx);
+	tp_fabric_destroy(f);
+	tp_fabric_destroy(clean);
+}
+
 /* ---- allocation failure ---- */
 
 static long fail_after = -1;
@@ -1070,6 +1163,7 @@ int main(void)
 	    cmocka_unit_test(test_rail_leaders),
 	    cmocka_unit_test(test_gpu_hcas),
 	    cmocka_unit_test(test_predictions),
+	    cmocka_unit_test(test_rank_weights),
 	    cmocka_unit_test(test_nomem),
 	};
 

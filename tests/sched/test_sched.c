@@ -335,6 +335,85 @@ static void test_hier_rails(void **state)
 	tp_sched_destroy(s);
 }
 
+static int tj_rail_l(const void *arg, size_t node, uint32_t l)
+{
+	(void)arg;
+	(void)node;
+	return (int)l;
+}
+
+/* Weighted ranks (job->weight {2, 1}: rank 1's NIC at half rate): two
+ * groups of 4 nodes, 2 ranks each on rails 0 and 1. Rank l's shard is
+ * w_l / 3 of S, so its group edges carry 3/4 of that (1/2 on rail 0,
+ * 1/4 on rail 1), its cross edges 2(m-1)/m / K of it (1/6, 1/12): the
+ * slow rail carries half of what the fast one does, in every phase, and
+ * the totals are the even split's. The host phases' self edges carry
+ * (g - 1) x the largest shard, 2/3. Even weights give the even split's
+ * schedule exactly. */
+static void test_hier_weights(void **state)
+{
+	uint32_t key[8] = {0, 0, 0, 0, 1, 1, 1, 1}, ranks[8];
+	uint32_t w[2] = {2, 1}, same[2] = {5, 5};
+	uint64_t rails[8];
+	tjob_t t = {{key, key}, ranks, rails, tj_rail_l};
+	tp_sched_job_t j = {0};
+	tp_sched_t *s = NULL, *even;
+	double sum[2] = {0, 0};
+
+	(void)state;
+	for (size_t r = 0; r < 8; r++) {
+		ranks[r] = 2;
+		rails[r] = 3;
+	}
+	j = (tp_sched_job_t){.n = 8,
+			     .nlevels = 1,
+			     .nrails = 2,
+			     .arg = &t,
+			     .group = tj_group,
+			     .nranks = tj_ranks,
+			     .rails = tj_rails,
+			     .rank_rail = tj_rail_l,
+			     .weight = w};
+	assert_int_equal(tp_sched_build(&j, TP_SCHED_HIER, &s), TP_OK);
+	for (size_t i = 0; i < tp_sched_nphases(s); i++) {
+		const tp_sched_phase_t *ph = tp_sched_phase(s, i);
+		for (size_t e = 0; e < ph->nedges; e++) {
+			const tp_sched_edge_t *x = &ph->edges[e];
+			double want;
+			if (x->src == x->dst) {
+				assert_close(x->frac, 2.0 / 3);
+				continue;
+			}
+			assert_true(x->rail == 0 || x->rail == 1);
+			if (ph->kind == TP_SCHED_PH_CROSS) {
+				want = x->rail ? 1.0 / 12 : 1.0 / 6;
+				sum[x->rail] += x->frac;
+			} else {
+				want = x->rail ? 1.0 / 4 : 1.0 / 2;
+			}
+			assert_close(x->frac, want);
+		}
+	}
+	assert_close(sum[0], 2 * sum[1]);
+	assert_close(sum[0] + sum[1], 2);
+	tp_sched_destroy(s);
+	/* equal weights: the even schedule, edge for edge */
+	j.weight = same;
+	assert_int_equal(tp_sched_build(&j, TP_SCHED_HIER, &s), TP_OK);
+	j.weight = NULL;
+	assert_int_equal(tp_sched_build(&j, TP_SCHED_HIER, &even), TP_OK);
+	assert_int_equal(tp_sched_nphases(s), tp_sched_nphases(even));
+	for (size_t i = 0; i < tp_sched_nphases(s); i++) {
+		const tp_sched_phase_t *a = tp_sched_phase(s, i);
+		const tp_sched_phase_t *b = tp_sched_phase(even, i);
+		assert_int_equal(a->nedges, b->nedges);
+		for (size_t e = 0; e < a->nedges; e++)
+			assert_close(a->edges[e].frac, b->edges[e].frac);
+	}
+	tp_sched_destroy(s);
+	tp_sched_destroy(even);
+}
+
 /* Groups of 3 and 2 nodes, 2 ranks each: C = 3 channels; in the small
  * group node 3 holds channels 0 and 1, node 4 channel 2. Reduce-scatter
  * edges pass all but the sender's part (2/3, or 1/3 from node 3), cross
@@ -559,7 +638,8 @@ static void test_errors(void **state)
 {
 	uint32_t key[4] = {0}, zero[4] = {0};
 	tjob_t t = {{key, key}, NULL, NULL, NULL};
-	tp_sched_job_t j = {4, 1, 0, &t, tj_group, NULL, NULL, NULL, 0, NULL};
+	tp_sched_job_t j = {4,	  1,	0, &t,	 tj_group, NULL,
+			    NULL, NULL, 0, NULL, NULL};
 	tp_allocator_t a = {fmalloc, fcalloc, frealloc, free};
 	tp_sched_t *s = NULL;
 
@@ -614,6 +694,7 @@ int main(void)
 	    cmocka_unit_test(test_ring),
 	    cmocka_unit_test(test_hier_one_rail),
 	    cmocka_unit_test(test_hier_rails),
+	    cmocka_unit_test(test_hier_weights),
 	    cmocka_unit_test(test_hier_uneven),
 	    cmocka_unit_test(test_hier_one_node),
 	    cmocka_unit_test(test_host_small),
