@@ -65,6 +65,12 @@ static const tp_pconf_key_t keys[] = {
      "percent of a running multi-node job's time spent in all-reduce: "
      "its traffic is background for later choices; 0: none",
      OFF(comm_share), NULL},
+    {"NicsByRate", TP_PCONF_BOOL, "no", 0, 1,
+     "the SPANK plugin's plans split each host's data over its ranks by "
+     "their NICs' cable rates (topoplace plan --nics-by-rate), so a NIC "
+     "at half width carries half a share instead of setting the host's "
+     "pace; no: evenly",
+     OFF(nics_by_rate), NULL},
     {"PriceBudget", TP_PCONF_UINT, "8", 0, 1000,
      "cost-model predictions a native selection may spend pricing "
      "candidate host sets (96: the simulator's); 0: the structural "

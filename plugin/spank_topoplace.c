@@ -709,9 +709,9 @@ static bool step_plan(step_t *st)
 	tp_step_in_t in;
 	tp_err_t err;
 
-	if ((err =
-		 tp_plan_build_step(st->f, (const char *const *)st->names,
-				    st->n, st->counts, &st->plan, &st->msg))) {
+	if ((err = tp_plan_build_step(st->f, (const char *const *)st->names,
+				      st->n, st->counts, st->conf.nics_by_rate,
+				      &st->plan, &st->msg))) {
 		/* the list is the client's: a line break in it (a hostlist
 		 * separator) must not start a line of slurmd's log; 240
 		 * bytes of it leave room for the reason */

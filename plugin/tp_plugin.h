@@ -51,6 +51,7 @@ typedef struct tp_pconf {
 	uint32_t comm_share;	/* CommShare: percent of a running job's time
 				 * in collectives (its traffic's duty) */
 	uint32_t price_budget;	/* PriceBudget: predictions per decision */
+	bool nics_by_rate;	/* NicsByRate: step plans weigh ranks by NIC */
 } tp_pconf_t;
 
 typedef enum tp_pconf_type {

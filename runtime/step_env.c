@@ -56,15 +56,16 @@ tp_err_t tp_step_tasks_parse(const char *s, uint32_t *counts, size_t n)
 }
 
 tp_err_t tp_plan_build_step(const tp_fabric_t *f, const char *const *hosts,
-			    size_t n, const uint32_t *tasks, tp_plan_t **plan_p,
-			    char **err_p)
+			    size_t n, const uint32_t *tasks, bool nics_by_rate,
+			    tp_plan_t **plan_p, char **err_p)
 {
 	tp_plan_opts_t opts;
 	tp_err_t err;
 
-	if (!tasks || !n)
-		return tp_plan_build(f, NULL, hosts, n, NULL, plan_p, err_p);
 	tp_plan_opts_defaults(&opts);
+	opts.nics_by_rate = nics_by_rate;
+	if (!tasks || !n)
+		return tp_plan_build(f, NULL, hosts, n, &opts, plan_p, err_p);
 	opts.predict = false;
 	opts.gpus_per_host = tasks[0] <= INT32_MAX ? (int)tasks[0] : 0;
 	for (size_t i = 1; i < n; i++)

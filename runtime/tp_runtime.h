@@ -384,11 +384,12 @@ tp_err_t tp_step_tasks_parse(const char *text, uint32_t *counts, size_t n);
 
 /* The step's plan: no predictions; when every host runs the same number
  * of tasks, gpus_per_host is that count (so the plan's ranks are the
- * step's), falling back to one rank per GPU when a host has fewer GPUs.
- * Errors and *err_p as tp_plan_build(). */
+ * step's), falling back to one rank per GPU when a host has fewer GPUs;
+ * nics_by_rate as tp_plan_opts_t's. Errors and *err_p as
+ * tp_plan_build(). */
 tp_err_t tp_plan_build_step(const tp_fabric_t *f, const char *const *hosts,
-			    size_t n, const uint32_t *tasks, tp_plan_t **plan_p,
-			    char **err_p);
+			    size_t n, const uint32_t *tasks, bool nics_by_rate,
+			    tp_plan_t **plan_p, char **err_p);
 
 /* Ranks and pairs for in->hosts[in->node_id]. TP_ERR_INVAL for bad
  * arguments, TP_ERR_NOTFOUND when a plan host is not in the step or this

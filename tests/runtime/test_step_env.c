@@ -82,8 +82,8 @@ static void test_env_fat_tree(void **state)
 		hosts[i] = name(f, i);
 		tasks[i] = 2;
 	}
-	assert_int_equal(tp_plan_build_step(f, hosts, 8, tasks, &plan, NULL),
-			 TP_OK);
+	assert_int_equal(
+	    tp_plan_build_step(f, hosts, 8, tasks, false, &plan, NULL), TP_OK);
 	/* uniform tasks: the plan's ranks are the step's */
 	assert_int_equal(tp_plan_world_size(plan), 16);
 	for (size_t id = 0; id < 8; id++) {
@@ -139,8 +139,8 @@ static void test_env_uneven(void **state)
 	(void)state;
 	for (size_t i = 0; i < 4; i++)
 		hosts[i] = name(f, i);
-	assert_int_equal(tp_plan_build_step(f, hosts, 4, tasks, &plan, NULL),
-			 TP_OK);
+	assert_int_equal(
+	    tp_plan_build_step(f, hosts, 4, tasks, false, &plan, NULL), TP_OK);
 	assert_int_equal(tp_plan_world_size(plan), 16);
 	for (size_t id = 0; id < 4; id++) {
 		tp_step_in_t in = step(hosts, tasks, 4, id, 10, 1);
@@ -187,8 +187,8 @@ static void test_env_rails(void **state)
 	(void)state;
 	for (size_t i = 0; i < 4; i++)
 		hosts[i] = name(f, i);
-	assert_int_equal(tp_plan_build_step(f, hosts, 4, tasks, &plan, NULL),
-			 TP_OK);
+	assert_int_equal(
+	    tp_plan_build_step(f, hosts, 4, tasks, false, &plan, NULL), TP_OK);
 	assert_int_equal(tp_plan_world_size(plan), 32);
 	assert_int_equal(tp_plan_nrails(plan), 4);
 	in = step(hosts, tasks, 4, 2, 64, tp_fabric_rails(f));
@@ -223,8 +223,8 @@ static void test_env_errors(void **state)
 	(void)state;
 	for (size_t i = 0; i < 4; i++)
 		hosts[i] = other[i] = name(f, i);
-	assert_int_equal(tp_plan_build_step(f, hosts, 3, tasks, &plan, NULL),
-			 TP_OK);
+	assert_int_equal(
+	    tp_plan_build_step(f, hosts, 3, tasks, false, &plan, NULL), TP_OK);
 	/* the step has 4 tasks by its counts, Slurm says 5 */
 	in = step(hosts, tasks, 3, 0, 5, 1);
 	assert_int_equal(tp_plan_step_env(plan, &in, &env, &err), TP_ERR_RANGE);
@@ -282,8 +282,8 @@ static void test_env_nomem(void **state)
 	tp_plan_t *plan = NULL;
 
 	(void)state;
-	assert_int_equal(tp_plan_build_step(f, hosts, 2, tasks, &plan, NULL),
-			 TP_OK);
+	assert_int_equal(
+	    tp_plan_build_step(f, hosts, 2, tasks, false, &plan, NULL), TP_OK);
 	for (int k = 0;; k++) {
 		tp_step_in_t in = step(hosts, tasks, 2, 1, 4, 2);
 		tp_step_env_t env;
@@ -378,8 +378,8 @@ static void test_env_local_hcas(void **state)
 	(void)state;
 	assert_int_equal(tp_fabric_read_ibnetdiscover(f, dump), TP_OK);
 	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
-	assert_int_equal(tp_plan_build_step(f, hosts, 2, NULL, &plan, NULL),
-			 TP_OK);
+	assert_int_equal(
+	    tp_plan_build_step(f, hosts, 2, NULL, false, &plan, NULL), TP_OK);
 	assert_non_null(mkdtemp(full));
 	assert_non_null(mkdtemp(part));
 	assert_non_null(mkdtemp(none));

@@ -76,8 +76,8 @@ static int step(const char *fabric_path, const char *sysfs, uint32_t nnodes,
 	if (!(counts = tp_calloc(n, sizeof(*counts))) ||
 	    tp_step_tasks_parse(tpn, counts, n) ||
 	    tp_fabric_load_json(fabric_path, &f, &msg) ||
-	    tp_plan_build_step(f, (const char *const *)names, n, counts, &plan,
-			       &msg) ||
+	    tp_plan_build_step(f, (const char *const *)names, n, counts, false,
+			       &plan, &msg) ||
 	    tp_hca_map_read(f, names[id], sysfs, &hcas))
 		goto out;
 	in = (tp_step_in_t){

@@ -1,0 +1,159 @@
+#!/bin/bash
+# What splitting a host's data by NIC rate buys (topoplace plan
+# --nics-by-rate) when one NIC of a job runs at half width, measured with
+# libtopoplace-coll on emulated hosts.
+#
+# Two hosts (network namespaces), 2 ranks each, every rank on its own NIC:
+# each host has two interfaces, rail 0 and rail 1, and each rail is one
+# veth cable between the hosts, shaped with tbf on both ends (RATE; rail
+# 1 at half of it: node002's second NIC at half width, as the fabric
+# JSON written here says). topoplace-coll-bench runs the hierarchical
+# all-reduce from two plans of the same hosts: the even one (every rank
+# carries a quarter of the data across, so the half-rate rail sets the
+# pace) and the weighted one (--nics-by-rate: rank weights 1024 512, the
+# slow rail carries a third of a host's share). TOPOPLACE_COLL_HCA_ADDRS
+# puts each rank's connections on its NIC's interface. The two plans
+# alternate for ROUNDS rounds; per round the time of the largest size
+# each gave (median of the slowest rank over ITERS iterations) and their
+# ratio even / weighted; the mean ratio +- standard error over the rounds,
+# the cost model's ratio of the two plans' hierarchical predictions at
+# that size (topoplace plan, on the same fabric) and one JSON line
+# ({"format":"topoplace-rail-split-bench/1", "rounds", "bytes", "rate",
+# "ratio_mean", "ratio_se", "model_ratio", "even_s":[..],
+# "weighted_s":[..]}, also to --json FILE).
+#
+#   bench_rail_split.sh [--rounds N (3)] [--rate R (400mbit)]
+#                       [--bytes B (32M)] [--iters N (5)] [--json FILE]
+#
+# Root (namespaces, tc). Exit 77 without root, ip or tc; 1 when a run
+# fails; 0 otherwise (the figure is reported, not judged).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=${TP_SRCDIR:-$(cd "$here/../.." && pwd)}
+build=${TP_BUILDDIR:-$top/build}
+topoplace=${TOPOPLACE:-$build/cli/topoplace}
+bench=$build/coll/topoplace-coll-bench
+rounds=3 rate=400mbit bytes=32M iters=5 json=""
+while [ $# -gt 0 ]; do
+	case $1 in
+	--rounds) rounds=$2; shift 2 ;;
+	--rate) rate=$2; shift 2 ;;
+	--bytes) bytes=$2; shift 2 ;;
+	--iters) iters=$2; shift 2 ;;
+	--json) json=$2; shift 2 ;;
+	-h | --help) sed -n '2,/^set -u/p' "$0" | sed -e '/^set -u/d' -e 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "bench_rail_split: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+	esac
+done
+case $rate in
+*[0-9]mbit) half=$(( ${rate%mbit} / 2 ))mbit ;;
+*) echo "bench_rail_split: --rate takes N mbit (e.g. 400mbit), not '$rate'" >&2; exit 2 ;;
+esac
+[ "$(id -u)" = 0 ] || { echo "bench_rail_split: needs root (namespaces); skipped"; exit 77; }
+command -v ip >/dev/null && command -v tc >/dev/null ||
+	{ echo "bench_rail_split: needs ip and tc; skipped"; exit 77; }
+[ -x "$bench" ] && [ -x "$topoplace" ] ||
+	{ echo "bench_rail_split: build first ($bench, $topoplace)"; exit 77; }
+
+work=$(mktemp -d /tmp/tp_railsplit.XXXXXX)
+ns_a=tprs-a-$$ ns_b=tprs-b-$$
+cleanup() {
+	ip netns del "$ns_a" 2>/dev/null
+	ip netns del "$ns_b" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+die() { echo "bench_rail_split: $*" >&2; exit 1; }
+
+# The fabric: node001 and node002 on one leaf (the emulation has no
+# up-link), 2 GPUs and 2 NICs each (rail 0 and 1),
+# node002's mlx5_1 cabled at half width.
+"$topoplace" fabric generate fat-tree --leaves 1 --spines 1 --hosts-per-leaf 2 \
+	--gpus-per-host 2 -o "$work/clean.json" || die "fabric generate failed"
+python3 - "$work/clean.json" "$work/fabric.json" <<'EOF' || die "fabric edit failed"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ca = [i for i, c in enumerate(d["cas"]) if c["desc"] == "node002 mlx5_1"]
+assert len(ca) == 1, "no node002 mlx5_1"
+n = 0
+for l in d["links"]:
+    for e in (0, 3):
+        if l[e] == "ca" and l[e + 1] == ca[0]:
+            l[6] //= 2
+            n += 1
+assert n == 1
+json.dump(d, open(sys.argv[2], "w"))
+EOF
+"$topoplace" plan --fabric "$work/fabric.json" --nodes node00[1-2] --json \
+	-o "$work/even.json" || die "plan failed"
+"$topoplace" plan --fabric "$work/fabric.json" --nodes node00[1-2] --nics-by-rate \
+	--json -o "$work/weighted.json" || die "plan --nics-by-rate failed"
+
+# Two hosts, two cables: rail r is veth ra<->rb, 10.203.r.1 / .2.
+ip netns add "$ns_a" && ip netns add "$ns_b" || die "ip netns add failed"
+for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up; done
+for r in 0 1; do
+	ip link add "r${r}a$$" netns "$ns_a" type veth peer name "r${r}b$$" netns "$ns_b" ||
+		die "veth failed"
+	ip -n "$ns_a" link set "r${r}a$$" name "rail$r"
+	ip -n "$ns_b" link set "r${r}b$$" name "rail$r"
+	ip -n "$ns_a" addr add "10.203.$r.1/24" dev "rail$r"
+	ip -n "$ns_b" addr add "10.203.$r.2/24" dev "rail$r"
+	rr=$rate
+	[ "$r" = 1 ] && rr=$half
+	for ns in "$ns_a" "$ns_b"; do
+		ip -n "$ns" link set "rail$r" up
+		tc -n "$ns" qdisc add dev "rail$r" root tbf rate "$rr" burst 64kb latency 50ms ||
+			die "tc failed"
+	done
+done
+ip netns exec "$ns_a" ping -c 1 -W 2 10.203.1.2 >/dev/null || die "rail 1 does not ping"
+
+# One run of a plan: rank 0 prints; the time of the largest size.
+port=$((23000 + $$ % 2000))
+run_plan() {
+	local plan=$1 out=$2 pids="" rc=0
+	port=$((port + 1))
+	for rank in 0 1 2 3; do
+		local ns=$ns_a me=1
+		[ $rank -ge 2 ] && ns=$ns_b me=2
+		TOPOPLACE_COLL_HCA_ADDRS="mlx5_0=10.203.0.$me,mlx5_1=10.203.1.$me" \
+			ip netns exec "$ns" "$bench" --plan "$plan" --rank $rank \
+			--master 10.203.0.1:$port --algo hierarchical --min-bytes "$bytes" \
+			--max-bytes "$bytes" --iters "$iters" --warmup 1 --timeout 120 \
+			>"$out.$rank" 2>&1 &
+		pids="$pids $!"
+	done
+	for p in $pids; do wait "$p" || rc=1; done
+	[ $rc = 0 ] || { cat "$out".* >&2; die "a rank of $plan failed"; }
+	awk '!/^#/ && $1 ~ /^[0-9]+$/ {t = $2} END {if (t == "") exit 1; print t / 1e6}' "$out.0"
+}
+
+even_s="" weighted_s="" ratios=""
+echo "# 2 hosts x 2 ranks, a NIC each; rail 0 $rate, rail 1 $half; hierarchical, $bytes"
+printf "%6s %12s %12s %8s\n" round even_s weighted_s ratio
+for i in $(seq 1 "$rounds"); do
+	e=$(run_plan "$work/even.json" "$work/e$i") || die "no time from the even plan"
+	w=$(run_plan "$work/weighted.json" "$work/w$i") || die "no time from the weighted plan"
+	r=$(awk -v e="$e" -v w="$w" 'BEGIN {printf "%.3f", e / w}')
+	printf "%6d %12.4f %12.4f %8s\n" "$i" "$e" "$w" "$r"
+	even_s="$even_s${even_s:+,}$e" weighted_s="$weighted_s${weighted_s:+,}$w"
+	ratios="$ratios $r"
+done
+# the model's ratio: the two plans' hierarchical predictions at 1 GiB
+model=$(python3 - "$work/even.json" "$work/weighted.json" <<'EOF'
+import json, sys
+e, w = (json.load(open(f))["predicted"]["hierarchical"][-1] for f in sys.argv[1:])
+print("%.3f" % (e / w))
+EOF
+) || die "no predictions in the plans"
+echo "$ratios" | awk -v m="$model" -v rounds="$rounds" -v bytes="$bytes" -v rate="$rate" \
+	-v es="$even_s" -v ws="$weighted_s" -v json="$json" '{
+	for (i = 1; i <= NF; i++) { s += $i; ss += $i * $i }
+	n = NF; mean = s / n
+	se = n > 1 ? sqrt((ss - n * mean * mean) / (n - 1) / n) : 0
+	printf "even / weighted time: %.3f +- %.3f (%d rounds); cost model (1 GiB): %s\n", mean, se, n, m
+	line = sprintf("{\"format\":\"topoplace-rail-split-bench/1\",\"rounds\":%d,\"bytes\":\"%s\",\"rate\":\"%s\",\"ratio_mean\":%.4f,\"ratio_se\":%.4f,\"model_ratio\":%s,\"even_s\":[%s],\"weighted_s\":[%s]}", n, bytes, rate, mean, se, m, es, ws)
+	print line
+	if (json != "") print line > json
+}'
