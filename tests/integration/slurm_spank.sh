@@ -355,6 +355,40 @@ read -r j plan <"$tmp/relconf.out" || j=none
 	ok "conf= with FabricFile=rel-fabric.json: read beside the conf, plan set" ||
 	bad "conf= with a relative FabricFile: TOPOPLACE_PLAN '$plan', $(grep "spank/topoplace: job $j " "$(nodelog node001)" | tail -n 1 | cut -c 1-200)"
 
+# ---- NicsByRate: a rail fabric (4 NICs a host) where node002's mlx5_1
+# is cabled at half width; with NicsByRate=yes the step's plan weighs
+# local rank 1 half the others (libtopoplace-coll splits each host's data
+# so), without it the plan has no weights ----
+"$TOPOPLACE" fabric generate rail --sus 2 --hosts-per-su 4 --rails 4 --spines-per-rail 1 \
+	--gpus-per-host 4 --prefix node -o "$dir/rel/rail.json" >/dev/null
+/usr/bin/python3 - "$dir/rel/rail.json" "$dir/rel/half.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ca = [i for i, c in enumerate(d["cas"]) if c["desc"] == "node002 mlx5_1"]
+for l in d["links"]:
+    for e in (0, 3):
+        if ca and l[e] == "ca" and l[e + 1] == ca[0]:
+            l[6] //= 2
+json.dump(d, open(sys.argv[2], "w"))
+PY
+weights_step() { # NAME CONF-LINES: node001+node002, 4 tasks each; the plan's weights
+	printf 'FabricFile=half.json\n%s\n' "$2" >"$dir/rel/topoplace.conf"
+	sed "s|fabric=[^ ]*|conf=$dir/rel/topoplace.conf|" "$tmp/plugstack.saved" >"$dir/plugstack.conf"
+	as_user timeout 60 srun -J "$1" -w node001,node002 -N 2 --ntasks-per-node 4 sh -c \
+		'if [ "$SLURM_PROCID" = 0 ]; then echo "w $(grep -o "\"rank_weights\": \[[^]]*\]" "$TOPOPLACE_PLAN" || echo none)"; fi' \
+		>"$tmp/$1.out" 2>"$tmp/$1.err" || bad "srun $1: $(head -c 200 "$tmp/$1.err")"
+	cp "$tmp/plugstack.saved" "$dir/plugstack.conf"
+	sed -n 's/^w //p' "$tmp/$1.out"
+}
+cp "$dir/plugstack.conf" "$tmp/plugstack.saved"
+w=$(weights_step byrate "NicsByRate=yes")
+[ "$w" = '"rank_weights": [1024, 512, 1024, 1024]' ] &&
+	ok "NicsByRate=yes: the step's plan weighs node002's half-width NIC's rank half ($w)" ||
+	bad "NicsByRate=yes: plan weights '$w'"
+w=$(weights_step even "")
+[ "$w" = none ] && ok "NicsByRate unset: the step's plan splits evenly (no rank_weights)" ||
+	bad "NicsByRate unset: plan weights '$w'"
+
 # ---- a node list with a line break, from a modified client ----
 # (tests/integration/tp_srun_shim.c preloaded into srun sends it as is):
 # the hostlist reads the break as a separator, the second name is not in
