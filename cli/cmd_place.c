@@ -44,8 +44,10 @@ static const char cost_usage[] =
     "in this order (LIST: node[01-04],node09). --background gives degraded\n"
     "links and other jobs' traffic (topoplace-state/1). --nics-by-rate\n"
     "loads each host's NICs in proportion to their rates, as NCCL's channel\n"
-    "search does (default: evenly, one ring per rail, as libtopoplace-coll\n"
-    "runs; the slowest NIC paces the host). --json: seconds, bandwidth_s,\n"
+    "search does, and a hierarchical all-reduce's ranks by their NICs'\n"
+    "rates, as libtopoplace-coll runs a plan made with plan --nics-by-rate\n"
+    "(default: evenly, one ring per rail, as libtopoplace-coll runs an even\n"
+    "plan; the slowest NIC paces the host). --json: seconds, bandwidth_s,\n"
     "latency_s, bottleneck_gbps, bottleneck_link.\n";
 
 static cJSON *span_json(const tp_placement_t *p)

@@ -454,8 +454,10 @@ static const char usage[] =
     "                 (default 96, the policy's; slurmctld's PriceBudget\n"
     "                 defaults to 8)\n"
     "  --nics-by-rate a host's ring traffic over its NICs by their rates,\n"
-    "                 as NCCL's channels (default: evenly, as\n"
-    "                 libtopoplace-coll runs the plan)\n";
+    "                 as NCCL's channels, and a hierarchical all-reduce's\n"
+    "                 ranks by their NICs' rates, as libtopoplace-coll\n"
+    "                 runs a plan made with --nics-by-rate (default:\n"
+    "                 evenly, as it runs an even plan)\n";
 
 int main(int argc, char **argv)
 {
