@@ -12,7 +12,7 @@
 
 static const char place_usage[] =
     "Usage: topoplace place --fabric F.json --request REQ [--state S.json]\n"
-    "                       [--policy P] [--seed N] [--json]\n"
+    "                       [--policy P] [--seed N] [--nics-by-rate] [--json]\n"
     "\n"
     "Choose hosts for one job on the free part of the fabric and say why.\n"
     "  --request REQ   comma-separated items, each at most once:\n"
@@ -28,6 +28,8 @@ static const char place_usage[] =
     "  --policy P      topoplace (default), slurm-tree, slurm-block,\n"
     "                  slurm-linear, first-fit, random\n"
     "  --seed N        for seeded policies (default 1)\n"
+    "  --nics-by-rate  price as cost --nics-by-rate does (what slurmctld\n"
+    "                  prices with NicsByRate=yes in topoplace.conf)\n"
     "  --json          policy, hosts (ring order), gpus, span, predicted_s,\n"
     "                  ideal_s, explain\n"
     "Exit status: 0 placed, 1 the job does not fit the free part now, 2 bad\n"
@@ -135,7 +137,7 @@ static void place_print_text(const tp_fabric_t *f, const tp_policy_t *policy,
 static int place_decide(const tp_fabric_t *f, const char *fabric,
 			const tp_state_t *s, const tp_policy_t *policy,
 			const tp_request_t *r, const char *req, long seed,
-			tp_placement_t *pl)
+			bool nics_by_rate, tp_placement_t *pl)
 {
 	tp_cost_params_t cp;
 	tp_policy_params_t pp;
@@ -149,6 +151,7 @@ static int place_decide(const tp_fabric_t *f, const char *fabric,
 		return TP_EXIT_INPUT;
 	}
 	tp_cost_params_defaults(&cp);
+	cp.nics_by_rate = nics_by_rate;
 	if ((err = tp_cost_ctx_create(f, &cp, &ctx))) {
 		tp_cli_err("place: cost model: %s", tp_strerror(err));
 		return tp_cli_exit_code(err);
@@ -174,11 +177,13 @@ int tp_cmd_place(int argc, char **argv)
 	    {"request", required_argument, NULL, 'r'},
 	    {"policy", required_argument, NULL, 'p'},
 	    {"seed", required_argument, NULL, 'S'},
+	    {"nics-by-rate", no_argument, NULL, 'N'},
 	    {"json", no_argument, NULL, TP_CLI_OPT_JSON},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	tp_cli_args_t a = {.usage = place_usage};
+	bool nics_by_rate = false;
 	const char *req = NULL, *pname = "topoplace";
 	long seed = 1;
 	int c, rc = TP_EXIT_INPUT;
@@ -202,6 +207,9 @@ int tp_cmd_place(int argc, char **argv)
 		case 'S':
 			if (!tp_cli_int("--seed", optarg, 0, 1L << 62, &seed))
 				return TP_EXIT_INPUT;
+			break;
+		case 'N':
+			nics_by_rate = true;
 			break;
 		}
 	}
@@ -229,7 +237,9 @@ int tp_cmd_place(int argc, char **argv)
 	if (!(f = tp_cli_load(a.fabric, &rc)) ||
 	    !(s = tp_cli_load_state(f, a.state, &rc)))
 		goto out;
-	if ((rc = place_decide(f, a.fabric, s, policy, &r, req, seed, &pl)))
+	tp_state_set_nics_by_rate(s, nics_by_rate);
+	if ((rc = place_decide(f, a.fabric, s, policy, &r, req, seed,
+			       nics_by_rate, &pl)))
 		goto out;
 	if (a.json)
 		place_print_json(f, policy, &pl);

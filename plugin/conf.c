@@ -69,7 +69,8 @@ static const tp_pconf_key_t keys[] = {
      "the SPANK plugin's plans split each host's data over its ranks by "
      "their NICs' cable rates (topoplace plan --nics-by-rate), so a NIC "
      "at half width carries half a share instead of setting the host's "
-     "pace; no: evenly",
+     "pace, and the native selection prices that (the cost model's "
+     "--nics-by-rate); no: evenly",
      OFF(nics_by_rate), NULL},
     {"PriceBudget", TP_PCONF_UINT, "8", 0, 1000,
      "cost-model predictions a native selection may spend pricing "

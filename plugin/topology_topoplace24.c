@@ -248,6 +248,8 @@ static void load_files(void)
 	/* the cost model only prices recorded decisions; without it they
 	 * are recorded unpriced */
 	tp_cost_params_defaults(&cp);
+	/* NicsByRate: the step plans split by NIC rate, so price that */
+	cp.nics_by_rate = pconf.nics_by_rate;
 	if ((err = tp_cost_ctx_create(fabric, &cp, &cost_ctx))) {
 		info("%s: fabric %s: cost model: %s: decisions unpriced",
 		     plugin_type, pconf.fabric_file, tp_strerror(err));
@@ -255,9 +257,10 @@ static void load_files(void)
 	}
 	have_tree = true;
 	info("%s: fabric %s: %zu hosts, %zu switches, %d levels above the "
-	     "leaves%s",
-	     plugin_type, pconf.fabric_file, tree.norder, tree.nsw,
-	     tree.levels, tree.nvlink ? ", NVLink domains as leaves" : "");
+	     "leaves%s%s",
+	     plugin_type, pconf.fabric_file, tree.norder, tree.nsw, tree.levels,
+	     tree.nvlink ? ", NVLink domains as leaves" : "",
+	     pconf.nics_by_rate ? ", NICs priced by rate" : "");
 out:
 	tp_free(why);
 	xfree(path);

@@ -53,9 +53,12 @@ void build_from_tree(void)
 	avail_cpus_cnt = node_record_count;
 	sel_ws = tp_place_ws_create(); /* NULL: the engine makes its own */
 	/* NULL sends every job to eval_nodes_tree ("out of memory") */
-	if ((sel_state = tp_state_create(fabric)))
+	if ((sel_state = tp_state_create(fabric))) {
+		/* weak hosts ranked as the cost context prices them */
+		tp_state_set_nics_by_rate(sel_state, pconf.nics_by_rate);
 		for (size_t h = 0; h < nh; h++)
 			if (node_of[h] < 0)
 				tp_state_set_host_up(sel_state, (uint32_t)h,
 						     false);
+	}
 }
