@@ -356,11 +356,15 @@ static int hosts_out(const tp_fabric_t *f, bool json)
 	char buf[32];
 	cJSON *arr = json ? cJSON_CreateArray() : NULL;
 	int levels = tp_fabric_ngroup_levels(f);
-	tp_state_t *s = tp_state_create(f);
+	tp_state_t *s = tp_state_create(f), *sr = tp_state_create(f);
 
-	if ((json && !arr) || !s) {
+	/* sr: the same cables with NICs loaded by rate (--nics-by-rate,
+	 * NicsByRate=yes): their sum */
+	tp_state_set_nics_by_rate(sr, true);
+	if ((json && !arr) || !s || !sr) {
 		cJSON_Delete(arr);
 		tp_state_destroy(s);
+		tp_state_destroy(sr);
 		tp_cli_err("fabric hosts: %s", tp_strerror(TP_ERR_NOMEM));
 		return TP_EXIT_FAIL;
 	}
@@ -375,9 +379,10 @@ static int hosts_out(const tp_fabric_t *f, bool json)
 		printf("%-24s %-5s %-20s %s\n", "HOST", "GPUS", "GROUPS", "LEAVES");
 	for (size_t i = 0; i < tp_fabric_nhosts(f); i++) {
 		const tp_host_t *h = tp_fabric_host(f, i);
-		double ring = 0;
+		double ring = 0, by_rate = 0;
 		bool weak = false;
 		size_t cables = tp_state_host_cables(s, (uint32_t)i, &ring, &weak);
+		tp_state_host_cables(sr, (uint32_t)i, &by_rate, NULL);
 		if (json) {
 			cJSON *o = cJSON_CreateObject(), *a;
 			cJSON_AddItemToArray(arr, o);
@@ -392,6 +397,8 @@ static int hosts_out(const tp_fabric_t *f, bool json)
 			cJSON_AddBoolToObject(o, "degraded", h->degraded);
 			cJSON_AddNumberToObject(o, "cables", (double)cables);
 			cJSON_AddNumberToObject(o, "ring_gbps", ring);
+			cJSON_AddNumberToObject(o, "ring_gbps_by_rate",
+						by_rate);
 			cJSON_AddBoolToObject(o, "weak", weak);
 			if (h->nvdomain != TP_ID_NONE)
 				cJSON_AddStringToObject(o, "nvlink_domain", tp_fabric_nvdomain(f, h->nvdomain)->name);
@@ -410,11 +417,16 @@ static int hosts_out(const tp_fabric_t *f, bool json)
 			printf("%s%s", l ? "," : "", switch_name(f, h->leaves[l], buf, sizeof(buf)));
 		printf("%s", h->degraded ? " (degraded)" : "");
 		if (weak)
-			printf(" (weakly cabled: %zu cable%s, a ring %g of %g Gb/s)",
-			       cables, cables == 1 ? "" : "s", ring, best);
+			printf(" (weakly cabled: %zu cable%s, a ring %g of %g "
+			       "Gb/s%s",
+			       cables, cables == 1 ? "" : "s", ring, best,
+			       by_rate != ring ? "" : ")");
+		if (weak && by_rate != ring)
+			printf("; %g by rate)", by_rate);
 		printf("\n");
 	}
 	tp_state_destroy(s);
+	tp_state_destroy(sr);
 	if (json) {
 		char *txt = cJSON_Print(arr);
 		cJSON_Delete(arr);

@@ -217,6 +217,14 @@ jq -e 'all(.[]; (.ring_gbps < 3200) == .weak and (.cables <= 8))' "$tmp/deg.host
 $T fabric hosts "$tmp/deg.json" >"$tmp/deg.txt"
 [ "$(grep -c 'weakly cabled: [0-9]* cables*, a ring [0-9.]* of 3200 Gb/s' "$tmp/deg.txt")" -eq 26 ] &&
 	ok "hosts: 26 lines say weakly cabled" || bad "hosts text: $(grep -c weakly "$tmp/deg.txt") weak lines"
+# by rate a host's ring is its cables' sum: more than evenly only where a
+# cable runs slower than the others (half width), never less
+jq -e 'all(.[]; .ring_gbps_by_rate >= .ring_gbps) and any(.[]; .ring_gbps_by_rate > .ring_gbps)' \
+	"$tmp/deg.hosts" >/dev/null && ok "hosts --json: ring_gbps_by_rate the cables' sum" ||
+	bad "hosts --json: ring_gbps_by_rate"
+half=$(jq '[.[] | select(.ring_gbps_by_rate > .ring_gbps)] | length' "$tmp/deg.hosts")
+[ "$(grep -c '; [0-9.]* by rate)' "$tmp/deg.txt")" -eq "$half" ] && [ "$half" -gt 0 ] &&
+	ok "hosts: $half half-width hosts say their rate by rate" || bad "hosts text: by rate on $(grep -c 'by rate' "$tmp/deg.txt") lines, $half in the JSON"
 $T simulate --fabric "$tmp/deg.json" --jobs 50 --seeds 1 --policies topoplace,slurm-tree --json >"$tmp/deg.sim"
 jeq "$tmp/deg.sim" .weak_hosts 26 "simulate --json: the fabric's weakly cabled hosts"
 $T simulate --fabric "$tmp/deg.json" --jobs 50 --seeds 1 --policies topoplace,slurm-tree | head -n 1 |
