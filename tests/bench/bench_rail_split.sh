@@ -1,29 +1,32 @@
 #!/bin/bash
 # What splitting a host's data by NIC rate buys (topoplace plan
-# --nics-by-rate) when one NIC of a job runs at half width, measured with
-# libtopoplace-coll on emulated hosts.
+# --nics-by-rate) on hosts whose NICs do not all carry the same, measured
+# with libtopoplace-coll on emulated hosts.
 #
-# Two hosts (network namespaces), 2 ranks each, every rank on its own NIC:
-# each host has two interfaces, rail 0 and rail 1, and each rail is one
-# veth cable between the hosts, shaped with tbf on both ends (RATE; rail
-# 1 at half of it: node002's second NIC at half width, as the fabric
-# JSON written here says). topoplace-coll-bench runs the hierarchical
-# all-reduce from two plans of the same hosts: the even one (every rank
-# carries a quarter of the data across, so the half-rate rail sets the
-# pace) and the weighted one (--nics-by-rate: rank weights 1024 512, the
-# slow rail carries a third of a host's share). TOPOPLACE_COLL_HCA_ADDRS
-# puts each rank's connections on its NIC's interface. The two plans
-# alternate for ROUNDS rounds; per round the time of the largest size
-# each gave (median of the slowest rank over ITERS iterations) and their
-# ratio even / weighted; the mean ratio +- standard error over the rounds,
-# the cost model's ratio of the two plans' hierarchical predictions at
-# that size (topoplace plan, on the same fabric) and one JSON line
-# ({"format":"topoplace-rail-split-bench/1", "rounds", "bytes", "rate",
-# "ratio_mean", "ratio_se", "model_ratio", "even_s":[..],
+# Two hosts (network namespaces), each rail one veth cable between them,
+# shaped with tbf on both ends at RATE. --case half (default): 2 ranks a
+# host, each on its own NIC, rail 1 at half RATE (node002's second NIC at
+# half width, as the fabric JSON written here says): evenly every rank
+# carries a quarter of the data across and the slow rail sets the pace;
+# weighted (rank weights 1024 512) the slow rail carries a third of a
+# host's share. --case shared: 4 ranks a host on 3 NICs (as the SuperPOD
+# dump's hosts that lost one of their 4 cables), ranks 0 and 1 sharing
+# mlx5_0: evenly that NIC carries half the data, weighted (512 512 1024
+# 1024) each NIC a third. topoplace-coll-bench runs the hierarchical
+# all-reduce from the even and the weighted plan of the same hosts,
+# TOPOPLACE_COLL_HCA_ADDRS putting each rank's connections on its NIC's
+# interface. The two plans alternate for ROUNDS rounds; per round the
+# time of the size (median of the slowest rank over ITERS iterations)
+# and the ratio even / weighted; the mean ratio +- standard error over the
+# rounds, the cost model's ratio of the two plans' hierarchical
+# predictions at 1 GiB (topoplace plan, on the same fabric) and one JSON
+# line ({"format":"topoplace-rail-split-bench/1", "case", "rounds",
+# "bytes", "rate", "ratio_mean", "ratio_se", "model_ratio", "even_s":[..],
 # "weighted_s":[..]}, also to --json FILE).
 #
-#   bench_rail_split.sh [--rounds N (3)] [--rate R (400mbit)]
-#                       [--bytes B (32M)] [--iters N (5)] [--json FILE]
+#   bench_rail_split.sh [--case half|shared] [--rounds N (3)]
+#                       [--rate R (400mbit)] [--bytes B (32M)] [--iters N (5)]
+#                       [--json FILE]
 #
 # Root (namespaces, tc). Exit 77 without root, ip or tc; 1 when a run
 # fails; 0 otherwise (the figure is reported, not judged).
@@ -33,7 +36,7 @@ top=${TP_SRCDIR:-$(cd "$here/../.." && pwd)}
 build=${TP_BUILDDIR:-$top/build}
 topoplace=${TOPOPLACE:-$build/cli/topoplace}
 bench=$build/coll/topoplace-coll-bench
-rounds=3 rate=400mbit bytes=32M iters=5 json=""
+rounds=3 rate=400mbit bytes=32M iters=5 json="" case_=half
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rounds) rounds=$2; shift 2 ;;
@@ -41,10 +44,15 @@ while [ $# -gt 0 ]; do
 	--bytes) bytes=$2; shift 2 ;;
 	--iters) iters=$2; shift 2 ;;
 	--json) json=$2; shift 2 ;;
+	--case) case_=$2; shift 2 ;;
 	-h | --help) sed -n '2,/^set -u/p' "$0" | sed -e '/^set -u/d' -e 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench_rail_split: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 done
+case $case_ in
+half | shared) ;;
+*) echo "bench_rail_split: --case takes half or shared, not '$case_'" >&2; exit 2 ;;
+esac
 case $rate in
 *[0-9]mbit) half=$(( ${rate%mbit} / 2 ))mbit ;;
 *) echo "bench_rail_split: --rate takes N mbit (e.g. 400mbit), not '$rate'" >&2; exit 2 ;;
@@ -66,11 +74,18 @@ trap cleanup EXIT
 die() { echo "bench_rail_split: $*" >&2; exit 1; }
 
 # The fabric: node001 and node002 on one leaf (the emulation has no
-# up-link), 2 GPUs and 2 NICs each (rail 0 and 1),
-# node002's mlx5_1 cabled at half width.
+# up-link). half: 2 GPUs and 2 NICs each (rail 0 and 1), node002's mlx5_1
+# cabled at half width. shared: 4 GPUs and 3 NICs each, every cable at
+# RATE (as the SuperPOD dump's hosts that lost one of 4 cables: two ranks
+# share a NIC).
+case $case_ in
+half) g=2 nics=2 ;;
+shared) g=4 nics=3 ;;
+esac
 "$topoplace" fabric generate fat-tree --leaves 1 --spines 1 --hosts-per-leaf 2 \
-	--gpus-per-host 2 -o "$work/clean.json" || die "fabric generate failed"
-python3 - "$work/clean.json" "$work/fabric.json" <<'EOF' || die "fabric edit failed"
+	--gpus-per-host $g --nics-per-host $nics -o "$work/clean.json" || die "fabric generate failed"
+if [ "$case_" = half ]; then
+	python3 - "$work/clean.json" "$work/fabric.json" <<'EOF' || die "fabric edit failed"
 import json, sys
 d = json.load(open(sys.argv[1]))
 ca = [i for i, c in enumerate(d["cas"]) if c["desc"] == "node002 mlx5_1"]
@@ -84,40 +99,47 @@ for l in d["links"]:
 assert n == 1
 json.dump(d, open(sys.argv[2], "w"))
 EOF
+else
+	cp "$work/clean.json" "$work/fabric.json"
+fi
 "$topoplace" plan --fabric "$work/fabric.json" --nodes node00[1-2] --json \
 	-o "$work/even.json" || die "plan failed"
 "$topoplace" plan --fabric "$work/fabric.json" --nodes node00[1-2] --nics-by-rate \
 	--json -o "$work/weighted.json" || die "plan --nics-by-rate failed"
+grep -q rank_weights "$work/weighted.json" || die "the weighted plan has no rank weights"
 
-# Two hosts, two cables: rail r is veth ra<->rb, 10.203.r.1 / .2.
+# Two hosts, a cable per rail: rail r is veth ra<->rb, 10.203.r.1 / .2;
+# in the half case rail 1 at half the rate.
 ip netns add "$ns_a" && ip netns add "$ns_b" || die "ip netns add failed"
 for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up; done
-for r in 0 1; do
+hca_a="" hca_b=""
+for r in $(seq 0 $((nics - 1))); do
 	ip link add "r${r}a$$" netns "$ns_a" type veth peer name "r${r}b$$" netns "$ns_b" ||
 		die "veth failed"
 	ip -n "$ns_a" link set "r${r}a$$" name "rail$r"
 	ip -n "$ns_b" link set "r${r}b$$" name "rail$r"
 	ip -n "$ns_a" addr add "10.203.$r.1/24" dev "rail$r"
 	ip -n "$ns_b" addr add "10.203.$r.2/24" dev "rail$r"
+	hca_a="$hca_a${hca_a:+,}mlx5_$r=10.203.$r.1" hca_b="$hca_b${hca_b:+,}mlx5_$r=10.203.$r.2"
 	rr=$rate
-	[ "$r" = 1 ] && rr=$half
+	[ "$case_" = half ] && [ "$r" = 1 ] && rr=$half
 	for ns in "$ns_a" "$ns_b"; do
 		ip -n "$ns" link set "rail$r" up
 		tc -n "$ns" qdisc add dev "rail$r" root tbf rate "$rr" burst 64kb latency 50ms ||
 			die "tc failed"
 	done
+	ip netns exec "$ns_a" ping -c 1 -W 2 "10.203.$r.2" >/dev/null || die "rail $r does not ping"
 done
-ip netns exec "$ns_a" ping -c 1 -W 2 10.203.1.2 >/dev/null || die "rail 1 does not ping"
 
 # One run of a plan: rank 0 prints; the time of the largest size.
 port=$((23000 + $$ % 2000))
 run_plan() {
 	local plan=$1 out=$2 pids="" rc=0
 	port=$((port + 1))
-	for rank in 0 1 2 3; do
-		local ns=$ns_a me=1
-		[ $rank -ge 2 ] && ns=$ns_b me=2
-		TOPOPLACE_COLL_HCA_ADDRS="mlx5_0=10.203.0.$me,mlx5_1=10.203.1.$me" \
+	for rank in $(seq 0 $((2 * g - 1))); do
+		local ns=$ns_a hca=$hca_a
+		[ $rank -ge $g ] && ns=$ns_b hca=$hca_b
+		TOPOPLACE_COLL_HCA_ADDRS=$hca \
 			ip netns exec "$ns" "$bench" --plan "$plan" --rank $rank \
 			--master 10.203.0.1:$port --algo hierarchical --min-bytes "$bytes" \
 			--max-bytes "$bytes" --iters "$iters" --warmup 1 --timeout 120 \
@@ -130,7 +152,11 @@ run_plan() {
 }
 
 even_s="" weighted_s="" ratios=""
-echo "# 2 hosts x 2 ranks, a NIC each; rail 0 $rate, rail 1 $half; hierarchical, $bytes"
+if [ "$case_" = half ]; then
+	echo "# half: 2 hosts x 2 ranks, a NIC each; rail 0 $rate, rail 1 $half; hierarchical, $bytes"
+else
+	echo "# shared: 2 hosts x 4 ranks on 3 NICs (ranks 0 and 1 share mlx5_0), every rail $rate; hierarchical, $bytes"
+fi
 printf "%6s %12s %12s %8s\n" round even_s weighted_s ratio
 for i in $(seq 1 "$rounds"); do
 	e=$(run_plan "$work/even.json" "$work/e$i") || die "no time from the even plan"
@@ -147,13 +173,13 @@ e, w = (json.load(open(f))["predicted"]["hierarchical"][-1] for f in sys.argv[1:
 print("%.3f" % (e / w))
 EOF
 ) || die "no predictions in the plans"
-echo "$ratios" | awk -v m="$model" -v rounds="$rounds" -v bytes="$bytes" -v rate="$rate" \
+echo "$ratios" | awk -v c="$case_" -v m="$model" -v rounds="$rounds" -v bytes="$bytes" -v rate="$rate" \
 	-v es="$even_s" -v ws="$weighted_s" -v json="$json" '{
 	for (i = 1; i <= NF; i++) { s += $i; ss += $i * $i }
 	n = NF; mean = s / n
 	se = n > 1 ? sqrt((ss - n * mean * mean) / (n - 1) / n) : 0
 	printf "even / weighted time: %.3f +- %.3f (%d rounds); cost model (1 GiB): %s\n", mean, se, n, m
-	line = sprintf("{\"format\":\"topoplace-rail-split-bench/1\",\"rounds\":%d,\"bytes\":\"%s\",\"rate\":\"%s\",\"ratio_mean\":%.4f,\"ratio_se\":%.4f,\"model_ratio\":%s,\"even_s\":[%s],\"weighted_s\":[%s]}", n, bytes, rate, mean, se, m, es, ws)
+	line = sprintf("{\"format\":\"topoplace-rail-split-bench/1\",\"case\":\"%s\",\"rounds\":%d,\"bytes\":\"%s\",\"rate\":\"%s\",\"ratio_mean\":%.4f,\"ratio_se\":%.4f,\"model_ratio\":%s,\"even_s\":[%s],\"weighted_s\":[%s]}", c, n, bytes, rate, mean, se, m, es, ws)
 	print line
 	if (json != "") print line > json
 }'
