@@ -97,7 +97,7 @@ static void tree_stats(const tp_plan_t *p, int t, size_t *depth_p,
 	*cross_p = cross;
 }
 
-static char *plan_text(const tp_plan_t *p)
+static char *plan_text(const tp_plan_t *p, bool by_rate)
 {
 	tp_strbuf_t sb = {0};
 	size_t n = tp_plan_nhosts(p), ng = tp_plan_ngroups(p);
@@ -114,6 +114,11 @@ static char *plan_text(const tp_plan_t *p)
 		tp_strbuf_printf(&sb, "%s%" PRIu32 "%s",
 				 l ? " " : "rank weights (by NIC rate): ", w[l],
 				 l + 1 < nw ? "" : "\n");
+	if (by_rate && !nw)
+		tp_strbuf_printf(&sb, "rank weights (by NIC rate): none, an even "
+				      "split (every rank's NIC alike, hosts with "
+				      "different rank counts, or a rank without "
+				      "a cabled NIC)\n");
 	tp_strbuf_printf(&sb, "ring:");
 	for (size_t g = 0; g < ng; g++) {
 		char *m = members(p, tp_plan_group(p, g));
@@ -281,7 +286,7 @@ int tp_cmd_plan(int argc, char **argv)
 			rc = TP_EXIT_FAIL;
 			goto out;
 		}
-	} else if (!(text = plan_text(plan))) {
+	} else if (!(text = plan_text(plan, po.nics_by_rate))) {
 		tp_cli_err("plan: %s", tp_strerror(TP_ERR_NOMEM));
 		rc = TP_EXIT_FAIL;
 		goto out;
