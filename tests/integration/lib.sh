@@ -263,6 +263,16 @@ wait_state() {
 	done
 	return 1
 }
+# exclusive_job NAME N: an N-node exclusive 1-second job; its hosts,
+# sorted, as $got ("none" when sbatch refused it)
+exclusive_job() {
+	j=$(timeout 10 sbatch --parsable -J "$1" -o /dev/null -N "$2" --exclusive --wrap 'sleep 1')
+	[ -n "$j" ] || { bad "sbatch $1"; got=none; return; }
+	wait_state "$j" RUNNING COMPLETED || bad "job $j ($1) ran"
+	got=$(hostset "$(field "$j" NodeList)")
+	echo "# $1: job $j on $got"
+	wait_state "$j" COMPLETED FAILED || bad "job $j ($1) finished"
+}
 hostset() { # NODELIST -> sorted host names, one line
 	timeout 10 scontrol show hostnames "$1" | sort | tr '\n' ' '
 }

@@ -45,15 +45,7 @@ start() {
 	topoplace_cluster8 "$NET" "$PORT" "$fabric" \
 		'# topology/topoplace, degraded fabric file, no LinkState (test)' "$1"
 }
-# job NAME: a 6-node exclusive job's hosts, sorted, as $got
-job() {
-	j=$(timeout 10 sbatch --parsable -J "$1" -o /dev/null -N 6 --exclusive --wrap 'sleep 1')
-	[ -n "$j" ] || { bad "sbatch $1"; got=none; return; }
-	wait_state "$j" RUNNING COMPLETED || bad "job $j ($1) ran"
-	got=$(hostset "$(field "$j" NodeList)")
-	echo "# $1: job $j on $got"
-	wait_state "$j" COMPLETED FAILED || bad "job $j ($1) finished"
-}
+job() { exclusive_job "$1" 6; } # NAME: a 6-node exclusive job's hosts as $got
 
 # ---- pricing off: the structure's answer ----
 start 'PriceBudget=0'

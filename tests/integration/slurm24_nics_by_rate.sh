@@ -53,14 +53,7 @@ start() { # CONF_LINE...
 	topoplace_cluster8 "$NET" "$PORT" "$fabric" '# topology/topoplace, NICs by rate (test)' \
 		'PriceBudget=96' "$@"
 }
-job() { # NAME: a 7-node exclusive job's hosts, sorted, as $got
-	j=$(timeout 10 sbatch --parsable -J "$1" -o /dev/null -N 7 --exclusive --wrap 'sleep 1')
-	[ -n "$j" ] || { bad "sbatch $1"; got=none; return; }
-	wait_state "$j" RUNNING COMPLETED || bad "job $j ($1) ran"
-	got=$(hostset "$(field "$j" NodeList)")
-	echo "# $1: job $j on $got"
-	wait_state "$j" COMPLETED FAILED || bad "job $j ($1) finished"
-}
+job() { exclusive_job "$1" 7; } # NAME: a 7-node exclusive job's hosts as $got
 
 start 'NicsByRate=yes'
 grep -q 'fabric .*NICs priced by rate' "$log" && ok "slurmctld: $(grep -o 'fabric .*NICs priced by rate' "$log" | head -1)" ||
