@@ -436,6 +436,44 @@ static void test_env_local_hcas(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* The step's plan by NIC rate (NicsByRate=yes): the slow NIC's rank
+ * weighs half on the step's tasks per host; without the flag, or on the
+ * hosts without it, the plan splits evenly. */
+static void test_step_nics_by_rate(void **state)
+{
+	tp_fabric_t *clean = tp_test_fat_tree_gen(2, 1, 2, 0, 4, false, 0, 0, 0);
+	tp_fabric_t *f;
+	const char *hosts[3];
+	uint32_t tasks[3] = {4, 4, 4}, nw;
+	tp_plan_t *plan = NULL;
+
+	(void)state;
+	assert_non_null(clean);
+	f = tp_test_half_cable(clean, 0, 1);
+	for (size_t i = 0; i < 3; i++)
+		hosts[i] = name(f, i);
+	assert_int_equal(
+	    tp_plan_build_step(f, hosts, 2, tasks, true, &plan, NULL), TP_OK);
+	const uint32_t *w = tp_plan_rank_weights(plan, &nw);
+	assert_int_equal(nw, 4);
+	assert_int_equal(w[1], 512);
+	assert_int_equal(w[0] + w[2] + w[3], 3 * 1024);
+	tp_plan_destroy(plan);
+	plan = NULL;
+	assert_int_equal(
+	    tp_plan_build_step(f, hosts, 2, tasks, false, &plan, NULL), TP_OK);
+	assert_null(tp_plan_rank_weights(plan, NULL));
+	tp_plan_destroy(plan);
+	plan = NULL;
+	assert_int_equal(
+	    tp_plan_build_step(f, hosts + 1, 2, tasks, true, &plan, NULL),
+	    TP_OK);
+	assert_null(tp_plan_rank_weights(plan, NULL));
+	tp_plan_destroy(plan);
+	tp_fabric_destroy(f);
+	tp_fabric_destroy(clean);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -443,6 +481,7 @@ int main(void)
 	    cmocka_unit_test(test_env_fat_tree),
 	    cmocka_unit_test(test_env_uneven),
 	    cmocka_unit_test(test_env_rails),
+	    cmocka_unit_test(test_step_nics_by_rate),
 	    cmocka_unit_test(test_env_errors),
 	    cmocka_unit_test(test_env_nomem),
 	    cmocka_unit_test(test_env_local_hcas),
