@@ -441,7 +441,8 @@ static void test_env_local_hcas(void **state)
  * hosts without it, the plan splits evenly. */
 static void test_step_nics_by_rate(void **state)
 {
-	tp_fabric_t *clean = tp_test_fat_tree_gen(2, 1, 2, 0, 4, false, 0, 0, 0);
+	tp_fabric_t *clean =
+	    tp_test_fat_tree_gen(2, 1, 2, 0, 4, false, 0, 0, 0);
 	tp_fabric_t *f;
 	const char *hosts[3];
 	uint32_t tasks[3] = {4, 4, 4}, nw;
