@@ -115,10 +115,11 @@ static char *plan_text(const tp_plan_t *p, bool by_rate)
 				 l ? " " : "rank weights (by NIC rate): ", w[l],
 				 l + 1 < nw ? "" : "\n");
 	if (by_rate && !nw)
-		tp_strbuf_printf(&sb, "rank weights (by NIC rate): none, an even "
-				      "split (every rank's NIC alike, hosts with "
-				      "different rank counts, or a rank without "
-				      "a cabled NIC)\n");
+		tp_strbuf_printf(&sb,
+				 "rank weights (by NIC rate): none, an even "
+				 "split (every rank's NIC alike, hosts with "
+				 "different rank counts, or a rank without "
+				 "a cabled NIC)\n");
 	tp_strbuf_printf(&sb, "ring:");
 	for (size_t g = 0; g < ng; g++) {
 		char *m = members(p, tp_plan_group(p, g));
