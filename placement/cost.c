@@ -109,7 +109,7 @@ struct tp_cost_ctx {
 	uint64_t *reach;
 	uint32_t *ca_up, *ca_dn; /* CA -> leaf and leaf -> CA resources */
 	uint32_t *ca_key;	 /* dense index of the CA in its subnet */
-	double *ca_rate;	 /* CA cable's Gb/s (tp_fabric_ca_cable_gbps) */
+	uint32_t *ca_link; /* CA's cable to its leaf (tp_fabric_ca_cables) */
 };
 
 void tp_cost_params_defaults(tp_cost_params_t *p)
@@ -151,7 +151,7 @@ void tp_cost_ctx_destroy(tp_cost_ctx_t *c)
 	tp_free(c->ca_up);
 	tp_free(c->ca_dn);
 	tp_free(c->ca_key);
-	tp_free(c->ca_rate);
+	tp_free(c->ca_link);
 	tp_free(c);
 }
 
@@ -366,10 +366,9 @@ static int ca_pos_cmp(const void *x, const void *y)
  * spreads the hosts of one leaf over its up-links; a key in name order
  * would not (hosts cabled round-robin over leaves would all share one
  * residue and so one up-link). CAs without a leaf come last. */
-static tp_err_t build_cas(tp_cost_ctx_t *c, size_t nca, size_t nlink, int nsub)
+static tp_err_t build_cas(tp_cost_ctx_t *c, size_t nca, int nsub)
 {
 	const tp_fabric_t *f = c->f;
-	int *port = tp_malloc((nca + 1) * sizeof(int));
 	ca_pos_t *pos = tp_malloc((nca + 1) * sizeof(ca_pos_t));
 	uint32_t *next = tp_calloc((size_t)nsub, sizeof(uint32_t));
 	tp_err_t err = TP_ERR_NOMEM;
@@ -377,37 +376,27 @@ static tp_err_t build_cas(tp_cost_ctx_t *c, size_t nca, size_t nlink, int nsub)
 	c->ca_up = tp_malloc((nca + 1) * sizeof(uint32_t));
 	c->ca_dn = tp_malloc((nca + 1) * sizeof(uint32_t));
 	c->ca_key = tp_malloc((nca + 1) * sizeof(uint32_t));
-	c->ca_rate = tp_malloc((nca + 1) * sizeof(double));
-	if (!port || !pos || !next || !c->ca_up || !c->ca_dn || !c->ca_key ||
-	    !c->ca_rate)
+	c->ca_link = tp_malloc((nca + 1) * sizeof(uint32_t));
+	if (!pos || !next || !c->ca_up || !c->ca_dn || !c->ca_key ||
+	    !c->ca_link)
 		goto out;
-	tp_fabric_ca_cable_gbps(f, c->ca_rate);
+	/* the cable finalize took for ca->leaf: the lowest cabled CA port */
+	tp_fabric_ca_cables(f, c->ca_link);
 	for (size_t i = 0; i < nca; i++) {
 		const tp_ca_t *ca = tp_fabric_ca(f, i);
+		uint32_t li = c->ca_link[i];
 		c->ca_up[i] = c->ca_dn[i] = TP_ID_NONE;
-		port[i] = 1 << 30;
 		pos[i] = (ca_pos_t){(uint32_t)subnet_of(ca->subnet, nsub),
 				    ca->leaf, UINT32_MAX, (uint32_t)i};
-	}
-	/* The cable finalize took for ca->leaf: the lowest cabled CA port. */
-	for (size_t i = 0; i < nlink; i++) {
-		const tp_link_t *l = tp_fabric_link(f, i);
-		for (int e = 0; e < 2; e++) {
-			uint32_t ca = l->node[e], sw = l->node[1 - e];
-			if (l->kind[e] != TP_NODE_CA ||
-			    l->kind[1 - e] != TP_NODE_SWITCH ||
-			    tp_fabric_ca(f, ca)->leaf != sw ||
-			    l->port[e] >= port[ca])
-				continue;
-			port[ca] = l->port[e];
-			pos[ca].port = (uint32_t)l->port[1 - e];
-			if (l->active && l->gbps > 0) {
-				c->ca_up[ca] = res_from(l, i, TP_NODE_CA, ca);
-				c->ca_dn[ca] =
-				    res_from(l, i, TP_NODE_SWITCH, sw);
-			} else {
-				c->ca_up[ca] = c->ca_dn[ca] = TP_ID_NONE;
-			}
+		if (li == TP_ID_NONE)
+			continue;
+		const tp_link_t *l = tp_fabric_link(f, li);
+		int e = l->kind[0] == TP_NODE_CA && l->node[0] == i ? 0 : 1;
+		pos[i].port = (uint32_t)l->port[1 - e];
+		if (l->active && l->gbps > 0) {
+			c->ca_up[i] = res_from(l, li, TP_NODE_CA, (uint32_t)i);
+			c->ca_dn[i] =
+			    res_from(l, li, TP_NODE_SWITCH, l->node[1 - e]);
 		}
 	}
 	qsort(pos, nca, sizeof(*pos), ca_pos_cmp);
@@ -415,7 +404,6 @@ static tp_err_t build_cas(tp_cost_ctx_t *c, size_t nca, size_t nlink, int nsub)
 		c->ca_key[pos[i].ca] = next[pos[i].subnet]++;
 	err = TP_OK;
 out:
-	tp_free(port);
 	tp_free(pos);
 	tp_free(next);
 	return err;
@@ -472,7 +460,7 @@ tp_err_t tp_cost_ctx_create(const tp_fabric_t *f, const tp_cost_params_t *p,
 			c->maxcas = tp_fabric_host(f, h)->ncas;
 	if ((err = build_adjacency(c, nsw, nlink)) ||
 	    (err = build_reach(c, nsw, nsub)) ||
-	    (err = build_cas(c, nca, nlink, nsub)))
+	    (err = build_cas(c, nca, nsub)))
 		goto fail;
 	*ctx_p = c;
 	return TP_OK;
@@ -1756,10 +1744,6 @@ static size_t sched_key(const call_t *k, tp_sched_algo_t algo, uint32_t *key)
 	return w;
 }
 
-/* The schedule of algo over k's job into *s_p, owned by k->b: the last
- * one built when the job is the same in every input of the build (a
- * decision prices sets over the same groups again and again: other hosts
- * of the same leaves, swaps inside them), else a new one. */
 /* The ranks' weights when NICs carry traffic by their rate
  * (tp_cost_params_t.nics_by_rate) and every host runs as many ranks, as
  * the plan gives them (tp_fabric_rank_weights()); else an even split. */
@@ -1773,11 +1757,15 @@ static void job_weights(call_t *k)
 	for (size_t i = 1; i < k->n; i++)
 		if (k->gpus[i] != k->gpus[0])
 			return;
-	if (tp_fabric_rank_weights(k->f, k->c->ca_rate, k->hosts, k->n, g,
+	if (tp_fabric_rank_weights(k->f, k->c->ca_link, k->hosts, k->n, g,
 				   k->wbuf))
 		k->weight = k->wbuf;
 }
 
+/* The schedule of algo over k's job into *s_p, owned by k->b: the last
+ * one built when the job is the same in every input of the build (a
+ * decision prices sets over the same groups again and again: other hosts
+ * of the same leaves, swaps inside them), else a new one. */
 static tp_err_t sched_cached(call_t *k, tp_sched_algo_t algo, tp_sched_t **s_p)
 {
 	uint32_t *key =

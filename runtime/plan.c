@@ -376,18 +376,17 @@ static tp_err_t fill_hosts(tp_plan_t *p, const tp_fabric_t *f,
 static tp_err_t fill_weights(tp_plan_t *p, const tp_fabric_t *f,
 			     const uint32_t *fidx, char **err_p)
 {
-	uint32_t g = p->hosts[0].nranks, w[TP_MAX_RANK_WEIGHTS];
-	double *rate;
+	uint32_t g = p->hosts[0].nranks, w[TP_MAX_RANK_WEIGHTS], *link;
 	bool on;
 
 	for (size_t r = 1; r < p->nhosts; r++)
 		if (p->hosts[r].nranks != g)
 			return TP_OK;
-	if (!(rate = tp_malloc((tp_fabric_ncas(f) + 1) * sizeof(double))))
+	if (!(link = tp_malloc((tp_fabric_ncas(f) + 1) * sizeof(uint32_t))))
 		return bfail(err_p, TP_ERR_NOMEM, "out of memory");
-	tp_fabric_ca_cable_gbps(f, rate);
-	on = tp_fabric_rank_weights(f, rate, fidx, p->nhosts, g, w);
-	tp_free(rate);
+	tp_fabric_ca_cables(f, link);
+	on = tp_fabric_rank_weights(f, link, fidx, p->nhosts, g, w);
+	tp_free(link);
 	if (!on)
 		return TP_OK;
 	if (!(p->weight = tp__plan_alloc(p, g, sizeof(uint32_t))))

@@ -1,7 +1,6 @@
 /* The fabric object: storage, builder API for readers, accessors. */
 #include "config.h"
 
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -643,38 +642,49 @@ int tp_host_rank_ca(const tp_host_t *h, uint32_t l, uint32_t g)
 	return (int)((size_t)l * h->ncas / g);
 }
 
-void tp_fabric_ca_cable_gbps(const tp_fabric_t *f, double *gbps)
+/* The port of link l's end at CA ca. */
+static int ca_port(const tp_link_t *l, uint32_t ca)
 {
-	int *port = tp_malloc((f->nca + 1) * sizeof(int));
+	return l->kind[0] == TP_NODE_CA && l->node[0] == ca ? l->port[0]
+							    : l->port[1];
+}
 
-	for (size_t i = 0; i < f->nca; i++) {
-		gbps[i] = 0;
-		if (port)
-			port[i] = INT_MAX;
-	}
-	if (!port)
-		return; /* no rates known: callers split evenly */
+void tp_fabric_ca_cables(const tp_fabric_t *f, uint32_t *link)
+{
+	for (size_t i = 0; i < f->nca; i++)
+		link[i] = TP_ID_NONE;
 	for (size_t i = 0; i < f->nlink; i++) {
 		const tp_link_t *l = &f->link[i];
 		for (int e = 0; e < 2; e++) {
 			uint32_t ca = l->node[e];
 			if (l->kind[e] != TP_NODE_CA ||
 			    l->kind[1 - e] != TP_NODE_SWITCH ||
-			    f->ca[ca].leaf != l->node[1 - e] ||
-			    l->port[e] >= port[ca])
+			    f->ca[ca].leaf != l->node[1 - e])
 				continue;
-			port[ca] = l->port[e];
-			gbps[ca] = l->active && l->gbps > 0 ? l->gbps : 0;
+			if (link[ca] == TP_ID_NONE ||
+			    l->port[e] < ca_port(&f->link[link[ca]], ca))
+				link[ca] = (uint32_t)i;
 		}
 	}
-	tp_free(port);
 }
 
-bool tp_fabric_rank_weights(const tp_fabric_t *f, const double *ca_gbps,
+/* Gb/s of CA ca's cable (ca_link: tp_fabric_ca_cables()), 0 when it is
+ * down or missing. */
+static double cable_gbps(const tp_fabric_t *f, const uint32_t *ca_link,
+			 uint32_t ca)
+{
+	const tp_link_t *l =
+	    ca_link[ca] == TP_ID_NONE ? NULL : &f->link[ca_link[ca]];
+
+	return l && l->active && l->gbps > 0 ? l->gbps : 0;
+}
+
+bool tp_fabric_rank_weights(const tp_fabric_t *f, const uint32_t *ca_link,
 			    const uint32_t *hosts, size_t n, uint32_t g,
 			    uint32_t *w)
 {
 	double d[TP_MAX_RANK_WEIGHTS], most = 0;
+	int ca_of[TP_MAX_RANK_WEIGHTS];
 	bool even = true;
 
 	if (!n || !g || g > TP_MAX_RANK_WEIGHTS)
@@ -683,15 +693,19 @@ bool tp_fabric_rank_weights(const tp_fabric_t *f, const double *ca_gbps,
 		d[l] = INFINITY;
 	for (size_t i = 0; i < n; i++) {
 		const tp_host_t *h = &f->host[hosts[i]];
+		for (uint32_t l = 0; l < g; l++)
+			ca_of[l] = tp_host_rank_ca(h, l, g);
 		for (uint32_t l = 0; l < g; l++) {
-			int ca = tp_host_rank_ca(h, l, g);
 			uint32_t share = 0;
-			if (ca < 0 || !(ca_gbps[h->cas[ca]] > 0))
+			double r;
+			if (ca_of[l] < 0 ||
+			    !((r = cable_gbps(f, ca_link, h->cas[ca_of[l]])) >
+			      0))
 				return false;
 			for (uint32_t m = 0; m < g; m++)
-				share += tp_host_rank_ca(h, m, g) == ca;
-			if (ca_gbps[h->cas[ca]] / share < d[l])
-				d[l] = ca_gbps[h->cas[ca]] / share;
+				share += ca_of[m] == ca_of[l];
+			if (r / share < d[l])
+				d[l] = r / share;
 		}
 	}
 	for (uint32_t l = 0; l < g; l++) {

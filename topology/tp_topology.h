@@ -391,22 +391,22 @@ size_t tp_fabric_total_gpus(const tp_fabric_t *f);
  * host knows it, else CA l x ncas / g (ranks spread over the CAs); -1 for
  * a host without CAs. The plan and the cost model assign ranks so. */
 int tp_host_rank_ca(const tp_host_t *h, uint32_t l, uint32_t g);
-/* gbps[ca] (tp_fabric_ncas() entries): Gb/s of each CA's cable to its
- * leaf (the lowest cabled port's, as finalize took ca->leaf), 0 where it
- * is down or missing. */
-void tp_fabric_ca_cable_gbps(const tp_fabric_t *f, double *gbps);
+/* link[ca] (tp_fabric_ncas() entries): the index of each CA's cable to
+ * its leaf, up or down - the one at the CA's lowest cabled port there, as
+ * finalize took ca->leaf - or TP_ID_NONE for a CA without one. */
+void tp_fabric_ca_cables(const tp_fabric_t *f, uint32_t *link);
 /* Rank weights (most TP_RANK_WEIGHT): how a host's data splits over its
  * g local ranks when every rank's NIC carries its share by rate. Local
  * rank l weighs the slowest over hosts[0..n) of its CA's cable Gb/s
- * (ca_gbps, tp_fabric_ca_cable_gbps()) divided by the local ranks
- * sharing that CA, scaled so the heaviest weighs TP_RANK_WEIGHT and
- * rounded (at least 1). Fills w[0..g) and returns true; false (even
- * split) when all weigh the same, a rank has no cabled CA or g is over
+ * (ca_link: tp_fabric_ca_cables(); 0 when the cable is down) divided by
+ * the local ranks sharing that CA, scaled so the heaviest weighs TP_RANK_WEIGHT
+ * and rounded (at least 1). Fills w[0..g) and returns true; false (even split)
+ * when all weigh the same, a rank has no cabled CA or g is over
  * TP_MAX_RANK_WEIGHTS. */
 #define TP_RANK_WEIGHT 1024
 /* Most local ranks a host's weights cover (more: an even split). */
 #define TP_MAX_RANK_WEIGHTS 256
-bool tp_fabric_rank_weights(const tp_fabric_t *f, const double *ca_gbps,
+bool tp_fabric_rank_weights(const tp_fabric_t *f, const uint32_t *ca_link,
 			    const uint32_t *hosts, size_t n, uint32_t g,
 			    uint32_t *w);
 
