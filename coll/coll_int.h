@@ -378,6 +378,21 @@ static inline void tp__coll_wseg(const uint32_t *wcum, size_t count, int n,
 	*cnt_p = tp__coll_wpos(count, wcum[i + 1], wcum[n]) - *off_p;
 }
 
+/* The largest of tp__coll_wseg()'s n parts: ceil(count / n) when even. */
+static inline size_t tp__coll_wseg_max(const uint32_t *wcum, size_t count,
+				       int n)
+{
+	size_t most = 0, off, cnt;
+
+	if (!wcum)
+		return (count + (size_t)n - 1) / (size_t)n;
+	for (int i = 0; i < n; i++) {
+		tp__coll_wseg(wcum, count, n, i, &off, &cnt);
+		most = cnt > most ? cnt : most;
+	}
+	return most;
+}
+
 /* Segment of member i of ring r: its run of sub-shards. */
 static inline void tp__coll_ring_seg(const tp__coll_ring_t *r, size_t count,
 				     int i, size_t *off_p, size_t *cnt_p)
@@ -403,14 +418,8 @@ static inline void tp__coll_ring_seg(const tp__coll_ring_t *r, size_t count,
 static inline size_t tp__coll_ring_maxseg(const tp__coll_ring_t *r,
 					  size_t count)
 {
-	if (r->wcum) {
-		size_t most = 0, off, cnt;
-		for (int i = 0; i < r->n; i++) {
-			tp__coll_wseg(r->wcum, count, r->n, i, &off, &cnt);
-			most = cnt > most ? cnt : most;
-		}
-		return most;
-	}
+	if (r->wcum)
+		return tp__coll_wseg_max(r->wcum, count, r->n);
 	size_t per = ((size_t)r->nseg + (size_t)r->n - 1) / (size_t)r->n;
 	return per * ((count + (size_t)r->nseg - 1) / (size_t)r->nseg);
 }

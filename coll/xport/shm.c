@@ -1048,12 +1048,7 @@ static size_t host_rounds(const tp_coll_comm_t *c, size_t count, size_t dsz,
 			  size_t *pe_p)
 {
 	const tp__coll_host_t *h = c->host;
-	size_t per = (count + (size_t)h->n - 1) / (size_t)h->n, off, cnt;
-
-	for (int j = 0; c->host_wcum && j < h->n; j++) {
-		tp__coll_wseg(c->host_wcum, count, h->n, j, &off, &cnt);
-		per = j == 0 || cnt > per ? cnt : per;
-	}
+	size_t per = tp__coll_wseg_max(c->host_wcum, count, h->n);
 
 	*pe_p = TP__COLL_HOST_BLOCK / (size_t)h->n / dsz;
 	return (per + *pe_p - 1) / *pe_p;
