@@ -129,6 +129,7 @@ int tp_cmd_simulate(int argc, char **argv);
 int tp_cmd_plan(int argc, char **argv);
 int tp_cmd_config(int argc, char **argv);
 int tp_cmd_nccl_topo(int argc, char **argv);
+int tp_cmd_trace(int argc, char **argv);
 /* cmd_monitor.c: `fabric health` and `monitor` */
 int tp_cmd_fabric_health(int argc, char **argv);
 int tp_cmd_monitor(int argc, char **argv);

@@ -57,12 +57,16 @@ static const char usage[] =
     "0.9,\n"
     "seeds 1-16, every policy, baseline slurm-tree. Every job's all-reduce\n"
     "size is its model_bytes (default 1 GiB) and its communication share\n"
-    "comm_frac (synthetic: 0.3 for multi-node LLM jobs, 0.1 otherwise; CSV\n"
-    "default 0.3); the trace keeps its order for equal submit times.\n"
+    "comm_frac (synthetic: about 0.3 for multi-node LLM jobs, 0.1\n"
+    "otherwise; CSV default 0.3 for rows asking for several nodes, 0.1\n"
+    "otherwise); the trace keeps its order for equal submit times.\n"
     "\n"
     "  --fabric F.json    fabric model (default: built-in)\n"
     "  --trace T.csv      CSV with a header: submit_s, gpus | nodes[,\n"
-    "                     gpus_per_node], run_s [, comm_frac][, model_bytes]\n"
+    "                     gpus_per_node], run_s [, comm_frac][, model_bytes];\n"
+    "                     or Slurm's record of the jobs that ran: sacct -P\n"
+    "                     output or a jobcomp/filetxt log (topoplace trace\n"
+    "                     --help: what is read, what left out)\n"
     "  --synthetic NAME   philly | helios | llm (default llm)\n"
     "  --jobs N           synthetic trace length (default 2000)\n"
     "  --seed S           first seed (default 1)\n"
@@ -621,6 +625,7 @@ static void print_json(const sims_t *S, size_t b, double *x,
 	if (source)
 		cJSON_AddStringToObject(o, "trace_source", source);
 	cJSON_AddNumberToObject(o, "jobs", (double)S->traces[0].njobs);
+	cJSON_AddStringToObject(o, "trace_format", S->traces[0].format);
 	cJSON_AddNumberToObject(o, "gpus", (double)tp_fabric_total_gpus(S->f));
 	size_t weak = tp_cli_weak_hosts(S->f);
 	if (weak != SIZE_MAX)
@@ -898,8 +903,8 @@ static int sim_traces(const sim_args_t *o, const tp_fabric_t *f,
 			S->runs[s * S->npol + p].policy = pol[p];
 		if (o->trace) {
 			char *msg = NULL;
-			if ((err = tp_trace_load_csv(o->trace, &S->traces[s],
-						     &msg))) {
+			if ((err = tp_trace_load(o->trace, &S->traces[s],
+						 &msg))) {
 				tp_cli_err("%s", msg ? msg : tp_strerror(err));
 				tp_free(msg);
 				return tp_cli_exit_code(err);
@@ -938,8 +943,13 @@ static void sim_report(const sim_args_t *o, const tp_fabric_t *f,
 		printf(", %zu weakly cabled (a ring runs at its weakest host's "
 		       "pace)",
 		       weak);
-	printf("\ntrace %s: %zu jobs; seeds %ld-%ld; baseline %s", tname,
-	       S->traces[0].njobs, o->seed, o->seed + o->nseeds - 1,
+	const tp_trace_t *t = &S->traces[0];
+	printf("\ntrace %s: %zu jobs", tname, t->njobs);
+	if (o->trace && strcmp(t->format, "csv"))
+		printf(" from %s (left out %zu without GPUs, %zu that never "
+		       "ran)",
+		       t->format, t->left_nogpu, t->left_unrun);
+	printf("; seeds %ld-%ld; baseline %s", o->seed, o->seed + o->nseeds - 1,
 	       tp_policy_name(base));
 	for (size_t p = 0; p < S->npol; p++)
 		if (!strcmp(tp_policy_name(S->runs[p].policy), "topoplace"))

@@ -11,37 +11,40 @@
 bool tp_cli_quiet;
 
 static const char usage[] =
-	"Usage: topoplace COMMAND [ARGS]\n"
-	"\n"
-	"Topology-aware placement for Slurm on InfiniBand + NVLink GPU clusters.\n"
-	"\n"
-	"Commands:\n"
-	"  discover        build a fabric model from ibnetdiscover dumps, live\n"
-	"                  libibnetdisc discovery, node hwloc XML / nvidia-smi\n"
-	"  fabric          generate, show, list hosts, write topology.conf,\n"
-	"                  link health from the fabric's PMA counters\n"
-	"  monitor         sweep link health every N s into the state file\n"
-	"                  the placement reads, and a Prometheus textfile\n"
-	"  place           choose hosts for one job and explain the choice\n"
-	"  simulate        compare placement policies on a job trace\n"
-	"  cost            predict a collective's time on given hosts\n"
-	"  draw            the fabric and its jobs as an SVG picture\n"
-	"  plan            a job's ring, trees, groups, NIC affinity and\n"
-	"                  recommended all-reduce per message size\n"
-	"  show            what Slurm jobs got: span, predicted time, why\n"
-	"  config          topoplace.conf: dump the keys, check a file\n"
-	"  nccl-topo       node hwloc XML -> NCCL_TOPO_FILE per host\n"
-	"  help [COMMAND]  show help for a command\n"
-	"\n"
-	"Options:\n"
-	"  -h, --help      this text\n"
-	"  -V, --version   print the version\n"
-	"\n"
-	"Run 'topoplace COMMAND --help' for a command's options; man topoplace(1).\n"
-	"Exit status: 0 success; 1 a failure that is not the input's (out of\n"
-	"memory, a write, sweep or Slurm query that failed) or, from place, a\n"
-	"job that does not fit now; 2 bad input or usage; 3 from fabric health\n"
-	"when a link has an alarm, from fabric diff when the cabling changed.\n";
+    "Usage: topoplace COMMAND [ARGS]\n"
+    "\n"
+    "Topology-aware placement for Slurm on InfiniBand + NVLink GPU clusters.\n"
+    "\n"
+    "Commands:\n"
+    "  discover        build a fabric model from ibnetdiscover dumps, live\n"
+    "                  libibnetdisc discovery, node hwloc XML / nvidia-smi\n"
+    "  fabric          generate, show, list hosts, write topology.conf,\n"
+    "                  link health from the fabric's PMA counters\n"
+    "  monitor         sweep link health every N s into the state file\n"
+    "                  the placement reads, and a Prometheus textfile\n"
+    "  place           choose hosts for one job and explain the choice\n"
+    "  simulate        compare placement policies on a job trace\n"
+    "  trace           a trace from sacct or a jobcomp log as\n"
+    "                  simulate's CSV\n"
+    "  cost            predict a collective's time on given hosts\n"
+    "  draw            the fabric and its jobs as an SVG picture\n"
+    "  plan            a job's ring, trees, groups, NIC affinity and\n"
+    "                  recommended all-reduce per message size\n"
+    "  show            what Slurm jobs got: span, predicted time, why\n"
+    "  config          topoplace.conf: dump the keys, check a file\n"
+    "  nccl-topo       node hwloc XML -> NCCL_TOPO_FILE per host\n"
+    "  help [COMMAND]  show help for a command\n"
+    "\n"
+    "Options:\n"
+    "  -h, --help      this text\n"
+    "  -V, --version   print the version\n"
+    "\n"
+    "Run 'topoplace COMMAND --help' for a command's options; man "
+    "topoplace(1).\n"
+    "Exit status: 0 success; 1 a failure that is not the input's (out of\n"
+    "memory, a write, sweep or Slurm query that failed) or, from place, a\n"
+    "job that does not fit now; 2 bad input or usage; 3 from fabric health\n"
+    "when a link has an alarm, from fabric diff when the cabling changed.\n";
 
 void tp_cli_err(const char *fmt, ...)
 {
@@ -200,14 +203,12 @@ static const struct {
 	const char *name;
 	int (*fn)(int, char **);
 } cmds[] = {
-	{"discover", tp_cmd_discover}, {"fabric", tp_cmd_fabric},
-	{"place", tp_cmd_place},       {"simulate", tp_cmd_simulate},
-	{"cost", tp_cmd_cost},         {"draw", tp_cmd_draw},
-	{"plan", tp_cmd_plan},
-	{"show", tp_cmd_show},
-	{"config", tp_cmd_config},
-	{"nccl-topo", tp_cmd_nccl_topo},
-	{"monitor", tp_cmd_monitor},
+    {"discover", tp_cmd_discover}, {"fabric", tp_cmd_fabric},
+    {"place", tp_cmd_place},	   {"simulate", tp_cmd_simulate},
+    {"cost", tp_cmd_cost},	   {"draw", tp_cmd_draw},
+    {"plan", tp_cmd_plan},	   {"show", tp_cmd_show},
+    {"config", tp_cmd_config},	   {"nccl-topo", tp_cmd_nccl_topo},
+    {"trace", tp_cmd_trace},	   {"monitor", tp_cmd_monitor},
 };
 
 int main(int argc, char **argv)

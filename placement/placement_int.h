@@ -256,4 +256,20 @@ static inline uint64_t tp__rand_next(uint64_t *x)
  * only by the unit tests, which cannot afford 10 million rows. */
 extern size_t tp__trace_max_jobs;
 
+/* Shared by the trace parsers (trace.c, trace_slurm.c): the next
+ * non-blank line of *pos, trimmed (NULL at the end); room for job n
+ * (zeroed; TP_ERR_RANGE past the limit, *msg naming path:lineno); the
+ * jobs sorted into *t (which takes them; TP_ERR_PARSE when none). */
+char *tp__trace_line(char **pos, int *lineno);
+tp_err_t tp__trace_grow(const char *path, int lineno, tp_job_spec_t **jobs,
+			size_t *cap, size_t n, char **msg);
+tp_err_t tp__trace_finish(const char *path, const char *format,
+			  tp_job_spec_t **jobs, size_t n, tp_trace_t *t,
+			  char **msg);
+/* Whether buf (a whole file) holds Slurm's records rather than CSV, and
+ * their parser (trace_slurm.c; tp_trace_load's rules). */
+bool tp__trace_is_slurm(const char *buf);
+tp_err_t tp__trace_parse_slurm(const char *path, char *buf, tp_trace_t *t,
+			       char **msg);
+
 #endif

@@ -476,6 +476,13 @@ typedef struct tp_trace {
 	char *name;
 	tp_job_spec_t *jobs; /* sorted by submit time */
 	size_t njobs;
+	const char *format; /* "csv", "sacct", "jobcomp" or "synthetic" */
+	/* Slurm's records (sacct, jobcomp): what was not a job of the trace */
+	size_t left_nogpu; /* jobs that held no GPU */
+	size_t left_unrun; /* jobs that never started or had not ended */
+	size_t left_steps; /* sacct rows of job steps (JobID with a '.') */
+	size_t rounded;	   /* jobs whose GPUs did not split evenly over
+			    * their hosts: GPUs per host rounded up */
 } tp_trace_t;
 
 void tp_trace_free(tp_trace_t *t); /* members only */
@@ -489,6 +496,25 @@ void tp_trace_free(tp_trace_t *t); /* members only */
  * '#' comments. Errors name FILE:LINE; TP_ERR_RANGE: a job row past
  * TP_TRACE_MAX_JOBS (besides tp_file_read's 1 GiB). */
 tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p);
+/* A trace file of any kind: the CSV above, or Slurm's own records of
+ * the jobs that ran, told apart by their first line:
+ *  - `sacct --parsable2` (or --parsable) output with its header, fields
+ *    by name in any order: Submit, Start, End, NNodes and AllocTRES or
+ *    ReqTRES are needed (JobID, State, Elapsed and others are read or
+ *    ignored), e.g. sacct -a -X -P -S 2026-11-01
+ *    --format=JobID,Submit,Start,End,NNodes,AllocTRES,State;
+ *  - the job completion log of JobCompType=jobcomp/filetxt (lines of
+ *    JobId=... SubmitTime=... StartTime=... EndTime=... NodeCnt=...
+ *    Tres=...).
+ * A record is a job submitted at its Submit time (seconds after the
+ * trace's first), run for End - Start on its hosts with the GPUs of its
+ * TRES (gres/gpu) spread evenly over them; comm_frac and model_bytes
+ * get the CSV's defaults. Jobs without GPUs, jobs that never ran or had
+ * not ended, and job steps are left out and counted in *t. Times are
+ * Slurm's ISO 8601 ones (YYYY-MM-DDTHH:MM:SS, local time as written: a
+ * daylight-saving change inside the trace shifts later jobs by its
+ * hour). Errors name FILE:LINE and the field. */
+tp_err_t tp_trace_load(const char *path, tp_trace_t *t, char **err_p);
 /* Built-in synthetic traces, seeded: "philly", "helios", "llm"; GPU
  * counts capped at max_gpus; arrival rate set so the offered load is
  * `load` (e.g. 0.9) of max_gpus. */

@@ -214,6 +214,7 @@ tp_err_t tp_trace_synthetic(const char *name, size_t njobs, uint64_t seed,
 		tp_free(jobs);
 		return TP_ERR_NOMEM;
 	}
+	t->format = "synthetic";
 	t->jobs = jobs;
 	t->njobs = njobs;
 	return TP_OK;
@@ -256,40 +257,101 @@ static bool num(const char *s, double lo, double hi, double *v)
 	return *s && !*end && !errno && *v >= lo && *v <= hi;
 }
 
-tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p)
+/* The file at path into *buf (NUL-terminated, no NUL inside); on error
+ * *msg names the file. */
+static tp_err_t read_trace(const char *path, char **buf, char **msg)
 {
-	char *buf = NULL, *line, *next, *cell[32];
-	size_t len, cap = 0, n = 0;
-	int col[C_N], lineno = 0, ncols = 0;
-	tp_job_spec_t *jobs = NULL;
-	tp_err_t err = tp_file_read(path, &buf, &len);
-	char *msg = NULL;
+	size_t len;
+	tp_err_t err = tp_file_read(path, buf, &len);
 
 	if (err) {
-		msg = tp_asprintf("%s: cannot read: %s", path,
-				  tp_file_strerror(err));
-		goto out;
+		*msg = tp_asprintf("%s: cannot read: %s", path,
+				   tp_file_strerror(err));
+		return err;
 	}
-	if (strlen(buf) != len) {
-		err = TP_ERR_PARSE;
-		msg = tp_asprintf("%s: binary data (NUL byte)", path);
-		goto out;
+	if (strlen(*buf) != len) {
+		*msg = tp_asprintf("%s: binary data (NUL byte)", path);
+		return TP_ERR_PARSE;
 	}
-	for (int c = 0; c < C_N; c++)
-		col[c] = -1;
-	for (line = buf; line; line = next) {
-		next = strchr(line, '\n');
+	return TP_OK;
+}
+
+/* The next non-blank line of *pos, cut and trimmed, its number in
+ * *lineno; NULL at the end. */
+char *tp__trace_line(char **pos, int *lineno)
+{
+	while (*pos) {
+		char *line = *pos, *next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
-		lineno++;
+		*pos = next;
+		++*lineno;
 		char *l = tp_strtrim(line);
-		if (!*l || *l == '#')
+		if (*l)
+			return l;
+	}
+	return NULL;
+}
+
+tp_err_t tp__trace_grow(const char *path, int lineno, tp_job_spec_t **jobs,
+			size_t *cap, size_t n, char **msg)
+{
+	void *p = *jobs;
+
+	if (n >= tp__trace_max_jobs) {
+		*msg = tp_asprintf("%s:%d: more than %zu jobs (the limit)",
+				   path, lineno, tp__trace_max_jobs);
+		return TP_ERR_RANGE;
+	}
+	if (tp_grow(&p, cap, n + 1, sizeof(**jobs)))
+		return TP_ERR_NOMEM;
+	*jobs = p;
+	memset(&(*jobs)[n], 0, sizeof(**jobs));
+	return TP_OK;
+}
+
+tp_err_t tp__trace_finish(const char *path, const char *format,
+			  tp_job_spec_t **jobs, size_t n, tp_trace_t *t,
+			  char **msg)
+{
+	tp_err_t err;
+
+	if (!n) {
+		*msg = tp_asprintf("%s: no jobs", path);
+		return TP_ERR_PARSE;
+	}
+	if ((err = sort_jobs(*jobs, n)))
+		return err;
+	const char *base = strrchr(path, '/');
+	if (!(t->name = tp_strdup(base ? base + 1 : path)))
+		return TP_ERR_NOMEM;
+	t->format = format;
+	t->jobs = *jobs;
+	t->njobs = n;
+	*jobs = NULL;
+	return TP_OK;
+}
+
+/* Our CSV in buf (path names it in messages) into *t. */
+static tp_err_t parse_csv(const char *path, char *buf, tp_trace_t *t,
+			  char **msg)
+{
+	char *line, *pos = buf, *cell[32];
+	size_t cap = 0, n = 0;
+	int col[C_N], lineno = 0, ncols = 0;
+	tp_job_spec_t *jobs = NULL;
+	tp_err_t err = TP_OK;
+
+	for (int c = 0; c < C_N; c++)
+		col[c] = -1;
+	while ((line = tp__trace_line(&pos, &lineno))) {
+		if (*line == '#')
 			continue;
-		int nc = split(l, cell, 32);
+		int nc = split(line, cell, 32);
 		if (nc > 32) {
 			err = TP_ERR_PARSE;
-			msg = tp_asprintf("%s:%d: more than 32 columns", path,
-					  lineno);
+			*msg = tp_asprintf("%s:%d: more than 32 columns", path,
+					   lineno);
 			goto out;
 		}
 		if (!ncols) {
@@ -301,7 +363,7 @@ tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p)
 					;
 				if (c == C_N) {
 					err = TP_ERR_PARSE;
-					msg = tp_asprintf(
+					*msg = tp_asprintf(
 					    "%s:%d: unknown column '%s' "
 					    "(known: submit_s, gpus, nodes, "
 					    "gpus_per_node, run_s, comm_frac, "
@@ -315,7 +377,7 @@ tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p)
 			if (col[C_SUBMIT] < 0 || col[C_RUN] < 0 ||
 			    (col[C_GPUS] < 0 && col[C_NODES] < 0)) {
 				err = TP_ERR_PARSE;
-				msg =
+				*msg =
 				    tp_asprintf("%s:%d: header needs submit_s, "
 						"run_s and gpus or nodes",
 						path, lineno);
@@ -325,25 +387,13 @@ tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p)
 		}
 		if (nc != ncols) {
 			err = TP_ERR_PARSE;
-			msg = tp_asprintf("%s:%d: %d fields, header has %d",
-					  path, lineno, nc, ncols);
+			*msg = tp_asprintf("%s:%d: %d fields, header has %d",
+					   path, lineno, nc, ncols);
 			goto out;
 		}
-		if (n >= tp__trace_max_jobs) {
-			err = TP_ERR_RANGE;
-			msg =
-			    tp_asprintf("%s:%d: more than %zu jobs (the limit)",
-					path, lineno, tp__trace_max_jobs);
+		if ((err = tp__trace_grow(path, lineno, &jobs, &cap, n, msg)))
 			goto out;
-		}
-		void *p = jobs;
-		if (tp_grow(&p, &cap, n + 1, sizeof(*jobs))) {
-			err = TP_ERR_NOMEM;
-			goto out;
-		}
-		jobs = p;
 		tp_job_spec_t *j = &jobs[n];
-		memset(j, 0, sizeof(*j));
 		double v, nodes = 0, gpn = 0, gpus = 0;
 		const char *bad = NULL;
 		if (!num(cell[col[C_SUBMIT]], 0, 1e12, &j->submit_s))
@@ -367,14 +417,14 @@ tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p)
 			bad = "model_bytes";
 		if (bad) {
 			err = TP_ERR_PARSE;
-			msg = tp_asprintf("%s:%d: %s: not a valid number", path,
-					  lineno, bad);
+			*msg = tp_asprintf("%s:%d: %s: not a valid number",
+					   path, lineno, bad);
 			goto out;
 		}
 		if (nodes != floor(nodes) || gpus != floor(gpus) ||
 		    gpn != floor(gpn) || (nodes < 1 && gpus < 1)) {
 			err = TP_ERR_PARSE;
-			msg = tp_asprintf(
+			*msg = tp_asprintf(
 			    "%s:%d: a job needs whole gpus >= 1 or nodes >= 1",
 			    path, lineno);
 			goto out;
@@ -392,27 +442,39 @@ tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p)
 			j->comm_frac = j->nodes > 1 ? 0.3 : 0.1;
 		n++;
 	}
-	if (!n) {
-		err = TP_ERR_PARSE;
-		msg = tp_asprintf("%s: no jobs", path);
-		goto out;
-	}
-	if ((err = sort_jobs(jobs, n)))
-		goto out;
-	const char *base = strrchr(path, '/');
-	if (!(t->name = tp_strdup(base ? base + 1 : path))) {
-		err = TP_ERR_NOMEM;
-		goto out;
-	}
-	t->jobs = jobs;
-	t->njobs = n;
-	jobs = NULL;
+	err = tp__trace_finish(path, "csv", &jobs, n, t, msg);
 out:
-	tp_free(buf);
 	tp_free(jobs);
+	return err;
+}
+
+/* Runs the parser for path's contents; the error line into *err_p. */
+static tp_err_t load(const char *path, bool any, tp_trace_t *t, char **err_p)
+{
+	char *buf = NULL, *msg = NULL;
+	tp_err_t err;
+
+	memset(t, 0, sizeof(*t));
+	if (!(err = read_trace(path, &buf, &msg))) {
+		if (any && tp__trace_is_slurm(buf))
+			err = tp__trace_parse_slurm(path, buf, t, &msg);
+		else
+			err = parse_csv(path, buf, t, &msg);
+	}
+	tp_free(buf);
 	if (err && err_p)
 		*err_p = tp_oneline(msg ? msg : tp_strdup(tp_strerror(err)));
 	else
 		tp_free(msg);
 	return err;
+}
+
+tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p)
+{
+	return load(path, false, t, err_p);
+}
+
+tp_err_t tp_trace_load(const char *path, tp_trace_t *t, char **err_p)
+{
+	return load(path, true, t, err_p);
 }

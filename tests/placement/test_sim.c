@@ -798,6 +798,176 @@ static void test_csv_errors(void **state)
 	tp_free(err);
 }
 
+/* Slurm's records: sacct -P rows (a step, a pending job, a CPU job, a
+ * running one, typed GPUs that do not split evenly) and jobcomp/filetxt
+ * lines (a name and a work directory with spaces and '=') become the
+ * jobs that ran on GPUs, submit times from the first kept job's; they
+ * replay as the same trace written as CSV does. */
+static void test_slurm_trace(void **state)
+{
+	static const char sacct[] =
+	    "JobID|JobName|Submit|Start|End|NNodes|AllocTRES|State|\n"
+	    "101|a|2026-11-30T23:59:50|2026-12-01T00:00:10|"
+	    "2026-12-01T00:01:50|2|billing=4,cpu=4,gres/gpu=4,node=2|"
+	    "COMPLETED|\n"
+	    "101.batch|batch|2026-11-30T23:59:50|2026-12-01T00:00:10|"
+	    "2026-12-01T00:01:50|1|cpu=2,gres/gpu=2,node=1|COMPLETED|\n"
+	    "102|b|2026-12-01T00:00:00|None|Unknown|1||PENDING|\n"
+	    "103|c|2026-12-01T00:00:01|2026-12-01T00:00:01|"
+	    "2026-12-01T00:05:00|1|cpu=4,mem=8G,node=1|COMPLETED|\n"
+	    "104|d|2026-12-01T00:00:02|2026-12-01T00:00:03|Unknown|2|"
+	    "gres/gpu=4,node=2|RUNNING|\n"
+	    "105|e|2026-11-30T23:59:51|2026-12-01T00:00:11|"
+	    "2026-12-01T00:00:51|1|cpu=2,gres/gpu:h100=2|COMPLETED|\n"
+	    "106|f|2026-11-30T23:59:52|2026-12-01T00:01:00|"
+	    "2026-12-01T00:03:00||gres/gpu:h100=2,gres/gpu:a100=1,node=2|"
+	    "CANCELLED by 0|\n";
+	static const char jobcomp[] =
+	    "JobId=7 UserId=u(1) GroupId=g(1) Name=a b NodeCnt=9 "
+	    "JobState=COMPLETED Partition=p TimeLimit=UNLIMITED "
+	    "StartTime=2026-12-01T00:00:10 EndTime=2026-12-01T00:01:50 "
+	    "NodeList=n[1-2] NodeCnt=2 ProcCnt=4 WorkDir=/x y Tres=z "
+	    "ReservationName= Tres=cpu=4,node=2,billing=4,gres/gpu=4 "
+	    "Account= QOS=normal WcKey= Cluster=c "
+	    "SubmitTime=2026-11-30T23:59:50 EligibleTime=x "
+	    "DerivedExitCode=0:0 ExitCode=0:0\n"
+	    "JobId=8 StartTime=Unknown EndTime=2026-12-01T00:00:00 NodeCnt=1 "
+	    "Tres=cpu=1,gres/gpu=1 SubmitTime=2026-12-01T00:00:00\n"
+	    "JobId=9 StartTime=2026-12-01T00:00:11 EndTime=2026-12-01T00:00:51 "
+	    "NodeCnt=1 Tres=cpu=2,gres/gpu=2 "
+	    "SubmitTime=2026-11-30T23:59:51\n";
+	static const char csv[] = "submit_s,nodes,gpus_per_node,run_s\n"
+				  "0,2,2,100\n1,1,2,40\n2,2,2,120\n";
+	char *sp = write_tmp(sacct, sizeof(sacct) - 1);
+	char *jp = write_tmp(jobcomp, sizeof(jobcomp) - 1);
+	char *cp = write_tmp(csv, sizeof(csv) - 1), *err = NULL;
+	tp_fabric_t *f = fat_tree(2, 2, 2, false);
+	tp_trace_t t, tj, tc;
+	tp_sim_result_t r, rc;
+
+	(void)state;
+	assert_int_equal(tp_trace_load(sp, &t, &err), TP_OK);
+	assert_null(err);
+	assert_string_equal(t.format, "sacct");
+	assert_int_equal(t.njobs, 3);
+	assert_int_equal(t.left_steps, 1);
+	assert_int_equal(t.left_unrun, 2); /* 102 pending, 104 running */
+	assert_int_equal(t.left_nogpu, 1); /* 103 */
+	assert_int_equal(t.rounded, 1);	   /* 106: 3 GPUs on 2 hosts */
+	assert_close(t.jobs[0].submit_s, 0);
+	assert_int_equal(t.jobs[0].nodes, 2);
+	assert_int_equal(t.jobs[0].gpus_per_node, 2);
+	assert_close(t.jobs[0].run_s, 100);
+	assert_close(t.jobs[0].comm_frac, 0.3);
+	assert_int_equal(t.jobs[0].line, 2);
+	assert_close(t.jobs[1].submit_s, 1); /* across midnight */
+	assert_int_equal(t.jobs[1].nodes, 1);
+	assert_int_equal(t.jobs[1].gpus, 2); /* typed GPUs */
+	assert_close(t.jobs[1].comm_frac, 0.1);
+	assert_close(t.jobs[2].submit_s, 2);
+	assert_int_equal(t.jobs[2].nodes, 2); /* TRES node= */
+	assert_int_equal(t.jobs[2].gpus_per_node, 2);
+	assert_close(t.jobs[2].run_s, 120);
+
+	assert_int_equal(tp_trace_load(jp, &tj, &err), TP_OK);
+	assert_string_equal(tj.format, "jobcomp");
+	assert_int_equal(tj.njobs, 2);
+	assert_int_equal(tj.left_unrun, 1);
+	assert_int_equal(tj.jobs[0].nodes, 2); /* the last NodeCnt= */
+	assert_int_equal(tj.jobs[0].gpus, 4);  /* the last Tres= */
+	assert_close(tj.jobs[0].run_s, 100);
+	assert_close(tj.jobs[1].submit_s, 1);
+	assert_int_equal(tj.jobs[1].gpus_per_node, 2);
+	assert_int_equal(tj.jobs[1].line, 3);
+
+	assert_int_equal(tp_trace_load(cp, &tc, &err), TP_OK);
+	assert_string_equal(tc.format, "csv");
+	run(f, &t, "first-fit", 1, &r);
+	run(f, &tc, "first-fit", 1, &rc);
+	assert_close(r.mean_jct_s, rc.mean_jct_s);
+	assert_close(r.mean_wait_s, rc.mean_wait_s);
+	assert_close(r.gpu_util, rc.gpu_util);
+	tp_sim_result_free(&r);
+	tp_sim_result_free(&rc);
+	tp_trace_free(&t);
+	tp_trace_free(&tj);
+	tp_trace_free(&tc);
+	tp_fabric_destroy(f);
+	unlink(sp);
+	unlink(jp);
+	unlink(cp);
+	free(sp);
+	free(jp);
+	free(cp);
+}
+
+/* Broken Slurm records: one line naming file, line and field. */
+static void test_slurm_trace_errors(void **state)
+{
+	static const char *const cases[][2] = {
+	    {"JobID|Submit|Start\n1|x|y\n", ":1: sacct's header needs"},
+	    {"Submit|Start|End|AllocTRES\n"
+	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	     "gres/gpu=1|x\n",
+	     ":2: 5 fields, sacct's header has 4"},
+	    {"Submit|Start|End|AllocTRES\n"
+	     "2026-12-01 00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	     "gres/gpu=1\n",
+	     ":2: submit time: not valid ('2026-12-01 00:00:00')"},
+	    {"Submit|Start|End|AllocTRES\n"
+	     "2026-12-01T00:00:00|2026-13-01T00:00:00|2026-12-01T00:00:09|"
+	     "gres/gpu=1\n",
+	     ":2: start time: not valid"},
+	    {"Submit|Start|End|AllocTRES\n"
+	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	     "gres/gpu=x,node=1\n",
+	     ":2: TRES: not valid ('gres/gpu=x,node=1')"},
+	    {"Submit|Start|End|NNodes|AllocTRES\n"
+	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	     "two|gres/gpu=1\n",
+	     ":2: node count: not valid ('two')"},
+	    {"Submit|Start|End|AllocTRES\n"
+	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	     "gres/gpu=1\n",
+	     ":2: no node count"},
+	    {"Submit|Start|End|AllocTRES\n"
+	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	     "gres/gpu=2K,node=1\n",
+	     ":2: 2048 GPUs on 1 hosts: more than 1024 a host"},
+	    {"Submit|Start|End|AllocTRES\n"
+	     "2026-12-01T00:00:00|None|Unknown|\n"
+	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	     "cpu=1,node=1\n",
+	     ": no job that ran on GPUs (1 without GPUs, 1 that never ran"},
+	    {"JobId=1 StartTime=2026-12-01T00:00:00 NodeCnt=1 Tres=gres/gpu=1 "
+	     "SubmitTime=2026-12-01T00:00:00\n",
+	     ":1: no EndTime= in the jobcomp record"},
+	    {"JobId=1 StartTime=2026-12-01T00:00:00 "
+	     "EndTime=2026-12-01T00:00:01 "
+	     "NodeCnt=1 Tres=gres/gpu=1 SubmitTime=2026-12-01T00:00:00\n"
+	     "garbage\n",
+	     ":2: not a jobcomp/filetxt record"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *path = write_tmp(cases[i][0], strlen(cases[i][0]));
+		char *err = NULL;
+		tp_trace_t t;
+
+		assert_int_equal(tp_trace_load(path, &t, &err), TP_ERR_PARSE);
+		assert_non_null(err);
+		if (!strstr(err, cases[i][1]) ||
+		    strncmp(err, path, strlen(path)))
+			fail_msg("case %zu: '%s' lacks '%s'", i, err,
+				 cases[i][1]);
+		assert_null(t.jobs);
+		tp_free(err);
+		unlink(path);
+		free(path);
+	}
+}
+
 /* A job row past the trace limit: one line naming the file, the row's
  * line and the limit, nothing kept; at the limit the trace loads. (The
  * limit is lowered here: 10 million rows are 70 MB and 480 MB of jobs.) */
@@ -930,6 +1100,8 @@ int main(void)
 	    cmocka_unit_test(test_csv_trace),
 	    cmocka_unit_test(test_csv_errors),
 	    cmocka_unit_test(test_csv_row_limit),
+	    cmocka_unit_test(test_slurm_trace),
+	    cmocka_unit_test(test_slurm_trace_errors),
 	    cmocka_unit_test(test_bad_args),
 	    cmocka_unit_test(test_nomem),
 	};

@@ -1,0 +1,399 @@
+/*
+ * Job traces from Slurm's own records of the jobs that ran: `sacct
+ * --parsable2` output and the job completion log of jobcomp/filetxt
+ * (tp_trace_load in tp_placement.h has the rules).
+ *
+ * sacct -P prints a header of field names and then one row per job (and
+ * per step unless -X), the fields split by '|' (a trailing one with
+ * --parsable). jobcomp/filetxt writes one line per job as it ends,
+ * "JobId=12 UserId=... Name=... JobState=COMPLETED ... StartTime=...
+ * EndTime=... NodeList=... NodeCnt=2 ... Tres=cpu=2,node=2,gres/gpu=8
+ * ... SubmitTime=...": the key=value pairs are read by key, the last of
+ * each winning (a job name or work directory with spaces cannot then
+ * stand in for a later field). Slurm writes "Unknown" or "None" for a
+ * time a job never reached.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "placement_int.h"
+
+/* A record before it becomes a job: absolute times, whole counts. */
+typedef struct rec {
+	const char *submit, *start, *end, *tres, *nodes, *jobid;
+} rec_t;
+
+bool tp__trace_is_slurm(const char *buf)
+{
+	const char *p = buf, *eol;
+
+	while (*p && isspace((unsigned char)*p))
+		p++;
+	eol = strchr(p, '\n');
+	if (!strncmp(p, "JobId=", 6))
+		return true;
+	const char *bar = strchr(p, '|');
+	return bar && (!eol || bar < eol) && *p != '#';
+}
+
+/* Days from 1970-01-01 to the civil date y-m-d (proleptic Gregorian). */
+static long days_from_civil(long y, int m, int d)
+{
+	y -= m <= 2;
+	long era = (y >= 0 ? y : y - 399) / 400;
+	long yoe = y - era * 400;
+	long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+static bool digits(const char *s, int n, int *v)
+{
+	*v = 0;
+	for (int i = 0; i < n; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return false;
+		*v = *v * 10 + (s[i] - '0');
+	}
+	return true;
+}
+
+/* Slurm's ISO 8601 time, YYYY-MM-DDTHH:MM:SS, into seconds since the
+ * epoch as if UTC (only differences are used). 1: a time; 0: a time
+ * never reached ("Unknown", "None", empty); -1: not a time. */
+static int iso_time(const char *s, double *t)
+{
+	int Y, M, D, h, m, sec;
+
+	if (!*s || !strcasecmp(s, "Unknown") || !strcasecmp(s, "None"))
+		return 0;
+	if (strlen(s) != 19 || s[4] != '-' || s[7] != '-' || s[10] != 'T' ||
+	    s[13] != ':' || s[16] != ':' || !digits(s, 4, &Y) ||
+	    !digits(s + 5, 2, &M) || !digits(s + 8, 2, &D) ||
+	    !digits(s + 11, 2, &h) || !digits(s + 14, 2, &m) ||
+	    !digits(s + 17, 2, &sec) || M < 1 || M > 12 || D < 1 || D > 31 ||
+	    h > 23 || m > 59 || sec > 60 || Y < 1970)
+		return -1;
+	*t = (double)days_from_civil(Y, M, D) * 86400.0 + h * 3600.0 +
+	     m * 60.0 + sec;
+	return 1;
+}
+
+/* A count as Slurm prints TRES: digits, then an optional K/M/G/T
+ * (powers of 1024). */
+static bool tres_count(const char *s, size_t len, double *v)
+{
+	double x = 0, unit = 1;
+	size_t i;
+
+	for (i = 0; i < len && isdigit((unsigned char)s[i]); i++)
+		x = x * 10 + (s[i] - '0');
+	if (!i || x > 1e9)
+		return false;
+	if (i < len) {
+		const char *u = strchr("KMGT", toupper((unsigned char)s[i]));
+		if (!u || !*u || i + 1 != len)
+			return false;
+		unit = pow(1024.0, (double)(u - "KMGT" + 1));
+	}
+	*v = x * unit;
+	return true;
+}
+
+/* GPUs and nodes of a TRES string ("cpu=16,gres/gpu=8,mem=64G,node=2"):
+ * gres/gpu, or the sum of the typed counts (gres/gpu:a100=8) when the
+ * plain one is missing; node= (0 when absent). false: a malformed pair
+ * among those. */
+static bool tres_gpus(const char *s, double *gpus, double *nodes)
+{
+	double plain = -1, typed = 0, v;
+
+	*nodes = 0;
+	while (*s) {
+		size_t len = strcspn(s, ",");
+		const char *eq = memchr(s, '=', len);
+		if (eq) {
+			size_t klen = (size_t)(eq - s), vlen = len - klen - 1;
+			bool is_plain = klen == 8 && !strncmp(s, "gres/gpu", 8);
+			bool is_typed = klen > 9 && !strncmp(s, "gres/gpu:", 9);
+			bool is_node = klen == 4 && !strncmp(s, "node", 4);
+			if (is_plain || is_typed || is_node) {
+				if (!tres_count(eq + 1, vlen, &v))
+					return false;
+				if (is_plain)
+					plain = v;
+				else if (is_typed)
+					typed += v;
+				else
+					*nodes = v;
+			}
+		}
+		s += len;
+		if (*s == ',')
+			s++;
+	}
+	*gpus = plain >= 0 ? plain : typed;
+	return true;
+}
+
+/* Record r of line lineno into jobs[*n] (submit_s absolute for now), or
+ * counted as left out in *t. */
+static tp_err_t add_rec(const char *path, int lineno, const rec_t *r,
+			tp_job_spec_t **jobs, size_t *cap, size_t *n,
+			tp_trace_t *t, char **msg)
+{
+	double submit = 0, start = 0, end = 0, gpus = 0, tnodes = 0, nodes = 0;
+	tp_err_t err;
+
+	if (r->jobid && strchr(r->jobid, '.')) {
+		t->left_steps++;
+		return TP_OK;
+	}
+	const char *what = NULL, *val = NULL;
+	int sub_ok = iso_time(r->submit, &submit), s_ok = 0, e_ok = 0;
+	if (sub_ok < 0)
+		what = "submit time", val = r->submit;
+	else if ((s_ok = iso_time(r->start, &start)) < 0)
+		what = "start time", val = r->start;
+	else if ((e_ok = iso_time(r->end, &end)) < 0)
+		what = "end time", val = r->end;
+	else if (!tres_gpus(r->tres, &gpus, &tnodes))
+		what = "TRES", val = r->tres;
+	else if (r->nodes && *r->nodes &&
+		 !tres_count(r->nodes, strlen(r->nodes), &nodes))
+		what = "node count", val = r->nodes;
+	if (what) {
+		*msg = tp_asprintf("%s:%d: %s: not valid ('%s')", path, lineno,
+				   what, val);
+		return TP_ERR_PARSE;
+	}
+	if (!s_ok || !e_ok || end < start) {
+		t->left_unrun++;
+		return TP_OK;
+	}
+	if (gpus < 1) {
+		t->left_nogpu++;
+		return TP_OK;
+	}
+	if (nodes < 1)
+		nodes = tnodes;
+	if (nodes < 1 || nodes > 1e6 || gpus > 1e7) {
+		*msg = tp_asprintf("%s:%d: %s node count", path, lineno,
+				   nodes < 1 ? "no" : "an impossible");
+		return TP_ERR_PARSE;
+	}
+	if ((err = tp__trace_grow(path, lineno, jobs, cap, *n, msg)))
+		return err;
+	tp_job_spec_t *j = &(*jobs)[*n];
+	int gpn = (int)ceil(gpus / nodes);
+	if (gpn > 1024) {
+		*msg = tp_asprintf("%s:%d: %g GPUs on %g hosts: more than "
+				   "1024 a host",
+				   path, lineno, gpus, nodes);
+		return TP_ERR_PARSE;
+	}
+	if ((double)gpn * nodes != gpus)
+		t->rounded++;
+	j->line = lineno;
+	j->submit_s = sub_ok ? submit : start;
+	j->run_s = end - start;
+	j->nodes = (int)nodes;
+	j->gpus_per_node = gpn;
+	j->gpus = j->nodes * gpn;
+	j->comm_frac = j->nodes > 1 ? 0.3 : 0.1;
+	j->bytes = TP__DEFAULT_BYTES;
+	++*n;
+	return TP_OK;
+}
+
+/* sacct's fields this reads, by name (any case). */
+enum { S_JOBID, S_SUBMIT, S_START, S_END, S_NNODES, S_ALLOC, S_REQ, S_N };
+static const char *const sacct_names[S_N] = {
+    "JobID", "Submit", "Start", "End", "NNodes", "AllocTRES", "ReqTRES",
+};
+
+/* Splits line at '|' into cell[0..max); returns the field count. */
+static int split_bar(char *line, char **cell, int max)
+{
+	int n = 0;
+
+	for (char *p = line;; p++) {
+		if (n < max)
+			cell[n] = p;
+		n++;
+		p = strchr(p, '|');
+		if (!p)
+			break;
+		*p = '\0';
+	}
+	for (int i = 0; i < n && i < max; i++)
+		cell[i] = tp_strtrim(cell[i]);
+	return n;
+}
+
+#define MAXF 128
+
+static tp_err_t parse_sacct(const char *path, char *buf, tp_job_spec_t **jobs,
+			    size_t *cap, size_t *n, tp_trace_t *t, char **msg)
+{
+	char *line, *pos = buf, *cell[MAXF];
+	int col[S_N], lineno = 0, ncols = 0;
+	tp_err_t err;
+
+	for (int c = 0; c < S_N; c++)
+		col[c] = -1;
+	while ((line = tp__trace_line(&pos, &lineno))) {
+		int nc = split_bar(line, cell, MAXF);
+		if (nc > MAXF) {
+			*msg = tp_asprintf("%s:%d: more than %d fields", path,
+					   lineno, MAXF);
+			return TP_ERR_PARSE;
+		}
+		if (!ncols) {
+			for (int i = 0; i < nc; i++)
+				for (int c = 0; c < S_N; c++)
+					if (!strcasecmp(cell[i],
+							sacct_names[c]))
+						col[c] = i;
+			ncols = nc;
+			if (col[S_SUBMIT] < 0 || col[S_START] < 0 ||
+			    col[S_END] < 0 ||
+			    (col[S_ALLOC] < 0 && col[S_REQ] < 0)) {
+				*msg = tp_asprintf(
+				    "%s:%d: sacct's header needs Submit, "
+				    "Start, End and AllocTRES or ReqTRES "
+				    "(sacct -P "
+				    "--format=JobID,Submit,Start,End,NNodes,"
+				    "AllocTRES, without --noheader)",
+				    path, lineno);
+				return TP_ERR_PARSE;
+			}
+			continue;
+		}
+		if (nc != ncols) {
+			*msg = tp_asprintf("%s:%d: %d fields, sacct's header "
+					   "has %d (a '|' inside a field?)",
+					   path, lineno, nc, ncols);
+			return TP_ERR_PARSE;
+		}
+		rec_t r = {
+		    .submit = cell[col[S_SUBMIT]],
+		    .start = cell[col[S_START]],
+		    .end = cell[col[S_END]],
+		    .nodes = col[S_NNODES] >= 0 ? cell[col[S_NNODES]] : NULL,
+		    .jobid = col[S_JOBID] >= 0 ? cell[col[S_JOBID]] : NULL,
+		};
+		r.tres = col[S_ALLOC] >= 0 ? cell[col[S_ALLOC]] : "";
+		if (!*r.tres && col[S_REQ] >= 0)
+			r.tres = cell[col[S_REQ]];
+		if ((err = add_rec(path, lineno, &r, jobs, cap, n, t, msg)))
+			return err;
+	}
+	return TP_OK;
+}
+
+/* The value of the last " key=" pair in line (NUL-terminated in place
+ * only by the caller's copy: returned as a length). */
+static const char *jc_field(const char *line, const char *key, size_t *len)
+{
+	size_t klen = strlen(key);
+	const char *found = NULL;
+
+	for (const char *p = line; (p = strstr(p, key)); p += klen)
+		if ((p == line || p[-1] == ' ') && p[klen] == '=')
+			found = p + klen + 1;
+	if (found)
+		*len = strcspn(found, " ");
+	return found;
+}
+
+static tp_err_t parse_jobcomp(const char *path, char *buf, tp_job_spec_t **jobs,
+			      size_t *cap, size_t *n, tp_trace_t *t, char **msg)
+{
+	static const char *const keys[] = {"SubmitTime", "StartTime", "EndTime",
+					   "Tres",	 "NodeCnt",   "JobId"};
+	enum { NK = sizeof(keys) / sizeof(keys[0]) };
+	char *line, *pos = buf, *val[NK];
+	int lineno = 0;
+	tp_err_t err = TP_OK;
+
+	while ((line = tp__trace_line(&pos, &lineno))) {
+		memset(val, 0, sizeof(val));
+		if (strncmp(line, "JobId=", 6)) {
+			*msg = tp_asprintf("%s:%d: not a jobcomp/filetxt "
+					   "record (no JobId= first)",
+					   path, lineno);
+			return TP_ERR_PARSE;
+		}
+		for (int k = 0; k < NK; k++) {
+			size_t len;
+			const char *v = jc_field(line, keys[k], &len);
+			if (!v && k < NK - 1) {
+				*msg = tp_asprintf("%s:%d: no %s= in the "
+						   "jobcomp record",
+						   path, lineno, keys[k]);
+				err = TP_ERR_PARSE;
+				goto next;
+			}
+			if (v && !(val[k] = tp_strndup(v, len))) {
+				err = TP_ERR_NOMEM;
+				goto next;
+			}
+		}
+		rec_t r = {.submit = val[0],
+			   .start = val[1],
+			   .end = val[2],
+			   .tres = val[3],
+			   .nodes = val[4],
+			   .jobid = NULL};
+		if (!strcasecmp(r.submit, "unknown"))
+			r.submit = r.start;
+		err = add_rec(path, lineno, &r, jobs, cap, n, t, msg);
+	next:
+		for (int k = 0; k < NK; k++)
+			tp_free(val[k]);
+		if (err)
+			return err;
+	}
+	return TP_OK;
+}
+
+tp_err_t tp__trace_parse_slurm(const char *path, char *buf, tp_trace_t *t,
+			       char **msg)
+{
+	tp_job_spec_t *jobs = NULL;
+	size_t cap = 0, n = 0;
+	const char *p = buf;
+	bool jobcomp;
+	tp_err_t err;
+
+	while (isspace((unsigned char)*p))
+		p++;
+	jobcomp = !strncmp(p, "JobId=", 6);
+	err = jobcomp ? parse_jobcomp(path, buf, &jobs, &cap, &n, t, msg)
+		      : parse_sacct(path, buf, &jobs, &cap, &n, t, msg);
+	if (!err && !n)
+		*msg = tp_asprintf(
+		    "%s: no job that ran on GPUs (%zu without GPUs, %zu "
+		    "that never ran or had not ended)",
+		    path, t->left_nogpu, t->left_unrun);
+	if (!err && !n)
+		err = TP_ERR_PARSE;
+	if (!err) {
+		double first = jobs[0].submit_s;
+		for (size_t i = 1; i < n; i++)
+			if (jobs[i].submit_s < first)
+				first = jobs[i].submit_s;
+		for (size_t i = 0; i < n; i++)
+			jobs[i].submit_s -= first;
+		err = tp__trace_finish(path, jobcomp ? "jobcomp" : "sacct",
+				       &jobs, n, t, msg);
+	}
+	tp_free(jobs);
+	return err;
+}
