@@ -12,6 +12,7 @@
 set -eu
 
 PKGS="slurmctld slurmd slurm-client munge libslurm-dev slurm-wlm-basic-plugins-dev
+slurmdbd mariadb-server-core mariadb-client-core
 iproute2 procps util-linux"
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -30,7 +31,7 @@ if [ -z "$missing" ]; then
 fi
 
 daemons() { # PIDs of the daemons the packages could start, one per line
-	for d in munged slurmctld slurmd slurmdbd; do pgrep -x "$d" || true; done | sort -n
+	for d in munged slurmctld slurmd slurmdbd mariadbd; do pgrep -x "$d" || true; done | sort -n
 }
 before=$(daemons)
 

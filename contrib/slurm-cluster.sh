@@ -42,6 +42,12 @@
 #                       @DIR@ replaced by DIR (the fabric is DIR/fabric.json)
 # Without --fabric, the fabric is generated: a 2-leaf fat tree with odd hosts
 # on one leaf and even hosts on the other (groups do not follow names).
+# --slurmdbd           accounting for real (22.05 only): a MariaDB server
+#                       (DIR/db, its socket only, no network) and slurmdbd
+#                       (localhost, port PORT+1000) started before
+#                       slurmctld, which then stores jobs there
+#                       (AccountingStorageType=accounting_storage/slurmdbd,
+#                       AccountingStorageTRES=gres/gpu): sacct works
 # --slurm-prefix DIR    a private Slurm (contrib/build-slurm.sh: 24.11 in
 #                       /opt/topoplace/slurm-24.11): slurmctld, slurmd and the
 #                       clients from DIR/bin and DIR/sbin, plugins from
@@ -107,6 +113,7 @@ EMU_RATIO=4
 EMU_RATE=400mbit
 EMU_NET=
 EMU_PREFIX=
+DBD=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--nodes) NODES=$2; shift ;;
@@ -123,6 +130,7 @@ $2"; shift ;;
 	--net) NET=$2; shift ;;
 	--slurm-prefix) SLURM_PREFIX=$2; shift ;;
 	--emu-fabric) EMU=1 ;;
+	--slurmdbd) DBD=1 ;;
 	--leaves) EMU_LEAVES=$2; shift ;;
 	--uplink-ratio) EMU_RATIO=$2; shift ;;
 	--rate) EMU_RATE=$2; shift ;;
@@ -197,7 +205,7 @@ stop_all() {
 	fi
 	# 2. the listed daemons, nodes first, controller, then munged
 	if [ -f "$DIR/pids" ]; then
-		for want in slurmd slurmctld munged; do
+		for want in slurmd slurmctld slurmdbd mariadbd munged; do
 			while read -r pid name; do
 				[ "$name" = "$want" ] && alive "$pid" "$name" && kill -TERM "$pid" 2>/dev/null || true
 			done <"$DIR/pids"
@@ -308,6 +316,13 @@ else
 	NEW=
 fi
 [ -f "$SYSPLUGINS/select_cons_tres.so" ] || die "Slurm's plugin directory not found"
+if [ -n "$DBD" ]; then
+	[ -z "$NEW" ] || die "--slurmdbd: Slurm 22.05 (Debian's) only"
+	for b in mariadb-install-db mariadbd slurmdbd sacctmgr; do
+		command -v $b >/dev/null || die "--slurmdbd: $b missing (contrib/install-slurm.sh)"
+	done
+	[ -f "$SYSPLUGINS/accounting_storage_mysql.so" ] || die "--slurmdbd: accounting_storage_mysql.so missing (slurmdbd package)"
+fi
 TOPOPLACE=${TOPOPLACE:-$top/build/cli/topoplace}
 [ -z "$EXTRA" ] || [ -r "$EXTRA" ] || die "--slurm-conf-extra $EXTRA: not readable"
 echo "$EXTRA_FILES" | while read -r f; do
@@ -425,7 +440,16 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 $(if [ -z "$NEW" ]; then
 	echo "JobAcctGatherType=jobacct_gather/none"
-	echo "AccountingStorageType=accounting_storage/none"
+	if [ -n "$DBD" ]; then
+		echo "AccountingStorageType=accounting_storage/slurmdbd"
+		echo "AccountingStorageHost=localhost"
+		echo "AccountingStoragePort=$((PORT + 1000))"
+		echo "AccountingStorageTRES=gres/gpu"
+		# the Munge socket for slurmdbd's connections (clients too)
+		echo "AccountingStoragePass=$DIR/munge/munge.socket.2"
+	else
+		echo "AccountingStorageType=accounting_storage/none"
+	fi
 	echo "SwitchType=switch/none"
 else
 	# 24.11: those "none" plugins are gone (the keys are left unset);
@@ -502,6 +526,53 @@ until [ -S "$DIR/munge/munge.socket.2" ]; do
 	[ $i -le 50 ] || die "munged did not start: $(tail -n 3 "$DIR/log/munged.out" "$DIR/log/munged.log" 2>/dev/null)"
 	sleep 0.1
 done
+
+# ---- --slurmdbd: MariaDB on a socket in DIR, slurmdbd on localhost ----
+if [ -n "$DBD" ]; then
+	mkdir -p "$DIR/db"
+	mariadb-install-db --no-defaults --user=root --datadir="$DIR/db" --skip-test-db \
+		--auth-root-authentication-method=normal >"$DIR/log/mariadb-install.log" 2>&1 ||
+		die "mariadb-install-db failed: $(tail -n 3 "$DIR/log/mariadb-install.log")"
+	mariadbd --no-defaults --user=root --datadir="$DIR/db" --socket="$DIR/run/mysqld.sock" \
+		--skip-networking --pid-file="$DIR/run/mysqld.pid" --log-error="$DIR/log/mariadbd.log" \
+		--innodb-buffer-pool-size=16M </dev/null >/dev/null 2>&1 &
+	echo "$! mariadbd" >>"$DIR/pids"
+	i=0
+	until [ -S "$DIR/run/mysqld.sock" ]; do
+		i=$((i + 1))
+		[ $i -le 150 ] || die "mariadbd did not start: $(tail -n 3 "$DIR/log/mariadbd.log")"
+		sleep 0.2
+	done
+	cat >"$DIR/slurmdbd.conf" <<DBDEOF
+# Written by contrib/slurm-cluster.sh --slurmdbd
+AuthType=auth/munge
+AuthInfo=socket=$DIR/munge/munge.socket.2
+DbdHost=localhost
+DbdPort=$((PORT + 1000))
+SlurmUser=root
+PidFile=$DIR/run/slurmdbd.pid
+LogFile=$DIR/log/slurmdbd.log
+PluginDir=$plugindir
+StorageType=accounting_storage/mysql
+StorageHost=localhost
+StorageUser=root
+StorageLoc=slurm_acct_db
+DBDEOF
+	chmod 600 "$DIR/slurmdbd.conf"
+	# the storage plugin finds the server's socket through MYSQL_UNIX_PORT
+	MYSQL_UNIX_PORT=$DIR/run/mysqld.sock slurmdbd -D </dev/null >>"$DIR/log/slurmdbd.out" 2>&1 &
+	echo "$! slurmdbd" >>"$DIR/pids"
+	dbdpid=$!
+	i=0
+	until timeout 5 sacctmgr -n list cluster format=cluster >/dev/null 2>&1; do
+		i=$((i + 1))
+		alive $dbdpid slurmdbd || die "slurmdbd exited: $(tail -n 5 "$DIR/log/slurmdbd.log" "$DIR/log/slurmdbd.out" 2>/dev/null)"
+		[ $i -le 50 ] || die "slurmdbd did not answer: $(tail -n 5 "$DIR/log/slurmdbd.log")"
+		sleep 0.2
+	done
+	timeout 20 sacctmgr -i add cluster topoplace >>"$DIR/log/sacctmgr.out" 2>&1 ||
+		die "sacctmgr add cluster: $(tail -n 3 "$DIR/log/sacctmgr.out")"
+fi
 
 # ---- network: bridge in the root namespace, one namespace per node ----
 ip link add "$BR" type bridge

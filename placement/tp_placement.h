@@ -483,6 +483,7 @@ typedef struct tp_trace {
 	size_t left_steps; /* sacct rows of job steps (JobID with a '.') */
 	size_t rounded;	   /* jobs whose GPUs did not split evenly over
 			    * their hosts: GPUs per host rounded up */
+	bool gpu_tres;	   /* some record's TRES named gres/gpu */
 } tp_trace_t;
 
 void tp_trace_free(tp_trace_t *t); /* members only */

@@ -26,6 +26,7 @@
 /* A record before it becomes a job: absolute times, whole counts. */
 typedef struct rec {
 	const char *submit, *start, *end, *tres, *nodes, *jobid;
+	bool unallocated; /* sacct: an empty AllocTRES */
 } rec_t;
 
 bool tp__trace_is_slurm(const char *buf)
@@ -172,7 +173,12 @@ static tp_err_t add_rec(const char *path, int lineno, const rec_t *r,
 				   what, val);
 		return TP_ERR_PARSE;
 	}
-	if (!s_ok || !e_ok || end < start) {
+	if (strstr(r->tres, "gres/gpu"))
+		t->gpu_tres = true;
+	/* a job cancelled while pending: jobcomp gives it the cancel time
+	 * as start and end but no node, sacct no allocated TRES */
+	if (!s_ok || !e_ok || end < start || r->unallocated ||
+	    (r->nodes && *r->nodes && nodes < 1)) {
 		t->left_unrun++;
 		return TP_OK;
 	}
@@ -288,9 +294,9 @@ static tp_err_t parse_sacct(const char *path, char *buf, tp_job_spec_t **jobs,
 		    .nodes = col[S_NNODES] >= 0 ? cell[col[S_NNODES]] : NULL,
 		    .jobid = col[S_JOBID] >= 0 ? cell[col[S_JOBID]] : NULL,
 		};
-		r.tres = col[S_ALLOC] >= 0 ? cell[col[S_ALLOC]] : "";
-		if (!*r.tres && col[S_REQ] >= 0)
-			r.tres = cell[col[S_REQ]];
+		r.tres =
+		    col[S_ALLOC] >= 0 ? cell[col[S_ALLOC]] : cell[col[S_REQ]];
+		r.unallocated = col[S_ALLOC] >= 0 && !*r.tres;
 		if ((err = add_rec(path, lineno, &r, jobs, cap, n, t, msg)))
 			return err;
 	}
@@ -377,7 +383,13 @@ tp_err_t tp__trace_parse_slurm(const char *path, char *buf, tp_trace_t *t,
 	jobcomp = !strncmp(p, "JobId=", 6);
 	err = jobcomp ? parse_jobcomp(path, buf, &jobs, &cap, &n, t, msg)
 		      : parse_sacct(path, buf, &jobs, &cap, &n, t, msg);
-	if (!err && !n)
+	if (!err && !n && !t->gpu_tres && t->left_nogpu)
+		*msg = tp_asprintf(
+		    "%s: no job's TRES counts GPUs (no gres/gpu): Slurm "
+		    "records them with AccountingStorageTRES=gres/gpu in "
+		    "slurm.conf",
+		    path);
+	else if (!err && !n)
 		*msg = tp_asprintf(
 		    "%s: no job that ran on GPUs (%zu without GPUs, %zu "
 		    "that never ran or had not ended)",

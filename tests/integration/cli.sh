@@ -47,6 +47,27 @@ grep -q "/dev/zero: cannot read: not a regular file or pipe" "$tmp/err" && ok "d
 	bad "fabric show /dev/zero: $(cat "$tmp/err")"
 expect 2 "simulate --trace /dev/zero" timeout 10 $T simulate --trace /dev/zero
 
+# ---- trace: Slurm's records as simulate's CSV (real daemons:
+# slurm_accounting.sh) ----
+expect 0 "trace --help" $T trace --help
+expect 2 "trace without FILE" $T trace
+grep -q "trace: give one FILE" "$tmp/err" && ok "trace without FILE says so" || bad "trace: $(cat "$tmp/err")"
+expect 2 "trace /dev/zero" timeout 10 $T trace /dev/zero
+printf 'JobID|Submit|Start|End|NNodes|AllocTRES|State\n%s\n%s\n' \
+	'7|2026-12-01T10:00:00|2026-12-01T10:00:05|2026-12-01T11:00:05|2|cpu=8,gres/gpu=16,node=2|COMPLETED' \
+	'8|2026-12-01T10:01:00|2026-12-01T10:02:00|2026-12-01T10:12:00|1|cpu=1,node=1|COMPLETED' >"$tmp/sacct.txt"
+expect 0 "trace of sacct output" $T trace "$tmp/sacct.txt"
+[ "$(sed -n 3p "$tmp/out")" = "0,16,2,8,3600,0.3,1073741824" ] &&
+	grep -q "^# topoplace trace: $tmp/sacct.txt (sacct): 1 jobs; left out 1 without GPUs" "$tmp/out" &&
+	ok "trace: the GPU job as CSV, the CPU job counted" || bad "trace: $(cat "$tmp/out")"
+sed -i 's/cpu=8,gres\/gpu=16,node=2/cpu=8,node=2/' "$tmp/sacct.txt"
+expect 2 "trace: no record counts GPUs" $T trace "$tmp/sacct.txt"
+grep -q "AccountingStorageTRES=gres/gpu" "$tmp/err" && ok "trace: the hint to track GPUs" || bad "trace: $(cat "$tmp/err")"
+sed -i 's/2026-12-01T10:01:00/2026-12-01 10:01/' "$tmp/sacct.txt"
+expect 2 "trace: a bad time" $T trace "$tmp/sacct.txt"
+grep -q "sacct.txt:3: submit time: not valid ('2026-12-01 10:01')" "$tmp/err" &&
+	ok "trace: a bad time named by line and field" || bad "trace: $(cat "$tmp/err")"
+
 # ---- topoplace.conf: the key table, its man page, a check ----
 expect 0 "config --dump" $T config --dump
 cp "$tmp/out" "$tmp/dump"
@@ -83,7 +104,7 @@ grep -q "pb.conf:1: PriceBudget=5000: out of range 0..1000" "$tmp/err" &&
 # the exit codes --help gives, in EXIT STATUS ----
 man1="${TP_SRCDIR:-.}/doc/topoplace.1"
 sed -n '/^\.SH SYNOPSIS/,/^\.SH DESCRIPTION/p' "$man1" >"$tmp/synopsis"
-for c in discover monitor place cost simulate draw plan config nccl-topo; do
+for c in discover monitor place cost simulate trace draw plan config nccl-topo; do
 	$T $c --help | sed '/^$/q' >"$tmp/usage"
 	man_c=$(printf '%s' "$c" | sed 's/-/\\-/g')
 	# the command's lines: from ".B topoplace CMD" to the next .br

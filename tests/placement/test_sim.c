@@ -835,7 +835,11 @@ static void test_slurm_trace(void **state)
 	    "Tres=cpu=1,gres/gpu=1 SubmitTime=2026-12-01T00:00:00\n"
 	    "JobId=9 StartTime=2026-12-01T00:00:11 EndTime=2026-12-01T00:00:51 "
 	    "NodeCnt=1 Tres=cpu=2,gres/gpu=2 "
-	    "SubmitTime=2026-11-30T23:59:51\n";
+	    "SubmitTime=2026-11-30T23:59:51\n"
+	    /* cancelled while pending, as 22.05 logs it */
+	    "JobId=10 JobState=CANCELLED StartTime=2026-12-01T00:00:20 "
+	    "EndTime=2026-12-01T00:00:20 NodeList=(null) NodeCnt=0 "
+	    "Tres=cpu=2,node=2,gres/gpu=8 SubmitTime=2026-12-01T00:00:20\n";
 	static const char csv[] = "submit_s,nodes,gpus_per_node,run_s\n"
 				  "0,2,2,100\n1,1,2,40\n2,2,2,120\n";
 	char *sp = write_tmp(sacct, sizeof(sacct) - 1);
@@ -872,7 +876,7 @@ static void test_slurm_trace(void **state)
 	assert_int_equal(tp_trace_load(jp, &tj, &err), TP_OK);
 	assert_string_equal(tj.format, "jobcomp");
 	assert_int_equal(tj.njobs, 2);
-	assert_int_equal(tj.left_unrun, 1);
+	assert_int_equal(tj.left_unrun, 2);
 	assert_int_equal(tj.jobs[0].nodes, 2); /* the last NodeCnt= */
 	assert_int_equal(tj.jobs[0].gpus, 4);  /* the last Tres= */
 	assert_close(tj.jobs[0].run_s, 100);
@@ -937,8 +941,13 @@ static void test_slurm_trace_errors(void **state)
 	    {"Submit|Start|End|AllocTRES\n"
 	     "2026-12-01T00:00:00|None|Unknown|\n"
 	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
-	     "cpu=1,node=1\n",
+	     "cpu=1,gres/gpu=0,node=1\n",
 	     ": no job that ran on GPUs (1 without GPUs, 1 that never ran"},
+	    {"Submit|Start|End|AllocTRES\n"
+	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	     "cpu=1,node=1\n",
+	     ": no job's TRES counts GPUs (no gres/gpu): Slurm records them "
+	     "with AccountingStorageTRES=gres/gpu"},
 	    {"JobId=1 StartTime=2026-12-01T00:00:00 NodeCnt=1 Tres=gres/gpu=1 "
 	     "SubmitTime=2026-12-01T00:00:00\n",
 	     ":1: no EndTime= in the jobcomp record"},

@@ -1,0 +1,103 @@
+#!/bin/sh
+# Slurm's own records of the jobs that ran, replayed: a real Slurm 22.05
+# mini-cluster with accounting (contrib/slurm-cluster.sh --slurmdbd:
+# MariaDB and slurmdbd, GPUs tracked as TRES) and a job completion log
+# (JobCompType=jobcomp/filetxt) runs a 2-node job with 2 GPUs a node, a
+# 1-GPU job, a 3-node job asking for 6 GPUs in all, a job without GPUs and
+# a job cancelled before it began. Then, for `sacct -a -P` (its steps
+# included) and for the completion log alike, `topoplace trace` must find
+# the three GPU jobs with their shapes and run times (each sleeps a known
+# time) and count the other two (and the steps) as left out, its CSV must
+# read back as the same jobs, and `topoplace simulate --trace` must replay
+# the file on the cluster's fabric. Runs beside other clusters:
+# TP_ACCT_NET / TP_ACCT_PORT (10.209.0 / 6971; slurmdbd on port + 1000).
+# Needs root, the Slurm packages with slurmdbd and MariaDB
+# (contrib/install-slurm.sh); exit 77 if not.
+. "$(dirname "$0")/lib.sh"
+
+need_slurm 22 scancel sacct sacctmgr slurmdbd mariadbd mariadb-install-db
+NET=${TP_ACCT_NET:-10.209.0}
+PORT=${TP_ACCT_PORT:-6971}
+dir=$tmp/cluster
+t0=$(date +%s)
+cluster_trap 'slurm*.log' 'jobcomp\|fatal\|error' 20
+
+printf 'JobCompType=jobcomp/filetxt\nJobCompLoc=%s/jobcomp.log\n' "$dir" >"$tmp/extra.conf"
+echo "# $CLUSTER start --slurmdbd --nodes 4 --gpus-per-node 4 --net $NET --port $PORT --dir $dir"
+if ! timeout 90 "$CLUSTER" start --slurmdbd --nodes 4 --gpus-per-node 4 --dir "$dir" --timeout 40 \
+	--net "$NET" --port "$PORT" --slurm-conf-extra "$tmp/extra.conf" >"$tmp/start.out" 2>&1; then
+	cat "$tmp/start.out"
+	bad "cluster start"
+	finish
+fi
+ok "cluster with slurmdbd up in $(($(date +%s) - t0)) s"
+export SLURM_CONF=$dir/slurm.conf
+jc=$dir/jobcomp.log
+
+# NAME SLEEP SBATCH-ARGS...: the job's id into $tmp/jobs
+submit() {
+	n=$1 s=$2
+	shift 2
+	id=$(sbatch_named "$n" -o /dev/null "$@" --wrap "sleep $s") || { bad "sbatch $n"; return; }
+	echo "$n $id $s" >>"$tmp/jobs"
+}
+submit later 1 -N 2 --gpus-per-node=4 --begin=now+3600
+submit two 3 -N 2 --gpus-per-node=2
+submit one 2 -N 1 --gres=gpu:1
+submit three 2 -N 3 --gpus=6
+submit cpu 1 -N 1
+slurm_cli scancel "$(job_of later)" || bad "scancel"
+for n in two one three cpu; do
+	wait_state -t 60 "$(job_of "$n")" COMPLETED || bad "job $n completed"
+done
+poll 20 lines_at_least "$jc" JobId= 5 || bad "5 records in $jc: $(wc -l <"$jc" 2>/dev/null)"
+sed 's/^/# jobcomp: /' "$jc" | cut -c1-160
+# slurmctld sends a job's end to slurmdbd on its own time: wait for it
+sacct_done() {
+	# (-E past the cancelled job's begin time, or sacct leaves it out)
+	timeout 20 sacct -a -P -S now-1hour -E now+2hours \
+		--format=JobID,Submit,Start,End,NNodes,AllocTRES,State >"$tmp/sacct.txt" 2>"$tmp/sacct.err" &&
+		[ "$(grep -c '|COMPLETED$' "$tmp/sacct.txt")" -ge 8 ] && # 4 jobs, 4 batch steps
+		grep -q '|CANCELLED' "$tmp/sacct.txt"
+}
+poll 30 sacct_done || bad "sacct: $(cat "$tmp/sacct.err" "$tmp/sacct.txt")"
+sed 's/^/# sacct: /' "$tmp/sacct.txt"
+
+# FILE FORMAT STEPS: what topoplace trace reads in FILE
+check_trace() {
+	f=$1 fmt=$2 steps=$3
+	expect 0 "topoplace trace ($fmt) --json" "$TOPOPLACE" trace "$f" --json
+	cp "$tmp/out" "$tmp/trace.json"
+	jeq "$tmp/trace.json" '.source_format' "$fmt" "$fmt: read as such"
+	jeq "$tmp/trace.json" '.jobs' 3 "$fmt: three jobs ran on GPUs"
+	jeq "$tmp/trace.json" '.left_out.no_gpu' 1 "$fmt: the job without GPUs left out"
+	jeq "$tmp/trace.json" '.left_out.not_run' 1 "$fmt: the cancelled job left out"
+	jeq "$tmp/trace.json" '.left_out.steps' "$steps" "$fmt: steps left out"
+	shapes=$(jq -r '.trace[] | "\(.nodes)x\(.gpus_per_node)"' "$tmp/trace.json" | sorted_line)
+	[ "$shapes" = "1x1 2x2 3x2" ] && ok "$fmt: shapes $shapes (nodes x GPUs a node)" ||
+		bad "$fmt: shapes '$shapes', want '1x1 2x2 3x2'"
+	# a job's run time: its sleep, plus what starting it takes here
+	jq -r '.trace[] | "\(.nodes) \(.run_s)"' "$tmp/trace.json" | while read -r nodes run; do
+		case $nodes in 2) s=3 ;; *) s=2 ;; esac
+		[ "$run" -ge "$s" ] && [ "$run" -le $((s + 15)) ] &&
+			echo "ok - $fmt: the $nodes-node job ran $run s (slept $s)" ||
+			echo "FAIL - $fmt: the $nodes-node job ran $run s, slept $s"
+	done >"$tmp/runs"
+	cat "$tmp/runs"
+	failures=$((failures + $(grep -c '^FAIL' "$tmp/runs")))
+	jq -e '[.trace[].submit_s] | (.[0] == 0) and (. == sort) and (.[-1] < 60)' "$tmp/trace.json" >/dev/null &&
+		ok "$fmt: submit times from the first job's, in order" ||
+		bad "$fmt: submit times $(jq -c '[.trace[].submit_s]' "$tmp/trace.json")"
+	"$TOPOPLACE" trace "$f" -o "$tmp/trace.csv" && "$TOPOPLACE" trace "$tmp/trace.csv" --json >"$tmp/back.json" &&
+		[ "$(jq -c '[.trace[] | del(.line)]' "$tmp/back.json")" = "$(jq -c '[.trace[] | del(.line)]' "$tmp/trace.json")" ] &&
+		ok "$fmt: its CSV reads back as the same jobs" || bad "$fmt: CSV round trip: $(head -3 "$tmp/trace.csv")"
+	expect 0 "$fmt: simulate --trace" "$TOPOPLACE" simulate --trace "$f" --fabric "$dir/fabric.json" \
+		--policies topoplace,slurm-tree
+	grep -q "^trace $f: 3 jobs from $fmt (left out 1 without GPUs, 1 that never ran)" "$tmp/out" &&
+		ok "$fmt: simulate says what it read" || bad "$fmt: simulate: $(head -3 "$tmp/out")"
+}
+check_trace "$tmp/sacct.txt" sacct 4
+check_trace "$jc" jobcomp 0
+
+echo "# total $(($(date +%s) - t0)) s before teardown"
+finish
