@@ -261,6 +261,9 @@ extern size_t tp__trace_max_jobs;
  * (zeroed; TP_ERR_RANGE past the limit, *msg naming path:lineno); the
  * jobs sorted into *t (which takes them; TP_ERR_PARSE when none). */
 char *tp__trace_line(char **pos, int *lineno);
+/* Splits line at sep into trimmed cell[0..max); returns the field count
+ * (more than max: the rest not stored). */
+int tp__trace_split(char *line, char sep, char **cell, int max);
 tp_err_t tp__trace_grow(const char *path, int lineno, tp_job_spec_t **jobs,
 			size_t *cap, size_t n, char **msg);
 tp_err_t tp__trace_finish(const char *path, const char *format,

@@ -230,7 +230,7 @@ static const char *const colnames[C_N] = {
     "run_s",	"comm_frac", "model_bytes",
 };
 
-static int split(char *line, char **cell, int max)
+int tp__trace_split(char *line, char sep, char **cell, int max)
 {
 	int n = 0;
 
@@ -238,7 +238,7 @@ static int split(char *line, char **cell, int max)
 		if (n < max)
 			cell[n] = p;
 		n++;
-		p = strchr(p, ',');
+		p = strchr(p, sep);
 		if (!p)
 			break;
 		*p = '\0';
@@ -347,7 +347,7 @@ static tp_err_t parse_csv(const char *path, char *buf, tp_trace_t *t,
 	while ((line = tp__trace_line(&pos, &lineno))) {
 		if (*line == '#')
 			continue;
-		int nc = split(line, cell, 32);
+		int nc = tp__trace_split(line, ',', cell, 32);
 		if (nc > 32) {
 			err = TP_ERR_PARSE;
 			*msg = tp_asprintf("%s:%d: more than 32 columns", path,

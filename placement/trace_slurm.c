@@ -223,25 +223,6 @@ static const char *const sacct_names[S_N] = {
     "JobID", "Submit", "Start", "End", "NNodes", "AllocTRES", "ReqTRES",
 };
 
-/* Splits line at '|' into cell[0..max); returns the field count. */
-static int split_bar(char *line, char **cell, int max)
-{
-	int n = 0;
-
-	for (char *p = line;; p++) {
-		if (n < max)
-			cell[n] = p;
-		n++;
-		p = strchr(p, '|');
-		if (!p)
-			break;
-		*p = '\0';
-	}
-	for (int i = 0; i < n && i < max; i++)
-		cell[i] = tp_strtrim(cell[i]);
-	return n;
-}
-
 #define MAXF 128
 
 static tp_err_t parse_sacct(const char *path, char *buf, tp_job_spec_t **jobs,
@@ -254,7 +235,7 @@ static tp_err_t parse_sacct(const char *path, char *buf, tp_job_spec_t **jobs,
 	for (int c = 0; c < S_N; c++)
 		col[c] = -1;
 	while ((line = tp__trace_line(&pos, &lineno))) {
-		int nc = split_bar(line, cell, MAXF);
+		int nc = tp__trace_split(line, '|', cell, MAXF);
 		if (nc > MAXF) {
 			*msg = tp_asprintf("%s:%d: more than %d fields", path,
 					   lineno, MAXF);
