@@ -89,6 +89,7 @@ typedef struct sim {
 	size_t *queue; /* pending jobs, FCFS */
 	size_t nqueue;
 	double *wait, *jct, *slow, *decide;
+	double *job_jct; /* per trace job (NAN: not ended) */
 	size_t nstarted, nslow, ndecide;
 	size_t at_min, at_min_empty;
 	double busy_gpu_s, useful_gpu_s, last_t, first_t, cross;
@@ -836,6 +837,7 @@ void tp_sim_result_free(tp_sim_result_t *r)
 		return;
 	tp_free(r->slowdowns);
 	tp_free(r->samples);
+	tp_free(r->job_jct_s);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -867,6 +869,9 @@ static bool sim_alloc(sim_t *m, size_t n)
 	m->queue = tp_malloc(n * sizeof(size_t));
 	m->wait = tp_malloc(n * sizeof(double));
 	m->jct = tp_malloc(n * sizeof(double));
+	if ((m->job_jct = tp_malloc(n * sizeof(double))))
+		for (size_t i = 0; i < n; i++)
+			m->job_jct[i] = NAN;
 	m->slow = tp_malloc(n * sizeof(double));
 	m->decide = tp_malloc(n * sizeof(double));
 	m->nres = 2 * tp_fabric_nlinks(m->f);
@@ -882,9 +887,9 @@ static bool sim_alloc(sim_t *m, size_t n)
 		for (size_t i = 0; i < n; i++)
 			m->held_since[i] = NAN;
 	}
-	return m->s && m->heap && m->queue && m->wait && m->jct && m->slow &&
-	       m->decide && m->scratch && m->bgcnt && m->loadsum && m->mark &&
-	       m->lbytes && m->touched;
+	return m->s && m->heap && m->queue && m->wait && m->jct && m->job_jct &&
+	       m->slow && m->decide && m->scratch && m->bgcnt && m->loadsum &&
+	       m->mark && m->lbytes && m->touched;
 }
 
 static void sim_free(sim_t *m)
@@ -908,6 +913,7 @@ static void sim_free(sim_t *m)
 	tp_free(m->queue);
 	tp_free(m->wait);
 	tp_free(m->jct);
+	tp_free(m->job_jct);
 	tp_free(m->slow);
 	tp_free(m->decide);
 	tp_free(m->samples);
@@ -923,6 +929,7 @@ static tp_err_t end_jobs(sim_t *m, double now)
 		int cls = job_class(m, js);
 		tp_err_t err;
 		m->jct[m->nended++] = r.end - js->submit_s;
+		m->job_jct[r.job] = r.end - js->submit_s;
 		m->class_jct[cls] += r.end - js->submit_s;
 		m->class_wait[cls] += r.start - js->submit_s;
 		m->class_ideal[cls] += js->run_s;
@@ -1020,6 +1027,9 @@ static void sim_results(sim_t *m, tp_sim_result_t *out)
 	out->samples = m->samples;
 	out->nsamples = m->nsamples;
 	m->samples = NULL;
+	out->job_jct_s = m->job_jct;
+	out->njob_jct = m->t->njobs;
+	m->job_jct = NULL;
 }
 
 tp_err_t tp_sim_run_opts(const tp_fabric_t *f, const tp_trace_t *t,

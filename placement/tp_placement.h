@@ -592,6 +592,11 @@ typedef struct tp_sim_result {
 	size_t rerated;           /* re-predictions of running jobs */
 	size_t held_jobs; /* jobs the hold what-if made wait (hold_s) */
 	double *slowdowns;        /* per multi-node job, for plots */
+	/* per trace job, in trace order (njob_jct: the trace's length):
+	 * its JCT, NAN where it never ran (unplaceable); error bars over
+	 * parts of one trace pair jobs by it */
+	double *job_jct_s;
+	size_t njob_jct;
 	tp_sim_sample_t *samples; /* over time */
 	size_t nsamples;
 } tp_sim_result_t;

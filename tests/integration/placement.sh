@@ -98,6 +98,25 @@ jq -e '(.baseline == "slurm-tree") and (.seeds | length == 16) and (.seeds[0] ==
 	and (.policies.topoplace.per_seed | length == 16)
 	and (.policies.topoplace.mean.mean_jct_s > 0)' "$tmp/sim.json" >/dev/null &&
 	ok "simulate: 16 seeds, baseline, ratio +- se, by size" || bad "simulate seeds JSON"
+# one trace: the ratio is the trace's own, its error bar the jackknife's over
+# 10 batches of jobs (200 jobs or more), else no error bar and no verdict
+expect 0 "simulate one trace of 300 jobs" $T simulate --fabric "$tmp/ft.json" --jobs 300 --seeds 1 \
+	--policies topoplace,slurm-tree,random --json
+jq -e '(.jct_ratio_over == "batches")
+	and (.policies.random.jct_ratio_se > 0)
+	and ((.policies.random.jct_ratio_mean - .policies.random.mean_jct_s / .policies["slurm-tree"].mean_jct_s)
+		| fabs < 1e-9)
+	and (.policies.random.verdict | IN("better", "worse", "tie"))' "$tmp/out" >/dev/null &&
+	ok "one trace: its own ratio +- the jackknife's error over 10 batches" ||
+	bad "one trace: $(jq -c '{jct_ratio_over, r: .policies.random}' "$tmp/out" | cut -c1-300)"
+expect 0 "simulate one trace of 150 jobs" $T simulate --fabric "$tmp/ft.json" --jobs 150 --seeds 1 \
+	--policies topoplace,slurm-tree --json
+jq -e '(.jct_ratio_over == "seeds") and (.policies.topoplace.jct_ratio_se == null)
+	and (.policies.topoplace.verdict == "none")' "$tmp/out" >/dev/null &&
+	ok "one trace under 200 jobs: no error bar, no verdict" || bad "150 jobs: $(jq -c .policies.topoplace "$tmp/out" | cut -c1-300)"
+$T simulate --fabric "$tmp/ft.json" --jobs 150 --seeds 1 --policies topoplace,slurm-tree 2>&1 |
+	grep -q '^topoplace .* [0-9.]* (no error bar)$' && ok "the table says so" ||
+	bad "table: $($T simulate --fabric "$tmp/ft.json" --jobs 150 --seeds 1 --policies topoplace,slurm-tree 2>&1)"
 expect 0 "simulate --seeds 2 --baseline first-fit" $T simulate --fabric "$tmp/ft.json" --synthetic llm --jobs 100 --seeds 2 --baseline first-fit --policies topoplace --json
 jq -e '(.baseline == "first-fit") and (.seeds == [1, 2]) and (.policies | has("first-fit"))' "$tmp/out" >/dev/null &&
 	ok "simulate: the baseline joins the policies" || bad "simulate --baseline: $(head -c 300 "$tmp/out")"

@@ -737,6 +737,13 @@ static void test_csv_trace(void **state)
 	run(f, &t, "first-fit", 1, &r);
 	assert_close(r.mean_wait_s, 61.5);
 	assert_close(r.mean_jct_s, 171.5);
+	/* each job's JCT, in trace order, for error bars over one trace */
+	assert_int_equal(r.njob_jct, 4);
+	double jsum = 0;
+	for (size_t i = 0; i < r.njob_jct; i++)
+		jsum += r.job_jct_s[i];
+	assert_close(jsum, 4 * 171.5);
+	assert_close(r.job_jct_s[0], 100); /* the first job waits for none */
 	assert_close(r.gpu_util, 1380.0 / (8 * 350));
 	tp_sim_result_free(&r);
 	tp_trace_free(&t);
