@@ -13,7 +13,7 @@
 #include "cli.h"
 
 static const char usage[] =
-    "Usage: topoplace trace FILE [-o OUT] [--json]\n"
+    "Usage: topoplace trace FILE [--assume-gpus all|N] [-o OUT] [--json]\n"
     "\n"
     "Read a job trace and print it as the CSV 'simulate --trace' reads:\n"
     "submit_s,gpus,nodes,gpus_per_node,run_s,comm_frac,model_bytes, one\n"
@@ -35,9 +35,19 @@ static const char usage[] =
     "the jobs you know). Left out and counted: jobs without GPUs, jobs\n"
     "that never started or had not ended, job steps (rows whose JobID has\n"
     "a '.'; sacct -X prints none). Times are Slurm's YYYY-MM-DDTHH:MM:SS\n"
-    "local times, taken as written.\n"
+    "local times, taken as written. sacct -r PARTITION keeps one\n"
+    "partition's jobs, as the fabric you simulate may hold only its nodes.\n"
+    "Slurm tracks GPUs in TRES only with AccountingStorageTRES=gres/gpu in\n"
+    "slurm.conf (which needs slurmdbd); without it no record names a GPU and\n"
+    "the file is refused, unless --assume-gpus says what such jobs held.\n"
     "\n"
     "Options:\n"
+    "  --assume-gpus all|N\n"
+    "                    a record whose TRES names no GPU held all the\n"
+    "                    GPUs of its hosts (all: whole hosts, as where GPU\n"
+    "                    jobs get whole nodes) or N on each (default: such\n"
+    "                    jobs are left out as jobs without GPUs; gres/gpu=0\n"
+    "                    is one either way)\n"
     "  -o, --output OUT  write there instead of stdout\n"
     "  --json            the jobs and the counts as JSON\n"
     "                    (format topoplace-trace/1)\n"
@@ -58,7 +68,8 @@ static void num(tp_strbuf_t *sb, double x)
 	tp_strbuf_printf(sb, "%s", buf);
 }
 
-static char *trace_csv(const char *path, const tp_trace_t *t)
+static char *trace_csv(const char *path, const tp_trace_t *t,
+		       const char *assume_what)
 {
 	tp_strbuf_t sb = {0};
 
@@ -69,6 +80,11 @@ static char *trace_csv(const char *path, const tp_trace_t *t)
 				 "; left out %zu without GPUs, %zu that never "
 				 "ran or had not ended, %zu job steps",
 				 t->left_nogpu, t->left_unrun, t->left_steps);
+	if (t->assumed)
+		tp_strbuf_printf(&sb,
+				 "; %zu whose GPUs Slurm did not track taken "
+				 "to hold %s",
+				 t->assumed, assume_what);
 	if (t->rounded)
 		tp_strbuf_printf(&sb,
 				 "; %zu with GPUs per host rounded up to an "
@@ -117,6 +133,7 @@ static char *trace_json(const char *path, const tp_trace_t *t)
 		cJSON_AddNumberToObject(left, "steps", (double)t->left_steps);
 	}
 	cJSON_AddNumberToObject(o, "rounded", (double)t->rounded);
+	cJSON_AddNumberToObject(o, "assumed", (double)t->assumed);
 	if (!(jobs = cJSON_AddArrayToObject(o, "trace")))
 		goto out;
 	for (size_t i = 0; i < t->njobs; i++) {
@@ -147,34 +164,50 @@ out:
 
 int tp_cmd_trace(int argc, char **argv)
 {
+	enum { O_ASSUME = 256 };
 	static const struct option opts[] = {
+	    {"assume-gpus", required_argument, NULL, O_ASSUME},
 	    {"output", required_argument, NULL, 'o'},
 	    {"json", no_argument, NULL, TP_CLI_OPT_JSON},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	tp_cli_args_t a = {.usage = usage};
+	tp_trace_opts_t o = {.assume_gpus = -1};
 	tp_trace_t t = {0};
-	char *msg = NULL, *text;
+	char *msg = NULL, *text, what[40] = "";
 	tp_err_t err;
-	int rc;
+	long v;
+	int c, rc;
 
 	optind = 1;
-	while (tp_cli_getopt(argc, argv, "o:h", opts, &a) != -1)
-		;
+	while ((c = tp_cli_getopt(argc, argv, "o:h", opts, &a)) != -1) {
+		if (c != O_ASSUME)
+			continue;
+		if (!strcmp(optarg, "all")) {
+			o.assume_gpus = 0;
+			snprintf(what, sizeof(what), "their hosts whole");
+		} else if (tp_cli_int("--assume-gpus", optarg, 1, 1024, &v)) {
+			o.assume_gpus = (int)v;
+			snprintf(what, sizeof(what), "%ld GPUs on each host",
+				 v);
+		} else {
+			return TP_EXIT_INPUT;
+		}
+	}
 	if (a.exit >= 0)
 		return a.exit;
 	if (optind != argc - 1) {
 		tp_cli_err("trace: give one FILE (see --help)");
 		return TP_EXIT_INPUT;
 	}
-	if ((err = tp_trace_load(argv[optind], &t, &msg))) {
+	if ((err = tp_trace_load_opts(argv[optind], &o, &t, &msg))) {
 		tp_cli_err("trace: %s", msg ? msg : tp_strerror(err));
 		tp_free(msg);
 		return tp_cli_exit_code(err);
 	}
-	text =
-	    a.json ? trace_json(argv[optind], &t) : trace_csv(argv[optind], &t);
+	text = a.json ? trace_json(argv[optind], &t)
+		      : trace_csv(argv[optind], &t, what);
 	if (text) {
 		rc = tp_cli_write(a.output, text);
 	} else {

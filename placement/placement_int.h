@@ -272,7 +272,7 @@ tp_err_t tp__trace_finish(const char *path, const char *format,
 /* Whether buf (a whole file) holds Slurm's records rather than CSV, and
  * their parser (trace_slurm.c; tp_trace_load's rules). */
 bool tp__trace_is_slurm(const char *buf);
-tp_err_t tp__trace_parse_slurm(const char *path, char *buf, tp_trace_t *t,
-			       char **msg);
+tp_err_t tp__trace_parse_slurm(const char *path, char *buf, int assume_gpus,
+			       tp_trace_t *t, char **msg);
 
 #endif

@@ -484,6 +484,8 @@ typedef struct tp_trace {
 	size_t rounded;	   /* jobs whose GPUs did not split evenly over
 			    * their hosts: GPUs per host rounded up */
 	bool gpu_tres;	   /* some record's TRES named gres/gpu */
+	size_t assumed;	   /* jobs whose TRES named no GPU, given
+			    * tp_trace_opts_t.assume_gpus */
 } tp_trace_t;
 
 void tp_trace_free(tp_trace_t *t); /* members only */
@@ -516,6 +518,18 @@ tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p);
  * daylight-saving change inside the trace shifts later jobs by its
  * hour). Errors name FILE:LINE and the field. */
 tp_err_t tp_trace_load(const char *path, tp_trace_t *t, char **err_p);
+/* tp_trace_load with options (NULL: the defaults). */
+typedef struct tp_trace_opts {
+	/* Slurm's records whose TRES names no GPU at all (slurm.conf without
+	 * AccountingStorageTRES=gres/gpu, where Slurm tracks none): -1 left
+	 * out as jobs without GPUs (the default); 0 taken to hold their
+	 * hosts whole (gpus_per_node 0, as on clusters that give GPU jobs
+	 * whole nodes); N > 0 taken to hold N GPUs on each host. A TRES
+	 * with gres/gpu=0 is a job without GPUs either way. */
+	int assume_gpus;
+} tp_trace_opts_t;
+tp_err_t tp_trace_load_opts(const char *path, const tp_trace_opts_t *o,
+			    tp_trace_t *t, char **err_p);
 /* Built-in synthetic traces, seeded: "philly", "helios", "llm"; GPU
  * counts capped at max_gpus; arrival rate set so the offered load is
  * `load` (e.g. 0.9) of max_gpus. */

@@ -448,8 +448,10 @@ out:
 	return err;
 }
 
-/* Runs the parser for path's contents; the error line into *err_p. */
-static tp_err_t load(const char *path, bool any, tp_trace_t *t, char **err_p)
+/* Runs the parser for path's contents; the error line into *err_p.
+ * any: Slurm's records too, read with o (NULL: the defaults). */
+static tp_err_t load(const char *path, bool any, const tp_trace_opts_t *o,
+		     tp_trace_t *t, char **err_p)
 {
 	char *buf = NULL, *msg = NULL;
 	tp_err_t err;
@@ -457,7 +459,8 @@ static tp_err_t load(const char *path, bool any, tp_trace_t *t, char **err_p)
 	memset(t, 0, sizeof(*t));
 	if (!(err = read_trace(path, &buf, &msg))) {
 		if (any && tp__trace_is_slurm(buf))
-			err = tp__trace_parse_slurm(path, buf, t, &msg);
+			err = tp__trace_parse_slurm(
+			    path, buf, o ? o->assume_gpus : -1, t, &msg);
 		else
 			err = parse_csv(path, buf, t, &msg);
 	}
@@ -471,10 +474,22 @@ static tp_err_t load(const char *path, bool any, tp_trace_t *t, char **err_p)
 
 tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p)
 {
-	return load(path, false, t, err_p);
+	return load(path, false, NULL, t, err_p);
 }
 
 tp_err_t tp_trace_load(const char *path, tp_trace_t *t, char **err_p)
 {
-	return load(path, true, t, err_p);
+	return load(path, true, NULL, t, err_p);
+}
+
+tp_err_t tp_trace_load_opts(const char *path, const tp_trace_opts_t *o,
+			    tp_trace_t *t, char **err_p)
+{
+	if (o && (o->assume_gpus < -1 || o->assume_gpus > 1024)) {
+		memset(t, 0, sizeof(*t));
+		if (err_p)
+			*err_p = tp_strdup("assume_gpus: -1, 0 or 1..1024");
+		return TP_ERR_INVAL;
+	}
+	return load(path, true, o, t, err_p);
 }

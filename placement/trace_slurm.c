@@ -23,6 +23,17 @@
 
 #include "placement_int.h"
 
+/* One parse: the file's name for messages, the jobs so far, the trace
+ * that counts what is left out, the error line, the caller's options. */
+typedef struct pctx {
+	const char *path;
+	tp_job_spec_t *jobs;
+	size_t cap, n;
+	tp_trace_t *t;
+	char **msg;
+	int assume_gpus;
+} pctx_t;
+
 /* A record before it becomes a job: absolute times, whole counts. */
 typedef struct rec {
 	const char *submit, *start, *end, *tres, *nodes, *jobid;
@@ -142,12 +153,13 @@ static bool tres_gpus(const char *s, double *gpus, double *nodes)
 	return true;
 }
 
-/* Record r of line lineno into jobs[*n] (submit_s absolute for now), or
- * counted as left out in *t. */
-static tp_err_t add_rec(const char *path, int lineno, const rec_t *r,
-			tp_job_spec_t **jobs, size_t *cap, size_t *n,
-			tp_trace_t *t, char **msg)
+/* Record r of line lineno into c->jobs (submit_s absolute for now), or
+ * counted as left out in c->t. */
+static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
 {
+	const char *path = c->path;
+	tp_trace_t *t = c->t;
+	char **msg = c->msg;
 	double submit = 0, start = 0, end = 0, gpus = 0, tnodes = 0, nodes = 0;
 	tp_err_t err;
 
@@ -173,7 +185,8 @@ static tp_err_t add_rec(const char *path, int lineno, const rec_t *r,
 				   what, val);
 		return TP_ERR_PARSE;
 	}
-	if (strstr(r->tres, "gres/gpu"))
+	bool tracked = strstr(r->tres, "gres/gpu") != NULL;
+	if (tracked)
 		t->gpu_tres = true;
 	/* a job cancelled while pending: jobcomp gives it the cancel time
 	 * as start and end but no node, sacct no allocated TRES */
@@ -182,28 +195,32 @@ static tp_err_t add_rec(const char *path, int lineno, const rec_t *r,
 		t->left_unrun++;
 		return TP_OK;
 	}
-	if (gpus < 1) {
+	if (nodes < 1)
+		nodes = tnodes;
+	/* GPUs not tracked: assumed on each host, if the caller says so */
+	bool assumed = gpus < 1 && !tracked && c->assume_gpus >= 0;
+	if (gpus < 1 && !assumed) {
 		t->left_nogpu++;
 		return TP_OK;
 	}
-	if (nodes < 1)
-		nodes = tnodes;
 	if (nodes < 1 || nodes > 1e6 || gpus > 1e7) {
 		*msg = tp_asprintf("%s:%d: %s node count", path, lineno,
 				   nodes < 1 ? "no" : "an impossible");
 		return TP_ERR_PARSE;
 	}
-	if ((err = tp__trace_grow(path, lineno, jobs, cap, *n, msg)))
+	if ((err = tp__trace_grow(path, lineno, &c->jobs, &c->cap, c->n, msg)))
 		return err;
-	tp_job_spec_t *j = &(*jobs)[*n];
-	int gpn = (int)ceil(gpus / nodes);
+	tp_job_spec_t *j = &c->jobs[c->n];
+	int gpn = assumed ? c->assume_gpus : (int)ceil(gpus / nodes);
 	if (gpn > 1024) {
 		*msg = tp_asprintf("%s:%d: %g GPUs on %g hosts: more than "
 				   "1024 a host",
 				   path, lineno, gpus, nodes);
 		return TP_ERR_PARSE;
 	}
-	if ((double)gpn * nodes != gpus)
+	if (assumed)
+		t->assumed++;
+	else if ((double)gpn * nodes != gpus)
 		t->rounded++;
 	j->line = lineno;
 	j->submit_s = sub_ok ? submit : start;
@@ -213,7 +230,7 @@ static tp_err_t add_rec(const char *path, int lineno, const rec_t *r,
 	j->gpus = j->nodes * gpn;
 	j->comm_frac = j->nodes > 1 ? 0.3 : 0.1;
 	j->bytes = TP__DEFAULT_BYTES;
-	++*n;
+	c->n++;
 	return TP_OK;
 }
 
@@ -225,15 +242,16 @@ static const char *const sacct_names[S_N] = {
 
 #define MAXF 128
 
-static tp_err_t parse_sacct(const char *path, char *buf, tp_job_spec_t **jobs,
-			    size_t *cap, size_t *n, tp_trace_t *t, char **msg)
+static tp_err_t parse_sacct(pctx_t *c, char *buf)
 {
+	const char *path = c->path;
+	char **msg = c->msg;
 	char *line, *pos = buf, *cell[MAXF];
 	int col[S_N], lineno = 0, ncols = 0;
 	tp_err_t err;
 
-	for (int c = 0; c < S_N; c++)
-		col[c] = -1;
+	for (int f = 0; f < S_N; f++)
+		col[f] = -1;
 	while ((line = tp__trace_line(&pos, &lineno))) {
 		int nc = tp__trace_split(line, '|', cell, MAXF);
 		if (nc > MAXF) {
@@ -243,10 +261,10 @@ static tp_err_t parse_sacct(const char *path, char *buf, tp_job_spec_t **jobs,
 		}
 		if (!ncols) {
 			for (int i = 0; i < nc; i++)
-				for (int c = 0; c < S_N; c++)
+				for (int f = 0; f < S_N; f++)
 					if (!strcasecmp(cell[i],
-							sacct_names[c]))
-						col[c] = i;
+							sacct_names[f]))
+						col[f] = i;
 			ncols = nc;
 			if (col[S_SUBMIT] < 0 || col[S_START] < 0 ||
 			    col[S_END] < 0 ||
@@ -278,7 +296,7 @@ static tp_err_t parse_sacct(const char *path, char *buf, tp_job_spec_t **jobs,
 		r.tres =
 		    col[S_ALLOC] >= 0 ? cell[col[S_ALLOC]] : cell[col[S_REQ]];
 		r.unallocated = col[S_ALLOC] >= 0 && !*r.tres;
-		if ((err = add_rec(path, lineno, &r, jobs, cap, n, t, msg)))
+		if ((err = add_rec(c, lineno, &r)))
 			return err;
 	}
 	return TP_OK;
@@ -299,9 +317,10 @@ static const char *jc_field(const char *line, const char *key, size_t *len)
 	return found;
 }
 
-static tp_err_t parse_jobcomp(const char *path, char *buf, tp_job_spec_t **jobs,
-			      size_t *cap, size_t *n, tp_trace_t *t, char **msg)
+static tp_err_t parse_jobcomp(pctx_t *c, char *buf)
 {
+	const char *path = c->path;
+	char **msg = c->msg;
 	static const char *const keys[] = {"SubmitTime", "StartTime", "EndTime",
 					   "Tres",	 "NodeCnt",   "JobId"};
 	enum { NK = sizeof(keys) / sizeof(keys[0]) };
@@ -340,7 +359,7 @@ static tp_err_t parse_jobcomp(const char *path, char *buf, tp_job_spec_t **jobs,
 			   .jobid = NULL};
 		if (!strcasecmp(r.submit, "unknown"))
 			r.submit = r.start;
-		err = add_rec(path, lineno, &r, jobs, cap, n, t, msg);
+		err = add_rec(c, lineno, &r);
 	next:
 		for (int k = 0; k < NK; k++)
 			tp_free(val[k]);
@@ -350,11 +369,11 @@ static tp_err_t parse_jobcomp(const char *path, char *buf, tp_job_spec_t **jobs,
 	return TP_OK;
 }
 
-tp_err_t tp__trace_parse_slurm(const char *path, char *buf, tp_trace_t *t,
-			       char **msg)
+tp_err_t tp__trace_parse_slurm(const char *path, char *buf, int assume_gpus,
+			       tp_trace_t *t, char **msg)
 {
-	tp_job_spec_t *jobs = NULL;
-	size_t cap = 0, n = 0;
+	pctx_t c = {
+	    .path = path, .t = t, .msg = msg, .assume_gpus = assume_gpus};
 	const char *p = buf;
 	bool jobcomp;
 	tp_err_t err;
@@ -362,31 +381,30 @@ tp_err_t tp__trace_parse_slurm(const char *path, char *buf, tp_trace_t *t,
 	while (isspace((unsigned char)*p))
 		p++;
 	jobcomp = !strncmp(p, "JobId=", 6);
-	err = jobcomp ? parse_jobcomp(path, buf, &jobs, &cap, &n, t, msg)
-		      : parse_sacct(path, buf, &jobs, &cap, &n, t, msg);
-	if (!err && !n && !t->gpu_tres && t->left_nogpu)
+	err = jobcomp ? parse_jobcomp(&c, buf) : parse_sacct(&c, buf);
+	if (!err && !c.n && !t->gpu_tres && t->left_nogpu)
 		*msg = tp_asprintf(
 		    "%s: no job's TRES counts GPUs (no gres/gpu): Slurm "
 		    "records them with AccountingStorageTRES=gres/gpu in "
-		    "slurm.conf",
+		    "slurm.conf (or: topoplace trace --assume-gpus)",
 		    path);
-	else if (!err && !n)
+	else if (!err && !c.n)
 		*msg = tp_asprintf(
 		    "%s: no job that ran on GPUs (%zu without GPUs, %zu "
 		    "that never ran or had not ended)",
 		    path, t->left_nogpu, t->left_unrun);
-	if (!err && !n)
+	if (!err && !c.n)
 		err = TP_ERR_PARSE;
 	if (!err) {
-		double first = jobs[0].submit_s;
-		for (size_t i = 1; i < n; i++)
-			if (jobs[i].submit_s < first)
-				first = jobs[i].submit_s;
-		for (size_t i = 0; i < n; i++)
-			jobs[i].submit_s -= first;
+		double first = c.jobs[0].submit_s;
+		for (size_t i = 1; i < c.n; i++)
+			if (c.jobs[i].submit_s < first)
+				first = c.jobs[i].submit_s;
+		for (size_t i = 0; i < c.n; i++)
+			c.jobs[i].submit_s -= first;
 		err = tp__trace_finish(path, jobcomp ? "jobcomp" : "sacct",
-				       &jobs, n, t, msg);
+				       &c.jobs, c.n, t, msg);
 	}
-	tp_free(jobs);
+	tp_free(c.jobs);
 	return err;
 }

@@ -63,6 +63,10 @@ expect 0 "trace of sacct output" $T trace "$tmp/sacct.txt"
 sed -i 's/cpu=8,gres\/gpu=16,node=2/cpu=8,node=2/' "$tmp/sacct.txt"
 expect 2 "trace: no record counts GPUs" $T trace "$tmp/sacct.txt"
 grep -q "AccountingStorageTRES=gres/gpu" "$tmp/err" && ok "trace: the hint to track GPUs" || bad "trace: $(cat "$tmp/err")"
+expect 0 "trace --assume-gpus 4" $T trace "$tmp/sacct.txt" --assume-gpus 4
+[ "$(sed -n 3p "$tmp/out")" = "0,8,2,4,3600,0.3,1073741824" ] && ok "trace --assume-gpus: 4 GPUs a host" ||
+	bad "trace --assume-gpus: $(cat "$tmp/out")"
+expect 2 "trace --assume-gpus 0" $T trace "$tmp/sacct.txt" --assume-gpus 0
 sed -i 's/2026-12-01T10:01:00/2026-12-01 10:01/' "$tmp/sacct.txt"
 expect 2 "trace: a bad time" $T trace "$tmp/sacct.txt"
 grep -q "sacct.txt:3: submit time: not valid ('2026-12-01 10:01')" "$tmp/err" &&

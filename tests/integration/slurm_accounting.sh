@@ -9,7 +9,9 @@
 # the three GPU jobs with their shapes and run times (each sleeps a known
 # time) and count the other two (and the steps) as left out, its CSV must
 # read back as the same jobs, and `topoplace simulate --trace` must replay
-# the file on the cluster's fabric. Runs beside other clusters:
+# the file on the cluster's fabric. A second cluster without slurmdbd,
+# where Slurm tracks no GPU, checks the hint and --assume-gpus. Runs beside
+# other clusters:
 # TP_ACCT_NET / TP_ACCT_PORT (10.209.0 / 6971; slurmdbd on port + 1000).
 # Needs root, the Slurm packages with slurmdbd and MariaDB
 # (contrib/install-slurm.sh); exit 77 if not.
@@ -48,7 +50,7 @@ submit three 2 -N 3 --gpus=6
 submit cpu 1 -N 1
 slurm_cli scancel "$(job_of later)" || bad "scancel"
 for n in two one three cpu; do
-	wait_state -t 60 "$(job_of "$n")" COMPLETED || bad "job $n completed"
+	[ -n "$(job_of "$n")" ] && wait_state -t 60 "$(job_of "$n")" COMPLETED || bad "job $n completed"
 done
 poll 20 lines_at_least "$jc" JobId= 5 || bad "5 records in $jc: $(wc -l <"$jc" 2>/dev/null)"
 sed 's/^/# jobcomp: /' "$jc" | cut -c1-160
@@ -98,6 +100,35 @@ check_trace() {
 }
 check_trace "$tmp/sacct.txt" sacct 4
 check_trace "$jc" jobcomp 0
+
+# Without slurmdbd Slurm cannot track GPUs as TRES: the completion log
+# names none, trace says how to get them, and --assume-gpus all takes
+# every job to hold its hosts whole.
+stop_cluster
+dir=$tmp/cluster2 jc=$tmp/cluster2/jobcomp.log
+printf 'JobCompType=jobcomp/filetxt\nJobCompLoc=%s/jobcomp.log\n' "$dir" >"$tmp/extra.conf"
+if ! timeout 90 "$CLUSTER" start --nodes 4 --gpus-per-node 4 --dir "$dir" --timeout 40 \
+	--net "$NET" --port "$PORT" --slurm-conf-extra "$tmp/extra.conf" >"$tmp/start.out" 2>&1; then
+	cat "$tmp/start.out"
+	bad "cluster start without slurmdbd"
+	finish
+fi
+export SLURM_CONF=$dir/slurm.conf
+: >"$tmp/jobs"
+submit gpu2 2 -N 2 --gpus-per-node=2
+submit cpu1 1 -N 1
+for n in gpu2 cpu1; do
+	[ -n "$(job_of "$n")" ] && wait_state -t 60 "$(job_of "$n")" COMPLETED || bad "job $n completed"
+done
+poll 20 lines_at_least "$jc" JobId= 2 || bad "2 records in $jc"
+grep -q 'gres/gpu' "$jc" && bad "GPUs tracked without slurmdbd: $(cat "$jc")" ||
+	ok "without slurmdbd the log names no GPU"
+expect 2 "trace: no GPU tracked" "$TOPOPLACE" trace "$jc"
+grep -q "AccountingStorageTRES=gres/gpu in slurm.conf (or: topoplace trace --assume-gpus)" "$tmp/err" &&
+	ok "trace says how to track GPUs" || bad "trace: $(cat "$tmp/err")"
+expect 0 "trace --assume-gpus all" "$TOPOPLACE" trace "$jc" --assume-gpus all --json
+jq -e '(.jobs == 2) and (.assumed == 2) and ([.trace[] | "\(.nodes)x\(.gpus_per_node)"] | sort == ["1x0", "2x0"])' \
+	"$tmp/out" >/dev/null && ok "--assume-gpus all: both jobs on whole hosts" || bad "--assume-gpus all: $(cat "$tmp/out")"
 
 echo "# total $(($(date +%s) - t0)) s before teardown"
 finish

@@ -912,6 +912,49 @@ static void test_slurm_trace(void **state)
 	free(cp);
 }
 
+/* Records whose TRES names no GPU (Slurm without
+ * AccountingStorageTRES=gres/gpu): left out by default, whole hosts or N
+ * GPUs a host when the caller says so; gres/gpu=0 stays a CPU job. */
+static void test_slurm_trace_assume(void **state)
+{
+	static const char jc[] =
+	    "JobId=1 StartTime=2026-12-01T00:00:10 EndTime=2026-12-01T00:01:50 "
+	    "NodeCnt=2 Tres=cpu=2,mem=1000M,node=2,billing=2 "
+	    "SubmitTime=2026-12-01T00:00:00\n"
+	    "JobId=2 StartTime=2026-12-01T00:00:10 EndTime=2026-12-01T00:00:50 "
+	    "NodeCnt=1 Tres=cpu=1,gres/gpu=0,node=1 "
+	    "SubmitTime=2026-12-01T00:00:01\n";
+	char *path = write_tmp(jc, sizeof(jc) - 1), *err = NULL;
+	tp_trace_opts_t o = {.assume_gpus = -1};
+	tp_trace_t t;
+
+	(void)state;
+	assert_int_equal(tp_trace_load_opts(path, &o, &t, &err), TP_ERR_PARSE);
+	assert_non_null(strstr(err, "no job that ran on GPUs (2 without"));
+	tp_free(err);
+	err = NULL;
+	o.assume_gpus = 0;
+	assert_int_equal(tp_trace_load_opts(path, &o, &t, &err), TP_OK);
+	assert_int_equal(t.njobs, 1);
+	assert_int_equal(t.assumed, 1);
+	assert_int_equal(t.left_nogpu, 1); /* gres/gpu=0 */
+	assert_int_equal(t.jobs[0].nodes, 2);
+	assert_int_equal(t.jobs[0].gpus_per_node, 0); /* whole hosts */
+	tp_trace_free(&t);
+	o.assume_gpus = 4;
+	assert_int_equal(tp_trace_load_opts(path, &o, &t, &err), TP_OK);
+	assert_int_equal(t.jobs[0].gpus_per_node, 4);
+	assert_int_equal(t.jobs[0].gpus, 8);
+	assert_int_equal(t.rounded, 0);
+	tp_trace_free(&t);
+	o.assume_gpus = -2;
+	assert_int_equal(tp_trace_load_opts(path, &o, &t, &err), TP_ERR_INVAL);
+	assert_null(t.jobs);
+	tp_free(err);
+	unlink(path);
+	free(path);
+}
+
 /* Broken Slurm records: one line naming file, line and field. */
 static void test_slurm_trace_errors(void **state)
 {
@@ -1118,6 +1161,7 @@ int main(void)
 	    cmocka_unit_test(test_csv_row_limit),
 	    cmocka_unit_test(test_slurm_trace),
 	    cmocka_unit_test(test_slurm_trace_errors),
+	    cmocka_unit_test(test_slurm_trace_assume),
 	    cmocka_unit_test(test_bad_args),
 	    cmocka_unit_test(test_nomem),
 	};
