@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,8 @@
 
 static const char usage[] =
     "Usage: topoplace trace FILE [--assume-gpus all|N] [-o OUT] [--json]\n"
+    "       topoplace trace FILE --price --fabric F.json [--state S.json]\n"
+    "                       [--assume-gpus all|N] [-o OUT] [--json]\n"
     "\n"
     "Read a job trace and print it as the CSV 'simulate --trace' reads:\n"
     "submit_s,gpus,nodes,gpus_per_node,run_s,comm_frac,model_bytes, one\n"
@@ -22,7 +25,7 @@ static const char usage[] =
     "  - our CSV (simulate --help has its columns);\n"
     "  - sacct's parsable output with its header, e.g.\n"
     "      sacct -a -X -P -S 2026-11-01 -E now \\\n"
-    "        --format=JobID,Submit,Start,End,NNodes,AllocTRES,State\n"
+    "        --format=JobID,Submit,Start,End,NNodes,NodeList,AllocTRES,State\n"
     "    (Submit, Start, End and AllocTRES or ReqTRES needed; NNodes or\n"
     "    TRES node= gives the hosts; other fields are ignored);\n"
     "  - the job completion log of JobCompType=jobcomp/filetxt (the file\n"
@@ -41,6 +44,20 @@ static const char usage[] =
     "slurm.conf (which needs slurmdbd); without it no record names a GPU and\n"
     "the file is refused, unless --assume-gpus says what such jobs held.\n"
     "\n"
+    "--price: what the placements Slurm made cost. Each multi-node job is\n"
+    "priced on the hosts Slurm gave it (sacct's NodeList field, add it to\n"
+    "--format; jobcomp's NodeList=), in the ring order a plan runs them:\n"
+    "the faster of ring and hierarchical all-reduce of its model_bytes there\n"
+    "on the idle fabric (--state: with its link health and background),\n"
+    "against the ideal for its shape (the fastest set known on the idle\n"
+    "fabric, as simulate's slowdown), with the level-1 groups it spans and\n"
+    "the fewest its size needs. The summary gives the mean slowdown (+- its\n"
+    "standard error), p95 and max, and the share of those jobs' GPU-hours\n"
+    "spent beyond what ideal hosts would have taken at their comm_frac\n"
+    "(Slurm records none: 0.3 unless the trace is a CSV that says). Jobs\n"
+    "whose hosts are not in the fabric or have no node list are counted,\n"
+    "not priced; other jobs' traffic at the time is not known.\n"
+    "\n"
     "Options:\n"
     "  --assume-gpus all|N\n"
     "                    a record whose TRES names no GPU held all the\n"
@@ -48,9 +65,14 @@ static const char usage[] =
     "                    jobs get whole nodes) or N on each (default: such\n"
     "                    jobs are left out as jobs without GPUs; gres/gpu=0\n"
     "                    is one either way)\n"
+    "  --price           the cost report above instead of the CSV\n"
+    "  --fabric F.json   the fabric the jobs ran on (with --price)\n"
+    "  --state S.json    link health and background traffic (with --price;\n"
+    "                    default: the fabric as it is, idle)\n"
     "  -o, --output OUT  write there instead of stdout\n"
-    "  --json            the jobs and the counts as JSON\n"
-    "                    (format topoplace-trace/1)\n"
+    "  --json            the jobs and the counts as JSON (format\n"
+    "                    topoplace-trace/1; with --price\n"
+    "                    topoplace-trace-price/1)\n"
     "  -h, --help        this text\n"
     "\n"
     "Exit status: 0 done; 1 out of memory or a failed write; 2 bad usage,\n"
@@ -162,11 +184,236 @@ out:
 	return withnl;
 }
 
+/* ---- --price ---- */
+
+typedef struct priced {
+	size_t job;
+	tp_trace_price_t p;
+} priced_t;
+
+typedef struct price_run {
+	priced_t *v;
+	size_t n, not_priced;
+	char *first_not; /* the first job not priced, and why */
+	double slow_mean, slow_se, slow_p95, slow_max;
+	double gpu_h, lost_h; /* GPU-hours, and beyond the ideal's */
+} price_run_t;
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Every multi-node job of t priced on f into *R; an exit code. */
+static int price_jobs(const tp_cli_args_t *a, const tp_trace_t *t,
+		      price_run_t *R)
+{
+	tp_fabric_t *f = NULL;
+	tp_state_t *s = NULL;
+	tp_cost_ctx_t *ctx = NULL;
+	tp_ideal_cache_t *cache = tp_ideal_cache_create();
+	tp_policy_params_t pp;
+	tp_cost_params_t cp;
+	double *x = NULL;
+	int rc = TP_EXIT_FAIL;
+	tp_err_t err;
+
+	R->v = tp_calloc(t->njobs ? t->njobs : 1, sizeof(*R->v));
+	if (!R->v || !cache)
+		goto nomem;
+	if (!(f = tp_cli_load(a->fabric, &rc)) ||
+	    !(s = tp_cli_load_state(f, a->state, &rc)))
+		goto out;
+	tp_cli_cost_params(&cp);
+	tp_policy_params_defaults(&pp);
+	if ((err = tp_cost_ctx_create(f, &cp, &ctx))) {
+		tp_cli_err("trace: cost model: %s", tp_strerror(err));
+		rc = tp_cli_exit_code(err);
+		goto out;
+	}
+	for (size_t j = 0; j < t->njobs; j++) {
+		if (t->jobs[j].nodes < 2)
+			continue;
+		char *msg = NULL;
+		priced_t *e = &R->v[R->n];
+		err = tp_trace_price_job(f, s, ctx, &pp, cache, t, j, &e->p,
+					 &msg);
+		if (err == TP_ERR_NOTFOUND || err == TP_ERR_PARSE ||
+		    err == TP_ERR_RANGE) {
+			if (!R->not_priced++) {
+				const char *id = tp_trace_job_id(t, j);
+				R->first_not = tp_asprintf(
+				    "job %s (line %d): %s", id ? id : "?",
+				    t->jobs[j].line, msg ? msg : "?");
+			}
+			tp_free(msg);
+			continue;
+		}
+		tp_free(msg);
+		if (err) {
+			tp_cli_err("trace: pricing line %d: %s",
+				   t->jobs[j].line, tp_strerror(err));
+			rc = tp_cli_exit_code(err);
+			goto out;
+		}
+		e->job = j;
+		R->n++;
+	}
+	if (!(x = tp_calloc(R->n ? R->n : 1, sizeof(double))))
+		goto nomem;
+	double sum = 0, var = 0;
+	for (size_t i = 0; i < R->n; i++) {
+		const tp_job_spec_t *js = &t->jobs[R->v[i].job];
+		double sl = R->v[i].p.ideal_s > 0
+				? R->v[i].p.predicted_s / R->v[i].p.ideal_s
+				: 1.0;
+		/* the run Slurm's hosts took against the ideal hosts' */
+		double stretch = (1 - js->comm_frac) + js->comm_frac * sl;
+		double h = (double)R->v[i].p.gpus * js->run_s / 3600.0;
+		x[i] = sl;
+		sum += sl;
+		R->gpu_h += h;
+		R->lost_h += h * (1 - 1 / stretch);
+	}
+	R->slow_mean = R->n ? sum / (double)R->n : 0;
+	for (size_t i = 0; i < R->n; i++)
+		var += (x[i] - R->slow_mean) * (x[i] - R->slow_mean);
+	R->slow_se =
+	    R->n > 1 ? sqrt(var / (double)(R->n - 1) / (double)R->n) : 0;
+	qsort(x, R->n, sizeof(double), cmp_double);
+	if (R->n) {
+		R->slow_p95 = x[(size_t)ceil(0.95 * (double)R->n) - 1];
+		R->slow_max = x[R->n - 1];
+	}
+	rc = TP_EXIT_OK;
+	goto out;
+nomem:
+	tp_cli_err("trace: out of memory");
+	rc = TP_EXIT_FAIL;
+out:
+	tp_free(x);
+	tp_ideal_cache_destroy(cache);
+	tp_cost_ctx_destroy(ctx);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+	return rc;
+}
+
+static char *price_text(const char *path, const char *fabric,
+			const tp_trace_t *t, const price_run_t *R)
+{
+	tp_strbuf_t sb = {0};
+
+	tp_strbuf_printf(&sb,
+			 "# topoplace trace --price: %s (%s) on %s: each "
+			 "multi-node job's all-reduce (the faster of ring and "
+			 "hierarchical) on the hosts Slurm gave it, against "
+			 "the fastest set of its shape\n",
+			 path, t->format, fabric);
+	tp_strbuf_printf(&sb, "%-12s %5s %5s %-12s %10s %10s %8s %12s  %s\n",
+			 "job", "hosts", "GPUs", "algo", "predicted", "ideal",
+			 "slowdown", "groups (min)", "nodes");
+	for (size_t i = 0; i < R->n; i++) {
+		const tp_trace_price_t *p = &R->v[i].p;
+		const char *id = tp_trace_job_id(t, R->v[i].job);
+		char groups[32];
+		snprintf(groups, sizeof(groups), "%zu (%zu)", p->groups,
+			 p->groups_min);
+		tp_strbuf_printf(
+		    &sb, "%-12s %5zu %5zu %-12s %9.4fs %9.4fs %8.3f %12s  %s\n",
+		    id ? id : "-", p->nhosts, p->gpus, tp_algo_name(p->algo),
+		    p->predicted_s, p->ideal_s,
+		    p->ideal_s > 0 ? p->predicted_s / p->ideal_s : 1.0, groups,
+		    tp_trace_job_nodes(t, R->v[i].job));
+	}
+	tp_strbuf_printf(&sb, "%zu multi-node jobs priced", R->n);
+	if (R->not_priced)
+		tp_strbuf_printf(&sb, ", %zu not (the first: %s)",
+				 R->not_priced, R->first_not);
+	tp_strbuf_printf(&sb, "\n");
+	if (R->n)
+		tp_strbuf_printf(
+		    &sb,
+		    "slowdown mean %.3f +- %.3f, p95 %.3f, max %.3f; at their "
+		    "comm_frac those jobs' GPU-hours were %.1f%% beyond what "
+		    "ideal hosts would have taken (%.1f of %.1f)\n",
+		    R->slow_mean, R->slow_se, R->slow_p95, R->slow_max,
+		    R->gpu_h > 0 ? 100 * R->lost_h / R->gpu_h : 0, R->lost_h,
+		    R->gpu_h);
+	if (sb.failed) {
+		tp_free(sb.buf);
+		return NULL;
+	}
+	return sb.buf;
+}
+
+static char *price_json(const char *path, const char *fabric,
+			const tp_trace_t *t, const price_run_t *R)
+{
+	cJSON *o = cJSON_CreateObject(), *jobs;
+	char *txt = NULL;
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "format", "topoplace-trace-price/1");
+	cJSON_AddStringToObject(o, "file", path);
+	cJSON_AddStringToObject(o, "source_format", t->format);
+	cJSON_AddStringToObject(o, "fabric", fabric);
+	cJSON_AddNumberToObject(o, "priced", (double)R->n);
+	cJSON_AddNumberToObject(o, "not_priced", (double)R->not_priced);
+	if (R->first_not)
+		cJSON_AddStringToObject(o, "first_not_priced", R->first_not);
+	cJSON_AddNumberToObject(o, "slowdown_mean", R->slow_mean);
+	cJSON_AddNumberToObject(o, "slowdown_se", R->slow_se);
+	cJSON_AddNumberToObject(o, "slowdown_p95", R->slow_p95);
+	cJSON_AddNumberToObject(o, "slowdown_max", R->slow_max);
+	cJSON_AddNumberToObject(o, "gpu_hours", R->gpu_h);
+	cJSON_AddNumberToObject(o, "gpu_hours_beyond_ideal", R->lost_h);
+	if (!(jobs = cJSON_AddArrayToObject(o, "jobs")))
+		goto out;
+	for (size_t i = 0; i < R->n; i++) {
+		const tp_trace_price_t *p = &R->v[i].p;
+		const char *id = tp_trace_job_id(t, R->v[i].job);
+		cJSON *e = cJSON_CreateObject();
+		if (!e || !cJSON_AddItemToArray(jobs, e)) {
+			cJSON_Delete(e);
+			goto out;
+		}
+		if (id)
+			cJSON_AddStringToObject(e, "id", id);
+		cJSON_AddNumberToObject(e, "line", t->jobs[R->v[i].job].line);
+		cJSON_AddStringToObject(e, "nodes",
+					tp_trace_job_nodes(t, R->v[i].job));
+		cJSON_AddNumberToObject(e, "hosts", (double)p->nhosts);
+		cJSON_AddNumberToObject(e, "gpus", (double)p->gpus);
+		cJSON_AddStringToObject(e, "algo", tp_algo_name(p->algo));
+		cJSON_AddNumberToObject(e, "predicted_s", p->predicted_s);
+		cJSON_AddNumberToObject(e, "ideal_s", p->ideal_s);
+		cJSON_AddNumberToObject(
+		    e, "slowdown",
+		    p->ideal_s > 0 ? p->predicted_s / p->ideal_s : 1.0);
+		cJSON_AddNumberToObject(e, "groups", (double)p->groups);
+		cJSON_AddNumberToObject(e, "groups_min", (double)p->groups_min);
+	}
+	txt = cJSON_Print(o);
+out:
+	cJSON_Delete(o);
+	if (!txt)
+		return NULL;
+	char *withnl = tp_asprintf("%s\n", txt);
+	free(txt);
+	return withnl;
+}
+
 int tp_cmd_trace(int argc, char **argv)
 {
-	enum { O_ASSUME = 256 };
+	enum { O_ASSUME = 256, O_PRICE };
 	static const struct option opts[] = {
 	    {"assume-gpus", required_argument, NULL, O_ASSUME},
+	    {"price", no_argument, NULL, O_PRICE},
+	    {"fabric", required_argument, NULL, TP_CLI_OPT_FABRIC},
+	    {"state", required_argument, NULL, TP_CLI_OPT_STATE},
 	    {"output", required_argument, NULL, 'o'},
 	    {"json", no_argument, NULL, TP_CLI_OPT_JSON},
 	    {"help", no_argument, NULL, 'h'},
@@ -175,13 +422,17 @@ int tp_cmd_trace(int argc, char **argv)
 	tp_cli_args_t a = {.usage = usage};
 	tp_trace_opts_t o = {.assume_gpus = -1};
 	tp_trace_t t = {0};
-	char *msg = NULL, *text, what[40] = "";
+	char *msg = NULL, *text = NULL, what[40] = "";
+	price_run_t R = {0};
+	bool price = false;
 	tp_err_t err;
 	long v;
 	int c, rc;
 
 	optind = 1;
 	while ((c = tp_cli_getopt(argc, argv, "o:h", opts, &a)) != -1) {
+		if (c == O_PRICE)
+			price = true;
 		if (c != O_ASSUME)
 			continue;
 		if (!strcmp(optarg, "all")) {
@@ -201,20 +452,34 @@ int tp_cmd_trace(int argc, char **argv)
 		tp_cli_err("trace: give one FILE (see --help)");
 		return TP_EXIT_INPUT;
 	}
+	if (price != (a.fabric != NULL) || (a.state && !price)) {
+		tp_cli_err("trace: --price needs --fabric, and --fabric and "
+			   "--state go with --price");
+		return TP_EXIT_INPUT;
+	}
 	if ((err = tp_trace_load_opts(argv[optind], &o, &t, &msg))) {
 		tp_cli_err("trace: %s", msg ? msg : tp_strerror(err));
 		tp_free(msg);
 		return tp_cli_exit_code(err);
 	}
-	text = a.json ? trace_json(argv[optind], &t)
-		      : trace_csv(argv[optind], &t, what);
+	if (price && (rc = price_jobs(&a, &t, &R)) != TP_EXIT_OK)
+		goto out;
+	if (price)
+		text = a.json ? price_json(argv[optind], a.fabric, &t, &R)
+			      : price_text(argv[optind], a.fabric, &t, &R);
+	else
+		text = a.json ? trace_json(argv[optind], &t)
+			      : trace_csv(argv[optind], &t, what);
 	if (text) {
 		rc = tp_cli_write(a.output, text);
 	} else {
 		tp_cli_err("trace: out of memory");
 		rc = TP_EXIT_FAIL;
 	}
+out:
 	tp_free(text);
+	tp_free(R.v);
+	tp_free(R.first_not);
 	tp_trace_free(&t);
 	return rc;
 }

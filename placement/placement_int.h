@@ -269,6 +269,9 @@ tp_err_t tp__trace_grow(const char *path, int lineno, tp_job_spec_t **jobs,
 tp_err_t tp__trace_finish(const char *path, const char *format,
 			  tp_job_spec_t **jobs, size_t n, tp_trace_t *t,
 			  char **msg);
+/* The request a trace job makes: its hosts and GPUs, exclusive on
+ * several hosts, its all-reduce size (sim.c). */
+void tp__job_request(const tp_job_spec_t *j, tp_request_t *r);
 /* Whether buf (a whole file) holds Slurm's records rather than CSV, and
  * their parser (trace_slurm.c; tp_trace_load's rules). */
 bool tp__trace_is_slurm(const char *buf);

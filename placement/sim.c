@@ -192,7 +192,7 @@ static int job_need(const sim_t *m, const tp_job_spec_t *j)
 	return j->gpus;
 }
 
-static void to_request(const tp_job_spec_t *j, tp_request_t *r)
+void tp__job_request(const tp_job_spec_t *j, tp_request_t *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->nodes = j->nodes;
@@ -546,7 +546,7 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 	double slowdown = 1.0;
 
 	*started = false;
-	to_request(js, &r);
+	tp__job_request(js, &r);
 	double bytes = tp_request_bytes(&r);
 	memset(&pl, 0, sizeof(pl));
 	err = tp_place_run_cached(m->policy, m->s, &r, m->pp, m->ctx,
@@ -672,7 +672,7 @@ static tp_err_t plan_head(sim_t *m, size_t j, double *shadow_p,
 		goto out;
 	memcpy(r, m->heap, m->nheap * sizeof(*r));
 	qsort(r, m->nheap, sizeof(*r), end_cmp);
-	to_request(js, &req);
+	tp__job_request(js, &req);
 	err = TP_OK;
 	for (size_t i = 0; i < m->nheap; i++) {
 		tp_placement_t pl;

@@ -470,6 +470,10 @@ typedef struct tp_job_spec {
 	double run_s;      /* run time on an ideal placement */
 	double comm_frac;  /* share of run_s spent in all-reduce (0..1) */
 	double bytes;      /* all-reduce size per step */
+	/* Slurm's records: offsets into tp_trace_t.strings of the job's id
+	 * and of the hosts it ran on (NodeList; 0: none); tp_trace_job_id,
+	 * tp_trace_job_nodes read them */
+	uint32_t id_at, nodes_at;
 } tp_job_spec_t;
 
 typedef struct tp_trace {
@@ -484,6 +488,7 @@ typedef struct tp_trace {
 	size_t rounded;	   /* jobs whose GPUs did not split evenly over
 			    * their hosts: GPUs per host rounded up */
 	bool gpu_tres;	   /* some record's TRES named gres/gpu */
+	char *strings;	   /* job ids and node lists (NUL-separated) */
 	size_t assumed;	   /* jobs whose TRES named no GPU, given
 			    * tp_trace_opts_t.assume_gpus */
 } tp_trace_t;
@@ -505,7 +510,7 @@ tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p);
  *    by name in any order: Submit, Start, End, NNodes and AllocTRES or
  *    ReqTRES are needed (JobID, State, Elapsed and others are read or
  *    ignored), e.g. sacct -a -X -P -S 2026-11-01
- *    --format=JobID,Submit,Start,End,NNodes,AllocTRES,State;
+ *    --format=JobID,Submit,Start,End,NNodes,NodeList,AllocTRES,State;
  *  - the job completion log of JobCompType=jobcomp/filetxt (lines of
  *    JobId=... SubmitTime=... StartTime=... EndTime=... NodeCnt=...
  *    Tres=...).
@@ -518,6 +523,34 @@ tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p);
  * daylight-saving change inside the trace shifts later jobs by its
  * hour). Errors name FILE:LINE and the field. */
 tp_err_t tp_trace_load(const char *path, tp_trace_t *t, char **err_p);
+/* Job j's id and the hosts it ran on (a Slurm host list) as Slurm
+ * recorded them; NULL when the trace has none (CSV, synthetic). */
+const char *tp_trace_job_id(const tp_trace_t *t, size_t j);
+const char *tp_trace_job_nodes(const tp_trace_t *t, size_t j);
+
+/* What the placement Slurm gave a job of a trace cost (topoplace trace
+ * --price): its hosts (the record's NodeList) in ring order, as a plan
+ * runs them, with its GPUs per host (all of a host's when whole), the
+ * faster of ring and hierarchical all-reduce of its bytes there on the
+ * state (link health, background: tp_cost_predict_best), the ideal for
+ * its shape (tp_place_ideal: the fastest set known on the idle fabric)
+ * and the level-1 groups it spans against the fewest its size needs on
+ * the empty fabric. */
+typedef struct tp_trace_price {
+	size_t nhosts, gpus; /* its hosts, the GPUs it held on them */
+	double predicted_s, ideal_s;
+	tp_algo_t algo;
+	size_t groups, groups_min; /* level-1 groups spanned, fewest */
+} tp_trace_price_t;
+/* TP_ERR_NOTFOUND: the job has no node list, or a host of it is not in
+ * f; TP_ERR_PARSE: a node list that is no host list; TP_ERR_RANGE: a
+ * host with fewer GPUs than the job held there; *err_p (may be NULL)
+ * then says which. Other errors: the cost model's. */
+tp_err_t tp_trace_price_job(const tp_fabric_t *f, const tp_state_t *s,
+			    const tp_cost_ctx_t *ctx,
+			    const tp_policy_params_t *pp,
+			    tp_ideal_cache_t *cache, const tp_trace_t *t,
+			    size_t j, tp_trace_price_t *out, char **err_p);
 /* tp_trace_load with options (NULL: the defaults). */
 typedef struct tp_trace_opts {
 	/* Slurm's records whose TRES names no GPU at all (slurm.conf without

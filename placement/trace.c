@@ -82,6 +82,7 @@ void tp_trace_free(tp_trace_t *t)
 		return;
 	tp_free(t->name);
 	tp_free(t->jobs);
+	tp_free(t->strings);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -169,6 +170,9 @@ tp_err_t tp_trace_synthetic(const char *name, size_t njobs, uint64_t seed,
 	double total = 0, work = 0, now = 0, rate;
 	tp_job_spec_t *jobs;
 
+	if (!t)
+		return TP_ERR_INVAL;
+	memset(t, 0, sizeof(*t));
 	if (!m || !njobs || njobs > TP_TRACE_MAX_JOBS || max_gpus < 1 ||
 	    load <= 0 || load > 10 || gpus_per_host < 0)
 		return TP_ERR_INVAL;

@@ -17,6 +17,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -32,11 +33,13 @@ typedef struct pctx {
 	tp_trace_t *t;
 	char **msg;
 	int assume_gpus;
+	tp_strbuf_t pool; /* ids and node lists; offset 0 is "none" */
 } pctx_t;
 
 /* A record before it becomes a job: absolute times, whole counts. */
 typedef struct rec {
 	const char *submit, *start, *end, *tres, *nodes, *jobid;
+	const char *nodelist; /* NULL or "": none */
 	bool unallocated; /* sacct: an empty AllocTRES */
 } rec_t;
 
@@ -153,6 +156,24 @@ static bool tres_gpus(const char *s, double *gpus, double *nodes)
 	return true;
 }
 
+/* s (NULL, "" or "(null)": none, 0) into c's pool: its offset. */
+static uint32_t pool_add(pctx_t *c, const char *s)
+{
+	uint32_t at;
+
+	if (!s || !*s || !strcmp(s, "(null)"))
+		return 0;
+	if (!c->pool.len)
+		tp_strbuf_append(&c->pool, "", 1);
+	if (c->pool.len > UINT32_MAX - strlen(s) - 1) {
+		c->pool.failed = true;
+		return 0;
+	}
+	at = (uint32_t)c->pool.len;
+	tp_strbuf_append(&c->pool, s, strlen(s) + 1);
+	return c->pool.failed ? 0 : at;
+}
+
 /* Record r of line lineno into c->jobs (submit_s absolute for now), or
  * counted as left out in c->t. */
 static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
@@ -230,14 +251,27 @@ static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
 	j->gpus = j->nodes * gpn;
 	j->comm_frac = j->nodes > 1 ? 0.3 : 0.1;
 	j->bytes = TP__DEFAULT_BYTES;
+	j->id_at = pool_add(c, r->jobid);
+	j->nodes_at = pool_add(c, r->nodelist);
 	c->n++;
-	return TP_OK;
+	return c->pool.failed ? TP_ERR_NOMEM : TP_OK;
 }
 
 /* sacct's fields this reads, by name (any case). */
-enum { S_JOBID, S_SUBMIT, S_START, S_END, S_NNODES, S_ALLOC, S_REQ, S_N };
+enum {
+	S_JOBID,
+	S_SUBMIT,
+	S_START,
+	S_END,
+	S_NNODES,
+	S_ALLOC,
+	S_REQ,
+	S_NODELIST,
+	S_N
+};
 static const char *const sacct_names[S_N] = {
-    "JobID", "Submit", "Start", "End", "NNodes", "AllocTRES", "ReqTRES",
+    "JobID",  "Submit",	   "Start",   "End",
+    "NNodes", "AllocTRES", "ReqTRES", "NodeList",
 };
 
 #define MAXF 128
@@ -292,6 +326,8 @@ static tp_err_t parse_sacct(pctx_t *c, char *buf)
 		    .end = cell[col[S_END]],
 		    .nodes = col[S_NNODES] >= 0 ? cell[col[S_NNODES]] : NULL,
 		    .jobid = col[S_JOBID] >= 0 ? cell[col[S_JOBID]] : NULL,
+		    .nodelist =
+			col[S_NODELIST] >= 0 ? cell[col[S_NODELIST]] : NULL,
 		};
 		r.tres =
 		    col[S_ALLOC] >= 0 ? cell[col[S_ALLOC]] : cell[col[S_REQ]];
@@ -321,8 +357,10 @@ static tp_err_t parse_jobcomp(pctx_t *c, char *buf)
 {
 	const char *path = c->path;
 	char **msg = c->msg;
+	/* the last two may be missing */
 	static const char *const keys[] = {"SubmitTime", "StartTime", "EndTime",
-					   "Tres",	 "NodeCnt",   "JobId"};
+					   "Tres",	 "NodeCnt",   "JobId",
+					   "NodeList"};
 	enum { NK = sizeof(keys) / sizeof(keys[0]) };
 	char *line, *pos = buf, *val[NK];
 	int lineno = 0;
@@ -339,7 +377,7 @@ static tp_err_t parse_jobcomp(pctx_t *c, char *buf)
 		for (int k = 0; k < NK; k++) {
 			size_t len;
 			const char *v = jc_field(line, keys[k], &len);
-			if (!v && k < NK - 1) {
+			if (!v && k < NK - 2) {
 				*msg = tp_asprintf("%s:%d: no %s= in the "
 						   "jobcomp record",
 						   path, lineno, keys[k]);
@@ -356,7 +394,8 @@ static tp_err_t parse_jobcomp(pctx_t *c, char *buf)
 			   .end = val[2],
 			   .tres = val[3],
 			   .nodes = val[4],
-			   .jobid = NULL};
+			   .jobid = val[5],
+			   .nodelist = val[6]};
 		if (!strcasecmp(r.submit, "unknown"))
 			r.submit = r.start;
 		err = add_rec(c, lineno, &r);
@@ -405,6 +444,11 @@ tp_err_t tp__trace_parse_slurm(const char *path, char *buf, int assume_gpus,
 		err = tp__trace_finish(path, jobcomp ? "jobcomp" : "sacct",
 				       &c.jobs, c.n, t, msg);
 	}
+	if (!err) {
+		t->strings = c.pool.buf;
+		c.pool.buf = NULL;
+	}
+	tp_free(c.pool.buf);
 	tp_free(c.jobs);
 	return err;
 }

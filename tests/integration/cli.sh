@@ -67,6 +67,9 @@ expect 0 "trace --assume-gpus 4" $T trace "$tmp/sacct.txt" --assume-gpus 4
 [ "$(sed -n 3p "$tmp/out")" = "0,8,2,4,3600,0.3,1073741824" ] && ok "trace --assume-gpus: 4 GPUs a host" ||
 	bad "trace --assume-gpus: $(cat "$tmp/out")"
 expect 2 "trace --assume-gpus 0" $T trace "$tmp/sacct.txt" --assume-gpus 0
+expect 2 "trace --price without --fabric" $T trace "$tmp/sacct.txt" --price
+grep -q "trace: --price needs --fabric" "$tmp/err" && ok "trace --price names what it needs" || bad "trace --price: $(cat "$tmp/err")"
+expect 2 "trace --fabric without --price" $T trace "$tmp/sacct.txt" --fabric "$tmp/ft.json"
 sed -i 's/2026-12-01T10:01:00/2026-12-01 10:01/' "$tmp/sacct.txt"
 expect 2 "trace: a bad time" $T trace "$tmp/sacct.txt"
 grep -q "sacct.txt:3: submit time: not valid ('2026-12-01 10:01')" "$tmp/err" &&

@@ -58,7 +58,7 @@ sed 's/^/# jobcomp: /' "$jc" | cut -c1-160
 sacct_done() {
 	# (-E past the cancelled job's begin time, or sacct leaves it out)
 	timeout 20 sacct -a -P -S now-1hour -E now+2hours \
-		--format=JobID,Submit,Start,End,NNodes,AllocTRES,State >"$tmp/sacct.txt" 2>"$tmp/sacct.err" &&
+		--format=JobID,Submit,Start,End,NNodes,NodeList,AllocTRES,State >"$tmp/sacct.txt" 2>"$tmp/sacct.err" &&
 		[ "$(grep -c '|COMPLETED$' "$tmp/sacct.txt")" -ge 8 ] && # 4 jobs, 4 batch steps
 		grep -q '|CANCELLED' "$tmp/sacct.txt"
 }
@@ -97,6 +97,20 @@ check_trace() {
 		--policies topoplace,slurm-tree
 	grep -q "^trace $f: 3 jobs from $fmt (left out 1 without GPUs, 1 that never ran)" "$tmp/out" &&
 		ok "$fmt: simulate says what it read" || bad "$fmt: simulate: $(head -3 "$tmp/out")"
+	# what Slurm's placements cost: the two multi-node jobs on the hosts
+	# Slurm recorded, the 2-node one as topoplace cost prices those hosts
+	expect 0 "$fmt: trace --price" "$TOPOPLACE" trace "$f" --price --fabric "$dir/fabric.json" --json
+	cp "$tmp/out" "$tmp/price.json"
+	jeq "$tmp/price.json" '[.priced, .not_priced] | @csv' '2,0' "$fmt: both multi-node jobs priced"
+	nl=$(field "$(job_of two)" NodeList)
+	jeq "$tmp/price.json" '[.jobs[] | select(.hosts == 2) | .nodes][0]' "$nl" "$fmt: the 2-node job's hosts are Slurm's"
+	algo=$(jq -r '.jobs[] | select(.hosts == 2) | .algo' "$tmp/price.json")
+	"$TOPOPLACE" cost --fabric "$dir/fabric.json" --hosts "$nl" --algo "$algo" --gpus-per-host 2 --bytes 1G \
+		--json >"$tmp/cost.json" 2>"$tmp/cost.err" || bad "cost --hosts $nl: $(cat "$tmp/cost.err")"
+	jq -e --slurpfile c "$tmp/cost.json" '[.jobs[] | select(.hosts == 2)][0] |
+		((.predicted_s - $c[0].seconds) | fabs) < 1e-9 * $c[0].seconds and .ideal_s > 0 and .gpus == 4' \
+		"$tmp/price.json" >/dev/null && ok "$fmt: priced as topoplace cost prices $nl ($algo)" ||
+		bad "$fmt: price $(jq -c '.jobs' "$tmp/price.json") vs cost $(jq -c .seconds "$tmp/cost.json")"
 }
 check_trace "$tmp/sacct.txt" sacct 4
 check_trace "$jc" jobcomp 0

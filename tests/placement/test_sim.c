@@ -54,6 +54,7 @@ typedef struct row {
 
 static void mktrace(tp_trace_t *t, const row_t *rows, size_t n)
 {
+	memset(t, 0, sizeof(*t));
 	t->name = strdup("hand");
 	t->jobs = calloc(n, sizeof(*t->jobs));
 	t->njobs = n;
@@ -955,6 +956,96 @@ static void test_slurm_trace_assume(void **state)
 	free(path);
 }
 
+/* What Slurm's placements cost: a job on two leaves and one under one
+ * leaf of a 4:1 tree (node001-002 on leaf01, node003-004 on leaf02),
+ * priced on the hosts Slurm recorded as tp_cost_predict_best prices them
+ * in ring order, against the ideal for the shape; a host the fabric
+ * lacks, or no node list, is an error naming it. */
+static void test_trace_price(void **state)
+{
+	static const char sacct[] =
+	    "JobID|Submit|Start|End|NNodes|NodeList|AllocTRES\n"
+	    "11|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T01:00:00|2|"
+	    "node[002-003]|gres/gpu=4,node=2\n"
+	    "12|2026-12-01T00:00:01|2026-12-01T00:00:01|2026-12-01T01:00:00|2|"
+	    "node[001-002]|gres/gpu=4,node=2\n"
+	    "13|2026-12-01T00:00:02|2026-12-01T00:00:02|2026-12-01T01:00:00|2|"
+	    "node001,gpu9|gres/gpu=4,node=2\n"
+	    "14|2026-12-01T00:00:03|2026-12-01T00:00:03|2026-12-01T01:00:00|2|"
+	    "|gres/gpu=4,node=2\n";
+	char *path = write_tmp(sacct, sizeof(sacct) - 1), *err = NULL;
+	tp_gen_fat_tree_t g;
+	tp_fabric_t *f = NULL;
+
+	tp_gen_fat_tree_defaults(&g);
+	g.leaves = g.hosts_per_leaf = g.gpus_per_host = g.nics_per_host = 2;
+	g.spines = g.uplinks_per_spine = 1; /* 4 NICs down, 1 up: 4:1 */
+	assert_int_equal(tp_gen_fat_tree(&g, &f), TP_OK);
+	tp_state_t *s = tp_state_create(f);
+	tp_cost_params_t cp;
+	tp_cost_ctx_t *ctx;
+	tp_policy_params_t pp;
+	tp_trace_t t;
+	tp_trace_price_t cross, under;
+	tp_cost_t c;
+	tp_algo_t algo;
+
+	(void)state;
+	tp_cost_params_defaults(&cp);
+	tp_policy_params_defaults(&pp);
+	assert_int_equal(tp_cost_ctx_create(f, &cp, &ctx), TP_OK);
+	assert_int_equal(tp_trace_load(path, &t, &err), TP_OK);
+	assert_int_equal(t.njobs, 4);
+	assert_string_equal(tp_trace_job_id(&t, 0), "11");
+	assert_string_equal(tp_trace_job_nodes(&t, 0), "node[002-003]");
+	assert_null(tp_trace_job_nodes(&t, 3)); /* an empty NodeList */
+	assert_null(tp_trace_job_id(&t, 4));	/* past the end */
+
+	assert_int_equal(
+	    tp_trace_price_job(f, s, ctx, &pp, NULL, &t, 0, &cross, &err),
+	    TP_OK);
+	assert_int_equal(
+	    tp_trace_price_job(f, s, ctx, &pp, NULL, &t, 1, &under, &err),
+	    TP_OK);
+	assert_int_equal(cross.nhosts, 2);
+	assert_int_equal(cross.gpus, 4);
+	assert_int_equal(cross.groups, 2);
+	assert_int_equal(cross.groups_min, 1);
+	assert_int_equal(under.groups, 1);
+	uint32_t hv[2] = {tp_fabric_host_find(f, "node002"),
+			  tp_fabric_host_find(f, "node003")};
+	int gv[2] = {2, 2};
+	tp_ring_order(f, hv, gv, 2);
+	assert_int_equal(tp_cost_predict_best(ctx, s, hv, gv, 2,
+					      1024.0 * 1024 * 1024, &algo, &c),
+			 TP_OK);
+	assert_close(cross.predicted_s, c.seconds);
+	assert_int_equal(cross.algo, algo);
+	/* under one leaf is the ideal's shape; across the thin up-link is
+	 * slower */
+	assert_close(under.predicted_s, under.ideal_s);
+	assert_close(cross.ideal_s, under.ideal_s);
+	assert_true(cross.predicted_s > 1.5 * cross.ideal_s);
+
+	assert_int_equal(
+	    tp_trace_price_job(f, s, ctx, &pp, NULL, &t, 2, &cross, &err),
+	    TP_ERR_NOTFOUND);
+	assert_string_equal(err, "host gpu9 is not in the fabric");
+	tp_free(err);
+	err = NULL;
+	assert_int_equal(
+	    tp_trace_price_job(f, s, ctx, &pp, NULL, &t, 3, &cross, &err),
+	    TP_ERR_NOTFOUND);
+	assert_string_equal(err, "no node list recorded");
+	tp_free(err);
+	tp_trace_free(&t);
+	tp_cost_ctx_destroy(ctx);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+	unlink(path);
+	free(path);
+}
+
 /* Broken Slurm records: one line naming file, line and field. */
 static void test_slurm_trace_errors(void **state)
 {
@@ -1162,6 +1253,7 @@ int main(void)
 	    cmocka_unit_test(test_slurm_trace),
 	    cmocka_unit_test(test_slurm_trace_errors),
 	    cmocka_unit_test(test_slurm_trace_assume),
+	    cmocka_unit_test(test_trace_price),
 	    cmocka_unit_test(test_bad_args),
 	    cmocka_unit_test(test_nomem),
 	};
