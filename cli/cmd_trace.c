@@ -56,7 +56,12 @@ static const char usage[] =
     "spent beyond what ideal hosts would have taken at their comm_frac\n"
     "(Slurm records none: 0.3 unless the trace is a CSV that says). Jobs\n"
     "whose hosts are not in the fabric or have no node list are counted,\n"
-    "not priced; other jobs' traffic at the time is not known.\n"
+    "not priced; other jobs' traffic at the time is not known. Next to\n"
+    "each, topoplace's pick from the hosts free when the job started (the\n"
+    "trace's other jobs holding theirs, where Slurm put them, from start to\n"
+    "end), priced the same way, and the mean per job of its all-reduce time\n"
+    "over Slurm's pick's (a decision next to Slurm's, not a replay: later\n"
+    "jobs still find Slurm's placements).\n"
     "\n"
     "Options:\n"
     "  --assume-gpus all|N\n"
@@ -193,6 +198,9 @@ typedef struct priced {
 
 typedef struct price_run {
 	priced_t *v;
+	tp_trace_price_t *alt; /* topoplace's pick, per trace job */
+	size_t nalt;	       /* priced jobs with a pick */
+	double alt_slow_mean, ratio_mean, ratio_se; /* pick / Slurm's */
 	size_t n, not_priced;
 	char *first_not; /* the first job not priced, and why */
 	double slow_mean, slow_se, slow_p95, slow_max;
@@ -220,7 +228,8 @@ static int price_jobs(const tp_cli_args_t *a, const tp_trace_t *t,
 	tp_err_t err;
 
 	R->v = tp_calloc(t->njobs ? t->njobs : 1, sizeof(*R->v));
-	if (!R->v || !cache)
+	R->alt = tp_calloc(t->njobs ? t->njobs : 1, sizeof(*R->alt));
+	if (!R->v || !R->alt || !cache)
 		goto nomem;
 	if (!(f = tp_cli_load(a->fabric, &rc)) ||
 	    !(s = tp_cli_load_state(f, a->state, &rc)))
@@ -260,8 +269,34 @@ static int price_jobs(const tp_cli_args_t *a, const tp_trace_t *t,
 		e->job = j;
 		R->n++;
 	}
+	if ((err = tp_trace_price_alt(
+		 f, s, ctx, &pp, tp_policy_find("topoplace"), t, R->alt))) {
+		tp_cli_err("trace: topoplace's picks: %s", tp_strerror(err));
+		rc = tp_cli_exit_code(err);
+		goto out;
+	}
 	if (!(x = tp_calloc(R->n ? R->n : 1, sizeof(double))))
 		goto nomem;
+	/* topoplace's pick against Slurm's, job by job */
+	double rs = 0, rv = 0, as = 0;
+	for (size_t i = 0; i < R->n; i++) {
+		const tp_trace_price_t *q = &R->alt[R->v[i].job];
+		if (isnan(q->predicted_s) || !(R->v[i].p.predicted_s > 0))
+			continue;
+		x[R->nalt++] = q->predicted_s / R->v[i].p.predicted_s;
+		rs += q->predicted_s / R->v[i].p.predicted_s;
+		as += q->ideal_s > 0 ? q->predicted_s / q->ideal_s : 1.0;
+	}
+	if (R->nalt) {
+		R->ratio_mean = rs / (double)R->nalt;
+		R->alt_slow_mean = as / (double)R->nalt;
+		for (size_t i = 0; i < R->nalt; i++)
+			rv += (x[i] - R->ratio_mean) * (x[i] - R->ratio_mean);
+		R->ratio_se =
+		    R->nalt > 1
+			? sqrt(rv / (double)(R->nalt - 1) / (double)R->nalt)
+			: 0;
+	}
 	double sum = 0, var = 0;
 	for (size_t i = 0; i < R->n; i++) {
 		const tp_job_spec_t *js = &t->jobs[R->v[i].job];
@@ -311,21 +346,33 @@ static char *price_text(const char *path, const char *fabric,
 			 "hierarchical) on the hosts Slurm gave it, against "
 			 "the fastest set of its shape\n",
 			 path, t->format, fabric);
-	tp_strbuf_printf(&sb, "%-12s %5s %5s %-12s %10s %10s %8s %12s  %s\n",
-			 "job", "hosts", "GPUs", "algo", "predicted", "ideal",
-			 "slowdown", "groups (min)", "nodes");
+	tp_strbuf_printf(
+	    &sb, "%-12s %5s %5s %-12s %10s %10s %8s %12s %10s %8s  %s\n", "job",
+	    "hosts", "GPUs", "algo", "predicted", "ideal", "slowdown",
+	    "groups (min)", "topoplace", "slowdown", "nodes");
 	for (size_t i = 0; i < R->n; i++) {
 		const tp_trace_price_t *p = &R->v[i].p;
 		const char *id = tp_trace_job_id(t, R->v[i].job);
 		char groups[32];
 		snprintf(groups, sizeof(groups), "%zu (%zu)", p->groups,
 			 p->groups_min);
+		const tp_trace_price_t *q = &R->alt[R->v[i].job];
+		char alt[2][24] = {"-", "-"};
+		if (!isnan(q->predicted_s)) {
+			snprintf(alt[0], sizeof(alt[0]), "%.4fs",
+				 q->predicted_s);
+			snprintf(alt[1], sizeof(alt[1]), "%.3f",
+				 q->ideal_s > 0 ? q->predicted_s / q->ideal_s
+						: 1.0);
+		}
 		tp_strbuf_printf(
-		    &sb, "%-12s %5zu %5zu %-12s %9.4fs %9.4fs %8.3f %12s  %s\n",
+		    &sb,
+		    "%-12s %5zu %5zu %-12s %9.4fs %9.4fs %8.3f %12s %10s %8s  "
+		    "%s\n",
 		    id ? id : "-", p->nhosts, p->gpus, tp_algo_name(p->algo),
 		    p->predicted_s, p->ideal_s,
 		    p->ideal_s > 0 ? p->predicted_s / p->ideal_s : 1.0, groups,
-		    tp_trace_job_nodes(t, R->v[i].job));
+		    alt[0], alt[1], tp_trace_job_nodes(t, R->v[i].job));
 	}
 	tp_strbuf_printf(&sb, "%zu multi-node jobs priced", R->n);
 	if (R->not_priced)
@@ -341,6 +388,13 @@ static char *price_text(const char *path, const char *fabric,
 		    R->slow_mean, R->slow_se, R->slow_p95, R->slow_max,
 		    R->gpu_h > 0 ? 100 * R->lost_h / R->gpu_h : 0, R->lost_h,
 		    R->gpu_h);
+	if (R->nalt)
+		tp_strbuf_printf(
+		    &sb,
+		    "topoplace, from the hosts free at each start (%zu jobs): "
+		    "slowdown mean %.3f; its all-reduce took %.3f +- %.3f of "
+		    "Slurm's pick's (mean per job)\n",
+		    R->nalt, R->alt_slow_mean, R->ratio_mean, R->ratio_se);
 	if (sb.failed) {
 		tp_free(sb.buf);
 		return NULL;
@@ -370,6 +424,13 @@ static char *price_json(const char *path, const char *fabric,
 	cJSON_AddNumberToObject(o, "slowdown_max", R->slow_max);
 	cJSON_AddNumberToObject(o, "gpu_hours", R->gpu_h);
 	cJSON_AddNumberToObject(o, "gpu_hours_beyond_ideal", R->lost_h);
+	cJSON *tpo = cJSON_AddObjectToObject(o, "topoplace");
+	if (tpo) {
+		cJSON_AddNumberToObject(tpo, "jobs", (double)R->nalt);
+		cJSON_AddNumberToObject(tpo, "slowdown_mean", R->alt_slow_mean);
+		cJSON_AddNumberToObject(tpo, "ratio_mean", R->ratio_mean);
+		cJSON_AddNumberToObject(tpo, "ratio_se", R->ratio_se);
+	}
 	if (!(jobs = cJSON_AddArrayToObject(o, "jobs")))
 		goto out;
 	for (size_t i = 0; i < R->n; i++) {
@@ -395,6 +456,18 @@ static char *price_json(const char *path, const char *fabric,
 		    p->ideal_s > 0 ? p->predicted_s / p->ideal_s : 1.0);
 		cJSON_AddNumberToObject(e, "groups", (double)p->groups);
 		cJSON_AddNumberToObject(e, "groups_min", (double)p->groups_min);
+		const tp_trace_price_t *q = &R->alt[R->v[i].job];
+		if (!isnan(q->predicted_s)) {
+			cJSON *a = cJSON_AddObjectToObject(e, "topoplace");
+			if (a) {
+				cJSON_AddNumberToObject(a, "predicted_s",
+							q->predicted_s);
+				cJSON_AddStringToObject(a, "algo",
+							tp_algo_name(q->algo));
+				cJSON_AddNumberToObject(a, "groups",
+							(double)q->groups);
+			}
+		}
 	}
 	txt = cJSON_Print(o);
 out:
@@ -479,6 +552,7 @@ int tp_cmd_trace(int argc, char **argv)
 out:
 	tp_free(text);
 	tp_free(R.v);
+	tp_free(R.alt);
 	tp_free(R.first_not);
 	tp_trace_free(&t);
 	return rc;

@@ -5,6 +5,8 @@
  */
 #include "config.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "placement_int.h"
@@ -23,24 +25,21 @@ const char *tp_trace_job_nodes(const tp_trace_t *t, size_t j)
 		   : NULL;
 }
 
-tp_err_t tp_trace_price_job(const tp_fabric_t *f, const tp_state_t *s,
-			    const tp_cost_ctx_t *ctx,
-			    const tp_policy_params_t *pp,
-			    tp_ideal_cache_t *cache, const tp_trace_t *t,
-			    size_t j, tp_trace_price_t *out, char **err_p)
+tp_err_t tp_trace_job_hosts(const tp_fabric_t *f, const tp_trace_t *t, size_t j,
+			    uint32_t **hosts_p, int **gpus_p, size_t *n_p,
+			    char **err_p)
 {
 	const char *list = tp_trace_job_nodes(t, j);
-	const tp_job_spec_t *js = j < t->njobs ? &t->jobs[j] : NULL;
 	char **names = NULL, *msg = NULL;
-	size_t n = 0, bad = 0, span[TP_SPAN_NLEVELS], smin[TP_SPAN_NLEVELS];
+	size_t n = 0, bad = 0;
 	uint32_t *hv = NULL;
 	int *gv = NULL;
-	tp_request_t r;
-	tp_cost_t c;
 	tp_err_t err;
 
-	memset(out, 0, sizeof(*out));
-	if (!js || !f || !s || !ctx)
+	*hosts_p = NULL;
+	*gpus_p = NULL;
+	*n_p = 0;
+	if (!f || j >= t->njobs)
 		return TP_ERR_INVAL;
 	if (!list) {
 		err = TP_ERR_NOTFOUND;
@@ -72,7 +71,8 @@ tp_err_t tp_trace_price_job(const tp_fabric_t *f, const tp_state_t *s,
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		size_t have = tp_fabric_host(f, hv[i])->ngpus;
-		gv[i] = js->gpus_per_node > 0 ? js->gpus_per_node : (int)have;
+		int gpn = t->jobs[j].gpus_per_node;
+		gv[i] = gpn > 0 ? gpn : (int)have;
 		if ((size_t)gv[i] > have && have) {
 			err = TP_ERR_RANGE;
 			msg =
@@ -82,11 +82,46 @@ tp_err_t tp_trace_price_job(const tp_fabric_t *f, const tp_state_t *s,
 		}
 		if (gv[i] < 1)
 			gv[i] = 1;
-		out->gpus += (size_t)gv[i];
 	}
+	*hosts_p = hv;
+	*gpus_p = gv;
+	*n_p = n;
+	hv = NULL;
+	gv = NULL;
+out:
+	if (err && err_p)
+		*err_p = tp_oneline(msg ? msg : tp_strdup(tp_strerror(err)));
+	else
+		tp_free(msg);
+	tp_hostlist_free(names, n);
+	tp_free(hv);
+	tp_free(gv);
+	return err;
+}
+
+tp_err_t tp_trace_price_job(const tp_fabric_t *f, const tp_state_t *s,
+			    const tp_cost_ctx_t *ctx,
+			    const tp_policy_params_t *pp,
+			    tp_ideal_cache_t *cache, const tp_trace_t *t,
+			    size_t j, tp_trace_price_t *out, char **err_p)
+{
+	size_t n = 0, span[TP_SPAN_NLEVELS], smin[TP_SPAN_NLEVELS];
+	uint32_t *hv = NULL;
+	int *gv = NULL;
+	tp_request_t r;
+	tp_cost_t c;
+	tp_err_t err;
+
+	memset(out, 0, sizeof(*out));
+	if (!f || !s || !ctx || j >= t->njobs)
+		return TP_ERR_INVAL;
+	if ((err = tp_trace_job_hosts(f, t, j, &hv, &gv, &n, err_p)))
+		return err;
+	for (size_t i = 0; i < n; i++)
+		out->gpus += (size_t)gv[i];
 	/* the order a plan runs them in (host GPUs move with their host) */
 	tp_ring_order(f, hv, gv, n);
-	tp__job_request(js, &r);
+	tp__job_request(&t->jobs[j], &r);
 	if ((err = tp_cost_predict_best(ctx, s, hv, gv, n, tp_request_bytes(&r),
 					&out->algo, &c)))
 		goto out;
@@ -100,11 +135,108 @@ tp_err_t tp_trace_price_job(const tp_fabric_t *f, const tp_state_t *s,
 	out->nhosts = n;
 out:
 	if (err && err_p)
-		*err_p = tp_oneline(msg ? msg : tp_strdup(tp_strerror(err)));
-	else
-		tp_free(msg);
-	tp_hostlist_free(names, n);
+		*err_p = tp_strdup(tp_strerror(err));
 	tp_free(hv);
 	tp_free(gv);
+	return err;
+}
+
+/* Job a ends before job b (stable: the index breaks ties). */
+typedef struct ev {
+	double t;
+	size_t j;
+} ev_t;
+
+static int ev_cmp(const void *a, const void *b)
+{
+	const ev_t *x = a, *y = b;
+
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return x->j < y->j ? -1 : x->j > y->j;
+}
+
+tp_err_t tp_trace_price_alt(const tp_fabric_t *f, const tp_state_t *s,
+			    const tp_cost_ctx_t *ctx,
+			    const tp_policy_params_t *pp,
+			    const tp_policy_t *policy, const tp_trace_t *t,
+			    tp_trace_price_t *alt)
+{
+	size_t n = t->njobs, e = 0;
+	ev_t *starts = NULL, *ends = NULL;
+	bool *held = NULL;
+	tp_state_t *st = NULL;
+	tp_err_t err = TP_ERR_NOMEM;
+
+	if (!f || !s || !ctx || !policy || !alt)
+		return TP_ERR_INVAL;
+	for (size_t j = 0; j < n; j++) {
+		memset(&alt[j], 0, sizeof(alt[j]));
+		alt[j].predicted_s = NAN;
+	}
+	starts = tp_malloc((n ? n : 1) * sizeof(*starts));
+	ends = tp_malloc((n ? n : 1) * sizeof(*ends));
+	held = tp_calloc(n ? n : 1, sizeof(*held));
+	if (!starts || !ends || !held || !(st = tp_state_clone(s)))
+		goto out;
+	for (size_t j = 0; j < n; j++) {
+		starts[j] = (ev_t){t->jobs[j].start_s, j};
+		ends[j] = (ev_t){t->jobs[j].start_s + t->jobs[j].run_s, j};
+	}
+	qsort(starts, n, sizeof(*starts), ev_cmp);
+	qsort(ends, n, sizeof(*ends), ev_cmp);
+	for (size_t k = 0; k < n; k++) {
+		size_t j = starts[k].j, nh = 0;
+		uint32_t *hv = NULL;
+		int *gv = NULL;
+		for (; e < n && ends[e].t <= starts[k].t; e++)
+			if (held[ends[e].j]) {
+				tp_state_release(st, ends[e].j + 1);
+				held[ends[e].j] = false;
+			}
+		err = tp_trace_job_hosts(f, t, j, &hv, &gv, &nh, NULL);
+		if (err == TP_ERR_NOMEM)
+			goto out;
+		if (err)
+			continue; /* not in this fabric: it holds nothing */
+		if (t->jobs[j].nodes >= 2) {
+			tp_request_t r;
+			tp_placement_t pl;
+			tp__job_request(&t->jobs[j], &r);
+			/* its GPUs on each host, sharing hosts as Slurm let
+			 * it (whole hosts stay whole) */
+			r.exclusive = false;
+			memset(&pl, 0, sizeof(pl));
+			err = tp_place_run(policy, st, &r, pp, ctx, j, &pl);
+			if (err == TP_OK) {
+				alt[j].nhosts = pl.nhosts;
+				for (size_t i = 0; i < pl.nhosts; i++)
+					alt[j].gpus += (size_t)pl.gpus[i];
+				alt[j].predicted_s = pl.predicted_s;
+				alt[j].ideal_s = pl.ideal_s;
+				alt[j].algo = pl.algo;
+				alt[j].groups = pl.span[TP_SPAN_GROUPS];
+				alt[j].groups_min =
+				    pl.min_span_empty[TP_SPAN_GROUPS];
+			}
+			tp_placement_free(&pl);
+			if (err == TP_ERR_NOMEM) {
+				tp_free(hv);
+				tp_free(gv);
+				goto out;
+			}
+		}
+		/* a record the state cannot hold (its hosts overbooked by
+		 * records that overlap) holds nothing */
+		held[j] = tp_state_alloc(st, j + 1, hv, gv, nh) == TP_OK;
+		tp_free(hv);
+		tp_free(gv);
+	}
+	err = TP_OK;
+out:
+	tp_state_destroy(st);
+	tp_free(starts);
+	tp_free(ends);
+	tp_free(held);
 	return err;
 }

@@ -245,6 +245,7 @@ static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
 		t->rounded++;
 	j->line = lineno;
 	j->submit_s = sub_ok ? submit : start;
+	j->start_s = start;
 	j->run_s = end - start;
 	j->nodes = (int)nodes;
 	j->gpus_per_node = gpn;
@@ -440,7 +441,7 @@ tp_err_t tp__trace_parse_slurm(const char *path, char *buf, int assume_gpus,
 			if (c.jobs[i].submit_s < first)
 				first = c.jobs[i].submit_s;
 		for (size_t i = 0; i < c.n; i++)
-			c.jobs[i].submit_s -= first;
+			c.jobs[i].submit_s -= first, c.jobs[i].start_s -= first;
 		err = tp__trace_finish(path, jobcomp ? "jobcomp" : "sacct",
 				       &c.jobs, c.n, t, msg);
 	}

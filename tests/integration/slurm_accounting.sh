@@ -111,6 +111,14 @@ check_trace() {
 		((.predicted_s - $c[0].seconds) | fabs) < 1e-9 * $c[0].seconds and .ideal_s > 0 and .gpus == 4' \
 		"$tmp/price.json" >/dev/null && ok "$fmt: priced as topoplace cost prices $nl ($algo)" ||
 		bad "$fmt: price $(jq -c '.jobs' "$tmp/price.json") vs cost $(jq -c .seconds "$tmp/cost.json")"
+	# topoplace's pick from the hosts free at each start: the two jobs
+	# started together, so each found the other's hosts free or taken
+	# as the start order says; both got a pick, no slower than Slurm's
+	# here (an idle 2-leaf fabric)
+	jq -e '.topoplace.jobs == 2 and ([.jobs[] | .topoplace.predicted_s > 0] | all)
+		and ([.jobs[] | .topoplace.groups >= 1] | all)' "$tmp/price.json" >/dev/null &&
+		ok "$fmt: topoplace's picks beside Slurm's: $(jq -c '[.jobs[] | {nodes, s: .predicted_s, tp: .topoplace.predicted_s}]' "$tmp/price.json")" ||
+		bad "$fmt: topoplace picks: $(jq -c '[.topoplace, [.jobs[].topoplace]]' "$tmp/price.json")"
 }
 check_trace "$tmp/sacct.txt" sacct 4
 check_trace "$jc" jobcomp 0

@@ -1027,6 +1027,23 @@ static void test_trace_price(void **state)
 	assert_close(cross.ideal_s, under.ideal_s);
 	assert_true(cross.predicted_s > 1.5 * cross.ideal_s);
 
+	/* topoplace's picks from the hosts free at each start: job 11
+	 * first, on the empty fabric, under one leaf; job 12 then finds
+	 * node002-003 held by 11 (where Slurm put it) and must cross */
+	tp_trace_price_t alt[4];
+	assert_int_equal(tp_trace_price_alt(f, s, ctx, &pp,
+					    tp_policy_find("topoplace"), &t,
+					    alt),
+			 TP_OK);
+	assert_int_equal(alt[0].groups, 1);
+	assert_close(alt[0].predicted_s, under.predicted_s);
+	assert_int_equal(alt[1].groups, 2);
+	assert_int_equal(alt[1].nhosts, 2);
+	assert_int_equal(alt[1].gpus, 4);
+	assert_true(alt[1].predicted_s > 1.5 * alt[1].ideal_s);
+	assert_true(isnan(alt[2].predicted_s)); /* a host not in f */
+	assert_true(isnan(alt[3].predicted_s)); /* no node list */
+
 	assert_int_equal(
 	    tp_trace_price_job(f, s, ctx, &pp, NULL, &t, 2, &cross, &err),
 	    TP_ERR_NOTFOUND);
