@@ -95,6 +95,20 @@ static void num(tp_strbuf_t *sb, double x)
 	tp_strbuf_printf(sb, "%s", buf);
 }
 
+/* o printed, with a newline, when complete (NULL when not, or out of
+ * memory); o is freed. */
+static char *json_text(cJSON *o, bool complete)
+{
+	char *txt = complete ? cJSON_Print(o) : NULL, *withnl;
+
+	cJSON_Delete(o);
+	if (!txt)
+		return NULL;
+	withnl = tp_asprintf("%s\n", txt);
+	free(txt);
+	return withnl;
+}
+
 static char *trace_csv(const char *path, const tp_trace_t *t,
 		       const char *assume_what)
 {
@@ -146,7 +160,6 @@ static char *trace_csv(const char *path, const tp_trace_t *t,
 static char *trace_json(const char *path, const tp_trace_t *t)
 {
 	cJSON *o = cJSON_CreateObject(), *jobs, *left;
-	char *txt = NULL;
 
 	if (!o)
 		return NULL;
@@ -179,14 +192,9 @@ static char *trace_json(const char *path, const tp_trace_t *t)
 		cJSON_AddNumberToObject(e, "comm_frac", j->comm_frac);
 		cJSON_AddNumberToObject(e, "model_bytes", j->bytes);
 	}
-	txt = cJSON_Print(o);
+	return json_text(o, true);
 out:
-	cJSON_Delete(o);
-	if (!txt)
-		return NULL;
-	char *withnl = tp_asprintf("%s\n", txt);
-	free(txt);
-	return withnl;
+	return json_text(o, false);
 }
 
 /* ---- --price ---- */
@@ -406,7 +414,6 @@ static char *price_json(const char *path, const char *fabric,
 			const tp_trace_t *t, const price_run_t *R)
 {
 	cJSON *o = cJSON_CreateObject(), *jobs;
-	char *txt = NULL;
 
 	if (!o)
 		return NULL;
@@ -469,14 +476,9 @@ static char *price_json(const char *path, const char *fabric,
 			}
 		}
 	}
-	txt = cJSON_Print(o);
+	return json_text(o, true);
 out:
-	cJSON_Delete(o);
-	if (!txt)
-		return NULL;
-	char *withnl = tp_asprintf("%s\n", txt);
-	free(txt);
-	return withnl;
+	return json_text(o, false);
 }
 
 int tp_cmd_trace(int argc, char **argv)
