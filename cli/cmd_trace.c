@@ -48,20 +48,21 @@ static const char usage[] =
     "priced on the hosts Slurm gave it (sacct's NodeList field, add it to\n"
     "--format; jobcomp's NodeList=), in the ring order a plan runs them:\n"
     "the faster of ring and hierarchical all-reduce of its model_bytes there\n"
-    "on the idle fabric (--state: with its link health and background),\n"
-    "against the ideal for its shape (the fastest set known on the idle\n"
-    "fabric, as simulate's slowdown), with the level-1 groups it spans and\n"
-    "the fewest its size needs. The summary gives the mean slowdown (+- its\n"
-    "standard error), p95 and max, and the share of those jobs' GPU-hours\n"
-    "spent beyond what ideal hosts would have taken at their comm_frac\n"
-    "(Slurm records none: 0.3 unless the trace is a CSV that says). Jobs\n"
-    "whose hosts are not in the fabric or have no node list are counted,\n"
-    "not priced; other jobs' traffic at the time is not known. Next to\n"
-    "each, topoplace's pick from the hosts free when the job started (the\n"
-    "trace's other jobs holding theirs, where Slurm put them, from start to\n"
-    "end), priced the same way, and the mean per job of its all-reduce time\n"
-    "over Slurm's pick's (a decision next to Slurm's, not a replay: later\n"
-    "jobs still find Slurm's placements).\n"
+    "'alone' on idle links and 'loaded' at its start, where the trace's\n"
+    "other running jobs hold their hosts and load their links with their\n"
+    "all-reduce at their duty cycle, as simulate's running jobs do (--state:\n"
+    "link health and background under both), against the ideal for its\n"
+    "shape (the fastest set known on the idle fabric, as simulate's\n"
+    "slowdown), with the level-1 groups it spans and the fewest its size\n"
+    "needs. The summary gives the mean slowdown (loaded, +- its standard\n"
+    "error), p95 and max, the hosts alone's mean, and the share of those\n"
+    "jobs' GPU-hours spent beyond what ideal hosts would have taken at\n"
+    "their comm_frac (Slurm records none: 0.3 unless the trace is a CSV that\n"
+    "says). Jobs whose hosts are not in the fabric or have no node list are\n"
+    "counted, not priced. Next to each, topoplace's pick from the hosts free\n"
+    "when the job started, priced there the same way, and the mean per job\n"
+    "of its all-reduce time over Slurm's pick's (loaded): a decision next to\n"
+    "Slurm's, not a replay (later jobs still find Slurm's placements).\n"
     "\n"
     "Options:\n"
     "  --assume-gpus all|N\n"
@@ -201,17 +202,20 @@ out:
 
 typedef struct priced {
 	size_t job;
-	tp_trace_price_t p;
+	tp_trace_price_t p; /* its hosts alone (predicted_s: idle links) */
+	double loaded_s;    /* the same with the running jobs' traffic */
 } priced_t;
 
 typedef struct price_run {
 	priced_t *v;
-	tp_trace_price_t *alt; /* topoplace's pick, per trace job */
+	tp_trace_price_t *alt;	  /* topoplace's pick, per trace job */
+	tp_trace_price_t *loaded; /* Slurm's pick at its start, per job */
 	size_t nalt;	       /* priced jobs with a pick */
 	double alt_slow_mean, ratio_mean, ratio_se; /* pick / Slurm's */
 	size_t n, not_priced;
 	char *first_not; /* the first job not priced, and why */
 	double slow_mean, slow_se, slow_p95, slow_max;
+	double alone_mean;    /* the slowdown of the hosts alone */
 	double gpu_h, lost_h; /* GPU-hours, and beyond the ideal's */
 } price_run_t;
 
@@ -237,7 +241,8 @@ static int price_jobs(const tp_cli_args_t *a, const tp_trace_t *t,
 
 	R->v = tp_calloc(t->njobs ? t->njobs : 1, sizeof(*R->v));
 	R->alt = tp_calloc(t->njobs ? t->njobs : 1, sizeof(*R->alt));
-	if (!R->v || !R->alt || !cache)
+	R->loaded = tp_calloc(t->njobs ? t->njobs : 1, sizeof(*R->loaded));
+	if (!R->v || !R->alt || !R->loaded || !cache)
 		goto nomem;
 	if (!(f = tp_cli_load(a->fabric, &rc)) ||
 	    !(s = tp_cli_load_state(f, a->state, &rc)))
@@ -277,11 +282,18 @@ static int price_jobs(const tp_cli_args_t *a, const tp_trace_t *t,
 		e->job = j;
 		R->n++;
 	}
-	if ((err = tp_trace_price_alt(
-		 f, s, ctx, &pp, tp_policy_find("topoplace"), t, R->alt))) {
-		tp_cli_err("trace: topoplace's picks: %s", tp_strerror(err));
+	if ((err = tp_trace_price_sweep(f, s, ctx, &pp, cache,
+					tp_policy_find("topoplace"), t,
+					R->loaded, R->alt))) {
+		tp_cli_err("trace: pricing the starts: %s", tp_strerror(err));
 		rc = tp_cli_exit_code(err);
 		goto out;
+	}
+	/* with the running jobs' traffic where the sweep could price it
+	 * (a record its state could not hold: its hosts alone) */
+	for (size_t i = 0; i < R->n; i++) {
+		double lo = R->loaded[R->v[i].job].predicted_s;
+		R->v[i].loaded_s = isnan(lo) ? R->v[i].p.predicted_s : lo;
 	}
 	if (!(x = tp_calloc(R->n ? R->n : 1, sizeof(double))))
 		goto nomem;
@@ -291,8 +303,8 @@ static int price_jobs(const tp_cli_args_t *a, const tp_trace_t *t,
 		const tp_trace_price_t *q = &R->alt[R->v[i].job];
 		if (isnan(q->predicted_s) || !(R->v[i].p.predicted_s > 0))
 			continue;
-		x[R->nalt++] = q->predicted_s / R->v[i].p.predicted_s;
-		rs += q->predicted_s / R->v[i].p.predicted_s;
+		x[R->nalt++] = q->predicted_s / R->v[i].loaded_s;
+		rs += q->predicted_s / R->v[i].loaded_s;
 		as += q->ideal_s > 0 ? q->predicted_s / q->ideal_s : 1.0;
 	}
 	if (R->nalt) {
@@ -305,12 +317,12 @@ static int price_jobs(const tp_cli_args_t *a, const tp_trace_t *t,
 			? sqrt(rv / (double)(R->nalt - 1) / (double)R->nalt)
 			: 0;
 	}
-	double sum = 0, var = 0;
+	double sum = 0, var = 0, alone = 0;
 	for (size_t i = 0; i < R->n; i++) {
 		const tp_job_spec_t *js = &t->jobs[R->v[i].job];
-		double sl = R->v[i].p.ideal_s > 0
-				? R->v[i].p.predicted_s / R->v[i].p.ideal_s
-				: 1.0;
+		double id = R->v[i].p.ideal_s;
+		double sl = id > 0 ? R->v[i].loaded_s / id : 1.0;
+		alone += id > 0 ? R->v[i].p.predicted_s / id : 1.0;
 		/* the run Slurm's hosts took against the ideal hosts' */
 		double stretch = (1 - js->comm_frac) + js->comm_frac * sl;
 		double h = (double)R->v[i].p.gpus * js->run_s / 3600.0;
@@ -320,6 +332,7 @@ static int price_jobs(const tp_cli_args_t *a, const tp_trace_t *t,
 		R->lost_h += h * (1 - 1 / stretch);
 	}
 	R->slow_mean = R->n ? sum / (double)R->n : 0;
+	R->alone_mean = R->n ? alone / (double)R->n : 0;
 	for (size_t i = 0; i < R->n; i++)
 		var += (x[i] - R->slow_mean) * (x[i] - R->slow_mean);
 	R->slow_se =
@@ -355,17 +368,16 @@ static char *price_text(const char *path, const char *fabric,
 			 "the fastest set of its shape\n",
 			 path, t->format, fabric);
 	tp_strbuf_printf(
-	    &sb, "%-12s %5s %5s %-12s %10s %10s %8s %12s %10s %8s  %s\n", "job",
-	    "hosts", "GPUs", "algo", "predicted", "ideal", "slowdown",
-	    "groups (min)", "topoplace", "slowdown", "nodes");
+	    &sb, "%-12s %5s %5s %-12s %10s %10s %10s %8s %12s %10s %8s  %s\n",
+	    "job", "hosts", "GPUs", "algo", "alone", "loaded", "ideal",
+	    "slowdown", "groups (min)", "topoplace", "slowdown", "nodes");
 	for (size_t i = 0; i < R->n; i++) {
 		const tp_trace_price_t *p = &R->v[i].p;
+		const tp_trace_price_t *q = &R->alt[R->v[i].job];
 		const char *id = tp_trace_job_id(t, R->v[i].job);
-		char groups[32];
+		char groups[32], alt[2][24] = {"-", "-"};
 		snprintf(groups, sizeof(groups), "%zu (%zu)", p->groups,
 			 p->groups_min);
-		const tp_trace_price_t *q = &R->alt[R->v[i].job];
-		char alt[2][24] = {"-", "-"};
 		if (!isnan(q->predicted_s)) {
 			snprintf(alt[0], sizeof(alt[0]), "%.4fs",
 				 q->predicted_s);
@@ -375,12 +387,13 @@ static char *price_text(const char *path, const char *fabric,
 		}
 		tp_strbuf_printf(
 		    &sb,
-		    "%-12s %5zu %5zu %-12s %9.4fs %9.4fs %8.3f %12s %10s %8s  "
-		    "%s\n",
+		    "%-12s %5zu %5zu %-12s %9.4fs %9.4fs %9.4fs %8.3f %12s "
+		    "%10s "
+		    "%8s  %s\n",
 		    id ? id : "-", p->nhosts, p->gpus, tp_algo_name(p->algo),
-		    p->predicted_s, p->ideal_s,
-		    p->ideal_s > 0 ? p->predicted_s / p->ideal_s : 1.0, groups,
-		    alt[0], alt[1], tp_trace_job_nodes(t, R->v[i].job));
+		    p->predicted_s, R->v[i].loaded_s, p->ideal_s,
+		    p->ideal_s > 0 ? R->v[i].loaded_s / p->ideal_s : 1.0,
+		    groups, alt[0], alt[1], tp_trace_job_nodes(t, R->v[i].job));
 	}
 	tp_strbuf_printf(&sb, "%zu multi-node jobs priced", R->n);
 	if (R->not_priced)
@@ -390,10 +403,12 @@ static char *price_text(const char *path, const char *fabric,
 	if (R->n)
 		tp_strbuf_printf(
 		    &sb,
-		    "slowdown mean %.3f +- %.3f, p95 %.3f, max %.3f; at their "
-		    "comm_frac those jobs' GPU-hours were %.1f%% beyond what "
-		    "ideal hosts would have taken (%.1f of %.1f)\n",
+		    "slowdown (loaded) mean %.3f +- %.3f, p95 %.3f, max %.3f "
+		    "(the hosts alone: %.3f); at their comm_frac those jobs' "
+		    "GPU-hours were %.1f%% beyond what ideal hosts would have "
+		    "taken (%.1f of %.1f)\n",
 		    R->slow_mean, R->slow_se, R->slow_p95, R->slow_max,
+		    R->alone_mean,
 		    R->gpu_h > 0 ? 100 * R->lost_h / R->gpu_h : 0, R->lost_h,
 		    R->gpu_h);
 	if (R->nalt)
@@ -426,6 +441,7 @@ static char *price_json(const char *path, const char *fabric,
 	if (R->first_not)
 		cJSON_AddStringToObject(o, "first_not_priced", R->first_not);
 	cJSON_AddNumberToObject(o, "slowdown_mean", R->slow_mean);
+	cJSON_AddNumberToObject(o, "slowdown_alone_mean", R->alone_mean);
 	cJSON_AddNumberToObject(o, "slowdown_se", R->slow_se);
 	cJSON_AddNumberToObject(o, "slowdown_p95", R->slow_p95);
 	cJSON_AddNumberToObject(o, "slowdown_max", R->slow_max);
@@ -456,11 +472,14 @@ static char *price_json(const char *path, const char *fabric,
 		cJSON_AddNumberToObject(e, "hosts", (double)p->nhosts);
 		cJSON_AddNumberToObject(e, "gpus", (double)p->gpus);
 		cJSON_AddStringToObject(e, "algo", tp_algo_name(p->algo));
-		cJSON_AddNumberToObject(e, "predicted_s", p->predicted_s);
+		/* predicted_s: with the running jobs' traffic; alone_s:
+		 * the hosts on idle links */
+		cJSON_AddNumberToObject(e, "predicted_s", R->v[i].loaded_s);
+		cJSON_AddNumberToObject(e, "alone_s", p->predicted_s);
 		cJSON_AddNumberToObject(e, "ideal_s", p->ideal_s);
 		cJSON_AddNumberToObject(
 		    e, "slowdown",
-		    p->ideal_s > 0 ? p->predicted_s / p->ideal_s : 1.0);
+		    p->ideal_s > 0 ? R->v[i].loaded_s / p->ideal_s : 1.0);
 		cJSON_AddNumberToObject(e, "groups", (double)p->groups);
 		cJSON_AddNumberToObject(e, "groups_min", (double)p->groups_min);
 		const tp_trace_price_t *q = &R->alt[R->v[i].job];
@@ -555,6 +574,7 @@ out:
 	tp_free(text);
 	tp_free(R.v);
 	tp_free(R.alt);
+	tp_free(R.loaded);
 	tp_free(R.first_not);
 	tp_trace_free(&t);
 	return rc;

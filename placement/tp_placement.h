@@ -552,23 +552,30 @@ tp_err_t tp_trace_price_job(const tp_fabric_t *f, const tp_state_t *s,
 			    const tp_policy_params_t *pp,
 			    tp_ideal_cache_t *cache, const tp_trace_t *t,
 			    size_t j, tp_trace_price_t *out, char **err_p);
-/* What policy would have picked for each multi-node job of t from the
- * hosts free when it started, one sweep over the jobs' starts and ends
- * on a copy of s: the trace's other jobs hold their recorded hosts and
- * GPUs from start to end (a job whose hosts are not in f holds none),
- * and the pick is tp_place_run's on that state for the job's GPUs on
- * each of its number of hosts, sharing hosts by GPU as Slurm let it
- * (not exclusive; a whole-host job takes whole hosts), priced there. Into
- * alt[0..t->njobs): nhosts, gpus, predicted_s, ideal_s, algo, groups
- * (groups_min: the fewest on the empty fabric); predicted_s is NAN for
- * single-host jobs, jobs whose hosts are not in f, and jobs the policy
- * could not place. Each pick is made as if every earlier job ran where
- * Slurm put it: a decision next to Slurm's, not a replay. */
-tp_err_t tp_trace_price_alt(const tp_fabric_t *f, const tp_state_t *s,
-			    const tp_cost_ctx_t *ctx,
-			    const tp_policy_params_t *pp,
-			    const tp_policy_t *policy, const tp_trace_t *t,
-			    tp_trace_price_t *alt);
+/* Each multi-node job of t priced at its start, as the simulator
+ * prices a start, in one sweep over the jobs' starts and ends on a copy
+ * of s: the trace's other running jobs hold their recorded hosts and
+ * GPUs and load their links with their all-reduce at their duty cycle
+ * (comm_frac stretched by their own slowdown; tp_traffic, as the Slurm
+ * plugin keeps running jobs' traffic); a job whose hosts are not in f
+ * holds and loads nothing. Into slurm[0..t->njobs) (NULL: not wanted)
+ * the job's recorded hosts in ring order priced there (the faster of ring
+ * and hierarchical, tp_cost_predict_best) against the ideal for its shape
+ * on the idle fabric, and into alt[] (NULL: not wanted) the pick of
+ * policy from the hosts free then, for the job's GPUs on each of its
+ * number of hosts, sharing hosts by GPU as Slurm let it (not exclusive;
+ * whole-host jobs take whole hosts), priced there: nhosts, gpus,
+ * predicted_s, ideal_s, algo, groups, groups_min (the fewest on the empty
+ * fabric). predicted_s is NAN for single-host jobs, jobs whose hosts are
+ * not in f, and jobs that could not be priced or placed. Each pick is
+ * made as if every earlier job ran where Slurm put it: a decision next to
+ * Slurm's, not a replay. */
+tp_err_t tp_trace_price_sweep(const tp_fabric_t *f, const tp_state_t *s,
+			      const tp_cost_ctx_t *ctx,
+			      const tp_policy_params_t *pp,
+			      tp_ideal_cache_t *cache,
+			      const tp_policy_t *policy, const tp_trace_t *t,
+			      tp_trace_price_t *slurm, tp_trace_price_t *alt);
 /* Job j's hosts in f as Slurm recorded them (record order) and the GPUs
  * it held on each, into *hosts_p and *gpus_p (tp_free both; n in *n_p);
  * tp_trace_price_job's errors and messages. */

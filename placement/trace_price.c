@@ -141,7 +141,8 @@ out:
 	return err;
 }
 
-/* Job a ends before job b (stable: the index breaks ties). */
+/* An event of the sweep: a job's start or end at t (the index breaks
+ * ties, so the order is stable). */
 typedef struct ev {
 	double t;
 	size_t j;
@@ -156,28 +157,135 @@ static int ev_cmp(const void *a, const void *b)
 	return x->j < y->j ? -1 : x->j > y->j;
 }
 
-tp_err_t tp_trace_price_alt(const tp_fabric_t *f, const tp_state_t *s,
-			    const tp_cost_ctx_t *ctx,
-			    const tp_policy_params_t *pp,
-			    const tp_policy_t *policy, const tp_trace_t *t,
+/* The sweep's state: the jobs that run hold their GPUs in st and load
+ * their links in tr; base is the caller's state (link health). */
+typedef struct sweep {
+	const tp_fabric_t *f;
+	const tp_state_t *base;
+	const tp_cost_ctx_t *ctx;
+	const tp_policy_params_t *pp;
+	tp_ideal_cache_t *cache;
+	const tp_policy_t *policy;
+	const tp_trace_t *t;
+	tp_state_t *st;
+	tp_traffic_t *tr;
+} sweep_t;
+
+static void unpriced(tp_trace_price_t *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->predicted_s = NAN;
+}
+
+/* Job j starts on hosts hv/gv (n, record order): Slurm's hosts and the
+ * policy's pick priced on the state as it is now, then j's GPUs held and
+ * its traffic added at the duty its price gives. */
+static tp_err_t sweep_start(sweep_t *w, size_t j, uint32_t *hv, int *gv,
+			    size_t n, tp_trace_price_t *slurm,
 			    tp_trace_price_t *alt)
 {
+	const tp_job_spec_t *js = &w->t->jobs[j];
+	size_t span[TP_SPAN_NLEVELS], smin[TP_SPAN_NLEVELS];
+	tp_request_t r;
+	tp_cost_t c;
+	tp_algo_t algo = TP_ALGO_RING;
+	double x = 1;
+	tp_err_t err;
+
+	tp__job_request(js, &r);
+	tp_ring_order(w->f, hv, gv, n);
+	if ((err = tp_traffic_apply(w->tr, w->base, w->st)))
+		return err;
+	if (js->nodes >= 2) {
+		tp_trace_price_t *p = slurm;
+		double ideal = 0;
+		if ((err = tp_place_ideal(w->f, &r, w->pp, w->ctx, w->cache,
+					  &ideal)))
+			return err;
+		err = tp_cost_predict_best(w->ctx, w->st, hv, gv, n,
+					   tp_request_bytes(&r), &algo, &c);
+		if (err == TP_ERR_NOMEM)
+			return err;
+		if (!err) {
+			x = ideal > 0 ? c.seconds / ideal : 1;
+			if (p) {
+				p->nhosts = n;
+				for (size_t i = 0; i < n; i++)
+					p->gpus += (size_t)gv[i];
+				p->predicted_s = c.seconds;
+				p->ideal_s = ideal;
+				p->algo = algo;
+				tp_span_of(w->f, hv, n, span);
+				tp_span_min(w->f, NULL, &r, smin);
+				p->groups = span[TP_SPAN_GROUPS];
+				p->groups_min = smin[TP_SPAN_GROUPS];
+			}
+		}
+		if (alt) {
+			tp_placement_t pl;
+			/* its GPUs on each host, sharing hosts as Slurm let
+			 * it (whole hosts stay whole) */
+			r.exclusive = false;
+			memset(&pl, 0, sizeof(pl));
+			err = tp_place_run(w->policy, w->st, &r, w->pp, w->ctx,
+					   j, &pl);
+			if (!err) {
+				alt->nhosts = pl.nhosts;
+				for (size_t i = 0; i < pl.nhosts; i++)
+					alt->gpus += (size_t)pl.gpus[i];
+				alt->predicted_s = pl.predicted_s;
+				alt->ideal_s = pl.ideal_s;
+				alt->algo = pl.algo;
+				alt->groups = pl.span[TP_SPAN_GROUPS];
+				alt->groups_min =
+				    pl.min_span_empty[TP_SPAN_GROUPS];
+			}
+			tp_placement_free(&pl);
+			if (err == TP_ERR_NOMEM)
+				return err;
+		}
+	}
+	/* a record the state cannot hold (its hosts overbooked by records
+	 * that overlap) holds nothing */
+	if (tp_state_alloc(w->st, j + 1, hv, gv, n) != TP_OK)
+		return TP_ERR_EXISTS;
+	if (js->nodes >= 2) {
+		double f = js->comm_frac, d = (1 - f) + f * x;
+		err = tp_traffic_add(w->tr, j + 1, w->ctx, w->st, hv, gv, n,
+				     tp_request_bytes(&r), algo,
+				     d > 0 ? f * x / d : 0);
+		if (err == TP_ERR_NOMEM)
+			return err;
+	}
+	return TP_OK;
+}
+
+tp_err_t tp_trace_price_sweep(const tp_fabric_t *f, const tp_state_t *s,
+			      const tp_cost_ctx_t *ctx,
+			      const tp_policy_params_t *pp,
+			      tp_ideal_cache_t *cache,
+			      const tp_policy_t *policy, const tp_trace_t *t,
+			      tp_trace_price_t *slurm, tp_trace_price_t *alt)
+{
 	size_t n = t->njobs, e = 0;
+	sweep_t w = {f, s, ctx, pp, cache, policy, t, NULL, NULL};
 	ev_t *starts = NULL, *ends = NULL;
 	bool *held = NULL;
-	tp_state_t *st = NULL;
 	tp_err_t err = TP_ERR_NOMEM;
 
-	if (!f || !s || !ctx || !policy || !alt)
+	if (!f || !s || !ctx || (alt && !policy))
 		return TP_ERR_INVAL;
 	for (size_t j = 0; j < n; j++) {
-		memset(&alt[j], 0, sizeof(alt[j]));
-		alt[j].predicted_s = NAN;
+		if (slurm)
+			unpriced(&slurm[j]);
+		if (alt)
+			unpriced(&alt[j]);
 	}
 	starts = tp_malloc((n ? n : 1) * sizeof(*starts));
 	ends = tp_malloc((n ? n : 1) * sizeof(*ends));
 	held = tp_calloc(n ? n : 1, sizeof(*held));
-	if (!starts || !ends || !held || !(st = tp_state_clone(s)))
+	if (!starts || !ends || !held || !(w.st = tp_state_clone(s)) ||
+	    !(w.tr = tp_traffic_create(f)))
 		goto out;
 	for (size_t j = 0; j < n; j++) {
 		starts[j] = (ev_t){t->jobs[j].start_s, j};
@@ -191,7 +299,8 @@ tp_err_t tp_trace_price_alt(const tp_fabric_t *f, const tp_state_t *s,
 		int *gv = NULL;
 		for (; e < n && ends[e].t <= starts[k].t; e++)
 			if (held[ends[e].j]) {
-				tp_state_release(st, ends[e].j + 1);
+				tp_state_release(w.st, ends[e].j + 1);
+				tp_traffic_remove(w.tr, ends[e].j + 1);
 				held[ends[e].j] = false;
 			}
 		err = tp_trace_job_hosts(f, t, j, &hv, &gv, &nh, NULL);
@@ -199,42 +308,18 @@ tp_err_t tp_trace_price_alt(const tp_fabric_t *f, const tp_state_t *s,
 			goto out;
 		if (err)
 			continue; /* not in this fabric: it holds nothing */
-		if (t->jobs[j].nodes >= 2) {
-			tp_request_t r;
-			tp_placement_t pl;
-			tp__job_request(&t->jobs[j], &r);
-			/* its GPUs on each host, sharing hosts as Slurm let
-			 * it (whole hosts stay whole) */
-			r.exclusive = false;
-			memset(&pl, 0, sizeof(pl));
-			err = tp_place_run(policy, st, &r, pp, ctx, j, &pl);
-			if (err == TP_OK) {
-				alt[j].nhosts = pl.nhosts;
-				for (size_t i = 0; i < pl.nhosts; i++)
-					alt[j].gpus += (size_t)pl.gpus[i];
-				alt[j].predicted_s = pl.predicted_s;
-				alt[j].ideal_s = pl.ideal_s;
-				alt[j].algo = pl.algo;
-				alt[j].groups = pl.span[TP_SPAN_GROUPS];
-				alt[j].groups_min =
-				    pl.min_span_empty[TP_SPAN_GROUPS];
-			}
-			tp_placement_free(&pl);
-			if (err == TP_ERR_NOMEM) {
-				tp_free(hv);
-				tp_free(gv);
-				goto out;
-			}
-		}
-		/* a record the state cannot hold (its hosts overbooked by
-		 * records that overlap) holds nothing */
-		held[j] = tp_state_alloc(st, j + 1, hv, gv, nh) == TP_OK;
+		err = sweep_start(&w, j, hv, gv, nh, slurm ? &slurm[j] : NULL,
+				  alt ? &alt[j] : NULL);
+		held[j] = !err;
 		tp_free(hv);
 		tp_free(gv);
+		if (err && err != TP_ERR_EXISTS)
+			goto out;
 	}
 	err = TP_OK;
 out:
-	tp_state_destroy(st);
+	tp_traffic_destroy(w.tr);
+	tp_state_destroy(w.st);
 	tp_free(starts);
 	tp_free(ends);
 	tp_free(held);

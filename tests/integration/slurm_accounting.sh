@@ -98,7 +98,8 @@ check_trace() {
 	grep -q "^trace $f: 3 jobs from $fmt (left out 1 without GPUs, 1 that never ran)" "$tmp/out" &&
 		ok "$fmt: simulate says what it read" || bad "$fmt: simulate: $(head -3 "$tmp/out")"
 	# what Slurm's placements cost: the two multi-node jobs on the hosts
-	# Slurm recorded, the 2-node one as topoplace cost prices those hosts
+	# Slurm recorded, the 2-node one alone as topoplace cost prices those
+	# hosts, and no faster with the other job's traffic
 	expect 0 "$fmt: trace --price" "$TOPOPLACE" trace "$f" --price --fabric "$dir/fabric.json" --json
 	cp "$tmp/out" "$tmp/price.json"
 	jeq "$tmp/price.json" '[.priced, .not_priced] | @csv' '2,0' "$fmt: both multi-node jobs priced"
@@ -108,7 +109,8 @@ check_trace() {
 	"$TOPOPLACE" cost --fabric "$dir/fabric.json" --hosts "$nl" --algo "$algo" --gpus-per-host 2 --bytes 1G \
 		--json >"$tmp/cost.json" 2>"$tmp/cost.err" || bad "cost --hosts $nl: $(cat "$tmp/cost.err")"
 	jq -e --slurpfile c "$tmp/cost.json" '[.jobs[] | select(.hosts == 2)][0] |
-		((.predicted_s - $c[0].seconds) | fabs) < 1e-9 * $c[0].seconds and .ideal_s > 0 and .gpus == 4' \
+		((.alone_s - $c[0].seconds) | fabs) < 1e-9 * $c[0].seconds and .ideal_s > 0 and .gpus == 4
+		and .predicted_s >= .alone_s * (1 - 1e-9)' \
 		"$tmp/price.json" >/dev/null && ok "$fmt: priced as topoplace cost prices $nl ($algo)" ||
 		bad "$fmt: price $(jq -c '.jobs' "$tmp/price.json") vs cost $(jq -c .seconds "$tmp/cost.json")"
 	# topoplace's pick from the hosts free at each start: the two jobs

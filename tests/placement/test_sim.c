@@ -956,19 +956,22 @@ static void test_slurm_trace_assume(void **state)
 	free(path);
 }
 
-/* What Slurm's placements cost: a job on two leaves and one under one
- * leaf of a 4:1 tree (node001-002 on leaf01, node003-004 on leaf02),
- * priced on the hosts Slurm recorded as tp_cost_predict_best prices them
- * in ring order, against the ideal for the shape; a host the fabric
- * lacks, or no node list, is an error naming it. */
+/* What Slurm's placements cost, on a 4:1 tree of 2 leaves x 3 hosts
+ * (node001-003 on leaf01, node004-006 on leaf02; 2 GPUs and 2 NICs a
+ * host, one up-link a leaf): jobs 11 and 12 both cross the up-link, 12
+ * starting while 11 runs. A job priced on its recorded hosts alone is
+ * tp_cost_predict_best in ring order, against the ideal for its shape;
+ * at its start (the sweep) 12 also carries 11's traffic; topoplace's
+ * picks from the hosts free at each start stay under one leaf. A host the
+ * fabric lacks, or no node list, is an error naming it. */
 static void test_trace_price(void **state)
 {
 	static const char sacct[] =
 	    "JobID|Submit|Start|End|NNodes|NodeList|AllocTRES\n"
 	    "11|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T01:00:00|2|"
-	    "node[002-003]|gres/gpu=4,node=2\n"
+	    "node[003-004]|gres/gpu=4,node=2\n"
 	    "12|2026-12-01T00:00:01|2026-12-01T00:00:01|2026-12-01T01:00:00|2|"
-	    "node[001-002]|gres/gpu=4,node=2\n"
+	    "node[002,005]|gres/gpu=4,node=2\n"
 	    "13|2026-12-01T00:00:02|2026-12-01T00:00:02|2026-12-01T01:00:00|2|"
 	    "node001,gpu9|gres/gpu=4,node=2\n"
 	    "14|2026-12-01T00:00:03|2026-12-01T00:00:03|2026-12-01T01:00:00|2|"
@@ -978,15 +981,16 @@ static void test_trace_price(void **state)
 	tp_fabric_t *f = NULL;
 
 	tp_gen_fat_tree_defaults(&g);
-	g.leaves = g.hosts_per_leaf = g.gpus_per_host = g.nics_per_host = 2;
-	g.spines = g.uplinks_per_spine = 1; /* 4 NICs down, 1 up: 4:1 */
+	g.leaves = g.gpus_per_host = g.nics_per_host = 2;
+	g.hosts_per_leaf = 3;
+	g.spines = g.uplinks_per_spine = 1; /* 6 NICs down, 1 up */
 	assert_int_equal(tp_gen_fat_tree(&g, &f), TP_OK);
 	tp_state_t *s = tp_state_create(f);
 	tp_cost_params_t cp;
 	tp_cost_ctx_t *ctx;
 	tp_policy_params_t pp;
 	tp_trace_t t;
-	tp_trace_price_t cross, under;
+	tp_trace_price_t p11, p12, loaded[4], alt[4];
 	tp_cost_t c;
 	tp_algo_t algo;
 
@@ -997,61 +1001,58 @@ static void test_trace_price(void **state)
 	assert_int_equal(tp_trace_load(path, &t, &err), TP_OK);
 	assert_int_equal(t.njobs, 4);
 	assert_string_equal(tp_trace_job_id(&t, 0), "11");
-	assert_string_equal(tp_trace_job_nodes(&t, 0), "node[002-003]");
+	assert_string_equal(tp_trace_job_nodes(&t, 0), "node[003-004]");
 	assert_null(tp_trace_job_nodes(&t, 3)); /* an empty NodeList */
 	assert_null(tp_trace_job_id(&t, 4));	/* past the end */
 
+	/* the hosts alone */
 	assert_int_equal(
-	    tp_trace_price_job(f, s, ctx, &pp, NULL, &t, 0, &cross, &err),
-	    TP_OK);
+	    tp_trace_price_job(f, s, ctx, &pp, NULL, &t, 0, &p11, &err), TP_OK);
 	assert_int_equal(
-	    tp_trace_price_job(f, s, ctx, &pp, NULL, &t, 1, &under, &err),
-	    TP_OK);
-	assert_int_equal(cross.nhosts, 2);
-	assert_int_equal(cross.gpus, 4);
-	assert_int_equal(cross.groups, 2);
-	assert_int_equal(cross.groups_min, 1);
-	assert_int_equal(under.groups, 1);
-	uint32_t hv[2] = {tp_fabric_host_find(f, "node002"),
-			  tp_fabric_host_find(f, "node003")};
+	    tp_trace_price_job(f, s, ctx, &pp, NULL, &t, 1, &p12, &err), TP_OK);
+	assert_int_equal(p11.nhosts, 2);
+	assert_int_equal(p11.gpus, 4);
+	assert_int_equal(p11.groups, 2);
+	assert_int_equal(p11.groups_min, 1);
+	uint32_t hv[2] = {tp_fabric_host_find(f, "node003"),
+			  tp_fabric_host_find(f, "node004")};
 	int gv[2] = {2, 2};
 	tp_ring_order(f, hv, gv, 2);
 	assert_int_equal(tp_cost_predict_best(ctx, s, hv, gv, 2,
 					      1024.0 * 1024 * 1024, &algo, &c),
 			 TP_OK);
-	assert_close(cross.predicted_s, c.seconds);
-	assert_int_equal(cross.algo, algo);
-	/* under one leaf is the ideal's shape; across the thin up-link is
-	 * slower */
-	assert_close(under.predicted_s, under.ideal_s);
-	assert_close(cross.ideal_s, under.ideal_s);
-	assert_true(cross.predicted_s > 1.5 * cross.ideal_s);
+	assert_close(p11.predicted_s, c.seconds);
+	assert_int_equal(p11.algo, algo);
+	assert_true(p11.predicted_s > 1.5 * p11.ideal_s); /* thin up-link */
+	assert_close(p12.predicted_s, p11.predicted_s);
 
-	/* topoplace's picks from the hosts free at each start: job 11
-	 * first, on the empty fabric, under one leaf; job 12 then finds
-	 * node002-003 held by 11 (where Slurm put it) and must cross */
-	tp_trace_price_t alt[4];
-	assert_int_equal(tp_trace_price_alt(f, s, ctx, &pp,
-					    tp_policy_find("topoplace"), &t,
-					    alt),
+	/* at each start */
+	assert_int_equal(tp_trace_price_sweep(f, s, ctx, &pp, NULL,
+					      tp_policy_find("topoplace"), &t,
+					      loaded, alt),
 			 TP_OK);
+	assert_close(loaded[0].predicted_s, p11.predicted_s); /* first */
+	assert_true(loaded[1].predicted_s > 1.1 * p12.predicted_s);
+	assert_close(loaded[1].ideal_s, p12.ideal_s);
+	assert_int_equal(loaded[1].groups, 2);
 	assert_int_equal(alt[0].groups, 1);
-	assert_close(alt[0].predicted_s, under.predicted_s);
-	assert_int_equal(alt[1].groups, 2);
+	assert_close(alt[0].predicted_s, alt[0].ideal_s);
+	assert_int_equal(alt[1].groups, 1);
 	assert_int_equal(alt[1].nhosts, 2);
 	assert_int_equal(alt[1].gpus, 4);
-	assert_true(alt[1].predicted_s > 1.5 * alt[1].ideal_s);
-	assert_true(isnan(alt[2].predicted_s)); /* a host not in f */
-	assert_true(isnan(alt[3].predicted_s)); /* no node list */
+	assert_true(alt[1].predicted_s < loaded[1].predicted_s);
+	for (int k = 2; k < 4; k++) /* a host not in f; no node list */
+		assert_true(isnan(loaded[k].predicted_s) &&
+			    isnan(alt[k].predicted_s));
 
 	assert_int_equal(
-	    tp_trace_price_job(f, s, ctx, &pp, NULL, &t, 2, &cross, &err),
+	    tp_trace_price_job(f, s, ctx, &pp, NULL, &t, 2, &p11, &err),
 	    TP_ERR_NOTFOUND);
 	assert_string_equal(err, "host gpu9 is not in the fabric");
 	tp_free(err);
 	err = NULL;
 	assert_int_equal(
-	    tp_trace_price_job(f, s, ctx, &pp, NULL, &t, 3, &cross, &err),
+	    tp_trace_price_job(f, s, ctx, &pp, NULL, &t, 3, &p11, &err),
 	    TP_ERR_NOTFOUND);
 	assert_string_equal(err, "no node list recorded");
 	tp_free(err);
