@@ -269,6 +269,14 @@ tp_err_t tp__trace_grow(const char *path, int lineno, tp_job_spec_t **jobs,
 tp_err_t tp__trace_finish(const char *path, const char *format,
 			  tp_job_spec_t **jobs, size_t n, tp_trace_t *t,
 			  char **msg);
+/* A time and an index, ordered by time, then index: a stable order
+ * for qsort (which is not stable) of jobs by submit time or of events. */
+typedef struct tp__dix {
+	double t;
+	size_t i;
+} tp__dix_t;
+int tp__dix_cmp(const void *a, const void *b);
+
 /* The request a trace job makes: its hosts and GPUs, exclusive on
  * several hosts, its all-reduce size (sim.c). */
 void tp__job_request(const tp_job_spec_t *j, tp_request_t *r);

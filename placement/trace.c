@@ -97,26 +97,19 @@ static double normal(uint64_t *x)
 	return sqrt(-2.0 * log(uniform(x))) * cos(2 * M_PI * uniform(x));
 }
 
-typedef struct job_ix {
-	double submit_s;
-	size_t i;
-} job_ix_t;
-
-/* Submit time, then file order: equal times keep their order on every
- * libc (qsort is not stable). */
-static int job_cmp(const void *a, const void *b)
+int tp__dix_cmp(const void *a, const void *b)
 {
-	const job_ix_t *x = a, *y = b;
+	const tp__dix_t *x = a, *y = b;
 
-	if (x->submit_s != y->submit_s)
-		return x->submit_s < y->submit_s ? -1 : 1;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
 	return x->i < y->i ? -1 : x->i > y->i;
 }
 
 /* Sort jobs[0..n) by submit time, stably; TP_ERR_NOMEM leaves them. */
 static tp_err_t sort_jobs(tp_job_spec_t *jobs, size_t n)
 {
-	job_ix_t *ix;
+	tp__dix_t *ix;
 	tp_job_spec_t *tmp;
 	size_t i;
 
@@ -132,8 +125,9 @@ static tp_err_t sort_jobs(tp_job_spec_t *jobs, size_t n)
 		return TP_ERR_NOMEM;
 	}
 	for (i = 0; i < n; i++)
-		ix[i] = (job_ix_t){jobs[i].submit_s, i};
-	qsort(ix, n, sizeof(*ix), job_cmp);
+		ix[i] = (tp__dix_t){jobs[i].submit_s, i};
+	/* submit time, then file order (qsort is not stable) */
+	qsort(ix, n, sizeof(*ix), tp__dix_cmp);
 	for (i = 0; i < n; i++)
 		tmp[i] = jobs[ix[i].i];
 	memcpy(jobs, tmp, n * sizeof(*tmp));

@@ -141,22 +141,6 @@ out:
 	return err;
 }
 
-/* An event of the sweep: a job's start or end at t (the index breaks
- * ties, so the order is stable). */
-typedef struct ev {
-	double t;
-	size_t j;
-} ev_t;
-
-static int ev_cmp(const void *a, const void *b)
-{
-	const ev_t *x = a, *y = b;
-
-	if (x->t != y->t)
-		return x->t < y->t ? -1 : 1;
-	return x->j < y->j ? -1 : x->j > y->j;
-}
-
 /* The sweep's state: the jobs that run hold their GPUs in st and load
  * their links in tr; base is the caller's state (link health). */
 typedef struct sweep {
@@ -269,7 +253,7 @@ tp_err_t tp_trace_price_sweep(const tp_fabric_t *f, const tp_state_t *s,
 {
 	size_t n = t->njobs, e = 0;
 	sweep_t w = {f, s, ctx, pp, cache, policy, t, NULL, NULL};
-	ev_t *starts = NULL, *ends = NULL;
+	tp__dix_t *starts = NULL, *ends = NULL; /* events: job i at t */
 	bool *held = NULL;
 	tp_err_t err = TP_ERR_NOMEM;
 
@@ -288,20 +272,20 @@ tp_err_t tp_trace_price_sweep(const tp_fabric_t *f, const tp_state_t *s,
 	    !(w.tr = tp_traffic_create(f)))
 		goto out;
 	for (size_t j = 0; j < n; j++) {
-		starts[j] = (ev_t){t->jobs[j].start_s, j};
-		ends[j] = (ev_t){t->jobs[j].start_s + t->jobs[j].run_s, j};
+		starts[j] = (tp__dix_t){t->jobs[j].start_s, j};
+		ends[j] = (tp__dix_t){t->jobs[j].start_s + t->jobs[j].run_s, j};
 	}
-	qsort(starts, n, sizeof(*starts), ev_cmp);
-	qsort(ends, n, sizeof(*ends), ev_cmp);
+	qsort(starts, n, sizeof(*starts), tp__dix_cmp);
+	qsort(ends, n, sizeof(*ends), tp__dix_cmp);
 	for (size_t k = 0; k < n; k++) {
-		size_t j = starts[k].j, nh = 0;
+		size_t j = starts[k].i, nh = 0;
 		uint32_t *hv = NULL;
 		int *gv = NULL;
 		for (; e < n && ends[e].t <= starts[k].t; e++)
-			if (held[ends[e].j]) {
-				tp_state_release(w.st, ends[e].j + 1);
-				tp_traffic_remove(w.tr, ends[e].j + 1);
-				held[ends[e].j] = false;
+			if (held[ends[e].i]) {
+				tp_state_release(w.st, ends[e].i + 1);
+				tp_traffic_remove(w.tr, ends[e].i + 1);
+				held[ends[e].i] = false;
 			}
 		err = tp_trace_job_hosts(f, t, j, &hv, &gv, &nh, NULL);
 		if (err == TP_ERR_NOMEM)
