@@ -16,7 +16,8 @@
 static const char usage[] =
     "Usage: topoplace trace FILE [--assume-gpus all|N] [-o OUT] [--json]\n"
     "       topoplace trace FILE --price --fabric F.json [--state S.json]\n"
-    "                       [--assume-gpus all|N] [-o OUT] [--json]\n"
+    "                       [--nics-by-rate] [--assume-gpus all|N] [-o OUT]\n"
+    "                       [--json]\n"
     "\n"
     "Read a job trace and print it as the CSV 'simulate --trace' reads:\n"
     "submit_s,gpus,nodes,gpus_per_node,run_s,comm_frac,model_bytes, one\n"
@@ -75,6 +76,8 @@ static const char usage[] =
     "  --fabric F.json   the fabric the jobs ran on (with --price)\n"
     "  --state S.json    link health and background traffic (with --price;\n"
     "                    default: the fabric as it is, idle)\n"
+    "  --nics-by-rate    load each host's NICs by their rates (with --price;\n"
+    "                    as simulate --nics-by-rate)\n"
     "  -o, --output OUT  write there instead of stdout\n"
     "  --json            the jobs and the counts as JSON (format\n"
     "                    topoplace-trace/1; with --price\n"
@@ -227,7 +230,7 @@ static int cmp_double(const void *a, const void *b)
 
 /* Every multi-node job of t priced on f into *R; an exit code. */
 static int price_jobs(const tp_cli_args_t *a, const tp_trace_t *t,
-		      price_run_t *R)
+		      bool nics_by_rate, price_run_t *R)
 {
 	tp_fabric_t *f = NULL;
 	tp_state_t *s = NULL;
@@ -248,6 +251,8 @@ static int price_jobs(const tp_cli_args_t *a, const tp_trace_t *t,
 	    !(s = tp_cli_load_state(f, a->state, &rc)))
 		goto out;
 	tp_cli_cost_params(&cp);
+	cp.nics_by_rate = nics_by_rate;
+	tp_state_set_nics_by_rate(s, nics_by_rate);
 	tp_policy_params_defaults(&pp);
 	if ((err = tp_cost_ctx_create(f, &cp, &ctx))) {
 		tp_cli_err("trace: cost model: %s", tp_strerror(err));
@@ -502,10 +507,11 @@ out:
 
 int tp_cmd_trace(int argc, char **argv)
 {
-	enum { O_ASSUME = 256, O_PRICE };
+	enum { O_ASSUME = 256, O_PRICE, O_NBR };
 	static const struct option opts[] = {
 	    {"assume-gpus", required_argument, NULL, O_ASSUME},
 	    {"price", no_argument, NULL, O_PRICE},
+	    {"nics-by-rate", no_argument, NULL, O_NBR},
 	    {"fabric", required_argument, NULL, TP_CLI_OPT_FABRIC},
 	    {"state", required_argument, NULL, TP_CLI_OPT_STATE},
 	    {"output", required_argument, NULL, 'o'},
@@ -518,7 +524,7 @@ int tp_cmd_trace(int argc, char **argv)
 	tp_trace_t t = {0};
 	char *msg = NULL, *text = NULL, what[40] = "";
 	price_run_t R = {0};
-	bool price = false;
+	bool price = false, nbr = false;
 	tp_err_t err;
 	long v;
 	int c, rc;
@@ -527,6 +533,8 @@ int tp_cmd_trace(int argc, char **argv)
 	while ((c = tp_cli_getopt(argc, argv, "o:h", opts, &a)) != -1) {
 		if (c == O_PRICE)
 			price = true;
+		if (c == O_NBR)
+			nbr = true;
 		if (c != O_ASSUME)
 			continue;
 		if (!strcmp(optarg, "all")) {
@@ -546,9 +554,9 @@ int tp_cmd_trace(int argc, char **argv)
 		tp_cli_err("trace: give one FILE (see --help)");
 		return TP_EXIT_INPUT;
 	}
-	if (price != (a.fabric != NULL) || (a.state && !price)) {
-		tp_cli_err("trace: --price needs --fabric, and --fabric and "
-			   "--state go with --price");
+	if (price != (a.fabric != NULL) || ((a.state || nbr) && !price)) {
+		tp_cli_err("trace: --price needs --fabric, and --fabric, "
+			   "--state and --nics-by-rate go with --price");
 		return TP_EXIT_INPUT;
 	}
 	if ((err = tp_trace_load_opts(argv[optind], &o, &t, &msg))) {
@@ -556,7 +564,7 @@ int tp_cmd_trace(int argc, char **argv)
 		tp_free(msg);
 		return tp_cli_exit_code(err);
 	}
-	if (price && (rc = price_jobs(&a, &t, &R)) != TP_EXIT_OK)
+	if (price && (rc = price_jobs(&a, &t, nbr, &R)) != TP_EXIT_OK)
 		goto out;
 	if (price)
 		text = a.json ? price_json(argv[optind], a.fabric, &t, &R)
