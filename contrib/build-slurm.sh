@@ -65,12 +65,14 @@ ENVF=$PREFIX/topoplace-build.env
 DIRS="src/api src/slurmctld src/slurmd src/srun src/sbatch src/squeue src/scontrol src/sinfo src/scancel"
 # Plugins: what slurmctld/slurmd/clients load with the mini-cluster's
 # slurm.conf (+ the defaults of 24.11: hash/k12 for credentials, tls/none,
-# prep/script, priority/basic) and the topology plugins. cred/common and
-# topology/common are convenience libraries the others link.
+# prep/script, priority/basic), the topology plugins and jobcomp/filetxt
+# (integration/slurm24_jobcomp.sh). cred/common, topology/common and
+# jobcomp/common are convenience libraries the others link.
 PLUGINS="auth/munge cred/common cred/munge hash/common_xkcp hash/k12 tls/none
 select/cons_tres topology/common topology/default topology/tree topology/block
 sched/backfill sched/builtin gres/common gres/gpu gpu/common gpu/generic
-proctrack/linuxproc proctrack/pgid priority/basic prep/script mpi/pmi2"
+proctrack/linuxproc proctrack/pgid priority/basic prep/script mpi/pmi2
+jobcomp/common jobcomp/filetxt"
 # what must exist for the build to count as complete
 installed() {
 	[ -f "$ENVF" ] || return 1
@@ -78,7 +80,8 @@ installed() {
 		sbin/slurmctld sbin/slurmd sbin/slurmstepd include/slurm/slurm.h \
 		lib/slurm/select_cons_tres.so lib/slurm/topology_tree.so \
 		lib/slurm/topology_default.so lib/slurm/auth_munge.so lib/slurm/cred_munge.so \
-		lib/slurm/gres_gpu.so lib/slurm/hash_k12.so lib/slurm/tls_none.so; do
+		lib/slurm/gres_gpu.so lib/slurm/hash_k12.so lib/slurm/tls_none.so \
+		lib/slurm/jobcomp_filetxt.so; do
 		[ -e "$PREFIX/$f" ] || return 1
 	done
 	# shellcheck disable=SC1090
