@@ -30,8 +30,8 @@ static const char usage[] =
     "                          --synthetic NAME --jobs N --seed S --load L]\n"
     "                          [--seeds N] [--policies a,b,...] [--baseline "
     "P]\n"
-    "                          [--price-budget N] [--nics-by-rate] [--json]\n"
-    "                          [--svg FILE]\n"
+    "                          [--price-budget N] [--nics-by-rate]\n"
+    "                          [--deflate-runs] [--json] [--svg FILE]\n"
     "\n"
     "Replay a job trace under each policy (FCFS + EASY backfill; a job's run\n"
     "time stretches with its predicted all-reduce time on the hosts it got\n"
@@ -95,6 +95,12 @@ static const char usage[] =
     "                     made with plan --nics-by-rate); default: evenly,\n"
     "                     one ring per rail, as libtopoplace-coll runs an\n"
     "                     even plan, so the slowest NIC paces the host\n"
+    "  --deflate-runs     with Slurm's records (--trace of sacct output with\n"
+    "                     NodeList, or a jobcomp log): a job's recorded run\n"
+    "                     time is what it took on the hosts Slurm gave it;\n"
+    "                     divide it by what those hosts cost it at its start\n"
+    "                     ((1 - comm_frac) + comm_frac x, x the slowdown\n"
+    "                     trace --price gives) to get its run on ideal hosts\n"
     "  --json             metrics per policy as JSON (means, per seed, "
     "ratios)\n"
     "  --svg FILE         utilisation, slowdowns and fragmentation (first "
@@ -335,6 +341,7 @@ typedef struct sims {
 	size_t nseeds, npol;
 	long seed0;
 	int max_host_gpus; /* the fabric's largest host */
+	size_t deflated;   /* --deflate-runs: jobs whose run time changed */
 	pthread_mutex_t lock;
 	size_t next;
 	tp_err_t err;
@@ -839,6 +846,7 @@ typedef struct sim_args {
 	long njobs, seed, nseeds;
 	long price_budget; /* -1: the policy parameters' default */
 	bool nics_by_rate; /* tp_cost_params_t's */
+	bool deflate;	   /* tp_trace_deflate a Slurm trace */
 	double load;
 } sim_args_t;
 
@@ -858,6 +866,7 @@ static bool sim_options(int argc, char **argv, sim_args_t *o, int *rc)
 	    {"baseline", required_argument, NULL, 'b'},
 	    {"price-budget", required_argument, NULL, 'B'},
 	    {"nics-by-rate", no_argument, NULL, 'N'},
+	    {"deflate-runs", no_argument, NULL, 'D'},
 	    {"json", no_argument, NULL, TP_CLI_OPT_JSON},
 	    {"svg", required_argument, NULL, 'g'},
 	    {"help", no_argument, NULL, 'h'},
@@ -908,6 +917,9 @@ static bool sim_options(int argc, char **argv, sim_args_t *o, int *rc)
 		case 'N':
 			o->nics_by_rate = true;
 			break;
+		case 'D':
+			o->deflate = true;
+			break;
 		case 'g':
 			o->svg = optarg;
 			break;
@@ -925,6 +937,11 @@ static bool sim_options(int argc, char **argv, sim_args_t *o, int *rc)
 	}
 	if (o->trace && o->synth) {
 		tp_cli_err("simulate: give --trace or --synthetic, not both");
+		return false;
+	}
+	if (o->deflate && !o->trace) {
+		tp_cli_err("simulate: --deflate-runs needs --trace (Slurm's "
+			   "records)");
 		return false;
 	}
 	if (o->nseeds < 0)
@@ -979,6 +996,36 @@ static int sim_policies(sim_args_t *o, const tp_fabric_t *f,
 	return TP_EXIT_OK;
 }
 
+/* --deflate-runs: t's run times (Slurm's records) divided by what their
+ * recorded hosts cost them; the count into *n. An exit code. */
+static int deflate(const sim_args_t *o, const tp_fabric_t *f, tp_trace_t *t,
+		   size_t *n)
+{
+	tp_cost_params_t cp;
+	tp_policy_params_t pp;
+	tp_cost_ctx_t *ctx = NULL;
+	tp_err_t err;
+
+	if (!t->strings) {
+		tp_cli_err("simulate: --deflate-runs: %s is %s, not Slurm's "
+			   "records with node lists (sacct -P with NodeList, "
+			   "or a jobcomp log)",
+			   o->trace, t->format);
+		return TP_EXIT_INPUT;
+	}
+	tp_cost_params_defaults(&cp);
+	cp.nics_by_rate = o->nics_by_rate;
+	tp_policy_params_defaults(&pp);
+	if (!(err = tp_cost_ctx_create(f, &cp, &ctx)))
+		err = tp_trace_deflate(f, ctx, &pp, t, n);
+	tp_cost_ctx_destroy(ctx);
+	if (err) {
+		tp_cli_err("simulate: --deflate-runs: %s", tp_strerror(err));
+		return tp_cli_exit_code(err);
+	}
+	return TP_EXIT_OK;
+}
+
 /* S's traces, one per seed (a CSV trace loaded for each), and its runs'
  * policies; TP_EXIT_OK or the exit code after an error line. */
 static int sim_traces(const sim_args_t *o, const tp_fabric_t *f,
@@ -1006,6 +1053,10 @@ static int sim_traces(const sim_args_t *o, const tp_fabric_t *f,
 				tp_free(msg);
 				return tp_cli_exit_code(err);
 			}
+			int rc;
+			if (o->deflate &&
+			    (rc = deflate(o, f, &S->traces[s], &S->deflated)))
+				return rc;
 		} else if ((err = tp_trace_synthetic(
 				o->synth, (size_t)o->njobs,
 				(uint64_t)o->seed + s,
@@ -1046,6 +1097,10 @@ static void sim_report(const sim_args_t *o, const tp_fabric_t *f,
 		printf(" from %s (left out %zu without GPUs, %zu that never "
 		       "ran)",
 		       t->format, t->left_nogpu, t->left_unrun);
+	if (o->deflate)
+		printf("; %zu run times deflated by what their hosts cost "
+		       "them",
+		       S->deflated);
 	printf("; seeds %ld-%ld; baseline %s", o->seed, o->seed + o->nseeds - 1,
 	       tp_policy_name(base));
 	if (batched(S))

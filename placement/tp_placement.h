@@ -576,6 +576,17 @@ tp_err_t tp_trace_price_sweep(const tp_fabric_t *f, const tp_state_t *s,
 			      tp_ideal_cache_t *cache,
 			      const tp_policy_t *policy, const tp_trace_t *t,
 			      tp_trace_price_t *slurm, tp_trace_price_t *alt);
+/* Slurm's recorded run times are what each job took on the hosts it
+ * got; the simulator takes run_s as the run on ideal hosts. Divide each
+ * multi-node job's run_s by the stretch its recorded hosts cost it at
+ * its start, (1 - comm_frac) + comm_frac x for the slowdown x that
+ * tp_trace_price_sweep prices there (its "slurm" output, on f healthy
+ * and idle but for the trace's own running jobs); *n_p: the jobs changed
+ * (those priced). The stretch rests on comm_frac, which Slurm does not
+ * record. */
+tp_err_t tp_trace_deflate(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
+			  const tp_policy_params_t *pp, tp_trace_t *t,
+			  size_t *n_p);
 /* Job j's hosts in f as Slurm recorded them (record order) and the GPUs
  * it held on each, into *hosts_p and *gpus_p (tp_free both; n in *n_p);
  * tp_trace_price_job's errors and messages. */

@@ -309,3 +309,38 @@ out:
 	tp_free(held);
 	return err;
 }
+
+tp_err_t tp_trace_deflate(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
+			  const tp_policy_params_t *pp, tp_trace_t *t,
+			  size_t *n_p)
+{
+	tp_trace_price_t *p;
+	tp_state_t *s;
+	tp_err_t err = TP_ERR_NOMEM;
+
+	*n_p = 0;
+	if (!f || !ctx || !t)
+		return TP_ERR_INVAL;
+	p = tp_calloc(t->njobs ? t->njobs : 1, sizeof(*p));
+	s = tp_state_create(f);
+	if (!p || !s)
+		goto out;
+	tp__state_match_cost(s, ctx);
+	if ((err = tp_trace_price_sweep(f, s, ctx, pp, NULL, NULL, t, p, NULL)))
+		goto out;
+	for (size_t j = 0; j < t->njobs; j++) {
+		tp_job_spec_t *js = &t->jobs[j];
+		if (isnan(p[j].predicted_s) || !(p[j].ideal_s > 0))
+			continue;
+		double x = p[j].predicted_s / p[j].ideal_s;
+		double stretch = (1 - js->comm_frac) + js->comm_frac * x;
+		if (stretch > 0) {
+			js->run_s /= stretch;
+			++*n_p;
+		}
+	}
+out:
+	tp_state_destroy(s);
+	tp_free(p);
+	return err;
+}

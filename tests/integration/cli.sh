@@ -70,6 +70,11 @@ expect 2 "trace --assume-gpus 0" $T trace "$tmp/sacct.txt" --assume-gpus 0
 expect 2 "trace --price without --fabric" $T trace "$tmp/sacct.txt" --price
 grep -q "trace: --price needs --fabric" "$tmp/err" && ok "trace --price names what it needs" || bad "trace --price: $(cat "$tmp/err")"
 expect 2 "trace --fabric without --price" $T trace "$tmp/sacct.txt" --fabric "$tmp/ft.json"
+expect 2 "simulate --deflate-runs without --trace" $T simulate --deflate-runs
+printf 'submit_s,nodes,gpus_per_node,run_s\n0,2,1,100\n' >"$tmp/d.csv"
+expect 2 "simulate --deflate-runs on a CSV" $T simulate --trace "$tmp/d.csv" --deflate-runs
+grep -q "deflate-runs: $tmp/d.csv is csv, not Slurm's records" "$tmp/err" &&
+	ok "--deflate-runs names what it needs" || bad "--deflate-runs: $(cat "$tmp/err")"
 sed -i 's/2026-12-01T10:01:00/2026-12-01 10:01/' "$tmp/sacct.txt"
 expect 2 "trace: a bad time" $T trace "$tmp/sacct.txt"
 grep -q "sacct.txt:3: submit time: not valid ('2026-12-01 10:01')" "$tmp/err" &&

@@ -97,6 +97,10 @@ check_trace() {
 		--policies topoplace,slurm-tree
 	grep -q "^trace $f: 3 jobs from $fmt (left out 1 without GPUs, 1 that never ran)" "$tmp/out" &&
 		ok "$fmt: simulate says what it read" || bad "$fmt: simulate: $(head -3 "$tmp/out")"
+	expect 0 "$fmt: simulate --deflate-runs" "$TOPOPLACE" simulate --trace "$f" --fabric "$dir/fabric.json" \
+		--policies topoplace,slurm-tree --deflate-runs
+	grep -q "; 2 run times deflated by what their hosts cost them" "$tmp/out" &&
+		ok "$fmt: the two multi-node jobs' run times deflated" || bad "$fmt: deflate: $(head -3 "$tmp/out")"
 	# what Slurm's placements cost: the two multi-node jobs on the hosts
 	# Slurm recorded, the 2-node one alone as topoplace cost prices those
 	# hosts, and no faster with the other job's traffic

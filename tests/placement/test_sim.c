@@ -1044,6 +1044,19 @@ static void test_trace_price(void **state)
 	for (int k = 2; k < 4; k++) /* a host not in f; no node list */
 		assert_true(isnan(loaded[k].predicted_s) &&
 			    isnan(alt[k].predicted_s));
+	/* run times as on ideal hosts: divided by the stretch the
+	 * recorded hosts cost at comm_frac 0.3 */
+	size_t nd = 0;
+	double run1 = t.jobs[1].run_s;
+	assert_int_equal(tp_trace_deflate(f, ctx, &pp, &t, &nd), TP_OK);
+	assert_int_equal(nd, 2);
+	assert_close(
+	    t.jobs[0].run_s,
+	    3600 / (0.7 + 0.3 * loaded[0].predicted_s / loaded[0].ideal_s));
+	assert_close(
+	    t.jobs[1].run_s,
+	    run1 / (0.7 + 0.3 * loaded[1].predicted_s / loaded[1].ideal_s));
+	assert_close(t.jobs[2].run_s, 3600 - 2); /* not priced: as it was */
 
 	assert_int_equal(
 	    tp_trace_price_job(f, s, ctx, &pp, NULL, &t, 2, &p11, &err),
