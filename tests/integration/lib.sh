@@ -224,6 +224,24 @@ topoplace_cluster8() {
 	log=$dir/log/slurmctld.log
 }
 
+# jobcomp_cluster [START-ARG...]: a 4-node mini-cluster (4 fake GPUs a
+# node) in $dir on $NET/$PORT with ${PREFIX:+its Slurm} and a job
+# completion log, $dir/jobcomp.log (JobCompType=jobcomp/filetxt), plus the
+# START-ARGs (--slurmdbd); ends the test when it does not start, else
+# exports SLURM_CONF and sets jc (the log).
+jobcomp_cluster() {
+	jc=$dir/jobcomp.log
+	printf 'JobCompType=jobcomp/filetxt\nJobCompLoc=%s\n' "$jc" >"$tmp/jobcomp.conf"
+	echo "# $CLUSTER start ${PREFIX:+--slurm-prefix $PREFIX }$* --nodes 4 --gpus-per-node 4 --net $NET --port $PORT --dir $dir"
+	if ! timeout 90 "$CLUSTER" start ${PREFIX:+--slurm-prefix "$PREFIX"} "$@" --nodes 4 --gpus-per-node 4 \
+		--dir "$dir" --timeout 40 --net "$NET" --port "$PORT" --slurm-conf-extra "$tmp/jobcomp.conf" \
+		>"$tmp/start.out" 2>&1; then
+		cat "$tmp/start.out"
+		bad "cluster start ($*)"
+		finish
+	fi
+	export SLURM_CONF=$dir/slurm.conf
+}
 # linkstate_cluster NET PORT: after need_slurm 24 (or 22), topoplace_cluster8
 # on the generated fabric whose topoplace.conf names LinkState=links.json
 # (absent at start: healthy links); sets SLURM_CONF, log, fabric, links,

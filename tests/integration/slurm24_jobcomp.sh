@@ -20,16 +20,8 @@ cluster_trap slurmctld.log 'jobcomp\|fatal\|error' 20
 [ -f "$PREFIX/lib/slurm/jobcomp_filetxt.so" ] ||
 	skip_all "$PREFIX has no jobcomp_filetxt.so (contrib/build-slurm.sh --force)"
 
-printf 'JobCompType=jobcomp/filetxt\nJobCompLoc=%s/jobcomp.log\n' "$dir" >"$tmp/extra.conf"
-if ! timeout 90 "$CLUSTER" start --slurm-prefix "$PREFIX" --nodes 4 --gpus-per-node 4 --dir "$dir" \
-	--timeout 40 --net "$NET" --port "$PORT" --slurm-conf-extra "$tmp/extra.conf" >"$tmp/start.out" 2>&1; then
-	cat "$tmp/start.out"
-	bad "cluster start"
-	finish
-fi
+jobcomp_cluster
 ok "24.11 cluster up in $(($(date +%s) - t0)) s"
-export SLURM_CONF=$dir/slurm.conf
-jc=$dir/jobcomp.log
 gpu=$(sbatch_named gpu2 -o /dev/null -N 2 --gpus-per-node=2 --wrap 'sleep 2') || bad "sbatch gpu2"
 cpu=$(sbatch_named cpu1 -o /dev/null -N 1 --wrap 'sleep 1') || bad "sbatch cpu1"
 for j in $gpu $cpu; do wait_state -t 60 "$j" COMPLETED || bad "job $j completed"; done

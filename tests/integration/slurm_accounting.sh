@@ -24,17 +24,8 @@ dir=$tmp/cluster
 t0=$(date +%s)
 cluster_trap 'slurm*.log' 'jobcomp\|fatal\|error' 20
 
-printf 'JobCompType=jobcomp/filetxt\nJobCompLoc=%s/jobcomp.log\n' "$dir" >"$tmp/extra.conf"
-echo "# $CLUSTER start --slurmdbd --nodes 4 --gpus-per-node 4 --net $NET --port $PORT --dir $dir"
-if ! timeout 90 "$CLUSTER" start --slurmdbd --nodes 4 --gpus-per-node 4 --dir "$dir" --timeout 40 \
-	--net "$NET" --port "$PORT" --slurm-conf-extra "$tmp/extra.conf" >"$tmp/start.out" 2>&1; then
-	cat "$tmp/start.out"
-	bad "cluster start"
-	finish
-fi
+jobcomp_cluster --slurmdbd
 ok "cluster with slurmdbd up in $(($(date +%s) - t0)) s"
-export SLURM_CONF=$dir/slurm.conf
-jc=$dir/jobcomp.log
 
 # NAME SLEEP SBATCH-ARGS...: the job's id into $tmp/jobs
 submit() {
@@ -133,15 +124,8 @@ check_trace "$jc" jobcomp 0
 # names none, trace says how to get them, and --assume-gpus all takes
 # every job to hold its hosts whole.
 stop_cluster
-dir=$tmp/cluster2 jc=$tmp/cluster2/jobcomp.log
-printf 'JobCompType=jobcomp/filetxt\nJobCompLoc=%s/jobcomp.log\n' "$dir" >"$tmp/extra.conf"
-if ! timeout 90 "$CLUSTER" start --nodes 4 --gpus-per-node 4 --dir "$dir" --timeout 40 \
-	--net "$NET" --port "$PORT" --slurm-conf-extra "$tmp/extra.conf" >"$tmp/start.out" 2>&1; then
-	cat "$tmp/start.out"
-	bad "cluster start without slurmdbd"
-	finish
-fi
-export SLURM_CONF=$dir/slurm.conf
+dir=$tmp/cluster2
+jobcomp_cluster
 : >"$tmp/jobs"
 submit gpu2 2 -N 2 --gpus-per-node=2
 submit cpu1 1 -N 1
