@@ -16,8 +16,8 @@
 static const char usage[] =
     "Usage: topoplace trace FILE [--assume-gpus all|N] [-o OUT] [--json]\n"
     "       topoplace trace FILE --price --fabric F.json [--state S.json]\n"
-    "                       [--nics-by-rate] [--assume-gpus all|N] [-o OUT]\n"
-    "                       [--json]\n"
+    "                       [--nics-by-rate] [--policy P]\n"
+    "                       [--assume-gpus all|N] [-o OUT] [--json]\n"
     "\n"
     "Read a job trace and print it as the CSV 'simulate --trace' reads:\n"
     "submit_s,gpus,nodes,gpus_per_node,run_s,comm_frac,model_bytes, one\n"
@@ -81,6 +81,9 @@ static const char usage[] =
     "                    default: the fabric as it is, idle)\n"
     "  --nics-by-rate    load each host's NICs by their rates (with --price;\n"
     "                    as simulate --nics-by-rate)\n"
+    "  --policy P        whose picks stand beside Slurm's (with --price;\n"
+    "                    default topoplace; slurm-tree: what a topology.conf\n"
+    "                    would have done)\n"
     "  -o, --output OUT  write there instead of stdout\n"
     "  --json            the jobs and the counts as JSON (format\n"
     "                    topoplace-trace/1; with --price\n"
@@ -233,7 +236,8 @@ static int cmp_double(const void *a, const void *b)
 
 /* Every multi-node job of t priced on f into *R; an exit code. */
 static int price_jobs(const tp_cli_args_t *a, const tp_trace_t *t,
-		      bool nics_by_rate, price_run_t *R)
+		      bool nics_by_rate, const tp_policy_t *policy,
+		      price_run_t *R)
 {
 	tp_fabric_t *f = NULL;
 	tp_state_t *s = NULL;
@@ -290,8 +294,7 @@ static int price_jobs(const tp_cli_args_t *a, const tp_trace_t *t,
 		e->job = j;
 		R->n++;
 	}
-	if ((err = tp_trace_price_sweep(f, s, ctx, &pp, cache,
-					tp_policy_find("topoplace"), t,
+	if ((err = tp_trace_price_sweep(f, s, ctx, &pp, cache, policy, t,
 					R->loaded, R->alt))) {
 		tp_cli_err("trace: pricing the starts: %s", tp_strerror(err));
 		rc = tp_cli_exit_code(err);
@@ -365,7 +368,8 @@ out:
 }
 
 static char *price_text(const char *path, const char *fabric,
-			const tp_trace_t *t, const price_run_t *R)
+			const tp_trace_t *t, const price_run_t *R,
+			const char *pname)
 {
 	tp_strbuf_t sb = {0};
 
@@ -378,7 +382,7 @@ static char *price_text(const char *path, const char *fabric,
 	tp_strbuf_printf(
 	    &sb, "%-12s %5s %5s %-12s %10s %10s %10s %8s %12s %10s %8s  %s\n",
 	    "job", "hosts", "GPUs", "algo", "alone", "loaded", "ideal",
-	    "slowdown", "groups (min)", "topoplace", "slowdown", "nodes");
+	    "slowdown", "groups (min)", pname, "slowdown", "nodes");
 	for (size_t i = 0; i < R->n; i++) {
 		const tp_trace_price_t *p = &R->v[i].p;
 		const tp_trace_price_t *q = &R->alt[R->v[i].job];
@@ -422,10 +426,11 @@ static char *price_text(const char *path, const char *fabric,
 	if (R->nalt)
 		tp_strbuf_printf(
 		    &sb,
-		    "topoplace, from the hosts free at each start (%zu jobs): "
+		    "%s, from the hosts free at each start (%zu jobs): "
 		    "slowdown mean %.3f; its all-reduce took %.3f +- %.3f of "
 		    "Slurm's pick's (mean per job)\n",
-		    R->nalt, R->alt_slow_mean, R->ratio_mean, R->ratio_se);
+		    pname, R->nalt, R->alt_slow_mean, R->ratio_mean,
+		    R->ratio_se);
 	if (sb.failed) {
 		tp_free(sb.buf);
 		return NULL;
@@ -434,7 +439,8 @@ static char *price_text(const char *path, const char *fabric,
 }
 
 static char *price_json(const char *path, const char *fabric,
-			const tp_trace_t *t, const price_run_t *R)
+			const tp_trace_t *t, const price_run_t *R,
+			const char *pname)
 {
 	cJSON *o = cJSON_CreateObject(), *jobs;
 
@@ -455,7 +461,9 @@ static char *price_json(const char *path, const char *fabric,
 	cJSON_AddNumberToObject(o, "slowdown_max", R->slow_max);
 	cJSON_AddNumberToObject(o, "gpu_hours", R->gpu_h);
 	cJSON_AddNumberToObject(o, "gpu_hours_beyond_ideal", R->lost_h);
-	cJSON *tpo = cJSON_AddObjectToObject(o, "topoplace");
+	/* the policy's picks ("policy" names it) */
+	cJSON_AddStringToObject(o, "policy", pname);
+	cJSON *tpo = cJSON_AddObjectToObject(o, "pick");
 	if (tpo) {
 		cJSON_AddNumberToObject(tpo, "jobs", (double)R->nalt);
 		cJSON_AddNumberToObject(tpo, "slowdown_mean", R->alt_slow_mean);
@@ -492,7 +500,7 @@ static char *price_json(const char *path, const char *fabric,
 		cJSON_AddNumberToObject(e, "groups_min", (double)p->groups_min);
 		const tp_trace_price_t *q = &R->alt[R->v[i].job];
 		if (!isnan(q->predicted_s)) {
-			cJSON *a = cJSON_AddObjectToObject(e, "topoplace");
+			cJSON *a = cJSON_AddObjectToObject(e, "pick");
 			if (a) {
 				cJSON_AddNumberToObject(a, "predicted_s",
 							q->predicted_s);
@@ -510,11 +518,12 @@ out:
 
 int tp_cmd_trace(int argc, char **argv)
 {
-	enum { O_ASSUME = 256, O_PRICE, O_NBR };
+	enum { O_ASSUME = 256, O_PRICE, O_NBR, O_POLICY };
 	static const struct option opts[] = {
 	    {"assume-gpus", required_argument, NULL, O_ASSUME},
 	    {"price", no_argument, NULL, O_PRICE},
 	    {"nics-by-rate", no_argument, NULL, O_NBR},
+	    {"policy", required_argument, NULL, O_POLICY},
 	    {"fabric", required_argument, NULL, TP_CLI_OPT_FABRIC},
 	    {"state", required_argument, NULL, TP_CLI_OPT_STATE},
 	    {"output", required_argument, NULL, 'o'},
@@ -528,6 +537,7 @@ int tp_cmd_trace(int argc, char **argv)
 	char *msg = NULL, *text = NULL, what[40] = "";
 	price_run_t R = {0};
 	bool price = false, nbr = false;
+	const char *pname = NULL;
 	tp_err_t err;
 	long v;
 	int c, rc;
@@ -538,6 +548,8 @@ int tp_cmd_trace(int argc, char **argv)
 			price = true;
 		if (c == O_NBR)
 			nbr = true;
+		if (c == O_POLICY)
+			pname = optarg;
 		if (c != O_ASSUME)
 			continue;
 		if (!strcmp(optarg, "all")) {
@@ -557,21 +569,31 @@ int tp_cmd_trace(int argc, char **argv)
 		tp_cli_err("trace: give one FILE (see --help)");
 		return TP_EXIT_INPUT;
 	}
-	if (price != (a.fabric != NULL) || ((a.state || nbr) && !price)) {
+	if (price != (a.fabric != NULL) ||
+	    ((a.state || nbr || pname) && !price)) {
 		tp_cli_err("trace: --price needs --fabric, and --fabric, "
-			   "--state and --nics-by-rate go with --price");
+			   "--state, --nics-by-rate and --policy go with "
+			   "--price");
 		return TP_EXIT_INPUT;
 	}
+	const tp_policy_t *policy = tp_policy_find(pname ? pname : "topoplace");
+	if (!policy) {
+		tp_cli_err("trace: unknown policy '%s' (%s)", pname,
+			   tp_policy_names());
+		return TP_EXIT_INPUT;
+	}
+	pname = tp_policy_name(policy);
 	if ((err = tp_trace_load_opts(argv[optind], &o, &t, &msg))) {
 		tp_cli_err("trace: %s", msg ? msg : tp_strerror(err));
 		tp_free(msg);
 		return tp_cli_exit_code(err);
 	}
-	if (price && (rc = price_jobs(&a, &t, nbr, &R)) != TP_EXIT_OK)
+	if (price && (rc = price_jobs(&a, &t, nbr, policy, &R)) != TP_EXIT_OK)
 		goto out;
 	if (price)
-		text = a.json ? price_json(argv[optind], a.fabric, &t, &R)
-			      : price_text(argv[optind], a.fabric, &t, &R);
+		text = a.json
+			   ? price_json(argv[optind], a.fabric, &t, &R, pname)
+			   : price_text(argv[optind], a.fabric, &t, &R, pname);
 	else
 		text = a.json ? trace_json(argv[optind], &t)
 			      : trace_csv(argv[optind], &t, what);

@@ -14,10 +14,12 @@
 # start while others run. Then sacct's record of them goes through
 # `topoplace trace --price` on that fabric: per job the all-reduce (1 GiB,
 # faster of ring and hierarchical) on Slurm's hosts against the ideal, and
-# topoplace's pick from the hosts free at that job's start. Prints the
+# topoplace's pick from the hosts free at that job's start (and
+# slurm-tree's: what a topology.conf would have done). Prints the
 # figures and one JSON line ({"format":"topoplace-price-bench/1","jobs",
 # "topology","priced","slurm_slowdown_mean","slurm_slowdown_se","topoplace_slowdown_mean",
-# "ratio_mean","ratio_se"}, also to --json FILE).
+# "ratio_mean","ratio_se","tree_ratio_mean","tree_ratio_se"}, also to
+# --json FILE).
 #
 #   bench_price.sh [--topology none|tree (none)] [--jobs N (24)]
 #                  [--leaves L (4)] [--json FILE]
@@ -95,14 +97,18 @@ until sacct_all; do
 	sleep 0.5
 done
 "$TOPOPLACE" trace "$tmp/sacct.txt" --price --fabric "$tmp/fabric.json" >"$tmp/price.txt" &&
-	"$TOPOPLACE" trace "$tmp/sacct.txt" --price --fabric "$tmp/fabric.json" --json >"$tmp/price.json" ||
+	"$TOPOPLACE" trace "$tmp/sacct.txt" --price --fabric "$tmp/fabric.json" --json >"$tmp/price.json" &&
+	"$TOPOPLACE" trace "$tmp/sacct.txt" --price --fabric "$tmp/fabric.json" --json \
+		--policy slurm-tree >"$tmp/tree.json" ||
 	{ echo "bench_price: topoplace trace --price failed" >&2; exit 1; }
 cat "$tmp/price.txt"
-line=$(jq -c --argjson jobs "$jobs" --arg topo "$topo" '{format: "topoplace-price-bench/1", jobs: $jobs,
+line=$(jq -c --argjson jobs "$jobs" --arg topo "$topo" --slurpfile tree "$tmp/tree.json" \
+	'{format: "topoplace-price-bench/1", jobs: $jobs,
 	topology: $topo, priced,
 	slurm_slowdown_mean: .slowdown_mean, slurm_slowdown_se: .slowdown_se,
-	topoplace_slowdown_mean: .topoplace.slowdown_mean,
-	ratio_mean: .topoplace.ratio_mean, ratio_se: .topoplace.ratio_se}' "$tmp/price.json")
+	topoplace_slowdown_mean: .pick.slowdown_mean,
+	ratio_mean: .pick.ratio_mean, ratio_se: .pick.ratio_se,
+	tree_ratio_mean: $tree[0].pick.ratio_mean, tree_ratio_se: $tree[0].pick.ratio_se}' "$tmp/price.json")
 echo "# Slurm 22.05, topology $topo: $jobs jobs on $nodes nodes ($leaves leaves, 8:1 up-links) in $(($(date +%s) - t0)) s"
 echo "$line"
 [ -z "$json" ] || echo "$line" >"$json"

@@ -70,6 +70,9 @@ expect 2 "trace --assume-gpus 0" $T trace "$tmp/sacct.txt" --assume-gpus 0
 expect 2 "trace --price without --fabric" $T trace "$tmp/sacct.txt" --price
 grep -q "trace: --price needs --fabric" "$tmp/err" && ok "trace --price names what it needs" || bad "trace --price: $(cat "$tmp/err")"
 expect 2 "trace --fabric without --price" $T trace "$tmp/sacct.txt" --fabric "$tmp/ft.json"
+expect 2 "trace --price --policy nope" $T trace "$tmp/sacct.txt" --price --fabric "$tmp/ft.json" --policy nope
+grep -q "trace: unknown policy 'nope' (topoplace, slurm-tree" "$tmp/err" && ok "trace names the policies" ||
+	bad "trace --policy: $(cat "$tmp/err")"
 expect 2 "simulate --deflate-runs without --trace" $T simulate --deflate-runs
 printf 'submit_s,nodes,gpus_per_node,run_s\n0,2,1,100\n' >"$tmp/d.csv"
 expect 2 "simulate --deflate-runs on a CSV" $T simulate --trace "$tmp/d.csv" --deflate-runs

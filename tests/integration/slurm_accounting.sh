@@ -112,10 +112,10 @@ check_trace() {
 	# started together, so each found the other's hosts free or taken
 	# as the start order says; both got a pick, no slower than Slurm's
 	# here (an idle 2-leaf fabric)
-	jq -e '.topoplace.jobs == 2 and ([.jobs[] | .topoplace.predicted_s > 0] | all)
-		and ([.jobs[] | .topoplace.groups >= 1] | all)' "$tmp/price.json" >/dev/null &&
-		ok "$fmt: topoplace's picks beside Slurm's: $(jq -c '[.jobs[] | {nodes, s: .predicted_s, tp: .topoplace.predicted_s}]' "$tmp/price.json")" ||
-		bad "$fmt: topoplace picks: $(jq -c '[.topoplace, [.jobs[].topoplace]]' "$tmp/price.json")"
+	jq -e '.policy == "topoplace" and .pick.jobs == 2 and ([.jobs[] | .pick.predicted_s > 0] | all)
+		and ([.jobs[] | .pick.groups >= 1] | all)' "$tmp/price.json" >/dev/null &&
+		ok "$fmt: topoplace's picks beside Slurm's: $(jq -c '[.jobs[] | {nodes, s: .predicted_s, tp: .pick.predicted_s}]' "$tmp/price.json")" ||
+		bad "$fmt: topoplace picks: $(jq -c '[.pick, [.jobs[].pick]]' "$tmp/price.json")"
 }
 check_trace "$tmp/sacct.txt" sacct 4
 check_trace "$jc" jobcomp 0
