@@ -99,17 +99,43 @@ out:
 	return err;
 }
 
+/* Hosts hv/gv (n, in ring order) for request r priced on s into *out:
+ * nhosts, gpus, the faster of ring and hierarchical (predicted_s, algo)
+ * and the level-1 groups spanned and the fewest r needs (not ideal_s). */
+static tp_err_t price_hosts(const tp_fabric_t *f, const tp_state_t *s,
+			    const tp_cost_ctx_t *ctx, const tp_request_t *r,
+			    const uint32_t *hv, const int *gv, size_t n,
+			    tp_trace_price_t *out)
+{
+	size_t span[TP_SPAN_NLEVELS], smin[TP_SPAN_NLEVELS];
+	tp_cost_t c;
+	tp_err_t err;
+
+	out->nhosts = n;
+	out->gpus = 0;
+	for (size_t i = 0; i < n; i++)
+		out->gpus += (size_t)gv[i];
+	if ((err = tp_cost_predict_best(ctx, s, hv, gv, n, tp_request_bytes(r),
+					&out->algo, &c)))
+		return err;
+	out->predicted_s = c.seconds;
+	tp_span_of(f, hv, n, span);
+	tp_span_min(f, NULL, r, smin);
+	out->groups = span[TP_SPAN_GROUPS];
+	out->groups_min = smin[TP_SPAN_GROUPS];
+	return TP_OK;
+}
+
 tp_err_t tp_trace_price_job(const tp_fabric_t *f, const tp_state_t *s,
 			    const tp_cost_ctx_t *ctx,
 			    const tp_policy_params_t *pp,
 			    tp_ideal_cache_t *cache, const tp_trace_t *t,
 			    size_t j, tp_trace_price_t *out, char **err_p)
 {
-	size_t n = 0, span[TP_SPAN_NLEVELS], smin[TP_SPAN_NLEVELS];
+	size_t n = 0;
 	uint32_t *hv = NULL;
 	int *gv = NULL;
 	tp_request_t r;
-	tp_cost_t c;
 	tp_err_t err;
 
 	memset(out, 0, sizeof(*out));
@@ -117,23 +143,11 @@ tp_err_t tp_trace_price_job(const tp_fabric_t *f, const tp_state_t *s,
 		return TP_ERR_INVAL;
 	if ((err = tp_trace_job_hosts(f, t, j, &hv, &gv, &n, err_p)))
 		return err;
-	for (size_t i = 0; i < n; i++)
-		out->gpus += (size_t)gv[i];
 	/* the order a plan runs them in (host GPUs move with their host) */
 	tp_ring_order(f, hv, gv, n);
 	tp__job_request(&t->jobs[j], &r);
-	if ((err = tp_cost_predict_best(ctx, s, hv, gv, n, tp_request_bytes(&r),
-					&out->algo, &c)))
-		goto out;
-	out->predicted_s = c.seconds;
-	if ((err = tp_place_ideal(f, &r, pp, ctx, cache, &out->ideal_s)))
-		goto out;
-	tp_span_of(f, hv, n, span);
-	tp_span_min(f, NULL, &r, smin);
-	out->groups = span[TP_SPAN_GROUPS];
-	out->groups_min = smin[TP_SPAN_GROUPS];
-	out->nhosts = n;
-out:
+	if (!(err = price_hosts(f, s, ctx, &r, hv, gv, n, out)))
+		err = tp_place_ideal(f, &r, pp, ctx, cache, &out->ideal_s);
 	if (err && err_p)
 		*err_p = tp_strdup(tp_strerror(err));
 	tp_free(hv);
@@ -169,9 +183,8 @@ static tp_err_t sweep_start(sweep_t *w, size_t j, uint32_t *hv, int *gv,
 			    tp_trace_price_t *alt)
 {
 	const tp_job_spec_t *js = &w->t->jobs[j];
-	size_t span[TP_SPAN_NLEVELS], smin[TP_SPAN_NLEVELS];
+	tp_trace_price_t own, *p = slurm ? slurm : &own;
 	tp_request_t r;
-	tp_cost_t c;
 	tp_algo_t algo = TP_ALGO_RING;
 	double x = 1;
 	tp_err_t err;
@@ -181,29 +194,19 @@ static tp_err_t sweep_start(sweep_t *w, size_t j, uint32_t *hv, int *gv,
 	if ((err = tp_traffic_apply(w->tr, w->base, w->st)))
 		return err;
 	if (js->nodes >= 2) {
-		tp_trace_price_t *p = slurm;
 		double ideal = 0;
 		if ((err = tp_place_ideal(w->f, &r, w->pp, w->ctx, w->cache,
 					  &ideal)))
 			return err;
-		err = tp_cost_predict_best(w->ctx, w->st, hv, gv, n,
-					   tp_request_bytes(&r), &algo, &c);
+		err = price_hosts(w->f, w->st, w->ctx, &r, hv, gv, n, p);
 		if (err == TP_ERR_NOMEM)
 			return err;
 		if (!err) {
-			x = ideal > 0 ? c.seconds / ideal : 1;
-			if (p) {
-				p->nhosts = n;
-				for (size_t i = 0; i < n; i++)
-					p->gpus += (size_t)gv[i];
-				p->predicted_s = c.seconds;
-				p->ideal_s = ideal;
-				p->algo = algo;
-				tp_span_of(w->f, hv, n, span);
-				tp_span_min(w->f, NULL, &r, smin);
-				p->groups = span[TP_SPAN_GROUPS];
-				p->groups_min = smin[TP_SPAN_GROUPS];
-			}
+			p->ideal_s = ideal;
+			algo = p->algo;
+			x = ideal > 0 ? p->predicted_s / ideal : 1;
+		} else {
+			unpriced(p); /* no route: nothing to price */
 		}
 		if (alt) {
 			tp_placement_t pl;
