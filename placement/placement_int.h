@@ -280,10 +280,11 @@ int tp__dix_cmp(const void *a, const void *b);
 /* The request a trace job makes: its hosts and GPUs, exclusive on
  * several hosts, its all-reduce size (sim.c). */
 void tp__job_request(const tp_job_spec_t *j, tp_request_t *r);
-/* Whether buf (a whole file) holds Slurm's records rather than CSV, and
- * their parser (trace_slurm.c; tp_trace_load's rules). */
-bool tp__trace_is_slurm(const char *buf);
-tp_err_t tp__trace_parse_slurm(const char *path, char *buf, int assume_gpus,
-			       tp_trace_t *t, char **msg);
+/* What buf (a whole file) holds, by its first line: "jobcomp", "sacct"
+ * (Slurm's records) or "csv" (static); and the parser of Slurm's records
+ * (trace_slurm.c; tp_trace_load's rules). */
+const char *tp__trace_kind(const char *buf);
+tp_err_t tp__trace_parse_slurm(const char *path, char *buf, bool jobcomp,
+			       int assume_gpus, tp_trace_t *t, char **msg);
 
 #endif

@@ -456,9 +456,11 @@ static tp_err_t load(const char *path, bool any, const tp_trace_opts_t *o,
 
 	memset(t, 0, sizeof(*t));
 	if (!(err = read_trace(path, &buf, &msg))) {
-		if (any && tp__trace_is_slurm(buf))
+		const char *kind = any ? tp__trace_kind(buf) : "csv";
+		if (strcmp(kind, "csv"))
 			err = tp__trace_parse_slurm(
-			    path, buf, o ? o->assume_gpus : -1, t, &msg);
+			    path, buf, !strcmp(kind, "jobcomp"),
+			    o ? o->assume_gpus : -1, t, &msg);
 		else
 			err = parse_csv(path, buf, t, &msg);
 	}

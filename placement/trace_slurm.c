@@ -43,7 +43,7 @@ typedef struct rec {
 	bool unallocated; /* sacct: an empty AllocTRES */
 } rec_t;
 
-bool tp__trace_is_slurm(const char *buf)
+const char *tp__trace_kind(const char *buf)
 {
 	const char *p = buf, *eol;
 
@@ -51,9 +51,9 @@ bool tp__trace_is_slurm(const char *buf)
 		p++;
 	eol = strchr(p, '\n');
 	if (!strncmp(p, "JobId=", 6))
-		return true;
+		return "jobcomp";
 	const char *bar = strchr(p, '|');
-	return bar && (!eol || bar < eol) && *p != '#';
+	return bar && (!eol || bar < eol) && *p != '#' ? "sacct" : "csv";
 }
 
 /* Days from 1970-01-01 to the civil date y-m-d (proleptic Gregorian). */
@@ -409,18 +409,13 @@ static tp_err_t parse_jobcomp(pctx_t *c, char *buf)
 	return TP_OK;
 }
 
-tp_err_t tp__trace_parse_slurm(const char *path, char *buf, int assume_gpus,
-			       tp_trace_t *t, char **msg)
+tp_err_t tp__trace_parse_slurm(const char *path, char *buf, bool jobcomp,
+			       int assume_gpus, tp_trace_t *t, char **msg)
 {
 	pctx_t c = {
 	    .path = path, .t = t, .msg = msg, .assume_gpus = assume_gpus};
-	const char *p = buf;
-	bool jobcomp;
 	tp_err_t err;
 
-	while (isspace((unsigned char)*p))
-		p++;
-	jobcomp = !strncmp(p, "JobId=", 6);
 	err = jobcomp ? parse_jobcomp(&c, buf) : parse_sacct(&c, buf);
 	if (!err && !c.n && !t->gpu_tres && t->left_nogpu)
 		*msg = tp_asprintf(
