@@ -996,14 +996,14 @@ static int sim_policies(sim_args_t *o, const tp_fabric_t *f,
 	return TP_EXIT_OK;
 }
 
-/* --deflate-runs: t's run times (Slurm's records) divided by what their
- * recorded hosts cost them; the count into *n. An exit code. */
-static int deflate(const sim_args_t *o, const tp_fabric_t *f, tp_trace_t *t,
-		   size_t *n)
+/* --deflate-runs: the trace's run times (Slurm's records) divided by
+ * what their recorded hosts cost them, priced once with the run's cost
+ * context and parameters; every seed holds the same file, so the other
+ * seeds' copies take the first's. The count into S->deflated. An exit
+ * code. */
+static int deflate(const sim_args_t *o, const tp_fabric_t *f, sims_t *S)
 {
-	tp_cost_params_t cp;
-	tp_policy_params_t pp;
-	tp_cost_ctx_t *ctx = NULL;
+	tp_trace_t *t = &S->traces[0];
 	tp_err_t err;
 
 	if (!t->strings) {
@@ -1013,16 +1013,13 @@ static int deflate(const sim_args_t *o, const tp_fabric_t *f, tp_trace_t *t,
 			   o->trace, t->format);
 		return TP_EXIT_INPUT;
 	}
-	tp_cost_params_defaults(&cp);
-	cp.nics_by_rate = o->nics_by_rate;
-	tp_policy_params_defaults(&pp);
-	if (!(err = tp_cost_ctx_create(f, &cp, &ctx)))
-		err = tp_trace_deflate(f, ctx, &pp, t, n);
-	tp_cost_ctx_destroy(ctx);
-	if (err) {
+	if ((err = tp_trace_deflate(f, S->ctx, S->pp, t, &S->deflated))) {
 		tp_cli_err("simulate: --deflate-runs: %s", tp_strerror(err));
 		return tp_cli_exit_code(err);
 	}
+	for (size_t s = 1; s < S->nseeds; s++)
+		for (size_t j = 0; j < t->njobs; j++)
+			S->traces[s].jobs[j].run_s = t->jobs[j].run_s;
 	return TP_EXIT_OK;
 }
 
@@ -1053,10 +1050,6 @@ static int sim_traces(const sim_args_t *o, const tp_fabric_t *f,
 				tp_free(msg);
 				return tp_cli_exit_code(err);
 			}
-			int rc;
-			if (o->deflate &&
-			    (rc = deflate(o, f, &S->traces[s], &S->deflated)))
-				return rc;
 		} else if ((err = tp_trace_synthetic(
 				o->synth, (size_t)o->njobs,
 				(uint64_t)o->seed + s,
@@ -1142,7 +1135,9 @@ static int sim_run(const sim_args_t *o, tp_fabric_t *f, sims_t *S,
 	S->f = f;
 	S->ctx = ctx;
 	S->pp = &pp;
-	if ((err = sims_run(S))) {
+	if (o->deflate && (rc = deflate(o, f, S)) != TP_EXIT_OK) {
+		/* said */
+	} else if ((err = sims_run(S))) {
 		tp_cli_err("simulate: policy %s, seed %ld: %s",
 			   tp_policy_name(S->runs[S->err_at].policy),
 			   o->seed + (long)(S->err_at / S->npol),

@@ -319,6 +319,7 @@ tp_err_t tp_trace_deflate(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 {
 	tp_trace_price_t *p;
 	tp_state_t *s;
+	tp_ideal_cache_t *cache; /* one ideal a job shape */
 	tp_err_t err = TP_ERR_NOMEM;
 
 	*n_p = 0;
@@ -326,10 +327,12 @@ tp_err_t tp_trace_deflate(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 		return TP_ERR_INVAL;
 	p = tp_calloc(t->njobs ? t->njobs : 1, sizeof(*p));
 	s = tp_state_create(f);
-	if (!p || !s)
+	cache = tp_ideal_cache_create();
+	if (!p || !s || !cache)
 		goto out;
 	tp__state_match_cost(s, ctx);
-	if ((err = tp_trace_price_sweep(f, s, ctx, pp, NULL, NULL, t, p, NULL)))
+	if ((err =
+		 tp_trace_price_sweep(f, s, ctx, pp, cache, NULL, t, p, NULL)))
 		goto out;
 	for (size_t j = 0; j < t->njobs; j++) {
 		tp_job_spec_t *js = &t->jobs[j];
@@ -343,6 +346,7 @@ tp_err_t tp_trace_deflate(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 		}
 	}
 out:
+	tp_ideal_cache_destroy(cache);
 	tp_state_destroy(s);
 	tp_free(p);
 	return err;
