@@ -224,6 +224,15 @@ topoplace_cluster8() {
 	log=$dir/log/slurmctld.log
 }
 
+# cluster8_fabric OUT NICS: the fabric contrib/slurm-cluster.sh generates
+# for its 8 nodes (2 leaves, 2 up-links each, node names interleaved over
+# the leaves, 4 GPUs a host) with NICS NICs a host (0: one per GPU), into
+# OUT; a failure is a failed check.
+cluster8_fabric() {
+	"$TOPOPLACE" fabric generate fat-tree --nics-per-host "$2" --uplinks 2 --leaves 2 --spines 1 \
+		--hosts-per-leaf 4 --interleave --gpus-per-host 4 --prefix node -o "$1" >/dev/null ||
+		bad "fabric generate"
+}
 # jobcomp_cluster [START-ARG...]: a 4-node mini-cluster (4 fake GPUs a
 # node) in $dir on $NET/$PORT with ${PREFIX:+its Slurm} and a job
 # completion log, $dir/jobcomp.log (JobCompType=jobcomp/filetxt), plus the

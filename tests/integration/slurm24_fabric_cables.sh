@@ -24,9 +24,7 @@ t0=$(date +%s)
 
 # the fabric contrib/slurm-cluster.sh generates for 8 nodes, then the
 # first up-link of leaf 0 (switch 0) at a quarter of its rate
-"$TOPOPLACE" fabric generate fat-tree --nics-per-host 1 --uplinks 2 --leaves 2 --spines 1 \
-	--hosts-per-leaf 4 --interleave --gpus-per-host 4 --prefix node -o "$tmp/healthy.json" >/dev/null ||
-	bad "fabric generate"
+cluster8_fabric "$tmp/healthy.json" 1
 up=$(jq '[.links | to_entries[] | select(.value[0] == "switch" and .value[1] == 0 and .value[3] == "switch")][0].key' \
 	"$tmp/healthy.json")
 [ -n "$up" ] && [ "$up" != null ] && ok "leaf 0's first up-link is link $up" || bad "no up-link of switch 0"

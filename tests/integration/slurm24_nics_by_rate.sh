@@ -22,9 +22,7 @@ PORT=${TP_NR_PORT:-6993}
 dir=$tmp/cluster
 t0=$(date +%s)
 
-"$TOPOPLACE" fabric generate fat-tree --nics-per-host 0 --uplinks 2 --leaves 2 --spines 1 \
-	--hosts-per-leaf 4 --interleave --gpus-per-host 4 --prefix node -o "$tmp/clean.json" >/dev/null ||
-	bad "fabric generate"
+cluster8_fabric "$tmp/clean.json" 0
 ca() { jq "[.cas | to_entries[] | select(.value.desc == \"$1\")][0].key" "$tmp/clean.json"; }
 a=$(ca "node003 mlx5_1") b=$(ca "node005 mlx5_2")
 jq -c "(.links[] | select(.[3] == \"ca\" and .[4] == $a)) |= (.[6] = (.[6] / 2)) |
