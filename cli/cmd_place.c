@@ -378,7 +378,13 @@ static int cost_run(const tp_cli_args_t *a, const char *bg, char *const *names,
 	tp_state_set_nics_by_rate(s, nics_by_rate);
 	if ((err = tp_cost_ctx_create(f, &cp, &ctx)) ||
 	    (err = tp_cost_predict(ctx, s, hv, gv, n, bytes, algo, &out))) {
-		tp_cli_err("cost: %s", tp_strerror(err));
+		if (err == TP_ERR_NOTFOUND)
+			tp_cli_err("cost: no live path between two of the "
+				   "hosts (every cable between them down, or "
+				   "at health 0 in %s)",
+				   bg ? bg : "the fabric");
+		else
+			tp_cli_err("cost: %s", tp_strerror(err));
 		rc = tp_cli_exit_code(err);
 		goto out;
 	}

@@ -1150,52 +1150,61 @@ static tp_err_t add_edge_rail(call_t *k, size_t i, size_t j, double bytes,
 	const tp_host_t *hi = tp_fabric_host(k->f, k->hosts[i]);
 	const tp_host_t *hj = tp_fabric_host(k->f, k->hosts[j]);
 	size_t np, routed = 0, first = k->nfl;
+	bool by_rate = false;
+	double wsum = 0;
 	tp_err_t err;
 
 	if (nvlink_edge(k, hi, hj)) {
 		add_nvlink(k, bytes, k->nv[i] < k->nv[j] ? k->nv[i] : k->nv[j]);
 		return TP_OK;
 	}
-	np = 0;
-	if (rail >= 0) {
-		size_t xa = ca_on_rail(k, hi, rail),
-		       xb = ca_on_rail(k, hj, rail);
-		if (xa != SIZE_MAX && xb != SIZE_MAX) {
+	/* the pairs to route: the rail's own (rail >= 0), the CAs the GPUs
+	 * use, or any two on a common rail (GPUs next to different rails
+	 * on the two hosts: NCCL crosses over PCIe rather than fail); when
+	 * none of a stage's pairs has a live route (a cable down or at
+	 * health 0 in the state) the next stage is tried */
+	for (int stage = rail >= 0 ? 0 : 1; stage < 3 && !routed; stage++) {
+		np = 0;
+		if (stage == 0) {
+			size_t xa = ca_on_rail(k, hi, rail),
+			       xb = ca_on_rail(k, hj, rail);
+			if (xa == SIZE_MAX || xb == SIZE_MAX)
+				continue;
 			k->pa[0] = hi->cas[xa];
 			k->pb[0] = hj->cas[xb];
 			np = 1;
+		} else if (stage == 1) {
+			np = pair_cas(k, &k->use[k->use_off[i]],
+				      k->use_off[i + 1] - k->use_off[i],
+				      &k->use[k->use_off[j]],
+				      k->use_off[j + 1] - k->use_off[j]);
+		} else {
+			np = pair_cas(k, hi->cas, hi->ncas, hj->cas, hj->ncas);
 		}
-	}
-	if (!np)
-		np = pair_cas(k, &k->use[k->use_off[i]],
-			      k->use_off[i + 1] - k->use_off[i],
-			      &k->use[k->use_off[j]],
-			      k->use_off[j + 1] - k->use_off[j]);
-	/* GPUs next to different rails on the two hosts: NCCL crosses
-	 * over PCIe to a common rail rather than fail */
-	if (!np)
-		np = pair_cas(k, hi->cas, hi->ncas, hj->cas, hj->ncas);
-	if ((err = grow_phase(k, k->nfl + np, k->npath + np * k->c->maxpath)))
-		return err;
-	/* each routed pair's weight: 1 (evenly), or with nics_by_rate the
-	 * slower end's Gb/s, as NCCL allots channels by bandwidth */
-	bool by_rate = k->c->p.nics_by_rate && np > 1;
-	double wsum = 0;
-	for (size_t p = 0; p < np; p++) {
-		flow_t *fl = &k->b.fl[k->nfl];
-		size_t len =
-		    cached_route(k, k->pa[p], k->pb[p], &k->b.path[k->npath],
-				 &fl->hops, &fl->top);
-		if (!len)
-			continue;
-		fl->off = (uint32_t)k->npath;
-		fl->bytes =
-		    by_rate ? fmin(ca_gbps(k, k->pa[p]), ca_gbps(k, k->pb[p]))
-			    : 1;
-		wsum += fl->bytes;
-		k->npath += len;
-		k->nfl++;
-		routed++;
+		if ((err = grow_phase(k, k->nfl + np,
+				      k->npath + np * k->c->maxpath)))
+			return err;
+		/* each routed pair's weight: 1 (evenly), or with
+		 * nics_by_rate the slower end's Gb/s, as NCCL allots
+		 * channels by bandwidth */
+		by_rate = k->c->p.nics_by_rate && np > 1;
+		wsum = 0;
+		for (size_t p = 0; p < np; p++) {
+			flow_t *fl = &k->b.fl[k->nfl];
+			size_t len = cached_route(k, k->pa[p], k->pb[p],
+						  &k->b.path[k->npath],
+						  &fl->hops, &fl->top);
+			if (!len)
+				continue;
+			fl->off = (uint32_t)k->npath;
+			fl->bytes = by_rate ? fmin(ca_gbps(k, k->pa[p]),
+						   ca_gbps(k, k->pb[p]))
+					    : 1;
+			wsum += fl->bytes;
+			k->npath += len;
+			k->nfl++;
+			routed++;
+		}
 	}
 	if (!routed)
 		return TP_ERR_NOTFOUND;

@@ -925,6 +925,61 @@ static void test_nics_by_rate(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* A host cable at health 0 (what the monitor writes for a pulled one):
+ * every algorithm still prices, the hierarchical one with that rail's
+ * rank crossing over to a live NIC (two rails on one NIC), as the ring
+ * does, both slower than clean; with every cable of the host dead there
+ * is no path, TP_ERR_NOTFOUND. */
+static void test_dead_host_cable(void **state)
+{
+	tp_fabric_t *f = tp_test_fat_tree_deg(2, 1, 2, 0, false, 0, 0);
+	tp_cost_ctx_t *c = mkctx(f);
+	uint32_t hosts[2] = {0, 1}, first = TP_ID_NONE;
+	int gpus[2] = {8, 8};
+	tp_algo_t algos[3] = {TP_ALGO_RING, TP_ALGO_HIERARCHICAL, TP_ALGO_TREE};
+	tp_cost_t clean[3], out;
+	tp_state_t *s;
+
+	(void)state;
+	assert_non_null(s = tp_state_create(f));
+	for (int a = 0; a < 3; a++)
+		clean[a] = predict(c, s, hosts, gpus, 2, algos[a]);
+	for (uint32_t i = 0; i < tp_fabric_nlinks(f); i++) {
+		const tp_link_t *k = tp_fabric_link(f, i);
+		for (int e = 0; e < 2; e++)
+			if (k->kind[e] == TP_NODE_CA &&
+			    tp_fabric_ca(f, k->node[e])->host == 1 &&
+			    first == TP_ID_NONE)
+				first = i;
+	}
+	assert_true(first != TP_ID_NONE);
+	assert_int_equal(tp_state_set_link(s, first, 0, 0), TP_OK);
+	for (int a = 0; a < 3; a++) {
+		out = predict(c, s, hosts, gpus, 2, algos[a]);
+		/* the tree's one channel between the hosts is not the
+		 * dead cable's */
+		if (algos[a] == TP_ALGO_TREE)
+			assert_true(out.bandwidth_s >= clean[a].bandwidth_s);
+		else
+			assert_true(out.bandwidth_s > clean[a].bandwidth_s);
+	}
+	for (uint32_t i = 0; i < tp_fabric_nlinks(f); i++) {
+		const tp_link_t *k = tp_fabric_link(f, i);
+		for (int e = 0; e < 2; e++)
+			if (k->kind[e] == TP_NODE_CA &&
+			    tp_fabric_ca(f, k->node[e])->host == 1)
+				assert_int_equal(tp_state_set_link(s, i, 0, 0),
+						 TP_OK);
+	}
+	for (int a = 0; a < 3; a++)
+		assert_int_equal(tp_cost_predict(c, s, hosts, gpus, 2, S_BYTES,
+						 algos[a], &out),
+				 TP_ERR_NOTFOUND);
+	tp_state_destroy(s);
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
 /* Hosts of one multi-node NVLink domain (NVL72 rack) talk over NVLink:
  * no switch hops, no fabric bottleneck, nothing across the spines. */
 static void test_nvlink_domain(void **state)
@@ -1573,6 +1628,7 @@ int main(void)
 	    cmocka_unit_test(test_hier_rail_leaders),
 	    cmocka_unit_test(test_multi_rail),
 	    cmocka_unit_test(test_nics_by_rate),
+	    cmocka_unit_test(test_dead_host_cable),
 	    cmocka_unit_test(test_nvlink_domain),
 	    cmocka_unit_test(test_maxmin_textbook),
 	    cmocka_unit_test(test_maxmin_alone),
