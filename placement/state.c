@@ -742,7 +742,7 @@ static tp_err_t load_down(loader_t *ld, const cJSON *arr)
 				     "down[%d]: expected a host name", i);
 		h = tp_fabric_host_find(ld->f, it->valuestring);
 		if (h == TP_ID_NONE)
-			return lfail(ld, TP_ERR_NOTFOUND,
+			return lfail(ld, TP_ERR_PARSE,
 				     "down[%d].%s: unknown host", i,
 				     it->valuestring);
 		ld->s->up[h] = false;
@@ -846,7 +846,7 @@ static tp_err_t load_job(loader_t *ld, const cJSON *o, int i)
 		int n;
 
 		if (h == TP_ID_NONE)
-			return lfail(ld, TP_ERR_NOTFOUND,
+			return lfail(ld, TP_ERR_PARSE,
 				     "jobs[%d].hosts.%s: unknown host", i,
 				     it->string);
 		if (!whole(it, 0, 1 << 20))

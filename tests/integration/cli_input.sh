@@ -38,6 +38,15 @@ for f in "$tmp/nosuch/f.json" "$tmp/garbage.json" "$tmp" "$tmp/fifo"; do
 	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "ls.conf: .*LinkState.*$f" "$tmp/err" &&
 		ok "one line naming LinkState $(basename "$f")" || bad "LinkState=$f: $(cat "$tmp/err")"
 done
+# a state naming a host the fabric lacks is bad input, not a file not
+# written yet (both were "not found" to the loader)
+for e in '"down":["ghost"]' '"jobs":[{"id":1,"hosts":{"ghost":1}}]'; do
+	printf '{"format":"topoplace-state/1",%s}\n' "$e" >"$tmp/ghost.json"
+	printf 'FabricFile=%s\nLinkState=%s\n' "$tmp/ft.json" "$tmp/ghost.json" >"$tmp/ls.conf"
+	expect 2 "config --check LinkState naming an unknown host" $T config --check "$tmp/ls.conf"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "ls.conf: LinkState: .*ghost.json: .*ghost: unknown host" "$tmp/err" &&
+		ok "the unknown host named" || bad "LinkState unknown host: $(cat "$tmp/err")"
+done
 printf 'FabricFile=ft.json\n' >"$tmp/rel.conf"
 expect 0 "config --check with a FabricFile beside it" $T config --check "$tmp/rel.conf"
 

@@ -400,9 +400,9 @@ static void test_state_json_errors(void **unused)
 	     "{\"id\":1,\"hosts\":{\"node001\":1}},"
 	     "{\"id\":2,\"hosts\":{\"node002\":1}},"
 	     "{\"id\":3,\"hosts\":{\"node009\":1,\"node99\":2}}]}",
-	     TP_ERR_NOTFOUND, "jobs[2].hosts.node99: unknown host"},
+	     TP_ERR_PARSE, "jobs[2].hosts.node99: unknown host"},
 	    {"{\"format\":\"topoplace-state/1\",\"down\":[\"node001\",\"x\"]}",
-	     TP_ERR_NOTFOUND, "down[1].x: unknown host"},
+	     TP_ERR_PARSE, "down[1].x: unknown host"},
 	    {"{\"format\":\"topoplace-state/1\",\"down\":[\"node001\",3]}",
 	     TP_ERR_PARSE, "down[1]: expected a host name"},
 	    {"{\"format\":\"topoplace-state/2\"}", TP_ERR_FORMAT,
