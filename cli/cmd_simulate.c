@@ -67,6 +67,8 @@ static const char usage[] =
     "  --fabric F.json    fabric model (default: built-in)\n"
     "  --trace T.csv      CSV with a header: submit_s, gpus | nodes[,\n"
     "                     gpus_per_node], run_s [, comm_frac][, model_bytes];\n"
+    "                     gpus and nodes in one row: gpus split evenly over\n"
+    "                     the nodes; model_bytes takes K, M, G, T, P;\n"
     "                     or Slurm's record of the jobs that ran: sacct -P\n"
     "                     output or a jobcomp/filetxt log (topoplace trace\n"
     "                     --help: what is read, what left out)\n"

@@ -255,6 +255,29 @@ static bool num(const char *s, double lo, double hi, double *v)
 	return *s && !*end && !errno && *v >= lo && *v <= hi;
 }
 
+/* One cell of column c into *v (a size with K/M/G/T/P for model_bytes):
+ * NULL, or what is wrong with it. */
+static const char *cell_num(const char *s, int c, double *v)
+{
+	static const double lo[C_N] = {0, 0, 0, 0, 0, 0, 0},
+			    hi[C_N] = {1e12, 1e6, 1e6, 1024, 1e9, 1, 1e15};
+	static const char *const range[C_N] = {
+	    "0 .. 1e12", "0 .. 1000000", "0 .. 1000000",     "0 .. 1024",
+	    "0 .. 1e9",	 "0 .. 1",	 "0 .. 1e15 (or 1P)"};
+	char *end;
+
+	if (c == C_BYTES ? tp_parse_bytes(s, lo[c], hi[c], v)
+			 : num(s, lo[c], hi[c], v))
+		return NULL;
+	errno = 0;
+	(void)strtod(s, &end);
+	if (!*s || *end || (c == C_BYTES && !tp_parse_bytes(s, 0, 1e300, v)))
+		return c == C_BYTES ? "not a size (a number, or with K, M, G, "
+				      "T, P)"
+				    : "not a number";
+	return range[c];
+}
+
 /* The file at path into *buf (NUL-terminated, no NUL inside); on error
  * *msg names the file. */
 static tp_err_t read_trace(const char *path, char **buf, char **msg)
@@ -369,6 +392,13 @@ static tp_err_t parse_csv(const char *path, char *buf, tp_trace_t *t,
 					    path, lineno, cell[i]);
 					goto out;
 				}
+				if (col[c] >= 0) {
+					err = TP_ERR_PARSE;
+					*msg = tp_asprintf(
+					    "%s:%d: column '%s' given twice",
+					    path, lineno, cell[i]);
+					goto out;
+				}
 				col[c] = i;
 			}
 			ncols = nc;
@@ -392,33 +422,38 @@ static tp_err_t parse_csv(const char *path, char *buf, tp_trace_t *t,
 		if ((err = tp__trace_grow(path, lineno, &jobs, &cap, n, msg)))
 			goto out;
 		tp_job_spec_t *j = &jobs[n];
-		double v, nodes = 0, gpn = 0, gpus = 0;
-		const char *bad = NULL;
-		if (!num(cell[col[C_SUBMIT]], 0, 1e12, &j->submit_s))
-			bad = "submit_s";
-		else if (!num(cell[col[C_RUN]], 0, 1e9, &j->run_s))
-			bad = "run_s";
-		else if (col[C_GPUS] >= 0 && *cell[col[C_GPUS]] &&
-			 !num(cell[col[C_GPUS]], 0, 1e6, &gpus))
-			bad = "gpus";
-		else if (col[C_NODES] >= 0 && *cell[col[C_NODES]] &&
-			 !num(cell[col[C_NODES]], 0, 1e6, &nodes))
-			bad = "nodes";
-		else if (col[C_GPN] >= 0 && *cell[col[C_GPN]] &&
-			 !num(cell[col[C_GPN]], 0, 1024, &gpn))
-			bad = "gpus_per_node";
-		else if (col[C_FRAC] >= 0 && *cell[col[C_FRAC]] &&
-			 !num(cell[col[C_FRAC]], 0, 1, &j->comm_frac))
-			bad = "comm_frac";
-		else if (col[C_BYTES] >= 0 && *cell[col[C_BYTES]] &&
-			 !num(cell[col[C_BYTES]], 0, 1e15, &v))
-			bad = "model_bytes";
-		if (bad) {
-			err = TP_ERR_PARSE;
-			*msg = tp_asprintf("%s:%d: %s: not a valid number",
-					   path, lineno, bad);
-			goto out;
+		double val[C_N] = {0};
+		bool has[C_N] = {false};
+		for (int c = 0; c < C_N; c++) {
+			const char *bad;
+			if (col[c] < 0 || !*cell[col[c]]) {
+				if (c == C_SUBMIT || c == C_RUN) {
+					err = TP_ERR_PARSE;
+					*msg = tp_asprintf("%s:%d: %s: empty",
+							   path, lineno,
+							   colnames[c]);
+					goto out;
+				}
+				continue;
+			}
+			if ((bad = cell_num(cell[col[c]], c, &val[c]))) {
+				err = TP_ERR_PARSE;
+				*msg = tp_asprintf("%s:%d: %s: '%s': %s%s",
+						   path, lineno, colnames[c],
+						   cell[col[c]],
+						   isdigit((unsigned char)*bad)
+						       ? "out of range "
+						       : "",
+						   bad);
+				goto out;
+			}
+			has[c] = true;
 		}
+		double nodes = val[C_NODES], gpn = val[C_GPN],
+		       gpus = val[C_GPUS];
+		j->submit_s = val[C_SUBMIT];
+		j->run_s = val[C_RUN];
+		j->comm_frac = val[C_FRAC];
 		if (nodes != floor(nodes) || gpus != floor(gpus) ||
 		    gpn != floor(gpn) || (nodes < 1 && gpus < 1)) {
 			err = TP_ERR_PARSE;
@@ -427,16 +462,35 @@ static tp_err_t parse_csv(const char *path, char *buf, tp_trace_t *t,
 			    path, lineno);
 			goto out;
 		}
+		/* gpus beside nodes: the GPUs a node (they must divide), or
+		 * with gpus_per_node as well, its product */
+		if (nodes >= 1 && gpus >= 1) {
+			if (gpn > 0 && gpus != nodes * gpn) {
+				err = TP_ERR_PARSE;
+				*msg = tp_asprintf(
+				    "%s:%d: gpus %.0f is not nodes %.0f x "
+				    "gpus_per_node %.0f",
+				    path, lineno, gpus, nodes, gpn);
+				goto out;
+			}
+			if (fmod(gpus, nodes) != 0 || gpus / nodes > 1024) {
+				err = TP_ERR_PARSE;
+				*msg = tp_asprintf(
+				    "%s:%d: gpus %.0f do not split evenly over "
+				    "nodes %.0f (give gpus_per_node, or gpus "
+				    "alone)",
+				    path, lineno, gpus, nodes);
+				goto out;
+			}
+			gpn = gpus / nodes;
+		}
 		j->line = lineno;
 		j->nodes = (int)nodes;
 		j->gpus_per_node = (int)gpn;
 		j->gpus =
 		    nodes >= 1 ? (int)(nodes * (gpn > 0 ? gpn : 0)) : (int)gpus;
-		if (col[C_BYTES] >= 0 && *cell[col[C_BYTES]])
-			j->bytes = v;
-		else
-			j->bytes = TP__DEFAULT_BYTES;
-		if (!(col[C_FRAC] >= 0 && *cell[col[C_FRAC]]))
+		j->bytes = has[C_BYTES] ? val[C_BYTES] : TP__DEFAULT_BYTES;
+		if (!has[C_FRAC])
 			j->comm_frac = j->nodes > 1 ? 0.3 : 0.1;
 		n++;
 	}

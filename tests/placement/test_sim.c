@@ -753,6 +753,36 @@ static void test_csv_trace(void **state)
 	free(path);
 }
 
+/* gpus beside nodes is the GPUs of the job, split evenly over its nodes
+ * (they were dropped: 8 GPUs on 2 nodes read as 2 whole nodes); sizes
+ * with units in model_bytes. */
+static void test_csv_gpus_and_nodes(void **state)
+{
+	static const char csv[] = "submit_s,gpus,nodes,gpus_per_node,run_s,"
+				  "model_bytes\n"
+				  "0,8,2,,10,1G\n"
+				  "1,6,3,2,10,256M\n"
+				  "2,,2,,10,\n";
+	char *path = write_tmp(csv, sizeof(csv) - 1), *err = NULL;
+	tp_trace_t t;
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(tp_trace_load_csv(path, &t, &err), TP_OK);
+	assert_int_equal(t.njobs, 3);
+	assert_int_equal(t.jobs[0].nodes, 2);
+	assert_int_equal(t.jobs[0].gpus_per_node, 4);
+	assert_int_equal(t.jobs[0].gpus, 8);
+	assert_close(t.jobs[0].bytes, 1073741824.0);
+	assert_int_equal(t.jobs[1].gpus_per_node, 2);
+	assert_int_equal(t.jobs[1].gpus, 6);
+	assert_close(t.jobs[1].bytes, 268435456.0);
+	assert_int_equal(t.jobs[2].gpus_per_node, 0); /* whole nodes */
+	tp_trace_free(&t);
+	unlink(path);
+	free(path);
+}
+
 /* Broken traces: each error names the file and, where there is one, the
  * line; nothing is returned. */
 static void test_csv_errors(void **state)
@@ -766,13 +796,23 @@ static void test_csv_errors(void **state)
 	     ":1: unknown column 'color'"},
 	    {"submit_s,gpus\n0,1\n", 0, ":1: header needs"},
 	    {"# c\nsubmit_s,gpus,run_s\n0,1,10\n1,x,10\n", 0,
-	     ":4: gpus: not a valid number"},
+	     ":4: gpus: 'x': not a number"},
 	    {"submit_s,gpus,run_s\n0,1,10,5\n", 0,
 	     ":2: 4 fields, header has 3"},
 	    {"submit_s,gpus,run_s\n0,1.5,10\n", 0, ":2: a job needs whole"},
 	    {"submit_s,gpus,run_s\n0,0,10\n", 0, ":2: a job needs whole"},
 	    {"submit_s,gpus,run_s\n-1,1,10\n", 0, ":2: submit_s"},
-	    {"submit_s,gpus,run_s,comm_frac\n0,1,10,1.5\n", 0, ":2: comm_frac"},
+	    {"submit_s,gpus,run_s,comm_frac\n0,1,10,1.5\n", 0,
+	     ":2: comm_frac: '1.5': out of range 0 .. 1"},
+	    {"submit_s,gpus,run_s\n0,1,\n", 0, ":2: run_s: empty"},
+	    {"submit_s,gpus,gpus,run_s\n0,1,1,10\n", 0,
+	     ":1: column 'gpus' given twice"},
+	    {"submit_s,gpus,nodes,run_s\n0,3,5,10\n", 0,
+	     ":2: gpus 3 do not split evenly over nodes 5"},
+	    {"submit_s,gpus,nodes,gpus_per_node,run_s\n0,8,3,2,10\n", 0,
+	     ":2: gpus 8 is not nodes 3 x gpus_per_node 2"},
+	    {"submit_s,gpus,run_s,model_bytes\n0,1,10,1Q\n", 0,
+	     ":2: model_bytes: '1Q': not a size"},
 	    {"submit_s,gpus,run_s\n# only a comment\n", 0, ": no jobs"},
 	    {"submit_s,gpus,run_s\n0,1\0,10\n", 28, "NUL byte"},
 	};
@@ -1279,6 +1319,7 @@ int main(void)
 	    cmocka_unit_test(test_hold_bound),
 	    cmocka_unit_test(test_shared_ideal),
 	    cmocka_unit_test(test_csv_trace),
+	    cmocka_unit_test(test_csv_gpus_and_nodes),
 	    cmocka_unit_test(test_csv_errors),
 	    cmocka_unit_test(test_csv_row_limit),
 	    cmocka_unit_test(test_slurm_trace),
