@@ -39,6 +39,10 @@ size_t tp_cli_weak_hosts(const tp_fabric_t *f);
 void tp_cli_cost_params(tp_cost_params_t *p);
 /* Write text to path ("-" or NULL: stdout). */
 int tp_cli_write(const char *path, const char *text);
+/* Whether path (an output, "-" or NULL: stdout) can be written, checked
+ * before long work: TP_EXIT_OK, or the line printed (naming opt) and
+ * TP_EXIT_FAIL. */
+int tp_cli_check_output(const char *opt, const char *path);
 /* Parse a non-negative integer option; prints the error. */
 bool tp_cli_int(const char *opt, const char *s, long lo, long hi, long *v_p);
 bool tp_cli_double(const char *opt, const char *s, double lo, double hi,

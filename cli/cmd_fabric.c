@@ -506,6 +506,11 @@ static int cmd_view(const char *sub, int argc, char **argv)
 		}
 	} else if (is_hosts) {
 		rc = hosts_out(f, json);
+	} else if (!strcmp(sub, "topology-conf") && !tp_fabric_nhosts(f)) {
+		tp_cli_err("%s: no hosts in the fabric, so no topology.conf to "
+			   "write",
+			   argv[optind]);
+		rc = TP_EXIT_INPUT;
 	} else {
 		err = !strcmp(sub, "topology-conf")
 			      ? tp_fabric_topology_conf(f, block, &text)

@@ -195,6 +195,13 @@ int tp_cmd_nccl_topo(int argc, char **argv)
 			"(%zu skipped, %zu failed)\n",
 			wrote, wrote == 1 ? "" : "s", a.output, skipped, failed);
 	rc = failed ? TP_EXIT_INPUT : TP_EXIT_OK;
+	if (!wrote && !failed) {
+		/* every file skipped, or none there: nothing for NCCL */
+		tp_cli_err("nccl-topo: %s: no node file gave a topology%s", dir,
+			   f ? " (none names a host of the fabric with GPUs)"
+			     : "");
+		rc = TP_EXIT_INPUT;
+	}
 out:
 	tp_names_free(names, n);
 	tp_fabric_destroy(f);

@@ -833,17 +833,21 @@ static const char *policy_list(char *plist, const tp_policy_t **pol,
 		const tp_policy_t *p = tp_policy_find(tp_strtrim(tok));
 		if (!p)
 			return tok;
+		for (size_t i = 0; i < *n_p; i++)
+			if (pol[i] == p)
+				return "(a policy named twice";
 		if (*n_p == 16)
-			return "(more than 16)";
+			return "(more than 16 policies";
 		pol[(*n_p)++] = p;
 	}
-	return NULL;
+	return *n_p ? NULL : "(no policy named";
 }
 
 /* What the command line asks for. */
 typedef struct sim_args {
 	tp_cli_args_t a;
 	const char *trace, *synth, *svg, *basename;
+	const char *synth_opt; /* --jobs or --load, given */
 	char *plist; /* owned */
 	long njobs, seed, nseeds;
 	long price_budget; /* -1: the policy parameters' default */
@@ -890,6 +894,7 @@ static bool sim_options(int argc, char **argv, sim_args_t *o, int *rc)
 		case 'n':
 			ok = tp_cli_int("--jobs", optarg, 1, 10000000,
 					&o->njobs);
+			o->synth_opt = "--jobs";
 			break;
 		case 's':
 			ok =
@@ -901,6 +906,7 @@ static bool sim_options(int argc, char **argv, sim_args_t *o, int *rc)
 		case 'l':
 			ok =
 			    tp_cli_double("--load", optarg, 0.01, 10, &o->load);
+			o->synth_opt = "--load";
 			break;
 		case 'p':
 			tp_free(o->plist);
@@ -941,6 +947,16 @@ static bool sim_options(int argc, char **argv, sim_args_t *o, int *rc)
 		tp_cli_err("simulate: give --trace or --synthetic, not both");
 		return false;
 	}
+	if (o->trace && o->synth_opt) {
+		tp_cli_err("simulate: %s shapes a synthetic trace; --trace %s "
+			   "brings its own jobs",
+			   o->synth_opt, o->trace);
+		return false;
+	}
+	if (o->svg && tp_cli_check_output("simulate: --svg", o->svg)) {
+		*rc = TP_EXIT_FAIL;
+		return false;
+	}
 	if (o->deflate && !o->trace) {
 		tp_cli_err("simulate: --deflate-runs needs --trace (Slurm's "
 			   "records)");
@@ -971,7 +987,10 @@ static int sim_policies(sim_args_t *o, const tp_fabric_t *f,
 						    : DEFAULT_POLICIES)))
 		return TP_EXIT_FAIL;
 	const char *bad = policy_list(o->plist, pol, &npol);
-	if (bad) {
+	if (bad && *bad == '(') {
+		tp_cli_err("simulate: --policies: %s", bad + 1);
+		return TP_EXIT_INPUT;
+	} else if (bad) {
 		tp_cli_err("simulate: unknown policy '%s' (%s)", bad,
 			   tp_policy_names());
 		return TP_EXIT_INPUT;

@@ -588,6 +588,14 @@ int tp_cmd_trace(int argc, char **argv)
 		tp_free(msg);
 		return tp_cli_exit_code(err);
 	}
+	if (o.assume_gpus >= 0 && !strcmp(t.format, "csv")) {
+		tp_cli_err(
+		    "trace: --assume-gpus: %s is a CSV trace, whose rows "
+		    "say their GPUs; it is for Slurm's records",
+		    argv[optind]);
+		rc = TP_EXIT_INPUT;
+		goto out;
+	}
 	if (price && (rc = price_jobs(&a, &t, nbr, policy, &R)) != TP_EXIT_OK)
 		goto out;
 	if (price)

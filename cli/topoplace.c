@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -116,7 +117,7 @@ int tp_cli_write(const char *path, const char *text)
 	fp = fopen(path, "w");
 	if (!fp) {
 		tp_cli_err("%s: cannot write: %s", path, strerror(errno));
-		return TP_EXIT_INPUT;
+		return TP_EXIT_FAIL;
 	}
 	if (fwrite(text, 1, n, fp) != n) {
 		tp_cli_err("%s: write failed: %s", path, strerror(errno));
@@ -128,6 +129,32 @@ int tp_cli_write(const char *path, const char *text)
 		return TP_EXIT_FAIL;
 	}
 	return TP_EXIT_OK;
+}
+
+int tp_cli_check_output(const char *opt, const char *path)
+{
+	char *dir;
+	int ok;
+
+	if (!path || !strcmp(path, "-"))
+		return TP_EXIT_OK;
+	if (!access(path, F_OK)) {
+		ok = !access(path, W_OK);
+	} else {
+		if (!(dir = tp_strdup(path)))
+			return TP_EXIT_FAIL;
+		char *slash = strrchr(dir, '/');
+		if (slash == dir)
+			dir[1] = '\0';
+		else if (slash)
+			*slash = '\0';
+		ok = !access(slash ? dir : ".", W_OK | X_OK);
+		tp_free(dir);
+	}
+	if (ok)
+		return TP_EXIT_OK;
+	tp_cli_err("%s %s: cannot write: %s", opt, path, strerror(errno));
+	return TP_EXIT_FAIL;
 }
 
 bool tp_cli_int(const char *opt, const char *s, long lo, long hi, long *v_p)
@@ -211,7 +238,19 @@ static const struct {
     {"trace", tp_cmd_trace},	   {"monitor", tp_cmd_monitor},
 };
 
-int main(int argc, char **argv)
+/* What went to stdout, flushed: a write that failed (a full disk, a
+ * closed pipe) is the command's failure, not a silent success. */
+static int finish(int rc)
+{
+	if ((fflush(stdout) || ferror(stdout)) && rc == TP_EXIT_OK) {
+		tp_cli_err("stdout: %s",
+			   errno ? strerror(errno) : "write failed");
+		return TP_EXIT_FAIL;
+	}
+	return rc; /* a command that failed said why */
+}
+
+static int run(int argc, char **argv)
 {
 	const char *cmd;
 
@@ -246,4 +285,12 @@ int main(int argc, char **argv)
 			return cmds[i].fn(argc - 1, argv + 1);
 	tp_cli_err("unknown command '%s' (see topoplace --help)", cmd);
 	return TP_EXIT_INPUT;
+}
+
+int main(int argc, char **argv)
+{
+	int rc = run(argc, argv);
+
+	errno = 0;
+	return finish(rc);
 }

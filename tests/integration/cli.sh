@@ -403,6 +403,12 @@ else
 		ok "--fabric: only known hosts with devices written" || bad "--fabric wrote: $(ls "$tmp/nt2")"
 	grep -q "host elsewhere is not in" "$tmp/err" && grep -q "node002.xml: no GPU" "$tmp/err" &&
 		ok "skips are warned about" || bad "skip warnings: $(cat "$tmp/err")"
+	# no host of the fabric among the files: nothing written is an error
+	$T fabric generate fat-tree --leaves 1 --hosts-per-leaf 2 --prefix gpu -o "$tmp/other.json" >/dev/null
+	expect 2 "nccl-topo: no file names a host of the fabric" \
+		$T nccl-topo --node-xml "$tmp/hx" --fabric "$tmp/other.json" -o "$tmp/nt7"
+	grep -q "nccl-topo: $tmp/hx: no node file gave a topology" "$tmp/err" &&
+		ok "says nothing was written" || bad "nccl-topo, no host: $(cat "$tmp/err")"
 	expect 0 "nccl-topo all three" $T nccl-topo -q --node-xml "$tmp/hx" -o "$tmp/nt3"
 	[ "$(grep -c '<nvlink ' "$tmp/nt3/elsewhere.xml")" -eq 96 ] && ok "DGX-2 NVLinks" || bad "DGX-2 NVLinks"
 	[ ! -s "$tmp/err" ] && ok "-q is quiet" || bad "-q printed: $(cat "$tmp/err")"

@@ -112,4 +112,36 @@ else
 	echo "# $sp absent: the ibnetdiscover checks skipped"
 fi
 
+# ---- output that cannot be written is a failure (exit 1), never a
+# silent zero; checked before a long simulation, not after it ----
+full() { # CMD...: run with stdout on a full disk; its stderr in $tmp/err
+	"$@" >/dev/full 2>"$tmp/err"
+}
+expect 1 "fabric show --json to a full disk" full $T fabric show "$tmp/ft.json" --json
+grep -q "stdout: No space left on device" "$tmp/err" && ok "stdout's error named" || bad "/dev/full: $(cat "$tmp/err")"
+expect 1 "simulate to a full disk" full $T simulate --seeds 1 --jobs 50
+expect 1 "plan -o into a missing directory" $T plan --fabric "$tmp/ft.json" --nodes node001 -o "$tmp/nosuch/p.json"
+expect 1 "simulate --svg into a missing directory" $T simulate --svg "$tmp/nosuch/s.svg"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "simulate: --svg $tmp/nosuch/s.svg: cannot write" "$tmp/err" &&
+	[ ! -s "$tmp/out" ] && ok "--svg refused before simulating" || bad "--svg: $(cat "$tmp/err")"
+
+# ---- options that would be ignored are refused ----
+printf 'submit_s,gpus,run_s\n0,1,10\n' >"$tmp/one.csv"
+expect 2 "simulate --policies ''" $T simulate --policies ''
+grep -q "no policy named" "$tmp/err" && ok "empty policy list named" || bad "--policies '': $(cat "$tmp/err")"
+expect 2 "simulate --policies twice the same" $T simulate --policies topoplace,topoplace
+grep -q "a policy named twice" "$tmp/err" && ok "twice named" || bad "--policies x,x: $(cat "$tmp/err")"
+expect 2 "simulate --trace with --jobs" $T simulate --trace "$tmp/one.csv" --jobs 5
+grep -q "\-\-jobs shapes a synthetic trace" "$tmp/err" && ok "--jobs with --trace named" || bad "--jobs: $(cat "$tmp/err")"
+expect 2 "trace --assume-gpus on a CSV" $T trace "$tmp/one.csv" --assume-gpus all
+grep -q "one.csv is a CSV trace" "$tmp/err" && ok "--assume-gpus on a CSV named" || bad "--assume-gpus: $(cat "$tmp/err")"
+
+# ---- a fabric without hosts (CAs with the firmware's default names) has
+# no topology.conf to write ----
+if [ -f "$TP_FIXTURES/ib/jabl-ibtopotool/1.topo" ]; then
+	$T discover --ibnetdiscover "$TP_FIXTURES/ib/jabl-ibtopotool/1.topo" -o "$tmp/nohosts.json" 2>/dev/null
+	expect 2 "topology-conf of a fabric without hosts" $T fabric topology-conf "$tmp/nohosts.json"
+	grep -q "nohosts.json: no hosts in the fabric" "$tmp/err" && ok "no hosts named" || bad "no hosts: $(cat "$tmp/err")"
+fi
+
 finish
