@@ -275,13 +275,24 @@ static size_t multi_node_domains(const tp_fabric_t *f)
 	return n;
 }
 
+/* The most host CAs (NICs) any host has: the rails a plan runs. */
+static size_t max_nics(const tp_fabric_t *f)
+{
+	size_t m = 0;
+
+	for (uint32_t h = 0; h < tp_fabric_nhosts(f); h++)
+		if (tp_fabric_host(f, h)->ncas > m)
+			m = tp_fabric_host(f, h)->ncas;
+	return m;
+}
+
 static cJSON *show_json(const tp_fabric_t *f, size_t weak)
 {
 	cJSON *o = cJSON_CreateObject(), *a;
 
 	if (!o)
 		return NULL;
-	cJSON_AddStringToObject(o, "format", TP_FABRIC_FORMAT);
+	cJSON_AddStringToObject(o, "format", "topoplace-fabric-summary/1");
 	cJSON_AddNumberToObject(o, "hosts", (double)tp_fabric_nhosts(f));
 	cJSON_AddNumberToObject(o, "switches", (double)tp_fabric_nswitches(f));
 	cJSON_AddNumberToObject(o, "links", (double)tp_fabric_nlinks(f));
@@ -292,6 +303,7 @@ static cJSON *show_json(const tp_fabric_t *f, size_t weak)
 	for (int l = 1; a && l <= tp_fabric_nlevels(f); l++)
 		cJSON_AddItemToArray(a, cJSON_CreateNumber((double)tp_fabric_switches_at(f, l)));
 	cJSON_AddNumberToObject(o, "rails", tp_fabric_rails(f));
+	cJSON_AddNumberToObject(o, "nics_per_host_max", (double)max_nics(f));
 	a = cJSON_AddArrayToObject(o, "groups");
 	for (int l = 1; a && l <= tp_fabric_ngroup_levels(f); l++)
 		cJSON_AddItemToArray(a, cJSON_CreateNumber((double)tp_fabric_groups_at(f, l)));
@@ -323,7 +335,10 @@ static void show_text(const tp_fabric_t *f, const char *path, size_t weak)
 	       tp_fabric_sharp_cas(f), tp_fabric_unnamed_cas(f));
 	printf("  links          %zu\n", tp_fabric_nlinks(f));
 	printf("  subnets        %d\n", tp_fabric_nsubnets(f));
-	printf("  rails          %d\n", tp_fabric_rails(f));
+	printf("  rails          %d (the most leaves a host is cabled to; up "
+	       "to %zu NICs a host, "
+	       "a plan's rails)\n",
+	       tp_fabric_rails(f), max_nics(f));
 	for (int l = 1; l <= tp_fabric_ngroup_levels(f); l++) {
 		double os = level_oversub(f, l);
 		printf("  level %d groups %zu", l, tp_fabric_groups_at(f, l));

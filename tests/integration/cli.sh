@@ -152,6 +152,8 @@ d=$(jq -n --slurpfile a "$tmp/hier1.json" --slurpfile b "$tmp/hier0.json" \
 	'($b[0].latency_s - $a[0].latency_s) * 1e6 | round')
 [ "$d" = 21 ] && ok "TOPOPLACE_COLL_SHM=0 prices the host phases as rings (+4.2 alpha)" ||
 	bad "hierarchical latency with/without the host segment differs by ${d:-?} us, want 21"
+jeq "$tmp/ft.show" .format topoplace-fabric-summary/1 "a summary, not a fabric model"
+jeq "$tmp/ft.show" .nics_per_host_max 1 "NICs a host"
 jeq "$tmp/ft.show" .hosts 32 "fat-tree hosts"
 jeq "$tmp/ft.show" .switches 6 "fat-tree switches"
 jeq "$tmp/ft.show" '.switch_levels|join(",")' "4,2" "fat-tree levels"
