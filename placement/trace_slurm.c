@@ -78,6 +78,17 @@ static bool digits(const char *s, int n, int *v)
 	return true;
 }
 
+/* Days in month M (1-12) of year Y, leap years as the Gregorian
+ * calendar has them. */
+static int month_days(int Y, int M)
+{
+	static const int days[12] = {31, 28, 31, 30, 31, 30,
+				     31, 31, 30, 31, 30, 31};
+	bool leap = (Y % 4 == 0 && Y % 100 != 0) || Y % 400 == 0;
+
+	return days[M - 1] + (M == 2 && leap);
+}
+
 /* Slurm's ISO 8601 time, YYYY-MM-DDTHH:MM:SS, into seconds since the
  * epoch as if UTC (only differences are used). 1: a time; 0: a time
  * never reached ("Unknown", "None", empty); -1: not a time. */
@@ -91,8 +102,8 @@ static int iso_time(const char *s, double *t)
 	    s[13] != ':' || s[16] != ':' || !digits(s, 4, &Y) ||
 	    !digits(s + 5, 2, &M) || !digits(s + 8, 2, &D) ||
 	    !digits(s + 11, 2, &h) || !digits(s + 14, 2, &m) ||
-	    !digits(s + 17, 2, &sec) || M < 1 || M > 12 || D < 1 || D > 31 ||
-	    h > 23 || m > 59 || sec > 60 || Y < 1970)
+	    !digits(s + 17, 2, &sec) || M < 1 || M > 12 || D < 1 ||
+	    D > month_days(Y, M) || h > 23 || m > 59 || sec > 60 || Y < 1970)
 		return -1;
 	*t = (double)days_from_civil(Y, M, D) * 86400.0 + h * 3600.0 +
 	     m * 60.0 + sec;
@@ -227,6 +238,19 @@ static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
 	if (nodes < 1 || nodes > 1e6 || gpus > 1e7) {
 		*msg = tp_asprintf("%s:%d: %s node count", path, lineno,
 				   nodes < 1 ? "no" : "an impossible");
+		return TP_ERR_PARSE;
+	}
+	/* the node list, where it is one, must hold the nodes counted (a
+	 * record that says 3 nodes and lists 2 is priced on neither) */
+	size_t listed;
+	if (r->nodelist && *r->nodelist &&
+	    !tp_hostlist_count(r->nodelist, &listed) &&
+	    (double)listed != nodes) {
+		*msg =
+		    tp_asprintf("%s:%d: node list '%s' names %zu host%s, the "
+				"record %g",
+				path, lineno, r->nodelist, listed,
+				listed == 1 ? "" : "s", nodes);
 		return TP_ERR_PARSE;
 	}
 	if ((err = tp__trace_grow(path, lineno, &c->jobs, &c->cap, c->n, msg)))

@@ -1135,6 +1135,14 @@ static void test_slurm_trace_errors(void **state)
 	     "gres/gpu=1\n",
 	     ":2: start time: not valid"},
 	    {"Submit|Start|End|AllocTRES\n"
+	     "2026-02-28T00:00:00|2026-02-30T00:00:00|2026-03-01T00:00:09|"
+	     "gres/gpu=1,node=1\n",
+	     ":2: start time: not valid ('2026-02-30T00:00:00')"},
+	    {"Submit|Start|End|NNodes|NodeList|AllocTRES\n"
+	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	     "3|node[001-002]|gres/gpu=16,node=2\n",
+	     ":2: node list 'node[001-002]' names 2 hosts, the record 3"},
+	    {"Submit|Start|End|AllocTRES\n"
 	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
 	     "gres/gpu=x,node=1\n",
 	     ":2: TRES: not valid ('gres/gpu=x,node=1')"},
