@@ -107,7 +107,7 @@ static const struct {
     {O_SPR, K_RAIL, 1, 65536},	{O_RACKS, K_NVL, 1, 65536},
     {O_HPR, K_NVL, 1, 1024},	{O_LPR, K_NVL, 1, 1024},
     {O_GPUS, K_ALL, 0, 64},	{O_GBPS, K_ALL, 0, 0},
-    {O_PREFIX, K_ALL, 0, 0},	{O_NICS, K_FT, 0, 64},
+    {O_PREFIX, K_ALL, 0, 0},	{O_NICS, K_FT, 1, 64},
     {O_DEGRADE, K_FT, 0, 0},	{O_DSEED, K_FT, 0, 1L << 62},
 };
 

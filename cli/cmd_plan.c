@@ -238,7 +238,7 @@ int tp_cmd_plan(int argc, char **argv)
 			nodes = optarg;
 			break;
 		case 'g':
-			if (!tp_cli_int("--gpus-per-host", optarg, 1, 4096,
+			if (!tp_cli_int("--gpus-per-host", optarg, 1, 1024,
 					&gph))
 				return TP_EXIT_INPUT;
 			break;

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,8 +225,10 @@ bool tp_parse_bytes(const char *s, double lo, double hi, double *v_p)
 	char *end;
 	double v;
 
-	/* a digit first: strtod would take spaces, signs and "inf" */
-	if (!isdigit((unsigned char)*s) && *s != '.')
+	/* a digit first: strtod would take spaces, signs and "inf"; and
+	 * decimal: it would take hexadecimal too */
+	if ((!isdigit((unsigned char)*s) && *s != '.') ||
+	    (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')))
 		return false;
 	errno = 0;
 	v = strtod(s, &end);
@@ -240,7 +243,8 @@ bool tp_parse_bytes(const char *s, double lo, double hi, double *v_p)
 	}
 	if (*end == 'B' || *end == 'b')
 		end++;
-	if (*end || !(v >= lo) || v > hi)
+	/* whole bytes: 1.5G is a size, 0.4 is not */
+	if (*end || !(v >= lo) || v > hi || v != floor(v))
 		return false;
 	*v_p = v;
 	return true;

@@ -259,7 +259,8 @@ bool tp_parse_guid(const char *s, uint64_t *guid_p);
 
 /* Parse a size in bytes: a number (digits first: "4096", "1.5") with an
  * optional binary unit K, M, G, T or P (powers of 1024, any case, an
- * optional "i" after: "2GiB"), then an optional B. True and *v_p set when
+ * optional "i" after: "2GiB"), then an optional B, a whole number of
+ * bytes in all (decimal: not 0x10; 1.5G, not 0.4). True and *v_p set when
  * the value lies in lo..hi; false, *v_p untouched, otherwise. Callers
  * word the error: it names their option or token. */
 bool tp_parse_bytes(const char *s, double lo, double hi, double *v_p);

@@ -414,6 +414,10 @@ static tp_err_t load_node(loader_t *ld, const tp__jdoc_t *d, int i, bool sw)
 		return lfail(ld, TP_ERR_PARSE,
 			     "%s[%d].ports: expected an integer %d..65535",
 			     what, i, sw);
+	if (!ld->f->nsubnets)
+		return lfail(ld, TP_ERR_PARSE,
+			     "%s[%d]: a subnet, where \"subnets\" says 0", what,
+			     i);
 	if (!int_of(d, v[3], 0, ld->f->nsubnets - 1, &subnet))
 		return lfail(ld, TP_ERR_PARSE,
 			     "%s[%d].subnet: expected an integer 0..%d", what,

@@ -433,6 +433,9 @@ static void test_parse_bytes(void **state)
 	assert_false(tp_parse_bytes("-1", -10, 1e18, &v));
 	assert_false(tp_parse_bytes("inf", 0, 1e300, &v));
 	assert_false(tp_parse_bytes("1GBx", 0, 1e18, &v));
+	assert_false(tp_parse_bytes("0.4", 0, 1e18, &v));  /* not whole */
+	assert_false(tp_parse_bytes("0x10", 0, 1e18, &v)); /* decimal only */
+	assert_false(tp_parse_bytes("0X1G", 0, 1e18, &v));
 	assert_true(v == -1);
 }
 
