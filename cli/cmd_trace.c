@@ -223,6 +223,8 @@ typedef struct price_run {
 	double alt_slow_mean, ratio_mean, ratio_se; /* pick / Slurm's */
 	size_t n, not_priced;
 	char *first_not; /* the first job not priced, and why */
+	size_t overbooked; /* records whose hosts were full at their start */
+	char *first_over;  /* the first of them */
 	double slow_mean, slow_se, slow_p95, slow_max;
 	double alone_mean;    /* the slowdown of the hosts alone */
 	double gpu_h, lost_h; /* GPU-hours, and beyond the ideal's */
@@ -306,6 +308,12 @@ static int price_jobs(const tp_cli_args_t *a, const tp_trace_t *t,
 		double lo = R->loaded[R->v[i].job].predicted_s;
 		R->v[i].loaded_s = isnan(lo) ? R->v[i].p.predicted_s : lo;
 	}
+	for (size_t j = 0; j < t->njobs; j++)
+		if (R->loaded[j].overbooked && !R->overbooked++) {
+			const char *id = tp_trace_job_id(t, j);
+			R->first_over = tp_asprintf(
+			    "job %s (line %d)", id ? id : "?", t->jobs[j].line);
+		}
 	if (!(x = tp_calloc(R->n ? R->n : 1, sizeof(double))))
 		goto nomem;
 	/* topoplace's pick against Slurm's, job by job */
@@ -412,6 +420,14 @@ static char *price_text(const char *path, const char *fabric,
 		tp_strbuf_printf(&sb, ", %zu not (the first: %s)",
 				 R->not_priced, R->first_not);
 	tp_strbuf_printf(&sb, "\n");
+	if (R->overbooked)
+		tp_strbuf_printf(
+		    &sb,
+		    "%zu record%s found GPUs already held by records running "
+		    "then (overlapping records: oversubscribed nodes or bad "
+		    "data; the first: %s): they hold and load nothing\n",
+		    R->overbooked, R->overbooked == 1 ? "" : "s",
+		    R->first_over ? R->first_over : "?");
 	if (R->n)
 		tp_strbuf_printf(
 		    &sb,
@@ -454,6 +470,7 @@ static char *price_json(const char *path, const char *fabric,
 	cJSON_AddNumberToObject(o, "not_priced", (double)R->not_priced);
 	if (R->first_not)
 		cJSON_AddStringToObject(o, "first_not_priced", R->first_not);
+	cJSON_AddNumberToObject(o, "overbooked", (double)R->overbooked);
 	cJSON_AddNumberToObject(o, "slowdown_mean", R->slow_mean);
 	cJSON_AddNumberToObject(o, "slowdown_alone_mean", R->alone_mean);
 	cJSON_AddNumberToObject(o, "slowdown_se", R->slow_se);
@@ -617,6 +634,7 @@ out:
 	tp_free(R.alt);
 	tp_free(R.loaded);
 	tp_free(R.first_not);
+	tp_free(R.first_over);
 	tp_trace_free(&t);
 	return rc;
 }

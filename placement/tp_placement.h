@@ -542,6 +542,10 @@ typedef struct tp_trace_price {
 	double predicted_s, ideal_s;
 	tp_algo_t algo;
 	size_t groups, groups_min; /* level-1 groups spanned, fewest */
+	/* tp_trace_price_sweep: its hosts' GPUs were already held by the
+	 * records running then (overlapping records: oversubscribed nodes
+	 * or bad data), so it held and loaded nothing */
+	bool overbooked;
 } tp_trace_price_t;
 /* TP_ERR_NOTFOUND: the job has no node list, or a host of it is not in
  * f; TP_ERR_PARSE: a node list that is no host list; TP_ERR_RANGE: a

@@ -234,8 +234,11 @@ static tp_err_t sweep_start(sweep_t *w, size_t j, uint32_t *hv, int *gv,
 	}
 	/* a record the state cannot hold (its hosts overbooked by records
 	 * that overlap) holds nothing */
-	if (tp_state_alloc(w->st, j + 1, hv, gv, n) != TP_OK)
+	if (tp_state_alloc(w->st, j + 1, hv, gv, n) != TP_OK) {
+		if (slurm)
+			slurm->overbooked = true;
 		return TP_ERR_EXISTS;
+	}
 	if (js->nodes >= 2) {
 		double f = js->comm_frac, d = (1 - f) + f * x;
 		err = tp_traffic_add(w->tr, j + 1, w->ctx, w->st, hv, gv, n,

@@ -144,4 +144,16 @@ if [ -f "$TP_FIXTURES/ib/jabl-ibtopotool/1.topo" ]; then
 	grep -q "nohosts.json: no hosts in the fabric" "$tmp/err" && ok "no hosts named" || bad "no hosts: $(cat "$tmp/err")"
 fi
 
+# ---- trace --price: records that overlap on the same GPUs are counted
+# and named, not priced as if the state held both ----
+$T fabric generate fat-tree --leaves 2 --hosts-per-leaf 2 --gpus-per-host 4 -o "$tmp/f4.json" >/dev/null
+{
+	echo 'JobID|Submit|Start|End|NNodes|NodeList|AllocTRES'
+	echo '1|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T01:00:00|2|node[001-002]|gres/gpu=8,node=2'
+	echo '2|2026-12-01T00:00:00|2026-12-01T00:10:00|2026-12-01T01:00:00|2|node[001-002]|gres/gpu=8,node=2'
+} >"$tmp/ov.txt"
+expect 0 "trace --price with overlapping records" $T trace "$tmp/ov.txt" --price --fabric "$tmp/f4.json"
+grep -q "^1 record found GPUs already held.*the first: job 2 (line 3)" "$tmp/out" &&
+	ok "the overlap is counted and named" || bad "overlap: $(cat "$tmp/out")"
+
 finish
