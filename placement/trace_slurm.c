@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "placement_int.h"
 
@@ -28,6 +29,9 @@
  * that counts what is left out, the error line, the caller's options. */
 typedef struct pctx {
 	const char *path;
+	/* the local zone's offset from UTC (seconds) in the last hour met,
+	 * YYYYMMDDHH (0: none yet) */
+	long tz_hour, tz_off;
 	tp_job_spec_t *jobs;
 	size_t cap, n;
 	tp_trace_t *t;
@@ -89,10 +93,35 @@ static int month_days(int Y, int M)
 	return days[M - 1] + (M == 2 && leap);
 }
 
-/* Slurm's ISO 8601 time, YYYY-MM-DDTHH:MM:SS, into seconds since the
- * epoch as if UTC (only differences are used). 1: a time; 0: a time
- * never reached ("Unknown", "None", empty); -1: not a time. */
-static int iso_time(const char *s, double *t)
+/* Seconds the local zone (TZ) is ahead of UTC at the start of that
+ * hour, through c's one-hour memo (records come mostly in time order). */
+static long zone_offset(pctx_t *c, int Y, int M, int D, int h)
+{
+	long key = ((Y * 100L + M) * 100 + D) * 100 + h;
+	struct tm tm = {.tm_year = Y - 1900,
+			.tm_mon = M - 1,
+			.tm_mday = D,
+			.tm_hour = h,
+			.tm_isdst = -1};
+	time_t local;
+
+	if (key == c->tz_hour)
+		return c->tz_off;
+	local = mktime(&tm); /* a time in a spring-forward gap: moved on */
+	c->tz_hour = key;
+	c->tz_off = local == (time_t)-1
+			? 0
+			: (long)(days_from_civil(Y, M, D) * 86400 + h * 3600L -
+				 (long)local);
+	return c->tz_off;
+}
+
+/* Slurm's ISO 8601 time, YYYY-MM-DDTHH:MM:SS, local time as sacct and
+ * jobcomp/filetxt print it, into seconds since the epoch (the zone is
+ * TZ's, so a job that ran over a daylight-saving change gets its real
+ * run time). 1: a time; 0: a time never reached ("Unknown", "None",
+ * empty); -1: not a time. */
+static int iso_time(pctx_t *c, const char *s, double *t)
 {
 	int Y, M, D, h, m, sec;
 
@@ -106,7 +135,7 @@ static int iso_time(const char *s, double *t)
 	    D > month_days(Y, M) || h > 23 || m > 59 || sec > 60 || Y < 1970)
 		return -1;
 	*t = (double)days_from_civil(Y, M, D) * 86400.0 + h * 3600.0 +
-	     m * 60.0 + sec;
+	     m * 60.0 + sec - (double)zone_offset(c, Y, M, D, h);
 	return 1;
 }
 
@@ -200,12 +229,12 @@ static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
 		return TP_OK;
 	}
 	const char *what = NULL, *val = NULL;
-	int sub_ok = iso_time(r->submit, &submit), s_ok = 0, e_ok = 0;
+	int sub_ok = iso_time(c, r->submit, &submit), s_ok = 0, e_ok = 0;
 	if (sub_ok < 0)
 		what = "submit time", val = r->submit;
-	else if ((s_ok = iso_time(r->start, &start)) < 0)
+	else if ((s_ok = iso_time(c, r->start, &start)) < 0)
 		what = "start time", val = r->start;
-	else if ((e_ok = iso_time(r->end, &end)) < 0)
+	else if ((e_ok = iso_time(c, r->end, &end)) < 0)
 		what = "end time", val = r->end;
 	else if (!tres_gpus(r->tres, &gpus, &tnodes))
 		what = "TRES", val = r->tres;

@@ -11,7 +11,9 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tp_test.h"
@@ -1118,6 +1120,46 @@ static void test_trace_price(void **state)
 }
 
 /* Broken Slurm records: one line naming file, line and field. */
+/* Slurm prints local times: read in TZ's zone, a job over the spring
+ * daylight-saving change (01:30 -> 03:30 CET/CEST) ran one hour, one over
+ * the autumn change three; in UTC both two. A POSIX TZ rule, so no
+ * zoneinfo file is needed. */
+static void test_slurm_trace_tz(void **state)
+{
+	static const char txt[] = "Submit|Start|End|AllocTRES\n"
+				  "2026-03-29T01:00:00|2026-03-29T01:30:00|"
+				  "2026-03-29T03:30:00|gres/gpu=1,node=1\n"
+				  "2026-10-25T01:00:00|2026-10-25T01:30:00|"
+				  "2026-10-25T03:30:00|gres/gpu=1,node=1\n";
+	char *path = write_tmp(txt, sizeof(txt) - 1), *err = NULL;
+	const char *old = getenv("TZ");
+	char *keep = old ? strdup(old) : NULL;
+	tp_trace_t t;
+
+	(void)state;
+	for (int k = 0; k < 2; k++) {
+		setenv("TZ", k ? "CET-1CEST,M3.5.0,M10.5.0/3" : "UTC0", 1);
+		tzset();
+		memset(&t, 0, sizeof(t));
+		assert_int_equal(tp_trace_load(path, &t, &err), TP_OK);
+		assert_int_equal(t.njobs, 2);
+		assert_close(t.jobs[0].run_s, k ? 3600 : 7200);
+		assert_close(t.jobs[1].run_s, k ? 10800 : 7200);
+		/* 210 days apart, an hour less in CEST than in CET */
+		assert_close(t.jobs[1].submit_s,
+			     210 * 86400.0 - (k ? 3600 : 0));
+		tp_trace_free(&t);
+	}
+	if (keep)
+		setenv("TZ", keep, 1);
+	else
+		unsetenv("TZ");
+	tzset();
+	free(keep);
+	unlink(path);
+	free(path);
+}
+
 static void test_slurm_trace_errors(void **state)
 {
 	static const char *const cases[][2] = {
@@ -1331,6 +1373,7 @@ int main(void)
 	    cmocka_unit_test(test_csv_errors),
 	    cmocka_unit_test(test_csv_row_limit),
 	    cmocka_unit_test(test_slurm_trace),
+	    cmocka_unit_test(test_slurm_trace_tz),
 	    cmocka_unit_test(test_slurm_trace_errors),
 	    cmocka_unit_test(test_slurm_trace_assume),
 	    cmocka_unit_test(test_trace_price),
