@@ -27,7 +27,7 @@ def expect_value_error(desc, what, **kw):
     args.update(kw)
     try:
         c = tc.Communicator(**args)
-    except ValueError as e:
+    except (ValueError, TypeError) as e:
         if what in str(e):
             print("ok - %s: %s" % (desc, e))
             return
@@ -45,6 +45,9 @@ expect_value_error("rank -1 refused", "rank", rank=-1)
 expect_value_error("master_port 2**32 + port refused", "master_port", master_port=2 ** 32 + port)
 expect_value_error("master_port 65536 refused", "master_port", master_port=65536)
 expect_value_error("chunk_bytes -1 refused", "chunk_bytes", chunk_bytes=-1)
+# not an integer: rank 1.9 joined as rank 1, "0" and True as rank 0
+for bad in (0.5, "0", True):
+    expect_value_error("rank %r refused" % (bad,), "rank must be an integer", rank=bad)
 with tc.Communicator(plan=plan, rank=0, master_addr="127.0.0.1", master_port=port, timeout_s=2) as c:
     ok = c.rank == 0 and c.size == 1 and c.sent_bytes(2 ** 32) == 0
     print("%s - rank 0 of 1 joins; sent_bytes of a peer out of range is 0" % ("ok" if ok else "FAIL"))

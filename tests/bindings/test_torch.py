@@ -207,6 +207,22 @@ def check_rejects(c, tc, comm, rank, plan):
     c.raises(TypeError, "float32", "compressed float64 rejected", comm.all_reduce,
              torch.zeros(4, dtype=torch.float64), compressor="int8")
     c.raises(TypeError, "torch.Tensor", "a list rejected", comm.all_reduce, [1.0, 2.0])
+    # every argument checked, also those the call does not use
+    c.raises(ValueError, "algorithm 'bogus'", "algorithm checked on a compressed call", comm.all_reduce,
+             torch.zeros(4), compressor="int8", algorithm="bogus")
+    c.raises(ValueError, "block -5", "block checked on a dense call", comm.all_reduce, torch.zeros(4), block=-5)
+    c.raises(ValueError, "topk_fraction", "topk_fraction checked on a dense call", comm.all_reduce,
+             torch.zeros(4), topk_fraction=-1)
+    c.raises(ValueError, "hierarchical", "hierarchical checked on a dense call", comm.all_reduce,
+             torch.zeros(4), hierarchical="garbage")
+    c.raises(ValueError, "key -1", "a negative key refused (it would share 2**64-1's residuals)",
+             comm.all_reduce, torch.zeros(4), compressor="int8", key=-1)
+    c.raises(TypeError, "key must be an integer", "a float key refused", comm.all_reduce, torch.zeros(4),
+             compressor="int8", key=1.5)
+    c.raises(ValueError, "topk_fraction 5.0", "TopoplaceState checks the compressor's options at once",
+             tc.hooks.TopoplaceState, comm, compressor="topk", topk_fraction=5.0)
+    c.raises(ValueError, "multiple of 32", "TopoplaceState: a 1-bit block not a multiple of 32",
+             tc.hooks.TopoplaceState, comm, compressor="1bit", block=48)
     if rank == 0:
         c.raises(tc.TopoplaceError, "rank 9", "rank outside the plan: library's reason", tc.Communicator,
                  plan=plan, rank=9, master_addr="127.0.0.1", master_port=1)
@@ -535,6 +551,19 @@ def check_mismatch(c, tc, rank, plan, port):
     t = torch.ones(16)
     comm.all_reduce(t)
     c.ok(t[0].item() == WORLD, "TOPOPLACE_COLL_CHECK: the next agreed all-reduce sums (%g)" % t[0].item())
+    # a call Python refuses on one rank (before the library) still takes
+    # its part in the check: the others fail naming it instead of pairing
+    # with that rank's next call, and the next agreed call sums right
+    if rank == 2:
+        c.raises(TypeError, "not supported", "TOPOPLACE_COLL_CHECK: rank 2's int16 refused in Python",
+                 comm.all_reduce, torch.ones(16, dtype=torch.int16))
+    else:
+        c.raises(tc.TopoplaceError, "rank 2 called allreduce #3 (count 0",
+                 "TOPOPLACE_COLL_CHECK: rank 2's call refused in Python named on every rank",
+                 comm.all_reduce, torch.ones(16))
+    t = torch.ones(16)
+    comm.all_reduce(t)
+    c.ok(t[0].item() == WORLD, "TOPOPLACE_COLL_CHECK: after a refusal the next call sums (%g)" % t[0].item())
     comm.close()
 
 

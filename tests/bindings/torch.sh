@@ -81,4 +81,23 @@ elif grep -q '^ddp_train: psgd: final loss' "$tmp/psgd.out"; then
 else
 	bad "PowerSGD run: no final loss line"
 fi
+# the async hook without comm.close(): every rank exits 0, three times
+for k in 1 2 3; do
+	p1=$((port + 100 + 2 * k)) pids=""
+	for r in 0 1; do
+		PYTHONPATH=$src/bindings/torch${PYTHONPATH:+:$PYTHONPATH} TOPOPLACE_COLL_LIB=$lib \
+			TOPOPLACE_PLAN=$tmp/p1.json TOPOPLACE_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$p1 \
+			OMP_NUM_THREADS=1 GLOO_SOCKET_IFNAME=lo timeout 120 \
+			"$py" "$src/tests/bindings/exit_check.py" $((p1 + 1)) >"$tmp/exit.$r" 2>&1 &
+		pids="$pids $!"
+	done
+	rcs=""
+	for p in $pids; do
+		wait "$p"
+		rcs="$rcs $?"
+	done
+	[ "$rcs" = " 0 0" ] && ok "DDP with the async hook, no close: both ranks exit 0 (run $k)" ||
+		bad "DDP exit, run $k: exit codes$rcs: $(tail -n 2 "$tmp/exit.0" "$tmp/exit.1")"
+done
+
 finish

@@ -35,13 +35,16 @@ every rank. Without async calls the Communicator takes one thread at a
 time.
 """
 
+import atexit
 import concurrent.futures
 import ctypes
 import json
+import operator
 import os
 import queue
 import threading
 import time
+import weakref
 
 from . import _lib
 
@@ -136,12 +139,46 @@ def _pipeline_opts(segment, overlap):
 
 
 def _int_in(value, lo, hi, what):
-    """int(value), checked to lie in [lo, hi]: ctypes keeps only the low bits
+    """value, an integer (not a bool, float or string: rank 1.9 would join
+    as rank 1), checked to lie in [lo, hi]: ctypes keeps only the low bits
     of a larger one (rank 2**32 + 1 would join as rank 1)."""
-    v = int(value)
+    if isinstance(value, bool):
+        raise TypeError("%s must be an integer, got %r" % (what, value))
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError("%s must be an integer, got %r" % (what, value)) from None
     if not lo <= v <= hi:
         raise ValueError("%s %d not in [%d, %d]" % (what, v, lo, hi))
     return v
+
+
+def _fraction(value, what):
+    """A float in (0, 1] (the library's top-k fraction), or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError("%s must be a number in (0, 1], got %r" % (what, value))
+    if not 0.0 < float(value) <= 1.0:
+        raise ValueError("%s %r not in (0, 1]" % (what, value))
+    return float(value)
+
+
+def _compressor_opts(kind, block, topk_fraction, seed, hierarchical):
+    """The compressor's options checked where they are given (a dense call
+    and TopoplaceState too), not at the first compressed call: block
+    (int8: >= 1; 1-bit: a multiple of 32), topk_fraction, seed,
+    hierarchical."""
+    if block is not None:
+        block = _int_in(block, 1, 2 ** 32 - 1, "block")
+        if kind == "1bit" and block % 32:
+            raise ValueError("block %d: 1-bit blocks are a multiple of 32" % block)
+    topk_fraction = _fraction(topk_fraction, "topk_fraction")
+    if seed is not None:
+        seed = _int_in(seed, 0, 2 ** 64 - 1, "seed")
+    if not any(hierarchical is v for v in (True, False)) and hierarchical != "group":
+        raise ValueError("hierarchical must be True, False or 'group', got %r" % (hierarchical,))
+    return block, topk_fraction, seed
 
 
 _INT_MAX = 2 ** 31 - 1
@@ -158,6 +195,19 @@ def _plan_groups(path):
     return groups
 
 
+_LIVE = weakref.WeakSet()  # the progress threads running
+
+
+@atexit.register
+def _stop_progress():
+    """At interpreter exit, let every progress thread finish what it was
+    given: a daemon thread still inside torch's Future.set_result (DDP's
+    callbacks) when Python finalises aborts the process ("terminate called
+    without an active exception")."""
+    for p in list(_LIVE):
+        p.stop()
+
+
 class _Progress:
     """One thread running a Communicator's library calls in the order they
     were submitted; done(result, exception) is called on that thread."""
@@ -167,6 +217,7 @@ class _Progress:
         self.queued_s = 0.0  # calls waiting for the thread (profile)
         self.thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self.thread.start()
+        _LIVE.add(self)
 
     def _loop(self):
         while True:
@@ -189,6 +240,7 @@ class _Progress:
         """Run what is queued, then end the thread (not waited for when
         the thread itself stops it: a Communicator whose last reference
         went with a finished call)."""
+        _LIVE.discard(self)
         self._q.put(None)
         if threading.current_thread() is not self.thread:
             self.thread.join()
@@ -234,6 +286,8 @@ class Communicator:
         self._comm = comm
         self._groups = None
         self._progress = None
+        # the library read it at init (every rank alike, or init failed)
+        self._check_mode = os.environ.get("TOPOPLACE_COLL_CHECK") == "1"
         self.rank = _lib.LIB.tp_coll_comm_rank(comm)
         self.size = _lib.LIB.tp_coll_comm_size(comm)
         self.nhosts = _lib.LIB.tp_coll_comm_nhosts(comm)
@@ -252,6 +306,35 @@ class Communicator:
         cf = concurrent.futures.Future()
         p.submit(fn, lambda r, e: cf.set_exception(e) if e is not None else cf.set_result(r))
         return cf.result()
+
+    def _refused(self, call):
+        """This rank refused its call before the library saw it (bad
+        arguments). Under TOPOPLACE_COLL_CHECK the library's argument check
+        is collective: a call the library itself refuses (dtype -1) takes
+        this rank's part in it, so the other ranks' calls fail naming this
+        one instead of pairing with its next call."""
+        comm = self._comm
+        if not self._check_mode or not comm:
+            return
+        if call == "broadcast":
+            def fn():
+                return _lib.LIB.tp_coll_broadcast(comm, None, 0, -1, 0)
+        else:
+            def fn():
+                return _lib.LIB.tp_coll_allreduce(comm, None, None, 0, -1, 0, 0)
+        if self._progress is None:
+            fn()
+        else:
+            self._progress.submit(fn, lambda r, e: None)
+
+    def _checked(self, call, make):
+        """make() (a call's argument check), with _refused() when it
+        raises."""
+        try:
+            return make()
+        except (TypeError, ValueError):
+            self._refused(call)
+            raise
 
     def _check(self, call, rc):
         if rc != 0:
@@ -298,7 +381,7 @@ class Communicator:
         overlap=False runs the segments' stages one after another (the
         same result; to measure what the pipeline gains).
         """
-        return self._run(self._all_reduce_call(tensor, *args, **kw))
+        return self._run(self._checked("allreduce", lambda: self._all_reduce_call(tensor, *args, **kw)))
 
     def all_reduce_async(self, tensor, *args, **kw):
         """all_reduce() (same arguments) on the progress thread: returns at once a
@@ -308,7 +391,7 @@ class Communicator:
         the Future is done."""
         import torch
 
-        fn = self._all_reduce_call(tensor, *args, **kw)
+        fn = self._checked("allreduce", lambda: self._all_reduce_call(tensor, *args, **kw))
         if self._progress is None:
             self._handle("all_reduce_async")
             self._progress = _Progress("topoplace-coll rank %d" % self.rank)
@@ -319,21 +402,29 @@ class Communicator:
     def _all_reduce_call(self, tensor, op="sum", algorithm="auto", compressor=None, hierarchical=True,
                          error_feedback=True, key=0, block=None, topk_fraction=None, stochastic=None,
                          seed=None, momentum=None, momentum_masking=True, segment=None, overlap=None):
-        """Check the arguments; the library call as a function of none."""
+        """Check the arguments (every one, also those a dense call does
+        not use); the library call as a function of none."""
         compressed = compressor not in (None, "none")
         dt = _dtype_code(tensor, compressed)
         o = _choice(_lib.OPS, op, "op")
+        a = _choice(_lib.ALGOS, algorithm, "algorithm")
+        kind = _choice(_lib.COMPRESSORS, compressor, "compressor")
+        block, topk_fraction, seed = _compressor_opts(compressor, block, topk_fraction, seed,
+                                                      hierarchical)
+        if key is not None:
+            key = _int_in(key, 0, 2 ** 64 - 1, "key")
+        if momentum is not None and not 0.0 <= float(momentum) < 1.0:
+            raise ValueError("momentum %r not in [0, 1)" % (momentum,))
+        segment, overlap = _pipeline_opts(segment, overlap)
         comm = self._handle("all_reduce")
         ptr = ctypes.c_void_p(tensor.data_ptr())
         n = tensor.numel()
         if not compressed:
-            a = _choice(_lib.ALGOS, algorithm, "algorithm")
 
             def dense():
                 self._check("all_reduce", _lib.LIB.tp_coll_allreduce(comm, ptr, ptr, n, dt, o, a))
                 return tensor
             return dense
-        kind = _choice(_lib.COMPRESSORS, compressor, "compressor")
         if not _lib.HAVE_COMPRESSION:
             raise CompressionUnavailable("all_reduce(compressor=%r)" % compressor)
         c = _lib.CompOpts()
@@ -341,28 +432,25 @@ class Communicator:
         c.kind = kind
         if hierarchical == "group":
             c.levels = _lib.LEVEL_GROUP | _lib.LEVEL_CROSS
-        elif hierarchical in (True, False):
-            c.levels = _lib.LEVEL_CROSS if hierarchical else (_lib.LEVEL_HOST | _lib.LEVEL_GROUP | _lib.LEVEL_CROSS)
         else:
-            raise ValueError("hierarchical must be True, False or 'group', got %r" % (hierarchical,))
+            c.levels = _lib.LEVEL_CROSS if hierarchical else (_lib.LEVEL_HOST | _lib.LEVEL_GROUP | _lib.LEVEL_CROSS)
         c.error_feedback = bool(error_feedback)
         if block is not None:
-            c.block = _int_in(block, 0, 2 ** 32 - 1, "block")
+            c.block = block
         if topk_fraction is not None:
-            c.topk_fraction = float(topk_fraction)
+            c.topk_fraction = topk_fraction
         if stochastic is not None:
             c.stochastic = bool(stochastic)
         if seed is not None:
-            c.seed = int(seed)
+            c.seed = seed
         if momentum is not None:
             c.momentum = float(momentum)
         c.momentum_masking = bool(momentum_masking)
-        segment, overlap = _pipeline_opts(segment, overlap)
         if segment is not None:
             c.segment = segment
         if overlap is not None:
             c.overlap = overlap
-        key = int(key)
+        key = key or 0
 
         def compressed_call():
             rc = _lib.LIB.tp_coll_allreduce_compressed(comm, ptr, n, o, ctypes.byref(c), key)
@@ -372,10 +460,11 @@ class Communicator:
 
     def broadcast(self, tensor, root=0):
         """Copy root's tensor into every rank's, in place; returns it."""
-        dt = _dtype_code(tensor, False)
+        dt, root = self._checked("broadcast", lambda: (_dtype_code(tensor, False),
+                                                       _int_in(root, 0, self.size - 1, "root")))
         comm = self._handle("broadcast")
         ptr = ctypes.c_void_p(tensor.data_ptr())
-        n, root = tensor.numel(), _int_in(root, 0, self.size - 1, "root")
+        n = tensor.numel()
 
         def call():
             self._check("broadcast", _lib.LIB.tp_coll_broadcast(comm, ptr, n, dt, root))
@@ -389,7 +478,7 @@ class Communicator:
     def sent_bytes(self, peer):
         """Bytes this rank handed to `peer` since init or reset_stats()."""
         comm = self._handle("sent_bytes")
-        peer = int(peer)
+        peer = _int_in(peer, -2 ** 63, 2 ** 63 - 1, "peer")
         if not 0 <= peer < self.size:  # the library's 0 for a peer out of range
             return 0
         return self._run(lambda: _lib.LIB.tp_coll_comm_sent_bytes(comm, peer))

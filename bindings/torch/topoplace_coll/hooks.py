@@ -109,7 +109,8 @@ import time
 
 import torch
 
-from . import CompressionUnavailable, _choice, _lib, _pipeline_opts, have_compression
+from . import (CompressionUnavailable, _choice, _compressor_opts, _int_in, _lib, _pipeline_opts,
+               have_compression)
 
 __all__ = ["TopoplaceState", "allreduce_hook"]
 
@@ -178,6 +179,10 @@ class TopoplaceState:
         if clip_norm is not None and (compressor != "topk" or not float(clip_norm) > 0.0):
             raise ValueError("clip_norm=%r: > 0, for compressor='topk' only" % (clip_norm,))
         segment, overlap = _pipeline_opts(segment, overlap)
+        # the compressor's options fail here, not at step start_iter
+        block, topk_fraction, seed = _compressor_opts(compressor, block, topk_fraction, seed,
+                                                      hierarchical)
+        key_base = _int_in(key_base, 0, 2 ** 63 - 1, "key_base")
         if per_tensor and compressor != "topk":
             raise ValueError("per_tensor: for compressor='topk' only")
         self.comm = comm
@@ -285,8 +290,10 @@ def _hook(state, bucket):
         pieces, keys = [buf], [key]
     if state.async_op:
         futs = [state.comm.all_reduce_async(t, op="avg", key=k, **kw) for t, k in zip(pieces, keys)]
-        if len(futs) == 1:
-            return futs[0]
+        # through then(): torch 1.13's DDP reads a Future completed with
+        # set_exception as a value ("Unable to cast ... to Tensor"); a
+        # callback that raises marks the Future failed, with the library's
+        # message
         return torch.futures.collect_all(futs).then(lambda f: _whole(f, buf))
     for t, k in zip(pieces, keys):
         state.comm.all_reduce(t, op="avg", key=k, **kw)
