@@ -776,22 +776,22 @@ void tp_coll_comm_destroy(tp_coll_comm_t *c)
 
 int tp_coll_comm_rank(const tp_coll_comm_t *c)
 {
-	return c->rank;
+	return c ? c->rank : -1;
 }
 
 int tp_coll_comm_size(const tp_coll_comm_t *c)
 {
-	return c->size;
+	return c ? c->size : 0;
 }
 
 int tp_coll_comm_nhosts(const tp_coll_comm_t *c)
 {
-	return c->nhosts;
+	return c ? c->nhosts : 0;
 }
 
 const char *tp_coll_comm_detail(const tp_coll_comm_t *c)
 {
-	return c->detail;
+	return c ? c->detail : "no communicator (NULL)";
 }
 
 uint64_t tp_coll_comm_sent_bytes(const tp_coll_comm_t *c, int peer)
@@ -814,7 +814,7 @@ uint64_t tp_coll_comm_phase_ns(const tp_coll_comm_t *c, tp_coll_phase_t p)
 
 tp_coll_algo_t tp_coll_algo_select(const tp_coll_comm_t *c, size_t bytes)
 {
-	if (c->nsizes == 0)
+	if (!c || c->nsizes == 0)
 		return TP_COLL_ALGO_RING;
 	for (size_t i = 0; i < c->nsizes; i++)
 		if ((double)bytes <= c->sizes[i])

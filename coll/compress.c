@@ -446,6 +446,7 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 	if (!err && count > SIZE_MAX / 16 / (size_t)c->size)
 		err = tp__coll_fail(c, TP_ERR_INVAL, "count %zu too large",
 				    count);
+
 	/* TOPOPLACE_COLL_CHECK: every rank compares its call with the
 	 * others', its own refusal included */
 	if ((err = tp__coll_check_args(c, TP__COLL_CALL_COMPRESSED, count,
@@ -464,6 +465,13 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 	    (c->nlevels == 0 && c->ncross == 0) ||
 	    (o.kind == TP_COLL_COMP_TOPK && (o.levels & TP_COLL_LEVEL_GROUP));
 	seg = flat ? 0 : pipeline_seg(c, &o, count);
+	/* top-k's indices are 32 bits: a flat top-k of more is refused
+	 * before its residuals are allocated (16 bytes a value); every rank
+	 * passes the same count, so all refuse alike */
+	if (flat && o.kind == TP_COLL_COMP_TOPK && count > UINT32_MAX)
+		return tp__coll_fail(c, TP_ERR_RANGE,
+				     "top-k of %zu values (2^32 at most)",
+				     count);
 	if (o.error_feedback && (err = ef_get(c, key, count, seg, &o, &e)))
 		return tp__coll_fail(c, err, "residuals of key %llu",
 				     (unsigned long long)key);

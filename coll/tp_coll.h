@@ -197,8 +197,9 @@ typedef struct tp_coll_opts {
 	 * TP_ERR_TIMEOUT; > 0. Default 30. Values above 1e9 (about 31
 	 * years), INFINITY included, wait that long: no timeout. */
 	double timeout_s;
-	/* Pipelining unit in bytes (rounded down to whole elements, at least
-	 * one); default 256 KiB. Every rank must use the same value. */
+	/* Pipelining unit in bytes, 8 .. 1 GiB (rounded down to a multiple
+	 * of 8; less is TP_ERR_INVAL); default 256 KiB. Every rank must use
+	 * the same value. */
 	size_t chunk_bytes;
 	/* TCP connections to each peer on another host, 1..8; every message
 	 * is striped over them in equal parts. 0: $TOPOPLACE_COLL_SOCKETS,
@@ -235,8 +236,12 @@ tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
 			   char **err_p);
 
 /* As tp_coll_comm_init(), loading the plan from a topoplace-plan/1 file.
- * A plan that does not load fails with the loader's code (TP_ERR_PARSE,
- * TP_ERR_FORMAT, TP_ERR_IO) and its "file: element: what" line. */
+ * A plan that does not load fails with the loader's code (TP_ERR_NOTFOUND
+ * no such file, TP_ERR_INVAL not a regular file, TP_ERR_IO unreadable,
+ * TP_ERR_PARSE or TP_ERR_FORMAT bad content) and its "file: element:
+ * what" line. This and tp_coll_comm_init_env() are how programs outside
+ * topoplace's tree start: tp_coll_comm_init() takes a plan in memory,
+ * which only topoplace's own runtime library (not installed) makes. */
 tp_err_t tp_coll_comm_init_file(const char *plan_path, int rank,
 				const tp_coll_opts_t *opts,
 				tp_coll_comm_t **comm_p, char **err_p);
@@ -254,12 +259,12 @@ tp_err_t tp_coll_comm_init_env(const tp_coll_opts_t *opts,
  * a no-op. */
 void tp_coll_comm_destroy(tp_coll_comm_t *comm);
 
+/* This rank, the ranks and the plan's hosts (NULL: -1, 0, 0). */
 int tp_coll_comm_rank(const tp_coll_comm_t *comm);
 int tp_coll_comm_size(const tp_coll_comm_t *comm);
-/* Hosts in the plan. */
 int tp_coll_comm_nhosts(const tp_coll_comm_t *comm);
 /* Reason for the last failed call ("" when none); borrowed, valid until
- * the next call on the communicator. */
+ * the next call on the communicator (NULL: a constant saying so). */
 const char *tp_coll_comm_detail(const tp_coll_comm_t *comm);
 /* Bytes this rank has handed to rank `peer` (over every connection to
  * it) since init or the last tp_coll_comm_stats_reset(); 0 for a peer
@@ -501,7 +506,9 @@ tp_err_t tp_coll_comp_parse(const char *name, tp_coll_comp_t *kind_p);
 
 /* In-place all-reduce of count fp32 values in host memory, op TP_COLL_SUM
  * or TP_COLL_AVG, compressed on the hops opts->levels names (opts NULL:
- * the defaults, which compress nothing). Collective: every rank passes
+ * the defaults, which compress nothing; with opts->kind TP_COLL_COMP_NONE
+ * or levels 0 it is tp_coll_allreduce() of fp32, which takes every op).
+ * Collective: every rank passes
  * the same count, op, opts and key. Returns TP_OK, TP_ERR_INVAL (NULL
  * buffer with count > 0, a count too large to size, another op, bad
  * options), TP_ERR_UNSUPPORTED
@@ -527,7 +534,7 @@ uint64_t tp_coll_comm_cross_bytes(const tp_coll_comm_t *comm);
 /* Bytes per element; 0 for a bad dtype. */
 size_t tp_coll_dtype_size(tp_coll_dtype_t dtype);
 /* The algorithm an all-reduce of `bytes` runs with TP_COLL_ALGO_AUTO
- * (never AUTO itself). */
+ * (never AUTO itself; NULL: TP_COLL_ALGO_RING). */
 tp_coll_algo_t tp_coll_algo_select(const tp_coll_comm_t *comm, size_t bytes);
 /* "auto", "ring", "hierarchical", "tree"; NULL for a bad value. Static. */
 const char *tp_coll_algo_name(tp_coll_algo_t algo);

@@ -1654,6 +1654,12 @@ static void test_env(void **s)
 	assert_non_null(strstr(tp_coll_comm_detail(c), "allreduce: bad dtype"));
 	tp_coll_comm_destroy(c);
 	tp_coll_comm_destroy(NULL);
+	/* the accessors take NULL too (they dereferenced it) */
+	assert_int_equal(tp_coll_comm_rank(NULL), -1);
+	assert_int_equal(tp_coll_comm_size(NULL), 0);
+	assert_int_equal(tp_coll_comm_nhosts(NULL), 0);
+	assert_non_null(strstr(tp_coll_comm_detail(NULL), "NULL"));
+	assert_int_equal(tp_coll_algo_select(NULL, 1 << 20), TP_COLL_ALGO_RING);
 	unsetenv("TOPOPLACE_PLAN");
 	unsetenv("TOPOPLACE_RANK");
 	unsetenv("TOPOPLACE_WORLD_SIZE");
