@@ -577,8 +577,21 @@ tp_err_t tp_pconf_load_fabric(const char *conf_path, size_t max_switches,
 		err = TP_ERR_NOMEM;
 		goto out;
 	}
-	if ((err = tp_fabric_load_json_regular(fpath, &f, &msg)) ||
-	    (err = tp_stree_build(f, c->nvlink_level, t, &msg))) {
+	/* every level-1 group is a switch of the tree: a fabric with more
+	 * than the table takes is refused before the tree is built (its
+	 * build grows with the square of the switches: 12 s for 64,000
+	 * groups, with slurmctld's locks held) */
+	if (!(err = tp_fabric_load_json_regular(fpath, &f, &msg)) &&
+	    tp_fabric_groups_at(f, 1) > max_switches) {
+		err = TP_ERR_RANGE;
+		*why_p =
+		    tp_asprintf("fabric %s: %zu level-1 groups, more "
+				"switches than %zu (Slurm's switch table "
+				"grows with their square)",
+				fpath, tp_fabric_groups_at(f, 1), max_switches);
+		goto out;
+	}
+	if (err || (err = tp_stree_build(f, c->nvlink_level, t, &msg))) {
 		*why_p = tp_asprintf("fabric %s: %s", fpath,
 				     msg ? msg : tp_strerror(err));
 		goto out;

@@ -308,8 +308,11 @@ extern int fini(void)
 	slurm_mutex_lock(&state_lock);
 	/* the queued records go to the file before the writer is joined;
 	 * the pending ones cannot be confirmed: 24.11 unloads plugins only
-	 * in MEMORY_LEAK_DEBUG builds, after job_fini freed the jobs */
+	 * in MEMORY_LEAK_DEBUG builds, after job_fini freed the jobs, so
+	 * neither may the running ones be looked up (drop_fabric confirms
+	 * what is left) */
 	pending_clear();
+	running_clear();
 	writer_stop();
 	free_switch_table();
 	drop_fabric();
@@ -632,7 +635,9 @@ extern int topology_p_topology_unpack(void **topoinfo_pptr, buf_t *buffer,
 
 	*topoinfo_pptr = ti;
 	safe_unpack32(&ti->record_count, buffer);
-	safe_xcalloc(ti->topo_array, ti->record_count + 1,
+	/* + 1 in size_t: a corrupt count of 2^32 - 1 wrapped to 0, left the
+	 * array NULL and the loop wrote through it */
+	safe_xcalloc(ti->topo_array, (size_t)ti->record_count + 1,
 		     sizeof(topoinfo_switch_t));
 	for (uint32_t i = 0; i < ti->record_count; i++) {
 		safe_unpack16(&ti->topo_array[i].level, buffer);

@@ -15,6 +15,7 @@
 
 #include <stdarg.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "topology_int.h"
@@ -98,12 +99,17 @@ static char *unique_name(build_t *b, const char *base)
 
 	for (unsigned i = 1; i < 100000; i++) {
 		tp_free(s);
-		s = i == 1 ? tp_strdup(base) : tp_asprintf("%s-%u", base, i);
+		/* the base cut to leave room for the suffix: cut after it,
+		 * a base of NAME_MAX_LEN characters gave back the base */
+		int keep = NAME_MAX_LEN;
+		if (i > 1)
+			keep -= snprintf(NULL, 0, "-%u", i);
+		s = i == 1 ? tp_strdup(base)
+			   : tp_asprintf("%.*s-%u", keep, base, i);
 		if (!s)
 			return NULL;
-		if (strlen(s) > NAME_MAX_LEN) {
+		if (strlen(s) > NAME_MAX_LEN)
 			s[NAME_MAX_LEN] = '\0';
-		}
 		if (tp_strmap_get(&b->byname, s) == TP_MAP_NONE)
 			return s;
 	}
@@ -656,6 +662,16 @@ static void add_desc(const tp_stree_t *t, tp_stree_row_t *r, uint32_t i)
 	}
 }
 
+/* How many switches are below switch i. */
+static size_t count_desc(const tp_stree_t *t, uint32_t i)
+{
+	size_t n = t->sw[i].nchildren;
+
+	for (size_t k = 0; k < t->sw[i].nchildren; k++)
+		n += count_desc(t, t->sw[i].children[k]);
+	return n;
+}
+
 static int cmp_int(const void *x, const void *y)
 {
 	int a = *(const int *)x, b = *(const int *)y;
@@ -672,7 +688,10 @@ static tp_err_t table_row(const tp_stree_t *t, uint32_t i, tp_stree_row_t *r)
 		tp_strbuf_printf(&sb, "%s%s", k ? "," : "",
 				 t->sw[s->children[k]].name);
 	r->switches = sb.buf;
-	r->desc = tp_calloc(t->nsw, sizeof(*r->desc));
+	/* its descendants only (a row of every switch took 4 bytes a pair
+	 * of switches more than tp_plugin.h's peak says) */
+	size_t nd = count_desc(t, i);
+	r->desc = tp_calloc(nd ? nd : 1, sizeof(*r->desc));
 	r->dist = tp_calloc(t->nsw, sizeof(*r->dist));
 	r->nodes = tp_calloc(s->nbelow ? s->nbelow : 1, sizeof(*r->nodes));
 	if (sb.failed || !r->desc || !r->dist || !r->nodes)

@@ -684,6 +684,14 @@ static void test_load_fabric(void **state)
 	    strstr(why, "3 switches in its switch tree, more than 2"));
 	tp_free(why);
 	why = NULL;
+	/* more level-1 groups than the table takes: refused before the
+	 * tree is built (its build grows with the square) */
+	assert_int_equal(tp_pconf_load_fabric(conf, 1, &c, &f, &t, &why),
+			 TP_ERR_RANGE);
+	assert_null(f);
+	assert_non_null(strstr(why, "2 level-1 groups, more switches than 1"));
+	tp_free(why);
+	why = NULL;
 	assert_int_equal(tp_pconf_load_fabric(conf, 3, &c, &f, &t, &why),
 			 TP_OK); /* at most max_switches */
 	tp_fabric_destroy(f);
