@@ -660,6 +660,38 @@ out:
 	return err;
 }
 
+/* Cables between two switches of the same level: the model goes up and
+ * down the tree only, so it routes over none of them, and hosts that
+ * reach each other only through one are modelled apart. Warned with a
+ * count and the first (irregular fabrics; a fat tree has none). */
+static void warn_same_level(tp_fabric_t *f)
+{
+	size_t n = 0;
+	const tp_link_t *first = NULL;
+
+	for (size_t i = 0; i < f->nlink; i++) {
+		const tp_link_t *l = &f->link[i];
+		if (l->kind[0] != TP_NODE_SWITCH ||
+		    l->kind[1] != TP_NODE_SWITCH || l->node[0] == l->node[1] ||
+		    f->sw[l->node[0]].level != f->sw[l->node[1]].level ||
+		    !f->sw[l->node[0]].level)
+			continue;
+		if (!n++)
+			first = l;
+	}
+	if (n)
+		tp__fabric_warn(
+		    f,
+		    "%zu cable%s between switches of the same level (e.g. "
+		    "'%s' port %d - '%s' port %d, level %d): the model routes "
+		    "only up and down the switch tree, so hosts that reach "
+		    "each other only through such cables are modelled apart "
+		    "(separate trees in topology.conf, no path for cost)",
+		    n, n == 1 ? "" : "s", f->sw[first->node[0]].desc,
+		    first->port[0], f->sw[first->node[1]].desc, first->port[1],
+		    f->sw[first->node[0]].level);
+}
+
 /* ---- step 6: GPUs and NVLink domains ---- */
 
 static tp_err_t default_gpus(tp_fabric_t *f, int n)
@@ -878,6 +910,8 @@ tp_err_t tp_fabric_finalize(tp_fabric_t *f, const tp_finalize_opts_t *opts)
 		goto fail;
 	if (!(err = switch_levels(f, &a)) && !(err = host_leaves(f)))
 		err = build_groups(f, &a);
+	if (!err)
+		warn_same_level(f);
 	adj_free(&a);
 	if (err)
 		goto fail;

@@ -144,6 +144,15 @@ if [ -f "$TP_FIXTURES/ib/jabl-ibtopotool/1.topo" ]; then
 	grep -q "nohosts.json: no hosts in the fabric" "$tmp/err" && ok "no hosts named" || bad "no hosts: $(cat "$tmp/err")"
 fi
 
+# ---- a cable between two leaves (an irregular fabric: jabl's third
+# dump) is one the model cannot route over: said, not dropped silently ----
+if [ -f "$TP_FIXTURES/ib/jabl-ibtopotool/3.topo" ]; then
+	expect 0 "discover a fabric with a leaf-to-leaf cable" \
+		$T discover --ibnetdiscover "$TP_FIXTURES/ib/jabl-ibtopotool/3.topo" -o "$tmp/j3.json"
+	grep -q "warning: 1 cable between switches of the same level (e.g. .* level 1): the model routes only up and down" "$tmp/err" &&
+		ok "the same-level cable is warned about" || bad "same-level cable: $(cat "$tmp/err")"
+fi
+
 # ---- trace --price: records that overlap on the same GPUs are counted
 # and named, not priced as if the state held both ----
 $T fabric generate fat-tree --leaves 2 --hosts-per-leaf 2 --gpus-per-host 4 -o "$tmp/f4.json" >/dev/null
