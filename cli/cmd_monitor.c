@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 #include "tp_health.h"
 
@@ -112,6 +114,36 @@ typedef struct args {
 } args_t;
 
 /* Both commands' options; false (usage printed or error) ends the run. */
+/* --state-out names a file this command may rewrite: none yet, or one
+ * without another "format" than topoplace-state/1 (a fabric model given
+ * by mistake would lose its cables); checked before the first sweep. An
+ * unreadable file is left to the write, which names it. */
+static bool state_out_ours(const char *cmd, const char *path)
+{
+	char *old = NULL;
+	size_t len;
+
+	if (tp_file_read(path, &old, &len)) {
+		tp_free(old);
+		return true;
+	}
+	cJSON *root = cJSON_Parse(old);
+	const cJSON *fmt =
+	    cJSON_IsObject(root)
+		? cJSON_GetObjectItemCaseSensitive(root, "format")
+		: NULL;
+	bool ok = !fmt || (cJSON_IsString(fmt) &&
+			   !strcmp(fmt->valuestring, "topoplace-state/1"));
+	if (!ok)
+		tp_cli_err("%s: --state-out %s: a %s file, not "
+			   "topoplace-state/1: not overwritten",
+			   cmd, path,
+			   cJSON_IsString(fmt) ? fmt->valuestring : "foreign");
+	cJSON_Delete(root);
+	tp_free(old);
+	return ok;
+}
+
 static bool parse(int argc, char **argv, args_t *a, int *rc_p)
 {
 	const char *usage = a->monitor ? monitor_usage : health_usage;
@@ -191,7 +223,7 @@ static bool parse(int argc, char **argv, args_t *a, int *rc_p)
 		tp_cli_err("--interval: expected at least 1 s for monitor");
 		return false;
 	}
-	return true;
+	return !a->state || state_out_ours(cmd, a->state);
 }
 
 /* Everything one sweep loop holds. */
@@ -475,6 +507,13 @@ static bool write_state(const run_t *r, const char *path)
 		return false;
 	}
 	err = tp_health_state_json(old, r->f, r->links, &json);
+	if (err == TP_ERR_FORMAT) {
+		tp_free(old);
+		tp_cli_err("%s: another format than topoplace-state/1: not "
+			   "overwritten",
+			   path);
+		return false;
+	}
 	if (err == TP_ERR_PARSE) {
 		/* Not ours to repair, but the placement must not keep stale
 		 * health: start the file afresh and say so. */

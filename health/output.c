@@ -119,6 +119,12 @@ tp_err_t tp_health_state_json(const char *old, const tp_fabric_t *f,
 		err = TP_ERR_PARSE;
 		goto out;
 	}
+	const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+	if (fmt && (!cJSON_IsString(fmt) ||
+		    strcmp(fmt->valuestring, "topoplace-state/1"))) {
+		err = TP_ERR_FORMAT;
+		goto out;
+	}
 	if (!(by = old_links(root, nl)) || !(arr = cJSON_CreateArray()))
 		goto out;
 	for (size_t l = 0; l < nl && !nomem; l++) {

@@ -304,7 +304,9 @@ const char *tp_health_sweep_error(const tp_health_sweep_t *s);
  * "reason"} per link whose health is below 1 (a link the sweep did not
  * see keeps the entry old had for it); its other fields are kept. A
  * "reason" is ignored by the state loader. TP_ERR_PARSE when old is not a
- * JSON object (the caller names the file). */
+ * JSON object, TP_ERR_FORMAT when it names another "format" than
+ * topoplace-state/1 (a fabric model, say: not rewritten); the caller names
+ * the file. */
 tp_err_t tp_health_state_json(const char *old, const tp_fabric_t *f,
 			      const tp_health_link_t *links, char **json_p);
 

@@ -345,6 +345,14 @@ static void test_state_json(void **unused)
 			 TP_ERR_PARSE);
 	assert_int_equal(tp_health_state_json("{trunc", f, h, &json),
 			 TP_ERR_PARSE);
+	/* another format (a fabric model given by mistake) is not merged
+	 * into: its cables would be replaced by link health */
+	assert_int_equal(tp_health_state_json(
+			     "{\"format\":\"topoplace-fabric/1\",\"links\":[]}",
+			     f, h, &json),
+			 TP_ERR_FORMAT);
+	assert_int_equal(tp_health_state_json("{\"format\":7}", f, h, &json),
+			 TP_ERR_FORMAT);
 	free(h);
 	tp_fabric_destroy(f);
 }

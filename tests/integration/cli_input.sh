@@ -153,6 +153,14 @@ if [ -f "$TP_FIXTURES/ib/jabl-ibtopotool/3.topo" ]; then
 		ok "the same-level cable is warned about" || bad "same-level cable: $(cat "$tmp/err")"
 fi
 
+# ---- monitor --state-out naming a fabric model (a slip of the keyboard)
+# is refused before any sweep, the file untouched ----
+cp "$tmp/ft.json" "$tmp/ft-copy.json"
+expect 2 "monitor --state-out a fabric file" $T monitor --fabric "$tmp/ft.json" --state-out "$tmp/ft-copy.json"
+grep -q "state-out .*ft-copy.json: a topoplace-fabric/1 file, not topoplace-state/1: not overwritten" "$tmp/err" &&
+	cmp -s "$tmp/ft.json" "$tmp/ft-copy.json" && ok "refused, the file untouched" ||
+	bad "monitor --state-out fabric: $(cat "$tmp/err")"
+
 # ---- trace --price: records that overlap on the same GPUs are counted
 # and named, not priced as if the state held both ----
 $T fabric generate fat-tree --leaves 2 --hosts-per-leaf 2 --gpus-per-host 4 -o "$tmp/f4.json" >/dev/null
