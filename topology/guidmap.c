@@ -67,6 +67,13 @@ static tp_err_t line_name(char *v, char **name_p, const char **why_p)
 			return TP_OK;
 		}
 	}
+	/* a host name as the fabric takes it (a bad one failed finalize
+	 * with "invalid argument", naming neither file nor line) */
+	if (!tp__name_ok(v)) {
+		*why_p = "not a host name (letters, digits, '-', '_', '.', "
+			 "at most 255 characters)";
+		return TP_OK;
+	}
 	*name_p = tp_strdup(v);
 	return *name_p ? TP_OK : TP_ERR_NOMEM;
 }

@@ -7,7 +7,9 @@
  */
 #include "tp_test.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "topology_int.h"
 
@@ -910,6 +912,20 @@ static void test_guidmap(void **state)
 	path = tp_test_data("ibn-forward.txt");
 	assert_int_equal(tp_fabric_read_guid_map(f, path), TP_ERR_PARSE);
 	assert_where(f, path, 7);
+	/* a name no host can have is refused at its line (it failed
+	 * finalize later with "invalid argument", naming nothing) */
+	char tmp[] = "/tmp/tp_guidmap_XXXXXX";
+	int fd = mkstemp(tmp);
+	assert_true(fd >= 0);
+	static const char bad[] = "0x0002c90200000020 n02\n"
+				  "0x0002c90200000021 bad!\n";
+	assert_int_equal(write(fd, bad, sizeof(bad) - 1),
+			 (ssize_t)(sizeof(bad) - 1));
+	close(fd);
+	assert_int_equal(tp_fabric_read_guid_map(f, tmp), TP_ERR_PARSE);
+	assert_where(f, tmp, 2);
+	assert_non_null(strstr(tp_fabric_error(f), "not a host name"));
+	unlink(tmp);
 	tp_fabric_destroy(f);
 }
 
