@@ -51,6 +51,7 @@ struct parser {
 	int cur_nports;
 
 	size_t uncabled, routers, unknown_rate;
+	size_t headers; /* node blocks met (build pass) */
 	/* last speed text and its rate: a fabric has one or two */
 	char rate_word[32];
 	double rate_lane;
@@ -491,6 +492,7 @@ static tp_err_t node_header(struct parser *ps, char *s, enum blk blk,
 	ps->cur_nports = (int)nports;
 	if (!ps->build)
 		return blk == BLK_SWITCH ? switch_seen(ps, guid) : TP_OK;
+	ps->headers++;
 	if (blk == BLK_ROUTER) {
 		ps->routers++;
 		return TP_OK;
@@ -852,6 +854,25 @@ tp_err_t tp_fabric_parse_ibnetdiscover(tp_fabric_t *f, const char *name,
 	if (ps->uncabled)
 		tp__fabric_warn(f, "%s: %zu ports listed without a cable", name,
 				ps->uncabled);
+	/* every node a cable reaches has a block of its own in a whole
+	 * dump of blocks (not in the -p port list or the debug format,
+	 * which have none): one without (a dump cut short, most often)
+	 * lacks its other cables */
+	size_t nosw = 0, noca = 0;
+	for (size_t i = ps->sw_base; i < f->nsw; i++)
+		nosw += i - ps->sw_base >= ps->cap_decl_sw ||
+			!ps->decl_sw[i - ps->sw_base];
+	for (size_t i = ps->ca_base; i < f->nca; i++)
+		noca += i - ps->ca_base >= ps->cap_decl_ca ||
+			!ps->decl_ca[i - ps->ca_base];
+	if (ps->headers && nosw + noca)
+		tp__fabric_warn(
+		    f,
+		    "%s: %zu switch%s and %zu CA%s cabled but never "
+		    "described (a dump cut short?): their other "
+		    "cables are missing from the model",
+		    name, nosw, nosw == 1 ? "" : "es", noca,
+		    noca == 1 ? "" : "s");
 	if (ps->routers)
 		tp__fabric_warn(f, "%s: %zu router lines skipped (routers are "
 				"not modelled)", name, ps->routers);

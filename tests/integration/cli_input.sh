@@ -153,6 +153,17 @@ if [ -f "$TP_FIXTURES/ib/jabl-ibtopotool/3.topo" ]; then
 		ok "the same-level cable is warned about" || bad "same-level cable: $(cat "$tmp/err")"
 fi
 
+# ---- a dump cut short at a block boundary parses (it is a dump of a
+# smaller fabric) but says that cabled nodes were never described ----
+if [ -f "$TP_FIXTURES/ib/NVIDIA-topograph/ibnetdiscover-example.out" ]; then
+	head -c 100000 "$TP_FIXTURES/ib/NVIDIA-topograph/ibnetdiscover-example.out" >"$tmp/cut.out"
+	expect 0 "discover a dump cut short" $T discover --ibnetdiscover "$tmp/cut.out" -o "$tmp/cut.json"
+	grep -q "cut.out: 9 switches and 554 CAs cabled but never described (a dump cut short?)" "$tmp/err" &&
+		ok "the cut is warned about" || bad "cut dump: $(cat "$tmp/err")"
+	expect 0 "the whole dump" $T discover --ibnetdiscover "$TP_FIXTURES/ib/NVIDIA-topograph/ibnetdiscover-example.out" -o "$tmp/whole.json"
+	grep -q "never described" "$tmp/err" && bad "whole dump warned: $(cat "$tmp/err")" || ok "the whole dump is not"
+fi
+
 # ---- monitor --state-out naming a fabric model (a slip of the keyboard)
 # is refused before any sweep, the file untouched ----
 cp "$tmp/ft.json" "$tmp/ft-copy.json"
