@@ -410,9 +410,25 @@ static tp_err_t host_leaves(tp_fabric_t *f)
 			if (!u || hp->leaves[u - 1] != hp->leaves[i])
 				hp->leaves[u++] = hp->leaves[i];
 		hp->nleaves = u;
-		if ((int)u > f->rails)
-			f->rails = (int)u;
 	}
+	/* rails: the leaf count most hosts have (ties: the larger), not the
+	 * largest any host has: one head node on both subnets of a
+	 * two-subnet fabric made every other host "degraded" */
+	size_t maxl = 0, best = 0;
+	for (size_t h = 0; h < f->nhost; h++)
+		if (f->host[h].nleaves > maxl)
+			maxl = f->host[h].nleaves;
+	size_t *hist = tp_calloc(maxl + 1, sizeof(size_t));
+	if (!hist)
+		return TP_ERR_NOMEM;
+	for (size_t h = 0; h < f->nhost; h++)
+		hist[f->host[h].nleaves]++;
+	for (size_t k = 1; k <= maxl; k++)
+		if (hist[k] && hist[k] >= best) {
+			best = hist[k];
+			f->rails = (int)k;
+		}
+	tp_free(hist);
 	for (size_t h = 0; h < f->nhost; h++) {
 		tp_host_t *hp = &f->host[h];
 		hp->degraded = (int)hp->nleaves < f->rails;

@@ -164,6 +164,17 @@ if [ -f "$TP_FIXTURES/ib/NVIDIA-topograph/ibnetdiscover-example.out" ]; then
 	grep -q "never described" "$tmp/err" && bad "whole dump warned: $(cat "$tmp/err")" || ok "the whole dump is not"
 fi
 
+# ---- two subnets with one head node on both (plafrim2): the compute
+# hosts' one leaf is the rail count, none of them "degraded" (the head
+# node's two leaves made 96 of 97 hosts degraded) ----
+p2=$TP_FIXTURES/ib/hwloc-netloc/plafrim2
+if [ -f "$p2/ib-subnet-fe80_0000_0000_0000.txt" ]; then
+	expect 0 "discover plafrim2's two subnets" $T discover --ibnetdiscover \
+		"$p2/ib-subnet-fe80_0000_0000_0000.txt" "$p2/ib-subnet-fe80_0000_0000_0001.txt" -o "$tmp/p2.json"
+	grep -q "97 hosts, 8 switches, 178 links, 0 GPUs, 1 rail$" "$tmp/err" && ! grep -q degraded "$tmp/err" &&
+		ok "one rail, no host degraded" || bad "plafrim2 rails: $(cat "$tmp/err")"
+fi
+
 # ---- monitor --state-out naming a fabric model (a slip of the keyboard)
 # is refused before any sweep, the file untouched ----
 cp "$tmp/ft.json" "$tmp/ft-copy.json"
