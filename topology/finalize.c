@@ -731,8 +731,13 @@ static tp_err_t default_gpus(tp_fabric_t *f, int n)
 
 static void gpu_affinity(tp_fabric_t *f)
 {
+	size_t unmatched = 0;
+	const tp_host_t *ex = NULL;
+	const char *ex_nic = NULL;
+
 	for (size_t h = 0; h < f->nhost; h++) {
 		tp_host_t *hp = &f->host[h];
+		bool miss = false;
 		for (size_t g = 0; g < hp->ngpus; g++) {
 			tp_gpu_t *gp = &hp->gpus[g];
 			gp->hca = -1;
@@ -746,10 +751,29 @@ static void gpu_affinity(tp_fabric_t *f)
 						break;
 					}
 				}
+			if (gp->hca < 0 && gp->nic && !miss) {
+				miss = true;
+				if (!unmatched++) {
+					ex = hp;
+					ex_nic = gp->nic;
+				}
+			}
 			if (gp->hca < 0)
 				gp->hca = (int)(g * hp->ncas / hp->ngpus);
 		}
 	}
+	/* node data names a GPU's nearest NIC (mlx5_2) that none of the
+	 * host's CAs is called (descriptions naming HCA-3): spread evenly,
+	 * and said */
+	if (unmatched)
+		tp__fabric_warn(f,
+				"%zu %s GPUs name NICs the fabric does not "
+				"call so (e.g. %s: %s, its CAs '%s'...): "
+				"their GPUs are spread evenly over the CAs",
+				unmatched, unmatched == 1 ? "host's" : "hosts'",
+				ex->name, ex_nic,
+				f->ca[ex->cas[0]].dev ? f->ca[ex->cas[0]].dev
+						      : "?");
 }
 
 static tp_err_t nvdom_push(tp_fabric_t *f, size_t *cap, const char *name,

@@ -425,6 +425,12 @@ tp_err_t tp_fabric_read_node_nvsmi(tp_fabric_t *f, const char *host,
 	if (!err && tp__fabric_host_get(f, host, true, &hidx))
 		err =
 		    tp__fabric_fail(f, TP_ERR_NOMEM, "%s: out of memory", path);
+	if (!err && f->host[hidx].has_node_data)
+		tp__fabric_warn(f,
+				"%s: host %s had node data already (%zu GPUs, "
+				"from hwloc XML as a rule): this file's %zu "
+				"GPUs replace it",
+				path, host, f->host[hidx].ngpus, p.ngpu);
 	if (!err) {
 		if (tp__fabric_host_set_gpus(f, hidx, p.gpus, p.ngpu))
 			err = tp__fabric_fail(f, TP_ERR_NOMEM,

@@ -175,6 +175,19 @@ if [ -f "$p2/ib-subnet-fe80_0000_0000_0000.txt" ]; then
 		ok "one rail, no host degraded" || bad "plafrim2 rails: $(cat "$tmp/err")"
 fi
 
+# ---- node data naming NICs the fabric calls otherwise (nvidia-smi's
+# mlx5_N against the dump's HCA-N descriptions): said, not silent ----
+nv=$TP_FIXTURES/ib/NVIDIA-topograph/ibnetdiscover-example.out
+a100=$TP_FIXTURES/nvidia-smi/dgx-a100_topo-m.gengwg-cheatsheets.txt
+if [ -f "$nv" ] && [ -f "$a100" ]; then
+	mkdir -p "$tmp/smi"
+	cp "$a100" "$tmp/smi/a05-p1-dgx-01-c01.txt"
+	expect 0 "discover with nvidia-smi data naming mlx5 NICs" \
+		$T discover --ibnetdiscover "$nv" --nvidia-smi "$tmp/smi" -o "$tmp/nvx.json"
+	grep -q "1 host's GPUs name NICs the fabric does not call so (e.g. a05-p1-dgx-01-c01: mlx5_0, its CAs 'HCA-1'" "$tmp/err" &&
+		ok "the unmatched NIC names are warned about" || bad "NIC names: $(cat "$tmp/err")"
+fi
+
 # ---- monitor --state-out naming a fabric model (a slip of the keyboard)
 # is refused before any sweep, the file untouched ----
 cp "$tmp/ft.json" "$tmp/ft-copy.json"
