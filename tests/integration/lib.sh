@@ -226,10 +226,13 @@ topoplace_cluster8() {
 
 # cluster8_fabric OUT NICS: the fabric contrib/slurm-cluster.sh generates
 # for its 8 nodes (2 leaves, 2 up-links each, node names interleaved over
-# the leaves, 4 GPUs a host) with NICS NICs a host (0: one per GPU), into
-# OUT; a failure is a failed check.
+# the leaves, 4 GPUs a host) with NICS NICs a host (0: one per GPU, the
+# generator's default), into OUT; a failure is a failed check.
 cluster8_fabric() {
-	"$TOPOPLACE" fabric generate fat-tree --nics-per-host "$2" --uplinks 2 --leaves 2 --spines 1 \
+	nics=""
+	[ "$2" = 0 ] || nics="--nics-per-host $2"
+	# shellcheck disable=SC2086
+	"$TOPOPLACE" fabric generate fat-tree $nics --uplinks 2 --leaves 2 --spines 1 \
 		--hosts-per-leaf 4 --interleave --gpus-per-host 4 --prefix node -o "$1" >/dev/null ||
 		bad "fabric generate"
 }
