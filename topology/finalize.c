@@ -519,8 +519,14 @@ static tp_err_t build_groups(tp_fabric_t *f, const adj_t *a)
 		uf[s] = (uint32_t)s;
 		root_group[s] = TP_ID_NONE;
 	}
+	/* a host cabled to more leaves than the rails (plafrim2's head
+	 * node on both subnets) joins none: its second subnet's leaf would
+	 * put that subnet's hosts in a group, and under spines, of the
+	 * first */
 	for (size_t h = 0; h < f->nhost; h++)
-		for (size_t i = 1; i < f->host[h].nleaves; i++)
+		for (size_t i = 1; i < f->host[h].nleaves &&
+				   (int)f->host[h].nleaves <= f->rails;
+		     i++)
 			uf_union(uf, f->host[h].leaves[0],
 				 f->host[h].leaves[i]);
 	/* groups are numbered in host order: stable for the same fabric */
@@ -737,7 +743,8 @@ static void gpu_affinity(tp_fabric_t *f)
 
 	for (size_t h = 0; h < f->nhost; h++) {
 		tp_host_t *hp = &f->host[h];
-		bool miss = false;
+		const char *named = NULL;
+		bool matched = false;
 		for (size_t g = 0; g < hp->ngpus; g++) {
 			tp_gpu_t *gp = &hp->gpus[g];
 			gp->hca = -1;
@@ -751,19 +758,21 @@ static void gpu_affinity(tp_fabric_t *f)
 						break;
 					}
 				}
-			if (gp->hca < 0 && gp->nic && !miss) {
-				miss = true;
-				if (!unmatched++) {
-					ex = hp;
-					ex_nic = gp->nic;
-				}
-			}
+			matched |= gp->hca >= 0;
+			if (gp->nic && !named)
+				named = gp->nic;
 			if (gp->hca < 0)
 				gp->hca = (int)(g * hp->ncas / hp->ngpus);
 		}
+		/* one NIC not found is a NIC whose cable is down; none
+		 * found is another naming */
+		if (named && !matched && hp->ncas && !unmatched++) {
+			ex = hp;
+			ex_nic = named;
+		}
 	}
-	/* node data names a GPU's nearest NIC (mlx5_2) that none of the
-	 * host's CAs is called (descriptions naming HCA-3): spread evenly,
+	/* node data names the GPUs' nearest NICs (mlx5_2) so that none is
+	 * one of the host's CAs (descriptions naming HCA-3): spread evenly,
 	 * and said */
 	if (unmatched)
 		tp__fabric_warn(f,

@@ -173,7 +173,16 @@ if [ -f "$p2/ib-subnet-fe80_0000_0000_0000.txt" ]; then
 		"$p2/ib-subnet-fe80_0000_0000_0000.txt" "$p2/ib-subnet-fe80_0000_0000_0001.txt" -o "$tmp/p2.json"
 	grep -q "97 hosts, 8 switches, 178 links, 0 GPUs, 1 rail$" "$tmp/err" && ! grep -q degraded "$tmp/err" &&
 		ok "one rail, no host degraded" || bad "plafrim2 rails: $(cat "$tmp/err")"
+	# the head node on both subnets joins no leaves: subnet 1's host is
+	# not grouped (nor put under spines) with subnet 0's
+	expect 0 "plafrim2 topology.conf" $T fabric topology-conf "$tmp/p2.json"
+	grep -q "^SwitchName=g1-[0-9]* Nodes=sirocco06$" "$tmp/out" && ! grep -q "Nodes=.*bright.*sirocco06" "$tmp/out" &&
+		ok "sirocco06 (subnet 1) in a group of its own" || bad "plafrim2 groups: $(cat "$tmp/out")"
 fi
+# the main job's fabric (generated, cables down on some hosts) gives no
+# warning: a GPU whose NIC's cable is down is not a naming mismatch
+expect 0 "simulate, one short seed" $T simulate --seeds 1 --jobs 100
+[ ! -s "$tmp/err" ] && ok "simulate warns of nothing" || bad "simulate stderr: $(cat "$tmp/err")"
 
 # ---- node data naming NICs the fabric calls otherwise (nvidia-smi's
 # mlx5_N against the dump's HCA-N descriptions): said, not silent ----
