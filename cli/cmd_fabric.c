@@ -335,7 +335,7 @@ static void show_text(const tp_fabric_t *f, const char *path, size_t weak)
 	       tp_fabric_sharp_cas(f), tp_fabric_unnamed_cas(f));
 	printf("  links          %zu\n", tp_fabric_nlinks(f));
 	printf("  subnets        %d\n", tp_fabric_nsubnets(f));
-	printf("  rails          %d (leaves most hosts are cabled to; up "
+	printf("  rails          %d (the most leaves a host is cabled to; up "
 	       "to %zu NICs a host, "
 	       "a plan's rails)\n",
 	       tp_fabric_rails(f), max_nics(f));

@@ -544,7 +544,8 @@ typedef struct tp_trace_price {
 	size_t groups, groups_min; /* level-1 groups spanned, fewest */
 	/* tp_trace_price_sweep: its hosts' GPUs were already held by the
 	 * records running then (overlapping records: oversubscribed nodes
-	 * or bad data), so it held and loaded nothing */
+	 * or bad data; not hosts down or busy in the state given), so it
+	 * held and loaded nothing */
 	bool overbooked;
 } tp_trace_price_t;
 /* TP_ERR_NOTFOUND: the job has no node list, or a host of it is not in

@@ -262,19 +262,22 @@ static const char *cell_num(const char *s, int c, double *v)
 	static const double lo[C_N] = {0, 0, 0, 0, 0, 0, 0},
 			    hi[C_N] = {1e12, 1e6, 1e6, 1024, 1e9, 1, 1e15};
 	static const char *const range[C_N] = {
-	    "0 .. 1e12", "0 .. 1000000", "0 .. 1000000",     "0 .. 1024",
-	    "0 .. 1e9",	 "0 .. 1",	 "0 .. 1e15 (or 1P)"};
+	    "0 .. 1e12", "0 .. 1000000", "0 .. 1000000", "0 .. 1024",
+	    "0 .. 1e9",	 "0 .. 1",	 "0 .. 1e15"};
 	char *end;
 
 	if (c == C_BYTES ? tp_parse_bytes(s, lo[c], hi[c], v)
 			 : num(s, lo[c], hi[c], v))
 		return NULL;
+	if (c == C_BYTES) /* 1P is a size, only too large */
+		return tp_parse_bytes(s, 0, 1e300, v)
+			   ? range[c]
+			   : "not a size (a whole number, or with K, M, G, T, "
+			     "P)";
 	errno = 0;
 	(void)strtod(s, &end);
-	if (!*s || *end || (c == C_BYTES && !tp_parse_bytes(s, 0, 1e300, v)))
-		return c == C_BYTES ? "not a size (a number, or with K, M, G, "
-				      "T, P)"
-				    : "not a number";
+	if (!*s || *end)
+		return "not a number";
 	return range[c];
 }
 
@@ -473,7 +476,15 @@ static tp_err_t parse_csv(const char *path, char *buf, tp_trace_t *t,
 				    path, lineno, gpus, nodes, gpn);
 				goto out;
 			}
-			if (fmod(gpus, nodes) != 0 || gpus / nodes > 1024) {
+			if (gpus / nodes > 1024) {
+				err = TP_ERR_PARSE;
+				*msg = tp_asprintf(
+				    "%s:%d: gpus %.0f on nodes %.0f: more than "
+				    "1024 a node",
+				    path, lineno, gpus, nodes);
+				goto out;
+			}
+			if (fmod(gpus, nodes) != 0) {
 				err = TP_ERR_PARSE;
 				*msg = tp_asprintf(
 				    "%s:%d: gpus %.0f do not split evenly over "

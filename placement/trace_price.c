@@ -235,8 +235,14 @@ static tp_err_t sweep_start(sweep_t *w, size_t j, uint32_t *hv, int *gv,
 	/* a record the state cannot hold (its hosts overbooked by records
 	 * that overlap) holds nothing */
 	if (tp_state_alloc(w->st, j + 1, hv, gv, n) != TP_OK) {
+		/* overbooked by the records running then, not by the state
+		 * given (hosts down there, or its jobs holding the GPUs) */
+		bool fits_base = true;
+		for (size_t i = 0; i < n && fits_base; i++)
+			fits_base = tp_state_host_up(w->base, hv[i]) &&
+				    tp_state_free_gpus(w->base, hv[i]) >= gv[i];
 		if (slurm)
-			slurm->overbooked = true;
+			slurm->overbooked = fits_base;
 		return TP_ERR_EXISTS;
 	}
 	if (js->nodes >= 2) {

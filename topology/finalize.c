@@ -384,6 +384,32 @@ static tp_err_t switch_levels(tp_fabric_t *f, const adj_t *a)
 
 /* ---- step 4: leaves, rails, degraded ---- */
 
+/* Whether host hp's leaves are on several subnets. */
+static bool spans_subnets(const tp_fabric_t *f, const tp_host_t *hp)
+{
+	for (size_t i = 1; i < hp->nleaves; i++)
+		if (f->sw[hp->leaves[i]].subnet != f->sw[hp->leaves[0]].subnet)
+			return true;
+	return false;
+}
+
+/* Whether the hosts on several subnets are under a tenth of the cabled
+ * hosts: then they are gateways (plafrim2's head node, 1 of 97 hosts, on
+ * two networks), where a fabric whose subnets are rails has its GPU hosts
+ * on all of them (a mixed cluster's 4 two-rail hosts of 9 are not
+ * gateways). Gateways neither set the rail count nor join leaves into
+ * groups. */
+static bool few_spanning(const tp_fabric_t *f)
+{
+	size_t multi = 0, cabled = 0;
+
+	for (size_t h = 0; h < f->nhost; h++) {
+		cabled += f->host[h].nleaves > 0;
+		multi += spans_subnets(f, &f->host[h]);
+	}
+	return multi * 10 < cabled;
+}
+
 static tp_err_t host_leaves(tp_fabric_t *f)
 {
 	size_t degraded = 0;
@@ -411,24 +437,18 @@ static tp_err_t host_leaves(tp_fabric_t *f)
 				hp->leaves[u++] = hp->leaves[i];
 		hp->nleaves = u;
 	}
-	/* rails: the leaf count most hosts have (ties: the larger), not the
-	 * largest any host has: one head node on both subnets of a
-	 * two-subnet fabric made every other host "degraded" */
-	size_t maxl = 0, best = 0;
-	for (size_t h = 0; h < f->nhost; h++)
-		if (f->host[h].nleaves > maxl)
-			maxl = f->host[h].nleaves;
-	size_t *hist = tp_calloc(maxl + 1, sizeof(size_t));
-	if (!hist)
-		return TP_ERR_NOMEM;
-	for (size_t h = 0; h < f->nhost; h++)
-		hist[f->host[h].nleaves]++;
-	for (size_t k = 1; k <= maxl; k++)
-		if (hist[k] && hist[k] >= best) {
-			best = hist[k];
-			f->rails = (int)k;
+	/* rails: the most leaves a host is cabled to, gateways left out (a
+	 * head node on both subnets of a two-subnet fabric made every other
+	 * host "degraded") */
+	bool few = few_spanning(f);
+	for (int pass = 0; pass < 2 && !f->rails; pass++)
+		for (size_t h = 0; h < f->nhost; h++) {
+			const tp_host_t *hp = &f->host[h];
+			if (!pass && few && spans_subnets(f, hp))
+				continue;
+			if ((int)hp->nleaves > f->rails)
+				f->rails = (int)hp->nleaves;
 		}
-	tp_free(hist);
 	for (size_t h = 0; h < f->nhost; h++) {
 		tp_host_t *hp = &f->host[h];
 		hp->degraded = (int)hp->nleaves < f->rails;
@@ -519,13 +539,13 @@ static tp_err_t build_groups(tp_fabric_t *f, const adj_t *a)
 		uf[s] = (uint32_t)s;
 		root_group[s] = TP_ID_NONE;
 	}
-	/* a host cabled to more leaves than the rails (plafrim2's head
-	 * node on both subnets) joins none: its second subnet's leaf would
-	 * put that subnet's hosts in a group, and under spines, of the
-	 * first */
+	/* a gateway (few_spanning: plafrim2's head node on both subnets)
+	 * joins none: its second subnet's leaf would put that subnet's
+	 * hosts in a group, and under spines, of the first */
+	bool few = few_spanning(f);
 	for (size_t h = 0; h < f->nhost; h++)
 		for (size_t i = 1; i < f->host[h].nleaves &&
-				   (int)f->host[h].nleaves <= f->rails;
+				   !(few && spans_subnets(f, &f->host[h]));
 		     i++)
 			uf_union(uf, f->host[h].leaves[0],
 				 f->host[h].leaves[i]);

@@ -380,8 +380,9 @@ size_t tp_fabric_switches_at(const tp_fabric_t *f, int level);
 /* Group hierarchy depth and group count per level (level 1 first). */
 int tp_fabric_ngroup_levels(const tp_fabric_t *f);
 size_t tp_fabric_groups_at(const tp_fabric_t *f, int level);
-/* Rails: the number of distinct leaves most hosts are cabled to (ties:
- * the larger); a host cabled to fewer is degraded. */
+/* Rails: the most distinct leaves a host is cabled to, leaving out
+ * gateways (hosts on several subnets where most hosts are on one); a
+ * host cabled to fewer is degraded. */
 int tp_fabric_rails(const tp_fabric_t *f);
 size_t tp_fabric_unnamed_cas(const tp_fabric_t *f);
 size_t tp_fabric_sharp_cas(const tp_fabric_t *f);

@@ -48,6 +48,19 @@ expect_value_error("chunk_bytes -1 refused", "chunk_bytes", chunk_bytes=-1)
 # not an integer: rank 1.9 joined as rank 1, "0" and True as rank 0
 for bad in (0.5, "0", True):
     expect_value_error("rank %r refused" % (bad,), "rank must be an integer", rank=bad)
+# a port as os.environ has it, and hierarchical / topk_fraction as numpy
+# or ints give them, are taken
+with tc.Communicator(plan=plan, rank=0, master_addr="127.0.0.1", master_port=str(port), timeout_s=2) as c:
+    ok = c.rank == 0
+    print("%s - master_port as a string of digits" % ("ok" if ok else "FAIL"))
+    failures += not ok
+try:
+    tc._compressor_opts("topk", None, 0.5, None, 1)
+    tc._compressor_opts("int8", None, None, None, 0)
+    print("ok - hierarchical=1 and 0 taken as True and False")
+except (TypeError, ValueError) as e:
+    print("FAIL - hierarchical 1/0: %s" % e)
+    failures += 1
 with tc.Communicator(plan=plan, rank=0, master_addr="127.0.0.1", master_port=port, timeout_s=2) as c:
     ok = c.rank == 0 and c.size == 1 and c.sent_bytes(2 ** 32) == 0
     print("%s - rank 0 of 1 joins; sent_bytes of a peer out of range is 0" % ("ok" if ok else "FAIL"))

@@ -179,6 +179,20 @@ if [ -f "$p2/ib-subnet-fe80_0000_0000_0000.txt" ]; then
 	grep -q "^SwitchName=g1-[0-9]* Nodes=sirocco06$" "$tmp/out" && ! grep -q "Nodes=.*bright.*sirocco06" "$tmp/out" &&
 		ok "sirocco06 (subnet 1) in a group of its own" || bad "plafrim2 groups: $(cat "$tmp/out")"
 fi
+# a rail fabric (one subnet a rail) where 5 of 8 hosts lost their second
+# rail: the 3 hosts on both subnets are no gateways, so the rails stay 2
+# and each unit's two rail leaves one group (a mode of the leaf counts
+# made rails 1 and split them)
+$T fabric generate rail --sus 2 --hosts-per-su 4 --rails 2 --gpus-per-host 2 -o "$tmp/rl.json" >/dev/null
+jq -c '[.cas | to_entries[] | select(.value.desc | test("^dgx00[12356] mlx5_1$")) | .key] as $d |
+	.links |= map(select(((.[0] == "ca" and (.[1] as $i | $d | index($i)) != null) or
+		(.[3] == "ca" and (.[4] as $i | $d | index($i)) != null)) | not))' "$tmp/rl.json" >"$tmp/rlx.json"
+expect 0 "topology-conf of a rail fabric, 5 hosts on one rail" $T fabric topology-conf "$tmp/rlx.json"
+grep -q "^SwitchName=g1-1 Nodes=dgx\[001-004\] LinkSpeed=3200$" "$tmp/out" &&
+	ok "the unit's two rail leaves stay one group" || bad "rail groups: $(cat "$tmp/out")"
+expect 0 "fabric show of it" $T fabric show "$tmp/rlx.json"
+grep -q "rails          2 " "$tmp/out" && grep -q "5 degraded" "$tmp/out" &&
+	ok "2 rails, the 5 hosts degraded" || bad "rails: $(cat "$tmp/out")"
 # the main job's fabric (generated, cables down on some hosts) gives no
 # warning: a GPU whose NIC's cable is down is not a naming mismatch
 expect 0 "simulate, one short seed" $T simulate --seeds 1 --jobs 100
@@ -216,5 +230,12 @@ $T fabric generate fat-tree --leaves 2 --hosts-per-leaf 2 --gpus-per-host 4 -o "
 expect 0 "trace --price with overlapping records" $T trace "$tmp/ov.txt" --price --fabric "$tmp/f4.json"
 grep -q "^1 record found GPUs already held.*the first: job 2 (line 3)" "$tmp/out" &&
 	ok "the overlap is counted and named" || bad "overlap: $(cat "$tmp/out")"
+# a host down in --state is not an overlap of records
+head -n 2 "$tmp/ov.txt" >"$tmp/ov1.txt"
+printf '{"format":"topoplace-state/1","down":["node001"]}\n' >"$tmp/down.json"
+expect 0 "trace --price, a record's host down in --state" \
+	$T trace "$tmp/ov1.txt" --price --fabric "$tmp/f4.json" --state "$tmp/down.json"
+grep -q "already held" "$tmp/out" && bad "a down host called an overlap: $(cat "$tmp/out")" ||
+	ok "a down host is no overlap"
 
 finish

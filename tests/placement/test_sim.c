@@ -815,6 +815,10 @@ static void test_csv_errors(void **state)
 	     ":2: gpus 8 is not nodes 3 x gpus_per_node 2"},
 	    {"submit_s,gpus,run_s,model_bytes\n0,1,10,1Q\n", 0,
 	     ":2: model_bytes: '1Q': not a size"},
+	    {"submit_s,gpus,run_s,model_bytes\n0,1,10,1P\n", 0,
+	     ":2: model_bytes: '1P': out of range 0 .. 1e15"},
+	    {"submit_s,gpus,nodes,run_s\n0,2048,1,10\n", 0,
+	     ":2: gpus 2048 on nodes 1: more than 1024 a node"},
 	    {"submit_s,gpus,run_s\n# only a comment\n", 0, ": no jobs"},
 	    {"submit_s,gpus,run_s\n0,1\0,10\n", 28, "NUL byte"},
 	};

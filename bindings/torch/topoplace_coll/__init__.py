@@ -39,6 +39,7 @@ import atexit
 import concurrent.futures
 import ctypes
 import json
+import numbers
 import operator
 import os
 import queue
@@ -157,7 +158,7 @@ def _fraction(value, what):
     """A float in (0, 1] (the library's top-k fraction), or None."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError("%s must be a number in (0, 1], got %r" % (what, value))
     if not 0.0 < float(value) <= 1.0:
         raise ValueError("%s %r not in (0, 1]" % (what, value))
@@ -176,7 +177,8 @@ def _compressor_opts(kind, block, topk_fraction, seed, hierarchical):
     topk_fraction = _fraction(topk_fraction, "topk_fraction")
     if seed is not None:
         seed = _int_in(seed, 0, 2 ** 64 - 1, "seed")
-    if not any(hierarchical is v for v in (True, False)) and hierarchical != "group":
+    if not (hierarchical == "group" or
+            (not isinstance(hierarchical, str) and hierarchical in (True, False))):
         raise ValueError("hierarchical must be True, False or 'group', got %r" % (hierarchical,))
     return block, topk_fraction, seed
 
@@ -196,6 +198,8 @@ def _plan_groups(path):
 
 
 _LIVE = weakref.WeakSet()  # the progress threads running
+_LIVE_LOCK = threading.Lock()
+_EXIT_JOIN_S = 30.0  # how long exit waits for a thread in a call
 
 
 @atexit.register
@@ -203,9 +207,13 @@ def _stop_progress():
     """At interpreter exit, let every progress thread finish what it was
     given: a daemon thread still inside torch's Future.set_result (DDP's
     callbacks) when Python finalises aborts the process ("terminate called
-    without an active exception")."""
-    for p in list(_LIVE):
-        p.stop()
+    without an active exception"). A thread stuck in a call (a hung peer)
+    is waited for _EXIT_JOIN_S seconds at most; calls made after this (an
+    exit handler registered earlier) run on the caller's thread."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for p in live:
+        p.stop(timeout=_EXIT_JOIN_S)
 
 
 class _Progress:
@@ -215,9 +223,11 @@ class _Progress:
     def __init__(self, name):
         self._q = queue.SimpleQueue()
         self.queued_s = 0.0  # calls waiting for the thread (profile)
+        self.stopped = False  # no more calls: they run on the caller's thread
         self.thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self.thread.start()
-        _LIVE.add(self)
+        with _LIVE_LOCK:
+            _LIVE.add(self)
 
     def _loop(self):
         while True:
@@ -234,16 +244,28 @@ class _Progress:
                 done(r, None)
 
     def submit(self, fn, done):
+        if self.stopped:  # after stop(): on this thread, at once
+            try:
+                r = fn()
+            except BaseException as e:  # noqa: BLE001 - handed to whoever waits
+                done(None, e)
+            else:
+                done(r, None)
+            return
         self._q.put((fn, done, time.perf_counter()))
 
-    def stop(self):
-        """Run what is queued, then end the thread (not waited for when
-        the thread itself stops it: a Communicator whose last reference
-        went with a finished call)."""
-        _LIVE.discard(self)
+    def stop(self, timeout=None):
+        """Run what is queued, then end the thread (waited for, timeout
+        seconds at most; not when the thread itself stops it: a
+        Communicator whose last reference went with a finished call)."""
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+        if self.stopped:
+            return
+        self.stopped = True
         self._q.put(None)
         if threading.current_thread() is not self.thread:
-            self.thread.join()
+            self.thread.join(timeout)
 
 
 class Communicator:
@@ -267,6 +289,8 @@ class Communicator:
         _lib.LIB.tp_coll_opts_defaults(ctypes.byref(opts))
         self._addr = master_addr.encode() if master_addr else None
         opts.master_addr = self._addr
+        if isinstance(master_port, str) and master_port.strip().isdigit():
+            master_port = int(master_port)  # as os.environ["MASTER_PORT"] has it
         opts.master_port = _int_in(master_port or 0, 0, 65535, "master_port")
         if timeout_s is not None:
             opts.timeout_s = float(timeout_s)
@@ -301,7 +325,7 @@ class Communicator:
         """fn() on this thread, or on the progress thread once it exists
         (after every call submitted before), waiting for its result."""
         p = self._progress
-        if p is None or threading.current_thread() is p.thread:
+        if p is None or p.stopped or threading.current_thread() is p.thread:
             return fn()
         cf = concurrent.futures.Future()
         p.submit(fn, lambda r, e: cf.set_exception(e) if e is not None else cf.set_result(r))
