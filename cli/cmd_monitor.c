@@ -10,8 +10,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
-
 #include "cli.h"
 #include "tp_health.h"
 
@@ -120,26 +118,18 @@ typedef struct args {
  * unreadable file is left to the write, which names it. */
 static bool state_out_ours(const char *cmd, const char *path)
 {
-	char *old = NULL;
+	char *old = NULL, *fmt = NULL;
 	size_t len;
+	bool ok = true;
 
-	if (tp_file_read(path, &old, &len)) {
-		tp_free(old);
-		return true;
-	}
-	cJSON *root = cJSON_Parse(old);
-	const cJSON *fmt =
-	    cJSON_IsObject(root)
-		? cJSON_GetObjectItemCaseSensitive(root, "format")
-		: NULL;
-	bool ok = !fmt || (cJSON_IsString(fmt) &&
-			   !strcmp(fmt->valuestring, "topoplace-state/1"));
-	if (!ok)
+	if (!tp_file_read(path, &old, &len) &&
+	    tp_health_state_check(old, &fmt) == TP_ERR_FORMAT) {
 		tp_cli_err("%s: --state-out %s: a %s file, not "
 			   "topoplace-state/1: not overwritten",
-			   cmd, path,
-			   cJSON_IsString(fmt) ? fmt->valuestring : "foreign");
-	cJSON_Delete(root);
+			   cmd, path, fmt ? fmt : "foreign");
+		ok = false;
+	}
+	tp_free(fmt);
 	tp_free(old);
 	return ok;
 }

@@ -103,6 +103,35 @@ static cJSON *link_entry(const cJSON *old, size_t l, const tp_health_link_t *h,
 	return o;
 }
 
+/* TP_OK when root may be rewritten as link state: no "format", or
+ * topoplace-state/1. */
+static tp_err_t state_format(const cJSON *root)
+{
+	const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+
+	return !fmt || (cJSON_IsString(fmt) &&
+			!strcmp(fmt->valuestring, "topoplace-state/1"))
+		   ? TP_OK
+		   : TP_ERR_FORMAT;
+}
+
+tp_err_t tp_health_state_check(const char *old, char **format_p)
+{
+	cJSON *root = cJSON_Parse(old);
+	tp_err_t err = !root		       ? TP_ERR_PARSE
+		       : !cJSON_IsObject(root) ? TP_ERR_PARSE
+					       : state_format(root);
+
+	if (err == TP_ERR_FORMAT && format_p) {
+		const cJSON *fmt =
+		    cJSON_GetObjectItemCaseSensitive(root, "format");
+		*format_p = tp_strdup(cJSON_IsString(fmt) ? fmt->valuestring
+							  : "foreign");
+	}
+	cJSON_Delete(root);
+	return err;
+}
+
 tp_err_t tp_health_state_json(const char *old, const tp_fabric_t *f,
 			      const tp_health_link_t *links, char **json_p)
 {
@@ -119,12 +148,9 @@ tp_err_t tp_health_state_json(const char *old, const tp_fabric_t *f,
 		err = TP_ERR_PARSE;
 		goto out;
 	}
-	const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
-	if (fmt && (!cJSON_IsString(fmt) ||
-		    strcmp(fmt->valuestring, "topoplace-state/1"))) {
-		err = TP_ERR_FORMAT;
+	if ((err = state_format(root)))
 		goto out;
-	}
+	err = TP_ERR_NOMEM;
 	if (!(by = old_links(root, nl)) || !(arr = cJSON_CreateArray()))
 		goto out;
 	for (size_t l = 0; l < nl && !nomem; l++) {

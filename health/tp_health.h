@@ -306,7 +306,10 @@ const char *tp_health_sweep_error(const tp_health_sweep_t *s);
  * "reason" is ignored by the state loader. TP_ERR_PARSE when old is not a
  * JSON object, TP_ERR_FORMAT when it names another "format" than
  * topoplace-state/1 (a fabric model, say: not rewritten); the caller names
- * the file. */
+ * the file. tp_health_state_check(old) answers the same question alone
+ * (TP_OK, TP_ERR_PARSE, TP_ERR_FORMAT with the format found into
+ * *format_p when not NULL, freed with tp_free), before any sweep. */
+tp_err_t tp_health_state_check(const char *old, char **format_p);
 tp_err_t tp_health_state_json(const char *old, const tp_fabric_t *f,
 			      const tp_health_link_t *links, char **json_p);
 

@@ -440,7 +440,7 @@ static tp_err_t host_leaves(tp_fabric_t *f)
 	/* rails: the most leaves a host is cabled to, gateways left out (a
 	 * head node on both subnets of a two-subnet fabric made every other
 	 * host "degraded") */
-	bool few = few_spanning(f);
+	bool few = f->gateways = few_spanning(f);
 	for (int pass = 0; pass < 2 && !f->rails; pass++)
 		for (size_t h = 0; h < f->nhost; h++) {
 			const tp_host_t *hp = &f->host[h];
@@ -542,10 +542,10 @@ static tp_err_t build_groups(tp_fabric_t *f, const adj_t *a)
 	/* a gateway (few_spanning: plafrim2's head node on both subnets)
 	 * joins none: its second subnet's leaf would put that subnet's
 	 * hosts in a group, and under spines, of the first */
-	bool few = few_spanning(f);
 	for (size_t h = 0; h < f->nhost; h++)
-		for (size_t i = 1; i < f->host[h].nleaves &&
-				   !(few && spans_subnets(f, &f->host[h]));
+		for (size_t i = 1;
+		     i < f->host[h].nleaves &&
+		     !(f->gateways && spans_subnets(f, &f->host[h]));
 		     i++)
 			uf_union(uf, f->host[h].leaves[0],
 				 f->host[h].leaves[i]);

@@ -29,6 +29,7 @@ struct tp_fabric {
 	int nlevels; /* highest switch level */
 	int ngroup_levels;
 	int rails;
+	bool gateways; /* hosts on several subnets are gateways (finalize.c) */
 	size_t unnamed_cas, sharp_cas, degraded;
 
 	/* lookups; keys borrowed from the arrays above */

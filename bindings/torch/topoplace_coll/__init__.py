@@ -216,6 +216,16 @@ def _stop_progress():
         p.stop(timeout=_EXIT_JOIN_S)
 
 
+def _call(fn, done):
+    """done(fn(), None), or done(None, the exception fn raised)."""
+    try:
+        r = fn()
+    except BaseException as e:  # noqa: BLE001 - handed to whoever waits
+        done(None, e)
+    else:
+        done(r, None)
+
+
 class _Progress:
     """One thread running a Communicator's library calls in the order they
     were submitted; done(result, exception) is called on that thread."""
@@ -236,23 +246,13 @@ class _Progress:
                 return
             fn, done, t = item
             self.queued_s += time.perf_counter() - t
-            try:
-                r = fn()
-            except BaseException as e:  # noqa: BLE001 - handed to whoever waits
-                done(None, e)
-            else:
-                done(r, None)
+            _call(fn, done)
 
     def submit(self, fn, done):
         if self.stopped:  # after stop(): on this thread, at once
-            try:
-                r = fn()
-            except BaseException as e:  # noqa: BLE001 - handed to whoever waits
-                done(None, e)
-            else:
-                done(r, None)
-            return
-        self._q.put((fn, done, time.perf_counter()))
+            _call(fn, done)
+        else:
+            self._q.put((fn, done, time.perf_counter()))
 
     def stop(self, timeout=None):
         """Run what is queued, then end the thread (waited for, timeout
