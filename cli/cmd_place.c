@@ -380,9 +380,9 @@ static int cost_run(const tp_cli_args_t *a, const char *bg, char *const *names,
 	    (err = tp_cost_predict(ctx, s, hv, gv, n, bytes, algo, &out))) {
 		if (err == TP_ERR_NOTFOUND)
 			tp_cli_err("cost: no route between two of the hosts "
-				   "(no common subnet, only cables between "
-				   "switches of one level, or every cable "
-				   "between them down or at health 0 in %s)",
+				   "(no common subnet, no switch path up and "
+				   "down between them, or every cable between "
+				   "them down or at health 0 in %s)",
 				   bg ? bg : "the fabric");
 		else
 			tp_cli_err("cost: %s", tp_strerror(err));

@@ -76,6 +76,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,6 +105,7 @@ struct tp_cost_ctx {
 	uint32_t *up_off, *dn_off; /* CSR per switch into up[] / dn[] */
 	hop_t *up, *dn;		   /* dn[] sorted by child per switch */
 	bool *up_same;	    /* all parents reach the same leaves (fat trees) */
+	bool *up_direct;    /* a parent is a leaf (cables inside level 1) */
 	uint32_t *leaf_bit; /* level-1 switch: its bit in its subnet's sets */
 	size_t *reach_off;  /* level >= 2: first word of its leaf set */
 	uint64_t *reach;
@@ -140,6 +142,7 @@ void tp_cost_ctx_destroy(tp_cost_ctx_t *c)
 	if (!c)
 		return;
 	tp_free(c->level);
+	tp_free(c->up_direct);
 	tp_free(c->up_off);
 	tp_free(c->dn_off);
 	tp_free(c->up);
@@ -167,11 +170,13 @@ static uint32_t res_from(const tp_link_t *l, size_t i, tp_node_kind_t kind,
 	return (uint32_t)(2 * i + (fwd ? 0 : 1));
 }
 
-/* A usable switch-switch link one level apart: *lo_p below, *hi_p above.
- * Links inside a level carry no up/down route; cables between subnets
- * cannot exist but would break the per-subnet leaf numbering. */
-static bool updown(const tp_fabric_t *f, const int *level, size_t i,
-		   uint32_t *lo_p, uint32_t *hi_p)
+/* A usable switch-switch link that runs up (tp_fabric_switch_above):
+ * *lo_p below, *hi_p above. A fat tree's links are one level apart; a
+ * cable inside a level runs up towards the top of the fabric, as an updn
+ * subnet manager routes it. Cables between subnets cannot exist but would
+ * break the per-subnet leaf numbering. */
+static bool updown(const tp_fabric_t *f, size_t i, uint32_t *lo_p,
+		   uint32_t *hi_p)
 {
 	const tp_link_t *l = tp_fabric_link(f, i);
 	uint32_t a = l->node[0], b = l->node[1];
@@ -180,12 +185,12 @@ static bool updown(const tp_fabric_t *f, const int *level, size_t i,
 	    !l->active || !(l->gbps > 0) || a == b ||
 	    tp_fabric_switch(f, a)->subnet != tp_fabric_switch(f, b)->subnet)
 		return false;
-	if (level[a] >= 1 && level[b] == level[a] + 1) {
+	if (tp_fabric_switch_above(f, b, a)) {
 		*lo_p = a;
 		*hi_p = b;
 		return true;
 	}
-	if (level[b] >= 1 && level[a] == level[b] + 1) {
+	if (tp_fabric_switch_above(f, a, b)) {
 		*lo_p = b;
 		*hi_p = a;
 		return true;
@@ -214,7 +219,7 @@ static tp_err_t build_adjacency(tp_cost_ctx_t *c, size_t nsw, size_t nlink)
 	if (!c->up_off || !c->dn_off)
 		return TP_ERR_NOMEM;
 	for (size_t i = 0; i < nlink; i++)
-		if (updown(f, c->level, i, &lo, &hi)) {
+		if (updown(f, i, &lo, &hi)) {
 			c->up_off[lo + 1]++;
 			c->dn_off[hi + 1]++;
 		}
@@ -232,7 +237,7 @@ static tp_err_t build_adjacency(tp_cost_ctx_t *c, size_t nsw, size_t nlink)
 	memcpy(fill_dn, c->dn_off, (nsw + 1) * sizeof(uint32_t));
 	for (size_t i = 0; i < nlink; i++) {
 		const tp_link_t *l = tp_fabric_link(f, i);
-		if (!updown(f, c->level, i, &lo, &hi))
+		if (!updown(f, i, &lo, &hi))
 			continue;
 		c->up[fill_up[lo]++] =
 		    (hop_t){hi, res_from(l, i, TP_NODE_SWITCH, lo)};
@@ -257,22 +262,38 @@ static int subnet_of(int subnet, int nsub)
 	return subnet >= 0 && subnet < nsub ? subnet : 0;
 }
 
-/* Leaves reachable downward, as one bitset per switch at level >= 2 over
- * the leaves of its own subnet: a 16k-host rail fabric has a few thousand
- * leaves split over its rails, so the sets stay small and a route test is
- * one bit. Built bottom-up: a switch reaches what its children reach. */
+/* Leaves reachable downward, as one bitset per switch at level >= 2 (and
+ * per leaf with a leaf below it, hanging off it) over the leaves of its
+ * own subnet: a 16k-host rail fabric has a few thousand leaves split over
+ * its rails, so the sets stay small and a route test is one bit. Built
+ * bottom-up (level by level, inside a level from the highest rank): a
+ * switch reaches its children and what they reach. */
+typedef struct reach_ord {
+	uint64_t key; /* level, then rank downward */
+	uint32_t sw;
+} reach_ord_t;
+
+static int reach_ord_cmp(const void *x, const void *y)
+{
+	const reach_ord_t *a = x, *b = y;
+
+	if (a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	return a->sw < b->sw ? -1 : a->sw > b->sw;
+}
+
 static tp_err_t build_reach(tp_cost_ctx_t *c, size_t nsw, int nsub)
 {
 	const tp_fabric_t *f = c->f;
 	uint32_t *nleaf = tp_calloc((size_t)nsub, sizeof(uint32_t));
-	size_t *lvl_off = tp_calloc((size_t)c->top + 2, sizeof(size_t));
-	uint32_t *order = tp_malloc((nsw + 1) * sizeof(uint32_t));
-	size_t words = 0;
+	size_t words = 0, longest = 0;
+	reach_ord_t *order = tp_malloc((nsw + 1) * sizeof(reach_ord_t));
+	size_t *dlen = tp_calloc(nsw + 1, sizeof(size_t));
 	tp_err_t err = TP_ERR_NOMEM;
 
 	c->leaf_bit = tp_malloc((nsw + 1) * sizeof(uint32_t));
 	c->reach_off = tp_malloc((nsw + 1) * sizeof(size_t));
-	if (!nleaf || !lvl_off || !order || !c->leaf_bit || !c->reach_off)
+	if (!nleaf || !order || !dlen || !c->leaf_bit || !c->reach_off)
 		goto out;
 	for (size_t s = 0; s < nsw; s++) {
 		int sub = subnet_of(tp_fabric_switch(f, s)->subnet, nsub);
@@ -280,45 +301,59 @@ static tp_err_t build_reach(tp_cost_ctx_t *c, size_t nsw, int nsub)
 	}
 	for (size_t s = 0; s < nsw; s++) {
 		int sub = subnet_of(tp_fabric_switch(f, s)->subnet, nsub);
+		int rank = tp_fabric_switch(f, s)->rank;
 		c->reach_off[s] = SIZE_MAX;
-		if (c->level[s] >= 2) {
+		if (c->level[s] >= 2 ||
+		    (c->level[s] == 1 && c->dn_off[s + 1] > c->dn_off[s])) {
 			c->reach_off[s] = words;
 			words += (nleaf[sub] + 63) / 64;
 		}
+		order[s] = (reach_ord_t){
+		    (uint64_t)c->level[s] << 32 |
+			(uint32_t)(INT32_MAX - (rank > 0 ? rank : 0)),
+		    (uint32_t)s};
 	}
 	if (!(c->reach = tp_calloc(words + 1, sizeof(uint64_t))))
 		goto out;
-	for (size_t s = 0; s < nsw; s++)
-		lvl_off[c->level[s] + 1]++;
-	for (int l = 0; l <= c->top; l++)
-		lvl_off[l + 1] += lvl_off[l];
-	for (size_t s = 0; s < nsw; s++)
-		order[lvl_off[c->level[s]]++] = (uint32_t)s;
+	qsort(order, nsw, sizeof(*order), reach_ord_cmp);
 	for (size_t k = 0; k < nsw; k++) {
-		uint32_t s = order[k];
+		uint32_t s = order[k].sw;
 		int sub = subnet_of(tp_fabric_switch(f, s)->subnet, nsub);
 		size_t nw = (nleaf[sub] + 63) / 64;
 		uint64_t *set = &c->reach[c->reach_off[s]];
 
-		if (c->level[s] < 2)
+		for (uint32_t p = c->dn_off[s]; p < c->dn_off[s + 1]; p++)
+			if (dlen[c->dn[p].sw] + 1 > dlen[s])
+				dlen[s] = dlen[c->dn[p].sw] + 1;
+		if (dlen[s] > longest)
+			longest = dlen[s];
+		if (c->reach_off[s] == SIZE_MAX)
 			continue;
 		for (uint32_t p = c->dn_off[s]; p < c->dn_off[s + 1]; p++) {
 			uint32_t ch = c->dn[p].sw;
-			if (c->level[ch] == 1) {
+			if (c->level[ch] == 1)
 				set[c->leaf_bit[ch] / 64] |=
 				    1ULL << (c->leaf_bit[ch] % 64);
+			if (c->reach_off[ch] == SIZE_MAX)
 				continue;
-			}
 			for (size_t w = 0; w < nw; w++)
 				set[w] |= c->reach[c->reach_off[ch] + w];
 		}
 	}
 	/* In a fat tree every parent of a switch reaches the same leaves, so
 	 * a route asks one of them instead of all (most of a route's time). */
-	if (!(c->up_same = tp_calloc(nsw + 1, sizeof(bool))))
+	/* a route climbs one chain of up-links and descends another: each
+	 * at most the longest (a fat tree's: top - 1) */
+	if (2 * longest + 2 > c->maxpath)
+		c->maxpath = 2 * longest + 2;
+	c->up_same = tp_calloc(nsw + 1, sizeof(bool));
+	c->up_direct = tp_calloc(nsw + 1, sizeof(bool));
+	if (!c->up_same || !c->up_direct)
 		goto out;
 	for (size_t s = 0; s < nsw; s++) {
 		uint32_t lo = c->up_off[s], hi = c->up_off[s + 1];
+		for (uint32_t p = lo; p < hi; p++)
+			c->up_direct[s] |= c->level[c->up[p].sw] == 1;
 		uint32_t a = lo < hi ? c->up[lo].sw : 0;
 		int sub = subnet_of(tp_fabric_switch(f, s)->subnet, nsub);
 		size_t nw = (nleaf[sub] + 63) / 64;
@@ -338,8 +373,8 @@ static tp_err_t build_reach(tp_cost_ctx_t *c, size_t nsw, int nsub)
 	err = TP_OK;
 out:
 	tp_free(nleaf);
-	tp_free(lvl_off);
 	tp_free(order);
+	tp_free(dlen);
 	return err;
 }
 
@@ -945,11 +980,28 @@ static const hop_t *pick_up(const call_t *k, uint32_t cur, uint32_t dst,
 	const tp_cost_ctx_t *c = k->c;
 	uint32_t lo = c->up_off[cur], hi = c->up_off[cur + 1];
 
-	if (c->up_same[cur])
-		return lo < hi && reaches(c, c->up[lo].sw, dst)
-			   ? pick(k, c->up, lo, hi, dst, key, true, true)
-			   : NULL;
-	return pick(k, c->up, lo, hi, dst, key, true, false);
+	/* a cable straight to dst's leaf (two leaves cabled directly) is
+	 * the shortest way, which the subnet manager takes */
+	if (c->up_direct[cur]) {
+		uint32_t cnt = 0, want;
+		for (uint32_t p = lo; p < hi; p++)
+			cnt +=
+			    c->up[p].sw == dst && !link_dead(k, c->up[p].res);
+		want = cnt ? (uint32_t)(*key % cnt) : 0;
+		for (uint32_t p = lo; cnt && p < hi; p++)
+			if (c->up[p].sw == dst && !link_dead(k, c->up[p].res) &&
+			    !want--)
+				return &c->up[p];
+	}
+	const hop_t *h = NULL;
+	if (!c->up_same[cur])
+		h = pick(k, c->up, lo, hi, dst, key, true, false);
+	else if (lo < hi && reaches(c, c->up[lo].sw, dst))
+		h = pick(k, c->up, lo, hi, dst, key, true, true);
+	/* no parent reaches dst below it (a leaf of a 3-level fat tree
+	 * under its pod's switches, a leaf hanging off another): climb on
+	 * over any of them, D-mod-K */
+	return h ? h : pick(k, c->up, lo, hi, dst, key, true, true);
 }
 
 static const hop_t *pick_down(const call_t *k, uint32_t cur, uint32_t dst,
@@ -972,6 +1024,8 @@ static const hop_t *pick_down(const call_t *k, uint32_t cur, uint32_t dst,
 	}
 	for (b = a; b < hi && c->dn[b].sw == dst; b++)
 		;
+	if (a == b) /* dst hangs off a leaf below (cables inside a level) */
+		return pick(k, c->dn, lo, hi, dst, key, false, false);
 	return pick(k, c->dn, a, b, dst, key, false, true);
 }
 

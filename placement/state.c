@@ -84,8 +84,17 @@ static uint32_t uplink_group(const tp_fabric_t *f, const tp_link_t *k)
 		return TP_ID_NONE;
 	const tp_switch_t *a = tp_fabric_switch(f, k->node[0]);
 	const tp_switch_t *b = tp_fabric_switch(f, k->node[1]);
-	const tp_switch_t *lo = a->level < b->level ? a : b;
-	if (abs(a->level - b->level) != 1 || lo->group >= tp_fabric_ngroups(f))
+	const tp_switch_t *lo;
+	/* a cable inside a level runs up too (a leaf hanging off another),
+	 * unless both ends are in one group */
+	if (tp_fabric_switch_above(f, k->node[0], k->node[1]))
+		lo = b;
+	else if (tp_fabric_switch_above(f, k->node[1], k->node[0]))
+		lo = a;
+	else
+		return TP_ID_NONE;
+	if (lo->group >= tp_fabric_ngroups(f) ||
+	    (a->level == b->level && a->group == b->group))
 		return TP_ID_NONE;
 	return lo->group;
 }

@@ -543,6 +543,18 @@ const tp_switch_t *tp_fabric_switch(const tp_fabric_t *f, size_t i)
 	return i < f->nsw ? &f->sw[i] : NULL;
 }
 
+bool tp_fabric_switch_above(const tp_fabric_t *f, uint32_t a, uint32_t b)
+{
+	if (!f || a >= f->nsw || b >= f->nsw || a == b)
+		return false;
+	const tp_switch_t *x = &f->sw[a], *y = &f->sw[b];
+	if (x->level < 1 || y->level < 1)
+		return false;
+	if (x->level != y->level)
+		return x->level == y->level + 1;
+	return x->rank != y->rank ? x->rank < y->rank : a < b;
+}
+
 const tp_ca_t *tp_fabric_ca(const tp_fabric_t *f, size_t i)
 {
 	return i < f->nca ? &f->ca[i] : NULL;

@@ -382,6 +382,64 @@ static tp_err_t switch_levels(tp_fabric_t *f, const adj_t *a)
 	return TP_OK;
 }
 
+/* Ranks: hops from the highest-level switches of each connected part (a
+ * BFS down from them), which orient the cables inside a level the way an
+ * updn subnet manager does (tp_fabric_switch_above). In a fat tree a
+ * switch's rank is the top level minus its own; they matter where a leaf
+ * hangs off another leaf or two leaves are cabled directly (plafrim). */
+static tp_err_t switch_ranks(tp_fabric_t *f, const adj_t *a)
+{
+	uint32_t *queue = tp_malloc((f->nsw + 1) * sizeof(uint32_t));
+	uint32_t *part = tp_malloc((f->nsw + 1) * sizeof(uint32_t));
+	int *top = tp_calloc(f->nsw + 1, sizeof(int));
+	size_t head, tail = 0;
+	tp_err_t err = TP_ERR_NOMEM;
+
+	if (!queue || !part || !top)
+		goto out;
+	for (size_t s = 0; s < f->nsw; s++) {
+		part[s] = TP_ID_NONE;
+		f->sw[s].rank = -1;
+	}
+	/* connected parts and the highest level in each */
+	for (size_t s0 = 0; s0 < f->nsw; s0++) {
+		if (part[s0] != TP_ID_NONE)
+			continue;
+		part[s0] = (uint32_t)s0;
+		queue[0] = (uint32_t)s0;
+		for (head = 0, tail = 1; head < tail; head++) {
+			uint32_t s = queue[head];
+			if (f->sw[s].level > top[s0])
+				top[s0] = f->sw[s].level;
+			for (size_t p = a->off[s]; p < a->off[s + 1]; p++)
+				if (part[a->nbr[p]] == TP_ID_NONE) {
+					part[a->nbr[p]] = (uint32_t)s0;
+					queue[tail++] = a->nbr[p];
+				}
+		}
+	}
+	tail = 0;
+	for (size_t s = 0; s < f->nsw; s++)
+		if (f->sw[s].level == top[part[s]]) {
+			f->sw[s].rank = 0;
+			queue[tail++] = (uint32_t)s;
+		}
+	for (head = 0; head < tail; head++) {
+		uint32_t s = queue[head];
+		for (size_t p = a->off[s]; p < a->off[s + 1]; p++)
+			if (f->sw[a->nbr[p]].rank < 0) {
+				f->sw[a->nbr[p]].rank = f->sw[s].rank + 1;
+				queue[tail++] = a->nbr[p];
+			}
+	}
+	err = TP_OK;
+out:
+	tp_free(queue);
+	tp_free(part);
+	tp_free(top);
+	return err;
+}
+
 /* ---- step 4: leaves, rails, degraded ---- */
 
 /* Whether host hp's leaves are on several subnets. */
@@ -503,17 +561,72 @@ static double group_capacity(const tp_fabric_t *f, const adj_t *a,
 			sum += ca_gbps[s];
 			continue;
 		}
-		for (size_t p = a->off[s]; p < a->off[s + 1]; p++)
-			if (f->sw[a->nbr[p]].level == lv)
+		for (size_t p = a->off[s]; p < a->off[s + 1]; p++) {
+			uint32_t u = a->nbr[p];
+			/* up: also the cables inside the level that leave
+			 * the group upward (a leaf hanging off another) */
+			if (f->sw[u].level == lv ||
+			    (lv == g->level + 1 && f->sw[u].level == g->level &&
+			     f->sw[u].group != f->sw[s].group &&
+			     tp_fabric_switch_above(f, u, s)))
 				sum += f->link[a->lnk[p]].gbps;
+		}
 	}
 	return sum;
 }
 
+/* The switches of group g's level that g reaches going up the cables
+ * inside that level (tp_fabric_switch_above), with every switch of each
+ * group met on the way: g's own first. Into out[] (room for every
+ * switch); mark[] holds stamp for the switches taken (one stamp a group).
+ * Uses the groups' sw.group of that level. */
+static size_t up_closure(const tp_fabric_t *f, const adj_t *a,
+			 const tp_group_t *g, uint32_t *out, uint32_t *mark,
+			 uint32_t stamp)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < g->nswitches; i++) {
+		mark[g->switches[i]] = stamp;
+		out[n++] = g->switches[i];
+	}
+	for (size_t head = 0; head < n; head++) {
+		uint32_t s = out[head];
+		for (size_t p = a->off[s]; p < a->off[s + 1]; p++) {
+			uint32_t u = a->nbr[p];
+			if (mark[u] == stamp || f->sw[u].level != g->level ||
+			    !tp_fabric_switch_above(f, u, s))
+				continue;
+			const tp_group_t *h = f->sw[u].group < f->ngroup
+						  ? &f->group[f->sw[u].group]
+						  : NULL;
+			for (size_t i = 0; h && i < h->nswitches; i++)
+				if (mark[h->switches[i]] != stamp) {
+					mark[h->switches[i]] = stamp;
+					out[n++] = h->switches[i];
+				}
+			if (mark[u] != stamp) {
+				mark[u] = stamp;
+				out[n++] = u;
+			}
+		}
+	}
+	return n;
+}
+
 static tp_err_t build_groups(tp_fabric_t *f, const adj_t *a)
 {
+	/* groups: at most one a switch, and each parent without switches
+	 * takes two groups or more of the level below */
+	size_t maxg = 2 * f->nsw + 2;
 	uint32_t *uf = tp_malloc((f->nsw + 1) * sizeof(uint32_t));
 	uint32_t *root_group = tp_malloc((f->nsw + 1) * sizeof(uint32_t));
+	uint32_t *close = tp_malloc((f->nsw + 1) * sizeof(uint32_t));
+	uint32_t *mark = tp_calloc(f->nsw + 1, sizeof(uint32_t));
+	uint32_t *guf = tp_malloc(maxg * sizeof(uint32_t));
+	uint32_t *gup = tp_malloc(maxg * sizeof(uint32_t));
+	uint32_t *vroot = tp_malloc(maxg * sizeof(uint32_t));
+	size_t *gcnt = tp_calloc(maxg, sizeof(size_t));
 	double *ca_gbps = tp_calloc(f->nsw + 1, sizeof(double));
 	size_t *count = NULL;
 	size_t cap = 0, first, last;
@@ -523,8 +636,11 @@ static tp_err_t build_groups(tp_fabric_t *f, const adj_t *a)
 	for (size_t h = 0; h < f->nhost; h++)
 		for (int l = 0; l < TP_MAX_LEVELS; l++)
 			f->host[h].group[l] = TP_ID_NONE;
-	if (!uf || !root_group || !ca_gbps)
+	if (!uf || !root_group || !close || !mark || !guf || !gup || !vroot ||
+	    !gcnt || !ca_gbps)
 		goto out;
+	for (size_t g = 0; g < maxg; g++)
+		vroot[g] = TP_ID_NONE;
 	for (size_t i = 0; i < f->nlink; i++) {
 		const tp_link_t *l = &f->link[i];
 		for (int e = 0; e < 2; e++)
@@ -582,59 +698,78 @@ static tp_err_t build_groups(tp_fabric_t *f, const adj_t *a)
 	if (last)
 		f->ngroup_levels = 1;
 
-	/* Level k+1: level-k groups joined by the switches above them. */
+	/* Level k+1: level-k groups joined by the switches above them, found
+	 * from every level-k switch the group's own reach going up the cables
+	 * inside level k (a leaf hanging off another leaf is under that
+	 * leaf's spines). Groups that reach no switch above but one another
+	 * (two leaves cabled directly) get a parent without switches. */
 	for (int lv = 1; lv < TP_MAX_LEVELS && first < last; lv++) {
 		for (size_t g = first; g < last; g++)
 			for (size_t i = 0; i < f->group[g].nswitches; i++)
 				f->sw[f->group[g].switches[i]].group =
 				    (uint32_t)g;
-		/* uf over level-(lv+1) switches, keyed by switch index */
+		/* uf over level-(lv+1) switches, keyed by switch index, and
+		 * over the level-lv groups without one (guf) */
 		for (size_t s = 0; s < f->nsw; s++) {
 			uf[s] = (uint32_t)s;
 			root_group[s] = TP_ID_NONE;
 		}
+		for (size_t g = first; g < last; g++) {
+			guf[g] = (uint32_t)g;
+			gup[g] = TP_ID_NONE;
+		}
 		bool any = false;
 		for (size_t g = first; g < last; g++) {
-			uint32_t prev = TP_ID_NONE;
-			for (size_t i = 0; i < f->group[g].nswitches; i++) {
-				uint32_t s = f->group[g].switches[i];
+			size_t n = up_closure(f, a, &f->group[g], close, mark,
+					      (uint32_t)g + 1);
+			for (size_t i = 0; i < n; i++) {
+				uint32_t s = close[i];
 				for (size_t p = a->off[s]; p < a->off[s + 1];
 				     p++) {
 					uint32_t u = a->nbr[p];
 					if (f->sw[u].level != lv + 1)
 						continue;
-					any = true;
-					if (prev != TP_ID_NONE)
-						uf_union(uf, prev, u);
-					prev = u;
+					if (gup[g] != TP_ID_NONE)
+						uf_union(uf, gup[g], u);
+					else
+						gup[g] = u;
 				}
 			}
+			/* closure groups without a switch above: none has */
+			for (size_t i = 0; gup[g] == TP_ID_NONE && i < n; i++)
+				if (f->sw[close[i]].group != g &&
+				    f->sw[close[i]].group != TP_ID_NONE)
+					uf_union(guf, (uint32_t)g,
+						 f->sw[close[i]].group);
 		}
+		for (size_t g = first; g < last; g++)
+			gcnt[g] = 0;
+		for (size_t g = first; g < last; g++)
+			if (gup[g] == TP_ID_NONE)
+				gcnt[uf_find(guf, (uint32_t)g)]++;
+		for (size_t g = first; g < last; g++)
+			any |= gup[g] != TP_ID_NONE || gcnt[g] > 1;
 		if (!any)
 			break;
 		size_t next_first = f->ngroup;
 		for (size_t g = first; g < last; g++) {
-			uint32_t up = TP_ID_NONE;
-			for (size_t i = 0;
-			     i < f->group[g].nswitches && up == TP_ID_NONE;
-			     i++) {
-				uint32_t s = f->group[g].switches[i];
-				for (size_t p = a->off[s]; p < a->off[s + 1];
-				     p++)
-					if (f->sw[a->nbr[p]].level == lv + 1) {
-						up = a->nbr[p];
-						break;
-					}
+			uint32_t up = gup[g], *slot;
+			if (up != TP_ID_NONE) {
+				slot = &root_group[uf_find(uf, up)];
+			} else {
+				uint32_t r = uf_find(guf, (uint32_t)g);
+				if (gcnt[r] < 2)
+					continue; /* a top on its own */
+				slot = &vroot[r];
 			}
-			if (up == TP_ID_NONE)
-				continue;
-			uint32_t r = uf_find(uf, up);
-			if (root_group[r] == TP_ID_NONE) {
+			if (*slot == TP_ID_NONE) {
 				uint32_t *sw = NULL;
 				size_t n = 0, c2 = 0;
-				for (size_t s = 0; s < f->nsw; s++)
+				for (size_t s = 0;
+				     up != TP_ID_NONE && s < f->nsw; s++)
 					if (f->sw[s].level == lv + 1 &&
-					    uf_find(uf, (uint32_t)s) == r) {
+					    uf_find(uf, (uint32_t)s) ==
+						uf_find(uf, up)) {
 						void *p = sw;
 						if (tp_grow(&p, &c2, n + 1,
 							    sizeof(uint32_t))) {
@@ -644,14 +779,15 @@ static tp_err_t build_groups(tp_fabric_t *f, const adj_t *a)
 						sw = p;
 						sw[n++] = (uint32_t)s;
 					}
-				if (group_push(f, &cap, lv + 1, &sw, n,
-					       &root_group[r])) {
+				if (group_push(f, &cap, lv + 1, &sw, n, slot)) {
 					tp_free(sw);
 					goto out;
 				}
 			}
-			f->group[g].parent = root_group[r];
+			f->group[g].parent = *slot;
 		}
+		for (size_t g = first; g < last; g++)
+			vroot[g] = TP_ID_NONE;
 		first = next_first;
 		last = f->ngroup;
 		if (last > first)
@@ -693,45 +829,38 @@ static tp_err_t build_groups(tp_fabric_t *f, const adj_t *a)
 		gp->down_gbps =
 		    group_capacity(f, a, ca_gbps, gp, gp->level - 1);
 	}
+	/* under a parent without switches a group's way up is its cables to
+	 * its siblings, either way; the parent's down, those cables once */
+	for (size_t g = 0; g < f->ngroup; g++) {
+		tp_group_t *gp = &f->group[g];
+		if (gp->parent == TP_ID_NONE || f->group[gp->parent].nswitches)
+			continue;
+		gp->up_gbps = 0;
+		for (size_t i = 0; i < gp->nswitches; i++) {
+			uint32_t s = gp->switches[i];
+			for (size_t p = a->off[s]; p < a->off[s + 1]; p++) {
+				uint32_t u = a->nbr[p], h = f->sw[u].group;
+				if (f->sw[u].level == gp->level && h != g &&
+				    h != TP_ID_NONE &&
+				    f->group[h].parent == gp->parent)
+					gp->up_gbps += f->link[a->lnk[p]].gbps;
+			}
+		}
+		f->group[gp->parent].down_gbps += gp->up_gbps / 2;
+	}
 	err = TP_OK;
 out:
 	tp_free(uf);
 	tp_free(root_group);
+	tp_free(close);
+	tp_free(mark);
+	tp_free(guf);
+	tp_free(gup);
+	tp_free(vroot);
+	tp_free(gcnt);
 	tp_free(count);
 	tp_free(ca_gbps);
 	return err;
-}
-
-/* Cables between two switches of the same level: the model goes up and
- * down the tree only, so it routes over none of them, and hosts that
- * reach each other only through one are modelled apart. Warned with a
- * count and the first (irregular fabrics; a fat tree has none). */
-static void warn_same_level(tp_fabric_t *f)
-{
-	size_t n = 0;
-	const tp_link_t *first = NULL;
-
-	for (size_t i = 0; i < f->nlink; i++) {
-		const tp_link_t *l = &f->link[i];
-		if (l->kind[0] != TP_NODE_SWITCH ||
-		    l->kind[1] != TP_NODE_SWITCH || l->node[0] == l->node[1] ||
-		    f->sw[l->node[0]].level != f->sw[l->node[1]].level ||
-		    !f->sw[l->node[0]].level)
-			continue;
-		if (!n++)
-			first = l;
-	}
-	if (n)
-		tp__fabric_warn(
-		    f,
-		    "%zu cable%s between switches of the same level (e.g. "
-		    "'%s' port %d - '%s' port %d, level %d): the model routes "
-		    "only up and down the switch tree, so hosts that reach "
-		    "each other only through such cables are modelled apart "
-		    "(separate trees in topology.conf, no path for cost)",
-		    n, n == 1 ? "" : "s", f->sw[first->node[0]].desc,
-		    first->port[0], f->sw[first->node[1]].desc, first->port[1],
-		    f->sw[first->node[0]].level);
 }
 
 /* ---- step 6: GPUs and NVLink domains ---- */
@@ -977,10 +1106,9 @@ tp_err_t tp_fabric_finalize(tp_fabric_t *f, const tp_finalize_opts_t *opts)
 		goto fail;
 	if ((err = adj_build(f, &a)))
 		goto fail;
-	if (!(err = switch_levels(f, &a)) && !(err = host_leaves(f)))
+	if (!(err = switch_levels(f, &a)) && !(err = switch_ranks(f, &a)) &&
+	    !(err = host_leaves(f)))
 		err = build_groups(f, &a);
-	if (!err)
-		warn_same_level(f);
 	adj_free(&a);
 	if (err)
 		goto fail;

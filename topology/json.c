@@ -2,7 +2,7 @@
  * topoplace-fabric/1: the JSON contract between discovery, the plugins, the
  * runtime and the tests. Raw data (switches, CAs, links, hosts' node data,
  * GUID names, NVLink domain entries, reader warnings) is authoritative;
- * derived data (levels, groups, rails) is written for scripts and
+ * derived data (levels, ranks, groups, rails) is written for scripts and
  * recomputed on load, so a file can never disagree with itself.
  *
  * Written and read directly (tp_strbuf out, flat tokens in) rather than
@@ -144,8 +144,9 @@ static void put_fabric(tp_strbuf_t *sb, const tp_fabric_t *f)
 		put_key(sb, false, "desc");
 		put_str(sb, s->desc);
 		tp_strbuf_printf(sb,
-				 ",\"ports\":%d,\"subnet\":%d,\"level\":%d}",
-				 s->nports, s->subnet, s->level);
+				 ",\"ports\":%d,\"subnet\":%d,\"level\":%d,"
+				 "\"rank\":%d}",
+				 s->nports, s->subnet, s->level, s->rank);
 	}
 	put_lit(sb, "],\"cas\":[");
 	for (size_t i = 0; i < f->nca; i++) {

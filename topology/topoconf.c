@@ -177,6 +177,13 @@ static void put_group_comment(tp_strbuf_t *sb, const tp_fabric_t *f,
 	if (gp->nswitches == 1 &&
 	    strcmp(name, f->sw[gp->switches[0]].desc) == 0)
 		return;
+	if (!gp->nswitches) {
+		tp_strbuf_printf(sb,
+				 "# %s: no switch: its groups' switches are "
+				 "cabled to one another\n",
+				 name);
+		return;
+	}
 	v = tp_malloc((gp->nswitches ? gp->nswitches : 1) * sizeof(char *));
 	if (!v) {
 		sb->failed = true;

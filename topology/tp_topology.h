@@ -62,6 +62,9 @@ typedef struct tp_switch {
 	int nports;	/* number of external ports */
 	int subnet;	/* index of the source (file or live port) */
 	int level;	/* 1 = leaf (has host links), 2.. above; 0 = isolated */
+	int rank; /* cable hops from the highest-level switches of its part
+		   * of the fabric (0 there): orders cables inside a level,
+		   * see tp_fabric_switch_above() */
 	uint32_t group; /* group at this switch's level, TP_ID_NONE if none */
 } tp_switch_t;
 
@@ -353,6 +356,14 @@ size_t tp_fabric_ngroups(const tp_fabric_t *f);
 size_t tp_fabric_nnvdomains(const tp_fabric_t *f);
 int tp_fabric_nsubnets(const tp_fabric_t *f);
 const tp_switch_t *tp_fabric_switch(const tp_fabric_t *f, size_t i);
+/* Whether a cable between switches a and b runs up from b to a: a is one
+ * level higher, or on the same level a is nearer the top (lower rank; on
+ * equal ranks the lower index). This is the up/down rule of a subnet
+ * manager's updn routing: cables between leaves (a leaf hanging off
+ * another, two leaves cabled directly) carry routes too, never down and
+ * then up again. False for a switch and itself, levels further apart, or
+ * a switch without a level. */
+bool tp_fabric_switch_above(const tp_fabric_t *f, uint32_t a, uint32_t b);
 const tp_ca_t *tp_fabric_ca(const tp_fabric_t *f, size_t i);
 const tp_host_t *tp_fabric_host(const tp_fabric_t *f, size_t i);
 const tp_link_t *tp_fabric_link(const tp_fabric_t *f, size_t i);

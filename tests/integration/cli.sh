@@ -339,6 +339,35 @@ expect 0 "two subnets" $T discover -q --ibnetdiscover "$p2"/ib-subnet-*.txt -o "
 $T fabric show "$tmp/p2.json" --json >"$tmp/p2.show"
 jeq "$tmp/p2.show" .subnets 2 "plafrim2 subnets"
 
+# plafrim: three leaves reach the spines only through other leaves (one
+# hangs off a leaf, one off two, one off that one). Their cables run up
+# towards the spines, as the subnet manager routes them: one tree in
+# topology.conf, every host placeable and priced, and every hop of the
+# SM's own forwarding tables is one the model takes.
+pl="$TP_FIXTURES/ib/hwloc-netloc/plafrim"
+expect 0 "discover plafrim" $T discover --ibnetdiscover "$pl/ib-subnet-fe80_0000_0000_0000.txt" \
+	--gpus-per-host 1 -o "$tmp/pl.json"
+grep -q "same level" "$tmp/err" && bad "plafrim: a same-level warning: $(cat "$tmp/err")" ||
+	ok "plafrim: no cable left out"
+expect 0 "plafrim topology.conf" $T fabric topology-conf "$tmp/pl.json" -o "$tmp/pl.conf"
+[ "$(grep -c '^SwitchName=.* Switches=' "$tmp/pl.conf")" -eq 1 ] &&
+	grep -q '^SwitchName=g2-1 Switches=g1-\[1-7\]$' "$tmp/pl.conf" &&
+	ok "plafrim: one tree over the 7 leaves" || bad "plafrim tree: $(cat "$tmp/pl.conf")"
+expect 0 "plafrim: a 125-host job fits the idle fabric" \
+	$T place --fabric "$tmp/pl.json" --request nodes=125 --json
+# bonobo001 on a leaf two leaves below the spines, fourmi020 under them
+expect 0 "plafrim: a ring from a hanging leaf priced" \
+	$T cost --fabric "$tmp/pl.json" --hosts bonobo001,devel01,fourmi020,mirage001 --bytes 1G --json
+if command -v python3 >/dev/null; then
+	for sub in plafrim:0 avakas:0 plafrim2:0; do
+		d="$TP_FIXTURES/ib/hwloc-netloc/${sub%:*}" s="fe80_0000_0000_000${sub#*:}"
+		$T discover -q --ibnetdiscover "$d/ib-subnet-$s.txt" -o "$tmp/lft.json"
+		out=$(python3 "$(dirname "$0")/ibroutes_check.py" "$tmp/lft.json" \
+			"$d/ibroutes-$s" 20 2>&1) && ok "$sub: ${out#ibroutes_check: }" ||
+			bad "$sub forwarding tables: $out"
+	done
+fi
+
 # unnamed CAs named through a GUID map
 pf="$TP_FIXTURES/ib/hwloc-netloc/plafrim2/ib-subnet-fe80_0000_0000_0001.txt"
 $T discover -q --ibnetdiscover "$pf" -o "$tmp/pf.json"

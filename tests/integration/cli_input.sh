@@ -144,13 +144,18 @@ if [ -f "$TP_FIXTURES/ib/jabl-ibtopotool/1.topo" ]; then
 	grep -q "nohosts.json: no hosts in the fabric" "$tmp/err" && ok "no hosts named" || bad "no hosts: $(cat "$tmp/err")"
 fi
 
-# ---- a cable between two leaves (an irregular fabric: jabl's third
-# dump) is one the model cannot route over: said, not dropped silently ----
+# ---- two leaves cabled to each other and to nothing above (jabl's third
+# dump): one tree, its top without switches, the hosts priced over the
+# cable ----
 if [ -f "$TP_FIXTURES/ib/jabl-ibtopotool/3.topo" ]; then
 	expect 0 "discover a fabric with a leaf-to-leaf cable" \
 		$T discover --ibnetdiscover "$TP_FIXTURES/ib/jabl-ibtopotool/3.topo" -o "$tmp/j3.json"
-	grep -q "warning: 1 cable between switches of the same level (e.g. .* level 1): the model routes only up and down" "$tmp/err" &&
-		ok "the same-level cable is warned about" || bad "same-level cable: $(cat "$tmp/err")"
+	expect 0 "its topology.conf" $T fabric topology-conf "$tmp/j3.json"
+	grep -q '^SwitchName=g2-1 Switches=g1-\[1-2\]$' "$tmp/out" &&
+		grep -q '^# g2-1: no switch: ' "$tmp/out" &&
+		ok "the two leaves under one parent" || bad "leaf-to-leaf tree: $(cat "$tmp/out")"
+	expect 0 "hosts on both leaves priced" \
+		$T cost --fabric "$tmp/j3.json" --hosts r-ufm96,r-ufm216 --bytes 1G
 fi
 
 # ---- a dump cut short at a block boundary parses (it is a dump of a

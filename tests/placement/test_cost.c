@@ -1111,6 +1111,200 @@ static void test_hier_rail_leaders(void **state)
 /* Max-min fairness, textbook case: link 0 (capacity 1) carries flows A
  * and B, link 1 (capacity 2) carries A and C. Link 0 saturates first at
  * 1/2 each; C then takes what A leaves on link 1: 1.5. */
+/* ---- irregular fabrics: hand-built, 100 Gb/s cables, 1 GPU a host ---- */
+
+static uint32_t hb_switch(tp_fabric_t *f, int sn, uint64_t guid, const char *d)
+{
+	uint32_t i;
+	assert_int_equal(tp__fabric_add_switch(f, sn, guid, d, 36, &i), TP_OK);
+	return i;
+}
+
+/* A cable from switch a (port pa) to switch b (port pb); its link index. */
+static uint32_t hb_cable(tp_fabric_t *f, uint32_t a, int pa, uint32_t b, int pb)
+{
+	bool added;
+	assert_int_equal(tp__fabric_add_link(f, TP_NODE_SWITCH, a, pa,
+					     TP_NODE_SWITCH, b, pb, 4, 25.0,
+					     true, &added),
+			 TP_OK);
+	assert_true(added);
+	return (uint32_t)(tp_fabric_nlinks(f) - 1);
+}
+
+/* Host "n<h>" with one CA on switch `leaf` port 1 + h. */
+static void hb_host(tp_fabric_t *f, int sn, int h, uint32_t leaf)
+{
+	char d[32];
+	uint32_t c;
+	bool added;
+
+	snprintf(d, sizeof(d), "n%03d mlx5_0", h);
+	assert_int_equal(
+	    tp__fabric_add_ca(f, sn, 0x1000 + (uint64_t)h, d, 1, &c), TP_OK);
+	assert_int_equal(tp__fabric_add_link(f, TP_NODE_CA, c, 1,
+					     TP_NODE_SWITCH, leaf, 1 + h, 4,
+					     25.0, true, &added),
+			 TP_OK);
+}
+
+static void hb_finalize(tp_fabric_t *f)
+{
+	assert_int_equal(
+	    tp_fabric_finalize(f, &(tp_finalize_opts_t){.default_gpus = 1}),
+	    TP_OK);
+}
+
+/* Ring over hosts n000..n<n-1> in that order; returns the prediction and
+ * the directed link loads (ld, 2 per link, caller frees). */
+static tp_cost_t hb_ring(const tp_fabric_t *f, size_t n, double **ld_p)
+{
+	tp_cost_ctx_t *c = mkctx(f);
+	uint32_t hosts[8];
+	int gpus[8];
+	tp_cost_t out;
+	double *ld = calloc(2 * tp_fabric_nlinks(f) + 1, sizeof(double));
+
+	assert_true(n <= 8);
+	assert_non_null(ld);
+	for (size_t i = 0; i < n; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "n%03zu", i);
+		hosts[i] = tp_test_host(f, name);
+	}
+	ones(gpus, n, 1);
+	out = predict(c, NULL, hosts, gpus, n, TP_ALGO_RING);
+	assert_int_equal(tp_cost_link_load(c, NULL, hosts, gpus, n, S_BYTES,
+					   TP_ALGO_RING, 1.0, ld),
+			 TP_OK);
+	tp_cost_ctx_destroy(c);
+	*ld_p = ld;
+	return out;
+}
+
+/* A 3-level fat tree (2 pods of 2 leaves under 2 switches each, 2 cores):
+ * a leaf's parents reach only their pod's leaves, so a route to the other
+ * pod climbs past them to a core; 5 switches apart, each flow alone on
+ * its links. */
+static void test_three_levels(void **state)
+{
+	tp_fabric_t *f = tp_fabric_create();
+	int sn = tp__fabric_new_subnet(f), port[16] = {0};
+	uint32_t core[2], agg[2][2], leaf[2][2];
+	char d[32];
+	double *ld;
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		snprintf(d, sizeof(d), "core%d", i);
+		core[i] = hb_switch(f, sn, 0x300 + (uint64_t)i, d);
+	}
+	for (int p = 0; p < 2; p++)
+		for (int i = 0; i < 2; i++) {
+			snprintf(d, sizeof(d), "agg%d%d", p, i);
+			agg[p][i] =
+			    hb_switch(f, sn, 0x200 + (uint64_t)(2 * p + i), d);
+			snprintf(d, sizeof(d), "leaf%d%d", p, i);
+			leaf[p][i] =
+			    hb_switch(f, sn, 0x100 + (uint64_t)(2 * p + i), d);
+		}
+	for (int p = 0; p < 2; p++)
+		for (int i = 0; i < 2; i++)
+			for (int j = 0; j < 2; j++) {
+				hb_cable(f, agg[p][i], 20 + ++port[agg[p][i]],
+					 core[j], ++port[core[j]]);
+				hb_cable(f, leaf[p][j], 20 + ++port[leaf[p][j]],
+					 agg[p][i], ++port[agg[p][i]]);
+			}
+	for (int h = 0; h < 4; h++)
+		hb_host(f, sn, h, leaf[h / 2][h % 2]);
+	hb_finalize(f);
+	assert_int_equal(tp_fabric_switch(f, core[0])->level, 3);
+	tp_cost_t r = hb_ring(f, 4, &ld);
+	assert_close(r.bottleneck_gbps, 100);
+	assert_close(r.bandwidth_s, xfer(1.5 * S_BYTES, 100));
+	double top = 0;
+	for (size_t i = 0; i < tp_fabric_nlinks(f); i++) {
+		const tp_link_t *l = tp_fabric_link(f, i);
+		if (l->kind[1] == TP_NODE_SWITCH &&
+		    (l->node[1] == core[0] || l->node[1] == core[1]))
+			top += ld[2 * i] + ld[2 * i + 1];
+	}
+	assert_true(top > 0); /* n001 -> n002 and n003 -> n000 cross a core */
+	free(ld);
+	tp_fabric_destroy(f);
+}
+
+/* Leaves hanging off leaves (test_fabric's picture): n002 on leafC under
+ * leafA, n003 on leafD under leafC, n000 on leafA, n001 on leafB. The
+ * ring n000 -> n001 -> n002 -> n003 -> n000 routes n001 -> n002 down
+ * spine, leafA, leafC and n003 -> n000 up leafD, leafC, leafA: each
+ * directed leaf-to-leaf cable carries one flow. */
+static void test_hanging_leaf_routes(void **state)
+{
+	tp_fabric_t *f = tp_fabric_create();
+	int sn = tp__fabric_new_subnet(f);
+	uint32_t spine = hb_switch(f, sn, 0x200, "spine"), lf[4], ca_link,
+		 dc_link;
+	double *ld;
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		char d[16];
+		snprintf(d, sizeof(d), "leaf%c", 'A' + i);
+		lf[i] = hb_switch(f, sn, 0x100 + (uint64_t)i, d);
+	}
+	for (int i = 0; i < 2; i++)
+		hb_cable(f, lf[i], 30, spine, 1 + i);
+	ca_link = hb_cable(f, lf[2], 30, lf[0], 31);
+	dc_link = hb_cable(f, lf[3], 30, lf[2], 31);
+	for (int h = 0; h < 4; h++)
+		hb_host(f, sn, h, lf[h]);
+	hb_finalize(f);
+	tp_cost_t r = hb_ring(f, 4, &ld);
+	assert_close(r.bottleneck_gbps, 100);
+	assert_close(r.bandwidth_s, xfer(1.5 * S_BYTES, 100));
+	double v = ld[2 * ca_link]; /* one flow's Gb/s over the collective */
+	assert_true(v > 99 && v <= 100);
+	assert_both(ld, ca_link, v);
+	assert_both(ld, dc_link, v);
+	free(ld);
+	tp_fabric_destroy(f);
+}
+
+/* Two leaves under one spine and cabled to each other too: the direct
+ * cable is the shortest way and carries both directions; the spine's
+ * cables carry nothing. Without the spine (jabl's third dump) the same
+ * ring runs over the cable alone. */
+static void test_leaves_direct(void **state)
+{
+	(void)state;
+	for (int with_spine = 0; with_spine < 2; with_spine++) {
+		tp_fabric_t *f = tp_fabric_create();
+		int sn = tp__fabric_new_subnet(f);
+		uint32_t a = hb_switch(f, sn, 0x100, "leafA");
+		uint32_t b = hb_switch(f, sn, 0x101, "leafB"), up[2] = {0, 0};
+		double *ld;
+
+		if (with_spine) {
+			uint32_t sp = hb_switch(f, sn, 0x200, "spine");
+			up[0] = hb_cable(f, a, 30, sp, 1);
+			up[1] = hb_cable(f, b, 30, sp, 2);
+		}
+		uint32_t direct = hb_cable(f, a, 31, b, 31);
+		for (int h = 0; h < 4; h++)
+			hb_host(f, sn, h, h < 2 ? a : b);
+		hb_finalize(f);
+		tp_cost_t r = hb_ring(f, 4, &ld);
+		assert_close(r.bandwidth_s, xfer(1.5 * S_BYTES, 100));
+		assert_true(ld[2 * direct] > 0 && ld[2 * direct + 1] > 0);
+		for (int i = 0; with_spine && i < 2; i++)
+			assert_both(ld, up[i], 0);
+		free(ld);
+		tp_fabric_destroy(f);
+	}
+}
+
 static void test_maxmin_textbook(void **state)
 {
 	uint32_t off[4] = {0, 2, 3, 4}, res[4] = {0, 1, 0, 1}, bott[3];
@@ -1630,6 +1824,9 @@ int main(void)
 	    cmocka_unit_test(test_nics_by_rate),
 	    cmocka_unit_test(test_dead_host_cable),
 	    cmocka_unit_test(test_nvlink_domain),
+	    cmocka_unit_test(test_three_levels),
+	    cmocka_unit_test(test_hanging_leaf_routes),
+	    cmocka_unit_test(test_leaves_direct),
 	    cmocka_unit_test(test_maxmin_textbook),
 	    cmocka_unit_test(test_maxmin_alone),
 	    cmocka_unit_test(test_hier_reuse),

@@ -293,6 +293,113 @@ static void test_links_dedup_and_conflicts(void **state)
 }
 
 /* Allocation failure anywhere in build + finalize is reported, not fatal. */
+/*
+ *            spine
+ *        leafA    leafB          (2 cables each to the spine)
+ *   hA   leafC  (1 cable to leafA)    hB
+ *   hC   leafD  (1 cable to leafC)
+ *   hD
+ * leafC and leafD reach the spine only through leaves (plafrim has such
+ * switches): ranks spine 0, A and B 1, C 2, D 3; the cables inside level
+ * 1 run up C -> A and D -> C; all four leaf groups are under the
+ * spine's, C's and D's up capacity their one cable each.
+ */
+static void test_hanging_leaves(void **state)
+{
+	tp_fabric_t *f = tp_fabric_create();
+	int sn = tp__fabric_new_subnet(f);
+	uint32_t spine = sw(f, sn, 0x200, "spine"), lf[4];
+	const char *names[] = {"leafA", "leafB", "leafC", "leafD"};
+	char d[64];
+
+	(void)state;
+	for (int i = 0; i < 4; i++)
+		lf[i] = sw(f, sn, 0x100 + i, names[i]);
+	for (int i = 0; i < 2; i++) {
+		cable(f, TP_NODE_SWITCH, lf[i], 30, TP_NODE_SWITCH, spine,
+		      1 + 2 * i);
+		cable(f, TP_NODE_SWITCH, lf[i], 31, TP_NODE_SWITCH, spine,
+		      2 + 2 * i);
+	}
+	cable(f, TP_NODE_SWITCH, lf[2], 30, TP_NODE_SWITCH, lf[0], 32);
+	cable(f, TP_NODE_SWITCH, lf[3], 30, TP_NODE_SWITCH, lf[2], 32);
+	for (int h = 0; h < 4; h++) {
+		snprintf(d, sizeof(d), "h%c mlx5_0", 'A' + h);
+		uint32_t c = ca(f, sn, 0x1000 + h, d);
+		cable(f, TP_NODE_CA, c, 1, TP_NODE_SWITCH, lf[h], 1);
+	}
+	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
+	assert_int_equal(tp_fabric_switch(f, spine)->level, 2);
+	assert_int_equal(tp_fabric_switch(f, spine)->rank, 0);
+	const int rank[] = {1, 1, 2, 3};
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(tp_fabric_switch(f, lf[i])->level, 1);
+		assert_int_equal(tp_fabric_switch(f, lf[i])->rank, rank[i]);
+	}
+	assert_true(tp_fabric_switch_above(f, lf[0], lf[2]));
+	assert_false(tp_fabric_switch_above(f, lf[2], lf[0]));
+	assert_true(tp_fabric_switch_above(f, lf[2], lf[3]));
+	assert_true(tp_fabric_switch_above(f, spine, lf[0]));
+	assert_false(tp_fabric_switch_above(f, lf[0], lf[0]));
+	assert_int_equal(tp_fabric_ngroup_levels(f), 2);
+	uint32_t top = tp_fabric_host(f, 0)->group[1];
+	assert_int_not_equal(top, TP_ID_NONE);
+	assert_int_equal(tp_fabric_group(f, top)->nhosts, 4);
+	assert_int_equal(tp_fabric_group(f, top)->nswitches, 1);
+	for (size_t h = 0; h < 4; h++) {
+		const tp_host_t *hp = tp_fabric_host(f, h);
+		const tp_group_t *g = tp_fabric_group(f, hp->group[0]);
+		assert_int_equal(hp->group[1], top);
+		assert_int_equal(g->parent, top);
+		/* A, B: two cables to the spine; C, D: their one leaf cable */
+		assert_true(g->up_gbps == (h < 2 ? 200.0 : 100.0));
+	}
+	assert_int_equal(tp_fabric_nwarnings(f), 0);
+	tp_fabric_destroy(f);
+}
+
+/* Two leaves cabled to each other and to nothing above (jabl's third
+ * dump): one parent without switches, each leaf's way up the cable
+ * between them, the parent's down capacity that cable once. */
+static void test_leaves_cabled(void **state)
+{
+	tp_fabric_t *f = tp_fabric_create();
+	int sn = tp__fabric_new_subnet(f);
+	uint32_t a = sw(f, sn, 0x100, "leafA"), b = sw(f, sn, 0x101, "leafB");
+	char d[64];
+
+	(void)state;
+	cable(f, TP_NODE_SWITCH, a, 30, TP_NODE_SWITCH, b, 30);
+	for (int h = 0; h < 4; h++) {
+		snprintf(d, sizeof(d), "h%d mlx5_0", h);
+		uint32_t c = ca(f, sn, 0x1000 + h, d);
+		cable(f, TP_NODE_CA, c, 1, TP_NODE_SWITCH, h < 2 ? a : b,
+		      1 + h);
+	}
+	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
+	assert_int_equal(tp_fabric_switch(f, a)->rank, 0);
+	assert_int_equal(tp_fabric_switch(f, b)->rank, 0);
+	assert_true(tp_fabric_switch_above(f, a, b)); /* equal ranks: index */
+	assert_int_equal(tp_fabric_ngroup_levels(f), 2);
+	uint32_t top = tp_fabric_host(f, 0)->group[1];
+	assert_int_not_equal(top, TP_ID_NONE);
+	assert_int_equal(tp_fabric_host(f, 3)->group[1], top);
+	assert_int_not_equal(tp_fabric_host(f, 0)->group[0],
+			     tp_fabric_host(f, 3)->group[0]);
+	const tp_group_t *g = tp_fabric_group(f, top);
+	assert_int_equal(g->level, 2);
+	assert_int_equal(g->nswitches, 0);
+	assert_int_equal(g->nhosts, 4);
+	assert_true(g->down_gbps == 100.0);
+	assert_true(
+	    tp_fabric_group(f, tp_fabric_host(f, 0)->group[0])->up_gbps ==
+	    100.0);
+	assert_true(
+	    tp_fabric_group(f, tp_fabric_host(f, 3)->group[0])->up_gbps ==
+	    100.0);
+	tp_fabric_destroy(f);
+}
+
 static int fail_after;
 static void *fail_malloc(size_t n) { return fail_after-- > 0 ? malloc(n) : NULL; }
 static void *fail_calloc(size_t n, size_t s) { return fail_after-- > 0 ? calloc(n, s) : NULL; }
@@ -322,12 +429,14 @@ static void test_alloc_failure(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_small_tree),
-		cmocka_unit_test(test_hosts_find),
-		cmocka_unit_test(test_rails),
-		cmocka_unit_test(test_domains_and_guid_names),
-		cmocka_unit_test(test_links_dedup_and_conflicts),
-		cmocka_unit_test(test_alloc_failure),
+	    cmocka_unit_test(test_small_tree),
+	    cmocka_unit_test(test_hosts_find),
+	    cmocka_unit_test(test_rails),
+	    cmocka_unit_test(test_domains_and_guid_names),
+	    cmocka_unit_test(test_links_dedup_and_conflicts),
+	    cmocka_unit_test(test_hanging_leaves),
+	    cmocka_unit_test(test_leaves_cabled),
+	    cmocka_unit_test(test_alloc_failure),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
