@@ -834,7 +834,7 @@ typedef struct call {
 	size_t n;
 	double *nv;	   /* NVLink rate of the GPUs used on each host */
 	uint64_t *rails;   /* per host: rails its ranks drive (the plan's) */
-	int nrails, nsub;  /* rails of the job's hosts, fabric subnets */
+	int nrails;	   /* rails of the job's hosts */
 	uint32_t *use_off; /* CAs the used GPUs sit next to, per host */
 	uint32_t *use;
 	uint32_t *pa, *pb; /* CA pairs of one edge */
@@ -1133,17 +1133,39 @@ static void add_nvlink(call_t *k, double bytes, double gbps)
 	}
 }
 
-/* The k-th CA of host position i on each subnet pairs with the k-th of
- * position j on the same subnet. Returns the number of pairs. */
+/* Pairs of CAs for one transfer: CAs on the same rail first (NCCL keeps
+ * a channel to its NIC's rail), then the k-th of the rest of a on each
+ * subnet with the k-th of the rest of b there (GPUs next to different
+ * rails on the two hosts: NCCL crosses over). Returns the number. */
 static size_t pair_cas(call_t *k, const uint32_t *a, size_t na,
 		       const uint32_t *b, size_t nb)
 {
+	uint64_t ua = 0, ub = 0; /* taken by a same-rail pair */
 	size_t x = 0, y = 0, np = 0;
 
+	for (x = 0; na <= 64 && nb <= 64 && x < na; x++) {
+		const tp_ca_t *ca = tp_fabric_ca(k->f, a[x]);
+		for (y = 0; y < nb; y++) {
+			const tp_ca_t *cb = tp_fabric_ca(k->f, b[y]);
+			if (!(ub >> y & 1) && ca->subnet == cb->subnet &&
+			    ca->rail == cb->rail) {
+				k->pa[np] = a[x];
+				k->pb[np++] = b[y];
+				ua |= 1ULL << x;
+				ub |= 1ULL << y;
+				break;
+			}
+		}
+	}
+	x = y = 0;
 	while (x < na && y < nb) {
 		int sa = tp_fabric_ca(k->f, a[x])->subnet;
 		int sb = tp_fabric_ca(k->f, b[y])->subnet;
-		if (sa < sb) {
+		if (x < 64 && ua >> x & 1) {
+			x++;
+		} else if (y < 64 && ub >> y & 1) {
+			y++;
+		} else if (sa < sb) {
 			x++;
 		} else if (sb < sa) {
 			y++;
@@ -1172,11 +1194,10 @@ static tp_err_t grow_phase(call_t *k, size_t nfl, size_t npath)
 	return TP_OK;
 }
 
-/* Rail of the CA at position x of a host: its subnet on a fabric with one
- * subnet per rail, else its position (the plan's rule). */
+/* Rail of the CA at position x of a host (tp_ca_t.rail, as the plan). */
 static int rail_of(const call_t *k, const tp_host_t *h, size_t x)
 {
-	return k->nsub > 1 ? tp_fabric_ca(k->f, h->cas[x])->subnet : (int)x;
+	return tp_fabric_ca(k->f, h->cas[x])->rail;
 }
 
 /* Position of host h's first CA on rail r, SIZE_MAX when it has none. */
@@ -1439,7 +1460,6 @@ static tp_err_t call_setup(call_t *k)
 	k->use = k->use_off + k->n + 1;
 	k->pa = k->use + total + 1;
 	k->pb = k->pa + mc;
-	k->nsub = tp_fabric_nsubnets(k->f);
 	total = 0;
 	for (size_t i = 0; i < k->n; i++) {
 		const tp_host_t *h = tp_fabric_host(k->f, k->hosts[i]);

@@ -300,25 +300,25 @@ static bool ring_contiguous(const tp_fabric_t *f, const uint32_t *fidx,
 	return true;
 }
 
-/* Rail of the CA at position i of a host: its subnet on a fabric with
- * one subnet per rail, else its position. */
-static int rail_of(const tp_fabric_t *f, const tp_host_t *hp, size_t i,
-		   int nsub)
+/* Rail of the CA at position i of a host (tp_ca_t.rail: its subnet on a
+ * fabric with one subnet per rail, else its position, kept across a
+ * missing CA). */
+static int rail_of(const tp_fabric_t *f, const tp_host_t *hp, size_t i)
 {
-	return nsub > 1 ? tp_fabric_ca(f, hp->cas[i])->subnet : (int)i;
+	return tp_fabric_ca(f, hp->cas[i])->rail;
 }
 
 static tp_err_t fill_hosts(tp_plan_t *p, const tp_fabric_t *f,
 			   const uint32_t *fidx, int gph, char **err_p)
 {
-	int nsub = tp_fabric_nsubnets(f), nrails = 0;
+	int nrails = 0;
 	uint32_t rank = 0;
 
 	for (size_t r = 0; r < p->nhosts; r++) {
 		const tp_host_t *hp = tp_fabric_host(f, fidx[r]);
 		for (size_t i = 0; i < hp->ncas; i++)
-			if (rail_of(f, hp, i, nsub) + 1 > nrails)
-				nrails = rail_of(f, hp, i, nsub) + 1;
+			if (rail_of(f, hp, i) + 1 > nrails)
+				nrails = rail_of(f, hp, i) + 1;
 		if (gph > 0 && hp->ngpus && (size_t)gph > hp->ngpus)
 			return bfail(err_p, TP_ERR_RANGE,
 				     "host '%s' has %zu GPUs, %d asked for",
@@ -343,7 +343,7 @@ static tp_err_t fill_hosts(tp_plan_t *p, const tp_fabric_t *f,
 			return TP_ERR_NOMEM;
 		for (size_t i = 0; i < hp->ncas; i++) {
 			const char *d = tp_fabric_ca(f, hp->cas[i])->dev;
-			int rail = rail_of(f, hp, i, nsub);
+			int rail = rail_of(f, hp, i);
 			if (d && !(dev[i] = tp__plan_strdup(p, d)))
 				return TP_ERR_NOMEM;
 			if (!hcas[rail])
@@ -355,7 +355,7 @@ static tp_err_t fill_hosts(tp_plan_t *p, const tp_fabric_t *f,
 			rk[l].gpu = l < hp->ngpus ? (int)l : -1;
 			rk[l].rail = -1;
 			if (ca >= 0) {
-				rk[l].rail = rail_of(f, hp, (size_t)ca, nsub);
+				rk[l].rail = rail_of(f, hp, (size_t)ca);
 				rk[l].hca = dev[ca];
 			}
 		}

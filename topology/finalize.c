@@ -61,7 +61,7 @@ static int u32_cmp(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-/* CA order within a host: rail (subnet) first, then GUID. */
+/* CA order within a host: rail (subnet) first, then device name, GUID. */
 static const tp_fabric_t *sort_fabric;
 static int ca_cmp(const void *x, const void *y)
 {
@@ -525,6 +525,85 @@ static tp_err_t host_leaves(tp_fabric_t *f)
 				f->rails == 1 ? "" : "es", example->name,
 				example->nleaves);
 	return TP_OK;
+}
+
+/* Each host CA's rail (tp_ca_t.rail): rails are positions, so a host
+ * missing one CA (the SuperPOD dump's a05 hosts have no HCA-5) would put
+ * its later CAs on the rails of the others' earlier ones (HCA-6 beside
+ * HCA-5s, a leaf apart). Its CAs take the position the hosts with every
+ * CA give their device names instead; a host whose names are not known
+ * there, or would share a rail, keeps its positions. */
+static tp_err_t ca_rails(tp_fabric_t *f)
+{
+	tp_strmap_t names = {0};
+	uint32_t *votes = NULL;
+	size_t maxcas = 0, nnames = 0, cap = 0;
+	tp_err_t err = TP_OK;
+
+	for (size_t i = 0; i < f->nca; i++)
+		f->ca[i].rail = -1;
+	for (size_t h = 0; h < f->nhost; h++) {
+		const tp_host_t *hp = &f->host[h];
+		for (size_t x = 0; x < hp->ncas; x++)
+			f->ca[hp->cas[x]].rail =
+			    f->nsubnets > 1 ? f->ca[hp->cas[x]].subnet : (int)x;
+		if (hp->ncas > maxcas)
+			maxcas = hp->ncas;
+	}
+	if (f->nsubnets > 1 || maxcas < 2)
+		return TP_OK;
+	/* votes[name * maxcas + position] over the hosts with every CA */
+	for (size_t h = 0; h < f->nhost; h++) {
+		const tp_host_t *hp = &f->host[h];
+		for (size_t x = 0; hp->ncas == maxcas && x < hp->ncas; x++) {
+			const char *dev = f->ca[hp->cas[x]].dev;
+			uint32_t k;
+			if (!dev)
+				continue;
+			if ((k = tp_strmap_get(&names, dev)) == TP_MAP_NONE) {
+				void *p = votes;
+				if (tp_grow(&p, &cap, (nnames + 1) * maxcas,
+					    sizeof(uint32_t)) ||
+				    tp_strmap_put(&names, dev,
+						  (uint32_t)nnames)) {
+					votes = p;
+					err = TP_ERR_NOMEM;
+					goto out;
+				}
+				votes = p;
+				memset(votes + nnames * maxcas, 0,
+				       maxcas * sizeof(uint32_t));
+				k = (uint32_t)nnames++;
+			}
+			votes[k * maxcas + x]++;
+		}
+	}
+	for (size_t h = 0; h < f->nhost; h++) {
+		const tp_host_t *hp = &f->host[h];
+		bool ok = hp->ncas > 0 && hp->ncas < maxcas;
+		for (size_t x = 0; ok && x < hp->ncas; x++) {
+			const char *dev = f->ca[hp->cas[x]].dev;
+			uint32_t k =
+			    dev ? tp_strmap_get(&names, dev) : TP_MAP_NONE;
+			size_t best = 0;
+			ok = k != TP_MAP_NONE;
+			for (size_t r = 1; ok && r < maxcas; r++)
+				if (votes[k * maxcas + r] >
+				    votes[k * maxcas + best])
+					best = r;
+			/* a rail another of the host's CAs took already */
+			for (size_t y = 0; ok && y < x; y++)
+				ok = f->ca[hp->cas[y]].rail != (int)best;
+			if (ok)
+				f->ca[hp->cas[x]].rail = (int)best;
+		}
+		for (size_t x = 0; !ok && x < hp->ncas; x++)
+			f->ca[hp->cas[x]].rail = (int)x;
+	}
+out:
+	tp_strmap_clear(&names);
+	tp_free(votes);
+	return err;
 }
 
 /* ---- step 5: group hierarchy ---- */
@@ -1107,7 +1186,7 @@ tp_err_t tp_fabric_finalize(tp_fabric_t *f, const tp_finalize_opts_t *opts)
 	if ((err = adj_build(f, &a)))
 		goto fail;
 	if (!(err = switch_levels(f, &a)) && !(err = switch_ranks(f, &a)) &&
-	    !(err = host_leaves(f)))
+	    !(err = host_leaves(f)) && !(err = ca_rails(f)))
 		err = build_groups(f, &a);
 	adj_free(&a);
 	if (err)

@@ -77,6 +77,11 @@ typedef struct tp_ca {
 	tp_ca_role_t role;
 	uint32_t host; /* host index, TP_ID_NONE unless role == TP_CA_HOST */
 	uint32_t leaf; /* switch its first cabled port reaches, or TP_ID_NONE */
+	int rail; /* a host's CA: its subnet on a fabric of several, else its
+		   * position in its host's CAs; on a host with fewer CAs than
+		   * the most any host has, the position the hosts with all
+		   * of them give its device name (a host without HCA-5 keeps
+		   * HCA-6 on HCA-6's rail); -1 for CAs of no host */
 } tp_ca_t;
 
 typedef struct tp_gpu {
@@ -93,7 +98,8 @@ typedef struct tp_gpu {
 
 typedef struct tp_host {
 	char *name;
-	uint32_t *cas; /* CA indices, ordered by subnet then GUID */
+	uint32_t *cas; /* CA indices, ordered by subnet, device name
+			* (natural order: mlx5_2 before mlx5_10), GUID */
 	size_t ncas;
 	uint32_t *leaves; /* distinct leaf switches cabled, ascending */
 	size_t nleaves;

@@ -332,6 +332,14 @@ jeq "$tmp/nv.show" .switches 40 "SuperPOD switches"
 jeq "$tmp/nv.show" .sharp_cas 40 "SuperPOD SHArP nodes are not hosts"
 jeq "$tmp/nv.show" .weak_hosts 12 "SuperPOD: the 12 hosts with missing cables are weakly cabled"
 expect 0 "SuperPOD topology.conf" $T fabric topology-conf "$tmp/nv.json"
+# the a05 hosts' HCA-5 cables are missing: their HCA-6 stays on HCA-6's
+# rail (a gap in the plan's hcas), not on HCA-5's
+$T discover -q --ibnetdiscover "$nv" --gpus-per-host 8 -o "$tmp/nvg.json"
+$T plan --fabric "$tmp/nvg.json" --nodes a05-p1-dgx-01-c01,a06-p1-dgx-02-c01 --json --no-predict >"$tmp/nv.plan" &&
+	jq -e '.hosts[0].hcas == ["HCA-1", "HCA-2", null, "HCA-6"] and
+		.hosts[1].hcas == ["HCA-1", "HCA-2", "HCA-5", "HCA-6"]' "$tmp/nv.plan" >/dev/null &&
+	ok "SuperPOD: a host missing HCA-5 keeps HCA-6 on its rail" ||
+	bad "SuperPOD rails: $(jq -c '[.hosts[]?.hcas]' "$tmp/nv.plan" 2>&1)"
 
 # two subnets, one discover
 p2="$TP_FIXTURES/ib/hwloc-netloc/plafrim2"

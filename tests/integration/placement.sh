@@ -90,14 +90,14 @@ for p in topoplace slurm-tree slurm-linear first-fit random; do
 		"$tmp/sim.json" >/dev/null && ok "simulate metrics for $p" || bad "simulate metrics for $p"
 done
 grep -q '<polyline' "$tmp/sim.svg" && ok "simulate svg" || bad "simulate svg"
-jq -e '(.baseline == "slurm-tree") and (.seeds | length == 16) and (.seeds[0] == 3) and (.price_budget == 96)
+jq -e '(.baseline == "slurm-tree") and (.seeds | length == 24) and (.seeds[0] == 3) and (.price_budget == 96)
 	and (.policies["slurm-tree"].verdict == "baseline")
 	and (.policies.topoplace.jct_ratio_mean > 0) and (.policies.topoplace.jct_ratio_se >= 0)
 	and (.policies.topoplace.verdict | IN("better", "worse", "tie"))
 	and (.policies.topoplace.by_size | length == 4)
-	and (.policies.topoplace.per_seed | length == 16)
+	and (.policies.topoplace.per_seed | length == 24)
 	and (.policies.topoplace.mean.mean_jct_s > 0)' "$tmp/sim.json" >/dev/null &&
-	ok "simulate: 16 seeds, baseline, ratio +- se, by size" || bad "simulate seeds JSON"
+	ok "simulate: 24 seeds, baseline, ratio +- se, by size" || bad "simulate seeds JSON"
 # one trace: the ratio is the trace's own, its error bar the jackknife's over
 # 10 batches of jobs (200 jobs or more), else no error bar and no verdict
 expect 0 "simulate one trace of 300 jobs" $T simulate --fabric "$tmp/ft.json" --jobs 300 --seeds 1 \

@@ -400,6 +400,49 @@ static void test_leaves_cabled(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* Rails of hosts missing a CA (one subnet): h1 lacks mlx5_1, so its
+ * mlx5_2 takes rail 2, the position the complete hosts give mlx5_2; h2's
+ * names are none the complete hosts have, so it keeps its positions; h3's
+ * two CAs would both be rail 0 by name ("mlx5_0" twice is not possible,
+ * but a host with "HCA-1" beside "mlx5_0" is): kept by position. */
+static void test_ca_rails(void **state)
+{
+	tp_fabric_t *f = tp_fabric_create();
+	int sn = tp__fabric_new_subnet(f);
+	uint32_t leaf[3];
+	const char *cas[][3] = {{"mlx5_0", "mlx5_1", "mlx5_2"},
+				{"mlx5_0", "mlx5_2", NULL},
+				{"ib0", "ib1", NULL},
+				{"HCA-1", "mlx5_0", NULL},
+				{"HCA-1", "HCA-2", "HCA-3"}};
+	char d[64];
+
+	(void)state;
+	for (int r = 0; r < 3; r++) {
+		snprintf(d, sizeof(d), "leaf%d", r);
+		leaf[r] = sw(f, sn, 0x100 + r, d);
+	}
+	for (int h = 0; h < 5; h++)
+		for (int x = 0; x < 3 && cas[h][x]; x++) {
+			snprintf(d, sizeof(d), "h%d %s", h, cas[h][x]);
+			uint32_t c = ca(f, sn, 0x1000 + 16 * h + x, d);
+			cable(f, TP_NODE_CA, c, 1, TP_NODE_SWITCH, leaf[x],
+			      1 + h);
+		}
+	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
+	const int want[][3] = {
+	    {0, 1, 2}, {0, 2, -1}, {0, 1, -1}, {0, 1, -1}, {0, 1, 2}};
+	for (int h = 0; h < 5; h++) {
+		snprintf(d, sizeof(d), "h%d", h);
+		const tp_host_t *hp =
+		    tp_fabric_host(f, tp_fabric_host_find(f, d));
+		for (size_t x = 0; x < hp->ncas; x++)
+			assert_int_equal(tp_fabric_ca(f, hp->cas[x])->rail,
+					 want[h][x]);
+	}
+	tp_fabric_destroy(f);
+}
+
 static int fail_after;
 static void *fail_malloc(size_t n) { return fail_after-- > 0 ? malloc(n) : NULL; }
 static void *fail_calloc(size_t n, size_t s) { return fail_after-- > 0 ? calloc(n, s) : NULL; }
@@ -436,6 +479,7 @@ int main(void)
 	    cmocka_unit_test(test_links_dedup_and_conflicts),
 	    cmocka_unit_test(test_hanging_leaves),
 	    cmocka_unit_test(test_leaves_cabled),
+	    cmocka_unit_test(test_ca_rails),
 	    cmocka_unit_test(test_alloc_failure),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
