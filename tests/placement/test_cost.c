@@ -1168,7 +1168,7 @@ static tp_cost_t hb_ring(const tp_fabric_t *f, size_t n, double **ld_p)
 	assert_true(n <= 8);
 	assert_non_null(ld);
 	for (size_t i = 0; i < n; i++) {
-		char name[16];
+		char name[24];
 		snprintf(name, sizeof(name), "n%03zu", i);
 		hosts[i] = tp_test_host(f, name);
 	}
