@@ -606,6 +606,77 @@ out:
 	return err;
 }
 
+/* A complete host's CA on a leaf where most CAs serve another rail: a
+ * cable swapped between rails (the SuperPOD dump's b08-p1-dgx-08-c01 has
+ * HCA-5 on an HCA-6 leaf and HCA-6 on an HCA-5 leaf). NCCL keeps a
+ * channel on its NIC's rail, so that rail's traffic to and from the host
+ * crosses the spines (the cost model prices it so). Warned with a count
+ * and the first; hosts with fewer CAs (a management server cabled where
+ * ports were free) are not judged. */
+static tp_err_t warn_cross_rail(tp_fabric_t *f)
+{
+	size_t maxcas = 0, n = 0, hosts = 0;
+	uint32_t *cnt, *tot, first = TP_ID_NONE;
+
+	for (size_t h = 0; h < f->nhost; h++)
+		if (f->host[h].ncas > maxcas)
+			maxcas = f->host[h].ncas;
+	if (f->nsubnets > 1 || f->rails < 2 || maxcas < 2 || maxcas > 64)
+		return TP_OK;
+	cnt = tp_calloc(f->nsw * maxcas + 1, sizeof(uint32_t));
+	tot = tp_calloc(f->nsw + 1, sizeof(uint32_t));
+	if (!cnt || !tot) {
+		tp_free(cnt);
+		tp_free(tot);
+		return TP_ERR_NOMEM;
+	}
+	for (size_t i = 0; i < f->nca; i++) {
+		const tp_ca_t *c = &f->ca[i];
+		if (c->rail >= 0 && (size_t)c->rail < maxcas &&
+		    c->leaf != TP_ID_NONE) {
+			cnt[c->leaf * maxcas + (size_t)c->rail]++;
+			tot[c->leaf]++;
+		}
+	}
+	for (size_t h = 0; h < f->nhost; h++) {
+		const tp_host_t *hp = &f->host[h];
+		size_t k = 0;
+		for (size_t x = 0; hp->ncas == maxcas && x < hp->ncas; x++) {
+			const tp_ca_t *c = &f->ca[hp->cas[x]];
+			if (c->leaf == TP_ID_NONE || c->rail < 0)
+				continue;
+			const uint32_t *row = &cnt[c->leaf * maxcas];
+			for (size_t r = 0; r < maxcas; r++)
+				if ((int)r != c->rail &&
+				    2 * row[r] > tot[c->leaf]) {
+					if (first == TP_ID_NONE)
+						first = hp->cas[x];
+					k++;
+				}
+		}
+		n += k;
+		hosts += k > 0;
+	}
+	if (n) {
+		const tp_ca_t *c = &f->ca[first];
+		const uint32_t *row = &cnt[c->leaf * maxcas];
+		size_t r = 0;
+		while (2 * row[r] <= tot[c->leaf])
+			r++;
+		tp__fabric_warn(
+		    f,
+		    "%zu CA%s of %zu host%s cabled to another rail's leaf "
+		    "(e.g. '%s' on '%s', where %u of %u CAs are on rail %zu, "
+		    "it on %d): a cable swapped between rails? that rail's "
+		    "transfers to and from the host cross the spines",
+		    n, n == 1 ? "" : "s", hosts, hosts == 1 ? "" : "s", c->desc,
+		    f->sw[c->leaf].desc, row[r], tot[c->leaf], r, c->rail);
+	}
+	tp_free(cnt);
+	tp_free(tot);
+	return TP_OK;
+}
+
 /* ---- step 5: group hierarchy ---- */
 
 static tp_err_t group_push(tp_fabric_t *f, size_t *cap, int level,
@@ -1186,7 +1257,8 @@ tp_err_t tp_fabric_finalize(tp_fabric_t *f, const tp_finalize_opts_t *opts)
 	if ((err = adj_build(f, &a)))
 		goto fail;
 	if (!(err = switch_levels(f, &a)) && !(err = switch_ranks(f, &a)) &&
-	    !(err = host_leaves(f)) && !(err = ca_rails(f)))
+	    !(err = host_leaves(f)) && !(err = ca_rails(f)) &&
+	    !(err = warn_cross_rail(f)))
 		err = build_groups(f, &a);
 	adj_free(&a);
 	if (err)

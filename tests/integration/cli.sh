@@ -326,7 +326,10 @@ done
 [ "$n" -ge 10 ] && ok "$n real dumps discovered and shown" || bad "only $n real dumps discovered"
 
 nv="$TP_FIXTURES/ib/NVIDIA-topograph/ibnetdiscover-example.out"
-$T discover -q --ibnetdiscover "$nv" -o "$tmp/nv.json"
+$T discover --ibnetdiscover "$nv" -o "$tmp/nv.json" 2>"$tmp/nv.err"
+grep -q "warning: 2 CAs of 1 host cabled to another rail's leaf (e.g. 'b08-p1-dgx-08-c01 HCA-5' on 'MF0;B09-P1-IBLEAF-04-08:MQM9701/U1', where 13 of 16 CAs are on rail 3, it on 2)" "$tmp/nv.err" &&
+	ok "SuperPOD: the host with its HCA-5 and HCA-6 cables swapped is named" ||
+	bad "SuperPOD swapped cables: $(cat "$tmp/nv.err")"
 $T fabric show "$tmp/nv.json" --json >"$tmp/nv.show"
 jeq "$tmp/nv.show" .switches 40 "SuperPOD switches"
 jeq "$tmp/nv.show" .sharp_cas 40 "SuperPOD SHArP nodes are not hosts"

@@ -443,6 +443,45 @@ static void test_ca_rails(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* Two rail leaves, four complete hosts; h3's cables are swapped (its
+ * mlx5_0 on the mlx5_1 leaf and back): one warning naming it, with the
+ * leaf's majority. The same cabling with h3 alone on the leaves (no
+ * majority) is not judged. */
+static void test_cross_rail(void **state)
+{
+	(void)state;
+	for (int nhost = 4; nhost >= 2; nhost -= 2) {
+		tp_fabric_t *f = tp_fabric_create();
+		int sn = tp__fabric_new_subnet(f);
+		uint32_t leaf[2] = {sw(f, sn, 0x100, "rail0"),
+				    sw(f, sn, 0x101, "rail1")};
+		char d[64];
+
+		for (int h = 4 - nhost; h < 4; h++)
+			for (int x = 0; x < 2; x++) {
+				snprintf(d, sizeof(d), "h%d mlx5_%d", h, x);
+				uint32_t c = ca(f, sn, 0x1000 + 16 * h + x, d);
+				cable(f, TP_NODE_CA, c, 1, TP_NODE_SWITCH,
+				      leaf[h == 3 ? 1 - x : x], 1 + h);
+			}
+		assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
+		size_t hits = 0;
+		for (size_t i = 0; i < tp_fabric_nwarnings(f); i++)
+			if (strstr(tp_fabric_warning(f, i),
+				   "another rail's leaf")) {
+				hits++;
+				assert_non_null(strstr(
+				    tp_fabric_warning(f, i),
+				    "2 CAs of 1 host cabled to another rail's "
+				    "leaf (e.g. 'h3 mlx5_0' on 'rail1', where "
+				    "3 "
+				    "of 4 CAs are on rail 1, it on 0)"));
+			}
+		assert_int_equal(hits, nhost == 4 ? 1 : 0);
+		tp_fabric_destroy(f);
+	}
+}
+
 static int fail_after;
 static void *fail_malloc(size_t n) { return fail_after-- > 0 ? malloc(n) : NULL; }
 static void *fail_calloc(size_t n, size_t s) { return fail_after-- > 0 ? calloc(n, s) : NULL; }
@@ -480,6 +519,7 @@ int main(void)
 	    cmocka_unit_test(test_hanging_leaves),
 	    cmocka_unit_test(test_leaves_cabled),
 	    cmocka_unit_test(test_ca_rails),
+	    cmocka_unit_test(test_cross_rail),
 	    cmocka_unit_test(test_alloc_failure),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
