@@ -18,11 +18,11 @@
  * topoplace against slurm-tree): 8 seeds put the standard error near
  * 0.03, too wide to tell a 5% gain from a tie (seeds 1-8 read 0.961 +-
  * 0.032 where seeds 17-64 read 0.924 +- 0.009). 16 (se about 0.024)
- * still flipped the verdict on a model change that moved the 64-seed
- * mean by 0.004 (2026-12-05: 0.948 +- 0.025 better, then 0.956 +- 0.023
- * tie; seeds 1-64 0.930 +- 0.009 and 0.934 +- 0.011): with the ratio
- * near 0.93, 16 seeds call it a tie about one time in four, 24 about one
- * in twenty. 24 take about 7 s on 2 cores (the goal: under 10). */
+ * flipped the verdict on a cost model change that moved seeds 1-64 by
+ * 0.004 (2026-12-05: 0.948 +- 0.025 better, then 0.956 +- 0.023 tie;
+ * the change was narrowed since): with the ratio near 0.93, 16 seeds
+ * call it a tie about one time in four, 24 about one in twenty. 24 take
+ * about 7-8 s on 2 cores (the goal: under 10). */
 #define DEFAULT_SEEDS	 24
 #define DEFAULT_POLICIES "topoplace,slurm-tree,slurm-linear,first-fit,random"
 /* With multi-node NVLink domains Slurm's own choice is topology/block. */

@@ -279,7 +279,8 @@ static int reach_ord_cmp(const void *x, const void *y)
 
 	if (a->key != b->key)
 		return a->key < b->key ? -1 : 1;
-	return a->sw < b->sw ? -1 : a->sw > b->sw;
+	/* on one level and rank the lower index is above: children first */
+	return a->sw > b->sw ? -1 : a->sw < b->sw;
 }
 
 static tp_err_t build_reach(tp_cost_ctx_t *c, size_t nsw, int nsub)
@@ -320,7 +321,7 @@ static tp_err_t build_reach(tp_cost_ctx_t *c, size_t nsw, int nsub)
 		uint32_t s = order[k].sw;
 		int sub = subnet_of(tp_fabric_switch(f, s)->subnet, nsub);
 		size_t nw = (nleaf[sub] + 63) / 64;
-		uint64_t *set = &c->reach[c->reach_off[s]];
+		uint64_t *set;
 
 		for (uint32_t p = c->dn_off[s]; p < c->dn_off[s + 1]; p++)
 			if (dlen[c->dn[p].sw] + 1 > dlen[s])
@@ -329,6 +330,7 @@ static tp_err_t build_reach(tp_cost_ctx_t *c, size_t nsw, int nsub)
 			longest = dlen[s];
 		if (c->reach_off[s] == SIZE_MAX)
 			continue;
+		set = &c->reach[c->reach_off[s]];
 		for (uint32_t p = c->dn_off[s]; p < c->dn_off[s + 1]; p++) {
 			uint32_t ch = c->dn[p].sw;
 			if (c->level[ch] == 1)
@@ -444,6 +446,53 @@ out:
 	return err;
 }
 
+/* Room for minhop's paths: a breadth-first walk from one switch of each
+ * connected part (over the cables up/down routing uses) reaches all of
+ * it within its depth e, so two leaves of the part are at most 2e apart;
+ * maxpath covers that and the two CA cables. */
+static tp_err_t path_bound(tp_cost_ctx_t *c, size_t nsw)
+{
+	uint32_t *q = tp_malloc((nsw + 1) * sizeof(uint32_t));
+	int *depth = tp_malloc((nsw + 1) * sizeof(int));
+
+	if (!q || !depth) {
+		tp_free(q);
+		tp_free(depth);
+		return TP_ERR_NOMEM;
+	}
+	for (size_t s = 0; s < nsw; s++)
+		depth[s] = -1;
+	for (size_t s0 = 0; s0 < nsw; s0++) {
+		size_t head = 0, tail = 0;
+		int e = 0;
+		if (depth[s0] >= 0)
+			continue;
+		depth[s0] = 0;
+		q[tail++] = (uint32_t)s0;
+		while (head < tail) {
+			uint32_t s = q[head++];
+			if (depth[s] > e)
+				e = depth[s];
+			for (int dir = 0; dir < 2; dir++) {
+				const hop_t *hop = dir ? c->dn : c->up;
+				uint32_t lo = dir ? c->dn_off[s] : c->up_off[s];
+				uint32_t hi =
+				    dir ? c->dn_off[s + 1] : c->up_off[s + 1];
+				for (uint32_t p = lo; p < hi; p++)
+					if (depth[hop[p].sw] < 0) {
+						depth[hop[p].sw] = depth[s] + 1;
+						q[tail++] = hop[p].sw;
+					}
+			}
+		}
+		if (2 * (size_t)e + 2 > c->maxpath)
+			c->maxpath = 2 * (size_t)e + 2;
+	}
+	tp_free(q);
+	tp_free(depth);
+	return TP_OK;
+}
+
 tp_err_t tp_cost_ctx_create(const tp_fabric_t *f, const tp_cost_params_t *p,
 			    tp_cost_ctx_t **ctx_p)
 {
@@ -494,7 +543,7 @@ tp_err_t tp_cost_ctx_create(const tp_fabric_t *f, const tp_cost_params_t *p,
 		if (tp_fabric_host(f, h)->ncas > c->maxcas)
 			c->maxcas = tp_fabric_host(f, h)->ncas;
 	if ((err = build_adjacency(c, nsw, nlink)) ||
-	    (err = build_reach(c, nsw, nsub)) ||
+	    (err = build_reach(c, nsw, nsub)) || (err = path_bound(c, nsw)) ||
 	    (err = build_cas(c, nca, nsub)))
 		goto fail;
 	*ctx_p = c;
@@ -1029,8 +1078,69 @@ static const hop_t *pick_down(const call_t *k, uint32_t cur, uint32_t dst,
 	return pick(k, c->dn, a, b, dst, key, false, true);
 }
 
+/* The shortest leaf-to-leaf path over live cables, for pairs up/down
+ * routing has none for (parts whose top switches do not reach each
+ * other's leaves below them: two trees joined by a cable between two of
+ * their leaves), as OpenSM's default min-hop engine routes any graph:
+ * the first one found (breadth first, up-links before down-links). Its
+ * links into out[n..); the new length, 0 when there is none within
+ * maxpath (leaving room for the last CA cable) or no memory. */
+static size_t minhop(const call_t *k, uint32_t from, uint32_t dst,
+		     uint32_t *out, size_t n, int *hops_p, bool *top_p)
+{
+	const tp_cost_ctx_t *c = k->c;
+	size_t nsw = tp_fabric_nswitches(k->f), head = 0, tail = 0, len = 0;
+	uint32_t *q = tp_malloc((nsw + 1) * sizeof(uint32_t));
+	uint32_t *back = tp_malloc((nsw + 1) * sizeof(uint32_t));
+	uint32_t *res = tp_malloc((nsw + 1) * sizeof(uint32_t));
+	size_t done = 0;
+
+	if (!q || !back || !res)
+		goto out;
+	for (size_t s = 0; s < nsw; s++)
+		back[s] = TP_ID_NONE;
+	back[from] = from;
+	q[tail++] = from;
+	while (head < tail && back[dst] == TP_ID_NONE) {
+		uint32_t s = q[head++];
+		for (int dir = 0; dir < 2; dir++) {
+			const hop_t *hop = dir ? c->dn : c->up;
+			uint32_t lo = dir ? c->dn_off[s] : c->up_off[s];
+			uint32_t hi = dir ? c->dn_off[s + 1] : c->up_off[s + 1];
+			for (uint32_t p = lo; p < hi; p++) {
+				uint32_t u = hop[p].sw;
+				if (back[u] != TP_ID_NONE ||
+				    link_dead(k, hop[p].res))
+					continue;
+				back[u] = s;
+				res[u] = hop[p].res;
+				q[tail++] = u;
+			}
+		}
+	}
+	if (back[dst] == TP_ID_NONE)
+		goto out;
+	for (uint32_t s = dst; s != from; s = back[s])
+		len++;
+	if (n + len + 1 > c->maxpath)
+		goto out;
+	for (uint32_t s = dst, i = 0; s != from; s = back[s], i++) {
+		out[n + len - 1 - i] = res[s];
+		if (c->top >= 2 && c->level[s] == c->top)
+			*top_p = true;
+	}
+	*hops_p += (int)len;
+	done = n + len;
+out:
+	tp_free(q);
+	tp_free(back);
+	tp_free(res);
+	return done;
+}
+
 /* Route CA a -> CA b (same subnet) into out[0..maxpath); returns the
- * number of directed links, 0 when there is no live route. */
+ * number of directed links, 0 when there is no live route. Up/down first
+ * (D-mod-K), else the shortest path (minhop). */
 static size_t route(const call_t *k, uint32_t a, uint32_t b, uint32_t *out,
 		    int *hops_p, bool *top_p)
 {
@@ -1051,7 +1161,7 @@ static size_t route(const call_t *k, uint32_t a, uint32_t b, uint32_t *out,
 	while (!reaches(c, cur, dst)) {
 		h = pick_up(k, cur, dst, &key);
 		if (!h || n + 2 > c->maxpath)
-			return 0;
+			goto shortest;
 		out[n++] = h->res;
 		cur = h->sw;
 		(*hops_p)++;
@@ -1061,11 +1171,19 @@ static size_t route(const call_t *k, uint32_t a, uint32_t b, uint32_t *out,
 	while (cur != dst) {
 		h = pick_down(k, cur, dst, &dkey);
 		if (!h || n + 2 > c->maxpath)
-			return 0;
+			goto shortest;
 		out[n++] = h->res;
 		cur = h->sw;
 		(*hops_p)++;
 	}
+	out[n++] = c->ca_dn[b];
+	return n;
+shortest:
+	*hops_p = 1;
+	*top_p = false;
+	if (!(n = minhop(k, tp_fabric_ca(k->f, a)->leaf, dst, out, 1, hops_p,
+			 top_p)))
+		return 0;
 	out[n++] = c->ca_dn[b];
 	return n;
 }

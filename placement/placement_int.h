@@ -42,9 +42,12 @@ struct tp_state {
 	double cap_top;
 	size_t ntop;
 	/* The up-links: active links from a switch of a level-1 or higher
-	 * group to a switch one level up, ascending, and that group
-	 * (uplink[i], uplink_grp[i]); fixed by the fabric, listed once so a
-	 * decision reads nuplink links instead of every host cable. */
+	 * group to a switch above it (one level up, or on its level nearer
+	 * the top: tp_fabric_switch_above), ascending, and that group
+	 * (uplink[i], uplink_grp[i]); a cable between sibling groups under
+	 * a parent without switches is listed for both. Fixed by the
+	 * fabric, listed once so a decision reads nuplink links instead of
+	 * every host cable. */
 	uint32_t *uplink, *uplink_grp;
 	size_t nuplink;
 };

@@ -550,7 +550,9 @@ static tp_err_t ca_rails(tp_fabric_t *f)
 		if (hp->ncas > maxcas)
 			maxcas = hp->ncas;
 	}
-	if (f->nsubnets > 1 || maxcas < 2)
+	/* one rail (a fat tree, jabl's 2-CA host beside 1-CA ones): a CA's
+	 * name says nothing of a rail, positions stand */
+	if (f->nsubnets > 1 || maxcas < 2 || f->rails < 2)
 		return TP_OK;
 	/* votes[name * maxcas + position] over the hosts with every CA */
 	for (size_t h = 0; h < f->nhost; h++) {

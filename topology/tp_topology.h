@@ -126,10 +126,16 @@ typedef struct tp_group {
 	uint32_t parent; /* group at level + 1, TP_ID_NONE at the top */
 	uint32_t *hosts; /* ascending */
 	size_t nhosts;
-	uint32_t *switches; /* switches at this level that form the group */
+	uint32_t *switches; /* switches at this level that form the group;
+			     * none (NULL, 0) for a parent of groups joined
+			     * only by cables between their own switches */
 	size_t nswitches;
-	double down_gbps; /* capacity into the group's switches from below */
-	double up_gbps;	  /* capacity from its switches to the level above */
+	double down_gbps; /* capacity into the group's switches from below
+			   * (no switches: the cables joining its groups) */
+	double up_gbps;	  /* capacity from its switches to the level above,
+			   * or up a cable inside its level (a leaf hanging
+			   * off another); under a parent without switches,
+			   * its cables to its siblings */
 } tp_group_t;
 
 typedef struct tp_nvdomain {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "placement_int.h"
+#include "topology_int.h"
 
 /* 4 leaves x 4 hosts x 8 GPUs, 2 spines: node001-004 on leaf01, ... */
 static tp_fabric_t *fat_tree(bool interleave)
@@ -907,10 +908,79 @@ static void test_ring_order(void **unused)
 	tp_fabric_destroy(f);
 }
 
+/* Up-links of irregular fabrics (the state lists them for the policy's
+ * up-link quality): three leaves cabled in a triangle and to nothing
+ * above (one parent without switches) give each leaf group both of its
+ * cables, as finalize's up_gbps counts them; a leaf hanging off a leaf
+ * under a spine gives its cable to the hanging leaf's group only. */
+static void test_state_irregular_uplinks(void **unused)
+{
+	(void)unused;
+	for (int shape = 0; shape < 2; shape++) {
+		tp_fabric_t *f = tp_fabric_create();
+		int sn = tp__fabric_new_subnet(f);
+		uint32_t sw[4], c;
+		bool added;
+		char d[32];
+
+		for (int i = 0; i < 4; i++) {
+			snprintf(d, sizeof(d), "s%d", i);
+			assert_int_equal(
+			    tp__fabric_add_switch(f, sn, 0x100 + (uint64_t)i, d,
+						  36, &sw[i]),
+			    TP_OK);
+		}
+		/* shape 0: triangle s0 s1 s2; shape 1: s0, s1 under s3, s2 off
+		 * s1 */
+		const uint32_t pairs[2][3][2] = {{{0, 1}, {1, 2}, {0, 2}},
+						 {{0, 3}, {1, 3}, {2, 1}}};
+		for (int e = 0; e < 3; e++)
+			assert_int_equal(
+			    tp__fabric_add_link(
+				f, TP_NODE_SWITCH, sw[pairs[shape][e][0]],
+				20 + e, TP_NODE_SWITCH, sw[pairs[shape][e][1]],
+				30 + e, 4, 25.0, true, &added),
+			    TP_OK);
+		for (int h = 0; h < 3; h++) {
+			snprintf(d, sizeof(d), "n%d mlx5_0", h);
+			assert_int_equal(tp__fabric_add_ca(f, sn,
+							   0x1000 + (uint64_t)h,
+							   d, 1, &c),
+					 TP_OK);
+			assert_int_equal(tp__fabric_add_link(f, TP_NODE_CA, c,
+							     1, TP_NODE_SWITCH,
+							     sw[h], 1, 4, 25.0,
+							     true, &added),
+					 TP_OK);
+		}
+		assert_int_equal(
+		    tp_fabric_finalize(
+			f, &(tp_finalize_opts_t){.default_gpus = 1}),
+		    TP_OK);
+		tp_state_t *s = tp_state_create(f);
+		assert_non_null(s);
+		size_t per[3] = {0};
+		for (size_t j = 0; j < s->nuplink; j++)
+			for (int h = 0; h < 3; h++)
+				per[h] +=
+				    s->uplink_grp[j] ==
+				    tp_fabric_host(f, (size_t)h)->group[0];
+		for (int h = 0; h < 3; h++) {
+			const tp_group_t *g = tp_fabric_group(
+			    f, tp_fabric_host(f, (size_t)h)->group[0]);
+			assert_int_equal(per[h], shape ? 1 : 2);
+			assert_true(g->up_gbps == (shape ? 100.0 : 200.0));
+		}
+		tp_state_destroy(s);
+		tp_fabric_destroy(f);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_state_basics),
+	    cmocka_unit_test(test_state_irregular_uplinks),
 	    cmocka_unit_test(test_state_json_roundtrip),
 	    cmocka_unit_test(test_state_cables),
 	    cmocka_unit_test(test_state_uplinks),
