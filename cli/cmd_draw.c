@@ -46,7 +46,8 @@ static const char usage[] =
     "  --bytes SIZE  all-reduce size per job for --heat (default 1G)\n"
     "  --duty F      share of time each job communicates (default 1: all\n"
     "                at once, the peak)\n"
-    "Parallel cables are one line (its worst cable); a level with more than\n"
+    "Parallel cables are one line (its worst cable), arcing above the row\n"
+    "when both ends are on one level; a level with more than\n"
     "96 switches is drawn as its groups; above 4096 hosts each group is a\n"
     "bar of its GPUs by job. The figure names what it aggregated.\n";
 
@@ -643,20 +644,33 @@ static void draw_one_link(const draw_t *d, tp_strbuf_t *sb, const dlink_t *dl)
 			: -SW_H / 2.0);
 	bool dashed =
 	    !(dl->worst_health > 0) || (d->heat && dl->worst_health < 1);
-	tp_strbuf_printf(sb,
-			 "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' "
-			 "stroke='%s' stroke-width='3'%s data-links='",
-			 a->x, y1, x2, y2, dlink_colour(d, dl),
+	/* a cable between two switches of one row (a leaf hanging off
+	 * another) arcs above the row instead of running along its top */
+	bool arc = dl->b != TP_ID_NONE && d->nodes[dl->b].level == a->level;
+	if (arc)
+		tp_strbuf_printf(sb,
+				 "<path d='M %.1f %.1f Q %.1f %.1f %.1f %.1f' "
+				 "fill='none' ",
+				 a->x, y1, (a->x + x2) / 2,
+				 y1 - 24 - 0.15 * fabs(x2 - a->x), x2, y2);
+	else
+		tp_strbuf_printf(sb,
+				 "<line x1='%.1f' y1='%.1f' x2='%.1f' "
+				 "y2='%.1f' ",
+				 a->x, y1, x2, y2);
+	tp_strbuf_printf(sb, "stroke='%s' stroke-width='3'%s data-links='",
+			 dlink_colour(d, dl),
 			 dashed ? " stroke-dasharray='8,3'" : "");
 	for (size_t i = 0; i < dl->nlinks; i++)
 		tp_strbuf_printf(sb, "%s%u", i ? "," : "", dl->links[i]);
 	tp_strbuf_printf(sb,
 			 "'><title>%zu cable%s, %.0f Gb/s; %zu degraded, %zu "
 			 "down; worst: link %u at health %.2f, "
-			 "utilisation %.0f%%</title></line>\n",
+			 "utilisation %.0f%%</title></%s>\n",
 			 dl->ncables, dl->ncables == 1 ? "" : "s", dl->gbps,
 			 dl->ndegraded, dl->ndown, dl->worst_link,
-			 dl->worst_health, 100 * dl->worst_util);
+			 dl->worst_health, 100 * dl->worst_util,
+			 arc ? "path" : "line");
 }
 
 static tp_err_t draw_links(const draw_t *d, tp_strbuf_t *sb)

@@ -87,6 +87,19 @@ n=$(grep -c '<' "$tmp/big.svg")
 check $LOOK text "$tmp/big.svg" "hosts as one bar of GPUs per group" "16384 hosts"
 png "$tmp/big.svg" "$tmp/big.png" && ok "16,384 hosts render"
 
+# two leaves cabled to each other (jabl's third dump): the cable arcs
+# above the row, in its health's colour
+if [ -f "$TP_FIXTURES/ib/jabl-ibtopotool/3.topo" ]; then
+	$T discover -q --ibnetdiscover "$TP_FIXTURES/ib/jabl-ibtopotool/3.topo" -o "$tmp/j3.json"
+	ll=$(jq '[.links | to_entries[] | select(.value[0] == "switch" and .value[3] == "switch")][0].key' "$tmp/j3.json")
+	printf '{"format":"topoplace-state/1","links":[{"link":%s,"health":0.6}]}\n' "$ll" >"$tmp/j3s.json"
+	expect 0 "draw a leaf-to-leaf cable" $T draw --fabric "$tmp/j3.json" --state "$tmp/j3s.json" -o "$tmp/j3.svg"
+	grep -q "<path d='M [^']* Q [^']*' fill='none' [^>]*data-links='$ll'" "$tmp/j3.svg" &&
+		ok "the cable between the leaves is an arc" || bad "no arc for link $ll"
+	png "$tmp/j3.svg" "$tmp/j3.png" &&
+		check $LOOK link "$tmp/j3.svg" "$tmp/j3.png" "$ll" legend-health-2
+fi
+
 # the simulate report: binned lines per policy, axes, names
 expect 0 "simulate --svg" $T simulate --fabric "$tmp/ft.json" --synthetic llm --jobs 120 --seeds 1 \
 	--policies topoplace,first-fit --baseline first-fit --svg "$tmp/sim.svg"

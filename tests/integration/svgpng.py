@@ -5,8 +5,8 @@ check the colours at those places.
 
   svgpng.py host SVG PNG HOST LEGEND_ID   host cell has the legend colour
   svgpng.py outline SVG PNG HOST LEGEND_ID  so has its outline (left edge)
-  svgpng.py link SVG PNG LINK LEGEND_ID   line holding fabric link LINK
-                                          has the legend colour
+  svgpng.py link SVG PNG LINK LEGEND_ID   line (or arc) holding fabric
+                                          link LINK has the legend colour
   svgpng.py text SVG WORDS...             each text is in the SVG's text
 
 Exit 0 when every check holds, 1 with a line saying what was seen."""
@@ -120,15 +120,21 @@ def main(argv):
             ok &= look(pix, [(x, y + h / 2), (x - 0.6, y + h / 2)], want,
                        "outline of host " + thing)
     elif cmd == "link":
-        lines = [el for el in svg.iter(NS + "line")
+        lines = [el for el in list(svg.iter(NS + "line")) + list(svg.iter(NS + "path"))
                  if thing in (el.get("data-links") or "").split(",")]
         if not lines:
             print("FAIL: no line holds link %s" % thing)
             return 1
         el = lines[0]
-        x1, y1, x2, y2 = (float(el.get(k)) for k in ("x1", "y1", "x2", "y2"))
-        pts = [(x1 + (x2 - x1) * t, y1 + (y2 - y1) * t)
-               for t in (0.5, 0.4, 0.6, 0.3, 0.7)]
+        ts = (0.5, 0.4, 0.6, 0.3, 0.7)
+        if el.tag == NS + "path":  # an arc: "M x1 y1 Q cx cy x2 y2"
+            x1, y1, cx, cy, x2, y2 = (float(v) for v in el.get("d").split()
+                                      if v not in ("M", "Q"))
+            pts = [((1 - t) ** 2 * x1 + 2 * (1 - t) * t * cx + t * t * x2,
+                    (1 - t) ** 2 * y1 + 2 * (1 - t) * t * cy + t * t * y2) for t in ts]
+        else:
+            x1, y1, x2, y2 = (float(el.get(k)) for k in ("x1", "y1", "x2", "y2"))
+            pts = [(x1 + (x2 - x1) * t, y1 + (y2 - y1) * t) for t in ts]
         ok &= look(pix, pts, want, "line of link " + thing)
     return 0 if ok else 1
 
