@@ -446,50 +446,46 @@ out:
 	return err;
 }
 
-/* Room for minhop's paths: a breadth-first walk from one switch of each
- * connected part (over the cables up/down routing uses) reaches all of
- * it within its depth e, so two leaves of the part are at most 2e apart;
- * maxpath covers that and the two CA cables. */
+/* Room for any simple route: it crosses each switch of its connected part
+ * at most once (minhop's shortest paths around cables dead in the state
+ * can be long), so maxpath covers the largest part's switches and the
+ * two CA cables. Only the reservation of one edge's routes grows with it
+ * (add_edge_rail), not what a route takes. */
 static tp_err_t path_bound(tp_cost_ctx_t *c, size_t nsw)
 {
 	uint32_t *q = tp_malloc((nsw + 1) * sizeof(uint32_t));
-	int *depth = tp_malloc((nsw + 1) * sizeof(int));
+	bool *seen = tp_calloc(nsw + 1, sizeof(bool));
 
-	if (!q || !depth) {
+	if (!q || !seen) {
 		tp_free(q);
-		tp_free(depth);
+		tp_free(seen);
 		return TP_ERR_NOMEM;
 	}
-	for (size_t s = 0; s < nsw; s++)
-		depth[s] = -1;
 	for (size_t s0 = 0; s0 < nsw; s0++) {
 		size_t head = 0, tail = 0;
-		int e = 0;
-		if (depth[s0] >= 0)
+		if (seen[s0])
 			continue;
-		depth[s0] = 0;
+		seen[s0] = true;
 		q[tail++] = (uint32_t)s0;
 		while (head < tail) {
 			uint32_t s = q[head++];
-			if (depth[s] > e)
-				e = depth[s];
 			for (int dir = 0; dir < 2; dir++) {
 				const hop_t *hop = dir ? c->dn : c->up;
 				uint32_t lo = dir ? c->dn_off[s] : c->up_off[s];
 				uint32_t hi =
 				    dir ? c->dn_off[s + 1] : c->up_off[s + 1];
 				for (uint32_t p = lo; p < hi; p++)
-					if (depth[hop[p].sw] < 0) {
-						depth[hop[p].sw] = depth[s] + 1;
+					if (!seen[hop[p].sw]) {
+						seen[hop[p].sw] = true;
 						q[tail++] = hop[p].sw;
 					}
 			}
 		}
-		if (2 * (size_t)e + 2 > c->maxpath)
-			c->maxpath = 2 * (size_t)e + 2;
+		if (tail + 1 > c->maxpath)
+			c->maxpath = tail + 1;
 	}
 	tp_free(q);
-	tp_free(depth);
+	tp_free(seen);
 	return TP_OK;
 }
 
@@ -912,6 +908,11 @@ typedef struct call {
 	 * NULL for an even split (job_weights) */
 	const uint32_t *weight;
 	uint32_t wbuf[TP_MAX_RANK_WEIGHTS];
+	/* minhop: hops from every switch to leaf mh_dst over live cables,
+	 * its queue; oom: it ran out of memory (the call fails NOMEM) */
+	int32_t *mh_dist;
+	uint32_t *mh_q, mh_dst;
+	bool oom;
 } call_t;
 
 tp__cost_ws_t *tp__cost_ws_create(void)
@@ -1081,67 +1082,92 @@ static const hop_t *pick_down(const call_t *k, uint32_t cur, uint32_t dst,
 /* The shortest leaf-to-leaf path over live cables, for pairs up/down
  * routing has none for (parts whose top switches do not reach each
  * other's leaves below them: two trees joined by a cable between two of
- * their leaves), as OpenSM's default min-hop engine routes any graph:
- * the first one found (breadth first, up-links before down-links). Its
- * links into out[n..); the new length, 0 when there is none within
- * maxpath (leaving room for the last CA cable) or no memory. */
-static size_t minhop(const call_t *k, uint32_t from, uint32_t dst,
+ * their leaves; a spine's cable to dst dead in the state), as OpenSM's
+ * default min-hop engine routes any graph. Hops from every switch to dst
+ * (breadth first from dst over live cables; kept for the call's next
+ * route to the same leaf), then from `from` each step takes one of the
+ * live cables one hop nearer, the key-th (mod count, the digit consumed
+ * as D-mod-K does going up), so flows spread over equal paths. Its links
+ * into out[n..); the new length, 0 when there is none (k->oom set when
+ * memory ran out). */
+static size_t minhop(call_t *k, uint32_t from, uint32_t dst, uint64_t key,
 		     uint32_t *out, size_t n, int *hops_p, bool *top_p)
 {
 	const tp_cost_ctx_t *c = k->c;
-	size_t nsw = tp_fabric_nswitches(k->f), head = 0, tail = 0, len = 0;
-	uint32_t *q = tp_malloc((nsw + 1) * sizeof(uint32_t));
-	uint32_t *back = tp_malloc((nsw + 1) * sizeof(uint32_t));
-	uint32_t *res = tp_malloc((nsw + 1) * sizeof(uint32_t));
-	size_t done = 0;
+	size_t nsw = tp_fabric_nswitches(k->f), head = 0, tail = 0;
+	int32_t *dist = k->mh_dist;
 
-	if (!q || !back || !res)
-		goto out;
-	for (size_t s = 0; s < nsw; s++)
-		back[s] = TP_ID_NONE;
-	back[from] = from;
-	q[tail++] = from;
-	while (head < tail && back[dst] == TP_ID_NONE) {
-		uint32_t s = q[head++];
-		for (int dir = 0; dir < 2; dir++) {
-			const hop_t *hop = dir ? c->dn : c->up;
-			uint32_t lo = dir ? c->dn_off[s] : c->up_off[s];
-			uint32_t hi = dir ? c->dn_off[s + 1] : c->up_off[s + 1];
-			for (uint32_t p = lo; p < hi; p++) {
-				uint32_t u = hop[p].sw;
-				if (back[u] != TP_ID_NONE ||
-				    link_dead(k, hop[p].res))
-					continue;
-				back[u] = s;
-				res[u] = hop[p].res;
-				q[tail++] = u;
+	if (!dist) {
+		dist = k->mh_dist = tp_malloc((nsw + 1) * sizeof(int32_t));
+		k->mh_q = tp_malloc((nsw + 1) * sizeof(uint32_t));
+		if (!dist || !k->mh_q) {
+			k->oom = true;
+			return 0;
+		}
+		k->mh_dst = TP_ID_NONE;
+	}
+	if (k->mh_dst != dst) {
+		for (size_t s = 0; s < nsw; s++)
+			dist[s] = -1;
+		dist[dst] = 0;
+		k->mh_q[tail++] = dst;
+		while (head < tail) {
+			uint32_t s = k->mh_q[head++];
+			for (int dir = 0; dir < 2; dir++) {
+				const hop_t *hop = dir ? c->dn : c->up;
+				uint32_t lo = dir ? c->dn_off[s] : c->up_off[s];
+				uint32_t hi =
+				    dir ? c->dn_off[s + 1] : c->up_off[s + 1];
+				for (uint32_t p = lo; p < hi; p++)
+					if (dist[hop[p].sw] < 0 &&
+					    !link_dead(k, hop[p].res)) {
+						dist[hop[p].sw] = dist[s] + 1;
+						k->mh_q[tail++] = hop[p].sw;
+					}
 			}
 		}
+		k->mh_dst = dst;
 	}
-	if (back[dst] == TP_ID_NONE)
-		goto out;
-	for (uint32_t s = dst; s != from; s = back[s])
-		len++;
-	if (n + len + 1 > c->maxpath)
-		goto out;
-	for (uint32_t s = dst, i = 0; s != from; s = back[s], i++) {
-		out[n + len - 1 - i] = res[s];
+	if (dist[from] < 0 || n + (size_t)dist[from] + 1 > c->maxpath)
+		return 0;
+	for (uint32_t s = from; s != dst;) {
+		const hop_t *pickh = NULL;
+		uint32_t cnt = 0, want = 0;
+		for (int pass = 0; pass < 2 && !pickh; pass++) {
+			if (pass)
+				want = (uint32_t)(key % cnt);
+			for (int dir = 0; dir < 2 && !pickh; dir++) {
+				const hop_t *hop = dir ? c->dn : c->up;
+				uint32_t lo = dir ? c->dn_off[s] : c->up_off[s];
+				uint32_t hi =
+				    dir ? c->dn_off[s + 1] : c->up_off[s + 1];
+				for (uint32_t p = lo; p < hi && !pickh; p++) {
+					if (dist[hop[p].sw] != dist[s] - 1 ||
+					    link_dead(k, hop[p].res))
+						continue;
+					if (!pass)
+						cnt++;
+					else if (!want--)
+						pickh = &hop[p];
+				}
+			}
+			if (!cnt) /* cannot happen: dist[s] came from one */
+				return 0;
+		}
+		key /= cnt;
+		out[n++] = pickh->res;
+		s = pickh->sw;
+		(*hops_p)++;
 		if (c->top >= 2 && c->level[s] == c->top)
 			*top_p = true;
 	}
-	*hops_p += (int)len;
-	done = n + len;
-out:
-	tp_free(q);
-	tp_free(back);
-	tp_free(res);
-	return done;
+	return n;
 }
 
 /* Route CA a -> CA b (same subnet) into out[0..maxpath); returns the
  * number of directed links, 0 when there is no live route. Up/down first
  * (D-mod-K), else the shortest path (minhop). */
-static size_t route(const call_t *k, uint32_t a, uint32_t b, uint32_t *out,
+static size_t route(call_t *k, uint32_t a, uint32_t b, uint32_t *out,
 		    int *hops_p, bool *top_p)
 {
 	const tp_cost_ctx_t *c = k->c;
@@ -1181,8 +1207,8 @@ static size_t route(const call_t *k, uint32_t a, uint32_t b, uint32_t *out,
 shortest:
 	*hops_p = 1;
 	*top_p = false;
-	if (!(n = minhop(k, tp_fabric_ca(k->f, a)->leaf, dst, out, 1, hops_p,
-			 top_p)))
+	if (!(n = minhop(k, tp_fabric_ca(k->f, a)->leaf, dst, c->ca_key[b], out,
+			 1, hops_p, top_p)))
 		return 0;
 	out[n++] = c->ca_dn[b];
 	return n;
@@ -1387,6 +1413,8 @@ static tp_err_t add_edge_rail(call_t *k, size_t i, size_t j, double bytes,
 			size_t len = cached_route(k, k->pa[p], k->pb[p],
 						  &k->b.path[k->npath],
 						  &fl->hops, &fl->top);
+			if (k->oom)
+				return TP_ERR_NOMEM;
 			if (!len)
 				continue;
 			fl->off = (uint32_t)k->npath;
@@ -1613,6 +1641,10 @@ static tp_err_t call_setup(call_t *k)
 
 static void call_free(call_t *k)
 {
+	tp_free(k->mh_dist);
+	tp_free(k->mh_q);
+	k->mh_dist = NULL;
+	k->mh_q = NULL;
 	if (k->ws)
 		*k->ws = k->b; /* back to the workspace, grown or not */
 	else

@@ -1450,6 +1450,105 @@ static void test_irregular_routes(void **state)
 	}
 }
 
+/* The link between switches named a and b (the first), or UINT32_MAX. */
+static uint32_t link_between(const tp_fabric_t *f, const char *a, const char *b)
+{
+	for (size_t i = 0; i < tp_fabric_nlinks(f); i++) {
+		const tp_link_t *l = tp_fabric_link(f, i);
+		if (l->kind[0] != TP_NODE_SWITCH ||
+		    l->kind[1] != TP_NODE_SWITCH)
+			continue;
+		const char *x = tp_fabric_switch(f, l->node[0])->desc;
+		const char *y = tp_fabric_switch(f, l->node[1])->desc;
+		if ((!strcmp(x, a) && !strcmp(y, b)) ||
+		    (!strcmp(x, b) && !strcmp(y, a)))
+			return (uint32_t)i;
+	}
+	return UINT32_MAX;
+}
+
+/* Around cables dead in the state (a review's cases). (1) A fat tree of
+ * 4 leaves under 3 spines with every cable dead but leaf01-spine01-
+ * leaf02-spine02-leaf03-spine03-leaf04: node001 reaches node004 only
+ * down and up again, 6 switch links, more than twice the tree's depth.
+ * (2) 8 leaves of 8 hosts under 4 spines, leaf01-spine01 dead: the
+ * routes into leaf01's hosts that D-mod-K sends to spine01 find their
+ * shortest way over the other spines, spread by destination (3, 3 and 2
+ * of leaf01's 8 hosts), not all over the first. */
+static void test_dead_detours(void **state)
+{
+	(void)state;
+	tp_fabric_t *f = tp_test_fat_tree_gen(4, 3, 1, 1, 1, false, 1, 0, 0);
+	assert_non_null(f);
+	tp_cost_ctx_t *c = mkctx(f);
+	tp_state_t *s = mkstate(f);
+	const char *live[][2] = {{"leaf01", "spine01"}, {"spine01", "leaf02"},
+				 {"leaf02", "spine02"}, {"spine02", "leaf03"},
+				 {"leaf03", "spine03"}, {"spine03", "leaf04"}};
+	for (size_t i = 0; i < tp_fabric_nlinks(f); i++) {
+		const tp_link_t *l = tp_fabric_link(f, i);
+		if (l->kind[0] == TP_NODE_SWITCH &&
+		    l->kind[1] == TP_NODE_SWITCH)
+			s->health[i] = 0;
+	}
+	for (int e = 0; e < 6; e++) {
+		uint32_t l = link_between(f, live[e][0], live[e][1]);
+		assert_int_not_equal(l, UINT32_MAX);
+		s->health[l] = 1;
+	}
+	uint32_t hosts[2] = {tp_test_host(f, "node001"),
+			     tp_test_host(f, "node004")};
+	int gpus[2] = {1, 1};
+	tp_cost_t out;
+	assert_int_equal(
+	    tp_cost_predict(c, s, hosts, gpus, 2, S_BYTES, TP_ALGO_RING, &out),
+	    TP_OK);
+	freestate(s);
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+
+	f = tp_test_fat_tree_gen(8, 4, 8, 1, 1, false, 1, 0, 0);
+	assert_non_null(f);
+	c = mkctx(f);
+	s = mkstate(f);
+	size_t nl = tp_fabric_nlinks(f);
+	double *ld = calloc(2 * nl + 1, sizeof(double));
+	assert_non_null(ld);
+	s->health[link_between(f, "leaf01", "spine01")] = 0;
+	for (int x = 8; x < 64; x++)
+		for (int y = 0; y < 8; y++) {
+			uint32_t pair[2] = {(uint32_t)x, (uint32_t)y};
+			assert_int_equal(
+			    tp_cost_link_load(c, s, pair, gpus, 2, S_BYTES,
+					      TP_ALGO_RING, 1.0, ld),
+			    TP_OK);
+		}
+	double down[3];
+	for (int sp = 0; sp < 3; sp++) {
+		char name[16];
+		snprintf(name, sizeof(name), "spine0%d", sp + 2);
+		uint32_t l = link_between(f, "leaf01", name);
+		assert_int_not_equal(l, UINT32_MAX);
+		const tp_link_t *k = tp_fabric_link(f, l);
+		/* the direction from the spine down to leaf01 */
+		down[sp] =
+		    ld[2 * l +
+		       (k->kind[0] == TP_NODE_SWITCH &&
+				!strcmp(tp_fabric_switch(f, k->node[0])->desc,
+					name)
+			    ? 0
+			    : 1)];
+	}
+	double lo = fmin(down[0], fmin(down[1], down[2]));
+	double hi = fmax(down[0], fmax(down[1], down[2]));
+	assert_true(lo > 0);
+	assert_true(hi <= 1.6 * lo); /* 3 : 3 : 2; the first path's 4 : 2 : 2 */
+	free(ld);
+	freestate(s);
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
 static void test_maxmin_textbook(void **state)
 {
 	uint32_t off[4] = {0, 2, 3, 4}, res[4] = {0, 1, 0, 1}, bott[3];
@@ -1976,6 +2075,7 @@ int main(void)
 	    cmocka_unit_test(test_leaves_direct),
 	    cmocka_unit_test(test_rail_gap),
 	    cmocka_unit_test(test_irregular_routes),
+	    cmocka_unit_test(test_dead_detours),
 	    cmocka_unit_test(test_maxmin_textbook),
 	    cmocka_unit_test(test_maxmin_alone),
 	    cmocka_unit_test(test_hier_reuse),
