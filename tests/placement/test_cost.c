@@ -1525,7 +1525,7 @@ static void test_dead_detours(void **state)
 		}
 	double down[3];
 	for (int sp = 0; sp < 3; sp++) {
-		char name[16];
+		char name[24];
 		snprintf(name, sizeof(name), "spine0%d", sp + 2);
 		uint32_t l = link_between(f, "leaf01", name);
 		assert_int_not_equal(l, UINT32_MAX);
