@@ -22,7 +22,7 @@
  * 0.004 (2026-12-05: 0.948 +- 0.025 better, then 0.956 +- 0.023 tie;
  * the change was narrowed since): with the ratio near 0.93, 16 seeds
  * call it a tie about one time in four, 24 about one in twenty. 24 take
- * about 7-8 s on 2 cores (the goal: under 10). */
+ * about 6-8 s on 2 cores (the goal: under 10). */
 #define DEFAULT_SEEDS	 24
 #define DEFAULT_POLICIES "topoplace,slurm-tree,slurm-linear,first-fit,random"
 /* With multi-node NVLink domains Slurm's own choice is topology/block. */
