@@ -1,0 +1,84 @@
+#!/bin/sh
+# topology/topoplace in native mode (Slurm 24.11) on an irregular fabric:
+# the cluster's usual fabric (8 nodes with 4 fake GPUs, the interleaved
+# 2-leaf fat tree under one spine) with node007 and node008 moved to a
+# third leaf cabled only to leaf01, as plafrim's dump has three leaves
+# that reach the spine only through other leaves. Until the model routed
+# cables between switches of one level, that leaf was a tree of its own:
+# the switch table had two roots, and an 8-node job could never start.
+#   - topoplace fabric topology-conf: one tree, the hanging leaf under the
+#     spine's group
+#   - scontrol show topology: the hanging leaf a level-0 switch under the
+#     one level-1 switch
+#   - an 8-node --exclusive job runs on all eight nodes, placed by the
+#     engine (Slurm's own selection ran it too when the leaf was apart)
+#   - a 2-node job asked for on the hanging leaf's nodes runs there
+# Runs beside other clusters: its own network (TP_IR_NET, default
+# 10.222.0) and port (TP_IR_PORT, 6983). Needs root, the 24.11 build and
+# the native plugin; exit 77 if not.
+. "$(dirname "$0")/lib.sh"
+
+need_slurm 24
+need_plugins topology_topoplace
+NET=${TP_IR_NET:-10.222.0}
+PORT=${TP_IR_PORT:-6983}
+dir=$tmp/cluster
+t0=$(date +%s)
+
+cluster8_fabric "$tmp/tree.json" 1
+# a third switch; node007's and node008's cables moved to it; one cable
+# from it to leaf01 (switch 0) at the rate of the fabric's other cables
+nsw=$(jq '.switches | length' "$tmp/tree.json")
+ca7=$(jq '[.cas | to_entries[] | select(.value.desc | startswith("node007 "))][0].key' "$tmp/tree.json")
+ca8=$(jq '[.cas | to_entries[] | select(.value.desc | startswith("node008 "))][0].key' "$tmp/tree.json")
+[ "$nsw" -ge 3 ] && [ "$ca7" != null ] && [ "$ca8" != null ] &&
+	ok "cluster fabric: $nsw switches, node007 CA $ca7, node008 CA $ca8" || bad "cluster fabric ($nsw, $ca7, $ca8)"
+jq -c --argjson n "$nsw" --argjson a "$ca7" --argjson b "$ca8" '
+	(.links | map(select(.[0] == "switch" and .[3] == "switch"))[0]) as $sl
+	| (.switches[0].ports + 1) as $p0
+	| .switches[0].ports = $p0
+	| .switches += [{"guid": "0x00000000fe000001", "desc": "leaf03", "ports": 3,
+		"subnet": 0, "level": 1}]
+	| .links |= map(if .[0] == "switch" and .[3] == "ca" and (.[4] == $a or .[4] == $b)
+		then .[1] = $n | .[2] = (if .[4] == $a then 1 else 2 end) else . end)
+	| .links += [["switch", $n, 3, "switch", 0, $p0, $sl[6], $sl[7], true]]' \
+	"$tmp/tree.json" >"$tmp/fabric.json"
+
+"$TOPOPLACE" fabric topology-conf "$tmp/fabric.json" >"$tmp/topo.conf" 2>"$tmp/err" ||
+	bad "topology-conf: $(cat "$tmp/err")"
+sed 's/^/# /' "$tmp/topo.conf"
+grep -q '^SwitchName=spine01 Switches=leaf\[01-03\]$' "$tmp/topo.conf" &&
+	grep -q '^SwitchName=leaf03 Nodes=node\[007-008\] LinkSpeed=400$' "$tmp/topo.conf" &&
+	ok "topology.conf: the hanging leaf under the spine, its way up its one cable" ||
+	bad "topology.conf: leaf03 (node[007-008]) not under spine01"
+
+cluster_trap slurmctld.log 'topoplace\|fatal\|error' 25
+topoplace_cluster8 "$NET" "$PORT" "$tmp/fabric.json" '# topology/topoplace, a leaf hanging off a leaf (test)'
+
+timeout 10 scontrol show topology >"$tmp/topo" 2>&1
+sed 's/^/# /' "$tmp/topo"
+grep -q '^SwitchName=spine01 Level=1 .*Switches=leaf01,leaf02,leaf03$' "$tmp/topo" &&
+	grep -q '^SwitchName=leaf03 Level=0 .*Nodes=node\[007-008\]$' "$tmp/topo" &&
+	ok "scontrol show topology: the hanging leaf a leaf switch under the one root" ||
+	bad "scontrol show topology: leaf03 (node[007-008]) not under spine01"
+
+timeout 10 scontrol setdebug debug >/dev/null 2>&1 || bad "scontrol setdebug debug"
+exclusive_job all 8
+[ "$got" = "node001 node002 node003 node004 node005 node006 node007 node008 " ] &&
+	ok "an 8-node job runs across the hanging leaf" || bad "8-node job on '$got'"
+# placed by the engine (the model joins the leaf), not handed to Slurm's
+# own selection
+grep -q "topology/topoplace: JobId=$j 8 nodes in [0-9.]* ms (engine" "$log" &&
+	ok "the engine placed it: $(grep -o "JobId=$j 8 nodes in [0-9.]* ms (engine" "$log" | tail -1)" ||
+	bad "the engine did not place job $j: $(grep "JobId=$j" "$log" | tail -2)"
+
+j=$(timeout 10 sbatch --parsable -J hang -o /dev/null -w node007,node008 --exclusive --wrap 'sleep 1')
+if [ -n "$j" ] && wait_state "$j" RUNNING COMPLETED; then
+	ok "a job on the hanging leaf's two nodes ran ($(hostset "$(field "$j" NodeList)"))"
+else
+	bad "job on node[007-008]"
+fi
+
+timeout 10 scontrol ping 2>&1 | grep -q 'is UP' && ok "slurmctld still up" || bad "slurmctld still up"
+echo "# total $(($(date +%s) - t0)) s before teardown"
+finish
