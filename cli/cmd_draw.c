@@ -647,13 +647,18 @@ static void draw_one_link(const draw_t *d, tp_strbuf_t *sb, const dlink_t *dl)
 	/* a cable between two switches of one row (a leaf hanging off
 	 * another) arcs above the row instead of running along its top */
 	bool arc = dl->b != TP_ID_NONE && d->nodes[dl->b].level == a->level;
-	if (arc)
+	if (arc) {
+		/* its top h above the row: higher for longer spans, but
+		 * within most of the gap to the row above and below the
+		 * header over the top row */
+		double h =
+		    fmin(12 + 0.075 * fabs(x2 - a->x), 0.6 * (ROW_H - SW_H));
+		h = fmin(h, y1 - (TOP - 20));
 		tp_strbuf_printf(sb,
 				 "<path d='M %.1f %.1f Q %.1f %.1f %.1f %.1f' "
 				 "fill='none' ",
-				 a->x, y1, (a->x + x2) / 2,
-				 y1 - 24 - 0.15 * fabs(x2 - a->x), x2, y2);
-	else
+				 a->x, y1, (a->x + x2) / 2, y1 - 2 * h, x2, y2);
+	} else
 		tp_strbuf_printf(sb,
 				 "<line x1='%.1f' y1='%.1f' x2='%.1f' "
 				 "y2='%.1f' ",

@@ -1097,13 +1097,19 @@ static size_t minhop(call_t *k, uint32_t from, uint32_t dst, uint64_t key,
 	size_t nsw = tp_fabric_nswitches(k->f), head = 0, tail = 0;
 	int32_t *dist = k->mh_dist;
 
+	if (k->oom)
+		return 0;
 	if (!dist) {
-		dist = k->mh_dist = tp_malloc((nsw + 1) * sizeof(int32_t));
-		k->mh_q = tp_malloc((nsw + 1) * sizeof(uint32_t));
-		if (!dist || !k->mh_q) {
+		dist = tp_malloc((nsw + 1) * sizeof(int32_t));
+		uint32_t *q = tp_malloc((nsw + 1) * sizeof(uint32_t));
+		if (!dist || !q) {
+			tp_free(dist);
+			tp_free(q);
 			k->oom = true;
 			return 0;
 		}
+		k->mh_dist = dist;
+		k->mh_q = q;
 		k->mh_dst = TP_ID_NONE;
 	}
 	if (k->mh_dst != dst) {
@@ -1242,7 +1248,7 @@ static size_t cached_route(call_t *k, uint32_t a, uint32_t b, uint32_t *out,
 		return w->rt[x].len;
 	}
 	len = route(k, a, b, out, hops_p, top_p);
-	if (len > UINT8_MAX || *hops_p > UINT8_MAX || *hops_p < 0 ||
+	if (k->oom || len > UINT8_MAX || *hops_p > UINT8_MAX || *hops_p < 0 ||
 	    w->rpooln + len >= UINT32_MAX || w->nrt >= UINT32_MAX - 1)
 		return len;
 	void *pool = w->rpool, *rt = w->rt;
@@ -2220,8 +2226,10 @@ tp_err_t tp__place_predict_ws(const tp_cost_ctx_t *ctx, const tp_state_t *s,
 	for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
 		tp_cost_t c;
 		if ((err = call_algo(&k, algos[i], P, bytes, &c))) {
-			if (!first)
+			if (!first || err == TP_ERR_NOMEM)
 				first = err;
+			if (err == TP_ERR_NOMEM)
+				break; /* not "the other algorithm is faster" */
 			continue;
 		}
 		if (best.seconds < 0 || c.seconds < best.seconds) {
@@ -2230,7 +2238,7 @@ tp_err_t tp__place_predict_ws(const tp_cost_ctx_t *ctx, const tp_state_t *s,
 		}
 	}
 	call_free(&k);
-	if (best.seconds < 0)
+	if (best.seconds < 0 || first == TP_ERR_NOMEM)
 		return first;
 	if (algo_p)
 		*algo_p = best_algo;

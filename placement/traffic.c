@@ -192,6 +192,8 @@ static tp_err_t fastest_algo(const tp_cost_ctx_t *ctx, const tp_state_t *s,
 		tp_cost_t c;
 		tp_err_t err = tp_cost_predict(ctx, s, j->hosts, j->gpus,
 					       j->nhosts, bytes, algos[a], &c);
+		if (err == TP_ERR_NOMEM)
+			return err; /* not "the other algorithm is faster" */
 		if (err) {
 			first = err;
 			continue;

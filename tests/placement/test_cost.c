@@ -1996,6 +1996,79 @@ static void test_nomem(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* One allocation fails, the k-th of a call; the others succeed. */
+static int fail_one, nallocs;
+static bool fail_now(void)
+{
+	return nallocs++ == fail_one;
+}
+static void *f1malloc(size_t n)
+{
+	return fail_now() ? NULL : malloc(n);
+}
+static void *f1calloc(size_t n, size_t m)
+{
+	return fail_now() ? NULL : calloc(n, m);
+}
+static void *f1realloc(void *p, size_t n)
+{
+	return fail_now() ? NULL : realloc(p, n);
+}
+
+/* Out of memory around the shortest-path fallback (a review's cases):
+ * leaf01-spine01 dead, node009 -> node001 is routed by minhop. Whichever
+ * one allocation fails, the best-algorithm call fails NOMEM or gives the
+ * right answer (never the other algorithm's as the best, never "no
+ * route"), and the same workspace then answers right (no failed route
+ * kept). */
+static void test_nomem_detour(void **state)
+{
+	tp_allocator_t a = {f1malloc, f1calloc, f1realloc, free};
+	tp_fabric_t *f = tp_test_fat_tree_gen(8, 4, 8, 1, 1, false, 1, 0, 0);
+	(void)state;
+	assert_non_null(f);
+	tp_cost_ctx_t *c = mkctx(f);
+	tp_state_t *s = mkstate(f);
+	s->health[link_between(f, "leaf01", "spine01")] = 0;
+	uint32_t hosts[2] = {tp_test_host(f, "node009"),
+			     tp_test_host(f, "node001")};
+	int gpus[2] = {1, 1};
+	tp_algo_t want_algo, got_algo;
+	tp_cost_t want, got;
+	assert_int_equal(tp_cost_predict_best(c, s, hosts, gpus, 2, S_BYTES,
+					      &want_algo, &want),
+			 TP_OK);
+	tp__cost_ws_t *ws = tp__cost_ws_create();
+	assert_non_null(ws);
+	int fails = 0;
+	for (int k = 0; k < 200; k++) {
+		fail_one = k;
+		nallocs = 0;
+		tp_alloc_set(&a);
+		tp_err_t err = tp__place_predict_ws(c, s, ws, hosts, gpus, 2,
+						    S_BYTES, &got_algo, &got);
+		tp_alloc_set(NULL);
+		if (err) {
+			assert_int_equal(err, TP_ERR_NOMEM);
+			fails++;
+		} else {
+			assert_int_equal(got_algo, want_algo);
+			assert_same(&got, &want);
+		}
+		assert_int_equal(tp__place_predict_ws(c, s, ws, hosts, gpus, 2,
+						      S_BYTES, &got_algo, &got),
+				 TP_OK);
+		assert_int_equal(got_algo, want_algo);
+		assert_same(&got, &want);
+		tp__cost_ws_forget(ws);
+	}
+	assert_true(fails >= 2); /* minhop's two buffers, at least */
+	tp__cost_ws_destroy(ws);
+	freestate(s);
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -2083,6 +2156,7 @@ int main(void)
 	    cmocka_unit_test(test_stored_figures),
 	    cmocka_unit_test(test_errors),
 	    cmocka_unit_test(test_nomem),
+	    cmocka_unit_test(test_nomem_detour),
 	    cmocka_unit_test(test_speed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
