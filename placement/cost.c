@@ -446,6 +446,19 @@ out:
 	return err;
 }
 
+/* Switch s's cables up (dir 0) or down (dir 1): hop[*lo_p .. *hi_p). */
+static const hop_t *cables(const tp_cost_ctx_t *c, uint32_t s, int dir,
+			   uint32_t *lo_p, uint32_t *hi_p)
+{
+	*lo_p = dir ? c->dn_off[s] : c->up_off[s];
+	*hi_p = dir ? c->dn_off[s + 1] : c->up_off[s + 1];
+	return dir ? c->dn : c->up;
+}
+
+struct call;
+static size_t cable_bfs(const tp_cost_ctx_t *c, const struct call *k,
+			uint32_t from, int32_t *dist, uint32_t *q);
+
 /* Room for any simple route: it crosses each switch of its connected part
  * at most once (minhop's shortest paths around cables dead in the state
  * can be long), so maxpath covers the largest part's switches and the
@@ -454,38 +467,24 @@ out:
 static tp_err_t path_bound(tp_cost_ctx_t *c, size_t nsw)
 {
 	uint32_t *q = tp_malloc((nsw + 1) * sizeof(uint32_t));
-	bool *seen = tp_calloc(nsw + 1, sizeof(bool));
+	int32_t *dist = tp_malloc((nsw + 1) * sizeof(int32_t));
 
-	if (!q || !seen) {
+	if (!q || !dist) {
 		tp_free(q);
-		tp_free(seen);
+		tp_free(dist);
 		return TP_ERR_NOMEM;
 	}
+	for (size_t s = 0; s < nsw; s++)
+		dist[s] = -1;
 	for (size_t s0 = 0; s0 < nsw; s0++) {
-		size_t head = 0, tail = 0;
-		if (seen[s0])
-			continue;
-		seen[s0] = true;
-		q[tail++] = (uint32_t)s0;
-		while (head < tail) {
-			uint32_t s = q[head++];
-			for (int dir = 0; dir < 2; dir++) {
-				const hop_t *hop = dir ? c->dn : c->up;
-				uint32_t lo = dir ? c->dn_off[s] : c->up_off[s];
-				uint32_t hi =
-				    dir ? c->dn_off[s + 1] : c->up_off[s + 1];
-				for (uint32_t p = lo; p < hi; p++)
-					if (!seen[hop[p].sw]) {
-						seen[hop[p].sw] = true;
-						q[tail++] = hop[p].sw;
-					}
-			}
-		}
-		if (tail + 1 > c->maxpath)
-			c->maxpath = tail + 1;
+		size_t part = dist[s0] < 0
+				  ? cable_bfs(c, NULL, (uint32_t)s0, dist, q)
+				  : 0;
+		if (part + 1 > c->maxpath)
+			c->maxpath = part + 1;
 	}
 	tp_free(q);
-	tp_free(seen);
+	tp_free(dist);
 	return TP_OK;
 }
 
@@ -1079,6 +1078,33 @@ static const hop_t *pick_down(const call_t *k, uint32_t cur, uint32_t dst,
 	return pick(k, c->dn, a, b, dst, key, false, true);
 }
 
+/* Breadth first from switch `from` over the cables up/down routing uses
+ * (the live ones in k's state; every one when k is NULL): dist[] gets the
+ * hops from `from` where it was -1 (the caller's), q is the queue (room
+ * for every switch). Returns the switches reached, `from` included. */
+static size_t cable_bfs(const tp_cost_ctx_t *c, const call_t *k, uint32_t from,
+			int32_t *dist, uint32_t *q)
+{
+	size_t head = 0, tail = 0;
+
+	dist[from] = 0;
+	q[tail++] = from;
+	while (head < tail) {
+		uint32_t s = q[head++];
+		for (int dir = 0; dir < 2; dir++) {
+			uint32_t lo, hi;
+			const hop_t *hop = cables(c, s, dir, &lo, &hi);
+			for (uint32_t p = lo; p < hi; p++)
+				if (dist[hop[p].sw] < 0 &&
+				    !(k && link_dead(k, hop[p].res))) {
+					dist[hop[p].sw] = dist[s] + 1;
+					q[tail++] = hop[p].sw;
+				}
+		}
+	}
+	return tail;
+}
+
 /* The shortest leaf-to-leaf path over live cables, for pairs up/down
  * routing has none for (parts whose top switches do not reach each
  * other's leaves below them: two trees joined by a cable between two of
@@ -1094,7 +1120,7 @@ static size_t minhop(call_t *k, uint32_t from, uint32_t dst, uint64_t key,
 		     uint32_t *out, size_t n, int *hops_p, bool *top_p)
 {
 	const tp_cost_ctx_t *c = k->c;
-	size_t nsw = tp_fabric_nswitches(k->f), head = 0, tail = 0;
+	size_t nsw = tp_fabric_nswitches(k->f);
 	int32_t *dist = k->mh_dist;
 
 	if (k->oom)
@@ -1115,23 +1141,7 @@ static size_t minhop(call_t *k, uint32_t from, uint32_t dst, uint64_t key,
 	if (k->mh_dst != dst) {
 		for (size_t s = 0; s < nsw; s++)
 			dist[s] = -1;
-		dist[dst] = 0;
-		k->mh_q[tail++] = dst;
-		while (head < tail) {
-			uint32_t s = k->mh_q[head++];
-			for (int dir = 0; dir < 2; dir++) {
-				const hop_t *hop = dir ? c->dn : c->up;
-				uint32_t lo = dir ? c->dn_off[s] : c->up_off[s];
-				uint32_t hi =
-				    dir ? c->dn_off[s + 1] : c->up_off[s + 1];
-				for (uint32_t p = lo; p < hi; p++)
-					if (dist[hop[p].sw] < 0 &&
-					    !link_dead(k, hop[p].res)) {
-						dist[hop[p].sw] = dist[s] + 1;
-						k->mh_q[tail++] = hop[p].sw;
-					}
-			}
-		}
+		cable_bfs(c, k, dst, dist, k->mh_q);
 		k->mh_dst = dst;
 	}
 	if (dist[from] < 0 || n + (size_t)dist[from] + 1 > c->maxpath)
@@ -1143,10 +1153,8 @@ static size_t minhop(call_t *k, uint32_t from, uint32_t dst, uint64_t key,
 			if (pass)
 				want = (uint32_t)(key % cnt);
 			for (int dir = 0; dir < 2 && !pickh; dir++) {
-				const hop_t *hop = dir ? c->dn : c->up;
-				uint32_t lo = dir ? c->dn_off[s] : c->up_off[s];
-				uint32_t hi =
-				    dir ? c->dn_off[s + 1] : c->up_off[s + 1];
+				uint32_t lo, hi;
+				const hop_t *hop = cables(c, s, dir, &lo, &hi);
 				for (uint32_t p = lo; p < hi && !pickh; p++) {
 					if (dist[hop[p].sw] != dist[s] - 1 ||
 					    link_dead(k, hop[p].res))

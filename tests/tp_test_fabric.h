@@ -149,4 +149,30 @@ static inline uint32_t tp_test_host(const tp_fabric_t *f, const char *name)
 	return h;
 }
 
+/* Cables between the switches described a and b (either way round): how
+ * many; *first_p (may be NULL) the first one's link index, UINT32_MAX
+ * when none. */
+static inline size_t tp_test_cables_between(const tp_fabric_t *f, const char *a,
+					    const char *b, uint32_t *first_p)
+{
+	size_t n = 0;
+
+	if (first_p)
+		*first_p = UINT32_MAX;
+	for (size_t i = 0; i < tp_fabric_nlinks(f); i++) {
+		const tp_link_t *l = tp_fabric_link(f, i);
+		if (l->kind[0] != TP_NODE_SWITCH ||
+		    l->kind[1] != TP_NODE_SWITCH)
+			continue;
+		const char *x = tp_fabric_switch(f, l->node[0])->desc;
+		const char *y = tp_fabric_switch(f, l->node[1])->desc;
+		if ((!strcmp(x, a) && !strcmp(y, b)) ||
+		    (!strcmp(x, b) && !strcmp(y, a))) {
+			if (!n++ && first_p)
+				*first_p = (uint32_t)i;
+		}
+	}
+	return n;
+}
+
 #endif

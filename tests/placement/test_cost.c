@@ -1450,21 +1450,13 @@ static void test_irregular_routes(void **state)
 	}
 }
 
-/* The link between switches named a and b (the first), or UINT32_MAX. */
+/* The first cable between switches named a and b, or UINT32_MAX. */
 static uint32_t link_between(const tp_fabric_t *f, const char *a, const char *b)
 {
-	for (size_t i = 0; i < tp_fabric_nlinks(f); i++) {
-		const tp_link_t *l = tp_fabric_link(f, i);
-		if (l->kind[0] != TP_NODE_SWITCH ||
-		    l->kind[1] != TP_NODE_SWITCH)
-			continue;
-		const char *x = tp_fabric_switch(f, l->node[0])->desc;
-		const char *y = tp_fabric_switch(f, l->node[1])->desc;
-		if ((!strcmp(x, a) && !strcmp(y, b)) ||
-		    (!strcmp(x, b) && !strcmp(y, a)))
-			return (uint32_t)i;
-	}
-	return UINT32_MAX;
+	uint32_t l;
+
+	tp_test_cables_between(f, a, b, &l);
+	return l;
 }
 
 /* Around cables dead in the state (a review's cases). (1) A fat tree of

@@ -3,6 +3,7 @@
  * expectations are the model's view of each generated shape, derived from
  * the parameters in the comment above each test. */
 #include "tp_test.h"
+#include "tp_test_fabric.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -25,20 +26,7 @@ static const tp_group_t *group_of(const tp_fabric_t *f, const char *host,
 
 static size_t parallel_links(const tp_fabric_t *f, const char *a, const char *b)
 {
-	size_t n = 0;
-
-	for (size_t i = 0; i < tp_fabric_nlinks(f); i++) {
-		const tp_link_t *l = tp_fabric_link(f, i);
-		if (l->kind[0] != TP_NODE_SWITCH ||
-		    l->kind[1] != TP_NODE_SWITCH)
-			continue;
-		const char *x = tp_fabric_switch(f, l->node[0])->desc;
-		const char *y = tp_fabric_switch(f, l->node[1])->desc;
-		if ((!strcmp(x, a) && !strcmp(y, b)) ||
-		    (!strcmp(x, b) && !strcmp(y, a)))
-			n++;
-	}
-	return n;
+	return tp_test_cables_between(f, a, b, NULL);
 }
 
 /* Compare with tests/topology/data/<name>; TP_UPDATE_GOLDEN=1 rewrites it. */
