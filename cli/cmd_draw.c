@@ -574,18 +574,25 @@ static void draw_switches(const draw_t *d, tp_strbuf_t *sb)
 			short_label(desc, (size_t)fmax(0, (dn->w - 4) / 4.8),
 				    label, sizeof(label));
 		} else {
+			char gname[80];
+			tp_fabric_group_name(d->f, dn->group, gname,
+					     sizeof(gname));
 			snprintf(name, sizeof(name), "%zu switches", dn->nsw);
-			snprintf(label, sizeof(label), "g%u x%zu", dn->group,
+			snprintf(label, sizeof(label), "%.40s x%zu", gname,
 				 dn->nsw);
 		}
+		char gname[80]; /* a group's name: at most 64 bytes */
+		tp_fabric_group_name(d->f, dn->group, gname, sizeof(gname));
 		tp_strbuf_printf(sb, "<g><title>level %d: ", dn->level);
 		tp_svg_escape(sb, name);
+		tp_strbuf_printf(sb, " (group ");
+		tp_svg_escape(sb, *gname ? gname : "none");
 		tp_strbuf_printf(sb,
-				 " (group %u)</title><rect x='%.1f' y='%.1f' "
+				 ")</title><rect x='%.1f' y='%.1f' "
 				 "width='%.1f' height='%d' fill='#f4f4f4' "
 				 "stroke='#555555'/>",
-				 dn->group, dn->x - dn->w / 2,
-				 dn->y - SW_H / 2.0, dn->w, SW_H);
+				 dn->x - dn->w / 2, dn->y - SW_H / 2.0, dn->w,
+				 SW_H);
 		if (dn->w >= 20)
 			tp_svg_text(sb, dn->x, dn->y + 3,
 				    "font-size='8' text-anchor='middle'", "%s",
@@ -810,17 +817,22 @@ static void draw_boxes(const draw_t *d, tp_strbuf_t *sb)
 {
 	for (size_t b = 0; b < d->nboxes; b++) {
 		const tp_group_t *gp = tp_fabric_group(d->f, d->boxes[b]);
+		char name[80], label[80]; /* a group's name: at most 64 bytes */
+		tp_fabric_group_name(d->f, d->boxes[b], name, sizeof(name));
+		tp_strbuf_printf(sb, "<g><title>level-1 group ");
+		tp_svg_escape(sb, name);
 		tp_strbuf_printf(
 		    sb,
-		    "<g><title>level-1 group %u: %zu hosts, %zu leaves, up "
-		    "%.0f Gb/s, down %.0f Gb/s</title><rect x='%.1f' y='%.1f' "
-		    "width='%.1f' height='%.1f' fill='none' "
-		    "stroke='#555555'/></g>\n",
-		    d->boxes[b], gp->nhosts, gp->nswitches, gp->up_gbps,
-		    gp->down_gbps, d->box_x[b], d->box_y, d->box_w, d->box_h);
+		    ": %zu hosts, %zu leaves, up %.0f Gb/s, down %.0f "
+		    "Gb/s</title><rect x='%.1f' y='%.1f' width='%.1f' "
+		    "height='%.1f' fill='none' stroke='#555555'/></g>\n",
+		    gp->nhosts, gp->nswitches, gp->up_gbps, gp->down_gbps,
+		    d->box_x[b], d->box_y, d->box_w, d->box_h);
 		if (d->cells) {
+			short_label(name, (size_t)fmax(0, (d->box_w - 6) / 6),
+				    label, sizeof(label));
 			tp_svg_text(sb, d->box_x[b] + 3, d->box_y + 12,
-				    "font-size='10'", "g%u", d->boxes[b]);
+				    "font-size='10'", "%s", label);
 			draw_cells(d, sb, b);
 		} else
 			draw_bar(d, sb, b);

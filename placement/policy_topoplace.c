@@ -1053,19 +1053,9 @@ static tp_err_t place_one(ctx_t *c)
 /* ---- explanation ------------------------------------------------------------
  */
 
-static void group_label(const ctx_t *c, uint32_t g, char *buf, size_t len)
-{
-	int lv = group(c, g)->level;
-	size_t ord = 0;
-
-	for (uint32_t i = 0; i < g; i++)
-		ord += group(c, i)->level == lv;
-	snprintf(buf, len, "g%d-%zu", lv, ord);
-}
-
 static void explain(const ctx_t *c, char *why, size_t whylen)
 {
-	char a[48], b[48];
+	char a[80], b[80]; /* a group's name: at most 64 bytes */
 	size_t ngr = 0;
 
 	if (!why || !whylen)
@@ -1085,7 +1075,7 @@ static void explain(const ctx_t *c, char *why, size_t whylen)
 		    c->wspare == 1 ? "" : "s");
 		break;
 	case WHY_GROUP:
-		group_label(c, c->wid, a, sizeof(a));
+		tp_fabric_group_name(c->f, c->wid, a, sizeof(a));
 		snprintf(why, whylen,
 			 "fits one leaf group %s (best fit: %zu host%s spare)",
 			 a, c->wspare, c->wspare == 1 ? "" : "s");
@@ -1102,7 +1092,7 @@ static void explain(const ctx_t *c, char *why, size_t whylen)
 				c->gtmp[g] = 0;
 		}
 		if (c->wparent != TP_ID_NONE)
-			group_label(c, c->wparent, b, sizeof(b));
+			tp_fabric_group_name(c->f, c->wparent, b, sizeof(b));
 		snprintf(
 		    why, whylen,
 		    "needs %zu level-%d group%s%s%s (%zu level-1); took the "

@@ -75,75 +75,25 @@ static bool cables_build(tp_state_t *s)
 	return true;
 }
 
-/* The lower group of link k when it is an up-link (see struct tp_state),
- * else TP_ID_NONE. */
-static uint32_t uplink_group(const tp_fabric_t *f, const tp_link_t *k)
-{
-	if (!k->active || k->kind[0] != TP_NODE_SWITCH ||
-	    k->kind[1] != TP_NODE_SWITCH)
-		return TP_ID_NONE;
-	const tp_switch_t *a = tp_fabric_switch(f, k->node[0]);
-	const tp_switch_t *b = tp_fabric_switch(f, k->node[1]);
-	const tp_switch_t *lo;
-	/* a cable inside a level runs up too (a leaf hanging off another),
-	 * unless both ends are in one group */
-	if (tp_fabric_switch_above(f, k->node[0], k->node[1]))
-		lo = b;
-	else if (tp_fabric_switch_above(f, k->node[1], k->node[0]))
-		lo = a;
-	else
-		return TP_ID_NONE;
-	if (lo->group >= tp_fabric_ngroups(f) ||
-	    (a->level == b->level && a->group == b->group))
-		return TP_ID_NONE;
-	return lo->group;
-}
-
-/* The upper group of link k when it joins two sibling groups under a
- * parent without switches (two leaves cabled only to each other): their
- * way up is that cable either way, as finalize counts it in both groups'
- * up_gbps. Else TP_ID_NONE. */
-static uint32_t sibling_group(const tp_fabric_t *f, const tp_link_t *k,
-			      uint32_t lower)
-{
-	if (lower == TP_ID_NONE)
-		return TP_ID_NONE;
-	const tp_switch_t *a = tp_fabric_switch(f, k->node[0]);
-	const tp_switch_t *b = tp_fabric_switch(f, k->node[1]);
-	uint32_t upper = a->group == lower ? b->group : a->group;
-	uint32_t p = tp_fabric_group(f, lower)->parent;
-	if (a->level != b->level || upper >= tp_fabric_ngroups(f) ||
-	    p == TP_ID_NONE || tp_fabric_group(f, upper)->parent != p ||
-	    tp_fabric_group(f, p)->nswitches)
-		return TP_ID_NONE;
-	return upper;
-}
-
 static bool uplinks_build(tp_state_t *s)
 {
 	size_t nl = tp_fabric_nlinks(s->f), n = 0;
+	uint32_t up[2];
 
-	for (size_t l = 0; l < nl; l++) {
-		const tp_link_t *k = tp_fabric_link(s->f, l);
-		uint32_t g = uplink_group(s->f, k);
-		n += (g != TP_ID_NONE) +
-		     (sibling_group(s->f, k, g) != TP_ID_NONE);
-	}
+	for (size_t l = 0; l < nl; l++)
+		if (tp_fabric_link(s->f, l)->active)
+			n += tp_fabric_link_upgroups(s->f, l, up);
 	s->uplink = tp_malloc((n + 1) * sizeof(uint32_t));
 	s->uplink_grp = tp_malloc((n + 1) * sizeof(uint32_t));
 	if (!s->uplink || !s->uplink_grp)
 		return false;
 	for (size_t l = 0; l < nl; l++) {
-		const tp_link_t *k = tp_fabric_link(s->f, l);
-		uint32_t g = uplink_group(s->f, k),
-			 g2 = sibling_group(s->f, k, g);
-		if (g == TP_ID_NONE)
-			continue;
-		s->uplink[s->nuplink] = (uint32_t)l;
-		s->uplink_grp[s->nuplink++] = g;
-		if (g2 != TP_ID_NONE) {
+		size_t m = tp_fabric_link(s->f, l)->active
+			       ? tp_fabric_link_upgroups(s->f, l, up)
+			       : 0;
+		for (size_t i = 0; i < m; i++) {
 			s->uplink[s->nuplink] = (uint32_t)l;
-			s->uplink_grp[s->nuplink++] = g2;
+			s->uplink_grp[s->nuplink++] = up[i];
 		}
 	}
 	return true;

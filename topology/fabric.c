@@ -555,6 +555,34 @@ bool tp_fabric_switch_above(const tp_fabric_t *f, uint32_t a, uint32_t b)
 	return x->rank != y->rank ? x->rank < y->rank : a < b;
 }
 
+size_t tp_fabric_link_upgroups(const tp_fabric_t *f, size_t l, uint32_t up[2])
+{
+	if (!f || l >= f->nlink)
+		return 0;
+	const tp_link_t *k = &f->link[l];
+	if (k->kind[0] != TP_NODE_SWITCH || k->kind[1] != TP_NODE_SWITCH ||
+	    k->node[0] >= f->nsw || k->node[1] >= f->nsw)
+		return 0;
+	const tp_switch_t *a = &f->sw[k->node[0]], *b = &f->sw[k->node[1]];
+	const tp_switch_t *lo, *hi;
+	if (tp_fabric_switch_above(f, k->node[0], k->node[1]))
+		lo = b, hi = a;
+	else if (tp_fabric_switch_above(f, k->node[1], k->node[0]))
+		lo = a, hi = b;
+	else
+		return 0;
+	if (lo->group >= f->ngroup ||
+	    (a->level == b->level && a->group == b->group))
+		return 0;
+	up[0] = lo->group;
+	uint32_t p = f->group[lo->group].parent;
+	if (a->level != b->level || hi->group >= f->ngroup || p == TP_ID_NONE ||
+	    f->group[hi->group].parent != p || f->group[p].nswitches)
+		return 1;
+	up[1] = hi->group;
+	return 2;
+}
+
 const tp_ca_t *tp_fabric_ca(const tp_fabric_t *f, size_t i)
 {
 	return i < f->nca ? &f->ca[i] : NULL;

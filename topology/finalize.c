@@ -715,12 +715,7 @@ static double group_capacity(const tp_fabric_t *f, const adj_t *a,
 		}
 		for (size_t p = a->off[s]; p < a->off[s + 1]; p++) {
 			uint32_t u = a->nbr[p];
-			/* up: also the cables inside the level that leave
-			 * the group upward (a leaf hanging off another) */
-			if (f->sw[u].level == lv ||
-			    (lv == g->level + 1 && f->sw[u].level == g->level &&
-			     f->sw[u].group != f->sw[s].group &&
-			     tp_fabric_switch_above(f, u, s)))
+			if (f->sw[u].level == lv)
 				sum += f->link[a->lnk[p]].gbps;
 		}
 	}
@@ -975,30 +970,21 @@ static tp_err_t build_groups(tp_fabric_t *f, const adj_t *a)
 				f->group[g].hosts[f->group[g].nhosts++] =
 				    (uint32_t)h;
 		}
-	for (size_t g = 0; g < f->ngroup; g++) {
-		tp_group_t *gp = &f->group[g];
-		gp->up_gbps = group_capacity(f, a, ca_gbps, gp, gp->level + 1);
-		gp->down_gbps =
-		    group_capacity(f, a, ca_gbps, gp, gp->level - 1);
+	for (size_t g = 0; g < f->ngroup; g++)
+		f->group[g].down_gbps = group_capacity(
+		    f, a, ca_gbps, &f->group[g], f->group[g].level - 1);
+	for (size_t l = 0; l < f->nlink; l++) {
+		uint32_t up[2];
+		size_t n = tp_fabric_link_upgroups(f, l, up);
+		for (size_t i = 0; i < n; i++)
+			f->group[up[i]].up_gbps += f->link[l].gbps;
 	}
-	/* under a parent without switches a group's way up is its cables to
-	 * its siblings, either way; the parent's down, those cables once */
+	/* a parent without switches: down, its groups' cables to one
+	 * another, once */
 	for (size_t g = 0; g < f->ngroup; g++) {
-		tp_group_t *gp = &f->group[g];
-		if (gp->parent == TP_ID_NONE || f->group[gp->parent].nswitches)
-			continue;
-		gp->up_gbps = 0;
-		for (size_t i = 0; i < gp->nswitches; i++) {
-			uint32_t s = gp->switches[i];
-			for (size_t p = a->off[s]; p < a->off[s + 1]; p++) {
-				uint32_t u = a->nbr[p], h = f->sw[u].group;
-				if (f->sw[u].level == gp->level && h != g &&
-				    h != TP_ID_NONE &&
-				    f->group[h].parent == gp->parent)
-					gp->up_gbps += f->link[a->lnk[p]].gbps;
-			}
-		}
-		f->group[gp->parent].down_gbps += gp->up_gbps / 2;
+		const tp_group_t *gp = &f->group[g];
+		if (gp->parent != TP_ID_NONE && !f->group[gp->parent].nswitches)
+			f->group[gp->parent].down_gbps += gp->up_gbps / 2;
 	}
 	err = TP_OK;
 out:

@@ -52,8 +52,56 @@ static bool synthetic_like(const char *s)
 	return *s == '\0';
 }
 
-/* One name per group: the switch description for a one-switch group when
- * that is a usable, unique Slurm name, else g<level>-<ordinal>. */
+/* Group g's switch description when it is a group of one switch and that
+ * is a usable Slurm name (unique or not), else NULL. */
+static const char *desc_name(const tp_fabric_t *f, size_t g)
+{
+	const tp_group_t *gp = &f->group[g];
+	const char *d;
+
+	if (gp->nswitches != 1)
+		return NULL;
+	d = f->sw[gp->switches[0]].desc;
+	return tp__slurm_name_ok(d) && !synthetic_like(d) ? d : NULL;
+}
+
+/* The slot of ord[] counting group g's level. */
+static int level_slot(const tp_fabric_t *f, size_t g)
+{
+	int lv = f->group[g].level;
+
+	return lv < 1 ? 0 : lv > TP_MAX_LEVELS + 1 ? TP_MAX_LEVELS + 1 : lv;
+}
+
+void tp_fabric_group_name(const tp_fabric_t *f, size_t g, char *buf, size_t len)
+{
+	const char *d;
+	size_t ord = 0;
+
+	if (!buf || !len)
+		return;
+	buf[0] = '\0';
+	if (!f || g >= f->ngroup)
+		return;
+	if ((d = desc_name(f, g))) {
+		size_t h = 0;
+		for (; h < f->ngroup; h++) {
+			const char *e = h != g ? desc_name(f, h) : NULL;
+			if (e && !strcmp(e, d))
+				break;
+		}
+		if (h == f->ngroup) {
+			snprintf(buf, len, "%s", d);
+			return;
+		}
+	}
+	for (size_t h = 0; h <= g; h++)
+		ord += level_slot(f, h) == level_slot(f, g);
+	snprintf(buf, len, "g%d-%zu", f->group[g].level, ord);
+}
+
+/* Every group's name (tp_fabric_group_name), in one pass over a map of
+ * the descriptions. */
 static tp_err_t group_names(const tp_fabric_t *f, char ***names_p)
 {
 	char **names = tp_calloc(f->ngroup + 1, sizeof(char *));
@@ -65,14 +113,10 @@ static tp_err_t group_names(const tp_fabric_t *f, char ***names_p)
 	if (!names || !dup)
 		goto out;
 	for (size_t g = 0; g < f->ngroup; g++) {
-		const tp_group_t *gp = &f->group[g];
-		const char *d;
+		const char *d = desc_name(f, g);
 		uint32_t prev;
 
-		if (gp->nswitches != 1)
-			continue;
-		d = f->sw[gp->switches[0]].desc;
-		if (!tp__slurm_name_ok(d) || synthetic_like(d))
+		if (!d)
 			continue;
 		prev = tp_strmap_get(&seen, d);
 		if (prev != TP_MAP_NONE) {
@@ -84,17 +128,14 @@ static tp_err_t group_names(const tp_fabric_t *f, char ***names_p)
 			goto out;
 	}
 	for (size_t g = 0; g < f->ngroup; g++) {
-		const tp_group_t *gp = &f->group[g];
-		int lv = gp->level < 1			 ? 0
-			 : gp->level > TP_MAX_LEVELS + 1 ? TP_MAX_LEVELS + 1
-							 : gp->level;
+		const char *d = desc_name(f, g);
 
-		ord[lv]++;
-		if (gp->nswitches == 1 && !dup[g] &&
-		    tp_strmap_get(&seen, f->sw[gp->switches[0]].desc) == g)
-			names[g] = tp_strdup(f->sw[gp->switches[0]].desc);
+		ord[level_slot(f, g)]++;
+		if (d && !dup[g])
+			names[g] = tp_strdup(d);
 		else
-			names[g] = tp_asprintf("g%d-%zu", gp->level, ord[lv]);
+			names[g] = tp_asprintf("g%d-%zu", f->group[g].level,
+					       ord[level_slot(f, g)]);
 		if (!names[g])
 			goto out;
 	}

@@ -334,6 +334,14 @@ tp_err_t tp_fabric_parse_json(const char *name, const char *buf,
  * Caller frees *text_p with tp_free(). */
 tp_err_t tp_fabric_topology_conf(const tp_fabric_t *f, bool block,
 				 char **text_p);
+/* Group g's name in topology.conf (tp_fabric_topology_conf's SwitchName,
+ * and the name a placement explanation gives it): its switch's
+ * description for a group of one switch when that is a usable Slurm name
+ * no other such group has, else g<level>-<n>, n counting that level's
+ * groups from 1 in index order. Into buf (truncated to len - 1 bytes);
+ * an empty string for g out of range. */
+void tp_fabric_group_name(const tp_fabric_t *f, size_t g, char *buf,
+			  size_t len);
 /* The blocks of the block format, as Slurm's topology/block will index
  * them: blocks[i] is the i-th BlockName line (Slurm's base block i). With
  * any multi-node NVLink domain the blocks are those domains, else the
@@ -376,6 +384,14 @@ const tp_switch_t *tp_fabric_switch(const tp_fabric_t *f, size_t i);
  * then up again. False for a switch and itself, levels further apart, or
  * a switch without a level. */
 bool tp_fabric_switch_above(const tp_fabric_t *f, uint32_t a, uint32_t b);
+/* The groups whose way up cable l is, into up[] (0, 1 or 2 of them,
+ * returned): the group of its lower end when it runs up out of that group
+ * (tp_fabric_switch_above; not between two switches of one group), and,
+ * under a parent without switches (two leaves cabled only to each other),
+ * both sibling groups it joins: their way up is that cable either way.
+ * Cables down or not (tp_link_t.active) alike; none for a host's cable.
+ * The one rule behind tp_group_t.up_gbps and the placement's up-links. */
+size_t tp_fabric_link_upgroups(const tp_fabric_t *f, size_t l, uint32_t up[2]);
 const tp_ca_t *tp_fabric_ca(const tp_fabric_t *f, size_t i);
 const tp_host_t *tp_fabric_host(const tp_fabric_t *f, size_t i);
 const tp_link_t *tp_fabric_link(const tp_fabric_t *f, size_t i);

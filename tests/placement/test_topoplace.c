@@ -118,6 +118,13 @@ static void test_one_group(void **state)
 		place(s, &r, &p);
 		assert_int_equal(groups_of(f, &p), 1);
 		assert_non_null(strstr(p.explain, "fits one leaf group"));
+		/* named as topology.conf names it: the leaf's description */
+		char name[80], want[128];
+		tp_fabric_group_name(f, tp_fabric_host(f, p.hosts[0])->group[0],
+				     name, sizeof(name));
+		assert_true(strncmp(name, "leaf", 4) == 0);
+		snprintf(want, sizeof(want), "leaf group %s (", name);
+		assert_non_null(strstr(p.explain, want));
 		tp_placement_free(&p);
 	}
 	/* 8 hosts' worth of GPUs: 8 whole hosts, one leaf */

@@ -621,6 +621,9 @@ static void check_stree_conf(const tp_fabric_t *f)
 		snprintf(want, sizeof(want), "SwitchName=%s %s=", s->name,
 			 s->level ? "Switches" : "Nodes");
 		assert_true(strncmp(line, want, strlen(want)) == 0);
+		/* the name a placement explanation gives the group */
+		tp_fabric_group_name(f, s->group, want, sizeof(want));
+		assert_string_equal(want, s->name);
 		ls = strstr(line, " LinkSpeed=");
 		assert_int_equal(s->link_speed,
 				 ls ? strtoul(ls + 11, NULL, 10) : 1);
@@ -666,6 +669,30 @@ static void test_stree_conf(void **state)
 	tp_fabric_destroy(f);
 	f = tiny_nvl();
 	check_stree_conf(f);
+	tp_fabric_destroy(f);
+
+	/* two leaves described alike: neither name is used */
+	f = tiny_fat_tree();
+	for (size_t i = 0; i < tp_fabric_nswitches(f); i++)
+		if (!strcmp(f->sw[i].desc, "leaf02")) {
+			tp_free(f->sw[i].desc);
+			assert_non_null(f->sw[i].desc = tp_strdup("leaf01"));
+		}
+	check_stree_conf(f);
+	char name[80];
+	size_t seen = 0;
+	for (size_t g = 0; g < tp_fabric_ngroups(f); g++) {
+		tp_fabric_group_name(f, g, name, sizeof(name));
+		if (tp_fabric_group(f, g)->level == 1)
+			seen |= strcmp(name, "g1-1") == 0   ? 1u
+				: strcmp(name, "g1-2") == 0 ? 2u
+							    : 4u;
+		else
+			assert_string_equal(name, "g2-1");
+	}
+	assert_int_equal(seen, 3);
+	tp_fabric_group_name(f, tp_fabric_ngroups(f), name, sizeof(name));
+	assert_string_equal(name, "");
 	tp_fabric_destroy(f);
 
 	f = tp_fabric_create();
