@@ -129,11 +129,17 @@ static char *trace_csv(const char *path, const tp_trace_t *t,
 
 	tp_strbuf_printf(&sb, "# topoplace trace: %s (%s): %zu jobs", path,
 			 t->format, t->njobs);
-	if (t->left_nogpu || t->left_unrun || t->left_steps)
+	if (t->left_nogpu || t->left_unrun || t->left_steps ||
+	    t->left_backwards)
 		tp_strbuf_printf(&sb,
 				 "; left out %zu without GPUs, %zu that never "
 				 "ran or had not ended, %zu job steps",
 				 t->left_nogpu, t->left_unrun, t->left_steps);
+	if (t->left_backwards)
+		tp_strbuf_printf(&sb,
+				 ", %zu that ended before they started (a "
+				 "clock stepped back?)",
+				 t->left_backwards);
 	if (t->assumed)
 		tp_strbuf_printf(&sb,
 				 "; %zu whose GPUs Slurm did not track taken "
@@ -184,6 +190,8 @@ static char *trace_json(const char *path, const tp_trace_t *t)
 		cJSON_AddNumberToObject(left, "no_gpu", (double)t->left_nogpu);
 		cJSON_AddNumberToObject(left, "not_run", (double)t->left_unrun);
 		cJSON_AddNumberToObject(left, "steps", (double)t->left_steps);
+		cJSON_AddNumberToObject(left, "ended_before_start",
+					(double)t->left_backwards);
 	}
 	cJSON_AddNumberToObject(o, "rounded", (double)t->rounded);
 	cJSON_AddNumberToObject(o, "assumed", (double)t->assumed);

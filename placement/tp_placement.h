@@ -485,6 +485,8 @@ typedef struct tp_trace {
 	/* Slurm's records (sacct, jobcomp): what was not a job of the trace */
 	size_t left_nogpu; /* jobs that held no GPU */
 	size_t left_unrun; /* jobs that never started or had not ended */
+	size_t left_backwards; /* jobs whose end is before their start (a
+				* clock stepped back?) */
 	size_t left_steps; /* sacct rows of job steps (JobID with a '.') */
 	size_t rounded;	   /* jobs whose GPUs did not split evenly over
 			    * their hosts: GPUs per host rounded up */

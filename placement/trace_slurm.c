@@ -251,9 +251,13 @@ static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
 		t->gpu_tres = true;
 	/* a job cancelled while pending: jobcomp gives it the cancel time
 	 * as start and end but no node, sacct no allocated TRES */
-	if (!s_ok || !e_ok || end < start || r->unallocated ||
+	if (!s_ok || !e_ok || r->unallocated ||
 	    (r->nodes && *r->nodes && nodes < 1)) {
 		t->left_unrun++;
+		return TP_OK;
+	}
+	if (end < start) {
+		t->left_backwards++;
 		return TP_OK;
 	}
 	if (nodes < 1)
@@ -479,8 +483,9 @@ tp_err_t tp__trace_parse_slurm(const char *path, char *buf, bool jobcomp,
 	else if (!err && !c.n)
 		*msg = tp_asprintf(
 		    "%s: no job that ran on GPUs (%zu without GPUs, %zu "
-		    "that never ran or had not ended)",
-		    path, t->left_nogpu, t->left_unrun);
+		    "that never ran or had not ended, %zu that ended before "
+		    "they started)",
+		    path, t->left_nogpu, t->left_unrun, t->left_backwards);
 	if (!err && !c.n)
 		err = TP_ERR_PARSE;
 	if (!err) {

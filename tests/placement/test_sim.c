@@ -893,7 +893,11 @@ static void test_slurm_trace(void **state)
 	    /* cancelled while pending, as 22.05 logs it */
 	    "JobId=10 JobState=CANCELLED StartTime=2026-12-01T00:00:20 "
 	    "EndTime=2026-12-01T00:00:20 NodeList=(null) NodeCnt=0 "
-	    "Tres=cpu=2,node=2,gres/gpu=8 SubmitTime=2026-12-01T00:00:20\n";
+	    "Tres=cpu=2,node=2,gres/gpu=8 SubmitTime=2026-12-01T00:00:20\n"
+	    /* ended before it started: left out, counted apart */
+	    "JobId=11 StartTime=2026-12-01T00:00:30 "
+	    "EndTime=2026-12-01T00:00:10 NodeList=n1 NodeCnt=1 "
+	    "Tres=cpu=2,node=1,gres/gpu=2 SubmitTime=2026-12-01T00:00:05\n";
 	static const char csv[] = "submit_s,nodes,gpus_per_node,run_s\n"
 				  "0,2,2,100\n1,1,2,40\n2,2,2,120\n";
 	char *sp = write_tmp(sacct, sizeof(sacct) - 1);
@@ -931,6 +935,8 @@ static void test_slurm_trace(void **state)
 	assert_string_equal(tj.format, "jobcomp");
 	assert_int_equal(tj.njobs, 2);
 	assert_int_equal(tj.left_unrun, 2);
+	assert_int_equal(tj.left_backwards, 1);
+	assert_int_equal(t.left_backwards, 0);
 	assert_int_equal(tj.jobs[0].nodes, 2); /* the last NodeCnt= */
 	assert_int_equal(tj.jobs[0].gpus, 4);  /* the last Tres= */
 	assert_close(tj.jobs[0].run_s, 100);
