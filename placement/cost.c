@@ -994,6 +994,13 @@ static bool reaches(const tp_cost_ctx_t *c, uint32_t s, uint32_t leaf)
 	return c->reach[c->reach_off[s] + b / 64] >> (b % 64) & 1;
 }
 
+bool tp__cost_reaches(const tp_cost_ctx_t *c, uint32_t s, uint32_t leaf)
+{
+	size_t n = c ? tp_fabric_nswitches(c->f) : 0;
+
+	return s < n && leaf < n && c->level[leaf] == 1 && reaches(c, s, leaf);
+}
+
 /* Pick the key-th (mod count) of the live hops from hop[lo..hi) towards
  * switches reaching dst (all of them when all_reach). Going up the digit
  * is consumed (D-mod-K: the next level uses D / K), so two levels do not

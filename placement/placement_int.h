@@ -238,6 +238,11 @@ tp_err_t tp__cost_predict_load(const tp_cost_ctx_t *ctx,
 void tp__cost_load_take(double *load, const uint32_t *touched, size_t ntouched,
 			double seconds, double duty, double *link_gbps);
 
+/* Whether routes from switch s may go down to leaf switch `leaf` (the
+ * reach sets routing tests; s == leaf reaches it). Exposed for its unit
+ * test, which holds the sets to a search over the cables. */
+bool tp__cost_reaches(const tp_cost_ctx_t *c, uint32_t s, uint32_t leaf);
+
 /* Max-min fair rates for flows over shared resources (progressive
  * filling). Flow i crosses res[off[i]..off[i+1]); cap[r] is resource r's
  * capacity. Writes rate[i] and the resource that limited it (bott[i]).

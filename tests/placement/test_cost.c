@@ -1375,12 +1375,46 @@ static void test_rail_gap(void **state)
  * between two of their leaves (up/down has no path from one tree's far
  * leaf to the other's: the shortest path is taken), and a 3-level tree
  * whose one aggregation switch has lost its core cables. */
+/* Leaf `leaf` below switch s going down live cables only
+ * (tp_fabric_switch_above), searched over the cables. */
+static bool below(const tp_fabric_t *f, uint32_t s, uint32_t leaf)
+{
+	if (s == leaf)
+		return true;
+	for (size_t i = 0; i < tp_fabric_nlinks(f); i++) {
+		const tp_link_t *k = tp_fabric_link(f, i);
+		if (k->kind[0] != TP_NODE_SWITCH ||
+		    k->kind[1] != TP_NODE_SWITCH || !k->active)
+			continue;
+		for (int e = 0; e < 2; e++)
+			if (k->node[e] == s &&
+			    tp_fabric_switch_above(f, s, k->node[!e]) &&
+			    below(f, k->node[!e], leaf))
+				return true;
+	}
+	return false;
+}
+
 static void all_pairs_routed(const tp_fabric_t *f)
 {
 	tp_cost_ctx_t *c = mkctx(f);
-	size_t nh = tp_fabric_nhosts(f);
+	size_t nh = tp_fabric_nhosts(f), nsw = tp_fabric_nswitches(f);
 	int gpus[2] = {1, 1};
 	tp_cost_t out;
+
+	/* the reach sets routes go down by are what the cables allow: the
+	 * shortest-path fallback would hide a set built short (built
+	 * parent-first on tied ranks, a chain of leaves missed the far end)
+	 */
+	for (uint32_t s = 0; s < nsw; s++)
+		for (uint32_t l = 0; l < nsw; l++)
+			if (tp_fabric_switch(f, l)->level == 1 &&
+			    tp__cost_reaches(c, s, l) != below(f, s, l))
+				fail_msg("%s reaches %s: %d, the cables say %d",
+					 tp_fabric_switch(f, s)->desc,
+					 tp_fabric_switch(f, l)->desc,
+					 tp__cost_reaches(c, s, l),
+					 below(f, s, l));
 
 	for (uint32_t i = 0; i < nh; i++)
 		for (uint32_t j = 0; j < nh; j++) {
