@@ -527,16 +527,71 @@ static tp_err_t host_leaves(tp_fabric_t *f)
 	return TP_OK;
 }
 
+/* The rails of host hp's CAs from their leaves (a host missing a CA):
+ * each CA the rail
+ * most of the complete hosts' CAs on its leaf are on, when more than half
+ * are and no other CA of hp has it; *ok_p false (nothing set) when a CA
+ * has no such rail. *cnt_p: the complete hosts' CAs per leaf and rail,
+ * then per leaf in all (nsw * (maxcas + 1)), counted on the first call. */
+static tp_err_t leaf_rails(tp_fabric_t *f, const tp_host_t *hp, size_t maxcas,
+			   uint32_t **cnt_p, bool *ok_p)
+{
+	uint32_t *cnt = *cnt_p, *tot;
+
+	*ok_p = false;
+	if (!cnt) {
+		if (!(cnt = *cnt_p = tp_calloc(f->nsw * (maxcas + 1) + 1,
+					       sizeof(uint32_t))))
+			return TP_ERR_NOMEM;
+		tot = cnt + f->nsw * maxcas;
+		for (size_t h = 0; h < f->nhost; h++)
+			for (size_t x = 0;
+			     f->host[h].ncas == maxcas && x < f->host[h].ncas;
+			     x++) {
+				const tp_ca_t *c = &f->ca[f->host[h].cas[x]];
+				if (c->leaf == TP_ID_NONE)
+					continue;
+				cnt[c->leaf * maxcas + x]++;
+				tot[c->leaf]++;
+			}
+	}
+	tot = cnt + f->nsw * maxcas;
+	/* written as found; the caller rewrites them all when !*ok_p */
+	for (size_t x = 0; x < hp->ncas; x++) {
+		tp_ca_t *c = &f->ca[hp->cas[x]];
+		if (c->leaf == TP_ID_NONE)
+			return TP_OK;
+		const uint32_t *row = &cnt[c->leaf * maxcas];
+		size_t best = 0;
+		for (size_t r = 1; r < maxcas; r++)
+			if (row[r] > row[best])
+				best = r;
+		if (2 * row[best] <= tot[c->leaf])
+			return TP_OK;
+		for (size_t y = 0; y < x; y++)
+			if (f->ca[hp->cas[y]].rail == (int)best)
+				return TP_OK;
+		c->rail = (int)best;
+	}
+	*ok_p = true;
+	return TP_OK;
+}
+
 /* Each host CA's rail (tp_ca_t.rail): rails are positions, so a host
  * missing one CA (the SuperPOD dump's a05 hosts have no HCA-5) would put
  * its later CAs on the rails of the others' earlier ones (HCA-6 beside
- * HCA-5s, a leaf apart). Its CAs take the position the hosts with every
- * CA give their device names instead; a host whose names are not known
- * there, or would share a rail, keeps its positions. */
+ * HCA-5s, a leaf apart). Its CAs take the rails the complete hosts have
+ * on their leaves instead (leaf_rails: the cabling says where its
+ * traffic goes; the dump's ubuntu host has mlx5_0 and mlx5_1 on the
+ * rail 2 and 3 leaves, where complete hosts name mlx5_0 and mlx5_1 their
+ * rails 0 and 1); where a leaf has no majority (the A09 leaves have no
+ * complete host), the position the complete hosts give their device
+ * names; where names are not known there, or would share a rail, its
+ * positions. */
 static tp_err_t ca_rails(tp_fabric_t *f)
 {
 	tp_strmap_t names = {0};
-	uint32_t *votes = NULL;
+	uint32_t *votes = NULL, *lcnt = NULL;
 	size_t maxcas = 0, nnames = 0, cap = 0;
 	tp_err_t err = TP_OK;
 
@@ -582,7 +637,12 @@ static tp_err_t ca_rails(tp_fabric_t *f)
 	}
 	for (size_t h = 0; h < f->nhost; h++) {
 		const tp_host_t *hp = &f->host[h];
-		bool ok = hp->ncas > 0 && hp->ncas < maxcas;
+		bool part = hp->ncas > 0 && hp->ncas < maxcas, ok = false;
+		if (part && (err = leaf_rails(f, hp, maxcas, &lcnt, &ok)))
+			goto out;
+		if (ok)
+			continue;
+		ok = part;
 		for (size_t x = 0; ok && x < hp->ncas; x++) {
 			const char *dev = f->ca[hp->cas[x]].dev;
 			uint32_t k =
@@ -605,6 +665,7 @@ static tp_err_t ca_rails(tp_fabric_t *f)
 out:
 	tp_strmap_clear(&names);
 	tp_free(votes);
+	tp_free(lcnt);
 	return err;
 }
 

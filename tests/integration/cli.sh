@@ -327,7 +327,7 @@ done
 
 nv="$TP_FIXTURES/ib/NVIDIA-topograph/ibnetdiscover-example.out"
 $T discover --ibnetdiscover "$nv" -o "$tmp/nv.json" 2>"$tmp/nv.err"
-grep -q "warning: 2 CAs of 1 host cabled to another rail's leaf (e.g. 'b08-p1-dgx-08-c01 HCA-5' on 'MF0;B09-P1-IBLEAF-04-08:MQM9701/U1', where 13 of 16 CAs are on rail 3, it on 2)" "$tmp/nv.err" &&
+grep -q "warning: 2 CAs of 1 host cabled to another rail's leaf (e.g. 'b08-p1-dgx-08-c01 HCA-5' on 'MF0;B09-P1-IBLEAF-04-08:MQM9701/U1', where 15 of 16 CAs are on rail 3, it on 2)" "$tmp/nv.err" &&
 	ok "SuperPOD: the host with its HCA-5 and HCA-6 cables swapped is named" ||
 	bad "SuperPOD swapped cables: $(cat "$tmp/nv.err")"
 $T fabric show "$tmp/nv.json" --json >"$tmp/nv.show"
@@ -343,6 +343,13 @@ $T plan --fabric "$tmp/nvg.json" --nodes a05-p1-dgx-01-c01,a06-p1-dgx-02-c01 --j
 		.hosts[1].hcas == ["HCA-1", "HCA-2", "HCA-5", "HCA-6"]' "$tmp/nv.plan" >/dev/null &&
 	ok "SuperPOD: a host missing HCA-5 keeps HCA-6 on its rail" ||
 	bad "SuperPOD rails: $(jq -c '[.hosts[]?.hcas]' "$tmp/nv.plan" 2>&1)"
+# the 'ubuntu' host has mlx5_0 and mlx5_1 cabled to the HCA-5 and HCA-6
+# leaves (where complete hosts name their first two CAs mlx5_0, mlx5_1):
+# the leaves say its rails
+$T plan --fabric "$tmp/nvg.json" --nodes ubuntu,a06-p1-dgx-02-c01 --json --no-predict >"$tmp/nvu.plan" &&
+	jq -e '.hosts[] | select(.name == "ubuntu") | .hcas == [null, null, "mlx5_0", "mlx5_1"]' "$tmp/nvu.plan" >/dev/null &&
+	ok "SuperPOD: a host's CAs take the rails of the leaves they are cabled to" ||
+	bad "SuperPOD ubuntu rails: $(jq -c '[.hosts[]?.hcas]' "$tmp/nvu.plan" 2>&1)"
 
 # two subnets, one discover
 p2="$TP_FIXTURES/ib/hwloc-netloc/plafrim2"

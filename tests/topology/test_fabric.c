@@ -400,45 +400,62 @@ static void test_leaves_cabled(void **state)
 	tp_fabric_destroy(f);
 }
 
-/* Rails of hosts missing a CA (one subnet): h1 lacks mlx5_1, so its
- * mlx5_2 takes rail 2, the position the complete hosts give mlx5_2; h2's
- * names are none the complete hosts have, so it keeps its positions; h3's
- * two CAs would both be rail 0 by name ("mlx5_0" twice is not possible,
- * but a host with "HCA-1" beside "mlx5_0" is): kept by position. */
+/* Rails of hosts missing a CA (one subnet; h0 and h4 are complete, one
+ * CA on each of leaves 0-2; leaf 3 has no complete host):
+ *  h1 lacks mlx5_1: its mlx5_2, on the rail 2 leaf, is on rail 2;
+ *  h2 and h5 have names no complete host has: the rails of their leaves;
+ *  h6 (the SuperPOD dump's "ubuntu") has mlx5_0 and mlx5_1 on the rail 1
+ *   and 2 leaves: the leaves say rails 1 and 2, whatever the names say;
+ *  h7's CAs are on leaf 3 (no majority there): the positions the complete
+ *   hosts give their names, 0 and 2;
+ *  h3, on leaf 3 too, would have two CAs on rail 0 by name, and h8 two on
+ *   rail 0 by leaf (names unknown): their positions. */
 static void test_ca_rails(void **state)
 {
 	tp_fabric_t *f = tp_fabric_create();
 	int sn = tp__fabric_new_subnet(f);
-	uint32_t leaf[3];
-	const char *cas[][3] = {{"mlx5_0", "mlx5_1", "mlx5_2"},
-				{"mlx5_0", "mlx5_2", NULL},
-				{"ib0", "ib1", NULL},
-				{"HCA-1", "mlx5_0", NULL},
-				{"HCA-1", "HCA-2", "HCA-3"}};
+	uint32_t leaf[4];
+	const struct {
+		const char *name[3];
+		int leaf[3];
+		int want[3];
+	} host[] = {
+	    {{"mlx5_0", "mlx5_1", "mlx5_2"}, {0, 1, 2}, {0, 1, 2}},
+	    {{"mlx5_0", "mlx5_2"}, {0, 2}, {0, 2}},
+	    {{"ib0", "ib1"}, {0, 1}, {0, 1}},
+	    {{"HCA-1", "mlx5_0"}, {3, 3}, {0, 1}},
+	    {{"HCA-1", "HCA-2", "HCA-3"}, {0, 1, 2}, {0, 1, 2}},
+	    {{"ib0", "ib2"}, {0, 2}, {0, 2}},
+	    {{"mlx5_0", "mlx5_1"}, {1, 2}, {1, 2}},
+	    {{"mlx5_0", "mlx5_2"}, {3, 3}, {0, 2}},
+	    {{"ib0", "ib1"}, {0, 0}, {0, 1}},
+	};
+	const int nh = (int)(sizeof(host) / sizeof(host[0]));
 	char d[64];
 
 	(void)state;
-	for (int r = 0; r < 3; r++) {
+	for (int r = 0; r < 4; r++) {
 		snprintf(d, sizeof(d), "leaf%d", r);
 		leaf[r] = sw(f, sn, 0x100 + r, d);
 	}
-	for (int h = 0; h < 5; h++)
-		for (int x = 0; x < 3 && cas[h][x]; x++) {
-			snprintf(d, sizeof(d), "h%d %s", h, cas[h][x]);
+	for (int h = 0; h < nh; h++)
+		for (int x = 0; x < 3 && host[h].name[x]; x++) {
+			snprintf(d, sizeof(d), "h%d %s", h, host[h].name[x]);
 			uint32_t c = ca(f, sn, 0x1000 + 16 * h + x, d);
-			cable(f, TP_NODE_CA, c, 1, TP_NODE_SWITCH, leaf[x],
-			      1 + h);
+			cable(f, TP_NODE_CA, c, 1, TP_NODE_SWITCH,
+			      leaf[host[h].leaf[x]], 1 + 3 * h + x);
 		}
 	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
-	const int want[][3] = {
-	    {0, 1, 2}, {0, 2, -1}, {0, 1, -1}, {0, 1, -1}, {0, 1, 2}};
-	for (int h = 0; h < 5; h++) {
+	for (int h = 0; h < nh; h++) {
 		snprintf(d, sizeof(d), "h%d", h);
 		const tp_host_t *hp =
 		    tp_fabric_host(f, tp_fabric_host_find(f, d));
 		for (size_t x = 0; x < hp->ncas; x++)
-			assert_int_equal(tp_fabric_ca(f, hp->cas[x])->rail,
-					 want[h][x]);
+			if (tp_fabric_ca(f, hp->cas[x])->rail !=
+			    host[h].want[x])
+				fail_msg("h%d CA %zu: rail %d, want %d", h, x,
+					 tp_fabric_ca(f, hp->cas[x])->rail,
+					 host[h].want[x]);
 	}
 	tp_fabric_destroy(f);
 }
