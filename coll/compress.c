@@ -83,6 +83,21 @@ void tp_coll_comm_comp_reset(tp_coll_comm_t *c)
 	}
 }
 
+void tp_coll_comm_comp_forget(tp_coll_comm_t *c, uint64_t key)
+{
+	tp__coll_ef_t **p = c ? &c->ef : NULL;
+
+	while (p && *p && (*p)->key != key)
+		p = &(*p)->next;
+	if (!p || !*p)
+		return;
+	tp__coll_ef_t *e = *p;
+	*p = e->next;
+	tp_free(e->res);
+	tp_free(e->vel);
+	tp_free(e);
+}
+
 void tp__coll_comp_free(tp_coll_comm_t *c)
 {
 	tp_coll_comm_comp_reset(c);

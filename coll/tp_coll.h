@@ -523,6 +523,10 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *comm, float *buf,
 /* Free the error-feedback residuals of every key (the next call of each
  * starts from zero). Not collective. */
 void tp_coll_comm_comp_reset(tp_coll_comm_t *comm);
+/* Free the error-feedback state (residuals, velocity) of one key, e.g. a
+ * gradient bucket that no longer exists; the next call with it starts
+ * from zero. Nothing for a key without state. Not collective. */
+void tp_coll_comm_comp_forget(tp_coll_comm_t *comm, uint64_t key);
 
 /* Bytes this rank sent across groups (up-links) since the last stats
  * reset: tp_coll_comm_sent_bytes() summed over the ranks of other level-1

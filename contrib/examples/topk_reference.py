@@ -17,7 +17,7 @@ of every step.
 
 Buckets are DDP's with --bucket-mb 0.25 (torch 1.13): step 0 one bucket
 of every parameter in forward order, then [4.bias 4.weight 2.bias
-2.weight] and [0.bias 0.weight]; per (index, size) its own hook velocity
+2.weight] and [0.bias 0.weight]; per bucket layout its own hook velocity
 and library residual, as TopoplaceState keys them. Each group's bucket is
 cut in 4 shards (the hierarchical reduce-scatter over 2 ranks a host,
 then 2 hosts a group), each the shard one rank compresses.

@@ -260,6 +260,7 @@ def check_compression(c, tc, comm, rank):
     comm.all_reduce(mn, op="min")
     c.ok(bool(torch.isfinite(got).all()) and torch.equal(mx, mn), "int8 hook: parameters finite, same on every rank")
     check_dgc(c, comm, rank)
+    check_rebuild(c, comm, rank)
     g = torch.Generator().manual_seed(99)
     data = torch.randn(comm.size, 4099, generator=g)
     want = data.mean(0)
@@ -301,6 +302,42 @@ def check_compression(c, tc, comm, rank):
              compressor="int8", overlap=1)
     c.raises(ValueError, "hierarchical", "bad hierarchical rejected", comm.all_reduce, torch.zeros(4),
              compressor="int8", hierarchical="leaf")
+
+
+def check_rebuild(c, comm, rank):
+    """DDP's rebuild after the first step can keep a bucket's index and
+    size and reverse its parameters (a model under one bucket's size):
+    the first layout's residual must not be added to the second's
+    gradients. A new layout starts from a fresh residual; the old key is
+    freed; a layout that stays keeps its residual. Then a float64 bucket:
+    compressed as float32, the same values, handed back as float64."""
+    from topoplace_coll.hooks import TopoplaceState, allreduce_hook
+
+    a, b = torch.zeros(300), torch.zeros(200)
+    ref = torch.arange(1.0, 501.0)  # rank 0's gradient; the others' are zero
+    grad = ref if rank == 0 else torch.zeros(500)
+    state = TopoplaceState(comm, compressor="topk", hierarchical=False, topk_fraction=0.01,
+                           async_op=rank % 2 == 0)
+    allreduce_hook(state, FakeBucket(grad.clone(), params=[a, b])).wait()
+    out = allreduce_hook(state, FakeBucket(torch.zeros(500), params=[b, a])).wait()
+    c.ok(torch.count_nonzero(out).item() == 0 and len(state.keys) == 1,
+         "top-k hook, a bucket rebuilt with its parameters reversed: %d entries of the old layout's "
+         "residual sent, %d keys kept" % (torch.count_nonzero(out).item(), len(state.keys)))
+    allreduce_hook(state, FakeBucket(grad.clone(), params=[b, a])).wait()
+    out = allreduce_hook(state, FakeBucket(torch.zeros(500), params=[b, a])).wait()
+    # rank 0's residual: grad but the entries sent first (the largest,
+    # from 495 on), next sent where grad has them, over the ranks
+    sent = out.nonzero().flatten()
+    c.ok(len(sent) > 0 and int(sent.max()) < 495 and
+         torch.equal(out[sent], ref[sent] / comm.size),
+         "top-k hook, the same layout again: its residual sent where it belongs (%s)" % sent.tolist())
+    x = torch.linspace(-1, 1, 1000, dtype=torch.float64) * (rank + 1)
+    got = []
+    for dt in (torch.float32, torch.float64):
+        st = TopoplaceState(comm, compressor="int8", key_base=1000 + 10 * len(got), async_op=rank < 2)
+        got.append(allreduce_hook(st, FakeBucket(x.to(dt).clone())).wait())
+    c.ok(got[1].dtype == torch.float64 and torch.equal(got[1].float(), got[0]),
+         "int8 hook on a float64 bucket: compressed as float32, handed back as %s" % got[1].dtype)
 
 
 def intra_group_bytes(comm):
@@ -368,12 +405,16 @@ def check_group_level(c, tc, rank, plan, port):
 class FakeBucket:
     """The part of DDP's GradBucket allreduce_hook reads."""
 
-    def __init__(self, buf, sizes=None):
+    def __init__(self, buf, sizes=None, params=()):
         self.buf = buf
         self.sizes = sizes or [buf.numel()]
+        self.params = list(params)
 
     def buffer(self):
         return self.buf
+
+    def parameters(self):
+        return self.params
 
     def gradients(self):
         return list(self.buf.split(self.sizes))

@@ -511,6 +511,18 @@ class Communicator:
         comm = self._handle("reset_stats")
         self._run(lambda: _lib.LIB.tp_coll_comm_stats_reset(comm))
 
+    def forget_residual(self, key=None):
+        """Free the error-feedback residuals (and top-k velocity) the
+        library keeps for `key`, or for every key (None): the next
+        compressed call with it starts from zero. Not collective; nothing
+        for a key without any, or a library without compression."""
+        comm = self._handle("forget_residual")
+        args = (comm,) if key is None else (comm, _int_in(key, 0, 2 ** 64 - 1, "key"))
+        name = "tp_coll_comm_comp_reset" if key is None else "tp_coll_comm_comp_forget"
+        if name in _lib.OPTIONAL:
+            fn = getattr(_lib.LIB, name)
+            self._run(lambda: fn(*args))
+
     def cross_bytes(self):
         """Bytes this rank sent to ranks of other level-1 groups (across the
         groups' up-links) since init or reset_stats(): the library's own

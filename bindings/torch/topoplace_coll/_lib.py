@@ -89,6 +89,8 @@ _OPTIONAL = {
     ),
     "tp_coll_comm_cross_bytes": (ctypes.c_uint64, [_P]),
     "tp_coll_comm_phase_ns": (ctypes.c_uint64, [_P, ctypes.c_int]),
+    "tp_coll_comm_comp_reset": (None, [_P]),
+    "tp_coll_comm_comp_forget": (None, [_P, ctypes.c_uint64]),
 }
 # tp_coll_phase_t, in order
 PHASES = ("call", "inner", "cross", "compress", "decompress")

@@ -18,11 +18,20 @@ between level-1 groups (the oversubscribed up-links) is compressed;
 inside hosts and groups the reduction stays dense and exact.
 
 Error feedback: the library keeps each bucket's residual, under a key the
-state assigns per (bucket index, bucket size). DDP rebuilds its buckets
-after the first iteration (one bucket first, then several of other sizes,
-so an index can change size); a new (index, size) pair gets a new key and
-so a fresh residual, never one of another shape. Every rank assigns the
-same keys because DDP builds the same buckets on every rank.
+state assigns per bucket layout: its index, its size and its parameters
+in order. DDP rebuilds its buckets after the first iteration, in the
+order the gradients became ready: an index can change size, and a bucket
+can keep its index and size with its parameters reversed (a model under
+one bucket's size), so index and size alone would add a residual (and a
+velocity) to other parameters' gradients. A new layout gets a new key and
+so a fresh residual; the keys of a layout no step uses any more (DDP's
+first buckets) are freed when the step's last bucket is handed over.
+Every rank assigns the same keys because DDP builds the same buckets on
+every rank.
+
+Gradients that are not float32 (a float64 or float16 model) are
+compressed as float32 copies, and the result copied back; dense steps
+reduce them as they are.
 
 Gradient accumulation: under ddp.no_sync() DDP does not call the hook at
 all; the accumulated gradients are reduced at the next synchronised
@@ -152,8 +161,9 @@ class TopoplaceState:
 
     Raises CompressionUnavailable at once when a compressor is asked of a
     library without compression, ValueError for an unknown option value.
-    `iter` counts synchronised steps; `keys` maps (bucket index, numel)
-    to the residual key; `hook_s` sums the time spent in the hook itself
+    `iter` counts synchronised steps; `keys` maps each bucket layout in
+    use ((index, numel, parameters' addresses, piece)) to its residual
+    key; `hook_s` sums the time spent in the hook itself
     (`hook_cpu_s` its CPU time) and `last_hook_t` is when it last
     returned (time.perf_counter()).
     """
@@ -204,17 +214,36 @@ class TopoplaceState:
         self.per_tensor = bool(per_tensor)
         self.iter = 0
         self.keys = {}
+        self.keys_made = 0  # keys handed out: a new one is never reused
+        self.keys_used = set()  # keys of the step under way
         self.velocity = {}
         self.hook_s = 0.0  # profile: seconds spent in allreduce_hook itself
         self.hook_cpu_s = 0.0  # the CPU time of those (time.thread_time())
         self.last_hook_t = None  # time.perf_counter() when it last returned
 
-    def key(self, bucket):
-        """The error-feedback key of this bucket's (index, numel)."""
-        k = (bucket.index(), bucket.buffer().numel())
+    def key(self, bucket, piece=None):
+        """The error-feedback key of this bucket's layout (of one of its
+        pieces with per_tensor)."""
+        params = getattr(bucket, "parameters", None)
+        layout = tuple(p.data_ptr() for p in params()) if params else ()
+        k = (bucket.index(), bucket.buffer().numel(), layout, piece)
         if k not in self.keys:
-            self.keys[k] = self.key_base + len(self.keys) + 1
+            self.keys_made += 1
+            self.keys[k] = self.key_base + self.keys_made
+        self.keys_used.add(self.keys[k])
         return self.keys[k]
+
+    def drop_unused(self):
+        """At the end of a step: free the residuals and velocities of the
+        keys it did not use (layouts DDP rebuilt away)."""
+        used, self.keys_used = self.keys_used, set()
+        if not used:
+            return  # a dense step without momentum uses no key
+        for k in [k for k, v in self.keys.items() if v not in used]:
+            v = self.keys.pop(k)
+            self.velocity.pop(v, None)
+            if self.comm is not None:
+                self.comm.forget_residual(v)
 
     def compressing(self):
         return self.compressor is not None and self.iter >= self.start_iter
@@ -260,8 +289,10 @@ def allreduce_hook(state, bucket):
 
 
 def _hook(state, bucket):
-    buf = bucket.buffer()
+    out = bucket.buffer()
     topk = state.compressing() and state.compressor == "topk"
+    # the library compresses float32: other gradients go as a copy
+    buf = out.float() if state.compressing() and out.dtype != torch.float32 else out
     key = state.key(bucket) if state.compressing() or state.momentum is not None else None
     if topk and state.clip_norm is not None:
         _clip(buf, state.clip_norm / math.sqrt(state.comm.size))
@@ -280,33 +311,42 @@ def _hook(state, bucket):
                       momentum_masking=state.momentum_masking)
     else:
         kw = dict(algorithm=state.algorithm)  # with momentum: momentum SGD
-    if bucket.is_last():
+    last = bucket.is_last()
+    if last:
         state.iter += 1
     if topk and state.per_tensor:
         pieces = _tensor_slices(buf, bucket)
-        keys = [state.keys.setdefault((bucket.index(), buf.numel(), i),
-                                      state.key_base + len(state.keys) + 1) for i in range(len(pieces))]
+        keys = [state.key(bucket, i) for i in range(len(pieces))]
     else:
         pieces, keys = [buf], [key]
     if state.async_op:
         futs = [state.comm.all_reduce_async(t, op="avg", key=k, **kw) for t, k in zip(pieces, keys)]
+        if last:
+            state.drop_unused()
         # through then(): torch 1.13's DDP reads a Future completed with
         # set_exception as a value ("Unable to cast ... to Tensor"); a
         # callback that raises marks the Future failed, with the library's
         # message
-        return torch.futures.collect_all(futs).then(lambda f: _whole(f, buf))
+        return torch.futures.collect_all(futs).then(lambda f: _whole(f, buf, out))
     for t, k in zip(pieces, keys):
         state.comm.all_reduce(t, op="avg", key=k, **kw)
+    if last:
+        state.drop_unused()
+    if buf is not out:
+        out.copy_(buf)
     fut = torch.futures.Future()
-    fut.set_result(buf)
+    fut.set_result(out)
     return fut
 
 
-def _whole(done, buf):
-    """buf, once every piece's Future in done (collect_all's) succeeded."""
+def _whole(done, buf, out):
+    """out (holding buf's values when buf is its float32 copy), once every
+    piece's Future in done (collect_all's) succeeded."""
     for f in done.value():
         f.value()  # raises the piece's TopoplaceError
-    return buf
+    if buf is not out:
+        out.copy_(buf)
+    return out
 
 
 def _clip(buf, limit):
