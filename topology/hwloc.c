@@ -353,10 +353,14 @@ static tp_err_t find_nics(hwloc_topology_t topo, nic_cand_t **nics_p,
 	return TP_OK;
 }
 
+/* The GPU's nearest NIC; among equally near ones the one fewer GPUs took
+ * so far (taken[], counted here; the earlier on a tie): a DGX A100 has
+ * two GPUs and two HCAs behind each PCIe switch, and pairs them one to
+ * one. NULL for none. */
 static const char *nearest_nic(hwloc_obj_t gpu, const nic_cand_t *nics,
-			       size_t n)
+			       size_t n, size_t *taken)
 {
-	const char *best = NULL;
+	size_t best = SIZE_MAX;
 	io_dist_t bd = {0, 0, 0};
 
 	for (size_t i = 0; i < n; i++) {
@@ -366,12 +370,16 @@ static const char *nearest_nic(hwloc_obj_t gpu, const nic_cand_t *nics,
 		d = io_distance(gpu, nics[i].pci);
 		if (d.hops == INT_MAX)
 			continue;
-		if (!best || io_closer(d, bd)) {
-			best = nics[i].osdev->name;
+		if (best == SIZE_MAX || io_closer(d, bd) ||
+		    (!io_closer(bd, d) && taken[i] < taken[best])) {
+			best = i;
 			bd = d;
 		}
 	}
-	return best;
+	if (best == SIZE_MAX)
+		return NULL;
+	taken[best]++;
+	return nics[best].osdev->name;
 }
 
 static long cand_of(hwloc_obj_t o, const gpu_cand_t *c, size_t n)
@@ -416,17 +424,21 @@ static tp_err_t build_gpus(hwloc_topology_t topo, const gpu_cand_t *c, size_t n,
 	nic_cand_t *nics = NULL;
 	size_t nnics = 0;
 	tp_gpu_t *gpus;
+	size_t *taken;
 
 	if (find_nics(topo, &nics, &nnics))
 		return TP_ERR_NOMEM;
 	gpus = tp_calloc(n ? n : 1, sizeof(*gpus));
-	if (!gpus) {
+	taken = tp_calloc(nnics + 1, sizeof(size_t));
+	if (!gpus || !taken) {
+		tp_free(gpus);
+		tp_free(taken);
 		tp_free(nics);
 		return TP_ERR_NOMEM;
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct hwloc_pcidev_attr_s *pa = &c[i].pci->attr->pcidev;
-		const char *nic = nearest_nic(c[i].pci, nics, nnics);
+		const char *nic = nearest_nic(c[i].pci, nics, nnics, taken);
 		tp_gpu_t *g = &gpus[i];
 
 		g->index = (int)i;
@@ -441,10 +453,12 @@ static tp_err_t build_gpus(hwloc_topology_t topo, const gpu_cand_t *c, size_t n,
 			for (size_t k = 0; k <= i; k++)
 				tp__gpu_free_strings(&gpus[k]);
 			tp_free(gpus);
+			tp_free(taken);
 			tp_free(nics);
 			return TP_ERR_NOMEM;
 		}
 	}
+	tp_free(taken);
 	tp_free(nics);
 	*gpus_p = gpus;
 	return TP_OK;

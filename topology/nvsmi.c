@@ -50,8 +50,8 @@ typedef struct nvsmi {
 	size_t naff;   /* affinity columns after the matrix */
 	long numa_aff; /* index of "NUMA Affinity" among them, -1 absent */
 	tp_gpu_t *gpus;
-	int *nic_rank;	 /* per GPU: rank of its nearest NIC so far */
-	size_t *nic_col; /* per GPU: column of that NIC, 0 for none */
+	int *nic_rank; /* per GPU and column: the link's rank to that NIC,
+			* LINK_SYS + 1 for none (GPU columns, NVLink) */
 	int *links_sum, *links_max;
 	bool *seen;
 	char **legend; /* per column: name from the NIC Legend or NULL */
@@ -186,22 +186,22 @@ static tp_err_t alloc_state(nvsmi_t *p)
 	size_t n = p->ngpu;
 
 	p->gpus = tp_calloc(n, sizeof(*p->gpus));
-	p->nic_rank = tp_calloc(n, sizeof(*p->nic_rank));
-	p->nic_col = tp_calloc(n, sizeof(*p->nic_col));
+	p->nic_rank = tp_calloc(n * p->ncol + 1, sizeof(*p->nic_rank));
 	p->links_sum = tp_calloc(n, sizeof(*p->links_sum));
 	p->links_max = tp_calloc(n, sizeof(*p->links_max));
 	p->seen = tp_calloc(n, sizeof(*p->seen));
 	p->legend = tp_calloc(p->ncol, sizeof(*p->legend));
-	if (!p->gpus || !p->nic_rank || !p->nic_col || !p->links_sum ||
-	    !p->links_max || !p->seen || !p->legend)
+	if (!p->gpus || !p->nic_rank || !p->links_sum || !p->links_max ||
+	    !p->seen || !p->legend)
 		return tp__fabric_fail(p->f, TP_ERR_NOMEM, "%s: out of memory",
 				       p->path);
 	for (size_t g = 0; g < n; g++) {
 		p->gpus[g].index = (int)g;
 		p->gpus[g].numa = -1;
 		p->gpus[g].hca = -1;
-		p->nic_rank[g] = LINK_SYS + 1;
 	}
+	for (size_t i = 0; i < n * p->ncol; i++)
+		p->nic_rank[i] = LINK_SYS + 1;
 	return TP_OK;
 }
 
@@ -262,10 +262,8 @@ static tp_err_t parse_row(nvsmi_t *p, char **tok, size_t n, size_t line)
 			p->links_sum[g] += nv;
 			if (nv > p->links_max[g])
 				p->links_max[g] = nv;
-		} else if (r > LINK_NV && r < p->nic_rank[g]) {
-			/* Strictly closer: ties keep the earlier column. */
-			p->nic_rank[g] = r;
-			p->nic_col[g] = j;
+		} else if (r > LINK_NV) {
+			p->nic_rank[(size_t)g * p->ncol + j] = r;
 		}
 	}
 	if (g >= 0 && p->numa_aff >= 0 && p->ncol + 1 + (size_t)p->numa_aff < n)
@@ -291,10 +289,33 @@ static void parse_legend(nvsmi_t *p, char *s)
 			p->legend[c] = name;
 }
 
+/* GPU g's NIC column: the nearest; among equally near ones the one fewer
+ * GPUs took so far (the earlier on a tie). A DGX A100 has two GPUs and
+ * two HCAs behind each PCIe switch, all four PXB: GPU0 takes mlx5_0 and
+ * GPU1 mlx5_1, as the machine pairs them, not both mlx5_0. 0 for none. */
+static size_t nearest_col(const nvsmi_t *p, size_t g, const size_t *taken)
+{
+	const int *rank = &p->nic_rank[g * p->ncol];
+	size_t best = 0;
+
+	for (size_t j = p->ngpu; j < p->ncol; j++)
+		if (rank[j] <= LINK_SYS &&
+		    (!best || rank[j] < rank[best] ||
+		     (rank[j] == rank[best] && taken[j] < taken[best])))
+			best = j;
+	return best;
+}
+
 static tp_err_t finish(nvsmi_t *p)
 {
+	size_t *taken = tp_calloc(p->ncol + 1, sizeof(size_t));
+
+	if (!taken)
+		return tp__fabric_fail(p->f, TP_ERR_NOMEM, "%s: out of memory",
+				       p->path);
 	for (size_t g = 0; g < p->ngpu; g++) {
-		size_t c = p->nic_col[g];
+		size_t c = nearest_col(p, g, taken);
+		taken[c]++;
 		int links = p->links_sum[g] > NVLINK_MAX_LINKS
 				? p->links_max[g]
 				: p->links_sum[g];
@@ -304,10 +325,13 @@ static tp_err_t finish(nvsmi_t *p)
 			continue;
 		p->gpus[g].nic =
 		    tp_strdup(p->legend[c] ? p->legend[c] : p->col[c]);
-		if (!p->gpus[g].nic)
+		if (!p->gpus[g].nic) {
+			tp_free(taken);
 			return tp__fabric_fail(p->f, TP_ERR_NOMEM,
 					       "%s: out of memory", p->path);
+		}
 	}
+	tp_free(taken);
 	return TP_OK;
 }
 
@@ -443,7 +467,6 @@ tp_err_t tp_fabric_read_node_nvsmi(tp_fabric_t *f, const char *host,
 	tp_free(p.gpus);
 	tp_free(p.col);
 	tp_free(p.nic_rank);
-	tp_free(p.nic_col);
 	tp_free(p.links_sum);
 	tp_free(p.links_max);
 	tp_free(p.seen);

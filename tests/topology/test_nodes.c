@@ -464,7 +464,8 @@ static void load_nvsmi_want(const want_t *w, bool fixture)
 }
 
 /* DGX A100 (NPS4): 8 GPU columns; NUMA Affinity column 3 3 1 1 7 7 5 5.
- * PXB cells: GPU0/1 -> mlx5_0, mlx5_1 (tie: first column, mlx5_0);
+ * PXB cells: GPU0/1 -> mlx5_0, mlx5_1 (a tie: one each, as the machine
+ * pairs them, not both on the first column's);
  * GPU2/3 -> mlx5_2,3; GPU4/5 -> mlx5_6,7; GPU6/7 -> mlx5_8,9. mlx5_4/5
  * and 10/11 are SYS to every GPU (storage). NV12 to all 7 peers is the
  * NVSwitch picture: 12 links x 200 Gbit/s = 2400, not 7 x 12 links. */
@@ -476,8 +477,8 @@ static void test_nvsmi_dgx_a100(void **state)
 	    NULL,
 	    {0},
 	    {3, 3, 1, 1, 7, 7, 5, 5},
-	    {"mlx5_0", "mlx5_0", "mlx5_2", "mlx5_2", "mlx5_6", "mlx5_6",
-	     "mlx5_8", "mlx5_8"},
+	    {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_6", "mlx5_7",
+	     "mlx5_8", "mlx5_9"},
 	    2400};
 
 	(void)state;
@@ -524,8 +525,9 @@ static void test_nvsmi_dgx1v(void **state)
 
 /* Newer drivers: NIC0.. columns named in a NIC Legend (here NIC1 is
  * mlx5_3), ANSI-underlined header, "GPU NUMA ID" column, CRLF, a prompt
- * above. GPU3 is NODE to NIC2 and NIC3: the tie goes to the first
- * column. NV18 to 3 peers is switched: 18 links. */
+ * above. GPU3 is NODE to NIC2 and NIC3: the tie goes to the NIC no
+ * GPU took yet, NIC3 (GPU2 has NIC2, PIX). NV18 to 3 peers is switched: 18
+ * links. */
 static void test_nvsmi_nic_legend(void **state)
 {
 	static const want_t w = {"node-nvsmi-nic-legend.txt",
@@ -533,7 +535,7 @@ static void test_nvsmi_nic_legend(void **state)
 				 NULL,
 				 {0},
 				 {0, 0, 1, 1},
-				 {"mlx5_0", "mlx5_3", "mlx5_4", "mlx5_4"},
+				 {"mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5"},
 				 3600};
 
 	(void)state;
