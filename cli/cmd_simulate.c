@@ -44,16 +44,22 @@ static const char usage[] =
     "Each figure is the mean over seeds; JCT/base is the mean of the per-seed\n"
     "ratios of mean JCT to the baseline's, +- its standard error, and reads\n"
     "'better' or 'worse' only beyond 2 standard errors ('tie' otherwise).\n"
-    "One trace (--trace, --seeds 1): JCT/base is its own ratio, +- the\n"
-    "jackknife's standard error over 10 batches of consecutive jobs (200\n"
-    "jobs or more; the queue links the batches, so the bar may read narrow).\n"
+    "One trace (--trace, whatever --seeds: seeds change seeded policies only;\n"
+    "or one synthetic seed of 200 jobs or more): JCT/base is its own ratio\n"
+    "(JCTs summed over the seeds), +- the jackknife's standard error over 10\n"
+    "batches of consecutive jobs (200 jobs or more; the queue links the\n"
+    "batches, so the bar may read narrow). A policy that leaves out other\n"
+    "jobs than the baseline (jobs it can never place) reads 'jobs differ',\n"
+    "its ratios over the jobs both ran.\n"
     "\n"
     "Columns: util% GPU time allocated; useful% GPU time at the jobs' ideal\n"
     "run times, at most what each held (what a slowed job holds beyond that\n"
     "waits on the network); wait/JCT mean; slow: communication slowdown of\n"
-    "multi-node jobs vs an ideal placement (mean, p95); span%/span0%:\n"
-    "multi-node jobs at the fewest leaf groups the free fabric / the empty\n"
-    "fabric allowed; frag%: free GPUs outside wholly free leaf groups,\n"
+    "multi-node jobs vs an ideal placement, as predicted at their start\n"
+    "(mean, p95; later jobs' load shows in JCT); span%/span0%: multi-node\n"
+    "jobs at the fewest leaf groups the free fabric / the empty fabric\n"
+    "allowed (these four over the seeds with multi-node jobs, '-' when\n"
+    "none has); frag%: free GPUs outside wholly free leaf groups,\n"
     "averaged over time; top TB/h: bytes across the top switch level per\n"
     "hour of simulated time. A second table gives JCT/base per job size\n"
     "(hosts asked for: 1, 2-8, 9-32, >32).\n"
@@ -89,10 +95,11 @@ static const char usage[] =
     "                     slurm-block, Slurm's topology/block on the NVLink\n"
     "                     domains, when the fabric has multi-node ones)\n"
     "  --price-budget N   predictions the topoplace policy may spend a\n"
-    "                     decision pricing candidate sets (default 96, and at\n"
-    "                     most 1,536 host-NIC routes; slurmctld's PriceBudget\n"
-    "                     in topoplace.conf defaults to 8: give 8 to simulate\n"
-    "                     what the daemon does; 0: the structure alone)\n"
+    "                     decision pricing candidate sets, 0 to 96 (default\n"
+    "                     96, and at most 1,536 host-NIC routes; slurmctld's\n"
+    "                     PriceBudget in topoplace.conf defaults to 8: give 8\n"
+    "                     to simulate what the daemon does; 0: the structure\n"
+    "                     alone)\n"
     "  --nics-by-rate     price a ring's traffic over each host's NICs in\n"
     "                     proportion to their rates, as NCCL's channel search\n"
     "                     allots channels (a NIC at half width carries half\n"
@@ -345,6 +352,7 @@ typedef struct sims {
 	tp_trace_t *traces; /* [seed] */
 	run_t *runs;	    /* [seed * npol + policy] */
 	size_t nseeds, npol;
+	bool one_trace; /* --trace: every seed runs the same jobs */
 	long seed0;
 	int max_host_gpus; /* the fabric's largest host */
 	size_t deflated;   /* --deflate-runs: jobs whose run time changed */
@@ -493,6 +501,25 @@ static const char *verdict(double mean, double se)
 	return mean < 1.0 ? "better" : "worse";
 }
 
+/* Does policy p leave out other jobs than the baseline b (jobs one of
+ * them can never place)? Its ratios are then over the jobs both ran, and
+ * it gets no verdict: dropping jobs frees the fabric for the others. */
+static bool jobs_differ(const sims_t *S, size_t p, size_t b)
+{
+	for (size_t s = 0; s < S->nseeds; s++)
+		if (S->runs[s * S->npol + p].res.unplaceable !=
+		    S->runs[s * S->npol + b].res.unplaceable)
+			return true;
+	return false;
+}
+
+/* The verdict of p against b, mean +- se. */
+static const char *verdict_of(const sims_t *S, size_t p, size_t b, double m,
+			      double se)
+{
+	return jobs_differ(S, p, b) ? "jobs differ" : verdict(m, se);
+}
+
 /* One trace (a single seed) has no spread over seeds: its error bar is
  * the jackknife's over BATCHES batches of consecutive jobs in submit
  * order, when each holds at least BATCH_MIN jobs: the ratio of mean JCTs
@@ -504,39 +531,64 @@ static const char *verdict(double mean, double se)
 #define BATCHES	  10
 #define BATCH_MIN 20
 
+/* One trace's jobs (one seed, or --trace's file, which every seed
+ * replays: seeds then change seeded policies only and are no sample of
+ * jobs). */
 static bool batched(const sims_t *S)
 {
-	return S->nseeds == 1 && S->traces[0].njobs >= BATCHES * BATCH_MIN;
+	return (S->nseeds == 1 || S->one_trace) &&
+	       S->traces[0].njobs >= BATCHES * BATCH_MIN;
 }
 
-/* Sums of p's and b's JCTs per batch over the jobs of class cls (-1:
- * all) that both ran, into a[] and c[]; false when there are none. */
-static bool batch_sums(const sims_t *S, size_t p, size_t b, int cls,
-		       double a[BATCHES], double c[BATCHES])
+/* Does job j of trace t belong to class cls (-1: all)? */
+static bool in_class(const sims_t *S, const tp_trace_t *t, size_t j, int cls)
 {
-	const tp_trace_t *t = &S->traces[0];
-	const tp_sim_result_t *r = &S->runs[p].res, *q = &S->runs[b].res;
-	size_t n = 0;
+	const tp_job_spec_t *js = &t->jobs[j];
+	int hg = S->max_host_gpus > 0 ? S->max_host_gpus : 1;
+	size_t hosts = js->nodes > 0 ? (size_t)js->nodes
+				     : (size_t)((js->gpus + hg - 1) / hg);
+
+	return cls < 0 || tp_sim_class_of(hosts) == cls;
+}
+
+/* Sums of p's and b's JCTs over the jobs [from, to) of seed s's trace in
+ * class cls that both ran, added to *a and *c; false when a run kept no
+ * per-job JCTs. */
+static bool pair_sums(const sims_t *S, size_t s, size_t p, size_t b, int cls,
+		      size_t from, size_t to, double *a, double *c, size_t *n)
+{
+	const tp_trace_t *t = &S->traces[s];
+	const tp_sim_result_t *r = &S->runs[s * S->npol + p].res;
+	const tp_sim_result_t *q = &S->runs[s * S->npol + b].res;
 
 	if (!r->job_jct_s || !q->job_jct_s || r->njob_jct != t->njobs ||
 	    q->njob_jct != t->njobs)
 		return false;
+	for (size_t j = from; j < to && j < t->njobs; j++)
+		if (in_class(S, t, j, cls) && !isnan(r->job_jct_s[j]) &&
+		    !isnan(q->job_jct_s[j])) {
+			*a += r->job_jct_s[j];
+			*c += q->job_jct_s[j];
+			++*n;
+		}
+	return true;
+}
+
+/* Sums of p's and b's JCTs per batch over the jobs of class cls (-1:
+ * all) that both ran, over every seed, into a[] and c[]; false when
+ * there are none. */
+static bool batch_sums(const sims_t *S, size_t p, size_t b, int cls,
+		       double a[BATCHES], double c[BATCHES])
+{
+	size_t nj = S->traces[0].njobs, n = 0;
+
 	for (size_t k = 0; k < BATCHES; k++) {
 		a[k] = c[k] = 0;
-		for (size_t j = t->njobs * k / BATCHES;
-		     j < t->njobs * (k + 1) / BATCHES; j++) {
-			const tp_job_spec_t *js = &t->jobs[j];
-			int hg = S->max_host_gpus > 0 ? S->max_host_gpus : 1;
-			size_t hosts = js->nodes > 0
-					   ? (size_t)js->nodes
-					   : (size_t)((js->gpus + hg - 1) / hg);
-			if ((cls >= 0 && tp_sim_class_of(hosts) != cls) ||
-			    isnan(r->job_jct_s[j]) || isnan(q->job_jct_s[j]))
-				continue;
-			a[k] += r->job_jct_s[j];
-			c[k] += q->job_jct_s[j];
-			n++;
-		}
+		for (size_t s = 0; s < S->nseeds; s++)
+			if (!pair_sums(S, s, p, b, cls, nj * k / BATCHES,
+				       nj * (k + 1) / BATCHES, &a[k], &c[k],
+				       &n))
+				return false;
 	}
 	return n > 0;
 }
@@ -576,14 +628,30 @@ static size_t jct_ratios(const sims_t *S, size_t p, size_t b, int cls,
 			x[k] -= shift / K;
 		return n;
 	}
+	/* one trace too short for batches: one ratio over every seed */
+	double sa = 0, sc = 0;
+	size_t nj = 0;
+	bool pool = S->one_trace && S->nseeds > 1;
 	for (size_t s = 0; s < S->nseeds; s++) {
 		const tp_sim_result_t *r = &S->runs[s * S->npol + p].res;
 		const tp_sim_result_t *q = &S->runs[s * S->npol + b].res;
 		double a = cls < 0 ? r->mean_jct_s : r->class_jct_mean_s[cls];
 		double c = cls < 0 ? q->mean_jct_s : q->class_jct_mean_s[cls];
-		if (a > 0 && c > 0)
+		if (pool || r->unplaceable != q->unplaceable) {
+			/* over the jobs both ran */
+			size_t m = 0;
+			a = c = 0;
+			if (!pair_sums(S, s, p, b, cls, 0, SIZE_MAX, &a, &c,
+				       &m) ||
+			    !m)
+				continue;
+			sa += a, sc += c, nj += m;
+		}
+		if (!pool && a > 0 && c > 0)
 			x[n++] = a / c;
 	}
+	if (pool && nj && sa > 0 && sc > 0)
+		x[n++] = sa / sc;
 	return n;
 }
 
@@ -599,18 +667,42 @@ static double get_class_jobs(const tp_sim_result_t *r, size_t cls)
 	return (double)r->class_jobs[cls];
 }
 
-/* Mean over seeds of get(result, arg) for policy p. */
+/* A figure over the multi-node jobs: NAN in a seed that has none (the
+ * simulator's 1.0 there is no measurement). */
+static double get_multi_field(const tp_sim_result_t *r, size_t off)
+{
+	return r->multi_node_jobs ? get_field(r, off) : NAN;
+}
+
+/* Mean over seeds of get(result, arg) for policy p, over the seeds where
+ * it is a number (NAN when none is). */
 static double seed_mean(const sims_t *S, size_t p, getter_t get, size_t arg)
 {
 	double acc = 0;
+	size_t n = 0;
 
-	for (size_t s = 0; s < S->nseeds; s++)
-		acc += get(&S->runs[s * S->npol + p].res, arg);
-	return acc / (double)S->nseeds;
+	for (size_t s = 0; s < S->nseeds; s++) {
+		double v = get(&S->runs[s * S->npol + p].res, arg);
+		if (!isnan(v))
+			acc += v, n++;
+	}
+	return n ? acc / (double)n : NAN;
 }
 
 #define MEAN_OF(S, p, field)                                                   \
 	seed_mean(S, p, get_field, offsetof(tp_sim_result_t, field))
+#define MULTI_MEAN_OF(S, p, field)                                             \
+	seed_mean(S, p, get_multi_field, offsetof(tp_sim_result_t, field))
+
+/* v in a column of width w with prec decimals, "-" when not a number. */
+static const char *col(char *buf, size_t len, int w, int prec, double v)
+{
+	if (isnan(v))
+		snprintf(buf, len, "%*s", w, "-");
+	else
+		snprintf(buf, len, "%*.*f", w, prec, v);
+	return buf;
+}
 
 static void print_table(const sims_t *S, size_t b, double *x)
 {
@@ -631,17 +723,22 @@ static void print_table(const sims_t *S, size_t b, double *x)
 				 m);
 		else
 			snprintf(ratio, sizeof(ratio), "%.3f +- %.3f %s", m, se,
-				 verdict(m, se));
-		printf("%-13s %6.1f %7.1f %8.0fs %8.0fs %6.3f %6.3f %6.1f "
-		       "%6.1f %6.1f %7.1f  %s\n",
+				 verdict_of(S, p, b, m, se));
+		char c1[16], c2[16], c3[16], c4[16];
+		printf("%-13s %6.1f %7.1f %8.0fs %8.0fs %s %s %s "
+		       "%s %6.1f %7.1f  %s\n",
 		       tp_policy_name(S->runs[p].policy),
 		       100 * MEAN_OF(S, p, gpu_util),
 		       100 * MEAN_OF(S, p, useful_util),
 		       MEAN_OF(S, p, mean_wait_s), MEAN_OF(S, p, mean_jct_s),
-		       MEAN_OF(S, p, comm_slowdown_mean),
-		       MEAN_OF(S, p, comm_slowdown_p95),
-		       100 * MEAN_OF(S, p, min_span_fraction),
-		       100 * MEAN_OF(S, p, min_span_empty_fraction),
+		       col(c1, sizeof(c1), 6, 3,
+			   MULTI_MEAN_OF(S, p, comm_slowdown_mean)),
+		       col(c2, sizeof(c2), 6, 3,
+			   MULTI_MEAN_OF(S, p, comm_slowdown_p95)),
+		       col(c3, sizeof(c3), 6, 1,
+			   100 * MULTI_MEAN_OF(S, p, min_span_fraction)),
+		       col(c4, sizeof(c4), 6, 1,
+			   100 * MULTI_MEAN_OF(S, p, min_span_empty_fraction)),
 		       100 * MEAN_OF(S, p, frag_time_mean),
 		       seed_mean(S, p, get_top_tb_h, 0), ratio);
 	}
@@ -652,8 +749,11 @@ static void print_table(const sims_t *S, size_t b, double *x)
 	for (int c = 0; c < TP_SIM_NCLASSES; c++)
 		printf(" %22s", tp_sim_class_name(c));
 	printf("\n%-13s", "jobs/seed");
-	for (int c = 0; c < TP_SIM_NCLASSES; c++)
-		printf(" %22.0f", seed_mean(S, b, get_class_jobs, (size_t)c));
+	for (int c = 0; c < TP_SIM_NCLASSES; c++) {
+		double v = seed_mean(S, b, get_class_jobs, (size_t)c);
+		/* a mean over seeds: 0.3 jobs a seed is not 0 */
+		printf(v < 10 && v != floor(v) ? " %22.1f" : " %22.0f", v);
+	}
 	printf("\n");
 	for (size_t p = 0; p < S->npol; p++) {
 		if (p == b)
@@ -668,7 +768,7 @@ static void print_table(const sims_t *S, size_t b, double *x)
 			} else if (n) {
 				mean_se(x, n, &m, &se);
 				snprintf(cell, sizeof(cell), "%.3f +- %.3f %s",
-					 m, se, verdict(m, se));
+					 m, se, verdict_of(S, p, b, m, se));
 			}
 			printf(" %22s", cell);
 		}
@@ -685,7 +785,7 @@ static cJSON *ratio_json(const sims_t *S, size_t p, size_t b, int cls,
 
 	mean_se(x, n, &m, &se);
 	if (batched(S)) {
-		cJSON_AddNumberToObject(o, "seeds", 1);
+		cJSON_AddNumberToObject(o, "seeds", (double)S->nseeds);
 		cJSON_AddNumberToObject(o, "batches", (double)n);
 	} else {
 		cJSON_AddNumberToObject(o, "seeds", (double)n);
@@ -699,7 +799,8 @@ static cJSON *ratio_json(const sims_t *S, size_t p, size_t b, int cls,
 	else
 		cJSON_AddNullToObject(o, "jct_ratio_se");
 	/* one ratio has no error bar, so no verdict */
-	cJSON_AddStringToObject(o, "verdict", n > 1 ? verdict(m, se) : "none");
+	cJSON_AddStringToObject(o, "verdict",
+				n > 1 ? verdict_of(S, p, b, m, se) : "none");
 	return o;
 }
 
@@ -707,17 +808,19 @@ static cJSON *ratio_json(const sims_t *S, size_t p, size_t b, int cls,
 static const struct {
 	const char *name;
 	size_t off;
+	bool multi; /* over the seeds with multi-node jobs (null: none) */
 } mean_fields[] = {
-    {"gpu_util", offsetof(tp_sim_result_t, gpu_util)},
-    {"useful_util", offsetof(tp_sim_result_t, useful_util)},
-    {"mean_wait_s", offsetof(tp_sim_result_t, mean_wait_s)},
-    {"mean_jct_s", offsetof(tp_sim_result_t, mean_jct_s)},
-    {"comm_slowdown_mean", offsetof(tp_sim_result_t, comm_slowdown_mean)},
-    {"comm_slowdown_p95", offsetof(tp_sim_result_t, comm_slowdown_p95)},
-    {"min_span_fraction", offsetof(tp_sim_result_t, min_span_fraction)},
+    {"gpu_util", offsetof(tp_sim_result_t, gpu_util), false},
+    {"useful_util", offsetof(tp_sim_result_t, useful_util), false},
+    {"mean_wait_s", offsetof(tp_sim_result_t, mean_wait_s), false},
+    {"mean_jct_s", offsetof(tp_sim_result_t, mean_jct_s), false},
+    {"comm_slowdown_mean", offsetof(tp_sim_result_t, comm_slowdown_mean), true},
+    {"comm_slowdown_p95", offsetof(tp_sim_result_t, comm_slowdown_p95), true},
+    {"min_span_fraction", offsetof(tp_sim_result_t, min_span_fraction), true},
     {"min_span_empty_fraction",
-     offsetof(tp_sim_result_t, min_span_empty_fraction)},
-    {"fragmentation_time_mean", offsetof(tp_sim_result_t, frag_time_mean)},
+     offsetof(tp_sim_result_t, min_span_empty_fraction), true},
+    {"fragmentation_time_mean", offsetof(tp_sim_result_t, frag_time_mean),
+     false},
 };
 
 static void print_json(const sims_t *S, size_t b, double *x,
@@ -756,9 +859,12 @@ static void print_json(const sims_t *S, size_t b, double *x,
 		cJSON *mean = cJSON_AddObjectToObject(m, "mean");
 		for (size_t k = 0;
 		     k < sizeof(mean_fields) / sizeof(mean_fields[0]); k++)
-			cJSON_AddNumberToObject(
-			    mean, mean_fields[k].name,
-			    seed_mean(S, p, get_field, mean_fields[k].off));
+			cJSON_AddNumberToObject(mean, mean_fields[k].name,
+						seed_mean(S, p,
+							  mean_fields[k].multi
+							      ? get_multi_field
+							      : get_field,
+							  mean_fields[k].off));
 		cJSON_AddNumberToObject(mean, "top_level_tb_per_hour",
 					seed_mean(S, p, get_top_tb_h, 0));
 		cJSON *ps = cJSON_AddArrayToObject(m, "per_seed");
@@ -771,8 +877,12 @@ static void print_json(const sims_t *S, size_t b, double *x,
 						r->res.mean_jct_s);
 			cJSON_AddNumberToObject(e, "useful_util",
 						r->res.useful_util);
-			cJSON_AddNumberToObject(e, "comm_slowdown_mean",
-						r->res.comm_slowdown_mean);
+			/* null in a seed without multi-node jobs */
+			cJSON_AddNumberToObject(
+			    e, "comm_slowdown_mean",
+			    get_multi_field(
+				&r->res,
+				offsetof(tp_sim_result_t, comm_slowdown_mean)));
 			cJSON_AddItemToArray(ps, e);
 		}
 		cJSON *all = ratio_json(S, p, b, -1, x);
@@ -923,8 +1033,8 @@ static bool sim_options(int argc, char **argv, sim_args_t *o, int *rc)
 			o->basename = optarg;
 			break;
 		case 'B':
-			ok = tp_cli_int("--price-budget", optarg, 0, 1000,
-					&o->price_budget);
+			ok = tp_cli_int("--price-budget", optarg, 0,
+					TP_PRICE_BUDGET_MAX, &o->price_budget);
 			break;
 		case 'N':
 			o->nics_by_rate = true;
@@ -1064,6 +1174,7 @@ static int sim_traces(const sim_args_t *o, const tp_fabric_t *f,
 	S->runs = tp_calloc(S->nseeds * S->npol, sizeof(run_t));
 	if (!S->traces || !S->runs)
 		return TP_EXIT_FAIL;
+	S->one_trace = o->trace != NULL;
 	for (size_t s = 0; s < S->nseeds; s++) {
 		for (size_t p = 0; p < S->npol; p++)
 			S->runs[s * S->npol + p].policy = pol[p];

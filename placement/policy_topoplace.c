@@ -2016,7 +2016,7 @@ static bool leaf_is_large(const tp_fabric_t *f, uint32_t h)
  * host-rail flows to route, and at most the caller's price_budget) keeps
  * it within the decision-time goals.
  */
-#define PRICE_BUDGET 96
+#define PRICE_BUDGET TP_PRICE_BUDGET_MAX
 /* A prediction routes one flow per host and rail: spend about this many
  * host-rail routes per decision; a job that leaves fewer than 4
  * predictions is placed by the structure alone. Why 1536 (it was 512,
@@ -2159,13 +2159,15 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	pr.budget = PRICE_ROUTES / (rails ? rails : 1);
 	if (pr.budget > PRICE_BUDGET)
 		pr.budget = PRICE_BUDGET;
+	if (pr.budget < 4)
+		goto out; /* too large to price in time: the structure decides
+			   */
 	if (in->params->price_budget < (double)pr.budget)
 		pr.budget = in->params->price_budget > 0
 				? (size_t)in->params->price_budget
 				: 0;
-	if (pr.budget < 4)
-		goto out; /* too large to price in time, or pricing switched
-			   * off: the structure decides */
+	if (!pr.budget)
+		goto out; /* pricing switched off */
 	/* the memo has room for every set the budget can price */
 	pr.memo_max = pr.budget;
 	pr.mcap = pr.budget * n + 1;

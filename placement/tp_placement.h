@@ -325,10 +325,14 @@ typedef struct tp_policy_params {
 	 * whole group / spine group (0..1) */
 	double big_job_share;
 	/* topoplace: cost-model predictions a decision may spend pricing
-	 * candidates when a cost context is given (default 96; 0: the
-	 * structural choice alone, as without a context) */
+	 * candidates when a cost context is given (default and at most
+	 * TP_PRICE_BUDGET_MAX: more prices as many; 0: the structural
+	 * choice alone, as without a context) */
 	double price_budget;
 } tp_policy_params_t;
+
+/* The most predictions the topoplace policy spends on one decision. */
+#define TP_PRICE_BUDGET_MAX 96
 
 void tp_policy_params_defaults(tp_policy_params_t *p);
 

@@ -74,8 +74,9 @@ static const tp_pconf_key_t keys[] = {
      OFF(nics_by_rate), NULL},
     {"PriceBudget", TP_PCONF_UINT, "8", 0, 1000,
      "cost-model predictions a native selection may spend pricing "
-     "candidate host sets (96: the simulator's); 0: the structural "
-     "choice alone",
+     "candidate host sets (96: the simulator's, and the most one "
+     "decision spends: more prices as 96); 0: the structural choice "
+     "alone",
      OFF(price_budget), NULL},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))

@@ -126,8 +126,8 @@ jq -e '(.price_budget == 8) and (.policies.topoplace.mean_jct_s > 0) and (.nics_
 expect 0 "simulate --nics-by-rate" $T simulate --fabric "$tmp/ft.json" --synthetic llm --jobs 100 --seeds 1 --policies topoplace --nics-by-rate --json
 jq -e '(.nics_by_rate == true) and (.policies.topoplace.mean_jct_s > 0)' "$tmp/out" >/dev/null &&
 	ok "simulate: NICs by rate as asked" || bad "simulate --nics-by-rate: $(head -c 300 "$tmp/out")"
-expect 2 "simulate --price-budget out of range" $T simulate --fabric "$tmp/ft.json" --price-budget 1001
-grep -q -- "--price-budget: expected an integer 0..1000, got '1001'" "$tmp/err" && ok "bad price budget named" ||
+expect 2 "simulate --price-budget out of range" $T simulate --fabric "$tmp/ft.json" --price-budget 97
+grep -q -- "--price-budget: expected an integer 0..96, got '97'" "$tmp/err" && ok "bad price budget named" ||
 	bad "bad price budget: $(cat "$tmp/err")"
 expect 2 "simulate unknown baseline" $T simulate --fabric "$tmp/ft.json" --baseline nope
 grep -q "unknown baseline 'nope'" "$tmp/err" && ok "unknown baseline named" || bad "unknown baseline: $(cat "$tmp/err")"
@@ -143,6 +143,34 @@ jeq "$tmp/out" '.baseline' slurm-tree "nvl72: --baseline wins over the default"
 printf 'submit_s,gpus,run_s\n0,8,100\n10,16,50\n20,1,10\n' >"$tmp/trace.csv"
 expect 0 "simulate CSV trace" $T simulate --fabric "$tmp/ft.json" --trace "$tmp/trace.csv" --policies topoplace,slurm-tree --json
 jeq "$tmp/out" '.policies.topoplace.jobs' 3 "CSV jobs run"
+# a trace file replayed over several seeds (they change seeded policies
+# only): error bars over batches of its jobs, as with one seed, not a
+# spread of zero over identical seeds ("tie" for any gap)
+awk 'BEGIN { print "submit_s,gpus,run_s,comm_frac"
+	for (i = 0; i < 240; i++) printf "%d,%d,%d,0.3\n", i * 40, 2 ^ (i % 6), 300 + (i * 37) % 900 }' >"$tmp/t240.csv"
+# job 8 asks for 64 GPUs: the whole fabric's half, more than a block of
+# slurm-block's (a leaf) and its aggregation allow
+sed '9s/^\([0-9]*\),[0-9]*,/\1,64,/' "$tmp/t240.csv" >"$tmp/t240b.csv"
+expect 0 "simulate a trace, 3 seeds" $T simulate --fabric "$tmp/ft.json" --trace "$tmp/t240.csv" --seeds 3 \
+	--policies topoplace,slurm-tree --json
+mv "$tmp/out" "$tmp/t3.json"
+expect 0 "simulate a trace, 1 seed" $T simulate --fabric "$tmp/ft.json" --trace "$tmp/t240.csv" --seeds 1 \
+	--policies topoplace,slurm-tree --json
+jq -e --slurpfile one "$tmp/out" '.jct_ratio_over == "batches" and .policies.topoplace.jct_ratio_se > 0 and
+	.policies.topoplace.verdict == "better" and $one[0].jct_ratio_over == "batches"' "$tmp/t3.json" >/dev/null &&
+	ok "a trace over 3 seeds: the jackknife's error bar over its jobs" ||
+	bad "a trace over 3 seeds: $(jq -c '[.jct_ratio_over, .policies.topoplace.jct_ratio_mean, .policies.topoplace.jct_ratio_se, .policies.topoplace.verdict]' "$tmp/t3.json")"
+# a policy that can never place jobs the baseline places: no verdict
+expect 0 "simulate, a policy dropping jobs" $T simulate --fabric "$tmp/ft.json" --trace "$tmp/t240b.csv" \
+	--policies slurm-block,slurm-tree --json
+jeq "$tmp/out" '.policies["slurm-block"].verdict' "jobs differ" "a policy dropping jobs gets no verdict"
+# slowdowns over the seeds that have multi-node jobs only (none: null)
+expect 0 "simulate, seeds without multi-node jobs" $T simulate --fabric "$tmp/ft.json" --synthetic philly \
+	--jobs 30 --seeds 6 --policies random,slurm-tree --json
+jq -e '.policies.random | ([.per_seed[].comm_slowdown_mean | select(. != null)]) as $s |
+	($s | length) < 6 and (($s | add / length) - .mean.comm_slowdown_mean | fabs) < 1e-9' "$tmp/out" >/dev/null &&
+	ok "slowdown: the mean over the seeds with multi-node jobs" ||
+	bad "slowdown over seeds: $(jq -c '[.policies.random.per_seed[].comm_slowdown_mean, .policies.random.mean.comm_slowdown_mean]' "$tmp/out")"
 printf 'submit_s,gpus,run_s\n0,eight,100\n' >"$tmp/bad.csv"
 expect 2 "bad CSV" $T simulate --fabric "$tmp/ft.json" --trace "$tmp/bad.csv"
 grep -q "bad.csv:2: gpus" "$tmp/err" && ok "CSV error names file:line" || bad "CSV error: $(cat "$tmp/err")"
