@@ -66,10 +66,10 @@
  * - Option callbacks may run more than once: they only store the value.
  *   A bad --topoplace value is refused by srun/sbatch (local context,
  *   before anything is submitted); in slurmstepd it is ignored.
- * - The plan file's own ranks are the step's when every host runs the
- *   same number of tasks, at most its GPUs (gpus_per_host = that count);
- *   otherwise it holds one rank per GPU and only TOPOPLACE_RANK follows
- *   the step's layout.
+ * - The plan file's ranks are the step's, whatever its layout: each host
+ *   has as many as it runs tasks (tp_plan_opts_t.ranks; tasks past a
+ *   host's GPUs have none), so libtopoplace-coll accepts the plan with
+ *   TOPOPLACE_WORLD_SIZE.
  * - Cost per node and step: reading the fabric JSON (dominant: 40-50 ms for
  *   a 1,024-host 8-rail fabric of 2.7 MB on the 2-core test box, ~1 ms
  *   for 8 hosts) plus the plan without predictions (~1 ms at 1,024).

@@ -308,8 +308,11 @@ static int rail_of(const tp_fabric_t *f, const tp_host_t *hp, size_t i)
 	return tp_fabric_ca(f, hp->cas[i])->rail;
 }
 
+/* The hosts' ranks: cnt[fabric host] each (when given), else gph each
+ * (0: one a GPU, one without GPUs). */
 static tp_err_t fill_hosts(tp_plan_t *p, const tp_fabric_t *f,
-			   const uint32_t *fidx, int gph, char **err_p)
+			   const uint32_t *fidx, int gph, const uint32_t *cnt,
+			   char **err_p)
 {
 	int nrails = 0;
 	uint32_t rank = 0;
@@ -319,7 +322,7 @@ static tp_err_t fill_hosts(tp_plan_t *p, const tp_fabric_t *f,
 		for (size_t i = 0; i < hp->ncas; i++)
 			if (rail_of(f, hp, i) + 1 > nrails)
 				nrails = rail_of(f, hp, i) + 1;
-		if (gph > 0 && hp->ngpus && (size_t)gph > hp->ngpus)
+		if (!cnt && gph > 0 && hp->ngpus && (size_t)gph > hp->ngpus)
 			return bfail(err_p, TP_ERR_RANGE,
 				     "host '%s' has %zu GPUs, %d asked for",
 				     hp->name, hp->ngpus, gph);
@@ -328,7 +331,8 @@ static tp_err_t fill_hosts(tp_plan_t *p, const tp_fabric_t *f,
 	for (uint32_t r = 0; r < p->nhosts; r++) {
 		const tp_host_t *hp = tp_fabric_host(f, fidx[r]);
 		tp_plan_host_t *h = &p->hosts[r];
-		uint32_t nr = gph > 0	  ? (uint32_t)gph
+		uint32_t nr = cnt	  ? cnt[fidx[r]]
+			      : gph > 0	  ? (uint32_t)gph
 			      : hp->ngpus ? (uint32_t)hp->ngpus
 					  : 1;
 		tp_plan_rank_t *rk = tp__plan_alloc(p, nr, sizeof(*rk));
@@ -528,7 +532,7 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 	tp_plan_opts_t def;
 	size_t ngf;
 	int nlev;
-	uint32_t *fidx = NULL, dup;
+	uint32_t *fidx = NULL, *cnt = NULL, dup;
 	uint8_t *seen = NULL;
 	tp_sched_t *sch = NULL;
 	tp_plan_t *p = NULL;
@@ -583,6 +587,23 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 		err = bfail(err_p, err, "out of memory");
 		goto out;
 	}
+	if (opts->ranks) {
+		if (!(cnt = tp_calloc(tp_fabric_nhosts(f) + 1,
+				      sizeof(uint32_t)))) {
+			err = bfail(err_p, TP_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (opts->ranks[i] < 1 || opts->ranks[i] > 4096) {
+				err = bfail(err_p, TP_ERR_INVAL,
+					    "host '%s': %u ranks (expected "
+					    "1..4096)",
+					    hosts[i], opts->ranks[i]);
+				goto out;
+			}
+			cnt[fidx[i]] = opts->ranks[i];
+		}
+	}
 	tp_ring_order(f, fidx, NULL, n);
 	if (!ring_contiguous(f, fidx, n, nlev, seen, ngf)) {
 		err = bfail(err_p, TP_ERR_NOMEM, "out of memory (ring order)");
@@ -603,7 +624,7 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 	    !(p->parent[0] = tp__plan_alloc(p, n, sizeof(uint32_t))) ||
 	    !(p->parent[1] = tp__plan_alloc(p, n, sizeof(uint32_t))))
 		goto nomem;
-	err = fill_hosts(p, f, fidx, opts->gpus_per_host, err_p);
+	err = fill_hosts(p, f, fidx, opts->gpus_per_host, cnt, err_p);
 	if (err == TP_ERR_NOMEM)
 		goto nomem;
 	if (err)
@@ -646,6 +667,7 @@ nomem:
 out:
 	tp_sched_destroy(sch);
 	tp_free(fidx);
+	tp_free(cnt);
 	tp_free(seen);
 	tp_plan_destroy(p);
 	return err;

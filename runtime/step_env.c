@@ -60,27 +60,14 @@ tp_err_t tp_plan_build_step(const tp_fabric_t *f, const char *const *hosts,
 			    tp_plan_t **plan_p, char **err_p)
 {
 	tp_plan_opts_t opts;
-	tp_err_t err;
 
 	tp_plan_opts_defaults(&opts);
 	opts.nics_by_rate = nics_by_rate;
 	if (!tasks || !n)
 		return tp_plan_build(f, NULL, hosts, n, &opts, plan_p, err_p);
 	opts.predict = false;
-	opts.gpus_per_host = tasks[0] <= INT32_MAX ? (int)tasks[0] : 0;
-	for (size_t i = 1; i < n; i++)
-		if (tasks[i] != tasks[0])
-			opts.gpus_per_host = 0;
-	err = tp_plan_build(f, NULL, hosts, n, &opts, plan_p, err_p);
-	if (err == TP_ERR_RANGE && opts.gpus_per_host) {
-		if (err_p) {
-			tp_free(*err_p);
-			*err_p = NULL;
-		}
-		opts.gpus_per_host = 0;
-		err = tp_plan_build(f, NULL, hosts, n, &opts, plan_p, err_p);
-	}
-	return err;
+	opts.ranks = tasks;
+	return tp_plan_build(f, NULL, hosts, n, &opts, plan_p, err_p);
 }
 
 static tp_err_t efail(char **err_p, tp_err_t err, const char *fmt, ...)

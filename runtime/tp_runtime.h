@@ -98,6 +98,11 @@ typedef struct tp_plan_opts {
 	 * (1 for a host without GPUs). Larger than a host's GPU count is an
 	 * error unless the fabric knows no GPUs for that host. */
 	int gpus_per_host;
+	/* Local ranks of each host, in the order the hosts are given (a
+	 * step's tasks per node), each 1..4096; NULL: gpus_per_host. A
+	 * host may have more ranks than GPUs: those past its GPUs have
+	 * gpu -1. Not copied. */
+	const uint32_t *ranks;
 	/* Predict with the cost context (when one is given). */
 	bool predict;
 	/* All-reduce sizes in bytes, each > 0, strictly ascending, at most
@@ -114,7 +119,7 @@ typedef struct tp_plan_opts {
 	bool nics_by_rate;
 } tp_plan_opts_t;
 
-/* gpus_per_host 0, predict true, default sizes. */
+/* gpus_per_host 0, ranks NULL, predict true, default sizes. */
 void tp_plan_opts_defaults(tp_plan_opts_t *o);
 
 /* One local rank of a host. */
@@ -382,10 +387,10 @@ typedef struct tp_step_env {
  * NULL arguments. */
 tp_err_t tp_step_tasks_parse(const char *text, uint32_t *counts, size_t n);
 
-/* The step's plan: no predictions; when every host runs the same number
- * of tasks, gpus_per_host is that count (so the plan's ranks are the
- * step's), falling back to one rank per GPU when a host has fewer GPUs;
- * nics_by_rate as tp_plan_opts_t's. Errors and *err_p as
+/* The step's plan: no predictions; each host as many ranks as it runs
+ * tasks (tp_plan_opts_t.ranks: the plan's ranks are the step's, whatever
+ * the layout; tasks past a host's GPUs have none); without tasks one
+ * rank per GPU. nics_by_rate as tp_plan_opts_t's. Errors and *err_p as
  * tp_plan_build(). */
 tp_err_t tp_plan_build_step(const tp_fabric_t *f, const char *const *hosts,
 			    size_t n, const uint32_t *tasks, bool nics_by_rate,

@@ -126,9 +126,12 @@ static void test_env_fat_tree(void **state)
 	tp_fabric_destroy(f);
 }
 
-/* Uneven tasks per node (Slurm's layout, not the plan's): the base
- * follows the ring over the step's real counts; the plan keeps one rank
- * per GPU. A topology file is passed through. */
+/* Uneven tasks per node: the plan gives each host as many ranks as it
+ * runs tasks, so its ranks are the step's: the base follows the ring
+ * over the step's real counts and is the plan host's first rank (the
+ * plan had one rank per GPU and 16 ranks, which libtopoplace-coll then
+ * refused against TOPOPLACE_WORLD_SIZE=10). A topology file is passed
+ * through. */
 static void test_env_uneven(void **state)
 {
 	tp_fabric_t *f = tp_test_fat_tree_il(2, 2, 4);
@@ -141,7 +144,7 @@ static void test_env_uneven(void **state)
 		hosts[i] = name(f, i);
 	assert_int_equal(
 	    tp_plan_build_step(f, hosts, 4, tasks, false, &plan, NULL), TP_OK);
-	assert_int_equal(tp_plan_world_size(plan), 16);
+	assert_int_equal(tp_plan_world_size(plan), 10);
 	for (size_t id = 0; id < 4; id++) {
 		tp_step_in_t in = step(hosts, tasks, 4, id, 10, 1);
 		tp_step_env_t env;
@@ -157,6 +160,10 @@ static void test_env_uneven(void **state)
 				 TP_OK);
 		assert_int_equal(env.rank_base, want);
 		assert_int_equal(tp_step_task_rank(&env, 1), want + 1);
+		const tp_plan_host_t *ph =
+		    tp_plan_host(plan, tp_plan_rank_of(plan, hosts[id]));
+		assert_int_equal(ph->first_rank, want);
+		assert_int_equal(ph->nranks, tasks[id]);
 		assert_string_equal(
 		    tp_step_env_get(&env, "TOPOPLACE_WORLD_SIZE"), "10");
 		assert_string_equal(tp_step_env_get(&env, "NCCL_TOPO_FILE"),
@@ -171,8 +178,8 @@ static void test_env_uneven(void **state)
 
 /* Rails: every HCA in rail order, exact names; NCCL_CROSS_NIC 0 on a
  * rail-optimized fabric, 1 for several HCAs on one fat tree (the fabric's
- * rails as the input says). Tasks beyond the GPUs: the plan falls back to
- * one rank per GPU and the step's ranks still add up. */
+ * rails as the input says). Tasks beyond the GPUs: the plan has them all
+ * (the step's ranks), those past a host's GPUs without one. */
 static void test_env_rails(void **state)
 {
 	tp_fabric_t *f = tp_test_rail(2, 2, 4, 1, 8);
@@ -189,8 +196,11 @@ static void test_env_rails(void **state)
 		hosts[i] = name(f, i);
 	assert_int_equal(
 	    tp_plan_build_step(f, hosts, 4, tasks, false, &plan, NULL), TP_OK);
-	assert_int_equal(tp_plan_world_size(plan), 32);
+	assert_int_equal(tp_plan_world_size(plan), 64);
 	assert_int_equal(tp_plan_nrails(plan), 4);
+	assert_int_equal(tp_plan_host(plan, 0)->nranks, 16);
+	assert_int_equal(tp_plan_host(plan, 0)->ranks[7].gpu, 7);
+	assert_int_equal(tp_plan_host(plan, 0)->ranks[8].gpu, -1);
 	in = step(hosts, tasks, 4, 2, 64, tp_fabric_rails(f));
 	assert_int_equal(tp_plan_step_env(plan, &in, &env, NULL), TP_OK);
 	ph = tp_plan_host(plan, tp_plan_rank_of(plan, hosts[2]));
