@@ -735,6 +735,7 @@ static bool step_plan(step_t *st)
 	    .node_id = st->nodeid,
 	    .ntasks = st->ntasks,
 	    .fabric_rails = tp_fabric_rails(st->f),
+	    .fabric_subnets = tp_fabric_nsubnets(st->f),
 	    .plan_path = st->path,
 	    .topo_file = st->topo,
 	    .hca_map = st->hcas,

@@ -90,17 +90,34 @@ static void put(tp_step_env_t *e, const char *name, char *value)
 		e->vars[e->nvars++] = (tp_step_var_t){name, value};
 }
 
+/* Does another host of the plan than ph have an HCA on rail r? */
+static bool rail_shared(const tp_plan_t *plan, const tp_plan_host_t *ph, int r)
+{
+	for (size_t i = 0; i < tp_plan_nhosts(plan); i++) {
+		const tp_plan_host_t *o = tp_plan_host(plan, i);
+		if (o != ph && o->hcas[r])
+			return true;
+	}
+	return false;
+}
+
 /* "=dev,dev": this host's HCAs in rail order, by their local names when
  * there is a map; NULL when none (or NOMEM, which *nomem_p tells apart).
- * *unmapped_p: the plan names HCAs, the map has none of them. */
+ * With subnets for rails, only those of subnets another host of the plan
+ * is on (one host: all). *unmapped_p: the plan names HCAs, the map has
+ * none of them. */
 static char *hca_list(const tp_plan_t *plan, const tp_plan_host_t *ph,
-		      const tp_hca_map_t *map, bool *nomem_p, bool *unmapped_p)
+		      bool subnets, const tp_hca_map_t *map, bool *nomem_p,
+		      bool *unmapped_p)
 {
 	tp_strbuf_t sb = {0};
 	bool named = false;
 
 	for (int r = 0; r < tp_plan_nrails(plan); r++) {
 		const char *dev = ph->hcas[r];
+		if (dev && subnets && tp_plan_nhosts(plan) > 1 &&
+		    !rail_shared(plan, ph, r))
+			continue;
 
 		named |= dev != NULL;
 		if (dev && map)
@@ -120,9 +137,10 @@ static char *hca_list(const tp_plan_t *plan, const tp_plan_host_t *ph,
 static tp_err_t fill_vars(const tp_plan_t *plan, const tp_step_in_t *in,
 			  const tp_plan_host_t *ph, tp_step_env_t *e)
 {
-	const char *cross = in->fabric_rails > 1       ? "0"
-			    : tp_plan_nrails(plan) > 1 ? "1"
-						       : NULL;
+	bool subnets = in->fabric_subnets > 1;
+	const char *cross = in->fabric_rails > 1 || subnets ? "0"
+			    : tp_plan_nrails(plan) > 1	    ? "1"
+							    : NULL;
 	char *v[TP_STEP_ENV_MAX] = {NULL};
 	bool nomem = false, unmapped = false;
 	const char *topo = in->topo_file;
@@ -130,7 +148,7 @@ static tp_err_t fill_vars(const tp_plan_t *plan, const tp_step_in_t *in,
 	v[0] = tp_strdup(in->plan_path);
 	v[1] = tp_asprintf("%u", ph->node_rank);
 	v[2] = tp_asprintf("%llu", (unsigned long long)e->world);
-	v[3] = hca_list(plan, ph, in->hca_map, &nomem, &unmapped);
+	v[3] = hca_list(plan, ph, subnets, in->hca_map, &nomem, &unmapped);
 	if (unmapped)
 		topo = NULL;
 	v[4] = cross ? tp_strdup(cross) : NULL;

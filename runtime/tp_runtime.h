@@ -307,16 +307,19 @@ tp_err_t tp_plan_parse_json(const char *name, const char *buf, size_t len,
  *                         (exact names: "mlx5_1" alone would also match
  *                         mlx5_10..mlx5_17); unset when it has none
  *   NCCL_CROSS_NIC        "0" on a rail-optimized fabric (fabric rails >
- *                         1: a ring or tree must stay on its rail); "1"
- *                         when the host has several HCAs on one fat tree;
- *                         unset with one HCA
+ *                         1: a ring or tree must stay on its rail) or one
+ *                         of several subnets; "1" when the plan has
+ *                         several rails on one fat tree; unset with one
+ *                         rail. On several subnets NCCL_IB_HCA leaves out
+ *                         a host's HCAs on subnets no other host of the
+ *                         step is on (a gateway's other network)
  *   NCCL_TOPO_FILE        in->topo_file, when given
  * With in->hca_map, the HCA names are the node's own, and nothing of the
  * two is set when none of the plan's HCAs is on the node (see
- * tp_step_in_t). And per task (tp_step_task_rank): TOPOPLACE_RANK = rank_base + the
- * task's local id, TOPOPLACE_LOCAL_RANK = the local id. Global ranks
- * follow the plan's ring host by host with the step's real layout (the
- * tasks of the hosts before this one in the ring).
+ * tp_step_in_t). And per task (tp_step_task_rank): TOPOPLACE_RANK = rank_base +
+ * the task's local id, TOPOPLACE_LOCAL_RANK = the local id. Global ranks follow
+ * the plan's ring host by host with the step's real layout (the tasks of the
+ * hosts before this one in the ring).
  */
 
 /* Most pairs tp_plan_step_env() returns. */
@@ -366,6 +369,9 @@ typedef struct tp_step_in {
 	 * does, NCCL_IB_HCA and NCCL_TOPO_FILE are not set and
 	 * hcas_unmapped is true. NULL: the plan's names as they are. */
 	const tp_hca_map_t *hca_map;
+	/* tp_fabric_nsubnets() of the plan's fabric: with several, the
+	 * plan's rails are subnets, which no NIC crosses (0: as 1) */
+	int fabric_subnets;
 } tp_step_in_t;
 
 typedef struct tp_step_var {

@@ -27,8 +27,13 @@ static const char *name(const tp_fabric_t *f, size_t h)
 static tp_step_in_t step(const char *const *hosts, const uint32_t *tasks,
 			 size_t n, size_t id, uint64_t ntasks, int rails)
 {
-	return (tp_step_in_t){hosts, tasks, n,	  id,  ntasks,
-			      rails, PATH,  NULL, NULL};
+	return (tp_step_in_t){.hosts = hosts,
+			      .tasks = tasks,
+			      .n = n,
+			      .node_id = id,
+			      .ntasks = ntasks,
+			      .fabric_rails = rails,
+			      .plan_path = PATH};
 }
 
 /* SLURM_STEP_TASKS_PER_NODE's compressed form, and what it refuses. */
@@ -216,6 +221,56 @@ static void test_env_rails(void **state)
 	tp_step_env_free(&env);
 	tp_free(want.buf);
 	tp_plan_destroy(plan);
+	tp_fabric_destroy(f);
+}
+
+/* Two subnets (plafrim2: the gateway 'bright' has a CA on each, miriel066
+ * on the first only): bright's NCCL_IB_HCA leaves out its CA on the
+ * subnet miriel066 is not on, and NCCL_CROSS_NIC is 0 (no NIC reaches
+ * another subnet); alone in a step it lists both. */
+static void test_env_subnets(void **state)
+{
+	static const char *const pair[] = {"bright", "miriel066"};
+	static const uint32_t tasks[] = {1, 1};
+	TP_FIXTURE_OR_SKIP(s0, "ib/hwloc-netloc/plafrim2/"
+			       "ib-subnet-fe80_0000_0000_0000.txt");
+	char *first = tp_strdup(s0); /* the fixture path's buffer is reused */
+	TP_FIXTURE_OR_SKIP(s1, "ib/hwloc-netloc/plafrim2/"
+			       "ib-subnet-fe80_0000_0000_0001.txt");
+	tp_fabric_t *f = tp_fabric_create();
+	tp_plan_t *plan = NULL;
+	tp_step_env_t env;
+
+	(void)state;
+	assert_int_equal(tp_fabric_read_ibnetdiscover(f, first), TP_OK);
+	assert_int_equal(tp_fabric_read_ibnetdiscover(f, s1), TP_OK);
+	tp_free(first);
+	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
+	assert_int_equal(tp_fabric_nsubnets(f), 2);
+	for (size_t n = 2; n >= 1; n--) {
+		tp_step_in_t in =
+		    step(pair, tasks, n, 0, n, tp_fabric_rails(f));
+		in.fabric_subnets = tp_fabric_nsubnets(f);
+		assert_int_equal(
+		    tp_plan_build_step(f, pair, n, tasks, false, &plan, NULL),
+		    TP_OK);
+		assert_int_equal(tp_plan_nrails(plan), 2);
+		assert_int_equal(tp_plan_step_env(plan, &in, &env, NULL),
+				 TP_OK);
+		const tp_plan_host_t *ph =
+		    tp_plan_host(plan, tp_plan_rank_of(plan, "bright"));
+		char want[64];
+		if (n == 2)
+			snprintf(want, sizeof(want), "=%s", ph->hcas[0]);
+		else
+			snprintf(want, sizeof(want), "=%s,%s", ph->hcas[0],
+				 ph->hcas[1]);
+		assert_string_equal(tp_step_env_get(&env, "NCCL_IB_HCA"), want);
+		assert_string_equal(tp_step_env_get(&env, "NCCL_CROSS_NIC"),
+				    "0");
+		tp_step_env_free(&env);
+		tp_plan_destroy(plan);
+	}
 	tp_fabric_destroy(f);
 }
 
@@ -492,6 +547,7 @@ int main(void)
 	    cmocka_unit_test(test_env_fat_tree),
 	    cmocka_unit_test(test_env_uneven),
 	    cmocka_unit_test(test_env_rails),
+	    cmocka_unit_test(test_env_subnets),
 	    cmocka_unit_test(test_step_nics_by_rate),
 	    cmocka_unit_test(test_env_errors),
 	    cmocka_unit_test(test_env_nomem),
