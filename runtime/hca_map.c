@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime_int.h"
 #include "tp_runtime.h"
 
 /* Longer than any kernel IB device name (IB_DEVICE_NAME_MAX is 64). */
@@ -39,7 +40,7 @@ struct tp_hca_map {
 	uint64_t *lguid; /* [nlocal] */
 };
 
-static bool dev_name_ok(const char *s)
+bool tp__dev_name_ok(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -121,7 +122,7 @@ static tp_err_t read_local(tp_hca_map_t *m, const char *sysfs_root)
 		char *name;
 
 		/* a node has a handful; more is not a real sysfs */
-		if (!dev_name_ok(de->d_name) || m->nlocal >= 1024 ||
+		if (!tp__dev_name_ok(de->d_name) || m->nlocal >= 1024 ||
 		    !read_node_guid(dirfd(d), de->d_name, &g))
 			continue;
 		if (tp_grow((void **)&m->ldev, &cap, m->nlocal + 1,

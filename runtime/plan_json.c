@@ -599,6 +599,13 @@ static tp_err_t load_host(loader_t *ld, const cJSON *o, uint32_t r,
 	{
 		if ((err = load_rank(ld, it, r, l, &rk[l])))
 			return err;
+		/* a GPU runs one rank of a host (a rank without one: -1) */
+		for (uint32_t k = 0; k < l; k++)
+			if (rk[l].gpu >= 0 && rk[k].gpu == rk[l].gpu)
+				return lfail(ld, TP_ERR_PARSE,
+					     "hosts[%u].local_ranks[%u].gpu: "
+					     "GPU %d is local rank %u's",
+					     r, l, rk[l].gpu, k);
 		l++;
 	}
 	h->ranks = rk;

@@ -122,7 +122,9 @@ static char *hca_list(const tp_plan_t *plan, const tp_plan_host_t *ph,
 		named |= dev != NULL;
 		if (dev && map)
 			dev = tp_hca_map_local(map, dev);
-		if (dev)
+		/* a name that would break the list (a fabric's CA named
+		 * "HCA-1:x" reads as device HCA-1, port x) is left out */
+		if (dev && tp__dev_name_ok(dev))
 			tp_strbuf_printf(&sb, "%s%s", sb.len ? "," : "=", dev);
 	}
 	*nomem_p = sb.failed;

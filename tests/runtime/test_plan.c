@@ -786,6 +786,11 @@ static void test_json_hostile(void **state)
 			 "rail_leaders[1].rail");
 	expect_bad_subst(j, "\"algo\": \"", "\"algo\": \"x", TP_ERR_PARSE,
 			 "recommend[0].algo");
+	/* two ranks of a host on one GPU */
+	expect_bad_subst(
+	    j, "\"local_rank\": 1, \"rank\": 1, \"gpu\": 1,",
+	    "\"local_rank\": 1, \"rank\": 1, \"gpu\": 0,", TP_ERR_PARSE,
+	    "hosts[0].local_ranks[1].gpu: GPU 0 is local rank 0's");
 	expect_bad_subst(j, "\"basis\": \"rule\"", "\"basis\": \"model\"",
 			 TP_ERR_PARSE, "without a prediction");
 	expect_bad_subst(j, "\n}\n", "\n} x", TP_ERR_PARSE, "trailing");

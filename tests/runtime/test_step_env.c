@@ -274,6 +274,38 @@ static void test_env_subnets(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* A plan whose HCA names NCCL_IB_HCA cannot carry (':' reads as a port,
+ * ',' and '=' as separators): they are left out, the others listed. */
+static void test_env_bad_hca_names(void **state)
+{
+	tp_fabric_t *f = tp_test_rail(1, 2, 2, 1, 2);
+	const char *hosts[2] = {name(f, 0), name(f, 1)};
+	const char *bad[] = {"x:1", "a,b", "=y", "^z", "a b"};
+	uint32_t tasks[2] = {2, 2};
+	tp_plan_t *plan = NULL;
+	char want[64];
+
+	(void)state;
+	assert_int_equal(
+	    tp_plan_build_step(f, hosts, 2, tasks, false, &plan, NULL), TP_OK);
+	const tp_plan_host_t *ph =
+	    tp_plan_host(plan, tp_plan_rank_of(plan, hosts[0]));
+	assert_int_equal(tp_plan_nrails(plan), 2);
+	snprintf(want, sizeof(want), "=%s", ph->hcas[1]);
+	for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
+		tp_step_in_t in = step(hosts, tasks, 2, 0, 4, 2);
+		tp_step_env_t env;
+		/* as a plan file could name it (the arena is writable) */
+		((const char **)ph->hcas)[0] = bad[b];
+		assert_int_equal(tp_plan_step_env(plan, &in, &env, NULL),
+				 TP_OK);
+		assert_string_equal(tp_step_env_get(&env, "NCCL_IB_HCA"), want);
+		tp_step_env_free(&env);
+	}
+	tp_plan_destroy(plan);
+	tp_fabric_destroy(f);
+}
+
 /* The errors the plugin logs instead of touching the environment. */
 static void test_env_errors(void **state)
 {
@@ -548,6 +580,7 @@ int main(void)
 	    cmocka_unit_test(test_env_uneven),
 	    cmocka_unit_test(test_env_rails),
 	    cmocka_unit_test(test_env_subnets),
+	    cmocka_unit_test(test_env_bad_hca_names),
 	    cmocka_unit_test(test_step_nics_by_rate),
 	    cmocka_unit_test(test_env_errors),
 	    cmocka_unit_test(test_env_nomem),
