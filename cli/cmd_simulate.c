@@ -169,8 +169,11 @@ static cJSON *metrics_json(const tp_sim_result_t *r, double wall)
 	cJSON_AddNumberToObject(o, "fragmentation_mean", r->frag_time_mean);
 	cJSON_AddNumberToObject(o, "top_level_tb_per_hour", get_top_tb_h(r, 0));
 	cJSON *ts = cJSON_AddArrayToObject(o, "over_time");
-	/* a coarse time series for scripts: at most 100 points */
-	size_t step = r->nsamples > 100 ? r->nsamples / 100 : 1;
+	/* a coarse time series for scripts: at most 100 points (199
+	 * samples would give 199 with a step of nsamples / 100) */
+	size_t step = (r->nsamples + 99) / 100;
+	if (!step)
+		step = 1;
 	for (size_t k = 0; ts && k < r->nsamples; k += step) {
 		cJSON *p = cJSON_CreateObject();
 		cJSON_AddNumberToObject(p, "t_s", r->samples[k].t);
