@@ -298,6 +298,9 @@ struct tp_coll_comm {
 	uint32_t *group_of; /* [rank] */
 	bool groups_even;   /* every group has as many hosts */
 	struct tp__coll_ef *ef;
+	/* compressed calls without error-feedback state so far: their
+	 * stochastic rounding's call number (every rank makes the same) */
+	uint64_t comp_calls;
 	char *cmsg[2];
 	size_t cmsg_cap[2];
 	/* Work run behind the ring phases (compress.c's pipeline): the ring

@@ -403,8 +403,9 @@ static size_t pipeline_seg(const tp_coll_comm_t *c,
 	return seg < count ? seg : 0;
 }
 
-static void call_setup(tp__coll_comp_call_t *k, const tp_coll_comp_opts_t *o,
-		       tp__coll_ef_t *e, uint64_t key, size_t count)
+static void call_setup(tp_coll_comm_t *c, tp__coll_comp_call_t *k,
+		       const tp_coll_comp_opts_t *o, tp__coll_ef_t *e,
+		       uint64_t key, size_t count)
 {
 	memset(k, 0, sizeof(*k));
 	k->kind = o->kind == TP_COLL_COMP_INT8	 ? TP__COMP_INT8
@@ -416,9 +417,12 @@ static void call_setup(tp__coll_comp_call_t *k, const tp_coll_comp_opts_t *o,
 	    o->stochastic ? TP_CUDA_ROUND_STOCHASTIC : TP_CUDA_ROUND_NEAREST;
 	k->o.topk_frac = o->topk_fraction;
 	k->o.seed = o->seed ^ (key * 0xbf58476d1ce4e5b9ull);
+	/* the call number: the key's, or without its state (no error
+	 * feedback) the communicator's, so the noise differs call to call
+	 * (it repeated itself there, and rounding no longer averaged out) */
+	k->o.seed += (e ? e->calls++ : c->comp_calls++) * 0x94d049bb133111ebull;
 	if (!e)
 		return;
-	k->o.seed += e->calls++ * 0x94d049bb133111ebull;
 	for (int s = 0; s < 2; s++)
 		for (int w = 0; w < 2; w++)
 			k->res[s][w] = e->res + (size_t)(2 * s + w) * count;
@@ -490,7 +494,7 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 	if (o.error_feedback && (err = ef_get(c, key, count, seg, &o, &e)))
 		return tp__coll_fail(c, err, "residuals of key %llu",
 				     (unsigned long long)key);
-	call_setup(&k, &o, e, key, count);
+	call_setup(c, &k, &o, e, key, count);
 	k.seg = seg;
 	c->last_move_ns = t0 = tp__coll_now_ns();
 	/* the host level is never compressed here: its ranks agree first */

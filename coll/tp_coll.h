@@ -446,7 +446,9 @@ tp_err_t tp_coll_barrier(tp_coll_comm_t *comm);
  * without momentum. One more array of count floats per key.
  *
  * Stochastic rounding (int8, opts->stochastic): the noise of an element is
- * a function of (seed, key, call number for the key, hop, rank, index).
+ * a function of (seed, key, call number for the key, hop, rank, index);
+ * without error feedback the call number is the communicator's count of
+ * such calls (every rank makes the same calls).
  *
  * Memory: message buffers grow to the largest call and are reused; the
  * first call of a key allocates its residuals.

@@ -808,11 +808,12 @@ tp_cuda_topk_compress(const float *g, float *residual, size_t count,
 }
 
 __global__ void k_topk_scatter(const uint32_t *idx, const float *val,
-			       size_t nnz, float *out)
+			       size_t nnz, size_t count, float *out)
 {
 	for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < nnz;
 	     j += (size_t)gridDim.x * blockDim.x)
-		out[idx[j]] = tp_km_add(out[idx[j]], val[j]);
+		if (idx[j] < count) /* never a write past the buffer */
+			out[idx[j]] = tp_km_add(out[idx[j]], val[j]);
 }
 
 extern "C" tp_err_t tp_cuda_topk_decompress_acc(const uint32_t *idx,
@@ -824,7 +825,9 @@ extern "C" tp_err_t tp_cuda_topk_decompress_acc(const uint32_t *idx,
 	unsigned grid;
 	tp_err_t err;
 
-	(void)count; /* indices are trusted here; the wire format checks */
+	/* the wire format checks the indices; the kernel skips one at or
+	 * past count rather than write there (no error comes back from a
+	 * kernel without a sync) */
 	if (nnz && (!idx || !val || !out))
 		return TP_ERR_INVAL;
 	if (nnz == 0)
@@ -832,8 +835,8 @@ extern "C" tp_err_t tp_cuda_topk_decompress_acc(const uint32_t *idx,
 	err = grid_for(nnz, &grid, detail, detail_len);
 	if (err)
 		return err;
-	k_topk_scatter<<<grid, THREADS, 0, (cudaStream_t)stream>>>(idx, val,
-								   nnz, out);
+	k_topk_scatter<<<grid, THREADS, 0, (cudaStream_t)stream>>>(
+	    idx, val, nnz, count, out);
 	CU_CHECK(cudaGetLastError());
 	return TP_OK;
 }

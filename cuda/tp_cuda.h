@@ -175,8 +175,8 @@ tp_err_t tp_cuda_topk_compress(const float *g, float *residual, size_t count,
 			       float *val, uint32_t *nnz_dev, void *ws,
 			       size_t ws_bytes, void *stream, char *detail,
 			       size_t detail_len);
-/* out[idx[j]] += val[j] for j < nnz (host value; indices must be distinct
- * and below count). */
+/* out[idx[j]] += val[j] for j < nnz (host value; indices must be distinct;
+ * one at or past count is skipped, where the CPU path refuses it). */
 tp_err_t tp_cuda_topk_decompress_acc(const uint32_t *idx, const float *val,
 				     size_t nnz, size_t count, float *out,
 				     void *stream, char *detail,

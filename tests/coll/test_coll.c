@@ -2256,6 +2256,51 @@ static void test_comp_nan(void **s)
 	tp_plan_destroy(p);
 }
 
+/* Stochastic int8 without error feedback: the same input twice rounds
+ * with new noise (the call number moves on without a key's state; it
+ * stayed 0 and every call drew the same noise), and alike on every rank. */
+static int stoch_rank(tp_coll_comm_t *c, void *arg)
+{
+	enum { N = 4096 };
+	static float b[2][N];
+	tp_coll_comp_opts_t o;
+	size_t differ = 0;
+
+	(void)arg;
+	tp_coll_comp_opts_defaults(&o);
+	o.kind = TP_COLL_COMP_INT8;
+	o.stochastic = true;
+	o.error_feedback = false;
+	for (int call = 0; call < 2; call++) {
+		for (size_t i = 0; i < N; i++)
+			b[call][i] = sinf((float)i * 0.37f +
+					  (float)tp_coll_comm_rank(c));
+		if (tp_coll_allreduce_compressed(c, b[call], N, TP_COLL_SUM, &o,
+						 7))
+			return 2;
+	}
+	for (size_t i = 0; i < N; i++)
+		differ += b[0][i] != b[1][i];
+	/* the same on every rank: rank 0's second result broadcast */
+	static float r0[N];
+	memcpy(r0, b[1], sizeof(r0));
+	if (tp_coll_broadcast(c, r0, N, TP_COLL_FP32, 0))
+		return 3;
+	if (memcmp(r0, b[1], sizeof(r0)))
+		return 4;
+	return differ > N / 10 ? 0 : 5;
+}
+
+static void test_comp_stochastic(void **s)
+{
+	tp_plan_t *p = plan_of(2, 2, 0);
+
+	(void)s;
+	run_ranks_ok(p, 20, 64 << 10, stoch_rank, NULL, 60,
+		     "int8 stochastic, no error feedback");
+	tp_plan_destroy(p);
+}
+
 /* The phase profile of the calls since the last reset: nested intervals,
  * so the whole calls hold the stages and the stages the (de)compression;
  * compressed: whether encoding and decoding ran. */
@@ -2699,6 +2744,7 @@ int main(void)
 	    cmocka_unit_test(test_comp_rails),
 	    cmocka_unit_test(test_rank_weights),
 	    cmocka_unit_test(test_comp_nan),
+	    cmocka_unit_test(test_comp_stochastic),
 	    cmocka_unit_test(test_comp_cross_bytes),
 	    cmocka_unit_test(test_comp_mismatch),
 	    cmocka_unit_test(test_comp_pipeline),
