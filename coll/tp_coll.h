@@ -111,10 +111,11 @@
  * transfer on a slow link therefore never times out while it advances.
  *
  * Memory: scratch buffers belong to the communicator; they are sized at
- * init (a few MiB of pipelining slots, and 2 x 2 MiB of shared memory
- * per same-host peer) and only reduce-scatter grows one, when it sees a
- * larger size than before, so calls in steady state do not allocate.
- * User buffers are borrowed for the duration of the call only.
+ * init (a few MiB of pipelining slots; shared memory of 2 x 2 MiB per
+ * same-host peer of each ring and tree channel, and one host segment of
+ * 2 x (the host's ranks + 1) MiB) and only reduce-scatter grows one, when it
+ *sees a larger size than before, so calls in steady state do not allocate. User
+ *buffers are borrowed for the duration of the call only.
  *
  * Thread safety: a communicator is used by one thread at a time (all
  * ranks must call collectives on it in the same order). Different
@@ -171,7 +172,8 @@ typedef enum tp_coll_dtype {
 
 typedef enum tp_coll_op {
 	TP_COLL_SUM = 0,
-	TP_COLL_AVG = 1, /* sum / world size (integer division for ints) */
+	TP_COLL_AVG = 1, /* sum / world size (integer division for ints,
+			  * of the sum as it wraps around on overflow) */
 	TP_COLL_MAX = 2,
 	TP_COLL_MIN = 3,
 } tp_coll_op_t;
@@ -193,9 +195,11 @@ typedef struct tp_coll_opts {
 	 * time on one host needs its own port; the port is released when
 	 * init returns. */
 	int master_port;
-	/* Seconds without progress before a call (or init) fails with
-	 * TP_ERR_TIMEOUT; > 0. Default 30. Values above 1e9 (about 31
-	 * years), INFINITY included, wait that long: no timeout. */
+	/* Seconds without progress before a call fails with
+	 * TP_ERR_TIMEOUT, and the longest init takes (every rank must join
+	 * within it of this one's start: raise it when ranks start far
+	 * apart); > 0. Default 30. Values above 1e9 (about 31 years),
+	 * INFINITY included, wait that long: no timeout. */
 	double timeout_s;
 	/* Pipelining unit in bytes, 8 .. 1 GiB (rounded down to a multiple
 	 * of 8; less is TP_ERR_INVAL); default 256 KiB. Every rank must use
@@ -216,8 +220,9 @@ void tp_coll_opts_defaults(tp_coll_opts_t *o);
  * Join the communicator of `plan` as global rank `rank` (0 <= rank <
  * tp_plan_world_size(plan)). Collective: every rank of the plan must call
  * it with the same plan, chunk size and rendezvous address; it returns
- * when all ranks are connected, or fails after opts->timeout_s without
- * progress. opts may be NULL (defaults). The plan is copied (as its JSON
+ * when all ranks are connected, or fails opts->timeout_s after its start
+ * (the whole rendezvous, not time without progress: every rank must join
+ * within it). opts may be NULL (defaults). The plan is copied (as its JSON
  * hash and the schedules); the caller keeps ownership of it.
  *
  * Returns TP_OK and sets *comm_p (free with tp_coll_comm_destroy()), or
