@@ -550,8 +550,13 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 			break;
 		bool fifos = name[NAME_LEN - 1] == 'f';
 		name[NAME_LEN - 1] = '\0';
-		if (enabled && name[0])
+		if (enabled && name[0]) {
 			ack = open_segment(c, peer, name, fifos && fifos_ok);
+			/* both ends hold it now: the names can go, so none
+			 * stays behind should the lower rank die before its
+			 * unlink in step 3 (a job cancelled during init) */
+			unlink_all(name);
+		}
 		err = xfer(c->peers[peer].fd, &ack, 1, true, deadline);
 	}
 	/* 3: collect the acks, unlink the names. */
@@ -782,6 +787,10 @@ tp_err_t tp__coll_host_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 		err = xfer(up, name, NAME_LEN, false, deadline);
 	if (!err && me > 0 && enabled)
 		m = host_open(n, name);
+	/* the last of the chain opens it after every other rank: its name
+	 * can go (rank 0 unlinks it too, later, should it live) */
+	if (me + 1 == n && name[0])
+		shm_unlink(name);
 	if (!err && dn >= 0)
 		err = xfer(dn, name, NAME_LEN, true, deadline);
 	ok = m != NULL;
@@ -803,6 +812,8 @@ tp_err_t tp__coll_host_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 		err = TP_ERR_NOMEM;
 	if (m && !c->host)
 		munmap(m, host_len(n));
+	if (err && name[0]) /* a rank of the chain died: leave nothing */
+		shm_unlink(name);
 	if (err && err_p && !*err_p)
 		*err_p = tp_asprintf("rank %d: host segment setup: %s", c->rank,
 				     tp_strerror(err));
