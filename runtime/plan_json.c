@@ -708,6 +708,60 @@ static tp_err_t load_group_id(loader_t *ld, const cJSON *it, uint32_t *id_p,
 	return TP_OK;
 }
 
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* A value other than TP_ID_NONE twice among v[0..m) (sorts v), or
+ * TP_ID_NONE. */
+static uint32_t twice(uint32_t *v, size_t m)
+{
+	qsort(v, m, sizeof(*v), u32_cmp);
+	for (size_t i = 1; i < m; i++)
+		if (v[i] == v[i - 1] && v[i] != TP_ID_NONE)
+			return v[i];
+	return TP_ID_NONE;
+}
+
+/* The groups name distinct level-1 groups, and those of one spine are one
+ * run of the ring, as the builder makes them (a spine met again after
+ * another left the plan's schedules unbuildable). */
+static tp_err_t groups_distinct(loader_t *ld)
+{
+	const tp_plan_t *p = ld->p;
+	uint32_t *v = tp_malloc((p->ngroups + 1) * sizeof(uint32_t)), d;
+	size_t m = 0;
+
+	if (!v)
+		return nomem(ld);
+	for (size_t g = 0; g < p->ngroups; g++)
+		v[g] = p->groups[g].id;
+	if ((d = twice(v, p->ngroups)) != TP_ID_NONE) {
+		tp_free(v);
+		return lfail(ld, TP_ERR_PARSE, "groups: id %u twice", d);
+	}
+	for (size_t g = 0; g < p->ngroups; g++)
+		if (!g || p->groups[g].spine != p->groups[g - 1].spine)
+			v[m++] = p->groups[g].spine;
+	d = twice(v, m);
+	tp_free(v);
+	for (size_t g = 1; d != TP_ID_NONE && g < p->ngroups; g++)
+		if (p->groups[g].spine == d && p->groups[g - 1].spine != d) {
+			for (size_t h = 0; h < g; h++)
+				if (p->groups[h].spine == d)
+					return lfail(
+					    ld, TP_ERR_PARSE,
+					    "groups[%zu].spine: %u again after "
+					    "another spine (a spine's groups "
+					    "are one run of the ring)",
+					    g, d);
+		}
+	return TP_OK;
+}
+
 static tp_err_t load_groups(loader_t *ld, const cJSON *arr)
 {
 	static const char *const req[] = {"id", "spine", "hosts", "leader",
@@ -781,7 +835,7 @@ static tp_err_t load_groups(loader_t *ld, const cJSON *arr)
 		return lfail(ld, TP_ERR_PARSE,
 			     "groups: \"%s\" (and later hosts) in no group",
 			     p->hosts[next].name);
-	return TP_OK;
+	return groups_distinct(ld);
 }
 
 static tp_err_t load_tree(loader_t *ld, const cJSON *o, int t)

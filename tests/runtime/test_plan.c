@@ -798,7 +798,33 @@ static void test_json_hostile(void **state)
 	 * error, not the allocation that count would ask for */
 	expect_bad_subst(j, "\"nodes\": 8,", "\"nodes\": 4294967294,",
 			 TP_ERR_PARSE, "ring: expected 4294967294 entries");
+	/* two groups naming one level-1 group */
+	expect_bad_subst(j, "{\"id\": 1,", "{\"id\": 0,", TP_ERR_PARSE,
+			 "groups: id 0 twice");
 	tp_free(j);
+	tp_plan_destroy(p);
+	tp_fabric_destroy(f);
+
+	/* a spine's groups are one run: 3 leaves under one spine, the
+	 * middle one's spine changed, the last one's spine is met again */
+	f = tp_test_fat_tree_il(3, 2, 1);
+	for (size_t i = 0; i < 6; i++)
+		names[i] = tp_fabric_host(f, i)->name;
+	p = build(f, NULL, names, 6, NULL);
+	char *js = NULL, *at;
+	assert_int_equal(tp_plan_to_json(p, &js), TP_OK);
+	at = strstr(js, "\"spine\": ");
+	assert_non_null(at);
+	assert_non_null(at = strstr(at + 1, "\"spine\": "));
+	char *bad = malloc(strlen(js) + 16);
+	size_t pre = (size_t)(at - js) + 9;
+	memcpy(bad, js, pre);
+	strcpy(bad + pre, "99999");
+	strcat(bad, strchr(at + 9, ','));
+	expect_bad(bad, TP_ERR_PARSE,
+		   "groups[2].spine: 3 again after another spine");
+	free(bad);
+	tp_free(js);
 	tp_plan_destroy(p);
 	tp_fabric_destroy(f);
 }
