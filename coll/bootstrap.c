@@ -1,8 +1,13 @@
 /* bootstrap.c - rendezvous through rank 0 and the direct peer connections.
  *
  * Notes: every socket is non-blocking from the start and every wait goes
- * through poll() against one deadline, so init fails with TP_ERR_TIMEOUT
- * instead of hanging on a rank that never comes. The higher rank connects
+ * through poll() against a deadline timeout_s after the last progress (a
+ * connection accepted, bytes moved), so init fails with TP_ERR_TIMEOUT
+ * instead of hanging on a rank that never comes. Rank 0 waits timeout_s
+ * after the last rank arrived; while it waits it sends the ranks already
+ * there a WAIT reply every timeout_s / 4, their progress, so ranks that
+ * start over a longer span than timeout_s, each within it of the one
+ * before, still meet. The higher rank connects
  * to the lower one: a connect completes in the listener's backlog before
  * the lower rank calls accept(), so the order in which ranks reach the
  * accept loop cannot deadlock. The wire structs are host-endian: the
@@ -27,10 +32,10 @@
 
 #include "coll_int.h"
 
-/* "tpc2": changes with any wire format, the compressed messages' too
+/* "tpc3": changes with any wire format, the compressed messages' too
  * (TP__COMP_VERSION 2), so ranks of two library versions fail at init
- * instead of at their first compressed call */
-#define MAGIC	 0x74706332u
+ * instead of at their first compressed call (3: the WAIT reply) */
+#define MAGIC	 0x74706333u
 #define SOCK_BUF (4 << 20)
 
 typedef struct hello {
@@ -53,9 +58,12 @@ typedef struct hello {
 
 typedef struct reply {
 	uint32_t magic;
-	int32_t status;
+	int32_t status; /* TP_OK, an error, or BOOT_WAIT */
 	char why[248];
 } reply_t;
+
+/* reply_t.status of rank 0's "still gathering, wait on" */
+#define BOOT_WAIT 1
 
 typedef struct entry {
 	uint32_t addr;
@@ -96,6 +104,12 @@ static void bforget(boot_t *b)
 	}
 }
 
+/* Something moved: the wait starts again. */
+static void progress(boot_t *b)
+{
+	b->deadline = tp__coll_now_ns() + b->c->timeout_ns;
+}
+
 static int left_ms(const boot_t *b)
 {
 	return tp__coll_poll_ms(b->deadline - tp__coll_now_ns());
@@ -106,14 +120,17 @@ static int new_socket(void)
 	return socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 }
 
-/* Wait for ev on fd until the deadline: 1 ready, 0 timed out, -1 error. */
-static int wait_fd(const boot_t *b, int fd, short ev)
+/* Wait for ev on fd until the deadline, or for slice_ns when > 0 and
+ * sooner: 1 ready, 0 timed out, -1 error. */
+static int wait_fd(const boot_t *b, int fd, short ev, int64_t slice_ns)
 {
 	for (;;) {
 		struct pollfd p = {.fd = fd, .events = ev};
 		int ms = left_ms(b);
 		if (ms == 0)
 			return 0;
+		if (slice_ns > 0 && ms > tp__coll_poll_ms(slice_ns))
+			ms = tp__coll_poll_ms(slice_ns);
 		int n = poll(&p, 1, ms);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -133,6 +150,7 @@ static tp_err_t xfer(boot_t *b, int fd, void *buf, size_t len, bool out,
 			: recv(fd, (char *)buf + off, len - off, 0);
 		if (n > 0) {
 			off += (size_t)n;
+			progress(b);
 			continue;
 		}
 		if (n == 0)
@@ -143,7 +161,7 @@ static tp_err_t xfer(boot_t *b, int fd, void *buf, size_t len, bool out,
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			return bfail(b, TP_ERR_PEER_LOST, "%s: %s", what,
 				     strerror(errno));
-		int r = wait_fd(b, fd, out ? POLLOUT : POLLIN);
+		int r = wait_fd(b, fd, out ? POLLOUT : POLLIN, 0);
 		if (r == 0)
 			return bfail(b, TP_ERR_TIMEOUT,
 				     "%s: timed out after %g s", what,
@@ -181,7 +199,7 @@ static tp_err_t connect_to(boot_t *b, const struct sockaddr_in *sa, bool retry,
 			e = errno;
 			if (e == EINPROGRESS) {
 				socklen_t sl = sizeof(e);
-				int r = wait_fd(b, fd, POLLOUT);
+				int r = wait_fd(b, fd, POLLOUT, 0);
 				if (r <= 0) {
 					close(fd);
 					return bfail(
@@ -249,12 +267,52 @@ static tp_err_t listen_on(boot_t *b, struct sockaddr_in *sa, int *fd_p,
 	return TP_OK;
 }
 
-static tp_err_t accept_one(boot_t *b, int lfd, const char *what, int *fd_p)
+/* Rank 0's WAIT to the ranks in fds[0..n) when a quarter of timeout_s
+ * has passed since the last (*last_ns): best effort, a rank gone is
+ * found by the reply. */
+static void tick(boot_t *b, const int *fds, int n, int64_t *last_ns)
 {
+	reply_t w = {.magic = MAGIC, .status = BOOT_WAIT};
+	int64_t now = tp__coll_now_ns();
+
+	if (!fds || now - *last_ns < b->c->timeout_ns / 4)
+		return;
+	*last_ns = now;
+	for (int i = 0; i < n; i++) {
+		size_t off = 0;
+		while (off < sizeof(w)) {
+			ssize_t k =
+			    send(fds[i], (char *)&w + off, sizeof(w) - off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (k > 0) {
+				off += (size_t)k;
+				continue;
+			}
+			if (k < 0 && errno == EINTR)
+				continue;
+			/* a full buffer: skip this tick, unless a part went
+			 * (the rest must follow, or the stream is torn) */
+			if (k < 0 && off &&
+			    (errno == EAGAIN || errno == EWOULDBLOCK) &&
+			    wait_fd(b, fds[i], POLLOUT, 0) > 0)
+				continue;
+			break;
+		}
+	}
+}
+
+/* Accept a connection on lfd before the deadline; rank 0 (fds given)
+ * ticks the n ranks already there meanwhile. */
+static tp_err_t accept_one(boot_t *b, int lfd, const char *what, const int *fds,
+			   int n, int *fd_p)
+{
+	int64_t last = tp__coll_now_ns();
+
 	for (;;) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd >= 0) {
 			*fd_p = fd;
+			progress(b);
 			return TP_OK;
 		}
 		if (errno == EINTR || errno == ECONNABORTED)
@@ -262,13 +320,18 @@ static tp_err_t accept_one(boot_t *b, int lfd, const char *what, int *fd_p)
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			return bfail(b, TP_ERR_IO, "accept: %s",
 				     strerror(errno));
-		int r = wait_fd(b, lfd, POLLIN);
+		int r = wait_fd(b, lfd, POLLIN, fds ? b->c->timeout_ns / 4 : 0);
+		if (r == 0 && left_ms(b) > 0) {
+			tick(b, fds, n, &last);
+			continue;
+		}
 		if (r == 0)
 			return bfail(b, TP_ERR_TIMEOUT,
 				     "%s: timed out after %g s", what,
 				     b->c->timeout_s);
 		if (r < 0)
 			return bfail(b, TP_ERR_IO, "poll: %s", strerror(errno));
+		tick(b, fds, n, &last);
 	}
 }
 
@@ -385,7 +448,7 @@ static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 	for (int i = 1; i < c->size && !why; i++) {
 		hello_t h;
 		int fd;
-		err = accept_one(b, lfd, "rendezvous", &fd);
+		err = accept_one(b, lfd, "rendezvous", fds, nfd, &fd);
 		if (err == TP_ERR_TIMEOUT)
 			err = missing(b, seen);
 		if (err)
@@ -468,8 +531,10 @@ static tp_err_t join(boot_t *b, const struct sockaddr_in *msa,
 	h.addr = c->hca_addr ? c->hca_addr : me.sin_addr.s_addr;
 	h.port = peer_port;
 	err = xfer(b, fd, &h, sizeof(h), true, what);
-	if (!err)
-		err = xfer(b, fd, &rep, sizeof(rep), false, what);
+	/* rank 0's WAITs while it gathers the others: each one progress */
+	do
+		err = err ? err : xfer(b, fd, &rep, sizeof(rep), false, what);
+	while (!err && rep.magic == MAGIC && rep.status == BOOT_WAIT);
 	if (!err && rep.magic != MAGIC)
 		err = bfail(b, TP_ERR_MISMATCH, "%s: bad reply", what);
 	if (!err && rep.status != TP_OK) {
@@ -579,8 +644,8 @@ static tp_err_t mesh(boot_t *b, int lfd, const entry_t *tab,
 	while (expect-- > 0) {
 		hello_t h;
 		int fd;
-		tp_err_t err =
-		    accept_one(b, lfd, "waiting for peer connections", &fd);
+		tp_err_t err = accept_one(
+		    b, lfd, "waiting for peer connections", NULL, 0, &fd);
 		if (err == TP_ERR_TIMEOUT)
 			err = unconnected(b, want);
 		if (err)
@@ -804,9 +869,11 @@ tp_err_t tp__coll_connect(tp_coll_comm_t *c, const tp_coll_opts_t *o,
 			tune(*conn_slot(c, i, k));
 		c->active[c->nactive++] = i;
 	}
+	progress(&b);
 	err = tp__coll_shm_setup(c, b.deadline, err_p);
 	if (!err)
-		err = tp__coll_host_setup(c, b.deadline, err_p);
+		err = tp__coll_host_setup(c, tp__coll_now_ns() + c->timeout_ns,
+					  err_p);
 out:
 	if (lfd >= 0)
 		close(lfd);

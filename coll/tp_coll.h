@@ -195,11 +195,10 @@ typedef struct tp_coll_opts {
 	 * time on one host needs its own port; the port is released when
 	 * init returns. */
 	int master_port;
-	/* Seconds without progress before a call fails with
-	 * TP_ERR_TIMEOUT, and the longest init takes (every rank must join
-	 * within it of this one's start: raise it when ranks start far
-	 * apart); > 0. Default 30. Values above 1e9 (about 31 years),
-	 * INFINITY included, wait that long: no timeout. */
+	/* Seconds without progress before a call (or init: no rank
+	 * arrived, no byte moved) fails with TP_ERR_TIMEOUT; > 0. Default
+	 * 30. Values above 1e9 (about 31 years), INFINITY included, wait
+	 * that long: no timeout. */
 	double timeout_s;
 	/* Pipelining unit in bytes, 8 .. 1 GiB (rounded down to a multiple
 	 * of 8; less is TP_ERR_INVAL); default 256 KiB. Every rank must use
@@ -220,9 +219,11 @@ void tp_coll_opts_defaults(tp_coll_opts_t *o);
  * Join the communicator of `plan` as global rank `rank` (0 <= rank <
  * tp_plan_world_size(plan)). Collective: every rank of the plan must call
  * it with the same plan, chunk size and rendezvous address; it returns
- * when all ranks are connected, or fails opts->timeout_s after its start
- * (the whole rendezvous, not time without progress: every rank must join
- * within it). opts may be NULL (defaults). The plan is copied (as its JSON
+ * when all ranks are connected, or fails after opts->timeout_s without
+ * progress: rank 0 waits that long after the last rank arrived (and tells
+ * the ranks already there it still gathers), so ranks may start over a
+ * longer span, each within timeout_s of the one before. opts may be NULL
+ * (defaults). The plan is copied (as its JSON
  * hash and the schedules); the caller keeps ownership of it.
  *
  * Returns TP_OK and sets *comm_p (free with tp_coll_comm_destroy()), or

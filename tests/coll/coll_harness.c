@@ -71,6 +71,7 @@ void opts_for(tp_coll_opts_t *o, int port, double timeout_s, size_t chunk)
 
 int refuse_shm_rank = -1;
 const char *shm_value = "0";
+int join_delay_ms;
 
 /* Child: join, run fn, exit with its status (99: init failed). */
 static void child(const tp_plan_t *p, int rank, const tp_coll_opts_t *o,
@@ -81,6 +82,8 @@ static void child(const tp_plan_t *p, int rank, const tp_coll_opts_t *o,
 
 	if (rank == refuse_shm_rank)
 		setenv("TOPOPLACE_COLL_SHM", shm_value, 1);
+	if (join_delay_ms > 0)
+		usleep((useconds_t)join_delay_ms * 1000 * (useconds_t)rank);
 	if (tp_coll_comm_init(p, rank, o, &c, &why)) {
 		fprintf(stderr, "# rank %d: init: %s\n", rank, why);
 		_exit(99);

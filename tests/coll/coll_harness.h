@@ -41,6 +41,8 @@ typedef int (*rank_fn)(tp_coll_comm_t *c, void *arg);
  * socket); -1: none. */
 extern int refuse_shm_rank;
 extern const char *shm_value;
+/* Rank r waits r x join_delay_ms before joining (0: none). */
+extern int join_delay_ms;
 
 /* Fork every rank of p (at most 16); wait at most limit_s; exit statuses
  * into st[] (99: init failed, 128 + signal when killed). Kills the

@@ -1136,6 +1136,22 @@ static void test_long_timeout(void **s)
 	tp_plan_destroy(two);
 }
 
+/* Ranks that start over a longer span than timeout_s, each well within it
+ * of the one before (6 ranks 400 ms apart, 1 s timeout): init waits
+ * timeout_s without progress, not in all (rank 0 failed after 1 s with
+ * ranks 3-5 "never came", the early ranks waiting for the table). */
+static void test_staggered_start(void **s)
+{
+	tp_plan_t *p = plan_of(3, 2, 0);
+
+	(void)s;
+	join_delay_ms = 400;
+	run_ranks_ok(p, 1, 4096, late_rank, NULL, 30,
+		     "ranks joining 400 ms apart, 1 s timeout");
+	join_delay_ms = 0;
+	tp_plan_destroy(p);
+}
+
 /* ---- init errors ----------------------------------------------------------
  */
 
@@ -2737,6 +2753,7 @@ int main(void)
 	    cmocka_unit_test(test_hung_peer),
 	    cmocka_unit_test(test_small_faults),
 	    cmocka_unit_test(test_long_timeout),
+	    cmocka_unit_test(test_staggered_start),
 	    cmocka_unit_test(test_comp_names),
 	    cmocka_unit_test(test_comp_huge_count),
 	    cmocka_unit_test(test_comp_wire),
