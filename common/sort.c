@@ -77,6 +77,13 @@ static void swaps(unsigned char *a, size_t n, size_t size, cmp_fn cmp)
 			}
 }
 
+int tp_u32_cmp(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
 void tp_sort(void *base, size_t n, size_t size, cmp_fn cmp)
 {
 	unsigned char small[256], *tmp = small, *buf = NULL;

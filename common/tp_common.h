@@ -99,6 +99,8 @@ void tp_free(void *p);
 #define TP_SORT_SHORT 24
 void tp_sort(void *base, size_t n, size_t size,
 	     int (*cmp)(const void *, const void *));
+/* Ascending order of two uint32_t, for tp_sort() and qsort(). */
+int tp_u32_cmp(const void *x, const void *y);
 char *tp_strdup(const char *s);
 char *tp_strndup(const char *s, size_t n);
 /* printf into a new string; caller frees with tp_free(). NULL on NOMEM. */

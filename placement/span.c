@@ -54,13 +54,6 @@ static uint32_t unit_of(const tp_fabric_t *f, uint32_t h, int lv,
 	return u == TP_ID_NONE || u >= n ? n : u;
 }
 
-static int u32_cmp(const void *x, const void *y)
-{
-	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-
-	return a < b ? -1 : a > b;
-}
-
 static size_t distinct(const tp_fabric_t *f, const uint32_t *hosts, size_t n,
 		       int lv, uint32_t *tmp)
 {
@@ -80,7 +73,7 @@ static size_t distinct(const tp_fabric_t *f, const uint32_t *hosts, size_t n,
 	}
 	for (size_t i = 0; i < n; i++)
 		tmp[i] = unit_of(f, hosts[i], lv, &nu);
-	tp_sort(tmp, n, sizeof(*tmp), u32_cmp);
+	tp_sort(tmp, n, sizeof(*tmp), tp_u32_cmp);
 	for (size_t i = 0; i < n; i++)
 		c += !i || tmp[i] != tmp[i - 1];
 	return c;

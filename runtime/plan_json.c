@@ -708,18 +708,11 @@ static tp_err_t load_group_id(loader_t *ld, const cJSON *it, uint32_t *id_p,
 	return TP_OK;
 }
 
-static int u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* A value other than TP_ID_NONE twice among v[0..m) (sorts v), or
  * TP_ID_NONE. */
 static uint32_t twice(uint32_t *v, size_t m)
 {
-	qsort(v, m, sizeof(*v), u32_cmp);
+	tp_sort(v, m, sizeof(*v), tp_u32_cmp);
 	for (size_t i = 1; i < m; i++)
 		if (v[i] == v[i - 1] && v[i] != TP_ID_NONE)
 			return v[i];

@@ -55,12 +55,6 @@ static int host_cmp(const void *x, const void *y)
 		      ((const tp_host_t *)y)->name);
 }
 
-static int u32_cmp(const void *x, const void *y)
-{
-	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-	return a < b ? -1 : a > b;
-}
-
 /* CA order within a host: rail (subnet) first, then device name, GUID. */
 static const tp_fabric_t *sort_fabric;
 static int ca_cmp(const void *x, const void *y)
@@ -488,7 +482,7 @@ static tp_err_t host_leaves(tp_fabric_t *f)
 			if (leaf != TP_ID_NONE)
 				hp->leaves[n++] = leaf;
 		}
-		sort_n(hp->leaves, n, sizeof(uint32_t), u32_cmp);
+		sort_n(hp->leaves, n, sizeof(uint32_t), tp_u32_cmp);
 		size_t u = 0;
 		for (size_t i = 0; i < n; i++)
 			if (!u || hp->leaves[u - 1] != hp->leaves[i])
@@ -1251,7 +1245,7 @@ static tp_err_t build_nvdomains(tp_fabric_t *f)
 	}
 	for (size_t d = 0; d < f->nnvdom; d++)
 		sort_n(f->nvdom[d].hosts, f->nvdom[d].nhosts, sizeof(uint32_t),
-		       u32_cmp);
+		       tp_u32_cmp);
 	if (unknown)
 		tp__fabric_warn(
 		    f,

@@ -156,12 +156,6 @@ static tp_err_t from_conf(build_t *b)
 	return err;
 }
 
-static int cmp_u32(const void *x, const void *y)
-{
-	uint32_t a = *(const uint32_t *)x, c = *(const uint32_t *)y;
-	return a < c ? -1 : a > c;
-}
-
 /* Children of p (TP_ID_NONE: the roots) that are alive, by key then index. */
 typedef struct kid {
 	uint32_t key, idx;
@@ -429,7 +423,7 @@ tp_err_t tp_stree_build(const tp_fabric_t *f, bool nvlink, tp_stree_t *t,
 	for (size_t i = 0; i < b.nsw; i++)
 		if (b.sw[i].nhosts)
 			qsort(b.sw[i].hosts, b.sw[i].nhosts, sizeof(uint32_t),
-			      cmp_u32);
+			      tp_u32_cmp);
 	if (!(scratch = tp_malloc((b.nsw + 1) * sizeof(kid_t))))
 		goto fail;
 	if (!walk(&b, TP_ID_NONE, false, out.order, &n, scratch))
@@ -567,7 +561,7 @@ uint32_t tp_stree_dist(const tp_stree_t *t, uint32_t i, uint32_t j)
 
 static int cmp_u32_desc(const void *x, const void *y)
 {
-	return -cmp_u32(x, y);
+	return -tp_u32_cmp(x, y);
 }
 
 uint32_t tp_stree_min_leaves(const uint32_t *avail, size_t n, uint64_t need)
