@@ -684,8 +684,8 @@ struct tp_place_ws {
 static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 		      const tp_request_t *r, const tp_policy_params_t *params,
 		      const tp_cost_ctx_t *ctx, uint64_t seed, bool predict,
-		      tp_ideal_cache_t *ideal, tp_place_ws_t *ws,
-		      tp_placement_t *out)
+		      bool cpu_clock, tp_ideal_cache_t *ideal,
+		      tp_place_ws_t *ws, tp_placement_t *out)
 {
 	tp_policy_params_t defaults;
 	tp__policy_in_t in = {0};
@@ -719,10 +719,11 @@ static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 	 * monotonic clock's vDSO read): tp_place_choose's callers measure
 	 * their own */
 	t0 = clock_s(CLOCK_MONOTONIC);
-	c0 = predict ? clock_s(CLOCK_THREAD_CPUTIME_ID) : 0;
+	c0 = cpu_clock ? clock_s(CLOCK_THREAD_CPUTIME_ID) : 0;
 	err = policy->choose(&in, p.hosts, p.gpus, max, &p.nhosts, why,
 			     sizeof(why));
-	p.decision_cpu_s = predict ? clock_s(CLOCK_THREAD_CPUTIME_ID) - c0 : 0;
+	p.decision_cpu_s =
+	    cpu_clock ? clock_s(CLOCK_THREAD_CPUTIME_ID) - c0 : 0;
 	p.decision_s = clock_s(CLOCK_MONOTONIC) - t0;
 	why[sizeof(why) - 1] = '\0';
 	if (err)
@@ -773,7 +774,8 @@ tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
 		      const tp_cost_ctx_t *ctx, uint64_t seed,
 		      tp_placement_t *out)
 {
-	return place(policy, s, r, params, ctx, seed, true, NULL, NULL, out);
+	return place(policy, s, r, params, ctx, seed, true, true, NULL, NULL,
+		     out);
 }
 
 tp_err_t tp_place_run_cached(const tp_policy_t *policy, const tp_state_t *s,
@@ -782,7 +784,8 @@ tp_err_t tp_place_run_cached(const tp_policy_t *policy, const tp_state_t *s,
 			     const tp_cost_ctx_t *ctx, uint64_t seed,
 			     tp_ideal_cache_t *cache, tp_placement_t *out)
 {
-	return place(policy, s, r, params, ctx, seed, true, cache, NULL, out);
+	return place(policy, s, r, params, ctx, seed, true, false, cache, NULL,
+		     out);
 }
 
 tp_err_t tp_place_ideal(const tp_fabric_t *f, const tp_request_t *r,
@@ -856,5 +859,6 @@ tp_err_t tp_place_choose_ws(const tp_policy_t *policy, const tp_state_t *s,
 			    const tp_cost_ctx_t *ctx, uint64_t seed,
 			    tp_place_ws_t *ws, tp_placement_t *out)
 {
-	return place(policy, s, r, params, ctx, seed, false, NULL, ws, out);
+	return place(policy, s, r, params, ctx, seed, false, false, NULL, ws,
+		     out);
 }

@@ -354,11 +354,11 @@ typedef struct tp_placement {
 				 * beat them all */
 	char *explain;          /* one or two sentences for humans */
 	double decision_s;      /* time spent choosing (not predicting) */
-	double decision_cpu_s;  /* the same on this thread's CPU clock: what
+	double decision_cpu_s;	/* the same on this thread's CPU clock: what
 				 * the choice costs, without the time the
 				 * thread waited for a CPU (tp_place_run
-				 * only; tp_place_choose leaves 0: the clock
-				 * is a system call, microseconds on a VM) */
+				 * only; the others leave 0: the clock is a
+				 * system call, microseconds on a VM) */
 } tp_placement_t;
 
 void tp_placement_free(tp_placement_t *p); /* frees members; p itself not */
@@ -436,8 +436,10 @@ void tp_ideal_cache_clear(tp_ideal_cache_t *c);
 void tp_ideal_cache_destroy(tp_ideal_cache_t *c);
 size_t tp_ideal_cache_size(const tp_ideal_cache_t *c); /* shapes held */
 
-/* tp_place_run with the ideal taken from, or added to, cache (NULL: as
- * tp_place_run). */
+/* tp_place_run with the ideal taken from, or added to, cache, for callers
+ * that decide many times (the simulator): decision_cpu_s is 0 (the
+ * thread's CPU clock is a system call, a tenth of a simulation's time
+ * on a VM). cache may be NULL. */
 tp_err_t tp_place_run_cached(const tp_policy_t *policy, const tp_state_t *s,
 			     const tp_request_t *r,
 			     const tp_policy_params_t *params,
