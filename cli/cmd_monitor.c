@@ -675,7 +675,7 @@ static int monitor_loop(run_t *r, const args_t *a)
 		if (!rc && judge_moved_links(r, &t0))
 			(void)write_state(r, a->state);
 		if (!rc)
-			rc = sweep_finish(r, false, &t0, &secs);
+			rc = sweep_finish(r, a->once, &t0, &secs);
 		if (!rc) {
 			/* r->prev: this sweep's ports (sweep() swapped) */
 			stale = false;

@@ -155,6 +155,15 @@ static double error_factor(uint64_t delta, double limit, bool flap)
 	return 0.75;
 }
 
+/* False for a data counter read from PortCountersExtended in one sweep
+ * and from the 32-bit PortCounters in the other (the extended query lost
+ * once): their difference is no count. */
+static bool same_width(int c, const tp_health_port_t *prev,
+		       const tp_health_port_t *cur)
+{
+	return c < TP_HC_FIRST_DATA || prev->wide_data == cur->wide_data;
+}
+
 /* Rules 3 and 4 (deltas), then rule 5. */
 static void rule_counters(const tp_health_rules_t *r, const tp_link_t *link,
 			  const tp_health_port_t prev[2],
@@ -164,7 +173,7 @@ static void rule_counters(const tp_health_rules_t *r, const tp_link_t *link,
 	double worst = 1;
 
 	for (int c = 0; c < TP_HC_N; c++) {
-		bool sat = false;
+		bool sat = false, pinned = false;
 
 		for (int e = 0; e < 2; e++) {
 			bool s = false;
@@ -172,11 +181,17 @@ static void rule_counters(const tp_health_rules_t *r, const tp_link_t *link,
 				       ? 32
 				       : counters[c].bits;
 
-			if (!prev[e].counters || !cur[e].counters)
+			if (!prev[e].counters || !cur[e].counters ||
+			    !same_width(c, &prev[e], &cur[e]))
 				continue;
 			out->delta[c] += tp_health_counter_delta(
 			    prev[e].c[c], cur[e].c[c], bits, &s);
 			sat |= s;
+			/* at its maximum in both sweeps: the errors since
+			 * are not counted (interval 0: totals, held as
+			 * they are) */
+			pinned |=
+			    s && interval_s > 0 && prev[e].c[c] == cur[e].c[c];
 		}
 		if (c >= TP_HC_FIRST_DATA)
 			continue;
@@ -184,8 +199,20 @@ static void rule_counters(const tp_health_rules_t *r, const tp_link_t *link,
 		    r->per_min[c] * (interval_s > 0 ? interval_s : 0) / 60;
 		if (limit < (double)r->min_count[c])
 			limit = (double)r->min_count[c];
-		if (!((double)out->delta[c] > limit))
+		if (!((double)out->delta[c] > limit)) {
+			if (!pinned)
+				continue;
+			/* a saturated counter no longer moves: it keeps its
+			 * alarm at the lowest level until it is cleared */
+			if (0.75 < worst)
+				worst = 0.75;
+			out->alarm = true;
+			reason_add(out,
+				   "%s saturated, not counting (clear it: "
+				   "perfquery -R)",
+				   counters[c].name);
 			continue;
+		}
 		double fac =
 		    error_factor(out->delta[c], limit, c == TP_HC_LINK_DOWNED);
 		if (fac < worst)
@@ -198,7 +225,8 @@ static void rule_counters(const tp_health_rules_t *r, const tp_link_t *link,
 	out->health *= worst;
 	for (int e = 0; e < 2; e++) {
 		uint64_t words = 0;
-		if (prev[e].counters && cur[e].counters)
+		if (prev[e].counters && cur[e].counters &&
+		    same_width(TP_HC_XMIT_DATA, &prev[e], &cur[e]))
 			words = tp_health_counter_delta(
 			    prev[e].c[TP_HC_XMIT_DATA],
 			    cur[e].c[TP_HC_XMIT_DATA],

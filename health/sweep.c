@@ -558,8 +558,14 @@ tp_err_t tp_health_sweep_changed(tp_health_sweep_t *s, bool *changed_p)
 {
 	uint8_t *now;
 
-	if (!s || !changed_p || !s->mad)
+	if (!s || !changed_p)
 		return TP_ERR_INVAL;
+	if (!s->mad) {
+		/* a re-discovery could not reopen the port: the next one
+		 * tries again */
+		*changed_p = true;
+		return TP_OK;
+	}
 	if (!(now = tp_calloc(s->nup + 1, 1)))
 		return TP_ERR_NOMEM;
 	scan_ports(s, now);
@@ -578,7 +584,7 @@ tp_err_t tp_health_sweep_rediscover(tp_health_sweep_t *s)
 	char *why = NULL;
 	tp_err_t err, err2;
 
-	if (!s || !s->mad)
+	if (!s)
 		return TP_ERR_INVAL;
 	s->err[0] = '\0';
 	s->want_walk = false;
@@ -596,6 +602,21 @@ tp_err_t tp_health_sweep_rediscover(tp_health_sweep_t *s)
 		snprintf(s->err, sizeof(s->err), "%s", why);
 	tp_free(why);
 	return err ? err : err2;
+}
+
+/* True, with the reason in s->err, when a re-discovery closed the MAD
+ * port and could not open it again (an HCA reset): libibmad would be
+ * handed a NULL port. The next tp_health_sweep_rediscover() tries again.
+ */
+static bool port_closed(tp_health_sweep_t *s)
+{
+	if (s->mad)
+		return false;
+	snprintf(s->err, sizeof(s->err),
+		 "%s port %d is not open (a re-discovery could not reopen "
+		 "it; the next one tries again)",
+		 s->ca ? s->ca : "the default CA", s->port);
+	return true;
 }
 
 /* End e of link l after its PortInfo: "up but not answering" sweeps in a
@@ -630,6 +651,8 @@ tp_err_t tp_health_sweep_states(tp_health_sweep_t *s, tp_health_port_t *ports,
 
 	if (!s || !ports || !node_seen)
 		return TP_ERR_INVAL;
+	if (port_closed(s))
+		return TP_ERR_IO;
 	s->err[0] = '\0';
 	nl = tp_fabric_nlinks(s->f);
 	for (size_t l = 0; l < nl; l++) {
@@ -660,6 +683,8 @@ tp_err_t tp_health_sweep_counters(tp_health_sweep_t *s, tp_health_port_t *ports,
 
 	if (!s || !ports || !node_seen)
 		return TP_ERR_INVAL;
+	if (port_closed(s))
+		return TP_ERR_IO;
 	nl = tp_fabric_nlinks(s->f);
 	for (size_t l = 0; l < nl; l++)
 		for (int e = 0; e < 2; e++) {

@@ -40,7 +40,11 @@
  *     A 64-bit data counter that was within 2^62 of its end wrapped: the
  *     delta counts through 2^64. A counter at its maximum (the basic
  *     counters saturate) gives max - previous and the reason says
- *     "saturated".
+ *     "saturated"; one at its maximum in both sweeps counts nothing more
+ *     and keeps an alarm at x0.75 ("symbol_errors saturated, not
+ *     counting") until it is cleared. A data counter read 64-bit in one
+ *     sweep and 32-bit in the other (PortCountersExtended lost once)
+ *     gives no delta.
  *  5. Utilisation (never lowers health): PortXmitData per direction (in
  *     4-byte words, PortCountersExtended where the port answers it, else
  *     the 32-bit PortCounters field) x 32 bits / interval / cabled Gb/s.

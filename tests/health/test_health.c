@@ -229,6 +229,19 @@ static void test_reset_no_alarm(void **unused)
 	cur[0].c[TP_HC_RCV_ERR] = 65535;
 	eval(prev, cur, 1, &out);
 	assert_non_null(strstr(out.reason, "saturated"));
+	/* still at its maximum a sweep later: no count, the alarm stays */
+	prev[0].c[TP_HC_RCV_ERR] = 65535;
+	eval(prev, cur, 1, &out);
+	assert_int_equal(out.delta[TP_HC_RCV_ERR], 0);
+	assert_true(out.alarm);
+	assert_true(out.health == 0.75);
+	assert_non_null(strstr(out.reason, "rcv_errors saturated, not"));
+	/* a one-shot check (interval 0) holds totals as they are */
+	memset(prev, 0, sizeof(prev));
+	prev[0].counters = prev[1].counters = true;
+	cur[0].c[TP_HC_RCV_ERR] = 5;
+	eval(prev, cur, 0, &out);
+	assert_false(out.alarm);
 }
 
 static void test_utilisation(void **unused)
@@ -252,6 +265,18 @@ static void test_utilisation(void **unused)
 	cur[0].c[TP_HC_XMIT_DATA] = 100;
 	eval(prev, cur, 2, &out);
 	assert_true(out.util[0] == 100.0 * 32 / 2 / 200e9);
+	/* PortCountersExtended lost in one sweep: 32-bit against 64-bit
+	 * values are no count */
+	prev[0].wide_data = true;
+	prev[0].c[TP_HC_XMIT_DATA] = 1000;
+	cur[0].c[TP_HC_XMIT_DATA] = 1ull << 40;
+	eval(prev, cur, 2, &out);
+	assert_int_equal(out.delta[TP_HC_XMIT_DATA], cur[1].c[TP_HC_XMIT_DATA]);
+	assert_true(out.util[0] == 0);
+	prev[0].wide_data = false;
+	cur[0].wide_data = true;
+	eval(prev, cur, 2, &out);
+	assert_true(out.util[0] == 0);
 }
 
 /* 100 sweeps of counters moving at normal rates on busy links: no alarm.
