@@ -20,9 +20,12 @@
  *   tree the 22.05 plugin hands to slurmctld) and has the layout of
  *   topology/tree's, under the same names: Slurm's eval_nodes_tree (linked
  *   from the 24.11 build tree) runs on it unchanged for what the engine
- *   does not take (--switches, required nodes, contiguous, ranges of node
- *   counts, GPUs per task or socket, partitions not in Partitions=) and
- *   when the engine fails for another reason than "does not fit now".
+ *   does not take (--switches, required nodes, contiguous, GPUs per task
+ *   or socket, --gpus not a multiple of -N, partitions not in
+ *   Partitions=), when the engine fails for another reason than "does not
+ *   fit now", when a node range's (-N2-4) largest count does not fit now
+ *   (Slurm asks for the largest; fewer may do) and when a per-job GPU
+ *   count lands on a node count outside -N's range.
  * - Selection=tree (topoplace.conf) sends every job to eval_nodes_tree on
  *   the same table, timed and logged like the engine's decisions, to
  *   compare decision times in one controller build.
@@ -36,9 +39,9 @@
  *   commits: the free state is one tp_state_t per fabric load, reset only
  *   when what Slurm offers per host changed, and a small memo gives the
  *   engine's earlier answer again while free state, links and request
- *   are the same (topoplace24_select.c); no file I/O. The engine is the simulator's: tp_place_choose
- *   with the cost context prices candidate host sets (at most
- *   PriceBudget predictions, 0 = structure alone) on sel_state's links,
+ *   are the same (topoplace24_select.c); no file I/O. The engine is the
+ * simulator's: tp_place_choose with the cost context prices candidate host sets
+ * (at most PriceBudget predictions, 0 = structure alone) on sel_state's links,
  *   but the answer is not predicted again (the writer does that). The
  *   simulator's budget (96) put the mean decision at 4x eval_nodes_tree
  *   on the 8-node bench with a degraded up-link; the default (8) at 2x.

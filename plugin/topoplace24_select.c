@@ -465,6 +465,9 @@ static const char *job_request(topology_eval_t *topo_eval, uint32_t min_nodes,
 		    per_job % min_nodes == 0) {
 			r->nodes = (int)min_nodes;
 			r->gpus_per_node = (int)(per_job / min_nodes);
+		} else if (min_nodes > 1 && min_nodes == topo_eval->max_nodes) {
+			/* the engine splits GPUs evenly or packs them */
+			why = "--gpus not a multiple of the node count";
 		} else if (per_node) {
 			why = "--gpus with --gpus-per-node";
 		} else {
@@ -580,13 +583,23 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 	clock_gettime(CLOCK_MONOTONIC, &t_map);
 	err = choose(job_ptr->job_id, &r, serial, &pl, &hit);
 	clock_gettime(CLOCK_MONOTONIC, &t_place);
-	if (err == TP_ERR_NOTFOUND) {
+	if (err == TP_ERR_NOTFOUND && r.nodes > (int)min_nodes) {
+		/* a node range (-N2-4: Slurm asks for the most): fewer
+		 * nodes may do, as tree's selection would take them */
+		why = "node count range, its largest count not free now";
+		goto tree;
+	} else if (err == TP_ERR_NOTFOUND) {
 		debug("%s: %pJ: does not fit the free nodes now (%.3f ms%s)",
 		      plugin_type, job_ptr, ms_since(&t0), hit ? ", memo" : "");
 		rc = SLURM_ERROR;
 		goto out;
 	} else if (err) {
 		why = tp_strerror(err);
+		goto tree;
+	}
+	if (pl.nhosts < min_nodes || pl.nhosts > topo_eval->max_nodes) {
+		/* a per-job GPU count (--gpus) on hosts outside -N's range */
+		why = "the engine's node count outside the job's range";
 		goto tree;
 	}
 

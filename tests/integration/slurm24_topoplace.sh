@@ -224,6 +224,24 @@ expect 0 "srun --gpus=6" timeout 30 srun --gpus=6 sh -c 'echo $SLURM_JOB_NODELIS
 nlg=$(head -1 "$tmp/out")
 [ -n "$nlg" ] && [ "$(hostset "$nlg")" = "$wantg" ] && ok "--gpus=6 job on $nlg = topoplace place gpus=6 ($wantg)" ||
 	bad "--gpus=6 job on '$nlg', topoplace place gpus=6: $wantg"
+# --gpus that -N does not divide: the engine would pack 6 GPUs on 2 of
+# the 4 hosts, so tree's selection takes it, and it runs on 4 nodes
+expect 0 "srun -N 4 --gpus=6" timeout 30 srun -N 4 --gpus=6 hostname
+[ "$(sort -u "$tmp/out" | wc -l)" -eq 4 ] && ok "-N 4 --gpus=6 ran on 4 nodes" ||
+	bad "-N 4 --gpus=6 ran on: $(sort -u "$tmp/out" | tr '\n' ' ')"
+# a node range whose largest count is not free starts on fewer nodes (Slurm
+# asks the selection for the largest)
+jr=$(submit range-hold -N 5 --exclusive --wrap 'sleep 60')
+if wait_state "$jr" RUNNING; then
+	expect 0 "srun -N 2-4 --exclusive with 3 nodes free" timeout 30 srun -N 2-4 --exclusive hostname
+	[ "$(sort -u "$tmp/out" | wc -l)" -eq 3 ] && ok "-N 2-4 ran on the 3 free nodes" ||
+		bad "-N 2-4 ran on: $(sort -u "$tmp/out" | tr '\n' ' ')"
+else
+	bad "job $jr (-N 5) running"
+fi
+timeout 10 scancel "$jr" 2>/dev/null
+i=0
+while [ -n "$(timeout 10 squeue -h -o %i 2>/dev/null)" ] && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
 
 # ---- the decisions file (written once a job is seen running) ----
 dec=$dir/state/topoplace-decisions.jsonl
