@@ -428,8 +428,15 @@ extern int topology_p_eval_nodes(topology_eval_t *topo_eval)
 	return common_topo_choose_nodes(topo_eval);
 }
 
+/* The flat table (no usable fabric) is one switch holding every node:
+ * "whole topology" would grow any node set to the whole cluster (a
+ * --exclusive=topo job blocking every node, a reservation losing all
+ * candidates), so without the engine this does what topology/default
+ * does: nothing. */
 extern int topology_p_whole_topo(bitstr_t *node_mask)
 {
+	if (!engine_on)
+		return SLURM_SUCCESS;
 	for (int i = 0; i < switch_record_cnt; i++) {
 		if (switch_record_table[i].level != 0 ||
 		    !bit_overlap_any(switch_record_table[i].node_bitmap,
@@ -442,6 +449,8 @@ extern int topology_p_whole_topo(bitstr_t *node_mask)
 
 extern bitstr_t *topology_p_get_bitmap(char *name)
 {
+	if (!engine_on)
+		return NULL; /* as topology/default: no switch to name */
 	for (int i = 0; i < switch_record_cnt; i++)
 		if (!xstrcmp(switch_record_table[i].name, name))
 			return switch_record_table[i].node_bitmap;

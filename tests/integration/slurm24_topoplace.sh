@@ -281,6 +281,18 @@ grep -q '^SwitchName=topoplace-flat Level=0' "$tmp/topo2" && ok "scontrol show t
 	bad "scontrol show topology after a corrupt fabric: $(head -2 "$tmp/topo2")"
 expect 0 "srun -N 4 --gres=gpu:1 after a corrupt fabric" timeout 30 srun -N 4 --gres=gpu:1 hostname
 [ "$(sort -u "$tmp/out" | wc -l)" -eq 4 ] && ok "job ran on 4 nodes" || bad "job ran on: $(tr '\n' ' ' <"$tmp/out")"
+# the flat table's one switch is no topology: --exclusive=topo takes its
+# node alone, as under topology/default, not every node
+jt=$(submit topo-excl -N 1 --exclusive=topo --wrap 'sleep 60')
+if wait_state "$jt" RUNNING; then
+	blocked=$(timeout 10 sinfo -h -N -t blocked -o %N 2>&1 | sort -u | tr '\n' ' ')
+	[ -z "$blocked" ] && ok "no node BLOCKED by an --exclusive=topo job (flat table)" ||
+		bad "nodes BLOCKED by a one-node --exclusive=topo job: $blocked"
+	expect 0 "srun -N 1 beside an --exclusive=topo job (flat table)" timeout 30 srun -N 1 hostname
+else
+	bad "job $jt (--exclusive=topo) running"
+fi
+timeout 10 scancel "$jt" 2>/dev/null
 
 # a good fabric + reconfigure brings the groups back, in a new slurmctld.
 # The controller with the corrupt fabric records nothing: the decisions
