@@ -373,7 +373,8 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 }
 
 /* A pending job resized by `scontrol update` gets its count recomputed,
- * but only when this plugin chose the count in the first place. */
+ * or cleared when the new size is not one this plugin gives a count, but
+ * only when this plugin chose the count in the first place. */
 extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr,
 		      uint32_t submit_uid)
 {
@@ -403,8 +404,11 @@ extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr,
 		debug("%s: %pJ resized: %s", plugin_type, job_ptr, note);
 		xfree(note);
 	} else {
-		debug("%s: %pJ resized: unchanged: %s", plugin_type, job_ptr,
-		      why);
+		/* the count this plugin chose may not fit the new size: a
+		 * job would wait up to SwitchWait for nothing */
+		job_desc->req_switch = 0;
+		debug("%s: %pJ resized: switches cleared: %s", plugin_type,
+		      job_ptr, why);
 	}
 	return SLURM_SUCCESS;
 }

@@ -25,7 +25,7 @@ cluster_trap slurmctld.log 'topoplace\|fatal' 20
 cat >"$tmp/topoplace.conf" <<'EOF'
 # topology/topoplace + job_submit/topoplace (test)
 FabricFile=@DIR@/fabric.json
-SwitchWait=120 MinNodes=2
+SwitchWait=120 MinNodes=2 MaxNodes=6
 EOF
 echo "JobSubmitPlugins=job_submit/topoplace" >"$tmp/extra.conf"
 
@@ -112,6 +112,11 @@ j2=$(submit b -H -N 6 --wrap true)
 sw=$(field "$j2" Switches)
 [ "$sw" = "2@00:02:00" ] && ok "job_submit: -N 6 got --switches=2 (two leaves of 4)" ||
 	bad "job_submit: -N 6 Switches=$sw"
+# resized past MaxNodes: the count it had is cleared, not kept
+timeout 10 scontrol update jobid="$j2" NumNodes=7-7 >"$tmp/upd" 2>&1 || bad "scontrol update NumNodes=7: $(cat "$tmp/upd")"
+sw=$(field "$j2" Switches)
+[ -z "$sw" ] || [ "${sw%@*}" = 0 ] && ok "job_submit: resized to 7 nodes (> MaxNodes), switches cleared (${sw:-unset})" ||
+	bad "job_submit: resized to 7 nodes, Switches=$sw"
 j3=$(submit c -H -N 2 --switches=2@1:00 --wrap true)
 sw=$(field "$j3" Switches)
 [ "$sw" = "2@00:01:00" ] && ok "job_submit: user's --switches=2@1:00 untouched" ||
