@@ -60,6 +60,10 @@ typedef struct pick {
  * the writer reads no Slurm structure. */
 typedef struct decision {
 	uint32_t job_id;
+	/* an array task's (0 and NO_VAL otherwise): the task started gets
+	 * a job id of its own after selection (job_array_split), the
+	 * selection saw the array's */
+	uint32_t array_job_id, array_task_id;
 	pick_t *picks; /* committed nodes, ascending node index */
 	size_t npicks;
 	tp_placement_t pl; /* the engine's answer: ring, GPUs, spans, reason */

@@ -402,6 +402,21 @@ static bool runs_on(job_record_t *job_ptr, const decision_t *d)
 	return true;
 }
 
+/* The job record d was decided for: an array task's own, found by its
+ * array and task ids once it has a job id of its own (the array's record
+ * holds the tasks still pending). */
+static job_record_t *decision_job(const decision_t *d)
+{
+	job_record_t *job_ptr;
+
+	if (!d->array_job_id || d->array_task_id == NO_VAL)
+		return find_job_record(d->job_id);
+	job_ptr = find_job_array_rec(d->array_job_id, d->array_task_id);
+	if (job_ptr && job_ptr->array_task_id != d->array_task_id)
+		return NULL; /* another task's record */
+	return job_ptr;
+}
+
 /* Remember a job whose traffic the writer will hold; false when
  * RUNNING_MAX are already. */
 static bool running_add(uint32_t job_id)
@@ -451,10 +466,11 @@ void decisions_confirm(bool force)
 
 		if (!pending_job[i])
 			continue;
-		job_ptr = find_job_record(d->job_id);
+		job_ptr = decision_job(d);
 		if (job_ptr && IS_JOB_PENDING(job_ptr))
 			continue;
 		if (job_ptr && runs_on(job_ptr, d)) {
+			d->job_id = job_ptr->job_id;
 			d->track = d->npicks > 1 && pconf.comm_share &&
 				   running_add(d->job_id);
 			writer_push(d);
@@ -483,13 +499,15 @@ void decisions_confirm(bool force)
 		writer_retry();
 }
 
-/* Remember a choice (the last one per job wins). Takes d's members. */
+/* Remember a choice (the last one per job, or array task, wins). Takes
+ * d's members. */
 void decision_keep(decision_t *d)
 {
 	size_t slot = PENDING_MAX, free_slot = PENDING_MAX;
 
 	for (size_t i = 0; i < PENDING_MAX; i++) {
-		if (pending_job[i] == d->job_id) {
+		if (pending_job[i] == d->job_id &&
+		    pending[i].array_task_id == d->array_task_id) {
 			slot = i;
 			break;
 		}

@@ -670,6 +670,8 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 	      rc == SLURM_SUCCESS ? "" : "; Slurm's accounting refused it");
 	if (rc == SLURM_SUCCESS) {
 		d.job_id = job_ptr->job_id;
+		d.array_job_id = job_ptr->array_job_id;
+		d.array_task_id = job_ptr->array_task_id;
 		d.npicks = ncommitted;
 		d.picks = xcalloc(ncommitted + 1, sizeof(pick_t));
 		memcpy(d.picks, picks, ncommitted * sizeof(pick_t));

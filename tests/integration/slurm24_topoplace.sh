@@ -216,6 +216,23 @@ grep -q 'topology/topoplace: .*required nodes: topology/tree' "$log" &&
 	ok "debug log: required nodes handed to topology/tree's selection" ||
 	bad "debug log names the hand-over for required nodes"
 
+# an array's tasks: selected on the array's record, each started under a
+# job id of its own (the last keeps the array's); every task's decision is
+# recorded (checked with the decisions file below)
+# (a decision is confirmed at a later selection while its job runs: a
+# one-node job follows once the tasks run)
+ja=$(submit arr --array=0-2 -N 2 --gres=gpu:1 --wrap 'sleep 60')
+i=0
+while [ "$(timeout 10 squeue -h -j "$ja" -t R -o %i 2>/dev/null | wc -l)" -lt 3 ] && [ $i -lt 150 ]; do sleep 0.2; i=$((i + 1)); done
+tids=$(timeout 10 scontrol show job "$ja" 2>/dev/null | sed -n 's/^JobId=\([0-9]*\) ArrayJobId=.*/\1/p' | sort -n | tr '\n' ' ')
+echo "# array job $ja: task job ids $tids"
+[ "$(echo $tids | wc -w)" -eq 3 ] && ok "array job $ja: 3 tasks running" || bad "array job $ja tasks: '$tids'"
+sleep 1.1
+expect 0 "srun -N 1 beside the array's tasks" timeout 30 srun -N 1 hostname
+timeout 10 scancel "$ja" 2>/dev/null
+i=0
+while [ -n "$(timeout 10 squeue -h -o %i 2>/dev/null)" ] && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
+
 # --gpus (per job, no node count): the engine picks the hosts
 i=0
 while [ -n "$(timeout 10 squeue -h -o %i 2>/dev/null)" ] && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
@@ -252,6 +269,11 @@ if [ -s "$dec" ] && jq -e . "$dec" >/dev/null 2>&1; then
 		ok "decision of job $j1 recorded (hosts $nl1)" || bad "decision of job $j1 recorded"
 	[ "$(jq -r "select(.job_id == $jb) | .span_groups" "$dec" | head -1)" = 1 ] &&
 		ok "decision of job $jb: span 1 group" || bad "decision of job $jb: span"
+	miss=
+	recorded=" $(jq -r .job_id "$dec" | tr '\n' ' ')"
+	for t in $tids; do case "$recorded" in *" $t "*) ;; *) miss="$miss $t" ;; esac; done
+	[ -n "$tids" ] && [ -z "$miss" ] && ok "decisions of every array task recorded ($tids)" ||
+		bad "decisions of array tasks missing:$miss (tasks $tids; recorded:$recorded)"
 	# every job's hosts: not for other users (PrivateData=jobs); the lock
 	# file beside it serialises controllers sharing StateSaveLocation
 	sg=$(id -g "$(sed -n 's/^SlurmUser=//p' "$dir/slurm.conf")")
