@@ -402,6 +402,46 @@ static bool runs_on(job_record_t *job_ptr, const decision_t *d)
 	return true;
 }
 
+/* d's GPUs per host as Slurm allocated them (job lock held): a per-job
+ * count (--gpus) is filled greedily in node order, not split as the
+ * engine split it, and the record and the job's traffic should say what
+ * runs. Left as the engine's when the allocation does not match d's
+ * nodes (no GPUs, or counts for another node set). */
+static void take_alloc_gpus(job_record_t *job_ptr, decision_t *d)
+{
+	uint32_t gpu_id = gres_get_gpu_plugin_id();
+	uint64_t *sum;
+	list_itr_t *it;
+	gres_state_t *gs;
+	bool any = false;
+
+	if (!job_ptr->gres_list_alloc || !d->npicks || !d->pl.gpus)
+		return;
+	sum = xcalloc(d->npicks, sizeof(uint64_t));
+	it = list_iterator_create(job_ptr->gres_list_alloc);
+	while ((gs = list_next(it))) {
+		gres_job_state_t *js = gs->gres_data;
+		if (gs->plugin_id != gpu_id || !js || !js->gres_cnt_node_alloc)
+			continue;
+		if (js->node_cnt != d->npicks) {
+			any = false;
+			break;
+		}
+		for (size_t k = 0; k < d->npicks; k++)
+			sum[k] += js->gres_cnt_node_alloc[k];
+		any = true;
+	}
+	list_iterator_destroy(it);
+	/* picks are in node order, as the job's nodes; the ring's order
+	 * differs */
+	for (size_t k = 0; any && k < d->npicks; k++)
+		for (size_t j = 0; j < d->pl.nhosts; j++)
+			if (d->pl.hosts[j] == d->picks[k].host)
+				d->pl.gpus[j] =
+				    (int)MIN(sum[k], (uint64_t)INT_MAX);
+	xfree(sum);
+}
+
 /* The job record d was decided for: an array task's own, found by its
  * array and task ids once it has a job id of its own (the array's record
  * holds the tasks still pending). */
@@ -471,6 +511,7 @@ void decisions_confirm(bool force)
 			continue;
 		if (job_ptr && runs_on(job_ptr, d)) {
 			d->job_id = job_ptr->job_id;
+			take_alloc_gpus(job_ptr, d);
 			d->track = d->npicks > 1 && pconf.comm_share &&
 				   running_add(d->job_id);
 			writer_push(d);

@@ -220,7 +220,7 @@ grep -q 'topology/topoplace: .*required nodes: topology/tree' "$log" &&
 # job id of its own (the last keeps the array's); every task's decision is
 # recorded (checked with the decisions file below)
 # (a decision is confirmed at a later selection while its job runs: a
-# one-node job follows once the tasks run)
+# two-node job follows once the tasks run)
 ja=$(submit arr --array=0-2 -N 2 --gres=gpu:1 --wrap 'sleep 60')
 i=0
 while [ "$(timeout 10 squeue -h -j "$ja" -t R -o %i 2>/dev/null | wc -l)" -lt 3 ] && [ $i -lt 150 ]; do sleep 0.2; i=$((i + 1)); done
@@ -228,7 +228,7 @@ tids=$(timeout 10 scontrol show job "$ja" 2>/dev/null | sed -n 's/^JobId=\([0-9]
 echo "# array job $ja: task job ids $tids"
 [ "$(echo $tids | wc -w)" -eq 3 ] && ok "array job $ja: 3 tasks running" || bad "array job $ja tasks: '$tids'"
 sleep 1.1
-expect 0 "srun -N 1 beside the array's tasks" timeout 30 srun -N 1 hostname
+expect 0 "srun -N 2 beside the array's tasks" timeout 30 srun -N 2 --gres=gpu:1 hostname
 timeout 10 scancel "$ja" 2>/dev/null
 i=0
 while [ -n "$(timeout 10 squeue -h -o %i 2>/dev/null)" ] && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
@@ -260,6 +260,26 @@ timeout 10 scancel "$jr" 2>/dev/null
 i=0
 while [ -n "$(timeout 10 squeue -h -o %i 2>/dev/null)" ] && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
 
+# --gpus=6 on 4-GPU nodes: Slurm fills the engine's hosts in node order,
+# which the record says (not the engine's own split)
+jg=$(submit g6 --gpus=6 --wrap 'sleep 60')
+galloc=
+if wait_state "$jg" RUNNING; then
+	timeout 10 scontrol show job -d "$jg" >"$tmp/g6" 2>&1
+	while read -r nodes n; do
+		for h in $(hostset "$nodes"); do galloc="$galloc$h:$n "; done
+	done <<EOS
+$(sed -n 's/^ *Nodes=\([^ ]*\) .*GRES=gpu[^:(]*:\([0-9]*\).*/\1 \2/p' "$tmp/g6")
+EOS
+	galloc=$(echo $galloc | tr ' ' '\n' | sort | tr '\n' ' ')
+	sleep 1.1
+	expect 0 "srun -N 2 beside the --gpus=6 job" timeout 30 srun -N 2 --gres=gpu:1 hostname
+else
+	bad "job $jg (--gpus=6) running"
+fi
+echo "# --gpus=6 job $jg: Slurm's GPUs per node: $galloc"
+timeout 10 scancel "$jg" 2>/dev/null
+
 # ---- the decisions file (written once a job is seen running) ----
 dec=$dir/state/topoplace-decisions.jsonl
 if [ -s "$dec" ] && jq -e . "$dec" >/dev/null 2>&1; then
@@ -269,6 +289,15 @@ if [ -s "$dec" ] && jq -e . "$dec" >/dev/null 2>&1; then
 		ok "decision of job $j1 recorded (hosts $nl1)" || bad "decision of job $j1 recorded"
 	[ "$(jq -r "select(.job_id == $jb) | .span_groups" "$dec" | head -1)" = 1 ] &&
 		ok "decision of job $jb: span 1 group" || bad "decision of job $jb: span"
+	# the writer thread appends in the background
+	i=0
+	while ! jq -e "select(.job_id == $jg)" "$dec" 2>/dev/null | grep -q . && [ $i -lt 50 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	dg=$(jq -r "select(.job_id == $jg) | [.ring, .gpus] | transpose | .[] | \"\(.[0]):\(.[1])\"" "$dec" | sort | tr '\n' ' ')
+	[ -n "$galloc" ] && [ "$dg" = "$galloc" ] && ok "decision of job $jg: Slurm's GPUs per node ($dg)" ||
+		bad "decision of job $jg: GPUs '$dg', Slurm's '$galloc' ($(grep -c . "$dec") records, last: $(tail -1 "$dec" | cut -c1-300))"
 	miss=
 	recorded=" $(jq -r .job_id "$dec" | tr '\n' ' ')"
 	for t in $tids; do case "$recorded" in *" $t "*) ;; *) miss="$miss $t" ;; esac; done
