@@ -8,16 +8,18 @@
 #include "tp_plugin.h"
 
 static const char usage[] =
-	"Usage: topoplace config --dump\n"
-	"       topoplace config --check FILE\n"
-	"\n"
-	"topoplace.conf (beside slurm.conf) configures the Slurm plugins; see\n"
-	"topoplace.conf(5).\n"
-	"  --dump        every key with its type, default, range and meaning, as\n"
-	"                a commented file of defaults (the table the plugins use)\n"
-	"  --check FILE  read FILE, the fabric and the link state it names as\n"
-	"                the plugins do: exit 0 and print the effective\n"
-	"                settings, or one line FILE:LINE: error, exit 2\n";
+    "Usage: topoplace config --dump\n"
+    "       topoplace config --check FILE\n"
+    "\n"
+    "topoplace.conf (beside slurm.conf) configures the Slurm plugins; see\n"
+    "topoplace.conf(5).\n"
+    "  --dump        every key with its type, default, range and meaning, as\n"
+    "                a commented file of defaults (the table the plugins use)\n"
+    "  --check FILE  read FILE, the fabric and the link state it names as\n"
+    "                the plugins do: exit 0 and print the effective\n"
+    "                settings (a warning on stderr for a key that does\n"
+    "                nothing, LinkState without FabricFile), or one line\n"
+    "                FILE:LINE: error, exit 2\n";
 
 static const char *type_name(tp_pconf_type_t t)
 {
@@ -136,6 +138,11 @@ int tp_cmd_config(int argc, char **argv)
 		tp_pconf_free(&conf);
 		return tp_cli_exit_code(err);
 	}
+	/* the links it prices are the fabric's: a flat topology has none */
+	if (conf.link_state && !conf.fabric_file)
+		tp_cli_err("warning: %s: LinkState does nothing without "
+			   "FabricFile",
+			   check);
 	int rc = conf.fabric_file ? check_files(check, &conf) : TP_EXIT_OK;
 	if (rc != TP_EXIT_OK) {
 		tp_pconf_free(&conf);

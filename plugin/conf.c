@@ -109,14 +109,21 @@ static bool parse_bool(const char *v, bool *b_p)
 	return false;
 }
 
-static bool list_ok(const char *v)
+/* NULL when v is a list of names, else why not (static). Blanks are
+ * refused: Slurm's partition names have none, so "gpu, cpu" (quoted)
+ * would keep an item " cpu" that never matches. */
+static const char *list_bad(const char *v)
 {
 	if (!*v || *v == ',')
-		return false;
-	for (; *v; v++)
+		return "empty item in list";
+	for (; *v; v++) {
 		if (*v == ',' && (v[1] == ',' || v[1] == '\0'))
-			return false;
-	return true;
+			return "empty item in list";
+		if (*v == ' ' || *v == '\t')
+			return "blank in list (items are separated by ',' "
+			       "alone)";
+	}
+	return NULL;
 }
 
 /* v among k->choices ("a|b"), without case; *canon_p gets the table's
@@ -156,10 +163,8 @@ static tp_err_t set_value(tp_pconf_t *c, const tp_pconf_key_t *k, const char *v,
 			*why_p = "empty value";
 			return TP_ERR_PARSE;
 		}
-		if (k->type == TP_PCONF_LIST && !list_ok(v)) {
-			*why_p = "empty item in list";
+		if (k->type == TP_PCONF_LIST && (*why_p = list_bad(v)))
 			return TP_ERR_PARSE;
-		}
 		if (k->type == TP_PCONF_STRING && k->choices) {
 			const char *canon;
 			size_t len;
@@ -261,9 +266,10 @@ static bool blank(char ch)
 	return ch == ' ' || ch == '\t' || ch == '\r';
 }
 
-/* One "Key=Value" at *pp; advances *pp past it. */
+/* One "Key=Value" at *pp; advances *pp past it. seen[key]: the line it
+ * was given on, 0 when not yet. */
 static tp_err_t parse_pair(const char *name, size_t lineno, char **pp,
-			   tp_pconf_t *c, bool *seen, char **err_p)
+			   tp_pconf_t *c, size_t *seen, char **err_p)
 {
 	const tp_pconf_key_t *k;
 	const char *why = "";
@@ -289,7 +295,7 @@ static tp_err_t parse_pair(const char *name, size_t lineno, char **pp,
 	if (seen[k - keys])
 		return failf(err_p, TP_ERR_PARSE, "%s:%zu: %s given twice",
 			     name, lineno, k->name);
-	seen[k - keys] = true;
+	seen[k - keys] = lineno;
 	p++;
 	if (*p == '"') {
 		val = ++p;
@@ -330,7 +336,7 @@ tp_err_t tp_pconf_parse(const char *name, const char *text, tp_pconf_t *c,
 			char **err_p)
 {
 	tp_pconf_t tmp;
-	bool seen[NKEYS] = {false};
+	size_t seen[NKEYS] = {0};
 	char *buf, *line, *next;
 	size_t lineno = 0;
 	tp_err_t err = TP_OK;
@@ -357,12 +363,18 @@ tp_err_t tp_pconf_parse(const char *name, const char *text, tp_pconf_t *c,
 		}
 	}
 	tp_free(buf);
-	/* each key is in range alone; together they must leave some job */
-	if (!err && tmp.max_nodes && tmp.min_nodes > tmp.max_nodes)
+	/* each key is in range alone; together they must leave some job.
+	 * The line is the later key's (one of them was given: the defaults
+	 * agree) */
+	if (!err && tmp.max_nodes && tmp.min_nodes > tmp.max_nodes) {
+		size_t lmin = seen[find_key("MinNodes", 8) - keys];
+		size_t lmax = seen[find_key("MaxNodes", 8) - keys];
 		err = failf(err_p, TP_ERR_RANGE,
-			    "%s: MinNodes=%u is above MaxNodes=%u (0: no "
+			    "%s:%zu: MinNodes=%u is above MaxNodes=%u (0: no "
 			    "limit): no job would be touched",
-			    name, tmp.min_nodes, tmp.max_nodes);
+			    name, lmin > lmax ? lmin : lmax, tmp.min_nodes,
+			    tmp.max_nodes);
+	}
 	if (err) {
 		tp_pconf_free(&tmp);
 		return err;

@@ -58,7 +58,8 @@ typedef enum tp_pconf_type {
 	TP_PCONF_STRING = 0,
 	TP_PCONF_BOOL = 1, /* yes/no, true/false, 1/0, on/off */
 	TP_PCONF_UINT = 2, /* decimal, within [min, max] */
-	TP_PCONF_LIST = 3, /* comma-separated names, no empty items */
+	TP_PCONF_LIST =
+	    3, /* comma-separated names, no empty items, no blanks */
 } tp_pconf_type_t;
 
 /* One row of the key table (borrowed, static). */

@@ -95,6 +95,18 @@ $T fabric generate fat-tree --leaves 2 --hosts-per-leaf 2 -o "$tmp/conf-ft.json"
 printf 'FabricFile=%s\nSwitchWait=60 Partitions=gpu,gpu2\n' "$tmp/conf-ft.json" >"$tmp/tp.conf"
 expect 0 "config --check good" $T config --check "$tmp/tp.conf"
 grep -q '^SwitchWait=60$' "$tmp/out" && ok "effective setting printed" || bad "effective setting: $(cat "$tmp/out")"
+printf 'LinkState=/dev/null\n' >"$tmp/ls.conf"
+expect 0 "config --check LinkState without FabricFile" $T config --check "$tmp/ls.conf"
+[ "$(cat "$tmp/err")" = "topoplace: warning: $tmp/ls.conf: LinkState does nothing without FabricFile" ] &&
+	ok "LinkState without FabricFile: one warning line" || bad "LinkState alone: '$(cat "$tmp/err")'"
+printf 'MaxNodes=2\n\nMinNodes=4\n' >"$tmp/mm.conf"
+expect 2 "config --check MinNodes above MaxNodes" $T config --check "$tmp/mm.conf"
+grep -q "^topoplace: $tmp/mm.conf:3: MinNodes=4 is above MaxNodes=2" "$tmp/err" &&
+	ok "MinNodes above MaxNodes: the later key's line" || bad "MinNodes/MaxNodes: $(cat "$tmp/err")"
+printf 'Partitions="gpu, cpu"\n' >"$tmp/pb.conf"
+expect 2 "config --check a blank in Partitions" $T config --check "$tmp/pb.conf"
+grep -q "pb.conf:1: Partitions=gpu, cpu: blank in list" "$tmp/err" &&
+	ok "a blank in a list refused" || bad "Partitions blank: $(cat "$tmp/err")"
 printf 'FabricFile=/x\nFabric=/y\n' >"$tmp/bad.conf"
 expect 2 "config --check bad" $T config --check "$tmp/bad.conf"
 grep -q "bad.conf:2: unknown key" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&

@@ -18,7 +18,7 @@ grep -q "warning: simulate: 1 of 2 jobs can never be placed.*some.csv:2, 2 nodes
 # ---- config --check: keys that contradict each other ----
 printf 'MinNodes=5 MaxNodes=3\n' >"$tmp/mm.conf"
 expect 2 "config --check MinNodes above MaxNodes" $T config --check "$tmp/mm.conf"
-[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "mm.conf: MinNodes=5 is above MaxNodes=3" "$tmp/err" &&
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "mm.conf:1: MinNodes=5 is above MaxNodes=3" "$tmp/err" &&
 	ok "both keys named on one line" || bad "MinNodes/MaxNodes: $(cat "$tmp/err")"
 
 # ---- config --check: the fabric and link state it names, read as the

@@ -105,10 +105,17 @@ static void test_parse_errors(void **state)
 	    {"CommShare=101\n", TP_ERR_RANGE,
 	     "t.conf:1: CommShare=101: out of range 0..100"},
 	    {"MinNodes=5 MaxNodes=3\n", TP_ERR_RANGE,
-	     "t.conf: MinNodes=5 is above MaxNodes=3 (0: no limit): no job "
+	     "t.conf:1: MinNodes=5 is above MaxNodes=3 (0: no limit): no job "
 	     "would be touched"},
 	    {"MaxNodes=1\n", TP_ERR_RANGE,
-	     "t.conf: MinNodes=2 is above MaxNodes=1 (0: no limit): no job "
+	     "t.conf:1: MinNodes=2 is above MaxNodes=1 (0: no limit): no job "
+	     "would be touched"},
+	    /* the later of the two keys' lines, either order */
+	    {"MaxNodes=2\n#\nMinNodes=4\n", TP_ERR_RANGE,
+	     "t.conf:3: MinNodes=4 is above MaxNodes=2 (0: no limit): no job "
+	     "would be touched"},
+	    {"MinNodes=4\nMaxNodes=2\n", TP_ERR_RANGE,
+	     "t.conf:2: MinNodes=4 is above MaxNodes=2 (0: no limit): no job "
 	     "would be touched"},
 	    {"SwitchWait=-1\n", TP_ERR_PARSE,
 	     "t.conf:1: SwitchWait=-1: expected a non-negative integer"},
@@ -125,6 +132,14 @@ static void test_parse_errors(void **state)
 	     "t.conf:1: Partitions=a,,b: empty item in list"},
 	    {"Partitions=a,\n", TP_ERR_PARSE,
 	     "t.conf:1: Partitions=a,: empty item in list"},
+	    /* " cpu" would never match a partition */
+	    {"Partitions=\"gpu, cpu\"\n", TP_ERR_PARSE,
+	     "t.conf:1: Partitions=gpu, cpu: blank in list (items are "
+	     "separated by ',' alone)"},
+	    /* tp_oneline shows the tab as ? */
+	    {"Partitions=\"gpu\t\"\n", TP_ERR_PARSE,
+	     "t.conf:1: Partitions=gpu?: blank in list (items are "
+	     "separated by ',' alone)"},
 	    {"FabricFile=\"/x\n", TP_ERR_PARSE,
 	     "t.conf:1: FabricFile: unterminated quote"},
 	    {"FabricFile=\"/x\"y\n", TP_ERR_PARSE,
