@@ -22,7 +22,8 @@ static const char usage[] =
     "\n"
     "  --fabric FILE         the fabric model\n"
     "  --live                walk the fabric through the local port\n"
-    "  --ca NAME, --port N   that port (default: the first active)\n"
+    "  --ca NAME, --port N   that port (default: the first CA, its first\n"
+    "                        active port; N 1..254, 0 the same as none)\n"
     "  --ibnetdiscover FILE  an ibnetdiscover dump instead of a walk\n"
     "  --json                {\"format\":\"topoplace-diff/1\",\"changed\",\n"
     "                        \"gone\",\"back\",\"moved\",\"new\",\"unseen\"}\n"
@@ -71,7 +72,7 @@ int tp_cmd_fabric_diff(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	const char *fabric = NULL, *ca = NULL, *dump = NULL;
-	bool live_walk = false, json = false;
+	bool live_walk = false, json = false, port_given = false;
 	long port = 0;
 	int c, rc = TP_EXIT_INPUT;
 	tp_fabric_t *model = NULL, *live = NULL;
@@ -94,6 +95,7 @@ int tp_cmd_fabric_diff(int argc, char **argv)
 		case O_PORT:
 			if (!tp_cli_int("--port", optarg, 0, 254, &port))
 				return TP_EXIT_INPUT;
+			port_given = true;
 			break;
 		case O_DUMP:
 			dump = optarg;
@@ -115,7 +117,7 @@ int tp_cmd_fabric_diff(int argc, char **argv)
 			   "--ibnetdiscover are required");
 		return TP_EXIT_INPUT;
 	}
-	if ((ca || port) && !live_walk) {
+	if ((ca || port_given) && !live_walk) {
 		tp_cli_err("fabric diff: --ca/--port apply to --live only");
 		return TP_EXIT_INPUT;
 	}

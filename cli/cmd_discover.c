@@ -25,7 +25,9 @@ static const char usage[] =
     "  --ibnd-cache FILE...     libibnetdisc cache (ibnetdiscover --cache)\n"
     "  --live                   discover now through libibnetdisc\n"
     "  --ca NAME, --port N      local HCA and port for --live (default: "
-    "first)\n"
+    "the\n"
+    "                           first CA, its first active port; N 1..254,\n"
+    "                           0 the same as none)\n"
     "\n"
     "Node data and naming:\n"
     "  --node-xml DIR           hwloc XML per node: DIR/<host>.xml\n"
@@ -77,7 +79,7 @@ int tp_cmd_discover(int argc, char **argv)
 	tp_cli_args_t a = {.usage = usage};
 	long port = 0, gpus = 0;
 	int c, rc = TP_EXIT_INPUT, node_rc = TP_EXIT_OK;
-	bool keep = false;
+	bool keep = false, port_given = false;
 	tp_fabric_t *f = NULL;
 	tp_err_t err;
 	char *json = NULL;
@@ -103,8 +105,9 @@ int tp_cmd_discover(int argc, char **argv)
 			ca = optarg;
 			break;
 		case O_PORT:
-			if (!tp_cli_int("--port", optarg, 0, 255, &port))
+			if (!tp_cli_int("--port", optarg, 0, 254, &port))
 				goto out;
+			port_given = true;
 			break;
 		case O_XML:
 			xml = optarg;
@@ -150,7 +153,7 @@ int tp_cmd_discover(int argc, char **argv)
 		tp_cli_err("discover: -o FABRIC.json is required");
 		goto out;
 	}
-	if ((ca || port) && kind != O_LIVE) {
+	if ((ca || port_given) && kind != O_LIVE) {
 		tp_cli_err("discover: --ca/--port apply to --live only");
 		goto out;
 	}
@@ -160,9 +163,14 @@ int tp_cmd_discover(int argc, char **argv)
 	}
 	if (gmap && (err = tp_fabric_read_guid_map(f, gmap)))
 		goto fail;
-	if (kind == O_LIVE) {
-		if ((err = tp_fabric_discover_live(f, ca, (int)port)))
-			goto fail;
+	/* a walk that fails is not the input's (no device, no access, no
+	 * answer): exit 1, as fabric diff --live */
+	if (kind == O_LIVE &&
+	    (err = tp_fabric_discover_live(f, ca, (int)port))) {
+		tp_cli_err("%s", *tp_fabric_error(f) ? tp_fabric_error(f)
+						     : tp_strerror(err));
+		rc = err == TP_ERR_UNSUPPORTED ? TP_EXIT_INPUT : TP_EXIT_FAIL;
+		goto out;
 	}
 	for (size_t i = 0; i < nfiles; i++) {
 		err = kind == O_IBN ? tp_fabric_read_ibnetdiscover(f, files[i])

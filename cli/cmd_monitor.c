@@ -29,7 +29,7 @@ static const char health_usage[] =
     "\n"
     "  --fabric FILE   the fabric model (topoplace discover --live -o FILE)\n"
     "  --ca NAME       local HCA (default: the first)\n"
-    "  --port N        its port (default: the first active)\n"
+    "  --port N        its port, 1..254 (default or 0: the first active)\n"
     "  --interval S    seconds between two sweeps (0: one sweep)\n"
     "  --all           list every link, not only those with an alarm\n"
     "  --json          {\"links\":[{\"link\",\"health\",\"reason\",...}]}\n"

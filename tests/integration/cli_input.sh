@@ -76,16 +76,39 @@ expect 2 "discover -q -k with four bad node files" $T discover -q -k --ibnetdisc
 	grep -q "node001.txt:3: .*; 3 more of 4 node files unreadable (node002.txt, node003.txt, node004.txt;" "$tmp/err" &&
 	ok "every unreadable file named on one line" || bad "discover -q summary: $(cat "$tmp/err")"
 
-# ---- discover --live with no IB device: the port as --help names it ----
+# ---- discover --live with no IB device: the port as --help names it; a
+# walk that failed exits 1 (EXIT STATUS), as fabric diff --live does ----
 if [ ! -e /sys/class/infiniband ] && [ -z "${UMAD2SIM:-}" ]; then
-	expect 2 "discover --live without an IB device" timeout 30 $T discover --live -o "$tmp/live.json"
+	timeout 30 $T discover --live -o "$tmp/live.json" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
 	if grep -q 'built without' "$tmp/err"; then
+		[ $rc -eq 2 ] && ok "discover --live built without libibnetdisc exits 2" ||
+			bad "discover --live without libibnetdisc: exit $rc"
 		echo "# built without libibnetdisc: the --live wording check skipped"
 	else
+		[ $rc -eq 1 ] && ok "discover --live: a failed walk exits 1" ||
+			bad "discover --live without an IB device: exit $rc, wanted 1"
 		grep -q "through the first CA, its first active port, failed" "$tmp/err" &&
 			ok "default port named as in --help" || bad "discover --live: $(tail -1 "$tmp/err")"
+		expect 1 "fabric diff --live: the same failed walk exits 1" \
+			timeout 30 $T fabric diff --fabric "$tmp/ft.json" --live
 	fi
 fi
+# ---- --port: one rule (0..254, 0 = the first active port) and only with
+# --live ----
+for c in "discover --live -o $tmp/x.json" "fabric diff --fabric $tmp/ft.json --live" \
+	"fabric health --fabric $tmp/ft.json"; do
+	expect 2 "$c --port 255" $T $c --port 255
+	grep -q -- "--port: expected an integer 0..254, got '255'" "$tmp/err" &&
+		ok "${c%% -*}: --port 0..254" || bad "$c --port 255: $(cat "$tmp/err")"
+done
+expect 2 "discover --port 0 without --live" $T discover --ibnetdiscover "$tmp/ft.json" --port 0 -o "$tmp/x.json"
+grep -q "discover: --ca/--port apply to --live only" "$tmp/err" &&
+	ok "discover: an explicit --port 0 without --live refused" || bad "discover --port 0: $(cat "$tmp/err")"
+expect 2 "fabric diff --port 0 without --live" $T fabric diff --fabric "$tmp/ft.json" \
+	--ibnetdiscover "$tmp/ft.json" --port 0
+grep -q "fabric diff: --ca/--port apply to --live only" "$tmp/err" &&
+	ok "fabric diff: an explicit --port 0 without --live refused" || bad "fabric diff --port 0: $(cat "$tmp/err")"
 
 sp="${TP_FIXTURES:-../shared/fixtures}/ib/NVIDIA-topograph/ibnetdiscover-example.out"
 if [ -f "$sp" ]; then
