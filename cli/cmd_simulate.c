@@ -443,16 +443,18 @@ static void job_where(const tp_trace_t *t, const char *path, size_t j,
 
 /* Jobs a policy can never place are left out of its figures: a warning
  * with the count and the first of them, and an error (false) when no
- * policy places a single job of the trace. */
+ * policy places a single job of the trace. A trace file is replayed, not
+ * sampled anew, by every seed: its jobs are counted once. */
 static bool report_unplaceable(const sims_t *S, const char *trace,
 			       const char *fabric)
 {
 	size_t u[16] = {0}, placed = 0, total = 0, njobs = 0;
 	size_t fs = 0, fj = SIZE_MAX;
+	size_t nseeds = S->one_trace ? 1 : S->nseeds;
 	char where[160];
 	bool same = true;
 
-	for (size_t s = 0; s < S->nseeds; s++) {
+	for (size_t s = 0; s < nseeds; s++) {
 		njobs += S->traces[s].njobs;
 		for (size_t p = 0; p < S->npol; p++) {
 			const tp_sim_result_t *r =

@@ -14,6 +14,12 @@ printf 'submit_s,nodes,gpus_per_node,run_s\n0,2,9,100\n5,1,8,100\n' >"$tmp/some.
 expect 0 "simulate: one job of two fits" $T simulate --trace "$tmp/some.csv" --policies topoplace,first-fit
 grep -q "warning: simulate: 1 of 2 jobs can never be placed.*some.csv:2, 2 nodes x 9 GPUs" "$tmp/err" &&
 	ok "simulate warns with the count and the line" || bad "simulate warning: $(cat "$tmp/err")"
+# a trace file is replayed by every seed, not sampled anew: its jobs count once
+printf 'submit_s,gpus,run_s\n0,1000,100\n5,8,100\n9,4,100\n' >"$tmp/three.csv"
+expect 0 "simulate --trace --seeds 3: one job never fits" $T simulate --trace "$tmp/three.csv" \
+	--seeds 3 --policies topoplace,first-fit
+grep -q "warning: simulate: 1 of 3 jobs can never be placed.*three.csv:2, 1000 GPUs" "$tmp/err" &&
+	ok "simulate counts a replayed trace's jobs once" || bad "simulate --seeds 3 warning: $(cat "$tmp/err")"
 
 # ---- config --check: keys that contradict each other ----
 printf 'MinNodes=5 MaxNodes=3\n' >"$tmp/mm.conf"
