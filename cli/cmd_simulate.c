@@ -117,7 +117,8 @@ static const char usage[] =
     "  --json             metrics per policy as JSON (means, per seed, "
     "ratios)\n"
     "  --svg FILE         utilisation, slowdowns and fragmentation (first "
-    "seed)\n";
+    "seed;\n"
+    "                     a file: the report takes stdout)\n";
 
 typedef struct run {
 	const tp_policy_t *policy;
@@ -1070,6 +1071,14 @@ static bool sim_options(int argc, char **argv, sim_args_t *o, int *rc)
 		tp_cli_err("simulate: %s shapes a synthetic trace; --trace %s "
 			   "brings its own jobs",
 			   o->synth_opt, o->trace);
+		return false;
+	}
+	/* the report (table or JSON) takes stdout: an SVG after it would
+	 * leave neither readable */
+	if (o->svg && !strcmp(o->svg, "-")) {
+		tp_cli_err("simulate: --svg -: the report%s goes to stdout; "
+			   "give the SVG a file",
+			   o->a.json ? " (--json)" : "");
 		return false;
 	}
 	if (o->svg && tp_cli_check_output("simulate: --svg", o->svg)) {

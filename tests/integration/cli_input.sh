@@ -20,6 +20,12 @@ expect 0 "simulate --trace --seeds 3: one job never fits" $T simulate --trace "$
 	--seeds 3 --policies topoplace,first-fit
 grep -q "warning: simulate: 1 of 3 jobs can never be placed.*three.csv:2, 1000 GPUs" "$tmp/err" &&
 	ok "simulate counts a replayed trace's jobs once" || bad "simulate --seeds 3 warning: $(cat "$tmp/err")"
+# the report takes stdout: an SVG there too would spoil both
+for j in --json ""; do
+	expect 2 "simulate $j --svg -" $T simulate --trace "$tmp/three.csv" $j --svg -
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "simulate: --svg -: the report.* goes to stdout" "$tmp/err" &&
+		[ ! -s "$tmp/out" ] && ok "simulate $j --svg - refused on one line" || bad "--svg -: $(cat "$tmp/err")"
+done
 
 # ---- config --check: keys that contradict each other ----
 printf 'MinNodes=5 MaxNodes=3\n' >"$tmp/mm.conf"
