@@ -96,7 +96,9 @@ jq -e '(.baseline == "slurm-tree") and (.seeds | length == 24) and (.seeds[0] ==
 	and (.policies.topoplace.verdict | IN("better", "worse", "tie"))
 	and (.policies.topoplace.by_size | length == 4)
 	and (.policies.topoplace.per_seed | length == 24)
-	and (.policies.topoplace.mean.mean_jct_s > 0)' "$tmp/sim.json" >/dev/null &&
+	and (.policies.topoplace.mean.mean_jct_s > 0)
+	and (.policies.topoplace.mean.fragmentation_mean == .policies.topoplace.mean.fragmentation_time_mean)
+	and (.policies.topoplace.mean.fragmentation_mean >= 0)' "$tmp/sim.json" >/dev/null &&
 	ok "simulate: 24 seeds, baseline, ratio +- se, by size" || bad "simulate seeds JSON"
 # one trace: the ratio is the trace's own, its error bar the jackknife's over
 # 10 batches of jobs (200 jobs or more), else no error bar and no verdict
