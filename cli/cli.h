@@ -37,6 +37,12 @@ size_t tp_cli_weak_hosts(const tp_fabric_t *f);
  * this environment: TOPOPLACE_COLL_SHM=0 (no host segment) makes the
  * hierarchical host phases rings (tp_cost_params_t.host_ring). */
 void tp_cli_cost_params(tp_cost_params_t *p);
+/* Whether some job of t (read from path) has the hosts Slurm gave it
+ * (a record's NodeList), as what prices those hosts needs (trace
+ * --price, simulate --deflate-runs, named by what); false with the
+ * one-line error printed. */
+bool tp_cli_trace_has_nodes(const char *what, const char *path,
+			    const tp_trace_t *t);
 /* Write text to path ("-" or NULL: stdout). */
 int tp_cli_write(const char *path, const char *text);
 /* Whether path (an output, "-" or NULL: stdout) can be written, checked

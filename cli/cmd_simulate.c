@@ -1158,13 +1158,8 @@ static int deflate(const sim_args_t *o, const tp_fabric_t *f, sims_t *S)
 	tp_trace_t *t = &S->traces[0];
 	tp_err_t err;
 
-	if (!t->strings) {
-		tp_cli_err("simulate: --deflate-runs: %s is %s, not Slurm's "
-			   "records with node lists (sacct -P with NodeList, "
-			   "or a jobcomp log)",
-			   o->trace, t->format);
+	if (!tp_cli_trace_has_nodes("simulate: --deflate-runs", o->trace, t))
 		return TP_EXIT_INPUT;
-	}
 	if ((err = tp_trace_deflate(f, S->ctx, S->pp, t, &S->deflated))) {
 		tp_cli_err("simulate: --deflate-runs: %s", tp_strerror(err));
 		return tp_cli_exit_code(err);

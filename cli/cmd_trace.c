@@ -64,9 +64,11 @@ static const char usage[] =
     "needs. The summary gives the mean slowdown (loaded, +- its standard\n"
     "error), p95 and max, the hosts alone's mean, and the share of those\n"
     "jobs' GPU-hours spent beyond what ideal hosts would have taken at\n"
-    "their comm_frac (Slurm records none: 0.3 unless the trace is a CSV that\n"
-    "says). Jobs whose hosts are not in the fabric or have no node list are\n"
-    "counted, not priced. Next to each, topoplace's pick from the hosts free\n"
+    "their comm_frac (Slurm records none: 0.3). Jobs whose hosts are not in\n"
+    "the fabric or have no node list are counted, not priced (none priced:\n"
+    "no slowdown, null in the JSON); a trace with no node list at all (our\n"
+    "CSV, sacct output without NodeList) is refused. Next to each,\n"
+    "topoplace's pick from the hosts free\n"
     "when the job started, priced there the same way, and the mean per job\n"
     "of its all-reduce time over Slurm's pick's (loaded): a decision next to\n"
     "Slurm's, not a replay (later jobs still find Slurm's placements).\n"
@@ -465,6 +467,15 @@ static char *price_text(const char *path, const char *fabric,
 	return sb.buf;
 }
 
+/* v under key, or null when it is over no job (n 0). */
+static void num_or_null(cJSON *o, const char *key, double v, size_t n)
+{
+	if (n)
+		cJSON_AddNumberToObject(o, key, v);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
 static char *price_json(const char *path, const char *fabric,
 			const tp_trace_t *t, const price_run_t *R,
 			const char *pname)
@@ -482,11 +493,12 @@ static char *price_json(const char *path, const char *fabric,
 	if (R->first_not)
 		cJSON_AddStringToObject(o, "first_not_priced", R->first_not);
 	cJSON_AddNumberToObject(o, "overbooked", (double)R->overbooked);
-	cJSON_AddNumberToObject(o, "slowdown_mean", R->slow_mean);
-	cJSON_AddNumberToObject(o, "slowdown_alone_mean", R->alone_mean);
-	cJSON_AddNumberToObject(o, "slowdown_se", R->slow_se);
-	cJSON_AddNumberToObject(o, "slowdown_p95", R->slow_p95);
-	cJSON_AddNumberToObject(o, "slowdown_max", R->slow_max);
+	/* no job priced, no figure: null, as simulate's ratios without data */
+	num_or_null(o, "slowdown_mean", R->slow_mean, R->n);
+	num_or_null(o, "slowdown_alone_mean", R->alone_mean, R->n);
+	num_or_null(o, "slowdown_se", R->slow_se, R->n);
+	num_or_null(o, "slowdown_p95", R->slow_p95, R->n);
+	num_or_null(o, "slowdown_max", R->slow_max, R->n);
 	cJSON_AddNumberToObject(o, "gpu_hours", R->gpu_h);
 	cJSON_AddNumberToObject(o, "gpu_hours_beyond_ideal", R->lost_h);
 	/* the policy's picks ("policy" names it) */
@@ -494,9 +506,9 @@ static char *price_json(const char *path, const char *fabric,
 	cJSON *tpo = cJSON_AddObjectToObject(o, "pick");
 	if (tpo) {
 		cJSON_AddNumberToObject(tpo, "jobs", (double)R->nalt);
-		cJSON_AddNumberToObject(tpo, "slowdown_mean", R->alt_slow_mean);
-		cJSON_AddNumberToObject(tpo, "ratio_mean", R->ratio_mean);
-		cJSON_AddNumberToObject(tpo, "ratio_se", R->ratio_se);
+		num_or_null(tpo, "slowdown_mean", R->alt_slow_mean, R->nalt);
+		num_or_null(tpo, "ratio_mean", R->ratio_mean, R->nalt);
+		num_or_null(tpo, "ratio_se", R->ratio_se, R->nalt);
 	}
 	if (!(jobs = cJSON_AddArrayToObject(o, "jobs")))
 		goto out;
@@ -621,6 +633,12 @@ int tp_cmd_trace(int argc, char **argv)
 		    "trace: --assume-gpus: %s is a CSV trace, whose rows "
 		    "say their GPUs; it is for Slurm's records",
 		    argv[optind]);
+		rc = TP_EXIT_INPUT;
+		goto out;
+	}
+	/* nothing to price: say so rather than report 0 jobs priced */
+	if (price &&
+	    !tp_cli_trace_has_nodes("trace: --price", argv[optind], &t)) {
 		rc = TP_EXIT_INPUT;
 		goto out;
 	}

@@ -218,6 +218,23 @@ tp_state_t *tp_cli_load_state(const tp_fabric_t *f, const char *path, int *rc_p)
 	return s;
 }
 
+bool tp_cli_trace_has_nodes(const char *what, const char *path,
+			    const tp_trace_t *t)
+{
+	for (size_t j = 0; j < t->njobs; j++)
+		if (tp_trace_job_nodes(t, j))
+			return true;
+	if (!strcmp(t->format, "csv") || !strcmp(t->format, "synthetic"))
+		tp_cli_err("%s: %s is %s, not Slurm's records with node lists "
+			   "(sacct -P with NodeList, or a jobcomp log)",
+			   what, path, t->format);
+	else
+		tp_cli_err("%s: %s (%s) records no job's node list (add "
+			   "NodeList to sacct's --format)",
+			   what, path, t->format);
+	return false;
+}
+
 static void log_stderr(tp_log_level_t level, const char *msg, void *arg)
 {
 	(void)arg;

@@ -278,4 +278,28 @@ expect 0 "trace --price, a record's host down in --state" \
 grep -q "already held" "$tmp/out" && bad "a down host called an overlap: $(cat "$tmp/out")" ||
 	ok "a down host is no overlap"
 
+# ---- trace --price: nothing priced reads null, not 0; a trace with no
+# node list at all is refused, as simulate --deflate-runs refuses it ----
+sed 's/node\[001-002\]/gone[1-2]/' "$tmp/ov1.txt" >"$tmp/gone.txt"
+expect 0 "trace --price, no record's hosts in the fabric" $T trace "$tmp/gone.txt" --price \
+	--fabric "$tmp/f4.json" --json
+jq -e '(.priced == 0) and (.not_priced == 1) and ([.slowdown_mean, .slowdown_alone_mean, .slowdown_se,
+	.slowdown_p95, .slowdown_max, .pick.slowdown_mean, .pick.ratio_mean, .pick.ratio_se] | all(. == null))' \
+	"$tmp/out" >/dev/null && ok "trace --price: no job priced, the slowdowns null" ||
+	bad "trace --price, nothing priced: $(cat "$tmp/out")"
+expect 0 "trace --price text, no job priced" $T trace "$tmp/gone.txt" --price --fabric "$tmp/f4.json"
+grep -q "slowdown.*mean" "$tmp/out" && bad "trace --price text with no job priced: $(cat "$tmp/out")" ||
+	ok "trace --price text: no slowdown figures without a job priced"
+printf 'submit_s,nodes,gpus_per_node,run_s\n0,2,4,100\n' >"$tmp/nolist.csv"
+sed 's/|NodeList//; s/|node\[001-002\]//' "$tmp/ov1.txt" >"$tmp/nolist.txt"
+for f in nolist.csv nolist.txt; do
+	expect 2 "trace --price on $f" $T trace "$tmp/$f" --price --fabric "$tmp/f4.json"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "trace: --price: $tmp/$f .*node list" "$tmp/err" &&
+		[ ! -s "$tmp/out" ] && ok "trace --price: $f without node lists refused" || bad "$f: $(cat "$tmp/err")"
+done
+expect 2 "simulate --deflate-runs, sacct without NodeList" $T simulate --trace "$tmp/nolist.txt" \
+	--fabric "$tmp/f4.json" --deflate-runs
+grep -q "simulate: --deflate-runs: $tmp/nolist.txt (sacct) records no job's node list" "$tmp/err" &&
+	ok "simulate --deflate-runs: sacct without NodeList refused" || bad "--deflate-runs: $(cat "$tmp/err")"
+
 finish
