@@ -35,7 +35,9 @@ tp_fabric_t *tp_cli_load(const char *path, int *rc_p);
 size_t tp_cli_weak_hosts(const tp_fabric_t *f);
 /* Cost model defaults, pricing the collective library as it will run in
  * this environment: TOPOPLACE_COLL_SHM=0 (no host segment) makes the
- * hierarchical host phases rings (tp_cost_params_t.host_ring). */
+ * hierarchical host phases rings (tp_cost_params_t.host_ring). Every
+ * command that prices starts from these, so place, cost, simulate, trace
+ * --price, plan, draw --heat and show agree on the same hosts. */
 void tp_cli_cost_params(tp_cost_params_t *p);
 /* Whether some job of t (read from path) has the hosts Slurm gave it
  * (a record's NodeList), as what prices those hosts needs (trace

@@ -476,7 +476,7 @@ static tp_err_t compute_util(draw_t *d)
 		tp_free(load);
 		return TP_ERR_NOMEM;
 	}
-	tp_cost_params_defaults(&cp);
+	tp_cli_cost_params(&cp);
 	err = d->heat ? tp_cost_ctx_create(d->f, &cp, &ctx) : TP_OK;
 	if (ctx)
 		err = tp_state_jobs_link_load(ctx, d->s, d->bytes, d->duty,

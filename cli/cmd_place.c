@@ -150,7 +150,7 @@ static int place_decide(const tp_fabric_t *f, const char *fabric,
 			   fabric);
 		return TP_EXIT_INPUT;
 	}
-	tp_cost_params_defaults(&cp);
+	tp_cli_cost_params(&cp);
 	cp.nics_by_rate = nics_by_rate;
 	if ((err = tp_cost_ctx_create(f, &cp, &ctx))) {
 		tp_cli_err("place: cost model: %s", tp_strerror(err));

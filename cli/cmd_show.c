@@ -609,7 +609,7 @@ int tp_cmd_show(int argc, char **argv)
 	if (!(f = fabric_from_conf(a.fabric, &rc)))
 		return rc;
 	tp_cost_params_t cp;
-	tp_cost_params_defaults(&cp);
+	tp_cli_cost_params(&cp);
 	/* without a cache (no memory) each job works its ideal out anew */
 	ideals = tp_ideal_cache_create();
 	if ((err = tp_cost_ctx_create(f, &cp, &ctx))) {

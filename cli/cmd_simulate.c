@@ -861,6 +861,9 @@ static void print_json(const sims_t *S, size_t b, double *x,
 	cJSON_AddNumberToObject(o, "price_budget", S->pp->price_budget);
 	cJSON_AddBoolToObject(o, "nics_by_rate",
 			      tp_cost_ctx_params(S->ctx)->nics_by_rate);
+	/* false under TOPOPLACE_COLL_SHM=0: host phases priced as rings */
+	cJSON_AddBoolToObject(o, "host_segment",
+			      !tp_cost_ctx_params(S->ctx)->host_ring);
 	pol = cJSON_AddObjectToObject(o, "policies");
 	for (size_t p = 0; p < S->npol; p++) {
 		/* the first seed's full metrics, then means and ratios */
@@ -1256,6 +1259,8 @@ static void sim_report(const sim_args_t *o, const tp_fabric_t *f,
 			       S->pp->price_budget);
 	if (tp_cost_ctx_params(S->ctx)->nics_by_rate)
 		printf("; NICs loaded by rate (NCCL)");
+	if (tp_cost_ctx_params(S->ctx)->host_ring)
+		printf("; host phases as rings (TOPOPLACE_COLL_SHM=0)");
 	printf("\n\n");
 	print_table(S, b, x);
 }
@@ -1273,7 +1278,7 @@ static int sim_run(const sim_args_t *o, tp_fabric_t *f, sims_t *S,
 	tp_err_t err;
 	int rc = TP_EXIT_INPUT;
 
-	tp_cost_params_defaults(&cp);
+	tp_cli_cost_params(&cp);
 	cp.nics_by_rate = o->nics_by_rate;
 	if ((err = tp_cost_ctx_create(f, &cp, &ctx))) {
 		tp_cli_err("simulate: cost model: %s", tp_strerror(err));

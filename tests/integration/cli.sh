@@ -164,6 +164,21 @@ d=$(jq -n --slurpfile a "$tmp/hier1.json" --slurpfile b "$tmp/hier0.json" \
 	'($b[0].latency_s - $a[0].latency_s) * 1e6 | round')
 [ "$d" = 21 ] && ok "TOPOPLACE_COLL_SHM=0 prices the host phases as rings (+4.2 alpha)" ||
 	bad "hierarchical latency with/without the host segment differs by ${d:-?} us, want 21"
+# place prices in the same environment as cost: its prediction is the faster
+# of cost's ring and hierarchical on its hosts, with the host segment or not
+for shm in 1 0; do
+	TOPOPLACE_COLL_SHM=$shm $T place --fabric "$tmp/ft.json" --request nodes=2,bytes=64K --json >"$tmp/pl$shm.json"
+	h=$(jq -r '.hosts | join(",")' "$tmp/pl$shm.json")
+	for a in ring hierarchical; do
+		TOPOPLACE_COLL_SHM=$shm $T cost --fabric "$tmp/ft.json" --hosts "$h" --bytes 64K --algo $a \
+			--json >"$tmp/c$a.json"
+	done
+	jq -e -n --slurpfile p "$tmp/pl$shm.json" --slurpfile r "$tmp/cring.json" \
+		--slurpfile h "$tmp/chierarchical.json" \
+		'[$r[0].seconds, $h[0].seconds] | min | . == $p[0].predicted_s' >/dev/null &&
+		ok "TOPOPLACE_COLL_SHM=$shm: place predicts as cost does" ||
+		bad "TOPOPLACE_COLL_SHM=$shm: place $(jq .predicted_s "$tmp/pl$shm.json"), cost ring $(jq .seconds "$tmp/cring.json"), hierarchical $(jq .seconds "$tmp/chierarchical.json")"
+done
 jeq "$tmp/ft.show" .format topoplace-fabric-summary/1 "a summary, not a fabric model"
 jeq "$tmp/ft.show" .nics_per_host_max 1 "NICs a host"
 jeq "$tmp/ft.show" .hosts 32 "fat-tree hosts"

@@ -128,6 +128,14 @@ jq -e '(.price_budget == 8) and (.policies.topoplace.mean_jct_s > 0) and (.nics_
 expect 0 "simulate --nics-by-rate" $T simulate --fabric "$tmp/ft.json" --synthetic llm --jobs 100 --seeds 1 --policies topoplace --nics-by-rate --json
 jq -e '(.nics_by_rate == true) and (.policies.topoplace.mean_jct_s > 0)' "$tmp/out" >/dev/null &&
 	ok "simulate: NICs by rate as asked" || bad "simulate --nics-by-rate: $(head -c 300 "$tmp/out")"
+# the environment's collective library, as cost and place price it
+for shm in 1 0; do
+	TOPOPLACE_COLL_SHM=$shm $T simulate --fabric "$tmp/ft.json" --synthetic llm --jobs 50 --seeds 1 \
+		--policies topoplace --json >"$tmp/shm$shm.json"
+done
+jq -e '.host_segment == true' "$tmp/shm1.json" >/dev/null && jq -e '.host_segment == false' "$tmp/shm0.json" >/dev/null &&
+	ok "simulate: TOPOPLACE_COLL_SHM=0 prices the host phases as rings" ||
+	bad "simulate host_segment: $(jq .host_segment "$tmp/shm1.json") / $(jq .host_segment "$tmp/shm0.json")"
 expect 2 "simulate --price-budget out of range" $T simulate --fabric "$tmp/ft.json" --price-budget 97
 grep -q -- "--price-budget: expected an integer 0..96, got '97'" "$tmp/err" && ok "bad price budget named" ||
 	bad "bad price budget: $(cat "$tmp/err")"
