@@ -45,6 +45,9 @@ void tp_cli_cost_params(tp_cost_params_t *p);
  * one-line error printed. */
 bool tp_cli_trace_has_nodes(const char *what, const char *path,
 			    const tp_trace_t *t);
+/* bytes in the largest binary unit it fills ("0 B", "64 KiB",
+ * "1.5 GiB", %g's digits) into buf; buf. */
+const char *tp_cli_size(double bytes, char *buf, size_t len);
 /* Write text to path ("-" or NULL: stdout). */
 int tp_cli_write(const char *path, const char *text);
 /* Whether path (an output, "-" or NULL: stdout) can be written, checked

@@ -965,13 +965,17 @@ static void draw_header(const draw_t *d, tp_strbuf_t *sb)
 	    "State %s: %zu of %zu GPUs busy, %zu jobs, %zu hosts down",
 	    d->state_name ? d->state_name : "(none: all free, all healthy)",
 	    tp_state_busy_gpus(d->s), tp_fabric_total_gpus(f), d->njobs, down);
-	if (d->heat)
+	if (d->heat) {
+		char size[32];
+		/* "at once" is the peak, duty 1 alone */
 		tp_svg_text(sb, LEFT, 52, "font-size='11'",
-			    "Heat: every job's all-reduce of %.0f MiB at "
-			    "once (duty %.2f, fastest algorithm) plus the "
-			    "state's background; %zu jobs without a live "
-			    "route left out",
-			    d->bytes / 1048576, d->duty, d->unrouted);
+			    "Heat: every job's all-reduce of %s%s (duty %.2f, "
+			    "fastest algorithm) plus the state's background; "
+			    "%zu jobs without a live route left out",
+			    tp_cli_size(d->bytes, size, sizeof(size)),
+			    d->duty < 1 ? "" : " at once", d->duty,
+			    d->unrouted);
+	}
 	for (int l = 1; l <= TP_MAX_LEVELS; l++)
 		if (d->aggregated_level[l])
 			nlev += (size_t)snprintf(

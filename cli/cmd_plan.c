@@ -47,16 +47,9 @@ static char *members(const tp_plan_t *p, const tp_plan_group_t *g)
 
 static void put_size(tp_strbuf_t *sb, double b)
 {
-	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
 	char buf[32];
-	int u = 0;
 
-	while (b >= 1024 && u < 4) {
-		b /= 1024;
-		u++;
-	}
-	snprintf(buf, sizeof(buf), "%g %s", b, unit[u]);
-	tp_strbuf_printf(sb, "%-10s", buf);
+	tp_strbuf_printf(sb, "%-10s", tp_cli_size(b, buf, sizeof(buf)));
 }
 
 static void put_time(tp_strbuf_t *sb, double s)

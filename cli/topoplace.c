@@ -222,6 +222,20 @@ tp_state_t *tp_cli_load_state(const tp_fabric_t *f, const char *path, int *rc_p)
 	return s;
 }
 
+const char *tp_cli_size(double bytes, char *buf, size_t len)
+{
+	static const char *const unit[] = {"B",	  "KiB", "MiB",
+					   "GiB", "TiB", "PiB"};
+	int u = 0;
+
+	while (bytes >= 1024 && u < 5) {
+		bytes /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%g %s", bytes, unit[u]);
+	return buf;
+}
+
 bool tp_cli_trace_has_nodes(const char *what, const char *path,
 			    const tp_trace_t *t)
 {

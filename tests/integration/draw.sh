@@ -64,7 +64,7 @@ check $LOOK host "$tmp/d.svg" "$tmp/d.png" node001 legend-job-7
 # heat: job 7's all-reduce crosses the up-links at full rate
 expect 0 "draw --heat" $T draw --fabric "$tmp/ft.json" --state "$tmp/state.json" --heat -o "$tmp/h.svg"
 png "$tmp/h.svg" "$tmp/h.png"
-check $LOOK text "$tmp/h.svg" "Cables: predicted utilisation" "all-reduce of 1024 MiB" "0 jobs without a live route"
+check $LOOK text "$tmp/h.svg" "Cables: predicted utilisation" "all-reduce of 1 GiB at once" "0 jobs without a live route"
 # node001's cable carries job 7's ring: above 75% of its rate
 check $LOOK link "$tmp/h.svg" "$tmp/h.png" "$hostl" legend-util-4
 # a host cable no job uses is idle
@@ -75,6 +75,14 @@ sed 's/"down":\["node016"\]/"down":["node016","node001"]/; s/"links":\[.*\]}/"li
 	"$tmp/state.json" >"$tmp/cut.json"
 expect 0 "draw --heat, a job cut off" $T draw --fabric "$tmp/ft.json" --state "$tmp/cut.json" --heat -o "$tmp/c.svg"
 check $LOOK text "$tmp/c.svg" "1 jobs without a live route left out"
+# the size in a unit that fits it; "at once" only at duty 1
+for c in "64K 1:64 KiB at once" "0 1:0 B at once" "1.5G 0.5:1.5 GiB (duty 0.50" "100000 0.25:97.6562 KiB (duty 0.25"; do
+	set -- ${c%%:*}
+	expect 0 "draw --heat --bytes $1 --duty $2" $T draw --fabric "$tmp/ft.json" --state "$tmp/state.json" \
+		--heat --bytes "$1" --duty "$2" -o "$tmp/b.svg"
+	grep -qF "Heat: every job&apos;s all-reduce of ${c#*:}" "$tmp/b.svg" &&
+		ok "heat header: ${c#*:}" || bad "heat header for $1, duty $2: $(grep -o "Heat: [^<]*" "$tmp/b.svg")"
+done
 expect 2 "draw --duty 2" $T draw --fabric "$tmp/ft.json" --heat --duty 2 -o "$tmp/x.svg"
 expect 2 "draw --bytes bad" $T draw --fabric "$tmp/ft.json" --heat --bytes 1Q -o "$tmp/x.svg"
 
