@@ -43,14 +43,24 @@ static const char cost_usage[] =
     "                      [--nics-by-rate] [--json]\n"
     "\n"
     "The cost model's prediction for one collective over exactly these hosts\n"
-    "in this order (LIST: node[01-04],node09). --background gives degraded\n"
-    "links and other jobs' traffic (topoplace-state/1). --nics-by-rate\n"
-    "loads each host's NICs in proportion to their rates, as NCCL's channel\n"
-    "search does, and a hierarchical all-reduce's ranks by their NICs'\n"
-    "rates, as libtopoplace-coll runs a plan made with plan --nics-by-rate\n"
-    "(default: evenly, one ring per rail, as libtopoplace-coll runs an even\n"
-    "plan; the slowest NIC paces the host). --json: seconds, bandwidth_s,\n"
-    "latency_s, bottleneck_gbps, bottleneck_link.\n";
+    "in this order.\n"
+    "  --fabric F.json      the fabric model\n"
+    "  --hosts LIST         the hosts, in ring order (node[01-04],node09)\n"
+    "  --bytes SIZE         the collective's size (256M, 1G, 4096)\n"
+    "  --algo A             ring (default), hierarchical, tree,\n"
+    "                       reduce-scatter or all-gather\n"
+    "  --gpus-per-host N    ranks a host (default: its GPUs, 1 without)\n"
+    "  --background S.json  degraded links and other jobs' traffic\n"
+    "                       (topoplace-state/1)\n"
+    "  --nics-by-rate       load each host's NICs in proportion to their\n"
+    "                       rates, as NCCL's channel search does, and a\n"
+    "                       hierarchical all-reduce's ranks by their NICs'\n"
+    "                       rates, as libtopoplace-coll runs a plan made with\n"
+    "                       plan --nics-by-rate (default: evenly, one ring\n"
+    "                       per rail, as libtopoplace-coll runs an even plan;\n"
+    "                       the slowest NIC paces the host)\n"
+    "  --json               seconds, bandwidth_s, latency_s, bottleneck_gbps,\n"
+    "                       bottleneck_link\n";
 
 static cJSON *span_json(const tp_placement_t *p)
 {

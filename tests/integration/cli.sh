@@ -144,6 +144,20 @@ for c in discover monitor place cost simulate trace draw plan config nccl-topo; 
 	done
 done
 ok "topoplace(1) SYNOPSIS checked against the usage lines"
+# every option of these commands' usage lines has a line of its own in --help
+for c in discover monitor cost simulate trace config nccl-topo "fabric health" "fabric diff"; do
+	$T $c --help >"$tmp/help"
+	for o in $(sed '/^$/q' "$tmp/help" | grep -o -- '--[a-z-]*' | sort -u); do
+		grep -qE -- "^ +(-[a-zA-Z], )?$o\b|^ +--[a-z-]+ [A-Z]+, $o\b" "$tmp/help" ||
+			bad "$c --help does not describe $o"
+	done
+done
+ok "every option in the usage lines described in --help"
+$T cost --help | grep -q -- "--algo A .*ring (default)" && ok "cost --help names the default --algo" ||
+	bad "cost --help: no default --algo"
+expect 0 "show --help" $T show --help
+grep -q "^Usage: topoplace show job JOBID" "$tmp/out" && ok "show --help prints its usage" ||
+	bad "show --help: $(cat "$tmp/out" "$tmp/err")"
 sed -n '/^\.SH EXIT STATUS/,/^\.SH FILES/p' "$man1" >"$tmp/exit"
 for code in 0 1 2 3; do
 	grep -q "^\.B $code\$" "$tmp/exit" && $T --help | grep -q "[:;] $code " &&
