@@ -60,7 +60,13 @@ static const char show_usage[] =
     "  --json           job_id, user, state, nodelist, hosts (ring order), "
     "gpus,\n"
     "                   span{...}, predicted_s, ideal_s, policy, reason, "
-    "source\n"
+    "source,\n"
+    "                   plan: the topoplace-plan/1 the SPANK plugin gives a\n"
+    "                   step of the job, with a task per GPU the job holds\n"
+    "                   on each host (a step's own tasks are not known "
+    "here)\n"
+    "                   and NicsByRate from topoplace.conf; null when it\n"
+    "                   cannot be built\n"
     "Exit status: 2 unknown job or no fabric, 1 slurmctld unreachable.\n";
 
 #define COMPAT_POLICY "slurm (compatible mode)"
@@ -465,9 +471,9 @@ static cJSON *job_json(const show_job_t *sj)
 		cJSON_AddNullToObject(o, "policy");
 	cJSON_AddStringToObject(o, "reason", sj->reason);
 	cJSON_AddStringToObject(o, "source", sj->source);
-	/* the plan the SPANK plugin gives the job's steps: deterministic for
-	 * the host set, so rebuilt here rather than read from the job's
-	 * private directory (gone once the job ends) */
+	/* the plan the SPANK plugin gives a step of the job: deterministic
+	 * for the hosts and tasks, so rebuilt here rather than read from the
+	 * job's private directory (gone once the job ends) */
 	char *pj = NULL;
 	cJSON *plan = sj->plan && !tp_plan_to_json(sj->plan, &pj)
 			  ? cJSON_Parse(pj)
@@ -525,7 +531,11 @@ static void show_job_free(show_job_t *sj, char **own)
 
 /* ---- the command ---- */
 
-static tp_fabric_t *fabric_from_conf(const char *fabric, int *rc_p)
+/* The fabric and NicsByRate (*nbr_p) as the plugins find them in
+ * topoplace.conf beside slurm.conf; --fabric replaces the fabric alone:
+ * the conf, when there is one, still says how the SPANK plugin weighs a
+ * plan's ranks (a conf that does not read: a warning, and no). */
+static tp_fabric_t *fabric_from_conf(const char *fabric, bool *nbr_p, int *rc_p)
 {
 	const char *conf = getenv("SLURM_CONF");
 	char path[4096];
@@ -536,15 +546,24 @@ static tp_fabric_t *fabric_from_conf(const char *fabric, int *rc_p)
 	tp_fabric_t *f = NULL;
 	tp_err_t err;
 
-	if (fabric)
-		return tp_cli_load(fabric, rc_p);
 	if (!conf || !*conf)
 		conf = "/etc/slurm/slurm.conf";
 	slash = strrchr(conf, '/');
 	snprintf(path, sizeof(path), "%.*s%stopoplace.conf",
 		 slash ? (int)(slash - conf) : 0, conf, slash ? "/" : "");
-	/* the fabric exactly as the plugins find it */
 	tp_pconf_defaults(&pc);
+	if (fabric) {
+		err = tp_pconf_load(path, &pc, &why);
+		if (err && err != TP_ERR_NOTFOUND && !tp_cli_quiet)
+			tp_cli_err(
+			    "warning: show: %s; plans without NicsByRate",
+			    why ? why : tp_strerror(err));
+		*nbr_p = !err && pc.nics_by_rate;
+		tp_free(why);
+		tp_pconf_free(&pc);
+		return tp_cli_load(fabric, rc_p);
+	}
+	/* the fabric exactly as the plugins find it */
 	err = tp_pconf_load_fabric(path, SIZE_MAX, &pc, &f, &tree, &why);
 	if (err) {
 		if (err == TP_ERR_NOTFOUND)
@@ -555,10 +574,32 @@ static tp_fabric_t *fabric_from_conf(const char *fabric, int *rc_p)
 		*rc_p = err == TP_ERR_NOMEM ? TP_EXIT_FAIL : TP_EXIT_INPUT;
 	} else {
 		tp_stree_free(&tree);
+		*nbr_p = pc.nics_by_rate;
 	}
 	tp_free(why);
 	tp_pconf_free(&pc);
 	return f;
+}
+
+/* The plan the SPANK plugin gives a step of the job on its hosts (in
+ * the ring order analyse() left them): a task per GPU the job holds on
+ * each, one on a host without, as `srun` runs a step of one task per
+ * GPU. NULL when it cannot be built (a host not in the fabric). */
+static tp_plan_t *job_plan(const tp_fabric_t *f, const show_job_t *sj,
+			   bool nics_by_rate)
+{
+	uint32_t *tasks = tp_calloc(sj->n, sizeof(*tasks));
+	tp_plan_t *plan = NULL;
+
+	if (!tasks)
+		return NULL;
+	for (size_t i = 0; i < sj->n; i++)
+		tasks[i] = sj->gpus[i] > 0 ? (uint32_t)sj->gpus[i] : 1;
+	if (tp_plan_build_step(f, (const char *const *)sj->names, sj->n, tasks,
+			       nics_by_rate, &plan, NULL))
+		plan = NULL;
+	tp_free(tasks);
+	return plan;
 }
 
 int tp_cmd_show(int argc, char **argv)
@@ -583,6 +624,7 @@ int tp_cmd_show(int argc, char **argv)
 	slurm_conf_t *sconf = NULL;
 	records_t recs = {0};
 	cJSON *out = NULL;
+	bool nics_by_rate = false; /* topoplace.conf's NicsByRate */
 	tp_err_t err;
 
 	optind = 1;
@@ -606,10 +648,12 @@ int tp_cmd_show(int argc, char **argv)
 	if (one &&
 	    !tp_cli_int("show job", argv[optind + 1], 1, 0xfffffffeL, &id))
 		return TP_EXIT_INPUT;
-	if (!(f = fabric_from_conf(a.fabric, &rc)))
+	if (!(f = fabric_from_conf(a.fabric, &nics_by_rate, &rc)))
 		return rc;
 	tp_cost_params_t cp;
 	tp_cli_cost_params(&cp);
+	/* priced as the plan below splits the data */
+	cp.nics_by_rate = nics_by_rate;
 	/* without a cache (no memory) each job works its ideal out anew */
 	ideals = tp_ideal_cache_create();
 	if ((err = tp_cost_ctx_create(f, &cp, &ctx))) {
@@ -694,13 +738,7 @@ int tp_cmd_show(int argc, char **argv)
 			analyse(&sj, j, f, ctx, ideals);
 			if (rec && record_matches(rec, &sj))
 				apply_record(&sj, rec);
-			tp_plan_opts_t po;
-			tp_plan_opts_defaults(&po);
-			po.predict = false;
-			if (tp_plan_build(f, NULL,
-					  (const char *const *)sj.names, sj.n,
-					  &po, &sj.plan, NULL))
-				sj.plan = NULL;
+			sj.plan = job_plan(f, &sj, nics_by_rate);
 		}
 		if (a.json) {
 			cJSON *o = job_json(&sj);

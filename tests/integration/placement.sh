@@ -77,6 +77,48 @@ else
 	bad "no half-width and clean host in: $(head -c 300 "$tmp/out")"
 fi
 
+# show: the plan the SPANK plugin gives a step of a job, as slurmctld would
+# describe the job (tp_slurm_shim.so answers show's libslurm calls): a task
+# per GPU the job holds, each host's data split by NIC rate as
+# topoplace.conf's NicsByRate says, priced the same way
+shim=${TP_BUILDDIR:-.}/tests/integration/.libs/tp_slurm_shim.so
+if [ -f "$shim" ] && [ -n "$half" ]; then
+	mkdir "$tmp/etc"
+	echo "ClusterName=shim" >"$tmp/etc/slurm.conf"
+	cp "$tmp/nic8.json" "$tmp/etc/fabric.json"
+	show() { # TRES NicsByRate, then show's options: the job as JSON in $tmp/out
+		printf 'FabricFile=fabric.json\nNicsByRate=%s\n' "$2" >"$tmp/etc/topoplace.conf"
+		tres=$1
+		shift 2
+		SLURM_CONF=$tmp/etc/slurm.conf TP_SHIM_JOB_NODES="node001,$half" TP_SHIM_JOB_TRES="$tres" \
+			LD_PRELOAD=$shim $T show job 42 --json "$@" >"$tmp/out" 2>"$tmp/err"
+	}
+	show gres/gpu=8,node=2 no
+	jq -e '(.gpus == [4, 4]) and (.plan.world_size == 8) and ([.plan.hosts[].local_ranks | length] == [4, 4])
+		and (.plan.rank_weights == null)' "$tmp/out" >/dev/null &&
+		ok "show: the plan runs a task per GPU the job holds (4 of 8 a host)" ||
+		bad "show plan, 4 GPUs a host: $(jq -c '{gpus, plan: .plan.world_size}' "$tmp/out") $(cat "$tmp/err")"
+	show gres/gpu=16,node=2 yes
+	jq -e '(.plan.world_size == 16) and (.plan.rank_weights | min == 512 and max == 1024)' "$tmp/out" >/dev/null &&
+		ok "show: NicsByRate=yes weighs the plan's ranks by NIC rate" ||
+		bad "show plan with NicsByRate: $(jq -c '.plan.rank_weights' "$tmp/out") $(cat "$tmp/err")"
+	cp "$tmp/out" "$tmp/show.json"
+	h=$(jq -r '.hosts | join(",")' "$tmp/show.json")
+	for a in ring hierarchical; do
+		$T cost --fabric "$tmp/nic8.json" --hosts "$h" --bytes 1G --algo $a --nics-by-rate --json >"$tmp/c$a.json"
+	done
+	jq -e -n --slurpfile s "$tmp/show.json" --slurpfile r "$tmp/cring.json" --slurpfile h "$tmp/chierarchical.json" \
+		'[$r[0].seconds, $h[0].seconds] | min | . == $s[0].predicted_s' >/dev/null &&
+		ok "show: predicted as cost --nics-by-rate prices those hosts" ||
+		bad "show predicted $(jq .predicted_s "$tmp/show.json"), cost $(jq .seconds "$tmp/cring.json") / $(jq .seconds "$tmp/chierarchical.json")"
+	# --fabric replaces the fabric alone: NicsByRate still from the conf
+	show gres/gpu=16,node=2 yes --fabric "$tmp/nic8.json"
+	jq -e '.plan.rank_weights | min == 512' "$tmp/out" >/dev/null &&
+		ok "show --fabric: NicsByRate still from topoplace.conf" || bad "show --fabric: $(jq -c .plan "$tmp/out" | head -c 300)"
+else
+	echo "# topoplace show built without libslurm (or no half-width host): its plan not checked"
+fi
+
 # draw
 expect 0 "draw" $T draw --fabric "$tmp/ft.json" --state "$tmp/state.json" -o "$tmp/f.svg"
 grep -q '<svg' "$tmp/f.svg" && grep -q 'node005' "$tmp/f.svg" && ok "svg drawn" || bad "svg drawn"
