@@ -1788,9 +1788,16 @@ static tp_err_t reuse_edge(call_t *k, size_t x, size_t i, size_t j,
 	}
 	if (grow_phase(k, k->nfl + routed, k->npath))
 		return TP_ERR_NOMEM;
+	/* the kept flows' bytes are in add_edge_rail's proportions (even,
+	 * or by NIC rate): the same shares of this edge's bytes */
+	double kept = 0;
+	for (uint32_t f = 0; f < routed; f++)
+		kept += k->kfl[*kf_p + f].bytes;
 	for (uint32_t f = 0; f < routed; f++) {
+		double w = k->kfl[*kf_p].bytes;
 		k->b.fl[k->nfl] = k->kfl[(*kf_p)++];
-		k->b.fl[k->nfl++].bytes = bytes / (double)routed;
+		k->b.fl[k->nfl++].bytes =
+		    kept > 0 ? bytes * w / kept : bytes / (double)routed;
 	}
 	return TP_OK;
 }

@@ -1670,6 +1670,72 @@ static void test_hier_reuse(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* The same with NICs by rate: the hierarchical all-gather over uneven
+ * groups reuses the reduce-scatter's flows, which must carry its bytes
+ * in their NIC-rate shares as add_edge_rail splits them. Host 1's GPUs
+ * swap NICs, so its edges cross rails over both NICs; host 0's second
+ * cable at half health makes the two NIC pairs' rates differ. */
+static void test_hier_reuse_by_rate(void **state)
+{
+	tp_fabric_t *f0 = tp_test_fat_tree_try(2, 1, 2, 0, 2, false, 0), *f;
+	tp_cost_params_t cp;
+	tp_cost_ctx_t *c = NULL;
+	tp_state_t *s;
+	uint32_t hosts[3] = {0, 1, 2}, touched[256], l = TP_ID_NONE;
+	int gpus[3] = {2, 2, 2};
+	char *js = NULL, *out, *why = NULL;
+	cJSON *root, *g;
+	size_t nl, nt = 0;
+	double *ld;
+	tp_cost_t a, b;
+
+	(void)state;
+	assert_non_null(f0);
+	assert_int_equal(tp_fabric_to_json(f0, &js), TP_OK);
+	assert_non_null(root = cJSON_Parse(js));
+	tp_free(js);
+	g = cJSON_GetObjectItem(
+	    cJSON_GetArrayItem(cJSON_GetObjectItem(root, "hosts"), 1), "gpus");
+	for (int i = 0; i < 2; i++) {
+		cJSON *x = cJSON_GetArrayItem(g, i);
+		cJSON_SetNumberValue(cJSON_GetObjectItem(x, "hca"), 1 - i);
+		cJSON_SetValuestring(cJSON_GetObjectItem(x, "nic"),
+				     i ? "mlx5_0" : "mlx5_1");
+	}
+	assert_non_null(out = cJSON_PrintUnformatted(root));
+	cJSON_Delete(root);
+	if (tp_fabric_parse_json("swapped", out, &f, &why) != TP_OK)
+		fail_msg("swapped fabric: %s", why ? why : "?");
+	cJSON_free(out);
+	tp_fabric_destroy(f0);
+	assert_int_equal(tp_fabric_host(f, 1)->gpus[0].hca, 1);
+	tp_cost_params_defaults(&cp);
+	cp.nics_by_rate = true;
+	assert_int_equal(tp_cost_ctx_create(f, &cp, &c), TP_OK);
+	nl = tp_fabric_nlinks(f);
+	for (uint32_t i = 0; i < nl && l == TP_ID_NONE; i++) {
+		const tp_link_t *k = tp_fabric_link(f, i);
+		for (int e = 0; e < 2; e++)
+			if (k->kind[e] == TP_NODE_CA &&
+			    k->node[e] == tp_fabric_host(f, 0)->cas[1])
+				l = i;
+	}
+	assert_true(l != TP_ID_NONE && 2 * nl <= 256);
+	assert_non_null(s = tp_state_create(f));
+	assert_int_equal(tp_state_set_link(s, l, 0.5, 0), TP_OK);
+	assert_non_null(ld = calloc(2 * nl, sizeof(double)));
+	a = predict(c, s, hosts, gpus, 3, TP_ALGO_HIERARCHICAL);
+	assert_int_equal(tp__cost_predict_load(c, s, hosts, gpus, 3, S_BYTES,
+					       TP_ALGO_HIERARCHICAL, ld,
+					       touched, &nt, &b),
+			 TP_OK);
+	assert_same(&a, &b);
+	free(ld);
+	tp_state_destroy(s);
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
 /* Same inputs, same answer, bit for bit, from the same or a fresh
  * context, for every algorithm. */
 static void test_determinism(void **state)
@@ -2178,6 +2244,7 @@ int main(void)
 	    cmocka_unit_test(test_maxmin_textbook),
 	    cmocka_unit_test(test_maxmin_alone),
 	    cmocka_unit_test(test_hier_reuse),
+	    cmocka_unit_test(test_hier_reuse_by_rate),
 	    cmocka_unit_test(test_determinism),
 	    cmocka_unit_test(test_stored_figures),
 	    cmocka_unit_test(test_errors),
