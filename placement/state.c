@@ -577,6 +577,12 @@ static cJSON *state_json(const tp_state_t *s, tp__share_t *sorted)
 	for (size_t l = 0; l < tp_fabric_nlinks(f); l++) {
 		cJSON *o, *bg;
 		double b0 = s->bg[2 * l], b1 = s->bg[2 * l + 1];
+		/* traffic over a link's capacity (tp_traffic_apply's fair
+		 * shares on a full link) prices as the full link: the file
+		 * says that, which the loader takes */
+		double cap = tp_fabric_link(f, l)->gbps;
+		b0 = b0 > cap ? cap : b0;
+		b1 = b1 > cap ? cap : b1;
 		if (s->health[l] == 1.0 && b0 == 0.0 && b1 == 0.0)
 			continue;
 		o = cJSON_CreateObject();

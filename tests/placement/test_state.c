@@ -169,6 +169,19 @@ static void test_state_json_roundtrip(void **unused)
 	assert_non_null(strstr(a, "{\"link\":3,\"health\":1,"
 				  "\"background_gbps\":[100,20]}"));
 	tp_free(a);
+	tp_state_destroy(t);
+	t = NULL;
+
+	/* more traffic than a link carries (fair shares on a full link)
+	 * is written as the full link, which loads back */
+	double cap = tp_fabric_link(f, 2)->gbps;
+	assert_int_equal(tp_state_set_link(s, 2, 0.25, 3 * cap), TP_OK);
+	assert_int_equal(tp_state_to_json(s, &a), TP_OK);
+	path = write_tmp(a);
+	assert_int_equal(tp_state_load_json(f, path, &t, &err), TP_OK);
+	unlink(path);
+	assert_true(tp_state_link_background(t, 2) == cap);
+	tp_free(a);
 	tp_state_destroy(s);
 	tp_state_destroy(t);
 	tp_fabric_destroy(f);
