@@ -2119,6 +2119,17 @@ static bool only_set(const tp__policy_in_t *in, size_t n)
 	return k <= n;
 }
 
+/* Some of host h's cables carry other jobs' traffic. */
+static bool cables_loaded(const tp_state_t *s, uint32_t h)
+{
+	for (uint32_t i = s->hlink_off[h]; i < s->hlink_off[h + 1]; i++) {
+		uint32_t l = s->hlink[i];
+		if (s->bg[2 * l] > 0 || s->bg[2 * l + 1] > 0)
+			return true;
+	}
+	return false;
+}
+
 /*
  * Every candidate is priced first; the local search then improves them
  * cheapest first, each with an equal share of what is left of the
@@ -2146,12 +2157,17 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 			  &worst, &pr.up);
 	if (err || !in->cost || n < 2 || only_set(in, n))
 		goto out;
-	/* inside one level-1 group on well cabled hosts nothing is shared
-	 * with other jobs and every choice costs the same */
-	bool on_weak = false;
+	/* inside one level-1 group on well cabled hosts whose cables carry
+	 * no other job's traffic every choice costs the same (a shared
+	 * job's hosts can be loaded: the structure prefers partly used
+	 * hosts for it) */
+	bool on_weak = false, loaded = false;
 	for (size_t i = 0; i < n && !on_weak; i++)
 		on_weak = tp__state_weak(in->s, hosts[i]);
-	if (worst == TP_ID_NONE && !on_weak)
+	for (size_t i = 0; i < n && !loaded && worst == TP_ID_NONE && !on_weak;
+	     i++)
+		loaded = cables_loaded(in->s, hosts[i]);
+	if (worst == TP_ID_NONE && !on_weak && !loaded)
 		goto out;
 	size_t rails = 0;
 	for (size_t i = 0; i < n; i++)

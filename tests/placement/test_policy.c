@@ -1476,6 +1476,42 @@ static void test_ideal_is_the_requests(void **unused)
 	tp_fabric_destroy(f);
 }
 
+/* A shared job inside one leaf group on well cabled hosts, one of them
+ * (partly used, which the structure prefers for a shared job) with every
+ * cable carrying another job's traffic: the pick is priced and keeps off
+ * that host, at the ideal (it took it before, at 2.8 times the ideal). */
+static void test_loaded_host_priced(void **unused)
+{
+	tp_fabric_t *f = tp_test_fat_tree_try(2, 1, 4, 0, 8, false, 0);
+	tp_cost_ctx_t *ctx = NULL;
+	tp_state_t *s;
+	tp_request_t r = {.nodes = 2, .gpus_per_node = 4};
+	tp_placement_t pl = {0};
+	uint32_t h0 = 0;
+	int four = 4;
+
+	(void)unused;
+	assert_non_null(f);
+	assert_int_equal(tp_cost_ctx_create(f, NULL, &ctx), TP_OK);
+	assert_non_null(s = tp_state_create(f));
+	assert_int_equal(tp_state_alloc(s, 7, &h0, &four, 1), TP_OK);
+	for (uint32_t i = s->hlink_off[0]; i < s->hlink_off[1]; i++)
+		assert_int_equal(tp_state_set_link(s, s->hlink[i], 1, 300),
+				 TP_OK);
+	assert_true(s->hlink_off[1] > s->hlink_off[0]);
+	assert_int_equal(
+	    tp_place_run(tp_policy_find("topoplace"), s, &r, NULL, ctx, 1, &pl),
+	    TP_OK);
+	assert_int_equal(pl.nhosts, 2);
+	for (size_t i = 0; i < pl.nhosts; i++)
+		assert_int_not_equal(pl.hosts[i], 0);
+	assert_true(pl.predicted_s <= pl.ideal_s * (1 + 1e-9));
+	tp_placement_free(&pl);
+	tp_state_destroy(s);
+	tp_cost_ctx_destroy(ctx);
+	tp_fabric_destroy(f);
+}
+
 /* Every allocation in tp_place_run may fail: the answer is then NOMEM,
  * nothing leaks (ASan build) and nothing is half-filled. */
 static void test_alloc_failure(void **unused)
@@ -1601,6 +1637,7 @@ int main(void)
 	    cmocka_unit_test(test_slurm_linear_cpu_quirk),
 	    cmocka_unit_test(test_first_fit),
 	    cmocka_unit_test(test_ideal_is_the_requests),
+	    cmocka_unit_test(test_loaded_host_priced),
 	    cmocka_unit_test(test_alloc_failure),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
