@@ -23,10 +23,10 @@
  *                 level-1 group among the ranks with the same local rank,
  *                 a ring across the groups among corresponding ranks
  *                 (every rank carries its own shard), and all-gathers
- *                 back down. Its fallbacks are the schedule's too: groups
- *                 of different sizes - host level + one ring over all
- *                 hosts per local rank; hosts with different rank counts
- *                 - the ring.
+ *                 back down. Groups of different sizes: as many
+ *                 channels as the largest group has hosts, each host of
+ *                 a smaller group holding a run of them; hosts with
+ *                 different rank counts: the ring (tp_sched.h).
  *   auto          the plan's recommendation for the nearest predicted
  *                 size (tp_plan_recommend()); except that on a
  *                 communicator whose ranks all share one host, an

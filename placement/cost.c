@@ -46,12 +46,18 @@
  *              channel a cross-group ring all-reduce of its sub-shard
  *              between corresponding members, each rank on its own rail
  *              (so every host and NIC of a group carries cross traffic),
- *              the all-gathers back. Latency 2(g-1) * alpha + 2(K-1) *
+ *              the all-gathers back. Latency 2 host phases (a wait
+ *              on the host's segment each, TP_SCHED_SEG_WAIT * alpha;
+ *              2(g-1) * alpha as rings with host_ring) + 2(K-1) *
  *              (alpha + h_group * hop_s) + 2(m-1) * (alpha + h_cross *
  *              hop_s). Uneven groups: as many channels as the largest
  *              group has hosts, a smaller group's hosts holding runs of
  *              them; uneven ranks per host: the ring. A phase that
  *              mirrors an earlier one (the all-gathers) is priced once.
+ * A host's GPUs are counts (the state records how many GPUs a job holds,
+ * not which): a job with g of a host's GPUs is priced on its first g GPUs
+ * and their NICs, and so is the traffic tp_traffic adds for it; two jobs
+ * sharing a host are priced as sharing its first NICs.
  * An inter-host edge (one that sched/ does not keep to a rail) is split
  * into R equal sub-flows, one per CA pair of the rails its GPUs use (NCCL
  * runs one channel per NIC; R is at most the ranks on either host because
