@@ -165,8 +165,15 @@ tp_err_t tp_health_state_json(const char *old, const tp_fabric_t *f,
 	if (nomem)
 		goto out;
 	cJSON_DeleteItemFromObjectCaseSensitive(root, "links");
+	cJSON_DeleteItemFromObjectCaseSensitive(root, "links_digest");
 	if (!cJSON_GetObjectItemCaseSensitive(root, "format") &&
 	    !cJSON_AddStringToObject(root, "format", "topoplace-state/1"))
+		goto out;
+	/* the fabric the link numbers are f's: a reader on another one
+	 * refuses the file instead of putting health on other cables */
+	char digest[TP_LINKS_DIGEST_LEN];
+	tp_fabric_links_digest_hex(f, digest);
+	if (!cJSON_AddStringToObject(root, "links_digest", digest))
 		goto out;
 	if (!cJSON_AddItemToObject(root, "links", arr))
 		goto out;

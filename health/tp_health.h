@@ -306,7 +306,9 @@ const char *tp_health_sweep_error(const tp_health_sweep_t *s);
 /* topoplace-state/1 text: old (NULL or the text of the existing state
  * file) with its "links" array replaced by one entry {"link", "health",
  * "reason"} per link whose health is below 1 (a link the sweep did not
- * see keeps the entry old had for it); its other fields are kept. A
+ * see keeps the entry old had for it) and its "links_digest" set to f's
+ * (tp_fabric_links_digest_hex: a reader on another fabric refuses the
+ * file); its other fields are kept. A
  * "reason" is ignored by the state loader. TP_ERR_PARSE when old is not a
  * JSON object, TP_ERR_FORMAT when it names another "format" than
  * topoplace-state/1 (a fabric model, say: not rewritten); the caller names

@@ -548,8 +548,11 @@ static cJSON *state_json(const tp_state_t *s, tp__share_t *sorted)
 {
 	const tp_fabric_t *f = s->f;
 	cJSON *root = cJSON_CreateObject(), *arr, *job = NULL, *hosts = NULL;
+	char digest[TP_LINKS_DIGEST_LEN];
 
+	tp_fabric_links_digest_hex(f, digest);
 	if (!root || !add(root, "format", cJSON_CreateString(STATE_FORMAT)) ||
+	    !add(root, "links_digest", cJSON_CreateString(digest)) ||
 	    !add(root, "down", arr = cJSON_CreateArray()))
 		goto fail;
 	for (size_t h = 0; h < tp_fabric_nhosts(f); h++)
@@ -941,9 +944,12 @@ static tp_err_t load_link(loader_t *ld, const cJSON *o, int i)
 
 static tp_err_t load_root(loader_t *ld, const cJSON *root)
 {
-	static const char *const keys[] = {"format", "down", "jobs", "links",
-					   NULL};
+	static const char *const keys[] = {"format", "links_digest", "down",
+					   "jobs",   "links",	     NULL};
 	const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+	const cJSON *dig =
+	    cJSON_GetObjectItemCaseSensitive(root, "links_digest");
+	char here[TP_LINKS_DIGEST_LEN];
 	const cJSON *down = cJSON_GetObjectItemCaseSensitive(root, "down");
 	const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(root, "jobs");
 	const cJSON *links = cJSON_GetObjectItemCaseSensitive(root, "links");
@@ -961,6 +967,18 @@ static tp_err_t load_root(loader_t *ld, const cJSON *root)
 			     fmt->valuestring, STATE_FORMAT);
 	if ((err = only_keys(ld, root, "", keys)))
 		return err;
+	/* link indices mean this fabric's links only when the file was
+	 * written for it (a regenerated fabric numbers its links anew) */
+	tp_fabric_links_digest_hex(ld->f, here);
+	if (dig && !cJSON_IsString(dig))
+		return lfail(ld, TP_ERR_PARSE,
+			     "links_digest: expected a string");
+	if (dig && strcmp(dig->valuestring, here) != 0)
+		return lfail(ld, TP_ERR_FORMAT,
+			     "links_digest: written for another fabric (%.20s, "
+			     "this one's is %s): its link numbers are not "
+			     "this fabric's",
+			     dig->valuestring, here);
 	/* jobs before down: a job may sit on a host that failed under it,
 	 * and allocation refuses down hosts */
 	if (jobs) {

@@ -105,7 +105,11 @@ void tp_state_jobs_free(tp_state_job_t *jobs, size_t n);
  *    "jobs":[{"id":7,"hosts":{"node001":8,"node002":4}}],
  *    "links":[{"link":12,"health":0.5,"background_gbps":100},
  *             {"link":13,"background_gbps":[100,20]}]}
- * Hosts are named; unknown names are errors naming the object.
+ * Hosts are named; unknown names are errors naming the object. An
+ * optional "links_digest" (tp_fabric_links_digest_hex, which
+ * tp_state_to_json and the monitor write) must be f's: a file written for
+ * another fabric, whose link numbers mean other cables, is refused
+ * (TP_ERR_FORMAT).
  * background_gbps is one number for both directions of the link or a pair
  * [node[0] -> node[1], node[1] -> node[0]], finite, at most the link's
  * gbps. A link given twice is an error naming both entries. A link's

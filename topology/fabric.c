@@ -1,6 +1,7 @@
 /* The fabric object: storage, builder API for readers, accessors. */
 #include "config.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -596,6 +597,41 @@ const tp_host_t *tp_fabric_host(const tp_fabric_t *f, size_t i)
 const tp_link_t *tp_fabric_link(const tp_fabric_t *f, size_t i)
 {
 	return i < f->nlink ? &f->link[i] : NULL;
+}
+
+static uint64_t fnv_mix(uint64_t h, uint64_t v)
+{
+	for (int b = 0; b < 8; b++) {
+		h ^= (v >> (8 * b)) & 0xff;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+uint64_t tp_fabric_links_digest(const tp_fabric_t *f)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	h = fnv_mix(h, f->nlink);
+	for (size_t i = 0; i < f->nlink; i++) {
+		const tp_link_t *l = &f->link[i];
+		for (int e = 0; e < 2; e++) {
+			uint64_t guid = l->kind[e] == TP_NODE_SWITCH
+					    ? f->sw[l->node[e]].guid
+					    : f->ca[l->node[e]].guid;
+			h = fnv_mix(h, (uint64_t)l->kind[e]);
+			h = fnv_mix(h, guid);
+			h = fnv_mix(h, (uint64_t)(uint32_t)l->port[e]);
+		}
+	}
+	return h;
+}
+
+void tp_fabric_links_digest_hex(const tp_fabric_t *f,
+				char out[TP_LINKS_DIGEST_LEN])
+{
+	snprintf(out, TP_LINKS_DIGEST_LEN, "%016" PRIx64,
+		 tp_fabric_links_digest(f));
 }
 
 const tp_group_t *tp_fabric_group(const tp_fabric_t *f, size_t i)

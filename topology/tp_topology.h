@@ -395,6 +395,15 @@ size_t tp_fabric_link_upgroups(const tp_fabric_t *f, size_t l, uint32_t up[2]);
 const tp_ca_t *tp_fabric_ca(const tp_fabric_t *f, size_t i);
 const tp_host_t *tp_fabric_host(const tp_fabric_t *f, size_t i);
 const tp_link_t *tp_fabric_link(const tp_fabric_t *f, size_t i);
+/* What a link index means in f: a 64-bit FNV-1a digest of every link's
+ * ends (kind, GUID, port) in index order, so a file naming links by index
+ * (topoplace-state/1) can say which fabric it was written for. Rates and
+ * health are no part of it. */
+uint64_t tp_fabric_links_digest(const tp_fabric_t *f);
+/* The same as the 16 lowercase hex digits files carry ("links_digest"). */
+#define TP_LINKS_DIGEST_LEN 17
+void tp_fabric_links_digest_hex(const tp_fabric_t *f,
+				char out[TP_LINKS_DIGEST_LEN]);
 const tp_group_t *tp_fabric_group(const tp_fabric_t *f, size_t i);
 const tp_nvdomain_t *tp_fabric_nvdomain(const tp_fabric_t *f, size_t i);
 

@@ -347,6 +347,11 @@ static void test_state_json(void **unused)
 	assert_non_null(strstr(json, "\"background_gbps\":7"));
 	assert_non_null(
 	    strstr(json, "\"reason\":\"down (b end port not up)\""));
+	/* the fabric the link numbers are this one's */
+	char dig[TP_LINKS_DIGEST_LEN], want[64];
+	tp_fabric_links_digest_hex(f, dig);
+	snprintf(want, sizeof(want), "\"links_digest\":\"%s\"", dig);
+	assert_non_null(strstr(json, want));
 
 	fd = mkstemp(path);
 	assert_true(fd >= 0);

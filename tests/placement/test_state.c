@@ -139,12 +139,35 @@ static void test_state_json_roundtrip(void **unused)
 	    tp_state_set_host_up(s, tp_test_host(f, "node016"), false), TP_OK);
 	assert_int_equal(tp_state_set_link(s, 2, 0.25, 50), TP_OK);
 	assert_int_equal(tp_state_to_json(s, &a), TP_OK);
-	assert_string_equal(
-	    a, "{\"format\":\"topoplace-state/1\",\"down\":[\"node016\"],"
-	       "\"jobs\":[{\"id\":3,\"hosts\":{\"node005\":4}},"
-	       "{\"id\":20,\"hosts\":{\"node002\":8,\"node005\":4}}],"
-	       "\"links\":[{\"link\":2,\"health\":0.25,"
-	       "\"background_gbps\":50}]}");
+	char dig[TP_LINKS_DIGEST_LEN], want[512];
+	tp_fabric_links_digest_hex(f, dig);
+	assert_int_equal(strlen(dig), 16);
+	snprintf(want, sizeof(want), "%s%s%s",
+		 "{\"format\":\"topoplace-state/1\",\"links_digest\":\"", dig,
+		 "\",\"down\":[\"node016\"],"
+		 "\"jobs\":[{\"id\":3,\"hosts\":{\"node005\":4}},"
+		 "{\"id\":20,\"hosts\":{\"node002\":8,\"node005\":4}}],"
+		 "\"links\":[{\"link\":2,\"health\":0.25,"
+		 "\"background_gbps\":50}]}");
+	assert_string_equal(a, want);
+	/* written for another fabric: refused, naming the key */
+	char *other = strdup(a);
+	assert_non_null(other);
+	memcpy(strstr(other, dig), "0123456789abcdef", 16);
+	path = write_tmp(other);
+	free(other);
+	assert_int_equal(tp_state_load_json(f, path, &t, &err), TP_ERR_FORMAT);
+	unlink(path);
+	assert_non_null(
+	    strstr(err, "links_digest: written for another fabric"));
+	tp_free(err);
+	err = NULL;
+	/* the same links in another order are another fabric's numbers */
+	tp_fabric_t *g = fat_tree(true);
+	char gd[TP_LINKS_DIGEST_LEN];
+	tp_fabric_links_digest_hex(g, gd);
+	assert_string_not_equal(gd, dig);
+	tp_fabric_destroy(g);
 	path = write_tmp(a);
 	assert_int_equal(tp_state_load_json(f, path, &t, &err), TP_OK);
 	unlink(path);
