@@ -19,6 +19,12 @@
  *   CA it is the port's own GUID, and the node GUID is not in the output at
  *   all, so there a CA is identified by its port GUID (a dual-port HCA cabled
  *   twice becomes two CAs, both named by the same description).
+ * - A node's header gives its port count from its own NodeInfo; a cable
+ *   naming a higher port of it (in another node's block, an edited or
+ *   spliced dump) contradicts the hardware, so the cable is dropped with a
+ *   warning rather than the node grown: the fabric written must load, and
+ *   the JSON loader holds every cable to its node's ports. The first pass
+ *   collects the headers' counts (a header may come after the cables).
  */
 #include "config.h"
 
@@ -45,6 +51,9 @@ struct parser {
 	/* per node of this subnet: seen its own header (port count known) */
 	uint8_t *decl_sw, *decl_ca;
 	size_t cap_decl_sw, cap_decl_ca;
+	/* GUID -> port count its header(s) declare (the highest), from the
+	 * first pass: [0] switches, [1] CAs */
+	tp_u64map_t hdr_ports[2];
 
 	enum blk blk;
 	uint32_t cur;      /* node of the current block (build pass) */
@@ -318,18 +327,40 @@ static tp_err_t set_desc(struct parser *ps, tp_node_kind_t kind, uint32_t idx,
 	return TP_OK;
 }
 
+/* The port count the node's header declares (first pass), or 0. */
+static int header_ports(const struct parser *ps, tp_node_kind_t kind,
+			uint64_t guid)
+{
+	uint32_t v =
+	    tp_u64map_get(&ps->hdr_ports[kind != TP_NODE_SWITCH], guid);
+
+	return v == TP_MAP_NONE ? 0 : (int)v;
+}
+
+static tp_err_t header_ports_note(struct parser *ps, tp_node_kind_t kind,
+				  uint64_t guid, int nports)
+{
+	tp_u64map_t *m = &ps->hdr_ports[kind != TP_NODE_SWITCH];
+
+	if (header_ports(ps, kind, guid) >= nports)
+		return TP_OK;
+	return tp_u64map_put(m, guid, (uint32_t)nports) ? nomem(ps) : TP_OK;
+}
+
 /*
  * Find or create a node. header: this line is the node's own header, so
- * its description and port count are authoritative; otherwise desc only
- * fills an empty one and port only raises an undeclared port count.
+ * its description is authoritative; otherwise desc only fills an empty
+ * one. The port count is the one its header(s) declare (the callers drop
+ * cables beyond it) or, for a node without a header, the highest port
+ * cabled.
  */
 static tp_err_t node_get(struct parser *ps, tp_node_kind_t kind, uint64_t guid,
-			 const char *desc, int nports, bool header, int port,
+			 const char *desc, bool header, int port,
 			 uint32_t *idx_p)
 {
 	tp_fabric_t *f = ps->f;
 	uint8_t *decl;
-	int *np;
+	int *np, hdr = header_ports(ps, kind, guid);
 	tp_err_t err;
 
 	err = kind == TP_NODE_SWITCH
@@ -342,42 +373,21 @@ static tp_err_t node_get(struct parser *ps, tp_node_kind_t kind, uint64_t guid,
 	if (!decl)
 		return nomem(ps);
 	np = nports_slot(ps, kind, *idx_p);
+	if (hdr)
+		*np = hdr;
+	else if (port > *np)
+		*np = port;
 	if (header) {
 		if (*decl)
-			tp__fabric_warn(f, "%s:%zu: %s 0x%016llx listed twice",
-					ps->name, ps->line,
-					kind == TP_NODE_SWITCH ? "switch"
-							       : "CA",
-					(unsigned long long)guid);
-		if (*np > nports)
-			tp__fabric_warn(f,
-					"%s:%zu: %s 0x%016llx has %d ports "
-					"but port %d is cabled",
-					ps->name, ps->line,
-					kind == TP_NODE_SWITCH ? "switch"
-							       : "CA",
-					(unsigned long long)guid, nports, *np);
+			tp__fabric_warn(
+			    f, "%s:%zu: %s 0x%016llx listed twice", ps->name,
+			    ps->line, kind == TP_NODE_SWITCH ? "switch" : "CA",
+			    (unsigned long long)guid);
 		*decl = 1;
-		*np = nports;
 		return set_desc(ps, kind, *idx_p, desc);
 	}
-	if (!**desc_slot(ps, kind, *idx_p) && *desc) {
-		err = set_desc(ps, kind, *idx_p, desc);
-		if (err)
-			return err;
-	}
-	if (port > *np) {
-		if (*decl)
-			tp__fabric_warn(f,
-					"%s:%zu: port %d of %s 0x%016llx is "
-					"beyond its %d ports",
-					ps->name, ps->line, port,
-					kind == TP_NODE_SWITCH ? "switch"
-							       : "CA",
-					(unsigned long long)guid, *np);
-		else
-			*np = port;
-	}
+	if (!**desc_slot(ps, kind, *idx_p) && *desc)
+		return set_desc(ps, kind, *idx_p, desc);
 	return TP_OK;
 }
 
@@ -389,6 +399,22 @@ static const char *kind_name(tp_node_kind_t k)
 static uint64_t node_guid(struct parser *ps, tp_node_kind_t k, uint32_t i)
 {
 	return k == TP_NODE_SWITCH ? ps->f->sw[i].guid : ps->f->ca[i].guid;
+}
+
+/* A cable end on a port its node's header says it lacks (see Notes). */
+static bool beyond_header(struct parser *ps, tp_node_kind_t k, uint64_t guid,
+			  int port)
+{
+	int hdr = header_ports(ps, k, guid);
+
+	if (!hdr || port <= hdr)
+		return false;
+	tp__fabric_warn(ps->f,
+			"%s:%zu: %s 0x%016llx has ports 1..%d, not %d; cable "
+			"ignored",
+			ps->name, ps->line, kind_name(k),
+			(unsigned long long)guid, hdr, port);
+	return true;
 }
 
 static tp_err_t cable(struct parser *ps, tp_node_kind_t ka, uint32_t a,
@@ -490,16 +516,23 @@ static tp_err_t node_header(struct parser *ps, char *s, enum blk blk,
 	ps->nodes++;
 	ps->blk = blk;
 	ps->cur_nports = (int)nports;
-	if (!ps->build)
+	if (!ps->build) {
+		if (blk == BLK_ROUTER)
+			return TP_OK;
+		tp_node_kind_t kind =
+		    blk == BLK_SWITCH ? TP_NODE_SWITCH : TP_NODE_CA;
+		tp_err_t err = header_ports_note(ps, kind, guid, (int)nports);
+		if (err)
+			return err;
 		return blk == BLK_SWITCH ? switch_seen(ps, guid) : TP_OK;
+	}
 	ps->headers++;
 	if (blk == BLK_ROUTER) {
 		ps->routers++;
 		return TP_OK;
 	}
-	return node_get(ps,
-			blk == BLK_SWITCH ? TP_NODE_SWITCH : TP_NODE_CA, guid,
-			desc, (int)nports, true, 0, &ps->cur);
+	return node_get(ps, blk == BLK_SWITCH ? TP_NODE_SWITCH : TP_NODE_CA,
+			guid, desc, true, 0, &ps->cur);
 }
 
 /* "[3]  "H-0002c9..."[1](2c9...)  # "desc" lid 3 4xQDR" in a switch block,
@@ -555,7 +588,9 @@ static tp_err_t port_line(struct parser *ps, char *s)
 	ps->unknown_rate += unknown;
 	kind = ps->blk == BLK_SWITCH ? TP_NODE_SWITCH : TP_NODE_CA;
 	rkind = type == 'S' ? TP_NODE_SWITCH : TP_NODE_CA;
-	err = node_get(ps, rkind, rguid, desc, 0, false, rport, &ridx);
+	if (beyond_header(ps, rkind, rguid, rport))
+		return TP_OK;
+	err = node_get(ps, rkind, rguid, desc, false, rport, &ridx);
 	if (err)
 		return err;
 	return cable(ps, kind, ps->cur, port, rkind, ridx, rport, width, lane);
@@ -595,12 +630,17 @@ static bool parse_pend(char **pp, struct pend *e)
 	return true;
 }
 
+static tp_node_kind_t pend_kind(const struct pend *e)
+{
+	return e->type[0] == 'S' ? TP_NODE_SWITCH : TP_NODE_CA;
+}
+
 static tp_err_t pend_node(struct parser *ps, const struct pend *e,
 			  const char *desc, uint32_t *idx_p,
 			  tp_node_kind_t *kind_p)
 {
-	*kind_p = e->type[0] == 'S' ? TP_NODE_SWITCH : TP_NODE_CA;
-	return node_get(ps, *kind_p, e->guid, desc, 0, false, e->port, idx_p);
+	*kind_p = pend_kind(e);
+	return node_get(ps, *kind_p, e->guid, desc, false, e->port, idx_p);
 }
 
 /* "( 'desc a' - 'desc b' )": split at the first "' - '". */
@@ -668,6 +708,9 @@ static tp_err_t ports_line(struct parser *ps, char *s)
 		ps->routers++;
 		return TP_OK;
 	}
+	if (peer && (beyond_header(ps, pend_kind(&a), a.guid, a.port) ||
+		     beyond_header(ps, pend_kind(&b), b.guid, b.port)))
+		return TP_OK;
 	err = pend_node(ps, &a, desc, &ia, &ka);
 	if (err)
 		return err;
@@ -882,6 +925,8 @@ tp_err_t tp_fabric_parse_ibnetdiscover(tp_fabric_t *f, const char *name,
 out:
 	tp_free(ps->decl_sw);
 	tp_free(ps->decl_ca);
+	tp_u64map_clear(&ps->hdr_ports[0]);
+	tp_u64map_clear(&ps->hdr_ports[1]);
 	tp_free(ps);
 	return err;
 }

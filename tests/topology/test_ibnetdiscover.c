@@ -622,6 +622,91 @@ static void test_forms(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* Dump, then load the JSON: what the parser builds must load. */
+static void assert_json_loads(tp_fabric_t *f)
+{
+	tp_fabric_t *g = NULL;
+	char *json = NULL, *err = NULL;
+
+	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
+	assert_int_equal(tp_fabric_to_json(f, &json), TP_OK);
+	if (tp_fabric_parse_json("np.json", json, &g, &err))
+		fail_msg("%s", err);
+	tp_fabric_destroy(g);
+	tp_free(json);
+}
+
+/* A cable naming a port above the count its node's header declares (an
+ * edited or spliced dump): dropped with a warning whether the header
+ * comes before or after it, the node keeps its declared ports, and the
+ * fabric written loads. */
+static void test_port_beyond_header(void **state)
+{
+	static const char *const text[] = {
+	    /* the header after the cable */
+	    "Ca 1 \"H-10\" # \"h1 HCA-1\"\n"
+	    "[1](11) \"S-01\"[40] # lid 2 lmc 0 \"sw\" lid 1 4xQDR\n"
+	    "Ca 1 \"H-20\" # \"h2 HCA-1\"\n"
+	    "[1](21) \"S-01\"[2] # lid 3 lmc 0 \"sw\" lid 1 4xQDR\n"
+	    "Switch 36 \"S-01\" # \"sw\" base port 0 lid 1 lmc 0\n"
+	    "[2] \"H-20\"[1](21) # \"h2 HCA-1\" lid 3 4xQDR\n",
+	    /* the header first */
+	    "Switch 36 \"S-01\" # \"sw\" base port 0 lid 1 lmc 0\n"
+	    "[2] \"H-20\"[1](21) # \"h2 HCA-1\" lid 3 4xQDR\n"
+	    "Ca 1 \"H-10\" # \"h1 HCA-1\"\n"
+	    "[1](11) \"S-01\"[40] # lid 2 lmc 0 \"sw\" lid 1 4xQDR\n"
+	    "Ca 1 \"H-20\" # \"h2 HCA-1\"\n"
+	    "[1](21) \"S-01\"[2] # lid 3 lmc 0 \"sw\" lid 1 4xQDR\n",
+	    /* a CA's port: its header says 1 */
+	    "Switch 36 \"S-01\" # \"sw\" base port 0 lid 1 lmc 0\n"
+	    "[2] \"H-20\"[1](21) # \"h2 HCA-1\" lid 3 4xQDR\n"
+	    "[3] \"H-10\"[2](12) # \"h1 HCA-1\" lid 2 4xQDR\n"
+	    "Ca 1 \"H-10\" # \"h1 HCA-1\"\n"
+	    "Ca 1 \"H-20\" # \"h2 HCA-1\"\n"
+	    "[1](21) \"S-01\"[2] # lid 3 lmc 0 \"sw\" lid 1 4xQDR\n",
+	};
+	static const char *const warn[] = {
+	    "np.txt:2: switch 0x0000000000000001 has ports 1..36, not 40; "
+	    "cable ignored",
+	    "np.txt:4: switch 0x0000000000000001 has ports 1..36, not 40; "
+	    "cable ignored",
+	    "np.txt:3: CA 0x0000000000000010 has ports 1..1, not 2; cable "
+	    "ignored",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(text) / sizeof(text[0]); i++) {
+		tp_fabric_t *f = tp_fabric_create();
+
+		if (parse_str(f, "np.txt", text[i]))
+			fail_msg("%zu: %s", i, tp_fabric_error(f));
+		assert_int_equal(tp_fabric_nlinks(f), 1);
+		assert_int_equal(f->sw[0].nports, 36);
+		assert_int_equal(f->ca[find(f, TP_NODE_CA, 0x10)].nports, 1);
+		if (count_warnings(f, warn[i]) != 1)
+			fail_msg("%zu: no warning \"%s\"", i, warn[i]);
+		assert_json_loads(f);
+		tp_fabric_destroy(f);
+	}
+
+	/* the -p form of a mixed file holds to the headers as well */
+	tp_fabric_t *f = tp_fabric_create();
+	assert_int_equal(
+	    parse_str(f, "np.txt",
+		      "Switch 36 \"S-01\" # \"sw\" base port 0 lid 1 lmc 0\n"
+		      "[2] \"H-20\"[1](21) # \"h2 HCA-1\" lid 3 4xQDR\n"
+		      "SW     1 40 0x0000000000000001 4x QDR - CA     2  1 "
+		      "0x0000000000000030 ( 'sw' - 'h3 mlx5_0' )\n"),
+	    TP_OK);
+	assert_int_equal(tp_fabric_nlinks(f), 1);
+	assert_int_equal(count_warnings(f,
+					"np.txt:3: switch 0x0000000000000001 "
+					"has ports 1..36, not 40"),
+			 1);
+	assert_json_loads(f);
+	tp_fabric_destroy(f);
+}
+
 static void expect_fail(const char *text, size_t line, const char *what)
 {
 	tp_fabric_t *f = tp_fabric_create();
@@ -938,23 +1023,24 @@ int main(void)
 {
 	enum { NFIX = sizeof(fixtures) / sizeof(fixtures[0]) };
 	const struct CMUnitTest fixed[] = {
-		cmocka_unit_test(test_width),
-		cmocka_unit_test(test_lane),
-		cmocka_unit_test(test_speed_name),
-		cmocka_unit_test(test_desc_hostname),
-		cmocka_unit_test(test_spot_nvidia),
-		cmocka_unit_test(test_spot_small),
-		cmocka_unit_test(test_two_subnets),
-		cmocka_unit_test(test_forward_refs),
-		cmocka_unit_test(test_forms),
-		cmocka_unit_test(test_malformed),
-		cmocka_unit_test(test_truncated),
-		cmocka_unit_test(test_binary),
-		cmocka_unit_test(test_long_line),
-		cmocka_unit_test(test_nul),
-		cmocka_unit_test(test_read_errors),
-		cmocka_unit_test(test_generated),
-		cmocka_unit_test(test_guidmap),
+	    cmocka_unit_test(test_width),
+	    cmocka_unit_test(test_lane),
+	    cmocka_unit_test(test_speed_name),
+	    cmocka_unit_test(test_desc_hostname),
+	    cmocka_unit_test(test_spot_nvidia),
+	    cmocka_unit_test(test_spot_small),
+	    cmocka_unit_test(test_two_subnets),
+	    cmocka_unit_test(test_forward_refs),
+	    cmocka_unit_test(test_forms),
+	    cmocka_unit_test(test_port_beyond_header),
+	    cmocka_unit_test(test_malformed),
+	    cmocka_unit_test(test_truncated),
+	    cmocka_unit_test(test_binary),
+	    cmocka_unit_test(test_long_line),
+	    cmocka_unit_test(test_nul),
+	    cmocka_unit_test(test_read_errors),
+	    cmocka_unit_test(test_generated),
+	    cmocka_unit_test(test_guidmap),
 	};
 	enum { NFIXED = sizeof(fixed) / sizeof(fixed[0]) };
 	struct CMUnitTest tests[NFIXED + NFIX];
