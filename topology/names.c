@@ -163,7 +163,9 @@ bool tp__name_ok(const char *s)
  *   "MT25408 ConnectX Mellanox Technologies", "MT4129 ConnectX7   Mellanox
  *   Technologies", "MT23108 InfiniHost Mellanox Technologies".
  * So the first word is the host unless it is one of those defaults:
- *   - first word "MT" followed by digits only (a Mellanox part number),
+ *   - first word "MT" followed by 4 or more digits only (a Mellanox part
+ *     number; the firmware writes it in capitals), so "mt01" or "MT01"
+ *     stays a host,
  *   - any description ending in "Mellanox Technologies" or starting with
  *     "Mellanox" (vendor text, SHArP "Mellanox Technologies Aggregation
  *     Node" included),
@@ -179,8 +181,7 @@ static bool vendor_default(const char *s, size_t n, const char *all,
 	static const char tail[] = "Mellanox Technologies";
 	size_t tn = sizeof(tail) - 1;
 
-	if (n > 2 && (s[0] == 'M' || s[0] == 'm') &&
-	    (s[1] == 'T' || s[1] == 't')) {
+	if (n >= 6 && s[0] == 'M' && s[1] == 'T') {
 		size_t i = 2;
 		while (i < n && s[i] >= '0' && s[i] <= '9')
 			i++;

@@ -207,8 +207,13 @@ static void test_desc_hostname(void **state)
 	check_host("", NULL, NULL);
 	check_host("   ", NULL, NULL);
 	check_host(NULL, NULL, NULL);
-	/* "MT" alone or with letters is a name, not a part number */
+	/* "MT" alone, with letters, in lower case or with fewer than 4
+	 * digits is a name, not a part number */
 	check_host("MTA01 HCA-1", "MTA01", "HCA-1");
+	check_host("mt01 mlx5_0", "mt01", "mlx5_0");
+	check_host("MT01 mlx5_0", "MT01", "mlx5_0");
+	check_host("mt4129 mlx5_0", "mt4129", "mlx5_0");
+	check_host("MT123 HCA-1", "MT123", "HCA-1");
 
 	assert_true(tp__desc_is_sharp("Mellanox Technologies Aggregation Node"));
 	assert_false(tp__desc_is_sharp("gpu017 HCA-1"));
@@ -247,13 +252,13 @@ struct fixture {
  *               u[k]=1;x[a]=1;x[b]=1;n++}END{print n+0}' F
  *     (first cable on a port wins, as in the model)
  * Hosts and unnamed CAs (first word of the CA descriptions; vendor
- * defaults "MT<digits> ...", "Mellanox ...", "localhost" name none):
+ * defaults "MT<4+ digits> ...", "Mellanox ...", "localhost" name none):
  *   plain: grep '^Ca' F | sed 's/.*# "//; s/"$//' | awk '{print $1}' >h
  *   -p:    awk '$1=="CA"{split($0,q,"\047");d[$4]=q[2]}
  *            $8=="CA"{split($0,q,"\047");d[$11]=q[4]}
  *            END{for(g in d){n=split(d[g],t," ");print (n?t[1]:"")}}' F >h
- *   hosts:   grep -vE '^(MT[0-9]+|Mellanox|localhost)?$' h | sort -u | wc -l
- *   unnamed: grep -cE '^(MT[0-9]+|localhost)?$' h
+ *   hosts:   grep -vE '^(MT[0-9]{4,}|Mellanox|localhost)?$' h | sort -u | wc -l
+ *   unnamed: grep -cE '^(MT[0-9]{4,}|localhost)?$' h
  */
 static const struct fixture fixtures[] = {
 	/* path, switches, CAs, SHArP, links, self-cabled warnings, conflict
@@ -375,12 +380,12 @@ static void test_spot_nvidia(void **state)
 		 * hosts = 121:
 		 *   grep '^Ca' ibnetdiscover-example.out | sed 's/.*# "//;
 		 *   s/"$//' | awk '{print $1}' | grep -vE
-		 *   '^(MT[0-9]+|Mellanox|localhost)$' | sort -u | wc -l
+		 *   '^(MT[0-9]{4,}|Mellanox|localhost)$' | sort -u | wc -l
 		 * unnamed CAs = 72 (69 "MT4129 ConnectX7 ..." + 3 "localhost
-		 *   HCA-N"): same pipeline, awk '$1 ~ /^(MT[0-9]+|localhost)$/'
-		 * SHArP CAs = 40; rails = 4; degraded hosts = 12 (10 hosts on
-		 *   3 leaves, 2 on 2): per host, distinct "S-" GUIDs on the
-		 *   port lines of its Ca blocks.
+		 *   HCA-N"): same pipeline, awk '$1 ~
+		 * /^(MT[0-9]{4,}|localhost)$/' SHArP CAs = 40; rails = 4;
+		 * degraded hosts = 12 (10 hosts on 3 leaves, 2 on 2): per host,
+		 * distinct "S-" GUIDs on the port lines of its Ca blocks.
 		 */
 		assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
 		assert_int_equal(tp_fabric_nhosts(f), 121);
