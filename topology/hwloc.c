@@ -392,8 +392,11 @@ static long cand_of(hwloc_obj_t o, const gpu_cand_t *c, size_t n)
 	return -1;
 }
 
-/* Sum each GPU's row: links to peers, NVSwitches and NVLink CPUs alike,
- * so the figure is the GPU's whole NVLink bandwidth. */
+/* Sum each GPU's row over its GPU and NVSwitch peers: the figure is what
+ * the GPU reaches other GPUs of the host at (cost.c prices GPU-to-GPU
+ * transfers with it). NVLinks to a POWER CPU carry host memory traffic,
+ * not peer traffic; hwloc gives that peer as a CPU-side object (Package,
+ * NUMA node), GPUs and NVSwitches as I/O objects. */
 static void add_nvlink(hwloc_topology_t topo, gpu_cand_t *c, size_t n)
 {
 	struct hwloc_distances_s *d;
@@ -409,7 +412,8 @@ static void add_nvlink(hwloc_topology_t topo, gpu_cand_t *c, size_t n)
 			if (gi < 0)
 				continue;
 			for (unsigned j = 0; j < d->nbobjs; j++)
-				if (j != i && cand_of(d->objs[j], c, n) != gi)
+				if (j != i && cand_of(d->objs[j], c, n) != gi &&
+				    hwloc_obj_type_is_io(d->objs[j]->type))
 					c[gi].nvlink_mbs +=
 					    (double)
 						d->values[i * d->nbobjs + j];

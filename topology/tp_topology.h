@@ -93,7 +93,9 @@ typedef struct tp_gpu {
 	int hca;     /* nearest HCA: index into host->cas, -1 unknown;
 		      * finalize matches nic against the CAs' dev names,
 		      * else spreads GPUs over the host's CAs in order */
-	double nvlink_gbps; /* NVLink bandwidth of this GPU (sum), 0 = none */
+	double nvlink_gbps; /* this GPU's NVLink bandwidth to the host's other
+			     * GPUs, direct or through NVSwitches (sum;
+			     * links to a CPU left out), 0 = none */
 } tp_gpu_t;
 
 typedef struct tp_host {
