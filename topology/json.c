@@ -655,6 +655,19 @@ static tp_err_t load_guid_name(loader_t *ld, const tp__jdoc_t *d, int i)
 		return lfail(
 		    ld, TP_ERR_PARSE,
 		    "guid_map[%d]: guid (hex string) and name required", i);
+	/* finalize makes the name a host: checked here, where the entry
+	 * can be named (the --guid-map reader checks it the same way) */
+	if (!tp__name_ok(name))
+		return lfail(ld, TP_ERR_PARSE,
+			     "guid_map[%d].name: not a host name (1-%d "
+			     "letters, digits, '-', '_', '.')",
+			     i, TP_NAME_MAX);
+	/* the writer lists a GUID once: a second is an edit, and which
+	 * name it meant cannot be told */
+	if (tp_u64map_get(f->guid_name, guid) != TP_MAP_NONE)
+		return lfail(ld, TP_ERR_PARSE,
+			     "guid_map[%d]: GUID 0x%016llx listed twice", i,
+			     (unsigned long long)guid);
 	if (tp_grow(&p, &f->capguid_names, f->nguid_names + 1, sizeof(char *)))
 		return lfail(ld, TP_ERR_NOMEM, "out of memory");
 	f->guid_names = p;

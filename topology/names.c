@@ -171,7 +171,9 @@ bool tp__name_ok(const char *s)
  *     Node" included),
  *   - "localhost" / "localhost.localdomain": seen on several distinct DGX
  *     nodes in one fabric, so it would merge unrelated machines,
- *   - a first word with characters no host name has (quotes, ';', ':').
+ *   - a first word the one name rule (tp__name_ok) refuses: characters
+ *     no host name has (quotes, ';', ':') or more than TP_NAME_MAX bytes;
+ *     finalize would refuse it as a host, naming no CA.
  * "ubuntu mlx5_0" is kept: it is one real (if badly named) machine whose two
  * HCAs share the name, which is what a host is.
  */
@@ -191,12 +193,7 @@ static bool vendor_default(const char *s, size_t n, const char *all,
 	if (word_eq(s, n, "Mellanox") || word_eq(s, n, "localhost") ||
 	    word_eq(s, n, "localhost.localdomain"))
 		return true;
-	if (alln >= tn && strncasecmp(all + alln - tn, tail, tn) == 0)
-		return true;
-	for (size_t i = 0; i < n; i++)
-		if (!host_char(s[i]))
-			return true;
-	return false;
+	return alln >= tn && strncasecmp(all + alln - tn, tail, tn) == 0;
 }
 
 tp_err_t tp__desc_hostname(const char *desc, char **host_p, char **dev_p)
@@ -225,6 +222,10 @@ tp_err_t tp__desc_hostname(const char *desc, char **host_p, char **dev_p)
 	host = tp_strndup(w, (size_t)(we - w));
 	if (!host)
 		return TP_ERR_NOMEM;
+	if (!tp__name_ok(host)) {
+		tp_free(host);
+		return TP_OK;
+	}
 	if (de > d) {
 		dev = tp_strndup(d, (size_t)(de - d));
 		if (!dev) {

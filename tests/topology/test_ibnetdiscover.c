@@ -204,6 +204,20 @@ static void test_desc_hostname(void **state)
 	check_host("LOCALHOST mlx5_0", NULL, NULL);
 	check_host("localhost.localdomain mlx5_0", NULL, NULL);
 	check_host("MF0;switch-de779e:SX6012/U1", NULL, NULL);
+	/* a first word the name rule refuses (over 255 bytes) names no
+	 * host; finalize would refuse it as one, naming no CA */
+	{
+		char d[300 + 8], h[256];
+		memset(d, 'a', 300);
+		memcpy(d + 300, " HCA-1", 7);
+		check_host(d, NULL, NULL);
+		memcpy(d + 256, " HCA-1", 7);
+		check_host(d, NULL, NULL);
+		memcpy(d + 255, " HCA-1", 7);
+		memcpy(h, d, 255);
+		h[255] = '\0';
+		check_host(d, h, "HCA-1");
+	}
 	check_host("", NULL, NULL);
 	check_host("   ", NULL, NULL);
 	check_host(NULL, NULL, NULL);
@@ -611,6 +625,26 @@ static void test_forms(void **state)
 	assert_int_equal(tp_fabric_nlinks(f), 1);
 	assert_int_equal(count_warnings(f, "dup.txt:4:"), 1);
 	tp_fabric_destroy(f);
+
+	/* a CA whose first word is too long to be a host: finalize counts it
+	 * unnamed with the usual warning rather than failing on it */
+	{
+		char text[600];
+		f = tp_fabric_create();
+		snprintf(text, sizeof(text),
+			 "Switch 8 \"S-01\" # \"sw\" base port 0 lid 1 lmc 0\n"
+			 "[1] \"H-10\"[1](11) # \"%0300d HCA-1\" lid 2 4xQDR\n"
+			 "[2] \"H-20\"[1](21) # \"h2 HCA-1\" lid 3 4xQDR\n",
+			 0);
+		assert_int_equal(parse_str(f, "long.txt", text), TP_OK);
+		if (tp_fabric_finalize(f, NULL))
+			fail_msg("%s", tp_fabric_error(f));
+		assert_int_equal(tp_fabric_nhosts(f), 1);
+		assert_int_equal(tp_fabric_unnamed_cas(f), 1);
+		assert_int_equal(
+		    count_warnings(f, "1 CA without a usable hostname"), 1);
+		tp_fabric_destroy(f);
+	}
 
 	/* -p lines with width/speed unknown and an RT line */
 	f = tp_fabric_create();

@@ -322,6 +322,19 @@ static void test_hostile(void **state)
 			  ",\"guid_map\":[],\"nvlink_domains\":[{\"domain\":"
 			  "\"r\\n1\",\"host\":\"a\"}],\"warnings\":[]}",
 		     "nvlink_domains[0]: domain and host must be names");
+	/* a GUID map's names become hosts at finalize: a bad one is refused
+	 * naming its entry, as is a GUID given twice (the --guid-map reader
+	 * refuses both too) */
+	expect_error(HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[]"
+			  ",\"guid_map\":[{\"guid\":\"0x2\",\"name\":\"bad "
+			  "name!\"}],\"nvlink_domains\":[],\"warnings\":[]}",
+		     "guid_map[0].name: not a host name");
+	expect_error(HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[]"
+			  ",\"guid_map\":[{\"guid\":\"0x2\",\"name\":\"a\"},"
+			  "{\"guid\":\"0x3\",\"name\":\"b\"},{\"guid\":"
+			  "\"0x02\",\"name\":\"c\"}],\"nvlink_domains\":[],"
+			  "\"warnings\":[]}",
+		     "guid_map[2]: GUID 0x0000000000000002 listed twice");
 
 	/* a minimal valid document */
 	tp_fabric_t *f = NULL;
