@@ -5,6 +5,8 @@
  * ibnetdiscover's --node-name-map files ("0x0002c903000a1b2c "node17
  * HCA-1""), so those files can be reused: the host is then taken from the
  * description by the same rule as for the fabric's own descriptions.
+ * As in rdma-core's reader of those files, a comment may follow the
+ * closing quote ("0x13 "mtx01 HCA-1" # rack 3").
  */
 #include "config.h"
 
@@ -43,18 +45,23 @@ static tp_err_t line_name(char *v, char **name_p, const char **why_p)
 
 	*name_p = NULL;
 	if (*v == '"') {
-		q = strrchr(v + 1, '"');
-		if (!q || q == v) {
-			*why_p = "unterminated quote";
+		/* the closing quote is the first one followed by nothing but
+		 * blanks and a comment: a quote may sit inside the
+		 * description or the comment */
+		for (q = strchr(v + 1, '"'); q; q = strchr(q + 1, '"')) {
+			const char *r = q + 1;
+			while (is_blank(*r))
+				r++;
+			if (!*r || *r == '#')
+				break;
+		}
+		if (!q) {
+			*why_p = strchr(v + 1, '"')
+				     ? "text after the quoted name"
+				     : "unterminated quote";
 			return TP_OK;
 		}
 		*q = '\0';
-		for (q++; is_blank(*q); q++)
-			;
-		if (*q) {
-			*why_p = "text after the quoted name";
-			return TP_OK;
-		}
 		err = tp__desc_hostname(v + 1, name_p, &dev);
 		tp_free(dev);
 		if (!err && !*name_p)

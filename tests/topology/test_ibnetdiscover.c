@@ -1020,6 +1020,7 @@ static void test_guidmap(void **state)
 	assert_int_equal(f->nguid_names, 3);
 	assert_string_equal(guid_name(f, 0x2c90200000020ULL), "n02");
 	assert_string_equal(guid_name(f, 0xe09d730300858d88ULL), "gpu-a17");
+	/* quoted, with a comment after the closing quote */
 	assert_string_equal(guid_name(f, 0xe09d730300857448ULL), "gpu-a18");
 	assert_null(guid_name(f, 0x1ULL));
 	/* reading it again is harmless: same names */
@@ -1055,6 +1056,27 @@ static void test_guidmap(void **state)
 	assert_where(f, tmp, 2);
 	assert_non_null(strstr(tp_fabric_error(f), "not a host name"));
 	unlink(tmp);
+	/* text after a quoted name that is no comment, and a quote left
+	 * open (the '#' inside it is no comment either) */
+	static const char *const quoted[][2] = {
+	    {"0x21 \"n21 HCA-1\" rack 3\n", "text after the quoted name"},
+	    {"0x21 \"n21 HCA-1\" rack \"3\" x\n", "text after the quoted name"},
+	    {"0x21 \"n21 # HCA-1\n", "unterminated quote"},
+	};
+	for (size_t i = 0; i < sizeof(quoted) / sizeof(quoted[0]); i++) {
+		strcpy(tmp, "/tmp/tp_guidmap_XXXXXX");
+		fd = mkstemp(tmp);
+		assert_true(fd >= 0);
+		size_t n = strlen(quoted[i][0]);
+		assert_int_equal(write(fd, quoted[i][0], n), (ssize_t)n);
+		close(fd);
+		assert_int_equal(tp_fabric_read_guid_map(f, tmp), TP_ERR_PARSE);
+		assert_where(f, tmp, 1);
+		if (!strstr(tp_fabric_error(f), quoted[i][1]))
+			fail_msg("\"%s\" lacks \"%s\"", tp_fabric_error(f),
+				 quoted[i][1]);
+		unlink(tmp);
+	}
 	tp_fabric_destroy(f);
 }
 
