@@ -482,6 +482,22 @@ tp_err_t tp_fabric_blocks(const tp_fabric_t *f, tp_block_t **blocks_p,
 	return TP_OK;
 }
 
+/* BlockName for a domain whose own name Slurm would refuse: nvl-<ord>,
+ * ord counting the multi-node domains in index order; suffixed -2, -3 ...
+ * when a real domain is already so named (used: their names), as the tree
+ * writer suffixes its own made-up names. Made-up names cannot meet each
+ * other: ord and the suffix are both in them. */
+static char *made_up_block_name(const tp_strmap_t *used, size_t ord)
+{
+	char *s = tp_asprintf("nvl-%zu", ord);
+
+	for (unsigned k = 2; s && tp_strmap_get(used, s) != TP_MAP_NONE; k++) {
+		tp_free(s);
+		s = tp_asprintf("nvl-%zu-%u", ord, k);
+	}
+	return s;
+}
+
 static void write_block(tp_strbuf_t *sb, const tp_fabric_t *f, char **names)
 {
 	bool *listed = tp_calloc(f->nhost + 1, sizeof(bool));
@@ -489,6 +505,7 @@ static void write_block(tp_strbuf_t *sb, const tp_fabric_t *f, char **names)
 	tp_block_t *b = NULL;
 	size_t nb = 0, base = 0, ord = 0;
 	bool multi = false;
+	tp_strmap_t used = {0};
 
 	if (!listed || !alt || tp_fabric_blocks(f, &b, &nb, &base)) {
 		sb->failed = true;
@@ -496,14 +513,22 @@ static void write_block(tp_strbuf_t *sb, const tp_fabric_t *f, char **names)
 	}
 	for (size_t d = 0; d < f->nnvdom; d++)
 		multi |= f->nvdom[d].multi_node;
-	/* synthetic names count the domains in index order, as before */
+	for (size_t d = 0; multi && d < f->nnvdom; d++) {
+		const tp_nvdomain_t *dp = &f->nvdom[d];
+		if (dp->multi_node && dp->nhosts &&
+		    tp__slurm_name_ok(dp->name) &&
+		    tp_strmap_put(&used, dp->name, (uint32_t)d)) {
+			sb->failed = true;
+			goto out;
+		}
+	}
 	for (size_t d = 0; multi && d < f->nnvdom; d++) {
 		const tp_nvdomain_t *dp = &f->nvdom[d];
 		if (!dp->multi_node || !dp->nhosts)
 			continue;
 		ord++;
 		if (!tp__slurm_name_ok(dp->name) &&
-		    !(alt[d] = tp_asprintf("nvl-%zu", ord))) {
+		    !(alt[d] = made_up_block_name(&used, ord))) {
 			sb->failed = true;
 			goto out;
 		}
@@ -545,6 +570,7 @@ static void write_block(tp_strbuf_t *sb, const tp_fabric_t *f, char **names)
 		    multi ? "in no multi-node NVLink domain"
 			  : "in no switch group (no IB link)");
 out:
+	tp_strmap_clear(&used);
 	if (alt)
 		for (size_t d = 0; d < f->nnvdom; d++)
 			tp_free(alt[d]);

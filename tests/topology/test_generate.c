@@ -784,6 +784,47 @@ static void test_topoconf_orphans(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* A domain name Slurm refuses (over 64 characters) gets a made-up
+ * BlockName nvl-<n>; one a real domain already has is not used again. */
+static void test_topoconf_block_made_up_names(void **state)
+{
+	tp_fabric_t *f = tiny_nvl();
+	char longname[71], *t;
+	uint32_t h;
+
+	(void)state;
+	memset(longname, 'a', 70);
+	longname[70] = '\0';
+	for (int i = 1; i <= 9; i++) {
+		char host[8];
+		snprintf(host, sizeof(host), "x%d", i);
+		assert_int_equal(tp__fabric_host_get(f, host, true, &h), TP_OK);
+	}
+	assert_int_equal(tp__fabric_domain_add(f, longname, "x1"), TP_OK);
+	assert_int_equal(tp__fabric_domain_add(f, longname, "x2"), TP_OK);
+	for (int i = 1; i <= 7; i++) {
+		char dom[8], host[8];
+		snprintf(dom, sizeof(dom), "nvl-%d", i);
+		snprintf(host, sizeof(host), "x%d", i + 2);
+		assert_int_equal(tp__fabric_domain_add(f, dom, host), TP_OK);
+	}
+	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
+	t = conf(f, true);
+	/* the long name sorts first: ord 1, whose nvl-1 a real domain has */
+	assert_non_null(strstr(t, "# nvl-1-2: NVLink domain \"aaaa"));
+	assert_non_null(strstr(t, "BlockName=nvl-1-2 Nodes=x[1-2]\n"));
+	assert_non_null(strstr(t, "BlockName=nvl-1 Nodes=x3\n"));
+	/* no BlockName twice */
+	for (const char *p = t; (p = strstr(p, "BlockName=")); p++) {
+		size_t n = strcspn(p, " ") + 1;
+		for (const char *q = p + n; (q = strstr(q, "BlockName=")); q++)
+			if (!strncmp(p, q, n))
+				fail_msg("%.*s twice", (int)n, p);
+	}
+	tp_free(t);
+	tp_fabric_destroy(f);
+}
+
 /* ---- ibsim net ---- */
 
 static void test_ibsim_net(void **state)
@@ -903,6 +944,7 @@ int main(void)
 	    cmocka_unit_test(test_topoconf_block),
 	    cmocka_unit_test(test_stree_conf),
 	    cmocka_unit_test(test_topoconf_orphans),
+	    cmocka_unit_test(test_topoconf_block_made_up_names),
 	    cmocka_unit_test(test_ibsim_net),
 	    cmocka_unit_test(test_ibsim_net_subnets),
 	    cmocka_unit_test(test_ibsim_net_limits),
