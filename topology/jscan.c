@@ -223,6 +223,10 @@ static tp_err_t parse_text(tp__jdoc_t *d, size_t len)
 	uint32_t stack[MAX_DEPTH];
 	int depth = 0;
 	size_t i = 0;
+	/* counted as white space is skipped: a raw newline is nowhere else,
+	 * and behind i strings are unescaped in place ("\\n" became a
+	 * newline byte there) */
+	size_t line = 1;
 	bool want_value = true, done = false;
 	char *t = d->text;
 	tp_err_t err;
@@ -234,7 +238,7 @@ static tp_err_t parse_text(tp__jdoc_t *d, size_t len)
 	for (;;) {
 		while (i < len && (t[i] == ' ' || t[i] == '\t' ||
 				   t[i] == '\n' || t[i] == '\r'))
-			i++;
+			line += t[i++] == '\n';
 		if (i >= len)
 			break;
 		if (done)
@@ -311,7 +315,7 @@ static tp_err_t parse_text(tp__jdoc_t *d, size_t len)
 		if (is_key) {
 			while (i < len && (t[i] == ' ' || t[i] == '\t' ||
 					   t[i] == '\n' || t[i] == '\r'))
-				i++;
+				line += t[i++] == '\n';
 			if (i >= len || t[i] != ':')
 				goto bad;
 			i++;
@@ -338,10 +342,7 @@ static tp_err_t parse_text(tp__jdoc_t *d, size_t len)
 		goto bad;
 	return TP_OK;
 bad:
-	d->errline = 1;
-	/* strings were unescaped in place up to i, but never across lines */
-	for (size_t k = 0; k < i && k < len; k++)
-		d->errline += t[k] == '\n';
+	d->errline = line;
 	return TP_ERR_PARSE;
 }
 

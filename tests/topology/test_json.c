@@ -220,6 +220,19 @@ static void test_hostile(void **state)
 	(void)state;
 	expect_error("", "not valid JSON");
 	expect_error("{\n\"a\":\n", "3: not valid JSON");
+	/* lines are the file's: escaped newlines in a string are none (the
+	 * reader unescapes in place, and counted those) */
+	{
+		char doc[512] =
+		    HEAD "\"switches\":[{\"guid\":\"0x1\",\"desc\":\"";
+		for (int k = 0; k < 40; k++)
+			strcat(doc, "a\\n");
+		strcat(doc, "\",}]," TAIL);
+		expect_error(doc, "bad.json: 1: not valid JSON");
+		memmove(doc + 2, doc + 1, strlen(doc));
+		doc[1] = '\n';
+		expect_error(doc, "bad.json: 2: not valid JSON");
+	}
 	expect_error("[]", "not a topoplace fabric");
 	expect_error("{\"format\":\"topoplace-fabric/2\"}",
 		     "is not topoplace-fabric/1");
