@@ -50,6 +50,46 @@ static void round_trip(tp_fabric_t *f)
 	tp_fabric_destroy(g);
 }
 
+/* A description edited in Latin-1 or cut mid-character: 0xE9 alone, a
+ * UTF-16 surrogate (ED A0 80), a lead byte at the end; valid UTF-8 (é,
+ * U+1F600) among them. */
+#define SPINE_DESC                                                             \
+	"spine caf\xe9 \xc3\xa9 \xed\xa0\x80 \xf0\x9f\x98\x80 \xc0\xaf \xc3"
+
+/* Is s well-formed UTF-8 (RFC 3629)? Written apart from the writer's
+ * check, the way a strict reader (Python's json.load) checks. */
+static bool utf8_ok(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	while (*s) {
+		uint32_t cp;
+		int n;
+		if (*s < 0x80) {
+			s++;
+			continue;
+		}
+		n = (*s & 0xe0) == 0xc0	  ? 2
+		    : (*s & 0xf0) == 0xe0 ? 3
+		    : (*s & 0xf8) == 0xf0 ? 4
+					  : 0;
+		if (!n)
+			return false;
+		cp = *s & (0x7f >> n);
+		for (int k = 1; k < n; k++) {
+			if ((s[k] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (s[k] & 0x3f);
+		}
+		if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) ||
+		    (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp < 0xe000))
+			return false;
+		s += n;
+	}
+	return true;
+}
+
 static void test_round_trip_built(void **state)
 {
 	(void)state;
@@ -63,7 +103,7 @@ static void test_round_trip_built(void **state)
 	    tp__fabric_add_switch(f, sn, 0xabc, "leaf \"quoted\"", 36, &leaf),
 	    TP_OK);
 	assert_int_equal(
-	    tp__fabric_add_switch(f, sn, 0xdef, "spine", 36, &spine), TP_OK);
+	    tp__fabric_add_switch(f, sn, 0xdef, SPINE_DESC, 36, &spine), TP_OK);
 	assert_int_equal(tp__fabric_add_link(f, TP_NODE_SWITCH, leaf, 36,
 					     TP_NODE_SWITCH, spine, 1, 4,
 					     106.25, true, &added),
@@ -100,6 +140,13 @@ static void test_round_trip_built(void **state)
 
 	/* the saved text carries the format tag and derived data */
 	char *s = to_json(f);
+	/* and is UTF-8: each byte that starts no character is U+FFFD,
+	 * written as itself; valid characters stay as they are */
+	assert_true(utf8_ok(s));
+	assert_non_null(strstr(s, "\"spine caf\xef\xbf\xbd \xc3\xa9 "
+				  "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd "
+				  "\xf0\x9f\x98\x80 \xef\xbf\xbd\xef\xbf\xbd "
+				  "\xef\xbf\xbd\""));
 	assert_non_null(strstr(s, "\"format\":\"topoplace-fabric/1\""));
 	assert_non_null(strstr(s, "\"derived\""));
 	tp_free(s);
