@@ -553,6 +553,28 @@ static void test_nvsmi_spaces(void **state)
 	load_nvsmi_want(&w, false);
 }
 
+/* A UTF-8 byte order mark before the header (a file saved by a Windows
+ * editor) is skipped: the header is still the header, not the GPU0 row. */
+static void test_nvsmi_bom(void **state)
+{
+	static const char text[] =
+	    "\xef\xbb\xbf\tGPU0\tGPU1\tGPU2\tCPU Affinity\tNUMA Affinity\n"
+	    "GPU0\t X \tNV12\tNV12\t0-7\t0\n"
+	    "GPU1\tNV12\t X \tNV12\t0-7\t0\n"
+	    "GPU2\tNV12\tNV12\t X \t8-15\t1\n";
+	char *p = write_tmp(text, sizeof(text) - 1);
+	tp_fabric_t *f = tp_fabric_create();
+
+	(void)state;
+	if (tp_fabric_read_node_nvsmi(f, "node", p))
+		fail_msg("%s", tp_fabric_error(f));
+	assert_int_equal(host_of(f, "node")->ngpus, 3);
+	assert_int_equal(host_of(f, "node")->gpus[2].numa, 1);
+	tp_fabric_destroy(f);
+	unlink(p);
+	free(p);
+}
+
 static void test_nvsmi_hostile(void **state)
 {
 	static const struct {
@@ -1330,6 +1352,7 @@ int main(void)
 	    cmocka_unit_test(test_nvsmi_dgx1v),
 	    cmocka_unit_test(test_nvsmi_nic_legend),
 	    cmocka_unit_test(test_nvsmi_spaces),
+	    cmocka_unit_test(test_nvsmi_bom),
 	    cmocka_unit_test(test_nvsmi_hostile),
 	    cmocka_unit_test(test_node_dir_nvsmi),
 	    cmocka_unit_test(test_node_dir_hwloc),
