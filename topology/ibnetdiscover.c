@@ -478,8 +478,10 @@ static bool comment_desc(char *p, char **desc_p, char **after_p)
  * # "desc"", "Rt 1 "R-..." # "desc"". */
 /* A switch is in one subnet: its GUID in a subnet read before is the
  * same dump given twice (or two dumps of one subnet). Checked in the
- * first pass, so the fabric is left untouched. A CA's may recur: a
- * dual-port HCA can be cabled to two rails. */
+ * first pass, so the fabric is left untouched, for every switch a line
+ * names, header or cable end (a dump cut down to its CA lines names
+ * switches only as peers). A CA's may recur: a dual-port HCA can be
+ * cabled to two rails. */
 static tp_err_t switch_seen(struct parser *ps, uint64_t guid)
 {
 	for (int sn = 0; sn < ps->f->nsubnets; sn++)
@@ -579,7 +581,9 @@ static tp_err_t port_line(struct parser *ps, char *s)
 	if (!parse_rate(ps, &p, &width, &lane, &unknown))
 		return bad_line(ps, "bad link width or speed", s);
 	ps->nodes++;
-	if (!ps->build || ps->blk == BLK_ROUTER)
+	if (!ps->build)
+		return type == 'S' ? switch_seen(ps, rguid) : TP_OK;
+	if (ps->blk == BLK_ROUTER)
 		return TP_OK;
 	if (type == 'R') {
 		ps->routers++;
@@ -702,8 +706,12 @@ static tp_err_t ports_line(struct parser *ps, char *s)
 		desc = tp_strtrim(p);
 	}
 	ps->nodes++;
-	if (!ps->build)
-		return a.type[0] == 'S' ? switch_seen(ps, a.guid) : TP_OK;
+	if (!ps->build) {
+		err = a.type[0] == 'S' ? switch_seen(ps, a.guid) : TP_OK;
+		if (!err && peer && b.type[0] == 'S')
+			err = switch_seen(ps, b.guid);
+		return err;
+	}
 	if (a.type[0] == 'R' || (peer && b.type[0] == 'R')) {
 		ps->routers++;
 		return TP_OK;

@@ -533,6 +533,38 @@ static void test_two_subnets(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* A dump cut down to its CA lines names its switches only as cable
+ * peers: given twice, the second is still refused as the same subnet, in
+ * the -p form and the plain one. */
+static void test_same_subnet_ca_lines(void **state)
+{
+	static const char *const text[] = {
+	    "CA     7  1 0x0000000000000011 4x QDR - SW     5  3 "
+	    "0x0000000000000001 ( 'h1 mlx5_0' - 'sw1' )\n"
+	    "CA     8  1 0x0000000000000021 4x QDR - SW     5  4 "
+	    "0x0000000000000001 ( 'h2 mlx5_0' - 'sw1' )\n",
+	    "Ca 1 \"H-10\" # \"h1 HCA-1\"\n"
+	    "[1](11) \"S-01\"[3] # lid 7 lmc 0 \"sw1\" lid 5 4xQDR\n"
+	    "Ca 1 \"H-20\" # \"h2 HCA-1\"\n"
+	    "[1](21) \"S-01\"[4] # lid 8 lmc 0 \"sw1\" lid 5 4xQDR\n",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(text) / sizeof(text[0]); i++) {
+		tp_fabric_t *f = tp_fabric_create();
+		assert_int_equal(parse_str(f, "cas.txt", text[i]), TP_OK);
+		assert_int_equal(parse_str(f, "cas.txt", text[i]),
+				 TP_ERR_PARSE);
+		assert_where(f, "cas.txt", i == 0 ? 1 : 2);
+		assert_non_null(strstr(tp_fabric_error(f),
+				       "switch GUID 0x0000000000000001 is "
+				       "already in subnet 0"));
+		assert_int_equal(tp_fabric_nsubnets(f), 1);
+		assert_int_equal(tp_fabric_ncas(f), 2);
+		tp_fabric_destroy(f);
+	}
+}
+
 /* ---- hand-written inputs ---------------------------------------------------------- */
 
 static void test_forward_refs(void **state)
@@ -1091,6 +1123,7 @@ int main(void)
 	    cmocka_unit_test(test_spot_nvidia),
 	    cmocka_unit_test(test_spot_small),
 	    cmocka_unit_test(test_two_subnets),
+	    cmocka_unit_test(test_same_subnet_ca_lines),
 	    cmocka_unit_test(test_forward_refs),
 	    cmocka_unit_test(test_forms),
 	    cmocka_unit_test(test_port_beyond_header),
