@@ -478,7 +478,22 @@ static bool write_atomic(const char *path, const char *text)
 	if (!tmp)
 		return false;
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	ok = fd >= 0 && write(fd, text, n) == (ssize_t)n && fsync(fd) == 0;
+	ok = fd >= 0;
+	/* a short write (a file size limit, a full disk) leaves errno as it
+	 * was: say ENOSPC then, not the last call's "Success" */
+	for (size_t done = 0; ok && done < n;) {
+		ssize_t w = write(fd, text + done, n - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = ENOSPC;
+			ok = false;
+		} else {
+			done += (size_t)w;
+		}
+	}
+	ok = ok && fsync(fd) == 0;
 	if (fd >= 0 && close(fd))
 		ok = false;
 	if (ok && rename(tmp, path))

@@ -321,7 +321,7 @@ tp_err_t tp_health_state_json(const char *old, const tp_fabric_t *f,
 
 /* Prometheus text exposition (node_exporter textfile collector): gauges
  * topoplace_link_health, topoplace_link_utilization{direction} and
- * counters' deltas topoplace_link_errors{counter} for every seen link,
+ * counters' deltas topoplace_link_errors_delta{counter} for every seen link,
  * labelled link, a/b ends ("switch-desc:port"), plus
  * topoplace_health_sweep_seconds (sweep_s), the first pass's
  * topoplace_health_sweep_state_seconds (state_s: port states, after which

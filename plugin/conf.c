@@ -47,7 +47,8 @@ static const tp_pconf_key_t keys[] = {
      "GPUs per node for --gpus jobs; 0: from the nodes' Gres",
      OFF(gpus_per_node), NULL},
     {"Partitions", TP_PCONF_LIST, NULL, 0, 0,
-     "partitions whose jobs job_submit/topoplace touches; unset: all",
+     "partitions whose jobs job_submit/topoplace touches and the 24.11 "
+     "selection takes (others: topology/tree's); unset: all",
      OFF(partitions), NULL},
     {"Selection", TP_PCONF_STRING, "engine", 0, 0,
      "who picks a job's nodes in native mode (Slurm 24.11); "
