@@ -252,6 +252,16 @@ void tp_health_eval(const tp_health_rules_t *r, const tp_link_t *link,
 		r = &def;
 	}
 	if (!out->seen) {
+		/* rule 1c: silence on our own subnet, two sweeps running */
+		if (prev && cur[0].known && cur[1].known && prev[0].known &&
+		    prev[1].known && !prev[0].seen && !prev[1].seen) {
+			out->seen = true;
+			out->health = 0;
+			out->alarm = true;
+			snprintf(out->reason, sizeof(out->reason),
+				 "down (neither end answering)");
+			return;
+		}
 		snprintf(out->reason, sizeof(out->reason), "not reachable");
 		return;
 	}

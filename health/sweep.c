@@ -376,6 +376,7 @@ static void state_end(tp_health_sweep_t *s, size_t l, int e,
 	*seen_p = false;
 	if (!d->lid)
 		return;
+	p->known = true;
 	memset(&id, 0, sizeof(id));
 	ib_portid_set(&id, d->lid, 0, 0);
 	memset(info, 0, sizeof(info));
@@ -619,6 +620,24 @@ static bool port_closed(tp_health_sweep_t *s)
 	return true;
 }
 
+/* A sweep that reached under half the ends a walk found (the monitor's
+ * own cable down, its port reset) says nothing of the silent ones: none
+ * counts as known, so rule 1c does not take the whole fabric down. */
+static void forget_known(tp_health_port_t *ports, const bool *node_seen,
+			 size_t nl)
+{
+	size_t known = 0, seen = 0;
+
+	for (size_t i = 0; i < 2 * nl; i++) {
+		known += ports[i].known;
+		seen += ports[i].known && node_seen[i];
+	}
+	if (2 * seen >= known)
+		return;
+	for (size_t i = 0; i < 2 * nl; i++)
+		ports[i].known = false;
+}
+
 /* End e of link l after its PortInfo: "up but not answering" sweeps in a
  * row are counted and acted on as tp_health_silent_action() says (an end
  * at a new LID is asked again at once). */
@@ -673,6 +692,7 @@ tp_err_t tp_health_sweep_states(tp_health_sweep_t *s, tp_health_port_t *ports,
 		for (int e = 0; e < 2; e++)
 			recheck_silent(s, l, e, p, seen);
 	}
+	forget_known(ports, node_seen, nl);
 	return TP_OK;
 }
 

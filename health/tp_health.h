@@ -23,6 +23,11 @@
  *     drops what crosses it, or the far node hangs) -> health x0.5, reason
  *     "b end up but not answering". One missed sweep is no alarm: a query
  *     lost on a busy fabric (or machine) is not a fault.
+ * 1c. Neither end answering in this sweep and the previous one, both
+ *     ends on the monitor's subnet (tp_health_port_t.known: a dead leaf
+ *     switch and the hosts behind it) -> health 0, reason "down (neither
+ *     end answering)". Ends no walk found (another subnet's link) are
+ *     "not reachable" and keep what the state file said.
  *  2. Width / speed: active Gb/s (lanes x lane rate) of the slower end
  *     below the model's (cabled) Gb/s -> health x active / cabled,
  *     reason "running 2x/4x lanes" or "running 100/200 Gb/s".
@@ -121,6 +126,10 @@ typedef struct tp_health_port {
 	double lane_gbps; /* active per-lane rate */
 	bool counters;	  /* the PMA answered */
 	bool wide_data;	  /* the data counters are the 64-bit extended ones */
+	/* the node is on this monitor's subnet (a walk gave it a LID) and the
+	 * sweep reached most such nodes: its silence is a fault, not
+	 * another subnet's link (rule 1c) */
+	bool known;
 	uint64_t c[TP_HC_N];
 } tp_health_port_t;
 

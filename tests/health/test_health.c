@@ -118,6 +118,27 @@ static void test_down(void **unused)
 	assert_false(out.seen);
 	assert_false(out.alarm);
 	assert_true(out.health == 1);
+
+	/* neither end answering, both on our subnet (a dead leaf and its
+	 * host): down from the second silent sweep on (rule 1c) */
+	tp_health_port_t sil[2];
+	memset(sil, 0, sizeof(sil));
+	sil[0].known = sil[1].known = true;
+	tp_health_eval(NULL, &hdr, NULL, sil, none, 1, &out);
+	assert_false(out.seen);
+	tp_health_eval(NULL, &hdr, prev, sil, none, 1, &out);
+	assert_false(out.seen);
+	assert_true(out.health == 1);
+	tp_health_eval(NULL, &hdr, sil, sil, none, 1, &out);
+	assert_true(out.seen);
+	assert_true(out.alarm);
+	assert_true(out.health == 0);
+	assert_string_equal(out.reason, "down (neither end answering)");
+	/* one end another subnet's: no verdict */
+	sil[1].known = false;
+	tp_health_eval(NULL, &hdr, sil, sil, none, 1, &out);
+	assert_false(out.seen);
+	assert_true(out.health == 1);
 }
 
 static void test_width_and_speed(void **unused)
