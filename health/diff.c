@@ -344,7 +344,12 @@ void tp_health_diff_apply(const tp_fabric_t *model, const tp_fabric_t *live,
 		if (d->link[l] != TP_HEALTH_GONE &&
 		    d->link[l] != TP_HEALTH_MOVED)
 			continue;
-		if (p[0].seen && p[0].up && p[1].seen && p[1].up) {
+		/* a cable back in place: both ends up again. Not for a
+		 * move: two hosts swapped between ports leave every port of
+		 * the model's links up, and a host moved back changes port
+		 * states, which the next walk finds */
+		if (d->link[l] == TP_HEALTH_GONE && p[0].seen && p[0].up &&
+		    p[1].seen && p[1].up) {
 			if (stale_p)
 				*stale_p = true;
 			continue;

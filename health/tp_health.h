@@ -209,9 +209,11 @@ tp_err_t tp_health_diff_text(const tp_fabric_t *model, const tp_fabric_t *live,
 
 /* Applies d to a sweep's verdicts: a GONE or MOVED link gets health 0,
  * an alarm and the reason "gone (re-discovery)" or "host moved to
- * DESC:PORT; regenerate the fabric" - unless the sweep saw both its ends
- * up (the diff is older than the sweep; *stale_p, may be NULL, is then
- * set). links has one entry per model link. */
+ * DESC:PORT; regenerate the fabric" - unless it is GONE and the sweep saw
+ * both its ends up (the diff is older than the sweep; *stale_p, may be
+ * NULL, is then set). A MOVED link's ends stay up when hosts swap ports,
+ * so a move holds until a walk finds the host back. links has one entry
+ * per model link. */
 void tp_health_diff_apply(const tp_fabric_t *model, const tp_fabric_t *live,
 			  const tp_health_diff_t *d,
 			  const tp_health_port_t *ports,

@@ -667,6 +667,16 @@ static void test_diff_moved(void **state)
 	tp_health_diff_apply(m, l, &d, ports, links, NULL);
 	assert_true(links[o2].health == 0);
 	assert_non_null(strstr(links[o2].reason, "moved to ib-i1l1s01:12"));
+	/* both ends of the model's link up (two hosts swapped ports): the
+	 * move still holds, and the diff is not stale */
+	bool stale = false;
+	ports[2 * o2].seen = ports[2 * o2].up = true;
+	ports[2 * o2 + 1].seen = ports[2 * o2 + 1].up = true;
+	memset(links, 0, sizeof(links));
+	tp_health_diff_apply(m, l, &d, ports, links, &stale);
+	assert_false(stale);
+	assert_true(links[o2].health == 0);
+	memset(ports, 0, sizeof(ports));
 	diff_done(m, l, &d);
 
 	/* to another switch */
