@@ -364,6 +364,14 @@ tp_err_t tp_state_set_host_up(tp_state_t *s, uint32_t host, bool up)
 	return TP_OK;
 }
 
+/* A health under a millionth is a dead link: a capacity that small
+ * prices as infinite time (no finite answer) where a dead link is
+ * routed around or refused. */
+static double live_health(double h)
+{
+	return h < 1e-6 ? 0 : h;
+}
+
 tp_err_t tp_state_set_link(tp_state_t *s, uint32_t link, double health,
 			   double background_gbps)
 {
@@ -372,7 +380,7 @@ tp_err_t tp_state_set_link(tp_state_t *s, uint32_t link, double health,
 	if (link >= tp_fabric_nlinks(s->f) || !(health >= 0 && health <= 1) ||
 	    !(background_gbps >= 0) || isinf(background_gbps))
 		return TP_ERR_RANGE;
-	s->health[link] = health;
+	s->health[link] = live_health(health);
 	s->bg[2 * link] = s->bg[2 * link + 1] = background_gbps;
 	tp__state_cables_link(s, link);
 	return TP_OK;
@@ -936,7 +944,7 @@ static tp_err_t load_link(loader_t *ld, const cJSON *o, int i)
 			     "%s.background_gbps: %g Gb/s is more than link "
 			     "%u's %g Gb/s",
 			     where, bg[0] > cap ? bg[0] : bg[1], li, cap);
-	ld->s->health[li] = h ? h->valuedouble : 1.0;
+	ld->s->health[li] = h ? live_health(h->valuedouble) : 1.0;
 	ld->s->bg[2 * li] = bg[0];
 	ld->s->bg[2 * li + 1] = bg[1];
 	return TP_OK;

@@ -68,7 +68,8 @@ void tp_state_set_nics_by_rate(tp_state_t *s, bool on);
  * its lanes or a bad cable), and other jobs' traffic on it in Gb/s, the
  * same in each direction (links are full duplex; the state keeps the two
  * directions apart, and the JSON below can give them separately).
- * tp_state_link_background returns the busier direction. */
+ * tp_state_link_background returns the busier direction. A health under
+ * 1e-6 is taken as 0 (dead: no finite time through it). */
 tp_err_t tp_state_set_link(tp_state_t *s, uint32_t link, double health,
 			   double background_gbps);
 double tp_state_link_health(const tp_state_t *s, uint32_t link);

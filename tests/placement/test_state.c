@@ -205,6 +205,9 @@ static void test_state_json_roundtrip(void **unused)
 	unlink(path);
 	assert_true(tp_state_link_background(t, 2) == cap);
 	tp_free(a);
+	/* a health too small to price finitely is a dead link */
+	assert_int_equal(tp_state_set_link(s, 2, 1e-310, 0), TP_OK);
+	assert_true(tp_state_link_health(s, 2) == 0);
 	tp_state_destroy(s);
 	tp_state_destroy(t);
 	tp_fabric_destroy(f);
