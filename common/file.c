@@ -152,3 +152,8 @@ tp_err_t tp_file_read_regular(const char *path, size_t max, char **buf_p,
 	close(fd);
 	return err;
 }
+
+size_t tp_text_bom(const char *buf, size_t len)
+{
+	return len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+}

@@ -200,6 +200,9 @@ char *tp_hostlist_compress(const char *const *names, size_t n);
  * for a daemon); TP_ERR_RANGE: more than TP_FILE_MAX bytes; TP_ERR_IO,
  * NOMEM. */
 tp_err_t tp_file_read(const char *path, char **buf_p, size_t *len_p);
+/* The bytes of a text of len bytes at buf to skip for its UTF-8 byte order
+ * mark (a file saved by a Windows editor): 3 or 0. */
+size_t tp_text_bom(const char *buf, size_t len);
 /* Open path for reading the way a daemon must: without waiting (a FIFO's
  * open does not block) and only when it is a regular file. On TP_OK *fd_p
  * is a blocking, close-on-exec descriptor the caller closes, and *size_p

@@ -89,7 +89,8 @@ static tp_err_t parse_map(tp_fabric_t *f, const char *path, const char *buf,
 			  size_t len)
 {
 	char line[LINE_MAX_LEN + 1], *s, *g, *v, *hash, *name;
-	const char *p = buf, *end = buf + len, *nl, *why;
+	const char *p = buf + tp_text_bom(buf, len), *end = buf + len, *nl,
+		   *why;
 	size_t lineno = 0, n;
 	uint64_t guid;
 	uint32_t idx;

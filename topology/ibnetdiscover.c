@@ -844,8 +844,7 @@ static tp_err_t run_pass(struct parser *ps, const char *buf, size_t len)
 	ps->line = 0;
 	ps->blk = BLK_NONE;
 	ps->nodes = 0;
-	if (len >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0)
-		p += 3;
+	p += tp_text_bom(p, len);
 	while (p < end) {
 		ps->line++;
 		nl = memchr(p, '\n', (size_t)(end - p));

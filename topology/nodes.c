@@ -201,7 +201,7 @@ tp_err_t tp_fabric_read_domain_map(tp_fabric_t *f, const char *path)
 		return tp__fabric_fail(f, err, "%s: cannot read: %s", path,
 				       tp_file_strerror(err));
 	end = buf + len;
-	for (s = buf; s < end && !err; s++) {
+	for (s = buf + tp_text_bom(buf, len); s < end && !err; s++) {
 		char *e = memchr(s, '\n', (size_t)(end - s));
 
 		if (!e)

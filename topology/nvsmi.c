@@ -357,8 +357,7 @@ static tp_err_t parse(nvsmi_t *p, char *buf, size_t len)
 				       p->path);
 	/* a UTF-8 byte order mark (a file saved by a Windows editor) would
 	 * glue itself to the header's first cell */
-	if (len >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0)
-		s += 3;
+	s += tp_text_bom(s, len);
 	for (; s < end; s++) {
 		char *nl = memchr(s, '\n', (size_t)(end - s));
 		char *e = nl ? nl : end;

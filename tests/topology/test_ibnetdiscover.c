@@ -1109,6 +1109,19 @@ static void test_guidmap(void **state)
 				 quoted[i][1]);
 		unlink(tmp);
 	}
+	/* a byte order mark before the first line (a Windows editor) */
+	strcpy(tmp, "/tmp/tp_guidmap_XXXXXX");
+	fd = mkstemp(tmp);
+	assert_true(fd >= 0);
+	static const char bom[] = "\xef\xbb\xbf"
+				  "0x0002c90200000099 n99\n";
+	assert_int_equal(write(fd, bom, sizeof(bom) - 1),
+			 (ssize_t)(sizeof(bom) - 1));
+	close(fd);
+	if (tp_fabric_read_guid_map(f, tmp))
+		fail_msg("%s", tp_fabric_error(f));
+	assert_string_equal(guid_name(f, 0x2c90200000099ULL), "n99");
+	unlink(tmp);
 	tp_fabric_destroy(f);
 }
 

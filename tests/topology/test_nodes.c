@@ -1156,6 +1156,17 @@ static void test_domain_map(void **state)
 	assert_string_equal(f->dom_name[20], "rack02");
 	assert_int_equal(tp_fabric_nwarnings(f), 0);
 	tp_fabric_destroy(f);
+	/* a byte order mark before the first line (a Windows editor) */
+	static const char bom[] = "\xef\xbb\xbfrack07 gpu[1-2]\n";
+	char *p = write_tmp(bom, sizeof(bom) - 1);
+	f = tp_fabric_create();
+	if (tp_fabric_read_domain_map(f, p))
+		fail_msg("%s", tp_fabric_error(f));
+	assert_int_equal(f->ndom_entries, 2);
+	assert_string_equal(f->dom_name[0], "rack07");
+	unlink(p);
+	free(p);
+	tp_fabric_destroy(f);
 }
 
 static void test_domain_map_bad(void **state)
