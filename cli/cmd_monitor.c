@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -470,15 +472,17 @@ int tp_cmd_fabric_health(int argc, char **argv)
  * one, never a half-written one. */
 static bool write_atomic(const char *path, const char *text)
 {
-	char *tmp = tp_asprintf("%s.tmp.%ld", path, (long)getpid());
+	/* a unique name: monitors on several hosts may share a directory
+	 * (NFS), where process ids repeat */
+	char *tmp = tp_asprintf("%s.tmp.XXXXXX", path);
 	size_t n = strlen(text);
 	int fd;
 	bool ok;
 
 	if (!tmp)
 		return false;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	ok = fd >= 0;
+	fd = mkstemp(tmp);
+	ok = fd >= 0 && fchmod(fd, 0644) == 0;
 	/* a short write (a file size limit, a full disk) leaves errno as it
 	 * was: say ENOSPC then, not the last call's "Success" */
 	for (size_t done = 0; ok && done < n;) {
@@ -506,7 +510,30 @@ static bool write_atomic(const char *path, const char *text)
 	return ok;
 }
 
+static bool write_state_locked(const run_t *r, const char *path);
+
+/* Monitors of several rails may share one state file, each rewriting its
+ * own links' entries: the read, merge and rename run under an exclusive
+ * lock on PATH.lock, so one monitor's update is not undone by another's
+ * written from the file as it was before. Without a lock file (it cannot
+ * be made) the update goes on unlocked. */
 static bool write_state(const run_t *r, const char *path)
+{
+	char *lock = tp_asprintf("%s.lock", path);
+	int fd = lock ? open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644) : -1;
+	bool ok;
+
+	if (fd >= 0)
+		while (flock(fd, LOCK_EX) && errno == EINTR)
+			;
+	ok = write_state_locked(r, path);
+	if (fd >= 0)
+		close(fd); /* releases the lock */
+	tp_free(lock);
+	return ok;
+}
+
+static bool write_state_locked(const run_t *r, const char *path)
 {
 	char *old = NULL, *json = NULL;
 	size_t len;
@@ -517,6 +544,10 @@ static bool write_state(const run_t *r, const char *path)
 		tp_cli_err("%s: %s", path, tp_file_strerror(err));
 		return false;
 	}
+	if (tp_health_state_other_fabric(old, r->f))
+		tp_cli_err("warning: %s: written for another fabric: its link "
+			   "entries dropped",
+			   path);
 	err = tp_health_state_json(old, r->f, r->links, &json);
 	if (err == TP_ERR_FORMAT) {
 		tp_free(old);

@@ -115,6 +115,28 @@ static tp_err_t state_format(const cJSON *root)
 		   : TP_ERR_FORMAT;
 }
 
+/* root's "links_digest" names another fabric than f: its link numbers
+ * mean other cables. */
+static bool other_fabric(const cJSON *root, const tp_fabric_t *f)
+{
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "links_digest");
+	char here[TP_LINKS_DIGEST_LEN];
+
+	if (!cJSON_IsString(d))
+		return false;
+	tp_fabric_links_digest_hex(f, here);
+	return strcmp(d->valuestring, here) != 0;
+}
+
+bool tp_health_state_other_fabric(const char *old, const tp_fabric_t *f)
+{
+	cJSON *root = old && f ? cJSON_Parse(old) : NULL;
+	bool other = cJSON_IsObject(root) && other_fabric(root, f);
+
+	cJSON_Delete(root);
+	return other;
+}
+
 tp_err_t tp_health_state_check(const char *old, char **format_p)
 {
 	cJSON *root = cJSON_Parse(old);
@@ -150,6 +172,9 @@ tp_err_t tp_health_state_json(const char *old, const tp_fabric_t *f,
 	}
 	if ((err = state_format(root)))
 		goto out;
+	/* written for another fabric: none of its link entries is ours */
+	if (other_fabric(root, f))
+		cJSON_DeleteItemFromObjectCaseSensitive(root, "links");
 	err = TP_ERR_NOMEM;
 	if (!(by = old_links(root, nl)) || !(arr = cJSON_CreateArray()))
 		goto out;

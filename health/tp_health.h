@@ -327,6 +327,11 @@ const char *tp_health_sweep_error(const tp_health_sweep_t *s);
  * (TP_OK, TP_ERR_PARSE, TP_ERR_FORMAT with the format found into
  * *format_p when not NULL, freed with tp_free), before any sweep. */
 tp_err_t tp_health_state_check(const char *old, char **format_p);
+/* old (a state file's text) carries a "links_digest" other than f's: it
+ * was written for another fabric, and tp_health_state_json drops its
+ * "links" entries (their numbers name other cables) instead of keeping
+ * the unseen ones. */
+bool tp_health_state_other_fabric(const char *old, const tp_fabric_t *f);
 tp_err_t tp_health_state_json(const char *old, const tp_fabric_t *f,
 			      const tp_health_link_t *links, char **json_p);
 

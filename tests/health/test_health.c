@@ -373,6 +373,21 @@ static void test_state_json(void **unused)
 	tp_fabric_links_digest_hex(f, dig);
 	snprintf(want, sizeof(want), "\"links_digest\":\"%s\"", dig);
 	assert_non_null(strstr(json, want));
+	assert_false(tp_health_state_other_fabric(json, f));
+	/* an old file written for another fabric: its entries (the unseen
+	 * link 0's 0.5, link 1's traffic) are dropped, not carried over
+	 * under this fabric's digest */
+	char *other = NULL;
+	const char *old2 = "{\"format\":\"topoplace-state/1\","
+			   "\"links_digest\":\"0123456789abcdef\","
+			   "\"links\":[{\"link\":0,\"health\":0.5},"
+			   "{\"link\":1,\"background_gbps\":7}]}";
+	assert_true(tp_health_state_other_fabric(old2, f));
+	assert_int_equal(tp_health_state_json(old2, f, h, &other), TP_OK);
+	assert_null(strstr(other, "\"health\":0.5"));
+	assert_null(strstr(other, "background_gbps"));
+	assert_non_null(strstr(other, want));
+	tp_free(other);
 
 	fd = mkstemp(path);
 	assert_true(fd >= 0);
