@@ -241,6 +241,11 @@ static uint64_t gpus_per_node(bitstr_t *nodes)
  * The decision: sets *req_p and *wait_p and returns a one-line note, or
  * returns NULL and leaves them alone (with *why_p saying why, for debug).
  */
+/* decide()'s answers for a size it gives no count: the two after which a
+ * resized job's old count is cleared (job_modify) */
+static const char why_size[] = "size outside MinNodes..MaxNodes";
+static const char why_leaves[] = "does not fit the partition's leaves";
+
 static char *decide(uint32_t min_nodes, const char *tres_per_job,
 		    const char *partition, uint32_t *req_p, uint32_t *wait_p,
 		    const char **why_p)
@@ -284,7 +289,7 @@ static char *decide(uint32_t min_nodes, const char *tres_per_job,
 	if (nodes < pconf.min_nodes ||
 	    (pconf.max_nodes && nodes > pconf.max_nodes)) {
 		FREE_NULL_BITMAP(part_nodes);
-		*why_p = "size outside MinNodes..MaxNodes";
+		*why_p = why_size;
 		return NULL;
 	}
 	avail = xcalloc(switch_record_cnt + 1, sizeof(uint32_t));
@@ -297,7 +302,7 @@ static char *decide(uint32_t min_nodes, const char *tres_per_job,
 	k = tp_stree_min_leaves(avail, nleaves, nodes);
 	xfree(avail);
 	if (!k) {
-		*why_p = "does not fit the partition's leaves";
+		*why_p = why_leaves;
 		return NULL;
 	}
 	*req_p = k;
@@ -403,12 +408,15 @@ extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr,
 		job_desc->wait4switch = wait;
 		debug("%s: %pJ resized: %s", plugin_type, job_ptr, note);
 		xfree(note);
-	} else {
+	} else if (why == why_size || why == why_leaves) {
 		/* the count this plugin chose may not fit the new size: a
 		 * job would wait up to SwitchWait for nothing */
 		job_desc->req_switch = 0;
 		debug("%s: %pJ resized: switches cleared: %s", plugin_type,
 		      job_ptr, why);
+	} else {
+		debug("%s: %pJ resized: unchanged: %s", plugin_type, job_ptr,
+		      why);
 	}
 	return SLURM_SUCCESS;
 }

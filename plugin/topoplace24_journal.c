@@ -449,9 +449,13 @@ static job_record_t *decision_job(const decision_t *d)
 {
 	job_record_t *job_ptr;
 
-	if (!d->array_job_id || d->array_task_id == NO_VAL)
+	if (!d->array_job_id)
 		return find_job_record(d->job_id);
-	job_ptr = find_job_array_rec(d->array_job_id, d->array_task_id);
+	/* a will-run test (backfill) on the array's record decides for no
+	 * task (NO_VAL): that record may be the last task's by now */
+	job_ptr = d->array_task_id == NO_VAL
+		      ? find_job_record(d->job_id)
+		      : find_job_array_rec(d->array_job_id, d->array_task_id);
 	if (job_ptr && job_ptr->array_task_id != d->array_task_id)
 		return NULL; /* another task's record */
 	return job_ptr;

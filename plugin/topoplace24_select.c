@@ -588,6 +588,12 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 		 * nodes may do, as tree's selection would take them */
 		why = "node count range, its largest count not free now";
 		goto tree;
+	} else if (err == TP_ERR_NOTFOUND && per_job) {
+		/* -N2 --gpus=8 asked as 4 a node: Slurm takes any split
+		 * with a GPU on each node (6 + 2), which tree's selection
+		 * finds */
+		why = "--gpus split evenly not free now";
+		goto tree;
 	} else if (err == TP_ERR_NOTFOUND) {
 		debug("%s: %pJ: does not fit the free nodes now (%.3f ms%s)",
 		      plugin_type, job_ptr, ms_since(&t0), hit ? ", memo" : "");

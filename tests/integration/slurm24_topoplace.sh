@@ -259,6 +259,19 @@ fi
 timeout 10 scancel "$jr" 2>/dev/null
 i=0
 while [ -n "$(timeout 10 squeue -h -o %i 2>/dev/null)" ] && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
+# -N 2 --gpus=6 with 2 GPUs free on 7 nodes and 4 on the eighth: the even
+# split (3 + 3) is not free, Slurm's 4 + 2 is
+jh=$(submit gpu-hold -N 7 --gres=gpu:2 --wrap 'sleep 60')
+if wait_state "$jh" RUNNING; then
+	expect 0 "srun -N 2 --gpus=6 with no 3 + 3 free" timeout 30 srun -N 2 --gpus=6 hostname
+	[ "$(sort -u "$tmp/out" | wc -l)" -eq 2 ] && ok "-N 2 --gpus=6 ran on 2 nodes" ||
+		bad "-N 2 --gpus=6 ran on: $(sort -u "$tmp/out" | tr '\n' ' ')"
+else
+	bad "job $jh (-N 7 --gres=gpu:2) running"
+fi
+timeout 10 scancel "$jh" 2>/dev/null
+i=0
+while [ -n "$(timeout 10 squeue -h -o %i 2>/dev/null)" ] && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
 
 # --gpus=6 on 4-GPU nodes: Slurm fills the engine's hosts in node order,
 # which the record says (not the engine's own split)
