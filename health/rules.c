@@ -189,9 +189,11 @@ static void rule_counters(const tp_health_rules_t *r, const tp_link_t *link,
 			sat |= s;
 			/* at its maximum in both sweeps: the errors since
 			 * are not counted (interval 0: totals, held as
-			 * they are) */
-			pinned |=
-			    s && interval_s > 0 && prev[e].c[c] == cur[e].c[c];
+			 * they are; at it since before the monitor
+			 * started: old news, a year of peer reboots) */
+			pinned |= s && interval_s > 0 &&
+				  prev[e].c[c] == cur[e].c[c] &&
+				  !(prev[e].sat_old & (1u << c));
 		}
 		if (c >= TP_HC_FIRST_DATA)
 			continue;
@@ -209,7 +211,7 @@ static void rule_counters(const tp_health_rules_t *r, const tp_link_t *link,
 			out->alarm = true;
 			reason_add(out,
 				   "%s saturated, not counting (clear it: "
-				   "perfquery -R)",
+				   "perfquery -R LID PORT, or ibclearcounters)",
 				   counters[c].name);
 			continue;
 		}
@@ -272,6 +274,19 @@ void tp_health_eval(const tp_health_rules_t *r, const tp_link_t *link,
 	}
 	if (!out->reason[0])
 		snprintf(out->reason, sizeof(out->reason), "ok");
+}
+
+void tp_health_saturated_since(const tp_health_port_t *prev,
+			       tp_health_port_t *cur)
+{
+	uint32_t at_max = 0;
+
+	for (int c = 0; c < TP_HC_FIRST_DATA && cur->counters; c++) {
+		bool s = false;
+		tp_health_counter_delta(0, cur->c[c], counters[c].bits, &s);
+		at_max |= s ? 1u << c : 0;
+	}
+	cur->sat_old = prev ? prev->sat_old & at_max : at_max;
 }
 
 unsigned tp_health_silent_action(unsigned misses)

@@ -646,8 +646,12 @@ static void recheck_silent(tp_health_sweep_t *s, size_t l, int e,
 {
 	end_t *d = &s->ends[2 * l + e];
 	unsigned act;
+	/* both ends of the subnet silent (a dead leaf and its host, or
+	 * both at new LIDs): asked again as a lone end is, so new LIDs are
+	 * learnt before rule 1c takes the link down */
+	bool both = !seen[0] && !seen[1] && p[0].known && p[1].known;
 
-	if (seen[e] || !seen[1 - e] || !p[1 - e].up) {
+	if (seen[e] || (!both && (!seen[1 - e] || !p[1 - e].up))) {
 		d->misses = 0;
 		return;
 	}

@@ -47,9 +47,10 @@
  *     counters saturate) gives max - previous and the reason says
  *     "saturated"; one at its maximum in both sweeps counts nothing more
  *     and keeps an alarm at x0.75 ("symbol_errors saturated, not
- *     counting") until it is cleared. A data counter read 64-bit in one
- *     sweep and 32-bit in the other (PortCountersExtended lost once)
- *     gives no delta.
+ *     counting") until it is cleared, unless it was at its maximum since
+ *     the monitor's first sweep (prev's sat_old). A data counter read 64-bit in
+ * one sweep and 32-bit in the other (PortCountersExtended lost once) gives no
+ * delta.
  *  5. Utilisation (never lowers health): PortXmitData per direction (in
  *     4-byte words, PortCountersExtended where the port answers it, else
  *     the 32-bit PortCounters field) x 32 bits / interval / cabled Gb/s.
@@ -130,6 +131,9 @@ typedef struct tp_health_port {
 	 * sweep reached most such nodes: its silence is a fault, not
 	 * another subnet's link (rule 1c) */
 	bool known;
+	/* basic counters (bit c) at their maximum since the monitor's first
+	 * sweep: saturated before it, no news (tp_health_saturated_since) */
+	uint32_t sat_old;
 	uint64_t c[TP_HC_N];
 } tp_health_port_t;
 
@@ -332,6 +336,12 @@ tp_err_t tp_health_state_check(const char *old, char **format_p);
  * "links" entries (their numbers name other cables) instead of keeping
  * the unseen ones. */
 bool tp_health_state_other_fabric(const char *old, const tp_fabric_t *f);
+
+/* cur->sat_old from the previous sweep's end (prev; NULL at the first
+ * sweep): the basic counters at their maximum now that were at it at the
+ * first sweep and every sweep since. Rule 4 keeps no alarm for those. */
+void tp_health_saturated_since(const tp_health_port_t *prev,
+			       tp_health_port_t *cur);
 tp_err_t tp_health_state_json(const char *old, const tp_fabric_t *f,
 			      const tp_health_link_t *links, char **json_p);
 

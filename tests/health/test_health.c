@@ -257,6 +257,18 @@ static void test_reset_no_alarm(void **unused)
 	assert_true(out.alarm);
 	assert_true(out.health == 0.75);
 	assert_non_null(strstr(out.reason, "rcv_errors saturated, not"));
+	/* ... unless it was at its maximum since the monitor's first sweep
+	 * (old news: a year of peer reboots on link_downed) */
+	tp_health_saturated_since(NULL, &prev[0]);
+	assert_true(prev[0].sat_old & (1u << TP_HC_RCV_ERR));
+	eval(prev, cur, 1, &out);
+	assert_false(out.alarm);
+	assert_true(out.health == 1);
+	/* a reset in between: a new saturation is news again */
+	cur[0].c[TP_HC_RCV_ERR] = 0;
+	tp_health_saturated_since(&prev[0], &cur[0]);
+	assert_false(cur[0].sat_old & (1u << TP_HC_RCV_ERR));
+	prev[0].sat_old = 0;
 	/* a one-shot check (interval 0) holds totals as they are */
 	memset(prev, 0, sizeof(prev));
 	prev[0].counters = prev[1].counters = true;

@@ -36,9 +36,10 @@ healthy=".links | map(select(.link == $l)) | length == 0"
 jq -e "$healthy" "$state" >/dev/null ||
 	bad "link $l not healthy at start: $(cat "$state")"
 
-# new_sm NAME[PORT] LID: stop opensm, give port PORT of ibsim node NAME
-# LID (ibsim's Baselid) and start an opensm with a cache of its own (a
-# failover to an SM that does not know the old LIDs; it keeps LID).
+# new_sm NAME[PORT] LID [NAME[PORT] LID]: stop opensm, give port PORT of
+# ibsim node NAME LID (ibsim's Baselid; a second pair too) and start an
+# opensm with a cache of its own (a failover to an SM that does not know
+# the old LIDs; it keeps LID).
 new_sm() {
 	sm=$(cat "$IBSIM_DIR/sm.pid")
 	kill "$sm" 2>/dev/null || true
@@ -49,6 +50,7 @@ new_sm() {
 		n=$((n + 1))
 	done
 	ibsim_con "Baselid $1 $2"
+	[ $# -lt 4 ] || ibsim_con "Baselid $3 $4"
 	mkdir -p "$tmp/sm-cache-$2"
 	OSM_CACHE_DIR=$tmp/sm-cache-$2 "$IBSIM_RUN" sm "$IBSIM_DIR" >"$tmp/sm.err" 2>&1 ||
 		{ bad "opensm did not come up again: $(cat "$tmp/sm.err")"; finish; }
@@ -117,6 +119,24 @@ if wait_back $SWLID "$all_ok" "every link"; then
 	n=$(grep -c "LID [0-9]* -> $SWLID " "$tmp/mon.err" || true)
 	[ "$n" -eq 1 ] && ok "leaf02's new LID logged once" ||
 		bad "leaf02's new LID logged $n times: $(grep "> $SWLID" "$tmp/mon.err")"
+fi
+
+# leaf02 and a host behind it at new LIDs at once: both ends of the
+# host's cable fall silent; the sweeps ask both by directed route, so the
+# link never reads "down (neither end answering)" (rule 1c: a dead leaf)
+h2=$(jq -r --arg s "$(jq -r '.switches | map(.desc) | index("leaf02")' "$tmp/live.json")" '
+	[.links[] | select(.[0] == "switch" and (.[1] | tostring) == $s and .[3] == "ca") | .[4]] | first' "$tmp/live.json")
+hg=$(jq -r ".cas[$h2].guid" "$tmp/live.json" | sed 's/^0x/H-/')
+if [ -n "$h2" ] && [ "$h2" != null ]; then
+	new_sm "\"$sw\"[0]" 220 "\"$hg\"[1]" 230
+	if wait_back 230 "$all_ok" "every link (leaf02 and its host at new LIDs)"; then
+		sleep 2
+		grep -q "neither end answering" "$tmp/mon.err" &&
+			bad "a link read down while its ends took new LIDs: $(grep 'neither end' "$tmp/mon.err" | head -2)" ||
+			ok "no link read down while leaf02 and its host took new LIDs"
+	fi
+else
+	bad "no host cabled to leaf02 in the model"
 fi
 [ "$failures" -eq 0 ] || { echo "--- monitor stderr"; tail -20 "$tmp/mon.err"; }
 finish
