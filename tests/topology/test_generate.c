@@ -796,14 +796,14 @@ static void test_topoconf_block_made_up_names(void **state)
 	memset(longname, 'a', 70);
 	longname[70] = '\0';
 	for (int i = 1; i <= 9; i++) {
-		char host[8];
+		char host[16];
 		snprintf(host, sizeof(host), "x%d", i);
 		assert_int_equal(tp__fabric_host_get(f, host, true, &h), TP_OK);
 	}
 	assert_int_equal(tp__fabric_domain_add(f, longname, "x1"), TP_OK);
 	assert_int_equal(tp__fabric_domain_add(f, longname, "x2"), TP_OK);
 	for (int i = 1; i <= 7; i++) {
-		char dom[8], host[8];
+		char dom[24], host[16];
 		snprintf(dom, sizeof(dom), "nvl-%d", i);
 		snprintf(host, sizeof(host), "x%d", i + 2);
 		assert_int_equal(tp__fabric_domain_add(f, dom, host), TP_OK);
