@@ -29,13 +29,6 @@ typedef struct pend {
 	size_t link;
 } pend_t;
 
-uint64_t tp__health_end_guid(const tp_fabric_t *f, const tp_link_t *k, int e)
-{
-	return k->kind[e] == TP_NODE_SWITCH
-		   ? tp_fabric_switch(f, k->node[e])->guid
-		   : tp_fabric_ca(f, k->node[e])->guid;
-}
-
 static int cmp_end(const void *a, const void *b)
 {
 	const pend_t *x = a, *y = b;
@@ -65,7 +58,8 @@ static int other_end(const tp_fabric_t *live, size_t l, uint64_t guid, int port)
 {
 	const tp_link_t *k = tp_fabric_link(live, l);
 
-	return tp__health_end_guid(live, k, 0) == guid && k->port[0] == port;
+	return tp_fabric_link_end_guid(live, k, 0) == guid &&
+	       k->port[0] == port;
 }
 
 void tp_health_diff_free(tp_health_diff_t *d)
@@ -91,14 +85,14 @@ static tp_health_change_t classify(const tp_fabric_t *model,
 				   const uint64_t *nodes, size_t nnodes,
 				   size_t *to_p)
 {
-	uint64_t g[2] = {tp__health_end_guid(model, k, 0),
-			 tp__health_end_guid(model, k, 1)};
+	uint64_t g[2] = {tp_fabric_link_end_guid(model, k, 0),
+			 tp_fabric_link_end_guid(model, k, 1)};
 	const pend_t *p = find_end(ends, nends, g[0], k->port[0]);
 
 	if (p) {
 		const tp_link_t *q = tp_fabric_link(live, p->link);
 		int o = other_end(live, p->link, g[0], k->port[0]);
-		if (tp__health_end_guid(live, q, o) == g[1] &&
+		if (tp_fabric_link_end_guid(live, q, o) == g[1] &&
 		    q->port[o] == k->port[1]) {
 			*to_p = p->link;
 			return TP_HEALTH_PRESENT;
@@ -144,7 +138,7 @@ tp_err_t tp_health_diff(const tp_fabric_t *model, const tp_fabric_t *live,
 		for (int e = 0; e < 2; e++) {
 			const tp_link_t *k = tp_fabric_link(live, l);
 			ends[2 * l + e] = (pend_t){
-			    tp__health_end_guid(live, k, e), k->port[e], l};
+			    tp_fabric_link_end_guid(live, k, e), k->port[e], l};
 		}
 	qsort(ends, 2 * ll, sizeof(*ends), cmp_end);
 	for (size_t i = 0; i < tp_fabric_nswitches(live); i++)

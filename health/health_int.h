@@ -9,8 +9,6 @@
 /* "desc:port" of end e of link k (desc "" -> the GUID). */
 void tp__health_end_name(const tp_fabric_t *f, const tp_link_t *k, int e,
 			 char *buf, size_t size);
-/* GUID of end e's node. */
-uint64_t tp__health_end_guid(const tp_fabric_t *f, const tp_link_t *k, int e);
 /* root as unformatted JSON in a tp_malloc'ed string. */
 tp_err_t tp__health_print_json(cJSON *root, char **json_p);
 

@@ -243,7 +243,7 @@ static size_t learn_lids(tp_health_sweep_t *s, ibnd_fabric_t *fab, end_t *ends,
 		for (int e = 0; e < 2; e++) {
 			const tp_link_t *k = tp_fabric_link(s->f, l);
 			ibnd_node_t *n = ibnd_find_node_guid(
-			    fab, tp__health_end_guid(s->f, k, e));
+			    fab, tp_fabric_link_end_guid(s->f, k, e));
 			end_t *d = &ends[2 * l + e];
 			if (n) {
 				d->dr = n->path_portid.drpath;
@@ -421,7 +421,7 @@ static void set_switch_lid(tp_health_sweep_t *s, uint64_t guid, uint16_t lid)
 		const tp_link_t *k = tp_fabric_link(s->f, i / 2);
 		int e = (int)(i % 2);
 		if (k->kind[e] == TP_NODE_SWITCH &&
-		    tp__health_end_guid(s->f, k, e) == guid)
+		    tp_fabric_link_end_guid(s->f, k, e) == guid)
 			s->ends[i].lid = lid;
 	}
 	for (size_t i = 0; i < tp_fabric_nswitches(s->f); i++)
@@ -437,7 +437,7 @@ static bool relearn_lid(tp_health_sweep_t *s, size_t l, int e, bool say)
 {
 	const tp_link_t *k = tp_fabric_link(s->f, l);
 	end_t *d = &s->ends[2 * l + e];
-	uint64_t guid = tp__health_end_guid(s->f, k, e), got;
+	uint64_t guid = tp_fabric_link_end_guid(s->f, k, e), got;
 	uint8_t node[IB_SMP_DATA_SIZE], info[IB_SMP_DATA_SIZE];
 	ib_portid_t id;
 	unsigned lid, state;

@@ -608,6 +608,13 @@ static uint64_t fnv_mix(uint64_t h, uint64_t v)
 	return h;
 }
 
+uint64_t tp_fabric_link_end_guid(const tp_fabric_t *f, const tp_link_t *k,
+				 int e)
+{
+	return k->kind[e] == TP_NODE_SWITCH ? f->sw[k->node[e]].guid
+					    : f->ca[k->node[e]].guid;
+}
+
 uint64_t tp_fabric_links_digest(const tp_fabric_t *f)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
@@ -616,11 +623,8 @@ uint64_t tp_fabric_links_digest(const tp_fabric_t *f)
 	for (size_t i = 0; i < f->nlink; i++) {
 		const tp_link_t *l = &f->link[i];
 		for (int e = 0; e < 2; e++) {
-			uint64_t guid = l->kind[e] == TP_NODE_SWITCH
-					    ? f->sw[l->node[e]].guid
-					    : f->ca[l->node[e]].guid;
 			h = fnv_mix(h, (uint64_t)l->kind[e]);
-			h = fnv_mix(h, guid);
+			h = fnv_mix(h, tp_fabric_link_end_guid(f, l, e));
 			h = fnv_mix(h, (uint64_t)(uint32_t)l->port[e]);
 		}
 	}

@@ -397,6 +397,9 @@ size_t tp_fabric_link_upgroups(const tp_fabric_t *f, size_t l, uint32_t up[2]);
 const tp_ca_t *tp_fabric_ca(const tp_fabric_t *f, size_t i);
 const tp_host_t *tp_fabric_host(const tp_fabric_t *f, size_t i);
 const tp_link_t *tp_fabric_link(const tp_fabric_t *f, size_t i);
+/* The GUID of the switch or CA at end e (0 or 1) of link k. */
+uint64_t tp_fabric_link_end_guid(const tp_fabric_t *f, const tp_link_t *k,
+				 int e);
 /* What a link index means in f: a 64-bit FNV-1a digest of every link's
  * ends (kind, GUID, port) in index order, so a file naming links by index
  * (topoplace-state/1) can say which fabric it was written for. Rates and
