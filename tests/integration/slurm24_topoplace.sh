@@ -53,6 +53,30 @@ submit() { # NAME SBATCH-ARGS...: job id on stdout
 	shift
 	sbatch_named "$name" -o "$tmp/%x.out" "$@"
 }
+# idle: wait (at most about 20 s) until the queue is empty
+idle() {
+	i=0
+	while [ -n "$(timeout 10 squeue -h -o %i 2>/dev/null)" ] && [ $i -lt 100 ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+}
+# beside JOBID N WHAT SRUN-ARGS...: once job JOBID (holding nodes or GPUs)
+# runs, `srun SRUN-ARGS hostname` runs on N nodes; JOBID is cancelled after
+# and the queue left empty
+beside() {
+	bj=$1 bn=$2 bwhat=$3
+	shift 3
+	if wait_state "$bj" RUNNING; then
+		expect 0 "srun $* $bwhat" timeout 30 srun "$@" hostname
+		[ "$(sort -u "$tmp/out" | wc -l)" -eq "$bn" ] && ok "$* ran on $bn nodes" ||
+			bad "$* ran on: $(sort -u "$tmp/out" | tr '\n' ' ')"
+	else
+		bad "job $bj running"
+	fi
+	timeout 10 scancel "$bj" 2>/dev/null
+	idle
+}
 # place REQUEST [STATE]: the hosts `topoplace place` picks, sorted
 place() {
 	if [ -n "${2:-}" ]; then
@@ -230,12 +254,10 @@ echo "# array job $ja: task job ids $tids"
 sleep 1.1
 expect 0 "srun -N 2 beside the array's tasks" timeout 30 srun -N 2 --gres=gpu:1 hostname
 timeout 10 scancel "$ja" 2>/dev/null
-i=0
-while [ -n "$(timeout 10 squeue -h -o %i 2>/dev/null)" ] && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
+idle
 
 # --gpus (per job, no node count): the engine picks the hosts
-i=0
-while [ -n "$(timeout 10 squeue -h -o %i 2>/dev/null)" ] && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
+idle
 wantg=$(place gpus=6)
 expect 0 "srun --gpus=6" timeout 30 srun --gpus=6 sh -c 'echo $SLURM_JOB_NODELIST'
 nlg=$(head -1 "$tmp/out")
@@ -249,29 +271,11 @@ expect 0 "srun -N 4 --gpus=6" timeout 30 srun -N 4 --gpus=6 hostname
 # a node range whose largest count is not free starts on fewer nodes (Slurm
 # asks the selection for the largest)
 jr=$(submit range-hold -N 5 --exclusive --wrap 'sleep 60')
-if wait_state "$jr" RUNNING; then
-	expect 0 "srun -N 2-4 --exclusive with 3 nodes free" timeout 30 srun -N 2-4 --exclusive hostname
-	[ "$(sort -u "$tmp/out" | wc -l)" -eq 3 ] && ok "-N 2-4 ran on the 3 free nodes" ||
-		bad "-N 2-4 ran on: $(sort -u "$tmp/out" | tr '\n' ' ')"
-else
-	bad "job $jr (-N 5) running"
-fi
-timeout 10 scancel "$jr" 2>/dev/null
-i=0
-while [ -n "$(timeout 10 squeue -h -o %i 2>/dev/null)" ] && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
+beside "$jr" 3 "with 3 nodes free" -N 2-4 --exclusive
 # -N 2 --gpus=6 with 2 GPUs free on 7 nodes and 4 on the eighth: the even
 # split (3 + 3) is not free, Slurm's 4 + 2 is
 jh=$(submit gpu-hold -N 7 --gres=gpu:2 --wrap 'sleep 60')
-if wait_state "$jh" RUNNING; then
-	expect 0 "srun -N 2 --gpus=6 with no 3 + 3 free" timeout 30 srun -N 2 --gpus=6 hostname
-	[ "$(sort -u "$tmp/out" | wc -l)" -eq 2 ] && ok "-N 2 --gpus=6 ran on 2 nodes" ||
-		bad "-N 2 --gpus=6 ran on: $(sort -u "$tmp/out" | tr '\n' ' ')"
-else
-	bad "job $jh (-N 7 --gres=gpu:2) running"
-fi
-timeout 10 scancel "$jh" 2>/dev/null
-i=0
-while [ -n "$(timeout 10 squeue -h -o %i 2>/dev/null)" ] && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
+beside "$jh" 2 "with no 3 + 3 free" -N 2 --gpus=6
 
 # --gpus=6 on 4-GPU nodes: Slurm fills the engine's hosts in node order,
 # which the record says (not the engine's own split)
