@@ -8,7 +8,6 @@
 
 #include <cjson/cJSON.h>
 #include <string.h>
-#include <time.h>
 
 #include "tp_test.h"
 #include "tp_test_fabric.h"
@@ -763,6 +762,7 @@ static void test_invariants(void **state)
 	for (int k = 0; k < 3; k++) {
 		tp_fabric_t *f = fabs[k];
 		uint64_t rng = 7 + (uint64_t)k;
+		int placed = 0;
 		for (int t = 0; t < 40; t++) {
 			tp_state_t *s = tp_state_create(f);
 			fragment(s, 0.2 + 0.6 * (double)(t % 4) / 3.0, rng++);
@@ -803,6 +803,7 @@ static void test_invariants(void **state)
 					continue;
 				}
 				check_valid(s, &r, &a);
+				placed++;
 				assert_int_equal(a.nhosts, b.nhosts);
 				assert_memory_equal(a.hosts, b.hosts,
 						    a.nhosts *
@@ -814,6 +815,11 @@ static void test_invariants(void **state)
 			}
 			tp_state_destroy(s);
 		}
+		/* the invariants are checked on placements: a policy that
+		 * refused every request would pass them all (447-480 of
+		 * 480 fit when written) */
+		printf("# fabric %d: %d of 480 requests placed\n", k, placed);
+		assert_true(placed >= 400);
 		tp_fabric_destroy(f);
 	}
 }
@@ -1059,73 +1065,6 @@ static void test_no_fit(void **state)
 	tp_fabric_destroy(f);
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int dbl_cmp(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return a < b ? -1 : a > b;
-}
-
-/* Decision time through the policy alone (no ring order, no prediction),
- * printed for the issue note; the thresholds are goals, not asserts,
- * because CI machines vary. */
-static void time_fabric(int leaves, int hosts_per_leaf, int spines)
-{
-	tp_fabric_t *f = fat_tree(leaves, hosts_per_leaf, spines, 1);
-	tp_state_t *s = tp_state_create(f);
-	tp_policy_params_t pp;
-	enum { RUNS = 400 };
-	double t[RUNS];
-	uint64_t rng = 5;
-	uint32_t *hosts = tp_malloc(2048 * sizeof(uint32_t));
-	int *gpus = tp_malloc(2048 * sizeof(int));
-	char why[256];
-
-	tp_policy_params_defaults(&pp);
-	fragment(s, 0.5, 11);
-	for (int i = 0; i < RUNS; i++) {
-		uint64_t x = tp__rand_next(&rng);
-		tp_request_t r =
-		    x % 2 ? req(0, 0, 1 + (int)((x >> 8) % 64), false)
-			  : req(1 + (int)((x >> 8) % 128), 8, 0, true);
-		tp__policy_in_t in = {.f = f, .s = s, .r = &r, .params = &pp};
-		size_t n = 0;
-		in.nhosts = (size_t)r.nodes;
-		in.gpus_per_host = r.gpus_per_node;
-		in.total_gpus = r.gpus;
-		in.exclusive = r.exclusive;
-		double t0 = now();
-		tp__policy_topoplace.choose(&in, hosts, gpus, 2048, &n, why,
-					    sizeof(why));
-		t[i] = now() - t0;
-	}
-	qsort(t, RUNS, sizeof(double), dbl_cmp);
-	printf("# topoplace decision on %zu hosts / %zu GPUs, %.0f%% busy: "
-	       "p50 %.1f us, p99 %.1f us, max %.1f us\n",
-	       tp_fabric_nhosts(f), tp_fabric_total_gpus(f),
-	       100.0 * (double)tp_state_busy_gpus(s) /
-		   (double)tp_fabric_total_gpus(f),
-	       t[RUNS / 2] * 1e6, t[RUNS * 99 / 100] * 1e6, t[RUNS - 1] * 1e6);
-	tp_free(hosts);
-	tp_free(gpus);
-	tp_state_destroy(s);
-	tp_fabric_destroy(f);
-}
-
-static void test_timing(void **state)
-{
-	time_fabric(64, 32, 16);  /* 2,048 hosts, 16,384 GPUs */
-	time_fabric(512, 32, 16); /* 16,384 hosts */
-}
-
 /* A policy that breaks its contract is logged by tp_place_run: show it. */
 static void log_stderr(tp_log_level_t level, const char *msg, void *arg)
 {
@@ -1154,7 +1093,6 @@ int main(void)
 	    cmocka_unit_test(test_only_set_unpriced),
 	    cmocka_unit_test(test_pricing_reach),
 	    cmocka_unit_test(test_no_fit),
-	    cmocka_unit_test(test_timing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
