@@ -6,10 +6,9 @@
 #      make check-slurm  real Slurm clusters, 22.05 (Debian's) and 24.11
 #                        (contrib/build-slurm.sh): slurmctld + 8 slurmd in
 #                        network namespaces (contrib/slurm-cluster.sh)
-#   2. ASan+UBSan build of the unit tests
-#   3. libFuzzer run of every reader and the compressed message decoder
-#      (clang), briefly
-#   4. make distcheck (its build runs tests/Makefile.am's DIST_TESTS)
+#   2. one clang build with ASan+UBSan: the unit tests, then a brief
+#      libFuzzer run of every reader and the compressed message decoder
+#   3. make distcheck (its build runs tests/Makefile.am's DIST_TESTS)
 # Ends with one line "N passed, N failed, N skipped", after the reasons for
 # the skips.
 set -eu
@@ -78,11 +77,16 @@ count "$top/build"
 why_skipped "$top/build"
 why_failed "$top/build"
 
-step "ASan + UBSan unit tests"
-san="$top/build-asan"
+step "ASan + UBSan unit tests and libFuzzer, ${TP_FUZZ_SECONDS:=3} s a reader (make fuzz runs longer)"
+# One clang tree serves both: the unit tests under ASan and UBSan, and
+# the fuzz targets (libFuzzer needs clang), which need no CUDA (the main
+# build and distcheck compile the kernels). A tree configured otherwise
+# before is configured again.
+san="$top/build-san"
 mkdir -p "$san"
-(cd "$san" && [ -f Makefile ] || "$top/configure" -q --enable-werror \
-	CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+grep -q -e '--enable-fuzz' "$san/config.status" 2>/dev/null || rm -f "$san/Makefile"
+(cd "$san" && [ -f Makefile ] || "$top/configure" -q CC=clang --enable-fuzz --with-cuda=no \
+	CFLAGS="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	LDFLAGS="-fsanitize=address,undefined")
 make -C "$san" -j2 >/dev/null
 rm -f $(find "$san/tests" -name '*.trs' 2>/dev/null) 2>/dev/null || true
@@ -90,19 +94,9 @@ make -C "$san/tests" check -j2 TESTS='$(UNIT_TESTS)' \
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 || status=1
 count "$san"
 why_failed "$san"
-
-step "libFuzzer: every reader, ${TP_FUZZ_SECONDS:=3} s each (make fuzz runs longer)"
-fz="$top/build-fuzz"
-mkdir -p "$fz"
-# the targets need no CUDA, Gloo or MPI peer (12 s less to build); a
-# tree configured before with them is configured again
-grep -q -e '--with-mpi=no' "$fz/config.status" 2>/dev/null || rm -f "$fz/Makefile"
-(cd "$fz" && [ -f Makefile ] || "$top/configure" -q CC=clang --enable-fuzz \
-	--without-hwloc --with-cuda=no --with-gloo=no --with-mpi=no CFLAGS="-O1 -g -fsanitize=fuzzer-no-link,address,undefined")
-make -C "$fz" -j2 >/dev/null
-make -C "$fz/tests" fuzz-build >/dev/null
-if TP_FUZZ_SECONDS=$TP_FUZZ_SECONDS TP_FUZZ_WORK="$fz/fuzz-corpus" \
-	sh "$top/tests/fuzz/run.sh" "$fz/tests/fuzz" "$top/tests"; then
+make -C "$san/tests" fuzz-build >/dev/null
+if TP_FUZZ_SECONDS=$TP_FUZZ_SECONDS TP_FUZZ_WORK="$san/fuzz-corpus" \
+	sh "$top/tests/fuzz/run.sh" "$san/tests/fuzz" "$top/tests"; then
 	pass=$((pass + 1))
 else
 	fail=$((fail + 1))
