@@ -177,6 +177,8 @@ eval "l1=\$leaf_$j1 l2=\$leaf_$j2"
 j3=$(submit c -N 2 --exclusive --wrap 'sleep 6')
 i=0
 while [ "$(field "$j3" JobState)" != RUNNING ] && [ $i -lt 50 ]; do sleep 0.2; i=$((i + 1)); done
+# (without it running, "the other leaf" below would be any leaf)
+[ "$(field "$j3" JobState)" = RUNNING ] || bad "job ${j3:-none} (2 nodes) running before the 4-node job"
 nl3=$(field "$j3" NodeList)
 j4=$(submit d -N 4 --exclusive --gres=gpu:1 --wrap "$script")
 wait_done "$j4" || bad "job $j4 finished in 30 s"
@@ -185,7 +187,7 @@ leaf3=$(awk -v h="$(timeout 10 scontrol show hostnames "$nl3" | head -1)" '
 	{ n = $2; gsub(/^node\[|\]$/, "", n); split(n, a, ","); for (k in a) if ("node" a[k] == h) print $1 }' "$tmp/leaves")
 leaf4=$(leaf_of "$nl4")
 echo "# job $j3: NodeList=$nl3 (in $leaf3); job $j4: NodeList=$nl4 -> $leaf4"
-[ "$leaf4" != none ] && [ "$leaf4" != "$leaf3" ] &&
+[ -n "$leaf3" ] && [ "$leaf4" != none ] && [ "$leaf4" != "$leaf3" ] &&
 	ok "4-node job beside a busy leaf lands on the other leaf ($nl4)" ||
 	bad "4-node job beside a busy leaf: $nl4 (busy: $nl3)"
 timeout 10 scancel "$j3" 2>/dev/null || true

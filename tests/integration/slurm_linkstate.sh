@@ -38,9 +38,15 @@ job4() {
 	got=$(hostset "$(field "$j" NodeList)")
 	echo "# job $j ($1): $got"
 }
+# topo_hosts: every host some switch of scontrol show topology lists, one
+# a line, in $tmp/topo_hosts; fails when scontrol does
+topo_hosts() {
+	timeout 10 scontrol show topology >"$tmp/topo" 2>/dev/null || return 1
+	tr ' ' '\n' <"$tmp/topo" | sed -n 's/^Nodes=//p' | while read -r nl; do hostset "$nl"; done |
+		tr ' ' '\n' | sed '/^$/d' | sort -u >"$tmp/topo_hosts"
+}
 in_topology() { # HOST: listed under some switch of scontrol show topology
-	timeout 10 scontrol show topology 2>/dev/null | sed -n 's/.*Nodes=//p' |
-		while read -r nl; do hostset "$nl"; done | tr ' ' '\n' | grep -qx "$1"
+	topo_hosts && grep -qx "$1" "$tmp/topo_hosts"
 }
 
 job4 healthy
@@ -65,12 +71,20 @@ timeout 20 scontrol reconfigure >/dev/null 2>&1
 wait_log "LinkState $links: 1 of [0-9]* links degraded, 1 host(s) cut off: $host\$" 1 &&
 	ok "reconfigure: logged $(grep -o 'LinkState .*cut off.*' "$log" | tail -1)" ||
 	bad "reconfigure: no 'cut off: $host' in slurmctld.log"
-in_topology "$host" && bad "$host still in scontrol show topology" ||
-	ok "$host is in no switch of scontrol show topology"
+# (an empty or failed answer would also lack $host: the other 7 must be there)
+if ! topo_hosts; then
+	bad "scontrol show topology after reconfigure"
+elif grep -qx "$host" "$tmp/topo_hosts"; then
+	bad "$host still in scontrol show topology"
+elif [ "$(wc -l <"$tmp/topo_hosts")" -ne 7 ]; then
+	bad "scontrol show topology lists $(wc -l <"$tmp/topo_hosts") hosts, not the 7 besides $host"
+else
+	ok "$host is in no switch of scontrol show topology, the 7 others are"
+fi
 job4 linkdown
-case " $got" in
+case " $got " in
 *" $host "*) bad "the job after reconfigure uses $host behind the dead link: $got" ;;
-"") ;;
+"  ") bad "no host list for the job after reconfigure" ;;
 *) ok "the next 4-node job avoids $host: $got" ;;
 esac
 

@@ -114,8 +114,11 @@ sw=$(field "$j2" Switches)
 	bad "job_submit: -N 6 Switches=$sw"
 # resized past MaxNodes: the count it had is cleared, not kept
 timeout 10 scontrol update jobid="$j2" NumNodes=7-7 >"$tmp/upd" 2>&1 || bad "scontrol update NumNodes=7: $(cat "$tmp/upd")"
+# (an unset Switches proves nothing unless the record is there, resized)
 sw=$(field "$j2" Switches)
-[ -z "$sw" ] || [ "${sw%@*}" = 0 ] && ok "job_submit: resized to 7 nodes (> MaxNodes), switches cleared (${sw:-unset})" ||
+nn=$(field "$j2" NumNodes)
+[ "${nn%-*}" = 7 ] || bad "job $j2 resized: NumNodes=${nn:-no record}"
+[ "${nn%-*}" = 7 ] && { [ -z "$sw" ] || [ "${sw%@*}" = 0 ]; } && ok "job_submit: resized to 7 nodes (> MaxNodes), switches cleared (${sw:-unset})" ||
 	bad "job_submit: resized to 7 nodes, Switches=$sw"
 j3=$(submit c -H -N 2 --switches=2@1:00 --wrap true)
 sw=$(field "$j3" Switches)
@@ -123,7 +126,9 @@ sw=$(field "$j3" Switches)
 	bad "job_submit: user's --switches became $sw"
 j4=$(submit d -H -N 1 --wrap true)
 sw=$(field "$j4" Switches)
-[ -z "$sw" ] || [ "${sw%@*}" = 0 ] || [ "${sw%@*}" = 4294967294 ] && ok "job_submit: 1-node job untouched (Switches=${sw:-unset})" ||
+st=$(field "$j4" JobState)
+[ -n "$j4" ] && [ "$st" = PENDING ] || bad "1-node job held: id ${j4:-none}, JobState=${st:-no record}"
+[ "$st" = PENDING ] && { [ -z "$sw" ] || [ "${sw%@*}" = 0 ] || [ "${sw%@*}" = 4294967294 ]; } && ok "job_submit: 1-node job untouched (Switches=${sw:-unset})" ||
 	bad "job_submit: 1-node job Switches=$sw"
 timeout 10 scancel "$j2" "$j3" "$j4" 2>/dev/null || true
 
