@@ -13,7 +13,7 @@
  * 0 success; 1 a failure that is not the input's (out of memory, a write,
  * sweep or Slurm query that failed) and place's "does not fit now"; 2 bad
  * input or usage; 3 fabric health: a link alarmed, fabric diff: the
- * cabling changed. */
+ * cabling or a link's rate changed. */
 enum {
 	TP_EXIT_OK = 0,
 	TP_EXIT_FAIL = 1,

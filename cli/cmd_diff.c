@@ -17,8 +17,11 @@ static const char usage[] =
     "ibnetdiscover dump. Links are matched by node GUID and port. Reports\n"
     "links gone (not cabled while one of their nodes is there), hosts\n"
     "moved (their port cabled to another switch port: regenerate the\n"
-    "fabric, it is never rewritten here) and new links. Links neither of\n"
-    "whose nodes was found (another subnet) are counted as unseen.\n"
+    "fabric, it is never rewritten here), new links and links in place at\n"
+    "another width or lane rate than the model's (\"rate\": a cable trained\n"
+    "down, with both rates; a width or rate unknown on either side is no\n"
+    "change). Links neither of whose nodes was found (another subnet) are\n"
+    "counted as unseen.\n"
     "\n"
     "  --fabric FILE         the fabric model\n"
     "  --live                walk the fabric through the local port\n"
@@ -26,7 +29,8 @@ static const char usage[] =
     "                        active port; N 1..254, 0 the same as none)\n"
     "  --ibnetdiscover FILE  an ibnetdiscover dump instead of a walk\n"
     "  --json                {\"format\":\"topoplace-diff/1\",\"changed\",\n"
-    "                        \"gone\",\"back\",\"moved\",\"new\",\"unseen\"}\n"
+    "                        \"gone\",\"back\",\"moved\",\"new\",\"rate\",\n"
+    "                        \"unseen\"}\n"
     "  -h, --help            this text\n"
     "Exit status: 0 no change, 3 a change, 2 bad input, 1 the walk "
     "failed.\n";
@@ -134,9 +138,10 @@ int tp_cmd_fabric_diff(int argc, char **argv)
 	if (json)
 		puts(out);
 	else
-		printf("%s%zu gone, %zu moved, %zu new, %zu unseen of %zu "
-		       "links\n",
-		       out, d.ngone, d.nmoved, d.nfresh, d.nunseen, d.nlinks);
+		printf("%s%zu gone, %zu moved, %zu new, %zu at another rate, "
+		       "%zu unseen of %zu links\n",
+		       out, d.ngone, d.nmoved, d.nfresh, d.nrate, d.nunseen,
+		       d.nlinks);
 	rc = tp_health_diff_changed(&d) ? TP_EXIT_CHANGED : TP_EXIT_OK;
 out:
 	tp_free(out);

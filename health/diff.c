@@ -12,15 +12,24 @@
  *   spanning subnets is walked one subnet at a time.
  * - The fabric JSON is never rewritten here: a model that silently
  *   follows the cables would hide a miscabling from the admin.
+ * - A cable in place at another width or lane rate is a change: a link
+ *   trained down to 1x SDR carries a fortieth of a 4x EDR one, and the
+ *   placement prices it by the model until the fabric is regenerated.
+ *   What either side does not know (a "4x ???" dump line) is no change.
  */
 #include "config.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "health_int.h"
+
+/* Lane rates are nominal (names.c snaps signalling rates) and saved as
+ * exact decimals, so only rounding may part two equal ones. */
+#define RATE_EPS 1e-6
 
 /* One end of a live link, sorted by (guid, port) for lookups. */
 typedef struct pend {
@@ -74,11 +83,19 @@ void tp_health_diff_free(tp_health_diff_t *d)
 
 bool tp_health_diff_changed(const tp_health_diff_t *d)
 {
-	return d && (d->ngone || d->nmoved || d->nfresh);
+	return d && (d->ngone || d->nmoved || d->nfresh || d->nrate);
 }
 
-/* Model link k against the live ends; *to_p the live link a moved CA port
- * sits on. */
+static bool same_rate(const tp_link_t *m, const tp_link_t *q)
+{
+	if (m->width > 0 && q->width > 0 && m->width != q->width)
+		return false;
+	return !(m->lane_gbps > 0 && q->lane_gbps > 0) ||
+	       fabs(m->lane_gbps - q->lane_gbps) <= RATE_EPS * m->lane_gbps;
+}
+
+/* Model link k against the live ends; *to_p the live link it is (present
+ * or at another rate) or a moved CA port sits on. */
 static tp_health_change_t classify(const tp_fabric_t *model,
 				   const tp_fabric_t *live, const tp_link_t *k,
 				   const pend_t *ends, size_t nends,
@@ -95,7 +112,8 @@ static tp_health_change_t classify(const tp_fabric_t *model,
 		if (tp_fabric_link_end_guid(live, q, o) == g[1] &&
 		    q->port[o] == k->port[1]) {
 			*to_p = p->link;
-			return TP_HEALTH_PRESENT;
+			return same_rate(k, q) ? TP_HEALTH_PRESENT
+					       : TP_HEALTH_RATE;
 		}
 	}
 	for (int e = 0; e < 2; e++)
@@ -152,10 +170,14 @@ tp_err_t tp_health_diff(const tp_fabric_t *model, const tp_fabric_t *live,
 				      ends, 2 * ll, nodes, nnodes, &to);
 		if (to != SIZE_MAX)
 			used[to] = true;
-		d->to[l] = d->link[l] == TP_HEALTH_MOVED ? to : SIZE_MAX;
+		d->to[l] = d->link[l] == TP_HEALTH_MOVED ||
+				   d->link[l] == TP_HEALTH_RATE
+			       ? to
+			       : SIZE_MAX;
 		d->ngone += d->link[l] == TP_HEALTH_GONE;
 		d->nmoved += d->link[l] == TP_HEALTH_MOVED;
 		d->nunseen += d->link[l] == TP_HEALTH_UNSEEN;
+		d->nrate += d->link[l] == TP_HEALTH_RATE;
 	}
 	for (size_t l = 0; l < ll; l++)
 		if (!used[l])
@@ -173,15 +195,19 @@ out:
 /* ---- report ---------------------------------------------------------------
  */
 
-typedef enum what { W_GONE, W_BACK, W_MOVED, W_NEW } what_t;
-static const char *const what_name[] = {"gone", "back", "moved", "new"};
+typedef enum what { W_GONE, W_BACK, W_MOVED, W_NEW, W_RATE, W_N } what_t;
+static const char *const what_name[W_N] = {"gone", "back", "moved", "new",
+					   "rate"};
 
 /* One change as names: a and b the link's ends ("desc:port"); for a
- * move, host is the host (or CA) and a / b where it was / is now. */
+ * move, host is the host (or CA) and a / b where it was / is now; for a
+ * rate, from / to the model's and the live rate. */
 typedef struct change {
 	what_t what;
 	size_t link; /* model link; SIZE_MAX for a new one */
 	char host[96], a[96], b[96];
+	char from[48], to[48];
+	double from_gbps, to_gbps;
 } change_t;
 
 typedef void (*emit_fn)(const change_t *c, void *arg);
@@ -203,6 +229,32 @@ static void moved_names(const tp_fabric_t *model, const tp_fabric_t *live,
 	tp__health_end_name(live, q, o, c->b, sizeof(c->b));
 }
 
+/* "4x EDR"; what is unknown as "??x" / "???", a lane rate of no IB
+ * generation (a generator's odd figure) in Gb/s. */
+static double rate_name(const tp_link_t *k, char *buf, size_t size)
+{
+	const char *speed = tp_ib_speed_name(k->lane_gbps);
+	char w[16] = "??x";
+
+	if (k->width > 0)
+		snprintf(w, sizeof(w), "%dx", k->width);
+	if (k->lane_gbps > 0 && !strcmp(speed, "???"))
+		snprintf(buf, size, "%s %g Gb/s", w, k->lane_gbps);
+	else
+		snprintf(buf, size, "%s %s", w, speed);
+	return k->width > 0 ? k->width * k->lane_gbps : 0;
+}
+
+static void rate_names(const tp_fabric_t *model, const tp_fabric_t *live,
+		       const tp_link_t *k, size_t to, change_t *c)
+{
+	c->what = W_RATE;
+	tp__health_end_name(model, k, 0, c->a, sizeof(c->a));
+	tp__health_end_name(model, k, 1, c->b, sizeof(c->b));
+	c->from_gbps = rate_name(k, c->from, sizeof(c->from));
+	c->to_gbps = rate_name(tp_fabric_link(live, to), c->to, sizeof(c->to));
+}
+
 static void walk(const tp_fabric_t *model, const tp_fabric_t *live,
 		 const tp_health_diff_t *d, const tp_health_diff_t *prev,
 		 emit_fn emit, void *arg)
@@ -214,21 +266,27 @@ static void walk(const tp_fabric_t *model, const tp_fabric_t *live,
 		bool was_out = prev && prev->nlinks == d->nlinks &&
 			       (prev->link[l] == TP_HEALTH_GONE ||
 				prev->link[l] == TP_HEALTH_MOVED);
+		bool in_place = d->link[l] == TP_HEALTH_PRESENT ||
+				d->link[l] == TP_HEALTH_RATE;
 
 		memset(&c, 0, sizeof(c));
 		c.link = l;
 		if (d->link[l] == TP_HEALTH_MOVED) {
 			c.what = W_MOVED;
 			moved_names(model, live, k, d->to[l], &c);
+			emit(&c, arg);
 		} else if (d->link[l] == TP_HEALTH_GONE ||
-			   (d->link[l] == TP_HEALTH_PRESENT && was_out)) {
+			   (in_place && was_out)) {
 			c.what = d->link[l] == TP_HEALTH_GONE ? W_GONE : W_BACK;
 			tp__health_end_name(model, k, 0, c.a, sizeof(c.a));
 			tp__health_end_name(model, k, 1, c.b, sizeof(c.b));
-		} else {
-			continue;
+			emit(&c, arg);
 		}
-		emit(&c, arg);
+		/* a cable back at another rate is both */
+		if (d->link[l] == TP_HEALTH_RATE) {
+			rate_names(model, live, k, d->to[l], &c);
+			emit(&c, arg);
+		}
 	}
 	for (size_t i = 0; i < d->nfresh; i++) {
 		const tp_link_t *q = tp_fabric_link(live, d->fresh[i]);
@@ -242,7 +300,7 @@ static void walk(const tp_fabric_t *model, const tp_fabric_t *live,
 }
 
 typedef struct jctx {
-	cJSON *arr[4];
+	cJSON *arr[W_N];
 	bool ok;
 } jctx_t;
 
@@ -261,6 +319,11 @@ static void emit_json(const change_t *c, void *arg)
 	else
 		ok = ok && cJSON_AddStringToObject(o, "a", c->a) &&
 		     cJSON_AddStringToObject(o, "b", c->b);
+	if (c->what == W_RATE)
+		ok = ok && cJSON_AddStringToObject(o, "from", c->from) &&
+		     cJSON_AddStringToObject(o, "to", c->to) &&
+		     cJSON_AddNumberToObject(o, "from_gbps", c->from_gbps) &&
+		     cJSON_AddNumberToObject(o, "to_gbps", c->to_gbps);
 	if (!ok)
 		j->ok = false;
 }
@@ -281,7 +344,7 @@ tp_err_t tp_health_diff_json(const tp_fabric_t *model, const tp_fabric_t *live,
 	    j.ok &&
 	    cJSON_AddStringToObject(root, "format", "topoplace-diff/1") &&
 	    cJSON_AddBoolToObject(root, "changed", tp_health_diff_changed(d));
-	for (int w = 0; j.ok && w < 4; w++)
+	for (int w = 0; j.ok && w < W_N; w++)
 		j.ok = (j.arr[w] = cJSON_AddArrayToObject(root, what_name[w]));
 	if (j.ok)
 		walk(model, live, d, prev, emit_json, &j);
@@ -291,9 +354,20 @@ tp_err_t tp_health_diff_json(const tp_fabric_t *model, const tp_fabric_t *live,
 	return err;
 }
 
+/* " (100 Gb/s)", "" when unknown. */
+static const char *gbps_text(double gbps, char *buf, size_t size)
+{
+	if (gbps > 0)
+		snprintf(buf, size, " (%g Gb/s)", gbps);
+	else
+		buf[0] = '\0';
+	return buf;
+}
+
 static void emit_text(const change_t *c, void *arg)
 {
 	tp_strbuf_t *sb = arg;
+	char from[48], to[48];
 
 	if (c->what == W_MOVED)
 		tp_strbuf_printf(sb,
@@ -303,6 +377,13 @@ static void emit_text(const change_t *c, void *arg)
 				 c->host, c->link, c->a, c->b);
 	else if (c->what == W_NEW)
 		tp_strbuf_printf(sb, "new: %s - %s\n", c->a, c->b);
+	else if (c->what == W_RATE)
+		tp_strbuf_printf(sb,
+				 "rate: link %zu %s - %s runs %s%s, the model "
+				 "says %s%s\n",
+				 c->link, c->a, c->b, c->to,
+				 gbps_text(c->to_gbps, to, sizeof(to)), c->from,
+				 gbps_text(c->from_gbps, from, sizeof(from)));
 	else
 		tp_strbuf_printf(sb, "%s: link %zu %s - %s\n",
 				 what_name[c->what], c->link, c->a, c->b);

@@ -174,36 +174,47 @@ typedef enum tp_health_change {
 	TP_HEALTH_UNSEEN = 3,  /* neither end's node in the live fabric (not
 				* discovered: another subnet, or a walk that
 				* never reached it) */
+	TP_HEALTH_RATE = 4,    /* the same two ports, but another width or
+				* lane rate than the model's (a cable or port
+				* trained down, a new HCA generation) */
 } tp_health_change_t;
 
 /* A model against a live fabric, both finalized; links are matched by
  * the GUID and port of both ends, so names and link order do not matter.
- * link[l] is model link l's fate; to[l] the live link a MOVED link's CA
- * port now sits on (SIZE_MAX otherwise); fresh[] the live links no model
- * link matches or moved to (new cables, new nodes, rewired switches).
- * A host cabled to another port or switch is MOVED, not GONE plus new. */
+ * link[l] is model link l's fate; to[l] the live link a MOVED or RATE
+ * link now is (SIZE_MAX otherwise); fresh[] the live links no model link
+ * matches or moved to (new cables, new nodes, rewired switches). A host
+ * cabled to another port or switch is MOVED, not GONE plus new. A link
+ * in place is RATE when its width or lane rate differs from the model's,
+ * each compared only where both sides know it (width 0, lane_gbps 0:
+ * unknown, as "??" and "???" in a dump). */
 typedef struct tp_health_diff {
 	size_t nlinks; /* model links */
 	tp_health_change_t *link;
 	size_t *to;
 	size_t *fresh; /* live link indices, ascending */
 	size_t nfresh;
-	size_t ngone, nmoved, nunseen;
+	size_t ngone, nmoved, nunseen, nrate;
 } tp_health_diff_t;
 
 /* Fill *d (caller frees with tp_health_diff_free). TP_ERR_NOMEM. Pure. */
 tp_err_t tp_health_diff(const tp_fabric_t *model, const tp_fabric_t *live,
 			tp_health_diff_t *d);
 void tp_health_diff_free(tp_health_diff_t *d);
-/* Anything to report: a link gone or moved, a fresh one. */
+/* Anything to report: a link gone, moved or at another rate, a fresh
+ * one. */
 bool tp_health_diff_changed(const tp_health_diff_t *d);
 
 /* The report, JSON ({"format":"topoplace-diff/1","changed","gone":[..],
- * "back":[..],"moved":[..],"new":[..],"unseen":N}; gone/back entries
- * {"link","a","b"}, moved {"link","host","from","to"}, new {"a","b"};
- * ends as "desc:port") or text (one line per change, "" when none).
- * prev (may be NULL) is the previous diff against the same model: links
- * it had GONE or MOVED that are PRESENT in d are "back". */
+ * "back":[..],"moved":[..],"new":[..],"rate":[..],"unseen":N}; gone/back
+ * entries {"link","a","b"}, moved {"link","host","from","to"}, new
+ * {"a","b"}, rate {"link","a","b","from","to","from_gbps","to_gbps"} with
+ * from/to the model's and the live rate as "4x EDR" ("??x", "???" for
+ * what is unknown) and *_gbps their width x lane rate (0: unknown); ends
+ * as "desc:port") or text (one line per change, "" when none). prev (may
+ * be NULL) is the previous diff against the same model: links it had GONE
+ * or MOVED that are PRESENT or RATE in d are "back" (a RATE one also in
+ * "rate"). */
 tp_err_t tp_health_diff_json(const tp_fabric_t *model, const tp_fabric_t *live,
 			     const tp_health_diff_t *d,
 			     const tp_health_diff_t *prev, char **json_p);
@@ -211,7 +222,8 @@ tp_err_t tp_health_diff_text(const tp_fabric_t *model, const tp_fabric_t *live,
 			     const tp_health_diff_t *d,
 			     const tp_health_diff_t *prev, char **text_p);
 
-/* Applies d to a sweep's verdicts: a GONE or MOVED link gets health 0,
+/* Applies d to a sweep's verdicts (a RATE link is left to the sweep's
+ * own rate rule, which prices it): a GONE or MOVED link gets health 0,
  * an alarm and the reason "gone (re-discovery)" or "host moved to
  * DESC:PORT; regenerate the fabric" - unless it is GONE and the sweep saw
  * both its ends up (the diff is older than the sweep; *stale_p, may be

@@ -68,7 +68,7 @@ static bool ibsim_split(double gbps, int *width_p, const char **speed_p)
 static void rate_text(const tp_link_t *l, char *buf, size_t len)
 {
 	int w = l->width > 0 ? l->width : 4;
-	const char *name = tp__ib_speed_name(l->lane_gbps);
+	const char *name = tp_ib_speed_name(l->lane_gbps);
 
 	if (strcmp(name, "???") == 0)
 		name = "SDR";

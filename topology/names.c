@@ -105,7 +105,7 @@ double tp__ib_lane_gbps(const char *s)
 	return v;
 }
 
-const char *tp__ib_speed_name(double lane_gbps)
+const char *tp_ib_speed_name(double lane_gbps)
 {
 	const char *best = "???";
 	double best_d = 0.08; /* generators round NDR to 100, HDR to 50 */

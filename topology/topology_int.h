@@ -129,8 +129,6 @@ tp_err_t tp__fabric_domain_add(tp_fabric_t *f, const char *domain,
  * "HDR", "25.78125 Gbps", "QDR", "2.5 Gbps"); 0 when unknown. */
 int tp__ib_width(const char *s);
 double tp__ib_lane_gbps(const char *s);
-/* Name for an IB rate ("4x NDR" style), static string. */
-const char *tp__ib_speed_name(double lane_gbps);
 
 /* Host name from a CA node description, or NULL when the description
  * holds none (vendor defaults, "localhost", SHArP). *dev_p receives the

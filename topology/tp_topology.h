@@ -201,6 +201,11 @@ tp_err_t tp_fabric_read_ibnd(tp_fabric_t *f, void *fab, const char *what);
  * Without libibnetdisc both outputs are 0. */
 void tp_ib_port_rate(const void *info, const void *cap, const void *mlnx_ext,
 		     int *width_p, double *lane_gbps_p);
+/* The name of a per-lane rate as tp_link_t's lane_gbps holds it: "SDR",
+ * "DDR", "QDR", "FDR", "EDR", "HDR", "NDR" or "XDR" for the nominal rate
+ * nearest to it within 8% (generators round HDR to 50, NDR to 100),
+ * "???" for none (0: unknown). A static string; pure. */
+const char *tp_ib_speed_name(double lane_gbps);
 /* The port's link is up: logical state not Down and physical LinkUp.
  * False without libibnetdisc. */
 bool tp_ib_port_up(const void *info);

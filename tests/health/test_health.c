@@ -722,6 +722,76 @@ static void test_diff_moved(void **state)
 	tp_free(text);
 }
 
+/* o0002's cable in place at 1x SDR where the model says 4x EDR: a change
+ * with both rates; "???" (speed unknown) is none. */
+static void test_diff_rate(void **state)
+{
+	char *text = slurp_fixture(state), *out = NULL;
+	tp_fabric_t *m, *l, *l2;
+	tp_health_diff_t d, gone, back;
+	size_t o2;
+	cJSON *root, *r;
+
+	if (!text)
+		skip();
+	diff_of(text, edit(text, "o0002", "4x EDR", "1x SDR"), &m, &l, &d);
+	o2 = host_link(m, "o0002");
+	assert_int_equal(d.link[o2], TP_HEALTH_RATE);
+	assert_int_equal(d.nrate, 1);
+	assert_int_equal(d.ngone + d.nmoved + d.nfresh + d.nunseen, 0);
+	assert_true(tp_health_diff_changed(&d));
+	assert_int_equal(tp_health_diff_text(m, l, &d, NULL, &out), TP_OK);
+	assert_non_null(strstr(out, "rate: link "));
+	assert_non_null(strstr(out, "o0002 HCA-1:1 - ib-i1l1s01:11 runs 1x "
+				    "SDR (2.5 Gb/s), the model says 4x EDR "
+				    "(100 Gb/s)\n"));
+	tp_free(out);
+	assert_int_equal(tp_health_diff_json(m, l, &d, NULL, &out), TP_OK);
+	assert_non_null(root = cJSON_Parse(out));
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(root, "changed")));
+	r = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "rate"), 0);
+	assert_non_null(r);
+	assert_int_equal(cJSON_GetObjectItem(r, "link")->valueint, (int)o2);
+	assert_string_equal(cJSON_GetObjectItem(r, "from")->valuestring,
+			    "4x EDR");
+	assert_string_equal(cJSON_GetObjectItem(r, "to")->valuestring,
+			    "1x SDR");
+	assert_true(cJSON_GetObjectItem(r, "from_gbps")->valuedouble == 100);
+	assert_true(cJSON_GetObjectItem(r, "to_gbps")->valuedouble == 2.5);
+	cJSON_Delete(root);
+	tp_free(out);
+
+	/* after a pull, back at the lower rate: both "back" and "rate" */
+	l2 = dump_fabric(edit(text, "o0002", NULL, NULL));
+	assert_int_equal(tp_health_diff(m, l2, &gone), TP_OK);
+	assert_int_equal(tp_health_diff_json(m, l, &d, &gone, &out), TP_OK);
+	assert_non_null(root = cJSON_Parse(out));
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "back")),
+			 1);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "rate")),
+			 1);
+	cJSON_Delete(root);
+	tp_free(out);
+	tp_health_diff_free(&gone);
+	tp_fabric_destroy(l2);
+	diff_done(m, l, &d);
+
+	/* the width alone, and the speed alone */
+	diff_of(text, edit(text, "o0002", "4x EDR", "1x EDR"), &m, &l, &d);
+	assert_int_equal(d.link[o2], TP_HEALTH_RATE);
+	diff_done(m, l, &d);
+	diff_of(text, edit(text, "o0002", "4x EDR", "4x FDR"), &m, &l, &d);
+	assert_int_equal(d.link[o2], TP_HEALTH_RATE);
+	diff_done(m, l, &d);
+
+	/* what the walk does not know is no change */
+	diff_of(text, edit(text, "o0002", "4x EDR", "4x ???"), &m, &l, &back);
+	assert_int_equal(back.link[o2], TP_HEALTH_PRESENT);
+	assert_false(tp_health_diff_changed(&back));
+	diff_done(m, l, &back);
+	tp_free(text);
+}
+
 /* A switch and its host missing altogether: another subnet, not gone. */
 static void test_diff_unseen(void **state)
 {
@@ -811,6 +881,7 @@ int main(void)
 	    cmocka_unit_test(test_diff_gone_back_new),
 	    cmocka_unit_test(test_diff_moved),
 	    cmocka_unit_test(test_diff_unseen),
+	    cmocka_unit_test(test_diff_rate),
 	    cmocka_unit_test(test_silent_action),
 	    cmocka_unit_test(test_relid_verdict),
 	};

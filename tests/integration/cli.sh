@@ -246,6 +246,29 @@ usage_err "draw --bytes without --heat" "--bytes applies to --heat only" \
 	$T draw --fabric "$tmp/ft.json" --bytes 1G -o "$tmp/x.svg"
 usage_err "fabric diff --ibnetdiscover --port" "--ca/--port apply to --live only" \
 	$T fabric diff --fabric "$tmp/ft.json" --ibnetdiscover "$tmp/ft.json" --port 1
+# ---- fabric diff against a dump: a cable trained down is a change ----
+printf '%s\n' \
+	"CA 3 1 0x0002c90300000011 4x EDR - SW 1 1 0x0002c90300000001 ( 'node001 HCA-1' - 'leaf01' )" \
+	"CA 4 1 0x0002c90300000012 4x EDR - SW 1 2 0x0002c90300000001 ( 'node002 HCA-1' - 'leaf01' )" \
+	>"$tmp/d.txt"
+expect 0 "discover a two-host dump" $T discover -q --ibnetdiscover "$tmp/d.txt" -o "$tmp/d.json"
+expect 0 "fabric diff: the dump against its own model" \
+	$T fabric diff --fabric "$tmp/d.json" --ibnetdiscover "$tmp/d.txt"
+grep -q '^0 gone, 0 moved, 0 new, 0 at another rate, 0 unseen of 2 links$' "$tmp/out" &&
+	ok "fabric diff: no change counted" || bad "fabric diff unchanged: $(cat "$tmp/out")"
+sed '/node002/s/4x EDR/1x SDR/' "$tmp/d.txt" >"$tmp/d1x.txt"
+expect 3 "fabric diff: a link at 1x SDR where the model says 4x EDR exits 3" \
+	$T fabric diff --fabric "$tmp/d.json" --ibnetdiscover "$tmp/d1x.txt"
+grep -qF 'rate: link 1 node002 HCA-1:1 - leaf01:2 runs 1x SDR (2.5 Gb/s), the model says 4x EDR (100 Gb/s)' \
+	"$tmp/out" && grep -q '^0 gone, 0 moved, 0 new, 1 at another rate, 0 unseen of 2 links$' "$tmp/out" &&
+	ok "fabric diff names both rates" || bad "fabric diff rate: $(cat "$tmp/out")"
+expect 3 "fabric diff --json: a link at another rate" \
+	$T fabric diff --fabric "$tmp/d.json" --ibnetdiscover "$tmp/d1x.txt" --json
+jeq "$tmp/out" '[.changed, (.rate | map("\(.link) \(.from) \(.from_gbps) \(.to) \(.to_gbps)"))] | tostring' \
+	'[true,["1 4x EDR 100 1x SDR 2.5"]]' "fabric diff --json: the rate change"
+sed '/node002/s/4x EDR/4x ???/' "$tmp/d.txt" >"$tmp/dq.txt"
+expect 0 "fabric diff: a speed the dump does not know is no change" \
+	$T fabric diff --fabric "$tmp/d.json" --ibnetdiscover "$tmp/dq.txt"
 # place and cost check their input as plan does
 usage_err "place with an operand" "place: unexpected argument 'extra'" \
 	$T place --fabric "$tmp/ft.json" --request nodes=4 extra

@@ -134,16 +134,15 @@ static void test_speed_name(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		assert_string_equal(
-			tp__ib_speed_name(tp__ib_lane_gbps(names[i])),
-			names[i]);
+		    tp_ib_speed_name(tp__ib_lane_gbps(names[i])), names[i]);
 	/* generators use round per-lane numbers */
-	assert_string_equal(tp__ib_speed_name(100.0), "NDR");
-	assert_string_equal(tp__ib_speed_name(50.0), "HDR");
-	assert_string_equal(tp__ib_speed_name(25.0), "EDR");
-	assert_string_equal(tp__ib_speed_name(10.0), "QDR");
-	assert_string_equal(tp__ib_speed_name(0), "???");
-	assert_string_equal(tp__ib_speed_name(-1), "???");
-	assert_string_equal(tp__ib_speed_name(40.0), "???");
+	assert_string_equal(tp_ib_speed_name(100.0), "NDR");
+	assert_string_equal(tp_ib_speed_name(50.0), "HDR");
+	assert_string_equal(tp_ib_speed_name(25.0), "EDR");
+	assert_string_equal(tp_ib_speed_name(10.0), "QDR");
+	assert_string_equal(tp_ib_speed_name(0), "???");
+	assert_string_equal(tp_ib_speed_name(-1), "???");
+	assert_string_equal(tp_ib_speed_name(40.0), "???");
 }
 
 static void check_host(const char *desc, const char *host, const char *dev)
