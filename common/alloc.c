@@ -250,6 +250,59 @@ bool tp_parse_bytes(const char *s, double lo, double hi, double *v_p)
 	return true;
 }
 
+size_t tp_utf8_len(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n;
+
+	if (u[0] < 0x80)
+		return u[0] != 0;
+	if (u[0] >= 0xc2 && u[0] <= 0xdf)
+		n = 2;
+	else if (u[0] >= 0xe0 && u[0] <= 0xef)
+		n = 3;
+	else if (u[0] >= 0xf0 && u[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (u[0] == 0xe0)
+		lo = 0xa0;
+	else if (u[0] == 0xed)
+		hi = 0x9f;
+	else if (u[0] == 0xf0)
+		lo = 0x90;
+	else if (u[0] == 0xf4)
+		hi = 0x8f;
+	if (u[1] < lo || u[1] > hi)
+		return 0;
+	for (size_t k = 2; k < n; k++)
+		if (u[k] < 0x80 || u[k] > 0xbf)
+			return 0;
+	return n;
+}
+
+size_t tp_utf8_copy(char *dst, size_t size, const char *src)
+{
+	size_t o = 0;
+
+	if (!dst || !size)
+		return 0;
+	for (; src && *src; src++) {
+		size_t n = tp_utf8_len(src);
+		const char *from = n ? src : TP_UTF8_REPLACEMENT;
+		size_t len = n ? n : sizeof(TP_UTF8_REPLACEMENT) - 1;
+		if (o + len >= size)
+			break;
+		memcpy(dst + o, from, len);
+		o += len;
+		if (n)
+			src += n - 1;
+	}
+	dst[o] = '\0';
+	return o;
+}
+
 char *tp_quote(char *dst, size_t len, const char *src, size_t max)
 {
 	static const char hex[] = "0123456789abcdef";

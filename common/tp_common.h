@@ -232,6 +232,26 @@ char *tp_strtrim(char *s);
  * Returns dst. */
 char *tp_quote(char *dst, size_t len, const char *src, size_t max);
 
+/* ---- UTF-8 ----------------------------------------------------------------
+ */
+
+/* The replacement character U+FFFD, UTF-8 encoded, for a byte that starts
+ * no well-formed sequence (descriptions from dumps and node-name maps
+ * edited in another encoding: a Latin-1 0xE9). */
+#define TP_UTF8_REPLACEMENT "\xef\xbf\xbd"
+/* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong
+ * forms, surrogates or code points above U+10FFFF): 1 for an ASCII byte
+ * other than NUL, 2..4, or 0 for NUL and a byte that starts none. Reads
+ * no further than a NUL. Pure. */
+size_t tp_utf8_len(const char *s);
+/* src as UTF-8 into dst (size bytes, always terminated when size > 0):
+ * each byte that starts no well-formed sequence becomes U+FFFD, and a cut
+ * (dst too small) falls between sequences, never inside one. For text
+ * that JSON (RFC 8259) or a Prometheus exposition must carry as UTF-8;
+ * escaping is the writer's. src NULL reads as "". Returns the bytes
+ * written, the NUL not counted. */
+size_t tp_utf8_copy(char *dst, size_t size, const char *src);
+
 /* Work for tp_child_run: append the result to out, return a tp_err_t. */
 typedef tp_err_t (*tp_child_fn_t)(void *arg, tp_strbuf_t *out);
 /* Run fn(arg, ...) in a forked child, for code that may crash or hang on

@@ -6,6 +6,10 @@
  *   every other field and a link's background_gbps are carried over.
  * - Prometheus label values escape '\\', '"' and newlines as the text
  *   format requires; node descriptions may hold any of them.
+ * - Names reach JSON and the exposition as UTF-8 (both formats require
+ *   it): a description of a dump edited in another encoding has its
+ *   stray bytes replaced by U+FFFD, as the fabric JSON writer does, in the
+ *   one place every name is made (tp__health_end_name).
  */
 #include "config.h"
 
@@ -21,6 +25,8 @@ void tp__health_end_name(const tp_fabric_t *f, const tp_link_t *k, int e,
 {
 	uint64_t guid;
 	const char *desc;
+	char port[16];
+	size_t plen, dlen;
 
 	if (k->kind[e] == TP_NODE_SWITCH) {
 		const tp_switch_t *s = tp_fabric_switch(f, k->node[e]);
@@ -31,11 +37,17 @@ void tp__health_end_name(const tp_fabric_t *f, const tp_link_t *k, int e,
 		guid = c->guid;
 		desc = c->desc;
 	}
-	if (desc && *desc)
-		snprintf(buf, size, "%s:%d", desc, k->port[e]);
-	else
+	if (!desc || !*desc) {
 		snprintf(buf, size, "0x%016llx:%d", (unsigned long long)guid,
 			 k->port[e]);
+		return;
+	}
+	/* a long description is cut, not the port that tells ends apart */
+	plen = (size_t)snprintf(port, sizeof(port), ":%d", k->port[e]);
+	if (!size)
+		return;
+	dlen = size > plen ? tp_utf8_copy(buf, size - plen, desc) : 0;
+	snprintf(buf + dlen, size - dlen, "%s", port);
 }
 
 static bool add(cJSON *o, const char *key, cJSON *v)

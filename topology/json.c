@@ -30,37 +30,6 @@ static void put_lit(tp_strbuf_t *sb, const char *s)
 	tp_strbuf_append(sb, s, strlen(s));
 }
 
-/* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong
- * forms, surrogates or code points above U+10FFFF), 0 if there is none. */
-static size_t utf8_len(const unsigned char *s)
-{
-	unsigned char lo = 0x80, hi = 0xbf;
-	size_t n;
-
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	if (s[0] == 0xe0)
-		lo = 0xa0;
-	else if (s[0] == 0xed)
-		hi = 0x9f;
-	else if (s[0] == 0xf0)
-		lo = 0x90;
-	else if (s[0] == 0xf4)
-		hi = 0x8f;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t k = 2; k < n; k++)
-		if (s[k] < 0x80 || s[k] > 0xbf)
-			return 0;
-	return n;
-}
-
 /*
  * A JSON string. Descriptions come from dumps and node-name maps that
  * may have been edited in another encoding (a Latin-1 0xE9); the file
@@ -78,7 +47,7 @@ static void put_str(tp_strbuf_t *sb, const char *s)
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 		if (c >= 0x80) {
-			size_t n = utf8_len((const unsigned char *)s);
+			size_t n = tp_utf8_len(s);
 			if (n) {
 				s += n - 1;
 				continue;
@@ -106,7 +75,7 @@ static void put_str(tp_strbuf_t *sb, const char *s)
 			break;
 		default:
 			if (c >= 0x80) {
-				put_lit(sb, "\xef\xbf\xbd");
+				put_lit(sb, TP_UTF8_REPLACEMENT);
 			} else {
 				char u[6] = {'\\', 'u',		'0',
 					     '0',  hex[c >> 4], hex[c & 15]};

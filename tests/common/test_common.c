@@ -218,6 +218,48 @@ static void test_quote(void **state)
 	assert_non_null(strstr(buf, "..."));
 }
 
+/* Well-formed UTF-8 sequences and what is none (RFC 3629), and a copy
+ * that replaces strays with U+FFFD and never cuts a sequence. */
+static void test_utf8(void **state)
+{
+	char buf[16];
+
+	(void)state;
+	assert_int_equal(tp_utf8_len("a"), 1);
+	assert_int_equal(tp_utf8_len(""), 0);
+	assert_int_equal(tp_utf8_len("\xc3\xa9"), 2);
+	assert_int_equal(tp_utf8_len("\xe2\x82\xac"), 3);
+	assert_int_equal(tp_utf8_len("\xf0\x9f\x98\x80"), 4);
+	assert_int_equal(tp_utf8_len("\xe9t"), 0);	  /* Latin-1 */
+	assert_int_equal(tp_utf8_len("\xc0\xaf"), 0);	  /* overlong */
+	assert_int_equal(tp_utf8_len("\xe0\x80\xaf"), 0); /* overlong */
+	assert_int_equal(tp_utf8_len("\xed\xa0\x80"), 0); /* surrogate */
+	assert_int_equal(tp_utf8_len("\xf4\x90\x80\x80"), 0);
+	assert_int_equal(tp_utf8_len("\xbf"), 0);
+	assert_int_equal(tp_utf8_len("\xe2\x82"), 0); /* cut by the NUL */
+	assert_int_equal(tp_utf8_len("\xff"), 0);
+
+	assert_int_equal(tp_utf8_copy(buf, sizeof(buf),
+				      "leaf\xe9\xff"
+				      "01"),
+			 12);
+	assert_string_equal(buf, "leaf\xef\xbf\xbd\xef\xbf\xbd"
+				 "01");
+	tp_utf8_copy(buf, sizeof(buf), "a\"\\\n\xc3\xa9");
+	assert_string_equal(buf, "a\"\\\n\xc3\xa9");
+	/* 7 bytes of room: "ab", then an e-acute (2) fits, the next not */
+	assert_int_equal(tp_utf8_copy(buf, 7, "ab\xc3\xa9\xc3\xa9\xc3\xa9"), 6);
+	assert_string_equal(buf, "ab\xc3\xa9\xc3\xa9");
+	assert_int_equal(tp_utf8_copy(buf, 6, "ab\xc3\xa9\xc3\xa9"), 4);
+	assert_int_equal(tp_utf8_copy(buf, 4, "\xe9\xe9"), 3);
+	assert_string_equal(buf, TP_UTF8_REPLACEMENT);
+	assert_int_equal(tp_utf8_copy(buf, 3, "\xe9"), 0);
+	assert_string_equal(buf, "");
+	assert_int_equal(tp_utf8_copy(buf, sizeof(buf), NULL), 0);
+	assert_string_equal(buf, "");
+	assert_int_equal(tp_utf8_copy(buf, 0, "x"), 0);
+}
+
 static void test_hostlist_compress(void **state)
 {
 	char *s;
@@ -885,6 +927,7 @@ int main(void)
 	    cmocka_unit_test(test_hostlist_errors),
 	    cmocka_unit_test(test_hostlist_max),
 	    cmocka_unit_test(test_quote),
+	    cmocka_unit_test(test_utf8),
 	    cmocka_unit_test(test_hostlist_compress),
 	    cmocka_unit_test(test_hostlist_roundtrip),
 	    cmocka_unit_test(test_u64map),

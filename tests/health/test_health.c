@@ -792,6 +792,77 @@ static void test_diff_rate(void **state)
 	tp_free(text);
 }
 
+/* A two-host dump; the switch's description, in Latin-1 with a quote and
+ * a backslash, and a third host's are no UTF-8. */
+static const char u8_good[] =
+    "CA 3 1 0x0002c90300000011 4x EDR - SW 1 1 0x0002c90300000001 "
+    "( 'node001 HCA-1' - 'leaf01' )\n"
+    "CA 4 1 0x0002c90300000012 4x EDR - SW 1 2 0x0002c90300000001 "
+    "( 'node002 HCA-1' - 'leaf01' )\n";
+static const char u8_bad[] =
+    "CA 3 1 0x0002c90300000011 4x EDR - SW 1 1 0x0002c90300000001 "
+    "( 'node001 HCA-1' - 'leaf\xe9\"\\01' )\n"
+    "CA 4 1 0x0002c90300000012 4x EDR - SW 1 2 0x0002c90300000001 "
+    "( 'node002 HCA-1' - 'leaf\xe9\"\\01' )\n"
+    "CA 5 1 0x0002c90300000013 4x EDR - SW 1 3 0x0002c90300000001 "
+    "( 'node003 HCA-\xff' - 'leaf\xe9\"\\01' )\n";
+
+static bool utf8_ok(const char *s)
+{
+	for (size_t n; *s; s += n)
+		if (!(n = tp_utf8_len(s)))
+			return false;
+	return true;
+}
+
+/* Descriptions that are no UTF-8 reach the diff's JSON and the Prometheus
+ * exposition as U+FFFD, escaped where the format says. */
+static void test_names_utf8(void **unused)
+{
+	tp_fabric_t *m, *l;
+	tp_health_diff_t d;
+	tp_health_link_t h[3] = {0};
+	char *out = NULL;
+
+	(void)unused;
+	diff_of(u8_good, u8_bad, &m, &l, &d);
+	assert_int_equal(d.nfresh, 1);
+	assert_int_equal(tp_health_diff_json(m, l, &d, NULL, &out), TP_OK);
+	assert_true(utf8_ok(out));
+	assert_non_null(strstr(out, "\"a\":\"node003 HCA-\xef\xbf\xbd:1\","
+				    "\"b\":\"leaf\xef\xbf\xbd\\\"\\\\01:3\""));
+	tp_free(out);
+	diff_done(m, l, &d);
+
+	m = dump_fabric(u8_bad);
+	assert_int_equal(tp_fabric_nlinks(m), 3);
+	for (size_t i = 0; i < 3; i++)
+		h[i].seen = true;
+	assert_int_equal(tp_health_prom_text(m, h, 0.5, -1, 1e9, &out), TP_OK);
+	assert_true(utf8_ok(out));
+	assert_non_null(strstr(out, "a=\"node003 HCA-\xef\xbf\xbd:1\","
+				    "b=\"leaf\xef\xbf\xbd\\\"\\\\01:3\"}"));
+	tp_free(out);
+	tp_fabric_destroy(m);
+
+	/* a description longer than a name holds: cut between two
+	 * characters, the port kept */
+	char dump[512], desc[121];
+	for (size_t i = 0; i < 60; i++)
+		memcpy(desc + 2 * i, "\xc3\xa9", 2);
+	desc[120] = '\0';
+	snprintf(dump, sizeof(dump),
+		 "CA 3 1 0x0002c90300000011 4x EDR - SW 1 7 "
+		 "0x0002c90300000001 ( 'node001 HCA-1' - '%s' )\n",
+		 desc);
+	m = dump_fabric(dump);
+	assert_int_equal(tp_health_prom_text(m, h, 0.5, -1, 1e9, &out), TP_OK);
+	assert_true(utf8_ok(out));
+	assert_non_null(strstr(out, "\xc3\xa9:7\"}"));
+	tp_free(out);
+	tp_fabric_destroy(m);
+}
+
 /* A switch and its host missing altogether: another subnet, not gone. */
 static void test_diff_unseen(void **state)
 {
@@ -882,6 +953,7 @@ int main(void)
 	    cmocka_unit_test(test_diff_moved),
 	    cmocka_unit_test(test_diff_unseen),
 	    cmocka_unit_test(test_diff_rate),
+	    cmocka_unit_test(test_names_utf8),
 	    cmocka_unit_test(test_silent_action),
 	    cmocka_unit_test(test_relid_verdict),
 	};

@@ -269,6 +269,23 @@ jeq "$tmp/out" '[.changed, (.rate | map("\(.link) \(.from) \(.from_gbps) \(.to) 
 sed '/node002/s/4x EDR/4x ???/' "$tmp/d.txt" >"$tmp/dq.txt"
 expect 0 "fabric diff: a speed the dump does not know is no change" \
 	$T fabric diff --fabric "$tmp/d.json" --ibnetdiscover "$tmp/dq.txt"
+# descriptions that are no UTF-8 (Latin-1 0xE9, a stray 0xFF) reach the
+# JSON as U+FFFD, as in the fabric file, never raw
+sw=$(printf 'leaf\351"\\sw01') h3=$(printf 'node003 HCA-\377')
+printf '%s\n' \
+	"CA 3 1 0x0002c90300000011 4x EDR - SW 1 1 0x0002c90300000001 ( 'node001 HCA-1' - '$sw' )" \
+	"CA 4 1 0x0002c90300000012 4x EDR - SW 1 2 0x0002c90300000001 ( 'node002 HCA-1' - '$sw' )" \
+	"CA 5 1 0x0002c90300000013 4x EDR - SW 1 3 0x0002c90300000001 ( '$h3' - '$sw' )" \
+	>"$tmp/d8.txt"
+expect 3 "fabric diff --json: a new link whose names are no UTF-8" \
+	$T fabric diff --fabric "$tmp/d.json" --ibnetdiscover "$tmp/d8.txt" --json
+fffd=$(printf '\357\277\275')
+if LC_ALL=C grep -q "$(printf '[\351\377]')" "$tmp/out"; then
+	bad "fabric diff --json writes bytes that are no UTF-8: $(od -c "$tmp/out" | head -5)"
+else
+	jeq "$tmp/out" '.new[0] | "\(.a) \(.b)"' "node003 HCA-$fffd:1 leaf$fffd\"\\sw01:3" \
+		"fabric diff --json: U+FFFD for the stray bytes, quote and backslash escaped"
+fi
 # place and cost check their input as plan does
 usage_err "place with an operand" "place: unexpected argument 'extra'" \
 	$T place --fabric "$tmp/ft.json" --request nodes=4 extra
