@@ -352,12 +352,13 @@ static tp_err_t parse(nvsmi_t *p, char *buf, size_t len)
 	char *s = buf, *end = buf + len;
 	tp_err_t err;
 
-	if (len == 0)
+	/* a UTF-8 byte order mark (a file saved by a Windows editor) would
+	 * glue itself to the header's first cell; a file of nothing else is
+	 * as empty as one of no bytes (and must not read as line 0) */
+	s += tp_text_bom(s, len);
+	if (s == end)
 		return tp__fabric_fail(p->f, TP_ERR_PARSE, "%s:1: empty file",
 				       p->path);
-	/* a UTF-8 byte order mark (a file saved by a Windows editor) would
-	 * glue itself to the header's first cell */
-	s += tp_text_bom(s, len);
 	for (; s < end; s++) {
 		char *nl = memchr(s, '\n', (size_t)(end - s));
 		char *e = nl ? nl : end;

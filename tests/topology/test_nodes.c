@@ -575,6 +575,30 @@ static void test_nvsmi_bom(void **state)
 	free(p);
 }
 
+/* A byte order mark and nothing else is an empty file, at line 1 as one
+ * of no bytes; with blank lines after it, the header is missing where the
+ * input ends, as without one. */
+static void test_nvsmi_bom_only(void **state)
+{
+	static const struct {
+		const char *text, *msg;
+	} cases[] = {
+	    {"\xef\xbb\xbf", ":1: empty file"},
+	    {"\xef\xbb\xbf\n", ":1: no GPU0 header"},
+	    {"\xef\xbb\xbf\n\r\n\t\n", ":3: no GPU0 header"},
+	    {"\n\r\n\t\n", ":3: no GPU0 header"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *p = write_tmp(cases[i].text, strlen(cases[i].text));
+		expect_fail(tp_fabric_read_node_nvsmi, p, TP_ERR_PARSE,
+			    cases[i].msg);
+		unlink(p);
+		free(p);
+	}
+}
+
 static void test_nvsmi_hostile(void **state)
 {
 	static const struct {
@@ -1364,6 +1388,7 @@ int main(void)
 	    cmocka_unit_test(test_nvsmi_nic_legend),
 	    cmocka_unit_test(test_nvsmi_spaces),
 	    cmocka_unit_test(test_nvsmi_bom),
+	    cmocka_unit_test(test_nvsmi_bom_only),
 	    cmocka_unit_test(test_nvsmi_hostile),
 	    cmocka_unit_test(test_node_dir_nvsmi),
 	    cmocka_unit_test(test_node_dir_hwloc),
