@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 T=$TOPOPLACE
 B=${TP_BUILDDIR:?}/coll/topoplace-coll-bench
-[ -x "$B" ] || skip_all "no $B"
+[ -x "$B" ] || error_all "$B not built (coll/ always builds it)"
 command -v jq >/dev/null || skip_all "no jq"
 
 $T fabric generate fat-tree --leaves 2 --spines 2 --hosts-per-leaf 2 \

@@ -11,11 +11,12 @@ FLOW=$builddir/tests/integration/tp_flow
 P=tpt-
 export TPE_PREFIX=$P HOST_RATE=400mbit TOPOPLACE
 
+# a check program make check always builds: missing is an error, root or not
+[ -x "$FLOW" ] || error_all "$FLOW not built (make check builds it)"
 [ "$(id -u)" -eq 0 ] || skip_all "needs root (network namespaces)"
 for t in ip tc ping unshare jq bc; do
 	command -v $t >/dev/null 2>&1 || skip_all "$t missing (contrib/install-deps.sh)"
 done
-[ -x "$FLOW" ] || skip_all "$FLOW not built"
 ip netns add ${P}probe 2>/dev/null || skip_all "cannot create network namespaces here"
 ip netns del ${P}probe
 

@@ -9,12 +9,17 @@
 # Each runs in its own ibsim (contrib/ibsim-run.sh), stopped by PID.
 #
 # Needs ibsim-utils, libumad2sim0, infiniband-diags and a build with
-# libibnetdisc; exits 77 (skip) without them.
+# libibnetdisc; exits 77 (skip) without them, 99 (error) when make
+# check's tp_livecheck is missing.
 set -eu
 
 skip() {
 	echo "SKIP: $*"
 	exit 77
+}
+error() {
+	echo "ERROR: $*"
+	exit 99
 }
 
 srcdir=${TP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -27,6 +32,8 @@ TP_IBSIM_START_TIMEOUT=${TP_IBSIM_START_TIMEOUT:-60}
 export TP_IBSIM_TIMEOUT TP_IBSIM_START_TIMEOUT
 unset SIM_HOST || true
 
+# a check program make check always builds: missing is an error
+[ -x "$lc" ] || error "$lc not built (make check builds it)"
 command -v ibsim >/dev/null 2>&1 || skip "ibsim not installed (ibsim-utils)"
 command -v ibnetdiscover >/dev/null 2>&1 ||
 	skip "ibnetdiscover not installed (infiniband-diags)"
@@ -39,7 +46,6 @@ if [ -z "$umad" ]; then
 	done
 fi
 [ -n "$umad" ] && [ -r "$umad" ] || skip "libumad2sim.so not found (libumad2sim0)"
-[ -x "$lc" ] || skip "$lc not built (make check builds it)"
 
 # The CLI routes (topoplace discover --live / --ibnetdiscover, via JSON)
 # are checked too when the CLI is built.

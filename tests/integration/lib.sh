@@ -1,5 +1,7 @@
 # Shared helpers for the integration tests (sourced). Each test exits 0 on
-# success, 1 on failure, 77 when something it needs is absent.
+# success, 1 on failure, 77 when something optional it needs is absent
+# (root, hardware, a package, a feature configure left out), 99 when
+# something the build always makes is missing.
 set -u
 : "${TOPOPLACE:?TOPOPLACE must point at the built topoplace}"
 TP_FIXTURES=${TP_FIXTURES:-}
@@ -10,6 +12,9 @@ trap 'rm -rf "$tmp"' EXIT
 ok() { echo "ok - $*"; }
 bad() { echo "FAIL - $*"; failures=$((failures + 1)); }
 skip_all() { echo "SKIP: $*"; exit 77; }
+# error_all MSG: end the test as a hard error (99, automake's ERROR): an
+# output the build always makes is missing, which no skip may hide
+error_all() { echo "ERROR: $*"; exit 99; }
 # expect CODE DESC CMD...: run CMD, check its exit status
 expect() {
 	want=$1 desc=$2
