@@ -87,10 +87,22 @@ grep -q "sacct.txt:3: submit time: not valid ('2026-12-01 10:01')" "$tmp/err" &&
 expect 0 "config --dump" $T config --dump
 cp "$tmp/out" "$tmp/dump"
 man5="${TP_SRCDIR:-.}/doc/topoplace.conf.5"
-for k in $(sed -n 's/^#\([A-Za-z]*\)=.*/\1/p' "$tmp/dump"); do
-	grep -q "^\.BI $k=" "$man5" && ok "key $k documented in topoplace.conf(5)" ||
-		bad "key $k missing from topoplace.conf(5)"
+# the table's keys (one "#Key=default" line each) and the man page's (a
+# ".BI Key=" item each under KEYS), both ways; 14 keys today: a dump
+# whose format changed must not make the comparison empty
+sed -n 's/^#\([A-Za-z]*\)=.*/\1/p' "$tmp/dump" | sort >"$tmp/keys.dump"
+sed -n '/^\.SH KEYS/,/^\.SH /s/^\.BI \([A-Za-z]*\)=.*/\1/p' "$man5" | sort >"$tmp/keys.man"
+n=$(wc -l <"$tmp/keys.dump")
+[ "$n" -eq 14 ] && ok "config --dump lists 14 keys" ||
+	bad "config --dump lists $n keys, wanted 14 (a key added: update this count)"
+for k in $(comm -23 "$tmp/keys.dump" "$tmp/keys.man"); do
+	bad "key $k missing from topoplace.conf(5)"
 done
+for k in $(comm -13 "$tmp/keys.dump" "$tmp/keys.man"); do
+	bad "topoplace.conf(5) documents $k, which config --dump lacks"
+done
+cmp -s "$tmp/keys.dump" "$tmp/keys.man" &&
+	ok "config --dump and topoplace.conf(5) name the same $n keys"
 $T fabric generate fat-tree --leaves 2 --hosts-per-leaf 2 -o "$tmp/conf-ft.json" >/dev/null
 printf 'FabricFile=%s\nSwitchWait=60 Partitions=gpu,gpu2\n' "$tmp/conf-ft.json" >"$tmp/tp.conf"
 expect 0 "config --check good" $T config --check "$tmp/tp.conf"
