@@ -143,8 +143,21 @@ grep -q "pb.conf:1: PriceBudget=5000: out of range 0..1000" "$tmp/err" &&
 # the exit codes --help gives, in EXIT STATUS ----
 man1="${TP_SRCDIR:-.}/doc/topoplace.1"
 sed -n '/^\.SH SYNOPSIS/,/^\.SH DESCRIPTION/p' "$man1" >"$tmp/synopsis"
+# usage CMD...: CMD's --help in $tmp/help, its usage lines (up to the
+# first blank line) in $tmp/usage; a failed check unless --help exits 0
+# with a usage line and at least one option in it (an empty --help would
+# leave the loops below nothing to check)
+usage() {
+	$T "$@" --help >"$tmp/help" 2>"$tmp/help.err"
+	rc=$?
+	sed '/^$/q' "$tmp/help" >"$tmp/usage"
+	[ "$rc" -eq 0 ] || bad "$* --help: exit $rc"
+	grep -q "^Usage: topoplace $* " "$tmp/usage" || bad "$* --help: no usage line"
+	grep -q -- ' \[*--[a-z]' "$tmp/usage" || bad "$* --help: no option in its usage"
+}
+f0=$failures
 for c in discover monitor place cost simulate trace draw plan config nccl-topo; do
-	$T $c --help | sed '/^$/q' >"$tmp/usage"
+	usage $c
 	man_c=$(printf '%s' "$c" | sed 's/-/\\-/g')
 	# the command's lines: from ".B topoplace CMD" to the next .br
 	awk -v h=".B topoplace $man_c" 'index($0, h) == 1 { on = 1 } /^\.(br|SH)/ { on = 0 } on' \
@@ -155,16 +168,18 @@ for c in discover monitor place cost simulate trace draw plan config nccl-topo; 
 			bad "topoplace(1) SYNOPSIS lacks $c $o"
 	done
 done
-ok "topoplace(1) SYNOPSIS checked against the usage lines"
+[ "$failures" -eq "$f0" ] && ok "topoplace(1) SYNOPSIS checked against the usage lines"
 # every option of these commands' usage lines has a line of its own in --help
+f0=$failures
 for c in discover monitor cost simulate trace config nccl-topo "fabric health" "fabric diff"; do
-	$T $c --help >"$tmp/help"
-	for o in $(sed '/^$/q' "$tmp/help" | grep -o -- '--[a-z-]*' | sort -u); do
+	# shellcheck disable=SC2086 # "fabric health": two words
+	usage $c
+	for o in $(grep -o -- '--[a-z-]*' "$tmp/usage" | sort -u); do
 		grep -qE -- "^ +(-[a-zA-Z], )?$o\b|^ +--[a-z-]+ [A-Z]+, $o\b" "$tmp/help" ||
 			bad "$c --help does not describe $o"
 	done
 done
-ok "every option in the usage lines described in --help"
+[ "$failures" -eq "$f0" ] && ok "every option in the usage lines described in --help"
 $T cost --help | grep -q -- "--algo A .*ring (default)" && ok "cost --help names the default --algo" ||
 	bad "cost --help: no default --algo"
 expect 0 "show --help" $T show --help
