@@ -5,8 +5,9 @@
 # ibsim + opensm on a generated 16-host fat tree, whose live walk is the
 # model; `monitor --interval 1 --rediscover 8`. leaf01[1] (a host's only
 # cable) is pulled (Unlink) and the monitor's topology check walks the
-# fabric while it is down ("gone" logged): the walk cannot reach the
-# host. ReLink right after that walk: the link must be healthy in the
+# fabric while it is down ("gone" logged, the link at health 0 in the
+# state file): the walk cannot reach the host. ReLink right after that
+# walk: the link must be healthy in the
 # state file within 3 s (the next sweep, once opensm has routed the host
 # again), not at the next topology check 8 s later. Before the fix the
 # walk left the host without a LID, so no sweep could ask it and the
@@ -39,6 +40,19 @@ until grep -q "gone: link $l11 " "$tmp/mon.err"; do
 	n=$((n + 1))
 	[ "$n" -lt 200 ] || { bad "no walk reported link $l11 gone within 20 s"; finish; }
 done
+# the link down (health 0) in the state file before the ReLink: one never
+# marked down there would read "healthy" at once below, in about 0 ms
+down=".links | map(select(.link == $l11 and .health == 0)) | length == 1"
+n=0
+until jq -e "$down" "$state" >/dev/null 2>&1; do
+	sleep 0.1
+	n=$((n + 1))
+	[ "$n" -lt 50 ] || {
+		bad "link $l11 gone but not at health 0 in the state file within 5 s: $(jq -c ".links | map(select(.link == $l11))" "$state")"
+		finish
+	}
+done
+ok "link $l11 at health 0 in the state file before the ReLink"
 ibsim_con "ReLink \"$leaf1\"[1]"
 t0=$(date +%s%N)
 n=0 why=
