@@ -37,10 +37,11 @@ finish() {
 	exit 1
 }
 # need_slurm GEN [CMD...]: skip (77) unless a mini-cluster of Slurm GEN can
-# run here: root, network namespaces, our CLI, and Slurm itself (22:
+# run here: root, network namespaces and Slurm itself (22:
 # Debian's 22.05 in PATH; 24: the private 24.11 build in SLURM24_PREFIX,
 # then put first in PATH), plus each CMD. Sets srcdir, builddir, CLUSTER,
-# PLUGIN_DIR (our plugins for GEN) and, for 24, PREFIX; exports TOPOPLACE.
+# PLUGIN_DIR (our plugins for GEN) and, for 24, PREFIX; exports TOPOPLACE
+# (a hard error, 99, when our CLI is missing: the build always makes it).
 need_slurm() {
 	gen=$1
 	shift
@@ -68,7 +69,7 @@ need_slurm() {
 		command -v "$b" >/dev/null 2>&1 || skip_all "$b not installed (contrib/install-slurm.sh)"
 	done
 	unshare --net --uts true 2>/dev/null || skip_all "cannot create network namespaces here"
-	[ -x "$TOPOPLACE" ] || skip_all "$TOPOPLACE not built"
+	[ -x "$TOPOPLACE" ] || error_all "$TOPOPLACE not built (make builds it always)"
 	export TOPOPLACE
 }
 # need_plugins NAME...: skip (77) unless PLUGIN_DIR holds each NAME.so
