@@ -2050,14 +2050,58 @@ static int comp_call(tp_coll_comm_t *c, const comp_case_t *k, float *b,
 	return err ? call_failed(c, "allreduce_compressed", err) : 0;
 }
 
+/* Error feedback: the mean of T calls of op on one key approaches the
+ * dense result (for AVG too: its residuals are the sum's, and a call
+ * that skipped the division would miss by (n - 1) x the mean). */
+static int comp_mean(tp_coll_comm_t *c, const comp_case_t *k, tp_coll_op_t op,
+		     uint64_t key)
+{
+	int n = tp_coll_comm_size(c), rc;
+	double A = 2.0 * n; /* inputs are quarters in [-2, 2] */
+	static float b[MAXCOUNT], sum[MAXCOUNT];
+	enum { T = 60 };
+
+	memset(sum, 0, sizeof(sum));
+	for (int t = 0; t < T; t++) {
+		if ((rc = comp_call(c, k, b, MAXCOUNT, op, key)))
+			return rc;
+		for (size_t i = 0; i < MAXCOUNT; i++)
+			sum[i] += b[i];
+	}
+	for (size_t i = 0; i < MAXCOUNT; i++) {
+		double want = (double)reference(n, i, TP_COLL_FP32, op);
+		double err = fabs(sum[i] / T - want);
+		/* the residuals stay bounded, so the mean of T calls errs
+		 * by ~1/T of them: measured here at 60 calls, int8 5e-5 A,
+		 * 1-bit 0.034 A, top-k 0.019 A (one call: up to 4e-3 A,
+		 * 0.5 A, 0.9 A); AVG by those over n */
+		double lim = k->exact			    ? 1e-6 * A
+			     : k->kind == TP_COLL_COMP_INT8 ? 1e-3 * A
+			     : k->kind == TP_COLL_COMP_1BIT ? 0.08 * A
+							    : 0.05 * A;
+		if (op == TP_COLL_AVG)
+			lim /= n;
+		if (err > lim) {
+			fprintf(stderr,
+				"# rank %d: %s %s mean of %d [%zu] = %g, "
+				"want %g +- %g\n",
+				tp_coll_comm_rank(c),
+				tp_coll_comp_name(k->kind),
+				op == TP_COLL_AVG ? "avg" : "sum", T, i,
+				sum[i] / T, want, lim);
+			return 5;
+		}
+	}
+	return 0;
+}
+
 static int comp_rank(tp_coll_comm_t *c, void *arg)
 {
 	const comp_case_t *k = arg;
 	static const size_t cnts[] = {0, 1, 7, 257, MAXCOUNT};
 	int n = tp_coll_comm_size(c), rc;
 	double A = 2.0 * n; /* inputs are quarters in [-2, 2] */
-	static float b[MAXCOUNT], sum[MAXCOUNT], first[MAXCOUNT];
-	enum { T = 60 };
+	static float b[MAXCOUNT], sumcall[MAXCOUNT], first[MAXCOUNT];
 
 	for (size_t ci = 0; ci < 5; ci++) {
 		size_t cnt = cnts[ci];
@@ -2065,6 +2109,24 @@ static int comp_rank(tp_coll_comm_t *c, void *arg)
 			tp_coll_op_t op = avg ? TP_COLL_AVG : TP_COLL_SUM;
 			if ((rc = comp_call(c, k, b, cnt, op, cnt + 100 * avg)))
 				return rc;
+			/* one call's allowance is wider than the values'
+			 * range, so it cannot tell AVG from SUM: AVG is the
+			 * compressed sum divided by n, and from fresh
+			 * residuals (new keys, no stochastic rounding) the
+			 * same inputs compress alike, so it is the SUM
+			 * call's bits each divided by n */
+			for (size_t i = 0; avg && i < cnt; i++) {
+				float want = sumcall[i] / (float)n;
+				if (memcmp(&b[i], &want, sizeof(want))) {
+					fprintf(stderr,
+						"# rank %d: %s avg count %zu "
+						"[%zu] = %g, sum / %d = %g\n",
+						tp_coll_comm_rank(c),
+						tp_coll_comp_name(k->kind), cnt,
+						i, b[i], n, want);
+					return 7;
+				}
+			}
 			for (size_t i = 0; i < cnt; i++) {
 				double want =
 				    (double)reference(n, i, TP_COLL_FP32, op);
@@ -2082,38 +2144,13 @@ static int comp_rank(tp_coll_comm_t *c, void *arg)
 			}
 			if (same_everywhere(c, b, cnt))
 				return 4;
+			if (!avg)
+				memcpy(sumcall, b, cnt * sizeof(float));
 		}
 	}
-	/* error feedback: the mean of T calls approaches the dense sum */
-	memset(sum, 0, sizeof(sum));
-	for (int t = 0; t < T; t++) {
-		if ((rc = comp_call(c, k, b, MAXCOUNT, TP_COLL_SUM, 777)))
-			return rc;
-		for (size_t i = 0; i < MAXCOUNT; i++)
-			sum[i] += b[i];
-	}
-	for (size_t i = 0; i < MAXCOUNT; i++) {
-		double want =
-		    (double)reference(n, i, TP_COLL_FP32, TP_COLL_SUM);
-		double err = fabs(sum[i] / T - want);
-		/* the residuals stay bounded, so the mean of T calls errs
-		 * by ~1/T of them: measured here at 60 calls, int8 5e-5 A,
-		 * 1-bit 0.034 A, top-k 0.019 A (one call: up to 4e-3 A,
-		 * 0.5 A, 0.9 A) */
-		double lim = k->exact			    ? 1e-6 * A
-			     : k->kind == TP_COLL_COMP_INT8 ? 1e-3 * A
-			     : k->kind == TP_COLL_COMP_1BIT ? 0.08 * A
-							    : 0.05 * A;
-		if (err > lim) {
-			fprintf(stderr,
-				"# rank %d: %s mean of %d [%zu] = %g, "
-				"want %g\n",
-				tp_coll_comm_rank(c),
-				tp_coll_comp_name(k->kind), T, i, sum[i] / T,
-				want);
-			return 5;
-		}
-	}
+	if ((rc = comp_mean(c, k, TP_COLL_SUM, 777)) ||
+	    (rc = comp_mean(c, k, TP_COLL_AVG, 778)))
+		return rc;
 	/* a key whose count changes starts from fresh residuals: its call
 	 * gives what a new key gives */
 	if ((rc = comp_call(c, k, first, 257, TP_COLL_SUM, 4242)) ||
