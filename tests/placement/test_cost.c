@@ -2032,6 +2032,9 @@ static void test_nomem(void **state)
 	uint32_t hosts[6] = {0, 4, 1, 5, 2, 6};
 	int gpus[6] = {2, 2, 2, 2, 2, 2};
 	bool created = false;
+	/* each loop stops at its first success: unless some try failed
+	 * first, no failure path ran */
+	int nomem = 0;
 
 	(void)state;
 	for (int k = 0; !created; k++) {
@@ -2043,13 +2046,16 @@ static void test_nomem(void **state)
 		if (err) {
 			assert_int_equal(err, TP_ERR_NOMEM);
 			assert_null(c);
+			nomem++;
 			continue;
 		}
 		created = true;
 		tp_cost_ctx_destroy(c);
 	}
+	assert_true(nomem > 0);
 	tp_cost_ctx_t *c = mkctx(f);
 	for (int alg = TP_ALGO_RING; alg <= TP_ALGO_TREE; alg++) {
+		nomem = 0;
 		for (int k = 0;; k++) {
 			tp_cost_t r;
 			memset(&r, 0x5a, sizeof(r));
@@ -2063,8 +2069,11 @@ static void test_nomem(void **state)
 				break;
 			assert_int_equal(err, TP_ERR_NOMEM);
 			assert_int_equal(r.bottleneck_link, 0x5a5a5a5a);
+			nomem++;
 		}
+		assert_true(nomem > 0);
 	}
+	nomem = 0;
 	for (int k = 0;; k++) {
 		double ld[64] = {0};
 		assert_true(tp_fabric_nlinks(f) <= 64);
@@ -2083,7 +2092,9 @@ static void test_nomem(void **state)
 		assert_int_equal(err, TP_ERR_NOMEM);
 		for (size_t i = 0; i < 64; i++)
 			assert_true(ld[i] == 0);
+		nomem++;
 	}
+	assert_true(nomem > 0);
 	tp_cost_ctx_destroy(c);
 	tp_fabric_destroy(f);
 }
