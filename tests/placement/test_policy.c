@@ -1359,6 +1359,7 @@ static void test_choose_repeat_copy(void **unused)
 		tp_request_t r = {.nodes = 3, .gpus_per_node = 2};
 		tp_placement_t a = {0}, c, before;
 		tp_err_t err = TP_ERR_NOMEM;
+		int nomem = 0;
 
 		assert_int_equal(tp_place_choose(pol, s, &r, &pp, ctx, 1, &a),
 				 TP_OK);
@@ -1370,10 +1371,13 @@ static void test_choose_repeat_copy(void **unused)
 			err = tp_placement_copy(&a, &c);
 			tp_alloc_set(NULL);
 			fail_after = -1;
-			if (err == TP_ERR_NOMEM)
+			if (err == TP_ERR_NOMEM) {
 				assert_memory_equal(&c, &before, sizeof(c));
+				nomem++;
+			}
 		}
 		assert_int_equal(err, TP_OK);
+		assert_true(nomem > 0);
 		assert_same_answer(&a, &c);
 		tp_placement_free(&c);
 		assert_int_equal(tp_placement_copy(NULL, &c), TP_ERR_INVAL);
@@ -1533,6 +1537,7 @@ static void test_alloc_failure(void **unused)
 			tp_request_t r;
 			tp_placement_t ref = {0};
 			tp_err_t err = TP_ERR_NOMEM, want;
+			int nomem = 0;
 
 			assert_int_equal(tp_request_parse(reqs[q], &r, NULL),
 					 TP_OK);
@@ -1552,19 +1557,25 @@ static void test_alloc_failure(void **unused)
 				fail_after = -1;
 				if (err == TP_ERR_UNSUPPORTED)
 					break;
-				if (err == TP_ERR_NOMEM)
+				if (err == TP_ERR_NOMEM) {
 					assert_null(out.hosts);
-				else
+					nomem++;
+				} else {
 					assert_int_equal(err, want);
+				}
 				tp_placement_free(&out);
 			}
 			assert_int_not_equal(err, TP_ERR_NOMEM);
+			/* the loop stops at the first answer: without a
+			 * NOMEM before it, no failure path ran */
+			assert_true(nomem > 0);
 		}
 	/* the ideal through a cache: NOMEM, or the answer without failures */
 	for (size_t q = 0; q < 2; q++) {
 		tp_request_t r;
 		double want = -1;
 		tp_err_t err = TP_ERR_NOMEM;
+		int nomem = 0;
 
 		assert_int_equal(tp_request_parse(reqs[q], &r, NULL), TP_OK);
 		assert_int_equal(tp_place_ideal(f, &r, NULL, ctx, NULL, &want),
@@ -1578,25 +1589,32 @@ static void test_alloc_failure(void **unused)
 			err = tp_place_ideal(f, &r, NULL, ctx, c, &got);
 			tp_alloc_set(NULL);
 			fail_after = -1;
-			if (err == TP_ERR_NOMEM)
+			if (err == TP_ERR_NOMEM) {
 				assert_true(got == -1);
-			else
+				nomem++;
+			} else {
 				assert_true(err == TP_OK && got == want);
+			}
 			tp_ideal_cache_destroy(c);
 		}
 		assert_int_equal(err, TP_OK);
+		assert_true(nomem > 0);
 	}
-	/* the state's own allocations */
-	for (long k = 0; k < 100; k++) {
-		tp_state_t *c;
-		fail_after = k;
-		tp_alloc_set(&failing);
-		c = tp_state_clone(s);
-		tp_alloc_set(NULL);
-		fail_after = -1;
+	/* the state's own allocations: NULL until one clone gets through */
+	{
+		tp_state_t *c = NULL;
+		int nomem = 0;
+		for (long k = 0; k < 100 && !c; k++) {
+			fail_after = k;
+			tp_alloc_set(&failing);
+			c = tp_state_clone(s);
+			tp_alloc_set(NULL);
+			fail_after = -1;
+			nomem += !c;
+		}
+		assert_non_null(c);
+		assert_true(nomem > 0);
 		tp_state_destroy(c);
-		if (c)
-			break;
 	}
 	tp_cost_ctx_destroy(ctx);
 	tp_state_destroy(s);
