@@ -362,15 +362,24 @@ tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
 		if (err || (err = add_host_gpus(&g, i, p->gpus_per_host, nics)))
 			goto out;
 	}
-	for (int l = 0; l < p->leaves; l++)
+	for (int l = 0; l < p->leaves; l++) {
+		int cabled = 0;
+
 		for (int s = 0; s < p->spines; s++)
 			for (int u = 0; u < up; u++) {
 				int lp =
 				    p->hosts_per_leaf * nics + s * up + u + 1;
 				int sp = l * up + u + 1;
 				int kind = degrade_pick(&g, p->degrade);
+				/* never cut a leaf off the spines, which would
+				 * split the fabric; as for hosts, the draw is
+				 * kept so other cables degrade as before */
+				if (kind == 1 && s == p->spines - 1 &&
+				    u == up - 1 && !cabled)
+					kind = 2;
 				if (kind == 1)
 					continue;
+				cabled++;
 				if ((err = tp__fabric_add_link(
 					 g.f, TP_NODE_SWITCH, leaf[l], lp,
 					 TP_NODE_SWITCH, spine[s], sp,
@@ -378,6 +387,7 @@ tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
 					 g.lane_gbps, true, NULL)))
 					goto out;
 			}
+	}
 out:
 	tp_free(leaf);
 	tp_free(spine);

@@ -270,12 +270,15 @@ typedef struct tp_gen_fat_tree {
 	 * as DGX H100-class hosts have (1 for a host without GPUs).
 	 * Defaults to 1, the classic one-NIC model. */
 	int nics_per_host;
-	/* uplinks_per_spine 0: as many as keep each leaf 2:1 oversubscribed
-	 * (hosts_per_leaf x NICs / 2 cables up, spread over the spines) */
-	/* Share of cables (host and up-links, 0..1) to degrade, reproducibly
-	 * from degrade_seed, as real dumps show: each such cable is either
-	 * missing (down) or runs at half width, one or the other at random.
-	 * A host's last NIC cable is only ever halved, never taken down. */
+	/* uplinks_per_spine 0: as many as keep each leaf at most 2:1
+	 * oversubscribed (hosts_per_leaf x NICs / 2 cables up, rounded up to
+	 * a whole number per spine, so a leaf may be less oversubscribed) */
+	/* Probability (0..1) that each cable (host and up-links) is degraded,
+	 * reproducibly from degrade_seed, as real dumps show: a degraded
+	 * cable is either missing (down) or runs at half width, one or the
+	 * other at random, so the share degraded varies around it. A host's
+	 * last NIC cable and a leaf's last up-link are only ever halved,
+	 * never taken down: no host or leaf is cut off. */
 	double degrade;
 	uint64_t degrade_seed;
 } tp_gen_fat_tree_t;

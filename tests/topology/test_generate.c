@@ -467,6 +467,48 @@ static void test_fat_tree_nics(void **state)
 	tp_fabric_destroy(h);
 }
 
+/* Degradation never cuts a leaf off the spines: with these parameters
+ * (seed 5, a fifth of the cables) both up-links of leaf03 draw "down",
+ * which split the fabric in two. The last one is kept at half width
+ * instead, so every leaf has a way up and every host a spine group. */
+static void test_fat_tree_degrade_keeps_leaf(void **state)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+	int leaves = 0;
+
+	(void)state;
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 8;
+	p.hosts_per_leaf = 4;
+	p.gpus_per_host = 1;
+	p.spines = 2;
+	p.uplinks_per_spine = 0;
+	p.degrade = 0.2;
+	p.degrade_seed = 5;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	assert_int_equal(tp_fabric_ngroup_levels(f), 2);
+	assert_int_equal(tp_fabric_groups_at(f, 2), 1);
+	for (size_t i = 0; i < tp_fabric_ngroups(f); i++) {
+		const tp_group_t *g = tp_fabric_group(f, i);
+		if (g->level != 1)
+			continue;
+		leaves++;
+		assert_true(g->up_gbps > 0);
+		assert_int_not_equal(g->parent, TP_ID_NONE);
+	}
+	assert_int_equal(leaves, 8);
+	for (size_t i = 0; i < tp_fabric_nhosts(f); i++)
+		assert_int_not_equal(tp_fabric_host(f, i)->group[1],
+				     TP_ID_NONE);
+	/* leaf03 keeps one cable, halved: 4 x 400G down, 200G up */
+	assert_int_equal(parallel_links(f, "leaf03", "spine01") +
+			     parallel_links(f, "leaf03", "spine02"),
+			 1);
+	assert_true(fabs(group_of(f, "node009", 1)->up_gbps - 200) < 1e-6);
+	tp_fabric_destroy(f);
+}
+
 static void test_param_errors(void **state)
 {
 	tp_gen_fat_tree_t ft;
@@ -935,6 +977,7 @@ int main(void)
 	    cmocka_unit_test(test_fat_tree_defaults),
 	    cmocka_unit_test(test_fat_tree_interleave),
 	    cmocka_unit_test(test_fat_tree_nics),
+	    cmocka_unit_test(test_fat_tree_degrade_keeps_leaf),
 	    cmocka_unit_test(test_rail_defaults),
 	    cmocka_unit_test(test_rail_uneven),
 	    cmocka_unit_test(test_nvl72_defaults),
