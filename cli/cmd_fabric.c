@@ -291,6 +291,50 @@ static size_t max_nics(const tp_fabric_t *f)
 	return m;
 }
 
+static const char *switch_name(const tp_fabric_t *f, uint32_t s, char *buf,
+			       size_t n)
+{
+	const tp_switch_t *sw = tp_fabric_switch(f, s);
+
+	if (sw->desc[0])
+		return sw->desc;
+	snprintf(buf, n, "0x%016llx", (unsigned long long)sw->guid);
+	return buf;
+}
+
+/* Whether leaf group g has no cable up while its subnet has switches
+ * above the leaves: its hosts then reach no other leaf, a fabric split in
+ * pieces that placement would take for one (a cable or port down on a
+ * real fabric, an edit to a written one). A lone leaf switch is fine. */
+static bool leaf_cut_off(const tp_fabric_t *f, const tp_group_t *g)
+{
+	int subnet;
+
+	if (g->level != 1 || g->up_gbps > 0 || !g->nswitches)
+		return false;
+	subnet = tp_fabric_switch(f, g->switches[0])->subnet;
+	for (size_t s = 0; s < tp_fabric_nswitches(f); s++) {
+		const tp_switch_t *sw = tp_fabric_switch(f, s);
+		if (sw->subnet == subnet && sw->level > 1)
+			return true;
+	}
+	return false;
+}
+
+/* The warning for a cut-off leaf group, into buf. */
+static const char *cut_off_warning(const tp_fabric_t *f, const tp_group_t *g,
+				   char *buf, size_t n)
+{
+	char name[32];
+
+	snprintf(buf, n,
+		 "leaf %s: no up-link, its %zu host%s reach%s no other "
+		 "leaf (the fabric is in pieces)",
+		 switch_name(f, g->switches[0], name, sizeof(name)), g->nhosts,
+		 g->nhosts == 1 ? "" : "s", g->nhosts == 1 ? "es" : "");
+	return buf;
+}
+
 static cJSON *show_json(const tp_fabric_t *f, size_t weak)
 {
 	cJSON *o = cJSON_CreateObject(), *a;
@@ -324,6 +368,14 @@ static cJSON *show_json(const tp_fabric_t *f, size_t weak)
 	a = cJSON_AddArrayToObject(o, "warnings");
 	for (size_t i = 0; a && i < tp_fabric_nwarnings(f); i++)
 		cJSON_AddItemToArray(a, cJSON_CreateString(tp_fabric_warning(f, i)));
+	for (size_t i = 0; a && i < tp_fabric_ngroups(f); i++) {
+		const tp_group_t *g = tp_fabric_group(f, i);
+		char buf[320];
+		if (leaf_cut_off(f, g))
+			cJSON_AddItemToArray(
+			    a, cJSON_CreateString(
+				   cut_off_warning(f, g, buf, sizeof(buf))));
+	}
 	return o;
 }
 
@@ -353,22 +405,21 @@ static void show_text(const tp_fabric_t *f, const char *path, size_t weak)
 	}
 	printf("  NVLink domains %zu (%zu multi-node)\n", tp_fabric_nnvdomains(f),
 	       multi_node_domains(f));
-	if (tp_fabric_nwarnings(f)) {
-		printf("warnings:\n");
-		for (size_t i = 0; i < tp_fabric_nwarnings(f); i++)
-			printf("  %s\n", tp_fabric_warning(f, i));
+	bool head = false;
+	for (size_t i = 0; i < tp_fabric_nwarnings(f); i++) {
+		printf("%s  %s\n", head ? "" : "warnings:\n",
+		       tp_fabric_warning(f, i));
+		head = true;
 	}
-}
-
-static const char *switch_name(const tp_fabric_t *f, uint32_t s, char *buf,
-			       size_t n)
-{
-	const tp_switch_t *sw = tp_fabric_switch(f, s);
-
-	if (sw->desc[0])
-		return sw->desc;
-	snprintf(buf, n, "0x%016llx", (unsigned long long)sw->guid);
-	return buf;
+	for (size_t i = 0; i < tp_fabric_ngroups(f); i++) {
+		const tp_group_t *g = tp_fabric_group(f, i);
+		char buf[320];
+		if (!leaf_cut_off(f, g))
+			continue;
+		printf("%s  %s\n", head ? "" : "warnings:\n",
+		       cut_off_warning(f, g, buf, sizeof(buf)));
+		head = true;
+	}
 }
 
 static int hosts_out(const tp_fabric_t *f, bool json)

@@ -376,6 +376,22 @@ jeq "$tmp/deg.sim" .weak_hosts 26 "simulate --json: the fabric's weakly cabled h
 $T simulate --fabric "$tmp/deg.json" --jobs 50 --seeds 1 --policies topoplace,slurm-tree | head -n 1 |
 	grep -q ': 64 hosts, 512 GPUs, 26 weakly cabled' && ok "simulate's header says 26 weakly cabled" ||
 	bad "simulate's header: $($T simulate --fabric "$tmp/deg.json" --jobs 50 --seeds 1 | head -n 1)"
+# a leaf with no up-link left cuts its hosts off the rest: generate keeps
+# one (halved) where degradation draws them all down, so leaf03 is cut
+# off by hand, as a partial dump or failed cables would
+expect 0 "generate a degraded small fat tree" $T fabric generate fat-tree --leaves 8 \
+	--hosts-per-leaf 4 --gpus-per-host 1 --spines 2 --degrade 0.2 --degrade-seed 5 -o "$tmp/cut.json"
+expect 0 "show the degraded fat tree" $T fabric show "$tmp/cut.json"
+grep -q 'no up-link' "$tmp/out" && bad "fabric show: a leaf cut off: $(cat "$tmp/out")" ||
+	ok "degrade leaves every leaf an up-link"
+jq -c 'del(.links[] | select(.[0] == "switch" and .[1] == 2 and .[3] == "switch"))' \
+	"$tmp/cut.json" >"$tmp/cut2.json"
+expect 0 "show a fabric with a leaf cut off" $T fabric show "$tmp/cut2.json"
+grep -q '^  leaf leaf03: no up-link, its 4 hosts reach no other leaf' "$tmp/out" &&
+	ok "fabric show warns of the cut-off leaf" || bad "fabric show: $(cat "$tmp/out")"
+$T fabric show "$tmp/cut2.json" --json >"$tmp/cut2.show"
+jeq "$tmp/cut2.show" '[.warnings[] | select(test("^leaf leaf03: no up-link"))] | length' 1 \
+	"show --json warns of the cut-off leaf"
 expect 0 "generate nvl72" $T fabric generate nvl72 --racks 2 -o "$tmp/nvl.json"
 $T fabric show "$tmp/nvl.json" --json >"$tmp/nvl.show"
 jeq "$tmp/nvl.show" .multi_node_nvlink_domains 2 "nvl72 racks are domains"
