@@ -22,12 +22,14 @@ static const char usage[] =
     "  fat-tree  --leaves N (8) --spines N (4) --hosts-per-leaf N (16)\n"
     "            --uplinks N (parallel links leaf->each spine; default: as "
     "many\n"
-    "            as keep each leaf 2:1 oversubscribed) --interleave\n"
+    "            as keep each leaf at most 2:1 oversubscribed, rounded up\n"
+    "            per spine) --interleave\n"
     "            (host i on leaf i mod leaves, so groups do not follow names)\n"
     "            --nics-per-host N (default one per GPU, as DGX-class hosts;\n"
     "            all on the host's leaf)\n"
-    "            --degrade F (0: share of cables down or at half width)\n"
-    "            --degrade-seed S (0: which cables)\n"
+    "            --degrade F (0: each cable down or at half width with\n"
+    "            probability F; a host's last cable and a leaf's last\n"
+    "            up-link only halved) --degrade-seed S (0: which cables)\n"
     "  rail      --sus N (4) --hosts-per-su N (32) --rails N (8)\n"
     "            --spines-per-rail N (4); each rail is its own subnet\n"
     "  nvl72     --racks N (4) --hosts-per-rack N (18) --leaves-per-rack N "
@@ -172,7 +174,7 @@ static int cmd_generate(int argc, char **argv)
 	}
 	tp_gen_fat_tree_defaults(&ft);
 	/* DGX-class hosts have one NIC per GPU; the up-links then follow
-	 * (2:1) unless --uplinks says otherwise */
+	 * (at most 2:1) unless --uplinks says otherwise */
 	ft.nics_per_host = 0;
 	ft.uplinks_per_spine = 0;
 	tp_gen_rail_defaults(&rl);

@@ -411,7 +411,7 @@ static void test_deterministic(void **state)
 		assert_ptr_equal(f, (tp_fabric_t *)0x1);                       \
 	} while (0)
 
-/* One NIC per GPU on the host's leaf, up-links sized for 2:1, and the
+/* One NIC per GPU on the host's leaf, up-links sized for at most 2:1, and
  * seeded degradation: the same seed the same cables, another seed others,
  * no host left without a cable. */
 static void test_fat_tree_nics(void **state)
@@ -440,6 +440,19 @@ static void test_fat_tree_nics(void **state)
 	    tp_fabric_group(f, tp_fabric_host(f, 0)->group[0]);
 	assert_true(fabs(gp->down_gbps - 2 * gp->up_gbps) < 1e-6);
 	tp_fabric_destroy(f);
+
+	/* at most 2:1: 6 NICs down want 3 cables up, rounded up to one per
+	 * spine, 4 up: 1.5:1 */
+	p.hosts_per_leaf = 6;
+	p.gpus_per_host = 1;
+	p.spines = 4;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	gp = tp_fabric_group(f, tp_fabric_host(f, 0)->group[0]);
+	assert_true(fabs(gp->down_gbps - 1.5 * gp->up_gbps) < 1e-6);
+	tp_fabric_destroy(f);
+	p.hosts_per_leaf = 4;
+	p.gpus_per_host = 8;
+	p.spines = 2;
 
 	p.degrade = 0.2;
 	p.degrade_seed = 7;
