@@ -24,8 +24,8 @@
 #define OP_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define OP_MIN(a, b) ((a) < (b) ? (a) : (b))
 /* Floating point: NaN in either operand gives NaN, as tp_km_max/min. */
-#define OP_FMAX(a, b) (((a) != (a)) | ((a) > (b)) ? (a) : (b))
-#define OP_FMIN(a, b) (((a) != (a)) | ((a) < (b)) ? (a) : (b))
+#define OP_FMAX(a, b) ((((a) != (a)) | ((a) > (b))) ? (a) : (b))
+#define OP_FMIN(a, b) ((((a) != (a)) | ((a) < (b))) ? (a) : (b))
 
 #define KERNEL(name, T, OP)                                                    \
 	static void name(T *restrict d, const T *restrict s, size_t n)         \

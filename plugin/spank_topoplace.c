@@ -141,15 +141,15 @@ static int parse_mode(const char *s)
 	return -1;
 }
 
-static int opt_cb(int val, const char *optarg, int remote)
+static int opt_cb(int val, const char *arg, int remote)
 {
-	int m = parse_mode(optarg);
+	int m = parse_mode(arg);
 
 	if (m < 0) {
 		if (remote) /* never fails a job: the default applies */
 			return 0;
 		slurm_error("--topoplace=%s: expected auto, off or verbose",
-			    optarg);
+			    arg);
 		return -1;
 	}
 	user_mode = m;
