@@ -10,9 +10,13 @@
  *
  * A job's run time is its ideal run time with the communication share
  * stretched by predicted/ideal collective time on the hosts it got, so a
- * bad placement costs time here as it does on a cluster. Run-time
- * estimates for backfill are the true run times on an ideal placement
- * (users' limits would only blur the comparison between policies).
+ * bad placement costs time here as it does on a cluster. Backfill
+ * estimates a job's run time on the hosts it would get, stretched by
+ * its predicted slowdown there, not on an ideal placement: judged by
+ * its ideal time a slowed job would take the head's hosts and overrun
+ * the head's start, which Slurm, planning with and killing at the time
+ * limit, never lets happen (users' limits themselves would only blur
+ * the comparison between policies).
  *
  * Contention: every running multi-node job loads the links its
  * collective crosses, each direction on its own as on a full-duplex
@@ -533,10 +537,13 @@ static double hold_wake(const sim_t *m, double now)
 	return w;
 }
 
-/* Place and start job j now; false when it does not fit. The state's
- * background holds the running jobs' traffic, so both the policy and the
- * prediction see it. */
-static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
+/* Place and start job j now; false when it does not fit, or when on the
+ * hosts it got it would end after `deadline` (*late_p then true, where
+ * given): the end counts its predicted stretch, so a job slowed by a bad
+ * set is not taken for a short one. The state's background holds the
+ * running jobs' traffic, so both the policy and the prediction see it. */
+static tp_err_t try_start(sim_t *m, size_t j, double now, double deadline,
+			  bool *started, bool *late_p)
 {
 	const tp_job_spec_t *js = &m->t->jobs[j];
 	running_t run = {.job = j, .start = now};
@@ -546,6 +553,8 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 	double slowdown = 1.0;
 
 	*started = false;
+	if (late_p)
+		*late_p = false;
 	tp__job_request(js, &r);
 	double bytes = tp_request_bytes(&r);
 	memset(&pl, 0, sizeof(pl));
@@ -560,6 +569,16 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 	}
 	if (err)
 		return err;
+	if (pl.nhosts > 1 && pl.ideal_s > 0 && pl.predicted_s > 0)
+		slowdown = pl.predicted_s / pl.ideal_s;
+	run.end =
+	    now + js->run_s * ((1 - js->comm_frac) + js->comm_frac * slowdown);
+	if (run.end > deadline) {
+		if (late_p)
+			*late_p = true;
+		tp_placement_free(&pl);
+		return TP_OK;
+	}
 	if (held(m, j, &pl, now)) {
 		tp_placement_free(&pl);
 		return TP_OK;
@@ -571,8 +590,6 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 		return err;
 	}
 	if (pl.nhosts > 1) {
-		if (pl.ideal_s > 0 && pl.predicted_s > 0)
-			slowdown = pl.predicted_s / pl.ideal_s;
 		m->slow[m->nslow++] = slowdown;
 		if (m->ctx && m->sources &&
 		    (err = slowdown_sources(m, &pl, bytes))) {
@@ -610,8 +627,6 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, bool *started)
 		run.t_last = now;
 		rate_of(f, slowdown, &run.rate, &duty);
 	}
-	run.end =
-	    now + js->run_s * ((1 - js->comm_frac) + js->comm_frac * slowdown);
 	for (size_t i = 0; i < pl.nhosts; i++)
 		run.gpus += pl.gpus[i];
 	if (run.hosts) {
@@ -722,7 +737,7 @@ static tp_err_t try_start_around(sim_t *m, size_t j, double now,
 		was[i] = m->s->up[resv[i]];
 		m->s->up[resv[i]] = false;
 	}
-	err = try_start(m, j, now, started);
+	err = try_start(m, j, now, INFINITY, started, NULL);
 	for (size_t i = nresv; i-- > 0;)
 		m->s->up[resv[i]] = was[i];
 	tp_free(was);
@@ -741,7 +756,7 @@ static tp_err_t schedule(sim_t *m, double now)
 		int need = job_need(m, &m->t->jobs[j]);
 		started = false;
 		if ((size_t)need <= m->total_gpus - tp_state_busy_gpus(m->s) &&
-		    (err = try_start(m, j, now, &started))) {
+		    (err = try_start(m, j, now, INFINITY, &started, NULL))) {
 			if (err != TP_ERR_RANGE)
 				return err;
 			drop(m, j);
@@ -757,8 +772,10 @@ static tp_err_t schedule(sim_t *m, double now)
 	m->changed = false;
 
 	/* EASY backfill behind the blocked head: a job that ends before the
-	 * head's planned start may go anywhere, a longer one only around the
-	 * hosts the head is planned on */
+	 * head's planned start, stretched as predicted on the hosts it would
+	 * get, may go anywhere, a longer one only around the hosts the head
+	 * is planned on (Slurm plans with the time limit and kills at it, so
+	 * a backfilled job never overruns the head's start there either) */
 	double shadow;
 	uint32_t *resv;
 	size_t nresv;
@@ -768,13 +785,18 @@ static tp_err_t schedule(sim_t *m, double now)
 		size_t j = m->queue[qi];
 		const tp_job_spec_t *js = &m->t->jobs[j];
 		int need = job_need(m, js);
-		bool ends_in_time = now + js->run_s <= shadow;
+		/* even a free network leaves it its compute share */
+		bool late = now + js->run_s * (1 - js->comm_frac) > shadow;
 		started = false;
 		err = TP_OK;
-		if ((size_t)need <= m->total_gpus - tp_state_busy_gpus(m->s))
-			err = ends_in_time ? try_start(m, j, now, &started)
-					   : try_start_around(m, j, now, resv,
-							      nresv, &started);
+		if ((size_t)need <= m->total_gpus - tp_state_busy_gpus(m->s)) {
+			if (!late)
+				err = try_start(m, j, now, shadow, &started,
+						&late);
+			if (!err && late)
+				err = try_start_around(m, j, now, resv, nresv,
+						       &started);
+		}
 		if (err) {
 			if (err != TP_ERR_RANGE) {
 				tp_free(resv);

@@ -192,6 +192,59 @@ static void test_backfill_spare(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* 2 leaves x 4 hosts x 8 GPUs, one 400G NIC per GPU, one up-link to
+ * each of 4 spines: 8:1 oversubscribed, so a cross-leaf ring is slow. */
+static tp_fabric_t *thin_tree(void)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+
+	tp_gen_fat_tree_defaults(&p);
+	p.leaves = 2;
+	p.spines = 4;
+	p.uplinks_per_spine = 1;
+	p.hosts_per_leaf = 4;
+	p.gpus_per_host = 8;
+	p.nics_per_host = 8;
+	p.link_gbps = 400;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	return f;
+}
+
+/*
+ * Backfill judges "ends before the head starts" by the run time on the
+ * hosts the job would get, stretched by its predicted slowdown.
+ *   J0, J2 t=0  3 hosts each, 1000 s; J1 t=0 2 hosts, 1 s (ends ~1.3).
+ *   J3 t=1  all 8 hosts, 100 s: the head, planned for 1000 on every host.
+ *   J4 t=2  2 hosts, 990 s, comm_frac 0.9: ideally ends at 992 <= 1000,
+ *           but the two hosts free (one per leaf under first-fit) share
+ *           the 8:1 up-links, stretching it well past 1000.
+ * Judged by its ideal 990 s it would take the head's hosts and hold the
+ * head back to ~1742; it must wait instead: J3 runs 1000-1100 (JCT 1099),
+ * J4 after it.
+ */
+static void test_backfill_stretch(void **state)
+{
+	static const row_t rows[] = {
+	    {0, 3, 0, 0, 1000, 0.3}, {0, 2, 0, 0, 1, 0.3},
+	    {0, 3, 0, 0, 1000, 0.3}, {1, 8, 0, 0, 100, 0.3},
+	    {2, 2, 0, 0, 990, 0.9},
+	};
+	tp_fabric_t *f = thin_tree();
+	tp_trace_t t;
+	tp_sim_result_t r;
+
+	(void)state;
+	mktrace(&t, rows, 5);
+	run(f, &t, "first-fit", 1, &r);
+	assert_int_equal(r.jobs, 5);
+	assert_close(r.job_jct_s[3], 1099);
+	assert_true(r.job_jct_s[4] >= 1100 + 990 - 2 - 1e-9);
+	tp_sim_result_free(&r);
+	freetrace(&t);
+	tp_fabric_destroy(f);
+}
+
 /*
  * A head that waits with enough GPUs free: J0 takes 3 of the 4 hosts
  * exclusively with 1 GPU each (5 GPUs free), J1 wants 2 whole idle hosts
@@ -1371,6 +1424,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_backfill_reservation),
 	    cmocka_unit_test(test_backfill_spare),
+	    cmocka_unit_test(test_backfill_stretch),
 	    cmocka_unit_test(test_head_shape),
 	    cmocka_unit_test(test_fcfs),
 	    cmocka_unit_test(test_contention),
