@@ -28,9 +28,13 @@
  * jobs are re-rated: when a job starts or ends, every running job that
  * shares a directed link with it is predicted again on the new background
  * (without its own traffic), keeps the progress it made at its old rate
- * and gets a new end time (one pass: its changed traffic does not re-rate
- * others again, which would not terminate in general). JCT is taken when
- * a job really ends.
+ * and gets a new end time; a job that starts is then predicted once more
+ * on their new traffic, or it would run faster than the jobs it joined,
+ * having been priced against their traffic from before they slowed (one
+ * pass each: the changed traffic does not re-rate others again, which
+ * would not terminate in general; like jobs on the same links end up
+ * within about a percent of each other's rate). JCT is taken when a job
+ * really ends.
  * The duty cycle is the share of the stretched run spent communicating,
  * f * x / ((1 - f) + f * x) for comm_frac f and slowdown x: the average
  * rate over the run then equals the bytes the job really moves.
@@ -396,10 +400,15 @@ static tp_err_t rerate(sim_t *m, running_t *r, double now)
 /* A job started or ended, changing the background on the links in
  * load[0..nload): re-rate every other running job that shares one of
  * them (one pass: the re-rated jobs' new traffic does not re-rate
- * others again), then restore the heap order. */
+ * others again), then a job that started once more, then restore the
+ * heap order. The starter was priced against the others' traffic as it
+ * was before they slowed for it; left so, a job that starts later runs
+ * faster than one already on the same links for no reason but its
+ * order. */
 static tp_err_t rerate_sharing(sim_t *m, const link_load_t *load, size_t nload,
 			       size_t job, double now)
 {
+	running_t *self = NULL;
 	bool any = false;
 	tp_err_t err;
 
@@ -411,6 +420,8 @@ static tp_err_t rerate_sharing(sim_t *m, const link_load_t *load, size_t nload,
 	for (size_t i = 0; i < m->nheap; i++) {
 		running_t *r = &m->heap[i];
 		bool shares = false;
+		if (r->job == job)
+			self = r;
 		if (r->job == job || !r->hosts)
 			continue;
 		for (size_t k = 0; k < r->nload && !shares; k++)
@@ -421,6 +432,8 @@ static tp_err_t rerate_sharing(sim_t *m, const link_load_t *load, size_t nload,
 			return err;
 		any = true;
 	}
+	if (any && self && self->hosts && (err = rerate(m, self, now)))
+		return err;
 	for (size_t i = m->nheap / 2 + 1; any && i-- > 0;)
 		sift_down(m, i);
 	return TP_OK;

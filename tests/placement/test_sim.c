@@ -194,7 +194,7 @@ static void test_backfill_spare(void **state)
 
 /* 2 leaves x 4 hosts x 8 GPUs, one 400G NIC per GPU, one up-link to
  * each of 4 spines: 8:1 oversubscribed, so a cross-leaf ring is slow. */
-static tp_fabric_t *thin_tree(void)
+static tp_fabric_t *thin_tree(bool interleave)
 {
 	tp_gen_fat_tree_t p;
 	tp_fabric_t *f = NULL;
@@ -207,6 +207,7 @@ static tp_fabric_t *thin_tree(void)
 	p.gpus_per_host = 8;
 	p.nics_per_host = 8;
 	p.link_gbps = 400;
+	p.interleave = interleave;
 	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
 	return f;
 }
@@ -230,7 +231,7 @@ static void test_backfill_stretch(void **state)
 	    {0, 3, 0, 0, 1000, 0.3}, {1, 8, 0, 0, 100, 0.3},
 	    {2, 2, 0, 0, 990, 0.9},
 	};
-	tp_fabric_t *f = thin_tree();
+	tp_fabric_t *f = thin_tree(false);
 	tp_trace_t t;
 	tp_sim_result_t r;
 
@@ -410,6 +411,47 @@ static void test_rerating(void **state)
 	assert_true(r.rerated >= 2);	 /* A when B starts, B when A ends */
 	assert_true(r.p50_jct_s > 1010); /* the shorter of the two */
 	assert_true(r.p95_jct_s > r.p50_jct_s - 1e-9);
+	tp_sim_result_free(&r);
+	freetrace(&t);
+	tp_fabric_destroy(f);
+}
+
+/*
+ * Two like jobs that start together on the same links run at nearly the
+ * same rate: each 2 hosts across the 8:1 up-links, comm_frac 0.5. Alone
+ * one takes ~1421 s (rate ~0.704). Together A, started first, is re-rated
+ * for B's traffic and ends ~1644 (rate ~0.608); B, priced against A's
+ * traffic as it was before A slowed, used to run at ~0.583 over the same
+ * stretch (4% slower, ending ~1704) and now, priced once more, at ~0.603.
+ */
+static void test_rerate_symmetric(void **state)
+{
+	static const row_t rows[] = {
+	    {0, 2, 0, 0, 1000, 0.5},
+	    {0, 2, 0, 0, 1000, 0.5},
+	};
+	tp_fabric_t *f = thin_tree(true);
+	tp_trace_t t;
+	tp_sim_result_t r;
+	double alone, ta, tb, ra, rb;
+
+	(void)state;
+	mktrace(&t, rows, 1);
+	run(f, &t, "first-fit", 1, &r);
+	alone = 1000 / r.job_jct_s[0];
+	tp_sim_result_free(&r);
+	freetrace(&t);
+
+	mktrace(&t, rows, 2);
+	run(f, &t, "first-fit", 1, &r);
+	ta = r.job_jct_s[0];
+	tb = r.job_jct_s[1];
+	assert_true(tb >= ta);
+	/* B runs alone, at `alone`, once A has ended */
+	ra = 1000 / ta;
+	rb = (1000 - (tb - ta) * alone) / ta;
+	assert_true(ra < alone);
+	assert_true(fabs(rb - ra) < 0.015 * ra);
 	tp_sim_result_free(&r);
 	freetrace(&t);
 	tp_fabric_destroy(f);
@@ -1429,6 +1471,7 @@ int main(void)
 	    cmocka_unit_test(test_fcfs),
 	    cmocka_unit_test(test_contention),
 	    cmocka_unit_test(test_rerating),
+	    cmocka_unit_test(test_rerate_symmetric),
 	    cmocka_unit_test(test_policy_sees_background),
 	    cmocka_unit_test(test_determinism),
 	    cmocka_unit_test(test_slowdown_sources),
