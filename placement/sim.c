@@ -1,6 +1,9 @@
 /*
- * Trace-driven scheduling simulator: FCFS with EASY backfill, the way
- * Slurm's sched/backfill treats the queue head, with any placement policy.
+ * Trace-driven scheduling simulator: FCFS with EASY backfill (one
+ * reservation, for the queue head only, BACKFILL_DEPTH jobs deep), with
+ * any placement policy. Slurm's sched/backfill reserves for every job it
+ * tests and cannot start (up to bf_max_job_test) and plans with time
+ * limits; here every policy gets the simpler rule alike.
  * The blocked head is planned on hosts: running jobs end (in a copy of
  * the state) until the policy can place it, which gives its start time
  * (the shadow) and its hosts; a backfilled job that would still run then
@@ -55,7 +58,8 @@
 #include "placement_int.h"
 
 /* Backfill looks this far down the queue per pass (Slurm's
- * bf_max_job_test plays the same role). */
+ * bf_max_job_test, 500 by default, bounds its own search, though it
+ * reserves for every job it tests). */
 #define BACKFILL_DEPTH 64
 #define MAX_SAMPLES    2000
 
@@ -676,7 +680,7 @@ static int end_cmp(const void *x, const void *y)
 	return a->end < b->end ? -1 : a->end > b->end;
 }
 
-/* Plan the blocked head job j the way Slurm's backfill does: on a copy
+/* Plan the blocked head job j on hosts: on a copy
  * of the state, end the running jobs in end-time order until the policy
  * places j; *shadow_p = that time and resv (tp_malloc'd, *nresv_p hosts)
  * the hosts it would get, which jobs still running at the shadow time
