@@ -21,8 +21,11 @@
  * flipped the verdict on a cost model change that moved seeds 1-64 by
  * 0.004 (2026-12-05: 0.948 +- 0.025 better, then 0.956 +- 0.023 tie;
  * the change was narrowed since): with the ratio near 0.93, 16 seeds
- * call it a tie about one time in four, 24 about one in twenty. 24 take
- * about 6-8 s on 2 cores (the goal: under 10). */
+ * call it a tie about one time in four, 24 about one in twenty. All
+ * figures here are from before backfill judged a job by its stretched
+ * run time (2026-12-05), which narrowed the spread to about 0.06 (24
+ * seeds: 0.933 +- 0.012). 24 take 10-12 s on this 2-core machine (the
+ * goal: under 10; 8.6-11 s before that fix). */
 #define DEFAULT_SEEDS	 24
 #define DEFAULT_POLICIES "topoplace,slurm-tree,slurm-linear,first-fit,random"
 /* With multi-node NVLink domains Slurm's own choice is topology/block. */
