@@ -337,6 +337,35 @@ static const char *cut_off_warning(const tp_fabric_t *f, const tp_group_t *g,
 	return buf;
 }
 
+/* Every warning show reports: the fabric's own, then each cut-off leaf's,
+ * handed to fn one at a time. */
+static void each_warning(const tp_fabric_t *f,
+			 void (*fn)(const char *w, void *arg), void *arg)
+{
+	char buf[320];
+
+	for (size_t i = 0; i < tp_fabric_nwarnings(f); i++)
+		fn(tp_fabric_warning(f, i), arg);
+	for (size_t i = 0; i < tp_fabric_ngroups(f); i++) {
+		const tp_group_t *g = tp_fabric_group(f, i);
+		if (leaf_cut_off(f, g))
+			fn(cut_off_warning(f, g, buf, sizeof(buf)), arg);
+	}
+}
+
+static void warning_json(const char *w, void *arg)
+{
+	cJSON_AddItemToArray(arg, cJSON_CreateString(w));
+}
+
+static void warning_text(const char *w, void *arg)
+{
+	bool *head = arg;
+
+	printf("%s  %s\n", *head ? "" : "warnings:\n", w);
+	*head = true;
+}
+
 static cJSON *show_json(const tp_fabric_t *f, size_t weak)
 {
 	cJSON *o = cJSON_CreateObject(), *a;
@@ -367,17 +396,8 @@ static cJSON *show_json(const tp_fabric_t *f, size_t weak)
 	cJSON_AddNumberToObject(o, "unnamed_cas", (double)tp_fabric_unnamed_cas(f));
 	cJSON_AddNumberToObject(o, "degraded_hosts", (double)tp_fabric_degraded_hosts(f));
 	cJSON_AddNumberToObject(o, "weak_hosts", (double)weak);
-	a = cJSON_AddArrayToObject(o, "warnings");
-	for (size_t i = 0; a && i < tp_fabric_nwarnings(f); i++)
-		cJSON_AddItemToArray(a, cJSON_CreateString(tp_fabric_warning(f, i)));
-	for (size_t i = 0; a && i < tp_fabric_ngroups(f); i++) {
-		const tp_group_t *g = tp_fabric_group(f, i);
-		char buf[320];
-		if (leaf_cut_off(f, g))
-			cJSON_AddItemToArray(
-			    a, cJSON_CreateString(
-				   cut_off_warning(f, g, buf, sizeof(buf))));
-	}
+	if ((a = cJSON_AddArrayToObject(o, "warnings")))
+		each_warning(f, warning_json, a);
 	return o;
 }
 
@@ -408,20 +428,7 @@ static void show_text(const tp_fabric_t *f, const char *path, size_t weak)
 	printf("  NVLink domains %zu (%zu multi-node)\n", tp_fabric_nnvdomains(f),
 	       multi_node_domains(f));
 	bool head = false;
-	for (size_t i = 0; i < tp_fabric_nwarnings(f); i++) {
-		printf("%s  %s\n", head ? "" : "warnings:\n",
-		       tp_fabric_warning(f, i));
-		head = true;
-	}
-	for (size_t i = 0; i < tp_fabric_ngroups(f); i++) {
-		const tp_group_t *g = tp_fabric_group(f, i);
-		char buf[320];
-		if (!leaf_cut_off(f, g))
-			continue;
-		printf("%s  %s\n", head ? "" : "warnings:\n",
-		       cut_off_warning(f, g, buf, sizeof(buf)));
-		head = true;
-	}
+	each_warning(f, warning_text, &head);
 }
 
 static int hosts_out(const tp_fabric_t *f, bool json)
