@@ -200,6 +200,15 @@ tp_err_t tp__place_predict_ws(const tp_cost_ctx_t *ctx, const tp_state_t *s,
 			      const int *gpus, size_t n, double bytes,
 			      tp_algo_t *algo_p, tp_cost_t *c_p);
 
+/* The hosts policy picks for r on s, as tp_place_run gives them (the
+ * same checks, ring order), without timing the choice, spans, prediction
+ * or explanation: for callers that want where a job would go (the
+ * simulator's plan for a blocked head). ws may be NULL. */
+tp_err_t tp__place_hosts(const tp_policy_t *policy, const tp_state_t *s,
+			 const tp_request_t *r,
+			 const tp_policy_params_t *params, uint64_t seed,
+			 tp_place_ws_t *ws, tp_placement_t *out);
+
 /* tp_ideal_cache_t's entries: one per request shape. Callers that embed a
  * cache (the simulator) zero-initialise it and free its entries with
  * tp__ideal_cache_free. */
@@ -259,6 +268,11 @@ static inline uint64_t tp__rand_next(uint64_t *x)
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return z ^ (z >> 31);
 }
+
+/* The simulator keeps its plan for a blocked head job until a job
+ * starts or ends (sim.c's plan_head); true makes it plan afresh at every
+ * backfill pass, as it did before, for the unit tests to compare. */
+extern bool tp__sim_replan;
 
 /* The job-row limit of tp_trace_load_csv, TP_TRACE_MAX_JOBS; lowered
  * only by the unit tests, which cannot afford 10 million rows. */

@@ -681,12 +681,22 @@ struct tp_place_ws {
 	tp__cost_ws_t *cost;
 };
 
+/* What place() does beyond the policy's choice (flags). */
+enum {
+	PLACE_PREDICT = 1,   /* predict the set's time and the ideal (ctx) */
+	PLACE_CPU_CLOCK = 2, /* time the choice on the thread's CPU clock */
+	PLACE_HOSTS = 4, /* the hosts only: no clocks, spans or explanation */
+};
+
 static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 		      const tp_request_t *r, const tp_policy_params_t *params,
-		      const tp_cost_ctx_t *ctx, uint64_t seed, bool predict,
-		      bool cpu_clock, tp_ideal_cache_t *ideal,
-		      tp_place_ws_t *ws, tp_placement_t *out)
+		      const tp_cost_ctx_t *ctx, uint64_t seed, unsigned flags,
+		      tp_ideal_cache_t *ideal, tp_place_ws_t *ws,
+		      tp_placement_t *out)
 {
+	bool predict = flags & PLACE_PREDICT,
+	     cpu_clock = flags & PLACE_CPU_CLOCK,
+	     timed = !(flags & PLACE_HOSTS);
 	tp_policy_params_t defaults;
 	tp__policy_in_t in = {0};
 	tp_placement_t p = {0};
@@ -718,13 +728,13 @@ static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 	 * VM, 2026-12-03, a loop of 200,000 calls, against 0.1 us for the
 	 * monotonic clock's vDSO read): tp_place_choose's callers measure
 	 * their own */
-	t0 = clock_s(CLOCK_MONOTONIC);
+	t0 = timed ? clock_s(CLOCK_MONOTONIC) : 0;
 	c0 = cpu_clock ? clock_s(CLOCK_THREAD_CPUTIME_ID) : 0;
 	err = policy->choose(&in, p.hosts, p.gpus, max, &p.nhosts, why,
 			     sizeof(why));
 	p.decision_cpu_s =
 	    cpu_clock ? clock_s(CLOCK_THREAD_CPUTIME_ID) - c0 : 0;
-	p.decision_s = clock_s(CLOCK_MONOTONIC) - t0;
+	p.decision_s = timed ? clock_s(CLOCK_MONOTONIC) - t0 : 0;
 	why[sizeof(why) - 1] = '\0';
 	if (err)
 		goto fail;
@@ -736,6 +746,8 @@ static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 		goto fail;
 	}
 	tp_ring_order(in.f, p.hosts, p.gpus, p.nhosts);
+	if (flags & PLACE_HOSTS)
+		goto done;
 	tp_span_of(in.f, p.hosts, p.nhosts, p.span);
 	tp__span_min2(in.f, s, r, offers, p.min_span_free, p.min_span_empty);
 	/* the request fits, so a zero minimum means tp_span_min ran out of
@@ -760,6 +772,7 @@ static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 		err = TP_ERR_NOMEM;
 		goto fail;
 	}
+done:
 	tp_free(offers);
 	*out = p;
 	return TP_OK;
@@ -774,8 +787,8 @@ tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
 		      const tp_cost_ctx_t *ctx, uint64_t seed,
 		      tp_placement_t *out)
 {
-	return place(policy, s, r, params, ctx, seed, true, true, NULL, NULL,
-		     out);
+	return place(policy, s, r, params, ctx, seed,
+		     PLACE_PREDICT | PLACE_CPU_CLOCK, NULL, NULL, out);
 }
 
 tp_err_t tp_place_run_cached(const tp_policy_t *policy, const tp_state_t *s,
@@ -784,8 +797,8 @@ tp_err_t tp_place_run_cached(const tp_policy_t *policy, const tp_state_t *s,
 			     const tp_cost_ctx_t *ctx, uint64_t seed,
 			     tp_ideal_cache_t *cache, tp_placement_t *out)
 {
-	return place(policy, s, r, params, ctx, seed, true, false, cache, NULL,
-		     out);
+	return place(policy, s, r, params, ctx, seed, PLACE_PREDICT, cache,
+		     NULL, out);
 }
 
 tp_err_t tp_place_ideal(const tp_fabric_t *f, const tp_request_t *r,
@@ -859,6 +872,14 @@ tp_err_t tp_place_choose_ws(const tp_policy_t *policy, const tp_state_t *s,
 			    const tp_cost_ctx_t *ctx, uint64_t seed,
 			    tp_place_ws_t *ws, tp_placement_t *out)
 {
-	return place(policy, s, r, params, ctx, seed, false, false, NULL, ws,
+	return place(policy, s, r, params, ctx, seed, 0, NULL, ws, out);
+}
+
+tp_err_t tp__place_hosts(const tp_policy_t *policy, const tp_state_t *s,
+			 const tp_request_t *r,
+			 const tp_policy_params_t *params, uint64_t seed,
+			 tp_place_ws_t *ws, tp_placement_t *out)
+{
+	return place(policy, s, r, params, NULL, seed, PLACE_HOSTS, NULL, ws,
 		     out);
 }

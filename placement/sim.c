@@ -112,6 +112,18 @@ typedef struct sim {
 	tp_sim_sample_t *samples;
 	size_t nsamples, capsamples;
 	bool changed; /* resources freed since the last backfill pass */
+	/* bumped at every job start and end: the running jobs, their end
+	 * times and their traffic change only then */
+	uint64_t epoch;
+	/* the last plan for a blocked head (plan_head): job plan_job's
+	 * shadow time and reserved hosts, made at epoch plan_epoch
+	 * (plan_job SIZE_MAX: none) */
+	size_t plan_job;
+	uint64_t plan_epoch;
+	double shadow;
+	uint32_t *resv;
+	size_t nresv;
+	tp_place_ws_t *plan_ws;
 	size_t unplaceable, first_unplaceable;
 	size_t nended;
 	uint32_t *mark; /* per directed link: stamp of the job that changed */
@@ -602,6 +614,7 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, double deadline,
 	}
 	m->decide[m->ndecide++] = pl.decision_s;
 	err = tp_state_alloc(m->s, j + 1, pl.hosts, pl.gpus, pl.nhosts);
+	m->epoch++;
 	if (err) {
 		tp_placement_free(&pl);
 		return err;
@@ -682,14 +695,21 @@ static int end_cmp(const void *x, const void *y)
 
 /* Plan the blocked head job j on hosts: on a copy
  * of the state, end the running jobs in end-time order until the policy
- * places j; *shadow_p = that time and resv (tp_malloc'd, *nresv_p hosts)
- * the hosts it would get, which jobs still running at the shadow time
- * must leave alone. The head can be short of whole idle hosts while
- * enough GPUs are free, so counting GPUs alone would let backfill keep
- * it waiting for ever. INFINITY and no hosts when it never fits. */
-static tp_err_t plan_head(sim_t *m, size_t j, double *shadow_p,
-			  uint32_t **resv_p, size_t *nresv_p)
+ * places j; m->shadow = that time and m->resv (m->nresv hosts) the hosts
+ * it would get, which jobs still running at the shadow time must leave
+ * alone. The head can be short of whole idle hosts while enough GPUs are
+ * free, so counting GPUs alone would let backfill keep it waiting for
+ * ever. INFINITY and no hosts when it never fits. The plan depends on
+ * the state and the running jobs' end times only, which change when a
+ * job starts or ends: until then (a job submitted behind the same head)
+ * the last plan stands, and is kept. */
+bool tp__sim_replan;
+
+static tp_err_t plan_head(sim_t *m, size_t j)
 {
+	if (m->plan_job == j && m->plan_epoch == m->epoch && !tp__sim_replan)
+		return TP_OK;
+
 	const tp_job_spec_t *js = &m->t->jobs[j];
 	running_t *r = tp_malloc((m->nheap + 1) * sizeof(*r));
 	tp_state_t *s = tp_state_clone(m->s);
@@ -697,10 +717,12 @@ static tp_err_t plan_head(sim_t *m, size_t j, double *shadow_p,
 	tp_request_t req;
 	tp_err_t err = TP_ERR_NOMEM;
 
-	*shadow_p = INFINITY;
-	*resv_p = NULL;
-	*nresv_p = 0;
-	if (!r || !s)
+	m->plan_job = SIZE_MAX;
+	m->shadow = INFINITY;
+	tp_free(m->resv);
+	m->resv = NULL;
+	m->nresv = 0;
+	if (!r || !s || (!m->plan_ws && !(m->plan_ws = tp_place_ws_create())))
 		goto out;
 	memcpy(r, m->heap, m->nheap * sizeof(*r));
 	qsort(r, m->nheap, sizeof(*r), end_cmp);
@@ -715,8 +737,8 @@ static tp_err_t plan_head(sim_t *m, size_t j, double *shadow_p,
 		    m->total_gpus - tp_state_busy_gpus(s) < need)
 			continue;
 		memset(&pl, 0, sizeof(pl));
-		err = tp_place_run(m->policy, s, &req, m->pp, NULL, m->seed + j,
-				   &pl);
+		err = tp__place_hosts(m->policy, s, &req, m->pp, m->seed + j,
+				      m->plan_ws, &pl);
 		if (err == TP_ERR_NOTFOUND) {
 			err = TP_OK;
 			continue;
@@ -727,12 +749,16 @@ static tp_err_t plan_head(sim_t *m, size_t j, double *shadow_p,
 		}
 		if (err)
 			goto out;
-		*shadow_p = r[i].end;
-		*resv_p = pl.hosts;
-		*nresv_p = pl.nhosts;
+		m->shadow = r[i].end;
+		m->resv = pl.hosts;
+		m->nresv = pl.nhosts;
 		pl.hosts = NULL;
 		tp_placement_free(&pl);
 		break;
+	}
+	if (!err) {
+		m->plan_job = j;
+		m->plan_epoch = m->epoch;
 	}
 out:
 	tp_state_destroy(s);
@@ -793,11 +819,11 @@ static tp_err_t schedule(sim_t *m, double now)
 	 * get, may go anywhere, a longer one only around the hosts the head
 	 * is planned on (Slurm plans with the time limit and kills at it, so
 	 * a backfilled job never overruns the head's start there either) */
-	double shadow;
-	uint32_t *resv;
-	size_t nresv;
-	if ((err = plan_head(m, m->queue[0], &shadow, &resv, &nresv)))
+	if ((err = plan_head(m, m->queue[0])))
 		return err;
+	double shadow = m->shadow;
+	const uint32_t *resv = m->resv;
+	size_t nresv = m->nresv;
 	for (qi = 1; qi < m->nqueue && qi <= BACKFILL_DEPTH;) {
 		size_t j = m->queue[qi];
 		const tp_job_spec_t *js = &m->t->jobs[j];
@@ -815,10 +841,8 @@ static tp_err_t schedule(sim_t *m, double now)
 						       &started);
 		}
 		if (err) {
-			if (err != TP_ERR_RANGE) {
-				tp_free(resv);
+			if (err != TP_ERR_RANGE)
 				return err;
-			}
 			drop(m, j);
 			queue_remove(m, qi);
 			continue;
@@ -828,7 +852,6 @@ static tp_err_t schedule(sim_t *m, double now)
 		else
 			qi++;
 	}
-	tp_free(resv);
 	return TP_OK;
 }
 
@@ -939,6 +962,8 @@ static void sim_free(sim_t *m)
 	tp__ideal_cache_free(&m->own_ideal);
 	tp_free(m->fb_mine);
 	tp_free(m->held_since);
+	tp_free(m->resv);
+	tp_place_ws_destroy(m->plan_ws);
 	tp_free(m->fb_free);
 	tp_free(m->fb_set);
 	tp_free(m->fb_gpus);
@@ -980,6 +1005,7 @@ static tp_err_t end_jobs(sim_t *m, double now)
 		load_remove(m, &r);
 		err = rerate_sharing(m, r.load, r.nload, r.job, now);
 		running_free(&r);
+		m->epoch++;
 		if (err || (err = tp_state_release(m->s, r.job + 1)))
 			return err;
 		m->changed = true;
@@ -1087,7 +1113,8 @@ tp_err_t tp_sim_run_opts(const tp_fabric_t *f, const tp_trace_t *t,
 		   .hold_slowdown = opts ? opts->hold_slowdown : 0,
 		   .hold_s = opts ? opts->hold_s : 0,
 		   .ideal = opts ? opts->ideal : NULL,
-		   .first_unplaceable = SIZE_MAX};
+		   .first_unplaceable = SIZE_MAX,
+		   .plan_job = SIZE_MAX};
 	size_t next = 0, n;
 	tp_err_t err = TP_ERR_NOMEM;
 

@@ -641,6 +641,43 @@ static void test_shared_ideal(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* The plan for a blocked head is kept until a job starts or ends: the
+ * same results as planning afresh at every backfill pass, for policies
+ * that price (topoplace), that do not (slurm-tree) and a seeded one, on a
+ * degraded 2:1 tree where backfill is busy. */
+static void test_plan_kept(void **state)
+{
+	static const char *const pols[] = {"topoplace", "slurm-tree", "random"};
+	tp_fabric_t *f = tp_test_fat_tree_deg(4, 2, 4, 4, true, 0.1, 5);
+	tp_cost_ctx_t *c = NULL;
+
+	(void)state;
+	assert_int_equal(tp_cost_ctx_create(f, NULL, &c), TP_OK);
+	for (uint64_t seed = 1; seed <= 2; seed++) {
+		tp_trace_t t;
+		llm_trace(f, 300, 8, seed, &t);
+		for (size_t i = 0; i < sizeof(pols) / sizeof(pols[0]); i++) {
+			tp_sim_result_t a, b;
+			const tp_policy_t *p = tp_policy_find(pols[i]);
+			assert_int_equal(
+			    tp_sim_run(f, &t, p, NULL, c, seed, &a), TP_OK);
+			tp__sim_replan = true;
+			assert_int_equal(
+			    tp_sim_run(f, &t, p, NULL, c, seed, &b), TP_OK);
+			tp__sim_replan = false;
+			assert_true(a.multi_node_jobs > 10);
+			assert_same_result(&a, &b);
+			assert_memory_equal(a.job_jct_s, b.job_jct_s,
+					    t.njobs * sizeof(double));
+			tp_sim_result_free(&a);
+			tp_sim_result_free(&b);
+		}
+		tp_trace_free(&t);
+	}
+	tp_cost_ctx_destroy(c);
+	tp_fabric_destroy(f);
+}
+
 /* Useful GPU time never exceeds the time held. A placement the cost
  * model prices below the reference set (the fastest known on the idle
  * fabric) runs shorter than its ideal run time, and its useful share is
@@ -1467,6 +1504,7 @@ int main(void)
 	    cmocka_unit_test(test_backfill_reservation),
 	    cmocka_unit_test(test_backfill_spare),
 	    cmocka_unit_test(test_backfill_stretch),
+	    cmocka_unit_test(test_plan_kept),
 	    cmocka_unit_test(test_head_shape),
 	    cmocka_unit_test(test_fcfs),
 	    cmocka_unit_test(test_contention),
