@@ -2,7 +2,8 @@
  * test_coll.c - libtopoplace-coll: every op x dtype x algorithm on plans
  * of 1-9 ranks over 1-4 hosts, checked against a long-double reference;
  * init errors; a killed and a hung peer; the compressed all-reduce and
- * its wire format.
+ * its wire format (built twice: test_coll_comp runs the test_comp_ ones,
+ * test_coll the rest; see main).
  *
  * Each rank is a fork()ed child talking TCP over 127.0.0.1 (the harness:
  * coll_harness.h).
@@ -2219,8 +2220,7 @@ static void test_comp_rails(void **s)
  * half width: weights 1024 512 1024 1024): the host level splits every
  * buffer unevenly, and every collective still gives the exact result
  * (the matrix: odd counts, every algorithm, dtype and op) over the host
- * segment and over TCP rings, 2 and 4 hosts; the compressed all-reduce
- * runs on the same uneven shards (levels group and cross; with host, flat). */
+ * segment and over TCP rings, 2 and 4 hosts. */
 static void test_rank_weights(void **s)
 {
 	tp_fabric_t *f = tp_test_half_cable(coll_fabric_nics(), 0, 1);
@@ -2244,6 +2244,18 @@ static void test_rank_weights(void **s)
 		unsetenv("TOPOPLACE_COLL_SHM");
 		tp_plan_destroy(p);
 	}
+	plan_by_rate = false;
+	tp_fabric_destroy(f);
+}
+
+/* The compressed all-reduce on test_rank_weights' uneven shards (levels
+ * group and cross; with host, flat). */
+static void test_comp_rank_weights(void **s)
+{
+	tp_fabric_t *f = tp_test_half_cable(coll_fabric_nics(), 0, 1);
+
+	(void)s;
+	plan_by_rate = true;
 	for (int kind = 1; kind <= 3; kind++)
 		for (unsigned lv = 6; lv <= 7; lv++) {
 			comp_case_t k = {(tp_coll_comp_t)kind, lv, false};
@@ -2797,6 +2809,7 @@ int main(void)
 	    cmocka_unit_test(test_comp_allreduce),
 	    cmocka_unit_test(test_comp_rails),
 	    cmocka_unit_test(test_rank_weights),
+	    cmocka_unit_test(test_comp_rank_weights),
 	    cmocka_unit_test(test_comp_nan),
 	    cmocka_unit_test(test_comp_stochastic),
 	    cmocka_unit_test(test_comp_cross_bytes),
@@ -2806,8 +2819,17 @@ int main(void)
 	    cmocka_unit_test(test_comp_odd_host),
 	};
 
-	signal(SIGPIPE, SIG_DFL);     /* the library must not need SIG_IGN */
-	if (getenv("TP_TEST_FILTER")) /* e.g. TP_TEST_FILTER='test_2x*' */
+	signal(SIGPIPE, SIG_DFL); /* the library must not need SIG_IGN */
+	/* Two programs from this file, so `make -j2 check` runs them side by
+	 * side (about 25 and 15 s here): test_coll_comp the compressed
+	 * all-reduce's tests, test_coll the others. TP_TEST_FILTER picks
+	 * among a program's own, e.g. TP_TEST_FILTER='test_2x*'. */
+#ifdef TP_TEST_COLL_COMP
+	cmocka_set_test_filter("test_comp_*");
+#else
+	cmocka_set_skip_filter("test_comp_*");
+#endif
+	if (getenv("TP_TEST_FILTER"))
 		cmocka_set_test_filter(getenv("TP_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
