@@ -2,8 +2,9 @@
 # Quick start, part 1: install what topoplace needs (Debian 12, as root),
 # build it, and run the main job on built-in data: simulate every placement
 # policy on the built-in fabric (a 2:1 fat tree of 8 leaves x 8 hosts x 8
-# GPUs, one NIC per GPU, 5% of cables degraded) with a synthetic
-# LLM-cluster trace over 16 seeds, one row per policy. Arguments go to
+# GPUs, one NIC per GPU, each cable down or at half width with
+# probability 5%: 25 of its 768 down, 24 halved) with a synthetic
+# LLM-cluster trace over 24 seeds, one row per policy. Arguments go to
 # `topoplace simulate` (see its --help).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)

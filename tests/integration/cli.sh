@@ -371,6 +371,19 @@ jq -e 'all(.[]; .ring_gbps_by_rate >= .ring_gbps) and any(.[]; .ring_gbps_by_rat
 half=$(jq '[.[] | select(.ring_gbps_by_rate > .ring_gbps)] | length' "$tmp/deg.hosts")
 [ "$(grep -c '; [0-9.]* by rate)' "$tmp/deg.txt")" -eq "$half" ] && [ "$half" -gt 0 ] &&
 	ok "hosts: $half half-width hosts say their rate by rate" || bad "hosts text: by rate on $(grep -c 'by rate' "$tmp/deg.txt") lines, $half in the JSON"
+# the built-in fabric is this one (the same table after the header), and
+# its header's cable counts are this file's: 768 cables designed (512 to
+# hosts, 256 up), 25 missing, 24 at 2 lanes
+$T simulate --fabric "$tmp/deg.json" --jobs 60 --seeds 1 | tail -n +2 >"$tmp/deg.tab"
+$T simulate --jobs 60 --seeds 1 >"$tmp/builtin.tab"
+tail -n +2 "$tmp/builtin.tab" | cmp -s - "$tmp/deg.tab" && [ -s "$tmp/deg.tab" ] &&
+	ok "simulate's built-in fabric is the documented degraded fat tree" ||
+	bad "simulate: the built-in fabric's table differs from the generated one's"
+down=$((768 - $(jq '.links | length' "$tmp/deg.json")))
+halved=$(jq '[.links[] | select(.[6] == 2)] | length' "$tmp/deg.json")
+head -n 1 "$tmp/builtin.tab" | grep -q "1 NIC/GPU, $down of 768 cables down and $halved at half width:" &&
+	ok "simulate's header: $down cables down and $halved halved, as in the fabric" ||
+	bad "simulate's header: $(head -n 1 "$tmp/builtin.tab"), the fabric: $down down, $halved halved"
 $T simulate --fabric "$tmp/deg.json" --jobs 50 --seeds 1 --policies topoplace,slurm-tree --json >"$tmp/deg.sim"
 jeq "$tmp/deg.sim" .weak_hosts 26 "simulate --json: the fabric's weakly cabled hosts"
 $T simulate --fabric "$tmp/deg.json" --jobs 50 --seeds 1 --policies topoplace,slurm-tree | head -n 1 |
