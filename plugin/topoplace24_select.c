@@ -14,6 +14,7 @@
 uint32_t *host_of; /* node index -> fabric host (TP_ID_NONE) */
 int host_of_cnt;
 int *node_of; /* fabric host -> node index (-1) */
+size_t gpuless_hosts;
 /* The selection's working set, allocated with host_of: the free state
  * (reset, not rebuilt, per call) and scratch arrays. */
 tp_state_t *sel_state;
@@ -44,6 +45,7 @@ void selection_free(void)
 	sel_gen = 0;
 	xfree(host_of);
 	host_of_cnt = 0;
+	gpuless_hosts = 0;
 	xfree(node_of);
 	xfree(busy_hosts);
 	xfree(busy_gpus);
@@ -438,6 +440,27 @@ static tp_err_t choose(uint32_t job_id, const tp_request_t *r, uint64_t serial,
 	return err;
 }
 
+/* Whether Slurm offers the job a node whose fabric host has no GPUs. The
+ * engine counts a whole host in GPUs, so it never offers such a host to
+ * a job asking none (a CPU job on a mixed cluster, a fabric discovered
+ * without node data): it would answer "does not fit now" and the job
+ * would wait for ever where tree's selection runs it. */
+static bool offers_gpuless(const topology_eval_t *topo_eval)
+{
+	node_record_t *node_ptr;
+	size_t nh = tp_fabric_nhosts(fabric);
+
+	if (!gpuless_hosts)
+		return false;
+	for (int i = 0; (node_ptr = next_node_bitmap(topo_eval->node_map, &i));
+	     i++) {
+		uint32_t h = i < host_of_cnt ? host_of[i] : TP_ID_NONE;
+		if (h < nh && !tp_fabric_host(fabric, h)->ngpus)
+			return true;
+	}
+	return false;
+}
+
 static int cmp_pick(const void *a, const void *b)
 {
 	int x = ((const pick_t *)a)->node, y = ((const pick_t *)b)->node;
@@ -460,6 +483,8 @@ static const char *job_request(topology_eval_t *topo_eval, uint32_t min_nodes,
 
 	if (!why && !job_gpus(job_ptr, &per_node, &per_job))
 		why = "GPUs per task or socket";
+	if (!why && !per_node && !per_job && offers_gpuless(topo_eval))
+		why = "no GPUs asked, nodes without GPUs in the fabric offered";
 	if (!why && per_job) {
 		if (min_nodes == topo_eval->max_nodes &&
 		    per_job % min_nodes == 0) {

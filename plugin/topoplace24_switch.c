@@ -53,6 +53,14 @@ void build_from_tree(void)
 	avail_cpus_cnt = node_record_count;
 	sel_ws = tp_place_ws_create(); /* NULL: the engine makes its own */
 	/* NULL sends every job to eval_nodes_tree ("out of memory") */
+	for (size_t h = 0; h < nh; h++)
+		if (node_of[h] >= 0 && !tp_fabric_host(fabric, h)->ngpus)
+			gpuless_hosts++;
+	if (gpuless_hosts)
+		info("%s: %zu of the fabric's %zu hosts have no GPUs in it: a "
+		     "job asking no GPUs that Slurm offers one of them goes "
+		     "to topology/tree's selection",
+		     plugin_type, gpuless_hosts, nh);
 	if ((sel_state = tp_state_create(fabric))) {
 		/* weak hosts ranked as the cost context prices them */
 		tp_state_set_nics_by_rate(sel_state, pconf.nics_by_rate);

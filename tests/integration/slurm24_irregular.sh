@@ -13,6 +13,8 @@
 #   - an 8-node --exclusive job runs on all eight nodes, placed by the
 #     engine (Slurm's own selection ran it too when the leaf was apart)
 #   - a 2-node job asked for on the hanging leaf's nodes runs there
+#   - with that leaf's hosts given no GPUs in the fabric (reconfigured), a
+#     job asking none runs on them beside a job on the other six
 # Runs beside other clusters: its own network (TP_IR_NET, default
 # 10.222.0) and port (TP_IR_PORT, 6983). Needs root, the 24.11 build and
 # the native plugin; exit 77 if not.
@@ -78,6 +80,34 @@ if [ -n "$j" ] && wait_state "$j" RUNNING COMPLETED; then
 else
 	bad "job on node[007-008]"
 fi
+
+# ---- hosts without GPUs in the fabric (a CPU partition on the same
+# fabric, a fabric discovered without node data): the engine counts a
+# whole host in GPUs and never offers them, so a job asking no GPUs that
+# Slurm offers them goes to tree's selection; it used to be told "does
+# not fit now" and wait for ever with six nodes busy ----
+jq -c '.hosts |= map(if .name == "node007" or .name == "node008" then .gpus = [] else . end)' \
+	"$tmp/fabric.json" >"$dir/fabric.json"
+timeout 20 scontrol reconfigure >"$tmp/reconf" 2>&1 || bad "scontrol reconfigure: $(cat "$tmp/reconf")"
+poll 30 grep -q 'topology/topoplace: 2 of the fabric.s 8 hosts have no GPUs' "$log" &&
+	ok "log: $(grep -o 'topology/topoplace: 2 of the fabric.s 8 hosts have no GPUs[^:]*' "$log" | tail -1)" ||
+	bad "no line about the hosts without GPUs in the log"
+poll 30 sh -c 'timeout 5 scontrol ping 2>/dev/null | grep -q "is UP"' || bad "slurmctld up after reconfigure"
+slurm_cli scontrol setdebug debug >/dev/null || bad "scontrol setdebug debug"
+jb=$(sbatch_named busy6 -o /dev/null -N 6 -w 'node[001-006]' --exclusive --wrap 'sleep 120')
+wait_state "$jb" RUNNING || bad "job $jb (node[001-006]) running"
+jc=$(sbatch_named cpu2 -o /dev/null -N 2 --exclusive --wrap 'sleep 1')
+if [ -n "$jc" ] && wait_state "$jc" RUNNING COMPLETED; then
+	got=$(hostline "$(field "$jc" NodeList)")
+	[ "$got" = "node007 node008" ] && ok "a job asking no GPUs runs on the two hosts without GPUs" ||
+		bad "job $jc on $got"
+else
+	bad "job $jc (2 nodes, no GPUs) did not start beside node[001-006]'s job"
+fi
+grep -q "JobId=$jc: no GPUs asked, nodes without GPUs in the fabric offered: topology/tree" "$log" &&
+	ok "log: job $jc went to tree's selection, saying why" ||
+	bad "no tree line for job $jc: $(grep "JobId=$jc" "$log" | tail -2)"
+timeout 10 scancel "$jb" 2>/dev/null
 
 timeout 10 scontrol ping 2>&1 | grep -q 'is UP' && ok "slurmctld still up" || bad "slurmctld still up"
 echo "# total $(($(date +%s) - t0)) s before teardown"
