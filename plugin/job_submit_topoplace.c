@@ -19,6 +19,7 @@
  * - Never rejects a job: every problem is logged and the job goes on as
  *   submitted.
  */
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -325,6 +326,46 @@ static void note_admin_comment(char **admin_comment, const char *note)
 	}
 }
 
+/* This plugin's last note in comment (from its last MARK; a note holds no
+ * "; "), NULL when there is none. */
+static char *last_note(char *comment)
+{
+	char *m = NULL;
+
+	for (char *p = comment; p && (p = strstr(p, MARK)); p += strlen(MARK))
+		m = p;
+	return m;
+}
+
+/* The count this plugin last gave the job, from its note: switches=N, 0
+ * for "switches cleared"; false when the job has no note of it. */
+static bool noted_count(char *comment, uint32_t *count_p)
+{
+	char *m = last_note(comment);
+
+	if (!m)
+		return false;
+	m += strlen(MARK);
+	if (sscanf(m, " switches=%" SCNu32, count_p) == 1)
+		return true;
+	*count_p = 0;
+	return !strncmp(m, " switches cleared", strlen(" switches cleared"));
+}
+
+/* The job's note replaced by note (the rest of its comment kept). */
+static void renote(char **comment, const char *note)
+{
+	char *m = last_note(*comment), *end, *s = NULL;
+
+	if (!m)
+		return;
+	end = strstr(m, "; ");
+	xstrfmtcat(s, "%.*s%s%s", (int)(m - *comment), *comment, note,
+		   end ? end : "");
+	xfree(*comment);
+	*comment = s;
+}
+
 extern int init(void)
 {
 	tp_log_set(log_sink, NULL);
@@ -377,21 +418,33 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 	return SLURM_SUCCESS;
 }
 
-/* A pending job resized by `scontrol update` gets its count recomputed,
- * or cleared when the new size is not one this plugin gives a count, but
- * only when this plugin chose the count in the first place. */
+/* A pending job resized (or moved to another partition) by `scontrol
+ * update` gets its count recomputed, or cleared when the new size is not
+ * one this plugin gives a count, but only while the count is the one this
+ * plugin chose: a Switches= the user set since is theirs. The note in
+ * AdminComment follows (written into the job record: job_desc's would
+ * need an operator), so it says the count the job has; should
+ * update_job refuse the rest of the request, the note and the count
+ * disagree and the job is left alone from then on. */
 extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr,
 		      uint32_t submit_uid)
 {
 	const char *why = "";
-	uint32_t req = NO_VAL, wait = NO_VAL;
+	uint32_t req = NO_VAL, wait = NO_VAL, had;
 	char *note;
 
 	if (!job_ptr || !IS_JOB_PENDING(job_ptr) ||
 	    job_desc->req_switch != NO_VAL ||
-	    (job_desc->min_nodes == NO_VAL && !job_desc->tres_per_job) ||
-	    !job_ptr->admin_comment || !strstr(job_ptr->admin_comment, MARK))
+	    (job_desc->min_nodes == NO_VAL && !job_desc->tres_per_job &&
+	     !job_desc->partition) ||
+	    !noted_count(job_ptr->admin_comment, &had))
 		return SLURM_SUCCESS;
+	if (job_ptr->req_switch != had) {
+		debug("%s: %pJ: switches set to %u since this plugin's %u: "
+		      "unchanged",
+		      plugin_type, job_ptr, job_ptr->req_switch, had);
+		return SLURM_SUCCESS;
+	}
 	slurm_mutex_lock(&conf_lock);
 	refresh_conf();
 	note = decide(job_desc->min_nodes != NO_VAL ? job_desc->min_nodes
@@ -406,12 +459,16 @@ extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr,
 	if (note) {
 		job_desc->req_switch = req;
 		job_desc->wait4switch = wait;
+		renote(&job_ptr->admin_comment, note);
 		debug("%s: %pJ resized: %s", plugin_type, job_ptr, note);
 		xfree(note);
 	} else if (why == why_size || why == why_leaves) {
 		/* the count this plugin chose may not fit the new size: a
 		 * job would wait up to SwitchWait for nothing */
 		job_desc->req_switch = 0;
+		xstrfmtcat(note, MARK " switches cleared (%s)", why);
+		renote(&job_ptr->admin_comment, note);
+		xfree(note);
 		debug("%s: %pJ resized: switches cleared: %s", plugin_type,
 		      job_ptr, why);
 	} else {

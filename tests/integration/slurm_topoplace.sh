@@ -7,7 +7,9 @@
 #   - a 4-node job lands on one leaf group; task ranks follow the fabric
 #     order (8 nodes: 001,003,005,007,002,... not name order)
 #   - job_submit gives -N 4 --switches=1 and -N 6 --switches=2 (feasible),
-#     notes it in AdminComment, and leaves a user's own --switches alone
+#     notes it in AdminComment, and leaves a user's own --switches alone;
+#     a resize recomputes the count and the note, but not once the user
+#     has set Switches= on the job since
 #   - a corrupt fabric + scontrol reconfigure: slurmctld keeps running and
 #     scheduling on a flat table; a good fabric + reconfigure brings the
 #     groups back
@@ -120,6 +122,23 @@ nn=$(field "$j2" NumNodes)
 [ "${nn%-*}" = 7 ] || bad "job $j2 resized: NumNodes=${nn:-no record}"
 [ "${nn%-*}" = 7 ] && { [ -z "$sw" ] || [ "${sw%@*}" = 0 ]; } && ok "job_submit: resized to 7 nodes (> MaxNodes), switches cleared (${sw:-unset})" ||
 	bad "job_submit: resized to 7 nodes, Switches=$sw"
+job_record "$j2" | grep -q 'AdminComment=topoplace: switches cleared (size outside MinNodes..MaxNodes)' &&
+	ok "job_submit: AdminComment says the count was cleared" ||
+	bad "job_submit: AdminComment after the resize: $(job_record "$j2" | grep AdminComment)"
+# resized to 4: a count again (the note follows); then the user's own
+# Switches=2, which a later resize leaves alone
+timeout 10 scontrol update jobid="$j2" NumNodes=4-4 >"$tmp/upd" 2>&1 || bad "scontrol update NumNodes=4: $(cat "$tmp/upd")"
+[ "$(field "$j2" Switches)" = "1@00:02:00" ] &&
+	job_record "$j2" | grep -q 'AdminComment=topoplace: switches=1@120s for 4 node' &&
+	ok "job_submit: resized to 4 nodes, switches=1 and its note" ||
+	bad "job_submit: resized to 4 nodes: Switches=$(field "$j2" Switches), $(job_record "$j2" | grep AdminComment)"
+timeout 10 scontrol update jobid="$j2" Switches=2 >"$tmp/upd" 2>&1 || bad "scontrol update Switches=2: $(cat "$tmp/upd")"
+# (3 nodes fit one leaf: this plugin would say 1)
+timeout 10 scontrol update jobid="$j2" NumNodes=3-3 >"$tmp/upd" 2>&1 || bad "scontrol update NumNodes=3: $(cat "$tmp/upd")"
+nn=$(field "$j2" NumNodes)
+[ "${nn%-*}" = 3 ] && [ "$(field "$j2" Switches)" = "2@00:02:00" ] &&
+	ok "job_submit: the user's Switches=2 kept through a later resize" ||
+	bad "job_submit: after the user's Switches=2 and NumNodes=3: NumNodes=$nn Switches=$(field "$j2" Switches)"
 j3=$(submit c -H -N 2 --switches=2@1:00 --wrap true)
 sw=$(field "$j3" Switches)
 [ "$sw" = "2@00:01:00" ] && ok "job_submit: user's --switches=2@1:00 untouched" ||
