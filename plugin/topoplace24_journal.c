@@ -155,16 +155,28 @@ static void decision_write(const decision_t *d)
 	if ((err = tp_decision_encode(&rec, &line, &len)) ||
 	    (err = tp_decision_append(&journal, line, len))) {
 		/* a FIFO or directory in the file's place stays until someone
-		 * removes it: say so once, not at every record */
+		 * removes it, a full disk or a file SlurmUser cannot write
+		 * until someone acts: each kind of failure said once at error
+		 * level (the first record lost), not at every record */
 		if (err == TP_ERR_NOTREG && last_err != err)
 			error("%s: %s: %s: decisions not recorded until it is "
 			      "removed",
 			      plugin_type, decisions_path,
 			      tp_file_strerror(err));
+		else if (last_err != err)
+			error("%s: %s: record of JobId=%u not written: %s "
+			      "(decisions not recorded until this is mended; "
+			      "said once)",
+			      plugin_type, decisions_path, d->job_id,
+			      err == TP_ERR_NOMEM ? tp_strerror(err)
+						  : tp_file_strerror(err));
 		else
 			debug("%s: %s: record of JobId=%u not written: %s",
 			      plugin_type, decisions_path, d->job_id,
 			      tp_strerror(err));
+	} else if (last_err != TP_OK) {
+		info("%s: %s: decisions recorded again", plugin_type,
+		     decisions_path);
 	}
 	last_err = err;
 	tp_free(line);
