@@ -237,12 +237,74 @@ static void memo_free(void)
 	state_serial = 0;
 }
 
+typedef struct weighed {
+	uint64_t weight;
+	uint64_t amount;
+} weighed_t;
+
+static int cmp_weighed(const void *a, const void *b)
+{
+	uint64_t x = ((const weighed_t *)a)->weight,
+		 y = ((const weighed_t *)b)->weight;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Slurm allocates lighter nodes first (slurm.conf Weight): tree's
+ * selection adds the offered nodes a weight at a time, lightest first,
+ * until they are enough. The engine is offered the same: the nodes of the
+ * lightest weights that hold the job's r->nodes nodes (or r->gpus of the
+ * GPUs Slurm found), heavier ones left out as if given away. Returns the
+ * heaviest weight offered, UINT64_MAX when every offered node is (one
+ * weight, as on most clusters, or not enough without the heaviest).
+ */
+static uint64_t weight_cutoff(topology_eval_t *topo_eval,
+			      const uint16_t *avail_cpus, const tp_request_t *r)
+{
+	node_record_t *node_ptr;
+	uint64_t lo = UINT64_MAX, hi = 0, cut = UINT64_MAX, got = 0;
+	uint64_t need = r->nodes > 0 ? (uint64_t)r->nodes : (uint64_t)r->gpus;
+	weighed_t *w;
+	size_t n = 0;
+
+	for (int i = 0; (node_ptr = next_node_bitmap(topo_eval->node_map, &i));
+	     i++) {
+		if (!avail_cpus[i])
+			continue;
+		lo = MIN(lo, node_ptr->sched_weight);
+		hi = MAX(hi, node_ptr->sched_weight);
+		n++;
+	}
+	if (lo >= hi || !need)
+		return UINT64_MAX;
+	w = xcalloc(n, sizeof(*w));
+	n = 0;
+	for (int i = 0; (node_ptr = next_node_bitmap(topo_eval->node_map, &i));
+	     i++) {
+		if (!avail_cpus[i])
+			continue;
+		w[n].weight = node_ptr->sched_weight;
+		w[n++].amount = r->nodes > 0 ? 1
+				: topo_eval->avail_res_array[i]
+				    ? topo_eval->avail_res_array[i]->avail_gpus
+				    : 0;
+	}
+	qsort(w, n, sizeof(*w), cmp_weighed);
+	for (size_t k = 0; k < n && cut == UINT64_MAX; k++)
+		if ((got += w[k].amount) >= need)
+			cut = w[k].weight;
+	xfree(w);
+	return cut >= hi ? UINT64_MAX : cut;
+}
+
 /* Slurm's free state for this job as a host key in key_now: hosts not in
  * node_map are down (or busy when Slurm gave them away); hosts in it
  * offer the GPUs Slurm found for the job (all, for jobs without GPUs),
- * unless Slurm found no CPUs there. Returns the key's serial. */
+ * unless Slurm found no CPUs there or they weigh more than max_weight
+ * (busy then). Returns the key's serial. */
 static uint64_t host_key(topology_eval_t *topo_eval, const uint16_t *avail_cpus,
-			 bool want_gpus)
+			 bool want_gpus, uint64_t max_weight)
 {
 	size_t nh = tp_fabric_nhosts(fabric);
 	host_key_t *k;
@@ -257,7 +319,8 @@ static uint64_t host_key(topology_eval_t *topo_eval, const uint16_t *avail_cpus,
 		if (h == TP_ID_NONE || h >= nh || !node_ptr)
 			continue;
 		ngpus = (int)tp_fabric_host(fabric, h)->ngpus;
-		if (bit_test(topo_eval->node_map, i) && avail_cpus[i]) {
+		if (bit_test(topo_eval->node_map, i) && avail_cpus[i] &&
+		    node_ptr->sched_weight <= max_weight) {
 			key_now[h] = 0;
 			if (want_gpus) {
 				int avail = topo_eval->avail_res_array[i]
@@ -535,7 +598,7 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 	int64_t offered_cpus = 0;
 	tp_placement_t pl = {0};
 	tp_request_t r = {0};
-	uint64_t serial;
+	uint64_t serial, max_weight;
 	bool hit = false;
 	decision_t d = {0};
 	struct timespec t0, t_conf, t_cores, t_map, t_place, t_end;
@@ -603,7 +666,9 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 		goto tree;
 	}
 	keys_alloc();
-	serial = host_key(topo_eval, avail_cpus, per_node || per_job);
+	max_weight = weight_cutoff(topo_eval, avail_cpus, &r);
+	serial =
+	    host_key(topo_eval, avail_cpus, per_node || per_job, max_weight);
 	links_take();
 	clock_gettime(CLOCK_MONOTONIC, &t_map);
 	err = choose(job_ptr->job_id, &r, serial, &pl, &hit);
@@ -612,6 +677,11 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 		/* a node range (-N2-4: Slurm asks for the most): fewer
 		 * nodes may do, as tree's selection would take them */
 		why = "node count range, its largest count not free now";
+		goto tree;
+	} else if (err == TP_ERR_NOTFOUND && max_weight != UINT64_MAX) {
+		/* the lightest nodes that are enough in number do not fit
+		 * the job: tree's selection goes on to heavier ones */
+		why = "not free now on the lightest nodes (Weight)";
 		goto tree;
 	} else if (err == TP_ERR_NOTFOUND && per_job) {
 		/* -N2 --gpus=8 asked as 4 a node: Slurm takes any split
@@ -640,6 +710,14 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 		int i = h < nh ? node_of[h] : -1;
 		if (i < 0 || !bit_test(topo_eval->node_map, i)) {
 			why = "engine chose a node Slurm does not offer";
+			goto tree;
+		}
+		/* a dynamic node deleted and another created in its slot
+		 * since build_config (scontrol delete/create node) */
+		if (i >= node_record_count || !node_record_table_ptr[i] ||
+		    xstrcmp(node_record_table_ptr[i]->name,
+			    tp_fabric_host(fabric, h)->name)) {
+			why = "a node record renamed since the configuration";
 			goto tree;
 		}
 		picks[npicks].node = i;

@@ -13,6 +13,8 @@
 #   - an 8-node --exclusive job runs on all eight nodes, placed by the
 #     engine (Slurm's own selection ran it too when the leaf was apart)
 #   - a 2-node job asked for on the hanging leaf's nodes runs there
+#   - with node001, node003 and that leaf's nodes at Weight=10, a 2-node
+#     job goes to the four lighter nodes (the engine, as tree would)
 #   - with that leaf's hosts given no GPUs in the fabric (reconfigured), a
 #     job asking none runs on them beside a job on the other six
 # Runs beside other clusters: its own network (TP_IR_NET, default
@@ -80,6 +82,26 @@ if [ -n "$j" ] && wait_state "$j" RUNNING COMPLETED; then
 else
 	bad "job on node[007-008]"
 fi
+
+# ---- slurm.conf's Weight: lighter nodes first. With node001, node003
+# and the hanging leaf's two nodes heavier, a 2-node job that would fit
+# that leaf exactly goes to the lighter ones, placed by the engine ----
+slurm_cli scontrol update nodename='node[001,003,007-008]' weight=10 || bad "scontrol update weight=10"
+wait_state "$j" COMPLETED FAILED || bad "job $j finished"
+jw=$(sbatch_named light -o /dev/null -N 2 --exclusive --gres=gpu:1 --wrap 'sleep 1')
+if [ -n "$jw" ] && wait_state "$jw" RUNNING COMPLETED; then
+	got=$(hostline "$(field "$jw" NodeList)")
+	case $got in
+	node00[2456]" "node00[2456]) ok "a 2-node job on the lightest nodes ($got)" ;;
+	*) bad "job $jw on $got, not among node002 node004 node005 node006 (weight 1)" ;;
+	esac
+	grep -q "topology/topoplace: JobId=$jw 2 nodes in [0-9.]* ms (engine" "$log" &&
+		ok "the engine placed it" || bad "the engine did not place job $jw: $(grep "JobId=$jw" "$log" | tail -2)"
+else
+	bad "job $jw (2 nodes, weights) did not run"
+fi
+wait_state "$jw" COMPLETED FAILED || bad "job $jw finished"
+slurm_cli scontrol update nodename='node[001,003,007-008]' weight=1 || bad "scontrol update weight=1"
 
 # ---- hosts without GPUs in the fabric (a CPU partition on the same
 # fabric, a fabric discovered without node data): the engine counts a
