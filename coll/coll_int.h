@@ -557,7 +557,7 @@ typedef struct tp__coll_comp_op {
 	float *buf;
 	size_t at, count, slen, len[2], ro, rc;
 	char *rslot;
-	tp__coll_req_t sq, rq;
+	tp__coll_req_t sq, pq, rq; /* send: header, payload; receive */
 } tp__coll_comp_op_t;
 tp_err_t tp__coll_comp_op_start(tp_coll_comm_t *c, tp__coll_comp_op_t *op,
 				const tp__coll_ring_t *r,

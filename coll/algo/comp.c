@@ -187,11 +187,25 @@ tp_err_t tp__coll_comp_agree(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 	return TP_OK;
 }
 
-/* Receive one message from peer into slot (cap bytes); waits for send
- * too. */
+/* Send the len-byte message at slot to peer as the receiver reads it: the
+ * header, then the payload, two requests (hq, pq). The transport cuts
+ * each request over a peer's sockets by its own length
+ * (TOPOPLACE_COLL_SOCKETS), so one request for both would stripe
+ * otherwise than the receiver's two and the header read would hold
+ * payload bytes. */
+static void send_msg(tp_coll_comm_t *c, int peer, const char *slot, size_t len,
+		     tp__coll_req_t *hq, tp__coll_req_t *pq)
+{
+	c->xp->isend(c, peer, slot, TP__COMP_HDR, hq);
+	c->xp->isend(c, peer, slot + TP__COMP_HDR, len - TP__COMP_HDR, pq);
+}
+
+/* Receive one message from peer into slot (cap bytes); waits for the
+ * sends (send_msg's header and payload requests) too. */
 static tp_err_t recv_msg(tp_coll_comm_t *c, int peer, char *slot, size_t cap,
 			 const tp__coll_comp_call_t *k, size_t count,
-			 tp__coll_req_t *send, size_t *len_p)
+			 tp__coll_req_t *shdr, tp__coll_req_t *spay,
+			 size_t *len_p)
 {
 	tp_err_t err;
 
@@ -200,7 +214,8 @@ static tp_err_t recv_msg(tp_coll_comm_t *c, int peer, char *slot, size_t cap,
 		if ((err = c->xp->progress(c)))
 			return err;
 	err = recv_payload(c, peer, slot, cap, k, count, &c->reqs[1], len_p);
-	if (err || (err = wait_reqs(c, send, &c->reqs[1])))
+	if (err || (err = wait_reqs(c, shdr, &c->reqs[1])) ||
+	    (err = wait_reqs(c, spay, spay)))
 		return err;
 	return TP_OK;
 }
@@ -215,9 +230,9 @@ static tp_err_t hop_step(tp_coll_comm_t *c, const tp__coll_hop_t *h,
 {
 	tp_err_t err;
 
-	c->xp->isend(c, h->next, sslot, slen, &c->reqs[0]);
-	err =
-	    recv_msg(c, h->prev, rslot, h->cap, k, rcount, &c->reqs[0], rlen_p);
+	send_msg(c, h->next, sslot, slen, &c->reqs[0], &c->reqs[2]);
+	err = recv_msg(c, h->prev, rslot, h->cap, k, rcount, &c->reqs[0],
+		       &c->reqs[2], rlen_p);
 	if (err || !out)
 		return err;
 	return decode(c, h->prev, rslot, *rlen_p, k, rcount, out, overwrite);
@@ -271,7 +286,7 @@ static tp_err_t op_post(tp_coll_comm_t *c, tp__coll_comp_op_t *op)
 	op->rslot = rslot;
 	op->ro = ro;
 	op->rc = rc;
-	c->xp->isend(c, op->h.next, sslot, op->slen, &op->sq);
+	send_msg(c, op->h.next, sslot, op->slen, &op->sq, &op->pq);
 	c->xp->irecv(c, op->h.prev, rslot, TP__COMP_HDR, &op->rq);
 	op->state = TP__OP_HDR;
 	return TP_OK;
@@ -325,7 +340,8 @@ tp_err_t tp__coll_comp_op_poll(tp_coll_comm_t *c, tp__coll_comp_op_t *op)
 			return err;
 		op->state = TP__OP_PAYLOAD;
 	}
-	if (op->state != TP__OP_PAYLOAD || !op->rq.done || !op->sq.done)
+	if (op->state != TP__OP_PAYLOAD || !op->rq.done || !op->sq.done ||
+	    !op->pq.done)
 		return TP_OK;
 	err = decode(c, op->h.prev, op->rslot,
 		     op->len[op->ag ? 1 - op->step % 2 : 1], op->k, op->rc,

@@ -2204,6 +2204,34 @@ static void test_comp_allreduce(void **s)
 	}
 }
 
+/* TOPOPLACE_COLL_SOCKETS=3: a compressed message is a header and a
+ * payload the receiver reads apart, so the sender must post them apart
+ * too (each request is striped over the sockets by its own length; as
+ * one they failed every call, "impossible lengths"). Every compressor,
+ * flat and hierarchical, step by step (2 x 1) and pipelined (4 x 2). */
+static void test_comp_sockets(void **s)
+{
+	const unsigned lv[2] = {TP_COLL_LEVEL_CROSS,
+				TP_COLL_LEVEL_GROUP | TP_COLL_LEVEL_CROSS};
+
+	(void)s;
+	setenv("TOPOPLACE_COLL_SOCKETS", "3", 1);
+	for (int kind = 1; kind <= 3; kind++)
+		for (int l = 0; l < 2; l++) {
+			comp_case_t k = {(tp_coll_comp_t)kind, lv[l], false};
+			run_comp(2, 1, &k, false);
+			run_comp(4, 2, &k, false);
+		}
+}
+
+/* test_comp_sockets' environment gone whether it passed or not */
+static int unset_sockets(void **s)
+{
+	(void)s;
+	unsetenv("TOPOPLACE_COLL_SOCKETS");
+	return 0;
+}
+
 /* A NIC per GPU: 4 rails, so the group level leaves each rank its
  * channels' sub-shards and 4 cross rings per group pair run at once. */
 static void test_comp_rails(void **s)
@@ -2808,6 +2836,7 @@ int main(void)
 	    cmocka_unit_test(test_comp_wire),
 	    cmocka_unit_test(test_comp_allreduce),
 	    cmocka_unit_test(test_comp_rails),
+	    cmocka_unit_test_teardown(test_comp_sockets, unset_sockets),
 	    cmocka_unit_test(test_rank_weights),
 	    cmocka_unit_test(test_comp_rank_weights),
 	    cmocka_unit_test(test_comp_nan),
