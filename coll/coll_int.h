@@ -155,6 +155,9 @@ tp_err_t tp__coll_host_reduce_scatter(tp_coll_comm_t *c, char *buf,
 tp_err_t tp__coll_host_allgather(tp_coll_comm_t *c, char *buf, size_t count,
 				 tp_coll_dtype_t dt);
 void tp__coll_host_close(tp_coll_comm_t *c);
+/* This rank's transport moved bytes: counted in the host segment, so
+ * local ranks waiting on it there see it is alive (host_wait). */
+void tp__coll_host_moved(tp_coll_comm_t *c);
 
 /*
  * Reduction kernels: dst[i] = dst[i] op src[i]; scale divides by n (the

@@ -659,15 +659,17 @@ struct tp__coll_host {
 	int64_t yield_ns; /* yield this long before sleeping */
 	uint32_t seq, bseq, arrivals;
 	_Atomic uint32_t *arrived, *gen, *stamp;
+	_Atomic uint32_t *moved;    /* per local rank: its transport's moves */
 	_Atomic uint32_t *sleepers; /* ranks in FUTEX_WAIT */
 	_Atomic uint32_t *in[2], *red[2], *out[2];
 	char *result, *slots; /* [2][SMALL], [n][SMALL] */
 	char *block[2];	      /* [n + 1][TP__COLL_HOST_BLOCK]: slots, result */
 };
 
+/* Each local rank's arrival stamp and moves counter. */
 static size_t host_stamps(int n)
 {
-	return ((size_t)n * sizeof(uint32_t) + 63) & ~(size_t)63;
+	return (2 * (size_t)n * sizeof(uint32_t) + 63) & ~(size_t)63;
 }
 
 static size_t host_small_len(int n)
@@ -705,6 +707,7 @@ static tp__coll_host_t *host_attach(void *m, int n, int me, int first,
 	}
 	h->sleepers = (_Atomic uint32_t *)(b + HOST_SLEEPERS);
 	h->stamp = (_Atomic uint32_t *)(b + HOST_HDR);
+	h->moved = h->stamp + n;
 	h->result = b + HOST_HDR + host_stamps(n);
 	h->slots = h->result + 2 * TP__COLL_SMALL;
 	return h;
@@ -826,14 +829,20 @@ static long futex(_Atomic uint32_t *w, int op, uint32_t v,
 	return syscall(SYS_futex, (uint32_t *)w, op, v, ts, NULL, 0);
 }
 
-/* A neighbour whose connection closed (it failed, died, or left after
- * this round): its peer index and errno (0: closed), or -1. */
-static int host_closed(const tp_coll_comm_t *c, int *errno_p)
+/* A neighbour on this host (a rank of h) whose connection closed (it
+ * failed, died, or left after this round): its peer index and errno (0:
+ * closed), or -1. A rank on another host is not looked at: it may have
+ * ended this call and left while a rank here is still behind (its data
+ * is all here), and a rank here that needs one that died finds out and
+ * fails, which this rank then sees, or its own timeout. */
+static int host_closed(const tp_coll_comm_t *c, const tp__coll_host_t *h,
+		       int *errno_p)
 {
 	for (int i = 0; i < c->nactive; i++) {
 		int peer = c->active[i], fd = c->peers[peer].fd;
+		int r = peer % c->size;
 		char b;
-		if (fd < 0)
+		if (fd < 0 || r < h->first || r >= h->first + h->n)
 			continue;
 		ssize_t k = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
 		*errno_p = k < 0 ? errno : 0;
@@ -849,14 +858,38 @@ static bool reached(_Atomic uint32_t *w, uint32_t target)
 	return (int32_t)(atomic_load(w) - target) >= 0;
 }
 
+void tp__coll_host_moved(tp_coll_comm_t *c)
+{
+	if (c->host)
+		atomic_fetch_add_explicit(&c->host->moved[c->host->me], 1,
+					  memory_order_relaxed);
+}
+
+/* What the other local ranks' transports have moved, summed (wraps). */
+static uint32_t others_moved(const tp__coll_host_t *h)
+{
+	uint32_t sum = 0;
+
+	for (int l = 0; l < h->n; l++)
+		if (l != h->me)
+			sum += atomic_load_explicit(&h->moved[l],
+						    memory_order_relaxed);
+	return sum;
+}
+
 /* Sleep until counter w reaches target (wrap-safe). On timeout, names
- * the local rank that arrived least often, if behind us. */
+ * the local rank that arrived least often, if behind us. The timeout
+ * counts from this rank's last move or the last move of another rank
+ * here, whichever is later: a rank still moving bytes on its own link
+ * (a slower rail, a cross-group ring) is waited for as long as it moves,
+ * as tp_coll.h promises of a transfer. */
 static tp_err_t host_wait(tp_coll_comm_t *c, tp__coll_host_t *h,
 			  _Atomic uint32_t *w, uint32_t target)
 {
 	const struct timespec slice = {0, 50 * 1000 * 1000};
 	int64_t deadline = c->last_move_ns + c->timeout_ns;
 	int64_t t0 = tp__coll_now_ns();
+	uint32_t seen = others_moved(h);
 
 	while (!reached(w, target) && tp__coll_now_ns() - t0 < h->yield_ns)
 		sched_yield();
@@ -873,7 +906,12 @@ static tp_err_t host_wait(tp_coll_comm_t *c, tp__coll_host_t *h,
 			continue;
 		/* probe first, then look at the counter: a peer that left
 		 * after the round ended is no failure */
-		dead = host_closed(c, &e);
+		dead = host_closed(c, h, &e);
+		uint32_t now_moved = others_moved(h);
+		if (now_moved != seen) {
+			seen = now_moved;
+			deadline = tp__coll_now_ns() + c->timeout_ns;
+		}
 		bool late = tp__coll_now_ns() >= deadline;
 		if (reached(w, target))
 			break;

@@ -286,6 +286,7 @@ static tp_err_t tcp_progress(tp_coll_comm_t *c)
 		int64_t now = tp__coll_now_ns();
 		if (moved) {
 			c->last_move_ns = now;
+			tp__coll_host_moved(c);
 			return TP_OK;
 		}
 		/* only same-host peers to wait for: yield a while first */
