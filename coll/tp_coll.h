@@ -27,8 +27,9 @@
  *                 channels as the largest group has hosts, each host of
  *                 a smaller group holding a run of them; hosts with
  *                 different rank counts: the ring (tp_sched.h).
- *   auto          the plan's recommendation for the nearest predicted
- *                 size (tp_plan_recommend()); except that on a
+ *   auto          the plan's recommendation for the smallest predicted
+ *                 size at or above the call's (the largest past them;
+ *                 tp_plan_recommend()); except that on a
  *                 communicator whose ranks all share one host, an
  *                 all-reduce of at most 32 KiB (TP_SCHED_HOST_SMALL)
  *                 takes the shared-memory

@@ -439,6 +439,12 @@ class Communicator:
             key = _int_in(key, 0, 2 ** 64 - 1, "key")
         if momentum is not None and not 0.0 <= float(momentum) < 1.0:
             raise ValueError("momentum %r not in [0, 1)" % (momentum,))
+        # the library's own rules (compress.c check_opts), said before it is called
+        if compressed and op not in ("sum", "avg"):
+            raise ValueError("op %r: the compressed all-reduce sums (op 'sum' or 'avg')" % (op,))
+        if compressed and momentum is not None and float(momentum) > 0.0 and (
+                compressor != "topk" or not error_feedback):
+            raise ValueError("momentum %r: top-k with error feedback only" % (momentum,))
         segment, overlap = _pipeline_opts(segment, overlap)
         comm = self._handle("all_reduce")
         ptr = ctypes.c_void_p(tensor.data_ptr())
