@@ -460,7 +460,6 @@ def check_dgc(c, comm, rank):
              comm, compressor="topk", momentum=0.9, error_feedback=False)
     c.raises(ValueError, "warmup_steps", "warmup_steps with 1bit refused", TopoplaceState, comm,
              compressor="1bit", warmup_steps=3)
-    from topoplace_coll import TopoplaceError
 
     # the library's rules, said before it is called (ValueError, as the module says)
     c.raises(ValueError, "momentum", "library momentum with int8 refused", comm.all_reduce,
