@@ -581,6 +581,29 @@ static void test_slowdown_sources(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* Policy pol on t twice, plainly and with options o (NULL: none) while
+ * *flag (if given) is set: the same results, job by job. */
+static void same_twice(const tp_fabric_t *f, const tp_trace_t *t,
+		       const char *pol, const tp_cost_ctx_t *c, uint64_t seed,
+		       const tp_sim_opts_t *o, bool *flag)
+{
+	const tp_policy_t *p = tp_policy_find(pol);
+	tp_sim_result_t a, b;
+
+	assert_int_equal(tp_sim_run(f, t, p, NULL, c, seed, &a), TP_OK);
+	if (flag)
+		*flag = true;
+	assert_int_equal(tp_sim_run_opts(f, t, p, NULL, c, seed, o, &b), TP_OK);
+	if (flag)
+		*flag = false;
+	assert_true(a.multi_node_jobs > 10);
+	assert_same_result(&a, &b);
+	assert_memory_equal(a.job_jct_s, b.job_jct_s,
+			    t->njobs * sizeof(double));
+	tp_sim_result_free(&a);
+	tp_sim_result_free(&b);
+}
+
 /* A cache of ideal times shared by runs of every policy and two traces on
  * one fabric (tp_sim_opts_t.ideal, as simulate's threads keep one) gives
  * each run the result it gets with a cache of its own, and holds each
@@ -601,19 +624,8 @@ static void test_shared_ideal(void **state)
 	for (uint64_t seed = 1; seed <= 2; seed++) {
 		tp_trace_t t;
 		llm_trace(f, 300, 8, seed, &t);
-		for (size_t i = 0; i < sizeof(pols) / sizeof(pols[0]); i++) {
-			tp_sim_result_t a, b;
-			const tp_policy_t *p = tp_policy_find(pols[i]);
-			assert_int_equal(
-			    tp_sim_run(f, &t, p, NULL, c, seed, &a), TP_OK);
-			assert_int_equal(
-			    tp_sim_run_opts(f, &t, p, NULL, c, seed, &o, &b),
-			    TP_OK);
-			assert_true(a.multi_node_jobs > 10);
-			assert_same_result(&a, &b);
-			tp_sim_result_free(&a);
-			tp_sim_result_free(&b);
-		}
+		for (size_t i = 0; i < sizeof(pols) / sizeof(pols[0]); i++)
+			same_twice(f, &t, pols[i], c, seed, &o, NULL);
 		/* one entry a request shape of the traces so far, however
 		 * many policies ran them */
 		for (size_t j = 0; j < t.njobs; j++) {
@@ -656,22 +668,9 @@ static void test_plan_kept(void **state)
 	for (uint64_t seed = 1; seed <= 2; seed++) {
 		tp_trace_t t;
 		llm_trace(f, 300, 8, seed, &t);
-		for (size_t i = 0; i < sizeof(pols) / sizeof(pols[0]); i++) {
-			tp_sim_result_t a, b;
-			const tp_policy_t *p = tp_policy_find(pols[i]);
-			assert_int_equal(
-			    tp_sim_run(f, &t, p, NULL, c, seed, &a), TP_OK);
-			tp__sim_replan = true;
-			assert_int_equal(
-			    tp_sim_run(f, &t, p, NULL, c, seed, &b), TP_OK);
-			tp__sim_replan = false;
-			assert_true(a.multi_node_jobs > 10);
-			assert_same_result(&a, &b);
-			assert_memory_equal(a.job_jct_s, b.job_jct_s,
-					    t.njobs * sizeof(double));
-			tp_sim_result_free(&a);
-			tp_sim_result_free(&b);
-		}
+		for (size_t i = 0; i < sizeof(pols) / sizeof(pols[0]); i++)
+			same_twice(f, &t, pols[i], c, seed, NULL,
+				   &tp__sim_replan);
 		tp_trace_free(&t);
 	}
 	tp_cost_ctx_destroy(c);
