@@ -107,6 +107,7 @@ extern uint32_t *host_of; /* node index -> fabric host (TP_ID_NONE) */
 extern int host_of_cnt;
 extern int *node_of; /* fabric host -> node index (-1) */
 extern size_t gpuless_hosts; /* mapped hosts without GPUs in the fabric */
+extern int *slurm_gpus;	     /* per node index: Slurm's GPUs (-1: not known) */
 extern tp_state_t *sel_state;
 extern tp_place_ws_t *sel_ws;
 extern uint32_t *busy_hosts;

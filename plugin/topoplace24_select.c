@@ -15,6 +15,8 @@ uint32_t *host_of; /* node index -> fabric host (TP_ID_NONE) */
 int host_of_cnt;
 int *node_of; /* fabric host -> node index (-1) */
 size_t gpuless_hosts;
+int *slurm_gpus;
+static bool gpus_told; /* a node with fewer GPUs in Slurm than the fabric's */
 /* The selection's working set, allocated with host_of: the free state
  * (reset, not rebuilt, per call) and scratch arrays. */
 tp_state_t *sel_state;
@@ -46,6 +48,8 @@ void selection_free(void)
 	xfree(host_of);
 	host_of_cnt = 0;
 	gpuless_hosts = 0;
+	xfree(slurm_gpus);
+	gpus_told = false;
 	xfree(node_of);
 	xfree(busy_hosts);
 	xfree(busy_gpus);
@@ -298,17 +302,35 @@ static uint64_t weight_cutoff(topology_eval_t *topo_eval,
 	return cut >= hi ? UINT64_MAX : cut;
 }
 
+/* The GPUs Slurm has on node i (its gres gpu count, asked once per
+ * configuration; 0 while Slurm does not know it yet: asked again). */
+static int node_gpus(int i, node_record_t *node_ptr)
+{
+	if (!slurm_gpus || i >= host_of_cnt)
+		return 0;
+	if (slurm_gpus[i] <= 0) {
+		uint64_t n = gres_node_config_cnt(node_ptr->gres_list, "gpu");
+		slurm_gpus[i] = n > INT_MAX ? INT_MAX : (int)n;
+	}
+	return slurm_gpus[i];
+}
+
 /* Slurm's free state for this job as a host key in key_now: hosts not in
  * node_map are down (or busy when Slurm gave them away); hosts in it
  * offer the GPUs Slurm found for the job (all, for jobs without GPUs),
  * unless Slurm found no CPUs there or they weigh more than max_weight
- * (busy then). Returns the key's serial. */
+ * (busy then). A host whose fabric lists more GPUs than Slurm has (GPUs
+ * an admin keeps out of Slurm) is idle, all its GPUs free, while Slurm
+ * finds all of its own free there: counted busy, the ones Slurm lacks
+ * would make it look in use for ever, and an exclusive job never fit
+ * (*short_p: Slurm offers such a host). Returns the key's serial. */
 static uint64_t host_key(topology_eval_t *topo_eval, const uint16_t *avail_cpus,
-			 bool want_gpus, uint64_t max_weight)
+			 bool want_gpus, uint64_t max_weight, bool *short_p)
 {
 	size_t nh = tp_fabric_nhosts(fabric);
 	host_key_t *k;
 
+	*short_p = false;
 	for (size_t h = 0; h < nh; h++)
 		key_now[h] = HOST_DOWN;
 	for (int i = 0; i < host_of_cnt && i < node_record_count; i++) {
@@ -327,8 +349,25 @@ static uint64_t host_key(topology_eval_t *topo_eval, const uint16_t *avail_cpus,
 						? topo_eval->avail_res_array[i]
 						      ->avail_gpus
 						: 0;
+				int own = node_gpus(i, node_ptr);
 				key_now[h] =
 				    ngpus - (avail < ngpus ? avail : ngpus);
+				if (own > 0 && own < ngpus) {
+					*short_p = true;
+					if (avail >= own)
+						key_now[h] = 0;
+					if (!gpus_told) {
+						gpus_told = true;
+						info("%s: node %s: %d GPUs in "
+						     "Slurm, %d in the fabric: "
+						     "the engine takes it for "
+						     "idle when Slurm's are "
+						     "free (said once)",
+						     plugin_type,
+						     node_ptr->name, own,
+						     ngpus);
+					}
+				}
 			}
 		} else if (!IS_NODE_DOWN(node_ptr) &&
 			   !IS_NODE_DRAIN(node_ptr) &&
@@ -599,7 +638,7 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 	tp_placement_t pl = {0};
 	tp_request_t r = {0};
 	uint64_t serial, max_weight;
-	bool hit = false;
+	bool hit = false, short_gpus;
 	decision_t d = {0};
 	struct timespec t0, t_conf, t_cores, t_map, t_place, t_end;
 	sel_clock_t clk;
@@ -667,8 +706,15 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 	}
 	keys_alloc();
 	max_weight = weight_cutoff(topo_eval, avail_cpus, &r);
-	serial =
-	    host_key(topo_eval, avail_cpus, per_node || per_job, max_weight);
+	serial = host_key(topo_eval, avail_cpus, per_node || per_job,
+			  max_weight, &short_gpus);
+	if (short_gpus && per_job) {
+		/* the engine would split a job's GPUs by the fabric's
+		 * counts, more on a host than Slurm has there */
+		why = "--gpus on nodes with fewer GPUs in Slurm than the "
+		      "fabric";
+		goto tree;
+	}
 	links_take();
 	clock_gettime(CLOCK_MONOTONIC, &t_map);
 	err = choose(job_ptr->job_id, &r, serial, &pl, &hit);

@@ -41,6 +41,9 @@ void build_from_tree(void)
 	selection_free();
 	host_of = xcalloc(node_record_count + 1, sizeof(uint32_t));
 	host_of_cnt = node_record_count;
+	slurm_gpus = xcalloc(node_record_count + 1, sizeof(int));
+	for (int i = 0; i <= node_record_count; i++)
+		slurm_gpus[i] = -1;
 	node_of = tp_switch_table_nodes(fabric, &tree, nh, NULL, host_of);
 	if (!tp_switch_table_build(&tree, node_of, SWITCH_NO_PARENT, true,
 				   plugin_type))

@@ -17,6 +17,9 @@
 #     job goes to the four lighter nodes (the engine, as tree would)
 #   - with that leaf's hosts given no GPUs in the fabric (reconfigured), a
 #     job asking none runs on them beside a job on the other six
+#   - with 8 GPUs a host in the fabric against Slurm's 4, an exclusive
+#     4-GPU job runs, placed by the engine (Slurm called it never
+#     runnable: the GPUs Slurm lacks looked busy for ever)
 # Runs beside other clusters: its own network (TP_IR_NET, default
 # 10.222.0) and port (TP_IR_PORT, 6983). Needs root, the 24.11 build and
 # the native plugin; exit 77 if not.
@@ -130,6 +133,24 @@ grep -q "JobId=$jc: no GPUs asked, nodes without GPUs in the fabric offered: top
 	ok "log: job $jc went to tree's selection, saying why" ||
 	bad "no tree line for job $jc: $(grep "JobId=$jc" "$log" | tail -2)"
 timeout 10 scancel "$jb" 2>/dev/null
+
+# ---- more GPUs in the fabric than Slurm has (8 a host against gres
+# gpu:4: GPUs an admin keeps out of Slurm) ----
+jq -c '.hosts |= map(.gpus += (.gpus | map(.index += 4)))' "$tmp/fabric.json" >"$dir/fabric.json"
+timeout 20 scontrol reconfigure >"$tmp/reconf" 2>&1 || bad "scontrol reconfigure: $(cat "$tmp/reconf")"
+poll 30 sh -c 'timeout 5 scontrol ping 2>/dev/null | grep -q "is UP"' || bad "slurmctld up after reconfigure"
+slurm_cli scontrol setdebug debug >/dev/null || bad "scontrol setdebug debug"
+jx=$(sbatch_named gpu8 -o /dev/null -N 2 --exclusive --gres=gpu:4 --wrap 'sleep 1')
+if [ -n "$jx" ] && wait_state "$jx" RUNNING COMPLETED; then
+	ok "an exclusive 4-GPU job runs where the fabric says 8 GPUs ($(hostline "$(field "$jx" NodeList)"))"
+else
+	bad "job $jx (exclusive, gres gpu:4, fabric 8 GPUs) did not start: $(grep "JobId=$jx" "$log" | tail -2)"
+fi
+grep -q "topology/topoplace: JobId=$jx 2 nodes in [0-9.]* ms (engine" "$log" &&
+	ok "the engine placed it" || bad "the engine did not place job $jx: $(grep "JobId=$jx" "$log" | tail -2)"
+grep -q 'topology/topoplace: node node00[1-8]: 4 GPUs in Slurm, 8 in the fabric' "$log" &&
+	ok "log: $(grep -o 'topology/topoplace: node node00[1-8]: 4 GPUs in Slurm, 8 in the fabric' "$log" | head -1)" ||
+	bad "no line about Slurm's 4 GPUs against the fabric's 8"
 
 timeout 10 scontrol ping 2>&1 | grep -q 'is UP' && ok "slurmctld still up" || bad "slurmctld still up"
 echo "# total $(($(date +%s) - t0)) s before teardown"
