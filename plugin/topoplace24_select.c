@@ -241,65 +241,49 @@ static void memo_free(void)
 	state_serial = 0;
 }
 
-typedef struct weighed {
-	uint64_t weight;
-	uint64_t amount;
-} weighed_t;
-
-static int cmp_weighed(const void *a, const void *b)
-{
-	uint64_t x = ((const weighed_t *)a)->weight,
-		 y = ((const weighed_t *)b)->weight;
-
-	return (x > y) - (x < y);
-}
-
 /*
  * Slurm allocates lighter nodes first (slurm.conf Weight): tree's
  * selection adds the offered nodes a weight at a time, lightest first,
- * until they are enough. The engine is offered the same: the nodes of the
- * lightest weights that hold the job's r->nodes nodes (or r->gpus of the
- * GPUs Slurm found), heavier ones left out as if given away. Returns the
- * heaviest weight offered, UINT64_MAX when every offered node is (one
- * weight, as on most clusters, or not enough without the heaviest).
+ * until they are enough, and every node of the lighter weights goes into
+ * the allocation. The engine can honour that when the lightest weight's
+ * nodes hold the job's r->nodes nodes (or r->gpus of the GPUs Slurm
+ * found): it is offered those alone, heavier ones left out as if given
+ * away, and the lightest weight is returned. When the job needs heavier
+ * nodes too, *tree_p: tree's selection, which puts the lighter ones in
+ * first (the engine cannot be told to). UINT64_MAX: one weight, as on
+ * most clusters.
  */
 static uint64_t weight_cutoff(topology_eval_t *topo_eval,
-			      const uint16_t *avail_cpus, const tp_request_t *r)
+			      const uint16_t *avail_cpus, const tp_request_t *r,
+			      bool *tree_p)
 {
 	node_record_t *node_ptr;
-	uint64_t lo = UINT64_MAX, hi = 0, cut = UINT64_MAX, got = 0;
+	uint64_t lo = UINT64_MAX, hi = 0, got = 0;
 	uint64_t need = r->nodes > 0 ? (uint64_t)r->nodes : (uint64_t)r->gpus;
-	weighed_t *w;
-	size_t n = 0;
 
+	*tree_p = false;
 	for (int i = 0; (node_ptr = next_node_bitmap(topo_eval->node_map, &i));
 	     i++) {
 		if (!avail_cpus[i])
 			continue;
 		lo = MIN(lo, node_ptr->sched_weight);
 		hi = MAX(hi, node_ptr->sched_weight);
-		n++;
 	}
 	if (lo >= hi || !need)
 		return UINT64_MAX;
-	w = xcalloc(n, sizeof(*w));
-	n = 0;
 	for (int i = 0; (node_ptr = next_node_bitmap(topo_eval->node_map, &i));
 	     i++) {
-		if (!avail_cpus[i])
+		if (!avail_cpus[i] || node_ptr->sched_weight != lo)
 			continue;
-		w[n].weight = node_ptr->sched_weight;
-		w[n++].amount = r->nodes > 0 ? 1
-				: topo_eval->avail_res_array[i]
-				    ? topo_eval->avail_res_array[i]->avail_gpus
-				    : 0;
+		got += r->nodes > 0 ? 1
+		       : topo_eval->avail_res_array[i]
+			   ? topo_eval->avail_res_array[i]->avail_gpus
+			   : 0;
 	}
-	qsort(w, n, sizeof(*w), cmp_weighed);
-	for (size_t k = 0; k < n && cut == UINT64_MAX; k++)
-		if ((got += w[k].amount) >= need)
-			cut = w[k].weight;
-	xfree(w);
-	return cut >= hi ? UINT64_MAX : cut;
+	if (got >= need)
+		return lo;
+	*tree_p = true;
+	return UINT64_MAX;
 }
 
 /* The GPUs Slurm has on node i (its gres gpu count, asked once per
@@ -638,7 +622,7 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 	tp_placement_t pl = {0};
 	tp_request_t r = {0};
 	uint64_t serial, max_weight;
-	bool hit = false, short_gpus;
+	bool hit = false, short_gpus, weight_tree;
 	decision_t d = {0};
 	struct timespec t0, t_conf, t_cores, t_map, t_place, t_end;
 	sel_clock_t clk;
@@ -705,7 +689,11 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 		goto tree;
 	}
 	keys_alloc();
-	max_weight = weight_cutoff(topo_eval, avail_cpus, &r);
+	max_weight = weight_cutoff(topo_eval, avail_cpus, &r, &weight_tree);
+	if (weight_tree) {
+		why = "needs nodes heavier than the lightest (Weight)";
+		goto tree;
+	}
 	serial = host_key(topo_eval, avail_cpus, per_node || per_job,
 			  max_weight, &short_gpus);
 	if (short_gpus && per_job) {
@@ -725,7 +713,7 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 		why = "node count range, its largest count not free now";
 		goto tree;
 	} else if (err == TP_ERR_NOTFOUND && max_weight != UINT64_MAX) {
-		/* the lightest nodes that are enough in number do not fit
+		/* the lightest weight's nodes, enough in number, do not fit
 		 * the job: tree's selection goes on to heavier ones */
 		why = "not free now on the lightest nodes (Weight)";
 		goto tree;

@@ -14,7 +14,8 @@
 #     engine (Slurm's own selection ran it too when the leaf was apart)
 #   - a 2-node job asked for on the hanging leaf's nodes runs there
 #   - with node001, node003 and that leaf's nodes at Weight=10, a 2-node
-#     job goes to the four lighter nodes (the engine, as tree would)
+#     job goes to the four lighter nodes (the engine, as tree would), a
+#     5-node one to tree's selection (all four light nodes and a heavy)
 #   - with that leaf's hosts given no GPUs in the fabric (reconfigured), a
 #     job asking none runs on them beside a job on the other six
 #   - with 8 GPUs a host in the fabric against Slurm's 4, an exclusive
@@ -102,6 +103,24 @@ if [ -n "$jw" ] && wait_state "$jw" RUNNING COMPLETED; then
 		ok "the engine placed it" || bad "the engine did not place job $jw: $(grep "JobId=$jw" "$log" | tail -2)"
 else
 	bad "job $jw (2 nodes, weights) did not run"
+fi
+wait_state "$jw" COMPLETED FAILED || bad "job $jw finished"
+# 5 nodes: the four light ones are not enough; tree's selection takes
+# all of them and one heavy (the engine cannot be told to)
+jw=$(sbatch_named light5 -o /dev/null -N 5 --exclusive --gres=gpu:1 --wrap 'sleep 1')
+if [ -n "$jw" ] && wait_state "$jw" RUNNING COMPLETED; then
+	got=$(hostline "$(field "$jw" NodeList)")
+	light=0
+	for l in node002 node004 node005 node006; do
+		case " $got " in *" $l "*) light=$((light + 1)) ;; esac
+	done
+	[ "$light" -eq 4 ] && ok "a 5-node job holds the four light nodes ($got)" ||
+		bad "job $jw on $got, not every light node (node002 node004 node005 node006)"
+	grep -q "JobId=$jw: needs nodes heavier than the lightest (Weight): topology/tree" "$log" &&
+		ok "it went to tree's selection, saying why" ||
+		bad "no tree line for job $jw: $(grep "JobId=$jw" "$log" | tail -2)"
+else
+	bad "job $jw (5 nodes, weights) did not run"
 fi
 wait_state "$jw" COMPLETED FAILED || bad "job $jw finished"
 slurm_cli scontrol update nodename='node[001,003,007-008]' weight=1 || bad "scontrol update weight=1"
