@@ -423,20 +423,28 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
  * one this plugin gives a count, but only while the count is the one this
  * plugin chose: a Switches= the user set since is theirs. The note in
  * AdminComment follows (written into the job record: job_desc's would
- * need an operator), so it says the count the job has; should
- * update_job refuse the rest of the request, the note and the count
- * disagree and the job is left alone from then on. */
+ * need an operator), so it says the count the job has. update_job checks
+ * who asks only after this hook: a request from anyone but the job's
+ * owner or an operator is left alone here, else a refused one would
+ * rewrite the note. Should update_job refuse the rest of an allowed
+ * request, the note and the count disagree and the job is left alone
+ * from then on. NumNodes=ALL (min_nodes INFINITE) is "no change" to
+ * update_job. */
 extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr,
 		      uint32_t submit_uid)
 {
 	const char *why = "";
 	uint32_t req = NO_VAL, wait = NO_VAL, had;
+	uint32_t min_nodes =
+	    job_desc->min_nodes == INFINITE ? NO_VAL : job_desc->min_nodes;
 	char *note;
 
 	if (!job_ptr || !IS_JOB_PENDING(job_ptr) ||
 	    job_desc->req_switch != NO_VAL ||
-	    (job_desc->min_nodes == NO_VAL && !job_desc->tres_per_job &&
+	    (min_nodes == NO_VAL && !job_desc->tres_per_job &&
 	     !job_desc->partition) ||
+	    (submit_uid != job_ptr->user_id &&
+	     !validate_operator((uid_t)submit_uid)) ||
 	    !noted_count(job_ptr->admin_comment, &had))
 		return SLURM_SUCCESS;
 	if (job_ptr->req_switch != had) {
@@ -447,9 +455,9 @@ extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr,
 	}
 	slurm_mutex_lock(&conf_lock);
 	refresh_conf();
-	note = decide(job_desc->min_nodes != NO_VAL ? job_desc->min_nodes
-		      : job_ptr->details ? job_ptr->details->min_nodes
-					 : 1,
+	note = decide(min_nodes != NO_VAL ? min_nodes
+		      : job_ptr->details  ? job_ptr->details->min_nodes
+					  : 1,
 		      job_desc->tres_per_job ? job_desc->tres_per_job
 					     : job_ptr->tres_per_job,
 		      job_desc->partition ? job_desc->partition

@@ -132,6 +132,19 @@ timeout 10 scontrol update jobid="$j2" NumNodes=4-4 >"$tmp/upd" 2>&1 || bad "sco
 	job_record "$j2" | grep -q 'AdminComment=topoplace: switches=1@120s for 4 node' &&
 	ok "job_submit: resized to 4 nodes, switches=1 and its note" ||
 	bad "job_submit: resized to 4 nodes: Switches=$(field "$j2" Switches), $(job_record "$j2" | grep AdminComment)"
+# another user's resize is refused, and leaves the job's note alone (the
+# client reads the cluster's configuration and talks to its munged)
+chmod o+x "$tmp" "$dir" "$dir/munge"
+chmod o+r "$dir"/*.conf
+if setpriv --reuid=65534 --regid=65534 --clear-groups timeout 10 scontrol update jobid="$j2" NumNodes=7-7 \
+	>"$tmp/upd" 2>&1; then
+	bad "nobody's scontrol update NumNodes=7 of root's job was accepted"
+else
+	job_record "$j2" | grep -q 'AdminComment=topoplace: switches=1@120s for 4 node' &&
+		[ "$(field "$j2" Switches)" = "1@00:02:00" ] &&
+		ok "another user's refused resize leaves count and note ($(head -c 100 "$tmp/upd"))" ||
+		bad "after nobody's refused resize: Switches=$(field "$j2" Switches), $(job_record "$j2" | grep AdminComment)"
+fi
 timeout 10 scontrol update jobid="$j2" Switches=2 >"$tmp/upd" 2>&1 || bad "scontrol update Switches=2: $(cat "$tmp/upd")"
 # (3 nodes fit one leaf: this plugin would say 1)
 timeout 10 scontrol update jobid="$j2" NumNodes=3-3 >"$tmp/upd" 2>&1 || bad "scontrol update NumNodes=3: $(cat "$tmp/upd")"
