@@ -108,8 +108,11 @@
  * Argument errors (TP_ERR_INVAL) do not break the communicator.
  *
  * Timeouts: a call fails with TP_ERR_TIMEOUT when no byte has moved on
- * any of its connections for `timeout_s` seconds (default 30). A large
- * transfer on a slow link therefore never times out while it advances.
+ * any of its connections for `timeout_s` seconds (default 30), or, while
+ * it waits for the other ranks of its host in their shared segment, when
+ * none of them has moved a byte either. A large transfer on a slow link
+ * therefore never times out while it advances, nor do the ranks of its
+ * host waiting for it.
  *
  * Memory: scratch buffers belong to the communicator; they are sized at
  * init (a few MiB of pipelining slots; shared memory of 2 x 2 MiB per

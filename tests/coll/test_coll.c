@@ -2851,8 +2851,9 @@ int main(void)
 	signal(SIGPIPE, SIG_DFL); /* the library must not need SIG_IGN */
 	/* Two programs from this file, so `make -j2 check` runs them side by
 	 * side (about 25 and 15 s here): test_coll_comp the compressed
-	 * all-reduce's tests, test_coll the others. TP_TEST_FILTER picks
-	 * among a program's own, e.g. TP_TEST_FILTER='test_2x*'. */
+	 * all-reduce's tests, test_coll the others. TP_TEST_FILTER (e.g.
+	 * 'test_2x*') picks the tests instead: test_coll still leaves out
+	 * the test_comp_ ones, test_coll_comp runs any it matches. */
 #ifdef TP_TEST_COLL_COMP
 	cmocka_set_test_filter("test_comp_*");
 #else
