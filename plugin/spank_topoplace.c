@@ -597,6 +597,7 @@ typedef struct step {
 	tp_hca_map_t *hcas;
 	char *topo, *json, *msg;
 	tp_step_env_t env;
+	bool skip; /* why is no fault: said at info level */
 	char why[512], path[4096];
 } step_t;
 
@@ -633,6 +634,19 @@ static bool step_hosts(spank_t sp, step_t *st)
 	 * hold it to Slurm's own node count before expanding it */
 	if (spank_get_item(sp, S_JOB_NNODES, &st->nnodes) != ESPANK_SUCCESS)
 		st->nnodes = 0;
+	/* a heterogeneous step: the STEP_ variables name every component's
+	 * nodes and tasks, Slurm's items this component's */
+	char *num = getenv_dup(sp, "SLURM_STEP_NUM_NODES");
+	unsigned long nn = num ? strtoul(num, NULL, 10) : 0;
+	free(num);
+	if (st->nnodes && nn && nn != st->nnodes) {
+		snprintf(st->why, sizeof(st->why),
+			 "a heterogeneous step (%lu nodes, this component's "
+			 "%u): no plan for it",
+			 nn, st->nnodes);
+		st->skip = true;
+		return false;
+	}
 	if ((err = tp_hostlist_count(st->nodelist, &st->n)) || !st->n ||
 	    st->nodeid >= st->n || (st->nnodes && st->n > st->nnodes)) {
 		snprintf(st->why, sizeof(st->why),
@@ -658,6 +672,20 @@ static bool step_hosts(spank_t sp, step_t *st)
 			 "SLURM_STEP_TASKS_PER_NODE \"%s\" does not cover "
 			 "%zu hosts",
 			 tp_quote(q, sizeof(q), st->tpn, 100), st->n);
+		return false;
+	}
+	/* the counts are the client's too: held to Slurm's task count
+	 * before a plan is built for them (a plan of 4096 ranks a host
+	 * is hundreds of MiB in root's slurmstepd) */
+	uint64_t sum = 0;
+	for (size_t i = 0; i < st->n; i++)
+		sum += st->counts[i];
+	if (st->ntasks && sum != st->ntasks) {
+		snprintf(st->why, sizeof(st->why),
+			 "SLURM_STEP_TASKS_PER_NODE \"%s\": %llu tasks, the "
+			 "step has %u",
+			 tp_quote(q, sizeof(q), st->tpn, 100),
+			 (unsigned long long)sum, st->ntasks);
 		return false;
 	}
 	return true;
@@ -828,8 +856,14 @@ static void step_start(spank_t sp, bool verbose)
 	if (st.stepid > MAX_NORMAL_STEP_ID)
 		return; /* batch, extern, interactive: see the notes */
 	if (!step_hosts(sp, &st) || !step_fabric(&st) || !step_plan(&st)) {
-		slurm_error("%s: job %u step %u: %s: environment unchanged",
-			    PLUGIN, st.jobid, st.stepid, st.why);
+		if (st.skip)
+			slurm_info("%s: job %u step %u: %s: environment "
+				   "unchanged",
+				   PLUGIN, st.jobid, st.stepid, st.why);
+		else
+			slurm_error("%s: job %u step %u: %s: environment "
+				    "unchanged",
+				    PLUGIN, st.jobid, st.stepid, st.why);
 		step_free(&st);
 		return;
 	}

@@ -18,6 +18,7 @@
 #     runs; with the fabric file removed the job runs, untouched, and each
 #     slurmd logs one line
 #   - job directories are gone after the jobs
+#   - a heterogeneous step runs without a plan, one info line a node
 # Needs root, the Slurm packages, the built SPANK and topology plugins;
 # exit 77 if not. Network and port: TP_SPANK_NET (10.216.0), TP_SPANK_PORT
 # (7017), so it runs beside the other mini-cluster tests.
@@ -232,6 +233,30 @@ else
 	echo "# job id $j, not $j2 (another job in between): symlink check skipped"
 fi
 rm -f "$dir/tprun/node001/job$j2"
+
+# ---- a heterogeneous step: SLURM_STEP_NODELIST names both components'
+# nodes, Slurm's items one component's: no plan, said at info level, not
+# as an error on every node ----
+cat >"$work/het.sh" <<'EOF'
+#!/bin/sh
+#SBATCH -N 1
+#SBATCH hetjob
+#SBATCH -N 1
+srun --het-group=0,1 sh -c 'echo "het $(hostname) ${TOPOPLACE_PLAN:-x}"'
+EOF
+j=$(as_user timeout 10 sbatch --parsable -J het -o "$work/het.out" "$work/het.sh")
+j=${j%%+*}
+if [ -n "$j" ] && wait_done "$j"; then
+	hosts=$(sed -n 's/^het \(node[0-9]*\) x$/\1/p' "$work/het.out" | sort -u | wc -l)
+	[ "$hosts" -eq 2 ] && ok "het step: both components' tasks ran, without a plan" ||
+		bad "het step output: $(head -c 300 "$work/het.out")"
+	said=$(cat "$dir"/log/slurmd-node*.log | grep -c "spank/topoplace: job [0-9]* step 0: a heterogeneous step (2 nodes, this component's 1): no plan for it")
+	errs=$(cat "$dir"/log/slurmd-node*.log | grep "error: spank/topoplace: job [0-9]* step 0: " | grep -c "job $j step\|job $((j + 1)) step")
+	[ "$said" -eq 2 ] && [ "$errs" -eq 0 ] && ok "het step: one info line on each of its 2 nodes, no error" ||
+		bad "het step: $said info lines, $errs error lines"
+else
+	bad "het job ${j:-none} did not finish: $(head -c 200 "$work/het.out" 2>/dev/null)"
+fi
 
 # ---- no fabric: the job runs, untouched; each slurmd logs one line ----
 mv "$dir/fabric.json" "$tmp/fabric.json"
