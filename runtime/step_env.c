@@ -184,21 +184,32 @@ tp_err_t tp_plan_step_env(const tp_plan_t *plan, const tp_step_in_t *in,
 		return efail(err_p, TP_ERR_INVAL, "bad step arguments");
 	memset(&e, 0, sizeof(e));
 	me = in->hosts[in->node_id];
-	/* the tasks of the hosts before this one in the ring */
-	for (size_t r = 0; r < tp_plan_nhosts(plan); r++) {
-		const char *name = tp_plan_host(plan, r)->name;
-		size_t i = 0;
-
-		while (i < in->n &&
-		       (!in->hosts[i] || strcmp(in->hosts[i], name)))
-			i++;
-		if (i == in->n)
-			return efail(err_p, TP_ERR_NOTFOUND,
-				     "plan host %s not in step", name);
-		if (i == in->node_id)
-			e.rank_base = (uint32_t)e.world;
-		e.world += in->tasks[i];
+	/* each plan host's tasks, by node rank (a hash lookup a step host:
+	 * 16,384 hosts are no slower than a few), then the tasks of the
+	 * hosts before this one in the ring */
+	size_t np = tp_plan_nhosts(plan);
+	uint64_t *by_rank = tp_calloc(np + 1, sizeof(uint64_t));
+	uint32_t mine = tp_plan_rank_of(plan, me);
+	if (!by_rank)
+		return efail(err_p, TP_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < in->n; i++) {
+		uint32_t r = in->hosts[i] ? tp_plan_rank_of(plan, in->hosts[i])
+					  : TP_PLAN_NONE;
+		if (r < np) /* +1: a host of no tasks still counts as met */
+			by_rank[r] += (uint64_t)in->tasks[i] + 1;
 	}
+	for (size_t r = 0; r < np; r++) {
+		if (!by_rank[r]) {
+			tp_free(by_rank);
+			return efail(err_p, TP_ERR_NOTFOUND,
+				     "plan host %s not in step",
+				     tp_plan_host(plan, r)->name);
+		}
+		if (r == mine)
+			e.rank_base = (uint32_t)e.world;
+		e.world += by_rank[r] - 1;
+	}
+	tp_free(by_rank);
 	if (e.world != in->ntasks)
 		return efail(err_p, TP_ERR_RANGE,
 			     "tasks per node give %llu tasks, the step has "
