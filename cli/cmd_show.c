@@ -516,7 +516,8 @@ static void job_text(const show_job_t *sj)
 			const tp_plan_group_t *gp = tp_plan_group(sj->plan, g);
 			printf(" %s", tp_plan_host(sj->plan, gp->leader)->name);
 		}
-		printf(" (topoplace plan --nodes %s for the rest)\n",
+		printf(" (topoplace plan --fabric FABRIC --nodes %s "
+		       "--no-predict for the rest)\n",
 		       sj->nodelist);
 	}
 }

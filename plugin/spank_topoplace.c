@@ -4,8 +4,8 @@
  * processes at it (public <slurm/spank.h> only).
  *
  * plugstack.conf:
- *   optional /path/spank_topoplace.so fabric=PATH | conf=PATH
- *            [basedir=DIR] [mode=auto|off|verbose] [topodir=DIR]
+ *   optional /path/spank_topoplace.so fabric=/PATH | conf=/PATH
+ *            [basedir=/DIR] [mode=auto|off|verbose] [topodir=/DIR]
  *            [sysfs=DIR]
  * fabric= names the fabric JSON, conf= a topoplace.conf whose FabricFile
  * does (a relative one beside that file, as slurmctld reads it); basedir
@@ -31,8 +31,10 @@
  *                         sysfs; unset (one info line) when none is
  *   NCCL_CROSS_NIC        0 on a rail-optimized fabric (rails > 1: a
  *                         ring or tree must stay on its rail); 1 when the
- *                         host has several HCAs on one fat tree (any NIC
- *                         reaches any peer alike); unset with one HCA
+ *                         step's hosts have several HCAs (the plan's
+ *                         rails) on one fat tree (any NIC reaches any
+ *                         peer alike), whatever this host has; unset when
+ *                         they have one
  *   NCCL_TOPO_FILE        topodir/<host>.xml when that file is an NCCL
  *                         topology (<system> root) whose <net> devices
  *                         are all on the node, and some HCA is; an hwloc
@@ -180,13 +182,15 @@ static bool parse_args(int ac, char **av)
 	for (int i = 0; i < ac; i++) {
 		const char *a = av[i];
 
-		if (!strncmp(a, "fabric=", 7) && a[7])
+		/* paths absolute: slurmstepd's working directory is the
+		 * user's (a relative NCCL_TOPO_FILE would be theirs too) */
+		if (!strncmp(a, "fabric=", 7) && a[7] == '/')
 			args.fabric = a + 7;
-		else if (!strncmp(a, "conf=", 5) && a[5])
+		else if (!strncmp(a, "conf=", 5) && a[5] == '/')
 			args.conf = a + 5;
 		else if (!strncmp(a, "basedir=", 8) && a[8] == '/')
 			args.basedir = a + 8;
-		else if (!strncmp(a, "topodir=", 8) && a[8])
+		else if (!strncmp(a, "topodir=", 8) && a[8] == '/')
 			args.topodir = a + 8;
 		else if (!strncmp(a, "sysfs=", 6) && a[6] == '/')
 			args.sysfs = a + 6;
@@ -194,8 +198,8 @@ static bool parse_args(int ac, char **av)
 			args.mode = parse_mode(a + 5);
 		else {
 			slurm_error("%s: plugstack.conf: bad argument '%s' "
-				    "(fabric=PATH conf=PATH basedir=/DIR "
-				    "mode=auto|off|verbose topodir=DIR "
+				    "(fabric=/PATH conf=/PATH basedir=/DIR "
+				    "mode=auto|off|verbose topodir=/DIR "
 				    "sysfs=/DIR): "
 				    "inactive",
 				    PLUGIN, a);
