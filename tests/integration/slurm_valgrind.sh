@@ -118,6 +118,7 @@ cat >"$tmp/cases" <<EOF2
 2|10^6 names in a 1-node step|node[1-999999]|1(x999999)|more hosts than the step's nodes
 3|a 100 KB task count|node001|1(x$big)|SLURM_STEP_TASKS_PER_NODE "1(xnnnn
 4|a task count past 2^64|node001|18446744073709551617|does not cover 1 hosts
+5|4096 tasks in a 1-task step|node001|4096|SLURM_STEP_TASKS_PER_NODE "4096": 4096 tasks, the step has 1
 EOF2
 # hostile_all K...: cases K (lines of $tmp/cases) all at once, then checked
 hostile_all() {
@@ -236,7 +237,7 @@ else
 	read -r got <"$tmp/hostile.out" || got=
 	[ "$got" = node001 ] && ok "a 100 KB SLURM_STEP_NODELIST in the environment: stock srun sent its own (node001)" ||
 		bad "the step saw SLURM_STEP_NODELIST of ${#got} bytes"
-	hostile_all 1 2 3 4
+	hostile_all 1 2 3 4 5
 	for p in $pids; do wait "$p"; done
 	while IFS='|' read -r k name nl tpn why; do
 		hostile_check "$k" "$name" "$nl" "$tpn" "$why"
