@@ -536,9 +536,10 @@ tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p);
  * TRES (gres/gpu) spread evenly over them; comm_frac and model_bytes
  * get the CSV's defaults. Jobs without GPUs, jobs that never ran or had
  * not ended, and job steps are left out and counted in *t. Times are
- * Slurm's ISO 8601 ones (YYYY-MM-DDTHH:MM:SS, local time as written: a
- * daylight-saving change inside the trace shifts later jobs by its
- * hour). Errors name FILE:LINE and the field. */
+ * Slurm's ISO 8601 ones (YYYY-MM-DDTHH:MM:SS, in the local zone, TZ:
+ * each converted with its own offset, so a daylight-saving change
+ * inside the trace shifts nothing; an hour written twice when clocks go
+ * back reads as its first). Errors name FILE:LINE and the field. */
 tp_err_t tp_trace_load(const char *path, tp_trace_t *t, char **err_p);
 /* Job j's id and the hosts it ran on (a Slurm host list) as Slurm
  * recorded them; NULL when the trace has none (CSV, synthetic). */

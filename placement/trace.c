@@ -259,11 +259,14 @@ static bool num(const char *s, double lo, double hi, double *v)
  * NULL, or what is wrong with it. */
 static const char *cell_num(const char *s, int c, double *v)
 {
-	static const double lo[C_N] = {0, 0, 0, 0, 0, 0, 0},
-			    hi[C_N] = {1e12, 1e6, 1e6, 1024, 1e9, 1, 1e15};
+	/* model_bytes: at least a byte (none would be priced as the
+	 * default's 1 GiB), at most 1P */
+	static const double
+	    lo[C_N] = {0, 0, 0, 0, 0, 0, 1},
+	    hi[C_N] = {1e12, 1e6, 1e6, 1024, 1e9, 1, 1125899906842624.0};
 	static const char *const range[C_N] = {
 	    "0 .. 1e12", "0 .. 1000000", "0 .. 1000000", "0 .. 1024",
-	    "0 .. 1e9",	 "0 .. 1",	 "0 .. 1e15"};
+	    "0 .. 1e9",	 "0 .. 1",	 "1 .. 1P"};
 	char *end;
 
 	if (c == C_BYTES ? tp_parse_bytes(s, lo[c], hi[c], v)
@@ -275,8 +278,8 @@ static const char *cell_num(const char *s, int c, double *v)
 			   : "not a size (a whole number, or with K, M, G, T, "
 			     "P)";
 	errno = 0;
-	(void)strtod(s, &end);
-	if (!*s || *end)
+	double x = strtod(s, &end);
+	if (!*s || *end || isnan(x))
 		return "not a number";
 	return range[c];
 }
@@ -297,6 +300,11 @@ static tp_err_t read_trace(const char *path, char **buf, char **msg)
 		*msg = tp_asprintf("%s: binary data (NUL byte)", path);
 		return TP_ERR_PARSE;
 	}
+	/* a spreadsheet's "CSV UTF-8" starts with a byte-order mark: an
+	 * invisible part of the first column's name otherwise */
+	size_t bom = tp_text_bom(*buf, len);
+	if (bom)
+		memmove(*buf, *buf + bom, len - bom + 1);
 	return TP_OK;
 }
 
@@ -464,6 +472,19 @@ static tp_err_t parse_csv(const char *path, char *buf, tp_trace_t *t,
 			    "%s:%d: a job needs whole gpus >= 1 or nodes >= 1",
 			    path, lineno);
 			goto out;
+		}
+		/* gpus with gpus_per_node and no nodes: that many a node, as
+		 * a request reads them (tp_request_parse) */
+		if (nodes < 1 && gpn >= 1) {
+			if (fmod(gpus, gpn) != 0) {
+				err = TP_ERR_PARSE;
+				*msg = tp_asprintf(
+				    "%s:%d: gpus %.0f is not a multiple of "
+				    "gpus_per_node %.0f",
+				    path, lineno, gpus, gpn);
+				goto out;
+			}
+			nodes = gpus / gpn;
 		}
 		/* gpus beside nodes: the GPUs a node (they must divide), or
 		 * with gpus_per_node as well, its product */

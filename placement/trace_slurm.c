@@ -268,9 +268,14 @@ static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
 		t->left_nogpu++;
 		return TP_OK;
 	}
-	if (nodes < 1 || nodes > 1e6 || gpus > 1e7) {
+	if (nodes < 1 || nodes > 1e6) {
 		*msg = tp_asprintf("%s:%d: %s node count", path, lineno,
 				   nodes < 1 ? "no" : "an impossible");
+		return TP_ERR_PARSE;
+	}
+	if (gpus > 1e7) {
+		*msg = tp_asprintf("%s:%d: %.0f GPUs: more than 10000000", path,
+				   lineno, gpus);
 		return TP_ERR_PARSE;
 	}
 	/* the node list, where it is one, must hold the nodes counted (a

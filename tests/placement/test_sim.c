@@ -891,18 +891,22 @@ static void test_csv_trace(void **state)
  * with units in model_bytes. */
 static void test_csv_gpus_and_nodes(void **state)
 {
-	static const char csv[] = "submit_s,gpus,nodes,gpus_per_node,run_s,"
-				  "model_bytes\n"
-				  "0,8,2,,10,1G\n"
-				  "1,6,3,2,10,256M\n"
-				  "2,,2,,10,\n";
+	/* a spreadsheet's byte-order mark before the header; gpus with
+	 * gpus_per_node alone: that many a node, as a request reads them */
+	static const char csv[] =
+	    "\xef\xbb\xbfsubmit_s,gpus,nodes,gpus_per_node,"
+	    "run_s,model_bytes\n"
+	    "0,8,2,,10,1G\n"
+	    "1,6,3,2,10,256M\n"
+	    "2,,2,,10,\n"
+	    "3,4,,1,10,1P\n";
 	char *path = write_tmp(csv, sizeof(csv) - 1), *err = NULL;
 	tp_trace_t t;
 
 	(void)state;
 	memset(&t, 0, sizeof(t));
 	assert_int_equal(tp_trace_load_csv(path, &t, &err), TP_OK);
-	assert_int_equal(t.njobs, 3);
+	assert_int_equal(t.njobs, 4);
 	assert_int_equal(t.jobs[0].nodes, 2);
 	assert_int_equal(t.jobs[0].gpus_per_node, 4);
 	assert_int_equal(t.jobs[0].gpus, 8);
@@ -911,6 +915,10 @@ static void test_csv_gpus_and_nodes(void **state)
 	assert_int_equal(t.jobs[1].gpus, 6);
 	assert_close(t.jobs[1].bytes, 268435456.0);
 	assert_int_equal(t.jobs[2].gpus_per_node, 0); /* whole nodes */
+	assert_int_equal(t.jobs[3].nodes, 4);
+	assert_int_equal(t.jobs[3].gpus_per_node, 1);
+	assert_int_equal(t.jobs[3].gpus, 4);
+	assert_close(t.jobs[3].bytes, 1125899906842624.0);
 	tp_trace_free(&t);
 	unlink(path);
 	free(path);
@@ -946,8 +954,15 @@ static void test_csv_errors(void **state)
 	     ":2: gpus 8 is not nodes 3 x gpus_per_node 2"},
 	    {"submit_s,gpus,run_s,model_bytes\n0,1,10,1Q\n", 0,
 	     ":2: model_bytes: '1Q': not a size"},
-	    {"submit_s,gpus,run_s,model_bytes\n0,1,10,1P\n", 0,
-	     ":2: model_bytes: '1P': out of range 0 .. 1e15"},
+	    {"submit_s,gpus,run_s,model_bytes\n0,1,10,2P\n", 0,
+	     ":2: model_bytes: '2P': out of range 1 .. 1P"},
+	    /* none would be priced as the default 1 GiB */
+	    {"submit_s,gpus,run_s,model_bytes\n0,1,10,0\n", 0,
+	     ":2: model_bytes: '0': out of range 1 .. 1P"},
+	    {"submit_s,gpus,gpus_per_node,run_s\n0,4,3,10\n", 0,
+	     ":2: gpus 4 is not a multiple of gpus_per_node 3"},
+	    {"submit_s,gpus,run_s\n0,1,nan\n", 0,
+	     ":2: run_s: 'nan': not a number"},
 	    {"submit_s,gpus,nodes,run_s\n0,2048,1,10\n", 0,
 	     ":2: gpus 2048 on nodes 1: more than 1024 a node"},
 	    {"submit_s,gpus,run_s\n# only a comment\n", 0, ": no jobs"},
@@ -1333,6 +1348,11 @@ static void test_slurm_trace_errors(void **state)
 	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
 	     "two|gres/gpu=1\n",
 	     ":2: node count: not valid ('two')"},
+	    /* an impossible GPU count is not called a node count */
+	    {"Submit|Start|End|NNodes|AllocTRES\n"
+	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	     "2|gres/gpu=1T\n",
+	     ":2: 1099511627776 GPUs: more than 10000000"},
 	    {"Submit|Start|End|AllocTRES\n"
 	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
 	     "gres/gpu=1\n",
