@@ -799,7 +799,10 @@ static cJSON *ratio_json(const sims_t *S, size_t p, size_t b, int cls,
 		cJSON_AddNumberToObject(o, "seeds", (double)S->nseeds);
 		cJSON_AddNumberToObject(o, "batches", (double)n);
 	} else {
-		cJSON_AddNumberToObject(o, "seeds", (double)n);
+		/* one trace file: its one ratio sums every seed's JCTs */
+		cJSON_AddNumberToObject(o, "seeds",
+					S->one_trace && n ? (double)S->nseeds
+							  : (double)n);
 	}
 	if (n)
 		cJSON_AddNumberToObject(o, "jct_ratio_mean", m);
