@@ -34,6 +34,7 @@ struct tp_hca_map {
 	size_t n;	 /* this host's CAs in the fabric */
 	char **fabric;	 /* [n] their names in the fabric (NULL: none) */
 	uint64_t *guid;	 /* [n] */
+	int *rail;	 /* [n] the rail of each (tp_ca_t.rail) */
 	char **local;	 /* [n] the local device with that GUID, or NULL */
 	size_t nlocal;	 /* devices found under class/infiniband */
 	char **ldev;	 /* [nlocal] */
@@ -158,13 +159,15 @@ tp_err_t tp_hca_map_read(const tp_fabric_t *f, const char *host,
 	m->fabric = tp_calloc(m->n, sizeof(char *));
 	m->local = tp_calloc(m->n, sizeof(char *));
 	m->guid = tp_calloc(m->n, sizeof(uint64_t));
-	if (!m->fabric || !m->local || !m->guid ||
+	m->rail = tp_calloc(m->n, sizeof(int));
+	if (!m->fabric || !m->local || !m->guid || !m->rail ||
 	    read_local(m, sysfs_root) != TP_OK)
 		goto nomem;
 	for (size_t i = 0; i < m->n; i++) {
 		const tp_ca_t *ca = tp_fabric_ca(f, h->cas[i]);
 
 		m->guid[i] = ca->guid;
+		m->rail[i] = ca->rail;
 		if (ca->dev && !(m->fabric[i] = tp_strdup(ca->dev)))
 			goto nomem;
 		for (size_t k = 0; k < m->nlocal; k++)
@@ -189,6 +192,7 @@ void tp_hca_map_destroy(tp_hca_map_t *m)
 	tp_free(m->fabric);
 	tp_free(m->local);
 	tp_free(m->guid);
+	tp_free(m->rail);
 	tp_free(m->ldev);
 	tp_free(m->lguid);
 	tp_free(m);
@@ -200,6 +204,22 @@ const char *tp_hca_map_local(const tp_hca_map_t *m, const char *fabric_dev)
 		if (m->fabric[i] && !strcmp(m->fabric[i], fabric_dev))
 			return m->local[i];
 	return NULL;
+}
+
+const char *tp_hca_map_local_rail(const tp_hca_map_t *m, int rail, bool *has_p)
+{
+	const char *dev = NULL;
+
+	if (has_p)
+		*has_p = false;
+	for (size_t i = 0; m && i < m->n; i++)
+		if (m->rail[i] == rail && !m->fabric[i]) {
+			if (has_p)
+				*has_p = true;
+			if (!dev)
+				dev = m->local[i];
+		}
+	return dev;
 }
 
 size_t tp_hca_map_count(const tp_hca_map_t *m)

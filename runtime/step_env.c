@@ -119,9 +119,18 @@ static char *hca_list(const tp_plan_t *plan, const tp_plan_host_t *ph,
 		    !rail_shared(plan, ph, r))
 			continue;
 
-		named |= dev != NULL;
-		if (dev && map)
-			dev = tp_hca_map_local(map, dev);
+		if (dev) {
+			named = true;
+			if (map)
+				dev = tp_hca_map_local(map, dev);
+		} else if (map && !(subnets && tp_plan_nhosts(plan) > 1)) {
+			/* a CA the fabric names by GUID alone (guid_map);
+			 * with subnets for rails, whether another host
+			 * reaches its rail is not known: left out */
+			bool has;
+			dev = tp_hca_map_local_rail(map, r, &has);
+			named |= has;
+		}
 		/* a name that would break the list (a fabric's CA named
 		 * "HCA-1:x" reads as device HCA-1, port x) is left out */
 		if (dev && tp__dev_name_ok(dev))

@@ -347,6 +347,12 @@ void tp_hca_map_destroy(tp_hca_map_t *map);
 /* The local device of the CA the fabric names fabric_dev; NULL when no
  * local device has its GUID (borrowed, valid as long as map). */
 const char *tp_hca_map_local(const tp_hca_map_t *map, const char *fabric_dev);
+/* The local device of the first of the host's CAs on this rail that the
+ * fabric gives no device name (a CA named by guid_map alone, its node
+ * description the default one), found by GUID; NULL when none is found.
+ * *has_p (if given): whether the host has such a CA on the rail. */
+const char *tp_hca_map_local_rail(const tp_hca_map_t *map, int rail,
+				  bool *has_p);
 /* How many of the host's CAs were found on the node. */
 size_t tp_hca_map_count(const tp_hca_map_t *map);
 /* Whether every <net name="..."> of an NCCL topology file's text names a

@@ -509,6 +509,33 @@ static void test_env_local_hcas(void **state)
 	assert_string_equal(tp_step_env_get(&env, "NCCL_IB_HCA"), "=mlx5_1");
 	tp_step_env_free(&env);
 
+	/* the same CAs named by GUID alone (guid_map, their node
+	 * descriptions the default ones): no device names in the fabric or
+	 * the plan, the node's devices still found, by GUID and rail */
+	{
+		const tp_host_t *h =
+		    tp_fabric_host(f, tp_fabric_host_find(f, C01));
+		char *saved[16] = {NULL};
+		tp_plan_t *gplan = NULL;
+		assert_true(h->ncas <= 16);
+		for (size_t i = 0; i < h->ncas; i++) {
+			tp_ca_t *ca = (tp_ca_t *)tp_fabric_ca(f, h->cas[i]);
+			saved[i] = ca->dev;
+			ca->dev = NULL;
+		}
+		assert_int_equal(
+		    tp_plan_build_step(f, hosts, 2, NULL, false, &gplan, NULL),
+		    TP_OK);
+		env_with(f, gplan, full, &env);
+		for (size_t i = 0; i < h->ncas; i++)
+			((tp_ca_t *)tp_fabric_ca(f, h->cas[i]))->dev = saved[i];
+		assert_string_equal(tp_step_env_get(&env, "NCCL_IB_HCA"),
+				    "=mlx5_0,mlx5_1,mlx5_4,mlx5_5");
+		assert_false(env.hcas_unmapped);
+		tp_step_env_free(&env);
+		tp_plan_destroy(gplan);
+	}
+
 	/* no InfiniBand device at all: neither HCAs nor a topology file */
 	env_with(f, plan, none, &env);
 	assert_null(tp_step_env_get(&env, "NCCL_IB_HCA"));
