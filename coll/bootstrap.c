@@ -779,17 +779,63 @@ static tp_err_t hca_env_check(boot_t *b)
 	return TP_OK;
 }
 
+/* TOPOPLACE_COLL_HCA_NAMES="fabric=local,..." (the SPANK plugin's, where
+ * this node names its HCAs otherwise than the fabric, found by GUID):
+ * each entry two device names; a broken one fails init naming it. */
+static tp_err_t names_env_check(boot_t *b)
+{
+	const char *env = getenv("TOPOPLACE_COLL_HCA_NAMES");
+
+	for (const char *p = env && *env ? env : NULL; p;) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		const char *eq = memchr(p, '=', n);
+		if (!eq || eq == p || eq + 1 == p + n || n >= 2 * 64 ||
+		    memchr(p, '/', n) ||
+		    memchr(eq + 1, '=', n - (size_t)(eq + 1 - p)))
+			return bfail(b, TP_ERR_INVAL,
+				     "TOPOPLACE_COLL_HCA_NAMES: '%.*s' is not "
+				     "FABRIC_DEV=LOCAL_DEV (in '%.200s')",
+				     (int)(n > 64 ? 64 : n), p, env);
+		p = end ? end + 1 : NULL;
+	}
+	return TP_OK;
+}
+
+/* The local name of the plan's device dev (TOPOPLACE_COLL_HCA_NAMES), in
+ * buf; dev itself when it has none. */
+static const char *local_name(const char *dev, char *buf, size_t len)
+{
+	const char *env = getenv("TOPOPLACE_COLL_HCA_NAMES");
+	size_t dl = strlen(dev);
+
+	for (const char *p = env; p && *p;) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		if (n > dl + 1 && !strncmp(p, dev, dl) && p[dl] == '=' &&
+		    n - dl - 1 < len) {
+			memcpy(buf, p + dl + 1, n - dl - 1);
+			buf[n - dl - 1] = '\0';
+			return buf;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return dev;
+}
+
 /* This rank's HCA address (c->hca_addr), checked to be local. */
 static tp_err_t hca_setup(boot_t *b, const char *dev)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET};
-	char ip[INET_ADDRSTRLEN];
+	char ip[INET_ADDRSTRLEN], lname[128];
 	int fd, e = 0;
 	tp_err_t err;
 
 	b->c->hca_addr = 0;
-	if ((err = hca_env_check(b)))
+	if ((err = hca_env_check(b)) || (err = names_env_check(b)))
 		return err;
+	if (dev)
+		dev = local_name(dev, lname, sizeof(lname));
 	if (!dev || !(sa.sin_addr.s_addr = hca_lookup(dev)))
 		return TP_OK;
 	inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));

@@ -62,7 +62,9 @@
  * environment's TOPOPLACE_COLL_HCA_ADDRS="dev=ip,..." names the
  * addresses instead (only those devices), "0" turns it off; an address
  * that is not local, or an entry that is not DEV=IPv4, fails init naming
- * it. Without one, the address its
+ * it. TOPOPLACE_COLL_HCA_NAMES="fabric=local,..." (the SPANK plugin's,
+ * where the node names its HCAs otherwise than the fabric) translates
+ * the plan's device names first. Without one, the address its
  * connection to the master left from.
  *
  * Transport: TCP between hosts, non-blocking sockets driven by poll();

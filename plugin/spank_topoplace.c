@@ -39,6 +39,10 @@
  *                         topology (<system> root) whose <net> devices
  *                         are all on the node, and some HCA is; an hwloc
  *                         XML is not converted
+ *   TOPOPLACE_COLL_HCA_NAMES  fabric=local for this host's ranks' HCAs
+ *                         the node names otherwise than the fabric (the
+ *                         plan file keeps the fabric's: every rank checks
+ *                         it is the same plan), for libtopoplace-coll
  * A variable already in the step's environment is kept (one info line).
  * The ranks and values are computed by runtime/ (tp_plan_step_env, unit
  * tested without Slurm); this file reads Slurm's items, writes the plan

@@ -145,6 +145,39 @@ static char *hca_list(const tp_plan_t *plan, const tp_plan_host_t *ph,
 	return sb.buf;
 }
 
+/* "fabric=local,...": the HCA names this host's ranks have in the plan
+ * (the fabric's) whose local device, found by GUID, is named otherwise,
+ * for libtopoplace-coll to bind each rank to its own HCA
+ * (TOPOPLACE_COLL_HCA_NAMES); NULL when none differs (or NOMEM, which
+ * *nomem_p tells apart). The plan file itself cannot carry them: every
+ * rank checks it is the same plan. */
+static char *hca_names(const tp_plan_host_t *ph, const tp_hca_map_t *map,
+		       bool *nomem_p)
+{
+	tp_strbuf_t sb = {0};
+
+	for (uint32_t l = 0; map && l < ph->nranks; l++) {
+		const char *fab = ph->ranks[l].hca;
+		const char *loc = fab ? tp_hca_map_local(map, fab) : NULL;
+		bool seen = false;
+		if (!loc || !strcmp(loc, fab) || !tp__dev_name_ok(fab) ||
+		    !tp__dev_name_ok(loc))
+			continue;
+		for (uint32_t k = 0; k < l && !seen; k++)
+			seen =
+			    ph->ranks[k].hca && !strcmp(ph->ranks[k].hca, fab);
+		if (!seen)
+			tp_strbuf_printf(&sb, "%s%s=%s", sb.len ? "," : "", fab,
+					 loc);
+	}
+	*nomem_p = sb.failed;
+	if (sb.failed || !sb.len) {
+		tp_free(sb.buf);
+		return NULL;
+	}
+	return sb.buf;
+}
+
 static tp_err_t fill_vars(const tp_plan_t *plan, const tp_step_in_t *in,
 			  const tp_plan_host_t *ph, tp_step_env_t *e)
 {
@@ -153,7 +186,7 @@ static tp_err_t fill_vars(const tp_plan_t *plan, const tp_step_in_t *in,
 			    : tp_plan_nrails(plan) > 1	    ? "1"
 							    : NULL;
 	char *v[TP_STEP_ENV_MAX] = {NULL};
-	bool nomem = false, unmapped = false;
+	bool nomem = false, unmapped = false, nomem2 = false;
 	const char *topo = in->topo_file;
 
 	v[0] = tp_strdup(in->plan_path);
@@ -164,7 +197,8 @@ static tp_err_t fill_vars(const tp_plan_t *plan, const tp_step_in_t *in,
 		topo = NULL;
 	v[4] = cross ? tp_strdup(cross) : NULL;
 	v[5] = topo ? tp_strdup(topo) : NULL;
-	if (!v[0] || !v[1] || !v[2] || nomem || (cross && !v[4]) ||
+	v[6] = hca_names(ph, in->hca_map, &nomem2);
+	if (!v[0] || !v[1] || !v[2] || nomem || nomem2 || (cross && !v[4]) ||
 	    (topo && !v[5])) {
 		for (int i = 0; i < TP_STEP_ENV_MAX; i++)
 			tp_free(v[i]);
@@ -176,6 +210,7 @@ static tp_err_t fill_vars(const tp_plan_t *plan, const tp_step_in_t *in,
 	put(e, "NCCL_IB_HCA", v[3]);
 	put(e, "NCCL_CROSS_NIC", v[4]);
 	put(e, "NCCL_TOPO_FILE", v[5]);
+	put(e, "TOPOPLACE_COLL_HCA_NAMES", v[6]);
 	e->hcas_unmapped = unmapped;
 	return TP_OK;
 }

@@ -323,7 +323,7 @@ tp_err_t tp_plan_parse_json(const char *name, const char *buf, size_t len,
  */
 
 /* Most pairs tp_plan_step_env() returns. */
-#define TP_STEP_ENV_MAX 6
+#define TP_STEP_ENV_MAX 7
 
 /* ---- this node's HCAs ---------------------------------------------------- */
 

@@ -1028,6 +1028,32 @@ static void test_hca_addrs(void **s)
 	run_ranks(p, &o, hca_rank, p, 30, st);
 	expect_ranks_ok(p, st, "HCA addresses");
 
+	/* TOPOPLACE_COLL_HCA_NAMES: the node names each HCA otherwise
+	 * (ibN for the plan's mlx5_N); the addresses go by the local names */
+	char names[256] = "";
+	env[0] = '\0';
+	for (uint32_t l = 0; l < h->nranks; l++) {
+		size_t n = strlen(env), m = strlen(names);
+		const char *d = h->ranks[l].hca;
+		snprintf(env + n, sizeof(env) - n, "%sib%s=127.0.0.%d",
+			 n ? "," : "", d + strlen("mlx5_"),
+			 2 + h->ranks[l].rail);
+		snprintf(names + m, sizeof(names) - m, "%s%s=ib%s",
+			 m ? "," : "", d, d + strlen("mlx5_"));
+	}
+	setenv("TOPOPLACE_COLL_HCA_ADDRS", env, 1);
+	setenv("TOPOPLACE_COLL_HCA_NAMES", names, 1);
+	opts_for(&o, next_port(), 20, 4096);
+	run_ranks(p, &o, hca_rank, p, 30, st);
+	expect_ranks_ok(p, st, "HCA addresses by local names");
+	setenv("TOPOPLACE_COLL_HCA_NAMES", "mlx5_0", 1);
+	assert_int_equal(tp_coll_comm_init(p, 0, &o, &c, &why), TP_ERR_INVAL);
+	assert_non_null(strstr(why, "'mlx5_0' is not FABRIC_DEV=LOCAL_DEV"));
+	assert_null(c);
+	tp_free(why);
+	why = NULL;
+	unsetenv("TOPOPLACE_COLL_HCA_NAMES");
+
 	snprintf(env, sizeof(env), "%s=192.0.2.7", h->ranks[0].hca);
 	setenv("TOPOPLACE_COLL_HCA_ADDRS", env, 1);
 	assert_int_equal(tp_coll_comm_init(p, 0, &o, &c, &why), TP_ERR_INVAL);

@@ -501,6 +501,11 @@ static void test_env_local_hcas(void **state)
 	     d += strlen(d) + 1)
 		assert_non_null(strstr(v, d));
 	assert_int_equal(strlen(v), strlen("=mlx5_0,mlx5_1,mlx5_4,mlx5_5"));
+	/* the plan keeps the fabric's names (every rank checks it is the
+	 * same plan): libtopoplace-coll gets the local ones of this host's
+	 * ranks' HCAs beside it (the dump has no GPUs: one rank, HCA-1) */
+	assert_string_equal(tp_step_env_get(&env, "TOPOPLACE_COLL_HCA_NAMES"),
+			    "HCA-1=mlx5_0");
 	assert_non_null(tp_step_env_get(&env, "NCCL_TOPO_FILE"));
 	assert_false(env.hcas_unmapped);
 	tp_step_env_free(&env);
