@@ -699,34 +699,48 @@ static void wanted(const tp_coll_comm_t *c, uint8_t *want)
 	want[c->rank] = want[n + c->rank] = 0;
 }
 
+/* In env ("key=value,key=value,..."), key's value: *v_p and its length
+ * *n_p; false when no entry has that key. */
+static bool env_value(const char *env, const char *key, const char **v_p,
+		      size_t *n_p)
+{
+	size_t kl = strlen(key);
+
+	for (const char *p = env; p && *p;) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		if (n > kl + 1 && !strncmp(p, key, kl) && p[kl] == '=') {
+			*v_p = p + kl + 1;
+			*n_p = n - kl - 1;
+			return true;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return false;
+}
+
 /* IPv4 address of an HCA, network order, 0 when none. The override
  * TOPOPLACE_COLL_HCA_ADDRS="dev=ip,..." wins ("0" turns the lookup off);
  * else the first IPv4 address of a network interface of the device in
  * sysfs (IPoIB or RoCE: /sys/class/infiniband/DEV/device/net/IF). */
 static uint32_t hca_lookup(const char *dev)
 {
-	const char *env = getenv("TOPOPLACE_COLL_HCA_ADDRS");
-	size_t dl = strlen(dev);
+	const char *env = getenv("TOPOPLACE_COLL_HCA_ADDRS"), *v;
 	char path[PATH_MAX];
 	struct ifaddrs *ifa = NULL;
 	struct dirent *de;
 	uint32_t addr = 0;
+	size_t vn;
 	DIR *d;
 
 	if (env && !strcmp(env, "0"))
 		return 0;
-	for (const char *p = env; p && *p;) {
-		const char *end = strchr(p, ',');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-		if (n > dl + 1 && !strncmp(p, dev, dl) && p[dl] == '=') {
-			char ip[INET_ADDRSTRLEN] = "";
-			struct in_addr a;
-			if (n - dl - 1 < sizeof(ip))
-				memcpy(ip, p + dl + 1, n - dl - 1);
-			return inet_pton(AF_INET, ip, &a) == 1 ? a.s_addr
-							       : INADDR_NONE;
-		}
-		p = end ? end + 1 : NULL;
+	if (env_value(env, dev, &v, &vn)) {
+		char ip[INET_ADDRSTRLEN] = "";
+		struct in_addr a;
+		if (vn < sizeof(ip))
+			memcpy(ip, v, vn);
+		return inet_pton(AF_INET, ip, &a) == 1 ? a.s_addr : INADDR_NONE;
 	}
 	if (env && *env) /* an explicit list names only its devices */
 		return 0;
@@ -806,21 +820,15 @@ static tp_err_t names_env_check(boot_t *b)
  * buf; dev itself when it has none. */
 static const char *local_name(const char *dev, char *buf, size_t len)
 {
-	const char *env = getenv("TOPOPLACE_COLL_HCA_NAMES");
-	size_t dl = strlen(dev);
+	const char *v;
+	size_t vn;
 
-	for (const char *p = env; p && *p;) {
-		const char *end = strchr(p, ',');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-		if (n > dl + 1 && !strncmp(p, dev, dl) && p[dl] == '=' &&
-		    n - dl - 1 < len) {
-			memcpy(buf, p + dl + 1, n - dl - 1);
-			buf[n - dl - 1] = '\0';
-			return buf;
-		}
-		p = end ? end + 1 : NULL;
-	}
-	return dev;
+	if (!env_value(getenv("TOPOPLACE_COLL_HCA_NAMES"), dev, &v, &vn) ||
+	    vn >= len)
+		return dev;
+	memcpy(buf, v, vn);
+	buf[vn] = '\0';
+	return buf;
 }
 
 /* This rank's HCA address (c->hca_addr), checked to be local. */
