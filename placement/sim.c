@@ -123,7 +123,6 @@ typedef struct sim {
 	double shadow;
 	uint32_t *resv;
 	size_t nresv;
-	tp_place_ws_t *plan_ws;
 	size_t unplaceable, first_unplaceable;
 	size_t nended;
 	uint32_t *mark; /* per directed link: stamp of the job that changed */
@@ -722,7 +721,7 @@ static tp_err_t plan_head(sim_t *m, size_t j)
 	tp_free(m->resv);
 	m->resv = NULL;
 	m->nresv = 0;
-	if (!r || !s || (!m->plan_ws && !(m->plan_ws = tp_place_ws_create())))
+	if (!r || !s)
 		goto out;
 	memcpy(r, m->heap, m->nheap * sizeof(*r));
 	qsort(r, m->nheap, sizeof(*r), end_cmp);
@@ -738,7 +737,7 @@ static tp_err_t plan_head(sim_t *m, size_t j)
 			continue;
 		memset(&pl, 0, sizeof(pl));
 		err = tp__place_hosts(m->policy, s, &req, m->pp, m->seed + j,
-				      m->plan_ws, &pl);
+				      NULL, &pl);
 		if (err == TP_ERR_NOTFOUND) {
 			err = TP_OK;
 			continue;
@@ -963,7 +962,6 @@ static void sim_free(sim_t *m)
 	tp_free(m->fb_mine);
 	tp_free(m->held_since);
 	tp_free(m->resv);
-	tp_place_ws_destroy(m->plan_ws);
 	tp_free(m->fb_free);
 	tp_free(m->fb_set);
 	tp_free(m->fb_gpus);
