@@ -24,9 +24,9 @@
  * call it a tie about one time in four, 24 about one in twenty. All
  * figures here are from before backfill judged a job by its stretched
  * run time (2026-12-05), which narrowed the spread to about 0.06 (24
- * seeds: 0.933 +- 0.012). 24 take 7.2-9.95 s on this 2-core machine
- * (2026-12-06; the goal: under 10; 9.4-12.1 s before the head's plan
- * was kept between backfill passes). */
+ * seeds: 0.933 +- 0.012). 24 take 7.2-12.4 s on this 2-core machine,
+ * under 10 when it is quiet (2026-12-06; the goal: under 10; 9.4-14.6 s
+ * before the head's plan was kept between backfill passes). */
 #define DEFAULT_SEEDS	 24
 #define DEFAULT_POLICIES "topoplace,slurm-tree,slurm-linear,first-fit,random"
 /* With multi-node NVLink domains Slurm's own choice is topology/block. */
