@@ -358,7 +358,7 @@ typedef struct sims {
 	const tp_fabric_t *f;
 	const tp_cost_ctx_t *ctx;
 	const tp_policy_params_t *pp;
-	tp_trace_t *traces; /* [seed] */
+	tp_trace_t *traces; /* [seed]; one_trace: [0] alone, trace_of */
 	run_t *runs;	    /* [seed * npol + policy] */
 	size_t nseeds, npol;
 	bool one_trace; /* --trace: every seed runs the same jobs */
@@ -370,6 +370,13 @@ typedef struct sims {
 	tp_err_t err;
 	size_t err_at;
 } sims_t;
+
+/* Seed s's trace: a CSV file (--trace) is loaded once and serves every
+ * seed (only seeded policies change). */
+static const tp_trace_t *trace_of(const sims_t *S, size_t s)
+{
+	return &S->traces[S->one_trace ? 0 : s];
+}
 
 /* Each thread keeps one cache of ideal times for all its runs: they share
  * the fabric, the cost context and the parameters, so a shape is priced
@@ -388,7 +395,7 @@ static void *sim_worker(void *arg)
 		run_t *r = &S->runs[k];
 		double t0 = now_s();
 		tp_err_t err = tp_sim_run_opts(
-		    S->f, &S->traces[k / S->npol], r->policy, S->pp, S->ctx,
+		    S->f, trace_of(S, k / S->npol), r->policy, S->pp, S->ctx,
 		    (uint64_t)S->seed0 + k / S->npol, &o, &r->res);
 		r->wall_s = now_s() - t0;
 		if (err) {
@@ -568,7 +575,7 @@ static bool in_class(const sims_t *S, const tp_trace_t *t, size_t j, int cls)
 static bool pair_sums(const sims_t *S, size_t s, size_t p, size_t b, int cls,
 		      size_t from, size_t to, double *a, double *c, size_t *n)
 {
-	const tp_trace_t *t = &S->traces[s];
+	const tp_trace_t *t = trace_of(S, s);
 	const tp_sim_result_t *r = &S->runs[s * S->npol + p].res;
 	const tp_sim_result_t *q = &S->runs[s * S->npol + b].res;
 
@@ -1177,14 +1184,12 @@ static int deflate(const sim_args_t *o, const tp_fabric_t *f, sims_t *S)
 		tp_cli_err("simulate: --deflate-runs: %s", tp_strerror(err));
 		return tp_cli_exit_code(err);
 	}
-	for (size_t s = 1; s < S->nseeds; s++)
-		for (size_t j = 0; j < t->njobs; j++)
-			S->traces[s].jobs[j].run_s = t->jobs[j].run_s;
 	return TP_EXIT_OK;
 }
 
-/* S's traces, one per seed (a CSV trace loaded for each), and its runs'
- * policies; TP_EXIT_OK or the exit code after an error line. */
+/* S's traces, one per seed (a CSV trace loaded once, into traces[0]:
+ * trace_of), and its runs' policies; TP_EXIT_OK or the exit code after
+ * an error line. */
 static int sim_traces(const sim_args_t *o, const tp_fabric_t *f,
 		      const tp_policy_t *const *pol, sims_t *S)
 {
@@ -1205,6 +1210,8 @@ static int sim_traces(const sim_args_t *o, const tp_fabric_t *f,
 			S->runs[s * S->npol + p].policy = pol[p];
 		if (o->trace) {
 			char *msg = NULL;
+			if (s) /* the one file serves every seed */
+				continue;
 			if ((err = tp_trace_load(o->trace, &S->traces[s],
 						 &msg))) {
 				tp_cli_err("%s", msg ? msg : tp_strerror(err));
