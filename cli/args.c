@@ -67,6 +67,18 @@ int tp_cli_opt_next(const char *cmd, int argc, char **argv,
 	c = getopt_long(argc, argv, shortopts, opts, NULL);
 	if (c == '?' || c == ':')
 		bad_option(cmd, argv, shortopts, opts);
+	else if (c != -1 && optarg && !*optarg) {
+		/* "--fabric ''" or "--fabric=": no option takes an empty
+		 * value, and the file error it would reach names nothing */
+		const char *word = argv[optind - 1];
+		if (!*word && optind >= 2)
+			word = argv[optind - 2];
+		fprintf(stderr,
+			"topoplace %s: option '%.*s' has an empty value (see "
+			"--help)\n",
+			cmd, (int)strcspn(word, "="), word);
+		return '?';
+	}
 	return c == ':' ? '?' : c;
 }
 

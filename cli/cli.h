@@ -29,6 +29,10 @@ void tp_cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int tp_cli_exit_code(tp_err_t err);
 /* Load a fabric JSON, printing the one-line error; NULL on failure. */
 tp_fabric_t *tp_cli_load(const char *path, int *rc_p);
+/* Whether path names a file (not NULL, not ""); false with "WHAT: empty
+ * file name" printed (an operand: an option's empty value is refused by
+ * the option parser). */
+bool tp_cli_path_given(const char *what, const char *path);
 /* Hosts a ring runs slower through than through the best-cabled one on
  * the fabric's own link health (tp_state_weak_hosts); SIZE_MAX on
  * NOMEM. */

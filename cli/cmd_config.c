@@ -19,7 +19,8 @@ static const char usage[] =
     "                the plugins do: exit 0 and print the effective\n"
     "                settings (a warning on stderr for a key that does\n"
     "                nothing, LinkState without FabricFile), or one line\n"
-    "                FILE:LINE: error, exit 2\n";
+    "                FILE:LINE: error, exit 2\n"
+    "  -h, --help    this text\n";
 
 static const char *type_name(tp_pconf_type_t t)
 {

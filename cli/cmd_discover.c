@@ -48,7 +48,7 @@ static const char usage[] =
     "and\n"
     "                           its host keeps no node data; the fabric is\n"
     "                           still written (exit status 2 all the same)\n"
-    "  -q, --quiet              do not print warnings\n"
+    "  -q, --quiet              do not print warnings or the summary\n"
     "  -h, --help               this text\n";
 
 int tp_cmd_discover(int argc, char **argv)
@@ -144,6 +144,8 @@ int tp_cmd_discover(int argc, char **argv)
 			tp_cli_err("discover: unexpected argument '%s'", argv[optind]);
 			goto out;
 		}
+		if (!tp_cli_path_given("discover", argv[optind]))
+			goto out;
 		files[nfiles++] = argv[optind];
 	}
 	if (!kind) {

@@ -46,6 +46,8 @@ static const char usage[] =
     "  --bytes SIZE  all-reduce size per job for --heat (default 1G)\n"
     "  --duty F      share of time each job communicates (default 1: all\n"
     "                at once, the peak)\n"
+    "  -o, --output FILE.svg  where to write the picture ('-' = stdout)\n"
+    "  -h, --help    this text\n"
     "Parallel cables are one line (its worst cable), arcing above the row\n"
     "when both ends are on one level; a level with more than\n"
     "96 switches is drawn as its groups; above 4096 hosts each group is a\n"

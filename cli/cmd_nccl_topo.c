@@ -75,7 +75,7 @@ static int write_atomic(const char *outdir, const char *host, const char *xml)
 		tp_cli_err("%s: cannot rename to %s: %s", tmp, dst,
 			   strerror(errno));
 		unlink(tmp);
-		rc = TP_EXIT_INPUT;
+		rc = TP_EXIT_FAIL;
 	}
 out:
 	tp_free(tmp);
@@ -132,7 +132,7 @@ int tp_cmd_nccl_topo(int argc, char **argv)
 	if (mkdir(a.output, 0755) != 0 && errno != EEXIST) {
 		tp_cli_err("%s: cannot create directory: %s", a.output,
 			   strerror(errno));
-		rc = TP_EXIT_INPUT;
+		rc = TP_EXIT_FAIL;
 		goto out;
 	}
 	struct stat st;

@@ -32,6 +32,7 @@ static const char place_usage[] =
     "                  prices with NicsByRate=yes in topoplace.conf)\n"
     "  --json          policy, hosts (ring order), gpus, span, predicted_s,\n"
     "                  ideal_s, explain\n"
+    "  -h, --help      this text\n"
     "Exit status: 0 placed, 1 the job does not fit the free part now, 2 bad\n"
     "input or a job that can never fit.\n";
 
@@ -60,7 +61,9 @@ static const char cost_usage[] =
     "                       per rail, as libtopoplace-coll runs an even plan;\n"
     "                       the slowest NIC paces the host)\n"
     "  --json               seconds, bandwidth_s, latency_s, bottleneck_gbps,\n"
-    "                       bottleneck_link\n";
+    "                       bottleneck_link (\"NVLink\" inside a host,\n"
+    "                       \"none\" when nothing crosses a link)\n"
+    "  -h, --help           this text\n";
 
 static cJSON *span_json(const tp_placement_t *p)
 {
@@ -263,13 +266,17 @@ out:
 	return rc;
 }
 
-static void link_name(const tp_fabric_t *f, uint32_t l, char *buf, size_t n)
+/* The bottleneck link l's ends; "NVLink" for a flow inside a host, "none"
+ * when nothing moves (one rank). */
+static void link_name(const tp_fabric_t *f, const tp_cost_t *c, char *buf,
+		      size_t n)
 {
-	const tp_link_t *lk = tp_fabric_link(f, l);
+	const tp_link_t *lk = tp_fabric_link(f, c->bottleneck_link);
 	char end[2][96];
 
 	if (!lk) {
-		snprintf(buf, n, "NVLink");
+		snprintf(buf, n, "%s",
+			 c->bottleneck_gbps > 0 ? "NVLink" : "none");
 		return;
 	}
 	for (int e = 0; e < 2; e++) {
@@ -324,7 +331,7 @@ static void cost_print(const tp_fabric_t *f, tp_algo_t algo, double bytes,
 {
 	char lname[256];
 
-	link_name(f, out->bottleneck_link, lname, sizeof(lname));
+	link_name(f, out, lname, sizeof(lname));
 	if (json) {
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "algo", tp_algo_name(algo));
@@ -351,8 +358,11 @@ static void cost_print(const tp_fabric_t *f, tp_algo_t algo, double bytes,
 		       "%.6f s, latency %.6f s)\n",
 		       tp_algo_name(algo), bytes, n, out->seconds,
 		       out->bandwidth_s, out->latency_s);
-		printf("bottleneck %.1f Gb/s on %s\n", out->bottleneck_gbps,
-		       lname);
+		if (out->bottleneck_gbps > 0)
+			printf("bottleneck %.1f Gb/s on %s\n",
+			       out->bottleneck_gbps, lname);
+		else
+			printf("no bottleneck: nothing crosses a link\n");
 	}
 }
 

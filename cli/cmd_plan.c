@@ -21,7 +21,8 @@ static const char plan_usage[] =
     "nearest HCA (--json; the text gives each host's HCAs in rail order),\n"
     "and the cost model's all-reduce prediction and\n"
     "recommendation for 64 KiB .. 1 GiB.\n"
-    "  --gpus-per-host N  ranks per host (default: the host's GPUs)\n"
+    "  --gpus-per-host N  ranks per host (default: the host's GPUs, 1 "
+    "without)\n"
     "  --no-predict       skip the cost model (recommendation by rule)\n"
     "  --nics-by-rate     split each host's data over its ranks by their\n"
     "                     NICs' cable rates (hierarchical all-reduce), so a\n"
@@ -29,7 +30,8 @@ static const char plan_usage[] =
     "                     setting the host's pace; predicted so too (the\n"
     "                     cost model's --nics-by-rate). Default: evenly\n"
     "  --json             the plan as topoplace-plan/1 JSON\n"
-    "  -o FILE            output file ('-' = stdout)\n";
+    "  -o, --output FILE  output file ('-' = stdout)\n"
+    "  -h, --help         this text\n";
 
 /* A group's hosts in Slurm's bracket form. */
 static char *members(const tp_plan_t *p, const tp_plan_group_t *g)

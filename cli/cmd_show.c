@@ -67,6 +67,7 @@ static const char show_usage[] =
     "here)\n"
     "                   and NicsByRate from topoplace.conf; null when it\n"
     "                   cannot be built\n"
+    "  -h, --help       this text\n"
     "Exit status: 2 unknown job or no fabric, 1 slurmctld unreachable.\n";
 
 #define COMPAT_POLICY "slurm (compatible mode)"

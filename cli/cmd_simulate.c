@@ -123,7 +123,8 @@ static const char usage[] =
     "ratios)\n"
     "  --svg FILE         utilisation, slowdowns and fragmentation (first "
     "seed;\n"
-    "                     a file: the report takes stdout)\n";
+    "                     a file: the report takes stdout)\n"
+    "  -h, --help         this text\n";
 
 typedef struct run {
 	const tp_policy_t *policy;

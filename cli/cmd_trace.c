@@ -623,6 +623,8 @@ int tp_cmd_trace(int argc, char **argv)
 		return TP_EXIT_INPUT;
 	}
 	pname = tp_policy_name(policy);
+	if (!tp_cli_path_given("trace", argv[optind]))
+		return TP_EXIT_INPUT;
 	if ((err = tp_trace_load_opts(argv[optind], &o, &t, &msg))) {
 		tp_cli_err("trace: %s", msg ? msg : tp_strerror(err));
 		tp_free(msg);

@@ -92,13 +92,25 @@ size_t tp_cli_weak_hosts(const tp_fabric_t *f)
 	return n;
 }
 
+bool tp_cli_path_given(const char *what, const char *path)
+{
+	if (path && *path)
+		return true;
+	tp_cli_err("%s: empty file name", what);
+	return false;
+}
+
 tp_fabric_t *tp_cli_load(const char *path, int *rc_p)
 {
 	tp_fabric_t *f = NULL;
 	char *msg = NULL;
-	tp_err_t err = tp_fabric_load_json(path, &f, &msg);
+	tp_err_t err;
 
-	if (err) {
+	if (!tp_cli_path_given("fabric", path)) {
+		*rc_p = TP_EXIT_INPUT;
+		return NULL;
+	}
+	if ((err = tp_fabric_load_json(path, &f, &msg))) {
 		tp_cli_err("%s", msg ? msg : tp_strerror(err));
 		tp_free(msg);
 		*rc_p = tp_cli_exit_code(err);
@@ -197,8 +209,8 @@ bool tp_cli_double(const char *opt, const char *s, double lo, double hi,
 
 bool tp_cli_bytes(const char *opt, const char *s, double *v_p)
 {
-	if (!tp_parse_bytes(s, 0, TP_BYTES_MAX, v_p)) {
-		tp_cli_err("%s: expected a size 0 .. 1P such as 1G or 262144 "
+	if (!tp_parse_bytes(s, 1, TP_BYTES_MAX, v_p)) {
+		tp_cli_err("%s: expected a size 1 .. 1P such as 1G or 262144 "
 			   "(binary units K, M, G, T, P), got '%s'",
 			   opt, s);
 		return false;

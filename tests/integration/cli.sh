@@ -180,6 +180,15 @@ for c in discover monitor cost simulate trace config nccl-topo "fabric health" "
 	done
 done
 [ "$failures" -eq "$f0" ] && ok "every option in the usage lines described in --help"
+# -h/--help and the long name of -o are options like the others: --help lists them
+f0=$failures
+for c in discover monitor place cost simulate trace draw plan config nccl-topo show; do
+	$T $c --help | grep -qE -- "^ +-h, --help +this text" || bad "$c --help does not list -h, --help"
+done
+for c in trace draw plan nccl-topo discover; do
+	$T $c --help | grep -qE -- "^ +-o, --output " || bad "$c --help does not list -o, --output"
+done
+[ "$failures" -eq "$f0" ] && ok "-h, --help and -o, --output listed by the commands' --help"
 $T cost --help | grep -q -- "--algo A .*ring (default)" && ok "cost --help names the default --algo" ||
 	bad "cost --help: no default --algo"
 expect 0 "show --help" $T show --help
@@ -271,6 +280,20 @@ for o in "rail --leaves 3" "rail --degrade 0.5" "rail --nics-per-host 2" "nvl72 
 done
 usage_err "draw --bytes without --heat" "--bytes applies to --heat only" \
 	$T draw --fabric "$tmp/ft.json" --bytes 1G -o "$tmp/x.svg"
+# an empty value or file name is refused naming the option, not as "'': no such file"
+usage_err "plan --fabric ''" "^topoplace plan: option '--fabric' has an empty value (see --help)$" \
+	$T plan --fabric '' --nodes node001
+usage_err "plan --fabric=" "^topoplace plan: option '--fabric' has an empty value" $T plan --fabric= --nodes node001
+usage_err "draw -o ''" "^topoplace draw: option '-o' has an empty value" $T draw --fabric "$tmp/ft.json" -o ''
+usage_err "fabric generate --prefix ''" "option '--prefix' has an empty value" \
+	$T fabric generate fat-tree --prefix '' -o "$tmp/x.json"
+usage_err "trace ''" "^topoplace: trace: empty file name$" $T trace ''
+usage_err "fabric show ''" "^topoplace: fabric: empty file name$" $T fabric show ''
+usage_err "discover --ibnetdiscover a ''" "^topoplace: discover: empty file name$" \
+	$T discover --ibnetdiscover "$tmp/ft.json" '' -o "$tmp/x.json"
+# cost: a size of 0 is refused as place's bytes=0 is; one rank moves nothing
+usage_err "cost --bytes 0" "cost: --bytes: expected a size 1 .. 1P .*got '0'" \
+	$T cost --fabric "$tmp/ft.json" --hosts node001 --bytes 0
 usage_err "fabric diff --ibnetdiscover --port" "--ca/--port apply to --live only" \
 	$T fabric diff --fabric "$tmp/ft.json" --ibnetdiscover "$tmp/ft.json" --port 1
 # ---- fabric diff against a dump: a cable trained down is a change ----
@@ -328,9 +351,16 @@ usage_err "place nodes=4,gpus=9" "does not split evenly" \
 	$T place --fabric "$tmp/ft.json" --request nodes=4,gpus=9
 # sizes: units K..P and the cap (1 PiB) as topoplace(1) says, everywhere
 expect 0 "cost --bytes 1P" $T cost --fabric "$tmp/ft.json" --hosts node001,node002 --bytes 1P
+expect 0 "cost on one rank" $T cost --fabric "$tmp/ft.json" --hosts node001 --gpus-per-host 1 --bytes 1G
+grep -q "^no bottleneck: nothing crosses a link$" "$tmp/out" && ok "one rank: no bottleneck named" ||
+	bad "one rank: $(cat "$tmp/out")"
+$T cost --fabric "$tmp/ft.json" --hosts node001 --gpus-per-host 1 --bytes 1G --json >"$tmp/c1.json"
+jeq "$tmp/c1.json" .bottleneck_link none "one rank, --json"
+usage_err "draw --heat --bytes 0" "draw: --bytes: expected a size 1 .. 1P" \
+	$T draw --fabric "$tmp/ft.json" --heat --bytes 0 -o "$tmp/x.svg"
 expect 0 "draw --heat --bytes 1PiB" $T draw --fabric "$tmp/ft.json" --heat --bytes 1PiB -o "$tmp/x.svg"
 expect 0 "place bytes=1P" $T place --fabric "$tmp/ft.json" --request nodes=2,bytes=1P
-usage_err "cost --bytes 2P" "expected a size 0 .. 1P" \
+usage_err "cost --bytes 2P" "expected a size 1 .. 1P" \
 	$T cost --fabric "$tmp/ft.json" --hosts node001,node002 --bytes 2P
 # nccl-topo writes a directory: '-' and a file are refused by the name given
 mkdir -p "$tmp/nodexml"
@@ -631,4 +661,9 @@ else
 	fi
 fi
 expect 2 "nccl-topo missing dir" $T nccl-topo --node-xml "$tmp/nope" -o "$tmp/nt5"
+# an OUTDIR it cannot create is a failed write (1), not bad input
+mkdir -p "$tmp/hx1" && : >"$tmp/hx1/node001.xml"
+expect 1 "nccl-topo -o in a missing directory" $T nccl-topo --node-xml "$tmp/hx1" -o "$tmp/nope/deeper"
+grep -q "nope/deeper: cannot create directory" "$tmp/err" && ok "nccl-topo names the directory" ||
+	bad "nccl-topo mkdir: $(cat "$tmp/err")"
 finish

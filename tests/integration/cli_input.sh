@@ -163,7 +163,10 @@ expect 1 "simulate --svg into a missing directory" $T simulate --svg "$tmp/nosuc
 # ---- options that would be ignored are refused ----
 printf 'submit_s,gpus,run_s\n0,1,10\n' >"$tmp/one.csv"
 expect 2 "simulate --policies ''" $T simulate --policies ''
-grep -q "no policy named" "$tmp/err" && ok "empty policy list named" || bad "--policies '': $(cat "$tmp/err")"
+grep -q "option '--policies' has an empty value" "$tmp/err" && ok "empty policy list named" ||
+	bad "--policies '': $(cat "$tmp/err")"
+expect 2 "simulate --policies ," $T simulate --policies ,
+grep -q "no policy named" "$tmp/err" && ok "a list of no policy named" || bad "--policies ,: $(cat "$tmp/err")"
 expect 2 "simulate --policies twice the same" $T simulate --policies topoplace,topoplace
 grep -q "a policy named twice" "$tmp/err" && ok "twice named" || bad "--policies x,x: $(cat "$tmp/err")"
 expect 2 "simulate --trace with --jobs" $T simulate --trace "$tmp/one.csv" --jobs 5
