@@ -217,6 +217,24 @@ static tp_err_t load_xml(const char *path, const char *buf, size_t len,
 		*err_p = tp_asprintf("%s: file too large", path);
 		return TP_ERR_RANGE;
 	}
+	xml_version(buf, &major, &minor);
+	if (major == 3 && minor == 0 && hwloc_get_api_version() >> 16 < 3) {
+		/* hwloc 3's export, read as the 2.x file it differs from
+		 * in form only */
+		char *v2 = NULL;
+		size_t n2;
+		tp_err_t err = tp__hwloc_xml_v3_to_v2(buf, len, &v2, &n2);
+		if (err) {
+			*err_p = tp_asprintf("%s: %s", path,
+					     err == TP_ERR_NOMEM
+						 ? "out of memory"
+						 : "malformed hwloc 3.0 XML");
+			return err;
+		}
+		err = load_xml(path, v2, n2, topo_p, err_p);
+		tp_free(v2);
+		return err;
+	}
 	if (hwloc_topology_init(&topo) < 0) {
 		*err_p = tp_asprintf("%s: cannot create hwloc topology", path);
 		return TP_ERR_NOMEM;
@@ -229,7 +247,6 @@ static tp_err_t load_xml(const char *path, const char *buf, size_t len,
 		return TP_OK;
 	}
 	hwloc_topology_destroy(topo);
-	xml_version(buf, &major, &minor);
 	if (major > 2) {
 		unsigned api = hwloc_get_api_version();
 		*err_p = tp_asprintf("%s: hwloc %u.x cannot read this XML "

@@ -151,6 +151,13 @@ void tp__gpu_free_strings(tp_gpu_t *g);
 /* Drop groups and NVLink domains (before recomputing them). */
 void tp__fabric_free_derived(tp_fabric_t *f);
 
+/* hwloc 3.0's XML (buf, len bytes) in the 2.x format hwloc 2.x reads
+ * (hwloc_xml3.c says what changes), into *out_p (NUL-terminated,
+ * *outlen_p bytes before the NUL; tp_free it). TP_ERR_PARSE for a tag
+ * cut short or an attribute without a quoted value, TP_ERR_NOMEM. */
+tp_err_t tp__hwloc_xml_v3_to_v2(const char *buf, size_t len, char **out_p,
+				size_t *outlen_p);
+
 /* The per-array item limit of the fabric JSON loader,
  * TP_FABRIC_MAX_ITEMS; lowered only by the unit tests. */
 extern size_t tp__fabric_max_items;

@@ -217,7 +217,8 @@ tp_err_t tp_fabric_read_ibnd_cache(tp_fabric_t *f, const char *path);
 
 /* hwloc XML of one node; the host is created if the fabric lacks it.
  * Replaces the host's GPUs. TP_ERR_UNSUPPORTED without hwloc;
- * TP_ERR_FORMAT for XML that hwloc refuses (e.g. format 3.0). */
+ * TP_ERR_FORMAT for XML that hwloc refuses (a format after 3.0: hwloc
+ * 3.0's own is brought down to 2.x's first). */
 tp_err_t tp_fabric_read_node_hwloc(tp_fabric_t *f, const char *host,
 				   const char *path);
 /* NCCL topology (the NCCL_TOPO_FILE format, <system version="1">) from one
@@ -232,7 +233,7 @@ tp_err_t tp_fabric_read_node_hwloc(tp_fabric_t *f, const char *host,
  * receives a one-line "<path>: why" to free with tp_free() (NULL if even
  * that allocation failed). Returns TP_ERR_NOTFOUND when the file is
  * missing or holds no GPU and no OpenFabrics device (exported without I/O),
- * TP_ERR_FORMAT for XML hwloc refuses (format 3.0), TP_ERR_PARSE,
+ * TP_ERR_FORMAT for XML hwloc refuses (after 3.0), TP_ERR_PARSE,
  * TP_ERR_NOMEM, and TP_ERR_UNSUPPORTED when built without hwloc.
  * Warnings (NICs left for NCCL to fill) go to the log sink. Thread-safe
  * as long as the log sink is. Offline use only (CLI): hwloc's XML

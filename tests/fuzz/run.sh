@@ -25,7 +25,7 @@ seed() { # TARGET FILES...: copy the seeds that exist
 }
 
 all="ibnetdiscover fabric_json state_json plan_json trace_csv pconf request
-hostlist guid_map domain_map nvsmi compress decision"
+hostlist guid_map domain_map nvsmi compress decision hwloc3"
 if [ -n "$TP_FUZZ_RUNS" ]; then
 	case $TP_FUZZ_RUNS in
 	*[!0-9]* | '') echo "run.sh: TP_FUZZ_RUNS must be a count, not '$TP_FUZZ_RUNS'" >&2 && exit 2 ;;
@@ -52,6 +52,7 @@ run_one() {
 	nvsmi) seed $t "$data"/node-nvsmi-* ;;
 	compress) seed $t ;; # starts empty: the decoder's header is short
 	decision) seed $t "$src"/fuzz/seeds/decision.* ;;
+	hwloc3) seed $t "$src"/fuzz/seeds/hwloc3.* ;;
 	esac
 	rm -f "$work/$t.failed"
 	reg=$src/fuzz/regress/$t

@@ -586,11 +586,22 @@ expect 2 "missing file" $T discover --ibnetdiscover "$tmp/nope.txt" -o "$tmp/t.j
 echo '{"format":"topoplace-fabric/1"' >"$tmp/bad.json"
 expect 2 "corrupt fabric JSON" $T fabric show "$tmp/bad.json"
 grep -q "^topoplace: $tmp/bad.json: " "$tmp/err" && ok "corrupt JSON names the file" || bad "corrupt JSON: $(cat "$tmp/err")"
-mkdir -p "$tmp/x3"
-cp "$TP_FIXTURES/hwloc/hwloc-tests/v3.0-format/nvidiaDGX2.xml" "$tmp/x3/node001.xml"
+# hwloc 3's export (format 3.0) is read, as its 2.x twin; a later format is refused
+mkdir -p "$tmp/x3" "$tmp/x30"
+v31="$tmp/v31.xml"
+sed 's/<topology version="3.0">/<topology version="3.1">/' \
+	"$TP_FIXTURES/hwloc/hwloc-tests/v3.0-format/nvidiaDGX2.xml" >"$v31"
+cp "$v31" "$tmp/x3/node001.xml"
+cp "$TP_FIXTURES/hwloc/hwloc-tests/v3.0-format/nvidiaDGX2.xml" "$tmp/x30/node001.xml"
 if [ "$have_xml" = yes ]; then
-	expect 2 "hwloc XML format 3.0" $T discover --ibnetdiscover "$tmp/ft.net" --node-xml "$tmp/x3" -o "$tmp/t.json"
-	grep -q "node001.xml" "$tmp/err" && ok "3.0 error names the file" || bad "3.0 error: $(cat "$tmp/err")"
+	expect 2 "hwloc XML format 3.1" $T discover --ibnetdiscover "$tmp/ft.net" --node-xml "$tmp/x3" -o "$tmp/t.json"
+	grep -q "node001.xml: .*format 3.1" "$tmp/err" && ok "3.1 error names the file and format" ||
+		bad "3.1 error: $(cat "$tmp/err")"
+	expect 0 "hwloc XML format 3.0" $T discover -q --ibnetdiscover "$tmp/ft.net" --node-xml "$tmp/x30" \
+		-o "$tmp/t30.json"
+	$T fabric hosts "$tmp/t30.json" --json >"$tmp/t30.hosts"
+	jeq "$tmp/t30.hosts" '.[0].gpus' 16 "format 3.0: DGX-2's 16 GPUs"
+	[ -s "$tmp/err" ] && bad "format 3.0: hwloc printed: $(cat "$tmp/err")" || ok "format 3.0: nothing on stderr"
 fi
 # ---- nccl-topo: node hwloc XML -> NCCL_TOPO_FILE per host ----
 expect 0 "nccl-topo --help" $T nccl-topo --help
@@ -628,10 +639,10 @@ else
 	expect 0 "nccl-topo all three" $T nccl-topo -q --node-xml "$tmp/hx" -o "$tmp/nt3"
 	[ "$(grep -c '<nvlink ' "$tmp/nt3/elsewhere.xml")" -eq 96 ] && ok "DGX-2 NVLinks" || bad "DGX-2 NVLinks"
 	[ ! -s "$tmp/err" ] && ok "-q is quiet" || bad "-q printed: $(cat "$tmp/err")"
-	# A format 3.0 file fails with its name, the others are still written.
-	cp "$TP_FIXTURES/hwloc/hwloc-tests/v3.0-format/nvidiaDGX2.xml" "$tmp/hx/node003.xml"
+	# A format 3.1 file fails with its name, the others are still written.
+	cp "$v31" "$tmp/hx/node003.xml"
 	expect 2 "nccl-topo with a 3.0 file" $T nccl-topo --node-xml "$tmp/hx" -o "$tmp/nt4"
-	grep -q "node003.xml: .*format 3.0" "$tmp/err" && [ -s "$tmp/nt4/node001.xml" ] && [ ! -e "$tmp/nt4/node003.xml" ] &&
+	grep -q "node003.xml: .*format 3.1" "$tmp/err" && [ -s "$tmp/nt4/node001.xml" ] && [ ! -e "$tmp/nt4/node003.xml" ] &&
 		ok "3.0 named, others written" || bad "3.0: $(cat "$tmp/err")"
 	# An XML that crashes hwloc 2.9 in-process: named, the others written.
 	cp "$TP_TESTDATA/node-hwloc-no-nodeset.xml" "$tmp/hx/node004.xml"
@@ -645,11 +656,11 @@ else
 		bad "discover crash: $(cat "$tmp/err")"
 	# every bad file is named in one run; -k writes the fabric without them
 	cp "$TP_FIXTURES/hwloc/ParaStation-psmgmt/topo.jrc0386.xml" "$tmp/xc/node002.xml"
-	cp "$TP_FIXTURES/hwloc/hwloc-tests/v3.0-format/nvidiaDGX2.xml" "$tmp/xc/node003.xml"
+	cp "$v31" "$tmp/xc/node003.xml"
 	rm -f "$tmp/t.json"
 	expect 2 "discover -k with two bad node files" $T discover -k --ibnetdiscover "$tmp/ft.net" \
 		--node-xml "$tmp/xc" --gpus-per-host 2 -o "$tmp/t.json"
-	grep -q "node001.xml: hwloc crashed" "$tmp/err" && grep -q "node003.xml: .*format 3.0" "$tmp/err" &&
+	grep -q "node001.xml: hwloc crashed" "$tmp/err" && grep -q "node003.xml: .*format 3.1" "$tmp/err" &&
 		grep -q "1 more of 3 node files unreadable" "$tmp/err" && ok "discover -k names both bad files" ||
 		bad "discover -k: $(cat "$tmp/err")"
 	if [ -s "$tmp/t.json" ]; then

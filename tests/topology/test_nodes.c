@@ -327,38 +327,175 @@ static void test_hwloc_no_io(void **state)
 	tp_fabric_destroy(f);
 }
 
-/* <topology version="3.0"> in every file of v3.0-format/. */
-static void test_hwloc_v3_refused(void **state)
+/* The copy of fixture rel with its <topology version> made "3.1" (a
+ * format after hwloc 3.0's, which stays refused), in a temporary file:
+ * the path (free it, unlink the file), NULL when the fixture is absent. */
+static char *later_format(const char *rel)
 {
-	static const char *files[] = {
-	    "16intel64-manyVFs.xml",
-	    "32em64t-2n8c2t-pci-normalio.xml",
-	    "32em64t-2n8c2t-pci-wholeio.xml",
-	    "nvidia-dgx-gb10.xml",
-	    "nvidiaDGX2.xml",
+	const char *src = tp_test_fixture(rel);
+	char tmpl[] = "/tmp/tp-test-v31-XXXXXX";
+	char *buf = NULL, *v;
+	size_t len;
+	int fd;
+
+	if (!src)
+		return NULL;
+	assert_int_equal(tp_file_read(src, &buf, &len), TP_OK);
+	assert_non_null(v = strstr(buf, "<topology version=\"3.0\">"));
+	v[strlen("<topology version=\"3.")] = '1';
+	assert_true((fd = mkstemp(tmpl)) >= 0);
+	assert_int_equal(write(fd, buf, len), (ssize_t)len);
+	close(fd);
+	tp_free(buf);
+	return strdup(tmpl);
+}
+
+/* Every file of v3.0-format/ (hwloc 3's export) reads as its 2.x twin
+ * does: the same GPUs, models, bus ids, NUMA nodes, NICs and NVLink rate
+ * (the *_want checks above, on the 2.x files); GB10's, exported without
+ * I/O, as GH200's. A later format is refused naming it. */
+static void test_hwloc_v3(void **state)
+{
+	static const char *twins[] = {
+	    "16intel64-manyVFs.xml",	      "32em64t-2n8c2t-pci-normalio.xml",
+	    "32em64t-2n8c2t-pci-wholeio.xml", "nvidiaDGX2.xml",
 	    "power8gpudistances.xml",
 	};
 
 	(void)state;
 	HWLOC_OR_SKIP();
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		char rel[256];
-		snprintf(rel, sizeof(rel), "hwloc/hwloc-tests/v3.0-format/%s",
-			 files[i]);
-		TP_FIXTURE_OR_SKIP(path, rel);
+	for (size_t i = 0; i < sizeof(twins) / sizeof(twins[0]); i++) {
+		char r2[256], r3[256];
+		snprintf(r2, sizeof(r2), "hwloc/hwloc-tests/%s", twins[i]);
+		snprintf(r3, sizeof(r3), "hwloc/hwloc-tests/v3.0-format/%s",
+			 twins[i]);
+		TP_FIXTURE_OR_SKIP(p2, r2);
+		TP_FIXTURE_OR_SKIP(p3, r3);
 		tp_fabric_t *f = tp_fabric_create();
-		const char *e;
-
-		assert_int_equal(tp_fabric_read_node_hwloc(f, "n", path),
-				 TP_ERR_FORMAT);
-		e = tp_fabric_error(f);
-		assert_non_null(strstr(e, files[i]));
-		assert_non_null(strstr(e, "format 3.0"));
-		assert_non_null(strstr(e, "cannot read this XML"));
-		assert_null(strchr(e, '\n'));
-		/* Nothing half-built. */
-		assert_int_equal(tp_fabric_nhosts(f), 0);
+		assert_int_equal(tp_fabric_read_node_hwloc(f, "a", p2), TP_OK);
+		assert_int_equal(tp_fabric_read_node_hwloc(f, "b", p3), TP_OK);
+		const tp_host_t *a = host_of(f, "a"), *b = host_of(f, "b");
+		assert_int_equal(a->ngpus, b->ngpus);
+		for (size_t g = 0; g < a->ngpus; g++) {
+			const tp_gpu_t *x = &a->gpus[g], *y = &b->gpus[g];
+			assert_string_equal(x->pci ? x->pci : "",
+					    y->pci ? y->pci : "");
+			assert_string_equal(x->model ? x->model : "",
+					    y->model ? y->model : "");
+			assert_string_equal(x->nic ? x->nic : "",
+					    y->nic ? y->nic : "");
+			assert_int_equal(x->numa, y->numa);
+			assert_true(x->nvlink_gbps == y->nvlink_gbps);
+		}
+		assert_int_equal(tp_fabric_nwarnings(f), 0);
 		tp_fabric_destroy(f);
+		/* and as NCCL's topology, byte for byte */
+		char *x2 = NULL, *x3 = NULL;
+		assert_int_equal(tp_node_nccl_topo_from_hwloc(p2, &x2, NULL),
+				 TP_OK);
+		assert_int_equal(tp_node_nccl_topo_from_hwloc(p3, &x3, NULL),
+				 TP_OK);
+		assert_string_equal(x2, x3);
+		tp_free(x2);
+		tp_free(x3);
+	}
+	{
+		TP_FIXTURE_OR_SKIP(gb, "hwloc/hwloc-tests/v3.0-format/"
+				       "nvidia-dgx-gb10.xml");
+		tp_fabric_t *f = tp_fabric_create();
+		assert_int_equal(tp_fabric_read_node_hwloc(f, "n", gb), TP_OK);
+		assert_int_equal(host_of(f, "n")->ngpus, 0);
+		assert_int_equal(tp_fabric_nwarnings(f), 1);
+		assert_non_null(strstr(tp_fabric_warning(f, 0), "without I/O"));
+		tp_fabric_destroy(f);
+	}
+	char *v31 =
+	    later_format("hwloc/hwloc-tests/v3.0-format/nvidiaDGX2.xml");
+	if (!v31)
+		skip();
+	tp_fabric_t *f = tp_fabric_create();
+	assert_int_equal(tp_fabric_read_node_hwloc(f, "n", v31), TP_ERR_FORMAT);
+	const char *e = tp_fabric_error(f);
+	assert_non_null(strstr(e, v31));
+	assert_non_null(strstr(e, "format 3.1"));
+	assert_non_null(strstr(e, "cannot read this XML"));
+	assert_null(strchr(e, '\n'));
+	assert_int_equal(tp_fabric_nhosts(f), 0); /* nothing half-built */
+	tp_fabric_destroy(f);
+	unlink(v31);
+	free(v31);
+}
+
+/* The 3.0 -> 2.x text rewrite alone (no hwloc needed). */
+static void test_hwloc_v3_text(void **state)
+{
+	static const char in[] =
+	    "<?xml version=\"1.0\"?>\n"
+	    "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
+	    "<topology version=\"3.0\">\n"
+	    "  <object type=\"Machine\" os_index=\"0\" id=\"obj1\">\n"
+	    "    <!-- a <comment> with id=\"x\" -->\n"
+	    "    <object type=\"OSDev\" id=\"obj8\" name=\"nvml0\" "
+	    "osdev_type=\"12\"/>\n"
+	    "    <object type=\"OSDev\" name=\"usnic_0\" osdev_type=\"48\"/>\n"
+	    "    <object type=\"OSDev\" name=\"eth0\" osdev_type=\"16\"/>\n"
+	    "    <object type=\"OSDev\" name=\"card0\" osdev_type=\"4\"/>\n"
+	    "    <object type=\"OSDev\" name=\"sda\" osdev_type=\"1\"/>\n"
+	    "    <object type=\"OSDev\" name=\"dax0\" osdev_type=\"2\"/>\n"
+	    "    <object type=\"OSDev\" name=\"dma0\" osdev_type=\"64\"/>\n"
+	    "    <object type=\"OSDev\" name=\"new0\" osdev_type=\"128\"/>\n"
+	    "    <object type=\"PCIDev\" valid=\"a>b\" ids=\"1\"/>\n"
+	    "  </object>\n"
+	    "  <cpukind cpuset=\"0x3\">\n"
+	    "    <info name=\"FrequencyMaxMHz\" value=\"3900\"/>\n"
+	    "  </cpukind>\n"
+	    "  <info name=\"Architecture\" value=\"x86_64\"/>\n"
+	    "  <pci_locality domain=\"0x0\" bus_min=\"0x2b\" bus_max=\"0x3b\" "
+	    "cpuset=\"0x3\"/>\n"
+	    "</topology>\n";
+	static const char want[] =
+	    "<?xml version=\"1.0\"?>\n"
+	    "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
+	    "<topology version=\"2.0\">\n"
+	    "  <object type=\"Machine\" os_index=\"0\">\n"
+	    "<info name=\"Architecture\" value=\"x86_64\"/>\n"
+	    "    <!-- a <comment> with id=\"x\" -->\n"
+	    "    <object type=\"OSDev\" name=\"nvml0\" osdev_type=\"5\"/>\n"
+	    "    <object type=\"OSDev\" name=\"usnic_0\" osdev_type=\"3\"/>\n"
+	    "    <object type=\"OSDev\" name=\"eth0\" osdev_type=\"2\"/>\n"
+	    "    <object type=\"OSDev\" name=\"card0\" osdev_type=\"1\"/>\n"
+	    "    <object type=\"OSDev\" name=\"sda\" osdev_type=\"0\"/>\n"
+	    "    <object type=\"OSDev\" name=\"dax0\" osdev_type=\"6\"/>\n"
+	    "    <object type=\"OSDev\" name=\"dma0\" osdev_type=\"4\"/>\n"
+	    "    <object type=\"OSDev\" name=\"new0\" osdev_type=\"128\"/>\n"
+	    "    <object type=\"PCIDev\" valid=\"a>b\" ids=\"1\"/>\n"
+	    "  </object>\n"
+	    "  <cpukind cpuset=\"0x3\">\n"
+	    "    <info name=\"FrequencyMaxMHz\" value=\"3900\"/>\n"
+	    "  </cpukind>\n"
+	    "</topology>\n";
+	static const char *const bad[] = {
+	    "<topology version=\"3.0\"><object type=\"Machine\"", /* cut */
+	    "<topology version=\"3.0\"><object type=Machine/></topology>",
+	    "<topology version=\"3.0\"><object id=\"obj1/></topology>",
+	    "<topology version=\"3.0\"><info name=\"a\">x</info></topology>",
+	    "<topology version=\"3.0\"><!-- never closed",
+	};
+	char *out;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(tp__hwloc_xml_v3_to_v2(in, strlen(in), &out, &n),
+			 TP_OK);
+	assert_string_equal(out, want);
+	assert_int_equal(n, strlen(want));
+	tp_free(out);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		out = (char *)"untouched";
+		assert_int_equal(
+		    tp__hwloc_xml_v3_to_v2(bad[i], strlen(bad[i]), &out, &n),
+		    TP_ERR_PARSE);
+		assert_null(out);
 	}
 }
 
@@ -808,17 +945,16 @@ static void test_node_dir_nvsmi(void **state)
 static void test_node_dir_hwloc(void **state)
 {
 	static const char *const names[] = {"gpuA.xml", "gpuB.xml"};
-	char jwc[4096], v3[4096];
+	char jwc[4096], *v3;
 	char *dir;
 	tp_fabric_t *f;
 
 	(void)state;
 	HWLOC_OR_SKIP();
-	if (!tp_test_fixture("hwloc/hwloc-tests/v3.0-format/nvidiaDGX2.xml"))
+	/* a format hwloc 2.x refuses: 3.1 */
+	if (!(v3 =
+		  later_format("hwloc/hwloc-tests/v3.0-format/nvidiaDGX2.xml")))
 		skip();
-	snprintf(
-	    v3, sizeof(v3), "%s",
-	    tp_test_fixture("hwloc/hwloc-tests/v3.0-format/nvidiaDGX2.xml"));
 	snprintf(
 	    jwc, sizeof(jwc), "%s",
 	    tp_test_fixture("hwloc/ParaStation-psmgmt/topo.jwc09n003.xml"));
@@ -842,6 +978,8 @@ static void test_node_dir_hwloc(void **state)
 	tp_fabric_destroy(f);
 	remove_dir(dir, names, 2);
 	free(dir);
+	unlink(v3);
+	free(v3);
 }
 
 /* ---- NCCL topology from hwloc XML --------------------------------------- */
@@ -1118,9 +1256,13 @@ static void test_nccl_errors(void **state)
 		return;
 	}
 	{
-		TP_FIXTURE_OR_SKIP(
-		    v3, "hwloc/hwloc-tests/v3.0-format/nvidiaDGX2.xml");
-		expect_nccl_fail(v3, TP_ERR_FORMAT, "format 3.0");
+		char *v3 = later_format(
+		    "hwloc/hwloc-tests/v3.0-format/nvidiaDGX2.xml");
+		if (!v3)
+			skip();
+		expect_nccl_fail(v3, TP_ERR_FORMAT, "format 3.1");
+		unlink(v3);
+		free(v3);
 	}
 	{
 		TP_FIXTURE_OR_SKIP(
@@ -1378,7 +1520,8 @@ int main(void)
 	    cmocka_unit_test(test_hwloc_32em64t),
 	    cmocka_unit_test(test_hwloc_plafrim),
 	    cmocka_unit_test(test_hwloc_no_io),
-	    cmocka_unit_test(test_hwloc_v3_refused),
+	    cmocka_unit_test(test_hwloc_v3),
+	    cmocka_unit_test(test_hwloc_v3_text),
 	    cmocka_unit_test(test_hwloc_replace),
 	    cmocka_unit_test(test_hwloc_stub),
 	    cmocka_unit_test(test_hwloc_hostile),
