@@ -18,10 +18,13 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <hwloc.h>
 
@@ -258,21 +261,78 @@ static tp_err_t load_xml(const char *path, const char *buf, size_t len,
 	return TP_ERR_PARSE;
 }
 
-/* Read and load path; errors as load_xml. */
+/* hwloc writes some complaints to stderr itself ("hwloc: Topology does
+ * not contain any NUMA node, aborting!"), and a library must not print:
+ * the child's stderr goes to a memory file (fd returned, -1 when it
+ * cannot), whose last line joins a parse error instead. */
+static int capture_stderr(void)
+{
+	int fd = memfd_create("hwloc-stderr", 0);
+
+	if (fd < 0)
+		return -1;
+	fflush(stderr);
+	if (dup2(fd, STDERR_FILENO) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The last non-empty line written to fd, without hwloc's "hwloc: " and
+ * anything unprintable, cut to fit said (n > 1); false when none. */
+static bool last_said(int fd, char *said, size_t n)
+{
+	char buf[4096];
+	off_t end = lseek(fd, 0, SEEK_END);
+	off_t from =
+	    end > (off_t)sizeof(buf) - 1 ? end - (off_t)sizeof(buf) + 1 : 0;
+	ssize_t got = pread(fd, buf, sizeof(buf) - 1, from);
+	char *line, *nl;
+	size_t k = 0;
+
+	if (got <= 0)
+		return false;
+	buf[got] = '\0';
+	while (got > 0 && (buf[got - 1] == '\n' || buf[got - 1] == ' '))
+		buf[--got] = '\0';
+	nl = strrchr(buf, '\n');
+	line = nl ? nl + 1 : buf;
+	if (!strncmp(line, "hwloc: ", 7))
+		line += 7;
+	for (; *line && k + 1 < n; line++)
+		said[k++] = isprint((unsigned char)*line) ? *line : '?';
+	said[k] = '\0';
+	return k > 0;
+}
+
+/* Read and load path, in the child only (stderr is taken over); errors
+ * as load_xml, a parse error with what hwloc said. */
 static tp_err_t read_xml(const char *path, hwloc_topology_t *topo_p,
 			 char **err_p)
 {
 	char *buf = NULL;
 	size_t len;
 	tp_err_t err = tp_file_read(path, &buf, &len);
+	int said_fd;
+	char said[160];
 
 	if (err) {
 		*err_p = tp_asprintf("%s: cannot read: %s", path,
 				     tp_file_strerror(err));
 		return err;
 	}
+	said_fd = capture_stderr();
 	err = load_xml(path, buf, len, topo_p, err_p);
 	tp_free(buf);
+	if (err == TP_ERR_PARSE && *err_p && said_fd >= 0 &&
+	    last_said(said_fd, said, sizeof(said))) {
+		char *m = tp_asprintf("%s (hwloc: %s)", *err_p, said);
+		if (m) {
+			tp_free(*err_p);
+			*err_p = m;
+		}
+	}
 	return err;
 }
 

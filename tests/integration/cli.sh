@@ -639,6 +639,14 @@ else
 	expect 0 "nccl-topo all three" $T nccl-topo -q --node-xml "$tmp/hx" -o "$tmp/nt3"
 	[ "$(grep -c '<nvlink ' "$tmp/nt3/elsewhere.xml")" -eq 96 ] && ok "DGX-2 NVLinks" || bad "DGX-2 NVLinks"
 	[ ! -s "$tmp/err" ] && ok "-q is quiet" || bad "-q printed: $(cat "$tmp/err")"
+	# what hwloc prints itself joins the one error line: nothing else on stderr
+	mkdir -p "$tmp/nn"
+	printf '%s\n' '<topology version="2.0">' \
+		'<object type="Machine" os_index="0" cpuset="0x1" complete_cpuset="0x1" allowed_cpuset="0x1" nodeset="0x1" complete_nodeset="0x1" allowed_nodeset="0x1"><object type="PU" os_index="0" cpuset="0x1" complete_cpuset="0x1" nodeset="0x1" complete_nodeset="0x1"/></object>' \
+		'</topology>' >"$tmp/nn/node001.xml"
+	expect 2 "nccl-topo: an XML hwloc complains about" $T nccl-topo -q --node-xml "$tmp/nn" -o "$tmp/nnt"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "node001.xml: hwloc cannot parse this XML (hwloc: Topology does not contain any NUMA node" "$tmp/err" &&
+		ok "hwloc's complaint in the one error line" || bad "hwloc's complaint: $(cat "$tmp/err")"
 	# A format 3.1 file fails with its name, the others are still written.
 	cp "$v31" "$tmp/hx/node003.xml"
 	expect 2 "nccl-topo with a 3.0 file" $T nccl-topo --node-xml "$tmp/hx" -o "$tmp/nt4"

@@ -560,6 +560,15 @@ static void test_hwloc_hostile(void **state)
 {
 	static const char garbage[] = "\x7f"
 				      "ELF\x02\x01\x01\0\0\0binary";
+	static const char no_numa[] =
+	    "<topology version=\"2.0\">\n"
+	    "<object type=\"Machine\" os_index=\"0\" cpuset=\"0x1\" "
+	    "complete_cpuset=\"0x1\" allowed_cpuset=\"0x1\" nodeset=\"0x1\" "
+	    "complete_nodeset=\"0x1\" allowed_nodeset=\"0x1\">"
+	    "<object type=\"PU\" os_index=\"0\" cpuset=\"0x1\" "
+	    "complete_cpuset=\"0x1\" nodeset=\"0x1\" "
+	    "complete_nodeset=\"0x1\"/></object>\n"
+	    "</topology>\n";
 	char *bin;
 
 	(void)state;
@@ -581,6 +590,14 @@ static void test_hwloc_hostile(void **state)
 	bin = write_tmp(garbage, sizeof(garbage));
 	expect_fail(tp_fabric_read_node_hwloc, bin, TP_ERR_PARSE,
 		    "hwloc cannot parse");
+	unlink(bin);
+	free(bin);
+	/* What hwloc prints itself joins the one line (expect_fail checks
+	 * for no newline). */
+	bin = write_tmp(no_numa, sizeof(no_numa) - 1);
+	expect_fail(tp_fabric_read_node_hwloc, bin, TP_ERR_PARSE,
+		    "hwloc cannot parse this XML (hwloc: Topology does not "
+		    "contain any NUMA node");
 	unlink(bin);
 	free(bin);
 }
