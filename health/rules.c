@@ -281,7 +281,15 @@ void tp_health_saturated_since(const tp_health_port_t *prev,
 {
 	uint32_t at_max = 0;
 
-	for (int c = 0; c < TP_HC_FIRST_DATA && cur->counters; c++) {
+	/* Not read this sweep (link down, node or PMA reply lost): nothing
+	 * new is known, keep what was. Never read yet: the first reading
+	 * stands for the first sweep. */
+	if (!cur->counters) {
+		cur->sat_old =
+		    prev ? prev->sat_old : (1u << TP_HC_FIRST_DATA) - 1;
+		return;
+	}
+	for (int c = 0; c < TP_HC_FIRST_DATA; c++) {
 		bool s = false;
 		tp_health_counter_delta(0, cur->c[c], counters[c].bits, &s);
 		at_max |= s ? 1u << c : 0;

@@ -48,9 +48,10 @@
  *     "saturated"; one at its maximum in both sweeps counts nothing more
  *     and keeps an alarm at x0.75 ("symbol_errors saturated, not
  *     counting") until it is cleared, unless it was at its maximum since
- *     the monitor's first sweep (prev's sat_old). A data counter read 64-bit in
- * one sweep and 32-bit in the other (PortCountersExtended lost once) gives no
- * delta.
+ *     the monitor's first sweep (prev's sat_old; a sweep that read no
+ *     counters from the port keeps it, tp_health_saturated_since). A data
+ *     counter read 64-bit in one sweep and 32-bit in the other
+ *     (PortCountersExtended lost once) gives no delta.
  *  5. Utilisation (never lowers health): PortXmitData per direction (in
  *     4-byte words, PortCountersExtended where the port answers it, else
  *     the 32-bit PortCounters field) x 32 bits / interval / cabled Gb/s.
@@ -351,7 +352,10 @@ bool tp_health_state_other_fabric(const char *old, const tp_fabric_t *f);
 
 /* cur->sat_old from the previous sweep's end (prev; NULL at the first
  * sweep): the basic counters at their maximum now that were at it at the
- * first sweep and every sweep since. Rule 4 keeps no alarm for those. */
+ * first sweep and every sweep since. Rule 4 keeps no alarm for those. A
+ * sweep that read no counters from the end (cur->counters false: link
+ * down, node or PMA reply lost) keeps prev's bits; an end not read at the
+ * first sweep takes its first reading as that sweep's. */
 void tp_health_saturated_since(const tp_health_port_t *prev,
 			       tp_health_port_t *cur);
 tp_err_t tp_health_state_json(const char *old, const tp_fabric_t *f,

@@ -277,6 +277,60 @@ static void test_reset_no_alarm(void **unused)
 	assert_false(out.alarm);
 }
 
+/* Rule 4's "at its maximum since the monitor's first sweep" survives a
+ * sweep that read no counters from the end (link down, node or PMA reply
+ * lost): after a flap the old saturation is still no news. */
+static void test_saturated_old_across_gap(void **unused)
+{
+	tp_health_port_t s1[2], s2[2], s3[2], s4[2];
+	tp_health_link_t out;
+
+	(void)unused;
+	link_ok(s1);
+	s1[1].c[TP_HC_SYMBOL_ERR] = 65535;
+	tp_health_saturated_since(NULL, &s1[0]);
+	tp_health_saturated_since(NULL, &s1[1]);
+	/* the link goes down: the CA end's PMA is not asked */
+	link_ok(s2);
+	s2[0].up = false;
+	memset(&s2[1], 0, sizeof(s2[1]));
+	tp_health_saturated_since(&s1[0], &s2[0]);
+	tp_health_saturated_since(&s1[1], &s2[1]);
+	assert_true(s2[1].sat_old & (1u << TP_HC_SYMBOL_ERR));
+	/* back up, the counter still at its maximum, two sweeps running */
+	link_ok(s3);
+	s3[1].c[TP_HC_SYMBOL_ERR] = 65535;
+	tp_health_saturated_since(&s2[0], &s3[0]);
+	tp_health_saturated_since(&s2[1], &s3[1]);
+	eval(s2, s3, 1, &out);
+	assert_false(out.alarm);
+	link_ok(s4);
+	s4[1].c[TP_HC_SYMBOL_ERR] = 65535;
+	tp_health_saturated_since(&s3[0], &s4[0]);
+	tp_health_saturated_since(&s3[1], &s4[1]);
+	eval(s3, s4, 1, &out);
+	assert_false(out.alarm);
+	assert_true(out.health == 1);
+	assert_string_equal(out.reason, "ok");
+	/* an end first read after the monitor's first sweep: what that first
+	 * reading finds at its maximum is old news too */
+	memset(&s1[1], 0, sizeof(s1[1]));
+	tp_health_saturated_since(NULL, &s1[1]);
+	tp_health_saturated_since(&s1[1], &s3[1]);
+	tp_health_saturated_since(&s3[1], &s4[1]);
+	eval(s3, s4, 1, &out);
+	assert_false(out.alarm);
+	/* a counter cleared after the gap and saturating again is news */
+	s3[1].c[TP_HC_SYMBOL_ERR] = 0;
+	tp_health_saturated_since(&s2[1], &s3[1]);
+	tp_health_saturated_since(&s3[1], &s4[1]);
+	assert_false(s4[1].sat_old & (1u << TP_HC_SYMBOL_ERR));
+	s3[1] = s4[1];
+	eval(s3, s4, 1, &out);
+	assert_true(out.alarm);
+	assert_non_null(strstr(out.reason, "symbol_errors saturated, not"));
+}
+
 static void test_utilisation(void **unused)
 {
 	tp_health_port_t prev[2], cur[2];
@@ -944,6 +998,7 @@ int main(void)
 	    cmocka_unit_test(test_each_error_rule),
 	    cmocka_unit_test(test_error_levels),
 	    cmocka_unit_test(test_reset_no_alarm),
+	    cmocka_unit_test(test_saturated_old_across_gap),
 	    cmocka_unit_test(test_utilisation),
 	    cmocka_unit_test(test_no_false_alarm),
 	    cmocka_unit_test(test_state_json),

@@ -13,6 +13,12 @@
 # walk left the host without a LID, so no sweep could ask it and the
 # link stayed at "b end up but not answering" until the next walk (300 s
 # at the monitor's default; bench_health_select.sh once waited > 30 s).
+# The host's SymbolErrorCounter is at its maximum before the monitor
+# starts (rule 4: old news) and stays there: the link must stay healthy
+# after the ReLink too. Before that fix the sweeps that could not read
+# the host's counters (link down) lost the "at its maximum since the
+# first sweep" mark, and a sweep after the ReLink put the link at 0.75,
+# "symbol_errors saturated, not counting", for good.
 # Needs ibsim-utils, libumad2sim0, opensm, jq and a build with libibmad;
 # exits 77 (skip) without them.
 set -eu
@@ -25,6 +31,14 @@ leaf1=$(jq -r '.switches[] | select(.desc == "leaf01") | .guid' "$tmp/live.json"
 	sed 's/^0x/S-/')
 l11=$(ibsim_link '.a == "leaf01:1"')
 [ -n "$l11" ] || { bad "no link leaf01:1 in the model"; finish; }
+# the CA at leaf01:1, as ibsim's console names it
+host1=$(jq -r '(.switches | map(.desc) | index("leaf01")) as $s |
+	.cas[.links[] | select(.[0] == "switch" and .[1] == $s and .[2] == 1 and
+	.[3] == "ca") | .[4]].guid' "$tmp/live.json" | sed 's/^0x/H-/')
+case $host1 in
+H-*) ibsim_con "PerformanceSet \"$host1\"[1] PortCounters.SymbolErrorCounter=65535" ;;
+*) bad "no CA at leaf01:1 in the model: '$host1'"; finish ;;
+esac
 
 state=$tmp/state.json
 ibsim_monitor 120 "$state" "$tmp/h.prom" "$T" monitor --fabric "$tmp/live.json" \
@@ -66,5 +80,9 @@ back=$((($(date +%s%N) - t0) / 1000000))
 [ "$back" -le 3000 ] &&
 	ok "ReLink after a walk with the cable down: link $l11 healthy in $back ms (<= 3000 ms)" ||
 	bad "ReLink after a walk with the cable down: link $l11 healthy after $back ms (> 3000 ms; at 3 s: $why)"
+sleep 3 # three more sweeps with the host's counters read again
+jq -e "$healthy" "$state" >/dev/null &&
+	ok "link $l11 still healthy 3 s after the ReLink (old saturated counter)" ||
+	bad "link $l11 degraded after the ReLink: $(jq -c ".links | map(select(.link == $l11))" "$state")"
 [ "$failures" -eq 0 ] || { echo "--- monitor stderr"; tail -20 "$tmp/mon.err"; }
 finish
