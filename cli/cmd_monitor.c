@@ -569,8 +569,8 @@ static bool write_state_locked(const run_t *r, const char *path)
 	if (err == TP_ERR_PARSE) {
 		/* Not ours to repair, but the placement must not keep stale
 		 * health: start the file afresh and say so. */
-		tp_cli_err("warning: %s: not a JSON object; rewritten with "
-			   "link health only",
+		tp_cli_err("warning: %s: not one JSON object with unique "
+			   "keys; rewritten with link health only",
 			   path);
 		err = tp_health_state_json(NULL, r->f, r->links, &json);
 	}

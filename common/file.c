@@ -157,3 +157,13 @@ size_t tp_text_bom(const char *buf, size_t len)
 {
 	return len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
 }
+
+size_t tp_json_space(const char *buf, size_t len)
+{
+	size_t n = 0;
+
+	while (n < len && (buf[n] == ' ' || buf[n] == '\t' || buf[n] == '\n' ||
+			   buf[n] == '\r'))
+		n++;
+	return n;
+}

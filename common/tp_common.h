@@ -203,6 +203,12 @@ tp_err_t tp_file_read(const char *path, char **buf_p, size_t *len_p);
 /* The bytes of a text of len bytes at buf to skip for its UTF-8 byte order
  * mark (a file saved by a Windows editor): 3 or 0. */
 size_t tp_text_bom(const char *buf, size_t len);
+/* The bytes of JSON white space (RFC 8259: space, tab, LF, CR) at the
+ * start of the len bytes at buf. A reader whose parser stopped after the
+ * value at buf + off (cJSON_ParseWithLengthOpts' end) takes anything at
+ * off + tp_json_space(buf + off, len - off) < len as text after the
+ * document: not valid JSON there. */
+size_t tp_json_space(const char *buf, size_t len);
 /* Open path for reading the way a daemon must: without waiting (a FIFO's
  * open does not block) and only when it is a regular file. On TP_OK *fd_p
  * is a blocking, close-on-exec descriptor the caller closes, and *size_p

@@ -115,6 +115,39 @@ static cJSON *link_entry(const cJSON *old, size_t l, const tp_health_link_t *h,
 	return o;
 }
 
+/* o holds a key twice (cJSON would take the first). */
+static bool dup_key(const cJSON *o)
+{
+	for (const cJSON *a = o ? o->child : NULL; a; a = a->next)
+		for (const cJSON *b = o->child; b != a; b = b->next)
+			if (!strcmp(a->string, b->string))
+				return true;
+	return false;
+}
+
+/* old's value, NULL when it is no JSON. *damaged_p: text other than
+ * white space after it, or a key given twice at the top or in a "links"
+ * entry, which the state loader refuses; the value is still returned so
+ * that its "format" can be told (a foreign file is never rewritten). */
+static cJSON *parse_old(const char *old, bool *damaged_p)
+{
+	const char *end = NULL;
+	cJSON *root = cJSON_ParseWithOpts(old, &end, false);
+	const cJSON *it;
+
+	*damaged_p = false;
+	if (!root)
+		return NULL;
+	*damaged_p = end[tp_json_space(end, strlen(end))] != '\0' ||
+		     (cJSON_IsObject(root) && dup_key(root));
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(root, "links"))
+	{
+		if (cJSON_IsObject(it) && dup_key(it))
+			*damaged_p = true;
+	}
+	return root;
+}
+
 /* TP_OK when root may be rewritten as link state: no "format", or
  * topoplace-state/1. */
 static tp_err_t state_format(const cJSON *root)
@@ -142,8 +175,9 @@ static bool other_fabric(const cJSON *root, const tp_fabric_t *f)
 
 bool tp_health_state_other_fabric(const char *old, const tp_fabric_t *f)
 {
-	cJSON *root = old && f ? cJSON_Parse(old) : NULL;
-	bool other = cJSON_IsObject(root) && other_fabric(root, f);
+	bool damaged;
+	cJSON *root = old && f ? parse_old(old, &damaged) : NULL;
+	bool other = cJSON_IsObject(root) && !damaged && other_fabric(root, f);
 
 	cJSON_Delete(root);
 	return other;
@@ -151,10 +185,14 @@ bool tp_health_state_other_fabric(const char *old, const tp_fabric_t *f)
 
 tp_err_t tp_health_state_check(const char *old, char **format_p)
 {
-	cJSON *root = cJSON_Parse(old);
+	bool damaged;
+	cJSON *root = old ? parse_old(old, &damaged) : NULL;
 	tp_err_t err = !root		       ? TP_ERR_PARSE
 		       : !cJSON_IsObject(root) ? TP_ERR_PARSE
 					       : state_format(root);
+
+	if (!err && damaged)
+		err = TP_ERR_PARSE;
 
 	if (err == TP_ERR_FORMAT && format_p) {
 		const cJSON *fmt =
@@ -170,10 +208,10 @@ tp_err_t tp_health_state_json(const char *old, const tp_fabric_t *f,
 			      const tp_health_link_t *links, char **json_p)
 {
 	size_t nl = tp_fabric_nlinks(f);
-	cJSON *root = old ? cJSON_Parse(old) : cJSON_CreateObject();
+	bool damaged = false, nomem = false;
+	cJSON *root = old ? parse_old(old, &damaged) : cJSON_CreateObject();
 	cJSON *arr = NULL;
 	const cJSON **by = NULL;
-	bool nomem = false;
 	tp_err_t err = TP_ERR_NOMEM;
 
 	if (!root)
@@ -182,8 +220,13 @@ tp_err_t tp_health_state_json(const char *old, const tp_fabric_t *f,
 		err = TP_ERR_PARSE;
 		goto out;
 	}
+	/* another format first: a damaged foreign file is still not ours */
 	if ((err = state_format(root)))
 		goto out;
+	if (damaged) {
+		err = TP_ERR_PARSE;
+		goto out;
+	}
 	/* written for another fabric: none of its link entries is ours */
 	if (other_fabric(root, f))
 		cJSON_DeleteItemFromObjectCaseSensitive(root, "links");

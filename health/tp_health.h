@@ -338,11 +338,13 @@ const char *tp_health_sweep_error(const tp_health_sweep_t *s);
  * (tp_fabric_links_digest_hex: a reader on another fabric refuses the
  * file); its other fields are kept. A
  * "reason" is ignored by the state loader. TP_ERR_PARSE when old is not a
- * JSON object, TP_ERR_FORMAT when it names another "format" than
- * topoplace-state/1 (a fabric model, say: not rewritten); the caller names
- * the file. tp_health_state_check(old) answers the same question alone
- * (TP_OK, TP_ERR_PARSE, TP_ERR_FORMAT with the format found into
- * *format_p when not NULL, freed with tp_free), before any sweep. */
+ * JSON object, or is one the state loader refuses (text after it, a key
+ * given twice at its top or in a "links" entry), TP_ERR_FORMAT when it
+ * names another "format" than topoplace-state/1 (a fabric model, say: not
+ * rewritten, whatever follows it); the caller names the file.
+ * tp_health_state_check(old) answers the same question alone (TP_OK,
+ * TP_ERR_PARSE, TP_ERR_FORMAT with the format found into *format_p when not
+ * NULL, freed with tp_free), before any sweep. */
 tp_err_t tp_health_state_check(const char *old, char **format_p);
 /* old (a state file's text) carries a "links_digest" other than f's: it
  * was written for another fabric, and tp_health_state_json drops its

@@ -707,20 +707,27 @@ typedef struct loader {
 	tp_first_error(&(ld_)->err, (ld_)->name, (code_), __VA_ARGS__)
 
 /* Strict: a misspelt key would otherwise silently mean "healthy" or
- * "free", which is the wrong way to fail for a placement input. */
+ * "free", which is the wrong way to fail for a placement input; a key
+ * given twice (cJSON takes the first) leaves unknown which was meant. */
 static tp_err_t only_keys(loader_t *ld, const cJSON *o, const char *where,
 			  const char *const *keys)
 {
 	const cJSON *it;
+	uint32_t seen = 0;
 
 	cJSON_ArrayForEach(it, o)
 	{
-		bool known = false;
-		for (const char *const *k = keys; *k; k++)
-			known |= strcmp(it->string, *k) == 0;
-		if (!known)
+		size_t k = 0;
+		while (keys[k] && strcmp(it->string, keys[k]) != 0)
+			k++;
+		if (!keys[k])
 			return lfail(ld, TP_ERR_PARSE, "%s%s%s: unknown key",
 				     where, *where ? "." : "", it->string);
+		if (seen & 1u << k)
+			return lfail(ld, TP_ERR_PARSE,
+				     "%s%s%s: key given twice", where,
+				     *where ? "." : "", it->string);
+		seen |= 1u << k;
 	}
 	return TP_OK;
 }
@@ -1017,14 +1024,21 @@ static tp_err_t load_text(loader_t *ld, const char *buf, size_t len,
 			  tp_state_t **s_p)
 {
 	const char *end = NULL;
+	size_t at;
 	cJSON *root;
 	tp_err_t err;
 
+	/* the parser stops after the first value: text after it is no
+	 * state file either (two writers' files run together) */
 	root = cJSON_ParseWithLengthOpts(buf, len, &end, false);
-	if (!root)
+	at = end && end >= buf && end <= buf + len ? (size_t)(end - buf) : 0;
+	if (root)
+		at += tp_json_space(buf + at, len - at);
+	if (!root || at < len) {
+		cJSON_Delete(root);
 		return lfail(ld, TP_ERR_PARSE, "not valid JSON near byte %zu",
-			     end && end >= buf ? (size_t)(end - buf)
-					       : (size_t)0);
+			     at);
+	}
 	ld->s = tp_state_create(ld->f);
 	ld->host_job = tp_calloc(tp_fabric_nhosts(ld->f) + 1, sizeof(size_t));
 	ld->link_at = tp_calloc(tp_fabric_nlinks(ld->f) + 1, sizeof(size_t));

@@ -493,6 +493,22 @@ static void test_strtrim(void **state)
 	assert_string_equal(tp_strtrim(c), "x");
 }
 
+static void test_json_space(void **state)
+{
+	(void)state;
+	assert_int_equal(tp_json_space(" \t\r\n}", 5), 4);
+	assert_int_equal(tp_json_space("  ", 2), 2);
+	assert_int_equal(tp_json_space("x ", 2), 0);
+	assert_int_equal(tp_json_space("", 0), 0);
+	/* not JSON white space: NUL, form feed, vertical tab, NBSP */
+	assert_int_equal(tp_json_space(" \0", 2), 1);
+	assert_int_equal(tp_json_space(" \f", 2), 1);
+	assert_int_equal(tp_json_space("\v", 1), 0);
+	assert_int_equal(tp_json_space("\xc2\xa0", 2), 0);
+	/* no further than len */
+	assert_int_equal(tp_json_space("   ", 1), 1);
+}
+
 static void test_file_read(void **state)
 {
 	char path[] = "/tmp/tp-test-common-XXXXXX";
@@ -955,6 +971,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_guid),
 	    cmocka_unit_test(test_parse_bytes),
 	    cmocka_unit_test(test_strtrim),
+	    cmocka_unit_test(test_json_space),
 	    cmocka_unit_test(test_file_read),
 	    cmocka_unit_test(test_file_read_regular),
 	    cmocka_unit_test(test_alloc_failure_expand),

@@ -477,6 +477,25 @@ static void test_state_json(void **unused)
 			 TP_ERR_PARSE);
 	assert_int_equal(tp_health_state_json("{trunc", f, h, &json),
 			 TP_ERR_PARSE);
+	/* one the state loader refuses (text after the object, a key given
+	 * twice) is no object to keep fields of: the monitor starts afresh */
+	static const char *const damaged[] = {
+	    "{\"format\":\"topoplace-state/1\",\"down\":[]} garbage {",
+	    "{\"down\":[]}{\"down\":[]}",
+	    "{\"format\":\"topoplace-state/1\",\"links\":[],\"links\":[]}",
+	    "{\"links\":[{\"link\":0,\"health\":0,\"health\":1}]}",
+	};
+	for (size_t i = 0; i < sizeof(damaged) / sizeof(damaged[0]); i++) {
+		assert_int_equal(tp_health_state_json(damaged[i], f, h, &json),
+				 TP_ERR_PARSE);
+		assert_int_equal(tp_health_state_check(damaged[i], NULL),
+				 TP_ERR_PARSE);
+	}
+	assert_int_equal(
+	    tp_health_state_json("{\"down\":[]} \r\n\t", f, h, &json), TP_OK);
+	tp_free(json);
+	assert_false(
+	    tp_health_state_other_fabric("{\"links_digest\":\"0123\"} x", f));
 	/* another format (a fabric model given by mistake) is not merged
 	 * into: its cables would be replaced by link health */
 	assert_int_equal(tp_health_state_json(
@@ -484,6 +503,14 @@ static void test_state_json(void **unused)
 			     f, h, &json),
 			 TP_ERR_FORMAT);
 	assert_int_equal(tp_health_state_json("{\"format\":7}", f, h, &json),
+			 TP_ERR_FORMAT);
+	/* ... whatever follows it */
+	assert_int_equal(
+	    tp_health_state_json("{\"format\":\"topoplace-fabric/1\"} x", f, h,
+				 &json),
+	    TP_ERR_FORMAT);
+	assert_int_equal(tp_health_state_check(
+			     "{\"format\":\"topoplace-fabric/1\"} x", NULL),
 			 TP_ERR_FORMAT);
 	free(h);
 	tp_fabric_destroy(f);

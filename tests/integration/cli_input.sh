@@ -62,6 +62,24 @@ done
 printf 'FabricFile=ft.json\n' >"$tmp/rel.conf"
 expect 0 "config --check with a FabricFile beside it" $T config --check "$tmp/rel.conf"
 
+# ---- a state file with text after its object or a key given twice: an
+# error naming the byte or the key, as place --state and LinkState= read it
+printf '{"format":"topoplace-state/1","links":[{"link":0,"health":0}]} garbage {\n' >"$tmp/trail.json"
+printf '{"format":"topoplace-state/1","links":[{"link":0,"health":0}],"links":[{"link":1,"health":0.5}]}\n' >"$tmp/dup.json"
+printf '{"format":"topoplace-state/1","links":[{"link":0,"health":0,"health":1}]}\n' >"$tmp/dup2.json"
+for c in "trail.json:not valid JSON near byte 63" "dup.json:links: key given twice" \
+	"dup2.json:links[0].health: key given twice"; do
+	f=${c%%:*} why=${c#*:}
+	expect 2 "place --state $f" $T place --fabric "$tmp/ft.json" --state "$tmp/$f" --request nodes=2
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qF "$f: $why" "$tmp/err" &&
+		ok "place --state $f: one line, $why" || bad "place --state $f: $(cat "$tmp/err")"
+	printf 'FabricFile=%s\nLinkState=%s\n' "$tmp/ft.json" "$tmp/$f" >"$tmp/ls.conf"
+	expect 2 "config --check LinkState=$f" $T config --check "$tmp/ls.conf"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "ls.conf: LinkState: " "$tmp/err" &&
+		grep -qF "$f: $why" "$tmp/err" &&
+		ok "LinkState=$f: one line, $why" || bad "LinkState=$f: $(cat "$tmp/err")"
+done
+
 # ---- fabric JSON: cables the fabric cannot hold ----
 jq -c '.links[0] = ["switch",0,1,"switch",0,1,4,100,true]' "$tmp/ft.json" >"$tmp/self.json"
 expect 2 "a cable from a port to itself" $T fabric show "$tmp/self.json"

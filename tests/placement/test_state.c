@@ -530,6 +530,24 @@ static void test_state_json_errors(void **unused)
 	    {"{\"format\":\"topoplace-state/1\",", TP_ERR_PARSE,
 	     "not valid JSON near byte 29"},
 	    {"", TP_ERR_PARSE, "not valid JSON near byte 0"},
+	    /* the parser stops after the first value: what follows is not
+	     * ignored */
+	    {"{\"format\":\"topoplace-state/1\",\"links\":[{\"link\":0,"
+	     "\"health\":0}]} garbage {",
+	     TP_ERR_PARSE, "not valid JSON near byte 63"},
+	    {"{\"format\":\"topoplace-state/1\"}\n{\"format\":"
+	     "\"topoplace-state/1\"}\n",
+	     TP_ERR_PARSE, "not valid JSON near byte 31"},
+	    /* a key given twice: which one the writer meant is unknown */
+	    {"{\"format\":\"topoplace-state/1\",\"links\":[{\"link\":0,"
+	     "\"health\":0}],\"links\":[{\"link\":1,\"health\":0.5}]}",
+	     TP_ERR_PARSE, "links: key given twice"},
+	    {"{\"format\":\"topoplace-state/1\",\"links\":[{\"link\":0,"
+	     "\"health\":0,\"health\":1}]}",
+	     TP_ERR_PARSE, "links[0].health: key given twice"},
+	    {"{\"format\":\"topoplace-state/1\",\"jobs\":[{\"id\":1,"
+	     "\"hosts\":{},\"id\":2}]}",
+	     TP_ERR_PARSE, "jobs[0].id: key given twice"},
 	};
 	tp_fabric_t *f = fat_tree(false);
 
@@ -550,6 +568,18 @@ static void test_state_json_errors(void **unused)
 		assert_non_null(err);
 		assert_string_equal(err, want);
 		tp_free(err);
+	}
+	{
+		/* JSON white space after the object is fine */
+		char *path = write_tmp("{\"format\":\"topoplace-state/1\","
+				       "\"links\":[{\"link\":1,\"health\":0."
+				       "5}]} \r\n\t\n"),
+		     *err = NULL;
+		tp_state_t *s = NULL;
+		assert_int_equal(tp_state_load_json(f, path, &s, &err), TP_OK);
+		assert_true(tp_state_link_health(s, 1) == 0.5);
+		tp_state_destroy(s);
+		unlink(path);
 	}
 	{
 		char *err = NULL;
