@@ -119,7 +119,8 @@ command -v jq >/dev/null 2>&1 || skip_all "jq not installed (contrib/install-dep
 # MON_PID (a monitor started by the caller, if any), then ibsim, then run
 # THEN (default: remove $tmp; cluster_cleanup for a test with a cluster).
 # The monitor goes first and gets a second signal: a umad2sim client whose
-# ibsim is gone blocks for ever.
+# ibsim is gone blocks for ever. TP_IBSIM_NO_SM=1: no opensm (no LIDs);
+# ibsim_sm starts it later.
 ibsim_sm_up() {
 	for c in ibsim opensm jq timeout; do
 		command -v $c >/dev/null 2>&1 || skip_all "$c not installed"
@@ -133,7 +134,11 @@ ibsim_sm_up() {
 		skip_all "ibsim did not start"
 	. "$tmp/ibsim.env"
 	export IBSIM_SOCKNAME UMAD2SIM
-	# opensm: LIDs for LID-routed queries (PMA), routes while links change
+	[ "${TP_IBSIM_NO_SM:-0}" = 1 ] || ibsim_sm
+}
+# ibsim_sm: opensm on the ibsim of ibsim_sm_up: LIDs for LID-routed
+# queries (PortInfo, PMA), routes while links change
+ibsim_sm() {
 	"$IBSIM_RUN" sm "$IBSIM_DIR" >"$tmp/sm.err" 2>&1 ||
 		skip_all "opensm did not come up: $(cat "$tmp/sm.err")"
 }
