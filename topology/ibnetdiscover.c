@@ -54,6 +54,9 @@ struct parser {
 	/* GUID -> port count its header(s) declare (the highest), from the
 	 * first pass: [0] switches, [1] CAs */
 	tp_u64map_t hdr_ports[2];
+	/* GUID -> the first line naming it, from the first pass: [0] as a
+	 * switch, [1] as a CA */
+	tp_u64map_t named[2];
 
 	enum blk blk;
 	uint32_t cur;      /* node of the current block (build pass) */
@@ -448,6 +451,30 @@ static tp_err_t cable(struct parser *ps, tp_node_kind_t ka, uint32_t a,
 	return err ? nomem(ps) : TP_OK;
 }
 
+/* A GUID names one node: a switch and a CA sharing one (an edited dump,
+ * a GUID pasted into the wrong line) would be cabled to itself, and the
+ * fabric written could not be compared with the dump it came from. Noted
+ * for every switch and CA a line names, in the first pass (routers are
+ * not modelled). */
+static tp_err_t guid_named(struct parser *ps, tp_node_kind_t kind,
+			   uint64_t guid)
+{
+	int k = kind != TP_NODE_SWITCH;
+	uint32_t line = tp_u64map_get(&ps->named[!k], guid);
+
+	if (line != TP_MAP_NONE)
+		return tp__fabric_fail(
+		    ps->f, TP_ERR_PARSE,
+		    "%s:%zu: GUID 0x%016llx is both a switch and a CA (a %s "
+		    "on line %u)",
+		    ps->name, ps->line, (unsigned long long)guid,
+		    kind_name(k ? TP_NODE_SWITCH : TP_NODE_CA), line);
+	if (tp_u64map_get(&ps->named[k], guid) != TP_MAP_NONE)
+		return TP_OK;
+	line = ps->line < TP_MAP_NONE ? (uint32_t)ps->line : TP_MAP_NONE - 1;
+	return tp_u64map_put(&ps->named[k], guid, line) ? nomem(ps) : TP_OK;
+}
+
 /* ---- the plain form ------------------------------------------------------ */
 
 /*
@@ -524,6 +551,8 @@ static tp_err_t node_header(struct parser *ps, char *s, enum blk blk,
 		tp_node_kind_t kind =
 		    blk == BLK_SWITCH ? TP_NODE_SWITCH : TP_NODE_CA;
 		tp_err_t err = header_ports_note(ps, kind, guid, (int)nports);
+		if (!err)
+			err = guid_named(ps, kind, guid);
 		if (err)
 			return err;
 		return blk == BLK_SWITCH ? switch_seen(ps, guid) : TP_OK;
@@ -581,8 +610,13 @@ static tp_err_t port_line(struct parser *ps, char *s)
 	if (!parse_rate(ps, &p, &width, &lane, &unknown))
 		return bad_line(ps, "bad link width or speed", s);
 	ps->nodes++;
-	if (!ps->build)
-		return type == 'S' ? switch_seen(ps, rguid) : TP_OK;
+	if (!ps->build) {
+		if (type == 'R')
+			return TP_OK;
+		err = guid_named(ps, type == 'S' ? TP_NODE_SWITCH : TP_NODE_CA,
+				 rguid);
+		return !err && type == 'S' ? switch_seen(ps, rguid) : err;
+	}
 	if (ps->blk == BLK_ROUTER)
 		return TP_OK;
 	if (type == 'R') {
@@ -637,6 +671,17 @@ static bool parse_pend(char **pp, struct pend *e)
 static tp_node_kind_t pend_kind(const struct pend *e)
 {
 	return e->type[0] == 'S' ? TP_NODE_SWITCH : TP_NODE_CA;
+}
+
+/* First pass: a port line's end names its node. */
+static tp_err_t pend_seen(struct parser *ps, const struct pend *e)
+{
+	tp_err_t err;
+
+	if (e->type[0] == 'R')
+		return TP_OK;
+	err = guid_named(ps, pend_kind(e), e->guid);
+	return !err && e->type[0] == 'S' ? switch_seen(ps, e->guid) : err;
 }
 
 static tp_err_t pend_node(struct parser *ps, const struct pend *e,
@@ -707,10 +752,8 @@ static tp_err_t ports_line(struct parser *ps, char *s)
 	}
 	ps->nodes++;
 	if (!ps->build) {
-		err = a.type[0] == 'S' ? switch_seen(ps, a.guid) : TP_OK;
-		if (!err && peer && b.type[0] == 'S')
-			err = switch_seen(ps, b.guid);
-		return err;
+		err = pend_seen(ps, &a);
+		return !err && peer ? pend_seen(ps, &b) : err;
 	}
 	if (a.type[0] == 'R' || (peer && b.type[0] == 'R')) {
 		ps->routers++;
@@ -934,6 +977,8 @@ out:
 	tp_free(ps->decl_ca);
 	tp_u64map_clear(&ps->hdr_ports[0]);
 	tp_u64map_clear(&ps->hdr_ports[1]);
+	tp_u64map_clear(&ps->named[0]);
+	tp_u64map_clear(&ps->named[1]);
 	tp_free(ps);
 	return err;
 }

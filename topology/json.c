@@ -441,6 +441,16 @@ static tp_err_t load_node(loader_t *ld, const tp__jdoc_t *d, int i, bool sw)
 		return lfail(ld, TP_ERR_PARSE,
 			     "%s[%d].subnet: expected an integer 0..%d", what,
 			     i, ld->f->nsubnets - 1);
+	/* switches load first: a CA's GUID may not be one of theirs (one
+	 * node, both kinds: cabled to itself) */
+	uint32_t other =
+	    sw ? TP_MAP_NONE
+	       : tp__fabric_find_node(ld->f, TP_NODE_SWITCH, (int)subnet, guid);
+	if (other != TP_MAP_NONE)
+		return lfail(ld, TP_ERR_PARSE,
+			     "cas[%d]: GUID %s is both a switch (switches[%u]) "
+			     "and a CA in subnet %ld",
+			     i, gs, other, subnet);
 	size_t before = sw ? ld->f->nsw : ld->f->nca;
 	err = sw ? tp__fabric_add_switch(ld->f, (int)subnet, guid, desc,
 					 (int)ports, &idx)

@@ -177,7 +177,8 @@ tp_err_t tp_fabric_finalize(tp_fabric_t *f, const tp_finalize_opts_t *opts);
 tp_err_t tp_fabric_read_guid_map(tp_fabric_t *f, const char *path);
 
 /* ibnetdiscover output (plain, -s, -p forms) of one subnet; call once per
- * file. Unknown or malformed lines are errors with file:line; odd but
+ * file. Unknown or malformed lines are errors with file:line, and so is a
+ * GUID named both as a switch and as a CA (TP_ERR_PARSE); odd but
  * meaningful content (self-cabled ports, uncabled ports, vendor default
  * descriptions) loads with warnings. */
 tp_err_t tp_fabric_read_ibnetdiscover(tp_fabric_t *f, const char *path);

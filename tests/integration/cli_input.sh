@@ -323,4 +323,20 @@ expect 2 "simulate --deflate-runs, sacct without NodeList" $T simulate --trace "
 grep -q "simulate: --deflate-runs: $tmp/nolist.txt (sacct) records no job's node list" "$tmp/err" &&
 	ok "simulate --deflate-runs: sacct without NodeList refused" || bad "--deflate-runs: $(cat "$tmp/err")"
 
+# ---- a GUID that is both a switch and a CA: refused, never a node cabled
+# to itself (discover, fabric diff, a fabric file) ----
+printf '%s\n' \
+	"CA 3 1 0x0002c90300000011 4x EDR - SW 1 1 0x0002c90300000011 ( 'node001 HCA-1' - 'leaf01' )" \
+	"CA 4 1 0x0002c90300000012 4x EDR - SW 1 2 0x0002c90300000011 ( 'node002 HCA-1' - 'leaf01' )" \
+	>"$tmp/sw_ca.txt"
+expect 2 "discover: a GUID both a switch and a CA" $T discover -q --ibnetdiscover "$tmp/sw_ca.txt" -o "$tmp/sw_ca.json"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+	grep -q "sw_ca.txt:1: GUID 0x0002c90300000011 is both a switch and a CA" "$tmp/err" && [ ! -e "$tmp/sw_ca.json" ] &&
+	ok "the GUID and its line named" || bad "switch and CA GUID: $(cat "$tmp/err")"
+expect 2 "fabric diff against that dump" $T fabric diff --fabric "$tmp/ft.json" --ibnetdiscover "$tmp/sw_ca.txt"
+jq -c '.cas[0].guid = .switches[0].guid' "$tmp/ft.json" >"$tmp/sw_ca_j.json"
+expect 2 "a fabric file with a GUID both a switch and a CA" $T fabric show "$tmp/sw_ca_j.json"
+grep -q "sw_ca_j.json: cas\[0\]: GUID .* is both a switch (switches\[0\]) and a CA" "$tmp/err" &&
+	ok "both objects named" || bad "JSON switch and CA GUID: $(cat "$tmp/err")"
+
 finish

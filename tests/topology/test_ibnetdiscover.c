@@ -822,6 +822,25 @@ static void test_malformed(void **state)
 	expect_fail("SW 5 300 0x01 4x QDR 'a'\n", 1, NULL);
 	expect_fail("SW 5 1 0x01 4x QDR 'a' junk\n", 1, NULL);
 	expect_fail("vendid=zz\n", 1, NULL);
+	/* one GUID, both a switch and a CA: in a header, a port line's
+	 * peer, either end of a -p line, or the two forms mixed */
+	expect_fail(SW8 "Ca 2 \"H-01\" # \"h\"\n", 2,
+		    "GUID 0x0000000000000001 is both a switch and a CA (a "
+		    "switch on line 1)");
+	expect_fail(SW8 "[1] \"H-01\"[1](11) # \"h\" lid 2 4xQDR\n", 2,
+		    "is both a switch and a CA");
+	expect_fail(
+	    "Ca 2 \"H-01\" # \"h\"\n"
+	    "[1](11) \"S-02\"[1] # lid 2 lmc 0 \"sw\" lid 1 4xQDR\n" SW8,
+	    3, "(a CA on line 1)");
+	expect_fail("CA 7 1 0x01 4x QDR - SW 5 1 0x01 ( 'h' - 'sw' )\n", 1,
+		    "GUID 0x0000000000000001 is both a switch and a CA (a CA "
+		    "on line 1)");
+	expect_fail("SW 5 1 0x01 4x QDR - CA 7 1 0x11 ( 'sw' - 'h' )\n"
+		    "SW 5 2 0x11 4x QDR 'sw2'\n",
+		    2, "is both a switch and a CA");
+	expect_fail("CA 7 1 0x01 4x QDR 'h'\n" SW8, 2,
+		    "is both a switch and a CA");
 	expect_fail("#\n# only comments\n#\n", 3, "no switches or CAs");
 	expect_fail("", 1, "no switches or CAs");
 	expect_fail("\n\n\n", 3, "no switches or CAs");

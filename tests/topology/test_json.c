@@ -291,6 +291,13 @@ static void test_hostile(void **state)
 	expect_error(HEAD "\"switches\":[{\"guid\":\"0x1\",\"desc\":\"s\","
 			  "\"ports\":36,\"subnet\":3}]," TAIL,
 		     "switches[0].subnet");
+	/* one GUID, both a switch and a CA: a node cabled to itself */
+	expect_error(
+	    HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0
+		 ",{\"guid\":\"0x1\",\"desc\":\"h2 mlx5_0\",\"ports\":1,"
+		 "\"subnet\":0}]," TAIL,
+	    "bad.json: cas[1]: GUID 0x1 is both a switch (switches[0]) "
+	    "and a CA in subnet 0");
 	expect_error(HEAD
 		     "\"switches\":[" SW0 "],\"cas\":[" CA0
 		     "],\"links\":[{\"a\":[\"switch\",0,1],\"b\":[\"ca\",7,1],"
