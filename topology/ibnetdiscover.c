@@ -737,8 +737,19 @@ static tp_err_t ports_line(struct parser *ps, char *s)
 	p = skip_ws(p);
 	if (p[0] == '-' && is_blank(p[1])) {
 		p++;
-		if (!parse_pend(&p, &b) || !parse_desc_pair(p, &desc, &rdesc))
+		if (!parse_pend(&p, &b))
 			return bad_line(ps, "bad peer port", s);
+		p = skip_ws(p);
+		if (!*p)
+			return bad_line(ps,
+					"missing node descriptions, expected "
+					"( 'a' - 'b' ) after the peer port",
+					s);
+		if (!parse_desc_pair(p, &desc, &rdesc))
+			return bad_line(ps,
+					"bad node descriptions, expected ( "
+					"'a' - 'b' )",
+					p);
 		peer = true;
 	} else if (*p == '\'') {
 		q = strrchr(p + 1, '\'');

@@ -816,9 +816,20 @@ static void test_malformed(void **state)
 	expect_fail("Switch 999 \"S-01\" # \"sw\"\n", 1, "port count");
 	expect_fail("Switch 8 \"H-01\" # \"sw\"\n", 1, "GUID");
 	expect_fail("Ca 2 \"H-01\" \"sw\"\n", 1, "description");
+	/* -p: the peer port and the description pair, each named */
 	expect_fail("SW 5 1 0x01 4x QDR - CA 7 1 0x11 ( 'a' - 'b'\n", 1,
-		    NULL);
-	expect_fail("SW 5 1 0x01 4x QDR - CA 7 1 ( 'a' - 'b' )\n", 1, NULL);
+		    "bad node descriptions, expected ( 'a' - 'b' ) near \"( "
+		    "'a' - 'b'\"");
+	expect_fail("SW 5 1 0x01 4x QDR - CA 7 1 0x11 ( 'a - 'b' )\n", 1,
+		    "bad node descriptions");
+	expect_fail("SW 5 1 0x01 4x QDR - CA 7 1 0x11 'a' - 'b'\n", 1,
+		    "bad node descriptions");
+	expect_fail("SW 5 1 0x01 4x QDR - CA 7 1 0x11\n", 1,
+		    "missing node descriptions");
+	expect_fail("SW 5 1 0x01 4x QDR - CA 7 1 ( 'a' - 'b' )\n", 1,
+		    "bad peer port");
+	expect_fail("SW 5 1 0x01 4x QDR - XX 7 1 0x11 ( 'a' - 'b' )\n", 1,
+		    "bad peer port");
 	expect_fail("SW 5 300 0x01 4x QDR 'a'\n", 1, NULL);
 	expect_fail("SW 5 1 0x01 4x QDR 'a' junk\n", 1, NULL);
 	expect_fail("vendid=zz\n", 1, NULL);
