@@ -420,10 +420,13 @@ static bool beyond_header(struct parser *ps, tp_node_kind_t k, uint64_t guid,
 	return true;
 }
 
-static tp_err_t cable(struct parser *ps, tp_node_kind_t ka, uint32_t a,
-		      int pa, tp_node_kind_t kb, uint32_t b, int pb, int width,
-		      double lane)
+/* unknown: the speed word is not one we know (lane 0). Both ends of a
+ * cable are listed, so such links are counted as they are added. */
+static tp_err_t cable(struct parser *ps, tp_node_kind_t ka, uint32_t a, int pa,
+		      tp_node_kind_t kb, uint32_t b, int pb, int width,
+		      double lane, bool unknown)
 {
+	bool added;
 	tp_err_t err;
 
 	if (ka == kb && a == b) {
@@ -436,7 +439,7 @@ static tp_err_t cable(struct parser *ps, tp_node_kind_t ka, uint32_t a,
 		return TP_OK;
 	}
 	err = tp__fabric_add_link(ps->f, ka, a, pa, kb, b, pb, width, lane,
-				  true, NULL);
+				  true, &added);
 	if (err == TP_ERR_EXISTS) {
 		tp__fabric_warn(ps->f,
 				"%s:%zu: %s 0x%016llx port %d or %s "
@@ -448,7 +451,10 @@ static tp_err_t cable(struct parser *ps, tp_node_kind_t ka, uint32_t a,
 				(unsigned long long)node_guid(ps, kb, b), pb);
 		return TP_OK;
 	}
-	return err ? nomem(ps) : TP_OK;
+	if (err)
+		return nomem(ps);
+	ps->unknown_rate += added && unknown;
+	return TP_OK;
 }
 
 /* A GUID names one node: a switch and a CA sharing one (an edited dump,
@@ -623,7 +629,6 @@ static tp_err_t port_line(struct parser *ps, char *s)
 		ps->routers++;
 		return TP_OK;
 	}
-	ps->unknown_rate += unknown;
 	kind = ps->blk == BLK_SWITCH ? TP_NODE_SWITCH : TP_NODE_CA;
 	rkind = type == 'S' ? TP_NODE_SWITCH : TP_NODE_CA;
 	if (beyond_header(ps, rkind, rguid, rport))
@@ -631,7 +636,8 @@ static tp_err_t port_line(struct parser *ps, char *s)
 	err = node_get(ps, rkind, rguid, desc, false, rport, &ridx);
 	if (err)
 		return err;
-	return cable(ps, kind, ps->cur, port, rkind, ridx, rport, width, lane);
+	return cable(ps, kind, ps->cur, port, rkind, ridx, rport, width, lane,
+		     unknown);
 }
 
 /* ---- the -p form ---------------------------------------------------------- */
@@ -780,11 +786,10 @@ static tp_err_t ports_line(struct parser *ps, char *s)
 		ps->uncabled++;
 		return TP_OK;
 	}
-	ps->unknown_rate += unknown;
 	err = pend_node(ps, &b, rdesc, &ib, &kb);
 	if (err)
 		return err;
-	return cable(ps, ka, ia, a.port, kb, ib, b.port, width, lane);
+	return cable(ps, ka, ia, a.port, kb, ib, b.port, width, lane, unknown);
 }
 
 /* ---- line dispatch -------------------------------------------------------- */
@@ -981,8 +986,9 @@ tp_err_t tp_fabric_parse_ibnetdiscover(tp_fabric_t *f, const char *name,
 		tp__fabric_warn(f, "%s: %zu router lines skipped (routers are "
 				"not modelled)", name, ps->routers);
 	if (ps->unknown_rate)
-		tp__fabric_warn(f, "%s: %zu links with an unknown speed", name,
-				ps->unknown_rate);
+		tp__fabric_warn(f, "%s: %zu link%s with an unknown speed", name,
+				ps->unknown_rate,
+				ps->unknown_rate == 1 ? "" : "s");
 out:
 	tp_free(ps->decl_sw);
 	tp_free(ps->decl_ca);

@@ -641,7 +641,41 @@ static void test_forms(void **state)
 	assert_true(f->link[0].lane_gbps == 25.0);
 	assert_true(f->link[1].lane_gbps == 0);
 	assert_true(f->link[2].lane_gbps == 25.0);
-	assert_int_equal(count_warnings(f, "1 links with an unknown speed"), 1);
+	assert_int_equal(count_warnings(f, "crlf.txt: 1 link with an unknown "
+					   "speed"),
+			 1);
+	tp_fabric_destroy(f);
+
+	/* a link with an unknown speed counts once, though both its ends
+	 * are listed: plain form, -p form */
+	f = tp_fabric_create();
+	assert_int_equal(
+	    parse_str(f, "gdr.txt",
+		      "Switch 8 \"S-01\" # \"sw\" base port 0 lid 1 lmc 0\n"
+		      "[1] \"H-10\"[1](11) # \"h1 HCA-1\" lid 2 4xGDR\n"
+		      "[2] \"H-20\"[1](21) # \"h2 HCA-1\" lid 3 4xGDR\n"
+		      "Ca 1 \"H-10\" # \"h1 HCA-1\"\n"
+		      "[1](11) \"S-01\"[1] # lid 2 lmc 0 \"sw\" lid 1 4xGDR\n"
+		      "Ca 1 \"H-20\" # \"h2 HCA-1\"\n"
+		      "[1](21) \"S-01\"[2] # lid 3 lmc 0 \"sw\" lid 1 4xGDR\n"),
+	    TP_OK);
+	assert_int_equal(tp_fabric_nlinks(f), 2);
+	assert_int_equal(count_warnings(f, "gdr.txt: 2 links with an unknown "
+					   "speed"),
+			 1);
+	tp_fabric_destroy(f);
+	f = tp_fabric_create();
+	assert_int_equal(
+	    parse_str(
+		f, "gdrp.txt",
+		"CA 2 1 0x11 4x GDR - SW 1 3 0x01 ( 'h1 HCA-1' - 'sw' )\n"
+		"SW 1 3 0x01 4x GDR - CA 2 1 0x11 ( 'sw' - 'h1 HCA-1' )\n"
+		"SW 1 4 0x01 4x GDR - CA 3 1 0x12 ( 'sw' - 'h2 HCA-1' )\n"),
+	    TP_OK);
+	assert_int_equal(tp_fabric_nlinks(f), 2);
+	assert_int_equal(count_warnings(f, "gdrp.txt: 2 links with an unknown "
+					   "speed"),
+			 1);
 	tp_fabric_destroy(f);
 
 	/* a port claimed by two cables: warning, first one kept */
