@@ -304,11 +304,13 @@ static const char *switch_name(const tp_fabric_t *f, uint32_t s, char *buf,
 	return buf;
 }
 
-/* Whether leaf group g has no cable up while its subnet has switches
- * above the leaves: its hosts then reach no other leaf, a fabric split in
- * pieces that placement would take for one (a cable or port down on a
- * real fabric, an edit to a written one). A lone leaf switch is fine. */
-static bool leaf_cut_off(const tp_fabric_t *f, const tp_group_t *g)
+/* Whether leaf group g has no capacity up while its subnet has switches
+ * above the leaves: with no cable up, its hosts reach no other leaf, a
+ * fabric split in pieces that placement would take for one (a cable or
+ * port down on a real fabric, an edit to a written one); with cables up
+ * whose speed the dump did not give (lane_gbps 0), the model just cannot
+ * price them. A lone leaf switch is fine. */
+static bool leaf_no_up_gbps(const tp_fabric_t *f, const tp_group_t *g)
 {
 	int subnet;
 
@@ -323,22 +325,45 @@ static bool leaf_cut_off(const tp_fabric_t *f, const tp_group_t *g)
 	return false;
 }
 
-/* The warning for a cut-off leaf group, into buf. */
-static const char *cut_off_warning(const tp_fabric_t *f, const tp_group_t *g,
-				   char *buf, size_t n)
+/* The cables that are group gi's way up (tp_fabric_link_upgroups). */
+static size_t group_uplinks(const tp_fabric_t *f, size_t gi)
 {
-	char name[32];
+	uint32_t up[2];
+	size_t n = 0;
 
-	snprintf(buf, n,
-		 "leaf %s: no up-link, its %zu host%s reach%s no other "
-		 "leaf (the fabric is in pieces)",
-		 switch_name(f, g->switches[0], name, sizeof(name)), g->nhosts,
-		 g->nhosts == 1 ? "" : "s", g->nhosts == 1 ? "es" : "");
+	for (size_t l = 0; l < tp_fabric_nlinks(f); l++) {
+		size_t k = tp_fabric_link_upgroups(f, l, up);
+		for (size_t i = 0; i < k; i++)
+			n += up[i] == gi;
+	}
+	return n;
+}
+
+/* The warning for a leaf group without capacity up, into buf. */
+static const char *no_up_warning(const tp_fabric_t *f, size_t gi, char *buf,
+				 size_t n)
+{
+	const tp_group_t *g = tp_fabric_group(f, gi);
+	size_t nup = group_uplinks(f, gi);
+	char name[32];
+	const char *leaf = switch_name(f, g->switches[0], name, sizeof(name));
+
+	if (nup)
+		snprintf(buf, n,
+			 "leaf %s: its %zu up-link%s ha%s an unknown speed "
+			 "(0 Gb/s in the model)",
+			 leaf, nup, nup == 1 ? "" : "s", nup == 1 ? "s" : "ve");
+	else
+		snprintf(buf, n,
+			 "leaf %s: no up-link, its %zu host%s reach%s no "
+			 "other leaf (the fabric is in pieces)",
+			 leaf, g->nhosts, g->nhosts == 1 ? "" : "s",
+			 g->nhosts == 1 ? "es" : "");
 	return buf;
 }
 
-/* Every warning show reports: the fabric's own, then each cut-off leaf's,
- * handed to fn one at a time. */
+/* Every warning show reports: the fabric's own, then each leaf's without
+ * capacity up, handed to fn one at a time. */
 static void each_warning(const tp_fabric_t *f,
 			 void (*fn)(const char *w, void *arg), void *arg)
 {
@@ -346,11 +371,9 @@ static void each_warning(const tp_fabric_t *f,
 
 	for (size_t i = 0; i < tp_fabric_nwarnings(f); i++)
 		fn(tp_fabric_warning(f, i), arg);
-	for (size_t i = 0; i < tp_fabric_ngroups(f); i++) {
-		const tp_group_t *g = tp_fabric_group(f, i);
-		if (leaf_cut_off(f, g))
-			fn(cut_off_warning(f, g, buf, sizeof(buf)), arg);
-	}
+	for (size_t i = 0; i < tp_fabric_ngroups(f); i++)
+		if (leaf_no_up_gbps(f, tp_fabric_group(f, i)))
+			fn(no_up_warning(f, i, buf, sizeof(buf)), arg);
 }
 
 static void warning_json(const char *w, void *arg)
