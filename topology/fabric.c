@@ -125,21 +125,18 @@ tp_err_t tp__fabric_fail(tp_fabric_t *f, tp_err_t err, const char *fmt, ...)
 	return err;
 }
 
-void tp__fabric_warn(tp_fabric_t *f, const char *fmt, ...)
+static void add_warning(tp_fabric_t *f, bool log, const char *fmt, va_list ap)
 {
-	va_list ap;
 	char *msg;
 	char ***list = f->in_finalize ? &f->fwarn : &f->warn;
 	size_t *n = f->in_finalize ? &f->nfwarn : &f->nwarn;
 	size_t *cap = f->in_finalize ? &f->capfwarn : &f->capwarn;
 	void *arr = *list;
 
-	va_start(ap, fmt);
 	msg = tp_oneline(tp_vasprintf(fmt, ap));
-	va_end(ap);
 	if (!msg)
 		return;
-	bool seen = f->in_finalize && f->quiet_finalize;
+	bool seen = !log || (f->in_finalize && f->quiet_finalize);
 	for (size_t i = 0; f->in_finalize && i < f->npwarn && !seen; i++)
 		seen = !strcmp(f->pwarn[i], msg);
 	if (!seen)
@@ -152,6 +149,24 @@ void tp__fabric_warn(tp_fabric_t *f, const char *fmt, ...)
 	}
 	*list = arr;
 	(*list)[(*n)++] = msg;
+}
+
+void tp__fabric_warn(tp_fabric_t *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	add_warning(f, true, fmt, ap);
+	va_end(ap);
+}
+
+void tp__fabric_note(tp_fabric_t *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	add_warning(f, false, fmt, ap);
+	va_end(ap);
 }
 
 int tp__fabric_new_subnet(tp_fabric_t *f)

@@ -32,7 +32,7 @@ static tp_err_t list_dir(tp_fabric_t *f, const char *dir, const char *ext,
 tp_err_t tp_fabric_read_node_dir(tp_fabric_t *f, const char *dir, bool hwloc)
 {
 	const char *ext = hwloc ? ".xml" : ".txt";
-	char **names = NULL, *first = NULL;
+	char **names = NULL, *first = NULL, *first_warn = NULL;
 	tp_strbuf_t more = {0}; /* the next bad files' names, for the summary */
 	size_t n = 0, nbad = 0;
 	tp_err_t err, first_err = TP_OK;
@@ -66,22 +66,35 @@ tp_err_t tp_fabric_read_node_dir(tp_fabric_t *f, const char *dir, bool hwloc)
 		}
 		if (e == TP_ERR_NOMEM) {
 			err = e;
+		} else if (e && !nbad++) {
+			first_err = e;
+			first = tp_strdup(tp_fabric_error(f));
+			first_warn = tp_asprintf("%s (host %s: no node data)",
+						 tp_fabric_error(f), host);
 		} else if (e) {
+			/* the call's error is the first bad file's own: its
+			 * warning would only say it twice until a second
+			 * bad file makes the error a summary */
+			if (first_warn) {
+				tp__fabric_warn(f, "%s", first_warn);
+				tp_free(first_warn);
+				first_warn = NULL;
+			}
 			tp__fabric_warn(f, "%s (host %s: no node data)",
 					tp_fabric_error(f), host);
-			if (!nbad++) {
-				first_err = e;
-				first = tp_strdup(tp_fabric_error(f));
-			} else if (nbad <= 5) {
+			if (nbad <= 5)
 				tp_strbuf_printf(&more, "%s%s",
 						 nbad > 2 ? ", " : "",
 						 nbad == 5 ? "..." : names[i]);
-			}
 		}
 		tp_free(host);
 		tp_free(path);
 	}
 	tp_names_free(names, n);
+	/* kept for a caller that goes on and writes the fabric */
+	if (first_warn)
+		tp__fabric_note(f, "%s", first_warn);
+	tp_free(first_warn);
 	if (!err && nbad)
 		err = nbad == 1
 			  ? tp__fabric_fail(f, first_err, "%s",

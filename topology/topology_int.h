@@ -78,6 +78,10 @@ tp_err_t tp__fabric_fail(tp_fabric_t *f, tp_err_t err, const char *fmt, ...)
 /* Record a warning (also logged). */
 void tp__fabric_warn(tp_fabric_t *f, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Record a warning without logging it: for one the caller's error
+ * already says. */
+void tp__fabric_note(tp_fabric_t *f, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Start a new subnet (one per source file / live port); returns its index. */
 int tp__fabric_new_subnet(tp_fabric_t *f);

@@ -248,7 +248,9 @@ tp_err_t tp_fabric_read_node_nvsmi(tp_fabric_t *f, const char *host,
  * about and skipped. A file that cannot be read is a warning naming it (its
  * host keeps no node data) and the rest are still read; the call then fails
  * with the first file's error (and how many more failed), leaving the
- * fabric usable: a caller may go on without those hosts' node data. */
+ * fabric usable: a caller may go on without those hosts' node data. When
+ * only one file is bad, its warning is recorded in the fabric but not
+ * logged: the error says the same. */
 tp_err_t tp_fabric_read_node_dir(tp_fabric_t *f, const char *dir, bool hwloc);
 
 /* Multi-node NVLink domains: "domain-name host[01-18]" per line; at most

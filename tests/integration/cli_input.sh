@@ -105,6 +105,18 @@ expect 2 "discover -q -k with four bad node files" $T discover -q -k --ibnetdisc
 [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
 	grep -q "node001.txt:3: .*; 3 more of 4 node files unreadable (node002.txt, node003.txt, node004.txt;" "$tmp/err" &&
 	ok "every unreadable file named on one line" || bad "discover -q summary: $(cat "$tmp/err")"
+# one bad file: its error once, not a warning saying the same before it
+mkdir "$tmp/smi1"
+cp "$TP_TESTDATA/node-nvsmi-ragged.txt" "$tmp/smi1/node001.txt"
+for k in "" -k; do
+	expect 2 "discover${k:+ $k} with one bad node file" $T discover $k --ibnetdiscover "$tmp/s.net" \
+		--nvidia-smi "$tmp/smi1" -o "$tmp/s1.json"
+	[ "$(grep -c 'node001.txt:3:' "$tmp/err")" -eq 1 ] && ! grep -q warning "$tmp/err" &&
+		ok "discover${k:+ $k}: one bad node file, one line" || bad "discover${k:+ $k}, one bad file: $(cat "$tmp/err")"
+done
+jq -e '[.warnings[] | select(test("node001.txt:3: .*(host node001: no node data)"))] | length == 1' \
+	"$tmp/s1.json" >/dev/null && ok "discover -k: the fabric still says node001 has no node data" ||
+	bad "discover -k, one bad file: warnings $(jq -c .warnings "$tmp/s1.json")"
 
 # ---- discover --live with no IB device: the port as --help names it; a
 # walk that failed exits 1 (EXIT STATUS), as fabric diff --live does ----
