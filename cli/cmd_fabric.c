@@ -33,8 +33,9 @@ static const char usage[] =
     "  rail      --sus N (4) --hosts-per-su N (32) --rails N (8)\n"
     "            --spines-per-rail N (4); each rail is its own subnet\n"
     "  nvl72     --racks N (4) --hosts-per-rack N (18) --leaves-per-rack N "
-    "(2)\n"
-    "            --spines N (4); each rack is one NVLink domain\n"
+    "(2,\n"
+    "            at most --hosts-per-rack) --spines N (4); each rack is one\n"
+    "            NVLink domain\n"
     "  all       --gpus-per-host N --link-gbps G --prefix NAME\n"
     "show:           counts, levels, groups, oversubscription, degraded\n"
     "                and weakly cabled hosts, warnings\n"
@@ -100,9 +101,11 @@ static const struct option gen_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* The kinds each option shapes and, for an integer, the generator's range
- * (topology/generate.c: it would refuse a value outside later, without
- * the option's name). An option another kind ignores is an error. */
+/* The kinds each option shapes and, for an integer, the range it has on
+ * its own, checked as the option is read. What depends on other options
+ * (--leaves-per-rack at most --hosts-per-rack, hosts, cables) the
+ * generator checks, naming the options. An option another kind ignores
+ * is an error. */
 static const struct {
 	int opt, kinds;
 	long lo, hi; /* hi 0: not an integer */

@@ -8,6 +8,11 @@
  *
  * The generated hosts get their GPUs as node data (has_node_data): the
  * generator is the authority on them, exactly as hwloc would be.
+ *
+ * A parameter out of range is logged naming the `fabric generate` option
+ * that sets it (the CLI is how people reach these), and a derived number
+ * over its limit (hosts, cables) names the options that make it smaller:
+ * the caller has nothing to add.
  */
 #include "config.h"
 
@@ -70,14 +75,38 @@ static void fmt(char *buf, size_t len, const char *f, ...)
 	va_end(ap);
 }
 
-static tp_err_t check_count(const char *what, const char *name, long long v,
+static tp_err_t refuse(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static tp_err_t refuse(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	tp__log(TP_LOG_ERROR, "%s", msg);
+	return TP_ERR_RANGE;
+}
+
+/* opt: the option that sets v ("--leaves") */
+static tp_err_t check_count(const char *what, const char *opt, long long v,
 			    long long lo, long long hi)
 {
-	if (v < lo || v > hi) {
-		tp__log(TP_LOG_ERROR, "%s: %s %lld out of range %lld..%lld",
-			what, name, v, lo, hi);
-		return TP_ERR_RANGE;
-	}
+	if (v < lo || v > hi)
+		return refuse("%s: %s %lld out of range %lld..%lld", what, opt,
+			      v, lo, hi);
+	return TP_OK;
+}
+
+/* A derived number over its limit: "fat tree: 4294967296 hosts, at most
+ * 1048576: fewer --leaves or --hosts-per-leaf". */
+static tp_err_t check_total(const char *what, const char *thing, long long v,
+			    long long hi, const char *fewer)
+{
+	if (v > hi)
+		return refuse("%s: %lld %s, at most %lld: %s", what, v, thing,
+			      hi, fewer);
 	return TP_OK;
 }
 
@@ -93,18 +122,16 @@ static tp_err_t check_prefix(const char *what, const char *p)
 			goto bad;
 	return TP_OK;
 bad:
-	tp__log(TP_LOG_ERROR, "%s: host prefix \"%s\" is not a hostname prefix",
-		what, p ? p : "(null)");
-	return TP_ERR_RANGE;
+	return refuse("%s: --prefix \"%s\" is not a hostname prefix (1-48 "
+		      "letters, digits, '-', '_', '.')",
+		      what, p ? p : "(null)");
 }
 
 static tp_err_t check_gbps(const char *what, double g)
 {
-	if (!(g > 0 && g <= MAX_LINK_GBPS)) {
-		tp__log(TP_LOG_ERROR, "%s: link_gbps %g out of range (0, %g]",
-			what, g, MAX_LINK_GBPS);
-		return TP_ERR_RANGE;
-	}
+	if (!(g > 0 && g <= MAX_LINK_GBPS))
+		return refuse("%s: --link-gbps %g out of range (0, %g]", what,
+			      g, MAX_LINK_GBPS);
 	return TP_OK;
 }
 
@@ -280,24 +307,22 @@ tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
 
 	if (!p || !f_p)
 		return TP_ERR_INVAL;
-	if ((err = check_count(what, "leaves", p->leaves, 1, MAX_COUNT)) ||
-	    (err = check_count(what, "spines", p->spines, 1, MAX_COUNT)) ||
-	    (err = check_count(what, "hosts_per_leaf", p->hosts_per_leaf, 1,
+	if ((err = check_count(what, "--leaves", p->leaves, 1, MAX_COUNT)) ||
+	    (err = check_count(what, "--spines", p->spines, 1, MAX_COUNT)) ||
+	    (err = check_count(what, "--hosts-per-leaf", p->hosts_per_leaf, 1,
 			       MAX_COUNT)) ||
-	    (err = check_count(what, "uplinks_per_spine", p->uplinks_per_spine,
-			       0, 256)) ||
-	    (err =
-		 check_count(what, "nics_per_host", p->nics_per_host, 0, 64)) ||
-	    (err = check_count(what, "gpus_per_host", p->gpus_per_host, 0,
+	    (err = check_count(what, "--uplinks", p->uplinks_per_spine, 0,
+			       256)) ||
+	    (err = check_count(what, "--nics-per-host", p->nics_per_host, 0,
+			       64)) ||
+	    (err = check_count(what, "--gpus-per-host", p->gpus_per_host, 0,
 			       MAX_GPUS)) ||
 	    (err = check_gbps(what, p->link_gbps)) ||
 	    (err = check_prefix(what, p->host_prefix)))
 		return err;
-	if (!(p->degrade >= 0 && p->degrade <= 1)) {
-		tp__log(TP_LOG_ERROR, "%s: degrade %g out of range [0, 1]",
-			what, p->degrade);
-		return TP_ERR_RANGE;
-	}
+	if (!(p->degrade >= 0 && p->degrade <= 1))
+		return refuse("%s: --degrade %g out of range [0, 1]", what,
+			      p->degrade);
 	nics = p->nics_per_host > 0   ? p->nics_per_host
 	       : p->gpus_per_host > 0 ? p->gpus_per_host
 				      : 1;
@@ -309,12 +334,13 @@ tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
 	if (up < 1)
 		up = 1;
 	nhosts = (long long)p->leaves * p->hosts_per_leaf;
-	if ((err = check_count(what, "hosts", nhosts, 1, MAX_HOSTS)) ||
-	    (err = check_count(what, "uplinks",
-			       (long long)p->leaves * p->spines * up, 1,
-			       MAX_LINKS)) ||
-	    (err =
-		 check_count(what, "host links", nhosts * nics, 1, MAX_LINKS)))
+	if ((err = check_total(what, "hosts", nhosts, MAX_HOSTS,
+			       "fewer --leaves or --hosts-per-leaf")) ||
+	    (err = check_total(what, "up-links",
+			       (long long)p->leaves * p->spines * up, MAX_LINKS,
+			       "fewer --leaves, --spines or --uplinks")) ||
+	    (err = check_total(what, "host cables", nhosts * nics, MAX_LINKS,
+			       "fewer hosts or --nics-per-host")))
 		return err;
 	if ((err = gen_start(&g, p->host_prefix, nhosts, p->link_gbps)))
 		return err;
@@ -421,13 +447,13 @@ tp_err_t tp_gen_rail(const tp_gen_rail_t *p, tp_fabric_t **f_p)
 
 	if (!p || !f_p)
 		return TP_ERR_INVAL;
-	if ((err = check_count(what, "sus", p->sus, 1, MAX_COUNT)) ||
-	    (err = check_count(what, "hosts_per_su", p->hosts_per_su, 1,
+	if ((err = check_count(what, "--sus", p->sus, 1, MAX_COUNT)) ||
+	    (err = check_count(what, "--hosts-per-su", p->hosts_per_su, 1,
 			       MAX_COUNT)) ||
-	    (err = check_count(what, "rails", p->rails, 1, MAX_RAILS)) ||
-	    (err = check_count(what, "spines_per_rail", p->spines_per_rail, 1,
+	    (err = check_count(what, "--rails", p->rails, 1, MAX_RAILS)) ||
+	    (err = check_count(what, "--spines-per-rail", p->spines_per_rail, 1,
 			       MAX_COUNT)) ||
-	    (err = check_count(what, "gpus_per_host", p->gpus_per_host, 0,
+	    (err = check_count(what, "--gpus-per-host", p->gpus_per_host, 0,
 			       MAX_GPUS)) ||
 	    (err = check_gbps(what, p->link_gbps)) ||
 	    (err = check_prefix(what, p->host_prefix)))
@@ -436,12 +462,13 @@ tp_err_t tp_gen_rail(const tp_gen_rail_t *p, tp_fabric_t **f_p)
 	/* non-blocking leaves: as much capacity up as down, spread evenly
 	 * (rounded up when the spines do not divide the hosts) */
 	up = (p->hosts_per_su + p->spines_per_rail - 1) / p->spines_per_rail;
-	if ((err = check_count(what, "hosts", nhosts, 1, MAX_HOSTS)) ||
-	    (err = check_count(
-		 what, "links",
-		 (long long)p->rails * p->sus *
-		     (p->hosts_per_su + (long long)p->spines_per_rail * up),
-		 1, MAX_LINKS)))
+	long long leaf_ports =
+	    p->hosts_per_su + (long long)p->spines_per_rail * up;
+	if ((err = check_total(what, "hosts", nhosts, MAX_HOSTS,
+			       "fewer --sus or --hosts-per-su")) ||
+	    (err = check_total(
+		 what, "cables", (long long)p->rails * p->sus * leaf_ports,
+		 MAX_LINKS, "fewer --rails, --sus or --hosts-per-su")))
 		return err;
 	if ((err = gen_start(&g, p->host_prefix, nhosts, p->link_gbps)))
 		return err;
@@ -534,26 +561,33 @@ tp_err_t tp_gen_nvl72(const tp_gen_nvl72_t *p, tp_fabric_t **f_p)
 
 	if (!p || !f_p)
 		return TP_ERR_INVAL;
-	if ((err = check_count(what, "racks", p->racks, 1, MAX_COUNT)) ||
-	    (err = check_count(what, "hosts_per_rack", p->hosts_per_rack, 1,
+	if ((err = check_count(what, "--racks", p->racks, 1, MAX_COUNT)) ||
+	    (err = check_count(what, "--hosts-per-rack", p->hosts_per_rack, 1,
 			       1024)) ||
-	    (err = check_count(what, "gpus_per_host", p->gpus_per_host, 0,
+	    (err = check_count(what, "--gpus-per-host", p->gpus_per_host, 0,
 			       MAX_GPUS)) ||
-	    (err = check_count(what, "leaves_per_rack", p->leaves_per_rack, 1,
-			       p->hosts_per_rack)) ||
-	    (err = check_count(what, "spines", p->spines, 1, MAX_COUNT)) ||
+	    (err = check_count(what, "--leaves-per-rack", p->leaves_per_rack, 1,
+			       1024)) ||
+	    (err = check_count(what, "--spines", p->spines, 1, MAX_COUNT)) ||
 	    (err = check_gbps(what, p->link_gbps)) ||
 	    (err = check_prefix(what, p->host_prefix)))
 		return err;
+	if (p->leaves_per_rack > p->hosts_per_rack)
+		return refuse("%s: --leaves-per-rack %d, at most "
+			      "--hosts-per-rack (%d): a leaf without hosts",
+			      what, p->leaves_per_rack, p->hosts_per_rack);
 	nhosts = (long long)p->racks * p->hosts_per_rack;
 	nleaves = (long long)p->racks * p->leaves_per_rack;
 	down =
 	    (p->hosts_per_rack + p->leaves_per_rack - 1) / p->leaves_per_rack;
 	up = (down + p->spines - 1) / p->spines;
-	if ((err = check_count(what, "hosts", nhosts, 1, MAX_HOSTS)) ||
-	    (err = check_count(what, "leaves", nleaves, 1, MAX_COUNT)) ||
-	    (err = check_count(what, "uplinks", nleaves * p->spines * up, 1,
-			       MAX_LINKS)))
+	if ((err = check_total(what, "hosts", nhosts, MAX_HOSTS,
+			       "fewer --racks or --hosts-per-rack")) ||
+	    (err = check_total(what, "leaves", nleaves, MAX_COUNT,
+			       "fewer --racks or --leaves-per-rack")) ||
+	    (err = check_total(what, "up-links", nleaves * p->spines * up,
+			       MAX_LINKS,
+			       "fewer --racks, --leaves-per-rack or --spines")))
 		return err;
 	if ((err = gen_start(&g, p->host_prefix, nhosts, p->link_gbps)))
 		return err;

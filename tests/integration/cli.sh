@@ -288,8 +288,12 @@ usage_err "fabric health --rediscover" "--rediscover is an option of monitor" \
 	$T fabric health --fabric "$tmp/ft.json" --rediscover 5
 usage_err "generate --leaves beyond the generator" "^topoplace: --leaves: expected an integer 1..65536" \
 	$T fabric generate fat-tree --leaves 1048576 -o "$tmp/x.json"
-usage_err "generate too many hosts" "hosts 4294967296 out of range" \
+usage_err "generate too many hosts" "4294967296 hosts, at most 1048576: fewer --leaves or --hosts-per-leaf" \
 	$T fabric generate fat-tree --leaves 65536 --hosts-per-leaf 65536 -o "$tmp/x.json"
+usage_err "generate nvl72 --leaves-per-rack above --hosts-per-rack" \
+	"NVL72 fabric: --leaves-per-rack 37, at most --hosts-per-rack (36)" \
+	$T fabric generate nvl72 --hosts-per-rack 36 --leaves-per-rack 37 -o "$tmp/x.json"
+[ ! -e "$tmp/x.json" ] && ok "nothing written for a refused fabric" || bad "a refused fabric written"
 for o in "rail --leaves 3" "rail --degrade 0.5" "rail --nics-per-host 2" "nvl72 --interleave"; do
 	k=${o%% *} opt=${o#* }
 	usage_err "generate $o" "${opt%% *} does not apply to $k" $T fabric generate $o -o "$tmp/x.json"

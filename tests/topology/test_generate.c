@@ -578,6 +578,68 @@ static void test_param_errors(void **state)
 	assert_ptr_equal(f, (tp_fabric_t *)0x1);
 }
 
+/* The last error the generator logged: it names the options. */
+static char gen_err[512];
+
+static void keep_err(tp_log_level_t level, const char *msg, void *arg)
+{
+	(void)arg;
+	if (level == TP_LOG_ERROR)
+		snprintf(gen_err, sizeof(gen_err), "%s", msg);
+}
+
+#define ASSERT_REFUSED(call, text)                                             \
+	do {                                                                   \
+		f = (tp_fabric_t *)0x1;                                        \
+		gen_err[0] = '\0';                                             \
+		tp_log_set(keep_err, NULL);                                    \
+		tp_err_t err_ = (call);                                        \
+		tp_log_set(NULL, NULL);                                        \
+		assert_int_equal(err_, TP_ERR_RANGE);                          \
+		assert_ptr_equal(f, (tp_fabric_t *)0x1);                       \
+		if (!strstr(gen_err, text))                                    \
+			fail_msg("\"%s\" lacks \"%s\"", gen_err, text);        \
+	} while (0)
+
+/* Range errors name the option that sets the parameter, and a relation
+ * between two names both. */
+static void test_param_names(void **state)
+{
+	tp_gen_fat_tree_t ft;
+	tp_gen_rail_t rl;
+	tp_gen_nvl72_t nv;
+	tp_fabric_t *f;
+
+	(void)state;
+	tp_gen_nvl72_defaults(&nv);
+	nv.hosts_per_rack = 36;
+	nv.leaves_per_rack = 37;
+	ASSERT_REFUSED(tp_gen_nvl72(&nv, &f),
+		       "NVL72 fabric: --leaves-per-rack 37, at most "
+		       "--hosts-per-rack (36)");
+	tp_gen_nvl72_defaults(&nv);
+	nv.leaves_per_rack = 0;
+	ASSERT_REFUSED(tp_gen_nvl72(&nv, &f),
+		       "--leaves-per-rack 0 out of range 1..1024");
+	tp_gen_fat_tree_defaults(&ft);
+	ft.hosts_per_leaf = 0;
+	ASSERT_REFUSED(tp_gen_fat_tree(&ft, &f),
+		       "fat tree: --hosts-per-leaf 0 out of range");
+	tp_gen_fat_tree_defaults(&ft);
+	ft.leaves = 65536;
+	ft.hosts_per_leaf = 65536;
+	ASSERT_REFUSED(tp_gen_fat_tree(&ft, &f),
+		       "fat tree: 4294967296 hosts, at most 1048576: fewer "
+		       "--leaves or --hosts-per-leaf");
+	tp_gen_rail_defaults(&rl);
+	rl.spines_per_rail = 0;
+	ASSERT_REFUSED(tp_gen_rail(&rl, &f),
+		       "rail fabric: --spines-per-rail 0 out of range");
+	tp_gen_rail_defaults(&rl);
+	rl.host_prefix = "a b";
+	ASSERT_REFUSED(tp_gen_rail(&rl, &f), "--prefix \"a b\"");
+}
+
 /* ---- topology.conf ---- */
 
 /* Tiny fat tree: 2 leaves x 3 hosts, interleaved, 2 spines x 1 cable. */
@@ -996,6 +1058,7 @@ int main(void)
 	    cmocka_unit_test(test_nvl72_defaults),
 	    cmocka_unit_test(test_deterministic),
 	    cmocka_unit_test(test_param_errors),
+	    cmocka_unit_test(test_param_names),
 	    cmocka_unit_test(test_topoconf_tree),
 	    cmocka_unit_test(test_topoconf_block),
 	    cmocka_unit_test(test_stree_conf),
