@@ -36,7 +36,9 @@ static const char usage[] =
     "(2,\n"
     "            at most --hosts-per-rack) --spines N (4); each rack is one\n"
     "            NVLink domain\n"
-    "  all       --gpus-per-host N --link-gbps G --prefix NAME\n"
+    "  all       --gpus-per-host N --link-gbps G --prefix NAME; a switch "
+    "has at\n"
+    "            most 65535 ports (a leaf: hosts x NICs + up-links)\n"
     "show:           counts, levels, groups, oversubscription, degraded\n"
     "                and weakly cabled hosts, warnings\n"
     "hosts:          one row per host: leaf switches, groups, GPUs; a\n"
@@ -103,9 +105,9 @@ static const struct option gen_opts[] = {
 
 /* The kinds each option shapes and, for an integer, the range it has on
  * its own, checked as the option is read. What depends on other options
- * (--leaves-per-rack at most --hosts-per-rack, hosts, cables) the
- * generator checks, naming the options. An option another kind ignores
- * is an error. */
+ * (--leaves-per-rack at most --hosts-per-rack, hosts, cables, a switch's
+ * ports) the generator checks, naming the options. An option another
+ * kind ignores is an error. */
 static const struct {
 	int opt, kinds;
 	long lo, hi; /* hi 0: not an integer */

@@ -18,6 +18,7 @@ static uint64_t node_key(int subnet, uint64_t guid)
 	return guid ^ ((uint64_t)(uint32_t)subnet * 0x9e3779b97f4a7c15ULL);
 }
 
+/* port 0..TP__PORTS_MAX (tp__fabric_add_link refuses others) */
 static uint64_t port_key(tp_node_kind_t kind, uint32_t node, int port)
 {
 	return ((uint64_t)kind << 63) | ((uint64_t)node << 16) |
@@ -301,6 +302,16 @@ tp_err_t tp__fabric_add_link(tp_fabric_t *f, tp_node_kind_t ka, uint32_t a,
 	uint32_t l1, l2;
 	void *arr = f->link;
 	tp_link_t *l;
+
+	/* a wider port would meet another in the index (65537 is 1) */
+	for (int e = 0; e < 2; e++) {
+		int p = e ? pb : pa;
+		if (p < 0 || p > TP__PORTS_MAX)
+			return tp__fabric_fail(
+			    f, TP_ERR_RANGE, "%s %u port %d: ports go up to %d",
+			    (e ? kb : ka) == TP_NODE_SWITCH ? "switch" : "CA",
+			    e ? b : a, p, TP__PORTS_MAX);
+	}
 
 	if (f->nlink && !f->port_link->len) {
 		/* dropped by tp__fabric_drop_port_index */

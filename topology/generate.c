@@ -11,8 +11,8 @@
  *
  * A parameter out of range is logged naming the `fabric generate` option
  * that sets it (the CLI is how people reach these), and a derived number
- * over its limit (hosts, cables) names the options that make it smaller:
- * the caller has nothing to add.
+ * over its limit (hosts, cables, a switch's ports) names the options that
+ * make it smaller: the caller has nothing to add.
  */
 #include "config.h"
 
@@ -342,6 +342,19 @@ tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
 	    (err = check_total(what, "host cables", nhosts * nics, MAX_LINKS,
 			       "fewer hosts or --nics-per-host")))
 		return err;
+	long long leaf_ports =
+	    (long long)p->hosts_per_leaf * nics + (long long)p->spines * up;
+	if (leaf_ports > TP__PORTS_MAX)
+		return refuse("%s: a leaf needs %lld ports, at most %d: fewer "
+			      "--hosts-per-leaf x --nics-per-host (%d x %d) or "
+			      "--spines x --uplinks (%d x %d)",
+			      what, leaf_ports, TP__PORTS_MAX,
+			      p->hosts_per_leaf, nics, p->spines, up);
+	if ((long long)p->leaves * up > TP__PORTS_MAX)
+		return refuse("%s: a spine needs %lld ports, at most %d: fewer "
+			      "--leaves x --uplinks (%d x %d)",
+			      what, (long long)p->leaves * up, TP__PORTS_MAX,
+			      p->leaves, up);
 	if ((err = gen_start(&g, p->host_prefix, nhosts, p->link_gbps)))
 		return err;
 	g.rng = p->degrade_seed ^ 0xdec0de5eedULL;
@@ -470,6 +483,18 @@ tp_err_t tp_gen_rail(const tp_gen_rail_t *p, tp_fabric_t **f_p)
 		 what, "cables", (long long)p->rails * p->sus * leaf_ports,
 		 MAX_LINKS, "fewer --rails, --sus or --hosts-per-su")))
 		return err;
+	if (leaf_ports > TP__PORTS_MAX)
+		return refuse("%s: a leaf needs %lld ports (%d hosts down, "
+			      "%lld cables up), at most %d: fewer "
+			      "--hosts-per-su",
+			      what, leaf_ports, p->hosts_per_su,
+			      leaf_ports - p->hosts_per_su, TP__PORTS_MAX);
+	if ((long long)p->sus * up > TP__PORTS_MAX)
+		return refuse("%s: a spine needs %lld ports (%d leaves x %d "
+			      "up-link%s), at most %d: fewer --sus or "
+			      "--hosts-per-su, or more --spines-per-rail",
+			      what, (long long)p->sus * up, p->sus, up,
+			      up == 1 ? "" : "s", TP__PORTS_MAX);
 	if ((err = gen_start(&g, p->host_prefix, nhosts, p->link_gbps)))
 		return err;
 	leaf = tp_malloc((size_t)p->rails * p->sus * sizeof(uint32_t));
@@ -589,6 +614,20 @@ tp_err_t tp_gen_nvl72(const tp_gen_nvl72_t *p, tp_fabric_t **f_p)
 			       MAX_LINKS,
 			       "fewer --racks, --leaves-per-rack or --spines")))
 		return err;
+	/* down <= 1024 hosts and spines x up < down + spines: only
+	 * --spines makes a leaf too wide */
+	if (down + (long long)p->spines * up > TP__PORTS_MAX)
+		return refuse("%s: a leaf needs %lld ports (%d hosts, %d "
+			      "spines x %d up-link%s), at most %d: fewer "
+			      "--spines",
+			      what, down + (long long)p->spines * up, down,
+			      p->spines, up, up == 1 ? "" : "s", TP__PORTS_MAX);
+	if (nleaves * up > TP__PORTS_MAX)
+		return refuse("%s: a spine needs %lld ports (%lld leaves x %d "
+			      "up-link%s), at most %d: fewer --racks or "
+			      "--leaves-per-rack, or more --spines",
+			      what, nleaves * up, nleaves, up,
+			      up == 1 ? "" : "s", TP__PORTS_MAX);
 	if ((err = gen_start(&g, p->host_prefix, nhosts, p->link_gbps)))
 		return err;
 	leaf = tp_malloc((size_t)nleaves * sizeof(uint32_t));

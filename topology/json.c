@@ -429,10 +429,10 @@ static tp_err_t load_node(loader_t *ld, const tp__jdoc_t *d, int i, bool sw)
 	/* generated fabrics may hold logical switches wider than IB's
 	 * 8-bit port numbers (a director as one node, a big spine for
 	 * a scale study); the ibsim writer refuses those */
-	if (!int_of(d, v[2], sw, 65535, &ports))
+	if (!int_of(d, v[2], sw, TP__PORTS_MAX, &ports))
 		return lfail(ld, TP_ERR_PARSE,
-			     "%s[%d].ports: expected an integer %d..65535",
-			     what, i, sw);
+			     "%s[%d].ports: expected an integer %d..%d", what,
+			     i, sw, TP__PORTS_MAX);
 	if (!ld->f->nsubnets)
 		return lfail(ld, TP_ERR_PARSE,
 			     "%s[%d]: a subnet, where \"subnets\" says 0", what,
@@ -493,7 +493,7 @@ static bool parse_end(const loader_t *ld, const tp__jdoc_t *d, uint32_t a,
 		return false;
 	size_t lim = *k == TP_NODE_SWITCH ? ld->f->nsw : ld->f->nca;
 	if (!lim || !int_of(d, b, 0, (long)lim - 1, &n) ||
-	    !int_of(d, c, 0, 65535, &p))
+	    !int_of(d, c, 0, TP__PORTS_MAX, &p))
 		return false;
 	*node = (uint32_t)n;
 	*port = (int)p;

@@ -10,6 +10,12 @@
 /* Warnings kept in the fabric; more are counted but not stored. */
 #define TP__MAX_WARNINGS 200
 
+/* The most ports a node has in the model. Generated fabrics may hold
+ * logical switches wider than IB's 8-bit port numbers (a director as one
+ * node, a big spine for a scale study); the fabric file allows this many
+ * and the port -> cable index keys a port in 16 bits. */
+#define TP__PORTS_MAX 65535
+
 struct tp_fabric {
 	tp_switch_t *sw;
 	size_t nsw, capsw;
@@ -108,7 +114,8 @@ uint32_t tp__fabric_find_node(const tp_fabric_t *f, tp_node_kind_t kind,
 
 /* Add a cable. A cable already recorded from the other end (same two
  * ports) is not added again: *added_p tells (may be NULL). A port already
- * cabled elsewhere is TP_ERR_EXISTS (caller decides how to report). */
+ * cabled elsewhere is TP_ERR_EXISTS (caller decides how to report); a port
+ * above TP__PORTS_MAX is TP_ERR_RANGE with the fabric's error set. */
 tp_err_t tp__fabric_add_link(tp_fabric_t *f, tp_node_kind_t ka, uint32_t a,
 			     int pa, tp_node_kind_t kb, uint32_t b, int pb,
 			     int width, double lane_gbps, bool active,

@@ -290,6 +290,19 @@ usage_err "generate --leaves beyond the generator" "^topoplace: --leaves: expect
 	$T fabric generate fat-tree --leaves 1048576 -o "$tmp/x.json"
 usage_err "generate too many hosts" "4294967296 hosts, at most 1048576: fewer --leaves or --hosts-per-leaf" \
 	$T fabric generate fat-tree --leaves 65536 --hosts-per-leaf 65536 -o "$tmp/x.json"
+# a switch wider than a port number holds: refused naming the options (it
+# said "already exists"), never written as a file the loader refuses
+usage_err "generate a leaf of 65537 ports" \
+	"fat tree: a leaf needs 65537 ports, at most 65535: fewer --hosts-per-leaf x --nics-per-host (8192 x 8)" \
+	$T fabric generate fat-tree --leaves 2 --hosts-per-leaf 8192 --nics-per-host 8 --spines 1 --uplinks 1 -o "$tmp/x.json"
+usage_err "generate --spines 65409" "a leaf needs 65537 ports.* or --spines x --uplinks (65409 x 1)" \
+	$T fabric generate fat-tree --spines 65409 -o "$tmp/x.json"
+usage_err "generate a spine of 65536 ports" "a spine needs 65536 ports, at most 65535: fewer --leaves x --uplinks" \
+	$T fabric generate fat-tree --leaves 65536 --hosts-per-leaf 1 -o "$tmp/x.json"
+usage_err "generate rail --hosts-per-su 65536" "rail fabric: a leaf needs 131072 ports.*: fewer --hosts-per-su" \
+	$T fabric generate rail --sus 1 --hosts-per-su 65536 --rails 1 -o "$tmp/x.json"
+usage_err "generate nvl72 --spines 65536" "NVL72 fabric: a leaf needs 65545 ports.*: fewer --spines" \
+	$T fabric generate nvl72 --racks 1 --spines 65536 -o "$tmp/x.json"
 usage_err "generate nvl72 --leaves-per-rack above --hosts-per-rack" \
 	"NVL72 fabric: --leaves-per-rack 37, at most --hosts-per-rack (36)" \
 	$T fabric generate nvl72 --hosts-per-rack 36 --leaves-per-rack 37 -o "$tmp/x.json"

@@ -279,6 +279,24 @@ static void test_links_dedup_and_conflicts(void **state)
 	assert_int_equal(tp__fabric_add_link(f, TP_NODE_SWITCH, a, 1, TP_NODE_SWITCH, c, 1, 4, LANE, true, &added), TP_ERR_EXISTS);
 	assert_int_equal(tp_fabric_nlinks(f), 1);
 	assert_true(tp_fabric_link(f, 0)->gbps == 100.0);
+	/* a port beyond 65535 is refused, not taken for port 65537 - 65536
+	 * (a:1, taken) */
+	assert_int_equal(tp__fabric_add_link(f, TP_NODE_SWITCH, c, 2,
+					     TP_NODE_SWITCH, a, 65537, 4, LANE,
+					     true, &added),
+			 TP_ERR_RANGE);
+	assert_string_equal(tp_fabric_error(f),
+			    "switch 0 port 65537: ports go up to 65535");
+	assert_int_equal(tp__fabric_add_link(f, TP_NODE_SWITCH, c, 65536,
+					     TP_NODE_SWITCH, b, 2, 4, LANE,
+					     true, &added),
+			 TP_ERR_RANGE);
+	assert_int_equal(tp__fabric_add_link(f, TP_NODE_SWITCH, c, 65535,
+					     TP_NODE_SWITCH, b, 2, 4, LANE,
+					     true, &added),
+			 TP_OK);
+	assert_true(added);
+	assert_int_equal(tp_fabric_nlinks(f), 2);
 	/* same GUID in another subnet is another switch */
 	int sn2 = tp__fabric_new_subnet(f);
 	assert_int_not_equal(sw(f, sn2, 1, "a2"), a);

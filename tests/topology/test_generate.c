@@ -601,6 +601,94 @@ static void keep_err(tp_log_level_t level, const char *msg, void *arg)
 			fail_msg("\"%s\" lacks \"%s\"", gen_err, text);        \
 	} while (0)
 
+/* A switch needing more ports than a port number holds (65535) is
+ * refused before anything is built, naming the options; port 65537
+ * would otherwise meet port 1 in the cable index ("already exists"). */
+static void test_port_limit(void **state)
+{
+	tp_gen_fat_tree_t ft;
+	tp_gen_rail_t rl;
+	tp_gen_nvl72_t nv;
+	tp_fabric_t *f;
+
+	(void)state;
+	tp_gen_fat_tree_defaults(&ft);
+	ft.leaves = 2;
+	ft.hosts_per_leaf = 8192;
+	ft.nics_per_host = 8;
+	ft.spines = 1;
+	ft.uplinks_per_spine = 1;
+	ASSERT_REFUSED(tp_gen_fat_tree(&ft, &f),
+		       "fat tree: a leaf needs 65537 ports, at most 65535: "
+		       "fewer --hosts-per-leaf x --nics-per-host (8192 x 8) "
+		       "or --spines x --uplinks (1 x 1)");
+	tp_gen_fat_tree_defaults(&ft);
+	ft.spines = 65409;
+	ASSERT_REFUSED(tp_gen_fat_tree(&ft, &f),
+		       "a leaf needs 130834 ports, at most 65535: fewer "
+		       "--hosts-per-leaf x --nics-per-host (16 x 1) or "
+		       "--spines x --uplinks (65409 x 2)");
+	tp_gen_fat_tree_defaults(&ft);
+	ft.leaves = 65536;
+	ft.hosts_per_leaf = 1;
+	ft.uplinks_per_spine = 1;
+	ASSERT_REFUSED(tp_gen_fat_tree(&ft, &f),
+		       "a spine needs 65536 ports, at most 65535: fewer "
+		       "--leaves x --uplinks (65536 x 1)");
+
+	tp_gen_rail_defaults(&rl);
+	rl.sus = 1;
+	rl.hosts_per_su = 65536;
+	rl.rails = 1;
+	ASSERT_REFUSED(tp_gen_rail(&rl, &f),
+		       "rail fabric: a leaf needs 131072 ports");
+	tp_gen_rail_defaults(&rl);
+	rl.sus = 65536;
+	rl.hosts_per_su = 4;
+	rl.rails = 1;
+	rl.spines_per_rail = 1;
+	ASSERT_REFUSED(tp_gen_rail(&rl, &f),
+		       "a spine needs 262144 ports (65536 leaves x 4 "
+		       "up-links), at most 65535: fewer --sus or "
+		       "--hosts-per-su, or more --spines-per-rail");
+
+	tp_gen_nvl72_defaults(&nv);
+	nv.racks = 1;
+	nv.spines = 65536;
+	ASSERT_REFUSED(tp_gen_nvl72(&nv, &f),
+		       "NVL72 fabric: a leaf needs 65545 ports (9 hosts, "
+		       "65536 spines x 1 up-link), at most 65535: fewer "
+		       "--spines");
+	tp_gen_nvl72_defaults(&nv);
+	nv.racks = 65536;
+	nv.hosts_per_rack = 4;
+	nv.leaves_per_rack = 1;
+	nv.spines = 1;
+	ASSERT_REFUSED(tp_gen_nvl72(&nv, &f), "a spine needs 262144 ports");
+
+	/* at the limit: built, written and loaded back */
+	tp_gen_fat_tree_defaults(&ft);
+	ft.leaves = 2;
+	ft.hosts_per_leaf = 8191;
+	ft.nics_per_host = 8;
+	ft.gpus_per_host = 0;
+	ft.spines = 1;
+	ft.uplinks_per_spine = 7;
+	f = NULL;
+	assert_int_equal(tp_gen_fat_tree(&ft, &f), TP_OK);
+	assert_int_equal(tp_fabric_switch(f, 0)->nports, 65535);
+	assert_int_equal(tp_fabric_nlinks(f), 2 * 8191 * 8 + 2 * 7);
+	char *json = NULL, *err = NULL;
+	tp_fabric_t *g = NULL;
+	assert_int_equal(tp_fabric_to_json(f, &json), TP_OK);
+	if (tp_fabric_parse_json("max.json", json, &g, &err))
+		fail_msg("%s", err);
+	assert_int_equal(tp_fabric_nlinks(g), tp_fabric_nlinks(f));
+	tp_fabric_destroy(g);
+	tp_free(json);
+	tp_fabric_destroy(f);
+}
+
 /* Range errors name the option that sets the parameter, and a relation
  * between two names both. */
 static void test_param_names(void **state)
@@ -1058,6 +1146,7 @@ int main(void)
 	    cmocka_unit_test(test_nvl72_defaults),
 	    cmocka_unit_test(test_deterministic),
 	    cmocka_unit_test(test_param_errors),
+	    cmocka_unit_test(test_port_limit),
 	    cmocka_unit_test(test_param_names),
 	    cmocka_unit_test(test_topoconf_tree),
 	    cmocka_unit_test(test_topoconf_block),
