@@ -587,9 +587,18 @@ static int cmd_view(const char *sub, int argc, char **argv)
 		return TP_EXIT_INPUT;
 	}
 	bool is_show = !strcmp(sub, "show"), is_hosts = !strcmp(sub, "hosts");
-	if ((json && !is_show && !is_hosts) || (block && strcmp(sub, "topology-conf")) ||
-	    (subnet >= 0 && strcmp(sub, "ibsim-net")) || (out && (is_show || is_hosts))) {
-		tp_cli_err("fabric %s: option not valid here (see --help)", sub);
+	const char *stray = NULL; /* an option this subcommand ignores */
+	if (json && !is_show && !is_hosts)
+		stray = "--json";
+	else if (block && strcmp(sub, "topology-conf"))
+		stray = "--block";
+	else if (subnet >= 0 && strcmp(sub, "ibsim-net"))
+		stray = "--subnet";
+	else if (out && (is_show || is_hosts))
+		stray = "-o/--output";
+	if (stray) {
+		tp_cli_err("fabric %s: %s does not apply to %s (see --help)",
+			   sub, stray, sub);
 		return TP_EXIT_INPUT;
 	}
 	if (!(f = tp_cli_load(argv[optind], &rc)))

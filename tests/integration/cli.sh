@@ -265,6 +265,11 @@ grep -q '^SwitchName=.*Switches=' "$tmp/topology.conf" && ok "tree has a top lin
 expect 0 "topology-conf --block" $T fabric topology-conf "$tmp/ft.json" --block
 grep -q '^BlockName=' "$tmp/out" && ok "block lines" || bad "block lines"
 expect 2 "show takes no -o" $T fabric show "$tmp/ft.json" -o x
+grep -q "^topoplace: fabric show: -o/--output does not apply to show (see --help)$" "$tmp/err" &&
+	ok "show -o: the option named" || bad "show -o: $(cat "$tmp/err")"
+expect 2 "hosts takes no --block" $T fabric hosts "$tmp/ft.json" --block
+grep -q "^topoplace: fabric hosts: --block does not apply to hosts (see --help)$" "$tmp/err" &&
+	ok "hosts --block: the option named" || bad "hosts --block: $(cat "$tmp/err")"
 
 # ---- usage errors: one line naming the command and the option, exit 2 ----
 # usage_err DESC PATTERN CMD...: exit 2 and one stderr line matching PATTERN
