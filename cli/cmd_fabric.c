@@ -44,7 +44,9 @@ static const char usage[] =
     "hosts:          one row per host: leaf switches, groups, GPUs; a\n"
     "                weakly cabled host's cables and ring Gb/s (a ring\n"
     "                runs at its weakest host's pace)\n"
-    "topology-conf:  Slurm topology.conf (tree; --block: NVLink blocks)\n"
+    "topology-conf:  Slurm topology.conf (tree; --block: NVLink blocks, or\n"
+    "                the level-1 switch groups, warned, on a fabric\n"
+    "                without multi-node NVLink domains)\n"
     "ibsim-net:      net file for ibsim (one subnet)\n"
     "health:         one sweep of link health (see fabric health --help)\n"
     "diff:           links gone, hosts moved, new links, links at another\n"
@@ -629,6 +631,14 @@ static int cmd_view(const char *sub, int argc, char **argv)
 			   argv[optind]);
 		rc = TP_EXIT_INPUT;
 	} else {
+		/* blocks fall back to the leaf groups: say so, as the file
+		 * says it only in a comment */
+		if (block && !multi_node_domains(f))
+			fprintf(stderr,
+				"topoplace: warning: %s: no multi-node NVLink "
+				"domains, so the blocks are the level-1 switch "
+				"groups\n",
+				argv[optind]);
 		err = !strcmp(sub, "topology-conf")
 			      ? tp_fabric_topology_conf(f, block, &text)
 			      : tp_fabric_ibsim_net(f, (int)subnet, &text);

@@ -264,6 +264,14 @@ grep -q '^SwitchName=.*Nodes=' "$tmp/topology.conf" && ok "tree has leaf lines" 
 grep -q '^SwitchName=.*Switches=' "$tmp/topology.conf" && ok "tree has a top line" || bad "tree has a top line"
 expect 0 "topology-conf --block" $T fabric topology-conf "$tmp/ft.json" --block
 grep -q '^BlockName=' "$tmp/out" && ok "block lines" || bad "block lines"
+# no multi-node NVLink domain: the blocks are the leaf groups, said on stderr
+[ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+	grep -q "^topoplace: warning: $tmp/ft.json: no multi-node NVLink domains, so the blocks are the level-1 switch groups$" "$tmp/err" &&
+	ok "topology-conf --block warns of the fallback" || bad "topology-conf --block fallback: $(cat "$tmp/err")"
+$T fabric generate nvl72 --racks 2 -o "$tmp/nvlb.json" >/dev/null
+expect 0 "topology-conf --block with NVLink domains" $T fabric topology-conf "$tmp/nvlb.json" --block
+[ ! -s "$tmp/err" ] && grep -q '^BlockName=rack01 ' "$tmp/out" && ok "NVLink blocks, no warning" ||
+	bad "topology-conf --block nvl72: $(cat "$tmp/err")"
 expect 2 "show takes no -o" $T fabric show "$tmp/ft.json" -o x
 grep -q "^topoplace: fabric show: -o/--output does not apply to show (see --help)$" "$tmp/err" &&
 	ok "show -o: the option named" || bad "show -o: $(cat "$tmp/err")"
