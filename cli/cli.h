@@ -62,11 +62,10 @@ int tp_cli_check_output(const char *opt, const char *path);
 bool tp_cli_int(const char *opt, const char *s, long lo, long hi, long *v_p);
 bool tp_cli_double(const char *opt, const char *s, double lo, double hi,
 		   double *v_p);
-/* A size in bytes, 0 .. TP_BYTES_MAX (1 PiB): "512M", "1G", "1048576"
+/* A size in bytes, lo .. TP_BYTES_MAX (1 PiB): "512M", "1G", "1048576"
  * (tp_parse_bytes: K, M, G, T, P are powers of 1024, an optional B
- * after); prints
- * "opt: ..." on error. */
-bool tp_cli_bytes(const char *opt, const char *s, double *v_p);
+ * after); prints "opt: ..." on error. */
+bool tp_cli_bytes(const char *opt, const char *s, double lo, double *v_p);
 /* A state file for f (topoplace-state/1), or a fresh one when path is
  * NULL; prints the loader's one-line error and sets *rc_p on failure. */
 tp_state_t *tp_cli_load_state(const tp_fabric_t *f, const char *path,

@@ -1065,7 +1065,7 @@ int tp_cmd_draw(int argc, char **argv)
 			d.heat = true;
 			break;
 		case 'b':
-			if (!tp_cli_bytes("draw: --bytes", optarg, &bytes))
+			if (!tp_cli_bytes("draw: --bytes", optarg, 0, &bytes))
 				return TP_EXIT_INPUT;
 			heat_only = "--bytes";
 			break;

@@ -452,7 +452,7 @@ int tp_cmd_cost(int argc, char **argv)
 			hosts = optarg;
 			break;
 		case 'b':
-			if (!tp_cli_bytes("cost: --bytes", optarg, &bytes))
+			if (!tp_cli_bytes("cost: --bytes", optarg, 1, &bytes))
 				return TP_EXIT_INPUT;
 			break;
 		case 'a':

@@ -207,12 +207,12 @@ bool tp_cli_double(const char *opt, const char *s, double lo, double hi,
 	return true;
 }
 
-bool tp_cli_bytes(const char *opt, const char *s, double *v_p)
+bool tp_cli_bytes(const char *opt, const char *s, double lo, double *v_p)
 {
-	if (!tp_parse_bytes(s, 1, TP_BYTES_MAX, v_p)) {
-		tp_cli_err("%s: expected a size 1 .. 1P such as 1G or 262144 "
+	if (!tp_parse_bytes(s, lo, TP_BYTES_MAX, v_p)) {
+		tp_cli_err("%s: expected a size %g .. 1P such as 1G or 262144 "
 			   "(binary units K, M, G, T, P), got '%s'",
-			   opt, s);
+			   opt, lo, s);
 		return false;
 	}
 	return true;

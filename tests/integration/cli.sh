@@ -402,8 +402,6 @@ grep -q "^no bottleneck: nothing crosses a link$" "$tmp/out" && ok "one rank: no
 	bad "one rank: $(cat "$tmp/out")"
 $T cost --fabric "$tmp/ft.json" --hosts node001 --gpus-per-host 1 --bytes 1G --json >"$tmp/c1.json"
 jeq "$tmp/c1.json" .bottleneck_link none "one rank, --json"
-usage_err "draw --heat --bytes 0" "draw: --bytes: expected a size 1 .. 1P" \
-	$T draw --fabric "$tmp/ft.json" --heat --bytes 0 -o "$tmp/x.svg"
 expect 0 "draw --heat --bytes 1PiB" $T draw --fabric "$tmp/ft.json" --heat --bytes 1PiB -o "$tmp/x.svg"
 expect 0 "place bytes=1P" $T place --fabric "$tmp/ft.json" --request nodes=2,bytes=1P
 usage_err "cost --bytes 2P" "expected a size 1 .. 1P" \
