@@ -1163,6 +1163,77 @@ static void test_long_timeout(void **s)
 	tp_plan_destroy(two);
 }
 
+/* A slow link, made here: the library's send() calls resolve to this
+ * one (the program defines the symbol the shared library imports), which
+ * in a rank that sets slow_send_us first sleeps that long and moves at
+ * most slow_send_max bytes. Bytes keep moving, just slowly. */
+static long slow_send_us;
+static size_t slow_send_max;
+
+ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	static ssize_t (*real)(int, const void *, size_t, int);
+
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "send");
+	if (slow_send_us > 0) {
+		usleep((useconds_t)slow_send_us);
+		if (len > slow_send_max)
+			len = slow_send_max;
+	}
+	return real(fd, buf, len, flags);
+}
+
+enum { SLOW_RANK = 1, SLOW_COUNT = 1 << 20 };
+
+static int slow_rail_rank(tp_coll_comm_t *c, void *arg)
+{
+	float *x = malloc(SLOW_COUNT * sizeof(*x));
+	int n = tp_coll_comm_size(c), me = tp_coll_comm_rank(c), bad = 0;
+	tp_err_t err;
+
+	(void)arg;
+	if (!x)
+		return 4;
+	for (size_t i = 0; i < SLOW_COUNT; i++)
+		x[i] = (float)(me + 1);
+	if (me == SLOW_RANK) {
+		slow_send_us = 20 * 1000;
+		slow_send_max = 16 << 10;
+	}
+	if ((err = tp_coll_allreduce(c, x, x, SLOW_COUNT, TP_COLL_FP32,
+				     TP_COLL_SUM, TP_COLL_ALGO_HIERARCHICAL))) {
+		free(x);
+		return call_failed(c, "allreduce", err);
+	}
+	for (size_t i = 0; i < SLOW_COUNT; i++)
+		bad += x[i] != (float)(n * (n + 1) / 2);
+	free(x);
+	return bad ? 1 : 0;
+}
+
+/* One rail slow but moving (rank 1 sends 16 KiB every 20 ms: its 4 MiB
+ * hierarchical all-reduce takes seconds) with a 0.5 s timeout: rank 0,
+ * on the same host, is done with its own rail long before and waits in
+ * the host segment for rank 1's part. tp_coll.h promises a transfer that
+ * moves never times out; the wait counted from rank 0's own last byte
+ * and failed it after 0.5 s ("no progress ... waiting for rank 1"). */
+static void test_slow_rail(void **s)
+{
+	tp_plan_t *p = plan_on(coll_fabric_nics(), 2, 2, 0);
+	tp_coll_opts_t o;
+	int st[16];
+
+	(void)s;
+	opts_for(&o, next_port(), 0.5, 64 << 10);
+	double t = run_ranks(p, &o, slow_rail_rank, NULL, 60, st);
+	expect_ranks_ok(p, st, "a slow rail within the timeout of each move");
+	/* slower than the timeout: the case the test is about happened */
+	if (t < 2 * o.timeout_s)
+		fail_msg("%.2f s: not slow enough to test the wait", t);
+	tp_plan_destroy(p);
+}
+
 /* Ranks that start over a longer span than timeout_s, each well within it
  * of the one before (6 ranks 400 ms apart, 1 s timeout): init waits
  * timeout_s without progress, not in all (rank 0 failed after 1 s with
@@ -2856,6 +2927,7 @@ int main(void)
 	    cmocka_unit_test(test_hung_peer),
 	    cmocka_unit_test(test_small_faults),
 	    cmocka_unit_test(test_long_timeout),
+	    cmocka_unit_test(test_slow_rail),
 	    cmocka_unit_test(test_staggered_start),
 	    cmocka_unit_test(test_comp_names),
 	    cmocka_unit_test(test_comp_huge_count),
