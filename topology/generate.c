@@ -294,12 +294,57 @@ void tp_gen_fat_tree_defaults(tp_gen_fat_tree_t *p)
 	p->nics_per_host = 1;
 }
 
+/* Union-find root of x in comp[] (path halving). */
+static uint32_t comp_root(uint32_t *comp, uint32_t x)
+{
+	while (comp[x] != x) {
+		comp[x] = comp[comp[x]];
+		x = comp[x];
+	}
+	return x;
+}
+
+/* kinds[(l * spines + s) * up + u]: the draw of leaf l's cable u to spine
+ * s (1 down). Leaves whose live cables do not reach leaf 0's part of the
+ * fabric get their last cable to a spine of that part back at half width
+ * (2), until every leaf does; comp: room for leaves + spines. */
+static void keep_connected(signed char *kinds, uint32_t *comp, int leaves,
+			   int spines, int up)
+{
+	uint32_t n = (uint32_t)(leaves + spines);
+
+	for (uint32_t x = 0; x < n; x++)
+		comp[x] = x;
+	for (int l = 0; l < leaves; l++)
+		for (int s = 0; s < spines; s++)
+			for (int u = 0; u < up; u++)
+				if (kinds[((size_t)l * spines + s) * up + u] !=
+				    1)
+					comp[comp_root(comp, (uint32_t)l)] =
+					    comp_root(comp,
+						      (uint32_t)(leaves + s));
+	for (int l = 1; l < leaves; l++) {
+		uint32_t home = comp_root(comp, 0);
+		if (comp_root(comp, (uint32_t)l) == home)
+			continue;
+		/* leaf 0 keeps a cable: some spine is in its part */
+		for (int s = spines - 1; s >= 0; s--)
+			if (comp_root(comp, (uint32_t)(leaves + s)) == home) {
+				kinds[((size_t)l * spines + s) * up + up - 1] =
+				    2;
+				comp[comp_root(comp, (uint32_t)l)] = home;
+				break;
+			}
+	}
+}
+
 tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
 {
 	const char *what = "fat tree";
 	int nics, up;
 	long long nhosts;
-	uint32_t *leaf = NULL, *spine = NULL;
+	uint32_t *leaf = NULL, *spine = NULL, *comp = NULL;
+	signed char *kinds = NULL;
 	char desc[64];
 	gen_t g;
 	tp_err_t err;
@@ -401,24 +446,45 @@ tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
 		if (err || (err = add_host_gpus(&g, i, p->gpus_per_host, nics)))
 			goto out;
 	}
+	size_t nup = (size_t)p->leaves * (size_t)p->spines * (size_t)up;
+	kinds = tp_malloc(nup ? nup : 1);
+	comp = tp_malloc((size_t)(p->leaves + p->spines) * sizeof(uint32_t));
+	if (!kinds || !comp) {
+		err = TP_ERR_NOMEM;
+		goto out;
+	}
 	for (int l = 0; l < p->leaves; l++) {
 		int cabled = 0;
 
 		for (int s = 0; s < p->spines; s++)
 			for (int u = 0; u < up; u++) {
-				int lp =
-				    p->hosts_per_leaf * nics + s * up + u + 1;
-				int sp = l * up + u + 1;
 				int kind = degrade_pick(&g, p->degrade);
-				/* never cut a leaf off the spines, which would
-				 * split the fabric; as for hosts, the draw is
-				 * kept so other cables degrade as before */
+				/* never cut a leaf off the spines; as for
+				 * hosts, the draw is kept so other cables
+				 * degrade as before */
 				if (kind == 1 && s == p->spines - 1 &&
 				    u == up - 1 && !cabled)
 					kind = 2;
+				cabled += kind != 1;
+				kinds[((size_t)l * p->spines + s) * up + u] =
+				    (signed char)kind;
+			}
+	}
+	/* Each leaf keeps a cable, but leaves left only on different spines
+	 * could still not reach each other: a leaf apart from leaf 1's part
+	 * of the fabric gets its last cable to a spine of that part back, at
+	 * half width (a connected draw is kept as it is). */
+	keep_connected(kinds, comp, p->leaves, p->spines, up);
+	for (int l = 0; l < p->leaves; l++)
+		for (int s = 0; s < p->spines; s++)
+			for (int u = 0; u < up; u++) {
+				int lp =
+				    p->hosts_per_leaf * nics + s * up + u + 1;
+				int sp = l * up + u + 1;
+				int kind =
+				    kinds[((size_t)l * p->spines + s) * up + u];
 				if (kind == 1)
 					continue;
-				cabled++;
 				if ((err = tp__fabric_add_link(
 					 g.f, TP_NODE_SWITCH, leaf[l], lp,
 					 TP_NODE_SWITCH, spine[s], sp,
@@ -426,10 +492,11 @@ tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
 					 g.lane_gbps, true, NULL)))
 					goto out;
 			}
-	}
 out:
 	tp_free(leaf);
 	tp_free(spine);
+	tp_free(kinds);
+	tp_free(comp);
 	return gen_finish(&g, what, err, f_p);
 }
 

@@ -522,6 +522,41 @@ static void test_fat_tree_degrade_keeps_leaf(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* ... nor leaves each left on a different spine: with every cable drawn
+ * down or halved (--degrade 1, seed 1), leaf01 kept a halved cable to
+ * spine01 and leaf02 one to spine02, two fabrics that could not reach
+ * each other. Every draw here now leaves one spine group. */
+static void test_fat_tree_degrade_connected(void **state)
+{
+	static const double share[] = {0.5, 1};
+	tp_gen_fat_tree_t p;
+
+	(void)state;
+	for (int shape = 0; shape < 2; shape++)
+		for (size_t d = 0; d < 2; d++)
+			for (uint64_t seed = 1; seed <= 40; seed++) {
+				tp_fabric_t *f = NULL;
+				tp_gen_fat_tree_defaults(&p);
+				p.leaves = shape ? 3 : 2;
+				p.spines = shape ? 3 : 2;
+				p.hosts_per_leaf = shape ? 2 : 4;
+				p.gpus_per_host = 1;
+				p.link_gbps = 100;
+				p.degrade = share[d];
+				p.degrade_seed = seed;
+				assert_int_equal(tp_gen_fat_tree(&p, &f),
+						 TP_OK);
+				if (tp_fabric_groups_at(f, 2) != 1)
+					fail_msg(
+					    "%d leaves, --degrade %g, seed "
+					    "%llu: %zu spine groups",
+					    p.leaves, p.degrade,
+					    (unsigned long long)seed,
+					    tp_fabric_groups_at(f, 2));
+				tp_fabric_destroy(f);
+			}
+}
+
 static void test_param_errors(void **state)
 {
 	tp_gen_fat_tree_t ft;
@@ -1141,6 +1176,7 @@ int main(void)
 	    cmocka_unit_test(test_fat_tree_interleave),
 	    cmocka_unit_test(test_fat_tree_nics),
 	    cmocka_unit_test(test_fat_tree_degrade_keeps_leaf),
+	    cmocka_unit_test(test_fat_tree_degrade_connected),
 	    cmocka_unit_test(test_rail_defaults),
 	    cmocka_unit_test(test_rail_uneven),
 	    cmocka_unit_test(test_nvl72_defaults),
