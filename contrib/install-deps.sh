@@ -1,13 +1,21 @@
 #!/bin/sh
 # Install every Debian 12 package topoplace needs to build and test.
 # Used by both README quick-start commands and by CI. Idempotent.
+#
+# opensm is there for the tests, which run their own on a simulated fabric
+# (contrib/ibsim-run.sh). Debian's package would start a subnet manager on
+# every InfiniBand port of this host now and at every boot, and on a node
+# of a real fabric it could take over as master: as install-slurm.sh does,
+# a policy-rc.d answering 101 keeps it from starting during the install
+# (only when the machine has none), and a newly installed opensm.service
+# is disabled afterwards.
 set -eu
 
 PKGS="build-essential autoconf automake libtool pkg-config git
 libcjson-dev libcmocka-dev libhwloc-dev hwloc
 libibnetdisc-dev libibumad-dev libibmad-dev infiniband-diags
 ibsim-utils libumad2sim0 opensm
-clang libclang-rt-14-dev
+clang libclang-rt-14-dev valgrind
 procps iproute2 util-linux jq
 iputils-ping bc g++ openmpi-bin libopenmpi-dev libgloo-dev
 librsvg2-bin python3 python3-torch"
@@ -26,11 +34,35 @@ if [ -z "$missing" ]; then
 	echo "install-deps.sh: all packages present"
 	exit 0
 fi
+policy=/usr/sbin/policy-rc.d
+ours=""
+cleanup() { [ -z "$ours" ] || rm -f "$policy"; }
+trap cleanup EXIT
+trap 'cleanup; exit 1' INT TERM HUP
+if [ ! -e "$policy" ]; then
+	printf '#!/bin/sh\n# temporary, contrib/install-deps.sh\nexit 101\n' >"$policy"
+	chmod 755 "$policy"
+	ours=1
+fi
+
 export DEBIAN_FRONTEND=noninteractive
+# a freshly booted machine's apt-daily may hold the lock a while
+lock="-o DPkg::Lock::Timeout=300"
 stamp=/var/lib/apt/periodic/topoplace-update-stamp
 if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +360 2>/dev/null)" ]; then
-	apt-get update -q
+	# shellcheck disable=SC2086
+	apt-get $lock update -q
 	mkdir -p "$(dirname "$stamp")" && touch "$stamp"
 fi
 # shellcheck disable=SC2086
-apt-get install -y -q --no-install-recommends $missing
+apt-get $lock install -y -q --no-install-recommends $missing
+cleanup
+ours=""
+case " $missing " in
+*" opensm "*)
+	# not at boot either (the tests start their own)
+	deb-systemd-helper disable opensm.service >/dev/null 2>&1 || true
+	update-rc.d opensm disable >/dev/null 2>&1 || true
+	echo "install-deps.sh: opensm installed for the tests, its service left disabled"
+	;;
+esac

@@ -47,13 +47,16 @@ if [ ! -e "$policy" ]; then
 fi
 
 export DEBIAN_FRONTEND=noninteractive
+# a freshly booted machine's apt-daily may hold the lock a while
+lock="-o DPkg::Lock::Timeout=300"
 stamp=/var/lib/apt/periodic/topoplace-update-stamp
 if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +360 2>/dev/null)" ]; then
-	apt-get update -q
+	# shellcheck disable=SC2086
+	apt-get $lock update -q
 	mkdir -p "$(dirname "$stamp")" && touch "$stamp"
 fi
 # shellcheck disable=SC2086
-apt-get install -y -q --no-install-recommends $missing
+apt-get $lock install -y -q --no-install-recommends $missing
 cleanup
 ours=""
 

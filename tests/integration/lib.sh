@@ -66,7 +66,7 @@ need_slurm() {
 		set -- munged slurmctld slurmd srun sbatch scontrol sinfo squeue ip unshare "$@"
 	fi
 	for b in "$@"; do
-		command -v "$b" >/dev/null 2>&1 || skip_all "$b not installed (contrib/install-slurm.sh)"
+		command -v "$b" >/dev/null 2>&1 || skip_all "$b not installed (contrib/install-deps.sh and install-slurm.sh install what the tests need)"
 	done
 	unshare --net --uts true 2>/dev/null || skip_all "cannot create network namespaces here"
 	[ -x "$TOPOPLACE" ] || error_all "$TOPOPLACE not built (make builds it always)"
