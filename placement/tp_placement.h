@@ -354,9 +354,10 @@ typedef struct tp_placement {
 	double predicted_s;     /* ring/hierarchical, whichever is faster */
 	tp_algo_t algo;         /* the one that was (ring on a tie) */
 	double cross_top_bytes; /* its bytes across the top switch level */
-	double ideal_s;         /* the same on the fastest set known on the
+	double ideal_s;		/* the same on the fastest set known on the
 				 * empty fabric (the packed set and every
-				 * deterministic policy's choice there): one
+				 * deterministic policy's choice there, for
+				 * GPUs alone also split evenly): one
 				 * per request shape, whichever policy chose;
 				 * above predicted_s only when these hosts
 				 * beat them all */

@@ -646,6 +646,47 @@ static void test_driver_outputs(void **unused)
 	tp_fabric_destroy(f);
 }
 
+/* A request of GPUs alone: the policies pack (5 GPUs on two 4-GPU hosts
+ * as [1, 4], as Slurm fills node after node), and a host given one rank
+ * drives one of its four NICs, so the ring runs at a quarter of the
+ * host's rate. The ideal is the faster split of the same hosts, [3, 2]:
+ * about twice as fast. It was the packed [1, 4], and a state that forced
+ * [2, 3] read faster than "ideal" (a review of the cost model). */
+static void test_ideal_even_split(void **unused)
+{
+	tp_fabric_t *f = tp_test_fat_tree_try(2, 2, 2, 0, 4, false, 4);
+	tp_state_t *s;
+	tp_request_t r = {.gpus = 5};
+	tp_placement_t out = {0};
+	tp_cost_ctx_t *ctx = NULL;
+	uint32_t h[2];
+	int packed[2] = {1, 4}, even[2] = {3, 2};
+	double tp = 0, te = 0;
+
+	(void)unused;
+	assert_non_null(f);
+	s = tp_state_create(f);
+	assert_int_equal(tp_cost_ctx_create(f, NULL, &ctx), TP_OK);
+	h[0] = tp_test_host(f, "node001");
+	h[1] = tp_test_host(f, "node002");
+	assert_int_equal(tp__price_ring(ctx, NULL, h, packed, 2, 1 << 30, &tp),
+			 TP_OK);
+	assert_int_equal(tp__price_ring(ctx, NULL, h, even, 2, 1 << 30, &te),
+			 TP_OK);
+	assert_true(te < 0.6 * tp);
+	r.bytes = 1 << 30;
+	assert_int_equal(tp_place_run(tp_policy_find("topoplace"), s, &r, NULL,
+				      ctx, 0, &out),
+			 TP_OK);
+	assert_int_equal(out.nhosts, 2);
+	assert_true(fabs(out.ideal_s - te) <= 1e-9 * te);
+	assert_true(out.ideal_s <= out.predicted_s);
+	tp_placement_free(&out);
+	tp_cost_ctx_destroy(ctx);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
 /* ---- slurm-tree hand cases ---- */
 
 /* Section 6.1: leaves s0..s3 (8 nodes each) under one root, available
@@ -1634,6 +1675,7 @@ int main(void)
 	    cmocka_unit_test(test_choose_ws),
 	    cmocka_unit_test(test_driver_rejects_bad_policies),
 	    cmocka_unit_test(test_driver_outputs),
+	    cmocka_unit_test(test_ideal_even_split),
 	    cmocka_unit_test(test_slurm_tree_doc61),
 	    cmocka_unit_test(test_slurm_tree_doc62),
 	    cmocka_unit_test(test_slurm_tree_doc62_reversed),
