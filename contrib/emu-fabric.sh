@@ -22,7 +22,9 @@
 #   --no-interleave: hosts fill leaf after leaf (default: host i on leaf (i-1) mod L, so the names
 #       Slurm lists alternate leaves)
 #   --name-prefix P (node) [TPE_NAME_PREFIX]: host names P001, P002, ...
-#   --prefix P (tpe-) [TPE_PREFIX]: prefix of every namespace this script creates
+#   --prefix P (tpe-) [TPE_PREFIX]: prefix of every namespace this script creates: 1..6 of
+#       a-z, 0-9 and -, starting with a letter; stop deletes every namespace whose name starts
+#       with it, so two fabrics side by side need prefixes neither of which starts the other
 #   --fabric-out FILE: where to write the topoplace fabric JSON (default STATE/fabric.json)
 #   --gpus-per-host N (1): GPUs per host in the fabric JSON
 #   --subnet A.B.C (10.201.0) [TPE_SUBNET]: the hosts' /24 (host i is A.B.C.i); it only exists
@@ -74,7 +76,11 @@ case $ratio in '' | *[!0-9]*) die "--uplink-ratio takes a whole number (0/1 = no
 { [ "$nhosts" -ge 1 ] && [ "$nhosts" -le 250 ]; } || die "--hosts: 1..250"
 { [ "$nleaves" -ge 1 ] && [ "$nleaves" -le 16 ]; } || die "--leaves: 1..16"
 [ $((nhosts % nleaves)) -eq 0 ] || die "--hosts must be a multiple of --leaves"
-[ ${#prefix} -le 6 ] || die "--prefix: at most 6 characters"
+# The prefix selects what stop deletes: a plain name only, matched literally (never as a pattern).
+case $prefix in
+'' | [!a-z]* | *[!a-z0-9-]*) die "--prefix: a-z, 0-9 and - only, starting with a letter (got '$prefix')" ;;
+esac
+[ ${#prefix} -le 6 ] || die "--prefix: at most 6 characters (got '$prefix')"
 echo "$subnet" | grep -Eq '^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$' || die "--subnet: A.B.C, got '$subnet'"
 state=/run/topoplace-emu/${prefix%-}
 hpl=$((nhosts / nleaves))
@@ -105,7 +111,7 @@ config_line() {
 }
 
 our_namespaces() {
-	ip netns list 2>/dev/null | awk '{print $1}' | grep "^${prefix}" || true
+	ip netns list 2>/dev/null | awk -v p="$prefix" 'index($1, p) == 1 { print $1 }'
 }
 
 write_rsh_agent() {
@@ -252,15 +258,16 @@ do_start() {
 }
 
 do_stop() {
-	local ns pid
+	local ns pid failed=""
+	[ "$(id -u)" -eq 0 ] || die "stop: run as root"
 	for ns in $(our_namespaces); do
 		# Anything still running in our namespaces was started through this fabric.
 		for pid in $(ip netns pids "$ns" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
 	done
 	for ns in $(our_namespaces); do
-		ip netns del "$ns" 2>/dev/null || true
-		rm -rf "/etc/netns/$ns"
+		if ip netns del "$ns"; then rm -rf "/etc/netns/$ns"; else failed="$failed $ns"; fi
 	done
+	[ -z "$failed" ] || die "stop: could not delete namespace(s)$failed"
 	rm -rf "$state"
 	[ "${1:-}" = quiet ] || echo "emu-fabric: down"
 }
@@ -285,7 +292,7 @@ do_exec() {
 	[ $# -ge 2 ] || die "exec HOST CMD..."
 	local h=$1
 	shift
-	ip netns list | awk '{print $1}' | grep -qx "$(ns_of "$h")" || die "no host $h"
+	ip netns list | awk '{print $1}' | grep -qxF "$(ns_of "$h")" || die "no host $h"
 	# shellcheck disable=SC2016
 	exec ip netns exec "$(ns_of "$h")" unshare --uts sh -c 'hostname "$0"; exec "$@"' "$h" "$@"
 }

@@ -75,8 +75,9 @@
 #                       fabric), tpctl to the controller. The fabric JSON is
 #                       emu-fabric's, matching the cabling (--fabric is
 #                       refused). --data-net defaults to --net's next /24,
-#                       --emu-prefix (namespace prefix, <= 6 characters) to
-#                       e<tag>-; Open MPI's plm_rsh_agent for the nodes is
+#                       --emu-prefix (namespace prefix: <= 6 of a-z, 0-9 and
+#                       -, starting with a letter) to e<tag>-; Open MPI's
+#                       plm_rsh_agent for the nodes is
 #                       /run/topoplace-emu/<prefix without ->/rsh-agent.
 # TOPOPLACE = the topoplace CLI (default: build/cli/topoplace in this tree).
 #
@@ -285,11 +286,15 @@ if [ -n "$EMU" ]; then
 	case $EMU_LEAVES$EMU_RATIO in ''|*[!0-9]*) die "--leaves, --uplink-ratio: numbers" ;; esac
 	[ "$EMU_LEAVES" -ge 1 ] && [ $((NODES % EMU_LEAVES)) -eq 0 ] ||
 		die "--emu-fabric: --nodes must be a multiple of --leaves"
+	# emu-fabric.sh's stop deletes every namespace whose name starts with it
+	case $EMU_PREFIX in
+	'' | [!a-z]* | *[!a-z0-9-]*) die "--emu-prefix: a-z, 0-9 and - only, starting with a letter" ;;
+	esac
 	[ ${#EMU_PREFIX} -le 6 ] || die "--emu-prefix: at most 6 characters"
 	[ "$EMU_NET" != "$NET" ] || die "--data-net must differ from --net"
 	[ -x "$EMU_SH" ] || die "$EMU_SH missing"
 	command -v tc >/dev/null 2>&1 || die "tc not found (iproute2)"
-	ip netns list 2>/dev/null | awk '{print $1}' | grep -q "^$EMU_PREFIX" &&
+	[ -z "$(ip netns list 2>/dev/null | awk -v p="$EMU_PREFIX" 'index($1, p) == 1')" ] ||
 		die "namespaces named $EMU_PREFIX* exist already (another fabric?); pick --emu-prefix"
 fi
 for b in munged slurmctld slurmd sinfo scontrol ip unshare; do
