@@ -35,6 +35,8 @@ set -eu
 me=build-slurm.sh
 die() { echo "$me: $*" >&2; exit 1; }
 say() { echo "$me: $*"; }
+usage_error() { echo "$me: $*" >&2; exit 2; }
+need() { [ $# -ge 2 ] || usage_error "$1 needs a value"; }
 
 PREFIX=/opt/topoplace/slurm-24.11
 SRC=
@@ -43,13 +45,13 @@ FORCE=
 WANT=
 while [ $# -gt 0 ]; do
 	case $1 in
-	--prefix) PREFIX=$2; shift ;;
-	--src) SRC=$2; shift ;;
-	--jobs|-j) JOBS=$2; shift ;;
+	--prefix) need "$@"; PREFIX=$2; shift ;;
+	--src) need "$@"; SRC=$2; shift ;;
+	--jobs|-j) need "$@"; JOBS=$2; shift ;;
 	--force) FORCE=1 ;;
 	-h|--help) sed -n '2,/^set -eu/p' "$0" | sed '$d;s/^# \{0,1\}//'; exit 0 ;;
-	-*) die "unknown option '$1' (try --help)" ;;
-	*) WANT=$1 ;;
+	-*) usage_error "unknown option '$1' (try --help)" ;;
+	*) [ -z "$WANT" ] || usage_error "one VERSION only (try --help)"; WANT=$1 ;;
 	esac
 	shift
 done

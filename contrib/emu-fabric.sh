@@ -49,22 +49,24 @@ subnet=${TPE_SUBNET:-10.201.0}
 
 die() { echo "emu-fabric: $*" >&2; exit 1; }
 usage() { sed -n '2,/^set -eu/p' "$0" | sed -e '/^set -eu/d' -e 's/^# \{0,1\}//'; }
+usage_error() { echo "emu-fabric: $*" >&2; exit 2; }
+need() { [ $# -ge 2 ] || usage_error "$1 needs a value"; }
 
 while [ $# -gt 0 ]; do
 	case $1 in
-	--hosts) nhosts=$2; shift 2 ;;
-	--leaves) nleaves=$2; shift 2 ;;
-	--uplink-ratio) ratio=$2; shift 2 ;;
-	--rate) rate=$2; shift 2 ;;
+	--hosts) need "$@"; nhosts=$2; shift 2 ;;
+	--leaves) need "$@"; nleaves=$2; shift 2 ;;
+	--uplink-ratio) need "$@"; ratio=$2; shift 2 ;;
+	--rate) need "$@"; rate=$2; shift 2 ;;
 	--no-interleave) interleave=0; shift ;;
 	--interleave) interleave=1; shift ;;
-	--name-prefix) name_prefix=$2; shift 2 ;;
-	--prefix) prefix=$2; shift 2 ;;
-	--fabric-out) fabric_out=$2; shift 2 ;;
-	--gpus-per-host) gpus=$2; shift 2 ;;
-	--subnet) subnet=$2; shift 2 ;;
+	--name-prefix) need "$@"; name_prefix=$2; shift 2 ;;
+	--prefix) need "$@"; prefix=$2; shift 2 ;;
+	--fabric-out) need "$@"; fabric_out=$2; shift 2 ;;
+	--gpus-per-host) need "$@"; gpus=$2; shift 2 ;;
+	--subnet) need "$@"; subnet=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
-	-*) die "unknown option $1 (try --help)" ;;
+	-*) usage_error "unknown option $1 (try --help)" ;;
 	*) break ;;
 	esac
 done

@@ -20,8 +20,15 @@ set -eu
 
 me=fetch-slurm-src.sh
 die() { echo "$me: $*" >&2; exit 1; }
+usage_error() { echo "$me: $*" >&2; exit 2; }
 
-case ${1:-} in -h|--help) sed -n '2,/^set -eu/p' "$0" | sed '$d;s/^# \{0,1\}//'; exit 0 ;; esac
+for a; do
+	case $a in
+	-h|--help) sed -n '2,/^set -eu/p' "$0" | sed '$d;s/^# \{0,1\}//'; exit 0 ;;
+	-*) usage_error "unknown option '$a' (try --help)" ;;
+	esac
+done
+[ $# -le 2 ] || usage_error "at most VERSION and DIR (try --help)"
 
 VERSION=${1:-}
 if [ -z "$VERSION" ]; then

@@ -91,6 +91,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 me=slurm-cluster.sh
 die() { echo "$me: $*" >&2; exit 1; }
 say() { echo "$me: $*"; }
+usage_error() { echo "$me: $*" >&2; exit 2; }
+need() { [ $# -ge 2 ] || usage_error "$1 needs a value"; }
 
 cmd=${1:-}
 [ $# -gt 0 ] && shift
@@ -117,32 +119,32 @@ EMU_PREFIX=
 DBD=
 while [ $# -gt 0 ]; do
 	case $1 in
-	--nodes) NODES=$2; shift ;;
-	--gpus-per-node) GPUS=$2; shift ;;
-	--dir) DIR=$2; shift ;;
-	--plugin-dir) PLUGIN_DIR=$2; PLUGIN_DIR_SET=1; shift ;;
-	--topology) TOPO=$2; shift ;;
-	--fabric) FABRIC=$2; shift ;;
-	--slurm-conf-extra) EXTRA=$2; shift ;;
-	--extra-file) EXTRA_FILES="$EXTRA_FILES
+	--nodes) need "$@"; NODES=$2; shift ;;
+	--gpus-per-node) need "$@"; GPUS=$2; shift ;;
+	--dir) need "$@"; DIR=$2; shift ;;
+	--plugin-dir) need "$@"; PLUGIN_DIR=$2; PLUGIN_DIR_SET=1; shift ;;
+	--topology) need "$@"; TOPO=$2; shift ;;
+	--fabric) need "$@"; FABRIC=$2; shift ;;
+	--slurm-conf-extra) need "$@"; EXTRA=$2; shift ;;
+	--extra-file) need "$@"; EXTRA_FILES="$EXTRA_FILES
 $2"; shift ;;
-	--timeout) TIMEOUT=$2; shift ;;
-	--port) PORT=$2; shift ;;
-	--net) NET=$2; shift ;;
-	--slurm-prefix) SLURM_PREFIX=$2; shift ;;
+	--timeout) need "$@"; TIMEOUT=$2; shift ;;
+	--port) need "$@"; PORT=$2; shift ;;
+	--net) need "$@"; NET=$2; shift ;;
+	--slurm-prefix) need "$@"; SLURM_PREFIX=$2; shift ;;
 	--emu-fabric) EMU=1 ;;
 	--slurmdbd) DBD=1 ;;
-	--leaves) EMU_LEAVES=$2; shift ;;
-	--uplink-ratio) EMU_RATIO=$2; shift ;;
-	--rate) EMU_RATE=$2; shift ;;
-	--data-net) EMU_NET=$2; shift ;;
-	--emu-prefix) EMU_PREFIX=$2; shift ;;
+	--leaves) need "$@"; EMU_LEAVES=$2; shift ;;
+	--uplink-ratio) need "$@"; EMU_RATIO=$2; shift ;;
+	--rate) need "$@"; EMU_RATE=$2; shift ;;
+	--data-net) need "$@"; EMU_NET=$2; shift ;;
+	--emu-prefix) need "$@"; EMU_PREFIX=$2; shift ;;
 	-h|--help) sed -n '2,/^set -eu/p' "$0" | sed '$d;s/^# \{0,1\}//'; exit 0 ;;
-	*) die "unknown option '$1' (try --help)" ;;
+	*) usage_error "unknown option '$1' (try --help)" ;;
 	esac
 	shift
 done
-case $cmd in start|stop|status|env) ;; *) die "usage: $me start|stop|status|env [options] (try --help)" ;; esac
+case $cmd in start|stop|status|env) ;; *) usage_error "usage: $me start|stop|status|env [options] (try --help)" ;; esac
 case $NODES in ''|*[!0-9]*) die "--nodes: not a number" ;; esac
 case $GPUS in ''|*[!0-9]*) die "--gpus-per-node: not a number" ;; esac
 case $TOPO in none|tree|block|topoplace) ;; *) die "--topology: none, tree, block or topoplace" ;; esac
