@@ -7,6 +7,9 @@
 #   emu-fabric.sh exec HOST CMD...    run CMD inside HOST's namespace with hostname HOST
 #   emu-fabric.sh hosts               the host names, one a line, in name order
 #
+# Options go before or after the command (before it for exec, whose arguments are HOST CMD...);
+# stop, status and exec use the same --prefix as start.
+#
 # Layout: every host is a namespace with one veth (eth0) straight into its leaf namespace, where a
 # bridge joins the host ports and the up-link; with 2 leaves the up-link is one veth between the
 # leaf namespaces, with more a spine namespace holds a bridge every leaf's up-link joins. Nothing
@@ -52,6 +55,7 @@ usage() { sed -n '2,/^set -eu/p' "$0" | sed -e '/^set -eu/d' -e 's/^# \{0,1\}//'
 usage_error() { echo "emu-fabric: $*" >&2; exit 2; }
 need() { [ $# -ge 2 ] || usage_error "$1 needs a value"; }
 
+cmd=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--hosts) need "$@"; nhosts=$2; shift 2 ;;
@@ -67,11 +71,14 @@ while [ $# -gt 0 ]; do
 	--subnet) need "$@"; subnet=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	-*) usage_error "unknown option $1 (try --help)" ;;
-	*) break ;;
+	*)
+		[ -z "$cmd" ] || usage_error "$cmd: unexpected argument '$1' (try --help)"
+		cmd=$1
+		shift
+		[ "$cmd" != exec ] || break ;;
 	esac
 done
-[ $# -ge 1 ] || { usage >&2; exit 2; }
-cmd=$1; shift
+[ -n "$cmd" ] || { usage >&2; exit 2; }
 
 case $nhosts$nleaves in *[!0-9]*) die "--hosts and --leaves take numbers" ;; esac
 case $ratio in '' | *[!0-9]*) die "--uplink-ratio takes a whole number (0/1 = non-blocking)" ;; esac
@@ -97,7 +104,7 @@ rate_kbit() {
 	esac
 }
 
-host_name() { printf '%s%03d' "$name_prefix" "$1"; }
+host_name() { printf '%s%03d\n' "$name_prefix" "$1"; }
 host_leaf() {
 	if [ "$interleave" = 1 ]; then echo $((($1 - 1) % nleaves)); else echo $((($1 - 1) / hpl)); fi
 }
