@@ -53,8 +53,15 @@ usage: $prog start NETFILE [SOCKNAME]
        $prog console DIR COMMAND
        $prog exec SOCKNAME -- CMD [ARG...]
        $prog stop PID
+       $prog --help
 EOF
 	exit 2
+}
+
+# --help: the comment at the top, on stdout
+help() {
+	sed -n '2,/^set -eu/p' "$0" | sed '$d;s/^# \{0,1\}//'
+	exit 0
 }
 
 find_umad2sim() {
@@ -265,5 +272,6 @@ exec) cmd_exec "$@" ;;
 console) cmd_console "$@" ;;
 sm) cmd_sm "$@" ;;
 stop) cmd_stop "$@" ;;
+-h | --help) help ;;
 *) usage ;;
 esac
