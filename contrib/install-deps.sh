@@ -10,6 +10,10 @@
 # (only when the machine has none), and a newly installed opensm.service
 # is disabled afterwards.
 set -eu
+case ${1:-} in
+-h | --help) sed -n '2,/^set -eu/p' "$0" | sed '$d;s/^# \{0,1\}//'; exit 0 ;;
+esac
+[ $# -eq 0 ] || { echo "install-deps.sh: takes no arguments (try --help)" >&2; exit 2; }
 
 PKGS="build-essential autoconf automake libtool pkg-config git
 libcjson-dev libcmocka-dev libhwloc-dev hwloc

@@ -10,6 +10,10 @@
 # line of defence, any munged/slurmctld/slurmd that appears during the install
 # (and was not running before it) is stopped by PID.
 set -eu
+case ${1:-} in
+-h | --help) sed -n '2,/^set -eu/p' "$0" | sed '$d;s/^# \{0,1\}//'; exit 0 ;;
+esac
+[ $# -eq 0 ] || { echo "install-slurm.sh: takes no arguments (try --help)" >&2; exit 2; }
 
 PKGS="slurmctld slurmd slurm-client munge libslurm-dev slurm-wlm-basic-plugins-dev
 slurmdbd mariadb-server-core mariadb-client-core

@@ -12,6 +12,10 @@
 # Ends with one line "N passed, N failed, N skipped", after the reasons for
 # the skips.
 set -eu
+case ${1:-} in
+-h | --help) sed -n '2,/^set -eu/p' "$0" | sed '$d;s/^# \{0,1\}//'; exit 0 ;;
+esac
+[ $# -eq 0 ] || { echo "run-tests.sh: takes no arguments (try --help)" >&2; exit 2; }
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 "$top/contrib/install-deps.sh"
