@@ -31,11 +31,14 @@
 # --topology none       no topology plugin (the default; topology/default
 #                       with --slurm-prefix)
 # --plugin-dir DIR      its *.so are copied to DIR/plugins, first in PluginDir
-#                       whenever it exists (default build/plugin/.libs), so
-#                       job_submit/topoplace or SPANK plugins from the build
-#                       tree load with any topology (SPANK: name
-#                       @DIR@/plugins/spank_topoplace.so in plugstack.conf);
-#                       the CLI is copied to DIR/bin, readable by any user
+#                       whenever it exists (default build/plugin/.libs, the
+#                       22.05 plugins, or build/plugin/slurm24/.libs, the
+#                       24.11 topology and SPANK plugins, when --slurm-prefix
+#                       holds a Slurm 24.x), so job_submit/topoplace or SPANK
+#                       plugins from the build tree load with any topology
+#                       (SPANK: name @DIR@/plugins/spank_topoplace.so in
+#                       plugstack.conf); the CLI is copied to DIR/bin,
+#                       readable by any user
 # --slurm-conf-extra F  lines appended to slurm.conf (e.g. JobSubmitPlugins=;
 #                       not SlurmdDebug: TP_SLURMD_DEBUG sets it, default info)
 # --extra-file F        copied beside slurm.conf (e.g. topoplace.conf), with
@@ -318,6 +321,11 @@ if [ -n "$SLURM_PREFIX" ]; then
 	2[3-9].*|[3-9][0-9].*) NEW=1 ;; # 23.x+: the 24.11 configuration
 	*) NEW= ;;
 	esac
+	# Slurm refuses a plugin built for another major.minor: our 24.11
+	# plugins (native topology/topoplace, SPANK) are built in slurm24/
+	if [ -z "$PLUGIN_DIR_SET" ]; then
+		case $SLURM_VER in 24.*) PLUGIN_DIR=$top/build/plugin/slurm24/.libs ;; esac
+	fi
 else
 	SYSPLUGINS=$(dirname "$(ls /usr/lib/*/slurm-wlm/select_cons_tres.so /usr/lib/slurm/select_cons_tres.so 2>/dev/null | head -1)")
 	NEW=
@@ -337,7 +345,7 @@ echo "$EXTRA_FILES" | while read -r f; do
 done
 # slurmctld refuses a PluginDir entry that does not exist
 if [ -n "$PLUGIN_DIR_SET" ] || [ "$TOPO" = topoplace ]; then
-	[ -d "$PLUGIN_DIR" ] || die "--plugin-dir $PLUGIN_DIR: no such directory (build the plugins first)"
+	[ -d "$PLUGIN_DIR" ] || die "plugin directory $PLUGIN_DIR: no such directory (build the plugins first)"
 fi
 plugindir=$SYSPLUGINS
 # Our plugins and the CLI are staged inside DIR (DIR/plugins, DIR/bin,
