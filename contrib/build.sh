@@ -1,6 +1,8 @@
 #!/bin/sh
 # Configure and build topoplace into BUILD_DIR (default: build/) with
-# warnings as errors. Extra arguments go to configure.
+# warnings as errors. Extra arguments go to configure. An already
+# configured BUILD_DIR is configured again when configure is newer or the
+# arguments differ from those it was configured with.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$top/build}
@@ -8,7 +10,39 @@ cd "$top"
 [ -x configure ] && [ -f build-aux/tap-driver.sh ] || ./autogen.sh >/dev/null
 mkdir -p "$build"
 cd "$build"
-if [ ! -f Makefile ] || [ "$top/configure" -nt Makefile ]; then
+
+# The variables configure takes from the environment (CC, CFLAGS...), one a line.
+precious() {
+	"$top/configure" --help | awk '/^Some influential environment variables:/ { p = 1; next }
+		p && /^$/ { exit }
+		p && /^  [A-Za-z_][A-Za-z0-9_]*( |$)/ { print $1 }'
+}
+# ARG...: what `config.status --config` will print for `configure ARG...`,
+# one argument a line: the arguments less those configure does not record,
+# then each precious variable set in the environment and not given as an
+# argument, as VAR=VALUE.
+recorded_as() {
+	for a; do
+		case $a in -q | --quiet | --silent | --no-create | --no-recursion) ;; *) printf '%s\n' "$a" ;; esac
+	done
+	for v in $(precious); do
+		eval "[ -n \"\${$v+set}\" ]" || continue
+		val=
+		eval "val=\${$v}"
+		va=$v=$val
+		for a; do [ "$a" != "$va" ] || continue 2; done
+		printf '%s\n' "$va"
+	done
+}
+# LINE: the arguments in LINE (quoted as config.status --config prints
+# them), one a line
+split_args() {
+	eval "set -- $1"
+	[ $# -eq 0 ] || printf '%s\n' "$@"
+}
+
+if [ ! -f Makefile ] || [ ! -f config.status ] || [ "$top/configure" -nt Makefile ] ||
+	[ "$(split_args "$(./config.status --config 2>/dev/null)")" != "$(recorded_as --enable-werror "$@")" ]; then
 	"$top/configure" --enable-werror "$@"
 fi
 make -j"$(nproc)"
