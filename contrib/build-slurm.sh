@@ -17,22 +17,25 @@
 # VERSION       upstream version, e.g. 24.11.5; must be the one the trixie
 #               suite carries (default: whatever it carries)
 # SLURM_CFLAGS  compiler flags (default "-O1": fast to build, not a debug build)
+# TP_DEBIAN_MIRROR (or SLURM_MIRROR)  the Debian mirror (default: the one apt
+#               uses for this system's suite, contrib/debian-mirror.sh)
 #
-# Steps: a private deb-src list for the trixie suite on the mirror that
-# /etc/apt/sources.list(.d) already uses (own Dir::State::Lists under SRC, so
-# the system's apt state is untouched), `apt-get source --download-only` (only
-# the orig tarball exists there; its checksum is verified against the Sources
-# index), libmunge-dev through apt, configure --prefix=PREFIX --disable-debug
-# without optional libraries, then make + make install of only what the
-# mini-cluster needs: libslurm/libslurmfull, slurmctld, slurmd, slurmstepd,
-# srun sbatch squeue scontrol sinfo scancel, slurm/*.h and the plugins listed
-# in PLUGINS below. Writes PREFIX/topoplace-build.env (SLURM_PREFIX, SLURM_SRC,
-# SLURM_BUILD, SLURM_VERSION, SLURM_CFLAGS). Idempotent: a second run finds
-# everything installed and returns at once. Runs as root (apt-get).
+# Steps: a private deb-src list for the trixie suite on that mirror (own
+# Dir::State::Lists under SRC, so the system's apt state is untouched),
+# `apt-get source --download-only` (only the orig tarball exists there; its
+# checksum is verified against the Sources index), libmunge-dev through apt,
+# configure --prefix=PREFIX --disable-debug without optional libraries, then
+# make + make install of only what the mini-cluster needs:
+# libslurm/libslurmfull, slurmctld, slurmd, slurmstepd, srun sbatch squeue
+# scontrol sinfo scancel, slurm/*.h and the plugins listed in PLUGINS below.
+# Writes PREFIX/topoplace-build.env (SLURM_PREFIX, SLURM_SRC, SLURM_BUILD,
+# SLURM_VERSION, SLURM_CFLAGS). Idempotent: a second run finds everything
+# installed and returns at once. Runs as root (apt-get).
 # Never touches the Debian 22.05 packages (libslurm38, libmunge2...).
 set -eu
 
 me=build-slurm.sh
+here=$(cd "$(dirname "$0")" && pwd)
 die() { echo "$me: $*" >&2; exit 1; }
 say() { echo "$me: $*"; }
 usage_error() { echo "$me: $*" >&2; exit 2; }
@@ -121,14 +124,9 @@ fi
 # ---- source: trixie's slurm-wlm orig tarball through a private deb-src list ----
 mkdir -p "$SRC"
 APT=$SRC/apt
-mirror=
-for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
-	[ -r "$f" ] || continue
-	# one-line and deb822 formats; the mirror that carries Debian's "main"
-	m=$(sed -n 's/^deb \(\[[^]]*\] \)\{0,1\}\(https\{0,1\}:[^ ]*\/debian\/\{0,1\}\) .*/\2/p; s/^URIs: *\(https\{0,1\}:[^ ]*\/debian\/\{0,1\}\) *$/\1/p' "$f" | head -1)
-	[ -z "$m" ] || { mirror=${m%/}; break; }
-done
-mirror=${SLURM_MIRROR:-${mirror:-http://deb.debian.org/debian}}
+# the entry that serves this system's suite with "main" (never another
+# repository whose URL ends in /debian, such as Docker's)
+mirror=${SLURM_MIRROR:-$(sh "$here/debian-mirror.sh")}
 mkdir -p "$APT/parts" "$APT/lists/partial" "$APT/dl"
 cat >"$APT/parts/trixie.sources" <<EOF
 Types: deb-src

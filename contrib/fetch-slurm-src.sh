@@ -9,6 +9,11 @@
 #          version ("22.05.8") takes whatever Debian revision the mirror has.
 # DIR      where the tree goes; default
 #          ${TP_SLURM_SRC_CACHE:-/var/cache/topoplace}/slurm-<upstream version>
+# TP_DEBIAN_SUITE   default: this system's codename (bookworm)
+# TP_DEBIAN_MIRROR  default: the mirror apt uses for that suite
+#                   (contrib/debian-mirror.sh); its security suite comes
+#                   from the entry for SUITE-security, or with
+#                   TP_DEBIAN_MIRROR from its /debian-security sibling
 #
 # topology and job_submit plugins include slurmctld's private headers and
 # must match the daemon's major.minor.micro exactly, so the tree is the
@@ -19,6 +24,7 @@
 set -eu
 
 me=fetch-slurm-src.sh
+here=$(cd "$(dirname "$0")" && pwd)
 die() { echo "$me: $*" >&2; exit 1; }
 usage_error() { echo "$me: $*" >&2; exit 2; }
 
@@ -89,7 +95,8 @@ if [ -z "$SUITE" ] && [ -r /etc/os-release ]; then
 	SUITE=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 fi
 [ -n "$SUITE" ] || die "cannot tell the Debian suite; set TP_DEBIAN_SUITE"
-MIRROR=${TP_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+MIRROR=$(sh "$here/debian-mirror.sh" "$SUITE")
+SECURITY=$(sh "$here/debian-mirror.sh" "$SUITE-security")
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 signed=
 [ -f "$KEYRING" ] && signed="Signed-By: $KEYRING"
@@ -101,7 +108,7 @@ Components: main
 $signed
 
 Types: deb-src
-URIs: ${MIRROR%/debian}/debian-security
+URIs: $SECURITY
 Suites: $SUITE-security
 Components: main
 $signed
@@ -109,7 +116,7 @@ EOF
 APT="-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts=$WORK/apt -o Dir::State::Lists=$WORK/apt/lists -o Debug::NoLocking=1"
 # shellcheck disable=SC2086
 apt-get -q $APT update >"$WORK/update.log" 2>&1 ||
-	{ cat "$WORK/update.log" >&2; die "apt-get update (private deb-src list) failed"; }
+	{ cat "$WORK/update.log" >&2; die "apt-get update (private deb-src list: $MIRROR, $SECURITY) failed"; }
 pkg=slurm-wlm
 case $VERSION in *-*) want="$pkg=$VERSION" ;; *) want=$pkg ;; esac
 # shellcheck disable=SC2086
