@@ -139,9 +139,11 @@ aopt() { # private apt state: nothing of the system's lists changes
 	apt-get -q -o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$APT/parts" \
 		-o Dir::State::Lists="$APT/lists" -o Dir::Cache="$APT/cache" "$@"
 }
-VERSION=
-srcinfo=
-if [ -z "$WANT" ] || [ ! -d "$SRC/slurm-$WANT/src" ]; then
+# a complete source tree of VERSION, unpacked here before
+have_tree() { [ -f "$SRC/slurm-$1/configure" ] && [ -f "$SRC/slurm-$1/src/interfaces/topology.h" ]; }
+if [ -n "$WANT" ] && have_tree "$WANT"; then
+	VERSION=$WANT
+else
 	mkdir -p "$APT/cache/archives/partial"
 	aopt update >"$APT/update.log" 2>&1 || die "apt-get update (trixie deb-src from $mirror) failed: $(tail -n 3 "$APT/update.log")"
 	srcinfo=$(apt-cache -o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$APT/parts" \
@@ -154,12 +156,11 @@ if [ -z "$WANT" ] || [ ! -d "$SRC/slurm-$WANT/src" ]; then
 	case $VERSION in 24.11.*) ;; *) say "warning: trixie carries slurm-wlm $debver (not 24.11.x)" ;; esac
 	[ -z "$WANT" ] || [ "$WANT" = "$VERSION" ] ||
 		die "trixie carries slurm-wlm $debver, not $WANT (only that version can be fetched here)"
-else
-	VERSION=$WANT
 fi
 S=$SRC/slurm-$VERSION
 B=$SRC/build-$VERSION
-if [ ! -f "$S/configure" ] || [ ! -f "$S/src/interfaces/topology.h" ]; then
+if ! have_tree "$VERSION"; then
+	[ ! -e "$S" ] || say "$S is incomplete: unpacking it again"
 	tarball=slurm-wlm_$VERSION.orig.tar.gz
 	if [ ! -f "$APT/dl/$tarball" ]; then
 		say "fetching $tarball (slurm-wlm $debver, trixie, $mirror)"
@@ -169,11 +170,8 @@ if [ ! -f "$S/configure" ] || [ ! -f "$S/src/interfaces/topology.h" ]; then
 		[ -f "$APT/dl/$tarball" ] || die "download of $tarball failed: $(tail -n 3 "$APT/source.log")"
 	fi
 	sum=$(echo "$srcinfo" | sed -n '/^Checksums-Sha256:/,/^[^ ]/p' | awk -v t="$tarball" '$3 == t { print $1 }' | head -1)
-	if [ -n "$sum" ]; then
-		echo "$sum  $APT/dl/$tarball" | sha256sum -c --quiet - || die "$tarball: sha256 mismatch"
-	elif [ -n "$srcinfo" ]; then
-		die "$tarball: no sha256 in trixie's Sources"
-	fi
+	[ -n "$sum" ] || die "$tarball: no sha256 in trixie's Sources"
+	echo "$sum  $APT/dl/$tarball" | sha256sum -c --quiet - || die "$tarball: sha256 mismatch"
 	rm -rf "$S" "$SRC/unpack"
 	mkdir -p "$SRC/unpack"
 	tar -xzf "$APT/dl/$tarball" -C "$SRC/unpack"
