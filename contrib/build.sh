@@ -1,9 +1,13 @@
 #!/bin/sh
 # Configure and build topoplace into BUILD_DIR (default: build/) with
-# warnings as errors. Extra arguments go to configure. An already
-# configured BUILD_DIR is configured again when configure is newer or the
-# arguments differ from those it was configured with.
+# warnings as errors. Extra arguments go to configure (`./configure --help`
+# lists them); --help first prints this. An already configured BUILD_DIR
+# is configured again when configure is newer or the arguments differ from
+# those it was configured with.
 set -eu
+case ${1:-} in
+-h | --help) sed -n '2,/^set -eu/p' "$0" | sed '$d;s/^# \{0,1\}//'; exit 0 ;;
+esac
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$top/build}
 cd "$top"
