@@ -5,9 +5,9 @@
 # opensm is there for the tests, which run their own on a simulated fabric
 # (contrib/ibsim-run.sh). Debian's package would start a subnet manager on
 # every InfiniBand port of this host now and at every boot, and on a node
-# of a real fabric it could take over as master: as install-slurm.sh does,
-# a policy-rc.d answering 101 keeps it from starting during the install
-# (only when the machine has none), and a newly installed opensm.service
+# of a real fabric it could take over as master: contrib/apt-install.sh
+# keeps it from starting during the install (a policy-rc.d answering 101,
+# as for install-slurm.sh's daemons), and a newly installed opensm.service
 # is disabled afterwards.
 set -eu
 case ${1:-} in
@@ -38,30 +38,8 @@ if [ -z "$missing" ]; then
 	echo "install-deps.sh: all packages present"
 	exit 0
 fi
-policy=/usr/sbin/policy-rc.d
-ours=""
-cleanup() { [ -z "$ours" ] || rm -f "$policy"; }
-trap cleanup EXIT
-trap 'cleanup; exit 1' INT TERM HUP
-if [ ! -e "$policy" ]; then
-	printf '#!/bin/sh\n# temporary, contrib/install-deps.sh\nexit 101\n' >"$policy"
-	chmod 755 "$policy"
-	ours=1
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-# a freshly booted machine's apt-daily may hold the lock a while
-lock="-o DPkg::Lock::Timeout=300"
-stamp=/var/lib/apt/periodic/topoplace-update-stamp
-if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +360 2>/dev/null)" ]; then
-	# shellcheck disable=SC2086
-	apt-get $lock update -q
-	mkdir -p "$(dirname "$stamp")" && touch "$stamp"
-fi
 # shellcheck disable=SC2086
-apt-get $lock install -y -q --no-install-recommends $missing
-cleanup
-ours=""
+"$(dirname "$0")/apt-install.sh" install-deps.sh $missing
 case " $missing " in
 *" opensm "*)
 	# not at boot either (the tests start their own)

@@ -5,8 +5,8 @@
 # Debian's postinst scripts start munge, slurmctld and slurmd through
 # invoke-rc.d; those system daemons would hold the default ports and key and
 # interfere with the private mini-cluster. During the install a policy-rc.d
-# that answers 101 ("action not allowed") keeps them from starting; it is only
-# put in place when the machine has none, and removed afterwards. As a second
+# that answers 101 ("action not allowed") keeps them from starting
+# (contrib/apt-install.sh, which install-deps.sh uses too). As a second
 # line of defence, any munged/slurmctld/slurmd that appears during the install
 # (and was not running before it) is stopped by PID.
 set -eu
@@ -39,30 +39,8 @@ daemons() { # PIDs of the daemons the packages could start, one per line
 }
 before=$(daemons)
 
-policy=/usr/sbin/policy-rc.d
-ours=""
-cleanup() { [ -z "$ours" ] || rm -f "$policy"; }
-trap cleanup EXIT
-trap 'cleanup; exit 1' INT TERM HUP
-if [ ! -e "$policy" ]; then
-	printf '#!/bin/sh\n# temporary, contrib/install-slurm.sh\nexit 101\n' >"$policy"
-	chmod 755 "$policy"
-	ours=1
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-# a freshly booted machine's apt-daily may hold the lock a while
-lock="-o DPkg::Lock::Timeout=300"
-stamp=/var/lib/apt/periodic/topoplace-update-stamp
-if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +360 2>/dev/null)" ]; then
-	# shellcheck disable=SC2086
-	apt-get $lock update -q
-	mkdir -p "$(dirname "$stamp")" && touch "$stamp"
-fi
 # shellcheck disable=SC2086
-apt-get $lock install -y -q --no-install-recommends $missing
-cleanup
-ours=""
+"$(dirname "$0")/apt-install.sh" install-slurm.sh $missing
 
 # Anything the install started anyway is ours to stop, by PID.
 for pid in $(daemons); do
