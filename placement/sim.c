@@ -105,6 +105,11 @@ typedef struct sim {
 	size_t nstarted, nslow, ndecide;
 	size_t at_min, at_min_empty;
 	double busy_gpu_s, useful_gpu_s, last_t, first_t, cross;
+	/* the makespan: from the first job admitted (first_t once admitted)
+	 * to the last job's end; a job dropped as never placeable, first or
+	 * last in the trace, stretches neither */
+	bool admitted;
+	double end_t;
 	double frag_now, frag_int; /* last sampled frag, its time integral */
 	double class_jct[TP_SIM_NCLASSES], class_wait[TP_SIM_NCLASSES];
 	double class_ideal[TP_SIM_NCLASSES];
@@ -291,6 +296,8 @@ static void sample(sim_t *m, double now)
 	void *p = m->samples;
 
 	m->frag_now = fragmentation(m);
+	if (!m->admitted) /* before the first job: no time axis yet */
+		return;
 	if (tp_grow(&p, &m->capsamples, m->nsamples + 1,
 		    sizeof(tp_sim_sample_t)))
 		return; /* a missing sample only thins the plot */
@@ -991,6 +998,7 @@ static tp_err_t end_jobs(sim_t *m, double now)
 		int cls = job_class(m, js);
 		tp_err_t err;
 		m->jct[m->nended++] = r.end - js->submit_s;
+		m->end_t = fmax(m->end_t, r.end);
 		m->job_jct[r.job] = r.end - js->submit_s;
 		m->class_jct[cls] += r.end - js->submit_s;
 		m->class_wait[cls] += r.start - js->submit_s;
@@ -1023,6 +1031,10 @@ static void admit_jobs(sim_t *m, size_t *next_p, double now)
 		} else {
 			m->queue[m->nqueue++] = *next_p;
 			m->changed = true;
+			if (!m->admitted) {
+				m->admitted = true;
+				m->first_t = m->end_t = now;
+			}
 		}
 		(*next_p)++;
 	}
@@ -1038,7 +1050,7 @@ static void sim_results(sim_t *m, tp_sim_result_t *out)
 	out->multi_node_jobs = m->nslow;
 	out->unplaceable = m->unplaceable;
 	out->first_unplaceable = m->first_unplaceable;
-	out->makespan_s = m->last_t - m->first_t;
+	out->makespan_s = m->admitted ? m->end_t - m->first_t : 0;
 	out->useful_util =
 	    out->makespan_s > 0
 		? m->useful_gpu_s / ((double)m->total_gpus * out->makespan_s)

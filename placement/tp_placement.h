@@ -665,7 +665,8 @@ typedef struct tp_sim_result {
 				   * run time, at most the time it held: GPUs
 				   * held while slowed by a bad placement do
 				   * not count as useful */
-	double makespan_s;
+	double makespan_s;	  /* first job admitted to last end (jobs
+				   * dropped as never placeable left out) */
 	double mean_wait_s, p50_wait_s, p95_wait_s;
 	double mean_jct_s, p50_jct_s, p95_jct_s;
 	double comm_slowdown_mean, comm_slowdown_p95; /* multi-node jobs */

@@ -318,6 +318,45 @@ static void test_fcfs(void **state)
 }
 
 /*
+ * A job dropped as never placeable stretches no figure: first in the
+ * trace (t=0) or last (t=1000), the makespan runs from the first job
+ * admitted to the last end, on 8 GPUs:
+ *   drop first: J0 t=0 16 GPUs (dropped), J1 t=50 2 GPUs, 10 s: 50-60.
+ *   drop last:  J0 t=0 2 GPUs, 10 s: 0-10; J1 t=1000 16 GPUs (dropped).
+ * Each: makespan 10, utilisation 20 / (8 x 10). The makespan read 60 and
+ * 1000 (utilisation 4% and 0.25%; a review of the engine).
+ */
+static void test_dropped_outside(void **state)
+{
+	static const row_t first[] = {
+	    {0, 8, 2, 0, 10, 0},
+	    {50, 0, 0, 2, 10, 0},
+	};
+	static const row_t last[] = {
+	    {0, 0, 0, 2, 10, 0},
+	    {1000, 8, 2, 0, 10, 0},
+	};
+	const row_t *rows[] = {first, last};
+	tp_fabric_t *f = fat_tree(2, 2, 2, false);
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		tp_trace_t t;
+		tp_sim_result_t r;
+		mktrace(&t, rows[i], 2);
+		run(f, &t, "first-fit", 1, &r);
+		assert_int_equal(r.jobs, 1);
+		assert_int_equal(r.unplaceable, 1);
+		assert_close(r.makespan_s, 10);
+		assert_close(r.gpu_util, 20.0 / (8 * 10));
+		assert_close(r.useful_util, 20.0 / (8 * 10));
+		tp_sim_result_free(&r);
+		freetrace(&t);
+	}
+	tp_fabric_destroy(f);
+}
+
+/*
  * Contention. 2 leaves x 2 hosts x 1 GPU, one 400 Gb/s up-link per leaf
  * (2:1). Two 2-host jobs, comm_frac 0.5, start together; a third comes
  * alone after both ended.
@@ -1526,6 +1565,7 @@ int main(void)
 	    cmocka_unit_test(test_plan_kept),
 	    cmocka_unit_test(test_head_shape),
 	    cmocka_unit_test(test_fcfs),
+	    cmocka_unit_test(test_dropped_outside),
 	    cmocka_unit_test(test_contention),
 	    cmocka_unit_test(test_rerating),
 	    cmocka_unit_test(test_rerate_symmetric),
