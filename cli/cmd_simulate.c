@@ -152,6 +152,9 @@ static double get_top_tb_h(const tp_sim_result_t *r, size_t arg)
 static cJSON *metrics_json(const tp_sim_result_t *r, double wall)
 {
 	cJSON *o = cJSON_CreateObject();
+	/* figures of multi-node jobs: null without one, as in "mean" and
+	 * "per_seed" (the simulator's placeholder is 1) */
+	double none = r->multi_node_jobs ? 0 : NAN;
 
 	cJSON_AddNumberToObject(o, "jobs", (double)r->jobs);
 	cJSON_AddNumberToObject(o, "multi_node_jobs",
@@ -166,11 +169,14 @@ static cJSON *metrics_json(const tp_sim_result_t *r, double wall)
 	cJSON_AddNumberToObject(o, "mean_jct_s", r->mean_jct_s);
 	cJSON_AddNumberToObject(o, "p50_jct_s", r->p50_jct_s);
 	cJSON_AddNumberToObject(o, "p95_jct_s", r->p95_jct_s);
-	cJSON_AddNumberToObject(o, "comm_slowdown_mean", r->comm_slowdown_mean);
-	cJSON_AddNumberToObject(o, "comm_slowdown_p95", r->comm_slowdown_p95);
-	cJSON_AddNumberToObject(o, "min_span_fraction", r->min_span_fraction);
+	cJSON_AddNumberToObject(o, "comm_slowdown_mean",
+				r->comm_slowdown_mean + none);
+	cJSON_AddNumberToObject(o, "comm_slowdown_p95",
+				r->comm_slowdown_p95 + none);
+	cJSON_AddNumberToObject(o, "min_span_fraction",
+				r->min_span_fraction + none);
 	cJSON_AddNumberToObject(o, "min_span_empty_fraction",
-				r->min_span_empty_fraction);
+				r->min_span_empty_fraction + none);
 	cJSON_AddNumberToObject(o, "cross_spine_bytes", r->cross_spine_bytes);
 	cJSON_AddNumberToObject(o, "decision_p99_s", r->decision_p99_s);
 	cJSON_AddNumberToObject(o, "fragmentation_mean", r->frag_time_mean);

@@ -236,6 +236,15 @@ jq -e '.policies.random | ([.per_seed[].comm_slowdown_mean | select(. != null)])
 	($s | length) < 6 and (($s | add / length) - .mean.comm_slowdown_mean | fabs) < 1e-9' "$tmp/out" >/dev/null &&
 	ok "slowdown: the mean over the seeds with multi-node jobs" ||
 	bad "slowdown over seeds: $(jq -c '[.policies.random.per_seed[].comm_slowdown_mean, .policies.random.mean.comm_slowdown_mean]' "$tmp/out")"
+# one single-host job: the first seed's multi-node figures are null as
+# in mean and per_seed (they read the simulator's placeholder, 1)
+printf 'submit_s,gpus,run_s\n0,1,100\n' >"$tmp/one.csv"
+expect 0 "simulate one single-host job" $T simulate --fabric "$tmp/ft.json" --trace "$tmp/one.csv" \
+	--policies first-fit --baseline first-fit --json
+jq -e '.policies["first-fit"] | [.comm_slowdown_mean, .comm_slowdown_p95, .min_span_fraction,
+	.min_span_empty_fraction, .mean.comm_slowdown_mean] | all(. == null)' "$tmp/out" >/dev/null &&
+	ok "no multi-node job: its figures null everywhere" ||
+	bad "no multi-node job: $(jq -c '.policies["first-fit"] | [.comm_slowdown_mean, .mean.comm_slowdown_mean]' "$tmp/out")"
 printf 'submit_s,gpus,run_s\n0,eight,100\n' >"$tmp/bad.csv"
 expect 2 "bad CSV" $T simulate --fabric "$tmp/ft.json" --trace "$tmp/bad.csv"
 grep -q "bad.csv:2: gpus" "$tmp/err" && ok "CSV error names file:line" || bad "CSV error: $(cat "$tmp/err")"
