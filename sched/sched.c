@@ -307,7 +307,13 @@ static tp_sched_edge_t *tree_edges(tp_sched_t *s, work_t *w, tp_sched_edge_t *e)
 			e = put(e, r, p, (uint32_t)t, -1, 0.5);
 			e = put(e, p, r, (uint32_t)t, -1, 0.5);
 		}
-	e = self_edges(s, w, e, 1.0, 2, false);
+	/* a node's ranks run each tree as a chain: a rank inside it sends
+	 * S/2 up and S/2 down, an end only one of them, so two ranks (both
+	 * ends) move S/2 a tree and more ranks S */
+	for (uint32_t r = 0; r < s->n; r++)
+		for (int t = 0; w->nr[r] > 1 && t < 2; t++)
+			e = put(e, r, r, (uint32_t)t, -1,
+				w->nr[r] == 2 ? 0.5 : 1.0);
 	phase(s, TP_SCHED_PH_TREE, e0, e, 2.0 * d, 2.0 * (w->gmax - 1),
 	      TP_SCHED_NONE);
 	return e;

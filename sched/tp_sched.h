@@ -36,8 +36,9 @@
  *          odd one). Each tree carries half of S, reduced up and broadcast
  *          down, both trees and both directions pipelined at once: one
  *          phase, every tree edge child -> parent and parent -> child at
- *          S/2, and per node with g > 1 ranks a self edge of S per tree
- *          (the chain inside the node sends S/2 up and S/2 down). Exactly
+ *          S/2, and per node with g > 2 ranks a self edge of S per tree
+ *          (a rank inside the node's chain sends S/2 up and S/2 down;
+ *          with g = 2 both ranks are ends of it: S/2 per tree). Exactly
  *          (units at level l - 1) edges of each tree cross the boundaries
  *          of the level-l units, the least a spanning tree needs.
  *          Latency 2 x depth steps (depth: the deeper tree's longest
