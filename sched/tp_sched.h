@@ -30,7 +30,11 @@
  *          Latency 2(P-1) steps.
  *   tree   NCCL-style double binary tree, built level by level: inside
  *          each level-1 unit a binary tree over its members, then a tree
- *          over the units' roots inside each level-2 unit, and so on.
+ *          over the units' roots inside each level-2 unit, and so on
+ *          (a unit's root keeps its child inside the unit, so with 4 or
+ *          more units, or units of unequal size, it may have three
+ *          children: its link carries 1.5 S/2 each way, as these edges
+ *          say).
  *          Tree 0 is NCCL's ncclGetBtree at every level, tree 1 its
  *          ncclGetDtree (mirrored for an even count, shifted by one for an
  *          odd one). Each tree carries half of S, reduced up and broadcast
