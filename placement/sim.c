@@ -619,7 +619,20 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, double deadline,
 		return TP_OK;
 	}
 	m->decide[m->ndecide++] = pl.decision_s;
-	err = tp_state_alloc(m->s, j + 1, pl.hosts, pl.gpus, pl.nhosts);
+	/* A job on several nodes is exclusive (tp__job_request): it holds
+	 * its hosts whole for its life, as Slurm's exclusive allocation, so
+	 * later jobs do not take the GPUs it leaves; its ranks stay
+	 * pl.gpus. */
+	int *held = pl.gpus;
+	if (js->nodes > 1 && !(held = tp_malloc(pl.nhosts * sizeof(int)))) {
+		tp_placement_free(&pl);
+		return TP_ERR_NOMEM;
+	}
+	for (size_t i = 0; held != pl.gpus && i < pl.nhosts; i++)
+		held[i] = tp_state_free_gpus(m->s, pl.hosts[i]);
+	err = tp_state_alloc(m->s, j + 1, pl.hosts, held, pl.nhosts);
+	if (held != pl.gpus)
+		tp_free(held);
 	m->epoch++;
 	if (err) {
 		tp_placement_free(&pl);

@@ -247,27 +247,66 @@ static void test_backfill_stretch(void **state)
 }
 
 /*
- * A head that waits with enough GPUs free: J0 takes 3 of the 4 hosts
- * exclusively with 1 GPU each (5 GPUs free), J1 wants 2 whole idle hosts
- * (4 GPUs) and finds one. It waits 1-100 for J0's hosts, counted as the
- * shape of the free GPUs, not their number (makespan 150).
+ * A job on several nodes is exclusive: its hosts stay whole for its life.
+ * 4 hosts x 2 GPUs: J0 2 nodes x 1 GPU, J1 and J2 one whole host each,
+ * J3 1 GPU: only J0's hosts have a GPU left, so J3 waits for J0 (0-100,
+ * then 100-200). It took one of them at once (mean JCT 100, makespan 100;
+ * a review of the engine).
+ */
+static void test_exclusive_whole(void **state)
+{
+	static const row_t rows[] = {
+	    {0, 2, 1, 0, 100, 0},
+	    {0, 1, 2, 0, 100, 0},
+	    {0, 1, 2, 0, 100, 0},
+	    {0, 0, 0, 1, 100, 0},
+	};
+	static const char *const pol[] = {"first-fit", "slurm-tree",
+					  "topoplace"};
+	tp_fabric_t *f = fat_tree(2, 2, 2, false);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(pol) / sizeof(pol[0]); i++) {
+		tp_trace_t t;
+		tp_sim_result_t r;
+		mktrace(&t, rows, 4);
+		run(f, &t, pol[i], 1, &r);
+		assert_int_equal(r.jobs, 4);
+		assert_close(r.job_jct_s[3], 200);
+		assert_close(r.makespan_s, 200);
+		/* J0's hosts count as held: 8 GPUs busy for 100 s, then 1 */
+		assert_close(r.gpu_util, (8 * 100.0 + 1 * 100) / (8 * 200));
+		tp_sim_result_free(&r);
+		freetrace(&t);
+	}
+	tp_fabric_destroy(f);
+}
+
+/*
+ * A head that waits with enough GPUs free: three one-node jobs take 2 of
+ * the 3 GPUs of hosts 1-3 (6 GPUs free), J1 wants 2 whole idle hosts (6
+ * GPUs) and finds one. It waits 1-100 for them, counted as the shape of
+ * the free GPUs, not their number (makespan 150). (It was one exclusive
+ * 3-node job of 1 GPU a host, whose hosts now stay held whole.)
  */
 static void test_head_shape(void **state)
 {
 	static const row_t rows[] = {
-	    {0, 3, 1, 0, 100, 0},
-	    {1, 2, 2, 0, 50, 0},
+	    {0, 1, 2, 0, 100, 0},
+	    {0, 1, 2, 0, 100, 0},
+	    {0, 1, 2, 0, 100, 0},
+	    {1, 2, 0, 0, 50, 0},
 	};
-	tp_fabric_t *f = fat_tree(2, 2, 2, false);
+	tp_fabric_t *f = fat_tree(2, 2, 3, false);
 	tp_trace_t t;
 	tp_sim_result_t r;
 
 	(void)state;
-	mktrace(&t, rows, 2);
+	mktrace(&t, rows, 4);
 	run(f, &t, "first-fit", 1, &r);
-	assert_int_equal(r.jobs, 2);
+	assert_int_equal(r.jobs, 4);
 	assert_close(r.makespan_s, 150);
-	assert_close(r.mean_wait_s, 99.0 / 2);
+	assert_close(r.mean_wait_s, 99.0 / 4);
 	assert_close(r.class_head_shape[1], 99.0 / 150);
 	for (int c = 0; c < TP_SIM_NCLASSES; c++) {
 		assert_close(r.class_head_short[c], 0);
@@ -1564,6 +1603,7 @@ int main(void)
 	    cmocka_unit_test(test_backfill_stretch),
 	    cmocka_unit_test(test_plan_kept),
 	    cmocka_unit_test(test_head_shape),
+	    cmocka_unit_test(test_exclusive_whole),
 	    cmocka_unit_test(test_fcfs),
 	    cmocka_unit_test(test_dropped_outside),
 	    cmocka_unit_test(test_contention),
