@@ -30,6 +30,7 @@ recorded_as() {
 		case $a in -q | --quiet | --silent | --no-create | --no-recursion) ;; *) printf '%s\n' "$a" ;; esac
 	done
 	for v in $(precious); do
+		[ "$v" != CCC ] || continue
 		eval "[ -n \"\${$v+set}\" ]" || continue
 		val=
 		eval "val=\${$v}"
@@ -39,10 +40,14 @@ recorded_as() {
 	done
 }
 # LINE: the arguments in LINE (quoted as config.status --config prints
-# them), one a line
+# them), one a line, less the *_alias= (and CCC=) configure adds for
+# --build/--host/--target on its own: --help does not list them, so
+# recorded_as cannot, and they follow from the arguments
 split_args() {
 	eval "set -- $1"
-	[ $# -eq 0 ] || printf '%s\n' "$@"
+	for a; do
+		case $a in build_alias=* | host_alias=* | target_alias=* | CCC=*) ;; *) printf '%s\n' "$a" ;; esac
+	done
 }
 
 if [ ! -f Makefile ] || [ ! -f config.status ] || [ "$top/configure" -nt Makefile ] ||

@@ -115,36 +115,36 @@ static cJSON *link_entry(const cJSON *old, size_t l, const tp_health_link_t *h,
 	return o;
 }
 
-/* o holds a key twice (cJSON would take the first). */
-static bool dup_key(const cJSON *o)
+/* Some object in v (v itself, any depth down) holds a key twice (cJSON
+ * would take the first). The depth is cJSON's own nesting limit. */
+static bool dup_key(const cJSON *v)
 {
-	for (const cJSON *a = o ? o->child : NULL; a; a = a->next)
-		for (const cJSON *b = o->child; b != a; b = b->next)
-			if (!strcmp(a->string, b->string))
-				return true;
+	for (const cJSON *a = v ? v->child : NULL; a; a = a->next) {
+		if (cJSON_IsObject(v))
+			for (const cJSON *b = v->child; b != a; b = b->next)
+				if (!strcmp(a->string, b->string))
+					return true;
+		if (dup_key(a))
+			return true;
+	}
 	return false;
 }
 
 /* old's value, NULL when it is no JSON. *damaged_p: text other than
- * white space after it, or a key given twice at the top or in a "links"
- * entry, which the state loader refuses; the value is still returned so
- * that its "format" can be told (a foreign file is never rewritten). */
+ * white space after it, or a key given twice in any object (the top, a
+ * "links" or "jobs" entry), which the state loader refuses; the value is
+ * still returned so that its "format" can be told (a foreign file is
+ * never rewritten). */
 static cJSON *parse_old(const char *old, bool *damaged_p)
 {
 	const char *end = NULL;
 	cJSON *root = cJSON_ParseWithOpts(old, &end, false);
-	const cJSON *it;
 
 	*damaged_p = false;
 	if (!root)
 		return NULL;
-	*damaged_p = end[tp_json_space(end, strlen(end))] != '\0' ||
-		     (cJSON_IsObject(root) && dup_key(root));
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(root, "links"))
-	{
-		if (cJSON_IsObject(it) && dup_key(it))
-			*damaged_p = true;
-	}
+	*damaged_p =
+	    end[tp_json_space(end, strlen(end))] != '\0' || dup_key(root);
 	return root;
 }
 

@@ -105,10 +105,12 @@ typedef struct sim {
 	size_t nstarted, nslow, ndecide;
 	size_t at_min, at_min_empty;
 	double busy_gpu_s, useful_gpu_s, last_t, first_t, cross;
-	/* the makespan: from the first job admitted (first_t once admitted)
-	 * to the last job's end; a job dropped as never placeable, first or
-	 * last in the trace, stretches neither */
-	bool admitted;
+	/* the makespan: from the submit time of the first job that starts
+	 * (first_t once one started; the earliest such) to the last job's
+	 * end: a job dropped as never placeable, first or last in the trace,
+	 * when it arrives or when a policy first refuses it, stretches
+	 * neither */
+	bool started;
 	double end_t;
 	double frag_now, frag_int; /* last sampled frag, its time integral */
 	double class_jct[TP_SIM_NCLASSES], class_wait[TP_SIM_NCLASSES];
@@ -296,7 +298,7 @@ static void sample(sim_t *m, double now)
 	void *p = m->samples;
 
 	m->frag_now = fragmentation(m);
-	if (!m->admitted) /* before the first job: no time axis yet */
+	if (!m->started) /* before the first start: no time axis yet */
 		return;
 	if (tp_grow(&p, &m->capsamples, m->nsamples + 1,
 		    sizeof(tp_sim_sample_t)))
@@ -638,6 +640,11 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, double deadline,
 		tp_placement_free(&pl);
 		return err;
 	}
+	if (!m->started) {
+		m->started = true;
+		m->first_t = m->end_t = js->submit_s;
+	}
+	m->first_t = fmin(m->first_t, js->submit_s);
 	if (pl.nhosts > 1) {
 		m->slow[m->nslow++] = slowdown;
 		if (m->ctx && m->sources &&
@@ -1044,10 +1051,6 @@ static void admit_jobs(sim_t *m, size_t *next_p, double now)
 		} else {
 			m->queue[m->nqueue++] = *next_p;
 			m->changed = true;
-			if (!m->admitted) {
-				m->admitted = true;
-				m->first_t = m->end_t = now;
-			}
 		}
 		(*next_p)++;
 	}
@@ -1063,7 +1066,7 @@ static void sim_results(sim_t *m, tp_sim_result_t *out)
 	out->multi_node_jobs = m->nslow;
 	out->unplaceable = m->unplaceable;
 	out->first_unplaceable = m->first_unplaceable;
-	out->makespan_s = m->admitted ? m->end_t - m->first_t : 0;
+	out->makespan_s = m->started ? m->end_t - m->first_t : 0;
 	out->useful_util =
 	    out->makespan_s > 0
 		? m->useful_gpu_s / ((double)m->total_gpus * out->makespan_s)

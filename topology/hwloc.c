@@ -208,9 +208,11 @@ static void xml_version(const char *buf, unsigned *major_p, unsigned *minor_p)
 }
 
 /* Load one XML; on failure *err_p is "<path>: why" (tp_free it), left NULL
- * when even that allocation failed. */
+ * when even that allocation failed. A 3.0 file is brought down once
+ * (down true): a version the rewrite leaves as it was ("3.0.1" reads as
+ * 3.0 here) is refused, not rewritten again and again. */
 static tp_err_t load_xml(const char *path, const char *buf, size_t len,
-			 hwloc_topology_t *topo_p, char **err_p)
+			 bool down, hwloc_topology_t *topo_p, char **err_p)
 {
 	hwloc_topology_t topo;
 	unsigned major, minor;
@@ -221,7 +223,8 @@ static tp_err_t load_xml(const char *path, const char *buf, size_t len,
 		return TP_ERR_RANGE;
 	}
 	xml_version(buf, &major, &minor);
-	if (major == 3 && minor == 0 && hwloc_get_api_version() >> 16 < 3) {
+	if (down && major == 3 && minor == 0 &&
+	    hwloc_get_api_version() >> 16 < 3) {
 		/* hwloc 3's export, read as the 2.x file it differs from
 		 * in form only */
 		char *v2 = NULL;
@@ -234,7 +237,7 @@ static tp_err_t load_xml(const char *path, const char *buf, size_t len,
 						 : "malformed hwloc 3.0 XML");
 			return err;
 		}
-		err = load_xml(path, v2, n2, topo_p, err_p);
+		err = load_xml(path, v2, n2, false, topo_p, err_p);
 		tp_free(v2);
 		return err;
 	}
@@ -323,7 +326,7 @@ static tp_err_t read_xml(const char *path, hwloc_topology_t *topo_p,
 		return err;
 	}
 	said_fd = capture_stderr();
-	err = load_xml(path, buf, len, topo_p, err_p);
+	err = load_xml(path, buf, len, true, topo_p, err_p);
 	tp_free(buf);
 	if (err == TP_ERR_PARSE && *err_p && said_fd >= 0 &&
 	    last_said(said_fd, said, sizeof(said))) {

@@ -484,6 +484,10 @@ static void test_state_json(void **unused)
 	    "{\"down\":[]}{\"down\":[]}",
 	    "{\"format\":\"topoplace-state/1\",\"links\":[],\"links\":[]}",
 	    "{\"links\":[{\"link\":0,\"health\":0,\"health\":1}]}",
+	    /* in a "jobs" entry, and deeper (the loader refuses these too) */
+	    "{\"format\":\"topoplace-state/1\",\"jobs\":[{\"id\":1,"
+	    "\"hosts\":{},\"id\":2}]}",
+	    "{\"jobs\":[{\"id\":1,\"hosts\":{\"node001\":1,\"node001\":2}}]}",
 	};
 	for (size_t i = 0; i < sizeof(damaged) / sizeof(damaged[0]); i++) {
 		assert_int_equal(tp_health_state_json(damaged[i], f, h, &json),

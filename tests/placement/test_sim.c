@@ -362,6 +362,8 @@ static void test_fcfs(void **state)
  * admitted to the last end, on 8 GPUs:
  *   drop first: J0 t=0 16 GPUs (dropped), J1 t=50 2 GPUs, 10 s: 50-60.
  *   drop last:  J0 t=0 2 GPUs, 10 s: 0-10; J1 t=1000 16 GPUs (dropped).
+ *   drop when placed: J0 t=0 1 node x 3 GPUs (no host has 3), J1 as in
+ *   the first.
  * Each: makespan 10, utilisation 20 / (8 x 10). The makespan read 60 and
  * 1000 (utilisation 4% and 0.25%; a review of the engine).
  */
@@ -375,11 +377,17 @@ static void test_dropped_outside(void **state)
 	    {0, 0, 0, 2, 10, 0},
 	    {1000, 8, 2, 0, 10, 0},
 	};
-	const row_t *rows[] = {first, last};
+	/* few enough GPUs, but no host holds 3: dropped when first placed,
+	 * after it was queued */
+	static const row_t shape[] = {
+	    {0, 1, 3, 0, 10, 0},
+	    {50, 0, 0, 2, 10, 0},
+	};
+	const row_t *rows[] = {first, last, shape};
 	tp_fabric_t *f = fat_tree(2, 2, 2, false);
 
 	(void)state;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		tp_trace_t t;
 		tp_sim_result_t r;
 		mktrace(&t, rows[i], 2);
