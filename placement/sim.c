@@ -36,8 +36,10 @@
  * having been priced against their traffic from before they slowed (one
  * pass each: the changed traffic does not re-rate others again, which
  * would not terminate in general; like jobs on the same links end up
- * within about a percent of each other's rate). JCT is taken when a job
- * really ends.
+ * close in rate but not equal: within about a percent on the 8:1 test
+ * fabric, 6% apart for two rings sharing both up-links of a 2-leaf
+ * tree, the first one's rate set before the second's). JCT is taken
+ * when a job really ends.
  * The duty cycle is the share of the stretched run spent communicating,
  * f * x / ((1 - f) + f * x) for comm_frac f and slowdown x: the average
  * rate over the run then equals the bytes the job really moves.
