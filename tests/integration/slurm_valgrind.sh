@@ -64,14 +64,17 @@ set -- "$@" --extra-file "$tmp/plugstack.conf"
 # node001's slurmd and the slurmstepds it execs (never what they run:
 # tasks, scripts), one log per process
 export TP_SLURMD_NAME=memcheck-amd64-
-export TP_SLURMD_WRAPPER="valgrind --trace-children=yes --trace-children-skip=*/bin/*,*/spool/* --child-silent-after-fork=yes --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=none --num-callers=30 --log-file=$tmp/vgd.%p.log"
+# valgrind's gdbserver FIFOs (--vgdb=yes, its default) under $tmp: in /tmp
+# they outlived every daemon that did not exit by itself, one set a run
+vgdbp=$tmp/vgdb
+export TP_SLURMD_WRAPPER="valgrind --vgdb-prefix=$vgdbp --trace-children=yes --trace-children-skip=*/bin/*,*/spool/* --child-silent-after-fork=yes --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=none --num-callers=30 --log-file=$tmp/vgd.%p.log"
 # valgrind makes slurmctld slow: a longer message timeout for clients
 echo "MessageTimeout=20" >>"$tmp/extra.conf"
 # bounds slurmd's wait for its threads at SIGTERM (below)
 echo "PrologEpilogTimeout=60" >>"$tmp/extra.conf"
 
 export TP_CTLD_NAME=memcheck-amd64-
-export TP_CTLD_WRAPPER="valgrind --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite --num-callers=30 --log-file=$vg"
+export TP_CTLD_WRAPPER="valgrind --vgdb-prefix=$vgdbp --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite --num-callers=30 --log-file=$vg"
 if ! timeout 240 "$CLUSTER" start "$@" --topology topoplace --plugin-dir "$PLUGIN_DIR" \
 	--nodes 8 --gpus-per-node 4 --dir "$dir" --timeout 120 \
 	--net "${TP_VG_NET:-$vgnet}" --port "${TP_VG_PORT:-$vgport}" \
@@ -291,7 +294,7 @@ OURS='(topology|job_submit|spank)_topoplace|[^a-z]tp_[a-z_]*[ (]'
 if [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null; then
 	# where each of its threads waits, through valgrind's gdbserver
 	# (valgrind's --vgdb=yes is its default), for whoever reads the log
-	timeout 120 gdb -batch -nx -ex "target remote | vgdb --pid=$dpid" \
+	timeout 120 gdb -batch -nx -ex "target remote | vgdb --vgdb-prefix=$vgdbp --pid=$dpid" \
 		-ex "info threads" -ex "thread apply all bt 25" \
 		>"$tmp/hang.bt" 2>&1
 	sed 's/^/# /' "$tmp/hang.bt" | grep -v '^# \(warning\|Reading\|Download\)' | head -n 200
@@ -303,8 +306,8 @@ if [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null; then
 		# (its lines as the log writes them, "(+N)" deltas dropped),
 		# then it is killed
 		echo "# slurmd (pid $dpid) still running 300 s after SIGTERM, inside Slurm alone (no frame of topoplace's on any thread): its report taken live through vgdb"
-		{ timeout 60 vgdb --pid="$dpid" v.info all_errors &&
-			timeout 120 vgdb --pid="$dpid" leak_check full definite; } 2>/dev/null |
+		{ timeout 60 vgdb --vgdb-prefix="$vgdbp" --pid="$dpid" v.info all_errors &&
+			timeout 120 vgdb --vgdb-prefix="$vgdbp" --pid="$dpid" leak_check full definite; } 2>/dev/null |
 			grep '^==' | sed 's/ (+[0-9,]*)//g' >"$tmp/live.$dpid" &&
 			grep -q 'ERROR SUMMARY' "$tmp/live.$dpid" &&
 			cat "$tmp/live.$dpid" >>"$tmp/vgd.$dpid.log" ||
