@@ -327,32 +327,32 @@ static void test_hwloc_no_io(void **state)
 	tp_fabric_destroy(f);
 }
 
+static char *write_tmp(const void *data, size_t len);
+
 /* The copy of fixture rel (a 3.0 file) with its <topology version> made
- * ver, in a temporary file: the path (free it, unlink the file), NULL
- * when the fixture is absent. */
+ * ver, in a temporary file (write_tmp): the path (free it, unlink the
+ * file), NULL when the fixture is absent. */
 static char *with_version(const char *rel, const char *ver)
 {
 	const char *src = tp_test_fixture(rel);
 	static const char tag[] = "<topology version=\"3.0\">";
-	char tmpl[] = "/tmp/tp-test-v3x-XXXXXX";
-	char *buf = NULL, *v;
+	tp_strbuf_t sb = {0};
+	char *buf = NULL, *v, *path;
 	size_t len;
-	int fd;
 
 	if (!src)
 		return NULL;
 	assert_int_equal(tp_file_read(src, &buf, &len), TP_OK);
 	assert_non_null(v = strstr(buf, tag));
-	assert_true((fd = mkstemp(tmpl)) >= 0);
-	size_t head = (size_t)(v - buf) + strlen("<topology version=\"");
-	char *tail = v + strlen(tag) - 2; /* from the closing quote */
-	assert_int_equal(write(fd, buf, head), (ssize_t)head);
-	assert_int_equal(write(fd, ver, strlen(ver)), (ssize_t)strlen(ver));
-	size_t rest = len - (size_t)(tail - buf);
-	assert_int_equal(write(fd, tail, rest), (ssize_t)rest);
-	close(fd);
+	tp_strbuf_printf(&sb, "%.*s<topology version=\"%s\">", (int)(v - buf),
+			 buf, ver);
+	tp_strbuf_append(&sb, v + strlen(tag),
+			 len - (size_t)(v - buf) - strlen(tag));
+	assert_false(sb.failed);
+	path = write_tmp(sb.buf, sb.len);
+	tp_free(sb.buf);
 	tp_free(buf);
-	return strdup(tmpl);
+	return path;
 }
 
 /* A format after hwloc 3.0's (which stays refused). */
