@@ -328,6 +328,7 @@ __global__ void k_int8_compress(const float *g, float *r, size_t n, size_t B,
 					 __shfl_xor_sync(0xffffffffu, amax, off));
 		bad = __any_sync(0xffffffffu, bad);
 		scale = bad ? tp_km_bits_f32(0x7fc00000u) : tp_km_q8_scale(amax);
+		bad = bad || !tp_km_is_finite(scale); /* warp-uniform */
 		if (lane == 0)
 			scales[blk] = scale;
 		for (size_t cb = 0; cb < nb; cb += 128) {
@@ -414,7 +415,8 @@ __global__ void k_1bit_compress(const float *g, float *r, size_t n, size_t B,
 					__shfl_xor_sync(0xffffffffu, sum, off));
 		bad = __any_sync(0xffffffffu, bad);
 		scale = bad ? tp_km_bits_f32(0x7fc00000u)
-			    : tp_km_mean(sum, (uint32_t)nb);
+			    : tp_km_1bit_scale(sum, (uint32_t)nb);
+		bad = bad || !tp_km_is_finite(scale); /* warp-uniform */
 		if (lane == 0)
 			scales[blk] = scale;
 		/* uniform trip count: the shuffles need the whole warp */

@@ -229,6 +229,7 @@ static void q8_block(const float *g, float *r, size_t i0, size_t n,
 	float scale = bad ? tp_km_bits_f32(0x7fc00000u)
 			  : tp_km_q8_scale(tp_km_bits_f32(am));
 
+	bad = bad || !tp_km_is_finite(scale);
 	*scale_p = scale;
 	if (!bad && scale > 0.0f && o->round != TP_CUDA_ROUND_STOCHASTIC) {
 		if (staged) /* r = 0 + x: the same as the unstaged g + r */
@@ -364,7 +365,9 @@ tp_err_t tp_cuda_cpu_1bit_compress(const float *g, float *residual,
 					  : amax_bits(g + b0, r, n));
 		float scale =
 		    bad ? tp_km_bits_f32(0x7fc00000u)
-			: tp_km_mean(abs_sum(src, rr, n), (uint32_t)n);
+			: tp_km_1bit_scale(abs_sum(src, rr, n), (uint32_t)n);
+
+		bad = bad || !tp_km_is_finite(scale);
 
 		scales[b0 / o->block] = scale;
 		for (size_t k = 0; k < n; k += 32)

@@ -264,13 +264,20 @@ TP_KM_FN float tp_km_u01(uint64_t seed, uint64_t index)
 /* ---- int8 with one fp32 scale per block ------------------------------------
  * scale = max|x| / 127 over the block; q = round(x / scale) clamped to
  * [-127, 127]; x ~ q x scale. An all-zero block has scale 0 and q 0. A block
- * holding NaN or Inf is sent with a NaN scale, so the receiver (and a loss
- * scaler) sees the overflow, and its residual restarts at zero so one bad
- * step does not poison the later ones. */
+ * holding NaN or Inf, or whose scale overflows (tp_km_q8_scale(),
+ * tp_km_1bit_scale() give NaN), is sent with a NaN scale, so the receiver
+ * (and a loss scaler) sees the overflow, and its residual restarts at zero
+ * so one bad step does not poison the later ones. */
 
 TP_KM_FN float tp_km_q8_scale(float amax)
 {
-	return tp_km_div(amax, 127.0f);
+	float s = tp_km_div(amax, 127.0f);
+
+	/* max |x| within rounding of FLT_MAX: 127 x scale would come back
+	 * as Inf, so the block is sent as bad (NaN) */
+	return tp_km_is_finite(tp_km_mul(127.0f, s))
+		   ? s
+		   : tp_km_bits_f32(0x7fc00000u);
 }
 
 /* Round to nearest even, |v| <= 2^22, by two IEEE additions: no libm call,
@@ -333,6 +340,15 @@ TP_KM_FN float tp_km_mean(float sum, uint32_t n)
 	return n ? tp_km_div(sum, (float)n) : 0.0f;
 }
 
+/* The block's scale from its sum of |x|: NaN when that sum overflowed
+ * (finite values of 1.3e36 and up in a 256 block), which would otherwise
+ * send +-Inf for every entry and leave an Inf residual behind. */
+TP_KM_FN float tp_km_1bit_scale(float sum, uint32_t n)
+{
+	return tp_km_is_finite(sum) ? tp_km_mean(sum, n)
+				    : tp_km_bits_f32(0x7fc00000u);
+}
+
 /* ---- top-k ---------------------------------------------------------------
  * Order key of |x|: the bits of a non-negative float order like the value
  * (NaN above Inf, so NaNs are always sent). */
@@ -341,13 +357,15 @@ TP_KM_FN uint32_t tp_km_topk_key(float x)
 	return tp_km_f32_bits(x) & 0x7fffffffu;
 }
 
-/* k of n for a fraction: ceil(frac x n), at least 1 when n > 0, at most n. */
+/* k of n for a fraction: ceil(frac x n), at least 1 when n > 0, at most n.
+ * frac x n a few units in the last place above a whole number is that
+ * number: 0.07 x 100 is 7.000000000000001 in binary, and k is 7. */
 TP_KM_FN uint64_t tp_km_topk_k(uint64_t n, double frac)
 {
 	double kd = frac * (double)n;
 	uint64_t k = (uint64_t)kd;
 
-	if ((double)k < kd)
+	if ((double)k < kd && kd - (double)k > kd * 0x1p-50)
 		k++;
 	if (k < 1 && n > 0)
 		k = 1;

@@ -10,6 +10,7 @@
  */
 #include "config.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -182,6 +183,13 @@ static void test_kmath_misc(void **state)
 	assert_int_equal(tp_km_topk_k(1001, 0.01), 11);
 	assert_int_equal(tp_km_topk_k(5, 0.01), 1);
 	assert_int_equal(tp_km_topk_k(0, 0.01), 0);
+	/* frac x n just above a whole number in binary is that number */
+	assert_int_equal(tp_km_topk_k(100, 0.07), 7);
+	assert_int_equal(tp_km_topk_k(100, 0.28), 28);
+	assert_int_equal(tp_km_topk_k(10000, 0.14), 1400);
+	assert_int_equal(tp_km_topk_k(100, 0.57), 57);
+	assert_int_equal(tp_km_topk_k(100, 0.071), 8);
+	assert_int_equal(tp_km_topk_k(1u << 30, 1.0), 1u << 30);
 	assert_int_equal(tp_km_q8(1.0f, 0.0f, 0, 0, 0), 0);
 	assert_int_equal(tp_km_q8(1e30f, 1.0f, 0, 0, 0), 127);
 	assert_int_equal(tp_km_q8(-1e30f, 1.0f, 0, 0, 0), -127);
@@ -444,6 +452,22 @@ static void test_int8_special(void **state)
 	assert_int_equal(tp_cuda_cpu_int8_compress(g, NULL, 600, &o, q, sc),
 			 TP_OK);
 	assert_true(isnan(sc[0]));
+	/* a finite max |x| whose 127 x scale rounds past FLT_MAX is bad too:
+	 * it came back as Inf and left an Inf residual (with and without
+	 * the residual: both code paths) */
+	g[5] = FLT_MAX;
+	for (int i = 0; i < 256; i++)
+		r[i] = 0.0f;
+	assert_int_equal(tp_cuda_cpu_int8_compress(g, r, 600, &o, q, sc),
+			 TP_OK);
+	assert_true(isnan(sc[0]));
+	for (int i = 0; i < 256; i++)
+		assert_true(same_bits(r[i], 0.0f));
+	assert_int_equal(tp_cuda_cpu_int8_compress(g, NULL, 600, &o, q, sc),
+			 TP_OK);
+	assert_true(isnan(sc[0]));
+	assert_true(isnan(tp_km_q8_scale(FLT_MAX)));
+	assert_true(tp_km_q8_scale(0x1p127f) > 0.0f); /* far enough below */
 	/* bad arguments */
 	o.block = 0;
 	assert_int_equal(tp_cuda_cpu_int8_compress(g, r, 600, &o, q, sc),
@@ -571,6 +595,21 @@ static void test_1bit_special(void **state)
 	assert_true(isnan(sc[1]));
 	for (int i = 256; i < 320; i++)
 		assert_true(same_bits(r[i], 0.0f));
+	/* finite values whose sum of |x| overflows: the scale was +Inf,
+	 * every entry came back +-Inf and the residual -+Inf; now the
+	 * block is bad (with and without the residual) */
+	for (int i = 0; i < 256; i++) {
+		g[i] = i % 2 ? -3e36f : 3e36f;
+		r[i] = 0.0f;
+	}
+	assert_int_equal(tp_cuda_cpu_1bit_compress(g, r, 320, &o, bits, sc),
+			 TP_OK);
+	assert_true(isnan(sc[0]));
+	for (int i = 0; i < 256; i++)
+		assert_true(same_bits(r[i], 0.0f));
+	assert_int_equal(tp_cuda_cpu_1bit_compress(g, NULL, 320, &o, bits, sc),
+			 TP_OK);
+	assert_true(isnan(sc[0]));
 	o.block = 100; /* not a multiple of 32 */
 	assert_int_equal(tp_cuda_cpu_1bit_compress(g, r, 320, &o, bits, sc),
 			 TP_ERR_INVAL);
