@@ -882,14 +882,15 @@ static void sig_str(const int64_t *w, char *buf, size_t len)
 	if (w[SIG_ROOT] >= 0)
 		SIG_PUT(", root %lld", (long long)w[SIG_ROOT]);
 	if (w[SIG_COMP] >= 0) {
-		const char *kind =
-		    tp_coll_comp_name((tp_coll_comp_t)(w[SIG_COMP] >> 8));
+		const char *kind = tp_coll_comp_name(
+		    (tp_coll_comp_t)(w[SIG_COMP] >> 8 & 0xff));
 		double frac;
 		memcpy(&frac, &w[SIG_TOPK], sizeof(frac));
-		SIG_PUT(", %s on levels %lld, block %lld, top-k %g, segment "
+		SIG_PUT(", %s on levels %lld, block %lld, top-k %g%s, segment "
 			"%llu%s",
 			kind ? kind : "?", (long long)(w[SIG_COMP] & 0xff),
 			(long long)w[SIG_BLOCK], frac,
+			w[SIG_COMP] >> 16 ? " exact" : "",
 			(unsigned long long)(w[SIG_SEG] & INT64_MAX),
 			w[SIG_SEG] < 0 ? " overlapped" : "");
 	}
@@ -923,7 +924,8 @@ tp_err_t tp__coll_check_args(tp_coll_comm_t *c, tp__coll_call_t call,
 	mine[SIG_ROOT] = root;
 	mine[SIG_COMP] = -1;
 	if (co) {
-		mine[SIG_COMP] = (int64_t)co->kind << 8 | (co->levels & 0xff);
+		mine[SIG_COMP] = (int64_t)co->topk_exact << 16 |
+				 (int64_t)co->kind << 8 | (co->levels & 0xff);
 		mine[SIG_BLOCK] = co->block;
 		memcpy(&mine[SIG_TOPK], &co->topk_fraction, sizeof(double));
 		mine[SIG_SEG] = (int64_t)(co->segment & (size_t)INT64_MAX) |

@@ -416,6 +416,8 @@ static void call_setup(tp_coll_comm_t *c, tp__coll_comp_call_t *k,
 	k->o.round =
 	    o->stochastic ? TP_CUDA_ROUND_STOCHASTIC : TP_CUDA_ROUND_NEAREST;
 	k->o.topk_frac = o->topk_fraction;
+	k->o.topk_mode =
+	    o->topk_exact ? TP_CUDA_TOPK_EXACT : TP_CUDA_TOPK_SAMPLED;
 	k->o.seed = o->seed ^ (key * 0xbf58476d1ce4e5b9ull);
 	/* the call number: the key's, or without its state (no error
 	 * feedback) the communicator's, so the noise differs call to call

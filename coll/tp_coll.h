@@ -503,6 +503,14 @@ typedef struct tp_coll_comp_opts {
 	bool overlap;	       /* run the segments' stages at once (default
 				* true); false: one after another, the same
 				* bits (what the pipeline gains, measured) */
+	bool topk_exact;       /* top-k: send exactly the k largest |x|
+				* (ties to the lower index; a full
+				* selection); default false: every entry at
+				* or above the k-th largest of a sample
+				* (65,536 entries), up to 2k, in index order,
+				* which is faster on large buffers. The same
+				* on every rank (a receiver refuses more
+				* than its own mode's capacity). */
 } tp_coll_comp_opts_t;
 
 /* Default pipeline segment: 1 Mi elements (4 MiB of fp32): each segment

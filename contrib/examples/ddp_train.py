@@ -87,6 +87,9 @@ def parse():
                    help="reduce on the autograd thread (default: the hook returns a Future the "
                         "library's progress thread completes, overlapping backward)")
     p.add_argument("--topk-fraction", type=float, default=None)
+    p.add_argument("--topk-threshold", choices=("sampled", "exact"), default=None,
+                   help="top-k selection: every entry at or above a sampled threshold, up to 2k "
+                        "(the library's default), or exactly the k largest")
     p.add_argument("--hook-momentum", action="store_true",
                    help="momentum in the hook (TopoplaceState momentum=0.9: the compressors send the "
                         "velocity; top-k with DGC's momentum correction and masking) with the "
@@ -236,7 +239,8 @@ def main():
                                async_op=not a.sync_hook, momentum=MOMENTUM if a.hook_momentum else None,
                                momentum_masking=not a.no_momentum_masking, warmup_steps=a.warmup_steps,
                                clip_norm=a.clip_norm, per_tensor=a.per_tensor,
-                               segment=a.segment, overlap=False if a.no_overlap else None)
+                               segment=a.segment, overlap=False if a.no_overlap else None,
+                               topk_threshold=a.topk_threshold)
         ddp.register_comm_hook(state, allreduce_hook)
     elif a.backend == "powersgd":
         from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as ps

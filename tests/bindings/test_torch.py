@@ -294,6 +294,19 @@ def check_compression(c, tc, comm, rank):
         comm.all_reduce(t, op="avg", compressor="int8", key=key, segment=1024, overlap=overlap)
         got.append(t)
     c.ok(torch.equal(got[0], got[1]), "int8 segment=1024: overlap on and off give the same bits")
+    # top-k's threshold: on 1,000 equal entries the sampled threshold sends
+    # every entry at it up to 2k (20), the exact one the first k (10)
+    for thr, want_nz in (("sampled", 20), ("exact", 10), (None, 20)):
+        t = torch.ones(1000)
+        comm.all_reduce(t, compressor="topk", hierarchical=False, error_feedback=False,
+                        topk_fraction=0.01, topk_threshold=thr)
+        nz = int((t != 0).sum())
+        c.ok(nz == want_nz, "topk_threshold=%s: %d entries sent of 1,000 equal ones (want %d)"
+             % (thr, nz, want_nz))
+    c.raises(ValueError, "topk_threshold", "unknown topk_threshold rejected", comm.all_reduce, torch.zeros(4),
+             compressor="topk", topk_threshold="approx")
+    c.raises(ValueError, "topk_threshold", "TopoplaceState checks topk_threshold at once", TopoplaceState,
+             comm, compressor="topk", topk_threshold="exactly")
     c.raises(ValueError, "segment", "negative segment rejected", comm.all_reduce, torch.zeros(4),
              compressor="int8", segment=-1)
     c.raises(ValueError, "segment", "bool segment rejected", comm.all_reduce, torch.zeros(4),

@@ -2491,6 +2491,63 @@ static void test_comp_stochastic(void **s)
 	tp_plan_destroy(p);
 }
 
+/* Top-k's threshold (topk_exact): on 1,000 equal entries per rank the
+ * sampled threshold sends every entry at it up to 2k, the exact selection
+ * the first k, flat and across the groups; a rank whose mode differs is
+ * named by TOPOPLACE_COLL_CHECK (run_ranks_ok sets it). */
+static int exact_rank(tp_coll_comm_t *c, void *arg)
+{
+	enum { N = 1000 };
+	static float b[N];
+	tp_coll_comp_opts_t o;
+	size_t nz[2][2] = {{0}};
+
+	(void)arg;
+	tp_coll_comp_opts_defaults(&o);
+	o.kind = TP_COLL_COMP_TOPK;
+	o.error_feedback = false;
+	for (int flat = 0; flat < 2; flat++) {
+		for (int exact = 0; exact < 2; exact++) {
+			for (size_t i = 0; i < N; i++)
+				b[i] = 1.0f;
+			o.levels = flat ? 7 : TP_COLL_LEVEL_CROSS;
+			o.topk_exact = exact;
+			if (tp_coll_allreduce_compressed(c, b, N, TP_COLL_SUM,
+							 &o, 3))
+				return 2;
+			for (size_t i = 0; i < N; i++)
+				nz[flat][exact] += b[i] != 0.0f;
+		}
+	}
+	/* flat: k = 10 of 1,000 from every rank, the same entries; across
+	 * the groups each rank compresses its group's 500-entry shard,
+	 * k = 5: 10 in all, or 20 sampled */
+	if (nz[1][0] != 20 || nz[1][1] != 10 || nz[0][0] != 20 ||
+	    nz[0][1] != 10) {
+		fprintf(stderr, "# flat %zu / %zu, cross %zu / %zu\n", nz[1][0],
+			nz[1][1], nz[0][0], nz[0][1]);
+		return 3;
+	}
+	o.topk_exact = tp_coll_comm_rank(c) == 1;
+	tp_err_t err =
+	    tp_coll_allreduce_compressed(c, b, N, TP_COLL_SUM, &o, 3);
+	if (err != TP_ERR_MISMATCH || !strstr(tp_coll_comm_detail(c), "exact"))
+		return 4;
+	return 0;
+}
+
+static void test_comp_exact(void **s)
+{
+	tp_plan_t *p = plan_of(4, 1, 0); /* two groups of two */
+
+	(void)s;
+	setenv("TOPOPLACE_COLL_CHECK", "1", 1);
+	run_ranks_ok(p, 20, 64 << 10, exact_rank, NULL, 60,
+		     "top-k exact and sampled");
+	unsetenv("TOPOPLACE_COLL_CHECK");
+	tp_plan_destroy(p);
+}
+
 /* The phase profile of the calls since the last reset: nested intervals,
  * so the whole calls hold the stages and the stages the (de)compression;
  * compressed: whether encoding and decoding ran. */
@@ -2939,6 +2996,7 @@ int main(void)
 	    cmocka_unit_test(test_comp_rank_weights),
 	    cmocka_unit_test(test_comp_nan),
 	    cmocka_unit_test(test_comp_stochastic),
+	    cmocka_unit_test(test_comp_exact),
 	    cmocka_unit_test(test_comp_cross_bytes),
 	    cmocka_unit_test(test_comp_mismatch),
 	    cmocka_unit_test(test_comp_pipeline),

@@ -183,6 +183,16 @@ def _compressor_opts(kind, block, topk_fraction, seed, hierarchical):
     return block, topk_fraction, seed
 
 
+def _topk_threshold(value):
+    """topk_threshold: None (the library's default), "sampled" or "exact";
+    whether top-k selects exactly (True/False/None)."""
+    if value is None:
+        return None
+    if value not in ("sampled", "exact"):
+        raise ValueError("topk_threshold must be 'sampled' or 'exact', got %r" % (value,))
+    return value == "exact"
+
+
 _INT_MAX = 2 ** 31 - 1
 
 
@@ -373,7 +383,8 @@ class Communicator:
         """all_reduce(tensor, op="sum", algorithm="auto", compressor=None,
         hierarchical=True, error_feedback=True, key=0, block=None,
         topk_fraction=None, stochastic=None, seed=None, momentum=None,
-        momentum_masking=True, segment=None, overlap=None)
+        momentum_masking=True, segment=None, overlap=None,
+        topk_threshold=None)
 
         Reduce `tensor` over all ranks, in place; returns it.
 
@@ -404,6 +415,10 @@ class Communicator:
         (compressed at the group level with hierarchical='group').
         overlap=False runs the segments' stages one after another (the
         same result; to measure what the pipeline gains).
+        topk_threshold (top-k): "sampled" (None, the library's default:
+        every entry at or above the k-th largest of a 65,536-entry
+        sample, up to 2k) or "exact" (exactly the k largest, ties to the
+        lower index; a full selection, slower on large tensors).
         """
         return self._run(self._checked("allreduce", lambda: self._all_reduce_call(tensor, *args, **kw)))
 
@@ -425,7 +440,8 @@ class Communicator:
 
     def _all_reduce_call(self, tensor, op="sum", algorithm="auto", compressor=None, hierarchical=True,
                          error_feedback=True, key=0, block=None, topk_fraction=None, stochastic=None,
-                         seed=None, momentum=None, momentum_masking=True, segment=None, overlap=None):
+                         seed=None, momentum=None, momentum_masking=True, segment=None, overlap=None,
+                         topk_threshold=None):
         """Check the arguments (every one, also those a dense call does
         not use); the library call as a function of none."""
         compressed = compressor not in (None, "none")
@@ -446,6 +462,7 @@ class Communicator:
                 compressor != "topk" or not error_feedback):
             raise ValueError("momentum %r: top-k with error feedback only" % (momentum,))
         segment, overlap = _pipeline_opts(segment, overlap)
+        exact = _topk_threshold(topk_threshold)
         comm = self._handle("all_reduce")
         ptr = ctypes.c_void_p(tensor.data_ptr())
         n = tensor.numel()
@@ -480,6 +497,8 @@ class Communicator:
             c.segment = segment
         if overlap is not None:
             c.overlap = overlap
+        if exact is not None:
+            c.topk_exact = exact
         key = key or 0
 
         def compressed_call():

@@ -18,7 +18,7 @@ import os
 
 # The -version-info current of coll/Makefile.am (tests/bindings/torch.sh
 # checks it against the built library's soname).
-SONAME = "libtopoplace-coll.so.1"
+SONAME = "libtopoplace-coll.so.3"
 
 # tp_coll.h enums (ABI: the values are the contract).
 DTYPES = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 3, "int32": 4, "int64": 5}
@@ -55,6 +55,7 @@ class CompOpts(ctypes.Structure):
         ("momentum_masking", ctypes.c_bool),
         ("segment", ctypes.c_size_t),
         ("overlap", ctypes.c_bool),
+        ("topk_exact", ctypes.c_bool),
     ]
 
 

@@ -119,7 +119,7 @@ import time
 import torch
 
 from . import (CompressionUnavailable, _choice, _compressor_opts, _int_in, _lib, _pipeline_opts,
-               have_compression)
+               _topk_threshold, have_compression)
 
 __all__ = ["TopoplaceState", "allreduce_hook"]
 
@@ -138,10 +138,11 @@ class TopoplaceState:
     start_iter      synchronised steps reduced dense before compression
                     starts (PowerSGD's start_powerSGD_iter; default 0)
     algorithm       dense algorithm: "auto", "ring", "hierarchical", "tree"
-    block, topk_fraction, stochastic, seed, segment, overlap
+    block, topk_fraction, stochastic, seed, segment, overlap, topk_threshold
                     compressor parameters (library defaults when None;
                     segment and overlap: the hierarchical int8 / 1-bit
-                    pipeline, see Communicator.all_reduce)
+                    pipeline; topk_threshold "sampled" or "exact": see
+                    Communicator.all_reduce)
     key_base        added to every error-feedback key: separates the
                     residuals of two DDP models sharing one communicator
     async_op        reduce on the communicator's progress thread,
@@ -171,7 +172,7 @@ class TopoplaceState:
     def __init__(self, comm, compressor=None, hierarchical=True, error_feedback=True, start_iter=0,
                  algorithm="auto", block=None, topk_fraction=None, stochastic=None, seed=None,
                  key_base=0, async_op=True, momentum=None, momentum_masking=True, warmup_steps=0,
-                 clip_norm=None, per_tensor=False, segment=None, overlap=None):
+                 clip_norm=None, per_tensor=False, segment=None, overlap=None, topk_threshold=None):
         _choice(_lib.COMPRESSORS, compressor, "compressor")
         _choice(_lib.ALGOS, algorithm, "algorithm")
         if compressor == "none":
@@ -189,6 +190,7 @@ class TopoplaceState:
         if clip_norm is not None and (compressor != "topk" or not float(clip_norm) > 0.0):
             raise ValueError("clip_norm=%r: > 0, for compressor='topk' only" % (clip_norm,))
         segment, overlap = _pipeline_opts(segment, overlap)
+        _topk_threshold(topk_threshold)
         # the compressor's options fail here, not at step start_iter
         block, topk_fraction, seed = _compressor_opts(compressor, block, topk_fraction, seed,
                                                       hierarchical)
@@ -204,7 +206,8 @@ class TopoplaceState:
         self.start_iter = int(start_iter)
         self.algorithm = algorithm
         self.params = {"block": block, "topk_fraction": topk_fraction, "stochastic": stochastic,
-                       "seed": seed, "segment": segment, "overlap": overlap}
+                       "seed": seed, "segment": segment, "overlap": overlap,
+                       "topk_threshold": topk_threshold}
         self.key_base = int(key_base)
         self.async_op = bool(async_op)
         self.momentum = None if momentum is None else float(momentum)
