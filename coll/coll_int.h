@@ -541,6 +541,9 @@ tp_err_t tp__coll_comp_ring_stage(tp_coll_comm_t *c, const tp__coll_ring_t *r,
  * bytes in stage st's message buffer m (c->cmsg[st]). */
 typedef struct tp__coll_hop {
 	int prev, next;
+	int from; /* the rank whose message the next receive carries (an
+		   * all-gather forwards others'), named when it is
+		   * refused; -1: prev's own */
 	size_t cap;
 	char *m;
 } tp__coll_hop_t;

@@ -303,7 +303,9 @@ tp_err_t tp__comp_check_header(const void *msg, size_t len, int kind,
 }
 
 /* Indices of a top-k payload: strictly increasing, below count, exactly
- * nnz varints filling the bytes. apply: accumulate val into out. */
+ * nnz varints filling the bytes, each in its shortest form (a last byte
+ * of 0 after others would spell the same gap longer: one message, one
+ * encoding). apply: accumulate val into out. */
 static tp_err_t walk_topk(const unsigned char *p, size_t n, uint32_t nnz,
 			  const float *val, size_t count, float *out, int apply)
 {
@@ -318,8 +320,11 @@ static tp_err_t walk_topk(const unsigned char *p, size_t n, uint32_t nnz,
 				return TP_ERR_PARSE;
 			d |= (uint64_t)(p[at] & 0x7f) << sh;
 			sh += 7;
-			if (!(p[at++] & 0x80))
+			if (!(p[at++] & 0x80)) {
+				if (sh > 7 && p[at - 1] == 0)
+					return TP_ERR_PARSE;
 				break;
+			}
 		}
 		if (j && d == 0)
 			return TP_ERR_PARSE;

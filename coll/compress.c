@@ -14,6 +14,7 @@
 
 #include "coll_int.h"
 #include "comp_wire.h"
+#include "tp_kmath.h"
 
 typedef struct tp__coll_ef {
 	struct tp__coll_ef *next;
@@ -418,11 +419,11 @@ static void call_setup(tp_coll_comm_t *c, tp__coll_comp_call_t *k,
 	k->o.topk_frac = o->topk_fraction;
 	k->o.topk_mode =
 	    o->topk_exact ? TP_CUDA_TOPK_EXACT : TP_CUDA_TOPK_SAMPLED;
-	k->o.seed = o->seed ^ (key * 0xbf58476d1ce4e5b9ull);
+	k->o.seed = tp_km_seed(o->seed, key);
 	/* the call number: the key's, or without its state (no error
 	 * feedback) the communicator's, so the noise differs call to call
 	 * (it repeated itself there, and rounding no longer averaged out) */
-	k->o.seed += (e ? e->calls++ : c->comp_calls++) * 0x94d049bb133111ebull;
+	k->o.seed = tp_km_seed(k->o.seed, e ? e->calls++ : c->comp_calls++);
 	if (!e)
 		return;
 	for (int s = 0; s < 2; s++)
@@ -486,10 +487,12 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 	    (c->nlevels == 0 && c->ncross == 0) ||
 	    (o.kind == TP_COLL_COMP_TOPK && (o.levels & TP_COLL_LEVEL_GROUP));
 	seg = flat ? 0 : pipeline_seg(c, &o, count);
-	/* top-k's indices are 32 bits: a flat top-k of more is refused
-	 * before its residuals are allocated (16 bytes a value); every rank
-	 * passes the same count, so all refuse alike */
-	if (flat && o.kind == TP_COLL_COMP_TOPK && count > UINT32_MAX)
+	/* top-k's indices are 32 bits: a top-k of more is refused before
+	 * its residuals are allocated (16 bytes a value) and, across the
+	 * groups, before the dense stages reduce part of the buffer (each
+	 * rank's shard is its own size, but every rank passes the same
+	 * count, so all refuse alike) */
+	if (o.kind == TP_COLL_COMP_TOPK && count > UINT32_MAX)
 		return tp__coll_fail(c, TP_ERR_RANGE,
 				     "top-k of %zu values (2^32 at most)",
 				     count);

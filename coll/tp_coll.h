@@ -534,7 +534,8 @@ tp_err_t tp_coll_comp_parse(const char *name, tp_coll_comp_t *kind_p);
  * the same count, op, opts and key. Returns TP_OK, TP_ERR_INVAL (NULL
  * buffer with count > 0, a count too large to size, another op, bad
  * options), TP_ERR_UNSUPPORTED
- * (device memory), TP_ERR_RANGE (top-k of 2^32 or more values), the
+ * (device memory), TP_ERR_RANGE (top-k of 2^32 or more values, flat or
+ * across the groups, refused before the buffer is touched), the
  * transport's errors as tp_coll_allreduce(), and the wire errors above.
  * The results are identical on every rank. */
 tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *comm, float *buf,

@@ -249,16 +249,32 @@ TP_KM_FN float tp_km_ef_out(float x, float dequantised)
 
 /* ---- stochastic rounding noise ------------------------------------------- */
 
-/* Uniform in [0, 1) with 24 bits, a pure function of (seed, index)
- * (splitmix64's finaliser): the same on every device and launch shape. */
-TP_KM_FN float tp_km_u01(uint64_t seed, uint64_t index)
+/* splitmix64's finaliser: a bijection of 64-bit words that scatters
+ * neighbouring inputs. */
+TP_KM_FN uint64_t tp_km_mix64(uint64_t z)
 {
-	uint64_t z = seed + (index + 1) * 0x9e3779b97f4a7c15ull;
-
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	z ^= z >> 31;
+	return z ^ (z >> 31);
+}
+
+/* Uniform in [0, 1) with 24 bits, a pure function of (seed, index): the
+ * same on every device and launch shape. Index i + 1 of a seed is index
+ * i of that seed plus 0x9e3779b97f4a7c15, so seeds derived from one
+ * another (tp_km_seed()) are hashed, never stepped by that constant. */
+TP_KM_FN float tp_km_u01(uint64_t seed, uint64_t index)
+{
+	uint64_t z = tp_km_mix64(seed + (index + 1) * 0x9e3779b97f4a7c15ull);
+
 	return (float)(uint32_t)(z >> 40) * 0x1p-24f;
+}
+
+/* A seed derived from seed and one more part (a key, a call, a hop): each
+ * part hashed in, so no two parts' noise streams are shifted copies of
+ * each other. */
+TP_KM_FN uint64_t tp_km_seed(uint64_t seed, uint64_t part)
+{
+	return tp_km_mix64(seed ^ tp_km_mix64(part + 0x9e3779b97f4a7c15ull));
 }
 
 /* ---- int8 with one fp32 scale per block ------------------------------------

@@ -19,6 +19,7 @@
 
 #include "coll_int.h"
 #include "comp_wire.h"
+#include "tp_kmath.h"
 
 static int mod(int a, int n)
 {
@@ -61,21 +62,28 @@ static tp_err_t wait_reqs(tp_coll_comm_t *c, tp__coll_req_t *a,
 }
 
 /* A wire error from peer: name it and break the communicator. */
-static tp_err_t wire_fail(tp_coll_comm_t *c, int peer, tp_err_t err,
+/* A refused message: made by rank `from`, received from `peer` (which
+ * forwarded it when they differ; from -1: peer's own). */
+static tp_err_t wire_fail(tp_coll_comm_t *c, int peer, int from, tp_err_t err,
 			  const char *why)
 {
-	char name[96];
+	char name[96], via[96];
 
-	tp__coll_fail(c, err, "%s from %s", why,
-		      tp__coll_peer_name(c, peer, name, sizeof(name)));
+	if (from < 0 || from == peer)
+		tp__coll_fail(c, err, "%s from %s", why,
+			      tp__coll_peer_name(c, peer, name, sizeof(name)));
+	else
+		tp__coll_fail(c, err, "%s from %s, forwarded by %s", why,
+			      tp__coll_peer_name(c, from, name, sizeof(name)),
+			      tp__coll_peer_name(c, peer, via, sizeof(via)));
 	c->broken = true;
 	c->xp->close(c);
 	return err;
 }
 
-static tp_err_t decode(tp_coll_comm_t *c, int peer, const char *m, size_t len,
-		       const tp__coll_comp_call_t *k, size_t count, float *out,
-		       int overwrite)
+static tp_err_t decode(tp_coll_comm_t *c, int peer, int from, const char *m,
+		       size_t len, const tp__coll_comp_call_t *k, size_t count,
+		       float *out, int overwrite)
 {
 	char why[128];
 	int64_t t0 = tp__coll_now_ns();
@@ -83,7 +91,7 @@ static tp_err_t decode(tp_coll_comm_t *c, int peer, const char *m, size_t len,
 				       out, overwrite, why, sizeof(why));
 
 	tp__coll_lap(c, TP_COLL_PHASE_DECOMPRESS, t0);
-	return err ? wire_fail(c, peer, err, why) : TP_OK;
+	return err ? wire_fail(c, peer, from, err, why) : TP_OK;
 }
 
 static size_t align8(size_t n)
@@ -102,9 +110,9 @@ static tp_cuda_comp_opts_t hop_opts(const tp__coll_comp_call_t *k, int who,
 {
 	tp_cuda_comp_opts_t o = k->o;
 
-	o.seed += ((uint64_t)who + 1) * 0x9e3779b97f4a7c15ull +
-		  ((uint64_t)(st * 1024 + step) + 1) * 0xd1b54a32d192ed03ull +
-		  (uint64_t)at * 0x94d049bb133111ebull;
+	o.seed = tp_km_seed(tp_km_seed(tp_km_seed(o.seed, (uint64_t)who),
+				       (uint64_t)(st * 1024 + step)),
+			    (uint64_t)at);
 	return o;
 }
 
@@ -116,6 +124,7 @@ static tp_err_t hop_setup(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 {
 	h->prev = (int)r->members[mod(r->me - 1, r->n)];
 	h->next = (int)r->members[mod(r->me + 1, r->n)];
+	h->from = -1;
 	h->cap = align8(tp__comp_max_bytes(k->kind, most, &k->o));
 	return scratch(c, st, (size_t)nslots * h->cap + extra, &h->m);
 }
@@ -137,7 +146,7 @@ static tp_err_t encode(tp_coll_comm_t *c, const tp__coll_comp_call_t *k,
  * this rank expects (a peer that disagrees - another compressor, block,
  * segment or count - is caught here, before its payload's length matters) and
  * post the receive of the payload it announces. */
-static tp_err_t recv_payload(tp_coll_comm_t *c, int peer, char *slot,
+static tp_err_t recv_payload(tp_coll_comm_t *c, int peer, int from, char *slot,
 			     size_t cap, const tp__coll_comp_call_t *k,
 			     size_t count, tp__coll_req_t *rq, size_t *len_p)
 {
@@ -148,9 +157,9 @@ static tp_err_t recv_payload(tp_coll_comm_t *c, int peer, char *slot,
 	err = tp__comp_check_header(slot, TP__COMP_HDR, k->kind, count, &k->o,
 				    k->seg, &h, why, sizeof(why));
 	if (err)
-		return wire_fail(c, peer, err, why);
+		return wire_fail(c, peer, from, err, why);
 	if (TP__COMP_HDR + h.payload > cap)
-		return wire_fail(c, peer, TP_ERR_PARSE,
+		return wire_fail(c, peer, from, TP_ERR_PARSE,
 				 "compressed message too long");
 	c->xp->irecv(c, peer, slot + TP__COMP_HDR, (size_t)h.payload, rq);
 	*len_p = TP__COMP_HDR + (size_t)h.payload;
@@ -182,7 +191,7 @@ tp_err_t tp__coll_comp_agree(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 		err = tp__comp_check_call(theirs[i], k->kind, count, &k->o,
 					  k->seg, why, sizeof(why));
 		if (err)
-			return wire_fail(c, peer[i], err, why);
+			return wire_fail(c, peer[i], -1, err, why);
 	}
 	return TP_OK;
 }
@@ -202,10 +211,10 @@ static void send_msg(tp_coll_comm_t *c, int peer, const char *slot, size_t len,
 
 /* Receive one message from peer into slot (cap bytes); waits for the
  * sends (send_msg's header and payload requests) too. */
-static tp_err_t recv_msg(tp_coll_comm_t *c, int peer, char *slot, size_t cap,
-			 const tp__coll_comp_call_t *k, size_t count,
-			 tp__coll_req_t *shdr, tp__coll_req_t *spay,
-			 size_t *len_p)
+static tp_err_t recv_msg(tp_coll_comm_t *c, int peer, int from, char *slot,
+			 size_t cap, const tp__coll_comp_call_t *k,
+			 size_t count, tp__coll_req_t *shdr,
+			 tp__coll_req_t *spay, size_t *len_p)
 {
 	tp_err_t err;
 
@@ -213,7 +222,8 @@ static tp_err_t recv_msg(tp_coll_comm_t *c, int peer, char *slot, size_t cap,
 	while (!c->reqs[1].done)
 		if ((err = c->xp->progress(c)))
 			return err;
-	err = recv_payload(c, peer, slot, cap, k, count, &c->reqs[1], len_p);
+	err = recv_payload(c, peer, from, slot, cap, k, count, &c->reqs[1],
+			   len_p);
 	if (err || (err = wait_reqs(c, shdr, &c->reqs[1])) ||
 	    (err = wait_reqs(c, spay, spay)))
 		return err;
@@ -231,11 +241,12 @@ static tp_err_t hop_step(tp_coll_comm_t *c, const tp__coll_hop_t *h,
 	tp_err_t err;
 
 	send_msg(c, h->next, sslot, slen, &c->reqs[0], &c->reqs[2]);
-	err = recv_msg(c, h->prev, rslot, h->cap, k, rcount, &c->reqs[0],
-		       &c->reqs[2], rlen_p);
+	err = recv_msg(c, h->prev, h->from, rslot, h->cap, k, rcount,
+		       &c->reqs[0], &c->reqs[2], rlen_p);
 	if (err || !out)
 		return err;
-	return decode(c, h->prev, rslot, *rlen_p, k, rcount, out, overwrite);
+	return decode(c, h->prev, h->from, rslot, *rlen_p, k, rcount, out,
+		      overwrite);
 }
 
 /*
@@ -275,6 +286,7 @@ static tp_err_t op_post(tp_coll_comm_t *c, tp__coll_comp_op_t *op)
 		op->slen = op->len[0];
 		rslot = op->h.m + op->h.cap;
 		tp__coll_ring_seg(r, op->count, mod(me - s - 2, n), &ro, &rc);
+		op->h.from = -1;
 	} else {
 		int a = s % 2;
 
@@ -282,6 +294,8 @@ static tp_err_t op_post(tp_coll_comm_t *c, tp__coll_comp_op_t *op)
 		op->slen = op->len[a];
 		rslot = op->h.m + (size_t)(1 - a) * op->h.cap;
 		tp__coll_ring_seg(r, op->count, mod(me - s - 1, n), &ro, &rc);
+		/* that segment's owner encoded it */
+		op->h.from = (int)r->members[mod(me - s - 1, n)];
 	}
 	op->rslot = rslot;
 	op->ro = ro;
@@ -321,8 +335,8 @@ tp_err_t tp__coll_comp_op_start(tp_coll_comm_t *c, tp__coll_comp_op_t *op,
 		tp__coll_ring_seg(r, count, r->me, &mo, &mc);
 		err = encode(c, k, &o, buf + mo, res ? res + mo : NULL, mc,
 			     op->h.m, op->h.cap, &op->len[0]);
-		if (err || (err = decode(c, c->rank, op->h.m, op->len[0], k, mc,
-					 buf + mo, 1)))
+		if (err || (err = decode(c, c->rank, -1, op->h.m, op->len[0], k,
+					 mc, buf + mo, 1)))
 			return err;
 	}
 	return op_post(c, op);
@@ -333,8 +347,8 @@ tp_err_t tp__coll_comp_op_poll(tp_coll_comm_t *c, tp__coll_comp_op_t *op)
 	tp_err_t err;
 
 	if (op->state == TP__OP_HDR && op->rq.done) {
-		err = recv_payload(c, op->h.prev, op->rslot, op->h.cap, op->k,
-				   op->rc, &op->rq,
+		err = recv_payload(c, op->h.prev, op->h.from, op->rslot,
+				   op->h.cap, op->k, op->rc, &op->rq,
 				   &op->len[op->ag ? 1 - op->step % 2 : 1]);
 		if (err)
 			return err;
@@ -343,7 +357,7 @@ tp_err_t tp__coll_comp_op_poll(tp_coll_comm_t *c, tp__coll_comp_op_t *op)
 	if (op->state != TP__OP_PAYLOAD || !op->rq.done || !op->sq.done ||
 	    !op->pq.done)
 		return TP_OK;
-	err = decode(c, op->h.prev, op->rslot,
+	err = decode(c, op->h.prev, op->h.from, op->rslot,
 		     op->len[op->ag ? 1 - op->step % 2 : 1], op->k, op->rc,
 		     op->buf + op->ro, op->ag);
 	if (err)
@@ -426,12 +440,15 @@ static tp_err_t topk_allreduce(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 	for (int s = 0; s < n - 1 && !err; s++) {
 		int ss = mod(me - s, n), rs = mod(me - s - 1, n);
 
+		h.from = (int)r->members[rs];
 		err = hop_step(c, &h, k, h.m + (size_t)ss * h.cap, len[ss],
 			       h.m + (size_t)rs * h.cap, count, &len[rs], NULL,
 			       0);
 	}
+	/* slot i holds member i's message, which prev forwarded: a refusal
+	 * names the member that made it */
 	for (int i = 0; i < n && !err; i++)
-		err = decode(c, i == me ? c->rank : h.prev,
+		err = decode(c, i == me ? c->rank : h.prev, (int)r->members[i],
 			     h.m + (size_t)i * h.cap, len[i], k, count, buf,
 			     i == 0);
 	return err;

@@ -1926,6 +1926,41 @@ static void test_comp_huge_count(void **s)
 	tp_plan_destroy(p);
 }
 
+/* Top-k of 2^32 or more values across the groups is refused before the
+ * dense stages touch the buffer (only a shard over 2^32 was, after the
+ * in-group reduce-scatter had run over the buffer); the communicator
+ * still works after. */
+static int topk_range_rank(tp_coll_comm_t *c, void *arg)
+{
+	float b[64] = {0};
+	tp_coll_comp_opts_t o;
+	tp_err_t err;
+
+	(void)arg;
+	tp_coll_comp_opts_defaults(&o);
+	o.kind = TP_COLL_COMP_TOPK;
+	o.error_feedback = false;
+	err = tp_coll_allreduce_compressed(c, b, ((size_t)1 << 32) + 1,
+					   TP_COLL_SUM, &o, 7);
+	if (err != TP_ERR_RANGE || !strstr(tp_coll_comm_detail(c), "2^32")) {
+		fprintf(stderr, "# %s: %s\n", tp_strerror(err),
+			tp_coll_comm_detail(c));
+		return 1;
+	}
+	return tp_coll_allreduce_compressed(c, b, 64, TP_COLL_SUM, &o, 7) ? 2
+									  : 0;
+}
+
+static void test_comp_topk_range(void **s)
+{
+	tp_plan_t *p = plan_of(4, 1, 0); /* two groups of two */
+
+	(void)s;
+	run_ranks_ok(p, 5, 4096, topk_range_rank, NULL, 30,
+		     "top-k of 2^32 + 1 values across groups");
+	tp_plan_destroy(p);
+}
+
 /* A message's checksum made right again for its header and payload
  * bytes. */
 static void reseal(unsigned char *m, size_t payload)
@@ -2063,6 +2098,32 @@ static void test_comp_wire(void **s)
 						 sizeof(why)),
 				 TP_OK);
 		assert_true(out[3] == 1.0f && out[9] == 2.0f && out[4] == 0.0f);
+	}
+	/* varints in their shortest form only: gaps 3 and 200 (0xc8 0x01)
+	 * over 300 values decode; 3 spelt 0x83 0x00 is refused */
+	for (int t = 0; t < 2; t++) {
+		unsigned char *m = (unsigned char *)msg;
+		const size_t H = TP__COMP_HDR, pl = t ? 12 : 11;
+		float v[2] = {1.0f, 2.0f}, o300[300] = {0};
+
+		memset(m, 0, H + 16);
+		memcpy(m, "TPCZ", 4);
+		m[4] = TP__COMP_VERSION;
+		m[5] = TP__COMP_TOPK;
+		m[12] = 2;	    /* nnz */
+		m[16] = 300 & 0xff; /* count */
+		m[17] = 300 >> 8;
+		m[24] = (unsigned char)pl;
+		memcpy(m + H, v, 8);
+		memcpy(m + H + 8, t ? "\x83\x00\xc8\x01" : "\x03\xc8\x01",
+		       pl - 8);
+		reseal(m, pl);
+		assert_int_equal(tp__comp_decode(m, H + pl, TP__COMP_TOPK, 300,
+						 &o, 0, o300, 1, why,
+						 sizeof(why)),
+				 t ? TP_ERR_PARSE : TP_OK);
+		if (!t)
+			assert_true(o300[3] == 1.0f && o300[203] == 2.0f);
 	}
 	/* the call header the host level's ranks swap: the fields as a
 	 * message's, no payload, sealed */
@@ -2536,6 +2597,56 @@ static int exact_rank(tp_coll_comm_t *c, void *arg)
 	return 0;
 }
 
+/* A top-k message a receiver refuses is blamed on the rank that made
+ * it, not only on the neighbour that forwarded it. On the ring 0, 1, 2,
+ * 3: rank 0 sends 20 entries (sampled threshold, 1,000 equal values),
+ * ranks 1 and 3 sampled and rank 2 exact send 10 (distinct values), so
+ * only rank 2 (room for k = 10) refuses, and the first message it
+ * refuses is rank 0's, which rank 1 forwards (it was named alone).
+ * Exit 0: as expected, or the communicator broke under this rank; 1:
+ * the wrong rank named; 2: another outcome. */
+static int blame_rank(tp_coll_comm_t *c, void *arg)
+{
+	enum { N = 1000 };
+	static float b[N];
+	tp_coll_comp_opts_t o;
+	int me = tp_coll_comm_rank(c);
+	tp_err_t err;
+	const char *d;
+
+	(void)arg;
+	tp_coll_comp_opts_defaults(&o);
+	o.kind = TP_COLL_COMP_TOPK;
+	o.levels = 7;
+	o.error_feedback = false;
+	o.topk_exact = me == 2;
+	for (size_t i = 0; i < N; i++)
+		b[i] = me == 0 ? 1.0f : 1.0f + 0.001f * (float)i;
+	err = tp_coll_allreduce_compressed(c, b, N, TP_COLL_SUM, &o, 3);
+	d = tp_coll_comm_detail(c);
+	fprintf(stderr, "# rank %d: %s: %s\n", me, tp_strerror(err), d);
+	if (err == TP_ERR_PEER_LOST || err == TP_ERR_TIMEOUT)
+		return me == 2 ? 2 : 0;
+	if (me != 2)
+		return err == TP_OK ? 0 : 2;
+	if (err == TP_OK)
+		return 2;
+	return strstr(d, "from rank 0 (host node001), forwarded by rank 1 "
+			 "(host node003)")
+		   ? 0
+		   : 1;
+}
+
+static void test_comp_blame(void **s)
+{
+	tp_plan_t *p = plan_of(4, 1, 0);
+
+	(void)s;
+	run_ranks_ok(p, 5, 64 << 10, blame_rank, NULL, 30,
+		     "top-k refused message blamed on its maker");
+	tp_plan_destroy(p);
+}
+
 static void test_comp_exact(void **s)
 {
 	tp_plan_t *p = plan_of(4, 1, 0); /* two groups of two */
@@ -2988,6 +3099,7 @@ int main(void)
 	    cmocka_unit_test(test_staggered_start),
 	    cmocka_unit_test(test_comp_names),
 	    cmocka_unit_test(test_comp_huge_count),
+	    cmocka_unit_test(test_comp_topk_range),
 	    cmocka_unit_test(test_comp_wire),
 	    cmocka_unit_test(test_comp_allreduce),
 	    cmocka_unit_test(test_comp_rails),
@@ -2997,6 +3109,7 @@ int main(void)
 	    cmocka_unit_test(test_comp_nan),
 	    cmocka_unit_test(test_comp_stochastic),
 	    cmocka_unit_test(test_comp_exact),
+	    cmocka_unit_test(test_comp_blame),
 	    cmocka_unit_test(test_comp_cross_bytes),
 	    cmocka_unit_test(test_comp_mismatch),
 	    cmocka_unit_test(test_comp_pipeline),

@@ -173,6 +173,19 @@ static void test_kmath_misc(void **state)
 		assert_true(same_bits(u, tp_km_u01(7, i)));
 	}
 	assert_false(same_bits(tp_km_u01(1, 5), tp_km_u01(2, 5)));
+	/* seeds derived for neighbouring hops, calls or keys do not draw
+	 * shifted copies of one noise stream (they did when the parts were
+	 * added in steps of the index's own constant) */
+	for (uint64_t part = 0; part < 4; part++) {
+		uint64_t a = tp_km_seed(42, part), b = tp_km_seed(42, part + 1);
+		int same = 0;
+		assert_true(a != b);
+		for (uint64_t i = 0; i < 64; i++)
+			same +=
+			    same_bits(tp_km_u01(a, i + 1), tp_km_u01(b, i)) ||
+			    same_bits(tp_km_u01(b, i + 1), tp_km_u01(a, i));
+		assert_true(same < 4);
+	}
 	assert_true(isnan(tp_km_max(NAN, 1.0f)));
 	assert_true(isnan(tp_km_max(1.0f, NAN)));
 	assert_true(isnan(tp_km_min(NAN, 1.0f)));
