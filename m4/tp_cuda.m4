@@ -11,6 +11,7 @@ AC_DEFUN([TP_CHECK_CUDA], [
     [yes|guess], [AC_PATH_PROG([NVCC], [nvcc], [], [$PATH:/usr/local/cuda/bin])],
     [AC_PATH_PROG([NVCC], [nvcc], [], [$with_cuda/bin])])
   CUDA_HOME=""
+  tp_cuda_nvcc_found=$NVCC
   AS_IF([test -n "$NVCC"],
     [CUDA_HOME=`dirname "$NVCC"`; CUDA_HOME=`dirname "$CUDA_HOME"`
      # nvcc may be a wrapper (/usr/local/bin/nvcc exec'ing the toolkit's):
@@ -30,7 +31,9 @@ AC_DEFUN([TP_CHECK_CUDA], [
     [AS_CASE([$with_cuda],
       [no|guess], [],
       [AC_MSG_ERROR([--with-cuda=$with_cuda but nvcc not found])])])
-  AS_IF([test "x$with_cuda" = xguess && test -z "$NVCC"],
+  # only when no nvcc was found: a found one without its toolkit was
+  # warned about above
+  AS_IF([test "x$with_cuda" = xguess && test -z "$NVCC" && test -z "$tp_cuda_nvcc_found"],
     [AC_MSG_WARN([nvcc not found: CUDA kernels disabled (CPU fallbacks only)])])
   AC_SUBST([NVCC])
   AC_SUBST([CUDA_HOME])

@@ -3,6 +3,8 @@ AC_DEFUN([TP_CHECK_HWLOC], [
   AC_ARG_WITH([hwloc],
     [AS_HELP_STRING([--with-hwloc=guess|yes|no], [read node hwloc XML (default: guess)])],
     [], [with_hwloc=guess])
+  AS_CASE([$with_hwloc], [yes|no|guess], [],
+    [AC_MSG_ERROR([--with-hwloc=$with_hwloc: expected yes, no or guess (pkg-config finds the library: set PKG_CONFIG_PATH for another prefix)])])
   tp_have_hwloc=no
   AS_IF([test "x$with_hwloc" != xno], [
     PKG_CHECK_MODULES([HWLOC], [hwloc >= 2.0], [tp_have_hwloc=yes], [

@@ -23,6 +23,12 @@ want=$(sed -n 's/^SONAME = "\(.*\)"$/\1/p' "$src/bindings/torch/topoplace_coll/_
 got=$(readelf -d "$lib" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]$/\1/p')
 [ -n "$want" ] && [ "$want" = "$got" ] && ok "_lib.SONAME $want is the library's soname" ||
 	bad "_lib.SONAME '$want', the library's soname '$got'"
+# The library a training process loads needs none of the fabric readers'
+# optional libraries (it reads plans and fabric JSON only).
+needed=$(readelf -d "$lib" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p')
+readers=$(echo "$needed" | grep -E '^lib(hwloc|ibnetdisc|ibmad|ibumad|udev)\.' | tr '\n' ' ')
+[ -n "$needed" ] && [ -z "$readers" ] && ok "$got needs none of hwloc, libibnetdisc, libibmad, libibumad, libudev" ||
+	bad "$got needs: ${readers:-(readelf listed nothing)}"
 LD_LIBRARY_PATH=$(dirname "$lib") "$py" -c "import ctypes, sys; ctypes.CDLL(sys.argv[1])" "$want" &&
 	ok "$want loads by the loader's search" || bad "$want does not load by name"
 # _lib.py's option structs as tp_coll.h lays them out (a field missing in

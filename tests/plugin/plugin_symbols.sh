@@ -44,6 +44,22 @@ check() {
 	if ldd "$so" 2>/dev/null | grep -q 'libslurm'; then
 		echo "FAIL - $so links libslurm"; fail=1
 	fi
+	no_readers "$so"
+}
+# no_readers SO: SO needs none of the optional readers' libraries (hwloc,
+# libibnetdisc and what it brings): slurmctld, slurmstepd, srun and a
+# PyTorch process load it on nodes that may lack them, and nothing in it
+# reads hwloc XML or discovers a fabric live
+no_readers() {
+	needed=$(readelf -d "$1" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p')
+	bad_libs=$(echo "$needed" | grep -E '^lib(hwloc|ibnetdisc|ibmad|ibumad|udev)\.' | tr '\n' ' ')
+	if [ -z "$needed" ]; then
+		echo "FAIL - $1: readelf lists no NEEDED libraries"; fail=1
+	elif [ -n "$bad_libs" ]; then
+		echo "FAIL - $1 needs $bad_libs(the optional readers' libraries)"; fail=1
+	else
+		echo "ok - $1 needs none of hwloc, libibnetdisc, libibmad, libibumad, libudev"
+	fi
 }
 # the SPANK stack's symbols, the same for both generations
 spank_syms="plugin_name plugin_type plugin_version spank_plugin_version slurm_spank_init

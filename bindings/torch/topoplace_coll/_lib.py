@@ -101,14 +101,16 @@ def _candidates():
     path = os.environ.get("TOPOPLACE_COLL_LIB")
     if path:
         return [path], True
-    here = os.path.dirname(os.path.abspath(__file__))
-    out = [os.path.join(here, "..", "..", "..", "build", "coll", ".libs", "libtopoplace-coll.so")]
     try:
         from . import _install  # written by `make install`
 
-        out.append(os.path.join(_install.LIBDIR, SONAME))
+        # installed: the library installed with it (a path relative to an
+        # installed package's directory means nothing)
+        out = [os.path.join(_install.LIBDIR, SONAME)]
     except ImportError:
-        pass
+        # the source tree: contrib/build.sh's build directory
+        here = os.path.dirname(os.path.abspath(__file__))
+        out = [os.path.join(here, "..", "..", "..", "build", "coll", ".libs", "libtopoplace-coll.so")]
     # by the soname only: find_library() answers with whatever version
     # the loader's cache holds (an older .so.0 would take these structs'
     # newer fields for its own and speak another wire format)
