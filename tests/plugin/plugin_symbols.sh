@@ -45,6 +45,12 @@ check() {
 		echo "FAIL - $so links libslurm"; fail=1
 	fi
 	no_readers "$so"
+	# a module may leave Slurm's symbols undefined, never ours: one left
+	# so (a reader not linked in) would fail only at dlopen
+	undef=$(nm -D --undefined-only "$so" | awk '$2 ~ /^tp_/ {print $2}' | tr '\n' ' ')
+	if [ -n "$undef" ]; then
+		echo "FAIL - $so leaves undefined: $undef"; fail=1
+	fi
 }
 # no_readers SO: SO needs none of the optional readers' libraries (hwloc,
 # libibnetdisc and what it brings): slurmctld, slurmstepd, srun and a
