@@ -51,6 +51,10 @@ tp_err_t tp_u64map_put(tp_u64map_t *m, uint64_t key, uint32_t val)
 {
 	size_t j;
 
+	/* the empty-slot mark: stored, it would hide the key and break the
+	 * probe chains that pass through its slot */
+	if (val == TP_MAP_NONE)
+		return TP_ERR_INVAL;
 	if ((m->len + 1) * 2 > m->cap) {
 		tp_err_t err = u64_rehash(m, m->cap ? m->cap * 2 : 64);
 		if (err)
@@ -132,6 +136,8 @@ tp_err_t tp_strmap_put(tp_strmap_t *m, const char *key, uint32_t val)
 {
 	size_t j;
 
+	if (val == TP_MAP_NONE || !key)
+		return TP_ERR_INVAL;
 	if ((m->len + 1) * 2 > m->cap) {
 		tp_err_t err = str_rehash(m, m->cap ? m->cap * 2 : 64);
 		if (err)
@@ -155,7 +161,7 @@ uint32_t tp_strmap_get(const tp_strmap_t *m, const char *key)
 {
 	size_t j;
 
-	if (!m->cap)
+	if (!m->cap || !key)
 		return TP_MAP_NONE;
 	j = hash_str(key) & (m->cap - 1);
 	while (m->vals[j] != TP_MAP_NONE) {

@@ -144,7 +144,7 @@ void tp_strbuf_append(tp_strbuf_t *sb, const char *s, size_t n);
 /* Key and value side by side: one cache miss per probe. */
 typedef struct tp_u64map_slot {
 	uint64_t key;
-	uint32_t val; /* UINT32_MAX marks an empty slot */
+	uint32_t val; /* TP_MAP_NONE (UINT32_MAX) marks an empty slot */
 } tp_u64map_slot_t;
 
 typedef struct tp_u64map {
@@ -162,12 +162,23 @@ typedef struct tp_strmap {
 
 #define TP_MAP_NONE UINT32_MAX
 
+/* Map key to val, replacing the value of a key already there. val must
+ * not be TP_MAP_NONE (the empty-slot mark, equal to TP_ID_NONE and
+ * TP_PLAN_NONE): TP_ERR_INVAL, the map unchanged. TP_ERR_NOMEM when the
+ * table cannot grow, the map unchanged. */
 tp_err_t tp_u64map_put(tp_u64map_t *m, uint64_t key, uint32_t val);
-/* Make room for n keys in all without rehashing on the way. */
+/* Make room for n keys in all without rehashing on the way. TP_ERR_NOMEM
+ * (the map unchanged) when the table cannot grow. */
 tp_err_t tp_u64map_reserve(tp_u64map_t *m, size_t n);
+/* The value of key, or TP_MAP_NONE when it is not in the map. */
 uint32_t tp_u64map_get(const tp_u64map_t *m, uint64_t key);
+/* Free the table; the map is empty and reusable after. */
 void tp_u64map_clear(tp_u64map_t *m);
+/* As tp_u64map_put, key borrowed (see above): TP_ERR_INVAL for val
+ * TP_MAP_NONE or a NULL key, the map unchanged. */
 tp_err_t tp_strmap_put(tp_strmap_t *m, const char *key, uint32_t val);
+/* The value of key, or TP_MAP_NONE when it is not in the map (a NULL key
+ * is in none). */
 uint32_t tp_strmap_get(const tp_strmap_t *m, const char *key);
 void tp_strmap_clear(tp_strmap_t *m);
 

@@ -353,6 +353,50 @@ static void test_u64map(void **state)
 	tp_u64map_clear(&m);
 }
 
+/* TP_MAP_NONE is the empty-slot mark: storing it, new or over a key in
+ * a probe chain, would hide keys and let len drift. Refused, the map
+ * unchanged. */
+static void test_map_none_refused(void **state)
+{
+	tp_u64map_t m = {0};
+	tp_strmap_t s = {0};
+	char name[64][8];
+	const uint32_t n = 31; /* under half of the first 64 slots: chains */
+
+	(void)state;
+	assert_int_equal(tp_u64map_put(&m, 42, TP_MAP_NONE), TP_ERR_INVAL);
+	assert_int_equal(m.len, 0);
+	for (uint32_t i = 0; i < n; i++)
+		assert_int_equal(tp_u64map_put(&m, i * 7919ULL, i), TP_OK);
+	for (uint32_t i = 0; i < n; i++)
+		assert_int_equal(tp_u64map_put(&m, i * 7919ULL, TP_MAP_NONE),
+				 TP_ERR_INVAL);
+	assert_int_equal(m.len, n);
+	for (uint32_t i = 0; i < n; i++)
+		assert_int_equal(tp_u64map_get(&m, i * 7919ULL), i);
+	assert_int_equal(tp_u64map_put(&m, 3 * 7919ULL, 100), TP_OK);
+	assert_int_equal(m.len, n);
+
+	assert_int_equal(tp_strmap_put(&s, "x", TP_MAP_NONE), TP_ERR_INVAL);
+	assert_int_equal(s.len, 0);
+	for (uint32_t i = 0; i < n; i++) {
+		snprintf(name[i], sizeof(name[i]), "n%u", i);
+		assert_int_equal(tp_strmap_put(&s, name[i], i), TP_OK);
+	}
+	for (uint32_t i = 0; i < n; i++)
+		assert_int_equal(tp_strmap_put(&s, name[i], TP_MAP_NONE),
+				 TP_ERR_INVAL);
+	assert_int_equal(s.len, n);
+	for (uint32_t i = 0; i < n; i++)
+		assert_int_equal(tp_strmap_get(&s, name[i]), i);
+	/* a NULL key is refused, and found nowhere */
+	assert_int_equal(tp_strmap_put(&s, NULL, 1), TP_ERR_INVAL);
+	assert_int_equal(tp_strmap_get(&s, NULL), TP_MAP_NONE);
+	assert_int_equal(s.len, n);
+	tp_strmap_clear(&s);
+	tp_u64map_clear(&m);
+}
+
 static void test_strmap(void **state)
 {
 	tp_strmap_t m = {0};
@@ -966,6 +1010,7 @@ int main(void)
 	    cmocka_unit_test(test_hostlist_roundtrip),
 	    cmocka_unit_test(test_u64map),
 	    cmocka_unit_test(test_strmap),
+	    cmocka_unit_test(test_map_none_refused),
 	    cmocka_unit_test(test_strbuf),
 	    cmocka_unit_test(test_first_error),
 	    cmocka_unit_test(test_parse_guid),
