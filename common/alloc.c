@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,12 +49,18 @@ tp_err_t tp_grow(void **arr, size_t *cap_p, size_t need, size_t elem)
 
 	if (need <= cap)
 		return TP_OK;
+	if (!elem)
+		return TP_ERR_INVAL;
+	/* no object is larger than PTRDIFF_MAX (malloc refuses it): checked
+	 * first, so the doubling below cannot wrap */
+	if (need > PTRDIFF_MAX / elem)
+		return TP_ERR_NOMEM;
 	if (cap < 8)
 		cap = 8;
 	while (cap < need)
 		cap *= 2;
-	if (cap > SIZE_MAX / elem)
-		return TP_ERR_NOMEM;
+	if (cap > PTRDIFF_MAX / elem)
+		cap = PTRDIFF_MAX / elem;
 	p = tp_realloc(*arr, cap * elem);
 	if (!p)
 		return TP_ERR_NOMEM;
@@ -137,7 +144,8 @@ void tp_strbuf_append(tp_strbuf_t *sb, const char *s, size_t n)
 
 	if (sb->failed)
 		return;
-	if (tp_grow(&buf, &sb->cap, sb->len + n + 1, 1) != TP_OK) {
+	if (n > SIZE_MAX - sb->len - 1 ||
+	    tp_grow(&buf, &sb->cap, sb->len + n + 1, 1) != TP_OK) {
 		sb->failed = true;
 		return;
 	}

@@ -2,6 +2,7 @@
  * probes are short even for 64k-host fabrics. */
 #include "config.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "tp_common.h"
@@ -27,8 +28,11 @@ static uint64_t hash_str(const char *s)
 
 static tp_err_t u64_rehash(tp_u64map_t *m, size_t cap)
 {
-	tp_u64map_slot_t *slot = tp_malloc(cap * sizeof(*slot));
+	tp_u64map_slot_t *slot;
 
+	if (cap > PTRDIFF_MAX / sizeof(*slot))
+		return TP_ERR_NOMEM;
+	slot = tp_malloc(cap * sizeof(*slot));
 	if (!slot)
 		return TP_ERR_NOMEM;
 	for (size_t i = 0; i < cap; i++)
@@ -78,6 +82,9 @@ tp_err_t tp_u64map_reserve(tp_u64map_t *m, size_t n)
 {
 	size_t cap = m->cap ? m->cap : 64;
 
+	/* 2n + 2 slots: refused before the sum or the doubling can wrap */
+	if (n > PTRDIFF_MAX / sizeof(*m->slot) / 2 - 1)
+		return TP_ERR_NOMEM;
 	while (cap < 2 * n + 2)
 		cap *= 2;
 	return cap > m->cap ? u64_rehash(m, cap) : TP_OK;
@@ -106,9 +113,13 @@ void tp_u64map_clear(tp_u64map_t *m)
 
 static tp_err_t str_rehash(tp_strmap_t *m, size_t cap)
 {
-	const char **keys = tp_malloc(cap * sizeof(*keys));
-	uint32_t *vals = tp_malloc(cap * sizeof(*vals));
+	const char **keys;
+	uint32_t *vals;
 
+	if (cap > PTRDIFF_MAX / sizeof(*keys))
+		return TP_ERR_NOMEM;
+	keys = tp_malloc(cap * sizeof(*keys));
+	vals = tp_malloc(cap * sizeof(*vals));
 	if (!keys || !vals) {
 		tp_free(keys);
 		tp_free(vals);

@@ -88,7 +88,9 @@ void *tp_malloc(size_t size);
 void *tp_calloc(size_t n, size_t size);
 void *tp_realloc(void *p, size_t size);
 /* Grow *arr so it holds at least need elements of size elem; doubles the
- * capacity in *cap_p. Returns TP_ERR_NOMEM and leaves *arr intact on failure. */
+ * capacity in *cap_p. Returns TP_ERR_NOMEM (also when need * elem bytes
+ * would exceed PTRDIFF_MAX) or TP_ERR_INVAL (elem 0, need above *cap_p)
+ * and leaves *arr and *cap_p intact on failure. */
 tp_err_t tp_grow(void **arr, size_t *cap_p, size_t need, size_t elem);
 void tp_free(void *p);
 /* Sort n elements of size bytes at base by cmp, stably (equal elements
@@ -124,8 +126,9 @@ void tp_names_free(char **names, size_t n);
 
 /* ---- string buffer ------------------------------------------------------ */
 
-/* Growable string. A failed append sets failed and leaves buf untouched;
- * check failed once at the end. Free buf with tp_free(). */
+/* Growable string. A failed append (out of memory, or a length size_t
+ * cannot hold) sets failed and leaves buf untouched; check failed once at
+ * the end. Free buf with tp_free(). */
 typedef struct tp_strbuf {
 	char *buf;
 	size_t len;
@@ -168,7 +171,8 @@ typedef struct tp_strmap {
  * table cannot grow, the map unchanged. */
 tp_err_t tp_u64map_put(tp_u64map_t *m, uint64_t key, uint32_t val);
 /* Make room for n keys in all without rehashing on the way. TP_ERR_NOMEM
- * (the map unchanged) when the table cannot grow. */
+ * (the map unchanged) when the table cannot grow, or its size in bytes
+ * would exceed PTRDIFF_MAX. */
 tp_err_t tp_u64map_reserve(tp_u64map_t *m, size_t n);
 /* The value of key, or TP_MAP_NONE when it is not in the map. */
 uint32_t tp_u64map_get(const tp_u64map_t *m, uint64_t key);

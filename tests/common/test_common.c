@@ -444,6 +444,48 @@ static void test_strbuf(void **state)
 	tp_free(sb.buf);
 }
 
+/* Sizes no memory can hold are refused before any arithmetic wraps:
+ * tp_grow's doubling and the map's 2n + 2 used to loop for ever (the
+ * alarm turns that into a failure), reserve(2^61) to write past a 1-byte
+ * table, an append of SIZE_MAX - 2 to memcpy a "negative" size. */
+static void test_size_overflow(void **state)
+{
+	void *arr = NULL;
+	size_t cap = 0;
+	tp_u64map_t m = {0};
+	tp_strbuf_t sb = {0};
+
+	(void)state;
+	alarm(20);
+	assert_int_equal(tp_grow(&arr, &cap, ((size_t)1 << 63) + 1, 1),
+			 TP_ERR_NOMEM);
+	assert_int_equal(tp_grow(&arr, &cap, SIZE_MAX, 1), TP_ERR_NOMEM);
+	assert_int_equal(tp_grow(&arr, &cap, SIZE_MAX / 8 + 1, 16),
+			 TP_ERR_NOMEM);
+	assert_int_equal(tp_grow(&arr, &cap, 1, 0), TP_ERR_INVAL);
+	assert_null(arr);
+	assert_int_equal(cap, 0);
+	assert_int_equal(tp_grow(&arr, &cap, 10, 4), TP_OK);
+	assert_true(cap >= 10);
+	tp_free(arr);
+
+	assert_int_equal(tp_u64map_reserve(&m, (size_t)3 << 61), TP_ERR_NOMEM);
+	assert_int_equal(tp_u64map_reserve(&m, (size_t)1 << 61), TP_ERR_NOMEM);
+	assert_int_equal(tp_u64map_reserve(&m, SIZE_MAX), TP_ERR_NOMEM);
+	assert_int_equal(m.cap, 0);
+	assert_int_equal(tp_u64map_reserve(&m, 100), TP_OK);
+	assert_true(m.cap >= 202);
+	tp_u64map_clear(&m);
+
+	tp_strbuf_append(&sb, "abc", 3);
+	tp_strbuf_append(&sb, "x", SIZE_MAX - 2);
+	assert_true(sb.failed);
+	assert_int_equal(sb.len, 3);
+	assert_string_equal(sb.buf, "abc");
+	tp_free(sb.buf);
+	alarm(0);
+}
+
 /* The first error sticks, named; later ones only pass their code back. */
 static void test_first_error(void **state)
 {
@@ -1012,6 +1054,7 @@ int main(void)
 	    cmocka_unit_test(test_strmap),
 	    cmocka_unit_test(test_map_none_refused),
 	    cmocka_unit_test(test_strbuf),
+	    cmocka_unit_test(test_size_overflow),
 	    cmocka_unit_test(test_first_error),
 	    cmocka_unit_test(test_parse_guid),
 	    cmocka_unit_test(test_parse_bytes),
