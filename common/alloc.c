@@ -164,7 +164,7 @@ void tp_strbuf_printf(tp_strbuf_t *sb, const char *fmt, ...)
 	if (sb->failed)
 		return;
 	va_start(ap, fmt);
-	n = vsnprintf(small, sizeof(small), fmt, ap);
+	n = tp_vsnprintf_c(small, sizeof(small), fmt, ap);
 	va_end(ap);
 	if (n < 0) {
 		sb->failed = true;
@@ -174,13 +174,14 @@ void tp_strbuf_printf(tp_strbuf_t *sb, const char *fmt, ...)
 		tp_strbuf_append(sb, small, (size_t)n);
 		return;
 	}
-	va_start(ap, fmt);
-	char *big = tp_vasprintf(fmt, ap);
-	va_end(ap);
+	char *big = tp_malloc((size_t)n + 1);
 	if (!big) {
 		sb->failed = true;
 		return;
 	}
+	va_start(ap, fmt);
+	tp_vsnprintf_c(big, (size_t)n + 1, fmt, ap);
+	va_end(ap);
 	tp_strbuf_append(sb, big, (size_t)n);
 	tp_free(big);
 }
@@ -233,13 +234,13 @@ bool tp_parse_bytes(const char *s, double lo, double hi, double *v_p)
 	char *end;
 	double v;
 
-	/* a digit first: strtod would take spaces, signs and "inf"; and
-	 * decimal: it would take hexadecimal too */
-	if ((!isdigit((unsigned char)*s) && *s != '.') ||
+	/* a digit first: strtod would take spaces, signs, "inf" and ".5";
+	 * and decimal: it would take hexadecimal too */
+	if (!isdigit((unsigned char)*s) ||
 	    (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')))
 		return false;
 	errno = 0;
-	v = strtod(s, &end);
+	v = tp_strtod_c(s, &end);
 	if (errno || end == s)
 		return false;
 	if (*end && (u = strchr(units, toupper((unsigned char)*end)))) {

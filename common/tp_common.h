@@ -136,9 +136,24 @@ typedef struct tp_strbuf {
 	bool failed;
 } tp_strbuf_t;
 
+/* printf onto sb in the "C" locale (a '.' decimal point whatever
+ * LC_NUMERIC the process set): it writes file formats. */
 void tp_strbuf_printf(tp_strbuf_t *sb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void tp_strbuf_append(tp_strbuf_t *sb, const char *s, size_t n);
+
+/* ---- numbers in file formats ------------------------------------------- */
+
+/* snprintf, vsnprintf and strtod as in the "C" locale, whatever LC_NUMERIC
+ * the process set (de_DE's "0,5" is not a JSON number): for every number a
+ * file format, JSON or a signature carries. The locale is switched for the
+ * calling thread only, for the duration of the call; thread-safe. Same
+ * returns and errno as the libc functions. */
+int tp_snprintf_c(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int tp_vsnprintf_c(char *buf, size_t size, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+double tp_strtod_c(const char *s, char **end_p);
 
 /* ---- hash maps ---------------------------------------------------------- */
 
@@ -303,12 +318,15 @@ char *tp_oneline(char *s);
 /* Parse a GUID ("0x0002c90300a1b2c3" or "0002c90300a1b2c3"). */
 bool tp_parse_guid(const char *s, uint64_t *guid_p);
 
-/* Parse a size in bytes: a number (digits first: "4096", "1.5") with an
- * optional binary unit K, M, G, T or P (powers of 1024, any case, an
- * optional "i" after: "2GiB"), then an optional B, a whole number of
- * bytes in all (decimal: not 0x10; 1.5G, not 0.4). True and *v_p set when
- * the value lies in lo..hi; false, *v_p untouched, otherwise. Callers
- * word the error: it names their option or token. */
+/* Parse a size in bytes: a decimal number that starts with a digit
+ * ("4096", "1.5"; not ".5", " 1", "+1" or 0x10), with '.' as its decimal
+ * point in every locale, and an exponent taken ("1e9", "1e3K": trace CSVs
+ * carry them, and `topoplace trace` writes 1e+15); then an optional
+ * binary unit K, M, G, T or P (powers of 1024, any case, an optional "i"
+ * after: "2GiB"), then an optional B or b (bytes: "1Kb" is 1024), a whole
+ * number of bytes in all (1.5G, not 0.4). True and *v_p set when the
+ * value lies in lo..hi; false, *v_p untouched, otherwise. Callers word
+ * the error: it names their option or token. */
 bool tp_parse_bytes(const char *s, double lo, double hi, double *v_p);
 /* The largest size a request (bytes=) or a command's --bytes takes: 1 PiB,
  * far beyond any one collective, still exact in a double. */

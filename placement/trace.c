@@ -251,7 +251,7 @@ static bool num(const char *s, double lo, double hi, double *v)
 	char *end;
 
 	errno = 0;
-	*v = strtod(s, &end);
+	*v = tp_strtod_c(s, &end);
 	return *s && !*end && !errno && *v >= lo && *v <= hi;
 }
 
@@ -278,7 +278,7 @@ static const char *cell_num(const char *s, int c, double *v)
 			   : "not a size (a whole number, or with K, M, G, T, "
 			     "P)";
 	errno = 0;
-	double x = strtod(s, &end);
+	double x = tp_strtod_c(s, &end);
 	if (!*s || *end || isnan(x))
 		return "not a number";
 	return range[c];

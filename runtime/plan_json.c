@@ -65,11 +65,11 @@ static void put_num(tp_strbuf_t *sb, double v)
 		return;
 	}
 	if (v == floor(v) && fabs(v) < 1e15) {
-		snprintf(buf, sizeof(buf), "%.0f", v);
+		tp_snprintf_c(buf, sizeof(buf), "%.0f", v);
 	} else {
-		snprintf(buf, sizeof(buf), "%.15g", v);
-		if (strtod(buf, NULL) != v)
-			snprintf(buf, sizeof(buf), "%.17g", v);
+		tp_snprintf_c(buf, sizeof(buf), "%.15g", v);
+		if (tp_strtod_c(buf, NULL) != v)
+			tp_snprintf_c(buf, sizeof(buf), "%.17g", v);
 	}
 	put_lit(sb, buf);
 }

@@ -712,7 +712,7 @@ static tp_err_t node_unpack(node_job_t *job, const tp_strbuf_t *in)
 		if (!numa || !bw)
 			return TP_ERR_PARSE;
 		g->numa = (int)strtol(numa, NULL, 10);
-		g->nvlink_gbps = strtod(bw, NULL);
+		g->nvlink_gbps = tp_strtod_c(bw, NULL);
 		g->pci = get_opt(&cur, end, &ok);
 		g->model = get_opt(&cur, end, &ok);
 		g->nic = get_opt(&cur, end, &ok);

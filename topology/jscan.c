@@ -187,7 +187,7 @@ static bool scan_number(const char *t, size_t len, size_t *pos, double *v)
 		return false;
 	memcpy(num, t + *pos, n);
 	num[n] = '\0';
-	*v = strtod(num, &end);
+	*v = tp_strtod_c(num, &end);
 	if (*end)
 		return false;
 	*pos = i;

@@ -92,7 +92,7 @@ double tp__ib_lane_gbps(const char *s)
 		return 0;
 	memcpy(num, s, n);
 	num[n] = '\0';
-	v = strtod(num, &end);
+	v = tp_strtod_c(num, &end);
 	while (is_space(*end))
 		end++;
 	if (strcasecmp(end, "Gbps") != 0 && strcasecmp(end, "Gb/s") != 0)

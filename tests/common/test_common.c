@@ -564,7 +564,57 @@ static void test_parse_bytes(void **state)
 	assert_false(tp_parse_bytes("0.4", 0, 1e18, &v));  /* not whole */
 	assert_false(tp_parse_bytes("0x10", 0, 1e18, &v)); /* decimal only */
 	assert_false(tp_parse_bytes("0X1G", 0, 1e18, &v));
+	assert_false(tp_parse_bytes(".5K", 0, 1e18, &v)); /* digits first */
+	assert_false(tp_parse_bytes("+1K", 0, 1e18, &v));
 	assert_true(v == -1);
+	/* an exponent is taken: trace CSVs and `topoplace trace` carry them */
+	assert_true(tp_parse_bytes("1e3K", 0, 1e18, &v));
+	assert_true(v == 1024000.0);
+	assert_true(tp_parse_bytes("1e+15", 0, 1e18, &v));
+	assert_true(v == 1e15);
+	assert_true(tp_parse_bytes("1Kb", 0, 1e18, &v)); /* bytes, not bits */
+	assert_true(v == 1024.0);
+}
+
+/* Numbers in file formats read and write '.' whatever LC_NUMERIC the
+ * process set: under de_DE, printf writes "0,5" and strtod stops at '.'.
+ * tp_parse_bytes took "1,5K" and refused "1.5G" there. */
+static void test_c_numbers(void **state)
+{
+	char buf[64], *end = NULL;
+	tp_strbuf_t sb = {0};
+	double v = -1;
+
+	(void)state;
+	if (!tp_test_comma_locale())
+		skip();
+	snprintf(buf, sizeof(buf), "%g", 0.5);
+	assert_string_equal(buf, "0,5"); /* the locale is in force */
+
+	assert_int_equal(
+	    tp_snprintf_c(buf, sizeof(buf), "%.17g|%.3f", 0.1, 1.5), 25);
+	assert_string_equal(buf, "0.10000000000000001|1.500");
+	assert_true(tp_strtod_c("2.25x", &end) == 2.25);
+	assert_string_equal(end, "x");
+	assert_true(tp_strtod_c("2,25", &end) == 2.0);
+	assert_string_equal(end, ",25");
+	tp_strbuf_printf(&sb, "%g %.9g ", 0.25, 1e-3);
+	/* past the 256-byte first try: the second formatting is C too */
+	tp_strbuf_printf(&sb, "%300.1f", 2.5);
+	assert_false(sb.failed);
+	assert_int_equal(strncmp(sb.buf, "0.25 0.001 ", 11), 0);
+	assert_string_equal(sb.buf + sb.len - 3, "2.5");
+	assert_null(strchr(sb.buf, ','));
+	tp_free(sb.buf);
+
+	assert_true(tp_parse_bytes("1.5K", 0, 1e18, &v));
+	assert_true(v == 1536.0);
+	assert_true(tp_parse_bytes("1.5G", 0, 1e18, &v));
+	assert_true(v == 1.5 * 1024 * 1024 * 1024);
+	v = -1;
+	assert_false(tp_parse_bytes("1,5K", 0, 1e18, &v));
+	assert_true(v == -1);
+	tp_test_c_locale();
 }
 
 static void test_strtrim(void **state)
@@ -1058,6 +1108,7 @@ int main(void)
 	    cmocka_unit_test(test_first_error),
 	    cmocka_unit_test(test_parse_guid),
 	    cmocka_unit_test(test_parse_bytes),
+	    cmocka_unit_test(test_c_numbers),
 	    cmocka_unit_test(test_strtrim),
 	    cmocka_unit_test(test_json_space),
 	    cmocka_unit_test(test_file_read),

@@ -22,7 +22,7 @@ for f in cuda/kernels.cu tests/gpu/gpu_check.cu; do
 		"$src/$f" >"$tmp/$(basename "$f" .cu).cpp" || exit 99
 done
 inc="-I$b -I$src/tests/cuda/simt -I$src/common -I$src/cuda"
-for f in cuda/kref.c common/alloc.c common/error.c; do
+for f in cuda/kref.c common/alloc.c common/cnum.c common/error.c; do
 	$cc -std=gnu11 -O1 -ffp-contract=off ${TP_SIMT_FLAGS:-} $inc -c "$src/$f" \
 		-o "$tmp/$(basename "$f" .c).o" || exit 99
 done
@@ -33,5 +33,5 @@ fi
 $cxx -std=c++20 -O1 -ffp-contract=off -pthread -Wno-unknown-pragmas \
 	${TP_SIMT_FLAGS:-} $inc \
 	"$tmp/kernels.cpp" "$tmp/gpu_check.cpp" "$tmp/kref.o" "$tmp/alloc.o" \
-	"$tmp/error.o" -o "$tmp/simt_check" || exit 99
+	"$tmp/cnum.o" "$tmp/error.o" -o "$tmp/simt_check" || exit 99
 "$tmp/simt_check" --quick --no-bench --max-n "${TP_SIMT_MAX_N:-4099}"

@@ -62,7 +62,7 @@ fi
 echo "building (nvcc: $nvcc)" >&2
 t0=$(date +%s)
 echo '/* gpu check build */' >"$tmp/config.h"
-for f in cuda/kref.c common/alloc.c common/error.c; do
+for f in cuda/kref.c common/alloc.c common/cnum.c common/error.c; do
 	$cc -std=gnu11 -O2 -ffp-contract=off -I"$tmp" -I"$src/common" \
 		-I"$src/cuda" -c "$src/$f" -o "$tmp/$(basename "$f" .c).o" || exit 99
 done
@@ -70,7 +70,8 @@ gencode="-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90
 gencode="$gencode -gencode arch=compute_100,code=[sm_100,compute_100]"
 "$nvcc" -std=c++17 -O3 --fmad=false $gencode -I"$tmp" -I"$src/common" \
 	-I"$src/cuda" "$src/cuda/kernels.cu" "$src/tests/gpu/gpu_check.cu" \
-	"$tmp/kref.o" "$tmp/alloc.o" "$tmp/error.o" -o "$tmp/gpu_check" || exit 99
+	"$tmp/kref.o" "$tmp/alloc.o" "$tmp/cnum.o" "$tmp/error.o" \
+	-o "$tmp/gpu_check" || exit 99
 echo "built in $(($(date +%s) - t0)) s" >&2
 [ $build_only = no ] || exit 0
 

@@ -690,6 +690,43 @@ static void test_json_roundtrip(void **state)
 	tp_fabric_destroy(g);
 }
 
+/* The plan's numbers are JSON's whatever LC_NUMERIC the process set:
+ * under de_DE the writer gave "0,0015" (two array entries), and the
+ * loader refused the library's own output. The text must be the same
+ * bytes as in "C" and load back. */
+static void test_json_locale(void **state)
+{
+	tp_fabric_t *f = tp_test_rail(2, 4, 4, 2, 8);
+	tp_cost_ctx_t *ctx = NULL;
+	const char *names[8];
+	char *c_text, *de_text;
+	tp_plan_t *p;
+
+	(void)state;
+	assert_int_equal(tp_cost_ctx_create(f, NULL, &ctx), TP_OK);
+	for (size_t i = 0; i < 8; i++)
+		names[i] = tp_fabric_host(f, i)->name;
+	p = build(f, ctx, names, 8, NULL); /* predictions: fractions */
+	c_text = json_of(p);
+	assert_non_null(strstr(c_text, "\"predicted\": {"));
+	if (!tp_test_comma_locale()) {
+		tp_free(c_text);
+		tp_plan_destroy(p);
+		tp_cost_ctx_destroy(ctx);
+		tp_fabric_destroy(f);
+		skip();
+	}
+	de_text = json_of(p);
+	assert_string_equal(de_text, c_text);
+	roundtrip(p);
+	tp_test_c_locale();
+	tp_free(c_text);
+	tp_free(de_text);
+	tp_plan_destroy(p);
+	tp_cost_ctx_destroy(ctx);
+	tp_fabric_destroy(f);
+}
+
 static void expect_bad(const char *json, tp_err_t want, const char *needle)
 {
 	tp_plan_t *q = NULL;
@@ -1197,6 +1234,7 @@ int main(void)
 	    cmocka_unit_test(test_deterministic),
 	    cmocka_unit_test(test_errors),
 	    cmocka_unit_test(test_json_roundtrip),
+	    cmocka_unit_test(test_json_locale),
 	    cmocka_unit_test(test_json_hostile),
 	    cmocka_unit_test(test_rail_leaders),
 	    cmocka_unit_test(test_gpu_hcas),

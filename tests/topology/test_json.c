@@ -176,6 +176,42 @@ static void test_round_trip_generated(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* Fabric numbers are JSON's whatever LC_NUMERIC the process set: a
+ * generated fabric with fractional rates (103.125 Gb/s, EDR signalling,
+ * halved by degraded cables) saves to the same bytes under de_DE as in
+ * "C" and survives the trip there. */
+static void test_round_trip_locale(void **state)
+{
+	tp_gen_fat_tree_t ft;
+	tp_fabric_t *f;
+	char *c_text, *de_text;
+	bool frac = false;
+
+	(void)state;
+	tp_gen_fat_tree_defaults(&ft);
+	ft.degrade = 0.3;
+	ft.link_gbps = 103.125;
+	assert_int_equal(tp_gen_fat_tree(&ft, &f), TP_OK);
+	c_text = to_json(f);
+	for (const char *s = c_text; (s = strchr(s, '.')); s++)
+		if (s > c_text && s[-1] >= '0' && s[-1] <= '9' && s[1] >= '0' &&
+		    s[1] <= '9')
+			frac = true;
+	assert_true(frac); /* a number with a fraction is in the text */
+	if (!tp_test_comma_locale()) {
+		tp_free(c_text);
+		tp_fabric_destroy(f);
+		skip();
+	}
+	de_text = to_json(f);
+	assert_string_equal(de_text, c_text);
+	round_trip(f);
+	tp_test_c_locale();
+	tp_free(c_text);
+	tp_free(de_text);
+	tp_fabric_destroy(f);
+}
+
 /* Every real fabric dump survives the trip too. */
 static void test_round_trip_fixtures(void **state)
 {
@@ -546,6 +582,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_round_trip_built),
 	    cmocka_unit_test(test_round_trip_generated),
+	    cmocka_unit_test(test_round_trip_locale),
 	    cmocka_unit_test(test_round_trip_fixtures),
 	    cmocka_unit_test(test_hostile),
 	    cmocka_unit_test(test_item_limit),
