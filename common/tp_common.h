@@ -74,8 +74,10 @@ void tp__log(tp_log_level_t level, const char *fmt, ...)
 
 /* ---- allocation -------------------------------------------------------- */
 
-/* Replaceable allocator (for tests that inject failures). All four must be
- * given; tp_alloc_set(NULL, NULL, NULL, NULL) restores libc. */
+/* Replaceable allocator (for tests that inject failures). tp_alloc_set
+ * copies *alloc, whose four functions must all be set; tp_alloc_set(NULL)
+ * restores libc's. Process-wide: call it before other threads use the
+ * library, and free blocks with the allocator that made them. */
 typedef struct tp_allocator {
 	void *(*malloc_fn)(size_t size);
 	void *(*calloc_fn)(size_t n, size_t size);
