@@ -19,12 +19,11 @@
 
 #include "runtime_int.h"
 
-tp_err_t tp_step_tasks_parse(const char *s, uint32_t *counts, size_t n)
+/* One pass over s; counts written when not NULL. */
+static tp_err_t tasks_scan(const char *s, uint32_t *counts, size_t n)
 {
 	size_t i = 0;
 
-	if (!s || !counts)
-		return TP_ERR_INVAL;
 	while (*s) {
 		char *end;
 		unsigned long c, rep = 1;
@@ -45,14 +44,30 @@ tp_err_t tp_step_tasks_parse(const char *s, uint32_t *counts, size_t n)
 		}
 		if (rep > n - i || c > UINT32_MAX)
 			return TP_ERR_PARSE;
-		while (rep--)
-			counts[i++] = (uint32_t)c;
-		if (*s == ',')
-			s++;
-		else if (*s)
+		for (; rep; rep--, i++)
+			if (counts)
+				counts[i] = (uint32_t)c;
+		if (*s == ',') {
+			/* Slurm writes none at the end: "2,2," is damaged */
+			if (!*++s)
+				return TP_ERR_PARSE;
+		} else if (*s) {
 			return TP_ERR_PARSE;
+		}
 	}
 	return i == n ? TP_OK : TP_ERR_PARSE;
+}
+
+tp_err_t tp_step_tasks_parse(const char *s, uint32_t *counts, size_t n)
+{
+	tp_err_t err;
+
+	if (!s || !counts)
+		return TP_ERR_INVAL;
+	/* checked first, so counts is written only on success */
+	if ((err = tasks_scan(s, NULL, n)))
+		return err;
+	return tasks_scan(s, counts, n);
 }
 
 tp_err_t tp_plan_build_step(const tp_fabric_t *f, const char *const *hosts,
@@ -226,21 +241,31 @@ tp_err_t tp_plan_step_env(const tp_plan_t *plan, const tp_step_in_t *in,
 	if (!plan || !in || !env_p || !in->hosts || !in->tasks || !in->n ||
 	    in->node_id >= in->n || !in->hosts[in->node_id] || !in->plan_path)
 		return efail(err_p, TP_ERR_INVAL, "bad step arguments");
+	for (size_t i = 0; i < in->n; i++)
+		if (!in->hosts[i])
+			return efail(err_p, TP_ERR_INVAL, "bad step arguments");
 	memset(&e, 0, sizeof(e));
 	me = in->hosts[in->node_id];
+	/* before the counts: a host outside the plan drops its tasks from
+	 * the sum, which would read as a task-count problem */
+	size_t np = tp_plan_nhosts(plan);
+	uint32_t mine = tp_plan_rank_of(plan, me);
+	if (!(ph = tp_plan_host(plan, mine)))
+		return efail(err_p, TP_ERR_NOTFOUND, "%s not in its own plan",
+			     me);
 	/* each plan host's tasks, by node rank (a hash lookup a step host:
 	 * 16,384 hosts are no slower than a few), then the tasks of the
 	 * hosts before this one in the ring */
-	size_t np = tp_plan_nhosts(plan);
 	uint64_t *by_rank = tp_calloc(np + 1, sizeof(uint64_t));
-	uint32_t mine = tp_plan_rank_of(plan, me);
+	const char *stray = NULL;
 	if (!by_rank)
 		return efail(err_p, TP_ERR_NOMEM, "out of memory");
 	for (size_t i = 0; i < in->n; i++) {
-		uint32_t r = in->hosts[i] ? tp_plan_rank_of(plan, in->hosts[i])
-					  : TP_PLAN_NONE;
+		uint32_t r = tp_plan_rank_of(plan, in->hosts[i]);
 		if (r < np) /* +1: a host of no tasks still counts as met */
 			by_rank[r] += (uint64_t)in->tasks[i] + 1;
+		else if (!stray)
+			stray = in->hosts[i];
 	}
 	for (size_t r = 0; r < np; r++) {
 		if (!by_rank[r]) {
@@ -250,19 +275,25 @@ tp_err_t tp_plan_step_env(const tp_plan_t *plan, const tp_step_in_t *in,
 				     tp_plan_host(plan, r)->name);
 		}
 		if (r == mine)
-			e.rank_base = (uint32_t)e.world;
+			e.rank_base = (uint32_t)e.world; /* checked below */
 		e.world += by_rank[r] - 1;
 	}
 	tp_free(by_rank);
+	if (stray)
+		return efail(err_p, TP_ERR_NOTFOUND,
+			     "step host %s not in the plan", stray);
 	if (e.world != in->ntasks)
 		return efail(err_p, TP_ERR_RANGE,
 			     "tasks per node give %llu tasks, the step has "
 			     "%llu",
 			     (unsigned long long)e.world,
 			     (unsigned long long)in->ntasks);
-	if (!(ph = tp_plan_host(plan, tp_plan_rank_of(plan, me))))
-		return efail(err_p, TP_ERR_NOTFOUND, "%s not in its own plan",
-			     me);
+	/* ranks are uint32_t (TOPOPLACE_RANK, the plan's): past that the
+	 * hosts' rank bases would wrap onto each other */
+	if (e.world > UINT32_MAX)
+		return efail(
+		    err_p, TP_ERR_RANGE, "%llu tasks: more than %lu ranks",
+		    (unsigned long long)e.world, (unsigned long)UINT32_MAX);
 	e.node_rank = ph->node_rank;
 	if ((err = fill_vars(plan, in, ph, &e)))
 		return efail(err_p, err, "out of memory");

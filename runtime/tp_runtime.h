@@ -394,9 +394,10 @@ typedef struct tp_step_env {
 	tp_step_var_t vars[TP_STEP_ENV_MAX];
 } tp_step_env_t;
 
-/* "4(x2),2,1" (SLURM_STEP_TASKS_PER_NODE) into counts[0..n).
- * TP_ERR_PARSE when malformed or not exactly n hosts, TP_ERR_INVAL for
- * NULL arguments. */
+/* "4(x2),2,1" (SLURM_STEP_TASKS_PER_NODE) into counts[0..n), written
+ * only on success. TP_ERR_PARSE when malformed (signs, white space, an
+ * empty or trailing ",") or not exactly n hosts, TP_ERR_INVAL for NULL
+ * arguments. */
 tp_err_t tp_step_tasks_parse(const char *text, uint32_t *counts, size_t n);
 
 /* The step's plan: no predictions; each host as many ranks as it runs
@@ -409,12 +410,13 @@ tp_err_t tp_plan_build_step(const tp_fabric_t *f, const char *const *hosts,
 			    tp_plan_t **plan_p, char **err_p);
 
 /* Ranks and pairs for in->hosts[in->node_id]. TP_ERR_INVAL for bad
- * arguments, TP_ERR_NOTFOUND when a plan host is not in the step or this
- * host not in the plan, TP_ERR_RANGE when the task counts do not add up
- * to in->ntasks, TP_ERR_NOMEM; *err_p (caller frees with tp_free) gets
- * one line naming the host or counts. *env_p is filled only on success;
- * the caller frees it with tp_step_env_free(). Pure: reads the plan and
- * in only. */
+ * arguments (a NULL host name among them); TP_ERR_NOTFOUND when this
+ * host is not in the plan (checked first), a plan host is not in the
+ * step, or a step host is not in the plan; TP_ERR_RANGE when the task
+ * counts do not add up to in->ntasks, or to more than UINT32_MAX ranks;
+ * TP_ERR_NOMEM. *err_p (caller frees with tp_free) gets one line naming
+ * the host or counts. *env_p is filled only on success; the caller frees
+ * it with tp_step_env_free(). Pure: reads the plan and in only. */
 tp_err_t tp_plan_step_env(const tp_plan_t *plan, const tp_step_in_t *in,
 			  tp_step_env_t *env_p, char **err_p);
 /* Frees the values and empties env; NULL is a no-op. */

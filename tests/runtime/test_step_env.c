@@ -58,14 +58,23 @@ static void test_tasks_parse(void **state)
 	static const struct {
 		const char *s;
 		size_t n;
-	} bad[] = {{"4(x2)", 3},  {"4(x4)", 3}, {"", 1},    {"x", 1},
-		   {"4(x0)", 1},  {"4(x", 1},	{"4;2", 2}, {"99999999999", 1},
-		   {"\n1", 1},	  {"1,\n2", 2}, {"+1", 1},  {"-0", 1},
-		   {"1(x 2)", 2}, {"1(x+2)", 2}};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+	} bad[] = {
+	    {"4(x2)", 3},  {"4(x4)", 3},  {"", 1},     {"x", 1},
+	    {"4(x0)", 1},  {"4(x", 1},	  {"4;2", 2},  {"99999999999", 1},
+	    {"\n1", 1},	   {"1,\n2", 2},  {"+1", 1},   {"-0", 1},
+	    {"1(x 2)", 2}, {"1(x+2)", 2}, {"2,2,", 2}, {"2(x2),", 2},
+	    {"2,", 1},	   {",2", 1},	  {"2,,2", 2}, {"4(x1)(x2)", 2}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		c[0] = c[1] = c[2] = c[3] = 77;
 		if (tp_step_tasks_parse(bad[i].s, c, bad[i].n) != TP_ERR_PARSE)
 			fail_msg("'%s' over %zu hosts was not refused",
 				 bad[i].s, bad[i].n);
+		/* outputs only on success */
+		for (size_t k = 0; k < 4; k++)
+			if (c[k] != 77)
+				fail_msg("'%s' wrote counts[%zu] = %u",
+					 bad[i].s, k, c[k]);
+	}
 	assert_int_equal(tp_step_tasks_parse(NULL, c, 1), TP_ERR_INVAL);
 }
 
@@ -342,6 +351,37 @@ static void test_env_errors(void **state)
 			 TP_ERR_NOTFOUND);
 	assert_non_null(strstr(err, "not in its own plan"));
 	tp_free(err);
+	err = NULL;
+	/* ... even when the step's counts add up: the missing host, not
+	 * the task counts, is what the plugin must name */
+	in = step(hosts, tasks, 4, 3, 4, 1);
+	assert_int_equal(tp_plan_step_env(plan, &in, &env, &err),
+			 TP_ERR_NOTFOUND);
+	assert_string_equal(err, "node004 not in its own plan");
+	tp_free(err);
+	err = NULL;
+	/* another step host outside the plan: named, not a count error */
+	in = step(hosts, tasks, 4, 0, 4, 1);
+	assert_int_equal(tp_plan_step_env(plan, &in, &env, &err),
+			 TP_ERR_NOTFOUND);
+	assert_string_equal(err, "step host node004 not in the plan");
+	tp_free(err);
+	err = NULL;
+	/* more ranks than uint32_t holds: the rank bases would wrap onto
+	 * each other's ranks */
+	{
+		const uint32_t huge[3] = {UINT32_MAX, UINT32_MAX, 1};
+		in = step(hosts, huge, 3, 2, 2 * (uint64_t)UINT32_MAX + 1, 1);
+		assert_int_equal(tp_plan_step_env(plan, &in, &env, &err),
+				 TP_ERR_RANGE);
+		assert_string_equal(err, "8589934591 tasks: more than "
+					 "4294967295 ranks");
+		tp_free(err);
+		err = NULL;
+	}
+	in = step(hosts, tasks, 3, 0, 3, 1);
+	in.hosts = (const char *const[]){hosts[0], NULL, hosts[2]};
+	assert_int_equal(tp_plan_step_env(plan, &in, &env, NULL), TP_ERR_INVAL);
 	/* bad arguments */
 	in = step(hosts, tasks, 3, 3, 3, 1);
 	assert_int_equal(tp_plan_step_env(plan, &in, &env, NULL), TP_ERR_INVAL);
