@@ -239,6 +239,34 @@ static bool is_local(const tp_hca_map_t *m, const char *name, size_t len)
 	return false;
 }
 
+/* The value of the name attribute of a tag whose attributes start at p,
+ * walked one key="value" at a time as NCCL's parser does, so that
+ * neither ifname="..." nor a value holding name="..." passes for it;
+ * NULL when the tag ends without one or is malformed. */
+static const char *tag_name(const char *p, size_t *len_p)
+{
+	for (;;) {
+		const char *key, *val;
+
+		while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+			p++;
+		key = p;
+		while (*p && *p != '=' && *p != '>' && *p != '/' && *p != ' ' &&
+		       *p != '\t' && *p != '\n' && *p != '\r')
+			p++;
+		if (p == key || p[0] != '=' || p[1] != '"')
+			return NULL;
+		val = p + 2;
+		if (!(p = strchr(val, '"')))
+			return NULL;
+		if (val - key == 6 && !memcmp(key, "name", 4)) {
+			*len_p = (size_t)(p - val);
+			return val;
+		}
+		p++;
+	}
+}
+
 bool tp_hca_map_topo_ok(const tp_hca_map_t *m, const char *xml)
 {
 	static const char tag[] = "<net ";
@@ -247,15 +275,11 @@ bool tp_hca_map_topo_ok(const tp_hca_map_t *m, const char *xml)
 	if (!m || !xml)
 		return false;
 	while ((p = strstr(p, tag))) {
-		const char *end = strchr(p, '>'), *name = strstr(p, "name=\"");
+		const char *name;
 		size_t len;
 
 		p += sizeof(tag) - 1;
-		if (!end || !name || name > end)
-			return false;
-		name += 6;
-		len = strcspn(name, "\"");
-		if (!name[len] || !is_local(m, name, len))
+		if (!(name = tag_name(p, &len)) || !is_local(m, name, len))
 			return false;
 	}
 	return true;

@@ -356,7 +356,10 @@ const char *tp_hca_map_local_rail(const tp_hca_map_t *map, int rail,
 /* How many of the host's CAs were found on the node. */
 size_t tp_hca_map_count(const tp_hca_map_t *map);
 /* Whether every <net name="..."> of an NCCL topology file's text names a
- * device found on the node (a file without <net> passes). */
+ * device found on the node (a file without <net> passes). The name
+ * attribute is matched whole, as NCCL reads it (not inside ifname="..."
+ * or another attribute's value); a <net> tag without one, or whose
+ * attributes are not key="value", fails. */
 bool tp_hca_map_topo_ok(const tp_hca_map_t *map, const char *xml);
 
 typedef struct tp_step_in {

@@ -598,6 +598,16 @@ static void test_env_local_hcas(void **state)
 	assert_false(tp_hca_map_topo_ok(
 	    map, "<net name=\"mlx5_1\"/><net name=\"mlx5_10\"/>"));
 	assert_false(tp_hca_map_topo_ok(map, "<net name=\"mlx5_1"));
+	/* name="..." is the attribute NCCL reads, matched whole: not the
+	 * tail of ifname= nor text inside another attribute's value */
+	assert_false(tp_hca_map_topo_ok(
+	    map, "<net ifname=\"mlx5_1\" name=\"mlx5_9\" dev=\"0\"/>"));
+	assert_false(tp_hca_map_topo_ok(
+	    map, "<net dev=\" name=\"mlx5_1\" name=\"mlx5_9\"/>"));
+	assert_true(tp_hca_map_topo_ok(
+	    map, "<net ifname=\"mlx5_9\"\n\tname=\"mlx5_1\" dev=\"0\"/>"));
+	assert_false(tp_hca_map_topo_ok(map, "<net dev=\"0\"/>"));
+	assert_false(tp_hca_map_topo_ok(map, "<net name=mlx5_1/>"));
 	tp_hca_map_destroy(map);
 	assert_int_equal(tp_hca_map_read(f, "nohost", part, &map),
 			 TP_ERR_NOTFOUND);
