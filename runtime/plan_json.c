@@ -1098,9 +1098,33 @@ static tp_err_t load_root(loader_t *ld, const cJSON *root)
 		return nomem(ld);
 	if ((err = check_children(ld, cJSON_GetArrayItem(trees, 0), 0)) ||
 	    (err = check_children(ld, cJSON_GetArrayItem(trees, 1), 1)) ||
-	    (err = load_weights(ld, get(root, "rank_weights"))))
+	    (err = load_weights(ld, get(root, "rank_weights"))) ||
+	    (err = load_cost(ld, root)))
 		return err;
-	return load_cost(ld, root);
+	/* the writer says false only of predictions that priced the host
+	 * phases as rings; without them the header promises true */
+	if (!p->host_segment && !p->predicted)
+		return lfail(ld, TP_ERR_PARSE,
+			     "host_segment: false without predictions");
+	return TP_OK;
+}
+
+/* The offset of the first \u0000 escape in the JSON text at buf, len if
+ * none. cJSON ends a string at the NUL it decodes, so "node001\u0000x"
+ * would load as "node001": another text, the same host. The writer never
+ * escapes a NUL (C strings hold none). Outside strings valid JSON has no
+ * backslash, so pairing each with the byte after it finds the escapes. */
+static size_t nul_escape(const char *buf, size_t len)
+{
+	for (size_t i = 0; i + 1 < len; i++) {
+		if (buf[i] != '\\')
+			continue;
+		if (buf[i + 1] == 'u' && len - i >= 6 &&
+		    !memcmp(buf + i + 2, "0000", 4))
+			return i;
+		i++;
+	}
+	return len;
 }
 
 tp_err_t tp_plan_parse_json(const char *name, const char *buf, size_t len,
@@ -1108,11 +1132,17 @@ tp_err_t tp_plan_parse_json(const char *name, const char *buf, size_t len,
 {
 	loader_t ld = {.name = name ? name : "plan"};
 	const char *end = NULL;
+	size_t off;
 	cJSON *root = NULL;
 	tp_err_t err;
 
 	if (!buf || !plan_p) {
 		err = lfail(&ld, TP_ERR_INVAL, "no input");
+		goto out;
+	}
+	if ((off = nul_escape(buf, len)) < len) {
+		err = lfail(&ld, TP_ERR_PARSE,
+			    "\\u0000 in a string at byte %zu", off);
 		goto out;
 	}
 	root = cJSON_ParseWithLengthOpts(buf, len, &end, false);
@@ -1122,14 +1152,13 @@ tp_err_t tp_plan_parse_json(const char *name, const char *buf, size_t len,
 			  end && end >= buf ? (size_t)(end - buf) : (size_t)0);
 		goto out;
 	}
-	for (; end && end < buf + len; end++)
-		if (*end != ' ' && *end != '\n' && *end != '\t' &&
-		    *end != '\r' && *end != '\0') {
-			err = lfail(&ld, TP_ERR_PARSE,
-				    "trailing data at byte %zu",
-				    (size_t)(end - buf));
-			goto out;
-		}
+	/* JSON white space only after the document: not NUL bytes */
+	off = end && end >= buf ? (size_t)(end - buf) : len;
+	if (off < len && (off += tp_json_space(end, len - off)) < len) {
+		err =
+		    lfail(&ld, TP_ERR_PARSE, "trailing data at byte %zu", off);
+		goto out;
+	}
 	if (!(ld.p = tp__plan_new())) {
 		err = nomem(&ld);
 		goto out;

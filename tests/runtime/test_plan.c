@@ -831,6 +831,40 @@ static void test_json_hostile(void **state)
 	expect_bad_subst(j, "\"basis\": \"rule\"", "\"basis\": \"model\"",
 			 TP_ERR_PARSE, "without a prediction");
 	expect_bad_subst(j, "\n}\n", "\n} x", TP_ERR_PARSE, "trailing");
+	/* NUL bytes after the document are not JSON white space */
+	{
+		size_t n = strlen(j);
+		char *t = malloc(n + 3), *msg = NULL;
+		tp_plan_t *q = NULL;
+
+		assert_non_null(t);
+		memcpy(t, j, n);
+		memset(t + n, 0, 3);
+		assert_int_equal(
+		    tp_plan_parse_json("p.json", t, n + 3, &q, &msg),
+		    TP_ERR_PARSE);
+		assert_null(q);
+		assert_non_null(strstr(msg, "trailing data at byte"));
+		tp_free(msg);
+		free(t);
+	}
+	/* cJSON ends a string at a decoded \u0000: "H\u0000other" would
+	 * load as host H, a second text for one name */
+	{
+		char from[300], to[300];
+
+		snprintf(from, sizeof(from), "\"name\": \"%s\"",
+			 tp_plan_host(p, 0)->name);
+		snprintf(to, sizeof(to), "\"name\": \"%s\\u0000other\"",
+			 tp_plan_host(p, 0)->name);
+		expect_bad_subst(j, from, to, TP_ERR_PARSE,
+				 "\\u0000 in a string at byte");
+	}
+	/* "host_segment": false is written only beside predictions */
+	expect_bad_subst(j, "\"predicted\": null",
+			 "\"predicted\": null, \"host_segment\": false",
+			 TP_ERR_PARSE,
+			 "host_segment: false without predictions");
 	/* a node count far beyond the ring: the ring's length is the
 	 * error, not the allocation that count would ask for */
 	expect_bad_subst(j, "\"nodes\": 8,", "\"nodes\": 4294967294,",
