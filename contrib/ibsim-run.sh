@@ -37,6 +37,11 @@
 # A client preloaded with umad2sim blocks forever when no ibsim answers on
 # its IBSIM_SOCKNAME, hence the timeout on every `exec`. Parallel runs need
 # distinct socket names; the default one is unique per start.
+#
+# Exit status: 0 done; 1 failed (ibsim would not load the net file, opensm
+# would not become master, ...); 2 usage; 3 ibsim, opensm or libumad2sim
+# is not installed (what a test may skip for: a tool that is installed but
+# fails is a failure).
 set -eu
 
 prog=${0##*/}
@@ -44,6 +49,12 @@ prog=${0##*/}
 die() {
 	echo "$prog: $*" >&2
 	exit 1
+}
+
+# absent MSG: a program or library this needs is not installed (exit 3)
+absent() {
+	echo "$prog: $*" >&2
+	exit 3
 }
 
 usage() {
@@ -100,9 +111,9 @@ cmd_start() {
 	net=$1
 	[ -r "$net" ] || die "$net: no such file or not readable"
 	command -v ibsim >/dev/null 2>&1 ||
-		die "ibsim not found (apt-get install ibsim-utils)"
+		absent "ibsim not found (apt-get install ibsim-utils)"
 	find_umad2sim >/dev/null ||
-		die "libumad2sim.so not found (apt-get install libumad2sim0)"
+		absent "libumad2sim.so not found (apt-get install libumad2sim0)"
 	case $net in
 	/*) ;;
 	*) net=$(pwd)/$net ;;
@@ -155,9 +166,9 @@ cmd_sm() {
 	[ $# -eq 1 ] || usage
 	dir=$1
 	[ -f "$dir/ibsim.pid" ] || die "$dir: not a directory of ibsim-run.sh start"
-	command -v opensm >/dev/null 2>&1 || die "opensm not found (apt-get install opensm)"
+	command -v opensm >/dev/null 2>&1 || absent "opensm not found (apt-get install opensm)"
 	lib=$(find_umad2sim) ||
-		die "libumad2sim.so not found (apt-get install libumad2sim0)"
+		absent "libumad2sim.so not found (apt-get install libumad2sim0)"
 	sock=$(tr '\0' '\n' <"/proc/$(cat "$dir/ibsim.pid")/environ" |
 		sed -n 's/^IBSIM_SOCKNAME=//p')
 	# Its own cache (guid2lid, neighbors) unless OSM_CACHE_DIR says
@@ -199,7 +210,7 @@ cmd_exec() {
 	sock=$1
 	shift 2
 	lib=$(find_umad2sim) ||
-		die "libumad2sim.so not found (apt-get install libumad2sim0)"
+		absent "libumad2sim.so not found (apt-get install libumad2sim0)"
 	wd=$(mktemp -d "${TMPDIR:-/tmp}/tp-ibsim-client.XXXXXX")
 	rc=0
 	(cd "$wd" && exec timeout "${TP_IBSIM_TIMEOUT:-120}" \

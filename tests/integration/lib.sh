@@ -113,14 +113,17 @@ cluster_cleanup() {
 	rm -rf "$tmp"
 }
 command -v jq >/dev/null 2>&1 || skip_all "jq not installed (contrib/install-deps.sh installs it)"
-# ibsim_sm_up NETFILE [THEN]: skip (77) unless ibsim, opensm, jq and
-# timeout are here; start ibsim on NETFILE with its console (ibsim_con LINE
-# sends one) and opensm, export IBSIM_SOCKNAME/UMAD2SIM, and at exit stop
-# MON_PID (a monitor started by the caller, if any), then ibsim, then run
-# THEN (default: remove $tmp; cluster_cleanup for a test with a cluster).
+# ibsim_sm_up NETFILE [THEN]: skip (77) unless ibsim, opensm, libumad2sim,
+# jq and timeout are here; start ibsim on NETFILE with its console
+# (ibsim_con LINE sends one) and opensm, export IBSIM_SOCKNAME/UMAD2SIM,
+# and at exit stop MON_PID (a monitor started by the caller, if any), then
+# ibsim, then run THEN (default: remove $tmp; cluster_cleanup for a test
+# with a cluster).
 # The monitor goes first and gets a second signal: a umad2sim client whose
 # ibsim is gone blocks for ever. TP_IBSIM_NO_SM=1: no opensm (no LIDs);
-# ibsim_sm starts it later.
+# ibsim_sm starts it later. An ibsim that is installed but does not load
+# NETFILE (often written by our own `fabric ibsim-net`), or an opensm that
+# does not become master, ends the test as failed (1), never as a skip.
 ibsim_sm_up() {
 	for c in ibsim opensm jq timeout; do
 		command -v $c >/dev/null 2>&1 || skip_all "$c not installed"
@@ -130,17 +133,25 @@ ibsim_sm_up() {
 	trap 'set +e; ibsim_stop; eval "$ibsim_then"' EXIT
 	trap 'exit 1' INT TERM HUP
 	unset SIM_HOST || true
+	ibsim_rc=0
 	TP_IBSIM_CONSOLE=1 "$IBSIM_RUN" start "$1" "tp-it-$$" >"$tmp/ibsim.env" ||
-		skip_all "ibsim did not start"
+		ibsim_rc=$?
+	# 3: ibsim-run.sh found ibsim or libumad2sim not installed
+	[ "$ibsim_rc" -ne 3 ] || skip_all "ibsim or libumad2sim not installed"
+	[ "$ibsim_rc" -eq 0 ] || { bad "ibsim did not start on $1 (exit $ibsim_rc)"; finish; }
 	. "$tmp/ibsim.env"
 	export IBSIM_SOCKNAME UMAD2SIM
 	[ "${TP_IBSIM_NO_SM:-0}" = 1 ] || ibsim_sm
 }
 # ibsim_sm: opensm on the ibsim of ibsim_sm_up: LIDs for LID-routed
-# queries (PortInfo, PMA), routes while links change
+# queries (PortInfo, PMA), routes while links change; skips (77) only when
+# opensm or libumad2sim is not installed, fails the test (1) when opensm
+# does not become master
 ibsim_sm() {
-	"$IBSIM_RUN" sm "$IBSIM_DIR" >"$tmp/sm.err" 2>&1 ||
-		skip_all "opensm did not come up: $(cat "$tmp/sm.err")"
+	ibsim_rc=0
+	"$IBSIM_RUN" sm "$IBSIM_DIR" >"$tmp/sm.err" 2>&1 || ibsim_rc=$?
+	[ "$ibsim_rc" -ne 3 ] || skip_all "$(cat "$tmp/sm.err")"
+	[ "$ibsim_rc" -eq 0 ] || { bad "opensm did not come up: $(cat "$tmp/sm.err")"; finish; }
 }
 # ibsim_discover OUT: `discover --live` through ibsim into OUT (after
 # ibsim_sm_up); skips (77) on a build without libibnetdisc, ends the test
