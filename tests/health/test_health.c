@@ -228,6 +228,40 @@ static void test_error_levels(void **unused)
 	assert_true(out.health == 0.5);
 }
 
+/* A flap (link_downed moving at all) is x0.5, x0.25 past 10 flaps: 10 is
+ * still 0.5, 11 is 0.25, counted over both ends together. */
+static void test_flap_levels(void **unused)
+{
+	tp_health_port_t prev[2], cur[2];
+	tp_health_link_t out;
+
+	(void)unused;
+	link_ok(prev);
+	link_ok(cur);
+	cur[0].c[TP_HC_LINK_DOWNED] = 10;
+	eval(prev, cur, 60, &out);
+	assert_true(out.alarm);
+	assert_true(out.health == 0.5);
+	assert_string_equal(out.reason, "link_downed +10 (> 0)");
+	cur[0].c[TP_HC_LINK_DOWNED] = 11;
+	eval(prev, cur, 60, &out);
+	assert_true(out.health == 0.25);
+	assert_string_equal(out.reason, "link_downed +11 (> 0)");
+	/* 6 at one end, 5 at the other: 11 flaps */
+	cur[0].c[TP_HC_LINK_DOWNED] = 6;
+	cur[1].c[TP_HC_LINK_DOWNED] = 5;
+	eval(prev, cur, 60, &out);
+	assert_true(out.health == 0.25);
+	/* from a previous count of 100: +10 again */
+	prev[0].c[TP_HC_LINK_DOWNED] = 100;
+	prev[1].c[TP_HC_LINK_DOWNED] = 0;
+	cur[0].c[TP_HC_LINK_DOWNED] = 110;
+	cur[1].c[TP_HC_LINK_DOWNED] = 0;
+	eval(prev, cur, 60, &out);
+	assert_true(out.health == 0.5);
+	assert_string_equal(out.reason, "link_downed +10 (> 0)");
+}
+
 static void test_reset_no_alarm(void **unused)
 {
 	tp_health_port_t prev[2], cur[2];
@@ -1028,6 +1062,7 @@ int main(void)
 	    cmocka_unit_test(test_width_and_speed),
 	    cmocka_unit_test(test_each_error_rule),
 	    cmocka_unit_test(test_error_levels),
+	    cmocka_unit_test(test_flap_levels),
 	    cmocka_unit_test(test_reset_no_alarm),
 	    cmocka_unit_test(test_saturated_old_across_gap),
 	    cmocka_unit_test(test_utilisation),
