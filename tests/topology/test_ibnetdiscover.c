@@ -711,6 +711,30 @@ static void test_forms(void **state)
 		tp_fabric_destroy(f);
 	}
 
+	/* 12x links (rare: early switch-to-switch cables), both forms */
+	f = tp_fabric_create();
+	assert_int_equal(
+	    parse_str(f, "w12.txt",
+		      "Switch 8 \"S-01\" # \"sw\" base port 0 lid 1 lmc 0\n"
+		      "[1] \"H-10\"[1](11) # \"h1 HCA-1\" lid 2 12xQDR\n"
+		      "[2] \"S-02\"[3] # \"sw2\" lid 5 12xEDR\n"),
+	    TP_OK);
+	assert_int_equal(tp_fabric_nlinks(f), 2);
+	assert_int_equal(f->link[0].width, 12);
+	assert_int_equal(f->link[1].width, 12);
+	assert_true(f->link[1].gbps == 12 * 25.0);
+	tp_fabric_destroy(f);
+	f = tp_fabric_create();
+	assert_int_equal(
+	    parse_str(f, "w12p.txt",
+		      "SW     5  3 0x0000000000000001 12x EDR - CA     7  1 "
+		      "0x0000000000000011 ( 'sw1' - 'h1 mlx5_0' )\n"),
+	    TP_OK);
+	assert_int_equal(tp_fabric_nlinks(f), 1);
+	assert_int_equal(f->link[0].width, 12);
+	assert_true(f->link[0].gbps == 12 * 25.0);
+	tp_fabric_destroy(f);
+
 	/* -p lines with width/speed unknown and an RT line */
 	f = tp_fabric_create();
 	assert_int_equal(

@@ -720,6 +720,26 @@ static void test_nvsmi_nic_legend(void **state)
 	load_nvsmi_want(&w, false);
 }
 
+/* Each rank boundary of the PCIe cells decides one GPU's NIC: the nearer
+ * NIC sits in the later column, so treating the two cells alike would
+ * give the earlier one (the tie rule). GPU0 PIX mlx5_1 over PXB mlx5_0,
+ * GPU1 PXB mlx5_3 over PHB mlx5_2, GPU2 PHB mlx5_5 over NODE mlx5_4, GPU3
+ * NODE mlx5_2 over SYS, GPU4 NODE mlx5_4 over SOC (older drivers' SYS). */
+static void test_nvsmi_ranks(void **state)
+{
+	static const want_t w = {
+	    "node-nvsmi-ranks.txt",
+	    5,
+	    NULL,
+	    {0},
+	    {0, 0, 0, 1, 1},
+	    {"mlx5_1", "mlx5_3", "mlx5_5", "mlx5_2", "mlx5_4"},
+	    0};
+
+	(void)state;
+	load_nvsmi_want(&w, false);
+}
+
 /* Tabs expanded to spaces; two GPUs joined by NV4 (direct, 800 Gbit/s). */
 static void test_nvsmi_spaces(void **state)
 {
@@ -1591,6 +1611,7 @@ int main(void)
 	    cmocka_unit_test(test_nvsmi_dgx1v),
 	    cmocka_unit_test(test_nvsmi_nic_legend),
 	    cmocka_unit_test(test_nvsmi_spaces),
+	    cmocka_unit_test(test_nvsmi_ranks),
 	    cmocka_unit_test(test_nvsmi_bom),
 	    cmocka_unit_test(test_nvsmi_bom_only),
 	    cmocka_unit_test(test_nvsmi_hostile),
