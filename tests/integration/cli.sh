@@ -28,8 +28,13 @@ if [ -f "$sp" ]; then
 	grep -q 'marked degraded' "$tmp/out" && ok "fabric show lists the warnings" ||
 		bad "fabric show: $(cat "$tmp/out")"
 fi
+# a real fabric for the usage checks below, so that the error each one
+# wants cannot come from a missing --fabric file
+expect 0 "generate a small fat tree" $T fabric generate fat-tree --nics-per-host 1 \
+	--leaves 2 --spines 1 --hosts-per-leaf 2 -o "$tmp/small.json"
+[ -s "$tmp/small.json" ] || bad "small fat tree written"
 # raw input in an error line is quoted and cut: one printable line
-expect 2 "cost with a newline in --hosts" $T cost --fabric "$tmp/ft.json" --hosts "$(printf 'a\nb[')" --bytes 1
+expect 2 "cost with a newline in --hosts" $T cost --fabric "$tmp/small.json" --hosts "$(printf 'a\nb[')" --bytes 1
 [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q 'not a host list: "a\\x0ab\["' "$tmp/err" &&
 	ok "bad --hosts quoted on one line" || bad "bad --hosts: $(cat "$tmp/err")"
 # an empty host list is freed (issue 13: it leaked); valgrind, as the CLI
@@ -37,7 +42,9 @@ expect 2 "cost with a newline in --hosts" $T cost --fabric "$tmp/ft.json" --host
 if command -v valgrind >/dev/null 2>&1; then
 	expect 2 "cost with an empty --hosts, under valgrind" valgrind -q --leak-check=full \
 		--errors-for-leak-kinds=definite --error-exitcode=9 \
-		$T cost --fabric "$tmp/ft.json" --hosts , --bytes 1
+		$T cost --fabric "$tmp/small.json" --hosts , --bytes 1
+	grep -q 'cost: --hosts: not a host list: ","' "$tmp/err" && ok "empty --hosts refused as such" ||
+		bad "empty --hosts: $(cat "$tmp/err")"
 else
 	echo "# valgrind not installed: the empty --hosts leak check skipped"
 fi
@@ -69,8 +76,10 @@ expect 0 "trace --assume-gpus 4" $T trace "$tmp/sacct.txt" --assume-gpus 4
 expect 2 "trace --assume-gpus 0" $T trace "$tmp/sacct.txt" --assume-gpus 0
 expect 2 "trace --price without --fabric" $T trace "$tmp/sacct.txt" --price
 grep -q "trace: --price needs --fabric" "$tmp/err" && ok "trace --price names what it needs" || bad "trace --price: $(cat "$tmp/err")"
-expect 2 "trace --fabric without --price" $T trace "$tmp/sacct.txt" --fabric "$tmp/ft.json"
-expect 2 "trace --price --policy nope" $T trace "$tmp/sacct.txt" --price --fabric "$tmp/ft.json" --policy nope
+expect 2 "trace --fabric without --price" $T trace "$tmp/sacct.txt" --fabric "$tmp/small.json"
+grep -q "trace: --price needs --fabric, and --fabric, .* go with --price" "$tmp/err" &&
+	ok "trace --fabric names --price" || bad "trace --fabric: $(cat "$tmp/err")"
+expect 2 "trace --price --policy nope" $T trace "$tmp/sacct.txt" --price --fabric "$tmp/small.json" --policy nope
 grep -q "trace: unknown policy 'nope' (topoplace, slurm-tree" "$tmp/err" && ok "trace names the policies" ||
 	bad "trace --policy: $(cat "$tmp/err")"
 expect 2 "simulate --deflate-runs without --trace" $T simulate --deflate-runs
