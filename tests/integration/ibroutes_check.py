@@ -2,7 +2,7 @@
 """Check a fabric model's up/down orientation against a subnet manager's
 forwarding tables (the ibroute files hwloc's netloc kept beside each dump).
 
-    ibroutes_check.py FABRIC.json IBROUTES_DIR [MIN_HOPS]
+    ibroutes_check.py FABRIC.json IBROUTES_DIR [MIN_HOPS [MIN_LAST]]
 
 FABRIC.json is `topoplace discover`'s model of the same dump: its switches'
 level and rank (both computed by topoplace) decide which way each cable
@@ -10,8 +10,11 @@ runs, as tp_fabric_switch_above() does. For every switch table and every
 destination CA on a host, the port the subnet manager forwards to must be
 a hop topoplace's routing allows there: down (towards a switch that
 reaches the destination's leaf downward) when the switch reaches it
-downward, else up. Prints the counts; exit 1 when a hop disagrees or
-fewer than MIN_HOPS (default 1) switch hops were checked, 2 on bad input.
+downward, else up. A last hop, from the destination's leaf, must leave by
+the port the model cables that CA to (a CA is known by its port GUID, else
+by a description no other CA has). Prints the counts; exit 1 when a hop
+disagrees or fewer than MIN_HOPS (default 1) switch hops or MIN_LAST
+(default 1) last hops were checked, 2 on bad input.
 """
 import glob
 import json
@@ -21,10 +24,11 @@ import sys
 
 
 def main():
-    if len(sys.argv) not in (3, 4):
+    if len(sys.argv) not in (3, 4, 5):
         sys.exit(__doc__)
     fabric, tables = sys.argv[1], sys.argv[2]
-    min_hops = int(sys.argv[3]) if len(sys.argv) == 4 else 1
+    min_hops = int(sys.argv[3]) if len(sys.argv) >= 4 else 1
+    min_last = int(sys.argv[4]) if len(sys.argv) == 5 else 1
     try:
         f = json.load(open(fabric))
     except (OSError, ValueError) as e:
@@ -35,6 +39,10 @@ def main():
     rank = [s["rank"] for s in sw]
     by_guid = {int(s["guid"], 16): i for i, s in enumerate(sw)}
     by_desc = {c["desc"]: i for i, c in enumerate(f["cas"])}
+    by_ca_guid = {int(c["guid"], 16): i for i, c in enumerate(f["cas"])}
+    ndesc = {}
+    for c in f["cas"]:
+        ndesc[c["desc"]] = ndesc.get(c["desc"], 0) + 1
     port_to = {}  # (switch, port) -> (kind, index)
     nbrs = [set() for _ in sw]
     ca_leaf = {}
@@ -71,7 +79,7 @@ def main():
         return reach[s]
 
     sys.setrecursionlimit(10000)
-    ok = bad = 0
+    ok = bad = last_ok = last_bad = 0
     for path in sorted(glob.glob(os.path.join(tables, "*"))):
         lines = open(path, errors="replace").read().splitlines()
         m = re.search(r"guid (0x[0-9a-fA-F]+)", lines[0] if lines else "")
@@ -80,13 +88,25 @@ def main():
             return 2
         s = by_guid[int(m.group(1), 16)]
         for ln in lines[1:]:
-            m = re.match(r"0x[0-9a-fA-F]+ (\d+) : \(Channel Adapter portguid \S+ '(.*)'\)", ln)
+            m = re.match(r"0x[0-9a-fA-F]+ (\d+) : \(Channel Adapter portguid (0x[0-9a-fA-F]+): '(.*)'\)", ln)
             if not m:
                 continue
-            port, ca = int(m.group(1)), by_desc.get(m.group(2))
+            port, ca = int(m.group(1)), by_ca_guid.get(int(m.group(2), 16))
+            if ca is None and ndesc.get(m.group(3)) == 1:
+                ca = by_desc[m.group(3)]
             if ca is None or ca not in ca_leaf or (s, int(port)) not in port_to:
                 continue
             kind, n = port_to[(s, port)]
+            if kind == "ca":
+                if n == ca:
+                    last_ok += 1
+                else:
+                    last_bad += 1
+                    if last_bad <= 5:
+                        print("ibroutes_check: %s: to %s the SM leaves %s by port %d, "
+                              "the model's cable to %s" % (path, m.group(3), sw[s]["desc"],
+                                                           port, f["cas"][n]["desc"]))
+                continue
             if kind != "switch":
                 continue
             leaf = ca_leaf[ca]
@@ -100,9 +120,10 @@ def main():
                 bad += 1
                 if bad <= 5:
                     print("ibroutes_check: %s: to %s the SM goes %s -> %s, a hop the "
-                          "model does not take" % (path, m.group(2), sw[s]["desc"], sw[n]["desc"]))
-    print("ibroutes_check: %d switch hops as the model routes, %d not" % (ok, bad))
-    return 0 if bad == 0 and ok >= min_hops else 1
+                          "model does not take" % (path, m.group(3), sw[s]["desc"], sw[n]["desc"]))
+    print("ibroutes_check: %d switch hops as the model routes, %d not; "
+          "%d last hops to the CA's own port, %d not" % (ok, bad, last_ok, last_bad))
+    return 0 if bad == 0 and last_bad == 0 and ok >= min_hops and last_ok >= min_last else 1
 
 
 if __name__ == "__main__":
