@@ -41,7 +41,8 @@ finish() {
 # Debian's 22.05 in PATH; 24: the private 24.11 build in SLURM24_PREFIX,
 # then put first in PATH), plus each CMD. Sets srcdir, builddir, CLUSTER,
 # PLUGIN_DIR (our plugins for GEN) and, for 24, PREFIX; exports TOPOPLACE
-# (a hard error, 99, when our CLI is missing: the build always makes it).
+# (a hard error, 99, when our CLI is missing: the build always makes it;
+# the same for CLUSTER, a file of the source tree).
 need_slurm() {
 	gen=$1
 	shift
@@ -70,6 +71,7 @@ need_slurm() {
 	done
 	unshare --net --uts true 2>/dev/null || skip_all "cannot create network namespaces here"
 	[ -x "$TOPOPLACE" ] || error_all "$TOPOPLACE not built (make builds it always)"
+	[ -x "$CLUSTER" ] || error_all "$CLUSTER missing or not executable (a file of the tree)"
 	export TOPOPLACE
 }
 # need_plugins NAME...: skip (77) unless PLUGIN_DIR holds each NAME.so

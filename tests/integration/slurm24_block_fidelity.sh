@@ -52,7 +52,6 @@
 . "$(dirname "$0")/lib.sh"
 
 need_slurm 24 scancel
-[ -x "$CLUSTER" ] || skip_all "$CLUSTER missing"
 [ -f "$PREFIX/lib/slurm/topology_block.so" ] || skip_all "$PREFIX has no topology/block"
 NET=${TP_FIDELITY_NET:-10.203.0}
 PORT=${TP_FIDELITY_PORT:-6937}

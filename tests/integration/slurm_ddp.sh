@@ -19,7 +19,8 @@
 need_slurm 22 tc
 py=${TP_PYTHON:-/usr/bin/python3}
 [ -x "$py" ] && "$py" -c 'import torch' 2>/dev/null || skip_all "$py cannot import torch (apt-get install python3-torch)"
-[ -f "$builddir/coll/.libs/libtopoplace-coll.so" ] || skip_all "libtopoplace-coll not built"
+[ -f "$builddir/coll/.libs/libtopoplace-coll.so" ] ||
+	error_all "$builddir/coll/.libs/libtopoplace-coll.so not built (coll/ always builds it)"
 comp=$(PYTHONPATH=$srcdir/bindings/torch TOPOPLACE_COLL_LIB=$builddir/coll/.libs/libtopoplace-coll.so \
 	"$py" -c 'import topoplace_coll as t; print(int(t.have_compression()))') || bad "import topoplace_coll"
 

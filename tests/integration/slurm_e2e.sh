@@ -20,8 +20,10 @@
 #   - each result lands as topoplace-coll-bench/1 JSON
 # Needs root, the 24.11 build, the native and SPANK plugins for 24.11
 # (configure --with-slurm24; for 22.05: Debian's Slurm and both plugins
-# built against it), topoplace-coll-bench, Open MPI and the
-# peer_mpi benchmark; exit 77 if not. Network and port: TP_E2E_NET
+# built against it), Open MPI and the peer_mpi benchmark; exit 77 if not,
+# 99 when what the build makes is missing: topoplace-coll-bench, or a peer
+# benchmark configure found the library for (make check says which in
+# TP_HAVE_MPI and TP_HAVE_GLOO, yes or no). Network and port: TP_E2E_NET
 # (10.206.0; the data net is the next /24), TP_E2E_PORT (6957),
 # namespaces TP_E2E_PREFIX (tpx-). TP_E2E_SLURM=22 runs the same chain on
 # Debian's Slurm 22.05 with the 22.05-compatible plugins (slurm22_e2e.sh).
@@ -33,9 +35,17 @@ need_plugins topology_topoplace spank_topoplace
 COLL_BENCH=$builddir/coll/topoplace-coll-bench
 PEER_MPI=$builddir/tests/bench/peer_mpi
 PEER_GLOO=$builddir/tests/bench/peer_gloo
-[ -x "$COLL_BENCH" ] || skip_all "$COLL_BENCH not built"
-[ -x "$PEER_MPI" ] || skip_all "$PEER_MPI not built (configure found no mpicc)"
-[ -x "$PEER_GLOO" ] || PEER_GLOO=
+[ -x "$COLL_BENCH" ] || error_all "$COLL_BENCH not built (coll/ always builds it)"
+if [ ! -x "$PEER_MPI" ]; then
+	[ "${TP_HAVE_MPI:-no}" != yes ] ||
+		error_all "$PEER_MPI not built, though configure found Open MPI (make all builds it)"
+	skip_all "$PEER_MPI not built (TP_HAVE_MPI=${TP_HAVE_MPI:-unset}: configure found no Open MPI)"
+fi
+if [ ! -x "$PEER_GLOO" ]; then
+	[ "${TP_HAVE_GLOO:-no}" != yes ] ||
+		error_all "$PEER_GLOO not built, though configure found Gloo (make all builds it)"
+	PEER_GLOO=
+fi
 NET=${TP_E2E_NET:-10.206.0}
 PORT=${TP_E2E_PORT:-6957}
 EPREFIX=${TP_E2E_PREFIX:-tpx-}

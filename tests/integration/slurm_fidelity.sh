@@ -19,7 +19,6 @@
 . "$(dirname "$0")/lib.sh"
 
 need_slurm 22 scancel
-[ -x "$CLUSTER" ] || skip_all "$CLUSTER missing"
 NET=${TP_FIDELITY_NET:-10.202.0}
 PORT=${TP_FIDELITY_PORT:-6927}
 dir=$tmp/cluster

@@ -18,7 +18,6 @@
 
 need_slurm 22 jq
 need_plugins topology_topoplace
-[ -x "$CLUSTER" ] || skip_all "$CLUSTER missing"
 NET=${TP_LS_NET:-10.219.0}
 PORT=${TP_LS_PORT:-6962}
 dir=$tmp/cluster

@@ -20,7 +20,6 @@
 need_slurm 22 scancel
 "$TOPOPLACE" show --help 2>&1 | grep -q "built without libslurm" && skip_all "topoplace show built without libslurm"
 need_plugins topology_topoplace
-[ -x "$CLUSTER" ] || skip_all "$CLUSTER missing"
 NET=${TP_SHOW_NET:-10.201.0}
 PORT=${TP_SHOW_PORT:-6917}
 dir=$tmp/cluster

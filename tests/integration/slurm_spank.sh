@@ -26,7 +26,6 @@
 
 need_slurm 22 runuser
 need_plugins spank_topoplace topology_topoplace
-[ -x "$CLUSTER" ] || skip_all "$CLUSTER missing"
 NET=${TP_SPANK_NET:-10.216.0}
 PORT=${TP_SPANK_PORT:-7017}
 USER_NAME=${TP_SPANK_USER:-tpuser}
