@@ -439,9 +439,12 @@ tp_err_t tp_coll_barrier(tp_coll_comm_t *comm);
  * block, levels or pipeline segment. Freed with the communicator or by
  * tp_coll_comm_comp_reset().
  *
- * NaN and Inf: an int8 or 1-bit block holding NaN or Inf is sent with a
- * NaN scale, so the whole block of the result is NaN on every rank (a loss
- * scaler sees the overflow) and its residual restarts at zero; top-k
+ * NaN and Inf: an int8 or 1-bit block holding NaN or Inf, or whose scale
+ * overflows though every value is finite (1-bit: the block's sum of |x|
+ * past FLT_MAX, values of 1.3e36 and up in a 256 block; int8: max |x|
+ * within rounding of FLT_MAX), is sent with a NaN scale, so the whole
+ * block of the result is NaN on every rank (a loss scaler sees the
+ * overflow) and its residual restarts at zero; top-k
  * selects NaN and Inf entries first, which then propagate as in a dense
  * sum (its sampled threshold sends every entry at or above it up to 2k, in
  * index order: only when ties at the threshold fill those 2k can a NaN or

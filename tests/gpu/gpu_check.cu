@@ -19,6 +19,7 @@
 #include "config.h"
 
 #include <cuda_runtime.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +73,8 @@ static float rnd_grad(void)
 }
 
 /* kind 0: random; 1: adversarial, by 256-element block: all zero, one NaN,
- * one Inf, denormals, repeated magnitudes (ties), -0 and huge values. */
+ * one Inf, denormals, repeated magnitudes (ties), -0 and huge values, one
+ * +-FLT_MAX (int8 scale overflow). */
 static void fill(float *x, size_t n, int kind, uint64_t seed)
 {
 	rs = seed * 0x9e3779b97f4a7c15ull + 1;
@@ -104,6 +106,10 @@ static void fill(float *x, size_t n, int kind, uint64_t seed)
 				x[i] = -0.0f;
 			if (i % 11 == 0)
 				x[i] = 3e38f;
+			break;
+		case 6: /* one entry whose int8 scale x 127 overflows */
+			if (i % 256 == 9)
+				x[i] = (i & 2048) ? -FLT_MAX : FLT_MAX;
 			break;
 		default:
 			break;
