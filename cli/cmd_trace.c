@@ -99,14 +99,15 @@ static const char usage[] =
     "or a file that cannot be read or holds no job that ran on GPUs (the\n"
     "error names FILE:LINE and the field).\n";
 
-/* x printed short but exact: %.15g when it reads back the same. */
+/* x printed short but exact: %.15g when it reads back the same (in the
+ * "C" locale, as the library's JSON writers). */
 static void num(tp_strbuf_t *sb, double x)
 {
 	char buf[40];
 
-	snprintf(buf, sizeof(buf), "%.15g", x);
-	if (strtod(buf, NULL) != x)
-		snprintf(buf, sizeof(buf), "%.17g", x);
+	tp_snprintf_c(buf, sizeof(buf), "%.15g", x);
+	if (tp_strtod_c(buf, NULL) != x)
+		tp_snprintf_c(buf, sizeof(buf), "%.17g", x);
 	tp_strbuf_printf(sb, "%s", buf);
 }
 
