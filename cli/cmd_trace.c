@@ -99,18 +99,6 @@ static const char usage[] =
     "or a file that cannot be read or holds no job that ran on GPUs (the\n"
     "error names FILE:LINE and the field).\n";
 
-/* x printed short but exact: %.15g when it reads back the same (in the
- * "C" locale, as the library's JSON writers). */
-static void num(tp_strbuf_t *sb, double x)
-{
-	char buf[40];
-
-	tp_snprintf_c(buf, sizeof(buf), "%.15g", x);
-	if (tp_strtod_c(buf, NULL) != x)
-		tp_snprintf_c(buf, sizeof(buf), "%.17g", x);
-	tp_strbuf_printf(sb, "%s", buf);
-}
-
 /* o printed, with a newline, when complete (NULL when not, or out of
  * memory); o is freed. */
 static char *json_text(cJSON *o, bool complete)
@@ -157,7 +145,7 @@ static char *trace_csv(const char *path, const tp_trace_t *t,
 			      "comm_frac,model_bytes\n");
 	for (size_t i = 0; i < t->njobs; i++) {
 		const tp_job_spec_t *j = &t->jobs[i];
-		num(&sb, j->submit_s);
+		tp_strbuf_num(&sb, j->submit_s);
 		tp_strbuf_printf(&sb, ",%d,", j->gpus);
 		if (j->nodes > 0)
 			tp_strbuf_printf(&sb, "%d,%d", j->nodes,
@@ -165,11 +153,11 @@ static char *trace_csv(const char *path, const tp_trace_t *t,
 		else
 			tp_strbuf_printf(&sb, ",");
 		tp_strbuf_printf(&sb, ",");
-		num(&sb, j->run_s);
+		tp_strbuf_num(&sb, j->run_s);
 		tp_strbuf_printf(&sb, ",");
-		num(&sb, j->comm_frac);
+		tp_strbuf_num(&sb, j->comm_frac);
 		tp_strbuf_printf(&sb, ",");
-		num(&sb, j->bytes);
+		tp_strbuf_num(&sb, j->bytes);
 		tp_strbuf_printf(&sb, "\n");
 	}
 	if (sb.failed) {

@@ -10,10 +10,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <locale.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tp_common.h"
 
@@ -68,4 +70,18 @@ double tp_strtod_c(const char *s, char **end_p)
 	c_leave(old);
 	errno = e;
 	return v;
+}
+
+void tp_strbuf_num(tp_strbuf_t *sb, double v)
+{
+	char buf[32];
+
+	if (v == floor(v) && fabs(v) < 1e15) {
+		tp_snprintf_c(buf, sizeof(buf), "%.0f", v);
+	} else {
+		tp_snprintf_c(buf, sizeof(buf), "%.15g", v);
+		if (tp_strtod_c(buf, NULL) != v)
+			tp_snprintf_c(buf, sizeof(buf), "%.17g", v);
+	}
+	tp_strbuf_append(sb, buf, strlen(buf));
 }

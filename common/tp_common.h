@@ -156,6 +156,11 @@ int tp_snprintf_c(char *buf, size_t size, const char *fmt, ...)
 int tp_vsnprintf_c(char *buf, size_t size, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 double tp_strtod_c(const char *s, char **end_p);
+/* The shortest text of v that reads back as the same double, in the "C"
+ * locale (%.0f for whole numbers below 1e15, else %.15g, else %.17g),
+ * onto sb: a JSON number for every finite v (callers write NaN and Inf
+ * as their formats say). */
+void tp_strbuf_num(tp_strbuf_t *sb, double v);
 
 /* ---- hash maps ---------------------------------------------------------- */
 

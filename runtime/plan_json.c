@@ -58,20 +58,10 @@ static void put_str(tp_strbuf_t *sb, const char *s)
 /* Shortest text that reads back as the same double; null for NAN. */
 static void put_num(tp_strbuf_t *sb, double v)
 {
-	char buf[32];
-
-	if (isnan(v)) {
+	if (isnan(v))
 		put_lit(sb, "null");
-		return;
-	}
-	if (v == floor(v) && fabs(v) < 1e15) {
-		tp_snprintf_c(buf, sizeof(buf), "%.0f", v);
-	} else {
-		tp_snprintf_c(buf, sizeof(buf), "%.15g", v);
-		if (tp_strtod_c(buf, NULL) != v)
-			tp_snprintf_c(buf, sizeof(buf), "%.17g", v);
-	}
-	put_lit(sb, buf);
+	else
+		tp_strbuf_num(sb, v);
 }
 
 /* Integers without printf: a 1,024-host plan prints ~60,000 of them. */

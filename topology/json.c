@@ -87,21 +87,6 @@ static void put_str(tp_strbuf_t *sb, const char *s)
 	put_lit(sb, "\"");
 }
 
-/* Shortest text that reads back as the same double. */
-static void put_num(tp_strbuf_t *sb, double v)
-{
-	char buf[32];
-
-	if (v == floor(v) && fabs(v) < 1e15) {
-		tp_snprintf_c(buf, sizeof(buf), "%.0f", v);
-	} else {
-		tp_snprintf_c(buf, sizeof(buf), "%.15g", v);
-		if (tp_strtod_c(buf, NULL) != v)
-			tp_snprintf_c(buf, sizeof(buf), "%.17g", v);
-	}
-	tp_strbuf_append(sb, buf, strlen(buf));
-}
-
 static void put_guid(tp_strbuf_t *sb, uint64_t g)
 {
 	tp_strbuf_printf(sb, "\"0x%016llx\"", (unsigned long long)g);
@@ -136,7 +121,7 @@ static void put_host(tp_strbuf_t *sb, const tp_fabric_t *f, const tp_host_t *h)
 			put_str(sb, gp->nic);
 		}
 		put_key(sb, false, "nvlink_gbps");
-		put_num(sb, gp->nvlink_gbps);
+		tp_strbuf_num(sb, gp->nvlink_gbps);
 		tp_strbuf_printf(sb, ",\"hca\":%d}", gp->hca);
 	}
 	/* derived, for scripts; ignored on load */
@@ -187,7 +172,7 @@ static void put_fabric(tp_strbuf_t *sb, const tp_fabric_t *f)
 		    l->kind[0] == TP_NODE_SWITCH ? "switch" : "ca", l->node[0],
 		    l->port[0], l->kind[1] == TP_NODE_SWITCH ? "switch" : "ca",
 		    l->node[1], l->port[1], l->width);
-		put_num(sb, l->lane_gbps);
+		tp_strbuf_num(sb, l->lane_gbps);
 		tp_strbuf_printf(sb, ",%s]", l->active ? "true" : "false");
 	}
 	put_lit(sb, "],\"hosts\":[");
@@ -247,9 +232,9 @@ static void put_fabric(tp_strbuf_t *sb, const tp_fabric_t *f)
 			tp_strbuf_printf(sb, "%s%u", s ? "," : "",
 					 g->switches[s]);
 		put_lit(sb, "],\"down_gbps\":");
-		put_num(sb, g->down_gbps);
+		tp_strbuf_num(sb, g->down_gbps);
 		put_lit(sb, ",\"up_gbps\":");
-		put_num(sb, g->up_gbps);
+		tp_strbuf_num(sb, g->up_gbps);
 		put_lit(sb, "}");
 	}
 	put_lit(sb, "]}}\n");
