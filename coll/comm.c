@@ -886,13 +886,18 @@ static void sig_str(const int64_t *w, char *buf, size_t len)
 		    (tp_coll_comp_t)(w[SIG_COMP] >> 8 & 0xff));
 		double frac;
 		memcpy(&frac, &w[SIG_TOPK], sizeof(frac));
-		SIG_PUT(", %s on levels %lld, block %lld, top-k %g%s, segment "
-			"%llu%s",
-			kind ? kind : "?", (long long)(w[SIG_COMP] & 0xff),
-			(long long)w[SIG_BLOCK], frac,
-			w[SIG_COMP] >> 16 ? " exact" : "",
-			(unsigned long long)(w[SIG_SEG] & INT64_MAX),
-			w[SIG_SEG] < 0 ? " overlapped" : "");
+		/* compress.c zeroes what the kind does not use */
+		SIG_PUT(", %s on levels %lld", kind ? kind : "?",
+			(long long)(w[SIG_COMP] & 0xff));
+		if (w[SIG_BLOCK])
+			SIG_PUT(", block %lld", (long long)w[SIG_BLOCK]);
+		if (frac > 0.0)
+			SIG_PUT(", top-k %g%s", frac,
+				w[SIG_COMP] >> 16 ? " exact" : " sampled");
+		if (w[SIG_SEG])
+			SIG_PUT(", segment %llu%s",
+				(unsigned long long)(w[SIG_SEG] & INT64_MAX),
+				w[SIG_SEG] < 0 ? " overlapped" : "");
 	}
 	if (w[SIG_ERR])
 		SIG_PUT(", refused by that rank: %s",

@@ -434,12 +434,33 @@ static void call_setup(tp_coll_comm_t *c, tp__coll_comp_call_t *k,
 	k->vel_mask = o->momentum_masking;
 }
 
+/* What TOPOPLACE_COLL_CHECK compares: the options the call's kind and
+ * schedule use (the others may differ between ranks: the messages and
+ * results are the same). Top-k has no block and never pipelines; int8
+ * and 1-bit have no top-k fraction or threshold; a flat call has no
+ * pipeline segment. */
+static void sig_opts(const tp_coll_comp_opts_t *o, bool flat,
+		     tp_coll_comp_opts_t *sig)
+{
+	*sig = *o;
+	if (o->kind == TP_COLL_COMP_TOPK) {
+		sig->block = 0;
+	} else {
+		sig->topk_fraction = 0.0;
+		sig->topk_exact = false;
+	}
+	if (flat || o->kind == TP_COLL_COMP_TOPK) {
+		sig->segment = 0;
+		sig->overlap = false;
+	}
+}
+
 tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 				      size_t count, tp_coll_op_t op,
 				      const tp_coll_comp_opts_t *opts,
 				      uint64_t key)
 {
-	tp_coll_comp_opts_t o;
+	tp_coll_comp_opts_t o, sig;
 	tp__coll_comp_call_t k;
 	tp__coll_ef_t *e = NULL;
 	bool dev = false, flat;
@@ -469,10 +490,17 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 		err = tp__coll_fail(c, TP_ERR_INVAL, "count %zu too large",
 				    count);
 
+	/* Top-k has no reduce-scatter: with the group level it runs flat. */
+	flat =
+	    (o.levels & TP_COLL_LEVEL_HOST) ||
+	    (c->nlevels == 0 && c->ncross == 0) ||
+	    (o.kind == TP_COLL_COMP_TOPK && (o.levels & TP_COLL_LEVEL_GROUP));
 	/* TOPOPLACE_COLL_CHECK: every rank compares its call with the
 	 * others', its own refusal included */
-	if ((err = tp__coll_check_args(c, TP__COLL_CALL_COMPRESSED, count,
-				       TP_COLL_FP32, (int)op, -1, -1, &o, err)))
+	sig_opts(&o, flat, &sig);
+	if ((err =
+		 tp__coll_check_args(c, TP__COLL_CALL_COMPRESSED, count,
+				     TP_COLL_FP32, (int)op, -1, -1, &sig, err)))
 		return err;
 	if (count == 0)
 		return TP_OK;
@@ -481,11 +509,6 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 			   : tp__coll_fail(c, TP_ERR_UNSUPPORTED,
 					   "device buffers: compress on the "
 					   "host (copy the gradient first)");
-	/* Top-k has no reduce-scatter: with the group level it runs flat. */
-	flat =
-	    (o.levels & TP_COLL_LEVEL_HOST) ||
-	    (c->nlevels == 0 && c->ncross == 0) ||
-	    (o.kind == TP_COLL_COMP_TOPK && (o.levels & TP_COLL_LEVEL_GROUP));
 	seg = flat ? 0 : pipeline_seg(c, &o, count);
 	/* top-k's indices are 32 bits: a top-k of more is refused before
 	 * its residuals are allocated (16 bytes a value) and, across the

@@ -92,8 +92,10 @@
  * TOPOPLACE_COLL_CHECK=1 (every rank alike, else init fails with
  * TP_ERR_MISMATCH) starts each call with an all-gather of every rank's
  * arguments: where a rank's call differs (collective, count, dtype, op,
- * algorithm, root; compressor, levels, block, top-k fraction, segment
- * and overlap of a compressed call) or a rank refused its own, every rank
+ * algorithm, root; compressor and levels of a compressed call, with
+ * block, segment and overlap for int8 / 1-bit (segment and overlap only
+ * where it pipelines), top-k fraction and threshold for top-k: what the
+ * call does not use may differ) or a rank refused its own, every rank
  * returns TP_ERR_MISMATCH (the refusing one its own error) naming a
  * differing rank, instead of hanging or reducing mismatched buffers; the
  * communicator stays usable.

@@ -1470,14 +1470,49 @@ static int check_rank(tp_coll_comm_t *c, void *arg)
 	if ((rc = check_fail(
 		 c, 10, err, TP_ERR_MISMATCH,
 		 odd ? "this rank allreduce_compressed #9 (count 64, fp32, "
-		       "sum, int8 on levels 4, block 128, top-k 0.01, "
+		       "sum, int8 on levels 4, block 128, "
 		       "segment 1048576 overlapped)"
 		     : "rank 2 called allreduce_compressed #9 (count 64, "
-		       "fp32, sum, int8 on levels 4, block 128, top-k 0.01, "
+		       "fp32, sum, int8 on levels 4, block 128, "
 		       "segment 1048576 overlapped); this rank "
 		       "allreduce_compressed #9 "
 		       "(count 64, fp32, sum, int8 on levels 4, block 256, "
-		       "top-k 0.01, segment 1048576 overlapped)")))
+		       "segment 1048576 overlapped)")))
+		return rc;
+	/* what the kind or schedule does not use may differ: int8 with
+	 * another top-k fraction and threshold; top-k with another block
+	 * and segment; a flat int8 call with another segment */
+	co.block = 256;
+	co.topk_fraction = odd ? 0.5 : 0.01;
+	co.topk_exact = odd;
+	err = tp_coll_allreduce_compressed(c, b, 64, TP_COLL_SUM, &co, 7);
+	if (err)
+		return check_fail(c, 11, err, TP_OK, "");
+	co.kind = TP_COLL_COMP_TOPK;
+	co.topk_fraction = 0.25;
+	co.topk_exact = false;
+	co.block = odd ? 32 : 256;
+	co.segment = odd ? 4096 : 0;
+	err = tp_coll_allreduce_compressed(c, b, 64, TP_COLL_SUM, &co, 8);
+	if (err)
+		return check_fail(c, 12, err, TP_OK, "");
+	co.kind = TP_COLL_COMP_INT8;
+	co.block = 256;
+	co.levels = 7;
+	co.overlap = !odd;
+	err = tp_coll_allreduce_compressed(c, b, 64, TP_COLL_SUM, &co, 9);
+	if (err)
+		return check_fail(c, 13, err, TP_OK, "");
+	/* and the top-k fraction is named when it differs */
+	co.kind = TP_COLL_COMP_TOPK;
+	co.levels = TP_COLL_LEVEL_CROSS;
+	co.topk_fraction = odd ? 0.5 : 0.25;
+	err = tp_coll_allreduce_compressed(c, b, 64, TP_COLL_SUM, &co, 8);
+	if ((rc = check_fail(c, 14, err, TP_ERR_MISMATCH,
+			     odd ? "this rank allreduce_compressed #13 (count "
+				   "64, fp32, sum, topk on levels 4, top-k "
+				   "0.5 sampled)"
+				 : "top-k 0.5 sampled); this rank")))
 		return rc;
 	/* still usable: agreed calls run and reduce right */
 	for (int i = 0; i < 64; i++)
