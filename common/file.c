@@ -158,6 +158,31 @@ size_t tp_text_bom(const char *buf, size_t len)
 	return len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
 }
 
+size_t tp_json_bad_byte(const char *buf, size_t len, bool *esc_p)
+{
+	const unsigned char *b = (const unsigned char *)buf;
+
+	if (esc_p)
+		*esc_p = false;
+	for (size_t i = 0; i < len; i++) {
+		if (b[i] < 0x20 && b[i] != '\t' && b[i] != '\n' && b[i] != '\r')
+			return i;
+		/* outside strings valid JSON has no backslash: pairing each
+		 * with the byte after it finds the escapes */
+		if (b[i] != '\\' || i + 1 == len)
+			continue;
+		if (b[i + 1] == 'u' && len - i >= 6 &&
+		    !memcmp(b + i + 2, "0000", 4)) {
+			if (esc_p)
+				*esc_p = true;
+			return i;
+		}
+		if (b[i + 1] >= 0x20)
+			i++;
+	}
+	return len;
+}
+
 size_t tp_json_space(const char *buf, size_t len)
 {
 	size_t n = 0;

@@ -246,6 +246,14 @@ size_t tp_text_bom(const char *buf, size_t len);
  * off + tp_json_space(buf + off, len - off) < len as text after the
  * document: not valid JSON there. */
 size_t tp_json_space(const char *buf, size_t len);
+/* The offset of the first of the len bytes at buf that makes the text no
+ * JSON cJSON reads as written, len when none: a control byte (below
+ * 0x20) other than JSON white space, invalid anywhere (a string must
+ * escape it; cJSON skips it as white space between tokens and keeps it
+ * inside a string), or a \u0000 escape (cJSON ends the string there,
+ * so "a\u0000b" would read as "a"). *esc_p (when not NULL): true for
+ * the escape. */
+size_t tp_json_bad_byte(const char *buf, size_t len, bool *esc_p);
 /* Open path for reading the way a daemon must: without waiting (a FIFO's
  * open does not block) and only when it is a regular file. On TP_OK *fd_p
  * is a blocking, close-on-exec descriptor the caller closes, and *size_p

@@ -1099,30 +1099,13 @@ static tp_err_t load_root(loader_t *ld, const cJSON *root)
 	return TP_OK;
 }
 
-/* The offset of the first \u0000 escape in the JSON text at buf, len if
- * none. cJSON ends a string at the NUL it decodes, so "node001\u0000x"
- * would load as "node001": another text, the same host. The writer never
- * escapes a NUL (C strings hold none). Outside strings valid JSON has no
- * backslash, so pairing each with the byte after it finds the escapes. */
-static size_t nul_escape(const char *buf, size_t len)
-{
-	for (size_t i = 0; i + 1 < len; i++) {
-		if (buf[i] != '\\')
-			continue;
-		if (buf[i + 1] == 'u' && len - i >= 6 &&
-		    !memcmp(buf + i + 2, "0000", 4))
-			return i;
-		i++;
-	}
-	return len;
-}
-
 tp_err_t tp_plan_parse_json(const char *name, const char *buf, size_t len,
 			    tp_plan_t **plan_p, char **err_p)
 {
 	loader_t ld = {.name = name ? name : "plan"};
 	const char *end = NULL;
 	size_t off;
+	bool esc;
 	cJSON *root = NULL;
 	tp_err_t err;
 
@@ -1130,9 +1113,12 @@ tp_err_t tp_plan_parse_json(const char *name, const char *buf, size_t len,
 		err = lfail(&ld, TP_ERR_INVAL, "no input");
 		goto out;
 	}
-	if ((off = nul_escape(buf, len)) < len) {
-		err = lfail(&ld, TP_ERR_PARSE,
-			    "\\u0000 in a string at byte %zu", off);
+	if ((off = tp_json_bad_byte(buf, len, &esc)) < len) {
+		err = esc ? lfail(&ld, TP_ERR_PARSE,
+				  "\\u0000 in a string at byte %zu", off)
+			  : lfail(&ld, TP_ERR_PARSE,
+				  "control byte 0x%02x at byte %zu",
+				  (unsigned)(unsigned char)buf[off], off);
 		goto out;
 	}
 	root = cJSON_ParseWithLengthOpts(buf, len, &end, false);

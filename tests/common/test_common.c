@@ -638,6 +638,27 @@ static void test_json_space(void **state)
 	assert_int_equal(tp_json_space("", 0), 0);
 	/* not JSON white space: NUL, form feed, vertical tab, NBSP */
 	assert_int_equal(tp_json_space(" \0", 2), 1);
+	{
+		bool esc = true;
+		/* JSON white space and escapes are fine, a \\ before u0000
+		 * too (an escaped backslash, then the text u0000) */
+		assert_int_equal(
+		    tp_json_bad_byte("{\"a\\n\\\\u0000\":\t1}\r\n", 19, &esc),
+		    19);
+		assert_false(esc);
+		assert_int_equal(tp_json_bad_byte("\x01{}", 3, &esc), 0);
+		assert_false(esc);
+		assert_int_equal(tp_json_bad_byte("{\"\\u0000\"}", 10, &esc),
+				 2);
+		assert_true(esc);
+		assert_int_equal(tp_json_bad_byte("{}\0", 3, NULL), 2);
+		/* a backslash before a control byte does not hide it */
+		assert_int_equal(tp_json_bad_byte("\"\\\x7f\\\x1b\"", 6, &esc),
+				 4);
+		assert_false(esc);
+		/* a cut escape at the end */
+		assert_int_equal(tp_json_bad_byte("\"\\u000", 6, &esc), 6);
+	}
 	assert_int_equal(tp_json_space(" \f", 2), 1);
 	assert_int_equal(tp_json_space("\v", 1), 0);
 	assert_int_equal(tp_json_space("\xc2\xa0", 2), 0);

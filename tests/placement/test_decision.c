@@ -169,6 +169,19 @@ static void test_strict_rejects(void **state)
 		     "\"time\":5,\"hosts\":\"n[1-2]\",\"ring\":[\"n1\","
 		     "\"n2\\nSwitchName=evil\"],\"gpus\":[1,1]," REC_TAIL,
 		     "ring");
+	/* bytes cJSON would take: a raw control byte in a name (kept in
+	 * the string), one before the object (skipped as white space), and
+	 * a \u0000 escape (the name cut at it) */
+	strict_fails(REC_HEAD
+		     "\"time\":5,\"hosts\":\"n[1-2]\",\"ring\":[\"n1\","
+		     "\"n2\x01\"],\"gpus\":[1,1]," REC_TAIL,
+		     "control byte 0x01");
+	strict_fails("\x02" REC_HEAD REC_BODY "\"gpus\":[1,1]," REC_TAIL,
+		     "control byte 0x02");
+	strict_fails(REC_HEAD
+		     "\"time\":5,\"hosts\":\"n[1-2]\",\"ring\":[\"n1\","
+		     "\"n2\\u0000n3\"],\"gpus\":[1,1]," REC_TAIL,
+		     "\\u0000 in a string");
 	strict_fails(REC_HEAD "\"time\":5,\"hosts\":\"n[1-\",\"ring\":[],"
 			      "\"gpus\":[]," REC_TAIL,
 		     "hosts");

@@ -527,6 +527,15 @@ static void test_state_json_errors(void **unused)
 	     "\"hosts\":{}}]}",
 	     TP_ERR_PARSE, "jobs[0].id: expected an integer 1..2^53"},
 	    {"[1,2]", TP_ERR_PARSE, "expected a JSON object"},
+	    /* bytes cJSON would skip, keep or cut a name at */
+	    {"\x01{\"format\":\"topoplace-state/1\"}", TP_ERR_PARSE,
+	     "control byte 0x01 at byte 0"},
+	    {"{\"format\":\"topoplace-state/1\",\"jobs\":["
+	     "{\"id\":1,\"hosts\":{\"node001\\u0000x\":1}}]}",
+	     TP_ERR_PARSE, "\\u0000 in a string at byte 63"},
+	    {"{\"format\":\"topoplace-state/1\",\"jobs\":["
+	     "{\"id\":1,\"hosts\":{\"node001\x1f\":1}}]}",
+	     TP_ERR_PARSE, "control byte 0x1f at byte 63"},
 	    {"{\"format\":\"topoplace-state/1\",", TP_ERR_PARSE,
 	     "not valid JSON near byte 29"},
 	    {"", TP_ERR_PARSE, "not valid JSON near byte 0"},
