@@ -85,11 +85,12 @@ step "ASan + UBSan unit tests and libFuzzer, ${TP_FUZZ_SECONDS:=3} s a reader (m
 # One clang tree serves both: the unit tests under ASan and UBSan, and
 # the fuzz targets (libFuzzer needs clang), which need no CUDA (the main
 # build and distcheck compile the kernels). A tree configured otherwise
-# before is configured again.
+# before is configured again. -Werror as the main build: clang warns
+# where gcc does not (-Wstring-concatenation).
 san="$top/build-san"
 mkdir -p "$san"
-grep -q -e '--enable-fuzz' "$san/config.status" 2>/dev/null || rm -f "$san/Makefile"
-(cd "$san" && [ -f Makefile ] || "$top/configure" -q CC=clang --enable-fuzz --with-cuda=no \
+grep -q -e '--enable-fuzz --enable-werror' "$san/config.status" 2>/dev/null || rm -f "$san/Makefile"
+(cd "$san" && [ -f Makefile ] || "$top/configure" -q CC=clang --enable-fuzz --enable-werror --with-cuda=no \
 	CFLAGS="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	LDFLAGS="-fsanitize=address,undefined")
 make -C "$san" -j2 >/dev/null

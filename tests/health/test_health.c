@@ -519,8 +519,8 @@ static void test_state_json(void **unused)
 	    "{\"format\":\"topoplace-state/1\",\"links\":[],\"links\":[]}",
 	    "{\"links\":[{\"link\":0,\"health\":0,\"health\":1}]}",
 	    /* in a "jobs" entry, and deeper (the loader refuses these too) */
-	    "{\"format\":\"topoplace-state/1\",\"jobs\":[{\"id\":1,"
-	    "\"hosts\":{},\"id\":2}]}",
+	    ("{\"format\":\"topoplace-state/1\",\"jobs\":[{\"id\":1,"
+	     "\"hosts\":{},\"id\":2}]}"),
 	    "{\"jobs\":[{\"id\":1,\"hosts\":{\"node001\":1,\"node001\":2}}]}",
 	};
 	for (size_t i = 0; i < sizeof(damaged) / sizeof(damaged[0]); i++) {
