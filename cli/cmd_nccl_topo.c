@@ -135,9 +135,19 @@ int tp_cmd_nccl_topo(int argc, char **argv)
 		rc = TP_EXIT_FAIL;
 		goto out;
 	}
-	struct stat st;
+	struct stat st, in;
 	if (stat(a.output, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		tp_cli_err("nccl-topo: -o %s: not a directory", a.output);
+		rc = TP_EXIT_INPUT;
+		goto out;
+	}
+	/* both hold <host>.xml: writing there would replace the hwloc
+	 * exports the next run (and discover --node-xml) reads */
+	if (stat(dir, &in) == 0 && in.st_dev == st.st_dev &&
+	    in.st_ino == st.st_ino) {
+		tp_cli_err("nccl-topo: -o %s is the --node-xml directory %s: "
+			   "its hwloc files would be overwritten",
+			   a.output, dir);
 		rc = TP_EXIT_INPUT;
 		goto out;
 	}

@@ -422,6 +422,15 @@ usage_err "nccl-topo -o -" "nccl-topo: -o -: OUTDIR is a directory" \
 [ ! -e "$tmp/-" ] && ok "nccl-topo -o - made no directory '-'" || bad "nccl-topo -o - made a directory '-'"
 usage_err "nccl-topo -o FILE" "nccl-topo: -o $tmp/ft.json: not a directory" \
 	$T nccl-topo --node-xml "$tmp/nodexml" -o "$tmp/ft.json"
+# both trees hold <host>.xml: -o the input directory (by another path)
+# would replace the hwloc exports with NCCL files
+printf '<?xml version="1.0"?>\n<topology></topology>\n' >"$tmp/nodexml/node001.xml"
+cp "$tmp/nodexml/node001.xml" "$tmp/node001.keep"
+usage_err "nccl-topo -o the input directory" "nccl-topo: -o $tmp/nodexml/. is the --node-xml directory" \
+	$T nccl-topo --node-xml "$tmp/nodexml" -o "$tmp/nodexml/."
+cmp -s "$tmp/nodexml/node001.xml" "$tmp/node001.keep" && ok "nccl-topo left the hwloc file as it was" ||
+	bad "nccl-topo overwrote its input $tmp/nodexml/node001.xml"
+rm -f "$tmp/nodexml/node001.xml"
 
 expect 0 "generate rail" $T fabric generate rail --sus 2 --hosts-per-su 4 --rails 4 --spines-per-rail 2 -o "$tmp/rail.json"
 $T fabric show "$tmp/rail.json" --json >"$tmp/rail.show"
