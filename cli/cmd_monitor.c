@@ -240,6 +240,7 @@ typedef struct run {
 	struct timespec t_prev;
 	tp_health_diff_t diff; /* model against the last walk */
 	bool have_diff;
+	bool diff_failed; /* the last comparison's --diff-out not written */
 	bool check_now; /* the diff looked stale: check at the next sweep */
 	double state_s; /* the last sweep's first pass, seconds */
 	struct timespec t_check;
@@ -653,6 +654,7 @@ static void compare_walk(run_t *r, const args_t *a)
 	    tp_health_diff_text(r->f, live, &d, prev, &text) ||
 	    (a->diff_out && tp_health_diff_json(r->f, live, &d, prev, &json))) {
 		tp_cli_err("topology diff: out of memory");
+		r->diff_failed = a->diff_out != NULL;
 		tp_health_diff_free(&d);
 		tp_free(text);
 		/* the old comparison indexes the previous walk's links */
@@ -666,8 +668,7 @@ static void compare_walk(run_t *r, const args_t *a)
 		*nl = '\0';
 		fprintf(stderr, "topoplace monitor: %s\n", line);
 	}
-	if (a->diff_out)
-		write_atomic(a->diff_out, json);
+	r->diff_failed = a->diff_out && !write_atomic(a->diff_out, json);
 	tp_health_diff_free(&r->diff);
 	r->diff = d;
 	r->have_diff = true;
@@ -754,7 +755,7 @@ static int monitor_loop(run_t *r, const args_t *a)
 				    r->f, tp_health_sweep_live(r->sw), &r->diff,
 				    r->prev, r->links, &stale);
 			log_changes(r);
-			if (!write_outputs(r, a, secs))
+			if (!write_outputs(r, a, secs) || r->diff_failed)
 				rc = TP_EXIT_FAIL;
 		}
 		if (a->once)

@@ -62,6 +62,15 @@ else
 	bad "fabric diff --live after Unlink: rc $rc: $(cat "$tmp/d1.json")"
 fi
 
+# --once reports a --diff-out it could not write in its exit status, as
+# it does a --prom or state file (it printed the error and exited 0)
+rc=0
+(cd "$tmp" && cli monitor --fabric "$tmp/live.json" --state-out "$tmp/once.json" \
+	--diff-out "$tmp/nodir/diff.json" --once) >/dev/null 2>"$tmp/once.err" || rc=$?
+[ "$rc" -eq 1 ] && grep -q "$tmp/nodir/diff.json: cannot write" "$tmp/once.err" &&
+	ok "monitor --once: an unwritable --diff-out is exit 1" ||
+	bad "monitor --once with an unwritable --diff-out: rc $rc: $(cat "$tmp/once.err")"
+
 state=$tmp/state.json
 mkdir "$tmp/mon"
 (cd "$tmp/mon" && LD_PRELOAD=$UMAD2SIM exec timeout --foreground 180 "$T" monitor \
