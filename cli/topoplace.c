@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -150,12 +151,19 @@ int tp_cli_write(const char *path, const char *text)
 
 int tp_cli_check_output(const char *opt, const char *path)
 {
+	struct stat st;
 	char *dir;
 	int ok;
 
 	if (!path || !strcmp(path, "-"))
 		return TP_EXIT_OK;
-	if (!access(path, F_OK)) {
+	if (!stat(path, &st)) {
+		/* a directory is writable but is no file to write */
+		if (S_ISDIR(st.st_mode)) {
+			tp_cli_err("%s %s: cannot write: %s", opt, path,
+				   strerror(EISDIR));
+			return TP_EXIT_FAIL;
+		}
 		ok = !access(path, W_OK);
 	} else {
 		if (!(dir = tp_strdup(path)))

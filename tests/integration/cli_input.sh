@@ -189,6 +189,10 @@ expect 1 "plan -o into a missing directory" $T plan --fabric "$tmp/ft.json" --no
 expect 1 "simulate --svg into a missing directory" $T simulate --svg "$tmp/nosuch/s.svg"
 [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "simulate: --svg $tmp/nosuch/s.svg: cannot write" "$tmp/err" &&
 	[ ! -s "$tmp/out" ] && ok "--svg refused before simulating" || bad "--svg: $(cat "$tmp/err")"
+# a directory passes access(W_OK): refused by what it is, before the run
+expect 1 "simulate --svg DIR" $T simulate --svg "$tmp"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "simulate: --svg $tmp: cannot write: Is a directory" "$tmp/err" &&
+	[ ! -s "$tmp/out" ] && ok "--svg DIR refused before simulating" || bad "--svg DIR: $(cat "$tmp/err")"
 
 # ---- options that would be ignored are refused ----
 printf 'submit_s,gpus,run_s\n0,1,10\n' >"$tmp/one.csv"
