@@ -605,8 +605,9 @@ tp_err_t tp_trace_price_sweep(const tp_fabric_t *f, const tp_state_t *s,
  * its start, (1 - comm_frac) + comm_frac x for the slowdown x that
  * tp_trace_price_sweep prices there (its "slurm" output, on f healthy
  * and idle but for the trace's own running jobs); *n_p: the jobs changed
- * (those priced). The stretch rests on comm_frac, which Slurm does not
- * record. */
+ * (those priced at a stretch other than 1). A job with no route between
+ * its hosts, or no ideal for its shape, is not priced and keeps its run
+ * time. The stretch rests on comm_frac, which Slurm does not record. */
 tp_err_t tp_trace_deflate(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 			  const tp_policy_params_t *pp, tp_trace_t *t,
 			  size_t *n_p);

@@ -146,9 +146,21 @@ tp_err_t tp_trace_price_job(const tp_fabric_t *f, const tp_state_t *s,
 	/* the order a plan runs them in (host GPUs move with their host) */
 	tp_ring_order(f, hv, gv, n);
 	tp__job_request(&t->jobs[j], &r);
-	if (!(err = price_hosts(f, s, ctx, &r, hv, gv, n, out)))
-		err = tp_place_ideal(f, &r, pp, ctx, cache, &out->ideal_s);
-	if (err && err_p)
+	if ((err = price_hosts(f, s, ctx, &r, hv, gv, n, out))) {
+		if (err_p && err != TP_ERR_NOMEM)
+			*err_p = tp_asprintf(
+			    err == TP_ERR_NOTFOUND
+				? "no route between its hosts in the fabric"
+				: "its hosts cannot be priced: %s",
+			    tp_strerror(err));
+	} else if ((err =
+			tp_place_ideal(f, &r, pp, ctx, cache, &out->ideal_s))) {
+		if (err_p && err != TP_ERR_NOMEM)
+			*err_p = tp_asprintf("no %zu connected hosts for its "
+					     "shape in the fabric (%s)",
+					     n, tp_strerror(err));
+	}
+	if (err && err_p && !*err_p)
 		*err_p = tp_strdup(tp_strerror(err));
 	tp_free(hv);
 	tp_free(gv);
@@ -187,6 +199,7 @@ static tp_err_t sweep_start(sweep_t *w, size_t j, uint32_t *hv, int *gv,
 	tp_request_t r;
 	tp_algo_t algo = TP_ALGO_RING;
 	double x = 1;
+	bool routed = false;
 	tp_err_t err;
 
 	tp__job_request(js, &r);
@@ -195,10 +208,13 @@ static tp_err_t sweep_start(sweep_t *w, size_t j, uint32_t *hv, int *gv,
 		return err;
 	if (js->nodes >= 2) {
 		double ideal = 0;
-		if ((err = tp_place_ideal(w->f, &r, w->pp, w->ctx, w->cache,
-					  &ideal)))
-			return err;
-		err = price_hosts(w->f, w->st, w->ctx, &r, hv, gv, n, p);
+		/* no ideal for its shape (no such connected hosts) or no
+		 * route between its hosts: unpriced, and no traffic added
+		 * (tp_trace_price_job says why) */
+		err = tp_place_ideal(w->f, &r, w->pp, w->ctx, w->cache, &ideal);
+		if (!err)
+			err =
+			    price_hosts(w->f, w->st, w->ctx, &r, hv, gv, n, p);
 		if (err == TP_ERR_NOMEM)
 			return err;
 		if (!err) {
@@ -206,8 +222,9 @@ static tp_err_t sweep_start(sweep_t *w, size_t j, uint32_t *hv, int *gv,
 			algo = p->algo;
 			x = ideal > 0 ? p->predicted_s / ideal : 1;
 		} else {
-			unpriced(p); /* no route: nothing to price */
+			unpriced(p);
 		}
+		routed = !err;
 		if (alt) {
 			tp_placement_t pl;
 			/* its GPUs on each host, sharing hosts as Slurm let
@@ -245,7 +262,7 @@ static tp_err_t sweep_start(sweep_t *w, size_t j, uint32_t *hv, int *gv,
 			slurm->overbooked = fits_base;
 		return TP_ERR_EXISTS;
 	}
-	if (js->nodes >= 2) {
+	if (routed) {
 		double f = js->comm_frac, d = (1 - f) + f * x;
 		err = tp_traffic_add(w->tr, j + 1, w->ctx, w->st, hv, gv, n,
 				     tp_request_bytes(&r), algo,
@@ -349,7 +366,8 @@ tp_err_t tp_trace_deflate(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 			continue;
 		double x = p[j].predicted_s / p[j].ideal_s;
 		double stretch = (1 - js->comm_frac) + js->comm_frac * x;
-		if (stretch > 0) {
+		/* on hosts as good as the ideal the run stays as it was */
+		if (stretch > 0 && stretch != 1) {
 			js->run_s /= stretch;
 			++*n_p;
 		}

@@ -1361,6 +1361,100 @@ static void test_trace_price(void **state)
 	free(path);
 }
 
+/* Jobs Slurm's records put where the model has no route, or no set of
+ * their shape, are left unpriced and the sweep goes on (it stopped
+ * with a bare "not found" for the whole trace); a job on hosts as good
+ * as the ideal is not counted as deflated. 2 leaves x 2 hosts, 2 GPUs a
+ * host: f whole (4:1), g the same with its switch-to-switch cables
+ * removed (two parts of 2 hosts). */
+static void test_trace_price_unrouted(void **state)
+{
+	static const char sacct[] =
+	    "JobID|Submit|Start|End|NNodes|NodeList|AllocTRES\n"
+	    "1|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T01:00:00|2|"
+	    "node[001-002]|gres/gpu=4,node=2\n"
+	    "2|2026-12-01T02:00:00|2026-12-01T02:00:00|2026-12-01T03:00:00|2|"
+	    "node[002-003]|gres/gpu=4,node=2\n"
+	    "3|2026-12-01T04:00:00|2026-12-01T04:00:00|2026-12-01T05:00:00|3|"
+	    "node[001-003]|gres/gpu=6,node=3\n";
+	char *path = write_tmp(sacct, sizeof(sacct) - 1), *err = NULL, *js,
+	     *out;
+	tp_gen_fat_tree_t gen;
+	tp_fabric_t *f = NULL, *g = NULL;
+	tp_policy_params_t pp;
+	tp_cost_params_t cp;
+	tp_trace_price_t loaded[3], alt[3], p;
+	tp_trace_t t;
+	cJSON *root, *links, *l;
+
+	(void)state;
+	tp_gen_fat_tree_defaults(&gen);
+	gen.leaves = gen.hosts_per_leaf = gen.gpus_per_host = 2;
+	gen.nics_per_host = 1;
+	gen.spines = gen.uplinks_per_spine = 1;
+	assert_int_equal(tp_gen_fat_tree(&gen, &f), TP_OK);
+	assert_int_equal(tp_fabric_to_json(f, &js), TP_OK);
+	assert_non_null(root = cJSON_Parse(js));
+	tp_free(js);
+	links = cJSON_GetObjectItem(root, "links");
+	for (int i = cJSON_GetArraySize(links) - 1; i >= 0; i--) {
+		l = cJSON_GetArrayItem(links, i);
+		if (!strcmp(cJSON_GetArrayItem(l, 0)->valuestring, "switch") &&
+		    !strcmp(cJSON_GetArrayItem(l, 3)->valuestring, "switch"))
+			cJSON_DeleteItemFromArray(links, i);
+	}
+	assert_non_null(out = cJSON_PrintUnformatted(root));
+	cJSON_Delete(root);
+	assert_int_equal(tp_fabric_parse_json("split", out, &g, &err), TP_OK);
+	cJSON_free(out);
+	tp_cost_params_defaults(&cp);
+	tp_policy_params_defaults(&pp);
+	for (int k = 0; k < 2; k++) {
+		const tp_fabric_t *h = k ? g : f;
+		tp_state_t *s = tp_state_create(h);
+		tp_cost_ctx_t *ctx;
+		size_t nd = 99;
+		assert_int_equal(tp_cost_ctx_create(h, &cp, &ctx), TP_OK);
+		assert_int_equal(tp_trace_load(path, &t, &err), TP_OK);
+		assert_int_equal(
+		    tp_trace_price_sweep(h, s, ctx, &pp, NULL,
+					 tp_policy_find("topoplace"), &t,
+					 loaded, alt),
+		    TP_OK);
+		assert_close(loaded[0].predicted_s, loaded[0].ideal_s);
+		/* whole: job 2 crosses the up-link; split: no route */
+		assert_true(k ? isnan(loaded[1].predicted_s)
+			      : loaded[1].predicted_s > loaded[1].ideal_s);
+		assert_true(isnan(loaded[2].predicted_s) == (k == 1));
+		if (k) {
+			assert_int_equal(tp_trace_price_job(h, s, ctx, &pp,
+							    NULL, &t, 1, &p,
+							    &err),
+					 TP_ERR_NOTFOUND);
+			assert_string_equal(
+			    err, "no route between its hosts in the fabric");
+			tp_free(err);
+			err = NULL;
+		}
+		/* only the jobs whose hosts cost them a stretch change:
+		 * job 2 when whole (job 3's 3 hosts cross the up-link as
+		 * any 3 do here: its ideal) */
+		assert_int_equal(tp_trace_deflate(h, ctx, &pp, &t, &nd), TP_OK);
+		assert_int_equal(nd, k ? 0 : 1);
+		assert_close(t.jobs[2].run_s, 3600);
+		assert_close(t.jobs[0].run_s, 3600);
+		assert_true(k ? t.jobs[1].run_s == 3600
+			      : t.jobs[1].run_s < 3600);
+		tp_trace_free(&t);
+		tp_cost_ctx_destroy(ctx);
+		tp_state_destroy(s);
+	}
+	tp_fabric_destroy(f);
+	tp_fabric_destroy(g);
+	unlink(path);
+	free(path);
+}
+
 /* Broken Slurm records: one line naming file, line and field. */
 /* Slurm prints local times: read in TZ's zone, a job over the spring
  * daylight-saving change (01:30 -> 03:30 CET/CEST) ran one hour, one over
@@ -1633,6 +1727,7 @@ int main(void)
 	    cmocka_unit_test(test_slurm_trace_errors),
 	    cmocka_unit_test(test_slurm_trace_assume),
 	    cmocka_unit_test(test_trace_price),
+	    cmocka_unit_test(test_trace_price_unrouted),
 	    cmocka_unit_test(test_bad_args),
 	    cmocka_unit_test(test_nomem),
 	};
