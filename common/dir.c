@@ -1,5 +1,5 @@
 /*
- * Sorted listings of a directory's regular files by extension: the node
+ * Sorted listings of a directory's files by extension: the node
  * readers (hwloc XML / nvidia-smi text per host) and nccl-topo walk the
  * same kind of directory, and both want name order so warnings and
  * results do not depend on readdir.
@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "tp_common.h"
 
@@ -38,19 +37,10 @@ tp_err_t tp_list_dir(const char *dir, const char *ext, char ***names_p,
 		return errno == ENOENT ? TP_ERR_NOTFOUND : TP_ERR_IO;
 	while ((de = readdir(d))) {
 		size_t len = strlen(de->d_name);
-		struct stat st;
 		void *arr = names;
-		char *path;
-		int rc;
 
 		if (de->d_name[0] == '.' || len <= elen ||
 		    strcmp(de->d_name + len - elen, ext) != 0)
-			continue;
-		if (!(path = tp_asprintf("%s/%s", dir, de->d_name)))
-			goto nomem;
-		rc = stat(path, &st);
-		tp_free(path);
-		if (rc != 0 || !S_ISREG(st.st_mode))
 			continue;
 		if (tp_grow(&arr, &cap, n + 1, sizeof(*names)))
 			goto nomem;

@@ -118,10 +118,13 @@ tp_err_t tp_first_error(char **slot, const char *name, tp_err_t err,
 
 /* ---- directories -------------------------------------------------------- */
 
-/* Names of the regular files in dir that end in ext after a non-empty
- * stem, sorted by strcmp, in *names_p (free with tp_names_free). Hidden
- * files are skipped. TP_ERR_NOTFOUND when dir does not exist, TP_ERR_IO
- * when it cannot be opened (errno says why), TP_ERR_NOMEM. */
+/* Names of the entries in dir that end in ext after a non-empty stem,
+ * sorted by strcmp, in *names_p (free with tp_names_free). Hidden
+ * entries are skipped; others are listed whatever they are (a directory,
+ * a device, a dangling link), so that the reader refuses them by name
+ * instead of the file going missing unsaid. TP_ERR_NOTFOUND when dir does
+ * not exist, TP_ERR_IO when it cannot be opened (errno says why),
+ * TP_ERR_NOMEM. */
 tp_err_t tp_list_dir(const char *dir, const char *ext, char ***names_p,
 		     size_t *n_p);
 void tp_names_free(char **names, size_t n);

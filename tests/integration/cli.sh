@@ -540,6 +540,15 @@ fi
 if [ -n "$TP_FIXTURES" ] && [ -d "$TP_FIXTURES/nvidia-smi" ]; then
 	jeq "$tmp/ftd.hosts" '.[1].gpus' 8 "DGX A100 nvidia-smi: 8 GPUs"
 fi
+# a node file that is a directory or a dangling link is named, not
+# passed over (its host silently without node data)
+mkdir -p "$tmp/smi2/node003.txt"
+ln -s "$tmp/nosuch" "$tmp/smi2/node004.txt"
+expect 2 "discover --nvidia-smi with a directory and a dangling link" $T discover \
+	--ibnetdiscover "$tmp/ft.net" --nvidia-smi "$tmp/smi2" -o "$tmp/ftd2.json"
+grep -q "smi2/node003.txt: cannot read: not a regular file" "$tmp/err" &&
+	grep -q "smi2/node004.txt: cannot read" "$tmp/err" && ok "both named" ||
+	bad "node files not named: $(cat "$tmp/err")"
 
 # ---- every real fabric dump ----
 if [ -z "$TP_FIXTURES" ] || [ ! -d "$TP_FIXTURES/ib" ]; then

@@ -944,12 +944,15 @@ static void test_node_dir_nvsmi(void **state)
 	assert_int_equal(host_of(f, "gpu002")->ngpus, 8);
 	assert_true(host_of(f, "gpu002")->gpus[0].nvlink_gbps == 0);
 	/* the stand-in reads gave both hosts node data: the directory's
-	 * files replace it, said for each, then the stranger */
-	assert_int_equal(tp_fabric_nwarnings(f), 3);
+	 * files replace it, said for each, then the stranger and the
+	 * directory sub.txt (listed: a known host's would fail to read,
+	 * named, rather than be passed over) */
+	assert_int_equal(tp_fabric_nwarnings(f), 4);
 	assert_non_null(
 	    strstr(tp_fabric_warning(f, 0), "had node data already (2 GPUs"));
 	assert_non_null(strstr(tp_fabric_warning(f, 2), "stranger.txt"));
 	assert_non_null(strstr(tp_fabric_warning(f, 2), "not in the fabric"));
+	assert_non_null(strstr(tp_fabric_warning(f, 3), "host sub is not"));
 	tp_fabric_destroy(f);
 
 	/* A broken file fails the call and names itself. */
@@ -1000,7 +1003,7 @@ static void test_node_dir_nvsmi(void **state)
 	tp_log_set(NULL, NULL);
 	assert_non_null(strstr(tp_fabric_error(f),
 			       "gpu000.txt:3: row GPU1 has 2 cells, header has "
-			       "4; 1 more of 5 node files unreadable "
+			       "4; 1 more of 6 node files unreadable "
 			       "(gpu003.txt;"));
 	/* each one's reason is a warning, logged once */
 	assert_int_equal(logged_bad, 2);
