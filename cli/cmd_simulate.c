@@ -981,8 +981,16 @@ static tp_err_t builtin_fabric(tp_fabric_t **f_p)
 static const char *policy_list(char *plist, const tp_policy_t **pol,
 			       size_t *n_p)
 {
-	for (char *tok = strtok(plist, ","); tok; tok = strtok(NULL, ",")) {
-		const tp_policy_t *p = tp_policy_find(tp_strtrim(tok));
+	bool any = plist[strspn(plist, ", \t")] != '\0';
+
+	for (char *tok = plist, *next; tok; tok = next) {
+		if ((next = strchr(tok, ',')))
+			*next++ = '\0';
+		tok = tp_strtrim(tok);
+		/* "a,,b" is a typo, as `place --request` says of its items */
+		if (!*tok)
+			return any ? "(an empty item" : "(no policy named";
+		const tp_policy_t *p = tp_policy_find(tok);
 		if (!p)
 			return tok;
 		for (size_t i = 0; i < *n_p; i++)

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -585,12 +586,20 @@ int tp_cmd_trace(int argc, char **argv)
 		if (!strcmp(optarg, "all")) {
 			o.assume_gpus = 0;
 			snprintf(what, sizeof(what), "their hosts whole");
-		} else if (tp_cli_int("--assume-gpus", optarg, 1, 1024, &v)) {
+		} else {
+			char *end;
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v < 1 ||
+			    v > 1024) {
+				tp_cli_err("trace: --assume-gpus: expected all "
+					   "or an integer 1..1024, got '%s'",
+					   optarg);
+				return TP_EXIT_INPUT;
+			}
 			o.assume_gpus = (int)v;
 			snprintf(what, sizeof(what), "%ld GPUs on each host",
 				 v);
-		} else {
-			return TP_EXIT_INPUT;
 		}
 	}
 	if (a.exit >= 0)

@@ -74,6 +74,8 @@ expect 0 "trace --assume-gpus 4" $T trace "$tmp/sacct.txt" --assume-gpus 4
 [ "$(sed -n 3p "$tmp/out")" = "0,8,2,4,3600,0.3,1073741824" ] && ok "trace --assume-gpus: 4 GPUs a host" ||
 	bad "trace --assume-gpus: $(cat "$tmp/out")"
 expect 2 "trace --assume-gpus 0" $T trace "$tmp/sacct.txt" --assume-gpus 0
+grep -q "trace: --assume-gpus: expected all or an integer 1..1024, got '0'" "$tmp/err" &&
+	ok "--assume-gpus names both forms" || bad "--assume-gpus 0: $(cat "$tmp/err")"
 expect 2 "trace --price without --fabric" $T trace "$tmp/sacct.txt" --price
 grep -q "trace: --price needs --fabric" "$tmp/err" && ok "trace --price names what it needs" || bad "trace --price: $(cat "$tmp/err")"
 expect 2 "trace --fabric without --price" $T trace "$tmp/sacct.txt" --fabric "$tmp/small.json"

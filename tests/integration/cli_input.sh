@@ -201,6 +201,9 @@ grep -q "option '--policies' has an empty value" "$tmp/err" && ok "empty policy 
 	bad "--policies '': $(cat "$tmp/err")"
 expect 2 "simulate --policies ," $T simulate --policies ,
 grep -q "no policy named" "$tmp/err" && ok "a list of no policy named" || bad "--policies ,: $(cat "$tmp/err")"
+expect 2 "simulate --policies a,,b" $T simulate --policies topoplace,,random
+grep -q "simulate: --policies: an empty item" "$tmp/err" && ok "an empty item in the list refused" ||
+	bad "--policies a,,b: $(cat "$tmp/err")"
 expect 2 "simulate --policies twice the same" $T simulate --policies topoplace,topoplace
 grep -q "a policy named twice" "$tmp/err" && ok "twice named" || bad "--policies x,x: $(cat "$tmp/err")"
 expect 2 "simulate --trace with --jobs" $T simulate --trace "$tmp/one.csv" --jobs 5
