@@ -286,7 +286,10 @@ static int run_init(run_t *r, const args_t *a)
 	if (err) {
 		tp_cli_err("%s", msg ? msg : tp_strerror(err));
 		tp_free(msg);
-		return err == TP_ERR_UNSUPPORTED ? TP_EXIT_INPUT : TP_EXIT_FAIL;
+		/* another fabric's file is bad input */
+		return err == TP_ERR_UNSUPPORTED || err == TP_ERR_MISMATCH
+			   ? TP_EXIT_INPUT
+			   : TP_EXIT_FAIL;
 	}
 	return TP_EXIT_OK;
 }

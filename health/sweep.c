@@ -232,11 +232,15 @@ static bool query_counters(tp_health_sweep_t *s, int lid, int portnum,
 
 /* LIDs (and a switch's port 0 PortInfo) of every link end's node and of
  * every model switch, into ends / sw_lid; a node the walk did not reach
- * keeps the last walk's (Notes). Returns how many ends this walk found. */
+ * keeps the last walk's (Notes). Returns how many ends this walk found
+ * with a LID; *seen_p: the model's nodes (link ends, switches) the walk
+ * reached at all. */
 static size_t learn_lids(tp_health_sweep_t *s, ibnd_fabric_t *fab, end_t *ends,
-			 uint16_t *sw_lid)
+			 uint16_t *sw_lid, size_t *seen_p)
 {
 	size_t nl = tp_fabric_nlinks(s->f), lids = 0;
+
+	*seen_p = 0;
 
 	s->retry = false;
 	for (size_t l = 0; l < nl; l++)
@@ -245,6 +249,7 @@ static size_t learn_lids(tp_health_sweep_t *s, ibnd_fabric_t *fab, end_t *ends,
 			ibnd_node_t *n = ibnd_find_node_guid(
 			    fab, tp_fabric_link_end_guid(s->f, k, e));
 			end_t *d = &ends[2 * l + e];
+			*seen_p += n != NULL;
 			if (n) {
 				d->dr = n->path_portid.drpath;
 				d->sw = n->type == IB_NODE_SWITCH;
@@ -269,6 +274,7 @@ static size_t learn_lids(tp_health_sweep_t *s, ibnd_fabric_t *fab, end_t *ends,
 	for (size_t i = 0; i < tp_fabric_nswitches(s->f); i++) {
 		ibnd_node_t *n =
 		    ibnd_find_node_guid(fab, tp_fabric_switch(s->f, i)->guid);
+		*seen_p += n != NULL;
 		sw_lid[i] = n ? n->smalid : 0;
 		if (!sw_lid[i] && s->sw_lid)
 			sw_lid[i] = s->sw_lid[i];
@@ -286,6 +292,7 @@ static tp_err_t walk(tp_health_sweep_t *s, char **err_p)
 	end_t *ends = NULL;
 	uint16_t *sw_lid = NULL;
 	tp_fabric_t *live = NULL;
+	size_t seen;
 	tp_err_t err = TP_ERR_NOMEM;
 
 	free_agents(s->ca, s->port, ids, nids);
@@ -300,10 +307,17 @@ static tp_err_t walk(tp_health_sweep_t *s, char **err_p)
 		fail(err_p, err, "%s", "out of memory");
 		goto out;
 	}
-	if (nl && !learn_lids(s, fab, ends, sw_lid)) {
-		err = fail(err_p, TP_ERR_IO, "%s",
-			   "no port of the fabric has a LID (no subnet "
-			   "manager?): PMA queries cannot be routed");
+	if (nl && !learn_lids(s, fab, ends, sw_lid, &seen)) {
+		/* nothing of the model on this fabric: the file is the
+		 * wrong one, not the subnet manager down */
+		err = seen ? fail(err_p, TP_ERR_IO, "%s",
+				  "no port of the fabric has a LID (no subnet "
+				  "manager?): PMA queries cannot be routed")
+			   : fail(err_p, TP_ERR_MISMATCH,
+				  "none of the fabric file's switches and CAs "
+				  "is on the fabric walked through %s: a file "
+				  "of another fabric?",
+				  s->ca ? s->ca : "the default CA");
 		goto out;
 	}
 	if ((err = tp_fabric_read_ibnd(live, fab, "live discovery")) ||

@@ -47,6 +47,17 @@ for c in "fabric health" "monitor --once --state-out $tmp/nosm-state.json"; do
 done
 ibsim_sm
 
+# a file of another fabric (no GUID of it on this one) is the input's
+# fault, not the subnet manager's: exit 2, saying so
+sed 's/"0x0002c90/"0x0002c9f/g' "$tmp/gen.json" >"$tmp/other.json"
+rc=0
+cli fabric health --fabric "$tmp/other.json" >/dev/null 2>"$tmp/other.all" || rc=$?
+grep -v '^ibwarn: ' "$tmp/other.all" >"$tmp/other.err" || true
+[ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/other.err")" -eq 1 ] &&
+	grep -q "none of the fabric file's switches and CAs is on the fabric walked" "$tmp/other.err" &&
+	ok "fabric health on another fabric's file: exit 2, one line naming it" ||
+	fail "fabric health on another fabric's file: rc $rc: $(cat "$tmp/other.err")"
+
 ibsim_discover "$tmp/live.json"
 rc=0
 cli fabric health --fabric "$tmp/live.json" --json >"$tmp/h0.json" \
