@@ -68,6 +68,29 @@ typedef void (*tp_log_fn_t)(tp_log_level_t level, const char *msg, void *arg);
 /* Install the process-wide log sink; NULL discards all messages (default). */
 void tp_log_set(tp_log_fn_t fn, void *arg);
 
+/* ---- memory and sizes -------------------------------------------------- */
+
+/* Free what the library allocated for the caller (strings, arrays, an
+ * error's text). NULL is fine. */
+void tp_free(void *p);
+
+/* Parse a size in bytes: a decimal number that starts with a digit
+ * ("4096", "1.5"; not ".5", " 1", "+1" or 0x10), with '.' as its decimal
+ * point in every locale, and an exponent taken ("1e9", "1e3K": trace CSVs
+ * carry them, and `topoplace trace` writes 1e+15); then an optional
+ * binary unit K, M, G, T or P (powers of 1024, any case, an optional "i"
+ * after: "2GiB"), then an optional B or b (bytes: "1Kb" is 1024), a whole
+ * number of bytes in all (1.5G, not 0.4). True and *v_p set when the
+ * value lies in lo..hi; false, *v_p untouched, otherwise. Callers word
+ * the error: it names their option or token. */
+bool tp_parse_bytes(const char *s, double lo, double hi, double *v_p);
+/* The largest size a request (bytes=) or a command's --bytes takes: 1 PiB,
+ * far beyond any one collective, still exact in a double. */
+#define TP_BYTES_MAX 1125899906842624.0
+
+/* ---- the rest is internal: libtopoplace-coll installs this header only
+ * up to here (coll/Makefile.am), what it exports. -------------------- */
+
 /* Internal: format and deliver one message to the sink. */
 void tp__log(tp_log_level_t level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -94,7 +117,6 @@ void *tp_realloc(void *p, size_t size);
  * would exceed PTRDIFF_MAX) or TP_ERR_INVAL (elem 0, need above *cap_p)
  * and leaves *arr and *cap_p intact on failure. */
 tp_err_t tp_grow(void **arr, size_t *cap_p, size_t need, size_t elem);
-void tp_free(void *p);
 /* Sort n elements of size bytes at base by cmp, stably (equal elements
  * keep their order, on every libc): an insertion sort without allocation
  * for the short arrays a placement decision sorts many times, a merge
@@ -335,20 +357,6 @@ char *tp_oneline(char *s);
 
 /* Parse a GUID ("0x0002c90300a1b2c3" or "0002c90300a1b2c3"). */
 bool tp_parse_guid(const char *s, uint64_t *guid_p);
-
-/* Parse a size in bytes: a decimal number that starts with a digit
- * ("4096", "1.5"; not ".5", " 1", "+1" or 0x10), with '.' as its decimal
- * point in every locale, and an exponent taken ("1e9", "1e3K": trace CSVs
- * carry them, and `topoplace trace` writes 1e+15); then an optional
- * binary unit K, M, G, T or P (powers of 1024, any case, an optional "i"
- * after: "2GiB"), then an optional B or b (bytes: "1Kb" is 1024), a whole
- * number of bytes in all (1.5G, not 0.4). True and *v_p set when the
- * value lies in lo..hi; false, *v_p untouched, otherwise. Callers word
- * the error: it names their option or token. */
-bool tp_parse_bytes(const char *s, double lo, double hi, double *v_p);
-/* The largest size a request (bytes=) or a command's --bytes takes: 1 PiB,
- * far beyond any one collective, still exact in a double. */
-#define TP_BYTES_MAX 1125899906842624.0
 
 #ifdef __cplusplus
 }

@@ -29,6 +29,17 @@ needed=$(readelf -d "$lib" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p'
 readers=$(echo "$needed" | grep -E '^lib(hwloc|ibnetdisc|ibmad|ibumad|udev)\.' | tr '\n' ' ')
 [ -n "$needed" ] && [ -z "$readers" ] && ok "$got needs none of hwloc, libibnetdisc, libibmad, libibumad, libudev" ||
 	bad "$got needs: ${readers:-(readelf listed nothing)}"
+# Every function the installed headers declare (tp_coll.h and the part of
+# tp_common.h installed beside it) is one the library exports: a program
+# built against them links.
+pub=${TP_BUILDDIR}/coll/public
+declared=$(${CC:-cc} -E -P -I"$pub" "$src/coll/tp_coll.h" 2>"$tmp/cpp.err" |
+	grep -oE '\btp_[a-z0-9_]+ *\(' | sed 's/ *($//' | sort -u)
+exported=$(nm -D --defined-only "$lib" 2>/dev/null | awk '{print $3}' | sort -u)
+missing=$(printf '%s\n' "$declared" | grep -vxF -e "$exported" | tr '\n' ' ')
+[ -n "$declared" ] && [ -n "$exported" ] && [ -z "$missing" ] &&
+	ok "the $(printf '%s\n' "$declared" | wc -l) functions the installed headers declare are exported" ||
+	bad "installed headers declare what $got does not export: ${missing:-(none listed: $(cat "$tmp/cpp.err"))}"
 LD_LIBRARY_PATH=$(dirname "$lib") "$py" -c "import ctypes, sys; ctypes.CDLL(sys.argv[1])" "$want" &&
 	ok "$want loads by the loader's search" || bad "$want does not load by name"
 # _lib.py's option structs as tp_coll.h lays them out (a field missing in
