@@ -11,7 +11,8 @@
 #define DECISIONS_KEEP 1000
 /* Decisions waiting for their job to start (a ring: oldest dropped). */
 #define PENDING_MAX 256
-/* Confirmed decisions waiting for the writer thread (oldest dropped). */
+/* Confirmed decisions waiting for the writer thread (oldest dropped; the
+ * ends of jobs never are: tp_wqueue_t). */
 #define WRITE_MAX 1024
 /* The writer looks at its queue every second (every LINKS_LOOK_MS while
  * it watches LinkState); after WRITER_NAPS empty looks without LinkState
@@ -39,8 +40,8 @@ static size_t nrunning, caprunning;
 pthread_mutex_t wq_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wq_work = PTHREAD_COND_INITIALIZER;
 pthread_cond_t wq_idle = PTHREAD_COND_INITIALIZER;
-static decision_t wq[WRITE_MAX];
-static size_t wq_head, wq_len, wq_dropped;
+static decision_t wq[WRITE_MAX]; /* payloads, by tp_wqueue_t slot */
+static tp_wqueue_t *wq_q;	 /* created by the first push */
 bool wq_busy;
 static bool wq_stop, wq_asleep;
 bool wq_running; /* under state_lock */
@@ -189,24 +190,35 @@ static void decision_write(const decision_t *d)
 static bool write_one(void)
 {
 	struct timespec t0;
-	decision_t d;
-	size_t dropped;
-	bool links;
+	decision_t d = {0};
+	size_t dropped, slot;
+	uint32_t job_id;
+	bool links, track;
 
-	if (!wq_len)
+	if (!wq_q)
 		return false;
-	d = wq[wq_head];
-	memset(&wq[wq_head], 0, sizeof(d));
-	wq_head = (wq_head + 1) % WRITE_MAX;
-	wq_len--;
-	dropped = wq_dropped;
-	wq_dropped = 0;
+	switch (tp_wqueue_next(wq_q, &job_id, &slot, &track)) {
+	case TP_WQUEUE_EMPTY:
+		return false;
+	case TP_WQUEUE_END:
+		d.job_id = job_id;
+		d.ended = true;
+		break;
+	case TP_WQUEUE_RECORD:
+		d = wq[slot];
+		memset(&wq[slot], 0, sizeof(d));
+		d.track = track;
+		break;
+	}
+	dropped = tp_wqueue_take_dropped(wq_q);
 	links = ls_on;
 	wq_busy = true;
 	slurm_mutex_unlock(&wq_lock);
 	if (dropped)
-		error("%s: %zu decision records dropped: %s fell behind",
-		      plugin_type, dropped, decisions_path);
+		error("%s: %zu decision records dropped: the writer of %s fell "
+		      "behind (ends of jobs are kept: link state stays right)",
+		      plugin_type, dropped,
+		      decisions_path ? decisions_path : "-");
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (!d.ended)
 		decision_write(&d);
@@ -217,7 +229,7 @@ static bool write_one(void)
 	decision_free(&d);
 	slurm_mutex_lock(&wq_lock);
 	wq_busy = false;
-	if (!wq_len)
+	if (!tp_wqueue_len(wq_q))
 		slurm_cond_broadcast(&wq_idle);
 	return true;
 }
@@ -335,7 +347,7 @@ void writer_sync(void)
 	slurm_mutex_lock(&wq_lock);
 	if (wq_running) {
 		slurm_cond_signal(&wq_work);
-		while (wq_len || wq_busy)
+		while ((wq_q && tp_wqueue_len(wq_q)) || wq_busy)
 			slurm_cond_wait(&wq_idle, &wq_lock);
 	} else {
 		while (write_one())
@@ -361,9 +373,30 @@ void writer_stop(void)
 		wq_running = false;
 		wq_stop = false;
 	}
-	/* no writer left to use it */
+	/* no writer left to use them */
 	tp_ideal_cache_destroy(ideals);
 	ideals = NULL;
+	slurm_mutex_lock(&wq_lock);
+	tp_wqueue_destroy(wq_q);
+	wq_q = NULL;
+	slurm_mutex_unlock(&wq_lock);
+}
+
+/* The queue, created at the first push (wq_lock held). Without memory
+ * for it no record is queued, so the writer holds no job's traffic and
+ * no end is needed. */
+static bool wq_ready(void)
+{
+	static bool said;
+
+	if (!wq_q && !(wq_q = tp_wqueue_create(WRITE_MAX, RUNNING_MAX)) &&
+	    !said) {
+		error("%s: decision queue: out of memory: decisions not "
+		      "recorded, running jobs' traffic not priced",
+		      plugin_type);
+		said = true;
+	}
+	return wq_q;
 }
 
 /* Queue a confirmed decision for the writer. Takes d's members. No
@@ -371,30 +404,36 @@ void writer_stop(void)
  * unless the writer has been idle for a minute: it looks every second. */
 static void writer_push(decision_t *d)
 {
+	bool dropped;
+	size_t slot;
+
 	slurm_mutex_lock(&wq_lock);
-	if (wq_len == WRITE_MAX) {
-		decision_free(&wq[wq_head]);
-		wq_head = (wq_head + 1) % WRITE_MAX;
-		wq_len--;
-		wq_dropped++;
+	if (!wq_ready()) {
+		slurm_mutex_unlock(&wq_lock);
+		decision_free(d);
+		return;
 	}
-	wq[(wq_head + wq_len) % WRITE_MAX] = *d;
-	wq_len++;
+	slot = tp_wqueue_push(wq_q, d->job_id, d->track, &dropped);
+	if (dropped)
+		decision_free(&wq[slot]);
+	wq[slot] = *d;
 	if (wq_asleep)
 		slurm_cond_signal(&wq_work);
 	slurm_mutex_unlock(&wq_lock);
 	memset(d, 0, sizeof(*d));
 }
 
-/* Queue the end of a job whose traffic the writer holds. */
+/* A job whose traffic the writer may hold ended: never dropped
+ * (tp_wqueue_end). */
 static void writer_push_end(uint32_t job_id)
 {
-	decision_t *e = xmalloc(sizeof(*e));
-
-	e->job_id = job_id;
-	e->ended = true;
-	writer_push(e);
-	xfree(e);
+	slurm_mutex_lock(&wq_lock);
+	if (wq_q) {
+		tp_wqueue_end(wq_q, job_id);
+		if (wq_asleep)
+			slurm_cond_signal(&wq_work);
+	}
+	slurm_mutex_unlock(&wq_lock);
 }
 
 /* The job runs on exactly the nodes the decision committed. */
@@ -490,11 +529,16 @@ static bool running_add(uint32_t job_id)
 	return true;
 }
 
-/* No job's traffic held (with the selection's working set). */
+/* No job's traffic held (with the selection's working set, after
+ * links_stop freed the writer's). */
 void running_clear(void)
 {
 	xfree(running);
 	nrunning = caprunning = 0;
+	slurm_mutex_lock(&wq_lock);
+	if (wq_q)
+		tp_wqueue_forget(wq_q);
+	slurm_mutex_unlock(&wq_lock);
 }
 
 /* Hand the decisions whose job now runs on exactly the chosen nodes to

@@ -172,4 +172,61 @@ tp_err_t tp_pconf_load_fabric(const char *conf_path, size_t max_switches,
 			      tp_pconf_t *c, tp_fabric_t **f_p, tp_stree_t *t,
 			      char **why_p);
 
+/* ---- the decision writer's queue -----------------------------------------
+ *
+ * The 24.11 plugin hands two things to its writer thread: decision records
+ * (payloads the caller keeps in its own array, one per slot of this ring)
+ * and the ends of jobs whose traffic the writer holds as background. A
+ * record may be dropped when the writer falls behind (the oldest goes,
+ * counted); an end never is, or the ended job's traffic would be priced
+ * until the next reconfigure. Memory stays bounded: an end is kept only
+ * for a job whose record the writer has taken with its traffic (a held
+ * job), at most one per job, and there are at most held_max of those;
+ * the end of a job whose record is still queued instead takes the
+ * traffic off that record (its track flag).
+ *
+ * Not thread-safe: the plugin calls every function under its queue lock.
+ */
+
+typedef struct tp_wqueue tp_wqueue_t;
+
+/* A queue of cap record slots (numbered 0 .. cap - 1) for a writer that
+ * holds the traffic of at most held_max jobs. NULL on NOMEM or a zero
+ * size. Free with tp_wqueue_destroy() (NULL-safe). */
+tp_wqueue_t *tp_wqueue_create(size_t cap, size_t held_max);
+void tp_wqueue_destroy(tp_wqueue_t *q);
+
+/* Queue the record of job_id (track: its traffic joins the background
+ * once the writer takes it). Returns the slot the caller stores the
+ * payload in. When the queue was full its oldest record was dropped to
+ * make room, in that same slot: *dropped_p is then true and the caller
+ * frees the old payload first. */
+size_t tp_wqueue_push(tp_wqueue_t *q, uint32_t job_id, bool track,
+		      bool *dropped_p);
+
+/* job_id's traffic leaves the background: its queued records lose their
+ * track flag, and an end is kept for the writer when it holds the job. */
+void tp_wqueue_end(tp_wqueue_t *q, uint32_t job_id);
+
+typedef enum tp_wqueue_item {
+	TP_WQUEUE_EMPTY = 0,
+	TP_WQUEUE_END = 1,    /* *job_id_p ended: remove its traffic */
+	TP_WQUEUE_RECORD = 2, /* the payload in *slot_p, *track_p */
+} tp_wqueue_item_t;
+
+/* The writer's next item: every kept end before the oldest record (each
+ * end was kept after the records it concerns had been taken). A record
+ * taken with *track_p true makes its job held; *track_p is false when
+ * held_max jobs are held already. The slot is free again on return. */
+tp_wqueue_item_t tp_wqueue_next(tp_wqueue_t *q, uint32_t *job_id_p,
+				size_t *slot_p, bool *track_p);
+
+/* Records and ends waiting. */
+size_t tp_wqueue_len(const tp_wqueue_t *q);
+/* Records dropped since the last call (the count restarts at 0). */
+size_t tp_wqueue_take_dropped(tp_wqueue_t *q);
+/* The writer holds no traffic any more (its link state was freed): held
+ * jobs and kept ends forgotten; queued records stay. */
+void tp_wqueue_forget(tp_wqueue_t *q);
+
 #endif /* TP_PLUGIN_H */

@@ -1,5 +1,6 @@
-/* Unit tests of plugin/'s Slurm-free half: topoplace.conf and the switch
- * tree topology/topoplace gives Slurm 22.05. */
+/* Unit tests of plugin/'s Slurm-free half: topoplace.conf, the switch
+ * tree topology/topoplace gives Slurm 22.05 and the 24.11 plugin's
+ * decision writer queue. */
 #include "config.h"
 
 #include "tp_test.h"
@@ -729,6 +730,104 @@ static void test_load_fabric(void **state)
 	rmdir(dir);
 }
 
+/* ---- the decision writer's queue ---- */
+
+/* The writer's next item, as a short string: "end:J", "rec:J:track" or
+ * "empty". */
+static const char *wq_next(tp_wqueue_t *q)
+{
+	static char buf[64];
+	uint32_t job = 0;
+	size_t slot = 0;
+	bool track = false;
+
+	switch (tp_wqueue_next(q, &job, &slot, &track)) {
+	case TP_WQUEUE_END:
+		snprintf(buf, sizeof(buf), "end:%u", job);
+		break;
+	case TP_WQUEUE_RECORD:
+		snprintf(buf, sizeof(buf), "rec:%u:%d", job, track);
+		break;
+	default:
+		snprintf(buf, sizeof(buf), "empty");
+	}
+	return buf;
+}
+
+/* A full queue drops its oldest record, never the end of a job whose
+ * traffic the writer holds (review s38 #1: the end of JobId=42 behind
+ * 1024 records was dropped and its traffic priced until restart). */
+static void test_wqueue_end_kept(void **state)
+{
+	enum { CAP = 8 };
+	tp_wqueue_t *q = tp_wqueue_create(CAP, 16);
+	bool dropped;
+	size_t slot;
+
+	assert_non_null(q);
+	slot = tp_wqueue_push(q, 42, true, &dropped);
+	assert_false(dropped);
+	assert_string_equal(wq_next(q), "rec:42:1"); /* 42 held */
+	assert_int_equal(tp_wqueue_len(q), 0);
+	tp_wqueue_end(q, 42);
+	tp_wqueue_end(q, 42); /* once */
+	for (uint32_t j = 100; j < 100 + CAP + 3; j++) {
+		size_t s = tp_wqueue_push(q, j, false, &dropped);
+		assert_true(s < CAP);
+		assert_int_equal(dropped, j >= 100 + CAP);
+	}
+	assert_int_equal(tp_wqueue_take_dropped(q), 3);
+	assert_int_equal(tp_wqueue_take_dropped(q), 0);
+	assert_int_equal(tp_wqueue_len(q), CAP + 1);
+	assert_string_equal(wq_next(q), "end:42");
+	for (uint32_t j = 103; j < 100 + CAP + 3; j++) {
+		char want[32];
+		snprintf(want, sizeof(want), "rec:%u:0", j);
+		assert_string_equal(wq_next(q), want);
+	}
+	assert_string_equal(wq_next(q), "empty");
+	(void)slot;
+	tp_wqueue_destroy(q);
+	tp_wqueue_destroy(NULL);
+}
+
+/* An end whose record is still queued takes the traffic off the record
+ * and keeps no end; ends of jobs never held are not kept; a job ended,
+ * requeued and started again joins after its end leaves. */
+static void test_wqueue_end_coalesced(void **state)
+{
+	tp_wqueue_t *q = tp_wqueue_create(4, 2);
+	bool dropped;
+
+	assert_non_null(q);
+	assert_null(tp_wqueue_create(0, 2));
+	(void)tp_wqueue_push(q, 1, true, &dropped);
+	tp_wqueue_end(q, 1);
+	tp_wqueue_end(q, 7); /* never held */
+	assert_int_equal(tp_wqueue_len(q), 1);
+	assert_string_equal(wq_next(q), "rec:1:0");
+	assert_string_equal(wq_next(q), "empty");
+
+	(void)tp_wqueue_push(q, 2, true, &dropped);
+	assert_string_equal(wq_next(q), "rec:2:1");
+	tp_wqueue_end(q, 2);
+	(void)tp_wqueue_push(q, 2, true, &dropped); /* requeued, runs */
+	assert_string_equal(wq_next(q), "end:2");
+	assert_string_equal(wq_next(q), "rec:2:1");
+	assert_string_equal(wq_next(q), "empty");
+
+	/* held_max jobs held: a third cannot be, so it is not tracked */
+	(void)tp_wqueue_push(q, 3, true, &dropped);
+	(void)tp_wqueue_push(q, 4, true, &dropped);
+	assert_string_equal(wq_next(q), "rec:3:1");
+	assert_string_equal(wq_next(q), "rec:4:0");
+	/* the link state freed: nothing held, no end kept */
+	tp_wqueue_forget(q);
+	tp_wqueue_end(q, 3);
+	assert_int_equal(tp_wqueue_len(q), 0);
+	tp_wqueue_destroy(q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -750,6 +849,8 @@ int main(void)
 	    cmocka_unit_test(test_stree_rail),
 	    cmocka_unit_test(test_stree_nvl72),
 	    cmocka_unit_test(test_min_leaves),
+	    cmocka_unit_test(test_wqueue_end_kept),
+	    cmocka_unit_test(test_wqueue_end_coalesced),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
