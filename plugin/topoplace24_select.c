@@ -572,18 +572,9 @@ static const char *job_request(topology_eval_t *topo_eval, uint32_t min_nodes,
 	if (!why && !per_node && !per_job && offers_gpuless(topo_eval))
 		why = "no GPUs asked, nodes without GPUs in the fabric offered";
 	if (!why && per_job) {
-		if (min_nodes == topo_eval->max_nodes &&
-		    per_job % min_nodes == 0) {
-			r->nodes = (int)min_nodes;
-			r->gpus_per_node = (int)(per_job / min_nodes);
-		} else if (min_nodes > 1 && min_nodes == topo_eval->max_nodes) {
-			/* the engine splits GPUs evenly or packs them */
-			why = "--gpus not a multiple of the node count";
-		} else if (per_node) {
-			why = "--gpus with --gpus-per-node";
-		} else {
-			r->gpus = (int)MIN(per_job, (uint64_t)INT32_MAX);
-		}
+		why = tp_gpureq_split(per_job, per_node, min_nodes,
+				      topo_eval->max_nodes, &r->nodes,
+				      &r->gpus_per_node, &r->gpus);
 	} else if (!why) {
 		if (min_nodes != req_nodes && req_nodes != topo_eval->max_nodes)
 			why = "node count range";

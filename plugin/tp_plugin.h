@@ -229,4 +229,17 @@ size_t tp_wqueue_take_dropped(tp_wqueue_t *q);
  * jobs and kept ends forgotten; queued records stay. */
 void tp_wqueue_forget(tp_wqueue_t *q);
 
+/* ---- a job's --gpus as the engine's request ----------------------------- */
+
+/* The engine's request for a job asking per_job GPUs in all (--gpus,
+ * > 0) on min_nodes..max_nodes nodes (min_nodes > 0), per_node its
+ * --gpus-per-node (0: none). An exact node count that divides the GPUs:
+ * *nodes_p nodes of *gpus_per_node_p GPUs; otherwise *gpus_p GPUs the
+ * engine spreads over as few nodes as it can (the others untouched).
+ * NULL, or why the engine does not take the job (nothing written then):
+ * among the reasons, a count the engine's int cannot hold. */
+const char *tp_gpureq_split(uint64_t per_job, uint64_t per_node,
+			    uint32_t min_nodes, uint32_t max_nodes,
+			    int *nodes_p, int *gpus_per_node_p, int *gpus_p);
+
 #endif /* TP_PLUGIN_H */

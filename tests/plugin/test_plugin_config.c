@@ -828,6 +828,42 @@ static void test_wqueue_end_coalesced(void **state)
 	tp_wqueue_destroy(q);
 }
 
+/* ---- --gpus as the engine's request ---- */
+
+/* Counts the engine's int cannot hold are refused, never wrapped (review
+ * s38 #3: 2^32+8 GPUs on one node became 8, 3*2^31 became INT_MIN). */
+static void test_gpureq_split(void **state)
+{
+	int nodes = -1, gpn = -1, gpus = -1;
+
+	assert_null(tp_gpureq_split(16, 0, 2, 2, &nodes, &gpn, &gpus));
+	assert_int_equal(nodes, 2);
+	assert_int_equal(gpn, 8);
+	assert_int_equal(gpus, -1);
+	assert_null(tp_gpureq_split(12, 0, 1, 4, &nodes, &gpn, &gpus));
+	assert_int_equal(gpus, 12);
+	assert_string_equal(tp_gpureq_split(12, 0, 5, 5, &nodes, &gpn, &gpus),
+			    "--gpus not a multiple of the node count");
+	assert_string_equal(tp_gpureq_split(12, 4, 1, 4, &nodes, &gpn, &gpus),
+			    "--gpus with --gpus-per-node");
+
+	nodes = gpn = gpus = -1;
+	assert_non_null(tp_gpureq_split((UINT64_C(1) << 32) + 8, 0, 1, 1,
+					&nodes, &gpn, &gpus));
+	assert_non_null(
+	    tp_gpureq_split(UINT64_C(3) << 31, 0, 1, 1, &nodes, &gpn, &gpus));
+	assert_non_null(tp_gpureq_split((uint64_t)INT32_MAX + 1, 0, 1, 4,
+					&nodes, &gpn, &gpus));
+	assert_non_null(tp_gpureq_split(8, 0, 0, 0, &nodes, &gpn, &gpus));
+	assert_int_equal(nodes, -1); /* nothing written on refusal */
+	assert_int_equal(gpn, -1);
+	assert_int_equal(gpus, -1);
+	/* the largest the engine holds */
+	assert_null(tp_gpureq_split((uint64_t)INT32_MAX * 2, 0, 2, 2, &nodes,
+				    &gpn, &gpus));
+	assert_int_equal(gpn, INT32_MAX);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -851,6 +887,7 @@ int main(void)
 	    cmocka_unit_test(test_min_leaves),
 	    cmocka_unit_test(test_wqueue_end_kept),
 	    cmocka_unit_test(test_wqueue_end_coalesced),
+	    cmocka_unit_test(test_gpureq_split),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
