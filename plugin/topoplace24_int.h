@@ -31,6 +31,7 @@
 
 #include "slurm/slurm_errno.h"
 #include "src/common/bitstring.h"
+#include "src/common/core_array.h"
 #include "src/common/hostlist.h"
 #include "src/common/log.h"
 #include "src/common/node_conf.h"

@@ -623,6 +623,7 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 	tp_err_t err;
 	node_record_t *node_ptr;
 	bool gres_per_job;
+	bitstr_t **orig_cores = NULL;
 
 	sel_clock_start(&clk);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -660,7 +661,12 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 
 	/* cores as Slurm computes them (eval_nodes_tree does the same to
 	 * every candidate before choosing); nodes created since
-	 * build_config (scontrol create node) grow the table */
+	 * build_config (scontrol create node) grow the table. With GRES,
+	 * gres_filter_sock_core clears cores in avail_core (sockets not
+	 * required, restricted cores): kept for the fall back to tree,
+	 * which filters again (see tree: below). */
+	if (job_ptr->gres_list_req)
+		orig_cores = copy_core_array(topo_eval->avail_core);
 	if (node_record_count > avail_cpus_cnt) {
 		xrecalloc(avail_cpus_buf, node_record_count + 1,
 			  sizeof(uint16_t));
@@ -818,14 +824,25 @@ int eval_nodes_topoplace(topology_eval_t *topo_eval)
 	goto out;
 
 tree:
-	/* nothing of topo_eval changed yet but the cores Slurm itself
-	 * selected, which eval_nodes_tree selects again */
+	/* Nothing of topo_eval changed yet but what eval_nodes_select_cores
+	 * changed on every offered node, which eval_nodes_tree calls again:
+	 * the cores it cleared are given back (filtering only clears bits),
+	 * as common_topo_choose_nodes does with core_array_or before each
+	 * retry of eval_nodes, since a second first-pass filter on the
+	 * reduced cores may require other sockets or find too few. The
+	 * per-socket GRES counts are restored by gres_filter_sock_core
+	 * itself (total_cnt_before_filter); the rest it writes
+	 * (avail_res_array's min_cpus, gres_max_tasks) each call rewrites. */
+	if (orig_cores)
+		core_array_or(topo_eval->avail_core, orig_cores);
+	free_core_array(&orig_cores);
 	debug("%s: %pJ: %s: topology/tree's selection", plugin_type, job_ptr,
 	      why);
 	tp_placement_free(&pl);
 	slurm_mutex_unlock(&state_lock);
 	return eval_nodes_tree(topo_eval);
 out:
+	free_core_array(&orig_cores);
 	tp_placement_free(&pl);
 	slurm_mutex_unlock(&state_lock);
 	return rc;
