@@ -13,9 +13,14 @@
  *   topology plugin built: the fabric's level-1 groups (or NVLink domains)
  *   with topology/topoplace, topology.conf's leaves with topology/tree. No
  *   topology plugin, no change.
- * - Slurm calls job_submit()/job_modify() with read locks on config, job,
- *   node and partition and its own plugin mutex held; the configuration
- *   here has a mutex of its own and is re-read when topoplace.conf changes.
+ * - Slurm calls job_submit()/job_modify() with at least read locks on
+ *   config, job, node and partition (all job_submit_plugin_modify asserts)
+ *   and its own plugin mutex held; the configuration here has a mutex of
+ *   its own and is re-read when topoplace.conf changes. job_submit()
+ *   writes only the request. job_modify() also rewrites the job's
+ *   admin_comment in place, which relies on update_job's callers holding
+ *   the job write lock (22.05: _slurm_rpc_update_job and
+ *   fed_mgr's _handle_fed_job_update both lock job and node for writing).
  * - Never rejects a job: every problem is logged and the job goes on as
  *   submitted.
  */

@@ -102,15 +102,19 @@
  *   splitting, printing the table); only slurmctld reads the files and
  *   runs the writer.
  * - slurmctld calls build_config and eval_nodes with its own locks held
- *   (configuration write lock, job write lock); state_lock only orders
- *   our members against the rare other callers (fini, the clients'
- *   topology_p_get). The writer takes wq_lock or ls_lock (one at a time,
- *   never one of slurmctld's or state_lock) and reads no Slurm
- *   structure: a record carries fabric hosts, not node indices; what
- *   else it reads (fabric, cost model, path) changes only after
- *   writer_sync() has found it idle, and the link state (ls_file,
- *   ls_traffic, ls_work, ls_path) only after links_stop() has cleared
- *   ls_on and waited for it: its look every 250 ms runs with wq_busy
+ *   (configuration write lock, job write lock); state_lock orders our
+ *   members between those and fini, which runs outside them.
+ *   topology_p_get takes no lock of ours: it reads only Slurm's
+ *   switch_record_table, which changes only in build_config, under
+ *   read_slurm_conf's node write lock, and slurmctld calls it with at
+ *   least the node read lock (_slurm_rpc_get_topo; select_nodes and
+ *   cons_tres's job_test under the node write lock); in slurmd and the
+ *   clients the table is empty. The writer takes wq_lock or ls_lock (one at a
+ * time, never one of slurmctld's or state_lock) and reads no Slurm structure: a
+ * record carries fabric hosts, not node indices; what else it reads (fabric,
+ * cost model, path) changes only after writer_sync() has found it idle, and the
+ * link state (ls_file, ls_traffic, ls_work, ls_path) only after links_stop()
+ * has cleared ls_on and waited for it: its look every 250 ms runs with wq_busy
  *   set, like a record. Lock order: state_lock, then wq_lock or
  *   ls_lock; the selection takes ls_lock (links_take) only when a new
  *   snapshot is there, and holds it for the copy alone.

@@ -80,8 +80,9 @@ extern const char plugin_type[];
 
 /* ---- the adapter (topology_topoplace24.c) ---- */
 
-/* Orders our members against the rare callers outside slurmctld's own
- * locks (fini, the clients' topology_p_get); see the Notes. */
+/* Orders our members between build_config / eval_nodes (under
+ * slurmctld's own locks) and fini (outside them); topology_p_get takes
+ * none, relying on the node read lock (see the Notes). */
 extern pthread_mutex_t state_lock;
 extern tp_pconf_t pconf;
 extern tp_fabric_t *fabric;
