@@ -374,11 +374,11 @@ extern int topology_p_build_config(void)
 	free_switch_table();
 	selection_free();
 	engine_on = nodes_match() && policy;
-	select_tree = engine_on && tp_pconf_select_tree(&pconf);
-	if (engine_on)
-		build_from_tree();
-	else
+	if (engine_on && !build_from_tree())
+		engine_on = false; /* logged: "switch table: out of memory" */
+	else if (!engine_on)
 		build_flat();
+	select_tree = engine_on && tp_pconf_select_tree(&pconf);
 	tp_policy_params_defaults(&sel_params);
 	sel_params.price_budget = pconf.price_budget;
 	if (engine_on && !select_tree)

@@ -100,8 +100,9 @@ void free_switch_table(void);
 /* One switch holding every node: Slurm's own selection. */
 void build_flat(void);
 /* topology/tree's table from the fabric's tree, and the selection's
- * working set. */
-void build_from_tree(void);
+ * working set; false: out of memory, the flat table instead (the engine
+ * must stay off). */
+bool build_from_tree(void);
 
 /* ---- the selection (topoplace24_select.c) ---- */
 

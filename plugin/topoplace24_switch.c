@@ -33,8 +33,11 @@ void build_flat(void)
 
 /* topology/tree's table from the fabric's tree (node indices final),
  * and the engine's working set: host_of[], node_of[], the free state
- * (hosts without a node down for good) and the scratch arrays. */
-void build_from_tree(void)
+ * (hosts without a node down for good) and the scratch arrays. false,
+ * with the flat table and no working set, when the table could not be
+ * built (out of memory): the engine must be off then, or whole_topo
+ * would grow every mask to the flat switch, i.e. the whole cluster. */
+bool build_from_tree(void)
 {
 	size_t nh = tp_fabric_nhosts(fabric);
 
@@ -46,8 +49,11 @@ void build_from_tree(void)
 		slurm_gpus[i] = -1;
 	node_of = tp_switch_table_nodes(fabric, &tree, nh, NULL, host_of);
 	if (!tp_switch_table_build(&tree, node_of, SWITCH_NO_PARENT, true,
-				   plugin_type))
+				   plugin_type)) {
+		selection_free();
 		build_flat();
+		return false;
+	}
 
 	busy_hosts = xcalloc(nh + 1, sizeof(uint32_t));
 	busy_gpus = xcalloc(nh + 1, sizeof(int));
@@ -72,4 +78,5 @@ void build_from_tree(void)
 				tp_state_set_host_up(sel_state, (uint32_t)h,
 						     false);
 	}
+	return true;
 }
