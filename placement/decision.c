@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "placement_int.h"
@@ -640,7 +641,11 @@ static void protect(const tp_decision_journal_t *j, int fd)
 
 /* The descriptor holding the lock (close it to release), -1 when none
  * could be had: the caller goes on without (one controller is the common
- * case, and a record is worth more than the lock). */
+ * case, and a record is worth more than the lock). A lock another holds
+ * is waited for TP_DECISION_LOCK_WAIT_MS at most, in steps: slurmctld
+ * waits for its writer under its own locks (a reconfigure), so a writer
+ * stuck on a lock someone else keeps (a controller hung on a shared
+ * StateSaveLocation, an admin's flock(1)) must not stall it. */
 static int lock_take(const tp_decision_journal_t *j)
 {
 	char *lp = tp_asprintf("%s.lock", j->path);
@@ -653,12 +658,24 @@ static int lock_take(const tp_decision_journal_t *j)
 		tp__log(TP_LOG_DEBUG, "%s: %s", lp, strerror(errno));
 	} else {
 		protect(j, fd);
-		while (flock(fd, LOCK_EX) != 0) {
-			if (errno != EINTR) {
-				tp__log(TP_LOG_DEBUG, "%s: flock: %s", lp,
-					strerror(errno));
+		for (int ms = 0; flock(fd, LOCK_EX | LOCK_NB) != 0;) {
+			struct timespec step = {0, 10 * 1000000L};
+			if (errno == EINTR)
+				continue;
+			if (errno != EWOULDBLOCK ||
+			    ms >= TP_DECISION_LOCK_WAIT_MS) {
+				tp__log(TP_LOG_DEBUG, "%s: flock: %s%s", lp,
+					strerror(errno),
+					errno == EWOULDBLOCK
+					    ? " (held by another past the "
+					      "wait: written without it)"
+					    : "");
+				close(fd);
+				fd = -1;
 				break;
 			}
+			nanosleep(&step, NULL);
+			ms += 10;
 		}
 	}
 	tp_free(lp);

@@ -861,9 +861,11 @@ typedef struct tp_decision_journal {
  * TP_ERR_IO when the record was not written (j->lines then unknown);
  * TP_ERR_NOTREG when PATH is a FIFO, device or directory (found without
  * blocking; nothing written);
- * a lock that cannot be had is logged (debug) and the record written
+ * a lock that cannot be had (another holding it past
+ * TP_DECISION_LOCK_WAIT_MS) is logged (debug) and the record written
  * anyway. Logs failures at debug level only: the caller says what was
  * lost. */
+#define TP_DECISION_LOCK_WAIT_MS 2000
 tp_err_t tp_decision_append(tp_decision_journal_t *j, const char *line,
 			    size_t len);
 /* Under the lock: drop a last line cut short, then keep the last

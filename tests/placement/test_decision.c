@@ -10,8 +10,10 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tp_placement.h"
@@ -319,6 +321,44 @@ static void test_read_file(void **state)
 	unlink(path);
 }
 
+/* A lock another keeps (here: another open file description of this
+ * process) is waited for TP_DECISION_LOCK_WAIT_MS, not for ever: the
+ * record is written without it (slurmctld waits for its writer under
+ * its own locks). */
+static void test_lock_held(void **state)
+{
+	char path[128], lp[160];
+	tp_decision_journal_t j = {.keep = 10, .gid = -1, .lines = SIZE_MAX};
+	tp_decision_t *recs = NULL;
+	size_t n = 0, bad = 0;
+	struct timespec t0, t1;
+	int fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/locked.jsonl", tmpdir);
+	snprintf(lp, sizeof(lp), "%s.lock", path);
+	j.path = path;
+	fd = open(lp, O_RDWR | O_CREAT, 0640);
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	append_rec(&j, 5, "written without the lock");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double s = (double)(t1.tv_sec - t0.tv_sec) +
+		   (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	assert_true(s >= TP_DECISION_LOCK_WAIT_MS / 1000.0 * 0.9);
+	assert_true(s < TP_DECISION_LOCK_WAIT_MS / 1000.0 + 5);
+	close(fd);
+	assert_int_equal(
+	    tp_decisions_read(path, TP_DECISION_STRICT, &recs, &n, &bad, NULL),
+	    TP_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(recs[0].job_id, 5);
+	tp_decisions_free(recs, n);
+	unlink(path);
+	unlink(lp);
+}
+
 static void test_trim(void **state)
 {
 	char path[128];
@@ -463,6 +503,7 @@ int main(void)
 	    cmocka_unit_test(test_strict_rejects),
 	    cmocka_unit_test(test_lenient),
 	    cmocka_unit_test(test_read_file),
+	    cmocka_unit_test(test_lock_held),
 	    cmocka_unit_test(test_trim),
 	    cmocka_unit_test(test_two_writers),
 	    cmocka_unit_test(test_not_regular),
