@@ -171,6 +171,16 @@ static int place_decide(const tp_fabric_t *f, const char *fabric,
 	}
 	tp_policy_params_defaults(&pp);
 	err = tp_place_run(policy, s, r, &pp, ctx, (uint64_t)seed, pl);
+	/* enough hosts and GPUs, but on a fabric in pieces no connected
+	 * set of the shape even when idle (simulate's "never" too) */
+	if (err == TP_ERR_NOTFOUND) {
+		double ideal;
+		tp_err_t e = tp_place_ideal(f, r, &pp, ctx, NULL, &ideal);
+		if (e == TP_ERR_RANGE || e == TP_ERR_NOTFOUND)
+			err = TP_ERR_RANGE; /* no set priced there either */
+		else if (e == TP_ERR_NOMEM)
+			err = e;
+	}
 	tp_cost_ctx_destroy(ctx);
 	if (!err)
 		return TP_EXIT_OK;

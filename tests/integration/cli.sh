@@ -406,6 +406,14 @@ usage_err "place on a fabric without GPUs" "the fabric has no GPUs" \
 	$T place --fabric "$tmp/nogpu.json" --request nodes=2
 usage_err "place nodes=4,gpus=9" "does not split evenly" \
 	$T place --fabric "$tmp/ft.json" --request nodes=4,gpus=9
+# a fabric in pieces (no switch-to-switch cable): a job larger than any
+# piece can never fit (exit 2), though the fabric has hosts enough; one
+# that fits a piece is placed
+jq -c '.links |= map(select(.[0] != "switch" or .[3] != "switch")) | del(.derived)' \
+	"$tmp/ft.json" >"$tmp/split.json"
+usage_err "place on a fabric in pieces" "place: nodes=9: can never fit this fabric" \
+	$T place --fabric "$tmp/split.json" --request nodes=9
+expect 0 "place in one piece" $T place --fabric "$tmp/split.json" --request nodes=2
 # sizes: units K..P and the cap (1 PiB) as topoplace(1) says, everywhere
 expect 0 "cost --bytes 1P" $T cost --fabric "$tmp/ft.json" --hosts node001,node002 --bytes 1P
 expect 0 "cost on one rank" $T cost --fabric "$tmp/ft.json" --hosts node001 --gpus-per-host 1 --bytes 1G
