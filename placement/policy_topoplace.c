@@ -1743,6 +1743,16 @@ static size_t group_ends(pricer_t *pr, uint32_t g, size_t nc)
 	return nc;
 }
 
+/* Host h, offering off, can stand in for a member given g GPUs: it offers
+ * at least g, and for whole hosts exactly g, since such a host is given
+ * all of its GPUs (check_answer holds every host to its offer) and a set
+ * of other rank counts would run another collective, whose price does
+ * not compare. */
+static bool stands_in(const tp__policy_in_t *in, int off, int g)
+{
+	return in->nhosts && !in->gpus_per_host ? off == g : off >= g;
+}
+
 /* Local search: swap one host of the set for a free one (the first and
  * the last that offer enough GPUs in each level-1 group) while that makes
  * the predicted all-reduce cheaper by gain_needed(), steepest first, for
@@ -1782,7 +1792,7 @@ static size_t improve(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n,
 			if (pr->in_set[h])
 				continue;
 			for (size_t i = 0; i < n && budget; i++) {
-				if (pr->coff[ci] < gpus[i])
+				if (!stands_in(in, pr->coff[ci], gpus[i]))
 					continue;
 				memcpy(pr->th, hosts, n * sizeof(uint32_t));
 				memcpy(pr->tg, gpus, n * sizeof(int));
@@ -1814,14 +1824,14 @@ static size_t improve(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n,
 
 #define MAX_EVEN 8
 
-/* Hosts of group gp that can take g GPUs of this job. */
+/* Hosts of group gp that can take g GPUs of this job (stands_in). */
 static size_t group_offers(const tp__policy_in_t *in, const tp_group_t *gp,
 			   int g)
 {
 	size_t k = 0;
 
 	for (size_t i = 0; i < gp->nhosts; i++)
-		k += tp__host_offer(in, gp->hosts[i]) >= g;
+		k += stands_in(in, tp__host_offer(in, gp->hosts[i]), g);
 	return k;
 }
 
@@ -1860,7 +1870,8 @@ static uint32_t extra_group(const tp__policy_in_t *in, const uint32_t *gl,
  * with the hosts on the far side, so 3 + 3 or 2 + 2 + 2 can beat the
  * best fit's 4 + 2 on 2:1 up-links, which swapping one host at a time
  * does not reach. Inside a group the best cabled hosts first. Node
- * requests only (every host the same GPUs). */
+ * requests only, every host given the same GPUs (whole hosts: only hosts
+ * with that many). */
 static bool even_split(const tp__policy_in_t *in, const uint32_t *hosts,
 		       const int *gpus, size_t n, bool extra, uint32_t *vh,
 		       int *vg, size_t *vn_p)
@@ -1917,7 +1928,7 @@ static bool even_split(const tp__policy_in_t *in, const uint32_t *hosts,
 		size_t nw = 0;
 		for (size_t j = 0; j < gp->nhosts; j++) {
 			uint32_t h = gp->hosts[j];
-			if (tp__host_offer(in, h) >= gpus[0]) {
+			if (stands_in(in, tp__host_offer(in, h), gpus[0])) {
 				wh[nw] = h;
 				ww[nw++] = tp__state_weakness(in->s, h);
 			}

@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tp_test.h"
@@ -101,6 +102,95 @@ static inline tp_fabric_t *tp_test_half_cable(const tp_fabric_t *f, size_t h,
 		fail_msg("half-cable fabric: %s", why ? why : "?");
 	cJSON_free(out);
 	return g;
+}
+
+/* The fabric root describes (f's JSON, edited): fails the test when it
+ * does not load. Deletes root; caller frees with tp_fabric_destroy(). */
+static inline tp_fabric_t *tp_test_fabric_of(cJSON *root, const char *name)
+{
+	char *out, *why = NULL;
+	tp_fabric_t *g = NULL;
+
+	assert_non_null(out = cJSON_PrintUnformatted(root));
+	cJSON_Delete(root);
+	if (tp_fabric_parse_json(name, out, &g, &why) != TP_OK)
+		fail_msg("%s fabric: %s", name, why ? why : "?");
+	cJSON_free(out);
+	return g;
+}
+
+/* f again with host i keeping only its first keep[i % nkeep] GPUs (their
+ * NICs stay): hosts with different GPU counts, as mixed 4- and 8-GPU
+ * nodes are. Caller frees with tp_fabric_destroy(). */
+static inline tp_fabric_t *tp_test_cut_gpus(const tp_fabric_t *f,
+					    const int *keep, size_t nkeep)
+{
+	char *js = NULL;
+	cJSON *root, *h;
+	size_t i = 0;
+
+	assert_int_equal(tp_fabric_to_json(f, &js), TP_OK);
+	assert_non_null(root = cJSON_Parse(js));
+	tp_free(js);
+	cJSON_ArrayForEach(h, cJSON_GetObjectItem(root, "hosts"))
+	{
+		cJSON *g = cJSON_GetObjectItem(h, "gpus");
+		int k = keep[i++ % nkeep];
+		assert_non_null(g);
+		while (cJSON_GetArraySize(g) > k)
+			cJSON_DeleteItemFromArray(g, cJSON_GetArraySize(g) - 1);
+	}
+	return tp_test_fabric_of(root, "cut-gpus");
+}
+
+/* f again with host h's CAs cabled to nothing (their links removed) and,
+ * drop_cas, the CAs gone too: a GPU host with no NIC. Caller frees with
+ * tp_fabric_destroy(). */
+static inline tp_fabric_t *tp_test_uncabled(const tp_fabric_t *f, size_t h,
+					    bool drop_cas)
+{
+	const tp_host_t *hp = tp_fabric_host(f, h);
+	size_t nca = tp_fabric_ncas(f);
+	char *js = NULL;
+	cJSON *root, *links, *cas;
+	int *to;
+
+	assert_true(hp->ncas > 0);
+	/* new index of each CA; -1 for the host's own */
+	assert_non_null(to = calloc(nca + 1, sizeof(int)));
+	for (size_t x = 0; x < hp->ncas; x++)
+		to[hp->cas[x]] = -1;
+	for (int c = 0, n = 0; c < (int)nca; c++)
+		if (to[c] == 0)
+			to[c] = drop_cas ? n++ : c;
+	assert_int_equal(tp_fabric_to_json(f, &js), TP_OK);
+	assert_non_null(root = cJSON_Parse(js));
+	tp_free(js);
+	assert_non_null(links = cJSON_GetObjectItem(root, "links"));
+	for (int l = cJSON_GetArraySize(links) - 1; l >= 0; l--) {
+		cJSON *lk = cJSON_GetArrayItem(links, l);
+		bool mine = false;
+		for (int e = 0; e < 2; e++) {
+			cJSON *k = cJSON_GetArrayItem(lk, 3 * e);
+			cJSON *i = cJSON_GetArrayItem(lk, 3 * e + 1);
+			if (!cJSON_IsString(k) || strcmp(k->valuestring, "ca"))
+				continue;
+			int c = (int)i->valuedouble;
+			assert_true(c >= 0 && (size_t)c < nca);
+			if (to[c] < 0)
+				mine = true;
+			else
+				cJSON_SetNumberValue(i, to[c]);
+		}
+		if (mine)
+			cJSON_DeleteItemFromArray(links, l);
+	}
+	assert_non_null(cas = cJSON_GetObjectItem(root, "cas"));
+	for (int c = (int)nca - 1; drop_cas && c >= 0; c--)
+		if (to[c] < 0)
+			cJSON_DeleteItemFromArray(cas, c);
+	free(to);
+	return tp_test_fabric_of(root, drop_cas ? "no-nic" : "uncabled");
 }
 
 /* tp_test_fat_tree_try with one NIC per host, that must succeed. */

@@ -1047,6 +1047,69 @@ static void test_pricing_reach(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* Every host of a whole-host answer on s holds all of its GPUs, for
+ * every job size from 2 hosts to all but one. */
+static void whole_hosts_own_gpus(const tp_state_t *s, const tp_cost_ctx_t *ctx)
+{
+	const tp_fabric_t *f = tp_state_fabric(s);
+
+	for (int n = 2; n < (int)tp_fabric_nhosts(f); n++) {
+		tp_request_t r = req(n, 0, 0, true);
+		tp_placement_t p;
+		assert_int_equal(tp_place_run(topo(), s, &r, NULL, ctx, 1, &p),
+				 TP_OK);
+		check_valid(s, &r, &p);
+		for (size_t i = 0; i < p.nhosts; i++)
+			assert_int_equal(
+			    p.gpus[i],
+			    (int)tp_fabric_host(f, p.hosts[i])->ngpus);
+		tp_placement_free(&p);
+	}
+}
+
+/* Whole hosts on fabrics of 4- and 8-GPU hosts: each host of the answer
+ * gets all of its own GPUs, also where the pricing swaps a host in or
+ * shares the set evenly over the leaves (both once kept the count of the
+ * host they replaced: an 8-GPU host given 4, which the driver rejects as
+ * a broken contract). First 2 leaves of 2 hosts (4, 8 GPUs each, one
+ * NIC) with the 4-GPU hosts' cables at half rate: the pick {node001,
+ * node002} is priced and the local search met node004 (8 GPUs, well
+ * cabled) as a stand-in for node001. Then the generator's degraded 2
+ * leaves of 3 hosts with 8 NICs (seed 7), where the even split took
+ * 8-GPU hosts for 4-GPU ones. */
+static void test_whole_hosts_mixed(void **state)
+{
+	static const int keep[] = {4, 8};
+	tp_cost_ctx_t *ctx = NULL;
+	tp_fabric_t *g, *f;
+	tp_state_t *s;
+
+	(void)state;
+	assert_non_null(
+	    g = tp_test_fat_tree_gen(2, 1, 2, 0, 8, false, 1, 0, 0));
+	f = tp_test_cut_gpus(g, keep, 2);
+	tp_fabric_destroy(g);
+	assert_non_null(s = tp_state_create(f));
+	assert_int_equal(tp_cost_ctx_create(f, NULL, &ctx), TP_OK);
+	weaken(s, tp_test_host(f, "node001"), 0.5);
+	weaken(s, tp_test_host(f, "node003"), 0.5);
+	whole_hosts_own_gpus(s, ctx);
+	tp_state_destroy(s);
+	tp_cost_ctx_destroy(ctx);
+	tp_fabric_destroy(f);
+
+	g = tp_test_fat_tree_gen(2, 1, 3, 0, 8, false, 0, 0.15, 7);
+	assert_non_null(g);
+	f = tp_test_cut_gpus(g, keep, 2);
+	tp_fabric_destroy(g);
+	assert_non_null(s = tp_state_create(f));
+	assert_int_equal(tp_cost_ctx_create(f, NULL, &ctx), TP_OK);
+	whole_hosts_own_gpus(s, ctx);
+	tp_state_destroy(s);
+	tp_cost_ctx_destroy(ctx);
+	tp_fabric_destroy(f);
+}
+
 /* Not found when it does not fit now; never a partial answer. */
 static void test_no_fit(void **state)
 {
@@ -1093,6 +1156,7 @@ int main(void)
 	    cmocka_unit_test(test_only_set_unpriced),
 	    cmocka_unit_test(test_pricing_reach),
 	    cmocka_unit_test(test_no_fit),
+	    cmocka_unit_test(test_whole_hosts_mixed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
