@@ -2104,15 +2104,18 @@ static tp_err_t check_input(const tp_cost_ctx_t *c, const tp_state_t *st,
 	}
 	*ranks_p = 0;
 	*gmax_p = 0;
-	for (size_t i = 0; i < n && !err; i++) {
+	for (size_t i = 0; i < n && err != TP_ERR_INVAL; i++) {
 		uint32_t h = hosts[i];
 		if (h >= nhost || gpus[i] < 1 || gpus[i] > MAX_RANKS_PER_HOST ||
-		    seen[h / 8] >> (h % 8) & 1)
+		    seen[h / 8] >> (h % 8) & 1) {
 			err = TP_ERR_INVAL;
-		else if (n > 1 && !tp_fabric_host(c->f, h)->ncas)
-			err = TP_ERR_INVAL;
-		else
-			seen[h / 8] |= (uint8_t)(1u << (h % 8));
+			continue;
+		}
+		/* a host without a CA shares no rail with the others: a
+		 * fact of the fabric, not a bad argument, unless one follows */
+		if (n > 1 && !tp_fabric_host(c->f, h)->ncas)
+			err = TP_ERR_NOTFOUND;
+		seen[h / 8] |= (uint8_t)(1u << (h % 8));
 		*ranks_p += gpus[i];
 		if (gpus[i] > *gmax_p)
 			*gmax_p = gpus[i];

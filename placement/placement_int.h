@@ -66,10 +66,24 @@ static inline void tp__state_match_cost(tp_state_t *s, const tp_cost_ctx_t *ctx)
 		    s, tp_cost_ctx_params(ctx)->nics_by_rate);
 }
 
-/* Host h has cables and none carries anything: cut off the fabric. */
+/* No cable of host h carries anything on s (all down, or none at all: no
+ * NIC, or NICs without links): cut off the fabric. */
 static inline bool tp__state_cut_off(const tp_state_t *s, uint32_t h)
 {
-	return s->hlink_off[h + 1] > s->hlink_off[h] && !s->hlive[h];
+	return !s->hlive[h];
+}
+
+/* Host h is cut off even on the empty fabric (every link healthy): no
+ * cable of it is active at a rate above 0. s only lends its cable table;
+ * its health is not read. */
+static inline bool tp__state_uncabled(const tp_state_t *s, uint32_t h)
+{
+	for (uint32_t i = s->hlink_off[h]; i < s->hlink_off[h + 1]; i++) {
+		const tp_link_t *k = tp_fabric_link(s->f, s->hlink[i]);
+		if (k->active && k->gbps > 0)
+			return false;
+	}
+	return true;
 }
 
 /* Host h's cables carry less than the best-cabled host's (a NIC missing

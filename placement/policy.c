@@ -398,8 +398,10 @@ static tp_err_t ideal_seconds(const tp__policy_in_t *in, double bytes,
 	char why[256];
 	tp_err_t err = TP_ERR_NOMEM;
 
-	e.s = NULL; /* the empty fabric */
-	e.offer = NULL;
+	/* the empty fabric, with the driver's offers there when it has them
+	 * (fits: no host without a cable in a set of several) */
+	e.s = NULL;
+	e.offer = in->offer ? in->offer + nh : NULL;
 	pk.need = in->nhosts ? in->nhosts : (size_t)in->total_gpus;
 	pk.max = nh;
 	pk.offer = tp_calloc(nh + 1, sizeof(int));
@@ -445,7 +447,7 @@ static tp_err_t ideal_seconds(const tp__policy_in_t *in, double bytes,
 			err = TP_OK;
 	}
 	e.s = NULL; /* the empty fabric's offers */
-	e.offer = NULL;
+	e.offer = in->offer ? in->offer + nh : NULL;
 	if (!err)
 		err = cabled_sets(in, &e, idle, pk.hosts, pk.gpus, bytes, &best);
 	if (!err && !isfinite(best))
@@ -459,6 +461,13 @@ out:
 	tp_free(pk.hosts);
 	tp_free(pk.gpus);
 	return err;
+}
+
+/* A host offering g can take the whole request: it talks over no
+ * cable. */
+static bool alone(const tp__policy_in_t *in, int g)
+{
+	return in->nhosts == 1 || (!in->nhosts && in->total_gpus <= g);
 }
 
 /* Would the request fit on the empty fabric (*ever_p) and now? One pass
@@ -477,10 +486,15 @@ static bool fits(const tp__policy_in_t *in, bool *ever_p, size_t *n_p,
 	for (uint32_t h = 0; h < nh; h++) {
 		int g = tp__host_offer(in, h), g0 = tp__host_offer(&empty, h);
 		/* a host with no live cable can hold a job alone, never a
-		 * share of one that talks over the fabric */
-		if (in->s && tp__state_cut_off(in->s, h) && in->nhosts != 1 &&
-		    !(!in->nhosts && in->total_gpus <= g))
-			g = 0;
+		 * share of one that talks over the fabric; one with no cable
+		 * that could carry anything (no NIC, NICs without links) not
+		 * even on the empty fabric */
+		if (in->s && tp__state_cut_off(in->s, h)) {
+			if (!alone(in, g))
+				g = 0;
+			if (!alone(in, g0) && tp__state_uncabled(in->s, h))
+				g0 = 0;
+		}
 		offers[h] = g > 0 ? g : 0;
 		offers[nh + h] = g0 > 0 ? g0 : 0;
 		if (g > 0) {

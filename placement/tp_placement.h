@@ -226,8 +226,9 @@ double tp_cost_seconds_at(const tp_cost_t *c, double from, double bytes);
  * it. Each step costs alpha + h * hop_s, h = the most switches a flow of
  * the phase crosses (1 under one leaf, 3 leaf-spine-leaf, 0 on NVLink).
  * bottleneck_gbps is the rate of the slowest flow (one rail's share).
- * TP_ERR_NOTFOUND when two consecutive hosts share no rail (subnet) or
- * no live route; TP_ERR_INVAL for bad arguments. */
+ * TP_ERR_NOTFOUND when two consecutive hosts share no rail (subnet; a
+ * host without a CA among several shares none) or no live route;
+ * TP_ERR_INVAL for bad arguments. */
 tp_err_t tp_cost_predict(const tp_cost_ctx_t *ctx, const tp_state_t *state,
 			 const uint32_t *hosts, const int *gpus, size_t n,
 			 double bytes, tp_algo_t algo, tp_cost_t *out);

@@ -1989,7 +1989,8 @@ static void test_errors(void **state)
 	    TP_ERR_INVAL);
 	tp_cost_ctx_destroy(c);
 
-	/* a host known from node data only: no HCA, no route */
+	/* a host known from node data only: no HCA, no rail in common with
+	 * the others (not a bad argument), unless a bad one follows */
 	assert_int_equal(tp__fabric_host_get(f, "zz-lonely", true, &lonely),
 			 TP_OK);
 	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
@@ -1998,6 +1999,11 @@ static void test_errors(void **state)
 	hosts[1] = lonely;
 	assert_int_equal(
 	    tp_cost_predict(c, NULL, hosts, gpus, 2, 1, TP_ALGO_RING, &r),
+	    TP_ERR_NOTFOUND);
+	dup[0] = lonely;
+	dup[1] = lonely;
+	assert_int_equal(
+	    tp_cost_predict(c, NULL, dup, gpus, 2, 1, TP_ALGO_RING, &r),
 	    TP_ERR_INVAL);
 	assert_int_equal(
 	    tp_cost_predict(c, NULL, &lonely, gpus, 1, 1, TP_ALGO_RING, &r),

@@ -1553,6 +1553,104 @@ static void test_loaded_host_priced(void **unused)
 	tp_fabric_destroy(f);
 }
 
+/* slurm-tree and slurm-block, as Slurm's plugins, never use a node
+ * outside their switches or blocks, not even alone. */
+static bool intree(const char *policy)
+{
+	return !strcmp(policy, "slurm-tree") || !strcmp(policy, "slurm-block");
+}
+
+/* A GPU host with no cable (no NIC at all, or NICs whose links are gone)
+ * takes a job alone (intree aside) but is never offered for one of several
+ * hosts, by any policy, on a fresh state (what `place` without --state uses) or
+ * a busy one: first-fit once took node001 and the cost model answered
+ * TP_ERR_INVAL (no NIC) or TP_ERR_NOTFOUND (no links), so the driver
+ * failed with three idle hosts free. All four hosts can then never fit,
+ * the ideal of three is priced on the cabled ones, and the cost model
+ * answers TP_ERR_NOTFOUND (no rail in common) for a set holding the
+ * uncabled host. 2 leaves x 2 hosts x 4 GPUs, one NIC a host. */
+static void test_uncabled_host(void **unused)
+{
+	tp_fabric_t *g = tp_test_fat_tree(2, 1, 2, 0, 4, false);
+
+	(void)unused;
+	for (int drop = 0; drop < 2; drop++) {
+		tp_fabric_t *f = tp_test_uncabled(g, 0, drop);
+		uint32_t h0 = tp_test_host(f, "node001");
+		tp_cost_ctx_t *ctx = NULL;
+		tp_state_t *s = tp_state_create(f), *b = tp_state_create(f);
+		uint32_t h3 = tp_test_host(f, "node004"), pair[2] = {h0, h3};
+		int four = 4, gp[2] = {4, 4};
+		double t = -1;
+		tp_cost_t c;
+
+		assert_non_null(s);
+		assert_non_null(b);
+		assert_int_equal(tp_cost_ctx_create(f, NULL, &ctx), TP_OK);
+		assert_int_equal(tp_state_alloc(b, 9, &h3, &four, 1), TP_OK);
+		for (size_t i = 0; i < NPOL; i++) {
+			const tp_policy_t *pol =
+			    tp_policy_find(policy_names[i]);
+			for (int k = 0; k < 2; k++) {
+				tp_state_t *st = k ? b : s;
+				tp_request_t r = {.nodes = 2};
+				tp_placement_t pl = {0};
+				assert_int_equal(tp_place_run(pol, st, &r, NULL,
+							      ctx, 1, &pl),
+						 TP_OK);
+				assert_int_equal(pl.nhosts, 2);
+				for (size_t j = 0; j < pl.nhosts; j++)
+					assert_int_not_equal(pl.hosts[j], h0);
+				tp_placement_free(&pl);
+				r = (tp_request_t){.nodes = 3};
+				assert_int_equal(tp_place_run(pol, st, &r, NULL,
+							      ctx, 1, &pl),
+						 k ? TP_ERR_NOTFOUND : TP_OK);
+				tp_placement_free(&pl);
+				r = (tp_request_t){.nodes = 4};
+				assert_int_equal(tp_place_run(pol, st, &r, NULL,
+							      ctx, 1, &pl),
+						 TP_ERR_RANGE);
+				/* alone it talks over no cable */
+				r = (tp_request_t){.gpus = 4};
+				tp_state_t *one = tp_state_clone(st);
+				assert_non_null(one);
+				for (uint32_t h = 1; h < 4; h++) {
+					int g4 = tp_state_free_gpus(one, h);
+					if (g4)
+						assert_int_equal(
+						    tp_state_alloc(one, 10 + h,
+								   &h, &g4, 1),
+						    TP_OK);
+				}
+				tp_err_t err = tp_place_run(pol, one, &r, NULL,
+							    ctx, 1, &pl);
+				if (intree(policy_names[i])) {
+					assert_int_equal(err, TP_ERR_NOTFOUND);
+				} else {
+					assert_int_equal(err, TP_OK);
+					assert_int_equal(pl.nhosts, 1);
+					assert_int_equal(pl.hosts[0], h0);
+					tp_placement_free(&pl);
+				}
+				tp_state_destroy(one);
+			}
+		}
+		tp_request_t r3 = {.nodes = 3};
+		assert_int_equal(tp_place_ideal(f, &r3, NULL, ctx, NULL, &t),
+				 TP_OK);
+		assert_true(isfinite(t) && t > 0);
+		assert_int_equal(tp_cost_predict(ctx, NULL, pair, gp, 2,
+						 1 << 20, TP_ALGO_RING, &c),
+				 TP_ERR_NOTFOUND);
+		tp_cost_ctx_destroy(ctx);
+		tp_state_destroy(b);
+		tp_state_destroy(s);
+		tp_fabric_destroy(f);
+	}
+	tp_fabric_destroy(g);
+}
+
 /* Every allocation in tp_place_run may fail: the answer is then NOMEM,
  * nothing leaks (ASan build) and nothing is half-filled. */
 static void test_alloc_failure(void **unused)
@@ -1693,6 +1791,7 @@ int main(void)
 	    cmocka_unit_test(test_first_fit),
 	    cmocka_unit_test(test_ideal_is_the_requests),
 	    cmocka_unit_test(test_loaded_host_priced),
+	    cmocka_unit_test(test_uncabled_host),
 	    cmocka_unit_test(test_alloc_failure),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
