@@ -97,6 +97,9 @@ typedef struct sim {
 	tp_state_t *s;
 	size_t total_gpus;
 	int max_host_gpus;
+	/* least[k]: the GPUs of the k hosts with the fewest (but some),
+	 * k = 0 .. gpu_hosts (job_need) */
+	size_t *least, gpu_hosts;
 	/* min-heap of running jobs by end time */
 	running_t *heap;
 	size_t nheap;
@@ -216,12 +219,27 @@ static void running_free(running_t *r)
 	r->nload = 0;
 }
 
-static int job_need(const sim_t *m, const tp_job_spec_t *j)
+/* The fewest GPUs job j can take: whole hosts (nodes alone) get all of
+ * theirs, so at least the GPUs of its nodes smallest hosts (least[]);
+ * none when fewer hosts have GPUs. Every gate compares this with the free
+ * GPUs: exact where every host holds as many GPUs, a lower bound
+ * elsewhere, where the policy's answer decides. (It was nodes x the
+ * largest host's GPUs: on a fabric of 4- and 8-GPU hosts a job the
+ * policies place was dropped as never placeable, and the head waited
+ * while enough whole hosts were idle.) SIZE_MAX: it can never fit. */
+static size_t job_need(const sim_t *m, const tp_job_spec_t *j)
 {
-	if (j->nodes > 0)
-		return j->nodes * (j->gpus_per_node > 0 ? j->gpus_per_node
-							: m->max_host_gpus);
-	return j->gpus;
+	if (j->nodes > 0 && j->gpus_per_node == 0)
+		return (size_t)j->nodes <= m->gpu_hosts ? m->least[j->nodes]
+							: SIZE_MAX;
+	return j->nodes > 0 ? (size_t)j->nodes * (size_t)j->gpus_per_node
+			    : (size_t)j->gpus;
+}
+
+/* Free GPUs on s, in the count job_need uses. */
+static size_t free_gpus(const sim_t *m, const tp_state_t *s)
+{
+	return m->total_gpus - tp_state_busy_gpus(s);
 }
 
 void tp__job_request(const tp_job_spec_t *j, tp_request_t *r)
@@ -253,10 +271,7 @@ static void head_note(sim_t *m)
 		return;
 	js = &m->t->jobs[m->queue[0]];
 	m->head_cls = job_class(m, js);
-	m->head_why =
-	    (size_t)job_need(m, js) <= m->total_gpus - tp_state_busy_gpus(m->s)
-		? 2
-		: 1;
+	m->head_why = job_need(m, js) <= free_gpus(m, m->s) ? 2 : 1;
 }
 
 static void advance(sim_t *m, double now)
@@ -741,7 +756,7 @@ static tp_err_t plan_head(sim_t *m, size_t j)
 	const tp_job_spec_t *js = &m->t->jobs[j];
 	running_t *r = tp_malloc((m->nheap + 1) * sizeof(*r));
 	tp_state_t *s = tp_state_clone(m->s);
-	size_t need = (size_t)job_need(m, js);
+	size_t need = job_need(m, js);
 	tp_request_t req;
 	tp_err_t err = TP_ERR_NOMEM;
 
@@ -762,7 +777,7 @@ static tp_err_t plan_head(sim_t *m, size_t j)
 			goto out;
 		/* jobs ending together free their hosts together */
 		if ((i + 1 < m->nheap && r[i + 1].end <= r[i].end) ||
-		    m->total_gpus - tp_state_busy_gpus(s) < need)
+		    free_gpus(m, s) < need)
 			continue;
 		memset(&pl, 0, sizeof(pl));
 		err = tp__place_hosts(m->policy, s, &req, m->pp, m->seed + j,
@@ -824,9 +839,8 @@ static tp_err_t schedule(sim_t *m, double now)
 	/* FCFS: start jobs from the head while they fit */
 	while (qi < m->nqueue) {
 		size_t j = m->queue[qi];
-		int need = job_need(m, &m->t->jobs[j]);
 		started = false;
-		if ((size_t)need <= m->total_gpus - tp_state_busy_gpus(m->s) &&
+		if (job_need(m, &m->t->jobs[j]) <= free_gpus(m, m->s) &&
 		    (err = try_start(m, j, now, INFINITY, &started, NULL))) {
 			if (err != TP_ERR_RANGE)
 				return err;
@@ -855,12 +869,11 @@ static tp_err_t schedule(sim_t *m, double now)
 	for (qi = 1; qi < m->nqueue && qi <= BACKFILL_DEPTH;) {
 		size_t j = m->queue[qi];
 		const tp_job_spec_t *js = &m->t->jobs[j];
-		int need = job_need(m, js);
 		/* even a free network leaves it its compute share */
 		bool late = now + js->run_s * (1 - js->comm_frac) > shadow;
 		started = false;
 		err = TP_OK;
-		if ((size_t)need <= m->total_gpus - tp_state_busy_gpus(m->s)) {
+		if (job_need(m, js) <= free_gpus(m, m->s)) {
 			if (!late)
 				err = try_start(m, j, now, shadow, &started,
 						&late);
@@ -951,8 +964,32 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 
 /* m's arrays for a trace of n jobs; false when out of memory (what was
  * allocated is freed by sim_free). */
+/* least[] and gpu_hosts (sim_t); false when out of memory. */
+static bool least_build(sim_t *m)
+{
+	size_t nh = tp_fabric_nhosts(m->f), k = 0;
+	uint32_t *g = tp_malloc((nh + 1) * sizeof(uint32_t));
+
+	if (!g || !(m->least = tp_malloc((nh + 1) * sizeof(size_t)))) {
+		tp_free(g);
+		return false;
+	}
+	for (size_t h = 0; h < nh; h++)
+		if (tp_fabric_host(m->f, h)->ngpus > 0)
+			g[k++] = (uint32_t)tp_fabric_host(m->f, h)->ngpus;
+	tp_sort(g, k, sizeof(*g), tp_u32_cmp);
+	m->least[0] = 0;
+	for (size_t i = 0; i < k; i++)
+		m->least[i + 1] = m->least[i] + g[i];
+	m->gpu_hosts = k;
+	tp_free(g);
+	return true;
+}
+
 static bool sim_alloc(sim_t *m, size_t n)
 {
+	if (!least_build(m))
+		return false;
 	m->s = tp_state_create(m->f);
 	tp__state_match_cost(m->s, m->ctx);
 	m->heap = tp_malloc(n * sizeof(running_t));
@@ -988,6 +1025,7 @@ static void sim_free(sim_t *m)
 		running_free(&m->heap[i]);
 	tp_state_destroy(m->s);
 	tp__ideal_cache_free(&m->own_ideal);
+	tp_free(m->least);
 	tp_free(m->fb_mine);
 	tp_free(m->held_since);
 	tp_free(m->resv);
@@ -1048,7 +1086,7 @@ static void admit_jobs(sim_t *m, size_t *next_p, double now)
 
 	while (*next_p < t->njobs && t->jobs[*next_p].submit_s <= now) {
 		/* a job bigger than the fabric would block FCFS forever */
-		if (job_need(m, &t->jobs[*next_p]) > (int)m->total_gpus) {
+		if (job_need(m, &t->jobs[*next_p]) > m->total_gpus) {
 			drop(m, *next_p);
 		} else {
 			m->queue[m->nqueue++] = *next_p;

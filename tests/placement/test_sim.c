@@ -404,6 +404,59 @@ static void test_dropped_outside(void **state)
 }
 
 /*
+ * Whole-host jobs (nodes alone) on hosts of 4, 2, 2 and 2 GPUs (10 in
+ * all) need at least their smallest hosts' GPUs, not nodes x the largest
+ * host's:
+ *   admit: J0 t=0 3 whole hosts, 100 s: 0-100 (it was 12 GPUs > 10,
+ *          dropped as never placeable); J1 t=10 1 host: 10-110 on the
+ *          fourth; J2 t=20 5 whole hosts: dropped (4 hosts).
+ *   head:  J0 t=0 1 host (first-fit: node001, 4 GPUs), J1 t=1 2 hosts:
+ *          starts at 1 on two of the three idle hosts (it waited for J0's
+ *          end, 8 GPUs > the 6 free, booked as the head short of GPUs).
+ */
+static void test_whole_hosts_mixed(void **state)
+{
+	static const row_t admit[] = {
+	    {0, 3, 0, 0, 100, 0},
+	    {10, 1, 0, 0, 100, 0},
+	    {20, 5, 0, 0, 100, 0},
+	};
+	static const row_t head[] = {
+	    {0, 1, 0, 0, 100, 0},
+	    {1, 2, 0, 0, 100, 0},
+	};
+	static const int keep[] = {4, 2, 2, 2};
+	tp_fabric_t *g = fat_tree(2, 2, 4, false);
+	tp_fabric_t *f = tp_test_cut_gpus(g, keep, 4);
+	tp_trace_t t;
+	tp_sim_result_t r;
+
+	(void)state;
+	tp_fabric_destroy(g);
+	assert_int_equal(tp_fabric_total_gpus(f), 10);
+	mktrace(&t, admit, 3);
+	run(f, &t, "first-fit", 1, &r);
+	assert_int_equal(r.jobs, 2);
+	assert_int_equal(r.unplaceable, 1);
+	assert_int_equal(r.first_unplaceable, 2);
+	assert_close(r.mean_wait_s, 0);
+	assert_close(r.makespan_s, 110);
+	tp_sim_result_free(&r);
+	freetrace(&t);
+
+	mktrace(&t, head, 2);
+	run(f, &t, "first-fit", 1, &r);
+	assert_int_equal(r.jobs, 2);
+	assert_close(r.mean_wait_s, 0);
+	assert_close(r.makespan_s, 101);
+	for (int c = 0; c < TP_SIM_NCLASSES; c++)
+		assert_close(r.class_head_short[c], 0);
+	tp_sim_result_free(&r);
+	freetrace(&t);
+	tp_fabric_destroy(f);
+}
+
+/*
  * Contention. 2 leaves x 2 hosts x 1 GPU, one 400 Gb/s up-link per leaf
  * (2:1). Two 2-host jobs, comm_frac 0.5, start together; a third comes
  * alone after both ended.
@@ -1708,6 +1761,7 @@ int main(void)
 	    cmocka_unit_test(test_exclusive_whole),
 	    cmocka_unit_test(test_fcfs),
 	    cmocka_unit_test(test_dropped_outside),
+	    cmocka_unit_test(test_whole_hosts_mixed),
 	    cmocka_unit_test(test_contention),
 	    cmocka_unit_test(test_rerating),
 	    cmocka_unit_test(test_rerate_symmetric),
