@@ -372,19 +372,25 @@ static tp_err_t cabled_sets(const tp__policy_in_t *in,
  * every deterministic policy (random is left out: its choice follows the
  * job's seed) chooses there and, for whole hosts, each level-1 group's
  * and the fabric's best-cabled hosts (cabled_sets): the best set known
- * without searching them all. It depends on the shape and the fabric only, never on the policy
- * being measured: two placements with the same predicted time get the
- * same slowdown whichever policy made them (for given policy parameters,
- * which topoplace's choice reads: the simulator runs every policy with
- * the same ones). (Until 2026-12-03 it was
- * min(packed set, the chosen hosts idle): a policy was neither charged
- * for hosts slower than the best set nor credited for beating the packed
- * one, and the packed set, hosts in index order, often holds a leaf whose
- * D-mod-K routes collide: topoplace's mean slowdown on simulate's default
- * read 1.046 against it, 1.30 against this reference. Until 2026-12-04
- * the best-cabled sets were not in it: on simulate's default fabric the
- * slowdowns read about 7% lower, 1.29 for topoplace and 1.49 for
- * slurm-tree, against 1.39 and 1.57.)
+ * without searching them all. It depends on the shape and the fabric only,
+ * never on the policy being measured: two placements with the same predicted
+ * time get the same slowdown whichever policy made them (for given policy
+ * parameters, which topoplace's choice reads: the simulator runs every policy
+ * with the same ones). (Until 2026-12-03 it was min(packed set, the chosen
+ * hosts idle): a policy was neither charged for hosts slower than the best set
+ * nor credited for beating the packed one, and the packed set, hosts in index
+ * order, often holds a leaf whose D-mod-K routes collide: topoplace's mean
+ * slowdown on simulate's default read 1.046 against it, 1.30 against this
+ * reference. Until 2026-12-04 the best-cabled sets were not in it: on
+ * simulate's default fabric the slowdowns read about 7% lower, 1.29 for
+ * topoplace and 1.49 for slurm-tree, against 1.39 and 1.57.) Whole hosts on
+ * hosts of different GPU counts: the sets compared run different rank counts (a
+ * host gives all of its GPUs), so the minimum may be a smaller collective, on
+ * fewer-GPU hosts, and a pick of bigger hosts reads slower than it by more than
+ * its placement (4 + 8 GPUs in one leaf: 9.96 ms against 8.97 ms for 4 + 4,
+ * test_ideal_whole_mixed). Pricing like with like would need the pick's GPU
+ * counts in the shape (and in the cache's key and tp_place_ideal's arguments):
+ * not done; the headers say what the figure means there.
  */
 static tp_err_t ideal_seconds(const tp__policy_in_t *in, double bytes,
 			      double *s_p)

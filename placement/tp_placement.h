@@ -361,7 +361,13 @@ typedef struct tp_placement {
 				 * GPUs alone also split evenly): one
 				 * per request shape, whichever policy chose;
 				 * above predicted_s only when these hosts
-				 * beat them all */
+				 * beat them all. Whole hosts (nodes alone)
+				 * on hosts of different GPU counts: those
+				 * sets run different rank counts and the
+				 * fastest is taken, so predicted_s /
+				 * ideal_s there also holds the bigger
+				 * collective of bigger hosts, not only the
+				 * placement's cost (tp_place_ideal) */
 	char *explain;          /* one or two sentences for humans */
 	double decision_s;      /* time spent choosing (not predicting) */
 	double decision_cpu_s;	/* the same on this thread's CPU clock: what
@@ -457,7 +463,12 @@ tp_err_t tp_place_run_cached(const tp_policy_t *policy, const tp_state_t *s,
 			     tp_ideal_cache_t *cache, tp_placement_t *out);
 
 /* The ideal all-reduce seconds of r's shape on fabric f: tp_place_run's
- * ideal_s without a choice on a state. cache may be NULL. TP_ERR_INVAL
+ * ideal_s without a choice on a state. A shape of whole hosts (nodes
+ * alone) fixes no GPU count: on a fabric whose hosts hold different
+ * counts this is the fastest of the sets it prices whatever their GPU
+ * counts (2 hosts of 4 GPUs in one leaf beat 4 + 8 there), not the
+ * same collective as the pick's on the best hosts for it; where all
+ * hosts hold as many GPUs the two agree. cache may be NULL. TP_ERR_INVAL
  * (NULL ctx, a malformed request), TP_ERR_RANGE (r can never fit f),
  * TP_ERR_NOMEM. */
 tp_err_t tp_place_ideal(const tp_fabric_t *f, const tp_request_t *r,
