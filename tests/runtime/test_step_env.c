@@ -608,6 +608,34 @@ static void test_env_local_hcas(void **state)
 	    map, "<net ifname=\"mlx5_9\"\n\tname=\"mlx5_1\" dev=\"0\"/>"));
 	assert_false(tp_hca_map_topo_ok(map, "<net dev=\"0\"/>"));
 	assert_false(tp_hca_map_topo_ok(map, "<net name=mlx5_1/>"));
+	/* Azure's NCCL topology files (the fixtures): NDv2/v4/v5 list their
+	 * NICs as PCI devices without a <net> (NCCL attaches its IB devices
+	 * by bus id): taken; NCv4's names eth0 in a <nic> under a <cpu>, no
+	 * device of this node's: refused */
+	{
+		static const struct {
+			const char *file;
+			bool ok;
+		} azure[] = {{"ndv2-topo.xml", true},
+			     {"ndv4-topo.xml", true},
+			     {"ndv5-topo.xml", true},
+			     {"ncv4-topo.xml", false}};
+		for (size_t i = 0; i < sizeof(azure) / sizeof(azure[0]); i++) {
+			char rel[128], *xml = NULL;
+			size_t len;
+			const char *path;
+			snprintf(rel, sizeof(rel), "nccl/Azure-azhpc-images/%s",
+				 azure[i].file);
+			if (!(path = tp_test_fixture(rel)))
+				continue; /* fixtures absent */
+			assert_int_equal(tp_file_read(path, &xml, &len), TP_OK);
+			assert_non_null(strstr(xml, "<system"));
+			if (tp_hca_map_topo_ok(map, xml) != azure[i].ok)
+				fail_msg("%s: taken %d, wanted %d", rel,
+					 !azure[i].ok, azure[i].ok);
+			tp_free(xml);
+		}
+	}
 	tp_hca_map_destroy(map);
 	assert_int_equal(tp_hca_map_read(f, "nohost", part, &map),
 			 TP_ERR_NOTFOUND);
