@@ -642,15 +642,19 @@ static void protect(const tp_decision_journal_t *j, int fd)
 /* The descriptor holding the lock (close it to release), -1 when none
  * could be had: the caller goes on without (one controller is the common
  * case, and a record is worth more than the lock). A lock another holds
- * is waited for TP_DECISION_LOCK_WAIT_MS at most, in steps: slurmctld
- * waits for its writer under its own locks (a reconfigure), so a writer
- * stuck on a lock someone else keeps (a controller hung on a shared
- * StateSaveLocation, an admin's flock(1)) must not stall it. */
-static int lock_take(const tp_decision_journal_t *j)
+ * is waited for TP_DECISION_LOCK_WAIT_MS at most, in steps, and after one
+ * such wait ran out the next calls try once without waiting until they
+ * get it (j->lock_missed): slurmctld waits for its writer's whole queue
+ * under its own locks (a reconfigure), so a lock someone else keeps (a
+ * controller hung on a shared StateSaveLocation, an admin's flock(1))
+ * must not stall it by a wait a record. *busy_p: the lock was another's
+ * (the caller then leaves the file's other lines alone: no trim). */
+static int lock_take(tp_decision_journal_t *j, bool *busy_p)
 {
 	char *lp = tp_asprintf("%s.lock", j->path);
-	int fd;
+	int fd, ms = j->lock_missed ? TP_DECISION_LOCK_WAIT_MS : 0;
 
+	*busy_p = false;
 	if (!lp)
 		return -1;
 	fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
@@ -658,18 +662,18 @@ static int lock_take(const tp_decision_journal_t *j)
 		tp__log(TP_LOG_DEBUG, "%s: %s", lp, strerror(errno));
 	} else {
 		protect(j, fd);
-		for (int ms = 0; flock(fd, LOCK_EX | LOCK_NB) != 0;) {
+		while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
 			struct timespec step = {0, 10 * 1000000L};
 			if (errno == EINTR)
 				continue;
 			if (errno != EWOULDBLOCK ||
 			    ms >= TP_DECISION_LOCK_WAIT_MS) {
+				*busy_p = errno == EWOULDBLOCK;
 				tp__log(TP_LOG_DEBUG, "%s: flock: %s%s", lp,
 					strerror(errno),
-					errno == EWOULDBLOCK
-					    ? " (held by another past the "
-					      "wait: written without it)"
-					    : "");
+					*busy_p ? " (another holds it: written "
+						  "without it, no trim)"
+						: "");
 				close(fd);
 				fd = -1;
 				break;
@@ -677,6 +681,7 @@ static int lock_take(const tp_decision_journal_t *j)
 			nanosleep(&step, NULL);
 			ms += 10;
 		}
+		j->lock_missed = *busy_p;
 	}
 	tp_free(lp);
 	return fd;
@@ -791,12 +796,14 @@ static tp_err_t trim_locked(tp_decision_journal_t *j)
 tp_err_t tp_decision_trim(tp_decision_journal_t *j)
 {
 	int lock;
-	tp_err_t err;
+	bool busy;
+	tp_err_t err = TP_OK;
 
 	if (!j || !j->path)
 		return TP_ERR_INVAL;
-	lock = lock_take(j);
-	err = trim_locked(j);
+	lock = lock_take(j, &busy);
+	if (!busy)
+		err = trim_locked(j);
 	if (lock >= 0)
 		close(lock); /* releases the flock */
 	return err;
@@ -808,11 +815,12 @@ tp_err_t tp_decision_append(tp_decision_journal_t *j, const char *line,
 	tp_err_t err = TP_OK;
 	ssize_t w = -1;
 	int fd, lock;
+	bool busy;
 
 	if (!j || !j->path || !line)
 		return TP_ERR_INVAL;
-	lock = lock_take(j);
-	if (j->lines == SIZE_MAX)
+	lock = lock_take(j, &busy);
+	if (j->lines == SIZE_MAX && !busy)
 		(void)trim_locked(j);
 	if ((err = open_regular(j->path, O_WRONLY | O_APPEND | O_CREAT, &fd))) {
 		tp__log(TP_LOG_DEBUG, "%s: %s", j->path, tp_file_strerror(err));
@@ -831,7 +839,7 @@ tp_err_t tp_decision_append(tp_decision_journal_t *j, const char *line,
 		j->lines = SIZE_MAX;
 		err = TP_ERR_IO;
 	}
-	if (j->lines != SIZE_MAX && j->lines > 2 * j->keep)
+	if (j->lines != SIZE_MAX && j->lines > 2 * j->keep && !busy)
 		(void)trim_locked(j);
 out:
 	if (lock >= 0)

@@ -864,6 +864,8 @@ typedef struct tp_decision_journal {
 	size_t lines;     /* whole lines in the file; SIZE_MAX: unknown,
 			   * counted (and a line cut short dropped) at the
 			   * next append */
+	bool lock_missed; /* the last wait for the lock ran out: the next
+			   * call tries once, without waiting */
 } tp_decision_journal_t;
 
 /* Append one encoded line with one write(2) on an O_APPEND descriptor
@@ -873,10 +875,11 @@ typedef struct tp_decision_journal {
  * TP_ERR_IO when the record was not written (j->lines then unknown);
  * TP_ERR_NOTREG when PATH is a FIFO, device or directory (found without
  * blocking; nothing written);
- * a lock that cannot be had (another holding it past
- * TP_DECISION_LOCK_WAIT_MS) is logged (debug) and the record written
- * anyway. Logs failures at debug level only: the caller says what was
- * lost. */
+ * a lock that cannot be had is logged (debug) and the record written
+ * anyway; one another holds is waited for TP_DECISION_LOCK_WAIT_MS once,
+ * then tried without waiting until had again (lock_missed), and while
+ * another holds it nothing is trimmed. Logs failures at debug level only: the
+ * caller says what was lost. */
 #define TP_DECISION_LOCK_WAIT_MS 2000
 tp_err_t tp_decision_append(tp_decision_journal_t *j, const char *line,
 			    size_t len);

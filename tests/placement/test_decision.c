@@ -322,13 +322,15 @@ static void test_read_file(void **state)
 }
 
 /* A lock another keeps (here: another open file description of this
- * process) is waited for TP_DECISION_LOCK_WAIT_MS, not for ever: the
- * record is written without it (slurmctld waits for its writer under
- * its own locks). */
+ * process) is waited for TP_DECISION_LOCK_WAIT_MS once, not for ever nor
+ * once a record: the records are written without it, the file's other
+ * lines left alone (no trim past 2 x keep), and once the lock is free
+ * again the next append takes it and trims (slurmctld waits for its
+ * writer's queue under its own locks). */
 static void test_lock_held(void **state)
 {
 	char path[128], lp[160];
-	tp_decision_journal_t j = {.keep = 10, .gid = -1, .lines = SIZE_MAX};
+	tp_decision_journal_t j = {.keep = 1, .gid = -1, .lines = SIZE_MAX};
 	tp_decision_t *recs = NULL;
 	size_t n = 0, bad = 0;
 	struct timespec t0, t1;
@@ -342,18 +344,29 @@ static void test_lock_held(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(flock(fd, LOCK_EX), 0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	append_rec(&j, 5, "written without the lock");
+	for (uint32_t k = 1; k <= 4; k++)
+		append_rec(&j, k, "written without the lock");
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double s = (double)(t1.tv_sec - t0.tv_sec) +
 		   (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	assert_true(s >= TP_DECISION_LOCK_WAIT_MS / 1000.0 * 0.9);
-	assert_true(s < TP_DECISION_LOCK_WAIT_MS / 1000.0 + 5);
-	close(fd);
+	assert_true(s < 2 * TP_DECISION_LOCK_WAIT_MS / 1000.0);
+	assert_true(j.lock_missed);
 	assert_int_equal(
 	    tp_decisions_read(path, TP_DECISION_STRICT, &recs, &n, &bad, NULL),
 	    TP_OK);
-	assert_int_equal(n, 1);
-	assert_int_equal(recs[0].job_id, 5);
+	assert_int_equal(n, 4); /* nothing trimmed under another's lock */
+	assert_int_equal(recs[0].job_id, 1);
+	tp_decisions_free(recs, n);
+	close(fd);
+	/* free again: taken at once, and the trim keeps the last record */
+	append_rec(&j, 5, "the lock had");
+	assert_false(j.lock_missed);
+	assert_int_equal(
+	    tp_decisions_read(path, TP_DECISION_STRICT, &recs, &n, &bad, NULL),
+	    TP_OK);
+	assert_true(n <= 2);
+	assert_int_equal(recs[n - 1].job_id, 5);
 	tp_decisions_free(recs, n);
 	unlink(path);
 	unlink(lp);
