@@ -83,6 +83,21 @@ out:
 	return rc;
 }
 
+/* path is a regular file, checked without waiting (a FIFO would block
+ * the reader until a writer came); else false, said on one line. */
+static bool regular(const char *path)
+{
+	int fd;
+	tp_err_t err = tp_file_open_regular(path, &fd, NULL);
+
+	if (err) {
+		tp_cli_err("%s: cannot read: %s", path, tp_file_strerror(err));
+		return false;
+	}
+	close(fd);
+	return true;
+}
+
 int tp_cmd_nccl_topo(int argc, char **argv)
 {
 	enum { O_XML = 256 };
@@ -170,6 +185,8 @@ int tp_cmd_nccl_topo(int argc, char **argv)
 					   "%s; skipped",
 					   path, host, a.fabric);
 			skipped++;
+		} else if (!regular(path)) {
+			failed++;
 		} else if ((err = tp_node_nccl_topo_from_hwloc(path, &xml,
 							       &msg))) {
 			if (err == TP_ERR_NOMEM) {

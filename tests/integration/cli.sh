@@ -550,15 +550,22 @@ fi
 if [ -n "$TP_FIXTURES" ] && [ -d "$TP_FIXTURES/nvidia-smi" ]; then
 	jeq "$tmp/ftd.hosts" '.[1].gpus' 8 "DGX A100 nvidia-smi: 8 GPUs"
 fi
-# a node file that is a directory or a dangling link is named, not
-# passed over (its host silently without node data)
-mkdir -p "$tmp/smi2/node003.txt"
+# a node file that is a directory, a dangling link or a FIFO is named,
+# not passed over (its host silently without node data), and a FIFO not
+# opened (it would wait for a writer for ever); nccl-topo likewise
+mkdir -p "$tmp/smi2/node003.txt" "$tmp/xml2/node003.xml"
 ln -s "$tmp/nosuch" "$tmp/smi2/node004.txt"
-expect 2 "discover --nvidia-smi with a directory and a dangling link" $T discover \
+mkfifo "$tmp/smi2/node005.txt" "$tmp/xml2/node005.xml"
+expect 2 "discover --nvidia-smi with a directory, a dangling link and a FIFO" timeout 30 $T discover \
 	--ibnetdiscover "$tmp/ft.net" --nvidia-smi "$tmp/smi2" -o "$tmp/ftd2.json"
 grep -q "smi2/node003.txt: cannot read: not a regular file" "$tmp/err" &&
-	grep -q "smi2/node004.txt: cannot read" "$tmp/err" && ok "both named" ||
+	grep -q "smi2/node004.txt: cannot read: no such file" "$tmp/err" &&
+	grep -q "smi2/node005.txt: cannot read: not a regular file" "$tmp/err" && ok "all three named" ||
 	bad "node files not named: $(cat "$tmp/err")"
+expect 2 "nccl-topo with a directory and a FIFO" timeout 30 $T nccl-topo --node-xml "$tmp/xml2" -o "$tmp/nccl2"
+grep -q "xml2/node003.xml: cannot read: not a regular file" "$tmp/err" &&
+	grep -q "xml2/node005.xml: cannot read: not a regular file" "$tmp/err" && ok "both named by nccl-topo" ||
+	bad "nccl-topo: $(cat "$tmp/err")"
 
 # ---- every real fabric dump ----
 if [ -z "$TP_FIXTURES" ] || [ ! -d "$TP_FIXTURES/ib" ]; then
