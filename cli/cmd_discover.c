@@ -156,6 +156,11 @@ int tp_cmd_discover(int argc, char **argv)
 		tp_cli_err("discover: -o FABRIC.json is required");
 		goto out;
 	}
+	/* before a walk or a large dump's parse */
+	if (tp_cli_check_output("discover: -o", a.output)) {
+		rc = TP_EXIT_FAIL;
+		goto out;
+	}
 	if ((ca || port_given) && kind != O_LIVE) {
 		tp_cli_err("discover: --ca/--port apply to --live only");
 		goto out;

@@ -256,6 +256,8 @@ int tp_cmd_plan(int argc, char **argv)
 		return TP_EXIT_INPUT;
 	}
 	po.gpus_per_host = (int)gph;
+	if (tp_cli_check_output("plan: -o", a.output))
+		return TP_EXIT_FAIL;
 	if ((err = tp_hostlist_expand(nodes, &names, &n))) {
 		tp_cli_err("plan: --nodes '%s': %s", nodes, tp_strerror(err));
 		return tp_cli_exit_code(err);

@@ -624,6 +624,9 @@ int tp_cmd_trace(int argc, char **argv)
 	pname = tp_policy_name(policy);
 	if (!tp_cli_path_given("trace", argv[optind]))
 		return TP_EXIT_INPUT;
+	/* before the pricing, which can take long on a real history */
+	if (tp_cli_check_output("trace: -o", a.output))
+		return TP_EXIT_FAIL;
 	if ((err = tp_trace_load_opts(argv[optind], &o, &t, &msg))) {
 		tp_cli_err("trace: %s", msg ? msg : tp_strerror(err));
 		tp_free(msg);

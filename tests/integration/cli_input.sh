@@ -193,6 +193,14 @@ expect 1 "simulate --svg into a missing directory" $T simulate --svg "$tmp/nosuc
 expect 1 "simulate --svg DIR" $T simulate --svg "$tmp"
 [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "simulate: --svg $tmp: cannot write: Is a directory" "$tmp/err" &&
 	[ ! -s "$tmp/out" ] && ok "--svg DIR refused before simulating" || bad "--svg DIR: $(cat "$tmp/err")"
+for c in "plan --fabric $tmp/ft.json --nodes node001" "trace $tmp/one0.csv" \
+	"discover --ibnetdiscover $tmp/ft.json"; do
+	printf 'submit_s,gpus,run_s\n0,1,10\n' >"$tmp/one0.csv"
+	# shellcheck disable=SC2086 # c is the command and its options
+	expect 1 "${c%% *} -o DIR" $T $c -o "$tmp"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "${c%% *}: -o $tmp: cannot write: Is a directory" "$tmp/err" &&
+		ok "${c%% *} -o DIR refused first" || bad "${c%% *} -o DIR: $(cat "$tmp/err")"
+done
 
 # ---- options that would be ignored are refused ----
 printf 'submit_s,gpus,run_s\n0,1,10\n' >"$tmp/one.csv"
