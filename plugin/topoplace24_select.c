@@ -579,7 +579,12 @@ static const char *job_request(topology_eval_t *topo_eval, uint32_t min_nodes,
 		if (min_nodes != req_nodes && req_nodes != topo_eval->max_nodes)
 			why = "node count range";
 		r->nodes = rem_nodes;
-		r->gpus_per_node = (int)MIN(per_node, (uint64_t)INT32_MAX);
+		/* a clamped count would be another request (tp_gpureq_split
+		 * refuses the same for --gpus) */
+		if (per_node > INT32_MAX)
+			why = "--gpus-per-node beyond the engine's count";
+		else
+			r->gpus_per_node = (int)per_node;
 	}
 	r->exclusive = job_ptr->details->whole_node & WHOLE_NODE_REQUIRED;
 	*per_node_p = per_node;
