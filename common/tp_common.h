@@ -1,11 +1,14 @@
 /*
- * tp_common.h - errors, logging, allocation, hash maps and host lists shared
- * by every topoplace module.
+ * tp_common.h - errors, logging and memory: what libtopoplace-coll exports
+ * and installs of this header (its first part, up to "the rest is
+ * internal"); then the allocation, hash maps, host lists and file helpers
+ * every topoplace module shares, which the build keeps to itself.
  *
  * Thread safety: tp_strerror() and the hash maps/host lists (per object) are
  * safe to use from several threads as long as one object is not modified by
- * two threads at once. tp_log_set() and tp_alloc_set() change process-wide
- * state: call them once at start-up, before other threads use the library.
+ * two threads at once. tp_log_set() (and, internally, tp_alloc_set())
+ * change process-wide state: call them once at start-up, before other
+ * threads use the library.
  *
  * Nothing here prints, exits or aborts; allocation failure is reported as
  * TP_ERR_NOMEM.
@@ -271,13 +274,14 @@ size_t tp_text_bom(const char *buf, size_t len);
  * off + tp_json_space(buf + off, len - off) < len as text after the
  * document: not valid JSON there. */
 size_t tp_json_space(const char *buf, size_t len);
-/* The offset of the first of the len bytes at buf that makes the text no
- * JSON cJSON reads as written, len when none: a control byte (below
- * 0x20) other than JSON white space, invalid anywhere (a string must
- * escape it; cJSON skips it as white space between tokens and keeps it
- * inside a string), or a \u0000 escape (cJSON ends the string there,
- * so "a\u0000b" would read as "a"). *esc_p (when not NULL): true for
- * the escape. */
+/* The offset of the first of the len bytes at buf that cJSON would read
+ * otherwise than written, len when none: a control byte (below 0x20)
+ * other than tab, LF and CR, invalid anywhere (a string must escape it;
+ * cJSON skips it as white space between tokens and keeps it inside a
+ * string), or a \u0000 escape (cJSON ends the string there, so
+ * "a\u0000b" would read as "a"). A raw tab, LF or CR inside a string,
+ * invalid JSON too, passes: cJSON keeps it as written. *esc_p (when not
+ * NULL): true for the escape. */
 size_t tp_json_bad_byte(const char *buf, size_t len, bool *esc_p);
 /* Open path for reading the way a daemon must: without waiting (a FIFO's
  * open does not block) and only when it is a regular file. On TP_OK *fd_p

@@ -962,8 +962,6 @@ tp_err_t tp_sim_run(const tp_fabric_t *f, const tp_trace_t *t,
 	return tp_sim_run_opts(f, t, policy, pp, ctx, seed, NULL, out);
 }
 
-/* m's arrays for a trace of n jobs; false when out of memory (what was
- * allocated is freed by sim_free). */
 /* least[] and gpu_hosts (sim_t); false when out of memory. */
 static bool least_build(sim_t *m)
 {
@@ -986,6 +984,8 @@ static bool least_build(sim_t *m)
 	return true;
 }
 
+/* m's arrays for a trace of n jobs; false when out of memory (what was
+ * allocated is freed by sim_free). */
 static bool sim_alloc(sim_t *m, size_t n)
 {
 	if (!least_build(m))
