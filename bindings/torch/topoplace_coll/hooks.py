@@ -107,6 +107,12 @@ beyond 2 standard errors: exact threshold (--threshold exact)
 the optimizer's momentum (--ef gradient) +11.0 +- 0.7%, EF21's
 trackers instead of error feedback (--ef ef21, 2026-12-04) +112 +- 18%,
 EF21 on each group's heavy-ball velocity (--ef ef21m) +13.3 +- 2.8%.
+Masking suits small fractions only (reference, --start-iter 10, seeds
+1-3, with / without masking): 1% +4.43 +- 0.11 / +6.22 +- 1.28%, 2%
++4.89 +- 0.38 / +4.92 +- 1.42%, 5% +7.52 +- 0.21 / +3.42 +- 1.25%, 10%
++14.22 +- 0.55 / +1.58 +- 0.52%: an entry sent every step loses its
+velocity's tail each time (at 100% masking is SGD without momentum), so
+above about 2% pass momentum_masking=False.
 Over fresh
 samples (ddp_train.py --fresh: one pass, the loss on samples never
 trained on) top-1% with --hook-momentum --start-iter 10 gives
@@ -153,7 +159,9 @@ class TopoplaceState:
                     optimizer without momentum
     momentum_masking
                     top-k with momentum: clear the velocity where this
-                    rank (its group) sent (DGC's masking; default True)
+                    rank (its group) sent (DGC's masking; default True,
+                    for fractions of about 2% and below: above, it
+                    costs convergence, see the list above)
     warmup_steps    top-k: compressed steps over which the kept fraction
                     falls from 25% to topk_fraction (default 0)
     clip_norm       top-k: clip each rank's bucket to norm <= clip_norm /
