@@ -65,43 +65,18 @@ static inline tp_fabric_t *tp_test_fat_tree_deg(int leaves, int spines, int hpl,
 	return f;
 }
 
-/* f again with host h's CA x cabled at half width (4 lanes to 2): a
- * fabric no generator makes, through its JSON (the CA's index is its
- * position in "cas", each link [kind, node, port, kind, node, port,
- * width, lane Gb/s, active]). Caller frees with tp_fabric_destroy(). */
-static inline tp_fabric_t *tp_test_half_cable(const tp_fabric_t *f, size_t h,
-					      size_t x)
+/* f's JSON (tp_fabric_to_json), parsed: the helpers below edit a fabric
+ * no generator makes through it. Caller frees it, or hands it to
+ * tp_test_fabric_of. */
+static inline cJSON *tp_test_json_of(const tp_fabric_t *f)
 {
-	double ca = (double)tp_fabric_host(f, h)->cas[x];
-	char *js = NULL, *out, *why = NULL;
-	tp_fabric_t *g = NULL;
-	cJSON *root, *l;
-	int n = 0;
+	char *js = NULL;
+	cJSON *root;
 
 	assert_int_equal(tp_fabric_to_json(f, &js), TP_OK);
 	assert_non_null(root = cJSON_Parse(js));
 	tp_free(js);
-	cJSON_ArrayForEach(l, cJSON_GetObjectItem(root, "links"))
-	{
-		for (int e = 0; e < 2; e++) {
-			cJSON *k = cJSON_GetArrayItem(l, 3 * e);
-			cJSON *i = cJSON_GetArrayItem(l, 3 * e + 1);
-			cJSON *w = cJSON_GetArrayItem(l, 6);
-			if (cJSON_IsString(k) &&
-			    !strcmp(k->valuestring, "ca") &&
-			    cJSON_IsNumber(i) && i->valuedouble == ca) {
-				cJSON_SetNumberValue(w, w->valuedouble / 2);
-				n++;
-			}
-		}
-	}
-	assert_int_equal(n, 1);
-	assert_non_null(out = cJSON_PrintUnformatted(root));
-	cJSON_Delete(root);
-	if (tp_fabric_parse_json("half-cable", out, &g, &why) != TP_OK)
-		fail_msg("half-cable fabric: %s", why ? why : "?");
-	cJSON_free(out);
-	return g;
+	return root;
 }
 
 /* The fabric root describes (f's JSON, edited): fails the test when it
@@ -119,19 +94,44 @@ static inline tp_fabric_t *tp_test_fabric_of(cJSON *root, const char *name)
 	return g;
 }
 
+/* f again with host h's CA x cabled at half width (4 lanes to 2): a
+ * fabric no generator makes, through its JSON (the CA's index is its
+ * position in "cas", each link [kind, node, port, kind, node, port,
+ * width, lane Gb/s, active]). Caller frees with tp_fabric_destroy(). */
+static inline tp_fabric_t *tp_test_half_cable(const tp_fabric_t *f, size_t h,
+					      size_t x)
+{
+	double ca = (double)tp_fabric_host(f, h)->cas[x];
+	cJSON *root = tp_test_json_of(f), *l;
+	int n = 0;
+
+	cJSON_ArrayForEach(l, cJSON_GetObjectItem(root, "links"))
+	{
+		for (int e = 0; e < 2; e++) {
+			cJSON *k = cJSON_GetArrayItem(l, 3 * e);
+			cJSON *i = cJSON_GetArrayItem(l, 3 * e + 1);
+			cJSON *w = cJSON_GetArrayItem(l, 6);
+			if (cJSON_IsString(k) &&
+			    !strcmp(k->valuestring, "ca") &&
+			    cJSON_IsNumber(i) && i->valuedouble == ca) {
+				cJSON_SetNumberValue(w, w->valuedouble / 2);
+				n++;
+			}
+		}
+	}
+	assert_int_equal(n, 1);
+	return tp_test_fabric_of(root, "half-cable");
+}
+
 /* f again with host i keeping only its first keep[i % nkeep] GPUs (their
  * NICs stay): hosts with different GPU counts, as mixed 4- and 8-GPU
  * nodes are. Caller frees with tp_fabric_destroy(). */
 static inline tp_fabric_t *tp_test_cut_gpus(const tp_fabric_t *f,
 					    const int *keep, size_t nkeep)
 {
-	char *js = NULL;
-	cJSON *root, *h;
+	cJSON *root = tp_test_json_of(f), *h;
 	size_t i = 0;
 
-	assert_int_equal(tp_fabric_to_json(f, &js), TP_OK);
-	assert_non_null(root = cJSON_Parse(js));
-	tp_free(js);
 	cJSON_ArrayForEach(h, cJSON_GetObjectItem(root, "hosts"))
 	{
 		cJSON *g = cJSON_GetObjectItem(h, "gpus");
@@ -151,7 +151,6 @@ static inline tp_fabric_t *tp_test_uncabled(const tp_fabric_t *f, size_t h,
 {
 	const tp_host_t *hp = tp_fabric_host(f, h);
 	size_t nca = tp_fabric_ncas(f);
-	char *js = NULL;
 	cJSON *root, *links, *cas;
 	int *to;
 
@@ -163,9 +162,7 @@ static inline tp_fabric_t *tp_test_uncabled(const tp_fabric_t *f, size_t h,
 	for (int c = 0, n = 0; c < (int)nca; c++)
 		if (to[c] == 0)
 			to[c] = drop_cas ? n++ : c;
-	assert_int_equal(tp_fabric_to_json(f, &js), TP_OK);
-	assert_non_null(root = cJSON_Parse(js));
-	tp_free(js);
+	root = tp_test_json_of(f);
 	assert_non_null(links = cJSON_GetObjectItem(root, "links"));
 	for (int l = cJSON_GetArraySize(links) - 1; l >= 0; l--) {
 		cJSON *lk = cJSON_GetArrayItem(links, l);

@@ -1430,8 +1430,7 @@ static void test_trace_price_unrouted(void **state)
 	    "node[002-003]|gres/gpu=4,node=2\n"
 	    "3|2026-12-01T04:00:00|2026-12-01T04:00:00|2026-12-01T05:00:00|3|"
 	    "node[001-003]|gres/gpu=6,node=3\n";
-	char *path = write_tmp(sacct, sizeof(sacct) - 1), *err = NULL, *js,
-	     *out;
+	char *path = write_tmp(sacct, sizeof(sacct) - 1), *err = NULL;
 	tp_gen_fat_tree_t gen;
 	tp_fabric_t *f = NULL, *g = NULL;
 	tp_policy_params_t pp;
@@ -1446,9 +1445,7 @@ static void test_trace_price_unrouted(void **state)
 	gen.nics_per_host = 1;
 	gen.spines = gen.uplinks_per_spine = 1;
 	assert_int_equal(tp_gen_fat_tree(&gen, &f), TP_OK);
-	assert_int_equal(tp_fabric_to_json(f, &js), TP_OK);
-	assert_non_null(root = cJSON_Parse(js));
-	tp_free(js);
+	root = tp_test_json_of(f);
 	links = cJSON_GetObjectItem(root, "links");
 	for (int i = cJSON_GetArraySize(links) - 1; i >= 0; i--) {
 		l = cJSON_GetArrayItem(links, i);
@@ -1456,10 +1453,7 @@ static void test_trace_price_unrouted(void **state)
 		    !strcmp(cJSON_GetArrayItem(l, 3)->valuestring, "switch"))
 			cJSON_DeleteItemFromArray(links, i);
 	}
-	assert_non_null(out = cJSON_PrintUnformatted(root));
-	cJSON_Delete(root);
-	assert_int_equal(tp_fabric_parse_json("split", out, &g, &err), TP_OK);
-	cJSON_free(out);
+	g = tp_test_fabric_of(root, "split");
 	tp_cost_params_defaults(&cp);
 	tp_policy_params_defaults(&pp);
 	for (int k = 0; k < 2; k++) {
