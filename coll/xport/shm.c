@@ -877,6 +877,10 @@ static uint32_t others_moved(const tp__coll_host_t *h)
 	return sum;
 }
 
+/* How long host_wait sleeps between its checks for a dead or late
+ * peer. */
+#define SLICE_NS (50 * 1000 * 1000L)
+
 /* Sleep until counter w reaches target (wrap-safe). On timeout, names
  * the local rank that arrived least often, if behind us. The timeout
  * counts from this rank's last move or the last move of another rank
@@ -886,24 +890,28 @@ static uint32_t others_moved(const tp__coll_host_t *h)
 static tp_err_t host_wait(tp_coll_comm_t *c, tp__coll_host_t *h,
 			  _Atomic uint32_t *w, uint32_t target)
 {
-	const struct timespec slice = {0, 50 * 1000 * 1000};
+	const struct timespec slice = {0, SLICE_NS};
 	int64_t deadline = c->last_move_ns + c->timeout_ns;
-	int64_t t0 = tp__coll_now_ns();
+	int64_t t0 = tp__coll_now_ns(), check;
 	uint32_t seen = others_moved(h);
 
 	while (!reached(w, target) && tp__coll_now_ns() - t0 < h->yield_ns)
 		sched_yield();
+	/* the checks run a slice apart by the clock, whatever the futex
+	 * said: a signal every few ms (a handler without SA_RESTART, as
+	 * Python installs its own) ends every wait early with EINTR, and
+	 * checking only after a whole slice asleep never checked */
+	check = tp__coll_now_ns() + SLICE_NS;
 	while (!reached(w, target)) {
 		uint32_t v = atomic_load(w);
 		int e, dead, last = h->me;
-		bool timed_out = false;
 		atomic_fetch_add(h->sleepers, 1);
 		if ((int32_t)(v - target) < 0)
-			timed_out = futex(w, FUTEX_WAIT, v, &slice) == -1 &&
-				    errno == ETIMEDOUT;
+			(void)futex(w, FUTEX_WAIT, v, &slice);
 		atomic_fetch_sub(h->sleepers, 1);
-		if (!timed_out)
+		if (reached(w, target) || tp__coll_now_ns() < check)
 			continue;
+		check = tp__coll_now_ns() + SLICE_NS;
 		/* probe first, then look at the counter: a peer that left
 		 * after the round ended is no failure */
 		dead = host_closed(c, h, &e);

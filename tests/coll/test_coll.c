@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -772,9 +773,16 @@ static void test_host_small(void **s)
 
 #define VICTIM 2
 typedef struct fault {
-	bool hang;  /* the victim stops answering instead of dying */
-	bool small; /* 8-byte auto all-reduces (one host: the host segment) */
+	bool hang;    /* the victim stops answering instead of dying */
+	bool small;   /* 8-byte auto all-reduces (one host: the host segment) */
+	bool signals; /* the survivors take a signal every 20 ms (a handler
+		       * without SA_RESTART, as Python installs them) */
 } fault_t;
+
+static void on_tick(int sig)
+{
+	(void)sig;
+}
 
 /* Survivors: 0 = failed naming the victim, 3 = failed naming someone
  * else, 1 = the call succeeded (impossible), 4 = wrong error code. */
@@ -790,6 +798,12 @@ static int fault_rank(tp_coll_comm_t *c, void *arg)
 		if (f->hang)
 			sleep(4); /* silent, connections open */
 		raise(SIGKILL);
+	}
+	if (f->signals) {
+		struct sigaction sa = {.sa_handler = on_tick};
+		struct itimerval tick = {{0, 20000}, {0, 20000}};
+		sigaction(SIGALRM, &sa, NULL);
+		setitimer(ITIMER_REAL, &tick, NULL);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int it = 0; it < (f->small ? 1000000 : 1000) && !err; it++)
@@ -1084,11 +1098,11 @@ static void test_hca_addrs(void **s)
 	tp_plan_destroy(p);
 }
 
-static void run_fault(bool hang, bool one_host)
+static void run_fault(bool hang, bool one_host, bool signals)
 {
 	tp_plan_t *p = one_host ? plan_of(1, 4, 0) : plan_of(2, 2, 0);
 	tp_coll_opts_t o;
-	fault_t f = {.hang = hang, .small = one_host};
+	fault_t f = {.hang = hang, .small = one_host, .signals = signals};
 	int st[16], named = 0;
 
 	opts_for(&o, next_port(), 1.5, 64 << 10);
@@ -1109,22 +1123,26 @@ static void run_fault(bool hang, bool one_host)
 static void test_killed_peer(void **s)
 {
 	(void)s;
-	run_fault(false, false);
+	run_fault(false, false, false);
 }
 
 /* One host, small auto all-reduces: the host segment's waits notice a
- * dead neighbour's closed connection, and time out naming a hung one. */
+ * dead neighbour's closed connection, and time out naming a hung one;
+ * also while a signal every 20 ms cuts every wait short (they checked
+ * only after a whole 50 ms asleep, so neither ever came). */
 static void test_small_faults(void **s)
 {
 	(void)s;
-	run_fault(false, true);
-	run_fault(true, true);
+	run_fault(false, true, false);
+	run_fault(true, true, false);
+	run_fault(false, true, true);
+	run_fault(true, true, true);
 }
 
 static void test_hung_peer(void **s)
 {
 	(void)s;
-	run_fault(true, false);
+	run_fault(true, false, false);
 }
 
 /* A very long timeout (or INFINITY, "never") waits for a late rank
