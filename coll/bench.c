@@ -272,6 +272,9 @@ static int run_size(tp_coll_comm_t *c, const args_t *a, size_t bytes, float *in,
 	long bad = 0;
 
 	for (int it = -a->warmup; it < a->iters; it++) {
+		/* the counters hold the timed calls, all of them */
+		if (it == 0)
+			tp_coll_comm_stats_reset(c);
 		if (a->check)
 			for (size_t i = 0; i < count; i++)
 				in[i] = val(rank, i, it);
@@ -287,8 +290,6 @@ static int run_size(tp_coll_comm_t *c, const args_t *a, size_t bytes, float *in,
 					    TP_COLL_SUM, a->algo))
 			goto fail;
 		double dt = now_s() - t0;
-		if (it == -1 || (it == 0 && a->warmup == 0))
-			tp_coll_comm_stats_reset(c);
 		if (it >= 0)
 			t[it] = dt;
 		if (a->check) {

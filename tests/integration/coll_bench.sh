@@ -73,6 +73,15 @@ done
 	[ "$cross_1bit" -lt "$cross_int8" ] && [ "$cross_topk" -lt "$cross_int8" ] &&
 	ok "cross bytes per call: int8 $cross_int8, 1bit $cross_1bit, topk $cross_topk" ||
 	bad "cross bytes: int8 '$cross_int8' 1bit '$cross_1bit' topk '$cross_topk'"
+# the counters hold every timed call, without warm-up too (the first
+# timed call's bytes were dropped: 0 per call with --iters 1)
+rm -f "$tmp/j.json"
+run_all --master 127.0.0.1:$port --compress int8 --levels cross --min-bytes 1M --max-bytes 1M \
+	--iters 1 --warmup 0 --json "$tmp/j.json" --timeout 20 || bad "--warmup 0: exit $rc: $(cat "$tmp/err")"
+port=$((port + 1))
+cross_w0=$(jq -r '.cross_bytes_per_call // 0' "$tmp/j.json" 2>/dev/null)
+[ "$cross_w0" = "$cross_int8" ] && ok "--warmup 0 --iters 1: int8 cross bytes per call $cross_w0, as with warm-up" ||
+	bad "--warmup 0: int8 cross bytes per call '$cross_w0', with warm-up '$cross_int8'"
 grep -q 'cross_bytes' "$tmp/out" && ok "--compress: cross_bytes column" ||
 	bad "--compress table: $(cat "$tmp/out")"
 expect 2 "bad --compress" "$B" --plan "$tmp/p.json" --rank 0 --compress int4
