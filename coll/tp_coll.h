@@ -210,7 +210,10 @@ typedef struct tp_coll_opts {
 	double timeout_s;
 	/* Pipelining unit in bytes, 8 .. 1 GiB (rounded down to a multiple
 	 * of 8; less is TP_ERR_INVAL); default 256 KiB. Every rank must use
-	 * the same value. */
+	 * the same value. Each rank allocates 8 x (the most children it has
+	 * in the plan's trees, at least 1) chunks at init: 2 MiB at the
+	 * default on a ring, 24 GiB for 1 GiB chunks on a tree of 3
+	 * children (init then fails with TP_ERR_NOMEM on that rank). */
 	size_t chunk_bytes;
 	/* TCP connections to each peer on another host, 1..8; every message
 	 * is striped over them in equal parts. 0: $TOPOPLACE_COLL_SOCKETS,
