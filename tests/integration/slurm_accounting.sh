@@ -90,14 +90,19 @@ check_trace() {
 		ok "$fmt: simulate says what it read" || bad "$fmt: simulate: $(head -3 "$tmp/out")"
 	expect 0 "$fmt: simulate --deflate-runs" "$TOPOPLACE" simulate --trace "$f" --fabric "$dir/fabric.json" \
 		--policies topoplace,slurm-tree --deflate-runs
-	grep -q "; 2 run times deflated by what their hosts cost them" "$tmp/out" &&
-		ok "$fmt: the two multi-node jobs' run times deflated" || bad "$fmt: deflate: $(head -3 "$tmp/out")"
+	cp "$tmp/out" "$tmp/deflate.out"
 	# what Slurm's placements cost: the two multi-node jobs on the hosts
 	# Slurm recorded, the 2-node one alone as topoplace cost prices those
 	# hosts, and no faster with the other job's traffic
 	expect 0 "$fmt: trace --price" "$TOPOPLACE" trace "$f" --price --fabric "$dir/fabric.json" --json
 	cp "$tmp/out" "$tmp/price.json"
 	jeq "$tmp/price.json" '[.priced, .not_priced] | @csv' '2,0' "$fmt: both multi-node jobs priced"
+	# --deflate-runs changed the run times of the jobs whose hosts cost
+	# them more than the ideal (at their start), and only those
+	nd=$(jq '[.jobs[] | select(.predicted_s != .ideal_s)] | length' "$tmp/price.json")
+	grep -q "; $nd run times deflated by what their hosts cost them" "$tmp/deflate.out" &&
+		ok "$fmt: the $nd multi-node jobs slower than ideal deflated" ||
+		bad "$fmt: deflate ($nd slower than ideal): $(head -3 "$tmp/deflate.out")"
 	nl=$(field "$(job_of two)" NodeList)
 	jeq "$tmp/price.json" '[.jobs[] | select(.hosts == 2) | .nodes][0]' "$nl" "$fmt: the 2-node job's hosts are Slurm's"
 	algo=$(jq -r '.jobs[] | select(.hosts == 2) | .algo' "$tmp/price.json")
