@@ -83,21 +83,6 @@ out:
 	return rc;
 }
 
-/* path is a regular file, checked without waiting (a FIFO would block
- * the reader until a writer came); else false, said on one line. */
-static bool regular(const char *path)
-{
-	int fd;
-	tp_err_t err = tp_file_open_regular(path, &fd, NULL);
-
-	if (err) {
-		tp_cli_err("%s: cannot read: %s", path, tp_file_strerror(err));
-		return false;
-	}
-	close(fd);
-	return true;
-}
-
 int tp_cmd_nccl_topo(int argc, char **argv)
 {
 	enum { O_XML = 256 };
@@ -185,7 +170,10 @@ int tp_cmd_nccl_topo(int argc, char **argv)
 					   "%s; skipped",
 					   path, host, a.fabric);
 			skipped++;
-		} else if (!regular(path)) {
+		} else if ((err = tp_file_check_regular(path))) {
+			/* a FIFO would block the reader: named, not read */
+			tp_cli_err("%s: cannot read: %s", path,
+				   tp_file_strerror(err));
 			failed++;
 		} else if ((err = tp_node_nccl_topo_from_hwloc(path, &xml,
 							       &msg))) {

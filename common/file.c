@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -135,6 +136,16 @@ tp_err_t tp_file_open_regular(const char *path, int *fd_p, uint64_t *size_p)
 	return TP_OK;
 }
 
+tp_err_t tp_file_check_regular(const char *path)
+{
+	int fd;
+	tp_err_t err = tp_file_open_regular(path, &fd, NULL);
+
+	if (!err)
+		close(fd);
+	return err;
+}
+
 tp_err_t tp_file_read_regular(const char *path, size_t max, char **buf_p,
 			      size_t *len_p)
 {
@@ -181,6 +192,21 @@ size_t tp_json_bad_byte(const char *buf, size_t len, bool *esc_p)
 			i++;
 	}
 	return len;
+}
+
+bool tp_json_bad_text(const char *buf, size_t len, char *why, size_t n)
+{
+	bool esc;
+	size_t at = tp_json_bad_byte(buf, len, &esc);
+
+	if (at == len)
+		return false;
+	if (esc)
+		snprintf(why, n, "\\u0000 in a string at byte %zu", at);
+	else
+		snprintf(why, n, "control byte 0x%02x at byte %zu",
+			 (unsigned)(unsigned char)buf[at], at);
+	return true;
 }
 
 size_t tp_json_space(const char *buf, size_t len)

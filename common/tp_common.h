@@ -283,6 +283,10 @@ size_t tp_json_space(const char *buf, size_t len);
  * invalid JSON too, passes: cJSON keeps it as written. *esc_p (when not
  * NULL): true for the escape. */
 size_t tp_json_bad_byte(const char *buf, size_t len, bool *esc_p);
+/* tp_json_bad_byte's find said for an error line: true and the reason
+ * in why (n bytes: "control byte 0x01 at byte 5", "\u0000 in a string at
+ * byte 9") when the text has such a byte, else false. */
+bool tp_json_bad_text(const char *buf, size_t len, char *why, size_t n);
 /* Open path for reading the way a daemon must: without waiting (a FIFO's
  * open does not block) and only when it is a regular file. On TP_OK *fd_p
  * is a blocking, close-on-exec descriptor the caller closes, and *size_p
@@ -290,6 +294,10 @@ size_t tp_json_bad_byte(const char *buf, size_t len, bool *esc_p);
  * TP_ERR_NOTREG: a FIFO, device, directory or socket; TP_ERR_IO (errno
  * says why), TP_ERR_INVAL. Never blocks on the file's kind. */
 tp_err_t tp_file_open_regular(const char *path, int *fd_p, uint64_t *size_p);
+/* Whether path is a regular file, found as tp_file_open_regular finds it
+ * (without waiting on a FIFO): TP_OK or its error. For a reader that
+ * would block on another kind (a directory walk's entries). */
+tp_err_t tp_file_check_regular(const char *path);
 /* tp_file_read for daemon inputs: a regular file only (as
  * tp_file_open_regular) of at most max bytes (capped at TP_FILE_MAX;
  * TP_ERR_RANGE beyond: callers word the limit, tp_file_strerror says

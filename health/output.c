@@ -139,12 +139,13 @@ static cJSON *parse_old(const char *old, bool *damaged_p)
 {
 	const char *end = NULL;
 	cJSON *root = cJSON_ParseWithOpts(old, &end, false);
-	size_t len = strlen(old);
+	size_t len = strlen(old), rest;
 
 	*damaged_p = false;
 	if (!root)
 		return NULL;
-	*damaged_p = end[tp_json_space(end, strlen(end))] != '\0' ||
+	rest = len - (size_t)(end - old);
+	*damaged_p = tp_json_space(end, rest) < rest ||
 		     tp_json_bad_byte(old, len, NULL) < len || dup_key(root);
 	return root;
 }

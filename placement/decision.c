@@ -501,20 +501,15 @@ static tp_err_t decode(const char *line, size_t len, bool strict,
 {
 	const char *end = NULL;
 	cJSON *root;
-	size_t at;
-	bool esc;
+	char bad[64];
 	tp_err_t err;
 
 	if (len > TP_DECISION_LINE_MAX)
 		return tp_first_error(why, "record", TP_ERR_RANGE,
 				      "longer than %zu bytes",
 				      TP_DECISION_LINE_MAX);
-	if ((at = tp_json_bad_byte(line, len, &esc)) < len)
-		return esc ? tp_first_error(why, "record", TP_ERR_PARSE,
-					    "\\u0000 in a string")
-			   : tp_first_error(why, "record", TP_ERR_PARSE,
-					    "control byte 0x%02x",
-					    (unsigned)(unsigned char)line[at]);
+	if (tp_json_bad_text(line, len, bad, sizeof(bad)))
+		return tp_first_error(why, "record", TP_ERR_PARSE, "%s", bad);
 	if (!(root = cJSON_ParseWithLengthOpts(line, len, &end, false)))
 		return tp_first_error(why, "record", TP_ERR_PARSE,
 				      "not JSON (a write cut short?)");

@@ -1024,19 +1024,14 @@ static tp_err_t load_text(loader_t *ld, const char *buf, size_t len,
 			  tp_state_t **s_p)
 {
 	const char *end = NULL;
+	char bad[64];
 	size_t at;
 	cJSON *root;
 	tp_err_t err;
 
-	bool esc;
-
 	/* bytes cJSON would skip or cut a name at */
-	if ((at = tp_json_bad_byte(buf, len, &esc)) < len)
-		return esc ? lfail(ld, TP_ERR_PARSE,
-				   "\\u0000 in a string at byte %zu", at)
-			   : lfail(ld, TP_ERR_PARSE,
-				   "control byte 0x%02x at byte %zu",
-				   (unsigned)(unsigned char)buf[at], at);
+	if (tp_json_bad_text(buf, len, bad, sizeof(bad)))
+		return lfail(ld, TP_ERR_PARSE, "%s", bad);
 	/* the parser stops after the first value: text after it is no
 	 * state file either (two writers' files run together) */
 	root = cJSON_ParseWithLengthOpts(buf, len, &end, false);

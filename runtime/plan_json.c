@@ -1105,7 +1105,7 @@ tp_err_t tp_plan_parse_json(const char *name, const char *buf, size_t len,
 	loader_t ld = {.name = name ? name : "plan"};
 	const char *end = NULL;
 	size_t off;
-	bool esc;
+	char bad[64];
 	cJSON *root = NULL;
 	tp_err_t err;
 
@@ -1113,12 +1113,8 @@ tp_err_t tp_plan_parse_json(const char *name, const char *buf, size_t len,
 		err = lfail(&ld, TP_ERR_INVAL, "no input");
 		goto out;
 	}
-	if ((off = tp_json_bad_byte(buf, len, &esc)) < len) {
-		err = esc ? lfail(&ld, TP_ERR_PARSE,
-				  "\\u0000 in a string at byte %zu", off)
-			  : lfail(&ld, TP_ERR_PARSE,
-				  "control byte 0x%02x at byte %zu",
-				  (unsigned)(unsigned char)buf[off], off);
+	if (tp_json_bad_text(buf, len, bad, sizeof(bad))) {
+		err = lfail(&ld, TP_ERR_PARSE, "%s", bad);
 		goto out;
 	}
 	root = cJSON_ParseWithLengthOpts(buf, len, &end, false);

@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "topology_int.h"
 
@@ -28,23 +27,6 @@ static tp_err_t list_dir(tp_fabric_t *f, const char *dir, const char *ext,
 		return tp__fabric_fail(f, err, "%s: cannot open directory: %s",
 				       dir, strerror(errno));
 	return TP_OK;
-}
-
-/* path is a regular file: the listing keeps every entry by its name (a
- * directory, device or dangling link is named, not passed over), and a
- * FIFO would block the reader until a writer came. Checked without
- * waiting; the reason as the readers word theirs. */
-static tp_err_t regular(tp_fabric_t *f, const char *path)
-{
-	int fd;
-	tp_err_t err = tp_file_open_regular(path, &fd, NULL);
-
-	if (!err) {
-		close(fd);
-		return TP_OK;
-	}
-	return tp__fabric_fail(f, err, "%s: cannot read: %s", path,
-			       tp_file_strerror(err));
 }
 
 tp_err_t tp_fabric_read_node_dir(tp_fabric_t *f, const char *dir, bool hwloc)
@@ -77,8 +59,12 @@ tp_err_t tp_fabric_read_node_dir(tp_fabric_t *f, const char *dir, bool hwloc)
 					"%s: host %s is not in the fabric; "
 					"skipped",
 					path, host);
-		} else if ((e = regular(f, path))) {
-			/* named below as a bad file */
+		} else if ((e = tp_file_check_regular(path))) {
+			/* the listing keeps every entry by its name (a
+			 * directory, device or dangling link is named, not
+			 * passed over); a FIFO would block the reader */
+			tp__fabric_fail(f, e, "%s: cannot read: %s", path,
+					tp_file_strerror(e));
 		} else if (hwloc) {
 			e = tp_fabric_read_node_hwloc(f, host, path);
 		} else {
