@@ -188,10 +188,12 @@ never_job() {
 		if wait_state -t 8 "$nid" RUNNING; then
 			got="(running on $(field "$nid" NodeList))"
 		else
-			# Reason stays None until slurmctld has evaluated the job,
-			# which a loaded machine can take longer than 8 s to do
+			# Reason stays None until a scheduling pass has evaluated
+			# the job; the release's own pass can miss it on a loaded
+			# machine, and the next periodic one comes within
+			# sched_interval (60 s) - wait past it
 			i=0
-			while [ "$(field "$nid" Reason)" = None ] && [ $i -lt 30 ]; do
+			while [ "$(field "$nid" Reason)" = None ] && [ $i -lt 90 ]; do
 				sleep 1
 				i=$((i + 1))
 			done
@@ -306,7 +308,7 @@ printf '%s\n' 'N 13 1 x' 'cancel N' 'never O 17 1 x' 'never X 0 20 g' 'P 2 2 x' 
 	'S 4 2 x' >"$tmp/seq2"
 # N: whole system: rack04, rack03, rack02, node001 (first llblock only)
 # O: never runs (the first llblock has 16 of the 19 hosts in blocks)
-# X: --gpus=20: one base block (16 GPUs) at most: sbatch rejects it
+# X: --gpus=20: one base block (16 GPUs) at most: pending, BadConstraints
 # P: node017-018 (rack05 has the fewest)    Q: node019 (never node020)
 # R: rack04 + node009-011                   S: pair (rack01,rack02): rack02
 start_cluster "$tmp/nvl5u.json" 20
