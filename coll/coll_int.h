@@ -266,6 +266,12 @@ struct tp_coll_comm {
 	int *pfd_peer;	      /* peer of each pfd entry */
 	int64_t last_move_ns; /* last time a byte moved */
 	bool broken;
+	/* This process was forked from the one that made the communicator
+	 * (comm.c, fork_child): its connections are closed here and every
+	 * call fails with TP_ERR_INVAL. */
+	bool forked;
+	/* The list of live communicators fork_child walks. */
+	struct tp_coll_comm *reg_next, **reg_pprev;
 	const char *call; /* name of the call in progress */
 	char detail[512];
 	/* TOPOPLACE_COLL_CHECK=1: each call first compares its arguments
@@ -322,6 +328,9 @@ int64_t tp__coll_now_ns(void);
 /* A poll() timeout for left_ns nanoseconds: rounded up, at most INT_MAX
  * ms (a longer wait polls again), 0 when left_ns <= 0. */
 int tp__coll_poll_ms(int64_t left_ns);
+/* What a call on a broken communicator returns: TP_ERR_PEER_LOST, or
+ * TP_ERR_INVAL in a forked child. */
+tp_err_t tp__coll_broken_err(const tp_coll_comm_t *c);
 /* Record a failure in c->detail ("<call>: <what>") and return err.
  * Transport errors (PEER_LOST, TIMEOUT, IO) also break c and close its
  * connections. */

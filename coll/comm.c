@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -45,6 +46,98 @@ const char *tp__coll_peer_name(const tp_coll_comm_t *c, int peer, char *buf,
 	snprintf(buf, len, "rank %d (host %s)", r,
 		 c->host_of ? c->host_of[r] : "?");
 	return buf;
+}
+
+/* ---- fork -------------------------------------------------------------
+ *
+ * A child forked after init (a DataLoader worker, a subprocess not yet
+ * exec'ed) shares the communicator's sockets and wake-up FIFOs. Were it
+ * to keep them open, a rank that dies would leave its connections open
+ * in the child, and its peers would time out instead of seeing it gone
+ * (PEER_LOST); were it to use them, its bytes would mix with the
+ * parent's. The child closes its copies at once (close() is all a
+ * handler may safely call there) and its communicators fail every call;
+ * destroying them in the child frees its own memory only (the shared
+ * memory names were unlinked at init). The list of live communicators is
+ * locked across fork so the child sees it whole.
+ */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
+static tp_coll_comm_t *reg_head;
+static const char forked_detail[] =
+    "communicator used in a process forked after its init (its "
+    "connections are the parent's)";
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&reg_lock);
+}
+
+static void fork_parent(void)
+{
+	pthread_mutex_unlock(&reg_lock);
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static void fork_child(void)
+{
+	for (tp_coll_comm_t *c = reg_head; c; c = c->reg_next) {
+		for (int i = 0; c->peers && i < 2 * c->size; i++) {
+			tp__coll_peer_t *p = &c->peers[i];
+			close_fd(&p->fd);
+			for (int k = 0; k < TP__COLL_MAX_SOCKETS - 1; k++)
+				close_fd(&p->xfd[k]);
+			close_fd(&p->wake_rd);
+			close_fd(&p->wake_wr);
+		}
+		c->broken = c->forked = true;
+		c->call = NULL;
+		memcpy(c->detail, forked_detail, sizeof(forked_detail));
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+static void reg_init(void)
+{
+	/* ENOMEM only; a communicator then works, a child keeps its
+	 * sockets open as before */
+	(void)pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+static void reg_add(tp_coll_comm_t *c)
+{
+	pthread_once(&reg_once, reg_init);
+	pthread_mutex_lock(&reg_lock);
+	c->reg_next = reg_head;
+	if (reg_head)
+		reg_head->reg_pprev = &c->reg_next;
+	reg_head = c;
+	c->reg_pprev = &reg_head;
+	pthread_mutex_unlock(&reg_lock);
+}
+
+static void reg_remove(tp_coll_comm_t *c)
+{
+	if (!c->reg_pprev)
+		return;
+	pthread_mutex_lock(&reg_lock);
+	*c->reg_pprev = c->reg_next;
+	if (c->reg_next)
+		c->reg_next->reg_pprev = c->reg_pprev;
+	pthread_mutex_unlock(&reg_lock);
+	c->reg_next = NULL;
+	c->reg_pprev = NULL;
+}
+
+tp_err_t tp__coll_broken_err(const tp_coll_comm_t *c)
+{
+	return c->forked ? TP_ERR_INVAL : TP_ERR_PEER_LOST;
 }
 
 tp_err_t tp__coll_fail(tp_coll_comm_t *c, tp_err_t err, const char *fmt, ...)
@@ -630,6 +723,7 @@ tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
 	}
 	check_segment(c, plan);
 	c->call = NULL;
+	reg_add(c);
 	*comm_p = c;
 	return TP_OK;
 }
@@ -736,6 +830,7 @@ void tp_coll_comm_destroy(tp_coll_comm_t *c)
 {
 	if (!c)
 		return;
+	reg_remove(c);
 	tp__coll_host_close(c);
 	tp__coll_comp_free(c);
 	tp_free(c->group_of);
@@ -975,7 +1070,7 @@ static tp_err_t begin(tp_coll_comm_t *c, tp__coll_call_t call, size_t count,
 		return TP_ERR_INVAL;
 	c->call = call_names[call];
 	if (c->broken)
-		return TP_ERR_PEER_LOST; /* detail keeps the first cause */
+		return tp__coll_broken_err(c); /* detail keeps the cause */
 	c->detail[0] = '\0';
 	if (tp_coll_dtype_size(dt) == 0 || (unsigned)op >= TP_COLL_NOPS)
 		err = tp__coll_fail(c, TP_ERR_INVAL, "bad dtype %d or op %d",

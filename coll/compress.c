@@ -479,7 +479,7 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 					 TP_COLL_ALGO_AUTO);
 	c->call = "allreduce_compressed";
 	if (c->broken)
-		return TP_ERR_PEER_LOST;
+		return tp__coll_broken_err(c);
 	c->detail[0] = '\0';
 	err = check_opts(c, &o, op);
 	if (!err && count > 0 && !buf)

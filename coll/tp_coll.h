@@ -132,6 +132,13 @@
  * written with MSG_NOSIGNAL, so a closed peer never raises SIGPIPE),
  * prints nothing and never exits; log messages go to tp_log_set()'s sink.
  *
+ * Fork: a process forked after init closes its copies of every
+ * communicator's connections at once (so a dead rank's children cannot
+ * hold them open and keep its peers waiting); there every call fails with
+ * TP_ERR_INVAL, and tp_coll_comm_destroy() frees the child's memory only,
+ * leaving the parent's communicator working. A communicator being made
+ * while another thread forks is not covered.
+ *
  * Example (every rank of the job runs it; the SPANK plugin exported the
  * TOPOPLACE_* variables, MASTER_ADDR/MASTER_PORT are optional):
  *

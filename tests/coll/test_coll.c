@@ -777,6 +777,8 @@ typedef struct fault {
 	bool small;   /* 8-byte auto all-reduces (one host: the host segment) */
 	bool signals; /* the survivors take a signal every 20 ms (a handler
 		       * without SA_RESTART, as Python installs them) */
+	bool forked;  /* the victim leaves a forked child alive (a DataLoader
+		       * worker) and its peers must still see it gone */
 } fault_t;
 
 static void on_tick(int sig)
@@ -795,6 +797,14 @@ static int fault_rank(tp_coll_comm_t *c, void *arg)
 	struct timespec t0, t1;
 
 	if (tp_coll_comm_rank(c) == VICTIM) {
+		if (f->forked && fork() == 0) {
+			/* outlives its peers' timeout; holds no pipe of the
+			 * test driver's open meanwhile */
+			close(STDOUT_FILENO);
+			close(STDERR_FILENO);
+			sleep(3);
+			_exit(0);
+		}
 		if (f->hang)
 			sleep(4); /* silent, connections open */
 		raise(SIGKILL);
@@ -816,7 +826,7 @@ static int fault_rank(tp_coll_comm_t *c, void *arg)
 	/* Within the 1.5 s timeout (dead) or one more for the cascade. */
 	if ((double)(t1.tv_sec - t0.tv_sec) > (f->hang ? 3.5 : 1.5))
 		return 6;
-	if (err != TP_ERR_PEER_LOST && err != TP_ERR_TIMEOUT)
+	if (err != TP_ERR_PEER_LOST && (err != TP_ERR_TIMEOUT || f->forked))
 		return 4;
 	/* A broken communicator fails at once, keeping the first reason. */
 	if (tp_coll_barrier(c) != TP_ERR_PEER_LOST)
@@ -1098,11 +1108,14 @@ static void test_hca_addrs(void **s)
 	tp_plan_destroy(p);
 }
 
-static void run_fault(bool hang, bool one_host, bool signals)
+static void run_fault(bool hang, bool one_host, bool signals, bool forked)
 {
 	tp_plan_t *p = one_host ? plan_of(1, 4, 0) : plan_of(2, 2, 0);
 	tp_coll_opts_t o;
-	fault_t f = {.hang = hang, .small = one_host, .signals = signals};
+	fault_t f = {.hang = hang,
+		     .small = one_host,
+		     .signals = signals,
+		     .forked = forked};
 	int st[16], named = 0;
 
 	opts_for(&o, next_port(), 1.5, 64 << 10);
@@ -1123,7 +1136,7 @@ static void run_fault(bool hang, bool one_host, bool signals)
 static void test_killed_peer(void **s)
 {
 	(void)s;
-	run_fault(false, false, false);
+	run_fault(false, false, false, false);
 }
 
 /* One host, small auto all-reduces: the host segment's waits notice a
@@ -1133,16 +1146,79 @@ static void test_killed_peer(void **s)
 static void test_small_faults(void **s)
 {
 	(void)s;
-	run_fault(false, true, false);
-	run_fault(true, true, false);
-	run_fault(false, true, true);
-	run_fault(true, true, true);
+	run_fault(false, true, false, false);
+	run_fault(true, true, false, false);
+	run_fault(false, true, true, false);
+	run_fault(true, true, true, false);
 }
 
 static void test_hung_peer(void **s)
 {
 	(void)s;
-	run_fault(true, false, false);
+	run_fault(true, false, false, false);
+}
+
+/* A rank that dies leaving a forked child alive (a DataLoader worker) is
+ * still seen gone: the child closed its copies of the rank's sockets and
+ * FIFOs (it kept them open, and its peers timed out instead). Over TCP
+ * between hosts and over the host's shared memory. */
+static void test_forked_victim(void **s)
+{
+	(void)s;
+	run_fault(false, false, false, true);
+	run_fault(false, true, false, true);
+}
+
+/* A child forked by a rank cannot use the communicator (every call:
+ * TP_ERR_INVAL, saying why) and destroying it there leaves the parent's
+ * working: after its child is gone the rank all-reduces with the others. */
+static int fork_rank(tp_coll_comm_t *c, void *arg)
+{
+	int n = tp_coll_comm_size(c), st;
+	float x = 1;
+	tp_coll_comp_opts_t co;
+	tp_err_t err;
+
+	(void)arg;
+	tp_coll_comp_opts_defaults(&co);
+	co.kind = TP_COLL_COMP_INT8;
+	pid_t pid = fork();
+	if (pid < 0)
+		return 7;
+	if (pid == 0) {
+		int bad =
+		    tp_coll_barrier(c) != TP_ERR_INVAL ||
+		    !strstr(tp_coll_comm_detail(c), "forked") ||
+		    tp_coll_allreduce(c, &x, &x, 1, TP_COLL_FP32, TP_COLL_SUM,
+				      TP_COLL_ALGO_RING) != TP_ERR_INVAL ||
+		    tp_coll_allreduce_compressed(c, &x, 1, TP_COLL_SUM, &co,
+						 0) != TP_ERR_INVAL;
+		tp_coll_comm_destroy(c);
+		_exit(bad);
+	}
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) != 0)
+		return 8;
+	for (int alg = TP_COLL_ALGO_RING; alg <= TP_COLL_ALGO_TREE; alg++) {
+		x = 1;
+		if ((err = tp_coll_allreduce(c, &x, &x, 1, TP_COLL_FP32,
+					     TP_COLL_SUM, alg)))
+			return call_failed(c, "allreduce", err);
+		if (x != (float)n)
+			return 1;
+	}
+	return 0;
+}
+
+static void test_fork_child(void **s)
+{
+	tp_plan_t *one = plan_of(1, 4, 0), *two = plan_of(2, 2, 0);
+
+	(void)s;
+	run_ranks_ok(one, 20, 4096, fork_rank, NULL, 30, "one host, forks");
+	run_ranks_ok(two, 20, 4096, fork_rank, NULL, 30, "two hosts, forks");
+	tp_plan_destroy(one);
+	tp_plan_destroy(two);
 }
 
 /* A very long timeout (or INFINITY, "never") waits for a late rank
@@ -3147,6 +3223,8 @@ int main(void)
 	    cmocka_unit_test(test_killed_peer),
 	    cmocka_unit_test(test_hung_peer),
 	    cmocka_unit_test(test_small_faults),
+	    cmocka_unit_test(test_forked_victim),
+	    cmocka_unit_test(test_fork_child),
 	    cmocka_unit_test(test_long_timeout),
 	    cmocka_unit_test(test_slow_rail),
 	    cmocka_unit_test(test_staggered_start),
