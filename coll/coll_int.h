@@ -278,6 +278,9 @@ struct tp_coll_comm {
 	 * with every rank's (comm.c, check_args); sig holds size x
 	 * TP__COLL_SIG_WORDS of them, seq counts the calls */
 	bool check;
+	/* device.c runs a device call's host copy through the public call:
+	 * its begin() neither compares nor looks up the buffers again */
+	bool staged;
 	int64_t *sig;
 	int64_t seq;
 

@@ -1059,12 +1059,19 @@ tp_err_t tp__coll_check_args(tp_coll_comm_t *c, tp__coll_call_t call,
 
 /* Common entry checks; names the call for the detail string. With
  * TOPOPLACE_COLL_CHECK every rank then compares its call with the
- * others', its own refusal included. */
+ * others', its own refusal included. *dev_p (when given): the buffers
+ * are device memory, found before that comparison so a refusal there
+ * (one buffer on each side) is compared too. The host copy of a device
+ * call (c->staged, device.c) is neither compared again nor looked up:
+ * every rank compared the call the user made. */
 static tp_err_t begin(tp_coll_comm_t *c, tp__coll_call_t call, size_t count,
 		      const void *a, const void *b, tp_coll_dtype_t dt,
-		      tp_coll_op_t op, int algo, int root)
+		      tp_coll_op_t op, int algo, int root, bool *dev_p)
 {
 	tp_err_t err = TP_OK;
+
+	if (dev_p)
+		*dev_p = false;
 
 	if (!c)
 		return TP_ERR_INVAL;
@@ -1088,6 +1095,10 @@ static tp_err_t begin(tp_coll_comm_t *c, tp__coll_call_t call, size_t count,
 		err = tp__coll_fail(c, TP_ERR_INVAL, "root %d out of range",
 				    root);
 	c->last_move_ns = tp__coll_now_ns();
+	if (c->staged)
+		return err;
+	if (!err && dev_p && count > 0)
+		err = tp__coll_on_device(c, a, b, dev_p);
 	return tp__coll_check_args(c, call, count, (int)dt,
 				   call == TP__COLL_CALL_ALLGATHER ||
 					   call == TP__COLL_CALL_BROADCAST
@@ -1107,8 +1118,9 @@ tp_err_t tp_coll_allreduce(tp_coll_comm_t *c, const void *sendbuf,
 			   void *recvbuf, size_t count, tp_coll_dtype_t dt,
 			   tp_coll_op_t op, tp_coll_algo_t algo)
 {
+	bool dev;
 	tp_err_t err = begin(c, TP__COLL_CALL_ALLREDUCE, count, sendbuf,
-			     recvbuf, dt, op, (int)algo, -1);
+			     recvbuf, dt, op, (int)algo, -1, &dev);
 	size_t dsz = tp_coll_dtype_size(dt);
 	tp_coll_op_t rop = op == TP_COLL_AVG ? TP_COLL_SUM : op;
 
@@ -1117,12 +1129,9 @@ tp_err_t tp_coll_allreduce(tp_coll_comm_t *c, const void *sendbuf,
 	if (count == 0)
 		return TP_OK;
 	int64_t t0 = tp__coll_now_ns();
-	bool dev = false;
-	if ((err = tp__coll_on_device(c, sendbuf, recvbuf, &dev)) || dev)
-		return finish(c, err ? err
-				     : tp__coll_device_allreduce(c, sendbuf,
-								 recvbuf, count,
-								 dt, op, algo));
+	if (dev)
+		return finish(c, tp__coll_device_allreduce(
+				     c, sendbuf, recvbuf, count, dt, op, algo));
 	const char *src = sendbuf != recvbuf ? sendbuf : NULL;
 	if (algo == TP_COLL_ALGO_AUTO && c->host && c->nhosts == 1 &&
 	    count * dsz <= TP__COLL_SMALL) {
@@ -1157,20 +1166,18 @@ tp_err_t tp_coll_reduce_scatter(tp_coll_comm_t *c, const void *sendbuf,
 				void *recvbuf, size_t recvcount,
 				tp_coll_dtype_t dt, tp_coll_op_t op)
 {
+	bool dev;
 	tp_err_t err = begin(c, TP__COLL_CALL_REDUCE_SCATTER, recvcount,
-			     sendbuf, recvbuf, dt, op, -1, -1);
+			     sendbuf, recvbuf, dt, op, -1, -1, &dev);
 	size_t dsz = tp_coll_dtype_size(dt);
 
 	if (err)
 		return err;
 	if (recvcount == 0)
 		return TP_OK;
-	bool dev = false;
-	if ((err = tp__coll_on_device(c, sendbuf, recvbuf, &dev)) || dev)
-		return finish(
-		    c, err ? err
-			   : tp__coll_device_reduce_scatter(c, sendbuf, recvbuf,
-							    recvcount, dt, op));
+	if (dev)
+		return finish(c, tp__coll_device_reduce_scatter(
+				     c, sendbuf, recvbuf, recvcount, dt, op));
 	size_t total = recvcount * (size_t)c->size, bytes = total * dsz;
 	if (bytes > c->work_cap) {
 		char *w = tp_realloc(c->work, bytes);
@@ -1196,19 +1203,18 @@ tp_err_t tp_coll_reduce_scatter(tp_coll_comm_t *c, const void *sendbuf,
 tp_err_t tp_coll_allgather(tp_coll_comm_t *c, const void *sendbuf,
 			   void *recvbuf, size_t sendcount, tp_coll_dtype_t dt)
 {
+	bool dev;
 	tp_err_t err = begin(c, TP__COLL_CALL_ALLGATHER, sendcount, sendbuf,
-			     recvbuf, dt, TP_COLL_SUM, -1, -1);
+			     recvbuf, dt, TP_COLL_SUM, -1, -1, &dev);
 	size_t dsz = tp_coll_dtype_size(dt);
 
 	if (err)
 		return err;
 	if (sendcount == 0)
 		return TP_OK;
-	bool dev = false;
-	if ((err = tp__coll_on_device(c, sendbuf, recvbuf, &dev)) || dev)
-		return finish(c, err ? err
-				     : tp__coll_device_allgather(
-					   c, sendbuf, recvbuf, sendcount, dt));
+	if (dev)
+		return finish(c, tp__coll_device_allgather(c, sendbuf, recvbuf,
+							   sendcount, dt));
 	char *mine = (char *)recvbuf + (size_t)c->rank * sendcount * dsz;
 	if (sendbuf != mine)
 		memcpy(mine, sendbuf, sendcount * dsz);
@@ -1220,16 +1226,15 @@ tp_err_t tp_coll_allgather(tp_coll_comm_t *c, const void *sendbuf,
 tp_err_t tp_coll_broadcast(tp_coll_comm_t *c, void *buf, size_t count,
 			   tp_coll_dtype_t dt, int root)
 {
+	bool dev;
 	tp_err_t err = begin(c, TP__COLL_CALL_BROADCAST, count, buf, buf, dt,
-			     TP_COLL_SUM, -1, root);
+			     TP_COLL_SUM, -1, root, &dev);
 
 	if (err)
 		return err;
-	bool dev = false;
-	if (count && ((err = tp__coll_on_device(c, buf, buf, &dev)) || dev))
-		return finish(c, err ? err
-				     : tp__coll_device_broadcast(c, buf, count,
-								 dt, root));
+	if (dev)
+		return finish(
+		    c, tp__coll_device_broadcast(c, buf, count, dt, root));
 	err = tp__coll_ring_broadcast(c, buf, count * tp_coll_dtype_size(dt),
 				      root);
 	return finish(c, err);
@@ -1239,7 +1244,7 @@ tp_err_t tp_coll_barrier(tp_coll_comm_t *c)
 {
 	int32_t token = 0;
 	tp_err_t err = begin(c, TP__COLL_CALL_BARRIER, 1, &token, &token,
-			     TP_COLL_INT32, TP_COLL_SUM, -1, -1);
+			     TP_COLL_INT32, TP_COLL_SUM, -1, -1, NULL);
 
 	if (err)
 		return err;

@@ -495,6 +495,13 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 	    (o.levels & TP_COLL_LEVEL_HOST) ||
 	    (c->nlevels == 0 && c->ncross == 0) ||
 	    (o.kind == TP_COLL_COMP_TOPK && (o.levels & TP_COLL_LEVEL_GROUP));
+	/* device memory is refused before the comparison below, which
+	 * then names this rank's refusal to the others */
+	if (!err && count > 0 &&
+	    !(err = tp__coll_on_device(c, buf, buf, &dev)) && dev)
+		err = tp__coll_fail(c, TP_ERR_UNSUPPORTED,
+				    "device buffers: compress on the host "
+				    "(copy the gradient first)");
 	/* TOPOPLACE_COLL_CHECK: every rank compares its call with the
 	 * others', its own refusal included */
 	sig_opts(&o, flat, &sig);
@@ -504,11 +511,6 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 		return err;
 	if (count == 0)
 		return TP_OK;
-	if ((err = tp__coll_on_device(c, buf, buf, &dev)) || dev)
-		return err ? err
-			   : tp__coll_fail(c, TP_ERR_UNSUPPORTED,
-					   "device buffers: compress on the "
-					   "host (copy the gradient first)");
 	seg = flat ? 0 : pipeline_seg(c, &o, count);
 	/* top-k's indices are 32 bits: a top-k of more is refused before
 	 * its residuals are allocated (16 bytes a value) and, across the

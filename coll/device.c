@@ -45,6 +45,22 @@ tp_err_t tp__coll_on_device(tp_coll_comm_t *c, const void *a, const void *b,
 	return TP_OK;
 }
 
+/* Run a call on the host copies: the user's call was compared across the
+ * ranks already (TOPOPLACE_COLL_CHECK) and its buffers looked up; the
+ * inner one (AVG as SUM where the device divides) is neither. */
+static void stage_on(tp_coll_comm_t *c)
+{
+	c->staged = true;
+}
+
+static tp_err_t stage_off(tp_coll_comm_t *c, tp_err_t err)
+{
+	c->staged = false;
+	return err;
+}
+
+#define STAGED(c, call) (stage_on(c), stage_off((c), (call)))
+
 /* Host copies of a device send and receive buffer. */
 typedef struct stage {
 	char *send, *recv;
@@ -107,8 +123,9 @@ tp_err_t tp__coll_device_allreduce(tp_coll_comm_t *c, const void *sendbuf,
 	tp_err_t err = stage_in(c, &s, sendbuf, bytes, bytes);
 
 	if (!err)
-		err = tp_coll_allreduce(c, s.send, s.recv, count, dt,
-					dev_avg ? TP_COLL_SUM : op, algo);
+		err = STAGED(c, tp_coll_allreduce(c, s.send, s.recv, count, dt,
+						  dev_avg ? TP_COLL_SUM : op,
+						  algo));
 	if (!err)
 		err = stage_out(c, &s, recvbuf, bytes, count, dt,
 				dev_avg ? c->size : 1);
@@ -128,8 +145,9 @@ tp_err_t tp__coll_device_reduce_scatter(tp_coll_comm_t *c, const void *sendbuf,
 	tp_err_t err = stage_in(c, &s, sendbuf, bytes * (size_t)c->size, bytes);
 
 	if (!err)
-		err = tp_coll_reduce_scatter(c, s.send, s.recv, recvcount, dt,
-					     dev_avg ? TP_COLL_SUM : op);
+		err = STAGED(
+		    c, tp_coll_reduce_scatter(c, s.send, s.recv, recvcount, dt,
+					      dev_avg ? TP_COLL_SUM : op));
 	if (!err)
 		err = stage_out(c, &s, recvbuf, bytes, recvcount, dt,
 				dev_avg ? c->size : 1);
@@ -146,7 +164,8 @@ tp_err_t tp__coll_device_allgather(tp_coll_comm_t *c, const void *sendbuf,
 	tp_err_t err = stage_in(c, &s, sendbuf, bytes, bytes * (size_t)c->size);
 
 	if (!err)
-		err = tp_coll_allgather(c, s.send, s.recv, sendcount, dt);
+		err = STAGED(
+		    c, tp_coll_allgather(c, s.send, s.recv, sendcount, dt));
 	if (!err)
 		err = stage_out(c, &s, recvbuf, bytes * (size_t)c->size, 0, dt,
 				1);
@@ -162,7 +181,7 @@ tp_err_t tp__coll_device_broadcast(tp_coll_comm_t *c, void *buf, size_t count,
 	tp_err_t err = stage_in(c, &s, buf, bytes, 0);
 
 	if (!err)
-		err = tp_coll_broadcast(c, s.send, count, dt, root);
+		err = STAGED(c, tp_coll_broadcast(c, s.send, count, dt, root));
 	if (!err) {
 		char *t = s.recv;
 		s.recv = s.send; /* broadcast is in place */
