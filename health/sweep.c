@@ -308,16 +308,25 @@ static tp_err_t walk(tp_health_sweep_t *s, char **err_p)
 		goto out;
 	}
 	if (nl && !learn_lids(s, fab, ends, sw_lid, &seen)) {
-		/* nothing of the model on this fabric: the file is the
-		 * wrong one, not the subnet manager down */
+		/* nothing of the model on this fabric: at the first walk
+		 * the file is the wrong one, not the subnet manager down;
+		 * at a later one (the file matched then) this port lost
+		 * the fabric */
 		err = seen ? fail(err_p, TP_ERR_IO, "%s",
 				  "no port of the fabric has a LID (no subnet "
 				  "manager?): PMA queries cannot be routed")
-			   : fail(err_p, TP_ERR_MISMATCH,
-				  "none of the fabric file's switches and CAs "
-				  "is on the fabric walked through %s: a file "
-				  "of another fabric?",
-				  s->ca ? s->ca : "the default CA");
+		      : s->live
+			  ? fail(err_p, TP_ERR_IO,
+				 "the walk through %s reached none of the "
+				 "fabric file's switches and CAs (its own "
+				 "port or cable down?); the last walk's LIDs "
+				 "stay in use",
+				 s->ca ? s->ca : "the default CA")
+			  : fail(err_p, TP_ERR_MISMATCH,
+				 "none of the fabric file's switches and CAs "
+				 "is on the fabric walked through %s: a file "
+				 "of another fabric?",
+				 s->ca ? s->ca : "the default CA");
 		goto out;
 	}
 	if ((err = tp_fabric_read_ibnd(live, fab, "live discovery")) ||
