@@ -43,7 +43,12 @@
  *                         the node names otherwise than the fabric (the
  *                         plan file keeps the fabric's: every rank checks
  *                         it is the same plan), for libtopoplace-coll
- * A variable already in the step's environment is kept (one info line).
+ *   TOPOPLACE_STEP        "<job>.<step>": the step these were set for
+ *   TOPOPLACE_SET         the names of the above the plugin set there
+ * A variable already in the step's environment is kept (one info line),
+ * except what another step's plugin set (TOPOPLACE_STEP names another
+ * step: an srun run from inside a task inherits its step's values, and
+ * its own step gets fresh ones, or none where no plan is made for it).
  * The ranks and values are computed by runtime/ (tp_plan_step_env, unit
  * tested without Slurm); this file reads Slurm's items, writes the plan
  * file and sets what that returns.
@@ -266,6 +271,68 @@ static bool env_has(spank_t sp, const char *name)
 	spank_err_t rc = spank_getenv(sp, name, c, sizeof(c));
 
 	return rc == ESPANK_SUCCESS || rc == ESPANK_NOSPACE;
+}
+
+/* ---- variables another step set ----------------------------------------
+ *
+ * srun copies its environment into the step it starts, so a step started
+ * from inside a task (srun in a script run by srun, srun --overlap from a
+ * task, srun in `srun --pty bash`) inherits its outer step's variables:
+ * its plan path, world size and ranks. Each step's variables name the
+ * step (TOPOPLACE_STEP) and list what the plugin set (TOPOPLACE_SET); a
+ * step that finds another step's mark drops those before it starts. What
+ * the user set, which the outer step kept, is not in the list and stays.
+ */
+#define STEP_VAR "TOPOPLACE_STEP"
+#define SET_VAR	 "TOPOPLACE_SET"
+
+/* A name the plugin may have set: TOPOPLACE_* or NCCL_*, [A-Z0-9_]. */
+static bool our_var(const char *name, size_t len)
+{
+	if (len == 0 || len > 64 ||
+	    (strncmp(name, "TOPOPLACE_", 10) && strncmp(name, "NCCL_", 5)))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!((name[i] >= 'A' && name[i] <= 'Z') ||
+		      (name[i] >= '0' && name[i] <= '9') || name[i] == '_'))
+			return false;
+	return true;
+}
+
+static void drop_inherited(spank_t sp, uint32_t jobid, uint32_t stepid)
+{
+	char mark[32], *prev = getenv_dup(sp, STEP_VAR), *set;
+	char dropped[512] = "";
+
+	snprintf(mark, sizeof(mark), "%u.%u", jobid, stepid);
+	if (!prev || !strcmp(prev, mark)) {
+		free(prev);
+		return;
+	}
+	set = getenv_dup(sp, SET_VAR);
+	for (const char *p = set ? set : ""; *p;) {
+		size_t len = strcspn(p, ",");
+		char name[65];
+		if (our_var(p, len)) {
+			memcpy(name, p, len);
+			name[len] = '\0';
+			if (env_has(sp, name) &&
+			    spank_unsetenv(sp, name) == ESPANK_SUCCESS) {
+				size_t l = strlen(dropped);
+				snprintf(dropped + l, sizeof(dropped) - l,
+					 "%s%s", l ? "," : "", name);
+			}
+		}
+		p += len;
+		p += *p == ',';
+	}
+	spank_unsetenv(sp, STEP_VAR);
+	spank_unsetenv(sp, SET_VAR);
+	slurm_info("%s: job %u step %u: dropped what step %.20s set (%s): "
+		   "started from inside its task",
+		   PLUGIN, jobid, stepid, prev, dropped[0] ? dropped : "none");
+	free(set);
+	free(prev);
 }
 
 /* ---- the job directory ------------------------------------------------- */
@@ -807,32 +874,39 @@ static bool step_plan(step_t *st)
 
 /* Set what the plan gives this node, never overwriting what the job set
  * itself (listed in one log line); cannot fail. */
+/* name onto the comma list buf (size len) */
+static void list_add(char *buf, size_t len, const char *name)
+{
+	size_t l = strlen(buf);
+
+	snprintf(buf + l, len - l, "%s%s", l ? "," : "", name);
+}
+
 static void step_setenv(spank_t sp, step_t *st)
 {
-	char kept[256] = "";
+	char kept[256] = "", set[256] = "", mark[32];
 
 	for (size_t i = 0; i < st->env.nvars; i++) {
 		const tp_step_var_t *v = &st->env.vars[i];
 		if (env_has(sp, v->name)) {
-			size_t l = strlen(kept);
-			snprintf(kept + l, sizeof(kept) - l, "%s%s",
-				 l ? "," : "", v->name);
+			list_add(kept, sizeof(kept), v->name);
 			continue;
 		}
 		if (spank_setenv(sp, v->name, v->value, 1) != ESPANK_SUCCESS)
 			slurm_debug("%s: setenv %s failed", PLUGIN, v->name);
+		else
+			list_add(set, sizeof(set), v->name);
 	}
 	cur.keep_rank = env_has(sp, "TOPOPLACE_RANK");
 	cur.keep_local = env_has(sp, "TOPOPLACE_LOCAL_RANK");
-	if (cur.keep_rank || cur.keep_local) {
-		size_t l = strlen(kept);
-		snprintf(kept + l, sizeof(kept) - l, "%s%s%s", l ? "," : "",
-			 cur.keep_rank ? "TOPOPLACE_RANK" : "",
-			 cur.keep_local
-			     ? (cur.keep_rank ? ",TOPOPLACE_LOCAL_RANK"
-					      : "TOPOPLACE_LOCAL_RANK")
-			     : "");
-	}
+	list_add(cur.keep_rank ? kept : set,
+		 cur.keep_rank ? sizeof(kept) : sizeof(set), "TOPOPLACE_RANK");
+	list_add(cur.keep_local ? kept : set,
+		 cur.keep_local ? sizeof(kept) : sizeof(set),
+		 "TOPOPLACE_LOCAL_RANK");
+	snprintf(mark, sizeof(mark), "%u.%u", st->jobid, st->stepid);
+	spank_setenv(sp, STEP_VAR, mark, 1);
+	spank_setenv(sp, SET_VAR, set, 1);
 	if (kept[0])
 		slurm_info("%s: job %u step %u: kept the job's own %s", PLUGIN,
 			   st->jobid, st->stepid, kept);
@@ -863,6 +937,7 @@ static void step_start(spank_t sp, bool verbose)
 	}
 	if (st.stepid > MAX_NORMAL_STEP_ID)
 		return; /* batch, extern, interactive: see the notes */
+	drop_inherited(sp, st.jobid, st.stepid);
 	if (!step_hosts(sp, &st) || !step_fabric(&st) || !step_plan(&st)) {
 		if (st.skip)
 			slurm_info("%s: job %u step %u: %s: environment "
@@ -907,8 +982,18 @@ TP_EXPORT int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	if (spank_context() != S_CTX_REMOTE || !args.ok)
 		return ESPANK_SUCCESS;
 	mode = user_mode >= 0 ? user_mode : args.mode;
-	if (mode != MODE_OFF)
+	if (mode != MODE_OFF) {
 		step_start(sp, mode == MODE_VERBOSE);
+	} else {
+		/* off sets nothing, and leaves no other step's plan to a
+		 * step started from inside its task */
+		uint32_t jobid, stepid;
+		if (spank_get_item(sp, S_JOB_ID, &jobid) == ESPANK_SUCCESS &&
+		    spank_get_item(sp, S_JOB_STEPID, &stepid) ==
+			ESPANK_SUCCESS &&
+		    stepid <= MAX_NORMAL_STEP_ID)
+			drop_inherited(sp, jobid, stepid);
+	}
 	return ESPANK_SUCCESS;
 }
 

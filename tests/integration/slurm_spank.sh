@@ -19,6 +19,8 @@
 #     slurmd logs one line
 #   - job directories are gone after the jobs
 #   - a heterogeneous step runs without a plan, one info line a node
+#   - a step started from inside a task (srun --overlap in an srun) gets
+#     its own plan and ranks, not its outer step's, also with =off
 # Needs root, the Slurm packages, the built SPANK and topology plugins;
 # exit 77 if not. Network and port: TP_SPANK_NET (10.216.0), TP_SPANK_PORT
 # (7017), so it runs beside the other mini-cluster tests.
@@ -135,6 +137,10 @@ NCCL_IB_HCA==mlx5_7 srun -l sh -c 'echo "user $(hostname) ${NCCL_IB_HCA:-x} ${TO
 srun -l --topoplace=off sh -c 'echo "off $(hostname) ${TOPOPLACE_PLAN:-x} ${NCCL_IB_HCA:-x}"'
 srun --topoplace=verbose -N 2 -n 2 true
 if srun --topoplace=bogus true 2>bogus.err; then echo "bogus accepted"; else echo "bogus refused"; fi
+# steps started from inside a task inherit its step's variables
+srun -N1 -n1 sh -c 'echo "outer ${TOPOPLACE_STEP:-x} ${TOPOPLACE_WORLD_SIZE:-x}"
+srun --overlap -N4 -n8 sh -c "echo \"nested \$SLURM_PROCID \${TOPOPLACE_RANK:-x} \${TOPOPLACE_WORLD_SIZE:-x} \${TOPOPLACE_STEP:-x} \${TOPOPLACE_PLAN:-x} \${NCCL_IB_HCA:-x}\""
+srun --overlap --topoplace=off -N2 -n2 sh -c "echo \"nestoff \${TOPOPLACE_PLAN:-x} \${TOPOPLACE_RANK:-x} \${TOPOPLACE_STEP:-x}\""'
 EOF
 chmod 755 "$work/job.sh"
 j1=$(as_user timeout 10 sbatch --parsable -J a -N 8 --ntasks-per-node=2 -o "$work/a.out" "$work/job.sh")
@@ -203,6 +209,30 @@ vb=$(grep -c '^topoplace: node[0-9]* node [0-9]*/2 ' "$work/a.out")
 	bad "--topoplace=verbose lines: $vb"
 grep -q '^bogus refused' "$work/a.out" && ok "--topoplace=bogus refused by srun ($(head -1 "$work/bogus.err"))" ||
 	bad "--topoplace=bogus: $(grep bogus "$work/a.out")"
+# a step started from inside a task: its own plan, ranks and world, not
+# the outer step's (inherited through srun's environment, they passed for
+# the user's own); --topoplace=off there leaves none of the outer's
+outer=$(sed -n 's/^outer \([0-9.]*\) 1$/\1/p' "$work/a.out")
+# (Slurm lays this step's tasks out cyclically: TOPOPLACE_RANK, in plan
+# order, is then not SLURM_PROCID, but each of 0-7 once)
+sed -n 's/^nested //p' "$work/a.out" | sort -k2,2n >"$tmp/nested"
+inner=$(awk '{print $4}' "$tmp/nested" | sort -u)
+if [ -n "$outer" ] && [ "$(wc -l <"$tmp/nested")" -eq 8 ] &&
+	[ "$(awk '$2 == NR - 1 && $3 == 8 && $6 == "=mlx5_0"' "$tmp/nested" | wc -l)" -eq 8 ] &&
+	[ "$(echo "$inner" | wc -l)" -eq 1 ] && [ "$inner" != "$outer" ] &&
+	[ "${inner%.*}" = "$j1" ] &&
+	[ "$(awk -v s="/plan-step${inner#*.}.json" 'substr($5, length($5) - length(s) + 1) == s' "$tmp/nested" | wc -l)" -eq 8 ]; then
+	ok "step $inner started from inside step $outer's task: ranks 0-7, world 8, its own plan (not the outer's world 1)"
+else
+	bad "nested step (outer '$outer'): $(tr '\n' ';' <"$tmp/nested" | cut -c 1-400)"
+fi
+no=$(grep -c '^nestoff x x x$' "$work/a.out")
+[ "$no" -eq 2 ] && ok "--topoplace=off inside a task's srun: none of the outer step's variables" ||
+	bad "--topoplace=off nested: $(grep '^nestoff' "$work/a.out" | tr '\n' ';')"
+dropped=$(cat "$dir"/log/slurmd-node*.log | grep -c "spank/topoplace: job $j1 step [0-9]*: dropped what step $outer set (TOPOPLACE_PLAN,")
+[ "$dropped" -ge 4 ] && ok "slurmd: $dropped lines say the inner steps dropped step $outer's variables" ||
+	bad "slurmd: $dropped 'dropped' lines"
+
 sleep 1
 left=$(jobdirs "$j1")
 kept=$(ls -A "$dir/tprun/node005/job$j1" 2>/dev/null | tr '\n' ' ')
