@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -184,7 +185,7 @@ const char *tp_coll_algo_name(tp_coll_algo_t a)
 tp_err_t tp_coll_algo_parse(const char *name, tp_coll_algo_t *algo_p)
 {
 	for (int i = 0; name && i < 4; i++) {
-		if (!strcmp(name, algo_names[i])) {
+		if (!strcasecmp(name, algo_names[i])) { /* as comp_parse */
 			*algo_p = (tp_coll_algo_t)i;
 			return TP_OK;
 		}
@@ -653,6 +654,11 @@ tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
 		return init_fail(err_p, TP_ERR_INVAL,
 				 "rank %d is not in the plan (world size %zu)",
 				 rank, world);
+	/* a zeroed struct is the defaults, as for master_port and sockets */
+	if (o.timeout_s == 0)
+		o.timeout_s = 30.0;
+	if (o.chunk_bytes == 0)
+		o.chunk_bytes = 256 << 10;
 	if (o.sockets == 0 && (o.sockets = sockets_from_env()) < 0)
 		return init_fail(err_p, TP_ERR_INVAL,
 				 "TOPOPLACE_COLL_SOCKETS='%s' is not 1..%d",
@@ -1009,8 +1015,17 @@ tp_err_t tp__coll_check_args(tp_coll_comm_t *c, tp__coll_call_t call,
 	char a[200], b[200];
 	tp_err_t err;
 
-	if (!c->check)
+	if (!c->check) {
+		/* unchecked, the other ranks went on into the call, and
+		 * this rank's next call would pair with it (TP_OK, wrong
+		 * data): break, so they fail naming this rank instead */
+		if (local_err) {
+			c->broken = true;
+			if (c->xp)
+				c->xp->close(c);
+		}
 		return local_err;
+	}
 	/* the all-gather fills the other ranks' words */
 	mine = c->sig + (size_t)c->rank * (size_t)w;
 	memset(mine, 0, (size_t)w * sizeof(*mine));

@@ -265,7 +265,14 @@ static tp_err_t check_fields(const unsigned char *m, const char *what, int kind,
 		 {"block", h->block, block},
 		 {"segment", h->segment, seg},
 		 {"count", h->count, count}};
-	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+	static const char *const kinds[] = {"?", "int8", "1bit", "topk"};
+	if (h->kind != kind)
+		return bad(
+		    why, why_len, TP_ERR_MISMATCH,
+		    "%s with kind %s, this rank's %s", what,
+		    kinds[h->kind <= TP__COMP_TOPK ? h->kind : 0],
+		    kinds[kind >= 0 && kind <= TP__COMP_TOPK ? kind : 0]);
+	for (size_t i = 1; i < sizeof(f) / sizeof(f[0]); i++)
 		if (f[i].theirs != f[i].ours)
 			return bad(why, why_len, TP_ERR_MISMATCH,
 				   "%s with %s %llu, this rank's %llu", what,

@@ -437,9 +437,10 @@ static void call_setup(tp_coll_comm_t *c, tp__coll_comp_call_t *k,
 /* What TOPOPLACE_COLL_CHECK compares: the options the call's kind and
  * schedule use (the others may differ between ranks: the messages and
  * results are the same). Top-k has no block and never pipelines; int8
- * and 1-bit have no top-k fraction or threshold; a flat call has no
- * pipeline segment. */
-static void sig_opts(const tp_coll_comp_opts_t *o, bool flat,
+ * and 1-bit have no top-k fraction or threshold; segment is the one the
+ * call cuts (seg: pipeline_seg's, 0 where it does not pipeline: flat,
+ * top-k, or segments at least the count), overlap only where it does. */
+static void sig_opts(const tp_coll_comp_opts_t *o, size_t seg,
 		     tp_coll_comp_opts_t *sig)
 {
 	*sig = *o;
@@ -449,10 +450,9 @@ static void sig_opts(const tp_coll_comp_opts_t *o, bool flat,
 		sig->topk_fraction = 0.0;
 		sig->topk_exact = false;
 	}
-	if (flat || o->kind == TP_COLL_COMP_TOPK) {
-		sig->segment = 0;
+	sig->segment = seg;
+	if (seg == 0)
 		sig->overlap = false;
-	}
 }
 
 tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
@@ -504,14 +504,15 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 				    "(copy the gradient first)");
 	/* TOPOPLACE_COLL_CHECK: every rank compares its call with the
 	 * others', its own refusal included */
-	sig_opts(&o, flat, &sig);
+	/* the segment every rank cuts alike (options refused: none) */
+	seg = flat || err ? 0 : pipeline_seg(c, &o, count);
+	sig_opts(&o, seg, &sig);
 	if ((err =
 		 tp__coll_check_args(c, TP__COLL_CALL_COMPRESSED, count,
 				     TP_COLL_FP32, (int)op, -1, -1, &sig, err)))
 		return err;
 	if (count == 0)
 		return TP_OK;
-	seg = flat ? 0 : pipeline_seg(c, &o, count);
 	/* top-k's indices are 32 bits: a top-k of more is refused before
 	 * its residuals are allocated (16 bytes a value) and, across the
 	 * groups, before the dense stages reduce part of the buffer (each
@@ -519,7 +520,7 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 	 * count, so all refuse alike) */
 	if (o.kind == TP_COLL_COMP_TOPK && count > UINT32_MAX)
 		return tp__coll_fail(c, TP_ERR_RANGE,
-				     "top-k of %zu values (2^32 at most)",
+				     "top-k of %zu values (fewer than 2^32)",
 				     count);
 	if (o.error_feedback && (err = ef_get(c, key, count, seg, &o, &e)))
 		return tp__coll_fail(c, err, "residuals of key %llu",

@@ -200,14 +200,14 @@ tp_err_t tp_coll_comm_set_stream(tp_coll_comm_t *c, void *stream)
 
 	if (!c)
 		return TP_ERR_INVAL;
+	c->call = "set_stream"; /* its failure's detail names it */
 	c->detail[0] = '\0';
 	if (stream) {
 		err = tp_cuda_device_count(&ndev, d, sizeof(d));
 		if (err)
-			return tp__coll_fail(c, err, "set_stream: %s", d);
+			return tp__coll_fail(c, err, "%s", d);
 		if (ndev == 0)
-			return tp__coll_fail(c, TP_ERR_CUDA,
-					     "set_stream: no CUDA device");
+			return tp__coll_fail(c, TP_ERR_CUDA, "no CUDA device");
 	}
 	c->stream = stream;
 	return TP_OK;

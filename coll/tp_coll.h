@@ -109,7 +109,13 @@
  * closes its connections, so its neighbours fail too (each naming the
  * peer it lost) instead of waiting, and every later call returns
  * TP_ERR_PEER_LOST at once. Only tp_coll_comm_destroy() remains useful.
- * Argument errors (TP_ERR_INVAL) do not break the communicator.
+ * A call this rank refuses (TP_ERR_INVAL: a NULL buffer, a bad dtype,
+ * op, algorithm or root, a count too large; TP_ERR_UNSUPPORTED) breaks it
+ * too, unless TOPOPLACE_COLL_CHECK is set: the other ranks went on into
+ * the call, and this rank's next call would pair with it and return
+ * TP_OK with wrong data on every rank; broken, its neighbours fail naming
+ * it. With the check every rank learns of the refusal (TP_ERR_MISMATCH)
+ * and the communicator stays usable.
  *
  * Timeouts: a call fails with TP_ERR_TIMEOUT when no byte has moved on
  * any of its connections for `timeout_s` seconds (default 30), or, while
@@ -212,11 +218,12 @@ typedef struct tp_coll_opts {
 	int master_port;
 	/* Seconds without progress before a call (or init: no rank
 	 * arrived, no byte moved) fails with TP_ERR_TIMEOUT; > 0. Default
-	 * 30. Values above 1e9 (about 31 years), INFINITY included, wait
-	 * that long: no timeout. */
+	 * (and 0) 30. Values above 1e9 (about 31 years), INFINITY included,
+	 * wait that long: no timeout. */
 	double timeout_s;
 	/* Pipelining unit in bytes, 8 .. 1 GiB (rounded down to a multiple
-	 * of 8; less is TP_ERR_INVAL); default 256 KiB. Every rank must use
+	 * of 8; less is TP_ERR_INVAL); default (and 0) 256 KiB. Every
+	 * rank must use
 	 * the same value. Each rank allocates 8 x (the most children it has
 	 * in the plan's trees, at least 1) chunks at init: 2 MiB at the
 	 * default on a ring, 24 GiB for 1 GiB chunks on a tree of 3
@@ -228,7 +235,8 @@ typedef struct tp_coll_opts {
 	int sockets;
 } tp_coll_opts_t;
 
-/* Defaults as described above (master_addr NULL, master_port 0). */
+/* Defaults as described above (master_addr NULL, master_port 0): a
+ * zeroed struct means the same. */
 void tp_coll_opts_defaults(tp_coll_opts_t *o);
 
 /* ---- communicators ----------------------------------------------------- */
@@ -585,7 +593,8 @@ size_t tp_coll_dtype_size(tp_coll_dtype_t dtype);
 tp_coll_algo_t tp_coll_algo_select(const tp_coll_comm_t *comm, size_t bytes);
 /* "auto", "ring", "hierarchical", "tree"; NULL for a bad value. Static. */
 const char *tp_coll_algo_name(tp_coll_algo_t algo);
-/* Inverse of tp_coll_algo_name(); TP_ERR_INVAL for an unknown name. */
+/* Inverse of tp_coll_algo_name(), in any case (as tp_coll_comp_parse());
+ * TP_ERR_INVAL for an unknown name. */
 tp_err_t tp_coll_algo_parse(const char *name, tp_coll_algo_t *algo_p);
 
 #ifdef __cplusplus

@@ -40,6 +40,19 @@ missing=$(printf '%s\n' "$declared" | grep -vxF -e "$exported" | tr '\n' ' ')
 [ -n "$declared" ] && [ -n "$exported" ] && [ -z "$missing" ] &&
 	ok "the $(printf '%s\n' "$declared" | wc -l) functions the installed headers declare are exported" ||
 	bad "installed headers declare what $got does not export: ${missing:-(none listed: $(cat "$tmp/cpp.err"))}"
+# ... and every function it exports is on libtopoplace-coll(3)'s NAME
+# line and has its `man 3 NAME` page (doc/Makefile.am's aliases), save
+# tp_parse_bytes, which the library exports for its benchmark only
+names=$(sed -n '/^\.SH NAME/,/^\.SH/p' "$src/doc/libtopoplace-coll.3" | tr ', ' '\n\n' | grep '^tp_')
+aliases=$(sed -n '/^COLL_MAN_ALIASES/,/^$/p' "$src/doc/Makefile.am" | tr ' \t\\' '\n\n\n' | grep '^tp_')
+undoc=$(printf '%s\n' "$exported" | grep '^tp_' | grep -vx tp_parse_bytes |
+	while read -r f; do
+		printf '%s\n' "$names" | grep -qxF "$f" && printf '%s\n' "$aliases" | grep -qxF "$f" ||
+			printf '%s ' "$f"
+	done)
+[ -n "$names" ] && [ -z "$undoc" ] &&
+	ok "every function $got exports is on libtopoplace-coll(3)'s NAME line, with its man 3 alias" ||
+	bad "exported without a NAME entry or man 3 alias: ${undoc:-(no NAME line read)}"
 LD_LIBRARY_PATH=$(dirname "$lib") "$py" -c "import ctypes, sys; ctypes.CDLL(sys.argv[1])" "$want" &&
 	ok "$want loads by the loader's search" || bad "$want does not load by name"
 # _lib.py's option structs as tp_coll.h lays them out (a field missing in

@@ -1210,6 +1210,49 @@ static int fork_rank(tp_coll_comm_t *c, void *arg)
 	return 0;
 }
 
+/* Unchecked, a call one rank refuses (here a NULL buffer) breaks its
+ * communicator: the others fail naming it, where they returned TP_OK
+ * with its next call's data in their result. */
+static int refuse_rank(tp_coll_comm_t *c, void *arg)
+{
+	float x[64];
+	tp_err_t err;
+
+	(void)arg;
+	for (int i = 0; i < 64; i++)
+		x[i] = 1;
+	if (tp_coll_comm_rank(c) == 1) {
+		if (tp_coll_allreduce(c, NULL, x, 64, TP_COLL_FP32, TP_COLL_SUM,
+				      TP_COLL_ALGO_RING) != TP_ERR_INVAL)
+			return 1;
+		/* what its peers paired with */
+		err = tp_coll_allreduce(c, x, x, 64, TP_COLL_FP32, TP_COLL_SUM,
+					TP_COLL_ALGO_RING);
+		return err == TP_ERR_PEER_LOST &&
+			       strstr(tp_coll_comm_detail(c), "NULL buffer")
+			   ? 0
+			   : 2;
+	}
+	err = tp_coll_allreduce(c, x, x, 64, TP_COLL_FP32, TP_COLL_SUM,
+				TP_COLL_ALGO_RING);
+	if (!err)
+		return 3;
+	fprintf(stderr, "# rank %d: %s\n", tp_coll_comm_rank(c),
+		tp_coll_comm_detail(c));
+	return err == TP_ERR_PEER_LOST ? 0 : 4;
+}
+
+static void test_one_rank_refuses(void **s)
+{
+	tp_plan_t *one = plan_of(1, 4, 0), *two = plan_of(2, 2, 0);
+
+	(void)s;
+	run_ranks_ok(one, 20, 4096, refuse_rank, NULL, 30, "one host");
+	run_ranks_ok(two, 20, 4096, refuse_rank, NULL, 30, "two hosts");
+	tp_plan_destroy(one);
+	tp_plan_destroy(two);
+}
+
 static void test_fork_child(void **s)
 {
 	tp_plan_t *one = plan_of(1, 4, 0), *two = plan_of(2, 2, 0);
@@ -1369,6 +1412,36 @@ static void test_bad_rank(void **s)
 	(void)s;
 	init_refused(p, 4, "rank 4 is not in the plan");
 	init_refused(p, -1, NULL);
+	tp_plan_destroy(p);
+}
+
+/* A zeroed tp_coll_opts_t is the defaults (timeout 30 s, 256 KiB
+ * chunks), as master_port and sockets already were; a negative timeout
+ * or a chunk under 8 bytes is still refused. */
+static void test_opts_zero(void **s)
+{
+	tp_plan_t *p = plan_of(2, 1, 0);
+	tp_coll_opts_t o = {0};
+	tp_coll_comm_t *c = NULL;
+	char *why = NULL;
+	int st[16];
+
+	(void)s;
+	o.master_addr = "127.0.0.1";
+	o.master_port = next_port();
+	run_ranks(p, &o, late_rank, NULL, 30, st);
+	expect_ranks_ok(p, st, "zeroed options");
+	o.timeout_s = -1;
+	assert_int_equal(tp_coll_comm_init(p, 0, &o, &c, &why), TP_ERR_INVAL);
+	assert_non_null(strstr(why, "bad options (timeout_s -1"));
+	tp_free(why);
+	why = NULL;
+	o.timeout_s = 0;
+	o.chunk_bytes = 4;
+	assert_int_equal(tp_coll_comm_init(p, 0, &o, &c, &why), TP_ERR_INVAL);
+	assert_non_null(strstr(why, "chunk_bytes 4"));
+	assert_null(c);
+	tp_free(why);
 	tp_plan_destroy(p);
 }
 
@@ -1564,15 +1637,22 @@ static int check_rank(tp_coll_comm_t *c, void *arg)
 	if ((rc = check_fail(
 		 c, 10, err, TP_ERR_MISMATCH,
 		 odd ? "this rank allreduce_compressed #9 (count 64, fp32, "
-		       "sum, int8 on levels 4, block 128, "
-		       "segment 1048576 overlapped)"
+		       "sum, int8 on levels 4, block 128)"
 		     : "rank 2 called allreduce_compressed #9 (count 64, "
-		       "fp32, sum, int8 on levels 4, block 128, "
-		       "segment 1048576 overlapped); this rank "
+		       "fp32, sum, int8 on levels 4, block 128); this rank "
 		       "allreduce_compressed #9 "
-		       "(count 64, fp32, sum, int8 on levels 4, block 256, "
-		       "segment 1048576 overlapped)")))
+		       "(count 64, fp32, sum, int8 on levels 4, block 256)")))
 		return rc;
+	/* segments at least the count cut the buffer alike: not compared
+	 * (only the segment a call cuts is, and its overlap) */
+	co.block = 256;
+	co.segment = odd ? (2u << 20) : (1u << 20);
+	co.overlap = odd;
+	err = tp_coll_allreduce_compressed(c, b, 64, TP_COLL_SUM, &co, 7);
+	if (err)
+		return check_fail(c, 15, err, TP_OK, "");
+	co.segment = 1u << 20;
+	co.overlap = true;
 	/* what the kind or schedule does not use may differ: int8 with
 	 * another top-k fraction and threshold; top-k with another block
 	 * and segment; a flat int8 call with another segment */
@@ -1603,7 +1683,7 @@ static int check_rank(tp_coll_comm_t *c, void *arg)
 	co.topk_fraction = odd ? 0.5 : 0.25;
 	err = tp_coll_allreduce_compressed(c, b, 64, TP_COLL_SUM, &co, 8);
 	if ((rc = check_fail(c, 14, err, TP_ERR_MISMATCH,
-			     odd ? "this rank allreduce_compressed #13 (count "
+			     odd ? "this rank allreduce_compressed #14 (count "
 				   "64, fp32, sum, topk on levels 4, top-k "
 				   "0.5 sampled)"
 				 : "top-k 0.5 sampled); this rank")))
@@ -1978,6 +2058,9 @@ static void test_names(void **s)
 		assert_int_equal(a, i);
 	}
 	assert_int_equal(tp_coll_algo_parse("rings", &a), TP_ERR_INVAL);
+	/* any case, as tp_coll_comp_parse() takes "INT8" */
+	assert_int_equal(tp_coll_algo_parse("Tree", &a), TP_OK);
+	assert_int_equal(a, TP_COLL_ALGO_TREE);
 	assert_null(tp_coll_algo_name((tp_coll_algo_t)7));
 	assert_int_equal(tp_coll_dtype_size(TP_COLL_BF16), 2);
 	assert_int_equal(tp_coll_dtype_size((tp_coll_dtype_t)6), 0);
@@ -2020,14 +2103,14 @@ static int huge_count_rank(tp_coll_comm_t *c, void *arg)
 	static const size_t huge[] = {((size_t)1 << 62) + 1, SIZE_MAX - 4};
 	float b[64] = {0};
 	tp_coll_comp_opts_t o;
+	bool checked = arg != NULL;
 
-	(void)arg;
 	tp_coll_comp_opts_defaults(&o);
 	o.levels =
 	    TP_COLL_LEVEL_HOST | TP_COLL_LEVEL_GROUP | TP_COLL_LEVEL_CROSS;
 	for (int k = TP_COLL_COMP_INT8; k <= TP_COLL_COMP_TOPK; k++) {
 		o.kind = (tp_coll_comp_t)k;
-		for (size_t i = 0; i < 2; i++) {
+		for (size_t i = 0; i < (checked ? 2 : 1); i++) {
 			tp_err_t err = tp_coll_allreduce_compressed(
 			    c, b, huge[i], TP_COLL_SUM, &o, 7);
 			if (err != TP_ERR_INVAL ||
@@ -2038,11 +2121,21 @@ static int huge_count_rank(tp_coll_comm_t *c, void *arg)
 				return 1;
 			}
 		}
+		if (!checked)
+			break;
 	}
-	/* an argument error leaves the communicator working */
+	/* checked, every rank learnt of the refusal and the communicator
+	 * works; unchecked, the refusal broke it (the other ranks would
+	 * pair their call with this rank's next one), keeping why */
 	o.kind = TP_COLL_COMP_INT8;
-	return tp_coll_allreduce_compressed(c, b, 64, TP_COLL_SUM, &o, 7) ? 2
-									  : 0;
+	tp_err_t err =
+	    tp_coll_allreduce_compressed(c, b, 64, TP_COLL_SUM, &o, 7);
+	if (checked)
+		return err ? 2 : 0;
+	return err == TP_ERR_PEER_LOST &&
+		       strstr(tp_coll_comm_detail(c), "too large")
+		   ? 0
+		   : 3;
 }
 
 static void test_comp_huge_count(void **s)
@@ -2051,7 +2144,11 @@ static void test_comp_huge_count(void **s)
 
 	(void)s;
 	run_ranks_ok(p, 5, 4096, huge_count_rank, NULL, 30,
-		     "compressed all-reduce of a huge count");
+		     "compressed all-reduce of a huge count, unchecked");
+	setenv("TOPOPLACE_COLL_CHECK", "1", 1);
+	run_ranks_ok(p, 5, 4096, huge_count_rank, p, 30,
+		     "compressed all-reduce of a huge count, checked");
+	unsetenv("TOPOPLACE_COLL_CHECK");
 	tp_plan_destroy(p);
 }
 
@@ -2161,7 +2258,14 @@ static void test_comp_wire(void **s)
 							 n, &o, 4096, out, 0,
 							 why, sizeof(why)),
 					 TP_ERR_MISMATCH);
-			assert_non_null(strstr(why, "kind"));
+			/* named, as TOPOPLACE_COLL_CHECK names them */
+			static const char *const kname[] = {"", "int8", "1bit",
+							    "topk"};
+			char kw[64];
+			snprintf(kw, sizeof(kw), "with kind %s, this rank's %s",
+				 kname[kind], kname[kind % 3 + 1]);
+			if (!strstr(why, kw))
+				fail_msg("'%s' lacks '%s'", why, kw);
 			assert_int_equal(tp__comp_decode(msg, len, kind, n + 1,
 							 &o, 4096, out, 0, why,
 							 sizeof(why)),
@@ -3225,6 +3329,8 @@ int main(void)
 	    cmocka_unit_test(test_small_faults),
 	    cmocka_unit_test(test_forked_victim),
 	    cmocka_unit_test(test_fork_child),
+	    cmocka_unit_test(test_one_rank_refuses),
+	    cmocka_unit_test(test_opts_zero),
 	    cmocka_unit_test(test_long_timeout),
 	    cmocka_unit_test(test_slow_rail),
 	    cmocka_unit_test(test_staggered_start),
