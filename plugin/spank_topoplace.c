@@ -65,9 +65,10 @@
  * - SLURMD_NODENAME is not in a step's environment at this point; this
  *   host is the S_JOB_NODEID-th name of SLURM_STEP_NODELIST.
  * - Files: basedir is root's (created 0755 when missing; refused when a
- *   symlink, not root's, or writable by others); basedir/job<ID> is made
- *   by root, then owned by the job's user, 0700; plan-step<STEP>.json in
- *   it 0600, the user's. Everything below basedir goes through directory
+ *   symlink, not root's, or writable by others); basedir/job<ID> is
+ *   root's, 0711 (the user can neither list it nor add files: /run is a
+ *   small tmpfs of the node's daemons); plan-step<STEP>.json in it 0600,
+ *   the user's. Everything below basedir goes through directory
  *   descriptors with O_NOFOLLOW, and the file with O_CREAT|O_EXCL, so a
  *   link planted by the user is never followed. The step's file goes at
  *   step exit, the directory with the last step; the job epilog sweeps
@@ -418,16 +419,20 @@ static int open_base(bool create, char *why, size_t whylen)
 	return fd;
 }
 
-/* basedir/job<ID>: made by root, then the user's, 0700. */
-static int open_jobdir(int base, uint32_t jobid, uid_t uid, gid_t gid,
-		       char *why, size_t whylen)
+/* basedir/job<ID>: root's, 0711: the job's processes reach their plan
+ * file by its name and can neither list the directory nor put files in
+ * it (/run is a small tmpfs slurmd and munge share, and what a user left
+ * there would outlive the job). One the user owns (an older plugin's)
+ * is taken back. */
+static int open_jobdir(int base, uint32_t jobid, uid_t uid, char *why,
+		       size_t whylen)
 {
 	char name[32];
 	struct stat st;
 	int fd;
 
 	snprintf(name, sizeof(name), "job%u", jobid);
-	if (mkdirat(base, name, 0700) < 0 && errno != EEXIST) {
+	if (mkdirat(base, name, 0711) < 0 && errno != EEXIST) {
 		snprintf(why, whylen, "mkdir %s/%s: %s", basedir(), name,
 			 strerror(errno));
 		return -1;
@@ -447,14 +452,13 @@ static int open_jobdir(int base, uint32_t jobid, uid_t uid, gid_t gid,
 		close(fd);
 		return -1;
 	}
-	if ((st.st_uid != uid || st.st_gid != gid) &&
-	    fchown(fd, uid, gid) < 0) {
+	if ((st.st_uid != 0 || st.st_gid != 0) && fchown(fd, 0, 0) < 0) {
 		snprintf(why, whylen, "chown %s/%s: %s", basedir(), name,
 			 strerror(errno));
 		close(fd);
 		return -1;
 	}
-	if ((st.st_mode & 07777) != 0700 && fchmod(fd, 0700) < 0) {
+	if ((st.st_mode & 07777) != 0711 && fchmod(fd, 0711) < 0) {
 		snprintf(why, whylen, "chmod %s/%s: %s", basedir(), name,
 			 strerror(errno));
 		close(fd);
@@ -494,7 +498,7 @@ static bool write_plan(uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gid,
 
 		if (base < 0)
 			return false;
-		dir = open_jobdir(base, jobid, uid, gid, why, whylen);
+		dir = open_jobdir(base, jobid, uid, why, whylen);
 		close(base);
 		if (dir < 0)
 			return false;
@@ -559,8 +563,8 @@ static bool our_file(const char *name)
 }
 
 /* Remove our files (one step's, or all with stepid == UINT32_MAX) and the
- * job directory when that leaves it empty. Files the user put there stay,
- * and so does the directory then. */
+ * job directory when that leaves it empty (only root can put others
+ * there: they stay, and so does the directory then). */
 static void remove_plan(uint32_t jobid, uint32_t stepid)
 {
 	char why[256], jname[32];

@@ -7,7 +7,8 @@
 #   - every task of an 8-node srun step sees TOPOPLACE_PLAN/RANK/
 #     LOCAL_RANK/WORLD_SIZE/NODE_RANK and NCCL_IB_HCA; the batch script
 #     itself sees none of them
-#   - the plan file is the user's, 0600, in a 0700 directory of the user;
+#   - the plan file is the user's, 0600, in a root directory (0711) the
+#     user cannot add files to;
 #     its ring is `topoplace plan --json`'s for the job's nodes
 #   - SLURM_PROCID follows the fabric (topology plugin), and TOPOPLACE_RANK
 #     equals it
@@ -126,11 +127,10 @@ srun -l sh -c 'echo "env $(hostname) $SLURM_PROCID ${TOPOPLACE_RANK:-x} ${TOPOPL
 if [ "$SLURM_LOCALID" = 0 ] && [ -n "${TOPOPLACE_PLAN:-}" ]; then
 	echo "stat $(hostname) $(stat -c "%U %a" "$TOPOPLACE_PLAN") $(stat -c "%U %a" "$(dirname "$TOPOPLACE_PLAN")")"
 	cp "$TOPOPLACE_PLAN" "plan-$(hostname).json"
-	# the job epilog sweeps our file names only: a stale plan file goes,
-	# a file of the user stays (and keeps its directory)
+	# the job directory belongs to root: the user cannot add files
 	case $(hostname) in
-	node003) : >"$(dirname "$TOPOPLACE_PLAN")/plan-step99.json" ;;
-	node005) : >"$(dirname "$TOPOPLACE_PLAN")/mine.txt" ;;
+	node005) touch "$(dirname "$TOPOPLACE_PLAN")/mine.txt" 2>/dev/null ||
+		echo "mine denied $(hostname)" ;;
 	esac
 fi'
 NCCL_IB_HCA==mlx5_7 srun -l sh -c 'echo "user $(hostname) ${NCCL_IB_HCA:-x} ${TOPOPLACE_PLAN:-x}"'
@@ -145,6 +145,10 @@ EOF
 chmod 755 "$work/job.sh"
 j1=$(as_user timeout 10 sbatch --parsable -J a -N 8 --ntasks-per-node=2 -o "$work/a.out" "$work/job.sh")
 [ -n "$j1" ] || { bad "sbatch as $USER_NAME"; finish; }
+# a crashed step's plan file (root's, as the plugin writes it): the job
+# epilog sweeps it; the first step takes the root-made directory as is
+mkdir -p "$dir/tprun/node003/job$j1" && : >"$dir/tprun/node003/job$j1/plan-step99.json"
+chmod 711 "$dir/tprun/node003/job$j1"
 wait_done "$j1" && ok "job $j1 ($USER_NAME, 8 nodes x 2 tasks) finished" || bad "job $j1 finished in 60 s"
 state=$(timeout 10 scontrol show job "$j1" | tr ' ' '\n' | sed -n 's/^JobState=//p')
 [ "$state" = COMPLETED ] && ok "job $j1 COMPLETED" || bad "job $j1 state $state"
@@ -176,8 +180,8 @@ bad_nr=$(awk '{ if ($6 != int($2 / 2)) print }' "$tmp/env" | wc -l)
 # ownership and modes, seen from the tasks
 grep ': stat ' "$work/a.out" | sed 's/^ *[0-9]*: stat //' | sort >"$tmp/stat"
 sn=$(wc -l <"$tmp/stat")
-badst=$(awk -v u="$USER_NAME" '!($2 == u && $3 == 600 && $4 == u && $5 == 700)' "$tmp/stat" | wc -l)
-[ "$sn" -eq 8 ] && [ "$badst" -eq 0 ] && ok "plan file $USER_NAME 0600, directory $USER_NAME 0700 on all 8 nodes" ||
+badst=$(awk -v u="$USER_NAME" '!($2 == u && $3 == 600 && $4 == "root" && $5 == 711)' "$tmp/stat" | wc -l)
+[ "$sn" -eq 8 ] && [ "$badst" -eq 0 ] && ok "plan file $USER_NAME 0600, directory root 0711 on all 8 nodes" ||
 	bad "plan ownership/modes: $(tr '\n' ';' <"$tmp/stat")"
 echo "# TOPOPLACE_PLAN on node001: $(awk '$1 == "node001" {print $9; exit}' "$tmp/env")"
 
@@ -235,11 +239,11 @@ dropped=$(cat "$dir"/log/slurmd-node*.log | grep -c "spank/topoplace: job $j1 st
 
 sleep 1
 left=$(jobdirs "$j1")
-kept=$(ls -A "$dir/tprun/node005/job$j1" 2>/dev/null | tr '\n' ' ')
-[ "$left" -eq 1 ] && [ "$kept" = "mine.txt " ] &&
-	ok "job $j1: job directories gone (a stale plan-step99.json swept by the epilog), but node005's, which holds only the user's mine.txt" ||
-	bad "job $j1: $left job directories left ($(ls -d "$dir"/tprun/*/job"$j1" 2>/dev/null | tr '\n' ' ')), node005 holds '$kept'"
-rm -rf "$dir/tprun/node005/job$j1"
+grep -q ': mine denied node005$' "$work/a.out" && ok "the user cannot add a file to the job directory" ||
+	bad "the user wrote into the job directory"
+[ "$left" -eq 0 ] &&
+	ok "job $j1: job directories gone (node003's stale plan-step99.json swept by the epilog)" ||
+	bad "job $j1: $left job directories left ($(ls -d "$dir"/tprun/*/job"$j1" 2>/dev/null | tr '\n' ' ')): $(ls -A "$dir"/tprun/*/job"$j1" 2>/dev/null | tr '\n' ' ')"
 
 # ---- a planted symlink where the next job's directory goes ----
 j2=$((j1 + 1))
