@@ -10,7 +10,10 @@
  * fabric= names the fabric JSON, conf= a topoplace.conf whose FabricFile
  * does (a relative one beside that file, as slurmctld reads it); basedir
  * (default /run/topoplace) holds one directory per job, "%h" in it is
- * this host's hostname (for several slurmd on one machine);
+ * this host's hostname (several slurmd on one machine, each with a
+ * hostname of its own, as network namespaces give them; nodes that share
+ * one NodeHostname would share the directory, and one node's step exit
+ * would remove the plan another still reads);
  * topodir holds NCCL topology files as <host>.xml; sysfs (default /sys,
  * "%h" as in basedir, for tests) is where this node's InfiniBand devices
  * are listed (class/infiniband/<dev>/node_guid). Users override the
@@ -632,7 +635,8 @@ static char *nccl_topo_file(const char *host, const tp_hca_map_t *map)
 	if (fd >= 0)
 		close(fd);
 	text[n] = '\0';
-	if (n > 0 && r >= 0 && n < TOPO_FILE_MAX && strstr(text, "<system")) {
+	if (n > 0 && r >= 0 && n < TOPO_FILE_MAX &&
+	    tp_nccl_topo_root_ok(text)) {
 		if (tp_hca_map_topo_ok(map, text)) {
 			tp_free(text);
 			return path;
@@ -867,6 +871,13 @@ static bool step_plan(step_t *st)
 		    "fabric (by node GUID) is under %s/class/infiniband: "
 		    "NCCL_IB_HCA and NCCL_TOPO_FILE not set",
 		    PLUGIN, st->jobid, st->stepid, st->me, sysfs_root());
+	else if (st->env.hcas_missing)
+		slurm_info("%s: job %u step %u: %u of %s's HCAs in the fabric "
+			   "(by node GUID) not under %s/class/infiniband: "
+			   "left out of NCCL_IB_HCA (a card replaced since "
+			   "the fabric was discovered?)",
+			   PLUGIN, st->jobid, st->stepid, st->env.hcas_missing,
+			   st->me, sysfs_root());
 	if ((err = tp_plan_to_json(st->plan, &st->json))) {
 		snprintf(st->why, sizeof(st->why), "plan JSON: %s",
 			 tp_strerror(err));

@@ -284,3 +284,34 @@ bool tp_hca_map_topo_ok(const tp_hca_map_t *m, const char *xml)
 	}
 	return true;
 }
+
+bool tp_nccl_topo_root_ok(const char *xml)
+{
+	const char *p = xml;
+
+	if (!p)
+		return false;
+	if (!strncmp(p, "\xEF\xBB\xBF", 3))
+		p += 3;
+	for (;;) {
+		const char *end = NULL;
+
+		while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+			p++;
+		if (!strncmp(p, "<?", 2))
+			end = strstr(p, "?>");
+		else if (!strncmp(p, "<!--", 4))
+			end = strstr(p + 4, "-->");
+		else if (!strncmp(p, "<!", 2))
+			end = strchr(p, '>');
+		else
+			break;
+		if (!end)
+			return false;
+		/* past "?>", "-->" or ">" */
+		p = end + (*end == '>' ? 1 : end[1] == '>' ? 2 : 3);
+	}
+	return !strncmp(p, "<system", 7) &&
+	       (p[7] == '>' || p[7] == '/' || p[7] == ' ' || p[7] == '\t' ||
+		p[7] == '\r' || p[7] == '\n');
+}

@@ -120,13 +120,15 @@ static bool rail_shared(const tp_plan_t *plan, const tp_plan_host_t *ph, int r)
  * there is a map; NULL when none (or NOMEM, which *nomem_p tells apart).
  * With subnets for rails, only those of subnets another host of the plan
  * is on (one host: all). *unmapped_p: the plan names HCAs, the map has
- * none of them. */
+ * none of them; *missing_p: how many it names the map lacks. */
 static char *hca_list(const tp_plan_t *plan, const tp_plan_host_t *ph,
 		      bool subnets, const tp_hca_map_t *map, bool *nomem_p,
-		      bool *unmapped_p)
+		      bool *unmapped_p, uint32_t *missing_p)
 {
 	tp_strbuf_t sb = {0};
 	bool named = false;
+
+	*missing_p = 0;
 
 	for (int r = 0; r < tp_plan_nrails(plan); r++) {
 		const char *dev = ph->hcas[r];
@@ -136,8 +138,8 @@ static char *hca_list(const tp_plan_t *plan, const tp_plan_host_t *ph,
 
 		if (dev) {
 			named = true;
-			if (map)
-				dev = tp_hca_map_local(map, dev);
+			if (map && !(dev = tp_hca_map_local(map, dev)))
+				(*missing_p)++;
 		} else if (map && !(subnets && tp_plan_nhosts(plan) > 1)) {
 			/* a CA the fabric names by GUID alone (guid_map);
 			 * with subnets for rails, whether another host
@@ -207,7 +209,8 @@ static tp_err_t fill_vars(const tp_plan_t *plan, const tp_step_in_t *in,
 	v[0] = tp_strdup(in->plan_path);
 	v[1] = tp_asprintf("%u", ph->node_rank);
 	v[2] = tp_asprintf("%llu", (unsigned long long)e->world);
-	v[3] = hca_list(plan, ph, subnets, in->hca_map, &nomem, &unmapped);
+	v[3] = hca_list(plan, ph, subnets, in->hca_map, &nomem, &unmapped,
+			&e->hcas_missing);
 	if (unmapped)
 		topo = NULL;
 	v[4] = cross ? tp_strdup(cross) : NULL;

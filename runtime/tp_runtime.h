@@ -361,6 +361,11 @@ size_t tp_hca_map_count(const tp_hca_map_t *map);
  * or another attribute's value); a <net> tag without one, or whose
  * attributes are not key="value", fails. */
 bool tp_hca_map_topo_ok(const tp_hca_map_t *map, const char *xml);
+/* xml's root element is <system> (an NCCL topology file): past
+ * white space, a byte-order mark, the XML declaration, processing
+ * instructions, comments and a DOCTYPE, the first element is "system"
+ * (an hwloc XML's is <topology>). */
+bool tp_nccl_topo_root_ok(const char *xml);
 
 typedef struct tp_step_in {
 	/* the step's hosts in Slurm's order (SLURM_STEP_NODELIST expanded)
@@ -393,6 +398,10 @@ typedef struct tp_step_env {
 	uint32_t rank_base; /* TOPOPLACE_RANK of its local task 0 */
 	uint64_t world;	    /* the step's tasks */
 	bool hcas_unmapped; /* none of the plan's HCAs is on the node */
+	/* of this host's HCAs the plan names, how many are not on the node
+	 * (found by GUID): left out of NCCL_IB_HCA (a card replaced since
+	 * the fabric was discovered) */
+	uint32_t hcas_missing;
 	size_t nvars;	    /* the pairs to set, in this order */
 	tp_step_var_t vars[TP_STEP_ENV_MAX];
 } tp_step_env_t;

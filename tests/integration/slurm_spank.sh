@@ -339,6 +339,9 @@ l8=$(awk '$2 == "node008" { print $5, $7 }' "$tmp/rail")
 c=$(grep -c "spank/topoplace: job $j step 0: none of node008's HCAs" "$(nodelog node008)")
 [ "$c" -eq 1 ] && ok "node008: one line says no HCA of the fabric is there" ||
 	bad "node008: $c lines about its HCAs"
+c=$(grep -c "spank/topoplace: job $j step 0: 2 of node007's HCAs in the fabric (by node GUID) not under .*: left out of NCCL_IB_HCA" "$(nodelog node007)")
+[ "$c" -eq 1 ] && ok "node007: one line names the 2 HCAs left out" ||
+	bad "node007: $c lines about its missing HCAs"
 rm -f "$dir/nccltopo/node007.xml" "$dir/nccltopo/node008.xml"
 rk=$(awk '{ printf "%s=%s ", $2, $4 }' "$tmp/rail")
 pr=$(awk '{ printf "%s=%s ", $2, $3 }' "$tmp/rail")

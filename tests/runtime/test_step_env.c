@@ -548,10 +548,14 @@ static void test_env_local_hcas(void **state)
 			    "HCA-1=mlx5_0");
 	assert_non_null(tp_step_env_get(&env, "NCCL_TOPO_FILE"));
 	assert_false(env.hcas_unmapped);
+	assert_int_equal(env.hcas_missing, 0);
 	tp_step_env_free(&env);
 
+	/* three of the four gone: counted, for the plugin's line */
 	env_with(f, plan, part, &env);
 	assert_string_equal(tp_step_env_get(&env, "NCCL_IB_HCA"), "=mlx5_1");
+	assert_int_equal(env.hcas_missing, 3);
+	assert_false(env.hcas_unmapped);
 	tp_step_env_free(&env);
 
 	/* the same CAs named by GUID alone (guid_map, their node
@@ -588,6 +592,22 @@ static void test_env_local_hcas(void **state)
 	assert_non_null(tp_step_env_get(&env, "TOPOPLACE_PLAN"));
 	assert_true(env.hcas_unmapped);
 	tp_step_env_free(&env);
+
+	/* an NCCL topology's root is <system>, not a <system...> found
+	 * anywhere (a comment, an hwloc XML's own elements) */
+	assert_true(tp_nccl_topo_root_ok("<system version=\"1\"></system>"));
+	assert_true(tp_nccl_topo_root_ok(
+	    "\xEF\xBB\xBF<?xml version=\"1.0\"?>\n<!-- node07 -->\n"
+	    "<!DOCTYPE system>\n<system>\n</system>\n"));
+	assert_true(tp_nccl_topo_root_ok("\n\t<system/>"));
+	assert_false(tp_nccl_topo_root_ok(
+	    "<?xml version=\"1.0\"?>\n<topology version=\"2.0\">"
+	    "<!-- <system> --></topology>"));
+	assert_false(tp_nccl_topo_root_ok("<!-- <system> -->"));
+	assert_false(tp_nccl_topo_root_ok("<systemd/>"));
+	assert_false(tp_nccl_topo_root_ok("<!-- unclosed <system>"));
+	assert_false(tp_nccl_topo_root_ok(""));
+	assert_false(tp_nccl_topo_root_ok(NULL));
 
 	/* a topology file must name devices that are there */
 	assert_int_equal(tp_hca_map_read(f, C01, part, &map), TP_OK);
