@@ -60,6 +60,10 @@ trap 'rm -rf "$tmp"' EXIT
 world=$((hosts * rph)) rc=0
 export OMP_NUM_THREADS=1 PYTHONPATH=$srcdir/bindings/torch${PYTHONPATH:+:$PYTHONPATH}
 export TOPOPLACE_COLL_LIB=$lib MASTER_ADDR=127.0.0.1 WORLD_SIZE=$world
+# ddp_train.py takes a rank from TOPOPLACE_RANK or SLURM_PROCID first: run
+# from inside a Slurm step (srun --pty bash), every rank was that task's
+unset TOPOPLACE_RANK TOPOPLACE_LOCAL_RANK TOPOPLACE_WORLD_SIZE TOPOPLACE_PLAN \
+	TOPOPLACE_STEP TOPOPLACE_SET SLURM_PROCID SLURM_NTASKS SLURM_LOCALID
 for run in "$@"; do
 	name=${run%%:*} args=
 	[ "$name" = "$run" ] || args=$(echo "${run#*:}" | tr , ' ')

@@ -59,8 +59,8 @@ def model(seed):
         torch.nn.Linear(129, 10))
 
 
-def train(ddp, rank):
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+def train(ddp, rank, momentum=0.9):
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=momentum)
     g = torch.Generator().manual_seed(1000 + rank)
     for step in range(STEPS):
         x = torch.randn(16, 33, generator=g)
@@ -592,6 +592,66 @@ def check_topk_recipes(c, comm, rank):
          "norm 0.75 before the all-reduce")
 
 
+def check_hook_state(c, tc, comm, rank, plan, port):
+    """What a PyTorch user leans on beyond the numbers (review, s39)."""
+    import pickle
+
+    from topoplace_coll.hooks import TopoplaceState, allreduce_hook
+
+    # float16 avg: the hook divides before it sums (the library sums,
+    # then divides: 4 x 40000 overflows float16, their mean does not)
+    h = torch.full((64,), 40000.0, dtype=torch.float16)
+    got = allreduce_hook(TopoplaceState(comm, async_op=False), FakeBucket(h)).wait()
+    c.ok(bool(torch.isfinite(got).all()) and got[0].item() == 40000.0,
+         "float16 bucket of 40000 averaged over %d ranks: %g (not inf)" % (WORLD, got[0].item()))
+    # two states on one communicator: their own error-feedback keys
+    a, b = TopoplaceState(comm), TopoplaceState(comm)
+    c.ok(a.key_base != b.key_base, "two states of one communicator: key bases %d and %d"
+         % (a.key_base, b.key_base))
+    # a restored state without its communicator says so
+    st = pickle.loads(pickle.dumps(TopoplaceState(comm)))
+    c.raises(RuntimeError, "comm is None", "restored state without state.comm", allreduce_hook, st,
+             FakeBucket(torch.ones(4)))
+    # TopoplaceError crosses a process boundary (pickled) whole
+    e = tc.TopoplaceError("allreduce", -9, "rank 3 (host node07) closed the connection")
+    e2 = pickle.loads(pickle.dumps(e))
+    c.ok(type(e2) is tc.TopoplaceError and str(e2) == str(e) and e2.code == -9,
+         "TopoplaceError pickles: %s" % e2)
+    # a Future's callback may wait on a call it makes (PowerSGD's hook
+    # does): it runs at once instead of queued behind the callback
+    t1, t2 = torch.ones(1000), torch.ones(10)
+    chained = comm.all_reduce_async(t1).then(lambda f: comm.all_reduce_async(t2).wait()[0].item())
+    c.ok(chained.wait() == WORLD, "a callback waits on an all_reduce_async it made: %s" % chained.value())
+    if tc.have_compression():
+        # the hook's momentum (dense steps: momentum SGD) survives DDP's
+        # bucket rebuild after the first step: equal to the optimizer's
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        ref = train(DDP(model(7), bucket_cap_mb=0.05), rank, momentum=0.9)
+        ddp = DDP(model(7), bucket_cap_mb=0.05)
+        ddp.register_comm_hook(TopoplaceState(comm, compressor="int8", momentum=0.9, start_iter=10 ** 6),
+                               allreduce_hook)
+        got = train(ddp, rank, momentum=0.0)
+        diff = max((x - y).abs().max().item() for x, y in zip(ref, got))
+        scale = max(x.abs().max().item() for x in ref)
+        c.ok(diff <= 1e-5 * scale, "hook momentum 0.9 (dense steps) vs the optimizer's across DDP's rebuild: "
+             "max |diff| %.3g (params up to %.3g)" % (diff, scale))
+    # close() in a Future's callback, with a call queued behind it: the
+    # queued call runs first, then the communicator goes (it was destroyed
+    # under the call, which then crashed)
+    c2 = tc.Communicator(plan=plan, rank=rank, master_addr="127.0.0.1", master_port=port, timeout_s=20)
+    big, small = torch.ones(1 << 22), torch.ones(16)
+    f1 = c2.all_reduce_async(big)
+    f1.then(lambda f: c2.close())
+    try:
+        v = c2.all_reduce_async(small).wait()[0].item()
+        what = "the call queued behind it summed %g" % v
+        good = v == WORLD
+    except (ValueError, tc.TopoplaceError) as ex:  # closed first (f1 was quick)
+        what, good = "the next call: %s" % ex, True
+    f1.wait()
+    c.ok(good, "close() in a Future's callback: no crash; %s" % what)
+
+
 def check_mismatch(c, tc, rank, plan, port):
     """TOPOPLACE_COLL_CHECK=1: a rank whose tensor differs (a bucket of
     another size) fails every rank's call at once, named, instead of a
@@ -641,6 +701,7 @@ def worker(rank, plan, port, gloo_port, group_plan, q):
         check_compression(c, tc, comm, rank)
         check_group_level(c, tc, rank, group_plan, port + 1)
         check_mismatch(c, tc, rank, plan, port + 3)
+        check_hook_state(c, tc, comm, rank, plan, port + 5)
         # a ring over 2 hosts x 2 ranks crosses between the groups twice
         # (1 -> 2, 3 -> 0), each edge carrying 2 (P-1)/P of the 256 KiB
         comm.reset_stats()

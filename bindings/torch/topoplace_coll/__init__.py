@@ -70,13 +70,20 @@ class TopoplaceError(RuntimeError):
     def __init__(self, call, code, detail):
         self.code = code
         self.name = _lib.strerror(code)
+        self._made = (call, code, detail)
         super().__init__("%s: %s (%s)" % (call, detail or self.name, self.name))
+
+    def __reduce__(self):
+        # pickled / copied with its own arguments (a worker process's
+        # error reaches the parent), not RuntimeError's one message
+        return (type(self), self._made)
 
 
 class CompressionUnavailable(TopoplaceError):
     """The loaded library has no compressed all-reduce."""
 
     def __init__(self, what):
+        self._made = (what,)
         self.code = -6  # TP_ERR_UNSUPPORTED
         self.name = "not supported by this build"
         RuntimeError.__init__(
@@ -209,6 +216,7 @@ def _plan_groups(path):
 
 _LIVE = weakref.WeakSet()  # the progress threads running
 _LIVE_LOCK = threading.Lock()
+_START_LOCK = threading.Lock()  # a Communicator's first async call
 _EXIT_JOIN_S = 30.0  # how long exit waits for a thread in a call
 
 
@@ -264,15 +272,21 @@ class _Progress:
         else:
             self._q.put((fn, done, time.perf_counter()))
 
-    def stop(self, timeout=None):
-        """Run what is queued, then end the thread (waited for, timeout
+    def stop(self, timeout=None, last=None):
+        """Run what is queued, then last() (on the thread: nothing queued
+        may run after it), then end the thread (waited for, timeout
         seconds at most; not when the thread itself stops it: a
-        Communicator whose last reference went with a finished call)."""
+        Communicator whose last reference went with a finished call, or
+        closed in a Future's callback)."""
         with _LIVE_LOCK:
             _LIVE.discard(self)
         if self.stopped:
+            if last is not None:
+                last()
             return
         self.stopped = True
+        if last is not None:
+            self._q.put((last, lambda r, e: None, time.perf_counter()))
         self._q.put(None)
         if threading.current_thread() is not self.thread:
             self.thread.join(timeout)
@@ -287,8 +301,12 @@ class Communicator:
     and TOPOPLACE_LOCAL_RANK). Otherwise a topoplace-plan/1 path and this
     process's rank. master_addr/master_port: the rendezvous (default
     MASTER_ADDR/MASTER_PORT, then the plan's first host and a port derived
-    from the job id); timeout_s: seconds without progress before a call
-    fails; chunk_bytes: pipelining unit (same on every rank).
+    from the job id; with torch.distributed's env:// or torchrun, whose
+    store keeps MASTER_PORT for the whole job, pass another, e.g.
+    MASTER_PORT + 1, or make the Communicator before init_process_group:
+    the port is free again once init returns); timeout_s: seconds without
+    progress before a call fails; chunk_bytes: pipelining unit (same on
+    every rank).
     """
 
     def __init__(self, plan=None, rank=None, master_addr=None, master_port=0,
@@ -431,11 +449,19 @@ class Communicator:
         import torch
 
         fn = self._checked("allreduce", lambda: self._all_reduce_call(tensor, *args, **kw))
-        if self._progress is None:
-            self._handle("all_reduce_async")
-            self._progress = _Progress("topoplace-coll rank %d" % self.rank)
+        with _START_LOCK:  # two threads' first calls start one thread
+            if self._progress is None:
+                self._handle("all_reduce_async")
+                self._progress = _Progress("topoplace-coll rank %d" % self.rank)
         fut = torch.futures.Future()
-        self._progress.submit(fn, lambda r, e: fut.set_exception(e) if e is not None else fut.set_result(r))
+        done = lambda r, e: fut.set_exception(e) if e is not None else fut.set_result(r)  # noqa: E731
+        if threading.current_thread() is self._progress.thread:
+            # from a Future's callback (PowerSGD's hook waits on calls it
+            # makes there): queued behind the callback, a wait in it
+            # would never end; it runs now, in order with the callback
+            _call(fn, done)
+        else:
+            self._progress.submit(fn, done)
         return fut
 
     def _all_reduce_call(self, tensor, op="sum", algorithm="auto", compressor=None, hierarchical=True,
@@ -582,13 +608,24 @@ class Communicator:
     def close(self):
         """Finish the calls already submitted, stop the progress thread and
         destroy the communicator (not collective; peers still in a call
-        fail)."""
-        if getattr(self, "_progress", None) is not None:
-            self._progress.stop()
-            self._progress = None
-        if self._comm:
-            _lib.LIB.tp_coll_comm_destroy(self._comm)
-            self._comm = None
+        fail). Later calls raise ValueError (closed). Called in a Future's
+        callback (on the progress thread), it returns at once and the
+        communicator goes once the calls queued behind the callback ran."""
+        comm, self._comm = getattr(self, "_comm", None), None
+        p, self._progress = getattr(self, "_progress", None), None
+        if not comm:
+            if p is not None:
+                p.stop()
+            return
+
+        def destroy():
+            _lib.LIB.tp_coll_comm_destroy(comm)
+        if p is not None:
+            # on the thread, after what is queued (it holds this comm):
+            # never under a call still running there
+            p.stop(last=destroy)
+        else:
+            destroy()
 
     def __enter__(self):
         return self

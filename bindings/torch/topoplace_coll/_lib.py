@@ -123,6 +123,8 @@ def _load():
     tried = []
     for p in paths:
         if os.sep in p and not os.path.exists(p):
+            if explicit:
+                raise ImportError("TOPOPLACE_COLL_LIB=%s: no such file" % p)
             tried.append(p + " (absent)")
             continue
         try:

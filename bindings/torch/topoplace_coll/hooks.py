@@ -58,7 +58,9 @@ instead (1-bit Adam compresses its momentum, Deep Gradient Compression
 (Lin et al. 2018) corrects top-k's) keeps convergence. The hook keeps
 each bucket's velocity u = M u + g and hands u to the all-reduce; the
 optimizer then runs without momentum (plain SGD, same learning rate).
-Dense steps (before start_iter) send u whole, which is momentum SGD.
+Dense steps (before start_iter) send u whole, which is momentum SGD;
+a bucket layout DDP's rebuild makes takes each parameter's velocity
+from the layout that held it.
 Top-k hands the momentum to the library (all_reduce(momentum=)), which
 keeps u where the top-k is chosen: per rank when flat; with
 hierarchical=True at the rank that compresses each shard of its group's
@@ -151,6 +153,8 @@ class TopoplaceState:
                     Communicator.all_reduce)
     key_base        added to every error-feedback key: separates the
                     residuals of two DDP models sharing one communicator
+                    (default None: each state of a communicator gets its
+                    own, 0 for the first, 2^40 apart)
     async_op        reduce on the communicator's progress thread,
                     overlapping backward (default True; see above)
     momentum        the velocity factor (e.g. 0.9; default None: off),
@@ -168,6 +172,10 @@ class TopoplaceState:
                     sqrt(ranks) before it is sent (default None: off)
     per_tensor      top-k: k per parameter, not per bucket (default False)
 
+    Pickled (a checkpoint), a state keeps its options and counters, not
+    its communicator (set state.comm again) nor, in effect, its velocity
+    and residuals: their keys hold the parameters' addresses.
+
     Raises CompressionUnavailable at once when a compressor is asked of a
     library without compression, ValueError for an unknown option value.
     `iter` counts synchronised steps; `keys` maps each bucket layout in
@@ -179,7 +187,7 @@ class TopoplaceState:
 
     def __init__(self, comm, compressor=None, hierarchical=True, error_feedback=True, start_iter=0,
                  algorithm="auto", block=None, topk_fraction=None, stochastic=None, seed=None,
-                 key_base=0, async_op=True, momentum=None, momentum_masking=True, warmup_steps=0,
+                 key_base=None, async_op=True, momentum=None, momentum_masking=True, warmup_steps=0,
                  clip_norm=None, per_tensor=False, segment=None, overlap=None, topk_threshold=None):
         _choice(_lib.COMPRESSORS, compressor, "compressor")
         _choice(_lib.ALGOS, algorithm, "algorithm")
@@ -202,6 +210,14 @@ class TopoplaceState:
         # the compressor's options fail here, not at step start_iter
         block, topk_fraction, seed = _compressor_opts(compressor, block, topk_fraction, seed,
                                                       hierarchical)
+        if key_base is None:
+            # each state of one communicator its own keys (two models, or
+            # a model and its EMA copy, would share and free each other's
+            # residuals): the first gets 0, the next 2^40 on
+            n = getattr(comm, "_hook_states", 0)
+            if comm is not None:
+                comm._hook_states = n + 1
+            key_base = n << 40
         key_base = _int_in(key_base, 0, 2 ** 63 - 1, "key_base")
         if per_tensor and compressor != "topk":
             raise ValueError("per_tensor: for compressor='topk' only")
@@ -228,6 +244,7 @@ class TopoplaceState:
         self.keys_made = 0  # keys handed out: a new one is never reused
         self.keys_used = set()  # keys of the step under way
         self.velocity = {}
+        self.vel_params = {}  # key: its parameters' (address, offset, numel)
         self.hook_s = 0.0  # profile: seconds spent in allreduce_hook itself
         self.hook_cpu_s = 0.0  # the CPU time of those (time.thread_time())
         self.last_hook_t = None  # time.perf_counter() when it last returned
@@ -253,6 +270,7 @@ class TopoplaceState:
         for k in [k for k, v in self.keys.items() if v not in used]:
             v = self.keys.pop(k)
             self.velocity.pop(v, None)
+            self.vel_params.pop(v, None)
             if self.comm is not None:
                 self.comm.forget_residual(v)
 
@@ -267,19 +285,44 @@ class TopoplaceState:
         end = self.params["topk_fraction"] or 0.01
         return max(end, 0.25 * math.exp(step / n * math.log(end / 0.25)))
 
-    def corrected(self, key, grad):
+    def corrected(self, key, grad, bucket=None):
         """Momentum correction: the bucket's velocity u = momentum u + grad,
-        copied into grad; returns u."""
+        copied into grad; returns u. A layout not seen before (DDP's
+        rebuild after the first step regroups the parameters) starts from
+        the velocity its parameters had in the layouts before it."""
         u = self.velocity.get(key)
         if u is None or u.numel() != grad.numel():
-            u = self.velocity[key] = torch.zeros_like(grad)
+            spans = _param_spans(grad, bucket)
+            u = self.velocity[key] = self._carried(grad, spans)
+            self.vel_params[key] = spans
         u.mul_(self.momentum).add_(grad)
         grad.copy_(u)
         return u
 
+    def _carried(self, grad, spans):
+        """Zeros shaped as grad, with each parameter's slice of spans taken
+        from another layout's velocity that holds that parameter."""
+        u = torch.zeros_like(grad)
+        where = {}
+        for k, ps in self.vel_params.items():
+            v = self.velocity.get(k)
+            for ptr, at, n in (ps if v is not None else ()):
+                where[ptr] = (v, at, n)
+        for ptr, at, n in spans or ():
+            hit = where.get(ptr)
+            if hit is not None and hit[2] == n:
+                u[at:at + n].copy_(hit[0][hit[1]:hit[1] + n])
+        return u
+
+    def drop_velocity(self, key):
+        self.velocity.pop(key, None)
+        self.vel_params.pop(key, None)
+
     def __getstate__(self):
         # As PowerSGDState: a checkpoint keeps options and counters, not the
         # communicator (give the restored state a new one: state.comm = ...).
+        # Its keys hold the parameters' addresses: in another process the
+        # velocity and residuals start again from zero.
         return {k: v for k, v in self.__dict__.items() if k != "comm"}
 
     def __setstate__(self, d):
@@ -300,6 +343,9 @@ def allreduce_hook(state, bucket):
 
 
 def _hook(state, bucket):
+    if state.comm is None:
+        raise RuntimeError("TopoplaceState.comm is None: a restored state needs its "
+                           "communicator again (state.comm = topoplace_coll.Communicator(...))")
     out = bucket.buffer()
     topk = state.compressing() and state.compressor == "topk"
     # the library compresses float32: other gradients go as a copy
@@ -311,9 +357,9 @@ def _hook(state, bucket):
         # int8 / 1-bit send every entry: u unmasked. Top-k's first step
         # sends M u + g from the dense steps' u, from which the library's
         # own velocity (zero until now) goes on: u carries over.
-        state.corrected(key, buf)
+        state.corrected(key, buf, bucket)
         if topk:
-            del state.velocity[key]
+            state.drop_velocity(key)
     if state.compressing():
         kw = dict(compressor=state.compressor, hierarchical=state.hierarchical,
                   error_feedback=state.error_feedback, **state.params)
@@ -330,8 +376,15 @@ def _hook(state, bucket):
         keys = [state.key(bucket, i) for i in range(len(pieces))]
     else:
         pieces, keys = [buf], [key]
+    op = "avg"
+    if buf.dtype == torch.float16:
+        # the library sums, then divides: a sum of float16 gradients can
+        # overflow where their mean does not; divide first, as torch's
+        # own allreduce_hook does
+        buf.div_(state.comm.size)
+        op = "sum"
     if state.async_op:
-        futs = [state.comm.all_reduce_async(t, op="avg", key=k, **kw) for t, k in zip(pieces, keys)]
+        futs = [state.comm.all_reduce_async(t, op=op, key=k, **kw) for t, k in zip(pieces, keys)]
         if last:
             state.drop_unused()
         # through then(): torch 1.13's DDP reads a Future completed with
@@ -340,7 +393,7 @@ def _hook(state, bucket):
         # message
         return torch.futures.collect_all(futs).then(lambda f: _whole(f, buf, out))
     for t, k in zip(pieces, keys):
-        state.comm.all_reduce(t, op="avg", key=k, **kw)
+        state.comm.all_reduce(t, op=op, key=k, **kw)
     if last:
         state.drop_unused()
     if buf is not out:
@@ -365,6 +418,19 @@ def _clip(buf, limit):
     norm = float(buf.norm())
     if norm > limit:
         buf.mul_(limit / norm)
+
+
+def _param_spans(buf, bucket):
+    """(address, offset, numel) of each parameter's gradient in buf, in the
+    bucket's order; None when they do not tile buf."""
+    params = getattr(bucket, "parameters", None) if bucket is not None else None
+    if params is None:
+        return None
+    out, at = [], 0
+    for p in params():
+        out.append((p.data_ptr(), at, p.numel()))
+        at += p.numel()
+    return out if at == buf.numel() else None
 
 
 def _tensor_slices(buf, bucket):
