@@ -177,6 +177,13 @@
 extern "C" {
 #endif
 
+/* The interface this header describes: the number of the library's
+ * SONAME (libtopoplace-coll.so.3), raised with every change a program
+ * built against the previous one cannot survive (the option structs'
+ * layout, a field's meaning). `#if TP_COLL_API_VERSION >= 3` tells a
+ * program whether, e.g., tp_coll_comp_opts_t.topk_exact exists. */
+#define TP_COLL_API_VERSION 3
+
 /* The plan (tp_runtime.h); opaque here. */
 typedef struct tp_plan tp_plan_t;
 typedef struct tp_coll_comm tp_coll_comm_t;

@@ -139,6 +139,8 @@ def parse():
     a = p.parse_args()
     if a.flat and a.compress_group:
         p.error("--flat and --compress-group: choose one (--flat compresses every level)")
+    if a.steps < 1 or a.batch < 1 or a.hidden < 1:
+        p.error("--steps, --batch and --hidden are at least 1")
     return a
 
 

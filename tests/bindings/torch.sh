@@ -23,6 +23,10 @@ want=$(sed -n 's/^SONAME = "\(.*\)"$/\1/p' "$src/bindings/torch/topoplace_coll/_
 got=$(readelf -d "$lib" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]$/\1/p')
 [ -n "$want" ] && [ "$want" = "$got" ] && ok "_lib.SONAME $want is the library's soname" ||
 	bad "_lib.SONAME '$want', the library's soname '$got'"
+# tp_coll.h's TP_COLL_API_VERSION is the SONAME's number
+api=$(sed -n 's/^#define TP_COLL_API_VERSION \([0-9]*\)$/\1/p' "$src/coll/tp_coll.h")
+[ -n "$api" ] && [ "${got##*.so.}" = "$api" ] && ok "TP_COLL_API_VERSION $api is the soname's number" ||
+	bad "TP_COLL_API_VERSION '$api', soname '$got'"
 # The library a training process loads needs none of the fabric readers'
 # optional libraries (it reads plans and fabric JSON only).
 needed=$(readelf -d "$lib" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p')
