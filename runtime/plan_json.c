@@ -613,6 +613,19 @@ static tp_err_t load_host(loader_t *ld, const cJSON *o, uint32_t r,
 		l++;
 	}
 	h->hcas = hcas;
+	/* NCCL_IB_HCA comes from hcas, each rank's binding from its own
+	 * hca: the builder gives a rank its rail's HCA */
+	for (l = 0; l < h->nranks; l++)
+		if (h->ranks[l].rail >= 0 &&
+		    !same_str(h->ranks[l].hca, hcas[h->ranks[l].rail]))
+			return lfail(
+			    ld, TP_ERR_PARSE,
+			    "hosts[%u].local_ranks[%u].hca: \"%s\", "
+			    "where hosts[%u].hcas[%d] is \"%s\"",
+			    r, l, h->ranks[l].hca ? h->ranks[l].hca : "null", r,
+			    h->ranks[l].rail,
+			    hcas[h->ranks[l].rail] ? hcas[h->ranks[l].rail]
+						   : "null");
 	*first_p += h->nranks;
 	return TP_OK;
 }
@@ -771,6 +784,11 @@ static tp_err_t load_groups(loader_t *ld, const cJSON *arr)
 			 load_group_id(ld, get(it, "id"), &gp->id, g, "id")) ||
 		    (err = load_group_id(ld, get(it, "spine"), &gp->spine, g,
 					 "spine")) ||
+		    (gp->id == TP_ID_NONE && gp->spine != TP_ID_NONE &&
+		     (err = lfail(ld, TP_ERR_PARSE,
+				  "groups[%zu].spine: a spine without a "
+				  "group id",
+				  g))) ||
 		    (err = want_array(ld, get(it, "hosts"), 1, p->nhosts - next,
 				      &nh, "groups[%zu].hosts", g)))
 			return err;
@@ -1034,6 +1052,33 @@ static tp_err_t load_weights(loader_t *ld, const cJSON *it)
 	return TP_OK;
 }
 
+/* Each size's recommendation is the builder's (tp__plan_recommend): the
+ * fastest prediction ("model", ties to the first algorithm), or the fixed
+ * rule where none is predicted. libtopoplace-coll's auto choice runs it. */
+static tp_err_t check_recommend(loader_t *ld)
+{
+	tp_plan_t *p = ld->p;
+	tp_algo_t rec[TP_PLAN_MAX_SIZES];
+	bool model[TP_PLAN_MAX_SIZES];
+
+	memcpy(rec, p->rec, sizeof(rec));
+	memcpy(model, p->rec_model, sizeof(model));
+	tp__plan_recommend(p);
+	for (size_t i = 0; i < p->nsizes; i++) {
+		if (rec[i] == p->rec[i] && model[i] == p->rec_model[i])
+			continue;
+		return lfail(
+		    ld, TP_ERR_PARSE,
+		    "recommend[%zu]: %s by %s, where the plan gives %s "
+		    "by %s (%s)",
+		    i, tp_algo_name(rec[i]), model[i] ? "model" : "rule",
+		    tp_algo_name(p->rec[i]), p->rec_model[i] ? "model" : "rule",
+		    p->rec_model[i] ? "the fastest prediction"
+				    : "no prediction: the fixed rule");
+	}
+	return TP_OK;
+}
+
 static tp_err_t load_root(loader_t *ld, const cJSON *root)
 {
 	static const char *const req[] = {
@@ -1096,7 +1141,7 @@ static tp_err_t load_root(loader_t *ld, const cJSON *root)
 	if (!p->host_segment && !p->predicted)
 		return lfail(ld, TP_ERR_PARSE,
 			     "host_segment: false without predictions");
-	return TP_OK;
+	return check_recommend(ld);
 }
 
 tp_err_t tp_plan_parse_json(const char *name, const char *buf, size_t len,

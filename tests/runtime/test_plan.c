@@ -886,6 +886,24 @@ static void test_json_hostile(void **state)
 	/* two groups naming one level-1 group */
 	expect_bad_subst(j, "{\"id\": 1,", "{\"id\": 0,", TP_ERR_PARSE,
 			 "groups: id 0 twice");
+	/* a recommendation the plan does not give: without predictions the
+	 * fixed rule's (a tree below 1 MiB on 8 hosts) */
+	expect_bad_subst(
+	    j, "\"algo\": \"tree\", \"basis\": \"rule\"",
+	    "\"algo\": \"ring\", \"basis\": \"rule\"", TP_ERR_PARSE,
+	    "recommend[0]: ring by rule, where the plan gives tree "
+	    "by rule (no prediction: the fixed rule)");
+	/* a rank bound to another HCA than NCCL_IB_HCA names for its rail */
+	{
+		char from[300], to[300];
+		const char *hca = tp_plan_host(p, 0)->hcas[0];
+
+		assert_non_null(hca);
+		snprintf(from, sizeof(from), "\"hcas\": [\"%s\"", hca);
+		snprintf(to, sizeof(to), "\"hcas\": [\"%sx\"", hca);
+		expect_bad_subst(j, from, to, TP_ERR_PARSE,
+				 "where hosts[0].hcas[0] is");
+	}
 	tp_free(j);
 	tp_plan_destroy(p);
 	tp_fabric_destroy(f);
@@ -909,6 +927,9 @@ static void test_json_hostile(void **state)
 	expect_bad(bad, TP_ERR_PARSE,
 		   "groups[2].spine: 3 again after another spine");
 	free(bad);
+	/* a spine with no group id: the builder never writes one */
+	expect_bad_subst(js, "{\"id\": 0,", "{\"id\": null,", TP_ERR_PARSE,
+			 "groups[0].spine: a spine without a group id");
 	tp_free(js);
 	tp_plan_destroy(p);
 	tp_fabric_destroy(f);
