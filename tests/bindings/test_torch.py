@@ -617,6 +617,15 @@ def check_hook_state(c, tc, comm, rank, plan, port):
     e2 = pickle.loads(pickle.dumps(e))
     c.ok(type(e2) is tc.TopoplaceError and str(e2) == str(e) and e2.code == -9,
          "TopoplaceError pickles: %s" % e2)
+    # momentum over buckets whose parameters are unknown (no spans):
+    # a second layout starts from zero, no error
+    if tc.have_compression():
+        st = TopoplaceState(comm, compressor="int8", momentum=0.9, start_iter=10 ** 6, async_op=False)
+        allreduce_hook(st, FakeBucket(torch.ones(8)))
+        b = FakeBucket(torch.ones(16))
+        got = allreduce_hook(st, b).wait()
+        c.ok(got[0].item() == 1.0, "momentum over two layouts without parameter spans: %g"
+             % got[0].item())
     # a Future's callback may wait on a call it makes (PowerSGD's hook
     # does): it runs at once instead of queued behind the callback
     t1, t2 = torch.ones(1000), torch.ones(10)

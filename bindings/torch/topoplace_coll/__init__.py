@@ -216,7 +216,6 @@ def _plan_groups(path):
 
 _LIVE = weakref.WeakSet()  # the progress threads running
 _LIVE_LOCK = threading.Lock()
-_START_LOCK = threading.Lock()  # a Communicator's first async call
 _EXIT_JOIN_S = 30.0  # how long exit waits for a thread in a call
 
 
@@ -272,22 +271,30 @@ class _Progress:
         else:
             self._q.put((fn, done, time.perf_counter()))
 
-    def stop(self, timeout=None, last=None):
-        """Run what is queued, then last() (on the thread: nothing queued
-        may run after it), then end the thread (waited for, timeout
-        seconds at most; not when the thread itself stops it: a
-        Communicator whose last reference went with a finished call, or
-        closed in a Future's callback)."""
+    def end_queue(self, last=None):
+        """No more calls for the thread: it runs what is queued, then
+        last(), then ends; True. Already ended (at exit): False, and
+        last() runs here once the thread is gone, never while it may
+        still be in a call (a hung one the exit's wait gave up on: then it
+        is left undone)."""
         with _LIVE_LOCK:
             _LIVE.discard(self)
         if self.stopped:
-            if last is not None:
+            if last is not None and not self.thread.is_alive():
                 last()
-            return
+            return False
         self.stopped = True
         if last is not None:
             self._q.put((last, lambda r, e: None, time.perf_counter()))
         self._q.put(None)
+        return True
+
+    def stop(self, timeout=None, last=None):
+        """end_queue(last), then wait for the thread (timeout seconds at
+        most; not when the thread itself stops it: a Communicator whose
+        last reference went with a finished call, or closed in a Future's
+        callback)."""
+        self.end_queue(last)
         if threading.current_thread() is not self.thread:
             self.thread.join(timeout)
 
@@ -338,6 +345,10 @@ class Communicator:
         self._comm = comm
         self._groups = None
         self._progress = None
+        # _comm and _progress change under it (close() may run on the
+        # progress thread, in a Future's callback, while other threads
+        # submit calls); never held across a wait for the thread
+        self._lock = threading.RLock()
         # the library read it at init (every rank alike, or init failed)
         self._check_mode = os.environ.get("TOPOPLACE_COLL_CHECK") == "1"
         self.rank = _lib.LIB.tp_coll_comm_rank(comm)
@@ -351,12 +362,20 @@ class Communicator:
 
     def _run(self, fn):
         """fn() on this thread, or on the progress thread once it exists
-        (after every call submitted before), waiting for its result."""
-        p = self._progress
-        if p is None or p.stopped or threading.current_thread() is p.thread:
-            return fn()
-        cf = concurrent.futures.Future()
-        p.submit(fn, lambda r, e: cf.set_exception(e) if e is not None else cf.set_result(r))
+        (after every call submitted before), waiting for its result. fn
+        holds the communicator it was made with: it runs only while that
+        is open (close() waits for a call running here, and destroys after
+        the calls queued on the thread)."""
+        with self._lock:
+            self._handle("call")
+            p = self._progress
+            if p is None or p.stopped:
+                return fn()
+            if threading.current_thread() is not p.thread:
+                cf = concurrent.futures.Future()
+                p.submit(fn, lambda r, e: cf.set_exception(e) if e is not None else cf.set_result(r))
+        if threading.current_thread() is p.thread:
+            return fn()  # in a callback: in order with it
         return cf.result()
 
     def _refused(self, call):
@@ -449,19 +468,21 @@ class Communicator:
         import torch
 
         fn = self._checked("allreduce", lambda: self._all_reduce_call(tensor, *args, **kw))
-        with _START_LOCK:  # two threads' first calls start one thread
-            if self._progress is None:
-                self._handle("all_reduce_async")
-                self._progress = _Progress("topoplace-coll rank %d" % self.rank)
         fut = torch.futures.Future()
         done = lambda r, e: fut.set_exception(e) if e is not None else fut.set_result(r)  # noqa: E731
-        if threading.current_thread() is self._progress.thread:
+        with self._lock:  # two threads' first calls start one thread
+            self._handle("all_reduce_async")  # not closed since fn was made
+            if self._progress is None:
+                self._progress = _Progress("topoplace-coll rank %d" % self.rank)
+            p = self._progress
+            here = threading.current_thread() is p.thread
+            if not here:
+                p.submit(fn, done)
+        if here:
             # from a Future's callback (PowerSGD's hook waits on calls it
             # makes there): queued behind the callback, a wait in it
             # would never end; it runs now, in order with the callback
             _call(fn, done)
-        else:
-            self._progress.submit(fn, done)
         return fut
 
     def _all_reduce_call(self, tensor, op="sum", algorithm="auto", compressor=None, hierarchical=True,
@@ -611,21 +632,24 @@ class Communicator:
         fail). Later calls raise ValueError (closed). Called in a Future's
         callback (on the progress thread), it returns at once and the
         communicator goes once the calls queued behind the callback ran."""
-        comm, self._comm = getattr(self, "_comm", None), None
-        p, self._progress = getattr(self, "_progress", None), None
-        if not comm:
-            if p is not None:
-                p.stop()
+        lock = getattr(self, "_lock", None)
+        if lock is None:  # __init__ failed before it
             return
+        with lock:
+            comm, self._comm = self._comm, None
+            p, self._progress = self._progress, None
 
-        def destroy():
-            _lib.LIB.tp_coll_comm_destroy(comm)
-        if p is not None:
-            # on the thread, after what is queued (it holds this comm):
-            # never under a call still running there
-            p.stop(last=destroy)
-        else:
-            destroy()
+            def destroy():
+                _lib.LIB.tp_coll_comm_destroy(comm)
+            ended = False
+            if p is not None:
+                # on the thread, after what is queued (it holds this
+                # comm): never under a call still running there
+                ended = p.end_queue(last=destroy if comm else None)
+            elif comm:
+                destroy()  # no thread: no call runs but under this lock
+        if ended and threading.current_thread() is not p.thread:
+            p.thread.join()
 
     def __enter__(self):
         return self

@@ -306,7 +306,7 @@ class TopoplaceState:
         where = {}
         for k, ps in self.vel_params.items():
             v = self.velocity.get(k)
-            for ptr, at, n in (ps if v is not None else ()):
+            for ptr, at, n in (ps or () if v is not None else ()):
                 where[ptr] = (v, at, n)
         for ptr, at, n in spans or ():
             hit = where.get(ptr)
