@@ -303,6 +303,21 @@ static bool our_var(const char *name, size_t len)
 	return true;
 }
 
+/* The value's mark in TOPOPLACE_SET (32-bit FNV-1a, 8 hex digits): a
+ * value the user set again inside the task differs from it. */
+static void value_mark(const char *v, char out[9])
+{
+	uint32_t h = 2166136261u;
+
+	for (; *v; v++)
+		h = (h ^ (unsigned char)*v) * 16777619u;
+	snprintf(out, 9, "%08x", h);
+}
+
+/* TOPOPLACE_SET's entries: NAME:MARK (the value set), or NAME alone for
+ * the per-task ranks. An entry whose variable now holds another value
+ * (the user set it again inside the task) stays: what the user sets
+ * wins. */
 static void drop_inherited(spank_t sp, uint32_t jobid, uint32_t stepid)
 {
 	char mark[32], *prev = getenv_dup(sp, STEP_VAR), *set;
@@ -315,26 +330,42 @@ static void drop_inherited(spank_t sp, uint32_t jobid, uint32_t stepid)
 	}
 	set = getenv_dup(sp, SET_VAR);
 	for (const char *p = set ? set : ""; *p;) {
-		size_t len = strcspn(p, ",");
-		char name[65];
-		if (our_var(p, len)) {
-			memcpy(name, p, len);
-			name[len] = '\0';
-			if (env_has(sp, name) &&
+		size_t len = strcspn(p, ","), nlen = strcspn(p, ",:");
+		char name[65], want[9], got[9];
+		if (our_var(p, nlen)) {
+			char *v;
+			memcpy(name, p, nlen);
+			name[nlen] = '\0';
+			want[0] = '\0';
+			if (nlen < len && len - nlen == 9) {
+				memcpy(want, p + nlen + 1, 8);
+				want[8] = '\0';
+			}
+			v = getenv_dup(sp, name);
+			if (v && want[0])
+				value_mark(v, got);
+			if (v && (!want[0] || !strcmp(got, want)) &&
 			    spank_unsetenv(sp, name) == ESPANK_SUCCESS) {
 				size_t l = strlen(dropped);
 				snprintf(dropped + l, sizeof(dropped) - l,
 					 "%s%s", l ? "," : "", name);
 			}
+			free(v);
 		}
 		p += len;
 		p += *p == ',';
 	}
 	spank_unsetenv(sp, STEP_VAR);
 	spank_unsetenv(sp, SET_VAR);
-	slurm_info("%s: job %u step %u: dropped what step %.20s set (%s): "
+	/* prev is the client's text: digits and a dot, or it is not ours */
+	slurm_info("%s: job %u step %u: dropped what step %s set (%s): "
 		   "started from inside its task",
-		   PLUGIN, jobid, stepid, prev, dropped[0] ? dropped : "none");
+		   PLUGIN, jobid, stepid,
+		   strspn(prev, "0123456789.") == strlen(prev) &&
+			   strlen(prev) <= 24
+		       ? prev
+		       : "(another)",
+		   dropped[0] ? dropped : "none");
 	free(set);
 	free(prev);
 }
@@ -887,8 +918,6 @@ static bool step_plan(step_t *st)
 			  st->path, sizeof(st->path), st->why, sizeof(st->why));
 }
 
-/* Set what the plan gives this node, never overwriting what the job set
- * itself (listed in one log line); cannot fail. */
 /* name onto the comma list buf (size len) */
 static void list_add(char *buf, size_t len, const char *name)
 {
@@ -897,9 +926,13 @@ static void list_add(char *buf, size_t len, const char *name)
 	snprintf(buf + l, len - l, "%s%s", l ? "," : "", name);
 }
 
+/* Set what the plan gives this node, never overwriting what the job set
+ * itself (listed in one log line), and mark them as this step's
+ * (TOPOPLACE_STEP, TOPOPLACE_SET: under 350 bytes for the 9 names the
+ * plugin sets); cannot fail. */
 static void step_setenv(spank_t sp, step_t *st)
 {
-	char kept[256] = "", set[256] = "", mark[32];
+	char kept[512] = "", set[512] = "", mark[32];
 
 	for (size_t i = 0; i < st->env.nvars; i++) {
 		const tp_step_var_t *v = &st->env.vars[i];
@@ -907,10 +940,14 @@ static void step_setenv(spank_t sp, step_t *st)
 			list_add(kept, sizeof(kept), v->name);
 			continue;
 		}
-		if (spank_setenv(sp, v->name, v->value, 1) != ESPANK_SUCCESS)
+		if (spank_setenv(sp, v->name, v->value, 1) != ESPANK_SUCCESS) {
 			slurm_debug("%s: setenv %s failed", PLUGIN, v->name);
-		else
-			list_add(set, sizeof(set), v->name);
+		} else {
+			char item[80], vm[9];
+			value_mark(v->value, vm);
+			snprintf(item, sizeof(item), "%s:%s", v->name, vm);
+			list_add(set, sizeof(set), item);
+		}
 	}
 	cur.keep_rank = env_has(sp, "TOPOPLACE_RANK");
 	cur.keep_local = env_has(sp, "TOPOPLACE_LOCAL_RANK");
@@ -950,9 +987,11 @@ static void step_start(spank_t sp, bool verbose)
 			    PLUGIN);
 		return;
 	}
+	/* every step: a batch script run by sbatch from inside a task of
+	 * another job inherits that task's variables too */
+	drop_inherited(sp, st.jobid, st.stepid);
 	if (st.stepid > MAX_NORMAL_STEP_ID)
 		return; /* batch, extern, interactive: see the notes */
-	drop_inherited(sp, st.jobid, st.stepid);
 	if (!step_hosts(sp, &st) || !step_fabric(&st) || !step_plan(&st)) {
 		if (st.skip)
 			slurm_info("%s: job %u step %u: %s: environment "
@@ -1005,8 +1044,7 @@ TP_EXPORT int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 		uint32_t jobid, stepid;
 		if (spank_get_item(sp, S_JOB_ID, &jobid) == ESPANK_SUCCESS &&
 		    spank_get_item(sp, S_JOB_STEPID, &stepid) ==
-			ESPANK_SUCCESS &&
-		    stepid <= MAX_NORMAL_STEP_ID)
+			ESPANK_SUCCESS)
 			drop_inherited(sp, jobid, stepid);
 	}
 	return ESPANK_SUCCESS;

@@ -140,7 +140,8 @@ if srun --topoplace=bogus true 2>bogus.err; then echo "bogus accepted"; else ech
 # steps started from inside a task inherit its step's variables
 srun -N1 -n1 sh -c 'echo "outer ${TOPOPLACE_STEP:-x} ${TOPOPLACE_WORLD_SIZE:-x}"
 srun --overlap -N4 -n8 sh -c "echo \"nested \$SLURM_PROCID \${TOPOPLACE_RANK:-x} \${TOPOPLACE_WORLD_SIZE:-x} \${TOPOPLACE_STEP:-x} \${TOPOPLACE_PLAN:-x} \${NCCL_IB_HCA:-x}\""
-srun --overlap --topoplace=off -N2 -n2 sh -c "echo \"nestoff \${TOPOPLACE_PLAN:-x} \${TOPOPLACE_RANK:-x} \${TOPOPLACE_STEP:-x}\""'
+srun --overlap --topoplace=off -N2 -n2 sh -c "echo \"nestoff \${TOPOPLACE_PLAN:-x} \${TOPOPLACE_RANK:-x} \${TOPOPLACE_STEP:-x}\""
+NCCL_IB_HCA==mlx5_9 srun --overlap -N2 -n2 sh -c "echo \"nestuser \${NCCL_IB_HCA:-x} \${TOPOPLACE_WORLD_SIZE:-x}\""'
 EOF
 chmod 755 "$work/job.sh"
 j1=$(as_user timeout 10 sbatch --parsable -J a -N 8 --ntasks-per-node=2 -o "$work/a.out" "$work/job.sh")
@@ -233,6 +234,9 @@ fi
 no=$(grep -c '^nestoff x x x$' "$work/a.out")
 [ "$no" -eq 2 ] && ok "--topoplace=off inside a task's srun: none of the outer step's variables" ||
 	bad "--topoplace=off nested: $(grep '^nestoff' "$work/a.out" | tr '\n' ';')"
+nu=$(grep -c '^nestuser =mlx5_9 2$' "$work/a.out")
+[ "$nu" -eq 2 ] && ok "NCCL_IB_HCA set again inside a task: the inner step keeps the user's (=mlx5_9), world 2" ||
+	bad "user's NCCL_IB_HCA inside a task: $(grep '^nestuser' "$work/a.out" | tr '\n' ';')"
 dropped=$(cat "$dir"/log/slurmd-node*.log | grep -c "spank/topoplace: job $j1 step [0-9]*: dropped what step $outer set (TOPOPLACE_PLAN,")
 [ "$dropped" -ge 4 ] && ok "slurmd: $dropped lines say the inner steps dropped step $outer's variables" ||
 	bad "slurmd: $dropped 'dropped' lines"
