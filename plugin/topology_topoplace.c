@@ -270,17 +270,6 @@ extern int init(void)
 {
 	tp_log_set(log_sink, NULL);
 	verbose("%s loaded", plugin_name);
-	/* route/topology forwards by topology/tree's switch table, which it
-	 * expects in slurmd too; this plugin builds its table in slurmctld
-	 * only, and route/topology then rebuilds slurmd's node table on
-	 * every message it forwards (under its own lock only, while other
-	 * threads read it) and sends to one node at a time */
-	if (!running_in_slurmctld() && slurm_conf.route_plugin &&
-	    !xstrcasecmp(slurm_conf.route_plugin, "route/topology"))
-		error("%s: RoutePlugin=route/topology is not supported with "
-		      "topology/topoplace (it needs topology/tree's switch "
-		      "table in slurmd): set RoutePlugin=route/default",
-		      plugin_type);
 	return SLURM_SUCCESS;
 }
 
