@@ -331,6 +331,9 @@ int64_t tp__coll_now_ns(void);
 /* A poll() timeout for left_ns nanoseconds: rounded up, at most INT_MAX
  * ms (a longer wait polls again), 0 when left_ns <= 0. */
 int tp__coll_poll_ms(int64_t left_ns);
+/* Break c: later calls fail at once, its connections close (so its
+ * neighbours fail too, naming this rank). */
+void tp__coll_break(tp_coll_comm_t *c);
 /* What a call on a broken communicator returns: TP_ERR_PEER_LOST, or
  * TP_ERR_INVAL in a forked child. */
 tp_err_t tp__coll_broken_err(const tp_coll_comm_t *c);

@@ -56,11 +56,14 @@ const char *tp__coll_peer_name(const tp_coll_comm_t *c, int peer, char *buf,
  * to keep them open, a rank that dies would leave its connections open
  * in the child, and its peers would time out instead of seeing it gone
  * (PEER_LOST); were it to use them, its bytes would mix with the
- * parent's. The child closes its copies at once (close() is all a
- * handler may safely call there) and its communicators fail every call;
+ * parent's. The child closes its copies at once (close(), memcpy and
+ * the unlock of the lock it inherited held: what a handler in a child of
+ * a threaded process may call) and its communicators fail every call;
  * destroying them in the child frees its own memory only (the shared
  * memory names were unlinked at init). The list of live communicators is
- * locked across fork so the child sees it whole.
+ * locked across fork so the child sees it whole, and connections are
+ * closed under the same lock (reg_remove, tp__coll_break), so a child
+ * never sees one half closed or an fd number already reused.
  */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
@@ -123,17 +126,34 @@ static void reg_add(tp_coll_comm_t *c)
 	pthread_mutex_unlock(&reg_lock);
 }
 
+/* Out of the list, its connections closed first (under the list's lock:
+ * a child forked meanwhile sees them open and closes its copies, or
+ * closed; never half done, nor an fd number another thread reused). */
 static void reg_remove(tp_coll_comm_t *c)
 {
-	if (!c->reg_pprev)
-		return;
 	pthread_mutex_lock(&reg_lock);
-	*c->reg_pprev = c->reg_next;
-	if (c->reg_next)
-		c->reg_next->reg_pprev = c->reg_pprev;
+	for (int i = 0; c->peers && i < 2 * c->size; i++) {
+		tp__coll_tcp_close_peer(&c->peers[i]);
+		tp__coll_shm_close(&c->peers[i]);
+	}
+	if (c->reg_pprev) {
+		*c->reg_pprev = c->reg_next;
+		if (c->reg_next)
+			c->reg_next->reg_pprev = c->reg_pprev;
+		c->reg_next = NULL;
+		c->reg_pprev = NULL;
+	}
 	pthread_mutex_unlock(&reg_lock);
-	c->reg_next = NULL;
-	c->reg_pprev = NULL;
+}
+
+void tp__coll_break(tp_coll_comm_t *c)
+{
+	c->broken = true;
+	if (!c->xp)
+		return;
+	pthread_mutex_lock(&reg_lock); /* as reg_remove */
+	c->xp->close(c);
+	pthread_mutex_unlock(&reg_lock);
 }
 
 tp_err_t tp__coll_broken_err(const tp_coll_comm_t *c)
@@ -153,11 +173,8 @@ tp_err_t tp__coll_fail(tp_coll_comm_t *c, tp_err_t err, const char *fmt, ...)
 		 c->call ? c->call : "coll", msg);
 	tp__log(TP_LOG_DEBUG, "coll rank %d: %s", c->rank, c->detail);
 	if (err == TP_ERR_PEER_LOST || err == TP_ERR_TIMEOUT ||
-	    err == TP_ERR_IO) {
-		c->broken = true;
-		if (c->xp)
-			c->xp->close(c);
-	}
+	    err == TP_ERR_IO)
+		tp__coll_break(c);
 	return err;
 }
 
@@ -841,12 +858,6 @@ void tp_coll_comm_destroy(tp_coll_comm_t *c)
 	tp__coll_comp_free(c);
 	tp_free(c->group_of);
 	tp_free(c->host_wcum);
-	if (c->peers) {
-		for (int i = 0; i < 2 * c->size; i++) {
-			tp__coll_tcp_close_peer(&c->peers[i]);
-			tp__coll_shm_close(&c->peers[i]);
-		}
-	}
 	if (c->host_of)
 		for (int r = 0; r < c->size; r++)
 			tp_free(c->host_of[r]);
@@ -1019,11 +1030,8 @@ tp_err_t tp__coll_check_args(tp_coll_comm_t *c, tp__coll_call_t call,
 		/* unchecked, the other ranks went on into the call, and
 		 * this rank's next call would pair with it (TP_OK, wrong
 		 * data): break, so they fail naming this rank instead */
-		if (local_err) {
-			c->broken = true;
-			if (c->xp)
-				c->xp->close(c);
-		}
+		if (local_err)
+			tp__coll_break(c);
 		return local_err;
 	}
 	/* the all-gather fills the other ranks' words */
@@ -1122,10 +1130,16 @@ static tp_err_t begin(tp_coll_comm_t *c, tp__coll_call_t call, size_t count,
 				   algo, root, NULL, err);
 }
 
+/* A call that fails once every rank went into it (out of memory for
+ * scratch, a CUDA error staging a device buffer) breaks the
+ * communicator, as an unchecked refusal does: this rank's next call
+ * would pair with the others' current one. */
 static tp_err_t finish(tp_coll_comm_t *c, tp_err_t err)
 {
 	if (err && !c->detail[0])
 		tp__coll_fail(c, err, "%s", tp_strerror(err));
+	if (err && !c->staged)
+		tp__coll_break(c);
 	return err;
 }
 
@@ -1197,8 +1211,9 @@ tp_err_t tp_coll_reduce_scatter(tp_coll_comm_t *c, const void *sendbuf,
 	if (bytes > c->work_cap) {
 		char *w = tp_realloc(c->work, bytes);
 		if (!w)
-			return tp__coll_fail(c, TP_ERR_NOMEM,
-					     "scratch of %zu bytes", bytes);
+			return finish(c, tp__coll_fail(c, TP_ERR_NOMEM,
+						       "scratch of %zu bytes",
+						       bytes));
 		c->work = w;
 		c->work_cap = bytes;
 	}

@@ -380,10 +380,8 @@ static tp_err_t pipelined(tp_coll_comm_t *c, tp__coll_comp_call_t *k,
 				    comp_lv, false);
 	c->bg = NULL;
 	/* requests still queued point into x: nothing can use them again */
-	if (err && x.active) {
-		c->broken = true;
-		c->xp->close(c);
-	}
+	if (err && x.active)
+		tp__coll_break(c);
 	return err;
 }
 
@@ -522,9 +520,13 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 		return tp__coll_fail(c, TP_ERR_RANGE,
 				     "top-k of %zu values (fewer than 2^32)",
 				     count);
-	if (o.error_feedback && (err = ef_get(c, key, count, seg, &o, &e)))
-		return tp__coll_fail(c, err, "residuals of key %llu",
-				     (unsigned long long)key);
+	if (o.error_feedback && (err = ef_get(c, key, count, seg, &o, &e))) {
+		/* the others went on into the call: as below */
+		tp__coll_fail(c, err, "residuals of key %llu",
+			      (unsigned long long)key);
+		tp__coll_break(c);
+		return err;
+	}
 	call_setup(c, &k, &o, e, key, count);
 	k.seg = seg;
 	c->last_move_ns = t0 = tp__coll_now_ns();
@@ -543,5 +545,9 @@ tp_err_t tp_coll_allreduce_compressed(tp_coll_comm_t *c, float *buf,
 	tp__coll_lap(c, TP_COLL_PHASE_CALL, t0);
 	if (err && !c->detail[0])
 		tp__coll_fail(c, err, "%s", tp_strerror(err));
+	/* every rank went into the call: this rank's next one would pair
+	 * with the others' current one (tp_coll.h, Errors) */
+	if (err)
+		tp__coll_break(c);
 	return err;
 }

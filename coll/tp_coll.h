@@ -115,7 +115,9 @@
  * the call, and this rank's next call would pair with it and return
  * TP_OK with wrong data on every rank; broken, its neighbours fail naming
  * it. With the check every rank learns of the refusal (TP_ERR_MISMATCH)
- * and the communicator stays usable.
+ * and the communicator stays usable. Any other failure once the call
+ * began (out of memory for scratch or residuals, a CUDA error staging a
+ * device buffer) breaks it as well, for the same reason.
  *
  * Timeouts: a call fails with TP_ERR_TIMEOUT when no byte has moved on
  * any of its connections for `timeout_s` seconds (default 30), or, while

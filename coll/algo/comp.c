@@ -76,8 +76,7 @@ static tp_err_t wire_fail(tp_coll_comm_t *c, int peer, int from, tp_err_t err,
 		tp__coll_fail(c, err, "%s from %s, forwarded by %s", why,
 			      tp__coll_peer_name(c, from, name, sizeof(name)),
 			      tp__coll_peer_name(c, peer, via, sizeof(via)));
-	c->broken = true;
-	c->xp->close(c);
+	tp__coll_break(c);
 	return err;
 }
 
