@@ -667,7 +667,7 @@ static char *nccl_topo_file(const char *host, const tp_hca_map_t *map)
 		close(fd);
 	text[n] = '\0';
 	if (n > 0 && r >= 0 && n < TOPO_FILE_MAX &&
-	    tp_nccl_topo_root_ok(text)) {
+	    tp_hca_map_topo_root_ok(text)) {
 		if (tp_hca_map_topo_ok(map, text)) {
 			tp_free(text);
 			return path;

@@ -285,7 +285,7 @@ bool tp_hca_map_topo_ok(const tp_hca_map_t *m, const char *xml)
 	return true;
 }
 
-bool tp_nccl_topo_root_ok(const char *xml)
+bool tp_hca_map_topo_root_ok(const char *xml)
 {
 	const char *p = xml;
 

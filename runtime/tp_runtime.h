@@ -365,7 +365,7 @@ bool tp_hca_map_topo_ok(const tp_hca_map_t *map, const char *xml);
  * white space, a byte-order mark, the XML declaration, processing
  * instructions, comments and a DOCTYPE, the first element is "system"
  * (an hwloc XML's is <topology>). */
-bool tp_nccl_topo_root_ok(const char *xml);
+bool tp_hca_map_topo_root_ok(const char *xml);
 
 typedef struct tp_step_in {
 	/* the step's hosts in Slurm's order (SLURM_STEP_NODELIST expanded)

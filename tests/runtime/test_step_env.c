@@ -595,19 +595,19 @@ static void test_env_local_hcas(void **state)
 
 	/* an NCCL topology's root is <system>, not a <system...> found
 	 * anywhere (a comment, an hwloc XML's own elements) */
-	assert_true(tp_nccl_topo_root_ok("<system version=\"1\"></system>"));
-	assert_true(tp_nccl_topo_root_ok(
+	assert_true(tp_hca_map_topo_root_ok("<system version=\"1\"></system>"));
+	assert_true(tp_hca_map_topo_root_ok(
 	    "\xEF\xBB\xBF<?xml version=\"1.0\"?>\n<!-- node07 -->\n"
 	    "<!DOCTYPE system>\n<system>\n</system>\n"));
-	assert_true(tp_nccl_topo_root_ok("\n\t<system/>"));
-	assert_false(tp_nccl_topo_root_ok(
+	assert_true(tp_hca_map_topo_root_ok("\n\t<system/>"));
+	assert_false(tp_hca_map_topo_root_ok(
 	    "<?xml version=\"1.0\"?>\n<topology version=\"2.0\">"
 	    "<!-- <system> --></topology>"));
-	assert_false(tp_nccl_topo_root_ok("<!-- <system> -->"));
-	assert_false(tp_nccl_topo_root_ok("<systemd/>"));
-	assert_false(tp_nccl_topo_root_ok("<!-- unclosed <system>"));
-	assert_false(tp_nccl_topo_root_ok(""));
-	assert_false(tp_nccl_topo_root_ok(NULL));
+	assert_false(tp_hca_map_topo_root_ok("<!-- <system> -->"));
+	assert_false(tp_hca_map_topo_root_ok("<systemd/>"));
+	assert_false(tp_hca_map_topo_root_ok("<!-- unclosed <system>"));
+	assert_false(tp_hca_map_topo_root_ok(""));
+	assert_false(tp_hca_map_topo_root_ok(NULL));
 
 	/* a topology file must name devices that are there */
 	assert_int_equal(tp_hca_map_read(f, C01, part, &map), TP_OK);
