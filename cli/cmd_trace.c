@@ -126,8 +126,9 @@ static char *trace_csv(const char *path, const tp_trace_t *t,
 	    t->left_backwards)
 		tp_strbuf_printf(&sb,
 				 "; left out %zu without GPUs, %zu that never "
-				 "ran or had not ended, %zu job steps",
-				 t->left_nogpu, t->left_unrun, t->left_steps);
+				 "ran or had not ended, %zu job step%s",
+				 t->left_nogpu, t->left_unrun, t->left_steps,
+				 t->left_steps == 1 ? "" : "s");
 	if (t->left_backwards)
 		tp_strbuf_printf(&sb,
 				 ", %zu that ended before they started (a "
