@@ -1,5 +1,5 @@
 #!/bin/bash
-# Emulate a 2-level fabric on one machine with network namespaces (DESIGN.md section 8).
+# Emulate a 2-level fabric on one machine with network namespaces.
 #
 #   emu-fabric.sh [OPTIONS] start     build it (idempotent), ping through it, write the fabric JSON
 #   emu-fabric.sh stop                remove everything start made (namespaces, /etc/netns, state)

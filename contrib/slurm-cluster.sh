@@ -63,7 +63,7 @@
 # --net A.B.C          the cluster's /24 (default 10.200.0); with a distinct
 #                       --dir and --port, two clusters can run side by side
 # --emu-fabric         the nodes are the hosts of an emulated fabric
-#                       (contrib/emu-fabric.sh, DESIGN.md section 8): each
+#                       (contrib/emu-fabric.sh): each
 #                       slurmd's namespace is a fabric host with its data
 #                       link (eth0, --data-net A.B.C.i, tbf-shaped to --rate,
 #                       default 400mbit) on its leaf's bridge, L leaves

@@ -62,7 +62,8 @@ while [ $# -gt 0 ]; do
 done
 
 # What each peer runs. Quick: each peer's default and the forced algorithm that won in plan
-# order in DESIGN.md's measurements (ring for Open MPI, halving-doubling for Gloo).
+# order in the measurements of the project's design notes (../shared/DESIGN.md, outside the
+# repository): ring for Open MPI, halving-doubling for Gloo.
 ompi_algos="default basic_linear nonoverlapping recursive_doubling ring segmented_ring rabenseifner"
 gloo_algos="default ring_chunked halving_doubling"
 topo_algos=${topo_algos_opt:-ring hierarchical tree auto}
