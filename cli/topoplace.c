@@ -49,9 +49,10 @@ static const char usage[] =
     "them then.\n"
     "Exit status: 0 success; 1 a failure that is not the input's (out of\n"
     "memory, a write, sweep or Slurm query that failed) or, from place, a\n"
-    "job that does not fit now; 2 bad input or usage; 3 from fabric health\n"
-    "when a link has an alarm, from fabric diff when the cabling or a\n"
-    "link's rate changed.\n";
+    "job that does not fit now; 2 bad input or usage, or, from place, a\n"
+    "job that can never fit the fabric; 3 from fabric health when a link\n"
+    "has an alarm, from fabric diff when the cabling or a link's rate\n"
+    "changed.\n";
 
 void tp_cli_err(const char *fmt, ...)
 {
