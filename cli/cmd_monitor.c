@@ -53,7 +53,9 @@ static const char monitor_usage[] =
     "Prometheus textfile (node_exporter --collector.textfile.directory).\n"
     "Both are replaced atomically (temporary file, fsync, rename). Changes\n"
     "of a link's health are logged on stderr. SIGTERM / SIGINT end it after\n"
-    "the current sweep. Needs a subnet manager, as `fabric health` does\n"
+    "the current sweep; SIGHUP walks the fabric again at once (as a topology\n"
+    "check that found a change does) and goes on. Needs a subnet manager,\n"
+    "as `fabric health` does\n"
     "(without LIDs it exits 1 at start).\n"
     "\n"
     "Topology changes: every S seconds of --rediscover (default 300, 0: off)\n"
@@ -594,7 +596,17 @@ static bool write_state_locked(const run_t *r, const char *path)
 	return ok;
 }
 
-static volatile sig_atomic_t stop;
+static volatile sig_atomic_t stop, hup;
+
+/* SIGHUP (systemctl reload, a terminal gone): walk the fabric again at
+ * once, as a topology check that found a change does, and go on (the
+ * default action ended the monitor silently, exit 129, which systemd's
+ * Restart=on-failure takes for a clean stop). */
+static void on_hup(int sig)
+{
+	(void)sig;
+	hup = 1;
+}
 
 /* The first signal ends the loop after the current sweep; a second one
  * ends the process at once (a sweep blocked on a fabric that stopped
@@ -686,20 +698,24 @@ static void compare_walk(run_t *r, const args_t *a)
 static void maybe_rediscover(run_t *r, const args_t *a, bool stale)
 {
 	struct timespec now;
-	bool wanted = tp_health_sweep_walk_wanted(r->sw);
-	bool changed = stale || wanted;
+	bool asked = hup, wanted = tp_health_sweep_walk_wanted(r->sw);
+	bool changed = stale || wanted || asked;
 	tp_err_t err;
 
+	hup = 0;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (a->rediscover <= 0 ||
-	    (!wanted && since(&r->t_check, &now) < a->rediscover))
+	if (!asked && (a->rediscover <= 0 ||
+		       (!wanted && since(&r->t_check, &now) < a->rediscover)))
 		return;
 	r->t_check = now;
 	if (!changed && (err = tp_health_sweep_changed(r->sw, &changed)))
 		tp_cli_err("warning: topology check: %s", tp_strerror(err));
 	if (!changed)
 		return;
-	if (wanted)
+	if (asked)
+		fprintf(stderr, "topoplace monitor: SIGHUP: walking the "
+				"fabric again\n");
+	else if (wanted)
 		fprintf(stderr,
 			"topoplace monitor: walking the fabric: a link "
 			"end up but not answering for %d+ sweeps, or its "
@@ -739,6 +755,8 @@ static int monitor_loop(run_t *r, const args_t *a)
 	sa.sa_handler = on_signal; /* no SA_RESTART: the sleep ends */
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = on_hup;
+	sigaction(SIGHUP, &sa, NULL);
 	while (!stop) {
 		maybe_rediscover(r, a, stale);
 		rc = sweep_states(r, &t0);

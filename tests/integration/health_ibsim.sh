@@ -202,6 +202,18 @@ wait_for ".links | map(select(.link == $l11)) | length == 0" >/dev/null &&
 	ok "ReLink: link $l11 healthy again" ||
 	fail "link $l11 still degraded after ReLink: $(cat "$state")"
 
+# SIGHUP (timeout relays it): a walk at once, and the monitor goes on
+# (the default action ended it, exit 129, which systemd took for a stop)
+kill -HUP "$MON_PID" 2>/dev/null || fail "the monitor had died before SIGHUP"
+n=0
+until grep -q "SIGHUP: walking the fabric again" "$tmp/monitor.err" || [ "$n" -ge 50 ]; do
+	sleep 0.1
+	n=$((n + 1))
+done
+sleep 0.3
+kill -0 "$MON_PID" 2>/dev/null && grep -q "SIGHUP: walking the fabric again" "$tmp/monitor.err" &&
+	ok "SIGHUP: the monitor walks the fabric again and goes on" ||
+	fail "SIGHUP: $(tail -3 "$tmp/monitor.err")"
 kill -TERM "$MON_PID" 2>/dev/null || fail "the monitor had died before SIGTERM"
 n=0
 while kill -0 "$MON_PID" 2>/dev/null && [ "$n" -lt 30 ]; do
