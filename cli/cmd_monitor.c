@@ -84,7 +84,8 @@ static const char monitor_usage[] =
     "  --port N        its port, 1..254 (default or 0: the first active)\n"
     "  --rediscover S  seconds between topology checks (0: never)\n"
     "  --diff-out FILE the last topology comparison (JSON)\n"
-    "  --once          one sweep, write the files, exit\n"
+    "  --once          one sweep, write the files, exit (port state, width\n"
+    "                  and speed: counters need two sweeps)\n"
     "  -h, --help      this text\n";
 
 enum {
@@ -246,6 +247,7 @@ typedef struct run {
 	bool check_now; /* the diff looked stale: check at the next sweep */
 	double state_s; /* the last sweep's first pass, seconds */
 	struct timespec t_check;
+	bool once; /* monitor --once: one sweep judges no counter */
 } run_t;
 
 static void run_free(run_t *r)
@@ -326,7 +328,8 @@ static int sweep_states(run_t *r, struct timespec *t0_p)
 }
 
 /* The second pass (counters) and the rules; *secs_p the whole sweep's
- * time. totals: one-shot totals (see tp_health.h). */
+ * time. totals: one sweep (see tp_health.h): counters as totals, or not
+ * judged (r->once). */
 static int sweep_finish(run_t *r, bool totals, const struct timespec *t0,
 			double *secs_p)
 {
@@ -343,10 +346,17 @@ static int sweep_finish(run_t *r, bool totals, const struct timespec *t0,
 					  &r->cur[i]);
 	if (totals && !r->have_prev) {
 		/* one sweep judges no silence (rules 1b and 1c want two):
-		 * the made-up previous one saw every end */
+		 * the made-up previous one saw every end, with counters at
+		 * zero (fabric health: totals, as ibqueryerrors reads them)
+		 * or, for monitor --once, at what they are now: their
+		 * lifetime totals (one LinkDowned since the last clear, a
+		 * symbol counter at its maximum for months) would price
+		 * links the daemon finds healthy into the state file the
+		 * placement reads */
 		for (size_t i = 0; i < 2 * r->nl; i++) {
 			r->prev[i] = r->cur[i];
-			memset(r->prev[i].c, 0, sizeof(r->prev[i].c));
+			if (!r->once)
+				memset(r->prev[i].c, 0, sizeof(r->prev[i].c));
 			r->prev[i].seen = true;
 		}
 	} else if (r->have_prev) {
@@ -751,6 +761,7 @@ static int monitor_loop(run_t *r, const args_t *a)
 
 	compare_walk(r, a);
 	clock_gettime(CLOCK_MONOTONIC, &r->t_check);
+	r->once = a->once;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal; /* no SA_RESTART: the sleep ends */
 	sigaction(SIGTERM, &sa, NULL);

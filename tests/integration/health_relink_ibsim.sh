@@ -40,6 +40,13 @@ H-*) ibsim_con "PerformanceSet \"$host1\"[1] PortCounters.SymbolErrorCounter=655
 *) bad "no CA at leaf01:1 in the model: '$host1'"; finish ;;
 esac
 
+# monitor --once judges no counter: the saturated symbol counter (and
+# any lifetime total) stays out of the state file the placement reads,
+# where fabric health, a report, gives the totals
+ibsim_exec "$T" monitor --once --fabric "$tmp/live.json" --state-out "$tmp/once.json" \
+	2>"$tmp/once.err" && jq -e '.links | length == 0' "$tmp/once.json" >/dev/null &&
+	ok "monitor --once: a symbol counter at its maximum does not reach the state file" ||
+	bad "monitor --once state: $(cat "$tmp/once.json" "$tmp/once.err" 2>&1 | head -c 400)"
 state=$tmp/state.json
 ibsim_monitor 120 "$state" "$tmp/h.prom" "$T" monitor --fabric "$tmp/live.json" \
 	--state-out "$state" --prom "$tmp/h.prom" --interval 1 --rediscover 8
