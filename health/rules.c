@@ -99,8 +99,9 @@ static bool rule_down(const tp_health_port_t prev[2],
 
 		if (!node_seen[e] && o->seen && o->up) {
 			/* one lost query on a busy fabric is no fault: the
-			 * end must have missed the previous sweep too */
-			if (prev && prev[e].seen)
+			 * end must have missed the previous sweep too (on the
+			 * first sweep, none: the next one tells) */
+			if (!prev || prev[e].seen)
 				continue;
 			out->health *= 0.5;
 			out->alarm = true;
