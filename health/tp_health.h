@@ -370,7 +370,7 @@ tp_err_t tp_health_state_json(const char *old, const tp_fabric_t *f,
  * topoplace_health_sweep_seconds (sweep_s), the first pass's
  * topoplace_health_sweep_state_seconds (state_s: port states, after which
  * the monitor writes a changed link; omitted when negative) and
- * topoplace_health_last_sweep_timestamp.
+ * topoplace_health_last_sweep_timestamp_seconds.
  */
 tp_err_t tp_health_prom_text(const tp_fabric_t *f,
 			     const tp_health_link_t *links, double sweep_s,

@@ -249,7 +249,9 @@ static bool parse_rate(struct parser *ps, char **pp, int *width_p,
 		ps->rate_lane = tp__ib_lane_gbps(word);
 	}
 	*lane_p = ps->rate_lane;
-	if (*lane_p == 0 && strcmp(word, "???") != 0)
+	/* "???" too: on a cabled port (the only ones cable() counts) it is
+	 * a speed the dump's ibnetdiscover could not name, not a down port */
+	if (*lane_p == 0)
 		*unknown_p = true;
 	*pp = p;
 	return true;

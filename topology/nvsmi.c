@@ -132,7 +132,9 @@ static int link_rank(const char *c, int *nv_p)
 	if (strncmp(c, "NV", 2) != 0 || c[2] < '0' || c[2] > '9')
 		return -1;
 	v = strtol(c + 2, &end, 10);
-	if (*end || v <= 0 || v > 1000)
+	/* a GPU has at most 18 NVLinks (H100, B200): NV999 is no matrix's
+	 * (it priced that pair at 999 links' bandwidth) */
+	if (*end || v <= 0 || v > 64)
 		return -1;
 	*nv_p = (int)v;
 	return LINK_NV;

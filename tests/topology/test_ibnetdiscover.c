@@ -677,6 +677,22 @@ static void test_forms(void **state)
 					   "speed"),
 			 1);
 	tp_fabric_destroy(f);
+	/* "4x ???" on a cabled port is a speed the dump could not name (it
+	 * went in at 0 Gb/s without a word); on an unconnected port it is
+	 * the port's state, no warning */
+	f = tp_fabric_create();
+	assert_int_equal(
+	    parse_str(f, "unk.txt",
+		      "CA 2 1 0x11 4x ??? - SW 1 3 0x01 ( 'h1 HCA-1' - 'sw' )\n"
+		      "SW 1 3 0x01 4x ??? - CA 2 1 0x11 ( 'sw' - 'h1 HCA-1' )\n"
+		      "SW 1 4 0x01 4x EDR - CA 3 1 0x12 ( 'sw' - 'h2 HCA-1' )\n"
+		      "SW 1 5 0x01 4x ???\n"),
+	    TP_OK);
+	assert_int_equal(tp_fabric_nlinks(f), 2);
+	assert_int_equal(count_warnings(f, "unk.txt: 1 link with an unknown "
+					   "speed"),
+			 1);
+	tp_fabric_destroy(f);
 
 	/* a port claimed by two cables: warning, first one kept */
 	f = tp_fabric_create();

@@ -833,6 +833,17 @@ static void test_nvsmi_hostile(void **state)
 	unlink(p);
 	free(p);
 
+	/* NV999: no GPU has that many NVLinks (it priced the pair at 999
+	 * links' bandwidth); 18 is the most one has */
+	static const char nv[] = "\tGPU0\tGPU1\tCPU Affinity\n"
+				 "GPU0\t X \tNV999\t0-7\n"
+				 "GPU1\tNV999\t X \t0-7\n";
+	p = write_tmp(nv, sizeof(nv) - 1);
+	expect_fail(tp_fabric_read_node_nvsmi, p, TP_ERR_PARSE,
+		    ":2: unknown link 'NV999' in row GPU0 column GPU1");
+	unlink(p);
+	free(p);
+
 	/* A 1 MB line after a valid header row. */
 	big = malloc((1 << 20) + 64);
 	assert_non_null(big);
