@@ -1242,26 +1242,30 @@ static int refuse_rank(tp_coll_comm_t *c, void *arg)
 	return err == TP_ERR_PEER_LOST ? 0 : 4;
 }
 
-static void test_one_rank_refuses(void **s)
+/* fn on 4 ranks of one host (shared memory) and of 2 hosts (TCP too). */
+static void run_one_two(rank_fn fn, const char *what)
 {
 	tp_plan_t *one = plan_of(1, 4, 0), *two = plan_of(2, 2, 0);
+	char a[96], b[96];
 
-	(void)s;
-	run_ranks_ok(one, 20, 4096, refuse_rank, NULL, 30, "one host");
-	run_ranks_ok(two, 20, 4096, refuse_rank, NULL, 30, "two hosts");
+	snprintf(a, sizeof(a), "one host, %s", what);
+	snprintf(b, sizeof(b), "two hosts, %s", what);
+	run_ranks_ok(one, 20, 4096, fn, NULL, 30, a);
+	run_ranks_ok(two, 20, 4096, fn, NULL, 30, b);
 	tp_plan_destroy(one);
 	tp_plan_destroy(two);
 }
 
+static void test_one_rank_refuses(void **s)
+{
+	(void)s;
+	run_one_two(refuse_rank, "rank 1 refuses");
+}
+
 static void test_fork_child(void **s)
 {
-	tp_plan_t *one = plan_of(1, 4, 0), *two = plan_of(2, 2, 0);
-
 	(void)s;
-	run_ranks_ok(one, 20, 4096, fork_rank, NULL, 30, "one host, forks");
-	run_ranks_ok(two, 20, 4096, fork_rank, NULL, 30, "two hosts, forks");
-	tp_plan_destroy(one);
-	tp_plan_destroy(two);
+	run_one_two(fork_rank, "forks");
 }
 
 /* A very long timeout (or INFINITY, "never") waits for a late rank
