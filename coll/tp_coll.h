@@ -17,8 +17,8 @@
  *                 0) or from the last local rank (tree 1), which link
  *                 the hosts: the schedule sched/ prices. Below 8 KiB
  *                 tree 1 alone carries the data (half the messages).
- *   hierarchical  the plan's hierarchical schedule (tp_plan_sched(),
- *                 tp_sched.h), the one `topoplace plan` prices:
+ *   hierarchical  the plan's hierarchical schedule (topoplace's source:
+ *                 sched/tp_sched.h), the one `topoplace plan` prices:
  *                 reduce-scatter inside the host, then inside each
  *                 level-1 group among the ranks with the same local rank,
  *                 a ring across the groups among corresponding ranks
@@ -26,7 +26,7 @@
  *                 back down. Groups of different sizes: as many
  *                 channels as the largest group has hosts, each host of
  *                 a smaller group holding a run of them; hosts with
- *                 different rank counts: the ring (tp_sched.h).
+ *                 different rank counts: the ring (sched/tp_sched.h).
  *   auto          the plan's recommendation for the smallest predicted
  *                 size at or above the call's (the largest past them;
  *                 tp_plan_recommend()); except that on a
@@ -310,7 +310,8 @@ const char *tp_coll_comm_detail(const tp_coll_comm_t *comm);
 /* Bytes this rank has handed to rank `peer` (over every connection to
  * it) since init or the last tp_coll_comm_stats_reset(); 0 for a peer
  * out of range. A debug accessor: with it a test or a benchmark checks
- * that the edges the library runs are the schedule's (tp_plan_sched():
+ * that the edges the library runs are the schedule's (in the source,
+ * runtime's tp_plan_sched():
  * summed over the ranks of two hosts, the bytes of an all-reduce of S
  * bytes are S x the edges' fractions between those hosts). Counting
  * costs one addition per message. Same thread rules as the calls. */
@@ -404,7 +405,8 @@ tp_err_t tp_coll_barrier(tp_coll_comm_t *comm);
  * stochastic rounding), 1-bit sign with the block's mean magnitude as the
  * scale, top-k (the ceil(fraction x n) largest |x| by a sampled threshold,
  * up to twice that many; indices delta-encoded). Every message carries a
- * versioned header and a checksum (see coll/comp_wire.h): a corrupt,
+ * versioned header and a checksum (the source's coll/comp_wire.h): a
+ * corrupt,
  * truncated or mismatched message fails the call with TP_ERR_PARSE,
  * TP_ERR_FORMAT or TP_ERR_MISMATCH naming the peer, and breaks the
  * communicator as a lost peer does; it never yields a wrong gradient.

@@ -177,7 +177,8 @@ class TopoplaceState:
     and residuals: their keys hold the parameters' addresses.
 
     Raises CompressionUnavailable at once when a compressor is asked of a
-    library without compression, ValueError for an unknown option value.
+    library without compression, ValueError for an unknown option value
+    and TypeError for one of the wrong type (key_base=1.5, start_iter=None).
     `iter` counts synchronised steps; `keys` maps each bucket layout in
     use ((index, numel, parameters' addresses, piece)) to its residual
     key; `hook_s` sums the time spent in the hook itself
