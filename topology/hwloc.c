@@ -211,6 +211,27 @@ static void xml_version(const char *buf, unsigned *major_p, unsigned *minor_p)
  * when even that allocation failed. A 3.0 file is brought down once
  * (down true): a version the rewrite leaves as it was ("3.0.1" reads as
  * 3.0 here) is refused, not rewritten again and again. */
+/* What a file hwloc refused looks like, for its error line: empty, not
+ * XML, or cut short (no closing </topology>: a copy or an export that
+ * stopped). */
+static const char *parse_hint(const char *buf, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r' ||
+			   buf[i] == '\n'))
+		i++;
+	if (i == len)
+		return " (empty file)";
+	if (buf[i] != '<')
+		return " (not XML)";
+	if (!strstr(buf + i, "<topology"))
+		return " (no <topology> element: not an hwloc XML export)";
+	if (!strstr(buf + i, "</topology>"))
+		return " (no closing </topology>: truncated?)";
+	return "";
+}
+
 static tp_err_t load_xml(const char *path, const char *buf, size_t len,
 			 bool down, hwloc_topology_t *topo_p, char **err_p)
 {
@@ -260,7 +281,8 @@ static tp_err_t load_xml(const char *path, const char *buf, size_t len,
 				     path, api >> 16, major, minor, major);
 		return TP_ERR_FORMAT;
 	}
-	*err_p = tp_asprintf("%s: hwloc cannot parse this XML", path);
+	*err_p = tp_asprintf("%s: hwloc cannot parse this XML%s", path,
+			     parse_hint(buf, len));
 	return TP_ERR_PARSE;
 }
 

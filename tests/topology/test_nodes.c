@@ -596,14 +596,18 @@ static void test_hwloc_hostile(void **state)
 
 	(void)state;
 	HWLOC_OR_SKIP();
+	/* each says what the file looks like (they all read "cannot
+	 * parse" alone) */
 	expect_fail(tp_fabric_read_node_hwloc, tp_test_data("node-empty.txt"),
-		    TP_ERR_PARSE, "node-empty.txt: hwloc cannot parse");
+		    TP_ERR_PARSE,
+		    "node-empty.txt: hwloc cannot parse this XML (empty file)");
 	expect_fail(tp_fabric_read_node_hwloc,
 		    tp_test_data("node-hwloc-truncated.xml"), TP_ERR_PARSE,
-		    "node-hwloc-truncated.xml: hwloc cannot parse");
+		    "node-hwloc-truncated.xml: hwloc cannot parse this XML (no "
+		    "closing </topology>: truncated?)");
 	expect_fail(tp_fabric_read_node_hwloc,
 		    tp_test_data("node-nvsmi-spaces.txt"), TP_ERR_PARSE,
-		    "hwloc cannot parse");
+		    "hwloc cannot parse this XML (not XML)");
 	/* hwloc 2.9 segfaults on a Machine without complete_nodeset. */
 	expect_fail(tp_fabric_read_node_hwloc,
 		    tp_test_data("node-hwloc-no-nodeset.xml"), TP_ERR_PARSE,
@@ -612,7 +616,7 @@ static void test_hwloc_hostile(void **state)
 		    TP_ERR_NOTFOUND, "/nonexistent/n.xml: cannot read");
 	bin = write_tmp(garbage, sizeof(garbage));
 	expect_fail(tp_fabric_read_node_hwloc, bin, TP_ERR_PARSE,
-		    "hwloc cannot parse");
+		    "hwloc cannot parse this XML (not XML)");
 	unlink(bin);
 	free(bin);
 	/* What hwloc prints itself joins the one line (expect_fail checks
