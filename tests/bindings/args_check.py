@@ -45,6 +45,8 @@ expect_value_error("rank -1 refused", "rank", rank=-1)
 expect_value_error("master_port 2**32 + port refused", "master_port", master_port=2 ** 32 + port)
 expect_value_error("master_port 65536 refused", "master_port", master_port=65536)
 expect_value_error("chunk_bytes -1 refused", "chunk_bytes", chunk_bytes=-1)
+expect_value_error("sockets 9 refused", "sockets", sockets=9)
+expect_value_error("sockets 0 refused", "sockets", sockets=0)
 # not an integer: rank 1.9 joined as rank 1, "0" and True as rank 0
 for bad in (0.5, "0", True):
     expect_value_error("rank %r refused" % (bad,), "rank must be an integer", rank=bad)
@@ -61,8 +63,10 @@ try:
 except (TypeError, ValueError) as e:
     print("FAIL - hierarchical 1/0: %s" % e)
     failures += 1
-with tc.Communicator(plan=plan, rank=0, master_addr="127.0.0.1", master_port=port, timeout_s=2) as c:
+with tc.Communicator(plan=plan, rank=0, master_addr="127.0.0.1", master_port=port, timeout_s=2,
+                     sockets=4) as c:
     ok = c.rank == 0 and c.size == 1 and c.sent_bytes(2 ** 32) == 0
-    print("%s - rank 0 of 1 joins; sent_bytes of a peer out of range is 0" % ("ok" if ok else "FAIL"))
+    print("%s - rank 0 of 1 joins (sockets=4); sent_bytes of a peer out of range is 0"
+          % ("ok" if ok else "FAIL"))
     failures += not ok
 sys.exit(1 if failures else 0)

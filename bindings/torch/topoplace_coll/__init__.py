@@ -313,11 +313,13 @@ class Communicator:
     MASTER_PORT + 1, or make the Communicator before init_process_group:
     the port is free again once init returns); timeout_s: seconds without
     progress before a call fails; chunk_bytes: pipelining unit (same on
-    every rank).
+    every rank); sockets: TCP connections to each peer on another host,
+    1..8, every message striped over them (default
+    $TOPOPLACE_COLL_SOCKETS, else 1; same on every rank).
     """
 
     def __init__(self, plan=None, rank=None, master_addr=None, master_port=0,
-                 timeout_s=None, chunk_bytes=None):
+                 timeout_s=None, chunk_bytes=None, sockets=None):
         if (plan is None) != (rank is None):
             raise ValueError("give both plan and rank, or neither (environment)")
         opts = _lib.CollOpts()
@@ -331,6 +333,8 @@ class Communicator:
             opts.timeout_s = float(timeout_s)
         if chunk_bytes is not None:
             opts.chunk_bytes = _int_in(chunk_bytes, 0, 2 ** 64 - 1, "chunk_bytes")
+        if sockets is not None:
+            opts.sockets = _int_in(sockets, 1, 8, "sockets")
         comm, err = ctypes.c_void_p(), ctypes.c_void_p()
         if plan is None:
             rc = _lib.LIB.tp_coll_comm_init_env(ctypes.byref(opts), ctypes.byref(comm), ctypes.byref(err))
