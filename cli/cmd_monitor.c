@@ -780,8 +780,17 @@ static int monitor_loop(run_t *r, const args_t *a)
 		 * a sweep in, not after the counters: the worst case from a
 		 * change to the file is one interval plus the first pass (a
 		 * failed write is said on stderr and tried again below) */
-		if (!rc && judge_moved_links(r, &t0))
+		if (!rc && judge_moved_links(r, &t0)) {
+			/* the last walk's verdicts first: a moved host's
+			 * link, re-judged up, must not read healthy until
+			 * the end of the sweep puts it at 0 again (the
+			 * 24.11 plugin re-reads the file within 250 ms) */
+			if (r->have_diff)
+				tp_health_diff_apply(
+				    r->f, tp_health_sweep_live(r->sw), &r->diff,
+				    r->cur, r->links, NULL);
 			(void)write_state(r, a->state);
+		}
 		if (!rc)
 			rc = sweep_finish(r, a->once, &t0, &secs);
 		if (!rc) {
