@@ -1311,10 +1311,17 @@ static tp_err_t nccl_child(void *arg, tp_strbuf_t *out)
 	}
 	err = nccl_build(&x);
 	if (err == TP_ERR_NOTFOUND) {
+		/* the hint only where it can be: a file with PCI devices
+		 * had I/O exported (an IB card whose OS device hwloc typed
+		 * as a network interface is not taken for one) */
+		bool io = hwloc_get_next_pcidev(x.topo, NULL) != NULL;
 		tp_strbuf_printf(out,
 				 "%s: no GPU or InfiniBand device in this "
-				 "XML (exported without I/O?)",
-				 path);
+				 "XML%s",
+				 path,
+				 io ? " (PCI devices, but none a GPU or an "
+				      "OpenFabrics device)"
+				    : " (exported without I/O?)");
 		tp_strbuf_append(out, "", 1);
 	} else if (err) {
 		tp_strbuf_printf(out, "%s: out of memory", path);

@@ -1370,6 +1370,15 @@ static void test_nccl_errors(void **state)
 				 "no GPU or InfiniBand device");
 	}
 	{
+		/* PCI devices (a ConnectX whose OS device hwloc typed as a
+		 * network interface): not "exported without I/O?" */
+		TP_FIXTURE_OR_SKIP(d, "hwloc/hwloc-tests/devel09-pci.xml");
+		expect_nccl_fail(d, TP_ERR_NOTFOUND,
+				 "no GPU or InfiniBand device in this XML (PCI "
+				 "devices, but none a GPU or an OpenFabrics "
+				 "device)");
+	}
+	{
 		/* CPU node with one mlx4 HCA (old IB class 0c06) and no
 		 * CPUVendor: a NIC-only file converts, the HCA bare. */
 		TP_FIXTURE_OR_SKIP(b,
