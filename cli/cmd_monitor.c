@@ -764,15 +764,17 @@ static int monitor_loop(run_t *r, const args_t *a)
 	int rc = TP_EXIT_OK;
 	bool stale = false;
 
-	compare_walk(r, a);
-	clock_gettime(CLOCK_MONOTONIC, &r->t_check);
-	r->once = a->once;
+	/* before the first walk, which can take a while: a SIGHUP then
+	 * ended the monitor silently */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal; /* no SA_RESTART: the sleep ends */
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sa.sa_handler = on_hup;
 	sigaction(SIGHUP, &sa, NULL);
+	compare_walk(r, a);
+	clock_gettime(CLOCK_MONOTONIC, &r->t_check);
+	r->once = a->once;
 	while (!stop) {
 		maybe_rediscover(r, a, stale);
 		rc = sweep_states(r, &t0);

@@ -585,6 +585,15 @@ static tp_err_t alloc_scratch(tp_coll_comm_t *c)
 	c->slots = tp_malloc(c->nslots * c->chunk_bytes);
 	c->reqs = tp_calloc(c->nreqs, sizeof(tp__coll_req_t));
 	c->peers = tp_calloc(2 * (size_t)c->size, sizeof(tp__coll_peer_t));
+	/* no connection yet, before anything can fail: destroy closes what
+	 * is >= 0 (zeroed, it closed fd 0, the process's stdin, after a
+	 * failed init) */
+	for (int i = 0; c->peers && i < 2 * c->size; i++) {
+		tp__coll_peer_t *p = &c->peers[i];
+		p->fd = p->wake_rd = p->wake_wr = -1;
+		for (int k = 0; k < TP__COLL_MAX_SOCKETS - 1; k++)
+			p->xfd[k] = -1;
+	}
 	c->active = tp_calloc(2 * (size_t)c->size, sizeof(int));
 	c->pfd = tp_calloc(npfd, sizeof(struct pollfd));
 	c->pfd_peer = tp_calloc(npfd, sizeof(int));
@@ -592,12 +601,6 @@ static tp_err_t alloc_scratch(tp_coll_comm_t *c)
 	if (!c->slots || !c->reqs || !c->peers || !c->active || !c->pfd ||
 	    !c->pfd_peer || !c->sent)
 		return TP_ERR_NOMEM;
-	for (int i = 0; i < 2 * c->size; i++) {
-		tp__coll_peer_t *p = &c->peers[i];
-		p->fd = p->wake_rd = p->wake_wr = -1;
-		for (int k = 0; k < TP__COLL_MAX_SOCKETS - 1; k++)
-			p->xfd[k] = -1;
-	}
 	return TP_OK;
 }
 

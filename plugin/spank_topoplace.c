@@ -336,15 +336,18 @@ static void drop_inherited(spank_t sp, uint32_t jobid, uint32_t stepid)
 			char *v;
 			memcpy(name, p, nlen);
 			name[nlen] = '\0';
+			/* NAME alone (the ranks), or NAME:MARK of 8 hex
+			 * digits; anything else is not ours: kept */
+			bool bare = nlen == len, marked = len - nlen == 9;
 			want[0] = '\0';
-			if (nlen < len && len - nlen == 9) {
+			if (marked) {
 				memcpy(want, p + nlen + 1, 8);
 				want[8] = '\0';
 			}
-			v = getenv_dup(sp, name);
-			if (v && want[0])
+			v = bare || marked ? getenv_dup(sp, name) : NULL;
+			if (v && marked)
 				value_mark(v, got);
-			if (v && (!want[0] || !strcmp(got, want)) &&
+			if (v && (bare || !strcmp(got, want)) &&
 			    spank_unsetenv(sp, name) == ESPANK_SUCCESS) {
 				size_t l = strlen(dropped);
 				snprintf(dropped + l, sizeof(dropped) - l,

@@ -388,19 +388,22 @@ class Communicator:
         is collective: a call the library itself refuses (dtype -1) takes
         this rank's part in it, so the other ranks' calls fail naming this
         one instead of pairing with its next call."""
-        comm = self._comm
-        if not self._check_mode or not comm:
+        if not self._check_mode:
             return
-        if call == "broadcast":
-            def fn():
-                return _lib.LIB.tp_coll_broadcast(comm, None, 0, -1, 0)
-        else:
-            def fn():
-                return _lib.LIB.tp_coll_allreduce(comm, None, None, 0, -1, 0, 0)
-        if self._progress is None:
-            fn()
-        else:
-            self._progress.submit(fn, lambda r, e: None)
+        with self._lock:  # as _run: never beside close() or another call
+            comm, p = self._comm, self._progress
+            if not comm:
+                return
+            if call == "broadcast":
+                def fn():
+                    return _lib.LIB.tp_coll_broadcast(comm, None, 0, -1, 0)
+            else:
+                def fn():
+                    return _lib.LIB.tp_coll_allreduce(comm, None, None, 0, -1, 0, 0)
+            if p is None or p.stopped:
+                fn()
+            else:
+                p.submit(fn, lambda r, e: None)
 
     def _checked(self, call, make):
         """make() (a call's argument check), with _refused() when it
@@ -627,7 +630,8 @@ class Communicator:
         if "tp_coll_comm_phase_ns" in _lib.OPTIONAL:
             out = self._run(lambda: {name: _lib.LIB.tp_coll_comm_phase_ns(comm, i) / 1e9
                                      for i, name in enumerate(_lib.PHASES)})
-        out["queued"] = self._progress.queued_s if self._progress is not None else 0.0
+        p = self._progress  # once: close() may clear it meanwhile
+        out["queued"] = p.queued_s if p is not None else 0.0
         return out
 
     def close(self):
