@@ -94,9 +94,7 @@ static void fork_child(void)
 	for (tp_coll_comm_t *c = reg_head; c; c = c->reg_next) {
 		for (int i = 0; c->peers && i < 2 * c->size; i++) {
 			tp__coll_peer_t *p = &c->peers[i];
-			close_fd(&p->fd);
-			for (int k = 0; k < TP__COLL_MAX_SOCKETS - 1; k++)
-				close_fd(&p->xfd[k]);
+			tp__coll_tcp_close_peer(p); /* close() only */
 			close_fd(&p->wake_rd);
 			close_fd(&p->wake_wr);
 		}
