@@ -224,8 +224,11 @@ static bool write_one(void)
 		decision_write(&d);
 	if (links)
 		links_job(&d);
-	debug2("%s: %s of JobId=%u in %.3f ms", plugin_type,
-	       d.ended ? "end" : "record", d.job_id, ms_since(&t0));
+	/* (says whether the traffic joined: a record whose job ended
+	 * before the writer took it never joins, and gets no end) */
+	debug2("%s: %s of JobId=%u in %.3f ms%s", plugin_type,
+	       d.ended ? "end" : "record", d.job_id, ms_since(&t0),
+	       !d.ended && d.track && links ? "; its traffic joins" : "");
 	decision_free(&d);
 	slurm_mutex_lock(&wq_lock);
 	wq_busy = false;
