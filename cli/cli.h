@@ -23,6 +23,12 @@ enum {
 
 extern bool tp_cli_quiet;
 
+/* "s" after a count that is not 1 ("1 group", "2 groups"). */
+static inline const char *tp_cli_s(size_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
 /* "topoplace: <msg>" on stderr. */
 void tp_cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Exit code for a library error (input errors -> 2). */

@@ -130,13 +130,15 @@ static void place_print_text(const tp_fabric_t *f, const tp_policy_t *policy,
 	for (size_t i = 0; i < p->nhosts; i++)
 		printf(" %s:%d", tp_fabric_host(f, p->hosts[i])->name,
 		       p->gpus[i]);
-	printf("\nspan       %zu hosts, %zu NVLink domains, %zu groups "
+	printf("\nspan       %zu host%s, %zu NVLink domain%s, %zu group%s "
 	       "(minimum %zu now, %zu on an empty fabric), %zu spine "
-	       "groups\n",
-	       p->span[TP_SPAN_HOSTS], p->span[TP_SPAN_NVDOMAINS],
-	       p->span[TP_SPAN_GROUPS], p->min_span_free[TP_SPAN_GROUPS],
-	       p->min_span_empty[TP_SPAN_GROUPS],
-	       p->span[TP_SPAN_SPINE_GROUPS]);
+	       "group%s\n",
+	       p->span[TP_SPAN_HOSTS], tp_cli_s(p->span[TP_SPAN_HOSTS]),
+	       p->span[TP_SPAN_NVDOMAINS], tp_cli_s(p->span[TP_SPAN_NVDOMAINS]),
+	       p->span[TP_SPAN_GROUPS], tp_cli_s(p->span[TP_SPAN_GROUPS]),
+	       p->min_span_free[TP_SPAN_GROUPS],
+	       p->min_span_empty[TP_SPAN_GROUPS], p->span[TP_SPAN_SPINE_GROUPS],
+	       tp_cli_s(p->span[TP_SPAN_SPINE_GROUPS]));
 	printf("all-reduce predicted %.3f ms, ideal %.3f ms\n",
 	       p->predicted_s * 1e3, p->ideal_s * 1e3);
 	printf("why        %s\n", p->explain ? p->explain : "");

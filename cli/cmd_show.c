@@ -497,11 +497,17 @@ static void job_text(const show_job_t *sj)
 		printf(")\n");
 	}
 	if (sj->analysed) {
-		printf("  span       %zu hosts, %zu NVLink domains, %zu groups "
-		       "(minimum %zu), %zu spine groups (minimum %zu)\n",
-		       sj->span[TP_SPAN_HOSTS], sj->span[TP_SPAN_NVDOMAINS],
-		       sj->span[TP_SPAN_GROUPS], sj->min[TP_SPAN_GROUPS],
-		       sj->span[TP_SPAN_SPINE_GROUPS],
+		printf("  span       %zu host%s, %zu NVLink domain%s, %zu "
+		       "group%s (minimum %zu), %zu spine group%s (minimum "
+		       "%zu)\n",
+		       sj->span[TP_SPAN_HOSTS],
+		       tp_cli_s(sj->span[TP_SPAN_HOSTS]),
+		       sj->span[TP_SPAN_NVDOMAINS],
+		       tp_cli_s(sj->span[TP_SPAN_NVDOMAINS]),
+		       sj->span[TP_SPAN_GROUPS],
+		       tp_cli_s(sj->span[TP_SPAN_GROUPS]),
+		       sj->min[TP_SPAN_GROUPS], sj->span[TP_SPAN_SPINE_GROUPS],
+		       tp_cli_s(sj->span[TP_SPAN_SPINE_GROUPS]),
 		       sj->min[TP_SPAN_SPINE_GROUPS]);
 		printf(
 		    "  all-reduce predicted %.3f ms, ideal %.3f ms (1 GiB)\n",

@@ -92,7 +92,7 @@ jeq "$tmp/j1.json" '.reason | test("the minimum")' true "reason says minimal"
 
 expect 0 "show job $j1 (text)" "$TOPOPLACE" show job "$j1"
 sed 's/^/# /' "$tmp/out"
-grep -q "^job $j1 (root, RUNNING)" "$tmp/out" && grep -q '^  span       4 hosts, .* 1 groups (minimum 1)' "$tmp/out" &&
+grep -q "^job $j1 (root, RUNNING)" "$tmp/out" && grep -q '^  span       4 hosts, .* 1 group (minimum 1)' "$tmp/out" &&
 	grep -q '^  why  ' "$tmp/out" && ok "text block" || bad "text block"
 
 # ---- a finished job still shows (MinJobAge=600) ----
