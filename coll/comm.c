@@ -211,15 +211,6 @@ tp_err_t tp_coll_algo_parse(const char *name, tp_coll_algo_t *algo_p)
 /* ---- schedules ------------------------------------------------------------
  */
 
-static uint64_t fnv1a(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ull;
-	return h;
-}
-
 static tp_err_t ring_set(tp__coll_ring_t *r, int n)
 {
 	r->members = tp_calloc((size_t)n, sizeof(uint32_t));
@@ -721,7 +712,7 @@ tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
 	c->call = "init";
 	err = tp_plan_to_json(plan, &json);
 	if (!err) {
-		c->plan_hash = fnv1a(json);
+		c->plan_hash = tp_hash_str(json);
 		tp_free(json);
 		err = build_schedules(c, plan);
 	}

@@ -17,13 +17,18 @@ static uint64_t mix64(uint64_t x)
 	return x;
 }
 
-static uint64_t hash_str(const char *s)
+uint64_t tp_hash_str(const char *s)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
 
-	for (; *s; s++)
+	for (; s && *s; s++)
 		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return mix64(h);
+	return h;
+}
+
+static uint64_t hash_str(const char *s)
+{
+	return mix64(tp_hash_str(s));
 }
 
 static tp_err_t u64_rehash(tp_u64map_t *m, size_t cap)

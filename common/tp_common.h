@@ -235,6 +235,10 @@ tp_err_t tp_strmap_put(tp_strmap_t *m, const char *key, uint32_t val);
  * is in none). */
 uint32_t tp_strmap_get(const tp_strmap_t *m, const char *key);
 void tp_strmap_clear(tp_strmap_t *m);
+/* 64-bit FNV-1a of the string s (NULL hashes as ""): the same on every
+ * host and build, so it may go on the wire or into a file. Not a defence
+ * against chosen collisions. */
+uint64_t tp_hash_str(const char *s);
 
 /* ---- host lists ----------------------------------------------------------- */
 

@@ -505,10 +505,8 @@ char *tp_pconf_dump(const tp_pconf_t *c)
 
 bool tp_filesig_log(tp_filesig_t *sig, tp_err_t err, const char *why)
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a of why */
+	uint64_t h = tp_hash_str(why);
 
-	for (const char *p = why; p && *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
 	if (err == sig->err && (!err || h == sig->err_hash))
 		return false;
 	sig->err = err;

@@ -397,6 +397,17 @@ static void test_map_none_refused(void **state)
 	tp_u64map_clear(&m);
 }
 
+/* FNV-1a's published 64-bit vectors: the hash goes on the wire (the
+ * communicator's plan hash), so it must not drift between builds */
+static void test_hash_str(void **state)
+{
+	(void)state;
+	assert_true(tp_hash_str("") == 0xcbf29ce484222325ULL);
+	assert_true(tp_hash_str(NULL) == 0xcbf29ce484222325ULL);
+	assert_true(tp_hash_str("a") == 0xaf63dc4c8601ec8cULL);
+	assert_true(tp_hash_str("foobar") == 0x85944171f73967e8ULL);
+}
+
 static void test_strmap(void **state)
 {
 	tp_strmap_t m = {0};
@@ -1122,6 +1133,7 @@ int main(void)
 	    cmocka_unit_test(test_hostlist_compress),
 	    cmocka_unit_test(test_hostlist_roundtrip),
 	    cmocka_unit_test(test_u64map),
+	    cmocka_unit_test(test_hash_str),
 	    cmocka_unit_test(test_strmap),
 	    cmocka_unit_test(test_map_none_refused),
 	    cmocka_unit_test(test_strbuf),
