@@ -38,6 +38,8 @@
 #define MBS_TO_GBPS (8.0 / 1000.0)
 /* Deeper than any real PCI hierarchy below one NUMA node. */
 #define MAX_ANCESTORS 64
+/* "dddd:bb:dd.f" and its NUL, with room for hwloc's 32-bit domain */
+#define TP_BUSID_MAX 24
 
 typedef struct gpu_cand {
 	hwloc_obj_t pci;
@@ -380,7 +382,11 @@ static tp_err_t add_cand(gpu_cand_t **c_p, size_t *n_p, size_t *cap_p,
 	return TP_OK;
 }
 
-static tp_err_t find_gpus(hwloc_topology_t topo, gpu_cand_t **c_p, size_t *n_p)
+/* TP_ERR_PARSE, with the address in dup (hwloc's form), when two GPUs
+ * share a PCI address: an edited or spliced file, whose GPU order (PCI
+ * order, as NVML and Slurm's GRES number them) is not defined. */
+static tp_err_t find_gpus(hwloc_topology_t topo, gpu_cand_t **c_p, size_t *n_p,
+			  char dup[TP_BUSID_MAX])
 {
 	gpu_cand_t *c = NULL;
 	size_t n = 0, cap = 0;
@@ -406,6 +412,16 @@ static tp_err_t find_gpus(hwloc_topology_t topo, gpu_cand_t **c_p, size_t *n_p)
 			    hwloc_obj_get_info_by_name(c[i].pci, "PCIDevice");
 	if (n > 1)
 		qsort(c, n, sizeof(*c), cand_cmp);
+	for (size_t i = 1; i < n; i++)
+		if (!cand_cmp(&c[i - 1], &c[i])) {
+			const struct hwloc_pcidev_attr_s *pa =
+			    &c[i].pci->attr->pcidev;
+
+			snprintf(dup, TP_BUSID_MAX, "%04x:%02x:%02x.%x",
+				 pa->domain, pa->bus, pa->dev, pa->func);
+			tp_free(c);
+			return TP_ERR_PARSE;
+		}
 	*c_p = c;
 	*n_p = n;
 	return TP_OK;
@@ -667,7 +683,7 @@ static tp_err_t node_child(void *arg, tp_strbuf_t *out)
 	gpu_cand_t *c = NULL;
 	tp_gpu_t *gpus = NULL;
 	size_t n = 0;
-	char *msg = NULL;
+	char *msg = NULL, dup[TP_BUSID_MAX];
 	tp_err_t err = read_xml(job->path, &topo, &msg);
 
 	if (err) {
@@ -675,11 +691,16 @@ static tp_err_t node_child(void *arg, tp_strbuf_t *out)
 		tp_free(msg);
 		return err;
 	}
-	if (find_gpus(topo, &c, &n) == TP_OK) {
+	err = find_gpus(topo, &c, &n, dup);
+	if (err == TP_ERR_PARSE) {
+		msg = tp_asprintf("%s: two GPUs at PCI %s", job->path, dup);
+		put_field(out, msg ? msg : tp_strerror(err));
+		hwloc_topology_destroy(topo);
+		return err;
+	}
+	if (err == TP_OK) {
 		add_nvlink(topo, c, n);
 		err = build_gpus(topo, c, n, &gpus);
-	} else {
-		err = TP_ERR_NOMEM;
 	}
 	if (err == TP_OK) {
 		tp_strbuf_printf(out, "%d%c%zu%c",
@@ -840,6 +861,7 @@ typedef struct nccl_ctx {
 	size_t ntops, captops;
 	tp_strbuf_t sb;
 	size_t nnics_bare; /* NICs written without <net> */
+	char dup[TP_BUSID_MAX]; /* two GPUs' PCI address (TP_ERR_PARSE) */
 } nccl_ctx_t;
 
 /* Address of this marks an I/O object with a GPU or NIC below it. */
@@ -1271,8 +1293,10 @@ static tp_err_t nccl_build(nccl_ctx_t *x)
 	unsigned nr = 1;
 	int last;
 
-	if (find_gpus(x->topo, &x->gpus, &x->ngpus))
-		return TP_ERR_NOMEM;
+	tp_err_t err = find_gpus(x->topo, &x->gpus, &x->ngpus, x->dup);
+
+	if (err)
+		return err;
 	for (size_t i = 0; i < x->ngpus; i++)
 		mark_up(x->gpus[i].pci);
 	while ((o = hwloc_get_next_osdev(x->topo, o)))
@@ -1322,6 +1346,9 @@ static tp_err_t nccl_child(void *arg, tp_strbuf_t *out)
 				 io ? " (PCI devices, but none a GPU or an "
 				      "OpenFabrics device)"
 				    : " (exported without I/O?)");
+		tp_strbuf_append(out, "", 1);
+	} else if (err == TP_ERR_PARSE) {
+		tp_strbuf_printf(out, "%s: two GPUs at PCI %s", path, x.dup);
 		tp_strbuf_append(out, "", 1);
 	} else if (err) {
 		tp_strbuf_printf(out, "%s: out of memory", path);

@@ -329,13 +329,12 @@ static void test_hwloc_no_io(void **state)
 
 static char *write_tmp(const void *data, size_t len);
 
-/* The copy of fixture rel (a 3.0 file) with its <topology version> made
- * ver, in a temporary file (write_tmp): the path (free it, unlink the
- * file), NULL when the fixture is absent. */
-static char *with_version(const char *rel, const char *ver)
+/* The copy of fixture rel with its first from made to, in a temporary
+ * file (write_tmp): the path (free it, unlink the file), NULL when the
+ * fixture is absent. */
+static char *fixture_edit(const char *rel, const char *from, const char *to)
 {
 	const char *src = tp_test_fixture(rel);
-	static const char tag[] = "<topology version=\"3.0\">";
 	tp_strbuf_t sb = {0};
 	char *buf = NULL, *v, *path;
 	size_t len;
@@ -343,16 +342,56 @@ static char *with_version(const char *rel, const char *ver)
 	if (!src)
 		return NULL;
 	assert_int_equal(tp_file_read(src, &buf, &len), TP_OK);
-	assert_non_null(v = strstr(buf, tag));
-	tp_strbuf_printf(&sb, "%.*s<topology version=\"%s\">", (int)(v - buf),
-			 buf, ver);
-	tp_strbuf_append(&sb, v + strlen(tag),
-			 len - (size_t)(v - buf) - strlen(tag));
+	assert_non_null(v = strstr(buf, from));
+	tp_strbuf_printf(&sb, "%.*s%s", (int)(v - buf), buf, to);
+	tp_strbuf_append(&sb, v + strlen(from),
+			 len - (size_t)(v - buf) - strlen(from));
 	assert_false(sb.failed);
 	path = write_tmp(sb.buf, sb.len);
 	tp_free(sb.buf);
 	tp_free(buf);
 	return path;
+}
+
+/* Fixture rel (a 3.0 file) with its <topology version> made ver. */
+static char *with_version(const char *rel, const char *ver)
+{
+	char to[64];
+
+	snprintf(to, sizeof(to), "<topology version=\"%s\">", ver);
+	return fixture_edit(rel, "<topology version=\"3.0\">", to);
+}
+
+/* Two GPUs at one PCI address (an edited or spliced file: their order,
+ * which NVML's and Slurm's GPU numbers follow, is not defined) are
+ * refused naming the address, by discover and nccl-topo alike. */
+static void test_hwloc_dup_busid(void **state)
+{
+	char *p, *xml = NULL, *err = NULL;
+	tp_fabric_t *f;
+
+	(void)state;
+	HWLOC_OR_SKIP();
+	p = fixture_edit("hwloc/ParaStation-psmgmt/topo.jrc0386.xml",
+			 "pci_busid=\"0000:44:00.0\"",
+			 "pci_busid=\"0000:03:00.0\"");
+	if (!p)
+		skip();
+	f = tp_fabric_create();
+	assert_int_equal(tp_fabric_read_node_hwloc(f, "n", p), TP_ERR_PARSE);
+	assert_non_null(strstr(tp_fabric_error(f), p));
+	assert_non_null(
+	    strstr(tp_fabric_error(f), ": two GPUs at PCI 0000:03:00.0"));
+	assert_int_equal(tp_fabric_nhosts(f), 0);
+	tp_fabric_destroy(f);
+	assert_int_equal(tp_node_nccl_topo_from_hwloc(p, &xml, &err),
+			 TP_ERR_PARSE);
+	assert_null(xml);
+	assert_non_null(err);
+	assert_non_null(strstr(err, ": two GPUs at PCI 0000:03:00.0"));
+	tp_free(err);
+	unlink(p);
+	free(p);
 }
 
 /* A format after hwloc 3.0's (which stays refused). */
@@ -1629,6 +1668,7 @@ int main(void)
 	    cmocka_unit_test(test_hwloc_plafrim),
 	    cmocka_unit_test(test_hwloc_no_io),
 	    cmocka_unit_test(test_hwloc_v3),
+	    cmocka_unit_test(test_hwloc_dup_busid),
 	    cmocka_unit_test(test_hwloc_v3_text),
 	    cmocka_unit_test(test_hwloc_replace),
 	    cmocka_unit_test(test_hwloc_stub),
