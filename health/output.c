@@ -322,6 +322,8 @@ tp_err_t tp_health_prom_text(const tp_fabric_t *f,
 		  "direction (ab: a to b)");
 	for (size_t l = 0; l < nl; l++)
 		for (int d = 0; d < 2 && links[l].seen; d++) {
+			if (isnan(links[l].util[d]))
+				continue; /* unknown: no sample */
 			tp_strbuf_append(&sb, "topoplace_link_utilization{",
 					 27);
 			prom_labels(&sb, f, l);
@@ -381,7 +383,9 @@ static cJSON *sweep_link(const tp_fabric_t *f, size_t l,
 	     add(o, "utilization", u = cJSON_CreateArray()) &&
 	     add(o, "deltas", d = cJSON_CreateObject());
 	for (int e = 0; ok && e < 2; e++)
-		ok = cJSON_AddItemToArray(u, cJSON_CreateNumber(h->util[e]));
+		ok = cJSON_AddItemToArray(
+		    u, isnan(h->util[e]) ? cJSON_CreateNull()
+					 : cJSON_CreateNumber(h->util[e]));
 	for (int c = 0; ok && c < TP_HC_N; c++)
 		ok = add(d, tp_health_counter_name(c),
 			 cJSON_CreateNumber((double)h->delta[c]));

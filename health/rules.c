@@ -226,17 +226,25 @@ static void rule_counters(const tp_health_rules_t *r, const tp_link_t *link,
 			   sat ? " saturated" : "");
 	}
 	out->health *= worst;
+	/* unknown (NaN) where no count can be made: the end not read, its
+	 * width changed, or a 32-bit counter at its maximum (it saturates:
+	 * at 100 Gb/s within 1.4 s of a clear, and stays there) */
 	for (int e = 0; e < 2; e++) {
 		uint64_t words = 0;
-		if (prev[e].counters && cur[e].counters &&
-		    same_width(TP_HC_XMIT_DATA, &prev[e], &cur[e]))
+		bool known = prev[e].counters && cur[e].counters &&
+			     same_width(TP_HC_XMIT_DATA, &prev[e], &cur[e]),
+		     sat = false;
+
+		if (known)
 			words = tp_health_counter_delta(
 			    prev[e].c[TP_HC_XMIT_DATA],
 			    cur[e].c[TP_HC_XMIT_DATA],
-			    cur[e].wide_data ? 64 : 32, NULL);
+			    cur[e].wide_data ? 64 : 32, &sat);
 		if (link->gbps > 0 && interval_s > 0)
-			out->util[e] = (double)words * 32 / interval_s /
-				       (link->gbps * 1e9);
+			out->util[e] = known && !sat
+					   ? (double)words * 32 / interval_s /
+						 (link->gbps * 1e9)
+					   : NAN;
 	}
 }
 

@@ -54,7 +54,10 @@
  *     (PortCountersExtended lost once) gives no delta.
  *  5. Utilisation (never lowers health): PortXmitData per direction (in
  *     4-byte words, PortCountersExtended where the port answers it, else
- *     the 32-bit PortCounters field) x 32 bits / interval / cabled Gb/s.
+ *     the 32-bit PortCounters field) x 32 bits / interval / cabled Gb/s;
+ *     unknown (NaN) when an end's counters were not read in both sweeps,
+ *     were read at two widths, or the 32-bit one is at its maximum (it
+ *     saturates: 1.4 s at 100 Gb/s after a clear).
  * The first sweep has no previous one: only rules 1 and 2 apply. A
  * one-shot check passes all-zero previous counters and interval 0: the
  * counters are then totals since their last reset (what ibqueryerrors
@@ -139,7 +142,8 @@ typedef struct tp_health_port {
 } tp_health_port_t;
 
 /* One link's verdict. delta sums both ends; util[d] is the share of the
- * cabled rate used in direction d (0: node[0] -> node[1]). */
+ * cabled rate used in direction d (0: node[0] -> node[1]), NaN where the
+ * sweep could make no count (rule 5). */
 typedef struct tp_health_link {
 	bool seen;	  /* false: neither end reachable (another subnet) */
 	double health;	  /* [0, 1] */

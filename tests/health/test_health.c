@@ -396,11 +396,28 @@ static void test_utilisation(void **unused)
 	cur[0].c[TP_HC_XMIT_DATA] = 1ull << 40;
 	eval(prev, cur, 2, &out);
 	assert_int_equal(out.delta[TP_HC_XMIT_DATA], cur[1].c[TP_HC_XMIT_DATA]);
-	assert_true(out.util[0] == 0);
+	assert_true(isnan(out.util[0]));
+	assert_true(fabs(out.util[1] - 0.1) < 1e-9);
 	prev[0].wide_data = false;
 	cur[0].wide_data = true;
 	eval(prev, cur, 2, &out);
-	assert_true(out.util[0] == 0);
+	assert_true(isnan(out.util[0]));
+	/* a 32-bit counter at its maximum saturated: what it sent since is
+	 * unknown, not 0 (it stays there until cleared), nor the little it
+	 * moved before it stopped */
+	prev[0].wide_data = cur[0].wide_data = false;
+	prev[0].c[TP_HC_XMIT_DATA] = UINT32_MAX - 99;
+	cur[0].c[TP_HC_XMIT_DATA] = UINT32_MAX;
+	eval(prev, cur, 2, &out);
+	assert_true(isnan(out.util[0]));
+	prev[0].c[TP_HC_XMIT_DATA] = UINT32_MAX;
+	eval(prev, cur, 2, &out);
+	assert_true(isnan(out.util[0]));
+	/* an end not read this sweep */
+	cur[0].counters = false;
+	eval(prev, cur, 2, &out);
+	assert_true(isnan(out.util[0]));
+	assert_true(fabs(out.util[1] - 0.1) < 1e-9);
 }
 
 /* 100 sweeps of counters moving at normal rates on busy links: no alarm.
@@ -575,8 +592,13 @@ static void test_prom_and_json(void **unused)
 	h[0].alarm = true;
 	h[0].delta[TP_HC_SYMBOL_ERR] = 42;
 	h[0].util[1] = 0.25;
+	h[0].util[0] = NAN; /* unknown: no sample, null in the JSON */
 	assert_int_equal(tp_health_prom_text(f, h, 0.5, 0.125, 1e9, &text),
 			 TP_OK);
+	assert_null(strstr(text, "nan"));
+	const char *u0 = strstr(text, "topoplace_link_utilization{link=\"0\",");
+	assert_non_null(u0); /* link 0's "ba" sample only */
+	assert_null(strstr(u0 + 1, "topoplace_link_utilization{link=\"0\","));
 	assert_non_null(strstr(text, "# TYPE topoplace_link_health gauge\n"));
 	assert_non_null(strstr(text, "topoplace_link_health{link=\"0\","));
 	assert_null(strstr(text, "link=\"1\""));
@@ -594,6 +616,10 @@ static void test_prom_and_json(void **unused)
 	assert_int_equal(cJSON_GetArraySize(links), (int)nl - 1);
 	assert_true(cJSON_GetObjectItem(cJSON_GetArrayItem(links, 0), "health")
 			->valuedouble == 0.5);
+	cJSON *u =
+	    cJSON_GetObjectItem(cJSON_GetArrayItem(links, 0), "utilization");
+	assert_true(cJSON_IsNull(cJSON_GetArrayItem(u, 0)));
+	assert_true(cJSON_GetArrayItem(u, 1)->valuedouble == 0.25);
 	assert_int_equal(cJSON_GetObjectItem(root, "alarms")->valueint, 1);
 	cJSON_Delete(root);
 	tp_free(text);
