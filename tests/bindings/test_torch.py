@@ -612,6 +612,19 @@ def check_hook_state(c, tc, comm, rank, plan, port):
     st = pickle.loads(pickle.dumps(TopoplaceState(comm)))
     c.raises(RuntimeError, "comm is None", "restored state without state.comm", allreduce_hook, st,
              FakeBucket(torch.ones(4)))
+    # given one again (in a new process: a new communicator), it takes a
+    # key base of that communicator's, apart from a fresh state's there
+    # (it kept its pickled base, 0 as the fresh one's), and no old keys
+    import types
+    old, new = types.SimpleNamespace(), types.SimpleNamespace()
+    st = TopoplaceState(old)
+    st.keys[("old",)] = 5
+    st = pickle.loads(pickle.dumps(st))
+    st.comm = new
+    fresh = TopoplaceState(new)
+    c.ok(st.key_base != fresh.key_base and not st.keys and st.comm is new,
+         "a restored state given a new communicator: key bases %d and a fresh state's %d"
+         % (st.key_base, fresh.key_base))
     # TopoplaceError crosses a process boundary (pickled) whole
     e = tc.TopoplaceError("allreduce", -9, "rank 3 (host node07) closed the connection")
     e2 = pickle.loads(pickle.dumps(e))

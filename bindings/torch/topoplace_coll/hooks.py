@@ -173,8 +173,10 @@ class TopoplaceState:
     per_tensor      top-k: k per parameter, not per bucket (default False)
 
     Pickled (a checkpoint), a state keeps its options and counters, not
-    its communicator (set state.comm again) nor, in effect, its velocity
-    and residuals: their keys hold the parameters' addresses.
+    its communicator (set state.comm again) nor its velocity and
+    residuals: their keys hold the parameters' addresses. Given a
+    communicator, a state whose key_base was left to it takes a base of
+    that communicator's, as a fresh state would.
 
     Raises CompressionUnavailable at once when a compressor is asked of a
     library without compression, ValueError for an unknown option value
@@ -211,18 +213,11 @@ class TopoplaceState:
         # the compressor's options fail here, not at step start_iter
         block, topk_fraction, seed = _compressor_opts(compressor, block, topk_fraction, seed,
                                                       hierarchical)
-        if key_base is None:
-            # each state of one communicator its own keys (two models, or
-            # a model and its EMA copy, would share and free each other's
-            # residuals): the first gets 0, the next 2^40 on
-            n = getattr(comm, "_hook_states", 0)
-            if comm is not None:
-                comm._hook_states = n + 1
-            key_base = n << 40
-        key_base = _int_in(key_base, 0, 2 ** 63 - 1, "key_base")
+        self._key_base_auto = key_base is None
+        key_base = _int_in(0 if key_base is None else key_base, 0, 2 ** 63 - 1, "key_base")
         if per_tensor and compressor != "topk":
             raise ValueError("per_tensor: for compressor='topk' only")
-        self.comm = comm
+        self._comm = None
         self.compressor = compressor
         if hierarchical not in (True, False, "group"):
             raise ValueError("hierarchical must be True, False or 'group', got %r" % (hierarchical,))
@@ -249,6 +244,29 @@ class TopoplaceState:
         self.hook_s = 0.0  # profile: seconds spent in allreduce_hook itself
         self.hook_cpu_s = 0.0  # the CPU time of those (time.thread_time())
         self.last_hook_t = None  # time.perf_counter() when it last returned
+        self.comm = comm
+
+    @property
+    def comm(self):
+        return self._comm
+
+    @comm.setter
+    def comm(self, comm):
+        # each state of one communicator its own keys (two models, or a
+        # model and its EMA copy, would share and free each other's
+        # residuals): the first gets 0, the next 2^40 on. A state given
+        # another communicator (restored from a checkpoint) takes a base
+        # of the new one's, so it cannot meet a fresh state's there; its
+        # old keys, residuals and velocity are the old one's: dropped
+        if comm is not None and comm is not self._comm and self._key_base_auto:
+            n = getattr(comm, "_hook_states", 0)
+            comm._hook_states = n + 1
+            self.key_base = n << 40
+            self.keys.clear()
+            self.keys_used.clear()
+            self.velocity.clear()
+            self.vel_params.clear()
+        self._comm = comm
 
     def key(self, bucket, piece=None):
         """The error-feedback key of this bucket's layout (of one of its
@@ -324,11 +342,13 @@ class TopoplaceState:
         # communicator (give the restored state a new one: state.comm = ...).
         # Its keys hold the parameters' addresses: in another process the
         # velocity and residuals start again from zero.
-        return {k: v for k, v in self.__dict__.items() if k != "comm"}
+        return {k: v for k, v in self.__dict__.items() if k != "_comm"}
 
     def __setstate__(self, d):
+        d.pop("comm", None)  # (an older version's pickle)
         self.__dict__.update(d)
-        self.comm = None
+        self.__dict__.setdefault("_key_base_auto", False)
+        self._comm = None
 
 
 def allreduce_hook(state, bucket):
