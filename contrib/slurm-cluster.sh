@@ -19,6 +19,9 @@
 # entries on character devices made with mknod c 1 3 under DIR/dev. Clients
 # (sinfo, srun, sbatch, scontrol) work from the root namespace with
 # SLURM_CONF=DIR/slurm.conf; batch scripts reach slurmctld from the nodes.
+# DIR (default /run/topoplace-slurm) must be root's and writable by no one
+# else: the script runs as root on what it finds there (pids, namespace
+# names, the Slurm prefix), so one another user made first is refused.
 #
 # --topology tree       TopologyPlugin=topology/tree with a topology.conf that
 #                       `$TOPOPLACE fabric topology-conf` writes from the fabric
@@ -100,7 +103,7 @@ need() { [ $# -ge 2 ] || usage_error "$1 needs a value"; }
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 case $cmd in -h|--help) set -- --help ;; esac
-DIR=${TMPDIR:-/tmp}/topoplace-slurm
+DIR=/run/topoplace-slurm
 NODES=8
 GPUS=4
 PLUGIN_DIR=$top/build/plugin/.libs
@@ -152,8 +155,18 @@ case $NODES in ''|*[!0-9]*) die "--nodes: not a number" ;; esac
 case $GPUS in ''|*[!0-9]*) die "--gpus-per-node: not a number" ;; esac
 case $TOPO in none|tree|block|topoplace) ;; *) die "--topology: none, tree, block or topoplace" ;; esac
 [ "$cmd" = env ] || [ "$(id -u)" -eq 0 ] || die "run as root (network namespaces, mknod)"
-mkdir -p "$DIR"
-DIR=$(cd "$DIR" && pwd)
+(umask 022 && mkdir -p "$DIR") || die "--dir $DIR: cannot make it"
+DIR=$(cd "$DIR" && pwd -P)
+# root runs what DIR holds: refuse one another user owns or can write to
+# (made first in a shared /tmp), and a parent others can swap it out of
+if [ "$(id -u)" -eq 0 ]; then
+	[ "$(stat -c %u "$DIR")" = 0 ] && [ $((0$(stat -c %a "$DIR") & 022)) = 0 ] ||
+		die "--dir $DIR: not root's, or writable by others: refused (remove it, or pick another)"
+	parent=$(dirname "$DIR")
+	pmode=$(stat -c %a "$parent")
+	[ "$(stat -c %u "$parent")" = 0 ] && { [ $((0$pmode & 022)) = 0 ] || [ $((0$pmode & 01000)) != 0 ]; } ||
+		die "--dir $DIR: its parent $parent is not root's, or others can rename in it: refused"
+fi
 # A private Slurm (--slurm-prefix) for start; status/env find the one the
 # running cluster was started with in DIR/slurm-prefix.
 if [ -z "$SLURM_PREFIX" ] && [ "$cmd" != start ] && [ -f "$DIR/slurm-prefix" ]; then
