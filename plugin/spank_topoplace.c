@@ -67,7 +67,7 @@
  *   of the batch host would then pass for the user's own.
  * - SLURMD_NODENAME is not in a step's environment at this point; this
  *   host is the S_JOB_NODEID-th name of SLURM_STEP_NODELIST.
- * - Files: basedir is root's (created 0755 when missing; refused when a
+ * - Files: basedir is root's (created 0711 when missing; refused when a
  *   symlink, not root's, or writable by others); basedir/job<ID> is
  *   root's, 0711 (the user can neither list it nor add files: /run is a
  *   small tmpfs of the node's daemons); plan-step<STEP>.json in it 0600,
@@ -289,6 +289,8 @@ static bool env_has(spank_t sp, const char *name)
  */
 #define STEP_VAR "TOPOPLACE_STEP"
 #define SET_VAR	 "TOPOPLACE_SET"
+#define SET_LEN_MAX 4096 /* its longest value read */
+#define SET_MAX	    64	 /* its most entries read */
 
 /* A name the plugin may have set: TOPOPLACE_* or NCCL_*, [A-Z0-9_]. */
 static bool our_var(const char *name, size_t len)
@@ -326,8 +328,17 @@ static void drop_inherited(spank_t sp, uint32_t jobid, uint32_t stepid)
 		free(prev);
 		return;
 	}
-	set = getenv_dup(sp, SET_VAR);
-	for (const char *p = set ? set : ""; *p;) {
+	/* The plugin writes a few hundred bytes and a few names: a longer
+	 * list, or entries past SET_MAX, are the client's, not ours (each
+	 * entry reads a value of up to 1 MiB: a list of thousands would
+	 * keep slurmstepd busy for minutes) */
+	set = malloc(SET_LEN_MAX);
+	if (set &&
+	    spank_getenv(sp, SET_VAR, set, SET_LEN_MAX) != ESPANK_SUCCESS)
+		set[0] = '\0';
+	int entries = 0;
+	for (const char *p = set ? set : ""; *p && entries < SET_MAX;
+	     entries++) {
 		size_t len = strcspn(p, ","), nlen = strcspn(p, ",:");
 		char name[65], want[9], got[9];
 		if (our_var(p, nlen)) {
@@ -435,7 +446,7 @@ static int open_base(bool create, char *why, size_t whylen)
 	struct stat st;
 	int fd;
 
-	if (create && mkdir(dir, 0755) < 0 && errno != EEXIST) {
+	if (create && mkdir(dir, 0711) < 0 && errno != EEXIST) {
 		snprintf(why, whylen, "mkdir %s: %s", dir, strerror(errno));
 		return -1;
 	}
