@@ -549,11 +549,14 @@ static bool write_state_locked(const run_t *r, const char *path);
  * own links' entries: the read, merge and rename run under an exclusive
  * lock on PATH.lock, so one monitor's update is not undone by another's
  * written from the file as it was before. Without a lock file (it cannot
- * be made) the update goes on unlocked. */
+ * be made, or is a symbolic link: never followed, as root) the update
+ * goes on unlocked. */
 static bool write_state(const run_t *r, const char *path)
 {
 	char *lock = tp_asprintf("%s.lock", path);
-	int fd = lock ? open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644) : -1;
+	int fd =
+	    lock ? open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644)
+		 : -1;
 	bool ok;
 
 	if (fd >= 0)
