@@ -9,7 +9,7 @@
 # `make check` (about 6-8 minutes).
 #
 #   bench_e2e.sh [--json FILE] [--nodes N] [--ratio R] [--sizes MIN,MAX[,FACTOR]] [--iters N]
-#                [--slurm 24|22] [--quick] [--keep]
+#                [--repeat N] [--slurm 24|22] [--quick] [--keep]
 #
 #   --json FILE    write {"format":"topoplace-coll-bench/1","host_link_gbps":x,"checked":true,
 #                  "results":[...]}; each result also carries "predicted_s" (the cost model on
@@ -18,8 +18,11 @@
 #   --ratio R      up-link oversubscription (default 4)
 #   --sizes        default 16M,64M,4 (the issue's ">= 16 MiB")
 #   --iters N      timed iterations per size (default 3, one warm-up)
+#   --repeat N     rounds of every program in turn (default 3; about 4 minutes each): each
+#                  ratio is the mean over the rounds of the round's ratio +- its standard
+#                  error, "faster"/"slower" only beyond 2 standard errors, else "tie"
 #   --slurm 24|22  the private 24.11 (default when built) or Debian's 22.05
-#   --quick        16M only, Open MPI and Gloo defaults only (about 3 minutes)
+#   --quick        16M only, Open MPI and Gloo defaults only, one round (about 3 minutes)
 #   --keep         leave the cluster up and keep the work directory
 #
 # Orders in the results: "plan" for topoplace (TOPOPLACE_RANK from the SPANK plugin), "slurm" for
@@ -54,7 +57,7 @@ net=${TP_E2E_NET:-10.206.0}
 port=${TP_E2E_PORT:-6957}
 eprefix=${TP_E2E_PREFIX:-tpx-}
 
-json="" nodes=8 ratio=4 sizes="16M,64M,4" iters=3 gen="" quick=0 keep=0
+json="" nodes=8 ratio=4 sizes="16M,64M,4" iters=3 gen="" quick=0 keep=0 repeat=""
 die() { echo "bench_e2e: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -63,6 +66,7 @@ while [ $# -gt 0 ]; do
 	--ratio) ratio=$2; shift 2 ;;
 	--sizes) sizes=$2; shift 2 ;;
 	--iters) iters=$2; shift 2 ;;
+	--repeat) repeat=$2; shift 2 ;;
 	--slurm) gen=$2; shift 2 ;;
 	--quick) quick=1; shift ;;
 	--keep) keep=1; shift ;;
@@ -78,6 +82,8 @@ IFS=, read -r smin smax sfac <<<"$sizes"
 sfac=${sfac:-4}
 [ -n "$smin" ] && [ -n "$smax" ] || die "--sizes MIN,MAX[,FACTOR]"
 ompi_algos="default ring" gloo_algos="default halving_doubling" topo_algos="ring hierarchical tree auto"
+[ -n "$repeat" ] || repeat=$((quick ? 1 : 3))
+case $repeat in '' | *[!0-9]* | 0) die "--repeat: a whole number >= 1" ;; esac
 if [ "$quick" = 1 ]; then
 	smax=$smin ompi_algos=default gloo_algos=default topo_algos="ring hierarchical"
 fi
@@ -97,10 +103,10 @@ bench_cluster_start tpx-e2e --nodes "$nodes" --gpus-per-node 1 --net "$net" --po
 rate_gbps=0.4
 
 # ---- the job ----
-job_limit=$((quick ? 600 : 1500))
+job_limit=$(((quick ? 600 : 1500) * repeat))
 j=$(COLL_BENCH=$coll_bench PEER_MPI=$peer_mpi PEER_GLOO=$peer_gloo E2E_OUT=$out \
-	E2E_MIN=$smin E2E_MAX=$smax E2E_FACTOR=$sfac E2E_ITERS=$iters E2E_WARMUP=1 E2E_CHECK=1 \
-	E2E_TIMEOUT=$((job_limit / 2)) E2E_TOPO_ALGOS="$topo_algos" E2E_OMPI_ALGOS="$ompi_algos" \
+	E2E_MIN=$smin E2E_MAX=$smax E2E_FACTOR=$sfac E2E_ITERS=$iters E2E_WARMUP=1 E2E_CHECK=1 E2E_REPEAT=$repeat \
+	E2E_TIMEOUT=$((job_limit / repeat / 2)) E2E_TOPO_ALGOS="$topo_algos" E2E_OMPI_ALGOS="$ompi_algos" \
 	E2E_GLOO_ALGOS="$gloo_algos" E2E_ORDERS="slurm names" \
 	timeout 10 sbatch --parsable -J e2e -N "$nodes" --ntasks-per-node=1 -t $((job_limit / 60)) \
 	-o "$out/job.out" "$here/e2e_job.sh")
@@ -144,35 +150,62 @@ while read -r line; do
 		<<<"$line" >>"$work/results.jsonl"
 done <"$out/results.jsonl"
 doc=$(jq -s --argjson g "$rate_gbps" --arg v "$slurm_ver" --arg pl "$plan_order" --arg sl "$slurm_order" \
-	--arg nm "$name_order" '{format: "topoplace-coll-bench/1", host_link_gbps: $g, slurm: $v, checked: true,
-	  orders: {plan: $pl, slurm: $sl, names: $nm}, results: .}' "$work/results.jsonl")
+	--arg nm "$name_order" --argjson n "$repeat" '{format: "topoplace-coll-bench/1", host_link_gbps: $g,
+	  slurm: $v, checked: true, repeats: $n, orders: {plan: $pl, slurm: $sl, names: $nm}, results: .}' \
+	"$work/results.jsonl")
+# The comparisons, round by round: topoplace's own choice (auto; the best forced one when auto
+# did not run) against each peer's default, its best forced algorithm against each peer's best
+# forced one; each ratio's mean over the rounds +- its standard error.
+doc=$(jq '
+  def best(f): [.results[] | select(f)] | max_by(.busbw_gbps);
+  def mean: add / length;
+  def se: if length < 2 then null
+          else (mean as $m | (map((. - $m) * (. - $m)) | add) / (length - 1) | sqrt) / (length | sqrt) end;
+  . as $d | ([.results[] | .rep // 1] | unique) as $reps |
+  . + {comparisons: [
+    [.results[] | select(.bytes >= 16777216) | .bytes] | unique[] as $b |
+    ("default", "forced") as $kind | ("openmpi", "gloo") as $p | ("names", "slurm") as $o |
+    [$reps[] as $k |
+     ($d | best(.impl == "topoplace" and .algo != "auto" and .bytes == $b and (.rep // 1) == $k)) as $t |
+     (if $kind == "forced" then $t
+      else (($d | best(.impl == "topoplace" and .algo == "auto" and .bytes == $b and (.rep // 1) == $k)) // $t)
+      end) as $mine |
+     ($d | best(.impl == $p and .order == $o and .bytes == $b and (.rep // 1) == $k and
+                (if $kind == "default" then .algo == "default" else .algo != "default" end))) as $x |
+     select($mine != null and $x != null and $x.busbw_gbps > 0) |
+     {ratio: ($mine.busbw_gbps / $x.busbw_gbps), mine: $mine.busbw_gbps, peer: $x.busbw_gbps,
+      mine_algo: $mine.algo, peer_algo: $x.algo}] as $rs |
+    select($rs | length > 0) |
+    ([$rs[].ratio] | mean) as $m | ([$rs[].ratio] | se) as $s |
+    {bytes: $b, kind: $kind, peer: $p, order: $o, rounds: ($rs | length),
+     topoplace: (if $kind == "default" then "auto" else "best forced" end),
+     peer_algo: ([$rs[].peer_algo] | unique | join(",")),
+     topoplace_busbw_gbps: ([$rs[].mine] | mean), peer_busbw_gbps: ([$rs[].peer] | mean),
+     ratio_mean: $m, ratio_se: $s,
+     verdict: (if $s == null then null elif $m - 2 * $s > 1 then "faster"
+               elif $m + 2 * $s < 1 then "slower" else "tie" end)}]}' <<<"$doc")
 [ -z "$json" ] || { printf '%s\n' "$doc" >"$json" && echo "bench_e2e: results in $json"; }
 
 # ---- the comparison ----
 printf '%s\n' "$doc" | jq -r '
-  def best(f): [.results[] | select(f)] | max_by(.busbw_gbps);
-  def mb(x): if x == null then "-" else "\(x.busbw_gbps * 1000 | round) Mb/s" end;
-  def r(a; b): if a == null or b == null or b.busbw_gbps == 0 then "n/a"
-               else "\(a.busbw_gbps / b.busbw_gbps * 100 | round / 100)x" end;
-  . as $d |
+  def mb(x): "\(x * 1000 | round) Mb/s";
+  def r2(x): x * 100 | round / 100;
   "\nbench_e2e: Slurm \(.slurm), job of \(.results[0].hosts) nodes, up-link \(.results[0].uplink_ratio):1,"
-    + " busbw (Mbit/s) at >= 16 MiB, topoplace from the plan vs each peer on the same hosts:",
-  ([.results[] | select(.bytes >= 16777216) | .bytes] | unique[] as $b |
-   ($d | best(.impl == "topoplace" and .algo != "auto" and .bytes == $b)) as $t |
-   (($d | best(.impl == "topoplace" and .algo == "auto" and .bytes == $b)) // $t) as $ta |
-   "  \($b / 1048576) MiB: topoplace auto \(mb($ta))\(if $ta.algo == "auto" then "" else " (no auto run: best forced)" end),"
-     + " best forced \(mb($t)) (\($t.algo))",
-   (("openmpi", "gloo") as $p | ("names", "slurm") as $o |
-    ($d | best(.impl == $p and .algo == "default" and .order == $o and .bytes == $b)) as $x |
-    select($x != null) |
-    "    \($p) default, \($o) order: \(mb($x)) -> topoplace auto \(r($ta; $x))"),
-   (("openmpi", "gloo") as $p | ("names", "slurm") as $o |
-    ($d | best(.impl == $p and .algo != "default" and .order == $o and .bytes == $b)) as $x |
-    select($x != null) |
-    "    \($p) best forced (\($x.algo)), \($o) order: \(mb($x)) -> topoplace best forced \(r($t; $x))")),
-  "\nbench_e2e: cost model (calibrated fabric, 383/400 of the shaped rates): measured / predicted",
-  (.results[] | select(.predicted_s != null) |
-   "  \(.impl) \(.algo)\(if .predicted_algo != .algo then " (as \(.predicted_algo))" else "" end)"
-     + " order \(.order) \(.bytes / 1048576) MiB: measured \(.seconds * 1000 | round) ms,"
-     + " predicted \(.predicted_s * 1000 | round) ms, ratio \(.measured_over_predicted * 100 | round / 100)")'
+    + " \(.repeats) round\(if .repeats == 1 then "" else "s" end), every sum checked; busbw at >= 16 MiB,"
+    + " topoplace from the plan against each peer on the same hosts (topoplace / peer, mean"
+    + " +- standard error over the rounds):",
+  (.comparisons[] |
+   "  \(.bytes / 1048576) MiB \(.peer) \(if .kind == "default" then "default" else "best forced (\(.peer_algo))" end),"
+     + " \(.order) order: \(mb(.peer_busbw_gbps)) vs topoplace \(.topoplace) \(mb(.topoplace_busbw_gbps)):"
+     + " \(r2(.ratio_mean))x"
+     + (if .ratio_se == null then " (one round: no error bar)"
+        else " +- \(r2(.ratio_se)) \(.verdict)" end)),
+  "\nbench_e2e: cost model (calibrated fabric, 383/400 of the shaped rates): measured / predicted,"
+    + " mean over the rounds (range)",
+  ([.results[] | select(.predicted_s != null)] | group_by([.impl, .algo, .order, .bytes])[] |
+   (map(.measured_over_predicted)) as $q |
+   "  \(.[0].impl) \(.[0].algo)\(if .[0].predicted_algo != .[0].algo then " (as \(.[0].predicted_algo))" else "" end)"
+     + " order \(.[0].order) \(.[0].bytes / 1048576) MiB: measured \(map(.seconds) | add / length * 1000 | round) ms,"
+     + " predicted \(.[0].predicted_s * 1000 | round) ms, ratio \(r2($q | add / length))"
+     + (if ($q | length) > 1 then " (\(r2($q | min))-\(r2($q | max)))" else "" end))'
 exit $rc

@@ -16,7 +16,9 @@
 # E2E_OUT (directory shared by the nodes; default the submit directory), E2E_MIN, E2E_MAX,
 # E2E_FACTOR, E2E_ITERS, E2E_WARMUP, E2E_CHECK (1: --check), E2E_TIMEOUT (s per program),
 # E2E_TOPO_ALGOS (ring hierarchical tree auto), E2E_OMPI_ALGOS (default ring),
-# E2E_GLOO_ALGOS (default halving_doubling), E2E_ORDERS (slurm names), E2E_DATA_IF (eth0).
+# E2E_GLOO_ALGOS (default halving_doubling), E2E_ORDERS (slurm names), E2E_DATA_IF (eth0),
+# E2E_REPEAT (1: rounds of every program in turn, each line tagged "rep": 1..N, so that a
+# machine's slow minute falls on every implementation alike).
 # Output: the tables on stdout; E2E_OUT/results.jsonl (topoplace-coll-bench/1 result lines,
 # "order" as above, "plan" for topoplace; the peers only know plan|slurm: they are told "slurm",
 # their table headings and JSON lines relabelled); E2E_OUT/orders (the host lists); exit 1 when a
@@ -32,6 +34,8 @@ ompi_algos=${E2E_OMPI_ALGOS:-default ring}
 gloo_algos=${E2E_GLOO_ALGOS:-default halving_doubling}
 orders=${E2E_ORDERS:-slurm names}
 dif=${E2E_DATA_IF:-eth0}
+repeat=${E2E_REPEAT:-1}
+case $repeat in '' | *[!0-9]* | 0) echo "E2E_REPEAT: a whole number >= 1"; exit 1 ;; esac
 json=$out/results.jsonl
 failed=0
 n=$SLURM_JOB_NUM_NODES
@@ -47,9 +51,11 @@ echo "order names: $name_order"
 	echo "names $name_order"
 } >"$out/orders"
 
-# label ORDER FILE: the peers' JSON lines with the order they ran in, into results.jsonl
+# label ORDER FILE: the JSON lines with the order they ran in ("" keeps theirs) and the
+# round, into results.jsonl
 label() {
-	[ -s "$2" ] && jq -c --arg o "$1" '.order = $o' "$2" >>"$json"
+	[ -s "$2" ] && jq -c --arg o "$1" --argjson r "$rep" 'if $o == "" then . else .order = $o end | .rep = $r' \
+		"$2" >>"$json"
 	rm -f "$2"
 }
 fail() {
@@ -61,59 +67,61 @@ fail() {
 #    the harness can check the plan; the first step's tasks also show their ring position.
 srun --ntasks-per-node=1 sh -c 'echo "spank $(hostname) procid=$SLURM_PROCID rank=${TOPOPLACE_RANK:-unset} world=${TOPOPLACE_WORLD_SIZE:-unset} plan=${TOPOPLACE_PLAN:-unset}"; [ -z "${TOPOPLACE_PLAN:-}" ] || [ "${TOPOPLACE_RANK:-}" != 0 ] || cp "$TOPOPLACE_PLAN" "$0/plan.json"' "$out" |
 	sort -t= -k3,3n
-for a in $topo_algos; do
-	echo "== topoplace $a, order plan (TOPOPLACE_PLAN from the SPANK plugin)"
-	srun --ntasks-per-node=1 "$COLL_BENCH" --algo "$a" $sizes --timeout "$tmo" $check \
-		--json "$out/topo.jsonl" || fail "topoplace $a"
-	[ -s "$out/topo.jsonl" ] && cat "$out/topo.jsonl" >>"$json"
-	rm -f "$out/topo.jsonl"
-done
-
 order_of() { if [ "$1" = slurm ]; then echo "$slurm_order"; else echo "$name_order"; fi; }
 
-# 2a. Open MPI: plm/slurm launches through srun; the sequential mapper puts rank i on the
-#     i-th line of the hostfile, which is how the order is chosen inside an allocation.
-if [ -n "${PEER_MPI:-}" ]; then
-	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-	for o in $orders; do
-		order_of "$o" | tr ' ' '\n' | grep . >"$out/hostfile.$o"
-		for a in $ompi_algos; do
-			echo "== openmpi $a, order $o"
-			mpirun -np "$n" --mca rmaps seq --hostfile "$out/hostfile.$o" \
-				--mca btl tcp,self --mca btl_tcp_if_include "$dif" \
-				--mca oob_tcp_if_include "$dif" --mca pml ob1 --bind-to none \
-				--mca mpi_yield_when_idle 1 \
-				"$PEER_MPI" --algo "$a" --order slurm $sizes --timeout "$tmo" $check \
-				--json "$out/ompi.jsonl" </dev/null | sed "s/, order slurm,/, order $o,/"
-			[ "${PIPESTATUS[0]}" -eq 0 ] || fail "openmpi $a $o"
-			label "$o" "$out/ompi.jsonl"
-		done
+for rep in $(seq 1 "$repeat"); do
+	[ "$repeat" -eq 1 ] || echo "==== round $rep of $repeat"
+	for a in $topo_algos; do
+		echo "== topoplace $a, order plan (TOPOPLACE_PLAN from the SPANK plugin)"
+		srun --ntasks-per-node=1 "$COLL_BENCH" --algo "$a" $sizes --timeout "$tmo" $check \
+			--json "$out/topo.jsonl" || fail "topoplace $a"
+		label "" "$out/topo.jsonl"
 	done
-fi
 
-# 2b. Gloo: one srun task per node; each finds its rank from its host's position in the
-#     order, binds its data address, and meets the others in a FileStore on the shared disk.
-if [ -n "${PEER_GLOO:-}" ]; then
-	for o in $orders; do
-		for a in $gloo_algos; do
-			echo "== gloo $a, order $o"
-			st=$out/gloo-store.$o.$a
-			rm -rf "$st"
-			mkdir -p "$st"
-			# shellcheck disable=SC2016
-			srun --ntasks-per-node=1 bash -c '
-				h=$(hostname) r=0
-				for x in $1; do [ "$x" = "$h" ] && break; r=$((r + 1)); done
-				addr=$(getent ahostsv4 "$h" | awk "{print \$1; exit}")
-				shift
-				exec "$@" --rank "$r" --addr "$addr"' sh "$(order_of "$o")" \
-				"$PEER_GLOO" --size "$n" --store "$st" --algo "$a" --order slurm $sizes \
-				--timeout "$tmo" $check --json "$out/gloo.jsonl" | sed "s/, order slurm,/, order $o,/"
-			[ "${PIPESTATUS[0]}" -eq 0 ] || fail "gloo $a $o"
-			rm -rf "$st"
-			label "$o" "$out/gloo.jsonl"
+	# 2a. Open MPI: plm/slurm launches through srun; the sequential mapper puts rank i on the
+	#     i-th line of the hostfile, which is how the order is chosen inside an allocation.
+	if [ -n "${PEER_MPI:-}" ]; then
+		export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+		for o in $orders; do
+			order_of "$o" | tr ' ' '\n' | grep . >"$out/hostfile.$o"
+			for a in $ompi_algos; do
+				echo "== openmpi $a, order $o"
+				mpirun -np "$n" --mca rmaps seq --hostfile "$out/hostfile.$o" \
+					--mca btl tcp,self --mca btl_tcp_if_include "$dif" \
+					--mca oob_tcp_if_include "$dif" --mca pml ob1 --bind-to none \
+					--mca mpi_yield_when_idle 1 \
+					"$PEER_MPI" --algo "$a" --order slurm $sizes --timeout "$tmo" $check \
+					--json "$out/ompi.jsonl" </dev/null | sed "s/, order slurm,/, order $o,/"
+				[ "${PIPESTATUS[0]}" -eq 0 ] || fail "openmpi $a $o"
+				label "$o" "$out/ompi.jsonl"
+			done
 		done
-	done
-fi
+	fi
+
+	# 2b. Gloo: one srun task per node; each finds its rank from its host's position in the
+	#     order, binds its data address, and meets the others in a FileStore on the shared disk.
+	if [ -n "${PEER_GLOO:-}" ]; then
+		for o in $orders; do
+			for a in $gloo_algos; do
+				echo "== gloo $a, order $o"
+				st=$out/gloo-store.$o.$a
+				rm -rf "$st"
+				mkdir -p "$st"
+				# shellcheck disable=SC2016
+				srun --ntasks-per-node=1 bash -c '
+					h=$(hostname) r=0
+					for x in $1; do [ "$x" = "$h" ] && break; r=$((r + 1)); done
+					addr=$(getent ahostsv4 "$h" | awk "{print \$1; exit}")
+					shift
+					exec "$@" --rank "$r" --addr "$addr"' sh "$(order_of "$o")" \
+					"$PEER_GLOO" --size "$n" --store "$st" --algo "$a" --order slurm $sizes \
+					--timeout "$tmo" $check --json "$out/gloo.jsonl" | sed "s/, order slurm,/, order $o,/"
+				[ "${PIPESTATUS[0]}" -eq 0 ] || fail "gloo $a $o"
+				rm -rf "$st"
+				label "$o" "$out/gloo.jsonl"
+			done
+		done
+	fi
+done
 echo "e2e job: $failed failure(s)"
 [ "$failed" -eq 0 ]
