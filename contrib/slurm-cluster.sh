@@ -155,18 +155,37 @@ case $NODES in ''|*[!0-9]*) die "--nodes: not a number" ;; esac
 case $GPUS in ''|*[!0-9]*) die "--gpus-per-node: not a number" ;; esac
 case $TOPO in none|tree|block|topoplace) ;; *) die "--topology: none, tree, block or topoplace" ;; esac
 [ "$cmd" = env ] || [ "$(id -u)" -eq 0 ] || die "run as root (network namespaces, mknod)"
+case $DIR in /*) ;; *) DIR=$PWD/$DIR ;; esac
+# safe_path PATH: every name on the way to PATH (as given, links and all,
+# and as resolved) is root's, and no directory on the way lets another
+# user rename or plant an entry (writable by others and not sticky); PATH
+# itself writable by no one else. Root runs what DIR holds (pids it
+# kills, names it deletes, a Slurm prefix it runs): one another user made
+# first in a shared /tmp, or a link planted on the way, would be theirs.
+safe_path() {
+	local p=${1#/} q="" c m
+	while [ -n "$p" ]; do
+		c=${p%%/*}
+		if [ "$p" = "$c" ]; then p=""; else p=${p#*/}; fi
+		[ -n "$c" ] || continue
+		q=$q/$c
+		[ "$(stat -c %u "$q")" = 0 ] || { echo "$q is not root's"; return 1; }
+		[ -L "$q" ] && continue
+		m=$(stat -c %a "$q")
+		if [ -n "$p" ]; then
+			[ $((0$m & 022)) = 0 ] || [ $((0$m & 01000)) != 0 ] ||
+				{ echo "others can rename in $q"; return 1; }
+		else
+			[ $((0$m & 022)) = 0 ] || { echo "$q is writable by others"; return 1; }
+		fi
+	done
+}
 (umask 022 && mkdir -p "$DIR") || die "--dir $DIR: cannot make it"
-DIR=$(cd "$DIR" && pwd -P)
-# root runs what DIR holds: refuse one another user owns or can write to
-# (made first in a shared /tmp), and a parent others can swap it out of
 if [ "$(id -u)" -eq 0 ]; then
-	[ "$(stat -c %u "$DIR")" = 0 ] && [ $((0$(stat -c %a "$DIR") & 022)) = 0 ] ||
-		die "--dir $DIR: not root's, or writable by others: refused (remove it, or pick another)"
-	parent=$(dirname "$DIR")
-	pmode=$(stat -c %a "$parent")
-	[ "$(stat -c %u "$parent")" = 0 ] && { [ $((0$pmode & 022)) = 0 ] || [ $((0$pmode & 01000)) != 0 ]; } ||
-		die "--dir $DIR: its parent $parent is not root's, or others can rename in it: refused"
+	why=$(safe_path "$DIR") && why=$(safe_path "$(cd "$DIR" && pwd -P)") ||
+		die "--dir $DIR: $why: refused (remove it, or pick a directory of root's)"
 fi
+DIR=$(cd "$DIR" && pwd -P)
 # A private Slurm (--slurm-prefix) for start; status/env find the one the
 # running cluster was started with in DIR/slurm-prefix.
 if [ -z "$SLURM_PREFIX" ] && [ "$cmd" != start ] && [ -f "$DIR/slurm-prefix" ]; then
