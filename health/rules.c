@@ -226,9 +226,9 @@ static void rule_counters(const tp_health_rules_t *r, const tp_link_t *link,
 			   sat ? " saturated" : "");
 	}
 	out->health *= worst;
-	/* unknown (NaN) where no count can be made: the end not read, its
-	 * width changed, or a 32-bit counter at its maximum (it saturates:
-	 * at 100 Gb/s within 1.4 s of a clear, and stays there) */
+	/* left unknown (NaN) where no count can be made: the end not read,
+	 * its width changed, or a 32-bit counter at its maximum (it
+	 * saturates: at 100 Gb/s within 1.4 s of a clear, and stays there) */
 	for (int e = 0; e < 2; e++) {
 		uint64_t words = 0;
 		bool known = prev[e].counters && cur[e].counters &&
@@ -240,11 +240,9 @@ static void rule_counters(const tp_health_rules_t *r, const tp_link_t *link,
 			    prev[e].c[TP_HC_XMIT_DATA],
 			    cur[e].c[TP_HC_XMIT_DATA],
 			    cur[e].wide_data ? 64 : 32, &sat);
-		if (link->gbps > 0 && interval_s > 0)
-			out->util[e] = known && !sat
-					   ? (double)words * 32 / interval_s /
-						 (link->gbps * 1e9)
-					   : NAN;
+		if (known && !sat && link->gbps > 0 && interval_s > 0)
+			out->util[e] = (double)words * 32 / interval_s /
+				       (link->gbps * 1e9);
 	}
 }
 
@@ -257,6 +255,9 @@ void tp_health_eval(const tp_health_rules_t *r, const tp_link_t *link,
 
 	memset(out, 0, sizeof(*out));
 	out->health = 1;
+	/* unknown until a count is made (rule 5): not on a first sweep or a
+	 * one-shot check, nor for a link of unknown rate */
+	out->util[0] = out->util[1] = NAN;
 	out->seen = node_seen[0] || node_seen[1];
 	if (!r) {
 		tp_health_rules_default(&def);

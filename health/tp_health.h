@@ -55,13 +55,14 @@
  *  5. Utilisation (never lowers health): PortXmitData per direction (in
  *     4-byte words, PortCountersExtended where the port answers it, else
  *     the 32-bit PortCounters field) x 32 bits / interval / cabled Gb/s;
- *     unknown (NaN) when an end's counters were not read in both sweeps,
- *     were read at two widths, or the 32-bit one is at its maximum (it
- *     saturates: 1.4 s at 100 Gb/s after a clear).
+ *     unknown (NaN) on a first sweep or a one-shot check, for a link of
+ *     unknown rate, and when an end's counters were not read in both
+ *     sweeps, were read at two widths, or the 32-bit one is at its
+ *     maximum (it saturates: 1.4 s at 100 Gb/s after a clear).
  * The first sweep has no previous one: only rules 1 and 2 apply. A
  * one-shot check passes all-zero previous counters and interval 0: the
  * counters are then totals since their last reset (what ibqueryerrors
- * reads), held against min_count alone, and utilisation is 0.
+ * reads), held against min_count alone, and utilisation is unknown.
  *
  * Errors: tp_err_t; the sweep's detail string is tp_health_sweep_error().
  * Ownership: results are caller-owned arrays; strings returned through

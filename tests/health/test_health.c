@@ -376,6 +376,11 @@ static void test_utilisation(void **unused)
 	(void)unused;
 	link_ok(prev);
 	link_ok(cur);
+	/* no interval (a one-shot check; a first sweep is one too): no
+	 * count, unknown (it read 0, an idle link, before) */
+	cur[0].c[TP_HC_XMIT_DATA] = 1000;
+	eval(prev, cur, 0, &out);
+	assert_true(isnan(out.util[0]) && isnan(out.util[1]));
 	/* 200 Gb/s for 2 s at half rate: 100e9 * 2 / 32 words from a */
 	cur[0].c[TP_HC_XMIT_DATA] = (uint64_t)(100e9 * 2 / 32);
 	cur[1].c[TP_HC_XMIT_DATA] = (uint64_t)(20e9 * 2 / 32);
