@@ -32,10 +32,11 @@
 
 #include "coll_int.h"
 
-/* "tpc3": changes with any wire format, the compressed messages' too
+/* "tpc4": changes with any wire format, the compressed messages' too
  * (TP__COMP_VERSION 2), so ranks of two library versions fail at init
- * instead of at their first compressed call (3: the WAIT reply) */
-#define MAGIC	 0x74706333u
+ * instead of at their first compressed call (3: the WAIT reply; 4: the
+ * plan hash is tp_hash_str's FNV-1a, another value for the same plan) */
+#define MAGIC	 0x74706334u
 #define SOCK_BUF (4 << 20)
 
 typedef struct hello {

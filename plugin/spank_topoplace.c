@@ -305,13 +305,16 @@ static bool our_var(const char *name, size_t len)
 	return true;
 }
 
-/* The value's mark in TOPOPLACE_SET (its hash folded to 8 hex digits): a
- * value the user set again inside the task differs from it. */
+/* The value's mark in TOPOPLACE_SET (32-bit FNV-1a, 8 hex digits: the
+ * marks a running older plugin wrote too): a value the user set again
+ * inside the task differs from it. */
 static void value_mark(const char *v, char out[9])
 {
-	uint64_t h = tp_hash_str(v);
+	uint32_t h = 2166136261u;
 
-	snprintf(out, 9, "%08x", (unsigned)(uint32_t)(h ^ h >> 32));
+	for (; *v; v++)
+		h = (h ^ (unsigned char)*v) * 16777619u;
+	snprintf(out, 9, "%08x", h);
 }
 
 /* TOPOPLACE_SET's entries: NAME:MARK (the value set), or NAME alone for
