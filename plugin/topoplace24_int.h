@@ -139,7 +139,8 @@ extern char *ls_path;
 void links_start(void);
 void links_stop(void);
 void links_tick(void);
-void links_job(const decision_t *d);
+/* true when a running job's traffic joined the background */
+bool links_job(const decision_t *d);
 void links_take(void);
 
 /* ---- the decision journal (topoplace24_journal.c) ---- */

@@ -193,7 +193,7 @@ static bool write_one(void)
 	decision_t d = {0};
 	size_t dropped, slot;
 	uint32_t job_id;
-	bool links, track;
+	bool links, track, joined;
 
 	if (!wq_q)
 		return false;
@@ -222,13 +222,12 @@ static bool write_one(void)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (!d.ended)
 		decision_write(&d);
-	if (links)
-		links_job(&d);
+	joined = links && links_job(&d);
 	/* (says whether the traffic joined: a record whose job ended
 	 * before the writer took it never joins, and gets no end) */
 	debug2("%s: %s of JobId=%u in %.3f ms%s", plugin_type,
 	       d.ended ? "end" : "record", d.job_id, ms_since(&t0),
-	       !d.ended && d.track && links ? "; its traffic joins" : "");
+	       joined ? "; its traffic joins" : "");
 	decision_free(&d);
 	slurm_mutex_lock(&wq_lock);
 	wq_busy = false;

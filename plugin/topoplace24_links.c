@@ -119,22 +119,23 @@ static tp_algo_t faster_algo(const tp_placement_t *pl, double bytes)
 	return algo;
 }
 
-/* A running job's traffic joins the background, or an ended one's
- * leaves it. The writer's (ls_on held when the record was taken). */
-void links_job(const decision_t *d)
+/* A running job's traffic joins the background (true when it did), or
+ * an ended one's leaves it. The writer's (ls_on held when the record was
+ * taken). */
+bool links_job(const decision_t *d)
 {
 	double bytes = tp_request_bytes(&d->req);
 	tp_err_t err;
 
 	if (!ls_traffic)
-		return;
+		return false;
 	if (d->ended) {
 		if (tp_traffic_remove(ls_traffic, d->job_id) == TP_OK)
 			ls_dirty = true;
-		return;
+		return false;
 	}
 	if (!d->track || !cost_ctx || d->pl.nhosts < 2 || !(ls_duty > 0))
-		return;
+		return false;
 	err = tp_traffic_add(ls_traffic, d->job_id, cost_ctx, ls_file,
 			     d->pl.hosts, d->pl.gpus, d->pl.nhosts, bytes,
 			     faster_algo(&d->pl, bytes), ls_duty);
@@ -142,6 +143,7 @@ void links_job(const decision_t *d)
 	if (err)
 		debug("%s: JobId=%u: traffic not priced: %s", plugin_type,
 		      d->job_id, tp_strerror(err));
+	return !err;
 }
 
 /* Every LINKS_LOOK_MS: LinkState looked at (one stat), and a new

@@ -393,6 +393,11 @@ spanning() {
 			bad "srun -N 1 true: $(head -c 300 "$tmp/srun1.err")"
 		poll 3 lines_at_least "$log" "topology/topoplace: record of JobId=$j in" 1 && break
 	done
+	# recorded while it still runs (the record in the log before the
+	# job is seen running): its traffic must join
+	rec_running=
+	grep -q "topology/topoplace: record of JobId=$j in" "$log" &&
+		[ "$(field "$j" JobState)" = RUNNING ] && rec_running=1
 	echo "# $1: job $j on $got; topoplace place${2:+ --state $(basename "$2")}: $want"
 	[ "$got" = "$want" ] && ok "$1: job $j = topoplace place${2:+ --state} ($want)" ||
 		bad "$1: job $j on $got, topoplace place${2:+ --state}: $want"
@@ -407,6 +412,8 @@ spanning() {
 		grep -q "topology/topoplace: end of JobId=$j in" "$log" &&
 			ok "$1: the writer took job $j's traffic off the background" ||
 			bad "$1: no end of job $j in the log (its traffic joined)"
+	elif [ -n "$rec_running" ]; then
+		bad "$1: job $j was recorded while it ran, but its traffic did not join"
 	elif grep -q "topology/topoplace: record of JobId=$j in" "$log"; then
 		# confirmed only once it had ended (a machine too loaded for
 		# the job's 6 s): its traffic never joined, so no end comes
