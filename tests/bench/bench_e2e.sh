@@ -6,7 +6,7 @@
 # task the plan, and the job (tests/bench/e2e_job.sh) runs topoplace-coll-bench through
 # libtopoplace-coll from that environment alone, then Open MPI's and Gloo's peer benchmarks on
 # the same allocation in the order Slurm lists the hosts and in name order. Root; not part of
-# `make check` (about 6-8 minutes).
+# `make check` (about 2 minutes and 5-6 a round: 18-20 minutes with the default 3 rounds).
 #
 #   bench_e2e.sh [--json FILE] [--nodes N] [--ratio R] [--sizes MIN,MAX[,FACTOR]] [--iters N]
 #                [--repeat N] [--slurm 24|22] [--quick] [--keep]
@@ -18,9 +18,10 @@
 #   --ratio R      up-link oversubscription (default 4)
 #   --sizes        default 16M,64M,4 (the issue's ">= 16 MiB")
 #   --iters N      timed iterations per size (default 3, one warm-up)
-#   --repeat N     rounds of every program in turn (default 3; about 4 minutes each): each
-#                  ratio is the mean over the rounds of the round's ratio +- its standard
-#                  error, "faster"/"slower" only beyond 2 standard errors, else "tie"
+#   --repeat N     rounds of every program in turn, each round in another program order
+#                  (default 3): each ratio is the mean over the rounds of the round's ratio +-
+#                  its standard error, "faster"/"slower" only beyond t(0.975, N-1) standard
+#                  errors (4.30 for 3 rounds, 2.78 for 5; never under 2), else "tie"
 #   --slurm 24|22  the private 24.11 (default when built) or Debian's 22.05
 #   --quick        16M only, Open MPI and Gloo defaults only, one round (about 3 minutes)
 #   --keep         leave the cluster up and keep the work directory
@@ -114,7 +115,9 @@ j=$(COLL_BENCH=$coll_bench PEER_MPI=$peer_mpi PEER_GLOO=$peer_gloo E2E_OUT=$out 
 echo "bench_e2e: sbatch -N $nodes --ntasks-per-node=1 $here/e2e_job.sh: job $j (Slurm $slurm_ver)"
 bench_job_wait "$j" "$job_limit"
 [ -s "$out/results.jsonl" ] || { rc=1; die "no results"; }
-if grep -q "wrong elements\|WRONG\|^FAILED" "$out/job.out"; then
+wrong=false
+grep -q "wrong elements\|WRONG" "$out/job.out" && wrong=true
+if [ "$wrong" = true ] || grep -q "^FAILED" "$out/job.out"; then
 	rc=1
 	echo "bench_e2e: FAILED: a program's check or run failed (the job's output above)"
 fi
@@ -150,23 +153,32 @@ while read -r line; do
 		<<<"$line" >>"$work/results.jsonl"
 done <"$out/results.jsonl"
 doc=$(jq -s --argjson g "$rate_gbps" --arg v "$slurm_ver" --arg pl "$plan_order" --arg sl "$slurm_order" \
-	--arg nm "$name_order" --argjson n "$repeat" '{format: "topoplace-coll-bench/1", host_link_gbps: $g,
-	  slurm: $v, checked: true, repeats: $n, orders: {plan: $pl, slurm: $sl, names: $nm}, results: .}' \
+	--arg nm "$name_order" --argjson n "$repeat" --argjson w "$wrong" '{format: "topoplace-coll-bench/1",
+	  host_link_gbps: $g, slurm: $v, checked: true, checks_passed: ($w | not), repeats: $n, orders: {plan: $pl, slurm: $sl, names: $nm}, results: .}' \
 	"$work/results.jsonl")
-# The comparisons, round by round: topoplace's own choice (auto; the best forced one when auto
-# did not run) against each peer's default, its best forced algorithm against each peer's best
+# The comparisons, round by round: topoplace's own choice (auto; its best forced algorithm when
+# auto did not run, as with --quick, and then named so) against each peer's default, its best
+# forced algorithm (the one with the highest mean over the rounds) against each peer's best
 # forced one; each ratio's mean over the rounds +- its standard error.
 doc=$(jq '
   def best(f): [.results[] | select(f)] | max_by(.busbw_gbps);
   def mean: add / length;
   def se: if length < 2 then null
           else (mean as $m | (map((. - $m) * (. - $m)) | add) / (length - 1) | sqrt) / (length | sqrt) end;
+  # t(0.975, n - 1): the verdict'"'"'s multiplier of the standard error (2 from 30 rounds on)
+  def tq(n): [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201,
+              2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074,
+              2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045][n - 2] // 2;
+  # topoplace'"'"'s best forced algorithm at bytes b: the highest mean over the rounds
+  def best_algo(b): [.results[] | select(.impl == "topoplace" and .algo != "auto" and .bytes == b)]
+                    | group_by(.algo) | max_by(map(.busbw_gbps) | add / length) | .[0].algo;
   . as $d | ([.results[] | .rep // 1] | unique) as $reps |
   . + {comparisons: [
     [.results[] | select(.bytes >= 16777216) | .bytes] | unique[] as $b |
     ("default", "forced") as $kind | ("openmpi", "gloo") as $p | ("names", "slurm") as $o |
+    ($d | best_algo($b)) as $ba |
     [$reps[] as $k |
-     ($d | best(.impl == "topoplace" and .algo != "auto" and .bytes == $b and (.rep // 1) == $k)) as $t |
+     ($d | best(.impl == "topoplace" and .algo == $ba and .bytes == $b and (.rep // 1) == $k)) as $t |
      (if $kind == "forced" then $t
       else (($d | best(.impl == "topoplace" and .algo == "auto" and .bytes == $b and (.rep // 1) == $k)) // $t)
       end) as $mine |
@@ -178,25 +190,29 @@ doc=$(jq '
     select($rs | length > 0) |
     ([$rs[].ratio] | mean) as $m | ([$rs[].ratio] | se) as $s |
     {bytes: $b, kind: $kind, peer: $p, order: $o, rounds: ($rs | length),
-     topoplace: (if $kind == "default" then "auto" else "best forced" end),
+     topoplace: ([$rs[].mine_algo] | unique | join(",")),
      peer_algo: ([$rs[].peer_algo] | unique | join(",")),
      topoplace_busbw_gbps: ([$rs[].mine] | mean), peer_busbw_gbps: ([$rs[].peer] | mean),
      ratio_mean: $m, ratio_se: $s,
-     verdict: (if $s == null then null elif $m - 2 * $s > 1 then "faster"
-               elif $m + 2 * $s < 1 then "slower" else "tie" end)}]}' <<<"$doc")
+     t: (if $s == null then null else tq($rs | length) end),
+     verdict: (if $s == null then null elif $m - tq($rs | length) * $s > 1 then "faster"
+               elif $m + tq($rs | length) * $s < 1 then "slower" else "tie" end)}]}' <<<"$doc")
 [ -z "$json" ] || { printf '%s\n' "$doc" >"$json" && echo "bench_e2e: results in $json"; }
 
 # ---- the comparison ----
 printf '%s\n' "$doc" | jq -r '
   def mb(x): "\(x * 1000 | round) Mb/s";
-  def r2(x): x * 100 | round / 100;
+  def r2(x): (x * 100 | round) as $c | "\($c / 100 | floor).\($c % 100 | tostring | if length < 2 then "0" + . else . end)";
   "\nbench_e2e: Slurm \(.slurm), job of \(.results[0].hosts) nodes, up-link \(.results[0].uplink_ratio):1,"
-    + " \(.repeats) round\(if .repeats == 1 then "" else "s" end), every sum checked; busbw at >= 16 MiB,"
+    + " \(.repeats) round\(if .repeats == 1 then "" else "s" end), every sum checked"
+    + "\(if .checks_passed then "" else " (A CHECK FAILED: see the job output)" end); busbw at >= 16 MiB,"
     + " topoplace from the plan against each peer on the same hosts (topoplace / peer, mean"
-    + " +- standard error over the rounds):",
+    + " +- standard error over the rounds; faster or slower beyond t(0.975, rounds - 1) of them):",
   (.comparisons[] |
    "  \(.bytes / 1048576) MiB \(.peer) \(if .kind == "default" then "default" else "best forced (\(.peer_algo))" end),"
-     + " \(.order) order: \(mb(.peer_busbw_gbps)) vs topoplace \(.topoplace) \(mb(.topoplace_busbw_gbps)):"
+     + " \(.order) order: \(mb(.peer_busbw_gbps)) vs topoplace \(if .kind == "default" and .topoplace != "auto"
+                                                             then "\(.topoplace) (its best forced: no auto run)"
+                                                             else .topoplace end) \(mb(.topoplace_busbw_gbps)):"
      + " \(r2(.ratio_mean))x"
      + (if .ratio_se == null then " (one round: no error bar)"
         else " +- \(r2(.ratio_se)) \(.verdict)" end)),

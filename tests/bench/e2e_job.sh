@@ -69,15 +69,16 @@ srun --ntasks-per-node=1 sh -c 'echo "spank $(hostname) procid=$SLURM_PROCID ran
 	sort -t= -k3,3n
 order_of() { if [ "$1" = slurm ]; then echo "$slurm_order"; else echo "$name_order"; fi; }
 
-for rep in $(seq 1 "$repeat"); do
-	[ "$repeat" -eq 1 ] || echo "==== round $rep of $repeat"
+run_topoplace() {
 	for a in $topo_algos; do
 		echo "== topoplace $a, order plan (TOPOPLACE_PLAN from the SPANK plugin)"
 		srun --ntasks-per-node=1 "$COLL_BENCH" --algo "$a" $sizes --timeout "$tmo" $check \
 			--json "$out/topo.jsonl" || fail "topoplace $a"
 		label "" "$out/topo.jsonl"
 	done
+}
 
+run_openmpi() {
 	# 2a. Open MPI: plm/slurm launches through srun; the sequential mapper puts rank i on the
 	#     i-th line of the hostfile, which is how the order is chosen inside an allocation.
 	if [ -n "${PEER_MPI:-}" ]; then
@@ -97,7 +98,9 @@ for rep in $(seq 1 "$repeat"); do
 			done
 		done
 	fi
+}
 
+run_gloo() {
 	# 2b. Gloo: one srun task per node; each finds its rank from its host's position in the
 	#     order, binds its data address, and meets the others in a FileStore on the shared disk.
 	if [ -n "${PEER_GLOO:-}" ]; then
@@ -122,6 +125,18 @@ for rep in $(seq 1 "$repeat"); do
 			done
 		done
 	fi
+}
+
+# Each round in another order (topoplace, Open MPI, Gloo; then from the
+# next one on), so that neither the machine's drift nor going first
+# falls on one implementation only.
+progs="topoplace openmpi gloo"
+for rep in $(seq 1 "$repeat"); do
+	[ "$repeat" -eq 1 ] || echo "==== round $rep of $repeat: $progs"
+	for prog in $progs; do
+		"run_$prog"
+	done
+	progs="${progs#* } ${progs%% *}"
 done
 echo "e2e job: $failed failure(s)"
 [ "$failed" -eq 0 ]

@@ -129,7 +129,7 @@ echo "# 2-node job $j: NodeList=$nl (leaves: $leaves); topoplace place: $want"
 # ---- the chain: plan handed, library runs from it, peers beside it ----
 t1=$(date +%s)
 j=$(COLL_BENCH=$COLL_BENCH PEER_MPI=$PEER_MPI PEER_GLOO=$PEER_GLOO E2E_OUT=$out \
-	E2E_MIN=64K E2E_MAX=1M E2E_FACTOR=16 E2E_ITERS=2 E2E_WARMUP=1 E2E_CHECK=1 E2E_TIMEOUT=30 \
+	E2E_MIN=64K E2E_MAX=1M E2E_FACTOR=16 E2E_ITERS=2 E2E_WARMUP=1 E2E_CHECK=1 E2E_REPEAT=1 E2E_TIMEOUT=30 \
 	E2E_TOPO_ALGOS="ring hierarchical tree" E2E_OMPI_ALGOS=default E2E_GLOO_ALGOS=default \
 	E2E_ORDERS=slurm timeout 10 sbatch --parsable -J e2e -N 4 --ntasks-per-node=1 \
 	-o "$out/e2e.out" "$srcdir/tests/bench/e2e_job.sh")
