@@ -625,6 +625,24 @@ def check_hook_state(c, tc, comm, rank, plan, port):
     c.ok(st.key_base != fresh.key_base and not st.keys and st.comm is new,
          "a restored state given a new communicator: key bases %d and a fresh state's %d"
          % (st.key_base, fresh.key_base))
+    # set to None and back to the same one: the same keys
+    st.keys[("kept",)] = 7
+    base = st.key_base
+    st.comm = None
+    st.comm = new
+    c.ok(st.key_base == base and ("kept",) in st.keys, "comm None and back: key base %d kept" % base)
+    # a pickle of the previous version (no _key_base_auto): its default
+    # base is taken for one, so it too gets a new communicator's
+    d = TopoplaceState(types.SimpleNamespace()).__getstate__()
+    d.pop("_key_base_auto")
+    d.pop("_base_of", None)
+    older = TopoplaceState.__new__(TopoplaceState)
+    older.__setstate__(d)
+    other = types.SimpleNamespace()
+    older.comm = other
+    fresh = TopoplaceState(other)
+    c.ok(older.key_base != fresh.key_base, "an older pickle given a new communicator: key bases %d and %d"
+         % (older.key_base, fresh.key_base))
     # TopoplaceError crosses a process boundary (pickled) whole
     e = tc.TopoplaceError("allreduce", -9, "rank 3 (host node07) closed the connection")
     e2 = pickle.loads(pickle.dumps(e))

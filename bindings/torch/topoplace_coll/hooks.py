@@ -123,6 +123,7 @@ trained on) top-1% with --hook-momentum --start-iter 10 gives
 
 import math
 import time
+import weakref
 
 import torch
 
@@ -218,6 +219,7 @@ class TopoplaceState:
         if per_tensor and compressor != "topk":
             raise ValueError("per_tensor: for compressor='topk' only")
         self._comm = None
+        self._base_of = lambda: None  # the communicator the keys are of
         self.compressor = compressor
         if hierarchical not in (True, False, "group"):
             raise ValueError("hierarchical must be True, False or 'group', got %r" % (hierarchical,))
@@ -258,14 +260,27 @@ class TopoplaceState:
         # another communicator (restored from a checkpoint) takes a base
         # of the new one's, so it cannot meet a fresh state's there; its
         # old keys, residuals and velocity are the old one's: dropped
-        if comm is not None and comm is not self._comm and self._key_base_auto:
-            n = getattr(comm, "_hook_states", 0)
-            comm._hook_states = n + 1
-            self.key_base = n << 40
+        # (set to None and back to the same one: nothing changes)
+        if comm is not None and comm is not self._comm and comm is not self._base_of():
+            old = self._comm
+            if old is not None and getattr(old, "forget_residual", None):
+                for v in self.keys.values():  # the old one's memory
+                    try:
+                        old.forget_residual(v)
+                    except (ValueError, RuntimeError):
+                        break  # closed
+            if self._key_base_auto:
+                n = getattr(comm, "_hook_states", 0)
+                comm._hook_states = n + 1
+                self.key_base = n << 40
             self.keys.clear()
             self.keys_used.clear()
             self.velocity.clear()
             self.vel_params.clear()
+            try:
+                self._base_of = weakref.ref(comm)
+            except TypeError:  # an object without weak references
+                self._base_of = lambda c=comm: c
         self._comm = comm
 
     def key(self, bucket, piece=None):
@@ -342,13 +357,16 @@ class TopoplaceState:
         # communicator (give the restored state a new one: state.comm = ...).
         # Its keys hold the parameters' addresses: in another process the
         # velocity and residuals start again from zero.
-        return {k: v for k, v in self.__dict__.items() if k != "_comm"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_comm", "_base_of")}
 
     def __setstate__(self, d):
         d.pop("comm", None)  # (an older version's pickle)
         self.__dict__.update(d)
-        self.__dict__.setdefault("_key_base_auto", False)
+        # an older version's pickle: its default bases were multiples of
+        # 2^40 (an explicit one such is taken for one of those)
+        self.__dict__.setdefault("_key_base_auto", self.key_base % (1 << 40) == 0)
         self._comm = None
+        self._base_of = lambda: None
 
 
 def allreduce_hook(state, bucket):
