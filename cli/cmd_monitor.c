@@ -573,9 +573,20 @@ static bool write_state_locked(const run_t *r, const char *path)
 {
 	char *old = NULL, *json = NULL;
 	size_t len;
-	tp_err_t err = tp_file_read(path, &old, &len);
+	struct stat st;
+	tp_err_t err;
 	bool ok;
 
+	/* as root: never read through a link planted where others can
+	 * write (its target's keys would be copied into a 0644 file), nor
+	 * wait on a FIFO */
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+		tp_cli_err("%s: a symbolic link: not followed (the state file "
+			   "is replaced by rename, so give its real path)",
+			   path);
+		return false;
+	}
+	err = tp_file_read_regular(path, TP_FILE_MAX, &old, &len);
 	if (err && err != TP_ERR_NOTFOUND) {
 		tp_cli_err("%s: %s", path, tp_file_strerror(err));
 		return false;

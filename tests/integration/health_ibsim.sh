@@ -80,6 +80,19 @@ sim_name() {
 		"$tmp/live.json" | sed 's/^0x/S-/'
 }
 
+# a state file that is a symbolic link is not read through (as root, its
+# target's keys would land in a 0644 file) nor replaced: exit 1, one line
+echo '{"format":"topoplace-state/1","secret":"x"}' >"$tmp/target.json"
+ln -s "$tmp/target.json" "$tmp/linked-state.json"
+rc=0
+cli monitor --once --fabric "$tmp/live.json" --state-out "$tmp/linked-state.json" \
+	>/dev/null 2>"$tmp/link.all" || rc=$?
+grep -v '^ibwarn: ' "$tmp/link.all" >"$tmp/link.err" || true
+[ "$rc" -eq 1 ] && grep -q "linked-state.json: a symbolic link: not followed" "$tmp/link.err" &&
+	[ -L "$tmp/linked-state.json" ] &&
+	ok "monitor --state-out through a symbolic link: refused, exit 1" ||
+	fail "monitor --state-out through a symbolic link: rc $rc: $(cat "$tmp/link.err")"
+
 state=$tmp/health-state.json
 prom=$tmp/topoplace.prom
 # Another writer's fields must survive the monitor.
