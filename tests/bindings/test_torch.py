@@ -689,7 +689,7 @@ def check_hook_state(c, tc, comm, rank, plan, port):
     except (ValueError, tc.TopoplaceError) as ex:  # closed first (f1 was quick)
         what, good = "the next call: %s" % ex, True
     f1.wait()
-    c.ok(good, "close() in a Future's callback: no crash; %s" % what)
+    c.ok(good and c2.detail() == "", "close() in a Future's callback: no crash; %s" % what)
 
 
 def check_mismatch(c, tc, rank, plan, port):
@@ -717,10 +717,13 @@ def check_mismatch(c, tc, rank, plan, port):
         c.raises(tc.TopoplaceError, "rank 2 called allreduce #3 (count 0",
                  "TOPOPLACE_COLL_CHECK: rank 2's call refused in Python named on every rank",
                  comm.all_reduce, torch.ones(16))
+    why = comm.detail()  # in order with the calls, on their thread
+    c.ok(why != "", "detail() after the refused call: %s" % why)
     t = torch.ones(16)
     comm.all_reduce(t)
     c.ok(t[0].item() == WORLD, "TOPOPLACE_COLL_CHECK: after a refusal the next call sums (%g)" % t[0].item())
     comm.close()
+    c.ok(comm.detail() == "", "detail() of a closed communicator: empty, no crash")
 
 
 def worker(rank, plan, port, gloo_port, group_plan, q):

@@ -414,13 +414,27 @@ class Communicator:
             self._refused(call)
             raise
 
-    def _check(self, call, rc):
+    @staticmethod
+    def _check(call, rc, comm):
+        """Raise for a failed call, with the reason read at once, on the
+        thread that made it, from the communicator it ran on (which a
+        close() meanwhile does not destroy before the call returns)."""
         if rc != 0:
-            raise TopoplaceError(call, rc, self.detail())
+            s = _lib.LIB.tp_coll_comm_detail(comm)
+            raise TopoplaceError(call, rc, s.decode(errors="replace") if s else "")
 
     def detail(self):
-        """The library's reason for the last failed call ("" when none)."""
-        s = _lib.LIB.tp_coll_comm_detail(self._comm) if self._comm else None
+        """The library's reason for the last failed call ("" when none, or
+        closed): after the calls submitted before it, on the thread that
+        runs them, so never beside a call writing it or the destroy."""
+        with self._lock:
+            if not self._comm:
+                return ""
+            comm = self._comm
+        try:
+            s = self._run(lambda: _lib.LIB.tp_coll_comm_detail(comm))
+        except ValueError:  # closed since
+            return ""
         return s.decode(errors="replace") if s else ""
 
     def all_reduce(self, tensor, *args, **kw):
@@ -523,7 +537,7 @@ class Communicator:
         if not compressed:
 
             def dense():
-                self._check("all_reduce", _lib.LIB.tp_coll_allreduce(comm, ptr, ptr, n, dt, o, a))
+                self._check("all_reduce", _lib.LIB.tp_coll_allreduce(comm, ptr, ptr, n, dt, o, a), comm)
                 return tensor
             return dense
         if not _lib.HAVE_COMPRESSION:
@@ -557,7 +571,7 @@ class Communicator:
 
         def compressed_call():
             rc = _lib.LIB.tp_coll_allreduce_compressed(comm, ptr, n, o, ctypes.byref(c), key)
-            self._check("all_reduce(compressor=%s)" % compressor, rc)
+            self._check("all_reduce(compressor=%s)" % compressor, rc, comm)
             return tensor
         return compressed_call
 
@@ -570,13 +584,13 @@ class Communicator:
         n = tensor.numel()
 
         def call():
-            self._check("broadcast", _lib.LIB.tp_coll_broadcast(comm, ptr, n, dt, root))
+            self._check("broadcast", _lib.LIB.tp_coll_broadcast(comm, ptr, n, dt, root), comm)
             return tensor
         return self._run(call)
 
     def barrier(self):
         comm = self._handle("barrier")
-        self._run(lambda: self._check("barrier", _lib.LIB.tp_coll_barrier(comm)))
+        self._run(lambda: self._check("barrier", _lib.LIB.tp_coll_barrier(comm), comm))
 
     def sent_bytes(self, peer):
         """Bytes this rank handed to `peer` since init or reset_stats()."""
