@@ -323,7 +323,7 @@ static void value_mark(const char *v, char out[9])
  * wins. */
 static void drop_inherited(spank_t sp, uint32_t jobid, uint32_t stepid)
 {
-	char mark[32], *prev = getenv_dup(sp, STEP_VAR), *set;
+	char mark[32], *prev = getenv_dup(sp, STEP_VAR), set[SET_LEN_MAX];
 	char dropped[512] = "";
 
 	snprintf(mark, sizeof(mark), "%u.%u", jobid, stepid);
@@ -335,13 +335,10 @@ static void drop_inherited(spank_t sp, uint32_t jobid, uint32_t stepid)
 	 * list, or entries past SET_MAX, are the client's, not ours (each
 	 * entry reads a value of up to 1 MiB: a list of thousands would
 	 * keep slurmstepd busy for minutes) */
-	set = malloc(SET_LEN_MAX);
-	if (set &&
-	    spank_getenv(sp, SET_VAR, set, SET_LEN_MAX) != ESPANK_SUCCESS)
+	if (spank_getenv(sp, SET_VAR, set, SET_LEN_MAX) != ESPANK_SUCCESS)
 		set[0] = '\0';
 	int entries = 0;
-	for (const char *p = set ? set : ""; *p && entries < SET_MAX;
-	     entries++) {
+	for (const char *p = set; *p && entries < SET_MAX; entries++) {
 		size_t len = strcspn(p, ","), nlen = strcspn(p, ",:");
 		char name[65], want[9], got[9];
 		if (our_var(p, nlen)) {
@@ -381,7 +378,6 @@ static void drop_inherited(spank_t sp, uint32_t jobid, uint32_t stepid)
 		       ? prev
 		       : "(another)",
 		   dropped[0] ? dropped : "none");
-	free(set);
 	free(prev);
 }
 
