@@ -31,6 +31,11 @@ static const char usage[] =
     "            probability F; a host's last cable and a leaf's last\n"
     "            up-link only halved, the fabric kept in one piece)\n"
     "            --degrade-seed S (0: which cables)\n"
+    "            --pods P (1): three levels: the leaves split evenly into P\n"
+    "            pods, --spines spines each, and --cores N (as many as\n"
+    "            spines a pod) core switches above, each spine cabled to\n"
+    "            each core by --core-uplinks N (default: as many as keep\n"
+    "            a spine non-blocking) links, never degraded\n"
     "  rail      --sus N (4) --hosts-per-su N (32) --rails N (8)\n"
     "            --spines-per-rail N (4); each rail is its own subnet\n"
     "  nvl72     --racks N (4) --hosts-per-rack N (18) --leaves-per-rack N "
@@ -78,7 +83,10 @@ enum {
 	O_PREFIX,
 	O_NICS,
 	O_DEGRADE,
-	O_DSEED
+	O_DSEED,
+	O_PODS,
+	O_CORES,
+	O_CUPL
 };
 enum { K_FT = 1, K_RAIL = 2, K_NVL = 4, K_ALL = 7 };
 
@@ -101,6 +109,9 @@ static const struct option gen_opts[] = {
     {"nics-per-host", required_argument, NULL, O_NICS},
     {"degrade", required_argument, NULL, O_DEGRADE},
     {"degrade-seed", required_argument, NULL, O_DSEED},
+    {"pods", required_argument, NULL, O_PODS},
+    {"cores", required_argument, NULL, O_CORES},
+    {"core-uplinks", required_argument, NULL, O_CUPL},
     {"output", required_argument, NULL, 'o'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -124,6 +135,8 @@ static const struct {
     {O_GPUS, K_ALL, 0, 64},	{O_GBPS, K_ALL, 0, 0},
     {O_PREFIX, K_ALL, 0, 0},	{O_NICS, K_FT, 1, 64},
     {O_DEGRADE, K_FT, 0, 0},	{O_DSEED, K_FT, 0, 1L << 62},
+    {O_PODS, K_FT, 1, 65536},	{O_CORES, K_FT, 1, 65536},
+    {O_CUPL, K_FT, 1, 256},
 };
 
 /* Option c of `fabric generate kind`: false, the error printed, when the
@@ -228,6 +241,15 @@ static int cmd_generate(int argc, char **argv)
 			break;
 		case O_DSEED:
 			ft.degrade_seed = (uint64_t)v;
+			break;
+		case O_PODS:
+			ft.pods = (int)v;
+			break;
+		case O_CORES:
+			ft.cores = (int)v;
+			break;
+		case O_CUPL:
+			ft.core_uplinks = (int)v;
 			break;
 		case 'o': out = optarg; break;
 		case 'h': fputs(usage, stdout); return TP_EXIT_OK;

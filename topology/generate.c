@@ -341,9 +341,9 @@ static void keep_connected(signed char *kinds, uint32_t *comp, int leaves,
 tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
 {
 	const char *what = "fat tree";
-	int nics, up;
+	int nics, up, pods, lpp, nsp, cores, cu;
 	long long nhosts;
-	uint32_t *leaf = NULL, *spine = NULL, *comp = NULL;
+	uint32_t *leaf = NULL, *spine = NULL, *core = NULL, *comp = NULL;
 	signed char *kinds = NULL;
 	char desc[64];
 	gen_t g;
@@ -362,9 +362,28 @@ tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
 			       64)) ||
 	    (err = check_count(what, "--gpus-per-host", p->gpus_per_host, 0,
 			       MAX_GPUS)) ||
+	    (err = check_count(what, "--pods", p->pods, 0, MAX_COUNT)) ||
+	    (err = check_count(what, "--cores", p->cores, 0, MAX_COUNT)) ||
+	    (err = check_count(what, "--core-uplinks", p->core_uplinks, 0,
+			       256)) ||
 	    (err = check_gbps(what, p->link_gbps)) ||
 	    (err = check_prefix(what, p->host_prefix)))
 		return err;
+	pods = p->pods > 1 ? p->pods : 1;
+	if (p->leaves % pods)
+		return refuse("%s: --leaves %d do not split evenly into "
+			      "--pods %d",
+			      what, p->leaves, pods);
+	if (pods == 1 && (p->cores > 0 || p->core_uplinks > 0))
+		return refuse("%s: --cores and --core-uplinks need --pods 2 "
+			      "or more",
+			      what);
+	lpp = p->leaves / pods;
+	if ((long long)pods * p->spines > MAX_COUNT)
+		return refuse("%s: %lld spines (--pods x --spines), at most %d",
+			      what, (long long)pods * p->spines, MAX_COUNT);
+	nsp = pods * p->spines;
+	cores = pods == 1 ? 0 : p->cores > 0 ? p->cores : p->spines;
 	if (!(p->degrade >= 0 && p->degrade <= 1))
 		return refuse("%s: --degrade %g out of range [0, 1]", what,
 			      p->degrade);
@@ -378,6 +397,10 @@ tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
 			 p->spines);
 	if (up < 1)
 		up = 1;
+	cu = !cores ? 0
+	     : p->core_uplinks > 0
+		 ? p->core_uplinks
+		 : (int)(((long long)lpp * up + cores - 1) / cores);
 	nhosts = (long long)p->leaves * p->hosts_per_leaf;
 	if ((err = check_total(what, "hosts", nhosts, MAX_HOSTS,
 			       "fewer --leaves or --hosts-per-leaf")) ||
@@ -385,7 +408,11 @@ tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
 			       (long long)p->leaves * p->spines * up, MAX_LINKS,
 			       "fewer --leaves, --spines or --uplinks")) ||
 	    (err = check_total(what, "host cables", nhosts * nics, MAX_LINKS,
-			       "fewer hosts or --nics-per-host")))
+			       "fewer hosts or --nics-per-host")) ||
+	    (err = check_total(what, "core links", (long long)nsp * cores * cu,
+			       MAX_LINKS,
+			       "fewer --pods, --spines, --cores or "
+			       "--core-uplinks")))
 		return err;
 	long long leaf_ports =
 	    (long long)p->hosts_per_leaf * nics + (long long)p->spines * up;
@@ -395,23 +422,32 @@ tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
 			      "--spines x --uplinks (%d x %d)",
 			      what, leaf_ports, TP__PORTS_MAX,
 			      p->hosts_per_leaf, nics, p->spines, up);
-	if ((long long)p->leaves * up > TP__PORTS_MAX)
+	if ((long long)lpp * up + (long long)cores * cu > TP__PORTS_MAX)
 		return refuse("%s: a spine needs %lld ports, at most %d: fewer "
-			      "--leaves x --uplinks (%d x %d)",
-			      what, (long long)p->leaves * up, TP__PORTS_MAX,
-			      p->leaves, up);
+			      "--leaves x --uplinks (%d x %d)%s",
+			      what, (long long)lpp * up + (long long)cores * cu,
+			      TP__PORTS_MAX, lpp, up,
+			      cores ? " a pod, or --cores x --core-uplinks"
+				    : "");
+	if ((long long)nsp * cu > TP__PORTS_MAX)
+		return refuse(
+		    "%s: a core needs %lld ports, at most %d: fewer "
+		    "--pods x --spines x --core-uplinks (%d x %d x %d)",
+		    what, (long long)nsp * cu, TP__PORTS_MAX, pods, p->spines,
+		    cu);
 	if ((err = gen_start(&g, p->host_prefix, nhosts, p->link_gbps)))
 		return err;
 	g.rng = p->degrade_seed ^ 0xdec0de5eedULL;
 	leaf = tp_malloc((size_t)p->leaves * sizeof(uint32_t));
-	spine = tp_malloc((size_t)p->spines * sizeof(uint32_t));
-	if (!leaf || !spine) {
+	spine = tp_malloc((size_t)nsp * sizeof(uint32_t));
+	core = tp_malloc((size_t)(cores ? cores : 1) * sizeof(uint32_t));
+	if (!leaf || !spine || !core) {
 		err = TP_ERR_NOMEM;
 		goto out;
 	}
 	sub = tp__fabric_new_subnet(g.f);
 	lw = name_width(p->leaves, 2);
-	sw = name_width(p->spines, 2);
+	sw = name_width(nsp, 2);
 	for (int l = 0; l < p->leaves; l++) {
 		fmt(desc, sizeof(desc), "leaf%0*d", lw, l + 1);
 		if ((err = add_switch(&g, sub, desc,
@@ -419,10 +455,16 @@ tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
 				      &leaf[l])))
 			goto out;
 	}
-	for (int s = 0; s < p->spines; s++) {
+	for (int s = 0; s < nsp; s++) {
 		fmt(desc, sizeof(desc), "spine%0*d", sw, s + 1);
-		if ((err =
-			 add_switch(&g, sub, desc, p->leaves * up, &spine[s])))
+		if ((err = add_switch(&g, sub, desc, lpp * up + cores * cu,
+				      &spine[s])))
+			goto out;
+	}
+	for (int k = 0; k < cores; k++) {
+		fmt(desc, sizeof(desc), "core%0*d", name_width(cores, 2),
+		    k + 1);
+		if ((err = add_switch(&g, sub, desc, nsp * cu, &core[k])))
 			goto out;
 	}
 	for (long long i = 0; i < nhosts; i++) {
@@ -471,30 +513,45 @@ tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
 			}
 	}
 	/* Each leaf keeps a cable, but leaves left only on different spines
-	 * could still not reach each other: a leaf apart from leaf 1's part
-	 * of the fabric gets its last cable to a spine of that part back, at
-	 * half width (a connected draw is kept as it is). */
-	keep_connected(kinds, comp, p->leaves, p->spines, up);
+	 * could still not reach each other: a leaf apart from its pod's first
+	 * leaf's part of the pod gets its last cable to a spine of that part
+	 * back, at half width (a connected draw is kept as it is). The cores
+	 * join every spine, so the pods then reach each other. */
+	for (int q = 0; q < pods; q++)
+		keep_connected(kinds + (size_t)q * lpp * p->spines * up, comp,
+			       lpp, p->spines, up);
 	for (int l = 0; l < p->leaves; l++)
 		for (int s = 0; s < p->spines; s++)
 			for (int u = 0; u < up; u++) {
 				int lp =
 				    p->hosts_per_leaf * nics + s * up + u + 1;
-				int sp = l * up + u + 1;
+				int sp = l % lpp * up + u + 1;
+				uint32_t to = spine[l / lpp * p->spines + s];
 				int kind =
 				    kinds[((size_t)l * p->spines + s) * up + u];
 				if (kind == 1)
 					continue;
 				if ((err = tp__fabric_add_link(
 					 g.f, TP_NODE_SWITCH, leaf[l], lp,
-					 TP_NODE_SWITCH, spine[s], sp,
+					 TP_NODE_SWITCH, to, sp,
 					 kind == 2 ? g.width / 2 : g.width,
 					 g.lane_gbps, true, NULL)))
 					goto out;
 			}
+	for (int s = 0; s < nsp; s++)
+		for (int k = 0; k < cores; k++)
+			for (int u = 0; u < cu; u++)
+				if ((err = tp__fabric_add_link(
+					 g.f, TP_NODE_SWITCH, spine[s],
+					 lpp * up + k * cu + u + 1,
+					 TP_NODE_SWITCH, core[k],
+					 s * cu + u + 1, g.width, g.lane_gbps,
+					 true, NULL)))
+					goto out;
 out:
 	tp_free(leaf);
 	tp_free(spine);
+	tp_free(core);
 	tp_free(kinds);
 	tp_free(comp);
 	return gen_finish(&g, what, err, f_p);

@@ -285,6 +285,17 @@ typedef struct tp_gen_fat_tree {
 	 * never taken down: no host or leaf is cut off. */
 	double degrade;
 	uint64_t degrade_seed;
+	/* Three levels: pods > 1 splits the leaves evenly into pods, each
+	 * with its own `spines` spine switches (spines is then per pod), and
+	 * puts `cores` core switches above them (0: as many as spines per
+	 * pod), every spine cabled to every core by core_uplinks parallel
+	 * links (0: as many as keep a spine non-blocking, its leaves' up-links
+	 * spread over the cores, rounded up). Core cables are never degraded
+	 * (and take no draw: a fabric with pods <= 1 is the two-level one,
+	 * degraded cables included). */
+	int pods;
+	int cores;
+	int core_uplinks;
 } tp_gen_fat_tree_t;
 
 typedef struct tp_gen_rail {

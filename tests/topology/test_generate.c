@@ -557,6 +557,80 @@ static void test_fat_tree_degrade_connected(void **state)
 			}
 }
 
+/* --pods: three levels. 2 pods of 2 leaves, 2 spines a pod, 3 cores: each
+ * pod's spines are one level-2 group, the cores the single level-3 group;
+ * a leaf reaches only its pod's spines; a spine's cores get as many cables
+ * as keep it non-blocking (2 leaves x 2 up-links over 3 cores: 2 each).
+ * Degrading never takes a core cable and keeps every pod in one piece. */
+static void test_fat_tree_pods(void **state)
+{
+	tp_gen_fat_tree_t p;
+	tp_fabric_t *f = NULL;
+
+	(void)state;
+	tp_gen_fat_tree_defaults(&p);
+	p.pods = 2;
+	p.leaves = 4;
+	p.spines = 2;
+	p.cores = 3;
+	p.hosts_per_leaf = 3;
+	p.gpus_per_host = 2;
+	p.uplinks_per_spine = 2;
+	assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+	assert_int_equal(tp_fabric_ngroup_levels(f), 3);
+	assert_int_equal(tp_fabric_groups_at(f, 1), 4);
+	assert_int_equal(tp_fabric_groups_at(f, 2), 2);
+	assert_int_equal(tp_fabric_groups_at(f, 3), 1);
+	assert_int_equal(parallel_links(f, "leaf02", "spine02"), 2);
+	assert_int_equal(parallel_links(f, "leaf02", "spine03"), 0);
+	assert_int_equal(parallel_links(f, "leaf03", "spine03"), 2);
+	assert_int_equal(parallel_links(f, "spine01", "core03"), 2);
+	assert_int_equal(parallel_links(f, "spine04", "core01"), 2);
+	assert_true(group_of(f, "node001", 2) == group_of(f, "node006", 2));
+	assert_true(group_of(f, "node001", 2) != group_of(f, "node007", 2));
+	tp_fabric_destroy(f);
+	for (uint64_t seed = 1; seed <= 20; seed++) {
+		p.degrade = 0.6;
+		p.degrade_seed = seed;
+		assert_int_equal(tp_gen_fat_tree(&p, &f), TP_OK);
+		assert_int_equal(tp_fabric_groups_at(f, 2), 2);
+		assert_int_equal(tp_fabric_groups_at(f, 3), 1);
+		assert_int_equal(parallel_links(f, "spine02", "core02"), 2);
+		tp_fabric_destroy(f);
+		f = NULL;
+	}
+	/* one pod is the two-level tree, degraded cables included */
+	tp_gen_fat_tree_t q;
+	tp_fabric_t *a = NULL, *b = NULL;
+	tp_gen_fat_tree_defaults(&q);
+	q.degrade = 0.1;
+	q.degrade_seed = 3;
+	assert_int_equal(tp_gen_fat_tree(&q, &a), TP_OK);
+	q.pods = 1;
+	assert_int_equal(tp_gen_fat_tree(&q, &b), TP_OK);
+	assert_int_equal(tp_fabric_nlinks(a), tp_fabric_nlinks(b));
+	for (size_t i = 0; i < tp_fabric_nlinks(a); i++) {
+		const tp_link_t *x = tp_fabric_link(a, i),
+				*y = tp_fabric_link(b, i);
+		for (int e = 0; e < 2; e++) {
+			assert_int_equal(x->node[e], y->node[e]);
+			assert_int_equal(x->port[e], y->port[e]);
+		}
+		assert_int_equal(x->width, y->width);
+	}
+	tp_fabric_destroy(a);
+	tp_fabric_destroy(b);
+	a = NULL;
+	/* refused: leaves that do not split, cores without pods */
+	tp_gen_fat_tree_defaults(&q);
+	q.pods = 3;
+	assert_int_equal(tp_gen_fat_tree(&q, &a), TP_ERR_RANGE);
+	q.pods = 0;
+	q.cores = 2;
+	assert_int_equal(tp_gen_fat_tree(&q, &a), TP_ERR_RANGE);
+	assert_null(a);
+}
+
 static void test_param_errors(void **state)
 {
 	tp_gen_fat_tree_t ft;
@@ -1177,6 +1251,7 @@ int main(void)
 	    cmocka_unit_test(test_fat_tree_nics),
 	    cmocka_unit_test(test_fat_tree_degrade_keeps_leaf),
 	    cmocka_unit_test(test_fat_tree_degrade_connected),
+	    cmocka_unit_test(test_fat_tree_pods),
 	    cmocka_unit_test(test_rail_defaults),
 	    cmocka_unit_test(test_rail_uneven),
 	    cmocka_unit_test(test_nvl72_defaults),
