@@ -40,6 +40,8 @@
 #define MAX_ANCESTORS 64
 /* "dddd:bb:dd.f" and its NUL, with room for hwloc's 32-bit domain */
 #define TP_BUSID_MAX 24
+/* The error for two GPUs at one PCI address (path, address). */
+#define DUP_GPU_FMT "%s: two GPUs at PCI %s"
 
 typedef struct gpu_cand {
 	hwloc_obj_t pci;
@@ -89,6 +91,13 @@ static bool is_nv_gpu_pci(hwloc_obj_t o)
 
 	return o->attr->pcidev.vendor_id == PCI_VENDOR_NVIDIA &&
 	       (cls == PCI_CLASS_3D || cls == PCI_CLASS_VGA);
+}
+
+/* a's PCI address as NCCL and nvidia-smi write it: 0000:07:00.0 */
+static void busid(char buf[TP_BUSID_MAX], const struct hwloc_pcidev_attr_s *a)
+{
+	snprintf(buf, TP_BUSID_MAX, "%04x:%02x:%02x.%x", (unsigned)a->domain,
+		 a->bus, a->dev, a->func);
 }
 
 static int cand_cmp(const void *a, const void *b)
@@ -414,11 +423,7 @@ static tp_err_t find_gpus(hwloc_topology_t topo, gpu_cand_t **c_p, size_t *n_p,
 		qsort(c, n, sizeof(*c), cand_cmp);
 	for (size_t i = 1; i < n; i++)
 		if (!cand_cmp(&c[i - 1], &c[i])) {
-			const struct hwloc_pcidev_attr_s *pa =
-			    &c[i].pci->attr->pcidev;
-
-			snprintf(dup, TP_BUSID_MAX, "%04x:%02x:%02x.%x",
-				 pa->domain, pa->bus, pa->dev, pa->func);
+			busid(dup, &c[i].pci->attr->pcidev);
 			tp_free(c);
 			return TP_ERR_PARSE;
 		}
@@ -559,16 +564,16 @@ static tp_err_t build_gpus(hwloc_topology_t topo, const gpu_cand_t *c, size_t n,
 		return TP_ERR_NOMEM;
 	}
 	for (size_t i = 0; i < n; i++) {
-		const struct hwloc_pcidev_attr_s *pa = &c[i].pci->attr->pcidev;
 		const char *nic = nearest_nic(c[i].pci, nics, nnics, taken);
 		tp_gpu_t *g = &gpus[i];
+		char id[TP_BUSID_MAX];
 
 		g->index = (int)i;
 		g->numa = numa_of(topo, c[i].pci);
 		g->hca = -1;
 		g->nvlink_gbps = c[i].nvlink_mbs * MBS_TO_GBPS;
-		g->pci = tp_asprintf("%04x:%02x:%02x.%x", pa->domain, pa->bus,
-				     pa->dev, pa->func);
+		busid(id, &c[i].pci->attr->pcidev);
+		g->pci = tp_strdup(id);
 		g->model = c[i].model ? tp_strdup(c[i].model) : NULL;
 		g->nic = nic ? tp_strdup(nic) : NULL;
 		if (!g->pci || (c[i].model && !g->model) || (nic && !g->nic)) {
@@ -693,7 +698,7 @@ static tp_err_t node_child(void *arg, tp_strbuf_t *out)
 	}
 	err = find_gpus(topo, &c, &n, dup);
 	if (err == TP_ERR_PARSE) {
-		msg = tp_asprintf("%s: two GPUs at PCI %s", job->path, dup);
+		msg = tp_asprintf(DUP_GPU_FMT, job->path, dup);
 		put_field(out, msg ? msg : tp_strerror(err));
 		hwloc_topology_destroy(topo);
 		return err;
@@ -1053,8 +1058,10 @@ static void put_link(nccl_ctx_t *x, float gbs)
 static void put_busid(nccl_ctx_t *x, const char *key,
 		      const struct hwloc_pcidev_attr_s *a)
 {
-	tp_strbuf_printf(&x->sb, " %s=\"%04x:%02x:%02x.%x\"", key,
-			 (unsigned)a->domain, a->bus, a->dev, a->func);
+	char id[TP_BUSID_MAX];
+
+	busid(id, a);
+	tp_strbuf_printf(&x->sb, " %s=\"%s\"", key, id);
 }
 
 static void put_pci_open(nccl_ctx_t *x, hwloc_obj_t o, int depth)
@@ -1348,7 +1355,7 @@ static tp_err_t nccl_child(void *arg, tp_strbuf_t *out)
 				    : " (exported without I/O?)");
 		tp_strbuf_append(out, "", 1);
 	} else if (err == TP_ERR_PARSE) {
-		tp_strbuf_printf(out, "%s: two GPUs at PCI %s", path, x.dup);
+		tp_strbuf_printf(out, DUP_GPU_FMT, path, x.dup);
 		tp_strbuf_append(out, "", 1);
 	} else if (err) {
 		tp_strbuf_printf(out, "%s: out of memory", path);
