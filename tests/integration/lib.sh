@@ -463,19 +463,24 @@ sbatch_named() {
 	return 1
 }
 # settle NODES: until no job is completing and every node without a
-# running job is idle (no node ever runs two jobs in these sequences:
-# Slurm gives exclusive jobs IDLE nodes only). A client that times out (a
-# loaded machine) proves nothing: ask again.
+# running job is idle (a node may run several shared jobs: the nodes of
+# running jobs are counted once each). A client that times out (a loaded
+# machine) proves nothing: ask again.
 settle() {
 	i=0
 	while [ $i -lt 150 ]; do
 		i=$((i + 1))
 		timeout 10 squeue -h -t CG -o %i >"$tmp/cg" 2>/dev/null &&
-			timeout 10 squeue -h -t R -o %D >"$tmp/busy" 2>/dev/null &&
+			timeout 10 squeue -h -t R -o %N >"$tmp/busy" 2>/dev/null &&
 			timeout 10 sinfo -h -N -t idle -o %N >"$tmp/idle" 2>/dev/null ||
 			{ sleep 0.5; continue; }
 		cg=$(wc -l <"$tmp/cg")
-		busy=$(awk '{ s += $1 } END { print s + 0 }' "$tmp/busy")
+		if [ -s "$tmp/busy" ]; then
+			busy=$(timeout 10 scontrol show hostnames "$(paste -sd, "$tmp/busy")" |
+				sort -u | wc -l) || { sleep 0.5; continue; }
+		else
+			busy=0
+		fi
 		idle=$(sort -u "$tmp/idle" | wc -l)
 		[ "$cg" -eq 0 ] && [ $((idle + busy)) -eq "$1" ] && return 0
 		sleep 0.2
