@@ -242,6 +242,7 @@ void tp__ideal_cache_free(tp_ideal_cache_t *c);
 
 extern const tp_policy_t tp__policy_topoplace;
 extern const tp_policy_t tp__policy_slurm_tree;
+extern const tp_policy_t tp__policy_slurm_tree_22;
 extern const tp_policy_t tp__policy_slurm_block;
 extern const tp_policy_t tp__policy_slurm_linear;
 extern const tp_policy_t tp__policy_first_fit;

@@ -25,8 +25,10 @@
 /* ---- registry ---- */
 
 static const tp_policy_t *const policies[] = {
-    &tp__policy_topoplace,    &tp__policy_slurm_tree, &tp__policy_slurm_block,
-    &tp__policy_slurm_linear, &tp__policy_first_fit,  &tp__policy_random,
+    &tp__policy_topoplace,     &tp__policy_slurm_tree,
+    &tp__policy_slurm_tree_22, &tp__policy_slurm_block,
+    &tp__policy_slurm_linear,  &tp__policy_first_fit,
+    &tp__policy_random,
 };
 
 #define NPOLICIES (sizeof(policies) / sizeof(policies[0]))
@@ -50,8 +52,8 @@ const char *tp_policy_names(void)
 {
 	/* a literal, not built at run time: no state, no thread worries;
 	 * test_policy checks it against the table */
-	return "topoplace, slurm-tree, slurm-block, slurm-linear, first-fit, "
-	       "random";
+	return "topoplace, slurm-tree, slurm-tree-22.05, slurm-block, "
+	       "slurm-linear, first-fit, random";
 }
 
 /* ---- parameters (one table: defaults, ranges, documentation) ---- */

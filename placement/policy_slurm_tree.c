@@ -1,8 +1,21 @@
 /*
- * slurm-tree: a model of Slurm 22.05.8 cons_tres _eval_nodes_topo
- * (select/cons_tres/job_test.c) with topology/tree, run on the switch
- * table that `topoplace fabric topology-conf` writes for the same fabric.
- * Section numbers refer to doc/slurm-tree-model.md.
+ * slurm-tree: a model of Slurm 24.11.5's topology/tree node selection
+ * (plugins/topology/tree/eval_nodes_tree.c, _eval_nodes_topo), and
+ * slurm-tree-22.05 of 22.05.8's (select/cons_tres/job_test.c, the same
+ * function before the move), each run on the switch table that `topoplace
+ * fabric topology-conf` writes for the same fabric. Section numbers refer
+ * to doc/slurm-tree-model.md (22.05; section 11 for what 24.11 changed).
+ *
+ * What 24.11 changed, for the jobs modelled here (11.):
+ *  - a leaf closer to the leaves already picked replaces the best one
+ *    whenever it fits (as far as the comparison climbed: the ancestor it
+ *    stopped at), where 22.05 also wanted it to compare no worse;
+ *  - using a leaf takes its count off every switch above it
+ *    (_decrement_node_cnt), and so does filling required leaves (with
+ *    the running total of nodes taken, as 24.11.5 does); 22.05 kept the
+ *    counts it took once.
+ * Neither can change a pick on a two-level tree: every leaf there has the
+ * same parent and the same distance to the leaves picked.
  *
  * The switch table (1.5), as Slurm would build it from our file: the
  * switches of tp_stree_conf, the tree the writer prints, one SwitchName
@@ -21,13 +34,24 @@
  *  - the candidate filter: a node counts, as 1, when it can take the
  *    job's per-node share: up, >= gpus-per-node free GPUs (>= 1 for a
  *    --gpus job), idle for exclusive or whole-node jobs (7.3);
+ *  - GPU weight tiers (11.3; cons_tres job_test.c "favor nodes with more
+ *    co-located GPUs", in both versions): a node's tier is its usable
+ *    GPUs (all of them for an exclusive GPU job, min(free, T) for
+ *    --gpus=T, the per-node count for a shared job, so one tier there);
+ *    larger tiers go first;
  *  - T4: the top switch is the highest-level switch with enough
- *    candidates, the last such in index order (>= / <=), single weight;
+ *    candidates and a lightest tier no heavier than the top's so far,
+ *    the last such in index order (>= / <=);
+ *  - T10/T10b: tiers gathered under the top switch, lightest first, until
+ *    they hold the job's nodes and GPUs; the lighter tiers are then the
+ *    job's (taken first, their switches required, distances seeded from
+ *    every required switch, required leaves filled first);
  *  - T6: no top switch, no placement (a job never spans two trees);
  *  - T8/T10: candidates restricted to the top switch; fail when they are
  *    not sufficient, GPUs included for --gpus jobs;
- *  - T11a: switch counts taken once; only a used leaf's count is zeroed
- *    afterwards, so parent counts stay stale (4.3);
+ *  - T11a: switch counts taken once over the gathered tiers; 22.05 zeroes
+ *    only a used leaf's count afterwards, so parent counts stay stale
+ *    (4.3), 24.11 brings them up to date;
  *  - T11d: the leaf loop with its stall stop, the exact sequential scan
  *    of choose_best (4.1) and compare with the parent climb (4.2), dist
  *    as sums of switches_dist over all picked leaves with INFINITE
@@ -47,8 +71,11 @@
  * Left out, and why:
  *  - required nodes (-w) and T2/T3/T7/T9/T11b/T11c: tp_request_t has no
  *    node list;
- *  - weight tiers and req2 (T10 beyond one tier, T10b, 7.2): uniform
- *    weights in our scenarios (10.5);
+ *  - node weights (Weight=, 7.2): uniform in our scenarios (10.5); only
+ *    the GPU tiers above order the nodes;
+ *  - GPUs bound to cores (gres.conf Cores=): a GPU whose socket has no
+ *    free core is not usable there, which can split a shared job's one
+ *    tier; our gres.conf binds none;
  *  - the --switches gate (5): the request has no switch count and the
  *    gate is a scheduling-time decision (wait up to wait4switch from the
  *    first evaluation); the placement's level-1 group span is Slurm's
@@ -67,6 +94,7 @@
  */
 #include "config.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -83,10 +111,14 @@ typedef struct sw {
 } sw_t;
 
 typedef struct tree {
-	tp__slurm_pick_t pk; /* cand: candidate under the top switch */
+	tp__slurm_pick_t pk; /* cand: in the gathered tiers, not yet taken */
 	sw_t *sw;
 	size_t nsw;
 	uint64_t *dist; /* per line */
+	bool v24;	/* Slurm 24.11's rules (else 22.05's) */
+	int *key;	/* per host: its weight tier, larger first (1.1) */
+	bool *inb;	/* per host: in the gathered tiers B, taken or not */
+	bool *req;	/* per line: required (meets the lighter tiers R) */
 } tree_t;
 
 /* The switches in topology.conf's line order (tp_stree_conf). */
@@ -146,8 +178,11 @@ static uint64_t switches_dist(const tree_t *t, uint32_t a, uint32_t b)
 	return hops;
 }
 
-/* _topo_compare_switches (4.2): +1 if i is better than j for rem nodes. */
-static int compare(const tree_t *t, uint32_t i, uint32_t j, long long rem)
+/* _topo_compare_switches (4.2): +1 if i is better than j for rem nodes.
+ * *i_fit: whether i's side fitted where the climb stopped (24.11 reads
+ * it: i's ancestor, not i, once the climb has gone up). */
+static int compare(const tree_t *t, uint32_t i, uint32_t j, long long rem,
+		   bool *i_fit)
 {
 	const sw_t *s = t->sw;
 	uint32_t a = i, b = j;
@@ -157,6 +192,7 @@ static int compare(const tree_t *t, uint32_t i, uint32_t j, long long rem)
 	for (int guard = 0; guard < 2 * TP_MAX_LEVELS + 4; guard++) {
 		bool fa = s[a].cnt >= rem, fb = s[b].cnt >= rem;
 
+		*i_fit = fa;
 		if (fa && fb) {
 			if (s[a].cnt < s[b].cnt)
 				return 1;
@@ -187,9 +223,12 @@ static int compare(const tree_t *t, uint32_t i, uint32_t j, long long rem)
 	return 0;
 }
 
-/* _topo_choose_best_switch (4.1), one candidate leaf i. */
+/* _topo_choose_best_switch (4.1), one candidate leaf i. A closer leaf
+ * replaces the best when it compares no worse (22.05) or when it fits
+ * (24.11, eval_nodes_tree.c:126, however many candidates it has). */
 static void choose_best(const tree_t *t, uint32_t i, uint32_t *best)
 {
+	bool fit;
 	int tcs;
 
 	if (*best == TP_ID_NONE || t->dist[i] == DIST_INF || !t->sw[i].cnt) {
@@ -197,10 +236,20 @@ static void choose_best(const tree_t *t, uint32_t i, uint32_t *best)
 			*best = i;
 		return;
 	}
-	tcs = compare(t, i, *best, t->pk.rem_nodes);
-	if ((t->dist[i] < t->dist[*best] && tcs >= 0) ||
+	tcs = compare(t, i, *best, t->pk.rem_nodes, &fit);
+	if ((t->dist[i] < t->dist[*best] && (t->v24 ? fit : tcs >= 0)) ||
 	    (t->dist[i] == t->dist[*best] && tcs > 0))
 		*best = i;
+}
+
+/* 24.11's _decrement_node_cnt: line and every switch above it lose num
+ * (not below 0); 22.05 keeps the counts it took once. */
+static void decrement(tree_t *t, long long num, uint32_t line)
+{
+	if (!t->v24)
+		return;
+	for (uint32_t x = line; x != TP_ID_NONE; x = t->sw[x].up)
+		t->sw[x].cnt = t->sw[x].cnt <= num ? 0 : t->sw[x].cnt - num;
 }
 
 /* Hosts under a line (group), via the fabric's per-group host lists. */
@@ -209,66 +258,180 @@ static const tp_group_t *grp(const tree_t *t, uint32_t line)
 	return tp_fabric_group(t->pk.in->f, t->sw[line].group);
 }
 
-/* Candidates under a line. */
-static long long count_cand(const tree_t *t, uint32_t line)
+/* Hosts of set[] under a line, and the largest tier key among them
+ * (-1 for none). */
+static long long count_in(const tree_t *t, uint32_t line, const bool *set,
+			  int *key_p)
 {
 	const tp_group_t *gp = grp(t, line);
 	long long c = 0;
+	int key = -1;
 
-	for (size_t k = 0; k < gp->nhosts; k++)
-		c += t->pk.cand[gp->hosts[k]];
+	for (size_t k = 0; k < gp->nhosts; k++) {
+		uint32_t h = gp->hosts[k];
+		if (!set[h])
+			continue;
+		c++;
+		if (t->key[h] > key)
+			key = t->key[h];
+	}
+	if (key_p)
+		*key_p = key;
 	return c;
 }
 
-static tp_err_t eval_topo(tree_t *t, char *why, size_t whylen)
+/* A candidate's weight tier (1.1; cons_tres job_test.c: sched_weight's
+ * low byte is 0xff - near_gpu_cnt, so more usable GPUs is lighter and
+ * goes first): all its GPUs for an exclusive GPU job, the per-node count
+ * for a shared one (one tier), min(free, T) for --gpus=T; one tier for a
+ * job without GPUs. */
+static int tier_key(const tree_t *t, uint32_t h)
+{
+	const tp__policy_in_t *in = t->pk.in;
+	int free = tp__slurm_free_gpus(in, h);
+
+	if (!in->nhosts)
+		return free < in->total_gpus ? free : in->total_gpus;
+	if (!in->gpus_per_host)
+		return 0;
+	return in->exclusive ? free : in->gpus_per_host;
+}
+
+/* Take candidate h if it is still free; true when the job is done. */
+static bool take(tree_t *t, uint32_t h, long long *taken)
+{
+	if (!t->pk.cand[h] || t->pk.n >= t->pk.max)
+		return false;
+	tp__slurm_pick_take(&t->pk, h);
+	(*taken)++;
+	return tp__slurm_pick_done(&t->pk);
+}
+
+/* T10/T10b (2.): gather the tiers under top, lightest first, until they
+ * hold the job: B (inb) and the lighter tiers R (req, per host: reused
+ * from cand's storage by the caller). False when all of them do not. */
+static bool gather(tree_t *t, uint32_t top, bool *r)
+{
+	const tp__policy_in_t *in = t->pk.in;
+	const tp_group_t *gp = grp(t, top);
+	long long nb = 0, gb = 0;
+	int k = INT_MAX;
+
+	for (;;) {
+		int next = -1;
+		for (size_t x = 0; x < gp->nhosts; x++) {
+			uint32_t h = gp->hosts[x];
+			if (t->pk.cand[h] && !t->inb[h] && t->key[h] < k &&
+			    t->key[h] > next)
+				next = t->key[h];
+		}
+		if (next < 0)
+			return false;
+		if (nb)
+			for (size_t x = 0; x < gp->nhosts; x++)
+				r[gp->hosts[x]] = t->inb[gp->hosts[x]];
+		for (size_t x = 0; x < gp->nhosts; x++) {
+			uint32_t h = gp->hosts[x];
+			if (t->pk.cand[h] && t->key[h] == next) {
+				t->inb[h] = true;
+				nb++;
+				gb += tp__slurm_free_gpus(in, h);
+			}
+		}
+		if (nb >= t->pk.rem_nodes && gb >= t->pk.need_gpus)
+			return true;
+		k = next;
+	}
+}
+
+static tp_err_t eval_topo(tree_t *t, bool *r, char *why, size_t whylen)
 {
 	const tp__policy_in_t *in = t->pk.in;
 	size_t nh = tp_fabric_nhosts(in->f), leaves = 0;
 	uint32_t top = TP_ID_NONE;
-	long long under = 0, gpus_under = 0, prev;
+	long long prev, taken = 0;
+	int top_key = -1;
+	bool any_r = false;
 
-	for (uint32_t h = 0; h < nh; h++)
+	for (uint32_t h = 0; h < nh; h++) {
 		t->pk.cand[h] =
 		    tp__host_offer(in, h) > 0 &&
 		    tp_fabric_host(in->f, h)->group[0] != TP_ID_NONE;
-	/* T4: the highest-level switch with enough candidates; ties at the
-	 * same level go to the last line (>=) */
+		t->key[h] = t->pk.cand[h] ? tier_key(t, h) : -1;
+	}
+	/* T4: the highest-level switch with enough candidates and a tier no
+	 * heavier than the top's so far; ties go to the last line (>=) */
 	for (uint32_t i = 0; i < t->nsw; i++) {
-		long long c = t->sw[i].cnt = count_cand(t, i);
+		int key;
+		long long c = count_in(t, i, t->pk.cand, &key);
 
 		if (c < t->pk.rem_nodes)
 			continue;
-		if (top == TP_ID_NONE || t->sw[i].level >= t->sw[top].level)
+		if (top == TP_ID_NONE ||
+		    (t->sw[i].level >= t->sw[top].level && key >= top_key)) {
 			top = i;
+			top_key = key;
+		}
 	}
 	/* T6 */
 	if (top == TP_ID_NONE)
 		return TP_ERR_NOTFOUND;
-	/* T8, T10: candidates are the top switch's; are they enough? */
+	/* T8, T10: candidates are the top switch's, gathered by tier */
 	{
-		bool *in_top = tp_calloc(nh + 1, sizeof(bool));
 		const tp_group_t *gp = grp(t, top);
+		bool *in_top = tp_calloc(nh + 1, sizeof(bool));
 
 		if (!in_top)
 			return TP_ERR_NOMEM;
 		for (size_t k = 0; k < gp->nhosts; k++)
 			in_top[gp->hosts[k]] = true;
-		for (uint32_t h = 0; h < nh; h++) {
+		for (uint32_t h = 0; h < nh; h++)
 			t->pk.cand[h] = t->pk.cand[h] && in_top[h];
-			if (t->pk.cand[h]) {
-				under++;
-				gpus_under += in->s->free[h];
-			}
-		}
 		tp_free(in_top);
 	}
-	if (under < t->pk.rem_nodes || gpus_under < t->pk.need_gpus)
+	if (!gather(t, top, r))
 		return TP_ERR_NOTFOUND;
-	/* T11a: counts once; parents' counts are never updated again */
+	for (uint32_t h = 0; h < nh; h++)
+		t->pk.cand[h] = t->inb[h];
+	/* T10b: the lighter tiers are the job's before any leaf is chosen,
+	 * and every switch over one of them is required */
+	for (uint32_t h = 0; h < nh && t->pk.max_nodes > 0; h++)
+		if (r[h]) {
+			any_r = true;
+			tp__slurm_pick_take(&t->pk, h);
+		}
+	if (any_r) {
+		if (tp__slurm_pick_done(&t->pk))
+			goto fini;
+		if (t->pk.max_nodes <= 0)
+			return TP_ERR_NOTFOUND;
+	}
+	/* T11a: counts once, over B (taken or not) */
 	for (uint32_t i = 0; i < t->nsw; i++) {
-		t->sw[i].cnt = count_cand(t, i);
+		t->sw[i].cnt = count_in(t, i, t->inb, NULL);
+		t->req[i] = any_r && count_in(t, i, r, NULL) > 0;
 		t->dist[i] = 0;
 	}
+	/* T11b: the required leaves first, in line order; 24.11 takes the
+	 * count of every node taken so far off each (its running total) */
+	for (uint32_t i = 0; any_r && i < t->nsw; i++) {
+		const tp_group_t *gp = grp(t, i);
+		if (!t->req[i] || t->sw[i].level != 0)
+			continue;
+		for (size_t k = 0; k < gp->nhosts; k++)
+			if (take(t, gp->hosts[k], &taken))
+				goto fini;
+		decrement(t, taken, i);
+	}
+	for (uint32_t i = 0; i < t->nsw; i++)
+		if (t->req[i])
+			for (uint32_t k = 0; k < t->nsw; k++) {
+				uint64_t d = switches_dist(t, i, k);
+				t->dist[k] =
+				    d == DIST_INF || t->dist[k] == DIST_INF
+					? DIST_INF
+					: t->dist[k] + d;
+			}
 	/* T11d */
 	prev = t->pk.rem_nodes + 1;
 	for (;;) {
@@ -279,7 +442,7 @@ static tp_err_t eval_topo(tree_t *t, char *why, size_t whylen)
 			break; /* stall */
 		prev = t->pk.rem_nodes;
 		for (uint32_t i = 0; i < t->nsw; i++)
-			if (t->sw[i].level == 0)
+			if (t->sw[i].level == 0 && !t->req[i])
 				choose_best(t, i, &best);
 		if (best == TP_ID_NONE)
 			break;
@@ -291,55 +454,83 @@ static tp_err_t eval_topo(tree_t *t, char *why, size_t whylen)
 		}
 		leaves++;
 		gp = grp(t, best);
-		for (size_t k = 0; k < gp->nhosts && t->pk.max_nodes > 0; k++) {
-			uint32_t h = gp->hosts[k];
-			if (!t->pk.cand[h] || t->pk.n >= t->pk.max)
-				continue;
-			tp__slurm_pick_take(&t->pk, h);
-			if (tp__slurm_pick_done(&t->pk))
+		for (size_t k = 0; k < gp->nhosts && t->pk.max_nodes > 0; k++)
+			if (take(t, gp->hosts[k], &taken))
 				goto fini;
-		}
+		decrement(t, t->sw[best].cnt, best);
 		t->sw[best].cnt = 0;
 	}
 	if (t->pk.min_rem_nodes > 0 || t->pk.got_gpus < t->pk.need_gpus)
 		return TP_ERR_NOTFOUND;
 fini:
 	snprintf(why, whylen,
-		 "slurm-tree: top switch on level %d, %zu leaf switch%s by "
+		 "%s: top switch on level %d, %zu leaf switch%s by "
 		 "Slurm's best fit in switch order.",
-		 t->sw[top].level, leaves, leaves == 1 ? "" : "es");
+		 t->v24 ? "slurm-tree" : "slurm-tree-22.05", t->sw[top].level,
+		 leaves, leaves == 1 ? "" : "es");
 	return TP_OK;
 }
 
-static tp_err_t slurm_tree(const tp__policy_in_t *in, uint32_t *hosts,
+static tp_err_t slurm_tree(const tp__policy_in_t *in, bool v24, uint32_t *hosts,
 			   int *gpus, size_t max, size_t *n_p, char *why,
 			   size_t whylen)
 {
 	size_t nh = tp_fabric_nhosts(in->f);
-	tree_t t = {.pk = {.in = in, .hosts = hosts, .gpus = gpus, .max = max}};
+	tree_t t = {.pk = {.in = in, .hosts = hosts, .gpus = gpus, .max = max},
+		    .v24 = v24};
+	bool *r = NULL;
 	tp_err_t err;
 
 	if ((err = build_table(&t)))
 		goto out;
 	t.pk.cand = tp_calloc(nh + 1, sizeof(bool));
+	t.inb = tp_calloc(nh + 1, sizeof(bool));
+	r = tp_calloc(nh + 1, sizeof(bool));
+	t.key = tp_calloc(nh + 1, sizeof(int));
 	t.dist = tp_calloc(t.nsw + 1, sizeof(uint64_t));
-	if (!t.pk.cand || !t.dist) {
+	t.req = tp_calloc(t.nsw + 1, sizeof(bool));
+	if (!t.pk.cand || !t.inb || !r || !t.key || !t.dist || !t.req) {
 		err = TP_ERR_NOMEM;
 		goto out;
 	}
 	tp__slurm_pick_reset(&t.pk, in);
-	if (!(err = eval_topo(&t, why, whylen)))
+	if (!(err = eval_topo(&t, r, why, whylen)))
 		*n_p = t.pk.n;
 out:
 	tp_free(t.sw);
 	tp_free(t.pk.cand);
+	tp_free(t.inb);
+	tp_free(r);
+	tp_free(t.key);
 	tp_free(t.dist);
+	tp_free(t.req);
 	return err;
+}
+
+static tp_err_t slurm_tree_24(const tp__policy_in_t *in, uint32_t *hosts,
+			      int *gpus, size_t max, size_t *n_p, char *why,
+			      size_t whylen)
+{
+	return slurm_tree(in, true, hosts, gpus, max, n_p, why, whylen);
+}
+
+static tp_err_t slurm_tree_22(const tp__policy_in_t *in, uint32_t *hosts,
+			      int *gpus, size_t max, size_t *n_p, char *why,
+			      size_t whylen)
+{
+	return slurm_tree(in, false, hosts, gpus, max, n_p, why, whylen);
 }
 
 const tp_policy_t tp__policy_slurm_tree = {
     .name = "slurm-tree",
+    .doc = "Slurm 24.11 cons_tres with topology/tree (eval_nodes_tree) on "
+	   "the topology.conf topoplace writes",
+    .choose = slurm_tree_24,
+};
+
+const tp_policy_t tp__policy_slurm_tree_22 = {
+    .name = "slurm-tree-22.05",
     .doc = "Slurm 22.05 cons_tres with topology/tree (_eval_nodes_topo) on "
 	   "the topology.conf topoplace writes",
-    .choose = slurm_tree,
+    .choose = slurm_tree_22,
 };

@@ -389,7 +389,8 @@ tp_err_t tp_placement_copy(const tp_placement_t *from, tp_placement_t *to);
 
 typedef struct tp_policy tp_policy_t;
 
-/* Policies by name: "topoplace", "slurm-tree", "slurm-linear",
+/* Policies by name: "topoplace", "slurm-tree" (Slurm 24.11's tree
+ * selection), "slurm-tree-22.05", "slurm-block", "slurm-linear",
  * "first-fit", "random". NULL if unknown. Static; do not free. */
 const tp_policy_t *tp_policy_find(const char *name);
 const char *tp_policy_name(const tp_policy_t *p);

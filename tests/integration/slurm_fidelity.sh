@@ -1,8 +1,8 @@
 #!/bin/sh
-# Fidelity of the simulator's slurm-tree policy: one job sequence through a
+# Fidelity of the simulator's slurm-tree-22.05 policy: one job sequence through a
 # real slurmctld 22.05 (Slurm's own topology/tree, the topology.conf that
 # `topoplace fabric topology-conf` writes) and through
-# `topoplace place --policy slurm-tree` must land on the same hosts.
+# `topoplace place --policy slurm-tree-22.05` must land on the same hosts.
 #
 # 12 nodes, 4 fake GPUs each, on a 3-leaf fat tree whose groups interleave
 # the names (node001,004,007,010 on leaf01, ...). Twelve exclusive GPU jobs
@@ -90,7 +90,7 @@ while read -r name n g; do
 	state_now 4 1 # exclusive jobs: the host is theirs either way
 	free=$(timeout 10 sinfo -h -N -t idle -o %N | sort -u | sorted_line)
 	sim=$("$TOPOPLACE" place --fabric "$fabric" --state "$tmp/state.json" \
-		--request "nodes=$n,gpus-per-node=$g,exclusive" --policy slurm-tree --json 2>"$tmp/place.err" |
+		--request "nodes=$n,gpus-per-node=$g,exclusive" --policy slurm-tree-22.05 --json 2>"$tmp/place.err" |
 		jq -r '.hosts[]' 2>/dev/null | sorted_line)
 	timeout 10 scontrol release "$id"
 	if wait_state -t 20 "$id" RUNNING; then
@@ -100,10 +100,10 @@ while read -r name n g; do
 	fi
 	[ -n "$sim" ] || sim="(no placement: $(head -1 "$tmp/place.err"))"
 	if [ "$sim" = "$got" ]; then
-		ok "job $name ($id, -N $n gpu:$g): slurm-tree = Slurm: $got"
+		ok "job $name ($id, -N $n gpu:$g): slurm-tree-22.05 = Slurm: $got"
 		matched=$((matched + 1))
 	else
-		bad "job $name ($id, -N $n gpu:$g) free [$free]: slurm-tree [$sim] != Slurm [$got]"
+		bad "job $name ($id, -N $n gpu:$g) free [$free]: slurm-tree-22.05 [$sim] != Slurm [$got]"
 		mismatched=$((mismatched + 1))
 	fi
 done <"$tmp/seq"

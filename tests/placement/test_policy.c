@@ -14,9 +14,10 @@
 #include "placement_int.h"
 #include "topology_int.h"
 
-static const char *const policy_names[] = {"topoplace",	  "slurm-tree",
-					   "slurm-block", "slurm-linear",
-					   "first-fit",	  "random"};
+static const char *const policy_names[] = {
+    "topoplace",   "slurm-tree",   "slurm-tree-22.05",
+    "slurm-block", "slurm-linear", "first-fit",
+    "random"};
 #define NPOL (sizeof(policy_names) / sizeof(policy_names[0]))
 
 /* ---- fabrics ---- */
@@ -746,8 +747,10 @@ static tp_state_t *doc62(tp_fabric_t **f_p)
 }
 
 /* Section 6.2: s0,s1 under p0, s2,s3 under p1, root r; available s0=6,
- * s1=2, s2=7, s3=7; -N 10. The sequential scan keeps s0 (earlier, tighter
- * fit for the remaining 3) over s3 (closer): the job spans both spines. */
+ * s1=2, s2=7, s3=7; -N 10. Both versions take s2 first (its spine fits).
+ * 22.05's sequential scan then keeps s0 (earlier, tighter fit for the
+ * remaining 3) over s3 (closer): the job spans both spines. 24.11 takes
+ * any closer leaf that fits (eval_nodes_tree.c:126): s3, one spine. */
 static void test_slurm_tree_doc62(void **unused)
 {
 	tp_fabric_t *f;
@@ -759,13 +762,86 @@ static void test_slurm_tree_doc62(void **unused)
 	busy_range(s, 9, 14);  /* s1: 2 left */
 	busy_range(s, 17, 17); /* s2: 7 left */
 	busy_range(s, 25, 25); /* s3: 7 left */
-	expect_place(f, s, "slurm-tree", "nodes=10,gpus-per-node=8",
+	expect_place(f, s, "slurm-tree-22.05", "nodes=10,gpus-per-node=8",
 		     "n03 n04 n05 n18 n19 n20 n21 n22 n23 n24", &p);
 	assert_int_equal(p.span[TP_SPAN_SPINE_GROUPS], 2);
 	assert_int_equal(p.min_span_free[TP_SPAN_SPINE_GROUPS], 1);
 	tp_placement_free(&p);
+	expect_place(f, s, "slurm-tree", "nodes=10,gpus-per-node=8",
+		     "n18 n19 n20 n21 n22 n23 n24 n26 n27 n28", &p);
+	assert_int_equal(p.span[TP_SPAN_SPINE_GROUPS], 1);
+	tp_placement_free(&p);
 	tp_state_destroy(s);
 	tp_fabric_destroy(f);
+}
+
+/* Leave `left` GPUs free on host name (job ids from 2000 up). */
+static void leave_free(tp_state_t *s, const char *name, int left)
+{
+	static uint64_t job = 2000;
+	uint32_t h = tp_test_host(tp_state_fabric(s), name);
+	int g = tp_state_free_gpus(s, h) - left;
+
+	assert_int_equal(tp_state_alloc(s, job++, &h, &g, 1), TP_OK);
+}
+
+/* GPU weight tiers (doc/slurm-tree-model.md 11.3; cons_tres gives a node
+ * more usable GPUs a lighter weight, min(free, T) for --gpus=T), in both
+ * versions: a tier that holds the job is all the job looks at; a short
+ * one is the job's before any leaf is chosen (req2), its leaves and
+ * every switch above them required. 8 GPUs a host. */
+static void test_slurm_tree_gpu_tiers(void **unused)
+{
+	static const char *const pol[] = {"slurm-tree", "slurm-tree-22.05"};
+	static const int par3[] = {4, 4, 5, 5, 6, 6, -1};
+	static const int nh3[] = {2, 2, 2, 2, 0, 0, 0};
+	tp_placement_t p = {0};
+	tp_fabric_t *f;
+	tp_state_t *s;
+
+	(void)unused;
+	for (int v = 0; v < 2; v++) {
+		/* n01 has 1 free, n05 and n06 8: --gpus=8 takes n05 alone
+		 * (without tiers: s0's one candidate first, n01 + n05) */
+		s = two_leaves(4, &f);
+		leave_free(s, "n01", 1);
+		busy_range(s, 2, 4);
+		busy_range(s, 7, 8);
+		expect_place(f, s, pol[v], "gpus=8", "n05", &p);
+		assert_int_equal(gpus_on(f, &p, "n05"), 8);
+		tp_placement_free(&p);
+		tp_state_destroy(s);
+		tp_fabric_destroy(f);
+		/* n01 8, n02 1, n05 4 free: --gpus=4 is tier 4 (n01, n05),
+		 * one a leaf, the first leaf: n01 (without tiers s1 has
+		 * fewer candidates: n05) */
+		s = two_leaves(4, &f);
+		leave_free(s, "n02", 1);
+		leave_free(s, "n05", 4);
+		busy_range(s, 3, 4);
+		busy_range(s, 6, 8);
+		expect_place(f, s, pol[v], "gpus=4", "n01", NULL);
+		tp_state_destroy(s);
+		tp_fabric_destroy(f);
+		/* three levels, n03 1, n05 1, n07 2 free, --gpus=3: tier 2
+		 * (n07) is short, so it is the job's; the distances from its
+		 * leaf, spine and root make n05 (same spine) closer than n03
+		 * (without tiers: one node from each leaf) */
+		s = tree_state(7, par3, nh3, &f);
+		busy_range(s, 1, 2);
+		leave_free(s, "n03", 1);
+		busy_range(s, 4, 4);
+		leave_free(s, "n05", 1);
+		busy_range(s, 6, 6);
+		leave_free(s, "n07", 2);
+		busy_range(s, 8, 8);
+		expect_place(f, s, pol[v], "gpus=3", "n05 n07", &p);
+		assert_int_equal(gpus_on(f, &p, "n07"), 2);
+		assert_int_equal(gpus_on(f, &p, "n05"), 1);
+		tp_placement_free(&p);
+		tp_state_destroy(s);
+		tp_fabric_destroy(f);
+	}
 }
 
 /* The same tree with the spines' leaves in the other file order (p1's
@@ -1608,7 +1684,8 @@ static void test_ideal_whole_mixed(void **unused)
  * outside their switches or blocks, not even alone. */
 static bool intree(const char *policy)
 {
-	return !strcmp(policy, "slurm-tree") || !strcmp(policy, "slurm-block");
+	return !strncmp(policy, "slurm-tree", 10) ||
+	       !strcmp(policy, "slurm-block");
 }
 
 /* A GPU host with no cable (no NIC at all, or NICs whose links are gone)
@@ -1828,6 +1905,7 @@ int main(void)
 	    cmocka_unit_test(test_slurm_tree_doc61),
 	    cmocka_unit_test(test_slurm_tree_doc62),
 	    cmocka_unit_test(test_slurm_tree_doc62_reversed),
+	    cmocka_unit_test(test_slurm_tree_gpu_tiers),
 	    cmocka_unit_test(test_slurm_tree_parent_tie),
 	    cmocka_unit_test(test_slurm_tree_disjoint),
 	    cmocka_unit_test(test_slurm_tree_candidates),
