@@ -733,7 +733,14 @@ static const char *col(char *buf, size_t len, int w, int prec, double v)
 
 static void print_table(const sims_t *S, size_t b, double *x)
 {
-	printf("%-13s %6s %7s %9s %9s %6s %6s %6s %6s %6s %7s  %-22s\n",
+	int pw = 13; /* the policy column: its longest name */
+
+	for (size_t p = 0; p < S->npol; p++) {
+		size_t len = strlen(tp_policy_name(S->runs[p].policy));
+		if (len > (size_t)pw)
+			pw = (int)len;
+	}
+	printf("%-*s %6s %7s %9s %9s %6s %6s %6s %6s %6s %7s  %-22s\n", pw,
 	       "policy", "util%", "useful%", "wait", "JCT", "slow", "p95",
 	       "span%", "span0%", "frag%", "top TB/h", "JCT/base (+- se)");
 	for (size_t p = 0; p < S->npol; p++) {
@@ -752,9 +759,9 @@ static void print_table(const sims_t *S, size_t b, double *x)
 			snprintf(ratio, sizeof(ratio), "%.3f +- %.3f %s", m, se,
 				 verdict_of(S, p, b, m, se));
 		char c1[16], c2[16], c3[16], c4[16];
-		printf("%-13s %6.1f %7.1f %8.0fs %8.0fs %s %s %s "
+		printf("%-*s %6.1f %7.1f %8.0fs %8.0fs %s %s %s "
 		       "%s %6.1f %7.1f  %s\n",
-		       tp_policy_name(S->runs[p].policy),
+		       pw, tp_policy_name(S->runs[p].policy),
 		       100 * MEAN_OF(S, p, gpu_util),
 		       100 * MEAN_OF(S, p, useful_util),
 		       MEAN_OF(S, p, mean_wait_s), MEAN_OF(S, p, mean_jct_s),
@@ -770,12 +777,12 @@ static void print_table(const sims_t *S, size_t b, double *x)
 		       seed_mean(S, p, get_top_tb_h, 0), ratio);
 	}
 	printf("\nJCT/base by job size (hosts asked for; mean +- se over "
-	       "%s)\n%-13s",
-	       batched(S) ? "10 batches of the trace's jobs" : "seeds",
+	       "%s)\n%-*s",
+	       batched(S) ? "10 batches of the trace's jobs" : "seeds", pw,
 	       "policy");
 	for (int c = 0; c < TP_SIM_NCLASSES; c++)
 		printf(" %22s", tp_sim_class_name(c));
-	printf("\n%-13s", "jobs/seed");
+	printf("\n%-*s", pw, "jobs/seed");
 	for (int c = 0; c < TP_SIM_NCLASSES; c++) {
 		double v = seed_mean(S, b, get_class_jobs, (size_t)c);
 		/* a mean over seeds: 0.3 jobs a seed is not 0 */
@@ -785,7 +792,7 @@ static void print_table(const sims_t *S, size_t b, double *x)
 	for (size_t p = 0; p < S->npol; p++) {
 		if (p == b)
 			continue;
-		printf("%-13s", tp_policy_name(S->runs[p].policy));
+		printf("%-*s", pw, tp_policy_name(S->runs[p].policy));
 		for (int c = 0; c < TP_SIM_NCLASSES; c++) {
 			double m, se;
 			char cell[48] = "-";
