@@ -4,8 +4,10 @@
  * Quality (issue 12): the built-in default of `topoplace simulate` (a 2:1
  * fat tree of 8 leaves x 8 hosts x 8 GPUs, one NIC per GPU, 5% of cables
  * degraded), a larger one of the same kind (16 leaves, hosts interleaved
- * over the leaves, another degradation seed) against slurm-tree, and an
- * NVL72 fabric (8 racks) against slurm-block, LLM trace, every policy on
+ * over the leaves, another degradation seed) and a three-level one (the
+ * default's leaves in 2 pods of 4, the spines under 4 non-blocking cores;
+ * not among the issue's fabrics) against slurm-tree, and an NVL72 fabric
+ * (8 racks) against slurm-block, LLM trace, every policy on
  * the same traces (seeds 1..N, N = 16 unless --seeds=N); prints
  * topoplace's figures and its ratios against the Slurm baseline: JCT as
  * the mean of the per-seed ratios with its standard error, so a
@@ -27,7 +29,8 @@
  * with enough GPUs free that the policy would not place it (what a
  * packing rule can shorten).
  * Usage: bench_sim [jobs per quality run (default 2000)] [--no-speed]
- *        [--seeds=N] [--first-seed=S] [--only=default|ft-2to1-deg16|nvl72-8]
+ *        [--seeds=N] [--first-seed=S]
+ * [--only=default|ft-2to1-deg16|ft3-2pods|nvl72-8]
  *        [--quick] [--sources] [--hold=SLOWDOWN@SECONDS]
  * Where the slowdown comes from (--sources): each policy's mean slowdown
  * next to that of its hosts alone on the idle fabric (the rest is other
@@ -434,7 +437,8 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 
 static const char usage[] =
     "usage: bench_sim [JOBS] [--no-speed] [--seeds=N] [--first-seed=S]\n"
-    "                 [--only=default|ft-2to1-deg16|nvl72-8] [--quick]\n"
+    "                 [--only=default|ft-2to1-deg16|ft3-2pods|nvl72-8] "
+    "[--quick]\n"
     "                 [--sources] [--hold=SLOWDOWN@SECONDS]\n"
     "                 [--price-budget=N] [--nics-by-rate]\n"
     "  JOBS           jobs per quality run (default 2000)\n"
@@ -541,6 +545,16 @@ int main(int argc, char **argv)
 	if (tp_gen_fat_tree(&ft, &f) ||
 	    quality("ft-2to1-deg16", f, jobs, seeds, js))
 		return 1;
+	tp_fabric_destroy(f);
+	/* three levels: the default's leaves in 2 pods under 4 cores */
+	ft.leaves = 8;
+	ft.interleave = false;
+	ft.degrade_seed = 1;
+	ft.pods = 2;
+	if (tp_gen_fat_tree(&ft, &f) ||
+	    quality("ft3-2pods", f, jobs, seeds, js))
+		return 1;
+	ft.pods = 0;
 	tp_fabric_destroy(f);
 	tp_gen_nvl72_t nv;
 	tp_gen_nvl72_defaults(&nv);
