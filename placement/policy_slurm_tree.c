@@ -307,9 +307,10 @@ static bool take(tree_t *t, uint32_t h, long long *taken)
 	return tp__slurm_pick_done(&t->pk);
 }
 
-/* T10/T10b (2.): gather the tiers under top, lightest first, until they
- * hold the job: B (inb) and the lighter tiers R (req, per host: reused
- * from cand's storage by the caller). False when all of them do not. */
+/* T10/T10b (2., 11.3): gather the tiers of top's candidates, lightest
+ * first, until they hold the job's nodes and GPUs: B in t->inb, and in
+ * r[] (per host) the tiers before the last one, R. False when all of
+ * them together do not hold it. */
 static bool gather(tree_t *t, uint32_t top, bool *r)
 {
 	const tp__policy_in_t *in = t->pk.in;
@@ -397,8 +398,9 @@ static tp_err_t eval_topo(tree_t *t, bool *r, char *why, size_t whylen)
 	 * and every switch over one of them is required */
 	for (uint32_t h = 0; h < nh && t->pk.max_nodes > 0; h++)
 		if (r[h]) {
+			long long none = 0; /* not the fill's count below */
 			any_r = true;
-			tp__slurm_pick_take(&t->pk, h);
+			take(t, h, &none);
 		}
 	if (any_r) {
 		if (tp__slurm_pick_done(&t->pk))
