@@ -567,6 +567,70 @@ static int child_cmp(const void *pa, const void *pb)
 	return a->g < b->g ? -1 : a->g > b->g;
 }
 
+/* Of ch[from..n), the one that best fits rest hosts: the fewest that hold
+ * them, a partly used one before a whole one; SIZE_MAX if none does. */
+static size_t best_fit(const child_t *ch, size_t from, size_t n, size_t rest)
+{
+	size_t last = SIZE_MAX;
+
+	for (size_t i = from; i < n; i++)
+		if (ch[i].cnt >= rest &&
+		    (last == SIZE_MAX || ch[i].cnt < ch[last].cnt ||
+		     (ch[i].cnt == ch[last].cnt && !ch[i].whole &&
+		      ch[last].whole)))
+			last = i;
+	return last;
+}
+
+/* Spread need hosts over the fewest level-1 groups under the k groups
+ * par[0..k) (level plv >= 2): the largest leaves first, whole; the last
+ * one best fit. A spread over level-2 groups that took each one's free
+ * hosts whole took its fragments too: 32 hosts over two pods of 17 and
+ * 29 free hosts went over 5 leaves where 4 whole ones were free. */
+static tp_err_t spread_leaves(ctx_t *c, const child_t *par, size_t k, int plv,
+			      size_t need)
+{
+	child_t *ch;
+	size_t n = 0, kl = 0, sum = 0;
+	tp_err_t err = TP_ERR_NOTFOUND;
+
+	if (!(ch = tp_malloc((c->ng + 1) * sizeof(child_t))))
+		return TP_ERR_NOMEM;
+	for (size_t g = 0; g < c->ng; g++) {
+		const tp_group_t *gp = group(c, (uint32_t)g);
+		uint32_t cnt = count(c, &c->gs[g]);
+		bool in = false;
+		if (gp->level != 1 || !cnt)
+			continue;
+		for (size_t i = 0; i < k && !in; i++)
+			in = group_in(c, (uint32_t)g, par[i].g, plv);
+		if (!in)
+			continue;
+		ch[n].g = (uint32_t)g;
+		ch[n].cnt = cnt;
+		ch[n].q = (int)(c->upq[g] * 64.0 + 0.5);
+		ch[n].whole = untouched(&c->gs[g], gp->nhosts);
+		n++;
+	}
+	tp_sort(ch, n, sizeof(child_t), child_cmp);
+	while (kl < n && sum < need)
+		sum += ch[kl++].cnt;
+	if (sum < need)
+		goto out;
+	sum -= ch[kl - 1].cnt;
+	size_t rest = need - sum, last = best_fit(ch, kl - 1, n, rest);
+	err = TP_OK;
+	for (size_t i = 0; i + 1 < kl && !err; i++) {
+		const tp_group_t *gp = group(c, ch[i].g);
+		err = take_hosts(c, gp->hosts, gp->nhosts, ch[i].cnt, true);
+	}
+	if (!err)
+		err = place_in(c, ch[last].g, 1, rest);
+out:
+	tp_free(ch);
+	return err;
+}
+
 /* Spread need hosts over the fewest children (level clv) of p: the
  * largest first, whole; the last one best fit. Among sets of that size,
  * the one whose worst up-link is best. */
@@ -621,15 +685,7 @@ static tp_err_t spread(ctx_t *c, uint32_t p, int clv, size_t need, bool top)
 	sum = 0;
 	for (size_t i = 0; i + 1 < k; i++)
 		sum += ch[i].cnt;
-	size_t rest = need - sum, last = SIZE_MAX;
-	for (size_t i = k - 1; i < n; i++) {
-		if (ch[i].cnt < rest)
-			continue;
-		if (last == SIZE_MAX || ch[i].cnt < ch[last].cnt ||
-		    (ch[i].cnt == ch[last].cnt && !ch[i].whole &&
-		     ch[last].whole))
-			last = i;
-	}
+	size_t rest = need - sum, last = best_fit(ch, k - 1, n, rest);
 	if (last == SIZE_MAX)
 		goto out;
 	if (top) {
@@ -638,6 +694,13 @@ static tp_err_t spread(ctx_t *c, uint32_t p, int clv, size_t need, bool top)
 		c->wlevel = clv;
 		c->wk_groups = k;
 		c->wdeg = skipped;
+	}
+	if (clv >= 2) {
+		/* children above the leaves: the fewest of them, but whole
+		 * leaves inside them, not every free host of each */
+		ch[k - 1] = ch[last];
+		err = spread_leaves(c, ch, k, clv, need);
+		goto out;
 	}
 	for (size_t i = 0; i + 1 < k; i++) {
 		const tp_group_t *gp = group(c, ch[i].g);

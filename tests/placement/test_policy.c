@@ -775,6 +775,32 @@ static void test_slurm_tree_doc62(void **unused)
 	tp_fabric_destroy(f);
 }
 
+/* A job no pod holds spans pods over the fewest leaves: 2 pods of 4
+ * leaves of 8 hosts, pod 1 with 29 free (8 + 8 + 8 + 5), pod 2 with 17
+ * (8 + 8 + 1): 32 hosts take 4 whole leaves. Taking pod 1's free hosts
+ * whole and the rest from pod 2 went over 5. */
+static void test_topoplace_pods_whole_leaves(void **unused)
+{
+	static const int par[] = {8, 8, 8, 8, 9, 9, 9, 9, 10, 10, -1};
+	static const int nh[] = {8, 8, 8, 8, 8, 8, 8, 8, 0, 0, 0};
+	tp_placement_t p = {0};
+	tp_fabric_t *f;
+	tp_state_t *s = tree_state(11, par, nh, &f);
+
+	(void)unused;
+	busy_range(s, 25, 27); /* leaf 3: 5 free */
+	busy_range(s, 49, 56); /* leaf 6: none */
+	busy_range(s, 57, 63); /* leaf 7: 1 free */
+	assert_int_equal(place("topoplace", s, "nodes=32,gpus-per-node=8", &p),
+			 TP_OK);
+	assert_int_equal(p.nhosts, 32);
+	assert_int_equal(p.span[TP_SPAN_GROUPS], 4);
+	assert_int_equal(p.min_span_free[TP_SPAN_GROUPS], 4);
+	tp_placement_free(&p);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
 /* Leave `left` GPUs free on host name (job ids from 2000 up). */
 static void leave_free(tp_state_t *s, const char *name, int left)
 {
@@ -1906,6 +1932,7 @@ int main(void)
 	    cmocka_unit_test(test_slurm_tree_doc62),
 	    cmocka_unit_test(test_slurm_tree_doc62_reversed),
 	    cmocka_unit_test(test_slurm_tree_gpu_tiers),
+	    cmocka_unit_test(test_topoplace_pods_whole_leaves),
 	    cmocka_unit_test(test_slurm_tree_parent_tie),
 	    cmocka_unit_test(test_slurm_tree_disjoint),
 	    cmocka_unit_test(test_slurm_tree_candidates),
