@@ -136,7 +136,7 @@ static const struct {
     {O_PREFIX, K_ALL, 0, 0},	{O_NICS, K_FT, 1, 64},
     {O_DEGRADE, K_FT, 0, 0},	{O_DSEED, K_FT, 0, 1L << 62},
     {O_PODS, K_FT, 1, 65536},	{O_CORES, K_FT, 1, 65536},
-    {O_CUPL, K_FT, 1, 256},
+    {O_CUPL, K_FT, 1, 65535},
 };
 
 /* Option c of `fabric generate kind`: false, the error printed, when the

@@ -280,21 +280,23 @@ static long long count_in(const tree_t *t, uint32_t line, const bool *set,
 	return c;
 }
 
-/* A candidate's weight tier (1.1; cons_tres job_test.c: sched_weight's
+/* A candidate's weight tier (11.3; cons_tres job_test.c: sched_weight's
  * low byte is 0xff - near_gpu_cnt, so more usable GPUs is lighter and
- * goes first): all its GPUs for an exclusive GPU job, the per-node count
- * for a shared one (one tier), min(free, T) for --gpus=T; one tier for a
- * job without GPUs. */
+ * goes first): all its GPUs for an exclusive GPU job (whole_node sets no
+ * per-node maximum), the per-node count for a shared one (one tier),
+ * min(free, T) for a shared --gpus=T; one tier for a job without GPUs. */
 static int tier_key(const tree_t *t, uint32_t h)
 {
 	const tp__policy_in_t *in = t->pk.in;
 	int free = tp__slurm_free_gpus(in, h);
 
+	if (in->nhosts && !in->gpus_per_host)
+		return 0;
+	if (in->exclusive)
+		return free;
 	if (!in->nhosts)
 		return free < in->total_gpus ? free : in->total_gpus;
-	if (!in->gpus_per_host)
-		return 0;
-	return in->exclusive ? free : in->gpus_per_host;
+	return in->gpus_per_host;
 }
 
 /* Take candidate h if it is still free; true when the job is done. */
@@ -345,10 +347,26 @@ static bool gather(tree_t *t, uint32_t top, bool *r)
 	}
 }
 
+/* Leaf switches the hosts taken are under. */
+static size_t leaves_used(const tree_t *t)
+{
+	const tp_fabric_t *f = t->pk.in->f;
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->pk.n; i++) {
+		uint32_t g = tp_fabric_host(f, t->pk.hosts[i])->group[0];
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = tp_fabric_host(f, t->pk.hosts[j])->group[0] == g;
+		n += !seen;
+	}
+	return n;
+}
+
 static tp_err_t eval_topo(tree_t *t, bool *r, char *why, size_t whylen)
 {
 	const tp__policy_in_t *in = t->pk.in;
-	size_t nh = tp_fabric_nhosts(in->f), leaves = 0;
+	size_t nh = tp_fabric_nhosts(in->f), leaves;
 	uint32_t top = TP_ID_NONE;
 	long long prev, taken = 0;
 	int top_key = -1;
@@ -454,7 +472,6 @@ static tp_err_t eval_topo(tree_t *t, bool *r, char *why, size_t whylen)
 					 ? DIST_INF
 					 : t->dist[k] + d;
 		}
-		leaves++;
 		gp = grp(t, best);
 		for (size_t k = 0; k < gp->nhosts && t->pk.max_nodes > 0; k++)
 			if (take(t, gp->hosts[k], &taken))
@@ -465,6 +482,7 @@ static tp_err_t eval_topo(tree_t *t, bool *r, char *why, size_t whylen)
 	if (t->pk.min_rem_nodes > 0 || t->pk.got_gpus < t->pk.need_gpus)
 		return TP_ERR_NOTFOUND;
 fini:
+	leaves = leaves_used(t);
 	snprintf(why, whylen,
 		 "%s: top switch on level %d, %zu leaf switch%s by "
 		 "Slurm's best fit in switch order.",

@@ -365,7 +365,7 @@ tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
 	    (err = check_count(what, "--pods", p->pods, 0, MAX_COUNT)) ||
 	    (err = check_count(what, "--cores", p->cores, 0, MAX_COUNT)) ||
 	    (err = check_count(what, "--core-uplinks", p->core_uplinks, 0,
-			       256)) ||
+			       TP__PORTS_MAX)) ||
 	    (err = check_gbps(what, p->link_gbps)) ||
 	    (err = check_prefix(what, p->host_prefix)))
 		return err;

@@ -111,9 +111,9 @@ matched=0
 mismatched=0
 compared=0
 # never_job NAME NODES GPUS MODE: Slurm accepts it and leaves it pending
-# with Reason=BadConstraints or PartitionNodeLimit (more nodes than the
-# partition has: its own verdicts that the job can never run);
-# $FID_POLICY must say it can never fit
+# with Reason=BadConstraints, or PartitionNodeLimit when it asks for more
+# nodes than the partition has (its own verdicts that the job can never
+# run); $FID_POLICY must say it can never fit
 never_job() {
 	sim=$(sim_place "" "$2" "$3" "$4")
 	settle "$NODES" || bad "nodes settled before $1"
@@ -139,9 +139,11 @@ never_job() {
 		got="(rejected: $(sed -n 's/.*error: //p' "$tmp/never.err" | tail -1))"
 	fi
 	compared=$((compared + 1))
+	[ "$got" = "(none: PENDING PartitionNodeLimit)" ] && [ "$2" -gt "$NODES" ] &&
+		got="(none: PENDING PartitionNodeLimit, $2 > $NODES nodes)"
 	case "$sim|$got" in
 	"(none: can never fit this fabric)|(none: PENDING BadConstraints)" | \
-	"(none: can never fit this fabric)|(none: PENDING PartitionNodeLimit)" | \
+	"(none: can never fit this fabric)|(none: PENDING PartitionNodeLimit, "*" nodes)" | \
 	"(none: can never fit this fabric)|(rejected: "*"configuration is not available")
 		got=${got#(}
 		ok "job $1 ($(sbatch_args "$2" "$3" "$4")): never runs: $FID_POLICY: can never fit; Slurm: ${got%)}"
@@ -225,8 +227,9 @@ run_seq() {
 		else
 			bad "$desc free [$free]: $FID_POLICY [$sim] != Slurm [$got]"
 			mismatched=$((mismatched + 1))
-			# a job only one side started would skew every later state
-			case $got in "(none"*) cancel "$id" ;; esac
+			# a job only one side started would skew every later state,
+			# and the state file cannot say how a --gpus job's GPUs lie
+			case $got in "(none"*) cancel "$id" ;; *) [ "$m" != g ] || cancel "$id" ;; esac
 		fi
 	done <"$1"
 	timeout 10 scancel --name="$(awk -v t="$FID_TAG" '{ printf "%s%s%s", s, t, $1; s = "," }' "$tmp/jobs")" \

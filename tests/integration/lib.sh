@@ -475,11 +475,11 @@ settle() {
 			timeout 10 sinfo -h -N -t idle -o %N >"$tmp/idle" 2>/dev/null ||
 			{ sleep 0.5; continue; }
 		cg=$(wc -l <"$tmp/cg")
+		busy=0
 		if [ -s "$tmp/busy" ]; then
-			busy=$(timeout 10 scontrol show hostnames "$(paste -sd, "$tmp/busy")" |
-				sort -u | wc -l) || { sleep 0.5; continue; }
-		else
-			busy=0
+			timeout 10 scontrol show hostnames "$(paste -sd, "$tmp/busy")" \
+				>"$tmp/busyn" 2>/dev/null || { sleep 0.5; continue; }
+			busy=$(sort -u "$tmp/busyn" | wc -l)
 		fi
 		idle=$(sort -u "$tmp/idle" | wc -l)
 		[ "$cg" -eq 0 ] && [ $((idle + busy)) -eq "$1" ] && return 0
