@@ -4,12 +4,15 @@
  * Notes
  *
  * Routing follows what an InfiniBand subnet manager does on a fat tree
- * (up/down with D-mod-K ECMP): CA -> its leaf, up while the current switch
- * cannot reach the destination leaf downward, then down. At every choice
- * only links towards switches that reach the destination qualify, and the
- * pick is a mixed-radix digit of the destination's dense index in its
- * subnet (its "LID"), so hosts under one leaf spread over its up-links the
- * way D-mod-K spreads them. Links the state marks dead (health 0) are
+ * (up/down with destination-based ECMP): CA -> its leaf, up while the
+ * current switch cannot reach the destination leaf downward, then down.
+ * At every choice only links towards switches that reach the destination
+ * qualify, and the pick is the destination's dense index in its subnet
+ * (its "LID") modulo their count, afresh at every switch on the way up, as
+ * OpenSM's engines balance each switch's routes over its ports: the hosts
+ * under one leaf spread over its up-links, and one host's LIDs over a
+ * spine's links to the cores (checked against OpenSM's tables on ibsim:
+ * tests/integration/routes_ibsim.sh). Links the state marks dead (health 0) are
  * skipped, as the SM would route around them. Rails are separate subnets:
  * two hosts talk over pairs of CAs on the same subnet (the k-th CA of each
  * host on that subnet), never across.
@@ -1008,11 +1011,12 @@ bool tp__cost_reaches(const tp_cost_ctx_t *c, uint32_t s, uint32_t leaf)
 }
 
 /* Pick the key-th (mod count) of the live hops from hop[lo..hi) towards
- * switches reaching dst (all of them when all_reach). Going up the digit
- * is consumed (D-mod-K: the next level uses D / K), so two levels do not
- * repeat one choice; going down the path below a switch is nearly fixed
- * and parallel cables are spread by D mod count afresh, as the switch's
- * forwarding table would. */
+ * switches reaching dst (all of them when all_reach); consume: divide the
+ * key by the count (a choice that falls through to another pick at the
+ * same switch, or a minhop step). Each switch on the way up starts from
+ * the whole key (route()); going down the path below a switch is nearly
+ * fixed and parallel cables are spread by D mod count afresh, as the
+ * switch's forwarding table would. */
 static const hop_t *pick(const call_t *k, const hop_t *hop, uint32_t lo,
 			 uint32_t hi, uint32_t dst, uint64_t *key, bool consume,
 			 bool all_reach)
@@ -1212,6 +1216,12 @@ static size_t route(call_t *k, uint32_t a, uint32_t b, uint32_t *out,
 		return 0;
 	out[n++] = c->ca_up[a];
 	while (!reaches(c, cur, dst)) {
+		/* every switch spreads the destinations over its own up-links
+		 * afresh, in their order, as OpenSM's engines do (min-hop's
+		 * per-port route counters: a host's consecutive LIDs leave a
+		 * spine by as many cables to the cores); consuming the digit
+		 * at the leaf (textbook D-mod-K) sent all of them up one */
+		key = c->ca_key[b];
 		h = pick_up(k, cur, dst, &key);
 		if (!h || n + 2 > c->maxpath)
 			goto shortest;
