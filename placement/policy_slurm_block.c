@@ -34,9 +34,15 @@
  * (min = req = max = N); nodes=N alone takes whole idle nodes; gpus=T is
  * --gpus=T with min = req = 1 and no node cap.
  *
+ * GPU weight tiers (doc/slurm-tree-model.md 11.3, shared with slurm-tree
+ * in slurm_pick.c): the block with the lightest tier goes first, then the
+ * fewest candidates; inside it the tiers are gathered lightest first
+ * until they hold the job, the lighter ones are the job's at once (req2),
+ * their base blocks required and filled first (B558-765).
+ *
  * Left out, and why (7 in the doc): required nodes (-w), node weights
- * (one tier: req2 is never built), segments, CPU counts (one task per
- * node: the CPU tests pass exactly when the node tests do), the knapsack
+ * (Weight=; only the GPU tiers order the nodes), segments, CPU counts (one task
+ * per node: the CPU tests pass exactly when the node tests do), the knapsack
  * retries of common_topo_choose_nodes (node-count jobs succeed or fail on
  * the first pass; a --gpus job that fails on GPUs may succeed there on a
  * retry in Slurm), Slurm's fallback to plain selection when no candidate
@@ -66,6 +72,9 @@ typedef struct blk {
 	bool *req;	     /* bblock_required */
 	int level, ll_level; /* for the explanation */
 	size_t used;	     /* base blocks used */
+	int *key;	     /* per host: its GPU weight tier */
+	bool *inb, *r;	     /* per host: in the tiers gathered, in req2 */
+	uint32_t *list;	     /* the chosen block's candidates */
 } blk_t;
 
 /* bit_ffs_from_bit / bit_fls_from_bit on the 16-bit block_levels */
@@ -146,17 +155,38 @@ static int desc(const void *x, const void *y)
 	return a < b ? 1 : a > b ? -1 : 0;
 }
 
+/* Take base block i's candidates left, in index order (Slurm walks the
+ * node bitmap); true when the job is done. */
+static bool take_bblock(blk_t *t, int i)
+{
+	size_t nh = tp_fabric_nhosts(t->pk.in->f);
+
+	for (uint32_t h = 0; h < nh && t->pk.max_nodes > 0; h++) {
+		if (t->bb_of[h] != i || !t->pk.cand[h] || t->pk.n >= t->pk.max)
+			continue;
+		tp__slurm_pick_take(&t->pk, h);
+		if (tp__slurm_pick_done(&t->pk))
+			return true;
+	}
+	return false;
+}
+
 /* One evaluation on in's view; TP_ERR_NOTFOUND when Slurm finds none. */
 static tp_err_t eval_block(blk_t *t)
 {
 	const tp__policy_in_t *in = t->pk.in;
 	size_t nh = tp_fabric_nhosts(in->f);
 	long long need, bpb, bpll, ll_size, max_ll, block_cnt, llcnt = 0;
-	long long best_cnt = 0, best_gpus = 0, prev;
-	int level = 0, ll_level, binx = -1;
+	long long best_cnt = 0, prev;
+	int level = 0, ll_level, binx = -1, best_key = -1;
+	size_t nl = 0;
+	bool any_r = false;
 
-	for (uint32_t h = 0; h < nh; h++)
+	for (uint32_t h = 0; h < nh; h++) {
 		t->pk.cand[h] = t->bb_of[h] >= 0 && tp__host_offer(in, h) > 0;
+		t->key[h] = t->pk.cand[h] ? tp__slurm_tier_key(in, h) : -1;
+		t->inb[h] = t->r[h] = false;
+	}
 	/* 3: sizing (B252-265) */
 	need = (t->pk.rem_nodes + t->bnc - 1) / t->bnc;
 	while ((1LL << level) < need)
@@ -191,13 +221,20 @@ static tp_err_t eval_block(blk_t *t)
 		if (t->on_ll)
 			t->on_ll[(long long)i / bpll] += t->on_bb[i];
 	}
-	/* 4: the block (B435-503); weights are uniform, so the lowest
-	 * weight test reduces to "has a candidate" and bnc <= best */
+	/* 4: the block (B435-503): the lightest GPU tier first (the largest
+	 * key), then the fewest candidates that suffice, ties to the last */
 	for (long long b = 0; b < block_cnt; b++) {
 		long long bnc = 0, avail = 0;
+		int bkey = -1;
 		for (long long i = b * bpb;
-		     i < (b + 1) * bpb && i < (long long)t->nbb; i++)
+		     i < (b + 1) * bpb && i < (long long)t->nbb; i++) {
 			bnc += t->on_bb[i];
+			for (size_t k = 0; k < t->bb[i].nhosts; k++) {
+				uint32_t h = t->bb[i].hosts[k];
+				if (t->pk.cand[h] && t->key[h] > bkey)
+					bkey = t->key[h];
+			}
+		}
 		if (!t->on_ll) {
 			avail = bnc;
 		} else {
@@ -212,29 +249,79 @@ static tp_err_t eval_block(blk_t *t)
 		}
 		if (avail < t->pk.rem_nodes || !bnc)
 			continue;
-		if (binx == -1 || bnc <= best_cnt) {
+		if (binx == -1 || bkey > best_key ||
+		    (bkey == best_key && bnc <= best_cnt)) {
 			binx = (int)b;
 			best_cnt = bnc;
+			best_key = bkey;
 		}
 	}
 	if (binx == -1)
 		return TP_ERR_NOTFOUND;
-	/* B588-654: the block's candidates must hold the GPUs too */
+	/* B558-654: the block's candidates, gathered by tier until they
+	 * hold the job's nodes and GPUs */
 	for (uint32_t h = 0; h < nh; h++) {
 		if (t->pk.cand[h] && t->bb_of[h] / bpb != binx)
 			t->pk.cand[h] = false;
 		if (t->pk.cand[h])
-			best_gpus += tp__slurm_free_gpus(in, h);
+			t->list[nl++] = h;
 	}
-	if (best_cnt < t->pk.rem_nodes || best_gpus < t->pk.need_gpus)
+	if (!tp__slurm_gather(&t->pk, t->key, t->list, nl, t->inb, t->r))
 		return TP_ERR_NOTFOUND;
-	/* B777-798: counts restricted to the block, taken once */
+	for (uint32_t h = 0; h < nh; h++)
+		t->pk.cand[h] = t->inb[h];
+	/* B661-727: the lighter tiers are the job's, their base blocks
+	 * required (each new llblock spends one of the budget) */
+	for (uint32_t h = 0; h < nh && t->pk.max_nodes > 0; h++)
+		if (t->r[h] && t->pk.n < t->pk.max) {
+			any_r = true;
+			tp__slurm_pick_take(&t->pk, h);
+		}
+	if (any_r) {
+		int last = -1;
+		if (tp__slurm_pick_done(&t->pk))
+			return TP_OK;
+		if (t->pk.max_nodes <= 0)
+			return TP_ERR_NOTFOUND;
+		for (long long i = binx * bpb;
+		     i < (binx + 1) * bpb && i < (long long)t->nbb; i++) {
+			bool meets = false;
+			for (size_t k = 0; k < t->bb[i].nhosts && !meets; k++)
+				meets = t->r[t->bb[i].hosts[k]];
+			if (!meets)
+				continue;
+			t->req[i] = true;
+			if (!same_ll(last, (int)i, ll_level)) {
+				max_ll--;
+				last = (int)i;
+			}
+		}
+		if (max_ll < 0)
+			return TP_ERR_NOTFOUND;
+		/* B729-765: the required base blocks' other nodes first */
+		for (long long i = binx * bpb;
+		     i < (binx + 1) * bpb && i < (long long)t->nbb; i++) {
+			if (!t->req[i])
+				continue;
+			t->used++;
+			if (take_bblock(t, (int)i))
+				return TP_OK;
+		}
+	}
+	/* B767-798: counts over the gathered tiers, for the block's base
+	 * blocks not required, taken once */
 	if (t->on_ll)
 		memset(t->on_ll, 0, (size_t)llcnt * sizeof(long long));
 	for (long long i = binx * bpb;
-	     i < (binx + 1) * bpb && i < (long long)t->nbb; i++)
+	     i < (binx + 1) * bpb && i < (long long)t->nbb; i++) {
+		if (t->req[i])
+			continue;
+		t->on_bb[i] = 0;
+		for (size_t k = 0; k < t->bb[i].nhosts; k++)
+			t->on_bb[i] += t->inb[t->bb[i].hosts[k]];
 		if (t->on_ll)
 			t->on_ll[i / bpll] += t->on_bb[i];
+	}
 	/* 5: base blocks (B800-864) */
 	prev = t->pk.rem_nodes + 1;
 	for (;;) {
@@ -254,15 +341,8 @@ static tp_err_t eval_block(blk_t *t)
 			break;
 		t->req[best] = true;
 		t->used++;
-		/* Slurm walks the node bitmap: index order */
-		for (uint32_t h = 0; h < nh && t->pk.max_nodes > 0; h++) {
-			if (t->bb_of[h] != best || !t->pk.cand[h] ||
-			    t->pk.n >= t->pk.max)
-				continue;
-			tp__slurm_pick_take(&t->pk, h);
-			if (tp__slurm_pick_done(&t->pk))
-				return TP_OK;
-		}
+		if (take_bblock(t, best))
+			return TP_OK;
 		if (!best_same)
 			max_ll--;
 	}
@@ -291,7 +371,12 @@ static tp_err_t build(blk_t *t, const tp_fabric_t *f)
 	t->pk.cand = tp_calloc(nh + 1, sizeof(bool));
 	t->on_bb = tp_calloc(t->nbb + 1, sizeof(long long));
 	t->req = tp_calloc(t->nbb + 1, sizeof(bool));
-	if (!t->bb_of || !t->pk.cand || !t->on_bb || !t->req)
+	t->key = tp_calloc(nh + 1, sizeof(int));
+	t->inb = tp_calloc(nh + 1, sizeof(bool));
+	t->r = tp_calloc(nh + 1, sizeof(bool));
+	t->list = tp_calloc(nh + 1, sizeof(uint32_t));
+	if (!t->bb_of || !t->pk.cand || !t->on_bb || !t->req || !t->key ||
+	    !t->inb || !t->r || !t->list)
 		return TP_ERR_NOMEM;
 	t->bnc = (long long)base;
 	/* BlockSizes=base,2*base,... while 2^k <= blocks (topoconf.c) */
@@ -350,6 +435,10 @@ out:
 	tp_free(t.on_bb);
 	tp_free(t.on_ll);
 	tp_free(t.req);
+	tp_free(t.key);
+	tp_free(t.inb);
+	tp_free(t.r);
+	tp_free(t.list);
 	return err;
 }
 

@@ -94,7 +94,6 @@
  */
 #include "config.h"
 
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -280,25 +279,6 @@ static long long count_in(const tree_t *t, uint32_t line, const bool *set,
 	return c;
 }
 
-/* A candidate's weight tier (11.3; cons_tres job_test.c: sched_weight's
- * low byte is 0xff - near_gpu_cnt, so more usable GPUs is lighter and
- * goes first): all its GPUs for an exclusive GPU job (whole_node sets no
- * per-node maximum), the per-node count for a shared one (one tier),
- * min(free, T) for a shared --gpus=T; one tier for a job without GPUs. */
-static int tier_key(const tree_t *t, uint32_t h)
-{
-	const tp__policy_in_t *in = t->pk.in;
-	int free = tp__slurm_free_gpus(in, h);
-
-	if (in->nhosts && !in->gpus_per_host)
-		return 0;
-	if (in->exclusive)
-		return free;
-	if (!in->nhosts)
-		return free < in->total_gpus ? free : in->total_gpus;
-	return in->gpus_per_host;
-}
-
 /* Take candidate h if it is still free; true when the job is done. */
 static bool take(tree_t *t, uint32_t h, long long *taken)
 {
@@ -307,44 +287,6 @@ static bool take(tree_t *t, uint32_t h, long long *taken)
 	tp__slurm_pick_take(&t->pk, h);
 	(*taken)++;
 	return tp__slurm_pick_done(&t->pk);
-}
-
-/* T10/T10b (2., 11.3): gather the tiers of top's candidates, lightest
- * first, until they hold the job's nodes and GPUs: B in t->inb, and in
- * r[] (per host) the tiers before the last one, R. False when all of
- * them together do not hold it. */
-static bool gather(tree_t *t, uint32_t top, bool *r)
-{
-	const tp__policy_in_t *in = t->pk.in;
-	const tp_group_t *gp = grp(t, top);
-	long long nb = 0, gb = 0;
-	int k = INT_MAX;
-
-	for (;;) {
-		int next = -1;
-		for (size_t x = 0; x < gp->nhosts; x++) {
-			uint32_t h = gp->hosts[x];
-			if (t->pk.cand[h] && !t->inb[h] && t->key[h] < k &&
-			    t->key[h] > next)
-				next = t->key[h];
-		}
-		if (next < 0)
-			return false;
-		if (nb)
-			for (size_t x = 0; x < gp->nhosts; x++)
-				r[gp->hosts[x]] = t->inb[gp->hosts[x]];
-		for (size_t x = 0; x < gp->nhosts; x++) {
-			uint32_t h = gp->hosts[x];
-			if (t->pk.cand[h] && t->key[h] == next) {
-				t->inb[h] = true;
-				nb++;
-				gb += tp__slurm_free_gpus(in, h);
-			}
-		}
-		if (nb >= t->pk.rem_nodes && gb >= t->pk.need_gpus)
-			return true;
-		k = next;
-	}
 }
 
 /* Leaf switches the hosts taken are under. */
@@ -376,7 +318,7 @@ static tp_err_t eval_topo(tree_t *t, bool *r, char *why, size_t whylen)
 		t->pk.cand[h] =
 		    tp__host_offer(in, h) > 0 &&
 		    tp_fabric_host(in->f, h)->group[0] != TP_ID_NONE;
-		t->key[h] = t->pk.cand[h] ? tier_key(t, h) : -1;
+		t->key[h] = t->pk.cand[h] ? tp__slurm_tier_key(in, h) : -1;
 	}
 	/* T4: the highest-level switch with enough candidates and a tier no
 	 * heavier than the top's so far; ties go to the last line (>=) */
@@ -408,7 +350,8 @@ static tp_err_t eval_topo(tree_t *t, bool *r, char *why, size_t whylen)
 			t->pk.cand[h] = t->pk.cand[h] && in_top[h];
 		tp_free(in_top);
 	}
-	if (!gather(t, top, r))
+	if (!tp__slurm_gather(&t->pk, t->key, grp(t, top)->hosts,
+			      grp(t, top)->nhosts, t->inb, r))
 		return TP_ERR_NOTFOUND;
 	for (uint32_t h = 0; h < nh; h++)
 		t->pk.cand[h] = t->inb[h];

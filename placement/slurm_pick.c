@@ -1,9 +1,12 @@
 /*
- * The node-taking steps common to Slurm's _eval_nodes_topo (22.05) and
- * eval_nodes_block (24.11): both walk candidates and decrement the same
- * counters, so the two models must not drift apart here.
+ * The node-taking steps common to Slurm's _eval_nodes_topo (22.05, and
+ * 24.11's eval_nodes_tree) and eval_nodes_block (24.11): both walk
+ * candidates and decrement the same counters, and both gather cons_tres's
+ * GPU weight tiers the same way, so the models must not drift apart here.
  */
 #include "config.h"
+
+#include <limits.h>
 
 #include "slurm_pick_int.h"
 
@@ -51,4 +54,50 @@ void tp__slurm_pick_take(tp__slurm_pick_t *p, uint32_t h)
 	p->max_nodes--;
 	p->got_gpus += free; /* gres_sched_add credits all free GPUs */
 	p->cand[h] = false;
+}
+
+int tp__slurm_tier_key(const tp__policy_in_t *in, uint32_t h)
+{
+	int free = tp__slurm_free_gpus(in, h);
+
+	if (in->nhosts && !in->gpus_per_host)
+		return 0;
+	if (in->exclusive)
+		return free;
+	if (!in->nhosts)
+		return free < in->total_gpus ? free : in->total_gpus;
+	return in->gpus_per_host;
+}
+
+bool tp__slurm_gather(const tp__slurm_pick_t *p, const int *key,
+		      const uint32_t *hosts, size_t n, bool *inb, bool *r)
+{
+	long long nb = 0, gb = 0;
+	int k = INT_MAX;
+
+	for (;;) {
+		int next = -1;
+		for (size_t x = 0; x < n; x++) {
+			uint32_t h = hosts[x];
+			if (p->cand[h] && !inb[h] && key[h] < k &&
+			    key[h] > next)
+				next = key[h];
+		}
+		if (next < 0)
+			return false;
+		if (nb)
+			for (size_t x = 0; x < n; x++)
+				r[hosts[x]] = inb[hosts[x]];
+		for (size_t x = 0; x < n; x++) {
+			uint32_t h = hosts[x];
+			if (p->cand[h] && key[h] == next) {
+				inb[h] = true;
+				nb++;
+				gb += tp__slurm_free_gpus(p->in, h);
+			}
+		}
+		if (nb >= p->rem_nodes && gb >= p->need_gpus)
+			return true;
+		k = next;
+	}
 }

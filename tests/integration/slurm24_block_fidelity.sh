@@ -85,7 +85,9 @@ check_topology() {
 	--prefix node -o "$tmp/nvl4.json" >/dev/null || { bad "fabric generate"; finish; }
 printf '%s\n' 'V 0 6 g' 'A 3 2 x' 'B 1 2 s' 'C 2 1 x' 'D 5 2 x' 'cancel A' 'E 4 1 x' \
 	'F 3 4 x' 'W 0 2 g' 'cancel C' 'G 6 1 x' 'cancel D' 'H 7 2 x' 'I 1 4 s' 'cancel F B' 'J 6 2 x' \
-	'cancel H I' 'K 10 1 x' 'cancel J' 'L 2 1 s' 'cancel K L' 'M 16 4 x' >"$tmp/seq1"
+	'cancel H I' 'K 10 1 x' 'cancel J' 'L 2 1 s' 'cancel K L' 'M 16 4 x' 'cancel M' \
+	'pin P 4 x node[003-012,015-016]' 'pin Q 2 s node013' 'pin R 2 s node014' 'T 0 4 g' \
+	'U 0 6 g' >"$tmp/seq1"
 # V: --gpus=6 idle: rack04 (the last), node013 (4) + node014 (2)
 # A: rack04 (all racks tie: the last)       B: node016 (rack04 fewest)
 # C: rack03 (rack04 has none idle)          D: rack02 + node001 (pair 1)
@@ -95,6 +97,11 @@ printf '%s\n' 'V 0 6 g' 'A 3 2 x' 'B 1 2 s' 'C 2 1 x' 'D 5 2 x' 'cancel A' 'E 4 
 # I: node004 (rack01: one host with 4 free) J: rack04 + node009-010
 # K: rack02, rack01, node011-012            L: node009-010 (rack03 fewest)
 # M: all 16
+# GPU weight tiers (cons_tres: more usable GPUs first; a --gpus=T job's
+# tier is min(free, T)), node001-002 with 4 free, node013-014 with 2:
+# T: --gpus=4: rack01 (tier 4) before rack04 (tier 2, the last of equal
+#    counts): node001 (4)
+# U: --gpus=6: rack01: node001 (4) + node002 (2)
 start_cluster "$tmp/nvl4.json" 16
 check_topology 4 3
 run_seq "$tmp/seq1"
@@ -118,7 +125,7 @@ check_topology 5 3
 run_seq "$tmp/seq2"
 
 echo "# $matched placements matched, $mismatched differed"
-[ "$compared" -eq 22 ] && ok "all 22 jobs compared" || bad "$compared of 22 jobs compared"
+[ "$compared" -eq 24 ] && ok "all 24 jobs compared" || bad "$compared of 24 jobs compared"
 [ "$mismatched" -eq 0 ] || bad "$mismatched of $compared placements differ from Slurm's"
 echo "# total $(($(date +%s) - t0)) s before teardown"
 finish

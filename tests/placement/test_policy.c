@@ -1091,18 +1091,46 @@ static void test_slurm_block_candidates(void **unused)
 	/* exclusive: n05 is not idle, block 2 has 3 (the fewest) */
 	expect_place(f, s, "slurm-block", "nodes=3", "n06 n07 n08", NULL);
 	/* --gpus=12: rem_nodes = 1, one base block per block; both have 4
-	 * candidate nodes, so the last; nodes in index order until the GPUs
-	 * are there, each credits all its free GPUs (n05 only 2) */
-	expect_place(f, s, "slurm-block", "gpus=12", "n05 n06 n07", &p);
-	assert_int_equal(gpus_on(f, &p, "n05"), 2);
+	 * candidate nodes and a tier of 8 free GPUs, so the last; inside it
+	 * the 8-GPU tier alone holds 12 (n05's 2 are a heavier tier), nodes
+	 * in index order until the GPUs are there */
+	expect_place(f, s, "slurm-block", "gpus=12", "n06 n07", &p);
 	assert_int_equal(gpus_on(f, &p, "n06"), 8);
-	assert_int_equal(gpus_on(f, &p, "n07"), 2);
+	assert_int_equal(gpus_on(f, &p, "n07"), 4);
 	tp_placement_free(&p);
 	/* --gpus=28: block 2 holds 26 free GPUs; the GPU test comes after the
 	 * block is chosen, so Slurm's first pass fails although block 1 has
 	 * 32 (the model stops there: doc section 7) */
 	assert_int_equal(place("slurm-block", s, "gpus=28", &p),
 			 TP_ERR_NOTFOUND);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+/* slurm-block's GPU tiers (doc/slurm-block-model.md 7): four blocks of 4
+ * hosts, 8 GPUs each. n01 and n02 with 8 free, n13 and n14 with 2: a
+ * --gpus=8 job takes block 1 (the lighter tier) although block 4 is the
+ * last of equal counts: n01 alone. Then n02 with 2 free only: --gpus=10
+ * is short in n01's tier, which becomes the job's (req2, its base block
+ * required), and n02 fills it. */
+static void test_slurm_block_gpu_tiers(void **unused)
+{
+	tp_fabric_t *f;
+	tp_state_t *s = four_blocks(&f);
+	tp_placement_t p = {0};
+
+	(void)unused;
+	busy_range(s, 3, 12);
+	busy_range(s, 15, 16);
+	leave_free(s, "n13", 2);
+	leave_free(s, "n14", 2);
+	expect_place(f, s, "slurm-block", "gpus=8", "n01", NULL);
+	leave_free(s, "n02", 2);
+	busy_range(s, 13, 14);
+	expect_place(f, s, "slurm-block", "gpus=10", "n01 n02", &p);
+	assert_int_equal(gpus_on(f, &p, "n01"), 8);
+	assert_int_equal(gpus_on(f, &p, "n02"), 2);
+	tp_placement_free(&p);
 	tp_state_destroy(s);
 	tp_fabric_destroy(f);
 }
@@ -1940,6 +1968,7 @@ int main(void)
 	    cmocka_unit_test(test_slurm_block_pairs),
 	    cmocka_unit_test(test_slurm_block_llblock),
 	    cmocka_unit_test(test_slurm_block_candidates),
+	    cmocka_unit_test(test_slurm_block_gpu_tiers),
 	    cmocka_unit_test(test_slurm_block_nvl72),
 	    cmocka_unit_test(test_slurm_linear_doc),
 	    cmocka_unit_test(test_slurm_linear_best_fit),
