@@ -1,21 +1,22 @@
-# Shared by the fidelity tests (slurm24_block_fidelity.sh,
-# slurm24_tree_fidelity.sh), sourced after lib.sh, need_slurm 24 and
-# cluster_trap: one job sequence through a real slurmctld 24.11 and through
-# `topoplace place --policy $FID_POLICY` on the same running jobs, compared
-# job by job as host sets.
+# Shared by the fidelity tests (slurm_fidelity.sh, slurm24_block_fidelity.sh,
+# slurm24_tree_fidelity.sh), sourced after lib.sh, need_slurm and
+# cluster_trap: one job sequence through a real slurmctld (22.05, or 24.11
+# when need_slurm 24 set PREFIX) and through `topoplace place --policy
+# $FID_POLICY` on the same running jobs, compared job by job as host sets.
 # Set before sourcing: FID_TOPO (Slurm's topology plugin: block or tree),
 # FID_POLICY (the simulator's model of it), FID_TAG (job name prefix), NET,
 # PORT, dir (the cluster's directory).
 
-# start_cluster FABRIC NODES: a 24.11 cluster with topology/$FID_TOPO on FABRIC
+# start_cluster FABRIC NODES: a cluster with topology/$FID_TOPO on FABRIC
 start_cluster() {
 	fabric=$1
 	NODES=$2
 	t1=$(date +%s)
-	echo "# $CLUSTER start --slurm-prefix $PREFIX --topology $FID_TOPO --nodes $NODES --net $NET --port $PORT"
-	if ! timeout 150 "$CLUSTER" start --slurm-prefix "$PREFIX" --topology "$FID_TOPO" \
-		--fabric "$fabric" --nodes "$NODES" --gpus-per-node 4 --dir "$dir" --timeout 60 \
-		--net "$NET" --port "$PORT" >"$tmp/start.out" 2>&1; then
+	set -- --topology "$FID_TOPO" --fabric "$fabric" --nodes "$NODES" --gpus-per-node 4 \
+		--dir "$dir" --timeout 60 --net "$NET" --port "$PORT"
+	[ -z "${PREFIX:-}" ] || set -- --slurm-prefix "$PREFIX" "$@"
+	echo "# $CLUSTER start $*"
+	if ! timeout 150 "$CLUSTER" start "$@" >"$tmp/start.out" 2>&1; then
 		cat "$tmp/start.out"
 		bad "cluster start"
 		finish
