@@ -567,6 +567,15 @@ static int child_cmp(const void *pa, const void *pb)
 	return a->g < b->g ? -1 : a->g > b->g;
 }
 
+/* Group g, offering cnt hosts, as a spread's candidate child. */
+static child_t child_of(const ctx_t *c, uint32_t g, uint32_t cnt)
+{
+	return (child_t){.g = g,
+			 .cnt = cnt,
+			 .q = (int)(c->upq[g] * 64.0 + 0.5),
+			 .whole = untouched(&c->gs[g], group(c, g)->nhosts)};
+}
+
 /* Of ch[from..n), the one that best fits rest hosts: the fewest that hold
  * them, a partly used one before a whole one; SIZE_MAX if none does. */
 static size_t best_fit(const child_t *ch, size_t from, size_t n, size_t rest)
@@ -604,13 +613,8 @@ static tp_err_t spread_leaves(ctx_t *c, const child_t *par, size_t k, int plv,
 			continue;
 		for (size_t i = 0; i < k && !in; i++)
 			in = group_in(c, (uint32_t)g, par[i].g, plv);
-		if (!in)
-			continue;
-		ch[n].g = (uint32_t)g;
-		ch[n].cnt = cnt;
-		ch[n].q = (int)(c->upq[g] * 64.0 + 0.5);
-		ch[n].whole = untouched(&c->gs[g], gp->nhosts);
-		n++;
+		if (in)
+			ch[n++] = child_of(c, (uint32_t)g, cnt);
 	}
 	tp_sort(ch, n, sizeof(child_t), child_cmp);
 	while (kl < n && sum < need)
@@ -650,13 +654,8 @@ static tp_err_t spread(ctx_t *c, uint32_t p, int clv, size_t need, bool top)
 	for (size_t g = 0; g < c->ng; g++) {
 		const tp_group_t *gp = group(c, (uint32_t)g);
 		uint32_t cnt = count(c, &c->gs[g]);
-		if (gp->level != clv || gp->parent != p || !cnt)
-			continue;
-		ch[n].g = (uint32_t)g;
-		ch[n].cnt = cnt;
-		ch[n].q = (int)(c->upq[g] * 64.0 + 0.5);
-		ch[n].whole = untouched(&c->gs[g], gp->nhosts);
-		n++;
+		if (gp->level == clv && gp->parent == p && cnt)
+			ch[n++] = child_of(c, (uint32_t)g, cnt);
 	}
 	tp_sort(ch, n, sizeof(child_t), child_cmp);
 	while (k < n && sum < need)
