@@ -161,13 +161,9 @@ static bool take_bblock(blk_t *t, int i)
 {
 	size_t nh = tp_fabric_nhosts(t->pk.in->f);
 
-	for (uint32_t h = 0; h < nh && t->pk.max_nodes > 0; h++) {
-		if (t->bb_of[h] != i || !t->pk.cand[h] || t->pk.n >= t->pk.max)
-			continue;
-		tp__slurm_pick_take(&t->pk, h);
-		if (tp__slurm_pick_done(&t->pk))
+	for (uint32_t h = 0; h < nh && t->pk.max_nodes > 0; h++)
+		if (t->bb_of[h] == i && tp__slurm_pick_try(&t->pk, h))
 			return true;
-	}
 	return false;
 }
 
@@ -180,7 +176,6 @@ static tp_err_t eval_block(blk_t *t)
 	long long best_cnt = 0, prev;
 	int level = 0, ll_level, binx = -1, best_key = -1;
 	size_t nl = 0;
-	bool any_r = false;
 
 	for (uint32_t h = 0; h < nh; h++) {
 		t->pk.cand[h] = t->bb_of[h] >= 0 && tp__host_offer(in, h) > 0;
@@ -272,12 +267,7 @@ static tp_err_t eval_block(blk_t *t)
 		t->pk.cand[h] = t->inb[h];
 	/* B661-727: the lighter tiers are the job's, their base blocks
 	 * required (each new llblock spends one of the budget) */
-	for (uint32_t h = 0; h < nh && t->pk.max_nodes > 0; h++)
-		if (t->r[h] && t->pk.n < t->pk.max) {
-			any_r = true;
-			tp__slurm_pick_take(&t->pk, h);
-		}
-	if (any_r) {
+	if (tp__slurm_pick_req2(&t->pk, t->r, nh)) {
 		int last = -1;
 		if (tp__slurm_pick_done(&t->pk))
 			return TP_OK;

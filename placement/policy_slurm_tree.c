@@ -117,7 +117,8 @@ typedef struct tree {
 	bool v24;	/* Slurm 24.11's rules (else 22.05's) */
 	int *key;	/* per host: its weight tier, larger first (1.1) */
 	bool *inb;	/* per host: in the gathered tiers B, taken or not */
-	bool *req;	/* per line: required (meets the lighter tiers R) */
+	bool *r;	/* per host: in the lighter tiers R (req2) */
+	bool *req;	/* per line: required (meets R) */
 } tree_t;
 
 /* The switches in topology.conf's line order (tp_stree_conf). */
@@ -279,14 +280,16 @@ static long long count_in(const tree_t *t, uint32_t line, const bool *set,
 	return c;
 }
 
-/* Take candidate h if it is still free; true when the job is done. */
-static bool take(tree_t *t, uint32_t h, long long *taken)
+/* _topo_add_dist: every line's distance plus its hops from line i
+ * (INFINITE sticky). */
+static void add_dist(tree_t *t, uint32_t i)
 {
-	if (!t->pk.cand[h] || t->pk.n >= t->pk.max)
-		return false;
-	tp__slurm_pick_take(&t->pk, h);
-	(*taken)++;
-	return tp__slurm_pick_done(&t->pk);
+	for (uint32_t k = 0; k < t->nsw; k++) {
+		uint64_t d = switches_dist(t, i, k);
+		t->dist[k] = d == DIST_INF || t->dist[k] == DIST_INF
+				 ? DIST_INF
+				 : t->dist[k] + d;
+	}
 }
 
 /* Leaf switches the hosts taken are under. */
@@ -305,14 +308,14 @@ static size_t leaves_used(const tree_t *t)
 	return n;
 }
 
-static tp_err_t eval_topo(tree_t *t, bool *r, char *why, size_t whylen)
+static tp_err_t eval_topo(tree_t *t, char *why, size_t whylen)
 {
 	const tp__policy_in_t *in = t->pk.in;
-	size_t nh = tp_fabric_nhosts(in->f), leaves;
+	size_t nh = tp_fabric_nhosts(in->f), leaves, n0;
 	uint32_t top = TP_ID_NONE;
-	long long prev, taken = 0;
+	long long prev;
 	int top_key = -1;
-	bool any_r = false;
+	bool any_r;
 
 	for (uint32_t h = 0; h < nh; h++) {
 		t->pk.cand[h] =
@@ -337,33 +340,16 @@ static tp_err_t eval_topo(tree_t *t, bool *r, char *why, size_t whylen)
 	/* T6 */
 	if (top == TP_ID_NONE)
 		return TP_ERR_NOTFOUND;
-	/* T8, T10: candidates are the top switch's, gathered by tier */
-	{
-		const tp_group_t *gp = grp(t, top);
-		bool *in_top = tp_calloc(nh + 1, sizeof(bool));
-
-		if (!in_top)
-			return TP_ERR_NOMEM;
-		for (size_t k = 0; k < gp->nhosts; k++)
-			in_top[gp->hosts[k]] = true;
-		for (uint32_t h = 0; h < nh; h++)
-			t->pk.cand[h] = t->pk.cand[h] && in_top[h];
-		tp_free(in_top);
-	}
+	/* T8, T10: the top switch's candidates, gathered by tier; the rest
+	 * are candidates no more */
 	if (!tp__slurm_gather(&t->pk, t->key, grp(t, top)->hosts,
-			      grp(t, top)->nhosts, t->inb, r))
+			      grp(t, top)->nhosts, t->inb, t->r))
 		return TP_ERR_NOTFOUND;
 	for (uint32_t h = 0; h < nh; h++)
 		t->pk.cand[h] = t->inb[h];
 	/* T10b: the lighter tiers are the job's before any leaf is chosen,
 	 * and every switch over one of them is required */
-	for (uint32_t h = 0; h < nh && t->pk.max_nodes > 0; h++)
-		if (r[h]) {
-			long long none = 0; /* not the fill's count below */
-			any_r = true;
-			take(t, h, &none);
-		}
-	if (any_r) {
+	if ((any_r = tp__slurm_pick_req2(&t->pk, t->r, nh))) {
 		if (tp__slurm_pick_done(&t->pk))
 			goto fini;
 		if (t->pk.max_nodes <= 0)
@@ -372,29 +358,25 @@ static tp_err_t eval_topo(tree_t *t, bool *r, char *why, size_t whylen)
 	/* T11a: counts once, over B (taken or not) */
 	for (uint32_t i = 0; i < t->nsw; i++) {
 		t->sw[i].cnt = count_in(t, i, t->inb, NULL);
-		t->req[i] = any_r && count_in(t, i, r, NULL) > 0;
+		t->req[i] = any_r && count_in(t, i, t->r, NULL) > 0;
 		t->dist[i] = 0;
 	}
 	/* T11b: the required leaves first, in line order; 24.11 takes the
-	 * count of every node taken so far off each (its running total) */
+	 * count of every node the fill took so far off each (its running
+	 * total) */
+	n0 = t->pk.n;
 	for (uint32_t i = 0; any_r && i < t->nsw; i++) {
 		const tp_group_t *gp = grp(t, i);
 		if (!t->req[i] || t->sw[i].level != 0)
 			continue;
 		for (size_t k = 0; k < gp->nhosts; k++)
-			if (take(t, gp->hosts[k], &taken))
+			if (tp__slurm_pick_try(&t->pk, gp->hosts[k]))
 				goto fini;
-		decrement(t, taken, i);
+		decrement(t, (long long)(t->pk.n - n0), i);
 	}
 	for (uint32_t i = 0; i < t->nsw; i++)
 		if (t->req[i])
-			for (uint32_t k = 0; k < t->nsw; k++) {
-				uint64_t d = switches_dist(t, i, k);
-				t->dist[k] =
-				    d == DIST_INF || t->dist[k] == DIST_INF
-					? DIST_INF
-					: t->dist[k] + d;
-			}
+			add_dist(t, i);
 	/* T11d */
 	prev = t->pk.rem_nodes + 1;
 	for (;;) {
@@ -409,15 +391,10 @@ static tp_err_t eval_topo(tree_t *t, bool *r, char *why, size_t whylen)
 				choose_best(t, i, &best);
 		if (best == TP_ID_NONE)
 			break;
-		for (uint32_t k = 0; k < t->nsw; k++) {
-			uint64_t d = switches_dist(t, best, k);
-			t->dist[k] = d == DIST_INF || t->dist[k] == DIST_INF
-					 ? DIST_INF
-					 : t->dist[k] + d;
-		}
+		add_dist(t, best);
 		gp = grp(t, best);
 		for (size_t k = 0; k < gp->nhosts && t->pk.max_nodes > 0; k++)
-			if (take(t, gp->hosts[k], &taken))
+			if (tp__slurm_pick_try(&t->pk, gp->hosts[k]))
 				goto fini;
 		decrement(t, t->sw[best].cnt, best);
 		t->sw[best].cnt = 0;
@@ -441,29 +418,28 @@ static tp_err_t slurm_tree(const tp__policy_in_t *in, bool v24, uint32_t *hosts,
 	size_t nh = tp_fabric_nhosts(in->f);
 	tree_t t = {.pk = {.in = in, .hosts = hosts, .gpus = gpus, .max = max},
 		    .v24 = v24};
-	bool *r = NULL;
 	tp_err_t err;
 
 	if ((err = build_table(&t)))
 		goto out;
 	t.pk.cand = tp_calloc(nh + 1, sizeof(bool));
 	t.inb = tp_calloc(nh + 1, sizeof(bool));
-	r = tp_calloc(nh + 1, sizeof(bool));
+	t.r = tp_calloc(nh + 1, sizeof(bool));
 	t.key = tp_calloc(nh + 1, sizeof(int));
 	t.dist = tp_calloc(t.nsw + 1, sizeof(uint64_t));
 	t.req = tp_calloc(t.nsw + 1, sizeof(bool));
-	if (!t.pk.cand || !t.inb || !r || !t.key || !t.dist || !t.req) {
+	if (!t.pk.cand || !t.inb || !t.r || !t.key || !t.dist || !t.req) {
 		err = TP_ERR_NOMEM;
 		goto out;
 	}
 	tp__slurm_pick_reset(&t.pk, in);
-	if (!(err = eval_topo(&t, r, why, whylen)))
+	if (!(err = eval_topo(&t, why, whylen)))
 		*n_p = t.pk.n;
 out:
 	tp_free(t.sw);
 	tp_free(t.pk.cand);
 	tp_free(t.inb);
-	tp_free(r);
+	tp_free(t.r);
 	tp_free(t.key);
 	tp_free(t.dist);
 	tp_free(t.req);

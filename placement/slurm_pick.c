@@ -56,6 +56,26 @@ void tp__slurm_pick_take(tp__slurm_pick_t *p, uint32_t h)
 	p->cand[h] = false;
 }
 
+bool tp__slurm_pick_try(tp__slurm_pick_t *p, uint32_t h)
+{
+	if (!p->cand[h] || p->n >= p->max)
+		return false;
+	tp__slurm_pick_take(p, h);
+	return tp__slurm_pick_done(p);
+}
+
+bool tp__slurm_pick_req2(tp__slurm_pick_t *p, const bool *r, size_t nh)
+{
+	bool any = false;
+
+	for (uint32_t h = 0; h < nh && p->max_nodes > 0; h++)
+		if (r[h]) {
+			any = true;
+			tp__slurm_pick_try(p, h);
+		}
+	return any;
+}
+
 int tp__slurm_tier_key(const tp__policy_in_t *in, uint32_t h)
 {
 	int free = tp__slurm_free_gpus(in, h);

@@ -33,6 +33,13 @@ bool tp__slurm_pick_done(const tp__slurm_pick_t *p);
 /* Take host h: it gives its offer (or, for --gpus, what is still
  * missing), and credits all its free GPUs as gres_sched_add does. */
 void tp__slurm_pick_take(tp__slurm_pick_t *p, uint32_t h);
+/* Take h if it is still a candidate and the output has room; true when
+ * the job is then done. */
+bool tp__slurm_pick_try(tp__slurm_pick_t *p, uint32_t h);
+/* Take every host r[] marks (of nh), in index order while max_nodes
+ * lasts: the lighter tiers, the job's before any switch or block is
+ * chosen (req2). False when r marks none. */
+bool tp__slurm_pick_req2(tp__slurm_pick_t *p, const bool *r, size_t nh);
 
 /* GPU weight tiers (doc/slurm-tree-model.md 11.3; cons_tres job_test.c
  * sets a node's sched_weight low byte to 0xff - near_gpu_cnt, so more
