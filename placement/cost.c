@@ -1204,7 +1204,7 @@ static size_t route(call_t *k, uint32_t a, uint32_t b, uint32_t *out,
 	const tp_cost_ctx_t *c = k->c;
 	uint32_t cur = tp_fabric_ca(k->f, a)->leaf;
 	uint32_t dst = tp_fabric_ca(k->f, b)->leaf;
-	uint64_t key = c->ca_key[b], dkey = c->ca_key[b];
+	uint64_t dkey = c->ca_key[b];
 	size_t n = 0;
 	const hop_t *h;
 
@@ -1221,7 +1221,7 @@ static size_t route(call_t *k, uint32_t a, uint32_t b, uint32_t *out,
 		 * per-port route counters: a host's consecutive LIDs leave a
 		 * spine by as many cables to the cores); consuming the digit
 		 * at the leaf (textbook D-mod-K) sent all of them up one */
-		key = c->ca_key[b];
+		uint64_t key = c->ca_key[b];
 		h = pick_up(k, cur, dst, &key);
 		if (!h || n + 2 > c->maxpath)
 			goto shortest;
