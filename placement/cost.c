@@ -1011,14 +1011,12 @@ bool tp__cost_reaches(const tp_cost_ctx_t *c, uint32_t s, uint32_t leaf)
 }
 
 /* Pick the key-th (mod count) of the live hops from hop[lo..hi) towards
- * switches reaching dst (all of them when all_reach); consume: divide the
- * key by the count (a choice that falls through to another pick at the
- * same switch, or a minhop step). Each switch on the way up starts from
- * the whole key (route()); going down the path below a switch is nearly
- * fixed and parallel cables are spread by D mod count afresh, as the
- * switch's forwarding table would. */
+ * switches reaching dst (all of them when all_reach), key the
+ * destination's whole index at every switch (route()); going down the
+ * path below a switch is nearly fixed and parallel cables are spread the
+ * same way, as the switch's forwarding table would. */
 static const hop_t *pick(const call_t *k, const hop_t *hop, uint32_t lo,
-			 uint32_t hi, uint32_t dst, uint64_t *key, bool consume,
+			 uint32_t hi, uint32_t dst, uint64_t key,
 			 bool all_reach)
 {
 	const tp_cost_ctx_t *c = k->c;
@@ -1030,9 +1028,7 @@ static const hop_t *pick(const call_t *k, const hop_t *hop, uint32_t lo,
 			cnt++;
 	if (!cnt)
 		return NULL;
-	want = (uint32_t)(*key % cnt);
-	if (consume)
-		*key /= cnt;
+	want = (uint32_t)(key % cnt);
 	for (uint32_t p = lo; p < hi; p++)
 		if (!link_dead(k, hop[p].res) &&
 		    (all_reach || reaches(c, hop[p].sw, dst)) && !want--)
@@ -1041,7 +1037,7 @@ static const hop_t *pick(const call_t *k, const hop_t *hop, uint32_t lo,
 }
 
 static const hop_t *pick_up(const call_t *k, uint32_t cur, uint32_t dst,
-			    uint64_t *key)
+			    uint64_t key)
 {
 	const tp_cost_ctx_t *c = k->c;
 	uint32_t lo = c->up_off[cur], hi = c->up_off[cur + 1];
@@ -1053,7 +1049,7 @@ static const hop_t *pick_up(const call_t *k, uint32_t cur, uint32_t dst,
 		for (uint32_t p = lo; p < hi; p++)
 			cnt +=
 			    c->up[p].sw == dst && !link_dead(k, c->up[p].res);
-		want = cnt ? (uint32_t)(*key % cnt) : 0;
+		want = cnt ? (uint32_t)(key % cnt) : 0;
 		for (uint32_t p = lo; cnt && p < hi; p++)
 			if (c->up[p].sw == dst && !link_dead(k, c->up[p].res) &&
 			    !want--)
@@ -1061,23 +1057,23 @@ static const hop_t *pick_up(const call_t *k, uint32_t cur, uint32_t dst,
 	}
 	const hop_t *h = NULL;
 	if (!c->up_same[cur])
-		h = pick(k, c->up, lo, hi, dst, key, true, false);
+		h = pick(k, c->up, lo, hi, dst, key, false);
 	else if (lo < hi && reaches(c, c->up[lo].sw, dst))
-		h = pick(k, c->up, lo, hi, dst, key, true, true);
+		h = pick(k, c->up, lo, hi, dst, key, true);
 	/* no parent reaches dst below it (a leaf of a 3-level fat tree
 	 * under its pod's switches, a leaf hanging off another): climb on
 	 * over any of them, D-mod-K */
-	return h ? h : pick(k, c->up, lo, hi, dst, key, true, true);
+	return h ? h : pick(k, c->up, lo, hi, dst, key, true);
 }
 
 static const hop_t *pick_down(const call_t *k, uint32_t cur, uint32_t dst,
-			      uint64_t *key)
+			      uint64_t key)
 {
 	const tp_cost_ctx_t *c = k->c;
 	uint32_t lo = c->dn_off[cur], hi = c->dn_off[cur + 1], a, b;
 
 	if (c->level[cur] != 2)
-		return pick(k, c->dn, lo, hi, dst, key, false, false);
+		return pick(k, c->dn, lo, hi, dst, key, false);
 	/* children are leaves: the cables to dst are one sorted run */
 	a = lo;
 	b = hi;
@@ -1091,8 +1087,8 @@ static const hop_t *pick_down(const call_t *k, uint32_t cur, uint32_t dst,
 	for (b = a; b < hi && c->dn[b].sw == dst; b++)
 		;
 	if (a == b) /* dst hangs off a leaf below (cables inside a level) */
-		return pick(k, c->dn, lo, hi, dst, key, false, false);
-	return pick(k, c->dn, a, b, dst, key, false, true);
+		return pick(k, c->dn, lo, hi, dst, key, false);
+	return pick(k, c->dn, a, b, dst, key, true);
 }
 
 /* Breadth first from switch `from` over the cables up/down routing uses
@@ -1204,7 +1200,6 @@ static size_t route(call_t *k, uint32_t a, uint32_t b, uint32_t *out,
 	const tp_cost_ctx_t *c = k->c;
 	uint32_t cur = tp_fabric_ca(k->f, a)->leaf;
 	uint32_t dst = tp_fabric_ca(k->f, b)->leaf;
-	uint64_t dkey = c->ca_key[b];
 	size_t n = 0;
 	const hop_t *h;
 
@@ -1221,8 +1216,7 @@ static size_t route(call_t *k, uint32_t a, uint32_t b, uint32_t *out,
 		 * per-port route counters: a host's consecutive LIDs leave a
 		 * spine by as many cables to the cores); consuming the digit
 		 * at the leaf (textbook D-mod-K) sent all of them up one */
-		uint64_t key = c->ca_key[b];
-		h = pick_up(k, cur, dst, &key);
+		h = pick_up(k, cur, dst, c->ca_key[b]);
 		if (!h || n + 2 > c->maxpath)
 			goto shortest;
 		out[n++] = h->res;
@@ -1232,7 +1226,7 @@ static size_t route(call_t *k, uint32_t a, uint32_t b, uint32_t *out,
 	if (c->top >= 2 && c->level[cur] == c->top)
 		*top_p = true;
 	while (cur != dst) {
-		h = pick_down(k, cur, dst, &dkey);
+		h = pick_down(k, cur, dst, c->ca_key[b]);
 		if (!h || n + 2 > c->maxpath)
 			goto shortest;
 		out[n++] = h->res;
