@@ -292,26 +292,10 @@ static void add_dist(tree_t *t, uint32_t i)
 	}
 }
 
-/* Leaf switches the hosts taken are under. */
-static size_t leaves_used(const tree_t *t)
-{
-	const tp_fabric_t *f = t->pk.in->f;
-	size_t n = 0;
-
-	for (size_t i = 0; i < t->pk.n; i++) {
-		uint32_t g = tp_fabric_host(f, t->pk.hosts[i])->group[0];
-		bool seen = false;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = tp_fabric_host(f, t->pk.hosts[j])->group[0] == g;
-		n += !seen;
-	}
-	return n;
-}
-
 static tp_err_t eval_topo(tree_t *t, char *why, size_t whylen)
 {
 	const tp__policy_in_t *in = t->pk.in;
-	size_t nh = tp_fabric_nhosts(in->f), leaves, n0;
+	size_t nh = tp_fabric_nhosts(in->f), span[TP_SPAN_NLEVELS], n0;
 	uint32_t top = TP_ID_NONE;
 	long long prev;
 	int top_key = -1;
@@ -402,12 +386,12 @@ static tp_err_t eval_topo(tree_t *t, char *why, size_t whylen)
 	if (t->pk.min_rem_nodes > 0 || t->pk.got_gpus < t->pk.need_gpus)
 		return TP_ERR_NOTFOUND;
 fini:
-	leaves = leaves_used(t);
+	tp_span_of(in->f, t->pk.hosts, t->pk.n, span);
 	snprintf(why, whylen,
 		 "%s: top switch on level %d, %zu leaf switch%s by "
 		 "Slurm's best fit in switch order.",
 		 t->v24 ? "slurm-tree" : "slurm-tree-22.05", t->sw[top].level,
-		 leaves, leaves == 1 ? "" : "es");
+		 span[TP_SPAN_GROUPS], span[TP_SPAN_GROUPS] == 1 ? "" : "es");
 	return TP_OK;
 }
 

@@ -591,6 +591,20 @@ static size_t best_fit(const child_t *ch, size_t from, size_t n, size_t rest)
 	return last;
 }
 
+/* A spread's hosts: every offering host of ch[0..k-1) whole, and rest
+ * placed inside ch[last] (level lv). */
+static tp_err_t take_spread(ctx_t *c, const child_t *ch, size_t k, size_t last,
+			    int lv, size_t rest)
+{
+	tp_err_t err = TP_OK;
+
+	for (size_t i = 0; i + 1 < k && !err; i++) {
+		const tp_group_t *gp = group(c, ch[i].g);
+		err = take_hosts(c, gp->hosts, gp->nhosts, ch[i].cnt, true);
+	}
+	return err ? err : place_in(c, ch[last].g, lv, rest);
+}
+
 /* Spread need hosts over the fewest level-1 groups under the k groups
  * par[0..k) (level plv >= 2): the largest leaves first, whole; the last
  * one best fit. A spread over level-2 groups that took each one's free
@@ -623,13 +637,7 @@ static tp_err_t spread_leaves(ctx_t *c, const child_t *par, size_t k, int plv,
 		goto out;
 	sum -= ch[kl - 1].cnt;
 	size_t rest = need - sum, last = best_fit(ch, kl - 1, n, rest);
-	err = TP_OK;
-	for (size_t i = 0; i + 1 < kl && !err; i++) {
-		const tp_group_t *gp = group(c, ch[i].g);
-		err = take_hosts(c, gp->hosts, gp->nhosts, ch[i].cnt, true);
-	}
-	if (!err)
-		err = place_in(c, ch[last].g, 1, rest);
+	err = take_spread(c, ch, kl, last, 1, rest);
 out:
 	tp_free(ch);
 	return err;
@@ -701,13 +709,7 @@ static tp_err_t spread(ctx_t *c, uint32_t p, int clv, size_t need, bool top)
 		err = spread_leaves(c, ch, k, clv, need);
 		goto out;
 	}
-	for (size_t i = 0; i + 1 < k; i++) {
-		const tp_group_t *gp = group(c, ch[i].g);
-		if ((err =
-			 take_hosts(c, gp->hosts, gp->nhosts, ch[i].cnt, true)))
-			goto out;
-	}
-	err = place_in(c, ch[last].g, clv, rest);
+	err = take_spread(c, ch, k, last, clv, rest);
 out:
 	tp_free(ch);
 	return err;
