@@ -79,23 +79,13 @@ sim_place() {
 	echo "$out"
 }
 
-# The machine may be loaded (MessageTimeout=15): a client that times out is
-# retried, and a submission that timed out after slurmctld took it is found
-# by name rather than submitted twice.
 # submit NAME SBATCH-ARGS...: the id of the held job ${FID_TAG}NAME
+# (sbatch_named: a submission that timed out after slurmctld took it is
+# found by name rather than submitted twice)
 submit() {
 	sname=$1
 	shift
-	for _ in 1 2 3; do
-		sid=$(timeout 20 sbatch --parsable -H -J "$FID_TAG$sname" -o /dev/null "$@" \
-			--wrap 'sleep 600' 2>"$tmp/sb.err")
-		[ -n "$sid" ] || sid=$(timeout 10 squeue -h -n "$FID_TAG$sname" -o %i | head -1)
-		[ -n "$sid" ] && { echo "$sid"; return 0; }
-		grep -q 'timed out' "$tmp/sb.err" || break
-		sleep 1
-	done
-	cat "$tmp/sb.err" >&2
-	return 1
+	sbatch_named "$FID_TAG$sname" -H -o /dev/null "$@" --wrap 'sleep 600'
 }
 # release ID: until it no longer waits for the release
 release() {

@@ -424,9 +424,9 @@ spanning() {
 }
 
 
-# ---- held job sequences against the simulator (slurm_fidelity.sh,
-# slurm24_block_fidelity.sh). They keep $tmp/jobs: NAME ID NODES GPUS
-# [MODE], MODE x for an exclusive job that holds its hosts' GPUs. ----
+# ---- held job sequences against the simulator (fidelity.sh's runner and
+# others). They keep $tmp/jobs: NAME ID NODES GPUS [MODE], MODE x for an
+# exclusive job that holds its hosts' GPUs. ----
 
 # slurm_cli CMD...: a Slurm client, retried when it fails (a loaded
 # machine makes them time out, even at MessageTimeout=15)
