@@ -379,9 +379,10 @@ tp_err_t tp_gen_fat_tree(const tp_gen_fat_tree_t *p, tp_fabric_t **f_p)
 			      "or more",
 			      what);
 	lpp = p->leaves / pods;
-	if ((long long)pods * p->spines > MAX_COUNT)
-		return refuse("%s: %lld spines (--pods x --spines), at most %d",
-			      what, (long long)pods * p->spines, MAX_COUNT);
+	if ((err = check_total(what, "spines (--pods x --spines)",
+			       (long long)pods * p->spines, MAX_COUNT,
+			       "fewer --pods or --spines")))
+		return err;
 	nsp = pods * p->spines;
 	cores = pods == 1 ? 0 : p->cores > 0 ? p->cores : p->spines;
 	if (!(p->degrade >= 0 && p->degrade <= 1))

@@ -621,12 +621,19 @@ static void test_fat_tree_pods(void **state)
 	tp_fabric_destroy(a);
 	tp_fabric_destroy(b);
 	a = NULL;
-	/* refused: leaves that do not split, cores without pods */
+	/* refused: leaves that do not split, cores without pods, too many
+	 * spines */
 	tp_gen_fat_tree_defaults(&q);
 	q.pods = 3;
 	assert_int_equal(tp_gen_fat_tree(&q, &a), TP_ERR_RANGE);
 	q.pods = 0;
 	q.cores = 2;
+	assert_int_equal(tp_gen_fat_tree(&q, &a), TP_ERR_RANGE);
+	/* and more spines in all than a fabric may have */
+	tp_gen_fat_tree_defaults(&q);
+	q.pods = 4;
+	q.leaves = 8;
+	q.spines = 20000;
 	assert_int_equal(tp_gen_fat_tree(&q, &a), TP_ERR_RANGE);
 	assert_null(a);
 }
