@@ -38,6 +38,10 @@
  * plan hash is tp_hash_str's FNV-1a, another value for the same plan) */
 #define MAGIC	 0x74706334u
 #define SOCK_BUF (4 << 20)
+/* The default rendezvous port, 20000 + (job + STEP_STRIDE x step) mod
+ * 10000: a prime stride, so a job's first 10,000 steps get distinct ports
+ * and consecutive jobs' steps seldom meet. */
+#define STEP_STRIDE 7919
 
 typedef struct hello {
 	uint32_t magic;
@@ -367,10 +371,14 @@ static void hello_fill(const tp_coll_comm_t *c, hello_t *h, int channel)
 	h->flags = c->check ? HELLO_CHECK : 0;
 }
 
-/* Why rank 0 refuses h, or NULL. */
+/* Why rank 0 refuses h, or NULL. *foreign: h is not of this plan (another
+ * protocol, world size or plan: another step or job that met this port),
+ * which refuses that peer only; otherwise a rank of this plan disagrees,
+ * which fails every rank. */
 static char *check_hello(const tp_coll_comm_t *c, const hello_t *h,
-			 const bool *seen)
+			 const bool *seen, bool *foreign)
 {
+	*foreign = true;
 	if (h->magic != MAGIC)
 		return tp_asprintf("a peer speaks another protocol "
 				   "(magic 0x%08x)",
@@ -382,13 +390,14 @@ static char *check_hello(const tp_coll_comm_t *c, const hello_t *h,
 	if (h->rank <= 0 || h->rank >= c->size)
 		return tp_asprintf("a peer claims rank %d of %d", h->rank,
 				   c->size);
-	if (seen[h->rank])
-		return tp_asprintf("rank %d joined twice", h->rank);
 	if (h->hash != c->plan_hash)
 		return tp_asprintf("rank %d brought another plan (hash "
 				   "%016llx, rank 0 has %016llx)",
 				   h->rank, (unsigned long long)h->hash,
 				   (unsigned long long)c->plan_hash);
+	*foreign = false;
+	if (seen[h->rank])
+		return tp_asprintf("rank %d joined twice", h->rank);
 	if (h->chunk != c->chunk_bytes)
 		return tp_asprintf("rank %d uses chunk_bytes %llu, rank 0 %zu",
 				   h->rank, (unsigned long long)h->chunk,
@@ -405,11 +414,13 @@ static char *check_hello(const tp_coll_comm_t *c, const hello_t *h,
 	return NULL;
 }
 
-/* Replace a rendezvous timeout's reason with the ranks that never came. */
-static tp_err_t missing(boot_t *b, const bool *seen)
+/* Replace a rendezvous timeout's reason with the ranks that never came
+ * and, when rank 0 turned a peer away (foreign: why, or NULL), that
+ * reason: a rank of this plan started with another one fails so too. */
+static tp_err_t missing(boot_t *b, const bool *seen, const char *foreign)
 {
 	const tp_coll_comm_t *c = b->c;
-	char buf[200];
+	char buf[512];
 	int n = 0, shown = 0;
 	size_t off;
 
@@ -424,10 +435,25 @@ static tp_err_t missing(boot_t *b, const bool *seen)
 			off += (size_t)snprintf(buf + off, sizeof(buf) - off,
 						"%s%d", shown++ ? ", " : "", r);
 	if (off < sizeof(buf))
-		snprintf(buf + off, sizeof(buf) - off, "%s) after %g s",
-			 n > 4 ? ", ..." : "", c->timeout_s);
+		off += (size_t)snprintf(buf + off, sizeof(buf) - off,
+					"%s) after %g s", n > 4 ? ", ..." : "",
+					c->timeout_s);
+	if (foreign && off < sizeof(buf))
+		snprintf(buf + off, sizeof(buf) - off, "; turned away: %s",
+			 foreign);
 	bforget(b);
-	return bfail(b, TP_ERR_TIMEOUT, "%s", buf);
+	return bfail(b, foreign ? TP_ERR_MISMATCH : TP_ERR_TIMEOUT, "%s", buf);
+}
+
+/* Rank 0: tell a peer that is not of this plan why, and forget it. */
+static void turn_away(boot_t *b, int fd, const char *why)
+{
+	reply_t rep = {.magic = MAGIC, .status = TP_ERR_MISMATCH};
+
+	snprintf(rep.why, sizeof(rep.why), "%s", why);
+	(void)xfer(b, fd, &rep, sizeof(rep), true, "rendezvous reply");
+	close(fd);
+	bforget(b);
 }
 
 /* Rank 0: collect every hello, answer with the table or the refusal. */
@@ -437,7 +463,7 @@ static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 	tp_coll_comm_t *c = b->c;
 	int lfd = -1, *fds = tp_calloc((size_t)c->size, sizeof(int));
 	bool *seen = tp_calloc((size_t)c->size, sizeof(bool));
-	char *why = NULL;
+	char *why = NULL, *foreign = NULL;
 	tp_err_t err = TP_ERR_NOMEM;
 	int nfd = 0;
 
@@ -451,7 +477,7 @@ static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 		int fd;
 		err = accept_one(b, lfd, "rendezvous", fds, nfd, &fd);
 		if (err == TP_ERR_TIMEOUT)
-			err = missing(b, seen);
+			err = missing(b, seen, foreign);
 		if (err)
 			goto out;
 		err = xfer(b, fd, &h, sizeof(h), false, "rendezvous hello");
@@ -464,10 +490,24 @@ static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 			i--;
 			continue;
 		}
-		fds[nfd++] = fd;
-		if (err)
+		if (err) {
+			close(fd);
 			goto out;
-		why = check_hello(c, &h, seen);
+		}
+		bool other;
+		why = check_hello(c, &h, seen, &other);
+		if (why && other) {
+			/* another step's or job's rank on this port (the
+			 * default port is per job and step, modulo 10000):
+			 * refuse it alone, keep waiting for ours */
+			turn_away(b, fd, why);
+			tp_free(foreign);
+			foreign = why;
+			why = NULL;
+			i--;
+			continue;
+		}
+		fds[nfd++] = fd;
 		if (!why) {
 			seen[h.rank] = true;
 			tab[h.rank].addr = h.addr;
@@ -504,6 +544,7 @@ out:
 	if (lfd >= 0)
 		close(lfd);
 	tp_free(why);
+	tp_free(foreign);
 	tp_free(fds);
 	tp_free(seen);
 	return err;
@@ -892,8 +933,14 @@ tp_err_t tp__coll_connect(tp_coll_comm_t *c, const tp_coll_opts_t *o,
 				     "MASTER_PORT='%s' is not a port", env);
 		port = (int)v;
 	}
-	if (port == 0 && (env = getenv("SLURM_JOB_ID")) && *env)
-		port = 20000 + (int)(strtoul(env, NULL, 10) % 10000);
+	if (port == 0 && (env = getenv("SLURM_JOB_ID")) && *env) {
+		/* per job and step: concurrent steps of a job (srun ... &)
+		 * must not meet on one port */
+		const char *st = getenv("SLURM_STEP_ID");
+		unsigned long j = strtoul(env, NULL, 10) % 10000,
+			      s = st ? strtoul(st, NULL, 10) % 10000 : 0;
+		port = 20000 + (int)((j + STEP_STRIDE * s) % 10000);
+	}
 	if (port == 0)
 		port = 29500;
 	err = resolve(&b, host, port, &msa);

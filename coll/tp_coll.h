@@ -220,10 +220,11 @@ typedef struct tp_coll_opts {
 	/* Rendezvous host (name or dotted IPv4). NULL: $MASTER_ADDR, else
 	 * the plan's first host (node rank 0, where rank 0 runs). Copied. */
 	const char *master_addr;
-	/* Rendezvous port. 0: $MASTER_PORT, else 20000 + $SLURM_JOB_ID %
-	 * 10000, else 29500. Each communicator being created at the same
-	 * time on one host needs its own port; the port is released when
-	 * init returns. */
+	/* Rendezvous port. 0: $MASTER_PORT, else 20000 + ($SLURM_JOB_ID +
+	 * 7919 x $SLURM_STEP_ID) % 10000 (each step of a job its own port),
+	 * else 29500. Each communicator being created at the same time on
+	 * one host needs its own port; the port is released when init
+	 * returns. */
 	int master_port;
 	/* Seconds without progress before a call (or init: no rank
 	 * arrived, no byte moved) fails with TP_ERR_TIMEOUT; > 0. Default

@@ -1534,6 +1534,7 @@ static void test_truncated_plan(void **s)
  * peer (0: the default): both must fail init with TP_ERR_MISMATCH and a
  * reason containing what. */
 static const char *mismatch_env1; /* putenv()ed by rank 1 when set */
+static double mismatch_timeout = 5;
 
 static void expect_mismatch(const tp_plan_t *a, const tp_plan_t *b,
 			    int sockets1, const char *what)
@@ -1542,7 +1543,7 @@ static void expect_mismatch(const tp_plan_t *a, const tp_plan_t *b,
 	int port = next_port();
 	pid_t pid[2];
 
-	opts_for(&o, port, 5, 4096);
+	opts_for(&o, port, mismatch_timeout, 4096);
 	fflush(NULL);
 	for (int r = 0; r < 2; r++) {
 		pid[r] = fork();
@@ -1569,13 +1570,102 @@ static void expect_mismatch(const tp_plan_t *a, const tp_plan_t *b,
 	}
 }
 
-/* Rank 1 brings a plan over other hosts (same world size). */
+/* Rank 1 brings a plan over other hosts (same world size): it is turned
+ * away, and rank 0, its own rank 1 never coming, fails after its timeout
+ * naming the peer it refused. */
 static void test_mismatched_plan(void **s)
 {
 	tp_plan_t *a = plan_of(2, 1, 0), *b = plan_of(2, 1, 2);
 
 	(void)s;
+	mismatch_timeout = 2;
 	expect_mismatch(a, b, 0, "another plan");
+	mismatch_timeout = 5;
+	tp_plan_destroy(a);
+	tp_plan_destroy(b);
+}
+
+/* Child of the tests below: init rank r of p (port 0: the default from
+ * SLURM_JOB_ID / SLURM_STEP_ID, step: the latter or NULL); exit 0 when
+ * init ends with want (and, failing, its reason contains what). */
+static void join_as(const tp_plan_t *p, int r, int port, const char *step,
+		    tp_err_t want, const char *what)
+{
+	tp_coll_opts_t o;
+	tp_coll_comm_t *c = NULL;
+	char *why = NULL;
+
+	opts_for(&o, port, 10, 4096);
+	if (step)
+		setenv("SLURM_STEP_ID", step, 1);
+	tp_err_t err = tp_coll_comm_init(p, r, &o, &c, &why);
+	if (err == want && (!err || strstr(why, what)))
+		_exit(0);
+	fprintf(stderr, "# rank %d (step %s): %s: %s\n", r, step ? step : "-",
+		tp_strerror(err), why ? why : "");
+	_exit(1);
+}
+
+static void reap_ok(pid_t pid)
+{
+	int ws;
+
+	assert_int_equal(waitpid(pid, &ws, 0), pid);
+	assert_true(WIFEXITED(ws));
+	assert_int_equal(WEXITSTATUS(ws), 0);
+}
+
+/* A rank of another plan reaching rank 0's port (another step or job on
+ * the same port) is turned away alone: rank 0 and its own rank 1, coming
+ * later, still make their communicator. */
+static void test_foreign_peer_turned_away(void **s)
+{
+	tp_plan_t *a = plan_of(2, 1, 0), *b = plan_of(2, 1, 2),
+		  *big = plan_of(4, 1, 0);
+	int port = next_port();
+	pid_t a0, a1, x;
+
+	(void)s;
+	fflush(NULL);
+	if (!(a0 = fork()))
+		join_as(a, 0, port, NULL, TP_OK, "");
+	/* another plan of the same size, then another world size */
+	if (!(x = fork()))
+		join_as(b, 1, port, NULL, TP_ERR_MISMATCH, "another plan");
+	reap_ok(x);
+	if (!(x = fork()))
+		join_as(big, 3, port, NULL, TP_ERR_MISMATCH, "world size 4");
+	reap_ok(x);
+	if (!(a1 = fork()))
+		join_as(a, 1, port, NULL, TP_OK, "");
+	reap_ok(a0);
+	reap_ok(a1);
+	tp_plan_destroy(a);
+	tp_plan_destroy(b);
+	tp_plan_destroy(big);
+}
+
+/* Two steps of one job starting at once take the default port (no
+ * MASTER_PORT): each step its own, so both make their communicators (one
+ * port per job had the second rank 0 fail: address in use). */
+static void test_steps_own_ports(void **s)
+{
+	tp_plan_t *a = plan_of(2, 1, 0), *b = plan_of(2, 1, 2);
+	char job[32];
+	pid_t pid[4];
+
+	(void)s;
+	snprintf(job, sizeof(job), "%d", 1000 + (int)(getpid() % 8000));
+	setenv("SLURM_JOB_ID", job, 1);
+	unsetenv("MASTER_PORT");
+	fflush(NULL);
+	for (int k = 0; k < 4; k++)
+		if (!(pid[k] = fork()))
+			join_as(k < 2 ? a : b, k % 2, 0, k < 2 ? "0" : "1",
+				TP_OK, "");
+	for (int k = 0; k < 4; k++)
+		reap_ok(pid[k]);
+	unsetenv("SLURM_JOB_ID");
 	tp_plan_destroy(a);
 	tp_plan_destroy(b);
 }
@@ -3355,6 +3445,8 @@ int main(void)
 	    cmocka_unit_test(test_peer_never_connects),
 	    cmocka_unit_test(test_rendezvous_probe),
 	    cmocka_unit_test(test_mismatched_plan),
+	    cmocka_unit_test(test_foreign_peer_turned_away),
+	    cmocka_unit_test(test_steps_own_ports),
 	    {"test_1x1", test_matrix, NULL, NULL, &shapes[0]},
 	    {"test_1x3", test_matrix, NULL, NULL, &shapes[1]},
 	    {"test_2x1", test_matrix, NULL, NULL, &shapes[2]},

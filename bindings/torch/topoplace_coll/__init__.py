@@ -308,7 +308,7 @@ class Communicator:
     and TOPOPLACE_LOCAL_RANK). Otherwise a topoplace-plan/1 path and this
     process's rank. master_addr/master_port: the rendezvous (default
     MASTER_ADDR/MASTER_PORT, then the plan's first host and a port derived
-    from the job id; with torch.distributed's env:// or torchrun, whose
+    from the job and step ids; with torch.distributed's env:// or torchrun, whose
     store keeps MASTER_PORT for the whole job, pass another, e.g.
     MASTER_PORT + 1, or make the Communicator before init_process_group:
     the port is free again once init returns); timeout_s: seconds without
