@@ -269,7 +269,7 @@ static const char *tag_name(const char *p, size_t *len_p)
 
 bool tp_hca_map_topo_ok(const tp_hca_map_t *m, const char *xml)
 {
-	static const char tag[] = "<net ";
+	static const char tag[] = "<net";
 	const char *p = xml;
 
 	if (!m || !xml)
@@ -279,6 +279,13 @@ bool tp_hca_map_topo_ok(const tp_hca_map_t *m, const char *xml)
 		size_t len;
 
 		p += sizeof(tag) - 1;
+		/* the tag's name ends where NCCL's parser ends it: at white
+		 * space (a line break too), '/' or '>' (<network> is not
+		 * it) */
+		if (!*p)
+			return false; /* cut off */
+		if (!strchr(" \t\n\r/>", *p))
+			continue;
 		if (!(name = tag_name(p, &len)) || !is_local(m, name, len))
 			return false;
 	}

@@ -618,6 +618,13 @@ static void test_env_local_hcas(void **state)
 	assert_false(tp_hca_map_topo_ok(
 	    map, "<net name=\"mlx5_1\"/><net name=\"mlx5_10\"/>"));
 	assert_false(tp_hca_map_topo_ok(map, "<net name=\"mlx5_1"));
+	/* a line break or tab ends the tag's name as a space does */
+	assert_false(tp_hca_map_topo_ok(map, "<net\nname=\"mlx5_9\"/>"));
+	assert_false(tp_hca_map_topo_ok(map, "<net\tname=\"mlx5_9\"/>"));
+	assert_true(tp_hca_map_topo_ok(map, "<net\r\nname=\"mlx5_1\"/>"));
+	assert_false(tp_hca_map_topo_ok(map, "<net/>"));
+	assert_false(tp_hca_map_topo_ok(map, "<nic><net"));
+	assert_true(tp_hca_map_topo_ok(map, "<network name=\"mlx5_9\"/>"));
 	/* name="..." is the attribute NCCL reads, matched whole: not the
 	 * tail of ifname= nor text inside another attribute's value */
 	assert_false(tp_hca_map_topo_ok(
