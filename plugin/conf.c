@@ -73,6 +73,12 @@ static const tp_pconf_key_t keys[] = {
      "pace, and the native selection prices that (the cost model's "
      "--nics-by-rate); no: evenly",
      OFF(nics_by_rate), NULL},
+    {"PlanMaxRanks", TP_PCONF_UINT, "131072", 1, 16777216,
+     "the SPANK plugin's largest step (tasks) given a plan: a plan has an "
+     "entry a task, which every node of the step builds and writes under "
+     "basedir (131072: 16,384 hosts x 8, about 10 MB); a larger step runs "
+     "without one (one info line)",
+     OFF(plan_max_ranks), NULL},
     {"PriceBudget", TP_PCONF_UINT, "8", 0, 1000,
      "cost-model predictions a native selection may spend pricing "
      "candidate host sets (96: the simulator's, and the most one "

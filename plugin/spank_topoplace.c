@@ -438,16 +438,25 @@ static __attribute__((noinline)) const char *sysfs_root(void)
 	return buf;
 }
 
-/* basedir, made when missing; must be root's and not writable by others. */
+/* basedir, made when missing (0711 whatever slurmd's umask: init_post_opt
+ * runs before Slurm sets the user's); must be root's, not writable by
+ * others and searchable by them, or the job's user could not reach the
+ * plan TOPOPLACE_PLAN names. */
 static int open_base(bool create, char *why, size_t whylen)
 {
 	const char *dir = basedir();
 	struct stat st;
+	bool made = false;
 	int fd;
 
-	if (create && mkdir(dir, 0711) < 0 && errno != EEXIST) {
-		snprintf(why, whylen, "mkdir %s: %s", dir, strerror(errno));
-		return -1;
+	if (create) {
+		if (mkdir(dir, 0711) == 0)
+			made = true;
+		else if (errno != EEXIST) {
+			snprintf(why, whylen, "mkdir %s: %s", dir,
+				 strerror(errno));
+			return -1;
+		}
 	}
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
@@ -458,6 +467,19 @@ static int open_base(bool create, char *why, size_t whylen)
 	if (fstat(fd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 022)) {
 		snprintf(why, whylen,
 			 "%s: not root's or writable by others: refused", dir);
+		close(fd);
+		return -1;
+	}
+	if (made && (st.st_mode & 07777) != 0711 && fchmod(fd, 0711) < 0) {
+		snprintf(why, whylen, "chmod %s: %s", dir, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (create && !made && !(st.st_mode & 01)) {
+		snprintf(why, whylen,
+			 "%s: mode %04o, not searchable by the job's user "
+			 "(0711 would do): refused",
+			 dir, (unsigned)(st.st_mode & 07777));
 		close(fd);
 		return -1;
 	}
@@ -519,6 +541,8 @@ static bool write_all(int fd, const char *buf, size_t len)
 
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w == 0)
+			errno = EIO; /* no error of its own: not a stale one */
 		if (w <= 0)
 			return false;
 		buf += w;
@@ -824,7 +848,9 @@ static bool step_fabric(step_t *st)
 	const char *path = args.fabric;
 	tp_err_t err;
 
-	if (args.conf) {
+	if (!args.conf)
+		tp_pconf_defaults(&st->conf); /* PlanMaxRanks, NicsByRate */
+	else {
 		if ((err = tp_pconf_load(args.conf, &st->conf, &st->msg))) {
 			snprintf(st->why, sizeof(st->why), "%s",
 				 st->msg ? st->msg : tp_strerror(err));
@@ -861,7 +887,20 @@ static bool step_plan(step_t *st)
 	char q[420];
 	tp_step_in_t in;
 	tp_err_t err;
+	uint64_t ranks = 0;
 
+	for (size_t i = 0; i < st->n; i++)
+		ranks += st->counts[i];
+	if (ranks > st->conf.plan_max_ranks) {
+		/* an entry a task, built and written on every node: a CPU
+		 * step of 16,384 x 512 tasks would be ~630 MB in /run */
+		snprintf(st->why, sizeof(st->why),
+			 "%llu tasks, more than PlanMaxRanks (%u): no plan "
+			 "for it",
+			 (unsigned long long)ranks, st->conf.plan_max_ranks);
+		st->skip = true;
+		return false;
+	}
 	if ((err = tp_plan_build_step(st->f, (const char *const *)st->names,
 				      st->n, st->counts, st->conf.nics_by_rate,
 				      &st->plan, &st->msg))) {
@@ -871,6 +910,9 @@ static bool step_plan(step_t *st)
 		snprintf(st->why, sizeof(st->why), "plan for \"%s\": %s",
 			 tp_quote(q, 240, st->nodelist, 200),
 			 st->msg ? st->msg : tp_strerror(err));
+		/* hosts not in the fabric (a CPU partition sharing
+		 * plugstack.conf): expected, said at info level */
+		st->skip = err == TP_ERR_NOTFOUND;
 		return false;
 	}
 	snprintf(st->path, sizeof(st->path), "%s/job%u/plan-step%u.json",

@@ -52,6 +52,7 @@ typedef struct tp_pconf {
 				 * in collectives (its traffic's duty) */
 	uint32_t price_budget;	/* PriceBudget: predictions per decision */
 	bool nics_by_rate;	/* NicsByRate: step plans weigh ranks by NIC */
+	uint32_t plan_max_ranks; /* PlanMaxRanks: largest step planned */
 } tp_pconf_t;
 
 typedef enum tp_pconf_type {

@@ -367,8 +367,10 @@ j=$(as_user timeout 10 sbatch --parsable -J e -N 8 -o "$work/e.out" \
 wait_done "$j" || bad "job $j finished in 60 s"
 clean=$(grep -c '^node[0-9]* x x$' "$work/e.out")
 c=$(grep -c "spank/topoplace: job $j " "$(nodelog node004)")
-[ "$clean" -eq 8 ] && [ "$c" -eq 1 ] && ok "hosts not in the fabric: 8 tasks untouched, one line on node004" ||
-	bad "hosts not in the fabric: $clean of 8 clean, $c lines"
+e=$(grep "spank/topoplace: job $j " "$(nodelog node004)" | grep -c "error:")
+[ "$clean" -eq 8 ] && [ "$c" -eq 1 ] && [ "$e" -eq 0 ] &&
+	ok "hosts not in the fabric: 8 tasks untouched, one line on node004, not an error" ||
+	bad "hosts not in the fabric: $clean of 8 clean, $c lines, $e at error level"
 echo "# $(grep -h "spank/topoplace: job $j " "$(nodelog node004)" | head -1)"
 mv "$tmp/fabric.json" "$dir/fabric.json"
 
@@ -400,6 +402,23 @@ deep_step $(((4060 - base) / 8)) deep2
 [ ${#plan} -gt 4070 ] && [ "${plan%/plan-step0.json}" != "$plan" ] &&
 	ok "basedir of $((base + (4060 - base) / 8 * 8)) bytes: the plan path fits (${#plan} bytes), set" ||
 	bad "the control: TOPOPLACE_PLAN '$(echo "$plan" | cut -c 1-100)' ($(tail -n 1 "$tmp/deep2.out" | cut -c 1-200))"
+
+# ---- a basedir the job's user cannot search (an admin's 0700): refused
+# in one line, nothing exported (the plan would be out of the user's
+# reach); the plugin makes a missing one 0711 whatever slurmd's umask ----
+mkdir -p "$tmp/b700/node001"
+chmod 0700 "$tmp/b700/node001"
+cp "$dir/plugstack.conf" "$tmp/plugstack.saved"
+sed "s|basedir=[^ ]*|basedir=$tmp/b700/%h|" "$tmp/plugstack.saved" >"$dir/plugstack.conf"
+as_user timeout 60 srun -J b700 -w node001 -N 1 sh -c 'echo "$SLURM_JOB_ID ${TOPOPLACE_PLAN:-x}"' \
+	>"$tmp/b700.out" 2>"$tmp/b700.err" || bad "srun with a 0700 basedir: $(head -c 200 "$tmp/b700.err")"
+cp "$tmp/plugstack.saved" "$dir/plugstack.conf"
+read -r j plan <"$tmp/b700.out" || j=none
+l=$(grep "spank/topoplace: job $j step 0: " "$(nodelog node001)" | tail -n 1)
+case $l in *"$tmp/b700/node001: mode 0700, not searchable by the job's user"*"environment unchanged") true ;; *) false ;; esac &&
+	[ "$plan" = x ] && [ -z "$(find "$tmp/b700" -name 'job*')" ] &&
+	ok "a 0700 basedir: refused in one line, nothing set, nothing made" ||
+	bad "a 0700 basedir: TOPOPLACE_PLAN '$plan', $(echo "$l" | cut -c 1-200)"
 
 # ---- conf= whose FabricFile is relative: it lies beside the conf, as
 # slurmctld and `topoplace config --check` read it (slurmstepd's working
@@ -453,6 +472,24 @@ w=$(weights_step byrate "NicsByRate=yes")
 w=$(weights_step even "")
 [ "$w" = none ] && ok "NicsByRate unset: the step's plan splits evenly (no rank_weights)" ||
 	bad "NicsByRate unset: plan weights '$w'"
+
+# ---- PlanMaxRanks: a step of more tasks gets no plan (one info line on
+# each node), one of exactly that many gets its plan ----
+w=$(weights_step capped8 "$(printf 'NicsByRate=yes\nPlanMaxRanks=8')")
+[ "$w" = '"rank_weights": [1024, 512, 1024, 1024]' ] &&
+	ok "PlanMaxRanks=8: an 8-task step gets its plan" || bad "PlanMaxRanks=8: plan weights '$w'"
+printf 'FabricFile=half.json\nPlanMaxRanks=7\n' >"$dir/rel/topoplace.conf"
+sed "s|fabric=[^ ]*|conf=$dir/rel/topoplace.conf|" "$tmp/plugstack.saved" >"$dir/plugstack.conf"
+as_user timeout 60 srun -J capped7 -w node001,node002 -N 2 --ntasks-per-node 4 sh -c \
+	'echo "$SLURM_JOB_ID ${TOPOPLACE_PLAN:-x} ${TOPOPLACE_RANK:-x}"' \
+	>"$tmp/capped7.out" 2>"$tmp/capped7.err" || bad "srun capped7: $(head -c 200 "$tmp/capped7.err")"
+cp "$tmp/plugstack.saved" "$dir/plugstack.conf"
+read -r j _ <"$tmp/capped7.out" || j=none
+unset_n=$(grep -c ' x x$' "$tmp/capped7.out")
+l=$(grep "spank/topoplace: job $j step 0: " "$(nodelog node002)" | tail -n 1)
+case $l in *error:*) false ;; *"8 tasks, more than PlanMaxRanks (7): no plan for it: environment unchanged") true ;; *) false ;; esac &&
+	[ "$unset_n" -eq 8 ] && ok "PlanMaxRanks=7: an 8-task step runs without a plan, one info line" ||
+	bad "PlanMaxRanks=7: $unset_n of 8 tasks without a plan, $(echo "$l" | cut -c 1-200)"
 
 # ---- a node list with a line break, from a modified client ----
 # (tests/integration/tp_srun_shim.c preloaded into srun sends it as is):

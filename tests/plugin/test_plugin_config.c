@@ -33,6 +33,7 @@ static void test_defaults(void **state)
 	assert_null(c.link_state);
 	assert_int_equal(c.comm_share, 30);
 	assert_int_equal(c.price_budget, 8);
+	assert_int_equal(c.plan_max_ranks, 131072);
 	tp_pconf_free(&c);
 	tp_pconf_free(&c); /* idempotent */
 	tp_pconf_free(NULL);
