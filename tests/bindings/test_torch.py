@@ -120,6 +120,17 @@ def check_ddp(c, tc, comm, rank):
     comm.all_reduce(mx, op="max")
     comm.all_reduce(mn, op="min")
     c.ok(torch.equal(mx, mn), "parameters identical on every rank")
+    # the DDP model's group must be the communicator's ranks: a 2-rank
+    # group beside the 4-rank communicator is refused at once (on the
+    # ranks outside it too), the whole group accepted
+    sub = dist.new_group([0, 1])
+    c.raises(ValueError, "the communicator has 4 ranks, the process group %s"
+             % ("has 2" if rank < 2 else "does not hold this rank"),
+             "TopoplaceState(process_group=) of 2 ranks beside a 4-rank communicator refused",
+             TopoplaceState, comm, process_group=sub)
+    whole = dist.new_group([0, 1, 2, 3])
+    c.ok(TopoplaceState(comm, process_group=whole).check_group(),
+         "TopoplaceState(process_group=) of the communicator's 4 ranks accepted")
     check_async_hook(c, tc, comm, rank)
 
 

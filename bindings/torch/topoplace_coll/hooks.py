@@ -172,9 +172,15 @@ class TopoplaceState:
     clip_norm       top-k: clip each rank's bucket to norm <= clip_norm /
                     sqrt(ranks) before it is sent (default None: off)
     per_tensor      top-k: k per parameter, not per bucket (default False)
+    process_group   the DDP model's process group (default None: the
+                    default group); once torch.distributed is initialised
+                    its size must be the communicator's, or the state (at
+                    once, or at the hook's first call) raises ValueError:
+                    DDP on a sub-group with a communicator over every rank
+                    would average over the wrong ranks
 
     Pickled (a checkpoint), a state keeps its options and counters, not
-    its communicator (set state.comm again) nor its velocity and
+    its communicator (set state.comm again), its process_group nor its velocity and
     residuals: their keys hold the parameters' addresses. Given a
     communicator, a state whose key_base was left to it takes a base of
     that communicator's, as a fresh state would.
@@ -192,7 +198,8 @@ class TopoplaceState:
     def __init__(self, comm, compressor=None, hierarchical=True, error_feedback=True, start_iter=0,
                  algorithm="auto", block=None, topk_fraction=None, stochastic=None, seed=None,
                  key_base=None, async_op=True, momentum=None, momentum_masking=True, warmup_steps=0,
-                 clip_norm=None, per_tensor=False, segment=None, overlap=None, topk_threshold=None):
+                 clip_norm=None, per_tensor=False, segment=None, overlap=None, topk_threshold=None,
+                 process_group=None):
         _choice(_lib.COMPRESSORS, compressor, "compressor")
         _choice(_lib.ALGOS, algorithm, "algorithm")
         if compressor == "none":
@@ -246,7 +253,10 @@ class TopoplaceState:
         self.hook_s = 0.0  # profile: seconds spent in allreduce_hook itself
         self.hook_cpu_s = 0.0  # the CPU time of those (time.thread_time())
         self.last_hook_t = None  # time.perf_counter() when it last returned
+        self.process_group = process_group
+        self._group_ok = False  # comm's size checked against the group's
         self.comm = comm
+        self.check_group()
 
     @property
     def comm(self):
@@ -281,7 +291,30 @@ class TopoplaceState:
                 self._base_of = weakref.ref(comm)
             except TypeError:  # an object without weak references
                 self._base_of = lambda c=comm: c
+        if comm is not self._comm:
+            self._group_ok = False
         self._comm = comm
+
+    def check_group(self):
+        """True once the communicator's size is the process group's; False
+        while either is not there yet (no communicator, torch.distributed
+        not initialised); raises ValueError when they differ."""
+        import torch.distributed as dist
+
+        size = getattr(self._comm, "size", None)  # (None: a stand-in's)
+        if self._group_ok or size is None or not (dist.is_available() and dist.is_initialized()):
+            return self._group_ok
+        g = self.process_group
+        n = dist.get_world_size(g) if g is not None else dist.get_world_size()
+        if n != size:
+            raise ValueError("TopoplaceState: the communicator has %d ranks, the %s %s: "
+                             "give the DDP model's group as process_group= and a "
+                             "communicator over its ranks"
+                             % (size, "process group" if g is not None else
+                                "default process group",
+                                "does not hold this rank" if n < 0 else "has %d" % n))
+        self._group_ok = True
+        return True
 
     def key(self, bucket, piece=None):
         """The error-feedback key of this bucket's layout (of one of its
@@ -357,7 +390,8 @@ class TopoplaceState:
         # communicator (give the restored state a new one: state.comm = ...).
         # Its keys hold the parameters' addresses: in another process the
         # velocity and residuals start again from zero.
-        return {k: v for k, v in self.__dict__.items() if k not in ("_comm", "_base_of")}
+        return {k: v for k, v in self.__dict__.items()
+                if k not in ("_comm", "_base_of", "process_group", "_group_ok")}
 
     def __setstate__(self, d):
         d.pop("comm", None)  # (an older version's pickle)
@@ -367,6 +401,8 @@ class TopoplaceState:
         self.__dict__.setdefault("_key_base_auto", self.key_base % (1 << 40) == 0)
         self._comm = None
         self._base_of = lambda: None
+        self.process_group = None  # a group is this process's: give it again
+        self._group_ok = False
 
 
 def allreduce_hook(state, bucket):
@@ -385,6 +421,8 @@ def _hook(state, bucket):
     if state.comm is None:
         raise RuntimeError("TopoplaceState.comm is None: a restored state needs its "
                            "communicator again (state.comm = topoplace_coll.Communicator(...))")
+    if not state._group_ok:
+        state.check_group()
     out = bucket.buffer()
     topk = state.compressing() and state.compressor == "topk"
     # the library compresses float32: other gradients go as a copy
