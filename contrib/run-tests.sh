@@ -7,7 +7,9 @@
 #                        (contrib/build-slurm.sh): slurmctld + 8 slurmd in
 #                        network namespaces (contrib/slurm-cluster.sh)
 #   2. one clang build with ASan+UBSan: the unit tests, then a brief
-#      libFuzzer run of every reader and the compressed message decoder
+#      libFuzzer run of every reader and the compressed message decoder;
+#      it runs at nice 19 beside make check-slurm, whose daemons leave
+#      most of the CPU idle (its output follows check-slurm's)
 #   3. make distcheck (its build runs tests/Makefile.am's DIST_TESTS)
 # Ends with one line "N passed, N failed, N skipped", after the reasons for
 # the skips.
@@ -76,34 +78,33 @@ step "build (-Werror) and make check"
 BUILD_DIR="$top/build" "$top/contrib/build.sh" >/dev/null
 rm -f $(find "$top/build/tests" -name '*.trs' 2>/dev/null) 2>/dev/null || true
 make -C "$top/build" check -j2 || status=1
+
+# Step 2 (contrib/run-sanitizers.sh, its own tree build-san/) at nice
+# 19 beside check-slurm: the mini-clusters' daemons mostly wait, and
+# what they need of the CPU goes first. Counted afterwards from its .trs
+# files and build-san/fuzz.rc.
+san="$top/build-san"
+: "${TP_FUZZ_SECONDS:=3}"
+mkdir -p "$san"
+rm -f "$san/fuzz.rc" "$san/ci.log"
+TP_FUZZ_SECONDS=$TP_FUZZ_SECONDS nice -n 19 "$top/contrib/run-sanitizers.sh" >"$san/ci.log" 2>&1 &
+san_pid=$!
+
+step "make check-slurm (beside it: ASan + UBSan unit tests and libFuzzer, $TP_FUZZ_SECONDS s a reader)"
 make -C "$top/build" -j2 check-slurm || status=1
 count "$top/build"
 why_skipped "$top/build"
 why_failed "$top/build"
 
-step "ASan + UBSan unit tests and libFuzzer, ${TP_FUZZ_SECONDS:=3} s a reader (make fuzz runs longer)"
-# One clang tree serves both: the unit tests under ASan and UBSan, and
-# the fuzz targets (libFuzzer needs clang), which need no CUDA (the main
-# build and distcheck compile the kernels). A tree configured otherwise
-# before is configured again. -Werror as the main build: clang warns
-# where gcc does not (-Wstring-concatenation).
-san="$top/build-san"
-mkdir -p "$san"
-grep -q -e '--enable-fuzz --enable-werror' "$san/config.status" 2>/dev/null || rm -f "$san/Makefile"
-(cd "$san" && [ -f Makefile ] || "$top/configure" -q CC=clang --enable-fuzz --enable-werror --with-cuda=no \
-	CFLAGS="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-	LDFLAGS="-fsanitize=address,undefined")
-make -C "$san" -j2 >/dev/null
-rm -f $(find "$san/tests" -name '*.trs' 2>/dev/null) 2>/dev/null || true
-make -C "$san/tests" check -j2 TESTS='$(UNIT_TESTS)' \
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 || status=1
+step "ASan + UBSan unit tests and libFuzzer, $TP_FUZZ_SECONDS s a reader (make fuzz runs longer): its output"
+wait "$san_pid" || true
+cat "$san/ci.log"
 count "$san"
 why_failed "$san"
-make -C "$san/tests" fuzz-build >/dev/null
-if TP_FUZZ_SECONDS=$TP_FUZZ_SECONDS TP_FUZZ_WORK="$san/fuzz-corpus" \
-	sh "$top/tests/fuzz/run.sh" "$san/tests/fuzz" "$top/tests"; then
+if [ "$(cat "$san/fuzz.rc" 2>/dev/null)" = 0 ]; then
 	pass=$((pass + 1))
 else
+	echo "the sanitizer build or the fuzz run failed (above)"
 	fail=$((fail + 1))
 	status=1
 fi

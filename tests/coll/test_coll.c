@@ -1578,7 +1578,7 @@ static void test_mismatched_plan(void **s)
 	tp_plan_t *a = plan_of(2, 1, 0), *b = plan_of(2, 1, 2);
 
 	(void)s;
-	mismatch_timeout = 2;
+	mismatch_timeout = 3;
 	expect_mismatch(a, b, 0, "another plan");
 	mismatch_timeout = 5;
 	tp_plan_destroy(a);
