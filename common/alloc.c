@@ -111,6 +111,20 @@ char *tp_oneline(char *s)
 	return s;
 }
 
+const char *tp_excerpt(const char *s, char *buf, size_t size)
+{
+	size_t i;
+
+	for (i = 0; i + 4 < size && s[i]; i++)
+		buf[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+	if (s[i] && size >= 4) {
+		memcpy(buf + i, "...", 3);
+		i += 3;
+	}
+	buf[i] = '\0';
+	return buf;
+}
+
 tp_err_t tp_first_error(char **slot, const char *name, tp_err_t err,
 			const char *fmt, ...)
 {

@@ -370,6 +370,11 @@ size_t tp_threads_run(void *(*fn)(void *), void *arg, size_t max);
  * DEL) that came from the input become '?', in place; NULL is a no-op.
  * Returns s. Every reader's detail string goes through it. */
 char *tp_oneline(char *s);
+/* A printable excerpt of input text for a message, into buf (size >= 4
+ * bytes): at most size - 4 bytes of s, a byte outside printable ASCII as
+ * '?', and "..." when s was longer. Returns buf. */
+#define TP_EXCERPT_SIZE 44
+const char *tp_excerpt(const char *s, char *buf, size_t size);
 
 /* Parse a GUID ("0x0002c90300a1b2c3" or "0002c90300a1b2c3"). */
 bool tp_parse_guid(const char *s, uint64_t *guid_p);

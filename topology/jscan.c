@@ -217,6 +217,41 @@ tp_err_t tp__jdoc_parse(tp__jdoc_t *d, const char *buf, size_t len)
 	return tp__jdoc_parse_owned(d, copy, len);
 }
 
+static const char depth_msg[] = "nesting deeper than 64";
+static const char twice_msg[] = "key given twice";
+
+/* The token of a key that object obj (closed) names twice, else
+ * TP_J_NONE. Pairwise for the few keys of a fabric item, through a hash
+ * set for more (a hostile object of a million keys stays linear). */
+static uint32_t twice_key(tp__jdoc_t *d, uint32_t obj, tp_err_t *err)
+{
+	uint32_t n = TP__JCOUNT(&d->tok[obj]), k = obj + 1, few[16];
+	const char *text = d->text;
+	tp_strmap_t seen = {0};
+
+	*err = TP_OK;
+	for (uint32_t i = 0; i < n; i++, k = d->tok[k + 1].next) {
+		const char *name = text + d->tok[k].v.str;
+		if (n <= 16) {
+			for (uint32_t j = 0; j < i; j++) {
+				const char *o = text + d->tok[few[j]].v.str;
+				if (o[0] == name[0] && !strcmp(o, name))
+					return k;
+			}
+			few[i] = k;
+			continue;
+		}
+		if (tp_strmap_get(&seen, name) != TP_MAP_NONE)
+			break;
+		if (tp_strmap_put(&seen, name, k)) {
+			*err = TP_ERR_NOMEM;
+			break;
+		}
+	}
+	tp_strmap_clear(&seen);
+	return n > 16 && k != d->tok[obj].next && !*err ? k : TP_J_NONE;
+}
+
 /* Tokenise d->text (len bytes), reusing d->tok's capacity. */
 static tp_err_t parse_text(tp__jdoc_t *d, size_t len)
 {
@@ -232,8 +267,9 @@ static tp_err_t parse_text(tp__jdoc_t *d, size_t len)
 	tp_err_t err;
 
 	d->ntok = 0;
-	d->errline = 0;
+	d->errline = d->erroff = 0;
 	d->errmsg = "not valid JSON";
+	d->errkey = TP_J_NONE;
 	t[len] = '\0';
 	for (;;) {
 		while (i < len && (t[i] == ' ' || t[i] == '\t' ||
@@ -253,6 +289,16 @@ static tp_err_t parse_text(tp__jdoc_t *d, size_t len)
 			if (want_value && (d->tok[top].size & 0x87ffffffu))
 				goto bad;
 			d->tok[top].next = (uint32_t)d->ntok;
+			if (c == '}' && TP__JCOUNT(&d->tok[top]) > 1) {
+				uint32_t k = twice_key(d, top, &err);
+				if (err)
+					return err;
+				if (k != TP_J_NONE) {
+					d->errmsg = twice_msg;
+					d->errkey = d->tok[k].v.str;
+					goto bad;
+				}
+			}
 			depth--;
 			i++;
 			want_value = false;
@@ -285,8 +331,10 @@ static tp_err_t parse_text(tp__jdoc_t *d, size_t len)
 		switch (type) {
 		case TP_J_OBJ:
 		case TP_J_ARR:
-			if (depth == MAX_DEPTH)
+			if (depth == MAX_DEPTH) {
+				d->errmsg = depth_msg;
 				goto bad;
+			}
 			i++;
 			break;
 		case TP_J_STR: {
@@ -343,6 +391,7 @@ static tp_err_t parse_text(tp__jdoc_t *d, size_t len)
 	return TP_OK;
 bad:
 	d->errline = line;
+	d->erroff = i;
 	return TP_ERR_PARSE;
 }
 
@@ -505,7 +554,9 @@ static tp_err_t bad(tp__jstream_t *s, const char *msg)
 	if (s->ioerr)
 		return s->ioerr;
 	s->errline = s->line;
+	s->erroff = s->off;
 	s->errmsg = peek(s) == 0 ? nul_msg : msg;
+	s->errkey = NULL;
 	return TP_ERR_PARSE;
 }
 
@@ -607,7 +658,11 @@ static tp_err_t parse_value(tp__jstream_t *s)
 	err = parse_text(&s->item, len);
 	if (err == TP_ERR_PARSE) {
 		s->errline = line + s->item.errline - 1;
+		s->erroff = start + s->item.erroff;
 		s->errmsg = s->item.errmsg;
+		s->errkey = s->item.errkey == TP_J_NONE
+				? NULL
+				: s->item.text + s->item.errkey;
 	}
 	return err;
 }
@@ -685,39 +740,80 @@ static tp_err_t check_value(tp__jstream_t *s)
 	return err;
 }
 
-tp_err_t tp__jstream_index(tp__jstream_t *s, const char *const *keys, size_t n,
-			   tp__jmark_t *marks)
+/* A top-level key seen before (the other keys: copies in a set). */
+typedef struct keyset {
+	tp_strmap_t map;
+	char **name;
+	size_t n, cap;
+} keyset_t;
+
+static tp_err_t keyset_add(keyset_t *ks, const char *key, bool *twice_p)
+{
+	void *p = ks->name;
+	char *copy;
+
+	*twice_p = tp_strmap_get(&ks->map, key) != TP_MAP_NONE;
+	if (*twice_p)
+		return TP_OK;
+	if (tp_grow(&p, &ks->cap, ks->n + 1, sizeof(char *)))
+		return TP_ERR_NOMEM;
+	ks->name = p;
+	if (!(copy = tp_strdup(key)))
+		return TP_ERR_NOMEM;
+	ks->name[ks->n] = copy;
+	if (tp_strmap_put(&ks->map, copy, (uint32_t)ks->n)) {
+		tp_free(copy);
+		return TP_ERR_NOMEM;
+	}
+	ks->n++;
+	return TP_OK;
+}
+
+static void keyset_free(keyset_t *ks)
+{
+	tp_strmap_clear(&ks->map);
+	for (size_t i = 0; i < ks->n; i++)
+		tp_free(ks->name[i]);
+	tp_free(ks->name);
+}
+
+/* The top-level object's members, from its first key on. */
+static tp_err_t index_members(tp__jstream_t *s, const char *const *keys,
+			      size_t n, tp__jmark_t *marks, keyset_t *others)
 {
 	tp_err_t err;
-	int c;
+	int c = skip_ws(s);
 
-	memset(marks, 0, n * sizeof(*marks));
-	if ((c = skip_ws(s)) != '{') {
-		/* valid JSON but no object finds nothing */
-		if ((err = c < 0 ? bad(s, bad_msg) : parse_value(s)))
-			return err;
-		goto end;
-	}
-	s->off++;
-	if ((c = skip_ws(s)) == '}') {
-		s->off++;
-		goto end;
-	}
 	for (;;) {
-		size_t k = 0;
+		size_t k = 0, line = s->line;
+		uint64_t at = s->off;
+		bool twice;
 		if (c != '"')
 			return bad(s, bad_msg);
 		if ((err = parse_value(s)))
 			return err;
-		while (k < n && strcmp(tp__jstr(&s->item, 0), keys[k]))
+		const char *key = tp__jstr(&s->item, 0);
+		while (k < n && strcmp(key, keys[k]))
 			k++;
+		if (k < n)
+			twice = marks[k].found;
+		else if ((err = keyset_add(others, key, &twice)))
+			return err;
+		if (twice) {
+			s->errline = line;
+			s->erroff = at;
+			s->errmsg = twice_msg;
+			s->errkey = key;
+			return TP_ERR_PARSE;
+		}
 		if (skip_ws(s) != ':')
 			return bad(s, bad_msg);
 		s->off++;
 		skip_ws(s);
-		if (k < n && !marks[k].found) {
-			marks[k] = (tp__jmark_t){s->off, s->line, 0, true};
+		if (k < n) {
+			marks[k] = (tp__jmark_t){s->off, 0, s->line, 0, true};
 			err = value_end(s, &marks[k].nitems, false);
+			marks[k].end = s->off;
 		} else {
 			err = check_value(s);
 		}
@@ -725,13 +821,37 @@ tp_err_t tp__jstream_index(tp__jstream_t *s, const char *const *keys, size_t n,
 			return err;
 		if ((c = skip_ws(s)) == '}') {
 			s->off++;
-			break;
+			return TP_OK;
 		}
 		if (c != ',')
 			return bad(s, bad_msg);
 		s->off++;
 		c = skip_ws(s);
 	}
-end:
+}
+
+tp_err_t tp__jstream_index(tp__jstream_t *s, const char *const *keys, size_t n,
+			   tp__jmark_t *marks)
+{
+	keyset_t others = {0};
+	tp_err_t err;
+	int c;
+
+	memset(marks, 0, n * sizeof(*marks));
+	if ((c = skip_ws(s)) != '{') {
+		/* valid JSON but no object finds nothing */
+		err = c < 0 ? bad(s, bad_msg) : parse_value(s);
+	} else {
+		s->off++;
+		if (skip_ws(s) == '}') {
+			s->off++;
+			err = TP_OK;
+		} else {
+			err = index_members(s, keys, n, marks, &others);
+		}
+	}
+	keyset_free(&others);
+	if (err)
+		return err;
 	return skip_ws(s) == -1 ? TP_OK : bad(s, bad_msg);
 }

@@ -44,13 +44,18 @@ typedef struct tp__jdoc {
 	tp__jtok_t *tok;
 	size_t ntok, captok;
 	size_t errline;	    /* on failure: line of the error (1-based) */
+	size_t erroff;	    /* on failure: its byte offset in the text */
 	const char *errmsg; /* static */
+	uint32_t errkey;    /* a key given twice in one object: its text
+			     * offset (errmsg says so), else TP_J_NONE */
 } tp__jdoc_t;
 
 #define TP_J_NONE UINT32_MAX
 
 /* Parse len bytes of buf (need not be NUL-terminated). TP_ERR_PARSE
- * with errline/errmsg set, or TP_ERR_NOMEM. Free with tp__jdoc_free. */
+ * with errline/erroff/errmsg (and errkey) set, or TP_ERR_NOMEM; an
+ * object naming one key twice is a parse error (which was meant is
+ * unknown). Free with tp__jdoc_free. */
 tp_err_t tp__jdoc_parse(tp__jdoc_t *d, const char *buf, size_t len);
 /* Same, taking ownership of buf (len + 1 bytes, allocated with
  * tp_malloc): no copy. buf is freed by tp__jdoc_free even on error. */
@@ -101,7 +106,7 @@ void tp__jgetv(const tp__jdoc_t *d, uint32_t obj, const char *const *keys,
 
 /* Where a wanted member's value starts; items counted for arrays. */
 typedef struct tp__jmark {
-	uint64_t off;
+	uint64_t off, end; /* the value's bytes: [off, end) */
 	size_t line;
 	size_t nitems; /* members of an array value, else 0 */
 	bool found;
@@ -120,8 +125,11 @@ typedef struct tp__jstream {
 	tp__jdoc_t item; /* the last value read; buffers reused */
 	size_t itemcap;
 	tp_err_t ioerr;
-	size_t errline; /* on TP_ERR_PARSE */
-	const char *errmsg;
+	size_t errline;	    /* on TP_ERR_PARSE: the line, */
+	uint64_t erroff;    /* the byte offset in the file, */
+	const char *errmsg; /* what (static), */
+	const char *errkey; /* a key given twice, or NULL (borrowed from
+			     * item or keys, valid until the next call) */
 } tp__jstream_t;
 
 /* Over len bytes of mem (borrowed) or over a regular file's fd (borrowed,
@@ -130,9 +138,10 @@ void tp__jstream_mem(tp__jstream_t *s, const char *mem, size_t len);
 void tp__jstream_fd(tp__jstream_t *s, int fd, uint64_t size);
 void tp__jstream_free(tp__jstream_t *s);
 /* The first pass: the text must be one object; for each of the n keys
- * its first member's place into marks[i] (found false when absent).
- * Other members are checked in full; wanted ones only for balance (the
- * caller reads them). TP_ERR_PARSE (errline, errmsg), NOMEM, IO. A text
+ * its member's place into marks[i] (found false when absent). Other
+ * members are checked in full; wanted ones only for balance (the caller
+ * reads them). A key given twice at the top level is TP_ERR_PARSE with
+ * errkey set. TP_ERR_PARSE (errline, erroff, errmsg), NOMEM, IO. A text
  * that is valid JSON but no object finds nothing. */
 tp_err_t tp__jstream_index(tp__jstream_t *s, const char *const *keys, size_t n,
 			   tp__jmark_t *marks);

@@ -314,12 +314,27 @@ typedef struct loader {
 	for (uint32_t v = tp__jfirst(d, arr); v != TP_J_NONE;                  \
 	     v = tp__jnext(d, v, false, arr))
 
-/* A stream failure: "name: line: what" for bad JSON. */
-static tp_err_t sfail(loader_t *ld, tp_err_t err)
+/* A stream failure: "name: line: [where: ]what near byte N" for bad
+ * JSON (the writer puts a fabric on one line: the byte locates it), where
+ * the member and item being read ("links[12]"), or NULL. */
+static tp_err_t sfail(loader_t *ld, tp_err_t err, const char *where)
 {
-	if (err == TP_ERR_PARSE)
-		return lfail(ld, err, "%zu: %s", ld->s->errline, ld->s->errmsg);
-	return lfail(ld, err, "%s", tp_strerror(err));
+	const tp__jstream_t *s = ld->s;
+	char key[TP_EXCERPT_SIZE];
+
+	if (err != TP_ERR_PARSE)
+		return lfail(ld, err, "%s", tp_strerror(err));
+	if (s->errkey)
+		return lfail(ld, err,
+			     "%zu: %s%s%s \"%s\" given twice near byte "
+			     "%llu",
+			     s->errline, where ? where : "", where ? ": " : "",
+			     where ? "key" : "top-level key",
+			     tp_excerpt(s->errkey, key, sizeof(key)),
+			     (unsigned long long)s->erroff);
+	return lfail(ld, err, "%zu: %s%s%s near byte %llu", s->errline,
+		     where ? where : "", where ? ": " : "", s->errmsg,
+		     (unsigned long long)s->erroff);
 }
 
 typedef tp_err_t (*item_fn_t)(loader_t *ld, const tp__jdoc_t *d, int i);
@@ -340,7 +355,12 @@ static tp_err_t each_item(loader_t *ld, int k, item_fn_t fn)
 	while (!err && !(err = tp__jstream_next(ld->s, &d)) && d)
 		if ((err = fn(ld, d, i++)))
 			return err;
-	return err ? sfail(ld, err) : TP_OK;
+	if (err) {
+		char where[64];
+		snprintf(where, sizeof(where), "%s[%d]", member[k], i);
+		return sfail(ld, err, where);
+	}
+	return TP_OK;
 }
 
 /* Member k's value as a document (root token 0), NULL when absent. */
@@ -351,7 +371,7 @@ static tp_err_t scalar(loader_t *ld, int k, const tp__jdoc_t **d_p)
 	*d_p = NULL;
 	if (ld->mark[k].found &&
 	    (err = tp__jstream_value(ld->s, &ld->mark[k], d_p)))
-		return sfail(ld, err);
+		return sfail(ld, err, member[k]);
 	return TP_OK;
 }
 
@@ -732,6 +752,23 @@ static tp_err_t load_warning(loader_t *ld, const tp__jdoc_t *d, int i)
 	return TP_OK;
 }
 
+/* The fewest bytes of a valid item: {"guid":"0","desc":"","ports":1,
+ * "subnet":0}, ["ca",0,1,"ca",0,2,0,0,true], {"name":"a","node_data":
+ * true,"gpus":[]}, each less a few for slack. */
+#define MIN_NODE_BYTES 40
+#define MIN_LINK_BYTES 24
+#define MIN_HOST_BYTES 36
+
+/* Items to set room aside for, before any is checked: the count of the
+ * first pass, capped by what the array's bytes can hold valid, so that
+ * memory stays proportional to the file. */
+static size_t room(const tp__jmark_t *m, size_t min_bytes)
+{
+	uint64_t fit = (m->end - m->off) / min_bytes;
+
+	return m->nitems < fit ? m->nitems : (size_t)fit;
+}
+
 /* The fabric, member by member in the order their checks need. */
 static tp_err_t load_doc(loader_t *ld, tp_fabric_t **f_p)
 {
@@ -742,7 +779,7 @@ static tp_err_t load_doc(loader_t *ld, tp_fabric_t **f_p)
 	tp_err_t err;
 
 	if ((err = tp__jstream_index(ld->s, member, K_N, ld->mark)))
-		return sfail(ld, err);
+		return sfail(ld, err, NULL);
 	for (int k = 0; k < K_N; k++)
 		if (m[k].nitems > tp__fabric_max_items)
 			return lfail(ld, TP_ERR_RANGE,
@@ -767,9 +804,12 @@ static tp_err_t load_doc(loader_t *ld, tp_fabric_t **f_p)
 		return lfail(ld, TP_ERR_NOMEM, "out of memory");
 	ld->f->nsubnets = (int)subnets;
 	/* the counts of the first pass: every array allocated once, at its
-	 * size (the item checks still hold each one to what it claims) */
-	if (tp__fabric_reserve(ld->f, m[K_SWITCHES].nitems, m[K_CAS].nitems,
-			       m[K_LINKS].nitems, m[K_HOSTS].nitems))
+	 * size, but no larger than its bytes can hold (the first pass counts
+	 * commas, and "[0,0,...]" is 2 bytes an item) */
+	if (tp__fabric_reserve(ld->f, room(&m[K_SWITCHES], MIN_NODE_BYTES),
+			       room(&m[K_CAS], MIN_NODE_BYTES),
+			       room(&m[K_LINKS], MIN_LINK_BYTES),
+			       room(&m[K_HOSTS], MIN_HOST_BYTES)))
 		return lfail(ld, TP_ERR_NOMEM, "out of memory");
 	if ((err = each_item(ld, K_SWITCHES, load_switch)) ||
 	    (err = each_item(ld, K_CAS, load_ca)) ||

@@ -248,7 +248,7 @@ else
 	cp "$dir/fabric.json" "$tmp/good.json"
 	echo '{"format":"topoplace-fabric/1",' >"$dir/fabric.json"
 	step -w node001 -N 1 true >/dev/null 2>&1 &&
-		grep -q 'error: spank/topoplace: .*fabric .*: not valid JSON: environment unchanged' "$dir/log/slurmd-node001.log" &&
+		grep -q 'error: spank/topoplace: .*fabric .*: not valid JSON near byte [0-9]*: environment unchanged' "$dir/log/slurmd-node001.log" &&
 		ok "step on node001 with a corrupt fabric file: ran, the plugin said why" ||
 		bad "step with a corrupt fabric: $(grep spank "$dir/log/slurmd-node001.log" | tail -n 2)"
 	timeout 60 scancel "$alloc" || bad "scancel $alloc"
