@@ -799,6 +799,19 @@ tp_err_t tp_fabric_read_node_hwloc(tp_fabric_t *f, const char *host,
 					   : "garbled result from hwloc's "
 					     "child process");
 	}
+	/* a figure no GPU reaches is an edited or garbled matrix: unknown
+	 * (0), not a price of 0 s for every transfer */
+	for (size_t g = 0; g < job.ngpus; g++)
+		if (!(job.gpus[g].nvlink_gbps <= TP__NVLINK_GBPS_MAX)) {
+			tp__fabric_warn(f,
+					"%s: GPU%d's NVLinkBandwidth sums to "
+					"%g Gb/s, above %g: taken as unknown "
+					"(0)",
+					path, job.gpus[g].index,
+					job.gpus[g].nvlink_gbps,
+					TP__NVLINK_GBPS_MAX);
+			job.gpus[g].nvlink_gbps = 0;
+		}
 	if (job.ngpus == 0 && !job.has_pci) {
 		/* Exported without I/O: the GPU count is unknown, not zero. */
 		tp__fabric_warn(f,

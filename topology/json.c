@@ -574,11 +574,11 @@ static tp_err_t load_link(loader_t *ld, const tp__jdoc_t *d, int i)
 			    i);
 	}
 	if (!int_of(d, v[2], 0, 32, &width) || !num_of(d, v[3], &lane) ||
-	    !(lane >= 0 && lane <= 1e4) || !is_bool(d, v[4]))
+	    !(lane >= 0 && lane <= TP__LANE_GBPS_MAX) || !is_bool(d, v[4]))
 		return lfail(ld, TP_ERR_PARSE,
-			     "links[%d]: width (0..32), lane_gbps (number) and "
+			     "links[%d]: width (0..32), lane_gbps (0..%g) and "
 			     "active (bool) required",
-			     i);
+			     i, TP__LANE_GBPS_MAX);
 	if (ka == kb && a == b && pa == pb)
 		return lfail(ld, TP_ERR_PARSE,
 			     "links[%d]: both ends are %s %u port %d", i,
@@ -656,7 +656,8 @@ static tp_err_t load_host(loader_t *ld, const tp__jdoc_t *d, int i)
 			  get_int(d, g, "numa", -1, 65535, &numa) &&
 			  num_of(d, tp__jget(d, g, "nvlink_gbps"),
 				 &gp->nvlink_gbps) &&
-			  gp->nvlink_gbps >= 0;
+			  gp->nvlink_gbps >= 0 &&
+			  gp->nvlink_gbps <= TP__NVLINK_GBPS_MAX;
 		if (!ok) {
 			for (size_t k = 0; k < n; k++)
 				tp__gpu_free_strings(&gv[k]);
@@ -664,8 +665,9 @@ static tp_err_t load_host(loader_t *ld, const tp__jdoc_t *d, int i)
 			return lfail(
 			    ld, TP_ERR_PARSE,
 			    "hosts[%d] (%s).gpus[%zu]: index, numa, "
-			    "nvlink_gbps required; model, pci, nic strings",
-			    i, name, n - 1);
+			    "nvlink_gbps (0..%g) required; model, pci, nic "
+			    "strings",
+			    i, name, n - 1, TP__NVLINK_GBPS_MAX);
 		}
 		gp->index = (int)idx;
 		gp->numa = (int)numa;

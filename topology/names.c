@@ -97,7 +97,7 @@ double tp__ib_lane_gbps(const char *s)
 		end++;
 	if (strcasecmp(end, "Gbps") != 0 && strcasecmp(end, "Gb/s") != 0)
 		return 0;
-	if (!isfinite(v) || v <= 0 || v > 10000)
+	if (!isfinite(v) || v <= 0 || v > TP__LANE_GBPS_MAX)
 		return 0;
 	for (size_t i = 0; i < NSPEEDS; i++)
 		if (v == ib_speeds[i].signal_gbps || v == ib_speeds[i].gbps)

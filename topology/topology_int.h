@@ -15,6 +15,12 @@
  * node, a big spine for a scale study); the fabric file allows this many
  * and the port -> cable index keys a port in 16 bits. */
 #define TP__PORTS_MAX 65535
+/* Bounds on the rates every reader takes, in Gb/s: a link's lane (XDR is
+ * 200) and a GPU's NVLink to the other GPUs of its host, summed over its
+ * links (18 NVLink 5 links are 14,400). Above either is an edit or a
+ * garbled file, not hardware, and would price a collective at 0 s. */
+#define TP__LANE_GBPS_MAX   1e4
+#define TP__NVLINK_GBPS_MAX 1e5
 
 struct tp_fabric {
 	tp_switch_t *sw;

@@ -351,6 +351,30 @@ static void test_hostile(void **state)
 	    "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{\"name\":"
 	    "\"a\",\"node_data\":true,\"gpus\":[{\"index\":\"0\"}]}]," TAIL,
 	    "hosts[0] (a).gpus[0]");
+	/* rates no hardware has: they would price a collective at 0 s */
+	expect_error(
+	    HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{\"name\":"
+		 "\"a\",\"node_data\":true,\"gpus\":[{\"index\":0,\"numa\":0,"
+		 "\"nvlink_gbps\":1e300}]}]," TAIL,
+	    "bad.json: hosts[0] (a).gpus[0]: index, numa, nvlink_gbps "
+	    "(0..100000) required");
+	expect_error(
+	    HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0
+		 "],\"links\":[[\"switch\",0,1,\"ca\",0,1,4,10001,true]]," TAIL,
+	    "links[0]: width (0..32), lane_gbps (0..10000)");
+	{
+		tp_fabric_t *f = NULL;
+		assert_int_equal(
+		    tp_fabric_parse_json(
+			"ok.json",
+			HEAD "\"switches\":[],\"cas\":[],\"links\":[],"
+			     "\"hosts\":[{\"name\":\"a\",\"node_data\":true,"
+			     "\"gpus\":[{\"index\":0,\"numa\":0,"
+			     "\"nvlink_gbps\":1e5}]}]," TAIL,
+			&f, NULL),
+		    TP_OK);
+		tp_fabric_destroy(f);
+	}
 	/* non-finite numbers (1e999 reads as infinity) */
 	expect_error(
 	    HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{\"name\":"
@@ -360,7 +384,7 @@ static void test_hostile(void **state)
 	expect_error(
 	    HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0
 		 "],\"links\":[[\"switch\",0,1,\"ca\",0,1,4,1e999,true]]," TAIL,
-	    "links[0]: width (0..32), lane_gbps (number)");
+	    "links[0]: width (0..32), lane_gbps (0..10000)");
 	/* the compact link form the writer uses */
 	expect_error(HEAD
 		     "\"switches\":[" SW0 "],\"cas\":[" CA0

@@ -592,6 +592,44 @@ static char *write_tmp(const void *data, size_t len)
 	return strdup(tmpl);
 }
 
+/* An NVLinkBandwidth figure no GPU reaches (9e18 MB/s in one cell of the
+ * DGX-2 matrix) is taken as unknown with a warning naming the file,
+ * rather than pricing every transfer at 0 s; the other GPUs keep theirs. */
+static void test_hwloc_nvlink_huge(void **state)
+{
+	static const char cell[] = "length=\"36\">0 0 0 0 0 0 25000 ";
+	char *buf, *path, *at;
+	size_t len;
+	tp_fabric_t *f;
+	const tp_host_t *h;
+
+	(void)state;
+	HWLOC_OR_SKIP();
+	TP_FIXTURE_OR_SKIP(dgx2, "hwloc/hwloc-tests/nvidiaDGX2.xml");
+	assert_int_equal(tp_file_read(dgx2, &buf, &len), TP_OK);
+	assert_non_null(at = strstr(buf, cell));
+	char *edited = tp_asprintf("%.*slength=\"50\">0 0 0 0 0 0 "
+				   "9000000000000000000 %s",
+				   (int)(at - buf), buf, at + strlen(cell));
+	path = write_tmp(edited, strlen(edited));
+	f = tp_fabric_create();
+	assert_int_equal(tp_fabric_read_node_hwloc(f, "n", path), TP_OK);
+	h = host_of(f, "n");
+	assert_int_equal(h->ngpus, 16);
+	assert_true(h->gpus[0].nvlink_gbps == 0);
+	assert_true(h->gpus[1].nvlink_gbps > 0 &&
+		    h->gpus[1].nvlink_gbps <= 1e5);
+	assert_int_equal(tp_fabric_nwarnings(f), 1);
+	if (!strstr(tp_fabric_warning(f, 0), path) ||
+	    !strstr(tp_fabric_warning(f, 0), "GPU0's NVLinkBandwidth sums to"))
+		fail_msg("warning '%s'", tp_fabric_warning(f, 0));
+	tp_fabric_destroy(f);
+	unlink(path);
+	free(path);
+	tp_free(edited);
+	tp_free(buf);
+}
+
 static void expect_fail(tp_err_t (*rd)(tp_fabric_t *, const char *,
 				       const char *),
 			const char *path, tp_err_t want, const char *msg)
@@ -1671,6 +1709,7 @@ int main(void)
 	    cmocka_unit_test(test_hwloc_dup_busid),
 	    cmocka_unit_test(test_hwloc_v3_text),
 	    cmocka_unit_test(test_hwloc_replace),
+	    cmocka_unit_test(test_hwloc_nvlink_huge),
 	    cmocka_unit_test(test_hwloc_stub),
 	    cmocka_unit_test(test_hwloc_hostile),
 	    cmocka_unit_test(test_nvsmi_dgx_a100),
