@@ -53,7 +53,8 @@ typedef struct nvsmi {
 	int *nic_rank; /* per GPU and column: the link's rank to that NIC,
 			* LINK_SYS + 1 for none (GPU columns, NVLink) */
 	int *links_sum, *links_max;
-	bool *seen;
+	unsigned char *nv; /* per GPU pair (row, column): NV count */
+	bool *seen;	   /* per row (column label) */
 	char **legend; /* per column: name from the NIC Legend or NULL */
 } nvsmi_t;
 
@@ -132,10 +133,12 @@ static int link_rank(const char *c, int *nv_p)
 	if (strncmp(c, "NV", 2) != 0 || c[2] < '0' || c[2] > '9')
 		return -1;
 	v = strtol(c + 2, &end, 10);
-	/* a GPU has at most 18 NVLinks (H100, B200): NV999 is no matrix's
-	 * (it priced that pair at 999 links' bandwidth) */
-	if (*end || v <= 0 || v > 64)
+	if (*end || v <= 0)
 		return -1;
+	/* a GPU has at most 18 NVLinks (H100, B200): NV64 is no matrix's
+	 * (it priced that pair at 64 links' bandwidth) */
+	if (v > NVLINK_MAX_LINKS)
+		return -2;
 	*nv_p = (int)v;
 	return LINK_NV;
 }
@@ -191,10 +194,11 @@ static tp_err_t alloc_state(nvsmi_t *p)
 	p->nic_rank = tp_calloc(n * p->ncol + 1, sizeof(*p->nic_rank));
 	p->links_sum = tp_calloc(n, sizeof(*p->links_sum));
 	p->links_max = tp_calloc(n, sizeof(*p->links_max));
-	p->seen = tp_calloc(n, sizeof(*p->seen));
+	p->nv = tp_calloc(n * n + 1, 1);
+	p->seen = tp_calloc(p->ncol + 1, sizeof(*p->seen));
 	p->legend = tp_calloc(p->ncol, sizeof(*p->legend));
 	if (!p->gpus || !p->nic_rank || !p->links_sum || !p->links_max ||
-	    !p->seen || !p->legend)
+	    !p->nv || !p->seen || !p->legend)
 		return tp__fabric_fail(p->f, TP_ERR_NOMEM, "%s: out of memory",
 				       p->path);
 	for (size_t g = 0; g < n; g++) {
@@ -236,16 +240,22 @@ static tp_err_t parse_row(nvsmi_t *p, char **tok, size_t n, size_t line)
 		return tp__fabric_fail(p->f, TP_ERR_PARSE,
 				       "%s:%zu: row %s is not in the header",
 				       p->path, line, tok[0]);
-	if (c < p->ngpu) {
+	if (p->seen[c])
+		return tp__fabric_fail(p->f, TP_ERR_PARSE,
+				       "%s:%zu: row %s twice", p->path, line,
+				       tok[0]);
+	p->seen[c] = true;
+	if (c < p->ngpu)
 		g = (long)c;
-		if (p->seen[g])
-			return tp__fabric_fail(p->f, TP_ERR_PARSE,
-					       "%s:%zu: row %s twice", p->path,
-					       line, tok[0]);
-		p->seen[g] = true;
-	}
 	for (size_t j = 0; j < p->ncol; j++) {
 		int nv, r = link_rank(tok[j + 1], &nv);
+		if (r == -2)
+			return tp__fabric_fail(
+			    p->f, TP_ERR_PARSE,
+			    "%s:%zu: row %s column %s: %.32s, but a GPU has at "
+			    "most %d NVLinks",
+			    p->path, line, tok[0], p->col[j], tok[j + 1],
+			    NVLINK_MAX_LINKS);
 		if (r < 0 && tok[j + 1][0] >= '0' && tok[j + 1][0] <= '9')
 			return tp__fabric_fail(p->f, TP_ERR_PARSE,
 					       "%s:%zu: row %s is short: CPU "
@@ -258,9 +268,28 @@ static tp_err_t parse_row(nvsmi_t *p, char **tok, size_t n, size_t line)
 			    "%s:%zu: unknown link '%.32s' in "
 			    "row %s column %s",
 			    p->path, line, tok[j + 1], tok[0], p->col[j]);
+		/* X is "self": a row's own column and no other */
+		if ((r == LINK_SELF) != (j == c))
+			return tp__fabric_fail(
+			    p->f, TP_ERR_PARSE,
+			    "%s:%zu: row %s column %s is '%.32s': X belongs "
+			    "on the diagonal, and only there",
+			    p->path, line, tok[0], p->col[j], tok[j + 1]);
 		if (g < 0)
 			continue;
 		if (j < p->ngpu) {
+			/* both rows of a GPU pair give the pair's links */
+			size_t h = j;
+			p->nv[(size_t)g * p->ngpu + h] = (unsigned char)nv;
+			int back = p->nv[h * p->ngpu + (size_t)g];
+			if (p->seen[h] && back != nv)
+				return tp__fabric_fail(
+				    p->f, TP_ERR_PARSE,
+				    "%s:%zu: row %s column %s is '%.32s', "
+				    "but row %s column %s gives %d NVLinks "
+				    "(the two must agree)",
+				    p->path, line, tok[0], p->col[j],
+				    tok[j + 1], p->col[h], tok[0], back);
 			p->links_sum[g] += nv;
 			if (nv > p->links_max[g])
 				p->links_max[g] = nv;
@@ -475,6 +504,7 @@ tp_err_t tp_fabric_read_node_nvsmi(tp_fabric_t *f, const char *host,
 	tp_free(p.nic_rank);
 	tp_free(p.links_sum);
 	tp_free(p.links_max);
+	tp_free(p.nv);
 	tp_free(p.seen);
 	tp_free(p.legend);
 	tp_free(buf);

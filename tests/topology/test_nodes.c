@@ -921,9 +921,50 @@ static void test_nvsmi_hostile(void **state)
 				 "GPU1\tNV999\t X \t0-7\n";
 	p = write_tmp(nv, sizeof(nv) - 1);
 	expect_fail(tp_fabric_read_node_nvsmi, p, TP_ERR_PARSE,
-		    ":2: unknown link 'NV999' in row GPU0 column GPU1");
+		    ":2: row GPU0 column GPU1: NV999, but a GPU has at most 18 "
+		    "NVLinks");
 	unlink(p);
 	free(p);
+
+	/* cells that cannot be right: X off the diagonal or an NVLink on
+	 * it (the self-link was counted: 3600 Gb/s), 19 links, two rows of
+	 * a GPU pair that disagree, a NIC row twice */
+	static const struct {
+		const char *text, *msg;
+	} cells[] = {
+	    {"\tGPU0\tGPU1\tCPU Affinity\n"
+	     "GPU0\tNV18\tNV18\t0-7\nGPU1\tNV18\t X \t0-7\n",
+	     ":2: row GPU0 column GPU0 is 'NV18': X belongs on the diagonal"},
+	    {"\tGPU0\tGPU1\tCPU Affinity\n"
+	     "GPU0\t X \t X \t0-7\nGPU1\tNV18\t X \t0-7\n",
+	     ":2: row GPU0 column GPU1 is 'X': X belongs on the diagonal"},
+	    {"\tGPU0\tGPU1\tCPU Affinity\n"
+	     "GPU0\t X \tNV19\t0-7\nGPU1\tNV19\t X \t0-7\n",
+	     ":2: row GPU0 column GPU1: NV19, but a GPU has at most 18"},
+	    {"\tGPU0\tGPU1\tGPU2\tCPU Affinity\n"
+	     "GPU0\t X \tNV18\tNV18\t0-7\n"
+	     "GPU1\tNV18\t X \tNV2\t0-7\n"
+	     "GPU2\tNV18\tNV1\t X \t0-7\n",
+	     ":4: row GPU2 column GPU1 is 'NV1', but row GPU1 column GPU2 "
+	     "gives 2 NVLinks"},
+	    {"\tGPU0\tGPU1\tCPU Affinity\n"
+	     "GPU0\t X \tSYS\t0-7\nGPU1\tNV4\t X \t0-7\n",
+	     ":3: row GPU1 column GPU0 is 'NV4', but row GPU0 column GPU1 "
+	     "gives 0 NVLinks"},
+	    {"\tGPU0\tmlx5_0\tCPU Affinity\n"
+	     "GPU0\t X \tPIX\t0-7\nmlx5_0\tPIX\t X \nmlx5_0\tPIX\t X \n",
+	     ":4: row mlx5_0 twice"},
+	    {"\tGPU0\tmlx5_0\tCPU Affinity\n"
+	     "GPU0\t X \tPIX\t0-7\nmlx5_0\tPIX\tPIX\n",
+	     ":3: row mlx5_0 column mlx5_0 is 'PIX': X belongs"},
+	};
+	for (size_t i = 0; i < sizeof(cells) / sizeof(cells[0]); i++) {
+		p = write_tmp(cells[i].text, strlen(cells[i].text));
+		expect_fail(tp_fabric_read_node_nvsmi, p, TP_ERR_PARSE,
+			    cells[i].msg);
+		unlink(p);
+		free(p);
+	}
 
 	/* A 1 MB line after a valid header row. */
 	big = malloc((1 << 20) + 64);
