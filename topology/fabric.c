@@ -255,6 +255,16 @@ tp_err_t tp__fabric_reserve(tp_fabric_t *f, size_t nsw, size_t nca,
 	return err;
 }
 
+const tp_link_t *tp__fabric_port_cable(const tp_fabric_t *f, tp_node_kind_t k,
+				       uint32_t node, int port)
+{
+	uint32_t l = port < 0 || port > TP__PORTS_MAX
+			 ? TP_MAP_NONE
+			 : tp_u64map_get(f->port_link, port_key(k, node, port));
+
+	return l == TP_MAP_NONE ? NULL : &f->link[l];
+}
+
 void tp__fabric_drop_port_index(tp_fabric_t *f)
 {
 	tp_u64map_clear(f->port_link);
@@ -335,13 +345,17 @@ tp_err_t tp__fabric_add_link(tp_fabric_t *f, tp_node_kind_t ka, uint32_t a,
 		*added_p = false;
 	if (l1 != TP_MAP_NONE || l2 != TP_MAP_NONE) {
 		/* Same cable seen from its other end. The ends may disagree
-		 * on width when a link trained down; trust the narrower. */
+		 * on width when a link trained down; trust the narrower, and
+		 * likewise the slower lane (which end is read first must not
+		 * decide). An unknown figure (0) gives way to a known one
+		 * only when it came first: it stays otherwise. */
 		if (l1 == l2) {
 			l = &f->link[l1];
-			if (width > 0 && width < l->width) {
+			if (width > 0 && width < l->width)
 				l->width = width;
-				l->gbps = width * l->lane_gbps;
-			}
+			if (lane_gbps > 0 && lane_gbps < l->lane_gbps)
+				l->lane_gbps = lane_gbps;
+			l->gbps = l->width * l->lane_gbps;
 			return TP_OK;
 		}
 		return TP_ERR_EXISTS;

@@ -440,6 +440,21 @@ static tp_err_t cable(struct parser *ps, tp_node_kind_t ka, uint32_t a, int pa,
 				pb);
 		return TP_OK;
 	}
+	/* the cable's other end, read before: a real dump never gives the
+	 * two a different speed (the width may differ, a link trained
+	 * down), so one that does was edited or spliced */
+	const tp_link_t *l = tp__fabric_port_cable(ps->f, ka, a, pa);
+	if (l && l == tp__fabric_port_cable(ps->f, kb, b, pb) && lane > 0 &&
+	    l->lane_gbps > 0 && lane != l->lane_gbps)
+		tp__fabric_warn(ps->f,
+				"%s:%zu: the ends of the cable %s 0x%016llx "
+				"port %d - %s 0x%016llx port %d give lanes of "
+				"%g and %g Gb/s; the slower is kept",
+				ps->name, ps->line, kind_name(ka),
+				(unsigned long long)node_guid(ps, ka, a), pa,
+				kind_name(kb),
+				(unsigned long long)node_guid(ps, kb, b), pb,
+				lane, l->lane_gbps);
 	err = tp__fabric_add_link(ps->f, ka, a, pa, kb, b, pb, width, lane,
 				  true, &added);
 	if (err == TP_ERR_EXISTS) {

@@ -118,8 +118,13 @@ tp_err_t tp__fabric_add_ca(tp_fabric_t *f, int subnet, uint64_t guid,
 uint32_t tp__fabric_find_node(const tp_fabric_t *f, tp_node_kind_t kind,
 			      int subnet, uint64_t guid);
 
+/* The cable on a port, or NULL (also once the port index is dropped).
+ * Borrowed, valid until the next cable is added. */
+const tp_link_t *tp__fabric_port_cable(const tp_fabric_t *f, tp_node_kind_t k,
+				       uint32_t node, int port);
 /* Add a cable. A cable already recorded from the other end (same two
- * ports) is not added again: *added_p tells (may be NULL). A port already
+ * ports) is not added again, but keeps the narrower width and the slower
+ * known lane rate of the two: *added_p tells (may be NULL). A port already
  * cabled elsewhere is TP_ERR_EXISTS (caller decides how to report); a port
  * above TP__PORTS_MAX is TP_ERR_RANGE with the fabric's error set. */
 tp_err_t tp__fabric_add_link(tp_fabric_t *f, tp_node_kind_t ka, uint32_t a,

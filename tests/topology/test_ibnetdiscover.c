@@ -784,6 +784,35 @@ static void assert_json_loads(tp_fabric_t *f)
  * edited or spliced dump): dropped with a warning whether the header
  * comes before or after it, the node keeps its declared ports, and the
  * fabric written loads. */
+/* The two ends of a cable giving different speeds (an edited or spliced
+ * dump): the slower is kept whichever line comes first, as the narrower
+ * width is, with one warning naming the second line. */
+static void test_speed_mismatch(void **state)
+{
+	static const char *const line[] = {
+	    "SW  1 1 0x0000000000000001 4x EDR - CA  134  1 "
+	    "0x0000000000000002 ( 'sw' - 'o0001 HCA-1' )\n",
+	    "CA  134  1 0x0000000000000002 4x SDR - SW  1 1 "
+	    "0x0000000000000001 ( 'o0001 HCA-1' - 'sw' )\n"};
+
+	(void)state;
+	for (int order = 0; order < 2; order++) {
+		char text[512];
+		tp_fabric_t *f = tp_fabric_create();
+		snprintf(text, sizeof(text), "%s%s", line[order],
+			 line[1 - order]);
+		assert_int_equal(parse_str(f, "sp.txt", text), TP_OK);
+		assert_int_equal(tp_fabric_nlinks(f), 1);
+		assert_true(tp_fabric_link(f, 0)->lane_gbps == 2.5);
+		assert_true(tp_fabric_link(f, 0)->gbps == 10);
+		assert_int_equal(count_warnings(f, "give lanes of"), 1);
+		assert_int_equal(count_warnings(f, "sp.txt:2: the ends of the "
+						   "cable"),
+				 1);
+		tp_fabric_destroy(f);
+	}
+}
+
 static void test_port_beyond_header(void **state)
 {
 	static const char *const text[] = {
@@ -1242,6 +1271,7 @@ int main(void)
 	    cmocka_unit_test(test_same_subnet_ca_lines),
 	    cmocka_unit_test(test_forward_refs),
 	    cmocka_unit_test(test_forms),
+	    cmocka_unit_test(test_speed_mismatch),
 	    cmocka_unit_test(test_port_beyond_header),
 	    cmocka_unit_test(test_malformed),
 	    cmocka_unit_test(test_truncated),
