@@ -115,18 +115,43 @@ static cJSON *link_entry(const cJSON *old, size_t l, const tp_health_link_t *h,
 	return o;
 }
 
+/* Object o's members name a key twice. Pairwise for a few members; for
+ * more, through a hash set (a 65k-host job's "hosts" object pairwise
+ * took seconds, paid on every sweep), pairwise again without memory. */
+static bool twice_in(const cJSON *o)
+{
+	tp_strmap_t seen = {0};
+	size_t n = 0;
+	bool twice = false;
+
+	for (const cJSON *a = o->child; a && n <= 16; a = a->next)
+		n++;
+	for (const cJSON *a = o->child; n > 16 && a && !twice; a = a->next) {
+		twice = tp_strmap_get(&seen, a->string) != TP_MAP_NONE;
+		if (!twice && tp_strmap_put(&seen, a->string, 0)) {
+			n = 0; /* no memory: pairwise below */
+			break;
+		}
+	}
+	tp_strmap_clear(&seen);
+	if (n > 16)
+		return twice;
+	for (const cJSON *a = o->child; a; a = a->next)
+		for (const cJSON *b = o->child; b != a; b = b->next)
+			if (!strcmp(a->string, b->string))
+				return true;
+	return false;
+}
+
 /* Some object in v (v itself, any depth down) holds a key twice (cJSON
  * would take the first). The depth is cJSON's own nesting limit. */
 static bool dup_key(const cJSON *v)
 {
-	for (const cJSON *a = v ? v->child : NULL; a; a = a->next) {
-		if (cJSON_IsObject(v))
-			for (const cJSON *b = v->child; b != a; b = b->next)
-				if (!strcmp(a->string, b->string))
-					return true;
+	if (v && cJSON_IsObject(v) && twice_in(v))
+		return true;
+	for (const cJSON *a = v ? v->child : NULL; a; a = a->next)
 		if (dup_key(a))
 			return true;
-	}
 	return false;
 }
 
