@@ -512,19 +512,30 @@ static bool parse_ref(const loader_t *ld, const tp__jdoc_t *d, uint32_t r,
 	       parse_end(ld, d, r + 1, k, node, port);
 }
 
-/* A cable on port p of a node with nports external ports: 1..nports
- * (a CA listed with 0 ports is not checked). */
+/* A cable on port p of a node with nports external ports: 1..nports (IB
+ * numbers them from 1; a CA listed with 0 ports takes no cable). */
 static tp_err_t port_check(loader_t *ld, int i, tp_node_kind_t k, uint32_t node,
 			   int p)
 {
 	bool sw = k == TP_NODE_SWITCH;
 	int n = sw ? ld->f->sw[node].nports : ld->f->ca[node].nports;
 
-	if ((n || sw) && (p < 1 || p > n))
+	if (!n)
+		return lfail(ld, TP_ERR_PARSE,
+			     "links[%d]: %s %u has no ports, not %d", i,
+			     sw ? "switch" : "ca", node, p);
+	if (p < 1 || p > n)
 		return lfail(ld, TP_ERR_PARSE,
 			     "links[%d]: %s %u has ports 1..%d, not %d", i,
 			     sw ? "switch" : "ca", node, n, p);
 	return TP_OK;
+}
+
+/* The IB link widths (1x..12x), or 0 for unknown: what the readers
+ * produce (a 3x is no width, and the ibnetdiscover reader refuses it). */
+static bool width_ok(long w)
+{
+	return w == 0 || w == 1 || w == 2 || w == 4 || w == 8 || w == 12;
 }
 
 static tp_err_t load_link(loader_t *ld, const tp__jdoc_t *d, int i)
@@ -573,16 +584,26 @@ static tp_err_t load_link(loader_t *ld, const tp__jdoc_t *d, int i)
 			    "index, port] naming existing nodes",
 			    i);
 	}
-	if (!int_of(d, v[2], 0, 32, &width) || !num_of(d, v[3], &lane) ||
+	if (!int_of(d, v[2], 0, 12, &width) || !width_ok(width) ||
+	    !num_of(d, v[3], &lane) ||
 	    !(lane >= 0 && lane <= TP__LANE_GBPS_MAX) || !is_bool(d, v[4]))
 		return lfail(ld, TP_ERR_PARSE,
-			     "links[%d]: width (0..32), lane_gbps (0..%g) and "
-			     "active (bool) required",
+			     "links[%d]: width (1, 2, 4, 8, 12 or 0, "
+			     "unknown), lane_gbps (0..%g) and active (bool) "
+			     "required",
 			     i, TP__LANE_GBPS_MAX);
 	if (ka == kb && a == b && pa == pb)
 		return lfail(ld, TP_ERR_PARSE,
 			     "links[%d]: both ends are %s %u port %d", i,
 			     ka == TP_NODE_SWITCH ? "switch" : "ca", a, pa);
+	/* the ibnetdiscover reader drops such a cable (with a warning): a
+	 * node's loop carries no traffic between nodes */
+	if (ka == kb && a == b)
+		return lfail(ld, TP_ERR_PARSE,
+			     "links[%d]: %s %u port %d is cabled to its own "
+			     "port %d",
+			     i, ka == TP_NODE_SWITCH ? "switch" : "ca", a, pa,
+			     pb);
 	if ((err = port_check(ld, i, ka, a, pa)) ||
 	    (err = port_check(ld, i, kb, b, pb)))
 		return err;
@@ -618,6 +639,7 @@ static tp_err_t load_host(loader_t *ld, const tp__jdoc_t *d, int i)
 	uint32_t h;
 	tp_gpu_t *gv = NULL;
 	size_t n = 0;
+	uint64_t taken[4096 / 64] = {0}; /* GPU indexes given */
 	tp_err_t err;
 
 	if (!name || !*name)
@@ -672,6 +694,16 @@ static tp_err_t load_host(loader_t *ld, const tp__jdoc_t *d, int i)
 		gp->index = (int)idx;
 		gp->numa = (int)numa;
 		gp->hca = -1;
+		if (taken[idx / 64] & (uint64_t)1 << (idx % 64)) {
+			for (size_t k = 0; k < n; k++)
+				tp__gpu_free_strings(&gv[k]);
+			tp_free(gv);
+			return lfail(ld, TP_ERR_PARSE,
+				     "hosts[%d] (%s).gpus[%zu]: index %ld "
+				     "given before",
+				     i, name, n - 1, idx);
+		}
+		taken[idx / 64] |= (uint64_t)1 << (idx % 64);
 	}
 	if (tp__fabric_host_set_gpus(ld->f, h, gv, n))
 		return lfail(ld, TP_ERR_NOMEM, "out of memory");

@@ -361,7 +361,8 @@ static void test_hostile(void **state)
 	expect_error(
 	    HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0
 		 "],\"links\":[[\"switch\",0,1,\"ca\",0,1,4,10001,true]]," TAIL,
-	    "links[0]: width (0..32), lane_gbps (0..10000)");
+	    "links[0]: width (1, 2, 4, 8, 12 or 0, unknown), lane_gbps "
+	    "(0..10000)");
 	{
 		tp_fabric_t *f = NULL;
 		assert_int_equal(
@@ -384,7 +385,8 @@ static void test_hostile(void **state)
 	expect_error(
 	    HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0
 		 "],\"links\":[[\"switch\",0,1,\"ca\",0,1,4,1e999,true]]," TAIL,
-	    "links[0]: width (0..32), lane_gbps (0..10000)");
+	    "links[0]: width (1, 2, 4, 8, 12 or 0, unknown), lane_gbps "
+	    "(0..10000)");
 	/* the compact link form the writer uses */
 	expect_error(HEAD
 		     "\"switches\":[" SW0 "],\"cas\":[" CA0
@@ -419,6 +421,33 @@ static void test_hostile(void **state)
 	expect_error(HEAD "\"switches\":[{\"guid\":\"0x1\",\"desc\":\"s\","
 			  "\"ports\":0,\"subnet\":0}]," TAIL,
 		     "switches[0].ports: expected an integer 1..65535");
+	/* what the ibnetdiscover reader drops or refuses: a switch cabled
+	 * to another port of itself, a cable on a CA without ports (on
+	 * port 0 or any), a 3x width, two GPUs of one index */
+	expect_error(HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0
+			  "],\"links\":[[\"switch\",0,5,\"switch\",0,6,4,25,"
+			  "true]]," TAIL,
+		     "links[0]: switch 0 port 5 is cabled to its own port 6");
+	expect_error(HEAD
+		     "\"switches\":[" SW0 "],\"cas\":[{\"guid\":\"0x2\","
+		     "\"desc\":\"h1 mlx5_0\",\"ports\":0,\"subnet\":0}],"
+		     "\"links\":[[\"switch\",0,1,\"ca\",0,0,4,25,true]]," TAIL,
+		     "links[0]: ca 0 has no ports, not 0");
+	expect_error(HEAD "\"switches\":[" SW0 "],\"cas\":[{\"guid\":\"0x2\","
+			  "\"desc\":\"h1 mlx5_0\",\"ports\":0,\"subnet\":0}],"
+			  "\"links\":[[\"switch\",0,1,\"ca\",0,65535,4,25,"
+			  "true]]," TAIL,
+		     "links[0]: ca 0 has no ports, not 65535");
+	expect_error(HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0
+			  "],\"links\":[[\"switch\",0,1,\"ca\",0,1,3,25,"
+			  "true]]," TAIL,
+		     "links[0]: width (1, 2, 4, 8, 12 or 0, unknown)");
+	expect_error(
+	    HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{\"name\":"
+		 "\"a\",\"node_data\":true,\"gpus\":[{\"index\":0,\"numa\":0,"
+		 "\"nvlink_gbps\":0},{\"index\":1,\"numa\":0,\"nvlink_gbps\":"
+		 "0},{\"index\":0,\"numa\":0,\"nvlink_gbps\":0}]}]," TAIL,
+	    "hosts[0] (a).gpus[2]: index 0 given before");
 	expect_error(HEAD
 		     "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{"
 		     "\"name\":\"a\",\"node_data\":true,\"gpus\":[]},{\"name\":"
