@@ -977,9 +977,12 @@ static tp_err_t load_root(loader_t *ld, const cJSON *root)
 	if (!cJSON_IsString(fmt))
 		return lfail(ld, TP_ERR_FORMAT,
 			     "format: missing; expected \"%s\"", STATE_FORMAT);
-	if (strcmp(fmt->valuestring, STATE_FORMAT) != 0)
+	if (strcmp(fmt->valuestring, STATE_FORMAT) != 0) {
+		char ex[TP_EXCERPT_SIZE];
 		return lfail(ld, TP_ERR_FORMAT, "format: \"%s\" is not \"%s\"",
-			     fmt->valuestring, STATE_FORMAT);
+			     tp_excerpt(fmt->valuestring, ex, sizeof(ex)),
+			     STATE_FORMAT);
+	}
 	if ((err = only_keys(ld, root, "", keys)))
 		return err;
 	/* link indices mean this fabric's links only when the file was

@@ -809,6 +809,7 @@ static tp_err_t load_doc(loader_t *ld, tp_fabric_t **f_p)
 	const tp__jmark_t *m = ld->mark;
 	const tp__jdoc_t *d;
 	const char *fmt;
+	char ex[TP_EXCERPT_SIZE];
 	long subnets;
 	tp_err_t err;
 
@@ -827,8 +828,8 @@ static tp_err_t load_doc(loader_t *ld, tp_fabric_t **f_p)
 		return lfail(ld, TP_ERR_FORMAT,
 			     "no \"format\" key: not a topoplace fabric file");
 	if (strcmp(fmt, TP_FABRIC_FORMAT) != 0)
-		return lfail(ld, TP_ERR_FORMAT, "format \"%s\" is not %s", fmt,
-			     TP_FABRIC_FORMAT);
+		return lfail(ld, TP_ERR_FORMAT, "format \"%s\" is not %s",
+			     tp_excerpt(fmt, ex, sizeof(ex)), TP_FABRIC_FORMAT);
 	if ((err = scalar(ld, K_SUBNETS, &d)))
 		return err;
 	if (!d || !int_of(d, 0, 0, 1024, &subnets))

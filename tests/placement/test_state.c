@@ -447,6 +447,12 @@ static void test_state_json_errors(void **unused)
 	     TP_ERR_PARSE, "down[1]: expected a host name"},
 	    {"{\"format\":\"topoplace-state/2\"}", TP_ERR_FORMAT,
 	     "format: \"topoplace-state/2\" is not \"topoplace-state/1\""},
+	    /* an echoed string is cut at 40 bytes, its control bytes masked */
+	    {"{\"format\":\"0123456789012345678901234567890123456789\\n"
+	     "0123456789012345678901234567890123456789\"}",
+	     TP_ERR_FORMAT,
+	     "format: \"0123456789012345678901234567890123456789...\" is not "
+	     "\"topoplace-state/1\""},
 	    {"{\"jobs\":[]}", TP_ERR_FORMAT,
 	     "format: missing; expected \"topoplace-state/1\""},
 	    {"{\"format\":\"topoplace-state/1\",\"job\":[]}", TP_ERR_PARSE,

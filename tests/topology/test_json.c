@@ -319,6 +319,18 @@ static void test_hostile(void **state)
 	expect_error("[]", "not a topoplace fabric");
 	expect_error("{\"format\":\"topoplace-fabric/2\"}",
 		     "is not topoplace-fabric/1");
+	/* an echoed string is cut at 40 bytes (a 1 MB one was echoed whole),
+	 * its control bytes masked */
+	expect_error(
+	    "{\"format\":\"0123456789012345678901234567890123456789"
+	    "\\n0123456789012345678901234567890123456789\"}",
+	    "bad.json: format \"0123456789012345678901234567890123456789"
+	    "...\" is not topoplace-fabric/1");
+	expect_error(
+	    "{\"format\":\"012345678901234567890123456789012345678"
+	    "\\n\"}",
+	    "bad.json: format \"012345678901234567890123456789012345678?"
+	    "\" is not topoplace-fabric/1");
 	expect_error(HEAD "\"switches\":{}}", "\"switches\"");
 	expect_error(HEAD "\"switches\":[{\"guid\":\"xyz\"}]," TAIL,
 		     "switches[0].guid");
