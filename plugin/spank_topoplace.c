@@ -438,25 +438,21 @@ static __attribute__((noinline)) const char *sysfs_root(void)
 	return buf;
 }
 
-/* basedir, made when missing (0711 whatever slurmd's umask: init_post_opt
- * runs before Slurm sets the user's); must be root's, not writable by
- * others and searchable by them, or the job's user could not reach the
- * plan TOPOPLACE_PLAN names. */
+/* basedir, made when missing; must be root's and not writable by others.
+ * Writing, it is made searchable by all (mode | 0111): made under a umask
+ * that strips that (init_post_opt runs before Slurm sets the user's
+ * umask, under slurmd's), by this step or a concurrent one still before
+ * its chmod, or by an older plugin, it would leave the job's user unable
+ * to reach the plan TOPOPLACE_PLAN names. */
 static int open_base(bool create, char *why, size_t whylen)
 {
 	const char *dir = basedir();
 	struct stat st;
-	bool made = false;
 	int fd;
 
-	if (create) {
-		if (mkdir(dir, 0711) == 0)
-			made = true;
-		else if (errno != EEXIST) {
-			snprintf(why, whylen, "mkdir %s: %s", dir,
-				 strerror(errno));
-			return -1;
-		}
+	if (create && mkdir(dir, 0711) < 0 && errno != EEXIST) {
+		snprintf(why, whylen, "mkdir %s: %s", dir, strerror(errno));
+		return -1;
 	}
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
@@ -470,16 +466,9 @@ static int open_base(bool create, char *why, size_t whylen)
 		close(fd);
 		return -1;
 	}
-	if (made && (st.st_mode & 07777) != 0711 && fchmod(fd, 0711) < 0) {
+	if (create && (st.st_mode & 0111) != 0111 &&
+	    fchmod(fd, (st.st_mode & 07777) | 0111) < 0) {
 		snprintf(why, whylen, "chmod %s: %s", dir, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	if (create && !made && !(st.st_mode & 01)) {
-		snprintf(why, whylen,
-			 "%s: mode %04o, not searchable by the job's user "
-			 "(0711 would do): refused",
-			 dir, (unsigned)(st.st_mode & 07777));
 		close(fd);
 		return -1;
 	}
@@ -842,7 +831,8 @@ static bool step_hosts(spank_t sp, step_t *st)
 
 /* The fabric: the plugin's fabric= file, or the conf's FabricFile (a
  * relative one beside the conf, as slurmctld reads it: slurmstepd's
- * working directory is not that); false with st->why. */
+ * working directory is not that), for a step of at most PlanMaxRanks
+ * tasks; false with st->why. */
 static bool step_fabric(step_t *st)
 {
 	const char *path = args.fabric;
@@ -868,6 +858,20 @@ static bool step_fabric(step_t *st)
 			return false;
 		}
 	}
+	/* before the fabric: a step over the cap pays for neither */
+	uint64_t ranks = 0;
+	for (size_t i = 0; i < st->n; i++)
+		ranks += st->counts[i];
+	if (ranks > st->conf.plan_max_ranks) {
+		/* an entry a task, built and written on every node: a CPU
+		 * step of 16,384 x 512 tasks would be ~630 MB in /run */
+		snprintf(st->why, sizeof(st->why),
+			 "%llu tasks, more than PlanMaxRanks (%u): no plan "
+			 "for it",
+			 (unsigned long long)ranks, st->conf.plan_max_ranks);
+		st->skip = true;
+		return false;
+	}
 	if ((err = tp_fabric_load_json_regular(path, &st->f, &st->msg))) {
 		if (st->msg) /* names the file */
 			snprintf(st->why, sizeof(st->why), "fabric %s",
@@ -887,20 +891,6 @@ static bool step_plan(step_t *st)
 	char q[420];
 	tp_step_in_t in;
 	tp_err_t err;
-	uint64_t ranks = 0;
-
-	for (size_t i = 0; i < st->n; i++)
-		ranks += st->counts[i];
-	if (ranks > st->conf.plan_max_ranks) {
-		/* an entry a task, built and written on every node: a CPU
-		 * step of 16,384 x 512 tasks would be ~630 MB in /run */
-		snprintf(st->why, sizeof(st->why),
-			 "%llu tasks, more than PlanMaxRanks (%u): no plan "
-			 "for it",
-			 (unsigned long long)ranks, st->conf.plan_max_ranks);
-		st->skip = true;
-		return false;
-	}
 	if ((err = tp_plan_build_step(st->f, (const char *const *)st->names,
 				      st->n, st->counts, st->conf.nics_by_rate,
 				      &st->plan, &st->msg))) {
