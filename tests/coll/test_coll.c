@@ -1663,11 +1663,16 @@ static void test_steps_own_ports(void **s)
 		if (!(pid[k] = fork()))
 			join_as(k < 2 ? a : b, k % 2, 0, k < 2 ? "0" : "1",
 				TP_OK, "");
+	/* every child reaped, the environment restored, then judged */
+	int ws[4], bad = 0;
 	for (int k = 0; k < 4; k++)
-		reap_ok(pid[k]);
+		if (waitpid(pid[k], &ws[k], 0) != pid[k] || !WIFEXITED(ws[k]) ||
+		    WEXITSTATUS(ws[k]))
+			bad++;
 	unsetenv("SLURM_JOB_ID");
 	tp_plan_destroy(a);
 	tp_plan_destroy(b);
+	assert_int_equal(bad, 0);
 }
 
 /* Rank 1 asks for 2 sockets per peer, rank 0 for 1: both fail init. */

@@ -122,6 +122,12 @@ never_job() {
 		if wait_decided "$nid"; then
 			got="(running on $(field "$nid" NodeList))"
 		else
+			# a passing Priority (other jobs first) is not the verdict
+			i=0
+			while [ "$(field "$nid" Reason)" = Priority ] && [ $i -lt 20 ]; do
+				sleep 0.5
+				i=$((i + 1))
+			done
 			got="(none: $(field "$nid" JobState) $(field "$nid" Reason))"
 		fi
 		cancel "$nid" || bad "scancel $nid"

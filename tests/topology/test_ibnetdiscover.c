@@ -780,10 +780,6 @@ static void assert_json_loads(tp_fabric_t *f)
 	tp_free(json);
 }
 
-/* A cable naming a port above the count its node's header declares (an
- * edited or spliced dump): dropped with a warning whether the header
- * comes before or after it, the node keeps its declared ports, and the
- * fabric written loads. */
 /* The two ends of a cable giving different speeds (an edited or spliced
  * dump): the slower is kept whichever line comes first, as the narrower
  * width is, with one warning naming the second line. */
@@ -813,6 +809,10 @@ static void test_speed_mismatch(void **state)
 	}
 }
 
+/* A cable naming a port above the count its node's header declares (an
+ * edited or spliced dump): dropped with a warning whether the header
+ * comes before or after it, the node keeps its declared ports, and the
+ * fabric written loads. */
 static void test_port_beyond_header(void **state)
 {
 	static const char *const text[] = {

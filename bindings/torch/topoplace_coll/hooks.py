@@ -172,12 +172,14 @@ class TopoplaceState:
     clip_norm       top-k: clip each rank's bucket to norm <= clip_norm /
                     sqrt(ranks) before it is sent (default None: off)
     per_tensor      top-k: k per parameter, not per bucket (default False)
-    process_group   the DDP model's process group (default None: the
-                    default group); once torch.distributed is initialised
-                    its size must be the communicator's, or the state (at
-                    once, or at the hook's first call) raises ValueError:
-                    DDP on a sub-group with a communicator over every rank
-                    would average over the wrong ranks
+    process_group   the DDP model's process group, when it is not the
+                    default one (default None: not checked; the hook
+                    cannot see DDP's group); given, once torch.distributed
+                    is initialised its size must be the communicator's, or
+                    the state (at once, or at the hook's first call)
+                    raises ValueError: DDP on a sub-group with a
+                    communicator over every rank would average over the
+                    wrong ranks
 
     Pickled (a checkpoint), a state keeps its options and counters, not
     its communicator (set state.comm again), its process_group nor its velocity and
@@ -296,23 +298,23 @@ class TopoplaceState:
         self._comm = comm
 
     def check_group(self):
-        """True once the communicator's size is the process group's; False
-        while either is not there yet (no communicator, torch.distributed
-        not initialised); raises ValueError when they differ."""
+        """True once the communicator's size is process_group's (or no
+        group was given: nothing to check); False while either is not
+        there yet (no communicator, torch.distributed not initialised);
+        raises ValueError when they differ."""
         import torch.distributed as dist
 
+        g = self.process_group
         size = getattr(self._comm, "size", None)  # (None: a stand-in's)
+        if g is None:
+            self._group_ok = True
         if self._group_ok or size is None or not (dist.is_available() and dist.is_initialized()):
             return self._group_ok
-        g = self.process_group
-        n = dist.get_world_size(g) if g is not None else dist.get_world_size()
+        n = dist.get_world_size(g)
         if n != size:
-            raise ValueError("TopoplaceState: the communicator has %d ranks, the %s %s: "
-                             "give the DDP model's group as process_group= and a "
-                             "communicator over its ranks"
-                             % (size, "process group" if g is not None else
-                                "default process group",
-                                "does not hold this rank" if n < 0 else "has %d" % n))
+            raise ValueError("TopoplaceState: the communicator has %d ranks, the process group "
+                             "%s: give a communicator over the DDP model's ranks"
+                             % (size, "does not hold this rank" if n < 0 else "has %d" % n))
         self._group_ok = True
         return True
 
