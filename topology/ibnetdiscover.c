@@ -28,6 +28,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "topology_int.h"
@@ -422,12 +423,26 @@ static bool beyond_header(struct parser *ps, tp_node_kind_t k, uint64_t guid,
 	return true;
 }
 
+/* "switch 0x... port 3 - CA 0x... port 1" (sep between the two ends). */
+static const char *cable_ends(char *buf, size_t n, struct parser *ps,
+			      tp_node_kind_t ka, uint32_t a, int pa,
+			      const char *sep, tp_node_kind_t kb, uint32_t b,
+			      int pb)
+{
+	snprintf(buf, n, "%s 0x%016llx port %d %s %s 0x%016llx port %d",
+		 kind_name(ka), (unsigned long long)node_guid(ps, ka, a), pa,
+		 sep, kind_name(kb), (unsigned long long)node_guid(ps, kb, b),
+		 pb);
+	return buf;
+}
+
 /* unknown: the speed word is not one we know (lane 0). Both ends of a
  * cable are listed, so such links are counted as they are added. */
 static tp_err_t cable(struct parser *ps, tp_node_kind_t ka, uint32_t a, int pa,
 		      tp_node_kind_t kb, uint32_t b, int pb, int width,
 		      double lane, bool unknown)
 {
+	char ends[160];
 	bool added;
 	tp_err_t err;
 
@@ -447,25 +462,21 @@ static tp_err_t cable(struct parser *ps, tp_node_kind_t ka, uint32_t a, int pa,
 	if (l && l == tp__fabric_port_cable(ps->f, kb, b, pb) && lane > 0 &&
 	    l->lane_gbps > 0 && lane != l->lane_gbps)
 		tp__fabric_warn(ps->f,
-				"%s:%zu: the ends of the cable %s 0x%016llx "
-				"port %d - %s 0x%016llx port %d give lanes of "
-				"%g and %g Gb/s; the slower is kept",
-				ps->name, ps->line, kind_name(ka),
-				(unsigned long long)node_guid(ps, ka, a), pa,
-				kind_name(kb),
-				(unsigned long long)node_guid(ps, kb, b), pb,
+				"%s:%zu: the ends of the cable %s give lanes "
+				"of %g and %g Gb/s; the slower is kept",
+				ps->name, ps->line,
+				cable_ends(ends, sizeof(ends), ps, ka, a, pa,
+					   "-", kb, b, pb),
 				lane, l->lane_gbps);
 	err = tp__fabric_add_link(ps->f, ka, a, pa, kb, b, pb, width, lane,
 				  true, &added);
 	if (err == TP_ERR_EXISTS) {
 		tp__fabric_warn(ps->f,
-				"%s:%zu: %s 0x%016llx port %d or %s "
-				"0x%016llx port %d is already cabled "
-				"elsewhere; cable ignored",
-				ps->name, ps->line, kind_name(ka),
-				(unsigned long long)node_guid(ps, ka, a), pa,
-				kind_name(kb),
-				(unsigned long long)node_guid(ps, kb, b), pb);
+				"%s:%zu: %s is already cabled elsewhere; "
+				"cable ignored",
+				ps->name, ps->line,
+				cable_ends(ends, sizeof(ends), ps, ka, a, pa,
+					   "or", kb, b, pb));
 		return TP_OK;
 	}
 	if (err)
