@@ -90,7 +90,7 @@ nice -n 19 "$top/contrib/run-sanitizers.sh" --build-only >"$san/build.log" 2>&1 
 san_pid=$!
 
 step "make check-slurm (beside it: the ASan + UBSan build)"
-make -C "$top/build" -j3 check-slurm || status=1
+make -C "$top/build" -j2 check-slurm || status=1
 count "$top/build"
 why_skipped "$top/build"
 why_failed "$top/build"
