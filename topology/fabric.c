@@ -347,8 +347,8 @@ tp_err_t tp__fabric_add_link(tp_fabric_t *f, tp_node_kind_t ka, uint32_t a,
 		/* Same cable seen from its other end. The ends may disagree
 		 * on width when a link trained down; trust the narrower, and
 		 * likewise the slower lane (which end is read first must not
-		 * decide). An unknown figure (0) gives way to a known one
-		 * only when it came first: it stays otherwise. */
+		 * decide between two known figures). An unknown figure (0)
+		 * read second leaves the known one; read first, it stays. */
 		if (l1 == l2) {
 			l = &f->link[l1];
 			if (width > 0 && width < l->width)

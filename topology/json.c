@@ -631,6 +631,14 @@ static bool opt_str(const tp__jdoc_t *d, uint32_t o, const char *key,
 	return (*out = tp_strdup(tp__jstr(d, v))) != NULL;
 }
 
+/* The first n GPUs read, dropped with their strings. */
+static void free_gpus(tp_gpu_t *gv, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		tp__gpu_free_strings(&gv[k]);
+	tp_free(gv);
+}
+
 static tp_err_t load_host(loader_t *ld, const tp__jdoc_t *d, int i)
 {
 	const char *name = get_str(d, 0, "name");
@@ -681,9 +689,7 @@ static tp_err_t load_host(loader_t *ld, const tp__jdoc_t *d, int i)
 			  gp->nvlink_gbps >= 0 &&
 			  gp->nvlink_gbps <= TP__NVLINK_GBPS_MAX;
 		if (!ok) {
-			for (size_t k = 0; k < n; k++)
-				tp__gpu_free_strings(&gv[k]);
-			tp_free(gv);
+			free_gpus(gv, n);
 			return lfail(
 			    ld, TP_ERR_PARSE,
 			    "hosts[%d] (%s).gpus[%zu]: index, numa, "
@@ -695,9 +701,7 @@ static tp_err_t load_host(loader_t *ld, const tp__jdoc_t *d, int i)
 		gp->numa = (int)numa;
 		gp->hca = -1;
 		if (taken[idx / 64] & (uint64_t)1 << (idx % 64)) {
-			for (size_t k = 0; k < n; k++)
-				tp__gpu_free_strings(&gv[k]);
-			tp_free(gv);
+			free_gpus(gv, n);
 			return lfail(ld, TP_ERR_PARSE,
 				     "hosts[%d] (%s).gpus[%zu]: index %ld "
 				     "given before",
