@@ -146,7 +146,9 @@ write_hosts_files() {
 }
 
 # The fabric JSON the placement sees: topoplace's own fat-tree generator (one spine, one up-link
-# per leaf) with the link speeds rewritten to the shaped rates, then checked against what was built.
+# per leaf, one NIC a host: a namespace has one data interface, whatever its GPUs; the generator's
+# default, one a GPU, would price a host of G GPUs at G links) with the link speeds rewritten to
+# the shaped rates, then checked against what was built.
 write_fabric() {
 	local out=${fabric_out:-$state/fabric.json} host_lane up_lane il="" i want got
 	if [ ! -x "$topoplace" ]; then
@@ -159,7 +161,7 @@ write_fabric() {
 	[ "$interleave" = 1 ] && il=--interleave
 	# shellcheck disable=SC2086
 	"$topoplace" fabric generate fat-tree --leaves "$nleaves" --spines 1 \
-		--hosts-per-leaf "$hpl" --uplinks 1 $il --gpus-per-host "$gpus" --link-gbps 1 \
+		--hosts-per-leaf "$hpl" --uplinks 1 $il --gpus-per-host "$gpus" --nics-per-host 1 --link-gbps 1 \
 		--prefix "$name_prefix" -o - |
 		jq -c --argjson h "$host_lane" --argjson u "$up_lane" \
 			'.links |= map(if .[0] == "switch" and .[3] == "switch" then .[7] = $u else .[7] = $h end)' \

@@ -1,5 +1,5 @@
 #!/bin/sh
-# contrib/emu-fabric.sh on a small fabric (4 hosts, 2 leaves, names interleaved, up-link 4:1):
+# contrib/emu-fabric.sh on a small fabric (4 hosts of 2 GPUs, 2 leaves, names interleaved, up-link 4:1):
 # the fabric JSON matches what was built, names resolve inside the namespaces, tbf really limits
 # a flow to the host-link rate and a cross-leaf flow to the up-link rate, start is idempotent and
 # stop leaves nothing behind. Root only (77 otherwise); about 15 s.
@@ -21,13 +21,16 @@ ip netns add ${P}probe 2>/dev/null || skip_all "cannot create network namespaces
 ip netns del ${P}probe
 
 trap '"$EMU" stop >/dev/null 2>&1; rm -rf "$tmp"' EXIT
-emu() { "$EMU" --hosts 4 --leaves 2 --uplink-ratio 4 "$@"; }
+emu() { "$EMU" --hosts 4 --leaves 2 --uplink-ratio 4 --gpus-per-host 2 "$@"; }
 
-expect 0 "start 4 hosts, 2 leaves, 4:1" emu --fabric-out "$tmp/fabric.json" start
+expect 0 "start 4 hosts, 2 leaves, 4:1, 2 GPUs a host" emu --fabric-out "$tmp/fabric.json" start
 [ "$got" -eq 0 ] || { cat "$tmp/out"; finish; }
 $TOPOPLACE fabric hosts "$tmp/fabric.json" --json >"$tmp/hosts.json"
 jeq "$tmp/hosts.json" '[.[] | "\(.name)=\(.leaves[0])"] | join(",")' \
 	"node001=leaf01,node002=leaf02,node003=leaf01,node004=leaf02" "fabric JSON: names alternate leaves"
+# a namespace has one data interface: one cable a host at the host-link rate, whatever its GPUs
+jeq "$tmp/hosts.json" '[.[] | "\(.gpus)x\(.cables)@\(.ring_gbps)"] | unique | join(",")' "2x1@0.4" \
+	"fabric JSON: 2 GPUs and one 0.4 Gb/s cable a host"
 $TOPOPLACE fabric show "$tmp/fabric.json" | grep -q "oversubscription up to 4.00:1" &&
 	ok "fabric JSON: up-link 4:1" || bad "fabric JSON: $($TOPOPLACE fabric show "$tmp/fabric.json" | grep oversub)"
 
