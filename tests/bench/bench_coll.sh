@@ -224,7 +224,9 @@ run_ompi() {
 	else
 		np=$(($# * rph))
 		for h in "$@"; do echo "$h slots=$rph"; done >"$hf"
-		mca="--hostfile $hf --map-by slot --mca btl tcp,self --mca btl_tcp_if_include eth0"
+		# shared memory between ranks of a host (--ranks-per-host > 1), as topoplace's
+		# host phases have; TCP on the fabric's interface between hosts
+		mca="--hostfile $hf --map-by slot --mca btl vader,tcp,self --mca btl_tcp_if_include eth0"
 		mca="$mca --mca oob_tcp_if_include eth0"
 	fi
 	echo "== openmpi $algo, order $order, $(where "$ratio"), $np ranks"
