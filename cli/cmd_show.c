@@ -539,11 +539,13 @@ static void show_job_free(show_job_t *sj, char **own)
 
 /* ---- the command ---- */
 
-/* The fabric and NicsByRate (*nbr_p) as the plugins find them in
- * topoplace.conf beside slurm.conf; --fabric replaces the fabric alone:
- * the conf, when there is one, still says how the SPANK plugin weighs a
- * plan's ranks (a conf that does not read: a warning, and no). */
-static tp_fabric_t *fabric_from_conf(const char *fabric, bool *nbr_p, int *rc_p)
+/* The fabric, NicsByRate (*nbr_p) and PlanPriceMaxRanks (*price_p) as the
+ * plugins find them in topoplace.conf beside slurm.conf; --fabric
+ * replaces the fabric alone: the conf, when there is one, still says how
+ * the SPANK plugin weighs and prices a plan's ranks (a conf that does not
+ * read: a warning, and the defaults). */
+static tp_fabric_t *fabric_from_conf(const char *fabric, bool *nbr_p,
+				     uint32_t *price_p, int *rc_p)
 {
 	const char *conf = getenv("SLURM_CONF");
 	char path[4096];
@@ -563,10 +565,10 @@ static tp_fabric_t *fabric_from_conf(const char *fabric, bool *nbr_p, int *rc_p)
 	if (fabric) {
 		err = tp_pconf_load(path, &pc, &why);
 		if (err && err != TP_ERR_NOTFOUND && !tp_cli_quiet)
-			tp_cli_err(
-			    "warning: show: %s; plans without NicsByRate",
-			    why ? why : tp_strerror(err));
+			tp_cli_err("warning: show: %s; plans with its defaults",
+				   why ? why : tp_strerror(err));
 		*nbr_p = !err && pc.nics_by_rate;
+		*price_p = pc.plan_price_max_ranks; /* a bad conf: defaults */
 		tp_free(why);
 		tp_pconf_free(&pc);
 		return tp_cli_load(fabric, rc_p);
@@ -583,6 +585,7 @@ static tp_fabric_t *fabric_from_conf(const char *fabric, bool *nbr_p, int *rc_p)
 	} else {
 		tp_stree_free(&tree);
 		*nbr_p = pc.nics_by_rate;
+		*price_p = pc.plan_price_max_ranks;
 	}
 	tp_free(why);
 	tp_pconf_free(&pc);
@@ -592,19 +595,27 @@ static tp_fabric_t *fabric_from_conf(const char *fabric, bool *nbr_p, int *rc_p)
 /* The plan the SPANK plugin gives a step of the job on its hosts (in
  * the ring order analyse() left them): a task per GPU the job holds on
  * each, one on a host without, as `srun` runs a step of one task per
- * GPU. NULL when it cannot be built (a host not in the fabric). */
-static tp_plan_t *job_plan(const tp_fabric_t *f, const show_job_t *sj,
-			   bool nics_by_rate)
+ * GPU; priced with ctx when it has at most price_max ranks
+ * (PlanPriceMaxRanks), else by rule. NULL when it cannot be built (a
+ * host not in the fabric). */
+static tp_plan_t *job_plan(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
+			   const show_job_t *sj, bool nics_by_rate,
+			   uint32_t price_max)
 {
 	uint32_t *tasks = tp_calloc(sj->n, sizeof(*tasks));
 	tp_plan_t *plan = NULL;
 
 	if (!tasks)
 		return NULL;
-	for (size_t i = 0; i < sj->n; i++)
+	uint64_t ranks = 0;
+	for (size_t i = 0; i < sj->n; i++) {
 		tasks[i] = sj->gpus[i] > 0 ? (uint32_t)sj->gpus[i] : 1;
-	if (tp_plan_build_step(f, (const char *const *)sj->names, sj->n, tasks,
-			       nics_by_rate, &plan, NULL))
+		ranks += tasks[i];
+	}
+	if (ranks > price_max)
+		ctx = NULL;
+	if (tp_plan_build_step(f, ctx, (const char *const *)sj->names, sj->n,
+			       tasks, nics_by_rate, &plan, NULL))
 		plan = NULL;
 	tp_free(tasks);
 	return plan;
@@ -633,6 +644,7 @@ int tp_cmd_show(int argc, char **argv)
 	records_t recs = {0};
 	cJSON *out = NULL;
 	bool nics_by_rate = false; /* topoplace.conf's NicsByRate */
+	uint32_t price_max = 0;	   /* and its PlanPriceMaxRanks */
 	tp_err_t err;
 
 	optind = 1;
@@ -656,7 +668,7 @@ int tp_cmd_show(int argc, char **argv)
 	if (one &&
 	    !tp_cli_int("show job", argv[optind + 1], 1, 0xfffffffeL, &id))
 		return TP_EXIT_INPUT;
-	if (!(f = fabric_from_conf(a.fabric, &nics_by_rate, &rc)))
+	if (!(f = fabric_from_conf(a.fabric, &nics_by_rate, &price_max, &rc)))
 		return rc;
 	tp_cost_params_t cp;
 	tp_cli_cost_params(&cp);
@@ -746,7 +758,8 @@ int tp_cmd_show(int argc, char **argv)
 			analyse(&sj, j, f, ctx, ideals);
 			if (rec && record_matches(rec, &sj))
 				apply_record(&sj, rec);
-			sj.plan = job_plan(f, &sj, nics_by_rate);
+			sj.plan =
+			    job_plan(f, ctx, &sj, nics_by_rate, price_max);
 		}
 		if (a.json) {
 			cJSON *o = job_json(&sj);

@@ -85,9 +85,12 @@
  *   has as many as it runs tasks (tp_plan_opts_t.ranks; tasks past a
  *   host's GPUs have none), so libtopoplace-coll accepts the plan with
  *   TOPOPLACE_WORLD_SIZE.
- * - Cost per node and step: reading the fabric JSON (dominant: 40-50 ms for
- *   a 1,024-host 8-rail fabric of 2.7 MB on the 2-core test box, ~1 ms
- *   for 8 hosts) plus the plan without predictions (~1 ms at 1,024).
+ * - Cost per node and step: reading the fabric JSON (40-50 ms for a
+ *   1,024-host 8-rail fabric of 2.7 MB on the 2-core test box, ~1 ms for
+ *   8 hosts), the plan (~1 ms at 1,024 hosts) and, for a step of at most
+ *   PlanPriceMaxRanks tasks (16,384 by default), the cost model's context
+ *   and three predictions (~50 ms for 1,024 hosts x 8 on a 16,384-host
+ *   fabric; 13 MB more at 2,048 hosts x 8: runtime/test_step_mem).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -735,7 +738,9 @@ typedef struct step {
 	tp_hca_map_t *hcas;
 	char *topo, *json, *msg;
 	tp_step_env_t env;
-	bool skip; /* why is no fault: said at info level */
+	bool host_ring; /* the job's TOPOPLACE_COLL_SHM=0: host phases as
+			 * rings, and the plan priced so */
+	bool skip;	/* why is no fault: said at info level */
 	char why[512], path[4096];
 } step_t;
 
@@ -826,6 +831,11 @@ static bool step_hosts(spank_t sp, step_t *st)
 			 (unsigned long long)sum, st->ntasks);
 		return false;
 	}
+	/* the same on every node: the job's environment */
+	char shm[2];
+	st->host_ring = spank_getenv(sp, "TOPOPLACE_COLL_SHM", shm,
+				     sizeof(shm)) == ESPANK_SUCCESS &&
+			!strcmp(shm, "0");
 	return true;
 }
 
@@ -890,10 +900,34 @@ static bool step_plan(step_t *st)
 {
 	char q[420];
 	tp_step_in_t in;
+	tp_cost_ctx_t *ctx = NULL;
 	tp_err_t err;
-	if ((err = tp_plan_build_step(st->f, (const char *const *)st->names,
-				      st->n, st->counts, st->conf.nics_by_rate,
-				      &st->plan, &st->msg))) {
+
+	/* PlanPriceMaxRanks: the model recommends each size's all-reduce
+	 * (auto). Every node prices the same inputs the same way, so the
+	 * plans stay identical; a node that cannot (out of memory) plans by
+	 * rule, says so, and the ranks' rendezvous names the mismatch. */
+	uint64_t ranks = 0;
+	for (size_t i = 0; i < st->n; i++)
+		ranks += st->counts[i];
+	if (ranks <= st->conf.plan_price_max_ranks) {
+		tp_cost_params_t cp;
+		tp_cost_params_defaults(&cp);
+		cp.nics_by_rate = st->conf.nics_by_rate;
+		cp.host_ring = st->host_ring;
+		if ((err = tp_cost_ctx_create(st->f, &cp, &ctx))) {
+			slurm_error("%s: job %u step %u: cost model: %s: plan "
+				    "by rule, not priced",
+				    PLUGIN, st->jobid, st->stepid,
+				    tp_strerror(err));
+			ctx = NULL;
+		}
+	}
+	err = tp_plan_build_step(st->f, ctx, (const char *const *)st->names,
+				 st->n, st->counts, st->conf.nics_by_rate,
+				 &st->plan, &st->msg);
+	tp_cost_ctx_destroy(ctx);
+	if (err) {
 		/* the list is the client's: a line break in it (a hostlist
 		 * separator) must not start a line of slurmd's log; 240
 		 * bytes of it leave room for the reason */

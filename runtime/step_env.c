@@ -70,19 +70,19 @@ tp_err_t tp_step_tasks_parse(const char *s, uint32_t *counts, size_t n)
 	return tasks_scan(s, counts, n);
 }
 
-tp_err_t tp_plan_build_step(const tp_fabric_t *f, const char *const *hosts,
-			    size_t n, const uint32_t *tasks, bool nics_by_rate,
+tp_err_t tp_plan_build_step(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
+			    const char *const *hosts, size_t n,
+			    const uint32_t *tasks, bool nics_by_rate,
 			    tp_plan_t **plan_p, char **err_p)
 {
 	tp_plan_opts_t opts;
 
 	tp_plan_opts_defaults(&opts);
 	opts.nics_by_rate = nics_by_rate;
-	if (!tasks || !n)
-		return tp_plan_build(f, NULL, hosts, n, &opts, plan_p, err_p);
-	opts.predict = false;
-	opts.ranks = tasks;
-	return tp_plan_build(f, NULL, hosts, n, &opts, plan_p, err_p);
+	opts.predict = ctx != NULL;
+	if (tasks && n)
+		opts.ranks = tasks;
+	return tp_plan_build(f, ctx, hosts, n, &opts, plan_p, err_p);
 }
 
 static tp_err_t efail(char **err_p, tp_err_t err, const char *fmt, ...)

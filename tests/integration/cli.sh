@@ -99,13 +99,13 @@ expect 0 "config --dump" $T config --dump
 cp "$tmp/out" "$tmp/dump"
 man5="${TP_SRCDIR:-.}/doc/topoplace.conf.5"
 # the table's keys (one "#Key=default" line each) and the man page's (a
-# ".BI Key=" item each under KEYS), both ways; 15 keys today: a dump
+# ".BI Key=" item each under KEYS), both ways; 16 keys today: a dump
 # whose format changed must not make the comparison empty
 sed -n 's/^#\([A-Za-z]*\)=.*/\1/p' "$tmp/dump" | sort >"$tmp/keys.dump"
 sed -n '/^\.SH KEYS/,/^\.SH /s/^\.BI \([A-Za-z]*\)=.*/\1/p' "$man5" | sort >"$tmp/keys.man"
 n=$(wc -l <"$tmp/keys.dump")
-[ "$n" -eq 15 ] && ok "config --dump lists 15 keys" ||
-	bad "config --dump lists $n keys, wanted 15 (a key added: update this count)"
+[ "$n" -eq 16 ] && ok "config --dump lists 16 keys" ||
+	bad "config --dump lists $n keys, wanted 16 (a key added: update this count)"
 for k in $(comm -23 "$tmp/keys.dump" "$tmp/keys.man"); do
 	bad "key $k missing from topoplace.conf(5)"
 done

@@ -454,11 +454,15 @@ for l in d["links"]:
             l[6] //= 2
 json.dump(d, open(sys.argv[2], "w"))
 PY
-weights_step() { # NAME CONF-LINES: node001+node002, 4 tasks each; the plan's weights
+# NAME CONF-LINES [REGEX]: node001+node002, 4 tasks each; what of the
+# plan matches REGEX (default: its weights), each match once, joined by
+# "|", or "none"
+weights_step() {
 	printf 'FabricFile=half.json\n%s\n' "$2" >"$dir/rel/topoplace.conf"
 	sed "s|fabric=[^ ]*|conf=$dir/rel/topoplace.conf|" "$tmp/plugstack.saved" >"$dir/plugstack.conf"
 	as_user timeout 60 srun -J "$1" -w node001,node002 -N 2 --ntasks-per-node 4 sh -c \
-		'if [ "$SLURM_PROCID" = 0 ]; then echo "w $(grep -o "\"rank_weights\": \[[^]]*\]" "$TOPOPLACE_PLAN" || echo none)"; fi' \
+		'if [ "$SLURM_PROCID" = 0 ]; then m=$(grep -o "$0" "$TOPOPLACE_PLAN" | sort -u | paste -sd "|"); echo "w ${m:-none}"; fi' \
+		"${3:-\"rank_weights\": \[[^]]*\]}" \
 		>"$tmp/$1.out" 2>"$tmp/$1.err" || bad "srun $1: $(head -c 200 "$tmp/$1.err")"
 	cp "$tmp/plugstack.saved" "$dir/plugstack.conf"
 	sed -n 's/^w //p' "$tmp/$1.out"
@@ -471,6 +475,20 @@ w=$(weights_step byrate "NicsByRate=yes")
 w=$(weights_step even "")
 [ "$w" = none ] && ok "NicsByRate unset: the step's plan splits evenly (no rank_weights)" ||
 	bad "NicsByRate unset: plan weights '$w'"
+
+# ---- PlanPriceMaxRanks: by default the step's plan is priced by the cost
+# model, which recommends each size's all-reduce (every size); a step of
+# more tasks gets the rule ----
+w=$(weights_step priced "NicsByRate=yes" '"basis": "[a-z]*"')
+[ "$w" = '"basis": "model"' ] &&
+	ok "PlanPriceMaxRanks unset: the step's plan recommends by the model ($w)" ||
+	bad "PlanPriceMaxRanks unset: plan's recommendations '$w'"
+w=$(weights_step priced8 "PlanPriceMaxRanks=8" '"basis": "[a-z]*"')
+[ "$w" = '"basis": "model"' ] && ok "PlanPriceMaxRanks=8: an 8-task step's plan is priced" ||
+	bad "PlanPriceMaxRanks=8: plan's recommendations '$w'"
+w=$(weights_step ruled "PlanPriceMaxRanks=7" '"basis": "[a-z]*"')
+[ "$w" = '"basis": "rule"' ] && ok "PlanPriceMaxRanks=7: an 8-task step's plan recommends by rule ($w)" ||
+	bad "PlanPriceMaxRanks=7: plan's recommendations '$w'"
 
 # ---- PlanMaxRanks: a step of more tasks gets no plan (one info line on
 # each node), one of exactly that many gets its plan ----

@@ -97,7 +97,8 @@ static void test_env_fat_tree(void **state)
 		tasks[i] = 2;
 	}
 	assert_int_equal(
-	    tp_plan_build_step(f, hosts, 8, tasks, false, &plan, NULL), TP_OK);
+	    tp_plan_build_step(f, NULL, hosts, 8, tasks, false, &plan, NULL),
+	    TP_OK);
 	/* uniform tasks: the plan's ranks are the step's */
 	assert_int_equal(tp_plan_world_size(plan), 16);
 	for (size_t id = 0; id < 8; id++) {
@@ -157,7 +158,8 @@ static void test_env_uneven(void **state)
 	for (size_t i = 0; i < 4; i++)
 		hosts[i] = name(f, i);
 	assert_int_equal(
-	    tp_plan_build_step(f, hosts, 4, tasks, false, &plan, NULL), TP_OK);
+	    tp_plan_build_step(f, NULL, hosts, 4, tasks, false, &plan, NULL),
+	    TP_OK);
 	assert_int_equal(tp_plan_world_size(plan), 10);
 	for (size_t id = 0; id < 4; id++) {
 		tp_step_in_t in = step(hosts, tasks, 4, id, 10, 1);
@@ -209,7 +211,8 @@ static void test_env_rails(void **state)
 	for (size_t i = 0; i < 4; i++)
 		hosts[i] = name(f, i);
 	assert_int_equal(
-	    tp_plan_build_step(f, hosts, 4, tasks, false, &plan, NULL), TP_OK);
+	    tp_plan_build_step(f, NULL, hosts, 4, tasks, false, &plan, NULL),
+	    TP_OK);
 	assert_int_equal(tp_plan_world_size(plan), 64);
 	assert_int_equal(tp_plan_nrails(plan), 4);
 	assert_int_equal(tp_plan_host(plan, 0)->nranks, 16);
@@ -260,9 +263,9 @@ static void test_env_subnets(void **state)
 		tp_step_in_t in =
 		    step(pair, tasks, n, 0, n, tp_fabric_rails(f));
 		in.fabric_subnets = tp_fabric_nsubnets(f);
-		assert_int_equal(
-		    tp_plan_build_step(f, pair, n, tasks, false, &plan, NULL),
-		    TP_OK);
+		assert_int_equal(tp_plan_build_step(f, NULL, pair, n, tasks,
+						    false, &plan, NULL),
+				 TP_OK);
 		assert_int_equal(tp_plan_nrails(plan), 2);
 		assert_int_equal(tp_plan_step_env(plan, &in, &env, NULL),
 				 TP_OK);
@@ -296,7 +299,8 @@ static void test_env_bad_hca_names(void **state)
 
 	(void)state;
 	assert_int_equal(
-	    tp_plan_build_step(f, hosts, 2, tasks, false, &plan, NULL), TP_OK);
+	    tp_plan_build_step(f, NULL, hosts, 2, tasks, false, &plan, NULL),
+	    TP_OK);
 	const tp_plan_host_t *ph =
 	    tp_plan_host(plan, tp_plan_rank_of(plan, hosts[0]));
 	assert_int_equal(tp_plan_nrails(plan), 2);
@@ -330,7 +334,8 @@ static void test_env_errors(void **state)
 	for (size_t i = 0; i < 4; i++)
 		hosts[i] = other[i] = name(f, i);
 	assert_int_equal(
-	    tp_plan_build_step(f, hosts, 3, tasks, false, &plan, NULL), TP_OK);
+	    tp_plan_build_step(f, NULL, hosts, 3, tasks, false, &plan, NULL),
+	    TP_OK);
 	/* the step has 4 tasks by its counts, Slurm says 5 */
 	in = step(hosts, tasks, 3, 0, 5, 1);
 	assert_int_equal(tp_plan_step_env(plan, &in, &env, &err), TP_ERR_RANGE);
@@ -421,7 +426,8 @@ static void test_env_nomem(void **state)
 
 	(void)state;
 	assert_int_equal(
-	    tp_plan_build_step(f, hosts, 2, tasks, false, &plan, NULL), TP_OK);
+	    tp_plan_build_step(f, NULL, hosts, 2, tasks, false, &plan, NULL),
+	    TP_OK);
 	for (int k = 0;; k++) {
 		tp_step_in_t in = step(hosts, tasks, 2, 1, 4, 2);
 		tp_step_env_t env;
@@ -519,7 +525,8 @@ static void test_env_local_hcas(void **state)
 	assert_int_equal(tp_fabric_read_ibnetdiscover(f, dump), TP_OK);
 	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
 	assert_int_equal(
-	    tp_plan_build_step(f, hosts, 2, NULL, false, &plan, NULL), TP_OK);
+	    tp_plan_build_step(f, NULL, hosts, 2, NULL, false, &plan, NULL),
+	    TP_OK);
 	assert_non_null(mkdtemp(full));
 	assert_non_null(mkdtemp(part));
 	assert_non_null(mkdtemp(none));
@@ -572,9 +579,9 @@ static void test_env_local_hcas(void **state)
 			saved[i] = ca->dev;
 			ca->dev = NULL;
 		}
-		assert_int_equal(
-		    tp_plan_build_step(f, hosts, 2, NULL, false, &gplan, NULL),
-		    TP_OK);
+		assert_int_equal(tp_plan_build_step(f, NULL, hosts, 2, NULL,
+						    false, &gplan, NULL),
+				 TP_OK);
 		env_with(f, gplan, full, &env);
 		for (size_t i = 0; i < h->ncas; i++)
 			((tp_ca_t *)tp_fabric_ca(f, h->cas[i]))->dev = saved[i];
@@ -691,7 +698,8 @@ static void test_step_nics_by_rate(void **state)
 	for (size_t i = 0; i < 3; i++)
 		hosts[i] = name(f, i);
 	assert_int_equal(
-	    tp_plan_build_step(f, hosts, 2, tasks, true, &plan, NULL), TP_OK);
+	    tp_plan_build_step(f, NULL, hosts, 2, tasks, true, &plan, NULL),
+	    TP_OK);
 	const uint32_t *w = tp_plan_rank_weights(plan, &nw);
 	assert_int_equal(nw, 4);
 	assert_int_equal(w[1], 512);
@@ -699,17 +707,82 @@ static void test_step_nics_by_rate(void **state)
 	tp_plan_destroy(plan);
 	plan = NULL;
 	assert_int_equal(
-	    tp_plan_build_step(f, hosts, 2, tasks, false, &plan, NULL), TP_OK);
+	    tp_plan_build_step(f, NULL, hosts, 2, tasks, false, &plan, NULL),
+	    TP_OK);
 	assert_null(tp_plan_rank_weights(plan, NULL));
 	tp_plan_destroy(plan);
 	plan = NULL;
 	assert_int_equal(
-	    tp_plan_build_step(f, hosts + 1, 2, tasks, true, &plan, NULL),
+	    tp_plan_build_step(f, NULL, hosts + 1, 2, tasks, true, &plan, NULL),
 	    TP_OK);
 	assert_null(tp_plan_rank_weights(plan, NULL));
 	tp_plan_destroy(plan);
 	tp_fabric_destroy(f);
 	tp_fabric_destroy(clean);
+}
+
+/* With a cost context (the plugin's, PlanPriceMaxRanks) the step's plan carries
+ * the model's predictions for its ranks and recommends the fastest per
+ * size; without, the rule. On 16 one-NIC hosts over 2 leaves with one
+ * up-link each the two disagree at 1 MiB (the rule's tree, the model's
+ * faster choice), so the model is seen to decide. A context priced
+ * otherwise (NICs by rate) than the plan is refused. */
+static void test_step_predict(void **state)
+{
+	tp_fabric_t *f = tp_test_fat_tree(2, 1, 8, 1, 1, true);
+	const char *hosts[16];
+	uint32_t tasks[16];
+	tp_cost_params_t cp;
+	tp_cost_ctx_t *ctx = NULL;
+	tp_plan_t *plan = NULL, *ruled = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < 16; i++) {
+		hosts[i] = name(f, i);
+		tasks[i] = 1;
+	}
+	tp_cost_params_defaults(&cp);
+	assert_int_equal(tp_cost_ctx_create(f, &cp, &ctx), TP_OK);
+	assert_int_equal(
+	    tp_plan_build_step(f, ctx, hosts, 16, tasks, false, &plan, NULL),
+	    TP_OK);
+	assert_int_equal(
+	    tp_plan_build_step(f, NULL, hosts, 16, tasks, false, &ruled, NULL),
+	    TP_OK);
+	assert_true(tp_plan_predicted(plan));
+	assert_false(tp_plan_predicted(ruled));
+	assert_int_equal(tp_plan_world_size(plan), 16);
+	bool differ = false;
+	for (size_t i = 0; i < tp_plan_nsizes(plan); i++) {
+		int best = 0;
+		for (int a = 1; a < TP_PLAN_NALGOS; a++)
+			if (tp_plan_predict_s(plan, i, (tp_algo_t)a) <
+			    tp_plan_predict_s(plan, i, (tp_algo_t)best))
+				best = a;
+		assert_true(tp_plan_predict_s(plan, i, (tp_algo_t)best) > 0);
+		assert_int_equal(tp_plan_recommend(plan, i), best);
+		assert_string_equal(tp_plan_recommend_basis(plan, i), "model");
+		assert_string_equal(tp_plan_recommend_basis(ruled, i), "rule");
+		if (tp_plan_size(plan, i) == 1048576) {
+			assert_int_equal(tp_plan_recommend(ruled, i),
+					 TP_ALGO_TREE);
+			differ = tp_plan_recommend(plan, i) != TP_ALGO_TREE;
+		}
+	}
+	assert_true(differ);
+	tp_plan_destroy(plan);
+	plan = NULL;
+	/* the plan splits evenly, the context priced by rate */
+	tp_cost_ctx_destroy(ctx);
+	cp.nics_by_rate = true;
+	assert_int_equal(tp_cost_ctx_create(f, &cp, &ctx), TP_OK);
+	assert_int_equal(
+	    tp_plan_build_step(f, ctx, hosts, 16, tasks, false, &plan, NULL),
+	    TP_ERR_INVAL);
+	assert_null(plan);
+	tp_plan_destroy(ruled);
+	tp_cost_ctx_destroy(ctx);
+	tp_fabric_destroy(f);
 }
 
 int main(void)
@@ -722,6 +795,7 @@ int main(void)
 	    cmocka_unit_test(test_env_subnets),
 	    cmocka_unit_test(test_env_bad_hca_names),
 	    cmocka_unit_test(test_step_nics_by_rate),
+	    cmocka_unit_test(test_step_predict),
 	    cmocka_unit_test(test_env_errors),
 	    cmocka_unit_test(test_env_nomem),
 	    cmocka_unit_test(test_env_local_hcas),

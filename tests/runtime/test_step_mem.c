@@ -2,7 +2,9 @@
  * Peak memory of the SPANK plugin's step start (spank_topoplace.c
  * step_start) on the largest generated fabric, 16,384 hosts with 8 GPUs
  * and 8 HCAs each (runtime/test_step_mem_16k), and on 2,048 such hosts
- * (runtime/test_step_mem): at most 64 MB, since it runs as root in slurmstepd
+ * (runtime/test_step_mem, whose 16,384 tasks the plugin's default
+ * PlanPriceMaxRanks still prices with the cost model, the 16k step's it
+ * does not): at most 64 MB, since it runs as root in slurmstepd
  * on nodes that jobs share. The same core calls in the same order as the
  * plugin, with a step over every host, run in a fresh process (this
  * program again, execed), which reports its own peak RSS (VmHWM: the
@@ -27,6 +29,8 @@
 #include "tp_runtime.h"
 
 #define LIMIT_KB       (64 * 1024)
+/* topoplace.conf's PlanPriceMaxRanks default (plugin/conf.c) */
+#define PRICE_MAX_RANKS 16384
 #define HOSTS_PER_LEAF 32
 /* 512 leaves: 16,384 hosts (runtime/test_step_mem_16k); 64: 2,048 hosts
  * (runtime/test_step_mem, with the hostile node list) */
@@ -58,8 +62,11 @@ static int step(const char *fabric_path, const char *sysfs, uint32_t nnodes,
 	tp_fabric_t *f = NULL;
 	tp_plan_t *plan = NULL;
 	tp_hca_map_t *hcas = NULL;
+	tp_cost_ctx_t *ctx = NULL;
+	tp_cost_params_t cp;
 	tp_step_env_t env = {0};
 	tp_step_in_t in;
+	uint64_t ranks = 0;
 	int rc = 1;
 
 	if (tp_file_read(nodelist_file, &nodelist, &len))
@@ -75,10 +82,24 @@ static int step(const char *fabric_path, const char *sysfs, uint32_t nnodes,
 	id = n - 1;
 	if (!(counts = tp_calloc(n, sizeof(*counts))) ||
 	    tp_step_tasks_parse(tpn, counts, n) ||
-	    tp_fabric_load_json(fabric_path, &f, &msg) ||
-	    tp_plan_build_step(f, (const char *const *)names, n, counts, false,
-			       &plan, &msg) ||
-	    tp_hca_map_read(f, names[id], sysfs, &hcas))
+	    tp_fabric_load_json(fabric_path, &f, &msg))
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		ranks += counts[i];
+	tp_cost_params_defaults(&cp);
+	if (ranks <= PRICE_MAX_RANKS && tp_cost_ctx_create(f, &cp, &ctx))
+		goto out;
+	if (tp_plan_build_step(f, ctx, (const char *const *)names, n, counts,
+			       false, &plan, &msg))
+		goto out;
+	if (ctx && !tp_plan_predicted(plan)) {
+		fprintf(stderr, "step: %llu tasks, not priced\n",
+			(unsigned long long)ranks);
+		goto out;
+	}
+	tp_cost_ctx_destroy(ctx); /* as the plugin: once the plan is built */
+	ctx = NULL;
+	if (tp_hca_map_read(f, names[id], sysfs, &hcas))
 		goto out;
 	in = (tp_step_in_t){
 	    .hosts = (const char *const *)names,
@@ -101,6 +122,7 @@ out:
 		fprintf(stderr, "step: %s\n", msg);
 	tp_step_env_free(&env);
 	tp_hca_map_destroy(hcas);
+	tp_cost_ctx_destroy(ctx);
 	tp_free(json);
 	tp_free(msg);
 	tp_plan_destroy(plan);
