@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -218,15 +219,32 @@ static void xml_version(const char *buf, unsigned *major_p, unsigned *minor_p)
 		*major_p = 0;
 }
 
-/* Load one XML; on failure *err_p is "<path>: why" (tp_free it), left NULL
- * when even that allocation failed. A 3.0 file is brought down once
- * (down true): a version the rewrite leaves as it was ("3.0.1" reads as
- * 3.0 here) is refused, not rewritten again and again. */
-/* What a file hwloc refused looks like, for its error line: empty, not
- * XML, or cut short (no closing </topology>: a copy or an export that
- * stopped). */
-static const char *parse_hint(const char *buf, size_t len)
+/* Whether the XML at s (its first '<') is UTF-8: declared so, or
+ * declaring no encoding (XML's default). A file declaring another is
+ * libxml2's to decode. */
+static bool utf8_declared(const char *s)
 {
+	const char *end, *enc;
+
+	if (strncmp(s, "<?xml", 5))
+		return true;
+	end = strstr(s, "?>");
+	enc = strstr(s, "encoding=");
+	if (!end || !enc || enc > end)
+		return true;
+	return !strncasecmp(enc + 10, "UTF-8", 5);
+}
+
+/* What a file hwloc refused looks like, for its error line (buf holds
+ * len bytes and a NUL after them): empty, not XML, binary, not UTF-8
+ * (libxml2 stops at such a byte and says nothing: a description edited
+ * in Latin-1), or cut short (no closing </topology>: a copy or an export
+ * that stopped). A literal, or hint (size bytes) when it names an
+ * offset. */
+static const char *parse_hint(const char *buf, size_t len, char *hint,
+			      size_t size)
+{
+	const char *nul = memchr(buf, '\0', len);
 	size_t i = 0;
 
 	while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r' ||
@@ -236,6 +254,21 @@ static const char *parse_hint(const char *buf, size_t len)
 		return " (empty file)";
 	if (buf[i] != '<')
 		return " (not XML)";
+	if (nul) {
+		snprintf(hint, size, " (NUL byte at offset %zu: binary data)",
+			 (size_t)(nul - buf));
+		return hint;
+	}
+	for (const char *p = utf8_declared(buf + i) ? buf + i : ""; *p; p++) {
+		size_t n = tp_utf8_len(p);
+		if (!n) {
+			snprintf(hint, size,
+				 " (byte 0x%02X at offset %zu is not UTF-8)",
+				 (unsigned char)*p, (size_t)(p - buf));
+			return hint;
+		}
+		p += n - 1;
+	}
 	if (!strstr(buf + i, "<topology"))
 		return " (no <topology> element: not an hwloc XML export)";
 	if (!strstr(buf + i, "</topology>"))
@@ -243,6 +276,20 @@ static const char *parse_hint(const char *buf, size_t len)
 	return "";
 }
 
+/* "<path>: hwloc cannot parse this XML (hint)" for the len bytes at buf,
+ * the file as read. */
+static char *parse_error(const char *path, const char *buf, size_t len)
+{
+	char hint[64];
+
+	return tp_asprintf("%s: hwloc cannot parse this XML%s", path,
+			   parse_hint(buf, len, hint, sizeof(hint)));
+}
+
+/* Load one XML; on failure *err_p is "<path>: why" (tp_free it), left NULL
+ * when even that allocation failed. A 3.0 file is brought down once
+ * (down true): a version the rewrite leaves as it was ("3.0.1" reads as
+ * 3.0 here) is refused, not rewritten again and again. */
 static tp_err_t load_xml(const char *path, const char *buf, size_t len,
 			 bool down, hwloc_topology_t *topo_p, char **err_p)
 {
@@ -271,6 +318,12 @@ static tp_err_t load_xml(const char *path, const char *buf, size_t len,
 		}
 		err = load_xml(path, v2, n2, false, topo_p, err_p);
 		tp_free(v2);
+		if (err == TP_ERR_PARSE) {
+			/* the hint's offsets are the file's, not the
+			 * rewrite's */
+			tp_free(*err_p);
+			*err_p = parse_error(path, buf, len);
+		}
 		return err;
 	}
 	if (hwloc_topology_init(&topo) < 0) {
@@ -292,8 +345,7 @@ static tp_err_t load_xml(const char *path, const char *buf, size_t len,
 				     path, api >> 16, major, minor, major);
 		return TP_ERR_FORMAT;
 	}
-	*err_p = tp_asprintf("%s: hwloc cannot parse this XML%s", path,
-			     parse_hint(buf, len));
+	*err_p = parse_error(path, buf, len);
 	return TP_ERR_PARSE;
 }
 

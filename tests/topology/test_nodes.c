@@ -706,6 +706,61 @@ static void test_hwloc_hostile(void **state)
 	free(bin);
 }
 
+/* A file that reads but for one byte: hwloc says nothing about a NUL
+ * (the text ends there: it looked cut short) nor about a byte that is not
+ * UTF-8 (libxml2 stops at it), so the hint names the byte and where. */
+static void test_hwloc_bad_byte(void **state)
+{
+	static const char xml[] =
+	    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	    "<topology version=\"2.0\">\n"
+	    "<object type=\"Machine\" os_index=\"0\" cpuset=\"0x1\" "
+	    "complete_cpuset=\"0x1\" allowed_cpuset=\"0x1\" nodeset=\"0x1\" "
+	    "complete_nodeset=\"0x1\" allowed_nodeset=\"0x1\">\n"
+	    "<info name=\"DMIProductName\" value=\"DGX\"/>\n"
+	    "<object type=\"NUMANode\" os_index=\"0\" cpuset=\"0x1\" "
+	    "complete_cpuset=\"0x1\" nodeset=\"0x1\" "
+	    "complete_nodeset=\"0x1\"/>\n"
+	    "<object type=\"PU\" os_index=\"0\" cpuset=\"0x1\" "
+	    "complete_cpuset=\"0x1\" nodeset=\"0x1\" "
+	    "complete_nodeset=\"0x1\"/></object>\n"
+	    "</topology>\n";
+	/* one byte made another: the line break before the Machine, the
+	 * D of DGX (as Latin-1 writes an e acute) */
+	static const struct {
+		const char *at;
+		char byte;
+		const char *msg;
+	} bad[] = {
+	    {"\n<object type=\"Machine\"", '\0',
+	     "hwloc cannot parse this XML (NUL byte at offset 63: binary "
+	     "data)"},
+	    {"DGX", '\xe9',
+	     "hwloc cannot parse this XML (byte 0xE9 at offset 251 is not "
+	     "UTF-8)"},
+	};
+	char buf[sizeof(xml)], *p;
+	tp_fabric_t *f;
+
+	(void)state;
+	HWLOC_OR_SKIP();
+	p = write_tmp(xml, sizeof(xml) - 1);
+	f = tp_fabric_create();
+	assert_int_equal(tp_fabric_read_node_hwloc(f, "n", p), TP_OK);
+	tp_fabric_destroy(f);
+	unlink(p);
+	free(p);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memcpy(buf, xml, sizeof(xml));
+		buf[strstr(xml, bad[i].at) - xml] = bad[i].byte;
+		p = write_tmp(buf, sizeof(xml) - 1);
+		expect_fail(tp_fabric_read_node_hwloc, p, TP_ERR_PARSE,
+			    bad[i].msg);
+		unlink(p);
+		free(p);
+	}
+}
+
 /* ---- nvidia-smi --------------------------------------------------------- */
 
 static void load_nvsmi_want(const want_t *w, bool fixture)
@@ -1753,6 +1808,7 @@ int main(void)
 	    cmocka_unit_test(test_hwloc_nvlink_huge),
 	    cmocka_unit_test(test_hwloc_stub),
 	    cmocka_unit_test(test_hwloc_hostile),
+	    cmocka_unit_test(test_hwloc_bad_byte),
 	    cmocka_unit_test(test_nvsmi_dgx_a100),
 	    cmocka_unit_test(test_nvsmi_dgx1_mp),
 	    cmocka_unit_test(test_nvsmi_dgx1v),
