@@ -151,6 +151,19 @@ static bool scan_string(char *t, size_t len, size_t *pos)
 	return true;
 }
 
+/* Past one or more decimal digits at *pos: false when there are none. */
+static bool digits(const char *t, size_t len, size_t *pos)
+{
+	size_t i = *pos;
+
+	while (i < len && t[i] >= '0' && t[i] <= '9')
+		i++;
+	if (i == *pos)
+		return false;
+	*pos = i;
+	return true;
+}
+
 static bool scan_number(const char *t, size_t len, size_t *pos, double *v)
 {
 	size_t i = *pos;
@@ -173,15 +186,30 @@ static bool scan_number(const char *t, size_t len, size_t *pos, double *v)
 			return true;
 		}
 	}
-	i = *pos;
-	if (t[i] == '-')
+	/* JSON's grammar, stricter than strtod's: no leading zero ("01"),
+	 * digits on both sides of a point ("1.", ".5" are not numbers) */
+	i = *pos + neg;
+	if (i < len && t[i] == '0')
 		i++;
-	if (i >= len || t[i] < '0' || t[i] > '9')
+	else if (!digits(t, len, &i))
 		return false;
-	while (i < len &&
-	       ((t[i] >= '0' && t[i] <= '9') || t[i] == '.' || t[i] == 'e' ||
-		t[i] == 'E' || t[i] == '+' || t[i] == '-'))
+	if (i < len && t[i] == '.') {
 		i++;
+		if (!digits(t, len, &i))
+			return false;
+	}
+	if (i < len && (t[i] == 'e' || t[i] == 'E')) {
+		i++;
+		if (i < len && (t[i] == '+' || t[i] == '-'))
+			i++;
+		if (!digits(t, len, &i))
+			return false;
+	}
+	/* "01", "1.5.2": refused at the number, not at what follows */
+	if (i < len &&
+	    ((t[i] >= '0' && t[i] <= '9') || t[i] == '.' || t[i] == 'e' ||
+	     t[i] == 'E' || t[i] == '+' || t[i] == '-'))
+		return false;
 	n = i - *pos;
 	if (n >= sizeof(num))
 		return false;
@@ -830,6 +858,21 @@ static tp_err_t index_members(tp__jstream_t *s, const char *const *keys,
 	}
 }
 
+/* Past a UTF-8 byte order mark at the start (a file saved by a Windows
+ * editor), which the other readers and cJSON skip too. */
+static void skip_bom(tp__jstream_t *s)
+{
+	static const unsigned char bom[] = {0xef, 0xbb, 0xbf};
+
+	if (s->off)
+		return;
+	for (size_t k = 0; k < sizeof(bom); k++, s->off++)
+		if (peek(s) != bom[k]) {
+			s->off = 0;
+			return;
+		}
+}
+
 tp_err_t tp__jstream_index(tp__jstream_t *s, const char *const *keys, size_t n,
 			   tp__jmark_t *marks)
 {
@@ -838,6 +881,7 @@ tp_err_t tp__jstream_index(tp__jstream_t *s, const char *const *keys, size_t n,
 	int c;
 
 	memset(marks, 0, n * sizeof(*marks));
+	skip_bom(s);
 	if ((c = skip_ws(s)) != '{') {
 		/* valid JSON but no object finds nothing */
 		err = c < 0 ? bad(s, bad_msg) : parse_value(s);

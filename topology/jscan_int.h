@@ -142,7 +142,8 @@ void tp__jstream_free(tp__jstream_t *s);
  * members are checked in full; wanted ones only for balance (the caller
  * reads them). A key given twice at the top level is TP_ERR_PARSE with
  * errkey set. TP_ERR_PARSE (errline, erroff, errmsg), NOMEM, IO. A text
- * that is valid JSON but no object finds nothing. */
+ * that is valid JSON but no object finds nothing. A UTF-8 byte order mark
+ * before the object is skipped (erroff still counts its bytes). */
 tp_err_t tp__jstream_index(tp__jstream_t *s, const char *const *keys, size_t n,
 			   tp__jmark_t *marks);
 /* Read the value at mark as one document into *d_p (borrowed until the

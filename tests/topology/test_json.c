@@ -590,6 +590,88 @@ static void test_syntax_where(void **state)
 	expect_error(HEAD "\"switches\":[" SW0 "]", "not valid JSON near byte");
 }
 
+/* JSON's number grammar, not strtod's: a leading zero, a point or an
+ * exponent without digits are refused at the number ("subnets": 01 and
+ * 1. loaded as 1); every form JSON has reads as its value. */
+static void test_numbers(void **state)
+{
+	static const char *const bad[] = {
+	    "01",  "-01", "00", "1.",  "1.e5",	".5",
+	    "-.5", "-",	  "1e", "1e+", "1.5.2",
+	};
+	static const char *const good[] = {
+	    "25",     "25.0",	"2.5e1",	 "2.5E+1",
+	    "250e-1", "0.25e2", "25.0000000000",
+	};
+	char doc[512];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(doc, sizeof(doc),
+			 "{\"format\":\"topoplace-fabric/1\",\"subnets\":%s,"
+			 "\"switches\":[],\"cas\":[],\"links\":[],"
+			 "\"hosts\":[]," TAIL,
+			 bad[i]);
+		expect_error(
+		    doc, "bad.json: 1: subnets: not valid JSON near byte 41");
+		snprintf(doc, sizeof(doc),
+			 HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0
+			      "],\"links\":[[\"switch\",0,1,\"ca\",0,1,4,%s,"
+			      "true]],\"hosts\":[]," TAIL,
+			 bad[i]);
+		expect_error(doc, "bad.json: 1: links[0]: not valid JSON near "
+				  "byte 201");
+	}
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		tp_fabric_t *f = NULL;
+		snprintf(doc, sizeof(doc),
+			 HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0
+			      "],\"links\":[[\"switch\",0,1,\"ca\",0,1,4,%s,"
+			      "true]],\"hosts\":[]," TAIL,
+			 good[i]);
+		assert_int_equal(tp_fabric_parse_json("ok.json", doc, &f, NULL),
+				 TP_OK);
+		assert_true(tp_fabric_link(f, 0)->lane_gbps == 25.0);
+		tp_fabric_destroy(f);
+	}
+}
+
+/* A UTF-8 byte order mark before the object (a file saved by a Windows
+ * editor) is skipped, as the other readers and the state loader skip it
+ * (it read as "1: not valid JSON near byte 0"); offsets stay the file's,
+ * and one anywhere else is still not JSON. */
+static void test_bom(void **state)
+{
+	static const char ok[] =
+	    "\xef\xbb\xbf" HEAD "\"switches\":[" SW0 "],\"cas\":[" CA0
+	    "],\"links\":[[\"switch\",0,1,\"ca\",0,1,4,25,true]],"
+	    "\"hosts\":[]," TAIL;
+	char path[] = "/tmp/tp-json-bom-XXXXXX", *err = NULL;
+	tp_fabric_t *f = NULL;
+	int fd;
+
+	(void)state;
+	assert_int_equal(tp_fabric_parse_json("ok.json", ok, &f, NULL), TP_OK);
+	assert_int_equal(tp_fabric_nhosts(f), 1);
+	tp_fabric_destroy(f);
+	f = NULL;
+	/* a regular file is read a window at a time */
+	assert_true((fd = mkstemp(path)) >= 0);
+	assert_int_equal(write(fd, ok, sizeof(ok) - 1), sizeof(ok) - 1);
+	close(fd);
+	assert_int_equal(tp_fabric_load_json(path, &f, &err), TP_OK);
+	assert_null(err);
+	assert_int_equal(tp_fabric_nlinks(f), 1);
+	tp_fabric_destroy(f);
+	unlink(path);
+	expect_error("\xef\xbb\xbf", "bad.json: 1: not valid JSON near byte 3");
+	expect_error("\xef\xbb\xbf\xef\xbb\xbf{}",
+		     "bad.json: 1: not valid JSON near byte 3");
+	expect_error("\xef\xbb{}", "bad.json: 1: not valid JSON near byte 0");
+	expect_error("\xef\xbb\xbf{\"x\":1,,}",
+		     "bad.json: 1: not valid JSON near byte 10");
+}
+
 /* Memory before an item is checked is bounded by the file's bytes, not by
  * its comma count: 100,000 links of "0," (200 kB) sets no block of more
  * than 8 times that aside before links[0] is refused (it took 4 MB
@@ -783,6 +865,8 @@ int main(void)
 	    cmocka_unit_test(test_interned_names),
 	    cmocka_unit_test(test_repeated_key),
 	    cmocka_unit_test(test_syntax_where),
+	    cmocka_unit_test(test_numbers),
+	    cmocka_unit_test(test_bom),
 	    cmocka_unit_test(test_reserve_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
