@@ -105,9 +105,13 @@ char *tp_vasprintf(const char *fmt, va_list ap)
 
 char *tp_oneline(char *s)
 {
-	for (char *p = s; p && *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+	for (char *p = s; p && *p; p++) {
+		size_t n = tp_utf8_len(p);
+		if (n > 1)
+			p += n - 1;
+		else if (!n || (unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = '?';
+	}
 	return s;
 }
 

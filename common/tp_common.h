@@ -366,9 +366,11 @@ tp_err_t tp_child_run(tp_child_fn_t fn, void *arg, unsigned limit_ms,
  * left out (the others do its share). Returns how many ran fn. */
 size_t tp_threads_run(void *(*fn)(void *), void *arg, size_t max);
 
-/* Make an error or warning line one line: control bytes (newlines, escapes,
- * DEL) that came from the input become '?', in place; NULL is a no-op.
- * Returns s. Every reader's detail string goes through it. */
+/* Make an error or warning line one line of UTF-8 text: control bytes
+ * (newlines, escapes, DEL) and bytes that are not part of a UTF-8
+ * character (a Latin-1 0xE9, a stray 0xFF) that came from the input become
+ * '?', in place; valid UTF-8 is kept. NULL is a no-op. Returns s. Every
+ * reader's detail string goes through it. */
 char *tp_oneline(char *s);
 /* A printable excerpt of input text for a message, into buf (size >= 4
  * bytes): at most size - 4 bytes of s, a byte outside printable ASCII as

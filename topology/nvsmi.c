@@ -423,8 +423,18 @@ static tp_err_t parse(nvsmi_t *p, char *buf, size_t len)
 					       "%s:%zu: more than %d cells",
 					       p->path, line, MAX_CELLS);
 		if (state == BEFORE) {
+			int nv;
 			/* Anything above the header (a prompt, a title) is
-			 * not ours to judge. */
+			 * not ours to judge. A GPU0 line whose first cell is
+			 * a link ("X") is GPU0's matrix row: the header row
+			 * is missing. */
+			if (n > 1 && strcmp(tok[0], "GPU0") == 0 &&
+			    link_rank(tok[1], &nv) != -1)
+				return tp__fabric_fail(
+				    p->f, TP_ERR_PARSE,
+				    "%s:%zu: no header row (GPU0's matrix row "
+				    "comes before any header)",
+				    p->path, line);
 			if (n > 0 && strcmp(tok[0], "GPU0") == 0) {
 				/* The labels point into buf, which outlives
 				 * the parse; only the array is copied. */

@@ -522,6 +522,38 @@ static void test_first_error(void **state)
 	assert_null(tp_oneline(NULL));
 }
 
+/* An error line is UTF-8 on the terminal and in logs: a byte of the input
+ * that is no part of a UTF-8 character (a Latin-1 0xE9, 0xFF, a lone
+ * continuation byte, a sequence cut short, an overlong form, a surrogate)
+ * becomes '?' as a control byte does (they were echoed raw); valid UTF-8,
+ * 2 to 4 bytes, is kept. */
+static void test_oneline_utf8(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+	    {"node\xff.004", "node?.004"},
+	    {"caf\xe9", "caf?"},
+	    {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+	     "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+	    {"a\x80.b\xbf", "a?.b?"},
+	    {"cut \xe2\x82", "cut ??"},
+	    {"cut \xe2\x82 x", "cut ?? x"},
+	    {"over \xc0\xaf", "over ??"},
+	    {"surrogate \xed\xa0\x80", "surrogate ???"},
+	    {"\xf4\x90\x80\x80", "????"},
+	    {"\xc3\xa9\n\xff\t", "\xc3\xa9???"},
+	};
+	char buf[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(buf, sizeof(buf), "%s", cases[i].in);
+		assert_ptr_equal(tp_oneline(buf), buf);
+		assert_string_equal(buf, cases[i].out);
+	}
+}
+
 static void test_parse_guid(void **state)
 {
 	uint64_t g = 0;
@@ -1139,6 +1171,7 @@ int main(void)
 	    cmocka_unit_test(test_strbuf),
 	    cmocka_unit_test(test_size_overflow),
 	    cmocka_unit_test(test_first_error),
+	    cmocka_unit_test(test_oneline_utf8),
 	    cmocka_unit_test(test_parse_guid),
 	    cmocka_unit_test(test_parse_bytes),
 	    cmocka_unit_test(test_c_numbers),

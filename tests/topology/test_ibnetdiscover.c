@@ -1059,6 +1059,40 @@ static void test_long_line(void **state)
 	free(buf);
 }
 
+/* Lines ended by CR alone (a classic Mac file) read as one comment line
+ * ("no switches or CAs found") or one line too long: the error says what
+ * the file holds. One line with a CR at its end, and CRLF, still load. */
+static void test_cr_only(void **state)
+{
+	static const char cr[] =
+	    "# a dump\r"
+	    "Switch 8 \"S-01\" # \"sw\" base port 0 lid 1 lmc 0\r"
+	    "[1] \"H-10\"[1](11) # \"h1 HCA-1\" lid 2 4xEDR\r";
+	static const char one[] =
+	    "SW 5 1 0x01 4x QDR - CA 7 1 0x11 ( 'sw' - 'h1 HCA-1' )\r";
+	size_t n = 1 << 16, len = 0;
+	char *big = malloc(n + sizeof(cr));
+	tp_fabric_t *f;
+
+	(void)state;
+	expect_fail(cr, 1, "no newline: lines end in CR alone (old Mac");
+	assert_non_null(big);
+	while (len + sizeof(cr) < n) {
+		memcpy(big + len, cr, sizeof(cr) - 1);
+		len += sizeof(cr) - 1;
+	}
+	f = tp_fabric_create();
+	assert_int_equal(tp_fabric_parse_ibnetdiscover(f, "big.txt", big, len),
+			 TP_ERR_PARSE);
+	assert_non_null(strstr(tp_fabric_error(f), "big.txt:1: no newline"));
+	tp_fabric_destroy(f);
+	free(big);
+	f = tp_fabric_create();
+	assert_int_equal(parse_str(f, "one.txt", one), TP_OK);
+	assert_int_equal(tp_fabric_nlinks(f), 1);
+	tp_fabric_destroy(f);
+}
+
 static void test_nul(void **state)
 {
 	static const char text[] = SW8 "[1] \"H-10\"[1](11) # \"h\0\" lid 2 4xQDR\n";
@@ -1277,6 +1311,7 @@ int main(void)
 	    cmocka_unit_test(test_truncated),
 	    cmocka_unit_test(test_binary),
 	    cmocka_unit_test(test_long_line),
+	    cmocka_unit_test(test_cr_only),
 	    cmocka_unit_test(test_nul),
 	    cmocka_unit_test(test_read_errors),
 	    cmocka_unit_test(test_generated),

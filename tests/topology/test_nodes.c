@@ -981,6 +981,18 @@ static void test_nvsmi_hostile(void **state)
 	unlink(p);
 	free(p);
 
+	/* the header row lost: GPU0's row read as the header said "column
+	 * NV1 twice in header" */
+	static const char nohdr[] = "GPU0\t X \tNV1\tNV1\t0-7\n"
+				    "GPU1\tNV1\t X \tNV1\t0-7\n"
+				    "GPU2\tNV1\tNV1\t X \t0-7\n";
+	p = write_tmp(nohdr, sizeof(nohdr) - 1);
+	expect_fail(tp_fabric_read_node_nvsmi, p, TP_ERR_PARSE,
+		    ":1: no header row (GPU0's matrix row comes before any "
+		    "header)");
+	unlink(p);
+	free(p);
+
 	/* cells that cannot be right: X off the diagonal or an NVLink on
 	 * it (the self-link was counted: 3600 Gb/s), 19 links, two rows of
 	 * a GPU pair that disagree, a NIC row twice */
