@@ -489,13 +489,20 @@ static tp_err_t cable(struct parser *ps, tp_node_kind_t ka, uint32_t a, int pa,
  * a GUID pasted into the wrong line) would be cabled to itself, and the
  * fabric written could not be compared with the dump it came from. Noted
  * for every switch and CA a line names, in the first pass (routers are
- * not modelled). */
+ * not modelled). GUID 0 names no real node or port: it comes from an
+ * edited or zeroed dump, where every line naming 0 would be one node
+ * (a CA so named read as cabled elsewhere, then as never described). */
 static tp_err_t guid_named(struct parser *ps, tp_node_kind_t kind,
 			   uint64_t guid)
 {
 	int k = kind != TP_NODE_SWITCH;
 	uint32_t line = tp_u64map_get(&ps->named[!k], guid);
 
+	if (!guid)
+		return tp__fabric_fail(ps->f, TP_ERR_PARSE,
+				       "%s:%zu: GUID 0 (no InfiniBand node or "
+				       "port has it)",
+				       ps->name, ps->line);
 	if (line != TP_MAP_NONE)
 		return tp__fabric_fail(
 		    ps->f, TP_ERR_PARSE,

@@ -955,6 +955,21 @@ static void test_malformed(void **state)
 		    2, "is both a switch and a CA");
 	expect_fail("CA 7 1 0x01 4x QDR 'h'\n" SW8, 2,
 		    "is both a switch and a CA");
+	/* GUID 0, no real node's or port's: a header (it loaded, warned
+	 * only as cabled elsewhere), a port line's peer, either end of a -p
+	 * line, an unconnected -p port */
+	expect_fail(SW8 "[1] \"H-10\"[1](11) # \"h1\" lid 2 4xQDR\n"
+			"Ca 1 \"H-0000000000000000\" # \"h2\"\n",
+		    3, "bad.txt:3: GUID 0 (no InfiniBand node or port has it)");
+	expect_fail("Switch 8 \"S-0\" # \"sw\" base port 0 lid 1 lmc 0\n", 1,
+		    "GUID 0");
+	expect_fail(SW8 "[1] \"H-0\"[1](11) # \"h\" lid 2 4xQDR\n", 2,
+		    "GUID 0");
+	expect_fail("SW 5 1 0x01 4x QDR - CA 7 1 0x0 ( 'sw' - 'h' )\n", 1,
+		    "GUID 0");
+	expect_fail("CA 7 1 0x01 4x QDR - SW 5 1 0x00 ( 'h' - 'sw' )\n", 1,
+		    "GUID 0");
+	expect_fail("CA 7 1 0x0000000000000000 4x QDR 'h'\n", 1, "GUID 0");
 	expect_fail("#\n# only comments\n#\n", 3, "no switches or CAs");
 	expect_fail("", 1, "no switches or CAs");
 	expect_fail("\n\n\n", 3, "no switches or CAs");
