@@ -8,13 +8,16 @@
 # the same allocation in the order Slurm lists the hosts and in name order. Root; not part of
 # `make check` (about 2 minutes and 5-6 a round: 18-20 minutes with the default 3 rounds).
 #
-#   bench_e2e.sh [--json FILE] [--nodes N] [--ratio R] [--sizes MIN,MAX[,FACTOR]] [--iters N]
-#                [--repeat N] [--slurm 24|22] [--quick] [--keep]
+#   bench_e2e.sh [--json FILE] [--nodes N] [--tasks-per-node T] [--ratio R]
+#                [--sizes MIN,MAX[,FACTOR]] [--iters N] [--repeat N] [--slurm 24|22] [--quick] [--keep]
 #
 #   --json FILE    write {"format":"topoplace-coll-bench/1","host_link_gbps":x,"checked":true,
 #                  "results":[...]}; each result also carries "predicted_s" (the cost model on
 #                  the calibrated fabric, where it prices what ran) and "measured_over_predicted"
 #   --nodes N      slurmd nodes = fabric hosts, all in the job (default 8, 2 leaves)
+#   --tasks-per-node T  ranks a node (default 1): each node a host of T GPUs (one NIC), the job
+#                  `sbatch --ntasks-per-node=T`, every program T ranks a node (topoplace's host
+#                  phases and Open MPI through shared memory, Gloo through TCP inside a host)
 #   --ratio R      up-link oversubscription (default 4)
 #   --sizes        default 16M,64M,4 (the issue's ">= 16 MiB")
 #   --iters N      timed iterations per size (default 3, one warm-up)
@@ -58,12 +61,13 @@ net=${TP_E2E_NET:-10.206.0}
 port=${TP_E2E_PORT:-6957}
 eprefix=${TP_E2E_PREFIX:-tpx-}
 
-json="" nodes=8 ratio=4 sizes="16M,64M,4" iters=3 gen="" quick=0 keep=0 repeat=""
+json="" nodes=8 tpn=1 ratio=4 sizes="16M,64M,4" iters=3 gen="" quick=0 keep=0 repeat=""
 die() { echo "bench_e2e: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--json) json=$2; shift 2 ;;
 	--nodes) nodes=$2; shift 2 ;;
+	--tasks-per-node) tpn=$2; shift 2 ;;
 	--ratio) ratio=$2; shift 2 ;;
 	--sizes) sizes=$2; shift 2 ;;
 	--iters) iters=$2; shift 2 ;;
@@ -85,6 +89,8 @@ sfac=${sfac:-4}
 ompi_algos="default ring" gloo_algos="default halving_doubling" topo_algos="ring hierarchical tree auto"
 [ -n "$repeat" ] || repeat=$((quick ? 1 : 3))
 case $repeat in '' | *[!0-9]* | 0) die "--repeat: a whole number >= 1" ;; esac
+case $tpn in '' | *[!0-9]* | 0) die "--tasks-per-node: a whole number >= 1" ;; esac
+[ "$tpn" -le 8 ] || die "--tasks-per-node: at most 8 (the mini-cluster's nodes have 8 CPUs)"
 if [ "$quick" = 1 ]; then
 	smax=$smin ompi_algos=default gloo_algos=default topo_algos="ring hierarchical"
 fi
@@ -99,7 +105,7 @@ me=bench_e2e
 . "$here/bench_cluster.sh"
 rc=0
 bench_slurm "$gen"
-bench_cluster_start tpx-e2e --nodes "$nodes" --gpus-per-node 1 --net "$net" --port "$port" \
+bench_cluster_start tpx-e2e --nodes "$nodes" --gpus-per-node "$tpn" --net "$net" --port "$port" \
 	--uplink-ratio "$ratio" --emu-prefix "$eprefix"
 rate_gbps=0.4
 
@@ -108,11 +114,11 @@ job_limit=$(((quick ? 600 : 1500) * repeat))
 j=$(COLL_BENCH=$coll_bench PEER_MPI=$peer_mpi PEER_GLOO=$peer_gloo E2E_OUT=$out \
 	E2E_MIN=$smin E2E_MAX=$smax E2E_FACTOR=$sfac E2E_ITERS=$iters E2E_WARMUP=1 E2E_CHECK=1 E2E_REPEAT=$repeat \
 	E2E_TIMEOUT=$((job_limit / repeat / 2)) E2E_TOPO_ALGOS="$topo_algos" E2E_OMPI_ALGOS="$ompi_algos" \
-	E2E_GLOO_ALGOS="$gloo_algos" E2E_ORDERS="slurm names" \
-	timeout 10 sbatch --parsable -J e2e -N "$nodes" --ntasks-per-node=1 -t $((job_limit / 60)) \
+	E2E_GLOO_ALGOS="$gloo_algos" E2E_ORDERS="slurm names" E2E_TPN=$tpn \
+	timeout 10 sbatch --parsable -J e2e -N "$nodes" --ntasks-per-node="$tpn" -t $((job_limit / 60)) \
 	-o "$out/job.out" "$here/e2e_job.sh")
 [ -n "$j" ] || { rc=1; die "sbatch -N $nodes failed"; }
-echo "bench_e2e: sbatch -N $nodes --ntasks-per-node=1 $here/e2e_job.sh: job $j (Slurm $slurm_ver)"
+echo "bench_e2e: sbatch -N $nodes --ntasks-per-node=$tpn $here/e2e_job.sh: job $j (Slurm $slurm_ver)"
 bench_job_wait "$j" "$job_limit"
 [ -s "$out/results.jsonl" ] || { rc=1; die "no results"; }
 wrong=false
@@ -131,7 +137,7 @@ name_order=$(awk '$1 == "names" { $1 = ""; print }' "$out/orders" | xargs | tr '
 echo "bench_e2e: plan ring $plan_order; Slurm lists $slurm_order; names $name_order"
 predict() { # HOSTS BYTES ALGO -> seconds or null
 	"$topoplace" cost --fabric "$work/fabric.calibrated.json" --hosts "$1" --bytes "$2" \
-		--algo "$3" --json 2>/dev/null | jq '.seconds' 2>/dev/null || echo null
+		--algo "$3" --gpus-per-host "$tpn" --json 2>/dev/null | jq '.seconds' 2>/dev/null || echo null
 }
 : >"$work/results.jsonl"
 while read -r line; do
@@ -152,9 +158,9 @@ while read -r line; do
 		      measured_over_predicted: (if $p == null or $p == 0 then null else (.seconds / $p) end)}' \
 		<<<"$line" >>"$work/results.jsonl"
 done <"$out/results.jsonl"
-doc=$(jq -s --argjson g "$rate_gbps" --arg v "$slurm_ver" --arg pl "$plan_order" --arg sl "$slurm_order" \
+doc=$(jq -s --argjson g "$rate_gbps" --arg v "$slurm_ver" --argjson tpn "$tpn" --arg pl "$plan_order" --arg sl "$slurm_order" \
 	--arg nm "$name_order" --argjson n "$repeat" --argjson w "$wrong" '{format: "topoplace-coll-bench/1",
-	  host_link_gbps: $g, slurm: $v, checked: true, checks_passed: ($w | not), repeats: $n, orders: {plan: $pl, slurm: $sl, names: $nm}, results: .}' \
+	  host_link_gbps: $g, slurm: $v, tasks_per_node: $tpn, checked: true, checks_passed: ($w | not), repeats: $n, orders: {plan: $pl, slurm: $sl, names: $nm}, results: .}' \
 	"$work/results.jsonl")
 # The comparisons, round by round: topoplace's own choice (auto; its best forced algorithm when
 # auto did not run, as with --quick, and then named so) against each peer's default, its best
@@ -203,7 +209,7 @@ doc=$(jq '
 printf '%s\n' "$doc" | jq -r '
   def mb(x): "\(x * 1000 | round) Mb/s";
   def r2(x): (x * 100 | round) as $c | "\($c / 100 | floor).\($c % 100 | tostring | if length < 2 then "0" + . else . end)";
-  "\nbench_e2e: Slurm \(.slurm), job of \(.results[0].hosts) nodes, up-link \(.results[0].uplink_ratio):1,"
+  "\nbench_e2e: Slurm \(.slurm), job of \(.results[0].hosts) nodes x \(.tasks_per_node) task(s), up-link \(.results[0].uplink_ratio):1,"
     + " \(.repeats) round\(if .repeats == 1 then "" else "s" end), every sum checked"
     + "\(if .checks_passed then "" else " (A CHECK FAILED: see the job output)" end); busbw at >= 16 MiB,"
     + " topoplace from the plan against each peer on the same hosts (topoplace / peer, mean"
