@@ -32,11 +32,13 @@
 
 #include "coll_int.h"
 
-/* "tpc4": changes with any wire format, the compressed messages' too
+/* "tpc5": changes with any wire format, the compressed messages' too
  * (TP__COMP_VERSION 2), so ranks of two library versions fail at init
  * instead of at their first compressed call (3: the WAIT reply; 4: the
- * plan hash is tp_hash_str's FNV-1a, another value for the same plan) */
-#define MAGIC	 0x74706334u
+ * plan hash is tp_hash_str's FNV-1a, another value for the same plan; 5:
+ * the hash leaves out the model's part of the plan, whose
+ * recommendations rank 0 sends after the table) */
+#define MAGIC	 0x74706335u
 #define SOCK_BUF (4 << 20)
 /* The default rendezvous port, 20000 + (job + STEP_STRIDE x step) mod
  * 10000: a prime stride, so a job's first 10,000 steps get distinct ports
@@ -456,6 +458,48 @@ static void turn_away(boot_t *b, int fd, const char *why)
 	bforget(b);
 }
 
+/* The plan's recommendation per size on the wire: rank 0 sends its own
+ * after the table, and every rank runs those (the hash leaves them out:
+ * two nodes' fabric files can price alike plans otherwise, and a node
+ * that could not price plans by rule). */
+static int32_t *recs_of(const tp_coll_comm_t *c)
+{
+	int32_t *rec = tp_calloc(c->nsizes, sizeof(*rec));
+
+	for (size_t i = 0; rec && i < c->nsizes; i++)
+		rec[i] = (int32_t)c->recommend[i];
+	return rec;
+}
+
+/* Rank > 0: take rank 0's recommendations, saying once (the library's
+ * log) when they are not this rank's. */
+static tp_err_t adopt(boot_t *b, const int32_t *rec)
+{
+	tp_coll_comm_t *c = b->c;
+	size_t differ = 0;
+
+	for (size_t i = 0; i < c->nsizes; i++)
+		if (rec[i] != TP_COLL_ALGO_RING &&
+		    rec[i] != TP_COLL_ALGO_HIERARCHICAL &&
+		    rec[i] != TP_COLL_ALGO_TREE)
+			return bfail(b, TP_ERR_MISMATCH,
+				     "rank 0 recommends algorithm %d at size "
+				     "%zu",
+				     (int)rec[i], i);
+	for (size_t i = 0; i < c->nsizes; i++) {
+		differ += rec[i] != (int32_t)c->recommend[i];
+		c->recommend[i] = (tp_coll_algo_t)rec[i];
+	}
+	if (differ)
+		tp__log(TP_LOG_WARN,
+			"coll rank %d: %zu of the plan's %zu recommendations "
+			"differ from rank 0's, which it runs (the nodes' "
+			"fabric files or topoplace.conf differ, or a node "
+			"planned by rule: its slurmd log says why)",
+			c->rank, differ, c->nsizes);
+	return TP_OK;
+}
+
 /* Rank 0: collect every hello, answer with the table or the refusal. */
 static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 		       uint16_t peer_port, entry_t *tab)
@@ -463,11 +507,12 @@ static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 	tp_coll_comm_t *c = b->c;
 	int lfd = -1, *fds = tp_calloc((size_t)c->size, sizeof(int));
 	bool *seen = tp_calloc((size_t)c->size, sizeof(bool));
+	int32_t *rec = c->nsizes ? recs_of(c) : NULL;
 	char *why = NULL, *foreign = NULL;
 	tp_err_t err = TP_ERR_NOMEM;
 	int nfd = 0;
 
-	if (!fds || !seen)
+	if (!fds || !seen || (c->nsizes && !rec))
 		goto out;
 	err = listen_on(b, msa, &lfd, host);
 	if (err)
@@ -532,6 +577,9 @@ static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 		if (!e && !why)
 			e = xfer(b, fds[i], tab, (size_t)c->size * sizeof(*tab),
 				 true, "rendezvous table");
+		if (!e && !why && c->nsizes)
+			e = xfer(b, fds[i], rec, c->nsizes * sizeof(*rec), true,
+				 "rendezvous recommendations");
 		if (e && !why) {
 			err = e;
 			goto out;
@@ -547,6 +595,7 @@ out:
 	tp_free(foreign);
 	tp_free(fds);
 	tp_free(seen);
+	tp_free(rec);
 	return err;
 }
 
@@ -560,6 +609,7 @@ static tp_err_t join(boot_t *b, const struct sockaddr_in *msa,
 	socklen_t sl = sizeof(me);
 	hello_t h;
 	reply_t rep;
+	int32_t *rec = NULL;
 	int fd;
 
 	inet_ntop(AF_INET, &msa->sin_addr, ip, sizeof(ip));
@@ -587,7 +637,14 @@ static tp_err_t join(boot_t *b, const struct sockaddr_in *msa,
 	if (!err)
 		err = xfer(b, fd, tab, (size_t)c->size * sizeof(*tab), false,
 			   what);
+	if (!err && c->nsizes && !(rec = tp_calloc(c->nsizes, sizeof(*rec))))
+		err = bfail(b, TP_ERR_NOMEM, "out of memory");
+	if (!err && c->nsizes)
+		err = xfer(b, fd, rec, c->nsizes * sizeof(*rec), false, what);
 	close(fd);
+	if (!err)
+		err = adopt(b, rec);
+	tp_free(rec);
 	return err;
 }
 

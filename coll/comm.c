@@ -710,7 +710,9 @@ tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
 	c->xp = &tp__coll_xport_tcp;
 	c->kern = &tp__coll_kernel_cpu;
 	c->call = "init";
-	err = tp_plan_to_json(plan, &json);
+	/* the schedule, not the model's part: the recommendations are
+	 * rank 0's for every rank (bootstrap.c adopt) */
+	err = tp_plan_to_json_schedule(plan, &json);
 	if (!err) {
 		c->plan_hash = tp_hash_str(json);
 		tp_free(json);

@@ -192,7 +192,9 @@ static void put_tree(tp_strbuf_t *sb, const tp_plan_t *p, int t)
 	put_lit(sb, t ? "    ]}\n" : "    ]},\n");
 }
 
-tp_err_t tp_plan_to_json(const tp_plan_t *p, char **json_p)
+/* The plan's JSON; priced: with the model's part (predictions, host
+ * segment, recommendations). */
+static tp_err_t plan_json(const tp_plan_t *p, bool priced, char **json_p)
 {
 	tp_strbuf_t sb = {0};
 
@@ -228,10 +230,14 @@ tp_err_t tp_plan_to_json(const tp_plan_t *p, char **json_p)
 			put_lit(&sb, ", ");
 		put_num(&sb, p->sizes[i]);
 	}
-	put_lit(&sb, "],\n  \"predicted\": ");
-	if (!p->predicted) {
+	put_lit(&sb, "]");
+	if (!priced) {
+		/* nothing of the model's */
+	} else if (!p->predicted) {
+		put_lit(&sb, ",\n  \"predicted\": ");
 		put_lit(&sb, "null");
 	} else {
+		put_lit(&sb, ",\n  \"predicted\": ");
 		for (int a = 0; a < TP_PLAN_NALGOS; a++) {
 			tp_strbuf_printf(&sb, "%s\"%s\": [", a ? ", " : "{",
 					 tp_algo_name((tp_algo_t)a));
@@ -244,27 +250,46 @@ tp_err_t tp_plan_to_json(const tp_plan_t *p, char **json_p)
 		}
 		put_lit(&sb, "}");
 	}
-	if (!p->host_segment)
+	if (priced && !p->host_segment)
 		put_lit(&sb, ",\n  \"host_segment\": false");
 	for (uint32_t l = 0; l < p->nweight; l++)
 		tp_strbuf_printf(&sb, "%s%" PRIu32 "%s",
 				 l ? ", " : ",\n  \"rank_weights\": [",
 				 p->weight[l], l + 1 < p->nweight ? "" : "]");
-	put_lit(&sb, ",\n  \"recommend\": [");
-	for (size_t i = 0; i < p->nsizes; i++) {
-		put_lit(&sb, i ? ",\n    {\"bytes\": " : "\n    {\"bytes\": ");
-		put_num(&sb, p->sizes[i]);
-		tp_strbuf_printf(&sb, ", \"algo\": \"%s\", \"basis\": \"%s\"}",
-				 tp_algo_name(p->rec[i]),
-				 p->rec_model[i] ? "model" : "rule");
+	if (priced) {
+		put_lit(&sb, ",\n  \"recommend\": [");
+		for (size_t i = 0; i < p->nsizes; i++) {
+			put_lit(&sb, i ? ",\n    {\"bytes\": "
+				       : "\n    {\"bytes\": ");
+			put_num(&sb, p->sizes[i]);
+			tp_strbuf_printf(
+			    &sb, ", \"algo\": \"%s\", \"basis\": \"%s\"}",
+			    tp_algo_name(p->rec[i]),
+			    p->rec_model[i] ? "model" : "rule");
+		}
+		put_lit(&sb, "\n  ]");
 	}
-	put_lit(&sb, "\n  ]\n}\n");
+	put_lit(&sb, "\n}\n");
 	if (sb.failed) {
 		tp_free(sb.buf);
 		return TP_ERR_NOMEM;
 	}
 	*json_p = sb.buf;
 	return TP_OK;
+}
+
+tp_err_t tp_plan_to_json(const tp_plan_t *p, char **json_p)
+{
+	if (!p || !json_p)
+		return TP_ERR_INVAL;
+	return plan_json(p, true, json_p);
+}
+
+tp_err_t tp_plan_to_json_schedule(const tp_plan_t *p, char **json_p)
+{
+	if (!p || !json_p)
+		return TP_ERR_INVAL;
+	return plan_json(p, false, json_p);
 }
 
 /* ---- reading ---- */

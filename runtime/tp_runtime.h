@@ -286,6 +286,13 @@ tp_err_t tp_plan_sched(const tp_plan_t *plan, tp_sched_algo_t algo,
 
 /* Caller frees *json_p with tp_free(). */
 tp_err_t tp_plan_to_json(const tp_plan_t *plan, char **json_p);
+/* The same without what the cost model added ("predicted",
+ * "host_segment", "recommend"): the schedule every rank of a
+ * communicator must share (libtopoplace-coll hashes it at rendezvous;
+ * the recommendations each rank takes from rank 0 there, so a node whose
+ * fabric file priced otherwise, or that planned by rule, still joins).
+ * Caller frees *json_p with tp_free(). */
+tp_err_t tp_plan_to_json_schedule(const tp_plan_t *plan, char **json_p);
 /* Strict: unknown keys, missing keys, wrong types and any inconsistency
  * (ranks, groups not contiguous in the ring, a tree that is not a tree
  * over all node ranks, children that disagree with parents) are

@@ -1645,6 +1645,90 @@ static void test_foreign_peer_turned_away(void **s)
 	tp_plan_destroy(big);
 }
 
+/* A rank's log (the library's sink): whether it said its
+ * recommendations were not rank 0's. */
+static bool said_differ;
+static void note_differ(tp_log_level_t level, const char *msg, void *arg)
+{
+	(void)arg;
+	if (level == TP_LOG_WARN && strstr(msg, "differ from rank 0's"))
+		said_differ = true;
+}
+
+/* Rank r of plan p: init, then every plan size's auto choice must be
+ * want's (rank 0's plan), and the rank must have said so when its own
+ * plan recommends otherwise. */
+static void join_adopt(const tp_plan_t *p, int r, int port,
+		       const tp_plan_t *want)
+{
+	tp_coll_opts_t o;
+	tp_coll_comm_t *c = NULL;
+	char *why = NULL;
+	bool differ = false;
+
+	opts_for(&o, port, 10, 4096);
+	coll_log_set(note_differ);
+	if (tp_coll_comm_init(p, r, &o, &c, &why)) {
+		fprintf(stderr, "# rank %d: %s\n", r, why ? why : "?");
+		_exit(1);
+	}
+	for (size_t i = 0; i < tp_plan_nsizes(want); i++) {
+		size_t bytes = (size_t)tp_plan_size(want, i);
+		tp_algo_t a = tp_plan_recommend(want, i);
+		tp_coll_algo_t w = a == TP_ALGO_TREE ? TP_COLL_ALGO_TREE
+				   : a == TP_ALGO_HIERARCHICAL
+				       ? TP_COLL_ALGO_HIERARCHICAL
+				       : TP_COLL_ALGO_RING;
+		differ |= tp_plan_recommend(p, i) != a;
+		if (tp_coll_algo_select(c, bytes) != w) {
+			fprintf(stderr, "# rank %d: %zu bytes: not rank 0's\n",
+				r, bytes);
+			_exit(1);
+		}
+	}
+	tp_coll_comm_destroy(c);
+	_exit(said_differ == differ ? 0 : 2);
+}
+
+/* The model's part of the plan (predictions, recommendations) is not
+ * compared at rendezvous: a rank whose plan was priced and ranks whose
+ * plan was not (a node that could not price) make one communicator, and
+ * every rank runs rank 0's recommendations, whichever it is; a rank
+ * whose own differ says so. */
+static void test_adopts_rank0_choice(void **s)
+{
+	tp_plan_t *ruled = plan_of(4, 1, 0), *priced = priced_plan(4, 1, false);
+	bool differ = false;
+
+	(void)s;
+	assert_true(tp_plan_predicted(priced));
+	for (size_t i = 0; i < tp_plan_nsizes(ruled); i++)
+		differ |=
+		    tp_plan_recommend(priced, i) != tp_plan_recommend(ruled, i);
+	assert_true(differ); /* else the test shows nothing */
+	for (int first = 0; first < 2; first++) {
+		const tp_plan_t *r0 = first ? priced : ruled;
+		int port = next_port();
+		pid_t pid[4];
+
+		int ws, bad = 0;
+
+		fflush(NULL);
+		for (int r = 0; r < 4; r++)
+			if (!(pid[r] = fork()))
+				join_adopt((r + first) % 2 ? priced : ruled, r,
+					   port, r0);
+		/* every child reaped before judging */
+		for (int r = 0; r < 4; r++)
+			if (waitpid(pid[r], &ws, 0) != pid[r] ||
+			    !WIFEXITED(ws) || WEXITSTATUS(ws))
+				bad++;
+		assert_int_equal(bad, 0);
+	}
+	tp_plan_destroy(priced);
+	tp_plan_destroy(ruled);
+}
+
 /* Two steps of one job starting at once take the default port (no
  * MASTER_PORT): each step its own, so both make their communicators (one
  * port per job had the second rank 0 fail: address in use). */
@@ -3452,6 +3536,7 @@ int main(void)
 	    cmocka_unit_test(test_mismatched_plan),
 	    cmocka_unit_test(test_foreign_peer_turned_away),
 	    cmocka_unit_test(test_steps_own_ports),
+	    cmocka_unit_test(test_adopts_rank0_choice),
 	    {"test_1x1", test_matrix, NULL, NULL, &shapes[0]},
 	    {"test_1x3", test_matrix, NULL, NULL, &shapes[1]},
 	    {"test_2x1", test_matrix, NULL, NULL, &shapes[2]},
