@@ -65,8 +65,10 @@ static const char show_usage[] =
     "                   step of the job, with a task per GPU the job holds\n"
     "                   on each host (a step's own tasks are not known "
     "here)\n"
-    "                   and NicsByRate from topoplace.conf; null when it\n"
-    "                   cannot be built\n"
+    "                   and NicsByRate and PlanPriceMaxHosts from\n"
+    "                   topoplace.conf, host phases priced as rings when\n"
+    "                   TOPOPLACE_COLL_SHM=0 here; null when it cannot\n"
+    "                   be built\n"
     "  -h, --help       this text\n"
     "Exit status: 2 unknown job or no fabric, 1 slurmctld unreachable.\n";
 
@@ -539,7 +541,7 @@ static void show_job_free(show_job_t *sj, char **own)
 
 /* ---- the command ---- */
 
-/* The fabric, NicsByRate (*nbr_p) and PlanPriceMaxRanks (*price_p) as the
+/* The fabric, NicsByRate (*nbr_p) and PlanPriceMaxHosts (*price_p) as the
  * plugins find them in topoplace.conf beside slurm.conf; --fabric
  * replaces the fabric alone: the conf, when there is one, still says how
  * the SPANK plugin weighs and prices a plan's ranks (a conf that does not
@@ -568,7 +570,7 @@ static tp_fabric_t *fabric_from_conf(const char *fabric, bool *nbr_p,
 			tp_cli_err("warning: show: %s; plans with its defaults",
 				   why ? why : tp_strerror(err));
 		*nbr_p = !err && pc.nics_by_rate;
-		*price_p = pc.plan_price_max_ranks; /* a bad conf: defaults */
+		*price_p = pc.plan_price_max_hosts; /* a bad conf: defaults */
 		tp_free(why);
 		tp_pconf_free(&pc);
 		return tp_cli_load(fabric, rc_p);
@@ -585,7 +587,7 @@ static tp_fabric_t *fabric_from_conf(const char *fabric, bool *nbr_p,
 	} else {
 		tp_stree_free(&tree);
 		*nbr_p = pc.nics_by_rate;
-		*price_p = pc.plan_price_max_ranks;
+		*price_p = pc.plan_price_max_hosts;
 	}
 	tp_free(why);
 	tp_pconf_free(&pc);
@@ -595,8 +597,8 @@ static tp_fabric_t *fabric_from_conf(const char *fabric, bool *nbr_p,
 /* The plan the SPANK plugin gives a step of the job on its hosts (in
  * the ring order analyse() left them): a task per GPU the job holds on
  * each, one on a host without, as `srun` runs a step of one task per
- * GPU; priced with ctx when it has at most price_max ranks
- * (PlanPriceMaxRanks), else by rule. NULL when it cannot be built (a
+ * GPU; priced with ctx when it has at most price_max hosts
+ * (PlanPriceMaxHosts), else by rule. NULL when it cannot be built (a
  * host not in the fabric). */
 static tp_plan_t *job_plan(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 			   const show_job_t *sj, bool nics_by_rate,
@@ -607,12 +609,9 @@ static tp_plan_t *job_plan(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 
 	if (!tasks)
 		return NULL;
-	uint64_t ranks = 0;
-	for (size_t i = 0; i < sj->n; i++) {
+	for (size_t i = 0; i < sj->n; i++)
 		tasks[i] = sj->gpus[i] > 0 ? (uint32_t)sj->gpus[i] : 1;
-		ranks += tasks[i];
-	}
-	if (ranks > price_max)
+	if (sj->n > price_max)
 		ctx = NULL;
 	if (tp_plan_build_step(f, ctx, (const char *const *)sj->names, sj->n,
 			       tasks, nics_by_rate, &plan, NULL))
@@ -644,7 +643,7 @@ int tp_cmd_show(int argc, char **argv)
 	records_t recs = {0};
 	cJSON *out = NULL;
 	bool nics_by_rate = false; /* topoplace.conf's NicsByRate */
-	uint32_t price_max = 0;	   /* and its PlanPriceMaxRanks */
+	uint32_t price_max = 0;	   /* and its PlanPriceMaxHosts */
 	tp_err_t err;
 
 	optind = 1;

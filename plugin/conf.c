@@ -79,15 +79,16 @@ static const tp_pconf_key_t keys[] = {
      "basedir (131072: 16,384 hosts x 8, about 10 MB); a larger step runs "
      "without one (one info line)",
      OFF(plan_max_ranks), NULL},
-    {"PlanPriceMaxRanks", TP_PCONF_UINT, "16384", 0, 16777216,
-     "the SPANK plugin's largest step (tasks) whose plan carries the cost "
+    {"PlanPriceMaxHosts", TP_PCONF_UINT, "2048", 0, 1000000,
+     "the SPANK plugin's largest step (hosts) whose plan carries the cost "
      "model's all-reduce predictions for its ranks (idle fabric, cables "
      "as the fabric file has them) and recommends the fastest algorithm "
-     "per size, which libtopoplace-coll's auto runs (16384: 2,048 hosts "
-     "x 8, about 13 MB and 60 ms more a node); a larger step's plan, or "
-     "every one with 0, recommends by rule (tree up to 1 MiB on more than "
-     "two hosts, else ring)",
-     OFF(plan_price_max_ranks), NULL},
+     "per size, which libtopoplace-coll's auto runs (2048: 2,048 hosts x "
+     "8 cost a node 60 ms and 54 MB at peak on a 16,384-host fabric, "
+     "within the plugin's 64 MB; 16,384 hosts would not be); a larger "
+     "step's plan, or every one with 0, recommends by rule (tree up to 1 "
+     "MiB on more than two hosts, else ring)",
+     OFF(plan_price_max_hosts), NULL},
     {"PriceBudget", TP_PCONF_UINT, "8", 0, 1000,
      "cost-model predictions a native selection may spend pricing "
      "candidate host sets (96: the simulator's, and the most one "

@@ -88,9 +88,10 @@
  * - Cost per node and step: reading the fabric JSON (40-50 ms for a
  *   1,024-host 8-rail fabric of 2.7 MB on the 2-core test box, ~1 ms for
  *   8 hosts), the plan (~1 ms at 1,024 hosts) and, for a step of at most
- *   PlanPriceMaxRanks tasks (16,384 by default), the cost model's context
+ *   PlanPriceMaxHosts hosts (2,048 by default), the cost model's context
  *   and three predictions (~50 ms for 1,024 hosts x 8 on a 16,384-host
- *   fabric; 13 MB more at 2,048 hosts x 8: runtime/test_step_mem).
+ *   fabric, tp_runtime.h; at 2,048 x 8 there a 54 MB peak in all,
+ *   runtime/test_step_mem_16k).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -903,14 +904,16 @@ static bool step_plan(step_t *st)
 	tp_cost_ctx_t *ctx = NULL;
 	tp_err_t err;
 
-	/* PlanPriceMaxRanks: the model recommends each size's all-reduce
-	 * (auto). Every node prices the same inputs the same way, so the
-	 * plans stay identical; a node that cannot (out of memory) plans by
-	 * rule, says so, and the ranks' rendezvous names the mismatch. */
-	uint64_t ranks = 0;
-	for (size_t i = 0; i < st->n; i++)
-		ranks += st->counts[i];
-	if (ranks <= st->conf.plan_price_max_ranks) {
+	/* PlanPriceMaxHosts: the model recommends each size's all-reduce
+	 * (auto). The ranks' rendezvous compares the plans without the
+	 * model's part and every rank runs rank 0's recommendations, so a
+	 * node that cannot price (out of memory) plans by rule, says so,
+	 * and its ranks still join. Not for a step whose hosts are not all
+	 * in the fabric (a CPU partition: the plan fails below anyway). */
+	bool price = st->n <= st->conf.plan_price_max_hosts;
+	for (size_t i = 0; price && i < st->n; i++)
+		price = tp_fabric_host_find(st->f, st->names[i]) != TP_ID_NONE;
+	if (price) {
 		tp_cost_params_t cp;
 		tp_cost_params_defaults(&cp);
 		cp.nics_by_rate = st->conf.nics_by_rate;
@@ -926,6 +929,16 @@ static bool step_plan(step_t *st)
 	err = tp_plan_build_step(st->f, ctx, (const char *const *)st->names,
 				 st->n, st->counts, st->conf.nics_by_rate,
 				 &st->plan, &st->msg);
+	if (err == TP_ERR_NOMEM && ctx) {
+		slurm_error("%s: job %u step %u: pricing the plan: out of "
+			    "memory: plan by rule, not priced",
+			    PLUGIN, st->jobid, st->stepid);
+		tp_free(st->msg);
+		st->msg = NULL;
+		err = tp_plan_build_step(
+		    st->f, NULL, (const char *const *)st->names, st->n,
+		    st->counts, st->conf.nics_by_rate, &st->plan, &st->msg);
+	}
 	tp_cost_ctx_destroy(ctx);
 	if (err) {
 		/* the list is the client's: a line break in it (a hostlist

@@ -53,8 +53,8 @@ typedef struct tp_pconf {
 	uint32_t price_budget;	/* PriceBudget: predictions per decision */
 	bool nics_by_rate;	/* NicsByRate: step plans weigh ranks by NIC */
 	uint32_t plan_max_ranks; /* PlanMaxRanks: largest step planned */
-	uint32_t plan_price_max_ranks; /* PlanPriceMaxRanks: largest step
-					* whose plan the model prices */
+	uint32_t plan_price_max_hosts; /* PlanPriceMaxHosts: largest step
+					* (hosts) whose plan the model prices */
 } tp_pconf_t;
 
 typedef enum tp_pconf_type {

@@ -106,6 +106,9 @@ sed -n '/^\.SH KEYS/,/^\.SH /s/^\.BI \([A-Za-z]*\)=.*/\1/p' "$man5" | sort >"$tm
 n=$(wc -l <"$tmp/keys.dump")
 [ "$n" -eq 16 ] && ok "config --dump lists 16 keys" ||
 	bad "config --dump lists $n keys, wanted 16 (a key added: update this count)"
+# runtime/test_step_mem prices as the plugin's default does
+grep -qx '#PlanPriceMaxHosts=2048' "$tmp/dump" && ok "config --dump: PlanPriceMaxHosts=2048, test_step_mem's" ||
+	bad "config --dump: $(grep PlanPriceMaxHosts "$tmp/dump" | tail -n 1) (tests/runtime/test_step_mem.c assumes 2048)"
 for k in $(comm -23 "$tmp/keys.dump" "$tmp/keys.man"); do
 	bad "key $k missing from topoplace.conf(5)"
 done

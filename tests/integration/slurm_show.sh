@@ -74,6 +74,7 @@ got=$(jq -r '.hosts[]' "$tmp/j1.json" | sort | tr '\n' ' ')
 jeq "$tmp/j1.json" '.job_id' "$j1" "job id"
 jeq "$tmp/j1.json" '.state' RUNNING "state"
 jeq "$tmp/j1.json" '(.plan.ring == .hosts) and (.plan.world_size > 0)' true "the job's plan: ring in fabric order"
+jeq "$tmp/j1.json" '[.plan.recommend[].basis] | unique | join(",")' model "the job's plan: priced, as the plugin's (PlanPriceMaxHosts)"
 jeq "$tmp/j1.json" '.user' root "user"
 # --exclusive gets every GPU of its nodes in 22.05: compare with Slurm's own
 # per-node detail ("Nodes=node001 CPU_IDs=0-7 Mem=4000 GRES=gpu:4(IDX:0-3)")

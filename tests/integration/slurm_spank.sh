@@ -476,19 +476,27 @@ w=$(weights_step even "")
 [ "$w" = none ] && ok "NicsByRate unset: the step's plan splits evenly (no rank_weights)" ||
 	bad "NicsByRate unset: plan weights '$w'"
 
-# ---- PlanPriceMaxRanks: by default the step's plan is priced by the cost
+# ---- PlanPriceMaxHosts: by default the step's plan is priced by the cost
 # model, which recommends each size's all-reduce (every size); a step of
-# more tasks gets the rule ----
+# more hosts gets the rule ----
 w=$(weights_step priced "NicsByRate=yes" '"basis": "[a-z]*"')
 [ "$w" = '"basis": "model"' ] &&
-	ok "PlanPriceMaxRanks unset: the step's plan recommends by the model ($w)" ||
-	bad "PlanPriceMaxRanks unset: plan's recommendations '$w'"
-w=$(weights_step priced8 "PlanPriceMaxRanks=8" '"basis": "[a-z]*"')
-[ "$w" = '"basis": "model"' ] && ok "PlanPriceMaxRanks=8: an 8-task step's plan is priced" ||
-	bad "PlanPriceMaxRanks=8: plan's recommendations '$w'"
-w=$(weights_step ruled "PlanPriceMaxRanks=7" '"basis": "[a-z]*"')
-[ "$w" = '"basis": "rule"' ] && ok "PlanPriceMaxRanks=7: an 8-task step's plan recommends by rule ($w)" ||
-	bad "PlanPriceMaxRanks=7: plan's recommendations '$w'"
+	ok "PlanPriceMaxHosts unset: the step's plan recommends by the model ($w)" ||
+	bad "PlanPriceMaxHosts unset: plan's recommendations '$w'"
+w=$(weights_step priced2 "PlanPriceMaxHosts=2" '"basis": "[a-z]*"')
+[ "$w" = '"basis": "model"' ] && ok "PlanPriceMaxHosts=2: a 2-host step's plan is priced" ||
+	bad "PlanPriceMaxHosts=2: plan's recommendations '$w'"
+w=$(weights_step ruled "PlanPriceMaxHosts=1" '"basis": "[a-z]*"')
+[ "$w" = '"basis": "rule"' ] && ok "PlanPriceMaxHosts=1: a 2-host step's plan recommends by rule ($w)" ||
+	bad "PlanPriceMaxHosts=1: plan's recommendations '$w'"
+# the job's TOPOPLACE_COLL_SHM=0 (host phases as rings) is how the plan is
+# priced: it says so; without it, the host segment (nothing said)
+w=$(export TOPOPLACE_COLL_SHM=0; weights_step rings "" '"host_segment": [a-z]*')
+[ "$w" = '"host_segment": false' ] && ok "TOPOPLACE_COLL_SHM=0: the step's plan priced rings ($w)" ||
+	bad "TOPOPLACE_COLL_SHM=0: plan's host_segment '$w'"
+w=$(weights_step segment "" '"host_segment": [a-z]*')
+[ "$w" = none ] && ok "TOPOPLACE_COLL_SHM unset: the step's plan priced the host segment" ||
+	bad "TOPOPLACE_COLL_SHM unset: plan's host_segment '$w'"
 
 # ---- PlanMaxRanks: a step of more tasks gets no plan (one info line on
 # each node), one of exactly that many gets its plan ----

@@ -721,7 +721,7 @@ static void test_step_nics_by_rate(void **state)
 	tp_fabric_destroy(clean);
 }
 
-/* With a cost context (the plugin's, PlanPriceMaxRanks) the step's plan carries
+/* With a cost context (the plugin's, PlanPriceMaxHosts) the step's plan carries
  * the model's predictions for its ranks and recommends the fastest per
  * size; without, the rule. On 16 one-NIC hosts over 2 leaves with one
  * up-link each the two disagree at 1 MiB (the rule's tree, the model's

@@ -2,9 +2,11 @@
  * Peak memory of the SPANK plugin's step start (spank_topoplace.c
  * step_start) on the largest generated fabric, 16,384 hosts with 8 GPUs
  * and 8 HCAs each (runtime/test_step_mem_16k), and on 2,048 such hosts
- * (runtime/test_step_mem, whose 16,384 tasks the plugin's default
- * PlanPriceMaxRanks still prices with the cost model, the 16k step's it
- * does not): at most 64 MB, since it runs as root in slurmstepd
+ * (runtime/test_step_mem), each a step over every host, the 2,048-host
+ * one priced with the cost model as the plugin's default
+ * PlanPriceMaxHosts does, the 16k one not; and on the 16k fabric the
+ * largest step that default prices (2,048 hosts x 8): at most 64 MB,
+ * since it runs as root in slurmstepd
  * on nodes that jobs share. The same core calls in the same order as the
  * plugin, with a step over every host, run in a fresh process (this
  * program again, execed), which reports its own peak RSS (VmHWM: the
@@ -17,6 +19,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +32,9 @@
 #include "tp_runtime.h"
 
 #define LIMIT_KB       (64 * 1024)
-/* topoplace.conf's PlanPriceMaxRanks default (plugin/conf.c) */
-#define PRICE_MAX_RANKS 16384
+/* topoplace.conf's PlanPriceMaxHosts default (plugin/conf.c; cli.sh
+ * checks that config --dump says the same) */
+#define PRICE_MAX_HOSTS 2048
 #define HOSTS_PER_LEAF 32
 /* 512 leaves: 16,384 hosts (runtime/test_step_mem_16k); 64: 2,048 hosts
  * (runtime/test_step_mem, with the hostile node list) */
@@ -87,12 +91,13 @@ static int step(const char *fabric_path, const char *sysfs, uint32_t nnodes,
 	for (size_t i = 0; i < n; i++)
 		ranks += counts[i];
 	tp_cost_params_defaults(&cp);
-	if (ranks <= PRICE_MAX_RANKS && tp_cost_ctx_create(f, &cp, &ctx))
+	if (n <= PRICE_MAX_HOSTS && tp_cost_ctx_create(f, &cp, &ctx))
 		goto out;
 	if (tp_plan_build_step(f, ctx, (const char *const *)names, n, counts,
 			       false, &plan, &msg))
 		goto out;
-	if (ctx && !tp_plan_predicted(plan)) {
+	/* priced: predict() marks a plan predicted before it prices */
+	if (ctx && isnan(tp_plan_predict_s(plan, 0, TP_ALGO_RING))) {
 		fprintf(stderr, "step: %llu tasks, not priced\n",
 			(unsigned long long)ranks);
 		goto out;
@@ -106,7 +111,7 @@ static int step(const char *fabric_path, const char *sysfs, uint32_t nnodes,
 	    .tasks = counts,
 	    .n = n,
 	    .node_id = id,
-	    .ntasks = (uint64_t)n * 8,
+	    .ntasks = ranks,
 	    .fabric_rails = tp_fabric_rails(f),
 	    .plan_path = "/run/topoplace/job1/plan-step0.json",
 	    .hca_map = hcas,
@@ -241,22 +246,23 @@ static int teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-static void test_whole_fabric(void **state)
+/* A step over the fabric's first n hosts (0: all), tpn tasks each, held
+ * to the limit. */
+static void step_of(size_t n, unsigned tpn)
 {
 	char path[128], tasks[32], *nodelist;
 	const char **names;
 	tp_fabric_t *f = NULL;
-	size_t n;
+	size_t all;
 	long kb = 0;
 
-	(void)state;
-#ifdef TP_ASAN
-	skip(); /* the sanitizer's shadow memory is no plugin's */
-#endif
 	snprintf(path, sizeof(path), "%s/fabric.json", dir);
 	assert_int_equal(tp_fabric_load_json(path, &f, NULL), TP_OK);
-	n = tp_fabric_nhosts(f);
-	assert_int_equal(n, LEAVES * HOSTS_PER_LEAF);
+	all = tp_fabric_nhosts(f);
+	assert_int_equal(all, LEAVES * HOSTS_PER_LEAF);
+	if (!n)
+		n = all;
+	assert_true(n <= all);
 	names = tp_calloc(n, sizeof(*names));
 	assert_non_null(names);
 	for (size_t h = 0; h < n; h++)
@@ -266,14 +272,38 @@ static void test_whole_fabric(void **state)
 	tp_free(names);
 	tp_fabric_destroy(f);
 
-	snprintf(tasks, sizeof(tasks), "8(x%zu)", n);
+	snprintf(tasks, sizeof(tasks), "%u(x%zu)", tpn, n);
 	assert_int_equal(measure(nodelist, tasks, (uint32_t)n, &kb), 0);
-	printf("# step start on %zu hosts: peak RSS %ld KiB (limit %d)\n", n,
-	       kb, LIMIT_KB);
+	printf("# step start on %zu of %zu hosts x %u tasks (%s): peak RSS %ld "
+	       "KiB (limit %d)\n",
+	       n, all, tpn, n <= PRICE_MAX_HOSTS ? "priced" : "by rule", kb,
+	       LIMIT_KB);
 	tp_free(nodelist);
 	if (kb > LIMIT_KB)
 		fail_msg("peak RSS %ld KiB over %d KiB", kb, LIMIT_KB);
 }
+
+static void test_whole_fabric(void **state)
+{
+	(void)state;
+#ifdef TP_ASAN
+	skip(); /* the sanitizer's shadow memory is no plugin's */
+#endif
+	step_of(0, 8);
+}
+
+#if TP_STEP_LEAVES >= 512
+/* The largest step the default PlanPriceMaxHosts prices, on the largest
+ * fabric: 2,048 hosts x 8. */
+static void test_priced(void **state)
+{
+	(void)state;
+#ifdef TP_ASAN
+	skip();
+#endif
+	step_of(PRICE_MAX_HOSTS, 8);
+}
+#endif
 
 #if TP_STEP_LEAVES < 512
 static void test_hostile_nodelist(void **state)
@@ -310,6 +340,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_whole_fabric),
 #if TP_STEP_LEAVES < 512 /* once is enough */
 		cmocka_unit_test(test_hostile_nodelist),
+#else
+		cmocka_unit_test(test_priced),
 #endif
 	};
 
