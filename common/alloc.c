@@ -103,14 +103,29 @@ char *tp_vasprintf(const char *fmt, va_list ap)
 	return s;
 }
 
+/* A UTF-8 character that breaks or steers a line: C1 controls (U+0080
+ * .. U+009F, NEL and CSI among them) and the line and paragraph
+ * separators U+2028 / U+2029. */
+static bool utf8_control(const unsigned char *p, size_t n)
+{
+	return (n == 2 && p[0] == 0xc2 && p[1] < 0xa0) ||
+	       (n == 3 && p[0] == 0xe2 && p[1] == 0x80 &&
+		(p[2] == 0xa8 || p[2] == 0xa9));
+}
+
 char *tp_oneline(char *s)
 {
 	for (char *p = s; p && *p; p++) {
 		size_t n = tp_utf8_len(p);
-		if (n > 1)
+		if (n > 1 && utf8_control((const unsigned char *)p, n)) {
+			/* each byte a '?': the string keeps its length */
+			memset(p, '?', n);
 			p += n - 1;
-		else if (!n || (unsigned char)*p < 0x20 || *p == 0x7f)
+		} else if (n > 1) {
+			p += n - 1;
+		} else if (!n || (unsigned char)*p < 0x20 || *p == 0x7f) {
 			*p = '?';
+		}
 	}
 	return s;
 }

@@ -367,9 +367,10 @@ tp_err_t tp_child_run(tp_child_fn_t fn, void *arg, unsigned limit_ms,
 size_t tp_threads_run(void *(*fn)(void *), void *arg, size_t max);
 
 /* Make an error or warning line one line of UTF-8 text: control bytes
- * (newlines, escapes, DEL) and bytes that are not part of a UTF-8
+ * (newlines, escapes, DEL), C1 controls and the line separators U+2028 /
+ * U+2029 (each of their bytes), and bytes that are not part of a UTF-8
  * character (a Latin-1 0xE9, a stray 0xFF) that came from the input become
- * '?', in place; valid UTF-8 is kept. NULL is a no-op. Returns s. Every
+ * '?', in place; other valid UTF-8 is kept. NULL is a no-op. Returns s. Every
  * reader's detail string goes through it. */
 char *tp_oneline(char *s);
 /* A printable excerpt of input text for a message, into buf (size >= 4

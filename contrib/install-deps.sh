@@ -16,7 +16,7 @@ esac
 [ $# -eq 0 ] || { echo "install-deps.sh: takes no arguments (try --help)" >&2; exit 2; }
 
 PKGS="build-essential autoconf automake libtool pkg-config git
-libcjson-dev libcmocka-dev libhwloc-dev hwloc
+libcjson-dev libcmocka-dev libhwloc-dev hwloc libhwloc-plugins
 libibnetdisc-dev libibumad-dev libibmad-dev infiniband-diags
 ibsim-utils libumad2sim0 opensm
 clang libclang-rt-14-dev valgrind

@@ -229,10 +229,18 @@ static bool utf8_declared(const char *s)
 	if (strncmp(s, "<?xml", 5))
 		return true;
 	end = strstr(s, "?>");
-	enc = strstr(s, "encoding=");
+	enc = strstr(s, "encoding");
 	if (!end || !enc || enc > end)
 		return true;
-	return !strncasecmp(enc + 10, "UTF-8", 5);
+	/* XML's Eq: white space allowed around '=' */
+	enc += 8;
+	enc += strspn(enc, " \t\r\n");
+	if (*enc++ != '=')
+		return true;
+	enc += strspn(enc, " \t\r\n");
+	if (*enc == '"' || *enc == '\'')
+		enc++;
+	return !strncasecmp(enc, "UTF-8", 5) || !strncasecmp(enc, "UTF8", 4);
 }
 
 /* What a file hwloc refused looks like, for its error line (buf holds

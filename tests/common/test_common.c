@@ -543,6 +543,14 @@ static void test_oneline_utf8(void **state)
 	    {"surrogate \xed\xa0\x80", "surrogate ???"},
 	    {"\xf4\x90\x80\x80", "????"},
 	    {"\xc3\xa9\n\xff\t", "\xc3\xa9???"},
+	    /* NEL, CSI, U+2028 / U+2029: valid, but they break a line or
+	     * steer a terminal; U+00A0 and U+2027 are kept */
+	    {"a\xc2\x85"
+	     "b\xc2\x9b"
+	     "c",
+	     "a??b??c"},
+	    {"x\xe2\x80\xa8y\xe2\x80\xa9z", "x???y???z"},
+	    {"\xc2\xa0\xe2\x80\xa7", "\xc2\xa0\xe2\x80\xa7"},
 	};
 	char buf[64];
 
