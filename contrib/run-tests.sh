@@ -84,13 +84,13 @@ make -C "$top/build" check -j2 || status=1
 # Step 2's build (contrib/run-sanitizers.sh --build-only, its own tree
 # build-san/) at nice 19 beside check-slurm: the mini-clusters' daemons
 # mostly wait, and what they need of the CPU goes first. Its tests run
-# after check-slurm, alone: some have sub-second timeouts. Then, still
-# at nice 19, step 3: make distcheck, whose tests have none that tight
-# (alarms of 10 s and more, a 2 s lock wait bounded at 4 s), and which
-# only reads the built tree (make dist) while check-slurm runs in it.
-# The tarball's build runs the unit tests and the integration tests
-# that read what it ships (tests/Makefile.am's DIST_TESTS); plain `make
-# distcheck` runs them all.
+# after check-slurm at nice 0 (some have sub-second timeouts): what
+# else runs then is at nice 19. That is step 3, make distcheck, after
+# the sanitizer build in the same background job: the tarball's build
+# runs the unit tests and the integration tests that read what it ships
+# (tests/Makefile.am's DIST_TESTS; plain `make distcheck` runs them all),
+# none that bounds a wall time, so a starved run only runs longer. Its
+# make dist reads the built tree while check-slurm runs tests in it.
 san="$top/build-san"
 : "${TP_FUZZ_SECONDS:=3}"
 mkdir -p "$san"
