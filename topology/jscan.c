@@ -179,8 +179,11 @@ static bool scan_number(const char *t, size_t len, size_t *pos, double *v)
 		uint64_t x = 0;
 		while (j < len && j - i < 15 && t[j] >= '0' && t[j] <= '9')
 			x = x * 10 + (uint64_t)(t[j++] - '0');
-		if (j >= len || (t[j] != '.' && t[j] != 'e' && t[j] != 'E' &&
-				 (t[j] < '0' || t[j] > '9'))) {
+		/* anything that may continue a number goes the slow way,
+		 * which refuses "12-" at the number as it does "1.5-" */
+		if (j >= len ||
+		    (t[j] != '.' && t[j] != 'e' && t[j] != 'E' && t[j] != '+' &&
+		     t[j] != '-' && (t[j] < '0' || t[j] > '9'))) {
 			*v = neg ? -(double)x : (double)x;
 			*pos = j;
 			return true;

@@ -596,8 +596,8 @@ static void test_syntax_where(void **state)
 static void test_numbers(void **state)
 {
 	static const char *const bad[] = {
-	    "01",  "-01", "00", "1.",  "1.e5",	".5",
-	    "-.5", "-",	  "1e", "1e+", "1.5.2",
+	    "01", "-01", "00",	"1.",	 "1.e5", ".5",	"-.5",
+	    "-",  "1e",	 "1e+", "1.5.2", "12-",	 "12+", "1.5-",
 	};
 	static const char *const good[] = {
 	    "25",     "25.0",	"2.5e1",	 "2.5E+1",
