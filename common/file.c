@@ -169,6 +169,19 @@ size_t tp_text_bom(const char *buf, size_t len)
 	return len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
 }
 
+bool tp_text_cr_only(const char *buf, size_t len)
+{
+	const char *cr = memchr(buf, '\r', len);
+
+	if (!cr || memchr(buf, '\n', len))
+		return false;
+	for (; cr < buf + len; cr++)
+		if (*cr != ' ' && *cr != '\t' && *cr != '\r' && *cr != '\v' &&
+		    *cr != '\f')
+			return true;
+	return false;
+}
+
 size_t tp_json_bad_byte(const char *buf, size_t len, bool *esc_p)
 {
 	const unsigned char *b = (const unsigned char *)buf;

@@ -272,6 +272,11 @@ tp_err_t tp_file_read(const char *path, char **buf_p, size_t *len_p);
 /* The bytes of a text of len bytes at buf to skip for its UTF-8 byte order
  * mark (a file saved by a Windows editor): 3 or 0. */
 size_t tp_text_bom(const char *buf, size_t len);
+/* Whether a text's lines end in CR alone (a file saved on a classic Mac,
+ * or converted by a tool that turned each newline into a CR): no newline
+ * anywhere, and a CR with more than blanks after it. Read as lines, it
+ * is one line; the reader says this instead. */
+bool tp_text_cr_only(const char *buf, size_t len);
 /* The bytes of JSON white space (RFC 8259: space, tab, LF, CR) at the
  * start of the len bytes at buf. A reader whose parser stopped after the
  * value at buf + off (cJSON_ParseWithLengthOpts' end) takes anything at

@@ -963,22 +963,6 @@ static tp_err_t run_pass(struct parser *ps, const char *buf, size_t len)
 	return TP_OK;
 }
 
-/* Lines ended by CR alone (a file saved on a classic Mac, or converted
- * by a tool that turned each newline into a CR): no newline anywhere, and
- * a CR with text after it. Read as lines, it is one comment (its first
- * line) or one line too long. */
-static bool cr_only(const char *buf, size_t len)
-{
-	const char *cr = memchr(buf, '\r', len);
-
-	if (!cr || memchr(buf, '\n', len))
-		return false;
-	for (; cr < buf + len; cr++)
-		if (!is_blank(*cr))
-			return true;
-	return false;
-}
-
 tp_err_t tp_fabric_parse_ibnetdiscover(tp_fabric_t *f, const char *name,
 				       const char *buf, size_t len)
 {
@@ -995,7 +979,7 @@ tp_err_t tp_fabric_parse_ibnetdiscover(tp_fabric_t *f, const char *name,
 				       name);
 	ps->f = f;
 	ps->name = name;
-	if (cr_only(buf, len)) {
+	if (tp_text_cr_only(buf, len)) {
 		err = tp__fabric_fail(f, TP_ERR_PARSE,
 				      "%s:1: no newline: lines end in CR "
 				      "alone (old Mac line ends)",

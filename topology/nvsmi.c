@@ -390,6 +390,12 @@ static tp_err_t parse(nvsmi_t *p, char *buf, size_t len)
 	if (s == end)
 		return tp__fabric_fail(p->f, TP_ERR_PARSE, "%s:1: empty file",
 				       p->path);
+	if (tp_text_cr_only(s, (size_t)(end - s)))
+		return tp__fabric_fail(
+		    p->f, TP_ERR_PARSE,
+		    "%s:1: no newline: lines end in CR alone "
+		    "(old Mac line ends)",
+		    p->path);
 	for (; s < end; s++) {
 		char *nl = memchr(s, '\n', (size_t)(end - s));
 		char *e = nl ? nl : end;

@@ -1004,6 +1004,17 @@ static void test_nvsmi_hostile(void **state)
 	unlink(p);
 	free(p);
 
+	/* lines ended by CR alone read as one line: "no row for GPU0" */
+	static const char cr[] = "\tGPU0\tGPU1\tCPU Affinity\r"
+				 "GPU0\t X \tNV1\t0-7\r"
+				 "GPU1\tNV1\t X \t0-7\r";
+	p = write_tmp(cr, sizeof(cr) - 1);
+	expect_fail(tp_fabric_read_node_nvsmi, p, TP_ERR_PARSE,
+		    ":1: no newline: lines end in CR alone (old Mac line "
+		    "ends)");
+	unlink(p);
+	free(p);
+
 	/* cells that cannot be right: X off the diagonal or an NVLink on
 	 * it (the self-link was counted: 3600 Gb/s), 19 links, two rows of
 	 * a GPU pair that disagree, a NIC row twice */
