@@ -490,7 +490,7 @@ static tp_err_t adopt(boot_t *b, const int32_t *rec)
 		differ += rec[i] != (int32_t)c->recommend[i];
 		c->recommend[i] = (tp_coll_algo_t)rec[i];
 	}
-	if (differ)
+	if (differ && c->local_rank == 0) /* once a host */
 		tp__log(TP_LOG_WARN,
 			"coll rank %d: %zu of the plan's %zu recommendations "
 			"differ from rank 0's, which it runs (the nodes' "

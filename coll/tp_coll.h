@@ -29,7 +29,8 @@
  *                 different rank counts: the ring (sched/tp_sched.h).
  *   auto          the plan's recommendation for the smallest predicted
  *                 size at or above the call's (the largest past them;
- *                 tp_plan_recommend()); except that on a
+ *                 tp_plan_recommend()), rank 0's plan's for every rank
+ *                 (see Rendezvous); except that on a
  *                 communicator whose ranks all share one host, an
  *                 all-reduce of at most 32 KiB (TP_SCHED_HOST_SMALL)
  *                 takes the shared-memory
@@ -43,15 +44,18 @@
  *
  * Rendezvous: one TCP port. Rank 0 listens on master_addr:master_port;
  * every other rank connects and sends its rank, the world size, a hash of
- * the plan and the address peers reach it at (the local address of its
- * connection to the master, so it works on loopback and inside network
- * namespaces). Rank 0 checks them and sends back the address table or the
- * reason it refused (a connection that closes before its hello, a port
- * probe, is no rank and is ignored); then each rank connects directly to
- * the peers its schedules need (ring, tree and hierarchical neighbours
- * only, never all pairs), the higher rank connecting to the lower. IPv4
- * only. During the rendezvous rank 0 holds one socket per rank: the world
- * size must stay below its open-file limit.
+ * the plan's schedule (tp_plan_to_json_schedule(): the plan without the
+ * cost model's predictions and recommendations) and the address peers
+ * reach it at (the local address of its connection to the master, so it
+ * works on loopback and inside network namespaces). Rank 0 checks them
+ * and sends back the address table and its plan's recommendation per
+ * size, which every rank then runs for auto (a host whose own differ says
+ * so once through the log sink), or the reason it refused (a connection
+ * that closes before its hello, a port probe, is no rank and is ignored);
+ * then each rank connects directly to the peers its schedules need (ring,
+ * tree and hierarchical neighbours only, never all pairs), the higher rank
+ * connecting to the lower. IPv4 only. During the rendezvous rank 0 holds
+ * one socket per rank: the world size must stay below its open-file limit.
  *
  * Addresses: a rank whose plan entry names an HCA (tp_plan_rank_t.hca)
  * makes and takes its peer connections on that HCA's IPv4 address - the

@@ -930,8 +930,8 @@ static bool step_plan(step_t *st)
 				 st->n, st->counts, st->conf.nics_by_rate,
 				 &st->plan, &st->msg);
 	if (err == TP_ERR_NOMEM && ctx) {
-		slurm_error("%s: job %u step %u: pricing the plan: out of "
-			    "memory: plan by rule, not priced",
+		slurm_error("%s: job %u step %u: building the priced plan: "
+			    "out of memory: plan by rule, not priced",
 			    PLUGIN, st->jobid, st->stepid);
 		tp_free(st->msg);
 		st->msg = NULL;
