@@ -49,6 +49,12 @@ size_t tp_cli_weak_hosts(const tp_fabric_t *f);
  * command that prices starts from these, so place, cost, simulate, trace
  * --price, plan, draw --heat and show agree on the same hosts. */
 void tp_cli_cost_params(tp_cost_params_t *p);
+/* For the plans (plan, show's plan), which predict what the library will
+ * run: p->hier_segment from TOPOPLACE_COLL_SEGMENT, as the library reads
+ * it (its default when unset; the placement's figures stay unpipelined).
+ * false with the one-line error printed (cmd: the command) for a value
+ * the library would refuse. */
+bool tp_cli_plan_segment(const char *cmd, tp_cost_params_t *p);
 /* Whether some job of t (read from path) has the hosts Slurm gave it
  * (a record's NodeList), as what prices those hosts needs (trace
  * --price, simulate --deflate-runs, named by what); false with the

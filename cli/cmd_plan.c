@@ -267,6 +267,10 @@ int tp_cmd_plan(int argc, char **argv)
 	tp_cost_params_t cp;
 	tp_cli_cost_params(&cp);
 	cp.nics_by_rate = po.nics_by_rate;
+	if (!tp_cli_plan_segment("plan", &cp)) {
+		rc = TP_EXIT_INPUT;
+		goto out;
+	}
 	if (po.predict && (err = tp_cost_ctx_create(f, &cp, &ctx))) {
 		tp_cli_err("plan: cost model: %s", tp_strerror(err));
 		rc = tp_cli_exit_code(err);

@@ -67,8 +67,9 @@ static const char show_usage[] =
     "here)\n"
     "                   and NicsByRate and PlanPriceMaxHosts from\n"
     "                   topoplace.conf, host phases priced as rings when\n"
-    "                   TOPOPLACE_COLL_SHM=0 here; null when it cannot\n"
-    "                   be built\n"
+    "                   TOPOPLACE_COLL_SHM=0 here, the hierarchical\n"
+    "                   pipeline's segment TOPOPLACE_COLL_SEGMENT's; null\n"
+    "                   when it cannot be built\n"
     "  -h, --help       this text\n"
     "Exit status: 2 unknown job or no fabric, 1 slurmctld unreachable.\n";
 
@@ -636,6 +637,8 @@ int tp_cmd_show(int argc, char **argv)
 	int c, rc = TP_EXIT_INPUT, e;
 	tp_fabric_t *f = NULL;
 	tp_cost_ctx_t *ctx = NULL;
+	/* the plans' (the library's pipeline segment priced) */
+	tp_cost_ctx_t *pctx = NULL;
 	/* jobs of one shape share their ideal */
 	tp_ideal_cache_t *ideals = NULL;
 	job_info_msg_t *jobs = NULL;
@@ -675,7 +678,13 @@ int tp_cmd_show(int argc, char **argv)
 	cp.nics_by_rate = nics_by_rate;
 	/* without a cache (no memory) each job works its ideal out anew */
 	ideals = tp_ideal_cache_create();
-	if ((err = tp_cost_ctx_create(f, &cp, &ctx))) {
+	tp_cost_params_t pp = cp;
+	if (!tp_cli_plan_segment("show", &pp)) {
+		rc = TP_EXIT_INPUT;
+		goto out;
+	}
+	if ((err = tp_cost_ctx_create(f, &cp, &ctx)) ||
+	    (price_max && (err = tp_cost_ctx_create(f, &pp, &pctx)))) {
 		tp_cli_err("show: cost model: %s", tp_strerror(err));
 		rc = tp_cli_exit_code(err);
 		goto out;
@@ -758,7 +767,7 @@ int tp_cmd_show(int argc, char **argv)
 			if (rec && record_matches(rec, &sj))
 				apply_record(&sj, rec);
 			sj.plan =
-			    job_plan(f, ctx, &sj, nics_by_rate, price_max);
+			    job_plan(f, pctx, &sj, nics_by_rate, price_max);
 		}
 		if (a.json) {
 			cJSON *o = job_json(&sj);
@@ -806,6 +815,7 @@ out:
 		slurm_free_job_info_msg(jobs);
 	tp_ideal_cache_destroy(ideals);
 	tp_cost_ctx_destroy(ctx);
+	tp_cost_ctx_destroy(pctx);
 	tp_fabric_destroy(f);
 	return rc;
 }

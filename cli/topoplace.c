@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "tp_sched.h"
 
 bool tp_cli_quiet;
 
@@ -46,7 +47,9 @@ static const char usage[] =
     "Environment: TOPOPLACE_COLL_SHM=0, as a job that runs libtopoplace-coll\n"
     "without its host segment sets it: every prediction prices the\n"
     "hierarchical all-reduce's host phases as rings, as the library runs\n"
-    "them then.\n"
+    "them then; TOPOPLACE_COLL_SEGMENT (bytes, as the library reads it)\n"
+    "sets the pipeline segment plan and show price a step's hierarchical\n"
+    "all-reduce with.\n"
     "Exit status: 0 success; 1 a failure that is not the input's (out of\n"
     "memory, a write, sweep or Slurm query that failed) or, from place, a\n"
     "job that does not fit now; 2 bad input or usage, or, from place, a\n"
@@ -83,6 +86,24 @@ void tp_cli_cost_params(tp_cost_params_t *p)
 
 	tp_cost_params_defaults(p);
 	p->host_ring = shm && !strcmp(shm, "0");
+}
+
+bool tp_cli_plan_segment(const char *cmd, tp_cost_params_t *p)
+{
+	const char *v = getenv("TOPOPLACE_COLL_SEGMENT");
+	size_t seg;
+
+	if (tp_sched_segment_parse(v, &seg)) {
+		char q[128];
+		tp_cli_err(
+		    "%s: TOPOPLACE_COLL_SEGMENT='%s' is not a byte count "
+		    "0..%zu",
+		    cmd, tp_quote(q, sizeof(q), v, 100),
+		    TP_SCHED_HIER_SEGMENT_MAX);
+		return false;
+	}
+	p->hier_segment = (double)seg;
+	return true;
 }
 
 size_t tp_cli_weak_hosts(const tp_fabric_t *f)

@@ -32,13 +32,14 @@
 
 #include "coll_int.h"
 
-/* "tpc5": changes with any wire format, the compressed messages' too
+/* "tpc6": changes with any wire format, the compressed messages' too
  * (TP__COMP_VERSION 2), so ranks of two library versions fail at init
  * instead of at their first compressed call (3: the WAIT reply; 4: the
  * plan hash is tp_hash_str's FNV-1a, another value for the same plan; 5:
  * the hash leaves out the model's part of the plan, whose
- * recommendations rank 0 sends after the table) */
-#define MAGIC	 0x74706335u
+ * recommendations rank 0 sends after the table; 6: the hello carries
+ * the hierarchical pipeline's segment) */
+#define MAGIC	 0x74706336u
 #define SOCK_BUF (4 << 20)
 /* The default rendezvous port, 20000 + (job + STEP_STRIDE x step) mod
  * 10000: a prime stride, so a job's first 10,000 steps get distinct ports
@@ -57,6 +58,7 @@ typedef struct hello {
 	uint16_t sock; /* which of a peer's connections this is */
 	uint32_t sockets;
 	uint32_t flags; /* HELLO_CHECK; 0 from libraries before it */
+	uint64_t segment; /* TOPOPLACE_COLL_SEGMENT (c->seg_bytes) */
 } hello_t;
 
 /* the rank runs with TOPOPLACE_COLL_CHECK=1: each call starts with an
@@ -371,6 +373,7 @@ static void hello_fill(const tp_coll_comm_t *c, hello_t *h, int channel)
 	h->chunk = c->chunk_bytes;
 	h->sockets = (uint32_t)c->nsock;
 	h->flags = c->check ? HELLO_CHECK : 0;
+	h->segment = c->seg_bytes;
 }
 
 /* Why rank 0 refuses h, or NULL. *foreign: h is not of this plan (another
@@ -408,6 +411,12 @@ static char *check_hello(const tp_coll_comm_t *c, const hello_t *h,
 		return tp_asprintf("rank %d uses %u sockets per peer, rank 0 "
 				   "%d (TOPOPLACE_COLL_SOCKETS)",
 				   h->rank, h->sockets, c->nsock);
+	if (h->segment != c->seg_bytes)
+		return tp_asprintf("rank %d cuts hierarchical calls into %llu "
+				   "bytes, rank 0 into %zu "
+				   "(TOPOPLACE_COLL_SEGMENT)",
+				   h->rank, (unsigned long long)h->segment,
+				   c->seg_bytes);
 	if ((h->flags & HELLO_CHECK) != (c->check ? HELLO_CHECK : 0))
 		return tp_asprintf("rank %d has TOPOPLACE_COLL_CHECK=%d, rank "
 				   "0 has %d: set it alike on every rank",
@@ -462,12 +471,15 @@ static void turn_away(boot_t *b, int fd, const char *why)
  * after the table, and every rank runs those (the hash leaves them out:
  * two nodes' fabric files can price alike plans otherwise, and a node
  * that could not price plans by rule). */
+/* One word a size: the algorithm, and above it (the hierarchical
+ * all-reduce pipelined, in one piece or by rule: 1, 0, -1) + 1 << 8. */
 static int32_t *recs_of(const tp_coll_comm_t *c)
 {
 	int32_t *rec = tp_calloc(c->nsizes, sizeof(*rec));
 
 	for (size_t i = 0; rec && i < c->nsizes; i++)
-		rec[i] = (int32_t)c->recommend[i];
+		rec[i] = (int32_t)c->recommend[i] |
+			 (int32_t)(c->hier_pipe[i] + 1) << 8;
 	return rec;
 }
 
@@ -478,17 +490,22 @@ static tp_err_t adopt(boot_t *b, const int32_t *rec)
 	tp_coll_comm_t *c = b->c;
 	size_t differ = 0;
 
-	for (size_t i = 0; i < c->nsizes; i++)
-		if (rec[i] != TP_COLL_ALGO_RING &&
-		    rec[i] != TP_COLL_ALGO_HIERARCHICAL &&
-		    rec[i] != TP_COLL_ALGO_TREE)
-			return bfail(b, TP_ERR_MISMATCH,
-				     "rank 0 recommends algorithm %d at size "
-				     "%zu",
-				     (int)rec[i], i);
 	for (size_t i = 0; i < c->nsizes; i++) {
-		differ += rec[i] != (int32_t)c->recommend[i];
-		c->recommend[i] = (tp_coll_algo_t)rec[i];
+		int32_t a = rec[i] & 0xff, pipe = (rec[i] >> 8) - 1;
+		if ((a != TP_COLL_ALGO_RING && a != TP_COLL_ALGO_HIERARCHICAL &&
+		     a != TP_COLL_ALGO_TREE) ||
+		    pipe < -1 || pipe > 1)
+			return bfail(b, TP_ERR_MISMATCH,
+				     "rank 0 recommends algorithm %d, "
+				     "hierarchical pipelined %d, at size %zu",
+				     (int)a, (int)pipe, i);
+	}
+	for (size_t i = 0; i < c->nsizes; i++) {
+		tp_coll_algo_t a = (tp_coll_algo_t)(rec[i] & 0xff);
+		int8_t pipe = (int8_t)((rec[i] >> 8) - 1);
+		differ += a != c->recommend[i] || pipe != c->hier_pipe[i];
+		c->recommend[i] = a;
+		c->hier_pipe[i] = pipe;
 	}
 	if (differ && c->local_rank == 0) /* once a host */
 		tp__log(TP_LOG_WARN,

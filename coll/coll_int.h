@@ -220,6 +220,9 @@ struct tp_coll_comm {
 	double timeout_s;
 	int64_t timeout_ns; /* timeout_s, at most TP__COLL_TIMEOUT_MAX_S */
 	size_t chunk_bytes;
+	/* the hierarchical all-reduce's pipeline segment in bytes (0:
+	 * none; algo/hier.c), TOPOPLACE_COLL_SEGMENT */
+	size_t seg_bytes;
 	int nsock; /* TCP connections per peer on another host */
 	/* A rank waiting only on same-host peers yields this long before
 	 * it sleeps (TOPOPLACE_COLL_YIELD_US, xport/shm.c Notes). */
@@ -250,6 +253,9 @@ struct tp_coll_comm {
 	size_t nsizes;
 	double *sizes;
 	tp_coll_algo_t *recommend;
+	/* [nsizes] the hierarchical all-reduce at that size: 1 pipelined,
+	 * 0 one piece, -1 the rule (tp_plan_hier_pipelined; rank 0's) */
+	int8_t *hier_pipe;
 
 	/* Transport. */
 	const tp__coll_xport_ops_t *xp;
@@ -309,6 +315,7 @@ struct tp_coll_comm {
 	 * group level's stages can run while the cross exchange holds its. */
 	uint32_t *group_of; /* [rank] */
 	bool groups_even;   /* every group has as many hosts */
+	size_t nunits;	    /* the schedule's level-1 units (groups) */
 	struct tp__coll_ef *ef;
 	/* compressed calls without error-feedback state so far: their
 	 * stochastic rounding's call number (every rank makes the same) */
@@ -491,6 +498,37 @@ tp_err_t tp__coll_check_args(tp_coll_comm_t *c, tp__coll_call_t call,
 tp_err_t tp__coll_ring_allgather(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 				 char *buf, size_t count, tp_coll_dtype_t dt,
 				 int own);
+/* One ring reduce-scatter (ag false) or all-gather as a state machine,
+ * so that one can run behind another (the pipelined hierarchical
+ * schedule's exchange across groups behind its in-group stages). base:
+ * the segment this rank sends first (the reduce-scatter's me + shift, the
+ * all-gather's own). lane 0 or 1: which window of c->reqs and c->slots it
+ * uses (comm.c sizes both for two lanes); two phases running at once
+ * take different lanes. pump posts and completes what it can without
+ * blocking and says whether anything moved; the caller drives the
+ * transport (xp->progress) when nothing did. */
+typedef struct tp__coll_ring_phase {
+	const tp__coll_ring_t *r;
+	bool ag;
+	char *buf;
+	const char *src;
+	size_t count, dsz, ce, nch, nunits;
+	tp_coll_dtype_t dt;
+	tp_coll_op_t op;
+	int base, prev, next;
+	tp__coll_req_t *rq, *sq;
+	char *slots;
+	size_t rpost, rdone, spost, sdone;
+} tp__coll_ring_phase_t;
+void tp__coll_ring_phase_init(tp_coll_comm_t *c, tp__coll_ring_phase_t *p,
+			      const tp__coll_ring_t *r, bool ag, char *buf,
+			      const char *src, size_t count, tp_coll_dtype_t dt,
+			      tp_coll_op_t op, int base, int lane);
+bool tp__coll_ring_phase_pump(tp_coll_comm_t *c, tp__coll_ring_phase_t *p);
+static inline bool tp__coll_ring_phase_done(const tp__coll_ring_phase_t *p)
+{
+	return p->rdone == p->nunits && p->sdone == p->nunits;
+}
 tp_err_t tp__coll_ring_allreduce(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 				 char *buf, const char *src, size_t count,
 				 tp_coll_dtype_t dt, tp_coll_op_t op);
@@ -498,9 +536,11 @@ tp_err_t tp__coll_ring_broadcast(tp_coll_comm_t *c, char *buf, size_t bytes,
 				 int root);
 tp_err_t tp__coll_tree_allreduce(tp_coll_comm_t *c, char *buf, size_t count,
 				 tp_coll_dtype_t dt, tp_coll_op_t op);
+/* pipe: 1 pipelined in segments of at least c->seg_bytes, 0 in one
+ * piece, -1 the rule (pipelined above one segment); algo/hier.c. */
 tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 				 size_t count, tp_coll_dtype_t dt,
-				 tp_coll_op_t op);
+				 tp_coll_op_t op, int pipe);
 
 /* Adds the time since t0 to phase; returns now (the next phase's t0). */
 static inline int64_t tp__coll_lap(tp_coll_comm_t *c, tp_coll_phase_t phase,

@@ -354,6 +354,7 @@ static tp_err_t build_levels(tp_coll_comm_t *c, const tp_plan_t *plan,
 			    tp_sched_group_of(s, h);
 	}
 	c->groups_even = true;
+	c->nunits = tp_sched_ngroups(s);
 	for (size_t g = 0; g < tp_sched_ngroups(s); g++)
 		if (tp_sched_group_nodes(s, g, &mem0) !=
 		    tp_sched_group_nodes(s, 0, &mem0))
@@ -526,11 +527,13 @@ static tp_err_t build_schedules(tp_coll_comm_t *c, const tp_plan_t *plan)
 	c->nsizes = tp_plan_nsizes(plan);
 	c->sizes = tp_calloc(c->nsizes + 1, sizeof(double));
 	c->recommend = tp_calloc(c->nsizes + 1, sizeof(tp_coll_algo_t));
-	if (!c->sizes || !c->recommend)
+	c->hier_pipe = tp_calloc(c->nsizes + 1, sizeof(int8_t));
+	if (!c->sizes || !c->recommend || !c->hier_pipe)
 		return TP_ERR_NOMEM;
 	for (size_t i = 0; i < c->nsizes; i++) {
 		tp_algo_t a = tp_plan_recommend(plan, i);
 		c->sizes[i] = tp_plan_size(plan, i);
+		c->hier_pipe[i] = (int8_t)tp_plan_hier_pipelined(plan, i);
 		c->recommend[i] = a == TP_ALGO_TREE ? TP_COLL_ALGO_TREE
 				  : a == TP_ALGO_HIERARCHICAL
 				      ? TP_COLL_ALGO_HIERARCHICAL
@@ -569,6 +572,8 @@ static tp_err_t alloc_scratch(tp_coll_comm_t *c)
 
 	size_t mc = (size_t)c->max_children;
 
+	/* at least two lanes of W slots and 2 W requests for two ring
+	 * phases at once (tp__coll_ring_phase_init) */
 	c->nslots = 2 * W * mc;
 	c->nreqs = 2 * W * (2 * mc + 2);
 	c->slots = tp_malloc(c->nslots * c->chunk_bytes);
@@ -693,9 +698,17 @@ tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
 				 "rank %d: TOPOPLACE_COLL_CHECK='%s' is not 0 "
 				 "or 1",
 				 rank, getenv("TOPOPLACE_COLL_CHECK"));
+	size_t seg_bytes;
+	if (tp_sched_segment_parse(getenv("TOPOPLACE_COLL_SEGMENT"),
+				   &seg_bytes))
+		return init_fail(err_p, TP_ERR_INVAL,
+				 "rank %d: TOPOPLACE_COLL_SEGMENT='%s' is not "
+				 "a byte count 0..1073741824",
+				 rank, getenv("TOPOPLACE_COLL_SEGMENT"));
 	c = tp_calloc(1, sizeof(*c));
 	if (!c)
 		return init_fail(err_p, TP_ERR_NOMEM, "out of memory");
+	c->seg_bytes = seg_bytes;
 	c->rank = rank;
 	c->size = (int)world;
 	c->nhosts = (int)tp_plan_nhosts(plan);
@@ -866,6 +879,7 @@ void tp_coll_comm_destroy(tp_coll_comm_t *c)
 	for (int t = 0; t < 2; t++)
 		tp_free(c->tree[t].children);
 	tp_free(c->sizes);
+	tp_free(c->hier_pipe);
 	tp_free(c->recommend);
 	tp_free(c->slots);
 	tp_free(c->reqs);
@@ -918,14 +932,21 @@ uint64_t tp_coll_comm_phase_ns(const tp_coll_comm_t *c, tp_coll_phase_t p)
 	return c && (unsigned)p < TP_COLL_PHASES ? c->phase_ns[p] : 0;
 }
 
+/* The plan's size that covers a call of `bytes`: the first at least as
+ * large, else the largest; nsizes (none) when the plan has no sizes. */
+static size_t size_index(const tp_coll_comm_t *c, size_t bytes)
+{
+	for (size_t i = 0; i < c->nsizes; i++)
+		if ((double)bytes <= c->sizes[i])
+			return i;
+	return c->nsizes ? c->nsizes - 1 : 0;
+}
+
 tp_coll_algo_t tp_coll_algo_select(const tp_coll_comm_t *c, size_t bytes)
 {
 	if (!c || c->nsizes == 0)
 		return TP_COLL_ALGO_RING;
-	for (size_t i = 0; i < c->nsizes; i++)
-		if ((double)bytes <= c->sizes[i])
-			return c->recommend[i];
-	return c->recommend[c->nsizes - 1];
+	return c->recommend[size_index(c, bytes)];
 }
 
 /* ---- collectives ------------------------------------------------------------
@@ -1172,7 +1193,11 @@ tp_err_t tp_coll_allreduce(tp_coll_comm_t *c, const void *sendbuf,
 		err = tp__coll_tree_allreduce(c, recvbuf, count, dt, rop);
 		break;
 	case TP_COLL_ALGO_HIERARCHICAL:
-		err = tp__coll_hier_allreduce(c, recvbuf, src, count, dt, rop);
+		/* pipelined or in one piece as the plan found faster at
+		 * this size (the rule without a prediction) */
+		err = tp__coll_hier_allreduce(
+		    c, recvbuf, src, count, dt, rop,
+		    c->nsizes ? c->hier_pipe[size_index(c, count * dsz)] : -1);
 		break;
 	default:
 		err = tp__coll_ring_allreduce(c, &c->ring, recvbuf, src, count,

@@ -27,6 +27,20 @@
  *                 channels as the largest group has hosts, each host of
  *                 a smaller group holding a run of them; hosts with
  *                 different rank counts: the ring (sched/tp_sched.h).
+ *                 Pipelined: a call of more than TOPOPLACE_COLL_SEGMENT
+ *                 bytes (default 1 MiB; 0 never) is cut into segments
+ *                 of at least that many, at most 16, and each
+ *                 segment's exchange across the groups runs while the
+ *                 groups reduce-scatter the later segments and
+ *                 all-gather the earlier ones, so the up-links and the
+ *                 host links work at once. Where the plan has a
+ *                 prediction for the size, its choice instead
+ *                 (tp_plan_hier_pipelined(): pipelined or in one piece,
+ *                 whichever the model found faster; rank 0's for every
+ *                 rank). Every rank must set the same
+ *                 TOPOPLACE_COLL_SEGMENT (init fails with
+ *                 TP_ERR_MISMATCH naming it; a value that is not a byte
+ *                 count 0..1 GiB fails with TP_ERR_INVAL).
  *   auto          the plan's recommendation for the smallest predicted
  *                 size at or above the call's (the largest past them;
  *                 tp_plan_recommend()), rank 0's plan's for every rank

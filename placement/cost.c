@@ -135,6 +135,7 @@ void tp_cost_params_defaults(tp_cost_params_t *p)
 	p->chunk_bytes = 256 << 10;
 	p->host_ring = false;
 	p->nics_by_rate = false;
+	p->hier_segment = 0;
 }
 
 static bool params_ok(const tp_cost_params_t *p)
@@ -143,7 +144,8 @@ static bool params_ok(const tp_cost_params_t *p)
 	       p->hop_s >= 0 && isfinite(p->nvlink_gbps) &&
 	       p->nvlink_gbps > 0 && isfinite(p->pcie_gbps) &&
 	       p->pcie_gbps > 0 && isfinite(p->chunk_bytes) &&
-	       p->chunk_bytes >= 0;
+	       p->chunk_bytes >= 0 && isfinite(p->hier_segment) &&
+	       p->hier_segment >= 0;
 }
 
 void tp_cost_ctx_destroy(tp_cost_ctx_t *c)
@@ -901,6 +903,13 @@ typedef struct call {
 	uint32_t *touched;
 	size_t ntouched;
 	double load_mult;
+	/* a pipelined hierarchical prediction only: per directed link
+	 * touched (pipe_map: link -> index), the seconds its bytes over
+	 * every phase take at its capacity */
+	bool pipe;
+	tp_u64map_t pipe_map;
+	double *pipe_sec;
+	size_t npipe, pipe_cap;
 	/* the buffers (tp__cost_ws_t): call_setup's block, the phase's
 	 * flows and paths, phase_solve's and max-min's scratch (ps, mm),
 	 * and a solved phase kept for a later one with the same routes (see
@@ -1503,6 +1512,41 @@ static void phase_finish(const call_t *k, const double *rate,
 	}
 }
 
+/* Adds the solved phase's bytes on each directed link, in seconds at
+ * its capacity, to the pipeline's per-link sums (k->pipe). off, rlink,
+ * cap: phase_solve's flows' path offsets, the compacted resources'
+ * links and capacities (Gb/s). */
+static tp_err_t pipe_add(call_t *k, const uint32_t *off, const uint32_t *rlink,
+			 const double *cap)
+{
+	for (size_t i = 0; i < k->nfl; i++)
+		for (uint32_t j = off[i]; j < off[i + 1]; j++) {
+			uint32_t res = k->b.path[j], r = rlink[res];
+			uint32_t at = tp_u64map_get(&k->pipe_map, r);
+			if (!(cap[res] > 0))
+				continue;
+			if (at == TP_MAP_NONE) {
+				if (k->npipe == k->pipe_cap) {
+					size_t nc =
+					    k->pipe_cap ? 2 * k->pipe_cap : 256;
+					double *p = tp_realloc(
+					    k->pipe_sec, nc * sizeof(double));
+					if (!p)
+						return TP_ERR_NOMEM;
+					k->pipe_sec = p;
+					k->pipe_cap = nc;
+				}
+				at = (uint32_t)k->npipe++;
+				if (tp_u64map_put(&k->pipe_map, r, at))
+					return TP_ERR_NOMEM;
+				k->pipe_sec[at] = 0;
+			}
+			k->pipe_sec[at] += k->b.fl[i].bytes * k->load_mult * 8 /
+					   (cap[res] * 1e9);
+		}
+	return TP_OK;
+}
+
 static tp_err_t phase_solve(call_t *k, phase_out_t *o)
 {
 	size_t hcap = 16, nres = 0, need;
@@ -1556,6 +1600,8 @@ static tp_err_t phase_solve(call_t *k, phase_out_t *o)
 	off[k->nfl] = (uint32_t)k->npath;
 	if ((err = maxmin(&k->b.mm, k->nfl, off, k->b.path, nres, cap, rate,
 			  bott)))
+		return err;
+	if (k->pipe && (err = pipe_add(k, off, rlink, cap)))
 		return err;
 	if (k->load)
 		for (size_t i = 0; i < k->nfl; i++)
@@ -1672,6 +1718,9 @@ static tp_err_t call_setup(call_t *k)
 
 static void call_free(call_t *k)
 {
+	tp_u64map_clear(&k->pipe_map);
+	tp_free(k->pipe_sec);
+	k->pipe_sec = NULL;
 	tp_free(k->mh_dist);
 	tp_free(k->mh_q);
 	k->mh_dist = NULL;
@@ -1887,8 +1936,31 @@ static double fill_factor(double stages, double bytes, double chunk)
 	return nch >= 1 && stages > 0 ? 1 + (stages - 1) / nch : 1;
 }
 
+/* A pipelined hierarchical all-reduce predicted at `from` bytes, at
+ * `bytes` in nseg segments: the stages' pipeline (tp_sched_pipe_seconds),
+ * and no less than the busiest link's bytes take, plus one latency. */
+static double pipe_seconds(const tp_cost_t *c, double from, double bytes,
+			   double nseg)
+{
+	double x = from > 0 ? bytes / from : 0;
+	double t[3] = {c->pipe_s[0] * x, c->pipe_s[1] * x, c->pipe_s[2] * x};
+	double p = tp_sched_pipe_seconds(t, c->pipe_lat, nseg);
+	double link = c->pipe_link_s * x + c->latency_s;
+
+	return nseg > 1 && link > p ? link : p;
+}
+
+double tp_cost_one_piece_at(const tp_cost_t *c, double from, double bytes)
+{
+	return c->pipe_seg > 0 ? pipe_seconds(c, from, bytes, 1)
+			       : tp_cost_seconds_at(c, from, bytes);
+}
+
 double tp_cost_seconds_at(const tp_cost_t *c, double from, double bytes)
 {
+	if (c->pipe_seg > 0)
+		return pipe_seconds(c, from, bytes,
+				    tp_sched_pipe_nseg(bytes, c->pipe_seg));
 	double flows =
 	    c->bandwidth_s / fill_factor(c->fill_stages, from, c->fill_chunk);
 	double lat = c->small_bytes <= 0       ? c->latency_s
@@ -1914,11 +1986,16 @@ static tp_err_t price_sched(call_t *k, const tp_sched_t *s, double bytes,
 
 	if (np > 8)
 		return TP_ERR_INVAL;
+	/* pipelined as the library runs it: the hierarchical schedule
+	 * (not its ring fallback) over two or more units */
+	k->pipe = k->pipe && tp_sched_ngroups(s) > 1 &&
+		  tp_sched_phase(s, 0)->kind != TP_SCHED_PH_RING;
 	/* one phase with the routes of an earlier one and other shares (the
 	 * hierarchical all-gather inside uneven groups) takes its rates;
 	 * not while counting bytes per link, which needs the paths */
 	size_t keep_at = SIZE_MAX, reuse_at = SIZE_MAX;
-	for (size_t i = 1; i < np && !k->load && reuse_at == SIZE_MAX; i++)
+	for (size_t i = 1;
+	     i < np && !k->load && !k->pipe && reuse_at == SIZE_MAX; i++)
 		for (size_t j = 0; j < i && tp_sched_phase(s, i)->mirror >= i;
 		     j++)
 			if (tp_sched_phase(s, j)->mirror >= j &&
@@ -1951,12 +2028,27 @@ static tp_err_t price_sched(call_t *k, const tp_sched_t *s, double bytes,
 			}
 		}
 		hops[i] = o[i].hops;
+		if (k->pipe) {
+			int st = ph->kind == TP_SCHED_PH_CROSS	    ? 1
+				 : ph->kind <= TP_SCHED_PH_GROUP_RS ? 0
+								    : 2;
+			out->pipe_s[st] += o[i].time_s;
+			out->pipe_lat[st] +=
+			    ph->steps * (p->alpha_s + hops[i] * p->hop_s) +
+			    ph->local_steps * p->alpha_s;
+		}
 		out->bandwidth_s += o[i].time_s;
 		out->cross_top_bytes += o[i].cross_bytes;
 		take_bottleneck(out, &o[i], &worst);
 	}
 	out->latency_s =
 	    tp_sched_latency_at(s, bytes, p->alpha_s, p->hop_s, hops);
+	if (k->pipe) {
+		out->pipe_seg = p->hier_segment;
+		for (size_t i = 0; i < k->npipe; i++)
+			if (k->pipe_sec[i] > out->pipe_link_s)
+				out->pipe_link_s = k->pipe_sec[i];
+	}
 	if (tp_sched_host_small(s, 0)) {
 		out->small_bytes = TP_SCHED_HOST_SMALL;
 		out->latency_small_s =
@@ -2168,6 +2260,7 @@ static tp_err_t call_algo(call_t *k, tp_algo_t algo, double P, double bytes,
 
 	memset(&res, 0, sizeof(res));
 	res.bottleneck_link = TP_ID_NONE;
+	k->pipe = algo == TP_ALGO_HIERARCHICAL && k->c->p.hier_segment > 0;
 	switch (algo) {
 	case TP_ALGO_RING:
 		err =
@@ -2187,6 +2280,10 @@ static tp_err_t call_algo(call_t *k, tp_algo_t algo, double P, double bytes,
 	if (err)
 		return err;
 	res.seconds = res.bandwidth_s + res.latency_s;
+	if (res.pipe_seg > 0) {
+		res.seconds = tp_cost_seconds_at(&res, bytes, bytes);
+		res.bandwidth_s = res.seconds - res.latency_s;
+	}
 	*out = res;
 	return TP_OK;
 }

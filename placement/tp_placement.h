@@ -180,6 +180,15 @@ typedef struct tp_cost_params {
 	 * host's pace. States priced with it should say so too
 	 * (tp_state_set_nics_by_rate). */
 	bool nics_by_rate;
+	/* Hierarchical: the collective library's pipeline segment in bytes
+	 * (TP_SCHED_HIER_SEGMENT, or the job's TOPOPLACE_COLL_SEGMENT): an
+	 * all-reduce of more bytes is priced as the library runs it, its
+	 * segments' exchanges across groups behind the other segments'
+	 * in-group phases (tp_sched_pipe_seconds), and no faster than the
+	 * busiest link carrying all its phases' bytes. 0 (the default):
+	 * one piece, the phases one after another; the placement prices
+	 * that, and so ranks host sets by their unpipelined schedule. */
+	double hier_segment;
 } tp_cost_params_t;
 
 void tp_cost_params_defaults(tp_cost_params_t *p);
@@ -209,14 +218,30 @@ typedef struct tp_cost {
 	 * the predicted size. */
 	double small_bytes;
 	double latency_small_s, latency_big_s;
+	/* > 0: hierarchical, pipelined in segments of pipe_seg bytes
+	 * above that size (tp_cost_params_t.hier_segment). At the
+	 * predicted size: pipe_s[] the reduce-scatters', the exchange
+	 * across groups' and the all-gathers' time alone, pipe_lat[] their
+	 * latency per segment, pipe_link_s the busiest link's bytes over
+	 * every phase at its capacity. seconds and bandwidth_s are the
+	 * pipeline's (bandwidth_s = seconds - latency_s). */
+	double pipe_seg;
+	double pipe_s[3], pipe_lat[3], pipe_link_s;
 } tp_cost_t;
 
 /* The same prediction at another size: the latency term stays (with
  * small_bytes > 0, latency_small_s or latency_big_s by the side of it
- * the size falls on), the flows' time scales with the bytes (max-min rates do not depend on the
- * size) and the tree's pipeline fill is recomputed for the new chunk
- * count. c was predicted at `from` bytes. Exact, without routing again. */
+ * the size falls on), the flows' time scales with the bytes (max-min rates do
+ * not depend on the size), the tree's pipeline fill is recomputed for the new
+ * chunk count and a pipelined hierarchical one (pipe_seg > 0) for the new
+ * segment count (one piece at most pipe_seg bytes). c was predicted at
+ * `from` bytes. Exact, without routing again. */
 double tp_cost_seconds_at(const tp_cost_t *c, double from, double bytes);
+/* As tp_cost_seconds_at, the schedule in one piece: a pipelined
+ * hierarchical prediction (pipe_seg > 0) as the library runs it with no
+ * segments (its phases one after another); any other, the same. The
+ * plan takes the faster of the two per size. */
+double tp_cost_one_piece_at(const tp_cost_t *c, double from, double bytes);
 
 /* Predict one collective of `bytes` over hosts[0..n) in that (ring)
  * order, gpus[i] ranks on host i. state may be NULL (healthy, idle

@@ -741,6 +741,9 @@ typedef struct step {
 	tp_step_env_t env;
 	bool host_ring; /* the job's TOPOPLACE_COLL_SHM=0: host phases as
 			 * rings, and the plan priced so */
+	size_t seg;	/* the job's TOPOPLACE_COLL_SEGMENT, as the library
+			 * reads it (its default when unset or refused: the
+			 * library then fails init naming it) */
 	bool skip;	/* why is no fault: said at info level */
 	char why[512], path[4096];
 } step_t;
@@ -837,6 +840,11 @@ static bool step_hosts(spank_t sp, step_t *st)
 	st->host_ring = spank_getenv(sp, "TOPOPLACE_COLL_SHM", shm,
 				     sizeof(shm)) == ESPANK_SUCCESS &&
 			!strcmp(shm, "0");
+	char seg[32];
+	if (spank_getenv(sp, "TOPOPLACE_COLL_SEGMENT", seg, sizeof(seg)) !=
+		ESPANK_SUCCESS ||
+	    tp_sched_segment_parse(seg, &st->seg))
+		st->seg = TP_SCHED_HIER_SEGMENT;
 	return true;
 }
 
@@ -918,6 +926,7 @@ static bool step_plan(step_t *st)
 		tp_cost_params_defaults(&cp);
 		cp.nics_by_rate = st->conf.nics_by_rate;
 		cp.host_ring = st->host_ring;
+		cp.hier_segment = (double)st->seg;
 		if ((err = tp_cost_ctx_create(st->f, &cp, &ctx))) {
 			slurm_error("%s: job %u step %u: cost model: %s: plan "
 				    "by rule, not priced",

@@ -482,9 +482,19 @@ static tp_err_t predict(tp_plan_t *p, const tp_cost_ctx_t *ctx,
 			err = e;
 			break;
 		}
-		for (size_t i = 0; i < p->nsizes; i++)
-			p->pred[a][i] =
+		for (size_t i = 0; i < p->nsizes; i++) {
+			double t =
 			    e ? NAN : tp_cost_seconds_at(&c, ref, p->sizes[i]);
+			/* hierarchical: pipelined or in one piece, the
+			 * faster (the library runs the plan's choice) */
+			if (!e && a == TP_ALGO_HIERARCHICAL) {
+				double one =
+				    tp_cost_one_piece_at(&c, ref, p->sizes[i]);
+				p->hier_pipe[i] = t < one ? 2 : 1;
+				t = t < one ? t : one;
+			}
+			p->pred[a][i] = t;
+		}
 		if (e) {
 			tp_strbuf_printf(&missing, "%s%s", why ? ", " : "",
 					 tp_algo_name((tp_algo_t)a));
@@ -832,6 +842,11 @@ const uint32_t *tp_plan_rank_weights(const tp_plan_t *p, uint32_t *n_p)
 bool tp_plan_host_segment(const tp_plan_t *p)
 {
 	return !p || p->host_segment;
+}
+
+int tp_plan_hier_pipelined(const tp_plan_t *p, size_t i)
+{
+	return p && i < p->nsizes && p->hier_pipe[i] ? p->hier_pipe[i] - 1 : -1;
 }
 
 const char *tp_plan_recommend_basis(const tp_plan_t *p, size_t i)

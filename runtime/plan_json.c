@@ -248,7 +248,13 @@ static tp_err_t plan_json(const tp_plan_t *p, bool priced, char **json_p)
 			}
 			put_lit(&sb, "]");
 		}
-		put_lit(&sb, "}");
+		put_lit(&sb, "},\n  \"hier_pipelined\": [");
+		for (size_t i = 0; i < p->nsizes; i++)
+			tp_strbuf_printf(&sb, "%s%s", i ? ", " : "",
+					 p->hier_pipe[i] == 2	? "true"
+					 : p->hier_pipe[i] == 1 ? "false"
+								: "null");
+		put_lit(&sb, "]");
 	}
 	if (priced && !p->host_segment)
 		put_lit(&sb, ",\n  \"host_segment\": false");
@@ -944,6 +950,40 @@ static tp_err_t check_children(loader_t *ld, const cJSON *o, int t)
 	return TP_OK;
 }
 
+/* "hier_pipelined": with predictions, per size true or false where
+ * there is a hierarchical prediction, null where there is none
+ * (tp_plan_hier_pipelined()); absent: the library's rule at every size. */
+static tp_err_t load_pipelined(loader_t *ld, const cJSON *arr)
+{
+	tp_plan_t *p = ld->p;
+	const cJSON *it;
+	size_t n, i = 0;
+	tp_err_t err;
+
+	if (!arr)
+		return TP_OK;
+	if (!p->predicted)
+		return lfail(ld, TP_ERR_PARSE,
+			     "hier_pipelined: without predictions");
+	if ((err = want_array(ld, arr, p->nsizes, p->nsizes, &n,
+			      "hier_pipelined")))
+		return err;
+	cJSON_ArrayForEach(it, arr)
+	{
+		bool have = !isnan(p->pred[TP_ALGO_HIERARCHICAL][i]);
+		if (have ? !cJSON_IsBool(it) : !cJSON_IsNull(it))
+			return lfail(ld, TP_ERR_PARSE,
+				     "hier_pipelined[%zu]: expected %s", i,
+				     have ? "true or false (a hierarchical "
+					    "prediction)"
+					  : "null (no hierarchical "
+					    "prediction)");
+		p->hier_pipe[i] = have ? (cJSON_IsTrue(it) ? 2 : 1) : 0;
+		i++;
+	}
+	return TP_OK;
+}
+
 static tp_err_t load_cost(loader_t *ld, const cJSON *root)
 {
 	static const char *const rreq[] = {"bytes", "algo", "basis", NULL};
@@ -998,6 +1038,8 @@ static tp_err_t load_cost(loader_t *ld, const cJSON *root)
 			}
 		}
 	}
+	if ((err = load_pipelined(ld, get(root, "hier_pipelined"))))
+		return err;
 	if ((err = want_array(ld, get(root, "recommend"), p->nsizes, p->nsizes,
 			      &n, "recommend")))
 		return err;
@@ -1109,7 +1151,8 @@ static tp_err_t load_root(loader_t *ld, const cJSON *root)
 	static const char *const req[] = {
 	    "format", "world_size", "nodes", "rails",	  "ring",      "hosts",
 	    "groups", "trees",	    "sizes", "predicted", "recommend", NULL};
-	static const char *const opt[] = {"host_segment", "rank_weights", NULL};
+	static const char *const opt[] = {"host_segment", "rank_weights",
+					  "hier_pipelined", NULL};
 	tp_plan_t *p = ld->p;
 	const cJSON *it, *fmt = get(root, "format"), *trees;
 	uint32_t first = 0, r = 0;

@@ -34,6 +34,9 @@ struct tp_plan {
 	double pred[TP_PLAN_NALGOS][TP_PLAN_MAX_SIZES];
 	tp_algo_t rec[TP_PLAN_MAX_SIZES];
 	bool rec_model[TP_PLAN_MAX_SIZES];
+	/* hierarchical at size i (tp_plan_hier_pipelined): 0 not priced
+	 * (the library's rule), 1 one piece, 2 pipelined */
+	int8_t hier_pipe[TP_PLAN_MAX_SIZES];
 };
 
 /* A device name NCCL_IB_HCA can carry: printable, no white space and

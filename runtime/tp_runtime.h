@@ -222,6 +222,13 @@ bool tp_plan_predicted(const tp_plan_t *plan);
 double tp_plan_predict_s(const tp_plan_t *plan, size_t i, tp_algo_t algo);
 /* Recommended algorithm at size i (TP_ALGO_RING when out of range). */
 tp_algo_t tp_plan_recommend(const tp_plan_t *plan, size_t i);
+/* How the hierarchical all-reduce runs at size i: 1 pipelined in
+ * segments (TP_SCHED_HIER_SEGMENT, or the TOPOPLACE_COLL_SEGMENT the
+ * plan was priced with), 0 in one piece, whichever the model found
+ * faster (its prediction at i is that one's); -1 without a prediction
+ * there (or out of range): the collective library's own rule, pipelined
+ * above one segment. libtopoplace-coll runs the plan's choice. */
+int tp_plan_hier_pipelined(const tp_plan_t *plan, size_t i);
 /* "model": the fastest predicted algorithm (ties: ring, hierarchical,
  * tree in that order). "rule" (no predictions): tree up to 1 MiB when
  * the job has more than two hosts (latency-bound, log-depth), else ring
@@ -274,6 +281,10 @@ tp_err_t tp_plan_sched(const tp_plan_t *plan, tp_sched_algo_t algo,
  *  "sizes": [bytes, ...],
  *  "predicted": {"ring": [s, ...], "hierarchical": [...], "tree": [...]}
  *               or null; a prediction the model could not make is null,
+ *  "hier_pipelined": [bool, ...]  with a hierarchical prediction: per
+ *                            size whether it is the pipelined schedule's
+ *                            (tp_plan_hier_pipelined()), null where
+ *                            there is none,
  *  "host_segment": false     only when the predictions priced the host
  *                            phases as rings (tp_plan_host_segment()),
  *  "rank_weights": [w, ...]  only when the ranks are weighted
@@ -287,7 +298,7 @@ tp_err_t tp_plan_sched(const tp_plan_t *plan, tp_sched_algo_t algo,
 /* Caller frees *json_p with tp_free(). */
 tp_err_t tp_plan_to_json(const tp_plan_t *plan, char **json_p);
 /* The same without what the cost model added ("predicted",
- * "host_segment", "recommend"): the schedule every rank of a
+ * "hier_pipelined", "host_segment", "recommend"): the schedule every rank of a
  * communicator must share (libtopoplace-coll hashes it at rendezvous;
  * the recommendations each rank takes from rank 0 there, so a node whose
  * fabric file priced otherwise, or that planned by rule, still joins).

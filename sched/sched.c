@@ -16,6 +16,7 @@
  */
 #include "config.h"
 
+#include <math.h>
 #include <stdalign.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -653,6 +654,57 @@ double tp_sched_latency_at(const tp_sched_t *s, double bytes, double alpha_s,
 	return tp_sched_host_small(s, bytes)
 		   ? TP_SCHED_SEG_WAIT * alpha_s
 		   : tp_sched_latency(s, alpha_s, hop_s, hops);
+}
+
+tp_err_t tp_sched_segment_parse(const char *v, size_t *seg_p)
+{
+	unsigned long long x = 0;
+
+	if (!v || !*v) {
+		*seg_p = TP_SCHED_HIER_SEGMENT;
+		return TP_OK;
+	}
+	for (const char *p = v; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return TP_ERR_INVAL;
+		x = x * 10 + (unsigned long long)(*p - '0');
+		if (x > TP_SCHED_HIER_SEGMENT_MAX)
+			return TP_ERR_INVAL;
+	}
+	*seg_p = (size_t)x;
+	return TP_OK;
+}
+
+double tp_sched_pipe_nseg(double bytes, double seg)
+{
+	if (!(seg > 0) || !(bytes > seg))
+		return 1;
+	double n = ceil(bytes / seg);
+	return n < TP_SCHED_PIPE_SEGS_MAX ? n : TP_SCHED_PIPE_SEGS_MAX;
+}
+
+double tp_sched_pipe_seconds(const double t[3], const double lat[3],
+			     double nseg)
+{
+	if (!(nseg > 1))
+		return t[0] + t[1] + t[2] + lat[0] + lat[1] + lat[2];
+	double rs = t[0] / nseg + lat[0], x = t[1] / nseg + lat[1];
+	double ag = t[2] / nseg + lat[2];
+	/* The recurrence, closed: the exchanges end at
+	 * max(RS(i), X(i-1)) + x; the all-gathers start at
+	 * max(X(i), AG(i-1), all reduce-scatters). Each chain runs at the
+	 * pace of its slowest stage, so the last all-gather ends at the
+	 * latest of: all reduce-scatters then every all-gather; all
+	 * reduce-scatters, the last exchange and the last all-gather; the
+	 * first reduce-scatter, every exchange and the last all-gather;
+	 * and, where the exchanges run ahead of the all-gathers, from the
+	 * first exchange through every all-gather. */
+	double all_rs = nseg * rs, t1 = all_rs + nseg * ag;
+	double t2 = all_rs + x + ag, t3 = rs + nseg * x + ag;
+	double t4 = rs + x + nseg * ag;
+	double m = t1 > t2 ? t1 : t2;
+	m = m > t3 ? m : t3;
+	return m > t4 ? m : t4;
 }
 
 size_t tp_sched_ngroups(const tp_sched_t *s)

@@ -90,6 +90,9 @@
  *          edge per node pair. Nodes with different local rank counts
  *          get the ring schedule instead (one RING phase): the shards
  *          would not line up. The collective library runs exactly this.
+ *          The library may pipeline these phases over segments of
+ *          the buffer (TP_SCHED_HIER_SEGMENT, tp_sched_pipe_seconds):
+ *          the same edges and bytes, the phases overlapping.
  *          Rail leaders (tp_sched_rail_leader) are no part of this
  *          schedule any more: they stay as the plan's informational
  *          "which host of a unit to prefer for rail r" (the
@@ -139,6 +142,19 @@
  * up to 256 KiB (485.9 against 481.7 there). The crossover with a core
  * per rank decides: 32 KiB. */
 #define TP_SCHED_HOST_SMALL 32768
+/* The collective library cuts a hierarchical all-reduce of more bytes
+ * than this into segments of at least this many
+ * (tp_sched_pipe_nseg()) and pipelines them: each segment's exchange
+ * across the units runs while the later segments' reduce-scatters and
+ * the earlier ones' all-gathers run inside them (TOPOPLACE_COLL_SEGMENT
+ * changes it per job; tp_sched_pipe_seconds() prices it). */
+#define TP_SCHED_HIER_SEGMENT ((size_t)1 << 20)
+/* At most this many segments: every segment pays each phase's
+ * latency, so a large buffer gets larger segments (1 GiB: 64 MiB ones),
+ * and the exchanges but one sixteenth still hide. */
+#define TP_SCHED_PIPE_SEGS_MAX 16
+/* Largest segment TOPOPLACE_COLL_SEGMENT may set (1 GiB). */
+#define TP_SCHED_HIER_SEGMENT_MAX ((size_t)1 << 30)
 /* "No node / no group" in uint32_t fields and keys. */
 #define TP_SCHED_NONE  UINT32_MAX
 #define TP_SCHED_NOKEY UINT32_MAX
@@ -244,6 +260,31 @@ int tp_sched_host_small(const tp_sched_t *s, double bytes);
  * alpha_s, one wait, where tp_sched_host_small() holds. */
 double tp_sched_latency_at(const tp_sched_t *s, double bytes, double alpha_s,
 			   double hop_s, const int *hops);
+
+/* Time of the hierarchical schedule cut into nseg segments as the
+ * library pipelines it (TP_SCHED_HIER_SEGMENT): every segment's
+ * reduce-scatters (host and group phases) one after another, each
+ * segment's exchange across the units (CROSS) after its reduce-scatters
+ * and the segment before's exchange, then every segment's all-gathers,
+ * each after its exchange and the all-gather before. t[0], t[1], t[2]:
+ * the reduce-scatters', the exchange's and the all-gathers' time for the
+ * whole buffer alone (each segment takes 1/nseg of it), lat[]: their
+ * latency, paid by every segment. Each stage runs at its own pace: the
+ * caller bounds what stages sharing a link lose to each other (the cost
+ * model: the busiest link's bytes over all phases). nseg 1 (or less):
+ * the phases one after another. */
+double tp_sched_pipe_seconds(const double t[3], const double lat[3],
+			     double nseg);
+/* Segments of a hierarchical all-reduce of `bytes` with segments of at
+ * least seg bytes (0: none): ceil(bytes / seg), at most
+ * TP_SCHED_PIPE_SEGS_MAX; 1 (one piece) when bytes <= seg. The library
+ * cuts count elements into segments of ceil(count / nseg). */
+double tp_sched_pipe_nseg(double bytes, double seg);
+/* TOPOPLACE_COLL_SEGMENT's value v: a decimal byte count 0 ..
+ * TP_SCHED_HIER_SEGMENT_MAX (0: no pipeline) into *seg_p; NULL or empty:
+ * TP_SCHED_HIER_SEGMENT. TP_ERR_INVAL for anything else (*seg_p
+ * untouched). The library, the SPANK plugin and the CLI read it alike. */
+tp_err_t tp_sched_segment_parse(const char *v, size_t *seg_p);
 
 /* Level-1 units (groups), in order of their first node. */
 size_t tp_sched_ngroups(const tp_sched_t *s);

@@ -49,128 +49,125 @@ static size_t chunk_elems(const tp_coll_comm_t *c, size_t dsz)
 	return ce ? ce : 1;
 }
 
+void tp__coll_ring_phase_init(tp_coll_comm_t *c, tp__coll_ring_phase_t *p,
+			      const tp__coll_ring_t *r, bool ag, char *buf,
+			      const char *src, size_t count, tp_coll_dtype_t dt,
+			      tp_coll_op_t op, int base, int lane)
+{
+	int n = r->n;
+
+	memset(p, 0, sizeof(*p));
+	p->r = r;
+	p->ag = ag;
+	p->buf = buf;
+	p->src = ag ? NULL : src;
+	p->count = count;
+	p->dt = dt;
+	p->op = op;
+	p->base = base;
+	p->dsz = tp_coll_dtype_size(dt);
+	p->ce = chunk_elems(c, p->dsz);
+	if (n > 1 && count > 0) {
+		size_t maxseg = tp__coll_ring_maxseg(r, count);
+		p->nch = (maxseg + p->ce - 1) / p->ce;
+		p->nunits = (size_t)(n - 1) * p->nch;
+		p->prev = (int)r->members[mod(r->me - 1, n)];
+		p->next = (int)r->members[mod(r->me + 1, n)];
+	}
+	p->rq = c->reqs + (size_t)lane * 2 * W;
+	p->sq = p->rq + W;
+	p->slots = c->slots + (size_t)lane * W * c->chunk_bytes;
+}
+
+bool tp__coll_ring_phase_pump(tp_coll_comm_t *c, tp__coll_ring_phase_t *p)
+{
+	const tp__coll_xport_ops_t *xp = c->xp;
+	int n = p->r->n;
+	size_t nch = p->nch, nunits = p->nunits;
+	bool moved = false;
+
+	while (p->rpost < nunits && p->rpost - p->rdone < W) {
+		int s = (int)(p->rpost / nch);
+		size_t off, len;
+		unit(p->r, p->count, mod(p->base - s - 1, n), p->rpost % nch,
+		     p->ce, p->dsz, &off, &len);
+		tp__coll_req_t *q = &p->rq[p->rpost % W];
+		if (p->ag) {
+			/* all-gather: received in place */
+			xp->irecv(c, p->prev, p->buf + off, len, q);
+		} else {
+			/* Out of place: this chunk's input goes where the
+			 * peer's copy is reduced into, just before (hot). */
+			if (p->src && len)
+				memcpy(p->buf + off, p->src + off, len);
+			xp->irecv_reduce(c, p->prev, p->buf + off,
+					 p->slots +
+					     (p->rpost % W) * c->chunk_bytes,
+					 len, p->dt, p->op, q);
+		}
+		p->rpost++;
+		moved = true;
+	}
+	while (p->rdone < p->rpost && p->rq[p->rdone % W].done) {
+		p->rdone++;
+		moved = true;
+	}
+	/* Unit u of step s > 0 sends what unit u - nch received. */
+	while (p->spost < nunits && p->spost - p->sdone < W &&
+	       (p->spost < nch || p->spost - nch < p->rdone)) {
+		int s = (int)(p->spost / nch);
+		size_t off, len;
+		unit(p->r, p->count, mod(p->base - s, n), p->spost % nch, p->ce,
+		     p->dsz, &off, &len);
+		/* The reduce-scatter's step 0 sends the untouched input. */
+		xp->isend(c, p->next,
+			  (p->src && s == 0 ? p->src : p->buf) + off, len,
+			  &p->sq[p->spost % W]);
+		p->spost++;
+		moved = true;
+	}
+	while (p->sdone < p->spost && p->sq[p->sdone % W].done) {
+		p->sdone++;
+		moved = true;
+	}
+	return moved;
+}
+
+/* Runs phase p to its end in the foreground (lane 0), the caller's work
+ * behind it. */
+static tp_err_t phase_run(tp_coll_comm_t *c, tp__coll_ring_phase_t *p)
+{
+	while (!tp__coll_ring_phase_done(p))
+		if (!tp__coll_ring_phase_pump(c, p)) {
+			tp_err_t err = background(c);
+			if (err || (err = c->xp->progress(c)))
+				return err;
+		}
+	return TP_OK;
+}
+
 tp_err_t tp__coll_ring_reduce_scatter(tp_coll_comm_t *c,
 				      const tp__coll_ring_t *r, char *buf,
 				      const char *src, size_t count,
 				      tp_coll_dtype_t dt, tp_coll_op_t op,
 				      int shift)
 {
-	const tp__coll_xport_ops_t *xp = c->xp;
-	int n = r->n, me = r->me;
-	if (n <= 1 || count == 0)
-		return TP_OK;
-	size_t dsz = tp_coll_dtype_size(dt), ce = chunk_elems(c, dsz);
-	size_t maxseg = tp__coll_ring_maxseg(r, count);
-	size_t nch = (maxseg + ce - 1) / ce;
-	size_t nunits = (size_t)(n - 1) * nch;
-	int prev = (int)r->members[mod(me - 1, n)];
-	int next = (int)r->members[mod(me + 1, n)];
-	tp__coll_req_t *rq = c->reqs, *sq = c->reqs + W;
-	size_t rpost = 0, rdone = 0, spost = 0, sdone = 0;
+	tp__coll_ring_phase_t p;
 
-	while (rdone < nunits || sdone < nunits) {
-		bool moved = false;
-
-		while (rpost < nunits && rpost - rdone < W) {
-			int s = (int)(rpost / nch);
-			size_t off, len;
-			unit(r, count, mod(me - s - 1 + shift, n), rpost % nch,
-			     ce, dsz, &off, &len);
-			/* Out of place: this chunk's input goes where the
-			 * peer's copy is reduced into, just before (hot). */
-			if (src && len)
-				memcpy(buf + off, src + off, len);
-			xp->irecv_reduce(c, prev, buf + off,
-					 c->slots +
-					     (rpost % W) * c->chunk_bytes,
-					 len, dt, op, &rq[rpost % W]);
-			rpost++;
-			moved = true;
-		}
-		while (rdone < rpost && rq[rdone % W].done) {
-			rdone++;
-			moved = true;
-		}
-		/* Unit u of step s > 0 sends what unit u - nch reduced. */
-		while (spost < nunits && spost - sdone < W &&
-		       (spost < nch || spost - nch < rdone)) {
-			int s = (int)(spost / nch);
-			size_t off, len;
-			unit(r, count, mod(me - s + shift, n), spost % nch, ce,
-			     dsz, &off, &len);
-			/* Step 0 sends the untouched input. */
-			xp->isend(c, next, (src && s == 0 ? src : buf) + off,
-				  len, &sq[spost % W]);
-			spost++;
-			moved = true;
-		}
-		while (sdone < spost && sq[sdone % W].done) {
-			sdone++;
-			moved = true;
-		}
-		if (!moved) {
-			tp_err_t err = background(c);
-			if (err || (err = xp->progress(c)))
-				return err;
-		}
-	}
-	return TP_OK;
+	tp__coll_ring_phase_init(c, &p, r, false, buf, src, count, dt, op,
+				 r->me + shift, 0);
+	return phase_run(c, &p);
 }
 
 tp_err_t tp__coll_ring_allgather(tp_coll_comm_t *c, const tp__coll_ring_t *r,
 				 char *buf, size_t count, tp_coll_dtype_t dt,
 				 int own)
 {
-	const tp__coll_xport_ops_t *xp = c->xp;
-	int n = r->n, me = r->me;
-	if (n <= 1 || count == 0)
-		return TP_OK;
-	size_t dsz = tp_coll_dtype_size(dt), ce = chunk_elems(c, dsz);
-	size_t maxseg = tp__coll_ring_maxseg(r, count);
-	size_t nch = (maxseg + ce - 1) / ce;
-	size_t nunits = (size_t)(n - 1) * nch;
-	int prev = (int)r->members[mod(me - 1, n)];
-	int next = (int)r->members[mod(me + 1, n)];
-	tp__coll_req_t *rq = c->reqs, *sq = c->reqs + W;
-	size_t rpost = 0, rdone = 0, spost = 0, sdone = 0;
+	tp__coll_ring_phase_t p;
 
-	while (rdone < nunits || sdone < nunits) {
-		bool moved = false;
-
-		while (rpost < nunits && rpost - rdone < W) {
-			int s = (int)(rpost / nch);
-			size_t off, len;
-			unit(r, count, mod(own - s - 1, n), rpost % nch, ce,
-			     dsz, &off, &len);
-			xp->irecv(c, prev, buf + off, len, &rq[rpost % W]);
-			rpost++;
-			moved = true;
-		}
-		while (rdone < rpost && rq[rdone % W].done) {
-			rdone++;
-			moved = true;
-		}
-		while (spost < nunits && spost - sdone < W &&
-		       (spost < nch || spost - nch < rdone)) {
-			int s = (int)(spost / nch);
-			size_t off, len;
-			unit(r, count, mod(own - s, n), spost % nch, ce, dsz,
-			     &off, &len);
-			xp->isend(c, next, buf + off, len, &sq[spost % W]);
-			spost++;
-			moved = true;
-		}
-		while (sdone < spost && sq[sdone % W].done) {
-			sdone++;
-			moved = true;
-		}
-		if (!moved) {
-			tp_err_t err = background(c);
-			if (err || (err = xp->progress(c)))
-				return err;
-		}
-	}
-	return TP_OK;
+	tp__coll_ring_phase_init(c, &p, r, true, buf, NULL, count, dt,
+				 TP_COLL_SUM, own, 0);
+	return phase_run(c, &p);
 }
 
 tp_err_t tp__coll_ring_allreduce(tp_coll_comm_t *c, const tp__coll_ring_t *r,

@@ -1964,6 +1964,116 @@ static void test_check_mismatch(void **s)
 	tp_plan_destroy(p);
 }
 
+/* The pipelined hierarchical all-reduce (TOPOPLACE_COLL_SEGMENT bytes a
+ * segment): every dtype and op over counts of one segment, a few and
+ * many with a short last one, in place and out of place, on the
+ * hierarchical schedule only. arg: the segment in bytes, for the
+ * message, and the largest count to run. */
+typedef struct pipe_arg {
+	size_t seg, most;
+} pipe_arg_t;
+
+static int hier_pipeline(tp_coll_comm_t *c, void *arg)
+{
+	static const size_t cnts[] = {1, 250, 1031, 4099};
+	static char in[4099 * 8], out[4099 * 8];
+	const pipe_arg_t *a = arg;
+	int me = tp_coll_comm_rank(c);
+	char what[64];
+
+	snprintf(what, sizeof(what), "hierarchical, segment %zu", a->seg);
+	for (int dti = 0; dti < TP_COLL_NDTYPES; dti++) {
+		tp_coll_dtype_t dt = (tp_coll_dtype_t)dti;
+		for (size_t k = 0;
+		     k < sizeof(cnts) / sizeof(*cnts) && cnts[k] <= a->most;
+		     k++) {
+			/* every count in fp32, 1031 (a short last
+			 * segment) in every dtype */
+			if (dt != TP_COLL_FP32 && cnts[k] != 1031)
+				continue;
+			for (int op = 0; op < TP_COLL_NOPS; op++) {
+				size_t cnt = cnts[k];
+				for (size_t i = 0; i < cnt; i++)
+					store(in, i, dt, input(me, i, dt));
+				void *dst = (k + (size_t)op) % 2 ? in : out;
+				tp_err_t err = tp_coll_allreduce(
+				    c, in, dst, cnt, dt, (tp_coll_op_t)op,
+				    TP_COLL_ALGO_HIERARCHICAL);
+				if (err)
+					return call_failed(c, "allreduce", err);
+				if (check(c, what, dst, cnt, 0, dt,
+					  (tp_coll_op_t)op))
+					return 1;
+				if (dst == out)
+					for (size_t i = 0; i < cnt; i++)
+						if (load(in, i, dt) !=
+						    input(me, i, dt)) {
+							fprintf(stderr,
+								"# rank %d: "
+								"input [%zu] "
+								"written\n",
+								me, i);
+							return 1;
+						}
+			}
+		}
+	}
+	return 0;
+}
+
+/* Shapes: two groups of two hosts (host segment, group ring, one cross
+ * channel a rank), groups of two and one host (the lone host's ranks
+ * hold two channels each), a NIC per GPU, one rank a host (no host
+ * level), and the host phases as rings (TOPOPLACE_COLL_SHM=0). Segments
+ * of 1000 bytes (a part of an element's worth left over for 8-byte
+ * types), 12 (one or a few elements: thousands of segments) and 0 (none:
+ * the schedule in one piece). A rank cutting otherwise fails init. */
+static void test_hier_pipeline(void **s)
+{
+	tp_plan_t *p[4] = {plan_of(4, 2, 0), plan_of(3, 2, 0),
+			   plan_on(coll_fabric_nics(), 4, 2, 0),
+			   plan_of(4, 1, 0)};
+	static const char *const segs[] = {"1000", "12", "0"};
+	pipe_arg_t a;
+	char what[96];
+
+	(void)s;
+	for (size_t g = 0; g < 3; g++) {
+		setenv("TOPOPLACE_COLL_SEGMENT", segs[g], 1);
+		a.seg = strtoul(segs[g], NULL, 10);
+		/* 12-byte segments: up to 84 a call (thousands are slow) */
+		a.most = g == 1 ? 250 : SIZE_MAX;
+		for (int k = 0; k < 4; k++) {
+			snprintf(what, sizeof(what), "segment %s, shape %d",
+				 segs[g], k);
+			run_ranks_ok(p[k], 20, 64 << 10, hier_pipeline, &a, 120,
+				     what);
+		}
+		setenv("TOPOPLACE_COLL_SHM", "0", 1);
+		run_ranks_ok(p[0], 20, 64 << 10, hier_pipeline, &a, 120,
+			     "host rings");
+		unsetenv("TOPOPLACE_COLL_SHM");
+	}
+	unsetenv("TOPOPLACE_COLL_SEGMENT");
+	mismatch_env1 = "TOPOPLACE_COLL_SEGMENT=4096";
+	expect_mismatch(p[3], p[3], 0,
+			"rank 1 cuts hierarchical calls into 4096 bytes, rank "
+			"0 into 1048576 (TOPOPLACE_COLL_SEGMENT)");
+	mismatch_env1 = NULL;
+	static const char *const bad[] = {"-1", "1k", " 8", "1073741825",
+					  "99999999999999999999"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		snprintf(what, sizeof(what),
+			 "TOPOPLACE_COLL_SEGMENT='%s' is not a byte count",
+			 bad[i]);
+		setenv("TOPOPLACE_COLL_SEGMENT", bad[i], 1);
+		init_refused(p[3], 0, what);
+	}
+	unsetenv("TOPOPLACE_COLL_SEGMENT");
+	for (int k = 0; k < 4; k++)
+		tp_plan_destroy(p[k]);
+}
+
 static void test_port_in_use(void **s)
 {
 	tp_plan_t *p = plan_of(2, 1, 0);
@@ -3549,6 +3659,7 @@ int main(void)
 	    cmocka_unit_test(test_large),
 	    cmocka_unit_test(test_host_blocks),
 	    cmocka_unit_test(test_host_phases),
+	    cmocka_unit_test(test_hier_pipeline),
 	    cmocka_unit_test(test_segment_mismatch),
 	    cmocka_unit_test(test_sockets),
 	    cmocka_unit_test(test_sockets_mismatch),

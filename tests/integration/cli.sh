@@ -259,6 +259,24 @@ for shm in 1 0; do
 		ok "TOPOPLACE_COLL_SHM=$shm: place predicts as cost does" ||
 		bad "TOPOPLACE_COLL_SHM=$shm: place $(jq .predicted_s "$tmp/pl$shm.json"), cost ring $(jq .seconds "$tmp/cring.json"), hierarchical $(jq .seconds "$tmp/chierarchical.json")"
 done
+# a plan prices the hierarchical all-reduce as the library pipelines it (segments of at least
+# TOPOPLACE_COLL_SEGMENT bytes, default 1 MiB, 16 at most): on these 2:1 up-links faster than
+# in one piece (=0) from 16 MiB up, the same at 1 MiB (one segment); a value the library
+# refuses is refused here too
+for seg in 1048576 0; do
+	TOPOPLACE_COLL_SEGMENT=$seg $T plan --fabric "$tmp/ft.json" --nodes 'node[001-032]' \
+		--json >"$tmp/plan-seg$seg.json"
+done
+jq -e -n --slurpfile a "$tmp/plan-seg1048576.json" --slurpfile b "$tmp/plan-seg0.json" \
+	'($a[0].sizes | index(1048576)) as $i | ($a[0].sizes | index(16777216)) as $j |
+	 $a[0].predicted.hierarchical[$i] == $b[0].predicted.hierarchical[$i] and
+	 $a[0].predicted.hierarchical[$j] < 0.9 * $b[0].predicted.hierarchical[$j] and
+	 $a[0].predicted.ring == $b[0].predicted.ring' >/dev/null &&
+	ok "plan: the hierarchical all-reduce priced pipelined from 16 MiB, TOPOPLACE_COLL_SEGMENT=0 in one piece" ||
+	bad "plan: hierarchical $(jq -c .predicted.hierarchical "$tmp/plan-seg1048576.json") pipelined, $(jq -c .predicted.hierarchical "$tmp/plan-seg0.json") not"
+TOPOPLACE_COLL_SEGMENT=1k $T plan --fabric "$tmp/ft.json" --nodes 'node[001-032]' >/dev/null 2>"$tmp/seg.err"
+[ $? = 2 ] && grep -qx "topoplace plan: TOPOPLACE_COLL_SEGMENT='1k' is not a byte count 0..1073741824" "$tmp/seg.err" &&
+	ok "plan: a bad TOPOPLACE_COLL_SEGMENT refused, exit 2" || bad "plan: TOPOPLACE_COLL_SEGMENT=1k: $(cat "$tmp/seg.err")"
 jeq "$tmp/ft.show" .format topoplace-fabric-summary/1 "a summary, not a fabric model"
 jeq "$tmp/ft.show" .nics_per_host_max 1 "NICs a host"
 jeq "$tmp/ft.show" .hosts 32 "fat-tree hosts"

@@ -288,6 +288,78 @@ static void test_uplink_halving(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* The hierarchical all-reduce as the library pipelines it
+ * (tp_cost_params_t.hier_segment, S/16: 16 segments): two leaves of 4
+ * hosts, a GPU each, in leaf order: two groups of 4. Alone, in S/B: the
+ * group reduce-scatter 3/4, the exchange across the groups (4 flows of
+ * S/4 each way on the up-link) 1 at 4:1 and 2 with the up-links at half
+ * health (8:1), the all-gather 3/4; in one piece 2.5 and 3.5. Over all
+ * phases a host link carries 3/4 + 1/4 + 3/4 of S, the up-link S: at
+ * 4:1 the pipeline is bound by the host links, 7/4 (the ring's own
+ * bandwidth term); at 8:1 by its stages, the exchange plus a sixteenth
+ * of each in-group phase (tp_sched_pipe_seconds). A call of at most a
+ * segment is the schedule in one piece. */
+static void test_hier_pipeline(void **state)
+{
+	tp_fabric_t *f = fat_tree(2, 4, 1, 1);
+	tp_cost_ctx_t *c0 = mkctx(f), *cp = NULL;
+	tp_state_t *s = mkstate(f);
+	uint32_t hosts[8] = {0, 1, 2, 3, 4, 5, 6, 7}, up[2];
+	double sb = xfer(S_BYTES, B_GBPS), seg = S_BYTES / 16;
+	tp_cost_params_t p;
+	int gpus[8];
+
+	(void)state;
+	tp_cost_params_defaults(&p);
+	p.hier_segment = seg;
+	assert_int_equal(tp_cost_ctx_create(f, &p, &cp), TP_OK);
+	ones(gpus, 8, 1);
+	assert_int_equal(uplinks_of(f, "leaf01", &up[0]), 1);
+	assert_int_equal(uplinks_of(f, "leaf02", &up[1]), 1);
+	for (int half = 0; half < 2; half++) {
+		double x = half ? 2 : 1;
+		s->health[up[0]] = s->health[up[1]] = half ? 0.5 : 1;
+		tp_cost_t a =
+		    predict(c0, s, hosts, gpus, 8, TP_ALGO_HIERARCHICAL);
+		tp_cost_t b =
+		    predict(cp, s, hosts, gpus, 8, TP_ALGO_HIERARCHICAL);
+		tp_cost_t r = predict(cp, s, hosts, gpus, 8, TP_ALGO_RING);
+
+		assert_true(a.pipe_seg == 0);
+		assert_close(a.bandwidth_s, (1.5 + x) * sb);
+		assert_true(b.pipe_seg == seg);
+		assert_close(b.pipe_s[0], 0.75 * sb);
+		assert_close(b.pipe_s[1], x * sb);
+		assert_close(b.pipe_s[2], 0.75 * sb);
+		assert_close(b.pipe_lat[0] + b.pipe_lat[1] + b.pipe_lat[2],
+			     a.latency_s);
+		assert_close(b.pipe_link_s, (half ? 2 : 1.75) * sb);
+		assert_close(b.seconds, half ? tp_sched_pipe_seconds(
+						   b.pipe_s, b.pipe_lat, 16)
+					     : 1.75 * sb + b.latency_s);
+		assert_close(b.bandwidth_s, b.seconds - b.latency_s);
+		if (half)
+			assert_true(b.seconds < 2.15 * sb &&
+				    b.seconds < a.seconds);
+		else
+			assert_close(b.bandwidth_s, r.bandwidth_s);
+		/* the same prediction at other sizes: a segment or less in
+		 * one piece; twice the bytes, twice the time (16 segments
+		 * either way) */
+		assert_close(tp_cost_seconds_at(&b, S_BYTES, seg),
+			     tp_cost_seconds_at(&a, S_BYTES, seg));
+		double t2[3] = {2 * b.pipe_s[0], 2 * b.pipe_s[1],
+				2 * b.pipe_s[2]};
+		assert_close(tp_cost_seconds_at(&b, S_BYTES, 2 * S_BYTES),
+			     half ? tp_sched_pipe_seconds(t2, b.pipe_lat, 16)
+				  : 3.5 * sb + b.latency_s);
+	}
+	freestate(s);
+	tp_cost_ctx_destroy(c0);
+	tp_cost_ctx_destroy(cp);
+	tp_fabric_destroy(f);
+}
+
 /* Oversubscription and ECMP: a ring alternating between two leaves sends
  * 4 flows up each leaf. With u parallel up-links (and u cables down from
  * the spine) D-mod-K spreads the 4 destinations evenly, so each flow gets
@@ -2233,6 +2305,7 @@ int main(void)
 	    cmocka_unit_test(test_ring_multi_gpu),
 	    cmocka_unit_test(test_single_host),
 	    cmocka_unit_test(test_uplink_halving),
+	    cmocka_unit_test(test_hier_pipeline),
 	    cmocka_unit_test(test_oversubscription),
 	    cmocka_unit_test(test_dead_link_reroute),
 	    cmocka_unit_test(test_background),

@@ -646,6 +646,69 @@ static void *frealloc(void *p, size_t n)
 	return fail_after-- > 0 ? realloc(p, n) : NULL;
 }
 
+/* The pipeline's closed form against the recurrence the library runs,
+ * stage by stage: RS(i) after RS(i-1); X(i) after RS(i) and X(i-1);
+ * AG(i) after X(i), AG(i-1) and every RS. Stages of every balance
+ * (reduce-scatters, exchange or all-gathers the longest), latencies on
+ * and off, 1..40 segments. */
+static double pipe_brute(const double t[3], const double lat[3], int n)
+{
+	double rs = 0, x = 0, ag = 0, all_rs = n * (t[0] / n + lat[0]);
+
+	for (int i = 0; i < n; i++) {
+		rs += t[0] / n + lat[0];
+		x = (rs > x ? rs : x) + t[1] / n + lat[1];
+		double start = x > ag ? x : ag;
+		ag = (start > all_rs ? start : all_rs) + t[2] / n + lat[2];
+	}
+	return ag;
+}
+
+static void test_pipe_seconds(void **state)
+{
+	static const double ts[][3] = {
+	    {0.75, 1, 0.75}, {0.75, 2, 0.75}, {0.1, 0.2, 3}, {3, 0.2, 0.1},
+	    {1, 1, 1},	     {0, 1, 0},	      {2, 0, 2},     {0.3, 5, 0.01}};
+	static const double lats[][3] = {{0, 0, 0}, {0.01, 0.002, 0.01}};
+
+	(void)state;
+	for (size_t a = 0; a < sizeof(ts) / sizeof(*ts); a++)
+		for (size_t l = 0; l < 2; l++)
+			for (int n = 1; n <= 40; n++) {
+				double got =
+				    tp_sched_pipe_seconds(ts[a], lats[l], n);
+				double want = pipe_brute(ts[a], lats[l], n);
+				if (fabs(got - want) > 1e-12 * (1 + want))
+					fail_msg(
+					    "case %zu lat %zu n %d: %.15g, "
+					    "recurrence %.15g",
+					    a, l, n, got, want);
+			}
+	/* the segment counts the library cuts */
+	assert_true(tp_sched_pipe_nseg(1 << 20, 1 << 20) == 1);
+	assert_true(tp_sched_pipe_nseg((1 << 20) + 1, 1 << 20) == 2);
+	assert_true(tp_sched_pipe_nseg(16 << 20, 1 << 20) == 16);
+	assert_true(tp_sched_pipe_nseg(1 << 30, 1 << 20) ==
+		    TP_SCHED_PIPE_SEGS_MAX);
+	assert_true(tp_sched_pipe_nseg(1 << 30, 0) == 1);
+	/* TOPOPLACE_COLL_SEGMENT's values */
+	size_t seg = 7;
+	assert_int_equal(tp_sched_segment_parse(NULL, &seg), TP_OK);
+	assert_int_equal(seg, TP_SCHED_HIER_SEGMENT);
+	assert_int_equal(tp_sched_segment_parse("0", &seg), TP_OK);
+	assert_int_equal(seg, 0);
+	assert_int_equal(tp_sched_segment_parse("1073741824", &seg), TP_OK);
+	assert_int_equal(seg, TP_SCHED_HIER_SEGMENT_MAX);
+	static const char *const bad[] = {
+	    "-1", "1k", " 8", "8 ", "1073741825", "99999999999999999999999"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		seg = 7;
+		assert_int_equal(tp_sched_segment_parse(bad[i], &seg),
+				 TP_ERR_INVAL);
+		assert_int_equal(seg, 7);
+	}
+}
+
 static void test_errors(void **state)
 {
 	uint32_t key[4] = {0}, zero[4] = {0};
@@ -716,6 +779,7 @@ int main(void)
 	    cmocka_unit_test(test_hier_host_ring),
 	    cmocka_unit_test(test_hier_node_host_ring),
 	    cmocka_unit_test(test_tree_local),
+	    cmocka_unit_test(test_pipe_seconds),
 	    cmocka_unit_test(test_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
