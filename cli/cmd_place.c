@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "tp_placement.h"
+#include "tp_sched.h"
 
 static const char place_usage[] =
     "Usage: topoplace place --fabric F.json --request REQ [--state S.json]\n"
@@ -42,7 +43,7 @@ static const char cost_usage[] =
     "                      [--algo "
     "ring|hierarchical|tree|reduce-scatter|all-gather]\n"
     "                      [--gpus-per-host N] [--background S.json]\n"
-    "                      [--nics-by-rate] [--json]\n"
+    "                      [--nics-by-rate] [--segment SIZE] [--json]\n"
     "\n"
     "The cost model's prediction for one collective over exactly these hosts\n"
     "in this order.\n"
@@ -61,9 +62,15 @@ static const char cost_usage[] =
     "                       plan --nics-by-rate (default: evenly, one ring\n"
     "                       per rail, as libtopoplace-coll runs an even plan;\n"
     "                       the slowest NIC paces the host)\n"
+    "  --segment SIZE       hierarchical: also price libtopoplace-coll's\n"
+    "                       pipeline in segments of at least SIZE bytes\n"
+    "                       (TOPOPLACE_COLL_SEGMENT's; 1M is its default) and\n"
+    "                       keep the faster of it and one piece, as a plan\n"
+    "                       does (default 0: one piece, as place prices)\n"
     "  --json               seconds, bandwidth_s, latency_s, bottleneck_gbps,\n"
     "                       bottleneck_link (\"NVLink\" inside a host,\n"
-    "                       \"none\" when nothing crosses a link)\n"
+    "                       \"none\" when nothing crosses a link),\n"
+    "                       pipelined (hierarchical with --segment)\n"
     "  -h, --help           this text\n";
 
 static cJSON *span_json(const tp_placement_t *p)
@@ -340,7 +347,7 @@ static int cost_hosts(const tp_fabric_t *f, const char *fabric,
 
 /* topoplace cost: the prediction as lines, or one object (json). */
 static void cost_print(const tp_fabric_t *f, tp_algo_t algo, double bytes,
-		       size_t n, const tp_cost_t *out, bool json)
+		       size_t n, const tp_cost_t *out, int pipelined, bool json)
 {
 	char lname[256];
 
@@ -361,6 +368,8 @@ static void cost_print(const tp_fabric_t *f, tp_algo_t algo, double bytes,
 						out->bottleneck_link);
 		cJSON_AddNumberToObject(o, "cross_top_bytes",
 					out->cross_top_bytes);
+		if (pipelined >= 0)
+			cJSON_AddBoolToObject(o, "pipelined", pipelined);
 		char *txt = cJSON_Print(o);
 		cJSON_Delete(o);
 		if (txt)
@@ -371,6 +380,10 @@ static void cost_print(const tp_fabric_t *f, tp_algo_t algo, double bytes,
 		       "%.6f s, latency %.6f s)\n",
 		       tp_algo_name(algo), bytes, n, out->seconds,
 		       out->bandwidth_s, out->latency_s);
+		if (pipelined >= 0)
+			printf("%s\n", pipelined ? "pipelined in segments"
+						 : "in one piece (faster than "
+						   "pipelined)");
 		if (out->bottleneck_gbps > 0)
 			printf("bottleneck %.1f Gb/s on %s\n",
 			       out->bottleneck_gbps, lname);
@@ -383,8 +396,9 @@ static void cost_print(const tp_fabric_t *f, tp_algo_t algo, double bytes,
  * collective predicted and printed; the exit code. */
 static int cost_run(const tp_cli_args_t *a, const char *bg, char *const *names,
 		    size_t n, int gph, double bytes, tp_algo_t algo,
-		    bool nics_by_rate)
+		    bool nics_by_rate, double seg)
 {
+	int pipelined = -1;
 	int rc = TP_EXIT_INPUT;
 	tp_fabric_t *f = NULL;
 	tp_state_t *s = NULL;
@@ -408,6 +422,7 @@ static int cost_run(const tp_cli_args_t *a, const char *bg, char *const *names,
 		goto out;
 	tp_cli_cost_params(&cp);
 	cp.nics_by_rate = nics_by_rate;
+	cp.hier_segment = seg;
 	tp_state_set_nics_by_rate(s, nics_by_rate);
 	if ((err = tp_cost_ctx_create(f, &cp, &ctx)) ||
 	    (err = tp_cost_predict(ctx, s, hv, gv, n, bytes, algo, &out))) {
@@ -422,7 +437,19 @@ static int cost_run(const tp_cli_args_t *a, const char *bg, char *const *names,
 		rc = tp_cli_exit_code(err);
 		goto out;
 	}
-	cost_print(f, algo, bytes, n, &out, a->json);
+	/* a pipelined prediction: the faster of it and one piece, as the
+	 * plan keeps per size (tp_plan_hier_pipelined) */
+	if (out.pipe_seg > 0) {
+		double one = tp_cost_one_piece_at(&out, bytes, bytes);
+		pipelined = out.seconds < one;
+		if (!pipelined) {
+			out.seconds = one;
+			out.bandwidth_s = one - out.latency_s;
+		}
+	} else if (algo == TP_ALGO_HIERARCHICAL && seg > 0) {
+		pipelined = 0; /* one segment, or no groups to overlap */
+	}
+	cost_print(f, algo, bytes, n, &out, pipelined, a->json);
 	rc = TP_EXIT_OK;
 out:
 	tp_free(hv);
@@ -443,6 +470,7 @@ int tp_cmd_cost(int argc, char **argv)
 	    {"gpus-per-host", required_argument, NULL, 'g'},
 	    {"background", required_argument, NULL, 'B'},
 	    {"nics-by-rate", no_argument, NULL, 'N'},
+	    {"segment", required_argument, NULL, 'S'},
 	    {"json", no_argument, NULL, TP_CLI_OPT_JSON},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -450,7 +478,7 @@ int tp_cmd_cost(int argc, char **argv)
 	tp_cli_args_t a = {.usage = cost_usage};
 	bool nics_by_rate = false;
 	const char *hosts = NULL, *bg = NULL;
-	double bytes = -1;
+	double bytes = -1, seg = 0;
 	tp_algo_t algo = TP_ALGO_RING;
 	long gph = 0;
 	int c, rc;
@@ -487,6 +515,15 @@ int tp_cmd_cost(int argc, char **argv)
 		case 'N':
 			nics_by_rate = true;
 			break;
+		case 'S':
+			if (!tp_cli_bytes("cost: --segment", optarg, 0, &seg))
+				return TP_EXIT_INPUT;
+			if (seg > (double)TP_SCHED_HIER_SEGMENT_MAX) {
+				tp_cli_err("cost: --segment: %s is over 1 GiB",
+					   optarg);
+				return TP_EXIT_INPUT;
+			}
+			break;
 		}
 	}
 	if (a.exit >= 0)
@@ -506,7 +543,8 @@ int tp_cmd_cost(int argc, char **argv)
 			   tp_quote(q, sizeof(q), hosts, 100));
 		return TP_EXIT_INPUT;
 	}
-	rc = cost_run(&a, bg, names, n, (int)gph, bytes, algo, nics_by_rate);
+	rc = cost_run(&a, bg, names, n, (int)gph, bytes, algo, nics_by_rate,
+		      seg);
 	tp_hostlist_free(names, n);
 	return rc;
 }

@@ -135,9 +135,12 @@ plan_order=$(jq -r '.ring | join(",")' "$out/plan.json")
 slurm_order=$(awk '$1 == "slurm" { $1 = ""; print }' "$out/orders" | xargs | tr ' ' ,)
 name_order=$(awk '$1 == "names" { $1 = ""; print }' "$out/orders" | xargs | tr ' ' ,)
 echo "bench_e2e: plan ring $plan_order; Slurm lists $slurm_order; names $name_order"
-predict() { # HOSTS BYTES ALGO -> seconds or null
+# topoplace's hierarchical as the library runs it (pipelined or in one piece, as the plan
+# chose by the same model; the job's TOPOPLACE_COLL_SEGMENT); the peers' rings in one piece
+predict() { # HOSTS BYTES ALGO [SEGMENT] -> seconds or null
 	"$topoplace" cost --fabric "$work/fabric.calibrated.json" --hosts "$1" --bytes "$2" \
-		--algo "$3" --gpus-per-host "$tpn" --json 2>/dev/null | jq '.seconds' 2>/dev/null || echo null
+		--algo "$3" --gpus-per-host "$tpn" --segment "${4:-0}" --json 2>/dev/null |
+		jq '.seconds' 2>/dev/null || echo null
 }
 : >"$work/results.jsonl"
 while read -r line; do
@@ -152,7 +155,9 @@ while read -r line; do
 	openmpi:ring | gloo:default | gloo:ring_chunked) model=ring ;;
 	esac
 	p=null
-	[ -z "$model" ] || p=$(predict "$hosts" "$bytes" "$model")
+	seg=0
+	[ "$impl" = topoplace ] && seg=${TOPOPLACE_COLL_SEGMENT:-1048576}
+	[ -z "$model" ] || p=$(predict "$hosts" "$bytes" "$model" "$seg")
 	jq -c --argjson r "$ratio" --argjson p "${p:-null}" --arg m "$model" \
 		'. + {uplink_ratio: $r, predicted_s: $p, predicted_algo: (if $m == "" then null else $m end),
 		      measured_over_predicted: (if $p == null or $p == 0 then null else (.seconds / $p) end)}' \

@@ -260,22 +260,40 @@ for shm in 1 0; do
 		bad "TOPOPLACE_COLL_SHM=$shm: place $(jq .predicted_s "$tmp/pl$shm.json"), cost ring $(jq .seconds "$tmp/cring.json"), hierarchical $(jq .seconds "$tmp/chierarchical.json")"
 done
 # a plan prices the hierarchical all-reduce as the library pipelines it (segments of at least
-# TOPOPLACE_COLL_SEGMENT bytes, default 1 MiB, 16 at most): on these 2:1 up-links faster than
-# in one piece (=0) from 16 MiB up, the same at 1 MiB (one segment); a value the library
-# refuses is refused here too
+# TOPOPLACE_COLL_SEGMENT bytes, default 1 MiB, 16 at most) and keeps per size the faster of that
+# and one piece: on these 2:1 up-links pipelined at 256 MiB and 1 GiB, one piece up to 16 MiB
+# (1 MiB segments' latency costs more than they hide at 400 Gb/s), the same as with =0 there;
+# a value the library refuses is refused here too
 for seg in 1048576 0; do
 	TOPOPLACE_COLL_SEGMENT=$seg $T plan --fabric "$tmp/ft.json" --nodes 'node[001-032]' \
 		--json >"$tmp/plan-seg$seg.json"
 done
 jq -e -n --slurpfile a "$tmp/plan-seg1048576.json" --slurpfile b "$tmp/plan-seg0.json" \
-	'($a[0].sizes | index(1048576)) as $i | ($a[0].sizes | index(16777216)) as $j |
-	 $a[0].predicted.hierarchical[$i] == $b[0].predicted.hierarchical[$i] and
-	 $a[0].predicted.hierarchical[$j] < 0.9 * $b[0].predicted.hierarchical[$j] and
+	'$a[0].sizes == [65536, 1048576, 16777216, 268435456, 1073741824] and
+	 $a[0].hier_pipelined == [false, false, false, true, true] and
+	 $b[0].hier_pipelined == [false, false, false, false, false] and
+	 ([range(0; 3) | ($a[0].predicted.hierarchical[.] / $b[0].predicted.hierarchical[.] - 1) |
+	   fabs < 1e-9] | all) and
+	 $a[0].predicted.hierarchical[3] < 0.95 * $b[0].predicted.hierarchical[3] and
+	 $a[0].predicted.hierarchical[4] < 0.9 * $b[0].predicted.hierarchical[4] and
 	 $a[0].predicted.ring == $b[0].predicted.ring' >/dev/null &&
-	ok "plan: the hierarchical all-reduce priced pipelined from 16 MiB, TOPOPLACE_COLL_SEGMENT=0 in one piece" ||
+	ok "plan: hierarchical pipelined where faster (256 MiB, 1 GiB), TOPOPLACE_COLL_SEGMENT=0 in one piece" ||
 	bad "plan: hierarchical $(jq -c .predicted.hierarchical "$tmp/plan-seg1048576.json") pipelined, $(jq -c .predicted.hierarchical "$tmp/plan-seg0.json") not"
+# cost --segment: the plan's choice for one size (the faster of pipelined and one piece)
+for b in 16M 256M; do
+	$T cost --fabric "$tmp/ft.json" --hosts 'node[001-032]' --bytes $b --algo hierarchical \
+		--segment 1M --json >"$tmp/cseg$b.json"
+done
+jq -e -n --slurpfile a "$tmp/cseg16M.json" --slurpfile b "$tmp/cseg256M.json" \
+	--slurpfile p "$tmp/plan-seg1048576.json" \
+	'$a[0].pipelined == $p[0].hier_pipelined[2] and $b[0].pipelined == $p[0].hier_pipelined[3] and
+	 $a[0].seconds == $p[0].predicted.hierarchical[2] and $b[0].pipelined' >/dev/null &&
+	ok "cost --segment: the plan's pipelined choice and prediction" ||
+	bad "cost --segment: $(jq -c '[.seconds, .pipelined]' "$tmp/cseg16M.json" "$tmp/cseg256M.json"), plan $(jq -c '[.hier_pipelined, .predicted.hierarchical]' "$tmp/plan-seg1048576.json")"
+expect 2 "cost --segment over 1 GiB" $T cost --fabric "$tmp/ft.json" --hosts 'node[001-032]' \
+	--bytes 1M --segment 2G
 TOPOPLACE_COLL_SEGMENT=1k $T plan --fabric "$tmp/ft.json" --nodes 'node[001-032]' >/dev/null 2>"$tmp/seg.err"
-[ $? = 2 ] && grep -qx "topoplace plan: TOPOPLACE_COLL_SEGMENT='1k' is not a byte count 0..1073741824" "$tmp/seg.err" &&
+[ $? = 2 ] && grep -qx "topoplace: plan: TOPOPLACE_COLL_SEGMENT='1k' is not a byte count 0..1073741824" "$tmp/seg.err" &&
 	ok "plan: a bad TOPOPLACE_COLL_SEGMENT refused, exit 2" || bad "plan: TOPOPLACE_COLL_SEGMENT=1k: $(cat "$tmp/seg.err")"
 jeq "$tmp/ft.show" .format topoplace-fabric-summary/1 "a summary, not a fabric model"
 jeq "$tmp/ft.show" .nics_per_host_max 1 "NICs a host"
