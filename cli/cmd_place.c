@@ -63,7 +63,8 @@ static const char cost_usage[] =
     "                       per rail, as libtopoplace-coll runs an even plan;\n"
     "                       the slowest NIC paces the host)\n"
     "  --segment SIZE       hierarchical: also price libtopoplace-coll's\n"
-    "                       pipeline in segments of at least SIZE bytes\n"
+    "                       pipeline in segments of at most SIZE bytes\n"
+    "                       (16 segments at most)\n"
     "                       (TOPOPLACE_COLL_SEGMENT's; 1M is its default) and\n"
     "                       keep the faster of it and one piece, as a plan\n"
     "                       does (default 0: one piece, as place prices)\n"
@@ -382,8 +383,7 @@ static void cost_print(const tp_fabric_t *f, tp_algo_t algo, double bytes,
 		       out->bandwidth_s, out->latency_s);
 		if (pipelined >= 0)
 			printf("%s\n", pipelined ? "pipelined in segments"
-						 : "in one piece (faster than "
-						   "pipelined)");
+						 : "in one piece");
 		if (out->bottleneck_gbps > 0)
 			printf("bottleneck %.1f Gb/s on %s\n",
 			       out->bottleneck_gbps, lname);

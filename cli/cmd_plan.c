@@ -20,7 +20,9 @@ static const char plan_usage[] =
     "trees, groups with leaders (and one leader per rail), ranks, each GPU's\n"
     "nearest HCA (--json; the text gives each host's HCAs in rail order),\n"
     "and the cost model's all-reduce prediction and\n"
-    "recommendation for 64 KiB .. 1 GiB.\n"
+    "recommendation for 64 KiB .. 1 GiB (hierarchical: pipelined or in one\n"
+    "piece, the faster, as libtopoplace-coll then runs it; the pipeline's\n"
+    "segment from TOPOPLACE_COLL_SEGMENT, as the library reads it).\n"
     "  --gpus-per-host N  ranks per host (default: the host's GPUs, 1 "
     "without)\n"
     "  --no-predict       skip the cost model (recommendation by rule)\n"
@@ -194,6 +196,18 @@ static char *plan_text(const tp_plan_t *p, bool by_rate)
 				 tp_algo_name(tp_plan_recommend(p, i)),
 				 tp_plan_recommend_basis(p, i));
 	}
+	/* which hierarchical predictions are the pipeline's */
+	size_t k = 0;
+	for (size_t i = 0; i < tp_plan_nsizes(p); i++) {
+		char buf[32];
+		if (tp_plan_hier_pipelined(p, i) == 1)
+			tp_strbuf_printf(
+			    &sb, "%s%s",
+			    k++ ? ", " : "  hierarchical pipelined at ",
+			    tp_cli_size(tp_plan_size(p, i), buf, sizeof(buf)));
+	}
+	if (k)
+		tp_strbuf_printf(&sb, " (in one piece at the other sizes)\n");
 	if (sb.failed) {
 		tp_free(sb.buf);
 		return NULL;

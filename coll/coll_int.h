@@ -99,6 +99,10 @@ typedef struct tp__coll_xport_ops {
 			     void *staging, size_t len, tp_coll_dtype_t dt,
 			     tp_coll_op_t op, tp__coll_req_t *r);
 	tp_err_t (*progress)(tp_coll_comm_t *c);
+	/* Moves bytes on every queued request once, never waits; *moved_p:
+	 * whether any moved. What a wait elsewhere (the host segment's)
+	 * runs to keep the transport's other work going (c->bg). */
+	tp_err_t (*poke)(tp_coll_comm_t *c, bool *moved_p);
 	void (*close)(tp_coll_comm_t *c);
 } tp__coll_xport_ops_t;
 

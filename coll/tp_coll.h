@@ -29,7 +29,8 @@
  *                 different rank counts: the ring (sched/tp_sched.h).
  *                 Pipelined: a call of more than TOPOPLACE_COLL_SEGMENT
  *                 bytes (default 1 MiB; 0 never) is cut into segments
- *                 of at least that many, at most 16, and each
+ *                 of at most that many (at most 16 segments: larger
+ *                 ones for a call of more than 16 times it), and each
  *                 segment's exchange across the groups runs while the
  *                 groups reduce-scatter the later segments and
  *                 all-gather the earlier ones, so the up-links and the

@@ -248,13 +248,21 @@ static tp_err_t plan_json(const tp_plan_t *p, bool priced, char **json_p)
 			}
 			put_lit(&sb, "]");
 		}
-		put_lit(&sb, "},\n  \"hier_pipelined\": [");
+		put_lit(&sb, "}");
+		/* none where every size goes by the library's rule (a plan
+		 * loaded from a file without them) */
+		bool any = false;
 		for (size_t i = 0; i < p->nsizes; i++)
-			tp_strbuf_printf(&sb, "%s%s", i ? ", " : "",
+			any |= p->hier_pipe[i] != 0;
+		for (size_t i = 0; any && i < p->nsizes; i++)
+			tp_strbuf_printf(&sb, "%s%s",
+					 i ? ", "
+					   : ",\n  \"hier_pipelined\": [",
 					 p->hier_pipe[i] == 2	? "true"
 					 : p->hier_pipe[i] == 1 ? "false"
 								: "null");
-		put_lit(&sb, "]");
+		if (any)
+			put_lit(&sb, "]");
 	}
 	if (priced && !p->host_segment)
 		put_lit(&sb, ",\n  \"host_segment\": false");
@@ -950,9 +958,9 @@ static tp_err_t check_children(loader_t *ld, const cJSON *o, int t)
 	return TP_OK;
 }
 
-/* "hier_pipelined": with predictions, per size true or false where
- * there is a hierarchical prediction, null where there is none
- * (tp_plan_hier_pipelined()); absent: the library's rule at every size. */
+/* "hier_pipelined": with predictions, per size true or false (only
+ * where there is a hierarchical prediction) or null, the library's rule
+ * (tp_plan_hier_pipelined()); absent: the rule at every size. */
 static tp_err_t load_pipelined(loader_t *ld, const cJSON *arr)
 {
 	tp_plan_t *p = ld->p;
@@ -971,14 +979,15 @@ static tp_err_t load_pipelined(loader_t *ld, const cJSON *arr)
 	cJSON_ArrayForEach(it, arr)
 	{
 		bool have = !isnan(p->pred[TP_ALGO_HIERARCHICAL][i]);
-		if (have ? !cJSON_IsBool(it) : !cJSON_IsNull(it))
+		if (!cJSON_IsNull(it) && !(have && cJSON_IsBool(it)))
 			return lfail(ld, TP_ERR_PARSE,
 				     "hier_pipelined[%zu]: expected %s", i,
-				     have ? "true or false (a hierarchical "
-					    "prediction)"
+				     have ? "true, false or null"
 					  : "null (no hierarchical "
 					    "prediction)");
-		p->hier_pipe[i] = have ? (cJSON_IsTrue(it) ? 2 : 1) : 0;
+		p->hier_pipe[i] = cJSON_IsNull(it)   ? 0
+				  : cJSON_IsTrue(it) ? 2
+						     : 1;
 		i++;
 	}
 	return TP_OK;

@@ -281,10 +281,11 @@ tp_err_t tp_plan_sched(const tp_plan_t *plan, tp_sched_algo_t algo,
  *  "sizes": [bytes, ...],
  *  "predicted": {"ring": [s, ...], "hierarchical": [...], "tree": [...]}
  *               or null; a prediction the model could not make is null,
- *  "hier_pipelined": [bool, ...]  with a hierarchical prediction: per
- *                            size whether it is the pipelined schedule's
+ *  "hier_pipelined": [bool, ...]  per size whether the hierarchical
+ *                            prediction is the pipelined schedule's
  *                            (tp_plan_hier_pipelined()), null where
- *                            there is none,
+ *                            there is none (the library's rule); absent
+ *                            when every size is null,
  *  "host_segment": false     only when the predictions priced the host
  *                            phases as rings (tp_plan_host_segment()),
  *  "rank_weights": [w, ...]  only when the ranks are weighted

@@ -143,11 +143,12 @@
  * per rank decides: 32 KiB. */
 #define TP_SCHED_HOST_SMALL 32768
 /* The collective library cuts a hierarchical all-reduce of more bytes
- * than this into segments of at least this many
- * (tp_sched_pipe_nseg()) and pipelines them: each segment's exchange
- * across the units runs while the later segments' reduce-scatters and
- * the earlier ones' all-gathers run inside them (TOPOPLACE_COLL_SEGMENT
- * changes it per job; tp_sched_pipe_seconds() prices it). */
+ * than this into segments of at most this many, or a sixteenth of the
+ * call when that is more (tp_sched_pipe_nseg()), and pipelines them: each
+ * segment's exchange across the units runs while the later segments'
+ * reduce-scatters and the earlier ones' all-gathers run inside them
+ * (TOPOPLACE_COLL_SEGMENT changes it per job; tp_sched_pipe_seconds() prices
+ * it). */
 #define TP_SCHED_HIER_SEGMENT ((size_t)1 << 20)
 /* At most this many segments: every segment pays each phase's
  * latency, so a large buffer gets larger segments (1 GiB: 64 MiB ones),
@@ -275,8 +276,8 @@ double tp_sched_latency_at(const tp_sched_t *s, double bytes, double alpha_s,
  * the phases one after another. */
 double tp_sched_pipe_seconds(const double t[3], const double lat[3],
 			     double nseg);
-/* Segments of a hierarchical all-reduce of `bytes` with segments of at
- * least seg bytes (0: none): ceil(bytes / seg), at most
+/* Segments of a hierarchical all-reduce of `bytes` with segments of
+ * seg bytes (0: none): ceil(bytes / seg), at most
  * TP_SCHED_PIPE_SEGS_MAX; 1 (one piece) when bytes <= seg. The library
  * cuts count elements into segments of ceil(count / nseg). */
 double tp_sched_pipe_nseg(double bytes, double seg);

@@ -16,28 +16,28 @@
  * several hosts its reduce-scatter and all-gather, one wait per round,
  * where the ring takes g - 1 dependent steps each.
  *
- * Pipeline: a call of more than c->seg_bytes is cut into segments of
- * ceil(count / nseg) elements (the last shorter; nseg from
- * tp_sched_pipe_nseg: a segment of at least seg_bytes, at most
- * TP_SCHED_PIPE_SEGS_MAX of them), each run through the whole schedule
- * above. Every segment's reduce-scatters run first, in order;
- * each one done queues its segment's exchange across the units, and the
- * queue runs behind the foreground (ring.c calls c->bg whenever its own
- * phase cannot move; the exchange's ring phases use the second lane of
- * requests and slots). Then every segment's all-gathers, each once its
- * exchange is back. So the up-links carry segment i while the host links
- * carry the reduce-scatters after it and the all-gathers before it
- * (tp_sched.h prices the same overlap). One segment (a call of at most
- * seg_bytes, or seg_bytes 0) is the schedule in one piece. Every rank
- * cuts alike: init checks that all use the same seg_bytes.
+ * Pipeline: a call of more than c->seg_bytes is cut into nseg segments
+ * of ceil(count / nseg) elements (the last shorter; nseg from
+ * tp_sched_pipe_nseg: ceil(bytes / seg_bytes), at most
+ * TP_SCHED_PIPE_SEGS_MAX, so a segment is at most seg_bytes or a
+ * sixteenth of the call), each run through the whole schedule above. Every
+ * segment's reduce-scatters run first, in order; each one done queues its
+ * segment's exchange across the units, and the queue runs behind the foreground
+ * (ring.c calls c->bg whenever its own phase cannot move; the exchange's ring
+ * phases use the second lane of requests and slots). Then every segment's
+ * all-gathers, each once its exchange is back. So the up-links carry segment i
+ * while the host links carry the reduce-scatters after it and the all-gathers
+ * before it (tp_sched.h prices the same overlap). One segment (a call of at
+ * most seg_bytes, or seg_bytes 0) is the schedule in one piece. Every rank cuts
+ * alike: init checks that all use the same seg_bytes.
  *
  * Progress: a rank's foreground never waits on another rank's queued
- * exchange, and every rank runs its queue whenever it waits on the
- * transport (a wait on the host segment does not run it: a local peer
- * arriving there ends that wait). A rank waiting for segment i's
- * exchange runs its own queue, and the peers it waits for have all
- * passed i's reduce-scatters, so the exchanges complete in segment
- * order. */
+ * exchange, and every rank runs its queue whenever it waits: on the
+ * transport, and in the host segment's waits (xport/shm.c serve_bg,
+ * which also moves the transport's bytes between short sleeps). A rank waiting
+ * for segment i's exchange runs its own queue, and the peers it waits for have
+ * all passed i's reduce-scatters, so the exchanges complete in segment order.
+ */
 #include "config.h"
 
 #include <string.h>
@@ -191,10 +191,11 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 			   : tp__coll_host_allreduce_large(c, buf, src, count,
 							   dt, op);
 	xq_t q = {.buf = buf, .count = count, .seg = count, .dt = dt, .op = op};
-	/* segments only where an exchange across units can run behind
-	 * in-group stages; the same choice on every rank (not ncross: a
-	 * rank may hold no cross ring) */
-	if (pipe != 0 && c->nunits > 1 && c->nlevels) {
+	/* segments only where there is an exchange across units; the same
+	 * choice on every rank (the schedule's units, not this rank's
+	 * levels or cross rings: a host alone in its unit with one rank has
+	 * no level, and holds every channel) */
+	if (pipe != 0 && c->nunits > 1) {
 		size_t n = (size_t)tp_sched_pipe_nseg((double)(count * dsz),
 						      (double)c->seg_bytes);
 		q.seg = (count + n - 1) / n;

@@ -881,6 +881,22 @@ static uint32_t others_moved(const tp__coll_host_t *h)
  * peer. */
 #define SLICE_NS (50 * 1000 * 1000L)
 
+/* How long a wait with work behind it (c->bg) sleeps between its turns
+ * at that work. */
+#define BG_SLICE_NS (200 * 1000L)
+
+/* The work behind this call (c->bg: the pipelined hierarchical
+ * all-reduce's exchange across groups) and the transport, once, without
+ * waiting: a rank waiting here for its host's ranks keeps its exchange
+ * going. *moved_p: whether the transport moved bytes. */
+static tp_err_t serve_bg(tp_coll_comm_t *c, bool *moved_p)
+{
+	tp_err_t err = c->bg(c, c->bg_arg);
+
+	*moved_p = false;
+	return err ? err : c->xp->poke(c, moved_p);
+}
+
 /* Sleep until counter w reaches target (wrap-safe). On timeout, names
  * the local rank that arrived least often, if behind us. The timeout
  * counts from this rank's last move or the last move of another rank
@@ -890,13 +906,19 @@ static uint32_t others_moved(const tp__coll_host_t *h)
 static tp_err_t host_wait(tp_coll_comm_t *c, tp__coll_host_t *h,
 			  _Atomic uint32_t *w, uint32_t target)
 {
-	const struct timespec slice = {0, SLICE_NS};
+	/* with work behind the wait, shorter sleeps and that work between */
+	const struct timespec slice = {0, c->bg ? BG_SLICE_NS : SLICE_NS};
 	int64_t deadline = c->last_move_ns + c->timeout_ns;
 	int64_t t0 = tp__coll_now_ns(), check;
 	uint32_t seen = others_moved(h);
+	bool moved;
+	tp_err_t err;
 
-	while (!reached(w, target) && tp__coll_now_ns() - t0 < h->yield_ns)
+	while (!reached(w, target) && tp__coll_now_ns() - t0 < h->yield_ns) {
+		if (c->bg && (err = serve_bg(c, &moved)))
+			return err;
 		sched_yield();
+	}
 	/* the checks run a slice apart by the clock, whatever the futex
 	 * said: a signal every few ms (a handler without SA_RESTART, as
 	 * Python installs its own) ends every wait early with EINTR, and
@@ -905,6 +927,12 @@ static tp_err_t host_wait(tp_coll_comm_t *c, tp__coll_host_t *h,
 	while (!reached(w, target)) {
 		uint32_t v = atomic_load(w);
 		int e, dead, last = h->me;
+		if (c->bg) {
+			if ((err = serve_bg(c, &moved)))
+				return err;
+			if (moved || reached(w, target))
+				continue;
+		}
 		atomic_fetch_add(h->sleepers, 1);
 		if ((int32_t)(v - target) < 0)
 			(void)futex(w, FUTEX_WAIT, v, &slice);

@@ -350,6 +350,25 @@ static tp_err_t tcp_progress(tp_coll_comm_t *c)
 	}
 }
 
+static tp_err_t tcp_poke(tp_coll_comm_t *c, bool *moved_p)
+{
+	bool moved = false;
+
+	if (c->broken)
+		return TP_ERR_PEER_LOST;
+	for (int i = 0; i < c->nactive; i++) {
+		tp_err_t err = pump(c, c->active[i], &moved);
+		if (err)
+			return err;
+	}
+	if (moved) {
+		c->last_move_ns = tp__coll_now_ns();
+		tp__coll_host_moved(c);
+	}
+	*moved_p = moved;
+	return TP_OK;
+}
+
 static void tcp_close(tp_coll_comm_t *c)
 {
 	for (int i = 0; i < c->nactive; i++) {
@@ -367,5 +386,6 @@ const tp__coll_xport_ops_t tp__coll_xport_tcp = {
     .irecv = tcp_irecv,
     .irecv_reduce = tcp_irecv_reduce,
     .progress = tcp_progress,
+    .poke = tcp_poke,
     .close = tcp_close,
 };

@@ -1967,26 +1967,21 @@ static void test_check_mismatch(void **s)
 /* The pipelined hierarchical all-reduce (TOPOPLACE_COLL_SEGMENT bytes a
  * segment): every dtype and op over counts of one segment, a few and
  * many with a short last one, in place and out of place, on the
- * hierarchical schedule only. arg: the segment in bytes, for the
- * message, and the largest count to run. */
-typedef struct pipe_arg {
-	size_t seg, most;
-} pipe_arg_t;
+ * hierarchical schedule only. arg: the segment in bytes (a size_t),
+ * for the message. */
 
 static int hier_pipeline(tp_coll_comm_t *c, void *arg)
 {
 	static const size_t cnts[] = {1, 250, 1031, 4099};
 	static char in[4099 * 8], out[4099 * 8];
-	const pipe_arg_t *a = arg;
 	int me = tp_coll_comm_rank(c);
 	char what[64];
 
-	snprintf(what, sizeof(what), "hierarchical, segment %zu", a->seg);
+	snprintf(what, sizeof(what), "hierarchical, segment %zu",
+		 *(const size_t *)arg);
 	for (int dti = 0; dti < TP_COLL_NDTYPES; dti++) {
 		tp_coll_dtype_t dt = (tp_coll_dtype_t)dti;
-		for (size_t k = 0;
-		     k < sizeof(cnts) / sizeof(*cnts) && cnts[k] <= a->most;
-		     k++) {
+		for (size_t k = 0; k < sizeof(cnts) / sizeof(*cnts); k++) {
 			/* every count in fp32, 1031 (a short last
 			 * segment) in every dtype */
 			if (dt != TP_COLL_FP32 && cnts[k] != 1031)
@@ -2024,33 +2019,34 @@ static int hier_pipeline(tp_coll_comm_t *c, void *arg)
 /* Shapes: two groups of two hosts (host segment, group ring, one cross
  * channel a rank), groups of two and one host (the lone host's ranks
  * hold two channels each), a NIC per GPU, one rank a host (no host
- * level), and the host phases as rings (TOPOPLACE_COLL_SHM=0). Segments
- * of 1000 bytes (a part of an element's worth left over for 8-byte
- * types), 12 (one or a few elements: thousands of segments) and 0 (none:
- * the schedule in one piece). A rank cutting otherwise fails init. */
+ * level), and groups of two and one host with one rank a host (the
+ * lone host has no level at all, and still cuts as the others do), and
+ * the host phases as rings (TOPOPLACE_COLL_SHM=0). Segments of 1000
+ * bytes (a part of an element's worth left over for 8-byte types), 12
+ * (one element or a few; at most 16 segments, so larger ones for most
+ * counts) and 0 (none: the schedule in one piece). A rank cutting
+ * otherwise fails init. */
 static void test_hier_pipeline(void **s)
 {
-	tp_plan_t *p[4] = {plan_of(4, 2, 0), plan_of(3, 2, 0),
+	tp_plan_t *p[5] = {plan_of(4, 2, 0), plan_of(3, 2, 0),
 			   plan_on(coll_fabric_nics(), 4, 2, 0),
-			   plan_of(4, 1, 0)};
+			   plan_of(4, 1, 0), plan_of(3, 1, 0)};
 	static const char *const segs[] = {"1000", "12", "0"};
-	pipe_arg_t a;
+	size_t seg;
 	char what[96];
 
 	(void)s;
 	for (size_t g = 0; g < 3; g++) {
 		setenv("TOPOPLACE_COLL_SEGMENT", segs[g], 1);
-		a.seg = strtoul(segs[g], NULL, 10);
-		/* 12-byte segments: up to 84 a call (thousands are slow) */
-		a.most = g == 1 ? 250 : SIZE_MAX;
-		for (int k = 0; k < 4; k++) {
+		seg = strtoul(segs[g], NULL, 10);
+		for (int k = 0; k < 5; k++) {
 			snprintf(what, sizeof(what), "segment %s, shape %d",
 				 segs[g], k);
-			run_ranks_ok(p[k], 20, 64 << 10, hier_pipeline, &a, 120,
-				     what);
+			run_ranks_ok(p[k], 20, 64 << 10, hier_pipeline, &seg,
+				     120, what);
 		}
 		setenv("TOPOPLACE_COLL_SHM", "0", 1);
-		run_ranks_ok(p[0], 20, 64 << 10, hier_pipeline, &a, 120,
+		run_ranks_ok(p[0], 20, 64 << 10, hier_pipeline, &seg, 120,
 			     "host rings");
 		unsetenv("TOPOPLACE_COLL_SHM");
 	}
@@ -2070,7 +2066,7 @@ static void test_hier_pipeline(void **s)
 		init_refused(p[3], 0, what);
 	}
 	unsetenv("TOPOPLACE_COLL_SEGMENT");
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < 5; k++)
 		tp_plan_destroy(p[k]);
 }
 

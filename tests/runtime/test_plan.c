@@ -630,6 +630,45 @@ static void test_json_roundtrip(void **state)
 		names[i] = tp_fabric_host(f, i)->name;
 	p = build(f, ctx, names, 8, NULL); /* with predictions and rails */
 	roundtrip(p);
+	/* the hierarchical predictions in one piece (the context has no
+	 * pipeline segment); a file without hier_pipelined (an older plan)
+	 * leaves every size to the library's rule, writes none back and
+	 * loads again; null stands for the rule at one size */
+	for (size_t i = 0; i < tp_plan_nsizes(p); i++)
+		assert_int_equal(tp_plan_hier_pipelined(p, i), 0);
+	j = json_of(p);
+	{
+		const char *at = strstr(j, ",\n  \"hier_pipelined\": [");
+		assert_non_null(at);
+		char *old = subst(j,
+				  at == NULL ? ""
+					     : ",\n  \"hier_pipelined\": "
+					       "[false, false, false, "
+					       "false, false]",
+				  "");
+		assert_int_equal(
+		    tp_plan_parse_json("p", old, strlen(old), &q, &msg), TP_OK);
+		for (size_t i = 0; i < tp_plan_nsizes(q); i++)
+			assert_int_equal(tp_plan_hier_pipelined(q, i), -1);
+		char *back = json_of(q);
+		assert_null(strstr(back, "hier_pipelined"));
+		roundtrip(q);
+		tp_plan_destroy(q);
+		q = NULL;
+		tp_free(back);
+		char *one = subst(j, "\"hier_pipelined\": [false",
+				  "\"hier_pipelined\": [null");
+		assert_int_equal(
+		    tp_plan_parse_json("p", one, strlen(one), &q, &msg), TP_OK);
+		assert_int_equal(tp_plan_hier_pipelined(q, 0), -1);
+		assert_int_equal(tp_plan_hier_pipelined(q, 1), 0);
+		roundtrip(q);
+		tp_plan_destroy(q);
+		q = NULL;
+		free(one);
+		free(old);
+	}
+	tp_free(j);
 
 	/* through a file */
 	j = json_of(p);
@@ -879,6 +918,10 @@ static void test_json_hostile(void **state)
 			 "\"predicted\": null, \"host_segment\": false",
 			 TP_ERR_PARSE,
 			 "host_segment: false without predictions");
+	expect_bad_subst(j, "\"predicted\": null",
+			 "\"predicted\": null, \"hier_pipelined\": [true, "
+			 "true, true, true, true]",
+			 TP_ERR_PARSE, "hier_pipelined: without predictions");
 	/* a node count far beyond the ring: the ring's length is the
 	 * error, not the allocation that count would ask for */
 	expect_bad_subst(j, "\"nodes\": 8,", "\"nodes\": 4294967294,",
