@@ -457,10 +457,11 @@ PY
 # NAME CONF-LINES [REGEX]: node001+node002, 4 tasks each; what of the
 # plan matches REGEX (default: its weights), each match once, joined by
 # "|", or "none"
+# (HOSTS: the two hosts, node001,node002 unless set)
 weights_step() {
 	printf 'FabricFile=half.json\n%s\n' "$2" >"$dir/rel/topoplace.conf"
 	sed "s|fabric=[^ ]*|conf=$dir/rel/topoplace.conf|" "$tmp/plugstack.saved" >"$dir/plugstack.conf"
-	as_user timeout 60 srun -J "$1" -w node001,node002 -N 2 --ntasks-per-node 4 sh -c \
+	as_user timeout 60 srun -J "$1" -w "${HOSTS:-node001,node002}" -N 2 --ntasks-per-node 4 sh -c \
 		'if [ "$SLURM_PROCID" = 0 ]; then m=$(grep -o "$0" "$TOPOPLACE_PLAN" | sort -u | paste -sd "|"); echo "w ${m:-none}"; fi' \
 		"${3:-\"rank_weights\": \[[^]]*\]}" \
 		>"$tmp/$1.out" 2>"$tmp/$1.err" || bad "srun $1: $(head -c 200 "$tmp/$1.err")"
@@ -497,6 +498,17 @@ w=$(export TOPOPLACE_COLL_SHM=0; weights_step rings "" '"host_segment": [a-z]*')
 w=$(weights_step segment "" '"host_segment": [a-z]*')
 [ "$w" = none ] && ok "TOPOPLACE_COLL_SHM unset: the step's plan priced the host segment" ||
 	bad "TOPOPLACE_COLL_SHM unset: plan's host_segment '$w'"
+# the hierarchical pipeline priced with the job's TOPOPLACE_COLL_SEGMENT: a step over two
+# scalable units (node001, node005) runs 256 MiB and 1 GiB pipelined by default, nothing with
+# TOPOPLACE_COLL_SEGMENT=0 (topoplace plan gives the same on this fabric)
+w=$(export HOSTS=node001,node005; weights_step pipe "" '"hier_pipelined": \[[^]]*\]')
+[ "$w" = '"hier_pipelined": [false, false, false, true, true]' ] &&
+	ok "TOPOPLACE_COLL_SEGMENT unset: the step's plan pipelines 256 MiB and 1 GiB" ||
+	bad "TOPOPLACE_COLL_SEGMENT unset: plan's '$w'"
+w=$(export HOSTS=node001,node005 TOPOPLACE_COLL_SEGMENT=0; weights_step whole "" '"hier_pipelined": \[[^]]*\]')
+[ "$w" = '"hier_pipelined": [false, false, false, false, false]' ] &&
+	ok "TOPOPLACE_COLL_SEGMENT=0: the step's plan runs every size in one piece" ||
+	bad "TOPOPLACE_COLL_SEGMENT=0: plan's '$w'"
 
 # ---- PlanMaxRanks: a step of more tasks gets no plan (one info line on
 # each node), one of exactly that many gets its plan ----
