@@ -428,6 +428,13 @@ static tp_err_t load_node(loader_t *ld, const tp__jdoc_t *d, int i, bool sw)
 		return lfail(ld, TP_ERR_PARSE,
 			     "%s[%d].guid: expected a hex GUID string", what,
 			     i);
+	/* as the ibnetdiscover reader says: a zeroed or edited file, where
+	 * every node of GUID 0 would be one */
+	if (!guid)
+		return lfail(ld, TP_ERR_PARSE,
+			     "%s[%d].guid: GUID 0 (no InfiniBand node or port "
+			     "has it)",
+			     what, i);
 	if (!desc)
 		return lfail(ld, TP_ERR_PARSE, "%s[%d].desc: expected a string",
 			     what, i);
@@ -726,6 +733,11 @@ static tp_err_t load_guid_name(loader_t *ld, const tp__jdoc_t *d, int i)
 		return lfail(
 		    ld, TP_ERR_PARSE,
 		    "guid_map[%d]: guid (hex string) and name required", i);
+	if (!guid)
+		return lfail(ld, TP_ERR_PARSE,
+			     "guid_map[%d].guid: GUID 0 (no InfiniBand node or "
+			     "port has it)",
+			     i);
 	/* finalize makes the name a host: checked here, where the entry
 	 * can be named (the --guid-map reader checks it the same way) */
 	if (!tp__name_ok(name))

@@ -334,6 +334,16 @@ static void test_hostile(void **state)
 	expect_error(HEAD "\"switches\":{}}", "\"switches\"");
 	expect_error(HEAD "\"switches\":[{\"guid\":\"xyz\"}]," TAIL,
 		     "switches[0].guid");
+	/* GUID 0, as the ibnetdiscover reader refuses it: a zeroed file,
+	 * where every node so named would be one */
+	expect_error(HEAD
+		     "\"switches\":[" SW0 "],\"cas\":[{\"guid\":\"0x0\","
+		     "\"desc\":\"h1 mlx5_0\",\"ports\":1,\"subnet\":0}]," TAIL,
+		     "cas[0].guid: GUID 0 (no InfiniBand node or port has "
+		     "it)");
+	expect_error(HEAD "\"switches\":[{\"guid\":\"0x0000000000000000\","
+			  "\"desc\":\"s\",\"ports\":36,\"subnet\":0}]," TAIL,
+		     "switches[0].guid: GUID 0");
 	expect_error(HEAD "\"switches\":[" SW0 "," SW0 "]," TAIL,
 		     "appears twice");
 	expect_error(HEAD "\"switches\":[{\"guid\":\"0x1\",\"desc\":\"s\","
@@ -503,6 +513,10 @@ static void test_hostile(void **state)
 			  "\"0x02\",\"name\":\"c\"}],\"nvlink_domains\":[],"
 			  "\"warnings\":[]}",
 		     "guid_map[2]: GUID 0x0000000000000002 listed twice");
+	expect_error(HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[]"
+			  ",\"guid_map\":[{\"guid\":\"0x0\",\"name\":\"a\"}],"
+			  "\"nvlink_domains\":[],\"warnings\":[]}",
+		     "guid_map[0].guid: GUID 0");
 
 	/* a minimal valid document */
 	tp_fabric_t *f = NULL;
