@@ -546,6 +546,49 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 				 size_t count, tp_coll_dtype_t dt,
 				 tp_coll_op_t op, int pipe);
 
+/* Where cross ring x works in the call's elements [a, a + n) (a segment
+ * of the hierarchical schedule): *at_p (in the call's buffer) and
+ * *cnt_p elements. */
+void tp__coll_cross_span(const tp_coll_comm_t *c, size_t a, size_t n, int x,
+			 size_t *at_p, size_t *cnt_p);
+/* The pipelined hierarchical schedules' exchanges across the units, a
+ * queue of segments run behind the foreground (algo/hier.c; dense there,
+ * compressed in compress.c). The segments are seg elements of count (the
+ * last shorter). The reduce-scatters push each segment as they finish it
+ * (queued); the head segment runs each cross ring's reduce-scatter, then
+ * its all-gather, in channel order; done segments are back. How a phase
+ * runs is the owner's: start begins cross ring q->x's reduce-scatter (q->ag
+ * false) or all-gather on the call's elements [at, at + n); pump moves it
+ * on without blocking and sets *fin once it has ended. Embed the queue as
+ * the first member of the owner's state. */
+typedef struct tp__coll_xq tp__coll_xq_t;
+struct tp__coll_xq {
+	size_t count, seg, queued, done;
+	int x;
+	bool ag, active;
+	tp_err_t (*start)(tp_coll_comm_t *c, tp__coll_xq_t *q, size_t at,
+			  size_t n);
+	tp_err_t (*pump)(tp_coll_comm_t *c, tp__coll_xq_t *q, bool *fin);
+};
+/* Segment i's length. */
+static inline size_t tp__coll_xq_len(const tp__coll_xq_t *q, size_t i)
+{
+	return q->count - i * q->seg < q->seg ? q->count - i * q->seg : q->seg;
+}
+/* Runs the queue behind the call (c->bg = tp__coll_xq_poll, c->bg_arg =
+ * q) until tp__coll_xq_end. */
+void tp__coll_xq_begin(tp_coll_comm_t *c, tp__coll_xq_t *q);
+/* Moves the queue on without blocking (c->bg's signature). */
+tp_err_t tp__coll_xq_poll(tp_coll_comm_t *c, void *q);
+/* The next segment's reduce-scatters are done: queue its exchange. */
+tp_err_t tp__coll_xq_push(tp_coll_comm_t *c, tp__coll_xq_t *q);
+/* Waits until segment i is back (the time not hidden: CROSS). */
+tp_err_t tp__coll_xq_wait(tp_coll_comm_t *c, tp__coll_xq_t *q, size_t i);
+/* The call ends with err: the queue stops running behind it; after an
+ * error with phases still posted (their requests point into the owner's
+ * state) the communicator is broken. Returns err. */
+tp_err_t tp__coll_xq_end(tp_coll_comm_t *c, tp__coll_xq_t *q, tp_err_t err);
+
 /* Adds the time since t0 to phase; returns now (the next phase's t0). */
 static inline int64_t tp__coll_lap(tp_coll_comm_t *c, tp_coll_phase_t phase,
 				   int64_t t0)

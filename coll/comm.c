@@ -1177,12 +1177,14 @@ tp_err_t tp_coll_allreduce(tp_coll_comm_t *c, const void *sendbuf,
 		return finish(c, tp__coll_device_allreduce(
 				     c, sendbuf, recvbuf, count, dt, op, algo));
 	const char *src = sendbuf != recvbuf ? sendbuf : NULL;
+	/* the plan's size this call falls under (nsizes 0: none) */
+	size_t si = size_index(c, count * dsz);
 	if (algo == TP_COLL_ALGO_AUTO && c->host && c->nhosts == 1 &&
 	    count * dsz <= TP__COLL_SMALL) {
 		err = tp__coll_host_allreduce(c, recvbuf, src, count, dt, rop);
 		algo = TP_COLL_ALGO_AUTO;
 	} else if (algo == TP_COLL_ALGO_AUTO) {
-		algo = tp_coll_algo_select(c, count * dsz);
+		algo = c->nsizes ? c->recommend[si] : TP_COLL_ALGO_RING;
 	}
 	switch (algo) {
 	case TP_COLL_ALGO_AUTO:
@@ -1195,9 +1197,9 @@ tp_err_t tp_coll_allreduce(tp_coll_comm_t *c, const void *sendbuf,
 	case TP_COLL_ALGO_HIERARCHICAL:
 		/* pipelined or in one piece as the plan found faster at
 		 * this size (the rule without a prediction) */
-		err = tp__coll_hier_allreduce(
-		    c, recvbuf, src, count, dt, rop,
-		    c->nsizes ? c->hier_pipe[size_index(c, count * dsz)] : -1);
+		err =
+		    tp__coll_hier_allreduce(c, recvbuf, src, count, dt, rop,
+					    c->nsizes ? c->hier_pipe[si] : -1);
 		break;
 	default:
 		err = tp__coll_ring_allreduce(c, &c->ring, recvbuf, src, count,

@@ -221,19 +221,6 @@ static tp_err_t inner(tp_coll_comm_t *c, tp__coll_comp_call_t *k, float *buf,
 	return err;
 }
 
-/* Where cross ring x works in segment [a, a + n): at (in the call's
- * buffer) and count. */
-static void cross_span(const tp_coll_comm_t *c, size_t a, size_t n, int x,
-		       size_t *at_p, size_t *cnt_p)
-{
-	size_t off[TP__COLL_MAX_LEVELS + 1], cnt[TP__COLL_MAX_LEVELS + 1];
-	size_t soff, scnt, so;
-
-	tp__coll_hier_spans(c, n, off, cnt, &soff, &scnt);
-	tp__coll_seg(scnt, c->nchan, c->cross_chan[x], &so, cnt_p);
-	*at_p = a + soff + so;
-}
-
 /* The exchange across the groups of the whole buffer, run to its end:
  * each cross ring's all-reduce, compressed or dense. */
 static tp_err_t cross_run(tp_coll_comm_t *c, tp__coll_comp_call_t *k,
@@ -244,7 +231,7 @@ static tp_err_t cross_run(tp_coll_comm_t *c, tp__coll_comp_call_t *k,
 
 	for (int x = 0; x < c->ncross && !err; x++) {
 		size_t at, sc;
-		cross_span(c, 0, count, x, &at, &sc);
+		tp__coll_cross_span(c, 0, count, x, &at, &sc);
 		err = levels & TP_COLL_LEVEL_CROSS
 			  ? tp__coll_comp_ring_allreduce(c, &c->cross[x], k, 0,
 							 buf + at, at, sc)
@@ -271,78 +258,29 @@ static tp_err_t hier(tp_coll_comm_t *c, tp__coll_comp_call_t *k, float *buf,
 	return inner(c, k, buf, 0, count, comp_lv, false);
 }
 
-static size_t seg_len(size_t count, size_t seg, size_t i)
-{
-	return count - i * seg < seg ? count - i * seg : seg;
-}
-
-/* The segments' compressed exchanges across the groups, a queue run
- * behind the dense stages: the reduce-scatters push segments (queued),
- * the head's exchange runs each cross ring's reduce-scatter then
- * all-gather in channel order, and `done` segments are back. */
-typedef struct cross {
+/* The compressed exchange: each phase a compressed ring stage (stage 0). */
+typedef struct comp_xq {
+	tp__coll_xq_t q; /* first: the queue's callbacks get &q */
 	tp__coll_comp_call_t *k;
 	float *buf;
-	size_t count, seg, queued, done;
-	int x, ag;
-	bool active;
 	tp__coll_comp_op_t op;
-} cross_t;
+} comp_xq_t;
 
-static tp_err_t cross_start(tp_coll_comm_t *c, cross_t *x)
+static tp_err_t comp_start(tp_coll_comm_t *c, tp__coll_xq_t *q, size_t at,
+			   size_t n)
 {
-	size_t at, sc;
+	comp_xq_t *x = (comp_xq_t *)q;
 
-	cross_span(c, x->done * x->seg, seg_len(x->count, x->seg, x->done),
-		   x->x, &at, &sc);
-	return tp__coll_comp_op_start(c, &x->op, &c->cross[x->x], x->k, 0,
-				      x->ag, x->buf + at, at, sc);
+	return tp__coll_comp_op_start(c, &x->op, &c->cross[q->x], x->k, 0,
+				      q->ag, x->buf + at, at, n);
 }
 
-static tp_err_t cross_poll(tp_coll_comm_t *c, void *arg)
+static tp_err_t comp_pump(tp_coll_comm_t *c, tp__coll_xq_t *q, bool *fin)
 {
-	cross_t *x = arg;
-	tp_err_t err;
+	comp_xq_t *x = (comp_xq_t *)q;
+	tp_err_t err = tp__coll_comp_op_poll(c, &x->op);
 
-	while (x->active) {
-		if ((err = tp__coll_comp_op_poll(c, &x->op)))
-			return err;
-		if (!tp__coll_comp_op_done(&x->op))
-			return TP_OK;
-		x->ag = !x->ag;
-		if (!x->ag && ++x->x == c->ncross) {
-			x->x = 0;
-			if (++x->done == x->queued) {
-				x->active = false;
-				break;
-			}
-		}
-		if ((err = cross_start(c, x)))
-			return err;
-	}
-	return TP_OK;
-}
-
-/* The next segment's reduce-scatter is done: queue its exchange. */
-static tp_err_t cross_push(tp_coll_comm_t *c, cross_t *x)
-{
-	if (x->queued++ > x->done)
-		return TP_OK;
-	x->active = true;
-	x->x = x->ag = 0;
-	return cross_start(c, x);
-}
-
-/* Waits until segment i is back (the time not hidden: CROSS). */
-static tp_err_t cross_wait(tp_coll_comm_t *c, cross_t *x, size_t i)
-{
-	int64_t t0 = tp__coll_now_ns();
-	tp_err_t err = TP_OK;
-
-	while (!err && x->done <= i && !(err = cross_poll(c, x)) &&
-	       x->done <= i)
-		err = c->xp->progress(c);
-	tp__coll_lap(c, TP_COLL_PHASE_CROSS, t0);
+	*fin = !err && tp__coll_comp_op_done(&x->op);
 	return err;
 }
 
@@ -362,27 +300,29 @@ static tp_err_t pipelined(tp_coll_comm_t *c, tp__coll_comp_call_t *k,
 {
 	bool comp_lv[TP__COLL_MAX_LEVELS];
 	size_t nseg = (count + seg - 1) / seg;
-	cross_t x = {.k = k, .buf = buf, .count = count, .seg = seg};
+	comp_xq_t x = {.q = {.count = count,
+			     .seg = seg,
+			     .start = comp_start,
+			     .pump = comp_pump},
+		       .k = k,
+		       .buf = buf};
+	tp__coll_xq_t *q = &x.q;
 	tp_err_t err = TP_OK;
 
 	comp_levels(c, levels, comp_lv);
 	if (overlap)
-		c->bg = cross_poll, c->bg_arg = &x;
+		tp__coll_xq_begin(c, q);
 	for (size_t i = 0; i < nseg && !err; i++) {
-		err = inner(c, k, buf, i * seg, seg_len(count, seg, i), comp_lv,
+		err = inner(c, k, buf, i * seg, tp__coll_xq_len(q, i), comp_lv,
 			    true);
-		if (!err && !(err = cross_push(c, &x)) && !overlap)
-			err = cross_wait(c, &x, i);
+		if (!err && !(err = tp__coll_xq_push(c, q)) && !overlap)
+			err = tp__coll_xq_wait(c, q, i);
 	}
 	for (size_t i = 0; i < nseg && !err; i++)
-		if (!(err = cross_wait(c, &x, i)))
-			err = inner(c, k, buf, i * seg, seg_len(count, seg, i),
+		if (!(err = tp__coll_xq_wait(c, q, i)))
+			err = inner(c, k, buf, i * seg, tp__coll_xq_len(q, i),
 				    comp_lv, false);
-	c->bg = NULL;
-	/* requests still queued point into x: nothing can use them again */
-	if (err && x.active)
-		tp__coll_break(c);
-	return err;
+	return tp__coll_xq_end(c, q, err);
 }
 
 /* The pipeline's segment (elements, a multiple of the quantisation

@@ -88,89 +88,119 @@ static tp_err_t inner(tp_coll_comm_t *c, char *buf, const char *src, size_t a,
 	return err;
 }
 
-/* The segments' exchanges across the units: a queue run behind the
- * foreground. `queued` segments have finished their reduce-scatters,
- * `done` are back; the head runs cross ring x's reduce-scatter, then its
- * all-gather, for x in channel order. */
-typedef struct xq {
-	char *buf;
-	size_t count, seg, queued, done;
-	tp_coll_dtype_t dt;
-	tp_coll_op_t op;
-	int x;
-	bool active;
-	tp__coll_ring_phase_t ph;
-} xq_t;
-
-static size_t seg_len(const xq_t *q, size_t i)
-{
-	return q->count - i * q->seg < q->seg ? q->count - i * q->seg : q->seg;
-}
-
-/* Starts cross ring x's reduce-scatter (ag false) or all-gather of the
- * head segment, on lane 1. */
-static void xq_start(tp_coll_comm_t *c, xq_t *q, bool ag)
+void tp__coll_cross_span(const tp_coll_comm_t *c, size_t a, size_t n, int x,
+			 size_t *at_p, size_t *cnt_p)
 {
 	size_t off[TP__COLL_MAX_LEVELS + 1], cnt[TP__COLL_MAX_LEVELS + 1];
-	size_t soff, scnt, so, sc, dsz = tp_coll_dtype_size(q->dt);
-	const tp__coll_ring_t *r = &c->cross[q->x];
+	size_t soff, scnt, so;
 
-	tp__coll_hier_spans(c, seg_len(q, q->done), off, cnt, &soff, &scnt);
-	tp__coll_seg(scnt, c->nchan, c->cross_chan[q->x], &so, &sc);
-	char *b = q->buf + (q->done * q->seg + soff + so) * dsz;
-	/* the reduce-scatter leaves segment me + 1 complete here; the
-	 * all-gather starts by sending it (tp__coll_ring_allreduce) */
-	tp__coll_ring_phase_init(c, &q->ph, r, ag, b, NULL, sc, q->dt, q->op,
-				 ag ? r->me + 1 : r->me, 1);
+	tp__coll_hier_spans(c, n, off, cnt, &soff, &scnt);
+	tp__coll_seg(scnt, c->nchan, c->cross_chan[x], &so, cnt_p);
+	*at_p = a + soff + so;
 }
 
-/* Moves the queue on without blocking (c->bg). */
-static tp_err_t xq_poll(tp_coll_comm_t *c, void *arg)
+/* Starts the head segment's phase: cross ring q->x, q->ag. */
+static tp_err_t xq_start(tp_coll_comm_t *c, tp__coll_xq_t *q)
 {
-	xq_t *q = arg;
+	size_t at, n;
+
+	tp__coll_cross_span(c, q->done * q->seg, tp__coll_xq_len(q, q->done),
+			    q->x, &at, &n);
+	return q->start(c, q, at, n);
+}
+
+void tp__coll_xq_begin(tp_coll_comm_t *c, tp__coll_xq_t *q)
+{
+	c->bg = tp__coll_xq_poll;
+	c->bg_arg = q;
+}
+
+tp_err_t tp__coll_xq_poll(tp_coll_comm_t *c, void *arg)
+{
+	tp__coll_xq_t *q = arg;
+	tp_err_t err;
+	bool fin;
 
 	while (q->active) {
-		if (!tp__coll_ring_phase_done(&q->ph)) {
-			if (!tp__coll_ring_phase_pump(c, &q->ph) ||
-			    !tp__coll_ring_phase_done(&q->ph))
-				return TP_OK;
-		}
-		if (!q->ph.ag) {
-			xq_start(c, q, true);
-			continue;
-		}
-		if (++q->x == c->ncross) {
+		if ((err = q->pump(c, q, &fin)))
+			return err;
+		if (!fin)
+			return TP_OK;
+		q->ag = !q->ag;
+		if (!q->ag && ++q->x == c->ncross) {
 			q->x = 0;
 			if (++q->done == q->queued) {
 				q->active = false;
 				break;
 			}
 		}
-		xq_start(c, q, false);
+		if ((err = xq_start(c, q)))
+			return err;
 	}
 	return TP_OK;
 }
 
-/* The next segment's reduce-scatters are done: queue its exchange. */
-static void xq_push(tp_coll_comm_t *c, xq_t *q)
+tp_err_t tp__coll_xq_push(tp_coll_comm_t *c, tp__coll_xq_t *q)
 {
 	if (q->queued++ > q->done)
-		return;
+		return TP_OK;
 	q->active = true;
 	q->x = 0;
-	xq_start(c, q, false);
+	q->ag = false;
+	return xq_start(c, q);
 }
 
-/* Waits until segment i is back (the time not hidden: CROSS). */
-static tp_err_t xq_wait(tp_coll_comm_t *c, xq_t *q, size_t i)
+tp_err_t tp__coll_xq_wait(tp_coll_comm_t *c, tp__coll_xq_t *q, size_t i)
 {
 	int64_t t0 = tp__coll_now_ns();
 	tp_err_t err = TP_OK;
 
-	while (!err && q->done <= i && !(err = xq_poll(c, q)) && q->done <= i)
+	while (!err && q->done <= i && !(err = tp__coll_xq_poll(c, q)) &&
+	       q->done <= i)
 		err = c->xp->progress(c);
 	tp__coll_lap(c, TP_COLL_PHASE_CROSS, t0);
 	return err;
+}
+
+tp_err_t tp__coll_xq_end(tp_coll_comm_t *c, tp__coll_xq_t *q, tp_err_t err)
+{
+	c->bg = NULL;
+	if (err && q->active)
+		tp__coll_break(c);
+	return err;
+}
+
+/* The dense exchange: each phase a ring phase on lane 1. */
+typedef struct dense_xq {
+	tp__coll_xq_t q; /* first: the queue's callbacks get &q */
+	char *buf;
+	tp_coll_dtype_t dt;
+	tp_coll_op_t op;
+	tp__coll_ring_phase_t ph;
+} dense_xq_t;
+
+static tp_err_t dense_start(tp_coll_comm_t *c, tp__coll_xq_t *q, size_t at,
+			    size_t n)
+{
+	dense_xq_t *d = (dense_xq_t *)q;
+	const tp__coll_ring_t *r = &c->cross[q->x];
+
+	/* the reduce-scatter leaves segment me + 1 complete here; the
+	 * all-gather starts by sending it (tp__coll_ring_allreduce) */
+	tp__coll_ring_phase_init(c, &d->ph, r, q->ag,
+				 d->buf + at * tp_coll_dtype_size(d->dt), NULL,
+				 n, d->dt, d->op, q->ag ? r->me + 1 : r->me, 1);
+	return TP_OK;
+}
+
+static tp_err_t dense_pump(tp_coll_comm_t *c, tp__coll_xq_t *q, bool *fin)
+{
+	dense_xq_t *d = (dense_xq_t *)q;
+
+	*fin = tp__coll_ring_phase_done(&d->ph) ||
+	       (tp__coll_ring_phase_pump(c, &d->ph) &&
+		tp__coll_ring_phase_done(&d->ph));
+	return TP_OK;
 }
 
 tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
@@ -190,7 +220,14 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 			   ? tp__coll_host_allreduce(c, buf, src, count, dt, op)
 			   : tp__coll_host_allreduce_large(c, buf, src, count,
 							   dt, op);
-	xq_t q = {.buf = buf, .count = count, .seg = count, .dt = dt, .op = op};
+	dense_xq_t d = {.q = {.count = count,
+			      .seg = count,
+			      .start = dense_start,
+			      .pump = dense_pump},
+			.buf = buf,
+			.dt = dt,
+			.op = op};
+	tp__coll_xq_t *q = &d.q;
 	/* segments only where there is an exchange across units; the same
 	 * choice on every rank (the schedule's units, not this rank's
 	 * levels or cross rings: a host alone in its unit with one rank has
@@ -198,23 +235,19 @@ tp_err_t tp__coll_hier_allreduce(tp_coll_comm_t *c, char *buf, const char *src,
 	if (pipe != 0 && c->nunits > 1) {
 		size_t n = (size_t)tp_sched_pipe_nseg((double)(count * dsz),
 						      (double)c->seg_bytes);
-		q.seg = (count + n - 1) / n;
+		q->seg = (count + n - 1) / n;
 	}
-	size_t nseg = (count + q.seg - 1) / q.seg;
+	size_t nseg = (count + q->seg - 1) / q->seg;
 
-	c->bg = xq_poll, c->bg_arg = &q;
+	tp__coll_xq_begin(c, q);
 	for (size_t i = 0; i < nseg && !err; i++)
-		if (!(err = inner(c, buf, src, i * q.seg, seg_len(&q, i), dt,
-				  op, true)) &&
+		if (!(err = inner(c, buf, src, i * q->seg,
+				  tp__coll_xq_len(q, i), dt, op, true)) &&
 		    c->ncross)
-			xq_push(c, &q);
+			err = tp__coll_xq_push(c, q);
 	for (size_t i = 0; i < nseg && !err; i++)
-		if (!c->ncross || !(err = xq_wait(c, &q, i)))
-			err = inner(c, buf, NULL, i * q.seg, seg_len(&q, i), dt,
-				    op, false);
-	c->bg = NULL;
-	/* requests still queued point into q: nothing can use them again */
-	if (err && q.active)
-		tp__coll_break(c);
-	return err;
+		if (!c->ncross || !(err = tp__coll_xq_wait(c, q, i)))
+			err = inner(c, buf, NULL, i * q->seg,
+				    tp__coll_xq_len(q, i), dt, op, false);
+	return tp__coll_xq_end(c, q, err);
 }
