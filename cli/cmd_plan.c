@@ -12,8 +12,8 @@
 
 static const char plan_usage[] =
     "Usage: topoplace plan --fabric F.json --nodes LIST [--gpus-per-host N]\n"
-    "                      [--no-predict] [--nics-by-rate] [--json]\n"
-    "                      [-o FILE]\n"
+    "                      [--no-predict] [--nics-by-rate] [--state S.json]\n"
+    "                      [--json] [-o FILE]\n"
     "\n"
     "The job-start plan for these hosts (LIST: gpu[001-016], any order):\n"
     "ring order with the fewest group crossings, hierarchical double binary\n"
@@ -31,6 +31,12 @@ static const char plan_usage[] =
     "                     NIC at half width carries half a share instead of\n"
     "                     setting the host's pace; predicted so too (the\n"
     "                     cost model's --nics-by-rate). Default: evenly\n"
+    "  --state S.json     price on this state's links (topoplace-state/1:\n"
+    "                     health and other traffic, as LinkState= in\n"
+    "                     topoplace.conf gives the SPANK plugin; its jobs\n"
+    "                     and down hosts are not read). The predictions\n"
+    "                     and recommendations change, not the schedule.\n"
+    "                     Default: every link healthy and idle\n"
     "  --json             the plan as topoplace-plan/1 JSON\n"
     "  -o, --output FILE  output file ('-' = stdout)\n"
     "  -h, --help         this text\n";
@@ -95,7 +101,8 @@ static void tree_stats(const tp_plan_t *p, int t, size_t *depth_p,
 	*cross_p = cross;
 }
 
-static char *plan_text(const tp_plan_t *p, bool by_rate)
+/* state: the file the predictions priced links on, or NULL. */
+static char *plan_text(const tp_plan_t *p, bool by_rate, const char *state)
 {
 	tp_strbuf_t sb = {0};
 	size_t n = tp_plan_nhosts(p), ng = tp_plan_ngroups(p);
@@ -182,11 +189,13 @@ static char *plan_text(const tp_plan_t *p, bool by_rate)
 					 h->hcas[i] ? h->hcas[i] : "-");
 		tp_strbuf_printf(&sb, "%s\n", nrails ? "" : "-");
 	}
-	tp_strbuf_printf(&sb, "\nall-reduce (%s)\n  %-10s%-14s%-14s%-14s%s\n",
-			 tp_plan_predicted(p)
-			     ? "cost model, healthy idle fabric"
-			     : "no predictions: recommendation by rule",
-			 "SIZE", "RING", "HIERARCHICAL", "TREE", "RECOMMEND");
+	tp_strbuf_printf(&sb, "\nall-reduce (%s%s)\n  %-10s%-14s%-14s%-14s%s\n",
+			 !tp_plan_predicted(p)
+			     ? "no predictions: recommendation by rule"
+			 : state ? "cost model, the links of "
+				 : "cost model, healthy idle fabric",
+			 tp_plan_predicted(p) && state ? state : "", "SIZE",
+			 "RING", "HIERARCHICAL", "TREE", "RECOMMEND");
 	for (size_t i = 0; i < tp_plan_nsizes(p); i++) {
 		tp_strbuf_printf(&sb, "  ");
 		put_size(&sb, tp_plan_size(p, i));
@@ -223,6 +232,7 @@ int tp_cmd_plan(int argc, char **argv)
 	    {"gpus-per-host", required_argument, NULL, 'g'},
 	    {"no-predict", no_argument, NULL, 'P'},
 	    {"nics-by-rate", no_argument, NULL, 'N'},
+	    {"state", required_argument, NULL, TP_CLI_OPT_STATE},
 	    {"json", no_argument, NULL, TP_CLI_OPT_JSON},
 	    {"output", required_argument, NULL, 'o'},
 	    {"help", no_argument, NULL, 'h'},
@@ -235,6 +245,7 @@ int tp_cmd_plan(int argc, char **argv)
 	tp_plan_opts_t po;
 	tp_fabric_t *f = NULL;
 	tp_cost_ctx_t *ctx = NULL;
+	tp_state_t *s = NULL;
 	tp_plan_t *plan = NULL;
 	char **names = NULL, *msg = NULL, *text = NULL;
 	size_t n = 0;
@@ -276,8 +287,16 @@ int tp_cmd_plan(int argc, char **argv)
 		tp_cli_err("plan: --nodes '%s': %s", nodes, tp_strerror(err));
 		return tp_cli_exit_code(err);
 	}
+	if (a.state && !po.predict) {
+		tp_cli_err("plan: --state prices the plan: not with "
+			   "--no-predict");
+		return TP_EXIT_INPUT;
+	}
 	if (!(f = tp_cli_load(a.fabric, &rc)))
 		goto out;
+	if (a.state && !(s = tp_cli_load_state(f, a.state, &rc)))
+		goto out;
+	po.state = s;
 	tp_cost_params_t cp;
 	tp_cli_cost_params(&cp);
 	cp.nics_by_rate = po.nics_by_rate;
@@ -303,7 +322,7 @@ int tp_cmd_plan(int argc, char **argv)
 			rc = TP_EXIT_FAIL;
 			goto out;
 		}
-	} else if (!(text = plan_text(plan, po.nics_by_rate))) {
+	} else if (!(text = plan_text(plan, po.nics_by_rate, a.state))) {
 		tp_cli_err("plan: %s", tp_strerror(TP_ERR_NOMEM));
 		rc = TP_EXIT_FAIL;
 		goto out;
@@ -314,6 +333,7 @@ out:
 	tp_free(msg);
 	tp_plan_destroy(plan);
 	tp_cost_ctx_destroy(ctx);
+	tp_state_destroy(s);
 	tp_fabric_destroy(f);
 	tp_hostlist_free(names, n);
 	return rc;

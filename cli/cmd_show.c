@@ -65,8 +65,8 @@ static const char show_usage[] =
     "                   step of the job, with a task per GPU the job holds\n"
     "                   on each host (a step's own tasks are not known "
     "here)\n"
-    "                   and NicsByRate and PlanPriceMaxHosts from\n"
-    "                   topoplace.conf, host phases priced as rings when\n"
+    "                   and NicsByRate, PlanPriceMaxHosts and LinkState\n"
+    "                   from topoplace.conf, host phases priced as rings when\n"
     "                   TOPOPLACE_COLL_SHM=0 here, the hierarchical\n"
     "                   pipeline's segment TOPOPLACE_COLL_SEGMENT's; null\n"
     "                   when it cannot be built\n"
@@ -542,13 +542,15 @@ static void show_job_free(show_job_t *sj, char **own)
 
 /* ---- the command ---- */
 
-/* The fabric, NicsByRate (*nbr_p) and PlanPriceMaxHosts (*price_p) as the
+/* The fabric, NicsByRate (*nbr_p), PlanPriceMaxHosts (*price_p) and
+ * LinkState (*links_p, resolved beside the conf; NULL without one) as the
  * plugins find them in topoplace.conf beside slurm.conf; --fabric
  * replaces the fabric alone: the conf, when there is one, still says how
  * the SPANK plugin weighs and prices a plan's ranks (a conf that does not
  * read: a warning, and the defaults). */
 static tp_fabric_t *fabric_from_conf(const char *fabric, bool *nbr_p,
-				     uint32_t *price_p, int *rc_p)
+				     uint32_t *price_p, char **links_p,
+				     int *rc_p)
 {
 	const char *conf = getenv("SLURM_CONF");
 	char path[4096];
@@ -572,6 +574,8 @@ static tp_fabric_t *fabric_from_conf(const char *fabric, bool *nbr_p,
 				   why ? why : tp_strerror(err));
 		*nbr_p = !err && pc.nics_by_rate;
 		*price_p = pc.plan_price_max_hosts; /* a bad conf: defaults */
+		if (!err && pc.link_state)
+			*links_p = tp_pconf_path(path, pc.link_state);
 		tp_free(why);
 		tp_pconf_free(&pc);
 		return tp_cli_load(fabric, rc_p);
@@ -589,6 +593,8 @@ static tp_fabric_t *fabric_from_conf(const char *fabric, bool *nbr_p,
 		tp_stree_free(&tree);
 		*nbr_p = pc.nics_by_rate;
 		*price_p = pc.plan_price_max_hosts;
+		if (pc.link_state)
+			*links_p = tp_pconf_path(path, pc.link_state);
 	}
 	tp_free(why);
 	tp_pconf_free(&pc);
@@ -602,8 +608,8 @@ static tp_fabric_t *fabric_from_conf(const char *fabric, bool *nbr_p,
  * (PlanPriceMaxHosts), else by rule. NULL when it cannot be built (a
  * host not in the fabric). */
 static tp_plan_t *job_plan(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
-			   const show_job_t *sj, bool nics_by_rate,
-			   uint32_t price_max)
+			   const tp_state_t *links, const show_job_t *sj,
+			   bool nics_by_rate, uint32_t price_max)
 {
 	uint32_t *tasks = tp_calloc(sj->n, sizeof(*tasks));
 	tp_plan_t *plan = NULL;
@@ -614,8 +620,8 @@ static tp_plan_t *job_plan(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 		tasks[i] = sj->gpus[i] > 0 ? (uint32_t)sj->gpus[i] : 1;
 	if (sj->n > price_max)
 		ctx = NULL;
-	if (tp_plan_build_step(f, ctx, (const char *const *)sj->names, sj->n,
-			       tasks, nics_by_rate, &plan, NULL))
+	if (tp_plan_build_step(f, ctx, links, (const char *const *)sj->names,
+			       sj->n, tasks, nics_by_rate, &plan, NULL))
 		plan = NULL;
 	tp_free(tasks);
 	return plan;
@@ -647,6 +653,8 @@ int tp_cmd_show(int argc, char **argv)
 	cJSON *out = NULL;
 	bool nics_by_rate = false; /* topoplace.conf's NicsByRate */
 	uint32_t price_max = 0;	   /* and its PlanPriceMaxHosts */
+	char *links_path = NULL;   /* and its LinkState */
+	tp_state_t *links = NULL;  /* read: the plans are priced on it */
 	tp_err_t err;
 
 	optind = 1;
@@ -670,8 +678,21 @@ int tp_cmd_show(int argc, char **argv)
 	if (one &&
 	    !tp_cli_int("show job", argv[optind + 1], 1, 0xfffffffeL, &id))
 		return TP_EXIT_INPUT;
-	if (!(f = fabric_from_conf(a.fabric, &nics_by_rate, &price_max, &rc)))
+	if (!(f = fabric_from_conf(a.fabric, &nics_by_rate, &price_max,
+				   &links_path, &rc)))
 		return rc;
+	/* the plans priced on LinkState as the SPANK plugin prices them; one
+	 * that does not read: a warning, and healthy links, as there */
+	if (links_path && price_max) {
+		char *why = NULL;
+		err = tp_state_load_json_regular(f, links_path, &links, &why);
+		if (err && !tp_cli_quiet)
+			tp_cli_err("warning: show: LinkState %s; plans priced "
+				   "on healthy links",
+				   why ? why : tp_strerror(err));
+		tp_free(why);
+	}
+	tp_free(links_path);
 	tp_cost_params_t cp;
 	tp_cli_cost_params(&cp);
 	/* priced as the plan below splits the data */
@@ -766,8 +787,8 @@ int tp_cmd_show(int argc, char **argv)
 			analyse(&sj, j, f, ctx, ideals);
 			if (rec && record_matches(rec, &sj))
 				apply_record(&sj, rec);
-			sj.plan =
-			    job_plan(f, pctx, &sj, nics_by_rate, price_max);
+			sj.plan = job_plan(f, pctx, links, &sj, nics_by_rate,
+					   price_max);
 		}
 		if (a.json) {
 			cJSON *o = job_json(&sj);
@@ -816,6 +837,7 @@ out:
 	tp_ideal_cache_destroy(ideals);
 	tp_cost_ctx_destroy(ctx);
 	tp_cost_ctx_destroy(pctx);
+	tp_state_destroy(links);
 	tp_fabric_destroy(f);
 	return rc;
 }

@@ -59,7 +59,8 @@ static const tp_pconf_key_t keys[] = {
      "topoplace-state/1 file (its links only: health, background_gbps) "
      "the native selection prices candidates with, re-read when it "
      "changes; Slurm 22.05 reads it on reconfigure and leaves hosts "
-     "whose every cable is down out of the switch table; unset: healthy "
+     "whose every cable is down out of the switch table; the SPANK "
+     "plugin (conf=) prices each step's plan on it; unset: healthy "
      "links",
      OFF(link_state), NULL},
     {"CommShare", TP_PCONF_UINT, "30", 0, 100,

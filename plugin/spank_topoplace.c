@@ -734,6 +734,8 @@ typedef struct step {
 	const char *me;	  /* names[nodeid] */
 	tp_pconf_t conf;
 	char *conf_fabric; /* FabricFile resolved beside the conf */
+	char *links;	   /* LinkState, resolved, when the plan is priced
+			    * on it */
 	tp_fabric_t *f;
 	tp_plan_t *plan;
 	tp_hca_map_t *hcas;
@@ -759,6 +761,7 @@ static void step_free(step_t *st)
 	tp_fabric_destroy(st->f);
 	tp_pconf_free(&st->conf);
 	tp_free(st->conf_fabric);
+	tp_free(st->links);
 	tp_free(st->counts);
 	free(st->tpn);
 	free(st->nodelist);
@@ -903,6 +906,41 @@ static bool step_fabric(step_t *st)
 	return true;
 }
 
+/* LinkState (topoplace.conf): the links the plan is priced on, as the
+ * selection prices its candidates (health and traffic; not the running
+ * jobs', which slurmctld alone knows). NULL without one, or when it
+ * cannot be read: one slurmd log line, and the plan priced on healthy,
+ * idle links. Every rank runs rank 0's recommendations, so nodes that
+ * read the file at different moments still agree. */
+static tp_state_t *step_links(step_t *st)
+{
+	char *path, *why = NULL;
+	tp_state_t *s = NULL;
+	tp_err_t err;
+
+	if (!st->conf.link_state)
+		return NULL;
+	if (!(path = tp_pconf_path(args.conf, st->conf.link_state)))
+		return NULL;
+	err = tp_state_load_json_regular(st->f, path, &s, &why);
+	/* why names the file */
+	if (err == TP_ERR_NOTFOUND)
+		slurm_info("%s: job %u step %u: LinkState %s: plan priced on "
+			   "healthy links",
+			   PLUGIN, st->jobid, st->stepid,
+			   why ? why : tp_strerror(err));
+	else if (err)
+		slurm_error("%s: job %u step %u: LinkState %s: plan priced "
+			    "on healthy links",
+			    PLUGIN, st->jobid, st->stepid,
+			    why ? why : tp_strerror(err));
+	else
+		st->links = path, path = NULL;
+	tp_free(why);
+	tp_free(path);
+	return err ? NULL : s;
+}
+
 /* The plan, this node's environment and the plan file written; false
  * with st->why. */
 static bool step_plan(step_t *st)
@@ -910,6 +948,7 @@ static bool step_plan(step_t *st)
 	char q[420];
 	tp_step_in_t in;
 	tp_cost_ctx_t *ctx = NULL;
+	tp_state_t *links = NULL;
 	tp_err_t err;
 
 	/* PlanPriceMaxHosts: the model recommends each size's all-reduce
@@ -933,11 +972,13 @@ static bool step_plan(step_t *st)
 				    PLUGIN, st->jobid, st->stepid,
 				    tp_strerror(err));
 			ctx = NULL;
+		} else {
+			links = step_links(st);
 		}
 	}
-	err = tp_plan_build_step(st->f, ctx, (const char *const *)st->names,
-				 st->n, st->counts, st->conf.nics_by_rate,
-				 &st->plan, &st->msg);
+	err = tp_plan_build_step(
+	    st->f, ctx, links, (const char *const *)st->names, st->n,
+	    st->counts, st->conf.nics_by_rate, &st->plan, &st->msg);
 	if (err == TP_ERR_NOMEM && ctx) {
 		slurm_error("%s: job %u step %u: building the priced plan: "
 			    "out of memory: plan by rule, not priced",
@@ -945,10 +986,11 @@ static bool step_plan(step_t *st)
 		tp_free(st->msg);
 		st->msg = NULL;
 		err = tp_plan_build_step(
-		    st->f, NULL, (const char *const *)st->names, st->n,
+		    st->f, NULL, NULL, (const char *const *)st->names, st->n,
 		    st->counts, st->conf.nics_by_rate, &st->plan, &st->msg);
 	}
 	tp_cost_ctx_destroy(ctx);
+	tp_state_destroy(links);
 	if (err) {
 		/* the list is the client's: a line break in it (a hostlist
 		 * separator) must not start a line of slurmd's log; 240
@@ -1117,10 +1159,11 @@ static void step_start(spank_t sp, bool verbose)
 		const char *cross = tp_step_env_get(&st.env, "NCCL_CROSS_NIC");
 		cur.summary = tp_asprintf(
 		    "topoplace: %s node %u/%zu ranks %u.. world %llu plan "
-		    "%s NCCL_IB_HCA=%s NCCL_CROSS_NIC=%s (%ld ms)",
+		    "%s%s%s NCCL_IB_HCA=%s NCCL_CROSS_NIC=%s (%ld ms)",
 		    st.me, st.env.node_rank, st.n, st.env.rank_base,
-		    (unsigned long long)st.env.world, st.path, hca ? hca : "-",
-		    cross ? cross : "-", msec_since(&t0));
+		    (unsigned long long)st.env.world, st.path,
+		    st.links ? " priced on " : "", st.links ? st.links : "",
+		    hca ? hca : "-", cross ? cross : "-", msec_since(&t0));
 	}
 	slurm_debug("%s: job %u step %u: %s node rank %u, plan %s in %ld ms",
 		    PLUGIN, st.jobid, st.stepid, st.me, st.env.node_rank,

@@ -461,7 +461,7 @@ static tp_err_t fill_rail_leaders(tp_plan_t *p, const tp_sched_t *s)
 }
 
 static tp_err_t predict(tp_plan_t *p, const tp_cost_ctx_t *ctx,
-			const uint32_t *fidx)
+			const tp_state_t *state, const uint32_t *fidx)
 {
 	double ref = p->sizes[p->nsizes - 1];
 	int *gpus = tp_malloc(p->nhosts * sizeof(int));
@@ -476,7 +476,7 @@ static tp_err_t predict(tp_plan_t *p, const tp_cost_ctx_t *ctx,
 	p->host_segment = !tp_cost_ctx_params(ctx)->host_ring;
 	for (int a = 0; a < TP_PLAN_NALGOS; a++) {
 		tp_cost_t c;
-		tp_err_t e = tp_cost_predict(ctx, NULL, fidx, gpus, p->nhosts,
+		tp_err_t e = tp_cost_predict(ctx, state, fidx, gpus, p->nhosts,
 					     ref, (tp_algo_t)a, &c);
 		if (e == TP_ERR_NOMEM) {
 			err = e;
@@ -564,6 +564,9 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 			     "NICs by rate: the plan %s, the cost model %s",
 			     opts->nics_by_rate ? "on" : "off",
 			     opts->nics_by_rate ? "off" : "on");
+	if (opts->state && tp_state_fabric(opts->state) != f)
+		return bfail(err_p, TP_ERR_INVAL,
+			     "the link state is another fabric's");
 	if (!hosts || !n)
 		return bfail(err_p, TP_ERR_INVAL, "empty host list");
 	if (n >= TP_PLAN_NONE)
@@ -665,7 +668,7 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 	if ((err = tp__plan_index_names(p, &dup)) ||
 	    (err = tp__plan_index_trees(p)))
 		goto nomem;
-	if (ctx && opts->predict && (err = predict(p, ctx, fidx)))
+	if (ctx && opts->predict && (err = predict(p, ctx, opts->state, fidx)))
 		goto nomem;
 	tp__plan_recommend(p);
 	*plan_p = p;

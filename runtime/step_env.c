@@ -71,8 +71,8 @@ tp_err_t tp_step_tasks_parse(const char *s, uint32_t *counts, size_t n)
 }
 
 tp_err_t tp_plan_build_step(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
-			    const char *const *hosts, size_t n,
-			    const uint32_t *tasks, bool nics_by_rate,
+			    const tp_state_t *state, const char *const *hosts,
+			    size_t n, const uint32_t *tasks, bool nics_by_rate,
 			    tp_plan_t **plan_p, char **err_p)
 {
 	tp_plan_opts_t opts;
@@ -80,6 +80,7 @@ tp_err_t tp_plan_build_step(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 	tp_plan_opts_defaults(&opts);
 	opts.nics_by_rate = nics_by_rate;
 	opts.predict = ctx != NULL;
+	opts.state = state;
 	if (tasks && n)
 		opts.ranks = tasks;
 	return tp_plan_build(f, ctx, hosts, n, &opts, plan_p, err_p);

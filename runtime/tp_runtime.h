@@ -121,6 +121,12 @@ typedef struct tp_plan_opts {
 	 * context's tp_cost_params_t.nics_by_rate must be the same (the
 	 * predictions price what runs), else TP_ERR_INVAL. */
 	bool nics_by_rate;
+	/* The predictions' links: this state's health and other traffic
+	 * (tp_state_set_link, a topoplace-state/1 file's "links"), made for
+	 * the same fabric; NULL: every link healthy and idle. The prices
+	 * only: the schedule, and so the plan's JSON without the model's
+	 * part, is the same with any state. Not copied. */
+	const tp_state_t *state;
 } tp_plan_opts_t;
 
 /* gpus_per_host 0, ranks NULL, predict true, default sizes. */
@@ -441,11 +447,12 @@ tp_err_t tp_step_tasks_parse(const char *text, uint32_t *counts, size_t n);
  * per GPU. With a cost context (its nics_by_rate must be nics_by_rate)
  * the plan carries the model's predictions for the step's ranks and
  * recommends the fastest all-reduce per size (what libtopoplace-coll's
- * auto runs); without one (NULL), the rule. nics_by_rate as
- * tp_plan_opts_t's. Errors and *err_p as tp_plan_build(). */
+ * auto runs); without one (NULL), the rule. nics_by_rate and state
+ * (NULL: healthy, idle links) as tp_plan_opts_t's. Errors and *err_p as
+ * tp_plan_build(). */
 tp_err_t tp_plan_build_step(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
-			    const char *const *hosts, size_t n,
-			    const uint32_t *tasks, bool nics_by_rate,
+			    const tp_state_t *state, const char *const *hosts,
+			    size_t n, const uint32_t *tasks, bool nics_by_rate,
 			    tp_plan_t **plan_p, char **err_p);
 
 /* Ranks and pairs for in->hosts[in->node_id]. TP_ERR_INVAL for bad

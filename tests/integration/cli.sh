@@ -292,6 +292,29 @@ jq -e -n --slurpfile a "$tmp/cseg16M.json" --slurpfile b "$tmp/cseg256M.json" \
 	bad "cost --segment: $(jq -c '[.seconds, .pipelined]' "$tmp/cseg16M.json" "$tmp/cseg256M.json"), plan $(jq -c '[.hier_pipelined, .predicted.hierarchical]' "$tmp/plan-seg1048576.json")"
 expect 2 "cost --segment over 1 GiB" $T cost --fabric "$tmp/ft.json" --hosts 'node[001-032]' \
 	--bytes 1M --segment 2G
+# plan --state: priced on the state's links (every up-link at a quarter of its lanes): slower
+# predictions, the same schedule (everything but the model's part), the header names the file
+jq '{format: "topoplace-state/1", links: [.links | to_entries[] |
+	select(.value[0] == "switch" and .value[3] == "switch") | {link: .key, health: 0.25}]}' \
+	"$tmp/ft.json" >"$tmp/ft-quarter.json"
+$T plan --fabric "$tmp/ft.json" --nodes 'node[001-032]' --json >"$tmp/plan-idle.json" &&
+	$T plan --fabric "$tmp/ft.json" --nodes 'node[001-032]' --json --state "$tmp/ft-quarter.json" \
+		>"$tmp/plan-quarter.json" &&
+	jq -e -n --slurpfile a "$tmp/plan-idle.json" --slurpfile b "$tmp/plan-quarter.json" \
+		'($a[0] | del(.predicted, .recommend, .hier_pipelined)) ==
+		 ($b[0] | del(.predicted, .recommend, .hier_pipelined)) and
+		 $b[0].predicted.ring[4] > 2 * $a[0].predicted.ring[4] and
+		 $b[0].predicted.tree[4] > 2 * $a[0].predicted.tree[4]' >/dev/null &&
+	$T plan --fabric "$tmp/ft.json" --nodes 'node[001-032]' --state "$tmp/ft-quarter.json" |
+	grep -qx "all-reduce (cost model, the links of $tmp/ft-quarter.json)" &&
+	ok "plan --state: priced on the state's links, the same schedule" ||
+	bad "plan --state: ring $(jq -c .predicted.ring "$tmp/plan-idle.json") idle, $(jq -c .predicted.ring "$tmp/plan-quarter.json") on quarter up-links"
+usage_err "plan --state with --no-predict" "^topoplace plan: --state prices the plan: not with --no-predict$" \
+	$T plan --fabric "$tmp/ft.json" --nodes node001 --no-predict --state "$tmp/ft-quarter.json"
+expect 2 "plan --state: a missing file" $T plan --fabric "$tmp/ft.json" --nodes node001 \
+	--state "$tmp/no-such-state.json"
+grep -q "no-such-state.json" "$tmp/err" && ok "plan --state: the missing file named" ||
+	bad "plan --state missing: $(cat "$tmp/err")"
 TOPOPLACE_COLL_SEGMENT=1k $T plan --fabric "$tmp/ft.json" --nodes 'node[001-032]' >/dev/null 2>"$tmp/seg.err"
 [ $? = 2 ] && grep -qx "topoplace: plan: TOPOPLACE_COLL_SEGMENT='1k' is not a byte count 0..1073741824" "$tmp/seg.err" &&
 	ok "plan: a bad TOPOPLACE_COLL_SEGMENT refused, exit 2" || bad "plan: TOPOPLACE_COLL_SEGMENT=1k: $(cat "$tmp/seg.err")"

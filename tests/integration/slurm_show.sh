@@ -75,6 +75,27 @@ jeq "$tmp/j1.json" '.job_id' "$j1" "job id"
 jeq "$tmp/j1.json" '.state' RUNNING "state"
 jeq "$tmp/j1.json" '(.plan.ring == .hosts) and (.plan.world_size > 0)' true "the job's plan: ring in fabric order"
 jeq "$tmp/j1.json" '[.plan.recommend[].basis] | unique | join(",")' model "the job's plan: priced, as the plugin's (PlanPriceMaxHosts)"
+# LinkState: the plan priced on it, as the SPANK plugin prices its plans (every cable at half
+# its lanes: slower predictions, the same ring); one that does not read: a warning, and the
+# plan priced on healthy links
+jq '{format: "topoplace-state/1", links: [.links | to_entries[] | {link: .key, health: 0.5}]}' \
+	"$dir/fabric.json" >"$dir/links.json"
+cp "$dir/topoplace.conf" "$tmp/topoplace.conf.saved"
+echo "LinkState=links.json" >>"$dir/topoplace.conf"
+expect 0 "show job $j1 --json with LinkState" "$TOPOPLACE" show job "$j1" --json
+jq -e -n --slurpfile a "$tmp/j1.json" --slurpfile b "$tmp/out" \
+	'$b[0].plan.ring == $a[0].plan.ring and
+	 $b[0].plan.predicted.ring[4] > 1.5 * $a[0].plan.predicted.ring[4]' >/dev/null &&
+	ok "LinkState: the job's plan priced on its half-width cables" ||
+	bad "LinkState: ring $(jq -c .plan.predicted.ring "$tmp/out"), healthy $(jq -c .plan.predicted.ring "$tmp/j1.json")"
+rm -f "$dir/links.json"
+expect 0 "show job $j1 --json with LinkState missing" "$TOPOPLACE" show job "$j1" --json
+jq -e -n --slurpfile a "$tmp/j1.json" --slurpfile b "$tmp/out" \
+	'$b[0].plan.predicted == $a[0].plan.predicted' >/dev/null &&
+	grep -q "^topoplace: warning: show: LinkState .*links.json.*; plans priced on healthy links$" "$tmp/err" &&
+	ok "LinkState missing: a warning, the plan priced on healthy links" ||
+	bad "LinkState missing: $(cat "$tmp/err")"
+cp "$tmp/topoplace.conf.saved" "$dir/topoplace.conf"
 jeq "$tmp/j1.json" '.user' root "user"
 # --exclusive gets every GPU of its nodes in 22.05: compare with Slurm's own
 # per-node detail ("Nodes=node001 CPU_IDs=0-7 Mem=4000 GRES=gpu:4(IDX:0-3)")

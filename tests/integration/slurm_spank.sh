@@ -510,6 +510,25 @@ w=$(export HOSTS=node001,node005 TOPOPLACE_COLL_SEGMENT=0; weights_step whole ""
 	ok "TOPOPLACE_COLL_SEGMENT=0: the step's plan runs every size in one piece" ||
 	bad "TOPOPLACE_COLL_SEGMENT=0: plan's '$w'"
 
+# ---- LinkState: the step's plan is priced on the links topoplace.conf's LinkState gives
+# (every switch-to-switch cable at a tenth of its lanes): over two scalable units 16 MiB then
+# goes hierarchical, where on healthy links the tree wins (topoplace plan --state gives the
+# same); a LinkState that is not there prices healthy links, and says so in slurmd's log ----
+jq '{format: "topoplace-state/1", links: [.links | to_entries[] |
+	select(.value[0] == "switch" and .value[3] == "switch") | {link: .key, health: 0.1}]}' \
+	"$dir/rel/half.json" >"$dir/rel/links.json"
+at16='"bytes": 16777216, "algo": "[a-z]*"'
+w=$(export HOSTS=node001,node005; weights_step links "LinkState=links.json" "$at16")
+[ "$w" = '"bytes": 16777216, "algo": "hierarchical"' ] &&
+	ok "LinkState: the step's plan priced on its degraded up-links (16 MiB: hierarchical)" ||
+	bad "LinkState: the step's plan recommends '$w' at 16 MiB"
+w=$(export HOSTS=node001,node005; weights_step nolinks "LinkState=no-links.json" "$at16")
+[ "$w" = '"bytes": 16777216, "algo": "tree"' ] &&
+	grep -q "spank/topoplace: job [0-9]* step [0-9]*: LinkState .*no-links.json.*: plan priced on healthy links" \
+		"$(nodelog node001)" &&
+	ok "LinkState missing: the step's plan priced on healthy links (16 MiB: tree), logged" ||
+	bad "LinkState missing: 16 MiB '$w', log: $(grep 'LinkState' "$(nodelog node001)" | tail -n 1 | cut -c 1-200)"
+
 # ---- PlanMaxRanks: a step of more tasks gets no plan (one info line on
 # each node), one of exactly that many gets its plan ----
 w=$(weights_step capped8 "$(printf 'NicsByRate=yes\nPlanMaxRanks=8')")

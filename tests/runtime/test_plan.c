@@ -1165,6 +1165,90 @@ static void test_predictions(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* A link state prices the plan: the predictions are the cost model's on
+ * that state (every switch-to-switch link at a quarter of its lanes, one
+ * cable of a host at 20 Gb/s of other traffic), slower than on the idle
+ * fabric; the schedule is the same (its JSON without the model's part);
+ * a state of another fabric is refused, naming it. */
+static void test_state_prices(void **state)
+{
+	tp_fabric_t *f = tp_test_rail(3, 4, 2, 2, 8);
+	tp_fabric_t *g = tp_test_rail(3, 4, 2, 2, 8);
+	tp_cost_ctx_t *ctx = NULL;
+	tp_state_t *s = tp_state_create(f), *other = tp_state_create(g);
+	const char *names[12];
+	uint32_t ring[12];
+	int gpus[12];
+	tp_plan_opts_t o;
+	tp_plan_t *idle, *p = NULL;
+	char *a = NULL, *b = NULL, *msg = NULL;
+
+	(void)state;
+	assert_non_null(s);
+	assert_non_null(other);
+	assert_int_equal(tp_cost_ctx_create(f, NULL, &ctx), TP_OK);
+	for (size_t l = 0; l < tp_fabric_nlinks(f); l++) {
+		const tp_link_t *k = tp_fabric_link(f, l);
+		if (k->kind[0] == TP_NODE_SWITCH &&
+		    k->kind[1] == TP_NODE_SWITCH)
+			assert_int_equal(
+			    tp_state_set_link(s, (uint32_t)l, 0.25, 0), TP_OK);
+		else if (k->kind[0] == TP_NODE_CA || k->kind[1] == TP_NODE_CA)
+			assert_int_equal(
+			    tp_state_set_link(s, (uint32_t)l, 1, 20), TP_OK);
+	}
+	for (size_t i = 0; i < 12; i++)
+		names[i] = tp_fabric_host(f, i)->name;
+	shuffle(names, 12, 5);
+	idle = build(f, ctx, names, 10, NULL);
+	tp_plan_opts_defaults(&o);
+	o.state = s;
+	p = build(f, ctx, names, 10, &o);
+	plan_ring(f, p, ring);
+	for (size_t r = 0; r < 10; r++)
+		gpus[r] = 8;
+	for (size_t i = 0; i < tp_plan_nsizes(p); i++)
+		for (int x = 0; x < TP_PLAN_NALGOS; x++) {
+			tp_cost_t c;
+			double got = tp_plan_predict_s(p, i, (tp_algo_t)x);
+			assert_int_equal(tp_cost_predict(ctx, s, ring, gpus, 10,
+							 tp_plan_size(p, i),
+							 (tp_algo_t)x, &c),
+					 TP_OK);
+			if (fabs(got - c.seconds) > 1e-9 * c.seconds)
+				fail_msg("%s at %g: plan %.15g, model %.15g",
+					 tp_algo_name((tp_algo_t)x),
+					 tp_plan_size(p, i), got, c.seconds);
+			if (!(got > tp_plan_predict_s(idle, i, (tp_algo_t)x)))
+				fail_msg(
+				    "%s at %g: %.15g on the state, %.15g "
+				    "idle",
+				    tp_algo_name((tp_algo_t)x),
+				    tp_plan_size(p, i), got,
+				    tp_plan_predict_s(idle, i, (tp_algo_t)x));
+		}
+	assert_int_equal(tp_plan_to_json_schedule(idle, &a), TP_OK);
+	assert_int_equal(tp_plan_to_json_schedule(p, &b), TP_OK);
+	assert_string_equal(a, b);
+	tp_plan_destroy(p);
+	p = NULL;
+
+	o.state = other;
+	assert_int_equal(tp_plan_build(f, ctx, names, 10, &o, &p, &msg),
+			 TP_ERR_INVAL);
+	assert_null(p);
+	assert_non_null(strstr(msg, "another fabric"));
+	tp_free(msg);
+	tp_free(a);
+	tp_free(b);
+	tp_plan_destroy(idle);
+	tp_state_destroy(s);
+	tp_state_destroy(other);
+	tp_cost_ctx_destroy(ctx);
+	tp_fabric_destroy(f);
+	tp_fabric_destroy(g);
+}
+
 /* NICs by rate: host node001's second NIC at half width weighs its
  * local rank 1 half the others, on every host of a plan that holds it
  * (none without it, none on the clean fabric); the JSON carries the
@@ -1351,6 +1435,7 @@ int main(void)
 	    cmocka_unit_test(test_rail_leaders),
 	    cmocka_unit_test(test_gpu_hcas),
 	    cmocka_unit_test(test_predictions),
+	    cmocka_unit_test(test_state_prices),
 	    cmocka_unit_test(test_rank_weights),
 	    cmocka_unit_test(test_nomem),
 	};

@@ -96,9 +96,9 @@ static void test_env_fat_tree(void **state)
 		hosts[i] = name(f, i);
 		tasks[i] = 2;
 	}
-	assert_int_equal(
-	    tp_plan_build_step(f, NULL, hosts, 8, tasks, false, &plan, NULL),
-	    TP_OK);
+	assert_int_equal(tp_plan_build_step(f, NULL, NULL, hosts, 8, tasks,
+					    false, &plan, NULL),
+			 TP_OK);
 	/* uniform tasks: the plan's ranks are the step's */
 	assert_int_equal(tp_plan_world_size(plan), 16);
 	for (size_t id = 0; id < 8; id++) {
@@ -157,9 +157,9 @@ static void test_env_uneven(void **state)
 	(void)state;
 	for (size_t i = 0; i < 4; i++)
 		hosts[i] = name(f, i);
-	assert_int_equal(
-	    tp_plan_build_step(f, NULL, hosts, 4, tasks, false, &plan, NULL),
-	    TP_OK);
+	assert_int_equal(tp_plan_build_step(f, NULL, NULL, hosts, 4, tasks,
+					    false, &plan, NULL),
+			 TP_OK);
 	assert_int_equal(tp_plan_world_size(plan), 10);
 	for (size_t id = 0; id < 4; id++) {
 		tp_step_in_t in = step(hosts, tasks, 4, id, 10, 1);
@@ -210,9 +210,9 @@ static void test_env_rails(void **state)
 	(void)state;
 	for (size_t i = 0; i < 4; i++)
 		hosts[i] = name(f, i);
-	assert_int_equal(
-	    tp_plan_build_step(f, NULL, hosts, 4, tasks, false, &plan, NULL),
-	    TP_OK);
+	assert_int_equal(tp_plan_build_step(f, NULL, NULL, hosts, 4, tasks,
+					    false, &plan, NULL),
+			 TP_OK);
 	assert_int_equal(tp_plan_world_size(plan), 64);
 	assert_int_equal(tp_plan_nrails(plan), 4);
 	assert_int_equal(tp_plan_host(plan, 0)->nranks, 16);
@@ -263,8 +263,8 @@ static void test_env_subnets(void **state)
 		tp_step_in_t in =
 		    step(pair, tasks, n, 0, n, tp_fabric_rails(f));
 		in.fabric_subnets = tp_fabric_nsubnets(f);
-		assert_int_equal(tp_plan_build_step(f, NULL, pair, n, tasks,
-						    false, &plan, NULL),
+		assert_int_equal(tp_plan_build_step(f, NULL, NULL, pair, n,
+						    tasks, false, &plan, NULL),
 				 TP_OK);
 		assert_int_equal(tp_plan_nrails(plan), 2);
 		assert_int_equal(tp_plan_step_env(plan, &in, &env, NULL),
@@ -298,9 +298,9 @@ static void test_env_bad_hca_names(void **state)
 	char want[64];
 
 	(void)state;
-	assert_int_equal(
-	    tp_plan_build_step(f, NULL, hosts, 2, tasks, false, &plan, NULL),
-	    TP_OK);
+	assert_int_equal(tp_plan_build_step(f, NULL, NULL, hosts, 2, tasks,
+					    false, &plan, NULL),
+			 TP_OK);
 	const tp_plan_host_t *ph =
 	    tp_plan_host(plan, tp_plan_rank_of(plan, hosts[0]));
 	assert_int_equal(tp_plan_nrails(plan), 2);
@@ -333,9 +333,9 @@ static void test_env_errors(void **state)
 	(void)state;
 	for (size_t i = 0; i < 4; i++)
 		hosts[i] = other[i] = name(f, i);
-	assert_int_equal(
-	    tp_plan_build_step(f, NULL, hosts, 3, tasks, false, &plan, NULL),
-	    TP_OK);
+	assert_int_equal(tp_plan_build_step(f, NULL, NULL, hosts, 3, tasks,
+					    false, &plan, NULL),
+			 TP_OK);
 	/* the step has 4 tasks by its counts, Slurm says 5 */
 	in = step(hosts, tasks, 3, 0, 5, 1);
 	assert_int_equal(tp_plan_step_env(plan, &in, &env, &err), TP_ERR_RANGE);
@@ -425,9 +425,9 @@ static void test_env_nomem(void **state)
 	int nomem = 0; /* the loop stops at the first success */
 
 	(void)state;
-	assert_int_equal(
-	    tp_plan_build_step(f, NULL, hosts, 2, tasks, false, &plan, NULL),
-	    TP_OK);
+	assert_int_equal(tp_plan_build_step(f, NULL, NULL, hosts, 2, tasks,
+					    false, &plan, NULL),
+			 TP_OK);
 	for (int k = 0;; k++) {
 		tp_step_in_t in = step(hosts, tasks, 2, 1, 4, 2);
 		tp_step_env_t env;
@@ -524,9 +524,9 @@ static void test_env_local_hcas(void **state)
 	(void)state;
 	assert_int_equal(tp_fabric_read_ibnetdiscover(f, dump), TP_OK);
 	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
-	assert_int_equal(
-	    tp_plan_build_step(f, NULL, hosts, 2, NULL, false, &plan, NULL),
-	    TP_OK);
+	assert_int_equal(tp_plan_build_step(f, NULL, NULL, hosts, 2, NULL,
+					    false, &plan, NULL),
+			 TP_OK);
 	assert_non_null(mkdtemp(full));
 	assert_non_null(mkdtemp(part));
 	assert_non_null(mkdtemp(none));
@@ -579,8 +579,8 @@ static void test_env_local_hcas(void **state)
 			saved[i] = ca->dev;
 			ca->dev = NULL;
 		}
-		assert_int_equal(tp_plan_build_step(f, NULL, hosts, 2, NULL,
-						    false, &gplan, NULL),
+		assert_int_equal(tp_plan_build_step(f, NULL, NULL, hosts, 2,
+						    NULL, false, &gplan, NULL),
 				 TP_OK);
 		env_with(f, gplan, full, &env);
 		for (size_t i = 0; i < h->ncas; i++)
@@ -697,24 +697,24 @@ static void test_step_nics_by_rate(void **state)
 	f = tp_test_half_cable(clean, 0, 1);
 	for (size_t i = 0; i < 3; i++)
 		hosts[i] = name(f, i);
-	assert_int_equal(
-	    tp_plan_build_step(f, NULL, hosts, 2, tasks, true, &plan, NULL),
-	    TP_OK);
+	assert_int_equal(tp_plan_build_step(f, NULL, NULL, hosts, 2, tasks,
+					    true, &plan, NULL),
+			 TP_OK);
 	const uint32_t *w = tp_plan_rank_weights(plan, &nw);
 	assert_int_equal(nw, 4);
 	assert_int_equal(w[1], 512);
 	assert_int_equal(w[0] + w[2] + w[3], 3 * 1024);
 	tp_plan_destroy(plan);
 	plan = NULL;
-	assert_int_equal(
-	    tp_plan_build_step(f, NULL, hosts, 2, tasks, false, &plan, NULL),
-	    TP_OK);
+	assert_int_equal(tp_plan_build_step(f, NULL, NULL, hosts, 2, tasks,
+					    false, &plan, NULL),
+			 TP_OK);
 	assert_null(tp_plan_rank_weights(plan, NULL));
 	tp_plan_destroy(plan);
 	plan = NULL;
-	assert_int_equal(
-	    tp_plan_build_step(f, NULL, hosts + 1, 2, tasks, true, &plan, NULL),
-	    TP_OK);
+	assert_int_equal(tp_plan_build_step(f, NULL, NULL, hosts + 1, 2, tasks,
+					    true, &plan, NULL),
+			 TP_OK);
 	assert_null(tp_plan_rank_weights(plan, NULL));
 	tp_plan_destroy(plan);
 	tp_fabric_destroy(f);
@@ -743,12 +743,12 @@ static void test_step_predict(void **state)
 	}
 	tp_cost_params_defaults(&cp);
 	assert_int_equal(tp_cost_ctx_create(f, &cp, &ctx), TP_OK);
-	assert_int_equal(
-	    tp_plan_build_step(f, ctx, hosts, 16, tasks, false, &plan, NULL),
-	    TP_OK);
-	assert_int_equal(
-	    tp_plan_build_step(f, NULL, hosts, 16, tasks, false, &ruled, NULL),
-	    TP_OK);
+	assert_int_equal(tp_plan_build_step(f, ctx, NULL, hosts, 16, tasks,
+					    false, &plan, NULL),
+			 TP_OK);
+	assert_int_equal(tp_plan_build_step(f, NULL, NULL, hosts, 16, tasks,
+					    false, &ruled, NULL),
+			 TP_OK);
 	assert_true(tp_plan_predicted(plan));
 	assert_false(tp_plan_predicted(ruled));
 	assert_int_equal(tp_plan_world_size(plan), 16);
@@ -776,9 +776,9 @@ static void test_step_predict(void **state)
 	tp_cost_ctx_destroy(ctx);
 	cp.nics_by_rate = true;
 	assert_int_equal(tp_cost_ctx_create(f, &cp, &ctx), TP_OK);
-	assert_int_equal(
-	    tp_plan_build_step(f, ctx, hosts, 16, tasks, false, &plan, NULL),
-	    TP_ERR_INVAL);
+	assert_int_equal(tp_plan_build_step(f, ctx, NULL, hosts, 16, tasks,
+					    false, &plan, NULL),
+			 TP_ERR_INVAL);
 	assert_null(plan);
 	tp_plan_destroy(ruled);
 	tp_cost_ctx_destroy(ctx);

@@ -93,8 +93,8 @@ static int step(const char *fabric_path, const char *sysfs, uint32_t nnodes,
 	tp_cost_params_defaults(&cp);
 	if (n <= PRICE_MAX_HOSTS && tp_cost_ctx_create(f, &cp, &ctx))
 		goto out;
-	if (tp_plan_build_step(f, ctx, (const char *const *)names, n, counts,
-			       false, &plan, &msg))
+	if (tp_plan_build_step(f, ctx, NULL, (const char *const *)names, n,
+			       counts, false, &plan, &msg))
 		goto out;
 	/* priced: predict() marks a plan predicted before it prices */
 	if (ctx && isnan(tp_plan_predict_s(plan, 0, TP_ALGO_RING))) {
