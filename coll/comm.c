@@ -565,6 +565,21 @@ static int check_from_env(void)
 	return strcmp(v, "1") == 0 ? 1 : -1;
 }
 
+/* TOPOPLACE_COLL_HCA (the SPANK plugin's, where the task's GPU is not
+ * the one the plan gave its local rank): the HCA this rank's sockets
+ * leave by, by the plan's (fabric's) name. NULL when unset or empty;
+ * *bad when it is not a device name (1..63 of [A-Za-z0-9_.:-]). */
+static const char *hca_from_env(bool *bad)
+{
+	const char *v = getenv("TOPOPLACE_COLL_HCA");
+	size_t n = v ? strlen(v) : 0;
+
+	*bad = n >= 64 ||
+	       (n && strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS"
+			       "TUVWXYZ0123456789_.:-") != n);
+	return n ? v : NULL;
+}
+
 static tp_err_t alloc_scratch(tp_coll_comm_t *c)
 {
 	/* a peer's connections, its wake-up FIFO, for both channels */
@@ -698,6 +713,13 @@ tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
 				 "rank %d: TOPOPLACE_COLL_CHECK='%s' is not 0 "
 				 "or 1",
 				 rank, getenv("TOPOPLACE_COLL_CHECK"));
+	bool bad_hca;
+	const char *hca = hca_from_env(&bad_hca);
+	if (bad_hca)
+		return init_fail(err_p, TP_ERR_INVAL,
+				 "rank %d: TOPOPLACE_COLL_HCA='%.64s' is not a "
+				 "device name",
+				 rank, getenv("TOPOPLACE_COLL_HCA"));
 	size_t seg_bytes;
 	if (tp_sched_segment_parse(getenv("TOPOPLACE_COLL_SEGMENT"),
 				   &seg_bytes))
@@ -730,6 +752,13 @@ tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
 		c->plan_hash = tp_hash_str(json);
 		tp_free(json);
 		err = build_schedules(c, plan);
+	}
+	/* the task's own GPU's HCA wins over the plan's for its local
+	 * rank */
+	if (!err && hca) {
+		tp_free(c->hca);
+		if (!(c->hca = tp_strdup(hca)))
+			err = TP_ERR_NOMEM;
 	}
 	if (!err)
 		err = alloc_scratch(c);

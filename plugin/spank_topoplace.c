@@ -26,6 +26,10 @@
  *                         hosts before this one in the ring (the step's
  *                         real layout, SLURM_STEP_TASKS_PER_NODE) plus
  *   TOPOPLACE_LOCAL_RANK  the task's local id on this host
+ *   TOPOPLACE_COLL_HCA    a task whose GPU (SLURM_STEP_GPUS: its own, or
+ *                         the local-th of the step's here) is not the one
+ *                         the plan gave its local rank: that GPU's
+ *                         nearest HCA, which libtopoplace-coll leaves by
  *   TOPOPLACE_WORLD_SIZE  the step's task count
  *   NCCL_IB_HCA           "=dev,dev,...": this host's HCAs in rail order,
  *                         exact names ("mlx5_1" alone would also match
@@ -141,7 +145,10 @@ static int user_mode = -1;
 /* What init_post_opt left for task_init and exit (one step per process). */
 static struct {
 	bool active;
-	bool keep_rank, keep_local;
+	bool keep_rank, keep_local, keep_hca;
+	/* this host's GPUs' HCAs and the plan's per local rank: a task whose
+	 * GPU is not its local rank's gets its own (TOPOPLACE_COLL_HCA) */
+	tp_step_gpus_t *gpus;
 	bool verbose;
 	uint32_t rank_base;
 	uint32_t jobid, stepid;
@@ -736,6 +743,7 @@ typedef struct step {
 	char *conf_fabric; /* FabricFile resolved beside the conf */
 	char *links;	   /* LinkState, resolved, when the plan is priced
 			    * on it */
+	tp_step_gpus_t *gpus; /* for task_init (moved to cur) */
 	tp_fabric_t *f;
 	tp_plan_t *plan;
 	tp_hca_map_t *hcas;
@@ -762,6 +770,7 @@ static void step_free(step_t *st)
 	tp_pconf_free(&st->conf);
 	tp_free(st->conf_fabric);
 	tp_free(st->links);
+	tp_step_gpus_destroy(st->gpus);
 	tp_free(st->counts);
 	free(st->tpn);
 	free(st->nodelist);
@@ -1023,6 +1032,12 @@ static bool step_plan(step_t *st)
 	    .topo_file = st->topo,
 	    .hca_map = st->hcas,
 	};
+	/* which HCA each GPU of this host is nearest, for tasks given GPUs
+	 * other than their local rank's (none when it cannot: the plan's
+	 * HCAs then, as before) */
+	if ((err = tp_step_gpus_create(st->f, st->plan, st->me, &st->gpus)))
+		slurm_debug("%s: job %u step %u: GPUs' HCAs: %s", PLUGIN,
+			    st->jobid, st->stepid, tp_strerror(err));
 	/* the plan holds all the rest needs: the fabric is the largest
 	 * thing a step start holds, so it goes before the plan's text */
 	tp_fabric_destroy(st->f);
@@ -1097,6 +1112,12 @@ static void step_setenv(spank_t sp, step_t *st)
 	list_add(cur.keep_local ? kept : set,
 		 cur.keep_local ? sizeof(kept) : sizeof(set),
 		 "TOPOPLACE_LOCAL_RANK");
+	/* per task where its GPU is not its local rank's (task_init) */
+	cur.keep_hca = env_has(sp, "TOPOPLACE_COLL_HCA");
+	if (cur.gpus)
+		list_add(cur.keep_hca ? kept : set,
+			 cur.keep_hca ? sizeof(kept) : sizeof(set),
+			 "TOPOPLACE_COLL_HCA");
 	snprintf(mark, sizeof(mark), "%u.%u", st->jobid, st->stepid);
 	spank_setenv(sp, STEP_VAR, mark, 1);
 	spank_setenv(sp, SET_VAR, set, 1);
@@ -1148,6 +1169,8 @@ static void step_start(spank_t sp, bool verbose)
 	cur.wrote = true;
 	cur.jobid = st.jobid;
 	cur.stepid = st.stepid;
+	cur.gpus = st.gpus;
+	st.gpus = NULL;
 
 	/* ---- from here on: set, never fail ---- */
 	step_setenv(sp, &st);
@@ -1211,6 +1234,17 @@ TP_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		snprintf(buf, sizeof(buf), "%d", local);
 		spank_setenv(sp, "TOPOPLACE_LOCAL_RANK", buf, 1);
 	}
+	if (cur.gpus && !cur.keep_hca) {
+		/* Slurm's GPUs for this task (bound) or step on this node */
+		char g[1024];
+		const char *hca =
+		    spank_getenv(sp, "SLURM_STEP_GPUS", g, sizeof(g)) ==
+			    ESPANK_SUCCESS
+			? tp_step_gpus_hca(cur.gpus, (uint32_t)local, g)
+			: NULL;
+		if (hca)
+			spank_setenv(sp, "TOPOPLACE_COLL_HCA", hca, 1);
+	}
 	if (cur.verbose && local == 0 && cur.summary)
 		fprintf(stderr, "%s\n", cur.summary);
 	return ESPANK_SUCCESS;
@@ -1224,6 +1258,7 @@ TP_EXPORT int slurm_spank_exit(spank_t sp, int ac, char **av)
 	if (cur.wrote)
 		remove_plan(cur.jobid, cur.stepid);
 	tp_free(cur.summary);
+	tp_step_gpus_destroy(cur.gpus);
 	memset(&cur, 0, sizeof(cur));
 	return ESPANK_SUCCESS;
 }

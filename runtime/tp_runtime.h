@@ -472,4 +472,31 @@ const char *tp_step_env_get(const tp_step_env_t *env, const char *name);
 /* TOPOPLACE_RANK of local task `local`. */
 uint32_t tp_step_task_rank(const tp_step_env_t *env, uint32_t local);
 
+/* ---- a task's GPU ---------------------------------------------------------
+ * The plan gives local rank l GPU l and that GPU's nearest HCA; a step
+ * given other GPUs of a node (a node shared with another job,
+ * --gpus-per-task) runs task l on the step's l-th GPU. Built where the
+ * step starts, from the fabric and the plan for one host; asked per task
+ * with what Slurm's SLURM_STEP_GPUS says there. */
+typedef struct tp_step_gpus tp_step_gpus_t;
+/* Largest GPU index (exclusive) read from SLURM_STEP_GPUS or a host. */
+#define TP_STEP_GPUS_MAX 1024
+/* host's GPUs' nearest HCAs (the fabric's names, as the plan's) and the
+ * plan's HCA for each of its local ranks. TP_ERR_NOTFOUND when host is
+ * in the fabric or the plan not, TP_ERR_INVAL, TP_ERR_NOMEM; *g_p set
+ * only on success. */
+tp_err_t tp_step_gpus_create(const tp_fabric_t *f, const tp_plan_t *plan,
+			     const char *host, tp_step_gpus_t **g_p);
+/* NULL is a no-op. */
+void tp_step_gpus_destroy(tp_step_gpus_t *g);
+/* The HCA (the fabric's name) local task `local` drives when it is not
+ * the plan's for that local rank, else NULL. step_gpus: the task's
+ * SLURM_STEP_GPUS, this host's GPU indices comma-separated ("4,5"): one
+ * is the task's GPU (Slurm bound it, or the step has one here), several
+ * the step's, of which the task drives the local-th. NULL too for no
+ * list, a malformed one, a GPU the host does not have or without an HCA
+ * near it, and a task past the list. Borrowed from g. */
+const char *tp_step_gpus_hca(const tp_step_gpus_t *g, uint32_t local,
+			     const char *step_gpus);
+
 #endif /* TP_RUNTIME_H */

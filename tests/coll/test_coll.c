@@ -1027,6 +1027,36 @@ static int hca_rank(tp_coll_comm_t *c, void *arg)
 	return b[63] == (float)tp_coll_comm_size(c) ? 0 : 4;
 }
 
+/* Every TCP connection of this rank starts or ends at *arg (an
+ * address in host order); the sockets work. */
+static int hca_fixed_rank(tp_coll_comm_t *c, void *arg)
+{
+	uint32_t want = *(const uint32_t *)arg;
+	int me = tp_coll_comm_rank(c), conns = 0;
+	float b[64];
+
+	for (int fd = 3; fd < 1024; fd++) {
+		struct sockaddr_in a, peer;
+		socklen_t al = sizeof(a), pl = sizeof(peer);
+		if (getsockname(fd, (struct sockaddr *)&a, &al) < 0 ||
+		    a.sin_family != AF_INET ||
+		    getpeername(fd, (struct sockaddr *)&peer, &pl) < 0)
+			continue;
+		conns++;
+		if (ntohl(a.sin_addr.s_addr) != want) {
+			fprintf(stderr, "# rank %d: a connection from %s\n", me,
+				inet_ntoa(a.sin_addr));
+			return 2;
+		}
+	}
+	for (int i = 0; i < 64; i++)
+		b[i] = 1;
+	if (conns == 0 || tp_coll_allreduce(c, b, b, 64, TP_COLL_FP32,
+					    TP_COLL_SUM, TP_COLL_ALGO_RING))
+		return 3;
+	return b[63] == (float)tp_coll_comm_size(c) ? 0 : 4;
+}
+
 /* TOPOPLACE_COLL_HCA_ADDRS gives each HCA an address: a rank's peer
  * connections use its own HCA's (one rail per rank), and an address that
  * is not local fails init naming it. */
@@ -1078,6 +1108,38 @@ static void test_hca_addrs(void **s)
 	tp_free(why);
 	why = NULL;
 	unsetenv("TOPOPLACE_COLL_HCA_NAMES");
+
+	/* TOPOPLACE_COLL_HCA (the SPANK plugin's, for a task whose GPU is
+	 * not its local rank's): every rank leaves by that HCA instead of
+	 * its plan's; a value that is not a device name fails init */
+	env[0] = '\0';
+	for (uint32_t l = 0; l < h->nranks; l++) {
+		size_t n = strlen(env);
+		snprintf(env + n, sizeof(env) - n, "%s%s=127.0.0.%d",
+			 n ? "," : "", h->ranks[l].hca, 2 + h->ranks[l].rail);
+	}
+	setenv("TOPOPLACE_COLL_HCA_ADDRS", env, 1);
+	setenv("TOPOPLACE_COLL_HCA", h->ranks[3].hca, 1);
+	uint32_t want = 0x7f000002u + (uint32_t)h->ranks[3].rail;
+	opts_for(&o, next_port(), 20, 4096);
+	run_ranks(p, &o, hca_fixed_rank, &want, 30, st);
+	expect_ranks_ok(p, st, "TOPOPLACE_COLL_HCA");
+	static const char *const notdev[] = {"mlx5/0", "mlx5_0,mlx5_1",
+					     "mlx5 0", "a=b",
+					     "0123456789012345678901234567890"
+					     "1234567890123456789012345678901"
+					     "23"};
+	for (size_t i = 0; i < sizeof(notdev) / sizeof(notdev[0]); i++) {
+		setenv("TOPOPLACE_COLL_HCA", notdev[i], 1);
+		tp_err_t err = tp_coll_comm_init(p, 0, &o, &c, &why);
+		if (err != TP_ERR_INVAL || !strstr(why, "is not a device name"))
+			fail_msg("'%s': %s: %s", notdev[i], tp_strerror(err),
+				 why ? why : "");
+		assert_null(c);
+		tp_free(why);
+		why = NULL;
+	}
+	unsetenv("TOPOPLACE_COLL_HCA");
 
 	snprintf(env, sizeof(env), "%s=192.0.2.7", h->ranks[0].hca);
 	setenv("TOPOPLACE_COLL_HCA_ADDRS", env, 1);

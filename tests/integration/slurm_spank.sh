@@ -343,6 +343,26 @@ l8=$(awk '$2 == "node008" { print $5, $7 }' "$tmp/rail")
 c=$(grep -c "spank/topoplace: job $j step 0: none of node008's HCAs" "$(nodelog node008)")
 [ "$c" -eq 1 ] && ok "node008: one line says no HCA of the fabric is there" ||
 	bad "node008: $c lines about its HCAs"
+
+# ---- a step given GPUs other than 0..k-1: another job holds node001's GPUs 0 and 1, so the
+# step's two tasks there run on GPUs 2 and 3 (SLURM_STEP_GPUS) and each leaves by its own
+# GPU's HCA (TOPOPLACE_COLL_HCA=mlx5_2, mlx5_3; the plan gave local ranks 0 and 1 mlx5_0 and
+# mlx5_1); on node002 the step has GPUs 0 and 1, the plan's: nothing set there ----
+hold=$(as_user timeout 10 sbatch --parsable -J hold -w node001 -N 1 -n 1 --gres=gpu:2 \
+	-o /dev/null --wrap 'sleep 300')
+i=0
+until [ "$(timeout 10 squeue -h -j "$hold" -o %T 2>/dev/null)" = RUNNING ] || [ $i -ge 100 ]; do
+	sleep 0.3
+	i=$((i + 1))
+done
+as_user timeout 60 srun -J gpus -w node001,node002 -N 2 --ntasks-per-node 2 --gres=gpu:2 sh -c \
+	'echo "g $(hostname) $SLURM_LOCALID ${SLURM_STEP_GPUS:-x} ${TOPOPLACE_COLL_HCA:-x}"' \
+	>"$tmp/gpus.out" 2>"$tmp/gpus.err" || bad "srun gpus: $(head -c 200 "$tmp/gpus.err")"
+timeout 10 scancel "$hold"
+got=$(grep '^g ' "$tmp/gpus.out" | sort | cut -d' ' -f2- | paste -sd ';')
+[ "$got" = "node001 0 2,3 mlx5_2;node001 1 2,3 mlx5_3;node002 0 0,1 x;node002 1 0,1 x" ] &&
+	ok "GPUs 2 and 3 of node001: its tasks leave by mlx5_2 and mlx5_3, node002's (GPUs 0, 1) by the plan's" ||
+	bad "a step on GPUs other than 0..k-1: '$got'"
 c=$(grep -c "spank/topoplace: job $j step 0: 2 of node007's HCAs in the fabric (by node GUID) not under .*: left out of NCCL_IB_HCA" "$(nodelog node007)")
 [ "$c" -eq 1 ] && ok "node007: one line names the 2 HCAs left out" ||
 	bad "node007: $c lines about its missing HCAs"

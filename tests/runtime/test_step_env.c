@@ -785,6 +785,99 @@ static void test_step_predict(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* The fabric's name of host h's GPU g's nearest HCA. */
+static const char *gpu_dev(const tp_fabric_t *f, size_t h, int g)
+{
+	const tp_host_t *hp = tp_fabric_host(f, h);
+
+	for (size_t i = 0; i < hp->ngpus; i++)
+		if (hp->gpus[i].index == g)
+			return tp_fabric_ca(f, hp->cas[hp->gpus[i].hca])->dev;
+	return NULL;
+}
+
+/* A step given other GPUs than 0..k-1 (SLURM_STEP_GPUS): each task
+ * drives its own GPU's HCA where that is not its local rank's (a rail
+ * fabric: GPU i nearest NIC i), the plan's otherwise; one GPU is the
+ * task's whatever its local rank; what cannot name a GPU of the host
+ * changes nothing. */
+static void test_step_gpus(void **state)
+{
+	tp_fabric_t *f = tp_test_rail(2, 2, 4, 1, 4);
+	const char *hosts[2] = {name(f, 0), name(f, 2)};
+	uint32_t tasks[2] = {2, 6};
+	tp_plan_t *plan = NULL;
+	tp_step_gpus_t *g = NULL, *g1 = NULL;
+
+	(void)state;
+	assert_int_equal(tp_plan_build_step(f, NULL, NULL, hosts, 2, tasks,
+					    false, &plan, NULL),
+			 TP_OK);
+	assert_int_equal(tp_step_gpus_create(f, plan, hosts[0], &g), TP_OK);
+	/* four different NICs, or the test proves nothing */
+	for (int a = 0; a < 4; a++)
+		for (int b = a + 1; b < 4; b++)
+			assert_string_not_equal(gpu_dev(f, 0, a),
+						gpu_dev(f, 0, b));
+	/* the other job holds GPUs 0-1: this step's tasks run on 2 and 3 */
+	assert_string_equal(tp_step_gpus_hca(g, 0, "2,3"), gpu_dev(f, 0, 2));
+	assert_string_equal(tp_step_gpus_hca(g, 1, "2,3"), gpu_dev(f, 0, 3));
+	assert_string_equal(tp_step_gpus_hca(g, 0, "3,2"), gpu_dev(f, 0, 3));
+	/* GPUs 0 and 1: the plan's own */
+	assert_null(tp_step_gpus_hca(g, 0, "0,1"));
+	assert_null(tp_step_gpus_hca(g, 1, "0,1"));
+	/* bound one a task: its GPU, whatever its local rank */
+	assert_string_equal(tp_step_gpus_hca(g, 0, "3"), gpu_dev(f, 0, 3));
+	assert_string_equal(tp_step_gpus_hca(g, 1, "0"), gpu_dev(f, 0, 0));
+	assert_null(tp_step_gpus_hca(g, 1, "1"));
+	assert_string_equal(tp_step_gpus_hca(g, 1, "0003"), gpu_dev(f, 0, 3));
+	/* nothing to go by: no list, past it, malformed, not this host's */
+	static const char *const bad[] = {"",
+					  ",",
+					  "2,",
+					  ",2",
+					  "2,,3",
+					  "a",
+					  "-1",
+					  " 2",
+					  "2 ",
+					  "+2",
+					  "2;3",
+					  "0x2",
+					  "99999999999999999999",
+					  "1024",
+					  "4",
+					  "4,5"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (tp_step_gpus_hca(g, 0, bad[i]))
+			fail_msg("'%s' gave %s", bad[i],
+				 tp_step_gpus_hca(g, 0, bad[i]));
+	assert_null(tp_step_gpus_hca(g, 0, NULL));
+	assert_null(tp_step_gpus_hca(g, 2, "2,3"));
+	assert_null(tp_step_gpus_hca(NULL, 0, "2,3"));
+	/* more tasks than GPUs: those past the GPUs have none in the plan;
+	 * given one by Slurm, its HCA */
+	assert_int_equal(tp_step_gpus_create(f, plan, hosts[1], &g1), TP_OK);
+	assert_null(tp_step_gpus_hca(g1, 3, "0,1,2,3,4,5"));
+	assert_null(tp_step_gpus_hca(g1, 5, "0,1,2,3,4,5"));
+	assert_string_equal(tp_step_gpus_hca(g1, 0, "1,2,3,0"),
+			    gpu_dev(f, 2, 1));
+	/* hosts not in the plan or the fabric */
+	tp_step_gpus_t *none = NULL;
+	assert_int_equal(tp_step_gpus_create(f, plan, name(f, 1), &none),
+			 TP_ERR_NOTFOUND);
+	assert_int_equal(tp_step_gpus_create(f, plan, "nosuch", &none),
+			 TP_ERR_NOTFOUND);
+	assert_null(none);
+	assert_int_equal(tp_step_gpus_create(NULL, plan, hosts[0], &none),
+			 TP_ERR_INVAL);
+	tp_step_gpus_destroy(NULL);
+	tp_step_gpus_destroy(g);
+	tp_step_gpus_destroy(g1);
+	tp_plan_destroy(plan);
+	tp_fabric_destroy(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -799,6 +892,7 @@ int main(void)
 	    cmocka_unit_test(test_env_errors),
 	    cmocka_unit_test(test_env_nomem),
 	    cmocka_unit_test(test_env_local_hcas),
+	    cmocka_unit_test(test_step_gpus),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
