@@ -34,7 +34,8 @@ static const char plan_usage[] =
     "  --state S.json     price on this state's links (topoplace-state/1:\n"
     "                     health and other traffic, as LinkState= in\n"
     "                     topoplace.conf gives the SPANK plugin; its jobs\n"
-    "                     and down hosts are not read). The predictions\n"
+    "                     and down hosts are checked, not used). The "
+    "predictions\n"
     "                     and recommendations change, not the schedule.\n"
     "                     Default: every link healthy and idle\n"
     "  --json             the plan as topoplace-plan/1 JSON\n"
@@ -281,16 +282,16 @@ int tp_cmd_plan(int argc, char **argv)
 		return TP_EXIT_INPUT;
 	}
 	po.gpus_per_host = (int)gph;
+	if (a.state && !po.predict) {
+		tp_cli_err("plan: --state prices the plan: not with "
+			   "--no-predict");
+		return TP_EXIT_INPUT;
+	}
 	if (tp_cli_check_output("plan: -o", a.output))
 		return TP_EXIT_FAIL;
 	if ((err = tp_hostlist_expand(nodes, &names, &n))) {
 		tp_cli_err("plan: --nodes '%s': %s", nodes, tp_strerror(err));
 		return tp_cli_exit_code(err);
-	}
-	if (a.state && !po.predict) {
-		tp_cli_err("plan: --state prices the plan: not with "
-			   "--no-predict");
-		return TP_EXIT_INPUT;
 	}
 	if (!(f = tp_cli_load(a.fabric, &rc)))
 		goto out;

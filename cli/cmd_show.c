@@ -679,8 +679,10 @@ int tp_cmd_show(int argc, char **argv)
 	    !tp_cli_int("show job", argv[optind + 1], 1, 0xfffffffeL, &id))
 		return TP_EXIT_INPUT;
 	if (!(f = fabric_from_conf(a.fabric, &nics_by_rate, &price_max,
-				   &links_path, &rc)))
+				   &links_path, &rc))) {
+		tp_free(links_path);
 		return rc;
+	}
 	/* the plans priced on LinkState as the SPANK plugin prices them; one
 	 * that does not read: a warning, and healthy links, as there */
 	if (links_path && price_max) {

@@ -568,16 +568,13 @@ static int check_from_env(void)
 /* TOPOPLACE_COLL_HCA (the SPANK plugin's, where the task's GPU is not
  * the one the plan gave its local rank): the HCA this rank's sockets
  * leave by, by the plan's (fabric's) name. NULL when unset or empty;
- * *bad when it is not a device name (1..63 of [A-Za-z0-9_.:-]). */
+ * *bad when it is not a device name (tp_hca_name_ok). */
 static const char *hca_from_env(bool *bad)
 {
 	const char *v = getenv("TOPOPLACE_COLL_HCA");
-	size_t n = v ? strlen(v) : 0;
 
-	*bad = n >= 64 ||
-	       (n && strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS"
-			       "TUVWXYZ0123456789_.:-") != n);
-	return n ? v : NULL;
+	*bad = v && *v && !tp_hca_name_ok(v);
+	return v && *v ? v : NULL;
 }
 
 static tp_err_t alloc_scratch(tp_coll_comm_t *c)

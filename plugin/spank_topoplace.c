@@ -147,8 +147,11 @@ static struct {
 	bool active;
 	bool keep_rank, keep_local, keep_hca;
 	/* this host's GPUs' HCAs and the plan's per local rank: a task whose
-	 * GPU is not its local rank's gets its own (TOPOPLACE_COLL_HCA) */
+	 * GPU is not its local rank's gets its own (TOPOPLACE_COLL_HCA);
+	 * the step's SLURM_STEP_GPUS here, before Slurm binds any per task
+	 * (NULL: none) */
 	tp_step_gpus_t *gpus;
+	char *step_gpus;
 	bool verbose;
 	uint32_t rank_base;
 	uint32_t jobid, stepid;
@@ -994,6 +997,8 @@ static bool step_plan(step_t *st)
 			    PLUGIN, st->jobid, st->stepid);
 		tp_free(st->msg);
 		st->msg = NULL;
+		tp_free(st->links); /* not priced on it after all */
+		st->links = NULL;
 		err = tp_plan_build_step(
 		    st->f, NULL, NULL, (const char *const *)st->names, st->n,
 		    st->counts, st->conf.nics_by_rate, &st->plan, &st->msg);
@@ -1171,6 +1176,8 @@ static void step_start(spank_t sp, bool verbose)
 	cur.stepid = st.stepid;
 	cur.gpus = st.gpus;
 	st.gpus = NULL;
+	if (cur.gpus)
+		cur.step_gpus = getenv_dup(sp, "SLURM_STEP_GPUS");
 
 	/* ---- from here on: set, never fail ---- */
 	step_setenv(sp, &st);
@@ -1240,7 +1247,8 @@ TP_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		const char *hca =
 		    spank_getenv(sp, "SLURM_STEP_GPUS", g, sizeof(g)) ==
 			    ESPANK_SUCCESS
-			? tp_step_gpus_hca(cur.gpus, (uint32_t)local, g)
+			? tp_step_gpus_hca(cur.gpus, (uint32_t)local,
+					   cur.step_gpus, g)
 			: NULL;
 		if (hca)
 			spank_setenv(sp, "TOPOPLACE_COLL_HCA", hca, 1);
@@ -1259,6 +1267,7 @@ TP_EXPORT int slurm_spank_exit(spank_t sp, int ac, char **av)
 		remove_plan(cur.jobid, cur.stepid);
 	tp_free(cur.summary);
 	tp_step_gpus_destroy(cur.gpus);
+	free(cur.step_gpus);
 	memset(&cur, 0, sizeof(cur));
 	return ESPANK_SUCCESS;
 }

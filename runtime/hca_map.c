@@ -41,9 +41,9 @@ struct tp_hca_map {
 	uint64_t *lguid; /* [nlocal] */
 };
 
-bool tp__dev_name_ok(const char *s)
+bool tp_hca_name_ok(const char *s)
 {
-	size_t n = strlen(s);
+	size_t n = s ? strlen(s) : 0;
 
 	if (n == 0 || n >= DEV_NAME_MAX || s[0] == '.')
 		return false;
@@ -123,7 +123,7 @@ static tp_err_t read_local(tp_hca_map_t *m, const char *sysfs_root)
 		char *name;
 
 		/* a node has a handful; more is not a real sysfs */
-		if (!tp__dev_name_ok(de->d_name) || m->nlocal >= 1024 ||
+		if (!tp_hca_name_ok(de->d_name) || m->nlocal >= 1024 ||
 		    !read_node_guid(dirfd(d), de->d_name, &g))
 			continue;
 		if (tp_grow((void **)&m->ldev, &cap, m->nlocal + 1,

@@ -39,11 +39,6 @@ struct tp_plan {
 	int8_t hier_pipe[TP_PLAN_MAX_SIZES];
 };
 
-/* A device name NCCL_IB_HCA can carry: printable, no white space and
- * none of its separators (',', '=', '^', ':') nor '/', not starting
- * with '.', shorter than a sysfs name's limit. */
-bool tp__dev_name_ok(const char *s);
-
 tp_plan_t *tp__plan_new(void);
 /* Zeroed, suitably aligned, freed with the plan; NULL on NOMEM. */
 void *tp__plan_alloc(tp_plan_t *p, size_t n, size_t size);

@@ -151,7 +151,7 @@ static char *hca_list(const tp_plan_t *plan, const tp_plan_host_t *ph,
 		}
 		/* a name that would break the list (a fabric's CA named
 		 * "HCA-1:x" reads as device HCA-1, port x) is left out */
-		if (dev && tp__dev_name_ok(dev))
+		if (dev && tp_hca_name_ok(dev))
 			tp_strbuf_printf(&sb, "%s%s", sb.len ? "," : "=", dev);
 	}
 	*nomem_p = sb.failed;
@@ -163,27 +163,41 @@ static char *hca_list(const tp_plan_t *plan, const tp_plan_host_t *ph,
 	return sb.buf;
 }
 
-/* "fabric=local,...": the HCA names this host's ranks have in the plan
- * (the fabric's) whose local device, found by GUID, is named otherwise,
- * for libtopoplace-coll to bind each rank to its own HCA
- * (TOPOPLACE_COLL_HCA_NAMES); NULL when none differs (or NOMEM, which
- * *nomem_p tells apart). The plan file itself cannot carry them: every
- * rank checks it is the same plan. */
-static char *hca_names(const tp_plan_host_t *ph, const tp_hca_map_t *map,
-		       bool *nomem_p)
+/* The i-th of the HCA names host ph has in the plan (the fabric's):
+ * its ranks' (i < nranks), then its HCAs in rail order (nrails of them,
+ * NULL where none); NULL past them. */
+static const char *plan_hca(const tp_plan_host_t *ph, int nrails, size_t i)
+{
+	if (i < ph->nranks)
+		return ph->ranks[i].hca;
+	i -= ph->nranks;
+	return i < (size_t)nrails ? ph->hcas[i] : NULL;
+}
+
+/* "fabric=local,...": the HCA names this host has in the plan (its
+ * ranks' and its HCAs in rail order, which a task on another GPU than
+ * its local rank's may drive: TOPOPLACE_COLL_HCA) whose local device,
+ * found by GUID, is named otherwise, for libtopoplace-coll to bind each
+ * rank to its own HCA (TOPOPLACE_COLL_HCA_NAMES); NULL when none
+ * differs (or NOMEM, which *nomem_p tells apart). The plan file itself
+ * cannot carry them: every rank checks it is the same plan. */
+static char *hca_names(const tp_plan_host_t *ph, int nrails,
+		       const tp_hca_map_t *map, bool *nomem_p)
 {
 	tp_strbuf_t sb = {0};
+	size_t n = ph->nranks + (size_t)(nrails > 0 ? nrails : 0);
 
-	for (uint32_t l = 0; map && l < ph->nranks; l++) {
-		const char *fab = ph->ranks[l].hca;
+	for (size_t l = 0; map && l < n; l++) {
+		const char *fab = plan_hca(ph, nrails, l);
 		const char *loc = fab ? tp_hca_map_local(map, fab) : NULL;
 		bool seen = false;
-		if (!loc || !strcmp(loc, fab) || !tp__dev_name_ok(fab) ||
-		    !tp__dev_name_ok(loc))
+		if (!loc || !strcmp(loc, fab) || !tp_hca_name_ok(fab) ||
+		    !tp_hca_name_ok(loc))
 			continue;
-		for (uint32_t k = 0; k < l && !seen; k++)
-			seen =
-			    ph->ranks[k].hca && !strcmp(ph->ranks[k].hca, fab);
+		for (size_t k = 0; k < l && !seen; k++) {
+			const char *o = plan_hca(ph, nrails, k);
+			seen = o && !strcmp(o, fab);
+		}
 		if (!seen)
 			tp_strbuf_printf(&sb, "%s%s=%s", sb.len ? "," : "", fab,
 					 loc);
@@ -216,7 +230,7 @@ static tp_err_t fill_vars(const tp_plan_t *plan, const tp_step_in_t *in,
 		topo = NULL;
 	v[4] = cross ? tp_strdup(cross) : NULL;
 	v[5] = topo ? tp_strdup(topo) : NULL;
-	v[6] = hca_names(ph, in->hca_map, &nomem2);
+	v[6] = hca_names(ph, tp_plan_nrails(plan), in->hca_map, &nomem2);
 	if (!v[0] || !v[1] || !v[2] || nomem || nomem2 || (cross && !v[4]) ||
 	    (topo && !v[5])) {
 		for (int i = 0; i < TP_STEP_ENV_MAX; i++)

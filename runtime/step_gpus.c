@@ -43,6 +43,20 @@ static bool dup_or_null(const char *s, char **out)
 	return !s || *out;
 }
 
+/* Whether the plan names dev for host ph: a rank's HCA or one of its
+ * HCAs in rail order. */
+static bool plan_names(const tp_plan_t *plan, const tp_plan_host_t *ph,
+		       const char *dev)
+{
+	for (uint32_t l = 0; l < ph->nranks; l++)
+		if (ph->ranks[l].hca && !strcmp(ph->ranks[l].hca, dev))
+			return true;
+	for (int r = 0; r < tp_plan_nrails(plan); r++)
+		if (ph->hcas[r] && !strcmp(ph->hcas[r], dev))
+			return true;
+	return false;
+}
+
 tp_err_t tp_step_gpus_create(const tp_fabric_t *f, const tp_plan_t *plan,
 			     const char *host, tp_step_gpus_t **g_p)
 {
@@ -73,12 +87,18 @@ tp_err_t tp_step_gpus_create(const tp_fabric_t *f, const tp_plan_t *plan,
 		goto nomem;
 	for (size_t i = 0; i < h->ngpus; i++) {
 		const tp_gpu_t *gp = &h->gpus[i];
+		const char *dev;
 		if (gp->index < 0 || (size_t)gp->index >= g->ngpu ||
 		    gp->hca < 0 || (size_t)gp->hca >= h->ncas)
 			continue;
+		/* only a name the step's variables carry and map to the
+		 * node's own (TOPOPLACE_COLL_HCA_NAMES: the plan's names of
+		 * the host) */
+		dev = tp_fabric_ca(f, h->cas[gp->hca])->dev;
+		if (!tp_hca_name_ok(dev) || !plan_names(plan, ph, dev))
+			continue;
 		tp_free(g->gpu_hca[gp->index]); /* an index given twice */
-		if (!dup_or_null(tp_fabric_ca(f, h->cas[gp->hca])->dev,
-				 &g->gpu_hca[gp->index]))
+		if (!dup_or_null(dev, &g->gpu_hca[gp->index]))
 			goto nomem;
 	}
 	for (size_t l = 0; l < g->nrank; l++)
@@ -116,19 +136,22 @@ static bool parse_list(const char *s, int *gpus, size_t max, size_t *n_p)
 }
 
 const char *tp_step_gpus_hca(const tp_step_gpus_t *g, uint32_t local,
-			     const char *step_gpus)
+			     const char *step_gpus, const char *task_gpus)
 {
 	int gpus[TP_STEP_GPUS_MAX];
 	size_t n;
 	int gpu;
 
-	if (!g || !step_gpus || !*step_gpus ||
-	    !parse_list(step_gpus, gpus, TP_STEP_GPUS_MAX, &n))
+	if (!g || !task_gpus || !*task_gpus ||
+	    !parse_list(task_gpus, gpus, TP_STEP_GPUS_MAX, &n))
 		return NULL;
-	/* one GPU: the task's (Slurm bound it, or the step has one here);
-	 * several: the local rank's among them, as frameworks pick their
-	 * device among those visible */
-	gpu = n == 1 ? gpus[0] : local < n ? gpus[local] : -1;
+	/* the task's own GPUs (Slurm bound them: not the step's list) or
+	 * one GPU: the first; the step's several: the local rank's among
+	 * them, as frameworks pick their device among those visible */
+	if (n == 1 || (step_gpus && strcmp(step_gpus, task_gpus)))
+		gpu = gpus[0];
+	else
+		gpu = local < n ? gpus[local] : -1;
 	if (gpu < 0 || (size_t)gpu >= g->ngpu || !g->gpu_hca[gpu])
 		return NULL;
 	if (local < g->nrank && g->rank_hca[local] &&

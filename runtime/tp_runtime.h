@@ -472,6 +472,13 @@ const char *tp_step_env_get(const tp_step_env_t *env, const char *name);
 /* TOPOPLACE_RANK of local task `local`. */
 uint32_t tp_step_task_rank(const tp_step_env_t *env, uint32_t local);
 
+/* An HCA device name the step's variables can carry (NCCL_IB_HCA,
+ * TOPOPLACE_COLL_HCA_NAMES, TOPOPLACE_COLL_HCA): printable, no white
+ * space and none of NCCL_IB_HCA's separators (',', '=', '^', ':') nor
+ * '/', not starting with '.', shorter than a sysfs name's limit (64).
+ * false for NULL. */
+bool tp_hca_name_ok(const char *s);
+
 /* ---- a task's GPU ---------------------------------------------------------
  * The plan gives local rank l GPU l and that GPU's nearest HCA; a step
  * given other GPUs of a node (a node shared with another job,
@@ -490,13 +497,16 @@ tp_err_t tp_step_gpus_create(const tp_fabric_t *f, const tp_plan_t *plan,
 /* NULL is a no-op. */
 void tp_step_gpus_destroy(tp_step_gpus_t *g);
 /* The HCA (the fabric's name) local task `local` drives when it is not
- * the plan's for that local rank, else NULL. step_gpus: the task's
- * SLURM_STEP_GPUS, this host's GPU indices comma-separated ("4,5"): one
- * is the task's GPU (Slurm bound it, or the step has one here), several
- * the step's, of which the task drives the local-th. NULL too for no
- * list, a malformed one, a GPU the host does not have or without an HCA
- * near it, and a task past the list. Borrowed from g. */
+ * the plan's for that local rank, else NULL. task_gpus: SLURM_STEP_GPUS
+ * as the task sees it, this host's GPU indices comma-separated ("4,5");
+ * step_gpus: as the step had it before Slurm bound GPUs per task (NULL:
+ * unknown). The task's GPU is its list's first where that differs from
+ * the step's (bound per task) or holds one GPU, else the local-th of
+ * the step's. NULL too for no list, a malformed one, a GPU the host
+ * does not have or whose nearest HCA the plan does not name for the
+ * host (or no variable can carry), and a task past the list. Borrowed
+ * from g. */
 const char *tp_step_gpus_hca(const tp_step_gpus_t *g, uint32_t local,
-			     const char *step_gpus);
+			     const char *step_gpus, const char *task_gpus);
 
 #endif /* TP_RUNTIME_H */

@@ -550,9 +550,12 @@ static void test_env_local_hcas(void **state)
 	assert_int_equal(strlen(v), strlen("=mlx5_0,mlx5_1,mlx5_4,mlx5_5"));
 	/* the plan keeps the fabric's names (every rank checks it is the
 	 * same plan): libtopoplace-coll gets the local ones of this host's
-	 * ranks' HCAs beside it (the dump has no GPUs: one rank, HCA-1) */
-	assert_string_equal(tp_step_env_get(&env, "TOPOPLACE_COLL_HCA_NAMES"),
-			    "HCA-1=mlx5_0");
+	 * ranks' HCAs (the dump has no GPUs: one rank, HCA-1) and of its
+	 * HCAs in rail order (a task on another GPU may drive one:
+	 * TOPOPLACE_COLL_HCA) beside it, each once */
+	assert_string_equal(
+	    tp_step_env_get(&env, "TOPOPLACE_COLL_HCA_NAMES"),
+	    "HCA-1=mlx5_0,HCA-2=mlx5_1,HCA-5=mlx5_4,HCA-6=mlx5_5");
 	assert_non_null(tp_step_env_get(&env, "NCCL_TOPO_FILE"));
 	assert_false(env.hcas_unmapped);
 	assert_int_equal(env.hcas_missing, 0);
@@ -820,17 +823,21 @@ static void test_step_gpus(void **state)
 			assert_string_not_equal(gpu_dev(f, 0, a),
 						gpu_dev(f, 0, b));
 	/* the other job holds GPUs 0-1: this step's tasks run on 2 and 3 */
-	assert_string_equal(tp_step_gpus_hca(g, 0, "2,3"), gpu_dev(f, 0, 2));
-	assert_string_equal(tp_step_gpus_hca(g, 1, "2,3"), gpu_dev(f, 0, 3));
-	assert_string_equal(tp_step_gpus_hca(g, 0, "3,2"), gpu_dev(f, 0, 3));
+	assert_string_equal(tp_step_gpus_hca(g, 0, "2,3", "2,3"),
+			    gpu_dev(f, 0, 2));
+	assert_string_equal(tp_step_gpus_hca(g, 1, "2,3", "2,3"),
+			    gpu_dev(f, 0, 3));
+	assert_string_equal(tp_step_gpus_hca(g, 0, "3,2", "3,2"),
+			    gpu_dev(f, 0, 3));
 	/* GPUs 0 and 1: the plan's own */
-	assert_null(tp_step_gpus_hca(g, 0, "0,1"));
-	assert_null(tp_step_gpus_hca(g, 1, "0,1"));
+	assert_null(tp_step_gpus_hca(g, 0, "0,1", "0,1"));
+	assert_null(tp_step_gpus_hca(g, 1, "0,1", "0,1"));
 	/* bound one a task: its GPU, whatever its local rank */
-	assert_string_equal(tp_step_gpus_hca(g, 0, "3"), gpu_dev(f, 0, 3));
-	assert_string_equal(tp_step_gpus_hca(g, 1, "0"), gpu_dev(f, 0, 0));
-	assert_null(tp_step_gpus_hca(g, 1, "1"));
-	assert_string_equal(tp_step_gpus_hca(g, 1, "0003"), gpu_dev(f, 0, 3));
+	assert_string_equal(tp_step_gpus_hca(g, 0, "3", "3"), gpu_dev(f, 0, 3));
+	assert_string_equal(tp_step_gpus_hca(g, 1, "0", "0"), gpu_dev(f, 0, 0));
+	assert_null(tp_step_gpus_hca(g, 1, "1", "1"));
+	assert_string_equal(tp_step_gpus_hca(g, 1, "0003", "0003"),
+			    gpu_dev(f, 0, 3));
 	/* nothing to go by: no list, past it, malformed, not this host's */
 	static const char *const bad[] = {"",
 					  ",",
@@ -849,18 +856,29 @@ static void test_step_gpus(void **state)
 					  "4",
 					  "4,5"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		if (tp_step_gpus_hca(g, 0, bad[i]))
+		if (tp_step_gpus_hca(g, 0, bad[i], bad[i]))
 			fail_msg("'%s' gave %s", bad[i],
-				 tp_step_gpus_hca(g, 0, bad[i]));
-	assert_null(tp_step_gpus_hca(g, 0, NULL));
-	assert_null(tp_step_gpus_hca(g, 2, "2,3"));
-	assert_null(tp_step_gpus_hca(NULL, 0, "2,3"));
+				 tp_step_gpus_hca(g, 0, bad[i], bad[i]));
+	assert_null(tp_step_gpus_hca(g, 0, NULL, NULL));
+	assert_null(tp_step_gpus_hca(g, 0, "2,3", NULL));
+	assert_null(tp_step_gpus_hca(g, 2, "2,3", "2,3"));
+	assert_null(tp_step_gpus_hca(NULL, 0, "2,3", "2,3"));
+	/* bound per task (its list not the step's): its first GPU, one or
+	 * several, whatever its local rank; the step's list unknown: as
+	 * the step's */
+	assert_string_equal(tp_step_gpus_hca(g, 0, "0,1,2,3", "3"),
+			    gpu_dev(f, 0, 3));
+	assert_string_equal(tp_step_gpus_hca(g, 1, "0,1,2,3", "2,3"),
+			    gpu_dev(f, 0, 2));
+	assert_null(tp_step_gpus_hca(g, 1, "0,1,2,3", "1,3"));
+	assert_string_equal(tp_step_gpus_hca(g, 1, NULL, "2,3"),
+			    gpu_dev(f, 0, 3));
 	/* more tasks than GPUs: those past the GPUs have none in the plan;
 	 * given one by Slurm, its HCA */
 	assert_int_equal(tp_step_gpus_create(f, plan, hosts[1], &g1), TP_OK);
-	assert_null(tp_step_gpus_hca(g1, 3, "0,1,2,3,4,5"));
-	assert_null(tp_step_gpus_hca(g1, 5, "0,1,2,3,4,5"));
-	assert_string_equal(tp_step_gpus_hca(g1, 0, "1,2,3,0"),
+	assert_null(tp_step_gpus_hca(g1, 3, "0,1,2,3,4,5", "0,1,2,3,4,5"));
+	assert_null(tp_step_gpus_hca(g1, 5, "0,1,2,3,4,5", "0,1,2,3,4,5"));
+	assert_string_equal(tp_step_gpus_hca(g1, 0, "1,2,3,0", "1,2,3,0"),
 			    gpu_dev(f, 2, 1));
 	/* hosts not in the plan or the fabric */
 	tp_step_gpus_t *none = NULL;
@@ -871,6 +889,32 @@ static void test_step_gpus(void **state)
 	assert_null(none);
 	assert_int_equal(tp_step_gpus_create(NULL, plan, hosts[0], &none),
 			 TP_ERR_INVAL);
+	/* a name no variable can carry (':' separates NCCL_IB_HCA's ports)
+	 * is never handed to a task: its HCA stays the plan's */
+	{
+		const tp_host_t *h = tp_fabric_host(f, 0);
+		tp_ca_t *ca = NULL;
+		for (size_t i = 0; i < h->ncas; i++)
+			if (!strcmp(tp_fabric_ca(f, h->cas[i])->dev,
+				    gpu_dev(f, 0, 3)))
+				ca = (tp_ca_t *)tp_fabric_ca(f, h->cas[i]);
+		assert_non_null(ca);
+		char *saved = ca->dev, bad_dev[] = "hca:3";
+		tp_plan_t *p2 = NULL;
+		tp_step_gpus_t *g2 = NULL;
+		ca->dev = bad_dev;
+		assert_int_equal(tp_plan_build_step(f, NULL, NULL, hosts, 2,
+						    tasks, false, &p2, NULL),
+				 TP_OK);
+		assert_int_equal(tp_step_gpus_create(f, p2, hosts[0], &g2),
+				 TP_OK);
+		ca->dev = saved;
+		assert_null(tp_step_gpus_hca(g2, 0, "3", "3"));
+		assert_string_equal(tp_step_gpus_hca(g2, 0, "2", "2"),
+				    gpu_dev(f, 0, 2));
+		tp_step_gpus_destroy(g2);
+		tp_plan_destroy(p2);
+	}
 	tp_step_gpus_destroy(NULL);
 	tp_step_gpus_destroy(g);
 	tp_step_gpus_destroy(g1);
