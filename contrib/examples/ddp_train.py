@@ -99,7 +99,8 @@ def parse():
                         "(TopoplaceState momentum_masking=False)")
     p.add_argument("--warmup-steps", type=int, default=0,
                    help="top-k: compressed steps over which the kept fraction falls from 25%% to "
-                        "--topk-fraction (TopoplaceState warmup_steps; default 0)")
+                        "--topk-fraction, the velocity masked only once it is at most 2%% "
+                        "(TopoplaceState warmup_steps; default 0)")
     p.add_argument("--clip-norm", type=float, default=None,
                    help="top-k: DGC's local gradient clipping, each rank's bucket to norm <= "
                         "CLIP/sqrt(ranks) (TopoplaceState clip_norm; default off)")

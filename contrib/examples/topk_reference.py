@@ -75,6 +75,10 @@ def parse():
                    help="the optimizer's momentum on the compressed average (ddp_train.py "
                         "without --hook-momentum)")
     p.add_argument("--no-masking", action="store_true")
+    p.add_argument("--warmup-steps", type=int, default=0,
+                   help="the hook's warmup_steps: the kept fraction falls from 25%% to "
+                        "--fraction over the first N compressed steps, the velocity masked "
+                        "only once it is at most 2%%")
     p.add_argument("--scope", choices=["shard", "bucket"], default="shard",
                    help="k over each rank's shard of the group sum (the library), over the "
                         "group's whole bucket")
@@ -178,11 +182,16 @@ class Sim:
             else:
                 res.add_(x)
             spans = [(0, n)] if a.scope != "shard" else shards(n)
+            t, frac = step - a.start_iter, a.fraction
+            if t < a.warmup_steps:
+                frac = max(a.fraction, 0.25 * math.exp(t / a.warmup_steps *
+                                                       math.log(a.fraction / 0.25)))
             for o, c in spans:
-                m = topk_mask(res[o:o + c], a.fraction, a.threshold)
+                m = topk_mask(res[o:o + c], frac, a.threshold)
                 out[o:o + c][m] += res[o:o + c][m]
                 res[o:o + c][m] = 0.0
-                if hook_mom and a.ef == "velocity" and not a.no_masking:
+                if hook_mom and a.ef == "velocity" and not a.no_masking and (
+                        t >= a.warmup_steps or frac <= 0.02):
                     vel[o:o + c][m] = 0.0
                 self.sent += int(m.sum())
         return out / a.ranks
@@ -267,7 +276,7 @@ def main():
         acc = (model(hx).argmax(1) == hy).float().mean().item()
     res = {"name": a.name or a.mode, "seed": a.seed, "mode": a.mode, "steps": a.steps,
            "fresh": a.fresh, "scope": a.scope, "threshold": a.threshold, "ef": a.ef,
-           "nesterov": a.nesterov, "decay": a.decay, "start_iter": a.start_iter,
+           "nesterov": a.nesterov, "decay": a.decay, "start_iter": a.start_iter, "warmup_steps": a.warmup_steps,
            "final_loss": final, "final_loss_on": "unseen" if a.fresh else "train",
            "accuracy": acc, "sent": sim.sent}
     if a.curve:

@@ -521,6 +521,13 @@ def check_dgc(c, comm, rank):
         fr.append(state.fraction())
     c.ok(fr[0] == 0.25 and fr[0] > fr[1] > fr[2] > fr[3] > 0.01 and fr[4] == fr[5] == 0.01,
          "warmup_steps: kept fraction falls from 25%% to 1%%: %s" % ["%.3g" % f for f in fr])
+    mk = []
+    for state.iter in range(6):
+        mk.append(state.masking())
+    c.ok(mk == [f <= 0.02 for f in fr] and mk[-1],
+         "warmup_steps: momentum masked only once the fraction is at most 2%%: %s" % mk)
+    state.momentum_masking = False
+    c.ok(not any(state.masking() for state.iter in range(6)), "momentum_masking=False: never masked")
     check_dgc_hier(c, comm, rank)
     check_topk_recipes(c, comm, rank)
 
