@@ -995,43 +995,10 @@ static void test_runs_the_schedule(void **s)
 /* ---- HCA addresses -------------------------------------------------------
  */
 
-/* Every TCP connection of this rank starts or ends at 127.0.0.(2 + the
- * rail of its HCA), the address its HCA was given; the sockets work. */
-static int hca_rank(tp_coll_comm_t *c, void *arg)
+/* Every TCP connection of this rank starts or ends at want (an address
+ * in host order); the sockets work. */
+static int conns_from(tp_coll_comm_t *c, uint32_t want)
 {
-	const tp_plan_t *p = arg;
-	int me = tp_coll_comm_rank(c), conns = 0;
-	const tp_plan_host_t *h = tp_plan_host(p, host_of_rank(p, me));
-	uint32_t lr = (uint32_t)h->ranks[(uint32_t)me - h->first_rank].rail;
-	float b[64];
-
-	for (int fd = 3; fd < 1024; fd++) {
-		struct sockaddr_in a, peer;
-		socklen_t al = sizeof(a), pl = sizeof(peer);
-		if (getsockname(fd, (struct sockaddr *)&a, &al) < 0 ||
-		    a.sin_family != AF_INET ||
-		    getpeername(fd, (struct sockaddr *)&peer, &pl) < 0)
-			continue;
-		conns++;
-		if (ntohl(a.sin_addr.s_addr) != 0x7f000002u + lr) {
-			fprintf(stderr, "# rank %d: a connection from %s\n", me,
-				inet_ntoa(a.sin_addr));
-			return 2;
-		}
-	}
-	for (int i = 0; i < 64; i++)
-		b[i] = 1;
-	if (conns == 0 || tp_coll_allreduce(c, b, b, 64, TP_COLL_FP32,
-					    TP_COLL_SUM, TP_COLL_ALGO_RING))
-		return 3;
-	return b[63] == (float)tp_coll_comm_size(c) ? 0 : 4;
-}
-
-/* Every TCP connection of this rank starts or ends at *arg (an
- * address in host order); the sockets work. */
-static int hca_fixed_rank(tp_coll_comm_t *c, void *arg)
-{
-	uint32_t want = *(const uint32_t *)arg;
 	int me = tp_coll_comm_rank(c), conns = 0;
 	float b[64];
 
@@ -1055,6 +1022,24 @@ static int hca_fixed_rank(tp_coll_comm_t *c, void *arg)
 					    TP_COLL_SUM, TP_COLL_ALGO_RING))
 		return 3;
 	return b[63] == (float)tp_coll_comm_size(c) ? 0 : 4;
+}
+
+/* ... at 127.0.0.(2 + the rail of its HCA), the address its HCA was
+ * given. */
+static int hca_rank(tp_coll_comm_t *c, void *arg)
+{
+	const tp_plan_t *p = arg;
+	int me = tp_coll_comm_rank(c);
+	const tp_plan_host_t *h = tp_plan_host(p, host_of_rank(p, me));
+	uint32_t lr = (uint32_t)h->ranks[(uint32_t)me - h->first_rank].rail;
+
+	return conns_from(c, 0x7f000002u + lr);
+}
+
+/* ... at *arg (host order), whatever its HCA. */
+static int hca_fixed_rank(tp_coll_comm_t *c, void *arg)
+{
+	return conns_from(c, *(const uint32_t *)arg);
 }
 
 /* TOPOPLACE_COLL_HCA_ADDRS gives each HCA an address: a rank's peer
