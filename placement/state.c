@@ -1066,7 +1066,9 @@ static tp_err_t load_text(loader_t *ld, const char *buf, size_t len,
 	return err;
 }
 
-static tp_err_t load_file(const tp_fabric_t *f, const char *path, bool regular,
+/* max: 0 any file (tp_file_read), else a regular file of at most max
+ * bytes. */
+static tp_err_t load_file(const tp_fabric_t *f, const char *path, size_t max,
 			  tp_state_t **s_p, char **err_p)
 {
 	loader_t ld = {.name = path, .f = f};
@@ -1076,12 +1078,13 @@ static tp_err_t load_file(const tp_fabric_t *f, const char *path, bool regular,
 
 	if (!f || !path || !s_p)
 		return TP_ERR_INVAL;
-	err = regular
-		  ? tp_file_read_regular(path, TP_STATE_FILE_MAX, &buf, &len)
+	err = max ? tp_file_read_regular(path, max, &buf, &len)
 		  : tp_file_read(path, &buf, &len);
-	if (err == TP_ERR_RANGE && regular)
+	if (err == TP_ERR_RANGE && max == TP_STATE_FILE_MAX)
 		lfail(&ld, err, "larger than %zu MiB (TP_STATE_FILE_MAX)",
 		      TP_STATE_FILE_MAX >> 20);
+	else if (err == TP_ERR_RANGE && max)
+		lfail(&ld, err, "larger than %zu bytes", max);
 	else if (err)
 		lfail(&ld, err, "%s", tp_file_strerror(err));
 	else
@@ -1098,11 +1101,19 @@ static tp_err_t load_file(const tp_fabric_t *f, const char *path, bool regular,
 tp_err_t tp_state_load_json(const tp_fabric_t *f, const char *path,
 			    tp_state_t **s_p, char **err_p)
 {
-	return load_file(f, path, false, s_p, err_p);
+	return load_file(f, path, 0, s_p, err_p);
 }
 
 tp_err_t tp_state_load_json_regular(const tp_fabric_t *f, const char *path,
 				    tp_state_t **s_p, char **err_p)
 {
-	return load_file(f, path, true, s_p, err_p);
+	return load_file(f, path, TP_STATE_FILE_MAX, s_p, err_p);
+}
+
+tp_err_t tp_state_load_json_capped(const tp_fabric_t *f, const char *path,
+				   size_t max, tp_state_t **s_p, char **err_p)
+{
+	if (!max || max > TP_STATE_FILE_MAX)
+		return TP_ERR_INVAL;
+	return load_file(f, path, max, s_p, err_p);
 }

@@ -126,6 +126,11 @@ tp_err_t tp_state_load_json(const tp_fabric_t *f, const char *path,
  * most TP_STATE_FILE_MAX bytes (TP_ERR_RANGE). *err_p names the file. */
 tp_err_t tp_state_load_json_regular(const tp_fabric_t *f, const char *path,
 				    tp_state_t **s_p, char **err_p);
+/* The same with a smaller cap (1..TP_STATE_FILE_MAX bytes, else
+ * TP_ERR_INVAL): a reader with a memory budget (the SPANK plugin's step
+ * start; parsing takes several times the file's size). */
+tp_err_t tp_state_load_json_capped(const tp_fabric_t *f, const char *path,
+				   size_t max, tp_state_t **s_p, char **err_p);
 /* s as the JSON above (caller frees *json_p with tp_free). Background
  * over a link's gbps is written as its gbps, which prices the same (the
  * cost model's floor) and loads back. */

@@ -921,7 +921,8 @@ static bool step_fabric(step_t *st)
 /* LinkState (topoplace.conf): the links the plan is priced on, as the
  * selection prices its candidates (health and traffic; not the running
  * jobs', which slurmctld alone knows). NULL without one, or when it
- * cannot be read: one slurmd log line, and the plan priced on healthy,
+ * cannot be read or is larger than TP_STEP_LINKSTATE_MAX (the step
+ * start's memory): one slurmd log line, and the plan priced on healthy,
  * idle links. Every rank runs rank 0's recommendations, so nodes that
  * read the file at different moments still agree. */
 static tp_state_t *step_links(step_t *st)
@@ -934,7 +935,8 @@ static tp_state_t *step_links(step_t *st)
 		return NULL;
 	if (!(path = tp_pconf_path(args.conf, st->conf.link_state)))
 		return NULL;
-	err = tp_state_load_json_regular(st->f, path, &s, &why);
+	err = tp_state_load_json_capped(st->f, path, TP_STEP_LINKSTATE_MAX, &s,
+					&why);
 	/* why names the file */
 	if (err == TP_ERR_NOTFOUND)
 		slurm_info("%s: job %u step %u: LinkState %s: plan priced on "

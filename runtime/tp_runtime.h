@@ -396,6 +396,14 @@ bool tp_hca_map_topo_ok(const tp_hca_map_t *map, const char *xml);
  * (an hwloc XML's is <topology>). */
 bool tp_hca_map_topo_root_ok(const char *xml);
 
+/* The largest LinkState file a step's start reads to price its plan (the
+ * SPANK plugin; tp_state_load_json_capped): parsing takes several times
+ * the file's size, and the start must stay within 64 MB on a 16,384-host
+ * fabric (runtime/test_step_mem_16k measures it with a file this size).
+ * `topoplace monitor` lists degraded links only: a few percent of a
+ * fabric's links fit. */
+#define TP_STEP_LINKSTATE_MAX ((size_t)1 << 20)
+
 typedef struct tp_step_in {
 	/* the step's hosts in Slurm's order (SLURM_STEP_NODELIST expanded)
 	 * and their task counts (SLURM_STEP_TASKS_PER_NODE) */

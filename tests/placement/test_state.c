@@ -680,6 +680,32 @@ static void test_state_json_regular(void **unused)
 	assert_int_equal(tp_state_load_json_regular(f, path, &s, &err), TP_OK);
 	assert_int_equal(tp_state_busy_gpus(s), 2);
 	tp_state_destroy(s);
+	s = NULL;
+
+	/* a smaller cap (the SPANK plugin's step start): the same file
+	 * loads at its own size, not a byte less; the cap in range */
+	struct stat sb;
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(
+	    tp_state_load_json_capped(f, path, (size_t)sb.st_size, &s, &err),
+	    TP_OK);
+	tp_state_destroy(s);
+	s = NULL;
+	assert_int_equal(tp_state_load_json_capped(
+			     f, path, (size_t)sb.st_size - 1, &s, &err),
+			 TP_ERR_RANGE);
+	snprintf(want, sizeof(want), "%s: larger than %lld bytes", path,
+		 (long long)sb.st_size - 1);
+	assert_string_equal(err, want);
+	tp_free(err);
+	err = NULL;
+	assert_null(s);
+	assert_int_equal(tp_state_load_json_capped(f, path, 0, &s, &err),
+			 TP_ERR_INVAL);
+	assert_int_equal(
+	    tp_state_load_json_capped(f, path, TP_STATE_FILE_MAX + 1, &s, &err),
+	    TP_ERR_INVAL);
+	assert_null(s);
 	unlink(path);
 	tp_fabric_destroy(f);
 }

@@ -52,14 +52,17 @@
 #endif
 
 static char dir[64];
+static size_t links_listed; /* links the LinkState file lists */
 
 /* ---- the measured side (argv: --step FABRIC SYSFS NNODES) ---- */
 
 /* step_start's work, in its order, on the step in NODELIST_FILE (as
  * getenv_dup reads it: the whole value in memory) with TASKS per node. */
 static int step(const char *fabric_path, const char *sysfs, uint32_t nnodes,
-		const char *nodelist_file, const char *tpn)
+		const char *nodelist_file, const char *tpn,
+		const char *state_path)
 {
+	tp_state_t *links = NULL;
 	char **names = NULL, *msg = NULL, *json = NULL, *nodelist = NULL;
 	uint32_t *counts = NULL;
 	size_t n = 0, len, id;
@@ -91,11 +94,19 @@ static int step(const char *fabric_path, const char *sysfs, uint32_t nnodes,
 	for (size_t i = 0; i < n; i++)
 		ranks += counts[i];
 	tp_cost_params_defaults(&cp);
+	/* LinkState, read where the plan is priced (the plugin's
+	 * step_links), before the cost model's context */
+	if (n <= PRICE_MAX_HOSTS && *state_path &&
+	    tp_state_load_json_capped(f, state_path, TP_STEP_LINKSTATE_MAX,
+				      &links, &msg))
+		goto out;
 	if (n <= PRICE_MAX_HOSTS && tp_cost_ctx_create(f, &cp, &ctx))
 		goto out;
-	if (tp_plan_build_step(f, ctx, NULL, (const char *const *)names, n,
+	if (tp_plan_build_step(f, ctx, links, (const char *const *)names, n,
 			       counts, false, &plan, &msg))
 		goto out;
+	tp_state_destroy(links); /* as the plugin: once the plan is built */
+	links = NULL;
 	/* priced: predict() marks a plan predicted before it prices */
 	if (ctx && isnan(tp_plan_predict_s(plan, 0, TP_ALGO_RING))) {
 		fprintf(stderr, "step: %llu tasks, not priced\n",
@@ -126,6 +137,7 @@ out:
 	if (msg)
 		fprintf(stderr, "step: %s\n", msg);
 	tp_step_env_free(&env);
+	tp_state_destroy(links);
 	tp_hca_map_destroy(hcas);
 	tp_cost_ctx_destroy(ctx);
 	tp_free(json);
@@ -153,12 +165,12 @@ static long peak_kb(void)
 	return kb;
 }
 
-/* argv: --step FABRIC SYSFS NNODES NODELIST_FILE TASKS: the step's exit
- * status; the peak RSS on stdout. */
+/* argv: --step FABRIC SYSFS NNODES NODELIST_FILE TASKS STATE (""
+ * without LinkState): the step's exit status; the peak RSS on stdout. */
 static int step_main(char **argv)
 {
 	int rc = step(argv[2], argv[3], (uint32_t)strtoul(argv[4], NULL, 10),
-		      argv[5], argv[6]);
+		      argv[5], argv[6], argv[7]);
 
 	printf("%ld\n", peak_kb());
 	return rc;
@@ -169,9 +181,10 @@ static int step_main(char **argv)
 /* Run the step in a fresh process; its exit status, and its peak RSS in
  * KiB into *kb_p. */
 static int measure(const char *nodelist, const char *tasks, uint32_t nnodes,
-		   long *kb_p)
+		   bool with_links, long *kb_p)
 {
 	char fabric[128], sysfs[128], list[128], nn[16], self[4096];
+	char links[128] = "";
 	char out[64] = "";
 	int fd[2], st;
 	ssize_t len;
@@ -182,6 +195,8 @@ static int measure(const char *nodelist, const char *tasks, uint32_t nnodes,
 	snprintf(sysfs, sizeof(sysfs), "%s/sys", dir);
 	snprintf(list, sizeof(list), "%s/nodelist", dir);
 	snprintf(nn, sizeof(nn), "%u", nnodes);
+	if (with_links)
+		snprintf(links, sizeof(links), "%s/links.json", dir);
 	assert_non_null(fp = fopen(list, "w"));
 	fputs(nodelist, fp);
 	assert_int_equal(fclose(fp), 0);
@@ -195,7 +210,7 @@ static int measure(const char *nodelist, const char *tasks, uint32_t nnodes,
 		dup2(fd[1], 1);
 		close(fd[0]);
 		execl(self, self, "--step", fabric, sysfs, nn, list, tasks,
-		      (char *)NULL);
+		      links, (char *)NULL);
 		_exit(127);
 	}
 	close(fd[1]);
@@ -233,6 +248,39 @@ static int setup(void **state)
 		return -1;
 	snprintf(path, sizeof(path), "%s/fabric.json", dir);
 	rc = tp_fabric_save_json(f, path) ? -1 : 0;
+	/* the largest LinkState a step's start reads: as many links listed,
+	 * degraded and loaded, as fit in TP_STEP_LINKSTATE_MAX bytes (from
+	 * 90% of it up), or every link of a smaller fabric */
+	char *json = NULL;
+	FILE *fp;
+	size_t nl = tp_fabric_nlinks(f), k = nl;
+	for (int tries = 0; !rc && tries < 8; tries++) {
+		tp_state_t *s = tp_state_create(f);
+		tp_free(json);
+		json = NULL;
+		for (size_t l = 0; s && !rc && l < k; l++)
+			rc = tp_state_set_link(s, (uint32_t)l, 0.5, 1) ? -1 : 0;
+		if (!rc && (!s || tp_state_to_json(s, &json)))
+			rc = -1;
+		tp_state_destroy(s);
+		size_t len = json ? strlen(json) : 0;
+		if (rc || (len <= TP_STEP_LINKSTATE_MAX &&
+			   (k == nl || len >= TP_STEP_LINKSTATE_MAX / 10 * 9)))
+			break;
+		/* scale to 95% of the cap */
+		k = (size_t)((double)k * 0.95 * (double)TP_STEP_LINKSTATE_MAX /
+			     (double)len);
+		if (k > nl)
+			k = nl;
+	}
+	if (!rc && (!json || strlen(json) > TP_STEP_LINKSTATE_MAX))
+		rc = -1;
+	links_listed = k;
+	snprintf(path, sizeof(path), "%s/links.json", dir);
+	if (!rc &&
+	    (!(fp = fopen(path, "w")) || fputs(json, fp) < 0 || fclose(fp)))
+		rc = -1;
+	tp_free(json);
 	tp_fabric_destroy(f);
 	return rc;
 }
@@ -246,9 +294,9 @@ static int teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-/* A step over the fabric's first n hosts (0: all), tpn tasks each, held
- * to the limit. */
-static void step_of(size_t n, unsigned tpn)
+/* A step over the fabric's first n hosts (0: all), tpn tasks each, with
+ * the largest LinkState or none, held to the limit. */
+static void step_of(size_t n, unsigned tpn, bool with_links)
 {
 	char path[128], tasks[32], *nodelist;
 	const char **names;
@@ -273,11 +321,14 @@ static void step_of(size_t n, unsigned tpn)
 	tp_fabric_destroy(f);
 
 	snprintf(tasks, sizeof(tasks), "%u(x%zu)", tpn, n);
-	assert_int_equal(measure(nodelist, tasks, (uint32_t)n, &kb), 0);
-	printf("# step start on %zu of %zu hosts x %u tasks (%s): peak RSS %ld "
-	       "KiB (limit %d)\n",
-	       n, all, tpn, n <= PRICE_MAX_HOSTS ? "priced" : "by rule", kb,
-	       LIMIT_KB);
+	assert_int_equal(measure(nodelist, tasks, (uint32_t)n, with_links, &kb),
+			 0);
+	printf("# step start on %zu of %zu hosts x %u tasks (%s", n, all, tpn,
+	       n <= PRICE_MAX_HOSTS ? "priced" : "by rule");
+	if (with_links)
+		printf(", a LinkState of %zu links, the largest it reads",
+		       links_listed);
+	printf("): peak RSS %ld KiB (limit %d)\n", kb, LIMIT_KB);
 	tp_free(nodelist);
 	if (kb > LIMIT_KB)
 		fail_msg("peak RSS %ld KiB over %d KiB", kb, LIMIT_KB);
@@ -289,8 +340,21 @@ static void test_whole_fabric(void **state)
 #ifdef TP_ASAN
 	skip(); /* the sanitizer's shadow memory is no plugin's */
 #endif
-	step_of(0, 8);
+	step_of(0, 8, false);
 }
+
+#if TP_STEP_LEAVES < 512
+/* ... and with a LinkState listing every link of the fabric, which the
+ * plugin reads where it prices the plan (on 2,048 hosts, priced). */
+static void test_whole_fabric_links(void **state)
+{
+	(void)state;
+#ifdef TP_ASAN
+	skip();
+#endif
+	step_of(0, 8, true);
+}
+#endif
 
 #if TP_STEP_LEAVES >= 512
 /* The largest step the default PlanPriceMaxHosts prices, on the largest
@@ -301,7 +365,16 @@ static void test_priced(void **state)
 #ifdef TP_ASAN
 	skip();
 #endif
-	step_of(PRICE_MAX_HOSTS, 8);
+	step_of(PRICE_MAX_HOSTS, 8, false);
+}
+
+static void test_priced_links(void **state)
+{
+	(void)state;
+#ifdef TP_ASAN
+	skip();
+#endif
+	step_of(PRICE_MAX_HOSTS, 8, true);
 }
 #endif
 
@@ -324,7 +397,7 @@ static void test_hostile_nodelist(void **state)
 	for (size_t o = 0; o + 216 <= len; o += 216)
 		memcpy(hostile + o + 200, "[000000-999999],", 16);
 	hostile[len] = '\0';
-	assert_int_equal(measure(hostile, "1", 16384, &kb), 3);
+	assert_int_equal(measure(hostile, "1", 16384, false, &kb), 3);
 	printf("# hostile SLURM_STEP_NODELIST (1 MiB): refused, peak RSS %ld "
 	       "KiB\n",
 	       kb);
@@ -340,12 +413,15 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_whole_fabric),
 #if TP_STEP_LEAVES < 512 /* once is enough */
 		cmocka_unit_test(test_hostile_nodelist),
+		/* the whole step is priced here: LinkState read */
+		cmocka_unit_test(test_whole_fabric_links),
 #else
 		cmocka_unit_test(test_priced),
+		cmocka_unit_test(test_priced_links),
 #endif
 	};
 
-	if (argc == 7 && !strcmp(argv[1], "--step"))
+	if (argc == 8 && !strcmp(argv[1], "--step"))
 		return step_main(argv);
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
