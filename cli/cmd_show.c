@@ -687,7 +687,9 @@ int tp_cmd_show(int argc, char **argv)
 	 * that does not read: a warning, and healthy links, as there */
 	if (links_path && price_max) {
 		char *why = NULL;
-		err = tp_state_load_json_regular(f, links_path, &links, &why);
+		/* the plugin's cap (the step start's memory) */
+		err = tp_state_load_json_capped(
+		    f, links_path, TP_STEP_LINKSTATE_MAX, &links, &why);
 		if (err && !tp_cli_quiet)
 			tp_cli_err("warning: show: LinkState %s; plans priced "
 				   "on healthy links",

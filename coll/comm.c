@@ -968,11 +968,15 @@ static size_t size_index(const tp_coll_comm_t *c, size_t bytes)
 	return c->nsizes ? c->nsizes - 1 : 0;
 }
 
+/* The plan's recommendation at size index si; ring without sizes. */
+static tp_coll_algo_t recommend_at(const tp_coll_comm_t *c, size_t si)
+{
+	return c->nsizes ? c->recommend[si] : TP_COLL_ALGO_RING;
+}
+
 tp_coll_algo_t tp_coll_algo_select(const tp_coll_comm_t *c, size_t bytes)
 {
-	if (!c || c->nsizes == 0)
-		return TP_COLL_ALGO_RING;
-	return c->recommend[size_index(c, bytes)];
+	return c ? recommend_at(c, size_index(c, bytes)) : TP_COLL_ALGO_RING;
 }
 
 /* ---- collectives ------------------------------------------------------------
@@ -1210,7 +1214,7 @@ tp_err_t tp_coll_allreduce(tp_coll_comm_t *c, const void *sendbuf,
 		err = tp__coll_host_allreduce(c, recvbuf, src, count, dt, rop);
 		algo = TP_COLL_ALGO_AUTO;
 	} else if (algo == TP_COLL_ALGO_AUTO) {
-		algo = c->nsizes ? c->recommend[si] : TP_COLL_ALGO_RING;
+		algo = recommend_at(c, si);
 	}
 	switch (algo) {
 	case TP_COLL_ALGO_AUTO:

@@ -39,6 +39,18 @@ struct tp_plan {
 	int8_t hier_pipe[TP_PLAN_MAX_SIZES];
 };
 
+/* The i-th of the HCA names host ph has in the plan (the fabric's):
+ * its ranks' (i < nranks), then its HCAs in rail order (nrails of them,
+ * NULL where none); NULL past them. */
+static inline const char *tp__plan_host_hca(const tp_plan_host_t *ph,
+					    int nrails, size_t i)
+{
+	if (i < ph->nranks)
+		return ph->ranks[i].hca;
+	i -= ph->nranks;
+	return i < (size_t)(nrails > 0 ? nrails : 0) ? ph->hcas[i] : NULL;
+}
+
 tp_plan_t *tp__plan_new(void);
 /* Zeroed, suitably aligned, freed with the plan; NULL on NOMEM. */
 void *tp__plan_alloc(tp_plan_t *p, size_t n, size_t size);

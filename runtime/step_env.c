@@ -163,17 +163,6 @@ static char *hca_list(const tp_plan_t *plan, const tp_plan_host_t *ph,
 	return sb.buf;
 }
 
-/* The i-th of the HCA names host ph has in the plan (the fabric's):
- * its ranks' (i < nranks), then its HCAs in rail order (nrails of them,
- * NULL where none); NULL past them. */
-static const char *plan_hca(const tp_plan_host_t *ph, int nrails, size_t i)
-{
-	if (i < ph->nranks)
-		return ph->ranks[i].hca;
-	i -= ph->nranks;
-	return i < (size_t)nrails ? ph->hcas[i] : NULL;
-}
-
 /* "fabric=local,...": the HCA names this host has in the plan (its
  * ranks' and its HCAs in rail order, which a task on another GPU than
  * its local rank's may drive: TOPOPLACE_COLL_HCA) whose local device,
@@ -188,14 +177,14 @@ static char *hca_names(const tp_plan_host_t *ph, int nrails,
 	size_t n = ph->nranks + (size_t)(nrails > 0 ? nrails : 0);
 
 	for (size_t l = 0; map && l < n; l++) {
-		const char *fab = plan_hca(ph, nrails, l);
+		const char *fab = tp__plan_host_hca(ph, nrails, l);
 		const char *loc = fab ? tp_hca_map_local(map, fab) : NULL;
 		bool seen = false;
 		if (!loc || !strcmp(loc, fab) || !tp_hca_name_ok(fab) ||
 		    !tp_hca_name_ok(loc))
 			continue;
 		for (size_t k = 0; k < l && !seen; k++) {
-			const char *o = plan_hca(ph, nrails, k);
+			const char *o = tp__plan_host_hca(ph, nrails, k);
 			seen = o && !strcmp(o, fab);
 		}
 		if (!seen)

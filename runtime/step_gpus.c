@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tp_runtime.h"
+#include "runtime_int.h"
 
 struct tp_step_gpus {
 	char **gpu_hca; /* [GPU index]: its nearest HCA, or NULL */
@@ -43,16 +43,18 @@ static bool dup_or_null(const char *s, char **out)
 	return !s || *out;
 }
 
-/* Whether the plan names dev for host ph: a rank's HCA or one of its
- * HCAs in rail order. */
+/* Whether the plan names dev for host ph (tp__plan_host_hca: a rank's
+ * HCA or one of its HCAs in rail order). */
 static bool plan_names(const tp_plan_t *plan, const tp_plan_host_t *ph,
 		       const char *dev)
 {
-	for (uint32_t l = 0; l < ph->nranks; l++)
-		if (ph->ranks[l].hca && !strcmp(ph->ranks[l].hca, dev))
-			return true;
-	for (int r = 0; r < tp_plan_nrails(plan); r++)
-		if (ph->hcas[r] && !strcmp(ph->hcas[r], dev))
+	const char *o;
+	int nrails = tp_plan_nrails(plan);
+
+	for (size_t i = 0; (o = tp__plan_host_hca(ph, nrails, i)) ||
+			   i < ph->nranks + (size_t)nrails;
+	     i++)
+		if (o && !strcmp(o, dev))
 			return true;
 	return false;
 }

@@ -1094,6 +1094,26 @@ static void test_gpu_hcas(void **state)
 
 /* ---- predictions ---- */
 
+/* Plan p's prediction of algorithm a at its size i, which must equal
+ * the cost model's direct one on state (NULL: idle) for ring[0..n) with
+ * gpus[]: the plan rescales one prediction per algorithm. */
+static double model_checked(const tp_cost_ctx_t *ctx, const tp_state_t *s,
+			    const tp_plan_t *p, size_t i, int a,
+			    const uint32_t *ring, const int *gpus, size_t n)
+{
+	tp_cost_t c;
+	double got = tp_plan_predict_s(p, i, (tp_algo_t)a);
+
+	assert_int_equal(tp_cost_predict(ctx, s, ring, gpus, n,
+					 tp_plan_size(p, i), (tp_algo_t)a, &c),
+			 TP_OK);
+	if (fabs(got - c.seconds) > 1e-9 * c.seconds)
+		fail_msg("%s at %g: plan %.15g, model %.15g",
+			 tp_algo_name((tp_algo_t)a), tp_plan_size(p, i), got,
+			 c.seconds);
+	return got;
+}
+
 static void test_predictions(void **state)
 {
 	tp_fabric_t *f = tp_test_rail(3, 4, 2, 2, 8);
@@ -1120,18 +1140,8 @@ static void test_predictions(void **state)
 	for (size_t i = 0; i < tp_plan_nsizes(p); i++) {
 		int best = 0;
 		for (int a = 0; a < TP_PLAN_NALGOS; a++) {
-			tp_cost_t c;
-			double got = tp_plan_predict_s(p, i, (tp_algo_t)a);
-			/* the plan rescales one prediction per algorithm:
-			 * it must equal a direct one at every size */
-			assert_int_equal(tp_cost_predict(ctx, NULL, ring, gpus,
-							 10, tp_plan_size(p, i),
-							 (tp_algo_t)a, &c),
-					 TP_OK);
-			if (fabs(got - c.seconds) > 1e-9 * c.seconds)
-				fail_msg("%s at %g: plan %.15g, model %.15g",
-					 tp_algo_name((tp_algo_t)a),
-					 tp_plan_size(p, i), got, c.seconds);
+			double got =
+			    model_checked(ctx, NULL, p, i, a, ring, gpus, 10);
 			if (got < tp_plan_predict_s(p, i, (tp_algo_t)best))
 				best = a;
 		}
@@ -1209,16 +1219,8 @@ static void test_state_prices(void **state)
 		gpus[r] = 8;
 	for (size_t i = 0; i < tp_plan_nsizes(p); i++)
 		for (int x = 0; x < TP_PLAN_NALGOS; x++) {
-			tp_cost_t c;
-			double got = tp_plan_predict_s(p, i, (tp_algo_t)x);
-			assert_int_equal(tp_cost_predict(ctx, s, ring, gpus, 10,
-							 tp_plan_size(p, i),
-							 (tp_algo_t)x, &c),
-					 TP_OK);
-			if (fabs(got - c.seconds) > 1e-9 * c.seconds)
-				fail_msg("%s at %g: plan %.15g, model %.15g",
-					 tp_algo_name((tp_algo_t)x),
-					 tp_plan_size(p, i), got, c.seconds);
+			double got =
+			    model_checked(ctx, s, p, i, x, ring, gpus, 10);
 			if (!(got > tp_plan_predict_s(idle, i, (tp_algo_t)x)))
 				fail_msg(
 				    "%s at %g: %.15g on the state, %.15g "
