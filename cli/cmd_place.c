@@ -14,6 +14,7 @@
 static const char place_usage[] =
     "Usage: topoplace place --fabric F.json --request REQ [--state S.json]\n"
     "                       [--policy P] [--seed N] [--nics-by-rate] [--json]\n"
+    "                       [--node-weights health|SLURM.CONF]\n"
     "\n"
     "Choose hosts for one job on the free part of the fabric and say why.\n"
     "  --request REQ   comma-separated items, each at most once:\n"
@@ -32,6 +33,11 @@ static const char place_usage[] =
     "  --seed N        for seeded policies (default 1)\n"
     "  --nics-by-rate  price as cost --nics-by-rate does (what slurmctld\n"
     "                  prices with NicsByRate=yes in topoplace.conf)\n"
+    "  --node-weights W  Slurm's node weights (Weight=) for the Slurm\n"
+    "                  policies, lower first as cons_tres orders nodes:\n"
+    "                  'health' gives the weakly cabled hosts Weight=100\n"
+    "                  and the rest 1, or a slurm.conf's NodeName= lines;\n"
+    "                  default: all equal (the other policies ignore them)\n"
     "  --json          policy, hosts (ring order), gpus, span, predicted_s,\n"
     "                  ideal_s, explain\n"
     "  -h, --help      this text\n"
@@ -156,12 +162,13 @@ static void place_print_text(const tp_fabric_t *f, const tp_policy_t *policy,
 }
 
 /* The policy's hosts for request r (text req) on f (from the file fabric)
- * in state s into *pl, priced; TP_EXIT_OK or the exit code after an
+ * in state s, with Slurm's node weights (NULL: all equal), into *pl, priced; TP_EXIT_OK or the exit code after an
  * error line (TP_EXIT_FAIL: no fit now). */
 static int place_decide(const tp_fabric_t *f, const char *fabric,
 			const tp_state_t *s, const tp_policy_t *policy,
 			const tp_request_t *r, const char *req, long seed,
-			bool nics_by_rate, tp_placement_t *pl)
+			bool nics_by_rate, const uint32_t *weights,
+			tp_placement_t *pl)
 {
 	tp_cost_params_t cp;
 	tp_policy_params_t pp;
@@ -181,6 +188,7 @@ static int place_decide(const tp_fabric_t *f, const char *fabric,
 		return tp_cli_exit_code(err);
 	}
 	tp_policy_params_defaults(&pp);
+	pp.node_weight = weights;
 	err = tp_place_run(policy, s, r, &pp, ctx, (uint64_t)seed, pl);
 	/* enough hosts and GPUs, but on a fabric in pieces no connected
 	 * set of the shape even when idle (simulate's "never" too) */
@@ -212,13 +220,15 @@ int tp_cmd_place(int argc, char **argv)
 	    {"policy", required_argument, NULL, 'p'},
 	    {"seed", required_argument, NULL, 'S'},
 	    {"nics-by-rate", no_argument, NULL, 'N'},
+	    {"node-weights", required_argument, NULL, 'W'},
 	    {"json", no_argument, NULL, TP_CLI_OPT_JSON},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	tp_cli_args_t a = {.usage = place_usage};
 	bool nics_by_rate = false;
-	const char *req = NULL, *pname = "topoplace";
+	const char *req = NULL, *pname = "topoplace", *wname = NULL;
+	uint32_t *w = NULL;
 	long seed = 1;
 	int c, rc = TP_EXIT_INPUT;
 	tp_fabric_t *f = NULL;
@@ -244,6 +254,9 @@ int tp_cmd_place(int argc, char **argv)
 			break;
 		case 'N':
 			nics_by_rate = true;
+			break;
+		case 'W':
+			wname = optarg;
 			break;
 		}
 	}
@@ -272,8 +285,11 @@ int tp_cmd_place(int argc, char **argv)
 	    !(s = tp_cli_load_state(f, a.state, &rc)))
 		goto out;
 	tp_state_set_nics_by_rate(s, nics_by_rate);
+	if (wname &&
+	    !(w = tp_cli_node_weights("place: --node-weights", f, wname, &rc)))
+		goto out;
 	if ((rc = place_decide(f, a.fabric, s, policy, &r, req, seed,
-			       nics_by_rate, &pl)))
+			       nics_by_rate, w, &pl)))
 		goto out;
 	if (a.json)
 		place_print_json(f, policy, &pl);
@@ -284,6 +300,7 @@ out:
 	tp_placement_free(&pl);
 	tp_state_destroy(s);
 	tp_fabric_destroy(f);
+	tp_free(w);
 	return rc;
 }
 

@@ -39,6 +39,7 @@ static const char usage[] =
     "                          [--seeds N] [--policies a,b,...] [--baseline "
     "P]\n"
     "                          [--price-budget N] [--nics-by-rate]\n"
+    "                          [--slurm-weights health|SLURM.CONF]\n"
     "                          [--deflate-runs] [--json] [--svg FILE]\n"
     "\n"
     "Replay a job trace under each policy (FCFS + EASY backfill of the 64\n"
@@ -115,6 +116,13 @@ static const char usage[] =
     "                     made with plan --nics-by-rate); default: evenly,\n"
     "                     one ring per rail, as libtopoplace-coll runs an\n"
     "                     even plan, so the slowest NIC paces the host\n"
+    "  --slurm-weights W  Slurm's node weights (Weight=) for its models\n"
+    "                     (slurm-tree, slurm-tree-22.05, slurm-block: lower\n"
+    "                     first, as cons_tres orders nodes): 'health' gives\n"
+    "                     the weakly cabled hosts Weight=100 and the rest 1,\n"
+    "                     as an admin keeps them last; or a slurm.conf's\n"
+    "                     NodeName= lines; default: all equal. The other\n"
+    "                     policies and the ideal placement ignore them\n"
     "  --deflate-runs     with Slurm's records (--trace of sacct output with\n"
     "                     NodeList, or a jobcomp log): a job's recorded run\n"
     "                     time is what it took on the hosts Slurm gave it;\n"
@@ -374,6 +382,7 @@ typedef struct sims {
 	long seed0;
 	int max_host_gpus; /* the fabric's largest host */
 	size_t deflated;   /* --deflate-runs: jobs whose run time changed */
+	const char *weights; /* --slurm-weights, or NULL */
 	pthread_mutex_t lock;
 	size_t next;
 	tp_err_t err;
@@ -890,6 +899,10 @@ static void print_json(const sims_t *S, size_t b, double *x,
 	cJSON_AddStringToObject(o, "baseline",
 				tp_policy_name(S->runs[b].policy));
 	cJSON_AddNumberToObject(o, "price_budget", S->pp->price_budget);
+	if (S->weights)
+		cJSON_AddStringToObject(o, "slurm_weights", S->weights);
+	else
+		cJSON_AddNullToObject(o, "slurm_weights");
 	cJSON_AddBoolToObject(o, "nics_by_rate",
 			      tp_cost_ctx_params(S->ctx)->nics_by_rate);
 	/* false under TOPOPLACE_COLL_SHM=0: host phases priced as rings */
@@ -1015,6 +1028,7 @@ typedef struct sim_args {
 	tp_cli_args_t a;
 	const char *trace, *synth, *svg, *basename;
 	const char *synth_opt; /* --jobs or --load, given */
+	const char *weights;   /* --slurm-weights */
 	char *plist; /* owned */
 	long njobs, seed, nseeds;
 	long price_budget; /* -1: the policy parameters' default */
@@ -1040,6 +1054,7 @@ static bool sim_options(int argc, char **argv, sim_args_t *o, int *rc)
 	    {"price-budget", required_argument, NULL, 'B'},
 	    {"nics-by-rate", no_argument, NULL, 'N'},
 	    {"deflate-runs", no_argument, NULL, 'D'},
+	    {"slurm-weights", required_argument, NULL, 'W'},
 	    {"json", no_argument, NULL, TP_CLI_OPT_JSON},
 	    {"svg", required_argument, NULL, 'g'},
 	    {"help", no_argument, NULL, 'h'},
@@ -1094,6 +1109,9 @@ static bool sim_options(int argc, char **argv, sim_args_t *o, int *rc)
 			break;
 		case 'D':
 			o->deflate = true;
+			break;
+		case 'W':
+			o->weights = optarg;
 			break;
 		case 'g':
 			o->svg = optarg;
@@ -1300,6 +1318,11 @@ static void sim_report(const sim_args_t *o, const tp_fabric_t *f,
 			       S->pp->price_budget);
 	if (tp_cost_ctx_params(S->ctx)->nics_by_rate)
 		printf("; NICs loaded by rate (NCCL)");
+	if (S->weights)
+		printf("; Slurm's node weights: %s",
+		       strcmp(S->weights, "health")
+			   ? S->weights
+			   : "health (Weight=100 on the weakly cabled hosts)");
 	if (tp_cost_ctx_params(S->ctx)->host_ring)
 		printf("; host phases as rings (TOPOPLACE_COLL_SHM=0)");
 	printf("\n\n");
@@ -1316,6 +1339,7 @@ static int sim_run(const sim_args_t *o, tp_fabric_t *f, sims_t *S,
 	tp_cost_ctx_t *ctx;
 	tp_cost_params_t cp;
 	tp_policy_params_t pp;
+	uint32_t *w = NULL;
 	tp_err_t err;
 	int rc = TP_EXIT_INPUT;
 
@@ -1328,6 +1352,14 @@ static int sim_run(const sim_args_t *o, tp_fabric_t *f, sims_t *S,
 	tp_policy_params_defaults(&pp);
 	if (o->price_budget >= 0)
 		pp.price_budget = (double)o->price_budget;
+	if (o->weights &&
+	    !(w = tp_cli_node_weights("simulate: --slurm-weights", f,
+				      o->weights, &rc))) {
+		tp_cost_ctx_destroy(ctx);
+		return rc;
+	}
+	pp.node_weight = w;
+	S->weights = o->weights;
 	S->f = f;
 	S->ctx = ctx;
 	S->pp = &pp;
@@ -1353,6 +1385,7 @@ static int sim_run(const sim_args_t *o, tp_fabric_t *f, sims_t *S,
 	S->ctx = NULL;
 	S->pp = NULL;
 	tp_cost_ctx_destroy(ctx);
+	tp_free(w);
 	return rc;
 }
 

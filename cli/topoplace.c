@@ -115,6 +115,29 @@ size_t tp_cli_weak_hosts(const tp_fabric_t *f)
 	return n;
 }
 
+uint32_t *tp_cli_node_weights(const char *cmd, const tp_fabric_t *f,
+			      const char *arg, int *rc_p)
+{
+	uint32_t *w = NULL;
+	char *why = NULL;
+	tp_err_t err;
+
+	if (!strcmp(arg, "health")) {
+		tp_state_t *s = tp_state_create(f);
+		err = s ? tp_node_weights_health(s, TP_CLI_WEAK_WEIGHT, &w)
+			: TP_ERR_NOMEM;
+		tp_state_destroy(s);
+	} else {
+		err = tp_node_weights_load(f, arg, &w, &why);
+	}
+	if (err) {
+		tp_cli_err("%s: %s", cmd, why ? why : tp_strerror(err));
+		*rc_p = tp_cli_exit_code(err);
+	}
+	tp_free(why);
+	return err ? NULL : w;
+}
+
 bool tp_cli_path_given(const char *what, const char *path)
 {
 	if (path && *path)

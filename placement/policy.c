@@ -401,6 +401,7 @@ static tp_err_t ideal_seconds(const tp__policy_in_t *in, double bytes,
 	tp__policy_in_t e = *in;
 	size_t nh = tp_fabric_nhosts(f);
 	pack_t pk = {.in = &e};
+	tp_policy_params_t pp;
 	tp_state_t *idle = NULL;
 	double best = INFINITY;
 	char why[256];
@@ -410,6 +411,12 @@ static tp_err_t ideal_seconds(const tp__policy_in_t *in, double bytes,
 	 * (fits: no host without a cable in a set of several) */
 	e.s = NULL;
 	e.offer = in->offer ? in->offer + nh : NULL;
+	/* Slurm's node weights are the measured Slurm's, not the fabric's */
+	if (in->params) {
+		pp = *in->params;
+		pp.node_weight = NULL;
+		e.params = &pp;
+	}
 	pk.need = in->nhosts ? in->nhosts : (size_t)in->total_gpus;
 	pk.max = nh;
 	pk.offer = tp_calloc(nh + 1, sizeof(int));

@@ -72,7 +72,7 @@ typedef struct blk {
 	bool *req;	     /* bblock_required */
 	int level, ll_level; /* for the explanation */
 	size_t used;	     /* base blocks used */
-	int *key;	     /* per host: its GPU weight tier */
+	tp__slurm_key_t *key; /* per host: its weight tier */
 	bool *inb, *r;	     /* per host: in the tiers gathered, in req2 */
 	uint32_t *list;	     /* the chosen block's candidates */
 } blk_t;
@@ -174,7 +174,8 @@ static tp_err_t eval_block(blk_t *t)
 	size_t nh = tp_fabric_nhosts(in->f);
 	long long need, bpb, bpll, ll_size, max_ll, block_cnt, llcnt = 0;
 	long long best_cnt = 0, prev;
-	int level = 0, ll_level, binx = -1, best_key = -1;
+	int level = 0, ll_level, binx = -1;
+	tp__slurm_key_t best_key = -1;
 	size_t nl = 0;
 
 	for (uint32_t h = 0; h < nh; h++) {
@@ -220,7 +221,7 @@ static tp_err_t eval_block(blk_t *t)
 	 * key), then the fewest candidates that suffice, ties to the last */
 	for (long long b = 0; b < block_cnt; b++) {
 		long long bnc = 0, avail = 0;
-		int bkey = -1;
+		tp__slurm_key_t bkey = -1;
 		for (long long i = b * bpb;
 		     i < (b + 1) * bpb && i < (long long)t->nbb; i++) {
 			bnc += t->on_bb[i];
@@ -361,7 +362,7 @@ static tp_err_t build(blk_t *t, const tp_fabric_t *f)
 	t->pk.cand = tp_calloc(nh + 1, sizeof(bool));
 	t->on_bb = tp_calloc(t->nbb + 1, sizeof(long long));
 	t->req = tp_calloc(t->nbb + 1, sizeof(bool));
-	t->key = tp_calloc(nh + 1, sizeof(int));
+	t->key = tp_calloc(nh + 1, sizeof(tp__slurm_key_t));
 	t->inb = tp_calloc(nh + 1, sizeof(bool));
 	t->r = tp_calloc(nh + 1, sizeof(bool));
 	t->list = tp_calloc(nh + 1, sizeof(uint32_t));

@@ -115,7 +115,7 @@ typedef struct tree {
 	size_t nsw;
 	uint64_t *dist; /* per line */
 	bool v24;	/* Slurm 24.11's rules (else 22.05's) */
-	int *key;	/* per host: its weight tier, larger first (1.1) */
+	tp__slurm_key_t *key; /* per host: its weight tier, larger first (1.1) */
 	bool *inb;	/* per host: in the gathered tiers B, taken or not */
 	bool *r;	/* per host: in the lighter tiers R (req2) */
 	bool *req;	/* per line: required (meets R) */
@@ -261,11 +261,11 @@ static const tp_group_t *grp(const tree_t *t, uint32_t line)
 /* Hosts of set[] under a line, and the largest tier key among them
  * (-1 for none). */
 static long long count_in(const tree_t *t, uint32_t line, const bool *set,
-			  int *key_p)
+			  tp__slurm_key_t *key_p)
 {
 	const tp_group_t *gp = grp(t, line);
 	long long c = 0;
-	int key = -1;
+	tp__slurm_key_t key = -1;
 
 	for (size_t k = 0; k < gp->nhosts; k++) {
 		uint32_t h = gp->hosts[k];
@@ -298,7 +298,7 @@ static tp_err_t eval_topo(tree_t *t, char *why, size_t whylen)
 	size_t nh = tp_fabric_nhosts(in->f), span[TP_SPAN_NLEVELS], n0;
 	uint32_t top = TP_ID_NONE;
 	long long prev;
-	int top_key = -1;
+	tp__slurm_key_t top_key = -1;
 	bool any_r;
 
 	for (uint32_t h = 0; h < nh; h++) {
@@ -310,7 +310,7 @@ static tp_err_t eval_topo(tree_t *t, char *why, size_t whylen)
 	/* T4: the highest-level switch with enough candidates and a tier no
 	 * heavier than the top's so far; ties go to the last line (>=) */
 	for (uint32_t i = 0; i < t->nsw; i++) {
-		int key;
+		tp__slurm_key_t key;
 		long long c = count_in(t, i, t->pk.cand, &key);
 
 		if (c < t->pk.rem_nodes)
@@ -409,7 +409,7 @@ static tp_err_t slurm_tree(const tp__policy_in_t *in, bool v24, uint32_t *hosts,
 	t.pk.cand = tp_calloc(nh + 1, sizeof(bool));
 	t.inb = tp_calloc(nh + 1, sizeof(bool));
 	t.r = tp_calloc(nh + 1, sizeof(bool));
-	t.key = tp_calloc(nh + 1, sizeof(int));
+	t.key = tp_calloc(nh + 1, sizeof(tp__slurm_key_t));
 	t.dist = tp_calloc(t.nsw + 1, sizeof(uint64_t));
 	t.req = tp_calloc(t.nsw + 1, sizeof(bool));
 	if (!t.pk.cand || !t.inb || !t.r || !t.key || !t.dist || !t.req) {

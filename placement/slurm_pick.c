@@ -76,7 +76,8 @@ bool tp__slurm_pick_req2(tp__slurm_pick_t *p, const bool *r, size_t nh)
 	return any;
 }
 
-int tp__slurm_tier_key(const tp__policy_in_t *in, uint32_t h)
+/* near_gpu_cnt, as the low byte holds it */
+static int near_gpus(const tp__policy_in_t *in, uint32_t h)
 {
 	int free = tp__slurm_free_gpus(in, h);
 
@@ -89,14 +90,23 @@ int tp__slurm_tier_key(const tp__policy_in_t *in, uint32_t h)
 	return in->gpus_per_host;
 }
 
-bool tp__slurm_gather(const tp__slurm_pick_t *p, const int *key,
+tp__slurm_key_t tp__slurm_tier_key(const tp__policy_in_t *in, uint32_t h)
+{
+	const tp_policy_params_t *pp = in->params;
+	uint32_t w = pp && pp->node_weight ? pp->node_weight[h] : 1;
+	int g = near_gpus(in, h);
+
+	return (tp__slurm_key_t)(UINT32_MAX - w) << 16 | (g < 0xff ? g : 0xff);
+}
+
+bool tp__slurm_gather(const tp__slurm_pick_t *p, const tp__slurm_key_t *key,
 		      const uint32_t *hosts, size_t n, bool *inb, bool *r)
 {
 	long long nb = 0, gb = 0;
-	int k = INT_MAX;
+	tp__slurm_key_t k = INT64_MAX;
 
 	for (;;) {
-		int next = -1;
+		tp__slurm_key_t next = -1;
 		for (size_t x = 0; x < n; x++) {
 			uint32_t h = hosts[x];
 			if (p->cand[h] && !inb[h] && key[h] < k &&

@@ -41,19 +41,24 @@ bool tp__slurm_pick_try(tp__slurm_pick_t *p, uint32_t h);
  * chosen (req2). False when r marks none. */
 bool tp__slurm_pick_req2(tp__slurm_pick_t *p, const bool *r, size_t nh);
 
-/* GPU weight tiers (doc/slurm-tree-model.md 11.3; cons_tres job_test.c
- * sets a node's sched_weight low byte to 0xff - near_gpu_cnt, so more
- * usable GPUs is lighter and goes first). Candidate h's tier, larger
- * first: all its GPUs for an exclusive GPU job (whole_node sets no
- * per-node maximum), the per-node count for a shared one (one tier),
- * min(free, T) for a shared --gpus=T; one tier for a job without GPUs. */
-int tp__slurm_tier_key(const tp__policy_in_t *in, uint32_t h);
+/* A host's weight tier as a key, larger first (lighter); -1: none. */
+typedef int64_t tp__slurm_key_t;
+
+/* Weight tiers: cons_tres sets a node's sched_weight to its Weight=
+ * (tp_policy_params_t.node_weight) << 16 and the low byte to 0xff -
+ * near_gpu_cnt (doc/slurm-tree-model.md 7.2, 11.3), so a lower Weight=
+ * goes first and, among equal ones, more usable GPUs. Candidate h's key,
+ * larger first: its GPU count is all its GPUs for an exclusive GPU job
+ * (whole_node sets no per-node maximum), the per-node count for a shared
+ * one (one tier), min(free, T) for a shared --gpus=T; none for a job
+ * without GPUs. */
+tp__slurm_key_t tp__slurm_tier_key(const tp__policy_in_t *in, uint32_t h);
 /* Gather the tiers (key[], per host) of p's candidates among
  * hosts[0..n), lightest first, until they hold p's remaining nodes and
  * GPUs: inb[h] set for B, and r[h] for the tiers before the last one (R:
  * Slurm's req2, the job's before it picks). False when all of them
  * together do not hold it. inb and r start cleared. */
-bool tp__slurm_gather(const tp__slurm_pick_t *p, const int *key,
+bool tp__slurm_gather(const tp__slurm_pick_t *p, const tp__slurm_key_t *key,
 		      const uint32_t *hosts, size_t n, bool *inb, bool *r);
 
 #endif

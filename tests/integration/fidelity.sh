@@ -12,6 +12,7 @@ start_cluster() {
 	fabric=$1
 	NODES=$2
 	t1=$(date +%s)
+	: >"$tmp/weights.conf" # a new cluster: every node Weight=1
 	# a scheduling pass every 2 s, not 60: a released job that can
 	# never run gets its reason when the release's own pass missed it
 	# (a loaded machine) without waiting a minute; jobs go one at a
@@ -76,8 +77,11 @@ sim_place() {
 	req="nodes=$2,gpus-per-node=$3"
 	[ "$4" = x ] && req="$req,exclusive"
 	[ "$4" = g ] && req="gpus=$3"
-	# shellcheck disable=SC2086
-	out=$("$TOPOPLACE" place --fabric "$fabric" ${1:+--state "$1"} \
+	st=$1
+	# the node weights run_seq's "weight" lines gave Slurm
+	set --
+	[ -s "$tmp/weights.conf" ] && set -- --node-weights "$tmp/weights.conf"
+	out=$("$TOPOPLACE" place --fabric "$fabric" ${st:+--state "$st"} "$@" \
 		--request "$req" --policy "$FID_POLICY" --json 2>"$tmp/place.err" |
 		jq -r '.hosts[]' 2>/dev/null | sorted_line)
 	[ -n "$out" ] || out="(none: $(sed 's/.*: //' "$tmp/place.err" | head -1))"
@@ -151,12 +155,14 @@ never_job() {
 }
 # run_seq FILE: lines NAME NODES GPUS x|s|g (exclusive -N, shared -N, or
 # --gpus=GPUS: compared, then cancelled), "cancel NAME...", "never NAME
-# NODES GPUS MODE", or "pin NAME GPUS x|s HOSTLIST": a job held on HOSTLIST
-# (-w), to shape the free state, not compared
+# NODES GPUS MODE", "pin NAME GPUS x|s HOSTLIST": a job held on HOSTLIST
+# (-w), to shape the free state, not compared, or "weight HOSTLIST N":
+# Weight=N on those nodes (scontrol update; the model gets them as
+# slurm.conf lines)
 run_seq() {
 	: >"$tmp/jobs" # NAME ID NODES GPUS MODE
 	while read -r name n g m e; do
-		case $name in cancel | never) continue ;; esac
+		case $name in cancel | never | weight) continue ;; esac
 		if [ "$name" = pin ]; then
 			cnt=$(timeout 10 scontrol show hostnames "$e" | wc -l)
 			# shellcheck disable=SC2046
@@ -183,6 +189,16 @@ run_seq() {
 				echo "# pinned $n ($id) on $e"
 			else
 				bad "pinned job $n ($id) not running on $e: $(field "$id" JobState) $(field "$id" NodeList)"
+			fi
+			continue
+		fi
+		if [ "$name" = weight ]; then
+			if timeout 10 scontrol update NodeName="$n" Weight="$g" &&
+				[ "$(slurm_cli sinfo -h -N -n "$n" -o %w | sort -u)" = "$g" ]; then
+				echo "NodeName=$n Weight=$g" >>"$tmp/weights.conf"
+				echo "# Weight=$g on $n"
+			else
+				bad "scontrol update NodeName=$n Weight=$g"
 			fi
 			continue
 		fi

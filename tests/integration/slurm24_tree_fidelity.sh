@@ -15,13 +15,14 @@
 #   - phase 1: a two-level tree, 12 hosts of 4 GPUs on 3 leaves whose
 #     names interleave (node001,004,007,010 on leaf01, ...);
 #     then GPU weight tiers: --gpus jobs beside partly used hosts;
+#     then node weights (Weight=, set with scontrol update);
 #   - phase 2: a three-level tree, 2 pods of 2 leaves of 3 hosts
 #     (node001-003 leaf01, ...; leaf01-02 pod 1), made busy or free host
 #     by host with pinned jobs (-w), so that the leaves a job's nodes come
 #     from depend on how Slurm weighs distance (24.11 takes any closer leaf
 #     that fits; 22.05 did not) and on the counts it keeps above the
 #     leaves (24.11 brings them up to date; 22.05 left them stale).
-# Not covered: required nodes, weights, --switches, a --gpus job whose first
+# Not covered: required nodes, --switches, a --gpus job whose first
 # pass fails on GPUs (Slurm's knapsack retries are not modelled).
 #
 # Runs beside other clusters: TP_FIDELITY_NET (default 10.224.0) and
@@ -69,7 +70,9 @@ printf '%s\n' 'V 0 6 g' 'A 3 2 x' 'B 1 2 s' 'C 2 1 x' 'D 4 2 x' 'cancel A' 'E 2 
 	'F 5 1 x' 'cancel C' 'G 1 4 s' 'W 0 3 g' 'cancel D' 'H 6 2 x' 'cancel E G' 'I 3 1 s' \
 	'cancel F H' 'J 7 2 x' 'K 2 4 x' 'L 1 1 s' 'never N 13 1 x' 'cancel B I J L' \
 	'pin P 3 s node001' 'pin Q 2 s node005' 'T 0 4 g' 'U 0 6 g' \
-	'pin R 4 x node[002-004,006-008,010-012]' 'Y 0 5 g' >"$tmp/seq1"
+	'pin R 4 x node[002-004,006-008,010-012]' 'Y 0 5 g' 'cancel P Q R' \
+	'weight node[001-002,004,007] 10' 'WA 3 4 x' 'WB 6 4 x' 'cancel WA WB' 'WC 0 6 g' \
+	'WD 2 2 s' >"$tmp/seq1"
 # GPU weight tiers (cons_tres: nodes with more usable GPUs first; a
 # --gpus=T job's tier is min(free, T)), with node001 holding 1 free GPU
 # and node005 2:
@@ -78,6 +81,15 @@ printf '%s\n' 'V 0 6 g' 'A 3 2 x' 'B 1 2 s' 'C 2 1 x' 'D 4 2 x' 'cancel A' 'E 2 
 # Y: --gpus=5 with node001 (1), node005 (2), node009 (4) free: tier 4 is
 #    short, so node009 is the job's first (its leaf required), then the
 #    next tier: node005, never node001
+# Node weights (Weight=10 on node001, 002, 004 and 007; cons_tres puts
+# Weight= above the GPU tier in a node's sched_weight, so the lighter
+# nodes go first whatever their GPUs):
+# WA: -N 3 --exclusive: the light tier suffices, best fit among its
+#    leaves: leaf02 (005,008,011), not leaf01 as with equal weights
+# WB: -N 6 beside WA: 5 light nodes are short, so all of them are the
+#    job's (010 and leaf03) and their leaves required: leaf01's heavy
+#    node001 completes it
+# WC, WD: a --gpus and a shared job on the light tier
 start_cluster "$tmp/ft2.json" 12
 check_switches 4 2
 run_seq "$tmp/seq1"
@@ -109,7 +121,7 @@ check_switches 7 3
 run_seq "$tmp/seq2"
 
 echo "# $matched placements matched, $mismatched differed"
-[ "$compared" -eq 24 ] && ok "all 24 jobs compared" || bad "$compared of 24 jobs compared"
+[ "$compared" -eq 28 ] && ok "all 28 jobs compared" || bad "$compared of 28 jobs compared"
 [ "$mismatched" -eq 0 ] || bad "$mismatched of $compared placements differ from Slurm's"
 echo "# total $(($(date +%s) - t0)) s before teardown"
 finish
