@@ -34,6 +34,10 @@
  *  - the candidate filter: a node counts, as 1, when it can take the
  *    job's per-node share: up, >= gpus-per-node free GPUs (>= 1 for a
  *    --gpus job), idle for exclusive or whole-node jobs (7.3);
+ *  - node weights (Weight=, 7.2; tp_policy_params_t.node_weight): above
+ *    the GPU tier in a node's sched_weight, in both versions (24.11
+ *    job_test.c _set_sched_weight, 22.05 node_scheduler.c), so they
+ *    order the tiers first;
  *  - GPU weight tiers (11.3; cons_tres job_test.c "favor nodes with more
  *    co-located GPUs", in both versions): a node's tier is its usable
  *    GPUs (all of them for an exclusive GPU job, min(free, T) for
@@ -71,8 +75,8 @@
  * Left out, and why:
  *  - required nodes (-w) and T2/T3/T7/T9/T11b/T11c: tp_request_t has no
  *    node list;
- *  - node weights (Weight=, 7.2): uniform in our scenarios (10.5); only
- *    the GPU tiers above order the nodes;
+ *  - powered-down and rebooting nodes' heavier sched_weight (7.2): the
+ *    state has no such nodes;
  *  - GPUs bound to cores (gres.conf Cores=): a GPU whose socket has no
  *    free core is not usable there, which can split a shared job's one
  *    tier; our gres.conf binds none;

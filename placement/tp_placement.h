@@ -393,11 +393,6 @@ tp_err_t tp_node_weights_load(const tp_fabric_t *f, const char *path,
  * on s (its cables, and its link health). TP_ERR_INVAL, TP_ERR_NOMEM. */
 tp_err_t tp_node_weights_health(const tp_state_t *s, uint32_t weak,
 				uint32_t **w_p);
-/* slurm.conf lines for w: "NodeName=LIST Weight=N\n" per weight other
- * than 1 (hosts in index order, lists compressed); "" when all are 1.
- * NULL on NOMEM or a NULL argument. Caller frees with tp_free(). */
-char *tp_node_weights_conf(const tp_fabric_t *f, const uint32_t *w);
-
 /* The most predictions the topoplace policy spends on one decision. */
 #define TP_PRICE_BUDGET_MAX 96
 

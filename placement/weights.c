@@ -179,37 +179,3 @@ tp_err_t tp_node_weights_health(const tp_state_t *s, uint32_t weak,
 	*w_p = w;
 	return TP_OK;
 }
-
-char *tp_node_weights_conf(const tp_fabric_t *f, const uint32_t *w)
-{
-	size_t nh = f && w ? tp_fabric_nhosts(f) : 0;
-	const char **names = tp_calloc(nh + 1, sizeof(char *));
-	bool *done = tp_calloc(nh + 1, sizeof(bool));
-	tp_strbuf_t sb = {0};
-	bool ok = names && done && f && w;
-
-	for (uint32_t h = 0; ok && h < nh; h++) {
-		size_t n = 0;
-		if (done[h] || w[h] == 1)
-			continue;
-		for (uint32_t k = h; k < nh; k++)
-			if (!done[k] && w[k] == w[h]) {
-				names[n++] = tp_fabric_host(f, k)->name;
-				done[k] = true;
-			}
-		char *list = tp_hostlist_compress(names, n);
-		if (!list) {
-			ok = false;
-			break;
-		}
-		tp_strbuf_printf(&sb, "NodeName=%s Weight=%u\n", list, w[h]);
-		tp_free(list);
-	}
-	tp_free(names);
-	tp_free(done);
-	if (!ok || sb.failed) {
-		tp_free(sb.buf);
-		return NULL;
-	}
-	return sb.buf ? sb.buf : tp_strdup("");
-}

@@ -85,6 +85,8 @@ static tp_sim_opts_t sim_opts, hold_opts;
 static double price_budget = -1;
 /* --nics-by-rate: tp_cost_params_t.nics_by_rate (NCCL's channels) */
 static bool nics_by_rate;
+/* --slurm-weights: the Slurm models with Weight=100 on the weak hosts */
+static bool slurm_weights;
 
 static bool runs(int i)
 {
@@ -308,6 +310,10 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 	if (!s0)
 		return 1;
 	nweak = tp_state_weak_hosts(s0);
+	uint32_t *w = NULL;
+	if (slurm_weights && tp_node_weights_health(s0, 100, &w))
+		return 1;
+	pp.node_weight = w;
 	tp_state_destroy(s0);
 	/* topoplace's ratio per seed, for comparing two builds seed by seed */
 	double *per = calloc((size_t)seeds, sizeof(double));
@@ -360,8 +366,10 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 	agg_done(&a[NPOL]);
 	printf("%-13s fabric: %zu of %zu hosts weakly cabled (a cable down or "
 	       "slower than the best host's: a ring through one runs at its "
-	       "pace); multi-node jobs hold %.1f%% of the traces' GPU time\n",
-	       label, nweak, nh, all_gs > 0 ? 100 * multi_gs / all_gs : 0);
+	       "pace)%s; multi-node jobs hold %.1f%% of the traces' GPU time\n",
+	       label, nweak, nh,
+	       w ? ", Weight=100 on them for the Slurm models" : "",
+	       all_gs > 0 ? 100 * multi_gs / all_gs : 0);
 	for (int i = 0; i < NPOL && runs(i); i++) {
 		agg_done(&a[i]);
 		printf(
@@ -422,15 +430,18 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 		"\"useful_util\": %.4f, \"best_baseline_useful_util\": %.4f, "
 		"\"gpu_util\": %.4f, \"best_baseline_util\": %.4f, "
 		"\"baseline_slowdown\": %.4f, \"comm_static_mean\": %.4f, "
-		"\"comm_free_best_mean\": %.4f, \"jct_ratio_per_seed\": [",
+		"\"comm_free_best_mean\": %.4f, \"slurm_weights\": %s, "
+		"\"jct_ratio_per_seed\": [",
 		label, seeds, first_seed, jobs, tp->slow_sum, tp->at_min,
 		policies[base], tp->ratio, tp->ratio2,
 		tp->slow_sum / st->slow_sum, tp->useful, best_useful, tp->util,
-		best_util, st->slow_sum, tp->stat_sum, tp->best_sum);
+		best_util, st->slow_sum, tp->stat_sum, tp->best_sum,
+		w ? "\"health\"" : "null");
 	for (int k = 0; k < seeds; k++)
 		fprintf(js, "%s%.4f", k ? ", " : "", per[k]);
 	fprintf(js, "]},\n");
 	free(per);
+	tp_free(w);
 	tp_cost_ctx_destroy(ctx);
 	return 0;
 }
@@ -440,7 +451,7 @@ static const char usage[] =
     "                 [--only=default|ft-2to1-deg16|ft3-2pods|nvl72-8] "
     "[--quick]\n"
     "                 [--sources] [--hold=SLOWDOWN@SECONDS]\n"
-    "                 [--price-budget=N] [--nics-by-rate]\n"
+    "                 [--price-budget=N] [--nics-by-rate] [--slurm-weights]\n"
     "  JOBS           jobs per quality run (default 2000)\n"
     "  --no-speed     skip the 10,000-job speed run\n"
     "  --seeds=N      seeds per fabric (default 16)\n"
@@ -461,7 +472,11 @@ static const char usage[] =
     "                 as NCCL's channels, and a hierarchical all-reduce's\n"
     "                 ranks by their NICs' rates, as libtopoplace-coll\n"
     "                 runs a plan made with --nics-by-rate (default:\n"
-    "                 evenly, as it runs an even plan)\n";
+    "                 evenly, as it runs an even plan)\n"
+    "  --slurm-weights the Slurm models (slurm-tree, slurm-block) with\n"
+    "                 Weight=100 on the weakly cabled hosts and 1 on the\n"
+    "                 rest, as an admin keeps them last (simulate\n"
+    "                 --slurm-weights health); default: all equal\n";
 
 int main(int argc, char **argv)
 {
@@ -482,6 +497,8 @@ int main(int argc, char **argv)
 			sim_opts.sources = true;
 		else if (!strcmp(argv[i], "--nics-by-rate"))
 			nics_by_rate = true;
+		else if (!strcmp(argv[i], "--slurm-weights"))
+			slurm_weights = true;
 		else if (!strncmp(argv[i], "--hold=", 7)) {
 			char *end;
 			double x = strtod(argv[i] + 7, &end), w = 0;

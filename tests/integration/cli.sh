@@ -553,6 +553,38 @@ jeq "$tmp/deg.sim" .weak_hosts 26 "simulate --json: the fabric's weakly cabled h
 $T simulate --fabric "$tmp/deg.json" --jobs 50 --seeds 1 --policies topoplace,slurm-tree | head -n 1 |
 	grep -q ': 64 hosts, 512 GPUs, 26 weakly cabled' && ok "simulate's header says 26 weakly cabled" ||
 	bad "simulate's header: $($T simulate --fabric "$tmp/deg.json" --jobs 50 --seeds 1 | head -n 1)"
+# Slurm's node weights: health keeps the 26 weak hosts last for the Slurm
+# models only; a slurm.conf's lines give the same weights
+$T simulate --fabric "$tmp/deg.json" --jobs 50 --seeds 1 --policies topoplace,slurm-tree \
+	--slurm-weights health --json >"$tmp/degw.sim"
+jeq "$tmp/degw.sim" .slurm_weights health "simulate --json: the node weights"
+jeq "$tmp/deg.sim" .slurm_weights null "simulate --json: no node weights by default"
+[ "$(jq .policies.topoplace.mean_jct_s "$tmp/degw.sim")" = "$(jq .policies.topoplace.mean_jct_s "$tmp/deg.sim")" ] &&
+	[ "$(jq .policies[\"slurm-tree\"].mean_jct_s "$tmp/degw.sim")" != "$(jq .policies[\"slurm-tree\"].mean_jct_s "$tmp/deg.sim")" ] &&
+	ok "simulate --slurm-weights health: slurm-tree's run changes, topoplace's does not" ||
+	bad "simulate --slurm-weights health: JCTs $(jq -c '[.policies[].mean_jct_s]' "$tmp/deg.sim") vs $(jq -c '[.policies[].mean_jct_s]' "$tmp/degw.sim")"
+weak=$($T fabric hosts "$tmp/deg.json" --json | jq -r '[.[] | select(.weak) | .name] | join(",")')
+printf 'ClusterName=x\nNodeName=DEFAULT CPUs=8\nNodeName=%s Gres=gpu:8 Weight=100\n' "$weak" >"$tmp/w.conf"
+$T simulate --fabric "$tmp/deg.json" --jobs 50 --seeds 1 --policies topoplace,slurm-tree \
+	--slurm-weights "$tmp/w.conf" --json >"$tmp/degf.sim"
+[ "$(jq -c '.policies | map_values(.mean_jct_s)' "$tmp/degf.sim")" = "$(jq -c '.policies | map_values(.mean_jct_s)' "$tmp/degw.sim")" ] &&
+	ok "simulate --slurm-weights: a slurm.conf naming the weak hosts = health" ||
+	bad "simulate --slurm-weights FILE vs health: $(jq -c '.policies | map_values(.mean_jct_s)' "$tmp/degf.sim") vs $(jq -c '.policies | map_values(.mean_jct_s)' "$tmp/degw.sim")"
+printf 'NodeName=node001 Weight=many\n' >"$tmp/wbad.conf"
+expect 2 "simulate --slurm-weights: a bad Weight=" $T simulate --fabric "$tmp/deg.json" --jobs 50 \
+	--seeds 1 --slurm-weights "$tmp/wbad.conf"
+grep -q "^topoplace: simulate: --slurm-weights: $tmp/wbad.conf: line 1: Weight=many is not a number" "$tmp/err" &&
+	ok "simulate --slurm-weights: the error names file and line" || bad "simulate --slurm-weights: $(cat "$tmp/err")"
+expect 2 "place --node-weights: a missing file" $T place --fabric "$tmp/deg.json" --request nodes=2 \
+	--policy slurm-tree --node-weights "$tmp/none.conf"
+grep -q "place: --node-weights: $tmp/none.conf: no such file" "$tmp/err" &&
+	ok "place --node-weights: a missing file named" || bad "place --node-weights: $(cat "$tmp/err")"
+$T place --fabric "$tmp/deg.json" --request nodes=4,exclusive --policy slurm-tree --node-weights health \
+	--json | jq -r '.hosts[]' >"$tmp/wp.hosts"
+echo "$weak" | tr , '\n' >"$tmp/weak.list"
+[ "$(grep -c . "$tmp/wp.hosts")" -eq 4 ] && ! grep -qxF -f "$tmp/weak.list" "$tmp/wp.hosts" &&
+	ok "place --node-weights health: slurm-tree keeps off the weak hosts" ||
+	bad "place --node-weights health: $(tr '\n' ' ' <"$tmp/wp.hosts")"
 # a leaf with no up-link left cuts its hosts off the rest: generate keeps
 # one (halved) where degradation draws them all down, so leaf03 is cut
 # off by hand, as a partial dump or failed cables would

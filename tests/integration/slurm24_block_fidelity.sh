@@ -42,8 +42,8 @@
 # --gpus=T jobs (no -N): on the idle cluster and on a fragmented one where
 # Slurm's first pass decides, and one larger than a rack's GPUs, which
 # sbatch rejects. Not covered: a --gpus job whose first pass fails on GPUs
-# (Slurm's knapsack retries are not modelled), required nodes, weights,
-# BlockSizes that skip a level.
+# (Slurm's knapsack retries are not modelled), required nodes, BlockSizes
+# that skip a level. Node weights: three jobs after Weight= on a rack.
 #
 # Runs beside other clusters: TP_FIDELITY_NET (default 10.203.0) and
 # TP_FIDELITY_PORT (default 6937) pick its network and slurmctld port.
@@ -87,7 +87,8 @@ printf '%s\n' 'V 0 6 g' 'A 3 2 x' 'B 1 2 s' 'C 2 1 x' 'D 5 2 x' 'cancel A' 'E 4 
 	'F 3 4 x' 'W 0 2 g' 'cancel C' 'G 6 1 x' 'cancel D' 'H 7 2 x' 'I 1 4 s' 'cancel F B' 'J 6 2 x' \
 	'cancel H I' 'K 10 1 x' 'cancel J' 'L 2 1 s' 'cancel K L' 'M 16 4 x' 'cancel M' \
 	'pin P 4 x node[003-012,015-016]' 'pin Q 2 s node013' 'pin R 2 s node014' 'T 0 4 g' \
-	'U 0 6 g' >"$tmp/seq1"
+	'U 0 6 g' 'cancel P Q R' 'weight node[013-016] 10' 'WA 3 4 x' 'WB 6 4 x' 'cancel WA WB' \
+	'WC 0 6 g' >"$tmp/seq1"
 # V: --gpus=6 idle: rack04 (the last), node013 (4) + node014 (2)
 # A: rack04 (all racks tie: the last)       B: node016 (rack04 fewest)
 # C: rack03 (rack04 has none idle)          D: rack02 + node001 (pair 1)
@@ -102,6 +103,10 @@ printf '%s\n' 'V 0 6 g' 'A 3 2 x' 'B 1 2 s' 'C 2 1 x' 'D 5 2 x' 'cancel A' 'E 4 
 # T: --gpus=4: rack01 (tier 4) before rack04 (tier 2, the last of equal
 #    counts): node001 (4)
 # U: --gpus=6: rack01: node001 (4) + node002 (2)
+# Node weights (Weight=10 on rack04; cons_tres puts Weight= above the GPU
+# tier, so a block whose lightest node is light goes first):
+# WA: -N 3: rack03, the last light rack (equal weights: rack04)
+# WB: -N 6 beside WA: a pair; WC: --gpus=6 on the light racks
 start_cluster "$tmp/nvl4.json" 16
 check_topology 4 3
 run_seq "$tmp/seq1"
@@ -125,7 +130,7 @@ check_topology 5 3
 run_seq "$tmp/seq2"
 
 echo "# $matched placements matched, $mismatched differed"
-[ "$compared" -eq 24 ] && ok "all 24 jobs compared" || bad "$compared of 24 jobs compared"
+[ "$compared" -eq 27 ] && ok "all 27 jobs compared" || bad "$compared of 27 jobs compared"
 [ "$mismatched" -eq 0 ] || bad "$mismatched of $compared placements differ from Slurm's"
 echo "# total $(($(date +%s) - t0)) s before teardown"
 finish

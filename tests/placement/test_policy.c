@@ -10,6 +10,8 @@
 
 #include <math.h>
 #include <string.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "placement_int.h"
 #include "topology_int.h"
@@ -868,6 +870,212 @@ static void test_slurm_tree_gpu_tiers(void **unused)
 		tp_state_destroy(s);
 		tp_fabric_destroy(f);
 	}
+}
+
+/* place() with Slurm's node weights w (NULL: all equal). */
+static tp_err_t place_w(const char *policy, const tp_state_t *s,
+			const char *req, const uint32_t *w, tp_placement_t *out)
+{
+	tp_policy_params_t pp;
+	tp_request_t r;
+
+	tp_policy_params_defaults(&pp);
+	pp.node_weight = w;
+	assert_int_equal(tp_request_parse(req, &r, NULL), TP_OK);
+	return tp_place_run(tp_policy_find(policy), s, &r, &pp, NULL, 1, out);
+}
+
+static void expect_place_w(const tp_fabric_t *f, const tp_state_t *s,
+			   const char *policy, const char *req,
+			   const uint32_t *w, const char *want)
+{
+	tp_placement_t p = {0};
+	tp_err_t err = place_w(policy, s, req, w, &p);
+
+	if (err != TP_OK)
+		print_message("%s, %s: %s\n", policy, req, tp_strerror(err));
+	assert_int_equal(err, TP_OK);
+	expect_hosts(f, &p, want);
+	tp_placement_free(&p);
+}
+
+/* Node weights (Weight=; doc/slurm-tree-model.md 7.2): cons_tres sorts
+ * nodes by Weight= before the GPU tier, so the lighter nodes are all a
+ * job looks at when they hold it, and the job's at once (req2, their
+ * leaves required) when they do not. Two leaves of 4 (n01-n04, n05-n08),
+ * n01 and n02 at Weight=10. */
+static void test_slurm_tree_node_weights(void **unused)
+{
+	static const char *const pol[] = {"slurm-tree", "slurm-tree-22.05"};
+	tp_fabric_t *f;
+	tp_state_t *s;
+	uint32_t w[8] = {10, 10, 1, 1, 1, 1, 1, 1};
+
+	(void)unused;
+	for (int v = 0; v < 2; v++) {
+		s = two_leaves(4, &f);
+		/* equal weights: the first leaf that fits */
+		expect_place(f, s, pol[v], "nodes=3,gpus-per-node=8,exclusive",
+			     "n01 n02 n03", NULL);
+		/* the light nodes: 2 on s0, 4 on s1, so s1 alone */
+		expect_place_w(f, s, pol[v],
+			       "nodes=3,gpus-per-node=8,exclusive", w,
+			       "n05 n06 n07");
+		/* 7: the 6 light ones are short, so they are the job's and
+		 * s0 is required: its first heavy node completes it */
+		expect_place_w(f, s, pol[v],
+			       "nodes=7,gpus-per-node=8,exclusive", w,
+			       "n01 n03 n04 n05 n06 n07 n08");
+		/* Weight= outranks the GPU tier: n05-n08 each with 2 free GPUs
+		 * still go before n01 and n02's 8 */
+		busy_range(s, 3, 4);
+		for (int k = 5; k <= 8; k++) {
+			char name[8];
+			snprintf(name, sizeof(name), "n%02d", k);
+			leave_free(s, name, 2);
+		}
+		expect_place(f, s, pol[v], "gpus=8", "n01", NULL);
+		expect_place_w(f, s, pol[v], "gpus=8", w, "n05 n06 n07 n08");
+		tp_state_destroy(s);
+		tp_fabric_destroy(f);
+	}
+}
+
+/* slurm-block takes a block whose lightest node is lightest first: four
+ * blocks of 4, the last one all at Weight=10, n09 too. */
+static void test_slurm_block_node_weights(void **unused)
+{
+	tp_fabric_t *f;
+	tp_state_t *s = four_blocks(&f);
+	uint32_t w[16];
+	tp_placement_t p = {0};
+
+	(void)unused;
+	for (int h = 0; h < 16; h++)
+		w[h] = h >= 12 || h == 8 ? 10 : 1;
+	/* equal: the fewest candidates that suffice, ties to the last */
+	expect_place(f, s, "slurm-block", "nodes=4,gpus-per-node=8,exclusive",
+		     "n13 n14 n15 n16", NULL);
+	/* the last block with a light node, its 3 light nodes the job's
+	 * first, then the heavy one */
+	expect_place_w(f, s, "slurm-block", "nodes=4,gpus-per-node=8,exclusive",
+		       w, "n09 n10 n11 n12");
+	/* 3 nodes: that block's light nodes hold them */
+	expect_place_w(f, s, "slurm-block", "nodes=3,gpus-per-node=8,exclusive",
+		       w, "n10 n11 n12");
+	/* a NULL weight array is every node at 1 */
+	assert_int_equal(place_w("slurm-block", s,
+				 "nodes=3,gpus-per-node=8,exclusive", NULL, &p),
+			 TP_OK);
+	tp_placement_free(&p);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+static char *weights_file(const char *text)
+{
+	static char path[64];
+	int fd;
+
+	strcpy(path, "/tmp/tp-weights-XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+/* tp_node_weights_load: a slurm.conf's NodeName= lines; the errors name
+ * the file and line. */
+static void test_node_weights_load(void **unused)
+{
+	static const struct {
+		const char *text, *msg;
+		tp_err_t err;
+	} bad[] = {
+	    {"NodeName=n01 Weight=x\n", "line 1: Weight=x is not",
+	     TP_ERR_PARSE},
+	    {"#\nNodeName=n01 Weight=-1\n", "line 2: Weight=-1", TP_ERR_PARSE},
+	    {"NodeName=n01 Weight=4294967295\n",
+	     "line 1: Weight=", TP_ERR_PARSE},
+	    {"NodeName=n[01-\n", "line 1: NodeName=n[01- is not", TP_ERR_PARSE},
+	    {"NodeName= Weight=3\n", "line 1: NodeName= is empty",
+	     TP_ERR_PARSE},
+	    {"NodeName=cpu[1-9] Weight=3\n", "names a host", TP_ERR_NOTFOUND},
+	    {"ClusterName=x\n", "names a host", TP_ERR_NOTFOUND},
+	};
+	tp_fabric_t *f;
+	tp_state_t *s = two_leaves(4, &f);
+	uint32_t *w = NULL;
+	char *err = NULL, *path;
+
+	(void)unused;
+	path = weights_file(
+	    "# a slurm.conf\nClusterName=c\nNodeName=DEFAULT CPUs=8 Weight=5\n"
+	    "nodename=n[01-02],cpu1 Gres=gpu:8 # comment Weight=9\n"
+	    "NodeName=n03 CPUs=8 \\\n  Weight=7 State=UNKNOWN\n"
+	    "NodeName=n04 Weight=1\nNodeName=DEFAULT Weight=1\n"
+	    "NodeName=n05\nPartitionName=p Nodes=ALL Weight=99\n");
+	assert_int_equal(tp_node_weights_load(f, path, &w, &err), TP_OK);
+	unlink(path);
+	assert_null(err);
+	static const uint32_t want[8] = {5, 5, 7, 1, 1, 1, 1, 1};
+	for (int h = 0; h < 8; h++)
+		assert_int_equal(w[h], want[h]);
+	tp_free(w);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		w = NULL;
+		path = weights_file(bad[i].text);
+		assert_int_equal(tp_node_weights_load(f, path, &w, &err),
+				 bad[i].err);
+		unlink(path);
+		assert_null(w);
+		assert_non_null(err);
+		if (!strstr(err, bad[i].msg) ||
+		    strncmp(err, path, strlen(path)))
+			fail_msg("%s: %s", bad[i].text, err);
+		tp_free(err);
+		err = NULL;
+	}
+	assert_int_equal(tp_node_weights_load(f, "/nonexistent/w", &w, &err),
+			 TP_ERR_NOTFOUND);
+	assert_non_null(strstr(err, "/nonexistent/w"));
+	tp_free(err);
+	assert_int_equal(tp_node_weights_load(NULL, path, &w, NULL),
+			 TP_ERR_INVAL);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
+/* tp_node_weights_health: the weakly cabled hosts heavy, the rest 1. */
+static void test_node_weights_health(void **unused)
+{
+	tp_fabric_t *f;
+	tp_state_t *s = two_leaves(4, &f);
+	uint32_t *w = NULL, n06 = tp_test_host(f, "n06");
+
+	(void)unused;
+	assert_int_equal(tp_node_weights_health(s, 100, &w), TP_OK);
+	for (int h = 0; h < 8; h++)
+		assert_int_equal(w[h], 1);
+	tp_free(w);
+	for (uint32_t i = 0; i < tp_fabric_nlinks(f); i++) {
+		const tp_link_t *k = tp_fabric_link(f, i);
+		for (int e = 0; e < 2; e++)
+			if (k->kind[e] == TP_NODE_CA &&
+			    tp_fabric_ca(f, k->node[e])->host == n06)
+				assert_int_equal(
+				    tp_state_set_link(s, i, 0.5, 0), TP_OK);
+	}
+	assert_int_equal(tp_state_weak_hosts(s), 1);
+	assert_int_equal(tp_node_weights_health(s, 100, &w), TP_OK);
+	for (uint32_t h = 0; h < 8; h++)
+		assert_int_equal(w[h], h == n06 ? 100 : 1);
+	tp_free(w);
+	assert_int_equal(tp_node_weights_health(s, 0, &w), TP_ERR_INVAL);
+	assert_int_equal(tp_node_weights_health(NULL, 2, &w), TP_ERR_INVAL);
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
 }
 
 /* The same tree with the spines' leaves in the other file order (p1's
@@ -1960,6 +2168,10 @@ int main(void)
 	    cmocka_unit_test(test_slurm_tree_doc62),
 	    cmocka_unit_test(test_slurm_tree_doc62_reversed),
 	    cmocka_unit_test(test_slurm_tree_gpu_tiers),
+	    cmocka_unit_test(test_slurm_tree_node_weights),
+	    cmocka_unit_test(test_slurm_block_node_weights),
+	    cmocka_unit_test(test_node_weights_load),
+	    cmocka_unit_test(test_node_weights_health),
 	    cmocka_unit_test(test_topoplace_pods_whole_leaves),
 	    cmocka_unit_test(test_slurm_tree_parent_tie),
 	    cmocka_unit_test(test_slurm_tree_disjoint),
