@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Path of a fixture: under ../shared/fixtures (TP_FIXTURES), else the few
  * small ones kept in tests/fixtures (TP_TESTFIXTURES); NULL, saying so on
@@ -36,6 +37,21 @@ static inline const char *tp_test_fixture(const char *rel)
 	fprintf(stderr, "# fixture %s: not in TP_FIXTURES nor tests/fixtures\n",
 		rel);
 	return NULL;
+}
+
+/* A new file under /tmp holding text; its path, in a static buffer the
+ * next call overwrites. The caller unlinks it. */
+static inline char *tp_test_write_tmp(const char *text)
+{
+	static char path[64];
+	int fd;
+
+	strcpy(path, "/tmp/tp-test-XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
 }
 
 /* Path of a file under tests/topology/data (TP_TESTDATA). */

@@ -972,19 +972,6 @@ static void test_slurm_block_node_weights(void **unused)
 	tp_fabric_destroy(f);
 }
 
-static char *weights_file(const char *text)
-{
-	static char path[64];
-	int fd;
-
-	strcpy(path, "/tmp/tp-weights-XXXXXX");
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	close(fd);
-	return path;
-}
-
 /* tp_node_weights_load: a slurm.conf's NodeName= lines; the errors name
  * the file and line. */
 static void test_node_weights_load(void **unused)
@@ -1010,7 +997,7 @@ static void test_node_weights_load(void **unused)
 	char *err = NULL, *path;
 
 	(void)unused;
-	path = weights_file(
+	path = tp_test_write_tmp(
 	    "# a slurm.conf\nClusterName=c\nNodeName=DEFAULT CPUs=8 Weight=5\n"
 	    "nodename=n[01-02],cpu1 Gres=gpu:8 # comment Weight=9\n"
 	    "NodeName=n03 CPUs=8 \\\n  Weight=7 State=UNKNOWN\n"
@@ -1025,7 +1012,7 @@ static void test_node_weights_load(void **unused)
 	tp_free(w);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		w = NULL;
-		path = weights_file(bad[i].text);
+		path = tp_test_write_tmp(bad[i].text);
 		assert_int_equal(tp_node_weights_load(f, path, &w, &err),
 				 bad[i].err);
 		unlink(path);

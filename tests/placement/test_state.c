@@ -109,19 +109,6 @@ static void test_state_basics(void **unused)
 
 /* ---- JSON ---- */
 
-static char *write_tmp(const char *text)
-{
-	static char path[64];
-	int fd;
-
-	strcpy(path, "/tmp/tp-state-XXXXXX");
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	close(fd);
-	return path;
-}
-
 static void test_state_json_roundtrip(void **unused)
 {
 	tp_fabric_t *f = fat_tree(false);
@@ -154,7 +141,7 @@ static void test_state_json_roundtrip(void **unused)
 	char *other = strdup(a);
 	assert_non_null(other);
 	memcpy(strstr(other, dig), "0123456789abcdef", 16);
-	path = write_tmp(other);
+	path = tp_test_write_tmp(other);
 	free(other);
 	assert_int_equal(tp_state_load_json(f, path, &t, &err), TP_ERR_FORMAT);
 	unlink(path);
@@ -168,7 +155,7 @@ static void test_state_json_roundtrip(void **unused)
 	tp_fabric_links_digest_hex(g, gd);
 	assert_string_not_equal(gd, dig);
 	tp_fabric_destroy(g);
-	path = write_tmp(a);
+	path = tp_test_write_tmp(a);
 	assert_int_equal(tp_state_load_json(f, path, &t, &err), TP_OK);
 	unlink(path);
 	assert_null(err);
@@ -183,8 +170,8 @@ static void test_state_json_roundtrip(void **unused)
 
 	/* the two directions of a link apart: read back as given, the
 	 * busier one as the link's background */
-	path = write_tmp("{\"format\":\"topoplace-state/1\",\"links\":["
-			 "{\"link\":3,\"background_gbps\":[100,20]}]}");
+	path = tp_test_write_tmp("{\"format\":\"topoplace-state/1\",\"links\":["
+				 "{\"link\":3,\"background_gbps\":[100,20]}]}");
 	assert_int_equal(tp_state_load_json(f, path, &t, &err), TP_OK);
 	unlink(path);
 	assert_true(tp_state_link_background(t, 3) == 100);
@@ -200,7 +187,7 @@ static void test_state_json_roundtrip(void **unused)
 	double cap = tp_fabric_link(f, 2)->gbps;
 	assert_int_equal(tp_state_set_link(s, 2, 0.25, 3 * cap), TP_OK);
 	assert_int_equal(tp_state_to_json(s, &a), TP_OK);
-	path = write_tmp(a);
+	path = tp_test_write_tmp(a);
 	assert_int_equal(tp_state_load_json(f, path, &t, &err), TP_OK);
 	unlink(path);
 	assert_true(tp_state_link_background(t, 2) == cap);
@@ -340,7 +327,7 @@ static void test_state_cables(void **unused)
 		 "{\"format\":\"topoplace-state/1\",\"links\":["
 		 "{\"link\":%u,\"health\":0},{\"link\":%u,\"health\":0}]}",
 		 b[0], b[1]);
-	path = write_tmp(json);
+	path = tp_test_write_tmp(json);
 	assert_int_equal(tp_state_load_json(f, path, &t, &err), TP_OK);
 	unlink(path);
 	assert_true(tp__state_cut_off(t, h1));
@@ -415,10 +402,10 @@ static void test_state_json_job_on_down_host(void **unused)
 	tp_fabric_t *f = fat_tree(false);
 	tp_state_t *t = NULL;
 	char *err = NULL;
-	char *path =
-	    write_tmp("{\"format\":\"topoplace-state/1\","
-		      "\"down\":[\"node001\"],"
-		      "\"jobs\":[{\"id\":1,\"hosts\":{\"node001\":8}}]}");
+	char *path = tp_test_write_tmp(
+	    "{\"format\":\"topoplace-state/1\","
+	    "\"down\":[\"node001\"],"
+	    "\"jobs\":[{\"id\":1,\"hosts\":{\"node001\":8}}]}");
 
 	(void)unused;
 	assert_int_equal(tp_state_load_json(f, path, &t, &err), TP_OK);
@@ -568,8 +555,8 @@ static void test_state_json_errors(void **unused)
 
 	(void)unused;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char *path = write_tmp(cases[i].text), *err = NULL, want[256],
-		     msg[200];
+		char *path = tp_test_write_tmp(cases[i].text), *err = NULL,
+		     want[256], msg[200];
 		tp_state_t *s = (tp_state_t *)0x1;
 
 		snprintf(msg, sizeof(msg), cases[i].msg,
@@ -586,9 +573,10 @@ static void test_state_json_errors(void **unused)
 	}
 	{
 		/* JSON white space after the object is fine */
-		char *path = write_tmp("{\"format\":\"topoplace-state/1\","
-				       "\"links\":[{\"link\":1,\"health\":0."
-				       "5}]} \r\n\t\n"),
+		char *path = tp_test_write_tmp(
+			 "{\"format\":\"topoplace-state/1\","
+			 "\"links\":[{\"link\":1,\"health\":0."
+			 "5}]} \r\n\t\n"),
 		     *err = NULL;
 		tp_state_t *s = NULL;
 		assert_int_equal(tp_state_load_json(f, path, &s, &err), TP_OK);
@@ -615,7 +603,7 @@ static void test_state_json_errors(void **unused)
 			 "{\"format\":\"topoplace-state/1\",\"links\":"
 			 "[{\"link\":1,\"background_gbps\":[%g,1]}]}",
 			 cap + 1);
-		path = write_tmp(text);
+		path = tp_test_write_tmp(text);
 		snprintf(want, sizeof(want),
 			 "%s: links[0].background_gbps: %g Gb/s is more than "
 			 "link 1's %g Gb/s",
@@ -675,8 +663,8 @@ static void test_state_json_regular(void **unused)
 	unlink(big);
 	assert_int_equal(rmdir(dir), 0);
 
-	path = write_tmp("{\"format\":\"topoplace-state/1\",\"jobs\":["
-			 "{\"id\":3,\"hosts\":{\"node002\":2}}]}");
+	path = tp_test_write_tmp("{\"format\":\"topoplace-state/1\",\"jobs\":["
+				 "{\"id\":3,\"hosts\":{\"node002\":2}}]}");
 	assert_int_equal(tp_state_load_json_regular(f, path, &s, &err), TP_OK);
 	assert_int_equal(tp_state_busy_gpus(s), 2);
 	tp_state_destroy(s);
