@@ -43,16 +43,14 @@ bool tp_cli_path_given(const char *what, const char *path);
  * the fabric's own link health (tp_state_weak_hosts); SIZE_MAX on
  * NOMEM. */
 size_t tp_cli_weak_hosts(const tp_fabric_t *f);
-/* The Weight= a `health` node-weights argument gives weakly cabled hosts
- * (the rest get 1). */
-#define TP_CLI_WEAK_WEIGHT 100
 /* Slurm's node weights for the Slurm models (tp_policy_params_t
- * .node_weight) from an option's value: "health" (the fabric's weakly
- * cabled hosts TP_CLI_WEAK_WEIGHT, the rest 1) or a slurm.conf's
- * NodeName= lines. NULL after the error line (cmd's), *rc_p its exit
- * code. Caller frees with tp_free(). */
+ * .node_weight, as many as f has hosts) from an option's value: "health"
+ * (TP_NODE_WEIGHT_WEAK on the hosts weakly cabled on s, or on the
+ * fabric's own link health when s is NULL; 1 on the rest) or a
+ * slurm.conf's NodeName= lines. NULL after the error line (cmd's), *rc_p
+ * its exit code. Caller frees with tp_free(). */
 uint32_t *tp_cli_node_weights(const char *cmd, const tp_fabric_t *f,
-			      const char *arg, int *rc_p);
+			      const tp_state_t *s, const char *arg, int *rc_p);
 /* Cost model defaults, pricing the collective library as it will run in
  * this environment: TOPOPLACE_COLL_SHM=0 (no host segment) makes the
  * hierarchical host phases rings (tp_cost_params_t.host_ring). Every

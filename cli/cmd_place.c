@@ -33,11 +33,13 @@ static const char place_usage[] =
     "  --seed N        for seeded policies (default 1)\n"
     "  --nics-by-rate  price as cost --nics-by-rate does (what slurmctld\n"
     "                  prices with NicsByRate=yes in topoplace.conf)\n"
-    "  --node-weights W  Slurm's node weights (Weight=) for the Slurm\n"
-    "                  policies, lower first as cons_tres orders nodes:\n"
-    "                  'health' gives the weakly cabled hosts Weight=100\n"
-    "                  and the rest 1, or a slurm.conf's NodeName= lines;\n"
-    "                  default: all equal (the other policies ignore them)\n"
+    "  --node-weights W  Slurm's node weights (Weight=) for slurm-tree,\n"
+    "                  slurm-tree-22.05 and slurm-block, lower first as\n"
+    "                  cons_tres orders nodes: 'health' gives the weakly\n"
+    "                  cabled hosts (with --state, on its link health)\n"
+    "                  Weight=100 and the rest 1, or a slurm.conf's\n"
+    "                  NodeName= lines; default: all equal (the other\n"
+    "                  policies ignore them)\n"
     "  --json          policy, hosts (ring order), gpus, span, predicted_s,\n"
     "                  ideal_s, explain\n"
     "  -h, --help      this text\n"
@@ -162,8 +164,9 @@ static void place_print_text(const tp_fabric_t *f, const tp_policy_t *policy,
 }
 
 /* The policy's hosts for request r (text req) on f (from the file fabric)
- * in state s, with Slurm's node weights (NULL: all equal), into *pl, priced; TP_EXIT_OK or the exit code after an
- * error line (TP_EXIT_FAIL: no fit now). */
+ * in state s, with Slurm's node weights (NULL: all equal), into *pl, priced;
+ * TP_EXIT_OK or the exit code after an error line (TP_EXIT_FAIL: no fit now).
+ */
 static int place_decide(const tp_fabric_t *f, const char *fabric,
 			const tp_state_t *s, const tp_policy_t *policy,
 			const tp_request_t *r, const char *req, long seed,
@@ -189,6 +192,7 @@ static int place_decide(const tp_fabric_t *f, const char *fabric,
 	}
 	tp_policy_params_defaults(&pp);
 	pp.node_weight = weights;
+	pp.nnode_weight = weights ? tp_fabric_nhosts(f) : 0;
 	err = tp_place_run(policy, s, r, &pp, ctx, (uint64_t)seed, pl);
 	/* enough hosts and GPUs, but on a fabric in pieces no connected
 	 * set of the shape even when idle (simulate's "never" too) */
@@ -285,8 +289,8 @@ int tp_cmd_place(int argc, char **argv)
 	    !(s = tp_cli_load_state(f, a.state, &rc)))
 		goto out;
 	tp_state_set_nics_by_rate(s, nics_by_rate);
-	if (wname &&
-	    !(w = tp_cli_node_weights("place: --node-weights", f, wname, &rc)))
+	if (wname && !(w = tp_cli_node_weights("place: --node-weights", f, s,
+					       wname, &rc)))
 		goto out;
 	if ((rc = place_decide(f, a.fabric, s, policy, &r, req, seed,
 			       nics_by_rate, w, &pl)))

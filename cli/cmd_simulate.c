@@ -1319,10 +1319,10 @@ static void sim_report(const sim_args_t *o, const tp_fabric_t *f,
 	if (tp_cost_ctx_params(S->ctx)->nics_by_rate)
 		printf("; NICs loaded by rate (NCCL)");
 	if (S->weights)
-		printf("; Slurm's node weights: %s",
-		       strcmp(S->weights, "health")
-			   ? S->weights
-			   : "health (Weight=100 on the weakly cabled hosts)");
+		printf("; Slurm's node weights: %s", S->weights);
+	if (S->weights && !strcmp(S->weights, "health"))
+		printf(" (Weight=%d on the weakly cabled hosts)",
+		       TP_NODE_WEIGHT_WEAK);
 	if (tp_cost_ctx_params(S->ctx)->host_ring)
 		printf("; host phases as rings (TOPOPLACE_COLL_SHM=0)");
 	printf("\n\n");
@@ -1353,12 +1353,13 @@ static int sim_run(const sim_args_t *o, tp_fabric_t *f, sims_t *S,
 	if (o->price_budget >= 0)
 		pp.price_budget = (double)o->price_budget;
 	if (o->weights &&
-	    !(w = tp_cli_node_weights("simulate: --slurm-weights", f,
+	    !(w = tp_cli_node_weights("simulate: --slurm-weights", f, NULL,
 				      o->weights, &rc))) {
 		tp_cost_ctx_destroy(ctx);
 		return rc;
 	}
 	pp.node_weight = w;
+	pp.nnode_weight = w ? tp_fabric_nhosts(f) : 0;
 	S->weights = o->weights;
 	S->f = f;
 	S->ctx = ctx;

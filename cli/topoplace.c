@@ -116,17 +116,18 @@ size_t tp_cli_weak_hosts(const tp_fabric_t *f)
 }
 
 uint32_t *tp_cli_node_weights(const char *cmd, const tp_fabric_t *f,
-			      const char *arg, int *rc_p)
+			      const tp_state_t *s, const char *arg, int *rc_p)
 {
 	uint32_t *w = NULL;
 	char *why = NULL;
 	tp_err_t err;
 
 	if (!strcmp(arg, "health")) {
-		tp_state_t *s = tp_state_create(f);
-		err = s ? tp_node_weights_health(s, TP_CLI_WEAK_WEIGHT, &w)
-			: TP_ERR_NOMEM;
-		tp_state_destroy(s);
+		tp_state_t *own = s ? NULL : tp_state_create(f);
+		err = s || own ? tp_node_weights_health(s ? s : own,
+							TP_NODE_WEIGHT_WEAK, &w)
+			       : TP_ERR_NOMEM;
+		tp_state_destroy(own);
 	} else {
 		err = tp_node_weights_load(f, arg, &w, &why);
 	}

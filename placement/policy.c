@@ -767,6 +767,9 @@ static tp_err_t place(const tp_policy_t *policy, const tp_state_t *s,
 	if (!policy || !policy->choose || !s || !r || !out)
 		return TP_ERR_INVAL;
 	in_init(&in, s, r, params, &defaults, ctx, seed);
+	if (in.params->node_weight &&
+	    in.params->nnode_weight != tp_fabric_nhosts(in.f))
+		return TP_ERR_INVAL;
 	in.ws = ws ? ws->cost : NULL;
 	if ((err = normalise(r, &in)) ||
 	    (err = offers_for(&in, &offers, &offering)))

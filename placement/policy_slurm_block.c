@@ -35,16 +35,15 @@
  * --gpus=T with min = req = 1 and no node cap.
  *
  * Weight tiers (node weights, then GPUs: doc/slurm-tree-model.md 7.2 and
- * 11.3, shared with slurm-tree in slurm_pick.c): the block with the lightest
- * tier goes first, then the
- * fewest candidates; inside it the tiers are gathered lightest first
- * until they hold the job, the lighter ones are the job's at once (req2),
- * their base blocks required and filled first (B558-765).
+ * 11.3, shared with slurm-tree in slurm_pick.c): the block with the
+ * lightest tier goes first, then the fewest candidates; inside it the
+ * tiers are gathered lightest first until they hold the job, the lighter
+ * ones are the job's at once (req2), their base blocks required and
+ * filled first (B558-765).
  *
  * Left out, and why (7 in the doc): required nodes (-w), segments, CPU
- * counts (one task
- * per node: the CPU tests pass exactly when the node tests do), the knapsack
- * retries of common_topo_choose_nodes (node-count jobs succeed or fail on
+ * counts (one task per node: the CPU tests pass exactly when the node
+ * tests do), the knapsack retries of common_topo_choose_nodes (node-count jobs succeed or fail on
  * the first pass; a --gpus job that fails on GPUs may succeed there on a
  * retry in Slurm), Slurm's fallback to plain selection when no candidate
  * is in any block (here: no placement), BlockSizes that skip a level

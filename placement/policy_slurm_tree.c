@@ -35,9 +35,9 @@
  *    job's per-node share: up, >= gpus-per-node free GPUs (>= 1 for a
  *    --gpus job), idle for exclusive or whole-node jobs (7.3);
  *  - node weights (Weight=, 7.2; tp_policy_params_t.node_weight): above
- *    the GPU tier in a node's sched_weight, in both versions (24.11
- *    job_test.c _set_sched_weight, 22.05 node_scheduler.c), so they
- *    order the tiers first;
+ *    the GPU tier in a node's sched_weight, in both versions
+ *    (node_scheduler.c _set_sched_weight), so they order the tiers
+ *    first;
  *  - GPU weight tiers (11.3; cons_tres job_test.c "favor nodes with more
  *    co-located GPUs", in both versions): a node's tier is its usable
  *    GPUs (all of them for an exclusive GPU job, min(free, T) for
@@ -119,7 +119,7 @@ typedef struct tree {
 	size_t nsw;
 	uint64_t *dist; /* per line */
 	bool v24;	/* Slurm 24.11's rules (else 22.05's) */
-	tp__slurm_key_t *key; /* per host: its weight tier, larger first (1.1) */
+	tp__slurm_key_t *key; /* per host: its tier, larger first */
 	bool *inb;	/* per host: in the gathered tiers B, taken or not */
 	bool *r;	/* per host: in the lighter tiers R (req2) */
 	bool *req;	/* per line: required (meets R) */

@@ -44,8 +44,10 @@ bool tp__slurm_pick_req2(tp__slurm_pick_t *p, const bool *r, size_t nh);
 /* A host's weight tier as a key, larger first (lighter); -1: none. */
 typedef int64_t tp__slurm_key_t;
 
-/* Weight tiers: cons_tres sets a node's sched_weight to its Weight=
- * (tp_policy_params_t.node_weight) << 16 and the low byte to 0xff -
+/* Weight tiers: slurmctld sets a node's sched_weight to its Weight=
+ * (tp_policy_params_t.node_weight) << 8 | 0xff (node_scheduler.c
+ * _set_sched_weight, copied to the nodes by _sync_node_weight; cons_tres's
+ * will-run tests shift by 16) and cons_tres the low byte to 0xff -
  * near_gpu_cnt (doc/slurm-tree-model.md 7.2, 11.3), so a lower Weight=
  * goes first and, among equal ones, more usable GPUs. Candidate h's key,
  * larger first: its GPU count is all its GPUs for an exclusive GPU job

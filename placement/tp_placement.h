@@ -371,28 +371,40 @@ typedef struct tp_policy_params {
 	/* Slurm's node weights (slurm.conf Weight=) per fabric host, which
 	 * the slurm-tree, slurm-tree-22.05 and slurm-block models order
 	 * nodes by, lower first, as cons_tres does (doc/slurm-tree-model.md
-	 * 7.2); as many as the fabric has hosts (tp_node_weights_*()).
-	 * Borrowed; NULL: every node Weight=1, Slurm's default. The other
-	 * policies, and the ideal placement a slowdown is measured against,
-	 * never read them. */
+	 * 7.2); nnode_weight of them, which must be the fabric's host count
+	 * (tp_node_weights_*() make such an array; a placement with another
+	 * count fails, TP_ERR_INVAL). Borrowed; NULL: every node Weight=1,
+	 * Slurm's default. The other policies (slurm-linear's model has one
+	 * weight tier), and the ideal placement a slowdown is measured
+	 * against, never read them. */
 	const uint32_t *node_weight;
+	size_t nnode_weight;
 } tp_policy_params_t;
 
 /* Node weights for tp_policy_params_t.node_weight, one per fabric host
  * (caller frees with tp_free()). From a slurm.conf (or any file of its
- * NodeName= lines): each NodeName= line's hosts get its Weight=, or the
- * last NodeName=DEFAULT's, or 1; every other key and line is ignored, as
- * are nodes the fabric does not have (CPU nodes); a line ending in a
- * backslash goes on. TP_ERR_PARSE (a bad Weight= or host list, named by
- * line), TP_ERR_NOTFOUND (no line names a host of the fabric), the file's
- * errors; *err_p (may be NULL; caller frees) says which, naming path. */
+ * NodeName= lines), read as Slurm reads it: '#' starts a comment (not
+ * after an odd number of backslashes), a line ending in an odd number of
+ * backslashes goes on with the next (the last one dropped), keys are
+ * case-insensitive, values may be quoted. Each NodeName= line's hosts
+ * get its Weight= (a number, base 0 with a k suffix, or INFINITE /
+ * UNLIMITED, which Slurm takes as 2^32 - 2), or the last
+ * NodeName=DEFAULT's, or 1; every other key and line is ignored, as are
+ * nodes the fabric does not have (CPU nodes). TP_ERR_PARSE (a bad
+ * Weight= or host list, named by line), TP_ERR_NOTFOUND (no line names a
+ * host of the fabric), the file's errors; *err_p (may be NULL; caller
+ * frees) says which, naming path. */
 tp_err_t tp_node_weights_load(const tp_fabric_t *f, const char *path,
 			      uint32_t **w_p, char **err_p);
+/* The Weight= the CLI's and the benches' `health` weights give weak
+ * hosts. */
+#define TP_NODE_WEIGHT_WEAK 100
 /* As an admin keeps weakly cabled hosts last: Weight=1 for every host,
  * `weak` (2 .. 2^32 - 2) for the ones tp_state_host_cables() calls weak
  * on s (its cables, and its link health). TP_ERR_INVAL, TP_ERR_NOMEM. */
 tp_err_t tp_node_weights_health(const tp_state_t *s, uint32_t weak,
 				uint32_t **w_p);
+
 /* The most predictions the topoplace policy spends on one decision. */
 #define TP_PRICE_BUDGET_MAX 96
 

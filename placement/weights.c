@@ -1,20 +1,23 @@
 /*
  * weights.c - Slurm's node weights (slurm.conf Weight=) for the models of
- * its selection: read from a slurm.conf, or made from the fabric's cable
- * health as an admin would set them to keep weakly cabled hosts last.
+ * its selection: read from a slurm.conf as Slurm's parser reads it
+ * (src/common/parse_config.c, parse_value.c s_p_handle_uint32,
+ * read_config.c), or made from the fabric's cable health as an admin
+ * would set them to keep weakly cabled hosts last.
  */
 #include "config.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "placement_int.h"
 
-/* Slurm's largest Weight= (INFINITE - 1 is its "never" for a node). */
-#define WEIGHT_MAX ((uint32_t)UINT32_MAX - 1)
+/* Slurm's INFINITE; a node's Weight= of it is taken one lower. */
+#define WEIGHT_INFINITE UINT32_MAX
 
 static uint32_t *ones(size_t n)
 {
@@ -28,44 +31,97 @@ static uint32_t *ones(size_t n)
 typedef struct wload {
 	const tp_fabric_t *f;
 	const char *path;
-	size_t line;
+	size_t line; /* the logical line's first */
 	uint32_t *w;
-	uint32_t def;  /* NodeName=DEFAULT Weight= so far */
-	size_t named;  /* fabric hosts a line named */
+	uint32_t def; /* NodeName=DEFAULT Weight= so far */
+	size_t named; /* fabric hosts a line named */
 	char *err;
 } wload_t;
 
 #define wfail(ld_, code_, ...)                                                 \
 	tp_first_error(&(ld_)->err, (ld_)->path, (code_), __VA_ARGS__)
 
+/* s_p_handle_uint32: base 0, a k suffix (x 1024), INFINITE / UNLIMITED;
+ * then read_config.c takes a node's INFINITE one lower. */
 static tp_err_t parse_weight(wload_t *ld, const char *v, uint32_t *w_p)
 {
-	char *end;
 	unsigned long long x;
+	char *end;
 
 	errno = 0;
-	x = strtoull(v, &end, 10);
-	if (!isdigit((unsigned char)*v) || *end || errno || x > WEIGHT_MAX)
+	x = strtoull(v, &end, 0);
+	if (*end == 'k' || *end == 'K') {
+		x = x > ULLONG_MAX / 1024 ? ULLONG_MAX : x * 1024;
+		end++;
+	}
+	if (*end) {
+		if (strcasecmp(v, "INFINITE") && strcasecmp(v, "UNLIMITED"))
+			return wfail(ld, TP_ERR_PARSE,
+				     "line %zu: Weight=%s is not a number",
+				     ld->line, v);
+		x = WEIGHT_INFINITE;
+	} else if (errno == ERANGE || x > UINT32_MAX || strchr(v, '-')) {
 		return wfail(ld, TP_ERR_PARSE,
-			     "line %zu: Weight=%s is not a number 0..%u",
-			     ld->line, v, WEIGHT_MAX);
-	*w_p = (uint32_t)x;
+			     "line %zu: Weight=%s is not 0 .. 4294967295",
+			     ld->line, v);
+	}
+	*w_p = x == WEIGHT_INFINITE ? WEIGHT_INFINITE - 1 : (uint32_t)x;
 	return TP_OK;
+}
+
+/* The next KEY=VALUE of a logical line at *s (the value unquoted), as
+ * Slurm's key-value expression takes them; false at its end. A word
+ * without '=' is skipped. */
+static bool next_pair(char **s, char **key, char **val)
+{
+	char *p = *s;
+
+	for (;;) {
+		while (isspace((unsigned char)*p))
+			p++;
+		if (!*p)
+			return false;
+		char *k = p, *eq = NULL;
+		while (*p && !isspace((unsigned char)*p) && !eq) {
+			if (*p == '=')
+				eq = p;
+			p++;
+		}
+		if (!eq) {
+			while (*p && !isspace((unsigned char)*p))
+				p++;
+			continue;
+		}
+		*eq = '\0';
+		*key = k;
+		if (*p == '"') {
+			char *q = strchr(p + 1, '"');
+			*val = p + 1;
+			p = q ? q : p + strlen(p);
+		} else {
+			*val = p;
+			while (*p && !isspace((unsigned char)*p))
+				p++;
+		}
+		if (*p)
+			*p++ = '\0';
+		*s = p;
+		return true;
+	}
 }
 
 /* One logical line: its NodeName= and Weight=, every other key ignored. */
 static tp_err_t node_line(wload_t *ld, char *s)
 {
-	char *names = NULL, *weight = NULL, *save = NULL;
+	char *names = NULL, *weight = NULL, *key, *val;
 	uint32_t w;
 	tp_err_t err;
 
-	for (char *tok = strtok_r(s, " \t\r", &save); tok;
-	     tok = strtok_r(NULL, " \t\r", &save)) {
-		if (!strncasecmp(tok, "NodeName=", 9))
-			names = tok + 9;
-		else if (!strncasecmp(tok, "Weight=", 7))
-			weight = tok + 7;
+	while (next_pair(&s, &key, &val)) {
+		if (!strcasecmp(key, "NodeName"))
+			names = val;
+		else if (!strcasecmp(key, "Weight"))
+			weight = val;
 	}
 	if (!names)
 		return TP_OK;
@@ -99,12 +155,63 @@ static tp_err_t node_line(wload_t *ld, char *s)
 	return TP_OK;
 }
 
+/* _strip_comments: '#' ends the line unless an odd number of backslashes
+ * comes right before it. */
+static void strip_comment(char *s)
+{
+	size_t bs = 0;
+
+	for (; *s; s++) {
+		if (*s == '#' && bs % 2 == 0) {
+			*s = '\0';
+			return;
+		}
+		bs = *s == '\\' ? bs + 1 : 0;
+	}
+}
+
+/* _strip_continuation: a line ending (blanks aside) in an odd number of
+ * backslashes goes on with the next; the last backslash and the blanks
+ * after it go. Whether it does. */
+static bool strip_continuation(char *s)
+{
+	size_t len = strlen(s), bs = 0;
+	char *p = s + len;
+
+	while (p > s) {
+		char c = p[-1];
+		if (c == '\\')
+			bs++;
+		else if (!(isspace((unsigned char)c) && !bs))
+			break;
+		p--;
+	}
+	if (bs % 2 == 0)
+		return false;
+	p[bs - 1] = '\0';
+	return true;
+}
+
+/* _strip_escapes: a backslash goes, "\\" leaves one. */
+static void strip_escapes(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (*s == '\\' && *++s == '\0')
+			break;
+		*o++ = *s;
+	}
+	*o = '\0';
+}
+
 tp_err_t tp_node_weights_load(const tp_fabric_t *f, const char *path,
 			      uint32_t **w_p, char **err_p)
 {
 	wload_t ld = {.f = f, .path = path, .def = 1};
+	tp_strbuf_t sb = {0};
 	char *buf = NULL;
-	size_t len;
+	size_t len, lines = 0;
 	tp_err_t err;
 
 	if (!f || !path || !w_p)
@@ -113,42 +220,41 @@ tp_err_t tp_node_weights_load(const tp_fabric_t *f, const char *path,
 		wfail(&ld, err, "%s", tp_file_strerror(err));
 	else if (!(ld.w = ones(tp_fabric_nhosts(f))))
 		err = wfail(&ld, TP_ERR_NOMEM, "out of memory");
-	size_t more = 0; /* lines a backslash joined to this one */
-
-	for (char *p = buf, *next; !err && p < buf + len; p = next) {
+	char *p = buf ? buf + tp_text_bom(buf, len) : NULL;
+	while (!err && p && p < buf + len) {
 		char *nl = memchr(p, '\n', (size_t)(buf + len - p));
 		char *end = nl ? nl : buf + len;
-		size_t l = (size_t)(end - p);
-		next = end + 1;
-		ld.line++;
-		if (memchr(p, '\0', l)) {
+		if (!sb.len)
+			ld.line = lines + 1;
+		lines++;
+		if (memchr(p, '\0', (size_t)(end - p))) {
 			err = wfail(&ld, TP_ERR_PARSE, "line %zu: a NUL byte",
-				    ld.line);
+				    lines);
 			break;
 		}
-		/* a line ending in a backslash goes on on the next one (the
-		 * line number stays the first's) */
-		while (l && isspace((unsigned char)p[l - 1]))
-			l--;
-		if (l && p[l - 1] == '\\' && nl && !memchr(p, '#', l)) {
-			p[l - 1] = ' ';
-			*end = ' ';
-			next = p;
-			ld.line--;
-			more++;
-			continue;
-		}
 		*end = '\0';
-		char *hash = strchr(p, '#');
-		if (hash)
-			*hash = '\0';
-		err = node_line(&ld, p);
-		ld.line += more;
-		more = 0;
+		strip_comment(p);
+		bool more = strip_continuation(p) && nl;
+		tp_strbuf_append(&sb, p, strlen(p));
+		p = end + 1;
+		if (more)
+			continue;
+		if (sb.failed) {
+			err = wfail(&ld, TP_ERR_NOMEM, "out of memory");
+			break;
+		}
+		if (sb.buf) {
+			strip_escapes(sb.buf);
+			err = node_line(&ld, sb.buf);
+		}
+		sb.len = 0;
+		if (sb.buf)
+			sb.buf[0] = '\0';
 	}
 	if (!err && !ld.named)
 		err = wfail(&ld, TP_ERR_NOTFOUND,
 			    "no NodeName= line names a host of the fabric");
+	tp_free(sb.buf);
 	tp_free(buf);
 	if (err) {
 		tp_free(ld.w);
@@ -169,7 +275,7 @@ tp_err_t tp_node_weights_health(const tp_state_t *s, uint32_t weak,
 	const tp_fabric_t *f = s ? tp_state_fabric(s) : NULL;
 	uint32_t *w;
 
-	if (!f || !w_p || weak < 1 || weak > WEIGHT_MAX)
+	if (!f || !w_p || weak < 2 || weak >= WEIGHT_INFINITE)
 		return TP_ERR_INVAL;
 	if (!(w = ones(tp_fabric_nhosts(f))))
 		return TP_ERR_NOMEM;

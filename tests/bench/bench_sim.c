@@ -311,9 +311,13 @@ static int quality(const char *label, tp_fabric_t *f, size_t jobs, int seeds,
 		return 1;
 	nweak = tp_state_weak_hosts(s0);
 	uint32_t *w = NULL;
-	if (slurm_weights && tp_node_weights_health(s0, 100, &w))
+	if (slurm_weights &&
+	    tp_node_weights_health(s0, TP_NODE_WEIGHT_WEAK, &w)) {
+		tp_state_destroy(s0);
 		return 1;
+	}
 	pp.node_weight = w;
+	pp.nnode_weight = w ? nh : 0;
 	tp_state_destroy(s0);
 	/* topoplace's ratio per seed, for comparing two builds seed by seed */
 	double *per = calloc((size_t)seeds, sizeof(double));
@@ -474,7 +478,8 @@ static const char usage[] =
     "                 runs a plan made with --nics-by-rate (default:\n"
     "                 evenly, as it runs an even plan)\n"
     "  --slurm-weights the Slurm models (slurm-tree, slurm-block) with\n"
-    "                 Weight=100 on the weakly cabled hosts and 1 on the\n"
+    "                 Weight=100 (TP_NODE_WEIGHT_WEAK) on the weakly\n"
+    "                 cabled hosts and 1 on the\n"
     "                 rest, as an admin keeps them last (simulate\n"
     "                 --slurm-weights health); default: all equal\n";
 

@@ -585,6 +585,17 @@ echo "$weak" | tr , '\n' >"$tmp/weak.list"
 [ "$(grep -c . "$tmp/wp.hosts")" -eq 4 ] && ! grep -qxF -f "$tmp/weak.list" "$tmp/wp.hosts" &&
 	ok "place --node-weights health: slurm-tree keeps off the weak hosts" ||
 	bad "place --node-weights health: $(tr '\n' ' ' <"$tmp/wp.hosts")"
+# with --state, health is the state's: a cable of the first host picked at
+# half health makes it weak there
+h1=$(head -n 1 "$tmp/wp.hosts")
+lk=$(jq --arg h "$h1 " '[.cas[] | .desc | startswith($h)] as $mine |
+	[.links | to_entries[] | select(.value[3] == "ca" and $mine[.value[4]]) | .key][0]' "$tmp/deg.json")
+printf '{"format":"topoplace-state/1","links":[{"link":%s,"health":0.5}]}\n' "$lk" >"$tmp/wstate.json"
+$T place --fabric "$tmp/deg.json" --state "$tmp/wstate.json" --request nodes=4,exclusive \
+	--policy slurm-tree --node-weights health --json | jq -r '.hosts[]' >"$tmp/wps.hosts"
+[ "$(grep -c . "$tmp/wps.hosts")" -eq 4 ] && ! grep -qx "$h1" "$tmp/wps.hosts" &&
+	ok "place --node-weights health --state: $h1, weak on the state, left out" ||
+	bad "place --node-weights health --state (link $lk of $h1): $(tr '\n' ' ' <"$tmp/wps.hosts")"
 # a leaf with no up-link left cuts its hosts off the rest: generate keeps
 # one (halved) where degradation draws them all down, so leaf03 is cut
 # off by hand, as a partial dump or failed cables would

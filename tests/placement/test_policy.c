@@ -881,6 +881,7 @@ static tp_err_t place_w(const char *policy, const tp_state_t *s,
 
 	tp_policy_params_defaults(&pp);
 	pp.node_weight = w;
+	pp.nnode_weight = w ? tp_fabric_nhosts(tp_state_fabric(s)) : 0;
 	assert_int_equal(tp_request_parse(req, &r, NULL), TP_OK);
 	return tp_place_run(tp_policy_find(policy), s, &r, &pp, NULL, 1, out);
 }
@@ -917,6 +918,13 @@ static void test_slurm_tree_node_weights(void **unused)
 		/* equal weights: the first leaf that fits */
 		expect_place(f, s, pol[v], "nodes=3,gpus-per-node=8,exclusive",
 			     "n01 n02 n03", NULL);
+		/* the extremes: Weight=0 before 2^32 - 2 */
+		uint32_t x[8] = {
+		    4294967294u, 4294967294u, 4294967294u, 4294967294u,
+		    0,		 0,	      0,	   0};
+		expect_place_w(f, s, pol[v],
+			       "nodes=3,gpus-per-node=8,exclusive", x,
+			       "n05 n06 n07");
 		/* the light nodes: 2 on s0, 4 on s1, so s1 alone */
 		expect_place_w(f, s, pol[v],
 			       "nodes=3,gpus-per-node=8,exclusive", w,
@@ -963,33 +971,81 @@ static void test_slurm_block_node_weights(void **unused)
 	/* 3 nodes: that block's light nodes hold them */
 	expect_place_w(f, s, "slurm-block", "nodes=3,gpus-per-node=8,exclusive",
 		       w, "n10 n11 n12");
-	/* a NULL weight array is every node at 1 */
-	assert_int_equal(place_w("slurm-block", s,
-				 "nodes=3,gpus-per-node=8,exclusive", NULL, &p),
-			 TP_OK);
-	tp_placement_free(&p);
+	/* a NULL weight array is every node at 1, as is an array of ones */
+	for (int h = 0; h < 16; h++)
+		w[h] = 1;
+	expect_place_w(f, s, "slurm-block", "nodes=3,gpus-per-node=8,exclusive",
+		       NULL, "n13 n14 n15");
+	expect_place_w(f, s, "slurm-block", "nodes=3,gpus-per-node=8,exclusive",
+		       w, "n13 n14 n15");
+	/* an array for another fabric is refused */
+	tp_policy_params_t pp;
+	tp_request_t r;
+	tp_policy_params_defaults(&pp);
+	pp.node_weight = w;
+	pp.nnode_weight = 15;
+	assert_int_equal(tp_request_parse("nodes=3", &r, NULL), TP_OK);
+	assert_int_equal(tp_place_run(tp_policy_find("slurm-block"), s, &r, &pp,
+				      NULL, 1, &p),
+			 TP_ERR_INVAL);
 	tp_state_destroy(s);
 	tp_fabric_destroy(f);
 }
 
-/* tp_node_weights_load: a slurm.conf's NodeName= lines; the errors name
- * the file and line. */
+/* tp_node_weights_load: a slurm.conf's NodeName= lines as Slurm reads
+ * them; the errors name the file and line. */
 static void test_node_weights_load(void **unused)
 {
+	static const struct {
+		const char *text;
+		uint32_t w[8];
+	} good[] = {
+	    {"# a slurm.conf\nClusterName=c\nNodeName=DEFAULT CPUs=8 Weight=5\n"
+	     "nodename=n[01-02],cpu1 Gres=gpu:8 # comment Weight=9\n"
+	     "NodeName=n03 CPUs=8 \\\n  Weight=7 State=UNKNOWN\n"
+	     "NodeName=n04 Weight=1\nNodeName=DEFAULT Weight=1\n"
+	     "NodeName=n05\nPartitionName=p Nodes=ALL Weight=99\n",
+	     {5, 5, 7, 1, 1, 1, 1, 1}},
+	    /* a host list goes on on the next line, joined without a blank */
+	    {"NodeName=n01,\\\nn02,n03 Weight=50\n",
+	     {50, 50, 50, 1, 1, 1, 1, 1}},
+	    /* an even number of backslashes: no continuation, one left */
+	    {"NodeName=n01 Weight=6 \\\\\nNodeName=n02 Weight=7\n",
+	     {6, 7, 1, 1, 1, 1, 1, 1}},
+	    /* an escaped '#' starts no comment; quoted values; base 0, k */
+	    {"NodeName=n04 Features=a\\#b Weight=9\n"
+	     "NodeName=n05 Reason=\"bad cable Weight=2\" Weight=3\n"
+	     "NodeName=n06 Weight=\"4\"\nNodeName=n07 Weight=0x10\n"
+	     "NodeName=n08 Weight=1k\n",
+	     {1, 1, 1, 9, 3, 4, 16, 1024}},
+	    /* INFINITE, UNLIMITED and 2^32 - 1 are taken one lower; 0 */
+	    {"NodeName=n01 Weight=INFINITE\nNodeName=n02 Weight=unlimited\n"
+	     "NodeName=n03 Weight=4294967295\nNodeName=n04 Weight=0\n",
+	     {4294967294u, 4294967294u, 4294967294u, 0, 1, 1, 1, 1}},
+	    /* a byte order mark, CRLF line ends */
+	    {"\xef\xbb\xbfNodeName=n01 Weight=2\r\nNodeName=n02 \\\r\n"
+	     "Weight=3\r\n",
+	     {2, 3, 1, 1, 1, 1, 1, 1}},
+	};
 	static const struct {
 		const char *text, *msg;
 		tp_err_t err;
 	} bad[] = {
-	    {"NodeName=n01 Weight=x\n", "line 1: Weight=x is not",
+	    {"NodeName=n01 Weight=x\n", "line 1: Weight=x is not a number",
 	     TP_ERR_PARSE},
-	    {"#\nNodeName=n01 Weight=-1\n", "line 2: Weight=-1", TP_ERR_PARSE},
-	    {"NodeName=n01 Weight=4294967295\n",
-	     "line 1: Weight=", TP_ERR_PARSE},
+	    {"#\nNodeName=n01 Weight=-1\n", "line 2: Weight=-1 is not 0",
+	     TP_ERR_PARSE},
+	    {"NodeName=n01 Weight=4294967296\n", "line 1: Weight=4294967296",
+	     TP_ERR_PARSE},
+	    /* the line a continued line starts on, and the count after it */
+	    {"NodeName=n01 \\\n Weight=2\nNodeName=n02 \\\n Weight=z\n",
+	     "line 3: Weight=z", TP_ERR_PARSE},
 	    {"NodeName=n[01-\n", "line 1: NodeName=n[01- is not", TP_ERR_PARSE},
 	    {"NodeName= Weight=3\n", "line 1: NodeName= is empty",
 	     TP_ERR_PARSE},
 	    {"NodeName=cpu[1-9] Weight=3\n", "names a host", TP_ERR_NOTFOUND},
 	    {"ClusterName=x\n", "names a host", TP_ERR_NOTFOUND},
+	    {"", "names a host", TP_ERR_NOTFOUND},
 	};
 	tp_fabric_t *f;
 	tp_state_t *s = two_leaves(4, &f);
@@ -997,21 +1053,21 @@ static void test_node_weights_load(void **unused)
 	char *err = NULL, *path;
 
 	(void)unused;
-	path = tp_test_write_tmp(
-	    "# a slurm.conf\nClusterName=c\nNodeName=DEFAULT CPUs=8 Weight=5\n"
-	    "nodename=n[01-02],cpu1 Gres=gpu:8 # comment Weight=9\n"
-	    "NodeName=n03 CPUs=8 \\\n  Weight=7 State=UNKNOWN\n"
-	    "NodeName=n04 Weight=1\nNodeName=DEFAULT Weight=1\n"
-	    "NodeName=n05\nPartitionName=p Nodes=ALL Weight=99\n");
-	assert_int_equal(tp_node_weights_load(f, path, &w, &err), TP_OK);
-	unlink(path);
-	assert_null(err);
-	static const uint32_t want[8] = {5, 5, 7, 1, 1, 1, 1, 1};
-	for (int h = 0; h < 8; h++)
-		assert_int_equal(w[h], want[h]);
-	tp_free(w);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		path = tp_test_write_tmp(good[i].text);
+		if (tp_node_weights_load(f, path, &w, &err))
+			fail_msg("%s: %s", good[i].text, err);
+		unlink(path);
+		assert_null(err);
+		for (int h = 0; h < 8; h++)
+			if (w[h] != good[i].w[h])
+				fail_msg("%s: host %d Weight=%u, wanted %u",
+					 good[i].text, h + 1, w[h],
+					 good[i].w[h]);
+		tp_free(w);
 		w = NULL;
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		path = tp_test_write_tmp(bad[i].text);
 		assert_int_equal(tp_node_weights_load(f, path, &w, &err),
 				 bad[i].err);
@@ -1060,6 +1116,9 @@ static void test_node_weights_health(void **unused)
 		assert_int_equal(w[h], h == n06 ? 100 : 1);
 	tp_free(w);
 	assert_int_equal(tp_node_weights_health(s, 0, &w), TP_ERR_INVAL);
+	assert_int_equal(tp_node_weights_health(s, 1, &w), TP_ERR_INVAL);
+	assert_int_equal(tp_node_weights_health(s, UINT32_MAX, &w),
+			 TP_ERR_INVAL);
 	assert_int_equal(tp_node_weights_health(NULL, 2, &w), TP_ERR_INVAL);
 	tp_state_destroy(s);
 	tp_fabric_destroy(f);
