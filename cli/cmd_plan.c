@@ -301,6 +301,7 @@ int tp_cmd_plan(int argc, char **argv)
 	tp_cost_params_t cp;
 	tp_cli_cost_params(&cp);
 	cp.nics_by_rate = po.nics_by_rate;
+	cp.coll_rings = true; /* what the plan's auto runs */
 	if (!tp_cli_plan_segment("plan", &cp)) {
 		rc = TP_EXIT_INPUT;
 		goto out;

@@ -704,6 +704,7 @@ int tp_cmd_show(int argc, char **argv)
 	/* without a cache (no memory) each job works its ideal out anew */
 	ideals = tp_ideal_cache_create();
 	tp_cost_params_t pp = cp;
+	pp.coll_rings = true; /* the plan's predictions: what auto runs */
 	if (!tp_cli_plan_segment("show", &pp)) {
 		rc = TP_EXIT_INPUT;
 		goto out;

@@ -135,6 +135,7 @@ void tp_cost_params_defaults(tp_cost_params_t *p)
 	p->chunk_bytes = 256 << 10;
 	p->host_ring = false;
 	p->nics_by_rate = false;
+	p->coll_rings = false;
 	p->hier_segment = 0;
 }
 
@@ -1404,7 +1405,7 @@ static bool nvlink_edge(const call_t *k, const tp_host_t *hi,
 /* Transfer of `bytes` from host position i to j, split over the rails, or
  * on rail `rail` alone (>= 0) when both hosts have it. */
 static tp_err_t add_edge_rail(call_t *k, size_t i, size_t j, double bytes,
-			      int rail)
+			      int rail, int rail_dst)
 {
 	const tp_host_t *hi = tp_fabric_host(k->f, k->hosts[i]);
 	const tp_host_t *hj = tp_fabric_host(k->f, k->hosts[j]);
@@ -1422,11 +1423,12 @@ static tp_err_t add_edge_rail(call_t *k, size_t i, size_t j, double bytes,
 	 * on the two hosts: NCCL crosses over PCIe rather than fail); when
 	 * none of a stage's pairs has a live route (a cable down or at
 	 * health 0 in the state) the next stage is tried */
-	for (int stage = rail >= 0 ? 0 : 1; stage < 3 && !routed; stage++) {
+	for (int stage = rail >= 0 && rail_dst >= 0 ? 0 : 1;
+	     stage < 3 && !routed; stage++) {
 		np = 0;
 		if (stage == 0) {
 			size_t xa = ca_on_rail(k, hi, rail),
-			       xb = ca_on_rail(k, hj, rail);
+			       xb = ca_on_rail(k, hj, rail_dst);
 			if (xa == SIZE_MAX || xb == SIZE_MAX)
 				continue;
 			k->pa[0] = hi->cas[xa];
@@ -1477,7 +1479,7 @@ static tp_err_t add_edge_rail(call_t *k, size_t i, size_t j, double bytes,
 
 static tp_err_t add_edge(call_t *k, size_t i, size_t j, double bytes)
 {
-	return add_edge_rail(k, i, j, bytes, -1);
+	return add_edge_rail(k, i, j, bytes, -1, -1);
 }
 
 /* Compact the resources the phase's flows use, share them max-min and
@@ -1740,7 +1742,12 @@ static void take_bottleneck(tp_cost_t *out, const phase_out_t *o, double *worst)
 	}
 }
 
-/* Ring over all ranks, each edge carrying v bytes. */
+static int rank_rail(const call_t *k, const tp_host_t *h, size_t g, uint32_t l);
+
+/* Ring over all ranks, each edge carrying v bytes: between two hosts
+ * spread over their NIC pairs as NCCL's channels, or with coll_rings on
+ * the NICs of the last rank of one and the first of the next, as the
+ * library's ring runs. */
 static tp_err_t ring_phase(call_t *k, double v, phase_out_t *o)
 {
 	tp_err_t err;
@@ -1749,9 +1756,21 @@ static tp_err_t ring_phase(call_t *k, double v, phase_out_t *o)
 	for (size_t i = 0; i < k->n; i++)
 		if (k->gpus[i] > 1)
 			add_nvlink(k, v, k->nv[i]);
-	for (size_t i = 0; k->n > 1 && i < k->n; i++)
-		if ((err = add_edge(k, i, (i + 1) % k->n, v)))
+	for (size_t i = 0; k->n > 1 && i < k->n; i++) {
+		size_t j = (i + 1) % k->n;
+		int ra = -1, rb = -1;
+		if (k->c->p.coll_rings) {
+			ra = rank_rail(k, tp_fabric_host(k->f, k->hosts[i]),
+				       (size_t)k->gpus[i],
+				       (uint32_t)k->gpus[i] - 1);
+			rb = rank_rail(k, tp_fabric_host(k->f, k->hosts[j]),
+				       (size_t)k->gpus[j], 0);
+			if (ra < 0 || rb < 0)
+				ra = rb = -1;
+		}
+		if ((err = add_edge_rail(k, i, j, v, ra, rb)))
 			return err;
+	}
 	return phase_solve(k, o);
 }
 
@@ -1886,9 +1905,15 @@ static tp_err_t price_phase(call_t *k, const tp_sched_phase_t *ph, double bytes,
 			if (reuse)
 				err = reuse_edge(k, x, e->src, e->dst,
 						 e->frac * bytes, &kf);
+			else if ((ph->kind == TP_SCHED_PH_TREE ||
+				  ph->kind == TP_SCHED_PH_RING) &&
+				 !k->c->p.coll_rings)
+				err = add_edge(k, e->src, e->dst,
+					       e->frac * bytes);
 			else
 				err = add_edge_rail(k, e->src, e->dst,
-						    e->frac * bytes, e->rail);
+						    e->frac * bytes, e->rail,
+						    e->rail_dst);
 			if (err)
 				return err;
 			if (k->keep)
@@ -1920,7 +1945,8 @@ static bool same_routes(const tp_sched_phase_t *a, const tp_sched_phase_t *b)
 	for (size_t x = 0; x < a->nedges; x++)
 		if (a->edges[x].src != b->edges[x].src ||
 		    a->edges[x].dst != b->edges[x].dst ||
-		    a->edges[x].rail != b->edges[x].rail)
+		    a->edges[x].rail != b->edges[x].rail ||
+		    a->edges[x].rail_dst != b->edges[x].rail_dst)
 			return false;
 	return true;
 }

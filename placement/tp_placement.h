@@ -185,6 +185,18 @@ typedef struct tp_cost_params {
 	 * host's pace. States priced with it should say so too
 	 * (tp_state_set_nics_by_rate). */
 	bool nics_by_rate;
+	/* Rings and trees as libtopoplace-coll runs them: one connection
+	 * per host boundary, between the NICs of the ranks at it (a ring
+	 * leaves a host from its last local rank and enters the next at
+	 * its first; a tree joins hosts at their anchors, local rank 0 in
+	 * tree 0 and the last in tree 1), so a ring between two hosts of 8
+	 * NICs crosses on one NIC pair: what a job's plan predicts, and so
+	 * what its `auto` runs. Default false: a host's ring and tree
+	 * traffic spread over its NIC pairs, one channel each (by rate
+	 * with nics_by_rate), as NCCL runs them: what placement and the
+	 * simulator price jobs by. The hierarchical schedule's ranks each
+	 * carry their own shard on their own NIC either way. */
+	bool coll_rings;
 	/* Hierarchical: the collective library's pipeline segment in bytes
 	 * (TP_SCHED_HIER_SEGMENT, or the job's TOPOPLACE_COLL_SEGMENT): an
 	 * all-reduce of more bytes is priced as the library runs it, its

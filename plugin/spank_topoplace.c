@@ -978,6 +978,7 @@ static bool step_plan(step_t *st)
 		tp_cost_params_t cp;
 		tp_cost_params_defaults(&cp);
 		cp.nics_by_rate = st->conf.nics_by_rate;
+		cp.coll_rings = true; /* what the plan's auto runs */
 		cp.host_ring = st->host_ring;
 		cp.hier_segment = (double)st->seg;
 		if ((err = tp_cost_ctx_create(st->f, &cp, &ctx))) {

@@ -177,16 +177,37 @@ bool tp__plan_tree_ok(const tp_plan_t *p, int t, uint32_t *bad_p)
 	return true;
 }
 
-/* Tree up to 1 MiB on more than two hosts, else ring; see
+/* Some host's ranks leave by two NICs or more. */
+static bool multi_nic(const tp_plan_t *p)
+{
+	for (size_t i = 0; i < p->nhosts; i++) {
+		const tp_plan_host_t *h = &p->hosts[i];
+		for (uint32_t l = 1; l < h->nranks; l++)
+			if (h->ranks[0].rail >= 0 && h->ranks[l].rail >= 0 &&
+			    h->ranks[l].rail != h->ranks[0].rail)
+				return true;
+	}
+	return false;
+}
+
+/* Tree up to 1 MiB on more than two hosts, else ring, or hierarchical
+ * where a host's ranks leave by several NICs; see
  * tp_plan_recommend_basis(). */
 static tp_algo_t rule(const tp_plan_t *p, double bytes)
 {
 	if (bytes <= 1048576 && p->nhosts > 2)
 		return TP_ALGO_TREE;
+	/* The library's ring crosses each host boundary on one NIC (its
+	 * last rank's to the next host's first), where the hierarchical
+	 * all-reduce carries every rank's shard on the rank's own NIC: on
+	 * hosts of 8 GPUs and 8 NICs 8x the ring's bytes across hosts. */
+	if (multi_nic(p))
+		return TP_ALGO_HIERARCHICAL;
 	/* The plan's ring already crosses each group boundary the fewest
 	 * times; hierarchical moves as many bytes across groups in more
-	 * steps (measured on the emulated 2-leaf fabric, 16-64 MiB: 31 vs
-	 * 45 MB/s busbw). With predictions the model decides instead. */
+	 * steps (measured on the emulated 2-leaf fabric, one rank a host,
+	 * 16-64 MiB: 31 vs 45 MB/s busbw). With predictions the model
+	 * decides instead. */
 	return TP_ALGO_RING;
 }
 

@@ -236,10 +236,14 @@ tp_algo_t tp_plan_recommend(const tp_plan_t *plan, size_t i);
  * above one segment. libtopoplace-coll runs the plan's choice. */
 int tp_plan_hier_pipelined(const tp_plan_t *plan, size_t i);
 /* "model": the fastest predicted algorithm (ties: ring, hierarchical,
- * tree in that order). "rule" (no predictions): tree up to 1 MiB when
- * the job has more than two hosts (latency-bound, log-depth), else ring
- * (the plan's ring crosses each group boundary the fewest times) -
- * NCCL's tree/ring split by size. Static string. */
+ * tree in that order), priced as libtopoplace-coll runs them when the
+ * context says so (tp_cost_params_t.coll_rings: the plan command and the
+ * SPANK plugin do). "rule" (no predictions): tree up to 1 MiB when the
+ * job has more than two hosts (latency-bound, log-depth), else
+ * hierarchical where some host's ranks leave by several NICs (the
+ * library's ring crosses a host boundary on one), else ring (the
+ * plan's ring crosses each group boundary the fewest times). Static
+ * string. */
 const char *tp_plan_recommend_basis(const tp_plan_t *plan, size_t i);
 /* Whether the predictions priced the hierarchical schedule's host phases
  * through each host's shared-memory segment (one wait a phase: the

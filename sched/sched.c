@@ -252,8 +252,27 @@ static void build_leaders(tp_sched_t *s, work_t *w)
 static tp_sched_edge_t *put(tp_sched_edge_t *e, uint32_t src, uint32_t dst,
 			    uint32_t chan, int rail, double frac)
 {
-	*e = (tp_sched_edge_t){src, dst, chan, rail, frac};
+	*e = (tp_sched_edge_t){src, dst, chan, rail, frac, rail};
 	return e + 1;
+}
+
+static int rank_rail(const tp_sched_t *s, const work_t *w, uint32_t node,
+		     uint32_t l);
+
+/* put() from local rank la of src to local rank lb of dst: on their
+ * rails (rail, rail_dst), or -1 at both ends when either is unknown. */
+static tp_sched_edge_t *put_ranks(const tp_sched_t *s, const work_t *w,
+				  tp_sched_edge_t *e, uint32_t src, uint32_t la,
+				  uint32_t dst, uint32_t lb, uint32_t chan,
+				  double frac)
+{
+	int ra = rank_rail(s, w, src, la), rb = rank_rail(s, w, dst, lb);
+
+	if (ra < 0 || rb < 0)
+		ra = rb = -1;
+	e = put(e, src, dst, chan, ra, frac);
+	e[-1].rail_dst = rb;
+	return e;
 }
 
 /* share: the hierarchical host phases, each rank reducing (or
@@ -288,8 +307,11 @@ static tp_sched_edge_t *ring_edges(tp_sched_t *s, work_t *w, tp_sched_edge_t *e)
 	double P = (double)s->nranks, v = 2 * (P - 1) / P;
 	tp_sched_edge_t *e0 = e;
 
+	/* the library's ring enters a node at its first local rank and
+	 * leaves it from its last: that pair's NICs */
 	for (uint32_t r = 0; s->n > 1 && r < s->n; r++)
-		e = put(e, r, (uint32_t)((r + 1) % s->n), 0, -1, v);
+		e = put_ranks(s, w, e, r, w->nr[r] - 1,
+			      (uint32_t)((r + 1) % s->n), 0, 0, v);
 	e = self_edges(s, w, e, v, 1, false);
 	phase(s, TP_SCHED_PH_RING, e0, e, 2 * (P - 1), 0, TP_SCHED_NONE);
 	return e;
@@ -305,8 +327,12 @@ static tp_sched_edge_t *tree_edges(tp_sched_t *s, work_t *w, tp_sched_edge_t *e)
 			uint32_t p = s->parent[t][r];
 			if (p == TP_SCHED_NONE)
 				continue;
-			e = put(e, r, p, (uint32_t)t, -1, 0.5);
-			e = put(e, p, r, (uint32_t)t, -1, 0.5);
+			/* between the nodes' anchors: local rank 0 in tree
+			 * 0, the last in tree 1 */
+			uint32_t lr = t ? w->nr[r] - 1 : 0,
+				 lp = t ? w->nr[p] - 1 : 0;
+			e = put_ranks(s, w, e, r, lr, p, lp, (uint32_t)t, 0.5);
+			e = put_ranks(s, w, e, p, lp, r, lr, (uint32_t)t, 0.5);
 		}
 	/* a node's ranks run each tree as a chain: a rank inside it sends
 	 * S/2 up and S/2 down, an end only one of them, so two ranks (both

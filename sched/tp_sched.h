@@ -214,8 +214,10 @@ typedef struct tp_sched_edge {
 	uint32_t src, dst; /* node ranks; src == dst: inside the node, per
 			    * local rank over its local fabric */
 	uint32_t chan;	   /* tree (0, 1), CROSS channel; else 0 */
-	int rail;	   /* the rail it must use, -1: any the nodes share */
+	int rail;	   /* the rail it leaves src on, -1: any the nodes
+			    * share */
 	double frac;	   /* bytes it carries, as a share of S */
+	int rail_dst;	   /* the rail it reaches dst on (-1 with rail -1) */
 } tp_sched_edge_t;
 
 typedef struct tp_sched_phase {

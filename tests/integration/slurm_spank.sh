@@ -531,23 +531,29 @@ w=$(export HOSTS=node001,node005 TOPOPLACE_COLL_SEGMENT=0; weights_step whole ""
 	bad "TOPOPLACE_COLL_SEGMENT=0: plan's '$w'"
 
 # ---- LinkState: the step's plan is priced on the links topoplace.conf's LinkState gives
-# (every switch-to-switch cable at a tenth of its lanes): over two scalable units 16 MiB then
-# goes hierarchical, where on healthy links the tree wins (topoplace plan --state gives the
-# same); a LinkState that is not there prices healthy links, and says so in slurmd's log ----
+# (every switch-to-switch cable at a tenth of its lanes): over two scalable units its
+# hierarchical predictions are topoplace plan --state's, slower than on healthy links; a
+# LinkState that is not there prices healthy links, and says so in slurmd's log ----
 jq '{format: "topoplace-state/1", links: [.links | to_entries[] |
 	select(.value[0] == "switch" and .value[3] == "switch") | {link: .key, health: 0.1}]}' \
 	"$dir/rel/half.json" >"$dir/rel/links.json"
-at16='"bytes": 16777216, "algo": "[a-z]*"'
-w=$(export HOSTS=node001,node005; weights_step links "LinkState=links.json" "$at16")
-[ "$w" = '"bytes": 16777216, "algo": "hierarchical"' ] &&
-	ok "LinkState: the step's plan priced on its degraded up-links (16 MiB: hierarchical)" ||
-	bad "LinkState: the step's plan recommends '$w' at 16 MiB"
-w=$(export HOSTS=node001,node005; weights_step nolinks "LinkState=no-links.json" "$at16")
-[ "$w" = '"bytes": 16777216, "algo": "tree"' ] &&
+hier='"hierarchical": \[[^]]*\]'
+cli_hier() {
+	"$TOPOPLACE" plan --fabric "$dir/rel/half.json" --nodes node001,node005 --json "$@" |
+		grep -o "$hier"
+}
+healthy=$(cli_hier)
+degraded=$(cli_hier --state "$dir/rel/links.json")
+w=$(export HOSTS=node001,node005; weights_step links "LinkState=links.json" "$hier")
+[ -n "$degraded" ] && [ "$w" = "$degraded" ] && [ "$w" != "$healthy" ] &&
+	ok "LinkState: the step's plan priced on its degraded up-links (= plan --state)" ||
+	bad "LinkState: the step's plan predicts '$w', plan --state '$degraded', healthy '$healthy'"
+w=$(export HOSTS=node001,node005; weights_step nolinks "LinkState=no-links.json" "$hier")
+[ -n "$healthy" ] && [ "$w" = "$healthy" ] &&
 	grep -q "spank/topoplace: job [0-9]* step [0-9]*: LinkState .*no-links.json.*: plan priced on healthy links" \
 		"$(nodelog node001)" &&
-	ok "LinkState missing: the step's plan priced on healthy links (16 MiB: tree), logged" ||
-	bad "LinkState missing: 16 MiB '$w', log: $(grep 'LinkState' "$(nodelog node001)" | tail -n 1 | cut -c 1-200)"
+	ok "LinkState missing: the step's plan priced on healthy links (= plan), logged" ||
+	bad "LinkState missing: '$w' (plan: '$healthy'), log: $(grep 'LinkState' "$(nodelog node001)" | tail -n 1 | cut -c 1-200)"
 
 # ---- PlanMaxRanks: a step of more tasks gets no plan (one info line on
 # each node), one of exactly that many gets its plan ----

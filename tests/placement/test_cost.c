@@ -997,6 +997,90 @@ static void test_nics_by_rate(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* CA cables of host h carrying bytes in ld (tp_cost_link_load), each
+ * direction apart: [0] host to leaf, [1] leaf to host. */
+static void host_cables_used(const tp_fabric_t *f, const double *ld, uint32_t h,
+			     int used[2])
+{
+	used[0] = used[1] = 0;
+	for (uint32_t i = 0; i < tp_fabric_nlinks(f); i++) {
+		const tp_link_t *k = tp_fabric_link(f, i);
+		for (int e = 0; e < 2; e++)
+			if (k->kind[e] == TP_NODE_CA &&
+			    tp_fabric_ca(f, k->node[e])->host == h) {
+				/* ld[2i]: node[0] -> node[1] */
+				used[0] += ld[2 * i + (size_t)e] > 0;
+				used[1] += ld[2 * i + 1 - (size_t)e] > 0;
+			}
+	}
+}
+
+/* libtopoplace-coll's ring and trees (tp_cost_params_t.coll_rings): two
+ * hosts of 8 GPUs and 8 NICs on one leaf. Its ring leaves a host from
+ * its last rank and enters the next at its first: one NIC pair a host
+ * boundary, 8x the bandwidth term of NCCL's channels over all 8 pairs
+ * (the default), and only those NICs carry it; its trees join the hosts
+ * at their anchors (ranks 0 and 7): two NIC pairs. The hierarchical
+ * schedule, each rank on its own NIC, prices the same either way. */
+static void test_coll_rings(void **state)
+{
+	tp_fabric_t *f = tp_test_fat_tree_deg(2, 1, 2, 0, false, 0, 0);
+	tp_cost_params_t cp;
+	tp_cost_ctx_t *nccl = mkctx(f), *coll = NULL;
+	uint32_t hosts[2] = {0, 1};
+	int gpus[2] = {8, 8}, used[2];
+	double *ld = test_calloc(2 * tp_fabric_nlinks(f), sizeof(double));
+
+	(void)state;
+	assert_int_equal(tp_fabric_host(f, 0)->ncas, 8);
+	tp_cost_params_defaults(&cp);
+	assert_false(cp.coll_rings);
+	cp.coll_rings = true;
+	assert_int_equal(tp_cost_ctx_create(f, &cp, &coll), TP_OK);
+	tp_cost_t a = predict(nccl, NULL, hosts, gpus, 2, TP_ALGO_RING);
+	tp_cost_t b = predict(coll, NULL, hosts, gpus, 2, TP_ALGO_RING);
+	assert_close(a.bandwidth_s, xfer(2 * 15.0 / 16 * S_BYTES / 8, B_GBPS));
+	assert_close(b.bandwidth_s, xfer(2 * 15.0 / 16 * S_BYTES, B_GBPS));
+	assert_int_equal(tp_cost_link_load(coll, NULL, hosts, gpus, 2, S_BYTES,
+					   TP_ALGO_RING, 1.0, ld),
+			 TP_OK);
+	for (uint32_t h = 0; h < 2; h++) {
+		host_cables_used(f, ld, h, used);
+		assert_int_equal(used[0], 1);
+		assert_int_equal(used[1], 1);
+	}
+	memset(ld, 0, 2 * tp_fabric_nlinks(f) * sizeof(double));
+	assert_int_equal(tp_cost_link_load(nccl, NULL, hosts, gpus, 2, S_BYTES,
+					   TP_ALGO_RING, 1.0, ld),
+			 TP_OK);
+	host_cables_used(f, ld, 0, used);
+	assert_int_equal(used[0], 8);
+	/* trees: the anchors' two NIC pairs, each way */
+	a = predict(nccl, NULL, hosts, gpus, 2, TP_ALGO_TREE);
+	b = predict(coll, NULL, hosts, gpus, 2, TP_ALGO_TREE);
+	/* NCCL's: the NVLink chain (S a tree at 3600 Gb/s) paces it; the
+	 * anchors' NICs carry S/2 each way */
+	assert_close(b.bandwidth_s,
+		     xfer(S_BYTES / 2, B_GBPS) * fill(2 + 2 * 7));
+	assert_true(b.bandwidth_s > 2 * a.bandwidth_s);
+	memset(ld, 0, 2 * tp_fabric_nlinks(f) * sizeof(double));
+	assert_int_equal(tp_cost_link_load(coll, NULL, hosts, gpus, 2, S_BYTES,
+					   TP_ALGO_TREE, 1.0, ld),
+			 TP_OK);
+	for (uint32_t h = 0; h < 2; h++) {
+		host_cables_used(f, ld, h, used);
+		assert_int_equal(used[0], 2);
+		assert_int_equal(used[1], 2);
+	}
+	a = predict(nccl, NULL, hosts, gpus, 2, TP_ALGO_HIERARCHICAL);
+	b = predict(coll, NULL, hosts, gpus, 2, TP_ALGO_HIERARCHICAL);
+	assert_same(&a, &b);
+	test_free(ld);
+	tp_cost_ctx_destroy(coll);
+	tp_cost_ctx_destroy(nccl);
+	tp_fabric_destroy(f);
+}
+
 /* A host cable at health 0 (what the monitor writes for a pulled one):
  * every algorithm still prices, the hierarchical one with that rail's
  * rank crossing over to a live NIC (two rails on one NIC), as the ring
@@ -2323,6 +2407,7 @@ int main(void)
 	    cmocka_unit_test(test_hier_rail_leaders),
 	    cmocka_unit_test(test_multi_rail),
 	    cmocka_unit_test(test_nics_by_rate),
+	    cmocka_unit_test(test_coll_rings),
 	    cmocka_unit_test(test_dead_host_cable),
 	    cmocka_unit_test(test_nvlink_domain),
 	    cmocka_unit_test(test_three_levels),

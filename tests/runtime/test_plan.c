@@ -1158,8 +1158,42 @@ static void test_predictions(void **state)
 	assert_true(isnan(tp_plan_predict_s(p, 0, TP_ALGO_RING)));
 	assert_string_equal(tp_plan_recommend_basis(p, 0), "rule");
 	assert_int_equal(tp_plan_recommend(p, 0), TP_ALGO_TREE);
+	/* 8 ranks a host on 2 rails: the ring would cross on one NIC */
+	assert_int_equal(tp_plan_recommend(p, 4), TP_ALGO_HIERARCHICAL);
+	tp_plan_destroy(p);
+	/* one rank a host: ring */
+	o.gpus_per_host = 1;
+	p = build(f, ctx, names, 10, &o);
+	assert_string_equal(tp_plan_recommend_basis(p, 4), "rule");
 	assert_int_equal(tp_plan_recommend(p, 4), TP_ALGO_RING);
 	tp_plan_destroy(p);
+
+	/* two hosts of 8 GPUs and 8 NICs: priced as libtopoplace-coll
+	 * runs its ring and trees (coll_rings: one NIC pair a host
+	 * boundary, the trees' anchors'), the recommendation at 1 GiB is
+	 * the hierarchical schedule, each rank on its own NIC; priced as
+	 * NCCL's channels over all 8 pairs the model finds the tree
+	 * faster */
+	tp_fabric_t *g = tp_test_fat_tree_deg(2, 1, 2, 0, false, 0, 0);
+	const char *two[2] = {tp_fabric_host(g, 0)->name,
+			      tp_fabric_host(g, 1)->name};
+	tp_cost_params_t cp;
+	tp_cost_ctx_t *coll = NULL, *nccl = NULL;
+	tp_cost_params_defaults(&cp);
+	assert_int_equal(tp_cost_ctx_create(g, &cp, &nccl), TP_OK);
+	cp.coll_rings = true;
+	assert_int_equal(tp_cost_ctx_create(g, &cp, &coll), TP_OK);
+	p = build(g, coll, two, 2, NULL);
+	assert_int_equal(tp_plan_recommend(p, 4), TP_ALGO_HIERARCHICAL);
+	assert_true(tp_plan_predict_s(p, 4, TP_ALGO_RING) >
+		    4 * tp_plan_predict_s(p, 4, TP_ALGO_HIERARCHICAL));
+	tp_plan_destroy(p);
+	p = build(g, nccl, two, 2, NULL);
+	assert_int_equal(tp_plan_recommend(p, 4), TP_ALGO_TREE);
+	tp_plan_destroy(p);
+	tp_cost_ctx_destroy(coll);
+	tp_cost_ctx_destroy(nccl);
+	tp_fabric_destroy(g);
 
 	/* custom sizes */
 	static const double sizes[] = {4096, 8192};
