@@ -12,7 +12,14 @@
 # host's share. --case shared: 4 ranks a host on 3 NICs (as the SuperPOD
 # dump's hosts that lost one of their 4 cables), ranks 0 and 1 sharing
 # mlx5_0: evenly that NIC carries half the data, weighted (512 512 1024
-# 1024) each NIC a third. topoplace-coll-bench runs the hierarchical
+# 1024) each NIC a third. --case ring: 2 ranks a host, each on its own
+# NIC, every rail at RATE: the even plan's ring against its hierarchical
+# all-reduce (the library's ring crosses between the hosts on one NIC
+# pair, the last rank's to the next host's first; the hierarchical
+# schedule carries each rank's shard on its own NIC), "even" below
+# standing for ring and "weighted" for hierarchical, the model's ratio
+# the plan's ring / hierarchical predictions at 1 GiB.
+# topoplace-coll-bench runs the hierarchical
 # all-reduce from the even and the weighted plan of the same hosts,
 # TOPOPLACE_COLL_HCA_ADDRS putting each rank's connections on its NIC's
 # interface. The two plans alternate for ROUNDS rounds; per round the
@@ -24,7 +31,7 @@
 # "bytes", "rate", "ratio_mean", "ratio_se", "model_ratio", "even_s":[..],
 # "weighted_s":[..]}, also to --json FILE).
 #
-#   bench_rail_split.sh [--case half|shared] [--rounds N (3)]
+#   bench_rail_split.sh [--case half|shared|ring] [--rounds N (3)]
 #                       [--rate R (400mbit)] [--bytes B (32M)] [--iters N (5)]
 #                       [--json FILE]
 #
@@ -50,8 +57,8 @@ while [ $# -gt 0 ]; do
 	esac
 done
 case $case_ in
-half | shared) ;;
-*) echo "bench_rail_split: --case takes half or shared, not '$case_'" >&2; exit 2 ;;
+half | shared | ring) ;;
+*) echo "bench_rail_split: --case takes half, shared or ring, not '$case_'" >&2; exit 2 ;;
 esac
 case $rate in
 *[0-9]mbit) half=$(( ${rate%mbit} / 2 ))mbit ;;
@@ -79,7 +86,7 @@ die() { echo "bench_rail_split: $*" >&2; exit 1; }
 # RATE (as the SuperPOD dump's hosts that lost one of 4 cables: two ranks
 # share a NIC).
 case $case_ in
-half) g=2 nics=2 ;;
+half | ring) g=2 nics=2 ;;
 shared) g=4 nics=3 ;;
 esac
 "$topoplace" fabric generate fat-tree --leaves 1 --spines 1 --hosts-per-leaf 2 \
@@ -106,7 +113,9 @@ fi
 	-o "$work/even.json" || die "plan failed"
 "$topoplace" plan --fabric "$work/fabric.json" --nodes node00[1-2] --nics-by-rate \
 	--json -o "$work/weighted.json" || die "plan --nics-by-rate failed"
-grep -q rank_weights "$work/weighted.json" || die "the weighted plan has no rank weights"
+[ "$case_" = ring ] && cp "$work/even.json" "$work/weighted.json"
+[ "$case_" = ring ] || grep -q rank_weights "$work/weighted.json" ||
+	die "the weighted plan has no rank weights"
 
 # Two hosts, a cable per rail: rail r is veth ra<->rb, 10.203.r.1 / .2;
 # in the half case rail 1 at half the rate.
@@ -131,17 +140,18 @@ for r in $(seq 0 $((nics - 1))); do
 	ip netns exec "$ns_a" ping -c 1 -W 2 "10.203.$r.2" >/dev/null || die "rail $r does not ping"
 done
 
-# One run of a plan: rank 0 prints; the time of the largest size.
+# One run of a plan (ALGO, default hierarchical): rank 0 prints; the time
+# of the largest size.
 port=$((23000 + $$ % 2000))
 run_plan() {
-	local plan=$1 out=$2 pids="" rc=0
+	local plan=$1 out=$2 algo=${3:-hierarchical} pids="" rc=0
 	port=$((port + 1))
 	for rank in $(seq 0 $((2 * g - 1))); do
 		local ns=$ns_a hca=$hca_a
 		[ $rank -ge $g ] && ns=$ns_b hca=$hca_b
 		TOPOPLACE_COLL_HCA_ADDRS=$hca \
 			ip netns exec "$ns" "$bench" --plan "$plan" --rank $rank \
-			--master 10.203.0.1:$port --algo hierarchical --min-bytes "$bytes" \
+			--master 10.203.0.1:$port --algo "$algo" --min-bytes "$bytes" \
 			--max-bytes "$bytes" --iters "$iters" --warmup 1 --timeout 120 \
 			>"$out.$rank" 2>&1 &
 		pids="$pids $!"
@@ -154,12 +164,16 @@ run_plan() {
 even_s="" weighted_s="" ratios=""
 if [ "$case_" = half ]; then
 	echo "# half: 2 hosts x 2 ranks, a NIC each; rail 0 $rate, rail 1 $half; hierarchical, $bytes"
+elif [ "$case_" = ring ]; then
+	echo "# ring: 2 hosts x 2 ranks, a NIC each, every rail $rate; the even plan's ring (even_s) and hierarchical (weighted_s), $bytes"
 else
 	echo "# shared: 2 hosts x 4 ranks on 3 NICs (ranks 0 and 1 share mlx5_0), every rail $rate; hierarchical, $bytes"
 fi
 printf "%6s %12s %12s %8s\n" round even_s weighted_s ratio
 for i in $(seq 1 "$rounds"); do
-	e=$(run_plan "$work/even.json" "$work/e$i") || die "no time from the even plan"
+	ea=hierarchical
+	[ "$case_" = ring ] && ea=ring
+	e=$(run_plan "$work/even.json" "$work/e$i" $ea) || die "no time from the even plan"
 	w=$(run_plan "$work/weighted.json" "$work/w$i") || die "no time from the weighted plan"
 	r=$(awk -v e="$e" -v w="$w" 'BEGIN {printf "%.3f", e / w}')
 	printf "%6d %12.4f %12.4f %8s\n" "$i" "$e" "$w" "$r"
@@ -167,10 +181,11 @@ for i in $(seq 1 "$rounds"); do
 	ratios="$ratios $r"
 done
 # the model's ratio: the two plans' hierarchical predictions at 1 GiB
-model=$(python3 - "$work/even.json" "$work/weighted.json" <<'EOF'
+model=$(python3 - "$work/even.json" "$work/weighted.json" "$case_" <<'EOF'
 import json, sys
-e, w = (json.load(open(f))["predicted"]["hierarchical"][-1] for f in sys.argv[1:])
-print("%.3f" % (e / w))
+e, w = (json.load(open(f))["predicted"] for f in sys.argv[1:3])
+e = e["ring" if sys.argv[3] == "ring" else "hierarchical"][-1]
+print("%.3f" % (e / w["hierarchical"][-1]))
 EOF
 ) || die "no predictions in the plans"
 echo "$ratios" | awk -v c="$case_" -v m="$model" -v rounds="$rounds" -v bytes="$bytes" -v rate="$rate" \
