@@ -51,7 +51,8 @@ static const char cost_usage[] =
     "                      [--algo "
     "ring|hierarchical|tree|reduce-scatter|all-gather]\n"
     "                      [--gpus-per-host N] [--background S.json]\n"
-    "                      [--nics-by-rate] [--segment SIZE] [--json]\n"
+    "                      [--nics-by-rate] [--segment SIZE] [--coll]\n"
+    "                      [--json]\n"
     "\n"
     "The cost model's prediction for one collective over exactly these hosts\n"
     "in this order.\n"
@@ -68,8 +69,14 @@ static const char cost_usage[] =
     "                       hierarchical all-reduce's ranks by their NICs'\n"
     "                       rates, as libtopoplace-coll runs a plan made with\n"
     "                       plan --nics-by-rate (default: evenly, one ring\n"
-    "                       per rail, as libtopoplace-coll runs an even plan;\n"
-    "                       the slowest NIC paces the host)\n"
+    "                       channel per NIC pair; the slowest NIC paces the\n"
+    "                       host)\n"
+    "  --coll               rings and trees as libtopoplace-coll runs them,\n"
+    "                       as plan prices them: a ring crosses between two\n"
+    "                       hosts on one NIC pair (the last rank's to the\n"
+    "                       next host's first), a tree joins hosts at their\n"
+    "                       anchors' NICs (default: NCCL's channels, spread\n"
+    "                       over the hosts' NIC pairs, as place prices)\n"
     "  --segment SIZE       hierarchical: also price libtopoplace-coll's\n"
     "                       pipeline in segments of at most SIZE bytes\n"
     "                       (16 segments at most)\n"
@@ -417,7 +424,7 @@ static void cost_print(const tp_fabric_t *f, tp_algo_t algo, double bytes,
  * collective predicted and printed; the exit code. */
 static int cost_run(const tp_cli_args_t *a, const char *bg, char *const *names,
 		    size_t n, int gph, double bytes, tp_algo_t algo,
-		    bool nics_by_rate, double seg)
+		    bool nics_by_rate, bool coll, double seg)
 {
 	int pipelined = -1;
 	int rc = TP_EXIT_INPUT;
@@ -443,6 +450,7 @@ static int cost_run(const tp_cli_args_t *a, const char *bg, char *const *names,
 		goto out;
 	tp_cli_cost_params(&cp);
 	cp.nics_by_rate = nics_by_rate;
+	cp.coll_rings = coll;
 	cp.hier_segment = seg;
 	tp_state_set_nics_by_rate(s, nics_by_rate);
 	if ((err = tp_cost_ctx_create(f, &cp, &ctx)) ||
@@ -492,12 +500,13 @@ int tp_cmd_cost(int argc, char **argv)
 	    {"background", required_argument, NULL, 'B'},
 	    {"nics-by-rate", no_argument, NULL, 'N'},
 	    {"segment", required_argument, NULL, 'S'},
+	    {"coll", no_argument, NULL, 'C'},
 	    {"json", no_argument, NULL, TP_CLI_OPT_JSON},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	tp_cli_args_t a = {.usage = cost_usage};
-	bool nics_by_rate = false;
+	bool nics_by_rate = false, coll = false;
 	const char *hosts = NULL, *bg = NULL;
 	double bytes = -1, seg = 0;
 	tp_algo_t algo = TP_ALGO_RING;
@@ -536,6 +545,9 @@ int tp_cmd_cost(int argc, char **argv)
 		case 'N':
 			nics_by_rate = true;
 			break;
+		case 'C':
+			coll = true;
+			break;
 		case 'S':
 			if (!tp_cli_bytes("cost: --segment", optarg, 0, &seg))
 				return TP_EXIT_INPUT;
@@ -565,7 +577,7 @@ int tp_cmd_cost(int argc, char **argv)
 		return TP_EXIT_INPUT;
 	}
 	rc = cost_run(&a, bg, names, n, (int)gph, bytes, algo, nics_by_rate,
-		      seg);
+		      coll, seg);
 	tp_hostlist_free(names, n);
 	return rc;
 }

@@ -585,6 +585,21 @@ echo "$weak" | tr , '\n' >"$tmp/weak.list"
 [ "$(grep -c . "$tmp/wp.hosts")" -eq 4 ] && ! grep -qxF -f "$tmp/weak.list" "$tmp/wp.hosts" &&
 	ok "place --node-weights health: slurm-tree keeps off the weak hosts" ||
 	bad "place --node-weights health: $(tr '\n' ' ' <"$tmp/wp.hosts")"
+# a plan prices the library's ring and trees (one NIC pair a host boundary,
+# the anchors'), as cost --coll does; cost alone spreads them over the 8
+# NIC pairs of these hosts (NCCL's channels), and the plan recommends the
+# hierarchical all-reduce at 1 GiB
+healthy2=$(jq -r '[.[] | select(.weak | not) | .name][0:2] | join(",")' "$tmp/deg.hosts")
+$T plan --fabric "$tmp/deg.json" --nodes "$healthy2" --json >"$tmp/p2.json"
+for a in ring tree; do
+	pc=$(jq ".predicted.$a[4]" "$tmp/p2.json")
+	cc=$($T cost --fabric "$tmp/deg.json" --hosts "$healthy2" --bytes 1G --algo $a --coll --json | jq .seconds)
+	cn=$($T cost --fabric "$tmp/deg.json" --hosts "$healthy2" --bytes 1G --algo $a --json | jq .seconds)
+	[ "$pc" = "$cc" ] && awk -v c="$cc" -v n="$cn" 'BEGIN {exit !(c > 2 * n)}' &&
+		ok "plan's 1 GiB $a ($healthy2) = cost --coll's ($cc s), over twice NCCL's channels' ($cn s)" ||
+		bad "plan's 1 GiB $a: $pc, cost --coll $cc, cost $cn"
+done
+jeq "$tmp/p2.json" '.recommend[4].algo' hierarchical "plan on two 8-NIC hosts: hierarchical at 1 GiB"
 # with --state, health is the state's: a cable of the first host picked at
 # half health makes it weak there
 h1=$(head -n 1 "$tmp/wp.hosts")
