@@ -997,21 +997,31 @@ static void test_nics_by_rate(void **state)
 	tp_fabric_destroy(f);
 }
 
-/* CA cables of host h carrying bytes in ld (tp_cost_link_load), each
- * direction apart: [0] host to leaf, [1] leaf to host. */
-static void host_cables_used(const tp_fabric_t *f, const double *ld, uint32_t h,
-			     int used[2])
+/* algo over hosts 0 and 1 of f (gpus each) on c loads `want` of each
+ * host's CA cables each way (tp_cost_link_load; ld: scratch for it). */
+static void assert_cables(const tp_cost_ctx_t *c, const tp_fabric_t *f,
+			  const int *gpus, tp_algo_t algo, double *ld, int want)
 {
-	used[0] = used[1] = 0;
-	for (uint32_t i = 0; i < tp_fabric_nlinks(f); i++) {
-		const tp_link_t *k = tp_fabric_link(f, i);
-		for (int e = 0; e < 2; e++)
-			if (k->kind[e] == TP_NODE_CA &&
-			    tp_fabric_ca(f, k->node[e])->host == h) {
-				/* ld[2i]: node[0] -> node[1] */
-				used[0] += ld[2 * i + (size_t)e] > 0;
-				used[1] += ld[2 * i + 1 - (size_t)e] > 0;
-			}
+	uint32_t hosts[2] = {0, 1};
+
+	memset(ld, 0, 2 * tp_fabric_nlinks(f) * sizeof(double));
+	assert_int_equal(
+	    tp_cost_link_load(c, NULL, hosts, gpus, 2, S_BYTES, algo, 1.0, ld),
+	    TP_OK);
+	for (uint32_t h = 0; h < 2; h++) {
+		int out = 0, in = 0;
+		for (uint32_t i = 0; i < tp_fabric_nlinks(f); i++) {
+			const tp_link_t *k = tp_fabric_link(f, i);
+			for (int e = 0; e < 2; e++)
+				if (k->kind[e] == TP_NODE_CA &&
+				    tp_fabric_ca(f, k->node[e])->host == h) {
+					/* ld[2i]: node[0] -> node[1] */
+					out += ld[2 * i + (size_t)e] > 0;
+					in += ld[2 * i + 1 - (size_t)e] > 0;
+				}
+		}
+		assert_int_equal(out, want);
+		assert_int_equal(in, want);
 	}
 }
 
@@ -1028,7 +1038,7 @@ static void test_coll_rings(void **state)
 	tp_cost_params_t cp;
 	tp_cost_ctx_t *nccl = mkctx(f), *coll = NULL;
 	uint32_t hosts[2] = {0, 1};
-	int gpus[2] = {8, 8}, used[2];
+	int gpus[2] = {8, 8};
 	double *ld = test_calloc(2 * tp_fabric_nlinks(f), sizeof(double));
 
 	(void)state;
@@ -1041,20 +1051,8 @@ static void test_coll_rings(void **state)
 	tp_cost_t b = predict(coll, NULL, hosts, gpus, 2, TP_ALGO_RING);
 	assert_close(a.bandwidth_s, xfer(2 * 15.0 / 16 * S_BYTES / 8, B_GBPS));
 	assert_close(b.bandwidth_s, xfer(2 * 15.0 / 16 * S_BYTES, B_GBPS));
-	assert_int_equal(tp_cost_link_load(coll, NULL, hosts, gpus, 2, S_BYTES,
-					   TP_ALGO_RING, 1.0, ld),
-			 TP_OK);
-	for (uint32_t h = 0; h < 2; h++) {
-		host_cables_used(f, ld, h, used);
-		assert_int_equal(used[0], 1);
-		assert_int_equal(used[1], 1);
-	}
-	memset(ld, 0, 2 * tp_fabric_nlinks(f) * sizeof(double));
-	assert_int_equal(tp_cost_link_load(nccl, NULL, hosts, gpus, 2, S_BYTES,
-					   TP_ALGO_RING, 1.0, ld),
-			 TP_OK);
-	host_cables_used(f, ld, 0, used);
-	assert_int_equal(used[0], 8);
+	assert_cables(coll, f, gpus, TP_ALGO_RING, ld, 1);
+	assert_cables(nccl, f, gpus, TP_ALGO_RING, ld, 8);
 	/* trees: the anchors' two NIC pairs, each way */
 	a = predict(nccl, NULL, hosts, gpus, 2, TP_ALGO_TREE);
 	b = predict(coll, NULL, hosts, gpus, 2, TP_ALGO_TREE);
@@ -1063,15 +1061,7 @@ static void test_coll_rings(void **state)
 	assert_close(b.bandwidth_s,
 		     xfer(S_BYTES / 2, B_GBPS) * fill(2 + 2 * 7));
 	assert_true(b.bandwidth_s > 2 * a.bandwidth_s);
-	memset(ld, 0, 2 * tp_fabric_nlinks(f) * sizeof(double));
-	assert_int_equal(tp_cost_link_load(coll, NULL, hosts, gpus, 2, S_BYTES,
-					   TP_ALGO_TREE, 1.0, ld),
-			 TP_OK);
-	for (uint32_t h = 0; h < 2; h++) {
-		host_cables_used(f, ld, h, used);
-		assert_int_equal(used[0], 2);
-		assert_int_equal(used[1], 2);
-	}
+	assert_cables(coll, f, gpus, TP_ALGO_TREE, ld, 2);
 	a = predict(nccl, NULL, hosts, gpus, 2, TP_ALGO_HIERARCHICAL);
 	b = predict(coll, NULL, hosts, gpus, 2, TP_ALGO_HIERARCHICAL);
 	assert_same(&a, &b);
