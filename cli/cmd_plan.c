@@ -190,7 +190,9 @@ static char *plan_text(const tp_plan_t *p, bool by_rate, const char *state)
 					 h->hcas[i] ? h->hcas[i] : "-");
 		tp_strbuf_printf(&sb, "%s\n", nrails ? "" : "-");
 	}
-	tp_strbuf_printf(&sb, "\nall-reduce (%s%s)\n  %-10s%-14s%-14s%-14s%s\n",
+	tp_strbuf_printf(&sb,
+			 "\nall-reduce as libtopoplace-coll runs it (%s%s)\n"
+			 "  %-10s%-14s%-14s%-14s%s\n",
 			 !tp_plan_predicted(p)
 			     ? "no predictions: recommendation by rule"
 			 : state ? "cost model, the links of "

@@ -306,7 +306,7 @@ $T plan --fabric "$tmp/ft.json" --nodes 'node[001-032]' --json >"$tmp/plan-idle.
 		 $b[0].predicted.ring[4] > 2 * $a[0].predicted.ring[4] and
 		 $b[0].predicted.tree[4] > 2 * $a[0].predicted.tree[4]' >/dev/null &&
 	$T plan --fabric "$tmp/ft.json" --nodes 'node[001-032]' --state "$tmp/ft-quarter.json" |
-	grep -qx "all-reduce (cost model, the links of $tmp/ft-quarter.json)" &&
+	grep -qx "all-reduce as libtopoplace-coll runs it (cost model, the links of $tmp/ft-quarter.json)" &&
 	ok "plan --state: priced on the state's links, the same schedule" ||
 	bad "plan --state: ring $(jq -c .predicted.ring "$tmp/plan-idle.json") idle, $(jq -c .predicted.ring "$tmp/plan-quarter.json") on quarter up-links"
 usage_err "plan --state with --no-predict" "^topoplace plan: --state prices the plan: not with --no-predict$" \
