@@ -2388,9 +2388,75 @@ out:
 	return err;
 }
 
+/* Slurm's node weights (tp_policy_params_t.node_weight), honoured as the
+ * native plugin honours them (plugin/topoplace24_select.c
+ * weight_cutoff): when the offered hosts of the lightest Weight= hold the
+ * job (its hosts, or its GPUs), the engine chooses among them alone;
+ * when they do not, or it finds no fit there, Slurm's tree selection
+ * decides (slurm-tree's model, with the weights). The plugin reads
+ * Slurm's sched_weight, cons_tres's GPU tier included; this reads
+ * Weight= alone. */
+static tp_err_t weighted_choose(const tp__policy_in_t *in, uint32_t *hosts,
+				int *gpus, size_t max, size_t *n_p, char *why,
+				size_t whylen)
+{
+	const uint32_t *w = in->params ? in->params->node_weight : NULL;
+	size_t nh = tp_fabric_nhosts(in->f);
+	uint32_t lo = UINT32_MAX, hi = 0;
+	long long got = 0,
+		  need = in->nhosts ? (long long)in->nhosts : in->total_gpus;
+	tp_err_t err;
+
+	if (!w)
+		return topoplace_choose(in, hosts, gpus, max, n_p, why, whylen);
+	for (uint32_t h = 0; h < nh; h++)
+		if (tp__host_offer(in, h) > 0) {
+			lo = w[h] < lo ? w[h] : lo;
+			hi = w[h] > hi ? w[h] : hi;
+		}
+	if (lo >= hi)
+		return topoplace_choose(in, hosts, gpus, max, n_p, why, whylen);
+	for (uint32_t h = 0; h < nh; h++) {
+		int o = tp__host_offer(in, h);
+		if (o > 0 && w[h] == lo)
+			got += in->nhosts ? 1 : o;
+	}
+	if (got >= need) {
+		/* the heavier hosts as if given away, now; the empty
+		 * fabric's offers as they are */
+		int *off = tp_malloc((2 * nh + 1) * sizeof(int));
+		tp__policy_in_t e = *in, empty = *in;
+		if (!off)
+			return TP_ERR_NOMEM;
+		empty.s = NULL;
+		empty.offer = NULL;
+		for (uint32_t h = 0; h < nh; h++) {
+			off[h] = w[h] == lo ? tp__host_offer(in, h) : 0;
+			off[nh + h] = in->offer ? in->offer[nh + h]
+						: tp__host_offer(&empty, h);
+		}
+		e.offer = off;
+		err = topoplace_choose(&e, hosts, gpus, max, n_p, why, whylen);
+		tp_free(off);
+		if (err != TP_ERR_NOTFOUND)
+			return err;
+	}
+	err = tp__policy_slurm_tree.choose(in, hosts, gpus, max, n_p, why,
+					   whylen);
+	if (!err && whylen)
+		snprintf(
+		    why, whylen, "%s",
+		    got >= need
+			? "not free now on the lightest nodes (Weight): "
+			  "Slurm's tree selection"
+			: "needs nodes heavier than the lightest (Weight): "
+			  "Slurm's tree selection");
+	return err;
+}
+
 const tp_policy_t tp__policy_topoplace = {
     .name = "topoplace",
     .doc = "smallest scope that fits (NVLink domain, leaf group, fewest "
 	   "groups), best fit, whole groups kept free",
-    .choose = topoplace_choose,
+    .choose = weighted_choose,
 };

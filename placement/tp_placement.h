@@ -386,9 +386,11 @@ typedef struct tp_policy_params {
 	 * 7.2); nnode_weight of them, which must be the fabric's host count
 	 * (tp_node_weights_*() make such an array; a placement with another
 	 * count fails, TP_ERR_INVAL). Borrowed; NULL: every node Weight=1,
-	 * Slurm's default. The other policies (slurm-linear's model has one
-	 * weight tier), and the ideal placement a slowdown is measured
-	 * against, never read them. */
+	 * Slurm's default. topoplace honours them as its native plugin
+	 * does: among the lightest offered hosts when they hold the job,
+	 * else slurm-tree's choice. The other policies (slurm-linear's
+	 * model has one weight tier), and the ideal placement a slowdown is
+	 * measured against, never read them. */
 	const uint32_t *node_weight;
 	size_t nnode_weight;
 } tp_policy_params_t;

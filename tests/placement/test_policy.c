@@ -992,6 +992,39 @@ static void test_slurm_block_node_weights(void **unused)
 	tp_fabric_destroy(f);
 }
 
+/* topoplace honours Weight= as the native plugin does: among the
+ * lightest hosts when they hold the job, else Slurm's tree selection.
+ * Two leaves of 4, n01-n03 at Weight=10. */
+static void test_topoplace_node_weights(void **unused)
+{
+	tp_fabric_t *f;
+	tp_state_t *s = two_leaves(4, &f);
+	uint32_t w[8] = {10, 10, 10, 1, 1, 1, 1, 1};
+	tp_placement_t p = {0};
+
+	(void)unused;
+	expect_place(f, s, "topoplace", "nodes=3,gpus-per-node=8,exclusive",
+		     "n01 n02 n03", NULL);
+	/* the 5 light hosts hold it: the engine picks among them (s1) */
+	expect_place_w(f, s, "topoplace", "nodes=3,gpus-per-node=8,exclusive",
+		       w, "n05 n06 n07");
+	/* 7: the light ones are short, so the tree selection's pick (the
+	 * light ones all the job's, s0's heavy ones in index order) */
+	assert_int_equal(
+	    place_w("topoplace", s, "nodes=7,gpus-per-node=8,exclusive", w, &p),
+	    TP_OK);
+	expect_hosts(f, &p, "n01 n02 n04 n05 n06 n07 n08");
+	assert_non_null(strstr(p.explain, "heavier than the lightest"));
+	tp_placement_free(&p);
+	/* n05-n07 busy: the light hosts left, n04 and n08, hold 2 nodes
+	 * on two leaves, and the engine takes them over s0's heavy ones */
+	busy_range(s, 5, 7);
+	expect_place_w(f, s, "topoplace", "nodes=2,gpus-per-node=8,exclusive",
+		       w, "n04 n08");
+	tp_state_destroy(s);
+	tp_fabric_destroy(f);
+}
+
 /* tp_node_weights_load: a slurm.conf's NodeName= lines as Slurm reads
  * them; the errors name the file and line. */
 static void test_node_weights_load(void **unused)
@@ -2216,6 +2249,7 @@ int main(void)
 	    cmocka_unit_test(test_slurm_tree_gpu_tiers),
 	    cmocka_unit_test(test_slurm_tree_node_weights),
 	    cmocka_unit_test(test_slurm_block_node_weights),
+	    cmocka_unit_test(test_topoplace_node_weights),
 	    cmocka_unit_test(test_node_weights_load),
 	    cmocka_unit_test(test_node_weights_health),
 	    cmocka_unit_test(test_topoplace_pods_whole_leaves),
