@@ -1760,11 +1760,12 @@ static tp_err_t ring_phase(call_t *k, double v, phase_out_t *o)
 		size_t j = (i + 1) % k->n;
 		int ra = -1, rb = -1;
 		if (k->c->p.coll_rings) {
+			uint32_t la, lb;
+			tp_sched_ring_hop((uint32_t)k->gpus[i], &la, &lb);
 			ra = rank_rail(k, tp_fabric_host(k->f, k->hosts[i]),
-				       (size_t)k->gpus[i],
-				       (uint32_t)k->gpus[i] - 1);
+				       (size_t)k->gpus[i], la);
 			rb = rank_rail(k, tp_fabric_host(k->f, k->hosts[j]),
-				       (size_t)k->gpus[j], 0);
+				       (size_t)k->gpus[j], lb);
 			if (ra < 0 || rb < 0)
 				ra = rb = -1;
 		}

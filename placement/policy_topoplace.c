@@ -2405,42 +2405,43 @@ static tp_err_t weighted_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	uint32_t lo = UINT32_MAX, hi = 0;
 	long long got = 0,
 		  need = in->nhosts ? (long long)in->nhosts : in->total_gpus;
+	tp__policy_in_t e = *in, empty = *in;
+	int *off;
 	tp_err_t err;
 
 	if (!w)
 		return topoplace_choose(in, hosts, gpus, max, n_p, why, whylen);
-	for (uint32_t h = 0; h < nh; h++)
-		if (tp__host_offer(in, h) > 0) {
+	/* the offers now, then the empty fabric's (as in->offer holds
+	 * them) */
+	if (!(off = tp_malloc((2 * nh + 1) * sizeof(int))))
+		return TP_ERR_NOMEM;
+	empty.s = NULL;
+	empty.offer = NULL;
+	for (uint32_t h = 0; h < nh; h++) {
+		off[h] = tp__host_offer(in, h);
+		off[nh + h] =
+		    in->offer ? in->offer[nh + h] : tp__host_offer(&empty, h);
+		if (off[h] > 0) {
 			lo = w[h] < lo ? w[h] : lo;
 			hi = w[h] > hi ? w[h] : hi;
 		}
-	if (lo >= hi)
-		return topoplace_choose(in, hosts, gpus, max, n_p, why, whylen);
-	for (uint32_t h = 0; h < nh; h++) {
-		int o = tp__host_offer(in, h);
-		if (o > 0 && w[h] == lo)
-			got += in->nhosts ? 1 : o;
 	}
-	if (got >= need) {
-		/* the heavier hosts as if given away, now; the empty
-		 * fabric's offers as they are */
-		int *off = tp_malloc((2 * nh + 1) * sizeof(int));
-		tp__policy_in_t e = *in, empty = *in;
-		if (!off)
-			return TP_ERR_NOMEM;
-		empty.s = NULL;
-		empty.offer = NULL;
-		for (uint32_t h = 0; h < nh; h++) {
-			off[h] = w[h] == lo ? tp__host_offer(in, h) : 0;
-			off[nh + h] = in->offer ? in->offer[nh + h]
-						: tp__host_offer(&empty, h);
-		}
+	for (uint32_t h = 0; lo < hi && h < nh; h++)
+		if (off[h] > 0 && w[h] == lo)
+			got += in->nhosts ? 1 : off[h];
+	err = TP_ERR_NOTFOUND;
+	if (lo >= hi) {
+		err = topoplace_choose(in, hosts, gpus, max, n_p, why, whylen);
+	} else if (got >= need) {
+		/* the heavier hosts as if given away, now */
+		for (uint32_t h = 0; h < nh; h++)
+			off[h] = w[h] == lo ? off[h] : 0;
 		e.offer = off;
 		err = topoplace_choose(&e, hosts, gpus, max, n_p, why, whylen);
-		tp_free(off);
-		if (err != TP_ERR_NOTFOUND)
-			return err;
 	}
+	tp_free(off);
+	if (lo >= hi || err != TP_ERR_NOTFOUND)
+		return err;
 	err = tp__policy_slurm_tree.choose(in, hosts, gpus, max, n_p, why,
 					   whylen);
 	if (!err && whylen)

@@ -27,12 +27,8 @@ void tp_step_gpus_destroy(tp_step_gpus_t *g)
 {
 	if (!g)
 		return;
-	for (size_t i = 0; i < g->ngpu; i++)
-		tp_free(g->gpu_hca[i]);
-	for (size_t i = 0; i < g->nrank; i++)
-		tp_free(g->rank_hca[i]);
-	tp_free(g->gpu_hca);
-	tp_free(g->rank_hca);
+	tp_names_free(g->gpu_hca, g->ngpu);
+	tp_names_free(g->rank_hca, g->nrank);
 	tp_free(g);
 }
 

@@ -259,7 +259,7 @@ static tp_sched_edge_t *put(tp_sched_edge_t *e, uint32_t src, uint32_t dst,
 static int rank_rail(const tp_sched_t *s, const work_t *w, uint32_t node,
 		     uint32_t l);
 
-/* put() from local rank la of src to local rank lb of dst: on their
+/* An edge from local rank la of src to local rank lb of dst: on their
  * rails (rail, rail_dst), or -1 at both ends when either is unknown. */
 static tp_sched_edge_t *put_ranks(const tp_sched_t *s, const work_t *w,
 				  tp_sched_edge_t *e, uint32_t src, uint32_t la,
@@ -270,9 +270,8 @@ static tp_sched_edge_t *put_ranks(const tp_sched_t *s, const work_t *w,
 
 	if (ra < 0 || rb < 0)
 		ra = rb = -1;
-	e = put(e, src, dst, chan, ra, frac);
-	e[-1].rail_dst = rb;
-	return e;
+	*e = (tp_sched_edge_t){src, dst, chan, ra, frac, rb};
+	return e + 1;
 }
 
 /* share: the hierarchical host phases, each rank reducing (or
@@ -307,11 +306,13 @@ static tp_sched_edge_t *ring_edges(tp_sched_t *s, work_t *w, tp_sched_edge_t *e)
 	double P = (double)s->nranks, v = 2 * (P - 1) / P;
 	tp_sched_edge_t *e0 = e;
 
-	/* the library's ring enters a node at its first local rank and
-	 * leaves it from its last: that pair's NICs */
-	for (uint32_t r = 0; s->n > 1 && r < s->n; r++)
-		e = put_ranks(s, w, e, r, w->nr[r] - 1,
-			      (uint32_t)((r + 1) % s->n), 0, 0, v);
+	/* on the NICs of the ranks each hop joins */
+	for (uint32_t r = 0; s->n > 1 && r < s->n; r++) {
+		uint32_t la, lb;
+		tp_sched_ring_hop(w->nr[r], &la, &lb);
+		e = put_ranks(s, w, e, r, la, (uint32_t)((r + 1) % s->n), lb, 0,
+			      v);
+	}
 	e = self_edges(s, w, e, v, 1, false);
 	phase(s, TP_SCHED_PH_RING, e0, e, 2 * (P - 1), 0, TP_SCHED_NONE);
 	return e;
@@ -763,6 +764,12 @@ uint32_t tp_sched_rail_leader(const tp_sched_t *s, size_t g, int rail)
 uint32_t tp_sched_hier_channels(const tp_sched_t *s)
 {
 	return s ? s->nchan : 0;
+}
+
+void tp_sched_ring_hop(uint32_t from_nranks, uint32_t *from_l, uint32_t *to_l)
+{
+	*from_l = from_nranks ? from_nranks - 1 : 0;
+	*to_l = 0;
 }
 
 uint32_t tp_sched_tree_root(const tp_sched_t *s, int t)

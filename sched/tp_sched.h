@@ -315,4 +315,10 @@ uint32_t tp_sched_tree_root(const tp_sched_t *s, int tree);
 uint32_t tp_sched_tree_parent(const tp_sched_t *s, int tree, size_t node);
 uint32_t tp_sched_tree_depth(const tp_sched_t *s, int tree);
 
+/* The local ranks a ring hop between two nodes joins, as the library's
+ * ring runs (one ring through every rank, local ranks in order): the
+ * last of the node it leaves (of from_nranks) and the first of the next
+ * (*to_l, 0). */
+void tp_sched_ring_hop(uint32_t from_nranks, uint32_t *from_l, uint32_t *to_l);
+
 #endif /* TP_SCHED_H */
