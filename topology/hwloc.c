@@ -37,8 +37,6 @@
 #define PCI_CLASS_IB	  0x0207
 /* hwloc reports NVLink bandwidth in MB/s; we store Gbit/s. */
 #define MBS_TO_GBPS (8.0 / 1000.0)
-/* Deeper than any real PCI hierarchy below one NUMA node. */
-#define MAX_ANCESTORS 64
 /* "dddd:bb:dd.f" and its NUL, with room for hwloc's 32-bit domain */
 #define TP_BUSID_MAX 24
 /* The error for two GPUs at one PCI address (path, address). */
@@ -152,31 +150,43 @@ static hwloc_obj_t pci_parent(hwloc_obj_t o)
 	return NULL;
 }
 
+/* Edges from o up to the root. */
+static int obj_height(hwloc_obj_t o)
+{
+	int n = 0;
+
+	for (; o && o->parent; o = o->parent)
+		n++;
+	return n;
+}
+
+/* The common ancestor found by climbing both to one height and then in
+ * step: no bound on how deep a PCI hierarchy goes. */
 static io_dist_t io_distance(hwloc_obj_t a, hwloc_obj_t b)
 {
-	hwloc_obj_t up[MAX_ANCESTORS], lca = NULL;
 	io_dist_t d = {2, 0, INT_MAX};
-	int na = 0, hb = 0, ha = 0;
+	int na = obj_height(a), nb = obj_height(b), ha = 0, hb = 0;
+	hwloc_obj_t x = a, y = b;
 
-	for (hwloc_obj_t o = a; o && na < MAX_ANCESTORS; o = o->parent)
-		up[na++] = o;
-	for (hwloc_obj_t o = b; o && !lca; o = o->parent, hb++)
-		for (int i = 0; i < na; i++)
-			if (up[i] == o) {
-				lca = o;
-				ha = i;
-				hb--;
-				break;
-			}
-	if (!lca)
+	for (; na > nb; na--, ha++)
+		x = x->parent;
+	for (; nb > na; nb--, hb++)
+		y = y->parent;
+	while (x && y && x != y) {
+		x = x->parent;
+		y = y->parent;
+		ha++;
+		hb++;
+	}
+	if (!x || x != y)
 		return d;
 	d.hops = ha + hb + 1;
-	if (lca->cpuset) {
+	if (x->cpuset) {
 		d.outside_io = 1;
-		d.depth = lca->depth;
+		d.depth = x->depth;
 	} else {
 		d.outside_io = 0;
-		for (hwloc_obj_t o = lca; o && !o->cpuset; o = o->parent)
+		for (hwloc_obj_t o = x; o && !o->cpuset; o = o->parent)
 			d.depth++;
 	}
 	return d;

@@ -630,6 +630,93 @@ static void test_hwloc_nvlink_huge(void **state)
 	tp_free(buf);
 }
 
+/* A GPU 70 PCI bridges below its host bridge takes the NIC on that host
+ * bridge, not the one on another (the common ancestor was sought among
+ * 64 ancestors at most, and past them every NIC was equally far). */
+static void test_hwloc_deep_pci(void **state)
+{
+	enum { DEPTH = 70 };
+	static const char head[] =
+	    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	    "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
+	    "<topology version=\"2.0\">\n"
+	    "<object type=\"Machine\" os_index=\"0\" cpuset=\"0x1\" "
+	    "complete_cpuset=\"0x1\" allowed_cpuset=\"0x1\" nodeset=\"0x1\" "
+	    "complete_nodeset=\"0x1\" allowed_nodeset=\"0x1\" gp_index=\"1\">\n"
+	    "<object type=\"NUMANode\" os_index=\"0\" cpuset=\"0x1\" "
+	    "complete_cpuset=\"0x1\" nodeset=\"0x1\" complete_nodeset=\"0x1\" "
+	    "gp_index=\"2\"/>\n"
+	    "<object type=\"PU\" os_index=\"0\" cpuset=\"0x1\" "
+	    "complete_cpuset=\"0x1\" nodeset=\"0x1\" complete_nodeset=\"0x1\" "
+	    "gp_index=\"3\"/>\n";
+	/* a NIC at bus b, its IB device named n */
+	static const char nic[] =
+	    "<object type=\"PCIDev\" gp_index=\"%d\" "
+	    "pci_busid=\"0000:%02x:00.0\" "
+	    "pci_type=\"0207 [15b3:1013] [15b3:0013] 00\" "
+	    "pci_link_speed=\"0.0\">\n"
+	    "<object type=\"OSDev\" gp_index=\"%d\" name=\"%s\" "
+	    "osdev_type=\"3\"/>\n</object>\n";
+	tp_strbuf_t sb = {0};
+	int gp = 10;
+
+	(void)state;
+	HWLOC_OR_SKIP();
+	tp_strbuf_printf(&sb, "%s", head);
+	/* host bridge 1: mlx5_0 alone; listed first, so a tie takes it */
+	tp_strbuf_printf(&sb,
+			 "<object type=\"Bridge\" gp_index=\"%d\" "
+			 "bridge_type=\"0-1\" depth=\"0\" "
+			 "bridge_pci=\"0000:[01-01]\">\n",
+			 gp++);
+	tp_strbuf_printf(&sb, nic, gp, 1, gp + 1, "mlx5_0");
+	gp += 2;
+	tp_strbuf_printf(&sb, "</object>\n");
+	/* host bridge 2: mlx5_1 and, DEPTH bridges down, the GPU */
+	tp_strbuf_printf(&sb,
+			 "<object type=\"Bridge\" gp_index=\"%d\" "
+			 "bridge_type=\"0-1\" depth=\"0\" "
+			 "bridge_pci=\"0000:[10-%02x]\">\n",
+			 gp++, 0x10 + DEPTH + 1);
+	tp_strbuf_printf(&sb, nic, gp, 0x10, gp + 1, "mlx5_1");
+	gp += 2;
+	for (int d = 0; d < DEPTH; d++)
+		tp_strbuf_printf(&sb,
+				 "<object type=\"Bridge\" gp_index=\"%d\" "
+				 "bridge_type=\"1-1\" depth=\"%d\" "
+				 "bridge_pci=\"0000:[%02x-%02x]\" "
+				 "pci_busid=\"0000:%02x:01.0\" "
+				 "pci_type=\"0604 [10b5:9781] [10b5:9781] b0\" "
+				 "pci_link_speed=\"0.0\">\n",
+				 gp++, d + 1, 0x11 + d, 0x10 + DEPTH + 1,
+				 0x10 + d);
+	tp_strbuf_printf(
+	    &sb,
+	    "<object type=\"PCIDev\" gp_index=\"%d\" "
+	    "pci_busid=\"0000:%02x:00.0\" "
+	    "pci_type=\"0302 [10de:1db8] [10de:131d] a1\" "
+	    "pci_link_speed=\"0.0\">\n"
+	    "<object type=\"OSDev\" gp_index=\"%d\" name=\"nvml0\" "
+	    "osdev_type=\"5\"/>\n</object>\n",
+	    gp, 0x10 + DEPTH, gp + 1);
+	for (int d = 0; d < DEPTH + 1; d++)
+		tp_strbuf_printf(&sb, "</object>\n");
+	tp_strbuf_printf(&sb, "</object>\n</topology>\n");
+	assert_false(sb.failed);
+
+	char *path = write_tmp(sb.buf, sb.len);
+	tp_fabric_t *f = tp_fabric_create();
+	assert_int_equal(tp_fabric_read_node_hwloc(f, "n", path), TP_OK);
+	const tp_host_t *h = host_of(f, "n");
+	assert_int_equal(h->ngpus, 1);
+	assert_non_null(h->gpus[0].nic);
+	assert_string_equal(h->gpus[0].nic, "mlx5_1");
+	tp_fabric_destroy(f);
+	unlink(path);
+	free(path);
+	tp_free(sb.buf);
+}
+
 static void expect_fail(tp_err_t (*rd)(tp_fabric_t *, const char *,
 				       const char *),
 			const char *path, tp_err_t want, const char *msg)
@@ -1821,6 +1908,7 @@ int main(void)
 	    cmocka_unit_test(test_hwloc_v3_text),
 	    cmocka_unit_test(test_hwloc_replace),
 	    cmocka_unit_test(test_hwloc_nvlink_huge),
+	    cmocka_unit_test(test_hwloc_deep_pci),
 	    cmocka_unit_test(test_hwloc_stub),
 	    cmocka_unit_test(test_hwloc_hostile),
 	    cmocka_unit_test(test_hwloc_bad_byte),
