@@ -291,6 +291,24 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 # names or the tp_ core, not merely a path with "topoplace" in it (the
 # 24.11 build's prefix has)
 OURS='(topology|job_submit|spank)_topoplace|[^a-z]tp_[a-z_]*[ (]'
+# our_threads BT: the threads of a gdb "thread apply all bt" in our code
+# (OURS, or a source file of the 24.11 plugin's: its static functions
+# match nothing else, so a hang in its decision writer read as Slurm's),
+# but for that writer waiting for work (writer_main, nap_ms, then the
+# condition variable's wait: it lives until our fini, which a shutdown
+# hung inside Slurm has not reached; the stacks kept from 2026-12-07's
+# two hangs show it so, and nothing else of ours)
+our_threads() {
+	awk -v ours="$OURS|topoplace24_[a-z]*\\.c" 'BEGIN{RS=""}
+		/^Thread / && $0 ~ ours {
+			n = split($0, fr, "\n"); busy = 0
+			for (i = 2; i <= n; i++)
+				if (fr[i] ~ ours && fr[i] !~ / (writer_main|nap_ms) \(/)
+					busy = 1
+			if (busy || !/pthread_cond_(timed)?wait/)
+				print
+		}' "$1"
+}
 # live_report PID WHAT LOG WAITED: a daemon under valgrind that has not
 # ended WAITED after it was asked to: where each of its threads waits,
 # through valgrind's gdbserver (valgrind's --vgdb=yes, its default), for
@@ -305,8 +323,8 @@ live_report() {
 		>"$tmp/hang.$1.bt" 2>&1
 	sed 's/^/# /' "$tmp/hang.$1.bt" | grep -v '^# \(warning\|Reading\|Download\)' | head -n 200
 	cp "$tmp/hang.$1.bt" "${TP_VG_KEEP:-/tmp}/$2-hang.$1.bt" 2>/dev/null
-	if grep -q '^Thread ' "$tmp/hang.$1.bt" && ! grep -Eq "$OURS" "$tmp/hang.$1.bt"; then
-		echo "# $2 (pid $1) still running $4 after it was asked to end, inside Slurm alone (no frame of topoplace's on any thread): its report taken live through vgdb"
+	if grep -q '^Thread ' "$tmp/hang.$1.bt" && [ -z "$(our_threads "$tmp/hang.$1.bt")" ]; then
+		echo "# $2 (pid $1) still running $4 after it was asked to end, inside Slurm alone (no thread in topoplace's code but an idle decision writer): its report taken live through vgdb"
 		# (the leak check first: with --errors-for-leak-kinds=definite
 		# its leaks then count in the summary, as at exit)
 		{ timeout 120 vgdb --vgdb-prefix="$vgdbp" --pid="$1" leak_check full definite &&
