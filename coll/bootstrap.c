@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -98,7 +99,8 @@ static tp_err_t bfail(boot_t *b, tp_err_t err, const char *fmt, ...)
 		va_start(ap, fmt);
 		m = tp_vasprintf(fmt, ap);
 		va_end(ap);
-		*b->err_p = tp_asprintf("rank %d: %s", b->c->rank, m ? m : "?");
+		*b->err_p = tp_oneline(
+		    tp_asprintf("rank %d: %s", b->c->rank, m ? m : "?"));
 		tp_free(m);
 	}
 	return err;
@@ -310,37 +312,148 @@ static void tick(boot_t *b, const int *fds, int n, int64_t *last_ns)
 	}
 }
 
-/* Accept a connection on lfd before the deadline; rank 0 (fds given)
+/* How long a connection has from its accept to its whole hello: a rank
+ * sends it as it connects, so one silent this long is a probe or a stuck
+ * process, not a rank. */
+#define HELLO_WINDOW_NS (10 * 1000000000LL)
+/* Connections read side by side before their hellos are whole. */
+#define PEND_MAX 16
+
+/* The connections accepted and not yet answered by a whole hello. */
+typedef struct pend {
+	int fd;
+	size_t off;
+	int64_t until; /* its window's end */
+	hello_t h;
+} pend_t;
+
+typedef struct gather {
+	pend_t p[PEND_MAX];
+	int n;
+} gather_t;
+
+static void pend_drop(gather_t *g, int i)
+{
+	close(g->p[i].fd);
+	g->p[i] = g->p[--g->n];
+}
+
+static void gather_close(gather_t *g)
+{
+	while (g->n > 0)
+		pend_drop(g, g->n - 1);
+}
+
+/* Accept what lfd has waiting, up to PEND_MAX pending. */
+static tp_err_t gather_accept(boot_t *b, int lfd, gather_t *g, const char *what)
+{
+	while (g->n < PEND_MAX) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return TP_OK;
+			return bfail(b, TP_ERR_IO, "%s: accept: %s%s", what,
+				     strerror(errno),
+				     errno == EMFILE || errno == ENFILE
+					 ? " (ulimit -n)"
+					 : "");
+		}
+		int64_t win = b->c->timeout_ns < HELLO_WINDOW_NS
+				  ? b->c->timeout_ns
+				  : HELLO_WINDOW_NS;
+		g->p[g->n++] =
+		    (pend_t){.fd = fd, .until = tp__coll_now_ns() + win};
+	}
+	return TP_OK;
+}
+
+/* Read what pending connection i has: true when its hello is whole, or
+ * its first 4 bytes are not our magic (another protocol, refused at once:
+ * its hello may be shorter); a connection closed or failed is dropped
+ * (the last moves to i). */
+static bool pend_read(gather_t *g, int i)
+{
+	pend_t *q = &g->p[i];
+
+	for (;;) {
+		ssize_t k = recv(q->fd, (char *)&q->h + q->off,
+				 sizeof(q->h) - q->off, 0);
+		if (k > 0) {
+			q->off += (size_t)k;
+			if ((q->off >= sizeof(q->h.magic) &&
+			     q->h.magic != MAGIC) ||
+			    q->off == sizeof(q->h))
+				return true;
+			continue;
+		}
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return false;
+		pend_drop(g, i);
+		return false;
+	}
+}
+
+/* The next connection on lfd with its hello, before the deadline
+ * (TP_ERR_TIMEOUT, saying `what`): connections are accepted and read side
+ * by side, so one that says nothing (a port probe, a health check, a
+ * stuck process) holds no other back and is dropped when its window
+ * ends; one that closes is dropped at once. Neither is progress: the
+ * caller calls progress() for a hello it takes. Rank 0 (fds given)
  * ticks the n ranks already there meanwhile. */
-static tp_err_t accept_one(boot_t *b, int lfd, const char *what, const int *fds,
-			   int n, int *fd_p)
+static tp_err_t next_hello(boot_t *b, int lfd, gather_t *g, const int *fds,
+			   int n, const char *what, int *fd_p, hello_t *h)
 {
 	int64_t last = tp__coll_now_ns();
 
 	for (;;) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd >= 0) {
-			*fd_p = fd;
-			progress(b);
-			return TP_OK;
+		struct pollfd pf[PEND_MAX + 1];
+		int64_t now = tp__coll_now_ns(), wait = b->deadline - now;
+		int np = 0;
+
+		for (int i = 0; i < g->n; i++) {
+			if (now >= g->p[i].until) {
+				pend_drop(g, i--);
+				continue;
+			}
+			if (g->p[i].until - now < wait)
+				wait = g->p[i].until - now;
+			pf[np++] =
+			    (struct pollfd){.fd = g->p[i].fd, .events = POLLIN};
 		}
-		if (errno == EINTR || errno == ECONNABORTED)
-			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return bfail(b, TP_ERR_IO, "accept: %s",
-				     strerror(errno));
-		int r = wait_fd(b, lfd, POLLIN, fds ? b->c->timeout_ns / 4 : 0);
-		if (r == 0 && left_ms(b) > 0) {
-			tick(b, fds, n, &last);
-			continue;
-		}
-		if (r == 0)
+		if (b->deadline <= now)
 			return bfail(b, TP_ERR_TIMEOUT,
 				     "%s: timed out after %g s", what,
 				     b->c->timeout_s);
-		if (r < 0)
-			return bfail(b, TP_ERR_IO, "poll: %s", strerror(errno));
+		if (fds && wait > b->c->timeout_ns / 4)
+			wait = b->c->timeout_ns / 4;
+		if (g->n < PEND_MAX)
+			pf[np++] = (struct pollfd){.fd = lfd, .events = POLLIN};
+		int r = poll(pf, (nfds_t)np, tp__coll_poll_ms(wait));
+		if (r < 0 && errno != EINTR)
+			return bfail(b, TP_ERR_IO, "%s: poll: %s", what,
+				     strerror(errno));
 		tick(b, fds, n, &last);
+		if (r <= 0)
+			continue;
+		/* pf[i] is g->p[i] for i < g->n as polled; from the last,
+		 * so a drop's move brings one read already */
+		for (int i = g->n - 1; i >= 0; i--) {
+			if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if (pend_read(g, i)) {
+				*fd_p = g->p[i].fd;
+				*h = g->p[i].h;
+				g->p[i] = g->p[--g->n];
+				return TP_OK;
+			}
+		}
+		tp_err_t err = gather_accept(b, lfd, g, what);
+		if (err)
+			return err;
 	}
 }
 
@@ -460,9 +573,11 @@ static tp_err_t missing(boot_t *b, const bool *seen, const char *foreign)
 static void turn_away(boot_t *b, int fd, const char *why)
 {
 	reply_t rep = {.magic = MAGIC, .status = TP_ERR_MISMATCH};
+	int64_t deadline = b->deadline; /* a stranger is no progress */
 
 	snprintf(rep.why, sizeof(rep.why), "%s", why);
 	(void)xfer(b, fd, &rep, sizeof(rep), true, "rendezvous reply");
+	b->deadline = deadline;
 	close(fd);
 	bforget(b);
 }
@@ -517,6 +632,42 @@ static tp_err_t adopt(boot_t *b, const int32_t *rec)
 	return TP_OK;
 }
 
+/* Descriptors a process has open besides rank 0's connections (a
+ * training script's files, sockets and libraries), for fds_for(). */
+#define FD_SPARE 256
+
+/* Rank 0 holds a connection from every rank until it sends the table:
+ * raise the soft open-file limit towards the hard one when the world
+ * needs more (as a process needing many descriptors should: 1,024 is a
+ * common soft limit, Slurm passes the user's on), never lowering it. An
+ * accept past the limit then fails naming ulimit -n. */
+static void fds_for(int ranks)
+{
+	struct rlimit rl;
+	rlim_t need = (rlim_t)ranks + FD_SPARE;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur >= need)
+		return;
+	rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need
+			  ? rl.rlim_max
+			  : need;
+	(void)setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+/* Rank 0, failing before its reply: tell the ranks there why (best
+ * effort: a rank that cannot take it now finds the connection closed). */
+static void refuse_all(boot_t *b, const int *fds, int n, tp_err_t err)
+{
+	reply_t rep = {.magic = MAGIC, .status = (int32_t)err};
+
+	snprintf(rep.why, sizeof(rep.why), "%s",
+		 b->err_p && *b->err_p ? *b->err_p : tp_strerror(err));
+	for (int i = 0; i < n; i++)
+		(void)send(fds[i], &rep, sizeof(rep),
+			   MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 /* Rank 0: collect every hello, answer with the table or the refusal. */
 static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 		       uint16_t peer_port, entry_t *tab)
@@ -528,34 +679,26 @@ static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 	char *why = NULL, *foreign = NULL;
 	tp_err_t err = TP_ERR_NOMEM;
 	int nfd = 0;
+	bool replied = false;
+	gather_t g = {.n = 0};
 
 	if (!fds || !seen || (c->nsizes && !rec))
 		goto out;
+	fds_for(c->size);
 	err = listen_on(b, msa, &lfd, host);
 	if (err)
 		goto out;
 	for (int i = 1; i < c->size && !why; i++) {
 		hello_t h;
 		int fd;
-		err = accept_one(b, lfd, "rendezvous", fds, nfd, &fd);
+		/* (a connection that closes or stays silent before a whole
+		 * hello, a port probe or a rank that died, is not a rank:
+		 * named if it never comes) */
+		err = next_hello(b, lfd, &g, fds, nfd, "rendezvous", &fd, &h);
 		if (err == TP_ERR_TIMEOUT)
 			err = missing(b, seen, foreign);
 		if (err)
 			goto out;
-		err = xfer(b, fd, &h, sizeof(h), false, "rendezvous hello");
-		if (err == TP_ERR_PEER_LOST) {
-			/* closed before a whole hello: a port probe (or a
-			 * rank that died, named if it never comes): not a
-			 * rank, wait for the next */
-			close(fd);
-			bforget(b);
-			i--;
-			continue;
-		}
-		if (err) {
-			close(fd);
-			goto out;
-		}
 		bool other;
 		why = check_hello(c, &h, seen, &other);
 		if (why && other) {
@@ -571,6 +714,7 @@ static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 		}
 		fds[nfd++] = fd;
 		if (!why) {
+			progress(b); /* a rank came: the wait starts again */
 			seen[h.rank] = true;
 			tab[h.rank].addr = h.addr;
 			tab[h.rank].port = h.port;
@@ -584,6 +728,7 @@ static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 		}
 	}
 	tab[0].port = peer_port;
+	replied = true;
 	reply_t rep = {.magic = MAGIC, .status = why ? TP_ERR_MISMATCH : TP_OK};
 	if (why)
 		snprintf(rep.why, sizeof(rep.why), "%s", why);
@@ -604,6 +749,9 @@ static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 	}
 	err = why ? bfail(b, TP_ERR_MISMATCH, "%s", why) : TP_OK;
 out:
+	if (err && !replied)
+		refuse_all(b, fds, nfd, err);
+	gather_close(&g);
 	for (int i = 0; i < nfd; i++)
 		close(fds[i]);
 	if (lfd >= 0)
@@ -712,7 +860,7 @@ static tp_err_t unconnected(boot_t *b, const uint8_t *want)
 		}
 	}
 	if (n == 0)
-		return TP_ERR_TIMEOUT; /* keep accept_one()'s reason */
+		return TP_ERR_TIMEOUT; /* keep next_hello()'s reason */
 	bforget(b);
 	return bfail(b, TP_ERR_TIMEOUT,
 		     "waiting for peer connections: %s%s never connected "
@@ -757,37 +905,43 @@ static tp_err_t mesh(boot_t *b, int lfd, const entry_t *tab,
 			}
 		}
 	}
-	while (expect-- > 0) {
+	gather_t g = {.n = 0};
+	tp_err_t err = TP_OK;
+	while (!err && expect-- > 0) {
 		hello_t h;
 		int fd;
-		tp_err_t err = accept_one(
-		    b, lfd, "waiting for peer connections", NULL, 0, &fd);
+		err = next_hello(b, lfd, &g, NULL, 0,
+				 "waiting for peer connections", &fd, &h);
 		if (err == TP_ERR_TIMEOUT)
 			err = unconnected(b, want);
 		if (err)
-			return err;
-		err = xfer(b, fd, &h, sizeof(h), false, "peer hello");
-		if (err) {
+			break;
+		/* another protocol or plan: a probe or another job's rank
+		 * on this port, not a peer: the next */
+		if (h.magic != MAGIC || h.hash != c->plan_hash) {
 			close(fd);
-			return err;
+			expect++;
+			continue;
 		}
 		/* the slot is computed from the hello's fields only once they
 		 * are in range: a peer's bytes must not overflow it */
-		bool in_range = h.magic == MAGIC && h.hash == c->plan_hash &&
-				h.channel <= 1 && h.rank > c->rank &&
-				h.rank < c->size;
+		bool in_range =
+		    h.channel <= 1 && h.rank > c->rank && h.rank < c->size;
 		int idx = in_range ? (int)h.channel * c->size + h.rank : 0;
 		if (!in_range || !want[idx] || h.sock >= conns(c, h.rank) ||
 		    *conn_slot(c, idx, h.sock) >= 0) {
 			close(fd);
-			return bfail(b, TP_ERR_MISMATCH,
-				     "unexpected peer hello (rank %d channel "
-				     "%u connection %u)",
-				     h.rank, h.channel, h.sock);
+			err = bfail(b, TP_ERR_MISMATCH,
+				    "unexpected peer hello (rank %d channel "
+				    "%u connection %u)",
+				    h.rank, h.channel, h.sock);
+			break;
 		}
 		*conn_slot(c, idx, h.sock) = fd;
+		progress(b);
 	}
-	return TP_OK;
+	gather_close(&g);
+	return err;
 }
 
 /* Which peers (channel x size + rank) our schedules use. */

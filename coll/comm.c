@@ -622,7 +622,7 @@ static tp_err_t init_fail(char **err_p, tp_err_t err, const char *fmt, ...)
 
 	if (err_p && !*err_p) {
 		va_start(ap, fmt);
-		*err_p = tp_vasprintf(fmt, ap);
+		*err_p = tp_oneline(tp_vasprintf(fmt, ap)); /* env values */
 		va_end(ap);
 	}
 	return err;
@@ -772,7 +772,7 @@ tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
 	if (err) {
 		tp_coll_comm_destroy(c);
 		if (err_p)
-			*err_p = why;
+			*err_p = tp_oneline(why);
 		else
 			tp_free(why);
 		return err;

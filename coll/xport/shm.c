@@ -424,6 +424,24 @@ static void fifo_path(char *buf, size_t len, const char *name, int i)
 	snprintf(buf, len, "/dev/shm%s.w%d", name, i);
 }
 
+/* Whether a segment name a peer sent is one of ours ("/tpcoll-" and
+ * digits, letters and '-', NUL-terminated within NAME_LEN): the name is
+ * opened, unlinked and made FIFO paths of, so a peer's "/../x" must not
+ * reach the file system. */
+static bool name_ok(const char *name)
+{
+	static const char prefix[] = "/tpcoll-";
+	const char *end = memchr(name, '\0', NAME_LEN);
+
+	if (!end || strncmp(name, prefix, sizeof(prefix) - 1))
+		return false;
+	for (const char *p = name + sizeof(prefix) - 1; p < end; p++)
+		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+		      *p == '-'))
+			return false;
+	return true;
+}
+
 static void unlink_all(const char *name)
 {
 	char path[NAME_LEN + 16];
@@ -550,6 +568,8 @@ tp_err_t tp__coll_shm_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 			break;
 		bool fifos = name[NAME_LEN - 1] == 'f';
 		name[NAME_LEN - 1] = '\0';
+		if (!name_ok(name))
+			name[0] = '\0'; /* refused: the pair stays on TCP */
 		if (enabled && name[0]) {
 			ack = open_segment(c, peer, name, fifos && fifos_ok);
 			/* both ends hold it now: the names can go, so none
@@ -788,6 +808,8 @@ tp_err_t tp__coll_host_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 		m = host_create(n, name);
 	else if (me > 0)
 		err = xfer(up, name, NAME_LEN, false, deadline);
+	if (me > 0 && !name_ok(name))
+		name[0] = '\0'; /* none, or not ours: this rank opens none */
 	if (!err && me > 0 && enabled)
 		m = host_open(n, name);
 	/* the last of the chain opens it after every other rank: its name

@@ -2287,6 +2287,216 @@ static void test_rendezvous_probe(void **s)
 	tp_plan_destroy(p);
 }
 
+/* A connection to port on loopback once something listens there (-1
+ * when nothing did within 5 s); it sends len bytes of buf. */
+static int connect_when_up(int port, const void *buf, size_t len)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa.sin_port = htons((uint16_t)port);
+	for (int k = 0; k < 500; k++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			if (len &&
+			    send(fd, buf, len, MSG_NOSIGNAL) != (ssize_t)len) {
+				close(fd);
+				return -1;
+			}
+			return fd;
+		}
+		close(fd);
+		usleep(10000);
+	}
+	return -1;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Connections to the rendezvous port that stay open saying nothing, or
+ * a short hello of another protocol (an older library's 48 bytes, magic
+ * "tpc5"), hold no rank back: rank 0 read each connection's hello to its
+ * end before the next, so one silent probe failed every rank's init
+ * ("rendezvous hello: timed out"). Rank 1 comes after both, and the two
+ * make their communicator well inside the timeout. */
+static void test_rendezvous_silent_probe(void **s)
+{
+	tp_plan_t *p = plan_of(2, 1, 0);
+	unsigned char old[48] = {0};
+	uint32_t tpc5 = 0x74706335u;
+	int port = next_port(), quiet, older;
+	pid_t a0, a1;
+	double t0 = now_s();
+
+	(void)s;
+	memcpy(old, &tpc5, sizeof(tpc5));
+	fflush(NULL);
+	if (!(a0 = fork()))
+		join_as(p, 0, port, NULL, TP_OK, "");
+	quiet = connect_when_up(port, NULL, 0);
+	older = connect_when_up(port, old, sizeof(old));
+	assert_true(quiet >= 0 && older >= 0);
+	if (!(a1 = fork()))
+		join_as(p, 1, port, NULL, TP_OK, "");
+	reap_ok(a0);
+	reap_ok(a1);
+	/* join_as's timeout is 10 s, a silent connection's window too */
+	assert_true(now_s() - t0 < 8);
+	/* the older one was told why, at once */
+	char rep[256] = {0};
+	struct timeval tv = {.tv_sec = 2};
+	setsockopt(older, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	assert_true(recv(older, rep, sizeof(rep), MSG_WAITALL) > 8);
+	assert_non_null(memmem(rep, sizeof(rep), "another protocol",
+			       strlen("another protocol")));
+	close(quiet);
+	close(older);
+	tp_plan_destroy(p);
+}
+
+/* Probes that keep connecting are no progress: rank 0 still gives up
+ * at its timeout when its rank 1 never comes (every accepted connection
+ * restarted the wait, so a port scanner kept it waiting for ever), and
+ * says which rank never came. */
+static void test_rendezvous_probes_no_progress(void **s)
+{
+	tp_plan_t *p = plan_of(2, 1, 0);
+	int port = next_port(), ws, probes = 0;
+	pid_t a0;
+	double t0 = now_s();
+
+	(void)s;
+	fflush(NULL);
+	if (!(a0 = fork())) {
+		tp_coll_opts_t o;
+		tp_coll_comm_t *c = NULL;
+		char *why = NULL;
+		opts_for(&o, port, 1.0, 4096);
+		tp_err_t err = tp_coll_comm_init(p, 0, &o, &c, &why);
+		_exit(err == TP_ERR_TIMEOUT && why &&
+			      strstr(why, "1 of 1 never came (1)")
+			  ? 0
+			  : 1);
+	}
+	while (waitpid(a0, &ws, WNOHANG) == 0 && now_s() - t0 < 10) {
+		int fd = connect_when_up(port, NULL, 0);
+		probes += fd >= 0;
+		if (fd >= 0)
+			close(fd);
+		usleep(200000);
+		if (waitpid(a0, &ws, WNOHANG) == a0)
+			break;
+	}
+	if (now_s() - t0 >= 10) {
+		kill(a0, SIGKILL);
+		waitpid(a0, &ws, 0);
+		fail_msg("rank 0 (timeout 1 s) still waiting after 10 s");
+	}
+	assert_true(WIFEXITED(ws));
+	assert_int_equal(WEXITSTATUS(ws), 0);
+	assert_true(probes >= 2);
+	tp_plan_destroy(p);
+}
+
+/* A rank that joined learns why rank 0 gave up (here: rank 2 never
+ * came), where it found only the connection closed. */
+static void test_rendezvous_failure_told(void **s)
+{
+	tp_plan_t *p = plan_of(3, 1, 0);
+	int port = next_port();
+	pid_t a0, a1;
+
+	(void)s;
+	fflush(NULL);
+	if (!(a0 = fork())) {
+		tp_coll_opts_t o;
+		tp_coll_comm_t *c = NULL;
+		char *why = NULL;
+		opts_for(&o, port, 1.0, 4096);
+		_exit(tp_coll_comm_init(p, 0, &o, &c, &why) == TP_ERR_TIMEOUT
+			  ? 0
+			  : 1);
+	}
+	if (!(a1 = fork()))
+		join_as(p, 1, port, NULL, TP_ERR_TIMEOUT,
+			"rank 0 refused: rank 0: rendezvous: waiting for the "
+			"other ranks: 1 of 2 never came (2)");
+	reap_ok(a0);
+	reap_ok(a1);
+	tp_plan_destroy(p);
+}
+
+/* Rank 0 holds a connection from every rank until the table goes out:
+ * with its soft open-file limit below what the world needs it raises it
+ * (up to the hard one) instead of failing "accept: Too many open
+ * files" (16 ranks, a soft limit of 16). */
+static void test_rendezvous_fd_limit(void **s)
+{
+	enum { W = 16 };
+	tp_plan_t *p = plan_of(4, W / 4, 0);
+	int port = next_port();
+	pid_t pid[W];
+	struct rlimit rl;
+
+	(void)s;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < W + 256)
+		skip(); /* the hard limit leaves nothing to raise */
+	fflush(NULL);
+	for (int r = 0; r < W; r++) {
+		if ((pid[r] = fork()))
+			continue;
+		setenv("TOPOPLACE_COLL_SHM", "0", 1);
+		if (r == 0) {
+			struct rlimit lo = rl;
+			lo.rlim_cur = W;
+			if (setrlimit(RLIMIT_NOFILE, &lo))
+				_exit(3);
+		}
+		join_as(p, r, port, NULL, TP_OK, "");
+	}
+	for (int r = 0; r < W; r++)
+		reap_ok(pid[r]);
+	tp_plan_destroy(p);
+}
+
+/* A reason taken from the environment stays one line. */
+static void test_init_error_one_line(void **s)
+{
+	tp_plan_t *p = plan_of(2, 1, 0);
+	tp_coll_comm_t *c = NULL;
+	tp_coll_opts_t o;
+	char *why = NULL;
+
+	(void)s;
+	opts_for(&o, next_port(), 1, 4096);
+	o.master_port = 0;
+	setenv("MASTER_PORT", "2950\nFAKE: a second line", 1);
+	assert_int_equal(tp_coll_comm_init(p, 1, &o, &c, &why), TP_ERR_INVAL);
+	unsetenv("MASTER_PORT");
+	assert_non_null(strstr(why, "MASTER_PORT"));
+	assert_null(strchr(why, '\n'));
+	tp_free(why);
+	why = NULL;
+	o.master_port = next_port();
+	setenv("TOPOPLACE_COLL_HCA_ADDRS", "mlx5_0=1.2.3.4\nX", 1);
+	setenv("TOPOPLACE_COLL_HCA", "mlx5_0", 1);
+	tp_err_t err = tp_coll_comm_init(p, 1, &o, &c, &why);
+	unsetenv("TOPOPLACE_COLL_HCA_ADDRS");
+	unsetenv("TOPOPLACE_COLL_HCA");
+	assert_int_not_equal(err, TP_OK);
+	assert_non_null(why);
+	assert_null(strchr(why, '\n'));
+	tp_free(why);
+	tp_plan_destroy(p);
+}
+
 /* A rank that never comes: rank 0 and a lone rank 1 both give up. */
 static void test_init_timeout(void **s)
 {
@@ -3686,6 +3896,11 @@ int main(void)
 	    cmocka_unit_test(test_init_timeout),
 	    cmocka_unit_test(test_peer_never_connects),
 	    cmocka_unit_test(test_rendezvous_probe),
+	    cmocka_unit_test(test_rendezvous_silent_probe),
+	    cmocka_unit_test(test_rendezvous_probes_no_progress),
+	    cmocka_unit_test(test_rendezvous_failure_told),
+	    cmocka_unit_test(test_rendezvous_fd_limit),
+	    cmocka_unit_test(test_init_error_one_line),
 	    cmocka_unit_test(test_mismatched_plan),
 	    cmocka_unit_test(test_foreign_peer_turned_away),
 	    cmocka_unit_test(test_steps_own_ports),
