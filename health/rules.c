@@ -133,7 +133,10 @@ static void rule_rate(const tp_link_t *link, const tp_health_port_t cur[2],
 		: &cur[0];
 	double have = port_gbps(slow);
 
-	if (!(link->gbps > 0) || !(have < link->gbps * (1 - 1e-9)))
+	/* a model rate assumed (width or lane unknown) is no rate to judge
+	 * against */
+	if (link->width <= 0 || !(link->lane_gbps > 0) || !(link->gbps > 0) ||
+	    !(have < link->gbps * (1 - 1e-9)))
 		return;
 	out->health *= have / link->gbps;
 	out->alarm = true;

@@ -348,12 +348,13 @@ tp_err_t tp__fabric_add_link(tp_fabric_t *f, tp_node_kind_t ka, uint32_t a,
 		 * on width when a link trained down; trust the narrower, and
 		 * likewise the slower lane (which end is read first must not
 		 * decide between two known figures). An unknown figure (0)
-		 * read second leaves the known one; read first, it stays. */
+		 * gives way to a known one, whichever end is read first. */
 		if (l1 == l2) {
 			l = &f->link[l1];
-			if (width > 0 && width < l->width)
+			if (width > 0 && (width < l->width || l->width <= 0))
 				l->width = width;
-			if (lane_gbps > 0 && lane_gbps < l->lane_gbps)
+			if (lane_gbps > 0 &&
+			    (lane_gbps < l->lane_gbps || !(l->lane_gbps > 0)))
 				l->lane_gbps = lane_gbps;
 			l->gbps = l->width * l->lane_gbps;
 			return TP_OK;

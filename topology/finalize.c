@@ -1269,6 +1269,77 @@ out:
 	return err;
 }
 
+/* The width or lane rate assumed where the fabric knows none at all: an
+ * ibnetdiscover prints "???" for a speed newer than it knows. */
+#define ASSUMED_WIDTH 4
+#define ASSUMED_LANE  50.0 /* HDR */
+
+/* The most common known value among the links' widths (lane false) or
+ * lane rates, 0 when no link knows one. */
+static double common_rate(const tp_fabric_t *f, bool lane)
+{
+	double val[16] = {0};
+	size_t cnt[16] = {0}, nv = 0, best = 0;
+
+	for (size_t i = 0; i < f->nlink; i++) {
+		const tp_link_t *l = &f->link[i];
+		double v = lane ? l->lane_gbps : (double)l->width;
+		size_t k = 0;
+		if (!(v > 0) || l->width <= 0 || !(l->lane_gbps > 0))
+			continue;
+		while (k < nv && val[k] != v)
+			k++;
+		if (k == nv) {
+			if (nv == 16)
+				continue; /* more rates than any fabric has */
+			val[nv++] = v;
+		}
+		cnt[k]++;
+	}
+	for (size_t k = 1; k < nv; k++)
+		if (cnt[k] > cnt[best] ||
+		    (cnt[k] == cnt[best] && val[k] > val[best]))
+			best = k;
+	return nv ? val[best] : 0;
+}
+
+/* A link whose width or lane rate no end gave (an ibnetdiscover "4x
+ * ???", a walk that could not read the port) carries, for the cost model,
+ * what the fabric's most common link does, else 4x HDR: priced as
+ * nothing, it was a dead cable and its hosts could never hold a job. Its
+ * width and lane_gbps stay unknown (0): fabric diff and the health rules
+ * judge no rate against an assumption. */
+static void assume_rates(tp_fabric_t *f)
+{
+	double w = 0, ln = 0;
+	size_t n = 0;
+
+	for (size_t i = 0; i < f->nlink; i++) {
+		tp_link_t *l = &f->link[i];
+		if (l->width > 0 && l->lane_gbps > 0)
+			continue;
+		if (!n++) {
+			w = common_rate(f, false);
+			ln = common_rate(f, true);
+		}
+		l->gbps = (l->width > 0 ? l->width
+			   : w > 0	? w
+					: ASSUMED_WIDTH) *
+			  (l->lane_gbps > 0 ? l->lane_gbps
+			   : ln > 0	    ? ln
+					    : ASSUMED_LANE);
+	}
+	if (n)
+		tp__fabric_warn(
+		    f,
+		    "%zu link%s of unknown width or speed priced "
+		    "as %dx %s, %s",
+		    n, n == 1 ? "" : "s", w > 0 ? (int)w : ASSUMED_WIDTH,
+		    tp_ib_speed_name(ln > 0 ? ln : ASSUMED_LANE),
+		    w > 0 && ln > 0 ? "the fabric's most common"
+				    : "an assumption (no link gives one)");
+}
+
 tp_err_t tp_fabric_finalize(tp_fabric_t *f, const tp_finalize_opts_t *opts)
 {
 	adj_t a;
@@ -1292,6 +1363,7 @@ tp_err_t tp_fabric_finalize(tp_fabric_t *f, const tp_finalize_opts_t *opts)
 		err = TP_ERR_NOMEM;
 		goto fail;
 	}
+	assume_rates(f);
 	if (!(err = name_cas(f, cname)) && !(err = sort_hosts(f)))
 		err = attach_cas(f, cname);
 	tp_free(cname);

@@ -163,6 +163,14 @@ static void test_width_and_speed(void **unused)
 	eval(NULL, cur, 0, &out);
 	assert_true(fabs(out.health - 0.5) < 1e-12);
 	assert_string_equal(out.reason, "running 100/200 Gb/s");
+
+	/* a model link of unknown speed carries an assumed rate (finalize:
+	 * the fabric's most common): no rate is judged against it */
+	tp_link_t unk = hdr;
+	unk.lane_gbps = 0;
+	tp_health_eval(NULL, &unk, NULL, cur, both_seen, 0, &out);
+	assert_true(out.health == 1);
+	assert_false(out.alarm);
 }
 
 /* Each error counter fires alone, over its threshold, and says how much. */

@@ -780,6 +780,71 @@ static void assert_json_loads(tp_fabric_t *f)
 	tp_free(json);
 }
 
+/* A speed the dump could not name ("???") on one end of a cable gives
+ * way to the other end's, whichever line comes first (read first it
+ * stayed: a 0 Gb/s cable, whose hosts could never hold a job); finalize
+ * prices a link no end names at the fabric's most common rate, else at
+ * 4x HDR, and keeps width and lane unknown (fabric diff and the health
+ * rules judge nothing against an assumption). */
+static void test_unknown_rate(void **state)
+{
+	static const char *const line[] = {
+	    "CA 2 1 0x11 4x ??? - SW 1 3 0x01 ( 'h1 HCA-1' - 'sw' )\n",
+	    "SW 1 3 0x01 4x EDR - CA 2 1 0x11 ( 'sw' - 'h1 HCA-1' )\n"};
+	tp_fabric_t *f;
+
+	(void)state;
+	for (int order = 0; order < 2; order++) {
+		char text[256];
+		f = tp_fabric_create();
+		snprintf(text, sizeof(text), "%s%s", line[order],
+			 line[1 - order]);
+		assert_int_equal(parse_str(f, "u.txt", text), TP_OK);
+		assert_int_equal(tp_fabric_nlinks(f), 1);
+		assert_true(f->link[0].lane_gbps == 25.0);
+		assert_true(f->link[0].gbps == 100.0);
+		tp_fabric_destroy(f);
+	}
+	/* two EDR cables and one no end names: priced as 4x EDR */
+	f = tp_fabric_create();
+	assert_int_equal(
+	    parse_str(
+		f, "m.txt",
+		"SW 1 3 0x01 4x EDR - CA 2 1 0x11 ( 'sw' - 'h1 HCA-1' )\n"
+		"SW 1 4 0x01 4x EDR - CA 3 1 0x12 ( 'sw' - 'h2 HCA-1' )\n"
+		"SW 1 5 0x01 4x ??? - CA 4 1 0x13 ( 'sw' - 'h3 HCA-1' )\n"),
+	    TP_OK);
+	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
+	const tp_link_t *u =
+	    link_at(f, TP_NODE_CA, find(f, TP_NODE_CA, 0x13), 1);
+	assert_non_null(u);
+	assert_true(u->lane_gbps == 0 && u->width == 4);
+	assert_true(u->gbps == 100.0);
+	assert_int_equal(count_warnings(f, "1 link of unknown width or speed "
+					   "priced as 4x EDR, the fabric's "
+					   "most common"),
+			 1);
+	tp_fabric_destroy(f);
+	/* none named: 4x HDR, said to be an assumption */
+	f = tp_fabric_create();
+	assert_int_equal(
+	    parse_str(
+		f, "n.txt",
+		"SW 1 3 0x01 ?? ??? - CA 2 1 0x11 ( 'sw' - 'h1 HCA-1' )\n"
+		"SW 1 4 0x01 ?? ??? - CA 3 1 0x12 ( 'sw' - 'h2 HCA-1' )\n"),
+	    TP_OK);
+	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
+	for (size_t i = 0; i < tp_fabric_nlinks(f); i++) {
+		assert_int_equal(f->link[i].width, 0);
+		assert_true(f->link[i].gbps == 200.0);
+	}
+	assert_int_equal(count_warnings(f, "2 links of unknown width or speed "
+					   "priced as 4x HDR, an assumption"),
+			 1);
+	assert_json_loads(f);
+	tp_fabric_destroy(f);
+}
+
 /* The two ends of a cable giving different speeds (an edited or spliced
  * dump): the slower is kept whichever line comes first, as the narrower
  * width is, with one warning naming the second line. */
@@ -1321,6 +1386,7 @@ int main(void)
 	    cmocka_unit_test(test_forward_refs),
 	    cmocka_unit_test(test_forms),
 	    cmocka_unit_test(test_speed_mismatch),
+	    cmocka_unit_test(test_unknown_rate),
 	    cmocka_unit_test(test_port_beyond_header),
 	    cmocka_unit_test(test_malformed),
 	    cmocka_unit_test(test_truncated),
