@@ -54,7 +54,7 @@ static tp_err_t parse_weight(wload_t *ld, const char *v, uint32_t *w_p)
 		x = x > ULLONG_MAX / 1024 ? ULLONG_MAX : x * 1024;
 		end++;
 	}
-	if (*end) {
+	if (*end || !*v) { /* "" read as 0 */
 		if (strcasecmp(v, "INFINITE") && strcasecmp(v, "UNLIMITED"))
 			return wfail(ld, TP_ERR_PARSE,
 				     "line %zu: Weight=%s is not a number",
@@ -69,9 +69,24 @@ static tp_err_t parse_weight(wload_t *ld, const char *v, uint32_t *w_p)
 	return TP_OK;
 }
 
+/* Whether a KEY= (blanks before '=' allowed) starts at p. */
+static bool starts_pair(const char *p)
+{
+	const char *k = p;
+
+	while (isalnum((unsigned char)*p) || *p == '_' || *p == '.')
+		p++;
+	if (p == k)
+		return false;
+	while (isspace((unsigned char)*p))
+		p++;
+	return *p == '=';
+}
+
 /* The next KEY=VALUE of a logical line at *s (the value unquoted), as
- * Slurm's key-value expression takes them; false at its end. A word
- * without '=' is skipped. */
+ * Slurm's key-value expression takes them: a key of letters, digits, '_'
+ * and '.', blanks around '=' allowed; false at its end. A word that
+ * starts no pair is skipped. */
 static bool next_pair(char **s, char **key, char **val)
 {
 	char *p = *s;
@@ -81,19 +96,25 @@ static bool next_pair(char **s, char **key, char **val)
 			p++;
 		if (!*p)
 			return false;
-		char *k = p, *eq = NULL;
-		while (*p && !isspace((unsigned char)*p) && !eq) {
-			if (*p == '=')
-				eq = p;
-			p++;
-		}
-		if (!eq) {
+		char *k = p, *eq;
+		if (!starts_pair(k)) {
 			while (*p && !isspace((unsigned char)*p))
 				p++;
 			continue;
 		}
-		*eq = '\0';
+		while (isalnum((unsigned char)*p) || *p == '_' || *p == '.')
+			p++;
+		eq = strchr(p, '=');
+		*p = '\0';
 		*key = k;
+		p = eq + 1;
+		/* blanks after '=' lead to the value, unless the next word
+		 * is a pair of its own ("NodeName= Weight=3": empty) */
+		char *v = p;
+		while (isspace((unsigned char)*v))
+			v++;
+		if (!starts_pair(v))
+			p = v;
 		if (*p == '"') {
 			char *q = strchr(p + 1, '"');
 			*val = p + 1;

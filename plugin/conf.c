@@ -284,6 +284,20 @@ static bool blank(char ch)
 	return ch == ' ' || ch == '\t' || ch == '\r';
 }
 
+/* Whether a Key= (blanks before '=' allowed) starts at p. */
+static bool starts_pair(const char *p)
+{
+	const char *k = p;
+
+	while (*p && *p != '=' && !blank(*p) && *p != '#')
+		p++;
+	if (p == k)
+		return false;
+	while (blank(*p))
+		p++;
+	return *p == '=';
+}
+
 /* One "Key=Value" at *pp; advances *pp past it. seen[key]: the line it
  * was given on, 0 when not yet. */
 static tp_err_t parse_pair(const char *name, size_t lineno, char **pp,
@@ -298,7 +312,11 @@ static tp_err_t parse_pair(const char *name, size_t lineno, char **pp,
 	while (*p && *p != '=' && !blank(*p) && *p != '#')
 		p++;
 	klen = (size_t)(p - key);
-	if (*p != '=' || !klen) {
+	/* blanks around '=', as Slurm's key-value expression takes them */
+	char *eq = p;
+	while (blank(*eq))
+		eq++;
+	if (*eq != '=' || !klen) {
 		while (*p && !blank(*p))
 			p++;
 		return failf(err_p, TP_ERR_PARSE,
@@ -306,6 +324,7 @@ static tp_err_t parse_pair(const char *name, size_t lineno, char **pp,
 			     "Key=Value",
 			     name, lineno, (int)(p - key), key);
 	}
+	p = eq;
 	k = find_key(key, klen);
 	if (!k)
 		return failf(err_p, TP_ERR_PARSE, "%s:%zu: unknown key '%.*s'",
@@ -315,6 +334,13 @@ static tp_err_t parse_pair(const char *name, size_t lineno, char **pp,
 			     name, lineno, k->name);
 	seen[k - keys] = lineno;
 	p++;
+	/* blanks after '=' lead to the value, unless the next word is a
+	 * pair of its own ("FabricFile= RankNodes=no": empty) */
+	char *v = p;
+	while (blank(*v))
+		v++;
+	if (!starts_pair(v))
+		p = v;
 	if (*p == '"') {
 		val = ++p;
 		if (!(vend = strchr(p, '"')))

@@ -1055,6 +1055,12 @@ static void test_node_weights_load(void **unused)
 	    {"NodeName=n01 Weight=INFINITE\nNodeName=n02 Weight=unlimited\n"
 	     "NodeName=n03 Weight=4294967295\nNodeName=n04 Weight=0\n",
 	     {4294967294u, 4294967294u, 4294967294u, 0, 1, 1, 1, 1}},
+	    /* blanks around '=' (Slurm's key-value expression allows
+	     * them: "Weight = 100" was a word "=" and lost); "Weight= "
+	     * before another pair is no value */
+	    {"NodeName = n01 Weight = 8\nNodeName=n02 Weight= 9 CPUs =4\n"
+	     "NodeName =n03 Weight =10\n",
+	     {8, 9, 10, 1, 1, 1, 1, 1}},
 	    /* a byte order mark, CRLF line ends */
 	    {"\xef\xbb\xbfNodeName=n01 Weight=2\r\nNodeName=n02 \\\r\n"
 	     "Weight=3\r\n",
@@ -1075,6 +1081,8 @@ static void test_node_weights_load(void **unused)
 	     "line 3: Weight=z", TP_ERR_PARSE},
 	    {"NodeName=n[01-\n", "line 1: NodeName=n[01- is not", TP_ERR_PARSE},
 	    {"NodeName= Weight=3\n", "line 1: NodeName= is empty",
+	     TP_ERR_PARSE},
+	    {"NodeName=n01 Weight= CPUs=4\n", "line 1: Weight= is not",
 	     TP_ERR_PARSE},
 	    {"NodeName=cpu[1-9] Weight=3\n", "names a host", TP_ERR_NOTFOUND},
 	    {"ClusterName=x\n", "names a host", TP_ERR_NOTFOUND},

@@ -49,7 +49,8 @@ static void test_parse_ok(void **state)
 			   "  switchwait=60   MINNODES=4 # two on one line\r\n"
 			   "Partitions=gpu,big RankNodes=no\n"
 			   "NVLinkLevel=off SetSwitches=true\n"
-			   "MaxNodes=64 GpusPerNode=8";
+			   /* blanks around '=', as Slurm's files allow */
+			   "MaxNodes = 64 GpusPerNode= 8";
 
 	tp_pconf_defaults(&c);
 	assert_int_equal(tp_pconf_parse("t.conf", text, &c, &err), TP_OK);
@@ -129,6 +130,11 @@ static void test_parse_errors(void **state)
 	     "t.conf:1: 'FabricFile': expected Key=Value"},
 	    {"=x\n", TP_ERR_PARSE, "t.conf:1: '=x': expected Key=Value"},
 	    {"FabricFile=\n", TP_ERR_PARSE,
+	     "t.conf:1: FabricFile=: empty value"},
+	    /* a blank after '=' and then a pair: no value */
+	    {"FabricFile= RankNodes=no\n", TP_ERR_PARSE,
+	     "t.conf:1: FabricFile=: empty value"},
+	    {"FabricFile =\n", TP_ERR_PARSE,
 	     "t.conf:1: FabricFile=: empty value"},
 	    {"Partitions=a,,b\n", TP_ERR_PARSE,
 	     "t.conf:1: Partitions=a,,b: empty item in list"},
