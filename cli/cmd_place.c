@@ -42,8 +42,10 @@ static const char place_usage[] =
     "                  plugin does (the lightest hosts when they hold the\n"
     "                  job, else Slurm's tree selection); the other\n"
     "                  policies ignore them\n"
-    "  --json          policy, hosts (ring order), gpus, span, predicted_s,\n"
-    "                  ideal_s, explain\n"
+    "  --json          policy, placed (true), hosts (ring order), gpus,\n"
+    "                  span, predicted_s, ideal_s, decision_s, explain; a\n"
+    "                  job that does not fit: policy, placed (false),\n"
+    "                  request, reason (the error line's, exit 1 or 2)\n"
     "  -h, --help      this text\n"
     "Exit status: 0 placed, 1 the job does not fit the free part now, 2 bad\n"
     "input or a job that can never fit.\n";
@@ -121,6 +123,7 @@ static void place_print_json(const tp_fabric_t *f, const tp_policy_t *policy,
 	      *g = cJSON_AddArrayToObject(o, "gpus");
 
 	cJSON_AddStringToObject(o, "policy", tp_policy_name(policy));
+	cJSON_AddBoolToObject(o, "placed", true);
 	for (size_t i = 0; i < p->nhosts; i++) {
 		cJSON_AddItemToArray(
 		    h,
@@ -132,6 +135,24 @@ static void place_print_json(const tp_fabric_t *f, const tp_policy_t *policy,
 	cJSON_AddNumberToObject(o, "ideal_s", p->ideal_s);
 	cJSON_AddNumberToObject(o, "decision_s", p->decision_s);
 	cJSON_AddStringToObject(o, "explain", p->explain ? p->explain : "");
+	char *txt = cJSON_Print(o);
+	cJSON_Delete(o);
+	if (txt)
+		puts(txt);
+	cJSON_free(txt);
+}
+
+/* topoplace place --json for a job that does not fit (why: the error
+ * line's reason), so that a script reading stdout gets an object. */
+static void place_print_json_unplaced(const tp_policy_t *policy,
+				      const char *req, const char *why)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "policy", tp_policy_name(policy));
+	cJSON_AddBoolToObject(o, "placed", false);
+	cJSON_AddStringToObject(o, "request", req);
+	cJSON_AddStringToObject(o, "reason", why);
 	char *txt = cJSON_Print(o);
 	cJSON_Delete(o);
 	if (txt)
@@ -174,13 +195,14 @@ static void place_print_text(const tp_fabric_t *f, const tp_policy_t *policy,
 
 /* The policy's hosts for request r (text req) on f (from the file fabric)
  * in state s, with Slurm's node weights (NULL: all equal), into *pl, priced;
- * TP_EXIT_OK or the exit code after an error line (TP_EXIT_FAIL: no fit now).
+ * TP_EXIT_OK or the exit code after an error line (TP_EXIT_FAIL: no fit now);
+ * *unfit_p the reason when the job does not fit, now or ever, else NULL.
  */
 static int place_decide(const tp_fabric_t *f, const char *fabric,
 			const tp_state_t *s, const tp_policy_t *policy,
 			const tp_request_t *r, const char *req, long seed,
 			bool nics_by_rate, const uint32_t *weights,
-			tp_placement_t *pl)
+			tp_placement_t *pl, const char **unfit_p)
 {
 	tp_cost_params_t cp;
 	tp_policy_params_t pp;
@@ -214,13 +236,15 @@ static int place_decide(const tp_fabric_t *f, const char *fabric,
 			err = e;
 	}
 	tp_cost_ctx_destroy(ctx);
+	*unfit_p = NULL;
 	if (!err)
 		return TP_EXIT_OK;
+	if (err == TP_ERR_NOTFOUND)
+		*unfit_p = "does not fit the free part of the fabric now";
+	else if (err == TP_ERR_RANGE)
+		*unfit_p = "can never fit this fabric";
 	tp_cli_err("place: %s: %s", req,
-		   err == TP_ERR_NOTFOUND
-		       ? "does not fit the free part of the fabric now"
-		   : err == TP_ERR_RANGE ? "can never fit this fabric"
-					 : tp_strerror(err));
+		   *unfit_p ? *unfit_p : tp_strerror(err));
 	return err == TP_ERR_NOTFOUND ? TP_EXIT_FAIL : tp_cli_exit_code(err);
 }
 
@@ -301,9 +325,13 @@ int tp_cmd_place(int argc, char **argv)
 	if (wname && !(w = tp_cli_node_weights("place: --node-weights", f, s,
 					       wname, &rc)))
 		goto out;
+	const char *unfit = NULL;
 	if ((rc = place_decide(f, a.fabric, s, policy, &r, req, seed,
-			       nics_by_rate, w, &pl)))
+			       nics_by_rate, w, &pl, &unfit))) {
+		if (a.json && unfit)
+			place_print_json_unplaced(policy, req, unfit);
 		goto out;
+	}
 	if (a.json)
 		place_print_json(f, policy, &pl);
 	else

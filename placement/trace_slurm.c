@@ -291,6 +291,14 @@ static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
 				listed == 1 ? "" : "s", nodes);
 		return TP_ERR_PARSE;
 	}
+	/* the CSV's run_s limit, which the trace it writes must meet (an
+	 * End far in the future is a wrong record, not a long job) */
+	if (end - start > 1e9) {
+		*msg = tp_asprintf("%s:%d: ran %.0f s, over 1e9 (from its "
+				   "start to its end)",
+				   path, lineno, end - start);
+		return TP_ERR_PARSE;
+	}
 	if ((err = tp__trace_grow(path, lineno, &c->jobs, &c->cap, c->n, msg)))
 		return err;
 	tp_job_spec_t *j = &c->jobs[c->n];

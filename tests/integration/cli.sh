@@ -476,6 +476,14 @@ jq -c '.links |= map(select(.[0] != "switch" or .[3] != "switch")) | del(.derive
 usage_err "place on a fabric in pieces" "place: nodes=9: can never fit this fabric" \
 	$T place --fabric "$tmp/split.json" --request nodes=9
 expect 0 "place in one piece" $T place --fabric "$tmp/split.json" --request nodes=2
+# --json: an object on stdout whether it fits or not (a script reading
+# stdout got nothing), the exit status as without
+rc=0; $T place --fabric "$tmp/split.json" --request nodes=9 --json >"$tmp/pl9.json" 2>/dev/null || rc=$?
+[ "$rc" = 2 ] && jq -e '.placed == false and .request == "nodes=9" and .reason == "can never fit this fabric" and .policy == "topoplace"' \
+	"$tmp/pl9.json" >/dev/null && ok "place --json, never fits: placed false, the reason, exit 2" ||
+	bad "place --json, never fits: exit $rc, $(cat "$tmp/pl9.json")"
+$T place --fabric "$tmp/split.json" --request nodes=2 --json >"$tmp/pl2.json"
+jeq "$tmp/pl2.json" .placed true "place --json, placed"
 # sizes: units K..P and the cap (1 PiB) as topoplace(1) says, everywhere
 expect 0 "cost --bytes 1P" $T cost --fabric "$tmp/ft.json" --hosts node001,node002 --bytes 1P
 expect 0 "cost on one rank" $T cost --fabric "$tmp/ft.json" --hosts node001 --gpus-per-host 1 --bytes 1G

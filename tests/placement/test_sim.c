@@ -1567,6 +1567,11 @@ static void test_slurm_trace_errors(void **state)
 	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
 	     "3|node[001-002]|gres/gpu=16,node=2\n",
 	     ":2: node list 'node[001-002]' names 2 hosts, the record 3"},
+	    /* over the CSV's run_s limit, which trace's output must meet */
+	    {"Submit|Start|End|AllocTRES\n"
+	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2100-11-01T11:00:00|"
+	     "gres/gpu=1,node=1\n",
+	     " s, over 1e9 (from its start to its end)"},
 	    {"Submit|Start|End|AllocTRES\n"
 	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
 	     "gres/gpu=x,node=1\n",
