@@ -183,6 +183,24 @@ uint32_t tp__fabric_find_node(const tp_fabric_t *f, tp_node_kind_t kind,
 	return tp_u64map_get(m, node_key(subnet, guid));
 }
 
+/* A node description as the model keeps it: ASCII control bytes (a
+ * hostile or damaged fabric file's newline or escape) as '?', a tab or
+ * line break as a blank (it still parts the host name from the rest),
+ * since every text output prints descriptions within a line; other bytes
+ * stay (the JSON writer escapes what is not UTF-8). NULL on NOMEM. */
+static char *desc_dup(const char *desc)
+{
+	char *d = tp_strdup(desc ? desc : "");
+
+	for (char *p = d; p && *p; p++)
+		if (*p == '\t' || *p == '\n' || *p == '\r' || *p == '\v' ||
+		    *p == '\f')
+			*p = ' ';
+		else if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return d;
+}
+
 tp_err_t tp__fabric_add_switch(tp_fabric_t *f, int subnet, uint64_t guid,
 			       const char *desc, int nports, uint32_t *idx_p)
 {
@@ -200,7 +218,7 @@ tp_err_t tp__fabric_add_switch(tp_fabric_t *f, int subnet, uint64_t guid,
 	s = &f->sw[f->nsw];
 	memset(s, 0, sizeof(*s));
 	s->guid = guid;
-	s->desc = tp_strdup(desc ? desc : "");
+	s->desc = desc_dup(desc);
 	s->nports = nports;
 	s->subnet = subnet;
 	s->group = TP_ID_NONE;
@@ -287,7 +305,7 @@ tp_err_t tp__fabric_add_ca(tp_fabric_t *f, int subnet, uint64_t guid,
 	c = &f->ca[f->nca];
 	memset(c, 0, sizeof(*c));
 	c->guid = guid;
-	c->desc = tp_strdup(desc ? desc : "");
+	c->desc = desc_dup(desc);
 	c->nports = nports;
 	c->subnet = subnet;
 	c->role = TP_CA_UNNAMED;

@@ -543,9 +543,26 @@ static void test_alloc_failure(void **state)
 	assert_true(failures > 10);
 }
 
+/* Node descriptions keep no ASCII control byte (a fabric JSON's
+ * "ctl\u0001\nnew\u001bline" printed a raw newline and escape in fabric
+ * hosts and topology-conf): a blank for a tab or line break, '?' for the
+ * rest; other bytes stay. */
+static void test_desc_controls(void **state)
+{
+	tp_fabric_t *f = tp_fabric_create();
+
+	(void)state;
+	uint32_t s = sw(f, 0, 0x1, "ctl\x01\nnew\x1bline\x7f");
+	uint32_t c = ca(f, 0, 0x2, "h1\tHCA-1 caf\xc3\xa9");
+	assert_string_equal(f->sw[s].desc, "ctl? new?line?");
+	assert_string_equal(f->ca[c].desc, "h1 HCA-1 caf\xc3\xa9");
+	tp_fabric_destroy(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_desc_controls),
 	    cmocka_unit_test(test_small_tree),
 	    cmocka_unit_test(test_hosts_find),
 	    cmocka_unit_test(test_rails),
