@@ -460,9 +460,19 @@ static void show_text(const tp_fabric_t *f, const char *path, size_t weak)
 	printf("  hosts          %zu (%zu GPUs, %zu degraded, %zu weakly cabled)\n",
 	       tp_fabric_nhosts(f), tp_fabric_total_gpus(f), tp_fabric_degraded_hosts(f), weak);
 	printf("  switches       %zu", tp_fabric_nswitches(f));
-	for (int l = 1; l <= tp_fabric_nlevels(f); l++)
+	size_t leveled = 0;
+	for (int l = 1; l <= tp_fabric_nlevels(f); l++) {
 		printf("%slevel %d: %zu", l == 1 ? " (" : ", ", l, tp_fabric_switches_at(f, l));
-	printf("%s\n", tp_fabric_nlevels(f) ? ")" : "");
+		leveled += tp_fabric_switches_at(f, l);
+	}
+	/* switches the levels do not reach (no cable towards a host: an
+	 * unused switch in a dump) are counted so the figures add up */
+	if (leveled < tp_fabric_nswitches(f))
+		printf("%sno level: %zu", tp_fabric_nlevels(f) ? ", " : " (",
+		       tp_fabric_nswitches(f) - leveled);
+	printf("%s\n", tp_fabric_nlevels(f) || leveled < tp_fabric_nswitches(f)
+			   ? ")"
+			   : "");
 	printf("  CAs            %zu (%zu SHArP, %zu without hostname)\n", tp_fabric_ncas(f),
 	       tp_fabric_sharp_cas(f), tp_fabric_unnamed_cas(f));
 	printf("  links          %zu\n", tp_fabric_nlinks(f));

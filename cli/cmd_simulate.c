@@ -1300,12 +1300,17 @@ static void sim_report(const sim_args_t *o, const tp_fabric_t *f,
 		       weak);
 	const tp_trace_t *t = &S->traces[0];
 	printf("\ntrace %s: %zu jobs", tname, t->njobs);
-	if (o->trace && strcmp(t->format, "csv"))
+	if (o->trace && strcmp(t->format, "csv")) {
 		printf(
 		    " from %s (left out %zu without GPUs, %zu that never "
-		    "ran%s)",
+		    "ran%s",
 		    t->format, t->left_nogpu, t->left_unrun + t->left_backwards,
 		    t->left_backwards ? " or ended before they started" : "");
+		if (t->left_steps) /* as trace counts them */
+			printf(", %zu job step%s", t->left_steps,
+			       tp_cli_s(t->left_steps));
+		printf(")");
+	}
 	if (o->deflate)
 		printf("; %zu run times deflated by what their hosts cost "
 		       "them",
