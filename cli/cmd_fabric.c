@@ -337,9 +337,10 @@ static const char *switch_name(const tp_fabric_t *f, uint32_t s, char *buf,
 /* Whether leaf group g has no capacity up while its subnet has switches
  * above the leaves: with no cable up, its hosts reach no other leaf, a
  * fabric split in pieces that placement would take for one (a cable or
- * port down on a real fabric, an edit to a written one); with cables up
- * whose speed the dump did not give (lane_gbps 0), the model just cannot
- * price them. A lone leaf switch is fine. */
+ * port down on a real fabric, an edit to a written one); cables up whose
+ * speed no end gave are priced by finalize's assumption (its warning), so
+ * cables up that carry nothing should not occur. A lone leaf switch is
+ * fine. */
 static bool leaf_no_up_gbps(const tp_fabric_t *f, const tp_group_t *g)
 {
 	int subnet;
@@ -380,9 +381,10 @@ static const char *no_up_warning(const tp_fabric_t *f, size_t gi, char *buf,
 
 	if (nup)
 		snprintf(buf, n,
-			 "leaf %s: its %zu up-link%s ha%s an unknown speed "
-			 "(0 Gb/s in the model)",
-			 leaf, nup, nup == 1 ? "" : "s", nup == 1 ? "s" : "ve");
+			 "leaf %s: its %zu up-link%s carr%s 0 Gb/s in the "
+			 "model",
+			 leaf, nup, nup == 1 ? "" : "s",
+			 nup == 1 ? "ies" : "y");
 	else
 		snprintf(buf, n,
 			 "leaf %s: no up-link, its %zu host%s reach%s no "

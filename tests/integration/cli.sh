@@ -637,12 +637,12 @@ $T fabric show "$tmp/cut2.json" --json >"$tmp/cut2.show"
 jeq "$tmp/cut2.show" '[.warnings[] | select(test("^leaf leaf03: no up-link"))] | length' 1 \
 	"show --json warns of the cut-off leaf"
 # an up-link whose speed the dump did not give is still an up-link: the
-# leaf is not cut off, its up-link's speed is unknown
+# leaf is not cut off, its up-link priced at the fabric's common rate
 jq -c '(.links[] | select(.[0] == "switch" and .[1] == 2 and .[3] == "switch")) |= (.[7] = 0)' \
 	"$tmp/cut.json" >"$tmp/cut3.json"
 expect 0 "show a fabric with a leaf's up-link at an unknown speed" $T fabric show "$tmp/cut3.json"
-grep -q '^  leaf leaf03: its 1 up-link has an unknown speed (0 Gb/s in the model)$' "$tmp/out" &&
-	! grep -q 'no up-link' "$tmp/out" && ok "fabric show: the up-link's speed unknown, not cut off" ||
+grep -q '^  1 link of unknown width or speed priced as 4x NDR, the fabric.s most common$' "$tmp/out" &&
+	! grep -q 'no up-link\|leaf03' "$tmp/out" && ok "fabric show: the up-link's speed unknown, priced, not cut off" ||
 	bad "fabric show, unknown up-link speed: $(cat "$tmp/out")"
 expect 0 "generate nvl72" $T fabric generate nvl72 --racks 2 -o "$tmp/nvl.json"
 $T fabric show "$tmp/nvl.json" --json >"$tmp/nvl.show"
