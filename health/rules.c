@@ -243,9 +243,14 @@ static void rule_counters(const tp_health_rules_t *r, const tp_link_t *link,
 			    prev[e].c[TP_HC_XMIT_DATA],
 			    cur[e].c[TP_HC_XMIT_DATA],
 			    cur[e].wide_data ? 64 : 32, &sat);
-		if (known && !sat && link->gbps > 0 && interval_s > 0)
-			out->util[e] = (double)words * 32 / interval_s /
-				       (link->gbps * 1e9);
+		/* against the model's rate, or where the model has none
+		 * but an assumption (finalize), the rate the port runs */
+		double cap = link->width > 0 && link->lane_gbps > 0
+				 ? link->gbps
+				 : port_gbps(&cur[e]);
+		if (known && !sat && cap > 0 && interval_s > 0)
+			out->util[e] =
+			    (double)words * 32 / interval_s / (cap * 1e9);
 	}
 }
 

@@ -459,8 +459,11 @@ static tp_err_t cable(struct parser *ps, tp_node_kind_t ka, uint32_t a, int pa,
 	 * two a different speed (the width may differ, a link trained
 	 * down), so one that does was edited or spliced */
 	const tp_link_t *l = tp__fabric_port_cable(ps->f, ka, a, pa);
-	if (l && l == tp__fabric_port_cable(ps->f, kb, b, pb) && lane > 0 &&
-	    l->lane_gbps > 0 && lane != l->lane_gbps)
+	if (l && l != tp__fabric_port_cable(ps->f, kb, b, pb))
+		l = NULL;
+	/* counted unknown when its first end was read: this end names it */
+	bool named_now = l && !(l->lane_gbps > 0) && lane > 0;
+	if (l && lane > 0 && l->lane_gbps > 0 && lane != l->lane_gbps)
 		tp__fabric_warn(ps->f,
 				"%s:%zu: the ends of the cable %s give lanes "
 				"of %g and %g Gb/s; the slower is kept",
@@ -482,6 +485,7 @@ static tp_err_t cable(struct parser *ps, tp_node_kind_t ka, uint32_t a, int pa,
 	if (err)
 		return nomem(ps);
 	ps->unknown_rate += added && unknown;
+	ps->unknown_rate -= named_now && ps->unknown_rate;
 	return TP_OK;
 }
 

@@ -398,6 +398,16 @@ static void test_utilisation(void **unused)
 	assert_true(fabs(out.util[0] - 0.5) < 1e-9);
 	assert_true(fabs(out.util[1] - 0.1) < 1e-9);
 	assert_false(out.alarm);
+	/* a model link of unknown speed (its gbps finalize's assumption,
+	 * here twice the real rate): against the rate the ports run */
+	{
+		tp_link_t unk = hdr;
+		unk.lane_gbps = 0;
+		unk.gbps = 400;
+		tp_health_eval(NULL, &unk, prev, cur, both_seen, 2, &out);
+		assert_true(fabs(out.util[0] - 0.5) < 1e-9);
+		assert_true(fabs(out.util[1] - 0.1) < 1e-9);
+	}
 	/* 32-bit data counters (no extended ones) going back were reset */
 	prev[0].wide_data = cur[0].wide_data = false;
 	prev[0].c[TP_HC_XMIT_DATA] = UINT32_MAX - 99;

@@ -803,6 +803,8 @@ static void test_unknown_rate(void **state)
 		assert_int_equal(tp_fabric_nlinks(f), 1);
 		assert_true(f->link[0].lane_gbps == 25.0);
 		assert_true(f->link[0].gbps == 100.0);
+		/* and no "unknown speed" warning, in either order */
+		assert_int_equal(count_warnings(f, "unknown speed"), 0);
 		tp_fabric_destroy(f);
 	}
 	/* two EDR cables and one no end names: priced as 4x EDR */
