@@ -317,19 +317,23 @@ static void tick(boot_t *b, const int *fds, int n, int64_t *last_ns)
  * process, not a rank. */
 #define HELLO_WINDOW_NS (10 * 1000000000LL)
 /* Connections read side by side before their hellos are whole. */
-#define PEND_MAX 16
+#define PEND_MAX 64
+/* With every slot taken, the oldest connection silent this long gives its
+ * slot to the next (a rank's hello is there as it is accepted). */
+#define PEND_EVICT_NS (1000000000LL)
 
 /* The connections accepted and not yet answered by a whole hello. */
 typedef struct pend {
 	int fd;
 	size_t off;
-	int64_t until; /* its window's end */
+	int64_t since, until; /* its accept, its window's end */
 	hello_t h;
 } pend_t;
 
 typedef struct gather {
 	pend_t p[PEND_MAX];
 	int n;
+	int64_t last_tick; /* rank 0's last WAIT, across calls (0: none) */
 } gather_t;
 
 static void pend_drop(gather_t *g, int i)
@@ -344,10 +348,28 @@ static void gather_close(gather_t *g)
 		pend_drop(g, g->n - 1);
 }
 
-/* Accept what lfd has waiting, up to PEND_MAX pending. */
+/* A slot for one more connection: a free one, or the oldest connection's
+ * that has said nothing for PEND_EVICT_NS (dropped); false when none. */
+static bool pend_room(gather_t *g, int64_t now)
+{
+	int old = -1;
+
+	if (g->n < PEND_MAX)
+		return true;
+	for (int i = 0; i < g->n; i++)
+		if (!g->p[i].off && now - g->p[i].since >= PEND_EVICT_NS &&
+		    (old < 0 || g->p[i].since < g->p[old].since))
+			old = i;
+	if (old < 0)
+		return false;
+	pend_drop(g, old);
+	return true;
+}
+
+/* Accept what lfd has waiting, while there is room (pend_room). */
 static tp_err_t gather_accept(boot_t *b, int lfd, gather_t *g, const char *what)
 {
-	while (g->n < PEND_MAX) {
+	while (pend_room(g, tp__coll_now_ns())) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
@@ -363,8 +385,9 @@ static tp_err_t gather_accept(boot_t *b, int lfd, gather_t *g, const char *what)
 		int64_t win = b->c->timeout_ns < HELLO_WINDOW_NS
 				  ? b->c->timeout_ns
 				  : HELLO_WINDOW_NS;
+		int64_t now = tp__coll_now_ns();
 		g->p[g->n++] =
-		    (pend_t){.fd = fd, .until = tp__coll_now_ns() + win};
+		    (pend_t){.fd = fd, .since = now, .until = now + win};
 	}
 	return TP_OK;
 }
@@ -401,14 +424,17 @@ static bool pend_read(gather_t *g, int i)
  * (TP_ERR_TIMEOUT, saying `what`): connections are accepted and read side
  * by side, so one that says nothing (a port probe, a health check, a
  * stuck process) holds no other back and is dropped when its window
- * ends; one that closes is dropped at once. Neither is progress: the
- * caller calls progress() for a hello it takes. Rank 0 (fds given)
- * ticks the n ranks already there meanwhile. */
+ * ends, or, with PEND_MAX waiting, when a newer one needs its slot
+ * (pend_room); one that closes is dropped at once. Neither is progress:
+ * the caller calls progress() for a hello it takes. Rank 0 (fds given)
+ * ticks the n ranks already there meanwhile, a quarter of the timeout
+ * apart across calls (ranks that keep coming must not starve the first
+ * ones of their WAITs). */
 static tp_err_t next_hello(boot_t *b, int lfd, gather_t *g, const int *fds,
 			   int n, const char *what, int *fd_p, hello_t *h)
 {
-	int64_t last = tp__coll_now_ns();
-
+	if (!g->last_tick)
+		g->last_tick = tp__coll_now_ns();
 	for (;;) {
 		struct pollfd pf[PEND_MAX + 1];
 		int64_t now = tp__coll_now_ns(), wait = b->deadline - now;
@@ -430,13 +456,21 @@ static tp_err_t next_hello(boot_t *b, int lfd, gather_t *g, const int *fds,
 				     b->c->timeout_s);
 		if (fds && wait > b->c->timeout_ns / 4)
 			wait = b->c->timeout_ns / 4;
-		if (g->n < PEND_MAX)
+		/* full, none old enough to give way: until the first is */
+		bool room = g->n < PEND_MAX;
+		for (int i = 0; !room && i < g->n; i++) {
+			int64_t at = g->p[i].since + PEND_EVICT_NS - now;
+			room = !g->p[i].off && at <= 0;
+			if (!g->p[i].off && at > 0 && at < wait)
+				wait = at;
+		}
+		if (room)
 			pf[np++] = (struct pollfd){.fd = lfd, .events = POLLIN};
 		int r = poll(pf, (nfds_t)np, tp__coll_poll_ms(wait));
 		if (r < 0 && errno != EINTR)
 			return bfail(b, TP_ERR_IO, "%s: poll: %s", what,
 				     strerror(errno));
-		tick(b, fds, n, &last);
+		tick(b, fds, n, &g->last_tick);
 		if (r <= 0)
 			continue;
 		/* pf[i] is g->p[i] for i < g->n as polled; from the last,

@@ -2360,6 +2360,34 @@ static void test_rendezvous_silent_probe(void **s)
 	tp_plan_destroy(p);
 }
 
+/* More silent connections than rank 0 reads side by side (64): the
+ * oldest that has been silent a second gives its slot to the next, so
+ * rank 1 behind 80 of them still joins (with 16 slots and no eviction the
+ * listener went unpolled until a window ended, 10 s). */
+static void test_rendezvous_probe_flood(void **s)
+{
+	enum { NPROBE = 80 };
+	tp_plan_t *p = plan_of(2, 1, 0);
+	int port = next_port(), fd[NPROBE];
+	pid_t a0, a1;
+
+	(void)s;
+	fflush(NULL);
+	if (!(a0 = fork()))
+		join_as(p, 0, port, NULL, TP_OK, "");
+	for (int i = 0; i < NPROBE; i++)
+		assert_true((fd[i] = connect_when_up(port, NULL, 0)) >= 0);
+	double t0 = now_s();
+	if (!(a1 = fork()))
+		join_as(p, 1, port, NULL, TP_OK, "");
+	reap_ok(a0);
+	reap_ok(a1);
+	assert_true(now_s() - t0 < 8); /* join_as's timeout is 10 s */
+	for (int i = 0; i < NPROBE; i++)
+		close(fd[i]);
+	tp_plan_destroy(p);
+}
+
 /* Probes that keep connecting are no progress: rank 0 still gives up
  * at its timeout when its rank 1 never comes (every accepted connection
  * restarted the wait, so a port scanner kept it waiting for ever), and
@@ -3897,6 +3925,7 @@ int main(void)
 	    cmocka_unit_test(test_peer_never_connects),
 	    cmocka_unit_test(test_rendezvous_probe),
 	    cmocka_unit_test(test_rendezvous_silent_probe),
+	    cmocka_unit_test(test_rendezvous_probe_flood),
 	    cmocka_unit_test(test_rendezvous_probes_no_progress),
 	    cmocka_unit_test(test_rendezvous_failure_told),
 	    cmocka_unit_test(test_rendezvous_fd_limit),

@@ -106,7 +106,9 @@ rc=0
 	--json >"$tmp/p1.json" 2>"$tmp/p1.err" || rc=$?
 # "does not fit now" (exit 1, topoplace(1) EXIT STATUS), not any error: a
 # state file the loader refused (exit 2) would pass a bare non-zero check
-if [ "$before" = 16 ] && [ "$rc" -eq 1 ] && [ ! -s "$tmp/p1.json" ] &&
+# (--json: the object says so too)
+if [ "$before" = 16 ] && [ "$rc" -eq 1 ] &&
+	jq -e '.placed == false and .reason == "does not fit the free part of the fabric now"' "$tmp/p1.json" >/dev/null &&
 	[ "$(cat "$tmp/p1.err")" = "topoplace: place: nodes=16: does not fit the free part of the fabric now" ]; then
 	ok "place --state: 16 nodes fit the healthy fabric, not with $host1 cut off (exit 1)"
 else
