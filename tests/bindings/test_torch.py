@@ -744,6 +744,38 @@ def check_mismatch(c, tc, rank, plan, port):
     c.ok(comm.detail() == "", "detail() of a closed communicator: empty, no crash")
 
 
+def check_unchecked_refusal(c, tc, rank, plan, port):
+    """Without TOPOPLACE_COLL_CHECK a call Python refuses on one rank breaks
+    the communicator, as a bad call the library refuses does: the other
+    ranks went on into theirs, which would otherwise pair with that rank's
+    next call and return wrong data as success (rank 1's 1 + 2 read 10 + 2).
+    Every rank's next call raises; none returns."""
+    comm = tc.Communicator(plan=plan, rank=rank, master_addr="127.0.0.1", master_port=port, timeout_s=20)
+    # (unchecked, no argument exchange adds bytes:) a ring over 2 hosts x
+    # 2 ranks crosses between the groups twice (1 -> 2, 3 -> 0), each edge
+    # carrying 2 (P-1)/P of the 256 KiB
+    comm.reset_stats()
+    comm.all_reduce(torch.zeros(1 << 16), algorithm="ring")
+    cb = torch.tensor([comm.cross_bytes()], dtype=torch.int64)
+    comm.all_reduce(cb)
+    c.ok(cb.item() == 2 * (1 << 18) * 3 // 2, "cross_bytes of a 256 KiB ring all-reduce, all ranks: %d"
+         % cb.item())
+    t = torch.ones(4)
+    comm.all_reduce(t)
+    c.ok(t[0].item() == WORLD, "unchecked: a first call sums (%g)" % t[0].item())
+    if rank == 1:
+        c.raises(ValueError, "contiguous", "unchecked: rank 1's transposed tensor refused in Python",
+                 comm.all_reduce, torch.zeros(4, 4).t())
+    else:
+        t = torch.full((4,), 10.0)
+        c.raises(tc.TopoplaceError, "", "unchecked: rank %d's call, paired with rank 1's refused one, fails" % rank,
+                 comm.all_reduce, t)
+    t = torch.full((4,), float(rank))
+    c.raises(tc.TopoplaceError, "", "unchecked: rank %d's next call fails, no wrong sum" % rank,
+             comm.all_reduce, t)
+    comm.close()
+
+
 def worker(rank, plan, port, gloo_port, group_plan, q):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(gloo_port), OMP_NUM_THREADS="1",
                       GLOO_SOCKET_IFNAME="lo")
@@ -753,7 +785,13 @@ def worker(rank, plan, port, gloo_port, group_plan, q):
         import topoplace_coll as tc
 
         dist.init_process_group("gloo", rank=rank, world_size=WORLD)
-        comm = tc.Communicator(plan=plan, rank=rank, master_addr="127.0.0.1", master_port=port, timeout_s=60)
+        # checked: the argument checks below refuse calls on every rank
+        # and go on with the communicator (check_unchecked_refusal: without)
+        os.environ["TOPOPLACE_COLL_CHECK"] = "1"
+        try:
+            comm = tc.Communicator(plan=plan, rank=rank, master_addr="127.0.0.1", master_port=port, timeout_s=60)
+        finally:
+            del os.environ["TOPOPLACE_COLL_CHECK"]
         c.ok(comm.size == WORLD and comm.rank == rank and comm.nhosts == 2, "communicator %r" % comm)
         check_ddp(c, tc, comm, rank)
         check_allreduce(c, tc, comm, rank)
@@ -763,14 +801,7 @@ def worker(rank, plan, port, gloo_port, group_plan, q):
         check_group_level(c, tc, rank, group_plan, port + 1)
         check_mismatch(c, tc, rank, plan, port + 3)
         check_hook_state(c, tc, comm, rank, plan, port + 5)
-        # a ring over 2 hosts x 2 ranks crosses between the groups twice
-        # (1 -> 2, 3 -> 0), each edge carrying 2 (P-1)/P of the 256 KiB
-        comm.reset_stats()
-        comm.all_reduce(torch.zeros(1 << 16), algorithm="ring")
-        cb = torch.tensor([comm.cross_bytes()], dtype=torch.int64)
-        comm.all_reduce(cb)
-        c.ok(cb.item() == 2 * (1 << 18) * 3 // 2, "cross_bytes of a 256 KiB ring all-reduce, all ranks: %d"
-             % cb.item())
+        check_unchecked_refusal(c, tc, rank, plan, port + 7)
         comm.close()
         c.raises(ValueError, "closed", "closed communicator rejected", comm.all_reduce, torch.zeros(2))
         dist.destroy_process_group()

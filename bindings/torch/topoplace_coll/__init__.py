@@ -16,8 +16,13 @@ built on it (topoplace_coll.hooks).
 
 Tensors: CPU, contiguous; dense all-reduce takes float32, float64,
 float16, bfloat16, int32 and int64; the compressed one float32 only.
-Anything else raises TypeError or ValueError before the library is
-called. A failing library call raises TopoplaceError with the library's
+Anything else raises TypeError or ValueError, and the call is refused
+as the library refuses a bad call of its own (other ranks went on into
+theirs): with TOPOPLACE_COLL_CHECK=1 (below) every rank's call fails
+naming this one and the Communicator stays usable; without it the
+Communicator breaks (this rank's next call would pair with the others'
+refused one and return wrong data): every rank's calls then raise
+TopoplaceError. A failing library call raises TopoplaceError with the library's
 one-line reason (which call, which peer); compression options on a
 library built without compression raise CompressionUnavailable.
 
@@ -354,7 +359,6 @@ class Communicator:
         # submit calls); never held across a wait for the thread
         self._lock = threading.RLock()
         # the library read it at init (every rank alike, or init failed)
-        self._check_mode = os.environ.get("TOPOPLACE_COLL_CHECK") == "1"
         self.rank = _lib.LIB.tp_coll_comm_rank(comm)
         self.size = _lib.LIB.tp_coll_comm_size(comm)
         self.nhosts = _lib.LIB.tp_coll_comm_nhosts(comm)
@@ -384,12 +388,14 @@ class Communicator:
 
     def _refused(self, call):
         """This rank refused its call before the library saw it (bad
-        arguments). Under TOPOPLACE_COLL_CHECK the library's argument check
-        is collective: a call the library itself refuses (dtype -1) takes
-        this rank's part in it, so the other ranks' calls fail naming this
-        one instead of pairing with its next call."""
-        if not self._check_mode:
-            return
+        arguments): a call the library itself refuses (dtype -1) takes
+        this rank's part in it. Under TOPOPLACE_COLL_CHECK the library's
+        argument check is collective: the other ranks' calls fail naming
+        this one and the communicator stays usable. Without it the library
+        breaks the communicator, as for a bad call of its own: this rank's
+        next call would pair with the others' refused one and return wrong
+        data as success (a review found exactly that: a rank that caught
+        the ValueError and went on got 10 + 2 for its 1 + 2)."""
         with self._lock:  # as _run: never beside close() or another call
             comm, p = self._comm, self._progress
             if not comm:
