@@ -326,6 +326,13 @@ jeq "$tmp/ft.show" '.switch_levels|join(",")' "4,2" "fat-tree levels"
 jeq "$tmp/ft.show" '.groups|join(",")' "4,1" "fat-tree groups"
 jeq "$tmp/ft.show" .rails 1 "fat-tree rails"
 jeq "$tmp/ft.show" '.oversubscription[0]' 2 "fat-tree 8 down : 4 up"
+# a switch cabled to nothing (a spare in a dump) has no level: counted,
+# so the levels add up to the switches
+jq -c '.switches += [{"guid":"0x0002c903000000ff","desc":"spare","ports":24,"subnet":0}] | del(.derived)' \
+	"$tmp/ft.json" >"$tmp/spare.json"
+$T fabric show "$tmp/spare.json" >"$tmp/spare.show" 2>&1
+grep -qx '  switches       7 (level 1: 4, level 2: 2, no level: 1)' "$tmp/spare.show" &&
+	ok "fabric show: a switch with no level counted" || bad "fabric show, spare switch: $(head -4 "$tmp/spare.show")"
 jeq "$tmp/ft.show" '.links' $((32 + 4 * 2 * 2)) "fat-tree links (parallel counted)"
 $T fabric hosts "$tmp/ft.json" --json >"$tmp/ft.hosts"
 jeq "$tmp/ft.hosts" 'length' 32 "hosts rows"
