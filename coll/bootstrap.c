@@ -348,21 +348,34 @@ static void gather_close(gather_t *g)
 		pend_drop(g, g->n - 1);
 }
 
-/* A slot for one more connection: a free one, or the oldest connection's
- * that has said nothing for PEND_EVICT_NS (dropped); false when none. */
-static bool pend_room(gather_t *g, int64_t now)
+/* When there is a slot for one more connection: 0 when one is free,
+ * else when the oldest silent connection (*old_p) may give it up
+ * (PEND_EVICT_NS after its accept); INT64_MAX when every one has begun
+ * its hello. */
+static int64_t room_at(const gather_t *g, int *old_p)
 {
 	int old = -1;
 
 	if (g->n < PEND_MAX)
-		return true;
+		return 0;
 	for (int i = 0; i < g->n; i++)
-		if (!g->p[i].off && now - g->p[i].since >= PEND_EVICT_NS &&
+		if (!g->p[i].off &&
 		    (old < 0 || g->p[i].since < g->p[old].since))
 			old = i;
-	if (old < 0)
+	*old_p = old;
+	return old < 0 ? INT64_MAX : g->p[old].since + PEND_EVICT_NS;
+}
+
+/* A slot for one more connection now (room_at), the old one dropped;
+ * false when none. */
+static bool pend_room(gather_t *g, int64_t now)
+{
+	int old = -1;
+
+	if (room_at(g, &old) > now)
 		return false;
-	pend_drop(g, old);
+	if (old >= 0)
+		pend_drop(g, old);
 	return true;
 }
 
@@ -457,15 +470,12 @@ static tp_err_t next_hello(boot_t *b, int lfd, gather_t *g, const int *fds,
 		if (fds && wait > b->c->timeout_ns / 4)
 			wait = b->c->timeout_ns / 4;
 		/* full, none old enough to give way: until the first is */
-		bool room = g->n < PEND_MAX;
-		for (int i = 0; !room && i < g->n; i++) {
-			int64_t at = g->p[i].since + PEND_EVICT_NS - now;
-			room = !g->p[i].off && at <= 0;
-			if (!g->p[i].off && at > 0 && at < wait)
-				wait = at;
-		}
-		if (room)
+		int old;
+		int64_t room = room_at(g, &old);
+		if (room <= now)
 			pf[np++] = (struct pollfd){.fd = lfd, .events = POLLIN};
+		else if (room - now < wait)
+			wait = room - now;
 		int r = poll(pf, (nfds_t)np, tp__coll_poll_ms(wait));
 		if (r < 0 && errno != EINTR)
 			return bfail(b, TP_ERR_IO, "%s: poll: %s", what,

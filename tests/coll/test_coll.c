@@ -1633,16 +1633,17 @@ static void test_mismatched_plan(void **s)
 }
 
 /* Child of the tests below: init rank r of p (port 0: the default from
- * SLURM_JOB_ID / SLURM_STEP_ID, step: the latter or NULL); exit 0 when
- * init ends with want (and, failing, its reason contains what). */
-static void join_as(const tp_plan_t *p, int r, int port, const char *step,
-		    tp_err_t want, const char *what)
+ * SLURM_JOB_ID / SLURM_STEP_ID, step: the latter or NULL) with this
+ * timeout; exit 0 when init ends with want (and, failing, its reason
+ * contains what). */
+static void join_within(const tp_plan_t *p, int r, int port, const char *step,
+			double timeout_s, tp_err_t want, const char *what)
 {
 	tp_coll_opts_t o;
 	tp_coll_comm_t *c = NULL;
 	char *why = NULL;
 
-	opts_for(&o, port, 10, 4096);
+	opts_for(&o, port, timeout_s, 4096);
 	if (step)
 		setenv("SLURM_STEP_ID", step, 1);
 	tp_err_t err = tp_coll_comm_init(p, r, &o, &c, &why);
@@ -1651,6 +1652,13 @@ static void join_as(const tp_plan_t *p, int r, int port, const char *step,
 	fprintf(stderr, "# rank %d (step %s): %s: %s\n", r, step ? step : "-",
 		tp_strerror(err), why ? why : "");
 	_exit(1);
+}
+
+/* join_within with a 10 s timeout. */
+static void join_as(const tp_plan_t *p, int r, int port, const char *step,
+		    tp_err_t want, const char *what)
+{
+	join_within(p, r, port, step, 10, want, what);
 }
 
 static void reap_ok(pid_t pid)
@@ -2401,17 +2409,9 @@ static void test_rendezvous_probes_no_progress(void **s)
 
 	(void)s;
 	fflush(NULL);
-	if (!(a0 = fork())) {
-		tp_coll_opts_t o;
-		tp_coll_comm_t *c = NULL;
-		char *why = NULL;
-		opts_for(&o, port, 1.0, 4096);
-		tp_err_t err = tp_coll_comm_init(p, 0, &o, &c, &why);
-		_exit(err == TP_ERR_TIMEOUT && why &&
-			      strstr(why, "1 of 1 never came (1)")
-			  ? 0
-			  : 1);
-	}
+	if (!(a0 = fork()))
+		join_within(p, 0, port, NULL, 1.0, TP_ERR_TIMEOUT,
+			    "1 of 1 never came (1)");
 	while (waitpid(a0, &ws, WNOHANG) == 0 && now_s() - t0 < 10) {
 		int fd = connect_when_up(port, NULL, 0);
 		probes += fd >= 0;
@@ -2442,15 +2442,8 @@ static void test_rendezvous_failure_told(void **s)
 
 	(void)s;
 	fflush(NULL);
-	if (!(a0 = fork())) {
-		tp_coll_opts_t o;
-		tp_coll_comm_t *c = NULL;
-		char *why = NULL;
-		opts_for(&o, port, 1.0, 4096);
-		_exit(tp_coll_comm_init(p, 0, &o, &c, &why) == TP_ERR_TIMEOUT
-			  ? 0
-			  : 1);
-	}
+	if (!(a0 = fork()))
+		join_within(p, 0, port, NULL, 1.0, TP_ERR_TIMEOUT, "");
 	if (!(a1 = fork()))
 		join_as(p, 1, port, NULL, TP_ERR_TIMEOUT,
 			"rank 0 refused: rank 0: rendezvous: waiting for the "
