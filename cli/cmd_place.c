@@ -114,17 +114,6 @@ static cJSON *span_json(const tp_placement_t *p)
 	return o;
 }
 
-/* Print o as a JSON document on stdout and free it. */
-static void put_json(cJSON *o)
-{
-	char *txt = cJSON_Print(o);
-
-	cJSON_Delete(o);
-	if (txt)
-		puts(txt);
-	cJSON_free(txt);
-}
-
 /* topoplace place --json: the decision as one object. */
 static void place_print_json(const tp_fabric_t *f, const tp_policy_t *policy,
 			     const tp_placement_t *p)
@@ -146,7 +135,7 @@ static void place_print_json(const tp_fabric_t *f, const tp_policy_t *policy,
 	cJSON_AddNumberToObject(o, "ideal_s", p->ideal_s);
 	cJSON_AddNumberToObject(o, "decision_s", p->decision_s);
 	cJSON_AddStringToObject(o, "explain", p->explain ? p->explain : "");
-	put_json(o);
+	tp_cli_put_json(o);
 }
 
 /* topoplace place --json for a job that does not fit (why: the error
@@ -160,7 +149,7 @@ static void place_print_json_unplaced(const tp_policy_t *policy,
 	cJSON_AddBoolToObject(o, "placed", false);
 	cJSON_AddStringToObject(o, "request", req);
 	cJSON_AddStringToObject(o, "reason", why);
-	put_json(o);
+	tp_cli_put_json(o);
 }
 
 /* topoplace place: the decision as lines. */
@@ -432,7 +421,7 @@ static void cost_print(const tp_fabric_t *f, tp_algo_t algo, double bytes,
 					out->cross_top_bytes);
 		if (pipelined >= 0)
 			cJSON_AddBoolToObject(o, "pipelined", pipelined);
-		put_json(o);
+		tp_cli_put_json(o);
 	} else {
 		printf("%s of %.0f bytes over %zu hosts: %.6f s (bandwidth "
 		       "%.6f s, latency %.6f s)\n",

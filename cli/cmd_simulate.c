@@ -972,11 +972,7 @@ static void print_json(const sims_t *S, size_t b, double *x,
 		cJSON_AddItemToObject(pol, tp_policy_name(S->runs[p].policy),
 				      m);
 	}
-	char *txt = cJSON_Print(o);
-	cJSON_Delete(o);
-	if (txt)
-		puts(txt);
-	cJSON_free(txt);
+	tp_cli_put_json(o);
 }
 
 /* The main job's fabric: where placement matters as on real clusters. */

@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 #include "tp_sched.h"
 
@@ -66,6 +68,16 @@ void tp_cli_err(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+void tp_cli_put_json(cJSON *o)
+{
+	char *txt = cJSON_Print(o);
+
+	cJSON_Delete(o);
+	if (txt)
+		puts(txt);
+	cJSON_free(txt);
 }
 
 int tp_cli_exit_code(tp_err_t err)

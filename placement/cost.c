@@ -1742,7 +1742,7 @@ static void take_bottleneck(tp_cost_t *out, const phase_out_t *o, double *worst)
 	}
 }
 
-static int rank_rail(const call_t *k, const tp_host_t *h, size_t g, uint32_t l);
+static int job_rank_rail(const void *arg, size_t i, uint32_t l);
 
 /* Ring over all ranks, each edge carrying v bytes: between two hosts
  * spread over their NIC pairs as NCCL's channels, or with coll_rings on
@@ -1762,10 +1762,8 @@ static tp_err_t ring_phase(call_t *k, double v, phase_out_t *o)
 		if (k->c->p.coll_rings) {
 			uint32_t la, lb;
 			tp_sched_ring_hop((uint32_t)k->gpus[i], &la, &lb);
-			ra = rank_rail(k, tp_fabric_host(k->f, k->hosts[i]),
-				       (size_t)k->gpus[i], la);
-			rb = rank_rail(k, tp_fabric_host(k->f, k->hosts[j]),
-				       (size_t)k->gpus[j], lb);
+			ra = job_rank_rail(k, i, la);
+			rb = job_rank_rail(k, j, lb);
 			if (ra < 0 || rb < 0)
 				ra = rb = -1;
 		}

@@ -289,6 +289,10 @@ static inline uint64_t tp__rand_next(uint64_t *x)
  * backfill pass, as it did before, for the unit tests to compare. */
 extern bool tp__sim_replan;
 
+/* The longest run a trace job may have (the CSV's run_s, and what trace
+ * reads from Slurm's records, which it writes as that CSV). */
+#define TP__TRACE_RUN_MAX 1e9
+
 /* The job-row limit of tp_trace_load_csv, TP_TRACE_MAX_JOBS; lowered
  * only by the unit tests, which cannot afford 10 million rows. */
 extern size_t tp__trace_max_jobs;

@@ -261,9 +261,14 @@ static const char *cell_num(const char *s, int c, double *v)
 {
 	/* model_bytes: at least a byte (none would be priced as the
 	 * default's 1 GiB), at most 1P */
-	static const double
-	    lo[C_N] = {0, 0, 0, 0, 0, 0, 1},
-	    hi[C_N] = {1e12, 1e6, 1e6, 1024, 1e9, 1, 1125899906842624.0};
+	static const double lo[C_N] = {0, 0, 0, 0, 0, 0, 1},
+			    hi[C_N] = {1e12,
+				       1e6,
+				       1e6,
+				       1024,
+				       TP__TRACE_RUN_MAX,
+				       1,
+				       1125899906842624.0};
 	static const char *const range[C_N] = {
 	    "0 .. 1e12", "0 .. 1000000", "0 .. 1000000", "0 .. 1024",
 	    "0 .. 1e9",	 "0 .. 1",	 "1 .. 1P"};

@@ -293,7 +293,7 @@ static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
 	}
 	/* the CSV's run_s limit, which the trace it writes must meet (an
 	 * End far in the future is a wrong record, not a long job) */
-	if (end - start > 1e9) {
+	if (end - start > TP__TRACE_RUN_MAX) {
 		*msg = tp_asprintf("%s:%d: ran %.0f s, over 1e9 (from its "
 				   "start to its end)",
 				   path, lineno, end - start);
