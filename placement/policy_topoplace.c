@@ -2405,43 +2405,38 @@ static tp_err_t weighted_choose(const tp__policy_in_t *in, uint32_t *hosts,
 	uint32_t lo = UINT32_MAX, hi = 0;
 	long long got = 0,
 		  need = in->nhosts ? (long long)in->nhosts : in->total_gpus;
-	tp__policy_in_t e = *in, empty = *in;
-	int *off;
-	tp_err_t err;
+	const int *now = in->offer; /* place() gives every policy the offers */
+	tp_err_t err = TP_ERR_NOTFOUND;
 
-	if (!w)
+	if (!w || !now)
 		return topoplace_choose(in, hosts, gpus, max, n_p, why, whylen);
-	/* the offers now, then the empty fabric's (as in->offer holds
-	 * them) */
-	if (!(off = tp_malloc((2 * nh + 1) * sizeof(int))))
-		return TP_ERR_NOMEM;
-	empty.s = NULL;
-	empty.offer = NULL;
-	for (uint32_t h = 0; h < nh; h++) {
-		off[h] = tp__host_offer(in, h);
-		off[nh + h] =
-		    in->offer ? in->offer[nh + h] : tp__host_offer(&empty, h);
-		if (off[h] > 0) {
+	for (uint32_t h = 0; h < nh; h++)
+		if (now[h] > 0) {
 			lo = w[h] < lo ? w[h] : lo;
 			hi = w[h] > hi ? w[h] : hi;
 		}
-	}
-	for (uint32_t h = 0; lo < hi && h < nh; h++)
-		if (off[h] > 0 && w[h] == lo)
-			got += in->nhosts ? 1 : off[h];
-	err = TP_ERR_NOTFOUND;
-	if (lo >= hi) {
-		err = topoplace_choose(in, hosts, gpus, max, n_p, why, whylen);
-	} else if (got >= need) {
-		/* the heavier hosts as if given away, now */
+	if (lo >= hi) /* every offering host alike */
+		return topoplace_choose(in, hosts, gpus, max, n_p, why, whylen);
+	for (uint32_t h = 0; h < nh; h++)
+		if (now[h] > 0 && w[h] == lo)
+			got += in->nhosts ? 1 : now[h];
+	if (got >= need) {
+		/* the heavier hosts as if given away, now; the empty
+		 * fabric's offers (the second half) as they are */
+		tp__policy_in_t e = *in;
+		int *off = tp_malloc((2 * nh + 1) * sizeof(int));
+		if (!off)
+			return TP_ERR_NOMEM;
+		memcpy(off, now, 2 * nh * sizeof(int));
 		for (uint32_t h = 0; h < nh; h++)
-			off[h] = w[h] == lo ? off[h] : 0;
+			if (w[h] != lo)
+				off[h] = 0;
 		e.offer = off;
 		err = topoplace_choose(&e, hosts, gpus, max, n_p, why, whylen);
+		tp_free(off);
+		if (err != TP_ERR_NOTFOUND)
+			return err;
 	}
-	tp_free(off);
-	if (lo >= hi || err != TP_ERR_NOTFOUND)
-		return err;
 	err = tp__policy_slurm_tree.choose(in, hosts, gpus, max, n_p, why,
 					   whylen);
 	if (!err && whylen)
