@@ -639,6 +639,13 @@ static bool opt_str(const tp__jdoc_t *d, uint32_t o, const char *key,
 }
 
 /* The first n GPUs read, dropped with their strings. */
+static int gpu_cmp(const void *a, const void *b)
+{
+	const tp_gpu_t *x = a, *y = b;
+
+	return (x->index > y->index) - (x->index < y->index);
+}
+
 static void free_gpus(tp_gpu_t *gv, size_t n)
 {
 	for (size_t k = 0; k < n; k++)
@@ -716,6 +723,19 @@ static tp_err_t load_host(loader_t *ld, const tp__jdoc_t *d, int i)
 		}
 		taken[idx / 64] |= (uint64_t)1 << (idx % 64);
 	}
+	/* a host's GPU l is local rank l's (CUDA's and nvidia-smi's
+	 * numbering has no gaps): gpus[] in index order, 0..n-1 */
+	for (size_t k = 0; k < n; k++)
+		if (!(taken[k / 64] & (uint64_t)1 << (k % 64))) {
+			free_gpus(gv, n);
+			return lfail(ld, TP_ERR_PARSE,
+				     "hosts[%d] (%s).gpus: no GPU of index "
+				     "%zu (a host's %zu GPUs are numbered "
+				     "0..%zu, as CUDA numbers them)",
+				     i, name, k, n, n - 1);
+		}
+	if (n > 1)
+		tp_sort(gv, n, sizeof(*gv), gpu_cmp);
 	if (tp__fabric_host_set_gpus(ld->f, h, gv, n))
 		return lfail(ld, TP_ERR_NOMEM, "out of memory");
 	ld->f->host[h].has_node_data = tp__jtype(d, nd) == TP_J_TRUE;

@@ -470,6 +470,14 @@ static void test_hostile(void **state)
 		 "\"nvlink_gbps\":0},{\"index\":1,\"numa\":0,\"nvlink_gbps\":"
 		 "0},{\"index\":0,\"numa\":0,\"nvlink_gbps\":0}]}]," TAIL,
 	    "hosts[0] (a).gpus[2]: index 0 given before");
+	/* local rank l runs on GPU l: a gap would give a rank no GPU */
+	expect_error(
+	    HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{\"name\":"
+		 "\"a\",\"node_data\":true,\"gpus\":[{\"index\":0,\"numa\":0,"
+		 "\"nvlink_gbps\":0},{\"index\":3,\"numa\":0,\"nvlink_gbps\":"
+		 "0}]}]," TAIL,
+	    "hosts[0] (a).gpus: no GPU of index 1 (a host's 2 GPUs are "
+	    "numbered 0..1");
 	expect_error(HEAD
 		     "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{"
 		     "\"name\":\"a\",\"node_data\":true,\"gpus\":[]},{\"name\":"
@@ -791,6 +799,34 @@ static void test_member_order(void **state)
 	tp_free(err);
 }
 
+/* GPUs listed out of index order load in it: the model's GPU l is local
+ * rank l's, with its own NIC. */
+static void test_gpu_order(void **state)
+{
+	(void)state;
+	static const char doc[] = HEAD
+	    "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{"
+	    "\"name\":\"a\",\"node_data\":true,\"gpus\":["
+	    "{\"index\":2,\"numa\":1,\"nvlink_gbps\":0,\"nic\":\"mlx5_2\"},"
+	    "{\"index\":0,\"numa\":0,\"nvlink_gbps\":0,\"nic\":\"mlx5_0\"},"
+	    "{\"index\":1,\"numa\":0,\"nvlink_gbps\":0,\"nic\":\"mlx5_1\"}"
+	    "]}]," TAIL;
+	tp_fabric_t *f = NULL;
+
+	assert_int_equal(tp_fabric_parse_json("order.json", doc, &f, NULL),
+			 TP_OK);
+	const tp_host_t *h = tp_fabric_host(f, 0);
+	assert_int_equal(h->ngpus, 3);
+	for (int l = 0; l < 3; l++) {
+		char nic[8];
+		snprintf(nic, sizeof(nic), "mlx5_%d", l);
+		assert_int_equal(h->gpus[l].index, l);
+		assert_string_equal(h->gpus[l].nic, nic);
+		assert_int_equal(h->gpus[l].numa, l == 2);
+	}
+	tp_fabric_destroy(f);
+}
+
 /* GPU and device names are held once per fabric, however many hosts. */
 static void test_interned_names(void **state)
 {
@@ -876,6 +912,7 @@ int main(void)
 	    cmocka_unit_test(test_item_limit),
 	    cmocka_unit_test(test_files),
 	    cmocka_unit_test(test_member_order),
+	    cmocka_unit_test(test_gpu_order),
 	    cmocka_unit_test(test_interned_names),
 	    cmocka_unit_test(test_repeated_key),
 	    cmocka_unit_test(test_syntax_where),
