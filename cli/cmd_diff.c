@@ -37,8 +37,8 @@ static const char usage[] =
 
 /* The live side: a walk or a dump, finalized; NULL with the error
  * printed and *rc_p set. */
-static tp_fabric_t *read_live(const char *dump, const char *ca, long port,
-			      int *rc_p)
+static tp_fabric_t *read_live(const tp_fabric_t *model, const char *dump,
+			      const char *ca, long port, int *rc_p)
 {
 	tp_fabric_t *live = tp_fabric_create();
 	tp_err_t err;
@@ -48,6 +48,9 @@ static tp_fabric_t *read_live(const char *dump, const char *ca, long port,
 		*rc_p = TP_EXIT_FAIL;
 		return NULL;
 	}
+	/* a walk names CAs as the model does (an ibnetdiscover -p dump's
+	 * by port GUID); a dump names them as it was taken */
+	tp_fabric_set_port_guid_cas(live, tp_fabric_port_guid_cas(model) > 0);
 	err = dump ? tp_fabric_read_ibnetdiscover(live, dump)
 		   : tp_fabric_discover_live(live, ca, (int)port);
 	if (!err)
@@ -59,6 +62,18 @@ static tp_fabric_t *read_live(const char *dump, const char *ca, long port,
 		tp_fabric_destroy(live);
 		return NULL;
 	}
+	bool by_port = tp_fabric_port_guid_cas(model) > 0;
+	if (dump && by_port != (tp_fabric_port_guid_cas(live) > 0))
+		tp_cli_err(
+		    "warning: fabric diff: the fabric file names CAs by %s "
+		    "GUID, %s by %s GUID (%s): a CA whose port GUID "
+		    "is not its node GUID (ConnectX-3 and older) reads "
+		    "as gone and new; compare dumps of one form, or "
+		    "--live",
+		    by_port ? "port" : "node", dump, by_port ? "node" : "port",
+		    by_port ? "the file was read from an ibnetdiscover "
+			      "-p dump"
+			    : "an ibnetdiscover -p dump");
 	return live;
 }
 
@@ -126,7 +141,7 @@ int tp_cmd_fabric_diff(int argc, char **argv)
 		return TP_EXIT_INPUT;
 	}
 	if (!(model = tp_cli_load(fabric, &rc)) ||
-	    !(live = read_live(dump, ca, port, &rc)))
+	    !(live = read_live(model, dump, ca, port, &rc)))
 		goto out;
 	if (tp_health_diff(model, live, &d) ||
 	    (json ? tp_health_diff_json(model, live, &d, NULL, &out)

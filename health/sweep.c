@@ -246,8 +246,15 @@ static size_t learn_lids(tp_health_sweep_t *s, ibnd_fabric_t *fab, end_t *ends,
 	for (size_t l = 0; l < nl; l++)
 		for (int e = 0; e < 2; e++) {
 			const tp_link_t *k = tp_fabric_link(s->f, l);
-			ibnd_node_t *n = ibnd_find_node_guid(
-			    fab, tp_fabric_link_end_guid(s->f, k, e));
+			uint64_t g = tp_fabric_link_end_guid(s->f, k, e);
+			/* a CA of an ibnetdiscover -p dump: by its port */
+			ibnd_port_t *pg =
+			    k->kind[e] == TP_NODE_CA &&
+				    tp_fabric_ca(s->f, k->node[e])->by_port_guid
+				? ibnd_find_port_guid(fab, g)
+				: NULL;
+			ibnd_node_t *n =
+			    pg ? pg->node : ibnd_find_node_guid(fab, g);
 			end_t *d = &ends[2 * l + e];
 			*seen_p += n != NULL;
 			if (n) {
@@ -307,6 +314,8 @@ static tp_err_t walk(tp_health_sweep_t *s, char **err_p)
 		fail(err_p, err, "%s", "out of memory");
 		goto out;
 	}
+	/* compared with the model: its CAs named as the model names them */
+	tp_fabric_set_port_guid_cas(live, tp_fabric_port_guid_cas(s->f) > 0);
 	if (nl && !learn_lids(s, fab, ends, sw_lid, &seen)) {
 		/* nothing of the model on this fabric: at the first walk
 		 * the file is the wrong one, not the subnet manager down;

@@ -549,6 +549,19 @@ size_t tp_fabric_ncas(const tp_fabric_t *f)
 {
 	return f->nca;
 }
+size_t tp_fabric_port_guid_cas(const tp_fabric_t *f)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < f->nca; i++)
+		n += f->ca[i].by_port_guid;
+	return n;
+}
+void tp_fabric_set_port_guid_cas(tp_fabric_t *f, bool on)
+{
+	if (f)
+		f->walk_port_guids = on;
+}
 size_t tp_fabric_nhosts(const tp_fabric_t *f)
 {
 	return f->nhost;

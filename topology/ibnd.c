@@ -148,12 +148,34 @@ static tp_node_kind_t node_kind(const ibnd_node_t *node)
 	return node->type == IB_NODE_SWITCH ? TP_NODE_SWITCH : TP_NODE_CA;
 }
 
+/* Whether port p's cable leads to a node the model holds. */
+static bool cabled(const ibnd_node_t *node, int p)
+{
+	const ibnd_port_t *port = node->ports[p];
+
+	return port && port->remoteport &&
+	       (port->remoteport->node->type == IB_NODE_SWITCH ||
+		port->remoteport->node->type == IB_NODE_CA) &&
+	       port->remoteport->node != node;
+}
+
+/* The GUID the model names node's port p by: its node's, or with
+ * walk_port_guids a CA port's own (an ibnetdiscover -p dump's). */
+static uint64_t key_guid(const walk_t *w, const ibnd_node_t *node,
+			 const ibnd_port_t *port)
+{
+	return w->f->walk_port_guids && node->type == IB_NODE_CA && port &&
+		       port->guid
+		   ? port->guid
+		   : node->guid;
+}
+
 static void add_node(ibnd_node_t *node, void *arg)
 {
 	walk_t *w = arg;
 	char desc[IB_SMP_DATA_SIZE + 1];
 	uint32_t idx;
-	tp_err_t err;
+	tp_err_t err = TP_OK;
 
 	if (w->err)
 		return;
@@ -162,12 +184,23 @@ static void add_node(ibnd_node_t *node, void *arg)
 		return;
 	}
 	clean_desc(node, desc, sizeof(desc));
-	if (node->type == IB_NODE_SWITCH)
+	if (node->type == IB_NODE_SWITCH) {
 		err = tp__fabric_add_switch(w->f, w->subnet, node->guid, desc,
 					    node->numports, &idx);
-	else
+	} else if (!w->f->walk_port_guids) {
 		err = tp__fabric_add_ca(w->f, w->subnet, node->guid, desc,
 					node->numports, &idx);
+	} else {
+		/* a CA per cabled port, its ports up to that one, as the
+		 * -p reader makes them */
+		for (int p = 1; p <= node->numports && !err; p++)
+			if (cabled(node, p) &&
+			    !(err = tp__fabric_add_ca(
+				  w->f, w->subnet,
+				  key_guid(w, node, node->ports[p]), desc, p,
+				  &idx)))
+				w->f->ca[idx].by_port_guid = true;
+	}
 	if (err)
 		w->err =
 		    tp__fabric_fail(w->f, err, "node 0x%016llx: out of memory",
@@ -181,7 +214,6 @@ static void add_links(ibnd_node_t *node, void *arg)
 
 	if (w->err)
 		return;
-	a = tp__fabric_find_node(w->f, node_kind(node), w->subnet, node->guid);
 	for (int p = 1; p <= node->numports && !w->err; p++) {
 		ibnd_port_t *port = node->ports[p], *rp;
 		tp_err_t err;
@@ -194,6 +226,8 @@ static void add_links(ibnd_node_t *node, void *arg)
 		if (rp->node->type != IB_NODE_SWITCH &&
 		    rp->node->type != IB_NODE_CA)
 			continue;
+		a = tp__fabric_find_node(w->f, node_kind(node), w->subnet,
+					 key_guid(w, node, port));
 		/* A loopback plug or a cable between two ports of one switch
 		 * carries no traffic between nodes; the text reader drops
 		 * them too. */
@@ -208,7 +242,7 @@ static void add_links(ibnd_node_t *node, void *arg)
 			continue;
 		}
 		b = tp__fabric_find_node(w->f, node_kind(rp->node), w->subnet,
-					 rp->node->guid);
+					 key_guid(w, rp->node, rp));
 		tp_ib_port_rate(port->info, cap_info(port), port->ext_info,
 				&width, &lane);
 		/* libibnetdisc follows a port only when its link is up, so a

@@ -733,8 +733,13 @@ static tp_err_t pend_node(struct parser *ps, const struct pend *e,
 			  const char *desc, uint32_t *idx_p,
 			  tp_node_kind_t *kind_p)
 {
+	tp_err_t err;
+
 	*kind_p = pend_kind(e);
-	return node_get(ps, *kind_p, e->guid, desc, false, e->port, idx_p);
+	err = node_get(ps, *kind_p, e->guid, desc, false, e->port, idx_p);
+	if (!err && *kind_p == TP_NODE_CA)
+		ps->f->ca[*idx_p].by_port_guid = true; /* Notes */
+	return err;
 }
 
 /* "( 'desc a' - 'desc b' )": split at the first "' - '". */

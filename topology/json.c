@@ -158,8 +158,9 @@ static void put_fabric(tp_strbuf_t *sb, const tp_fabric_t *f)
 		put_guid(sb, c->guid);
 		put_key(sb, false, "desc");
 		put_str(sb, c->desc);
-		tp_strbuf_printf(sb, ",\"ports\":%d,\"subnet\":%d}", c->nports,
-				 c->subnet);
+		tp_strbuf_printf(sb, ",\"ports\":%d,\"subnet\":%d%s}",
+				 c->nports, c->subnet,
+				 c->by_port_guid ? ",\"port_guid\":true" : "");
 	}
 	/* links are most of a big fabric: one compact array each,
 	 * [kind_a, node_a, port_a, kind_b, node_b, port_b, width, lane_gbps,
@@ -414,15 +415,16 @@ static bool is_bool(const tp__jdoc_t *d, uint32_t v)
 
 static tp_err_t load_node(loader_t *ld, const tp__jdoc_t *d, int i, bool sw)
 {
-	static const char *const keys[] = {"guid", "desc", "ports", "subnet"};
+	static const char *const keys[] = {"guid", "desc", "ports", "subnet",
+					   "port_guid"};
 	const char *what = sw ? "switches" : "cas";
-	uint32_t v[4];
+	uint32_t v[5];
 	long ports, subnet;
 	uint64_t guid;
 	uint32_t idx;
 	tp_err_t err;
 
-	tp__jgetv(d, 0, keys, 4, v);
+	tp__jgetv(d, 0, keys, 5, v);
 	const char *gs = tp__jstr(d, v[0]), *desc = tp__jstr(d, v[1]);
 	if (!gs || !tp_parse_guid(gs, &guid))
 		return lfail(ld, TP_ERR_PARSE,
@@ -438,6 +440,11 @@ static tp_err_t load_node(loader_t *ld, const tp__jdoc_t *d, int i, bool sw)
 	if (!desc)
 		return lfail(ld, TP_ERR_PARSE, "%s[%d].desc: expected a string",
 			     what, i);
+	/* a CA read from an ibnetdiscover -p dump (tp_ca_t.by_port_guid) */
+	if (v[4] != TP_J_NONE && (sw || !is_bool(d, v[4])))
+		return lfail(ld, TP_ERR_PARSE, "%s[%d].port_guid: %s", what, i,
+			     sw ? "a CA's key, not a switch's"
+				: "expected true or false");
 	/* generated fabrics may hold logical switches wider than IB's
 	 * 8-bit port numbers (a director as one node, a big spine for
 	 * a scale study); the ibsim writer refuses those */
@@ -474,6 +481,8 @@ static tp_err_t load_node(loader_t *ld, const tp__jdoc_t *d, int i, bool sw)
 		return lfail(ld, TP_ERR_PARSE,
 			     "%s[%d]: GUID %s appears twice in subnet %ld",
 			     what, i, gs, subnet);
+	if (!sw)
+		ld->f->ca[idx].by_port_guid = tp__jtype(d, v[4]) == TP_J_TRUE;
 	return TP_OK;
 }
 

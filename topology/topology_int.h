@@ -42,6 +42,7 @@ struct tp_fabric {
 	int ngroup_levels;
 	int rails;
 	bool gateways; /* hosts on several subnets are gateways (finalize.c) */
+	bool walk_port_guids; /* tp_fabric_set_port_guid_cas() */
 	size_t unnamed_cas, sharp_cas, degraded;
 
 	/* lookups; keys borrowed from the arrays above */

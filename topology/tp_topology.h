@@ -77,6 +77,11 @@ typedef struct tp_ca {
 	tp_ca_role_t role;
 	uint32_t host; /* host index, TP_ID_NONE unless role == TP_CA_HOST */
 	uint32_t leaf; /* switch its first cabled port reaches, or TP_ID_NONE */
+	/* guid is its cabled port's GUID, not the node's: read from an
+	 * ibnetdiscover -p dump, which prints no node GUID (a dual-port HCA
+	 * cabled twice is two CAs there); a live walk names such a CA so
+	 * after tp_fabric_set_port_guid_cas() */
+	bool by_port_guid;
 	int rail; /* a host's CA: its subnet on a fabric of several, else its
 		   * position in its host's CAs; on a host with fewer CAs than
 		   * the most any host has, the position the hosts with all
@@ -397,6 +402,13 @@ size_t tp_fabric_nswitches(const tp_fabric_t *f);
 size_t tp_fabric_ncas(const tp_fabric_t *f);
 size_t tp_fabric_nhosts(const tp_fabric_t *f);
 size_t tp_fabric_nlinks(const tp_fabric_t *f);
+/* CAs named by their port's GUID (tp_ca_t.by_port_guid). */
+size_t tp_fabric_port_guid_cas(const tp_fabric_t *f);
+/* Live walks read into f from now on (tp_fabric_discover_live,
+ * tp_fabric_read_ibnd, tp_fabric_read_ibnd_cache) name each cabled CA
+ * port a CA of its own GUID, as an ibnetdiscover -p dump does: to compare
+ * with a model read from one (tp_fabric_port_guid_cas()). */
+void tp_fabric_set_port_guid_cas(tp_fabric_t *f, bool on);
 size_t tp_fabric_ngroups(const tp_fabric_t *f);
 size_t tp_fabric_nnvdomains(const tp_fabric_t *f);
 int tp_fabric_nsubnets(const tp_fabric_t *f);

@@ -38,6 +38,29 @@ cli fabric diff --fabric "$tmp/live.json" --live >"$tmp/d0.txt" 2>&1 || rc=$?
 	ok "fabric diff --live: the walk matches its own model, exit 0" ||
 	bad "fabric diff --live on an unchanged fabric: rc $rc: $(cat "$tmp/d0.txt")"
 
+# A model read from an `ibnetdiscover -p` dump names each CA by its port's
+# GUID (ibsim's: the node's + 1, as mlx4's; another host's node GUID here):
+# the walk, the sweep and the monitor name them so too
+ibsim_exec ibnetdiscover -p >"$tmp/p.txt" 2>/dev/null
+"$T" discover --ibnetdiscover "$tmp/p.txt" -q -o "$tmp/pmodel.json"
+rc=0
+cli fabric diff --fabric "$tmp/pmodel.json" --live >"$tmp/dp.txt" 2>&1 || rc=$?
+[ "$rc" -eq 0 ] && grep -q '^0 gone, 0 moved, 0 new, 0 at another rate, 0 unseen of 24 links' "$tmp/dp.txt" &&
+	ok "fabric diff --live on a model from ibnetdiscover -p: no change, exit 0" ||
+	bad "fabric diff --live on an ibnetdiscover -p model: rc $rc: $(cat "$tmp/dp.txt")"
+rc=0
+cli fabric health --fabric "$tmp/pmodel.json" --interval 1 --json >"$tmp/hp.json" 2>"$tmp/hp.err" || rc=$?
+[ "$rc" -eq 0 ] && [ "$(jq -c '[.seen, (.alarms | length)]' "$tmp/hp.json")" = "[24,0]" ] &&
+	ok "fabric health --interval 1 on an ibnetdiscover -p model: 24 links seen, no alarm" ||
+	bad "fabric health on an ibnetdiscover -p model: rc $rc: $(head -c 600 "$tmp/hp.json") $(grep -v ibwarn "$tmp/hp.err" | head -3)"
+rc=0
+cli monitor --once --fabric "$tmp/pmodel.json" --state-out "$tmp/pstate.json" \
+	2>"$tmp/pmon.err" || rc=$?
+n0=$(jq '[.links[]? | select(.health < 1)] | length' "$tmp/pstate.json" 2>/dev/null || echo x)
+[ "$rc" -eq 0 ] && [ "$n0" = 0 ] &&
+	ok "monitor --once on an ibnetdiscover -p model: no link degraded" ||
+	bad "monitor --once on an ibnetdiscover -p model: rc $rc, $n0 degraded: $(grep -v ibwarn "$tmp/pmon.err" | head -3)"
+
 # leaf01 port 1 and the host behind it
 leaf1=$(jq -r '.switches[] | select(.desc == "leaf01") | .guid' "$tmp/live.json" |
 	sed 's/^0x/S-/')

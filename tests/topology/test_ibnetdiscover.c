@@ -465,6 +465,9 @@ static void test_spot_small(void **state)
 		 * by port GUID in the -p form */
 		b = find(f, TP_NODE_CA, 0x0002c903004e26b1ULL);
 		assert_string_equal(f->ca[b].desc, "manumanu HCA-1");
+		/* and say so, for health and diff to match them so */
+		assert_true(f->ca[b].by_port_guid);
+		assert_int_equal(tp_fabric_port_guid_cas(f), f->nca);
 		l = link_at(f, TP_NODE_SWITCH, a, 36);
 		assert_true(l && l == link_at(f, TP_NODE_CA, b, 1));
 		assert_int_equal(l->width, 4);

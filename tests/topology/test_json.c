@@ -470,6 +470,10 @@ static void test_hostile(void **state)
 		 "\"nvlink_gbps\":0},{\"index\":1,\"numa\":0,\"nvlink_gbps\":"
 		 "0},{\"index\":0,\"numa\":0,\"nvlink_gbps\":0}]}]," TAIL,
 	    "hosts[0] (a).gpus[2]: index 0 given before");
+	expect_error(HEAD "\"switches\":[" SW0 "],\"cas\":[{\"guid\":\"0x2\","
+			  "\"desc\":\"h1 mlx5_0\",\"ports\":1,\"subnet\":0,"
+			  "\"port_guid\":1}],\"links\":[]," TAIL,
+		     "cas[0].port_guid: expected true or false");
 	/* local rank l runs on GPU l: a gap would give a rank no GPU */
 	expect_error(
 	    HEAD "\"switches\":[],\"cas\":[],\"links\":[],\"hosts\":[{\"name\":"
