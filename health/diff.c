@@ -9,7 +9,10 @@
  *   either way (regenerate the fabric), and the placement must stop
  *   trusting the old position at once.
  * - A link neither of whose nodes was found is "unseen", not gone: a model
- *   spanning subnets is walked one subnet at a time.
+ *   spanning subnets is walked one subnet at a time. So is a link of a
+ *   subnet the walk did not reach (none of the model's switches of its
+ *   subnet found) even when an end's node was: a dual-port HCA is one GUID
+ *   on two rails, and a walk of one rail finds it.
  * - The fabric JSON is never rewritten here: a model that silently
  *   follows the cables would hide a miscabling from the admin.
  * - A cable in place at another width or lane rate is a change: a link
@@ -94,13 +97,21 @@ static bool same_rate(const tp_link_t *m, const tp_link_t *q)
 	       fabs(m->lane_gbps - q->lane_gbps) <= RATE_EPS * m->lane_gbps;
 }
 
+static int end_subnet(const tp_fabric_t *f, const tp_link_t *k, int e)
+{
+	return k->kind[e] == TP_NODE_SWITCH
+		   ? tp_fabric_switch(f, k->node[e])->subnet
+		   : tp_fabric_ca(f, k->node[e])->subnet;
+}
+
 /* Model link k against the live ends; *to_p the live link it is (present
- * or at another rate) or a moved CA port sits on. */
+ * or at another rate) or a moved CA port sits on. walked[s]: the live
+ * fabric holds model subnet s. */
 static tp_health_change_t classify(const tp_fabric_t *model,
 				   const tp_fabric_t *live, const tp_link_t *k,
 				   const pend_t *ends, size_t nends,
 				   const uint64_t *nodes, size_t nnodes,
-				   size_t *to_p)
+				   const bool *walked, size_t *to_p)
 {
 	uint64_t g[2] = {tp_fabric_link_end_guid(model, k, 0),
 			 tp_fabric_link_end_guid(model, k, 1)};
@@ -122,10 +133,35 @@ static tp_health_change_t classify(const tp_fabric_t *model,
 			*to_p = p->link;
 			return TP_HEALTH_MOVED;
 		}
+	if (!walked[end_subnet(model, k, 0)] &&
+	    !walked[end_subnet(model, k, 1)])
+		return TP_HEALTH_UNSEEN;
 	for (int e = 0; e < 2; e++)
 		if (bsearch(&g[e], nodes, nnodes, sizeof(*nodes), cmp_guid))
 			return TP_HEALTH_GONE;
 	return TP_HEALTH_UNSEEN;
+}
+
+/* walked[s] for each model subnet s: one of its switches is in the live
+ * fabric (a subnet without switches, cabled CA to CA: one of its CAs). */
+static void walked_subnets(const tp_fabric_t *model, const uint64_t *nodes,
+			   size_t nnodes, bool *walked)
+{
+	int nsub = tp_fabric_nsubnets(model);
+	bool *has_sw = walked + nsub;
+
+	for (size_t i = 0; i < tp_fabric_nswitches(model); i++) {
+		const tp_switch_t *sw = tp_fabric_switch(model, i);
+		has_sw[sw->subnet] = true;
+		if (bsearch(&sw->guid, nodes, nnodes, sizeof(*nodes), cmp_guid))
+			walked[sw->subnet] = true;
+	}
+	for (size_t i = 0; i < tp_fabric_ncas(model); i++) {
+		const tp_ca_t *ca = tp_fabric_ca(model, i);
+		if (!has_sw[ca->subnet] &&
+		    bsearch(&ca->guid, nodes, nnodes, sizeof(*nodes), cmp_guid))
+			walked[ca->subnet] = true;
+	}
 }
 
 tp_err_t tp_health_diff(const tp_fabric_t *model, const tp_fabric_t *live,
@@ -134,7 +170,7 @@ tp_err_t tp_health_diff(const tp_fabric_t *model, const tp_fabric_t *live,
 	size_t nl, ll, nnodes = 0;
 	pend_t *ends = NULL;
 	uint64_t *nodes = NULL;
-	bool *used = NULL;
+	bool *used = NULL, *walked = NULL;
 	tp_err_t err = TP_ERR_NOMEM;
 
 	if (!model || !live || !d)
@@ -148,6 +184,8 @@ tp_err_t tp_health_diff(const tp_fabric_t *model, const tp_fabric_t *live,
 	    !(d->fresh = tp_calloc(ll + 1, sizeof(*d->fresh))) ||
 	    !(ends = tp_calloc(2 * ll + 1, sizeof(*ends))) ||
 	    !(used = tp_calloc(ll + 1, sizeof(*used))) ||
+	    !(walked = tp_calloc(2 * (size_t)tp_fabric_nsubnets(model) + 1,
+				 sizeof(*walked))) ||
 	    !(nodes = tp_calloc(tp_fabric_nswitches(live) +
 				    tp_fabric_ncas(live) + 1,
 				sizeof(*nodes))))
@@ -164,10 +202,11 @@ tp_err_t tp_health_diff(const tp_fabric_t *model, const tp_fabric_t *live,
 	for (size_t i = 0; i < tp_fabric_ncas(live); i++)
 		nodes[nnodes++] = tp_fabric_ca(live, i)->guid;
 	qsort(nodes, nnodes, sizeof(*nodes), cmp_guid);
+	walked_subnets(model, nodes, nnodes, walked);
 	for (size_t l = 0; l < nl; l++) {
 		size_t to = SIZE_MAX;
 		d->link[l] = classify(model, live, tp_fabric_link(model, l),
-				      ends, 2 * ll, nodes, nnodes, &to);
+				      ends, 2 * ll, nodes, nnodes, walked, &to);
 		if (to != SIZE_MAX)
 			used[to] = true;
 		d->to[l] = d->link[l] == TP_HEALTH_MOVED ||
@@ -187,6 +226,7 @@ out:
 	tp_free(ends);
 	tp_free(nodes);
 	tp_free(used);
+	tp_free(walked);
 	if (err)
 		tp_health_diff_free(d);
 	return err;

@@ -175,11 +175,14 @@ void tp_health_eval(const tp_health_rules_t *r, const tp_link_t *link,
 /* What became of one model link in a live fabric (tp_health_diff). */
 typedef enum tp_health_change {
 	TP_HEALTH_PRESENT = 0, /* the same two ports are cabled together */
-	TP_HEALTH_GONE = 1,    /* not cabled, while an end's node is there */
+	TP_HEALTH_GONE = 1,    /* not cabled, while an end's node is there
+				* and so is a switch of the link's subnet */
 	TP_HEALTH_MOVED = 2,   /* the CA end's port is cabled elsewhere */
-	TP_HEALTH_UNSEEN = 3,  /* neither end's node in the live fabric (not
-				* discovered: another subnet, or a walk that
-				* never reached it) */
+	TP_HEALTH_UNSEEN = 3,  /* neither end's node in the live fabric, or
+				* none of the model's switches of its subnet
+				* (not discovered: another subnet, a dual-port
+				* HCA's other rail, or a walk that never
+				* reached it) */
 	TP_HEALTH_RATE = 4,    /* the same two ports, but another width or
 				* lane rate than the model's (a cable or port
 				* trained down, a new HCA generation) */

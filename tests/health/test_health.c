@@ -1087,6 +1087,77 @@ static void test_diff_unseen(void **state)
 	tp_free(text);
 }
 
+/* Two rails: hx's dual-port HCA (one GUID) on swA and swB, hy on swA, hz
+ * on swB, each rail a subnet of its own. */
+static const char rail_a[] =
+    "CA 2 1 0x0000000000000100 4x EDR - SW 1 1 0x00000000000000a0 "
+    "( 'hx mlx5_0' - 'swA' )\n"
+    "CA 3 1 0x0000000000000200 4x EDR - SW 1 2 0x00000000000000a0 "
+    "( 'hy mlx5_0' - 'swA' )\n";
+static const char rail_b[] =
+    "CA 2 2 0x0000000000000100 4x EDR - SW 1 1 0x00000000000000b0 "
+    "( 'hx mlx5_0' - 'swB' )\n"
+    "CA 3 1 0x0000000000000300 4x EDR - SW 1 2 0x00000000000000b0 "
+    "( 'hz mlx5_0' - 'swB' )\n";
+
+static tp_fabric_t *rails_fabric(const char *a, const char *b)
+{
+	tp_fabric_t *f = tp_fabric_create();
+
+	assert_non_null(f);
+	assert_int_equal(tp_fabric_parse_ibnetdiscover(f, "a", a, strlen(a)),
+			 TP_OK);
+	if (b)
+		assert_int_equal(
+		    tp_fabric_parse_ibnetdiscover(f, "b", b, strlen(b)), TP_OK);
+	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
+	return f;
+}
+
+/* Model link with an end at (guid, port). */
+static size_t link_at(const tp_fabric_t *f, uint64_t guid, int port)
+{
+	for (size_t l = 0; l < tp_fabric_nlinks(f); l++) {
+		const tp_link_t *k = tp_fabric_link(f, l);
+		for (int e = 0; e < 2; e++)
+			if (tp_fabric_link_end_guid(f, k, e) == guid &&
+			    k->port[e] == port)
+				return l;
+	}
+	fail_msg("no link at 0x%016llx:%d", (unsigned long long)guid, port);
+	return 0;
+}
+
+/* A walk of one rail finds hx by its GUID; its link on the other rail is
+ * unseen, not gone (the monitor would put the other rail's cable at 0). */
+static void test_diff_other_rail(void **unused)
+{
+	tp_fabric_t *m = rails_fabric(rail_a, rail_b), *l;
+	tp_health_diff_t d;
+	size_t hx_b = link_at(m, 0x100, 2);
+
+	(void)unused;
+	assert_int_equal(tp_fabric_nsubnets(m), 2);
+	l = rails_fabric(rail_a, NULL);
+	assert_int_equal(tp_health_diff(m, l, &d), TP_OK);
+	assert_int_equal(d.link[hx_b], TP_HEALTH_UNSEEN);
+	assert_int_equal(d.link[link_at(m, 0x300, 1)], TP_HEALTH_UNSEEN);
+	assert_int_equal(d.link[link_at(m, 0x100, 1)], TP_HEALTH_PRESENT);
+	assert_int_equal(d.ngone, 0);
+	assert_int_equal(d.nunseen, 2);
+	assert_false(tp_health_diff_changed(&d));
+	tp_health_diff_free(&d);
+	tp_fabric_destroy(l);
+
+	/* rail b walked without hx's cable: that one is gone */
+	l = rails_fabric(strchr(rail_b, '\n') + 1, NULL);
+	assert_int_equal(tp_health_diff(m, l, &d), TP_OK);
+	assert_int_equal(d.link[hx_b], TP_HEALTH_GONE);
+	assert_int_equal(d.link[link_at(m, 0x200, 1)], TP_HEALTH_UNSEEN);
+	assert_int_equal(d.ngone, 1);
+	diff_done(m, l, &d);
+}
+
 /* An end up but not answering: its LID asked by directed route every 2nd
  * sweep, walks at 8, 16, 32, 64 sweeps and never between. */
 static void test_silent_action(void **unused)
@@ -1162,6 +1233,7 @@ int main(void)
 	    cmocka_unit_test(test_diff_gone_back_new),
 	    cmocka_unit_test(test_diff_moved),
 	    cmocka_unit_test(test_diff_unseen),
+	    cmocka_unit_test(test_diff_other_rail),
 	    cmocka_unit_test(test_diff_rate),
 	    cmocka_unit_test(test_names_utf8),
 	    cmocka_unit_test(test_silent_action),
