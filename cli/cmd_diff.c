@@ -32,7 +32,8 @@ static const char usage[] =
     "                        \"gone\",\"back\",\"moved\",\"new\",\"rate\",\n"
     "                        \"unseen\"}\n"
     "  -h, --help            this text\n"
-    "Exit status: 0 no change, 3 a change, 2 bad input, 1 the walk "
+    "Exit status: 0 no change, 3 a change, 2 bad input (also a walk or\n"
+    "dump holding none of the model's switches and CAs), 1 the walk "
     "failed.\n";
 
 /* The live side: a walk or a dump, finalized; NULL with the error
@@ -96,6 +97,7 @@ int tp_cmd_fabric_diff(int argc, char **argv)
 	int c, rc = TP_EXIT_INPUT;
 	tp_fabric_t *model = NULL, *live = NULL;
 	tp_health_diff_t d = {0};
+	tp_err_t err;
 	char *out = NULL;
 
 	optind = 1;
@@ -143,9 +145,23 @@ int tp_cmd_fabric_diff(int argc, char **argv)
 	if (!(model = tp_cli_load(fabric, &rc)) ||
 	    !(live = read_live(model, dump, ca, port, &rc)))
 		goto out;
-	if (tp_health_diff(model, live, &d) ||
-	    (json ? tp_health_diff_json(model, live, &d, NULL, &out)
-		  : tp_health_diff_text(model, live, &d, NULL, &out))) {
+	if ((err = tp_health_diff(model, live, &d)) == TP_ERR_MISMATCH) {
+		/* as the monitor says it of its first walk */
+		if (dump)
+			tp_cli_err("fabric diff: %s: none of the fabric file's "
+				   "switches and CAs is in %s: a file of "
+				   "another fabric?",
+				   fabric, dump);
+		else
+			tp_cli_err("fabric diff: %s: none of the fabric file's "
+				   "switches and CAs is on the fabric walked "
+				   "through %s: a file of another fabric?",
+				   fabric, ca ? ca : "the default CA");
+		rc = TP_EXIT_INPUT;
+		goto out;
+	}
+	if (err || (json ? tp_health_diff_json(model, live, &d, NULL, &out)
+			 : tp_health_diff_text(model, live, &d, NULL, &out))) {
 		tp_cli_err("out of memory");
 		rc = TP_EXIT_FAIL;
 		goto out;

@@ -691,13 +691,20 @@ static void compare_walk(run_t *r, const args_t *a)
 	const tp_health_diff_t *prev = r->have_diff ? &r->diff : NULL;
 	tp_health_diff_t d;
 	char *text = NULL, *json = NULL;
+	tp_err_t err;
 
 	if (!live)
 		return;
-	if (tp_health_diff(r->f, live, &d) ||
+	if ((err = tp_health_diff(r->f, live, &d)) ||
 	    tp_health_diff_text(r->f, live, &d, prev, &text) ||
 	    (a->diff_out && tp_health_diff_json(r->f, live, &d, prev, &json))) {
-		tp_cli_err("topology diff: out of memory");
+		/* a walk sharing no node with the model fails before this
+		 * (tp_health_sweep_create, _rediscover) */
+		tp_cli_err("topology diff: %s",
+			   err == TP_ERR_MISMATCH
+			       ? "none of the fabric file's switches and CAs "
+				 "is on the fabric walked"
+			       : "out of memory");
 		r->diff_failed = a->diff_out != NULL;
 		tp_health_diff_free(&d);
 		tp_free(text);

@@ -143,25 +143,34 @@ static tp_health_change_t classify(const tp_fabric_t *model,
 }
 
 /* walked[s] for each model subnet s: one of its switches is in the live
- * fabric (a subnet without switches, cabled CA to CA: one of its CAs). */
-static void walked_subnets(const tp_fabric_t *model, const uint64_t *nodes,
-			   size_t nnodes, bool *walked)
+ * fabric (a subnet without switches, cabled CA to CA: one of its CAs).
+ * Returns how many model switches and CAs are. */
+static size_t walked_subnets(const tp_fabric_t *model, const uint64_t *nodes,
+			     size_t nnodes, bool *walked)
 {
 	int nsub = tp_fabric_nsubnets(model);
 	bool *has_sw = walked + nsub;
+	size_t found = 0;
 
 	for (size_t i = 0; i < tp_fabric_nswitches(model); i++) {
 		const tp_switch_t *sw = tp_fabric_switch(model, i);
 		has_sw[sw->subnet] = true;
-		if (bsearch(&sw->guid, nodes, nnodes, sizeof(*nodes), cmp_guid))
+		if (bsearch(&sw->guid, nodes, nnodes, sizeof(*nodes),
+			    cmp_guid)) {
 			walked[sw->subnet] = true;
+			found++;
+		}
 	}
 	for (size_t i = 0; i < tp_fabric_ncas(model); i++) {
 		const tp_ca_t *ca = tp_fabric_ca(model, i);
-		if (!has_sw[ca->subnet] &&
-		    bsearch(&ca->guid, nodes, nnodes, sizeof(*nodes), cmp_guid))
+		if (!bsearch(&ca->guid, nodes, nnodes, sizeof(*nodes),
+			     cmp_guid))
+			continue;
+		found++;
+		if (!has_sw[ca->subnet])
 			walked[ca->subnet] = true;
 	}
+	return found;
 }
 
 tp_err_t tp_health_diff(const tp_fabric_t *model, const tp_fabric_t *live,
@@ -202,7 +211,12 @@ tp_err_t tp_health_diff(const tp_fabric_t *model, const tp_fabric_t *live,
 	for (size_t i = 0; i < tp_fabric_ncas(live); i++)
 		nodes[nnodes++] = tp_fabric_ca(live, i)->guid;
 	qsort(nodes, nnodes, sizeof(*nodes), cmp_guid);
-	walked_subnets(model, nodes, nnodes, walked);
+	/* nothing in common: every link "unseen" would read as no change */
+	if (!walked_subnets(model, nodes, nnodes, walked) &&
+	    tp_fabric_nswitches(model) + tp_fabric_ncas(model)) {
+		err = TP_ERR_MISMATCH;
+		goto out;
+	}
 	for (size_t l = 0; l < nl; l++) {
 		size_t to = SIZE_MAX;
 		d->link[l] = classify(model, live, tp_fabric_link(model, l),

@@ -206,7 +206,10 @@ typedef struct tp_health_diff {
 	size_t ngone, nmoved, nunseen, nrate;
 } tp_health_diff_t;
 
-/* Fill *d (caller frees with tp_health_diff_free). TP_ERR_NOMEM. Pure. */
+/* Fill *d (caller frees with tp_health_diff_free). TP_ERR_MISMATCH
+ * (*d left empty) when none of the model's switches and CAs is in live:
+ * a model of another fabric, not one whose links are all unseen.
+ * TP_ERR_NOMEM. Pure. */
 tp_err_t tp_health_diff(const tp_fabric_t *model, const tp_fabric_t *live,
 			tp_health_diff_t *d);
 void tp_health_diff_free(tp_health_diff_t *d);

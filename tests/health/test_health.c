@@ -1158,6 +1158,28 @@ static void test_diff_other_rail(void **unused)
 	diff_done(m, l, &d);
 }
 
+/* A walk sharing no node with the model is another fabric, not a model
+ * whose every link is unseen (no change). */
+static void test_diff_other_fabric(void **unused)
+{
+	tp_fabric_t *m = rails_fabric(rail_a, NULL), *l;
+	tp_health_diff_t d;
+
+	(void)unused;
+	/* rail b without hx */
+	l = rails_fabric(strchr(rail_b, '\n') + 1, NULL);
+	d.nlinks = 7;
+	assert_int_equal(tp_health_diff(m, l, &d), TP_ERR_MISMATCH);
+	assert_int_equal(d.nlinks, 0);
+	assert_null(d.link);
+	tp_fabric_destroy(l);
+	/* one node in common is enough */
+	l = rails_fabric(rail_b, NULL);
+	assert_int_equal(tp_health_diff(m, l, &d), TP_OK);
+	assert_int_equal(d.nunseen, 2);
+	diff_done(m, l, &d);
+}
+
 /* An end up but not answering: its LID asked by directed route every 2nd
  * sweep, walks at 8, 16, 32, 64 sweeps and never between. */
 static void test_silent_action(void **unused)
@@ -1234,6 +1256,7 @@ int main(void)
 	    cmocka_unit_test(test_diff_moved),
 	    cmocka_unit_test(test_diff_unseen),
 	    cmocka_unit_test(test_diff_other_rail),
+	    cmocka_unit_test(test_diff_other_fabric),
 	    cmocka_unit_test(test_diff_rate),
 	    cmocka_unit_test(test_names_utf8),
 	    cmocka_unit_test(test_silent_action),

@@ -442,6 +442,14 @@ expect 3 "fabric diff --json: a link at another rate" \
 	$T fabric diff --fabric "$tmp/d.json" --ibnetdiscover "$tmp/d1x.txt" --json
 jeq "$tmp/out" '[.changed, (.rate | map("\(.link) \(.from) \(.from_gbps) \(.to) \(.to_gbps)"))] | tostring' \
 	'[true,["1 4x EDR 100 1x SDR 2.5"]]' "fabric diff --json: the rate change"
+# a dump sharing no node with the model is another fabric's: bad input,
+# not "no change" with every link unseen
+sed 's/0x0002c9030000/0x0002c9040000/g' "$tmp/d.txt" >"$tmp/dother.txt"
+usage_err "fabric diff: a dump of another fabric" \
+	"^topoplace: fabric diff: $tmp/d.json: none of the fabric file's switches and CAs is in $tmp/dother.txt: a file of another fabric?\$" \
+	$T fabric diff --fabric "$tmp/d.json" --ibnetdiscover "$tmp/dother.txt"
+[ ! -s "$tmp/out" ] && ok "fabric diff: nothing on stdout for another fabric" ||
+	bad "fabric diff, another fabric: $(cat "$tmp/out")"
 sed '/node002/s/4x EDR/4x ???/' "$tmp/d.txt" >"$tmp/dq.txt"
 expect 0 "fabric diff: a speed the dump does not know is no change" \
 	$T fabric diff --fabric "$tmp/d.json" --ibnetdiscover "$tmp/dq.txt"
