@@ -266,10 +266,27 @@ typedef struct change {
 
 typedef void (*emit_fn)(const change_t *c, void *arg);
 
+/* The CA end of model link k that moved: the one cabled on live link to
+ * (of a link CA to CA, either may have). */
+static int moved_end(const tp_fabric_t *model, const tp_fabric_t *live,
+		     const tp_link_t *k, size_t to)
+{
+	const tp_link_t *q = tp_fabric_link(live, to);
+
+	for (int e = 0; e < 2; e++) {
+		uint64_t g = tp_fabric_link_end_guid(model, k, e);
+		for (int o = 0; k->kind[e] == TP_NODE_CA && o < 2; o++)
+			if (tp_fabric_link_end_guid(live, q, o) == g &&
+			    q->port[o] == k->port[e])
+				return e;
+	}
+	return k->kind[0] == TP_NODE_CA ? 0 : 1;
+}
+
 static void moved_names(const tp_fabric_t *model, const tp_fabric_t *live,
 			const tp_link_t *k, size_t to, change_t *c)
 {
-	int ce = k->kind[0] == TP_NODE_CA ? 0 : 1;
+	int ce = moved_end(model, live, k, to);
 	const tp_ca_t *ca = tp_fabric_ca(model, k->node[ce]);
 	const tp_link_t *q = tp_fabric_link(live, to);
 	int o = other_end(live, to, ca->guid, k->port[ce]);

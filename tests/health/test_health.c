@@ -1180,6 +1180,60 @@ static void test_diff_other_fabric(void **unused)
 	diff_done(m, l, &d);
 }
 
+/* Back to back: hx's second port cabled to hy. hy moved to a switch
+ * port is hy's move, named from hx's port, whichever end the model lists
+ * first. */
+static void test_diff_moved_b2b(void **unused)
+{
+	static const char b2b[] =
+	    "CA 2 1 0x0000000000000100 4x EDR - SW 1 1 0x00000000000000a0 "
+	    "( 'hx mlx5_0' - 'swA' )\n"
+	    "CA 2 2 0x0000000000000100 4x EDR - CA 3 1 0x0000000000000200 "
+	    "( 'hx mlx5_0' - 'hy mlx5_0' )\n";
+	static const char moved[] =
+	    "CA 2 1 0x0000000000000100 4x EDR - SW 1 1 0x00000000000000a0 "
+	    "( 'hx mlx5_0' - 'swA' )\n"
+	    "CA 3 1 0x0000000000000200 4x EDR - SW 1 5 0x00000000000000a0 "
+	    "( 'hy mlx5_0' - 'swA' )\n";
+	tp_fabric_t *m, *l;
+	tp_health_diff_t d;
+	tp_health_port_t ports[4] = {0};
+	tp_health_link_t links[2] = {0};
+	size_t k;
+	char *out = NULL;
+
+	(void)unused;
+	diff_of(b2b, moved, &m, &l, &d);
+	k = link_at(m, 0x200, 1);
+	assert_int_equal(d.link[k], TP_HEALTH_MOVED);
+	assert_int_equal(d.nmoved, 1);
+	assert_int_equal(tp_health_diff_text(m, l, &d, NULL, &out), TP_OK);
+	assert_non_null(strstr(out, "moved: hy (link 1) from hx mlx5_0:2 to "
+				    "swA:5;"));
+	tp_free(out);
+	assert_int_equal(tp_health_diff_json(m, l, &d, NULL, &out), TP_OK);
+	assert_non_null(strstr(out, "\"host\":\"hy\",\"from\":\"hx "
+				    "mlx5_0:2\",\"to\":\"swA:5\""));
+	tp_free(out);
+	tp_health_diff_apply(m, l, &d, ports, links, NULL);
+	assert_true(links[k].health == 0);
+	assert_string_equal(links[k].reason,
+			    "host moved to swA:5; regenerate the fabric");
+	tp_health_diff_free(&d);
+	tp_fabric_destroy(l);
+
+	/* hx's port moved instead: hx's move */
+	l = dump_fabric(edit(moved, "hy", "CA 3 1 0x0000000000000200",
+			     "CA 2 2 0x0000000000000100"));
+	assert_int_equal(tp_health_diff(m, l, &d), TP_OK);
+	assert_int_equal(d.link[k], TP_HEALTH_MOVED);
+	assert_int_equal(tp_health_diff_text(m, l, &d, NULL, &out), TP_OK);
+	assert_non_null(strstr(out, "moved: hx (link 1) from hy mlx5_0:1 to "
+				    "swA:5;"));
+	tp_free(out);
+	diff_done(m, l, &d);
+}
+
 /* An end up but not answering: its LID asked by directed route every 2nd
  * sweep, walks at 8, 16, 32, 64 sweeps and never between. */
 static void test_silent_action(void **unused)
@@ -1254,6 +1308,7 @@ int main(void)
 	    cmocka_unit_test(test_diff_same),
 	    cmocka_unit_test(test_diff_gone_back_new),
 	    cmocka_unit_test(test_diff_moved),
+	    cmocka_unit_test(test_diff_moved_b2b),
 	    cmocka_unit_test(test_diff_unseen),
 	    cmocka_unit_test(test_diff_other_rail),
 	    cmocka_unit_test(test_diff_other_fabric),
