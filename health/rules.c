@@ -122,21 +122,28 @@ static bool rule_down(const tp_health_port_t prev[2],
 	return false;
 }
 
+/* The port's active width and lane rate are both known: a width code or
+ * a speed (XDR, say) the reader's tables lack reads as 0. */
+static bool rate_known(const tp_health_port_t *p)
+{
+	return p->seen && p->width > 0 && p->lane_gbps > 0;
+}
+
 /* Rule 2. */
 static void rule_rate(const tp_link_t *link, const tp_health_port_t cur[2],
 		      tp_health_link_t *out)
 {
 	const tp_health_port_t *slow =
-	    !cur[0].seen ||
-		    (cur[1].seen && port_gbps(&cur[1]) < port_gbps(&cur[0]))
+	    !rate_known(&cur[0]) || (rate_known(&cur[1]) &&
+				     port_gbps(&cur[1]) < port_gbps(&cur[0]))
 		? &cur[1]
 		: &cur[0];
 	double have = port_gbps(slow);
 
 	/* a model rate assumed (width or lane unknown) is no rate to judge
-	 * against */
+	 * against, and a live one unknown at both ends no rate to judge */
 	if (link->width <= 0 || !(link->lane_gbps > 0) || !(link->gbps > 0) ||
-	    !(have < link->gbps * (1 - 1e-9)))
+	    !rate_known(slow) || !(have < link->gbps * (1 - 1e-9)))
 		return;
 	out->health *= have / link->gbps;
 	out->alarm = true;

@@ -30,7 +30,10 @@
  *     "not reachable" and keep what the state file said.
  *  2. Width / speed: active Gb/s (lanes x lane rate) of the slower end
  *     below the model's (cabled) Gb/s -> health x active / cabled,
- *     reason "running 2x/4x lanes" or "running 100/200 Gb/s".
+ *     reason "running 2x/4x lanes" or "running 100/200 Gb/s". An end
+ *     whose active width or lane rate is unknown (0: a code the tables
+ *     lack, XDR say) is left out; unknown at both ends, like a model
+ *     rate unknown, is no rate to judge.
  *  3. Errors: per counter below, the delta since the previous sweep of
  *     both ends together. A counter fires when its delta is over
  *     max(min_count, per_min x interval / 60): the threshold is a rate,

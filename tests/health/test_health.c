@@ -171,6 +171,29 @@ static void test_width_and_speed(void **unused)
 	tp_health_eval(NULL, &unk, NULL, cur, both_seen, 0, &out);
 	assert_true(out.health == 1);
 	assert_false(out.alarm);
+
+	/* a live width or speed the sweep cannot read (a new width code,
+	 * XDR) is no rate either: not health 0 */
+	link_ok(cur);
+	cur[0].lane_gbps = 0;
+	eval(NULL, cur, 0, &out);
+	assert_true(out.health == 1);
+	assert_false(out.alarm);
+	link_ok(cur);
+	cur[1].width = 0;
+	eval(NULL, cur, 0, &out);
+	assert_true(out.health == 1);
+	cur[0].width = 0;
+	eval(NULL, cur, 0, &out);
+	assert_true(out.health == 1);
+	assert_string_equal(out.reason, "ok");
+	/* ... while the other end, known, still tells a slow link */
+	link_ok(cur);
+	cur[0].lane_gbps = 0;
+	cur[1].width = 2;
+	eval(NULL, cur, 0, &out);
+	assert_true(fabs(out.health - 0.5) < 1e-12);
+	assert_string_equal(out.reason, "running 2x/4x lanes");
 }
 
 /* Each error counter fires alone, over its threshold, and says how much. */
