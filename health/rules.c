@@ -32,6 +32,11 @@ static const struct {
 /* 64-bit counters closer than this to 2^64 wrap rather than reset. */
 #define WRAP_WINDOW ((uint64_t)1 << 62)
 
+/* A LinkDownedCounter total (one-shot check) is no flap up to this: every
+ * reboot of the far host and every re-cabling adds one since the last
+ * clear. */
+#define DOWNED_TOTAL_MIN 10
+
 const char *tp_health_counter_name(tp_health_counter_t c)
 {
 	return (unsigned)c < TP_HC_N ? counters[c].name : NULL;
@@ -181,6 +186,8 @@ static void rule_counters(const tp_health_rules_t *r, const tp_link_t *link,
 			  const tp_health_port_t cur[2], double interval_s,
 			  tp_health_link_t *out)
 {
+	/* interval 0: a one-shot check, the counters are totals */
+	bool totals = !(interval_s > 0);
 	double worst = 1;
 
 	for (int c = 0; c < TP_HC_N; c++) {
@@ -212,6 +219,9 @@ static void rule_counters(const tp_health_rules_t *r, const tp_link_t *link,
 		    r->per_min[c] * (interval_s > 0 ? interval_s : 0) / 60;
 		if (limit < (double)r->min_count[c])
 			limit = (double)r->min_count[c];
+		if (totals && c == TP_HC_LINK_DOWNED &&
+		    limit < DOWNED_TOTAL_MIN)
+			limit = DOWNED_TOTAL_MIN;
 		if (!((double)out->delta[c] > limit)) {
 			if (!pinned)
 				continue;
@@ -226,12 +236,14 @@ static void rule_counters(const tp_health_rules_t *r, const tp_link_t *link,
 				   counters[c].name);
 			continue;
 		}
-		double fac =
-		    error_factor(out->delta[c], limit, c == TP_HC_LINK_DOWNED);
+		/* a total is no rate of flaps: levelled as other totals */
+		double fac = error_factor(out->delta[c], limit,
+					  !totals && c == TP_HC_LINK_DOWNED);
 		if (fac < worst)
 			worst = fac;
 		out->alarm = true;
-		reason_add(out, "%s +%llu (> %g)%s", counters[c].name,
+		reason_add(out, "%s %c%llu (> %g)%s", counters[c].name,
+			   totals ? '=' : '+',
 			   (unsigned long long)out->delta[c], limit,
 			   sat ? " saturated" : "");
 	}

@@ -65,7 +65,10 @@
  * The first sweep has no previous one: only rules 1 and 2 apply. A
  * one-shot check passes all-zero previous counters and interval 0: the
  * counters are then totals since their last reset (what ibqueryerrors
- * reads), held against min_count alone, and utilisation is unknown.
+ * reads), held against min_count alone (LinkDownedCounter against more
+ * than 10: a far host's every reboot adds one; levelled as other
+ * counters, not as flaps), worded "symbol_errors =42 (> 10)", and
+ * utilisation is unknown.
  *
  * Errors: tp_err_t; the sweep's detail string is tp_health_sweep_error().
  * Ownership: results are caller-owned arrays; strings returned through

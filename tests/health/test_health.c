@@ -298,6 +298,39 @@ static void test_flap_levels(void **unused)
 	assert_string_equal(out.reason, "link_downed +10 (> 0)");
 }
 
+/* A one-shot check (interval 0, previous counters zero) reads totals
+ * since the last clear: a LinkDowned total of a few is the far host's
+ * reboots, no flap, and a total is worded "=N", not "+N". */
+static void test_one_shot_totals(void **unused)
+{
+	tp_health_port_t prev[2], cur[2];
+	tp_health_link_t out;
+
+	(void)unused;
+	link_ok(prev);
+	link_ok(cur);
+	memset(prev[0].c, 0, sizeof(prev[0].c));
+	memset(prev[1].c, 0, sizeof(prev[1].c));
+	cur[0].c[TP_HC_LINK_DOWNED] = 1;
+	eval(prev, cur, 0, &out);
+	assert_false(out.alarm);
+	assert_true(out.health == 1);
+	assert_int_equal(out.delta[TP_HC_LINK_DOWNED], 1);
+	cur[1].c[TP_HC_LINK_DOWNED] = 9;
+	eval(prev, cur, 0, &out);
+	assert_false(out.alarm);
+	cur[1].c[TP_HC_LINK_DOWNED] = 10;
+	eval(prev, cur, 0, &out);
+	assert_true(out.alarm);
+	assert_true(out.health == 0.75);
+	assert_string_equal(out.reason, "link_downed =11 (> 10)");
+	link_ok(cur);
+	cur[1].c[TP_HC_SYMBOL_ERR] = 42;
+	eval(prev, cur, 0, &out);
+	assert_true(out.health == 0.75);
+	assert_string_equal(out.reason, "symbol_errors =42 (> 10)");
+}
+
 static void test_reset_no_alarm(void **unused)
 {
 	tp_health_port_t prev[2], cur[2];
@@ -1321,6 +1354,7 @@ int main(void)
 	    cmocka_unit_test(test_each_error_rule),
 	    cmocka_unit_test(test_error_levels),
 	    cmocka_unit_test(test_flap_levels),
+	    cmocka_unit_test(test_one_shot_totals),
 	    cmocka_unit_test(test_reset_no_alarm),
 	    cmocka_unit_test(test_saturated_old_across_gap),
 	    cmocka_unit_test(test_utilisation),
