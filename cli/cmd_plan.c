@@ -185,9 +185,15 @@ static char *plan_text(const tp_plan_t *p, bool by_rate, const char *state)
 		snprintf(rk, sizeof(rk), "%u-%u", h->first_rank,
 			 h->first_rank + h->nranks - 1);
 		tp_strbuf_printf(&sb, "  %-6zu %-20s %-13s ", r, h->name, rk);
-		for (int i = 0; i < nrails; i++)
+		for (int i = 0; i < nrails; i++) {
 			tp_strbuf_printf(&sb, "%s%s", i ? "," : "",
 					 h->hcas[i] ? h->hcas[i] : "-");
+			/* the rail's others (a subnet of several) */
+			for (uint32_t m = 0; m < h->nmore_hcas; m++)
+				if (h->more_hcas[m].rail == i)
+					tp_strbuf_printf(&sb, "+%s",
+							 h->more_hcas[m].dev);
+		}
 		tp_strbuf_printf(&sb, "%s\n", nrails ? "" : "-");
 	}
 	tp_strbuf_printf(&sb,

@@ -329,6 +329,29 @@ static int rail_of(const tp_fabric_t *f, const tp_host_t *hp, size_t i)
 	return tp_fabric_ca(f, hp->cas[i])->rail;
 }
 
+/* The host's named CAs past each rail's first (hcas[]), nmore of them,
+ * rail by rail: on a fabric whose rails are subnets a host may have
+ * several CAs on one, and NCCL should use them all. */
+static tp_err_t fill_more(tp_plan_t *p, const tp_fabric_t *f,
+			  const tp_host_t *hp, const char *const *dev,
+			  const char *const *hcas, uint32_t nmore,
+			  tp_plan_host_t *h)
+{
+	tp_plan_hca_t *more = tp__plan_alloc(p, nmore, sizeof(*more));
+	uint32_t m = 0;
+
+	if (!more)
+		return TP_ERR_NOMEM;
+	for (int rail = 0; rail < p->nrails; rail++)
+		for (size_t i = 0; i < hp->ncas; i++)
+			if (rail_of(f, hp, i) == rail && dev[i] &&
+			    dev[i] != hcas[rail])
+				more[m++] = (tp_plan_hca_t){dev[i], rail};
+	h->more_hcas = more;
+	h->nmore_hcas = m;
+	return TP_OK;
+}
+
 /* The hosts' ranks: cnt[fabric host] each (when given), else gph each
  * (0: one a GPU, one without GPUs). */
 static tp_err_t fill_hosts(tp_plan_t *p, const tp_fabric_t *f,
@@ -357,6 +380,8 @@ static tp_err_t fill_hosts(tp_plan_t *p, const tp_fabric_t *f,
 			      : hp->ngpus ? (uint32_t)hp->ngpus
 					  : 1;
 		tp_plan_rank_t *rk = tp__plan_alloc(p, nr, sizeof(*rk));
+		uint32_t nmore = 0;
+		tp_err_t err;
 		const char **hcas = tp__plan_alloc(
 		    p, nrails ? (size_t)nrails : 1, sizeof(char *));
 		/* one copy of each device name, shared by hcas[] and ranks */
@@ -373,7 +398,11 @@ static tp_err_t fill_hosts(tp_plan_t *p, const tp_fabric_t *f,
 				return TP_ERR_NOMEM;
 			if (!hcas[rail])
 				hcas[rail] = dev[i];
+			else if (dev[i])
+				nmore++;
 		}
+		if (nmore && (err = fill_more(p, f, hp, dev, hcas, nmore, h)))
+			return err;
 		for (uint32_t l = 0; l < nr; l++) {
 			int ca = tp_host_rank_ca(hp, l, nr);
 			rk[l].rank = rank + l;

@@ -129,7 +129,19 @@ static void put_host(tp_strbuf_t *sb, const tp_plan_t *p,
 			put_lit(sb, ", ");
 		put_str(sb, h->hcas[r]);
 	}
-	put_lit(sb, "]}");
+	put_lit(sb, "]");
+	if (h->nmore_hcas) {
+		put_lit(sb, ", \"more_hcas\": [");
+		for (uint32_t i = 0; i < h->nmore_hcas; i++) {
+			put_lit(sb, i ? ", {\"hca\": " : "{\"hca\": ");
+			put_str(sb, h->more_hcas[i].dev);
+			put_lit(sb, ", \"rail\": ");
+			put_i(sb, h->more_hcas[i].rail);
+			put_lit(sb, "}");
+		}
+		put_lit(sb, "]");
+	}
+	put_lit(sb, "}");
 }
 
 static void put_group(tp_strbuf_t *sb, const tp_plan_t *p,
@@ -588,12 +600,90 @@ static tp_err_t load_rank(loader_t *ld, const cJSON *o, uint32_t r, uint32_t l,
 	return TP_OK;
 }
 
+/* hosts[r].more_hcas (h->hcas loaded): each a named HCA on a rail
+ * hcas[] names, rails ascending, no name twice on the host's rails. */
+static tp_err_t load_more_hcas(loader_t *ld, const cJSON *arr, uint32_t r)
+{
+	static const char *const req[] = {"hca", "rail", NULL};
+	tp_plan_host_t *h = &ld->p->hosts[r];
+	tp_plan_hca_t *more;
+	const cJSON *it;
+	size_t n;
+	uint32_t i = 0;
+	double v;
+	tp_err_t err;
+
+#define MORE_AT "hosts[%u].more_hcas[%u]"
+	if ((err = want_array(ld, arr, 0, UINT32_MAX, &n, "hosts[%u].more_hcas",
+			      r)))
+		return err;
+	/* the writer leaves it out then: a file with [] is not one */
+	if (!n)
+		return lfail(ld, TP_ERR_PARSE,
+			     "hosts[%u].more_hcas: empty (written only with "
+			     "an HCA)",
+			     r);
+	if (!(more = tp__plan_alloc(ld->p, n, sizeof(*more))))
+		return nomem(ld);
+	cJSON_ArrayForEach(it, arr)
+	{
+		tp_plan_hca_t *m = &more[i];
+		if ((err = keys(ld, it, req, NULL, MORE_AT, r, i)) ||
+		    (err = want_int(ld, get(it, "rail"),
+				    i ? more[i - 1].rail : 0, ld->p->nrails - 1,
+				    &v, MORE_AT ".rail", r, i)))
+			return err;
+		m->rail = (int)v;
+		if (!h->hcas[m->rail])
+			return lfail(ld, TP_ERR_PARSE,
+				     MORE_AT ".rail: hosts[%u].hcas[%d] is "
+					     "null",
+				     r, i, r, m->rail);
+		if ((err = want_opt_str(ld, get(it, "hca"), &m->dev,
+					MORE_AT ".hca", r, i)))
+			return err;
+		if (!m->dev)
+			return lfail(ld, TP_ERR_PARSE,
+				     MORE_AT ".hca: expected a string", r, i);
+		for (int k = 0; k < ld->p->nrails; k++)
+			if (same_str(h->hcas[k], m->dev))
+				return lfail(ld, TP_ERR_PARSE,
+					     MORE_AT ".hca: \"%s\" is "
+						     "hosts[%u].hcas[%d]",
+					     r, i, m->dev, r, k);
+		for (uint32_t k = 0; k < i; k++)
+			if (!strcmp(more[k].dev, m->dev))
+				return lfail(ld, TP_ERR_PARSE,
+					     MORE_AT ".hca: \"%s\" listed "
+						     "twice",
+					     r, i, m->dev);
+		i++;
+	}
+#undef MORE_AT
+	h->more_hcas = more;
+	h->nmore_hcas = i;
+	return TP_OK;
+}
+
+/* Whether host h has HCA dev (NULL: none named) on rail. */
+static bool host_has_hca(const tp_plan_host_t *h, int rail, const char *dev)
+{
+	if (same_str(h->hcas[rail], dev))
+		return true;
+	for (uint32_t i = 0; dev && i < h->nmore_hcas; i++)
+		if (h->more_hcas[i].rail == rail &&
+		    !strcmp(h->more_hcas[i].dev, dev))
+			return true;
+	return false;
+}
+
 static tp_err_t load_host(loader_t *ld, const cJSON *o, uint32_t r,
 			  uint32_t *first_p)
 {
 	static const char *const req[] = {"name",  "rank", "first_rank",
 					  "group", "gpus", "local_ranks",
 					  "hcas",  NULL};
+	static const char *const opt[] = {"more_hcas", NULL};
 	tp_plan_t *p = ld->p;
 	tp_plan_host_t *h = &p->hosts[r];
 	tp_plan_rank_t *rk;
@@ -604,7 +694,7 @@ static tp_err_t load_host(loader_t *ld, const cJSON *o, uint32_t r,
 	uint32_t l = 0;
 	tp_err_t err;
 
-	if ((err = keys(ld, o, req, NULL, "hosts[%u]", r)) ||
+	if ((err = keys(ld, o, req, opt, "hosts[%u]", r)) ||
 	    (err = want_name(ld, get(o, "name"), r, "hosts[%u].name", r)) ||
 	    (err = want_eq(ld, get(o, "rank"), r, "hosts[%u].rank", r)) ||
 	    (err = want_eq(ld, get(o, "first_rank"), *first_p,
@@ -652,19 +742,23 @@ static tp_err_t load_host(loader_t *ld, const cJSON *o, uint32_t r,
 		l++;
 	}
 	h->hcas = hcas;
-	/* NCCL_IB_HCA comes from hcas, each rank's binding from its own
-	 * hca: the builder gives a rank its rail's HCA */
+	if (get(o, "more_hcas") &&
+	    (err = load_more_hcas(ld, get(o, "more_hcas"), r)))
+		return err;
+	/* NCCL_IB_HCA comes from hcas and more_hcas, each rank's binding
+	 * from its own hca: the builder gives a rank one of its rail's */
 	for (l = 0; l < h->nranks; l++)
 		if (h->ranks[l].rail >= 0 &&
-		    !same_str(h->ranks[l].hca, hcas[h->ranks[l].rail]))
+		    !host_has_hca(h, h->ranks[l].rail, h->ranks[l].hca))
 			return lfail(
 			    ld, TP_ERR_PARSE,
 			    "hosts[%u].local_ranks[%u].hca: \"%s\", "
-			    "where hosts[%u].hcas[%d] is \"%s\"",
+			    "where hosts[%u].hcas[%d] is \"%s\"%s",
 			    r, l, h->ranks[l].hca ? h->ranks[l].hca : "null", r,
 			    h->ranks[l].rail,
 			    hcas[h->ranks[l].rail] ? hcas[h->ranks[l].rail]
-						   : "null");
+						   : "null",
+			    h->nmore_hcas ? " (nor in more_hcas)" : "");
 	*first_p += h->nranks;
 	return TP_OK;
 }

@@ -39,16 +39,27 @@ struct tp_plan {
 	int8_t hier_pipe[TP_PLAN_MAX_SIZES];
 };
 
+/* How many HCA names tp__plan_host_hca() walks for host ph. */
+static inline size_t tp__plan_host_nhca(const tp_plan_host_t *ph, int nrails)
+{
+	return ph->nranks + (size_t)(nrails > 0 ? nrails : 0) + ph->nmore_hcas;
+}
+
 /* The i-th of the HCA names host ph has in the plan (the fabric's):
  * its ranks' (i < nranks), then its HCAs in rail order (nrails of them,
- * NULL where none); NULL past them. */
+ * NULL where none), then its more_hcas; NULL past them. */
 static inline const char *tp__plan_host_hca(const tp_plan_host_t *ph,
 					    int nrails, size_t i)
 {
+	size_t nr = (size_t)(nrails > 0 ? nrails : 0);
+
 	if (i < ph->nranks)
 		return ph->ranks[i].hca;
 	i -= ph->nranks;
-	return i < (size_t)(nrails > 0 ? nrails : 0) ? ph->hcas[i] : NULL;
+	if (i < nr)
+		return ph->hcas[i];
+	i -= nr;
+	return i < ph->nmore_hcas ? ph->more_hcas[i].dev : NULL;
 }
 
 tp_plan_t *tp__plan_new(void);

@@ -117,7 +117,21 @@ static bool rail_shared(const tp_plan_t *plan, const tp_plan_host_t *ph, int r)
 	return false;
 }
 
-/* "=dev,dev": this host's HCAs in rail order, by their local names when
+/* Append dev (the fabric's name), by its local name when there is a
+ * map, to the list in sb; *missing_p counts those the map lacks. */
+static void hca_put(tp_strbuf_t *sb, const char *dev, const tp_hca_map_t *map,
+		    uint32_t *missing_p)
+{
+	if (map && !(dev = tp_hca_map_local(map, dev)))
+		(*missing_p)++;
+	/* a name that would break the list (a fabric's CA named "HCA-1:x"
+	 * reads as device HCA-1, port x) is left out */
+	if (dev && tp_hca_name_ok(dev))
+		tp_strbuf_printf(sb, "%s%s", sb->len ? "," : "=", dev);
+}
+
+/* "=dev,dev": this host's HCAs in rail order (every one of a rail: a
+ * subnet may have several of the host's), by their local names when
  * there is a map; NULL when none (or NOMEM, which *nomem_p tells apart).
  * With subnets for rails, only those of subnets another host of the plan
  * is on (one host: all). *unmapped_p: the plan names HCAs, the map has
@@ -139,8 +153,11 @@ static char *hca_list(const tp_plan_t *plan, const tp_plan_host_t *ph,
 
 		if (dev) {
 			named = true;
-			if (map && !(dev = tp_hca_map_local(map, dev)))
-				(*missing_p)++;
+			hca_put(&sb, dev, map, missing_p);
+			for (uint32_t i = 0; i < ph->nmore_hcas; i++)
+				if (ph->more_hcas[i].rail == r)
+					hca_put(&sb, ph->more_hcas[i].dev, map,
+						missing_p);
 		} else if (map && !(subnets && tp_plan_nhosts(plan) > 1)) {
 			/* a CA the fabric names by GUID alone (guid_map);
 			 * with subnets for rails, whether another host
@@ -148,11 +165,10 @@ static char *hca_list(const tp_plan_t *plan, const tp_plan_host_t *ph,
 			bool has;
 			dev = tp_hca_map_local_rail(map, r, &has);
 			named |= has;
+			if (dev && tp_hca_name_ok(dev))
+				tp_strbuf_printf(&sb, "%s%s",
+						 sb.len ? "," : "=", dev);
 		}
-		/* a name that would break the list (a fabric's CA named
-		 * "HCA-1:x" reads as device HCA-1, port x) is left out */
-		if (dev && tp_hca_name_ok(dev))
-			tp_strbuf_printf(&sb, "%s%s", sb.len ? "," : "=", dev);
 	}
 	*nomem_p = sb.failed;
 	*unmapped_p = map && named && !sb.failed && !sb.len;
@@ -164,7 +180,7 @@ static char *hca_list(const tp_plan_t *plan, const tp_plan_host_t *ph,
 }
 
 /* "fabric=local,...": the HCA names this host has in the plan (its
- * ranks' and its HCAs in rail order, which a task on another GPU than
+ * ranks' and all its HCAs, which a task on another GPU than
  * its local rank's may drive: TOPOPLACE_COLL_HCA) whose local device,
  * found by GUID, is named otherwise, for libtopoplace-coll to bind each
  * rank to its own HCA (TOPOPLACE_COLL_HCA_NAMES); NULL when none
@@ -174,7 +190,7 @@ static char *hca_names(const tp_plan_host_t *ph, int nrails,
 		       const tp_hca_map_t *map, bool *nomem_p)
 {
 	tp_strbuf_t sb = {0};
-	size_t n = ph->nranks + (size_t)(nrails > 0 ? nrails : 0);
+	size_t n = tp__plan_host_nhca(ph, nrails);
 
 	for (size_t l = 0; map && l < n; l++) {
 		const char *fab = tp__plan_host_hca(ph, nrails, l);

@@ -40,17 +40,15 @@ static bool dup_or_null(const char *s, char **out)
 }
 
 /* Whether the plan names dev for host ph (tp__plan_host_hca: a rank's
- * HCA or one of its HCAs in rail order). */
+ * HCA or one of its HCAs). */
 static bool plan_names(const tp_plan_t *plan, const tp_plan_host_t *ph,
 		       const char *dev)
 {
 	const char *o;
 	int nrails = tp_plan_nrails(plan);
 
-	for (size_t i = 0; (o = tp__plan_host_hca(ph, nrails, i)) ||
-			   i < ph->nranks + (size_t)nrails;
-	     i++)
-		if (o && !strcmp(o, dev))
+	for (size_t i = 0; i < tp__plan_host_nhca(ph, nrails); i++)
+		if ((o = tp__plan_host_hca(ph, nrails, i)) && !strcmp(o, dev))
 			return true;
 	return false;
 }

@@ -38,8 +38,9 @@
  *            exactly NCCL's.
  *   HCAs     per host, its HCA device names in rail order ("rails": one
  *            subnet per rail when the fabric has several subnets, else
- *            the host's CAs in their fabric order), and per local rank
- *            the GPU it drives and that GPU's nearest HCA.
+ *            the host's CAs in their fabric order; a host may have
+ *            several on a subnet), and per local rank the GPU it drives
+ *            and that GPU's nearest HCA.
  *   cost     with a cost context: the predicted time of ring,
  *            hierarchical and tree all-reduce (tp_cost_predict, healthy
  *            idle fabric) for a few message sizes, and the fastest one
@@ -140,6 +141,12 @@ typedef struct tp_plan_rank {
 	const char *hca; /* that HCA's device ("mlx5_3"); NULL when unknown */
 } tp_plan_rank_t;
 
+/* One HCA of a host and its rail. */
+typedef struct tp_plan_hca {
+	const char *dev; /* device ("mlx5_1") */
+	int rail;
+} tp_plan_hca_t;
+
 typedef struct tp_plan_host {
 	const char *name;
 	uint32_t node_rank;  /* position in the ring */
@@ -147,9 +154,17 @@ typedef struct tp_plan_host {
 	uint32_t nranks;     /* local ranks (GPUs used) */
 	const tp_plan_rank_t *ranks; /* [local rank] */
 	uint32_t group;      /* index of its plan group */
-	/* [rail], tp_plan_nrails() entries: HCA device on that rail, NULL
-	 * where the host lacks the rail or the device has no name. */
+	/* [rail], tp_plan_nrails() entries: HCA device on that rail (the
+	 * first with a name), NULL where the host lacks the rail or the
+	 * device has no name. */
 	const char *const *hcas;
+	/* The host's other named HCAs on rails of hcas[] (a rail that is a
+	 * subnet the host has several CAs on: a fabric with several
+	 * subnets), nmore_hcas of them, by rail, then in the fabric's
+	 * order; NULL when none. NCCL_IB_HCA lists them after their rail's
+	 * hcas[] entry. */
+	const tp_plan_hca_t *more_hcas;
+	uint32_t nmore_hcas;
 } tp_plan_host_t;
 
 typedef struct tp_plan_rail_leader {
@@ -280,7 +295,9 @@ tp_err_t tp_plan_sched(const tp_plan_t *plan, tp_sched_algo_t algo,
  *  "hosts": [{"name", "rank" (node rank), "first_rank", "group",
  *             "gpus" (local ranks),
  *             "local_ranks": [{"local_rank", "rank", "gpu", "hca", "rail"}],
- *             "hcas": [device or null, ...]}], rail order
+ *             "hcas": [device or null, ...],        rail order
+ *             "more_hcas": [{"hca", "rail"}]}],  only when the host has
+ *                            several named HCAs on a rail (more_hcas)
  *  "groups": [{"id", "spine" (fabric group ids or null), "hosts": [...],
  *              "leader": host,
  *              "rail_leaders": [{"rail", "host", "local_rank", "gpu",
@@ -336,7 +353,8 @@ tp_err_t tp_plan_parse_json(const char *name, const char *buf, size_t len,
  *   TOPOPLACE_PLAN        the plan file (in->plan_path)
  *   TOPOPLACE_NODE_RANK   this host's position in the plan's ring
  *   TOPOPLACE_WORLD_SIZE  the step's task count
- *   NCCL_IB_HCA           "=dev,dev,...": this host's HCAs in rail order
+ *   NCCL_IB_HCA           "=dev,dev,...": this host's HCAs in rail order,
+ *                         all of a rail's (hcas[], more_hcas) in turn
  *                         (exact names: "mlx5_1" alone would also match
  *                         mlx5_10..mlx5_17); unset when it has none
  *   NCCL_CROSS_NIC        "0" on a rail-optimized fabric (fabric rails >

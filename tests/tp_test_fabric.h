@@ -262,4 +262,54 @@ static inline size_t tp_test_cables_between(const tp_fabric_t *f, const char *a,
 	return n;
 }
 
+/* nsub subnets (ibnetdiscover text, one switch each) and nhosts hosts,
+ * host1 ..., each with cas CAs on every subnet (subnet s's named
+ * mlx5_{s*cas} ..), except the last `lone` hosts, which are on subnet 0
+ * only; no GPUs. Every subnet is a rail. Finalized; caller frees with
+ * tp_fabric_destroy(). */
+static inline tp_fabric_t *tp_test_subnets(int nsub, int nhosts, int cas,
+					   int lone)
+{
+	tp_fabric_t *f = tp_fabric_create();
+
+	assert_non_null(f);
+	for (int s = 0; s < nsub; s++) {
+		tp_strbuf_t sb = {0};
+		int port = 0, on = s ? nhosts - lone : nhosts;
+		tp_strbuf_printf(&sb,
+				 "Switch\t36 \"S-0002c903000000%02x\"\t\t"
+				 "# \"sw%d\" enhanced port 0 lid 1 lmc 0\n",
+				 s, s);
+		for (int h = 1; h <= on; h++)
+			for (int k = 0; k < cas; k++, port++)
+				tp_strbuf_printf(
+				    &sb,
+				    "[%d]\t\"H-0002c904%02x%02x%02x00\"[1]"
+				    "(0002c904%02x%02x%02x00)\t\t"
+				    "# \"host%d mlx5_%d\" lid %d 4xHDR\n",
+				    port + 1, s, h, k, s, h, k, h, s * cas + k,
+				    11 + port);
+		port = 0;
+		for (int h = 1; h <= on; h++)
+			for (int k = 0; k < cas; k++, port++)
+				tp_strbuf_printf(
+				    &sb,
+				    "\nCa\t1 \"H-0002c904%02x%02x%02x00\"\t\t"
+				    "# \"host%d mlx5_%d\"\n"
+				    "[1](0002c904%02x%02x%02x00)\t"
+				    "\"S-0002c903000000%02x\"[%d]\t\t"
+				    "# lid %d lmc 0 \"sw%d\" lid 1 4xHDR\n",
+				    s, h, k, h, s * cas + k, s, h, k, s,
+				    port + 1, 11 + port, s);
+		assert_false(sb.failed);
+		assert_int_equal(tp_fabric_parse_ibnetdiscover(f, "subnet.txt",
+							       sb.buf, sb.len),
+				 TP_OK);
+		tp_free(sb.buf);
+	}
+	assert_int_equal(tp_fabric_finalize(f, NULL), TP_OK);
+	assert_int_equal(tp_fabric_nsubnets(f), nsub);
+	return f;
+}
+
 #endif

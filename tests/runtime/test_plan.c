@@ -1092,6 +1092,71 @@ static void test_gpu_hcas(void **state)
 	tp_fabric_destroy(g);
 }
 
+/* Two subnets, two CAs of each host on each: hcas[] has each subnet's
+ * first, more_hcas the others; ranks bound to them load back (a rank on
+ * a rail's second CA was refused), and the loader checks more_hcas. */
+static void test_subnet_hcas(void **state)
+{
+	tp_fabric_t *f = tp_test_subnets(2, 2, 2, 0);
+	const char *names[2] = {"host1", "host2"};
+	const char *more = "\"more_hcas\": [{\"hca\": \"mlx5_1\", "
+			   "\"rail\": 0}, {\"hca\": \"mlx5_3\", \"rail\": 1}]";
+	tp_plan_opts_t o;
+	tp_plan_t *p;
+	char *j;
+
+	(void)state;
+	tp_plan_opts_defaults(&o);
+	o.gpus_per_host = 4;
+	p = build(f, NULL, names, 2, &o);
+	assert_int_equal(tp_plan_nrails(p), 2);
+	for (size_t r = 0; r < 2; r++) {
+		const tp_plan_host_t *h = tp_plan_host(p, r);
+		assert_string_equal(h->hcas[0], "mlx5_0");
+		assert_string_equal(h->hcas[1], "mlx5_2");
+		assert_int_equal(h->nmore_hcas, 2);
+		assert_string_equal(h->more_hcas[0].dev, "mlx5_1");
+		assert_int_equal(h->more_hcas[0].rail, 0);
+		assert_string_equal(h->more_hcas[1].dev, "mlx5_3");
+		assert_int_equal(h->more_hcas[1].rail, 1);
+		assert_string_equal(h->ranks[1].hca, "mlx5_1");
+		assert_string_equal(h->ranks[3].hca, "mlx5_3");
+	}
+	roundtrip(p);
+	j = json_of(p);
+	assert_non_null(strstr(j, more));
+	expect_bad_subst(j, "{\"hca\": \"mlx5_1\"", "{\"hca\": \"mlx5_0\"",
+			 TP_ERR_PARSE,
+			 "hosts[0].more_hcas[0].hca: \"mlx5_0\" is "
+			 "hosts[0].hcas[0]");
+	expect_bad_subst(j, more,
+			 "\"more_hcas\": [{\"hca\": \"mlx5_3\", \"rail\": 1}, "
+			 "{\"hca\": \"mlx5_1\", \"rail\": 0}]",
+			 TP_ERR_PARSE, "hosts[0].more_hcas[1].rail: expected");
+	expect_bad_subst(j, more,
+			 "\"more_hcas\": [{\"hca\": \"mlx5_1\", \"rail\": 0}, "
+			 "{\"hca\": \"mlx5_1\", \"rail\": 1}]",
+			 TP_ERR_PARSE, "more_hcas[1].hca: \"mlx5_1\" listed");
+	expect_bad_subst(j, more, "\"more_hcas\": []", TP_ERR_PARSE,
+			 "hosts[0].more_hcas: empty");
+	expect_bad_subst(j, "{\"hca\": \"mlx5_1\"", "{\"hca\": null",
+			 TP_ERR_PARSE, "more_hcas[0].hca: expected a string");
+	expect_bad_subst(j, "{\"hca\": \"mlx5_1\"", "{\"hca\": \"mlx5_9\"",
+			 TP_ERR_PARSE,
+			 "hosts[0].local_ranks[1].hca: \"mlx5_1\", where "
+			 "hosts[0].hcas[0] is \"mlx5_0\" (nor in more_hcas)");
+	expect_bad_subst(
+	    j, "\"hcas\": [\"mlx5_0\", \"mlx5_2\"]",
+	    "\"hcas\": [null, \"mlx5_2\"]", TP_ERR_PARSE,
+	    "hosts[0].more_hcas[0].rail: hosts[0].hcas[0] is null");
+	expect_bad_subst(j, "{\"hca\": \"mlx5_1\", \"rail\": 0}",
+			 "{\"hca\": \"mlx5_1\", \"rail\": 0, \"x\": 1}",
+			 TP_ERR_PARSE, "unknown key \"x\"");
+	tp_free(j);
+	tp_plan_destroy(p);
+	tp_fabric_destroy(f);
+}
+
 /* ---- predictions ---- */
 
 /* Plan p's prediction of algorithm a at its size i, which must equal
@@ -1470,6 +1535,7 @@ int main(void)
 	    cmocka_unit_test(test_json_hostile),
 	    cmocka_unit_test(test_rail_leaders),
 	    cmocka_unit_test(test_gpu_hcas),
+	    cmocka_unit_test(test_subnet_hcas),
 	    cmocka_unit_test(test_predictions),
 	    cmocka_unit_test(test_state_prices),
 	    cmocka_unit_test(test_rank_weights),

@@ -286,6 +286,45 @@ static void test_env_subnets(void **state)
 	tp_fabric_destroy(f);
 }
 
+/* Two subnets, two CAs of each host on each: NCCL_IB_HCA lists all four
+ * (it listed one a subnet), however few ranks use them; with a host on
+ * the first subnet only, the second's stay out. */
+static void test_env_subnet_hcas(void **state)
+{
+	tp_fabric_t *f = tp_test_subnets(2, 3, 2, 1);
+	static const char *const both[] = {"host1", "host2"};
+	static const char *const lone[] = {"host1", "host3"};
+	static const uint32_t tasks[] = {1, 1};
+	const char *const *hosts[] = {both, lone};
+	static const char *const want[2][2] = {
+	    {"=mlx5_0,mlx5_1,mlx5_2,mlx5_3", "=mlx5_0,mlx5_1,mlx5_2,mlx5_3"},
+	    {"=mlx5_0,mlx5_1", "=mlx5_0,mlx5_1"}};
+
+	(void)state;
+	assert_int_equal(tp_fabric_rails(f), 2);
+	for (int c = 0; c < 2; c++) {
+		tp_plan_t *plan = NULL;
+		assert_int_equal(tp_plan_build_step(f, NULL, NULL, hosts[c], 2,
+						    tasks, false, &plan, NULL),
+				 TP_OK);
+		for (size_t id = 0; id < 2; id++) {
+			tp_step_in_t in =
+			    step(hosts[c], tasks, 2, id, 2, tp_fabric_rails(f));
+			tp_step_env_t env;
+			in.fabric_subnets = tp_fabric_nsubnets(f);
+			assert_int_equal(
+			    tp_plan_step_env(plan, &in, &env, NULL), TP_OK);
+			assert_string_equal(
+			    tp_step_env_get(&env, "NCCL_IB_HCA"), want[c][id]);
+			assert_string_equal(
+			    tp_step_env_get(&env, "NCCL_CROSS_NIC"), "0");
+			tp_step_env_free(&env);
+		}
+		tp_plan_destroy(plan);
+	}
+	tp_fabric_destroy(f);
+}
+
 /* A plan whose HCA names NCCL_IB_HCA cannot carry (':' reads as a port,
  * ',' and '=' as separators): they are left out, the others listed. */
 static void test_env_bad_hca_names(void **state)
@@ -930,6 +969,7 @@ int main(void)
 	    cmocka_unit_test(test_env_uneven),
 	    cmocka_unit_test(test_env_rails),
 	    cmocka_unit_test(test_env_subnets),
+	    cmocka_unit_test(test_env_subnet_hcas),
 	    cmocka_unit_test(test_env_bad_hca_names),
 	    cmocka_unit_test(test_step_nics_by_rate),
 	    cmocka_unit_test(test_step_predict),
