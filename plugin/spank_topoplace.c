@@ -866,7 +866,7 @@ static bool step_hosts(spank_t sp, step_t *st)
 /* The fabric: the plugin's fabric= file, or the conf's FabricFile (a
  * relative one beside the conf, as slurmctld reads it: slurmstepd's
  * working directory is not that), for a step of at most PlanMaxRanks
- * tasks; false with st->why. */
+ * tasks and TP_PLAN_MAX_HOST_RANKS a host; false with st->why. */
 static bool step_fabric(step_t *st)
 {
 	const char *path = args.fabric;
@@ -904,6 +904,15 @@ static bool step_fabric(step_t *st)
 			 "for it",
 			 (unsigned long long)ranks, st->conf.plan_max_ranks);
 		st->skip = true;
+		return false;
+	}
+	/* a plan's own limit a host (srun --overcommit may go past it):
+	 * expected as the cap above is, so said at info level too */
+	if ((err = tp_step_tasks_check((const char *const *)st->names,
+				       st->counts, st->n, &st->msg))) {
+		snprintf(st->why, sizeof(st->why), "%s",
+			 st->msg ? st->msg : tp_strerror(err));
+		st->skip = err == TP_ERR_RANGE;
 		return false;
 	}
 	if ((err = tp_fabric_load_json_regular(path, &st->f, &st->msg))) {

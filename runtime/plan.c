@@ -564,10 +564,10 @@ static tp_err_t predict(tp_plan_t *p, const tp_cost_ctx_t *ctx,
 
 static tp_err_t check_opts(const tp_plan_opts_t *o, char **err_p)
 {
-	if (o->gpus_per_host < 0 || o->gpus_per_host > 4096)
+	if (o->gpus_per_host < 0 || o->gpus_per_host > TP_PLAN_MAX_HOST_RANKS)
 		return bfail(err_p, TP_ERR_INVAL,
-			     "gpus per host %d out of range 0..4096",
-			     o->gpus_per_host);
+			     "gpus per host %d out of range 0..%d",
+			     o->gpus_per_host, TP_PLAN_MAX_HOST_RANKS);
 	if (!o->sizes)
 		return TP_OK;
 	if (!o->nsizes || o->nsizes > TP_PLAN_MAX_SIZES)
@@ -657,11 +657,19 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 			goto out;
 		}
 		for (size_t i = 0; i < n; i++) {
-			if (opts->ranks[i] < 1 || opts->ranks[i] > 4096) {
+			if (opts->ranks[i] < 1) {
 				err = bfail(err_p, TP_ERR_INVAL,
-					    "host '%s': %u ranks (expected "
-					    "1..4096)",
-					    hosts[i], opts->ranks[i]);
+					    "host '%s': no ranks", hosts[i]);
+				goto out;
+			}
+			/* a step may run more (srun --overcommit): RANGE,
+			 * which its caller tells from a fault */
+			if (opts->ranks[i] > TP_PLAN_MAX_HOST_RANKS) {
+				err = bfail(err_p, TP_ERR_RANGE,
+					    "host '%s': %u ranks, more than a "
+					    "plan's %d a host",
+					    hosts[i], opts->ranks[i],
+					    TP_PLAN_MAX_HOST_RANKS);
 				goto out;
 			}
 			cnt[fidx[i]] = opts->ranks[i];

@@ -705,8 +705,8 @@ static tp_err_t load_host(loader_t *ld, const cJSON *o, uint32_t r,
 			    "hosts[%u].group", r)))
 		return err;
 	h->group = (uint32_t)v;
-	if ((err = want_int(ld, get(o, "gpus"), 1, 4096, &v, "hosts[%u].gpus",
-			    r)))
+	if ((err = want_int(ld, get(o, "gpus"), 1, TP_PLAN_MAX_HOST_RANKS, &v,
+			    "hosts[%u].gpus", r)))
 		return err;
 	h->nranks = (uint32_t)v;
 	if ((err = want_array(ld, get(o, "local_ranks"), h->nranks, h->nranks,

@@ -19,6 +19,20 @@
 
 #include "runtime_int.h"
 
+static tp_err_t efail(char **err_p, tp_err_t err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static tp_err_t efail(char **err_p, tp_err_t err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err_p) {
+		va_start(ap, fmt);
+		*err_p = tp_oneline(tp_vasprintf(fmt, ap));
+		va_end(ap);
+	}
+	return err;
+}
+
 /* One pass over s; counts written when not NULL. */
 static tp_err_t tasks_scan(const char *s, uint32_t *counts, size_t n)
 {
@@ -70,6 +84,21 @@ tp_err_t tp_step_tasks_parse(const char *s, uint32_t *counts, size_t n)
 	return tasks_scan(s, counts, n);
 }
 
+tp_err_t tp_step_tasks_check(const char *const *hosts, const uint32_t *tasks,
+			     size_t n, char **err_p)
+{
+	if (!hosts || !tasks)
+		return efail(err_p, TP_ERR_INVAL, "bad step arguments");
+	for (size_t i = 0; i < n; i++)
+		if (tasks[i] > TP_PLAN_MAX_HOST_RANKS)
+			return efail(err_p, TP_ERR_RANGE,
+				     "%u tasks on %s, more than a plan's %d a "
+				     "host: no plan for it",
+				     tasks[i], hosts[i] ? hosts[i] : "?",
+				     TP_PLAN_MAX_HOST_RANKS);
+	return TP_OK;
+}
+
 tp_err_t tp_plan_build_step(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 			    const tp_state_t *state, const char *const *hosts,
 			    size_t n, const uint32_t *tasks, bool nics_by_rate,
@@ -84,20 +113,6 @@ tp_err_t tp_plan_build_step(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 	if (tasks && n)
 		opts.ranks = tasks;
 	return tp_plan_build(f, ctx, hosts, n, &opts, plan_p, err_p);
-}
-
-static tp_err_t efail(char **err_p, tp_err_t err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static tp_err_t efail(char **err_p, tp_err_t err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err_p) {
-		va_start(ap, fmt);
-		*err_p = tp_oneline(tp_vasprintf(fmt, ap));
-		va_end(ap);
-	}
-	return err;
 }
 
 static void put(tp_step_env_t *e, const char *name, char *value)

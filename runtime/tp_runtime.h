@@ -92,6 +92,10 @@
 #define TP_PLAN_NONE UINT32_MAX
 /* Most message sizes one plan predicts. */
 #define TP_PLAN_MAX_SIZES 16
+/* Most local ranks a plan gives one host (tp_plan_opts_t.ranks, a plan
+ * file's hosts[].gpus): a step with more tasks on a node gets none
+ * (tp_step_tasks_check). */
+#define TP_PLAN_MAX_HOST_RANKS 4096
 /* Algorithms a plan predicts and recommends among, in this order:
  * TP_ALGO_RING, TP_ALGO_HIERARCHICAL, TP_ALGO_TREE (enum values 0..2). */
 #define TP_PLAN_NALGOS 3
@@ -104,7 +108,8 @@ typedef struct tp_plan_opts {
 	 * error unless the fabric knows no GPUs for that host. */
 	int gpus_per_host;
 	/* Local ranks of each host, in the order the hosts are given (a
-	 * step's tasks per node), each 1..4096; NULL: gpus_per_host. A
+	 * step's tasks per node), each 1..TP_PLAN_MAX_HOST_RANKS; NULL:
+	 * gpus_per_host. A
 	 * host may have more ranks than GPUs: those past its GPUs have
 	 * gpu -1. Not copied. */
 	const uint32_t *ranks;
@@ -194,7 +199,8 @@ typedef struct tp_plan_group {
  * made for f. opts may be NULL (defaults).
  * Returns TP_ERR_INVAL for NULL/empty/duplicate input or bad options,
  * TP_ERR_NOTFOUND for a host the fabric lacks, TP_ERR_RANGE when
- * gpus_per_host exceeds a host's GPUs, TP_ERR_NOMEM. On failure *err_p
+ * gpus_per_host exceeds a host's GPUs or ranks[] gives a host more than
+ * TP_PLAN_MAX_HOST_RANKS, TP_ERR_NOMEM. On failure *err_p
  * (when err_p is not NULL) gets a one-line detail naming the host or
  * option. A prediction the cost model cannot make (TP_ERR_NOTFOUND: two
  * hosts without a common rail) is left out (NAN) and logged at
@@ -470,6 +476,16 @@ typedef struct tp_step_env {
  * empty or trailing ",") or not exactly n hosts, TP_ERR_INVAL for NULL
  * arguments. */
 tp_err_t tp_step_tasks_parse(const char *text, uint32_t *counts, size_t n);
+
+/* Whether a plan can be built for a step of tasks[0..n) on hosts[0..n):
+ * TP_ERR_RANGE when a host runs more than TP_PLAN_MAX_HOST_RANKS tasks
+ * (srun --overcommit allows that): expected, not a fault - the step runs
+ * without a plan, and the SPANK plugin says so at info level; *err_p
+ * (caller frees with tp_free) gets one line naming the host and the
+ * limit. TP_ERR_INVAL for NULL arguments. Cheap and pure: the plugin
+ * asks before it loads the fabric. */
+tp_err_t tp_step_tasks_check(const char *const *hosts, const uint32_t *tasks,
+			     size_t n, char **err_p);
 
 /* The step's plan: each host as many ranks as it runs tasks
  * (tp_plan_opts_t.ranks: the plan's ranks are the step's, whatever the

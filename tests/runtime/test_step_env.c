@@ -78,6 +78,47 @@ static void test_tasks_parse(void **state)
 	assert_int_equal(tp_step_tasks_parse(NULL, c, 1), TP_ERR_INVAL);
 }
 
+/* More tasks on a host than a plan gives one (srun --overcommit -n 5000
+ * -N1): TP_ERR_RANGE, which the plugin says at info level and skips the
+ * step on, not TP_ERR_INVAL, which it logs as an error; up to the limit
+ * the plan is built. */
+static void test_step_over_cap(void **state)
+{
+	tp_fabric_t *f = tp_test_fat_tree_il(2, 2, 1);
+	const char *hosts[2] = {name(f, 0), name(f, 1)};
+	uint32_t over[2] = {1, TP_PLAN_MAX_HOST_RANKS + 1};
+	uint32_t at[2] = {TP_PLAN_MAX_HOST_RANKS, 1};
+	tp_plan_t *plan = NULL;
+	char *msg = NULL, want[128];
+
+	(void)state;
+	assert_int_equal(tp_plan_build_step(f, NULL, NULL, hosts, 2, over,
+					    false, &plan, &msg),
+			 TP_ERR_RANGE);
+	assert_null(plan);
+	assert_non_null(strstr(msg, "4096"));
+	tp_free(msg);
+	msg = NULL;
+	assert_int_equal(tp_step_tasks_check(hosts, over, 2, &msg),
+			 TP_ERR_RANGE);
+	snprintf(want, sizeof(want),
+		 "4097 tasks on %s, more than a plan's 4096 a host: no plan "
+		 "for it",
+		 hosts[1]);
+	assert_string_equal(msg, want);
+	tp_free(msg);
+	msg = NULL;
+	assert_int_equal(tp_step_tasks_check(hosts, at, 2, &msg), TP_OK);
+	assert_null(msg);
+	assert_int_equal(
+	    tp_plan_build_step(f, NULL, NULL, hosts, 2, at, false, &plan, NULL),
+	    TP_OK);
+	assert_int_equal(tp_plan_world_size(plan), TP_PLAN_MAX_HOST_RANKS + 1);
+	tp_plan_destroy(plan);
+	assert_int_equal(tp_step_tasks_check(NULL, at, 2, NULL), TP_ERR_INVAL);
+	tp_fabric_destroy(f);
+}
+
 /* One HCA per host on a fat tree: the plan file, node rank = the host's
  * ring position, world size, "=mlx5_0"-style HCA list, no
  * NCCL_CROSS_NIC, no topology file; every host's rank base is the tasks
@@ -970,6 +1011,7 @@ int main(void)
 	    cmocka_unit_test(test_env_rails),
 	    cmocka_unit_test(test_env_subnets),
 	    cmocka_unit_test(test_env_subnet_hcas),
+	    cmocka_unit_test(test_step_over_cap),
 	    cmocka_unit_test(test_env_bad_hca_names),
 	    cmocka_unit_test(test_step_nics_by_rate),
 	    cmocka_unit_test(test_step_predict),
