@@ -88,7 +88,8 @@ static const tp_pconf_key_t keys[] = {
      "8 cost a node 60 ms and 54 MB at peak on a 16,384-host fabric, "
      "within the plugin's 64 MB; 16,384 hosts would not be); a larger "
      "step's plan, or every one with 0, recommends by rule (tree up to 1 "
-     "MiB on more than two hosts, else ring)",
+     "MiB on more than two hosts, else hierarchical where a host's ranks "
+     "drive several NICs, else ring)",
      OFF(plan_price_max_hosts), NULL},
     {"PriceBudget", TP_PCONF_UINT, "8", 0, 1000,
      "cost-model predictions a native selection may spend pricing "
