@@ -684,11 +684,37 @@ static int lock_take(tp_decision_journal_t *j, bool *busy_p)
 
 /* Copy the lines after the first skip whole ones of in to a private
  * temporary file, synced, and rename it over the journal. */
-static tp_err_t copy_tail(tp_decision_journal_t *j, FILE *in, size_t skip)
+/* The journal is read in pieces of this size, never a line whole: a
+ * line may be as long as the file (a file put in its place). */
+#define TRIM_CHUNK 16384
+
+/* Where in, from its start, the line after the first skip lines begins
+ * (-1: read error; the end when it has fewer). */
+static off_t line_start(FILE *in, size_t skip)
 {
-	char *tmp = tp_asprintf("%s.XXXXXX", j->path), *line = NULL;
-	size_t cap = 0, k = 0;
-	ssize_t len;
+	char buf[TRIM_CHUNK];
+	off_t at = 0;
+	size_t n;
+
+	rewind(in);
+	while (skip && (n = fread(buf, 1, sizeof(buf), in)) > 0) {
+		const char *p = buf, *end = buf + n, *nl;
+		while (skip && (nl = memchr(p, '\n', (size_t)(end - p)))) {
+			skip--;
+			p = nl + 1;
+		}
+		at += skip ? (off_t)n : (off_t)(p - buf);
+	}
+	return ferror(in) ? -1 : at;
+}
+
+/* The records after the first skip, up to whole (the end of the last
+ * whole line), into a new file renamed over the journal. */
+static tp_err_t copy_tail(tp_decision_journal_t *j, FILE *in, size_t skip,
+			  off_t whole)
+{
+	char *tmp = tp_asprintf("%s.XXXXXX", j->path), buf[TRIM_CHUNK];
+	off_t at = line_start(in, skip);
 	FILE *out;
 	int fd;
 	bool ok;
@@ -706,16 +732,20 @@ static tp_err_t copy_tail(tp_decision_journal_t *j, FILE *in, size_t skip)
 		tp_free(tmp);
 		return TP_ERR_IO;
 	}
-	rewind(in);
-	while ((len = getline(&line, &cap, in)) > 0)
-		if (line[len - 1] == '\n' && k++ >= skip)
-			fwrite(line, 1, (size_t)len, out);
-	ok = !ferror(in) && fflush(out) == 0 && fsync(fileno(out)) == 0;
+	ok = at >= 0 && fseeko(in, at, SEEK_SET) == 0;
+	while (ok && at < whole) {
+		size_t want = whole - at < (off_t)sizeof(buf)
+				  ? (size_t)(whole - at)
+				  : sizeof(buf),
+		       n = fread(buf, 1, want, in);
+		ok = n > 0 && fwrite(buf, 1, n, out) == n;
+		at += (off_t)n;
+	}
+	ok = ok && !ferror(in) && fflush(out) == 0 && fsync(fileno(out)) == 0;
 	if (fclose(out) != 0 || !ok || rename(tmp, j->path) != 0) {
 		unlink(tmp);
 		ok = false;
 	}
-	free(line);
 	tp_free(tmp);
 	return ok ? TP_OK : TP_ERR_IO;
 }
@@ -750,10 +780,9 @@ static tp_err_t open_regular(const char *path, int flags, int *fd_p)
  * a failed one is retried at the next 2x mark, not at every record. */
 static tp_err_t trim_locked(tp_decision_journal_t *j)
 {
-	char *line = NULL;
-	size_t cap = 0, total = 0;
+	char buf[TRIM_CHUNK];
+	size_t total = 0, n;
 	off_t pos = 0, whole = 0;
-	ssize_t len;
 	FILE *in;
 	int fd;
 	tp_err_t err;
@@ -766,14 +795,15 @@ static tp_err_t trim_locked(tp_decision_journal_t *j)
 		close(fd);
 		return TP_ERR_IO;
 	}
-	while ((len = getline(&line, &cap, in)) > 0) {
-		pos += len;
-		if (line[len - 1] == '\n') {
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0) {
+		for (const char *p = buf, *nl;
+		     (nl = memchr(p, '\n', (size_t)(buf + n - p)));
+		     p = nl + 1) {
 			total++;
-			whole = pos;
+			whole = pos + (nl + 1 - buf);
 		}
+		pos += (off_t)n;
 	}
-	free(line);
 	if (ferror(in)) {
 		fclose(in);
 		return TP_ERR_IO;
@@ -782,7 +812,8 @@ static tp_err_t trim_locked(tp_decision_journal_t *j)
 		tp__log(TP_LOG_DEBUG, "%s: cannot drop a record cut short: %s",
 			j->path, strerror(errno));
 	j->lines = total;
-	if (total > j->keep && !(err = copy_tail(j, in, total - j->keep)))
+	if (total > j->keep &&
+	    !(err = copy_tail(j, in, total - j->keep, whole)))
 		j->lines = j->keep;
 	fclose(in);
 	return err;
