@@ -1022,6 +1022,44 @@ static tp_err_t load_root(loader_t *ld, const cJSON *root)
 	return TP_OK;
 }
 
+/* JSON values in buf, about (one a container and one after each comma,
+ * strings skipped): what the parser allocates a node for. */
+static size_t json_values(const char *buf, size_t len)
+{
+	size_t n = 1;
+	bool str = false;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = buf[i];
+		if (str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				str = false;
+		} else if (c == '"') {
+			str = true;
+		} else if (c == ',' || c == '[' || c == '{') {
+			n++;
+		}
+	}
+	return n;
+}
+
+/* The most values a state file of f needs: a link's object holds at most
+ * 7 (link, health, reason, a background pair), a job's id, hosts and a
+ * GPU count a host (a host holds at most a job a GPU, or one), down a
+ * name a host; twice that and some, for the room an honest file takes.
+ * The parser takes about 64 bytes a value, so a file of little values
+ * (a long array of zeros) is refused before it takes gigabytes. */
+static size_t values_max(const tp_fabric_t *f)
+{
+	size_t nh = tp_fabric_nhosts(f), gpus = 0;
+
+	for (size_t h = 0; h < nh; h++)
+		gpus += tp_fabric_host(f, h)->ngpus;
+	return 1024 + 16 * tp_fabric_nlinks(f) + 16 * (nh + gpus);
+}
+
 /* The text in buf (len bytes, read from ld->name) into *s_p. */
 static tp_err_t load_text(loader_t *ld, const char *buf, size_t len,
 			  tp_state_t **s_p)
@@ -1035,6 +1073,12 @@ static tp_err_t load_text(loader_t *ld, const char *buf, size_t len,
 	/* bytes cJSON would skip or cut a name at */
 	if (tp_json_bad_text(buf, len, bad, sizeof(bad)))
 		return lfail(ld, TP_ERR_PARSE, "%s", bad);
+	size_t nv = json_values(buf, len), most = values_max(ld->f);
+	if (nv > most)
+		return lfail(ld, TP_ERR_RANGE,
+			     "%zu JSON values, more than a state file of this "
+			     "fabric holds (%zu)",
+			     nv, most);
 	/* the parser stops after the first value: text after it is no
 	 * state file either (two writers' files run together) */
 	root = cJSON_ParseWithLengthOpts(buf, len, &end, false);

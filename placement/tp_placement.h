@@ -119,7 +119,10 @@ void tp_state_jobs_free(tp_state_job_t *jobs, size_t n);
 tp_err_t tp_state_load_json(const tp_fabric_t *f, const char *path,
 			    tp_state_t **s_p, char **err_p);
 /* Largest state file tp_state_load_json_regular reads: a 65k-host
- * fabric's every link and a job on each host fit in a few MiB. */
+ * fabric's every link and a job on each host fit in a few MiB. Every
+ * loader also refuses a file of more JSON values than one of f needs
+ * (1024 + 16 a link + 16 a host and a GPU; TP_ERR_RANGE), before the
+ * parse, which takes some 64 bytes a value. */
 #define TP_STATE_FILE_MAX ((size_t)64 << 20)
 /* The same for a daemon (plugins): path must be a regular file, found out
  * without blocking (TP_ERR_NOTREG for a FIFO, device or directory), of at

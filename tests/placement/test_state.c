@@ -614,6 +614,54 @@ static void test_state_json_errors(void **unused)
 		tp_free(err);
 		unlink(path);
 	}
+	{
+		/* more values than a file of this fabric holds (an array of
+		 * zeros under an unknown key): refused before the parser,
+		 * which took some 40 times the file's size for them (2.6 GB
+		 * for 63 MiB in slurmctld); every link listed with a
+		 * background pair and a reason still loads */
+		size_t nl = tp_fabric_nlinks(f), nh = tp_fabric_nhosts(f);
+		size_t gpus = 0, most, cap;
+		tp_strbuf_t sb = {0};
+		char *path, *err = NULL;
+		tp_state_t *s = NULL;
+
+		for (size_t h = 0; h < nh; h++)
+			gpus += tp_fabric_host(f, h)->ngpus;
+		most = 1024 + 16 * nl + 16 * (nh + gpus);
+		tp_strbuf_printf(&sb, "{\"format\":\"topoplace-state/1\","
+				      "\"links\":[");
+		for (size_t l = 0; l < nl; l++) {
+			cap = (size_t)tp_fabric_link(f, l)->gbps;
+			tp_strbuf_printf(&sb,
+					 "%s{\"link\":%zu,\"health\":0.5,"
+					 "\"reason\":\"a, b [c] {d}\","
+					 "\"background_gbps\":[%zu,%zu]}",
+					 l ? "," : "", l, cap / 2, cap / 4);
+		}
+		tp_strbuf_printf(&sb, "]}");
+		path = tp_test_write_tmp(sb.buf);
+		assert_int_equal(tp_state_load_json(f, path, &s, &err), TP_OK);
+		tp_state_destroy(s);
+		unlink(path);
+		sb.len = 0;
+		tp_strbuf_printf(&sb, "{\"format\":\"topoplace-state/1\","
+				      "\"pad\":[0");
+		for (size_t i = 0; i < most; i++)
+			tp_strbuf_printf(&sb, ",0");
+		tp_strbuf_printf(&sb, "]}");
+		path = tp_test_write_tmp(sb.buf);
+		s = NULL;
+		assert_int_equal(tp_state_load_json(f, path, &s, &err),
+				 TP_ERR_RANGE);
+		assert_null(s);
+		if (!strstr(err, "JSON values, more than a state file of "
+				 "this fabric holds"))
+			fail_msg("%s", err);
+		tp_free(err);
+		unlink(path);
+		tp_free(sb.buf);
+	}
 	tp_fabric_destroy(f);
 }
 
