@@ -398,6 +398,17 @@ static tp_err_t parse_csv(const char *path, char *buf, tp_trace_t *t,
 				     c < C_N && strcmp(cell[i], colnames[c]);
 				     c++)
 					;
+				if (c == C_N && nc == 1 &&
+				    strstr(cell[i], "Submit")) {
+					/* sacct's columns, not its -P form */
+					err = TP_ERR_PARSE;
+					*msg = tp_asprintf(
+					    "%s:%d: sacct's output without "
+					    "-P (--parsable2): its fields "
+					    "need '|' between them",
+					    path, lineno);
+					goto out;
+				}
 				if (c == C_N) {
 					err = TP_ERR_PARSE;
 					*msg = tp_asprintf(

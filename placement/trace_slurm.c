@@ -249,9 +249,13 @@ static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
 	bool tracked = strstr(r->tres, "gres/gpu") != NULL;
 	if (tracked)
 		t->gpu_tres = true;
+	/* sacct's and jobcomp's words for no node (a job that never ran) */
+	bool no_node = r->nodelist && (!strcmp(r->nodelist, "None assigned") ||
+				       !strcmp(r->nodelist, "(null)"));
 	/* a job cancelled while pending: jobcomp gives it the cancel time
-	 * as start and end but no node, sacct no allocated TRES */
-	if (!s_ok || !e_ok || r->unallocated ||
+	 * as start and end but no node, sacct no allocated TRES (and with
+	 * ReqTRES alone, "None assigned" for its nodes) */
+	if (!s_ok || !e_ok || r->unallocated || no_node ||
 	    (r->nodes && *r->nodes && nodes < 1)) {
 		t->left_unrun++;
 		return TP_OK;
@@ -282,8 +286,12 @@ static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
 	 * record that says 3 nodes and lists 2 is priced on neither) */
 	size_t listed;
 	if (r->nodelist && *r->nodelist &&
-	    !tp_hostlist_count(r->nodelist, &listed) &&
-	    (double)listed != nodes) {
+	    tp_hostlist_count(r->nodelist, &listed)) {
+		*msg = tp_asprintf("%s:%d: node list '%s': not a host list",
+				   path, lineno, r->nodelist);
+		return TP_ERR_PARSE;
+	}
+	if (r->nodelist && *r->nodelist && (double)listed != nodes) {
 		*msg =
 		    tp_asprintf("%s:%d: node list '%s' names %zu host%s, the "
 				"record %g",
@@ -331,6 +339,7 @@ static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
 /* sacct's fields this reads, by name (any case). */
 enum {
 	S_JOBID,
+	S_JOBIDRAW,
 	S_SUBMIT,
 	S_START,
 	S_END,
@@ -341,7 +350,7 @@ enum {
 	S_N
 };
 static const char *const sacct_names[S_N] = {
-    "JobID",  "Submit",	   "Start",   "End",
+    "JobID",  "JobIDRaw",  "Submit",  "Start",	  "End",
     "NNodes", "AllocTRES", "ReqTRES", "NodeList",
 };
 
@@ -371,13 +380,17 @@ static tp_err_t parse_sacct(pctx_t *c, char *buf)
 							sacct_names[f]))
 						col[f] = i;
 			ncols = nc;
-			if (col[S_SUBMIT] < 0 || col[S_START] < 0 ||
-			    col[S_END] < 0 ||
+			/* job steps are told by their ids (101.batch) */
+			if (col[S_JOBID] < 0)
+				col[S_JOBID] = col[S_JOBIDRAW];
+			if (col[S_JOBID] < 0 || col[S_SUBMIT] < 0 ||
+			    col[S_START] < 0 || col[S_END] < 0 ||
 			    (col[S_ALLOC] < 0 && col[S_REQ] < 0)) {
 				*msg = tp_asprintf(
-				    "%s:%d: sacct's header needs Submit, "
-				    "Start, End and AllocTRES or ReqTRES "
-				    "(sacct -P "
+				    "%s:%d: sacct's header needs JobID (or "
+				    "JobIDRaw: job steps are told by it), "
+				    "Submit, Start, End and AllocTRES or "
+				    "ReqTRES (sacct -P "
 				    "--format=JobID,Submit,Start,End,NNodes,"
 				    "AllocTRES, without --noheader)",
 				    path, lineno);

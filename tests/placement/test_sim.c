@@ -1509,10 +1509,10 @@ static void test_trace_price_unrouted(void **state)
  * zoneinfo file is needed. */
 static void test_slurm_trace_tz(void **state)
 {
-	static const char txt[] = "Submit|Start|End|AllocTRES\n"
-				  "2026-03-29T01:00:00|2026-03-29T01:30:00|"
+	static const char txt[] = "JobID|Submit|Start|End|AllocTRES\n"
+				  "1|2026-03-29T01:00:00|2026-03-29T01:30:00|"
 				  "2026-03-29T03:30:00|gres/gpu=1,node=1\n"
-				  "2026-10-25T01:00:00|2026-10-25T01:30:00|"
+				  "1|2026-10-25T01:00:00|2026-10-25T01:30:00|"
 				  "2026-10-25T03:30:00|gres/gpu=1,node=1\n";
 	char *path = write_tmp(txt, sizeof(txt) - 1), *err = NULL;
 	const char *old = getenv("TZ");
@@ -1547,59 +1547,72 @@ static void test_slurm_trace_errors(void **state)
 {
 	static const char *const cases[][2] = {
 	    {"JobID|Submit|Start\n1|x|y\n", ":1: sacct's header needs"},
+	    /* no id: job steps (101.batch) would read as jobs */
 	    {"Submit|Start|End|AllocTRES\n"
 	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	     "gres/gpu=1,node=1\n",
+	     ":1: sacct's header needs JobID (or JobIDRaw"},
+	    {"JobID|Submit|Start|End|NNodes|NodeList|AllocTRES\n"
+	     "1|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	     "2|n[1-2]]|gres/gpu=2,node=2\n",
+	     ":2: node list 'n[1-2]]': not a host list"},
+	    /* sacct without -P: one CSV column of blank-separated names */
+	    {"JobID        Submit               Start\n"
+	     "------------ -------------------- -------------------\n",
+	     ":1: sacct's output without -P (--parsable2)"},
+	    {"JobID|Submit|Start|End|AllocTRES\n"
+	     "1|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
 	     "gres/gpu=1|x\n",
-	     ":2: 5 fields, sacct's header has 4"},
-	    {"Submit|Start|End|AllocTRES\n"
-	     "2026-12-01 00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	     ":2: 6 fields, sacct's header has 5"},
+	    {"JobID|Submit|Start|End|AllocTRES\n"
+	     "1|2026-12-01 00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
 	     "gres/gpu=1\n",
 	     ":2: submit time: not valid ('2026-12-01 00:00:00')"},
-	    {"Submit|Start|End|AllocTRES\n"
-	     "2026-12-01T00:00:00|2026-13-01T00:00:00|2026-12-01T00:00:09|"
+	    {"JobID|Submit|Start|End|AllocTRES\n"
+	     "1|2026-12-01T00:00:00|2026-13-01T00:00:00|2026-12-01T00:00:09|"
 	     "gres/gpu=1\n",
 	     ":2: start time: not valid"},
-	    {"Submit|Start|End|AllocTRES\n"
-	     "2026-02-28T00:00:00|2026-02-30T00:00:00|2026-03-01T00:00:09|"
+	    {"JobID|Submit|Start|End|AllocTRES\n"
+	     "1|2026-02-28T00:00:00|2026-02-30T00:00:00|2026-03-01T00:00:09|"
 	     "gres/gpu=1,node=1\n",
 	     ":2: start time: not valid ('2026-02-30T00:00:00')"},
-	    {"Submit|Start|End|NNodes|NodeList|AllocTRES\n"
-	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	    {"JobID|Submit|Start|End|NNodes|NodeList|AllocTRES\n"
+	     "1|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
 	     "3|node[001-002]|gres/gpu=16,node=2\n",
 	     ":2: node list 'node[001-002]' names 2 hosts, the record 3"},
 	    /* over the CSV's run_s limit, which trace's output must meet */
-	    {"Submit|Start|End|AllocTRES\n"
-	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2100-11-01T11:00:00|"
+	    {"JobID|Submit|Start|End|AllocTRES\n"
+	     "1|2026-12-01T00:00:00|2026-12-01T00:00:00|2100-11-01T11:00:00|"
 	     "gres/gpu=1,node=1\n",
 	     " s, over 1e9 (from its start to its end)"},
-	    {"Submit|Start|End|AllocTRES\n"
-	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	    {"JobID|Submit|Start|End|AllocTRES\n"
+	     "1|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
 	     "gres/gpu=x,node=1\n",
 	     ":2: TRES: not valid ('gres/gpu=x,node=1')"},
-	    {"Submit|Start|End|NNodes|AllocTRES\n"
-	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	    {"JobID|Submit|Start|End|NNodes|AllocTRES\n"
+	     "1|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
 	     "two|gres/gpu=1\n",
 	     ":2: node count: not valid ('two')"},
 	    /* an impossible GPU count is not called a node count */
-	    {"Submit|Start|End|NNodes|AllocTRES\n"
-	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	    {"JobID|Submit|Start|End|NNodes|AllocTRES\n"
+	     "1|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
 	     "2|gres/gpu=1T\n",
 	     ":2: 1099511627776 GPUs: more than 10000000"},
-	    {"Submit|Start|End|AllocTRES\n"
-	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	    {"JobID|Submit|Start|End|AllocTRES\n"
+	     "1|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
 	     "gres/gpu=1\n",
 	     ":2: no node count"},
-	    {"Submit|Start|End|AllocTRES\n"
-	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	    {"JobID|Submit|Start|End|AllocTRES\n"
+	     "1|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
 	     "gres/gpu=2K,node=1\n",
 	     ":2: 2048 GPUs on 1 hosts: more than 1024 a host"},
-	    {"Submit|Start|End|AllocTRES\n"
-	     "2026-12-01T00:00:00|None|Unknown|\n"
-	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	    {"JobID|Submit|Start|End|AllocTRES\n"
+	     "1|2026-12-01T00:00:00|None|Unknown|\n"
+	     "1|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
 	     "cpu=1,gres/gpu=0,node=1\n",
 	     ": no job that ran on GPUs (1 without GPUs, 1 that never ran"},
-	    {"Submit|Start|End|AllocTRES\n"
-	     "2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	    {"JobID|Submit|Start|End|AllocTRES\n"
+	     "1|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
 	     "cpu=1,node=1\n",
 	     ": no job's TRES counts GPUs (no gres/gpu): Slurm records them "
 	     "with AccountingStorageTRES=gres/gpu"},
@@ -1630,6 +1643,35 @@ static void test_slurm_trace_errors(void **state)
 		unlink(path);
 		free(path);
 	}
+}
+
+/* sacct's JobIDRaw tells steps as JobID does; a job that never ran,
+ * cancelled while pending, read with ReqTRES (whose TRES it keeps) and
+ * its "None assigned" node list, is left out as one that never ran. */
+static void test_slurm_trace_ids(void **state)
+{
+	static const char sacct[] =
+	    "JobIDRaw|Submit|Start|End|NNodes|NodeList|ReqTRES\n"
+	    "100|2026-12-01T00:00:00|2026-12-01T00:00:10|2026-12-01T00:01:10|"
+	    "2|n[1-2]|gres/gpu=4,node=2\n"
+	    "100.batch|2026-12-01T00:00:00|2026-12-01T00:00:10|"
+	    "2026-12-01T00:01:10|1|n1|gres/gpu=2,node=1\n"
+	    "100.0|2026-12-01T00:00:00|2026-12-01T00:00:10|"
+	    "2026-12-01T00:01:10|2|n[1-2]|gres/gpu=4,node=2\n"
+	    "101|2026-12-01T00:00:05|2026-12-01T00:00:20|2026-12-01T00:00:20|"
+	    "2|None assigned|gres/gpu=16,node=2\n";
+	char *path = write_tmp(sacct, sizeof(sacct) - 1), *err = NULL;
+	tp_trace_t t;
+
+	(void)state;
+	assert_int_equal(tp_trace_load(path, &t, &err), TP_OK);
+	assert_null(err);
+	assert_int_equal(t.njobs, 1);
+	assert_int_equal(t.left_steps, 2);
+	assert_int_equal(t.left_unrun, 1);
+	tp_trace_free(&t);
+	unlink(path);
+	free(path);
 }
 
 /* A job row past the trace limit: one line naming the file, the row's
@@ -1778,6 +1820,7 @@ int main(void)
 	    cmocka_unit_test(test_slurm_trace),
 	    cmocka_unit_test(test_slurm_trace_tz),
 	    cmocka_unit_test(test_slurm_trace_errors),
+	    cmocka_unit_test(test_slurm_trace_ids),
 	    cmocka_unit_test(test_slurm_trace_assume),
 	    cmocka_unit_test(test_trace_price),
 	    cmocka_unit_test(test_trace_price_unrouted),
