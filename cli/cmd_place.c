@@ -132,6 +132,7 @@ static void place_print_json(const tp_fabric_t *f, const tp_policy_t *policy,
 	}
 	cJSON_AddItemToObject(o, "span", span_json(p));
 	cJSON_AddNumberToObject(o, "predicted_s", p->predicted_s);
+	cJSON_AddStringToObject(o, "algo", tp_algo_name(p->algo));
 	cJSON_AddNumberToObject(o, "ideal_s", p->ideal_s);
 	cJSON_AddNumberToObject(o, "decision_s", p->decision_s);
 	cJSON_AddStringToObject(o, "explain", p->explain ? p->explain : "");
@@ -178,8 +179,8 @@ static void place_print_text(const tp_fabric_t *f, const tp_policy_t *policy,
 	       p->min_span_free[TP_SPAN_GROUPS],
 	       p->min_span_empty[TP_SPAN_GROUPS], p->span[TP_SPAN_SPINE_GROUPS],
 	       tp_cli_s(p->span[TP_SPAN_SPINE_GROUPS]));
-	printf("all-reduce predicted %.3f ms, ideal %.3f ms\n",
-	       p->predicted_s * 1e3, p->ideal_s * 1e3);
+	printf("all-reduce predicted %.3f ms (%s), ideal %.3f ms\n",
+	       p->predicted_s * 1e3, tp_algo_name(p->algo), p->ideal_s * 1e3);
 	printf("why        %s\n", p->explain ? p->explain : "");
 	tp_free(list);
 	tp_free(names);
@@ -227,12 +228,22 @@ static int place_decide(const tp_fabric_t *f, const char *fabric,
 		else if (e == TP_ERR_NOMEM)
 			err = e;
 	}
+	/* a shape Slurm's topology/block refuses at submit may fit the
+	 * fabric: say whose refusal it is */
+	double ideal;
+	bool block_only = err == TP_ERR_RANGE &&
+			  !strcmp(tp_policy_name(policy), "slurm-block") &&
+			  tp_place_ideal(f, r, &pp, ctx, NULL, &ideal) == TP_OK;
 	tp_cost_ctx_destroy(ctx);
 	*unfit_p = NULL;
 	if (!err)
 		return TP_EXIT_OK;
 	if (err == TP_ERR_NOTFOUND)
 		*unfit_p = "does not fit the free part of the fabric now";
+	else if (block_only)
+		*unfit_p = "Slurm's topology/block would refuse it (no block "
+			   "of the block sizes holds it), though it fits this "
+			   "fabric";
 	else if (err == TP_ERR_RANGE)
 		*unfit_p = "can never fit this fabric";
 	tp_cli_err("place: %s: %s", req,

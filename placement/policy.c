@@ -586,8 +586,10 @@ static char *explain(const tp__policy_in_t *in, const tp_placement_t *p,
 			 g == 1 ? "" : "s", p->min_span_free[TP_SPAN_GROUPS],
 			 p->min_span_empty[TP_SPAN_GROUPS]);
 	if (in->cost && predicted)
-		tp_strbuf_printf(&sb, "; predicted %.3g ms vs ideal %.3g ms",
-				 p->predicted_s * 1e3, p->ideal_s * 1e3);
+		tp_strbuf_printf(&sb,
+				 "; predicted %.3f ms (%s) vs ideal %.3f ms",
+				 p->predicted_s * 1e3, tp_algo_name(p->algo),
+				 p->ideal_s * 1e3);
 	tp_strbuf_printf(&sb, ".%s%s", why && *why ? " " : "", why ? why : "");
 	tp_strbuf_append(&sb, "", 0);
 	if (sb.failed) {

@@ -2363,7 +2363,7 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 		len = strlen(why);
 		snprintf(
 		    why + len, whylen - len,
-		    "; priced %zu candidate%s%s: %.3g ms vs %.3g ms for the "
+		    "; priced %zu candidate%s%s: %.3f ms vs %.3f ms for the "
 		    "best fit%s",
 		    tried, tried == 1 ? "" : "s",
 		    var[bi].swaps ? " and swapped hosts" : "", var[bi].t * 1e3,

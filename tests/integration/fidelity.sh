@@ -141,6 +141,11 @@ never_job() {
 	compared=$((compared + 1))
 	[ "$got" = "(none: PENDING PartitionNodeLimit)" ] && [ "$2" -gt "$NODES" ] &&
 		got="(none: PENDING PartitionNodeLimit, $2 > $NODES nodes)"
+	# slurm-block names a shape its blocks refuse though the fabric
+	# holds it: a never all the same
+	case "$sim" in
+	"(none: Slurm's topology/block would refuse it"*) sim="(none: can never fit this fabric)" ;;
+	esac
 	case "$sim|$got" in
 	"(none: can never fit this fabric)|(none: PENDING BadConstraints)" | \
 	"(none: can never fit this fabric)|(none: PENDING PartitionNodeLimit, "*" nodes)" | \

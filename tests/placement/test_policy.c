@@ -636,7 +636,14 @@ static void test_driver_outputs(void **unused)
 	assert_true(out.predicted_s > 0 && out.ideal_s > 0);
 	/* the ideal is one leaf; this placement crosses the spines */
 	assert_true(out.ideal_s <= out.predicted_s);
-	assert_non_null(strstr(out.explain, " ms vs ideal "));
+	{
+		/* the algorithm priced is named (cost --algo gives it) */
+		char want[64];
+		snprintf(want, sizeof(want), " ms (%s) vs ideal ",
+			 tp_algo_name(out.algo));
+		if (!strstr(out.explain, want))
+			fail_msg("'%s' lacks '%s'", out.explain, want);
+	}
 	tp_placement_free(&out);
 	/* on an empty fabric first-fit takes one leaf: the ideal itself */
 	tp_state_destroy(s);
