@@ -380,6 +380,16 @@ out:
 	return rc;
 }
 
+/* " +- se" after a mean over n jobs; one job has no spread, as
+ * simulate says of one seed. */
+static void pm_se(char *buf, size_t len, double se, size_t n)
+{
+	if (n > 1)
+		snprintf(buf, len, " +- %.3f", se);
+	else
+		snprintf(buf, len, " (one job: no error bar)");
+}
+
 static char *price_text(const char *path, const char *fabric,
 			const tp_trace_t *t, const price_run_t *R,
 			const char *pname)
@@ -433,25 +443,32 @@ static char *price_text(const char *path, const char *fabric,
 		    "data; the first: %s): they hold and load nothing\n",
 		    R->overbooked, R->overbooked == 1 ? "" : "s",
 		    R->first_over ? R->first_over : "?");
-	if (R->n)
+	if (R->n) {
+		char bar[40];
+		pm_se(bar, sizeof(bar), R->slow_se, R->n);
 		tp_strbuf_printf(
 		    &sb,
-		    "slowdown (loaded) mean %.3f +- %.3f, p95 %.3f, max %.3f "
+		    "slowdown (loaded) mean %.3f%s, p95 %.3f, max %.3f "
 		    "(the hosts alone: %.3f); at their comm_frac those jobs' "
 		    "GPU-hours were %.1f%% beyond what ideal hosts would have "
 		    "taken (%.1f of %.1f)\n",
-		    R->slow_mean, R->slow_se, R->slow_p95, R->slow_max,
-		    R->alone_mean,
+		    R->slow_mean, bar, R->slow_p95, R->slow_max, R->alone_mean,
 		    R->gpu_h > 0 ? 100 * R->lost_h / R->gpu_h : 0, R->lost_h,
 		    R->gpu_h);
-	if (R->nalt)
-		tp_strbuf_printf(
-		    &sb,
-		    "%s, from the hosts free at each start (%zu jobs): "
-		    "slowdown mean %.3f; its all-reduce took %.3f +- %.3f of "
-		    "Slurm's pick's (mean per job)\n",
-		    pname, R->nalt, R->alt_slow_mean, R->ratio_mean,
-		    R->ratio_se);
+	}
+	if (R->nalt) {
+		char bar[40] = "";
+		if (R->nalt > 1)
+			pm_se(bar, sizeof(bar), R->ratio_se, R->nalt);
+		tp_strbuf_printf(&sb,
+				 "%s, from the hosts free at each start (%zu "
+				 "job%s): slowdown mean %.3f; its all-reduce "
+				 "took %.3f%s of Slurm's pick's (mean per "
+				 "job%s)\n",
+				 pname, R->nalt, tp_cli_s(R->nalt),
+				 R->alt_slow_mean, R->ratio_mean, bar,
+				 R->nalt > 1 ? "" : "; one job: no error bar");
+	}
 	if (sb.failed) {
 		tp_free(sb.buf);
 		return NULL;
@@ -459,10 +476,12 @@ static char *price_text(const char *path, const char *fabric,
 	return sb.buf;
 }
 
-/* v under key, or null when it is over no job (n 0). */
-static void num_or_null(cJSON *o, const char *key, double v, size_t n)
+/* v under key, or null when it is over fewer than min jobs (0 for a
+ * mean, 2 for a standard error: one job has none). */
+static void num_or_null(cJSON *o, const char *key, double v, size_t n,
+			size_t min)
 {
-	if (n)
+	if (n >= min)
 		cJSON_AddNumberToObject(o, key, v);
 	else
 		cJSON_AddNullToObject(o, key);
@@ -486,11 +505,11 @@ static char *price_json(const char *path, const char *fabric,
 		cJSON_AddStringToObject(o, "first_not_priced", R->first_not);
 	cJSON_AddNumberToObject(o, "overbooked", (double)R->overbooked);
 	/* no job priced, no figure: null, as simulate's ratios without data */
-	num_or_null(o, "slowdown_mean", R->slow_mean, R->n);
-	num_or_null(o, "slowdown_alone_mean", R->alone_mean, R->n);
-	num_or_null(o, "slowdown_se", R->slow_se, R->n);
-	num_or_null(o, "slowdown_p95", R->slow_p95, R->n);
-	num_or_null(o, "slowdown_max", R->slow_max, R->n);
+	num_or_null(o, "slowdown_mean", R->slow_mean, R->n, 1);
+	num_or_null(o, "slowdown_alone_mean", R->alone_mean, R->n, 1);
+	num_or_null(o, "slowdown_se", R->slow_se, R->n, 2);
+	num_or_null(o, "slowdown_p95", R->slow_p95, R->n, 1);
+	num_or_null(o, "slowdown_max", R->slow_max, R->n, 1);
 	cJSON_AddNumberToObject(o, "gpu_hours", R->gpu_h);
 	cJSON_AddNumberToObject(o, "gpu_hours_beyond_ideal", R->lost_h);
 	/* the policy's picks ("policy" names it) */
@@ -498,9 +517,9 @@ static char *price_json(const char *path, const char *fabric,
 	cJSON *tpo = cJSON_AddObjectToObject(o, "pick");
 	if (tpo) {
 		cJSON_AddNumberToObject(tpo, "jobs", (double)R->nalt);
-		num_or_null(tpo, "slowdown_mean", R->alt_slow_mean, R->nalt);
-		num_or_null(tpo, "ratio_mean", R->ratio_mean, R->nalt);
-		num_or_null(tpo, "ratio_se", R->ratio_se, R->nalt);
+		num_or_null(tpo, "slowdown_mean", R->alt_slow_mean, R->nalt, 1);
+		num_or_null(tpo, "ratio_mean", R->ratio_mean, R->nalt, 1);
+		num_or_null(tpo, "ratio_se", R->ratio_se, R->nalt, 2);
 	}
 	if (!(jobs = cJSON_AddArrayToObject(o, "jobs")))
 		goto out;

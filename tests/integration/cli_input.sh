@@ -338,6 +338,18 @@ jq -e '(.priced == 0) and (.not_priced == 1) and ([.slowdown_mean, .slowdown_alo
 expect 0 "trace --price text, no job priced" $T trace "$tmp/gone.txt" --price --fabric "$tmp/f4.json"
 grep -q "slowdown.*mean" "$tmp/out" && bad "trace --price text with no job priced: $(cat "$tmp/out")" ||
 	ok "trace --price text: no slowdown figures without a job priced"
+# one job priced: a mean with no error bar (null), not +- 0; two: a number
+expect 0 "trace --price, one job priced" $T trace "$tmp/ov1.txt" --price --fabric "$tmp/f4.json" --json
+jq -e '(.priced == 1) and (.slowdown_mean != null) and (.pick.ratio_mean != null) and
+	(.slowdown_se == null) and (.pick.ratio_se == null)' "$tmp/out" >/dev/null &&
+	ok "trace --price: one job, the standard errors null" || bad "trace --price, one job: $(cat "$tmp/out")"
+expect 0 "trace --price text, one job priced" $T trace "$tmp/ov1.txt" --price --fabric "$tmp/f4.json"
+! grep -q -- "+-" "$tmp/out" && [ "$(grep -c "one job: no error bar" "$tmp/out")" -eq 2 ] &&
+	ok "trace --price text: one job, no error bar said" || bad "trace --price text, one job: $(cat "$tmp/out")"
+expect 0 "trace --price, two jobs priced" $T trace "$tmp/ov.txt" --price --fabric "$tmp/f4.json" --json
+jq -e '(.priced == 2) and (.slowdown_se | type == "number") and (.pick.ratio_se | type == "number")' \
+	"$tmp/out" >/dev/null && ok "trace --price: two jobs, the standard errors numbers" ||
+	bad "trace --price, two jobs: $(cat "$tmp/out")"
 printf 'submit_s,nodes,gpus_per_node,run_s\n0,2,4,100\n' >"$tmp/nolist.csv"
 sed 's/|NodeList//; s/|node\[001-002\]//' "$tmp/ov1.txt" >"$tmp/nolist.txt"
 for f in nolist.csv nolist.txt; do
