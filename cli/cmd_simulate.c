@@ -385,6 +385,7 @@ typedef struct sims {
 	bool one_trace; /* --trace: every seed runs the same jobs */
 	long seed0;
 	int max_host_gpus; /* the fabric's largest host */
+	bool deflate;	   /* --deflate-runs */
 	size_t deflated;   /* --deflate-runs: jobs whose run time changed */
 	const char *weights; /* --slurm-weights, or NULL */
 	pthread_mutex_t lock;
@@ -909,6 +910,27 @@ static void print_json(const sims_t *S, size_t b, double *x,
 		cJSON_AddNullToObject(o, "slurm_weights");
 	cJSON_AddBoolToObject(o, "nics_by_rate",
 			      tp_cost_ctx_params(S->ctx)->nics_by_rate);
+	/* the count null without the option: 0 would say it changed none */
+	cJSON_AddBoolToObject(o, "deflate_runs", S->deflate);
+	if (S->deflate)
+		cJSON_AddNumberToObject(o, "runs_deflated",
+					(double)S->deflated);
+	else
+		cJSON_AddNullToObject(o, "runs_deflated");
+	/* Slurm's records: what the header says was left out, under trace
+	 * --json's names; null for a CSV or synthetic trace */
+	const tp_trace_t *t = &S->traces[0];
+	cJSON *left;
+	if (S->one_trace && strcmp(t->format, "csv") &&
+	    (left = cJSON_AddObjectToObject(o, "left_out"))) {
+		cJSON_AddNumberToObject(left, "no_gpu", (double)t->left_nogpu);
+		cJSON_AddNumberToObject(left, "not_run", (double)t->left_unrun);
+		cJSON_AddNumberToObject(left, "steps", (double)t->left_steps);
+		cJSON_AddNumberToObject(left, "ended_before_start",
+					(double)t->left_backwards);
+	} else {
+		cJSON_AddNullToObject(o, "left_out");
+	}
 	/* false under TOPOPLACE_COLL_SHM=0: host phases priced as rings */
 	cJSON_AddBoolToObject(o, "host_segment",
 			      !tp_cost_ctx_params(S->ctx)->host_ring);
@@ -1366,6 +1388,7 @@ static int sim_run(const sim_args_t *o, tp_fabric_t *f, sims_t *S,
 	pp.node_weight = w;
 	pp.nnode_weight = w ? tp_fabric_nhosts(f) : 0;
 	S->weights = o->weights;
+	S->deflate = o->deflate;
 	S->f = f;
 	S->ctx = ctx;
 	S->pp = &pp;

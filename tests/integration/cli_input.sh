@@ -361,6 +361,30 @@ expect 2 "simulate --deflate-runs, sacct without NodeList" $T simulate --trace "
 	--fabric "$tmp/f4.json" --deflate-runs
 grep -q "simulate: --deflate-runs: $tmp/nolist.txt (sacct) records no job's node list" "$tmp/err" &&
 	ok "simulate --deflate-runs: sacct without NodeList refused" || bad "--deflate-runs: $(cat "$tmp/err")"
+# --json says whether run times were deflated and how many, and what the
+# header says Slurm's records left out (trace --json's names)
+{
+	echo 'JobID|Submit|Start|End|NNodes|NodeList|AllocTRES|State'
+	echo '1|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T01:00:00|2|node[001,003]|gres/gpu=8,node=2|COMPLETED'
+	echo '2|2026-12-01T00:00:00|Unknown|Unknown|2|None assigned|gres/gpu=8,node=2|CANCELLED by 0'
+	echo '3|2026-12-01T00:00:00|2026-12-01T00:10:00|2026-12-01T01:00:00|1|node002|cpu=4|COMPLETED'
+} >"$tmp/defl.txt"
+for d in "" --deflate-runs; do
+	expect 0 "simulate $d --json on Slurm's records" $T simulate --trace "$tmp/defl.txt" --fabric "$tmp/f4.json" \
+		--policies first-fit $d --json
+	cp "$tmp/out" "$tmp/defl$d.json"
+done
+jq -e '(.deflate_runs == false) and (.runs_deflated == null) and
+	(.left_out == {"no_gpu": 1, "not_run": 1, "steps": 0, "ended_before_start": 0})' "$tmp/defl.json" >/dev/null &&
+	jq -e '(.deflate_runs == true) and (.runs_deflated == 1) and (.left_out.no_gpu == 1)' \
+		"$tmp/defl--deflate-runs.json" >/dev/null &&
+	ok "simulate --json: deflate_runs, runs_deflated, left_out" ||
+	bad "simulate --json deflation: $(jq -c '[.deflate_runs, .runs_deflated, .left_out]' "$tmp/defl.json" \
+		"$tmp/defl--deflate-runs.json")"
+expect 0 "simulate --json on a CSV trace" $T simulate --trace "$tmp/three.csv" --policies first-fit --json
+jq -e '(.deflate_runs == false) and (.runs_deflated == null) and (.left_out == null)' "$tmp/out" >/dev/null &&
+	ok "simulate --json on a CSV: nothing deflated or left out by Slurm's rules" ||
+	bad "simulate --json CSV: $(jq -c '[.deflate_runs, .runs_deflated, .left_out]' "$tmp/out")"
 
 # ---- a GUID that is both a switch and a CA: refused, never a node cabled
 # to itself (discover, fabric diff, a fabric file) ----
