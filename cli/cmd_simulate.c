@@ -28,6 +28,9 @@
  * under 10 when it is quiet (2026-12-06; the goal: under 10; 9.4-14.6 s
  * before the head's plan was kept between backfill passes). */
 #define DEFAULT_SEEDS	 24
+/* The last seed a run may reach: --json writes seeds as JSON numbers,
+ * which readers (and cJSON) hold as doubles, exact up to 2^53. */
+#define SEED_MAX	 (1L << 53)
 #define DEFAULT_POLICIES "topoplace,slurm-tree,slurm-linear,first-fit,random"
 /* With multi-node NVLink domains Slurm's own choice is topology/block. */
 #define DEFAULT_POLICIES_NVL                                                   \
@@ -92,7 +95,9 @@ static const char usage[] =
     "                     --help: what is read, what left out)\n"
     "  --synthetic NAME   philly | helios | llm (default llm)\n"
     "  --jobs N           synthetic trace length (default 2000)\n"
-    "  --seed S           first seed (default 1)\n"
+    "  --seed S           first seed (default 1); the last, S+N-1 with\n"
+    "                     --seeds N, at most 2^53 (9007199254740992, the\n"
+    "                     largest a JSON number holds exactly)\n"
     "  --seeds N          seeds S .. S+N-1 (default 24; 1 with --trace, where\n"
     "                     only seeded policies change)\n"
     "  --load L           offered load, share of all GPUs (default 0.9)\n"
@@ -877,6 +882,17 @@ static const struct {
      false},
 };
 
+/* A seed as its digits: cJSON writes a double at 15 significant digits
+ * whenever they read back within 2 ulps, so 9007199254740991 would come
+ * out as 9.00719925474099e+15. */
+static cJSON *seed_json(long seed)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "%ld", seed);
+	return cJSON_CreateRaw(buf);
+}
+
 static void print_json(const sims_t *S, size_t b, double *x,
 		       const char *fabric_name, const char *trace_name,
 		       const char *source)
@@ -896,11 +912,10 @@ static void print_json(const sims_t *S, size_t b, double *x,
 	size_t weak = tp_cli_weak_hosts(S->f);
 	if (weak != SIZE_MAX)
 		cJSON_AddNumberToObject(o, "weak_hosts", (double)weak);
-	cJSON_AddNumberToObject(o, "seed", (double)S->seed0);
+	cJSON_AddItemToObject(o, "seed", seed_json(S->seed0));
 	seeds = cJSON_AddArrayToObject(o, "seeds");
 	for (size_t s = 0; s < S->nseeds; s++)
-		cJSON_AddItemToArray(
-		    seeds, cJSON_CreateNumber((double)S->seed0 + (double)s));
+		cJSON_AddItemToArray(seeds, seed_json(S->seed0 + (long)s));
 	cJSON_AddStringToObject(o, "baseline",
 				tp_policy_name(S->runs[b].policy));
 	cJSON_AddNumberToObject(o, "price_budget", S->pp->price_budget);
@@ -953,8 +968,8 @@ static void print_json(const sims_t *S, size_t b, double *x,
 		for (size_t s = 0; s < S->nseeds; s++) {
 			const run_t *r = &S->runs[s * S->npol + p];
 			cJSON *e = cJSON_CreateObject();
-			cJSON_AddNumberToObject(e, "seed",
-						(double)S->seed0 + (double)s);
+			cJSON_AddItemToObject(e, "seed",
+					      seed_json(S->seed0 + (long)s));
 			cJSON_AddNumberToObject(e, "mean_jct_s",
 						r->res.mean_jct_s);
 			cJSON_AddNumberToObject(e, "useful_util",
@@ -1102,7 +1117,7 @@ static bool sim_options(int argc, char **argv, sim_args_t *o, int *rc)
 			break;
 		case 's':
 			ok =
-			    tp_cli_int("--seed", optarg, 0, 1L << 62, &o->seed);
+			    tp_cli_int("--seed", optarg, 0, SEED_MAX, &o->seed);
 			break;
 		case 'S':
 			ok = tp_cli_int("--seeds", optarg, 1, 1000, &o->nseeds);
@@ -1179,6 +1194,14 @@ static bool sim_options(int argc, char **argv, sim_args_t *o, int *rc)
 	}
 	if (o->nseeds < 0)
 		o->nseeds = o->trace ? 1 : DEFAULT_SEEDS;
+	if (o->seed > SEED_MAX - (o->nseeds - 1)) {
+		tp_cli_err("simulate: --seed %ld with %ld seeds runs to seed "
+			   "%ld, above %ld (2^53, the largest a JSON number "
+			   "holds exactly)",
+			   o->seed, o->nseeds, o->seed + o->nseeds - 1,
+			   SEED_MAX);
+		return false;
+	}
 	if (!o->synth)
 		o->synth = "llm";
 	return true;

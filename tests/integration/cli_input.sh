@@ -386,6 +386,21 @@ jq -e '(.deflate_runs == false) and (.runs_deflated == null) and (.left_out == n
 	ok "simulate --json on a CSV: nothing deflated or left out by Slurm's rules" ||
 	bad "simulate --json CSV: $(jq -c '[.deflate_runs, .runs_deflated, .left_out]' "$tmp/out")"
 
+# ---- simulate --seed: every seed written exactly in the JSON (cJSON's
+# doubles print 9007199254740991 as 9.00719925474099e+15); past 2^53,
+# which a JSON number cannot hold exactly, refused on one line ----
+expect 0 "simulate --seed 2^53-2 --seeds 3 --json" $T simulate --jobs 20 --seeds 3 --seed 9007199254740990 \
+	--policies first-fit --json
+s3=9007199254740990,9007199254740991,9007199254740992 # the seeds; per_seed: 2 policies
+jeq "$tmp/out" '[.seed, .seeds, [.policies[].per_seed[].seed]] | flatten | map(tostring) | join(",")' \
+	"9007199254740990,$s3,$s3,$s3" "simulate --json: seeds up to 2^53 exact"
+for a in "--seed 9007199254740991 --seeds 3" "--seed 9007199254740993 --seeds 1"; do
+	# shellcheck disable=SC2086 # two options a case
+	expect 2 "simulate $a" $T simulate --jobs 20 $a --json
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "9007199254740992" "$tmp/err" && [ ! -s "$tmp/out" ] &&
+		ok "simulate $a: refused on one line naming 2^53" || bad "simulate $a: $(cat "$tmp/err")"
+done
+
 # ---- a GUID that is both a switch and a CA: refused, never a node cabled
 # to itself (discover, fabric diff, a fabric file) ----
 printf '%s\n' \
