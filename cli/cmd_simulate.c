@@ -112,7 +112,7 @@ static const char usage[] =
     "                     96, and at most 1,536 host-NIC routes; slurmctld's\n"
     "                     PriceBudget in topoplace.conf defaults to 8: give 8\n"
     "                     to simulate what the daemon does; 0: the structure\n"
-    "                     alone)\n"
+    "                     alone); refused when no topoplace policy runs\n"
     "  --nics-by-rate     price a ring's traffic over each host's NICs in\n"
     "                     proportion to their rates, as NCCL's channel search\n"
     "                     allots channels (a NIC at half width carries half\n"
@@ -854,9 +854,12 @@ static cJSON *ratio_json(const sims_t *S, size_t p, size_t b, int cls,
 		cJSON_AddNumberToObject(o, "jct_ratio_se", se);
 	else
 		cJSON_AddNullToObject(o, "jct_ratio_se");
-	/* one ratio has no error bar, so no verdict */
+	/* one ratio has no error bar, so no verdict; the baseline against
+	 * itself reads so in every class, as at the top */
 	cJSON_AddStringToObject(o, "verdict",
-				n > 1 ? verdict_of(S, p, b, m, se) : "none");
+				p == b	? "baseline"
+				: n > 1 ? verdict_of(S, p, b, m, se)
+					: "none");
 	return o;
 }
 
@@ -881,6 +884,15 @@ static const struct {
     {"fragmentation_time_mean", offsetof(tp_sim_result_t, frag_time_mean),
      false},
 };
+
+/* Whether the topoplace policy, the one --price-budget bounds, runs. */
+static bool has_topoplace(const sims_t *S)
+{
+	for (size_t p = 0; p < S->npol; p++)
+		if (!strcmp(tp_policy_name(S->runs[p].policy), "topoplace"))
+			return true;
+	return false;
+}
 
 /* A seed as its digits: cJSON writes a double at 15 significant digits
  * whenever they read back within 2 ulps, so 9007199254740991 would come
@@ -918,7 +930,11 @@ static void print_json(const sims_t *S, size_t b, double *x,
 		cJSON_AddItemToArray(seeds, seed_json(S->seed0 + (long)s));
 	cJSON_AddStringToObject(o, "baseline",
 				tp_policy_name(S->runs[b].policy));
-	cJSON_AddNumberToObject(o, "price_budget", S->pp->price_budget);
+	/* null when no topoplace policy ran: the budget bounds none */
+	if (has_topoplace(S))
+		cJSON_AddNumberToObject(o, "price_budget", S->pp->price_budget);
+	else
+		cJSON_AddNullToObject(o, "price_budget");
 	if (S->weights)
 		cJSON_AddStringToObject(o, "slurm_weights", S->weights);
 	else
@@ -993,8 +1009,7 @@ static void print_json(const sims_t *S, size_t b, double *x,
 				    false));
 		cJSON_AddStringToObject(
 		    m, "verdict",
-		    p == b ? "baseline"
-			   : cJSON_GetObjectItem(all, "verdict")->valuestring);
+		    cJSON_GetObjectItem(all, "verdict")->valuestring);
 		cJSON_Delete(all);
 		cJSON *cl = cJSON_AddArrayToObject(m, "by_size");
 		for (int c = 0; c < TP_SIM_NCLASSES; c++) {
@@ -1362,10 +1377,9 @@ static void sim_report(const sim_args_t *o, const tp_fabric_t *f,
 		printf("; error bars: the jackknife's over %d batches of "
 		       "consecutive jobs (one trace: they may read narrow)",
 		       BATCHES);
-	for (size_t p = 0; p < S->npol; p++)
-		if (!strcmp(tp_policy_name(S->runs[p].policy), "topoplace"))
-			printf("; topoplace prices up to %.0f sets a decision",
-			       S->pp->price_budget);
+	if (has_topoplace(S))
+		printf("; topoplace prices up to %.0f sets a decision",
+		       S->pp->price_budget);
 	if (tp_cost_ctx_params(S->ctx)->nics_by_rate)
 		printf("; NICs loaded by rate (NCCL)");
 	if (S->weights)
@@ -1471,6 +1485,17 @@ int tp_cmd_simulate(int argc, char **argv)
 	if ((rc = sim_policies(&o, f, pol, &npol, &b)) != TP_EXIT_OK)
 		goto out;
 	rc = TP_EXIT_INPUT;
+	/* a budget nothing spends would read in the JSON as if it had */
+	bool tpl = false;
+	for (size_t p = 0; p < npol; p++)
+		tpl |= !strcmp(tp_policy_name(pol[p]), "topoplace");
+	if (o.price_budget >= 0 && !tpl) {
+		tp_cli_err("simulate: --price-budget %ld bounds the topoplace "
+			   "policy, which neither --policies nor --baseline "
+			   "names",
+			   o.price_budget);
+		goto out;
+	}
 	if (!tp_fabric_total_gpus(f)) {
 		tp_cli_err("simulate: %s: the fabric has no GPUs (discover "
 			   "with --gpus-per-host N or node data)",

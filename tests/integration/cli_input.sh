@@ -401,6 +401,23 @@ for a in "--seed 9007199254740991 --seeds 3" "--seed 9007199254740993 --seeds 1"
 		ok "simulate $a: refused on one line naming 2^53" || bad "simulate $a: $(cat "$tmp/err")"
 done
 
+# ---- simulate --price-budget with no topoplace policy bounds nothing:
+# refused, not written to the JSON as if it had; the baseline's verdict
+# reads "baseline" in every size class, as at the top ----
+expect 2 "simulate --price-budget without topoplace" $T simulate --jobs 20 --seeds 2 \
+	--policies first-fit,slurm-tree --price-budget 8 --json
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "simulate: --price-budget 8 bounds the topoplace policy" "$tmp/err" &&
+	[ ! -s "$tmp/out" ] && ok "--price-budget without topoplace refused on one line" ||
+	bad "--price-budget without topoplace: $(cat "$tmp/err")"
+expect 0 "simulate --price-budget, topoplace the baseline" $T simulate --jobs 20 --seeds 2 \
+	--policies first-fit --baseline topoplace --price-budget 8 --json
+jq -e '(.price_budget == 8) and ([.policies.topoplace.verdict, .policies.topoplace.by_size[].verdict] |
+	all(. == "baseline"))' "$tmp/out" >/dev/null &&
+	ok "the baseline's by_size verdicts read baseline" ||
+	bad "baseline verdicts: $(jq -c '[.price_budget, .policies.topoplace.by_size]' "$tmp/out")"
+expect 0 "simulate --json without topoplace" $T simulate --jobs 20 --seeds 2 --policies first-fit,slurm-tree --json
+jeq "$tmp/out" '.price_budget' null "simulate --json: no budget without topoplace"
+
 # ---- a GUID that is both a switch and a CA: refused, never a node cabled
 # to itself (discover, fabric diff, a fabric file) ----
 printf '%s\n' \
