@@ -2122,7 +2122,24 @@ static bool leaf_is_large(const tp_fabric_t *f, uint32_t h)
  * +- 0.012, slowdown 1.391 / 1.439 against 1.388 / 1.438. And ordering
  * the local search's trials (the least weak free host of each group for
  * the weakest member first): noise on both seed sets, test_brute the
- * same. */
+ * same.
+ * Tried (2026-12-07, not landed; a review's brute force found picks
+ * 1.99x and 1.82x the cheapest set on small degraded fat trees, 3 leaves
+ * x 4 hosts with 30% of cables degraded): for a node request whose pick
+ * holds a weakly cabled host, each level-1 group's (and the fabric's)
+ * best cabled free hosts no weaker than the pick's weakest, the cheapest
+ * of them one more candidate under the usual replacement rules, without
+ * the local search from it. The review's 20 cases: worst 1.99x -> 1.49x,
+ * mean 1.21x -> 1.17x, within 5% 10 of 20 either way; test_brute the
+ * same (116 of 120, worst 1.12x). bench_sim --quick, paired after -
+ * before: default +0.005 +- 0.026 (seeds 1-16) and -0.006 +- 0.011
+ * (17-64), ft-2to1-deg16 -0.021 +- 0.014 and -0.014 +- 0.013, ft3-2pods
+ * +0.003 +- 0.018, nvl72-8 the same; topoplace simulate 0.931 +- 0.021
+ * against 0.933 +- 0.012 (24 seeds: the spread between seeds grew),
+ * slowdown 1.369 against 1.367; bench_place's sick5 p99 0.83-1.17 ms
+ * against 0.76-0.78 (1 ms goal). No JCT gain beyond 2 se, a noisier
+ * headline and slower weak-host decisions: left for the small-fabric
+ * worst case alone to decide. */
 #define MAX_VARIANTS 3
 /* the structural pick, without weak hosts, the other ends, without each
  * of MAX_VARIANTS groups, shared evenly over its groups and one more */
