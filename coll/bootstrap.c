@@ -99,8 +99,7 @@ static tp_err_t bfail(boot_t *b, tp_err_t err, const char *fmt, ...)
 		va_start(ap, fmt);
 		m = tp_vasprintf(fmt, ap);
 		va_end(ap);
-		*b->err_p = tp_oneline(
-		    tp_asprintf("rank %d: %s", b->c->rank, m ? m : "?"));
+		*b->err_p = tp_asprintf("rank %d: %s", b->c->rank, m ? m : "?");
 		tp_free(m);
 	}
 	return err;
@@ -131,17 +130,14 @@ static int new_socket(void)
 	return socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 }
 
-/* Wait for ev on fd until the deadline, or for slice_ns when > 0 and
- * sooner: 1 ready, 0 timed out, -1 error. */
-static int wait_fd(const boot_t *b, int fd, short ev, int64_t slice_ns)
+/* Wait for ev on fd until the deadline: 1 ready, 0 timed out, -1 error. */
+static int wait_fd(const boot_t *b, int fd, short ev)
 {
 	for (;;) {
 		struct pollfd p = {.fd = fd, .events = ev};
 		int ms = left_ms(b);
 		if (ms == 0)
 			return 0;
-		if (slice_ns > 0 && ms > tp__coll_poll_ms(slice_ns))
-			ms = tp__coll_poll_ms(slice_ns);
 		int n = poll(&p, 1, ms);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -172,7 +168,7 @@ static tp_err_t xfer(boot_t *b, int fd, void *buf, size_t len, bool out,
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			return bfail(b, TP_ERR_PEER_LOST, "%s: %s", what,
 				     strerror(errno));
-		int r = wait_fd(b, fd, out ? POLLOUT : POLLIN, 0);
+		int r = wait_fd(b, fd, out ? POLLOUT : POLLIN);
 		if (r == 0)
 			return bfail(b, TP_ERR_TIMEOUT,
 				     "%s: timed out after %g s", what,
@@ -210,7 +206,7 @@ static tp_err_t connect_to(boot_t *b, const struct sockaddr_in *sa, bool retry,
 			e = errno;
 			if (e == EINPROGRESS) {
 				socklen_t sl = sizeof(e);
-				int r = wait_fd(b, fd, POLLOUT, 0);
+				int r = wait_fd(b, fd, POLLOUT);
 				if (r <= 0) {
 					close(fd);
 					return bfail(
@@ -305,7 +301,7 @@ static void tick(boot_t *b, const int *fds, int n, int64_t *last_ns)
 			 * (the rest must follow, or the stream is torn) */
 			if (k < 0 && off &&
 			    (errno == EAGAIN || errno == EWOULDBLOCK) &&
-			    wait_fd(b, fds[i], POLLOUT, 0) > 0)
+			    wait_fd(b, fds[i], POLLOUT) > 0)
 				continue;
 			break;
 		}
@@ -613,17 +609,22 @@ static tp_err_t missing(boot_t *b, const bool *seen, const char *foreign)
 	return bfail(b, foreign ? TP_ERR_MISMATCH : TP_ERR_TIMEOUT, "%s", buf);
 }
 
-/* Rank 0: tell a peer that is not of this plan why, and forget it. */
-static void turn_away(boot_t *b, int fd, const char *why)
+/* Rank 0's refusal to fd, best effort (a reply_t fits an empty socket
+ * buffer; a peer gone finds the connection closed): no deadline, no
+ * reason recorded. */
+static void send_refusal(int fd, tp_err_t status, const char *why)
 {
-	reply_t rep = {.magic = MAGIC, .status = TP_ERR_MISMATCH};
-	int64_t deadline = b->deadline; /* a stranger is no progress */
+	reply_t rep = {.magic = MAGIC, .status = (int32_t)status};
 
 	snprintf(rep.why, sizeof(rep.why), "%s", why);
-	(void)xfer(b, fd, &rep, sizeof(rep), true, "rendezvous reply");
-	b->deadline = deadline;
+	(void)send(fd, &rep, sizeof(rep), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* Rank 0: tell a peer that is not of this plan why, and forget it. */
+static void turn_away(int fd, const char *why)
+{
+	send_refusal(fd, TP_ERR_MISMATCH, why);
 	close(fd);
-	bforget(b);
 }
 
 /* The plan's recommendation per size on the wire: rank 0 sends its own
@@ -703,13 +704,10 @@ static void fds_for(int ranks)
  * effort: a rank that cannot take it now finds the connection closed). */
 static void refuse_all(boot_t *b, const int *fds, int n, tp_err_t err)
 {
-	reply_t rep = {.magic = MAGIC, .status = (int32_t)err};
+	const char *why = b->err_p && *b->err_p ? *b->err_p : tp_strerror(err);
 
-	snprintf(rep.why, sizeof(rep.why), "%s",
-		 b->err_p && *b->err_p ? *b->err_p : tp_strerror(err));
 	for (int i = 0; i < n; i++)
-		(void)send(fds[i], &rep, sizeof(rep),
-			   MSG_NOSIGNAL | MSG_DONTWAIT);
+		send_refusal(fds[i], err, why);
 }
 
 /* Rank 0: collect every hello, answer with the table or the refusal. */
@@ -723,7 +721,6 @@ static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 	char *why = NULL, *foreign = NULL;
 	tp_err_t err = TP_ERR_NOMEM;
 	int nfd = 0;
-	bool replied = false;
 	gather_t g = {.n = 0};
 
 	if (!fds || !seen || (c->nsizes && !rec))
@@ -741,15 +738,17 @@ static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 		err = next_hello(b, lfd, &g, fds, nfd, "rendezvous", &fd, &h);
 		if (err == TP_ERR_TIMEOUT)
 			err = missing(b, seen, foreign);
-		if (err)
+		if (err) {
+			refuse_all(b, fds, nfd, err);
 			goto out;
+		}
 		bool other;
 		why = check_hello(c, &h, seen, &other);
 		if (why && other) {
 			/* another step's or job's rank on this port (the
 			 * default port is per job and step, modulo 10000):
 			 * refuse it alone, keep waiting for ours */
-			turn_away(b, fd, why);
+			turn_away(fd, why);
 			tp_free(foreign);
 			foreign = why;
 			why = NULL;
@@ -772,7 +771,6 @@ static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 		}
 	}
 	tab[0].port = peer_port;
-	replied = true;
 	reply_t rep = {.magic = MAGIC, .status = why ? TP_ERR_MISMATCH : TP_OK};
 	if (why)
 		snprintf(rep.why, sizeof(rep.why), "%s", why);
@@ -793,8 +791,6 @@ static tp_err_t master(boot_t *b, struct sockaddr_in *msa, const char *host,
 	}
 	err = why ? bfail(b, TP_ERR_MISMATCH, "%s", why) : TP_OK;
 out:
-	if (err && !replied)
-		refuse_all(b, fds, nfd, err);
 	gather_close(&g);
 	for (int i = 0; i < nfd; i++)
 		close(fds[i]);

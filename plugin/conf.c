@@ -285,18 +285,18 @@ static bool blank(char ch)
 	return ch == ' ' || ch == '\t' || ch == '\r';
 }
 
-/* Whether a Key= (blanks before '=' allowed) starts at p. */
-static bool starts_pair(const char *p)
+/* The '=' of a "Key=" (blanks before '=' allowed) at p, the key's length
+ * in *klen_p; NULL when p holds none. */
+static char *key_eq(char *p, size_t *klen_p)
 {
-	const char *k = p;
+	char *k = p;
 
 	while (*p && *p != '=' && !blank(*p) && *p != '#')
 		p++;
-	if (p == k)
-		return false;
+	*klen_p = (size_t)(p - k);
 	while (blank(*p))
 		p++;
-	return *p == '=';
+	return *p == '=' && *klen_p ? p : NULL;
 }
 
 /* One "Key=Value" at *pp; advances *pp past it. seen[key]: the line it
@@ -310,14 +310,10 @@ static tp_err_t parse_pair(const char *name, size_t lineno, char **pp,
 	size_t klen;
 	tp_err_t err;
 
-	while (*p && *p != '=' && !blank(*p) && *p != '#')
-		p++;
-	klen = (size_t)(p - key);
 	/* blanks around '=', as Slurm's key-value expression takes them */
-	char *eq = p;
-	while (blank(*eq))
-		eq++;
-	if (*eq != '=' || !klen) {
+	char *eq = key_eq(p, &klen);
+	if (!eq) {
+		p += klen;
 		while (*p && !blank(*p))
 			p++;
 		return failf(err_p, TP_ERR_PARSE,
@@ -338,9 +334,10 @@ static tp_err_t parse_pair(const char *name, size_t lineno, char **pp,
 	/* blanks after '=' lead to the value, unless the next word is a
 	 * pair of its own ("FabricFile= RankNodes=no": empty) */
 	char *v = p;
+	size_t vlen;
 	while (blank(*v))
 		v++;
-	if (!starts_pair(v))
+	if (!key_eq(v, &vlen))
 		p = v;
 	if (*p == '"') {
 		val = ++p;

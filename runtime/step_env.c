@@ -180,9 +180,7 @@ static char *hca_list(const tp_plan_t *plan, const tp_plan_host_t *ph,
 			bool has;
 			dev = tp_hca_map_local_rail(map, r, &has);
 			named |= has;
-			if (dev && tp_hca_name_ok(dev))
-				tp_strbuf_printf(&sb, "%s%s",
-						 sb.len ? "," : "=", dev);
+			hca_put(&sb, dev, NULL, missing_p);
 		}
 	}
 	*nomem_p = sb.failed;
