@@ -51,7 +51,8 @@ static tp_fabric_t *read_live(const tp_fabric_t *model, const char *dump,
 	}
 	/* a walk names CAs as the model does (an ibnetdiscover -p dump's
 	 * by port GUID); a dump names them as it was taken */
-	tp_fabric_set_port_guid_cas(live, tp_fabric_port_guid_cas(model) > 0);
+	bool by_port = tp_fabric_port_guid_cas(model) > 0;
+	tp_fabric_set_port_guid_cas(live, by_port);
 	err = dump ? tp_fabric_read_ibnetdiscover(live, dump)
 		   : tp_fabric_discover_live(live, ca, (int)port);
 	if (!err)
@@ -63,7 +64,6 @@ static tp_fabric_t *read_live(const tp_fabric_t *model, const char *dump,
 		tp_fabric_destroy(live);
 		return NULL;
 	}
-	bool by_port = tp_fabric_port_guid_cas(model) > 0;
 	if (dump && by_port != (tp_fabric_port_guid_cas(live) > 0))
 		tp_cli_err(
 		    "warning: fabric diff: the fabric file names CAs by %s "

@@ -391,6 +391,7 @@ typedef struct sims {
 	long seed0;
 	int max_host_gpus; /* the fabric's largest host */
 	bool deflate;	   /* --deflate-runs */
+	bool topoplace;	   /* a topoplace policy runs */
 	size_t deflated;   /* --deflate-runs: jobs whose run time changed */
 	const char *weights; /* --slurm-weights, or NULL */
 	pthread_mutex_t lock;
@@ -885,15 +886,6 @@ static const struct {
      false},
 };
 
-/* Whether the topoplace policy, the one --price-budget bounds, runs. */
-static bool has_topoplace(const sims_t *S)
-{
-	for (size_t p = 0; p < S->npol; p++)
-		if (!strcmp(tp_policy_name(S->runs[p].policy), "topoplace"))
-			return true;
-	return false;
-}
-
 /* A seed as its digits: cJSON writes a double at 15 significant digits
  * whenever they read back within 2 ulps, so 9007199254740991 would come
  * out as 9.00719925474099e+15. */
@@ -931,7 +923,7 @@ static void print_json(const sims_t *S, size_t b, double *x,
 	cJSON_AddStringToObject(o, "baseline",
 				tp_policy_name(S->runs[b].policy));
 	/* null when no topoplace policy ran: the budget bounds none */
-	if (has_topoplace(S))
+	if (S->topoplace)
 		cJSON_AddNumberToObject(o, "price_budget", S->pp->price_budget);
 	else
 		cJSON_AddNullToObject(o, "price_budget");
@@ -1377,7 +1369,7 @@ static void sim_report(const sim_args_t *o, const tp_fabric_t *f,
 		printf("; error bars: the jackknife's over %d batches of "
 		       "consecutive jobs (one trace: they may read narrow)",
 		       BATCHES);
-	if (has_topoplace(S))
+	if (S->topoplace)
 		printf("; topoplace prices up to %.0f sets a decision",
 		       S->pp->price_budget);
 	if (tp_cost_ctx_params(S->ctx)->nics_by_rate)
@@ -1489,6 +1481,7 @@ int tp_cmd_simulate(int argc, char **argv)
 	bool tpl = false;
 	for (size_t p = 0; p < npol; p++)
 		tpl |= !strcmp(tp_policy_name(pol[p]), "topoplace");
+	S.topoplace = tpl;
 	if (o.price_budget >= 0 && !tpl) {
 		tp_cli_err("simulate: --price-budget %ld bounds the topoplace "
 			   "policy, which neither --policies nor --baseline "

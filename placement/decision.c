@@ -682,29 +682,29 @@ static int lock_take(tp_decision_journal_t *j, bool *busy_p)
 	return fd;
 }
 
-/* Copy the lines after the first skip whole ones of in to a private
- * temporary file, synced, and rename it over the journal. */
 /* The journal is read in pieces of this size, never a line whole: a
  * line may be as long as the file (a file put in its place). */
 #define TRIM_CHUNK 16384
 
-/* Where in, from its start, the line after the first skip lines begins
- * (-1: read error; the end when it has fewer). */
-static off_t line_start(FILE *in, size_t skip)
+/* From in's start, up to max whole lines: how many into *n_p, and where
+ * the last of them ends (-1: read error). */
+static off_t scan_lines(FILE *in, size_t max, size_t *n_p)
 {
 	char buf[TRIM_CHUNK];
-	off_t at = 0;
-	size_t n;
+	off_t pos = 0, at = 0;
+	size_t n, k = 0;
 
 	rewind(in);
-	while (skip && (n = fread(buf, 1, sizeof(buf), in)) > 0) {
-		const char *p = buf, *end = buf + n, *nl;
-		while (skip && (nl = memchr(p, '\n', (size_t)(end - p)))) {
-			skip--;
-			p = nl + 1;
+	while (k < max && (n = fread(buf, 1, sizeof(buf), in)) > 0) {
+		for (const char *p = buf, *nl;
+		     k < max && (nl = memchr(p, '\n', (size_t)(buf + n - p)));
+		     p = nl + 1) {
+			k++;
+			at = pos + (nl + 1 - buf);
 		}
-		at += skip ? (off_t)n : (off_t)(p - buf);
+		pos += (off_t)n;
 	}
+	*n_p = k;
 	return ferror(in) ? -1 : at;
 }
 
@@ -714,7 +714,8 @@ static tp_err_t copy_tail(tp_decision_journal_t *j, FILE *in, size_t skip,
 			  off_t whole)
 {
 	char *tmp = tp_asprintf("%s.XXXXXX", j->path), buf[TRIM_CHUNK];
-	off_t at = line_start(in, skip);
+	size_t k;
+	off_t at = scan_lines(in, skip, &k);
 	FILE *out;
 	int fd;
 	bool ok;
@@ -780,9 +781,8 @@ static tp_err_t open_regular(const char *path, int flags, int *fd_p)
  * a failed one is retried at the next 2x mark, not at every record. */
 static tp_err_t trim_locked(tp_decision_journal_t *j)
 {
-	char buf[TRIM_CHUNK];
-	size_t total = 0, n;
-	off_t pos = 0, whole = 0;
+	size_t total;
+	off_t pos, whole;
 	FILE *in;
 	int fd;
 	tp_err_t err;
@@ -795,16 +795,9 @@ static tp_err_t trim_locked(tp_decision_journal_t *j)
 		close(fd);
 		return TP_ERR_IO;
 	}
-	while ((n = fread(buf, 1, sizeof(buf), in)) > 0) {
-		for (const char *p = buf, *nl;
-		     (nl = memchr(p, '\n', (size_t)(buf + n - p)));
-		     p = nl + 1) {
-			total++;
-			whole = pos + (nl + 1 - buf);
-		}
-		pos += (off_t)n;
-	}
-	if (ferror(in)) {
+	whole = scan_lines(in, SIZE_MAX, &total);
+	pos = ftello(in);
+	if (whole < 0 || pos < 0) {
 		fclose(in);
 		return TP_ERR_IO;
 	}

@@ -1053,11 +1053,8 @@ static size_t json_values(const char *buf, size_t len)
  * (a long array of zeros) is refused before it takes gigabytes. */
 static size_t values_max(const tp_fabric_t *f)
 {
-	size_t nh = tp_fabric_nhosts(f), gpus = 0;
-
-	for (size_t h = 0; h < nh; h++)
-		gpus += tp_fabric_host(f, h)->ngpus;
-	return 1024 + 16 * tp_fabric_nlinks(f) + 16 * (nh + gpus);
+	return 1024 + 16 * tp_fabric_nlinks(f) +
+	       16 * (tp_fabric_nhosts(f) + tp_fabric_total_gpus(f));
 }
 
 /* The text in buf (len bytes, read from ld->name) into *s_p. */

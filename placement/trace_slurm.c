@@ -285,19 +285,21 @@ static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
 	/* the node list, where it is one, must hold the nodes counted (a
 	 * record that says 3 nodes and lists 2 is priced on neither) */
 	size_t listed;
-	if (r->nodelist && *r->nodelist &&
-	    tp_hostlist_count(r->nodelist, &listed)) {
-		*msg = tp_asprintf("%s:%d: node list '%s': not a host list",
-				   path, lineno, r->nodelist);
-		return TP_ERR_PARSE;
-	}
-	if (r->nodelist && *r->nodelist && (double)listed != nodes) {
-		*msg =
-		    tp_asprintf("%s:%d: node list '%s' names %zu host%s, the "
-				"record %g",
-				path, lineno, r->nodelist, listed,
-				listed == 1 ? "" : "s", nodes);
-		return TP_ERR_PARSE;
+	if (r->nodelist && *r->nodelist) {
+		bool bad = true;
+		if (tp_hostlist_count(r->nodelist, &listed))
+			*msg = tp_asprintf("%s:%d: node list '%s': not a host "
+					   "list",
+					   path, lineno, r->nodelist);
+		else if ((double)listed != nodes)
+			*msg = tp_asprintf("%s:%d: node list '%s' names %zu "
+					   "host%s, the record %g",
+					   path, lineno, r->nodelist, listed,
+					   listed == 1 ? "" : "s", nodes);
+		else
+			bad = false;
+		if (bad)
+			return TP_ERR_PARSE;
 	}
 	/* the CSV's run_s limit, which the trace it writes must meet (an
 	 * End far in the future is a wrong record, not a long job) */

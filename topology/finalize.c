@@ -1285,7 +1285,7 @@ static double common_rate(const tp_fabric_t *f, bool lane)
 		const tp_link_t *l = &f->link[i];
 		double v = lane ? l->lane_gbps : (double)l->width;
 		size_t k = 0;
-		if (!(v > 0) || l->width <= 0 || !(l->lane_gbps > 0))
+		if (l->width <= 0 || !(l->lane_gbps > 0))
 			continue;
 		while (k < nv && val[k] != v)
 			k++;
@@ -1311,7 +1311,7 @@ static double common_rate(const tp_fabric_t *f, bool lane)
  * judge no rate against an assumption. */
 static void assume_rates(tp_fabric_t *f)
 {
-	double w = 0, ln = 0;
+	double w = 0, ln = 0, aw = 0, al = 0;
 	size_t n = 0;
 
 	for (size_t i = 0; i < f->nlink; i++) {
@@ -1321,21 +1321,18 @@ static void assume_rates(tp_fabric_t *f)
 		if (!n++) {
 			w = common_rate(f, false);
 			ln = common_rate(f, true);
+			aw = w > 0 ? w : ASSUMED_WIDTH;
+			al = ln > 0 ? ln : ASSUMED_LANE;
 		}
-		l->gbps = (l->width > 0 ? l->width
-			   : w > 0	? w
-					: ASSUMED_WIDTH) *
-			  (l->lane_gbps > 0 ? l->lane_gbps
-			   : ln > 0	    ? ln
-					    : ASSUMED_LANE);
+		l->gbps = (l->width > 0 ? l->width : aw) *
+			  (l->lane_gbps > 0 ? l->lane_gbps : al);
 	}
 	if (n)
 		tp__fabric_warn(
 		    f,
 		    "%zu link%s of unknown width or speed priced "
 		    "as %dx %s, %s",
-		    n, n == 1 ? "" : "s", w > 0 ? (int)w : ASSUMED_WIDTH,
-		    tp_ib_speed_name(ln > 0 ? ln : ASSUMED_LANE),
+		    n, n == 1 ? "" : "s", (int)aw, tp_ib_speed_name(al),
 		    w > 0 && ln > 0 ? "the fabric's most common"
 				    : "an assumption (no link gives one)");
 }

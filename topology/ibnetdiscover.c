@@ -63,7 +63,7 @@ struct parser {
 	uint32_t cur;      /* node of the current block (build pass) */
 	int cur_nports;
 
-	size_t uncabled, routers, unknown_rate;
+	size_t uncabled, routers, link_base;
 	size_t headers; /* node blocks met (build pass) */
 	/* last speed text and its rate: a fabric has one or two */
 	char rate_word[32];
@@ -436,14 +436,13 @@ static const char *cable_ends(char *buf, size_t n, struct parser *ps,
 	return buf;
 }
 
-/* unknown: the speed word is not one we know (lane 0). Both ends of a
- * cable are listed, so such links are counted as they are added. */
+/* A cable; lane 0: a speed word not known (the links still without
+ * one are counted when the file is read). */
 static tp_err_t cable(struct parser *ps, tp_node_kind_t ka, uint32_t a, int pa,
 		      tp_node_kind_t kb, uint32_t b, int pb, int width,
-		      double lane, bool unknown)
+		      double lane)
 {
 	char ends[160];
-	bool added;
 	tp_err_t err;
 
 	if (ka == kb && a == b) {
@@ -461,8 +460,6 @@ static tp_err_t cable(struct parser *ps, tp_node_kind_t ka, uint32_t a, int pa,
 	const tp_link_t *l = tp__fabric_port_cable(ps->f, ka, a, pa);
 	if (l && l != tp__fabric_port_cable(ps->f, kb, b, pb))
 		l = NULL;
-	/* counted unknown when its first end was read: this end names it */
-	bool named_now = l && !(l->lane_gbps > 0) && lane > 0;
 	if (l && lane > 0 && l->lane_gbps > 0 && lane != l->lane_gbps)
 		tp__fabric_warn(ps->f,
 				"%s:%zu: the ends of the cable %s give lanes "
@@ -472,7 +469,7 @@ static tp_err_t cable(struct parser *ps, tp_node_kind_t ka, uint32_t a, int pa,
 					   "-", kb, b, pb),
 				lane, l->lane_gbps);
 	err = tp__fabric_add_link(ps->f, ka, a, pa, kb, b, pb, width, lane,
-				  true, &added);
+				  true, NULL);
 	if (err == TP_ERR_EXISTS) {
 		tp__fabric_warn(ps->f,
 				"%s:%zu: %s is already cabled elsewhere; "
@@ -484,8 +481,6 @@ static tp_err_t cable(struct parser *ps, tp_node_kind_t ka, uint32_t a, int pa,
 	}
 	if (err)
 		return nomem(ps);
-	ps->unknown_rate += added && unknown;
-	ps->unknown_rate -= named_now && ps->unknown_rate;
 	return TP_OK;
 }
 
@@ -675,8 +670,7 @@ static tp_err_t port_line(struct parser *ps, char *s)
 	err = node_get(ps, rkind, rguid, desc, false, rport, &ridx);
 	if (err)
 		return err;
-	return cable(ps, kind, ps->cur, port, rkind, ridx, rport, width, lane,
-		     unknown);
+	return cable(ps, kind, ps->cur, port, rkind, ridx, rport, width, lane);
 }
 
 /* ---- the -p form ---------------------------------------------------------- */
@@ -833,7 +827,7 @@ static tp_err_t ports_line(struct parser *ps, char *s)
 	err = pend_node(ps, &b, rdesc, &ib, &kb);
 	if (err)
 		return err;
-	return cable(ps, ka, ia, a.port, kb, ib, b.port, width, lane, unknown);
+	return cable(ps, ka, ia, a.port, kb, ib, b.port, width, lane);
 }
 
 /* ---- line dispatch -------------------------------------------------------- */
@@ -1008,6 +1002,7 @@ tp_err_t tp_fabric_parse_ibnetdiscover(tp_fabric_t *f, const char *name,
 	ps->subnet = tp__fabric_new_subnet(f);
 	ps->sw_base = f->nsw;
 	ps->ca_base = f->nca;
+	ps->link_base = f->nlink;
 	err = run_pass(ps, buf, len);
 	if (err)
 		goto out;
@@ -1036,10 +1031,12 @@ tp_err_t tp_fabric_parse_ibnetdiscover(tp_fabric_t *f, const char *name,
 	if (ps->routers)
 		tp__fabric_warn(f, "%s: %zu router lines skipped (routers are "
 				"not modelled)", name, ps->routers);
-	if (ps->unknown_rate)
+	size_t unknown = 0;
+	for (size_t i = ps->link_base; i < f->nlink; i++)
+		unknown += !(f->link[i].lane_gbps > 0);
+	if (unknown)
 		tp__fabric_warn(f, "%s: %zu link%s with an unknown speed", name,
-				ps->unknown_rate,
-				ps->unknown_rate == 1 ? "" : "s");
+				unknown, unknown == 1 ? "" : "s");
 out:
 	tp_free(ps->decl_sw);
 	tp_free(ps->decl_ca);

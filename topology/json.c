@@ -647,7 +647,7 @@ static bool opt_str(const tp__jdoc_t *d, uint32_t o, const char *key,
 	return (*out = tp_strdup(tp__jstr(d, v))) != NULL;
 }
 
-/* The first n GPUs read, dropped with their strings. */
+/* GPUs by index, for tp_sort. */
 static int gpu_cmp(const void *a, const void *b)
 {
 	const tp_gpu_t *x = a, *y = b;
@@ -655,6 +655,7 @@ static int gpu_cmp(const void *a, const void *b)
 	return (x->index > y->index) - (x->index < y->index);
 }
 
+/* The first n GPUs read, dropped with their strings. */
 static void free_gpus(tp_gpu_t *gv, size_t n)
 {
 	for (size_t k = 0; k < n; k++)
