@@ -31,9 +31,10 @@ static inline const char *tp_cli_s(size_t n)
 
 /* "topoplace: <msg>" on stderr. */
 void tp_cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Print o as a JSON document on stdout and free it. */
+/* Print o as a JSON document on stdout and free it; false when there is
+ * none to print (o NULL, or no memory to print it). */
 struct cJSON;
-void tp_cli_put_json(struct cJSON *o);
+bool tp_cli_put_json(struct cJSON *o);
 /* Exit code for a library error (input errors -> 2). */
 int tp_cli_exit_code(tp_err_t err);
 /* Load a fabric JSON, printing the one-line error; NULL on failure. */

@@ -572,14 +572,8 @@ static int hosts_out(const tp_fabric_t *f, bool json)
 	}
 	tp_state_destroy(s);
 	tp_state_destroy(sr);
-	if (json) {
-		char *txt = cJSON_Print(arr);
-		cJSON_Delete(arr);
-		if (!txt)
-			return TP_EXIT_FAIL;
-		puts(txt);
-		cJSON_free(txt);
-	}
+	if (json && !tp_cli_put_json(arr))
+		return TP_EXIT_FAIL;
 	return TP_EXIT_OK;
 }
 
@@ -646,15 +640,8 @@ static int cmd_view(const char *sub, int argc, char **argv)
 			tp_cli_err("fabric show: %s", tp_strerror(TP_ERR_NOMEM));
 			rc = TP_EXIT_FAIL;
 		} else if (json) {
-			cJSON *o = show_json(f, weak);
-			char *s = o ? cJSON_Print(o) : NULL;
-			cJSON_Delete(o);
-			if (s) {
-				puts(s);
-				cJSON_free(s);
-			} else {
+			if (!tp_cli_put_json(show_json(f, weak)))
 				rc = TP_EXIT_FAIL;
-			}
 		} else {
 			show_text(f, argv[optind], weak);
 		}

@@ -70,14 +70,15 @@ void tp_cli_err(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-void tp_cli_put_json(cJSON *o)
+bool tp_cli_put_json(cJSON *o)
 {
-	char *txt = cJSON_Print(o);
+	char *txt = o ? cJSON_Print(o) : NULL;
 
 	cJSON_Delete(o);
 	if (txt)
 		puts(txt);
 	cJSON_free(txt);
+	return txt != NULL;
 }
 
 int tp_cli_exit_code(tp_err_t err)

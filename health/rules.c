@@ -147,7 +147,7 @@ static void rule_rate(const tp_link_t *link, const tp_health_port_t cur[2],
 
 	/* a model rate assumed (width or lane unknown) is no rate to judge
 	 * against, and a live one unknown at both ends no rate to judge */
-	if (link->width <= 0 || !(link->lane_gbps > 0) || !(link->gbps > 0) ||
+	if (!tp_link_rate_known(link) || !(link->gbps > 0) ||
 	    !rate_known(slow) || !(have < link->gbps * (1 - 1e-9)))
 		return;
 	out->health *= have / link->gbps;
@@ -264,9 +264,8 @@ static void rule_counters(const tp_health_rules_t *r, const tp_link_t *link,
 			    cur[e].wide_data ? 64 : 32, &sat);
 		/* against the model's rate, or where the model has none
 		 * but an assumption (finalize), the rate the port runs */
-		double cap = link->width > 0 && link->lane_gbps > 0
-				 ? link->gbps
-				 : port_gbps(&cur[e]);
+		double cap =
+		    tp_link_rate_known(link) ? link->gbps : port_gbps(&cur[e]);
 		if (known && !sat && cap > 0 && interval_s > 0)
 			out->util[e] =
 			    (double)words * 32 / interval_s / (cap * 1e9);

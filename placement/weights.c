@@ -69,18 +69,18 @@ static tp_err_t parse_weight(wload_t *ld, const char *v, uint32_t *w_p)
 	return TP_OK;
 }
 
-/* Whether a KEY= (blanks before '=' allowed) starts at p. */
-static bool starts_pair(const char *p)
+/* The '=' of a KEY= (blanks before '=' allowed) at p, the key's end in
+ * *kend_p; NULL when p starts none. */
+static char *pair_eq(char *p, char **kend_p)
 {
-	const char *k = p;
+	char *k = p;
 
 	while (isalnum((unsigned char)*p) || *p == '_' || *p == '.')
 		p++;
-	if (p == k)
-		return false;
+	*kend_p = p;
 	while (isspace((unsigned char)*p))
 		p++;
-	return *p == '=';
+	return *p == '=' && *kend_p > k ? p : NULL;
 }
 
 /* The next KEY=VALUE of a logical line at *s (the value unquoted), as
@@ -96,16 +96,13 @@ static bool next_pair(char **s, char **key, char **val)
 			p++;
 		if (!*p)
 			return false;
-		char *k = p, *eq;
-		if (!starts_pair(k)) {
+		char *k = p, *kend, *eq = pair_eq(k, &kend);
+		if (!eq) {
 			while (*p && !isspace((unsigned char)*p))
 				p++;
 			continue;
 		}
-		while (isalnum((unsigned char)*p) || *p == '_' || *p == '.')
-			p++;
-		eq = strchr(p, '=');
-		*p = '\0';
+		*kend = '\0';
 		*key = k;
 		p = eq + 1;
 		/* blanks after '=' lead to the value, unless the next word
@@ -113,7 +110,7 @@ static bool next_pair(char **s, char **key, char **val)
 		char *v = p;
 		while (isspace((unsigned char)*v))
 			v++;
-		if (!starts_pair(v))
+		if (!pair_eq(v, &kend))
 			p = v;
 		if (*p == '"') {
 			char *q = strchr(p + 1, '"');

@@ -1285,7 +1285,7 @@ static double common_rate(const tp_fabric_t *f, bool lane)
 		const tp_link_t *l = &f->link[i];
 		double v = lane ? l->lane_gbps : (double)l->width;
 		size_t k = 0;
-		if (l->width <= 0 || !(l->lane_gbps > 0))
+		if (!tp_link_rate_known(l))
 			continue;
 		while (k < nv && val[k] != v)
 			k++;
@@ -1316,7 +1316,7 @@ static void assume_rates(tp_fabric_t *f)
 
 	for (size_t i = 0; i < f->nlink; i++) {
 		tp_link_t *l = &f->link[i];
-		if (l->width > 0 && l->lane_gbps > 0)
+		if (tp_link_rate_known(l))
 			continue;
 		if (!n++) {
 			w = common_rate(f, false);

@@ -122,11 +122,20 @@ typedef struct tp_link {
 	tp_node_kind_t kind[2];
 	uint32_t node[2]; /* switch or CA index according to kind */
 	int port[2];
-	int width;	  /* lanes: 1, 2, 4, 8, 12 */
-	double lane_gbps; /* per-lane signalling rate: 2.5 SDR .. 100 NDR */
-	double gbps;	  /* width * lane_gbps */
+	int width;	  /* lanes: 1, 2, 4, 8, 12; 0 unknown */
+	double lane_gbps; /* per-lane signalling rate: 2.5 SDR .. 100 NDR;
+			   * 0 unknown */
+	double gbps;	  /* width * lane_gbps, or finalize's assumption for
+			   * an unknown one (tp_link_rate_known) */
 	bool active;
 } tp_link_t;
+
+/* Whether l's width and lane rate are known, not assumed by finalize:
+ * only a known rate is judged (fabric diff, the health rules). */
+static inline bool tp_link_rate_known(const tp_link_t *l)
+{
+	return l->width > 0 && l->lane_gbps > 0;
+}
 
 typedef struct tp_group {
 	int level;	 /* 1 = leaf group / scalable unit, 2.. above */
