@@ -159,7 +159,20 @@ typedef struct tp__policy_in {
 	/* the caller's cost workspace (tp_place_choose_ws), NULL: the
 	 * policy makes its own */
 	struct tp__cost_ws *ws;
+	/* NULL, or where a policy that prices candidate sets leaves the
+	 * cheapest it priced (the reference's search: ideal_seconds) */
+	struct tp__priced *priced;
 } tp__policy_in_t;
+
+/* The cheapest set a policy priced in a decision: n hosts and their
+ * GPUs (room for the choice's max), t its predicted seconds; t < 0:
+ * none priced. */
+typedef struct tp__priced {
+	uint32_t *hosts;
+	int *gpus;
+	size_t n;
+	double t;
+} tp__priced_t;
 
 /* A policy writes at most max hosts into hosts[]/gpus[] (any order: the
  * caller puts them in ring order) and *n_p; it may write a short reason

@@ -401,6 +401,7 @@ static tp_err_t ideal_seconds(const tp__policy_in_t *in, double bytes,
 	tp__policy_in_t e = *in;
 	size_t nh = tp_fabric_nhosts(f);
 	pack_t pk = {.in = &e};
+	tp__priced_t pz = {.t = -1};
 	tp_policy_params_t pp;
 	tp_state_t *idle = NULL;
 	double best = INFINITY;
@@ -423,8 +424,10 @@ static tp_err_t ideal_seconds(const tp__policy_in_t *in, double bytes,
 	pk.cap = tp_calloc(tp_fabric_ngroups(f) + 1, sizeof(size_t));
 	pk.hosts = tp_malloc((nh + 1) * sizeof(uint32_t));
 	pk.gpus = tp_malloc((nh + 1) * sizeof(int));
-	if (!pk.offer || !pk.cap || !pk.hosts || !pk.gpus ||
-	    !(idle = tp_state_create(f)))
+	pz.hosts = tp_malloc((nh + 1) * sizeof(uint32_t));
+	pz.gpus = tp_malloc((nh + 1) * sizeof(int));
+	if (!pk.offer || !pk.cap || !pk.hosts || !pk.gpus || !pz.hosts ||
+	    !pz.gpus || !(idle = tp_state_create(f)))
 		goto out;
 	tp__state_match_cost(idle, in->cost);
 	pack_ideal(&pk);
@@ -448,8 +451,11 @@ static tp_err_t ideal_seconds(const tp__policy_in_t *in, double bytes,
 		size_t n = 0;
 		if (policies[i] == &tp__policy_random)
 			continue;
+		pz.t = -1;
+		e.priced = &pz;
 		err = policies[i]->choose(&e, pk.hosts, pk.gpus, nh, &n, why,
 					  sizeof(why));
+		e.priced = NULL;
 		if (!err && (err = check_answer(&e, pk.hosts, pk.gpus, n, nh,
 						&bad)) == TP_ERR_INVAL)
 			tp__log(TP_LOG_ERROR,
@@ -458,6 +464,11 @@ static tp_err_t ideal_seconds(const tp__policy_in_t *in, double bytes,
 				policies[i]->name, bad);
 		if (!err)
 			err = idle_min(in, pk.hosts, pk.gpus, n, bytes, &best);
+		/* and the cheapest set it priced, kept or not: a candidate
+		 * its rules passed over is still a set known */
+		if (err != TP_ERR_NOMEM && pz.t >= 0)
+			err =
+			    idle_min(in, pz.hosts, pz.gpus, pz.n, bytes, &best);
 		if (err != TP_ERR_NOMEM)
 			err = TP_OK;
 	}
@@ -475,6 +486,8 @@ out:
 	tp_free(pk.cap);
 	tp_free(pk.hosts);
 	tp_free(pk.gpus);
+	tp_free(pz.hosts);
+	tp_free(pz.gpus);
 	return err;
 }
 

@@ -2222,6 +2222,23 @@ static bool cables_loaded(const tp_state_t *s, uint32_t h)
 	return false;
 }
 
+/* The cheapest of the candidates var[0..nvar) into pz (NULL: not
+ * asked), whichever the replacement rules keep. */
+static void keep_cheapest(tp__priced_t *pz, const variant_t *var, size_t nvar)
+{
+	const variant_t *b = NULL;
+
+	for (size_t v = 0; v < nvar && pz; v++)
+		if (var[v].t >= 0 && (!b || var[v].t < b->t))
+			b = &var[v];
+	if (!b)
+		return;
+	memcpy(pz->hosts, b->h, b->n * sizeof(uint32_t));
+	memcpy(pz->gpus, b->g, b->n * sizeof(int));
+	pz->n = b->n;
+	pz->t = b->t;
+}
+
 /*
  * Every candidate is priced first; the local search then improves them
  * cheapest first, each with an equal share of what is left of the
@@ -2364,6 +2381,7 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 		c->swaps = improve(&pr, c->h, c->g, c->n, &c->t,
 				   pr.budget / (nord - k));
 	}
+	keep_cheapest(in->priced, var, nvar);
 	size_t bi = 0;
 	for (size_t v = 1; v < nvar; v++)
 		if (var[v].t >= 0 &&
