@@ -18,7 +18,7 @@ static inline double tp_test_unit(uint64_t *x)
 
 /* Into the empty state s from *x: each up-link loaded up to 90% of its
  * cable with probability 0.3, else at half health with probability 0.15;
- * each host busy (a job of 8 GPUs) with probability 0.25, the others
+ * each host busy (a job of all its GPUs) with probability 0.25, the others
  * listed in free_hosts (room for every host) and counted in *nfree_p.
  * TP_OK, or the state call's error. */
 static inline tp_err_t tp_test_brute_state(tp_state_t *s, uint64_t *x,
@@ -43,7 +43,7 @@ static inline tp_err_t tp_test_brute_state(tp_state_t *s, uint64_t *x,
 			return err;
 	}
 	for (uint32_t h = 0; h < nh; h++) {
-		int g = 8;
+		int g = (int)tp_fabric_host(f, h)->ngpus;
 		if (tp_test_unit(x) >= 0.25)
 			free_hosts[nfree++] = h;
 		else if ((err = tp_state_alloc(s, 1000 + h, &h, &g, 1)))
