@@ -372,17 +372,22 @@ static tp_err_t cabled_sets(const tp__policy_in_t *in,
  * The reference time of a request shape, the job's collective on an ideal
  * placement: the fastest on the idle fabric among the packed set, what
  * every deterministic policy (random is left out: its choice follows the
- * job's seed) chooses there and, for whole hosts, each level-1 group's
- * and the fabric's best-cabled hosts (cabled_sets): the best set known
- * without searching them all. It depends on the shape and the fabric only,
- * never on the policy being measured: two placements with the same predicted
- * time get the same slowdown whichever policy made them (for given policy
- * parameters, which topoplace's choice reads: the simulator runs every policy
- * with the same ones). (Until 2026-12-03 it was min(packed set, the chosen
- * hosts idle): a policy was neither charged for hosts slower than the best set
- * nor credited for beating the packed one, and the packed set, hosts in index
- * order, often holds a leaf whose D-mod-K routes collide: topoplace's mean
- * slowdown on simulate's default read 1.046 against it, 1.30 against this
+ * job's seed) chooses there, the cheapest set the topoplace policy
+ * priced there (tp__policy_in_t.priced: a candidate its replacement
+ * rules passed over for fragmentation is still a set known, and one
+ * more candidate kept for that could otherwise raise the reference, as
+ * the job moved into another leaf did on 2026-12-07 for 8 hosts on
+ * simulate's default: 6.028 -> 6.708 ms) and, for whole hosts, each
+ * level-1 group's and the fabric's best-cabled hosts (cabled_sets): the
+ * best set known without searching them all. It depends on the shape and the
+ * fabric only, never on the policy being measured: two placements with the same
+ * predicted time get the same slowdown whichever policy made them (for given
+ * policy parameters, which topoplace's choice reads: the simulator runs every
+ * policy with the same ones). (Until 2026-12-03 it was min(packed set, the
+ * chosen hosts idle): a policy was neither charged for hosts slower than the
+ * best set nor credited for beating the packed one, and the packed set, hosts
+ * in index order, often holds a leaf whose D-mod-K routes collide: topoplace's
+ * mean slowdown on simulate's default read 1.046 against it, 1.30 against this
  * reference. Until 2026-12-04 the best-cabled sets were not in it: on
  * simulate's default fabric the slowdowns read about 7% lower, 1.29 for
  * topoplace and 1.49 for slurm-tree, against 1.39 and 1.57.) Whole hosts on

@@ -438,9 +438,11 @@ typedef struct tp_placement {
 	tp_algo_t algo;         /* the one that was (ring on a tie) */
 	double cross_top_bytes; /* its bytes across the top switch level */
 	double ideal_s;		/* the same on the fastest set known on the
-				 * empty fabric (the packed set and every
+				 * empty fabric (the packed set, every
 				 * deterministic policy's choice there, for
-				 * GPUs alone also split evenly): one
+				 * GPUs alone also split evenly, the
+				 * cheapest set topoplace priced there and
+				 * the best-cabled sets): one
 				 * per request shape, whichever policy chose;
 				 * above predicted_s only when these hosts
 				 * beat them all. Whole hosts (nodes alone)
