@@ -61,7 +61,10 @@ static const char cost_usage[] =
     "The cost model's prediction for one collective over exactly these hosts\n"
     "in this order.\n"
     "  --fabric F.json      the fabric model\n"
-    "  --hosts LIST         the hosts, in ring order (node[01-04],node09)\n"
+    "  --hosts LIST         the hosts, in ring order (node[01-04],node09);\n"
+    "                       NAME:G gives a host G ranks (every host then:\n"
+    "                       node001:2,node002:4, or place's ring order line\n"
+    "                       in quotes: spaces separate hosts too)\n"
     "  --bytes SIZE         the collective's size (256M, 1G, 4096)\n"
     "  --algo A             ring (default), hierarchical, tree,\n"
     "                       reduce-scatter or all-gather\n"
@@ -372,12 +375,47 @@ static void link_name(const tp_fabric_t *f, const tp_cost_t *c, char *buf,
 
 /* The fabric's index (hv) and the GPUs (gv) of each host named, checked
  * as `plan` checks them; an exit code, the error printed. */
+/* A name's trailing ":G" (place's ring order prints node001:4): G
+ * into gv[i] and the name cut there; 0 without one, -1 (after an error
+ * line) for a count that is no number of GPUs. */
+static int rank_suffix(char *name, int *g_p)
+{
+	char *c = strrchr(name, ':'), *end;
+	long g;
+
+	*g_p = 0;
+	if (!c)
+		return 0;
+	g = strtol(c + 1, &end, 10);
+	if (c == name || !c[1] || *end || g < 1 || g > 1024) {
+		tp_cli_err("cost: --hosts: '%s': a host's ranks are NAME:G, G "
+			   "from 1 to 1024",
+			   name);
+		return -1;
+	}
+	*c = '\0';
+	*g_p = (int)g;
+	return 1;
+}
+
 static int cost_hosts(const tp_fabric_t *f, const char *fabric,
 		      char *const *names, size_t n, int gph, uint32_t *hv,
 		      int *gv)
 {
-	size_t bad = 0;
+	size_t bad = 0, counted = 0;
 
+	for (size_t i = 0; i < n; i++) {
+		int r = rank_suffix(names[i], &gv[i]);
+		if (r < 0)
+			return TP_EXIT_INPUT;
+		counted += (size_t)r;
+	}
+	if (counted && (counted < n || gph)) {
+		tp_cli_err("cost: --hosts: give every host its ranks (NAME:G) "
+			   "or none%s",
+			   gph ? ", and not with --gpus-per-host" : "");
+		return TP_EXIT_INPUT;
+	}
 	switch (
 	    tp_fabric_hosts_find(f, (const char *const *)names, n, hv, &bad)) {
 	case TP_OK:
@@ -395,12 +433,13 @@ static int cost_hosts(const tp_fabric_t *f, const char *fabric,
 	}
 	for (size_t i = 0; i < n; i++) {
 		const tp_host_t *h = tp_fabric_host(f, hv[i]);
-		if (gph && h->ngpus && (size_t)gph > h->ngpus) {
+		int want = counted ? gv[i] : gph;
+		if (want && h->ngpus && (size_t)want > h->ngpus) {
 			tp_cli_err("cost: host '%s' has %zu GPUs, %d asked for",
-				   h->name, h->ngpus, gph);
+				   h->name, h->ngpus, want);
 			return TP_EXIT_INPUT;
 		}
-		gv[i] = gph ? gph : (int)h->ngpus;
+		gv[i] = want ? want : (int)h->ngpus;
 		if (gv[i] < 1)
 			gv[i] = 1;
 	}
@@ -518,6 +557,28 @@ out:
 	return rc;
 }
 
+/* s with each run of blanks between items a comma (place's ring order
+ * line separates hosts by spaces); NULL without memory. */
+static char *spaces_to_commas(const char *s)
+{
+	char *out = tp_malloc(strlen(s) + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	while (*s) {
+		if (*s != ' ' && *s != '\t') {
+			*o++ = *s++;
+			continue;
+		}
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (o > out && *s && o[-1] != ',' && *s != ',')
+			*o++ = ',';
+	}
+	*o = '\0';
+	return out;
+}
+
 int tp_cmd_cost(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -597,7 +658,14 @@ int tp_cmd_cost(int argc, char **argv)
 			   "(see --help)");
 		return TP_EXIT_INPUT;
 	}
-	if ((err = tp_hostlist_expand(hosts, &names, &n)) || !n) {
+	char *list = spaces_to_commas(hosts);
+	if (!list) {
+		tp_cli_err("cost: out of memory");
+		return TP_EXIT_FAIL;
+	}
+	err = tp_hostlist_expand(list, &names, &n);
+	tp_free(list);
+	if (err || !n) {
 		char q[160];
 		if (!err)
 			tp_hostlist_free(names, n); /* an empty list */

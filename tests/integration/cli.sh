@@ -259,6 +259,23 @@ for shm in 1 0; do
 		ok "TOPOPLACE_COLL_SHM=$shm: place predicts as cost does" ||
 		bad "TOPOPLACE_COLL_SHM=$shm: place $(jq .predicted_s "$tmp/pl$shm.json"), cost ring $(jq .seconds "$tmp/cring.json"), hierarchical $(jq .seconds "$tmp/chierarchical.json")"
 done
+# cost prices a pick of uneven GPU counts as place did: NAME:G for every host, or place's
+# ring order line as it prints it
+$T place --fabric "$tmp/ft.json" --request gpus=12 --json >"$tmp/pg.json"
+h=$(jq -r '[.hosts, .gpus] | transpose | map("\(.[0]):\(.[1])") | join(",")' "$tmp/pg.json")
+ro=$($T place --fabric "$tmp/ft.json" --request gpus=12 | sed -n 's/^ring order //p')
+for a in ring hierarchical; do
+	$T cost --fabric "$tmp/ft.json" --hosts "$h" --bytes 1G --algo $a --json >"$tmp/u$a.json"
+done
+$T cost --fabric "$tmp/ft.json" --hosts "$ro" --bytes 1G --algo "$(jq -r .algo "$tmp/pg.json")" \
+	--json >"$tmp/uro.json"
+jq -e -n --slurpfile p "$tmp/pg.json" --slurpfile r "$tmp/uring.json" \
+	--slurpfile c "$tmp/uhierarchical.json" --slurpfile o "$tmp/uro.json" \
+	'($p[0].gpus | unique | length) > 1 and
+	 ([$r[0].seconds, $c[0].seconds] | min) == $p[0].predicted_s and
+	 $o[0].seconds == $p[0].predicted_s' >/dev/null &&
+	ok "cost NAME:G prices place's uneven GPU split ($h; its ring order line too)" ||
+	bad "cost NAME:G: place $(jq -c '[.gpus, .predicted_s]' "$tmp/pg.json"), cost $(jq .seconds "$tmp/uring.json" "$tmp/uhierarchical.json" "$tmp/uro.json" | tr '\n' ' ')"
 # a plan prices the hierarchical all-reduce as the library pipelines it (segments of at least
 # TOPOPLACE_COLL_SEGMENT bytes, default 1 MiB, 16 at most) and keeps per size the faster of that
 # and one piece: on these 2:1 up-links pipelined at 256 MiB and 1 GiB, one piece up to 16 MiB
@@ -418,6 +435,14 @@ usage_err "fabric show ''" "^topoplace: fabric: empty file name$" $T fabric show
 usage_err "discover --ibnetdiscover a ''" "^topoplace: discover: empty file name$" \
 	$T discover --ibnetdiscover "$tmp/ft.json" '' -o "$tmp/x.json"
 # cost: a size of 0 is refused as place's bytes=0 is; one rank moves nothing
+usage_err "cost NAME:G for some hosts only" "cost: --hosts: give every host its ranks (NAME:G) or none$" \
+	$T cost --fabric "$tmp/ft.json" --hosts node001:2,node002 --bytes 1G
+usage_err "cost NAME:G with --gpus-per-host" "or none, and not with --gpus-per-host$" \
+	$T cost --fabric "$tmp/ft.json" --hosts node001:2,node002:2 --gpus-per-host 2 --bytes 1G
+usage_err "cost NAME:G not a count" "cost: --hosts: 'node001:0': a host's ranks are NAME:G, G from 1 to 1024$" \
+	$T cost --fabric "$tmp/ft.json" --hosts node001:0,node002:2 --bytes 1G
+usage_err "cost NAME:G over the host's GPUs" "cost: host 'node001' has 8 GPUs, 9 asked for$" \
+	$T cost --fabric "$tmp/ft.json" --hosts node001:9,node002:2 --bytes 1G
 usage_err "cost --bytes 0" "cost: --bytes: expected a size 1 .. 1P .*got '0'" \
 	$T cost --fabric "$tmp/ft.json" --hosts node001 --bytes 0
 usage_err "fabric diff --ibnetdiscover --port" "--ca/--port apply to --live only" \
