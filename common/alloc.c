@@ -160,6 +160,18 @@ tp_err_t tp_first_error(char **slot, const char *name, tp_err_t err,
 	return err;
 }
 
+tp_err_t tp_fail(char **err_p, tp_err_t err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err_p) {
+		va_start(ap, fmt);
+		*err_p = tp_oneline(tp_vasprintf(fmt, ap));
+		va_end(ap);
+	}
+	return err;
+}
+
 char *tp_asprintf(const char *fmt, ...)
 {
 	va_list ap;

@@ -140,6 +140,11 @@ char *tp_vasprintf(const char *fmt, va_list ap);
  * dropped. Returns err, so `return tp_first_error(...)` reads as a fail. */
 tp_err_t tp_first_error(char **slot, const char *name, tp_err_t err,
 			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* A library call's failure: when err_p is not NULL, *err_p becomes a new
+ * one-line message (tp_oneline; NULL without memory; caller frees with
+ * tp_free). Returns err, so `return tp_fail(...)` reads as a fail. */
+tp_err_t tp_fail(char **err_p, tp_err_t err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* ---- directories -------------------------------------------------------- */
 

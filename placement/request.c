@@ -24,20 +24,6 @@
 #define MAX_GPUS_PER_NODE 1024
 #define MAX_GPUS	  16777216
 
-static tp_err_t fail(char **err_p, tp_err_t err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static tp_err_t fail(char **err_p, tp_err_t err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err_p) {
-		va_start(ap, fmt);
-		*err_p = tp_oneline(tp_vasprintf(fmt, ap));
-		va_end(ap);
-	}
-	return err;
-}
-
 static bool parse_int(const char *s, long lo, long hi, int *v_p)
 {
 	char *end;
@@ -74,13 +60,13 @@ tp_err_t tp_request_parse(const char *text, tp_request_t *r, char **err_p)
 		return TP_ERR_NOMEM;
 	t = tp_strtrim(buf);
 	if (!*t) {
-		err = fail(err_p, TP_ERR_PARSE,
-			   "empty request: give nodes=N or gpus=T");
+		err = tp_fail(err_p, TP_ERR_PARSE,
+			      "empty request: give nodes=N or gpus=T");
 		goto out;
 	}
 	/* strtok would merge ",," silently; an empty item is a typo */
 	if (t[0] == ',' || t[strlen(t) - 1] == ',' || strstr(t, ",,")) {
-		err = fail(err_p, TP_ERR_PARSE, "\"%s\": empty item", t);
+		err = tp_fail(err_p, TP_ERR_PARSE, "\"%s\": empty item", t);
 		goto out;
 	}
 	for (char *p = t;; p = NULL) {
@@ -93,7 +79,7 @@ tp_err_t tp_request_parse(const char *text, tp_request_t *r, char **err_p)
 			break;
 		tok = tp_strtrim(tok);
 		if (!*tok) {
-			err = fail(err_p, TP_ERR_PARSE, "empty item");
+			err = tp_fail(err_p, TP_ERR_PARSE, "empty item");
 			goto out;
 		}
 		eq = strchr(tok, '=');
@@ -115,106 +101,109 @@ tp_err_t tp_request_parse(const char *text, tp_request_t *r, char **err_p)
 		else if (!strcmp(tok, "shared"))
 			seen = &seen_shared;
 		else {
-			err = fail(err_p, TP_ERR_PARSE,
-				   "\"%s\": unknown item (expected nodes=, "
-				   "gpus-per-node=, gpus=, bytes=, exclusive "
-				   "or shared)",
-				   tok);
+			err =
+			    tp_fail(err_p, TP_ERR_PARSE,
+				    "\"%s\": unknown item (expected nodes=, "
+				    "gpus-per-node=, gpus=, bytes=, exclusive "
+				    "or shared)",
+				    tok);
 			goto out;
 		}
 		if (*seen) {
-			err = fail(err_p, TP_ERR_PARSE, "\"%s\" given twice",
-				   tok);
+			err = tp_fail(err_p, TP_ERR_PARSE, "\"%s\" given twice",
+				      tok);
 			goto out;
 		}
 		*seen = true;
 		if (seen == &seen_excl || seen == &seen_shared) {
 			if (val) {
-				err = fail(err_p, TP_ERR_PARSE,
-					   "\"%s=%s\": %s takes no value", tok,
-					   val, tok);
+				err = tp_fail(err_p, TP_ERR_PARSE,
+					      "\"%s=%s\": %s takes no value",
+					      tok, val, tok);
 				goto out;
 			}
 			q.exclusive = seen == &seen_excl;
 			continue;
 		}
 		if (!val || !*val) {
-			err = fail(err_p, TP_ERR_PARSE,
-				   "\"%s\": expected %s=VALUE", tok, tok);
+			err = tp_fail(err_p, TP_ERR_PARSE,
+				      "\"%s\": expected %s=VALUE", tok, tok);
 			goto out;
 		}
 		if (seen == &seen_nodes &&
 		    !parse_int(val, 1, MAX_NODES, &q.nodes))
-			err = fail(err_p, TP_ERR_RANGE,
-				   "\"nodes=%s\": expected a whole number "
-				   "1..%d",
-				   val, MAX_NODES);
+			err = tp_fail(err_p, TP_ERR_RANGE,
+				      "\"nodes=%s\": expected a whole number "
+				      "1..%d",
+				      val, MAX_NODES);
 		else if (seen == &seen_gpn &&
 			 !parse_int(val, 1, MAX_GPUS_PER_NODE,
 				    &q.gpus_per_node))
-			err = fail(err_p, TP_ERR_RANGE,
-				   "\"gpus-per-node=%s\": expected a whole "
-				   "number 1..%d",
-				   val, MAX_GPUS_PER_NODE);
+			err = tp_fail(err_p, TP_ERR_RANGE,
+				      "\"gpus-per-node=%s\": expected a whole "
+				      "number 1..%d",
+				      val, MAX_GPUS_PER_NODE);
 		else if (seen == &seen_gpus &&
 			 !parse_int(val, 1, MAX_GPUS, &q.gpus))
-			err = fail(err_p, TP_ERR_RANGE,
-				   "\"gpus=%s\": expected a whole number 1..%d",
-				   val, MAX_GPUS);
+			err = tp_fail(
+			    err_p, TP_ERR_RANGE,
+			    "\"gpus=%s\": expected a whole number 1..%d", val,
+			    MAX_GPUS);
 		else if (seen == &seen_bytes &&
 			 !tp_parse_bytes(val, 1, TP_BYTES_MAX, &q.bytes))
-			err = fail(err_p, TP_ERR_RANGE,
-				   "\"bytes=%s\": expected a size such as "
-				   "4096, 256M or 1G (binary units, 1 B .. "
-				   "1 PiB)",
-				   val);
+			err = tp_fail(err_p, TP_ERR_RANGE,
+				      "\"bytes=%s\": expected a size such as "
+				      "4096, 256M or 1G (binary units, 1 B .. "
+				      "1 PiB)",
+				      val);
 		if (err)
 			goto out;
 	}
 	if (seen_excl && seen_shared) {
-		err =
-		    fail(err_p, TP_ERR_PARSE,
-			 "\"exclusive\" and \"shared\" contradict each other");
+		err = tp_fail(
+		    err_p, TP_ERR_PARSE,
+		    "\"exclusive\" and \"shared\" contradict each other");
 		goto out;
 	}
 	/* Slurm derives the missing one of -N / --gpus-per-node / --gpus
 	 * from the other two; so do we, when it divides evenly */
 	if (q.gpus && q.gpus_per_node && !q.nodes) {
 		if (q.gpus % q.gpus_per_node) {
-			err = fail(err_p, TP_ERR_RANGE,
-				   "\"gpus=%d\" is not a multiple of "
-				   "\"gpus-per-node=%d\"",
-				   q.gpus, q.gpus_per_node);
+			err = tp_fail(err_p, TP_ERR_RANGE,
+				      "\"gpus=%d\" is not a multiple of "
+				      "\"gpus-per-node=%d\"",
+				      q.gpus, q.gpus_per_node);
 			goto out;
 		}
 		q.nodes = q.gpus / q.gpus_per_node;
 	} else if (q.gpus && q.nodes && !q.gpus_per_node) {
 		if (q.gpus % q.nodes) {
-			err = fail(err_p, TP_ERR_RANGE,
-				   "\"gpus=%d\" does not split evenly over "
-				   "\"nodes=%d\"",
-				   q.gpus, q.nodes);
+			err = tp_fail(err_p, TP_ERR_RANGE,
+				      "\"gpus=%d\" does not split evenly over "
+				      "\"nodes=%d\"",
+				      q.gpus, q.nodes);
 			goto out;
 		}
 		q.gpus_per_node = q.gpus / q.nodes;
 	} else if (q.gpus && q.nodes &&
 		   (long)q.nodes * q.gpus_per_node != q.gpus) {
-		err = fail(err_p, TP_ERR_RANGE,
-			   "\"gpus=%d\" is not nodes x gpus-per-node (%d x "
-			   "%d)",
-			   q.gpus, q.nodes, q.gpus_per_node);
+		err = tp_fail(err_p, TP_ERR_RANGE,
+			      "\"gpus=%d\" is not nodes x gpus-per-node (%d x "
+			      "%d)",
+			      q.gpus, q.nodes, q.gpus_per_node);
 		goto out;
 	}
 	if (!q.nodes && !q.gpus) {
-		err = fail(err_p, TP_ERR_PARSE,
-			   seen_gpn ? "\"gpus-per-node\" needs nodes= or gpus="
-				    : "request needs nodes=N or gpus=T");
+		err =
+		    tp_fail(err_p, TP_ERR_PARSE,
+			    seen_gpn ? "\"gpus-per-node\" needs nodes= or gpus="
+				     : "request needs nodes=N or gpus=T");
 		goto out;
 	}
 	if ((long)q.nodes * q.gpus_per_node > MAX_GPUS) {
-		err = fail(err_p, TP_ERR_RANGE,
-			   "nodes=%d x gpus-per-node=%d: more than %d GPUs",
-			   q.nodes, q.gpus_per_node, MAX_GPUS);
+		err = tp_fail(err_p, TP_ERR_RANGE,
+			      "nodes=%d x gpus-per-node=%d: more than %d GPUs",
+			      q.nodes, q.gpus_per_node, MAX_GPUS);
 		goto out;
 	}
 	if (q.nodes && q.gpus_per_node)

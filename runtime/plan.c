@@ -226,20 +226,6 @@ void tp__plan_recommend(tp_plan_t *p)
 
 /* ---- building ---- */
 
-static tp_err_t bfail(char **err_p, tp_err_t err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static tp_err_t bfail(char **err_p, tp_err_t err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err_p) {
-		va_start(ap, fmt);
-		*err_p = tp_oneline(tp_vasprintf(fmt, ap));
-		va_end(ap);
-	}
-	return err;
-}
-
 void tp_plan_opts_defaults(tp_plan_opts_t *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -367,9 +353,9 @@ static tp_err_t fill_hosts(tp_plan_t *p, const tp_fabric_t *f,
 			if (rail_of(f, hp, i) + 1 > nrails)
 				nrails = rail_of(f, hp, i) + 1;
 		if (!cnt && gph > 0 && hp->ngpus && (size_t)gph > hp->ngpus)
-			return bfail(err_p, TP_ERR_RANGE,
-				     "host '%s' has %zu GPUs, %d asked for",
-				     hp->name, hp->ngpus, gph);
+			return tp_fail(err_p, TP_ERR_RANGE,
+				       "host '%s' has %zu GPUs, %d asked for",
+				       hp->name, hp->ngpus, gph);
 	}
 	p->nrails = nrails;
 	for (uint32_t r = 0; r < p->nhosts; r++) {
@@ -437,14 +423,14 @@ static tp_err_t fill_weights(tp_plan_t *p, const tp_fabric_t *f,
 		if (p->hosts[r].nranks != g)
 			return TP_OK;
 	if (!(link = tp_malloc((tp_fabric_ncas(f) + 1) * sizeof(uint32_t))))
-		return bfail(err_p, TP_ERR_NOMEM, "out of memory");
+		return tp_fail(err_p, TP_ERR_NOMEM, "out of memory");
 	tp_fabric_ca_cables(f, link);
 	on = tp_fabric_rank_weights(f, link, fidx, p->nhosts, g, w);
 	tp_free(link);
 	if (!on)
 		return TP_OK;
 	if (!(p->weight = tp__plan_alloc(p, g, sizeof(uint32_t))))
-		return bfail(err_p, TP_ERR_NOMEM, "out of memory");
+		return tp_fail(err_p, TP_ERR_NOMEM, "out of memory");
 	memcpy(p->weight, w, g * sizeof(uint32_t));
 	p->nweight = g;
 	return TP_OK;
@@ -565,22 +551,22 @@ static tp_err_t predict(tp_plan_t *p, const tp_cost_ctx_t *ctx,
 static tp_err_t check_opts(const tp_plan_opts_t *o, char **err_p)
 {
 	if (o->gpus_per_host < 0 || o->gpus_per_host > TP_PLAN_MAX_HOST_RANKS)
-		return bfail(err_p, TP_ERR_INVAL,
-			     "gpus per host %d out of range 0..%d",
-			     o->gpus_per_host, TP_PLAN_MAX_HOST_RANKS);
+		return tp_fail(err_p, TP_ERR_INVAL,
+			       "gpus per host %d out of range 0..%d",
+			       o->gpus_per_host, TP_PLAN_MAX_HOST_RANKS);
 	if (!o->sizes)
 		return TP_OK;
 	if (!o->nsizes || o->nsizes > TP_PLAN_MAX_SIZES)
-		return bfail(err_p, TP_ERR_INVAL,
-			     "%zu message sizes (expected 1..%d)", o->nsizes,
-			     TP_PLAN_MAX_SIZES);
+		return tp_fail(err_p, TP_ERR_INVAL,
+			       "%zu message sizes (expected 1..%d)", o->nsizes,
+			       TP_PLAN_MAX_SIZES);
 	for (size_t i = 0; i < o->nsizes; i++)
 		if (!(o->sizes[i] > 0) || !isfinite(o->sizes[i]) ||
 		    (i && !(o->sizes[i] > o->sizes[i - 1])))
-			return bfail(err_p, TP_ERR_INVAL,
-				     "message size %zu (%g): sizes must be "
-				     "positive and ascending",
-				     i, o->sizes[i]);
+			return tp_fail(err_p, TP_ERR_INVAL,
+				       "message size %zu (%g): sizes must be "
+				       "positive and ascending",
+				       i, o->sizes[i]);
 	return TP_OK;
 }
 
@@ -601,7 +587,7 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 	tp_err_t err;
 
 	if (!f || !plan_p)
-		return bfail(err_p, TP_ERR_INVAL, "no fabric or output");
+		return tp_fail(err_p, TP_ERR_INVAL, "no fabric or output");
 	if (!opts) {
 		tp_plan_opts_defaults(&def);
 		opts = &def;
@@ -610,17 +596,17 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 		return err;
 	if (ctx && opts->predict &&
 	    tp_cost_ctx_params(ctx)->nics_by_rate != opts->nics_by_rate)
-		return bfail(err_p, TP_ERR_INVAL,
-			     "NICs by rate: the plan %s, the cost model %s",
-			     opts->nics_by_rate ? "on" : "off",
-			     opts->nics_by_rate ? "off" : "on");
+		return tp_fail(err_p, TP_ERR_INVAL,
+			       "NICs by rate: the plan %s, the cost model %s",
+			       opts->nics_by_rate ? "on" : "off",
+			       opts->nics_by_rate ? "off" : "on");
 	if (opts->state && tp_state_fabric(opts->state) != f)
-		return bfail(err_p, TP_ERR_INVAL,
-			     "the link state is another fabric's");
+		return tp_fail(err_p, TP_ERR_INVAL,
+			       "the link state is another fabric's");
 	if (!hosts || !n)
-		return bfail(err_p, TP_ERR_INVAL, "empty host list");
+		return tp_fail(err_p, TP_ERR_INVAL, "empty host list");
 	if (n >= TP_PLAN_NONE)
-		return bfail(err_p, TP_ERR_RANGE, "%zu hosts: too many", n);
+		return tp_fail(err_p, TP_ERR_RANGE, "%zu hosts: too many", n);
 	ngf = tp_fabric_ngroups(f);
 	nlev = tp_fabric_ngroup_levels(f);
 	if (nlev > TP_MAX_LEVELS)
@@ -628,7 +614,7 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 	fidx = tp_malloc(n * sizeof(*fidx));
 	seen = tp_calloc(ngf ? ngf : 1, 1); /* ring_contiguous's */
 	if (!fidx || !seen) {
-		err = bfail(err_p, TP_ERR_NOMEM, "out of memory");
+		err = tp_fail(err_p, TP_ERR_NOMEM, "out of memory");
 		goto out;
 	}
 	size_t bad = 0;
@@ -636,36 +622,38 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 	case TP_OK:
 		break;
 	case TP_ERR_INVAL:
-		err = bfail(err_p, err, "host %zu: NULL", bad);
+		err = tp_fail(err_p, err, "host %zu: NULL", bad);
 		goto out;
 	case TP_ERR_NOTFOUND:
-		err = bfail(err_p, err, "unknown host '%s' (not in the fabric)",
+		err =
+		    tp_fail(err_p, err, "unknown host '%s' (not in the fabric)",
 			    hosts[bad]);
 		goto out;
 	case TP_ERR_EXISTS:
-		err = bfail(err_p, TP_ERR_INVAL, "host '%s' listed twice",
-			    hosts[bad]);
+		err = tp_fail(err_p, TP_ERR_INVAL, "host '%s' listed twice",
+			      hosts[bad]);
 		goto out;
 	default:
-		err = bfail(err_p, err, "out of memory");
+		err = tp_fail(err_p, err, "out of memory");
 		goto out;
 	}
 	if (opts->ranks) {
 		if (!(cnt = tp_calloc(tp_fabric_nhosts(f) + 1,
 				      sizeof(uint32_t)))) {
-			err = bfail(err_p, TP_ERR_NOMEM, "out of memory");
+			err = tp_fail(err_p, TP_ERR_NOMEM, "out of memory");
 			goto out;
 		}
 		for (size_t i = 0; i < n; i++) {
 			if (opts->ranks[i] < 1) {
-				err = bfail(err_p, TP_ERR_INVAL,
-					    "host '%s': no ranks", hosts[i]);
+				err = tp_fail(err_p, TP_ERR_INVAL,
+					      "host '%s': no ranks", hosts[i]);
 				goto out;
 			}
 			/* a step may run more (srun --overcommit): RANGE,
 			 * which its caller tells from a fault */
 			if (opts->ranks[i] > TP_PLAN_MAX_HOST_RANKS) {
-				err = bfail(err_p, TP_ERR_RANGE,
+				err =
+				    tp_fail(err_p, TP_ERR_RANGE,
 					    "host '%s': %u ranks, more than a "
 					    "plan's %d a host",
 					    hosts[i], opts->ranks[i],
@@ -677,7 +665,8 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 	}
 	tp_ring_order(f, fidx, NULL, n);
 	if (!ring_contiguous(f, fidx, n, nlev, seen, ngf)) {
-		err = bfail(err_p, TP_ERR_NOMEM, "out of memory (ring order)");
+		err =
+		    tp_fail(err_p, TP_ERR_NOMEM, "out of memory (ring order)");
 		goto out;
 	}
 
@@ -701,8 +690,8 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 	if (err)
 		goto out;
 	if (p->nrails > TP_SCHED_MAX_RAILS) {
-		err = bfail(err_p, TP_ERR_RANGE, "%d rails: at most %d",
-			    p->nrails, TP_SCHED_MAX_RAILS);
+		err = tp_fail(err_p, TP_ERR_RANGE, "%d rails: at most %d",
+			      p->nrails, TP_SCHED_MAX_RAILS);
 		goto out;
 	}
 	if (opts->nics_by_rate && (err = fill_weights(p, f, fidx, err_p)))
@@ -734,7 +723,7 @@ tp_err_t tp_plan_build(const tp_fabric_t *f, const tp_cost_ctx_t *ctx,
 	err = TP_OK;
 	goto out;
 nomem:
-	err = bfail(err_p, TP_ERR_NOMEM, "out of memory");
+	err = tp_fail(err_p, TP_ERR_NOMEM, "out of memory");
 out:
 	tp_sched_destroy(sch);
 	tp_free(fidx);

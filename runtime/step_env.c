@@ -19,20 +19,6 @@
 
 #include "runtime_int.h"
 
-static tp_err_t efail(char **err_p, tp_err_t err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static tp_err_t efail(char **err_p, tp_err_t err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err_p) {
-		va_start(ap, fmt);
-		*err_p = tp_oneline(tp_vasprintf(fmt, ap));
-		va_end(ap);
-	}
-	return err;
-}
-
 /* One pass over s; counts written when not NULL. */
 static tp_err_t tasks_scan(const char *s, uint32_t *counts, size_t n)
 {
@@ -88,14 +74,15 @@ tp_err_t tp_step_tasks_check(const char *const *hosts, const uint32_t *tasks,
 			     size_t n, char **err_p)
 {
 	if (!hosts || !tasks)
-		return efail(err_p, TP_ERR_INVAL, "bad step arguments");
+		return tp_fail(err_p, TP_ERR_INVAL, "bad step arguments");
 	for (size_t i = 0; i < n; i++)
 		if (tasks[i] > TP_PLAN_MAX_HOST_RANKS)
-			return efail(err_p, TP_ERR_RANGE,
-				     "%u tasks on %s, more than a plan's %d a "
-				     "host: no plan for it",
-				     tasks[i], hosts[i] ? hosts[i] : "?",
-				     TP_PLAN_MAX_HOST_RANKS);
+			return tp_fail(
+			    err_p, TP_ERR_RANGE,
+			    "%u tasks on %s, more than a plan's %d a "
+			    "host: no plan for it",
+			    tasks[i], hosts[i] ? hosts[i] : "?",
+			    TP_PLAN_MAX_HOST_RANKS);
 	return TP_OK;
 }
 
@@ -276,10 +263,11 @@ tp_err_t tp_plan_step_env(const tp_plan_t *plan, const tp_step_in_t *in,
 
 	if (!plan || !in || !env_p || !in->hosts || !in->tasks || !in->n ||
 	    in->node_id >= in->n || !in->hosts[in->node_id] || !in->plan_path)
-		return efail(err_p, TP_ERR_INVAL, "bad step arguments");
+		return tp_fail(err_p, TP_ERR_INVAL, "bad step arguments");
 	for (size_t i = 0; i < in->n; i++)
 		if (!in->hosts[i])
-			return efail(err_p, TP_ERR_INVAL, "bad step arguments");
+			return tp_fail(err_p, TP_ERR_INVAL,
+				       "bad step arguments");
 	memset(&e, 0, sizeof(e));
 	me = in->hosts[in->node_id];
 	/* before the counts: a host outside the plan drops its tasks from
@@ -287,15 +275,15 @@ tp_err_t tp_plan_step_env(const tp_plan_t *plan, const tp_step_in_t *in,
 	size_t np = tp_plan_nhosts(plan);
 	uint32_t mine = tp_plan_rank_of(plan, me);
 	if (!(ph = tp_plan_host(plan, mine)))
-		return efail(err_p, TP_ERR_NOTFOUND, "%s not in its own plan",
-			     me);
+		return tp_fail(err_p, TP_ERR_NOTFOUND, "%s not in its own plan",
+			       me);
 	/* each plan host's tasks, by node rank (a hash lookup a step host:
 	 * 16,384 hosts are no slower than a few), then the tasks of the
 	 * hosts before this one in the ring */
 	uint64_t *by_rank = tp_calloc(np + 1, sizeof(uint64_t));
 	const char *stray = NULL;
 	if (!by_rank)
-		return efail(err_p, TP_ERR_NOMEM, "out of memory");
+		return tp_fail(err_p, TP_ERR_NOMEM, "out of memory");
 	for (size_t i = 0; i < in->n; i++) {
 		uint32_t r = tp_plan_rank_of(plan, in->hosts[i]);
 		if (r < np) /* +1: a host of no tasks still counts as met */
@@ -306,9 +294,9 @@ tp_err_t tp_plan_step_env(const tp_plan_t *plan, const tp_step_in_t *in,
 	for (size_t r = 0; r < np; r++) {
 		if (!by_rank[r]) {
 			tp_free(by_rank);
-			return efail(err_p, TP_ERR_NOTFOUND,
-				     "plan host %s not in step",
-				     tp_plan_host(plan, r)->name);
+			return tp_fail(err_p, TP_ERR_NOTFOUND,
+				       "plan host %s not in step",
+				       tp_plan_host(plan, r)->name);
 		}
 		if (r == mine)
 			e.rank_base = (uint32_t)e.world; /* checked below */
@@ -316,23 +304,23 @@ tp_err_t tp_plan_step_env(const tp_plan_t *plan, const tp_step_in_t *in,
 	}
 	tp_free(by_rank);
 	if (stray)
-		return efail(err_p, TP_ERR_NOTFOUND,
-			     "step host %s not in the plan", stray);
+		return tp_fail(err_p, TP_ERR_NOTFOUND,
+			       "step host %s not in the plan", stray);
 	if (e.world != in->ntasks)
-		return efail(err_p, TP_ERR_RANGE,
-			     "tasks per node give %llu tasks, the step has "
-			     "%llu",
-			     (unsigned long long)e.world,
-			     (unsigned long long)in->ntasks);
+		return tp_fail(err_p, TP_ERR_RANGE,
+			       "tasks per node give %llu tasks, the step has "
+			       "%llu",
+			       (unsigned long long)e.world,
+			       (unsigned long long)in->ntasks);
 	/* ranks are uint32_t (TOPOPLACE_RANK, the plan's): past that the
 	 * hosts' rank bases would wrap onto each other */
 	if (e.world > UINT32_MAX)
-		return efail(
+		return tp_fail(
 		    err_p, TP_ERR_RANGE, "%llu tasks: more than %lu ranks",
 		    (unsigned long long)e.world, (unsigned long)UINT32_MAX);
 	e.node_rank = ph->node_rank;
 	if ((err = fill_vars(plan, in, ph, &e)))
-		return efail(err_p, err, "out of memory");
+		return tp_fail(err_p, err, "out of memory");
 	*env_p = e;
 	return TP_OK;
 }
