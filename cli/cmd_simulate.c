@@ -1360,9 +1360,11 @@ static void sim_report(const sim_args_t *o, const tp_fabric_t *f,
 		printf(")");
 	}
 	if (o->deflate)
-		printf("; %zu run times deflated by what their hosts cost "
-		       "them",
-		       S->deflated);
+		printf("; %zu run time%s deflated by what %s hosts cost "
+		       "%s",
+		       S->deflated, tp_cli_s(S->deflated),
+		       S->deflated == 1 ? "its" : "their",
+		       S->deflated == 1 ? "it" : "them");
 	printf("; seeds %ld-%ld; baseline %s", o->seed, o->seed + o->nseeds - 1,
 	       tp_policy_name(base));
 	if (batched(S))

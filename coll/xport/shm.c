@@ -424,13 +424,16 @@ static void fifo_path(char *buf, size_t len, const char *name, int i)
 	snprintf(buf, len, "/dev/shm%s.w%d", name, i);
 }
 
-/* Whether a segment name a peer sent is one of ours ("/tpcoll-" and
+/* Every segment's name starts so: name_ok() holds a peer's to it. */
+#define SEG_PREFIX "/tpcoll-"
+
+/* Whether a segment name a peer sent is one of ours (SEG_PREFIX and
  * digits, letters and '-', NUL-terminated within NAME_LEN): the name is
  * opened, unlinked and made FIFO paths of, so a peer's "/../x" must not
  * reach the file system. */
 static bool name_ok(const char *name)
 {
-	static const char prefix[] = "/tpcoll-";
+	static const char prefix[] = SEG_PREFIX;
 	const char *end = memchr(name, '\0', NAME_LEN);
 
 	if (!end || strncmp(name, prefix, sizeof(prefix) - 1))
@@ -488,7 +491,7 @@ static void create_segment(tp_coll_comm_t *c, int peer, char *name, bool fifos)
 	static _Atomic unsigned seq;
 	void *m = NULL;
 
-	snprintf(name, NAME_LEN, "/tpcoll-%d-%u-%d", (int)getpid(),
+	snprintf(name, NAME_LEN, SEG_PREFIX "%d-%u-%d", (int)getpid(),
 		 atomic_fetch_add(&seq, 1), peer);
 	int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
 	size_t len = 2 * (HDR + ring_cap());
@@ -749,7 +752,7 @@ static void *host_create(int n, char *name)
 	void *m = NULL;
 	int fd;
 
-	snprintf(name, NAME_LEN, "/tpcoll-h-%d-%u", (int)getpid(),
+	snprintf(name, NAME_LEN, SEG_PREFIX "h-%d-%u", (int)getpid(),
 		 atomic_fetch_add(&seq, 1));
 	fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
 	if (fd < 0) {

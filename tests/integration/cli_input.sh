@@ -381,6 +381,10 @@ jq -e '(.deflate_runs == false) and (.runs_deflated == null) and
 	ok "simulate --json: deflate_runs, runs_deflated, left_out" ||
 	bad "simulate --json deflation: $(jq -c '[.deflate_runs, .runs_deflated, .left_out]' "$tmp/defl.json" \
 		"$tmp/defl--deflate-runs.json")"
+expect 0 "simulate --deflate-runs on one deflated job" $T simulate --trace "$tmp/defl.txt" --fabric "$tmp/f4.json" \
+	--policies first-fit --deflate-runs
+grep -q "; 1 run time deflated by what its hosts cost it;" "$tmp/out" &&
+	ok "simulate --deflate-runs: one run time, in the singular" || bad "deflated count: $(head -3 "$tmp/out")"
 expect 0 "simulate --json on a CSV trace" $T simulate --trace "$tmp/three.csv" --policies first-fit --json
 jq -e '(.deflate_runs == false) and (.runs_deflated == null) and (.left_out == null)' "$tmp/out" >/dev/null &&
 	ok "simulate --json on a CSV: nothing deflated or left out by Slurm's rules" ||
