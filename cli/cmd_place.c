@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -62,13 +63,15 @@ static const char cost_usage[] =
     "in this order.\n"
     "  --fabric F.json      the fabric model\n"
     "  --hosts LIST         the hosts, in ring order (node[01-04],node09);\n"
-    "                       NAME:G gives a host G ranks (every host then:\n"
+    "                       NAME:G gives a host G ranks, 1 to 1024 (every\n"
+    "                       host then, and no --gpus-per-host:\n"
     "                       node001:2,node002:4, or place's ring order line\n"
-    "                       in quotes: spaces separate hosts too)\n"
+    "                       in quotes: blanks separate hosts too)\n"
     "  --bytes SIZE         the collective's size (256M, 1G, 4096)\n"
     "  --algo A             ring (default), hierarchical, tree,\n"
     "                       reduce-scatter or all-gather\n"
-    "  --gpus-per-host N    ranks a host (default: its GPUs, 1 without)\n"
+    "  --gpus-per-host N    ranks a host (default: its GPUs, 1 without;\n"
+    "                       NAME:G in --hosts instead, per host)\n"
     "  --background S.json  degraded links and other jobs' traffic\n"
     "                       (topoplace-state/1)\n"
     "  --nics-by-rate       load each host's NICs in proportion to their\n"
@@ -373,24 +376,25 @@ static void link_name(const tp_fabric_t *f, const tp_cost_t *c, char *buf,
 	snprintf(buf, n, "%s - %s", end[0], end[1]);
 }
 
-/* The fabric's index (hv) and the GPUs (gv) of each host named, checked
- * as `plan` checks them; an exit code, the error printed. */
-/* A name's trailing ":G" (place's ring order prints node001:4): G
- * into gv[i] and the name cut there; 0 without one, -1 (after an error
- * line) for a count that is no number of GPUs. */
+/* A name's trailing ":G" (place's ring order prints node001:4): G into
+ * *g_p and the name cut there; 0 without one, -1 (after an error line)
+ * for a count that is not 1 to 1024 in decimal digits. */
 static int rank_suffix(char *name, int *g_p)
 {
-	char *c = strrchr(name, ':'), *end;
-	long g;
+	char *c = strrchr(name, ':');
+	long g = 0;
+	size_t k = 1;
 
 	*g_p = 0;
 	if (!c)
 		return 0;
-	g = strtol(c + 1, &end, 10);
-	if (c == name || !c[1] || *end || g < 1 || g > 1024) {
+	while (isdigit((unsigned char)c[k]) && g <= 1024)
+		g = 10 * g + (c[k++] - '0');
+	if (c == name || k == 1 || c[k] || g < 1 || g > 1024) {
+		char q[160];
 		tp_cli_err("cost: --hosts: '%s': a host's ranks are NAME:G, G "
 			   "from 1 to 1024",
-			   name);
+			   tp_quote(q, sizeof(q), name, 100));
 		return -1;
 	}
 	*c = '\0';
@@ -398,6 +402,8 @@ static int rank_suffix(char *name, int *g_p)
 	return 1;
 }
 
+/* The fabric's index (hv) and the GPUs (gv) of each host named, checked
+ * as `plan` checks them; an exit code, the error printed. */
 static int cost_hosts(const tp_fabric_t *f, const char *fabric,
 		      char *const *names, size_t n, int gph, uint32_t *hv,
 		      int *gv)
@@ -427,16 +433,18 @@ static int cost_hosts(const tp_fabric_t *f, const char *fabric,
 		tp_cli_err("cost: out of memory");
 		return TP_EXIT_FAIL;
 	default:
+		char q[160];
 		tp_cli_err("cost: %s: host %s is not in the fabric", fabric,
-			   names[bad]);
+			   tp_quote(q, sizeof(q), names[bad], 100));
 		return TP_EXIT_INPUT;
 	}
 	for (size_t i = 0; i < n; i++) {
 		const tp_host_t *h = tp_fabric_host(f, hv[i]);
 		int want = counted ? gv[i] : gph;
 		if (want && h->ngpus && (size_t)want > h->ngpus) {
-			tp_cli_err("cost: host '%s' has %zu GPUs, %d asked for",
-				   h->name, h->ngpus, want);
+			tp_cli_err("cost: host '%s' has %zu GPU%s, %d asked "
+				   "for",
+				   h->name, h->ngpus, tp_cli_s(h->ngpus), want);
 			return TP_EXIT_INPUT;
 		}
 		gv[i] = want ? want : (int)h->ngpus;
@@ -557,28 +565,6 @@ out:
 	return rc;
 }
 
-/* s with each run of blanks between items a comma (place's ring order
- * line separates hosts by spaces); NULL without memory. */
-static char *spaces_to_commas(const char *s)
-{
-	char *out = tp_malloc(strlen(s) + 1), *o = out;
-
-	if (!out)
-		return NULL;
-	while (*s) {
-		if (*s != ' ' && *s != '\t') {
-			*o++ = *s++;
-			continue;
-		}
-		while (*s == ' ' || *s == '\t')
-			s++;
-		if (o > out && *s && o[-1] != ',' && *s != ',')
-			*o++ = ',';
-	}
-	*o = '\0';
-	return out;
-}
-
 int tp_cmd_cost(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -658,14 +644,7 @@ int tp_cmd_cost(int argc, char **argv)
 			   "(see --help)");
 		return TP_EXIT_INPUT;
 	}
-	char *list = spaces_to_commas(hosts);
-	if (!list) {
-		tp_cli_err("cost: out of memory");
-		return TP_EXIT_FAIL;
-	}
-	err = tp_hostlist_expand(list, &names, &n);
-	tp_free(list);
-	if (err || !n) {
+	if ((err = tp_hostlist_expand(hosts, &names, &n)) || !n) {
 		char q[160];
 		if (!err)
 			tp_hostlist_free(names, n); /* an empty list */

@@ -441,6 +441,8 @@ usage_err "cost NAME:G with --gpus-per-host" "or none, and not with --gpus-per-h
 	$T cost --fabric "$tmp/ft.json" --hosts node001:2,node002:2 --gpus-per-host 2 --bytes 1G
 usage_err "cost NAME:G not a count" "cost: --hosts: 'node001:0': a host's ranks are NAME:G, G from 1 to 1024$" \
 	$T cost --fabric "$tmp/ft.json" --hosts node001:0,node002:2 --bytes 1G
+usage_err "cost NAME:G with a sign" "cost: --hosts: 'node001:+2': a host's ranks are NAME:G" \
+	$T cost --fabric "$tmp/ft.json" --hosts node001:+2,node002:2 --bytes 1G
 usage_err "cost NAME:G over the host's GPUs" "cost: host 'node001' has 8 GPUs, 9 asked for$" \
 	$T cost --fabric "$tmp/ft.json" --hosts node001:9,node002:2 --bytes 1G
 usage_err "cost --bytes 0" "cost: --bytes: expected a size 1 .. 1P .*got '0'" \
