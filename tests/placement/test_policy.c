@@ -1862,13 +1862,6 @@ static void test_choose_repeat_copy(void **unused)
 	tp_fabric_destroy(f);
 }
 
-/* The ideal (ideal_s, the simulator's reference) is a property of the
- * request and the fabric, not of the policy measured: every policy gets
- * the same one on the same state, and no deterministic policy's choice on
- * the idle fabric beats it. On the 16-leaf interleaved fabric with 5% of
- * cables degraded, the reference used to be min(packed set, the chosen
- * hosts idle): 6 hosts read 6.51 ms for slurm-tree and 5.76 ms for
- * topoplace, each at a slowdown of 1. */
 /* The reference counts every set the topoplace policy priced on the idle
  * fabric, kept or not. On simulate's built-in fabric a job of 8 hosts
  * stays inside one leaf (node057-064, 6.708 ms): the policy keeps it for
@@ -1912,6 +1905,13 @@ static void test_ideal_counts_priced(void **unused)
 	tp_fabric_destroy(f);
 }
 
+/* The ideal (ideal_s, the simulator's reference) is a property of the
+ * request and the fabric, not of the policy measured: every policy gets
+ * the same one on the same state, and no deterministic policy's choice on
+ * the idle fabric beats it. On the 16-leaf interleaved fabric with 5% of
+ * cables degraded, the reference used to be min(packed set, the chosen
+ * hosts idle): 6 hosts read 6.51 ms for slurm-tree and 5.76 ms for
+ * topoplace, each at a slowdown of 1. */
 static void test_ideal_is_the_requests(void **unused)
 {
 	tp_fabric_t *f = NULL;
