@@ -432,11 +432,12 @@ static int cost_hosts(const tp_fabric_t *f, const char *fabric,
 	case TP_ERR_NOMEM:
 		tp_cli_err("cost: out of memory");
 		return TP_EXIT_FAIL;
-	default:
+	default: {
 		char q[160];
 		tp_cli_err("cost: %s: host %s is not in the fabric", fabric,
 			   tp_quote(q, sizeof(q), names[bad], 100));
 		return TP_EXIT_INPUT;
+	}
 	}
 	for (size_t i = 0; i < n; i++) {
 		const tp_host_t *h = tp_fabric_host(f, hv[i]);
