@@ -2216,14 +2216,13 @@ static bool one_group(const tp_fabric_t *f, const uint32_t *hs, size_t n)
 	return true;
 }
 
-/* Marks every host of host h's level-1 group in skip. */
-static void skip_group(const tp_fabric_t *f, uint32_t h, bool *skip)
+/* Marks every host of group g in skip. */
+static void skip_group(const tp_fabric_t *f, uint32_t g, bool *skip)
 {
-	const tp_group_t *g =
-	    tp_fabric_group(f, tp_fabric_host(f, h)->group[0]);
+	const tp_group_t *gp = tp_fabric_group(f, g);
 
-	for (size_t i = 0; i < g->nhosts; i++)
-		skip[g->hosts[i]] = true;
+	for (size_t i = 0; i < gp->nhosts; i++)
+		skip[gp->hosts[i]] = true;
 }
 
 /* Candidate v (>= 1) of the structural pick s[0] into s[v]; false when
@@ -2264,14 +2263,14 @@ static bool make_variant(pricer_t *pr, variant_t *s, size_t v, size_t nused,
 				continue;
 			if (!one_group(in->f, s[w].h, s[w].n))
 				return false; /* no other group holds it */
-			skip_group(in->f, s[w].h[0], pr->skip);
+			skip_group(in->f,
+				   tp_fabric_host(in->f, s[w].h[0])->group[0],
+				   pr->skip);
 		}
 		sk = pr->skip;
 	} else {
-		const tp_group_t *g = tp_fabric_group(in->f, used[v - 3]);
 		memset(pr->skip, 0, (nh + 1) * sizeof(bool));
-		for (size_t i = 0; i < g->nhosts; i++)
-			pr->skip[g->hosts[i]] = true;
+		skip_group(in->f, used[v - 3], pr->skip);
 		sk = pr->skip;
 	}
 	return !choose_once(in, sk, rev, s[v].h, s[v].g, max, &s[v].n, s[v].why,
@@ -2311,7 +2310,9 @@ static void keep_cheapest(tp__priced_t *pz, const variant_t *var, size_t nvar)
 {
 	const variant_t *b = NULL;
 
-	for (size_t v = 0; v < nvar && pz; v++)
+	if (!pz)
+		return;
+	for (size_t v = 0; v < nvar; v++)
 		if (var[v].t >= 0 && (!b || var[v].t < b->t))
 			b = &var[v];
 	if (!b)
