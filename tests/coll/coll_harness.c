@@ -1,7 +1,10 @@
 /* The multi-rank harness of the libtopoplace-coll tests (coll_harness.h). */
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,10 +57,37 @@ tp_plan_t *plan_on(tp_fabric_t *f, int nh, int L, int first)
 	return p;
 }
 
+/* Whether nobody on this machine listens on (or holds) 127.0.0.1:port:
+ * two suites running at once (make check beside distcheck) draw from the
+ * same range, and a rank joining the other suite's rank 0 fails both. */
+static bool port_free(int port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM, 0);
+	bool ok;
+
+	if (fd < 0)
+		return true;
+	/* as rank 0 binds: a port in TIME_WAIT is free to it */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	ok = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	return ok;
+}
+
 int next_port(void)
 {
 	static int k;
-	return 20000 + (int)((getpid() * 131 + 97 * k++) % 12000);
+	int port = 0;
+
+	for (int tries = 0; tries < 64; tries++) {
+		port = 20000 + (int)((getpid() * 131 + 97 * k++) % 12000);
+		if (port_free(port))
+			break;
+	}
+	return port;
 }
 
 void opts_for(tp_coll_opts_t *o, int port, double timeout_s, size_t chunk)
