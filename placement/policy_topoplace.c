@@ -1843,30 +1843,49 @@ static void least_weak_first(pricer_t *pr, size_t nc)
 	memcpy(pr->coff, pr->cso, nc * sizeof(int));
 }
 
-/* Local search: swap one host of the set for a free one (the first and
- * the last that offer enough GPUs in each level-1 group, the least weak
- * first) while that makes the predicted all-reduce cheaper by
- * gain_needed(), steepest first, for at most `budget` predictions.
- * (Tried 2026-12-07: taking a free host's best swap at once, before the
- * other free hosts were tried. More swaps fit a budget, but a search
- * that took the first free hosts' swaps walked back towards the
- * structural pick: the review's families of 200-400 seeds read worst
- * 2.2-3.0x where steepest first reads 1.5-2.1x.) Returns the swaps made;
- * *t_p is the set's price, updated. */
-static size_t improve(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n,
-		      double *t_p, size_t budget)
+#define MAX_VARIANTS 3
+/* the structural pick, without weak hosts, the other ends, without each
+ * of MAX_VARIANTS groups (or, for a pick inside one group on weak hosts,
+ * the job in up to MAX_VARIANTS other groups), shared evenly over its
+ * groups and one more */
+#define NVARIANTS (3 + MAX_VARIANTS + 2)
+
+/* One candidate host set: its hosts, GPUs, price, the swaps that
+ * improved it and the structure's explanation of it. */
+typedef struct variant {
+	uint32_t *h;
+	int *g;
+	size_t n, swaps;
+	double t;
+	char why[256];
+} variant_t;
+
+/* One step of the local search: of the swaps of one host of the set for
+ * a free one (the first and the last that offer enough GPUs in each
+ * level-1 group, the least weak first), the one that makes the predicted
+ * all-reduce cheapest, when it is cheaper by gain_needed() (steepest
+ * first), within at most `budget` predictions (a pass the budget cuts
+ * short takes the best swap it found). (Tried 2026-12-07: taking a free
+ * host's best swap at once, before the other free hosts were tried. More
+ * swaps fit a budget, but a search that took the first free hosts' swaps
+ * walked back towards the structural pick: the review's families of
+ * 200-400 seeds read worst 2.2-3.0x where steepest first reads
+ * 1.5-2.1x.) Returns whether it swapped; v's hosts and price updated. */
+static bool improve(pricer_t *pr, variant_t *v, size_t budget)
 {
 	const tp__policy_in_t *in = pr->in;
 	const tp_fabric_t *f = in->f;
-	size_t nh = tp_fabric_nhosts(f), ng = tp_fabric_ngroups(f), swaps = 0;
-	double best = *t_p;
+	size_t nh = tp_fabric_nhosts(f), ng = tp_fabric_ngroups(f), n = v->n;
+	uint32_t *hosts = v->h;
+	const int *gpus = v->g;
+	double best = v->t;
 
 	if (budget > pr->budget)
 		budget = pr->budget;
 	/* a share under one prediction (a large job's budget spread over
 	 * its candidates) swaps nothing: skip the pass over every group */
 	if (!budget)
-		return 0;
+		return false;
 	memset(pr->in_set, 0, (nh + 1) * sizeof(bool));
 	for (size_t i = 0; i < n; i++)
 		pr->in_set[hosts[i]] = true;
@@ -1878,44 +1897,66 @@ static size_t improve(pricer_t *pr, uint32_t *hosts, int *gpus, size_t n,
 			nc = group_ends(pr, (uint32_t)g, nc);
 	}
 	least_weak_first(pr, nc);
-	for (bool again = true; again && budget;) {
-		size_t bi = SIZE_MAX;
-		uint32_t bh = 0;
-		double bt = best;
-		again = false;
-		for (size_t ci = 0; ci < nc && budget; ci++) {
-			uint32_t h = pr->cand[ci];
-			if (pr->in_set[h])
+	size_t bi = SIZE_MAX;
+	uint32_t bh = 0;
+	double bt = best;
+	for (size_t ci = 0; ci < nc && budget; ci++) {
+		uint32_t h = pr->cand[ci];
+		for (size_t i = 0; i < n && budget; i++) {
+			if (!stands_in(in, pr->coff[ci], gpus[i]))
 				continue;
-			for (size_t i = 0; i < n && budget; i++) {
-				if (!stands_in(in, pr->coff[ci], gpus[i]))
-					continue;
-				memcpy(pr->th, hosts, n * sizeof(uint32_t));
-				memcpy(pr->tg, gpus, n * sizeof(int));
-				pr->th[i] = h;
-				size_t npred = pr->npred;
-				double t = price(pr, pr->th, pr->tg, n);
-				budget -= pr->npred - npred;
-				if (t >= 0 && t < bt &&
-				    replaces(in->s, hosts, n, best, pr->th, n,
-					     t)) {
-					bt = t;
-					bi = i;
-					bh = h;
-				}
+			memcpy(pr->th, hosts, n * sizeof(uint32_t));
+			memcpy(pr->tg, gpus, n * sizeof(int));
+			pr->th[i] = h;
+			size_t npred = pr->npred;
+			double t = price(pr, pr->th, pr->tg, n);
+			budget -= pr->npred - npred;
+			if (t >= 0 && t < bt &&
+			    replaces(in->s, hosts, n, best, pr->th, n, t)) {
+				bt = t;
+				bi = i;
+				bh = h;
 			}
 		}
-		if (bi != SIZE_MAX) {
-			pr->in_set[hosts[bi]] = false;
-			pr->in_set[bh] = true;
-			hosts[bi] = bh;
-			best = bt;
-			swaps++;
-			again = true;
-		}
 	}
-	*t_p = best;
-	return swaps;
+	if (bi == SIZE_MAX)
+		return false;
+	hosts[bi] = bh;
+	v->t = bt;
+	v->swaps++;
+	return true;
+}
+
+/* The local search over the priced candidates var[order[0..nord)]
+ * (cheapest first): a step for each, each with an equal share of what
+ * is left of the budget (a step that ends early leaves its share to the
+ * next), then further steps for the cheapest candidate whose last step
+ * swapped, until none did or the budget is spent. Why not each
+ * candidate's search to its end with an equal share (2026-12-07): on
+ * small fabrics a share covered less than one step's swaps, and the
+ * candidate one or two swaps from the cheapest set was cut short while
+ * others spent their shares; test_brute's second family 113 -> 114 of
+ * 120 within 5% of the cheapest, a review's harness (3 leaves x 4 hosts
+ * of 4 GPUs; 4 NICs, 30% of cables degraded, seeds 201-600: 94.9% ->
+ * 95.7%; one NIC, 20%: worst 1.95x -> 1.10x; 8 GPUs shared by 4-GPU
+ * jobs: worst 1.54x -> 1.31x), no family worse. */
+static void search(pricer_t *pr, variant_t *var, const size_t *order,
+		   size_t nord)
+{
+	bool more[NVARIANTS];
+
+	for (size_t k = 0; k < nord; k++)
+		more[order[k]] = pr->budget && improve(pr, &var[order[k]],
+						       pr->budget / (nord - k));
+	while (pr->budget) {
+		variant_t *c = NULL;
+		for (size_t k = 0; k < nord; k++)
+			if (more[order[k]] && (!c || var[order[k]].t < c->t))
+				c = &var[order[k]];
+		if (!c)
+			break;
+		more[c - var] = improve(pr, c, pr->budget);
+	}
 }
 
 #define MAX_EVEN 8
@@ -2186,23 +2227,6 @@ static bool leaf_is_large(const tp_fabric_t *f, uint32_t h)
  * fabrics (3-4 leaves of 4 hosts, 1-8 NICs, 5-30% of cables degraded,
  * nvl72) read no family worse, 30% with 4 NICs 86.3% -> 94.9% within 5%
  * and worst 1.99x -> 1.53x. JCT: see the commit that landed it. */
-#define MAX_VARIANTS 3
-/* the structural pick, without weak hosts, the other ends, without each
- * of MAX_VARIANTS groups (or, for a pick inside one group on weak hosts,
- * the job in up to MAX_VARIANTS other groups), shared evenly over its
- * groups and one more */
-#define NVARIANTS (3 + MAX_VARIANTS + 2)
-
-/* One candidate host set: its hosts, GPUs, price, the swaps that
- * improved it and the structure's explanation of it. */
-typedef struct variant {
-	uint32_t *h;
-	int *g;
-	size_t n, swaps;
-	double t;
-	char why[256];
-} variant_t;
-
 /* Hosts hs[0..n) lie in one level-1 group (n > 0). */
 static bool one_group(const tp_fabric_t *f, const uint32_t *hs, size_t n)
 {
@@ -2325,10 +2349,9 @@ static void keep_cheapest(tp__priced_t *pz, const variant_t *var, size_t nvar)
 
 /*
  * Every candidate is priced first; the local search then improves them
- * cheapest first, each with an equal share of what is left of the
- * budget, so a search that ends early leaves its share to the next one
- * and the budget is not spent on candidates far from the best. The
- * winner is then taken in candidate order, each needing gain_needed()
+ * (search()), a step each cheapest first, then the cheapest that still
+ * improves, so the budget is not spent on candidates far from the best.
+ * The winner is then taken in candidate order, each needing gain_needed()
  * against the one it replaces, so ties go to the structural pick.
  */
 static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
@@ -2471,11 +2494,7 @@ static tp_err_t topoplace_choose(const tp__policy_in_t *in, uint32_t *hosts,
 		order[k] = v;
 	}
 	pr.free_hits = FREE_REPEATS * pr.budget;
-	for (size_t k = 0; k < nord && pr.budget; k++) {
-		variant_t *c = &var[order[k]];
-		c->swaps = improve(&pr, c->h, c->g, c->n, &c->t,
-				   pr.budget / (nord - k));
-	}
+	search(&pr, var, order, nord);
 	keep_cheapest(in->priced, var, nvar);
 	size_t bi = 0;
 	for (size_t v = 1; v < nvar; v++)
