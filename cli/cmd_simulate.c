@@ -951,8 +951,11 @@ static void print_json(const sims_t *S, size_t b, double *x,
 		cJSON_AddNumberToObject(left, "steps", (double)t->left_steps);
 		cJSON_AddNumberToObject(left, "ended_before_start",
 					(double)t->left_backwards);
+		cJSON_AddNumberToObject(o, "eligible_later",
+					(double)t->eligible_later);
 	} else {
 		cJSON_AddNullToObject(o, "left_out");
+		cJSON_AddNullToObject(o, "eligible_later");
 	}
 	/* false under TOPOPLACE_COLL_SHM=0: host phases priced as rings */
 	cJSON_AddBoolToObject(o, "host_segment",
@@ -1358,6 +1361,9 @@ static void sim_report(const sim_args_t *o, const tp_fabric_t *f,
 			printf(", %zu job step%s", t->left_steps,
 			       tp_cli_s(t->left_steps));
 		printf(")");
+		if (t->eligible_later)
+			printf("; %zu arriving when eligible, after submit",
+			       t->eligible_later);
 	}
 	if (o->deflate)
 		printf("; %zu run time%s deflated by what %s hosts cost "

@@ -27,30 +27,33 @@ static const char usage[] =
     "  - our CSV (simulate --help has its columns);\n"
     "  - sacct's parsable output with its header, e.g.\n"
     "      sacct -a -X -P -S 2026-11-01 -E now \\\n"
-    "        --format=JobID,Submit,Start,End,NNodes,NodeList,AllocTRES,State\n"
+    "        "
+    "--format=JobID,Submit,Eligible,Start,End,NNodes,NodeList,AllocTRES\n"
     "    (Submit, Start, End and AllocTRES or ReqTRES needed; NNodes or\n"
-    "    TRES node= gives the hosts; other fields are ignored);\n"
+    "    TRES node= gives the hosts; other fields are ignored; dumps\n"
+    "    concatenated, each with its header, are read as one);\n"
     "  - the job completion log of JobCompType=jobcomp/filetxt (the file\n"
     "    JobCompLoc names: JobId=... lines).\n"
     "From Slurm's records a job is submitted at Submit (seconds after the\n"
-    "first job's), runs End - Start on NNodes hosts with the GPUs of its\n"
-    "TRES (gres/gpu, or its typed counts) split evenly over them (rounded\n"
-    "up when they do not divide), comm_frac 0.3 on several hosts and 0.1\n"
-    "on one, model_bytes 1 GiB (Slurm records neither: edit the CSV for\n"
-    "the jobs you know; run_s is the time the job took on the hosts it got,\n"
-    "which simulate takes as its run on ideal hosts: jobs Slurm placed badly\n"
-    "come already slowed, by what --price says). Left out and counted:\n"
-    "jobs without GPUs, jobs that never started or had not ended, job\n"
-    "steps (rows whose JobID has a '.'; sacct -X prints none). Times are\n"
-    "Slurm's YYYY-MM-DDTHH:MM:SS\n"
-    "local times, read in this process's time zone (TZ), so a job over a\n"
-    "daylight-saving change gets its real run time: read the file with the\n"
-    "TZ sacct (or slurmctld, for jobcomp) printed it in, or TZ=UTC for both.\n"
-    "sacct -r PARTITION keeps one\n"
-    "partition's jobs, as the fabric you simulate may hold only its nodes.\n"
-    "Slurm tracks GPUs in TRES only with AccountingStorageTRES=gres/gpu in\n"
-    "slurm.conf (which needs slurmdbd); without it no record names a GPU and\n"
-    "the file is refused, unless --assume-gpus says what such jobs held.\n"
+    "first job's; at Eligible, sacct's field or jobcomp's EligibleTime, when\n"
+    "that is later: a job held or waiting on a dependency, whose wait until\n"
+    "then no placement shortens), runs End - Start on NNodes hosts with the\n"
+    "GPUs of its TRES (gres/gpu, or its typed counts) split evenly over them\n"
+    "(rounded up when they do not divide), comm_frac 0.3 on several hosts\n"
+    "and 0.1 on one, model_bytes 1 GiB (Slurm records neither: edit the CSV\n"
+    "for the jobs you know; run_s is the time the job took on the hosts it\n"
+    "got, which simulate takes as its run on ideal hosts: jobs Slurm placed\n"
+    "badly come already slowed, by what --price says). Left out and counted:\n"
+    "jobs without GPUs, jobs that never started or had not ended, job steps\n"
+    "(rows whose JobID has a '.'; sacct -X prints none). Times are Slurm's\n"
+    "YYYY-MM-DDTHH:MM:SS local times, read in this process's time zone (TZ),\n"
+    "so a job over a daylight-saving change gets its real run time: read the\n"
+    "file with the TZ sacct (or slurmctld, for jobcomp) printed it in, or\n"
+    "TZ=UTC for both. sacct -r PARTITION keeps one partition's jobs, as the\n"
+    "fabric you simulate may hold only its nodes. Slurm tracks GPUs in TRES\n"
+    "only with AccountingStorageTRES=gres/gpu in slurm.conf (which needs\n"
+    "slurmdbd); without it no record names a GPU and the file is refused,\n"
+    "unless --assume-gpus says what such jobs held.\n"
     "\n"
     "--price: what the placements Slurm made cost. Each multi-node job is\n"
     "priced on the hosts Slurm gave it (sacct's NodeList field, add it to\n"
@@ -144,6 +147,11 @@ static char *trace_csv(const char *path, const tp_trace_t *t,
 				 "; %zu with GPUs per host rounded up to an "
 				 "even split",
 				 t->rounded);
+	if (t->eligible_later)
+		tp_strbuf_printf(&sb,
+				 "; %zu submitted when eligible (held or "
+				 "waiting on a dependency before)",
+				 t->eligible_later);
 	tp_strbuf_printf(&sb, "\nsubmit_s,gpus,nodes,gpus_per_node,run_s,"
 			      "comm_frac,model_bytes\n");
 	for (size_t i = 0; i < t->njobs; i++) {
@@ -189,6 +197,7 @@ static char *trace_json(const char *path, const tp_trace_t *t)
 	}
 	cJSON_AddNumberToObject(o, "rounded", (double)t->rounded);
 	cJSON_AddNumberToObject(o, "assumed", (double)t->assumed);
+	cJSON_AddNumberToObject(o, "eligible_later", (double)t->eligible_later);
 	if (!(jobs = cJSON_AddArrayToObject(o, "trace")))
 		goto out;
 	for (size_t i = 0; i < t->njobs; i++) {

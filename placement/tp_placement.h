@@ -606,6 +606,8 @@ typedef struct tp_trace {
 	char *strings;	   /* job ids and node lists (NUL-separated) */
 	size_t assumed;	   /* jobs whose TRES named no GPU, given
 			    * tp_trace_opts_t.assume_gpus */
+	size_t eligible_later; /* jobs that arrive at their Eligible time,
+				* after their Submit (held, dependent) */
 } tp_trace_t;
 
 void tp_trace_free(tp_trace_t *t); /* members only */
@@ -625,15 +627,20 @@ tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p);
  *    by name in any order: Submit, Start, End, NNodes and AllocTRES or
  *    ReqTRES are needed (JobID, State, Elapsed and others are read or
  *    ignored), e.g. sacct -a -X -P -S 2026-11-01
- *    --format=JobID,Submit,Start,End,NNodes,NodeList,AllocTRES,State;
+ *    --format=JobID,Submit,Eligible,Start,End,NNodes,NodeList,AllocTRES;
  *  - the job completion log of JobCompType=jobcomp/filetxt (lines of
  *    JobId=... SubmitTime=... StartTime=... EndTime=... NodeCnt=...
  *    Tres=...).
  * A record is a job submitted at its Submit time (seconds after the
- * trace's first), run for End - Start on its hosts with the GPUs of its
+ * trace's first; at its Eligible time, sacct's Eligible or jobcomp's
+ * EligibleTime, when that is later and no later than its start: a job
+ * held or waiting on a dependency; counted in eligible_later), run for
+ * End - Start on its hosts with the GPUs of its
  * TRES (gres/gpu) spread evenly over them; comm_frac and model_bytes
  * get the CSV's defaults. Jobs without GPUs, jobs that never ran or had
- * not ended, and job steps are left out and counted in *t. Times are
+ * not ended, and job steps are left out and counted in *t; a header
+ * line met again (sacct dumps concatenated) heads the rows after it.
+ * Times are
  * Slurm's ISO 8601 ones (YYYY-MM-DDTHH:MM:SS, in the local zone, TZ:
  * each converted with its own offset, so a daylight-saving change
  * inside the trace shifts nothing; an hour written twice when clocks go

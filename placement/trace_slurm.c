@@ -43,6 +43,7 @@ typedef struct pctx {
 /* A record before it becomes a job: absolute times, whole counts. */
 typedef struct rec {
 	const char *submit, *start, *end, *tres, *nodes, *jobid;
+	const char *eligible; /* NULL: not recorded */
 	const char *nodelist; /* NULL or "": none */
 	bool unallocated; /* sacct: an empty AllocTRES */
 } rec_t;
@@ -222,6 +223,7 @@ static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
 	tp_trace_t *t = c->t;
 	char **msg = c->msg;
 	double submit = 0, start = 0, end = 0, gpus = 0, tnodes = 0, nodes = 0;
+	double eligible = 0;
 	tp_err_t err;
 
 	if (r->jobid && strchr(r->jobid, '.')) {
@@ -230,12 +232,16 @@ static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
 	}
 	const char *what = NULL, *val = NULL;
 	int sub_ok = iso_time(c, r->submit, &submit), s_ok = 0, e_ok = 0;
+	int el_ok = 0;
 	if (sub_ok < 0)
 		what = "submit time", val = r->submit;
 	else if ((s_ok = iso_time(c, r->start, &start)) < 0)
 		what = "start time", val = r->start;
 	else if ((e_ok = iso_time(c, r->end, &end)) < 0)
 		what = "end time", val = r->end;
+	else if (r->eligible &&
+		 (el_ok = iso_time(c, r->eligible, &eligible)) < 0)
+		what = "eligible time", val = r->eligible;
 	else if (!tres_gpus(r->tres, &gpus, &tnodes))
 		what = "TRES", val = r->tres;
 	else if (r->nodes && *r->nodes &&
@@ -325,6 +331,13 @@ static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
 		t->rounded++;
 	j->line = lineno;
 	j->submit_s = sub_ok ? submit : start;
+	/* a job held, waiting on a dependency or told to begin later
+	 * arrives when it became eligible: its wait before that was its
+	 * owner's, which no placement shortens */
+	if (el_ok > 0 && eligible > j->submit_s && eligible <= start) {
+		j->submit_s = eligible;
+		t->eligible_later++;
+	}
 	j->start_s = start;
 	j->run_s = end - start;
 	j->nodes = (int)nodes;
@@ -349,12 +362,24 @@ enum {
 	S_ALLOC,
 	S_REQ,
 	S_NODELIST,
+	S_ELIGIBLE,
 	S_N
 };
 static const char *const sacct_names[S_N] = {
     "JobID",  "JobIDRaw",  "Submit",  "Start",	  "End",
-    "NNodes", "AllocTRES", "ReqTRES", "NodeList",
+    "NNodes", "AllocTRES", "ReqTRES", "NodeList", "Eligible",
 };
+
+/* A header line's cells: one names JobID or JobIDRaw, which no job's id
+ * is (concatenated dumps repeat their headers). */
+static bool sacct_header(char *const *cell, int nc)
+{
+	for (int i = 0; i < nc; i++)
+		if (!strcasecmp(cell[i], "JobID") ||
+		    !strcasecmp(cell[i], "JobIDRaw"))
+			return true;
+	return false;
+}
 
 #define MAXF 128
 
@@ -375,7 +400,10 @@ static tp_err_t parse_sacct(pctx_t *c, char *buf)
 					   lineno, MAXF);
 			return TP_ERR_PARSE;
 		}
-		if (!ncols) {
+		/* the first line, or another dump's header: its fields */
+		if (!ncols || sacct_header(cell, nc)) {
+			for (int f = 0; f < S_N; f++)
+				col[f] = -1;
 			for (int i = 0; i < nc; i++)
 				for (int f = 0; f < S_N; f++)
 					if (!strcasecmp(cell[i],
@@ -414,6 +442,8 @@ static tp_err_t parse_sacct(pctx_t *c, char *buf)
 		    .jobid = col[S_JOBID] >= 0 ? cell[col[S_JOBID]] : NULL,
 		    .nodelist =
 			col[S_NODELIST] >= 0 ? cell[col[S_NODELIST]] : NULL,
+		    .eligible =
+			col[S_ELIGIBLE] >= 0 ? cell[col[S_ELIGIBLE]] : NULL,
 		};
 		r.tres =
 		    col[S_ALLOC] >= 0 ? cell[col[S_ALLOC]] : cell[col[S_REQ]];
@@ -443,11 +473,11 @@ static tp_err_t parse_jobcomp(pctx_t *c, char *buf)
 {
 	const char *path = c->path;
 	char **msg = c->msg;
-	/* the last two may be missing */
-	static const char *const keys[] = {"SubmitTime", "StartTime", "EndTime",
-					   "Tres",	 "NodeCnt",   "JobId",
-					   "NodeList"};
-	enum { NK = sizeof(keys) / sizeof(keys[0]) };
+	/* the last three may be missing */
+	static const char *const keys[] = {
+	    "SubmitTime", "StartTime", "EndTime",  "Tres",
+	    "NodeCnt",	  "JobId",     "NodeList", "EligibleTime"};
+	enum { NK = sizeof(keys) / sizeof(keys[0]), NOPT = 3 };
 	char *line, *pos = buf, *val[NK];
 	int lineno = 0;
 	tp_err_t err = TP_OK;
@@ -463,7 +493,7 @@ static tp_err_t parse_jobcomp(pctx_t *c, char *buf)
 		for (int k = 0; k < NK; k++) {
 			size_t len;
 			const char *v = jc_field(line, keys[k], &len);
-			if (!v && k < NK - 2) {
+			if (!v && k < NK - NOPT) {
 				*msg = tp_asprintf("%s:%d: no %s= in the "
 						   "jobcomp record",
 						   path, lineno, keys[k]);
@@ -481,7 +511,8 @@ static tp_err_t parse_jobcomp(pctx_t *c, char *buf)
 			   .tres = val[3],
 			   .nodes = val[4],
 			   .jobid = val[5],
-			   .nodelist = val[6]};
+			   .nodelist = val[6],
+			   .eligible = val[7]};
 		if (!strcasecmp(r.submit, "unknown"))
 			r.submit = r.start;
 		err = add_rec(c, lineno, &r);

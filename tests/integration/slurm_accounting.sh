@@ -4,10 +4,12 @@
 # MariaDB and slurmdbd, GPUs tracked as TRES) and a job completion log
 # (JobCompType=jobcomp/filetxt) runs a 2-node job with 2 GPUs a node, a
 # 1-GPU job, a 3-node job asking for 6 GPUs in all, a job without GPUs and
-# a job cancelled before it began. Then, for `sacct -a -P` (its steps
-# included) and for the completion log alike, `topoplace trace` must find
-# the three GPU jobs with their shapes and run times (each sleeps a known
-# time) and count the other two (and the steps) as left out, its CSV must
+# a job cancelled before it began, and a 1-GPU job submitted held and
+# released seconds later. Then, for `sacct -a -P` (its steps included)
+# and for the completion log alike, `topoplace trace` must find the four
+# GPU jobs with their shapes and run times (each sleeps a known time),
+# the held one arriving when Slurm made it eligible, and count the other
+# two (and the steps) as left out, its CSV must
 # read back as the same jobs, and `topoplace simulate --trace` must replay
 # the file on the cluster's fabric. A second cluster without slurmdbd,
 # where Slurm tracks no GPU, checks the hint and --assume-gpus. Runs beside
@@ -39,18 +41,21 @@ submit two 3 -N 2 --gpus-per-node=2
 submit one 2 -N 1 --gres=gpu:1
 submit three 2 -N 3 --gpus=6
 submit cpu 1 -N 1
+submit held 2 -N 1 --gres=gpu:1 -H
 slurm_cli scancel "$(job_of later)" || bad "scancel"
-for n in two one three cpu; do
+sleep 4
+slurm_cli scontrol release "$(job_of held)" || bad "scontrol release"
+for n in two one three cpu held; do
 	[ -n "$(job_of "$n")" ] && wait_state -t 60 "$(job_of "$n")" COMPLETED || bad "job $n completed"
 done
-poll 20 lines_at_least "$jc" JobId= 5 || bad "5 records in $jc: $(wc -l <"$jc" 2>/dev/null)"
+poll 20 lines_at_least "$jc" JobId= 6 || bad "6 records in $jc: $(wc -l <"$jc" 2>/dev/null)"
 sed 's/^/# jobcomp: /' "$jc" | cut -c1-160
 # slurmctld sends a job's end to slurmdbd on its own time: wait for it
 sacct_done() {
 	# (-E past the cancelled job's begin time, or sacct leaves it out)
 	timeout 20 sacct -a -P -S now-1hour -E now+2hours \
-		--format=JobID,Submit,Start,End,NNodes,NodeList,AllocTRES,State >"$tmp/sacct.txt" 2>"$tmp/sacct.err" &&
-		[ "$(grep -c '|COMPLETED$' "$tmp/sacct.txt")" -ge 8 ] && # 4 jobs, 4 batch steps
+		--format=JobID,Submit,Eligible,Start,End,NNodes,NodeList,AllocTRES,State >"$tmp/sacct.txt" 2>"$tmp/sacct.err" &&
+		[ "$(grep -c '|COMPLETED$' "$tmp/sacct.txt")" -ge 10 ] && # 5 jobs, 5 batch steps
 		grep -q '|CANCELLED' "$tmp/sacct.txt"
 }
 poll 30 sacct_done || bad "sacct: $(cat "$tmp/sacct.err" "$tmp/sacct.txt")"
@@ -62,13 +67,19 @@ check_trace() {
 	expect 0 "topoplace trace ($fmt) --json" "$TOPOPLACE" trace "$f" --json
 	cp "$tmp/out" "$tmp/trace.json"
 	jeq "$tmp/trace.json" '.source_format' "$fmt" "$fmt: read as such"
-	jeq "$tmp/trace.json" '.jobs' 3 "$fmt: three jobs ran on GPUs"
+	jeq "$tmp/trace.json" '.jobs' 4 "$fmt: four jobs ran on GPUs"
 	jeq "$tmp/trace.json" '.left_out.no_gpu' 1 "$fmt: the job without GPUs left out"
 	jeq "$tmp/trace.json" '.left_out.not_run' 1 "$fmt: the cancelled job left out"
 	jeq "$tmp/trace.json" '.left_out.steps' "$steps" "$fmt: steps left out"
 	shapes=$(jq -r '.trace[] | "\(.nodes)x\(.gpus_per_node)"' "$tmp/trace.json" | sorted_line)
-	[ "$shapes" = "1x1 2x2 3x2" ] && ok "$fmt: shapes $shapes (nodes x GPUs a node)" ||
-		bad "$fmt: shapes '$shapes', want '1x1 2x2 3x2'"
+	[ "$shapes" = "1x1 1x1 2x2 3x2" ] && ok "$fmt: shapes $shapes (nodes x GPUs a node)" ||
+		bad "$fmt: shapes '$shapes', want '1x1 1x1 2x2 3x2'"
+	# the held job arrives when released: after the others' submits, by
+	# about the 4 s it was held
+	jeq "$tmp/trace.json" '.eligible_later' 1 "$fmt: the held job arrives when eligible"
+	jq -e '[.trace[].submit_s] | max >= 3' "$tmp/trace.json" >/dev/null &&
+		ok "$fmt: the held job's arrival $(jq -c '[.trace[].submit_s] | max' "$tmp/trace.json") s" ||
+		bad "$fmt: arrivals $(jq -c '[.trace[].submit_s]' "$tmp/trace.json") (held 4 s)"
 	# a job's run time: its sleep, plus what starting it takes here
 	jq -r '.trace[] | "\(.nodes) \(.run_s)"' "$tmp/trace.json" | while read -r nodes run; do
 		case $nodes in 2) s=3 ;; *) s=2 ;; esac
@@ -92,7 +103,7 @@ check_trace() {
 	1) said_steps=", 1 job step" ;;
 	*) said_steps=", $steps job steps" ;;
 	esac
-	grep -qF "trace $f: 3 jobs from $fmt (left out 1 without GPUs, 1 that never ran$said_steps)" "$tmp/out" &&
+	grep -qF "trace $f: 4 jobs from $fmt (left out 1 without GPUs, 1 that never ran$said_steps); 1 arriving when eligible, after submit" "$tmp/out" &&
 		ok "$fmt: simulate says what it read" || bad "$fmt: simulate: $(head -3 "$tmp/out")"
 	expect 0 "$fmt: simulate --deflate-runs" "$TOPOPLACE" simulate --trace "$f" --fabric "$dir/fabric.json" \
 		--policies topoplace,slurm-tree --deflate-runs
@@ -130,7 +141,7 @@ check_trace() {
 		ok "$fmt: topoplace's picks beside Slurm's: $(jq -c '[.jobs[] | {nodes, s: .predicted_s, tp: .pick.predicted_s}]' "$tmp/price.json")" ||
 		bad "$fmt: topoplace picks: $(jq -c '[.pick, [.jobs[].pick]]' "$tmp/price.json")"
 }
-check_trace "$tmp/sacct.txt" sacct 4
+check_trace "$tmp/sacct.txt" sacct 5
 check_trace "$jc" jobcomp 0
 
 # Without slurmdbd Slurm cannot track GPUs as TRES: the completion log

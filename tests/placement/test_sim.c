@@ -1168,7 +1168,7 @@ static void test_slurm_trace(void **state)
 	    "NodeList=n[1-2] NodeCnt=2 ProcCnt=4 WorkDir=/x y Tres=z "
 	    "ReservationName= Tres=cpu=4,node=2,billing=4,gres/gpu=4 "
 	    "Account= QOS=normal WcKey= Cluster=c "
-	    "SubmitTime=2026-11-30T23:59:50 EligibleTime=x "
+	    "SubmitTime=2026-11-30T23:59:50 EligibleTime=2026-11-30T23:59:50 "
 	    "DerivedExitCode=0:0 ExitCode=0:0\n"
 	    "JobId=8 StartTime=Unknown EndTime=2026-12-01T00:00:00 NodeCnt=1 "
 	    "Tres=cpu=1,gres/gpu=1 SubmitTime=2026-12-01T00:00:00\n"
@@ -1248,6 +1248,83 @@ static void test_slurm_trace(void **state)
 	free(sp);
 	free(jp);
 	free(cp);
+}
+
+/* A job held or waiting on a dependency arrives when it became eligible
+ * (sacct's Eligible, jobcomp's EligibleTime), not when it was submitted;
+ * an Eligible no later than Submit, after Start or never reached changes
+ * nothing. Concatenated sacct dumps, each with its header (here in
+ * another field order), read as one. */
+static void test_slurm_trace_eligible(void **state)
+{
+	static const char sacct[] =
+	    "JobID|Submit|Eligible|Start|End|AllocTRES\n"
+	    /* held for 50 s */
+	    "1|2026-12-01T00:00:00|2026-12-01T00:00:50|2026-12-01T00:01:00|"
+	    "2026-12-01T00:02:00|gres/gpu=8,node=1\n"
+	    /* eligible at submit */
+	    "2|2026-12-01T00:00:10|2026-12-01T00:00:10|2026-12-01T00:00:20|"
+	    "2026-12-01T00:01:00|gres/gpu=8,node=1\n"
+	    /* Eligible after Start (a requeue): Submit stands */
+	    "3|2026-12-01T00:00:20|2026-12-01T00:09:00|2026-12-01T00:00:30|"
+	    "2026-12-01T00:01:00|gres/gpu=8,node=1\n"
+	    "JobID|Start|End|AllocTRES|Submit|Eligible\n"
+	    "4|2026-12-01T00:05:00|2026-12-01T00:06:00|gres/gpu=4,node=1|"
+	    "2026-12-01T00:00:30|Unknown\n"
+	    "5|2026-12-01T00:05:00|2026-12-01T00:06:00|gres/gpu=4,node=1|"
+	    "2026-12-01T00:00:40|2026-12-01T00:04:40\n";
+	static const char jobcomp[] =
+	    "JobId=7 StartTime=2026-12-01T00:01:00 EndTime=2026-12-01T00:02:00 "
+	    "NodeCnt=1 Tres=gres/gpu=8 SubmitTime=2026-12-01T00:00:00 "
+	    "EligibleTime=2026-12-01T00:00:45\n"
+	    "JobId=8 StartTime=2026-12-01T00:01:00 EndTime=2026-12-01T00:02:00 "
+	    "NodeCnt=1 Tres=gres/gpu=8 SubmitTime=2026-12-01T00:00:05\n";
+	char *sp = write_tmp(sacct, sizeof(sacct) - 1);
+	char *jp = write_tmp(jobcomp, sizeof(jobcomp) - 1), *err = NULL;
+	const char *tz = getenv("TZ");
+	char *keep = tz ? strdup(tz) : NULL;
+	tp_trace_t t, tj;
+
+	(void)state;
+	setenv("TZ", "UTC", 1);
+	tzset();
+	assert_int_equal(tp_trace_load(sp, &t, &err), TP_OK);
+	assert_null(err);
+	assert_int_equal(t.njobs, 5);
+	assert_int_equal(t.eligible_later, 2);
+	/* by arrival, from the first (job 2 at 10 s): 2, 3 (20 s), 4 (30
+	 * s), 1 (eligible at 50 s), 5 (eligible at 280 s) */
+	assert_int_equal(t.jobs[0].line, 3);
+	assert_close(t.jobs[0].submit_s, 0);
+	assert_int_equal(t.jobs[1].line, 4);
+	assert_close(t.jobs[1].submit_s, 10);
+	assert_int_equal(t.jobs[2].line, 6);
+	assert_close(t.jobs[2].submit_s, 20);
+	assert_int_equal(t.jobs[2].gpus, 4);
+	assert_close(t.jobs[2].run_s, 60);
+	assert_int_equal(t.jobs[3].line, 2);
+	assert_close(t.jobs[3].submit_s, 40);
+	assert_close(t.jobs[3].start_s, 50);
+	assert_int_equal(t.jobs[4].line, 7);
+	assert_close(t.jobs[4].submit_s, 270);
+
+	assert_int_equal(tp_trace_load(jp, &tj, &err), TP_OK);
+	assert_int_equal(tj.eligible_later, 1);
+	assert_close(tj.jobs[0].submit_s, 0); /* job 8, at 5 s */
+	assert_int_equal(tj.jobs[0].line, 2);
+	assert_close(tj.jobs[1].submit_s, 40); /* job 7, eligible at 45 s */
+	tp_trace_free(&t);
+	tp_trace_free(&tj);
+	if (keep)
+		setenv("TZ", keep, 1);
+	else
+		unsetenv("TZ");
+	tzset();
+	free(keep);
+	unlink(sp);
+	unlink(jp);
+	free(sp);
+	free(jp);
 }
 
 /* Records whose TRES names no GPU (Slurm without
@@ -1621,6 +1698,21 @@ static void test_slurm_trace_errors(void **state)
 	     ":1: no EndTime= in the jobcomp record"},
 	    {"JobId=1 StartTime=2026-12-01T00:00:00 "
 	     "EndTime=2026-12-01T00:00:01 "
+	     "NodeCnt=1 Tres=gres/gpu=1 SubmitTime=2026-12-01T00:00:00 "
+	     "EligibleTime=x\n",
+	     ":1: eligible time: not valid ('x')"},
+	    {"JobID|Submit|Eligible|Start|End|AllocTRES\n"
+	     "1|2026-12-01T00:00:00|soon|2026-12-01T00:00:00|"
+	     "2026-12-01T00:00:09|gres/gpu=1,node=1\n",
+	     ":2: eligible time: not valid ('soon')"},
+	    /* a second dump's header must name the fields as the first */
+	    {"JobID|Submit|Start|End|AllocTRES\n"
+	     "1|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	     "gres/gpu=1,node=1\n"
+	     "JobID|Submit|Start\n",
+	     ":3: sacct's header needs"},
+	    {"JobId=1 StartTime=2026-12-01T00:00:00 "
+	     "EndTime=2026-12-01T00:00:01 "
 	     "NodeCnt=1 Tres=gres/gpu=1 SubmitTime=2026-12-01T00:00:00\n"
 	     "garbage\n",
 	     ":2: not a jobcomp/filetxt record"},
@@ -1820,6 +1912,7 @@ int main(void)
 	    cmocka_unit_test(test_slurm_trace),
 	    cmocka_unit_test(test_slurm_trace_tz),
 	    cmocka_unit_test(test_slurm_trace_errors),
+	    cmocka_unit_test(test_slurm_trace_eligible),
 	    cmocka_unit_test(test_slurm_trace_ids),
 	    cmocka_unit_test(test_slurm_trace_assume),
 	    cmocka_unit_test(test_trace_price),
