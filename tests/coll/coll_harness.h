@@ -28,7 +28,7 @@ tp_plan_t *plan_on(tp_fabric_t *f, int nh, int L, int first);
 extern bool plan_by_rate;
 tp_plan_t *plan_of(int nh, int L, int first);
 
-/* A rendezvous port in 20000-31999, different on each call and free
+/* A rendezvous port in 10000-19999, different on each call and free
  * when drawn. */
 int next_port(void);
 /* Options for 127.0.0.1:port with this timeout and chunk size. */
