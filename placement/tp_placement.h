@@ -644,7 +644,9 @@ tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p);
  * Slurm's ISO 8601 ones (YYYY-MM-DDTHH:MM:SS, in the local zone, TZ:
  * each converted with its own offset, so a daylight-saving change
  * inside the trace shifts nothing; an hour written twice when clocks go
- * back reads as its first). Errors name FILE:LINE and the field. */
+ * back reads as its first; a time in an hour they skip is an error: the
+ * file was written in another zone). Errors name FILE:LINE and the
+ * field. */
 tp_err_t tp_trace_load(const char *path, tp_trace_t *t, char **err_p);
 /* Job j's id and the hosts it ran on (a Slurm host list) as Slurm
  * recorded them; NULL when the trace has none (CSV, synthetic). */

@@ -32,6 +32,7 @@ typedef struct pctx {
 	/* the local zone's offset from UTC (seconds) in the last hour met,
 	 * YYYYMMDDHH (0: none yet) */
 	long tz_hour, tz_off;
+	bool tz_gap; /* that hour does not exist there (clocks sprang on) */
 	tp_job_spec_t *jobs;
 	size_t cap, n;
 	tp_trace_t *t;
@@ -95,8 +96,10 @@ static int month_days(int Y, int M)
 }
 
 /* Seconds the local zone (TZ) is ahead of UTC at the start of that
- * hour, through c's one-hour memo (records come mostly in time order). */
-static long zone_offset(pctx_t *c, int Y, int M, int D, int h)
+ * hour, through c's one-hour memo (records come mostly in time order);
+ * *gap: the hour does not exist in the zone (skipped when clocks went
+ * forward), so the file was written in another zone. */
+static long zone_offset(pctx_t *c, int Y, int M, int D, int h, bool *gap)
 {
 	long key = ((Y * 100L + M) * 100 + D) * 100 + h;
 	struct tm tm = {.tm_year = Y - 1900,
@@ -106,10 +109,14 @@ static long zone_offset(pctx_t *c, int Y, int M, int D, int h)
 			.tm_isdst = -1};
 	time_t local;
 
-	if (key == c->tz_hour)
+	if (key == c->tz_hour) {
+		*gap = c->tz_gap;
 		return c->tz_off;
+	}
 	local = mktime(&tm); /* a time in a spring-forward gap: moved on */
 	c->tz_hour = key;
+	c->tz_gap = local != (time_t)-1 && (tm.tm_hour != h || tm.tm_mday != D);
+	*gap = c->tz_gap;
 	c->tz_off = local == (time_t)-1
 			? 0
 			: (long)(days_from_civil(Y, M, D) * 86400 + h * 3600L -
@@ -121,10 +128,12 @@ static long zone_offset(pctx_t *c, int Y, int M, int D, int h)
  * jobcomp/filetxt print it, into seconds since the epoch (the zone is
  * TZ's, so a job that ran over a daylight-saving change gets its real
  * run time). 1: a time; 0: a time never reached ("Unknown", "None",
- * empty); -1: not a time. */
+ * empty); -1: not a time; -2: no time in the local zone (an hour the
+ * clocks skipped). */
 static int iso_time(pctx_t *c, const char *s, double *t)
 {
 	int Y, M, D, h, m, sec;
+	bool gap;
 
 	if (!*s || !strcasecmp(s, "Unknown") || !strcasecmp(s, "None"))
 		return 0;
@@ -136,8 +145,8 @@ static int iso_time(pctx_t *c, const char *s, double *t)
 	    D > month_days(Y, M) || h > 23 || m > 59 || sec > 60 || Y < 1970)
 		return -1;
 	*t = (double)days_from_civil(Y, M, D) * 86400.0 + h * 3600.0 +
-	     m * 60.0 + sec - (double)zone_offset(c, Y, M, D, h);
-	return 1;
+	     m * 60.0 + sec - (double)zone_offset(c, Y, M, D, h, &gap);
+	return gap ? -2 : 1;
 }
 
 /* A count as Slurm prints TRES: digits, then an optional K/M/G/T
@@ -247,6 +256,15 @@ static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
 	else if (r->nodes && *r->nodes &&
 		 !tres_count(r->nodes, strlen(r->nodes), &nodes))
 		what = "node count", val = r->nodes;
+	if (what && (sub_ok == -2 || s_ok == -2 || e_ok == -2 || el_ok == -2)) {
+		const char *tz = getenv("TZ");
+		*msg = tp_asprintf("%s:%d: %s '%s' does not exist in this time "
+				   "zone (TZ=%s: the clocks skipped it): read "
+				   "the file with the TZ it was written in",
+				   path, lineno, what, val,
+				   tz && *tz ? tz : "unset, the system's");
+		return TP_ERR_PARSE;
+	}
 	if (what) {
 		*msg = tp_asprintf("%s:%d: %s: not valid ('%s')", path, lineno,
 				   what, val);

@@ -1610,6 +1610,26 @@ static void test_slurm_trace_tz(void **state)
 			     210 * 86400.0 - (k ? 3600 : 0));
 		tp_trace_free(&t);
 	}
+	/* 02:30 on the spring-forward day does not exist in CET/CEST: the
+	 * file was written in another zone (it read as a run of 0 s) */
+	static const char gap[] = "JobID|Submit|Start|End|AllocTRES\n"
+				  "1|2026-03-29T01:00:00|2026-03-29T02:30:00|"
+				  "2026-03-29T03:30:00|gres/gpu=1,node=1\n";
+	char *gp = write_tmp(gap, sizeof(gap) - 1);
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(tp_trace_load(gp, &t, &err), TP_ERR_PARSE);
+	assert_non_null(strstr(err, ":2: start time '2026-03-29T02:30:00' does "
+				    "not exist in this time zone "
+				    "(TZ=CET-1CEST,M3.5.0,M10.5.0/3"));
+	tp_free(err);
+	err = NULL;
+	setenv("TZ", "UTC0", 1);
+	tzset();
+	assert_int_equal(tp_trace_load(gp, &t, &err), TP_OK);
+	assert_close(t.jobs[0].run_s, 3600);
+	tp_trace_free(&t);
+	unlink(gp);
+	free(gp);
 	if (keep)
 		setenv("TZ", keep, 1);
 	else
