@@ -67,7 +67,12 @@ static int check_files(const char *path, tp_pconf_t *conf)
 					    &tree, &why);
 
 	if (err) {
-		tp_cli_err("%s: %s", path, why ? why : tp_strerror(err));
+		/* the fabric's errors name the file and line already */
+		if (why && !strncmp(why, path, strlen(path)))
+			tp_cli_err("%s", why);
+		else
+			tp_cli_err("%s: %s", path,
+				   why ? why : tp_strerror(err));
 		rc = err == TP_ERR_NOMEM ? TP_EXIT_FAIL : TP_EXIT_INPUT;
 		goto out;
 	}

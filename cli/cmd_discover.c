@@ -209,11 +209,15 @@ int tp_cmd_discover(int argc, char **argv)
 	rc = tp_cli_write(a.output, json);
 	if (rc == TP_EXIT_OK && strcmp(a.output, "-") != 0 && !tp_cli_quiet)
 		fprintf(stderr,
-			"topoplace: wrote %s: %zu hosts, %zu switches, %zu links, "
-			"%zu GPUs, %d rail%s\n",
-			a.output, tp_fabric_nhosts(f), tp_fabric_nswitches(f),
-			tp_fabric_nlinks(f), tp_fabric_total_gpus(f),
-			tp_fabric_rails(f), tp_fabric_rails(f) == 1 ? "" : "s");
+			"topoplace: wrote %s: %zu host%s, %zu switch%s, %zu "
+			"link%s, %zu GPU%s, %d rail%s\n",
+			a.output, tp_fabric_nhosts(f),
+			tp_cli_s(tp_fabric_nhosts(f)), tp_fabric_nswitches(f),
+			tp_fabric_nswitches(f) == 1 ? "" : "es",
+			tp_fabric_nlinks(f), tp_cli_s(tp_fabric_nlinks(f)),
+			tp_fabric_total_gpus(f),
+			tp_cli_s(tp_fabric_total_gpus(f)), tp_fabric_rails(f),
+			tp_fabric_rails(f) == 1 ? "" : "s");
 	if (rc == TP_EXIT_OK)
 		rc = node_rc;
 	goto out;

@@ -87,9 +87,9 @@ static const char cost_usage[] =
     "                       next host's first), a tree joins hosts at their\n"
     "                       anchors' NICs (default: NCCL's channels, spread\n"
     "                       over the hosts' NIC pairs, as place prices)\n"
-    "  --segment SIZE       hierarchical: also price libtopoplace-coll's\n"
-    "                       pipeline in segments of at most SIZE bytes\n"
-    "                       (16 segments at most)\n"
+    "  --segment SIZE       with --algo hierarchical: also price\n"
+    "                       libtopoplace-coll's pipeline in segments of at\n"
+    "                       most SIZE bytes (16 segments at most)\n"
     "                       (TOPOPLACE_COLL_SEGMENT's; 1M is its default) and\n"
     "                       keep the faster of it and one piece, as a plan\n"
     "                       does (default 0: one piece, as place prices)\n"
@@ -643,6 +643,11 @@ int tp_cmd_cost(int argc, char **argv)
 	if (!a.fabric || !hosts || bytes < 0) {
 		tp_cli_err("cost: --fabric, --hosts and --bytes are required "
 			   "(see --help)");
+		return TP_EXIT_INPUT;
+	}
+	if (seg > 0 && algo != TP_ALGO_HIERARCHICAL) {
+		tp_cli_err("cost: --segment pipelines the hierarchical "
+			   "all-reduce: add --algo hierarchical");
 		return TP_EXIT_INPUT;
 	}
 	if ((err = tp_hostlist_expand(hosts, &names, &n)) || !n) {

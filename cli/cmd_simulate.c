@@ -953,9 +953,11 @@ static void print_json(const sims_t *S, size_t b, double *x,
 					(double)t->left_backwards);
 		cJSON_AddNumberToObject(o, "eligible_later",
 					(double)t->eligible_later);
+		cJSON_AddNumberToObject(o, "repeated", (double)t->repeated);
 	} else {
 		cJSON_AddNullToObject(o, "left_out");
 		cJSON_AddNullToObject(o, "eligible_later");
+		cJSON_AddNullToObject(o, "repeated");
 	}
 	/* false under TOPOPLACE_COLL_SHM=0: host phases priced as rings */
 	cJSON_AddBoolToObject(o, "host_segment",
@@ -1350,7 +1352,7 @@ static void sim_report(const sim_args_t *o, const tp_fabric_t *f,
 		       "pace)",
 		       weak);
 	const tp_trace_t *t = &S->traces[0];
-	printf("\ntrace %s: %zu jobs", tname, t->njobs);
+	printf("\ntrace %s: %zu job%s", tname, t->njobs, tp_cli_s(t->njobs));
 	if (o->trace && strcmp(t->format, "csv")) {
 		printf(
 		    " from %s (left out %zu without GPUs, %zu that never "
@@ -1364,6 +1366,9 @@ static void sim_report(const sim_args_t *o, const tp_fabric_t *f,
 		if (t->eligible_later)
 			printf("; %zu arriving when eligible, after submit",
 			       t->eligible_later);
+		if (t->repeated)
+			printf("; %zu repeated record%s read once", t->repeated,
+			       tp_cli_s(t->repeated));
 	}
 	if (o->deflate)
 		printf("; %zu run time%s deflated by what %s hosts cost "

@@ -124,8 +124,8 @@ static char *trace_csv(const char *path, const tp_trace_t *t,
 {
 	tp_strbuf_t sb = {0};
 
-	tp_strbuf_printf(&sb, "# topoplace trace: %s (%s): %zu jobs", path,
-			 t->format, t->njobs);
+	tp_strbuf_printf(&sb, "# topoplace trace: %s (%s): %zu job%s", path,
+			 t->format, t->njobs, tp_cli_s(t->njobs));
 	if (t->left_nogpu || t->left_unrun || t->left_steps ||
 	    t->left_backwards)
 		tp_strbuf_printf(&sb,
@@ -153,6 +153,11 @@ static char *trace_csv(const char *path, const tp_trace_t *t,
 				 "; %zu submitted when eligible (held or "
 				 "waiting on a dependency before)",
 				 t->eligible_later);
+	if (t->repeated)
+		tp_strbuf_printf(&sb,
+				 "; %zu repeated record%s (dumps whose windows "
+				 "overlap) read once",
+				 t->repeated, t->repeated == 1 ? "" : "s");
 	tp_strbuf_printf(&sb, "\nsubmit_s,gpus,nodes,gpus_per_node,run_s,"
 			      "comm_frac,model_bytes\n");
 	for (size_t i = 0; i < t->njobs; i++) {
@@ -199,6 +204,7 @@ static char *trace_json(const char *path, const tp_trace_t *t)
 	cJSON_AddNumberToObject(o, "rounded", (double)t->rounded);
 	cJSON_AddNumberToObject(o, "assumed", (double)t->assumed);
 	cJSON_AddNumberToObject(o, "eligible_later", (double)t->eligible_later);
+	cJSON_AddNumberToObject(o, "repeated", (double)t->repeated);
 	if (!(jobs = cJSON_AddArrayToObject(o, "trace")))
 		goto out;
 	for (size_t i = 0; i < t->njobs; i++) {
@@ -440,7 +446,8 @@ static char *price_text(const char *path, const char *fabric,
 		    p->ideal_s > 0 ? R->v[i].loaded_s / p->ideal_s : 1.0,
 		    groups, alt[0], alt[1], tp_trace_job_nodes(t, R->v[i].job));
 	}
-	tp_strbuf_printf(&sb, "%zu multi-node jobs priced", R->n);
+	tp_strbuf_printf(&sb, "%zu multi-node job%s priced", R->n,
+			 tp_cli_s(R->n));
 	if (R->not_priced)
 		tp_strbuf_printf(&sb, ", %zu not (the first: %s)",
 				 R->not_priced, R->first_not);

@@ -608,6 +608,8 @@ typedef struct tp_trace {
 			    * tp_trace_opts_t.assume_gpus */
 	size_t eligible_later; /* jobs that arrive at their Eligible time,
 				* after their Submit (held, dependent) */
+	size_t repeated;       /* sacct rows of a job read before (concatenated
+				* dumps whose windows it ran in): read once */
 } tp_trace_t;
 
 void tp_trace_free(tp_trace_t *t); /* members only */
@@ -639,7 +641,9 @@ tp_err_t tp_trace_load_csv(const char *path, tp_trace_t *t, char **err_p);
  * TRES (gres/gpu) spread evenly over them; comm_frac and model_bytes
  * get the CSV's defaults. Jobs without GPUs, jobs that never ran or had
  * not ended, and job steps are left out and counted in *t; a header
- * line met again (sacct dumps concatenated) heads the rows after it.
+ * line met again (sacct dumps concatenated) heads the rows after it, and
+ * a job's row met again with the same start is read once (a job left out
+ * then, running or pending, is read as the later row says).
  * Times are
  * Slurm's ISO 8601 ones (YYYY-MM-DDTHH:MM:SS, in the local zone, TZ:
  * each converted with its own offset, so a daylight-saving change

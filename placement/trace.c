@@ -246,13 +246,16 @@ int tp__trace_split(char *line, char sep, char **cell, int max)
 	return n;
 }
 
+/* A decimal number (strtod also reads hex, "0x10", which no trace
+ * means) in lo .. hi. */
 static bool num(const char *s, double lo, double hi, double *v)
 {
 	char *end;
 
 	errno = 0;
 	*v = tp_strtod_c(s, &end);
-	return *s && !*end && !errno && *v >= lo && *v <= hi;
+	return *s && !*end && !errno && !strpbrk(s, "xX") && *v >= lo &&
+	       *v <= hi;
 }
 
 /* One cell of column c into *v (a size with K/M/G/T/P for model_bytes):
@@ -284,7 +287,7 @@ static const char *cell_num(const char *s, int c, double *v)
 			     "P)";
 	errno = 0;
 	double x = tp_strtod_c(s, &end);
-	if (!*s || *end || isnan(x))
+	if (!*s || *end || isnan(x) || strpbrk(s, "xX"))
 		return "not a number";
 	return range[c];
 }

@@ -39,7 +39,18 @@ typedef struct pctx {
 	char **msg;
 	int assume_gpus;
 	tp_strbuf_t pool; /* ids and node lists; offset 0 is "none" */
+	/* sacct: the JobIDs met (hash -> index into seen), each with its
+	 * last row's start (hashed) and what became of it */
+	tp_u64map_t ids;
+	struct seen {
+		uint64_t start;
+		int out; /* enum outcome */
+	} * seen;
+	size_t nseen, capseen;
 } pctx_t;
+
+/* What became of a record: one of the counts it went to. */
+enum outcome { O_KEPT, O_NOGPU, O_UNRUN, O_BACK, O_STEP, O_N };
 
 /* A record before it becomes a job: absolute times, whole counts. */
 typedef struct rec {
@@ -388,15 +399,86 @@ static const char *const sacct_names[S_N] = {
     "NNodes", "AllocTRES", "ReqTRES", "NodeList", "Eligible",
 };
 
-/* A header line's cells: one names JobID or JobIDRaw, which no job's id
- * is (concatenated dumps repeat their headers). */
+/* A header line (concatenated dumps repeat theirs): cells naming JobID
+ * or JobIDRaw, Start and End, which no one record holds (a job may be
+ * named "jobid"; its times are times). */
 static bool sacct_header(char *const *cell, int nc)
 {
-	for (int i = 0; i < nc; i++)
-		if (!strcasecmp(cell[i], "JobID") ||
-		    !strcasecmp(cell[i], "JobIDRaw"))
-			return true;
-	return false;
+	bool id = false, start = false, end = false;
+
+	for (int i = 0; i < nc; i++) {
+		id |= !strcasecmp(cell[i], "JobID") ||
+		      !strcasecmp(cell[i], "JobIDRaw");
+		start |= !strcasecmp(cell[i], "Start");
+		end |= !strcasecmp(cell[i], "End");
+	}
+	return id && start && end;
+}
+
+/* The count an outcome went to. */
+static size_t *outcome_count(pctx_t *c, int out)
+{
+	switch (out) {
+	case O_NOGPU:
+		return &c->t->left_nogpu;
+	case O_UNRUN:
+		return &c->t->left_unrun;
+	case O_BACK:
+		return &c->t->left_backwards;
+	case O_STEP:
+		return &c->t->left_steps;
+	default:
+		return NULL;
+	}
+}
+
+/* Record r of line lineno, once per job: concatenated dumps (sacct -S/-E
+ * windows) list a job in every window it ran in. A row whose JobID was
+ * met with the same start is the same record: read once (a job kept,
+ * counted in t->repeated), or (a job left out then: running, pending)
+ * read again, the earlier count undone. A JobID with another start is
+ * another run of the job (requeued; sacct -D lists each). */
+static tp_err_t add_once(pctx_t *c, int lineno, const rec_t *r)
+{
+	tp_trace_t *t = c->t;
+	uint64_t id = tp_hash_str(r->jobid), start = tp_hash_str(r->start);
+	uint32_t k =
+	    r->jobid && *r->jobid ? tp_u64map_get(&c->ids, id) : TP_MAP_NONE;
+	size_t before[O_N], n0 = c->n;
+	tp_err_t err;
+
+	if (k != TP_MAP_NONE && c->seen[k].out == O_KEPT &&
+	    c->seen[k].start == start) {
+		t->repeated++;
+		return TP_OK;
+	}
+	for (int o = 1; o < O_N; o++)
+		before[o] = *outcome_count(c, o);
+	if ((err = add_rec(c, lineno, r)))
+		return err;
+	int out = O_KEPT;
+	for (int o = 1; o < O_N && c->n == n0; o++)
+		if (*outcome_count(c, o) != before[o])
+			out = o;
+	if (!r->jobid || !*r->jobid)
+		return TP_OK;
+	if (k != TP_MAP_NONE) {
+		/* the earlier row: superseded, unless it ran and this is
+		 * another run */
+		size_t *was = outcome_count(c, c->seen[k].out);
+		if (was && *was)
+			(*was)--;
+		c->seen[k] = (struct seen){start, out};
+		return TP_OK;
+	}
+	void *sa = c->seen;
+	if (tp_grow(&sa, &c->capseen, c->nseen + 1, sizeof(*c->seen)))
+		return TP_ERR_NOMEM;
+	c->seen = sa;
+	if (tp_u64map_put(&c->ids, id, (uint32_t)c->nseen))
+		return TP_ERR_NOMEM;
+	c->seen[c->nseen++] = (struct seen){start, out};
+	return TP_OK;
 }
 
 #define MAXF 128
@@ -466,7 +548,7 @@ static tp_err_t parse_sacct(pctx_t *c, char *buf)
 		r.tres =
 		    col[S_ALLOC] >= 0 ? cell[col[S_ALLOC]] : cell[col[S_REQ]];
 		r.unallocated = col[S_ALLOC] >= 0 && !*r.tres;
-		if ((err = add_rec(c, lineno, &r)))
+		if ((err = add_once(c, lineno, &r)))
 			return err;
 	}
 	return TP_OK;
@@ -581,5 +663,7 @@ tp_err_t tp__trace_parse_slurm(const char *path, char *buf, bool jobcomp,
 	}
 	tp_free(c.pool.buf);
 	tp_free(c.jobs);
+	tp_free(c.seen);
+	tp_u64map_clear(&c.ids);
 	return err;
 }

@@ -421,6 +421,7 @@ tp_err_t tp_pconf_parse(const char *name, const char *text, tp_pconf_t *c,
 		tp_pconf_free(&tmp);
 		return err;
 	}
+	tmp.fabric_line = seen[find_key("FabricFile", 10) - keys];
 	tp_pconf_free(c);
 	*c = tmp;
 	return TP_OK;
@@ -601,7 +602,7 @@ tp_err_t tp_pconf_load_fabric(const char *conf_path, size_t max_switches,
 			      char **why_p)
 {
 	const char *slash = strrchr(conf_path, '/');
-	char *msg = NULL, *fpath = NULL;
+	char *msg = NULL, *fpath = NULL, *at = NULL;
 	tp_fabric_t *f = NULL;
 	tp_pconf_t conf;
 	tp_err_t err;
@@ -626,7 +627,11 @@ tp_err_t tp_pconf_load_fabric(const char *conf_path, size_t max_switches,
 		    ? tp_strdup(c->fabric_file)
 		    : tp_asprintf("%.*s/%s", (int)(slash - conf_path),
 				  conf_path, c->fabric_file);
-	if (!fpath) {
+	/* where the fabric's errors point: the line that names it */
+	at = fpath ? tp_asprintf("%s:%zu: FabricFile %s", conf_path,
+				 c->fabric_line, fpath)
+		   : NULL;
+	if (!at) {
 		err = TP_ERR_NOMEM;
 		goto out;
 	}
@@ -638,23 +643,27 @@ tp_err_t tp_pconf_load_fabric(const char *conf_path, size_t max_switches,
 	    tp_fabric_groups_at(f, 1) > max_switches) {
 		err = TP_ERR_RANGE;
 		*why_p =
-		    tp_asprintf("fabric %s: %zu level-1 groups, more "
+		    tp_asprintf("%s: %zu level-1 groups, more "
 				"switches than %zu (Slurm's switch table "
 				"grows with their square)",
-				fpath, tp_fabric_groups_at(f, 1), max_switches);
+				at, tp_fabric_groups_at(f, 1), max_switches);
 		goto out;
 	}
 	if (err || (err = tp_stree_build(f, c->nvlink_level, t, &msg))) {
-		*why_p = tp_asprintf("fabric %s: %s", fpath,
-				     msg ? msg : tp_strerror(err));
+		/* the loader's message names the file itself */
+		const char *m = msg ? msg : tp_strerror(err);
+		*why_p = strncmp(m, fpath, strlen(fpath))
+			     ? tp_asprintf("%s: %s", at, m)
+			     : tp_asprintf("%s:%zu: FabricFile: %s", conf_path,
+					   c->fabric_line, m);
 		goto out;
 	}
 	if (t->nsw > max_switches) {
 		err = TP_ERR_RANGE;
-		*why_p = tp_asprintf("fabric %s: %zu switches in its switch "
+		*why_p = tp_asprintf("%s: %zu switches in its switch "
 				     "tree, more than %zu (Slurm's switch "
 				     "table grows with their square)",
-				     fpath, t->nsw, max_switches);
+				     at, t->nsw, max_switches);
 		tp_stree_free(t);
 		goto out;
 	}
@@ -665,6 +674,7 @@ out:
 		*why_p = tp_strdup(tp_strerror(err));
 	tp_fabric_destroy(f);
 	tp_free(fpath);
+	tp_free(at);
 	tp_free(msg);
 	return err;
 }

@@ -37,6 +37,7 @@
 
 typedef struct tp_pconf {
 	char *fabric_file;	/* FabricFile: fabric JSON; NULL = none */
+	size_t fabric_line;	/* its line in the file (0: none) */
 	bool rank_nodes;	/* RankNodes: order Slurm's node table */
 	bool nvlink_level;	/* NVLinkLevel: NVLink domains as leaves */
 	bool set_switches;	/* SetSwitches: job_submit sets --switches */

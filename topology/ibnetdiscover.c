@@ -1007,8 +1007,9 @@ tp_err_t tp_fabric_parse_ibnetdiscover(tp_fabric_t *f, const char *name,
 	if (err)
 		goto out;
 	if (ps->uncabled)
-		tp__fabric_warn(f, "%s: %zu ports listed without a cable", name,
-				ps->uncabled);
+		tp__fabric_warn(f, "%s: %zu port%s listed without a cable",
+				name, ps->uncabled,
+				ps->uncabled == 1 ? "" : "s");
 	/* every node a cable reaches has a block of its own in a whole
 	 * dump of blocks (not in the -p port list or the debug format,
 	 * which have none): one without (a dump cut short, most often)

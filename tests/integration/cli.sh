@@ -65,7 +65,7 @@ printf 'JobID|Submit|Start|End|NNodes|AllocTRES|State\n%s\n%s\n' \
 	'8|2026-12-01T10:01:00|2026-12-01T10:02:00|2026-12-01T10:12:00|1|cpu=1,node=1|COMPLETED' >"$tmp/sacct.txt"
 expect 0 "trace of sacct output" $T trace "$tmp/sacct.txt"
 [ "$(sed -n 3p "$tmp/out")" = "0,16,2,8,3600,0.3,1073741824" ] &&
-	grep -q "^# topoplace trace: $tmp/sacct.txt (sacct): 1 jobs; left out 1 without GPUs" "$tmp/out" &&
+	grep -q "^# topoplace trace: $tmp/sacct.txt (sacct): 1 job; left out 1 without GPUs" "$tmp/out" &&
 	ok "trace: the GPU job as CSV, the CPU job counted" || bad "trace: $(cat "$tmp/out")"
 sed -i 's/cpu=8,gres\/gpu=16,node=2/cpu=8,node=2/' "$tmp/sacct.txt"
 expect 2 "trace: no record counts GPUs" $T trace "$tmp/sacct.txt"
@@ -309,6 +309,10 @@ jq -e -n --slurpfile a "$tmp/cseg16M.json" --slurpfile b "$tmp/cseg256M.json" \
 	bad "cost --segment: $(jq -c '[.seconds, .pipelined]' "$tmp/cseg16M.json" "$tmp/cseg256M.json"), plan $(jq -c '[.hier_pipelined, .predicted.hierarchical]' "$tmp/plan-seg1048576.json")"
 expect 2 "cost --segment over 1 GiB" $T cost --fabric "$tmp/ft.json" --hosts 'node[001-032]' \
 	--bytes 1M --segment 2G
+expect 2 "cost --segment with a ring" $T cost --fabric "$tmp/ft.json" --hosts 'node[001-032]' \
+	--bytes 16M --segment 1M
+grep -q "add --algo hierarchical" "$tmp/err" && ok "cost --segment names the algorithm it needs" ||
+	bad "cost --segment with a ring: $(cat "$tmp/err")"
 # plan --state: priced on the state's links (every up-link at a quarter of its lanes): slower
 # predictions, the same schedule (everything but the model's part), the header names the file
 jq '{format: "topoplace-state/1", links: [.links | to_entries[] |

@@ -41,7 +41,7 @@ mkfifo "$tmp/fifo"
 for f in "$tmp/nosuch/f.json" "$tmp/garbage.json" "$tmp" "$tmp/fifo"; do
 	printf 'FabricFile=%s\n' "$f" >"$tmp/ff.conf"
 	expect 2 "config --check FabricFile=$(basename "$f")" timeout 10 $T config --check "$tmp/ff.conf"
-	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "ff.conf: fabric $f: " "$tmp/err" &&
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "ff.conf:1: FabricFile: $f" "$tmp/err" &&
 		ok "one line naming $(basename "$f")" || bad "FabricFile=$f: $(cat "$tmp/err")"
 	printf 'FabricFile=%s\nLinkState=%s\n' "$tmp/ft.json" "$f" >"$tmp/ls.conf"
 	want=2

@@ -342,7 +342,8 @@ until timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP' && [ $i -gt 5 ]; do
 done
 timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP' && ok "slurmctld up after reconfigure with a corrupt fabric" ||
 	bad "slurmctld up after reconfigure with a corrupt fabric"
-grep -q 'topology/topoplace: fabric .*flat topology' "$log" && ok "log: $(grep -o 'topology/topoplace: fabric .*flat topology.*' "$log" | tail -1 | cut -c1-150)" ||
+grep -q 'topology/topoplace: .*:[0-9]*: FabricFile: .*fabric.json.*flat topology' "$log" &&
+	ok "log: $(grep -o 'topology/topoplace: .*FabricFile: .*flat topology.*' "$log" | tail -1 | cut -c1-170)" ||
 	bad "log names the corrupt fabric"
 timeout 10 scontrol show topology >"$tmp/topo2" 2>&1
 grep -q '^SwitchName=topoplace-flat Level=0' "$tmp/topo2" && ok "scontrol show topology: flat table" ||

@@ -170,8 +170,8 @@ timeout 20 scontrol reconfigure >/dev/null 2>&1
 sleep 1
 timeout 10 scontrol ping 2>&1 | grep -q 'is UP' && ok "corrupt fabric + reconfigure: slurmctld up" ||
 	bad "corrupt fabric + reconfigure: slurmctld down"
-grep -q 'error: topology/topoplace: fabric .*flat topology' "$log" &&
-	ok "corrupt fabric logged: $(grep 'error: topology/topoplace: fabric' "$log" | tail -1 | cut -c1-160)" ||
+grep -q 'error: topology/topoplace: .*:[0-9]*: FabricFile: .*fabric.json.*flat topology' "$log" &&
+	ok "corrupt fabric logged: $(grep 'error: topology/topoplace: .*FabricFile: ' "$log" | tail -1 | cut -c1-170)" ||
 	bad "corrupt fabric not logged"
 timeout 10 scontrol show topology >"$tmp/topo" 2>&1
 sed 's/^/# /' "$tmp/topo"

@@ -1077,6 +1077,9 @@ static void test_csv_errors(void **state)
 	    {"submit_s,gpus\n0,1\n", 0, ":1: header needs"},
 	    {"# c\nsubmit_s,gpus,run_s\n0,1,10\n1,x,10\n", 0,
 	     ":4: gpus: 'x': not a number"},
+	    /* strtod reads hex; no trace means it */
+	    {"submit_s,gpus,run_s\n0x10,1,10\n", 0,
+	     ":2: submit_s: '0x10': not a number"},
 	    {"submit_s,gpus,run_s\n0,1,10,5\n", 0,
 	     ":2: 4 fields, header has 3"},
 	    {"submit_s,gpus,run_s\n0,1.5,10\n", 0, ":2: a job needs whole"},
@@ -1325,6 +1328,52 @@ static void test_slurm_trace_eligible(void **state)
 	unlink(jp);
 	free(sp);
 	free(jp);
+}
+
+/* sacct dumps of overlapping windows, concatenated: a job in both is
+ * read once (a repeated row counted; a row of the job running or
+ * pending then gives way to the later one, its count undone), a job run
+ * again (requeued: another start) is another job, and a job named
+ * "jobid" is a job, not a header. */
+static void test_slurm_trace_repeated(void **state)
+{
+	static const char sacct[] =
+	    "JobID|JobName|Submit|Start|End|AllocTRES\n"
+	    "1|a|2026-12-01T00:00:00|2026-12-01T00:00:10|2026-12-01T00:01:00|"
+	    "gres/gpu=8,node=1\n"
+	    "2|jobid|2026-12-01T00:00:01|2026-12-01T00:00:10|Unknown|"
+	    "gres/gpu=8,node=1\n"
+	    "3|c|2026-12-01T00:00:02|None|Unknown|gres/gpu=8,node=1\n"
+	    "4|cpu|2026-12-01T00:00:03|2026-12-01T00:00:10|"
+	    "2026-12-01T00:01:00|cpu=4,node=1\n"
+	    "JobID|JobName|Submit|Start|End|AllocTRES\n"
+	    "1|a|2026-12-01T00:00:00|2026-12-01T00:00:10|2026-12-01T00:01:00|"
+	    "gres/gpu=8,node=1\n"
+	    "2|jobid|2026-12-01T00:00:01|2026-12-01T00:00:10|"
+	    "2026-12-01T00:02:00|gres/gpu=8,node=1\n"
+	    "3|c|2026-12-01T00:00:02|None|Unknown|gres/gpu=8,node=1\n"
+	    "4|cpu|2026-12-01T00:00:03|2026-12-01T00:00:10|"
+	    "2026-12-01T00:01:00|cpu=4,node=1\n"
+	    /* requeued: run again from 00:05 */
+	    "1|a|2026-12-01T00:00:00|2026-12-01T00:05:00|2026-12-01T00:06:00|"
+	    "gres/gpu=8,node=1\n";
+	char *sp = write_tmp(sacct, sizeof(sacct) - 1), *err = NULL;
+	tp_trace_t t;
+
+	(void)state;
+	assert_int_equal(tp_trace_load(sp, &t, &err), TP_OK);
+	assert_null(err);
+	assert_int_equal(t.njobs, 3); /* 1, 2 and 1's second run */
+	assert_int_equal(t.repeated, 1);
+	assert_int_equal(t.left_unrun, 1); /* 3, pending in both */
+	assert_int_equal(t.left_nogpu, 1); /* 4, in both */
+	/* by submit, ties in file order: 1, its second run, 2 */
+	assert_close(t.jobs[0].run_s, 50);
+	assert_close(t.jobs[1].run_s, 60);
+	assert_close(t.jobs[2].run_s, 110); /* 2, as it ended */
+	tp_trace_free(&t);
+	unlink(sp);
+	free(sp);
 }
 
 /* Records whose TRES names no GPU (Slurm without
@@ -1705,7 +1754,7 @@ static void test_slurm_trace_errors(void **state)
 	     ":2: 2048 GPUs on 1 hosts: more than 1024 a host"},
 	    {"JobID|Submit|Start|End|AllocTRES\n"
 	     "1|2026-12-01T00:00:00|None|Unknown|\n"
-	     "1|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
+	     "2|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
 	     "cpu=1,gres/gpu=0,node=1\n",
 	     ": no job that ran on GPUs (1 without GPUs, 1 that never ran"},
 	    {"JobID|Submit|Start|End|AllocTRES\n"
@@ -1729,7 +1778,7 @@ static void test_slurm_trace_errors(void **state)
 	    {"JobID|Submit|Start|End|AllocTRES\n"
 	     "1|2026-12-01T00:00:00|2026-12-01T00:00:00|2026-12-01T00:00:09|"
 	     "gres/gpu=1,node=1\n"
-	     "JobID|Submit|Start\n",
+	     "JobID|Submit|Start|End\n",
 	     ":3: sacct's header needs"},
 	    {"JobId=1 StartTime=2026-12-01T00:00:00 "
 	     "EndTime=2026-12-01T00:00:01 "
@@ -1933,6 +1982,7 @@ int main(void)
 	    cmocka_unit_test(test_slurm_trace_tz),
 	    cmocka_unit_test(test_slurm_trace_errors),
 	    cmocka_unit_test(test_slurm_trace_eligible),
+	    cmocka_unit_test(test_slurm_trace_repeated),
 	    cmocka_unit_test(test_slurm_trace_ids),
 	    cmocka_unit_test(test_slurm_trace_assume),
 	    cmocka_unit_test(test_trace_price),

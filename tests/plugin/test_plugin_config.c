@@ -696,6 +696,10 @@ static void test_load_fabric(void **state)
 	assert_int_equal(tp_pconf_load_fabric(conf, 100, &c, &f, &t, &why),
 			 TP_ERR_PARSE);
 	assert_non_null(strstr(why, fab));
+	/* the line that names the fabric, once */
+	assert_true(!strncmp(why, conf, strlen(conf)) &&
+		    !strncmp(why + strlen(conf), ":1: FabricFile: ", 16));
+	assert_null(strstr(strstr(why, fab) + 1, fab));
 	assert_null(f);
 	tp_free(why);
 	tp_gen_fat_tree_defaults(&p);
