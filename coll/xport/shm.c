@@ -783,11 +783,22 @@ static void *host_open(int n, const char *name)
 	return m;
 }
 
+/* xfer() with peer, which *who names when it fails (the first to). */
+static tp_err_t xfer_with(int fd, int peer, void *buf, size_t len, bool out,
+			  int64_t deadline, int *who)
+{
+	tp_err_t err = xfer(fd, buf, len, out, deadline);
+
+	if (err && *who < 0)
+		*who = peer;
+	return err;
+}
+
 tp_err_t tp__coll_host_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 {
 	const char *mode = shm_mode();
 	bool enabled = !mode || strcmp(mode, "0");
-	int n = c->size, me = c->rank, first = 0;
+	int n = c->size, me = c->rank, first = 0, who = -1;
 	const uint32_t *mem = NULL;
 	char name[NAME_LEN] = "", ok, all = 1;
 	void *m = NULL;
@@ -805,12 +816,13 @@ tp_err_t tp__coll_host_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 		return TP_OK;
 	int up = me > 0 ? c->peers[first + me - 1].fd : -1;
 	int dn = me + 1 < n ? c->peers[first + me + 1].fd : -1;
+	int pu = first + me - 1, pd = first + me + 1;
 	if ((me > 0 && up < 0) || (dn < 0 && me + 1 < n))
 		return TP_OK; /* cannot happen: the ring links them */
 	if (me == 0 && enabled)
 		m = host_create(n, name);
 	else if (me > 0)
-		err = xfer(up, name, NAME_LEN, false, deadline);
+		err = xfer_with(up, pu, name, NAME_LEN, false, deadline, &who);
 	if (me > 0 && !name_ok(name))
 		name[0] = '\0'; /* none, or not ours: this rank opens none */
 	if (!err && me > 0 && enabled)
@@ -820,21 +832,21 @@ tp_err_t tp__coll_host_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 	if (me + 1 == n && name[0])
 		shm_unlink(name);
 	if (!err && dn >= 0)
-		err = xfer(dn, name, NAME_LEN, true, deadline);
+		err = xfer_with(dn, pd, name, NAME_LEN, true, deadline, &who);
 	ok = m != NULL;
 	/* up: all or none */
 	if (!err && dn >= 0)
-		err = xfer(dn, &all, 1, false, deadline);
+		err = xfer_with(dn, pd, &all, 1, false, deadline, &who);
 	all = (char)(all && ok);
 	if (!err && up >= 0)
-		err = xfer(up, &all, 1, true, deadline);
+		err = xfer_with(up, pu, &all, 1, true, deadline, &who);
 	if (me == 0 && name[0])
 		shm_unlink(name);
 	/* down: the verdict */
 	if (!err && up >= 0)
-		err = xfer(up, &all, 1, false, deadline);
+		err = xfer_with(up, pu, &all, 1, false, deadline, &who);
 	if (!err && dn >= 0)
-		err = xfer(dn, &all, 1, true, deadline);
+		err = xfer_with(dn, pd, &all, 1, true, deadline, &who);
 	if (!err && all &&
 	    !(c->host = host_attach(m, n, me, first, c->yield_ns)))
 		err = TP_ERR_NOMEM;
@@ -842,9 +854,14 @@ tp_err_t tp__coll_host_setup(tp_coll_comm_t *c, int64_t deadline, char **err_p)
 		munmap(m, host_len(n));
 	if (err && name[0]) /* a rank of the chain died: leave nothing */
 		shm_unlink(name);
-	if (err && err_p && !*err_p)
-		*err_p = tp_asprintf("rank %d: host segment setup: %s", c->rank,
-				     tp_strerror(err));
+	if (err && err_p && !*err_p) {
+		char peer[96] = "";
+		if (who >= 0)
+			tp__coll_peer_name(c, who, peer, sizeof(peer));
+		*err_p =
+		    tp_asprintf("rank %d: host segment setup: %s%s%s", c->rank,
+				peer, *peer ? ": " : "", tp_strerror(err));
+	}
 	return err;
 }
 

@@ -416,18 +416,30 @@ class Communicator:
         raises."""
         try:
             return make()
-        except (TypeError, ValueError):
+        except (TypeError, ValueError) as e:
+            self._refusal = "%s: %s" % (call, e)
             self._refused(call)
             raise
 
-    @staticmethod
-    def _check(call, rc, comm):
+    # the library's reason for _refused()'s own call, which a communicator
+    # it broke keeps as the cause of every later failure
+    _SENTINEL = "bad dtype -1 or op 0"
+    _refusal = None
+
+    def _check(self, call, rc, comm):
         """Raise for a failed call, with the reason read at once, on the
         thread that made it, from the communicator it ran on (which a
-        close() meanwhile does not destroy before the call returns)."""
+        close() meanwhile does not destroy before the call returns). A
+        communicator broken by this rank's refused call says so, not the
+        placeholder arguments _refused() gave the library."""
         if rc != 0:
             s = _lib.LIB.tp_coll_comm_detail(comm)
-            raise TopoplaceError(call, rc, s.decode(errors="replace") if s else "")
+            detail = s.decode(errors="replace") if s else ""
+            if self._refusal and self._SENTINEL in detail:
+                detail = ("this rank refused an earlier call (%s), which "
+                          "broke the communicator (TOPOPLACE_COLL_CHECK=1 "
+                          "keeps it usable)" % self._refusal)
+            raise TopoplaceError(call, rc, detail)
 
     def detail(self):
         """The library's reason for the last failed call ("" when none, or
