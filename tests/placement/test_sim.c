@@ -1253,6 +1253,28 @@ static void test_slurm_trace(void **state)
 	free(cp);
 }
 
+/* TZ set to tz (tzset() too); returns the old value for restore_tz(). */
+static char *set_tz(const char *tz)
+{
+	const char *old = getenv("TZ");
+	char *keep = old ? strdup(old) : NULL;
+
+	setenv("TZ", tz, 1);
+	tzset();
+	return keep;
+}
+
+/* TZ as set_tz() found it; frees keep. */
+static void restore_tz(char *keep)
+{
+	if (keep)
+		setenv("TZ", keep, 1);
+	else
+		unsetenv("TZ");
+	tzset();
+	free(keep);
+}
+
 /* A job held or waiting on a dependency arrives when it became eligible
  * (sacct's Eligible, jobcomp's EligibleTime), not when it was submitted;
  * an Eligible no later than Submit, after Start or never reached changes
@@ -1284,13 +1306,10 @@ static void test_slurm_trace_eligible(void **state)
 	    "NodeCnt=1 Tres=gres/gpu=8 SubmitTime=2026-12-01T00:00:05\n";
 	char *sp = write_tmp(sacct, sizeof(sacct) - 1);
 	char *jp = write_tmp(jobcomp, sizeof(jobcomp) - 1), *err = NULL;
-	const char *tz = getenv("TZ");
-	char *keep = tz ? strdup(tz) : NULL;
+	char *keep = set_tz("UTC");
 	tp_trace_t t, tj;
 
 	(void)state;
-	setenv("TZ", "UTC", 1);
-	tzset();
 	assert_int_equal(tp_trace_load(sp, &t, &err), TP_OK);
 	assert_null(err);
 	assert_int_equal(t.njobs, 5);
@@ -1318,12 +1337,7 @@ static void test_slurm_trace_eligible(void **state)
 	assert_close(tj.jobs[1].submit_s, 40); /* job 7, eligible at 45 s */
 	tp_trace_free(&t);
 	tp_trace_free(&tj);
-	if (keep)
-		setenv("TZ", keep, 1);
-	else
-		unsetenv("TZ");
-	tzset();
-	free(keep);
+	restore_tz(keep);
 	unlink(sp);
 	unlink(jp);
 	free(sp);
@@ -1641,8 +1655,7 @@ static void test_slurm_trace_tz(void **state)
 				  "1|2026-10-25T01:00:00|2026-10-25T01:30:00|"
 				  "2026-10-25T03:30:00|gres/gpu=1,node=1\n";
 	char *path = write_tmp(txt, sizeof(txt) - 1), *err = NULL;
-	const char *old = getenv("TZ");
-	char *keep = old ? strdup(old) : NULL;
+	char *keep = set_tz("UTC0");
 	tp_trace_t t;
 
 	(void)state;
@@ -1679,12 +1692,7 @@ static void test_slurm_trace_tz(void **state)
 	tp_trace_free(&t);
 	unlink(gp);
 	free(gp);
-	if (keep)
-		setenv("TZ", keep, 1);
-	else
-		unsetenv("TZ");
-	tzset();
-	free(keep);
+	restore_tz(keep);
 	unlink(path);
 	free(path);
 }
