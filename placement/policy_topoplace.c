@@ -2545,8 +2545,8 @@ out:
  * job (its hosts, or its GPUs), the engine chooses among them alone;
  * when they do not, or it finds no fit there, Slurm's tree selection
  * decides (slurm-tree's model, with the weights). The plugin reads
- * Slurm's sched_weight, cons_tres's GPU tier included; this reads
- * Weight= alone. */
+ * Slurm's sched_weight without cons_tres's GPU tier (its low byte):
+ * Weight= and the boot flags above it; this reads Weight= alone. */
 static tp_err_t weighted_choose(const tp__policy_in_t *in, uint32_t *hosts,
 				int *gpus, size_t max, size_t *n_p, char *why,
 				size_t whylen)

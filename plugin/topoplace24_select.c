@@ -253,6 +253,19 @@ static void memo_free(void)
  * first (the engine cannot be told to). UINT64_MAX: one weight, as on
  * most clusters.
  */
+/* A node's weight as an admin set it (slurm.conf Weight, and the boot or
+ * flex-reservation flags Slurm ranks above it): sched_weight without its
+ * low byte, which cons_tres rewrites for each job as 0xff less the GPUs
+ * near the CPUs it found there (job_test.c, "favor nodes with more
+ * co-located GPUs"). Compared whole, a node with some GPUs in use read
+ * as heavier than an idle one: the engine was offered the idle nodes
+ * alone, or handed the job to tree's selection ("needs nodes heavier than
+ * the lightest") with no Weight set anywhere. */
+static uint64_t admin_weight(const node_record_t *node_ptr)
+{
+	return node_ptr->sched_weight & ~(uint64_t)0xff;
+}
+
 static uint64_t weight_cutoff(topology_eval_t *topo_eval,
 			      const uint16_t *avail_cpus, const tp_request_t *r,
 			      bool *tree_p)
@@ -266,14 +279,14 @@ static uint64_t weight_cutoff(topology_eval_t *topo_eval,
 	     i++) {
 		if (!avail_cpus[i])
 			continue;
-		lo = MIN(lo, node_ptr->sched_weight);
-		hi = MAX(hi, node_ptr->sched_weight);
+		lo = MIN(lo, admin_weight(node_ptr));
+		hi = MAX(hi, admin_weight(node_ptr));
 	}
 	if (lo >= hi || !need)
 		return UINT64_MAX;
 	for (int i = 0; (node_ptr = next_node_bitmap(topo_eval->node_map, &i));
 	     i++) {
-		if (!avail_cpus[i] || node_ptr->sched_weight != lo)
+		if (!avail_cpus[i] || admin_weight(node_ptr) != lo)
 			continue;
 		got += r->nodes > 0 ? 1
 		       : topo_eval->avail_res_array[i]
@@ -326,7 +339,7 @@ static uint64_t host_key(topology_eval_t *topo_eval, const uint16_t *avail_cpus,
 			continue;
 		ngpus = (int)tp_fabric_host(fabric, h)->ngpus;
 		if (bit_test(topo_eval->node_map, i) && avail_cpus[i] &&
-		    node_ptr->sched_weight <= max_weight) {
+		    admin_weight(node_ptr) <= max_weight) {
 			key_now[h] = 0;
 			if (want_gpus) {
 				int avail = topo_eval->avail_res_array[i]

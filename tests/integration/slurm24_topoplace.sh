@@ -226,6 +226,29 @@ overlap=
 for h in $(hostset "$nle"); do case " $(hostset "$nld")" in *" $h "*) overlap="$overlap $h" ;; esac; done
 [ -z "$overlap" ] && ok "job $je avoids the nodes with 1 GPU left" || bad "job $je shares$overlap with job $jd"
 timeout 10 scancel "$jd" "$je" 2>/dev/null
+idle
+
+# GPUs in use are no Weight: cons_tres rewrites the low byte of a node's
+# sched_weight for each job (0xff less its free GPUs near the CPUs), and
+# the plugin compared it whole, so nodes with some GPUs in use read as
+# heavier than idle ones and a --gpus job was offered the idle nodes
+# alone: here node001 and node002, over both leaves, where one leaf
+# holds the job (2 of 4 GPUs in use on node003, node005 and node007)
+jf=$(submit gpus-f -w node003,node005,node007 --gres=gpu:2 --wrap 'sleep 60')
+jg=$(submit gpus-g -w node004,node006,node008 --exclusive --wrap 'sleep 60')
+wait_state "$jf" RUNNING && wait_state "$jg" RUNNING || bad "jobs $jf $jg running"
+wanth=$(place gpus=6 "$(busy_state "$jf:2" "$jg")")
+jh=$(submit gpus-h --gpus=6 --wrap 'sleep 1')
+wait_state "$jh" RUNNING COMPLETED || bad "job $jh started"
+nlh=$(field "$jh" NodeList)
+echo "# GPUs in use: job $jf on node[003,005,007] (2 GPUs each), $jg on node[004,006,008]; job $jh (--gpus=6): $nlh; topoplace place --state: $wanth"
+[ "$(leaf_of "$nlh")" != none ] && [ "$(hostset "$nlh")" = "$wanth" ] &&
+	ok "job $jh (--gpus=6) inside one leaf beside partly used nodes = topoplace place --state ($wanth)" ||
+	bad "job $jh hosts $(hostset "$nlh") ($(leaf_of "$nlh")) != topoplace place --state ($wanth)"
+grep "topology/topoplace: JobId=$jh: needs nodes heavier" "$log" &&
+	bad "job $jh: partly used nodes taken for heavier ones" || ok "job $jh: no Weight read into GPUs in use"
+timeout 10 scancel "$jf" "$jg" "$jh" 2>/dev/null
+idle
 
 # jobs the engine does not take go to Slurm's tree selection on the same
 # table, and run: required nodes; more CPUs than one node has
