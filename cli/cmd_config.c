@@ -2,7 +2,9 @@
 #include "config.h"
 
 #include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "tp_plugin.h"
@@ -16,10 +18,12 @@ static const char usage[] =
     "  --dump        every key with its type, default, range and meaning, as\n"
     "                a commented file of defaults (the table the plugins use)\n"
     "  --check FILE  read FILE, the fabric and the link state it names as\n"
-    "                the plugins do: exit 0 and print the effective\n"
-    "                settings (a warning on stderr for a key that does\n"
-    "                nothing, LinkState without FabricFile), or one line\n"
-    "                FILE:LINE: error, exit 2\n"
+    "                the plugins do, and match the fabric's hosts with\n"
+    "                slurm.conf's nodes (SLURM_CONF's, or the slurm.conf\n"
+    "                beside FILE when there is one) as they do: exit 0\n"
+    "                and print the effective settings (a warning on\n"
+    "                stderr for a key that does nothing, LinkState without\n"
+    "                FabricFile), or one line FILE:LINE: error, exit 2\n"
     "  -h, --help    this text\n";
 
 static const char *type_name(tp_pconf_type_t t)
@@ -50,6 +54,51 @@ static void dump_table(void)
 	}
 }
 
+/* The fabric's hosts against slurm.conf's nodes, as the plugins match
+ * them (tp_stree_match: the same set, or a flat topology): slurm.conf is
+ * SLURM_CONF's, else the one beside path (where the plugins find
+ * topoplace.conf). Without one the nodes are not compared; with an
+ * Include, whose files are not read, a line says they are not. */
+static int check_nodes(const char *path, const tp_fabric_t *f,
+		       const tp_stree_t *tree)
+{
+	const char *env = getenv("SLURM_CONF"), *slash = strrchr(path, '/');
+	char *sc =
+	    env && *env ? tp_strdup(env)
+	    : slash ? tp_asprintf("%.*s/slurm.conf", (int)(slash - path), path)
+		    : tp_strdup("slurm.conf");
+	char **names = NULL, *why = NULL;
+	size_t n = 0;
+	bool include = false;
+	int rc = TP_EXIT_OK;
+	tp_err_t err;
+
+	if (!sc)
+		return TP_EXIT_FAIL;
+	if (access(sc, R_OK)) {
+		; /* none to compare with: the fabric's own checks stand */
+	} else if ((err =
+			tp_slurm_conf_nodes(sc, &names, &n, &include, &why))) {
+		tp_cli_err("%s", why ? why : tp_strerror(err));
+		rc = err == TP_ERR_NOMEM ? TP_EXIT_FAIL : TP_EXIT_INPUT;
+	} else if (include) {
+		tp_cli_err("note: %s includes other files, which this does not "
+			   "read: the fabric's hosts not compared with its "
+			   "nodes",
+			   sc);
+	} else if (!tp_stree_match(tree, f, (const char *const *)names, n,
+				   &why)) {
+		tp_cli_err("%s: the fabric does not match %s: %s: the plugins "
+			   "would use a flat topology, Slurm's selection",
+			   path, sc, why ? why : "out of memory");
+		rc = why ? TP_EXIT_INPUT : TP_EXIT_FAIL;
+	}
+	tp_hostlist_free(names, n);
+	tp_free(why);
+	tp_free(sc);
+	return rc;
+}
+
 /* The fabric and link state that conf (read from path) names, read as
  * the plugins read them: the fabric and its switch tree through
  * tp_pconf_load_fabric, as show does, the link state through
@@ -76,8 +125,9 @@ static int check_files(const char *path, tp_pconf_t *conf)
 		rc = err == TP_ERR_NOMEM ? TP_EXIT_FAIL : TP_EXIT_INPUT;
 		goto out;
 	}
+	rc = check_nodes(path, f, &tree);
 	tp_stree_free(&tree);
-	if (!conf->link_state)
+	if (rc != TP_EXIT_OK || !conf->link_state)
 		goto out;
 	if (!(ls = tp_pconf_path(path, conf->link_state))) {
 		rc = TP_EXIT_FAIL;

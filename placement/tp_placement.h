@@ -413,6 +413,14 @@ typedef struct tp_policy_params {
  * frees) says which, naming path. */
 tp_err_t tp_node_weights_load(const tp_fabric_t *f, const char *path,
 			      uint32_t **w_p, char **err_p);
+/* Every node a slurm.conf names (NodeName= lines but DEFAULT, their host
+ * lists expanded, in file order; free with tp_hostlist_free), read as
+ * tp_node_weights_load reads it; *include_p: it has an Include line, whose
+ * files this does not read (their nodes are missing). TP_ERR_PARSE (a bad
+ * host list, named by line) and the file's errors; *err_p (may be NULL;
+ * caller frees) names path. */
+tp_err_t tp_slurm_conf_nodes(const char *path, char ***names_p, size_t *n_p,
+			     bool *include_p, char **err_p);
 /* The Weight= the CLI's and the benches' `health` weights give weak
  * hosts. */
 #define TP_NODE_WEIGHT_WEAK 100

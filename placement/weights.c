@@ -36,6 +36,10 @@ typedef struct wload {
 	uint32_t def; /* NodeName=DEFAULT Weight= so far */
 	size_t named; /* fabric hosts a line named */
 	char *err;
+	/* tp_slurm_conf_nodes: every node named, and an Include met */
+	char **names;
+	size_t nnames, capnames;
+	bool include;
 } wload_t;
 
 #define wfail(ld_, code_, ...)                                                 \
@@ -223,30 +227,27 @@ static void strip_escapes(char *s)
 	*o = '\0';
 }
 
-tp_err_t tp_node_weights_load(const tp_fabric_t *f, const char *path,
-			      uint32_t **w_p, char **err_p)
+/* Each logical line of ld->path (comments stripped, continuations
+ * joined, escapes undone) through fn, ld->line its first line's number,
+ * until fn fails; the file's errors name it. */
+static tp_err_t each_line(wload_t *ld, tp_err_t (*fn)(wload_t *, char *))
 {
-	wload_t ld = {.f = f, .path = path, .def = 1};
 	tp_strbuf_t sb = {0};
 	char *buf = NULL;
 	size_t len, lines = 0;
 	tp_err_t err;
 
-	if (!f || !path || !w_p)
-		return TP_ERR_INVAL;
-	if ((err = tp_file_read(path, &buf, &len)))
-		wfail(&ld, err, "%s", tp_file_strerror(err));
-	else if (!(ld.w = ones(tp_fabric_nhosts(f))))
-		err = wfail(&ld, TP_ERR_NOMEM, "out of memory");
+	if ((err = tp_file_read(ld->path, &buf, &len)))
+		wfail(ld, err, "%s", tp_file_strerror(err));
 	char *p = buf ? buf + tp_text_bom(buf, len) : NULL;
 	while (!err && p && p < buf + len) {
 		char *nl = memchr(p, '\n', (size_t)(buf + len - p));
 		char *end = nl ? nl : buf + len;
 		if (!sb.len)
-			ld.line = lines + 1;
+			ld->line = lines + 1;
 		lines++;
 		if (memchr(p, '\0', (size_t)(end - p))) {
-			err = wfail(&ld, TP_ERR_PARSE, "line %zu: a NUL byte",
+			err = wfail(ld, TP_ERR_PARSE, "line %zu: a NUL byte",
 				    lines);
 			break;
 		}
@@ -258,32 +259,110 @@ tp_err_t tp_node_weights_load(const tp_fabric_t *f, const char *path,
 		if (more)
 			continue;
 		if (sb.failed) {
-			err = wfail(&ld, TP_ERR_NOMEM, "out of memory");
+			err = wfail(ld, TP_ERR_NOMEM, "out of memory");
 			break;
 		}
 		if (sb.buf) {
 			strip_escapes(sb.buf);
-			err = node_line(&ld, sb.buf);
+			err = fn(ld, sb.buf);
 		}
 		sb.len = 0;
 		if (sb.buf)
 			sb.buf[0] = '\0';
 	}
+	tp_free(sb.buf);
+	tp_free(buf);
+	return err;
+}
+
+/* The caller's *err_p takes ld's error (or it is freed); returns err. */
+static tp_err_t hand_error(wload_t *ld, tp_err_t err, char **err_p)
+{
+	if (err && err_p) {
+		*err_p = ld->err;
+		ld->err = NULL;
+	}
+	tp_free(ld->err);
+	ld->err = NULL;
+	return err;
+}
+
+tp_err_t tp_node_weights_load(const tp_fabric_t *f, const char *path,
+			      uint32_t **w_p, char **err_p)
+{
+	wload_t ld = {.f = f, .path = path, .def = 1};
+	tp_err_t err;
+
+	if (!f || !path || !w_p)
+		return TP_ERR_INVAL;
+	if (!(ld.w = ones(tp_fabric_nhosts(f))))
+		err = wfail(&ld, TP_ERR_NOMEM, "out of memory");
+	else
+		err = each_line(&ld, node_line);
 	if (!err && !ld.named)
 		err = wfail(&ld, TP_ERR_NOTFOUND,
 			    "no NodeName= line names a host of the fabric");
-	tp_free(sb.buf);
-	tp_free(buf);
 	if (err) {
 		tp_free(ld.w);
-		if (err_p) {
-			*err_p = ld.err;
-			ld.err = NULL;
-		}
-		tp_free(ld.err);
-		return err;
+		return hand_error(&ld, err, err_p);
 	}
 	*w_p = ld.w;
+	return TP_OK;
+}
+
+/* One logical line for tp_slurm_conf_nodes: its NodeName= hosts (not
+ * DEFAULT), or an Include. */
+static tp_err_t names_line(wload_t *ld, char *s)
+{
+	char *names = NULL, *key, *val, **list = NULL;
+	size_t n = 0;
+	tp_err_t err;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (!strncasecmp(s, "include", 7) && (s[7] == ' ' || s[7] == '\t')) {
+		ld->include = true;
+		return TP_OK;
+	}
+	while (next_pair(&s, &key, &val))
+		if (!strcasecmp(key, "NodeName"))
+			names = val;
+	if (!names || !strcasecmp(names, "DEFAULT"))
+		return TP_OK;
+	err = tp_hostlist_expand(names, &list, &n);
+	if (err == TP_ERR_NOMEM)
+		return wfail(ld, err, "out of memory");
+	if (err || !n)
+		return wfail(ld, TP_ERR_PARSE,
+			     "line %zu: NodeName=%s is not a host list",
+			     ld->line, names);
+	void *a = ld->names;
+	if (tp_grow(&a, &ld->capnames, ld->nnames + n, sizeof(char *))) {
+		tp_hostlist_free(list, n);
+		return wfail(ld, TP_ERR_NOMEM, "out of memory");
+	}
+	ld->names = a;
+	memcpy(ld->names + ld->nnames, list, n * sizeof(char *));
+	ld->nnames += n;
+	tp_free(list); /* the names are ld's now */
+	return TP_OK;
+}
+
+tp_err_t tp_slurm_conf_nodes(const char *path, char ***names_p, size_t *n_p,
+			     bool *include_p, char **err_p)
+{
+	wload_t ld = {.path = path};
+	tp_err_t err;
+
+	if (!path || !names_p || !n_p || !include_p)
+		return TP_ERR_INVAL;
+	if ((err = each_line(&ld, names_line))) {
+		tp_hostlist_free(ld.names, ld.nnames);
+		return hand_error(&ld, err, err_p);
+	}
+	*names_p = ld.names;
+	*n_p = ld.nnames;
+	*include_p = ld.include;
 	return TP_OK;
 }
 

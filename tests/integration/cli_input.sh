@@ -61,6 +61,26 @@ for e in '"down":["ghost"]' '"jobs":[{"id":1,"hosts":{"ghost":1}}]'; do
 done
 printf 'FabricFile=ft.json\n' >"$tmp/rel.conf"
 expect 0 "config --check with a FabricFile beside it" $T config --check "$tmp/rel.conf"
+# ... and its hosts against slurm.conf's nodes (the one beside it, or
+# SLURM_CONF's), as the plugins match them: another set is a flat topology
+mkdir "$tmp/sc"
+cp "$tmp/ft.json" "$tmp/sc/"
+printf 'FabricFile=ft.json\n' >"$tmp/sc/topoplace.conf"
+printf 'NodeName=DEFAULT CPUs=4\nNodeName=node[001-002] Gres=gpu:8\nNodeName=node003 \\\n  Gres=gpu:8\n' >"$tmp/sc/slurm.conf"
+expect 2 "config --check: a fabric host slurm.conf lacks" $T config --check "$tmp/sc/topoplace.conf"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "does not match $tmp/sc/slurm.conf: .*1 fabric host(s) not in slurm.conf (node004)" "$tmp/err" &&
+	ok "the host named, one line" || bad "slurm.conf mismatch: $(cat "$tmp/err")"
+printf 'NodeName=node004 Gres=gpu:8\n' >>"$tmp/sc/slurm.conf"
+expect 0 "config --check: the fabric's hosts are slurm.conf's nodes" $T config --check "$tmp/sc/topoplace.conf"
+expect 0 "config --check: no slurm.conf, nothing compared" \
+	env SLURM_CONF="$tmp/sc/nosuch.conf" $T config --check "$tmp/sc/topoplace.conf"
+printf 'NodeName=node[005-006]\n' >"$tmp/sc/other.conf"
+expect 2 "config --check: SLURM_CONF's slurm.conf" env SLURM_CONF="$tmp/sc/other.conf" \
+	$T config --check "$tmp/sc/topoplace.conf"
+printf 'include /etc/slurm/nodes.conf\n' >>"$tmp/sc/other.conf"
+expect 0 "config --check: an Include, not compared" env SLURM_CONF="$tmp/sc/other.conf" \
+	$T config --check "$tmp/sc/topoplace.conf"
+grep -q "includes other files" "$tmp/err" && ok "the Include noted" || bad "Include: $(cat "$tmp/err")"
 
 # ---- a state file with text after its object or a key given twice: an
 # error naming the byte or the key, as place --state and LinkState= read it

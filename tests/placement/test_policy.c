@@ -1138,6 +1138,46 @@ static void test_node_weights_load(void **unused)
 	tp_fabric_destroy(f);
 }
 
+/* tp_slurm_conf_nodes: every node slurm.conf names, as its NodeName=
+ * lines are read for the weights (DEFAULT left out, continuations, keys
+ * in any case, CPU nodes too), an Include noted, a bad list named. */
+static void test_slurm_conf_nodes(void **unused)
+{
+	char **names = NULL, *err = NULL, *path;
+	size_t n = 0;
+	bool inc = true;
+
+	(void)unused;
+	path = tp_test_write_tmp(
+	    "# c\nNodeName=DEFAULT CPUs=4\nnodename=gpu[01-02] \\\n"
+	    "  Gres=gpu:8 # x\nPartitionName=p Nodes=ALL\n"
+	    "NodeName=cpu1 Weight=5\n");
+	assert_int_equal(tp_slurm_conf_nodes(path, &names, &n, &inc, &err),
+			 TP_OK);
+	unlink(path);
+	assert_int_equal(n, 3);
+	assert_false(inc);
+	assert_string_equal(names[0], "gpu01");
+	assert_string_equal(names[1], "gpu02");
+	assert_string_equal(names[2], "cpu1");
+	tp_hostlist_free(names, n);
+	path = tp_test_write_tmp("NodeName=a1\n  Include /etc/slurm/n.conf\n");
+	assert_int_equal(tp_slurm_conf_nodes(path, &names, &n, &inc, &err),
+			 TP_OK);
+	unlink(path);
+	assert_int_equal(n, 1);
+	assert_true(inc);
+	tp_hostlist_free(names, n);
+	path = tp_test_write_tmp("NodeName=a1\nNodeName=b[1-\n");
+	assert_int_equal(tp_slurm_conf_nodes(path, &names, &n, &inc, &err),
+			 TP_ERR_PARSE);
+	unlink(path);
+	assert_non_null(
+	    strstr(err, ": line 2: NodeName=b[1- is not a host list"));
+	assert_int_equal(strncmp(err, path, strlen(path)), 0);
+	tp_free(err);
+}
+
 /* tp_node_weights_health: the weakly cabled hosts heavy, the rest 1. */
 static void test_node_weights_health(void **unused)
 {
@@ -2309,6 +2349,7 @@ int main(void)
 	    cmocka_unit_test(test_slurm_block_node_weights),
 	    cmocka_unit_test(test_topoplace_node_weights),
 	    cmocka_unit_test(test_node_weights_load),
+	    cmocka_unit_test(test_slurm_conf_nodes),
 	    cmocka_unit_test(test_node_weights_health),
 	    cmocka_unit_test(test_topoplace_pods_whole_leaves),
 	    cmocka_unit_test(test_slurm_tree_parent_tie),
