@@ -740,7 +740,21 @@ int tp_cmd_show(int argc, char **argv)
 	if (e != SLURM_SUCCESS) {
 		e = slurm_get_errno();
 		alarm(0);
-		if (comm_error(e)) {
+		if (e == SLURM_UNEXPECTED_MSG_ERROR ||
+		    e == SLURM_PROTOCOL_VERSION_ERROR) {
+			/* a controller two or more releases apart (Slurm
+			 * talks to two back): 22.05's libslurm and 24.11 */
+			long v = SLURM_VERSION_NUMBER; /* built with */
+			tp_cli_err(
+			    "show: slurmctld: %s: it runs another Slurm "
+			    "release than this build's libslurm (%ld.%02ld): "
+			    "build topoplace with the cluster's Slurm "
+			    "(its native plugin's decisions are in "
+			    "StateSaveLocation/topoplace-decisions.jsonl)",
+			    slurm_strerror(e), SLURM_VERSION_MAJOR(v),
+			    SLURM_VERSION_MINOR(v));
+			rc = TP_EXIT_FAIL;
+		} else if (comm_error(e)) {
 			tp_cli_err("show: slurmctld: %s", slurm_strerror(e));
 			rc = TP_EXIT_FAIL;
 		} else if (one && (e == ESLURM_INVALID_JOB_ID ||

@@ -439,6 +439,16 @@ fi
 grep -q '"job_id":99$' "$dec" && bad "the record cut short is still there" ||
 	ok "the record cut short was dropped"
 
+# `topoplace show` is a client of slurmctld through the libslurm it was
+# built with: one two or more releases apart (Debian's 22.05 against
+# 24.11) is told apart from a controller that is down
+if timeout 30 "$TOPOPLACE" show jobs --fabric "$fabric" >"$tmp/show24" 2>"$tmp/show24.err"; then
+	ok "topoplace show jobs against 24.11 ($(wc -l <"$tmp/show24") lines)"
+else
+	grep -q "it runs another Slurm release than this build's libslurm" "$tmp/show24.err" &&
+		ok "show against 24.11 with another release's libslurm: $(tail -1 "$tmp/show24.err" | cut -c1-110)" ||
+		bad "show against 24.11: $(tail -1 "$tmp/show24.err")"
+fi
 timeout 10 scontrol ping 2>&1 | grep -q 'is UP' && ok "slurmctld still up" || bad "slurmctld still up"
 if grep -h 'RaisedSignal\|Segmentation' "$dir"/log/slurmd-*.log "$log" >"$tmp/crash" 2>/dev/null && [ -s "$tmp/crash" ]; then
 	bad "a crash: $(head -1 "$tmp/crash")"
