@@ -191,9 +191,11 @@ static void load_files(void)
 	if (err)
 		goto out;
 	have_tree = true;
-	info("%s: fabric %s: %zu hosts, %zu switches, %d levels above the "
+	info("%s: fabric %s: %zu hosts, %zu switch%s, %d level%s above the "
 	     "leaves%s",
-	     plugin_type, pconf.fabric_file, tree.norder, tree.nsw, tree.levels,
+	     plugin_type, pconf.fabric_file, tree.norder, tree.nsw,
+	     tree.nsw == 1 ? "" : "es", tree.levels,
+	     tree.levels == 1 ? "" : "s",
 	     tree.nvlink ? ", NVLink domains as leaves" : "");
 	if (pconf.link_state) {
 		char *ls = tp_pconf_path(path, pconf.link_state);
