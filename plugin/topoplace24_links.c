@@ -80,10 +80,15 @@ static void links_read(void)
 		weak += tp_state_link_health(st, (uint32_t)l) < 1;
 		busy += tp_state_link_background(st, (uint32_t)l) > 0;
 	}
+	/* a recovery, logged: from a file that could not be read (EIO,
+	 * EACCES, a path not to be looked at) or from a bad one */
+	tp_err_t was = ls_sig.err;
 	info("%s: LinkState %s: %s%zu of %zu links degraded, %zu with "
 	     "background traffic",
 	     plugin_type, ls_path,
-	     tp_filesig_log(&ls_sig, TP_OK, NULL) ? "readable again: " : "",
+	     !tp_filesig_log(&ls_sig, TP_OK, NULL) ? ""
+	     : was == TP_ERR_IO			   ? "readable again: "
+						   : "good again: ",
 	     weak, nl, busy);
 	tp_state_destroy(ls_file);
 	ls_file = st;
