@@ -114,6 +114,12 @@ write_links "$links" 0.1 "$up0"
 wait_log "LinkState .*: 1 of [0-9]* links degraded" $((n + 1)) &&
 	ok "a regular file after the FIFO is read" ||
 	bad "the writer stuck on the FIFO: a later LinkState file not read"
+# a bad file mended is "good again" (topoplace.conf(5) keeps "readable
+# again" for one that could not be read: the link loop below)
+grep -q "LinkState .*good again: 1 of [0-9]* links degraded" "$log" &&
+	! grep -q "LinkState .*readable again" "$log" &&
+	ok "log: $(grep -o 'LinkState .*good again: .*' "$log" | tail -1 | cut -c1-120)" ||
+	bad "the FIFO's recovery: $(grep -o 'LinkState .*again.*' "$log" | tail -1)"
 timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP' && ok "slurmctld up after a FIFO LinkState" ||
 	bad "slurmctld up after a FIFO LinkState"
 
