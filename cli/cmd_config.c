@@ -62,11 +62,9 @@ static void dump_table(void)
 static int check_nodes(const char *path, const tp_fabric_t *f,
 		       const tp_stree_t *tree)
 {
-	const char *env = getenv("SLURM_CONF"), *slash = strrchr(path, '/');
+	const char *env = getenv("SLURM_CONF");
 	char *sc =
-	    env && *env ? tp_strdup(env)
-	    : slash ? tp_asprintf("%.*s/slurm.conf", (int)(slash - path), path)
-		    : tp_strdup("slurm.conf");
+	    env && *env ? tp_strdup(env) : tp_pconf_path(path, "slurm.conf");
 	char **names = NULL, *why = NULL;
 	size_t n = 0;
 	bool include = false;

@@ -50,7 +50,7 @@ typedef struct pctx {
 } pctx_t;
 
 /* What became of a record: one of the counts it went to. */
-enum outcome { O_KEPT, O_NOGPU, O_UNRUN, O_BACK, O_STEP, O_N };
+enum outcome { O_KEPT, O_NOGPU, O_UNRUN, O_BACK, O_STEP };
 
 /* A record before it becomes a job: absolute times, whole counts. */
 typedef struct rec {
@@ -236,8 +236,8 @@ static uint32_t pool_add(pctx_t *c, const char *s)
 }
 
 /* Record r of line lineno into c->jobs (submit_s absolute for now), or
- * counted as left out in c->t. */
-static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
+ * counted as left out in c->t; *out_p says which (enum outcome). */
+static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r, int *out_p)
 {
 	const char *path = c->path;
 	tp_trace_t *t = c->t;
@@ -246,8 +246,10 @@ static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
 	double eligible = 0;
 	tp_err_t err;
 
+	*out_p = O_KEPT;
 	if (r->jobid && strchr(r->jobid, '.')) {
 		t->left_steps++;
+		*out_p = O_STEP;
 		return TP_OK;
 	}
 	const char *what = NULL, *val = NULL;
@@ -293,10 +295,12 @@ static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
 	if (!s_ok || !e_ok || r->unallocated || no_node ||
 	    (r->nodes && *r->nodes && nodes < 1)) {
 		t->left_unrun++;
+		*out_p = O_UNRUN;
 		return TP_OK;
 	}
 	if (end < start) {
 		t->left_backwards++;
+		*out_p = O_BACK;
 		return TP_OK;
 	}
 	if (nodes < 1)
@@ -305,6 +309,7 @@ static tp_err_t add_rec(pctx_t *c, int lineno, const rec_t *r)
 	bool assumed = gpus < 1 && !tracked && c->assume_gpus >= 0;
 	if (gpus < 1 && !assumed) {
 		t->left_nogpu++;
+		*out_p = O_NOGPU;
 		return TP_OK;
 	}
 	if (nodes < 1 || nodes > 1e6) {
@@ -444,7 +449,7 @@ static tp_err_t add_once(pctx_t *c, int lineno, const rec_t *r)
 	uint64_t id = tp_hash_str(r->jobid), start = tp_hash_str(r->start);
 	uint32_t k =
 	    r->jobid && *r->jobid ? tp_u64map_get(&c->ids, id) : TP_MAP_NONE;
-	size_t before[O_N], n0 = c->n;
+	int out;
 	tp_err_t err;
 
 	if (k != TP_MAP_NONE && c->seen[k].out == O_KEPT &&
@@ -452,14 +457,8 @@ static tp_err_t add_once(pctx_t *c, int lineno, const rec_t *r)
 		t->repeated++;
 		return TP_OK;
 	}
-	for (int o = 1; o < O_N; o++)
-		before[o] = *outcome_count(c, o);
-	if ((err = add_rec(c, lineno, r)))
+	if ((err = add_rec(c, lineno, r, &out)))
 		return err;
-	int out = O_KEPT;
-	for (int o = 1; o < O_N && c->n == n0; o++)
-		if (*outcome_count(c, o) != before[o])
-			out = o;
 	if (!r->jobid || !*r->jobid)
 		return TP_OK;
 	if (k != TP_MAP_NONE) {
@@ -615,7 +614,8 @@ static tp_err_t parse_jobcomp(pctx_t *c, char *buf)
 			   .eligible = val[7]};
 		if (!strcasecmp(r.submit, "unknown"))
 			r.submit = r.start;
-		err = add_rec(c, lineno, &r);
+		int out;
+		err = add_rec(c, lineno, &r, &out);
 	next:
 		for (int k = 0; k < NK; k++)
 			tp_free(val[k]);

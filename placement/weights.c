@@ -133,6 +133,26 @@ static bool next_pair(char **s, char **key, char **val)
 }
 
 /* One logical line: its NodeName= and Weight=, every other key ignored. */
+/* A NodeName= value's host list expanded into *list_p, *n_p (one name at
+ * least when need_one: "," expands to none); the error named by line. */
+static tp_err_t expand_names(wload_t *ld, const char *names, bool need_one,
+			     char ***list_p, size_t *n_p)
+{
+	tp_err_t err = tp_hostlist_expand(names, list_p, n_p);
+
+	if (err == TP_ERR_NOMEM)
+		return wfail(ld, err, "out of memory");
+	if (!err && need_one && !*n_p) {
+		tp_hostlist_free(*list_p, *n_p);
+		err = TP_ERR_PARSE;
+	}
+	if (err)
+		return wfail(ld, TP_ERR_PARSE,
+			     "line %zu: NodeName=%s is not a host list",
+			     ld->line, names);
+	return TP_OK;
+}
+
 static tp_err_t node_line(wload_t *ld, char *s)
 {
 	char *names = NULL, *weight = NULL, *key, *val;
@@ -159,13 +179,8 @@ static tp_err_t node_line(wload_t *ld, char *s)
 	}
 	char **list = NULL;
 	size_t n = 0;
-	err = tp_hostlist_expand(names, &list, &n);
-	if (err == TP_ERR_NOMEM)
-		return wfail(ld, err, "out of memory");
-	if (err)
-		return wfail(ld, TP_ERR_PARSE,
-			     "line %zu: NodeName=%s is not a host list",
-			     ld->line, names);
+	if ((err = expand_names(ld, names, false, &list, &n)))
+		return err;
 	for (size_t i = 0; i < n; i++) {
 		uint32_t h = tp_fabric_host_find(ld->f, list[i]);
 		if (h == TP_ID_NONE)
@@ -329,13 +344,8 @@ static tp_err_t names_line(wload_t *ld, char *s)
 			names = val;
 	if (!names || !strcasecmp(names, "DEFAULT"))
 		return TP_OK;
-	err = tp_hostlist_expand(names, &list, &n);
-	if (err == TP_ERR_NOMEM)
-		return wfail(ld, err, "out of memory");
-	if (err || !n)
-		return wfail(ld, TP_ERR_PARSE,
-			     "line %zu: NodeName=%s is not a host list",
-			     ld->line, names);
+	if ((err = expand_names(ld, names, true, &list, &n)))
+		return err;
 	void *a = ld->names;
 	if (tp_grow(&a, &ld->capnames, ld->nnames + n, sizeof(char *))) {
 		tp_hostlist_free(list, n);

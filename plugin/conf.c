@@ -601,7 +601,6 @@ tp_err_t tp_pconf_load_fabric(const char *conf_path, size_t max_switches,
 			      tp_pconf_t *c, tp_fabric_t **f_p, tp_stree_t *t,
 			      char **why_p)
 {
-	const char *slash = strrchr(conf_path, '/');
 	char *msg = NULL, *fpath = NULL, *at = NULL;
 	tp_fabric_t *f = NULL;
 	tp_pconf_t conf;
@@ -623,10 +622,7 @@ tp_err_t tp_pconf_load_fabric(const char *conf_path, size_t max_switches,
 		*why_p = tp_asprintf("%s sets no FabricFile", conf_path);
 		goto out;
 	}
-	fpath = c->fabric_file[0] == '/' || !slash
-		    ? tp_strdup(c->fabric_file)
-		    : tp_asprintf("%.*s/%s", (int)(slash - conf_path),
-				  conf_path, c->fabric_file);
+	fpath = tp_pconf_path(conf_path, c->fabric_file);
 	/* where the fabric's errors point: the line that names it */
 	at = fpath ? tp_asprintf("%s:%zu: FabricFile %s", conf_path,
 				 c->fabric_line, fpath)
