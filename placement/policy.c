@@ -867,18 +867,28 @@ tp_err_t tp_place_run(const tp_policy_t *policy, const tp_state_t *s,
 		      const tp_cost_ctx_t *ctx, uint64_t seed,
 		      tp_placement_t *out)
 {
+	return tp_place_run_ws(policy, s, r, params, ctx, seed, NULL, out);
+}
+
+tp_err_t tp_place_run_ws(const tp_policy_t *policy, const tp_state_t *s,
+			 const tp_request_t *r,
+			 const tp_policy_params_t *params,
+			 const tp_cost_ctx_t *ctx, uint64_t seed,
+			 tp_place_ws_t *ws, tp_placement_t *out)
+{
 	return place(policy, s, r, params, ctx, seed,
-		     PLACE_PREDICT | PLACE_CPU_CLOCK, NULL, NULL, out);
+		     PLACE_PREDICT | PLACE_CPU_CLOCK, NULL, ws, out);
 }
 
 tp_err_t tp_place_run_cached(const tp_policy_t *policy, const tp_state_t *s,
 			     const tp_request_t *r,
 			     const tp_policy_params_t *params,
 			     const tp_cost_ctx_t *ctx, uint64_t seed,
-			     tp_ideal_cache_t *cache, tp_placement_t *out)
+			     tp_ideal_cache_t *cache, tp_place_ws_t *ws,
+			     tp_placement_t *out)
 {
-	return place(policy, s, r, params, ctx, seed, PLACE_PREDICT, cache,
-		     NULL, out);
+	return place(policy, s, r, params, ctx, seed, PLACE_PREDICT, cache, ws,
+		     out);
 }
 
 tp_err_t tp_place_ideal(const tp_fabric_t *f, const tp_request_t *r,

@@ -148,6 +148,7 @@ typedef struct sim {
 	uint32_t *touched; /* the directed links it has bytes on */
 	tp_ideal_cache_t own_ideal; /* a run's own cache of ... */
 	tp_ideal_cache_t *ideal;    /* ideal time per request shape */
+	tp_place_ws_t *ws; /* the decisions' buffers (NULL: one per decision) */
 	/* where slowdowns come from (tp_sim_result_t.comm_static_mean,
 	 * comm_free_best_mean, tp_sim_opts_t.sources): sums over nstatic
 	 * multi-node jobs, and scratch (per host: fb_mine; need hosts:
@@ -613,7 +614,7 @@ static tp_err_t try_start(sim_t *m, size_t j, double now, double deadline,
 	double bytes = tp_request_bytes(&r);
 	memset(&pl, 0, sizeof(pl));
 	err = tp_place_run_cached(m->policy, m->s, &r, m->pp, m->ctx,
-				  m->seed + j, m->ideal, &pl);
+				  m->seed + j, m->ideal, m->ws, &pl);
 	if (err == TP_ERR_NOTFOUND)
 		return TP_OK;
 	if (err == TP_ERR_RANGE) {
@@ -781,7 +782,7 @@ static tp_err_t plan_head(sim_t *m, size_t j)
 			continue;
 		memset(&pl, 0, sizeof(pl));
 		err = tp__place_hosts(m->policy, s, &req, m->pp, m->seed + j,
-				      NULL, &pl);
+				      m->ws, &pl);
 		if (err == TP_ERR_NOTFOUND) {
 			err = TP_OK;
 			continue;
@@ -1008,6 +1009,8 @@ static bool sim_alloc(sim_t *m, size_t n)
 	m->mark = tp_calloc(m->nres + 1, sizeof(uint32_t));
 	m->lbytes = tp_calloc(m->nres + 1, sizeof(double));
 	m->touched = tp_malloc((m->nres + 1) * sizeof(uint32_t));
+	m->ws = tp_place_ws_create(); /* without it each decision makes its
+				       * own */
 	if (m->hold_slowdown > 0 && m->hold_s > 0) {
 		if (!(m->held_since = tp_malloc(n * sizeof(double))))
 			return false;
@@ -1025,6 +1028,7 @@ static void sim_free(sim_t *m)
 		running_free(&m->heap[i]);
 	tp_state_destroy(m->s);
 	tp__ideal_cache_free(&m->own_ideal);
+	tp_place_ws_destroy(m->ws);
 	tp_free(m->least);
 	tp_free(m->fb_mine);
 	tp_free(m->held_since);

@@ -545,15 +545,25 @@ void tp_ideal_cache_clear(tp_ideal_cache_t *c);
 void tp_ideal_cache_destroy(tp_ideal_cache_t *c);
 size_t tp_ideal_cache_size(const tp_ideal_cache_t *c); /* shapes held */
 
-/* tp_place_run with the ideal taken from, or added to, cache, for callers
- * that decide many times (the simulator): decision_cpu_s is 0 (the
- * thread's CPU clock is a system call, a tenth of a simulation's time
- * on a VM). cache may be NULL. */
+/* tp_place_run with the caller's workspace (NULL: as tp_place_run): the
+ * same answer, without the buffers made anew for each decision, for
+ * callers that decide many times. */
+tp_err_t tp_place_run_ws(const tp_policy_t *policy, const tp_state_t *s,
+			 const tp_request_t *r,
+			 const tp_policy_params_t *params,
+			 const tp_cost_ctx_t *ctx, uint64_t seed,
+			 tp_place_ws_t *ws, tp_placement_t *out);
+
+/* tp_place_run_ws with the ideal taken from, or added to, cache, for
+ * callers that decide many times (the simulator): decision_cpu_s is 0
+ * (the thread's CPU clock is a system call, a tenth of a simulation's
+ * time on a VM). cache and ws may be NULL. */
 tp_err_t tp_place_run_cached(const tp_policy_t *policy, const tp_state_t *s,
 			     const tp_request_t *r,
 			     const tp_policy_params_t *params,
 			     const tp_cost_ctx_t *ctx, uint64_t seed,
-			     tp_ideal_cache_t *cache, tp_placement_t *out);
+			     tp_ideal_cache_t *cache, tp_place_ws_t *ws,
+			     tp_placement_t *out);
 
 /* The ideal all-reduce seconds of r's shape on fabric f: tp_place_run's
  * ideal_s without a choice on a state. A shape of whole hosts (nodes

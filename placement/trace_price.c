@@ -179,6 +179,7 @@ typedef struct sweep {
 	const tp_trace_t *t;
 	tp_state_t *st;
 	tp_traffic_t *tr;
+	tp_place_ws_t *ws; /* the policy's decisions' buffers */
 } sweep_t;
 
 static void unpriced(tp_trace_price_t *p)
@@ -231,8 +232,9 @@ static tp_err_t sweep_start(sweep_t *w, size_t j, uint32_t *hv, int *gv,
 			 * it (whole hosts stay whole) */
 			r.exclusive = false;
 			memset(&pl, 0, sizeof(pl));
-			err = tp_place_run(w->policy, w->st, &r, w->pp, w->ctx,
-					   j, &pl);
+			err = tp_place_run_cached(w->policy, w->st, &r, w->pp,
+						  w->ctx, j, w->cache, w->ws,
+						  &pl);
 			if (!err) {
 				alt->nhosts = pl.nhosts;
 				for (size_t i = 0; i < pl.nhosts; i++)
@@ -281,7 +283,7 @@ tp_err_t tp_trace_price_sweep(const tp_fabric_t *f, const tp_state_t *s,
 			      tp_trace_price_t *slurm, tp_trace_price_t *alt)
 {
 	size_t n = t->njobs, e = 0;
-	sweep_t w = {f, s, ctx, pp, cache, policy, t, NULL, NULL};
+	sweep_t w = {f, s, ctx, pp, cache, policy, t, NULL, NULL, NULL};
 	tp__dix_t *starts = NULL, *ends = NULL; /* events: job i at t */
 	bool *held = NULL;
 	tp_err_t err = TP_ERR_NOMEM;
@@ -298,7 +300,8 @@ tp_err_t tp_trace_price_sweep(const tp_fabric_t *f, const tp_state_t *s,
 	ends = tp_malloc((n ? n : 1) * sizeof(*ends));
 	held = tp_calloc(n ? n : 1, sizeof(*held));
 	if (!starts || !ends || !held || !(w.st = tp_state_clone(s)) ||
-	    !(w.tr = tp_traffic_create(f)))
+	    !(w.tr = tp_traffic_create(f)) ||
+	    (alt && !(w.ws = tp_place_ws_create())))
 		goto out;
 	for (size_t j = 0; j < n; j++) {
 		starts[j] = (tp__dix_t){t->jobs[j].start_s, j};
@@ -331,6 +334,7 @@ tp_err_t tp_trace_price_sweep(const tp_fabric_t *f, const tp_state_t *s,
 	}
 	err = TP_OK;
 out:
+	tp_place_ws_destroy(w.ws);
 	tp_traffic_destroy(w.tr);
 	tp_state_destroy(w.st);
 	tp_free(starts);

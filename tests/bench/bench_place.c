@@ -12,7 +12,8 @@
  * the first only; on a loaded machine compare CPU figures):
  *  - choose(): the policy's choose() alone (tp_placement_t.decision_s),
  *    the cost model always at hand and the library's PriceBudget (96),
- *    as `topoplace simulate` reports it;
+ *    as `topoplace simulate` reports it (with a workspace kept over
+ *    the decisions, as the simulator keeps one);
  *  - as slurmctld: the whole tp_place_choose_ws() call the 24.11 plugin
  *    times, with one workspace kept over the decisions as the plugin
  *    keeps it (offers, choose(), the answer check, ring order, spans), with
@@ -160,14 +161,15 @@ static tp_request_t next_request(uint64_t *x)
 }
 
 /* n decisions of pol: choose() as the simulator reports it (the
- * library's default PriceBudget, the cost model always at hand), then
+ * library's default PriceBudget, the cost model always at hand, the
+ * simulator's kept workspace sim_ws), then
  * the same request as the 24.11 plugin decides it: the whole
  * tp_place_choose_ws() call (offers, choose(), answer check, ring order,
  * spans) with the plugin's kept workspace ws, its default PriceBudget
  * and the cost model. */
 static void decide(const tp_policy_t *pol, tp_state_t *s,
-		   const tp_cost_ctx_t *ctx, tp_place_ws_t *ws, size_t n,
-		   links_file_t *lf, times_t *tm)
+		   const tp_cost_ctx_t *ctx, tp_place_ws_t *sim_ws,
+		   tp_place_ws_t *ws, size_t n, links_file_t *lf, times_t *tm)
 {
 	const tp_fabric_t *f = tp_state_fabric(s);
 	tp_policy_params_t pp, ctld;
@@ -183,7 +185,8 @@ static void decide(const tp_policy_t *pol, tp_state_t *s,
 		size_t m = tm->m;
 		if (lf)
 			links_refresh(f, s, lf);
-		if (tp_place_run(pol, s, &r, &pp, ctx, i, &pl) != TP_OK)
+		if (tp_place_run_ws(pol, s, &r, &pp, ctx, i, sim_ws, &pl) !=
+		    TP_OK)
 			continue;
 		tm->t[T_CHOOSE][m] = pl.decision_s;
 		tm->t[T_CHOOSE_CPU][m] = pl.decision_cpu_s;
@@ -231,15 +234,17 @@ static int bench(tp_fabric_t *f, size_t n, const char *label, FILE *js,
 		fprintf(stderr, "bench_place: cost model failed\n");
 		return 1;
 	}
-	/* the plugin's, kept over its decisions */
+	/* the simulator's and the plugin's, kept over their decisions */
+	tp_place_ws_t *sim_ws = tp_place_ws_create();
 	tp_place_ws_t *ws = tp_place_ws_create();
-	ok = ws != NULL;
+	ok = sim_ws && ws;
 	for (int k = 0; k < 2; k++)
 		for (int c = 0; c < NT; c++)
 			ok &= !!(tm[k].t[c] = malloc(n * sizeof(double)));
 	for (int k = 0; k < 2 && ok; k++) {
 		const pct_t *p = tm[k].p;
-		decide(tp_policy_find(names[k]), s, ctx, ws, n, lf, &tm[k]);
+		decide(tp_policy_find(names[k]), s, ctx, sim_ws, ws, n, lf,
+		       &tm[k]);
 		printf("%-22s %-11s decisions %5zu  p50 %8.3f ms  p99 %8.3f ms"
 		       "  (CPU p50 %.3f p99 %.3f)\n",
 		       label, names[k], tm[k].m, p[T_CHOOSE].p50 * 1e3,
@@ -280,6 +285,7 @@ static int bench(tp_fabric_t *f, size_t n, const char *label, FILE *js,
 	for (int k = 0; k < 2; k++)
 		for (int c = 0; c < NT; c++)
 			free(tm[k].t[c]);
+	tp_place_ws_destroy(sim_ws);
 	tp_place_ws_destroy(ws);
 	tp_cost_ctx_destroy(ctx);
 	tp_state_destroy(s);

@@ -2007,7 +2007,7 @@ static void test_ideal_is_the_requests(void **unused)
 		assert_int_equal(tp_ideal_cache_size(ideals), q + 1);
 		assert_int_equal(
 		    tp_place_run_cached(tp_policy_find("topoplace"), busy, &r,
-					NULL, ctx, 3, ideals, &c),
+					NULL, ctx, 3, ideals, NULL, &c),
 		    TP_OK);
 		assert_true(fabs(c.ideal_s - ideal) <= 1e-12 * ideal);
 		assert_int_equal(tp_place_ideal(f, &r, NULL, ctx, ideals, &y),
