@@ -1,6 +1,7 @@
 /* topoplace config: topoplace.conf from the plugins' own key table. */
 #include "config.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,8 @@ static const char usage[] =
     "                beside FILE when there is one) as they do: exit 0\n"
     "                and print the effective settings (a warning on\n"
     "                stderr for a key that does nothing, LinkState without\n"
-    "                FabricFile), or one line FILE:LINE: error, exit 2\n"
+    "                FabricFile, a SLURM_CONF it cannot read), or one\n"
+    "                line FILE:LINE: error, exit 2\n"
     "  -h, --help    this text\n";
 
 static const char *type_name(tp_pconf_type_t t)
@@ -74,7 +76,13 @@ static int check_nodes(const char *path, const tp_fabric_t *f,
 	if (!sc)
 		return TP_EXIT_FAIL;
 	if (access(sc, R_OK)) {
-		; /* none to compare with: the fabric's own checks stand */
+		/* none to compare with: the fabric's own checks stand, but
+		 * a SLURM_CONF the plugins would not find either is named */
+		if (env && *env)
+			tp_cli_err(
+			    "note: SLURM_CONF=%s: %s: the fabric's hosts "
+			    "not compared with slurm.conf's nodes",
+			    sc, strerror(errno));
 	} else if ((err =
 			tp_slurm_conf_nodes(sc, &names, &n, &include, &why))) {
 		tp_cli_err("%s", why ? why : tp_strerror(err));
@@ -133,12 +141,13 @@ static int check_files(const char *path, tp_pconf_t *conf)
 	}
 	err = tp_state_load_json_regular(f, ls, &st, &why);
 	if (err == TP_ERR_NOTFOUND) {
-		tp_cli_err("warning: %s: LinkState %s: no such file (yet): the "
-			   "plugins price the links healthy until it appears",
-			   path, ls);
+		tp_cli_err("warning: %s:%zu: LinkState %s: no such file (yet): "
+			   "the plugins price the links healthy until it "
+			   "appears",
+			   path, conf->link_state_line, ls);
 	} else if (err) {
 		/* why names the file */
-		tp_cli_err("%s: LinkState: %s", path,
+		tp_cli_err("%s:%zu: LinkState: %s", path, conf->link_state_line,
 			   why ? why : tp_strerror(err));
 		rc = err == TP_ERR_NOMEM ? TP_EXIT_FAIL : TP_EXIT_INPUT;
 	}

@@ -209,9 +209,10 @@ static int place_decide(const tp_fabric_t *f, const char *fabric,
 	tp_err_t err;
 
 	if (!tp_fabric_total_gpus(f)) {
-		tp_cli_err("place: %s: the fabric has no GPUs (discover with "
-			   "--gpus-per-host N or node data)",
-			   fabric);
+		/* a job that can never fit: --json still prints an object */
+		*unfit_p = "the fabric has no GPUs (discover with "
+			   "--gpus-per-host N or node data)";
+		tp_cli_err("place: %s: %s", fabric, *unfit_p);
 		return TP_EXIT_INPUT;
 	}
 	tp_cli_cost_params(&cp);

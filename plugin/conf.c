@@ -422,6 +422,7 @@ tp_err_t tp_pconf_parse(const char *name, const char *text, tp_pconf_t *c,
 		return err;
 	}
 	tmp.fabric_line = seen[find_key("FabricFile", 10) - keys];
+	tmp.link_state_line = seen[find_key("LinkState", 9) - keys];
 	tp_pconf_free(c);
 	*c = tmp;
 	return TP_OK;

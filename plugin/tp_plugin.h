@@ -49,6 +49,7 @@ typedef struct tp_pconf {
 	char *selection;	/* Selection: "engine" (default) or "tree" */
 	char *link_state;	/* LinkState: topoplace-state/1 file whose
 				 * links the selection prices with; NULL = none */
+	size_t link_state_line; /* its line in the file (0: none) */
 	uint32_t comm_share;	/* CommShare: percent of a running job's time
 				 * in collectives (its traffic's duty) */
 	uint32_t price_budget;	/* PriceBudget: predictions per decision */

@@ -512,6 +512,10 @@ expect 0 "generate a fabric without GPUs" $T fabric generate fat-tree --gpus-per
 	--hosts-per-leaf 2 -o "$tmp/nogpu.json"
 usage_err "place on a fabric without GPUs" "the fabric has no GPUs" \
 	$T place --fabric "$tmp/nogpu.json" --request nodes=2
+rc=0; $T place --fabric "$tmp/nogpu.json" --request nodes=2 --json >"$tmp/pl0.json" 2>/dev/null || rc=$?
+[ "$rc" = 2 ] && jq -e '.placed == false and (.reason | startswith("the fabric has no GPUs"))' "$tmp/pl0.json" >/dev/null &&
+	ok "place --json without GPUs: an object, placed false, exit 2" ||
+	bad "place --json without GPUs: exit $rc, $(cat "$tmp/pl0.json")"
 usage_err "place nodes=4,gpus=9" "does not split evenly" \
 	$T place --fabric "$tmp/ft.json" --request nodes=4,gpus=9
 # a fabric in pieces (no switch-to-switch cable): a job larger than any

@@ -47,7 +47,7 @@ for f in "$tmp/nosuch/f.json" "$tmp/garbage.json" "$tmp" "$tmp/fifo"; do
 	want=2
 	[ "$f" = "$tmp/nosuch/f.json" ] && want=0 # not written yet: healthy links
 	expect $want "config --check LinkState=$(basename "$f")" timeout 10 $T config --check "$tmp/ls.conf"
-	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "ls.conf: .*LinkState.*$f" "$tmp/err" &&
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "ls.conf:2: .*LinkState.*$f" "$tmp/err" &&
 		ok "one line naming LinkState $(basename "$f")" || bad "LinkState=$f: $(cat "$tmp/err")"
 done
 # a state naming a host the fabric lacks is bad input, not a file not
@@ -56,7 +56,7 @@ for e in '"down":["ghost"]' '"jobs":[{"id":1,"hosts":{"ghost":1}}]'; do
 	printf '{"format":"topoplace-state/1",%s}\n' "$e" >"$tmp/ghost.json"
 	printf 'FabricFile=%s\nLinkState=%s\n' "$tmp/ft.json" "$tmp/ghost.json" >"$tmp/ls.conf"
 	expect 2 "config --check LinkState naming an unknown host" $T config --check "$tmp/ls.conf"
-	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "ls.conf: LinkState: .*ghost.json: .*ghost: unknown host" "$tmp/err" &&
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "ls.conf:2: LinkState: .*ghost.json: .*ghost: unknown host" "$tmp/err" &&
 		ok "the unknown host named" || bad "LinkState unknown host: $(cat "$tmp/err")"
 done
 printf 'FabricFile=ft.json\n' >"$tmp/rel.conf"
@@ -74,6 +74,8 @@ printf 'NodeName=node004 Gres=gpu:8\n' >>"$tmp/sc/slurm.conf"
 expect 0 "config --check: the fabric's hosts are slurm.conf's nodes" $T config --check "$tmp/sc/topoplace.conf"
 expect 0 "config --check: no slurm.conf, nothing compared" \
 	env SLURM_CONF="$tmp/sc/nosuch.conf" $T config --check "$tmp/sc/topoplace.conf"
+grep -q "note: SLURM_CONF=$tmp/sc/nosuch.conf: No such file or directory: the fabric's hosts not compared" "$tmp/err" &&
+	ok "a SLURM_CONF it cannot read noted" || bad "SLURM_CONF unreadable: $(cat "$tmp/err")"
 printf 'NodeName=node[005-006]\n' >"$tmp/sc/other.conf"
 expect 2 "config --check: SLURM_CONF's slurm.conf" env SLURM_CONF="$tmp/sc/other.conf" \
 	$T config --check "$tmp/sc/topoplace.conf"
@@ -95,7 +97,7 @@ for c in "trail.json:not valid JSON near byte 63" "dup.json:links: key given twi
 		ok "place --state $f: one line, $why" || bad "place --state $f: $(cat "$tmp/err")"
 	printf 'FabricFile=%s\nLinkState=%s\n' "$tmp/ft.json" "$tmp/$f" >"$tmp/ls.conf"
 	expect 2 "config --check LinkState=$f" $T config --check "$tmp/ls.conf"
-	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "ls.conf: LinkState: " "$tmp/err" &&
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "ls.conf:2: LinkState: " "$tmp/err" &&
 		grep -qF "$f: $why" "$tmp/err" &&
 		ok "LinkState=$f: one line, $why" || bad "LinkState=$f: $(cat "$tmp/err")"
 done
