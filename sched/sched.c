@@ -370,10 +370,10 @@ static double rank_frac(const work_t *w, uint32_t l, double f)
 }
 
 /* The channels of every local rank from node a to node b, each carrying
- * f of S (rank_frac() of it when weighted): one edge per rail they keep
- * to (a rank's rail when the ranks at both ends drive the same one,
- * else -1), so the cost model routes each rail's share on that rail and
- * one-rail jobs get one edge. */
+ * f of S (rank_frac() of it when weighted): one edge per pair of rails
+ * (the rank's at a, its peer's at b), so the cost model routes each
+ * share from the rank's NIC to its peer's, as the library connects
+ * them, and one-rail jobs get one edge. */
 static tp_sched_edge_t *chan_edges(const tp_sched_t *s, const work_t *w,
 				   tp_sched_edge_t *e, uint32_t a, uint32_t b,
 				   uint32_t chan, double f)
@@ -390,15 +390,14 @@ static tp_sched_edge_t *chan_edges(const tp_sched_t *s, const work_t *w,
 		return e;
 	}
 	for (uint32_t l = 0; l < w->nr[a]; l++) {
-		int ra = rank_rail(s, w, a, l), rb = rank_rail(s, w, b, l);
-		int r = ra == rb ? ra : -1;
 		tp_sched_edge_t *x = e0;
-		while (x < e && x->rail != r)
+		e = put_ranks(s, w, e, a, l, b, l, chan, rank_frac(w, l, f));
+		while (x->rail != e[-1].rail || x->rail_dst != e[-1].rail_dst)
 			x++;
-		if (x < e)
-			x->frac += rank_frac(w, l, f);
-		else
-			e = put(e, a, b, chan, r, rank_frac(w, l, f));
+		if (x < e - 1) {
+			x->frac += e[-1].frac;
+			e--;
+		}
 	}
 	return e;
 }

@@ -1454,9 +1454,12 @@ static void test_leaves_direct(void **state)
 /* Rails in one subnet (the SuperPOD dump): three rail leaves under a
  * spine, n000 with mlx5_0..2, n001 without mlx5_1 (its cable, and so its
  * CA, missing from the dump); 3 GPUs each. n001's mlx5_2 is on rail 2, as
- * its leaf is: the ring's and the hierarchical schedule's transfers keep
- * to the rails both hosts have and cross no spine cable (paired by
- * position, mlx5_2 went to n000's mlx5_1, via the spine). */
+ * its leaf is: the ring's transfers keep to the rails both hosts have
+ * and cross no spine cable (paired by position, mlx5_2 went to n000's
+ * mlx5_1, via the spine). The hierarchical schedule's rank 1 runs on
+ * n000's mlx5_1 and on n001's mlx5_0 (its GPU's CA, l * ncas / g), and
+ * the library connects the two: its shard crosses the spine between
+ * rails 1 and 0, the other two keep to their rails. */
 static void test_rail_gap(void **state)
 {
 	tp_fabric_t *f = tp_fabric_create();
@@ -1507,8 +1510,13 @@ static void test_rail_gap(void **state)
 		assert_int_equal(tp_cost_link_load(c, NULL, hosts, gpus, 2,
 						   S_BYTES, algo, 1.0, ld),
 				 TP_OK);
-		for (int r = 0; r < 3; r++)
-			assert_both(ld, up[r], 0);
+		for (int r = 0; r < 3; r++) {
+			if (a && r < 2)
+				assert_true(ld[2 * up[r]] > 0 &&
+					    ld[2 * up[r] + 1] > 0);
+			else
+				assert_both(ld, up[r], 0);
+		}
 		free(ld);
 	}
 	tp_cost_ctx_destroy(c);
@@ -2028,7 +2036,9 @@ static uint64_t stored_run(const tp_fabric_t *f, uint64_t seed)
  * routing changes of issue 12. A change of the model itself changes
  * them; say so in its commit and store the new ones. (Rails by device
  * name, tp_ca_t.rail, change nothing here: those fabrics have one rail,
- * or one subnet per rail.) */
+ * or one subnet per rail. The first changed when the hierarchical
+ * cross phase went from each rank's CA to its peer's, 2026-12-07: its
+ * degraded fabric has hosts whose rank 7 runs on CA 6.) */
 static void test_stored_figures(void **state)
 {
 	tp_gen_fat_tree_t ft;
@@ -2067,7 +2077,7 @@ static void test_stored_figures(void **state)
 	print_message("# stored figures: %016llx %016llx %016llx %016llx\n",
 		      (unsigned long long)got[0], (unsigned long long)got[1],
 		      (unsigned long long)got[2], (unsigned long long)got[3]);
-	assert_int_equal(got[0], 0x5bf7eb1b5c74cd27ULL);
+	assert_int_equal(got[0], 0x41766946c91226b1ULL);
 	assert_int_equal(got[1], 0x986f1dfebb8c661eULL);
 	assert_int_equal(got[2], 0xcddcd74cdc264c22ULL);
 	assert_int_equal(got[3], 0xfdfe0292d8b2ac98ULL);
