@@ -551,30 +551,80 @@ static void host_fill(const draw_t *d, uint32_t h, char buf[8])
 
 /* ---- drawing ---- */
 
-/* desc in at most n characters, cut in the middle: switch names differ
- * at both ends ("su01-rail1-leaf"). */
-static void short_label(const char *desc, size_t n, char *buf, size_t cap)
+/* Characters every drawn switch's name starts (*pre_p) and ends
+ * (*suf_p) with, where there are two or more: what tells them apart is
+ * between ("MF0;A09-P1-IBLEAF-04-08:MQM9701/U1"). */
+static void common_ends(const draw_t *d, size_t *pre_p, size_t *suf_p)
+{
+	const char *first = NULL;
+	size_t pre = 0, suf = 0, flen = 0, nsw = 0;
+
+	for (size_t k = 0; k < d->nnodes; k++) {
+		if (d->nodes[k].sw == TP_ID_NONE)
+			continue;
+		const char *s = tp_fabric_switch(d->f, d->nodes[k].sw)->desc;
+		size_t len = strlen(s), i = 0;
+		if (!nsw++) {
+			first = s;
+			pre = suf = flen = len;
+			continue;
+		}
+		while (i < pre && i < len && s[i] == first[i])
+			i++;
+		pre = i;
+		for (i = 0; i < suf && i < len &&
+			    s[len - 1 - i] == first[flen - 1 - i];
+		     i++)
+			;
+		suf = i;
+	}
+	/* one switch, or names one inside another: nothing cut */
+	if (nsw < 2 || pre + suf >= flen)
+		pre = suf = 0;
+	*pre_p = pre;
+	*suf_p = suf;
+}
+
+/* desc in at most n characters without its first pre and last suf (the
+ * parts every switch's name shares: common_ends), cut in the middle:
+ * switch names differ at both ends ("su01-rail1-leaf"). */
+static void short_label(const char *desc, size_t pre, size_t suf, size_t n,
+			char *buf, size_t cap)
 {
 	size_t len = strlen(desc);
+
+	if (pre + suf < len) {
+		desc += pre;
+		len -= pre + suf;
+	}
+	if (len <= n || n < 5) {
+		snprintf(buf, cap, "%.*s", (int)(len < n ? len : n), desc);
+		return;
+	}
 
 	if (len <= n || n < 5) {
 		snprintf(buf, cap, "%.*s", (int)n, desc);
 		return;
 	}
 	size_t head = (n - 1) / 2, tail = n - 1 - head;
-	snprintf(buf, cap, "%.*s~%s", (int)head, desc, desc + len - tail);
+	snprintf(buf, cap, "%.*s~%.*s", (int)head, desc, (int)tail,
+		 desc + len - tail);
 }
 
 static void draw_switches(const draw_t *d, tp_strbuf_t *sb)
 {
+	size_t pre, suf;
+
+	common_ends(d, &pre, &suf);
 	for (size_t k = 0; k < d->nnodes; k++) {
 		const dnode_t *dn = &d->nodes[k];
 		char label[64], name[160];
 		if (dn->sw != TP_ID_NONE) {
 			const char *desc = tp_fabric_switch(d->f, dn->sw)->desc;
 			snprintf(name, sizeof(name), "switch %s", desc);
-			short_label(desc, (size_t)fmax(0, (dn->w - 4) / 4.8),
-				    label, sizeof(label));
+			short_label(desc, pre, suf,
+				    (size_t)fmax(0, (dn->w - 4) / 4.8), label,
+				    sizeof(label));
 		} else {
 			char gname[80];
 			tp_fabric_group_name(d->f, dn->group, gname,
@@ -831,8 +881,9 @@ static void draw_boxes(const draw_t *d, tp_strbuf_t *sb)
 		    gp->nhosts, gp->nswitches, gp->up_gbps, gp->down_gbps,
 		    d->box_x[b], d->box_y, d->box_w, d->box_h);
 		if (d->cells) {
-			short_label(name, (size_t)fmax(0, (d->box_w - 6) / 6),
-				    label, sizeof(label));
+			short_label(name, 0, 0,
+				    (size_t)fmax(0, (d->box_w - 6) / 6), label,
+				    sizeof(label));
 			tp_svg_text(sb, d->box_x[b] + 3, d->box_y + 12,
 				    "font-size='10'", "%s", label);
 			draw_cells(d, sb, b);

@@ -108,6 +108,17 @@ if [ -f "$TP_FIXTURES/ib/jabl-ibtopotool/3.topo" ]; then
 		check $LOOK link "$tmp/j3.svg" "$tmp/j3.png" "$ll" legend-health-2
 fi
 
+# switch names that share their ends (NVIDIA's SuperPOD dump: "MF0;"
+# and ":MQM9701/U1" on every one): the labels keep the part that differs
+nv="$TP_FIXTURES/ib/NVIDIA-topograph/ibnetdiscover-example.out"
+if [ -f "$nv" ]; then
+	$T discover -q --ibnetdiscover "$nv" -o "$tmp/nv.json"
+	expect 0 "draw the SuperPOD dump" $T draw --fabric "$tmp/nv.json" -o "$tmp/nv.svg"
+	n=$(jq '.switches | length' "$tmp/nv.json")
+	d=$(grep -o "<text[^>]*font-size='8' text-anchor='middle'[^>]*>[^<]*" "$tmp/nv.svg" | sed 's/.*>//' | sort -u | wc -l)
+	[ "$d" = "$n" ] && ok "$n switches, $d distinct labels" || bad "$n switches, $d distinct labels"
+fi
+
 # the simulate report: binned lines per policy, axes, names
 expect 0 "simulate --svg" $T simulate --fabric "$tmp/ft.json" --synthetic llm --jobs 120 --seeds 1 \
 	--policies topoplace,first-fit --baseline first-fit --svg "$tmp/sim.svg"
