@@ -202,7 +202,8 @@ static char *plan_text(const tp_plan_t *p, bool by_rate, const char *state)
 			 !tp_plan_predicted(p)
 			     ? "no predictions: recommendation by rule"
 			 : state ? "cost model, the links of "
-				 : "cost model, healthy idle fabric",
+				 : "cost model, the fabric's cables, no other "
+				   "jobs",
 			 tp_plan_predicted(p) && state ? state : "", "SIZE",
 			 "RING", "HIERARCHICAL", "TREE", "RECOMMEND");
 	for (size_t i = 0; i < tp_plan_nsizes(p); i++) {

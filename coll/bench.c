@@ -119,7 +119,7 @@ static int parse_args(int argc, char **argv, args_t *a)
 	    {"no-overlap", no_argument, NULL, 'o'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0}};
-	bool pipe_opt = false;
+	bool pipe_opt = false, levels_opt = false;
 	int o;
 
 	*a = (args_t){.rank = -1,
@@ -189,6 +189,7 @@ static int parse_args(int argc, char **argv, args_t *a)
 			}
 			break;
 		case 'l':
+			levels_opt = true;
 			if (parse_levels(optarg, &a->comp.levels)) {
 				fprintf(stderr, "bad --levels '%s'\n", optarg);
 				return -1;
@@ -234,6 +235,11 @@ static int parse_args(int argc, char **argv, args_t *a)
 	if (pipe_opt && a->comp.kind == TP_COLL_COMP_NONE) {
 		fprintf(stderr, "--segment and --no-overlap shape the "
 				"compressed all-reduce: with --compress\n");
+		return -1;
+	}
+	if (levels_opt && a->comp.kind == TP_COLL_COMP_NONE) {
+		fprintf(stderr, "--levels names the hops the all-reduce "
+				"compresses: with --compress\n");
 		return -1;
 	}
 	if (optind < argc || a->iters < 1 || a->warmup < 0 ||

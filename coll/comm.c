@@ -690,14 +690,19 @@ tp_err_t tp_coll_comm_init(const tp_plan_t *plan, int rank,
 				 "TOPOPLACE_COLL_SOCKETS='%s' is not 1..%d",
 				 getenv("TOPOPLACE_COLL_SOCKETS"),
 				 TP__COLL_MAX_SOCKETS);
-	if (!(o.timeout_s > 0) || o.chunk_bytes < 8 ||
-	    o.chunk_bytes > (1u << 30) || o.master_port < 0 ||
-	    o.master_port > 65535 || o.sockets < 1 ||
-	    o.sockets > TP__COLL_MAX_SOCKETS)
+	/* the one that is wrong, named with what it may be */
+	if (!(o.timeout_s > 0))
 		return init_fail(err_p, TP_ERR_INVAL,
-				 "bad options (timeout_s %g, chunk_bytes %zu, "
-				 "master_port %d, sockets %d: 1..%d)",
-				 o.timeout_s, o.chunk_bytes, o.master_port,
+				 "timeout_s %g: must be above 0", o.timeout_s);
+	if (o.chunk_bytes < 8 || o.chunk_bytes > (1u << 30))
+		return init_fail(err_p, TP_ERR_INVAL,
+				 "chunk_bytes %zu: not 8..%u", o.chunk_bytes,
+				 1u << 30);
+	if (o.master_port < 0 || o.master_port > 65535)
+		return init_fail(err_p, TP_ERR_INVAL,
+				 "master_port %d: not 0..65535", o.master_port);
+	if (o.sockets < 1 || o.sockets > TP__COLL_MAX_SOCKETS)
+		return init_fail(err_p, TP_ERR_INVAL, "sockets %d: not 1..%d",
 				 o.sockets, TP__COLL_MAX_SOCKETS);
 	if ((why = tp__coll_shm_env_check())) {
 		init_fail(err_p, TP_ERR_INVAL, "rank %d: %s", rank, why);

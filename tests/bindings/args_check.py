@@ -63,6 +63,19 @@ try:
 except (TypeError, ValueError) as e:
     print("FAIL - hierarchical 1/0: %s" % e)
     failures += 1
+# switches (error_feedback, async_op, ...): a string was read as true
+# (error_feedback="False" kept the residual)
+for bad in ("False", "no", 0.0, 2):
+    try:
+        tc._flag(bad, "error_feedback")
+        print("FAIL - error_feedback=%r taken" % (bad,))
+        failures += 1
+    except ValueError as e:
+        print("ok - error_feedback=%r refused: %s" % (bad, e))
+ok = (tc._flag(0, "x") is False and tc._flag(True, "x") is True and
+      tc._flag(None, "x", none_ok=True) is None)
+print("%s - switches: 0, True and (where allowed) None taken" % ("ok" if ok else "FAIL"))
+failures += not ok
 with tc.Communicator(plan=plan, rank=0, master_addr="127.0.0.1", master_port=port, timeout_s=2,
                      sockets=4) as c:
     ok = c.rank == 0 and c.size == 1 and c.sent_bytes(2 ** 32) == 0

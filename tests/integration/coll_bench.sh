@@ -58,9 +58,9 @@ done
 # per call (2 hosts on 2 leaves: every byte between them crosses).
 for kind in none int8 1bit topk; do
 	rm -f "$tmp/j.json"
-	args="--compress $kind"
+	args="--compress $kind --levels cross"
 	[ $kind = none ] && args="--algo hierarchical"
-	if run_all --master 127.0.0.1:$port $args --levels cross --min-bytes 1M \
+	if run_all --master 127.0.0.1:$port $args --min-bytes 1M \
 		--max-bytes 1M --iters 3 --warmup 1 --json "$tmp/j.json" --timeout 20; then
 		ok "--compress $kind: 4 ranks"
 	else
@@ -163,4 +163,10 @@ done
 expect 2 "--rank without --plan" env TOPOPLACE_PLAN="$tmp/p.json" TOPOPLACE_RANK=0 \
 	"$B" --rank 1 --master 127.0.0.1:$port --timeout 1
 grep -q "with --plan" "$tmp/err" && ok "--rank without --plan named" || bad "--rank alone: $(cat "$tmp/err")"
+# options of the compressed all-reduce without --compress: refused, not
+# a dense run that looks like the asked one
+for o in "--levels host" "--segment 4096" "--no-overlap"; do
+	expect 2 "$o without --compress" "$B" --plan "$tmp/p.json" --rank 0 --master 127.0.0.1:$port $o --timeout 1
+	grep -q "with --compress" "$tmp/err" && ok "$o without --compress named" || bad "$o alone: $(cat "$tmp/err")"
+done
 finish

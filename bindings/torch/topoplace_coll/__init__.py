@@ -151,6 +151,19 @@ def _pipeline_opts(segment, overlap):
     return segment, overlap
 
 
+def _flag(value, what, none_ok=False):
+    """A switch: True, False, 1 or 0 (or None where none_ok), never a
+    string or a float: error_feedback="False" would read as true."""
+    if none_ok and value is None:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, numbers.Integral) and value in (0, 1):
+        return bool(value)
+    raise ValueError("%s must be True or False%s, got %r"
+                     % (what, " (or None)" if none_ok else "", value))
+
+
 def _int_in(value, lo, hi, what):
     """value, an integer (not a bool, float or string: rank 1.9 would join
     as rank 1), checked to lie in [lo, hi]: ctypes keeps only the low bits
@@ -539,6 +552,9 @@ class Communicator:
                                                       hierarchical)
         if key is not None:
             key = _int_in(key, 0, 2 ** 64 - 1, "key")
+        error_feedback = _flag(error_feedback, "error_feedback")
+        stochastic = _flag(stochastic, "stochastic", none_ok=True)
+        momentum_masking = _flag(momentum_masking, "momentum_masking")
         if momentum is not None and not 0.0 <= float(momentum) < 1.0:
             raise ValueError("momentum %r not in [0, 1)" % (momentum,))
         # the library's own rules (compress.c check_opts), said before it is called

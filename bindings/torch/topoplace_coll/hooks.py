@@ -144,8 +144,8 @@ import weakref
 
 import torch
 
-from . import (CompressionUnavailable, _choice, _compressor_opts, _int_in, _lib, _pipeline_opts,
-               _topk_threshold, have_compression)
+from . import (CompressionUnavailable, _choice, _compressor_opts, _flag, _int_in, _lib,
+               _pipeline_opts, _topk_threshold, have_compression)
 
 __all__ = ["TopoplaceState", "allreduce_hook"]
 
@@ -231,8 +231,12 @@ class TopoplaceState:
             compressor = None
         if compressor is not None and not have_compression():
             raise CompressionUnavailable("TopoplaceState(compressor=%r)" % compressor)
-        if int(start_iter) < 0:
-            raise ValueError("start_iter must be >= 0, got %r" % start_iter)
+        start_iter = _int_in(start_iter, 0, 2 ** 63 - 1, "start_iter")
+        error_feedback = _flag(error_feedback, "error_feedback")
+        stochastic = _flag(stochastic, "stochastic", none_ok=True)
+        async_op = _flag(async_op, "async_op")
+        momentum_masking = _flag(momentum_masking, "momentum_masking")
+        per_tensor = _flag(per_tensor, "per_tensor")
         if momentum is not None and (compressor is None or not 0.0 <= float(momentum) < 1.0 or
                                      (compressor == "topk" and not error_feedback)):
             raise ValueError("momentum=%r: a factor in [0, 1), for a compressor (top-k: with "
