@@ -12,7 +12,10 @@
  *   spanning subnets is walked one subnet at a time. So is a link of a
  *   subnet the walk did not reach (none of the model's switches of its
  *   subnet found) even when an end's node was: a dual-port HCA is one GUID
- *   on two rails, and a walk of one rail finds it.
+ *   on two rails, and a walk of one rail finds it. But a walk that found
+ *   no switch at all (from a host whose own cable is down) reached the
+ *   subnets of the CAs it found: their links there are gone (a dual-rail
+ *   host walking so would call both of its rails' cables gone).
  * - The fabric JSON is never rewritten here: a model that silently
  *   follows the cables would hide a miscabling from the admin.
  * - A cable in place at another width or lane rate is a change: a link
@@ -143,10 +146,12 @@ static tp_health_change_t classify(const tp_fabric_t *model,
 }
 
 /* walked[s] for each model subnet s: one of its switches is in the live
- * fabric (a subnet without switches, cabled CA to CA: one of its CAs).
+ * fabric (a subnet without switches, cabled CA to CA: one of its CAs; a
+ * walk that found no switch at all, the walking host's own cable down,
+ * the subnets of the CAs it found: their links are gone, not unseen).
  * Returns how many model switches and CAs are. */
 static size_t walked_subnets(const tp_fabric_t *model, const uint64_t *nodes,
-			     size_t nnodes, bool *walked)
+			     size_t nnodes, bool no_switch, bool *walked)
 {
 	int nsub = tp_fabric_nsubnets(model);
 	bool *has_sw = walked + nsub;
@@ -167,7 +172,7 @@ static size_t walked_subnets(const tp_fabric_t *model, const uint64_t *nodes,
 			     cmp_guid))
 			continue;
 		found++;
-		if (!has_sw[ca->subnet])
+		if (!has_sw[ca->subnet] || no_switch)
 			walked[ca->subnet] = true;
 	}
 	return found;
@@ -212,7 +217,8 @@ tp_err_t tp_health_diff(const tp_fabric_t *model, const tp_fabric_t *live,
 		nodes[nnodes++] = tp_fabric_ca(live, i)->guid;
 	qsort(nodes, nnodes, sizeof(*nodes), cmp_guid);
 	/* nothing in common: every link "unseen" would read as no change */
-	if (!walked_subnets(model, nodes, nnodes, walked) &&
+	if (!walked_subnets(model, nodes, nnodes,
+			    tp_fabric_nswitches(live) == 0, walked) &&
 	    tp_fabric_nswitches(model) + tp_fabric_ncas(model)) {
 		err = TP_ERR_MISMATCH;
 		goto out;

@@ -12,6 +12,7 @@
 #include "tp_placement.h"
 #include "tp_test.h"
 #include "tp_test_fabric.h"
+#include "topology_int.h"
 
 /* A 4x HDR cable (200 Gb/s) between switch 0 port 1 and CA 0 port 1. */
 static const tp_link_t hdr = {
@@ -1143,6 +1144,37 @@ static void test_diff_unseen(void **state)
 	tp_free(text);
 }
 
+/* A walk from a host whose own cable is down finds that host's CA and
+ * nothing else: its link is gone (it read "0 gone, every link unseen",
+ * exit 0), the others unseen. */
+static void test_diff_own_cable_down(void **state)
+{
+	char *text = slurp_fixture(state);
+	tp_fabric_t *m, *l = tp_fabric_create();
+	tp_health_diff_t d;
+	uint32_t ca;
+
+	if (!text)
+		skip();
+	m = dump_fabric(text);
+	size_t o2 = host_link(m, "o0002");
+	const tp_link_t *k = tp_fabric_link(m, o2);
+	int e = k->kind[0] == TP_NODE_CA ? 0 : 1;
+	assert_non_null(l);
+	assert_int_equal(tp__fabric_add_ca(l, tp__fabric_new_subnet(l),
+					   tp_fabric_link_end_guid(m, k, e),
+					   "o0002 mlx5_0", 1, &ca),
+			 TP_OK);
+	assert_int_equal(tp_fabric_finalize(l, NULL), TP_OK);
+	assert_int_equal(tp_health_diff(m, l, &d), TP_OK);
+	assert_int_equal(d.link[o2], TP_HEALTH_GONE);
+	assert_int_equal(d.ngone, 1);
+	assert_int_equal(d.nunseen, tp_fabric_nlinks(m) - 1);
+	assert_true(tp_health_diff_changed(&d));
+	diff_done(m, l, &d);
+	tp_free(text);
+}
+
 /* Two rails: hx's dual-port HCA (one GUID) on swA and swB, hy on swA, hz
  * on swB, each rail a subnet of its own. */
 static const char rail_a[] =
@@ -1367,6 +1399,7 @@ int main(void)
 	    cmocka_unit_test(test_diff_moved),
 	    cmocka_unit_test(test_diff_moved_b2b),
 	    cmocka_unit_test(test_diff_unseen),
+	    cmocka_unit_test(test_diff_own_cable_down),
 	    cmocka_unit_test(test_diff_other_rail),
 	    cmocka_unit_test(test_diff_other_fabric),
 	    cmocka_unit_test(test_diff_rate),
