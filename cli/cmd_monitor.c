@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <math.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -435,6 +437,16 @@ static void sleep_s(double s)
 	nanosleep(&ts, NULL);
 }
 
+/* A health as the state file has it, at least two decimals: 1.00, 0.75,
+ * 0.125 (the 1x-of-8x rule; "%.2f" printed 0.12). */
+static const char *health_str(double h, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.2f", h);
+	if (fabs(strtod(buf, NULL) - h) > 1e-9)
+		snprintf(buf, len, "%.6g", h);
+	return buf;
+}
+
 static void print_table(const run_t *r, bool all)
 {
 	size_t seen = 0, alarms = 0;
@@ -459,8 +471,9 @@ static void print_table(const run_t *r, bool all)
 				: tp_fabric_ca(r->f, k->node[e])->desc;
 			snprintf(e ? b : a, sizeof(a), "%s:%d", d, k->port[e]);
 		}
-		printf("%-6zu %6.2f  %-32s %-32s %s\n", l, h->health, a, b,
-		       h->reason);
+		char hs[32];
+		printf("%-6zu %6s  %-32s %-32s %s\n", l,
+		       health_str(h->health, hs, sizeof(hs)), a, b, h->reason);
 	}
 	printf("%zu of %zu links seen, %zu with alarms\n", seen, r->nl, alarms);
 }
@@ -653,9 +666,11 @@ static void log_changes(run_t *r)
 		const tp_health_link_t *h = &r->links[l];
 		if (!h->seen || h->health == r->last_health[l])
 			continue;
+		char from[32], to[32];
 		fprintf(stderr,
-			"topoplace monitor: link %zu health %.2f -> %.2f: %s\n",
-			l, r->last_health[l], h->health, h->reason);
+			"topoplace monitor: link %zu health %s -> %s: %s\n", l,
+			health_str(r->last_health[l], from, sizeof(from)),
+			health_str(h->health, to, sizeof(to)), h->reason);
 		r->last_health[l] = h->health;
 	}
 }
@@ -754,8 +769,8 @@ static void maybe_rediscover(run_t *r, const args_t *a, bool stale)
 	else if (wanted)
 		fprintf(stderr,
 			"topoplace monitor: walking the fabric: a link "
-			"end up but not answering for %d+ sweeps, or its "
-			"directed route reaching another node\n",
+			"end silent for %d+ sweeps, or its directed route "
+			"reaching another node\n",
 			TP_HEALTH_WALK_MISSES);
 	const tp_fabric_t *live = tp_health_sweep_live(r->sw);
 	if ((err = tp_health_sweep_rediscover(r->sw))) {

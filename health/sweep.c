@@ -289,6 +289,18 @@ static size_t learn_lids(tp_health_sweep_t *s, ibnd_fabric_t *fab, end_t *ends,
 	return lids;
 }
 
+/* The CA and port a sweep walks from, as the live discovery names them:
+ * "mlx5_0, port 2", "the first CA, its first active port". */
+static const char *ca_port(const tp_health_sweep_t *s, char *buf, size_t len)
+{
+	char pn[32] = "its first active port";
+
+	if (s->port)
+		snprintf(pn, sizeof(pn), "port %d", s->port);
+	snprintf(buf, len, "%s, %s", s->ca ? s->ca : "the first CA", pn);
+	return buf;
+}
+
 /* One walk: LIDs and the live fabric, swapped in only on success. */
 static tp_err_t walk(tp_health_sweep_t *s, char **err_p)
 {
@@ -303,11 +315,13 @@ static tp_err_t walk(tp_health_sweep_t *s, char **err_p)
 	tp_err_t err = TP_ERR_NOMEM;
 
 	free_agents(s->ca, s->port, ids, nids);
-	if (!fab)
+	if (!fab) {
+		char where[160];
 		return fail(err_p, TP_ERR_IO,
 			    "discovery through %s failed (no IB device, no "
 			    "access to /dev/infiniband/umad*, or no response)",
-			    s->ca ? s->ca : "the default CA");
+			    ca_port(s, where, sizeof(where)));
+	}
 	if (!(ends = tp_calloc(2 * nl + 1, sizeof(*ends))) ||
 	    !(sw_lid = tp_calloc(nsw + 1, sizeof(*sw_lid))) ||
 	    !(live = tp_fabric_create())) {
@@ -381,15 +395,21 @@ static void scan_ports(tp_health_sweep_t *s, uint8_t *up)
 	}
 }
 
-/* Open the MAD port and take the port states as the new baseline. */
+/* Open the MAD port and take the port states as the new baseline.
+ * libibmad's own line for each MAD that got no answer is switched off
+ * (process-wide; only the monitor and health open MAD ports): a silent
+ * end is logged by the sweep, throttled, not once per retry. */
 static tp_err_t open_port(tp_health_sweep_t *s, char **err_p)
 {
+	char where[160];
+
 	if (!(s->mad =
 		  mad_rpc_open_port(s->ca, s->port, port_classes, NCLASSES)))
 		return fail(err_p, TP_ERR_IO,
 			    "cannot open %s for MADs (no IB device, or no "
 			    "access to /dev/infiniband/umad*)",
-			    s->ca ? s->ca : "the default CA");
+			    ca_port(s, where, sizeof(where)));
+	madrpc_show_errors(0);
 	mad_rpc_set_retries(s->mad, MAD_RETRIES);
 	scan_ports(s, s->up);
 	return TP_OK;
