@@ -384,7 +384,9 @@ static int run(int argc, char **argv)
 		return TP_EXIT_OK;
 	}
 	if (!strcmp(cmd, "help")) {
-		if (argc < 3) {
+		/* help's own --help, as every command has one */
+		if (argc < 3 || !strcmp(argv[2], "-h") ||
+		    !strcmp(argv[2], "--help")) {
 			fputs(usage, stdout);
 			return TP_EXIT_OK;
 		}

@@ -169,6 +169,9 @@ usage() {
 	grep -q "^Usage: topoplace $* " "$tmp/usage" || bad "$* --help: no usage line"
 	grep -q -- ' \[*--[a-z]' "$tmp/usage" || bad "$* --help: no option in its usage"
 }
+# help has its --help too (it was "help: unknown command '--help'")
+expect 0 "help --help" $T help --help
+grep -q "^Usage: topoplace COMMAND" "$tmp/out" && ok "help --help: the usage" || bad "help --help: $(head -2 "$tmp/out")"
 f0=$failures
 for c in discover monitor place cost simulate trace draw plan config nccl-topo; do
 	usage $c
