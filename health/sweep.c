@@ -289,18 +289,6 @@ static size_t learn_lids(tp_health_sweep_t *s, ibnd_fabric_t *fab, end_t *ends,
 	return lids;
 }
 
-/* The CA and port a sweep walks from, as the live discovery names them:
- * "mlx5_0, port 2", "the first CA, its first active port". */
-static const char *ca_port(const tp_health_sweep_t *s, char *buf, size_t len)
-{
-	char pn[32] = "its first active port";
-
-	if (s->port)
-		snprintf(pn, sizeof(pn), "port %d", s->port);
-	snprintf(buf, len, "%s, %s", s->ca ? s->ca : "the first CA", pn);
-	return buf;
-}
-
 /* One walk: LIDs and the live fabric, swapped in only on success. */
 static tp_err_t walk(tp_health_sweep_t *s, char **err_p)
 {
@@ -320,7 +308,7 @@ static tp_err_t walk(tp_health_sweep_t *s, char **err_p)
 		return fail(err_p, TP_ERR_IO,
 			    "discovery through %s failed (no IB device, no "
 			    "access to /dev/infiniband/umad*, or no response)",
-			    ca_port(s, where, sizeof(where)));
+			    tp_ib_where(s->ca, s->port, where, sizeof(where)));
 	}
 	if (!(ends = tp_calloc(2 * nl + 1, sizeof(*ends))) ||
 	    !(sw_lid = tp_calloc(nsw + 1, sizeof(*sw_lid))) ||
@@ -408,7 +396,7 @@ static tp_err_t open_port(tp_health_sweep_t *s, char **err_p)
 		return fail(err_p, TP_ERR_IO,
 			    "cannot open %s for MADs (no IB device, or no "
 			    "access to /dev/infiniband/umad*)",
-			    ca_port(s, where, sizeof(where)));
+			    tp_ib_where(s->ca, s->port, where, sizeof(where)));
 	madrpc_show_errors(0);
 	mad_rpc_set_retries(s->mad, MAD_RETRIES);
 	scan_ports(s, s->up);

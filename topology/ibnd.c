@@ -305,15 +305,12 @@ tp_err_t tp_fabric_discover_live(tp_fabric_t *f, const char *ca, int port)
 	fab = ibnd_discover_fabric(ca_copy, port, NULL, &cfg);
 	tp_free(ca_copy);
 	if (!fab) {
-		/* port 0 is the library's "first active port" */
-		char pn[32] = "its first active port";
-		if (port)
-			snprintf(pn, sizeof(pn), "port %d", port);
+		char where[160];
 		return tp__fabric_fail(
 		    f, TP_ERR_IO,
-		    "live discovery through %s, %s, failed (no IB device, no "
+		    "live discovery through %s, failed (no IB device, no "
 		    "access to /dev/infiniband/umad*, or no response)",
-		    ca ? ca : "the first CA", pn);
+		    tp_ib_where(ca, port, where, sizeof(where)));
 	}
 	err = load_fabric(f, fab, "live discovery");
 	ibnd_destroy_fabric(fab);

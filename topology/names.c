@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -120,6 +121,16 @@ const char *tp_ib_speed_name(double lane_gbps)
 		}
 	}
 	return best;
+}
+
+const char *tp_ib_where(const char *ca, int port, char *buf, size_t len)
+{
+	char pn[32] = "its first active port";
+
+	if (port)
+		snprintf(pn, sizeof(pn), "port %d", port);
+	snprintf(buf, len, "%s, %s", ca ? ca : "the first CA", pn);
+	return buf;
 }
 
 bool tp__desc_is_sharp(const char *desc)

@@ -221,6 +221,10 @@ void tp_ib_port_rate(const void *info, const void *cap, const void *mlnx_ext,
  * nearest to it within 8% (generators round HDR to 50, NDR to 100),
  * "???" for none (0: unknown). A static string; pure. */
 const char *tp_ib_speed_name(double lane_gbps);
+/* The local port a walk leaves by, as messages name it, into buf:
+ * "mlx5_0, port 2", "the first CA, its first active port" (ca NULL,
+ * port 0: libibnetdisc's defaults). Returns buf. */
+const char *tp_ib_where(const char *ca, int port, char *buf, size_t len);
 /* The port's link is up: logical state not Down and physical LinkUp.
  * False without libibnetdisc. */
 bool tp_ib_port_up(const void *info);
