@@ -601,11 +601,6 @@ static void short_label(const char *desc, size_t pre, size_t suf, size_t n,
 		snprintf(buf, cap, "%.*s", (int)(len < n ? len : n), desc);
 		return;
 	}
-
-	if (len <= n || n < 5) {
-		snprintf(buf, cap, "%.*s", (int)n, desc);
-		return;
-	}
 	size_t head = (n - 1) / 2, tail = n - 1 - head;
 	snprintf(buf, cap, "%.*s~%.*s", (int)head, desc, (int)tail,
 		 desc + len - tail);

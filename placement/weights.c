@@ -132,7 +132,6 @@ static bool next_pair(char **s, char **key, char **val)
 	}
 }
 
-/* One logical line: its NodeName= and Weight=, every other key ignored. */
 /* A NodeName= value's host list expanded into *list_p, *n_p (one name at
  * least when need_one: "," expands to none); the error named by line. */
 static tp_err_t expand_names(wload_t *ld, const char *names, bool need_one,
@@ -153,6 +152,7 @@ static tp_err_t expand_names(wload_t *ld, const char *names, bool need_one,
 	return TP_OK;
 }
 
+/* One logical line: its NodeName= and Weight=, every other key ignored. */
 static tp_err_t node_line(wload_t *ld, char *s)
 {
 	char *names = NULL, *weight = NULL, *key, *val;
